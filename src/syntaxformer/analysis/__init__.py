@@ -1,0 +1,1 @@
+"""Analyses: attention maps, length buckets, parser-noise curves, probes, significance tests."""

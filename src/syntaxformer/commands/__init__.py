@@ -1,0 +1,1 @@
+"""Sub-commands of the ``syntaxformer`` CLI (see :mod:`syntaxformer.cli`)."""

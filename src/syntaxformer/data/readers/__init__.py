@@ -1,0 +1,1 @@
+"""Readers for gold-annotated corpora. Each returns :class:`~syntaxformer.data.Sentence` objects."""

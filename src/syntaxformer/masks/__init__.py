@@ -1,0 +1,1 @@
+"""Batched mask builders: SDOI (ancestor) masks, Syntax-BERT relation groups, ablations."""

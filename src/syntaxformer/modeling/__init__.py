@@ -1,0 +1,1 @@
+"""Models (SG-Net, Syntax-BERT, syntax-infused features)."""
