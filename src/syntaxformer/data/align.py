@@ -69,3 +69,306 @@ class AlignedExample:
 
     def __len__(self) -> int:
         return len(self.input_ids)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Inputs: a "text" of an example is a Sentence, a Document, or a sequence of Sentences (one passage).
+# ----------------------------------------------------------------------------------------------------------
+
+from typing import Any, Sequence, Union  # noqa: E402
+
+from syntaxformer.data.sentence import Document, Sentence  # noqa: E402
+from syntaxformer.errors import AlignmentError  # noqa: E402
+
+TextLike = Union[Sentence, Document, Sequence[Sentence]]
+
+
+def _as_passage(text: TextLike) -> tuple[str, list[Sentence], list[tuple[int, int]]]:
+    """Normalise a text to ``(string, sentences, word offsets into the string)``."""
+    if isinstance(text, Sentence):
+        s, offsets = text.detokenized()
+        return s, [text], offsets
+    sentences = list(text.sentences if isinstance(text, Document) else text)
+    if isinstance(text, Document) and text.text is not None and all(s.offsets is not None for s in sentences):
+        offsets = [o for s in sentences for o in s.offsets]  # type: ignore[union-attr]
+        return text.text, sentences, offsets
+    if not sentences:
+        return "", [], []
+    if len(sentences) == 1:
+        s, offsets = sentences[0].detokenized()
+        return s, sentences, offsets
+    doc = Document.from_sentences(sentences)
+    return doc.text or "", sentences, [o for s in doc.sentences for o in s.offsets]  # type: ignore[union-attr]
+
+
+def _check_offsets(text: str, sentences: list[Sentence], offsets: list[tuple[int, int]]) -> None:
+    words = [w for s in sentences for w in s.words]
+    prev_end = 0
+    for w, (a, b) in zip(words, offsets):
+        if not (0 <= a < b <= len(text)) or a < prev_end:
+            raise AlignmentError(
+                f"word {w!r} has offsets ({a}, {b}) that are out of order or outside the text of length "
+                f"{len(text)}; word offsets must be increasing, non-overlapping spans of the text")
+        prev_end = b
+
+
+def _build_forest(passages: list[tuple[str, list[Sentence], list[tuple[int, int]]]]) -> WordForest:
+    heads, tree_id, segment, trees, starts = [], [], [], [], []
+    upos: list[str] = []
+    xpos: list[str] = []
+    has_upos = has_xpos = True
+    base = 0
+    t = 0
+    for seg, (_, sentences, _) in enumerate(passages):
+        for s in sentences:
+            starts.append(base)
+            heads.extend(h + base if h >= 0 else -1 for h in s.heads)
+            tree_id.extend([t] * len(s))
+            segment.extend([seg] * len(s))
+            trees.append(s.tree)
+            if s.upos is None:
+                has_upos = False
+            else:
+                upos.extend(s.upos)
+            if s.xpos is None:
+                has_xpos = False
+            else:
+                xpos.extend(s.xpos)
+            base += len(s)
+            t += 1
+    return WordForest(
+        heads=np.asarray(heads, dtype=np.int64),
+        tree_id=np.asarray(tree_id, dtype=np.int64),
+        segment=np.asarray(segment, dtype=np.int64),
+        trees=trees,
+        sentence_start=np.asarray(starts, dtype=np.int64),
+        upos=upos if has_upos else None,
+        xpos=xpos if has_xpos else None,
+    )
+
+
+def pieces_to_words(piece_offsets: np.ndarray, word_offsets: np.ndarray) -> np.ndarray:
+    """Assign each subword piece to a word by character overlap.
+
+    Args:
+        piece_offsets: ``[P, 2]`` character spans of the pieces (end exclusive).
+        word_offsets: ``[W, 2]`` character spans of the words, increasing and non-overlapping.
+
+    Returns:
+        ``[P]`` word index per piece. A piece overlapping several words goes to the one it overlaps most (the
+        first on ties); a piece overlapping none (e.g. a SentencePiece ``▁`` marker before a word) goes to the
+        next word, or to the last word if there is none after it. ``-1`` only if there are no words.
+    """
+    n_pieces = len(piece_offsets)
+    if len(word_offsets) == 0:
+        return np.full(n_pieces, -1, dtype=np.int64)
+    ws, we = word_offsets[:, 0], word_offsets[:, 1]
+    ps, pe = piece_offsets[:, 0], piece_offsets[:, 1]
+    idx = np.searchsorted(we, ps, side="right")  # first word ending after the piece starts
+    idx = np.minimum(idx, len(ws) - 1)
+    nxt = np.minimum(idx + 1, len(ws) - 1)
+    ov = np.minimum(pe, we[idx]) - np.maximum(ps, ws[idx])
+    ov_next = np.where(nxt != idx, np.minimum(pe, we[nxt]) - np.maximum(ps, ws[nxt]), -1)
+    return np.where(ov_next > ov, nxt, idx).astype(np.int64)
+
+
+@dataclass
+class _Template:
+    """Where a tokenizer puts special tokens: a list of ('special', id, type_id) / ('seq', k, type_id)."""
+
+    single: list[tuple[str, int, int]]
+    pair: list[tuple[str, int, int]]
+
+    @staticmethod
+    def learn(backend: Any) -> "_Template":
+        def layout(e: Any) -> list[tuple[str, int, int]]:
+            out: list[tuple[str, int, int]] = []
+            for tok_id, type_id, seq, special in zip(e.ids, e.type_ids, e.sequence_ids, e.special_tokens_mask):
+                if special:
+                    out.append(("special", tok_id, type_id))
+                elif not out or out[-1][:2] != ("seq", seq):
+                    out.append(("seq", seq, type_id))
+            return out
+
+        # Encode tiny texts with special tokens and read off where the specials went. (``post_process`` on
+        # pre-made encodings loses the first sequence id in tokenizers 0.23, so use ``encode`` itself.)
+        return _Template(layout(backend.encode("a", add_special_tokens=True)),
+                         layout(backend.encode("a", "b", add_special_tokens=True)))
+
+    def n_special(self, pair: bool) -> int:
+        return sum(1 for item in (self.pair if pair else self.single) if item[0] == "special")
+
+
+class SyntaxAligner:
+    """Tokenize annotated texts with a Hugging Face fast tokenizer and align subwords to words.
+
+    Works with any fast tokenizer (WordPiece, BPE, SentencePiece/Unigram): subwords are mapped to words through
+    character offsets, so the tokenizer never needs pre-split input. Special tokens are placed by the
+    tokenizer's own post-processor template ([CLS] A [SEP] B [SEP], <s> A </s></s> B </s>, A </s> B </s>, ...).
+
+    Args:
+        tokenizer: a ``transformers`` fast tokenizer (``tokenizer.is_fast``) or a ``tokenizers.Tokenizer``.
+        max_length: maximum window length including special tokens; ``None`` = the tokenizer's
+            ``model_max_length`` when it is a real limit, else no limit.
+        stride: ``None`` → plain truncation (one window per example). An int → sliding windows over the
+            ``window_segment`` text, consecutive windows sharing ``stride`` tokens (the SQuAD ``doc_stride``
+            convention of Hugging Face: overlap, not step).
+        window_segment: which text of a pair is cut into windows / truncated (0 = first, 1 = second); for
+            plain truncation of pairs ``None`` means longest-first.
+        add_special_tokens: add [CLS]/[SEP]-style tokens.
+    """
+
+    def __init__(self, tokenizer: Any, max_length: int | None = None, stride: int | None = None,
+                 window_segment: int | None = 0, add_special_tokens: bool = True):
+        from tokenizers import Tokenizer
+
+        backend = tokenizer if isinstance(tokenizer, Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            raise AlignmentError(
+                f"{type(tokenizer).__name__} is not a fast tokenizer; load it with "
+                "AutoTokenizer.from_pretrained(name, use_fast=True) (character offsets are required)")
+        # A private copy: the user's tokenizer may carry truncation/padding settings we must not use or change.
+        self._backend = Tokenizer.from_str(backend.to_str())
+        self._backend.no_truncation()
+        self._backend.no_padding()
+        if max_length is None:
+            limit = getattr(tokenizer, "model_max_length", None)
+            max_length = int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else None
+        if stride is not None and max_length is None:
+            raise ValueError("sliding windows (stride) need a max_length")
+        self.max_length = max_length
+        self.stride = stride
+        self.window_segment = window_segment
+        self.add_special_tokens = add_special_tokens
+        self._template = _Template.learn(self._backend)
+
+    # -- public ------------------------------------------------------------------------------------------
+    def __call__(self, text_a: TextLike, text_b: TextLike | None = None) -> list[AlignedExample]:
+        """Align one example (a text or a pair of texts). Returns its windows (one unless ``stride`` is set)."""
+        return self.align_batch([text_a], None if text_b is None else [text_b])[0]
+
+    def align_batch(self, texts_a: Sequence[TextLike],
+                    texts_b: Sequence[TextLike] | None = None) -> list[list[AlignedExample]]:
+        """Align many examples; the tokenizer runs once over all texts (parallel in Rust)."""
+        if texts_b is not None and len(texts_b) != len(texts_a):
+            raise ValueError(f"{len(texts_a)} first texts but {len(texts_b)} second texts")
+        pa = [_as_passage(t) for t in texts_a]
+        pb = [_as_passage(t) for t in texts_b] if texts_b is not None else None
+        flat = pa + (pb or [])
+        encodings = self._backend.encode_batch([p[0] for p in flat], add_special_tokens=False)
+        out = []
+        for i in range(len(pa)):
+            parts = [pa[i]] + ([pb[i]] if pb is not None else [])
+            encs = [encodings[i]] + ([encodings[len(pa) + i]] if pb is not None else [])
+            out.append(self._align_one(parts, encs))
+        return out
+
+    # -- internals ---------------------------------------------------------------------------------------
+    def _align_one(self, parts, encs) -> list[AlignedExample]:
+        for text, sentences, offsets in parts:
+            _check_offsets(text, sentences, offsets)
+        forest = _build_forest(parts)
+        n_words_total = len(forest)
+        seg_ids, seg_word, seg_piece, seg_offsets = [], [], [], []
+        n_pieces = np.zeros(n_words_total, dtype=np.int64)
+        base = 0
+        for (text, sentences, offsets), enc in zip(parts, encs):
+            n_w = len(offsets)
+            ids = np.asarray(enc.ids, dtype=np.int64)
+            poff = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+            local = pieces_to_words(poff, np.asarray(offsets, dtype=np.int64).reshape(-1, 2))
+            if n_w == 0:
+                # Text with no words (empty / whitespace only / unparsed): its pieces carry no syntax.
+                words = np.full(len(ids), -1, dtype=np.int64)
+                piece = np.full(len(ids), -1, dtype=np.int64)
+            else:
+                words = local + base
+                counts = np.bincount(local, minlength=n_w)
+                n_pieces[base:base + n_w] = counts
+                # k-th piece of its word: position minus the position of the word's first piece
+                first = np.zeros(n_w, dtype=np.int64)
+                order_first = np.unique(local, return_index=True)
+                first[order_first[0]] = order_first[1]
+                piece = np.arange(len(local)) - first[local]
+                if np.any(np.diff(local) < 0):
+                    raise AlignmentError(f"subword pieces of {text[:60]!r} map to words out of order")
+            seg_ids.append(ids)
+            seg_word.append(words)
+            seg_piece.append(piece)
+            seg_offsets.append(poff)
+            base += n_w
+        return self._windows(forest, n_pieces, seg_ids, seg_word, seg_piece, seg_offsets)
+
+    def _windows(self, forest, n_pieces, ids, words, pieces, offsets) -> list[AlignedExample]:
+        pair = len(ids) == 2
+        n_special = self._template.n_special(pair) if self.add_special_tokens else 0
+        lengths = [len(x) for x in ids]
+        spans_list: list[list[tuple[int, int]]]  # per window: (start, end) per segment
+        if self.max_length is None or sum(lengths) + n_special <= self.max_length:
+            spans_list = [[(0, n) for n in lengths]]
+        else:
+            budget = self.max_length - n_special
+            if budget <= 0:
+                raise ValueError(f"max_length={self.max_length} leaves no room next to {n_special} special tokens")
+            seg = self.window_segment
+            if self.stride is None and (seg is None or not pair):
+                seg = None if pair else 0
+            if seg is None:  # longest-first truncation of a pair
+                la, lb = lengths
+                while la + lb > budget:
+                    if la >= lb:
+                        la -= 1
+                    else:
+                        lb -= 1
+                spans_list = [[(0, la), (0, lb)]]
+            else:
+                fixed = sum(n for k, n in enumerate(lengths) if k != seg)
+                room = budget - fixed
+                if room <= 0:
+                    raise ValueError(
+                        f"the text that is not windowed is {fixed} tokens long and fills max_length="
+                        f"{self.max_length}; raise max_length or truncate that text")
+                if self.stride is not None and self.stride >= room:
+                    raise ValueError(f"stride={self.stride} must be smaller than the window room {room}")
+                starts = [0]
+                if self.stride is not None:
+                    while starts[-1] + room < lengths[seg]:
+                        starts.append(starts[-1] + room - self.stride)
+                spans_list = []
+                for s in starts:
+                    spans = [(0, n) for n in lengths]
+                    spans[seg] = (s, min(s + room, lengths[seg]))
+                    spans_list.append(spans)
+        template = (self._template.pair if pair else self._template.single) if self.add_special_tokens else \
+            [("seq", k, 0) for k in range(len(ids))]
+        out = []
+        for w, spans in enumerate(spans_list):
+            cols: dict[str, list[np.ndarray]] = {k: [] for k in ("ids", "tt", "word", "piece", "off", "seq")}
+            for kind, value, type_id in template:
+                if kind == "special":
+                    one = np.ones(1, dtype=np.int64)
+                    cols["ids"].append(one * value)
+                    cols["tt"].append(one * type_id)
+                    cols["word"].append(-one)
+                    cols["piece"].append(-one)
+                    cols["off"].append(np.zeros((1, 2), dtype=np.int64))
+                    cols["seq"].append(-one)
+                else:
+                    a, b = spans[value]
+                    cols["ids"].append(ids[value][a:b])
+                    cols["tt"].append(np.full(b - a, type_id, dtype=np.int64))
+                    cols["word"].append(words[value][a:b])
+                    cols["piece"].append(pieces[value][a:b])
+                    cols["off"].append(offsets[value][a:b])
+                    cols["seq"].append(np.full(b - a, value, dtype=np.int64))
+            cat = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
+            out.append(AlignedExample(
+                input_ids=cat["ids"], word_index=cat["word"], piece_index=cat["piece"], n_pieces=n_pieces,
+                forest=forest, token_type_ids=cat["tt"], window=w, offsets=cat["off"].reshape(-1, 2),
+                sequence_ids=cat["seq"]))
+        return out
+
+
+def align(tokenizer: Any, text_a: TextLike, text_b: TextLike | None = None, **kwargs: Any) -> list[AlignedExample]:
+    """One-off convenience: ``SyntaxAligner(tokenizer, **kwargs)(text_a, text_b)``."""
+    return SyntaxAligner(tokenizer, **kwargs)(text_a, text_b)
