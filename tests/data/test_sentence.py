@@ -1,0 +1,123 @@
+"""Sentence / Document data model and dependency-tree algorithms (checked against brute force)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syntaxformer import Document, Sentence, Tree
+from syntaxformer.data import tree as T
+from syntaxformer.data.sentence import read_jsonl, write_jsonl
+from syntaxformer.errors import FormatError, TreeError
+
+
+@st.composite
+def forests(draw, max_words=30):
+    """Random valid forests: word i's head is drawn among earlier-created nodes of a random order."""
+    n = draw(st.integers(1, max_words))
+    order = draw(st.permutations(range(n)))
+    heads = [-1] * n
+    for k, w in enumerate(order[1:], 1):
+        if draw(st.integers(0, 9)) == 0:
+            continue  # extra root -> forest
+        heads[w] = order[draw(st.integers(0, k - 1))]
+    return heads
+
+
+def _brute_ancestors(heads, i):
+    out, h = [], heads[i]
+    while h != -1:
+        out.append(h)
+        h = heads[h]
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(forests())
+def test_tree_euler_depth_match_brute_force(heads):
+    tin, tout = T.euler_tour(heads)
+    depth = T.depths(heads)
+    n = len(heads)
+    assert sorted(tin.tolist()) == list(range(n))
+    for i in range(n):
+        anc = _brute_ancestors(heads, i)
+        assert depth[i] == len(anc)
+        for j in range(n):
+            is_anc_or_self = j == i or j in anc
+            assert (tin[j] <= tin[i] <= tout[j]) == is_anc_or_self
+
+
+@settings(max_examples=100, deadline=None)
+@given(forests(max_words=12))
+def test_tree_distance_and_lca(heads):
+    n = len(heads)
+    for i in range(n):
+        for j in range(n):
+            ai, aj = [i] + _brute_ancestors(heads, i), [j] + _brute_ancestors(heads, j)
+            common = [a for a in ai if a in aj]
+            assert T.lca(heads, i, j) == (common[0] if common else -1)
+            d = T.tree_distance(heads, i, j)
+            assert d == (ai.index(common[0]) + aj.index(common[0]) if common else -1)
+
+
+def test_tree_check_heads_errors():
+    with pytest.raises(TreeError, match="cycle"):
+        T.check_heads([1, 0, -1])
+    with pytest.raises(TreeError, match="own head"):
+        T.check_heads([0])
+    with pytest.raises(TreeError, match="heads must be"):
+        T.check_heads([5, -1])
+
+
+def test_tree_projectivity():
+    assert T.is_projective([1, -1, 1])
+    assert not T.is_projective([2, -1, 1, 0])  # arcs (0,2) and (1,3) cross
+
+
+def test_sentence_validation_messages():
+    with pytest.raises(ValueError, match="2 heads for 3 words"):
+        Sentence(["a", "b", "c"], [1, -1])
+    with pytest.raises(TreeError, match="sentence 's1'.*cycle"):
+        Sentence(["a", "b"], [1, 0], sent_id="s1")
+    with pytest.raises(ValueError, match="at least one word"):
+        Sentence([], [])
+    with pytest.raises(ValueError, match="leaves"):
+        Sentence(["a", "b"], [1, -1], tree=Tree.from_string("(S (NN a))"))
+
+
+def test_sentence_navigation_and_dict_roundtrip(tmp_path):
+    s = Sentence(["The", "cat", "sat", "."], [1, 2, -1, 2], deprels=["det", "nsubj", "ROOT", "punct"],
+                 upos=["DET", "NOUN", "VERB", "PUNCT"], tree=Tree.from_string(
+                     "(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))"), sent_id="x", metadata={"label": 1})
+    assert s.roots == [2] and s.children(2) == [1, 3] and s.ancestors(0) == [1, 2]
+    assert Sentence.from_dict(json.loads(json.dumps(s.to_dict()))) == s
+    doc = Document.from_sentences([s, Sentence(["Ok", "."], [-1, 0])], doc_id="d")
+    for sent in doc:
+        for w, (a, b) in zip(sent.words, sent.offsets):
+            assert doc.text[a:b] == w
+    path = tmp_path / "out.jsonl"
+    assert write_jsonl([s, doc], str(path)) == 2
+    back = list(read_jsonl(str(path)))
+    assert back[0] == s and back[1].to_dict() == doc.to_dict()
+
+
+def test_read_jsonl_bad_record_names_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"words": ["a"], "heads": [-1]}\n{"words": ["a", "b"], "heads": [1, 0]}\n')
+    with pytest.raises(FormatError, match=r"bad.jsonl:2: .*cycle"):
+        list(read_jsonl(str(path)))
+
+
+def test_tree_from_string_roundtrip_and_errors():
+    text = "(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat))))"
+    t = Tree.from_string(text)
+    assert t.to_string() == text and t.leaves() == ["The", "cat", "sat"]
+    assert t.spans()[:3] == [("ROOT", 0, 3), ("S", 0, 3), ("NP", 0, 2)]
+    with pytest.raises(FormatError, match="missing '\\)'"):
+        Tree.from_string("(S (NN a)", source="f.mrg", line=3)
+    with pytest.raises(FormatError, match="mixes words"):
+        Tree.from_string("(S a (NN b))")
