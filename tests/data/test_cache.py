@@ -1,0 +1,90 @@
+"""Parse cache: hits and misses, key components, corrupt rows and corrupt files."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sqlite3
+
+import pytest
+
+from syntaxformer.data.cache import ParseCache, default_cache_dir, make_key
+
+VALUE = {"sentences": [{"words": ["Hé", "😀"], "heads": [-1, 0]}], "text": "Hé 😀"}
+
+
+def _key(text="A text.", parser="spacy:x", version="1.0", mode="text"):
+    return make_key(text, parser, version, mode)
+
+
+def test_cache_hit_and_miss(tmp_path):
+    cache = ParseCache(tmp_path / "c.sqlite3")
+    k = _key()
+    assert cache.get(k) is None and len(cache) == 0
+    cache.put(k, VALUE, parser="spacy:x")
+    assert cache.get(k) == VALUE and k in cache and len(cache) == 1
+    assert cache.get_many([k, _key("other"), k]) == {k: VALUE}
+    cache.close()
+    assert ParseCache(tmp_path / "c.sqlite3").get(k) == VALUE  # persisted
+
+
+def test_cache_key_changes_with_every_component():
+    base = _key()
+    assert base == _key()
+    variants = [_key(text="A text!"), _key(parser="spacy:y"), _key(version="1.1"), _key(mode="pretokenized"),
+                make_key(["A", "text."], "spacy:x", "1.0", "text")]
+    assert len({base, *variants}) == len(variants) + 1
+
+
+def test_cache_corrupt_row_is_a_miss_and_removed(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    cache = ParseCache(path)
+    good, bad, swapped = _key("good"), _key("bad"), _key("swapped")
+    cache.put_many({good: VALUE, bad: VALUE, swapped: {"other": 1}})
+    cache.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE parses SET value = ? WHERE key = ?", ('{"sentences": []}', bad))
+        # a value moved onto another key (with its own valid checksum) must not be accepted either
+        row = conn.execute("SELECT value, checksum FROM parses WHERE key = ?", (good,)).fetchone()
+        conn.execute("UPDATE parses SET value = ?, checksum = ? WHERE key = ?", (*row, swapped))
+    cache = ParseCache(path)
+    assert cache.get_many([good, bad, swapped]) == {good: VALUE}
+    assert cache.corrupt_rows == 2 and len(cache) == 1  # corrupt rows deleted, to be re-parsed
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_cache_corrupt_file_is_recovered(tmp_path, damage):
+    path = tmp_path / "c.sqlite3"
+    cache = ParseCache(path)
+    cache.put_many({_key(str(i)): {"i": i, "pad": "x" * 500} for i in range(200)})
+    cache.close()
+    if damage == "garbage":
+        path.write_bytes(b"this is not a database" * 100)
+    else:
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 3])
+    cache = ParseCache(path)
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        found = cache.get_many([_key(str(i)) for i in range(200)])
+        assert len(found) < 200  # the lost entries are misses
+        cache.put(_key("new"), VALUE)  # and the cache keeps working
+    assert cache.get(_key("new")) == VALUE and cache.recovered == 1
+    assert any(name.startswith("c.sqlite3.corrupt-") for name in os.listdir(tmp_path))
+
+
+def test_cache_default_location(monkeypatch, tmp_path):
+    monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "here"))
+    assert default_cache_dir() == str(tmp_path / "here")
+    cache = ParseCache()
+    cache.put(_key(), VALUE)
+    assert cache.path == str(tmp_path / "here" / "parses.sqlite3") and os.path.exists(cache.path)
+    monkeypatch.delenv("SYNTAXFORMER_CACHE")
+    assert default_cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "syntaxformer")
+
+
+def test_cache_pickles_without_its_connection(tmp_path):
+    cache = ParseCache(tmp_path)
+    cache.put(_key(), VALUE)
+    copy = pickle.loads(pickle.dumps(cache))
+    assert copy.get(_key()) == VALUE and copy.path == cache.path
+    assert cache.clear() == 1 and copy.get(_key()) is None
