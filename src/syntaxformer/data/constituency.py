@@ -4,14 +4,48 @@ A :class:`Tree` is a labelled node whose children are sub-trees or, for a pre-te
 (the NLTK convention): ``(NP (DT the) (NN cat))`` is ``Tree("NP", [Tree("DT", ["the"]), Tree("NN", ["cat"])])``.
 Leaves are numbered 0..n-1 left to right; they are the words of the :class:`~syntaxformer.data.Sentence` that
 carries the tree.
+
+Besides the tree itself this module holds the treebank clean-up shared by the bracketed-tree readers
+(:mod:`syntaxformer.data.readers.ptb`, ``sst``, ``snli``):
+
+* :func:`iter_bracketed` / :func:`read_bracketed` split a file of several (multi-line) trees, reporting the line
+  of every problem;
+* :func:`base_label` strips function tags and co-indices (``NP-SBJ-1`` -> ``NP``) but keeps ``-LRB-``,
+  ``-RRB-`` and ``-NONE-``;
+* :func:`remove_empty` drops empty elements (``-NONE-`` pre-terminals: traces, null complementizers, ``*U*``)
+  and prunes the nodes they leave empty;
+* :func:`unwrap` removes the unlabelled PTB wrapper ``( (S ...) )`` and the Stanford ``(ROOT ...)`` wrapper;
+* :func:`clean_ptb` does all of the above.
+
+Words keep their treebank spelling (``-LRB-``, ``1\\/2``), so that ``tree.leaves()`` and ``Sentence.words``
+agree and a tree always prints back to a parsable bracket string; :func:`unescape_word` gives the plain form
+(``(``, ``1/2``) for tools that want raw text.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterator
 
 from syntaxformer.errors import FormatError
+
+#: Pre-terminal labels of empty elements (traces, null elements) in the Penn Treebank.
+EMPTY_TAGS: frozenset[str] = frozenset({"-NONE-"})
+
+#: Labels of wrapper nodes that carry no syntax: the PTB's unlabelled ``( (S ...) )``, Stanford's ``ROOT``.
+WRAPPER_LABELS: frozenset[str] = frozenset({"", "ROOT", "TOP"})
+
+#: PTB escapes of brackets inside words, and their plain form.
+PTB_ESCAPES: dict[str, str] = {
+    "-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]",
+}
+
+# Only ASCII white space separates tokens: SST has words such as "8\xa01\/2" with a no-break space inside.
+_ASCII_SPACE = frozenset(" \t\n\r\f\v")
+# Labels such as -LRB-, -RRB-, -NONE- start with '-' and are kept whole (up to their closing '-').
+_DASHED_LABEL = re.compile(r"^-[A-Za-z]+-")
 
 
 @dataclass
@@ -76,6 +110,10 @@ class Tree:
         visit(self, 0)
         return out
 
+    def copy(self) -> "Tree":
+        """A deep copy (the words are shared; they are immutable strings)."""
+        return Tree(self.label, [c if isinstance(c, str) else c.copy() for c in self.children])
+
     def __len__(self) -> int:
         return len(self.leaves())
 
@@ -85,44 +123,72 @@ class Tree:
         """Parse one bracketed tree, e.g. ``(S (NP (DT The) (NN cat)) (VP (VBD sat)))``.
 
         A PTB wrapper without label, ``( (S ...) )``, is kept as a node with label ``""``; readers decide
-        whether to strip it. Raises :class:`FormatError` naming the position of the first problem.
+        whether to strip it (see :func:`unwrap`). Only ASCII white space separates tokens.
+
+        Args:
+            text: the bracketed tree; it may span several lines.
+            source: file name (or other description) for error messages.
+            line: 1-based line of ``text``'s first character in ``source``; errors then name the line of the
+                problem itself.
+
+        Raises:
+            FormatError: unbalanced brackets, a word beside sub-trees, a node without children, text after the
+                tree, or an empty string.
         """
-        tokens = _tokenize(text)
+        tokens, token_lines = _tokenize_with_lines(text)
         if not tokens:
             raise FormatError("empty tree string; expected a bracketed tree such as '(S (NN word))'", source, line)
         pos = 0
 
+        def where(k: int) -> int | None:
+            if line is None:
+                return None
+            return line + token_lines[min(k, len(token_lines) - 1)]
+
         def parse() -> Tree:
             nonlocal pos
             if tokens[pos] != "(":
-                raise FormatError(f"expected '(' at token {pos} ({tokens[pos]!r}) in {_clip(text)}", source, line)
+                raise FormatError(f"expected '(' at token {pos} ({tokens[pos]!r}) in {_clip(text)}",
+                                  source, where(pos))
+            opened = pos
             pos += 1
             label = ""
             if pos < len(tokens) and tokens[pos] not in ("(", ")"):
                 label = tokens[pos]
                 pos += 1
             children: list[Tree | str] = []
+            first_word = -1
             while pos < len(tokens) and tokens[pos] != ")":
                 if tokens[pos] == "(":
                     children.append(parse())
                 else:
+                    if first_word < 0:
+                        first_word = pos
                     children.append(tokens[pos])
                     pos += 1
             if pos >= len(tokens):
-                raise FormatError(f"unbalanced brackets: missing ')' in {_clip(text)}", source, line)
+                raise FormatError(f"unbalanced brackets: missing ')' for the {label or 'unlabelled'!r} node "
+                                  f"opened on line {where(opened)} in {_clip(text)}" if line is not None else
+                                  f"unbalanced brackets: missing ')' in {_clip(text)}", source, where(pos))
             pos += 1  # ')'
             words = [c for c in children if isinstance(c, str)]
-            if words and (len(children) > 1):
+            if words and len(words) < len(children):
                 raise FormatError(
                     f"node {label!r} mixes words {words[:3]} with sub-trees; a word must be the only child of a "
-                    f"pre-terminal such as (NN word), in {_clip(text)}", source, line)
+                    f"pre-terminal such as (NN word), in {_clip(text)}", source, where(first_word))
+            if len(words) > 1:
+                raise FormatError(
+                    f"node {label!r} has several words {words[:3]}; a pre-terminal holds exactly one word, "
+                    f"as in (NN word), in {_clip(text)}", source, where(first_word))
             if not children:
-                raise FormatError(f"node {label!r} has no children in {_clip(text)}", source, line)
+                raise FormatError(f"node {label!r} has no children (empty tree) in {_clip(text)}",
+                                  source, where(opened))
             return Tree(label, children)
 
         tree = parse()
         if pos != len(tokens):
-            raise FormatError(f"unexpected text after the tree: {' '.join(tokens[pos:pos + 5])!r}", source, line)
+            raise FormatError(f"unexpected text after the tree: {' '.join(tokens[pos:pos + 5])!r}",
+                              source, where(pos))
         return tree
 
     def to_string(self) -> str:
@@ -142,28 +208,229 @@ class Tree:
         visit(self)
         return "".join(parts)
 
+    def pretty(self, indent: int = 2) -> str:
+        """Multi-line bracketed form (pre-terminals on one line), parsable by :meth:`from_string`."""
+        lines: list[str] = []
+
+        def visit(node: Tree, depth: int) -> None:
+            pad = " " * (indent * depth)
+            if node.is_preterminal() or all(isinstance(c, Tree) and c.is_preterminal() for c in node.children):
+                lines.append(pad + node.to_string())
+                return
+            lines.append(pad + ("(" + node.label if node.label else "("))
+            for child in node.children:
+                visit(child, depth + 1)  # type: ignore[arg-type]
+            lines[-1] += ")"
+
+        visit(self, 0)
+        return "\n".join(lines)
+
     def __str__(self) -> str:
         return self.to_string()
 
 
-def _tokenize(text: str) -> list[str]:
+# -- labels and words ---------------------------------------------------------------------------------
+def base_label(label: str) -> str:
+    """The category of a treebank label without function tags, co-indices or gap indices.
+
+    ``NP-SBJ-1`` -> ``NP``, ``PP-LOC=2`` -> ``PP``, ``ADVP|PRT`` -> ``ADVP``, ``S-TPC-1`` -> ``S``; labels that
+    start with a dash are kept whole (``-LRB-``, ``-RRB-``, ``-NONE-``), as are ``-``, ``--`` and the empty
+    label of the PTB wrapper. SST sentiment labels (``"0"`` .. ``"4"``) are unchanged.
+
+    Args:
+        label: a node label as read from the treebank.
+
+    Returns:
+        The bare category.
+    """
+    m = _DASHED_LABEL.match(label)
+    if m:
+        return m.group(0)
+    if not any(ch.isalnum() for ch in label):
+        return label  # punctuation tags such as "-", "--", "``"
+    cut = len(label)
+    for sep in "-=|":
+        k = label.find(sep, 1)  # position 0 would make the label empty ("-", "--", "=")
+        if k > 0:
+            cut = min(cut, k)
+    return label[:cut]
+
+
+def function_tags(label: str) -> list[str]:
+    """The function tags of a treebank label: ``NP-SBJ-1`` -> ``["SBJ"]``, ``PP-LOC-CLR`` -> ``["LOC", "CLR"]``.
+
+    Co-indices (``-1``, ``=2``) are not tags and are left out.
+    """
+    base = base_label(label)
+    rest = label[len(base):]
+    return [t for t in re.split(r"[-=|]", rest) if t and not t.isdigit()]
+
+
+def unescape_word(word: str) -> str:
+    """The plain spelling of a treebank word: ``-LRB-`` -> ``(``, ``1\\/2`` -> ``1/2``, ``\\*`` -> ``*``."""
+    if word in PTB_ESCAPES:
+        return PTB_ESCAPES[word]
+    return word.replace("\\/", "/").replace("\\*", "*") if "\\" in word else word
+
+
+# -- clean-up -----------------------------------------------------------------------------------------
+def remove_empty(tree: Tree, empty_tags: frozenset[str] | set[str] = EMPTY_TAGS) -> Tree | None:
+    """A copy of ``tree`` without empty elements, pruning the nodes that are left without children.
+
+    Args:
+        tree: a tree that may contain ``(-NONE- *T*-1)`` style pre-terminals.
+        empty_tags: pre-terminal labels that mark empty elements (compared after :func:`base_label`).
+
+    Returns:
+        The pruned copy, or ``None`` when nothing but empty elements was under ``tree``.
+    """
+    if tree.is_preterminal():
+        return None if base_label(tree.label) in empty_tags else Tree(tree.label, list(tree.children))
+    kept: list[Tree | str] = []
+    for child in tree.children:
+        if isinstance(child, str):
+            kept.append(child)
+            continue
+        pruned = remove_empty(child, empty_tags)
+        if pruned is not None:
+            kept.append(pruned)
+    return Tree(tree.label, kept) if kept else None
+
+
+def strip_function_tags(tree: Tree) -> Tree:
+    """A copy of ``tree`` whose labels are reduced by :func:`base_label` (pre-terminal tags included)."""
+    return Tree(base_label(tree.label),
+                [c if isinstance(c, str) else strip_function_tags(c) for c in tree.children])
+
+
+def unwrap(tree: Tree, labels: frozenset[str] | set[str] = WRAPPER_LABELS) -> Tree:
+    """Remove wrapper nodes (``( (S ...) )``, ``(ROOT (S ...))``) that have a single sub-tree child.
+
+    A wrapper with several children is kept (the tree needs one root) but keeps its label.
+    """
+    while tree.label in labels and len(tree.children) == 1 and isinstance(tree.children[0], Tree):
+        tree = tree.children[0]
+    return tree
+
+
+def clean_ptb(tree: Tree, *, strip_tags: bool = True, remove_empties: bool = True,
+              unwrap_root: bool = True) -> Tree | None:
+    """Clean a treebank tree: drop empty elements, strip function tags, remove the root wrapper.
+
+    Args:
+        tree: a tree as read from a ``.mrg`` file or a Stanford parse.
+        strip_tags: reduce labels to their category (:func:`base_label`).
+        remove_empties: drop ``-NONE-`` elements and prune the nodes they leave empty (:func:`remove_empty`).
+        unwrap_root: remove the ``( ... )`` / ``(ROOT ...)`` wrapper (:func:`unwrap`).
+
+    Returns:
+        A new tree, or ``None`` when the tree holds no words once empty elements are gone.
+    """
+    out: Tree | None = tree
+    if remove_empties:
+        out = remove_empty(tree)
+        if out is None:
+            return None
+    if unwrap_root:
+        out = unwrap(out)
+    if strip_tags:
+        out = strip_function_tags(out)
+    elif out is tree:
+        out = tree.copy()
+    return out
+
+
+# -- files of trees ---------------------------------------------------------------------------------------
+def iter_bracketed(text: str, source: str | None = None, first_line: int = 1) -> Iterator[tuple[str, int]]:
+    """Split text holding several bracketed trees into one string per top-level tree.
+
+    Trees may span lines and several may share a line (the WSJ ``.mrg`` layout). Nothing but white space may
+    stand between trees.
+
+    Args:
+        text: the whole file (or part of it).
+        source: file name for error messages.
+        first_line: line number of ``text``'s first line.
+
+    Yields:
+        ``(tree_text, line)`` with the 1-based line on which the tree starts.
+
+    Raises:
+        FormatError: a ``)`` without its ``(``, a tree still open at the end of the text, or a stray word
+            between trees; the message names the line.
+    """
+    depth = 0
+    start = -1
+    start_line = line = first_line
+    for k, ch in enumerate(text):
+        if ch == "\n":
+            line += 1
+        elif ch == "(":
+            if depth == 0:
+                start, start_line = k, line
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                raise FormatError("unbalanced brackets: ')' without a matching '('", source, line)
+            depth -= 1
+            if depth == 0:
+                yield text[start:k + 1], start_line
+        elif depth == 0 and ch not in _ASCII_SPACE:
+            end = text.find("\n", k)
+            stray = text[k:end if end >= 0 else len(text)].strip()
+            raise FormatError(f"text outside a bracketed tree: {_clip(stray, 40)}; each tree must be enclosed "
+                              "in '(' ... ')'", source, line)
+    if depth > 0:
+        raise FormatError(f"unbalanced brackets: the tree starting on line {start_line} is missing "
+                          f"{depth} ')' at the end of the input", source, start_line)
+
+
+def read_bracketed(path: str | Path) -> Iterator[tuple[Tree, int]]:
+    """Read every top-level bracketed tree of a file, lazily.
+
+    Args:
+        path: a file of bracketed trees (``.mrg``, one-tree-per-line files, ...), UTF-8.
+
+    Yields:
+        ``(tree, line)``: the tree exactly as written (wrapper and function tags kept) and the 1-based line on
+        which it starts.
+
+    Raises:
+        FormatError: malformed input, naming the file and line.
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for tree_text, line in iter_bracketed(text, str(path)):
+        yield Tree.from_string(tree_text, str(path), line), line
+
+
+def _tokenize_with_lines(text: str) -> tuple[list[str], list[int]]:
+    """Tokens (``(``, ``)``, labels and words) and, for each, how many newlines precede it."""
     tokens: list[str] = []
+    lines: list[int] = []
     buf: list[str] = []
+    nl = 0
     for ch in text:
-        if ch in "()":
+        if ch in "()" or ch in _ASCII_SPACE:
             if buf:
                 tokens.append("".join(buf))
+                lines.append(nl)
                 buf = []
-            tokens.append(ch)
-        elif ch.isspace():
-            if buf:
-                tokens.append("".join(buf))
-                buf = []
+            if ch in "()":
+                tokens.append(ch)
+                lines.append(nl)
+            elif ch == "\n":
+                nl += 1
         else:
             buf.append(ch)
     if buf:
         tokens.append("".join(buf))
-    return tokens
+        lines.append(nl)
+    return tokens, lines
+
+
+def _tokenize(text: str) -> list[str]:
+    return _tokenize_with_lines(text)[0]
 
 
 def _clip(text: str, n: int = 80) -> str:

@@ -1,0 +1,112 @@
+"""Penn Treebank bracketed trees (WSJ ``.mrg``) -> :class:`~syntaxformer.data.Sentence`.
+
+A ``.mrg`` file holds several trees, each spanning many lines and wrapped in an unlabelled ``( (S ...) )``. The
+reader removes empty elements (``-NONE-`` traces and null elements, pruning the nodes they leave empty), the
+wrapper and the function tags / indices (``NP-SBJ-1`` -> ``NP``), and converts the cleaned tree to
+dependencies with the semantic head rules of :mod:`syntaxformer.data.headrules` (function tags are used for
+the labels before they are stripped). Words keep their treebank spelling (``-LRB-``, ``1\\/2``) so that they
+equal the tree's leaves; :func:`syntaxformer.data.constituency.unescape_word` gives the plain form.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from syntaxformer.data.constituency import Tree, read_bracketed, remove_empty, strip_function_tags, unwrap
+from syntaxformer.data.headrules import ptb_to_upos, to_dependencies
+from syntaxformer.data.sentence import Sentence
+from syntaxformer.errors import FormatError
+
+__all__ = ["read_ptb", "ptb_files", "sentence_from_tree"]
+
+
+def ptb_files(path: str | Path | Iterable[str | Path], pattern: str = "*.mrg") -> list[Path]:
+    """The ``.mrg`` files named by ``path``, sorted.
+
+    Args:
+        path: a file, a folder (its ``pattern`` files, not recursive), a glob pattern such as
+            ``"treebank/combined/wsj_00*.mrg"``, or a list of any of these.
+        pattern: file pattern used inside folders.
+
+    Raises:
+        FileNotFoundError: nothing matches.
+    """
+    if not isinstance(path, (str, Path)):
+        return [f for p in path for f in ptb_files(p, pattern)]
+    p = Path(path)
+    if p.is_dir():
+        files = sorted(p.glob(pattern))
+    elif p.is_file():
+        files = [p]
+    else:
+        files = sorted(Path(f) for f in glob.glob(str(path)) if os.path.isfile(f))
+    if not files:
+        raise FileNotFoundError(f"no PTB files at {str(path)!r} (expected a .mrg file, a folder of "
+                                f"{pattern} files or a glob pattern)")
+    return files
+
+
+def sentence_from_tree(tree: Tree, *, sent_id: str | None = None, source: str | None = "gold:ptb",
+                       metadata: dict[str, Any] | None = None, labels: bool = True) -> Sentence:
+    """Clean a treebank tree and turn it into a :class:`Sentence` with converted dependencies.
+
+    Args:
+        tree: a tree as read (wrapper, function tags and empty elements allowed).
+        sent_id: the sentence id.
+        source: the ``source`` field of the sentence.
+        metadata: extra metadata.
+        labels: also set ``deprels`` (spaCy / ClearNLP names).
+
+    Returns:
+        The sentence: words = leaves of the cleaned tree, heads / deprels by head rules, xpos = PTB tags,
+        upos from :data:`~syntaxformer.data.headrules.PTB_TO_UPOS`, tree = the cleaned tree.
+
+    Raises:
+        ValueError: nothing but empty elements in the tree.
+    """
+    pruned = remove_empty(tree)
+    if pruned is None:
+        raise ValueError(f"tree {sent_id or ''} has no words once empty elements (-NONE-) are removed: "
+                         f"{tree.to_string()[:80]}")
+    pruned = unwrap(pruned)
+    deps = to_dependencies(pruned, labels=labels)
+    clean = strip_function_tags(pruned)
+    words, xpos = zip(*clean.pos())
+    return Sentence(
+        words=list(words), heads=deps.heads, deprels=deps.deprels, xpos=list(xpos),
+        upos=ptb_to_upos(xpos, words, deps.deprels), tree=clean, sent_id=sent_id, source=source,
+        metadata=dict(metadata or {}),
+    )
+
+
+def read_ptb(path: str | Path | Iterable[str | Path], *, labels: bool = True, source: str = "gold:ptb",
+             pattern: str = "*.mrg") -> Iterator[Sentence]:
+    """Read PTB bracketed trees lazily, one :class:`Sentence` per tree.
+
+    Args:
+        path: a ``.mrg`` file, a folder of them, a glob pattern, or a list of these (see :func:`ptb_files`).
+        labels: also set dependency labels.
+        source: the ``source`` field of every sentence.
+        pattern: file pattern inside folders.
+
+    Yields:
+        Sentences with ``sent_id`` ``"<file name>#<0-based tree index>"`` (e.g. ``wsj_0001.mrg#0``) and
+        ``metadata["line"]``, the line where the tree starts.
+
+    Raises:
+        FormatError: malformed brackets, a word beside sub-trees, an empty tree, naming file and line.
+        FileNotFoundError: ``path`` matches no file.
+    """
+    for file in ptb_files(path, pattern):
+        for k, (tree, line) in enumerate(read_bracketed(file)):
+            sent_id = f"{file.name}#{k}"
+            try:
+                yield sentence_from_tree(tree, sent_id=sent_id, source=source, metadata={"line": line},
+                                         labels=labels)
+            except ValueError as e:
+                if isinstance(e, FormatError):
+                    raise
+                raise FormatError(f"tree {k}: {e}", str(file), line) from e

@@ -1,0 +1,136 @@
+"""SNLI: the original JSONL (with Stanford parser trees) and the tokenized ``s1`` / ``s2`` / ``labels`` triple.
+
+* :func:`read_snli_jsonl` reads ``snli_1.0_*.jsonl`` rows and turns ``sentence1_parse`` / ``sentence2_parse``
+  (``(ROOT (S ...))`` trees from the Stanford parser) into :class:`~syntaxformer.data.Sentence` objects with
+  dependencies by the head rules of :mod:`syntaxformer.data.headrules`.
+* :func:`read_snli_tokenized` reads the InferSent / SentEval layout (``s1.dev``, ``s2.dev``, ``labels.dev``: one
+  tokenized sentence or label per line) and returns text pairs and labels, without trees.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+from syntaxformer.data.constituency import Tree
+from syntaxformer.data.readers.ptb import sentence_from_tree
+from syntaxformer.data.sentence import Sentence
+from syntaxformer.errors import FormatError
+
+__all__ = ["NLIPair", "TextPair", "SNLI_LABELS", "read_snli_jsonl", "read_snli_tokenized"]
+
+#: The three SNLI classes; ``"-"`` marks a pair without annotator consensus (jsonl only).
+SNLI_LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
+
+
+class NLIPair(NamedTuple):
+    """A premise / hypothesis pair with parses.
+
+    Attributes:
+        premise: ``sentence1`` as a parsed sentence.
+        hypothesis: ``sentence2`` as a parsed sentence.
+        label: ``gold_label`` (``"entailment"``, ``"neutral"``, ``"contradiction"`` or ``"-"``).
+        pair_id: SNLI's ``pairID``.
+    """
+
+    premise: Sentence
+    hypothesis: Sentence
+    label: str
+    pair_id: str
+
+
+class TextPair(NamedTuple):
+    """A tokenized premise / hypothesis pair (words separated by single spaces) and its label."""
+
+    premise: str
+    hypothesis: str
+    label: str
+
+
+def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: bool = True,
+                    source: str = "stanford-parser:snli") -> Iterator[NLIPair]:
+    """Read SNLI JSONL rows lazily, parsing both sentences' constituency trees.
+
+    Args:
+        path: an ``snli_1.0_*.jsonl`` file.
+        skip_unlabeled: skip rows whose ``gold_label`` is ``"-"`` (no annotator consensus).
+        labels: also set dependency labels.
+        source: the ``source`` field of the sentences (the trees are the Stanford parser's, not gold).
+
+    Yields:
+        :class:`NLIPair` objects. Sentences have ``sent_id`` ``"<pairID>:s1"`` / ``"<pairID>:s2"``, the
+        cleaned tree (``ROOT`` wrapper removed) and ``metadata`` ``{"pairID", "gold_label", "line"}``.
+
+    Raises:
+        FormatError: invalid JSON, a missing field, or a malformed tree, naming file and line.
+    """
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise FormatError(f"invalid JSON: {e}", str(path), lineno) from e
+            missing = [k for k in ("pairID", "gold_label", "sentence1_parse", "sentence2_parse") if k not in row]
+            if missing:
+                raise FormatError(f"SNLI row lacks {missing}; expected the fields of snli_1.0_*.jsonl",
+                                  str(path), lineno)
+            if skip_unlabeled and row["gold_label"] == "-":
+                continue
+            pair_id, gold = str(row["pairID"]), str(row["gold_label"])
+            sentences = []
+            for key in ("sentence1", "sentence2"):
+                tree = Tree.from_string(row[f"{key}_parse"], f"{path} ({key}_parse)", lineno)
+                meta = {"pairID": pair_id, "gold_label": gold, "line": lineno}
+                try:
+                    sentences.append(sentence_from_tree(tree, sent_id=f"{pair_id}:s{key[-1]}", source=source,
+                                                        metadata=meta, labels=labels))
+                except ValueError as e:
+                    if isinstance(e, FormatError):
+                        raise
+                    raise FormatError(f"{key}_parse: {e}", str(path), lineno) from e
+            yield NLIPair(sentences[0], sentences[1], gold, pair_id)
+
+
+def read_snli_tokenized(folder: str | Path, split: str = "dev", *,
+                        check_labels: bool = True) -> Iterator[TextPair]:
+    """Read the ``s1.<split>`` / ``s2.<split>`` / ``labels.<split>`` triple lazily.
+
+    Args:
+        folder: the folder holding the three files.
+        split: ``"dev"``, ``"test"`` or ``"train"``.
+        check_labels: raise on a label that is not one of :data:`SNLI_LABELS`.
+
+    Yields:
+        :class:`TextPair` objects; the trailing space of each line is removed.
+
+    Raises:
+        FileNotFoundError: a file is missing.
+        FormatError: the files have different numbers of lines, or a label is unknown (naming file and line).
+    """
+    folder = Path(folder)
+    paths = [folder / f"{name}.{split}" for name in ("s1", "s2", "labels")]
+    for p in paths:
+        if not p.is_file():
+            raise FileNotFoundError(f"SNLI file {p} not found (expected s1.{split}, s2.{split} and "
+                                    f"labels.{split} in {folder})")
+    with open(paths[0], encoding="utf-8") as f1, open(paths[1], encoding="utf-8") as f2, \
+            open(paths[2], encoding="utf-8") as f3:
+        lineno = 0
+        while True:
+            lines = [f.readline() for f in (f1, f2, f3)]
+            lineno += 1
+            ended = [not line for line in lines]
+            if all(ended):
+                return
+            if any(ended):
+                short = paths[ended.index(True)]
+                raise FormatError(f"{short.name} ends before the other SNLI files (line {lineno} is missing "
+                                  "there); s1, s2 and labels must have one line per pair", str(short), lineno)
+            premise, hypothesis, label = (line.strip() for line in lines)
+            if check_labels and label not in SNLI_LABELS:
+                raise FormatError(f"unknown SNLI label {label!r}; expected one of {list(SNLI_LABELS)}",
+                                  str(paths[2]), lineno)
+            yield TextPair(premise, hypothesis, label)

