@@ -14,31 +14,17 @@ import pytest
 
 from syntaxformer.data import tree as T
 from syntaxformer.data.encode import encode_syntax
+from syntaxformer.data.readers.conllu import read_conllu
 from syntaxformer.masks import relation_groups_from_features, sdoi_mask_from_features
+from tests.conftest import data_path
 from tests.masks.reference import Spec, dependency_nodes, make_example, pad
 
-UD_DEV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "ud_ewt" / "en_ewt-ud-dev.conllu"
 D = 15
 
 pytestmark = pytest.mark.slow
 
 
 def _read(path: Path) -> list[tuple[list[str], list[int]]]:
-    try:
-        from syntaxformer.data.readers.conllu import read_conllu
-    except ImportError:  # minimal parse of FORM and HEAD
-        out, words, heads = [], [], []
-        for line in path.read_text(encoding="utf-8").splitlines() + [""]:
-            if not line.strip():
-                if words:
-                    out.append((words, heads))
-                words, heads = [], []
-            elif not line.startswith("#"):
-                cols = line.split("\t")
-                if cols[0].isdigit():
-                    words.append(cols[1])
-                    heads.append(int(cols[6]) - 1)
-        return out
     return [(s.words, s.heads) for s in read_conllu(path)]
 
 
@@ -66,9 +52,7 @@ def _reference(heads: list[int], nodes: list[int], L: int) -> tuple[np.ndarray, 
 
 @pytest.mark.parametrize("criterion", ["share", "children"])
 def test_ud_ewt_dev_sdoi_and_relations(criterion: str):
-    if not UD_DEV.exists():
-        pytest.skip(f"UD EWT dev not found at {UD_DEV} (shared data folder absent)")
-    sentences = _read(UD_DEV)
+    sentences = _read(data_path("ud_ewt", "en_ewt-ud-dev.conllu"))
     assert len(sentences) == 2001
     examples = [make_example(Spec([[(heads, None)]], [1 + len(w) // 4 for w in words])) for words, heads in sentences]
     order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
