@@ -23,19 +23,29 @@ def check_heads(heads: Sequence[int], what: str = "sentence") -> None:
             raise TreeError(f"{what}: head of word {i} is {h!r}; heads must be -1 (root) or in 0..{n - 1}")
         if h == i:
             raise TreeError(f"{what}: word {i} is its own head")
-    state = [0] * n  # 0 = unvisited, 1 = on current path, 2 = known to reach a root
-    for start in range(n):
-        path = []
+    cycle = find_cycle(heads)
+    if cycle is not None:
+        raise TreeError(f"{what}: heads form a cycle through words {cycle}")
+
+
+def find_cycle(heads: Sequence[int]) -> list[int] | None:
+    """Words of one cycle in ``heads`` (0-based, -1 = root), in head order; ``None`` if acyclic.
+
+    Heads must be in range (see :func:`check_heads`).
+    """
+    state = [0] * len(heads)  # 0 = unvisited, 1 = on the current path, 2 = known to reach a root
+    for start in range(len(heads)):
+        path: list[int] = []
         i = start
         while i != -1 and state[i] == 0:
             state[i] = 1
             path.append(i)
             i = heads[i]
         if i != -1 and state[i] == 1:
-            cycle = path[path.index(i):]
-            raise TreeError(f"{what}: heads form a cycle through words {cycle}")
+            return path[path.index(i):]
         for j in path:
             state[j] = 2
+    return None
 
 
 def children(heads: Sequence[int]) -> list[list[int]]:

@@ -32,6 +32,7 @@ import os
 import re
 from typing import IO, Any, Iterable, Iterator
 
+from syntaxformer.data.tree import find_cycle
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import FormatError, TreeError
 
@@ -185,7 +186,7 @@ def _build(block: _Block, source: str) -> Sentence:
         if h == i + 1:
             raise FormatError(f"word {i + 1} is its own head", source, lineno)
         heads.append(h - 1)
-    cycle = _find_cycle(heads)
+    cycle = find_cycle(heads)
     if cycle is not None:
         ids = " -> ".join(str(j + 1) for j in cycle + [cycle[0]])
         raise FormatError(f"heads form a cycle ({ids}); every word must reach the root", source,
@@ -229,23 +230,6 @@ def _mwt_record(first: int, last: int, cols: list[str]) -> dict[str, Any]:
     if any(c != "_" for c in cols[2:9]):
         record["columns"] = cols[2:9]
     return record
-
-
-def _find_cycle(heads: list[int]) -> list[int] | None:
-    """Words of one cycle in ``heads`` (0-based, -1 = root), in head order; ``None`` if acyclic."""
-    state = [0] * len(heads)  # 0 unvisited, 1 on the current path, 2 reaches a root
-    for start in range(len(heads)):
-        path: list[int] = []
-        i = start
-        while i != -1 and state[i] == 0:
-            state[i] = 1
-            path.append(i)
-            i = heads[i]
-        if i != -1 and state[i] == 1:
-            return path[path.index(i):]
-        for j in path:
-            state[j] = 2
-    return None
 
 
 def _space_after_no(misc: str) -> bool:
