@@ -1,1 +1,48 @@
-"""Models (SG-Net, Syntax-BERT, syntax-infused features)."""
+"""Models (SG-Net now; Syntax-BERT and syntax-infused features later).
+
+Importing this package registers the models with the ``transformers`` Auto classes (model type
+``"syntaxformer"``), so ``AutoConfig`` / ``AutoModel`` / ``AutoModelForSequenceClassification.from_pretrained``
+load a saved syntax model.
+"""
+
+from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
+
+from syntaxformer.modeling.configuration import AGGREGATIONS, SyntaxConfig
+from syntaxformer.modeling.modeling_sgnet import (
+    SGNetForSequenceClassification,
+    SGNetModel,
+    SGNetPooler,
+    mean_pool,
+)
+from syntaxformer.modeling.outputs import SGNetModelOutput, SGNetSequenceClassifierOutput
+from syntaxformer.modeling.sg_layer import (
+    BiAttentionAggregation,
+    ConcatAggregation,
+    DualAggregation,
+    SyntaxGuidedLayer,
+    SyntaxOnlyAggregation,
+    build_aggregation,
+    multi_head_attention,
+)
+
+AutoConfig.register(SyntaxConfig.model_type, SyntaxConfig, exist_ok=True)
+AutoModel.register(SyntaxConfig, SGNetModel, exist_ok=True)
+AutoModelForSequenceClassification.register(SyntaxConfig, SGNetForSequenceClassification, exist_ok=True)
+
+__all__ = [
+    "AGGREGATIONS",
+    "BiAttentionAggregation",
+    "ConcatAggregation",
+    "DualAggregation",
+    "SGNetForSequenceClassification",
+    "SGNetModel",
+    "SGNetModelOutput",
+    "SGNetPooler",
+    "SGNetSequenceClassifierOutput",
+    "SyntaxConfig",
+    "SyntaxGuidedLayer",
+    "SyntaxOnlyAggregation",
+    "build_aggregation",
+    "mean_pool",
+    "multi_head_attention",
+]

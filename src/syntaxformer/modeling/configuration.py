@@ -1,0 +1,214 @@
+"""Configuration of the syntax-aware models (SG-Net for now): one documented ``PretrainedConfig``.
+
+The config holds the wrapped encoder's own config (any ``AutoConfig`` model type, serialised as a nested dict and
+rebuilt from its ``model_type``, like ``EncoderDecoderConfig`` does) plus every option of the syntax layer, each
+with its paper default and the section it comes from.
+"""
+
+import math
+from typing import Any, Literal, get_args
+
+from huggingface_hub.dataclasses import strict
+from transformers import AutoConfig, PretrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+#: Ways to combine the encoder output H and the syntax-guided output H' (see :class:`SyntaxConfig`).
+Aggregation = Literal["dual", "syntax_only", "concat", "vanilla_layer", "biattention"]
+AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
+
+
+@strict
+class SyntaxConfig(PretrainedConfig):
+    r"""Configuration of an SG-Net model (:class:`~syntaxformer.modeling.SGNetModel` and its task heads).
+
+    SG-Net (Zhang et al., TPAMI, section 3) runs a pretrained encoder, feeds its last hidden states H to one
+    extra *syntax-guided* self-attention layer whose attention is restricted by the SDOI mask (each token attends
+    to its dependency ancestors and itself, Eq. 6-8), and combines the two: ``H̄ = alpha * H + (1 - alpha) * H'``
+    (dual context aggregation, Eq. 9). Task heads read H̄.
+
+    Options left at ``None`` take the wrapped encoder's value when the config is built, so a saved config always
+    holds concrete numbers.
+
+    Args:
+        encoder: config of the wrapped encoder: a ``PretrainedConfig``, or a dict with a ``model_type`` key
+            (``config.json`` stores it this way); any architecture ``AutoModel`` can build. Default: a
+            ``BertConfig()``.
+        use_sg_layer: add the syntax-guided layer (SG-Net). ``False`` gives the plain-encoder baseline with the
+            same task heads and pooling (no extra parameters, no syntax input needed). Default ``True``.
+        alpha: weight of the encoder output H in the dual aggregation ``alpha * H + (1 - alpha) * H'``
+            (Eq. 9); the paper fixes it to 0.5 (section 5.2). Must lie in [0, 1].
+        alpha_mode: ``"fixed"`` (paper, §5.2: a constant, no parameter) or ``"learned"``: ``sigmoid(a)`` of a
+            learned scalar ``a`` initialised so that ``sigmoid(a) = alpha`` (the official code learns its
+            weights; REFERENCE-NOTES). Only used by ``aggregation="dual"``.
+        sg_init: initialisation of the syntax-guided layer. ``"random"`` (the official code; §3.2 does not say)
+            or ``"copy_last"``: copy the query/key/value/output, feed-forward and LayerNorm weights of the
+            encoder's last layer, so that without a mask the layer would repeat that layer. ``"copy_last"`` needs
+            a BERT-like encoder (modules ``encoder.layer[-1].attention.self.query`` ..., as in BERT, RoBERTa,
+            ELECTRA, MiniLM) and ``sg_num_heads`` / ``sg_intermediate_size`` equal to the encoder's.
+        aggregation: how H and H' are combined into H̄ (Table 6 of the paper, §7.3):
+
+            * ``"dual"``: ``alpha * H + (1 - alpha) * H'`` (Eq. 9, the paper's SG-Net; default).
+            * ``"syntax_only"``: ``H̄ = H'`` ("+ syntax-guided attention only").
+            * ``"vanilla_layer"``: the extra layer *without* the SDOI mask (it attends to every non-padding
+              token) and ``H̄ = H'`` ("+ vanilla attention only": extra parameters, no syntax).
+            * ``"concat"``: ``H̄ = [H; H'] W + b`` with ``W`` of shape ``[2 * hidden, hidden]``, initialised to
+              ``[alpha * I; (1 - alpha) * I]`` (so training starts from the dual aggregation) ("concatenation").
+            * ``"biattention"``: ``H̄ = LayerNorm(H + MultiHead(Q=H, K=H', V=H'))``: every token of H attends to
+              all non-padding tokens of H' through one extra multi-head attention (``sg_num_heads`` heads, output
+              projection, dropout, residual). This is our reading of the paper's "Bi-attention" row, which cites
+              BiDAF (Seo et al.) but gives no formula: BiDAF's two directions collapse to one here because H and
+              H' are aligned token by token over the same sequence.
+        sg_num_heads: attention heads of the syntax-guided layer (and of the bi-attention); default the
+            encoder's ``num_attention_heads`` ("the same as that for BERT", §5.2).
+        sg_intermediate_size: feed-forward size of the syntax-guided layer; default the encoder's
+            ``intermediate_size`` (4 x hidden if it has none).
+        sg_hidden_act: feed-forward activation of the layer; default the encoder's ``hidden_act`` (GELU in the
+            paper, §3.2; needed to match the encoder for ``sg_init="copy_last"``).
+        sg_dropout: dropout on the layer's attention-output and feed-forward projections; default the encoder's
+            ``hidden_dropout_prob``.
+        sg_attention_dropout: dropout on the layer's attention probabilities; default the encoder's
+            ``attention_probs_dropout_prob``.
+        sg_layer_norm_eps: LayerNorm epsilon of the layer; default the encoder's ``layer_norm_eps``.
+        pooling: sentence representation for sequence-level heads. ``"cls"`` (paper, §3.4.2: the first token
+            of H̄ through a dense+tanh pooler, initialised from the encoder's pooler when it has one) or
+            ``"mean"``: the mean of H̄ over non-special tokens (positions with ``syntax_tree >= 0``; over
+            ``attention_mask`` when no syntax is given). **Note:** under the SDOI mask ``[CLS]`` attends only to
+            itself in the syntax-guided layer, so ``h'_0`` is a function of ``h_0`` alone (a per-token
+            feed-forward transform): with ``"cls"`` pooling no syntax reaches a sentence classifier through H'
+            (the layer's query/key weights even get zero gradient), and with ``mask_special_in_aggregation=True``
+            the classifier input is exactly the baseline's. ``"mean"`` pooling lets every token's
+            syntax-guided state reach the classifier; it is the fix to use for NLI / classification with syntax.
+        mask_special_in_aggregation: footnote 11 of the paper: special tokens ([CLS], [SEP], padding; positions
+            with ``syntax_tree < 0``) attend only to themselves in the SG layer "and we will mask these weights
+            in the following aggregation layer". If True, those positions take H only (``H̄_i = H_i``), for every
+            aggregation. Default ``False`` (plain Eq. 9 everywhere).
+        classifier_dropout: dropout before the classifier; default the encoder's ``classifier_dropout`` if set,
+            else its ``hidden_dropout_prob`` (BERT's convention).
+        initializer_range: std of the normal init of new weights; default the encoder's (0.02 if it has none).
+        num_labels: number of outputs of classification heads (``PretrainedConfig`` semantics; default 2).
+        problem_type: ``"regression"``, ``"single_label_classification"`` or ``"multi_label_classification"``;
+            ``None`` infers it as Hugging Face does: regression when ``num_labels == 1``, single-label when the
+            labels are integers, multi-label otherwise.
+
+    Example::
+
+        >>> from transformers import BertConfig
+        >>> config = SyntaxConfig(encoder=BertConfig(hidden_size=32, num_hidden_layers=2,
+        ...                       num_attention_heads=4, intermediate_size=37), num_labels=3)
+        >>> config.sg_num_heads, config.alpha, config.aggregation
+        (4, 0.5, 'dual')
+    """
+
+    model_type = "syntaxformer"
+    sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
+
+    encoder: PretrainedConfig | dict | None = None
+    use_sg_layer: bool = True
+    alpha: float | int = 0.5
+    alpha_mode: Literal["fixed", "learned"] = "fixed"
+    sg_init: Literal["random", "copy_last"] = "random"
+    aggregation: Aggregation = "dual"
+    sg_num_heads: int | None = None
+    sg_intermediate_size: int | None = None
+    sg_hidden_act: str | None = None
+    sg_dropout: float | int | None = None
+    sg_attention_dropout: float | int | None = None
+    sg_layer_norm_eps: float | int | None = None
+    pooling: Literal["cls", "mean"] = "cls"
+    mask_special_in_aggregation: bool = False
+    classifier_dropout: float | int | None = None
+    initializer_range: float | int | None = None
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        # The base class sets ``attn_implementation`` (None unless given) recursively on the sub-configs, which
+        # would silently reset the implementation a loaded encoder runs with (e.g. sdpa -> eager fallback).
+        enc_attn = getattr(self.encoder, "_attn_implementation_internal", None)
+        super().__post_init__(**kwargs)
+        if enc_attn is not None and kwargs.get("attn_implementation") is None:
+            self.encoder._attn_implementation_internal = enc_attn
+        enc = self.encoder
+        self.alpha = float(self.alpha)
+        hidden = enc.hidden_size
+        if self.sg_num_heads is None:
+            self.sg_num_heads = int(enc.num_attention_heads)
+        if self.sg_intermediate_size is None:
+            self.sg_intermediate_size = int(getattr(enc, "intermediate_size", None) or 4 * hidden)
+        if self.sg_hidden_act is None:
+            act = getattr(enc, "hidden_act", None)
+            self.sg_hidden_act = act if isinstance(act, str) else "gelu"
+        if self.sg_dropout is None:
+            self.sg_dropout = float(_first(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1))
+        if self.sg_attention_dropout is None:
+            self.sg_attention_dropout = float(
+                _first(enc, ("attention_probs_dropout_prob", "attention_dropout"), self.sg_dropout))
+        if self.sg_layer_norm_eps is None:
+            self.sg_layer_norm_eps = float(_first(enc, ("layer_norm_eps", "layer_norm_epsilon"), 1e-12))
+        if self.classifier_dropout is None:
+            self.classifier_dropout = float(_first(enc, ("classifier_dropout",), self.sg_dropout))
+        if self.initializer_range is None:
+            self.initializer_range = float(_first(enc, ("initializer_range",), 0.02))
+
+    # -- validators (run by ``@strict`` after ``__post_init__``) -------------------------------------------------
+    def validate_alpha(self) -> None:
+        """``alpha`` is a mixing weight in [0, 1]."""
+        if not 0.0 <= self.alpha <= 1.0 or math.isnan(self.alpha):
+            raise ValueError(f"SyntaxConfig.alpha must lie in [0, 1] (paper: 0.5), got {self.alpha}")
+
+    def validate_sg_shapes(self) -> None:
+        """Heads must divide the hidden size; sizes and rates must be positive / in [0, 1)."""
+        hidden = self.encoder.hidden_size
+        if self.sg_num_heads <= 0 or hidden % self.sg_num_heads:
+            raise ValueError(f"SyntaxConfig.sg_num_heads={self.sg_num_heads} must divide the encoder's hidden size "
+                             f"{hidden}")
+        if self.sg_intermediate_size <= 0:
+            raise ValueError(f"SyntaxConfig.sg_intermediate_size must be positive, got {self.sg_intermediate_size}")
+        for name in ("sg_dropout", "sg_attention_dropout", "classifier_dropout"):
+            p = getattr(self, name)
+            if not 0.0 <= p < 1.0:
+                raise ValueError(f"SyntaxConfig.{name} must lie in [0, 1), got {p}")
+
+    # -- views of the encoder, for code that expects a flat text config (e.g. ``resize_token_embeddings``) --------
+    @property
+    def hidden_size(self) -> int:
+        """The encoder's hidden size (H and H' both have it)."""
+        return self.encoder.hidden_size
+
+    @hidden_size.setter
+    def hidden_size(self, value: int) -> None:
+        self.encoder.hidden_size = value
+
+    @property
+    def num_attention_heads(self) -> int:
+        """The encoder's number of attention heads."""
+        return self.encoder.num_attention_heads
+
+    @num_attention_heads.setter
+    def num_attention_heads(self, value: int) -> None:
+        self.encoder.num_attention_heads = value
+
+    @property
+    def num_hidden_layers(self) -> int:
+        """The encoder's number of layers (the syntax-guided layer is not counted)."""
+        return self.encoder.num_hidden_layers
+
+    @num_hidden_layers.setter
+    def num_hidden_layers(self, value: int) -> None:
+        self.encoder.num_hidden_layers = value
+
+    @property
+    def vocab_size(self) -> int:
+        """The encoder's vocabulary size."""
+        return self.encoder.vocab_size
+
+    @vocab_size.setter
+    def vocab_size(self, value: int) -> None:
+        self.encoder.vocab_size = value
+
+
+def _first(config: PretrainedConfig, names: tuple[str, ...], default: Any) -> Any:
+    """The first attribute of ``config`` among ``names`` that is set (not ``None``), else ``default``."""
+    for name in names:
+        value = getattr(config, name, None)
+        if value is not None and not isinstance(value, bool):
+            return value
+    return default

@@ -1,0 +1,394 @@
+"""SG-Net (Zhang et al., TPAMI): a pretrained encoder + one syntax-guided self-attention layer + aggregation.
+
+``SGNetModel`` wraps any ``AutoModel`` encoder (built from ``config.encoder``; never a copy of its code), builds
+the SDOI mask on the model's device from the compact syntax tensors of a
+:class:`~syntaxformer.data.collate.SyntaxCollator` batch, runs the syntax-guided layer on the encoder's last
+hidden states H and combines H and H' into H̄ (§3.2-3.3). Task heads (``SGNetFor...``) read H̄.
+
+Typical use::
+
+    from syntaxformer.defaults import default_hf_model
+    model = SGNetForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
+    out = model(**batch)            # a SyntaxCollator batch, plus "labels" for a loss
+    model.save_pretrained("run/")   # AutoModelForSequenceClassification.from_pretrained("run/") loads it back
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import AutoModel, PreTrainedModel
+from transformers import initialization as init
+
+from syntaxformer.masks.sdoi import sdoi_mask
+from syntaxformer.modeling.configuration import SyntaxConfig
+from syntaxformer.modeling.outputs import SGNetModelOutput, SGNetSequenceClassifierOutput
+from syntaxformer.modeling.sg_layer import (
+    ConcatAggregation,
+    DualAggregation,
+    SyntaxGuidedLayer,
+    _logit,
+    build_aggregation,
+)
+
+
+class _SyntaxPreTrainedModel(PreTrainedModel):
+    """Shared base of the syntax-aware models: config class, weight init, loading from a pretrained encoder.
+
+    Task heads (sequence classification now; span QA and multiple choice later) subclass it, hold an
+    :class:`SGNetModel` as ``self.sgnet`` and may override :meth:`_init_from_pretrained_encoder` to initialise
+    their own weights from the pretrained encoder (e.g. a pooler).
+    """
+
+    config_class = SyntaxConfig
+    base_model_prefix = "sgnet"
+    supports_gradient_checkpointing = True
+    # The encoder's attention implementation is chosen by (and checked against) the encoder itself; the
+    # syntax-guided layer always uses torch's scaled_dot_product_attention.
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_flex_attn = True
+    _supports_attention_backend = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Normal(0, ``initializer_range``) linears, unit LayerNorms; alpha at ``logit(alpha)``; concat as dual.
+
+        The wrapped encoder is a ``PreTrainedModel`` and initialises its own modules (Hugging Face dispatches
+        each sub-model's ``_init_weights``); weights loaded from a checkpoint are never re-initialised.
+        """
+        super()._init_weights(module)
+        if isinstance(module, DualAggregation) and module.alpha_logit is not None:
+            init.constant_(module.alpha_logit, _logit(module.init_alpha))
+        elif isinstance(module, ConcatAggregation):
+            init.copy_(module.weight, module.identity_init())
+            init.zeros_(module.bias)
+
+    @classmethod
+    def from_encoder_pretrained(cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None,
+                                **config_overrides: Any) -> "_SyntaxPreTrainedModel":
+        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
+
+        Args:
+            name_or_path: a Hugging Face model name or folder that ``AutoModel.from_pretrained`` can load (e.g.
+                :func:`syntaxformer.defaults.default_hf_model`).
+            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``,
+                ``attn_implementation``, ``revision`` ...).
+            **config_overrides: :class:`SyntaxConfig` options (``num_labels=2``, ``use_sg_layer=True``,
+                ``aggregation="dual"`` ...).
+
+        Returns:
+            the model in evaluation mode (as ``from_pretrained`` returns models); call ``.train()`` to fine-tune.
+        """
+        encoder = AutoModel.from_pretrained(name_or_path, **(encoder_kwargs or {}))
+        config = SyntaxConfig(encoder=encoder.config, **config_overrides)
+        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # new layers in the encoder's dtype
+        model.eval()
+        return model
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The wrapped encoder's token embeddings."""
+        return self.base_model.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        """Replace the wrapped encoder's token embeddings."""
+        self.base_model.encoder.set_input_embeddings(value)
+
+
+class SGNetModel(_SyntaxPreTrainedModel):
+    """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation.
+
+    Args:
+        config: the model's :class:`SyntaxConfig`.
+        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds
+            ``AutoModel.from_config(config.encoder)``. Its pooler, if any, is removed (heads own their poolers,
+            and an unused pooler would leave parameters without gradients, which breaks DDP).
+    """
+
+    def __init__(self, config: SyntaxConfig, encoder: PreTrainedModel | None = None):
+        super().__init__(config)
+        if encoder is None:
+            encoder = AutoModel.from_config(config.encoder)
+        else:
+            self.config.encoder = encoder.config  # one config object, so changes to either are seen by both
+        if getattr(encoder, "pooler", None) is not None:
+            encoder.pooler = None
+        self.encoder = encoder
+        if self.config.use_sg_layer:
+            self.sg_layer = SyntaxGuidedLayer.from_config(self.config)
+            self.aggregation = build_aggregation(self.config)
+        else:
+            self.sg_layer = None
+            self.aggregation = None
+        self.post_init()
+        if self.config.use_sg_layer and self.config.sg_init == "copy_last":
+            self.copy_last_encoder_layer()
+
+    @torch.no_grad()
+    def copy_last_encoder_layer(self) -> None:
+        """Copy the encoder's last layer into the syntax-guided layer (``sg_init="copy_last"``).
+
+        Raises:
+            ValueError: the encoder is not BERT-like (no ``encoder.layer`` list of ``BertLayer``-style modules),
+                or the layer's number of heads or sizes differ from the encoder's.
+        """
+        try:
+            layers = self.encoder.get_submodule("encoder.layer")
+        except AttributeError:
+            raise ValueError(
+                f"sg_init='copy_last' supports BERT-like encoders (BERT, RoBERTa, ELECTRA, MiniLM: modules "
+                f"encoder.layer[i]); {type(self.encoder).__name__} has no 'encoder.layer'. Use sg_init='random'"
+            ) from None
+        heads = self.config.encoder.num_attention_heads
+        if self.config.sg_num_heads != heads:
+            raise ValueError(f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
+                             f"({heads}), got {self.config.sg_num_heads}")
+        self.sg_layer.copy_from_bert_layer(layers[-1])
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        dep_tin: torch.Tensor | None = None,
+        dep_tout: torch.Tensor | None = None,
+        syntax_tree: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **unused: Any,
+    ) -> SGNetModelOutput | tuple[torch.Tensor, ...]:
+        """Encode a batch.
+
+        Args:
+            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
+            attention_mask: ``[B, L]`` 1 = real token, 0 = padding.
+            token_type_ids: ``[B, L]`` segment ids, for encoders that use them.
+            dep_tin: ``[B, L]`` pre-order entry time of each position's dependency node (collator key).
+            dep_tout: ``[B, L]`` subtree exit time.
+            syntax_tree: ``[B, L]`` sentence id per position; -1 for special tokens and padding.
+                The three syntax tensors are needed by the syntax-guided layer (not for ``use_sg_layer=False``
+                or ``aggregation="vanilla_layer"``); the SDOI mask ``[B, L, L]`` (True = may attend: ancestors and
+                self; special tokens and padding attend to themselves only) is built from them on the model's
+                device, and padding (``attention_mask == 0``) is never attended.
+            position_ids: ``[B, L]`` passed to the encoder.
+            inputs_embeds: ``[B, L, H]`` passed to the encoder instead of ``input_ids``.
+            output_attentions: also return the encoder's and the syntax-guided layer's attention probabilities.
+            output_hidden_states: also return the encoder's per-layer hidden states.
+            return_dict: return a :class:`SGNetModelOutput` (default) or a tuple.
+            **unused: other batch keys (``dep_depth``, ``con_*``, ``labels`` ...) are accepted and ignored, so a
+                collated batch can be passed as ``model(**batch)``.
+
+        Returns:
+            :class:`SGNetModelOutput` with H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H'.
+        """
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        enc_inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids,
+                      "position_ids": position_ids, "inputs_embeds": inputs_embeds}
+        enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
+        if output_attentions:
+            enc_inputs["output_attentions"] = True
+        if output_hidden_states:
+            enc_inputs["output_hidden_states"] = True
+        enc = self.encoder(input_ids=input_ids, return_dict=True, **enc_inputs)
+        h = enc.last_hidden_state  # (B, L, H)
+
+        h_sg = probs = None
+        h_bar = h
+        if self.sg_layer is not None:
+            key_valid = None if attention_mask is None else attention_mask.to(h.device) > 0  # (B, L)
+            mask = self.attention_mask_for_sg_layer(h, key_valid, dep_tin, dep_tout, syntax_tree)
+            h_sg, probs = self.sg_layer(h, mask, output_attentions=bool(output_attentions))  # (B, L, H)
+            h_bar = self.aggregation(h, h_sg, key_valid)  # (B, L, H)
+            if self.config.mask_special_in_aggregation:
+                if syntax_tree is None:
+                    raise ValueError("mask_special_in_aggregation=True needs 'syntax_tree' (-1 marks special "
+                                     "tokens); pass a SyntaxCollator batch")
+                special = (syntax_tree.to(h.device) < 0).unsqueeze(-1)  # (B, L, 1)
+                h_bar = torch.where(special, h, h_bar)
+
+        out = SGNetModelOutput(
+            last_hidden_state=h_bar,
+            encoder_hidden_state=h,
+            syntax_hidden_state=h_sg,
+            hidden_states=getattr(enc, "hidden_states", None),
+            attentions=getattr(enc, "attentions", None),
+            sg_attentions=probs,
+        )
+        return out if return_dict else out.to_tuple()
+
+    def attention_mask_for_sg_layer(self, hidden: torch.Tensor, key_valid: torch.Tensor | None,
+                                    dep_tin: torch.Tensor | None, dep_tout: torch.Tensor | None,
+                                    syntax_tree: torch.Tensor | None) -> torch.Tensor:
+        """The bool mask of the extra layer (True = may attend), on ``hidden``'s device.
+
+        Args:
+            hidden: ``[B, L, H]`` encoder output (gives the shape and device).
+            key_valid: ``[B, L]`` bool, False at padding; ``None`` = no padding.
+            dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact syntax tensors (see :meth:`forward`).
+
+        Returns:
+            ``[B, L, L]`` SDOI mask restricted to non-padding keys (the diagonal always kept, so no row is empty);
+            for ``aggregation="vanilla_layer"`` the key-padding mask ``[B, 1, L]`` instead.
+        """
+        B, L, _ = hidden.shape
+        device = hidden.device
+        if self.config.aggregation == "vanilla_layer":
+            if key_valid is None:
+                return torch.ones(B, 1, L, dtype=torch.bool, device=device)
+            return key_valid.unsqueeze(1)  # (B, 1, L)
+        missing = [n for n, t in (("dep_tin", dep_tin), ("dep_tout", dep_tout), ("syntax_tree", syntax_tree))
+                   if t is None]
+        if missing:
+            raise ValueError(
+                f"SG-Net's syntax-guided layer needs the batch keys {missing} (built by "
+                "syntaxformer.data.collate.SyntaxCollator); pass them, or use use_sg_layer=False for the baseline")
+        if dep_tin.shape != (B, L):
+            raise ValueError(f"dep_tin has shape {tuple(dep_tin.shape)} but the input is [B, L] = [{B}, {L}]; "
+                             "collate the syntax tensors with the same padding as input_ids")
+        mask = sdoi_mask(dep_tin.to(device), dep_tout.to(device), syntax_tree.to(device))  # (B, L, L)
+        if key_valid is not None:
+            # Already true for consistent batches (padding has syntax_tree == -1); guards hand-made inputs.
+            eye = torch.eye(L, dtype=torch.bool, device=device)
+            mask = (mask & key_valid.unsqueeze(1)) | eye  # (B, L, L)
+        return mask
+
+
+class SGNetPooler(nn.Module):
+    """First-token pooler: ``tanh(W h̄_0 + b)`` (BERT's pooler; SG-Net §3.4.2 feeds h̄_0 to the classifier).
+
+    Args:
+        hidden_size: H.
+    """
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        self.activation = nn.Tanh()
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """``[B, L, H]`` -> ``[B, H]``."""
+        return self.activation(self.dense(hidden_states[:, 0]))
+
+
+def mean_pool(hidden_states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Mean of ``hidden_states`` ``[B, L, H]`` over the positions where ``keep`` ``[B, L]`` is True -> ``[B, H]``.
+
+    A row with nothing to keep gives a zero vector.
+    """
+    w = keep.to(hidden_states.dtype).unsqueeze(-1)  # (B, L, 1)
+    return (hidden_states * w).sum(1) / w.sum(1).clamp(min=1.0)
+
+
+class SGNetForSequenceClassification(_SyntaxPreTrainedModel):
+    """SG-Net with a sequence classification / regression head (NLI, GLUE-style tasks; §3.4.2).
+
+    ``logits = W Dropout(pool(H̄)) + b`` where ``pool`` is the first-token dense+tanh pooler (``pooling="cls"``,
+    initialised from the encoder's pooler when it has one) or the mean over non-special tokens
+    (``pooling="mean"``; see :class:`SyntaxConfig` for why that lets syntax reach the classifier).
+
+    Args:
+        config: the model's :class:`SyntaxConfig` (``num_labels``, ``problem_type``, ``pooling``,
+            ``classifier_dropout`` ...).
+        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
+    """
+
+    def __init__(self, config: SyntaxConfig, encoder: PreTrainedModel | None = None):
+        super().__init__(config)
+        encoder_pooler = getattr(encoder, "pooler", None) if encoder is not None else None
+        self.num_labels = config.num_labels
+        self.sgnet = SGNetModel(config, encoder=encoder)
+        self.pooler = SGNetPooler(config.hidden_size) if config.pooling == "cls" else None
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+        if encoder_pooler is not None and self.pooler is not None:
+            self._copy_pooler(encoder_pooler)
+
+    @torch.no_grad()
+    def _copy_pooler(self, pooler: nn.Module) -> None:
+        """Initialise the first-token pooler from a BERT-style encoder pooler (``dense`` + tanh), if shapes fit."""
+        dense = getattr(pooler, "dense", None)
+        if isinstance(dense, nn.Linear) and dense.weight.shape == self.pooler.dense.weight.shape:
+            self.pooler.dense.weight.copy_(dense.weight)
+            self.pooler.dense.bias.copy_(dense.bias)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        dep_tin: torch.Tensor | None = None,
+        dep_tout: torch.Tensor | None = None,
+        syntax_tree: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **unused: Any,
+    ) -> SGNetSequenceClassifierOutput | tuple[torch.Tensor, ...]:
+        """Classify (or regress on) a batch.
+
+        Args:
+            input_ids, attention_mask, token_type_ids, dep_tin, dep_tout, syntax_tree, position_ids,
+                inputs_embeds, output_attentions, output_hidden_states: as in :meth:`SGNetModel.forward`
+                (``[B, L]`` tensors).
+            labels: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats (regression,
+                ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label). The loss is computed only
+                when labels are given.
+            return_dict: return a :class:`SGNetSequenceClassifierOutput` (default) or a tuple.
+            **unused: other batch keys are ignored.
+
+        Returns:
+            :class:`SGNetSequenceClassifierOutput` with ``logits`` ``[B, num_labels]`` and ``loss`` (0-d, or None).
+        """
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        out = self.sgnet(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, dep_tin=dep_tin,
+                         dep_tout=dep_tout, syntax_tree=syntax_tree, position_ids=position_ids,
+                         inputs_embeds=inputs_embeds, output_attentions=output_attentions,
+                         output_hidden_states=output_hidden_states, return_dict=True)
+        h_bar = out.last_hidden_state  # (B, L, H)
+        if self.pooler is not None:
+            pooled = self.pooler(h_bar)  # (B, H)
+        else:
+            if syntax_tree is not None:
+                keep = syntax_tree.to(h_bar.device) >= 0
+            elif attention_mask is not None:
+                keep = attention_mask.to(h_bar.device) > 0
+            else:
+                keep = torch.ones(h_bar.shape[:2], dtype=torch.bool, device=h_bar.device)
+            pooled = mean_pool(h_bar, keep)  # (B, H)
+        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
+        loss = self.loss(logits, labels) if labels is not None else None
+        result = SGNetSequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
+                                               attentions=out.attentions, sg_attentions=out.sg_attentions)
+        return result if return_dict else result.to_tuple()
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Loss for ``logits`` ``[B, num_labels]`` by problem type (Hugging Face semantics).
+
+        ``config.problem_type`` if set; else regression (MSE) when ``num_labels == 1``, single-label
+        classification (cross-entropy) for integer labels, multi-label (BCE with logits) otherwise.
+        """
+        labels = labels.to(logits.device)
+        problem = self.config.problem_type
+        if problem is None:
+            if self.num_labels == 1:
+                problem = "regression"
+            elif labels.dtype in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
+                problem = "single_label_classification"
+            else:
+                problem = "multi_label_classification"
+        if problem == "regression":
+            if self.num_labels == 1:
+                return nn.functional.mse_loss(logits.squeeze(-1), labels.squeeze(-1).to(logits.dtype))
+            return nn.functional.mse_loss(logits, labels.to(logits.dtype))
+        if problem == "single_label_classification":
+            return nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1).long())
+        return nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))

@@ -1,0 +1,298 @@
+"""SG-Net's syntax-guided self-attention layer (TPAMI §3.2, Eq. 6-8) and the ways to aggregate its output (§3.3).
+
+The layer is one post-LN Transformer layer (as BERT's) whose attention is restricted by a bool mask (True = may
+attend): ``H' = LN(A + FFN(A))`` with ``A = LN(H + MultiHead(H, mask) W_O)``. Attention runs through
+:func:`torch.nn.functional.scaled_dot_product_attention` (fused kernels on CPU and GPU) and never loops over
+examples or heads; the attention probabilities are computed explicitly only when asked for (analysis).
+
+Aggregations combine the encoder output H and the layer output H' into H̄ (see
+:class:`~syntaxformer.modeling.configuration.SyntaxConfig`, ``aggregation``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers.activations import ACT2FN
+
+from syntaxformer.modeling.configuration import SyntaxConfig
+
+
+def multi_head_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, num_heads: int,
+                         dropout_p: float = 0.0, need_weights: bool = False
+                         ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Scaled dot-product attention over ``num_heads`` heads with a bool mask.
+
+    Args:
+        q: ``[B, Lq, D]`` projected queries (all heads concatenated, ``D = num_heads * head_dim``).
+        k: ``[B, Lk, D]`` projected keys.
+        v: ``[B, Lk, D]`` projected values.
+        mask: bool, broadcastable to ``[B, Lq, Lk]`` (e.g. ``[B, 1, Lk]`` for key padding); True = may attend.
+            No row may be entirely False (its output would be NaN).
+        num_heads: number of heads.
+        dropout_p: dropout on the attention probabilities (pass 0 at evaluation).
+        need_weights: also return the probabilities (computed explicitly; slower, for analysis).
+
+    Returns:
+        ``([B, Lq, D] context, [B, num_heads, Lq, Lk] probabilities or None)``.
+    """
+    B, Lq, D = q.shape
+    Lk = k.shape[1]
+    hd = D // num_heads
+    q = q.view(B, Lq, num_heads, hd).transpose(1, 2)  # (B, nh, Lq, hd)
+    k = k.view(B, Lk, num_heads, hd).transpose(1, 2)  # (B, nh, Lk, hd)
+    v = v.view(B, Lk, num_heads, hd).transpose(1, 2)  # (B, nh, Lk, hd)
+    m = mask.unsqueeze(1)  # (B, 1, Lq or 1, Lk): the same mask for every head
+    if need_weights:
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd)  # (B, nh, Lq, Lk)
+        probs = torch.softmax(scores.masked_fill(~m, float("-inf")), dim=-1)
+        ctx = torch.matmul(F.dropout(probs, dropout_p, training=dropout_p > 0), v)  # (B, nh, Lq, hd)
+    else:
+        probs = None
+        ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=dropout_p)  # (B, nh, Lq, hd)
+    return ctx.transpose(1, 2).reshape(B, Lq, D), probs  # (B, Lq, nh * hd)
+
+
+class SyntaxGuidedLayer(nn.Module):
+    """One post-LN self-attention + feed-forward layer with a restricted (e.g. SDOI) attention mask.
+
+    ``A = LayerNorm(H + Dropout(MultiHead(H; mask) W_O))`` (Eq. 7-8, heads concatenated), then
+    ``H' = LayerNorm(A + Dropout(W_2 act(W_1 A + b_1) + b_2))`` (§3.2: feed-forward with GELU, residual, LayerNorm;
+    the same structure as a BERT layer, so it can be initialised from one: :meth:`copy_from_bert_layer`).
+
+    Args:
+        hidden_size: model width H.
+        num_heads: attention heads (must divide ``hidden_size``).
+        intermediate_size: feed-forward width.
+        hidden_act: feed-forward activation (a ``transformers.activations.ACT2FN`` name, e.g. ``"gelu"``).
+        dropout: dropout on the attention-output and feed-forward projections.
+        attention_dropout: dropout on the attention probabilities.
+        layer_norm_eps: LayerNorm epsilon.
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int, hidden_act: str = "gelu",
+                 dropout: float = 0.1, attention_dropout: float = 0.1, layer_norm_eps: float = 1e-12):
+        super().__init__()
+        if hidden_size % num_heads:
+            raise ValueError(f"num_heads={num_heads} must divide hidden_size={hidden_size}")
+        self.num_heads = num_heads
+        self.attention_dropout = attention_dropout
+        self.query = nn.Linear(hidden_size, hidden_size)
+        self.key = nn.Linear(hidden_size, hidden_size)
+        self.value = nn.Linear(hidden_size, hidden_size)
+        self.attn_output = nn.Linear(hidden_size, hidden_size)
+        self.attn_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.intermediate = nn.Linear(hidden_size, intermediate_size)
+        self.act = ACT2FN[hidden_act]
+        self.output = nn.Linear(intermediate_size, hidden_size)
+        self.output_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(dropout)
+
+    @classmethod
+    def from_config(cls, config: SyntaxConfig) -> "SyntaxGuidedLayer":
+        """The layer described by a :class:`SyntaxConfig` (``sg_*`` options)."""
+        return cls(config.hidden_size, config.sg_num_heads, config.sg_intermediate_size, config.sg_hidden_act,
+                   config.sg_dropout, config.sg_attention_dropout, config.sg_layer_norm_eps)
+
+    def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor, output_attentions: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Run the layer.
+
+        Args:
+            hidden_states: ``[B, L, H]`` input (the encoder's last hidden states H).
+            mask: bool ``[B, L, L]`` (or broadcastable, e.g. ``[B, 1, L]`` for key padding only); ``mask[b, i, j]``
+                True = position ``i`` may attend to position ``j``. No row may be all False (SDOI masks have the
+                diagonal set).
+            output_attentions: also return the attention probabilities.
+
+        Returns:
+            ``([B, L, H] H', [B, num_heads, L, L] attention probabilities or None)``.
+        """
+        p = self.attention_dropout if self.training else 0.0
+        ctx, probs = multi_head_attention(self.query(hidden_states), self.key(hidden_states),
+                                          self.value(hidden_states), mask, self.num_heads, p, output_attentions)
+        a = self.attn_norm(hidden_states + self.dropout(self.attn_output(ctx)))  # (B, L, H)
+        out = self.output_norm(a + self.dropout(self.output(self.act(self.intermediate(a)))))  # (B, L, H)
+        return out, probs
+
+    @torch.no_grad()
+    def copy_from_bert_layer(self, layer: nn.Module) -> None:
+        """Copy the weights of a BERT-style layer (BERT, RoBERTa, ELECTRA, MiniLM ...) into this layer.
+
+        Args:
+            layer: a module with ``attention.self.{query,key,value}``, ``attention.output.{dense,LayerNorm}``,
+                ``intermediate.dense`` and ``output.{dense,LayerNorm}`` (``transformers``' ``BertLayer`` layout).
+
+        Raises:
+            ValueError: the layer does not have that layout, or its shapes differ from this layer's.
+        """
+        pairs = {
+            "query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
+            "attn_output": "attention.output.dense", "attn_norm": "attention.output.LayerNorm",
+            "intermediate": "intermediate.dense", "output": "output.dense", "output_norm": "output.LayerNorm",
+        }
+        for mine, theirs in pairs.items():
+            try:
+                src = layer.get_submodule(theirs)
+            except AttributeError:
+                raise ValueError(
+                    f"sg_init='copy_last' needs a BERT-like encoder layer with a submodule {theirs!r}; "
+                    f"{type(layer).__name__} has none. Use sg_init='random' for this encoder") from None
+            dst = getattr(self, mine)
+            for name in ("weight", "bias"):
+                s, d = getattr(src, name, None), getattr(dst, name)
+                if s is None or s.shape != d.shape:
+                    raise ValueError(
+                        f"sg_init='copy_last': {theirs}.{name} of {type(layer).__name__} has shape "
+                        f"{None if s is None else tuple(s.shape)}, the syntax-guided layer's {mine}.{name} has "
+                        f"{tuple(d.shape)}; set sg_intermediate_size to the encoder's intermediate_size")
+                d.copy_(s)
+        eps = getattr(layer.get_submodule("output.LayerNorm"), "eps", None)
+        if eps is not None:
+            self.attn_norm.eps = self.output_norm.eps = eps
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Aggregations: (H [B, L, H], H' [B, L, H], key_valid [B, L] bool) -> H̄ [B, L, H]
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class DualAggregation(nn.Module):
+    """Dual context aggregation (Eq. 9): ``H̄ = alpha * H + (1 - alpha) * H'``.
+
+    Args:
+        alpha: the weight of H (paper: 0.5, fixed, §5.2).
+        learned: learn ``alpha = sigmoid(alpha_logit)``, the parameter initialised at ``logit(alpha)`` (clamped to
+            +-10 for alpha of exactly 0 or 1). Otherwise alpha is a constant and there is no parameter.
+    """
+
+    def __init__(self, alpha: float = 0.5, learned: bool = False):
+        super().__init__()
+        self.init_alpha = float(alpha)
+        self.alpha_logit = nn.Parameter(torch.tensor(_logit(alpha))) if learned else None
+
+    @property
+    def alpha(self) -> torch.Tensor | float:
+        """The current weight of H (a 0-d tensor when learned)."""
+        return self.init_alpha if self.alpha_logit is None else torch.sigmoid(self.alpha_logit)
+
+    def reset_parameters(self) -> None:
+        """Set the learned logit back to ``logit(alpha)``."""
+        if self.alpha_logit is not None:
+            with torch.no_grad():
+                self.alpha_logit.fill_(_logit(self.init_alpha))
+
+    def forward(self, h: torch.Tensor, h_sg: torch.Tensor, key_valid: torch.Tensor | None = None) -> torch.Tensor:
+        """``[B, L, H]`` x 2 -> ``[B, L, H]`` (``key_valid`` is unused)."""
+        if self.alpha_logit is None:
+            return self.init_alpha * h + (1.0 - self.init_alpha) * h_sg
+        return torch.lerp(h_sg, h, torch.sigmoid(self.alpha_logit).to(h.dtype))  # h_sg + alpha * (h - h_sg)
+
+
+class SyntaxOnlyAggregation(nn.Module):
+    """``H̄ = H'`` (Table 6's "syntax-guided attention only" / "vanilla attention only")."""
+
+    def forward(self, h: torch.Tensor, h_sg: torch.Tensor, key_valid: torch.Tensor | None = None) -> torch.Tensor:
+        """``[B, L, H]`` x 2 -> ``[B, L, H]``."""
+        return h_sg
+
+
+class ConcatAggregation(nn.Module):
+    """``H̄ = [H; H'] W^T + b`` (Table 6's "concatenation"), ``W``: ``[H, 2H]``, ``b``: ``[H]``.
+
+    ``W`` is initialised to ``[alpha I, (1 - alpha) I]`` and ``b`` to 0 (:meth:`reset_parameters`), so the model
+    starts as the dual aggregation. (Plain parameters rather than an ``nn.Linear``, so that the generic
+    normal init of linears does not apply.)
+
+    Args:
+        hidden_size: H.
+        alpha: the dual-aggregation weight the initialisation reproduces.
+    """
+
+    def __init__(self, hidden_size: int, alpha: float = 0.5):
+        super().__init__()
+        self.init_alpha = float(alpha)
+        self.weight = nn.Parameter(torch.empty(hidden_size, 2 * hidden_size))
+        self.bias = nn.Parameter(torch.empty(hidden_size))
+        self.reset_parameters()
+
+    def identity_init(self) -> torch.Tensor:
+        """``[alpha I, (1 - alpha) I]``: the weight that makes this aggregation equal to the dual one."""
+        H = self.weight.shape[0]
+        eye = torch.eye(H, dtype=self.weight.dtype, device=self.weight.device)
+        return torch.cat([self.init_alpha * eye, (1.0 - self.init_alpha) * eye], dim=1)
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """``W = [alpha I, (1 - alpha) I]``, ``b = 0``."""
+        if self.weight.device.type != "meta":
+            self.weight.copy_(self.identity_init())
+            self.bias.zero_()
+
+    def forward(self, h: torch.Tensor, h_sg: torch.Tensor, key_valid: torch.Tensor | None = None) -> torch.Tensor:
+        """``[B, L, H]`` x 2 -> ``[B, L, 2H]`` -> ``[B, L, H]``."""
+        return F.linear(torch.cat([h, h_sg], dim=-1), self.weight, self.bias)
+
+
+class BiAttentionAggregation(nn.Module):
+    """``H̄ = LayerNorm(H + Dropout(MultiHead(Q=H, K=H', V=H') W_O))`` (our reading of Table 6's "Bi-attention").
+
+    Every token of H attends to every non-padding token of H' (see ``SyntaxConfig.aggregation``).
+
+    Args:
+        hidden_size: H.
+        num_heads: attention heads.
+        dropout: dropout on the output projection.
+        attention_dropout: dropout on the attention probabilities.
+        layer_norm_eps: LayerNorm epsilon.
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.1, attention_dropout: float = 0.1,
+                 layer_norm_eps: float = 1e-12):
+        super().__init__()
+        self.num_heads = num_heads
+        self.attention_dropout = attention_dropout
+        self.query = nn.Linear(hidden_size, hidden_size)
+        self.key = nn.Linear(hidden_size, hidden_size)
+        self.value = nn.Linear(hidden_size, hidden_size)
+        self.attn_output = nn.Linear(hidden_size, hidden_size)
+        self.norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, h: torch.Tensor, h_sg: torch.Tensor, key_valid: torch.Tensor | None = None) -> torch.Tensor:
+        """``h``, ``h_sg``: ``[B, L, H]``; ``key_valid``: bool ``[B, L]`` (False = padding, never attended)."""
+        B, L, _ = h.shape
+        if key_valid is None:
+            key_valid = torch.ones(B, L, dtype=torch.bool, device=h.device)
+        mask = key_valid.unsqueeze(1)  # (B, 1, L): every query row sees the same keys
+        p = self.attention_dropout if self.training else 0.0
+        ctx, _ = multi_head_attention(self.query(h), self.key(h_sg), self.value(h_sg), mask, self.num_heads, p)
+        return self.norm(h + self.dropout(self.attn_output(ctx)))
+
+
+def build_aggregation(config: SyntaxConfig) -> nn.Module:
+    """The aggregation module named by ``config.aggregation``."""
+    kind = config.aggregation
+    if kind == "dual":
+        return DualAggregation(config.alpha, learned=config.alpha_mode == "learned")
+    if kind in ("syntax_only", "vanilla_layer"):
+        return SyntaxOnlyAggregation()
+    if kind == "concat":
+        return ConcatAggregation(config.hidden_size, config.alpha)
+    if kind == "biattention":
+        return BiAttentionAggregation(config.hidden_size, config.sg_num_heads, config.sg_dropout,
+                                      config.sg_attention_dropout, config.sg_layer_norm_eps)
+    raise ValueError(f"unknown aggregation {kind!r}; expected one of dual, syntax_only, concat, vanilla_layer, "
+                     "biattention")
+
+
+def _logit(p: float, bound: float = 10.0) -> float:
+    """``log(p / (1 - p))`` clamped to ``[-bound, bound]``."""
+    if p <= 0.0:
+        return -bound
+    if p >= 1.0:
+        return bound
+    return max(-bound, min(bound, math.log(p / (1.0 - p))))
