@@ -2,10 +2,33 @@
 
 Implements SG-Net (syntax-guided self-attention), Syntax-BERT (masked sub-network attention) and the
 Syntax-Infused Transformer (syntactic feature embeddings) on top of Hugging Face models.
+
+``import syntaxformer`` is light (no torch / transformers). Model classes are loaded on first access, e.g.
+``syntaxformer.SGNetForSequenceClassification``, which also registers them with the ``transformers`` Auto classes
+(as does ``import syntaxformer.modeling``).
 """
+
+from typing import Any
 
 from syntaxformer.data import Document, Sentence, Tree
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["Document", "Sentence", "Tree", "__version__"]
+_LAZY = {
+    "SyntaxConfig": "syntaxformer.modeling",
+    "SGNetModel": "syntaxformer.modeling",
+    "SGNetForSequenceClassification": "syntaxformer.modeling",
+    "SyntaxAligner": "syntaxformer.data.align",
+    "SyntaxCollator": "syntaxformer.data.collate",
+    "SpacyAnnotator": "syntaxformer.data.annotate",
+}
+
+__all__ = ["Document", "Sentence", "Tree", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'syntaxformer' has no attribute {name!r}")
