@@ -1,0 +1,51 @@
+"""``syntaxformer evaluate``: score a trained model on a labeled split (dev by default).
+
+The task and feature options (max length, parser, parser noise ...) are read from the ``experiment.json`` saved
+with the model; ``--config``, ``--set`` and the flags change them (e.g. ``--parser-noise 0.4`` to test a clean
+model on noisy parses). Writes ``eval_<split>.json`` to ``--output-dir`` (default: the model folder) and prints
+the scores as JSON.
+
+Example::
+
+    syntaxformer evaluate runs/sst2-sg --split dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from syntaxformer.commands.train import add_config_arguments, explicit_options
+
+HELP = "score a trained model on a labeled split; writes eval_<split>.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``syntaxformer evaluate`` to ``parser``."""
+    parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
+    parser.add_argument("--split", default="dev", choices=("train", "dev", "test"), help="split to score (dev)")
+    parser.add_argument("--file", dest="split_file", help="a file of the task's format to score instead")
+    parser.add_argument("--output-dir", help="where eval_<split>.json goes (default: MODEL_DIR)")
+    add_config_arguments(parser, training=False)
+
+
+def config_for_model(args: argparse.Namespace):
+    """The model's saved experiment config with ``--config`` / ``--set`` / flags applied."""
+    from syntaxformer.training.config import apply_overrides, read_config_file
+    from syntaxformer.training.experiment import load_experiment_config
+
+    changes = read_config_file(args.config) if args.config else {}
+    changes = apply_overrides(changes, args.overrides)
+    changes.update(explicit_options(args))
+    if args.split_file:
+        changes[f"{args.split}_file"] = args.split_file
+    return load_experiment_config(args.model, changes)
+
+
+def run(args: argparse.Namespace) -> int:
+    from syntaxformer.training.experiment import evaluate_model
+
+    result = evaluate_model(config_for_model(args), split=args.split, output_dir=args.output_dir)
+    print(json.dumps({"task": result["task"], "split": result["split"], "size": result["size"],
+                      "scores": result["scores"]}, indent=2))
+    return 0

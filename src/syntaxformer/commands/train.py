@@ -1,0 +1,111 @@
+"""``syntaxformer train``: fine-tune SG-Net (or the plain-encoder baseline) on a GLUE task or SNLI.
+
+Options come from a JSON / YAML config file (``--config``), then ``--set key=value`` overrides, then the explicit
+flags below; see :class:`syntaxformer.training.ExperimentConfig` for every option. Writes the model,
+``experiment.json`` and ``metrics.json`` to ``--output-dir`` and prints the dev scores as JSON.
+
+Examples::
+
+    syntaxformer train --task sst2 --max-train-samples 2000 --epochs 1 --output-dir runs/sst2-sg
+    syntaxformer train --config sst2.yaml --set alpha=0.3 --set new_params_lr=1e-4
+    syntaxformer train --config sst2.yaml --resume          # continue after an interrupt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Mapping
+
+HELP = "fine-tune SG-Net or the baseline on a GLUE task / SNLI (Trainer; config file + overrides)"
+
+
+def _bool(text: str) -> bool:
+    low = text.lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = True) -> None:
+    """Options shared by train / compare (and, without the training ones, evaluate / predict)."""
+    g = parser.add_argument_group("configuration")
+    g.add_argument("--config", metavar="FILE", help="JSON or YAML file of ExperimentConfig options")
+    g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one option (repeatable; dotted keys reach training_args.*/model_kwargs.*), "
+                        "e.g. --set alpha=0.3 --set training_args.optim=adamw_torch")
+    d = parser.add_argument_group("data")
+    d.add_argument("--task", help="sst2, cola, mrpc, stsb, qnli, rte, wnli or snli")
+    d.add_argument("--data-dir", help="folder with the task's files (default ../shared/data/<task folder>)")
+    d.add_argument("--dataset", help="Hugging Face hub data set (e.g. nyu-mll/glue; needs network)")
+    d.add_argument("--dataset-config", help="hub data set config (e.g. sst2)")
+    d.add_argument("--max-eval-samples", type=int, help="seeded random subset of the evaluation split")
+    d.add_argument("--max-length", type=int, help="tokens per input incl. special tokens")
+    d.add_argument("--parser", help="spaCy pipeline (default en_core_web_sm / its offline build)")
+    d.add_argument("--parser-noise", type=float, help="fraction of dependency heads corrupted (SG-Net §7.6)")
+    d.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    if training:
+        d.add_argument("--train-file", help="train file (overrides --data-dir)")
+        d.add_argument("--dev-file", help="dev file (overrides --data-dir)")
+        d.add_argument("--max-train-samples", type=int, help="seeded random subset of the train split")
+        m = parser.add_argument_group("model")
+        m.add_argument("--model", dest="model_name_or_path", help="pretrained encoder name or folder "
+                       "(default: the offline all-MiniLM-L6-v2)")
+        m.add_argument("--use-sg-layer", type=_bool, metavar="BOOL", help="add the syntax-guided layer (true) or "
+                       "train the plain-encoder baseline (false)")
+        m.add_argument("--alpha", type=float, help="weight of the encoder output in alpha*H + (1-alpha)*H'")
+        m.add_argument("--alpha-mode", choices=("fixed", "learned"))
+        m.add_argument("--sg-init", choices=("random", "copy_last"))
+        m.add_argument("--pooling", choices=("cls", "mean"))
+        t = parser.add_argument_group("training")
+        t.add_argument("--output-dir", help="where the model, checkpoints and metrics.json go")
+        t.add_argument("--epochs", dest="num_train_epochs", type=float)
+        t.add_argument("--max-steps", type=int)
+        t.add_argument("--learning-rate", type=float)
+        t.add_argument("--new-params-lr", type=float, help="learning rate of the non-encoder parameters")
+        t.add_argument("--batch-size", dest="per_device_train_batch_size", type=int)
+        t.add_argument("--seed", type=int)
+        t.add_argument("--mixed-precision", choices=("auto", "no", "bf16", "fp16"))
+        t.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",
+                       help="continue from the last checkpoint in --output-dir (or from CHECKPOINT)")
+        t.add_argument("--overwrite-output-dir", action="store_true", default=None,
+                       help="start again in an --output-dir that holds checkpoints")
+
+
+_EXPLICIT = ("task", "data_dir", "dataset", "dataset_config", "max_eval_samples", "max_length", "parser",
+             "parser_noise", "train_file", "dev_file", "max_train_samples", "model_name_or_path", "use_sg_layer",
+             "alpha", "alpha_mode", "sg_init", "pooling", "output_dir", "num_train_epochs", "max_steps",
+             "learning_rate", "new_params_lr", "per_device_train_batch_size", "seed", "mixed_precision", "resume",
+             "overwrite_output_dir")
+
+
+def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The config options given as flags (those left unset are absent)."""
+    out = {k: getattr(args, k) for k in _EXPLICIT if getattr(args, k, None) is not None}
+    if getattr(args, "no_progress", False):
+        out["disable_tqdm"] = True
+    return out
+
+
+def config_from_args(args: argparse.Namespace, defaults: Mapping[str, Any] | None = None):
+    """An :class:`ExperimentConfig` from ``--config``, ``--set`` and the explicit flags (in that order)."""
+    from syntaxformer.training.config import load_config
+
+    return load_config(args.config, args.overrides, defaults=defaults, **explicit_options(args))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``syntaxformer train`` to ``parser``."""
+    add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from syntaxformer.training.experiment import run_experiment
+
+    config = config_from_args(args)
+    metrics = run_experiment(config)
+    print(json.dumps({"task": metrics["task"], "model_type": metrics["model_type"], "dev": metrics["dev"],
+                      "output_dir": config.output_dir}, indent=2))
+    return 0

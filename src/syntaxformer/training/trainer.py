@@ -1,0 +1,148 @@
+"""Hugging Face ``Trainer`` integration: a separate learning rate for new parameters, task metrics, precision.
+
+The engine is ``transformers.Trainer`` itself (progress bars, checkpoints, resume, DDP/FSDP/DeepSpeed, mixed
+precision and logging come from it); this module only adds what SG-Net fine-tuning needs on top.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+from transformers import PreTrainedModel, Trainer, TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+from syntaxformer.tasks.metrics import compute_metrics as _compute_metrics
+from syntaxformer.tasks.registry import TaskSpec
+
+__all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "new_parameter_names", "make_compute_metrics",
+           "logits_to_predictions", "precision_flags", "StderrLogCallback"]
+
+
+def encoder_parameter_prefix(model: nn.Module) -> str | None:
+    """Name prefix (``"sgnet.encoder."``) of the wrapped pretrained encoder's parameters, or ``None``.
+
+    The encoder is the outermost sub-module that is a ``PreTrainedModel`` of another model type than the
+    wrapper (for SG-Net, the ``AutoModel`` inside ``SGNetModel``).
+    """
+    own_type = getattr(getattr(model, "config", None), "model_type", None)
+    for name, module in model.named_modules():
+        if not name or not isinstance(module, PreTrainedModel):
+            continue
+        if getattr(module.config, "model_type", None) != own_type:
+            return name + "."
+    return None
+
+
+def new_parameter_names(model: nn.Module) -> set[str]:
+    """Names of the trainable parameters that are not part of the pretrained encoder (syntax layer, heads ...)."""
+    prefix = encoder_parameter_prefix(model)
+    return {n for n, p in model.named_parameters() if p.requires_grad and (prefix is None or not n.startswith(prefix))}
+
+
+class SyntaxTrainer(Trainer):
+    """``Trainer`` whose optimizer gives the new (non-encoder) parameters their own learning rate.
+
+    Args:
+        new_params_lr: learning rate of the parameters outside the pretrained encoder (the syntax-guided layer,
+            aggregation, pooler and classifier); ``None`` = ``args.learning_rate`` for everything (plain Trainer).
+        *args, **kwargs: as for ``transformers.Trainer``.
+
+    Four parameter groups are built (encoder / new x weight decay / none), with the Trainer's own rule for which
+    parameters get weight decay (not biases and norms). The scheduler scales every group's rate by the same
+    factor, so warm-up and decay apply to both rates.
+    """
+
+    def __init__(self, *args: Any, new_params_lr: float | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.new_params_lr = new_params_lr
+        # Loss / metric logs go to stderr, so that stdout carries only a command's result (e.g. JSON).
+        self.remove_callback(PrinterCallback)
+        if self.pop_callback(ProgressCallback) is not None:
+            self.add_callback(_BarsOnlyCallback)
+        self.add_callback(StderrLogCallback)
+
+    def create_optimizer(self, model: nn.Module | None = None) -> torch.optim.Optimizer:
+        opt_model = self.model if model is None else model
+        if self.optimizer is None and self.new_params_lr is not None:
+            decay = set(self.get_decay_parameter_names(opt_model))
+            new = new_parameter_names(opt_model)
+            groups: list[dict[str, Any]] = []
+            for is_new in (False, True):
+                for wd in (True, False):
+                    params = [p for n, p in opt_model.named_parameters()
+                              if p.requires_grad and (n in new) == is_new and (n in decay) == wd]
+                    if not params:
+                        continue
+                    group: dict[str, Any] = {"params": params, "weight_decay": self.args.weight_decay if wd else 0.0}
+                    if is_new:
+                        group["lr"] = float(self.new_params_lr)
+                    groups.append(group)
+            if self.optimizer_cls_and_kwargs is not None:
+                optimizer_cls, optimizer_kwargs = self.optimizer_cls_and_kwargs
+            else:
+                optimizer_cls, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(self.args, opt_model)
+            optimizer_kwargs = {k: v for k, v in optimizer_kwargs.items() if k not in ("params", "model")}
+            self.optimizer = optimizer_cls(groups, **optimizer_kwargs)
+        return super().create_optimizer(model)
+
+
+class _BarsOnlyCallback(ProgressCallback):
+    """The Trainer's progress bars (on stderr) without its log lines (which it writes to stdout)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102
+        return
+
+
+class StderrLogCallback(TrainerCallback):
+    """Write the Trainer's logs (loss, learning rate, eval metrics) to stderr, numbers to 4 significant digits."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102
+        if not state.is_world_process_zero or not logs:
+            return
+        shown = {k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in logs.items() if k != "total_flos"}
+        from tqdm.auto import tqdm
+
+        tqdm.write(str(shown), file=sys.stderr)
+
+
+def logits_to_predictions(task: TaskSpec, logits: Any) -> np.ndarray:
+    """Class ids (argmax) or regression values (``[N]``) from model logits ``[N, num_labels]``."""
+    if isinstance(logits, (tuple, list)):
+        logits = logits[0]
+    logits = np.asarray(logits)
+    if task.is_regression:
+        return logits.reshape(len(logits), -1)[:, 0].astype(np.float64)
+    return logits.argmax(-1)
+
+
+def make_compute_metrics(task: TaskSpec) -> Callable[[Any], dict[str, float]]:
+    """``compute_metrics`` for the Trainer: the task's GLUE metrics from an ``EvalPrediction``."""
+
+    def compute(pred: Any) -> dict[str, float]:
+        labels = pred.label_ids[0] if isinstance(pred.label_ids, (tuple, list)) else pred.label_ids
+        return _compute_metrics(task.metrics, logits_to_predictions(task, pred.predictions), np.asarray(labels))
+
+    return compute
+
+
+def precision_flags(mode: str) -> dict[str, bool]:
+    """``{"bf16": ..., "fp16": ...}`` for ``TrainingArguments``.
+
+    ``"auto"``: bf16 on a CUDA GPU that supports it, else fp16 on a CUDA GPU, else full precision (CPU training
+    stays in float32: CPU autocast is slower than float32 for these models and gains nothing).
+    ``"bf16"`` / ``"fp16"`` force it (fp16 needs a GPU); ``"no"`` disables it.
+    """
+    if mode == "no":
+        return {"bf16": False, "fp16": False}
+    if mode == "bf16":
+        return {"bf16": True, "fp16": False}
+    if mode == "fp16":
+        return {"bf16": False, "fp16": True}
+    if torch.cuda.is_available():
+        bf16 = bool(torch.cuda.is_bf16_supported())
+        return {"bf16": bf16, "fp16": not bf16}
+    return {"bf16": False, "fp16": False}
