@@ -72,6 +72,10 @@ def test_end_to_end_train_interrupt_resume_evaluate_predict(tiny_model, tmp_path
     assert "random subsample of 64 of 67349" in saved["subsample"]["train"]
     assert 0.0 <= saved["dev"]["accuracy"] <= 1.0 and saved["runtime_s"] > 0 and saved["parser_noise"] == 0.4
     assert saved["history"][-1]["step"] == 4
+    dev_pred = json.loads((out / "dev_predictions.json").read_text())  # kept for paired significance tests
+    assert len(dev_pred["predictions"]) == len(dev_pred["labels"]) == len(dev_pred["ids"]) == 32
+    accuracy = sum(p == y for p, y in zip(dev_pred["predictions"], dev_pred["labels"])) / 32
+    assert accuracy == pytest.approx(saved["dev"]["accuracy"])
     for name in ("config.json", "model.safetensors", "tokenizer.json", "experiment.json"):
         assert (out / name).is_file(), name
 

@@ -32,6 +32,8 @@ from syntaxformer.utils import atomic_write
 __all__ = ["run_experiment", "evaluate_model", "predict", "compare", "load_experiment_config", "format_comparison"]
 
 METRICS_FILE = "metrics.json"
+#: Per-example dev predictions of the final model (for paired significance tests).
+DEV_PREDICTIONS_FILE = "dev_predictions.json"
 CONFIG_FILE = "experiment.json"
 
 
@@ -267,7 +269,10 @@ def run_experiment(config: ExperimentConfig, *, callbacks: Sequence[Any] = ()) -
         scores), ``main_metric``, ``history`` (dev scores per evaluation), ``train`` (loss, steps, runtime),
         ``runtime_s`` (whole run incl. data preparation), ``features`` (cache hits), ``environment``.
     """
+    import numpy as np
     import transformers
+
+    from syntaxformer.training.trainer import logits_to_predictions
 
     t0 = time.time()
     task = get_task(config.task)
@@ -304,12 +309,14 @@ def run_experiment(config: ExperimentConfig, *, callbacks: Sequence[Any] = ()) -
 
     history = [dict(_strip({k: v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")},
                            "eval_")) for e in trainer.state.log_history if "eval_loss" in e]
-    last_eval = [e for e in trainer.state.log_history if "eval_loss" in e]
-    if last_eval and last_eval[-1].get("step") == trainer.state.global_step:
-        final = last_eval[-1]  # the Trainer has just evaluated the final weights
-    else:
-        final = trainer.evaluate()
+    # Final dev pass through `predict`, so the per-example predictions are kept for paired significance tests.
+    dev_out = trainer.predict(dev_ds, metric_key_prefix="eval")
+    final = dev_out.metrics
     dev_scores = _task_scores(task, final)
+    _write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
+        "task": task.name, "seed": config.seed, "ids": list(dev_ds.guids),
+        "predictions": np.asarray(logits_to_predictions(task, dev_out.predictions)).tolist(),
+        "labels": np.asarray(dev_ds.labels).tolist()})
     if config.save_model:
         trainer.save_model(output_dir)
 
