@@ -145,3 +145,23 @@ def test_data_hub_offline_message(monkeypatch, tmp_path):
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(SyntaxformerError, match="could not load hub data set 'nyu-mll/glue'.*Offline"):
         load_split(get_task("sst2"), "dev", dataset="nyu-mll/glue")
+
+
+def test_data_falls_back_to_hub_without_shared_folder(monkeypatch, tmp_path):
+    """No ../shared/data: the task's hub data set is tried (here offline, so a clear error naming both routes)."""
+    import builtins
+
+    import syntaxformer.defaults as defaults
+
+    monkeypatch.setattr(defaults, "shared_data_dir", lambda: None)
+    real_import = builtins.__import__
+
+    def no_datasets(name, *args, **kwargs):
+        if name == "datasets":
+            raise ImportError("no datasets")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_datasets)
+    with pytest.warns(UserWarning, match="loading SST-2 dev from the hub"):
+        with pytest.raises(SyntaxformerError, match="hub fallback failed.*pip install datasets"):
+            load_split(get_task("sst2"), "dev")

@@ -287,10 +287,19 @@ def load_split(task: TaskSpec, split: str, *, data_dir: str | os.PathLike | None
     if data_file is None:
         folder = Path(data_dir) if data_dir is not None else default_data_dir(task)
         if folder is None:
-            raise SyntaxformerError(
-                f"no data for {task.title}: give data_dir (a folder with {dict(task.split_files)}), a "
-                f"{split}_file, or a hub dataset name; the shared data folder ../shared/data/{task.folder} was "
-                f"not found (set SYNTAXFORMER_DATA to its location)")
+            # No local copy: fall back to the task's hub data set (needs `datasets` and network or a warm cache).
+            import warnings
+
+            warnings.warn(f"the shared data folder ../shared/data/{task.folder} was not found (set "
+                          f"SYNTAXFORMER_DATA to its location); loading {task.title} {split} from the hub "
+                          f"data set {task.hub[0]!r}", stacklevel=2)
+            try:
+                return load_hub_split(task, split)
+            except SyntaxformerError as e:
+                raise SyntaxformerError(
+                    f"no data for {task.title}: give data_dir (a folder with {dict(task.split_files)}), a "
+                    f"{split}_file, or a hub dataset name; ../shared/data/{task.folder} was not found and the "
+                    f"hub fallback failed: {e}") from e
         data_file = folder / task.split_files[split]
         if task.name == "snli" and not Path(data_file).is_file():
             jsonl = sorted(folder.glob(f"snli_1.0_{split}*.jsonl"))

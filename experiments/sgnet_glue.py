@@ -1,0 +1,181 @@
+"""SG-Net vs baseline on GLUE dev sets (issue: SG-Net results), with seeds and paired significance tests.
+
+Runs every (task, variant, seed) with :func:`syntaxformer.training.run_experiment` (skipping runs whose
+``metrics.json`` exists, so an interrupted sweep resumes), then summarises: mean / std over seeds, paired t-test
+over seeds, and a paired bootstrap over dev examples (resampling examples, the metric averaged over seeds).
+
+Usage (from the repository root, in the project environment)::
+
+    python experiments/sgnet_glue.py run --tasks sst2,cola,rte,mrpc,stsb --variants baseline,sgnet --seeds 1,2,3
+    python experiments/sgnet_glue.py summarize --out runs/sgnet_glue --json docs/results/sgnet_glue.json
+    python experiments/sgnet_glue.py run --tasks sst2 --variants sgnet --seeds 1 --noise 0,0.2,0.4,0.6,0.8,1.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+# Per-task budget for 2 CPU cores (training sets subsampled with the run's seed-independent data_seed=0).
+TASK_PRESETS: dict[str, dict] = {
+    "sst2": {"max_train_samples": 2000, "max_length": 64, "num_train_epochs": 2.0},
+    "cola": {"max_train_samples": 2000, "max_length": 64, "num_train_epochs": 3.0},
+    "rte": {"max_train_samples": 1000, "max_length": 128, "num_train_epochs": 3.0},
+    "mrpc": {"max_train_samples": 1500, "max_length": 128, "num_train_epochs": 3.0},
+    "stsb": {"max_train_samples": 2000, "max_length": 96, "num_train_epochs": 3.0},
+}
+COMMON = {
+    "per_device_train_batch_size": 32, "per_device_eval_batch_size": 64, "learning_rate": 1e-4,
+    "warmup_steps": 0.1, "eval_strategy": "no", "save_strategy": "no", "save_model": False,
+    "logging_steps": 50, "overwrite_output_dir": True, "data_seed": 0, "disable_tqdm": True,
+}
+VARIANTS: dict[str, dict] = {
+    "baseline": {"use_sg_layer": False},
+    "sgnet": {"use_sg_layer": True},                                  # paper defaults: alpha 0.5, cls pooling
+    "baseline_mean": {"use_sg_layer": False, "pooling": "mean"},
+    "sgnet_mean": {"use_sg_layer": True, "pooling": "mean"},
+    "sgnet_mean_copy": {"use_sg_layer": True, "pooling": "mean", "sg_init": "copy_last"},
+    "sgnet_mean_learned": {"use_sg_layer": True, "pooling": "mean", "alpha_mode": "learned"},
+    "sgnet_mean_lr": {"use_sg_layer": True, "pooling": "mean", "new_params_lr": 3e-4},
+}
+
+
+def _run(args: argparse.Namespace) -> None:
+    from syntaxformer.training import ExperimentConfig, run_experiment
+
+    noises = [float(x) for x in args.noise.split(",")] if args.noise else [None]
+    for task in args.tasks.split(","):
+        for variant in args.variants.split(","):
+            for seed in [int(s) for s in args.seeds.split(",")]:
+                for noise in noises:
+                    name = variant if noise is None else f"{variant}_noise{noise:g}"
+                    out = Path(args.out) / task / name / f"seed{seed}"
+                    if (out / "metrics.json").exists() and (out / "dev_predictions.json").exists():
+                        continue
+                    options = {**COMMON, **TASK_PRESETS[task], **VARIANTS[variant], "task": task, "seed": seed,
+                               "output_dir": str(out)}
+                    if noise is not None:
+                        options["parser_noise"] = noise
+                    t0 = time.time()
+                    m = run_experiment(ExperimentConfig(**options))
+                    print(json.dumps({"task": task, "variant": name, "seed": seed, "dev": m["dev"],
+                                      "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
+                          flush=True)
+
+
+def _metric_fn(task: str):
+    from syntaxformer.tasks import get_task
+    from syntaxformer.tasks.metrics import compute_metrics
+
+    spec = get_task(task)
+    main = spec.main_metric
+
+    def fn(preds: np.ndarray, labels: np.ndarray) -> float:  # preds [S, N] -> metric averaged over seeds
+        return float(np.mean([compute_metrics([main], p, labels)[main] for p in preds]))
+
+    return spec, main, fn
+
+
+def _summarize(args: argparse.Namespace) -> dict:
+    from syntaxformer.analysis.significance import paired_bootstrap, paired_t_test
+
+    root = Path(args.out)
+    summary: dict = {"out": str(root), "date": time.strftime("%Y-%m-%d"), "tasks": {}}
+    for task_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        task = task_dir.name
+        spec, main, fn = _metric_fn(task)
+        runs: dict[str, dict[int, dict]] = {}
+        for metrics_file in sorted(task_dir.glob("*/seed*/metrics.json")):
+            variant, seed = metrics_file.parent.parent.name, int(metrics_file.parent.name[4:])
+            m = json.loads(metrics_file.read_text())
+            p = json.loads((metrics_file.parent / "dev_predictions.json").read_text())
+            runs.setdefault(variant, {})[seed] = {"score": m["dev"][main], "all": m["dev"], "pred": p,
+                                                  "train_s": m["train"]["runtime_s"], "sizes": m["sizes"],
+                                                  "subsample": m["subsample"]}
+        rows = {}
+        for variant, by_seed in runs.items():
+            scores = [r["score"] for r in by_seed.values()]
+            first = next(iter(by_seed.values()))
+            rows[variant] = {"seeds": sorted(by_seed), "scores": scores, "mean": float(np.mean(scores)),
+                             "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
+                             "train_s_mean": float(np.mean([r["train_s"] for r in by_seed.values()])),
+                             "sizes": first["sizes"], "subsample": first["subsample"]}
+        tests = {}
+        for variant, ref in _pairs(runs):
+            common = sorted(set(runs[variant]) & set(runs[ref]))
+            if not common:
+                continue
+            a = np.array([runs[ref][s]["pred"]["predictions"] for s in common])
+            b = np.array([runs[variant][s]["pred"]["predictions"] for s in common])
+            y = np.array(runs[ref][common[0]]["pred"]["labels"])
+            boot = paired_bootstrap(lambda p, l: fn(p.T, l), a.T, b.T, y, n_resamples=args.resamples, seed=0,
+                                    two_sided=True)
+            entry = {"vs": ref, "seeds": common, "difference": boot.difference, "bootstrap_p": boot.p_value,
+                     "bootstrap_ci95": boot.details["ci95"]}
+            if len(common) > 1:
+                t = paired_t_test([runs[ref][s]["score"] for s in common], [runs[variant][s]["score"] for s in common])
+                entry["t_test_p"] = t.p_value
+            tests[variant] = entry
+        summary["tasks"][task] = {"metric": main, "variants": rows, "tests": tests}
+    return summary
+
+
+def _pairs(runs: dict) -> list[tuple[str, str]]:
+    """Which variant is compared with which: sgnet* with the baseline of the same pooling; noise with clean."""
+    out = []
+    for v in runs:
+        if v.startswith("sgnet") and "_noise" not in v:
+            ref = "baseline_mean" if "_mean" in v else "baseline"
+            if ref in runs:
+                out.append((v, ref))
+        elif "_noise" in v and not v.endswith("_noise0"):
+            ref = v.split("_noise")[0] + "_noise0"
+            if ref in runs:
+                out.append((v, ref))
+    return out
+
+
+def _markdown(summary: dict) -> str:
+    lines = []
+    for task, t in summary["tasks"].items():
+        lines.append(f"\n**{task}** (dev {t['metric']})\n")
+        lines.append("| variant | seeds | mean ± std | per seed | vs | Δ | bootstrap p (two-sided) | t-test p |")
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for v, r in t["variants"].items():
+            test = t["tests"].get(v, {})
+            lines.append(f"| {v} | {len(r['seeds'])} | {r['mean']:.4f} ± {r['std']:.4f} | "
+                         f"{', '.join(f'{s:.4f}' for s in r['scores'])} | {test.get('vs', '')} | "
+                         + (f"{test['difference']:+.4f} | {test['bootstrap_p']:.3f} | " if test else " | | ")
+                         + (f"{test['t_test_p']:.3f} |" if "t_test_p" in test else " |"))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["run", "summarize"])
+    parser.add_argument("--tasks", default="sst2,cola,rte,mrpc,stsb")
+    parser.add_argument("--variants", default="baseline,sgnet")
+    parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--noise", default=None, help="comma-separated parser-noise fractions")
+    parser.add_argument("--out", default="runs/sgnet_glue")
+    parser.add_argument("--json", default=None, help="write the summary JSON here")
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args(argv)
+    if args.action == "run":
+        _run(args)
+        return 0
+    summary = _summarize(args)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(summary, indent=1))
+    print(_markdown(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
