@@ -1,0 +1,298 @@
+"""Benchmark: the Syntax-BERT attention (``attn_implementation="syntax"``) against vanilla attention.
+
+Run from the repository root::
+
+    python benchmarks/syntax_bert_attention.py [--quick]
+
+Inputs: batch 8 x 128 positions packed from real UD English-EWT dev sentences (seeded random trees if the file is
+absent; the same passages as ``benchmarks/mask_build.py``), dependency + constituency relation groups with D = 15
+(M = 90 sub-networks), random token ids.
+
+1. **One layer**, forward + backward, MiniLM's shape (hidden 384, 12 heads, FFN 1536), training mode: a
+   ``BertLayer`` with transformers' default SDPA attention (vanilla) against the same layer with the syntax
+   attention — ``fast`` (default), ``exact`` (autograd, per-group maximum), ``reference`` (loop over the
+   sub-networks). Interleaved repeats, median times, ratios to vanilla. The fast output is checked against the
+   reference in the same run.
+2. **Whole model training step** (forward, loss, backward, AdamW step) of
+   ``SyntaxBertForSequenceClassification.from_encoder_pretrained(MiniLM)`` against vanilla
+   ``AutoModelForSequenceClassification`` (MiniLM, SDPA) on the same batch; relation groups are built inside the
+   syntax step. Interleaved, medians. Memory: bytes saved for backward by one forward (exact, from autograd's
+   saved-tensor hooks, unique storages) and the peak RSS growth of a training step, each variant in a fresh
+   process.
+
+1 torch thread by default (stable on a shared machine). The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _batch(n: int, length: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """A SyntaxCollator batch of ``n`` real-tree passages of ``length`` positions, random token ids."""
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from mask_build import UD_DEV, _passages, _read_sentences  # same inputs as the mask benchmark
+
+    from syntaxformer.data.collate import SyntaxCollator
+
+    sentences, _ = _read_sentences(UD_DEV, 2001)
+    examples = _passages(sentences, n, length)
+    batch = SyntaxCollator(pad_token_id=0)(examples)
+    g = torch.Generator().manual_seed(seed)
+    batch["input_ids"] = torch.randint(1000, 20000, batch["input_ids"].shape, generator=g)
+    batch["token_type_ids"] = torch.zeros_like(batch["input_ids"])
+    batch["labels"] = torch.randint(0, 2, (n,), generator=g)
+    return batch
+
+
+def _interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, float]:
+    """Median seconds per call of each function, calls interleaved round-robin."""
+    for _ in range(warmup):
+        for f in fns.values():
+            f()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            t = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def _saved_bytes(fn: Callable[[], torch.Tensor]) -> int:
+    """Bytes of the unique storages autograd saves for backward during ``fn()`` (activation memory)."""
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        s = t.untyped_storage()
+        seen[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    del out
+    return sum(seen.values())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 1. one layer
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def bench_layer(batch: dict[str, torch.Tensor], repeats: int, ref_repeats: int) -> dict:
+    from transformers import AutoConfig
+    from transformers.models.bert.modeling_bert import BertLayer
+
+    from syntaxformer.defaults import default_hf_model
+    from syntaxformer.masks import relation_groups_from_features
+    from syntaxformer.modeling.syntax_attention import SyntaxAttentionOptions, TopicalAttention, prepare_groups
+
+    torch.manual_seed(0)
+    base = AutoConfig.from_pretrained(default_hf_model())
+
+    def layer(impl: str) -> BertLayer:
+        cfg = AutoConfig.from_pretrained(default_hf_model())
+        cfg._attn_implementation = impl
+        return BertLayer(cfg, layer_idx=0).train()
+
+    vanilla, syntax = layer("sdpa"), layer("syntax")
+    syntax.load_state_dict(vanilla.state_dict())
+    topical = TopicalAttention(1, base.hidden_size, base.hidden_size)
+    topical.bind([(syntax.attention.self.key, syntax.attention.output.dense)])
+    with torch.no_grad():
+        topical.query.normal_(0, 1.0)
+    dep, con = relation_groups_from_features(batch, 15)
+    groups = prepare_groups([dep, con], 3 * 15 + 2)
+    B, L = batch["input_ids"].shape
+    x = torch.randn(B, L, base.hidden_size, requires_grad=True)
+    mask = batch["attention_mask"].bool()[:, None, None, :].expand(B, 1, L, L)
+    n_groups = sum(len(torch.unique(g)) - 1 for g in (dep, con))  # distinct group ids present (info)
+
+    def run(impl: str | None) -> torch.Tensor:
+        if impl is None:
+            y = vanilla(x, mask)
+        else:
+            y = syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
+                       syntax_options=SyntaxAttentionOptions(implementation=impl))
+        y.sum().backward()
+        return y
+
+    # same dropout draws are impossible across implementations: check equality in eval mode
+    syntax.eval()
+    with torch.no_grad():
+        y_fast = syntax(x, mask, syntax_groups=groups, syntax_topical=topical)
+        y_ref = syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
+                       syntax_options=SyntaxAttentionOptions(implementation="reference"))
+    max_diff = float((y_fast - y_ref).abs().max())
+    syntax.train()
+
+    t = _interleaved({"vanilla": lambda: run(None), "fast": lambda: run("fast"), "exact": lambda: run("exact")},
+                     repeats)
+    t_ref = []
+    for _ in range(ref_repeats):  # slow: few repeats, each next to a vanilla run
+        a = time.perf_counter()
+        run(None)
+        b = time.perf_counter()
+        run("reference")
+        c = time.perf_counter()
+        t_ref.append((c - b) / (b - a))
+    mem = {k: _saved_bytes(lambda k=k: syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
+                                                 syntax_options=SyntaxAttentionOptions(implementation=k)))
+           for k in ("fast", "exact")}
+    mem["vanilla"] = _saved_bytes(lambda: vanilla(x, mask))
+    return {
+        "shape": {"batch": B, "length": L, "hidden": base.hidden_size, "heads": base.num_attention_heads,
+                  "sub_networks": 2 * 45, "sub_networks_present": n_groups},
+        "ms": {k: round(v * 1e3, 2) for k, v in t.items()},
+        "fast_over_vanilla": round(t["fast"] / t["vanilla"], 3),
+        "exact_over_vanilla": round(t["exact"] / t["vanilla"], 3),
+        "reference_over_vanilla": round(statistics.median(t_ref), 2),
+        "saved_for_backward_mb": {k: round(v / 2 ** 20, 1) for k, v in mem.items()},
+        "fast_vs_reference_max_abs_diff": max_diff,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# 2. whole model
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _model(kind: str):
+    from transformers import AutoModelForSequenceClassification
+
+    from syntaxformer.defaults import default_hf_model
+    from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
+
+    torch.manual_seed(0)
+    if kind == "vanilla":
+        model = AutoModelForSequenceClassification.from_pretrained(default_hf_model(), num_labels=2)
+    else:
+        model = SyntaxBertForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
+        with torch.no_grad():
+            model.syntax_bert.topical.query.normal_(0, 1.0)  # a trained-looking query (not the zero init)
+    model.train()
+    return model
+
+
+def _train_step(model, opt, batch: dict[str, torch.Tensor], kind: str) -> torch.Tensor:
+    inputs = batch if kind == "syntax" else {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids",
+                                                                      "labels")}
+    loss = model(**inputs).loss
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def bench_model(batch: dict[str, torch.Tensor], repeats: int) -> dict:
+    models = {k: _model(k) for k in ("vanilla", "syntax")}
+    opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-5) for k, m in models.items()}
+    t = _interleaved({k: (lambda k=k: _train_step(models[k], opts[k], batch, k)) for k in models}, repeats)
+    saved = {}
+    for k, m in models.items():
+        inputs = batch if k == "syntax" else {n: batch[n] for n in ("input_ids", "attention_mask", "token_type_ids",
+                                                                     "labels")}
+        saved[k] = _saved_bytes(lambda m=m, inputs=inputs: m(**inputs).loss)
+    return {
+        "step_ms": {k: round(v * 1e3, 1) for k, v in t.items()},
+        "step_syntax_over_vanilla": round(t["syntax"] / t["vanilla"], 3),
+        "saved_for_backward_mb": {k: round(v / 2 ** 20, 1) for k, v in saved.items()},
+        "saved_syntax_over_vanilla": round(saved["syntax"] / saved["vanilla"], 3),
+    }
+
+
+def _rss_mb() -> float:
+    """Current resident set size of this process (Linux ``/proc/self/statm``), MiB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize() / 2 ** 20
+
+
+def _rss_child(kind: str, n: int, length: int, steps: int, threads: int) -> dict:
+    """Peak RSS growth (MiB) during the first ``steps`` training steps (activations, gradients, optimizer state),
+    sampled every millisecond, above the footprint after loading the model and the batch; in a fresh process."""
+    import threading
+
+    torch.set_num_threads(threads)
+    batch = _batch(n, length)
+    model = _model(kind)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    base = _rss_mb()
+    peak = [base]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_mb())
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    for _ in range(steps):
+        _train_step(model, opt, batch, kind)
+    done.set()
+    thread.join()
+    return {"kind": kind, "base_rss_mb": round(base, 1), "peak_rss_growth_mb": round(peak[0] - base, 1)}
+
+
+def bench_rss(n: int, length: int, steps: int, threads: int) -> dict:
+    out = {}
+    for kind in ("vanilla", "syntax"):
+        cmd = [sys.executable, __file__, "--rss-child", kind, "--batch", str(n), "--length", str(length),
+               "--threads", str(threads), "--steps", str(steps)]
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True)
+        out[kind] = json.loads(res.stdout.strip().splitlines()[-1])
+    growth = {k: v["peak_rss_growth_mb"] for k, v in out.items()}
+    return {"peak_rss_growth_mb": growth,
+            "peak_rss_growth_syntax_minus_vanilla_mb": round(growth["syntax"] - growth["vanilla"], 1)}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (< 1 minute)")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (default 1: stable timings on a shared machine)")
+    parser.add_argument("--steps", type=int, default=2, help=argparse.SUPPRESS)
+    parser.add_argument("--rss-child", choices=["vanilla", "syntax"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rss_child:
+        result = _rss_child(args.rss_child, args.batch, args.length, args.steps, args.threads)
+        print(json.dumps(result))
+        return result
+    torch.set_num_threads(args.threads)
+    import transformers
+
+    layer_reps, ref_reps, model_reps = (5, 1, 3) if args.quick else (15, 3, 7)
+    batch = _batch(args.batch, args.length)
+    result = {
+        "benchmark": "syntax_bert_attention",
+        "quick": args.quick,
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "machine": platform.machine(),
+        "layer": bench_layer(batch, layer_reps, ref_reps),
+        "model": bench_model(batch, model_reps),
+        "memory_rss": bench_rss(args.batch, args.length, args.steps, args.threads),
+    }
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

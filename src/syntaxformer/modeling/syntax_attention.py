@@ -1,0 +1,766 @@
+"""Syntax-BERT attention (Bai et al., 2021, §3.3) as a Hugging Face attention function named ``"syntax"``.
+
+Every self-attention layer of the host model is split into *sub-networks*: for each relation group ``g`` of a
+partition of the L x L pairs (see :mod:`syntaxformer.masks.relations`; dependency and constituency trees are two
+partitions, so a sub-network is a pair (partition, group)), the pretrained heads attend only to the keys ``j``
+with ``groups[i, j] == g``. The sub-networks share the pretrained Q / K / V / O weights. *Topical attention*
+(Eq. 2-3) mixes them per token with a learned task query ``q`` per layer.
+
+Per layer, head ``h`` and query token ``i`` (``S = Q Kᵀ / sqrt(d_head)``, masked keys excluded everywhere):
+
+* ``A_g[h, i, :] = softmax(S[h, i, k] over keys k with group g)``; a group with no key in row ``i`` is *empty*:
+  it contributes nothing and is not a candidate of the topical softmax.
+* ``O_g[i] = concat_h(Σ_k A_g[h, i, k] V_h[k])`` (one vector of size ``heads * d_head``).
+* score ``t_{i,g} = q · (O_g[i] W_O W_K) / sqrt(hidden)`` with the layer's own output projection ``W_O`` and key
+  projection ``W_K`` (Eq. 2 with H_j = (A_1,j ⊕ ... ⊕ A_k,j) W^O, keys H W^K; biases cancel in the softmax).
+* ``α_i = softmax_g(t_{i,g})`` over the non-empty sub-networks; the output is ``Σ_g α_{i,g} O_g[i]``; the host
+  layer then applies its output projection, dropout, residual and LayerNorm as usual (outside this function).
+  The topical *values* are the sub-network outputs themselves: applying ``W^V`` of Eq. 2 on top of ``W^O`` would
+  feed the layer a second value projection that no pretrained layer expects.
+
+Choices (documented in ``docs/syntax_bert.md``):
+
+* ``empty_rows="full"`` (default): a row with no non-empty sub-network (``[CLS]``, ``[SEP]``, padding, one-word
+  sentences) falls back to ordinary attention over the non-padding keys, i.e. to the pretrained layer. ``"self"``
+  makes it attend to itself only. With ``"self"`` the ``[CLS]`` state never sees the sentence, so a first-token
+  pooler would get a constant input: that is why ``"full"`` is the default.
+* ``full_attention_candidate=False`` (default, the paper: M = 90 / 92 sub-networks, §4): vanilla attention is
+  not one of the aggregated candidates; ``True`` adds it as one more sub-network.
+* ``aggregation``: ``"topical"`` (Eq. 2-3), ``"sum"`` (Table 5 "w/o topical attention": a plain summation of the
+  non-empty sub-networks) or ``"mean"`` (their average; what ``"topical"`` computes with a zero query).
+* LISA (Strubell et al., 2018): in layer ``lisa_layer`` head ``lisa_head`` is taken out of the decomposition and
+  attends to all non-padding keys; its log attention probabilities are recorded so that the model can add a
+  cross-entropy loss against the parse (see :class:`LisaRecorder`).
+
+Three implementations compute the same thing:
+
+* ``"fast"``: never builds ``[B, H, M, L, L]`` or ``[B, L, M, d]``. One full softmax ``P`` per layer; per
+  partition the group sums ``Z`` are a ``scatter_add`` of ``P`` into ``[B, H, L, M+1]``, so ``P / Z[group]`` is
+  the softmax within each group (the full normaliser cancels). The topical scores are linear in the sub-network
+  outputs: ``t_{i,g} = Σ_h Σ_{k in g} A_g[h,i,k] (V_h[k] · u_h)`` with ``u = W_O W_K q / sqrt(hidden)`` folded
+  once per layer, a ``scatter_add`` into ``[B, H, L, M+1]``. The output is one ordinary ``A V`` product with
+  ``A = P * (α / Z)[group]``. A hand-written backward reuses the same tensors (only ``P`` and the coefficient
+  matrix are kept), so memory is ~2 extra ``[B, H, L, L]`` per layer.
+* ``"exact"``: the same algebra through autograd, normalising each group with its own maximum
+  (``scatter_reduce`` amax). ``"fast"`` uses it by itself for the query rows where a non-empty group's share of
+  the full softmax underflows (a group whose best score is ~58 nats below the row's best; pretrained MiniLM has
+  such rows in its first layer) and splices them in, so no group is ever lost.
+* ``"reference"``: a plain loop over the sub-networks with explicit bool masks, ``O_g`` materialised and the
+  topical score computed as written, ``q · ((O_g W_Oᵀ + b_O) W_Kᵀ + b_K)``. For tests and small inputs only;
+  it ignores attention dropout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+#: Name under which the attention function is registered (``attn_implementation="syntax"``).
+SYNTAX_ATTENTION = "syntax"
+
+Aggregation = Literal["topical", "sum", "mean"]
+EmptyRows = Literal["full", "self"]
+Implementation = Literal["fast", "exact", "reference"]
+
+#: Extra "trash" buckets that receive the pairs of no group in the fast path, spread by key position: thousands of
+#: consecutive ``scatter_add`` s into one bucket form a dependency chain that makes the scatter ~3x slower.
+_TRASH = 8
+
+#: A non-empty group whose share of the full softmax is below this is recomputed exactly (float32 keeps full
+#: relative precision down to ~1e-38; this leaves a margin of 1e-13 for the group's smaller entries).
+_UNDERFLOW = 1e-25
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs of the attention function
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SyntaxAttentionOptions:
+    """How the ``"syntax"`` attention function combines the sub-networks (passed as ``syntax_options=``).
+
+    Args:
+        aggregation: ``"topical"`` (Eq. 2-3; needs ``syntax_topical``, else the query counts as zero, i.e.
+            ``"mean"``), ``"sum"`` (Table 5, "w/o topical attention") or ``"mean"``.
+        empty_rows: what a row with no non-empty sub-network attends to: ``"full"`` (all non-padding keys, as the
+            pretrained layer) or ``"self"`` (itself only).
+        full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network.
+        layers: indices of the layers that use sub-networks (``None`` = all, as in the paper); the others run
+            plain attention.
+        implementation: ``"fast"``, ``"exact"`` or ``"reference"`` (see the module docstring).
+        lisa_layer: layer of the LISA head (``None`` = no LISA head).
+        lisa_head: head index of the LISA head in ``lisa_layer``.
+        check_underflow: let ``"fast"`` detect underflowing groups and switch to ``"exact"`` (one host sync per
+            layer; switch off only when scores are known to be moderate, e.g. under CUDA graphs).
+    """
+
+    aggregation: Aggregation = "topical"
+    empty_rows: EmptyRows = "full"
+    full_attention_candidate: bool = False
+    layers: tuple[int, ...] | None = None
+    implementation: Implementation = "fast"
+    lisa_layer: int | None = None
+    lisa_head: int = 0
+    check_underflow: bool = True
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("aggregation", ("topical", "sum", "mean")), ("empty_rows", ("full", "self")),
+                              ("implementation", ("fast", "exact", "reference"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"SyntaxAttentionOptions.{name} must be one of {allowed}, got "
+                                 f"{getattr(self, name)!r}")
+        if self.layers is not None:
+            object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
+
+    def uses_syntax(self, layer: int | None) -> bool:
+        """Whether layer ``layer`` uses sub-networks (``None``: a module without a layer index -> all)."""
+        return self.layers is None or layer is None or layer in self.layers
+
+
+class SyntaxGroups(NamedTuple):
+    """Group ids of the partitions, ready for the attention function (build once per forward, share by layers).
+
+    Attributes:
+        partitions: one int64 ``[B, L, L]`` tensor per partition (0 = no sub-network).
+        num_buckets: per partition, ``1 + the largest group id`` that may occur (the size of the per-group
+            tables); ids above it are an error.
+        scatter_index: the fast path's index per partition (computed by :func:`prepare_groups`; built on the fly
+            when ``None``): id 0 is replaced by one of ``_TRASH`` extra buckets ``num_buckets + (key % _TRASH)``.
+    """
+
+    partitions: tuple[torch.Tensor, ...]
+    num_buckets: tuple[int, ...]
+    scatter_index: tuple[torch.Tensor, ...] | None = None
+
+
+def prepare_groups(groups: torch.Tensor | Sequence[torch.Tensor | None] | SyntaxGroups | None,
+                   num_buckets: int | Sequence[int] | None = None) -> SyntaxGroups | None:
+    """Turn ``[B, L, L]`` group ids (one tensor, or one per partition; ``None`` entries are skipped) into
+    :class:`SyntaxGroups`.
+
+    Args:
+        groups: integer group ids (e.g. the uint8 output of
+            :func:`~syntaxformer.masks.relations.relation_groups_from_features`).
+        num_buckets: table size per partition (``3 * D + 2`` for relation groups with max distance D); ``None``
+            reads ``max + 1`` from the tensors (one host sync each).
+
+    Returns:
+        :class:`SyntaxGroups`, or ``None`` when there is no partition at all.
+    """
+    if groups is None or isinstance(groups, SyntaxGroups):
+        return groups
+    parts = [groups] if isinstance(groups, torch.Tensor) else [g for g in groups if g is not None]
+    if not parts:
+        return None
+    for g in parts:
+        if g.dim() != 3 or g.shape[-1] != g.shape[-2] or g.dtype.is_floating_point:
+            raise ValueError(f"syntax_groups must be integer [B, L, L] tensors, got {g.dtype} {tuple(g.shape)}")
+    longs = tuple(g.long() for g in parts)
+    if num_buckets is None:
+        sizes = tuple(int(g.max()) + 1 if g.numel() else 1 for g in longs)
+    elif isinstance(num_buckets, int):
+        sizes = (int(num_buckets),) * len(longs)
+    else:
+        sizes = tuple(int(n) for n in num_buckets)
+    return SyntaxGroups(longs, sizes, _scatter_index(longs, sizes))
+
+
+def _scatter_index(partitions: Sequence[torch.Tensor], sizes: Sequence[int]) -> tuple[torch.Tensor, ...]:
+    """Group ids with id 0 spread over ``_TRASH`` extra buckets after ``sizes[p]`` (see ``_TRASH``)."""
+    out = []
+    for g, n in zip(partitions, sizes):
+        trash = n + torch.arange(g.shape[-1], device=g.device) % _TRASH  # (Lk,)
+        out.append(torch.where(g == 0, trash, g))
+    return tuple(out)
+
+
+class TopicalAttention(nn.Module):
+    """The task queries of topical attention (Eq. 2), one vector per layer, and their folded form.
+
+    The score of sub-network ``g`` for token ``i`` is ``q_l · (O_g[i] W_O W_K) / sqrt(hidden)``, with ``W_O`` and
+    ``W_K`` the pretrained output and key projections of layer ``l`` (bound with :meth:`bind`, not copied: they
+    keep training with the model). Since it is linear in ``O_g``, it equals ``O_g[i] · u_l`` with
+    ``u_l = W_O W_K q_l / sqrt(hidden)`` (:meth:`folded`).
+
+    Args:
+        num_layers: number of layers (one query each).
+        dim: size of the concatenated heads (``heads * d_head``; the key projection's output size).
+        hidden_size: model width, for the ``1 / sqrt(hidden)`` of Eq. 2 (default ``dim``).
+
+    The queries start at zero, so that training starts from the average of the non-empty sub-networks.
+    """
+
+    def __init__(self, num_layers: int, dim: int, hidden_size: int | None = None):
+        super().__init__()
+        self.query = nn.Parameter(torch.zeros(num_layers, dim))
+        self.scale = float(hidden_size or dim) ** -0.5
+        self._sites: list[tuple[nn.Linear, nn.Linear]] = []  # plain list: the host's modules, not registered twice
+
+    def bind(self, sites: Sequence[tuple[nn.Linear, nn.Linear]]) -> None:
+        """Attach ``(key projection, output projection)`` of every layer (in layer order)."""
+        if len(sites) != self.query.shape[0]:
+            raise ValueError(f"TopicalAttention has {self.query.shape[0]} queries but {len(sites)} layers were bound")
+        self._sites = list(sites)
+
+    def _site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
+        if not self._sites:
+            raise RuntimeError("TopicalAttention.bind(...) must attach the layers' key and output projections first")
+        return self._sites[layer]
+
+    def folded(self, layer: int) -> torch.Tensor:
+        """``u_l`` ``[dim]`` such that the score of a sub-network output ``o`` is ``o · u_l``."""
+        key, out = self._site(layer)
+        return (self.query[layer] @ key.weight) @ out.weight * self.scale  # (dim,)
+
+    def scores(self, layer: int, outputs: torch.Tensor) -> torch.Tensor:
+        """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``."""
+        key, out = self._site(layer)
+        return key(out(outputs)) @ self.query[layer] * self.scale
+
+
+@dataclass
+class LisaRecorder:
+    """Collects the log attention probabilities of the LISA head (passed as ``syntax_lisa=``).
+
+    After the forward pass, ``log_probs`` is ``[B, L, L]``: row ``i`` is the log-softmax of head ``head`` of layer
+    ``layer`` over the non-padding keys (masked keys get a very negative finite value).
+    """
+
+    layer: int
+    head: int = 0
+    log_probs: torch.Tensor | None = field(default=None, repr=False)
+
+    def loss(self, parent: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy of the recorded rows against ``parent`` ``[B, L]`` (key position of each token's
+        syntactic parent; rows with ``parent < 0`` — roots, special tokens, padding — are ignored). 0 if no row
+        counts."""
+        if self.log_probs is None:
+            raise RuntimeError(f"no attention was recorded for the LISA head (layer {self.layer}); is the model "
+                               f"running attn_implementation='{SYNTAX_ATTENTION}' with at least {self.layer + 1} "
+                               "layers?")
+        parent = parent.to(self.log_probs.device).long()
+        logp = self.log_probs.float()
+        keep = parent >= 0  # (B, L)
+        picked = logp.gather(-1, parent.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # (B, L)
+        n = keep.sum()
+        return -(picked * keep).sum() / n.clamp(min=1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The attention function
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def layer_index(module: nn.Module) -> int | None:
+    """The layer index the syntax attention uses for ``module``: ``syntax_layer_idx`` (set by the syntax models
+    for architectures without one), else the module's own ``layer_idx``."""
+    idx = getattr(module, "syntax_layer_idx", None)
+    return getattr(module, "layer_idx", None) if idx is None else idx
+
+
+def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                             attention_mask: torch.Tensor | None, scaling: float | None = None,
+                             dropout: float = 0.0, syntax_groups: Any = None,
+                             syntax_options: SyntaxAttentionOptions | None = None,
+                             syntax_topical: TopicalAttention | None = None, syntax_lisa: LisaRecorder | None = None,
+                             **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Attention function for ``AttentionInterface`` (registered as ``"syntax"``).
+
+    Args:
+        module: the calling attention module (its ``layer_idx`` selects the topical query; ``training`` gates
+            dropout).
+        query, key, value: ``[B, H, L, d]``.
+        attention_mask: ``None`` (no padding), bool ``[B, 1, L, L]`` (True = may attend) or an additive float mask
+            broadcastable to ``[B, 1, L, L]`` (0 = may attend); one mask for all heads.
+        scaling: score scale (default ``d ** -0.5``).
+        dropout: attention-probability dropout (used when ``module.training``).
+        syntax_groups: group ids of one or more partitions, ``[B, L, L]`` each (a tensor, a sequence, or
+            :class:`SyntaxGroups`); ``None`` = plain attention.
+        syntax_options: :class:`SyntaxAttentionOptions` (default options if ``None``).
+        syntax_topical: :class:`TopicalAttention` with the task queries (``None``: zero query).
+        syntax_lisa: :class:`LisaRecorder` to fill in the LISA layer.
+        **kwargs: other model kwargs, ignored.
+
+    Returns:
+        ``([B, L, H, d] output, [B, H, L, L] effective attention or None)``. The effective attention of a row is
+        ``Σ_g α_g A_g`` (it sums to 1 for ``"topical"`` / ``"mean"``).
+    """
+    opts = syntax_options or SyntaxAttentionOptions()
+    layer = layer_index(module)
+    groups = prepare_groups(syntax_groups)
+    lisa_here = syntax_lisa is not None and layer is not None and layer == syntax_lisa.layer
+    use_syntax = groups is not None and opts.uses_syntax(layer)
+    if not use_syntax and not lisa_here:
+        # Not a syntax layer: the host's usual (fused) attention.
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=False)
+
+    B, H, L, d = query.shape
+    if key.shape[2] != L or getattr(module, "is_causal", False):
+        raise ValueError(f"the syntax attention is bidirectional self-attention (encoders); {type(module).__name__} "
+                         f"has {L} queries, {key.shape[2]} keys, is_causal={getattr(module, 'is_causal', False)}")
+    scaling = d ** -0.5 if scaling is None else scaling
+    scores = _scores(query, key, scaling)  # (B, H, L, L) fp32, unmasked
+    allowed = _allowed(attention_mask, B, L)  # (B, L, L) or None
+    full_heads = None
+    if lisa_here:
+        if not 0 <= syntax_lisa.head < H:
+            raise ValueError(f"lisa_head={syntax_lisa.head} but the layer has {H} heads")
+        head_mask = None if attention_mask is None else attention_mask[:, 0]
+        syntax_lisa.log_probs = torch.log_softmax(_apply_mask(scores[:, syntax_lisa.head], head_mask), -1)  # (B, L, L)
+        full_heads = torch.zeros(H, dtype=torch.bool, device=query.device)
+        full_heads[syntax_lisa.head] = True
+
+    if not use_syntax:
+        probs = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L)
+    else:
+        for g in groups.partitions:
+            if g.shape != (B, L, L):
+                raise ValueError(f"syntax_groups has shape {tuple(g.shape)} but the layer sees [B, L, L] = "
+                                 f"[{B}, {L}, {L}]; build the groups from the same padded batch")
+        u = None
+        if opts.aggregation == "topical" and syntax_topical is not None:
+            if layer is None:
+                raise ValueError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
+            u = syntax_topical.folded(layer).view(H, d)  # (H, d)
+        if opts.implementation == "reference":
+            out, probs = _reference(_apply_mask(scores, attention_mask), allowed, value, groups, opts,
+                                    syntax_topical, layer, full_heads)
+            return out.transpose(1, 2).contiguous().to(value.dtype), probs
+        w = None
+        if u is not None:
+            if full_heads is not None:
+                u = u * (~full_heads).to(u.dtype).unsqueeze(-1)  # the LISA head takes no part in topical scores
+            w = torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L) value of each key along u
+        probs = syntax_probs(scores, attention_mask, groups, w, opts, full_heads)  # (B, H, L, L)
+
+    attn = F.dropout(probs, p=dropout, training=module.training) if dropout > 0 else probs
+    out = torch.matmul(attn.to(value.dtype), value)  # (B, H, L, d)
+    return out.transpose(1, 2).contiguous(), probs.to(value.dtype)
+
+
+def register_syntax_attention() -> None:
+    """Register the ``"syntax"`` attention function and its mask builder (SDPA-style bool masks) with
+    transformers. Idempotent; runs when this module is imported."""
+    AttentionInterface.register(SYNTAX_ATTENTION, syntax_attention_forward)
+    AttentionMaskInterface.register(SYNTAX_ATTENTION, sdpa_mask)
+
+
+def _scores(query: torch.Tensor, key: torch.Tensor, scaling: float) -> torch.Tensor:
+    """fp32 scores ``[B, H, L, L]`` (the scale is applied to the queries, the smaller tensor)."""
+    return torch.matmul(query * scaling, key.transpose(-1, -2)).float()
+
+
+def _allowed(mask: torch.Tensor | None, B: int, L: int) -> torch.Tensor | None:
+    """Head-independent allowed keys ``[B, L, L]`` from the host's mask (None = everything allowed)."""
+    if mask is None:
+        return None
+    if mask.dim() != 4 or mask.shape[1] != 1:
+        raise ValueError(f"the syntax attention needs one mask for all heads, [B, 1, L, L]; got {tuple(mask.shape)}")
+    if mask.dtype == torch.bool:
+        return mask[:, 0].expand(B, L, L)
+    return (mask[:, 0] > torch.finfo(mask.dtype).min / 2).expand(B, L, L)
+
+
+def _apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Scores with disallowed keys at the fp32 minimum (bool mask) or plus an additive float mask."""
+    if mask is None:
+        return scores
+    if mask.dtype == torch.bool:
+        return scores.masked_fill(~mask, torch.finfo(torch.float32).min)
+    return (scores + mask.float()).clamp(min=torch.finfo(torch.float32).min)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Candidates and topical weights (shared by the three implementations)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool = False) -> list[torch.Tensor]:
+    """Per partition, ``[B, Lq, M+1]`` bool: group g has an allowed key in row i (bucket 0 is never a group).
+    ``fast``: over the scatter index, ``[B, Lq, M+1+_TRASH]`` (the trash buckets are never groups either)."""
+    out = []
+    index = groups.scatter_index if fast else groups.partitions
+    sizes = [n + _TRASH for n in groups.num_buckets] if fast else groups.num_buckets
+    for g, n, real in zip(index, sizes, groups.num_buckets):
+        B, Lq, Lk = g.shape
+        if allowed is not None:
+            src = allowed.float()
+        else:
+            src = torch.ones(1, 1, 1, dtype=torch.float32, device=g.device).expand(B, Lq, Lk)
+        cnt = torch.zeros(B, Lq, n, dtype=torch.float32, device=g.device).scatter_add_(2, g, src)
+        ne = cnt > 0
+        ne[..., 0] = False
+        ne[..., real:] = False
+        out.append(ne)
+    return out
+
+
+def _topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
+    """α ``[B, L, C]`` over candidates ``cand`` (bool ``[B, L, C]``); 0 for non-candidates and candidate-less rows."""
+    c = cand.to(torch.float32)
+    if aggregation == "sum":
+        return c
+    if aggregation == "mean" or logits is None:
+        return c / c.sum(-1, keepdim=True).clamp(min=1.0)
+    x = logits.masked_fill(~cand, float("-inf"))
+    mx = x.amax(-1, keepdim=True)
+    mx = torch.where(torch.isfinite(mx), mx, torch.zeros_like(mx))
+    e = torch.exp(x - mx) * c
+    return e / e.sum(-1, keepdim=True).clamp(min=torch.finfo(torch.float32).tiny)
+
+
+def _full_weight(alpha_full: torch.Tensor | None, fallback: torch.Tensor, opts: SyntaxAttentionOptions,
+                 full_heads: torch.Tensor | None, H: int) -> torch.Tensor:
+    """φ ``[B, H, L]``: weight of the full softmax P in the effective attention (the full candidate's α, plus 1 on
+    fallback rows for ``empty_rows="full"``; 1 for full (LISA) heads)."""
+    phi = torch.zeros_like(fallback, dtype=torch.float32)
+    if alpha_full is not None:
+        phi = phi + alpha_full
+    if opts.empty_rows == "full":
+        phi = phi + fallback.float()
+    phi = phi.unsqueeze(1).expand(-1, H, -1)
+    if full_heads is not None:
+        phi = torch.where(full_heads.view(1, H, 1), torch.ones_like(phi), phi)
+    return phi
+
+
+def _self_fallback(fallback: torch.Tensor, full_heads: torch.Tensor | None, H: int) -> torch.Tensor:
+    """``[B, H, L, L]`` (broadcast) one-hot on the diagonal of fallback rows for ``empty_rows="self"``."""
+    B, L = fallback.shape
+    eye = torch.eye(L, dtype=torch.float32, device=fallback.device)
+    rows = fallback.float().view(B, 1, L, 1)
+    if full_heads is not None:
+        rows = rows * (~full_heads).float().view(1, H, 1, 1)
+    return rows * eye  # (B, 1|H, L, L)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fast path
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: SyntaxGroups, w: torch.Tensor | None,
+                 opts: SyntaxAttentionOptions, full_heads: torch.Tensor | None = None) -> torch.Tensor:
+    """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``) of the sub-networks mixed by topical attention.
+
+    Args:
+        scores: fp32 ``[B, H, L, L]`` scaled scores, not masked.
+        mask: the host's mask (bool or additive, ``[B, 1, L, L]``) or None.
+        groups: the partitions.
+        w: ``[B, H, L]`` per key ``V_h[k] · u_h`` (topical scores), or None (zero query / no topical attention).
+        opts: options (``implementation`` ``"fast"`` or ``"exact"``).
+        full_heads: bool ``[H]``: heads that keep full attention (LISA), or None.
+
+    In ``"fast"`` mode, query rows where a non-empty group's share of the full softmax underflows (its best score
+    is ~58 nats or more below the row's best; pretrained models have such rows, mostly in the first layer) are
+    recomputed with the exact per-group normalisation and spliced in, so no group is ever lost.
+    """
+    B, H, L, _ = scores.shape
+    allowed = _allowed(mask, B, L)
+    if opts.implementation != "fast":
+        return _exact_probs(_apply_mask(scores, mask), allowed, groups, _group_counts(groups, allowed), w, opts,
+                            full_heads)
+    if groups.scatter_index is None:
+        groups = groups._replace(scatter_index=_scatter_index(groups.partitions, groups.num_buckets))
+    cands = _group_counts(groups, allowed, fast=True)
+    bad_rows = None
+    with torch.no_grad():
+        p = torch.softmax(_apply_mask(scores, mask), dim=-1)  # (B, H, L, L)
+        zs = [torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(g, H), p)
+              for g, n in zip(groups.scatter_index, groups.num_buckets)]
+        # One host sync per layer: the smallest share of a non-empty group (empty buckets count as 1).
+        if opts.check_underflow and bool(torch.stack([torch.where(ne.unsqueeze(1), z, 1.0).amin()
+                                                      for z, ne in zip(zs, cands)]).min() < _UNDERFLOW):
+            live = (torch.ones(H, dtype=torch.bool, device=p.device) if full_heads is None else ~full_heads)
+            bad = [(z < _UNDERFLOW).logical_and_(ne.unsqueeze(1)).logical_and_(live.view(1, H, 1, 1))
+                   for z, ne in zip(zs, cands)]  # (B, H, L, M+1) each
+            rows = torch.stack([b.any(-1).any(1) for b in bad]).any(0)  # (B, L)
+            if bool(rows.any()):  # (only the LISA head's rows can make this False)
+                bad_rows = rows
+                for z, b in zip(zs, bad):
+                    z.masked_fill_(b, float("inf"))  # 1 / Z = 0: those rows stay finite until replaced
+    cand, cand_full = _candidates(cands, allowed, opts)
+    a = _FastSyntaxProbs.apply(scores, w, p, zs, groups.scatter_index, cands, cand, cand_full is not None, opts,
+                               full_heads)
+    if bad_rows is not None:
+        a = _splice_exact_rows(a, scores, mask, groups, w, opts, full_heads, bad_rows)
+    return a
+
+
+def _splice_exact_rows(a: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor | None, groups: SyntaxGroups,
+                       w: torch.Tensor | None, opts: SyntaxAttentionOptions, full_heads: torch.Tensor | None,
+                       rows: torch.Tensor) -> torch.Tensor:
+    """Replace the query rows ``rows`` (bool ``[B, L]``) of ``a`` by the exact computation (rows are independent:
+    topical attention mixes heads and groups within a row only)."""
+    B, H, L, _ = a.shape
+    bi, li = rows.nonzero(as_tuple=True)
+    R = bi.shape[0]
+    s_rows = scores[bi, :, li, :].unsqueeze(2)  # (R, H, 1, L)
+    m_rows = None if mask is None else mask.expand(B, 1, L, L)[bi, :, li, :].unsqueeze(2)  # (R, 1, 1, L)
+    g_rows = SyntaxGroups(tuple(g[bi, li, :].unsqueeze(1) for g in groups.partitions), groups.num_buckets)
+    allowed = _allowed(mask, B, L)
+    ok_rows = None if allowed is None else allowed[bi, li, :].unsqueeze(1)  # (R, 1, L)
+    a_rows = _exact_probs(_apply_mask(s_rows, m_rows), ok_rows, g_rows, _group_counts(g_rows, ok_rows),
+                          None if w is None else w[bi], opts, full_heads)  # (R, H, 1, L)
+    return a.transpose(1, 2).index_put((bi, li), a_rows.view(R, H, L)).transpose(1, 2)
+
+
+def _expand(g: torch.Tensor, H: int) -> torch.Tensor:
+    """Group ids ``[B, Lq, Lk]`` as a (stride-0) ``[B, H, Lq, Lk]`` index."""
+    return g.unsqueeze(1).expand(g.shape[0], H, *g.shape[1:])
+
+
+def _candidates(cands: list[torch.Tensor], allowed: torch.Tensor | None, opts: SyntaxAttentionOptions
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """All candidates ``[B, Lq, C]`` (partitions' groups, then the full candidate) and the full one ``[B, Lq]``."""
+    if not opts.full_attention_candidate:
+        return torch.cat(cands, -1), None
+    B, Lq, _ = cands[0].shape
+    full = allowed.any(-1) if allowed is not None else torch.ones(B, Lq, dtype=torch.bool, device=cands[0].device)
+    return torch.cat(cands + [full.unsqueeze(-1)], -1), full
+
+
+class _FastSyntaxProbs(torch.autograd.Function):
+    """``A = P * (Σ_p (α_p / Z_p)[group_p] + φ)`` with a hand-written backward (see the module docstring).
+
+    Notation (per batch b, head h, row i, key k; partition p, group g): ``P`` full softmax, ``Z_p`` group sums of
+    ``P``, ``iz_p = 1 / Z_p`` on non-empty groups (0 elsewhere and for full heads), ``P_p = P iz_p[g]`` the
+    softmax within each group, ``Y_p = Σ_{k in g} P w`` so ``t_p = Σ_h iz_p Y_p`` are the topical scores, φ the
+    weight of ``P`` itself (full candidate, fallback rows, LISA head). Small ``[B, H, L, M+1]`` tables carry
+    everything per group; each ``[B, H, L, L]`` pass is a gather, a scatter_add or one elementwise op.
+
+    The scores enter only through ``P`` (computed beforehand, without autograd, from the masked scores), so the
+    gradient at masked keys is 0 without masking it again.
+    """
+
+    @staticmethod
+    def forward(ctx, scores, w, p, zs, index, cands, cand, has_full, opts, full_heads):  # noqa: D102
+        B, H, L, _ = p.shape
+        idxs = [_expand(g, H) for g in index]
+        izs = []
+        for z, ne in zip(zs, cands):  # zs are scratch tensors of syntax_probs: reuse them in place
+            iz = z.clamp_(min=torch.finfo(z.dtype).tiny).reciprocal_().mul_(ne.unsqueeze(1))
+            if full_heads is not None:
+                iz.mul_((~full_heads).to(iz.dtype).view(1, H, 1, 1))
+            izs.append(iz)
+        ys, logits = [], None
+        if w is not None:
+            pw = p * w.unsqueeze(2)  # (B, H, L, L)
+            logits = []
+            for idx, iz in zip(idxs, izs):
+                y = torch.zeros_like(iz).scatter_add_(3, idx, pw)  # (B, H, L, M+1)
+                ys.append(y)
+                logits.append((y * iz).sum(1))  # (B, L, M+1)
+            del pw
+            if has_full:  # Σ_h Σ_k P w over every key (w is 0 on full heads): the sum of any partition's buckets
+                logits.append(ys[0].sum(-1).sum(1).unsqueeze(-1))  # (B, L, 1)
+            logits = torch.cat(logits, -1)
+        alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
+        fallback = ~cand.any(-1)  # (B, L)
+        phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
+        coef, start = None, 0
+        for j, (idx, iz) in enumerate(zip(idxs, izs)):
+            n = iz.shape[-1]
+            f = alpha[..., start:start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
+            if j == 0:
+                f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
+            gathered = f.gather(3, idx)  # (B, H, L, L)
+            coef = gathered if coef is None else coef.add_(gathered)
+            start += n
+        a = p * coef
+        if opts.empty_rows == "self" and bool(fallback.any()):
+            a = a + _self_fallback(fallback, full_heads, H)
+        ctx.save_for_backward(p, coef, w, alpha, phi, *izs, *ys)
+        ctx.meta = (index, len(izs), opts, full_heads, has_full)
+        return a
+
+    @staticmethod
+    def backward(ctx, da):  # noqa: D102
+        p, coef, w, alpha, phi, *rest = ctx.saved_tensors
+        index, n_parts, opts, full_heads, has_full = ctx.meta
+        izs, ys = rest[:n_parts], rest[n_parts:]
+        B, H, L, _ = p.shape
+        idxs = [_expand(g, H) for g in index]
+        topical = w is not None and opts.aggregation == "topical"
+        q = p * da  # (B, H, L, L)
+        ws = [torch.zeros_like(iz).scatter_add_(3, idx, q) for idx, iz in zip(idxs, izs)]  # Σ_{k in g} P dA
+        del q
+        q_sum = ws[0].sum(-1)  # (B, H, L): Σ_k P dA
+        rho = phi * q_sum  # full part of Σ_k P dP: φ Σ P dA (+ ψ Σ P w below)
+        r_tables, dt_tables = [], []
+        if topical:
+            live = torch.ones(H, dtype=p.dtype, device=p.device) if full_heads is None else (~full_heads).to(p.dtype)
+            d_alpha = [(wp * iz).sum(1) for wp, iz in zip(ws, izs)]  # (B, L, M+1) each
+            if has_full:
+                d_alpha.append((q_sum * live.view(1, H, 1)).sum(1).unsqueeze(-1))  # (B, L, 1)
+            d_alpha = torch.cat(d_alpha, -1)
+            dt = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdim=True))  # (B, L, C) softmax backward
+            psi = None
+            if has_full:
+                psi = dt[..., -1].unsqueeze(1) * live.view(1, H, 1)  # (B, H, L)
+                rho = rho + psi * ys[0].sum(-1)
+            start = 0
+            for j, (iz, wp, y) in enumerate(zip(izs, ws, ys)):
+                n = iz.shape[-1]
+                a_p, dt_p = alpha[..., start:start + n].unsqueeze(1), dt[..., start:start + n].unsqueeze(1)
+                t_dt = iz * dt_p  # (B, H, L, M+1)
+                t_r = torch.addcmul(a_p * wp, dt_p, y).mul_(iz).mul_(iz)  # iz_p * Σ_{k in g} P_p dP_p
+                if j == 0:
+                    t_r += rho.unsqueeze(-1)
+                    if psi is not None:
+                        t_dt += psi.unsqueeze(-1)
+                t_r.neg_()
+                dt_tables.append(t_dt)
+                r_tables.append(t_r)
+                start += n
+        else:
+            start = 0
+            for j, (iz, wp) in enumerate(zip(izs, ws)):
+                n = iz.shape[-1]
+                t_r = (alpha[..., start:start + n].unsqueeze(1) * wp).mul_(iz).mul_(iz)
+                if j == 0:
+                    t_r += rho.unsqueeze(-1)
+                t_r.neg_()
+                r_tables.append(t_r)
+                start += n
+        g = _gather_sum(r_tables, idxs).addcmul_(da, coef)  # dA coef - Σ_p r_p[group]; becomes dS / P
+        grad_w = None
+        if topical:
+            dt_gath = _gather_sum(dt_tables, idxs)  # (B, H, L, L) Σ_p (iz_p dt_p)[group] + ψ
+            g.addcmul_(dt_gath, w.unsqueeze(2))
+            grad_w = (p * dt_gath).sum(2)  # (B, H, L): sum over query rows
+        elif w is not None:
+            grad_w = torch.zeros_like(w)
+        grad_scores = g.mul_(p)
+        return grad_scores, grad_w, None, None, None, None, None, None, None, None
+
+
+def _gather_sum(tables: list[torch.Tensor], idxs: list[torch.Tensor]) -> torch.Tensor:
+    """``Σ_p tables[p].gather(3, idxs[p])`` -> ``[B, H, L, L]``."""
+    out = tables[0].gather(3, idxs[0])
+    for t, idx in zip(tables[1:], idxs[1:]):
+        out.add_(t.gather(3, idx))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Exact path (autograd; per-group maximum)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _exact_probs(scores: torch.Tensor, allowed: torch.Tensor | None, groups: SyntaxGroups,
+                 cands: list[torch.Tensor], w: torch.Tensor | None, opts: SyntaxAttentionOptions,
+                 full_heads: torch.Tensor | None) -> torch.Tensor:
+    """The fast path's algebra through autograd, each group normalised with its own maximum (never underflows)."""
+    B, H, L, _ = scores.shape  # L: query rows (may differ from the number of keys)
+    live = None if full_heads is None else (~full_heads).float().view(1, H, 1, 1)
+    p = torch.softmax(scores, dim=-1)
+    ok = allowed.unsqueeze(1) if allowed is not None else None
+    cand, cand_full = _candidates(cands, allowed, opts)
+    probs_p, logits = [], []
+    for g, n, ne in zip(groups.partitions, groups.num_buckets, cands):
+        idx = _expand(g, H)
+        s = scores.detach()
+        m = torch.full((B, H, L, n), float("-inf"), device=s.device).scatter_reduce(3, idx, s, "amax")
+        e = torch.exp(scores - m.gather(3, idx))
+        if ok is not None:
+            e = e * ok
+        z = torch.zeros(B, H, L, n, device=s.device).scatter_add(3, idx, e)
+        iz = torch.where(ne.unsqueeze(1), 1.0 / z.clamp(min=torch.finfo(z.dtype).tiny), torch.zeros_like(z))
+        if live is not None:
+            iz = iz * live
+        pp = e * iz.gather(3, idx)  # (B, H, L, L) softmax within each group
+        probs_p.append((pp, idx, n))
+        if w is not None:
+            logits.append(torch.zeros(B, H, L, n, device=s.device).scatter_add(3, idx, pp * w.unsqueeze(2)).sum(1))
+    if cand_full is not None and w is not None:
+        logits.append((p * w.unsqueeze(2)).sum(-1).sum(1).unsqueeze(-1))
+    alpha = _topical_weights(torch.cat(logits, -1) if logits else None, cand, opts.aggregation)
+    fallback = ~cand.any(-1)
+    phi = _full_weight(alpha[..., -1] if cand_full is not None else None, fallback, opts, full_heads, H)
+    a = p * phi.unsqueeze(-1)
+    start = 0
+    for pp, idx, n in probs_p:
+        a = a + pp * alpha[..., start:start + n].unsqueeze(1).expand(B, H, L, n).gather(3, idx)
+        start += n
+    if opts.empty_rows == "self" and bool(fallback.any()):
+        a = a + _self_fallback(fallback, full_heads, H)
+    return a
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reference: one sub-network at a time
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _reference(scores: torch.Tensor, allowed: torch.Tensor | None, value: torch.Tensor, groups: SyntaxGroups,
+               opts: SyntaxAttentionOptions, topical: TopicalAttention | None, layer: int | None,
+               full_heads: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Loop over the sub-networks with explicit masks; returns ``([B, H, L, d] output, [B, H, L, L] attention)``."""
+    B, H, L, d = value.shape
+    v = value.float()
+    ok = allowed if allowed is not None else torch.ones(B, L, L, dtype=torch.bool, device=v.device)
+    p_full = torch.softmax(scores, dim=-1)  # (B, H, L, L)
+    o_full = p_full @ v  # (B, H, L, d)
+
+    def with_full_heads(a: torch.Tensor) -> torch.Tensor:
+        if full_heads is None:
+            return a
+        return torch.where(full_heads.view(1, H, 1, 1), p_full, a)
+
+    probs, outs, nonempty = [], [], []
+    for g_ids in groups.partitions:
+        for g in range(1, int(g_ids.max()) + 1 if g_ids.numel() else 1):
+            mask = (g_ids == g) & ok  # (B, L, L)
+            if not bool(mask.any()):
+                continue
+            row = mask.any(-1)  # (B, L)
+            a = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), float("-inf")), dim=-1)
+            a = torch.where(row.view(B, 1, L, 1), a, torch.zeros_like(a))  # empty rows: nothing
+            a = with_full_heads(a)
+            probs.append(a)
+            outs.append(a @ v)  # (B, H, L, d)
+            nonempty.append(row)
+    if opts.full_attention_candidate:
+        probs.append(with_full_heads(p_full))
+        outs.append(o_full)
+        nonempty.append(ok.any(-1))
+    C = len(outs)
+    cand = torch.stack(nonempty, -1) if C else torch.zeros(B, L, 0, dtype=torch.bool, device=v.device)
+    concat = [o.transpose(1, 2).reshape(B, L, H * d) for o in outs]  # (B, L, H*d) each: O_g
+    if opts.aggregation == "topical" and topical is not None and C:
+        logits = torch.stack([topical.scores(layer, o.to(topical.query.dtype)).float() for o in concat], -1)
+    else:
+        logits = None
+    alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
+    out = torch.zeros(B, L, H * d, dtype=torch.float32, device=v.device)
+    eff = torch.zeros_like(p_full)
+    for c in range(C):
+        out = out + alpha[..., c:c + 1] * concat[c]
+        eff = eff + alpha[..., c].view(B, 1, L, 1) * probs[c]
+    out = out.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
+    fallback = ~cand.any(-1)  # (B, L)
+    fb = fallback.view(B, 1, L, 1)
+    if opts.empty_rows == "full":
+        out = torch.where(fb, o_full, out)
+        eff = torch.where(fb, p_full, eff)
+    else:
+        out = torch.where(fb, v, out)
+        eff = torch.where(fb, torch.eye(L, device=v.device).expand(B, H, L, L), eff)
+    if full_heads is not None:
+        fh = full_heads.view(1, H, 1, 1)
+        out = torch.where(fh, o_full, out)
+        eff = torch.where(fh, p_full, eff)
+    return out, eff
+
+
+register_syntax_attention()

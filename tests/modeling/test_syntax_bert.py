@@ -1,0 +1,599 @@
+"""Syntax-BERT: the "syntax" attention function (fast / exact vs. a loop over sub-networks), its integration in
+Hugging Face encoders, the Table 5 ablations, LISA, the classification head and save / load."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+import torch
+from torch import nn
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForSequenceClassification,
+    BertConfig,
+)
+from transformers.models.bert.modeling_bert import BertLayer
+
+import syntaxformer.modeling.syntax_attention as SA
+from syntaxformer.data.collate import SyntaxCollator
+from syntaxformer.masks import relation_groups_from_features
+from syntaxformer.modeling.syntax_attention import (
+    LisaRecorder,
+    SyntaxAttentionOptions,
+    SyntaxGroups,
+    TopicalAttention,
+    prepare_groups,
+    syntax_attention_forward,
+)
+from syntaxformer.modeling.syntax_bert import (
+    SyntaxBertConfig,
+    SyntaxBertForSequenceClassification,
+    SyntaxBertModel,
+    SyntaxBertModelOutput,
+    SyntaxBertSequenceClassifierOutput,
+    attention_sites,
+)
+from tests.conftest import minilm_path
+from tests.masks.reference import random_example
+
+VOCAB = 100
+TOL = 1e-4
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: one intra-op thread avoids thread hand-offs that dominate on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny_bert(**kw) -> BertConfig:
+    """Tiny random BERT: hidden 32, 2 layers, 4 heads (intermediate 37 so no size coincides by accident)."""
+    args = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                max_position_embeddings=512, attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    args.update(kw)
+    return BertConfig(**args)
+
+
+def make_batch(seed: int = 0, n: int = 3, max_words: int = 6, pad_token_id: int = 0) -> dict[str, torch.Tensor]:
+    """A SyntaxCollator batch of random trees (special tokens, several sentences, pairs, padding), random ids."""
+    rng = random.Random(seed)
+    batch = SyntaxCollator(pad_token_id=pad_token_id)([random_example(rng, max_words=max_words) for _ in range(n)])
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, VOCAB, batch["input_ids"].shape, generator=g)
+    batch["input_ids"] = torch.where(batch["attention_mask"] > 0, ids, pad_token_id)
+    assert (batch["attention_mask"] == 0).any(), "the batch should contain padding"
+    return batch
+
+
+def tiny_model(cls=SyntaxBertForSequenceClassification, seed: int = 0, query_std: float = 1.0, encoder=None,
+               **kw):
+    torch.manual_seed(seed)
+    kw.setdefault("num_labels", 3)
+    model = cls(SyntaxBertConfig(encoder=encoder or tiny_bert(), **kw)).eval()
+    base = model if isinstance(model, SyntaxBertModel) else model.syntax_bert
+    if base.topical is not None:
+        with torch.no_grad():
+            base.topical.query.normal_(0, query_std)  # a non-trivial task query (the init is zero)
+    return model
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The attention function against the loop over sub-networks
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Attn(nn.Module):
+    """Stand-in for a host attention module: a layer index and train/eval mode."""
+
+    def __init__(self, layer_idx: int = 0):
+        super().__init__()
+        self.layer_idx = layer_idx
+
+
+def _random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_parts: int = 2):
+    """Random q/k/v, a topical module bound to random projections, random partitions with empty groups (ids with
+    gaps, rows and columns without any group) and a padding mask."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, H, L, d, generator=g) for _ in range(3))
+    q = q * 2  # peakier scores
+    topical = TopicalAttention(1, H * d, H * d)
+    torch.manual_seed(seed)
+    topical.bind([(nn.Linear(H * d, H * d), nn.Linear(H * d, H * d))])
+    with torch.no_grad():
+        topical.query.normal_(0, 3.0, generator=g)
+    parts = []
+    for j in range(n_parts):
+        ids = torch.randint(0, 6, (B, L, L), generator=g)
+        ids[ids == 3] = 5  # group 3 never occurs: an empty group inside the id range
+        ids[:, 0] = 0  # row 0 ([CLS]-like) has no sub-network
+        ids[:, :, 0] = 0
+        ids[:, 2 + j] = 0  # another empty row, different per partition
+        parts.append(ids)
+    mask = torch.ones(B, 1, L, L, dtype=torch.bool)
+    mask[1, :, :, L - 3:] = False  # padding keys in example 1
+    return (q, k, v), topical, parts, mask
+
+
+def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = None, parent=None, **opts):
+    """Output, effective attention and gradients (q, k, v, task query, W_K, W_O) of a random loss."""
+    q, k, v = (x.clone().requires_grad_() for x in inputs)
+    params = [topical.query] + [p for m in topical._sites[0] for p in (m.weight,)]
+    for p in params:
+        p.grad = None
+    out, probs = syntax_attention_forward(_Attn(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
+                                          syntax_options=SyntaxAttentionOptions(implementation=impl, **opts),
+                                          syntax_lisa=lisa)
+    weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    loss = (out * weights).sum()
+    if lisa is not None:
+        loss = loss + lisa.loss(parent)
+    loss.backward()
+    grads = [q.grad, k.grad, v.grad] + [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
+    return out.detach(), probs.detach(), grads
+
+
+def _assert_close(a, b, tol=TOL):
+    out_a, probs_a, grads_a = a
+    out_b, probs_b, grads_b = b
+    assert torch.allclose(out_a, out_b, atol=tol, rtol=0), (out_a - out_b).abs().max()
+    assert torch.allclose(probs_a, probs_b, atol=tol, rtol=0), (probs_a - probs_b).abs().max()
+    for i, (x, y) in enumerate(zip(grads_a, grads_b)):
+        assert torch.allclose(x, y, atol=tol, rtol=0), (i, (x - y).abs().max())
+
+
+OPTION_GRID = list(itertools.product(["topical", "sum", "mean"], ["full", "self"], [False, True]))
+
+
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+@pytest.mark.parametrize("aggregation,empty_rows,full_candidate", OPTION_GRID)
+def test_attention_fast_and_exact_match_reference_outputs_and_gradients(impl, aggregation, empty_rows,
+                                                                        full_candidate):
+    inputs, topical, parts, mask = _random_setup(seed=len(aggregation) + 3 * full_candidate)
+    opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
+    ref = _run("reference", inputs, topical, parts, mask, **opts)
+    _assert_close(_run(impl, inputs, topical, parts, mask, **opts), ref)
+    if aggregation == "topical":
+        assert ref[2][3].abs().sum() > 0, "the task query must get a gradient"
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])
+@pytest.mark.parametrize("n_parts", [1, 2])
+def test_attention_fast_matches_reference_for_every_mask_form(mask_kind, n_parts):
+    inputs, topical, parts, mask = _random_setup(seed=11, n_parts=n_parts)
+    if mask_kind == "none":
+        mask = None
+    elif mask_kind == "additive":  # eager-style float mask, [B, 1, 1, L] (LayoutLM-style broadcast)
+        mask = torch.zeros(2, 1, 1, 9).masked_fill(~mask[:, :, :1, :], torch.finfo(torch.float32).min)
+    ref = _run("reference", inputs, topical, parts, mask)
+    _assert_close(_run("fast", inputs, topical, parts, mask), ref)
+
+
+def test_attention_group_sums_and_empty_groups():
+    """Effective attention: rows sum to 1 (topical), no weight on padding keys or on pairs outside every group."""
+    inputs, topical, parts, mask = _random_setup(seed=5)
+    out, probs, _ = _run("fast", inputs, topical, parts, mask)
+    assert torch.allclose(probs.sum(-1), torch.ones_like(probs.sum(-1)), atol=1e-5)
+    assert (probs[1, :, :, -3:] == 0).all(), "padding keys get no attention"
+    outside = (parts[0] == 0) & (parts[1] == 0)  # (B, L, L)
+    has_group = ((parts[0] > 0) | (parts[1] > 0)).any(-1)  # rows with a sub-network use only grouped keys
+    sel = (outside & has_group.unsqueeze(-1)).unsqueeze(1).expand_as(probs)
+    assert (probs[sel] == 0).all()
+
+
+@pytest.mark.parametrize("empty_rows", ["full", "self"])
+def test_attention_rows_without_groups_fall_back(empty_rows):
+    """A row with no non-empty sub-network (row 0 here) attends like vanilla attention, or to itself."""
+    inputs, topical, parts, mask = _random_setup(seed=2)
+    q, k, v = inputs
+    out, probs, _ = _run("fast", inputs, topical, parts, mask, empty_rows=empty_rows)  # out: (B, L, H, d)
+    scores = (q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5
+    vanilla = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1) @ v  # (B, H, L, d)
+    expected = vanilla[:, :, 0] if empty_rows == "full" else v[:, :, 0]
+    assert torch.allclose(out[:, 0], expected, atol=1e-5)
+
+
+def test_attention_one_group_covering_all_pairs_is_vanilla_attention():
+    inputs, topical, _, mask = _random_setup(seed=3)
+    q, k, v = inputs
+    ones = torch.ones(2, 9, 9, dtype=torch.long)
+    out, _, _ = _run("fast", inputs, topical, [ones], mask)
+    vanilla, _ = SA.sdpa_attention_forward(_Attn(), q, k, v, mask, is_causal=False)
+    assert torch.allclose(out, vanilla, atol=1e-5)
+
+
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+@pytest.mark.parametrize("full_candidate", [False, True])
+def test_attention_lisa_head_matches_reference(impl, full_candidate):
+    inputs, topical, parts, mask = _random_setup(seed=7)
+    parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0))
+    ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
+    ref = _run("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent,
+               full_attention_candidate=full_candidate)
+    _assert_close(_run(impl, inputs, topical, parts, mask, lisa=rec, parent=parent,
+                       full_attention_candidate=full_candidate), ref)
+    # the LISA head attends like vanilla attention, to every non-padding key
+    q, k, _ = inputs
+    scores = (q @ k.transpose(-1, -2))[:, 1] / q.shape[-1] ** 0.5
+    expected = torch.log_softmax(scores.masked_fill(~mask[:, 0], torch.finfo(torch.float32).min), -1)
+    assert torch.allclose(rec.log_probs, expected, atol=1e-5)
+    assert torch.allclose(ref[1][:, 1], expected.exp(), atol=1e-5)
+
+
+def test_lisa_loss_ignores_rows_without_parent():
+    logp = torch.log_softmax(torch.randn(2, 4, 4), -1)
+    rec = LisaRecorder(layer=0, head=0, log_probs=logp)
+    parent = torch.tensor([[-1, 0, 3, -1], [2, -1, -1, -1]])
+    expected = -(logp[0, 1, 0] + logp[0, 2, 3] + logp[1, 0, 2]) / 3
+    assert torch.allclose(rec.loss(parent), expected)
+    assert rec.loss(torch.full((2, 4), -1)) == 0
+
+
+@pytest.mark.parametrize("full_candidate", [False, True])
+def test_attention_fast_recomputes_underflowing_rows_exactly(monkeypatch, full_candidate):
+    """A group whose scores are far below the row's best (its share of the full softmax underflows) must not be
+    lost: the fast path detects such rows and recomputes them with a per-group maximum."""
+    inputs, topical, parts, mask = _random_setup(seed=4)
+    q, k, v = inputs
+    q = q.clone()
+    q[0, 1, 4] *= 400.0  # row 4 of head 1: score gaps of hundreds of nats
+    calls = []
+    exact = SA._exact_probs
+    monkeypatch.setattr(SA, "_exact_probs", lambda *a, **kw: calls.append(a[0].shape) or exact(*a, **kw))
+    opts = dict(full_attention_candidate=full_candidate)
+    ref = _run("reference", (q, k, v), topical, parts, mask, **opts)
+    _assert_close(_run("fast", (q, k, v), topical, parts, mask, **opts), ref, tol=5e-4)
+    assert calls and calls[-1][0] < 2 * 9, "only the affected rows go through the exact path"
+
+
+def test_attention_without_groups_is_the_hosts_attention():
+    inputs, _, _, mask = _random_setup(seed=1)
+    q, k, v = inputs
+    out, weights = syntax_attention_forward(_Attn(), q, k, v, mask)
+    vanilla, _ = SA.sdpa_attention_forward(_Attn(), q, k, v, mask, is_causal=False)
+    assert weights is None and torch.equal(out, vanilla)
+
+
+def test_attention_skips_layers_not_selected():
+    inputs, topical, parts, mask = _random_setup(seed=1)
+    q, k, v = inputs
+    out, _ = syntax_attention_forward(_Attn(layer_idx=0), q, k, v, mask, syntax_groups=parts,
+                                      syntax_options=SyntaxAttentionOptions(layers=(1,)))
+    vanilla, _ = SA.sdpa_attention_forward(_Attn(), q, k, v, mask, is_causal=False)
+    assert torch.equal(out, vanilla)
+
+
+def test_prepare_groups_and_bad_inputs():
+    g = torch.tensor([[[0, 2], [1, 0]]], dtype=torch.uint8)
+    prepared = prepare_groups([g, None])
+    assert isinstance(prepared, SyntaxGroups) and prepared.num_buckets == (3,)
+    assert prepared.partitions[0].dtype == torch.long
+    assert prepare_groups(None) is None and prepare_groups([None]) is None
+    with pytest.raises(ValueError, match="integer"):
+        prepare_groups(torch.zeros(1, 2, 2))
+    with pytest.raises(ValueError, match="aggregation"):
+        SyntaxAttentionOptions(aggregation="max")
+
+
+def test_topical_folded_vector_equals_explicit_score():
+    """q · (o W_O W_K) / sqrt(hidden) == o · u (biases cancel in the softmax over sub-networks)."""
+    torch.manual_seed(0)
+    top = TopicalAttention(2, 12, 16)
+    key, out = nn.Linear(16, 12), nn.Linear(12, 16)
+    top.bind([(key, out), (key, out)])
+    with torch.no_grad():
+        top.query.normal_()
+    o = torch.randn(5, 12)
+    explicit = top.scores(1, o)
+    folded = o @ top.folded(1)
+    const = top.scores(1, torch.zeros(1, 12))  # the bias terms
+    assert torch.allclose(explicit - const, folded, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A host layer: gradients w.r.t. inputs and Q / K / V / O weights
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_parts", [1, 2])
+def test_bert_layer_fast_matches_reference_including_weight_gradients(n_parts):
+    cfg = tiny_bert()
+    cfg._attn_implementation = "syntax"
+    torch.manual_seed(0)
+    layer = BertLayer(cfg, layer_idx=0).eval()
+    topical = TopicalAttention(1, 32, 32)
+    topical.bind([(layer.attention.self.key, layer.attention.output.dense)])
+    with torch.no_grad():
+        topical.query.normal_(0, 2.0)
+    _, _, parts, mask = _random_setup(seed=9, L=9, n_parts=n_parts)
+    x0 = torch.randn(2, 9, 32, generator=torch.Generator().manual_seed(2))
+
+    def grads(impl):
+        layer.zero_grad()
+        topical.zero_grad()
+        x = x0.clone().requires_grad_()
+        y = layer(x, mask, syntax_groups=parts, syntax_topical=topical,
+                  syntax_options=SyntaxAttentionOptions(implementation=impl))
+        (y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum().backward()
+        named = {n: p.grad.clone() for n, p in layer.named_parameters() if p.grad is not None}
+        named["x"], named["query"] = x.grad, topical.query.grad.clone()
+        return y.detach(), named
+
+    y_ref, g_ref = grads("reference")
+    y_fast, g_fast = grads("fast")
+    assert torch.allclose(y_fast, y_ref, atol=TOL)
+    assert set(g_fast) == set(g_ref) and "attention.self.query.weight" in g_fast
+    for name in g_ref:
+        assert torch.allclose(g_fast[name], g_ref[name], atol=TOL), (name, (g_fast[name] - g_ref[name]).abs().max())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Config
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_config_defaults_follow_the_paper():
+    c = SyntaxBertConfig(encoder=tiny_bert())
+    assert (c.max_distance, c.use_dependency, c.use_constituency, c.aggregation) == (15, True, True, "topical")
+    assert (c.parent_masks, c.child_masks, c.sibling_masks, c.pairwise_masks, c.random_masks) == (True,) * 4 + (False,)
+    assert (c.empty_rows, c.full_attention_candidate, c.syntax_layers, c.lisa_layer) == ("full", False, None, None)
+    assert c.num_buckets == 47 and c.hidden_size == 32 and c.implementation == "fast"
+
+
+@pytest.mark.parametrize("bad", [dict(max_distance=0), dict(use_dependency=False, use_constituency=False),
+                                 dict(lisa_layer=2), dict(lisa_head=4), dict(syntax_layers=[0, 5]),
+                                 dict(aggregation="max"), dict(empty_rows="none"), dict(implementation="slow")])
+def test_config_rejects_bad_options(bad):
+    with pytest.raises(Exception) as err:
+        SyntaxBertConfig(encoder=tiny_bert(), **bad)
+    assert any(name in str(err.value) for name in bad)
+
+
+def test_config_json_round_trip(tmp_path):
+    c = SyntaxBertConfig(encoder=tiny_bert(), aggregation="sum", syntax_layers=[1], lisa_layer=0, num_labels=4)
+    c.save_pretrained(tmp_path)
+    c2 = AutoConfig.from_pretrained(tmp_path)
+    assert isinstance(c2, SyntaxBertConfig) and isinstance(c2.encoder, BertConfig)
+    assert (c2.aggregation, c2.syntax_layers, c2.lisa_layer, c2.num_labels) == ("sum", [1], 0, 4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Model on collated batches
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(lisa_layer=1, lisa_head=2), dict(full_attention_candidate=True),
+                                  dict(use_constituency=False, aggregation="sum")])
+def test_model_fast_matches_reference_on_real_relation_groups(opts):
+    batch = make_batch(seed=1, n=2, max_words=4)
+    batch["labels"] = torch.tensor([0, 2])
+    fast = tiny_model(**opts)
+    ref = tiny_model(implementation="reference", **opts)
+    ref.load_state_dict(fast.state_dict())
+
+    def run(model):
+        model.zero_grad()
+        out = model(**batch, output_hidden_states=True)
+        probe = torch.linspace(-1, 1, out.logits.numel()).view_as(out.logits)
+        h = out.hidden_states[-1]  # every token's state, not only the pooled one
+        (out.loss + (out.logits * probe).sum() + h.square().mean()).backward()
+        return h.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    h_fast, g_fast = run(fast)
+    h_ref, g_ref = run(ref)
+    assert torch.allclose(h_fast, h_ref, atol=TOL)
+    assert set(g_fast) == set(g_ref)
+    for name in g_ref:
+        assert torch.allclose(g_fast[name], g_ref[name], atol=TOL), (name, (g_fast[name] - g_ref[name]).abs().max())
+    if fast.syntax_bert.topical is not None:
+        assert g_fast["syntax_bert.topical.query"].abs().sum() > 0
+
+
+def test_model_output_differs_from_vanilla_and_uses_every_layer(monkeypatch):
+    batch = make_batch(seed=2)
+    model = tiny_model(SyntaxBertModel)
+    layers = []
+    folded = TopicalAttention.folded
+    monkeypatch.setattr(TopicalAttention, "folded", lambda self, layer: layers.append(layer) or folded(self, layer))
+    h = model(**batch).last_hidden_state
+    assert layers == [0, 1]
+    vanilla = AutoModel.from_config(tiny_bert(), attn_implementation="sdpa", add_pooling_layer=False).eval()
+    vanilla.load_state_dict(model.encoder.state_dict())
+    hv = vanilla(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    assert not torch.allclose(h, hv, atol=1e-3)
+    model.config.syntax_layers = []  # no syntax layer: exactly the host model
+    h0 = model(**batch).last_hidden_state
+    assert torch.allclose(h0, hv, atol=1e-5)
+
+
+ARCHITECTURES = ["bert", "roberta", "electra", "xlm-roberta", "distilbert"]
+
+
+@pytest.mark.parametrize("model_type", ARCHITECTURES)
+def test_architectures_receive_groups_in_every_layer(model_type, monkeypatch):
+    """The kwargs of the model call reach the attention function of every layer (transformers 5.x)."""
+    cfg = AutoConfig.for_model(model_type, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                               intermediate_size=37, max_position_embeddings=128, pad_token_id=1,
+                               attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    batch = make_batch(seed=3, n=2, max_words=4, pad_token_id=1)
+    model = tiny_model(SyntaxBertModel, encoder=cfg)
+    assert len(attention_sites(model.encoder)) == 2
+    layers = []
+    probs = SA.syntax_probs
+    monkeypatch.setattr(SA, "syntax_probs", lambda *a, **kw: layers.append(a[0].shape) or probs(*a, **kw))
+    h = model(**batch).last_hidden_state
+    assert len(layers) == 2
+    model.config.implementation = "reference"
+    assert torch.allclose(model(**batch).last_hidden_state, h, atol=TOL)
+
+
+def test_precomputed_groups_and_missing_keys():
+    batch = make_batch(seed=4)
+    model = tiny_model(SyntaxBertModel)
+    groups = model.build_groups(batch, torch.device("cpu"), batch["input_ids"])
+    h = model(**batch).last_hidden_state
+    only_ids = {k: batch[k] for k in ("input_ids", "attention_mask")}
+    assert torch.allclose(model(**only_ids, syntax_groups=groups).last_hidden_state, h)
+    with pytest.raises(ValueError, match="dep_tin"):
+        model(**only_ids)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ablations (Table 5)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_ablation_groups_match_relation_groups_and_drop_kinds():
+    batch = make_batch(seed=5)
+    dep, con = relation_groups_from_features(batch, 15)
+    full = tiny_model(SyntaxBertModel).build_groups(batch, torch.device("cpu"))
+    assert torch.equal(full.partitions[0], dep.long()) and torch.equal(full.partitions[1], con.long())
+    assert full.num_buckets == (47, 47)
+    D = 15
+    kinds = {"parent_masks": (1, D), "child_masks": (D + 1, 2 * D), "sibling_masks": (2 * D + 1, 3 * D),
+             "pairwise_masks": (3 * D + 1, 3 * D + 1)}
+    for flag, (lo, hi) in kinds.items():
+        g = tiny_model(SyntaxBertModel, **{flag: False}).build_groups(batch, torch.device("cpu"))
+        for part, orig in zip(g.partitions, (dep.long(), con.long())):
+            dropped = (orig >= lo) & (orig <= hi)
+            assert dropped.any(), flag
+            assert (part[dropped] == 0).all() and torch.equal(part[~dropped], orig[~dropped])
+    dep_only = tiny_model(SyntaxBertModel, use_constituency=False).build_groups(batch, torch.device("cpu"))
+    con_only = tiny_model(SyntaxBertModel, use_dependency=False).build_groups(batch, torch.device("cpu"))
+    assert len(dep_only.partitions) == 1 and torch.equal(dep_only.partitions[0], dep.long())
+    assert len(con_only.partitions) == 1 and torch.equal(con_only.partitions[0], con.long())
+
+
+def test_ablation_random_masks_keep_group_sizes_and_are_fixed_per_example():
+    batch = make_batch(seed=6)
+    model = tiny_model(SyntaxBertModel, random_masks=True)
+    real = tiny_model(SyntaxBertModel).build_groups(batch, torch.device("cpu"))
+    g1 = model.build_groups(batch, torch.device("cpu"), batch["input_ids"])
+    g2 = model.build_groups(batch, torch.device("cpu"), batch["input_ids"])
+    assert all(torch.equal(a, b) for a, b in zip(g1.partitions, g2.partitions)), "same example -> same masks"
+    for rand, orig in zip(g1.partitions, real.partitions):
+        assert not torch.equal(rand, orig)
+        for b in range(rand.shape[0]):
+            assert torch.equal(torch.bincount(rand[b].flatten(), minlength=47),
+                               torch.bincount(orig[b].flatten(), minlength=47))
+    # the example's masks do not depend on the rest of the batch
+    single = {k: v[1:2] for k, v in batch.items()}
+    g_single = model.build_groups(single, torch.device("cpu"), single["input_ids"])
+    assert torch.equal(g_single.partitions[0][0], g1.partitions[0][1])
+
+
+def test_sum_aggregation_has_no_topical_parameters():
+    model = tiny_model(aggregation="sum")
+    assert model.syntax_bert.topical is None
+    assert not any("topical" in n for n, _ in model.named_parameters())
+    assert torch.isfinite(model(**make_batch(seed=7)).logits).all()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# LISA
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("syntax_layers", [None, []])
+def test_lisa_loss_trains_the_chosen_head(syntax_layers):
+    """Syntax-BERT + LISA, and LISA alone (no sub-networks): the LISA loss reaches that layer's Q and K."""
+    batch = make_batch(seed=8)
+    batch["labels"] = torch.tensor([1, 0, 2])
+    model = tiny_model(lisa_layer=1, lisa_head=3, syntax_layers=syntax_layers, lisa_loss_weight=0.5)
+    out = model(**batch)
+    assert out.lisa_loss is not None and torch.isfinite(out.lisa_loss) and out.lisa_loss > 0
+    task = model(**{k: v for k, v in batch.items() if k != "dep_parent"}).loss
+    assert torch.allclose(out.loss, task + 0.5 * out.lisa_loss)
+    model.zero_grad()
+    out.lisa_loss.backward()
+    q1 = model.syntax_bert.encoder.encoder.layer[1].attention.self.query.weight.grad
+    q0 = model.syntax_bert.encoder.encoder.layer[0].attention.self.query.weight.grad
+    head = slice(3 * 8, 4 * 8)  # rows of head 3 in the query projection
+    assert q1[head].abs().sum() > 0 and q1[:head.start].abs().sum() == 0
+    assert q0.abs().sum() > 0  # through the hidden states
+    no_labels = model(**{k: v for k, v in batch.items() if k != "labels"})
+    assert no_labels.loss is None and no_labels.lisa_loss is not None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Classification head, save / load, pretrained encoder
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_classifier_loss_only_with_labels_and_regression():
+    batch = make_batch(seed=9)
+    model = tiny_model()
+    out = model(**batch)
+    assert isinstance(out, SyntaxBertSequenceClassifierOutput) and out.loss is None
+    assert out.logits.shape == (3, 3)
+    assert model(**batch, labels=torch.tensor([0, 1, 2])).loss.ndim == 0
+    reg = tiny_model(num_labels=1, pooling="mean")
+    out = reg(**batch, labels=torch.tensor([0.5, 1.0, -2.0]))
+    assert out.logits.shape == (3, 1) and out.loss > 0
+    tup = model(**batch, return_dict=False)
+    assert isinstance(tup, tuple) and tup[0].shape == (3, 3)
+
+
+def test_model_outputs_attentions_and_hidden_states():
+    batch = make_batch(seed=10)
+    model = tiny_model(SyntaxBertModel)
+    out = model(**batch, output_attentions=True, output_hidden_states=True)
+    assert isinstance(out, SyntaxBertModelOutput)
+    L = batch["input_ids"].shape[1]
+    assert len(out.attentions) == 2 and out.attentions[0].shape == (3, 4, L, L)
+    assert len(out.hidden_states) == 3
+    pad = batch["attention_mask"] == 0
+    assert (out.attentions[1].permute(0, 3, 1, 2)[pad] == 0).all(), "padding keys get no attention"
+
+
+def test_save_and_auto_load_round_trip(tmp_path):
+    batch = make_batch(seed=11)
+    model = tiny_model(lisa_layer=0, aggregation="topical")
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForSequenceClassification.from_pretrained(tmp_path).eval()
+    assert isinstance(loaded, SyntaxBertForSequenceClassification)
+    assert loaded.syntax_bert.encoder.config._attn_implementation == "syntax"
+    assert torch.equal(loaded.syntax_bert.topical.query, model.syntax_bert.topical.query)
+    a, b = model(**batch), loaded(**batch)
+    assert torch.allclose(a.logits, b.logits, atol=1e-6)
+    assert isinstance(AutoModel.from_pretrained(tmp_path), SyntaxBertModel)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    batch = make_batch(seed=12)
+    batch["labels"] = torch.tensor([0, 1, 2])
+    grads = []
+    for ckpt in (False, True):
+        model = tiny_model(lisa_layer=1).train()
+        if ckpt:
+            model.activation_checkpointing_enable()
+        model(**batch).loss.backward()
+        grads.append(model.syntax_bert.topical.query.grad.clone())
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def test_bfloat16_runs_close_to_float32():
+    batch = make_batch(seed=13)
+    model = tiny_model(SyntaxBertModel)
+    h32 = model(**batch).last_hidden_state
+    h16 = model.to(torch.bfloat16)(**batch).last_hidden_state
+    assert h16.dtype == torch.bfloat16 and (h16.float() - h32).abs().max() < 0.1
+
+
+def test_from_encoder_pretrained_minilm():
+    model = SyntaxBertForSequenceClassification.from_encoder_pretrained(minilm_path(), num_labels=2, lisa_layer=5)
+    encoder = model.syntax_bert.encoder
+    assert encoder.config._attn_implementation == "syntax" and not list(encoder.pooler.parameters())
+    assert model.syntax_bert.topical.query.shape == (6, 384) and (model.syntax_bert.topical.query == 0).all()
+    batch = make_batch(seed=14)
+    batch["input_ids"] = torch.where(batch["attention_mask"] > 0, batch["input_ids"] + 1000, 0)
+    out = model(**batch, labels=torch.tensor([0, 1, 1]))
+    assert torch.isfinite(out.loss) and torch.isfinite(out.lisa_loss)
+    # the pooler starts from MiniLM's
+    vanilla = AutoModel.from_pretrained(minilm_path())
+    assert torch.equal(model.pooler.dense.weight, vanilla.pooler.dense.weight)
