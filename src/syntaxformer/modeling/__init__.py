@@ -1,4 +1,4 @@
-"""Models (SG-Net now; Syntax-BERT and syntax-infused features later).
+"""Models: SG-Net and Syntax-BERT (syntax-infused features later).
 
 Importing this package registers the models with the ``transformers`` Auto classes (model type
 ``"syntaxformer"``), so ``AutoConfig`` / ``AutoModel`` / ``AutoModelForSequenceClassification.from_pretrained``
@@ -15,6 +15,11 @@ from syntaxformer.modeling.modeling_sgnet import (
     mean_pool,
 )
 from syntaxformer.modeling.outputs import SGNetModelOutput, SGNetSequenceClassifierOutput
+from syntaxformer.modeling.syntax_bert import (
+    SyntaxBertConfig,
+    SyntaxBertForSequenceClassification,
+    SyntaxBertModel,
+)
 from syntaxformer.modeling.sg_layer import (
     BiAttentionAggregation,
     ConcatAggregation,
@@ -30,6 +35,9 @@ AutoModel.register(SyntaxConfig, SGNetModel, exist_ok=True)
 AutoModelForSequenceClassification.register(SyntaxConfig, SGNetForSequenceClassification, exist_ok=True)
 
 __all__ = [
+    "SyntaxBertConfig",
+    "SyntaxBertForSequenceClassification",
+    "SyntaxBertModel",
     "AGGREGATIONS",
     "BiAttentionAggregation",
     "ConcatAggregation",
