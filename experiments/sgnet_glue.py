@@ -24,10 +24,10 @@ import numpy as np
 # Per-task budget for 2 CPU cores (training sets subsampled with the run's seed-independent data_seed=0).
 TASK_PRESETS: dict[str, dict] = {
     "sst2": {"max_train_samples": 2000, "max_length": 64, "num_train_epochs": 2.0},
-    "cola": {"max_train_samples": 2000, "max_length": 64, "num_train_epochs": 3.0},
-    "rte": {"max_train_samples": 1000, "max_length": 128, "num_train_epochs": 3.0},
-    "mrpc": {"max_train_samples": 1500, "max_length": 128, "num_train_epochs": 3.0},
-    "stsb": {"max_train_samples": 2000, "max_length": 96, "num_train_epochs": 3.0},
+    "cola": {"max_train_samples": 2000, "max_length": 64, "num_train_epochs": 2.0},
+    "rte": {"max_train_samples": 1000, "max_length": 128, "num_train_epochs": 2.0},
+    "mrpc": {"max_train_samples": 1200, "max_length": 128, "num_train_epochs": 2.0},
+    "stsb": {"max_train_samples": 1500, "max_length": 96, "num_train_epochs": 2.0},
 }
 COMMON = {
     "per_device_train_batch_size": 32, "per_device_eval_batch_size": 64, "learning_rate": 1e-4,

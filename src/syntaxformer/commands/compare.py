@@ -1,5 +1,9 @@
-"""``syntaxformer compare``: fine-tune the plain-encoder baseline and SG-Net with the same seed and data, and
-print both dev scores side by side.
+"""``syntaxformer compare``: fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the
+same seed and data, and print their dev scores side by side.
+
+``--systems`` picks them by name (comma-separated): ``baseline``, ``sgnet``, ``syntax_bert``,
+``syntax_bert_lisa`` (Syntax-BERT + a LISA head in ``--lisa-layer``, default the middle layer),
+``syntax_bert_baseline`` (the plain encoder with the Syntax-BERT head) and ``lisa`` (LISA head only).
 
 Presets (for a quick job on a CPU; a config file, ``--set`` and flags override them): 2,000 training examples
 (seeded subsample), max length 64, 2 epochs, batch 32, learning rate 1e-4 for all parameters, the full dev set,
@@ -7,12 +11,12 @@ one evaluation at the end and no checkpoints. Measured on 2 shared CPU cores: 2.
 cold cache (spaCy parses ~2,900 sentences once; the second system reuses the cached features; training takes
 ~35 s per system on an idle machine, up to ~110 s when the cores are busy).
 
-Each system goes to ``<output-dir>/baseline`` and ``<output-dir>/sgnet``; ``<output-dir>/comparison.json`` holds
-both ``metrics.json`` contents.
+Each system goes to ``<output-dir>/<system>``; ``<output-dir>/comparison.json`` holds every ``metrics.json``.
 
-Example::
+Examples::
 
     syntaxformer compare --task sst2 --output-dir runs/compare-sst2
+    syntaxformer compare --task sst5 --systems baseline,sgnet,syntax_bert,syntax_bert_lisa --output-dir runs/cmp-sst5
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import argparse
 
 from syntaxformer.commands.train import add_config_arguments, config_from_args
 
-HELP = "fine-tune baseline and SG-Net with the same seed/data; print both dev scores"
+HELP = "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed/data; print the dev scores"
 
 #: Presets of the quick comparison (the README's main job: real SST-2, offline MiniLM, 2 CPU cores).
 PRESETS = {
@@ -42,14 +46,22 @@ PRESETS = {
 }
 
 
+#: The systems compared when ``--systems`` is not given.
+DEFAULT_SYSTEMS = "baseline,sgnet"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer compare`` to ``parser``."""
     add_config_arguments(parser)
+    parser.add_argument("--systems", default=DEFAULT_SYSTEMS, metavar="NAMES",
+                        help="comma-separated systems: baseline, sgnet, syntax_bert, syntax_bert_lisa, "
+                             f"syntax_bert_baseline, lisa (default {DEFAULT_SYSTEMS})")
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.experiment import compare
+    from syntaxformer.training.experiment import compare, resolve_systems
 
     config = config_from_args(args, defaults=PRESETS)
-    compare(config)
+    systems = resolve_systems(config, getattr(args, "systems", None) or DEFAULT_SYSTEMS)  # errors before training
+    compare(config, systems=systems)
     return 0

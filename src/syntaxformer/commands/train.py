@@ -1,4 +1,4 @@
-"""``syntaxformer train``: fine-tune SG-Net (or the plain-encoder baseline) on a GLUE task or SNLI.
+"""``syntaxformer train``: fine-tune SG-Net, Syntax-BERT (or a plain-encoder baseline) on a GLUE task, SNLI or SST.
 
 Options come from a JSON / YAML config file (``--config``), then ``--set key=value`` overrides, then the explicit
 flags below; see :class:`syntaxformer.training.ExperimentConfig` for every option. Writes the model,
@@ -9,6 +9,8 @@ Examples::
     syntaxformer train --task sst2 --max-train-samples 2000 --epochs 1 --output-dir runs/sst2-sg
     syntaxformer train --config sst2.yaml --set alpha=0.3 --set new_params_lr=1e-4
     syntaxformer train --config sst2.yaml --resume          # continue after an interrupt
+    syntaxformer train --task sst5 --model-type syntax_bert --lisa-layer 3 --output-dir runs/sst5-sbert
+    syntaxformer train --task sst2_trees --model-type syntax_bert --set syntax_bert_options.aggregation=sum
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import argparse
 import json
 from typing import Any, Mapping
 
-HELP = "fine-tune SG-Net or the baseline on a GLUE task / SNLI (Trainer; config file + overrides)"
+HELP = "fine-tune SG-Net, Syntax-BERT or a baseline on a GLUE task / SNLI / SST (Trainer; config file + overrides)"
 
 
 def _bool(text: str) -> bool:
@@ -37,7 +39,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
                    help="override one option (repeatable; dotted keys reach training_args.*/model_kwargs.*), "
                         "e.g. --set alpha=0.3 --set training_args.optim=adamw_torch")
     d = parser.add_argument_group("data")
-    d.add_argument("--task", help="sst2, cola, mrpc, stsb, qnli, rte, wnli or snli")
+    d.add_argument("--task", help="sst2, cola, mrpc, stsb, qnli, rte, wnli, snli, or the SST tree tasks sst5 "
+                   "(SST-1, 5 classes) and sst2_trees (binary; gold constituency trees)")
     d.add_argument("--data-dir", help="folder with the task's files (default ../shared/data/<task folder>)")
     d.add_argument("--dataset", help="Hugging Face hub data set (e.g. nyu-mll/glue; needs network)")
     d.add_argument("--dataset-config", help="hub data set config (e.g. sst2)")
@@ -50,7 +53,10 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
         d.add_argument("--train-file", help="train file (overrides --data-dir)")
         d.add_argument("--dev-file", help="dev file (overrides --data-dir)")
         d.add_argument("--max-train-samples", type=int, help="seeded random subset of the train split")
+        d.add_argument("--sst-phrases", type=_bool, metavar="BOOL", help="SST tree tasks: also train on every "
+                       "phrase of more than 3 words (the paper's setting; default false: sentences only)")
         m = parser.add_argument_group("model")
+        m.add_argument("--model-type", choices=("sgnet", "syntax_bert"), help="model family (default sgnet)")
         m.add_argument("--model", dest="model_name_or_path", help="pretrained encoder name or folder "
                        "(default: the offline all-MiniLM-L6-v2)")
         m.add_argument("--use-sg-layer", type=_bool, metavar="BOOL", help="add the syntax-guided layer (true) or "
@@ -59,6 +65,15 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
         m.add_argument("--alpha-mode", choices=("fixed", "learned"))
         m.add_argument("--sg-init", choices=("random", "copy_last"))
         m.add_argument("--pooling", choices=("cls", "mean"))
+        b = parser.add_argument_group("Syntax-BERT (--model-type syntax_bert; other options: "
+                                      "--set syntax_bert_options.NAME=VALUE)")
+        b.add_argument("--use-syntax", type=_bool, metavar="BOOL", help="sub-networks in every layer (true) or the "
+                       "plain encoder with the Syntax-BERT head (false)")
+        b.add_argument("--trees", choices=("both", "dependency", "constituency"), help="trees of the sub-networks")
+        b.add_argument("--lisa-layer", type=int, metavar="LAYER", help="train head --lisa-head of this layer to "
+                       "attend to each token's dependency parent (LISA)")
+        b.add_argument("--lisa-head", type=int, metavar="HEAD")
+        b.add_argument("--lisa-loss-weight", type=float, metavar="W")
         t = parser.add_argument_group("training")
         t.add_argument("--output-dir", help="where the model, checkpoints and metrics.json go")
         t.add_argument("--epochs", dest="num_train_epochs", type=float)
@@ -75,8 +90,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
 
 
 _EXPLICIT = ("task", "data_dir", "dataset", "dataset_config", "max_eval_samples", "max_length", "parser",
-             "parser_noise", "train_file", "dev_file", "max_train_samples", "model_name_or_path", "use_sg_layer",
-             "alpha", "alpha_mode", "sg_init", "pooling", "output_dir", "num_train_epochs", "max_steps",
+             "parser_noise", "train_file", "dev_file", "max_train_samples", "sst_phrases", "model_type",
+             "model_name_or_path", "use_sg_layer", "alpha", "alpha_mode", "sg_init", "pooling", "use_syntax", "trees",
+             "lisa_layer", "lisa_head", "lisa_loss_weight", "output_dir", "num_train_epochs", "max_steps",
              "learning_rate", "new_params_lr", "per_device_train_batch_size", "seed", "mixed_precision", "resume",
              "overwrite_output_dir")
 

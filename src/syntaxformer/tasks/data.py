@@ -1,4 +1,4 @@
-"""Read task examples from local files (GLUE TSVs, SNLI s1/s2/labels or jsonl) or a Hugging Face hub data set.
+"""Read task examples from local files (GLUE TSVs, SNLI s1/s2/labels or jsonl, SST trees) or a hub data set.
 
 Every reader returns :class:`TaskExample` objects with the label already mapped to its class id (or a float for
 regression; ``None`` when the file has no labels), plus a content fingerprint of what was read
@@ -6,6 +6,13 @@ regression; ``None`` when the file has no labels), plus a content fingerprint of
 
 GLUE TSV files are read by splitting lines on tabs, never with ``csv`` quoting: MRPC and others contain
 unbalanced ``"`` characters that a CSV reader would merge across lines.
+
+SST tree files (:func:`read_sst_task`) give each example its gold constituency tree (``TaskExample.tree_a``, PTB
+escapes such as ``-LRB-`` undone in the leaves, which are the gold tokens); the dependency tree is added later,
+when features are built, by parsing those gold tokens with spaCy (one tree per sentence, cached), so reading a
+split stays fast and only the examples kept after subsampling are parsed. Examples are full sentences; with
+``phrases=True`` (train split only) every phrase of more than 3 words of each tree is an example too, as in the
+paper's SST setting (Syntax-BERT §4.1).
 """
 
 from __future__ import annotations
@@ -19,11 +26,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from syntaxformer.data.constituency import Tree
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import FormatError, MissingDependencyError, SyntaxformerError
 from syntaxformer.tasks.registry import TaskSpec
 
-__all__ = ["TaskExample", "TaskData", "read_glue_tsv", "read_snli", "load_split", "subsample", "file_fingerprint"]
+__all__ = ["TaskExample", "TaskData", "read_glue_tsv", "read_snli", "read_sst_task", "load_split", "subsample",
+           "file_fingerprint", "SST_CONSTITUENCY_SOURCE"]
+
+#: How the constituency trees of the SST tree tasks are described in ``metrics.json``.
+SST_CONSTITUENCY_SOURCE = "gold SST trees"
+#: Version of the SST example construction (unescaping, phrases); part of the data fingerprint.
+_SST_READER_VERSION = 1
+#: Phrases (``phrases=True``) must have more than this many words (Syntax-BERT §4.1: "lengths larger than 3").
+SST_MIN_PHRASE_WORDS = 3
 
 #: Split names, and their names in hub data sets.
 SPLITS = ("train", "dev", "test")
@@ -41,6 +57,10 @@ class TaskExample:
         label: class id (int), value (float, regression) or ``None`` (unlabeled).
         syntax_a: a given analysis of ``text_a`` (SNLI jsonl parses), or ``None`` (parse with spaCy).
         syntax_b: likewise for ``text_b``.
+        tree_a: a gold constituency tree of ``text_a`` whose leaves are its gold tokens (SST), or ``None``. When
+            ``syntax_a`` is ``None``, the features parse these tokens with spaCy (one tree over exactly them) for
+            the dependency tree and keep this constituency tree.
+        tree_b: likewise for ``text_b``.
     """
 
     guid: str
@@ -49,6 +69,8 @@ class TaskExample:
     label: int | float | None = None
     syntax_a: Sentence | None = None
     syntax_b: Sentence | None = None
+    tree_a: Tree | None = None
+    tree_b: Tree | None = None
 
 
 @dataclass
@@ -61,6 +83,8 @@ class TaskData:
         fingerprint: hex digest of the content read (file bytes, or the hub data set's fingerprint).
         total: number of examples before subsampling.
         sample_note: description of the subsampling applied, or ``None``.
+        metadata: other facts about the data, e.g. ``"constituency_source"`` (where the gold trees come from) and
+            ``"examples"`` (``"sentences"`` or ``"sentences+phrases"``) for SST.
     """
 
     examples: list[TaskExample]
@@ -201,6 +225,73 @@ def read_snli(path: str | os.PathLike, split: str = "dev") -> tuple[list[TaskExa
     return out, files
 
 
+def _unescaped_tree(tree: Tree) -> Tree:
+    """A copy of ``tree`` with PTB escapes undone in its leaves (``-LRB-`` -> ``(``, ``1\\/2`` -> ``1/2``)."""
+    from syntaxformer.data.constituency import unescape_word
+
+    return Tree(tree.label, [unescape_word(c) if isinstance(c, str) else _unescaped_tree(c) for c in tree.children])
+
+
+def read_sst_task(task: TaskSpec, path: str | os.PathLike, split: str = "dev", *,
+                  phrases: bool = False) -> list[TaskExample]:
+    """Read an SST tree file (one PTB-bracketed tree per line, every node labeled with a score 0-4) as examples.
+
+    Args:
+        task: an SST tree task (``sst5``: label = root score; ``sst2_trees``: 0/1 -> 0, 3/4 -> 1, 2 dropped, by
+            ``task.tree_labels``).
+        path: the file (``train.txt`` / ``dev.txt`` / ``test.txt``).
+        split: split name, used in the example ids.
+        phrases: also make an example of every phrase (sub-tree) of more than 3 words (Syntax-BERT §4.1 trains on
+            these); identical word sequences are kept once (SST labels phrases by their words, so duplicates have
+            the same label). The full sentences are always kept, whatever their length.
+
+    Returns:
+        Examples with ``text_a`` the gold tokens (escapes undone) joined by single spaces, ``tree_a`` the gold
+        tree over those tokens, ``label`` the class id and ``guid`` ``"<split>-<line>"`` (phrases:
+        ``"<split>-<line>.<node>"``, the node's pre-order index).
+
+    Raises:
+        FormatError: malformed brackets or a node label that is not a score 0-4 (file and line).
+    """
+    from syntaxformer.errors import FormatError
+
+    path = os.fspath(path)
+    scores = ("0", "1", "2", "3", "4")
+    mapping = task.tree_labels
+    out: list[TaskExample] = []
+    seen: set[tuple[str, ...]] = set()
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            tree = Tree.from_string(line, path, lineno)
+            for node in tree.subtrees():
+                if node.label not in scores:
+                    raise FormatError(f"SST node label {node.label!r} is not a sentiment score 0-4 "
+                                      f"(node {node.to_string()[:60]})", path, lineno)
+            gold = _unescaped_tree(tree)
+            words = gold.leaves()
+            # Pre-order nodes of the unescaped tree and their leaf spans (``spans`` is in pre-order too).
+            golds = list(gold.subtrees()) if phrases else [gold]
+            spans = gold.spans() if phrases else [(gold.label, 0, len(words))]
+            for k, (node, (_, a, b)) in enumerate(zip(golds, spans)):
+                if k > 0 and b - a <= SST_MIN_PHRASE_WORDS:
+                    continue
+                key = tuple(words[a:b])
+                if phrases:
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                score = int(node.label)
+                label = score if mapping is None else mapping.get(score)
+                if label is None:
+                    continue
+                # Sub-trees share their nodes with the sentence's tree; trees are never modified downstream.
+                out.append(TaskExample(guid=f"{split}-{lineno}" + (f".{k}" if k else ""), text_a=" ".join(key),
+                                       label=label, tree_a=node))
+    return out
+
+
 def _import_datasets():
     try:
         import datasets
@@ -271,17 +362,29 @@ def default_data_dir(task: TaskSpec) -> Path | None:
 
 def load_split(task: TaskSpec, split: str, *, data_dir: str | os.PathLike | None = None,
                data_file: str | os.PathLike | None = None, dataset: str | None = None,
-               dataset_config: str | None = None) -> TaskData:
+               dataset_config: str | None = None, phrases: bool = False) -> TaskData:
     """Read one split of a task from a local file, a local folder or the hub.
 
     Precedence: ``data_file`` (a file of the task's format), then ``dataset`` (hub name), then ``data_dir`` (a
     folder with the task's split files), then the task's folder under the shared data root.
+
+    Args:
+        phrases: SST tree tasks only: also every phrase of more than 3 words (see :func:`read_sst_task`); the
+            caller decides for which split (the paper uses phrases for training only).
 
     Raises:
         SyntaxformerError: the split's file cannot be found (the message says where it looked).
     """
     if split not in SPLITS:
         raise SyntaxformerError(f"unknown split {split!r}; expected one of {SPLITS}")
+    if phrases and not task.has_gold_trees:
+        raise SyntaxformerError(f"phrases=True needs an SST tree task (sst5, sst2_trees), not {task.title}")
+    if task.has_gold_trees and data_file is None and (dataset is not None or
+                                                      (data_dir is None and default_data_dir(task) is None)):
+        raise SyntaxformerError(
+            f"{task.title} reads the PTB-bracketed SST tree files ({dict(task.split_files)}); the hub copies of SST "
+            f"have no trees. Give data_dir (a folder with those files) or {split}_file, or set SYNTAXFORMER_DATA "
+            f"to a folder holding {task.folder}/")
     if data_file is None and dataset is not None:
         return load_hub_split(task, split, dataset, dataset_config)
     if data_file is None:
@@ -307,6 +410,14 @@ def load_split(task: TaskSpec, split: str, *, data_dir: str | os.PathLike | None
     data_file = Path(data_file)
     if not data_file.exists():
         raise SyntaxformerError(f"{task.title} {split} file {data_file} not found")
+    if task.has_gold_trees:
+        examples = read_sst_task(task, data_file, split, phrases=phrases)
+        # The bytes, plus how examples are made from them (reader version, phrases).
+        fp = hashlib.sha256(f"{file_fingerprint([data_file])}|sst{_SST_READER_VERSION}|phrases={phrases}"
+                            .encode()).hexdigest()
+        meta = {"constituency_source": SST_CONSTITUENCY_SOURCE,
+                "examples": "sentences+phrases" if phrases else "sentences"}
+        return TaskData(examples, str(data_file), fp, len(examples), metadata=meta)
     if task.name == "snli":
         examples, files = read_snli(data_file, split)
     else:

@@ -11,6 +11,18 @@ Two caches make repeated runs cheap:
   version), and every option that changes the arrays. It is written atomically, so a second run with the same
   key loads it and skips annotation and alignment entirely (spaCy is not even loaded).
 
+Where the syntax comes from (:func:`syntax_source` describes it for ``metrics.json``):
+
+* plain texts (GLUE, SNLI's tokenized files): spaCy parses the raw text; there is **no constituency parser**, so
+  these texts have dependency trees only and the constituency arrays (``con_*``) mark every word as having no
+  tree: Syntax-BERT's constituency relations are then empty and only the dependency sub-networks are used;
+* given parses (SNLI jsonl: the Stanford parser's trees, dependencies by head rules) are used as they are;
+* gold trees (SST tree tasks, ``TaskExample.tree_a``): the gold constituency tree is kept and the dependency tree
+  comes from spaCy parsing the gold tokens (one tree over exactly those tokens, cached like any parse). With
+  ``syntax="given"`` no parser runs: the dependency tree is derived from the gold tree by the head rules
+  (:func:`~syntaxformer.data.headrules.unlabeled_to_dependencies`, tags guessed). With ``syntax="parser"`` the
+  raw text is parsed instead and the gold tree is not used.
+
 Parser noise (SG-Net TPAMI, section 7.6): with ``parser_noise = f``, each sentence of each text gets
 :func:`~syntaxformer.masks.ablations.corrupt_sentence` with fraction ``f``, seeded per example from
 ``noise_seed`` and the example id, so the corruption does not depend on batch order or subsampling.
@@ -38,7 +50,8 @@ from syntaxformer.tasks.registry import TaskSpec
 from syntaxformer.utils import atomic_write
 from syntaxformer.utils import progress as _progress
 
-__all__ = ["FeatureOptions", "FeatureDataset", "build_features", "SGNET_KEYS", "features_cache_dir"]
+__all__ = ["FeatureOptions", "FeatureDataset", "build_features", "SGNET_KEYS", "SYNTAX_BERT_KEYS",
+           "syntax_bert_keys", "features_cache_dir", "syntax_source"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +60,20 @@ FEATURE_VERSION = 1
 
 #: Syntax arrays SG-Net reads (``syntax_tree``, ``dep_tin``, ``dep_tout``) plus cheap ones useful for analysis.
 SGNET_KEYS: tuple[str, ...] = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
+
+#: Dependency ancestor tables (``[L, D]``) Syntax-BERT's relation groups read.
+_DEP_ANCESTOR_KEYS: tuple[str, ...] = ("dep_anc_lo", "dep_anc_hi", "dep_anc_head")
+#: Constituency arrays (``con_key``, ``con_depth`` and the ``[L, D]`` ancestor tables).
+_CON_KEYS: tuple[str, ...] = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
+#: Every array Syntax-BERT reads with both trees (``dep_parent`` for the LISA loss is in :data:`SGNET_KEYS`).
+SYNTAX_BERT_KEYS: tuple[str, ...] = SGNET_KEYS + _DEP_ANCESTOR_KEYS + _CON_KEYS
+
+
+def syntax_bert_keys(dependency: bool = True, constituency: bool = True) -> tuple[str, ...]:
+    """The syntax arrays a Syntax-BERT model with these trees needs (SG-Net's keys, incl. ``dep_parent``, plus the
+    ancestor tables of the trees used)."""
+    return SGNET_KEYS + (_DEP_ANCESTOR_KEYS if dependency else ()) + (_CON_KEYS if constituency else ())
+
 
 _TOKEN_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 _ALIGN_BLOCK = 1024
@@ -59,12 +86,14 @@ class FeatureOptions:
     Attributes:
         max_length: window length including special tokens; longer inputs are truncated (pairs longest-first).
         criterion: subword criterion, ``"share"`` (SG-Net's reported setting, TPAMI §5.1) or ``"children"``.
-        syntax_keys: which syntax arrays to keep (:data:`SGNET_KEYS` by default; ``None`` keeps all of
-            :func:`~syntaxformer.data.encode.encode_syntax`'s, which Syntax-BERT needs).
+        syntax_keys: which syntax arrays to keep (:data:`SGNET_KEYS` by default; :func:`syntax_bert_keys` for
+            Syntax-BERT; ``None`` keeps all of :func:`~syntaxformer.data.encode.encode_syntax`'s).
         max_distance: D of the ancestor tables (only matters when ``syntax_keys`` includes them).
         parser: spaCy pipeline used for texts without a given parse.
-        syntax: ``"auto"`` (use given parses, e.g. SNLI's Stanford trees, where present; parse the rest),
-            ``"parser"`` (always parse with spaCy) or ``"given"`` (only given parses; error if one is missing).
+        syntax: ``"auto"`` (use given parses, e.g. SNLI's Stanford trees, where present; parse the rest; gold
+            trees keep their tree and get spaCy dependencies on their gold tokens), ``"parser"`` (always parse
+            the raw text with spaCy) or ``"given"`` (only given parses, no parser: gold trees get head-rule
+            dependencies; error if a text has neither).
         parser_noise: fraction of heads re-attached at random per sentence (0 = clean parses).
         noise_seed: seed of the parser noise.
     """
@@ -223,6 +252,8 @@ def build_features(task: TaskSpec, data: TaskData, tokenizer: Any, options: Feat
         A :class:`FeatureDataset`; ``meta`` tells whether it came from the cache (``"cache": "hit"``).
     """
     say = log or logger.info
+    # Texts without a given Sentence need the parser (raw text, or the gold tokens of a gold tree), except with
+    # syntax="given", which never parses.
     needs_parser = options.syntax != "given" and any(
         (e.syntax_a is None or options.syntax == "parser") or
         (e.text_b is not None and (e.syntax_b is None or options.syntax == "parser")) for e in data.examples)
@@ -262,41 +293,111 @@ def build_features(task: TaskSpec, data: TaskData, tokenizer: Any, options: Feat
 
 def _syntax(data: TaskData, options: FeatureOptions, needs_parser: bool, parse_cache: Any, annotator: Any,
             progress: bool, say: Callable[[str], None]):
-    """Per example, the analysis of each text: a given Sentence or a spaCy Document."""
+    """Per example, the analysis of each text: a given Sentence, a spaCy Document (raw text), or a Sentence of the
+    gold tokens of a gold tree (spaCy dependencies, or head rules with ``syntax="given"``) carrying that tree."""
     examples = data.examples
     pair = any(e.text_b is not None for e in examples)
     use_given = options.syntax != "parser"
+
+    def given(e, side: str) -> bool:  # a given Sentence or a gold tree (use_given only)
+        return getattr(e, f"syntax_{side}", None) is not None or getattr(e, f"tree_{side}", None) is not None
+
     if options.syntax == "given":
-        missing = [e.guid for e in examples if e.syntax_a is None or (e.text_b is not None and e.syntax_b is None)]
+        missing = [e.guid for e in examples if not given(e, "a") or (e.text_b is not None and not given(e, "b"))]
         if missing:
             raise SyntaxformerError(f"syntax='given' but {len(missing)} examples have no given parse (first: "
                                     f"{missing[0]}); use syntax='auto' to parse them with spaCy")
     texts: list[str] = []
+    token_lists: dict[tuple[str, ...], None] = {}  # gold tokens of gold trees, in order, unique
     if needs_parser:
         for e in examples:
-            if not (use_given and e.syntax_a is not None):
-                texts.append(e.text_a)
-            if e.text_b is not None and not (use_given and e.syntax_b is not None):
-                texts.append(e.text_b)
+            for side, text in (("a", e.text_a), ("b", e.text_b)):
+                if text is None or (use_given and getattr(e, f"syntax_{side}", None) is not None):
+                    continue
+                tree = getattr(e, f"tree_{side}", None)
+                if use_given and tree is not None:
+                    token_lists[tuple(tree.leaves())] = None
+                else:
+                    texts.append(text)
     parsed: dict[str, Document] = {}
-    if texts:
+    parsed_tokens: dict[tuple[str, ...], Sentence] = {}
+    if texts or token_lists:
         if annotator is None:
             from syntaxformer.data.annotate import SpacyAnnotator
 
             annotator = SpacyAnnotator(options.parser, cache=parse_cache, progress=progress)
-        unique = list(dict.fromkeys(texts))
-        say(f"annotating {len(unique)} texts with {annotator.source} (cached parses are reused)")
-        parsed = dict(zip(unique, annotator.annotate(unique)))
+        if texts:
+            unique = list(dict.fromkeys(texts))
+            say(f"annotating {len(unique)} texts with {annotator.source} (cached parses are reused)")
+            parsed = dict(zip(unique, annotator.annotate(unique)))
+        if token_lists:
+            words = list(token_lists)
+            say(f"parsing the gold tokens of {len(words)} gold trees with {annotator.source} (cached parses are "
+                "reused)")
+            parsed_tokens = dict(zip(words, annotator.annotate_pretokenized([list(w) for w in words])))
+
+    def analysis(e, side: str, text: str):
+        sentence = getattr(e, f"syntax_{side}", None)
+        if use_given and sentence is not None:
+            return sentence
+        tree = getattr(e, f"tree_{side}", None)
+        if use_given and tree is not None:
+            if options.syntax == "given":
+                return _headrule_sentence(tree)
+            return dataclasses.replace(parsed_tokens[tuple(tree.leaves())], tree=tree)
+        return parsed[text]
+
     docs_a: list[Any] = []
     docs_b: list[Any] | None = [] if pair else None
     for e in examples:
-        docs_a.append(e.syntax_a if use_given and e.syntax_a is not None else parsed[e.text_a])
+        docs_a.append(analysis(e, "a", e.text_a))
         if docs_b is not None:
-            if e.text_b is None:
-                docs_b.append(Document([], text=""))
-            else:
-                docs_b.append(e.syntax_b if use_given and e.syntax_b is not None else parsed[e.text_b])
-    return docs_a, docs_b, len(parsed)
+            docs_b.append(Document([], text="") if e.text_b is None else analysis(e, "b", e.text_b))
+    return docs_a, docs_b, len(parsed) + len(parsed_tokens)
+
+
+def _headrule_sentence(tree: Any) -> Sentence:
+    """A Sentence over the leaves of ``tree`` with dependencies from the head rules (no parser, tags guessed)."""
+    from syntaxformer.data.headrules import unlabeled_to_dependencies
+
+    deps = unlabeled_to_dependencies(tree, None, labels=True)
+    return Sentence(words=tree.leaves(), heads=deps.heads, deprels=deps.deprels, tree=tree,
+                    source="gold-tree+headrules")
+
+
+def syntax_source(data: TaskData, options: FeatureOptions) -> dict[str, str]:
+    """Where the dependency and constituency trees of these features come from, in words (for ``metrics.json``).
+
+    Returns:
+        ``{"dependency": ..., "constituency": ...}``, e.g. ``"spaCy en_core_web_sm on gold tokens"`` and
+        ``"gold SST trees"`` for the SST tree tasks, ``"spaCy en_core_web_sm on raw text"`` and ``"none (no
+        constituency parser: constituency relations are empty)"`` for GLUE.
+    """
+    examples = data.examples
+    use_given = options.syntax != "parser"
+    n = len(examples)
+    n_sentence = sum(e.syntax_a is not None for e in examples) if use_given else 0
+    n_tree = sum(e.syntax_a is None and e.tree_a is not None for e in examples) if use_given else 0
+    parser = f"spaCy {options.parser}"
+    dep: list[str] = []
+    con: list[str] = []
+    if n_tree:
+        con.append(str(data.metadata.get("constituency_source", "gold trees from the data file")))
+        dep.append("head rules on the gold trees (tags guessed)" if options.syntax == "given"
+                   else f"{parser} on gold tokens")
+    if n_sentence:
+        first = next(e.syntax_a for e in examples if e.syntax_a is not None)
+        origin = first.source or "the data file"
+        has_tree = first.tree is not None
+        con.append(f"given trees ({origin})" if has_tree else "none in the given parses")
+        dep.append(f"given ({origin}; head rules on its trees)" if has_tree else f"given ({origin})")
+    if n - n_sentence - n_tree > 0:
+        dep.append(f"{parser} on raw text")
+        con.append("none (no constituency parser: constituency relations are empty)")
+    out = {"dependency": " + ".join(dict.fromkeys(dep)), "constituency": " + ".join(dict.fromkeys(con))}
+    if float(options.parser_noise) > 0:
+        out["dependency"] += f", {options.parser_noise:g} of the heads re-attached at random (parser noise)"
+    return out
 
 
 def _corrupt(doc: Document | Sentence, options: FeatureOptions, guid: str) -> Document | Sentence:

@@ -1,7 +1,12 @@
-"""The sentence-level tasks: GLUE (SST-2, CoLA, MRPC, STS-B, QNLI, RTE, WNLI) and SNLI.
+"""The sentence-level tasks: GLUE (SST-2, CoLA, MRPC, STS-B, QNLI, RTE, WNLI), SNLI, and the SST tree tasks.
 
 A :class:`TaskSpec` says where a task's texts and labels are in its files (GLUE TSV layouts differ per task), what
 its labels are, how it is scored, and which Hugging Face hub data set holds it for users who are online.
+
+The SST tree tasks (``sst5``: SST-1, five classes; ``sst2_trees``: binary, neutral sentences dropped) read the
+Stanford Sentiment Treebank's PTB-bracketed trees (``../shared/data/sst_trees/{train,dev}.txt``): the gold
+constituency tree of every sentence is kept, and its gold tokens are parsed by spaCy for the dependency tree (see
+:mod:`syntaxformer.tasks.data` and :mod:`syntaxformer.tasks.features`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ class TaskSpec:
         hub: ``(path, config name)`` of the task on the Hugging Face hub.
         hub_columns: role -> column name in the hub data set.
         split_files: split -> file name in ``folder``.
+        reader: file format: ``"tsv"`` (GLUE), ``"snli"`` (s1/s2/labels or jsonl) or ``"sst_trees"`` (one
+            PTB-bracketed SST tree per line; examples carry the gold tree).
+        tree_labels: for ``"sst_trees"``: SST root score (0-4) -> class id, ``None`` = drop the example (the
+            neutral sentences of binary SST); ``None`` = every score is its own class.
     """
 
     name: str
@@ -48,6 +57,13 @@ class TaskSpec:
     test_columns: Mapping[str, str] | None = None
     split_files: Mapping[str, str] = field(
         default_factory=lambda: {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"})
+    reader: str = "tsv"
+    tree_labels: Mapping[int, int | None] | None = None
+
+    @property
+    def has_gold_trees(self) -> bool:
+        """True for tasks whose files give a gold constituency tree of every text (SST)."""
+        return self.reader == "sst_trees"
 
     @property
     def is_pair(self) -> bool:
@@ -71,6 +87,7 @@ class TaskSpec:
 
 
 _GLUE_HUB = "nyu-mll/glue"
+_SST_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 
 TASKS: dict[str, TaskSpec] = {t.name: t for t in [
     TaskSpec("sst2", "SST-2", "glue/SST-2", {"text_a": "sentence", "label": "label"}, ("0", "1"), ("accuracy",),
@@ -105,10 +122,21 @@ TASKS: dict[str, TaskSpec] = {t.name: t for t in [
     TaskSpec("snli", "SNLI", "snli", {"text_a": "premise", "text_b": "hypothesis", "label": "label"},
              ("entailment", "neutral", "contradiction"), ("accuracy",), ("stanfordnlp/snli", None),
              {"text_a": "premise", "text_b": "hypothesis", "label": "label"},
-             split_files={"train": "s1.train", "dev": "s1.dev", "test": "s1.test"}),
+             split_files={"train": "s1.train", "dev": "s1.dev", "test": "s1.test"}, reader="snli"),
+    # SST tree tasks: sentence-level examples from the PTB-bracketed trees (root score = label). The hub copies of
+    # SST have no trees, so these tasks read local files only (``columns`` / ``hub_columns`` name the fields of
+    # the examples for messages; they are not file columns).
+    TaskSpec("sst5", "SST-5", "sst_trees", {"text_a": "sentence", "label": "label"}, ("0", "1", "2", "3", "4"),
+             ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"},
+             split_files=_SST_FILES, reader="sst_trees"),
+    TaskSpec("sst2_trees", "SST-2 (trees)", "sst_trees", {"text_a": "sentence", "label": "label"}, ("0", "1"),
+             ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"},
+             split_files=_SST_FILES, reader="sst_trees", tree_labels={0: 0, 1: 0, 2: None, 3: 1, 4: 1}),
 ]}
 
-_ALIASES = {"sst-2": "sst2", "sts-b": "stsb", "sts": "stsb", "mnli": None, "qqp": None}
+_ALIASES = {"sst-2": "sst2", "sts-b": "stsb", "sts": "stsb", "mnli": None, "qqp": None,
+            "sst-5": "sst5", "sst-1": "sst5", "sst1": "sst5", "sst2-trees": "sst2_trees", "sst2trees": "sst2_trees",
+            "sst-2-trees": "sst2_trees"}
 
 
 def task_names() -> list[str]:

