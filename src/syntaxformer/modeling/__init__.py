@@ -8,6 +8,7 @@ load a saved syntax model.
 from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
 
 from syntaxformer.modeling.configuration import AGGREGATIONS, SyntaxConfig
+from syntaxformer.modeling.heads import FirstTokenPooler, sequence_classification_loss
 from syntaxformer.modeling.modeling_sgnet import (
     SGNetForSequenceClassification,
     SGNetModel,
@@ -42,6 +43,7 @@ __all__ = [
     "BiAttentionAggregation",
     "ConcatAggregation",
     "DualAggregation",
+    "FirstTokenPooler",
     "SGNetForSequenceClassification",
     "SGNetModel",
     "SGNetModelOutput",
@@ -52,5 +54,6 @@ __all__ = [
     "SyntaxOnlyAggregation",
     "build_aggregation",
     "mean_pool",
+    "sequence_classification_loss",
     "multi_head_attention",
 ]

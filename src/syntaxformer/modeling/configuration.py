@@ -17,8 +17,61 @@ Aggregation = Literal["dual", "syntax_only", "concat", "vanilla_layer", "biatten
 AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
 
 
+class EncoderViewsMixin:
+    """Flat views of a wrapper config's ``encoder`` sub-config (``hidden_size``, ``num_attention_heads``,
+    ``num_hidden_layers``, ``vocab_size``), for code that expects a plain text config (e.g.
+    ``resize_token_embeddings``). Shared by :class:`SyntaxConfig` and the Syntax-BERT config."""
+
+    encoder: PretrainedConfig
+
+    @property
+    def hidden_size(self) -> int:
+        """The encoder's hidden size (H and H' both have it)."""
+        return self.encoder.hidden_size
+
+    @hidden_size.setter
+    def hidden_size(self, value: int) -> None:
+        self.encoder.hidden_size = value
+
+    @property
+    def num_attention_heads(self) -> int:
+        """The encoder's number of attention heads."""
+        return self.encoder.num_attention_heads
+
+    @num_attention_heads.setter
+    def num_attention_heads(self, value: int) -> None:
+        self.encoder.num_attention_heads = value
+
+    @property
+    def num_hidden_layers(self) -> int:
+        """The encoder's number of layers (the syntax-guided layer is not counted)."""
+        return self.encoder.num_hidden_layers
+
+    @num_hidden_layers.setter
+    def num_hidden_layers(self, value: int) -> None:
+        self.encoder.num_hidden_layers = value
+
+    @property
+    def vocab_size(self) -> int:
+        """The encoder's vocabulary size."""
+        return self.encoder.vocab_size
+
+    @vocab_size.setter
+    def vocab_size(self, value: int) -> None:
+        self.encoder.vocab_size = value
+
+
+def first_set(config: PretrainedConfig, names: tuple[str, ...], default: Any) -> Any:
+    """The first attribute of ``config`` among ``names`` that is set (not ``None``, not a bool), else ``default``."""
+    for name in names:
+        value = getattr(config, name, None)
+        if value is not None and not isinstance(value, bool):
+            return value
+    return default
+
+
 @strict
-class SyntaxConfig(PretrainedConfig):
+class SyntaxConfig(EncoderViewsMixin, PretrainedConfig):
     r"""Configuration of an SG-Net model (:class:`~syntaxformer.modeling.SGNetModel` and its task heads).
 
     SG-Net (Zhang et al., TPAMI, section 3) runs a pretrained encoder, feeds its last hidden states H to one
@@ -137,16 +190,16 @@ class SyntaxConfig(PretrainedConfig):
             act = getattr(enc, "hidden_act", None)
             self.sg_hidden_act = act if isinstance(act, str) else "gelu"
         if self.sg_dropout is None:
-            self.sg_dropout = float(_first(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1))
+            self.sg_dropout = float(first_set(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1))
         if self.sg_attention_dropout is None:
             self.sg_attention_dropout = float(
-                _first(enc, ("attention_probs_dropout_prob", "attention_dropout"), self.sg_dropout))
+                first_set(enc, ("attention_probs_dropout_prob", "attention_dropout"), self.sg_dropout))
         if self.sg_layer_norm_eps is None:
-            self.sg_layer_norm_eps = float(_first(enc, ("layer_norm_eps", "layer_norm_epsilon"), 1e-12))
+            self.sg_layer_norm_eps = float(first_set(enc, ("layer_norm_eps", "layer_norm_epsilon"), 1e-12))
         if self.classifier_dropout is None:
-            self.classifier_dropout = float(_first(enc, ("classifier_dropout",), self.sg_dropout))
+            self.classifier_dropout = float(first_set(enc, ("classifier_dropout",), self.sg_dropout))
         if self.initializer_range is None:
-            self.initializer_range = float(_first(enc, ("initializer_range",), 0.02))
+            self.initializer_range = float(first_set(enc, ("initializer_range",), 0.02))
 
     # -- validators (run by ``@strict`` after ``__post_init__``) -------------------------------------------------
     def validate_alpha(self) -> None:
@@ -167,48 +220,4 @@ class SyntaxConfig(PretrainedConfig):
             if not 0.0 <= p < 1.0:
                 raise ValueError(f"SyntaxConfig.{name} must lie in [0, 1), got {p}")
 
-    # -- views of the encoder, for code that expects a flat text config (e.g. ``resize_token_embeddings``) --------
-    @property
-    def hidden_size(self) -> int:
-        """The encoder's hidden size (H and H' both have it)."""
-        return self.encoder.hidden_size
 
-    @hidden_size.setter
-    def hidden_size(self, value: int) -> None:
-        self.encoder.hidden_size = value
-
-    @property
-    def num_attention_heads(self) -> int:
-        """The encoder's number of attention heads."""
-        return self.encoder.num_attention_heads
-
-    @num_attention_heads.setter
-    def num_attention_heads(self, value: int) -> None:
-        self.encoder.num_attention_heads = value
-
-    @property
-    def num_hidden_layers(self) -> int:
-        """The encoder's number of layers (the syntax-guided layer is not counted)."""
-        return self.encoder.num_hidden_layers
-
-    @num_hidden_layers.setter
-    def num_hidden_layers(self, value: int) -> None:
-        self.encoder.num_hidden_layers = value
-
-    @property
-    def vocab_size(self) -> int:
-        """The encoder's vocabulary size."""
-        return self.encoder.vocab_size
-
-    @vocab_size.setter
-    def vocab_size(self, value: int) -> None:
-        self.encoder.vocab_size = value
-
-
-def _first(config: PretrainedConfig, names: tuple[str, ...], default: Any) -> Any:
-    """The first attribute of ``config`` among ``names`` that is set (not ``None``), else ``default``."""
-    for name in names:
-        value = getattr(config, name, None)
-        if value is not None and not isinstance(value, bool):
-            return value
-    return default

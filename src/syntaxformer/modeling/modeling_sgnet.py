@@ -24,6 +24,7 @@ from transformers import initialization as init
 
 from syntaxformer.masks.sdoi import sdoi_mask
 from syntaxformer.modeling.configuration import SyntaxConfig
+from syntaxformer.modeling.heads import FirstTokenPooler, mean_pool, sequence_classification_loss
 from syntaxformer.modeling.outputs import SGNetModelOutput, SGNetSequenceClassifierOutput
 from syntaxformer.modeling.sg_layer import (
     ConcatAggregation,
@@ -258,30 +259,8 @@ class SGNetModel(_SyntaxPreTrainedModel):
         return mask
 
 
-class SGNetPooler(nn.Module):
-    """First-token pooler: ``tanh(W h̄_0 + b)`` (BERT's pooler; SG-Net §3.4.2 feeds h̄_0 to the classifier).
-
-    Args:
-        hidden_size: H.
-    """
-
-    def __init__(self, hidden_size: int):
-        super().__init__()
-        self.dense = nn.Linear(hidden_size, hidden_size)
-        self.activation = nn.Tanh()
-
-    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """``[B, L, H]`` -> ``[B, H]``."""
-        return self.activation(self.dense(hidden_states[:, 0]))
-
-
-def mean_pool(hidden_states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """Mean of ``hidden_states`` ``[B, L, H]`` over the positions where ``keep`` ``[B, L]`` is True -> ``[B, H]``.
-
-    A row with nothing to keep gives a zero vector.
-    """
-    w = keep.to(hidden_states.dtype).unsqueeze(-1)  # (B, L, 1)
-    return (hidden_states * w).sum(1) / w.sum(1).clamp(min=1.0)
+#: Kept for backwards compatibility: the first-token pooler now lives in :mod:`syntaxformer.modeling.heads`.
+SGNetPooler = FirstTokenPooler
 
 
 class SGNetForSequenceClassification(_SyntaxPreTrainedModel):
@@ -302,20 +281,12 @@ class SGNetForSequenceClassification(_SyntaxPreTrainedModel):
         encoder_pooler = getattr(encoder, "pooler", None) if encoder is not None else None
         self.num_labels = config.num_labels
         self.sgnet = SGNetModel(config, encoder=encoder)
-        self.pooler = SGNetPooler(config.hidden_size) if config.pooling == "cls" else None
+        self.pooler = FirstTokenPooler(config.hidden_size) if config.pooling == "cls" else None
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
-        if encoder_pooler is not None and self.pooler is not None:
-            self._copy_pooler(encoder_pooler)
-
-    @torch.no_grad()
-    def _copy_pooler(self, pooler: nn.Module) -> None:
-        """Initialise the first-token pooler from a BERT-style encoder pooler (``dense`` + tanh), if shapes fit."""
-        dense = getattr(pooler, "dense", None)
-        if isinstance(dense, nn.Linear) and dense.weight.shape == self.pooler.dense.weight.shape:
-            self.pooler.dense.weight.copy_(dense.weight)
-            self.pooler.dense.bias.copy_(dense.bias)
+        if self.pooler is not None:
+            self.pooler.copy_from(encoder_pooler)
 
     def forward(
         self,
@@ -371,24 +342,5 @@ class SGNetForSequenceClassification(_SyntaxPreTrainedModel):
         return result if return_dict else result.to_tuple()
 
     def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss for ``logits`` ``[B, num_labels]`` by problem type (Hugging Face semantics).
-
-        ``config.problem_type`` if set; else regression (MSE) when ``num_labels == 1``, single-label
-        classification (cross-entropy) for integer labels, multi-label (BCE with logits) otherwise.
-        """
-        labels = labels.to(logits.device)
-        problem = self.config.problem_type
-        if problem is None:
-            if self.num_labels == 1:
-                problem = "regression"
-            elif labels.dtype in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
-                problem = "single_label_classification"
-            else:
-                problem = "multi_label_classification"
-        if problem == "regression":
-            if self.num_labels == 1:
-                return nn.functional.mse_loss(logits.squeeze(-1), labels.squeeze(-1).to(logits.dtype))
-            return nn.functional.mse_loss(logits, labels.to(logits.dtype))
-        if problem == "single_label_classification":
-            return nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1).long())
-        return nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+        """Loss for ``logits`` ``[B, num_labels]`` (see :func:`~syntaxformer.modeling.heads.sequence_classification_loss`)."""
+        return sequence_classification_loss(logits, labels, self.num_labels, self.config.problem_type)

@@ -31,7 +31,8 @@ from transformers.utils import ModelOutput
 
 from syntaxformer.masks.ablations import random_like_groups
 from syntaxformer.masks.relations import num_groups, relation_groups
-from syntaxformer.modeling.modeling_sgnet import SGNetPooler, mean_pool
+from syntaxformer.modeling.configuration import EncoderViewsMixin, first_set
+from syntaxformer.modeling.heads import FirstTokenPooler, mean_pool, sequence_classification_loss
 from syntaxformer.modeling.syntax_attention import (
     SYNTAX_ATTENTION,
     LisaRecorder,
@@ -54,7 +55,7 @@ TOPICAL_AGGREGATIONS: tuple[str, ...] = get_args(TopicalAggregation)
 
 
 @strict
-class SyntaxBertConfig(PretrainedConfig):
+class SyntaxBertConfig(EncoderViewsMixin, PretrainedConfig):
     r"""Configuration of a Syntax-BERT model (:class:`SyntaxBertModel` and its task heads).
 
     Syntax-BERT (Bai et al., 2021, §3) keeps a pretrained encoder and changes only the flow of information inside
@@ -150,10 +151,10 @@ class SyntaxBertConfig(PretrainedConfig):
         if self.classifier_dropout is None:
             drop = getattr(enc, "classifier_dropout", None)
             if drop is None:
-                drop = _first(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1)
+                drop = first_set(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1)
             self.classifier_dropout = float(drop)
         if self.initializer_range is None:
-            self.initializer_range = float(_first(enc, ("initializer_range",), 0.02))
+            self.initializer_range = float(first_set(enc, ("initializer_range",), 0.02))
 
     # -- validators (run by ``@strict`` after ``__post_init__``) -------------------------------------------------
     def validate_syntax_options(self) -> None:
@@ -187,52 +188,6 @@ class SyntaxBertConfig(PretrainedConfig):
     def num_buckets(self) -> int:
         """Size of the per-group tables of one partition: group ids 0..3D+1."""
         return num_groups(self.max_distance, pairwise=True) + 1
-
-    # -- views of the encoder, for code that expects a flat text config ------------------------------------------
-    @property
-    def hidden_size(self) -> int:
-        """The encoder's hidden size."""
-        return self.encoder.hidden_size
-
-    @hidden_size.setter
-    def hidden_size(self, value: int) -> None:
-        self.encoder.hidden_size = value
-
-    @property
-    def num_attention_heads(self) -> int:
-        """The encoder's number of attention heads."""
-        return self.encoder.num_attention_heads
-
-    @num_attention_heads.setter
-    def num_attention_heads(self, value: int) -> None:
-        self.encoder.num_attention_heads = value
-
-    @property
-    def num_hidden_layers(self) -> int:
-        """The encoder's number of layers."""
-        return self.encoder.num_hidden_layers
-
-    @num_hidden_layers.setter
-    def num_hidden_layers(self, value: int) -> None:
-        self.encoder.num_hidden_layers = value
-
-    @property
-    def vocab_size(self) -> int:
-        """The encoder's vocabulary size."""
-        return self.encoder.vocab_size
-
-    @vocab_size.setter
-    def vocab_size(self, value: int) -> None:
-        self.encoder.vocab_size = value
-
-
-def _first(config: PretrainedConfig, names: tuple[str, ...], default: Any) -> Any:
-    """The first attribute of ``config`` among ``names`` that is set (not ``None``), else ``default``."""
-    for name in names:
-        value = getattr(config, name, None)
-        if value is not None and not isinstance(value, bool):
-            return value
-    return default
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -570,21 +525,13 @@ class SyntaxBertForSequenceClassification(_SyntaxBertPreTrainedModel):
         encoder_pooler = getattr(encoder, "pooler", None) if encoder is not None else None
         self.num_labels = config.num_labels
         self.syntax_bert = SyntaxBertModel(config, encoder=encoder)
-        self.pooler = SGNetPooler(config.hidden_size) if config.pooling == "cls" else None
+        self.pooler = FirstTokenPooler(config.hidden_size) if config.pooling == "cls" else None
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
         self.syntax_bert._use_syntax_attention()
-        if encoder_pooler is not None and self.pooler is not None:
-            self._copy_pooler(encoder_pooler)
-
-    @torch.no_grad()
-    def _copy_pooler(self, pooler: nn.Module) -> None:
-        """Initialise the first-token pooler from a BERT-style encoder pooler (``dense`` + tanh), if shapes fit."""
-        dense = getattr(pooler, "dense", None)
-        if isinstance(dense, nn.Linear) and dense.weight.shape == self.pooler.dense.weight.shape:
-            self.pooler.dense.weight.copy_(dense.weight)
-            self.pooler.dense.bias.copy_(dense.bias)
+        if self.pooler is not None:
+            self.pooler.copy_from(encoder_pooler)
 
     def forward(
         self,
@@ -640,27 +587,6 @@ class SyntaxBertForSequenceClassification(_SyntaxBertPreTrainedModel):
         result = SyntaxBertSequenceClassifierOutput(loss=loss, logits=logits, lisa_loss=out.lisa_loss,
                                                     hidden_states=out.hidden_states, attentions=out.attentions)
         return result if return_dict else result.to_tuple()
-
-
-def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_labels: int,
-                                 problem_type: str | None = None) -> torch.Tensor:
-    """Hugging Face's sequence-classification loss: MSE (regression: ``problem_type`` or ``num_labels == 1``),
-    cross-entropy (integer labels) or BCE-with-logits (multi-label)."""
-    labels = labels.to(logits.device)
-    if problem_type is None:
-        if num_labels == 1:
-            problem_type = "regression"
-        elif labels.dtype in (torch.long, torch.int, torch.int16, torch.int8, torch.uint8):
-            problem_type = "single_label_classification"
-        else:
-            problem_type = "multi_label_classification"
-    if problem_type == "regression":
-        if num_labels == 1:
-            return nn.functional.mse_loss(logits.squeeze(-1), labels.squeeze(-1).to(logits.dtype))
-        return nn.functional.mse_loss(logits, labels.to(logits.dtype))
-    if problem_type == "single_label_classification":
-        return nn.functional.cross_entropy(logits.view(-1, num_labels), labels.view(-1).long())
-    return nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
 
 
 register_syntax_attention()
