@@ -75,3 +75,37 @@ def test_trainer_alpha_parameter_is_new(mode, tmp_path):
     model = SGNetForSequenceClassification(SyntaxConfig(encoder=enc.config, alpha_mode=mode), encoder=enc)
     learned = [n for n in new_parameter_names(model) if "alpha" in n]
     assert (len(learned) == 1) == (mode == "learned")
+
+
+def test_trainer_predict_keeps_dataset_order_with_length_grouping(tmp_path):
+    """transformers 5 length-groups eval batches too; our predictions must still come back in dataset order."""
+    import numpy as np
+    import torch
+
+    from syntaxformer.data.collate import pad_arrays
+
+    torch.manual_seed(0)
+    model = _tiny(use_sg_layer=False).eval()
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in rng.integers(3, 20, size=40):  # very different lengths: grouping would reorder them
+        ids = rng.integers(5, 50, size=int(n))
+        rows.append({"input_ids": ids, "attention_mask": np.ones(int(n), dtype=np.int64),
+                     "labels": np.asarray(int(rng.integers(0, 2)))})
+
+    class _DS(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(rows)
+
+        def __getitem__(self, i):
+            return rows[i]
+
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=4, report_to="none", use_cpu=True,
+                             train_sampling_strategy="group_by_length", label_names=["labels"],
+                             remove_unused_columns=False)
+    trainer = SyntaxTrainer(model=model, args=args, data_collator=lambda f: pad_arrays(f))
+    out = trainer.predict(_DS())
+    with torch.no_grad():
+        direct = np.stack([model(**pad_arrays([r])).logits[0].numpy() for r in rows])
+    np.testing.assert_allclose(out.predictions, direct, atol=1e-4)
+    assert out.label_ids.tolist() == [int(r["labels"]) for r in rows]

@@ -403,7 +403,7 @@ def run_experiment(config: ExperimentConfig, *, callbacks: Sequence[Any] = ()) -
     final = dev_out.metrics
     dev_scores = _task_scores(task, final)
     _write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
-        "task": task.name, "seed": config.seed, "ids": list(dev_ds.guids),
+        "task": task.name, "seed": config.seed, "order": "dataset", "ids": list(dev_ds.guids),
         "predictions": np.asarray(logits_to_predictions(task, dev_out.predictions)).tolist(),
         "labels": np.asarray(dev_ds.labels).tolist()})
     if config.save_model:

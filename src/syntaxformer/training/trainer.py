@@ -138,6 +138,18 @@ class SyntaxTrainer(Trainer):
             logs["eval_lisa_loss"] = self._take_lisa("eval")
         super().log(logs, *args, **kwargs)
 
+    def _get_eval_sampler(self, eval_dataset: Any) -> Any:
+        """Evaluate and predict in dataset order.
+
+        transformers 5 also length-groups *evaluation* batches when ``train_sampling_strategy`` is
+        ``group_by_length`` (a seeded shuffle of megabatches), so ``predict(...).predictions`` would come back
+        permuted and could not be written next to the example ids. Metrics were unaffected (labels travel with
+        the batches); predictions files were not. One process: sequential order; distributed: the Trainer's own.
+        """
+        if eval_dataset is not None and self.args.world_size <= 1:
+            return torch.utils.data.SequentialSampler(eval_dataset)
+        return super()._get_eval_sampler(eval_dataset)
+
     def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
         self._lisa_sums["eval"] = [0.0, 0]
         return super().evaluate(*args, **kwargs)
