@@ -94,6 +94,8 @@ def _summarize(args: argparse.Namespace) -> dict:
             variant, seed = metrics_file.parent.parent.name, int(metrics_file.parent.name[4:])
             m = json.loads(metrics_file.read_text())
             p = json.loads((metrics_file.parent / "dev_predictions.json").read_text())
+            if p.get("order") != "dataset":
+                raise SystemExit(f"{metrics_file.parent}: predictions not in dataset order; run `reorder` first")
             runs.setdefault(variant, {})[seed] = {"score": m["dev"][main], "all": m["dev"], "pred": p,
                                                   "train_s": m["train"]["runtime_s"], "sizes": m["sizes"],
                                                   "subsample": m["subsample"]}
@@ -155,9 +157,52 @@ def _markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _reorder(args: argparse.Namespace) -> None:
+    """Repair ``dev_predictions.json`` files written before the evaluation-order fix.
+
+    Until that fix, transformers 5 length-grouped the evaluation batches (seeded with ``data_seed``), so the saved
+    predictions were in sampler order, not dataset order (metrics were right: labels travelled with the batches).
+    The sampler is deterministic, so its order is rebuilt from the run's own cached dev features and inverted;
+    a file is rewritten only if the reordered predictions reproduce the run's dev metric exactly.
+    """
+    import torch
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    from syntaxformer.tasks import get_task
+    from syntaxformer.tasks.metrics import compute_metrics
+    from syntaxformer.training import ExperimentConfig
+    from syntaxformer.training.experiment import CONFIG_FILE, _features, _load_tokenizer, load_task_split
+
+    for pred_file in sorted(Path(args.out).glob("*/*/seed*/dev_predictions.json")):
+        p = json.loads(pred_file.read_text())
+        if p.get("order") == "dataset":
+            continue
+        run = pred_file.parent
+        config = ExperimentConfig.from_dict(json.loads((run / CONFIG_FILE).read_text()))
+        task = get_task(config.task)
+        tokenizer = _load_tokenizer(config.resolved_model())
+        data = load_task_split(config, "dev", config.max_eval_samples)
+        ds = _features(config, task, data, tokenizer, "dev")
+        gen = torch.Generator().manual_seed(config.resolved_data_seed)
+        order = list(LengthGroupedSampler(int(config.per_device_eval_batch_size), dataset=ds,
+                                          model_input_name="input_ids", generator=gen))
+        fixed = [None] * len(order)
+        for k, i in enumerate(order):
+            fixed[i] = p["predictions"][k]
+        main = task.main_metric
+        want = json.loads((run / "metrics.json").read_text())["dev"][main]
+        got = compute_metrics([main], fixed, p["labels"])[main]
+        if abs(got - want) > 1e-9:
+            print(f"{run}: reordered {main} {got:.6f} != run's {want:.6f}; left as is", flush=True)
+            continue
+        p.update(predictions=fixed, order="dataset", reordered="sampler order rebuilt and inverted")
+        pred_file.write_text(json.dumps(p))
+        print(f"{run}: reordered ({main} {got:.4f} reproduced)", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["run", "summarize"])
+    parser.add_argument("action", choices=["run", "summarize", "reorder"])
     parser.add_argument("--tasks", default="sst2,cola,rte,mrpc,stsb")
     parser.add_argument("--variants", default="baseline,sgnet")
     parser.add_argument("--seeds", default="1,2,3")
@@ -168,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "run":
         _run(args)
+        return 0
+    if args.action == "reorder":
+        _reorder(args)
         return 0
     summary = _summarize(args)
     if args.json:
