@@ -15,6 +15,7 @@ from syntaxformer.modeling.modeling_sgnet import (
     SGNetPooler,
     mean_pool,
 )
+from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering, SGNetQuestionAnsweringOutput
 from syntaxformer.modeling.outputs import SGNetModelOutput, SGNetSequenceClassifierOutput
 from syntaxformer.modeling.syntax_bert import (
     SyntaxBertConfig,
@@ -44,7 +45,9 @@ __all__ = [
     "ConcatAggregation",
     "DualAggregation",
     "FirstTokenPooler",
+    "SGNetForQuestionAnswering",
     "SGNetForSequenceClassification",
+    "SGNetQuestionAnsweringOutput",
     "SGNetModel",
     "SGNetModelOutput",
     "SGNetPooler",

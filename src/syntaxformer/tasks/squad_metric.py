@@ -1,0 +1,188 @@
+"""SQuAD 2.0 evaluation (EM / F1, HasAns / NoAns, best no-answer thresholds), re-implemented from its definition.
+
+Behaviour (as documented for the official SQuAD 2.0 evaluation):
+
+* **Normalisation** of a string: lower-case, drop ASCII punctuation (``string.punctuation``), drop the articles
+  *a*, *an*, *the* as whole words, collapse whitespace.
+* **EM** of a prediction against one gold answer: 1 if the normalised strings are equal.
+* **F1**: bag-of-tokens overlap of the normalised strings (split on whitespace). If either side has no token, F1 is
+  1 when both are empty and 0 otherwise.
+* Per question the score is the **max over its gold answers**; an unanswerable question has the single gold
+  answer ``""`` (so predicting ``""`` scores 1, anything else 0). Gold answers that normalise to ``""`` are
+  dropped from an answerable question's list (if all do, ``[""]`` is used); such a question still counts as
+  HasAns (a question is HasAns when it has any non-empty gold text). Example: a gold list ``["the", "Normans"]``
+  is scored against ``["Normans"]`` only, so an empty prediction gets 0, not 1.
+* **Totals** are percentages (0-100): ``exact``, ``f1``, ``total`` over all questions; ``HasAns_*`` over answerable,
+  ``NoAns_*`` over unanswerable ones (omitted when there are none).
+* **No-answer probabilities** (optional, ``qid -> score``; higher = more likely unanswerable): a question is
+  predicted unanswerable when its score exceeds a threshold (default 1.0, i.e. the prediction text is used as is).
+  ``best_exact`` / ``best_f1`` are the scores at the best threshold found on the data, with ``best_exact_thresh``
+  / ``best_f1_thresh``: questions are swept in increasing order of no-answer score; starting from "all
+  unanswerable" (score = share of unanswerable questions), each question in turn switches to its predicted text.
+  The running score changes by (its score with the text) - (its score with "") — for an unanswerable question
+  that is -1 when the text is non-empty, 0 if the text is empty. The best point and the score of the question
+  that reached it give the threshold (questions with a score ≤ threshold are answered).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import string
+from pathlib import Path
+from typing import Any, Mapping
+
+_PUNCT = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+
+
+def normalize_answer(text: str) -> str:
+    """Lower-case, remove punctuation, the articles a/an/the, and extra whitespace."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def answer_tokens(text: str) -> list[str]:
+    """Tokens of the normalised text (empty list for an empty / all-punctuation string)."""
+    return normalize_answer(text).split() if text else []
+
+
+def exact_score(gold: str, pred: str) -> int:
+    """1 if the normalised strings are equal, else 0."""
+    return int(normalize_answer(gold) == normalize_answer(pred))
+
+
+def f1_score(gold: str, pred: str) -> float:
+    """Token-overlap F1 of the normalised strings (two empty strings: 1; empty vs non-empty: 0)."""
+    g, p = answer_tokens(gold), answer_tokens(pred)
+    if not g or not p:
+        return float(g == p)
+    common = collections.Counter(g) & collections.Counter(p)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def gold_answers_from_dataset(dataset: Any) -> dict[str, list[str]]:
+    """``qid -> gold answer texts`` (``[]`` for unanswerable) from SQuAD json (the dict or its ``data`` list)."""
+    articles = dataset["data"] if isinstance(dataset, Mapping) else dataset
+    gold: dict[str, list[str]] = {}
+    for article in articles:
+        for para in article["paragraphs"]:
+            for qa in para["qas"]:
+                gold[qa["id"]] = [a["text"] for a in qa.get("answers", [])]
+    return gold
+
+
+def raw_scores(gold: Mapping[str, list[str]], preds: Mapping[str, str]) -> tuple[dict[str, int], dict[str, float]]:
+    """Per-question EM and F1 (max over gold answers). A question missing from ``preds`` counts as predicted ``""``."""
+    em: dict[str, int] = {}
+    f1: dict[str, float] = {}
+    for qid, answers in gold.items():
+        answers = list(answers) or [""]
+        pred = preds.get(qid, "")
+        em[qid] = max(exact_score(a, pred) for a in answers)
+        f1[qid] = max(f1_score(a, pred) for a in answers)
+    return em, f1
+
+
+def apply_no_answer_threshold(scores: Mapping[str, float], na_probs: Mapping[str, float],
+                              has_answer: Mapping[str, bool], threshold: float) -> dict[str, float]:
+    """Questions with ``na_prob > threshold`` are predicted unanswerable: score 1 if they are, else 0."""
+    out = {}
+    for qid, s in scores.items():
+        if na_probs.get(qid, 0.0) > threshold:
+            out[qid] = float(not has_answer[qid])
+        else:
+            out[qid] = s
+    return out
+
+
+def _totals(em: Mapping[str, float], f1: Mapping[str, float], qids: list[str]) -> dict[str, float]:
+    n = len(qids)
+    if n == 0:
+        return {"exact": 0.0, "f1": 0.0, "total": 0}
+    return {"exact": 100.0 * sum(em[q] for q in qids) / n, "f1": 100.0 * sum(f1[q] for q in qids) / n, "total": n}
+
+
+def find_best_threshold(preds: Mapping[str, str], scores: Mapping[str, float], na_probs: Mapping[str, float],
+                        has_answer: Mapping[str, bool]) -> tuple[float, float]:
+    """Best total score (percent) over no-answer thresholds and the threshold reaching it (see module doc)."""
+    n_noans = sum(1 for v in has_answer.values() if not v)
+    current = best = float(n_noans)
+    best_thresh = 0.0
+    for qid in sorted(na_probs, key=lambda q: na_probs[q]):
+        if qid not in scores:
+            continue
+        if has_answer[qid]:
+            diff = scores[qid]
+        elif preds.get(qid, ""):
+            diff = -1.0
+        else:
+            diff = 0.0
+        current += diff
+        if current > best:
+            best = current
+            best_thresh = na_probs[qid]
+    return 100.0 * best / max(len(scores), 1), best_thresh
+
+
+def _is_dataset(obj: Any) -> bool:
+    """SQuAD json (``{"data": [article, ...]}`` or the article list) rather than ``qid -> [texts]``."""
+    if isinstance(obj, Mapping):
+        data = obj.get("data")
+        return isinstance(data, list) and all(isinstance(a, Mapping) and "paragraphs" in a for a in data)
+    return isinstance(obj, (list, tuple))
+
+
+def squad_evaluate(gold: Mapping[str, list[str]] | Any, preds: Mapping[str, str],
+                   na_probs: Mapping[str, float] | None = None, na_prob_thresh: float = 1.0) -> dict[str, float]:
+    """The SQuAD 2.0 metrics.
+
+    Args:
+        gold: ``qid -> gold answer texts`` (``[]`` or ``[""]`` = unanswerable), or the SQuAD json itself.
+        preds: ``qid -> predicted text`` (``""`` = no answer). Missing questions count as ``""``.
+        na_probs: optional ``qid -> no-answer score`` (missing = 0.0); enables the ``best_*`` keys.
+        na_prob_thresh: questions with a no-answer score above it are predicted unanswerable.
+
+    Returns:
+        ``exact``, ``f1``, ``total``, ``HasAns_exact/f1/total``, ``NoAns_exact/f1/total`` (when present) and, with
+        ``na_probs``, ``best_exact``, ``best_exact_thresh``, ``best_f1``, ``best_f1_thresh``. Scores in percent.
+    """
+    if _is_dataset(gold):
+        gold = gold_answers_from_dataset(gold)
+    has_answer = {q: any(a for a in answers) for q, answers in gold.items()}
+    scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
+    em, f1 = raw_scores(scored, preds)
+    probs = {q: float(na_probs.get(q, 0.0)) for q in gold} if na_probs is not None else {q: 0.0 for q in gold}
+    em_t = apply_no_answer_threshold(em, probs, has_answer, na_prob_thresh)
+    f1_t = apply_no_answer_threshold(f1, probs, has_answer, na_prob_thresh)
+    qids = list(gold)
+    out: dict[str, float] = dict(_totals(em_t, f1_t, qids))
+    for name, want in (("HasAns", True), ("NoAns", False)):
+        part = [q for q in qids if has_answer[q] == want]
+        if part:
+            out.update({f"{name}_{k}": v for k, v in _totals(em_t, f1_t, part).items()})
+    if na_probs is not None:
+        out["best_exact"], out["best_exact_thresh"] = find_best_threshold(preds, em, probs, has_answer)
+        out["best_f1"], out["best_f1_thresh"] = find_best_threshold(preds, f1, probs, has_answer)
+    return out
+
+
+def evaluate_files(data_file: str | Path, pred_file: str | Path, na_prob_file: str | Path | None = None,
+                   na_prob_thresh: float = 1.0) -> dict[str, float]:
+    """:func:`squad_evaluate` on a SQuAD json, a ``{qid: text}`` prediction json and an optional no-answer json."""
+    with open(data_file, encoding="utf-8") as f:
+        dataset = json.load(f)
+    with open(pred_file, encoding="utf-8") as f:
+        preds = json.load(f)
+    na_probs = None
+    if na_prob_file is not None:
+        with open(na_prob_file, encoding="utf-8") as f:
+            na_probs = json.load(f)
+    return squad_evaluate(dataset, preds, na_probs, na_prob_thresh)
