@@ -42,6 +42,8 @@ VARIANTS: dict[str, dict] = {
     "sgnet_mean_copy": {"use_sg_layer": True, "pooling": "mean", "sg_init": "copy_last"},
     "sgnet_mean_learned": {"use_sg_layer": True, "pooling": "mean", "alpha_mode": "learned"},
     "sgnet_mean_lr": {"use_sg_layer": True, "pooling": "mean", "new_params_lr": 3e-4},
+    # Table 6 control: the extra layer without the SDOI mask (H̄ = H'), to separate capacity from syntax.
+    "vanilla_layer_mean": {"use_sg_layer": True, "pooling": "mean", "aggregation": "vanilla_layer"},
 }
 
 
@@ -131,7 +133,7 @@ def _pairs(runs: dict) -> list[tuple[str, str]]:
     """Which variant is compared with which: sgnet* with the baseline of the same pooling; noise with clean."""
     out = []
     for v in runs:
-        if v.startswith("sgnet") and "_noise" not in v:
+        if (v.startswith("sgnet") or v.startswith("vanilla_layer")) and "_noise" not in v:
             ref = "baseline_mean" if "_mean" in v else "baseline"
             if ref in runs:
                 out.append((v, ref))
