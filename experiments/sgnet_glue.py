@@ -28,6 +28,8 @@ TASK_PRESETS: dict[str, dict] = {
     "rte": {"max_train_samples": 1000, "max_length": 128, "num_train_epochs": 2.0},
     "mrpc": {"max_train_samples": 1200, "max_length": 128, "num_train_epochs": 2.0},
     "stsb": {"max_train_samples": 1500, "max_length": 96, "num_train_epochs": 2.0},
+    "sst2_trees": {"max_train_samples": 2000, "max_length": 64, "num_train_epochs": 2.0},
+    "sst5": {"max_train_samples": 2000, "max_length": 64, "num_train_epochs": 2.0},
 }
 COMMON = {
     "per_device_train_batch_size": 32, "per_device_eval_batch_size": 64, "learning_rate": 1e-4,
@@ -44,6 +46,10 @@ VARIANTS: dict[str, dict] = {
     "sgnet_mean_lr": {"use_sg_layer": True, "pooling": "mean", "new_params_lr": 3e-4},
     # Table 6 control: the extra layer without the SDOI mask (H̄ = H'), to separate capacity from syntax.
     "vanilla_layer_mean": {"use_sg_layer": True, "pooling": "mean", "aggregation": "vanilla_layer"},
+    # Syntax-BERT (issue 4): the plain encoder with the Syntax-BERT head, Syntax-BERT, Syntax-BERT + LISA.
+    "sbert_baseline": {"model_type": "syntax_bert", "use_syntax": False},
+    "sbert": {"model_type": "syntax_bert"},
+    "sbert_lisa": {"model_type": "syntax_bert", "lisa_layer": 3},
 }
 
 
@@ -133,7 +139,10 @@ def _pairs(runs: dict) -> list[tuple[str, str]]:
     """Which variant is compared with which: sgnet* with the baseline of the same pooling; noise with clean."""
     out = []
     for v in runs:
-        if (v.startswith("sgnet") or v.startswith("vanilla_layer")) and "_noise" not in v:
+        if v.startswith("sbert") and v != "sbert_baseline":
+            if "sbert_baseline" in runs:
+                out.append((v, "sbert_baseline"))
+        elif (v.startswith("sgnet") or v.startswith("vanilla_layer")) and "_noise" not in v:
             ref = "baseline_mean" if "_mean" in v else "baseline"
             if ref in runs:
                 out.append((v, ref))
