@@ -34,3 +34,18 @@ def minilm_tokenizer():
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(minilm_path())
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    """A randomly initialised 2-layer BERT with hidden size 32, saved with the MiniLM tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tok = AutoTokenizer.from_pretrained(minilm_path())
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=37, max_position_embeddings=128)).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)

@@ -18,23 +18,9 @@ from syntaxformer.training import ExperimentConfig, run_experiment
 from syntaxformer.training.config import SYNTAX_BERT_OPTIONS
 from syntaxformer.training.experiment import (build_model, feature_options, resolve_systems,
                                               syntax_bert_model_options, system_kind)
-from tests.conftest import data_path, minilm_path
+from tests.conftest import data_path
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    """A randomly initialised 2-layer BERT with hidden size 32, saved with the MiniLM tokenizer."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    folder = tmp_path_factory.mktemp("tiny-bert-sb")
-    tok = AutoTokenizer.from_pretrained(minilm_path())
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=37, max_position_embeddings=128)).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
 
 
 @pytest.fixture(autouse=True)

@@ -30,10 +30,7 @@ def example_arrays(example: AlignedExample, criterion: str = "share", max_distan
     }
     if example.token_type_ids is not None:
         out["token_type_ids"] = np.asarray(example.token_type_ids, dtype=np.int64)
-    syntax = encode_syntax(example, criterion=criterion, max_distance=max_distance)
-    if not constituency:
-        syntax = {k: v for k, v in syntax.items() if not k.startswith("con_")}
-    out.update(syntax)
+    out.update(encode_syntax(example, criterion=criterion, max_distance=max_distance, constituency=constituency))
     return out
 
 
