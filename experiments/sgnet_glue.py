@@ -50,6 +50,12 @@ VARIANTS: dict[str, dict] = {
     "sbert_baseline": {"model_type": "syntax_bert", "use_syntax": False},
     "sbert": {"model_type": "syntax_bert"},
     "sbert_lisa": {"model_type": "syntax_bert", "lisa_layer": 3},
+    # Syntax-BERT Table 5 ablations and one attempt to close the gap (the vanilla attention as one more candidate).
+    "sbert_sum": {"model_type": "syntax_bert", "syntax_bert_options": {"aggregation": "sum"}},
+    "sbert_random": {"model_type": "syntax_bert", "syntax_bert_options": {"random_masks": True}},
+    "sbert_dep": {"model_type": "syntax_bert", "trees": "dependency"},
+    "sbert_const": {"model_type": "syntax_bert", "trees": "constituency"},
+    "sbert_full": {"model_type": "syntax_bert", "syntax_bert_options": {"full_attention_candidate": True}},
 }
 
 

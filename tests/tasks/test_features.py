@@ -112,3 +112,30 @@ def test_features_snli_given_parses_need_no_parser(minilm_tokenizer, cache, monk
     assert ds.meta["parser"] == "given" and len(ds) == 8
     segs = ds[0]["syntax_segment"]
     assert set(segs.tolist()) == {-1, 0, 1}  # premise and hypothesis trees
+
+
+def test_features_constituency_from_dependency_fallback(minilm_tokenizer, cache):
+    """GLUE pairs have no constituency parse: the fallback reads one off each dependency tree, so Syntax-BERT's
+    constituency relations are no longer empty; the default ("given") keeps them empty."""
+    from syntaxformer.masks.relations import relation_groups_from_features
+    from syntaxformer.tasks.features import syntax_bert_keys, syntax_source
+
+    task, data = _data("rte", 4)
+    kw = dict(split="dev", cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)
+    plain = FeatureOptions(max_length=96, syntax_keys=syntax_bert_keys())
+    filled = FeatureOptions(max_length=96, syntax_keys=syntax_bert_keys(), constituency="from_dependency")
+    a = build_features(task, data, minilm_tokenizer, plain, **kw)
+    b = build_features(task, data, minilm_tokenizer, filled, **kw)
+    assert "read off the dependency" in syntax_source(data, filled)["constituency"]
+    assert "empty" in syntax_source(data, plain)["constituency"]
+    collate = SyntaxCollator(pad_token_id=minilm_tokenizer.pad_token_id)
+    ba, bb = collate([a[i] for i in range(4)]), collate([b[i] for i in range(4)])
+    for key in ("input_ids", "dep_tin", "dep_parent"):
+        assert torch.equal(ba[key], bb[key])  # the dependency side is untouched
+    words = bb["syntax_tree"] >= 0
+    assert bool((ba["con_depth"][words] == -1).all()) and bool((bb["con_depth"][words] >= 0).all())
+    _, con_a = relation_groups_from_features(ba, pairwise=False)
+    _, con_b = relation_groups_from_features(bb, pairwise=False)
+    assert int((con_a > 0).sum()) == 0 and int((con_b > 0).sum()) > 0
+    with pytest.raises(Exception, match="constituency"):
+        FeatureOptions(constituency="parser")

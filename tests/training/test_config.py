@@ -73,3 +73,19 @@ def test_config_resume_and_overwrite_rules(tmp_path):
     assert not list(out.glob("checkpoint-*"))  # a fresh start removes the old run's checkpoints
     with pytest.raises(SyntaxformerError, match="not found"):
         _resume_checkpoint(ExperimentConfig(resume=str(out / "checkpoint-9")), str(out))
+
+
+def test_config_constituency_fallback_reaches_the_features():
+    from syntaxformer.training.experiment import feature_options
+
+    sb = ExperimentConfig(task="rte", model_type="syntax_bert")
+    assert feature_options(sb).constituency == "from_dependency"
+    assert feature_options(ExperimentConfig(task="rte", model_type="syntax_bert",
+                                            constituency_fallback="none")).constituency == "given"
+    assert feature_options(ExperimentConfig(task="rte", model_type="syntax_bert",
+                                            trees="dependency")).constituency == "given"
+    assert feature_options(ExperimentConfig(task="rte")).constituency == "given"  # SG-Net reads no con_* arrays
+    with pytest.raises(SyntaxformerError, match="constituency_fallback"):
+        ExperimentConfig(task="rte", model_type="syntax_bert", constituency_fallback="parser")
+    with pytest.raises(SyntaxformerError, match="constituency_fallback"):
+        ExperimentConfig(task="rte", constituency_fallback="none")  # a Syntax-BERT option on SG-Net

@@ -127,7 +127,8 @@ def test_syntax_bert_lisa_end_to_end_on_sst5_trees(tiny_model, tmp_path, capsys)
 
 
 def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tmp_path, capsys):
-    """GLUE texts have dependency trees only: trees=both must still run (constituency relations empty)."""
+    """GLUE texts have dependency trees only: with constituency_fallback=none, trees=both must still run (the
+    constituency relations are empty). The default fallback is tested in tests/tasks/test_features.py."""
     from syntaxformer.data.collate import SyntaxCollator
     from syntaxformer.masks.relations import relation_groups
     from syntaxformer.tasks import load_split, subsample
@@ -139,7 +140,7 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
     code = main(["train", "--task", "sst2", "--model", tiny_model, "--data-dir", sst2, "--model-type", "syntax_bert",
                  "--trees", "both", "--max-train-samples", "48", "--max-eval-samples", "16", "--max-length", "48",
                  "--epochs", "1", "--batch-size", "16", "--output-dir", str(out), "--no-progress",
-                 "--set", "save_strategy=no", "--set", "save_model=false"])
+                 "--set", "save_strategy=no", "--set", "save_model=false", "--set", "constituency_fallback=none"])
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["model_type"] == "Syntax-BERT" and "accuracy" in printed["dev"]

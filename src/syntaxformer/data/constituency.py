@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
+
 from syntaxformer.errors import FormatError
 
 #: Pre-terminal labels of empty elements (traces, null elements) in the Penn Treebank.
@@ -436,3 +438,89 @@ def _tokenize(text: str) -> list[str]:
 def _clip(text: str, n: int = 80) -> str:
     text = " ".join(text.split())
     return repr(text if len(text) <= n else text[: n - 3] + "...")
+
+
+# -- dependency -> constituency (the fallback for texts without a constituency parse) -------------------------
+def projectivize(heads: "list[int] | tuple[int, ...]") -> list[int]:
+    """Heads of a projective tree close to ``heads``: lift non-projective arcs until none is left.
+
+    An arc ``h -> d`` is non-projective when a word strictly between ``h`` and ``d`` is not a descendant of ``h``
+    (roots hang from a virtual node before the sentence). The shortest such arc is lifted first (``d`` is
+    re-attached to its grandparent, or becomes a root), as in pseudo-projective parsing (Nivre & Nilsson, 2005);
+    every lift shortens a path to the root, so the loop ends. Projective input is returned unchanged (as a copy).
+    """
+    from syntaxformer.data.tree import check_heads
+
+    out = [int(h) for h in heads]
+    check_heads(out, "dependency tree")
+    n = len(out)
+    while True:
+        # ancestors as sets (n is a sentence: tens of words)
+        anc: list[set[int]] = []
+        for i in range(n):
+            s: set[int] = set()
+            j = out[i]
+            while j >= 0:
+                s.add(j)
+                j = out[j]
+            anc.append(s)
+        worst: tuple[int, int] | None = None  # (arc length, dependent)
+        for d, h in enumerate(out):
+            if h < 0:  # an arc from the virtual root crosses nothing that the other arcs do not already report
+                continue
+            lo, hi = min(h, d), max(h, d)
+            if (worst is None or hi - lo < worst[0]) and any(h not in anc[k] for k in range(lo + 1, hi)):
+                worst = (hi - lo, d)
+        if worst is None:
+            return out
+        d = worst[1]
+        out[d] = out[out[d]]
+
+
+def dependency_to_constituency(words: "list[str]", heads: "list[int]", pos: "list[str] | None" = None, *,
+                               root_label: str = "S") -> Tree:
+    """A constituency tree read off a dependency tree (the fallback where no constituency parse exists).
+
+    Every word with dependents heads a phrase spanning its (projectivized, :func:`projectivize`) subtree; the
+    phrase's children are the phrases of its left dependents, the head word's pre-terminal and the phrases of its
+    right dependents, in word order; a word without dependents is just its pre-terminal (no unary phrase). Phrase
+    labels are the head's tag + ``"P"`` (``NOUNP``, ``VERBP``; ``XP`` without tags); pre-terminals carry the tag
+    (``X`` without tags). Several roots are joined under one ``root_label`` node. The leaves are ``words``.
+
+    This is the classic correspondence between projective dependency trees and (flat, head-marked) phrase
+    structure; it adds no information the dependency tree lacks, but it gives models that read constituency
+    relations (Syntax-BERT's constituency sub-networks) a tree where no constituency parser is available.
+    """
+    n = len(words)
+    if n == 0:
+        raise ValueError("dependency_to_constituency: a sentence needs at least one word")
+    if len(heads) != n or (pos is not None and len(pos) != n):
+        raise ValueError(f"dependency_to_constituency: {len(heads)} heads / "
+                         f"{'-' if pos is None else len(pos)} tags for {n} words")
+    proj = projectivize(heads)
+    kids: list[list[int]] = [[] for _ in range(n)]
+    for i, h in enumerate(proj):
+        if h >= 0:
+            kids[h].append(i)
+    tag = [(p or "X") if pos is not None else "X" for p in (pos or [None] * n)]
+
+    # bottom-up without recursion (a parse of a huge text can be a very deep chain)
+    from syntaxformer.data.tree import depths
+
+    built: list[Tree | None] = [None] * n
+    order = np.argsort(-depths(proj), kind="stable")
+    for i in (int(k) for k in order):
+        pre = Tree(tag[i], [words[i]])
+        if not kids[i]:
+            built[i] = pre
+            continue
+        parts: list[Tree | str] = [built[c] for c in kids[i] if c < i] + [pre] + [built[c] for c in kids[i] if c > i]
+        built[i] = Tree(f"{tag[i]}P" if pos is not None else "XP", parts)
+
+    def node(i: int) -> Tree:
+        return built[i]  # type: ignore[return-value]
+
+    top = [i for i, h in enumerate(proj) if h < 0]
+    if len(top) == 1:
+        return node(top[0])
+    return Tree(root_label, [node(r) for r in top])

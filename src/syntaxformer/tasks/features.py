@@ -14,8 +14,9 @@ Two caches make repeated runs cheap:
 Where the syntax comes from (:func:`syntax_source` describes it for ``metrics.json``):
 
 * plain texts (GLUE, SNLI's tokenized files): spaCy parses the raw text; there is **no constituency parser**, so
-  these texts have dependency trees only and the constituency arrays (``con_*``) mark every word as having no
-  tree: Syntax-BERT's constituency relations are then empty and only the dependency sub-networks are used;
+  these texts have dependency trees only. By default (``constituency="given"``) the constituency arrays
+  (``con_*``) mark every word as having no tree (Syntax-BERT's constituency relations are then empty); with
+  ``constituency="from_dependency"`` (what Syntax-BERT training uses) a tree is read off each dependency tree;
 * given parses (SNLI jsonl: the Stanford parser's trees, dependencies by head rules) are used as they are;
 * gold trees (SST tree tasks, ``TaskExample.tree_a``): the gold constituency tree is kept and the dependency tree
   comes from spaCy parsing the gold tokens (one tree over exactly those tokens, cached like any parse). With
@@ -96,6 +97,10 @@ class FeatureOptions:
             dependencies; error if a text has neither).
         parser_noise: fraction of heads re-attached at random per sentence (0 = clean parses).
         noise_seed: seed of the parser noise.
+        constituency: ``"given"`` (constituency trees only where the data gives them; plain texts get none and
+            Syntax-BERT's constituency relations are empty there) or ``"from_dependency"`` (sentences without a
+            constituency tree get one read off their dependency tree,
+            :func:`~syntaxformer.data.constituency.dependency_to_constituency`, after any parser noise).
     """
 
     max_length: int = 128
@@ -106,8 +111,11 @@ class FeatureOptions:
     syntax: str = "auto"
     parser_noise: float = 0.0
     noise_seed: int = 0
+    constituency: str = "given"
 
     def __post_init__(self) -> None:
+        if self.constituency not in ("given", "from_dependency"):
+            raise SyntaxformerError(f"constituency must be 'given' or 'from_dependency', got {self.constituency!r}")
         if self.syntax not in ("auto", "parser", "given"):
             raise SyntaxformerError(f"syntax must be 'auto', 'parser' or 'given', got {self.syntax!r}")
         if not 0.0 <= float(self.parser_noise) <= 1.0:
@@ -226,6 +234,8 @@ def _cache_key(task: TaskSpec, split: str, data: TaskData, tokenizer: Any, optio
         "n": len(data), "tokenizer": tokenizer_fingerprint(tokenizer), "parser": parser_id,
         "options": dataclasses.asdict(options),
     }
+    if options.constituency == "given":  # the default: keep the keys of caches written before the option existed
+        del payload["options"]["constituency"]
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -279,6 +289,10 @@ def build_features(task: TaskSpec, data: TaskData, tokenizer: Any, options: Feat
         docs_a = [_corrupt(d, options, e.guid + ":a") for d, e in zip(docs_a, data.examples)]
         if docs_b is not None:
             docs_b = [_corrupt(d, options, e.guid + ":b") for d, e in zip(docs_b, data.examples)]
+    if options.constituency == "from_dependency":
+        docs_a = [_with_dependency_trees(d) for d in docs_a]
+        if docs_b is not None:
+            docs_b = [_with_dependency_trees(d) for d in docs_b]
     ds = _encode(task, data, docs_a, docs_b, tokenizer, options, progress)
     ds.meta.update(task=task.name, split=split, n_examples=len(ds), n_parsed_texts=n_parsed, parser=parser_id,
                    source=data.source, sample=data.sample_note, total_examples=data.total,
@@ -391,13 +405,31 @@ def syntax_source(data: TaskData, options: FeatureOptions) -> dict[str, str]:
         has_tree = first.tree is not None
         con.append(f"given trees ({origin})" if has_tree else "none in the given parses")
         dep.append(f"given ({origin}; head rules on its trees)" if has_tree else f"given ({origin})")
+    fallback = "read off the dependency trees (dependency_to_constituency)"
+    if n_sentence and options.constituency == "from_dependency" and con and con[-1] == "none in the given parses":
+        con[-1] = fallback
     if n - n_sentence - n_tree > 0:
         dep.append(f"{parser} on raw text")
-        con.append("none (no constituency parser: constituency relations are empty)")
+        con.append(fallback if options.constituency == "from_dependency"
+                   else "none (no constituency parser: constituency relations are empty)")
     out = {"dependency": " + ".join(dict.fromkeys(dep)), "constituency": " + ".join(dict.fromkeys(con))}
     if float(options.parser_noise) > 0:
         out["dependency"] += f", {options.parser_noise:g} of the heads re-attached at random (parser noise)"
     return out
+
+
+def _with_dependency_trees(doc: Document | Sentence) -> Document | Sentence:
+    """``doc`` with a constituency tree read off the dependency tree of every sentence that has none."""
+    from syntaxformer.data.constituency import dependency_to_constituency
+
+    def fill(s: Sentence) -> Sentence:
+        if s.tree is not None:
+            return s
+        return dataclasses.replace(s, tree=dependency_to_constituency(s.words, s.heads, s.upos))
+
+    if isinstance(doc, Sentence):
+        return fill(doc)
+    return Document([fill(s) for s in doc.sentences], text=doc.text, doc_id=doc.doc_id, metadata=dict(doc.metadata))
 
 
 def _corrupt(doc: Document | Sentence, options: FeatureOptions, guid: str) -> Document | Sentence:

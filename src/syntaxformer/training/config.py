@@ -97,6 +97,10 @@ class ExperimentConfig:
         use_syntax: ``false`` = no sub-networks in any layer (``syntax_layers=[]``): the plain encoder with the
             Syntax-BERT head (the baseline), or LISA alone with ``lisa_layer``.
         trees: ``both`` (paper), ``dependency`` or ``constituency`` (``use_dependency`` / ``use_constituency``).
+        constituency_fallback: where a text has no constituency tree (GLUE: no constituency parser ships),
+            ``dependency`` (default) reads one off its dependency parse
+            (:func:`~syntaxformer.data.constituency.dependency_to_constituency`); ``none`` leaves the
+            constituency relations of those texts empty. Gold trees (SST, SNLI's parses) are always used as given.
         lisa_layer, lisa_head, lisa_loss_weight: the LISA parent head (``lisa_layer: null`` = no LISA); its loss
             is added to the task loss and logged as ``lisa_loss``.
         syntax_bert_options: any other ``SyntaxBertConfig`` option by its real name
@@ -167,6 +171,7 @@ class ExperimentConfig:
     # Syntax-BERT
     use_syntax: bool = True
     trees: str = "both"
+    constituency_fallback: str = "dependency"
     lisa_layer: int | None = None
     lisa_head: int = 0
     lisa_loss_weight: float = 1.0
@@ -210,7 +215,8 @@ class ExperimentConfig:
                    "alpha_mode": ("fixed", "learned"), "sg_init": ("random", "copy_last"),
                    "pooling": ("cls", "mean"), "mixed_precision": ("auto", "no", "bf16", "fp16"),
                    "eval_strategy": ("no", "steps", "epoch"), "save_strategy": ("no", "steps", "epoch"),
-                   "model_type": MODEL_TYPES, "trees": ("both", "dependency", "constituency")}
+                   "model_type": MODEL_TYPES, "trees": ("both", "dependency", "constituency"),
+                   "constituency_fallback": ("dependency", "none")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise SyntaxformerError(f"{name}={getattr(self, name)!r} is not valid; choose one of {allowed}")
@@ -249,7 +255,8 @@ class ExperimentConfig:
                                         "takes syntax_bert_options")
             return
         # SG-Net: Syntax-BERT options would be silently ignored; say so instead.
-        changed = [name for name, default in (("use_syntax", True), ("trees", "both"), ("lisa_layer", None),
+        changed = [name for name, default in (("use_syntax", True), ("trees", "both"),
+                                              ("constituency_fallback", "dependency"), ("lisa_layer", None),
                                               ("lisa_head", 0), ("lisa_loss_weight", 1.0))
                    if getattr(self, name) != default]
         if self.syntax_bert_options:

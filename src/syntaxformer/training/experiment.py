@@ -91,6 +91,8 @@ def feature_options(config: ExperimentConfig) -> FeatureOptions:
         extra["syntax_keys"] = syntax_bert_keys(dependency=config.trees in ("both", "dependency"),
                                                 constituency=config.trees in ("both", "constituency"))
         extra["max_distance"] = int(config.syntax_bert_options.get("max_distance", 15))
+        if config.trees in ("both", "constituency") and config.constituency_fallback == "dependency":
+            extra["constituency"] = "from_dependency"
     return FeatureOptions(max_length=int(config.max_length), criterion=config.criterion, parser=config.parser,
                           syntax=config.syntax, parser_noise=float(config.parser_noise),
                           noise_seed=config.resolved_noise_seed, **extra)
