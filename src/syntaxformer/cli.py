@@ -16,10 +16,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "annotate": ("syntaxformer.commands.annotate", "parse raw text or read gold trees; write JSONL / CoNLL-U"),
     "evaluate-parser": ("syntaxformer.commands.evaluate_parser", "UAS/LAS of a parser against gold trees"),
     "demo": ("syntaxformer.commands.demo", "annotate real sentences and show the syntax one model would see"),
-    "train": ("syntaxformer.commands.train", "fine-tune SG-Net, Syntax-BERT or a baseline on GLUE / SNLI / SST"),
+    "train": ("syntaxformer.commands.train", "fine-tune SG-Net / Syntax-BERT / baseline: GLUE, SST, SQuAD2, RACE"),
     "evaluate": ("syntaxformer.commands.evaluate", "score a trained model on a labeled split"),
     "predict": ("syntaxformer.commands.predict", "predict a split or file with a trained model"),
     "compare": ("syntaxformer.commands.compare", "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores"),
+    "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),
 }
 
 

@@ -139,6 +139,11 @@ class SyntaxConfig(EncoderViewsMixin, PretrainedConfig):
             else its ``hidden_dropout_prob`` (BERT's convention).
         initializer_range: std of the normal init of new weights; default the encoder's (0.02 if it has none).
         num_labels: number of outputs of classification heads (``PretrainedConfig`` semantics; default 2).
+        pos_embeddings: BERT+POS (Sundararaman et al., "Syntax-infused BERT"): ``"upos"`` (coarse) or ``"xpos"``
+            (fine) adds a trainable POS embedding of size H to the token embeddings (``h'_m = e_m + f^P_m``, passed
+            to the encoder as ``inputs_embeds``); the batch then needs ``pos_ids`` ``[B, L]`` (ids of
+            :mod:`syntaxformer.data.subword_features`: 0 = no word, each subword its word's tag). The table starts
+            at zero, so training starts from the pretrained encoder. ``None`` (default): no POS embedding.
         problem_type: ``"regression"``, ``"single_label_classification"`` or ``"multi_label_classification"``;
             ``None`` infers it as Hugging Face does: regression when ``num_labels == 1``, single-label when the
             labels are integers, multi-label otherwise.
@@ -171,6 +176,7 @@ class SyntaxConfig(EncoderViewsMixin, PretrainedConfig):
     mask_special_in_aggregation: bool = False
     classifier_dropout: float | int | None = None
     initializer_range: float | int | None = None
+    pos_embeddings: Literal["upos", "xpos"] | None = None
 
     def __post_init__(self, **kwargs: Any) -> None:
         # The base class sets ``attn_implementation`` (None unless given) recursively on the sub-configs, which

@@ -66,6 +66,8 @@ class _SyntaxPreTrainedModel(PreTrainedModel):
         elif isinstance(module, ConcatAggregation):
             init.copy_(module.weight, module.identity_init())
             init.zeros_(module.bias)
+        elif isinstance(module, PosEmbedding):
+            init.zeros_(module.weight)
 
     @classmethod
     def from_encoder_pretrained(cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None,
@@ -98,6 +100,10 @@ class _SyntaxPreTrainedModel(PreTrainedModel):
         self.base_model.encoder.set_input_embeddings(value)
 
 
+class PosEmbedding(nn.Embedding):
+    """BERT+POS's trainable POS embedding (``SyntaxConfig.pos_embeddings``); initialised to zero."""
+
+
 class SGNetModel(_SyntaxPreTrainedModel):
     """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation.
 
@@ -117,6 +123,12 @@ class SGNetModel(_SyntaxPreTrainedModel):
         if getattr(encoder, "pooler", None) is not None:
             encoder.pooler = None
         self.encoder = encoder
+        self.pos_embeddings = None
+        if self.config.pos_embeddings is not None:
+            from syntaxformer.data.subword_features import feature_vocab_size
+
+            self.pos_embeddings = PosEmbedding(feature_vocab_size(self.config.pos_embeddings), config.hidden_size,
+                                               padding_idx=0)
         if self.config.use_sg_layer:
             self.sg_layer = SyntaxGuidedLayer.from_config(self.config)
             self.aggregation = build_aggregation(self.config)
@@ -161,6 +173,7 @@ class SGNetModel(_SyntaxPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        pos_ids: torch.Tensor | None = None,
         **unused: Any,
     ) -> SGNetModelOutput | tuple[torch.Tensor, ...]:
         """Encode a batch.
@@ -181,6 +194,8 @@ class SGNetModel(_SyntaxPreTrainedModel):
             output_attentions: also return the encoder's and the syntax-guided layer's attention probabilities.
             output_hidden_states: also return the encoder's per-layer hidden states.
             return_dict: return a :class:`SGNetModelOutput` (default) or a tuple.
+            pos_ids: ``[B, L]`` POS ids per subword (0 = special token / padding; negative read as 0), needed when
+                ``config.pos_embeddings`` is set (BERT+POS): the POS embedding is added to the token embeddings.
             **unused: other batch keys (``dep_depth``, ``con_*``, ``labels`` ...) are accepted and ignored, so a
                 collated batch can be passed as ``model(**batch)``.
 
@@ -188,6 +203,14 @@ class SGNetModel(_SyntaxPreTrainedModel):
             :class:`SGNetModelOutput` with H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H'.
         """
         return_dict = self.config.return_dict if return_dict is None else return_dict
+        if self.pos_embeddings is not None:
+            if pos_ids is None:
+                raise ValueError(f"pos_embeddings={self.config.pos_embeddings!r} (BERT+POS) needs 'pos_ids' [B, L] "
+                                 "in the batch (syntaxformer.data.subword_features.subword_feature_ids)")
+            if inputs_embeds is None:
+                inputs_embeds = self.encoder.get_input_embeddings()(input_ids)  # (B, L, H)
+                input_ids = None
+            inputs_embeds = inputs_embeds + self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
         enc_inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids,
                       "position_ids": position_ids, "inputs_embeds": inputs_embeds}
         enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
@@ -302,13 +325,14 @@ class SGNetForSequenceClassification(_SyntaxPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        pos_ids: torch.Tensor | None = None,
         **unused: Any,
     ) -> SGNetSequenceClassifierOutput | tuple[torch.Tensor, ...]:
         """Classify (or regress on) a batch.
 
         Args:
             input_ids, attention_mask, token_type_ids, dep_tin, dep_tout, syntax_tree, position_ids,
-                inputs_embeds, output_attentions, output_hidden_states: as in :meth:`SGNetModel.forward`
+                inputs_embeds, output_attentions, output_hidden_states, pos_ids: as in :meth:`SGNetModel.forward`
                 (``[B, L]`` tensors).
             labels: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats (regression,
                 ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label). The loss is computed only
@@ -323,7 +347,7 @@ class SGNetForSequenceClassification(_SyntaxPreTrainedModel):
         out = self.sgnet(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, dep_tin=dep_tin,
                          dep_tout=dep_tout, syntax_tree=syntax_tree, position_ids=position_ids,
                          inputs_embeds=inputs_embeds, output_attentions=output_attentions,
-                         output_hidden_states=output_hidden_states, return_dict=True)
+                         output_hidden_states=output_hidden_states, return_dict=True, pos_ids=pos_ids)
         h_bar = out.last_hidden_state  # (B, L, H)
         if self.pooler is not None:
             pooled = self.pooler(h_bar)  # (B, H)

@@ -1,0 +1,150 @@
+"""Per-subword syntax features of the Syntax-Infused Transformer (Sundararaman et al., "Model" section).
+
+Every subword gets the features of the word it belongs to, plus its position inside that word:
+
+* ``upos`` — coarse (universal) POS of the word (``Sentence.upos``); ``xpos`` — fine (PTB) POS (``Sentence.xpos``).
+  "If the word *sunshine* is broken up into subwords *sun*, *sh*, and *ine*, each subword would be assigned the POS
+  *NOUN*."
+* ``case`` — whether the word is capitalised (its first character is upper case): "a binary element z^c ∈ {0, 1}".
+* ``subword`` — the position of the subword in its word: **B**eginning, **M**iddle, **E**nd, or **O** when the
+  subword is the whole word.
+
+Ids, the same for every feature: **0 = no word** (special tokens and padding), **1 = unknown value** (a tag that is
+not in the tag set), then the values in the order of the tag set. Word-to-subword alignment comes from
+:class:`~syntaxformer.data.align.SyntaxAligner` (character offsets, any HF fast tokenizer); ``n_pieces`` /
+``piece_index`` there count pieces in the full tokenization, so the B/M/E/O tag of a truncated word is still
+its tag in the whole word.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from syntaxformer.data.align import AlignedExample
+from syntaxformer.errors import SyntaxformerError
+
+#: The 17 Universal Dependencies POS tags (coarse tag set; spaCy's ``Token.pos_``).
+UPOS_TAGS: tuple[str, ...] = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
+                              "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X")
+#: Fine English tags (Penn Treebank + OntoNotes extras): the labels of spaCy's English taggers (``Token.tag_``).
+XPOS_TAGS: tuple[str, ...] = ("$", "''", ",", "-LRB-", "-RRB-", ".", ":", "ADD", "AFX", "CC", "CD", "DT", "EX", "FW",
+                              "HYPH", "IN", "JJ", "JJR", "JJS", "LS", "MD", "NFP", "NN", "NNP", "NNPS", "NNS", "PDT",
+                              "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG",
+                              "VBN", "VBP", "VBZ", "WDT", "WP", "WP$", "WRB", "XX", "_SP", "``")
+CASE_VALUES: tuple[str, ...] = ("lower", "capitalised")
+SUBWORD_VALUES: tuple[str, ...] = ("B", "M", "E", "O")
+
+#: Feature name -> its values (ids 2.. in this order; 0 = no word, 1 = unknown).
+FEATURE_VALUES: dict[str, tuple[str, ...]] = {
+    "upos": UPOS_TAGS, "xpos": XPOS_TAGS, "case": CASE_VALUES, "subword": SUBWORD_VALUES,
+}
+FEATURES: tuple[str, ...] = tuple(FEATURE_VALUES)
+NONE_ID = 0
+UNKNOWN_ID = 1
+N_RESERVED = 2
+
+
+def feature_vocab_size(name: str) -> int:
+    """Number of ids of feature ``name`` (values + the two reserved ids)."""
+    return len(_values(name)) + N_RESERVED
+
+
+def _values(name: str) -> tuple[str, ...]:
+    try:
+        return FEATURE_VALUES[name]
+    except KeyError:
+        raise SyntaxformerError(f"unknown syntax feature {name!r}; expected one of {', '.join(FEATURES)}") from None
+
+
+def _tag_ids(tags: Sequence[str], values: tuple[str, ...]) -> np.ndarray:
+    index = {t: i + N_RESERVED for i, t in enumerate(values)}
+    return np.asarray([index.get(t, UNKNOWN_ID) for t in tags], dtype=np.int64)
+
+
+def word_feature_ids(example: AlignedExample, words: Sequence[str], name: str) -> np.ndarray:
+    """Word-level ids ``[W]`` of one feature (``subword`` has no word-level value: use :func:`subword_feature_ids`).
+
+    Args:
+        example: the aligned example (its ``forest`` holds ``upos`` / ``xpos`` for all its words).
+        words: the surface forms of the forest's words, in forest order (for ``case``).
+        name: ``upos``, ``xpos`` or ``case``.
+
+    Raises:
+        SyntaxformerError: the sentences carry no tags of the requested tag set, or ``words`` has the wrong length.
+    """
+    forest = example.forest
+    W = len(forest)
+    if name in ("upos", "xpos"):
+        tags = getattr(forest, name)
+        if tags is None:
+            raise SyntaxformerError(
+                f"feature {name!r} needs {name} tags on every sentence, but the parse has none; annotate with a "
+                f"spaCy pipeline that has a tagger (e.g. en_core_web_sm) or read a CoNLL-U file with {name}")
+        return _tag_ids(tags, FEATURE_VALUES[name])
+    if name == "case":
+        if len(words) != W:
+            raise SyntaxformerError(f"case features need the {W} words of the example, got {len(words)}")
+        return np.asarray([N_RESERVED + int(w[:1].isupper()) for w in words], dtype=np.int64)
+    _values(name)
+    raise SyntaxformerError(f"feature {name!r} is per subword; use subword_feature_ids")
+
+
+def subword_positions(example: AlignedExample) -> np.ndarray:
+    """``[L]`` B/M/E/O ids of every position (0 for special tokens).
+
+    A word of ``n`` pieces gives ``O`` for ``n == 1``, else ``B`` for piece 0, ``E`` for piece ``n - 1`` and ``M``
+    between (piece numbers of the full, untruncated tokenization).
+    """
+    word = np.asarray(example.word_index, dtype=np.int64)
+    piece = np.asarray(example.piece_index, dtype=np.int64)
+    out = np.zeros(len(word), dtype=np.int64)
+    vis = word >= 0
+    n = np.asarray(example.n_pieces, dtype=np.int64)[word[vis]]
+    k = piece[vis]
+    b, m, e, o = (N_RESERVED + SUBWORD_VALUES.index(v) for v in SUBWORD_VALUES)
+    out[vis] = np.where(n <= 1, o, np.where(k == 0, b, np.where(k >= n - 1, e, m)))
+    return out
+
+
+def subword_feature_ids(example: AlignedExample, words: Sequence[str] | None, features: Sequence[str]
+                        ) -> dict[str, np.ndarray]:
+    """Per-position ids of the requested features for one aligned window.
+
+    Args:
+        example: one window from :class:`~syntaxformer.data.align.SyntaxAligner`.
+        words: the forest's words in order (needed for ``case`` only; ``None`` otherwise).
+        features: names among :data:`FEATURES`.
+
+    Returns:
+        ``{f"{name}_ids": [L] int64}``; special tokens get 0 and every subword inherits its word's value.
+    """
+    word = np.asarray(example.word_index, dtype=np.int64)
+    vis = word >= 0
+    out: dict[str, np.ndarray] = {}
+    for name in features:
+        if name == "subword":
+            out["subword_ids"] = subword_positions(example)
+            continue
+        if name == "case" and words is None:
+            raise SyntaxformerError("the case feature needs the words of the example (words=None given)")
+        per_word = word_feature_ids(example, words or (), name)
+        ids = np.zeros(len(word), dtype=np.int64)
+        ids[vis] = per_word[word[vis]]
+        out[f"{name}_ids"] = ids
+    return out
+
+
+def forest_words(texts: Sequence[object]) -> list[str]:
+    """The words of an example's texts (Sentence / Document / list of Sentences), in forest order."""
+    from syntaxformer.data.sentence import Document, Sentence
+
+    words: list[str] = []
+    for t in texts:
+        if isinstance(t, Sentence):
+            words.extend(t.words)
+        else:
+            for s in (t.sentences if isinstance(t, Document) else t):  # type: ignore[union-attr]
+                words.extend(s.words)
+    return words

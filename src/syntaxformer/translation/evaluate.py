@@ -1,0 +1,190 @@
+"""Translate with a trained model, score with sacreBLEU, compare two systems with a paired bootstrap.
+
+* :func:`translate` — batched beam search (``generate``, beam 5) over raw source sentences, with a progress bar;
+  the sources are parsed (cached) and given the same syntax inputs as in training. Output is detokenised text.
+* :func:`corpus_bleu` — sacreBLEU corpus BLEU on detokenised output against raw references (default 13a
+  tokenisation, mixed case) with its signature, e.g. ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``.
+* :func:`paired_bootstrap_bleu` — Koehn's (2004) paired bootstrap on corpus BLEU: sentence-level BLEU sufficient
+  statistics (n-gram matches, totals, lengths) are computed once with sacreBLEU and summed per resample, so each
+  resample costs a sum, and every resampled score is exactly sacreBLEU's corpus BLEU of that sample. The resampling
+  itself is :func:`syntaxformer.analysis.significance.paired_bootstrap`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from syntaxformer.errors import MissingDependencyError, SyntaxformerError
+from syntaxformer.utils import progress
+
+__all__ = ["TranslationModel", "translate", "translate_and_score", "corpus_bleu", "sentence_statistics",
+           "bleu_from_statistics", "paired_bootstrap_bleu", "load_translation_model"]
+
+
+def _bleu_metric():
+    try:
+        from sacrebleu.metrics import BLEU
+    except ImportError as e:
+        raise MissingDependencyError("BLEU needs sacreBLEU: pip install sacrebleu "
+                                     "(or pip install 'syntaxformer[translation]')") from e
+    return BLEU()
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
+    """sacreBLEU corpus BLEU.
+
+    Returns:
+        ``{"bleu": float, "signature": str, "verbose": str}`` (``verbose`` holds the n-gram precisions, BP and
+        lengths).
+    """
+    if len(hypotheses) != len(references):
+        raise SyntaxformerError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    metric = _bleu_metric()
+    score = metric.corpus_score(list(hypotheses), [list(references)])
+    return {"bleu": float(score.score), "signature": str(metric.get_signature()), "verbose": str(score)}
+
+
+def sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
+    """``[N, 2 + 2 * 4]`` BLEU sufficient statistics per sentence (sacreBLEU's order: hyp len, ref len, matches
+    1..4, totals 1..4)."""
+    metric = _bleu_metric()
+    # sacreBLEU's own per-segment statistics (the same call its corpus_score and paired tests make)
+    return np.asarray(metric._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.int64)
+
+
+def bleu_from_statistics(stats: np.ndarray) -> float:
+    """Corpus BLEU of summed sentence statistics ``[N, 10]`` (or an already summed ``[10]`` row)."""
+    metric = _bleu_metric()
+    total = stats.sum(axis=0) if stats.ndim == 2 else stats
+    return float(metric._compute_score_from_stats([int(x) for x in total]).score)
+
+
+def paired_bootstrap_bleu(hyp_a: Sequence[str], hyp_b: Sequence[str], references: Sequence[str],
+                          n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Paired bootstrap of corpus BLEU, system B against baseline A (one-sided: p = P(B not better)).
+
+    Returns:
+        ``{"bleu_a", "bleu_b", "difference", "p_value", "ci95", "n", "n_resamples"}``.
+    """
+    from syntaxformer.analysis.significance import paired_bootstrap
+
+    if not (len(hyp_a) == len(hyp_b) == len(references)):
+        raise SyntaxformerError(f"paired bootstrap needs outputs of the same sentences: {len(hyp_a)}, {len(hyp_b)} "
+                                f"hypotheses and {len(references)} references")
+    sa, sb = sentence_statistics(hyp_a, references), sentence_statistics(hyp_b, references)
+    result = paired_bootstrap(lambda s, _y: bleu_from_statistics(s), sa, sb, np.zeros(len(references)),
+                              n_resamples=n_resamples, seed=seed)
+    return {"bleu_a": bleu_from_statistics(sa), "bleu_b": bleu_from_statistics(sb),
+            "difference": result.difference, "p_value": result.p_value, "ci95": result.details["ci95"],
+            "n": result.n, "n_resamples": n_resamples}
+
+
+class TranslationModel:
+    """A trained model folder: the model, its two tokenizers and the spaCy annotator for the sources.
+
+    Args:
+        model: the model.
+        source_tokenizer, target_tokenizer: its tokenizers.
+        max_source_length: source pieces kept (incl. ``</s>``).
+        annotator: spaCy annotator (default: the English pipeline with the persistent parse cache).
+    """
+
+    def __init__(self, model: Any, source_tokenizer: Any, target_tokenizer: Any, max_source_length: int = 256,
+                 annotator: Any = None):
+        self.model = model
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.max_source_length = max_source_length
+        self._annotator = annotator
+
+    @property
+    def annotator(self) -> Any:
+        """The spaCy annotator (loaded on first use)."""
+        if self._annotator is None:
+            from syntaxformer.data.annotate import SpacyAnnotator
+
+            self._annotator = SpacyAnnotator(batch_size=512)
+        return self._annotator
+
+
+def load_translation_model(folder: str | Path, annotator: Any = None, max_source_length: int = 256
+                           ) -> TranslationModel:
+    """Load a folder written by :func:`syntaxformer.translation.train.train_translation`.
+
+    Raises:
+        SyntaxformerError: the folder holds no translation model.
+    """
+    from syntaxformer.translation.model import SyntaxTransformerForTranslation
+    from syntaxformer.translation.tokenizer import load_tokenizers
+
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise SyntaxformerError(f"{folder} holds no config.json; expected a folder written by "
+                                "`syntaxformer train --task translation`")
+    src_tok, tgt_tok = load_tokenizers(folder)
+    model = SyntaxTransformerForTranslation.from_pretrained(str(folder))
+    model.eval()
+    return TranslationModel(model, src_tok, tgt_tok, max_source_length, annotator)
+
+
+@torch.no_grad()
+def translate(tm: TranslationModel, sources: Sequence[str], batch_size: int = 64, num_beams: int = 5,
+              show_progress: bool = True, name: str = "sources", **generate_options: Any) -> list[str]:
+    """Translate raw sentences (batched beam search), returning detokenised translations in input order.
+
+    Args:
+        tm: the loaded model (:func:`load_translation_model`).
+        sources: raw source sentences (one per item; an empty string gives an empty translation).
+        batch_size: sentences per ``generate`` call (batches group similar lengths).
+        num_beams: beam size.
+        show_progress: progress bar over sentences.
+        name: what the progress bar calls the input.
+        **generate_options: passed to ``generate`` (``max_new_tokens``, ``length_penalty`` ...).
+    """
+    from syntaxformer.translation.data import ParallelCorpus
+    from syntaxformer.translation.dataset import collate, encode_corpus, length_batches
+
+    sources = list(sources)
+    out = [""] * len(sources)
+    keep = [i for i, s in enumerate(sources) if s.strip()]
+    if not keep:
+        return out
+    corpus = ParallelCorpus([sources[i] for i in keep], None, [str(i) for i in keep], name)
+    features = tuple(tm.model.config.features)
+    items = encode_corpus(corpus, tm.source_tokenizer, None, tm.annotator, tm.max_source_length,
+                          features=features or ("subword",), show_progress=False)
+    model = tm.model
+    model.eval()
+    device = next(model.parameters()).device
+    batches = length_batches([len(it["input_ids"]) for it in items], batch_size, shuffle=False)
+    with progress(total=len(items), desc=f"translating {name}", unit="sent",
+                  disable=None if show_progress else True) as bar:
+        for idx in batches:
+            batch = {k: v.to(device) for k, v in collate([items[i] for i in idx]).items()}
+            ids = model.generate(num_beams=num_beams, **batch, **generate_options)
+            texts = tm.target_tokenizer.batch_decode(ids, skip_special_tokens=True)
+            for i, t in zip(idx, texts):
+                out[keep[i]] = t.strip()
+            bar.update(len(idx))
+    return out
+
+
+def translate_and_score(tm: TranslationModel, sources: Sequence[str], references: Sequence[str] | None,
+                        batch_size: int = 64, num_beams: int = 5, show_progress: bool = True,
+                        name: str = "sources") -> dict[str, Any]:
+    """:func:`translate` plus BLEU (when references are given) and the decoding time.
+
+    Returns:
+        ``{"hypotheses", "seconds", "n"}`` plus :func:`corpus_bleu`'s keys when there are references.
+    """
+    t0 = time.time()
+    hyps = translate(tm, sources, batch_size, num_beams, show_progress, name)
+    result: dict[str, Any] = {"hypotheses": hyps, "seconds": round(time.time() - t0, 2), "n": len(hyps)}
+    if references is not None:
+        result.update(corpus_bleu(hyps, references))
+    return result

@@ -1,0 +1,312 @@
+"""A standard encoder-decoder Transformer for translation, trained from random init, made syntax-aware.
+
+The Transformer is ``transformers``' own encoder-decoder (``MarianMTModel`` from a ``MarianConfig`` by default:
+the post-LN Transformer of Vaswani et al. with sinusoidal positions and scaled embeddings); nothing of it is
+copied. Two optional syntax parts sit around its encoder:
+
+1. **Syntax-infused embeddings** (Sundararaman et al.): the encoder input is ``[e_m ; f_m]`` with a source token
+   embedding ``e_m`` of size ``D - d`` and the feature vector ``f_m`` (POS, case, B/M/E/O; d = 20, summed) of
+   :class:`~syntaxformer.modeling.features.SyntaxInfusedEmbedding`, passed to the encoder as ``inputs_embeds``.
+   The decoder keeps all ``D`` dimensions for words. The baseline uses the same module with no features (a plain
+   ``D``-dimensional source embedding), so the arms differ only in what they add.
+2. **SG-Net encoder** (Zhang et al., TPAMI §3.4.3): one syntax-guided self-attention layer
+   (:class:`~syntaxformer.modeling.sg_layer.SyntaxGuidedLayer`, SDOI mask: ancestors and self) on the encoder
+   output H, and dual aggregation ``H̄ = alpha H + (1 - alpha) H'`` (Eq. 9, alpha = 0.5); the decoder's
+   encoder-decoder attention reads H̄ (Eq. 16) and the output distribution is the decoder's usual tied softmax
+   projection (Eq. 17's "linear, potentially multi-layered function"; no extra GELU layer, so every arm has the
+   same output layer).
+
+Beam search is the library's ``generate``: :meth:`SyntaxTransformerForTranslation.generate` computes the
+(syntax-aware) encoder outputs once and hands them to the inner model's ``generate``, which expands them over the
+beams. The loss is label-smoothed cross-entropy (``label_smoothing``, 0.1 as in both papers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from huggingface_hub.dataclasses import strict
+from torch import nn
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, MarianConfig, PretrainedConfig, PreTrainedModel
+from transformers.configuration_utils import SubConfigSpec
+from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
+
+from syntaxformer.data.subword_features import FEATURES
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.masks.sdoi import sdoi_mask
+from syntaxformer.modeling.features import COMBINE, SyntaxInfusedEmbedding
+from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
+from syntaxformer.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+__all__ = ["PRESETS", "SyntaxTranslationConfig", "SyntaxTransformerForTranslation", "build_config"]
+
+#: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
+#: ``base``: Vaswani et al.'s base model (the papers' setting); ``tiny``: tests.
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
+             "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64},
+    "cpu": {"d_model": 128, "encoder_layers": 3, "decoder_layers": 3, "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4, "encoder_ffn_dim": 512, "decoder_ffn_dim": 512},
+    "base": {"d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8,
+             "decoder_attention_heads": 8, "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048},
+}
+
+
+def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, **overrides: Any) -> MarianConfig:
+    """A ``MarianConfig`` of a preset size with our special-token ids and separate vocabularies.
+
+    Args:
+        preset: a key of :data:`PRESETS`.
+        source_vocab_size: encoder vocabulary size.
+        target_vocab_size: decoder vocabulary size.
+        **overrides: any ``MarianConfig`` option (``dropout``, ``d_model`` ...).
+    """
+    if preset not in PRESETS:
+        raise SyntaxformerError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    options = dict(vocab_size=source_vocab_size, decoder_vocab_size=target_vocab_size,
+                   share_encoder_decoder_embeddings=False, tie_word_embeddings=True, scale_embedding=True,
+                   activation_function="relu", dropout=0.1, attention_dropout=0.1, activation_dropout=0.0,
+                   max_position_embeddings=512, pad_token_id=PAD_ID, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
+                   decoder_start_token_id=BOS_ID, forced_eos_token_id=EOS_ID)
+    options.update(PRESETS[preset])
+    options.update(overrides)
+    return MarianConfig(**options)
+
+
+@strict
+class SyntaxTranslationConfig(PretrainedConfig):
+    r"""Configuration of :class:`SyntaxTransformerForTranslation`.
+
+    Args:
+        seq2seq: config of the wrapped encoder-decoder (any ``AutoModelForSeq2SeqLM`` type; a dict with
+            ``model_type`` when read from JSON). Default: a ``MarianConfig``. Its encoder must accept
+            ``inputs_embeds``; separate source / target vocabularies (``share_encoder_decoder_embeddings=False``).
+        features: source-side syntax features, names among ``upos``, ``xpos``, ``case``, ``subword``; empty = no
+            feature embeddings (baseline). The paper's model: POS, case and subword position.
+        feature_dim: ``d``, the size of the feature vector concatenated to the ``D - d`` token embedding (paper:
+            20 of 512).
+        feature_combine: ``"sum"`` (each feature ``d`` dims, summed; the paper's best) or ``"concat"``
+            (concatenated to ``d`` in total).
+        use_sg_layer: add SG-Net's syntax-guided layer and dual aggregation on top of the encoder (§3.4.3).
+        sg_mask: ``"sdoi"`` (SG-Net: each token attends to its dependency ancestors and itself) or ``"none"``
+            (the same extra layer attending to all non-padding tokens: a control for the added capacity).
+        alpha: weight of H in ``alpha H + (1 - alpha) H'`` (Eq. 9; 0.5, §5.2).
+        sg_num_heads, sg_intermediate_size, sg_dropout: the layer's heads, feed-forward size and dropout; default
+            the encoder's.
+        label_smoothing: label smoothing of the training loss (0.1 in both papers).
+    """
+
+    model_type = "syntaxformer_translation"
+    sub_configs_defaults = {"seq2seq": SubConfigSpec(config_class=AutoConfig, model_type="marian")}
+
+    seq2seq: PretrainedConfig | dict | None = None
+    features: list | tuple | None = None
+    feature_dim: int = 20
+    feature_combine: str = "sum"
+    use_sg_layer: bool = False
+    sg_mask: str = "sdoi"
+    alpha: float | int = 0.5
+    sg_num_heads: int | None = None
+    sg_intermediate_size: int | None = None
+    sg_dropout: float | int | None = None
+    label_smoothing: float | int = 0.1
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        super().__post_init__(**kwargs)
+        s = self.seq2seq
+        self.features = list(self.features or [])
+        self.alpha = float(self.alpha)
+        if self.sg_num_heads is None:
+            self.sg_num_heads = int(s.encoder_attention_heads)
+        if self.sg_intermediate_size is None:
+            self.sg_intermediate_size = int(s.encoder_ffn_dim)
+        if self.sg_dropout is None:
+            self.sg_dropout = float(s.dropout)
+        self.is_encoder_decoder = True
+
+    def validate_options(self) -> None:
+        """Known features and combinations, sizes that fit."""
+        bad = [f for f in self.features if f not in FEATURES]
+        if bad or len(set(self.features)) != len(self.features):
+            raise ValueError(f"features must be distinct names among {FEATURES}, got {self.features}")
+        if self.feature_combine not in COMBINE:
+            raise ValueError(f"feature_combine must be one of {COMBINE}, got {self.feature_combine!r}")
+        if self.features and not 0 < self.feature_dim < self.seq2seq.d_model:
+            raise ValueError(f"feature_dim must lie in (0, d_model={self.seq2seq.d_model}), got {self.feature_dim}")
+        if self.sg_mask not in ("sdoi", "none"):
+            raise ValueError(f"sg_mask must be 'sdoi' or 'none', got {self.sg_mask!r}")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha}")
+        if getattr(self.seq2seq, "share_encoder_decoder_embeddings", False):
+            raise ValueError("the source embeddings are replaced by syntax-infused ones; set "
+                             "share_encoder_decoder_embeddings=False in the seq2seq config")
+
+
+def build_config(preset: str = "cpu", source_vocab_size: int = 4000, target_vocab_size: int = 4000,
+                 features: list[str] | tuple[str, ...] = (), use_sg_layer: bool = False,
+                 seq2seq_overrides: dict[str, Any] | None = None, **options: Any) -> SyntaxTranslationConfig:
+    """A :class:`SyntaxTranslationConfig` for a preset size (see :data:`PRESETS`) and the syntax options."""
+    s2s = seq2seq_config(preset, source_vocab_size, target_vocab_size, **(seq2seq_overrides or {}))
+    return SyntaxTranslationConfig(seq2seq=s2s, features=list(features), use_sg_layer=use_sg_layer, **options)
+
+
+class SyntaxTransformerForTranslation(PreTrainedModel):
+    """Encoder-decoder Transformer with syntax-infused source embeddings and an optional SG-Net encoder layer.
+
+    Batch keys (from :func:`syntaxformer.translation.dataset.collate`): ``input_ids`` / ``attention_mask``
+    ``[B, L]``; ``{feature}_ids`` ``[B, L]`` for the configured features (0 at ``</s>`` and padding);
+    ``dep_tin`` / ``dep_tout`` / ``syntax_tree`` ``[B, L]`` for the SG layer (-1 at ``</s>`` and padding);
+    ``labels`` ``[B, T]`` target ids, -100 at padding.
+    """
+
+    config_class = SyntaxTranslationConfig
+    base_model_prefix = "translation"
+    main_input_name = "input_ids"
+    _supports_sdpa = True
+    _supports_attention_backend = True
+
+    def __init__(self, config: SyntaxTranslationConfig):
+        super().__init__(config)
+        s2s = config.seq2seq
+        self.seq2seq = AutoModelForSeq2SeqLM.from_config(s2s)
+        encoder = self.seq2seq.get_encoder()
+        # The encoder reads our embeddings (inputs_embeds); its own token table would be dead weight.
+        if hasattr(encoder, "embed_tokens"):
+            encoder.embed_tokens = None
+        scale = float(getattr(encoder, "embed_scale", 1.0))
+        self.source_embeddings = SyntaxInfusedEmbedding(
+            s2s.vocab_size, s2s.d_model, config.features, config.feature_dim, config.feature_combine,
+            padding_idx=s2s.pad_token_id, scale=scale, init_std=float(getattr(s2s, "init_std", 0.02)))
+        if config.use_sg_layer:
+            self.sg_layer = SyntaxGuidedLayer(s2s.d_model, config.sg_num_heads, config.sg_intermediate_size,
+                                              s2s.activation_function, config.sg_dropout, config.sg_dropout,
+                                              layer_norm_eps=1e-5)
+            self.aggregation = DualAggregation(config.alpha)
+        else:
+            self.sg_layer = None
+            self.aggregation = None
+        self.post_init()
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Our own modules: normal(0, init_std) linears and embeddings (zero rows at padding / "no word")."""
+        std = float(getattr(self.config.seq2seq, "init_std", 0.02))
+        if isinstance(module, nn.Linear):
+            module.weight.normal_(0.0, std)
+            if module.bias is not None:
+                module.bias.zero_()
+        elif isinstance(module, nn.LayerNorm):
+            module.weight.fill_(1.0)
+            module.bias.zero_()
+        elif isinstance(module, SyntaxInfusedEmbedding):
+            module.reset_parameters()
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The source token embeddings (the ``D - d`` part)."""
+        return self.source_embeddings.tokens
+
+    def get_output_embeddings(self) -> nn.Module:
+        """The decoder's output projection."""
+        return self.seq2seq.get_output_embeddings()
+
+    # -- encoder side -------------------------------------------------------------------------------------------
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+               dep_tin: torch.Tensor | None = None, dep_tout: torch.Tensor | None = None,
+               syntax_tree: torch.Tensor | None = None, **batch: Any) -> BaseModelOutput:
+        """Encode a source batch: syntax-infused embeddings -> Transformer encoder -> SG layer + aggregation.
+
+        Args:
+            input_ids: ``[B, L]`` source ids.
+            attention_mask: ``[B, L]`` 1 = token, 0 = padding.
+            dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact dependency tensors (needed with the SG layer and
+                ``sg_mask="sdoi"``); the SDOI mask ``[B, L, L]`` (True = may attend) is built from them here.
+            **batch: ``{feature}_ids`` ``[B, L]`` for the configured features; other keys are ignored.
+
+        Returns:
+            ``BaseModelOutput`` with ``last_hidden_state`` ``[B, L, D]`` (H̄ with the SG layer, else H).
+        """
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        embeds = self.source_embeddings(input_ids, batch)  # (B, L, D)
+        enc = self.seq2seq.get_encoder()(inputs_embeds=embeds, attention_mask=attention_mask, return_dict=True)
+        h = enc.last_hidden_state  # (B, L, D)
+        if self.sg_layer is None:
+            return BaseModelOutput(last_hidden_state=h)
+        key_valid = attention_mask.to(h.device) > 0  # (B, L)
+        B, L, _ = h.shape
+        eye = torch.eye(L, dtype=torch.bool, device=h.device)
+        if self.config.sg_mask == "none":
+            mask = key_valid.unsqueeze(1) | eye  # (B, L, L): every token sees every non-padding token
+        else:
+            missing = [n for n, t in (("dep_tin", dep_tin), ("dep_tout", dep_tout), ("syntax_tree", syntax_tree))
+                       if t is None]
+            if missing:
+                raise SyntaxformerError(f"the SG-Net encoder layer needs the batch keys {missing}; build batches "
+                                        "with syntaxformer.translation.dataset.encode_corpus / collate")
+            mask = sdoi_mask(dep_tin.to(h.device), dep_tout.to(h.device), syntax_tree.to(h.device))  # (B, L, L)
+            mask = (mask & key_valid.unsqueeze(1)) | eye
+        h_sg, _ = self.sg_layer(h, mask)  # (B, L, D)
+        return BaseModelOutput(last_hidden_state=self.aggregation(h, h_sg))
+
+    # -- training / scoring -------------------------------------------------------------------------------------
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, decoder_input_ids: torch.Tensor | None = None,
+                **batch: Any) -> Seq2SeqLMOutput:
+        """Teacher-forced decoding of ``labels`` (or ``decoder_input_ids``).
+
+        Args:
+            input_ids, attention_mask, **batch: the source batch (see :meth:`encode`).
+            labels: ``[B, T]`` target ids, -100 at padding; the decoder input is ``<s>`` + labels shifted right.
+            decoder_input_ids: ``[B, T]`` explicit decoder input instead of shifted labels.
+
+        Returns:
+            ``Seq2SeqLMOutput`` with ``logits`` ``[B, T, V]`` and, when labels are given, ``loss``: the mean
+            label-smoothed cross-entropy over non-padding target tokens.
+        """
+        enc = self.encode(input_ids, attention_mask, **batch)
+        if decoder_input_ids is None:
+            if labels is None:
+                raise SyntaxformerError("forward needs labels or decoder_input_ids")
+            decoder_input_ids = self.seq2seq.prepare_decoder_input_ids_from_labels(labels)
+        out = self.seq2seq(encoder_outputs=enc, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
+                           use_cache=False, return_dict=True)
+        loss = self.loss(out.logits, labels) if labels is not None else None
+        return Seq2SeqLMOutput(loss=loss, logits=out.logits, encoder_last_hidden_state=enc.last_hidden_state)
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Label-smoothed cross-entropy, ``logits`` ``[B, T, V]``, ``labels`` ``[B, T]`` (-100 ignored)."""
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=-100,
+                               label_smoothing=float(self.config.label_smoothing))
+
+    # -- decoding -----------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                 num_beams: int = 5, max_new_tokens: int | None = None, **batch: Any) -> torch.Tensor:
+        """Beam search through ``transformers``' ``generate`` with the syntax-aware encoder outputs.
+
+        Args:
+            input_ids, attention_mask: ``[B, L]`` source batch; syntax keys as in :meth:`encode`.
+            num_beams: beam size (5 in both papers).
+            max_new_tokens: longest output; default ``min(1.5 * L + 10, 200)`` for the batch's source length L.
+            **batch: syntax keys, plus any ``generate`` option (``length_penalty``, ``no_repeat_ngram_size`` ...)
+                not named as a batch key.
+
+        Returns:
+            ``[B, T]`` generated target ids (starting with ``<s>``).
+        """
+        syntax_keys = {"dep_tin", "dep_tout", "syntax_tree", "labels"} | {f"{f}_ids" for f in FEATURES}
+        syntax = {k: v for k, v in batch.items() if k in syntax_keys}
+        gen_options = {k: v for k, v in batch.items() if k not in syntax_keys}
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        syntax.pop("labels", None)
+        enc = self.encode(input_ids, attention_mask, **syntax)
+        if max_new_tokens is None:
+            max_new_tokens = min(int(1.5 * input_ids.shape[1]) + 10, 200)
+        return self.seq2seq.generate(encoder_outputs=enc, attention_mask=attention_mask, num_beams=num_beams,
+                                     max_new_tokens=max_new_tokens, **gen_options)
+
+
+AutoConfig.register(SyntaxTranslationConfig.model_type, SyntaxTranslationConfig, exist_ok=True)

@@ -1,0 +1,87 @@
+"""Subword vocabularies learned on the training data: BPE with the ``tokenizers`` library.
+
+Design (documented choice): **separate** source and target vocabularies. The syntax-infused encoder embeds source
+tokens in ``D - d`` dimensions while the decoder uses all ``D`` ("In the decoder, all 512 dimensions are used for
+word embeddings"), so source and target embeddings cannot be one shared matrix anyway; the decoder's input and
+output embeddings stay tied.
+
+Pre-tokenisation: ``Metaspace`` (spaces become ``▁`` and start a new piece, as in SentencePiece) followed by
+splitting off punctuation, so subwords never straddle a word and its punctuation (the alignment to spaCy words
+stays clean), and decoding restores the original spacing exactly (BLEU is computed on this detokenised text).
+Text is NFC-normalised. Special tokens, identical ids on both sides: ``<pad>`` 0, ``<unk>`` 1, ``<s>`` 2,
+``</s>`` 3; a sentence is encoded as ``pieces </s>``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from transformers import PreTrainedTokenizerFast
+
+from syntaxformer.errors import SyntaxformerError
+
+SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>")
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int = 4000, min_frequency: int = 2) -> PreTrainedTokenizerFast:
+    """Learn a BPE vocabulary on ``texts``.
+
+    Args:
+        texts: training sentences of one language.
+        vocab_size: target vocabulary size including the 4 special tokens (BPE stops earlier when no pair occurs
+            ``min_frequency`` times).
+        min_frequency: minimum count of a merged pair.
+
+    Returns:
+        a fast tokenizer (``pad``/``unk``/``bos``/``eos`` set, ``</s>`` appended to every encoded sentence).
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+        pre_tokenizers.Punctuation(behavior="isolated"),
+    ])
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                  special_tokens=list(SPECIAL_TOKENS), show_progress=False)
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    for i, t in enumerate(SPECIAL_TOKENS):
+        if tok.token_to_id(t) != i:  # pragma: no cover - guaranteed by the trainer's special_tokens order
+            raise SyntaxformerError(f"special token {t} got id {tok.token_to_id(t)}, expected {i}")
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
+                                                       special_tokens=[("</s>", EOS_ID)])
+    return wrap(tok)
+
+
+def wrap(tokenizer) -> PreTrainedTokenizerFast:
+    """A ``tokenizers.Tokenizer`` as a ``transformers`` fast tokenizer with our special tokens."""
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>",
+                                   bos_token="<s>", eos_token="</s>", model_max_length=1024)
+
+
+def save_tokenizers(source, target, folder: str | Path) -> None:
+    """Save both tokenizers under ``folder/source_tokenizer`` and ``folder/target_tokenizer``."""
+    folder = Path(folder)
+    source.save_pretrained(folder / "source_tokenizer")
+    target.save_pretrained(folder / "target_tokenizer")
+
+
+def load_tokenizers(folder: str | Path) -> tuple[PreTrainedTokenizerFast, PreTrainedTokenizerFast]:
+    """``(source, target)`` tokenizers saved by :func:`save_tokenizers`.
+
+    Raises:
+        SyntaxformerError: the folder does not hold them.
+    """
+    folder = Path(folder)
+    out = []
+    for side in ("source", "target"):
+        path = folder / f"{side}_tokenizer"
+        if not (path / "tokenizer.json").is_file():
+            raise SyntaxformerError(f"{path}/tokenizer.json not found; {folder} is not a translation model folder "
+                                    "written by `syntaxformer train --task translation`")
+        out.append(PreTrainedTokenizerFast.from_pretrained(str(path)))
+    return out[0], out[1]

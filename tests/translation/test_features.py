@@ -1,0 +1,121 @@
+"""Per-subword syntax features on real spaCy parses, and the feature embeddings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from syntaxformer.data.align import SyntaxAligner
+from syntaxformer.data.subword_features import (
+    N_RESERVED,
+    SUBWORD_VALUES,
+    UPOS_TAGS,
+    XPOS_TAGS,
+    forest_words,
+    subword_feature_ids,
+)
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.modeling.features import SyntaxFeatureEmbedding, SyntaxInfusedEmbedding, split_dim
+
+SENTENCES = ["A Sunshine-drenched amalgamation of unbelievably colourful umbrellas.",
+             "Two young, White males are outside near many bushes."]
+
+
+@pytest.fixture(scope="module")
+def aligned(annotator, tokenizers):
+    src_tok, _ = tokenizers
+    docs = annotator.annotate(SENTENCES)
+    windows = SyntaxAligner(src_tok).align_batch(docs)
+    return src_tok, docs, [w[0] for w in windows]
+
+
+def test_features_bmeo_inherited_pos_and_case_match_a_reference(aligned):
+    src_tok, docs, examples = aligned
+    long_words = 0
+    for doc, ex in zip(docs, examples):
+        words = forest_words([doc])
+        sents = doc.sentences
+        upos = [t for s in sents for t in s.upos]
+        xpos = [t for s in sents for t in s.xpos]
+        ids = subword_feature_ids(ex, words, ["upos", "xpos", "case", "subword"])
+        # reference: walk positions, count pieces per word directly
+        word_of = list(ex.word_index)
+        for pos, w in enumerate(word_of):
+            if w < 0:
+                assert all(ids[k][pos] == 0 for k in ids)  # </s>
+                continue
+            same = [p for p, x in enumerate(word_of) if x == w]
+            k, n = same.index(pos), len(same)
+            want = "O" if n == 1 else "B" if k == 0 else "E" if k == n - 1 else "M"
+            assert SUBWORD_VALUES[ids["subword_ids"][pos] - N_RESERVED] == want
+            assert UPOS_TAGS[ids["upos_ids"][pos] - N_RESERVED] == upos[w]  # every piece inherits its word's POS
+            assert XPOS_TAGS[ids["xpos_ids"][pos] - N_RESERVED] == xpos[w]
+            assert ids["case_ids"][pos] - N_RESERVED == int(words[w][0].isupper())
+            long_words += n >= 3
+    assert long_words >= 2  # the small vocabulary really splits words into B M... E
+    # the spot checks a reader can verify by eye
+    doc, ex = docs[0], examples[0]
+    words = forest_words([doc])
+    w = words.index("amalgamation")
+    pieces = [p for p, x in enumerate(ex.word_index) if x == w]
+    ids = subword_feature_ids(ex, words, ["upos", "subword", "case"])
+    assert [SUBWORD_VALUES[i - N_RESERVED] for i in ids["subword_ids"][pieces]][0] == "B"
+    assert {UPOS_TAGS[i - N_RESERVED] for i in ids["upos_ids"][pieces]} == {"NOUN"}
+    assert ids["case_ids"][pieces[0]] == N_RESERVED and ids["case_ids"][0] == N_RESERVED + 1  # "amalg..", "A"
+
+
+def test_features_missing_tags_and_unknown_features_are_clear_errors(aligned):
+    _, docs, examples = aligned
+    ex = examples[0]
+    ex.forest.xpos, saved = None, ex.forest.xpos
+    try:
+        with pytest.raises(SyntaxformerError, match="needs xpos tags"):
+            subword_feature_ids(ex, None, ["xpos"])
+    finally:
+        ex.forest.xpos = saved
+    with pytest.raises(SyntaxformerError, match="unknown syntax feature"):
+        subword_feature_ids(ex, None, ["deprel"])
+    with pytest.raises(SyntaxformerError, match="needs the words"):
+        subword_feature_ids(ex, None, ["case"])
+
+
+def test_features_embedding_shapes_sum_and_concat():
+    ids = {"upos_ids": torch.tensor([[2, 5, 0]]), "case_ids": torch.tensor([[2, 3, 0]]),
+           "subword_ids": torch.tensor([[2, 4, -1]])}
+    feats = ("upos", "case", "subword")
+    s = SyntaxFeatureEmbedding(feats, 20, "sum")
+    c = SyntaxFeatureEmbedding(feats, 20, "concat")
+    assert s(ids).shape == (1, 3, 20) and c(ids).shape == (1, 3, 20)
+    assert [e.embedding_dim for e in c.embeddings.values()] == split_dim(20, 3) == [7, 7, 6]
+    manual = sum(s.embeddings[f](ids[f"{f}_ids"].clamp(min=0)) for f in feats)
+    assert torch.allclose(s(ids), manual)
+    assert torch.equal(s(ids)[0, 2], torch.zeros(20))  # "no word" (0 and padding -1) is the zero vector
+    emb = SyntaxInfusedEmbedding(50, 64, feats, 20, "sum", padding_idx=0, scale=8.0)
+    out = emb(torch.tensor([[7, 9, 0]]), ids)
+    assert out.shape == (1, 3, 64) and emb.tokens.embedding_dim == 44
+    assert torch.allclose(out[..., :44], 8.0 * emb.tokens(torch.tensor([[7, 9, 0]])))
+    assert torch.allclose(out[..., 44:], emb.features(ids))
+    base = SyntaxInfusedEmbedding(50, 64, (), padding_idx=0)
+    assert base(torch.tensor([[7]])).shape == (1, 1, 64)
+    with pytest.raises(SyntaxformerError, match="no 'case_ids'"):
+        s({"upos_ids": ids["upos_ids"], "subword_ids": ids["subword_ids"]})
+    with pytest.raises(SyntaxformerError, match="combine"):
+        SyntaxFeatureEmbedding(feats, 20, "product")
+
+
+def test_features_encode_corpus_gives_aligned_arrays(annotator, tokenizers, m30k_small):
+    from syntaxformer.translation.dataset import collate, encode_corpus
+
+    src_tok, tgt_tok = tokenizers
+    train, _ = m30k_small
+    items = encode_corpus(train.select(range(8)), src_tok, tgt_tok, annotator, show_progress=False)
+    for it in items:
+        L = len(it["input_ids"])
+        assert it["input_ids"][-1] == src_tok.eos_token_id and it["labels"][-1] == tgt_tok.eos_token_id
+        assert all(len(it[k]) == L for k in ("upos_ids", "xpos_ids", "case_ids", "subword_ids", "dep_tin",
+                                             "dep_tout", "syntax_tree"))
+        assert it["syntax_tree"][-1] == -1 and it["subword_ids"][-1] == 0 and np.all(it["upos_ids"][:-1] > 0)
+    batch = collate(items)
+    assert batch["labels"].min() == -100 and batch["dep_tin"].min() == -1
+    assert batch["attention_mask"].sum().item() == sum(len(it["input_ids"]) for it in items)
