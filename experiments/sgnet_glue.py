@@ -136,7 +136,7 @@ def _summarize(args: argparse.Namespace) -> dict:
             if len(common) > 1:
                 t = paired_t_test([runs[ref][s]["score"] for s in common], [runs[variant][s]["score"] for s in common])
                 entry["t_test_p"] = t.p_value
-            tests[variant] = entry
+            tests.setdefault(variant, []).append(entry)
         summary["tasks"][task] = {"metric": main, "variants": rows, "tests": tests}
     return summary
 
@@ -148,6 +148,8 @@ def _pairs(runs: dict) -> list[tuple[str, str]]:
         if v.startswith("sbert") and v != "sbert_baseline":
             if "sbert_baseline" in runs:
                 out.append((v, "sbert_baseline"))
+            if v not in ("sbert", "sbert_lisa") and "sbert" in runs:  # Table 5 ablations: also vs full Syntax-BERT
+                out.append((v, "sbert"))
         elif (v.startswith("sgnet") or v.startswith("vanilla_layer")) and "_noise" not in v:
             ref = "baseline_mean" if "_mean" in v else "baseline"
             if ref in runs:
@@ -166,11 +168,15 @@ def _markdown(summary: dict) -> str:
         lines.append("| variant | seeds | mean ± std | per seed | vs | Δ | bootstrap p (two-sided) | t-test p |")
         lines.append("|---|---|---|---|---|---|---|---|")
         for v, r in t["variants"].items():
-            test = t["tests"].get(v, {})
-            lines.append(f"| {v} | {len(r['seeds'])} | {r['mean']:.4f} ± {r['std']:.4f} | "
-                         f"{', '.join(f'{s:.4f}' for s in r['scores'])} | {test.get('vs', '')} | "
-                         + (f"{test['difference']:+.4f} | {test['bootstrap_p']:.3f} | " if test else " | | ")
-                         + (f"{test['t_test_p']:.3f} |" if "t_test_p" in test else " |"))
+            tests = t["tests"].get(v) or [{}]
+            if isinstance(tests, dict):  # summaries written before several comparisons per variant
+                tests = [tests]
+            for k, test in enumerate(tests):
+                head = (f"| {v} | {len(r['seeds'])} | {r['mean']:.4f} ± {r['std']:.4f} | "
+                        f"{', '.join(f'{s:.4f}' for s in r['scores'])} | ") if k == 0 else "| | | | | "
+                lines.append(head + f"{test.get('vs', '')} | "
+                             + (f"{test['difference']:+.4f} | {test['bootstrap_p']:.3f} | " if test else " | | ")
+                             + (f"{test['t_test_p']:.3f} |" if "t_test_p" in test else " |"))
     return "\n".join(lines)
 
 

@@ -105,3 +105,14 @@ def test_auto_model_round_trip(tmp_path):
         a, b = model(**batch), loaded(**batch)
     assert torch.allclose(a.start_logits, b.start_logits, atol=1e-6)
     assert torch.allclose(a.verifier_logits, b.verifier_logits, atol=1e-6)
+
+
+def test_parallel_verifier_trains_the_verifier_alone():
+    model = tiny_qa(qa_verifier=True, span_loss_weight=0.0).train()
+    out = model(**qa_batch())
+    assert torch.allclose(out.loss, out.verifier_loss)  # the span loss does not count
+    out.loss.backward()
+    assert model.verifier.weight.grad.abs().sum() > 0
+    assert model.qa_outputs.weight.grad is None or model.qa_outputs.weight.grad.abs().sum() == 0
+    with pytest.raises(ValueError, match="nothing to train"):
+        tiny_qa(span_loss_weight=0.0)

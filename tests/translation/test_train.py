@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -15,7 +14,7 @@ from syntaxformer.translation.evaluate import (
     paired_bootstrap_bleu,
     translate,
 )
-from syntaxformer.translation.train import TranslationConfig, run_from_train_args, train_translation
+from syntaxformer.translation.train import TranslationConfig, train_translation
 
 pytestmark = pytest.mark.slow
 
@@ -77,10 +76,9 @@ def test_train_translate_cli_and_train_route(tmp_path, m30k_small, annotator, mo
     # the `syntaxformer train --task translation` route: the train command's parsed flags
     cfg = tmp_path / "tr.json"
     cfg.write_text(json.dumps(_config(tmp_path, paths, "x", arm="syntax", max_steps=3).to_dict()), encoding="utf-8")
-    args = argparse.Namespace(task="translation", config=str(cfg), overrides=["eval_sets={}"],
-                              output_dir=str(tmp_path / "cli_model"), max_steps=2, learning_rate=None,
-                              per_device_train_batch_size=None, seed=3, no_progress=True)
-    assert run_from_train_args(args) == 0
+    assert main(["train", "--task", "translation", "--config", str(cfg), "--set", "eval_sets={}",
+                 "--output-dir", str(tmp_path / "cli_model"), "--max-steps", "2", "--seed", "3",
+                 "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["arm"] == "syntax" and summary["output_dir"] == str(tmp_path / "cli_model")
     saved = json.loads((tmp_path / "cli_model" / "translation.json").read_text())

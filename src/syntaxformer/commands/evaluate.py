@@ -42,8 +42,29 @@ def config_for_model(args: argparse.Namespace):
     return load_experiment_config(args.model, changes)
 
 
+def _evaluate_reading_comprehension(args: argparse.Namespace) -> int:
+    """A model trained with ``--task squad2|race`` (its folder holds ``qa_experiment.json``)."""
+    from syntaxformer.training.config import apply_overrides, read_config_file
+    from syntaxformer.training.qa import evaluate_qa
+
+    changes = read_config_file(args.config) if args.config else {}
+    changes = apply_overrides(changes, args.overrides)
+    changes.update({k: v for k, v in explicit_options(args).items() if k != "task"})
+    if args.split_file:
+        changes["dev_file"] = args.split_file
+    result = evaluate_qa(args.model, changes, output_dir=args.output_dir)
+    scores = result["accuracy"] if result["task"] == "race" else result["best_f1_threshold"]
+    print(json.dumps({"task": result["task"], "size": result["size"], "scores": scores}, indent=2))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from syntaxformer.training.experiment import evaluate_model
+
+    if (Path(args.model) / "qa_experiment.json").is_file():  # reading comprehension (squad2 / race)
+        return _evaluate_reading_comprehension(args)
 
     result = evaluate_model(config_for_model(args), split=args.split, output_dir=args.output_dir)
     print(json.dumps({"task": result["task"], "split": result["split"], "size": result["size"],

@@ -11,6 +11,12 @@ Examples::
     syntaxformer train --config sst2.yaml --resume          # continue after an interrupt
     syntaxformer train --task sst5 --model-type syntax_bert --lisa-layer 3 --output-dir runs/sst5-sbert
     syntaxformer train --task sst2_trees --model-type syntax_bert --set syntax_bert_options.aggregation=sum
+    syntaxformer train --task squad2 --set verifier=joint --max-train-samples 2000 --output-dir runs/squad-sg
+    syntaxformer train --task race --max-train-samples 400 --max-length 128 --output-dir runs/race-sg
+
+``--task squad2`` / ``--task race`` (reading comprehension) go to :func:`syntaxformer.training.qa.run_qa`, whose
+options are :class:`syntaxformer.training.qa.QAExperimentConfig` (``--set doc_stride=128``,
+``--set question_first=true``, ``--set verifier=joint|parallel``, ``--set held_out_fraction=0.25`` ...).
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import argparse
 import json
 from typing import Any, Mapping
 
-HELP = "fine-tune SG-Net, Syntax-BERT or a baseline on a GLUE task / SNLI / SST (Trainer; config file + overrides)"
+HELP = ("fine-tune SG-Net, Syntax-BERT or a baseline on a GLUE task / SNLI / SST, or SG-Net on SQuAD 2.0 / RACE "
+        "(Trainer; config file + overrides)")
 
 
 def _bool(text: str) -> bool:
@@ -39,8 +46,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
                    help="override one option (repeatable; dotted keys reach training_args.*/model_kwargs.*), "
                         "e.g. --set alpha=0.3 --set training_args.optim=adamw_torch")
     d = parser.add_argument_group("data")
-    d.add_argument("--task", help="sst2, cola, mrpc, stsb, qnli, rte, wnli, snli, or the SST tree tasks sst5 "
-                   "(SST-1, 5 classes) and sst2_trees (binary; gold constituency trees)")
+    d.add_argument("--task", help="sst2, cola, mrpc, stsb, qnli, rte, wnli, snli, the SST tree tasks sst5 "
+                   "(SST-1, 5 classes) and sst2_trees (binary; gold constituency trees), or the reading "
+                   "comprehension tasks squad2 (SQuAD 2.0 span QA) and race (multiple choice)")
     d.add_argument("--data-dir", help="folder with the task's files (default ../shared/data/<task folder>)")
     d.add_argument("--dataset", help="Hugging Face hub data set (e.g. nyu-mll/glue; needs network)")
     d.add_argument("--dataset-config", help="hub data set config (e.g. sst2)")
@@ -117,9 +125,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
 
 
+# -- reading comprehension route (squad2 / race): its own runner and config ------------------------------------
+_QA_TASKS = ("squad2", "race")
+
+
+def reading_comprehension_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The options (``--config``, ``--set``, flags) when the task is ``squad2`` / ``race``, else ``None``."""
+    from syntaxformer.training.config import apply_overrides, read_config_file
+
+    data = read_config_file(args.config) if getattr(args, "config", None) else {}
+    data = apply_overrides(data, getattr(args, "overrides", []))
+    data.update(explicit_options(args))
+    return data if data.get("task") in _QA_TASKS else None
+
+
+def _run_reading_comprehension(options: dict[str, Any]) -> int:
+    from syntaxformer.training.qa import QAExperimentConfig, run_qa
+
+    config = QAExperimentConfig.from_dict(options)
+    m = run_qa(config)
+    scores = m["accuracy"] if m["task"] == "race" else {
+        k: m[k] for k in ("fixed_threshold", "best_f1_threshold")}
+    print(json.dumps({"task": m["task"], "model_type": m["model_type"], "dev": scores,
+                      "output_dir": config.output_dir}, indent=2))
+    return 0
+# -- end of the reading comprehension route ---------------------------------------------------------------------
+
+
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.training.experiment import run_experiment
 
+    if getattr(args, "task", None) == "translation":  # encoder-decoder NMT: syntaxformer.translation.train
+        from syntaxformer.translation.train import run_from_train_args
+
+        return int(run_from_train_args(args) or 0)
+    qa_options = reading_comprehension_options(args)  # squad2 / race: see above
+    if qa_options is not None:
+        return _run_reading_comprehension(qa_options)
     config = config_from_args(args)
     metrics = run_experiment(config)
     print(json.dumps({"task": metrics["task"], "model_type": metrics["model_type"], "dev": metrics["dev"],

@@ -16,6 +16,7 @@ from syntaxformer.modeling.modeling_sgnet import (
     mean_pool,
 )
 from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering, SGNetQuestionAnsweringOutput
+from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice, SGNetMultipleChoiceOutput
 from syntaxformer.modeling.outputs import SGNetModelOutput, SGNetSequenceClassifierOutput
 from syntaxformer.modeling.syntax_bert import (
     SyntaxBertConfig,
@@ -45,8 +46,10 @@ __all__ = [
     "ConcatAggregation",
     "DualAggregation",
     "FirstTokenPooler",
+    "SGNetForMultipleChoice",
     "SGNetForQuestionAnswering",
     "SGNetForSequenceClassification",
+    "SGNetMultipleChoiceOutput",
     "SGNetQuestionAnsweringOutput",
     "SGNetModel",
     "SGNetModelOutput",

@@ -5,10 +5,13 @@
   the sequence are ignored). The null answer is position 0 ([CLS]).
 * Answer verifier (``config.qa_verifier=True``): the first token h̄_0 of H̄ through a dense+tanh pooler
   (initialised from the encoder's pooler when it has one), dropout and ``Linear(H, 2)`` gives
-  ``verifier_logits`` = (logit_ans, logit_na). It is trained jointly with the span head (a shared encoder, not a
-  second "parallel" model as in the paper) with cross-entropy on ``is_impossible`` (Eq. 13, written there as
-  the binary cross-entropy of the softmax; identical for two classes), weighted by
-  ``config.verifier_loss_weight`` (default 1.0): ``loss = (CE_start + CE_end) / 2 + w * CE_verifier``.
+  ``verifier_logits`` = (logit_ans, logit_na). By default it is trained jointly with the span head (a shared
+  encoder) with cross-entropy on ``is_impossible`` (Eq. 13, written there as the binary cross-entropy of the
+  softmax; identical for two classes), weighted by ``config.verifier_loss_weight`` (default 1.0):
+  ``loss = span_loss_weight * (CE_start + CE_end) / 2 + w * CE_verifier``. The paper's *parallel* verifier (a
+  second SG-Net trained only for answerability) is the same class with ``span_loss_weight=0``: its verifier
+  logits are combined with the span logits of a separately trained span model at decoding time
+  (:func:`syntaxformer.training.qa.run_squad` with ``verifier="parallel"`` does both).
   The combination of Eq. 14 is done at decoding time, by
   :func:`syntaxformer.tasks.squad.postprocess_predictions`: ``score_diff = score_null - score_has`` (Eq. 12;
   null minimised, span maximised over windows), ``score_ext = logit_na - logit_ans``, and the no-answer score is
@@ -76,6 +79,8 @@ class SGNetForQuestionAnswering(_SyntaxPreTrainedModel):
     Config options read here (all optional, stored in :class:`SyntaxConfig` as extra attributes):
         qa_verifier (bool, default False): add the [CLS] answerability classifier.
         verifier_loss_weight (float, default 1.0): weight of its cross-entropy in the loss.
+        span_loss_weight (float, default 1.0): weight of the span loss; 0 trains the verifier alone (the paper's
+            parallel verifier model; needs ``qa_verifier=True``).
         verifier_beta1, verifier_beta2 (float, default 1.0): the weights β1, β2 of Eq. 14 (used at decoding).
 
     Args:
@@ -93,6 +98,9 @@ class SGNetForQuestionAnswering(_SyntaxPreTrainedModel):
             self.verifier_pooler = FirstTokenPooler(config.hidden_size)
             self.verifier_dropout = nn.Dropout(config.classifier_dropout)
             self.verifier = nn.Linear(config.hidden_size, 2)
+        self.span_loss_weight = float(getattr(config, "span_loss_weight", 1.0))
+        if self.span_loss_weight == 0 and not self.use_verifier:
+            raise ValueError("span_loss_weight=0 leaves nothing to train without the verifier (qa_verifier=True)")
         self.post_init()
         if self.use_verifier:
             self.verifier_pooler.copy_from(encoder_pooler)
@@ -143,7 +151,7 @@ class SGNetForQuestionAnswering(_SyntaxPreTrainedModel):
         loss = s_loss = v_loss = None
         if start_positions is not None and end_positions is not None:
             s_loss = span_loss(start_logits, end_logits, start_positions, end_positions)
-            loss = s_loss
+            loss = s_loss if self.span_loss_weight == 1.0 else self.span_loss_weight * s_loss
             if verifier_logits is not None:
                 target = is_impossible if is_impossible is not None else (start_positions == 0)
                 target = target.to(verifier_logits.device).view(-1).long()

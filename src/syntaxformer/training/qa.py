@@ -1,0 +1,715 @@
+"""Reading comprehension runs: SQuAD 2.0 span QA (+ answer verifier) and RACE multiple choice.
+
+:func:`run_qa` fine-tunes SG-Net (or the plain-encoder baseline) with :class:`~syntaxformer.training.trainer.
+SyntaxTrainer` (progress bars, seeds, checkpoints / ``resume`` from the ``transformers.Trainer``) and evaluates
+on the held-out / dev questions. Behind ``syntaxformer train --task squad2|race``.
+
+Data (defaults need ``../shared/data``, found by :func:`syntaxformer.defaults.shared_data_dir`):
+
+* ``squad2``: ``squad2/dev-v2.0-half.json`` split **by article** (:func:`~syntaxformer.tasks.squad.
+  split_by_article`, ``held_out_fraction`` / ``split_seed``): the train articles are the training set, the
+  held-out articles the evaluation set. ``train_file`` / ``dev_file`` give explicit SQuAD json files instead
+  (``train_file`` alone is split by article too); ``dataset`` (e.g. ``rajpurkar/squad_v2``) loads the hub
+  ``train`` / ``validation`` splits.
+* ``race``: training questions read straight from ``race/RACE_train.tar.gz`` (a seeded subset of passages,
+  ``max_train_samples`` questions), evaluation on every question of ``race/dev/{middle,high}``;
+  ``train_file`` / ``dev_file`` may be a tarball or a split folder; ``dataset`` (``ehovy/race``, config
+  ``dataset_config`` = ``all``) loads the hub ``train`` / ``validation`` splits.
+
+Files in ``output_dir``:
+
+* ``qa_experiment.json``: the resolved config; ``metrics.json``: scores, sizes, runtimes (written last, so its
+  presence means the run finished);
+* SQuAD: ``predictions.json`` (``qid -> answer`` at the best-F1 no-answer threshold), ``best_texts.json`` (best
+  non-null span per question) and ``na_probs.json`` (``qid -> no-answer score``; with these two files the
+  official ``evaluate-v2.0.py --na-prob-file`` gives the same ``best_*`` numbers), ``per_question.json`` (EM / F1
+  per question at the fixed and at the best threshold, question length, prediction);
+* RACE: ``predictions.json`` (``qid -> {prediction, gold, level, probs}``);
+* the model and tokenizer (``save_model``), ``checkpoint-*`` folders when ``save_strategy`` saves them.
+
+The no-answer threshold: ``metrics["fixed_threshold"]`` scores the predictions at ``null_threshold`` (0 by
+default, i.e. "no answer" when the null score beats the best span, untuned); ``metrics["best_f1_threshold"]``
+scores them at the threshold with the best F1 **found on the same evaluation questions** (exactly what the
+official script's ``best_f1`` does, so it is optimistic by the tuning).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.training.experiment import _environment, _load_tokenizer, _resume_checkpoint, _say, _write_json
+
+__all__ = ["QAExperimentConfig", "QA_TASKS", "run_qa", "run_squad", "run_race", "evaluate_qa", "load_qa_config",
+           "squad_data", "race_data", "question_words", "length_bucket", "LENGTH_BUCKETS", "QA_CONFIG_FILE"]
+
+#: The tasks handled here (everything else goes to :func:`syntaxformer.training.run_experiment`).
+QA_TASKS: tuple[str, ...] = ("squad2", "race")
+QA_CONFIG_FILE = "qa_experiment.json"
+METRICS_FILE = "metrics.json"
+#: Question-length buckets in words (SG-Net TPAMI Fig. 4 groups questions by length).
+LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((1, 5), (6, 10), (11, 15), (16, 20), (21, None))
+
+
+@dataclass
+class QAExperimentConfig:
+    """One reading-comprehension run (SQuAD 2.0 or RACE). Field names follow
+    :class:`~syntaxformer.training.config.ExperimentConfig` where they mean the same.
+
+    Data:
+        task: ``squad2`` or ``race``.
+        data_dir: the task's folder (default ``<shared data>/squad2`` or ``<shared data>/race``).
+        train_file, dev_file: explicit sources (SQuAD json; RACE tarball or split folder).
+        dataset, dataset_config: a hub data set (``rajpurkar/squad_v2``; ``ehovy/race`` with ``all``); network.
+        max_train_samples, max_eval_samples: seeded subsets (``data_seed``) of training / evaluation questions
+            (RACE training from the tarball: whole passages in a seeded order until that many questions).
+        data_seed: seed of the subsets (default 0, independent of ``seed`` so all seeds see the same data).
+        held_out_fraction, split_seed: SQuAD article split of a single file (held-out = evaluation part).
+    Features:
+        max_length: tokens per window / option sequence incl. special tokens (paper: 384).
+        doc_stride: SQuAD: passage tokens shared by consecutive windows (BERT's 128).
+        question_first: SQuAD: ``[CLS] question [SEP] passage [SEP]`` instead of SG-Net's passage-first order.
+        parser, criterion, parse_cache: spaCy pipeline, subword criterion, parse cache (as in ExperimentConfig).
+    Model:
+        model_name_or_path (default: offline MiniLM), use_sg_layer (false = baseline), alpha, alpha_mode,
+        sg_init, aggregation, pooling (RACE head), model_kwargs (other :class:`SyntaxConfig` options).
+    SQuAD decoding / verifier:
+        verifier: ``none``, ``joint`` (the [CLS] answerability classifier trained with the span head on one
+            encoder) or ``parallel`` (a second model trained only as verifier, paper §3.4.1; twice the training).
+        verifier_loss_weight: weight of the verifier's cross-entropy (joint).
+        beta1, beta2: Eq. 14 weights of ``score_diff`` and ``score_ext``.
+        n_best, max_answer_length: span decoding; null_threshold: the fixed no-answer threshold δ.
+    Optimisation / output: as in ExperimentConfig (``resume``, ``save_strategy`` give resumable checkpoints).
+    """
+
+    task: str = "squad2"
+    data_dir: str | None = None
+    train_file: str | None = None
+    dev_file: str | None = None
+    dataset: str | None = None
+    dataset_config: str | None = None
+    max_train_samples: int | None = None
+    max_eval_samples: int | None = None
+    data_seed: int | None = 0
+    held_out_fraction: float = 0.25
+    split_seed: int = 0
+    max_length: int = 384
+    doc_stride: int = 128
+    question_first: bool = False
+    parser: str = "en_core_web_sm"
+    criterion: str = "share"
+    parse_cache: bool | str = True
+    model_name_or_path: str | None = None
+    use_sg_layer: bool = True
+    alpha: float = 0.5
+    alpha_mode: str = "fixed"
+    sg_init: str = "random"
+    aggregation: str = "dual"
+    pooling: str = "cls"
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    verifier: str = "none"
+    verifier_loss_weight: float = 1.0
+    beta1: float = 1.0
+    beta2: float = 1.0
+    n_best: int = 20
+    max_answer_length: int = 30
+    null_threshold: float = 0.0
+    learning_rate: float = 3e-5
+    new_params_lr: float | None = None
+    num_train_epochs: float = 2.0
+    max_steps: int = -1
+    per_device_train_batch_size: int = 16
+    per_device_eval_batch_size: int = 32
+    gradient_accumulation_steps: int = 1
+    weight_decay: float = 0.01
+    warmup_steps: float = 0.1
+    lr_scheduler_type: str = "linear"
+    max_grad_norm: float = 1.0
+    seed: int = 42
+    group_by_length: bool = True
+    mixed_precision: str = "auto"
+    save_strategy: str = "no"
+    save_steps: int | None = None
+    save_total_limit: int | None = 1
+    logging_steps: int = 50
+    dataloader_num_workers: int = 0
+    disable_tqdm: bool | None = None
+    training_args: dict[str, Any] = field(default_factory=dict)
+    output_dir: str = "runs/qa"
+    overwrite_output_dir: bool = False
+    resume: bool | str = False
+    save_model: bool = True
+
+    # Fixed for these runs (read by the shared TrainingArguments builder): one evaluation at the end.
+    eval_strategy = "no"
+    eval_steps = None
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check the values; raises :class:`SyntaxformerError` naming the bad option."""
+        choices = {"task": QA_TASKS, "verifier": ("none", "joint", "parallel"), "criterion": ("share", "children"),
+                   "alpha_mode": ("fixed", "learned"), "sg_init": ("random", "copy_last"), "pooling": ("cls", "mean"),
+                   "mixed_precision": ("auto", "no", "bf16", "fp16"), "save_strategy": ("no", "steps", "epoch")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise SyntaxformerError(f"{name}={getattr(self, name)!r} is not valid; choose one of {allowed}")
+        if self.verifier != "none" and self.task != "squad2":
+            raise SyntaxformerError(f"verifier={self.verifier!r} is a SQuAD 2.0 option (task={self.task!r})")
+        if not 0.0 <= float(self.held_out_fraction) < 1.0:
+            raise SyntaxformerError(f"held_out_fraction={self.held_out_fraction} must lie in [0, 1)")
+        if int(self.max_length) < 16:
+            raise SyntaxformerError(f"max_length={self.max_length} is too small (at least 16)")
+        if self.task == "squad2" and not 0 <= int(self.doc_stride) < int(self.max_length):
+            raise SyntaxformerError(f"doc_stride={self.doc_stride} (tokens shared by consecutive windows) must be "
+                                    f">= 0 and below max_length={self.max_length}")
+        for name in ("max_train_samples", "max_eval_samples"):
+            v = getattr(self, name)
+            if v is not None and int(v) < 1:
+                raise SyntaxformerError(f"{name}={v} must be a positive number of questions (or null for all)")
+
+    @property
+    def resolved_data_seed(self) -> int:
+        """``data_seed`` or ``seed``."""
+        return self.seed if self.data_seed is None else int(self.data_seed)
+
+    def resolved_model(self) -> str:
+        """``model_name_or_path`` or the offline MiniLM default."""
+        if self.model_name_or_path:
+            return self.model_name_or_path
+        from syntaxformer.defaults import default_hf_model
+
+        return default_hf_model()
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "QAExperimentConfig":
+        """Build from a dict; unknown keys are an error naming them."""
+        from syntaxformer.training.config import _coerce
+
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SyntaxformerError(f"option(s) {unknown} do not apply to reading comprehension (squad2 / race); "
+                                    f"known options: {sorted(known)}")
+        return cls(**{k: _coerce(cls, k, v) for k, v in data.items()})
+
+    def replace(self, **changes: Any) -> "QAExperimentConfig":
+        return self.from_dict({**self.to_dict(), **changes})
+
+    def save(self, path: str | os.PathLike) -> None:
+        _write_json(path, self.to_dict())
+
+
+def load_qa_config(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | None = None) -> QAExperimentConfig:
+    """The config saved with a trained reading-comprehension model, with changes; the model is ``model_dir``."""
+    path = Path(model_dir) / QA_CONFIG_FILE
+    if not path.is_file():
+        raise SyntaxformerError(f"{model_dir} holds no {QA_CONFIG_FILE}; it was not trained by `syntaxformer train "
+                                "--task squad2|race`")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.update(overrides or {})
+    data["model_name_or_path"] = str(model_dir)
+    return QAExperimentConfig.from_dict(data)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Data
+# ----------------------------------------------------------------------------------------------------------
+def _task_dir(config: QAExperimentConfig) -> Path:
+    if config.data_dir:
+        return Path(config.data_dir)
+    from syntaxformer.defaults import shared_data_dir
+
+    root = shared_data_dir()
+    if root is None:
+        raise SyntaxformerError(f"no data for {config.task}: ../shared/data was not found (set SYNTAXFORMER_DATA, "
+                                "or give data_dir / train_file / dev_file / dataset)")
+    return root / config.task
+
+
+def _subset(items: list, n: int | None, seed: int) -> tuple[list, str | None]:
+    """A seeded random subset of ``n`` items in their original order, and a note saying so."""
+    if n is None or n >= len(items):
+        return items, None
+    keep = np.sort(np.random.default_rng(seed).choice(len(items), size=int(n), replace=False))
+    return [items[i] for i in keep], f"random subset of {n} of {len(items)} questions (seed {seed})"
+
+
+def squad_data(config: QAExperimentConfig) -> dict[str, Any]:
+    """``{"train", "eval": list[SquadExample], "source": {...}}`` as the config says (see the module doc)."""
+    from syntaxformer.tasks.squad import load_squad_hub, read_squad, split_by_article
+
+    seed = config.resolved_data_seed
+    if config.dataset:
+        train = load_squad_hub(config.dataset, "train")
+        held = load_squad_hub(config.dataset, "validation")
+        source = {"train": f"hub:{config.dataset}/train", "eval": f"hub:{config.dataset}/validation"}
+    else:
+        train_file = Path(config.train_file) if config.train_file else _task_dir(config) / "dev-v2.0-half.json"
+        for f in (train_file, Path(config.dev_file) if config.dev_file else None):
+            if f is not None and not f.is_file():
+                raise SyntaxformerError(f"SQuAD file {f} not found")
+        examples = read_squad(train_file)
+        if config.dev_file:
+            train, held = examples, read_squad(config.dev_file)
+            source = {"train": str(train_file), "eval": str(config.dev_file)}
+        else:
+            if config.held_out_fraction <= 0:
+                raise SyntaxformerError("held_out_fraction must be > 0 when no dev_file is given (the held-out "
+                                        "articles are the evaluation set)")
+            train, held = split_by_article(examples, config.held_out_fraction, seed=config.split_seed)
+            source = {"train": f"{train_file} (train articles)", "eval": f"{train_file} (held-out articles)",
+                      "split": f"by article: {len({e.title for e in held})} of {len({e.title for e in examples})} "
+                               f"articles held out (held_out_fraction {config.held_out_fraction}, split_seed "
+                               f"{config.split_seed})",
+                      "held_out_titles": sorted({e.title for e in held})}
+    for name, part in (("train", train), ("evaluation", held)):
+        if not part:
+            raise SyntaxformerError(f"the SQuAD {name} part is empty ({source})")
+    n_train, n_eval = len(train), len(held)
+    train, train_note = _subset(train, config.max_train_samples, seed)
+    held, eval_note = _subset(held, config.max_eval_samples, seed)
+    return {"train": train, "eval": held, "source": source, "totals": {"train": n_train, "eval": n_eval},
+            "subsample": {"train": train_note, "eval": eval_note}}
+
+
+def _read_race_source(path: Path, max_questions: int | None, seed: int) -> tuple[list, str | None]:
+    from syntaxformer.tasks.race import read_race_dir, read_race_tarball
+
+    if path.is_dir():
+        examples = read_race_dir(path)
+        return _subset(examples, max_questions, seed)
+    if path.is_file():
+        examples = read_race_tarball(path, max_questions=max_questions, seed=seed)
+        note = None if max_questions is None else \
+            f"passages of {path.name} in a seeded order (seed {seed}) until {max_questions} questions"
+        return examples, note
+    raise SyntaxformerError(f"RACE data {path} not found (a split folder with middle/ and high/, or a tarball)")
+
+
+def race_data(config: QAExperimentConfig) -> dict[str, Any]:
+    """``{"train", "eval": list[RaceExample], "source": {...}}`` as the config says (see the module doc)."""
+    from syntaxformer.tasks.race import load_race_hub
+
+    seed = config.resolved_data_seed
+    if config.dataset:
+        cfg = config.dataset_config or "all"
+        train, train_note = _subset(load_race_hub(config.dataset, cfg, "train"), config.max_train_samples, seed)
+        held, eval_note = _subset(load_race_hub(config.dataset, cfg, "validation"), config.max_eval_samples, seed)
+        source = {"train": f"hub:{config.dataset}/{cfg}/train", "eval": f"hub:{config.dataset}/{cfg}/validation"}
+    else:
+        train_path = Path(config.train_file) if config.train_file else _task_dir(config) / "RACE_train.tar.gz"
+        dev_path = Path(config.dev_file) if config.dev_file else _task_dir(config) / "dev"
+        train, train_note = _read_race_source(train_path, config.max_train_samples, seed)
+        held, eval_note = _read_race_source(dev_path, config.max_eval_samples, seed)
+        source = {"train": str(train_path), "eval": str(dev_path)}
+    return {"train": train, "eval": held, "source": source, "subsample": {"train": train_note, "eval": eval_note}}
+
+
+def question_words(question: str) -> int:
+    """Question length in words (whitespace tokens), the unit of the length buckets."""
+    return len(question.split())
+
+
+def length_bucket(n_words: int, buckets: Sequence[tuple[int, int | None]] = LENGTH_BUCKETS) -> str:
+    """``"1-5"``, ``"6-10"`` ... ``">20"``: the bucket of a question of ``n_words`` words."""
+    for lo, hi in buckets:
+        if n_words >= lo and (hi is None or n_words <= hi):
+            return f">{lo - 1}" if hi is None else f"{lo}-{hi}"
+    return f"<{buckets[0][0]}"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Training
+# ----------------------------------------------------------------------------------------------------------
+class _ListDataset:
+    """A list of pre-computed per-item dicts (``torch.utils.data.Dataset`` protocol)."""
+
+    def __init__(self, items: list[dict[str, Any]]):
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self.items[i]
+
+
+_QA_KEYS = ("input_ids", "attention_mask", "token_type_ids", "dep_tin", "dep_tout", "syntax_tree",
+            "start_positions", "end_positions", "is_impossible")
+_IGNORE_OUTPUTS = ["span_loss", "verifier_loss", "hidden_states", "attentions", "sg_attentions"]
+
+
+def _annotator(config: QAExperimentConfig) -> Any:
+    from syntaxformer.data.annotate import SpacyAnnotator
+
+    return SpacyAnnotator(config.parser, cache=config.parse_cache, progress=not config.disable_tqdm)
+
+
+def _model_options(config: QAExperimentConfig) -> dict[str, Any]:
+    return {"use_sg_layer": bool(config.use_sg_layer), "alpha": float(config.alpha),
+            "alpha_mode": config.alpha_mode, "sg_init": config.sg_init, "aggregation": config.aggregation,
+            "pooling": config.pooling, **config.model_kwargs}
+
+
+def _build_model(model_cls: Any, config: QAExperimentConfig, **options: Any) -> Any:
+    """The head around the pretrained encoder, or a model saved by a previous run (loaded as it is)."""
+    path = config.resolved_model()
+    if (Path(path) / QA_CONFIG_FILE).is_file() or _is_syntax_model(path):
+        return model_cls.from_pretrained(path)
+    try:
+        return model_cls.from_encoder_pretrained(path, **{**_model_options(config), **options})
+    except OSError as e:
+        raise SyntaxformerError(f"cannot load the encoder {path!r}: {e}") from e
+
+
+def _is_syntax_model(path: str) -> bool:
+    cfg = Path(path) / "config.json"
+    try:
+        return cfg.is_file() and json.loads(cfg.read_text(encoding="utf-8")).get("model_type") == "syntaxformer"
+    except (OSError, ValueError):
+        return False
+
+
+def _trainer(config: QAExperimentConfig, model: Any, tokenizer: Any, output_dir: str, collate: Any,
+             train_ds: Any, label_names: list[str], **overrides: Any) -> Any:
+    from syntaxformer.training.experiment import _training_arguments
+    from syntaxformer.training.trainer import SyntaxTrainer
+
+    args = _training_arguments(config, output_dir, label_names=label_names, **overrides)  # type: ignore[arg-type]
+    return SyntaxTrainer(model=model, args=args, data_collator=collate, train_dataset=train_ds,
+                         processing_class=tokenizer, new_params_lr=config.new_params_lr)
+
+
+def _train(config: QAExperimentConfig, trainer: Any, output_dir: str) -> dict[str, Any]:
+    resume_from = _resume_checkpoint(config, output_dir)  # type: ignore[arg-type]
+    t0 = time.time()
+    result = trainer.train(resume_from_checkpoint=resume_from)
+    return {"loss": result.training_loss, "global_step": trainer.state.global_step, "epochs": trainer.state.epoch,
+            "runtime_s": round(time.time() - t0, 2), "resumed_from": resume_from}
+
+
+def _prepare_output(config: QAExperimentConfig) -> str:
+    output_dir = os.path.abspath(config.output_dir)
+    if (Path(output_dir) / METRICS_FILE).is_file() and not (config.overwrite_output_dir or config.resume):
+        raise SyntaxformerError(f"{output_dir} already holds a finished run (metrics.json); use "
+                                "--overwrite-output-dir to run again there")
+    os.makedirs(output_dir, exist_ok=True)
+    config.save(Path(output_dir) / QA_CONFIG_FILE)
+    return output_dir
+
+
+def run_qa(config: QAExperimentConfig) -> dict[str, Any]:
+    """Train and evaluate by ``config.task`` (:func:`run_squad` or :func:`run_race`); returns ``metrics.json``."""
+    return run_squad(config) if config.task == "squad2" else run_race(config)
+
+
+# -- SQuAD 2.0 ---------------------------------------------------------------------------------------------
+def _squad_items(features: Sequence[Any], criterion: str) -> list[dict[str, np.ndarray]]:
+    from syntaxformer.tasks.squad import feature_arrays
+
+    out = []
+    for f in features:
+        arrays = feature_arrays(f, criterion)
+        out.append({k: arrays[k] for k in _QA_KEYS if k in arrays})
+    return out
+
+
+def _squad_features(config: QAExperimentConfig, tokenizer: Any, examples: list, annotator: Any) -> list:
+    from syntaxformer.tasks.squad import SquadFeaturizer
+
+    featurizer = SquadFeaturizer(tokenizer, annotator, max_length=config.max_length, stride=config.doc_stride,
+                                 question_first=config.question_first)
+    try:
+        return featurizer(examples)
+    except ValueError as e:  # window room (max_length - question - specials) too small for the stride
+        raise SyntaxformerError(f"SQuAD windows: {e} (max_length={config.max_length}, doc_stride="
+                                f"{config.doc_stride}); raise max_length or lower doc_stride") from e
+
+
+def _train_squad_model(config: QAExperimentConfig, tokenizer: Any, train_ds: Any, output_dir: str,
+                       pad: int, **options: Any) -> tuple[Any, Any, dict[str, Any]]:
+    import transformers
+
+    from syntaxformer.data.collate import pad_arrays
+    from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
+
+    transformers.set_seed(int(config.seed))
+    model = _build_model(SGNetForQuestionAnswering, config, **options)
+    model.train()
+    trainer = _trainer(config, model, tokenizer, output_dir, lambda items: pad_arrays(items, pad), train_ds,
+                       ["start_positions", "end_positions"])
+    return model, trainer, _train(config, trainer, output_dir)
+
+
+def _squad_logits(trainer: Any, ds: Any) -> tuple[Any, Any, Any]:
+    out = trainer.predict(ds, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval")
+    preds = out.predictions if isinstance(out.predictions, tuple) else (out.predictions,)
+    return preds[0], preds[1], (preds[2] if len(preds) > 2 else None)
+
+
+def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scores: Mapping[str, float],
+                 null_threshold: float = 0.0) -> dict[str, Any]:
+    """Official SQuAD 2.0 metrics at the fixed threshold and at the best-F1 threshold, with per-question scores.
+
+    Returns:
+        ``{"fixed_threshold": {...}, "best_f1_threshold": {...}, "per_question": {qid: {...}}}``; both metric
+        dicts are :func:`~syntaxformer.tasks.squad_metric.squad_evaluate` outputs (EM / F1 overall, HasAns,
+        NoAns, and the ``best_*`` keys), the second one with ``threshold`` set to ``best_f1_thresh``.
+    """
+    from syntaxformer.tasks.squad import gold_answers
+    from syntaxformer.tasks.squad_metric import apply_no_answer_threshold, normalize_answer, raw_scores, squad_evaluate
+
+    gold = gold_answers(examples)
+    fixed = squad_evaluate(gold, best_texts, na_scores, na_prob_thresh=null_threshold)
+    fixed["threshold"] = null_threshold
+    best_t = fixed["best_f1_thresh"]
+    best = squad_evaluate(gold, best_texts, na_scores, na_prob_thresh=best_t)
+    if not math.isclose(best["f1"], fixed["best_f1"], abs_tol=1e-9):
+        # The official sweep reports threshold 0.0 when its best point is "no question answered" (right for
+        # probabilities in [0, 1]); our no-answer scores can be negative, so answer nobody explicitly.
+        finite = [v for v in na_scores.values() if math.isfinite(v)]
+        best_t = (min(finite) - 1.0) if finite else 0.0
+        best = squad_evaluate(gold, best_texts, na_scores, na_prob_thresh=best_t)
+    best["threshold"] = best_t
+    has = {q: any(a for a in answers) for q, answers in gold.items()}
+    scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
+    em, f1 = raw_scores(scored, best_texts)
+    probs = {q: float(na_scores.get(q, 0.0)) for q in gold}
+    per_q: dict[str, dict[str, Any]] = {}
+    at = {name: (apply_no_answer_threshold(em, probs, has, t), apply_no_answer_threshold(f1, probs, has, t))
+          for name, t in (("fixed", null_threshold), ("best", best_t))}
+    for e in examples:
+        q = e.qid
+        per_q[q] = {"question_words": question_words(e.question), "has_answer": has[q],
+                    "best_text": best_texts.get(q, ""), "na_score": probs[q],
+                    "prediction_fixed": "" if probs[q] > null_threshold else best_texts.get(q, ""),
+                    "prediction_best": "" if probs[q] > best_t else best_texts.get(q, ""),
+                    "em_fixed": int(at["fixed"][0][q]), "f1_fixed": float(at["fixed"][1][q]),
+                    "em_best": int(at["best"][0][q]), "f1_best": float(at["best"][1][q])}
+    return {"fixed_threshold": fixed, "best_f1_threshold": best, "per_question": per_q}
+
+
+def _finite(d: Mapping[str, float]) -> dict[str, float]:
+    """JSON-safe no-answer scores (a question with no valid span has score +inf: written as 1e30)."""
+    return {k: (float(v) if math.isfinite(v) else math.copysign(1e30, v)) for k, v in d.items()}
+
+
+def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
+    """Fine-tune and evaluate span QA on SQuAD 2.0 (see the module doc for data and files).
+
+    Returns:
+        the content of ``metrics.json``.
+    """
+    from syntaxformer.tasks.squad import postprocess_predictions, squad_counts
+
+    t0 = time.time()
+    output_dir = _prepare_output(config)
+    tokenizer = _load_tokenizer(config.resolved_model())
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    t_data = time.time()
+    data = squad_data(config)
+    annotator = _annotator(config)
+    train_feats = _squad_features(config, tokenizer, data["train"], annotator)
+    eval_feats = _squad_features(config, tokenizer, data["eval"], annotator)
+    train_ds = _ListDataset(_squad_items(train_feats, config.criterion))
+    eval_ds = _ListDataset(_squad_items(eval_feats, config.criterion))
+    data_s = time.time() - t_data
+    _say(f"SQuAD 2.0: {len(data['train'])} train questions ({len(train_feats)} windows), {len(data['eval'])} "
+         f"evaluation questions ({len(eval_feats)} windows); {data['source'].get('split', '')}")
+
+    verifier_opts = {"qa_verifier": True, "verifier_loss_weight": float(config.verifier_loss_weight),
+                     "verifier_beta1": float(config.beta1), "verifier_beta2": float(config.beta2)}
+    main_opts = verifier_opts if config.verifier == "joint" else {}
+    model, trainer, train_info = _train_squad_model(config, tokenizer, train_ds, output_dir, pad, **main_opts)
+    t_eval = time.time()
+    start, end, ver = _squad_logits(trainer, eval_ds)
+    if config.save_model:
+        trainer.save_model(output_dir)
+    verifier_info = None
+    if config.verifier == "parallel":  # a second model trained only to tell answerable from unanswerable
+        vdir = str(Path(output_dir) / "verifier")
+        _, vtrainer, verifier_info = _train_squad_model(config, tokenizer, train_ds, vdir, pad, span_loss_weight=0.0,
+                                                        **verifier_opts)
+        _, _, ver = _squad_logits(vtrainer, eval_ds)
+        if config.save_model:
+            vtrainer.save_model(vdir)
+    result = postprocess_predictions(data["eval"], eval_feats, start, end, ver, n_best=config.n_best,
+                                     max_answer_length=config.max_answer_length, beta1=config.beta1,
+                                     beta2=config.beta2, null_threshold=config.null_threshold)
+    scores = squad_scores(data["eval"], result.best_texts, result.na_scores, config.null_threshold)
+    eval_s = time.time() - t_eval
+
+    per_q = scores.pop("per_question")
+    out = Path(output_dir)
+    _write_json(out / "predictions.json", {q: r["prediction_best"] for q, r in per_q.items()})
+    _write_json(out / "best_texts.json", result.best_texts)
+    _write_json(out / "na_probs.json", _finite(result.na_scores))
+    _write_json(out / "per_question.json", _finite_per_q(per_q))
+    from syntaxformer.training.experiment import model_label, system_kind
+
+    metrics = {
+        "task": "squad2", "model": config.resolved_model(), "model_label": model_label(config.resolved_model()),
+        "model_type": system_kind(model) + (f" + verifier ({config.verifier})" if config.verifier != "none" else ""),
+        "seed": config.seed, "data_seed": config.resolved_data_seed, "data": data["source"],
+        "sizes": {"train_questions": len(data["train"]), "train_windows": len(train_feats),
+                  "train_questions_total": data["totals"]["train"], "eval_questions": len(data["eval"]),
+                  "eval_windows": len(eval_feats), "eval_questions_total": data["totals"]["eval"]},
+        "counts": {"train": squad_counts(data["train"]), "eval": squad_counts(data["eval"])},
+        "subsample": data["subsample"], "max_length": config.max_length, "doc_stride": config.doc_stride,
+        "question_first": config.question_first, "verifier": config.verifier,
+        "beta": [config.beta1, config.beta2], "parser": getattr(annotator, "source", config.parser),
+        "learning_rate": config.learning_rate, "new_params_lr": config.new_params_lr,
+        "num_train_epochs": config.num_train_epochs, "batch_size": config.per_device_train_batch_size,
+        **scores,
+        "threshold_note": "best_f1_threshold: the no-answer threshold with the best F1 on these same evaluation "
+                          "questions (as the official script's best_f1; optimistic). fixed_threshold: untuned.",
+        "train": train_info, "verifier_train": verifier_info, "data_prep_s": round(data_s, 2),
+        "eval_s": round(eval_s, 2), "runtime_s": round(time.time() - t0, 2), "environment": _environment(),
+    }
+    _write_json(out / METRICS_FILE, metrics)
+    b = scores["best_f1_threshold"]
+    _say(f"{metrics['model_type']} SQuAD 2.0 held-out: EM {b['exact']:.2f} F1 {b['f1']:.2f} at the best-F1 "
+         f"threshold {b['threshold']:.3f} (fixed threshold: EM {scores['fixed_threshold']['exact']:.2f} F1 "
+         f"{scores['fixed_threshold']['f1']:.2f}); {out / METRICS_FILE}")
+    return metrics
+
+
+def _finite_per_q(per_q: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {q: {**r, "na_score": r["na_score"] if math.isfinite(r["na_score"]) else 1e30} for q, r in per_q.items()}
+
+
+# -- RACE --------------------------------------------------------------------------------------------------
+def _race_items(features: Sequence[Any], criterion: str) -> list[dict[str, Any]]:
+    from syntaxformer.tasks.race import feature_arrays
+
+    return [feature_arrays(f, criterion) for f in features]
+
+
+def run_race(config: QAExperimentConfig) -> dict[str, Any]:
+    """Fine-tune and evaluate multiple choice on RACE (accuracy on RACE-M, RACE-H and all of the dev set)."""
+    import transformers
+
+    from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
+    from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate, race_counts
+
+    t0 = time.time()
+    output_dir = _prepare_output(config)
+    tokenizer = _load_tokenizer(config.resolved_model())
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    t_data = time.time()
+    data = race_data(config)
+    featurizer = RaceFeaturizer(tokenizer, _annotator(config), max_length=config.max_length)
+    train_feats = featurizer(data["train"])
+    eval_feats = featurizer(data["eval"])
+    train_ds = _ListDataset(_race_items(train_feats, config.criterion))
+    eval_ds = _ListDataset(_race_items(eval_feats, config.criterion))
+    data_s = time.time() - t_data
+    truncated = {"train": sum(f.truncated for f in train_feats), "eval": sum(f.truncated for f in eval_feats)}
+    _say(f"RACE: {len(train_feats)} train / {len(eval_feats)} dev questions; passage cut to fit max_length "
+         f"{config.max_length} in {truncated['train']} / {truncated['eval']} of them")
+
+    transformers.set_seed(int(config.seed))
+    model = _build_model(SGNetForMultipleChoice, config)
+    model.train()
+    trainer = _trainer(config, model, tokenizer, output_dir, lambda items: race_collate(items, pad), train_ds,
+                       ["labels"], train_sampling_strategy="random")
+    train_info = _train(config, trainer, output_dir)
+    t_eval = time.time()
+    out = trainer.predict(eval_ds, ignore_keys=["hidden_states", "attentions", "sg_attentions"],
+                          metric_key_prefix="eval")
+    logits = np.asarray(out.predictions[0] if isinstance(out.predictions, tuple) else out.predictions)
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    pred = logits.argmax(-1)
+    acc = race_accuracy(data["eval"], pred.tolist())
+    eval_s = time.time() - t_eval
+    if config.save_model:
+        trainer.save_model(output_dir)
+    letters = "ABCDEFGHIJ"
+    _write_json(Path(output_dir) / "predictions.json", {
+        e.qid: {"prediction": letters[int(p)], "gold": e.answer, "level": e.level,
+                "correct": bool(int(p) == e.label), "question_words": question_words(e.question),
+                "probs": [round(float(x), 5) for x in pr]}
+        for e, p, pr in zip(data["eval"], pred, probs)})
+    from syntaxformer.training.experiment import model_label, system_kind
+
+    metrics = {
+        "task": "race", "model": config.resolved_model(), "model_label": model_label(config.resolved_model()),
+        "model_type": system_kind(model), "seed": config.seed, "data_seed": config.resolved_data_seed,
+        "data": data["source"], "subsample": data["subsample"],
+        "counts": {"train": race_counts(data["train"]), "eval": race_counts(data["eval"])},
+        "max_length": config.max_length, "passage_truncated": truncated,
+        "learning_rate": config.learning_rate, "new_params_lr": config.new_params_lr,
+        "num_train_epochs": config.num_train_epochs, "batch_size": config.per_device_train_batch_size,
+        "accuracy": acc, "eval_loss": (out.metrics or {}).get("eval_loss"),
+        "train": train_info, "data_prep_s": round(data_s, 2), "eval_s": round(eval_s, 2),
+        "runtime_s": round(time.time() - t0, 2), "environment": _environment(),
+    }
+    _write_json(Path(output_dir) / METRICS_FILE, metrics)
+    _say(f"{metrics['model_type']} RACE dev accuracy: middle {acc['middle']:.2f} high {acc['high']:.2f} all "
+         f"{acc['all']:.2f} ({Path(output_dir) / METRICS_FILE})")
+    return metrics
+
+
+# -- evaluate a saved model ----------------------------------------------------------------------------------
+def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
+                output_dir: str | None = None) -> dict[str, Any]:
+    """Score a model saved by :func:`run_qa` on its evaluation questions (or ``dev_file`` etc. in
+    ``overrides``); writes ``eval_dev.json`` to ``output_dir`` (default: the model folder). The parallel verifier
+    of a ``verifier="parallel"`` run is not re-applied (only the span model is saved at the top level)."""
+    config = load_qa_config(model_dir, {**(overrides or {}), "num_train_epochs": 0.0})
+    t0 = time.time()
+    tokenizer = _load_tokenizer(str(model_dir))
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    out_dir = os.path.abspath(output_dir or str(model_dir))
+    annotator = _annotator(config)
+    if config.task == "squad2":
+        from syntaxformer.data.collate import pad_arrays
+        from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
+        from syntaxformer.tasks.squad import postprocess_predictions
+
+        examples = squad_data(config)["eval"]
+        feats = _squad_features(config, tokenizer, examples, annotator)
+        model = SGNetForQuestionAnswering.from_pretrained(str(model_dir))
+        trainer = _trainer(config, model, tokenizer, out_dir, lambda items: pad_arrays(items, pad), None,
+                           ["start_positions", "end_positions"], save_strategy="no")
+        start, end, ver = _squad_logits(trainer, _ListDataset(_squad_items(feats, config.criterion)))
+        if config.verifier == "parallel":
+            ver = None
+        res = postprocess_predictions(examples, feats, start, end, ver, n_best=config.n_best,
+                                      max_answer_length=config.max_answer_length, beta1=config.beta1,
+                                      beta2=config.beta2, null_threshold=config.null_threshold)
+        scores = squad_scores(examples, res.best_texts, res.na_scores, config.null_threshold)
+        scores.pop("per_question")
+        result = {"task": "squad2", "model": str(model_dir), "size": len(examples), **scores}
+    else:
+        from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
+        from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate
+
+        examples = race_data(config)["eval"]
+        feats = RaceFeaturizer(tokenizer, annotator, max_length=config.max_length)(examples)
+        model = SGNetForMultipleChoice.from_pretrained(str(model_dir))
+        trainer = _trainer(config, model, tokenizer, out_dir, lambda items: race_collate(items, pad), None,
+                           ["labels"], save_strategy="no", train_sampling_strategy="random")
+        out = trainer.predict(_ListDataset(_race_items(feats, config.criterion)),
+                              ignore_keys=["hidden_states", "attentions", "sg_attentions"])
+        logits = np.asarray(out.predictions[0] if isinstance(out.predictions, tuple) else out.predictions)
+        result = {"task": "race", "model": str(model_dir), "size": len(examples),
+                  "accuracy": race_accuracy(examples, logits.argmax(-1).tolist())}
+    result["runtime_s"] = round(time.time() - t0, 2)
+    _write_json(Path(out_dir) / "eval_dev.json", result)
+    return result
