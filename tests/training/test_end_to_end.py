@@ -113,3 +113,37 @@ def test_end_to_end_cli_errors(tmp_path, capsys):
     assert "not a trained syntaxformer model" in capsys.readouterr().err
     assert main(["train", "--set", "pooling=max"]) == 1
     assert "pooling='max'" in capsys.readouterr().err
+
+
+def test_end_to_end_bert_pos_through_the_task_stack(tiny_model, tmp_path):
+    """BERT+POS is usable from a config: the features carry pos_ids, training moves the (zero-initialised) POS
+    embedding, and the saved model evaluates again."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from syntaxformer.tasks import get_task, load_split, subsample
+    from syntaxformer.tasks.features import build_features
+    from syntaxformer.training.experiment import (
+        _load_tokenizer,
+        evaluate_model,
+        feature_options,
+        load_experiment_config,
+    )
+
+    out = tmp_path / "pos"
+    config = _config(tiny_model, out, model_kwargs={"pos_embeddings": "upos"}, save_strategy="no",
+                     eval_strategy="no")
+    assert feature_options(config).pos_tags == "upos"
+    m = run_experiment(config)
+    task = get_task("sst2")
+    data = subsample(load_split(task, "dev", data_dir=config.data_dir), 8, 0)
+    ds = build_features(task, data, _load_tokenizer(tiny_model), feature_options(config), split="dev",
+                        progress=False)
+    item = ds[0]
+    words = item["syntax_tree"] >= 0
+    assert (item["pos_ids"][words] >= 2).all() and (item["pos_ids"][~words] == 0).all()
+    model = AutoModelForSequenceClassification.from_pretrained(out)
+    assert model.config.pos_embeddings == "upos"
+    assert float(model.sgnet.pos_embeddings.weight.detach().abs().sum()) > 0  # started at zero, trained
+    again = evaluate_model(load_experiment_config(out), split="dev")
+    assert again["scores"]["accuracy"] == pytest.approx(m["dev"]["accuracy"])

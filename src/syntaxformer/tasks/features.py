@@ -101,6 +101,10 @@ class FeatureOptions:
             Syntax-BERT's constituency relations are empty there) or ``"from_dependency"`` (sentences without a
             constituency tree get one read off their dependency tree,
             :func:`~syntaxformer.data.constituency.dependency_to_constituency`, after any parser noise).
+
+        pos_tags: ``"upos"`` / ``"xpos"``: also store ``pos_ids`` ``[L]`` (the POS id of each subword's word, 0 for
+            special tokens; :mod:`syntaxformer.data.subword_features` ids) for BERT+POS
+            (``SyntaxConfig.pos_embeddings``); ``None`` (default): no POS ids.
     """
 
     max_length: int = 128
@@ -112,8 +116,11 @@ class FeatureOptions:
     parser_noise: float = 0.0
     noise_seed: int = 0
     constituency: str = "given"
+    pos_tags: str | None = None
 
     def __post_init__(self) -> None:
+        if self.pos_tags not in (None, "upos", "xpos"):
+            raise SyntaxformerError(f"pos_tags must be None, 'upos' or 'xpos', got {self.pos_tags!r}")
         if self.constituency not in ("given", "from_dependency"):
             raise SyntaxformerError(f"constituency must be 'given' or 'from_dependency', got {self.constituency!r}")
         if self.syntax not in ("auto", "parser", "given"):
@@ -234,8 +241,9 @@ def _cache_key(task: TaskSpec, split: str, data: TaskData, tokenizer: Any, optio
         "n": len(data), "tokenizer": tokenizer_fingerprint(tokenizer), "parser": parser_id,
         "options": dataclasses.asdict(options),
     }
-    if options.constituency == "given":  # the default: keep the keys of caches written before the option existed
-        del payload["options"]["constituency"]
+    for name, default in (("constituency", "given"), ("pos_tags", None)):
+        if getattr(options, name) == default:  # defaults keep the keys of caches written before these options
+            del payload["options"][name]
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -446,6 +454,7 @@ def _encode(task: TaskSpec, data: TaskData, docs_a, docs_b, tokenizer, options: 
             progress: bool) -> FeatureDataset:
     from syntaxformer.data.align import SyntaxAligner
     from syntaxformer.data.collate import example_arrays
+    from syntaxformer.data.subword_features import subword_feature_ids
 
     aligner = SyntaxAligner(tokenizer, max_length=options.max_length,
                             window_segment=None if docs_b is not None else 0)
@@ -462,10 +471,12 @@ def _encode(task: TaskSpec, data: TaskData, docs_a, docs_b, tokenizer, options: 
             for windows in aligner.align_batch(block_a, block_b):
                 ex = windows[0]  # no stride: exactly one (possibly truncated) window
                 arrays = example_arrays(ex, options.criterion, options.max_distance, constituency=want_con)
+                if options.pos_tags is not None:
+                    arrays["pos_ids"] = subword_feature_ids(ex, None, [options.pos_tags])[f"{options.pos_tags}_ids"]
                 if int(np.sum(ex.word_index >= 0)) < int(np.sum(ex.n_pieces)):
                     n_truncated += 1
                 for k, v in arrays.items():
-                    if k in _TOKEN_KEYS or options.syntax_keys is None or k in options.syntax_keys:
+                    if k in _TOKEN_KEYS or k == "pos_ids" or options.syntax_keys is None or k in options.syntax_keys:
                         columns.setdefault(k, []).append(v)
                 lengths.append(len(ex))
             bar.update(len(block_a))

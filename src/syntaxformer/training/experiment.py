@@ -93,6 +93,8 @@ def feature_options(config: ExperimentConfig) -> FeatureOptions:
         extra["max_distance"] = int(config.syntax_bert_options.get("max_distance", 15))
         if config.trees in ("both", "constituency") and config.constituency_fallback == "dependency":
             extra["constituency"] = "from_dependency"
+    if config.model_type == "sgnet" and config.model_kwargs.get("pos_embeddings"):  # BERT+POS
+        extra["pos_tags"] = str(config.model_kwargs["pos_embeddings"])
     return FeatureOptions(max_length=int(config.max_length), criterion=config.criterion, parser=config.parser,
                           syntax=config.syntax, parser_noise=float(config.parser_noise),
                           noise_seed=config.resolved_noise_seed, **extra)
