@@ -95,7 +95,7 @@ def test_features_embedding_shapes_sum_and_concat():
     out = emb(torch.tensor([[7, 9, 0]]), ids)
     assert out.shape == (1, 3, 64) and emb.tokens.embedding_dim == 44
     assert torch.allclose(out[..., :44], 8.0 * emb.tokens(torch.tensor([[7, 9, 0]])))
-    assert torch.allclose(out[..., 44:], emb.features(ids))
+    assert torch.allclose(out[..., 44:], 8.0 * emb.features(ids))  # same scale as the token part
     base = SyntaxInfusedEmbedding(50, 64, (), padding_idx=0)
     assert base(torch.tensor([[7]])).shape == (1, 1, 64)
     with pytest.raises(SyntaxformerError, match="no 'case_ids'"):

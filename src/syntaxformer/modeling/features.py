@@ -89,7 +89,7 @@ class SyntaxFeatureEmbedding(nn.Module):
 
 
 class SyntaxInfusedEmbedding(nn.Module):
-    """Encoder input ``[scale * E x_m ; f_m]`` of size ``D`` (token part ``D - d``, feature part ``d``).
+    """Encoder input ``[scale * E x_m ; scale * f_m]`` of size ``D`` (token part ``D - d``, feature part ``d``).
 
     With no features (``features=()``) this is a plain ``scale * E x_m`` of size ``D``, so a baseline and a
     syntax-infused model differ only in this module.
@@ -135,5 +135,7 @@ class SyntaxInfusedEmbedding(nn.Module):
         e = self.tokens(input_ids) * self.scale  # (B, L, D - d)
         if self.features is None:
             return e
-        return torch.cat([e, self.features(feature_ids or {})], dim=-1)  # (B, L, D)
+        # the feature vector gets the same scale as the token part: both are initialised with the same std and
+        # trained at the same rate, so neither half of [e ; f] starts (or stays) an order of magnitude weaker
+        return torch.cat([e, self.features(feature_ids or {}) * self.scale], dim=-1)  # (B, L, D)
 

@@ -4,12 +4,12 @@ Pipeline::
 
     examples = read_squad("dev-v2.0.json")                       # one SquadExample per question
     train, held = split_by_article(examples, held_out_fraction=0.1)
-    featurizer = SquadFeaturizer(tokenizer, SpacyAnnotator())     # max_length 384, stride 128 (paper / BERT)
+    featurizer = SquadFeaturizer(tokenizer, SpacyAnnotator())     # max_length 384, 128-token window overlap
     features = featurizer(examples)                               # one SquadFeature per window
     batch = squad_collate(features)                               # SyntaxCollator batch + start/end positions
     ... model(**batch) -> start_logits, end_logits [, verifier_logits]
     result = postprocess_predictions(examples, features, start_logits, end_logits)
-    squad_evaluate(gold_answers(examples), result.best_texts, result.na_scores)   # best_f1_thresh etc.
+    squad_evaluate(gold_answers(examples), result.best_texts, result.na_scores)   # reachable_best_f1_thresh etc.
 
 Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's
 ``[CLS] question [SEP] passage [SEP]``). Long passages are cut into windows (the question is complete in every
@@ -209,7 +209,9 @@ class SquadFeaturizer:
             :class:`~syntaxformer.data.annotate.SpacyAnnotator`); passages are parsed once per distinct text,
             sentence by sentence, questions on their own.
         max_length: window length including special tokens (384, as in SG-Net / BERT).
-        stride: tokens shared by consecutive windows of a long passage (128, BERT's ``doc_stride`` as overlap).
+        stride: tokens shared by consecutive windows of a long passage (default 128): the **overlap** between
+            windows, as ``doc_stride`` / ``stride`` in Hugging Face's ``run_qa``. (BERT's original ``doc_stride``
+            of 128 is the step between window starts instead, so the same number means a different overlap.)
         question_first: ``[CLS] question [SEP] passage [SEP]`` instead of SG-Net's ``[CLS] passage [SEP] question
             [SEP]``.
     """
@@ -350,8 +352,8 @@ def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence
     ``score_ext = logit_na - logit_ans`` (Eq. 14), taken from the window with the minimum null score, and the
     no-answer score is ``beta1 * score_diff + beta2 * score_ext``; without it, ``beta1 * score_diff``.
     A question is predicted unanswerable when its no-answer score exceeds ``null_threshold`` (δ; the best δ on
-    a development set is ``best_f1_thresh`` of :func:`squad_evaluate`). Windows are processed independently, so
-    the logits may come from any batching order as long as they follow ``features``.
+    a development set is ``reachable_best_f1_thresh`` of :func:`squad_evaluate`). Windows are processed
+    independently, so the logits may come from any batching order as long as they follow ``features``.
 
     Args:
         examples: the questions, as given to the featurizer (``feature.example_index`` indexes this list).

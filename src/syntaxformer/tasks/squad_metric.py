@@ -21,13 +21,25 @@ Behaviour (as documented for the official SQuAD 2.0 evaluation):
   unanswerable" (score = share of unanswerable questions), each question in turn switches to its predicted text.
   The running score changes by (its score with the text) - (its score with "") — for an unanswerable question
   that is -1 when the text is non-empty, 0 if the text is empty. The best point and the score of the question
-  that reached it give the threshold (questions with a score ≤ threshold are answered).
+  that reached it give the threshold (questions with a score ≤ threshold are answered). This is the official
+  script's sweep (:func:`find_best_threshold`), kept so that ``best_*`` match what it prints.
+* **Ties.** The official sweep moves one question at a time even when several questions share a no-answer score,
+  so its best point can lie *inside* a group of tied scores, which no threshold reaches (``na > t`` answers all of
+  a tie group or none of it); then ``best_*`` is not attainable and ``best_*_thresh`` does not give it. Example:
+  answerable q1 (score -2, right) and q4 (0.5, right), unanswerable q2 (0.5, predicted "x") and q3 (3): the
+  official sweep reports F1 100 at 0.5, but threshold 0.5 gives 75 (q2 is answered with q4). The **reachable**
+  sweep (:func:`find_reachable_best_threshold`, keys ``reachable_best_exact`` / ``reachable_best_f1`` and their
+  ``_thresh``) moves whole tie groups, starts from "answer nobody" (threshold below the smallest score), and
+  returns a threshold ``t`` at which :func:`apply_no_answer_threshold` (``na > t`` → no answer) gives exactly the
+  reported score. It also scores an answered question by its text (an unanswerable question whose text
+  normalises to ``""`` keeps 1), exactly as :func:`apply_no_answer_threshold` does.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import math
 import re
 import string
 from pathlib import Path
@@ -132,6 +144,42 @@ def find_best_threshold(preds: Mapping[str, str], scores: Mapping[str, float], n
     return 100.0 * best / max(len(scores), 1), best_thresh
 
 
+def answer_nobody_threshold(na_probs: Any) -> float:
+    """A threshold below every finite no-answer score (smallest - 1; 0.0 when there is none): no question answered."""
+    finite = [float(v) for v in na_probs if math.isfinite(float(v))]
+    return (min(finite) - 1.0) if finite else 0.0
+
+
+def find_reachable_best_threshold(scores: Mapping[str, float], na_probs: Mapping[str, float],
+                                  has_answer: Mapping[str, bool]) -> tuple[float, float]:
+    """Best total score (percent) that a real threshold reaches, and that threshold (see the module doc, *Ties*).
+
+    The questions are those of ``scores`` (missing no-answer scores count as 0.0). Starting from "answer nobody",
+    groups of equal no-answer score switch to their predicted text in increasing order of score; the best point is
+    only updated at the end of a group (strict improvement, so the smallest such threshold wins). The returned
+    ``t`` is the score of the last group answered, or :func:`answer_nobody_threshold` of these questions when
+    answering nobody is best; ``apply_no_answer_threshold(scores, na_probs, has_answer, t)`` totals exactly the
+    returned score.
+    """
+    qids = list(scores)
+    if not qids:
+        return 0.0, 0.0
+    na = {q: float(na_probs.get(q, 0.0)) for q in qids}
+    current = best = float(sum(1 for q in qids if not has_answer[q]))
+    best_thresh = answer_nobody_threshold(na.values())
+    order = sorted(qids, key=lambda q: na[q])
+    i = 0
+    while i < len(order):
+        value = na[order[i]]
+        while i < len(order) and na[order[i]] == value:
+            q = order[i]
+            current += float(scores[q]) - float(not has_answer[q])  # answered now instead of "no answer"
+            i += 1
+        if current > best + 1e-12:
+            best, best_thresh = current, value
+    return 100.0 * best / len(qids), best_thresh
+
+
 def _is_dataset(obj: Any) -> bool:
     """SQuAD json (``{"data": [article, ...]}`` or the article list) rather than ``qid -> [texts]``."""
     if isinstance(obj, Mapping):
@@ -152,7 +200,10 @@ def squad_evaluate(gold: Mapping[str, list[str]] | Any, preds: Mapping[str, str]
 
     Returns:
         ``exact``, ``f1``, ``total``, ``HasAns_exact/f1/total``, ``NoAns_exact/f1/total`` (when present) and, with
-        ``na_probs``, ``best_exact``, ``best_exact_thresh``, ``best_f1``, ``best_f1_thresh``. Scores in percent.
+        ``na_probs``, ``best_exact``, ``best_exact_thresh``, ``best_f1``, ``best_f1_thresh`` (the official
+        script's sweep: what it prints, possibly unreachable on tied scores) and ``reachable_best_exact``,
+        ``reachable_best_exact_thresh``, ``reachable_best_f1``, ``reachable_best_f1_thresh`` (the best a real
+        threshold reaches, with that threshold; see the module doc). Scores in percent.
     """
     if _is_dataset(gold):
         gold = gold_answers_from_dataset(gold)
@@ -171,6 +222,9 @@ def squad_evaluate(gold: Mapping[str, list[str]] | Any, preds: Mapping[str, str]
     if na_probs is not None:
         out["best_exact"], out["best_exact_thresh"] = find_best_threshold(preds, em, probs, has_answer)
         out["best_f1"], out["best_f1_thresh"] = find_best_threshold(preds, f1, probs, has_answer)
+        out["reachable_best_exact"], out["reachable_best_exact_thresh"] = \
+            find_reachable_best_threshold(em, probs, has_answer)
+        out["reachable_best_f1"], out["reachable_best_f1_thresh"] = find_reachable_best_threshold(f1, probs, has_answer)
     return out
 
 

@@ -20,17 +20,32 @@ Files in ``output_dir``:
 
 * ``qa_experiment.json``: the resolved config; ``metrics.json``: scores, sizes, runtimes (written last, so its
   presence means the run finished);
-* SQuAD: ``predictions.json`` (``qid -> answer`` at the best-F1 no-answer threshold), ``best_texts.json`` (best
-  non-null span per question) and ``na_probs.json`` (``qid -> no-answer score``; with these two files the
-  official ``evaluate-v2.0.py --na-prob-file`` gives the same ``best_*`` numbers), ``per_question.json`` (EM / F1
-  per question at the fixed and at the best threshold, question length, prediction);
+* SQuAD: ``predictions.json`` (``qid -> answer`` for every evaluation question at the headline
+  ``best_f1_threshold`` threshold; scored on the test-part questions it gives the headline numbers),
+  ``best_texts.json`` (best non-null span per question) and ``na_probs.json`` (``qid -> no-answer score``; with
+  these two files, restricted to the test part, the official ``evaluate-v2.0.py --na-prob-file`` prints the
+  ``official_best_*`` numbers), ``per_question.json`` (per question: its ``part``, tuning or test; EM / F1 and
+  prediction at the fixed and at the headline threshold; question length);
 * RACE: ``predictions.json`` (``qid -> {prediction, gold, level, probs}``);
 * the model and tokenizer (``save_model``), ``checkpoint-*`` folders when ``save_strategy`` saves them.
 
-The no-answer threshold: ``metrics["fixed_threshold"]`` scores the predictions at ``null_threshold`` (0 by
-default, i.e. "no answer" when the null score beats the best span, untuned); ``metrics["best_f1_threshold"]``
-scores them at the threshold with the best F1 **found on the same evaluation questions** (exactly what the
-official script's ``best_f1`` does, so it is optimistic by the tuning).
+The no-answer threshold (SQuAD). The evaluation articles are split **by article** (``threshold_tuning_fraction``,
+default 0.5, ``threshold_split_seed``; :func:`threshold_split`) into a *tuning* part and a *test* part;
+``metrics["threshold_protocol"]`` names the articles and counts the questions of each. Every reported score is on
+the **test part**:
+
+* ``best_f1_threshold`` (the headline) / ``best_exact_threshold``: at the threshold with the best F1 / EM on the
+  **tuning** part, applied to the test part (an honest held-out choice);
+* ``fixed_threshold``: at ``null_threshold`` (0 by default: "no answer" when the null score beats the best span;
+  untuned);
+* ``same_set_best_f1_threshold``: at the best-F1 threshold of the test part itself (what the official script's
+  ``best_f1`` does; optimistic by the tuning), with the official script's own ``official_best_f1`` /
+  ``official_best_exact`` (these can be unreachable when no-answer scores tie; see
+  :mod:`syntaxformer.tasks.squad_metric`).
+
+Thresholds come from the reachable sweep, so applying ``na_score > threshold`` → no answer reproduces each
+reported EM / F1 exactly. ``threshold_tuning_fraction=0`` is the old protocol: thresholds tuned on the scored
+questions (then ``best_f1_threshold`` equals ``same_set_best_f1_threshold``).
 """
 
 from __future__ import annotations
@@ -76,7 +91,9 @@ class QAExperimentConfig:
         held_out_fraction, split_seed: SQuAD article split of a single file (held-out = evaluation part).
     Features:
         max_length: tokens per window / option sequence incl. special tokens (paper: 384).
-        doc_stride: SQuAD: passage tokens shared by consecutive windows (BERT's 128).
+        doc_stride: SQuAD: passage tokens shared by consecutive windows, i.e. the **overlap** between windows (as
+            ``doc_stride`` in Hugging Face's ``run_qa``; BERT's original ``doc_stride`` is the step between window
+            starts instead).
         question_first: SQuAD: ``[CLS] question [SEP] passage [SEP]`` instead of SG-Net's passage-first order.
         parser, criterion, parse_cache: spaCy pipeline, subword criterion, parse cache (as in ExperimentConfig).
     Model:
@@ -88,6 +105,11 @@ class QAExperimentConfig:
         verifier_loss_weight: weight of the verifier's cross-entropy (joint).
         beta1, beta2: Eq. 14 weights of ``score_diff`` and ``score_ext``.
         n_best, max_answer_length: span decoding; null_threshold: the fixed no-answer threshold δ.
+        threshold_tuning_fraction, threshold_split_seed: the evaluation articles are split by article
+            (:func:`~syntaxformer.tasks.squad.split_by_article` with ``threshold_split_seed``) into a *tuning*
+            part (about this share of the articles) where the best-F1 / best-EM no-answer thresholds are chosen,
+            and a *test* part where they are applied and everything is scored (default 0.5). 0 = the old
+            protocol: threshold chosen on the scored questions themselves (optimistic).
     Optimisation / output: as in ExperimentConfig (``resume``, ``save_strategy`` give resumable checkpoints).
     """
 
@@ -123,6 +145,8 @@ class QAExperimentConfig:
     n_best: int = 20
     max_answer_length: int = 30
     null_threshold: float = 0.0
+    threshold_tuning_fraction: float = 0.5
+    threshold_split_seed: int = 0
     learning_rate: float = 3e-5
     new_params_lr: float | None = None
     num_train_epochs: float = 2.0
@@ -168,6 +192,9 @@ class QAExperimentConfig:
             raise SyntaxformerError(f"verifier={self.verifier!r} is a SQuAD 2.0 option (task={self.task!r})")
         if not 0.0 <= float(self.held_out_fraction) < 1.0:
             raise SyntaxformerError(f"held_out_fraction={self.held_out_fraction} must lie in [0, 1)")
+        if not 0.0 <= float(self.threshold_tuning_fraction) < 1.0:
+            raise SyntaxformerError(f"threshold_tuning_fraction={self.threshold_tuning_fraction} must lie in [0, 1) "
+                                    "(0 = tune the no-answer threshold on the scored questions themselves)")
         if int(self.max_length) < 16:
             raise SyntaxformerError(f"max_length={self.max_length} is too small (at least 16)")
         if self.task == "squad2" and not 0 <= int(self.doc_stride) < int(self.max_length):
@@ -282,8 +309,50 @@ def squad_data(config: QAExperimentConfig) -> dict[str, Any]:
     n_train, n_eval = len(train), len(held)
     train, train_note = _subset(train, config.max_train_samples, seed)
     held, eval_note = _subset(held, config.max_eval_samples, seed)
+    tuning_qids, protocol = threshold_split(held, config.threshold_tuning_fraction, config.threshold_split_seed)
     return {"train": train, "eval": held, "source": source, "totals": {"train": n_train, "eval": n_eval},
-            "subsample": {"train": train_note, "eval": eval_note}}
+            "subsample": {"train": train_note, "eval": eval_note}, "tuning_qids": tuning_qids,
+            "threshold_protocol": protocol}
+
+
+def threshold_split(examples: Sequence[Any], fraction: float, seed: int = 0) -> tuple[list[str], dict[str, Any]]:
+    """The evaluation questions whose articles tune the no-answer threshold, and a description of the split.
+
+    The articles of ``examples`` are split with :func:`~syntaxformer.tasks.squad.split_by_article`
+    (``held_out_fraction = 1 - fraction``, ``seed``): the held-out share is the *test* part (at least one
+    article), the rest the *tuning* part (about ``fraction`` of the articles, at least one). ``fraction = 0``:
+    no split, the threshold is tuned on the scored questions themselves (``tuning_qids == []``).
+
+    Returns:
+        ``(tuning_qids, protocol)``; ``protocol`` names the articles of each part and counts their questions.
+    """
+    from syntaxformer.tasks.squad import split_by_article, squad_counts
+
+    fraction = float(fraction)
+    if fraction <= 0:
+        return [], {"threshold_tuning_fraction": 0.0, "tuned_on": "the scored (test) questions themselves",
+                    "test_articles": sorted({e.title for e in examples}), "test_questions": len(examples),
+                    "test_counts": squad_counts(examples),
+                    "note": "threshold_tuning_fraction=0: best_f1_threshold is tuned on the questions it scores "
+                            "(as the official script's best_f1), so it is optimistic."}
+    titles = sorted({e.title for e in examples})
+    if len(titles) < 2:
+        raise SyntaxformerError(f"threshold_tuning_fraction={fraction} splits the evaluation articles into a tuning "
+                                f"and a test part, but the evaluation questions come from {len(titles)} article(s); "
+                                "use more evaluation questions / articles or threshold_tuning_fraction=0 (tune on "
+                                "the scored questions themselves)")
+    tuning, test = split_by_article(examples, 1.0 - fraction, seed=int(seed))
+    return [e.qid for e in tuning], {
+        "threshold_tuning_fraction": fraction, "threshold_split_seed": int(seed),
+        "tuned_on": "the tuning part (other articles than the scored test part)",
+        "tuning_articles": sorted({e.title for e in tuning}), "test_articles": sorted({e.title for e in test}),
+        "tuning_questions": len(tuning), "test_questions": len(test),
+        "tuning_counts": squad_counts(tuning), "test_counts": squad_counts(test),
+        "note": "The evaluation (held-out) articles are split by article: no-answer thresholds are chosen on the "
+                "tuning part and applied to the test part; fixed_threshold, best_f1_threshold and "
+                "best_exact_threshold score the test part only. same_set_best_f1_threshold tunes on the test part "
+                "itself (optimistic; as the official script's best_f1). per_question.json marks each question's "
+                "part."}
 
 
 def _read_race_source(path: Path, max_questions: int | None, seed: int) -> tuple[list, str | None]:
@@ -462,45 +531,103 @@ def _squad_logits(trainer: Any, ds: Any) -> tuple[Any, Any, Any]:
 
 
 def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scores: Mapping[str, float],
-                 null_threshold: float = 0.0) -> dict[str, Any]:
-    """Official SQuAD 2.0 metrics at the fixed threshold and at the best-F1 threshold, with per-question scores.
+                 null_threshold: float = 0.0, tuning_qids: Sequence[str] | None = None) -> dict[str, Any]:
+    """SQuAD 2.0 metrics at the fixed threshold and at no-answer thresholds tuned on the tuning questions.
+
+    The questions in ``tuning_qids`` only choose thresholds; all other questions (the *test* part) are scored.
+    With no ``tuning_qids`` the thresholds are tuned on the scored questions themselves (the official script's
+    optimistic ``best_f1`` protocol). Thresholds come from the reachable sweep
+    (:func:`~syntaxformer.tasks.squad_metric.find_reachable_best_threshold`): applying ``na > t`` → no answer
+    reproduces the scores reported for them exactly. "Answer nobody" is written as a threshold below every
+    evaluation question's score, so it answers nobody on the test part too.
 
     Returns:
-        ``{"fixed_threshold": {...}, "best_f1_threshold": {...}, "per_question": {qid: {...}}}``; both metric
-        dicts are :func:`~syntaxformer.tasks.squad_metric.squad_evaluate` outputs (EM / F1 overall, HasAns,
-        NoAns, and the ``best_*`` keys), the second one with ``threshold`` set to ``best_f1_thresh``.
+        ``{"fixed_threshold", "best_f1_threshold", "best_exact_threshold", "same_set_best_f1_threshold",
+        "per_question"}``. Each metric dict holds EM / F1 overall, HasAns, NoAns of the test part (percent) at its
+        ``threshold``:
+
+        * ``fixed_threshold``: at ``null_threshold`` (untuned); also the sweeps on the test part itself:
+          ``best_exact`` / ``best_f1`` and ``_thresh`` (reachable) and ``official_best_*`` (the official script's
+          numbers, possibly unreachable on tied scores, ``_thresh`` 0.0 for "answer nobody").
+        * ``best_f1_threshold`` (headline) / ``best_exact_threshold``: at the threshold with the best F1 / EM on
+          the tuning part (``tuning_f1`` / ``tuning_exact`` there, ``tuning_questions``, ``tuned_on``).
+        * ``same_set_best_f1_threshold``: at the best-F1 threshold of the test part itself (optimistic), with the
+          official script's ``official_best_f1`` / ``official_best_exact`` (and ``_thresh``) on the test part.
+
+        ``per_question``: ``qid -> {part ("tuning" / "test"), question_words, has_answer, best_text, na_score,
+        prediction_/em_/f1_fixed, prediction_/em_/f1_best}`` (``_best``: at ``best_f1_threshold``'s threshold).
     """
     from syntaxformer.tasks.squad import gold_answers
-    from syntaxformer.tasks.squad_metric import apply_no_answer_threshold, normalize_answer, raw_scores, squad_evaluate
+    from syntaxformer.tasks.squad_metric import (
+        answer_nobody_threshold,
+        apply_no_answer_threshold,
+        find_reachable_best_threshold,
+        normalize_answer,
+        raw_scores,
+        squad_evaluate,
+    )
 
     gold = gold_answers(examples)
-    fixed = squad_evaluate(gold, best_texts, na_scores, na_prob_thresh=null_threshold)
-    fixed["threshold"] = null_threshold
-    best_t = fixed["best_f1_thresh"]
-    best = squad_evaluate(gold, best_texts, na_scores, na_prob_thresh=best_t)
-    if not math.isclose(best["f1"], fixed["best_f1"], abs_tol=1e-9):
-        # The official sweep reports threshold 0.0 when its best point is "no question answered" (right for
-        # probabilities in [0, 1]); our no-answer scores can be negative, so answer nobody explicitly.
-        finite = [v for v in na_scores.values() if math.isfinite(v)]
-        best_t = (min(finite) - 1.0) if finite else 0.0
-        best = squad_evaluate(gold, best_texts, na_scores, na_prob_thresh=best_t)
-    best["threshold"] = best_t
+    probs = {q: float(na_scores.get(q, 0.0)) for q in gold}
+    tune_set = set(tuning_qids or ()) & set(gold)
+    same_set = not tune_set
+    test_q = list(gold) if same_set else [q for q in gold if q not in tune_set]
+    tune_q = test_q if same_set else [q for q in gold if q in tune_set]
+    if not test_q:
+        raise SyntaxformerError("every evaluation question is a threshold-tuning question: no test part is left")
     has = {q: any(a for a in answers) for q, answers in gold.items()}
     scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
     em, f1 = raw_scores(scored, best_texts)
-    probs = {q: float(na_scores.get(q, 0.0)) for q in gold}
+    nobody = answer_nobody_threshold(probs.values())  # below every evaluation question: nobody answered anywhere
+    sweep_keys = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh", "reachable_best_exact",
+                  "reachable_best_exact_thresh", "reachable_best_f1", "reachable_best_f1_thresh")
+
+    def tuned(per_q: Mapping[str, float], qids: list[str]) -> tuple[float, float]:
+        best, t = find_reachable_best_threshold({q: per_q[q] for q in qids}, probs, has)
+        if not any(probs[q] <= t for q in qids):
+            t = nobody
+        return best, t
+
+    def at(qids: list[str], t: float) -> tuple[dict[str, Any], dict[str, Any]]:
+        r = squad_evaluate({q: gold[q] for q in qids}, best_texts, {q: probs[q] for q in qids}, na_prob_thresh=t)
+        out = {k: v for k, v in r.items() if k not in sweep_keys}
+        out["threshold"] = t
+        return out, r
+
+    fixed, sweeps = at(test_q, null_threshold)
+    same_f1, same_t = tuned(f1, test_q)
+    same_em, same_em_t = tuned(em, test_q)
+    official = {f"official_{k}": sweeps[k] for k in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")}
+    fixed.update({"best_exact": same_em, "best_exact_thresh": same_em_t, "best_f1": same_f1, "best_f1_thresh": same_t,
+                  **official})
+    tuned_on = ("the same (test) questions" if same_set else "the tuning part") + f" ({len(tune_q)} questions)"
+    tune_f1, t_f1 = tuned(f1, tune_q)
+    tune_em, t_em = tuned(em, tune_q)
+    best_f1, _ = at(test_q, t_f1)
+    best_f1.update({"tuned_on": tuned_on, "tuning_questions": len(tune_q), "tuning_f1": tune_f1,
+                    "tuning_exact": 100.0 * sum(apply_no_answer_threshold({q: em[q] for q in tune_q}, probs, has,
+                                                                          t_f1).values()) / len(tune_q)})
+    best_em, _ = at(test_q, t_em)
+    best_em.update({"tuned_on": tuned_on, "tuning_questions": len(tune_q), "tuning_exact": tune_em})
+    same, _ = at(test_q, same_t)
+    same.update({"tuned_on": f"the scored (test) questions themselves ({len(test_q)} questions; optimistic)",
+                 **official})
+
     per_q: dict[str, dict[str, Any]] = {}
-    at = {name: (apply_no_answer_threshold(em, probs, has, t), apply_no_answer_threshold(f1, probs, has, t))
-          for name, t in (("fixed", null_threshold), ("best", best_t))}
+    at_t = {name: (apply_no_answer_threshold(em, probs, has, t), apply_no_answer_threshold(f1, probs, has, t))
+            for name, t in (("fixed", null_threshold), ("best", t_f1))}
+    test_set = set(test_q)
     for e in examples:
         q = e.qid
-        per_q[q] = {"question_words": question_words(e.question), "has_answer": has[q],
-                    "best_text": best_texts.get(q, ""), "na_score": probs[q],
-                    "prediction_fixed": "" if probs[q] > null_threshold else best_texts.get(q, ""),
-                    "prediction_best": "" if probs[q] > best_t else best_texts.get(q, ""),
-                    "em_fixed": int(at["fixed"][0][q]), "f1_fixed": float(at["fixed"][1][q]),
-                    "em_best": int(at["best"][0][q]), "f1_best": float(at["best"][1][q])}
-    return {"fixed_threshold": fixed, "best_f1_threshold": best, "per_question": per_q}
+        text = best_texts.get(q, "")
+        per_q[q] = {"part": "test" if q in test_set else "tuning", "question_words": question_words(e.question),
+                    "has_answer": has[q], "best_text": text, "na_score": probs[q],
+                    "prediction_fixed": "" if probs[q] > null_threshold else text,
+                    "prediction_best": "" if probs[q] > t_f1 else text,
+                    "em_fixed": int(at_t["fixed"][0][q]), "f1_fixed": float(at_t["fixed"][1][q]),
+                    "em_best": int(at_t["best"][0][q]), "f1_best": float(at_t["best"][1][q])}
+    return {"fixed_threshold": fixed, "best_f1_threshold": best_f1, "best_exact_threshold": best_em,
+            "same_set_best_f1_threshold": same, "per_question": per_q}
 
 
 def _finite(d: Mapping[str, float]) -> dict[str, float]:
@@ -550,7 +677,8 @@ def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
     result = postprocess_predictions(data["eval"], eval_feats, start, end, ver, n_best=config.n_best,
                                      max_answer_length=config.max_answer_length, beta1=config.beta1,
                                      beta2=config.beta2, null_threshold=config.null_threshold)
-    scores = squad_scores(data["eval"], result.best_texts, result.na_scores, config.null_threshold)
+    scores = squad_scores(data["eval"], result.best_texts, result.na_scores, config.null_threshold,
+                          tuning_qids=data["tuning_qids"])
     eval_s = time.time() - t_eval
 
     per_q = scores.pop("per_question")
@@ -569,23 +697,37 @@ def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
                   "train_questions_total": data["totals"]["train"], "eval_questions": len(data["eval"]),
                   "eval_windows": len(eval_feats), "eval_questions_total": data["totals"]["eval"]},
         "counts": {"train": squad_counts(data["train"]), "eval": squad_counts(data["eval"])},
+        "threshold_protocol": data["threshold_protocol"],
         "subsample": data["subsample"], "max_length": config.max_length, "doc_stride": config.doc_stride,
         "question_first": config.question_first, "verifier": config.verifier,
         "beta": [config.beta1, config.beta2], "parser": getattr(annotator, "source", config.parser),
         "learning_rate": config.learning_rate, "new_params_lr": config.new_params_lr,
         "num_train_epochs": config.num_train_epochs, "batch_size": config.per_device_train_batch_size,
         **scores,
-        "threshold_note": "best_f1_threshold: the no-answer threshold with the best F1 on these same evaluation "
-                          "questions (as the official script's best_f1; optimistic). fixed_threshold: untuned.",
+        "threshold_note": _threshold_note(config.threshold_tuning_fraction),
         "train": train_info, "verifier_train": verifier_info, "data_prep_s": round(data_s, 2),
         "eval_s": round(eval_s, 2), "runtime_s": round(time.time() - t0, 2), "environment": _environment(),
     }
     _write_json(out / METRICS_FILE, metrics)
-    b = scores["best_f1_threshold"]
-    _say(f"{metrics['model_type']} SQuAD 2.0 held-out: EM {b['exact']:.2f} F1 {b['f1']:.2f} at the best-F1 "
-         f"threshold {b['threshold']:.3f} (fixed threshold: EM {scores['fixed_threshold']['exact']:.2f} F1 "
-         f"{scores['fixed_threshold']['f1']:.2f}); {out / METRICS_FILE}")
+    b, same = scores["best_f1_threshold"], scores["same_set_best_f1_threshold"]
+    _say(f"{metrics['model_type']} SQuAD 2.0 test part ({b['total']} questions): EM {b['exact']:.2f} F1 "
+         f"{b['f1']:.2f} at the threshold {b['threshold']:.3f} tuned on {b['tuned_on']} (fixed threshold: EM "
+         f"{scores['fixed_threshold']['exact']:.2f} F1 {scores['fixed_threshold']['f1']:.2f}; tuned on the test "
+         f"part itself: F1 {same['f1']:.2f}); {out / METRICS_FILE}")
     return metrics
+
+
+def _threshold_note(fraction: float) -> str:
+    if fraction > 0:
+        return ("All SQuAD scores are on the TEST part of the evaluation articles (threshold_protocol). "
+                "best_f1_threshold (headline) / best_exact_threshold: the no-answer threshold with the best F1 / EM "
+                "on the TUNING part (other articles), applied to the test part. fixed_threshold: the untuned "
+                "null_threshold. same_set_best_f1_threshold and fixed_threshold.best_* / official_best_*: "
+                "thresholds tuned on the test part itself (optimistic; official_best_* are the official script's "
+                "numbers, which can be unreachable when no-answer scores tie).")
+    return ("threshold_tuning_fraction=0: best_f1_threshold / best_exact_threshold are tuned on the same evaluation "
+            "questions they score (as the official script's best_f1; optimistic). fixed_threshold: untuned. "
+            "official_best_*: the official script's sweep (can be unreachable when no-answer scores tie).")
 
 
 def _finite_per_q(per_q: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -669,9 +811,16 @@ def run_race(config: QAExperimentConfig) -> dict[str, Any]:
 def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
                 output_dir: str | None = None) -> dict[str, Any]:
     """Score a model saved by :func:`run_qa` on its evaluation questions (or ``dev_file`` etc. in
-    ``overrides``); writes ``eval_dev.json`` to ``output_dir`` (default: the model folder). The parallel verifier
-    of a ``verifier="parallel"`` run is not re-applied (only the span model is saved at the top level)."""
+    ``overrides``); writes ``eval_dev.json`` to ``output_dir`` (default: the model folder). SQuAD scores follow
+    the same threshold protocol as training (``threshold_tuning_fraction``; see the module doc). For a
+    ``verifier="parallel"`` run the verifier model saved in ``<model_dir>/verifier`` is loaded and applied as in
+    training (an error if that folder is missing)."""
     config = load_qa_config(model_dir, {**(overrides or {}), "num_train_epochs": 0.0})
+    verifier_dir = Path(model_dir) / "verifier"
+    if config.task == "squad2" and config.verifier == "parallel" and not (verifier_dir / "config.json").is_file():
+        raise SyntaxformerError(f"{model_dir} was trained with verifier='parallel' but holds no saved verifier "
+                                f"model ({verifier_dir}/config.json); without it the no-answer scores, and so the "
+                                "scores, would differ from the run's metrics.json")
     t0 = time.time()
     tokenizer = _load_tokenizer(str(model_dir))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -682,20 +831,28 @@ def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | Non
         from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
         from syntaxformer.tasks.squad import postprocess_predictions
 
-        examples = squad_data(config)["eval"]
+        data = squad_data(config)
+        examples = data["eval"]
         feats = _squad_features(config, tokenizer, examples, annotator)
         model = SGNetForQuestionAnswering.from_pretrained(str(model_dir))
         trainer = _trainer(config, model, tokenizer, out_dir, lambda items: pad_arrays(items, pad), None,
                            ["start_positions", "end_positions"], save_strategy="no")
-        start, end, ver = _squad_logits(trainer, _ListDataset(_squad_items(feats, config.criterion)))
-        if config.verifier == "parallel":
-            ver = None
+        eval_ds = _ListDataset(_squad_items(feats, config.criterion))
+        start, end, ver = _squad_logits(trainer, eval_ds)
+        if config.verifier == "parallel":  # the second, verifier-only model gives the verifier logits
+            vmodel = SGNetForQuestionAnswering.from_pretrained(str(verifier_dir))
+            vtrainer = _trainer(config, vmodel, tokenizer, out_dir, lambda items: pad_arrays(items, pad), None,
+                                ["start_positions", "end_positions"], save_strategy="no")
+            _, _, ver = _squad_logits(vtrainer, eval_ds)
         res = postprocess_predictions(examples, feats, start, end, ver, n_best=config.n_best,
                                       max_answer_length=config.max_answer_length, beta1=config.beta1,
                                       beta2=config.beta2, null_threshold=config.null_threshold)
-        scores = squad_scores(examples, res.best_texts, res.na_scores, config.null_threshold)
+        scores = squad_scores(examples, res.best_texts, res.na_scores, config.null_threshold,
+                              tuning_qids=data["tuning_qids"])
         scores.pop("per_question")
-        result = {"task": "squad2", "model": str(model_dir), "size": len(examples), **scores}
+        result = {"task": "squad2", "model": str(model_dir), "size": len(examples),
+                  "threshold_protocol": data["threshold_protocol"], **scores,
+                  "threshold_note": _threshold_note(config.threshold_tuning_fraction)}
     else:
         from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
         from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate

@@ -306,7 +306,10 @@ def train_translation(config: TranslationConfig, annotator: Any = None) -> dict[
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}],
                                   lr=config.learning_rate, betas=config.adam_betas)
-    scheduler = get_inverse_sqrt_schedule(optimizer, num_warmup_steps=config.warmup_steps)
+    # the schedule is read *after* each update (scheduler.step() follows optimizer.step()), so shift it by one:
+    # update k (0-based) runs at the schedule's value for step k + 1, never at the warm-up's 0
+    warmup = get_inverse_sqrt_schedule(optimizer, num_warmup_steps=config.warmup_steps).lr_lambdas[0]
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: warmup(step + 1))
 
     ckpt_dir = out / "checkpoint"
     state = {"step": 0, "epoch": 0, "position": 0, "train_seconds": 0.0, "best_loss": math.inf, "best_step": 0,
