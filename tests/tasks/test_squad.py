@@ -23,9 +23,12 @@ from syntaxformer.tasks.squad import (
     squad_counts,
 )
 from syntaxformer.tasks.squad_metric import (
+    apply_no_answer_threshold,
     evaluate_files,
     exact_score,
     f1_score,
+    find_best_threshold,
+    find_reachable_best_threshold,
     normalize_answer,
     squad_evaluate,
 )
@@ -111,6 +114,63 @@ def test_metric_on_real_file_with_trivial_predictions():
     r = squad_evaluate(dataset, oracle, na)
     assert r["best_exact"] == pytest.approx(100.0) and r["best_f1"] == pytest.approx(100.0)
     assert r["best_f1_thresh"] == 0.0
+
+
+TIE_GOLD = {"q1": ["Paris"], "q4": ["France"], "q2": [], "q3": []}  # order: the official sweep sees q4 first
+TIE_PREDS = {"q1": "Paris", "q2": "x", "q3": "y", "q4": "France"}
+TIE_NA = {"q1": -2.0, "q2": 0.5, "q3": 3.0, "q4": 0.5}
+
+
+def test_tied_no_answer_scores_reachable_threshold():
+    # Official sweep (one question at a time, q4 before q2 among the tie at 0.5): 2 -> q1 +1 = 3 -> q4 +1 = 4
+    # (best, "t=0.5") -> q2 -1 -> q3 -1. But na > 0.5 answers q2 together with q4: 3 of 4 right at best.
+    r = squad_evaluate(TIE_GOLD, TIE_PREDS, TIE_NA)
+    assert r["best_f1"] == pytest.approx(100.0) and r["best_f1_thresh"] == 0.5  # official: unreachable
+    assert squad_evaluate(TIE_GOLD, TIE_PREDS, TIE_NA, na_prob_thresh=0.5)["f1"] == pytest.approx(75.0)
+    assert r["reachable_best_f1"] == pytest.approx(75.0) and r["reachable_best_exact"] == pytest.approx(75.0)
+    # 75 is reached at -2 (answer q1 only) and at 0.5; the smallest threshold wins.
+    assert r["reachable_best_f1_thresh"] == -2.0 and r["reachable_best_exact_thresh"] == -2.0
+    for t in (r["reachable_best_f1_thresh"], r["reachable_best_exact_thresh"]):
+        assert squad_evaluate(TIE_GOLD, TIE_PREDS, TIE_NA, na_prob_thresh=t)["f1"] == pytest.approx(75.0)
+    # "Answer nobody" is best: the threshold lies below every score (not the official 0.0, which answers q1..).
+    wrong = {"q1": "London", "q2": "x", "q3": "y", "q4": "Spain"}
+    r = squad_evaluate(TIE_GOLD, wrong, TIE_NA)
+    assert r["best_f1_thresh"] == 0.0 and r["reachable_best_f1"] == pytest.approx(50.0)
+    assert r["reachable_best_f1_thresh"] < -2.0
+    assert squad_evaluate(TIE_GOLD, wrong, TIE_NA, na_prob_thresh=r["reachable_best_f1_thresh"])["f1"] == 50.0
+
+
+def _brute_force_best(scores, na, has):
+    """Best total over every threshold that gives a distinct answer set: below all, and each score value."""
+    cands = [min(na.values()) - 1.0] + sorted(set(na.values()))
+    totals = [(sum(apply_no_answer_threshold(scores, na, has, t).values()), t) for t in cands]
+    best = max(v for v, _ in totals)
+    return 100.0 * best / len(scores), min(t for v, t in totals if v == best)
+
+
+def test_reachable_sweep_matches_brute_force_on_random_data():
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+
+    @hypothesis.given(st.lists(st.tuples(st.booleans(), st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+                                         st.integers(-3, 3)), min_size=1, max_size=12))
+    @hypothesis.settings(max_examples=300, deadline=None)
+    def check(rows):
+        qids = [f"q{i}" for i in range(len(rows))]
+        has = {q: h for q, (h, _, _) in zip(qids, rows)}
+        # an unanswerable question's "answered" score is 1 when its text is empty (normalises to ""), else 0
+        scores = {q: (s if h else float(s == 1.0)) for q, (h, s, _) in zip(qids, rows)}
+        na = {q: float(v) / 2 for q, (_, _, v) in zip(qids, rows)}  # few distinct values: many ties
+        best, t = find_reachable_best_threshold(scores, na, has)
+        brute, brute_t = _brute_force_best(scores, na, has)
+        assert best == pytest.approx(brute)
+        assert t == brute_t
+        assert 100.0 * sum(apply_no_answer_threshold(scores, na, has, t).values()) / len(qids) == pytest.approx(best)
+        # the official sweep is never below the reachable best (it may be above it on ties)
+        preds = {q: ("" if (not has[q] and scores[q] == 1.0) else "x") for q in qids}
+        assert find_best_threshold(preds, scores, na, has)[0] >= best - 1e-9
+
+    check()
 
 
 # ---------------------------------------------------------------------------------------------------------------

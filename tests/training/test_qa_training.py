@@ -18,6 +18,7 @@ from syntaxformer.training.qa import (
     question_words,
     run_qa,
     squad_scores,
+    threshold_split,
 )
 from tests.conftest import data_path
 
@@ -34,6 +35,8 @@ def test_config_validation_names_the_bad_option():
         QAExperimentConfig(task="race", verifier="joint")
     with pytest.raises(SyntaxformerError, match="doc_stride"):
         QAExperimentConfig(max_length=64, doc_stride=64)
+    with pytest.raises(SyntaxformerError, match="threshold_tuning_fraction"):
+        QAExperimentConfig(threshold_tuning_fraction=1.0)
     with pytest.raises(SyntaxformerError, match=r"\['lisa_layer'\]"):
         QAExperimentConfig.from_dict({"task": "squad2", "lisa_layer": 3})
     assert QAExperimentConfig.from_dict({"max_length": "200"}).max_length == 200
@@ -66,9 +69,72 @@ def test_squad_scores_per_question_agree_with_the_metric():
     # All spans wrong and every no-answer score negative: the best point is "answer nobody". The official sweep
     # reports threshold 0.0 there, which would answer everyone; the threshold used must reproduce best_f1.
     wrong = squad_scores(ex, {"a": "Paris", "b": "Paris", "c": "France"}, {"a": -3.0, "b": -2.0, "c": -1.0})
-    assert wrong["fixed_threshold"]["best_f1_thresh"] == 0.0
+    assert wrong["fixed_threshold"]["official_best_f1_thresh"] == 0.0
+    assert wrong["fixed_threshold"]["official_best_exact_thresh"] == 0.0
     assert wrong["best_f1_threshold"]["threshold"] < -3.0
+    # the EM threshold is the reachable one too (issue: it kept the official 0.0)
+    assert wrong["fixed_threshold"]["best_exact_thresh"] < -3.0
+    assert wrong["fixed_threshold"]["best_f1_thresh"] < -3.0
+    assert wrong["best_exact_threshold"]["threshold"] < -3.0
     assert wrong["best_f1_threshold"]["f1"] == pytest.approx(100 / 3) == wrong["fixed_threshold"]["best_f1"]
+    assert wrong["best_f1_threshold"]["tuned_on"].startswith("the same")
+
+
+def _ex(qid, title, answer=None):
+    ctx = "Paris is in France."
+    if answer is None:
+        return SquadExample(qid, title, ctx, "Why is it so?", [], is_impossible=True)
+    return SquadExample(qid, title, ctx, "Where is it?", [{"text": answer, "answer_start": ctx.find(answer)}])
+
+
+def test_squad_scores_tied_no_answer_scores_are_reachable():
+    # The review's example: q1 answerable na=-2, q4 answerable na=0.5, q2 unanswerable na=0.5 (pred "x"),
+    # q3 unanswerable na=3. Official best F1 100 at 0.5 is unreachable; the reachable best is 75.
+    ex = [_ex("q1", "t", "Paris"), _ex("q4", "t", "France"), _ex("q2", "t"), _ex("q3", "t")]
+    best = {"q1": "Paris", "q4": "France", "q2": "x", "q3": "y"}
+    na = {"q1": -2.0, "q4": 0.5, "q2": 0.5, "q3": 3.0}
+    s = squad_scores(ex, best, na)
+    assert s["fixed_threshold"]["official_best_f1"] == pytest.approx(100.0)  # what the official script prints
+    b = s["best_f1_threshold"]
+    assert b["f1"] == pytest.approx(75.0) and b["exact"] == pytest.approx(75.0)  # was: 50 at "answer nobody"
+    assert b["threshold"] == -2.0 and s["best_exact_threshold"]["exact"] == pytest.approx(75.0)
+    assert s["fixed_threshold"]["best_f1"] == pytest.approx(75.0)
+    pq = s["per_question"]
+    assert 100 * sum(r["f1_best"] for r in pq.values()) / 4 == pytest.approx(75.0)
+    assert [pq[q]["prediction_best"] for q in ("q1", "q4", "q2", "q3")] == ["Paris", "", "", ""]
+
+
+def test_threshold_tuned_on_other_articles_and_applied_to_test_part():
+    # Tuning article A: unanswerable questions with high na -> threshold 0.0 (answer na <= 0).
+    tune = [_ex("a1", "A", "Paris"), _ex("a2", "A"), _ex("a3", "A", "France")]
+    test = [_ex("b1", "B", "Paris"), _ex("b2", "B"), _ex("b3", "B", "France"), _ex("b4", "B")]
+    best = {"a1": "Paris", "a2": "x", "a3": "France", "b1": "Paris", "b2": "x", "b3": "is", "b4": "y"}
+    na = {"a1": -1.0, "a2": 2.0, "a3": 0.0, "b1": -1.0, "b2": 0.5, "b3": 1.0, "b4": -0.5}
+    s = squad_scores(tune + test, best, na, null_threshold=10.0, tuning_qids=["a1", "a2", "a3"])
+    b = s["best_f1_threshold"]
+    assert b["threshold"] == 0.0 and b["tuning_f1"] == pytest.approx(100.0) and b["tuning_questions"] == 3
+    # on B at 0.0: b1 answered right, b2 -> "" right, b3 -> "" wrong, b4 answered "y" wrong
+    assert b["total"] == 4 and b["exact"] == pytest.approx(50.0) and b["f1"] == pytest.approx(50.0)
+    assert b["HasAns_total"] == 2 and b["NoAns_exact"] == pytest.approx(50.0)
+    # fixed threshold 10: everyone answered on B -> only b1 right
+    assert s["fixed_threshold"]["total"] == 4 and s["fixed_threshold"]["exact"] == pytest.approx(25.0)
+    # same-set (tuned on B itself): answer b1 only (t=-1): b1 right, b2 "" right, b3 "" wrong, b4 "" right -> 75
+    same = s["same_set_best_f1_threshold"]
+    assert same["threshold"] == -1.0 and same["f1"] == pytest.approx(75.0) and "optimistic" in same["tuned_on"]
+    assert "official_best_f1" in same
+    pq = s["per_question"]
+    assert {q for q, r in pq.items() if r["part"] == "tuning"} == {"a1", "a2", "a3"}
+    assert 100 * sum(r["em_best"] for r in pq.values() if r["part"] == "test") / 4 == pytest.approx(b["exact"])
+    # the split helper: by article, deterministic, both parts non-empty; 0 = no split; one article = error
+    exs = [_ex(f"{t}{i}", t, "Paris") for t in "ABCD" for i in range(2)]
+    qids, proto = threshold_split(exs, 0.5, seed=3)
+    assert (qids, proto) == threshold_split(exs, 0.5, seed=3)
+    assert proto["tuning_questions"] + proto["test_questions"] == 8 and len(proto["tuning_articles"]) == 2
+    assert not set(proto["tuning_articles"]) & set(proto["test_articles"])
+    assert {q[0] for q in qids} == set(proto["tuning_articles"])
+    assert threshold_split(exs, 0.0)[0] == []
+    with pytest.raises(SyntaxformerError, match="threshold_tuning_fraction"):
+        threshold_split(exs[:2], 0.5)
 
 
 def _check_squad_run(out, m):
@@ -77,12 +143,19 @@ def _check_squad_run(out, m):
     preds = json.loads((out / "predictions.json").read_text())
     na = json.loads((out / "na_probs.json").read_text())
     assert len(per_q) == len(preds) == len(na) == n
-    for key in ("fixed_threshold", "best_f1_threshold"):
-        for k in ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1"):
+    proto = m["threshold_protocol"]
+    test_q = {q for q, r in per_q.items() if r["part"] == "test"}
+    assert len(test_q) == proto["test_questions"] == m["best_f1_threshold"]["total"] == n - proto["tuning_questions"]
+    assert proto["tuning_articles"] and proto["test_articles"] and "test part" in m["threshold_note"]
+    for key in ("fixed_threshold", "best_f1_threshold", "best_exact_threshold", "same_set_best_f1_threshold"):
+        for k in ("exact", "f1"):
             assert 0.0 <= m[key][k] <= 100.0
+        assert m[key]["total"] == len(test_q)
     b = m["best_f1_threshold"]
-    assert b["f1"] == pytest.approx(m["fixed_threshold"]["best_f1"])  # the tuned threshold reaches best_f1
-    assert 100 * sum(r["em_best"] for r in per_q.values()) / n == pytest.approx(b["exact"])
+    # the same-set threshold reaches the reachable best on the test part
+    assert m["same_set_best_f1_threshold"]["f1"] == pytest.approx(m["fixed_threshold"]["best_f1"])
+    assert 100 * sum(per_q[q]["em_best"] for q in test_q) / len(test_q) == pytest.approx(b["exact"])
+    assert 100 * sum(per_q[q]["f1_best"] for q in test_q) / len(test_q) == pytest.approx(b["f1"])
     return per_q, preds
 
 
@@ -98,14 +171,24 @@ def test_run_squad_tiny_end_to_end_with_parallel_verifier(tiny_model, tmp_path):
     assert "held out" in m["data"]["split"] and m["data"]["held_out_titles"]
     per_q, preds = _check_squad_run(out, m)
     assert (out / "verifier" / "config.json").is_file() and (out / "model.safetensors").is_file()
-    # The written predictions score like the metrics (official metric on the files themselves).
+    # The written predictions score like the metrics (official metric on the files, test-part questions).
     from syntaxformer.tasks.squad import gold_answers
     from syntaxformer.training.qa import squad_data
 
     gold = gold_answers(squad_data(config)["eval"])
-    assert squad_evaluate(gold, preds)["f1"] == pytest.approx(m["best_f1_threshold"]["f1"])
+    test_gold = {q: g for q, g in gold.items() if per_q[q]["part"] == "test"}
+    assert squad_evaluate(test_gold, preds)["f1"] == pytest.approx(m["best_f1_threshold"]["f1"])
     with pytest.raises(SyntaxformerError, match="finished run"):
         run_qa(config)
+    # Re-evaluating applies the saved parallel verifier: the same numbers as metrics.json.
+    again = evaluate_qa(out, output_dir=str(tmp_path / "again"))
+    for key in ("fixed_threshold", "best_f1_threshold", "same_set_best_f1_threshold"):
+        assert again[key]["f1"] == pytest.approx(m[key]["f1"]) and again[key]["exact"] == pytest.approx(m[key]["exact"])
+    import shutil
+
+    shutil.rmtree(out / "verifier")
+    with pytest.raises(SyntaxformerError, match="verifier"):
+        evaluate_qa(out, output_dir=str(tmp_path / "again"))
 
 
 def test_run_squad_joint_verifier_question_first_and_cli(tiny_model, tmp_path, capsys):
@@ -147,3 +230,49 @@ def test_run_race_tiny_end_to_end(tiny_model, tmp_path):
     assert all(math.isclose(sum(p["probs"]), 1.0, abs_tol=1e-3) for p in preds.values())
     again = evaluate_qa(out)
     assert again["accuracy"]["all"] == pytest.approx(acc["all"])
+
+
+def _experiment_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "experiments" / "reading_comprehension.py"
+    spec = importlib.util.spec_from_file_location("reading_comprehension_script", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_experiment_script_set_parsing_and_test_part_summary(tmp_path):
+    script = _experiment_script()
+    assert script._parse_set("verifier=none") == ("verifier", "none")  # used to crash in json.loads
+    assert script._parse_set("threshold_tuning_fraction=0") == ("threshold_tuning_fraction", 0)
+    assert script._parse_set("question_first=true") == ("question_first", True)
+    assert script._parse_set("parser=en_core_web_sm") == ("parser", "en_core_web_sm")
+    assert script._parse_set("model_kwargs={\"a\": 1}") == ("model_kwargs", {"a": 1})
+    assert script._parse_set("x=1e-4") == ("x", 1e-4) and script._parse_set("t=trees") == ("t", "trees")
+    # Summary: only the test-part questions enter McNemar / bootstrap / buckets / examples.
+    metric = {"exact": 50.0, "f1": 50.0, "total": 4}
+    for variant, em_test, em_tune in (("baseline", [1, 0, 0, 0], [1, 1]), ("sgnet", [1, 1, 1, 0], [0, 0])):
+        run = tmp_path / "squad" / variant / "seed1"
+        run.mkdir(parents=True)
+        per_q = {f"t{i}": {"part": "test", "question_words": 4 + 5 * i, "em_best": e, "f1_best": float(e),
+                           "prediction_best": "x" if e else ""} for i, e in enumerate(em_test)}
+        per_q.update({f"u{i}": {"part": "tuning", "question_words": 3, "em_best": e, "f1_best": float(e),
+                                "prediction_best": ""} for i, e in enumerate(em_tune)})
+        (run / "per_question.json").write_text(json.dumps(per_q))
+        (run / "metrics.json").write_text(json.dumps({
+            "data": {"eval": "missing.json (held-out articles)"}, "runtime_s": 1.0,
+            "threshold_protocol": {"test_questions": 4}, "fixed_threshold": metric, "best_f1_threshold": metric,
+            "same_set_best_f1_threshold": metric}))
+    import argparse
+
+    summary = script._summarize(argparse.Namespace(out=str(tmp_path), resamples=50, examples=4))
+    t = summary["tasks"]["squad"]
+    assert t["scored_questions"] == 4 and t["setup"]["threshold_protocol"] == {"test_questions": 4}
+    mc = t["tests"]["sgnet"]["mcnemar"]["per_seed"][1]
+    assert mc["n"] == 4 and mc["details"] == {"only_a_correct": 0, "only_b_correct": 2}  # tuning part left out
+    assert t["tests"]["sgnet"]["bootstrap_em"]["difference"] == pytest.approx(50.0)  # (3 - 1) / 4 on the test part
+    assert sum(b["n"] for b in t["length_buckets"]["baseline"].values()) == 4
+    assert {e["qid"] for e in t["examples"]} <= {"t1", "t2"}
+    assert "same_set_f1" in t["variants"]["sgnet"] and "F1 (same-set)" in script._markdown(summary)

@@ -124,7 +124,11 @@ def _totals(em: Mapping[str, float], f1: Mapping[str, float], qids: list[str]) -
 
 def find_best_threshold(preds: Mapping[str, str], scores: Mapping[str, float], na_probs: Mapping[str, float],
                         has_answer: Mapping[str, bool]) -> tuple[float, float]:
-    """Best total score (percent) over no-answer thresholds and the threshold reaching it (see module doc)."""
+    """The official script's sweep: best total score (percent) and its threshold (see the module doc).
+
+    On tied no-answer scores the best point can be unreachable by any threshold, and "answer nobody" is reported
+    as threshold 0.0; use :func:`find_reachable_best_threshold` for a threshold that reproduces its score.
+    """
     n_noans = sum(1 for v in has_answer.values() if not v)
     current = best = float(n_noans)
     best_thresh = 0.0
