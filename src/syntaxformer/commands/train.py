@@ -48,7 +48,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
     d = parser.add_argument_group("data")
     d.add_argument("--task", help="sst2, cola, mrpc, stsb, qnli, rte, wnli, snli, the SST tree tasks sst5 "
                    "(SST-1, 5 classes) and sst2_trees (binary; gold constituency trees), or the reading "
-                   "comprehension tasks squad2 (SQuAD 2.0 span QA) and race (multiple choice)")
+                   "comprehension tasks squad2 (SQuAD 2.0 span QA) and race (multiple choice), or translation "
+                   "(encoder-decoder NMT; options via --set, see syntaxformer.translation.train)")
     d.add_argument("--data-dir", help="folder with the task's files (default ../shared/data/<task folder>)")
     d.add_argument("--dataset", help="Hugging Face hub data set (e.g. nyu-mll/glue; needs network)")
     d.add_argument("--dataset-config", help="hub data set config (e.g. sst2)")

@@ -178,6 +178,9 @@ class QAExperimentConfig:
     eval_steps = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.model_kwargs, dict) and self.model_kwargs.get("pos_embeddings"):
+            raise SyntaxformerError("model_kwargs.pos_embeddings (BERT+POS) is supported by the classification "
+                                    "models only; the SQuAD / RACE features carry no pos_ids")
         self.validate()
 
     def validate(self) -> None:

@@ -75,7 +75,10 @@ class TranslationConfig:
     Model:
         arm: a key of :data:`ARMS` setting ``features`` / ``use_sg_layer`` / ``sg_mask``; ``None`` = use those
             fields as given.
-        features, feature_dim, feature_combine, use_sg_layer, sg_mask, alpha: see
+        feature_dim: ``d``; ``None`` (default) = the paper's share of the width, 20 of 512, at the preset's
+            ``d_model`` (20 for ``base``, 5 for ``cpu``): a fixed 20 would take 15.6% of a 128-d model's word
+            dimensions.
+        features, feature_combine, use_sg_layer, sg_mask, alpha: see
             :class:`~syntaxformer.translation.model.SyntaxTranslationConfig`.
         preset: Transformer size (:data:`~syntaxformer.translation.model.PRESETS`); ``seq2seq_overrides``: any
             ``MarianConfig`` option on top (``dropout`` ...).
@@ -102,7 +105,7 @@ class TranslationConfig:
     max_target_length: int = 64
     arm: str | None = None
     features: list[str] = field(default_factory=list)
-    feature_dim: int = 20
+    feature_dim: int | None = None
     feature_combine: str = "sum"
     use_sg_layer: bool = False
     sg_mask: str = "sdoi"
@@ -126,6 +129,11 @@ class TranslationConfig:
     threads: int | None = None
 
     def __post_init__(self) -> None:
+        if self.feature_dim is None:  # the paper's share of the width (20 of 512) at this preset's d_model
+            from syntaxformer.translation.model import PRESETS
+
+            d_model = int(self.seq2seq_overrides.get("d_model", PRESETS.get(self.preset, PRESETS["cpu"])["d_model"]))
+            self.feature_dim = max(1, round(20 * d_model / 512))
         if self.arm is not None:
             if self.arm not in ARMS:
                 raise SyntaxformerError(f"unknown arm {self.arm!r}; expected one of {', '.join(ARMS)}")
@@ -450,7 +458,8 @@ def run_from_train_args(args: argparse.Namespace) -> int:
 
     Used flags: ``--config`` (JSON of :class:`TranslationConfig` options), ``--set KEY=VALUE`` (e.g.
     ``--set arm=syntax --set fraction=0.1``), ``--output-dir``, ``--max-steps``, ``--learning-rate``,
-    ``--batch-size``, ``--seed``, ``--no-progress``. Other flags of the GLUE route are ignored.
+    ``--batch-size``, ``--seed``, ``--use-sg-layer`` (an ``arm`` overrides it), ``--no-progress``. Other flags
+    of the GLUE route are ignored.
     """
     explicit = {"output_dir": getattr(args, "output_dir", None), "max_steps": getattr(args, "max_steps", None),
                 "learning_rate": getattr(args, "learning_rate", None),
