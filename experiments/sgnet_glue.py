@@ -161,6 +161,11 @@ def _pairs(runs: dict) -> list[tuple[str, str]]:
     return out
 
 
+def _p(p: float) -> str:
+    """A p-value for a table: 3 decimals, or "<0.001" (the bootstrap's resolution is 1 / resamples)."""
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def _markdown(summary: dict) -> str:
     lines = []
     for task, t in summary["tasks"].items():
@@ -175,8 +180,8 @@ def _markdown(summary: dict) -> str:
                 head = (f"| {v} | {len(r['seeds'])} | {r['mean']:.4f} ± {r['std']:.4f} | "
                         f"{', '.join(f'{s:.4f}' for s in r['scores'])} | ") if k == 0 else "| | | | | "
                 lines.append(head + f"{test.get('vs', '')} | "
-                             + (f"{test['difference']:+.4f} | {test['bootstrap_p']:.3f} | " if test else " | | ")
-                             + (f"{test['t_test_p']:.3f} |" if "t_test_p" in test else " |"))
+                             + (f"{test['difference']:+.4f} | {_p(test['bootstrap_p'])} | " if test else " | | ")
+                             + (f"{_p(test['t_test_p'])} |" if "t_test_p" in test else " |"))
     return "\n".join(lines)
 
 

@@ -129,7 +129,8 @@ def _summarize(args: argparse.Namespace) -> dict:
             refs_cache[files[1]] = read_corpus(files[0], files[1]).targets
         return refs_cache[files[1]]
 
-    summary: dict = {"out": str(root), "date": time.strftime("%Y-%m-%d"), "signature": None, "fractions": {}}
+    summary: dict = {"out": str(root), "date": time.strftime("%Y-%m-%d"), "signature": None,
+                     "resamples": args.resamples, "fractions": {}}
     for fraction in sorted(runs):
         arms = runs[fraction]
         rows = {}
@@ -160,20 +161,25 @@ def _summarize(args: argparse.Namespace) -> dict:
 
 def _markdown(summary: dict) -> str:
     lines = [f"sacreBLEU signature: `{summary['signature']}`", "",
-             "| fraction | arm | params | train s | best step | test2016 BLEU | Δ vs baseline | p (bootstrap) "
+             "| fraction | arm | seed | params | train s | best step | test2016 BLEU | Δ vs baseline | p (bootstrap) "
              "| newstest2013 BLEU | Δ | p |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def pv(p: float) -> str:
+        return f"<{1 / summary.get('resamples', 1000):g}" if p <= 0 else f"{p:.3f}"
+
     for fraction, arms in summary["fractions"].items():
         for arm, rows in arms.items():
             for r in rows:
                 vs = r.get("vs_baseline", {})
                 t, n = vs.get("test2016", {}), vs.get("newstest2013", {})
                 lines.append(
-                    f"| {float(fraction):g} | {arm} | {r['parameters'] / 1e6:.2f}M | {r['train_seconds']:.0f} | "
+                    f"| {float(fraction):g} | {arm} | {r['seed']} | {r['parameters'] / 1e6:.2f}M | "
+                    f"{r['train_seconds']:.0f} | "
                     f"{r['best_step']} | {r['bleu'].get('test2016', float('nan')):.2f} | "
-                    + (f"{t['delta']:+.2f} | {t['p']:.3f} | " if t else " | | ")
+                    + (f"{t['delta']:+.2f} | {pv(t['p'])} | " if t else " | | ")
                     + (f"{r['bleu']['newstest2013']:.2f} | " if "newstest2013" in r["bleu"] else " | ")
-                    + (f"{n['delta']:+.2f} | {n['p']:.3f} |" if n else " | |"))
+                    + (f"{n['delta']:+.2f} | {pv(n['p'])} |" if n else " | |"))
     return "\n".join(lines)
 
 
