@@ -62,6 +62,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from syntaxformer.errors import SyntaxformerError
+from syntaxformer.training.config import ExperimentConfig
 from syntaxformer.training.experiment import _environment, _load_tokenizer, _resume_checkpoint, _say, _write_json
 
 __all__ = ["QAExperimentConfig", "QA_TASKS", "run_qa", "run_squad", "run_race", "evaluate_qa", "load_qa_config",
@@ -208,18 +209,9 @@ class QAExperimentConfig:
             if v is not None and int(v) < 1:
                 raise SyntaxformerError(f"{name}={v} must be a positive number of questions (or null for all)")
 
-    @property
-    def resolved_data_seed(self) -> int:
-        """``data_seed`` or ``seed``."""
-        return self.seed if self.data_seed is None else int(self.data_seed)
-
-    def resolved_model(self) -> str:
-        """``model_name_or_path`` or the offline MiniLM default."""
-        if self.model_name_or_path:
-            return self.model_name_or_path
-        from syntaxformer.defaults import default_hf_model
-
-        return default_hf_model()
+    # the same derivations as the classification config (they read only seed / data_seed / model_name_or_path)
+    resolved_data_seed = ExperimentConfig.resolved_data_seed
+    resolved_model = ExperimentConfig.resolved_model
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
