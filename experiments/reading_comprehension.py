@@ -79,11 +79,11 @@ import numpy as np
 
 #: Per-task budget presets for 2 CPU cores (``data_seed=0``: every seed and variant sees the same questions).
 TASK_PRESETS: dict[str, dict[str, Any]] = {
-    "squad": {"task": "squad2", "max_train_samples": 600, "max_length": 256, "doc_stride": 128,
+    "squad": {"task": "squad2", "max_train_samples": None, "max_length": 256, "doc_stride": 128,
               "held_out_fraction": 0.125, "split_seed": 0, "threshold_tuning_fraction": 0.5,
-              "threshold_split_seed": 0, "num_train_epochs": 2.0,
+              "threshold_split_seed": 0, "num_train_epochs": 1.0, "learning_rate": 2e-4,
               "per_device_train_batch_size": 16, "per_device_eval_batch_size": 32},
-    "race": {"task": "race", "max_train_samples": 200, "max_length": 128, "num_train_epochs": 1.0,
+    "race": {"task": "race", "max_train_samples": 1000, "max_length": 192, "num_train_epochs": 1.0,
              "per_device_train_batch_size": 8, "per_device_eval_batch_size": 32},
 }
 COMMON: dict[str, Any] = {"learning_rate": 1e-4, "warmup_steps": 0.1, "save_strategy": "no", "save_model": False,
@@ -246,6 +246,42 @@ def _race_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int)
     return out
 
 
+def _auroc(scores: np.ndarray, positive: np.ndarray) -> float | None:
+    """Area under the ROC curve of ``scores`` for ``positive`` (ties count one half); ``None`` if one class is
+    empty. Rank form (Mann-Whitney U)."""
+    from scipy.stats import rankdata
+
+    pos = positive.astype(bool)
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    if n1 == 0 or n0 == 0:
+        return None
+    ranks = rankdata(scores)
+    return float((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def _squad_diagnostics(qids: list[str], by_seed: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Threshold-free views of a SQuAD system on the scored questions, per seed: the best non-null span of every
+    answerable question scored as if the system always answered (``span_em`` / ``span_f1``: span quality), and how
+    well the no-answer score separates unanswerable from answerable questions (``na_auroc``: 0.5 = chance)."""
+    from syntaxformer.tasks.squad import read_squad
+    from syntaxformer.tasks.squad_metric import exact_score, f1_score
+
+    first = by_seed[min(by_seed)]
+    path = first["metrics"]["data"]["eval"].split(" (")[0]
+    if not Path(path).is_file():
+        return {}
+    gold = {e.qid: e.answer_texts for e in read_squad(path)}
+    has = [q for q in qids if first["per_q"][q]["has_answer"]]
+    out: dict[str, Any] = {"answerable": len(has), "span_em": {}, "span_f1": {}, "na_auroc": {}}
+    for seed, r in by_seed.items():
+        pq = r["per_q"]
+        out["span_em"][seed] = [max(exact_score(g, pq[q]["best_text"]) for g in gold[q]) for q in has]
+        out["span_f1"][seed] = [max(f1_score(g, pq[q]["best_text"]) for g in gold[q]) for q in has]
+        na = np.array([pq[q]["na_score"] for q in qids], float)
+        out["na_auroc"][seed] = _auroc(na, np.array([not pq[q]["has_answer"] for q in qids]))
+    return out
+
+
 def _summarize(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(args.out)
     summary: dict[str, Any] = {"out": str(root), "date": time.strftime("%Y-%m-%d"), "tasks": {}}
@@ -264,6 +300,8 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                       if k in first}
         em: dict[str, dict[int, np.ndarray]] = {}
         f1: dict[str, dict[int, np.ndarray]] = {}
+        span_em: dict[str, dict[int, np.ndarray]] = {}
+        span_f1: dict[str, dict[int, np.ndarray]] = {}
         qids = _scored_qids(runs)  # SQuAD: the test part only (the tuning part chose the threshold)
         t["scored_questions"] = len(qids)
         for variant, by_seed in runs.items():
@@ -283,6 +321,17 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                               "f1": float(np.mean([r["per_q"][q]["f1_best"] for r in by_seed.values()]))}
                           for q in qids}
                 t["length_buckets"][variant] = _buckets(pooled, "em", "f1")
+                diag = _squad_diagnostics(qids, by_seed)
+                if diag:
+                    span_em[variant] = {s: np.array(v, float) for s, v in diag["span_em"].items()}
+                    span_f1[variant] = {s: np.array(v, float) for s, v in diag["span_f1"].items()}
+                    row["span_answerable"] = diag["answerable"]
+                    for key in ("span_em", "span_f1"):
+                        vals = [100.0 * float(np.mean(v)) for v in diag[key].values()]
+                        row[key] = {**_mean_std(vals), "per_seed": vals}
+                    aucs = [v for v in diag["na_auroc"].values() if v is not None]
+                    if aucs:
+                        row["na_auroc"] = {**_mean_std(aucs), "per_seed": aucs}
             else:
                 em[variant] = {s: np.array([r["per_q"][q]["correct"] for q in qids], float)
                                for s, r in by_seed.items()}
@@ -304,6 +353,9 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                                                                                             args.resamples)}
                 if task == "squad":
                     test["bootstrap_f1"] = _bootstrap(f1, variant, "baseline", args.resamples)
+                    if variant in span_f1 and "baseline" in span_f1:  # threshold-free span quality
+                        test["mcnemar_span_em"] = _mcnemar_tests(span_em, variant, "baseline")
+                        test["bootstrap_span_f1"] = _bootstrap(span_f1, variant, "baseline", args.resamples)
                 if task == "race":  # paired test over the questions of each level as well
                     levels = np.array([runs["baseline"][min(runs["baseline"])]["per_q"][q]["level"] for q in qids])
                     seeds = sorted(set(em[variant]) & set(em["baseline"]))
@@ -322,8 +374,8 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
     return summary
 
 
-def _fmt(d: dict[str, float] | None) -> str:
-    return "" if not d else f"{d['mean']:.2f} ± {d['std']:.2f}"
+def _fmt(d: dict[str, float] | None, digits: int = 2) -> str:
+    return "" if not d else f"{d['mean']:.{digits}f} ± {d['std']:.{digits}f}"
 
 
 def _markdown(summary: dict[str, Any]) -> str:
@@ -348,6 +400,23 @@ def _markdown(summary: dict[str, Any]) -> str:
                              f"{_fmt(r.get('best_HasAns_exact'))} | {_fmt(r.get('best_HasAns_f1'))} | "
                              f"{_fmt(r.get('best_NoAns_exact'))} | {_fmt(r.get('fixed_exact'))} | "
                              f"{_fmt(r.get('fixed_f1'))} | {_fmt(r.get('same_set_f1'))} | {mc} | {bs} |")
+            if any("span_f1" in r for r in t["variants"].values()):
+                n_has = next(r["span_answerable"] for r in t["variants"].values() if "span_answerable" in r)
+                lines += [f"\nThreshold-free (same questions): best non-null span of the {n_has} answerable questions "
+                          "(as if always answering) and the no-answer score's AUROC (unanswerable vs answerable; "
+                          "0.5 = chance)\n",
+                          "| variant | span EM | span F1 | no-answer AUROC | McNemar p span EM pooled (per seed) | "
+                          "bootstrap p span F1 |", "|---" * 6 + "|"]
+                for v, r in t["variants"].items():
+                    test = t["tests"].get(v) or {}
+                    mc = bs = ""
+                    if "mcnemar_span_em" in test:
+                        m = test["mcnemar_span_em"]
+                        mc = f"{m['pooled']['p_value']:.3f} (" + ", ".join(
+                            f"{x['p_value']:.3f}" for x in m["per_seed"].values()) + ")"
+                        bs = f"{test['bootstrap_span_f1']['p_two_sided']:.3f}"
+                    lines.append(f"| {v} | {_fmt(r.get('span_em'))} | {_fmt(r.get('span_f1'))} | "
+                                 f"{_fmt(r.get('na_auroc'), 3)} | {mc} | {bs} |")
         else:
             lines += ["\n**RACE** (full dev set; accuracy %)\n",
                       "| variant | seeds | middle | high | all | McNemar p pooled (per seed) | bootstrap p |",

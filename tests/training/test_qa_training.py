@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -276,3 +277,35 @@ def test_experiment_script_set_parsing_and_test_part_summary(tmp_path):
     assert sum(b["n"] for b in t["length_buckets"]["baseline"].values()) == 4
     assert {e["qid"] for e in t["examples"]} <= {"t1", "t2"}
     assert "same_set_f1" in t["variants"]["sgnet"] and "F1 (same-set)" in script._markdown(summary)
+
+
+def test_experiment_script_auroc_matches_pairwise_count():
+    script = _experiment_script()
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 5, size=40).astype(float)  # many ties
+    positive = rng.random(40) < 0.4
+    pos, neg = scores[positive], scores[~positive]
+    pairwise = np.mean([(p > n) + 0.5 * (p == n) for p in pos for n in neg])
+    assert script._auroc(scores, positive) == pytest.approx(pairwise)
+    assert script._auroc(scores, np.zeros(40, bool)) is None
+
+
+def test_experiment_script_threshold_free_diagnostics(tmp_path):
+    """Span EM / F1 of answerable questions (as if always answering) and the no-answer AUROC, from a real file."""
+    script = _experiment_script()
+    data = {"version": "v2.0", "data": [{"title": "T", "paragraphs": [{"context": "Paris is in France.", "qas": [
+        {"id": "a", "question": "Where is Paris?", "is_impossible": False,
+         "answers": [{"text": "France", "answer_start": 12}]},
+        {"id": "b", "question": "What is Paris?", "is_impossible": False,
+         "answers": [{"text": "Paris", "answer_start": 0}]},
+        {"id": "c", "question": "Who is Paris?", "is_impossible": True, "answers": []}]}]}]}
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(data))
+    per_q = {"a": {"has_answer": True, "best_text": "in France", "na_score": 0.0},
+             "b": {"has_answer": True, "best_text": "Paris", "na_score": 2.0},
+             "c": {"has_answer": False, "best_text": "France", "na_score": 1.0}}
+    runs = {1: {"metrics": {"data": {"eval": f"{path} (held-out articles)"}}, "per_q": per_q}}
+    d = script._squad_diagnostics(["a", "b", "c"], runs)
+    assert d["answerable"] == 2 and d["span_em"][1] == [0, 1]
+    assert d["span_f1"][1] == pytest.approx([2 / 3, 1.0])  # "in france" vs "france": P 1/2, R 1
+    assert d["na_auroc"][1] == pytest.approx(0.5)  # c (1.0) ranks above a (0.0), below b (2.0)
