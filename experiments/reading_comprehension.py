@@ -201,6 +201,8 @@ def _squad_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int
     from syntaxformer.tasks.race import snippet
     from syntaxformer.tasks.squad import read_squad
 
+    from syntaxformer.tasks.squad_metric import exact_score
+
     path = metrics["data"]["eval"].split(" (")[0]
     by_id = {e.qid: e for e in read_squad(path)} if Path(path).is_file() else {}
     wins = {"sgnet": [], "baseline": []}
@@ -208,18 +210,28 @@ def _squad_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int
         a, b = base[q]["em_best"], sg[q]["em_best"]
         if a != b:
             wins["sgnet" if b else "baseline"].append(q)
+    # When the tuned thresholds make both systems answer nobody, nothing differs there: fall back to the best
+    # non-null spans of answerable questions (the threshold-free view of the summary).
+    pred_key, basis = "prediction_best", "tuned threshold"
+    if not wins["sgnet"] and not wins["baseline"] and by_id:
+        pred_key, basis = "best_text", "best non-null span (always answering)"
+        for q in qids:
+            if base[q].get("has_answer") and q in by_id:
+                a, b = (max(exact_score(g, r[q]["best_text"]) for g in by_id[q].answer_texts) for r in (base, sg))
+                if a != b:
+                    wins["sgnet" if b else "baseline"].append(q)
     out = []
     for side in ("sgnet", "baseline"):
         chosen = sorted(wins[side], key=lambda q: (-base[q]["question_words"], q))[: (k + 1) // 2]
         for q in chosen:
             e = by_id.get(q)
-            pred_b, pred_s = base[q]["prediction_best"], sg[q]["prediction_best"]
+            pred_b, pred_s = base[q][pred_key], sg[q][pred_key]
             passage = ""
             if e is not None:
                 anchor = next((e.context.find(t) for t in (e.answer_texts[0], pred_s, pred_b) if t and
                                e.context.find(t) >= 0), 0)
                 passage = snippet(e.context[max(0, anchor - 150):anchor + 150], 320)
-            out.append({"qid": q, "exactly_right": side, "question": e.question if e else None,
+            out.append({"qid": q, "exactly_right": side, "basis": basis, "question": e.question if e else None,
                         "passage": passage, "gold": e.answer_texts if e else None, "baseline": pred_b or "<no answer>",
                         "sgnet": pred_s or "<no answer>"})
     return out
@@ -378,6 +390,11 @@ def _fmt(d: dict[str, float] | None, digits: int = 2) -> str:
     return "" if not d else f"{d['mean']:.{digits}f} ± {d['std']:.{digits}f}"
 
 
+def _fmt_mcnemar(m: dict[str, Any]) -> str:
+    """``pooled p (per-seed p, ...)`` of :func:`_mcnemar_tests`."""
+    return f"{m['pooled']['p_value']:.3f} (" + ", ".join(f"{x['p_value']:.3f}" for x in m["per_seed"].values()) + ")"
+
+
 def _markdown(summary: dict[str, Any]) -> str:
     lines: list[str] = []
     for task, t in summary["tasks"].items():
@@ -392,9 +409,7 @@ def _markdown(summary: dict[str, Any]) -> str:
                 test = t["tests"].get(v)
                 mc = bs = ""
                 if test:
-                    m = test["mcnemar"]
-                    mc = f"{m['pooled']['p_value']:.3f} (" + ", ".join(
-                        f"{x['p_value']:.3f}" for x in m["per_seed"].values()) + ")"
+                    mc = _fmt_mcnemar(test["mcnemar"])
                     bs = f"{test['bootstrap_em']['p_two_sided']:.3f} / {test['bootstrap_f1']['p_two_sided']:.3f}"
                 lines.append(f"| {v} | {len(r['seeds'])} | {_fmt(r.get('best_exact'))} | {_fmt(r.get('best_f1'))} | "
                              f"{_fmt(r.get('best_HasAns_exact'))} | {_fmt(r.get('best_HasAns_f1'))} | "
@@ -411,9 +426,7 @@ def _markdown(summary: dict[str, Any]) -> str:
                     test = t["tests"].get(v) or {}
                     mc = bs = ""
                     if "mcnemar_span_em" in test:
-                        m = test["mcnemar_span_em"]
-                        mc = f"{m['pooled']['p_value']:.3f} (" + ", ".join(
-                            f"{x['p_value']:.3f}" for x in m["per_seed"].values()) + ")"
+                        mc = _fmt_mcnemar(test["mcnemar_span_em"])
                         bs = f"{test['bootstrap_span_f1']['p_two_sided']:.3f}"
                     lines.append(f"| {v} | {_fmt(r.get('span_em'))} | {_fmt(r.get('span_f1'))} | "
                                  f"{_fmt(r.get('na_auroc'), 3)} | {mc} | {bs} |")
@@ -425,9 +438,7 @@ def _markdown(summary: dict[str, Any]) -> str:
                 test = t["tests"].get(v)
                 mc = bs = ""
                 if test:
-                    m = test["mcnemar"]
-                    mc = f"{m['pooled']['p_value']:.3f} (" + ", ".join(
-                        f"{x['p_value']:.3f}" for x in m["per_seed"].values()) + ")"
+                    mc = _fmt_mcnemar(test["mcnemar"])
                     bs = f"{test['bootstrap_acc']['p_two_sided']:.3f}"
                 lines.append(f"| {v} | {len(r['seeds'])} | {_fmt(r['acc_middle'])} | {_fmt(r['acc_high'])} | "
                              f"{_fmt(r['acc_all'])} | {mc} | {bs} |")
@@ -446,7 +457,9 @@ def _markdown(summary: dict[str, Any]) -> str:
                                                              else f"{c['em']:.1f}"))
                 lines.append(f"| {v} | " + " | ".join(cells) + " |")
         if t.get("examples"):
-            lines += [f"\n{task}: examples where baseline and SG-Net differ (seed {t['examples_seed']})\n",
+            basis = t["examples"][0].get("basis")
+            lines += [f"\n{task}: examples where baseline and SG-Net differ (seed {t['examples_seed']}"
+                      + (f"; {basis}" if basis else "") + ")\n",
                       "| right | question | gold | baseline | SG-Net |", "|---|---|---|---|---|"]
             for e in t["examples"]:
                 gold = e["gold"] if isinstance(e["gold"], str) else " / ".join(e["gold"] or [])

@@ -309,3 +309,11 @@ def test_experiment_script_threshold_free_diagnostics(tmp_path):
     assert d["answerable"] == 2 and d["span_em"][1] == [0, 1]
     assert d["span_f1"][1] == pytest.approx([2 / 3, 1.0])  # "in france" vs "france": P 1/2, R 1
     assert d["na_auroc"][1] == pytest.approx(0.5)  # c (1.0) ranks above a (0.0), below b (2.0)
+    # Table 9 fallback: both systems answer nobody at their tuned thresholds -> examples from the best spans.
+    common = {"em_best": 0, "prediction_best": "", "question_words": 3}
+    base = {q: {**r, **common} for q, r in per_q.items()}
+    sg = {q: {**r, **common} for q, r in per_q.items()}
+    sg["a"]["best_text"] = "France"
+    ex = script._squad_examples(["a", "b", "c"], base, sg, runs[1]["metrics"], 4)
+    assert [(e["qid"], e["exactly_right"], e["sgnet"]) for e in ex] == [("a", "sgnet", "France")]
+    assert ex[0]["basis"].startswith("best non-null span")
