@@ -32,37 +32,32 @@ threshold tuned on the tuning part (``em_best`` / ``f1_best`` of ``per_question.
 examples where baseline and SG-Net differ (Table 9), chosen automatically: questions of the first common seed
 where exactly one system is exactly right, longest questions first, half won by each side where possible. (Runs
 from before the tuning / test split have no ``part`` in ``per_question.json``: all their questions count.)
+Threshold-free views of the same questions are added because a small model's tuned threshold can collapse to
+"answer nobody" (every system then scores the unanswerable share): span EM / F1 of the best non-null span of each
+answerable question (as if always answering; McNemar on span EM, bootstrap on span F1) and the AUROC of the
+no-answer score (unanswerable vs answerable; 0.5 = chance). When no question differs at the tuned thresholds, the
+Table 9 examples are chosen from the best spans instead (the table says which).
 
-Budget presets for 2 CPU cores, and what they cost. Smoke runs on this machine (2 cores, while two other
-experiments ran beside them: load average 5-6, so every number below is ~2-3x slower than on idle cores):
-
-* SQuAD, SG-Net + joint verifier, max_length 256 / stride 128, batch 16, 1 epoch: 300 train questions (350
-  windows) trained in 276 s (1.27 windows/s), 300 held-out questions (348 windows) evaluated in 59 s (5.9
-  windows/s), parsing + features 20 s; whole run 359 s. (It predicted "no answer" everywhere: 300 questions x 1
-  epoch is too little for MiniLM to learn spans.)
-* RACE, SG-Net, max_length 128, batch 8, 1 epoch: 60 train questions (240 sequences) in 174 s (1.38 seq/s), 150
-  dev questions (600 sequences) in 78 s (7.7 seq/s); whole run 282 s.
-
-Presets (``TASK_PRESETS``) and their extrapolated cost per run at the measured (loaded) rates:
+Presets (``TASK_PRESETS``) and what they cost, measured in the 2026-11-21 sweep (2 cores, two runs side by side
+with ``OMP_NUM_THREADS=1`` each; wall seconds of training / evaluation / whole run):
 
 * ``squad``: held_out_fraction 0.125 (2 of 16 articles held out: 863 questions, 425 answerable / 438 not; split
   into the tuning article Yuan_dynasty, 445 questions, and the test article Computational_complexity_theory, 418
-  questions: 197 answerable / 221 not, on which everything is scored; 14 train articles, 5,215 questions), 600
-  training questions (~700 windows), max_length 256, doc_stride 128 (window overlap), 2 epochs, batch 16, lr
-  1e-4: ~1,100 s training + ~170 s evaluation + ~30 s data = ~22 min loaded (~8-10 min on idle cores). The
-  3-5 min target of the issue does not buy a model that answers anything (see the smoke run).
-* ``race``: 200 training questions (800 sequences), max_length 128, 1 epoch, batch 8, lr 1e-4, the FULL dev set
-  (4,887 questions = 19,548 sequences): ~580 s training + ~2,540 s evaluation = ~52 min loaded (~17-20 min on
-  idle cores; the evaluation dominates: a bare MiniLM forward pass runs at ~22 sequences/s at length 128 with
-  one background job). A 5-7 min RACE run with the full dev set is not possible on 2 cores; for quick looks use
-  ``--set max_eval_samples=1000`` (seeded subset, reported in metrics.json).
+  questions: 197 answerable / 221 not, on which everything is scored), all 5,215 questions of the 14 training
+  articles (6,327 windows), max_length 256, doc_stride 128 (window overlap), 1 epoch (396 steps), batch 16, lr
+  2e-4: baseline 1,138 / 60 / 1,214 s; SG-Net 1,335 / 69 / 1,418 s; SG-Net + joint verifier 1,358 / 74 / 1,445 s.
+  Smaller presets (600 or 2,000 questions, 2 epochs, lr 1e-4) taught MiniLM no usable spans (docs/results.md).
+* ``race``: 1,000 training questions (4,000 option sequences; seeded subset of the tarball), max_length 192,
+  1 epoch (125 steps), batch 8 questions, lr 1e-4, the FULL dev set (4,887 questions = 19,548 sequences): SG-Net
+  891 / 1,188 / 2,178 s (parsing and features ~100 s). For quick looks use ``--set max_eval_samples=1000`` (seeded
+  subset, reported in metrics.json).
 
 Both presets can be changed for every run with ``--set key=value`` (e.g. ``--set max_train_samples=1200``).
 
 Usage (from the repository root, in the project environment)::
 
     python experiments/reading_comprehension.py run --tasks squad --variants baseline,sgnet,sgnet_verifier --seeds 1,2
-    python experiments/reading_comprehension.py run --tasks race --variants baseline,sgnet --seeds 1,2
+    python experiments/reading_comprehension.py run --tasks race --variants baseline,sgnet --seeds 1
     python experiments/reading_comprehension.py summarize --json docs/results/reading_comprehension.json
 """
 
