@@ -22,6 +22,16 @@ def test_significance_mcnemar_exact_values():
     assert mcnemar([True, False], [True, False]).p_value == 1.0
 
 
+def test_significance_mcnemar_many_discordant_pairs_matches_scipy():
+    """More than 1,023 discordant pairs (a full RACE dev set) used to overflow a float 2 ** n."""
+    stats = pytest.importorskip("scipy.stats")
+    for only_a, only_b in ((900, 960), (1500, 1500), (2400, 2000)):
+        a = [True] * only_a + [False] * only_b + [True] * 50
+        b = [False] * only_a + [True] * only_b + [True] * 50
+        ref = stats.binomtest(min(only_a, only_b), only_a + only_b, 0.5).pvalue
+        assert mcnemar(a, b).p_value == pytest.approx(ref, rel=1e-9)
+
+
 def test_significance_paired_t_matches_scipy():
     stats = pytest.importorskip("scipy.stats")
     a, b = [0.80, 0.82, 0.79, 0.81], [0.83, 0.84, 0.80, 0.85]

@@ -80,7 +80,8 @@ def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> TestResult:
         p = 1.0
     else:
         k = min(only_a, only_b)
-        p = min(1.0, 2.0 * sum(math.comb(n, i) for i in range(k + 1)) / 2.0 ** n)
+        # Exact integer tail divided as Python ints (a float 2.0 ** n overflows past n = 1023 discordant pairs).
+        p = min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / (1 << n))
     return TestResult("mcnemar_exact", float(b.mean() - a.mean()), p, len(a),
                       {"only_a_correct": only_a, "only_b_correct": only_b})
 
