@@ -336,6 +336,13 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                     for key in ("span_em", "span_f1"):
                         vals = [100.0 * float(np.mean(v)) for v in diag[key].values()]
                         row[key] = {**_mean_std(vals), "per_seed": vals}
+                    has = [q for q in qids if by_seed[min(by_seed)]["per_q"][q]["has_answer"]]
+                    words = {q: by_seed[min(by_seed)]["per_q"][q]["question_words"] for q in has}
+                    spans = {q: {"question_words": words[q],
+                                 "em": float(np.mean([diag["span_em"][s][i] for s in by_seed])),
+                                 "f1": float(np.mean([diag["span_f1"][s][i] for s in by_seed]))}
+                             for i, q in enumerate(has)}
+                    t.setdefault("span_length_buckets", {})[variant] = _buckets(spans, "em", "f1")
                     aucs = [v for v in diag["na_auroc"].values() if v is not None]
                     if aucs:
                         row["na_auroc"] = {**_mean_std(aucs), "per_seed": aucs}
@@ -437,17 +444,21 @@ def _markdown(summary: dict[str, Any]) -> str:
                     bs = f"{test['bootstrap_acc']['p_two_sided']:.3f}"
                 lines.append(f"| {v} | {len(r['seeds'])} | {_fmt(r['acc_middle'])} | {_fmt(r['acc_high'])} | "
                              f"{_fmt(r['acc_all'])} | {mc} | {bs} |")
-        names = list(t["length_buckets"])
-        if names:
-            buckets = list(next(iter(t["length_buckets"].values())))
-            unit = "EM / F1" if task == "squad" else "accuracy"
-            lines += [f"\n{task}: {unit} by question length (words; mean over seeds)\n",
-                      "| variant | " + " | ".join(f"{b} (n={t['length_buckets'][names[0]][b]['n']})" for b in buckets)
+        tables = [("length_buckets", "EM / F1" if task == "squad" else "accuracy", "")]
+        if t.get("span_length_buckets"):
+            tables.append(("span_length_buckets", "span EM / F1", ", answerable questions, best non-null span"))
+        for key, unit, what in tables:
+            names = list(t[key])
+            if not names:
+                continue
+            buckets = list(next(iter(t[key].values())))
+            lines += [f"\n{task}: {unit} by question length (words{what}; mean over seeds)\n",
+                      "| variant | " + " | ".join(f"{b} (n={t[key][names[0]][b]['n']})" for b in buckets)
                       + " |", "|---" * (len(buckets) + 1) + "|"]
             for v in names:
                 cells = []
                 for b in buckets:
-                    c = t["length_buckets"][v][b]
+                    c = t[key][v][b]
                     cells.append("" if c["em"] is None else (f"{c['em']:.1f} / {c['f1']:.1f}" if "f1" in c
                                                              else f"{c['em']:.1f}"))
                 lines.append(f"| {v} | " + " | ".join(cells) + " |")

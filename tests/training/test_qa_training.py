@@ -317,3 +317,23 @@ def test_experiment_script_threshold_free_diagnostics(tmp_path):
     ex = script._squad_examples(["a", "b", "c"], base, sg, runs[1]["metrics"], 4)
     assert [(e["qid"], e["exactly_right"], e["sgnet"]) for e in ex] == [("a", "sgnet", "France")]
     assert ex[0]["basis"].startswith("best non-null span")
+    # Through the summary: threshold-free table, span buckets (answerable questions only) and span tests.
+    import argparse
+
+    metric = {"exact": 33.3, "f1": 33.3, "total": 3}
+    for variant, pq in (("baseline", base), ("sgnet", sg)):
+        run = tmp_path / "sum" / "squad" / variant / "seed1"
+        run.mkdir(parents=True)
+        (run / "per_question.json").write_text(json.dumps(
+            {q: {**r, "part": "test", "f1_best": 0.0} for q, r in pq.items()}))
+        (run / "metrics.json").write_text(json.dumps({
+            "data": {"eval": f"{path} (held-out articles)"}, "runtime_s": 1.0, "fixed_threshold": metric,
+            "best_f1_threshold": metric}))
+    summary = script._summarize(argparse.Namespace(out=str(tmp_path / "sum"), resamples=50, examples=2))
+    t = summary["tasks"]["squad"]
+    assert sum(b["n"] for b in t["span_length_buckets"]["sgnet"].values()) == 2
+    assert t["variants"]["sgnet"]["span_em"]["mean"] == pytest.approx(100.0)  # a and b both exact
+    assert t["tests"]["sgnet"]["mcnemar_span_em"]["per_seed"][1]["details"] == {"only_a_correct": 0,
+                                                                                  "only_b_correct": 1}
+    md = script._markdown(summary)
+    assert "span EM / F1 by question length" in md and "no-answer AUROC" in md
