@@ -269,7 +269,9 @@ def _auroc(scores: np.ndarray, positive: np.ndarray) -> float | None:
 def _squad_diagnostics(qids: list[str], by_seed: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Threshold-free views of a SQuAD system on the scored questions, per seed: the best non-null span of every
     answerable question scored as if the system always answered (``span_em`` / ``span_f1``: span quality), and how
-    well the no-answer score separates unanswerable from answerable questions (``na_auroc``: 0.5 = chance)."""
+    well the no-answer score separates unanswerable from answerable questions (``na_auroc``: 0.5 = chance), and
+    how little the best span depends on the question (``same_span_share``: share of the questions whose best span is
+    the most frequent best span of their passage; 1.0 = the same span for every question of a passage)."""
     from syntaxformer.tasks.squad import read_squad
     from syntaxformer.tasks.squad_metric import exact_score, f1_score
 
@@ -277,11 +279,18 @@ def _squad_diagnostics(qids: list[str], by_seed: dict[int, dict[str, Any]]) -> d
     path = first["metrics"]["data"]["eval"].split(" (")[0]
     if not Path(path).is_file():
         return {}
-    gold = {e.qid: e.answer_texts for e in read_squad(path)}
+    examples = {e.qid: e for e in read_squad(path)}
+    gold = {q: e.answer_texts for q, e in examples.items()}
     has = [q for q in qids if first["per_q"][q]["has_answer"]]
-    out: dict[str, Any] = {"answerable": len(has), "span_em": {}, "span_f1": {}, "na_auroc": {}}
+    out: dict[str, Any] = {"answerable": len(has), "span_em": {}, "span_f1": {}, "na_auroc": {},
+                           "same_span_share": {}}
     for seed, r in by_seed.items():
         pq = r["per_q"]
+        by_passage: dict[str, list[str]] = {}
+        for q in qids:
+            by_passage.setdefault(examples[q].context, []).append(pq[q]["best_text"])
+        out["same_span_share"][seed] = sum(max(spans.count(x) for x in set(spans))
+                                           for spans in by_passage.values()) / len(qids)
         out["span_em"][seed] = [max(exact_score(g, pq[q]["best_text"]) for g in gold[q]) for q in has]
         out["span_f1"][seed] = [max(f1_score(g, pq[q]["best_text"]) for g in gold[q]) for q in has]
         na = np.array([pq[q]["na_score"] for q in qids], float)
@@ -343,6 +352,8 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                                  "f1": float(np.mean([diag["span_f1"][s][i] for s in by_seed]))}
                              for i, q in enumerate(has)}
                     t.setdefault("span_length_buckets", {})[variant] = _buckets(spans, "em", "f1")
+                    shares = list(diag["same_span_share"].values())
+                    row["same_span_share"] = {**_mean_std(shares), "per_seed": shares}
                     aucs = [v for v in diag["na_auroc"].values() if v is not None]
                     if aucs:
                         row["na_auroc"] = {**_mean_std(aucs), "per_seed": aucs}
@@ -420,10 +431,11 @@ def _markdown(summary: dict[str, Any]) -> str:
             if any("span_f1" in r for r in t["variants"].values()):
                 n_has = next(r["span_answerable"] for r in t["variants"].values() if "span_answerable" in r)
                 lines += [f"\nThreshold-free (same questions): best non-null span of the {n_has} answerable questions "
-                          "(as if always answering) and the no-answer score's AUROC (unanswerable vs answerable; "
-                          "0.5 = chance)\n",
-                          "| variant | span EM | span F1 | no-answer AUROC | McNemar p span EM pooled (per seed) | "
-                          "bootstrap p span F1 |", "|---" * 6 + "|"]
+                          "(as if always answering), the no-answer score's AUROC (unanswerable vs answerable; "
+                          "0.5 = chance) and the share of questions whose best span is their passage's most frequent "
+                          "one (1 = ignores the question)\n",
+                          "| variant | span EM | span F1 | no-answer AUROC | same span as passage mode | "
+                          "McNemar p span EM pooled (per seed) | bootstrap p span F1 |", "|---" * 7 + "|"]
                 for v, r in t["variants"].items():
                     test = t["tests"].get(v) or {}
                     mc = bs = ""
@@ -431,7 +443,8 @@ def _markdown(summary: dict[str, Any]) -> str:
                         mc = _fmt_mcnemar(test["mcnemar_span_em"])
                         bs = f"{test['bootstrap_span_f1']['p_two_sided']:.3f}"
                     lines.append(f"| {v} | {_fmt(r.get('span_em'))} | {_fmt(r.get('span_f1'))} | "
-                                 f"{_fmt(r.get('na_auroc'), 3)} | {mc} | {bs} |")
+                                 f"{_fmt(r.get('na_auroc'), 3)} | {_fmt(r.get('same_span_share'), 3)} | "
+                                 f"{mc} | {bs} |")
         else:
             lines += ["\n**RACE** (full dev set; accuracy %)\n",
                       "| variant | seeds | middle | high | all | McNemar p pooled (per seed) | bootstrap p |",

@@ -309,6 +309,7 @@ def test_experiment_script_threshold_free_diagnostics(tmp_path):
     assert d["answerable"] == 2 and d["span_em"][1] == [0, 1]
     assert d["span_f1"][1] == pytest.approx([2 / 3, 1.0])  # "in france" vs "france": P 1/2, R 1
     assert d["na_auroc"][1] == pytest.approx(0.5)  # c (1.0) ranks above a (0.0), below b (2.0)
+    assert d["same_span_share"][1] == pytest.approx(1 / 3)  # one passage, three different best spans
     # Table 9 fallback: both systems answer nobody at their tuned thresholds -> examples from the best spans.
     common = {"em_best": 0, "prediction_best": "", "question_words": 3}
     base = {q: {**r, **common} for q, r in per_q.items()}
