@@ -20,7 +20,8 @@ Data (``../shared/data``):
 
 Variants: squad ``baseline`` (MiniLM, no SG layer), ``sgnet``, ``sgnet_verifier`` (joint [CLS] verifier, Eq.
 13-14, beta1 = beta2 = 1), ``sgnet_verifier_parallel`` (a second, verifier-only SG-Net; twice the training);
-race ``baseline``, ``sgnet``.
+race ``baseline``, ``sgnet``; control ``vanilla_layer`` (squad: the extra layer without the SDOI mask,
+H-bar = H'), compared with ``sgnet`` on the threshold-free span scores, as is ``sgnet_verifier`` with ``sgnet``.
 
 Summary (``summarize``): mean / std over seeds of the headline (threshold from the tuning article), the fixed
 threshold-0 and the same-set scores; McNemar's exact test on per-question exact match (SQuAD) / correctness
@@ -86,7 +87,9 @@ COMMON: dict[str, Any] = {"learning_rate": 1e-4, "warmup_steps": 0.1, "save_stra
 VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
     "squad": {"baseline": {"use_sg_layer": False}, "sgnet": {"use_sg_layer": True},
               "sgnet_verifier": {"use_sg_layer": True, "verifier": "joint"},
-              "sgnet_verifier_parallel": {"use_sg_layer": True, "verifier": "parallel"}},
+              "sgnet_verifier_parallel": {"use_sg_layer": True, "verifier": "parallel"},
+              # control: the extra layer without the SDOI mask, H-bar = H' (extra parameters, no syntax)
+              "vanilla_layer": {"use_sg_layer": True, "aggregation": "vanilla_layer"}},
     "race": {"baseline": {"use_sg_layer": False}, "sgnet": {"use_sg_layer": True}},
 }
 
@@ -388,6 +391,11 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                         lv: 100.0 * float(np.mean([em[variant][s][levels == lv].mean() - em["baseline"][s][levels == lv]
                                                    .mean() for s in seeds])) for lv in ("middle", "high")}
                 t["tests"][variant] = test
+            for a, b in (("sgnet", "vanilla_layer"), ("sgnet_verifier", "sgnet")):  # syntax vs control pairs
+                if a in span_f1 and b in span_f1 and set(span_f1[a]) & set(span_f1[b]):
+                    t.setdefault("pairs", {})[f"{a} vs {b}"] = {
+                        "mcnemar_span_em": _mcnemar_tests(span_em, a, b),
+                        "bootstrap_span_f1": _bootstrap(span_f1, a, b, args.resamples)}
             if "sgnet" in runs:
                 seed = min(set(runs["sgnet"]) & set(runs["baseline"]), default=None)
                 if seed is not None:
@@ -445,6 +453,12 @@ def _markdown(summary: dict[str, Any]) -> str:
                     lines.append(f"| {v} | {_fmt(r.get('span_em'))} | {_fmt(r.get('span_f1'))} | "
                                  f"{_fmt(r.get('na_auroc'), 3)} | {_fmt(r.get('same_span_share'), 3)} | "
                                  f"{mc} | {bs} |")
+                for name, pair in t.get("pairs", {}).items():
+                    bsp = pair["bootstrap_span_f1"]
+                    lines.append(f"\n{name} (seeds {bsp['seeds']}): span F1 difference {bsp['difference']:+.2f} "
+                                 f"(95% CI {bsp['ci95'][0]:+.2f} to {bsp['ci95'][1]:+.2f}), bootstrap p "
+                                 f"{bsp['p_two_sided']:.3f}; McNemar p on span EM "
+                                 f"{_fmt_mcnemar(pair['mcnemar_span_em'])}")
         else:
             lines += ["\n**RACE** (full dev set; accuracy %)\n",
                       "| variant | seeds | middle | high | all | McNemar p pooled (per seed) | bootstrap p |",

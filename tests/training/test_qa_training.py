@@ -322,7 +322,7 @@ def test_experiment_script_threshold_free_diagnostics(tmp_path):
     import argparse
 
     metric = {"exact": 33.3, "f1": 33.3, "total": 3}
-    for variant, pq in (("baseline", base), ("sgnet", sg)):
+    for variant, pq in (("baseline", base), ("sgnet", sg), ("vanilla_layer", base)):
         run = tmp_path / "sum" / "squad" / variant / "seed1"
         run.mkdir(parents=True)
         (run / "per_question.json").write_text(json.dumps(
@@ -336,5 +336,7 @@ def test_experiment_script_threshold_free_diagnostics(tmp_path):
     assert t["variants"]["sgnet"]["span_em"]["mean"] == pytest.approx(100.0)  # a and b both exact
     assert t["tests"]["sgnet"]["mcnemar_span_em"]["per_seed"][1]["details"] == {"only_a_correct": 0,
                                                                                   "only_b_correct": 1}
+    pair = t["pairs"]["sgnet vs vanilla_layer"]  # the syntax layer against the unmasked-layer control
+    assert pair["mcnemar_span_em"]["pooled"]["details"] == {"only_a_correct": 0, "only_b_correct": 1}
     md = script._markdown(summary)
-    assert "span EM / F1 by question length" in md and "no-answer AUROC" in md
+    assert "span EM / F1 by question length" in md and "no-answer AUROC" in md and "sgnet vs vanilla_layer" in md
