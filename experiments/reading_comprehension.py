@@ -65,6 +65,8 @@ Usage (from the repository root, in the project environment)::
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
 import json
 import sys
 import time
@@ -197,12 +199,10 @@ def _buckets(per_q: dict[str, dict[str, Any]], key_em: str, key_f1: str | None) 
 def _squad_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int) -> list[dict[str, Any]]:
     """Table 9: questions where exactly one of the two systems is exactly right (half each where possible)."""
     from syntaxformer.tasks.race import snippet
-    from syntaxformer.tasks.squad import read_squad
 
     from syntaxformer.tasks.squad_metric import exact_score
 
-    path = metrics["data"]["eval"].split(" (")[0]
-    by_id = {e.qid: e for e in read_squad(path)} if Path(path).is_file() else {}
+    by_id = _squad_by_id(metrics["data"]["eval"].split(" (")[0])
     wins = {"sgnet": [], "baseline": []}
     for q in qids:
         a, b = base[q]["em_best"], sg[q]["em_best"]
@@ -269,31 +269,36 @@ def _auroc(scores: np.ndarray, positive: np.ndarray) -> float | None:
     return float((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
+@functools.lru_cache(maxsize=4)
+def _squad_by_id(path: str) -> dict[str, Any]:
+    """``qid -> SquadExample`` of a SQuAD file (read once per summary; ``{}`` if the file is absent)."""
+    from syntaxformer.tasks.squad import read_squad
+
+    return {e.qid: e for e in read_squad(path)} if Path(path).is_file() else {}
+
+
 def _squad_diagnostics(qids: list[str], by_seed: dict[int, dict[str, Any]]) -> dict[str, Any]:
     """Threshold-free views of a SQuAD system on the scored questions, per seed: the best non-null span of every
     answerable question scored as if the system always answered (``span_em`` / ``span_f1``: span quality), and how
     well the no-answer score separates unanswerable from answerable questions (``na_auroc``: 0.5 = chance), and
     how little the best span depends on the question (``same_span_share``: share of the questions whose best span is
     the most frequent best span of their passage; 1.0 = the same span for every question of a passage)."""
-    from syntaxformer.tasks.squad import read_squad
     from syntaxformer.tasks.squad_metric import exact_score, f1_score
 
     first = by_seed[min(by_seed)]
-    path = first["metrics"]["data"]["eval"].split(" (")[0]
-    if not Path(path).is_file():
+    examples = _squad_by_id(first["metrics"]["data"]["eval"].split(" (")[0])
+    if not examples:
         return {}
-    examples = {e.qid: e for e in read_squad(path)}
     gold = {q: e.answer_texts for q, e in examples.items()}
     has = [q for q in qids if first["per_q"][q]["has_answer"]]
-    out: dict[str, Any] = {"answerable": len(has), "span_em": {}, "span_f1": {}, "na_auroc": {},
-                           "same_span_share": {}}
+    out: dict[str, Any] = {"answerable": len(has), "answerable_qids": has, "span_em": {}, "span_f1": {},
+                           "na_auroc": {}, "same_span_share": {}}
     for seed, r in by_seed.items():
         pq = r["per_q"]
-        by_passage: dict[str, list[str]] = {}
+        by_passage: dict[str, collections.Counter] = {}
         for q in qids:
-            by_passage.setdefault(examples[q].context, []).append(pq[q]["best_text"])
-        out["same_span_share"][seed] = sum(max(spans.count(x) for x in set(spans))
-                                           for spans in by_passage.values()) / len(qids)
+            by_passage.setdefault(examples[q].context, collections.Counter())[pq[q]["best_text"]] += 1
+        out["same_span_share"][seed] = sum(c.most_common(1)[0][1] for c in by_passage.values()) / len(qids)
         out["span_em"][seed] = [max(exact_score(g, pq[q]["best_text"]) for g in gold[q]) for q in has]
         out["span_f1"][seed] = [max(f1_score(g, pq[q]["best_text"]) for g in gold[q]) for q in has]
         na = np.array([pq[q]["na_score"] for q in qids], float)
@@ -348,12 +353,11 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                     for key in ("span_em", "span_f1"):
                         vals = [100.0 * float(np.mean(v)) for v in diag[key].values()]
                         row[key] = {**_mean_std(vals), "per_seed": vals}
-                    has = [q for q in qids if by_seed[min(by_seed)]["per_q"][q]["has_answer"]]
-                    words = {q: by_seed[min(by_seed)]["per_q"][q]["question_words"] for q in has}
-                    spans = {q: {"question_words": words[q],
+                    words = by_seed[min(by_seed)]["per_q"]
+                    spans = {q: {"question_words": words[q]["question_words"],
                                  "em": float(np.mean([diag["span_em"][s][i] for s in by_seed])),
                                  "f1": float(np.mean([diag["span_f1"][s][i] for s in by_seed]))}
-                             for i, q in enumerate(has)}
+                             for i, q in enumerate(diag["answerable_qids"])}
                     t.setdefault("span_length_buckets", {})[variant] = _buckets(spans, "em", "f1")
                     shares = list(diag["same_span_share"].values())
                     row["same_span_share"] = {**_mean_std(shares), "per_seed": shares}
