@@ -1,0 +1,280 @@
+"""The task interface: what a task is, and the public registry that makes a new task one file.
+
+A :class:`Task` knows everything about one task family that the runner (:mod:`syntaxformer.training.run`) must
+not: how to read a split into examples, how to turn examples into model features for a *given* model (the model
+declares the syntax inputs it reads, ``config.syntax_inputs``, and featurization emits only those), which head
+the model needs, how raw model outputs become predictions, and how predictions are scored.
+
+The runner's data flow for every task and every system::
+
+    task.load_split(split, data)          -> TaskData (examples + where they came from + content fingerprint)
+    task.featurize(data, context)         -> a torch Dataset of per-example dicts of arrays
+    task.collator(context)                -> batches for the model (input_ids, attention_mask, syntax_inputs, labels)
+    model_class(system, task.head)        -> the XForY model (any syntax system under any head)
+    Trainer.predict(features)             -> raw outputs (logits / start-end logits / generated ids)
+    task.postprocess(data, features, raw) -> Predictions (one per example, plus anything the metrics need)
+    task.compute_metrics(data, preds)     -> {"accuracy": ...}; the first of ``task.metric_names`` is the headline
+
+Adding a task from outside the package::
+
+    from syntaxformer.tasks import Task, register_task
+
+    class MyTask(Task):
+        name = "my-task"
+        ...
+
+    register_task(MyTask)            # or register_task(MyTask, name="alias")
+    # syntaxformer.tasks.get_task("my-task") now returns MyTask(); the runner and CLI accept --task my-task
+
+Tasks are built with options (``get_task("squad2", doc_stride=128)``); :meth:`Task.options` returns them so
+that the run folder can record the task definition and ``evaluate`` / ``predict`` rebuild the same task in a
+fresh process.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+from syntaxformer.errors import SyntaxformerError
+
+__all__ = ["HEADS", "Task", "TaskContext", "Predictions", "register_task", "get_task", "task_names",
+           "UnknownTaskError"]
+
+#: Heads a task can ask for; the model registry (:func:`syntaxformer.modeling.model_class`) serves the first four
+#: for every syntax system, ``seq2seq`` is the syntax-infused translation model.
+HEADS: tuple[str, ...] = ("sequence_classification", "question_answering", "multiple_choice",
+                          "token_classification", "seq2seq")
+
+
+class UnknownTaskError(SyntaxformerError, KeyError):
+    """A task name that is not registered."""
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0])
+
+
+@dataclass
+class TaskContext:
+    """What featurization needs to know about the run, besides the data.
+
+    Attributes:
+        tokenizer: the model's Hugging Face fast tokenizer (for translation: the source tokenizer).
+        annotator: the parser (:class:`syntaxformer.data.Annotator`), or ``None`` when the model reads no syntax.
+        syntax_inputs: the syntax batch keys the model reads (``model.config.syntax_inputs``); featurization
+            emits these and the token arrays, nothing else.
+        max_length: tokens per window, special tokens included.
+        criterion: subword criterion (``"share"`` / ``"children"``).
+        max_distance: ``D`` of the ``[L, D]`` ancestor tables (Syntax-BERT).
+        parser_noise: fraction of heads re-attached at random (SG-Net §7.6); ``noise_seed`` seeds it per example.
+        use_cache: read / write the processed-features cache.
+        progress: show progress bars on long work.
+        extra: task-specific context (e.g. the target tokenizer of a translation task).
+    """
+
+    tokenizer: Any
+    annotator: Any = None
+    syntax_inputs: tuple[str, ...] = ()
+    max_length: int = 128
+    criterion: str = "share"
+    max_distance: int = 15
+    parser_noise: float = 0.0
+    noise_seed: int = 0
+    use_cache: bool = True
+    progress: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Predictions:
+    """A task's predictions for one split, in example order.
+
+    Attributes:
+        ids: example ids (``TaskExample.guid``, SQuAD ``qid``, ...).
+        values: one prediction per example, in the task's own terms (a label id, a float, an answer text, an
+            option index, a translation).
+        scores: per-example scores for the output files (class probabilities, no-answer score, ...) or ``None``.
+        extra: anything else the metrics or the output files need (n-best spans, no-answer scores ...).
+    """
+
+    ids: list[str]
+    values: list[Any]
+    scores: list[Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Task(abc.ABC):
+    """One task (family). Subclasses set the class attributes and implement the abstract methods.
+
+    Class attributes:
+        name: registry name (lower case, e.g. ``"sst2"``).
+        title: the usual name (``"SST-2"``) for messages and tables.
+        head: one of :data:`HEADS`.
+        metric_names: metric names; the first is the headline number.
+        splits: the split names the task knows (``train`` / ``dev`` / ``test`` by default).
+    """
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    head: ClassVar[str] = "sequence_classification"
+    metric_names: ClassVar[tuple[str, ...]] = ()
+    splits: ClassVar[tuple[str, ...]] = ("train", "dev", "test")
+
+    def __init__(self, **options: Any):
+        if options:
+            raise SyntaxformerError(f"task {self.name!r} takes no options, got {sorted(options)}")
+
+    # -- identity --------------------------------------------------------------------------------------
+    def options(self) -> dict[str, Any]:
+        """The options this task was built with (JSON-serialisable); ``get_task(name, **options)`` rebuilds it."""
+        return {}
+
+    @property
+    def main_metric(self) -> str:
+        """The headline metric (first of :attr:`metric_names`)."""
+        return self.metric_names[0]
+
+    def model_options(self) -> dict[str, Any]:
+        """Config options the model needs from the task (``num_labels``, ``id2label``, ``problem_type`` ...)."""
+        return {}
+
+    @property
+    def label_names(self) -> list[str]:
+        """Batch keys that hold labels (the Trainer's ``label_names``)."""
+        return ["labels"]
+
+    # -- data ------------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+        """Read one split.
+
+        Args:
+            split: a name from :attr:`splits`.
+            data: the run config's data section (``data_dir``, ``{split}_file``, ``dataset``, ``max_{split}_samples``,
+                ``data_seed`` ...); keys a task does not use are ignored.
+
+        Returns:
+            the split's examples with their source and content fingerprint (``TaskData`` for sentence tasks).
+        """
+
+    @abc.abstractmethod
+    def featurize(self, data: Any, context: TaskContext, split: str) -> Any:
+        """Model features of a split (a ``torch.utils.data.Dataset`` of per-example dicts of arrays)."""
+
+    def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
+        """Batches features (pads token ids with the tokenizer's pad id, syntax arrays with -1)."""
+        from syntaxformer.data.collate import pad_arrays
+
+        pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
+        return lambda items: pad_arrays(items, pad)
+
+    # -- hooks the runner calls (defaults suit tasks on a pretrained encoder) ---------------------------
+    def training_defaults(self) -> dict[str, Any]:
+        """Run-config defaults of this task (e.g. ``max_length``, ``learning_rate``, ``label_smoothing_factor``,
+        ``lr_scheduler_type``); explicit config values win over them."""
+        return {}
+
+    def build_tokenizer(self, train_data: Any, output_dir: str, context: TaskContext) -> Any:
+        """A tokenizer learned from the training data (translation: BPE), or ``None`` = the pretrained model's."""
+        return None
+
+    def build_model(self, system: str, model_options: Mapping[str, Any], context: TaskContext) -> Any:
+        """A model built from scratch for this task, or ``None`` = ``model_class(system, head)`` around the
+        pretrained encoder (the default)."""
+        return None
+
+    def auxiliary_models(self) -> dict[str, dict[str, Any]]:
+        """Extra models the runner trains on the same features, each in ``<output_dir>/<name>``: name -> model
+        option changes (SQuAD's parallel answer verifier). Their raw outputs reach :meth:`postprocess`."""
+        return {}
+
+    # -- predictions -----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def postprocess(self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+                    ) -> Predictions:
+        """Raw model outputs for ``features`` (the Trainer's ``predictions``; ``auxiliary``: name -> raw outputs of
+        the :meth:`auxiliary_models`) -> per-example predictions."""
+
+    @abc.abstractmethod
+    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, float]:
+        """Scores of ``predictions`` against the labels of ``data`` (every name in :attr:`metric_names`)."""
+
+    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+        """One JSON record per example for ``predict`` output files (id, input text, prediction, score)."""
+        scores = predictions.scores or [None] * len(predictions.ids)
+        return [{"id": i, "prediction": v, "score": s} for i, v, s in zip(predictions.ids, predictions.values, scores)]
+
+
+_REGISTRY: dict[str, Callable[..., Task]] = {}
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def register_task(task: Callable[..., Task], name: str | None = None, *, overwrite: bool = False) -> Callable[..., Task]:
+    """Make a task known to :func:`get_task`, the runner and the CLI.
+
+    Args:
+        task: a :class:`Task` subclass, or any callable returning a Task from keyword options.
+        name: the registry name (default: ``task.name``). ``_`` and ``-`` are interchangeable, case is ignored.
+        overwrite: replace an existing registration of that name (default: refuse, naming it).
+
+    Returns:
+        ``task`` (so this works as a class decorator).
+    """
+    key = _key(name or getattr(task, "name", "") or "")
+    if not key:
+        raise SyntaxformerError(f"register_task({task!r}): give the task a name (class attribute `name` or name=...)")
+    if key in _REGISTRY and not overwrite and _REGISTRY[key] is not task:
+        raise SyntaxformerError(f"a task named {key!r} is already registered ({_REGISTRY[key]!r}); pass "
+                                "overwrite=True to replace it")
+    _REGISTRY[key] = task
+    return task
+
+
+def task_names() -> list[str]:
+    """Names of the registered tasks (built-in ones included), sorted."""
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_task(name: str | Task, **options: Any) -> Task:
+    """The task called ``name``, built with ``options``; a :class:`Task` instance is returned as it is.
+
+    Raises:
+        UnknownTaskError: ``name`` is not registered; the message lists the known tasks.
+    """
+    if isinstance(name, Task):
+        if options:
+            raise SyntaxformerError(f"get_task: options {sorted(options)} given with an already built task")
+        return name
+    _load_builtin()
+    key = _key(str(name))
+    key = _ALIASES.get(key, key)
+    if key not in _REGISTRY:
+        raise UnknownTaskError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))} "
+                               "(register your own with syntaxformer.tasks.register_task)")
+    return _REGISTRY[key](**options)
+
+
+#: Other spellings of built-in task names.
+_ALIASES: dict[str, str] = {}
+_BUILTIN_LOADED = False
+
+
+def _load_builtin() -> None:
+    """Import the built-in task modules once (each registers its tasks on import)."""
+    global _BUILTIN_LOADED
+    if _BUILTIN_LOADED:
+        return
+    _BUILTIN_LOADED = True
+    import importlib
+
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(module)
+
+
+#: The modules that define the built-in tasks (each calls :func:`register_task` at import).
+_BUILTIN_MODULES: tuple[str, ...] = ()
