@@ -1,4 +1,9 @@
-"""Error types. Every message names the offending input (file, line, sentence id) and what would be right."""
+"""Error types. Every message names the offending input (file, line, sentence id) and what would be right.
+
+Every error a user can cause is a :class:`SyntaxformerError` (the command line shows it as one line, never a
+traceback). The subclasses also derive from the matching built-in exception (``ValueError``, ``ImportError``,
+``KeyError``), so ``except ValueError`` keeps working.
+"""
 
 from __future__ import annotations
 
@@ -40,3 +45,18 @@ class AlignmentError(SyntaxformerError, ValueError):
 
 class MissingDependencyError(SyntaxformerError, ImportError):
     """An optional dependency is not installed; the message names the extra / package to install."""
+
+
+class ConfigError(SyntaxformerError, ValueError):
+    """An option value that is not allowed (run config, model config, command-line flag); the message names the
+    option, the value given and what is allowed."""
+
+
+class InputError(SyntaxformerError, ValueError):
+    """Arguments or tensors passed to a library function that do not fit it (shape, dtype, missing batch key);
+    the message names the argument and what was expected."""
+
+
+class DataError(SyntaxformerError, ValueError):
+    """Data that cannot be used although it parses (an empty split, a file that is missing, labels that do not
+    match the task); the message names the file or data set."""
