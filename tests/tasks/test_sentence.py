@@ -177,3 +177,25 @@ def test_sentence_falls_back_to_hub_without_shared_folder(monkeypatch, tmp_path,
     with pytest.raises(SyntaxformerError, match="hub fallback failed.*pip install datasets"):
         load_split(get_task("sst2"), "dev")
     assert "loading SST-2 dev from the hub" in caplog.text
+
+
+def test_sentence_postprocess_metrics_and_records():
+    """Logits -> class ids (argmax) or values (regression); metrics against the labels; records name the labels."""
+    import numpy as np
+
+    from syntaxformer.data.examples import TaskData, TaskExample
+
+    class Features:
+        guids = ["dev-0", "dev-1"]
+
+    data = TaskData([TaskExample("dev-0", "good .", label=1), TaskExample("dev-1", "bad .", label=1)], "mem", "fp")
+    sst2 = get_task("sst2")
+    preds = sst2.postprocess(data, Features(), np.array([[0.1, 0.9], [2.0, -1.0]]))
+    assert preds.values == [1, 0] and preds.ids == ["dev-0", "dev-1"]
+    assert sst2.compute_metrics(data, preds) == {"accuracy": 0.5}
+    assert [r["prediction"] for r in sst2.prediction_records(data, preds)] == ["1", "0"]
+    assert get_task("stsb").postprocess(data, Features(), np.array([[3.5], [1.0]])).values == [3.5, 1.0]
+    assert get_task("snli").postprocess(data, Features(), (np.array([[0, 0, 1.0], [1.0, 0, 0]]),)).values == [2, 0]
+    assert get_task("mrpc").model_options()["id2label"] == {0: "0", 1: "1"}
+    assert get_task("stsb").model_options() == {"num_labels": 1, "problem_type": "regression",
+                                                "id2label": {0: "score"}, "label2id": {"score": 0}}

@@ -171,16 +171,17 @@ def parser_identity(name: str) -> str:
 
 
 def annotator_identity(context: Any) -> str:
-    """What identifies the parser of ``context`` in cache keys, without loading it when it is not built yet."""
+    """What identifies the parser of ``context`` in cache keys, without loading it: from ``context.parser`` when
+    given (the same before and after :func:`annotator_for` built the annotator), else from the annotator."""
+    if context.parser is not None:
+        return parser_identity(str(context.parser))
     annotator = context.annotator
-    if annotator is not None:
-        if hasattr(annotator, "cache_key"):
-            return str(annotator.cache_key())
-        return f"{annotator.source}|{getattr(annotator, '_key_version', '')}"
-    if context.parser is None:
+    if annotator is None:
         raise SyntaxformerError("the features need a parser but the context has none (TaskContext.parser or "
                                 ".annotator); give one, or a model that reads no syntax")
-    return parser_identity(str(context.parser))
+    if hasattr(annotator, "cache_key"):
+        return str(annotator.cache_key())
+    return f"{annotator.source}|{getattr(annotator, '_key_version', '')}"
 
 
 def annotator_for(context: Any) -> Any:
