@@ -93,7 +93,8 @@ def test_syntax_bert_model_and_new_parameter_groups(tiny_model, tmp_path):
     assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
 
     baseline = build_model(_config(tiny_model, tmp_path, use_syntax=False), task)
-    assert system_kind("syntax_bert", baseline) == "baseline (Syntax-BERT head)" and baseline.syntax_bert.topical is None
+    assert system_kind("syntax_bert", baseline) == "baseline (Syntax-BERT head)"
+    assert baseline.syntax_bert.topical is None
     with pytest.raises(SyntaxformerError, match="lisa_head"):  # the tiny encoder has 4 heads
         build_model(_config(tiny_model, tmp_path, lisa_layer=0, lisa_head=7), task)
 
