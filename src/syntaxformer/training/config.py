@@ -96,7 +96,8 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
     try:
         model_config_class(system)(**dict(options))
     except Exception as e:  # strict dataclass type / value checks, the config's own __post_init__ checks
-        raise SyntaxformerError(f"invalid model options for model_type={system}: {type(e).__name__}: {e}") from e
+        message = " ".join(str(e).split())  # the strict-dataclass message spans lines; the CLI shows one
+        raise SyntaxformerError(f"invalid model options for model_type={system}: {message}") from e
 
 
 @dataclass

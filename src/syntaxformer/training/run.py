@@ -250,7 +250,8 @@ def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] 
         raise SyntaxformerError(f"cannot load the encoder {path!r}: {e}") from e
     except Exception as e:  # config validation against the real encoder (LISA head outside it, ...)
         if isinstance(e, ValueError) or type(e).__name__.startswith("StrictDataclass"):
-            raise SyntaxformerError(f"invalid model options for {config.model_type} on {path!r}: {e}") from e
+            raise SyntaxformerError(f"invalid model options for {config.model_type} on {path!r}: "
+                                    f"{' '.join(str(e).split())}") from e
         raise
 
 
