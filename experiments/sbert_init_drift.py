@@ -28,20 +28,19 @@ def main(argv: list[str] | None = None) -> int:
     from syntaxformer.data.collate import SyntaxCollator
     from syntaxformer.defaults import default_hf_model, shared_data_dir
     from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
-    from syntaxformer.tasks import get_task, load_split, subsample
-    from syntaxformer.tasks.features import build_features
-    from syntaxformer.training import ExperimentConfig
-    from syntaxformer.training.experiment import _load_tokenizer, feature_options
+    from syntaxformer.tasks import get_task
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import build_context, build_model, load_tokenizer
 
     root = shared_data_dir()
     if root is None:
         raise SystemExit("../shared/data not found (set SYNTAXFORMER_DATA)")
     torch.manual_seed(0)
-    config = ExperimentConfig(task="stsb", model_type="syntax_bert", max_length=96)
+    config = RunConfig(task="stsb", model_type="syntax_bert", max_length=96, disable_tqdm=True)
     task = get_task("stsb")
-    data = subsample(load_split(task, "dev", data_dir=root / "glue" / "STS-B"), args.n, 0)
-    ds = build_features(task, data, _load_tokenizer(default_hf_model()), feature_options(config), split="dev",
-                        progress=False)
+    data = task.load_split("dev", {"data_dir": root / "glue" / "STS-B", "max_samples": args.n, "data_seed": 0})
+    context = build_context(config, load_tokenizer(default_hf_model()), build_model(config, task).config)
+    ds = task.featurize(data, context, "dev")
     batch = SyntaxCollator()([ds[i] for i in range(len(ds))])
     labels = batch.pop("labels").numpy()
     systems = {"plain": {"syntax_layers": []}, "syntax_bert": {},

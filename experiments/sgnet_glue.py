@@ -1,6 +1,6 @@
 """SG-Net vs baseline on GLUE dev sets (issue: SG-Net results), with seeds and paired significance tests.
 
-Runs every (task, variant, seed) with :func:`syntaxformer.training.run_experiment` (skipping runs whose
+Runs every (task, variant, seed) with :func:`syntaxformer.training.train` (skipping runs whose
 ``metrics.json`` exists, so an interrupted sweep resumes), then summarises: mean / std over seeds, paired t-test
 over seeds, and a paired bootstrap over dev examples (resampling examples, the metric averaged over seeds).
 
@@ -60,7 +60,7 @@ VARIANTS: dict[str, dict] = {
 
 
 def _run(args: argparse.Namespace) -> None:
-    from syntaxformer.training import ExperimentConfig, run_experiment
+    from syntaxformer.training import RunConfig, train
 
     noises = [float(x) for x in args.noise.split(",")] if args.noise else [None]
     for task in args.tasks.split(","):
@@ -76,7 +76,7 @@ def _run(args: argparse.Namespace) -> None:
                     if noise is not None:
                         options["parser_noise"] = noise
                     t0 = time.time()
-                    m = run_experiment(ExperimentConfig(**options))
+                    m = train(RunConfig.from_dict(options))
                     print(json.dumps({"task": task, "variant": name, "seed": seed, "dev": m["dev"],
                                       "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
                           flush=True)
@@ -196,21 +196,21 @@ def _reorder(args: argparse.Namespace) -> None:
     import torch
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
-    from syntaxformer.tasks import get_task
     from syntaxformer.tasks.metrics import compute_metrics
-    from syntaxformer.training import ExperimentConfig
-    from syntaxformer.training.experiment import CONFIG_FILE, _features, _load_tokenizer, load_task_split
+    from syntaxformer.training.run import RUN_FILE, build_context, build_model, load_run, load_tokenizer
 
     for pred_file in sorted(Path(args.out).glob("*/*/seed*/dev_predictions.json")):
         p = json.loads(pred_file.read_text())
         if p.get("order") == "dataset":
             continue
         run = pred_file.parent
-        config = ExperimentConfig.from_dict(json.loads((run / CONFIG_FILE).read_text()))
-        task = get_task(config.task)
-        tokenizer = _load_tokenizer(config.resolved_model())
-        data = load_task_split(config, "dev", config.max_eval_samples)
-        ds = _features(config, task, data, tokenizer, "dev")
+        if not (run / RUN_FILE).is_file():
+            print(f"{run}: no {RUN_FILE} (a run of an older version); left as is", flush=True)
+            continue
+        config, task = load_run(run)
+        tokenizer = load_tokenizer(str(run))
+        data = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
+        ds = task.featurize(data, build_context(config, tokenizer, build_model(config, task).config), "dev")
         gen = torch.Generator().manual_seed(config.resolved_data_seed)
         order = list(LengthGroupedSampler(int(config.per_device_eval_batch_size), dataset=ds,
                                           model_input_name="input_ids", generator=gen))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 # command name -> (module, one-line help). Keep the help here so `--help` imports nothing heavy.
@@ -22,6 +23,32 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("syntaxformer.commands.compare", "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores"),
     "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),
 }
+
+
+class _StderrHandler(logging.StreamHandler):
+    """A handler that writes to whatever ``sys.stderr`` is at the time of the message (tests swap it)."""
+
+    @property  # type: ignore[override]
+    def stream(self):  # noqa: D102
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def configure_logging() -> None:
+    """Show the library's log messages (``syntaxformer.*`` loggers, INFO and up) on stderr, as
+    ``[syntaxformer] message``; stdout stays for the commands' results."""
+    lg = logging.getLogger("syntaxformer")
+    if any(getattr(h, "_syntaxformer_cli", False) for h in lg.handlers):
+        return
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("[syntaxformer] %(message)s"))
+    handler._syntaxformer_cli = True  # type: ignore[attr-defined]
+    lg.addHandler(handler)
+    lg.setLevel(logging.INFO)
+    lg.propagate = False
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0 if not argv else 2
     name = argv[0]
+    configure_logging()
     module = importlib.import_module(COMMANDS[name][0])
     sub = argparse.ArgumentParser(prog=f"syntaxformer {name}", description=COMMANDS[name][1])
     module.add_arguments(sub)

@@ -1,11 +1,16 @@
-"""Small shared helpers (atomic file writes, progress bars)."""
+"""Small shared helpers: atomic file writes, the JSON writer, seeded subsampling, progress bars."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
-from typing import IO, Iterator
+from typing import IO, Any, Iterator, Sequence, TypeVar
+
+__all__ = ["atomic_write", "write_json", "subsample", "progress"]
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -37,3 +42,44 @@ def progress(iterable=None, total: int | None = None, desc: str | None = None, d
     if disable is None:
         disable = os.environ.get("SYNTAXFORMER_NO_PROGRESS", "") not in ("", "0")
     return tqdm(iterable, total=total, desc=desc, disable=disable, mininterval=1.0, **kw)
+
+
+def write_json(path: str | os.PathLike, data: Any, *, indent: int = 2) -> None:
+    """Write ``data`` as JSON (UTF-8, non-ASCII kept as is), atomically; numpy scalars become numbers and any
+    other non-JSON value its ``str``."""
+    with atomic_write(path) as f:
+        json.dump(data, f, indent=indent, ensure_ascii=False, default=_json_default)
+        f.write("\n")
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]:
+    """A seeded random subset of ``max_samples`` items, in their original order (all items if ``max_samples`` is
+    ``None`` or not smaller than ``len(items)``).
+
+    The kept positions depend only on ``(len(items), max_samples, seed)``: numpy's ``default_rng(seed)`` draws
+    them without replacement and they are sorted.
+
+    Raises:
+        SyntaxformerError: ``max_samples`` is smaller than 1.
+    """
+    import numpy as np
+
+    n = len(items)
+    if max_samples is None or max_samples >= n:
+        return list(items)
+    if max_samples < 1:
+        from syntaxformer.errors import SyntaxformerError
+
+        raise SyntaxformerError(f"max samples must be a positive number of examples, got {max_samples}")
+    keep = np.sort(np.random.default_rng(seed).choice(n, size=max_samples, replace=False))
+    return [items[i] for i in keep]

@@ -1,4 +1,5 @@
-"""ExperimentConfig: files, overrides, precedence, validation."""
+"""RunConfig: files, overrides, precedence, the routing of model options into the model section, validation by
+the model's own config class, and the task options."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import pytest
 
 from syntaxformer.errors import SyntaxformerError
-from syntaxformer.training.config import ExperimentConfig, apply_overrides, load_config, parse_override
+from syntaxformer.training.config import RunConfig, apply_overrides, load_config, parse_override
 
 
 def test_config_override_values_are_typed():
@@ -27,26 +28,64 @@ def test_config_yaml_json_precedence(tmp_path):
                          "model_kwargs:\n  sg_num_heads: 4\n")
     c = load_config(yaml_file, ["alpha=0.7", "model_kwargs.sg_dropout=0.2"], defaults={"max_length": 64,
                     "alpha": 0.1}, seed=7, pooling=None)
-    assert (c.task, c.alpha, c.learning_rate, c.max_length, c.seed, c.pooling) == ("rte", 0.7, 1e-4, 64, 7, "cls")
-    assert c.model_kwargs == {"sg_num_heads": 4, "sg_dropout": 0.2} and c.eval_strategy == "no"
+    assert (c.task, c.learning_rate, c.max_length, c.seed) == ("rte", 1e-4, 64, 7)
+    assert c.model == {"sg_num_heads": 4, "sg_dropout": 0.2, "alpha": 0.7} and c.eval_strategy == "no"
     json_file = tmp_path / "c.json"
     json_file.write_text(json.dumps({"task": "cola", "num_train_epochs": 2}))
     c2 = load_config(json_file, ["num_train_epochs=1"])
     assert c2.task == "cola" and c2.num_train_epochs == 1.0 and isinstance(c2.num_train_epochs, float)
-    # round trip through experiment.json
-    c2.save(tmp_path / "experiment.json")
-    assert ExperimentConfig.from_dict(json.loads((tmp_path / "experiment.json").read_text())) == c2
+    c2.save(tmp_path / "config.json")  # round trip
+    assert RunConfig.from_dict(json.loads((tmp_path / "config.json").read_text())) == c2
+
+
+def test_config_routes_model_options_and_shorthands():
+    """The command-line habits of the old config still work: top-level model options, model_kwargs.*,
+    syntax_bert_options.*, trees / use_syntax, sst_phrases."""
+    c = load_config(None, ["use_sg_layer=false", "pooling=mean", "model_kwargs.pos_embeddings=upos"])
+    assert c.model == {"use_sg_layer": False, "pooling": "mean", "pos_embeddings": "upos"}
+    sb = load_config(None, ["model_type=syntax_bert", "syntax_bert_options.random_masks=true", "trees=dependency",
+                            "lisa_layer=1"])
+    assert sb.model == {"random_masks": True, "use_dependency": True, "use_constituency": False, "lisa_layer": 1}
+    off = RunConfig.from_dict({"model_type": "syntax_bert", "use_syntax": False,
+                               "syntax_bert_options": {"syntax_layers": [0]}})
+    assert off.model == {"syntax_layers": [], "aggregation": "mean"}  # no sub-networks, no topical query
+    kept = RunConfig.from_dict({"model_type": "syntax_bert", "use_syntax": False, "model": {"aggregation": "sum"}})
+    assert kept.model["aggregation"] == "sum"
+    sst = RunConfig.from_dict({"task": "sst5", "sst_phrases": True})
+    assert sst.task_options == {"phrases": True} and sst.build_task().phrases
+    assert RunConfig.from_dict({"task": "sst5", "sst_phrases": False}).task_options == {}
+    assert RunConfig.from_dict(sb.to_dict()) == sb  # the saved form is already routed
+
+
+def test_config_model_section_is_validated_by_the_model_config():
+    with pytest.raises(SyntaxformerError, match=r"model.alpah is not an option of .*known options"):
+        RunConfig(model={"alpah": 0.3})
+    with pytest.raises(SyntaxformerError, match="invalid model options for model_type=sgnet"):
+        RunConfig(model={"pooling": "max"})
+    with pytest.raises(SyntaxformerError, match="invalid model options for model_type=sgnet"):
+        RunConfig(model={"aggregation": "topical"})  # a Syntax-BERT value
+    with pytest.raises(SyntaxformerError, match="model.num_labels is set by the task"):
+        RunConfig(model={"num_labels": 3})
+    with pytest.raises(SyntaxformerError, match="model.random_masks is not an option of"):
+        RunConfig(model={"random_masks": True})  # Syntax-BERT option on SG-Net
+    assert RunConfig(model_type="syntax_bert", model={"random_masks": True, "aggregation": "sum"}).model
 
 
 def test_config_errors_name_the_option(tmp_path):
     with pytest.raises(SyntaxformerError, match=r"unknown config option\(s\) \['learning_rat'\]"):
-        ExperimentConfig.from_dict({"learning_rat": 1e-4})
-    with pytest.raises(SyntaxformerError, match="pooling='max'"):
-        ExperimentConfig(pooling="max")
+        RunConfig.from_dict({"learning_rat": 1e-4})
     with pytest.raises(SyntaxformerError, match="parser_noise=1.5"):
-        ExperimentConfig(parser_noise=1.5)
+        RunConfig(parser_noise=1.5)
     with pytest.raises(SyntaxformerError, match="must be a number"):
-        ExperimentConfig.from_dict({"alpha": "half"})
+        RunConfig.from_dict({"learning_rate": "fast"})
+    with pytest.raises(SyntaxformerError, match="unknown task 'mnli'"):
+        RunConfig(task="mnli")
+    with pytest.raises(SyntaxformerError, match="'rte' takes no options"):
+        RunConfig(task="rte", task_options={"phrases": True})
+    with pytest.raises(SyntaxformerError, match="constituency_fallback"):
+        RunConfig(constituency_fallback="parser")
+    with pytest.raises(SyntaxformerError, match="trees='all'"):
+        RunConfig.from_dict({"trees": "all"})
     with pytest.raises(SyntaxformerError, match="not found"):
         load_config(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.json"
@@ -55,37 +94,3 @@ def test_config_errors_name_the_option(tmp_path):
         load_config(bad)
     with pytest.raises(SyntaxformerError, match="not a nested mapping"):
         apply_overrides({"alpha": 0.5}, ["alpha.x=1"])
-
-
-def test_config_resume_and_overwrite_rules(tmp_path):
-    from syntaxformer.training.experiment import _resume_checkpoint
-
-    out = tmp_path / "run"
-    assert _resume_checkpoint(ExperimentConfig(resume=True), str(out)) is None  # nothing yet: from scratch
-    for step in (2, 4):
-        (out / f"checkpoint-{step}").mkdir(parents=True)
-        (out / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
-    assert _resume_checkpoint(ExperimentConfig(resume=True), str(out)).endswith("checkpoint-4")
-    assert _resume_checkpoint(ExperimentConfig(resume=str(out / "checkpoint-2")), str(out)).endswith("checkpoint-2")
-    with pytest.raises(SyntaxformerError, match="--resume to continue"):
-        _resume_checkpoint(ExperimentConfig(), str(out))
-    assert _resume_checkpoint(ExperimentConfig(overwrite_output_dir=True), str(out)) is None
-    assert not list(out.glob("checkpoint-*"))  # a fresh start removes the old run's checkpoints
-    with pytest.raises(SyntaxformerError, match="not found"):
-        _resume_checkpoint(ExperimentConfig(resume=str(out / "checkpoint-9")), str(out))
-
-
-def test_config_constituency_fallback_reaches_the_features():
-    from syntaxformer.training.experiment import feature_options
-
-    sb = ExperimentConfig(task="rte", model_type="syntax_bert")
-    assert feature_options(sb).constituency == "from_dependency"
-    assert feature_options(ExperimentConfig(task="rte", model_type="syntax_bert",
-                                            constituency_fallback="none")).constituency == "given"
-    assert feature_options(ExperimentConfig(task="rte", model_type="syntax_bert",
-                                            trees="dependency")).constituency == "given"
-    assert feature_options(ExperimentConfig(task="rte")).constituency == "given"  # SG-Net reads no con_* arrays
-    with pytest.raises(SyntaxformerError, match="constituency_fallback"):
-        ExperimentConfig(task="rte", model_type="syntax_bert", constituency_fallback="parser")
-    with pytest.raises(SyntaxformerError, match="constituency_fallback"):
-        ExperimentConfig(task="rte", constituency_fallback="none")  # a Syntax-BERT option on SG-Net

@@ -13,12 +13,14 @@ import torch
 from syntaxformer.cli import main
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks import get_task
-from syntaxformer.tasks.features import SGNET_KEYS, syntax_bert_keys
-from syntaxformer.training import ExperimentConfig, run_experiment
-from syntaxformer.training.config import SYNTAX_BERT_OPTIONS
-from syntaxformer.training.experiment import (build_model, feature_options, resolve_systems,
-                                              syntax_bert_model_options, system_kind)
+from syntaxformer.training import RunConfig, train
+from syntaxformer.training.run import build_context, build_model, load_tokenizer, resolve_systems, system_kind
 from tests.conftest import data_path
+
+#: What SG-Net reads, and the ancestor tables Syntax-BERT adds per tree (spelled out here, not imported).
+SGNET_KEYS = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
+DEP_KEYS = ("dep_anc_lo", "dep_anc_hi", "dep_anc_head")
+CON_KEYS = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
 
 pytestmark = pytest.mark.slow
 
@@ -29,48 +31,43 @@ def _env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("SYNTAXFORMER_NO_PROGRESS", "1")
 
 
-def _config(tiny_model: str, out: Path, **changes) -> ExperimentConfig:
+def _config(tiny_model: str, out: Path, **changes) -> RunConfig:
     base = dict(task="sst5", data_dir=str(data_path("sst_trees")), model_name_or_path=tiny_model,
                 model_type="syntax_bert", max_train_samples=48, max_eval_samples=16, max_length=48,
                 num_train_epochs=1, per_device_train_batch_size=16, per_device_eval_batch_size=16,
                 learning_rate=1e-3, new_params_lr=2e-3, save_strategy="no", eval_strategy="epoch",
                 logging_steps=1, disable_tqdm=True, output_dir=str(out), seed=3)
     base.update(changes)
-    return ExperimentConfig(**base)
+    return RunConfig.from_dict(base)
 
 
-def test_config_syntax_bert_options_and_errors():
-    from syntaxformer.modeling.syntax_bert import SyntaxBertConfig
+def test_syntax_bert_options_and_syntax_inputs(tiny_model, tmp_path, minilm_tokenizer):
+    """The model section goes to SyntaxBertConfig; the features are what the built model reads: the ancestor tables
+    of the trees used, SG-Net's keys (incl. dep_parent) without sub-networks, D = the model's max_distance."""
+    c = _config(tiny_model, tmp_path, trees="dependency", lisa_layer=1, lisa_loss_weight=0.5,
+                syntax_bert_options={"aggregation": "sum", "random_masks": True, "parent_masks": False})
+    task = get_task("sst5")
+    model = build_model(c, task)
+    mc = model.config
+    assert mc.use_dependency and not mc.use_constituency and mc.lisa_layer == 1 and mc.lisa_loss_weight == 0.5
+    assert mc.aggregation == "sum" and mc.random_masks and mc.parent_masks is False
+    assert build_context(c, minilm_tokenizer, mc).syntax_inputs == SGNET_KEYS + DEP_KEYS
+    both = build_model(c.replace(trees="both"), task).config
+    assert build_context(c, minilm_tokenizer, both).syntax_inputs == SGNET_KEYS + DEP_KEYS + CON_KEYS
+    baseline = build_model(_config(tiny_model, tmp_path, use_syntax=False), task).config
+    assert baseline.syntax_layers == [] and baseline.aggregation == "mean"
+    assert build_context(c, minilm_tokenizer, baseline).syntax_inputs == SGNET_KEYS
+    d8 = build_model(c.replace(model={**c.model, "max_distance": 8}), task).config
+    assert build_context(c, minilm_tokenizer, d8).max_distance == 8
 
-    top_level = {"use_dependency", "use_constituency", "lisa_layer", "lisa_head", "lisa_loss_weight", "pooling",
-                 "encoder"}
-    assert set(SYNTAX_BERT_OPTIONS) == set(SyntaxBertConfig.__annotations__) - top_level  # real field names
-
-    c = ExperimentConfig(model_type="syntax_bert", trees="dependency", lisa_layer=1, lisa_loss_weight=0.5,
-                         syntax_bert_options={"aggregation": "sum", "random_masks": True, "parent_masks": False})
-    opts = syntax_bert_model_options(c)
-    assert opts["use_dependency"] and not opts["use_constituency"] and opts["lisa_layer"] == 1
-    assert opts["aggregation"] == "sum" and opts["random_masks"] and opts["parent_masks"] is False
-    baseline = syntax_bert_model_options(c.replace(use_syntax=False, syntax_bert_options={}))
-    assert baseline["syntax_layers"] == [] and baseline["aggregation"] == "mean"
-
-    # features: the ancestor tables of the trees used; SG-Net's keys (incl. dep_parent) without sub-networks
-    assert feature_options(c).syntax_keys == syntax_bert_keys(dependency=True, constituency=False)
-    assert feature_options(c.replace(trees="both")).syntax_keys == syntax_bert_keys()
-    assert feature_options(c.replace(use_syntax=False)).syntax_keys == SGNET_KEYS
-    assert feature_options(ExperimentConfig()) == feature_options(ExperimentConfig(model_type="sgnet"))
-    assert feature_options(c.replace(syntax_bert_options={"max_distance": 8})).max_distance == 8
-
-    with pytest.raises(SyntaxformerError, match="model_type=syntax_bert"):
-        ExperimentConfig(lisa_layer=2)  # a Syntax-BERT option with SG-Net
-    with pytest.raises(SyntaxformerError, match="not a SyntaxBertConfig option"):
-        ExperimentConfig(model_type="syntax_bert", syntax_bert_options={"alpha": 0.3})
-    with pytest.raises(SyntaxformerError, match="'trees'"):
-        ExperimentConfig(model_type="syntax_bert", syntax_bert_options={"use_constituency": False})
+    with pytest.raises(SyntaxformerError, match="model.lisa_layer is not an option of SyntaxConfig"):
+        RunConfig(model={"lisa_layer": 2})  # a Syntax-BERT option with SG-Net
+    with pytest.raises(SyntaxformerError, match="model.alpha is not an option of SyntaxBertConfig"):
+        RunConfig.from_dict({"model_type": "syntax_bert", "syntax_bert_options": {"alpha": 0.3}})
     with pytest.raises(SyntaxformerError, match="trees="):
-        ExperimentConfig(model_type="syntax_bert", trees="dep")
+        RunConfig.from_dict({"model_type": "syntax_bert", "trees": "dep"})
     with pytest.raises(SyntaxformerError, match="model_type="):
-        ExperimentConfig(model_type="bert")
+        RunConfig(model_type="bert")
 
 
 def test_syntax_bert_model_and_new_parameter_groups(tiny_model, tmp_path):
@@ -80,7 +77,7 @@ def test_syntax_bert_model_and_new_parameter_groups(tiny_model, tmp_path):
 
     task = get_task("sst5")
     model = build_model(_config(tiny_model, tmp_path, lisa_layer=1), task)
-    assert type(model).__name__ == "SyntaxBertForSequenceClassification" and system_kind(model) == \
+    assert type(model).__name__ == "SyntaxBertForSequenceClassification" and system_kind("syntax_bert", model) == \
         "Syntax-BERT + LISA"
     assert model.config.num_labels == 5 and model.config.lisa_layer == 1
     assert encoder_parameter_prefix(model) == "syntax_bert.encoder."
@@ -96,22 +93,23 @@ def test_syntax_bert_model_and_new_parameter_groups(tiny_model, tmp_path):
     assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
 
     baseline = build_model(_config(tiny_model, tmp_path, use_syntax=False), task)
-    assert system_kind(baseline) == "baseline (Syntax-BERT head)" and baseline.syntax_bert.topical is None
+    assert system_kind("syntax_bert", baseline) == "baseline (Syntax-BERT head)"
+    assert baseline.syntax_bert.topical is None
     with pytest.raises(SyntaxformerError, match="lisa_head"):  # the tiny encoder has 4 heads
         build_model(_config(tiny_model, tmp_path, lisa_layer=0, lisa_head=7), task)
 
 
 def test_syntax_bert_lisa_end_to_end_on_sst5_trees(tiny_model, tmp_path, capsys):
     out = tmp_path / "sst5-lisa"
-    metrics = run_experiment(_config(tiny_model, out, lisa_layer=1))
+    metrics = train(_config(tiny_model, out, lisa_layer=1))
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["model_type"] == "Syntax-BERT + LISA" and saved["model_family"] == "syntax_bert"
     assert saved["task"] == "sst5" and saved["sizes"] == {"train": 48, "train_total": 8544, "dev": 16,
                                                           "dev_total": 1101}
     assert saved["syntax_source"] == {"constituency": "gold SST trees",
                                       "dependency": "spaCy en_core_web_sm on gold tokens"}
-    assert saved["examples"] == "sentences" and set(saved["syntax_keys"]) == set(syntax_bert_keys())
-    assert saved["model_options"]["lisa_layer"] == 1 and saved["model_options"]["use_constituency"]
+    assert saved["examples"] == "sentences" and tuple(saved["syntax_keys"]) == SGNET_KEYS + DEP_KEYS + CON_KEYS
+    assert saved["model_options"]["lisa_layer"] == 1 and saved["model_options"]["num_labels"] == 5
     assert 0.0 <= saved["dev"]["accuracy"] <= 1.0 and saved["train"]["global_step"] == 3
     lisa = saved["lisa"]
     assert len(lisa["train_loss_logged"]) == 3  # logging_steps=1: one LISA loss per step, beside the total loss
@@ -131,9 +129,7 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
     constituency relations are empty). The default fallback is tested in tests/tasks/test_features.py."""
     from syntaxformer.data.collate import SyntaxCollator
     from syntaxformer.masks.relations import relation_groups
-    from syntaxformer.tasks import load_split, subsample
-    from syntaxformer.tasks.features import build_features
-    from syntaxformer.training.experiment import _load_tokenizer
+    from syntaxformer.training.run import load_run
 
     sst2 = str(data_path("glue", "SST-2"))
     out = tmp_path / "cli"
@@ -148,11 +144,11 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
     assert saved["lisa"] is None and saved["syntax_source"]["dependency"] == "spaCy en_core_web_sm on raw text"
     assert saved["syntax_source"]["constituency"].startswith("none")
     # the constituency arrays are there but hold no tree: every constituency relation group is empty
-    config = ExperimentConfig.from_dict(json.loads((out / "experiment.json").read_text()))
-    task = get_task("sst2")
-    data = subsample(load_split(task, "dev", data_dir=sst2), 16, config.resolved_data_seed)
-    ds = build_features(task, data, _load_tokenizer(tiny_model), feature_options(config), split="dev",
-                        progress=False)
+    config, task = load_run(out, {"model_name_or_path": tiny_model})
+    config = config.replace(model_name_or_path=tiny_model)
+    data = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
+    context = build_context(config, load_tokenizer(tiny_model), build_model(config, task).config)
+    ds = task.featurize(data, context, "dev")
     assert ds.meta["cache"] == "hit"
     b = SyntaxCollator()([ds[i] for i in range(8)])
     con = relation_groups(b["con_key"], b["con_depth"], b["con_anc_lo"], b["con_anc_hi"], b["con_anc_head"],
@@ -164,8 +160,8 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
     # compare: systems by name
     assert [n for n, _ in resolve_systems(config, None)] == ["baseline", "sgnet"]
     named = dict(resolve_systems(config, "baseline,syntax_bert_lisa"))
-    assert named["baseline"]["model_type"] == "sgnet" and named["baseline"]["lisa_layer"] is None
-    assert named["syntax_bert_lisa"]["lisa_layer"] == 1  # the tiny encoder's middle layer (2 // 2)
+    assert named["baseline"] == {"model_type": "sgnet", "model": {"use_sg_layer": False}}  # SB options dropped
+    assert named["syntax_bert_lisa"]["model"]["lisa_layer"] == 1  # the tiny encoder's middle layer (2 // 2)
     with pytest.raises(SyntaxformerError, match="unknown system"):
         resolve_systems(config, "baseline,bert")
     code = main(["compare", "--task", "sst2", "--model", tiny_model, "--data-dir", sst2, "--max-train-samples", "48",

@@ -6,9 +6,7 @@ import pytest
 from transformers import BertConfig, BertModel, TrainingArguments
 
 from syntaxformer.modeling import SGNetForSequenceClassification
-from syntaxformer.tasks import get_task
-from syntaxformer.training.trainer import (SyntaxTrainer, encoder_parameter_prefix, logits_to_predictions,
-                                           new_parameter_names, precision_flags)
+from syntaxformer.training.trainer import SyntaxTrainer, encoder_parameter_prefix, new_parameter_names, precision_flags
 
 
 def _tiny(use_sg_layer: bool = True) -> SGNetForSequenceClassification:
@@ -50,12 +48,7 @@ def test_trainer_without_new_params_lr_is_the_plain_trainer(tmp_path):
     assert {g["lr"] for g in opt.param_groups} == {3e-5} and len(opt.param_groups) == 2
 
 
-def test_trainer_predictions_and_precision():
-    import numpy as np
-
-    assert logits_to_predictions(get_task("sst2"), np.array([[0.1, 0.9], [2.0, -1.0]])).tolist() == [1, 0]
-    assert logits_to_predictions(get_task("stsb"), np.array([[3.5], [1.0]])).tolist() == [3.5, 1.0]
-    assert logits_to_predictions(get_task("snli"), (np.array([[0, 0, 1.0]]),)).tolist() == [2]
+def test_trainer_precision():
     assert precision_flags("no") == {"bf16": False, "fp16": False}
     assert precision_flags("bf16")["bf16"]
     import torch

@@ -59,9 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.experiment import compare, resolve_systems
+    from syntaxformer.training.run import compare, resolve_systems
 
     config = config_from_args(args, defaults=PRESETS)
     systems = resolve_systems(config, getattr(args, "systems", None) or DEFAULT_SYSTEMS)  # errors before training
-    compare(config, systems=systems)
+    print(compare(config, systems)["table"])
     return 0

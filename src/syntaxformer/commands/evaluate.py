@@ -1,7 +1,7 @@
 """``syntaxformer evaluate``: score a trained model on a labeled split (dev by default).
 
-The task and feature options (max length, parser, parser noise ...) are read from the ``experiment.json`` saved
-with the model; ``--config``, ``--set`` and the flags change them (e.g. ``--parser-noise 0.4`` to test a clean
+The task and feature options (max length, parser, parser noise ...) are read from the ``run.json`` saved with the
+model; ``--config``, ``--set`` and the flags change them (e.g. ``--parser-noise 0.4`` to test a clean
 model on noisy parses). Writes ``eval_<split>.json`` to ``--output-dir`` (default: the model folder) and prints
 the scores as JSON.
 
@@ -29,17 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, training=False)
 
 
-def config_for_model(args: argparse.Namespace):
-    """The model's saved experiment config with ``--config`` / ``--set`` / flags applied."""
-    from syntaxformer.training.config import apply_overrides, read_config_file
-    from syntaxformer.training.experiment import load_experiment_config
+def config_changes(args: argparse.Namespace) -> dict:
+    """The run-config changes given by ``--config`` / ``--set`` / flags / ``--file``."""
+    from syntaxformer.training.config import config_data
 
-    changes = read_config_file(args.config) if args.config else {}
-    changes = apply_overrides(changes, args.overrides)
-    changes.update(explicit_options(args))
+    changes = config_data(args.config, args.overrides, **explicit_options(args))
     if args.split_file:
         changes[f"{args.split}_file"] = args.split_file
-    return load_experiment_config(args.model, changes)
+    return changes
 
 
 def _evaluate_reading_comprehension(args: argparse.Namespace) -> int:
@@ -61,12 +58,12 @@ def _evaluate_reading_comprehension(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from syntaxformer.training.experiment import evaluate_model
+    from syntaxformer.training.run import evaluate
 
     if (Path(args.model) / "qa_experiment.json").is_file():  # reading comprehension (squad2 / race)
         return _evaluate_reading_comprehension(args)
 
-    result = evaluate_model(config_for_model(args), split=args.split, output_dir=args.output_dir)
+    result = evaluate(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
     print(json.dumps({"task": result["task"], "split": result["split"], "size": result["size"],
                       "scores": result["scores"]}, indent=2))
     return 0

@@ -2,7 +2,7 @@
 
 Writes ``predictions_<split>.tsv`` (columns ``index``, ``id``, ``prediction``; label strings, or scores for
 STS-B) to ``--output-dir`` (default: the model folder). Feature options come from the model's
-``experiment.json``, as for ``evaluate``.
+``run.json``, as for ``evaluate``.
 
 Example::
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from syntaxformer.commands.evaluate import config_for_model
+from syntaxformer.commands.evaluate import config_changes
 from syntaxformer.commands.train import add_config_arguments
 
 HELP = "predict a split or file with a trained model; writes predictions_<split>.tsv"
@@ -33,9 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.experiment import predict
+    from syntaxformer.training.run import predict
 
-    result = predict(config_for_model(args), split=args.split, output_dir=args.output_dir)
+    result = predict(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
     print(json.dumps({k: result[k] for k in ("task", "split", "size", "predictions_file", "scores")
                       if k in result}, indent=2))
     return 0

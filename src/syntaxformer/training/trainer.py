@@ -1,4 +1,4 @@
-"""Hugging Face ``Trainer`` integration: a separate learning rate for new parameters, task metrics, precision.
+"""Hugging Face ``Trainer`` integration: a separate learning rate for new parameters, the LISA loss log, precision.
 
 The engine is ``transformers.Trainer`` itself (progress bars, checkpoints, resume, DDP/FSDP/DeepSpeed, mixed
 precision and logging come from it); this module only adds what SG-Net and Syntax-BERT fine-tuning need on top:
@@ -8,19 +8,16 @@ the new parameters' learning rate, and the LISA loss of Syntax-BERT logged besid
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 from transformers import PreTrainedModel, Trainer, TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-from syntaxformer.tasks.metrics import compute_metrics as _compute_metrics
-from syntaxformer.tasks.registry import TaskSpec
 
-__all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "new_parameter_names", "make_compute_metrics",
-           "logits_to_predictions", "precision_flags", "StderrLogCallback"]
+__all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "new_parameter_names", "precision_flags",
+           "StderrLogCallback"]
 
 
 def encoder_parameter_prefix(model: nn.Module) -> str | None:
@@ -181,26 +178,6 @@ class StderrLogCallback(TrainerCallback):
         from tqdm.auto import tqdm
 
         tqdm.write(str(shown), file=sys.stderr)
-
-
-def logits_to_predictions(task: TaskSpec, logits: Any) -> np.ndarray:
-    """Class ids (argmax) or regression values (``[N]``) from model logits ``[N, num_labels]``."""
-    if isinstance(logits, (tuple, list)):
-        logits = logits[0]
-    logits = np.asarray(logits)
-    if task.is_regression:
-        return logits.reshape(len(logits), -1)[:, 0].astype(np.float64)
-    return logits.argmax(-1)
-
-
-def make_compute_metrics(task: TaskSpec) -> Callable[[Any], dict[str, float]]:
-    """``compute_metrics`` for the Trainer: the task's GLUE metrics from an ``EvalPrediction``."""
-
-    def compute(pred: Any) -> dict[str, float]:
-        labels = pred.label_ids[0] if isinstance(pred.label_ids, (tuple, list)) else pred.label_ids
-        return _compute_metrics(task.metrics, logits_to_predictions(task, pred.predictions), np.asarray(labels))
-
-    return compute
 
 
 def precision_flags(mode: str) -> dict[str, bool]:

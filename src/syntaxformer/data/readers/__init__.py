@@ -1,8 +1,12 @@
-"""Readers for gold-annotated corpora. Each yields :class:`~syntaxformer.data.Sentence` objects (or pairs)."""
+"""Readers of every file format and data set. Corpus readers yield :class:`~syntaxformer.data.Sentence` objects (or
+pairs); task readers (``read_*_examples``, :func:`read_glue_tsv`) return
+:class:`~syntaxformer.data.examples.TaskExample` lists."""
 
 from syntaxformer.data.readers.conllu import read_conllu, write_conllu
+from syntaxformer.data.readers.glue import TsvLayout, read_glue_tsv
 from syntaxformer.data.readers.ptb import read_ptb
-from syntaxformer.data.readers.snli import read_snli_jsonl, read_snli_tokenized
-from syntaxformer.data.readers.sst import read_sst
+from syntaxformer.data.readers.snli import read_snli_examples, read_snli_jsonl, read_snli_tokenized
+from syntaxformer.data.readers.sst import read_sst, read_sst_examples
 
-__all__ = ["read_conllu", "read_ptb", "read_snli_jsonl", "read_snli_tokenized", "read_sst", "write_conllu"]
+__all__ = ["TsvLayout", "read_conllu", "read_glue_tsv", "read_ptb", "read_snli_examples", "read_snli_jsonl",
+           "read_snli_tokenized", "read_sst", "read_sst_examples", "write_conllu"]

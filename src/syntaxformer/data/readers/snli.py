@@ -5,6 +5,7 @@
   dependencies by the head rules of :mod:`syntaxformer.data.headrules`.
 * :func:`read_snli_tokenized` reads the InferSent / SentEval layout (``s1.dev``, ``s2.dev``, ``labels.dev``: one
   tokenized sentence or label per line) and returns text pairs and labels, without trees.
+* :func:`read_snli_examples` reads either as task examples (:class:`~syntaxformer.data.examples.TaskExample`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from syntaxformer.data.constituency import Tree
+from syntaxformer.data.examples import TaskExample
 from syntaxformer.data.readers.ptb import sentence_from_tree
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import FormatError
 
-__all__ = ["NLIPair", "TextPair", "SNLI_LABELS", "read_snli_jsonl", "read_snli_tokenized"]
+__all__ = ["NLIPair", "TextPair", "SNLI_LABELS", "read_snli_jsonl", "read_snli_tokenized", "read_snli_examples"]
 
 #: The three SNLI classes; ``"-"`` marks a pair without annotator consensus (jsonl only).
 SNLI_LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
@@ -134,3 +136,36 @@ def read_snli_tokenized(folder: str | Path, split: str = "dev", *,
                 raise FormatError(f"unknown SNLI label {label!r}; expected one of {list(SNLI_LABELS)}",
                                   str(paths[2]), lineno)
             yield TextPair(premise, hypothesis, label)
+
+
+def read_snli_examples(path: str | os.PathLike, split: str = "dev") -> tuple[list[TaskExample], list[str]]:
+    """Read SNLI from the original jsonl (with the Stanford parser's trees) or the s1/s2/labels triple.
+
+    Args:
+        path: a ``.jsonl`` file; a folder holding ``s1.<split>``, ``s2.<split>``, ``labels.<split>``; or the
+            path of the ``s1.<split>`` file itself.
+        split: split name (used in ids, and as the file suffix when ``path`` is a folder).
+
+    Returns:
+        ``(examples, files read)``. Jsonl examples carry the given parses (``syntax_a`` / ``syntax_b``); rows
+        without a gold label (``"-"``) are skipped.
+    """
+    path = Path(path)
+    labels = list(SNLI_LABELS)
+    if path.suffix == ".jsonl":
+        out = []
+        for pair in read_snli_jsonl(path, skip_unlabeled=True):
+            out.append(TaskExample(
+                guid=f"{split}-{pair.pair_id}", text_a=pair.premise.detokenized()[0],
+                text_b=pair.hypothesis.detokenized()[0], label=labels.index(pair.label),
+                syntax_a=pair.premise, syntax_b=pair.hypothesis))
+        return out, [str(path)]
+    if path.is_file() and path.name.startswith("s1."):
+        split_suffix = path.name[3:]
+        folder = path.parent
+    else:
+        folder, split_suffix = path, split
+    files = [str(folder / f"{n}.{split_suffix}") for n in ("s1", "s2", "labels")]
+    out = [TaskExample(guid=f"{split}-{i}", text_a=p.premise, text_b=p.hypothesis, label=labels.index(p.label))
+           for i, p in enumerate(read_snli_tokenized(folder, split_suffix))]
+    return out, files

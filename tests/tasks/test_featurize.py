@@ -1,5 +1,5 @@
-"""Features: real SST-2 / RTE sentences parsed with the offline spaCy pipeline and aligned to the MiniLM tokenizer;
-the processed-features cache; parser noise."""
+"""The features pipeline (annotate -> noise -> align -> encode + features cache) on real GLUE / SNLI examples with
+the offline MiniLM tokenizer and spaCy parser."""
 
 from __future__ import annotations
 
@@ -8,10 +8,29 @@ import pytest
 import torch
 
 from syntaxformer.data.collate import SyntaxCollator
+from syntaxformer.data.examples import TaskData
+from syntaxformer.defaults import DEFAULT_SPACY_MODEL
 from syntaxformer.masks.sdoi import sdoi_mask_from_features
-from syntaxformer.tasks import get_task, load_split, subsample
-from syntaxformer.tasks.features import SGNET_KEYS, FeatureDataset, FeatureOptions, build_features
+from syntaxformer.tasks import TaskContext, get_task
+from syntaxformer.tasks.featurize import FeatureDataset, build_features, syntax_source
 from tests.conftest import data_path
+
+#: What SG-Net reads, and Syntax-BERT with both trees (spelled out here, not imported from the library).
+SGNET_KEYS = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
+SYNTAX_BERT_KEYS = SGNET_KEYS + ("dep_anc_lo", "dep_anc_hi", "dep_anc_head", "con_key", "con_depth", "con_anc_lo",
+                                 "con_anc_hi", "con_anc_head")
+
+
+def context(tokenizer, cache_dir=None, parse_cache=False, use_cache=True, **options) -> TaskContext:
+    options.setdefault("syntax_inputs", SGNET_KEYS)
+    return TaskContext(tokenizer=tokenizer, parser=DEFAULT_SPACY_MODEL, parse_cache=parse_cache,
+                       cache_dir=None if cache_dir is None else str(cache_dir), use_cache=use_cache, progress=False,
+                       **options)
+
+
+def features(task, data, tokenizer, **kw) -> FeatureDataset:
+    return task.featurize(data, context(tokenizer, **kw), "dev")
+
 
 pytestmark = pytest.mark.slow
 
@@ -23,13 +42,13 @@ def cache(tmp_path_factory):
 
 def _data(name: str, n: int):
     task = get_task(name)
-    return task, subsample(load_split(task, "dev", data_dir=data_path(task.folder)), n, seed=0)
+    return task, task.load_split("dev", {"data_dir": data_path(task.spec.folder), "max_samples": n, "data_seed": 0})
 
 
 def test_features_sst2_arrays_labels_and_sdoi(minilm_tokenizer, cache):
     task, data = _data("sst2", 12)
-    ds = build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=64), split="dev",
-                        cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)
+    ds = features(task, data, minilm_tokenizer, max_length=64, cache_dir=cache / "features",
+                  parse_cache=cache / "parses")
     assert len(ds) == 12 and ds.meta["cache"] == "miss" and ds.meta["n_parsed_texts"] == 12
     item = ds[0]
     assert set(item) == {"input_ids", "attention_mask", "token_type_ids", "labels", *SGNET_KEYS}
@@ -45,9 +64,8 @@ def test_features_sst2_arrays_labels_and_sdoi(minilm_tokenizer, cache):
 
 def test_features_cache_hit_skips_annotation(minilm_tokenizer, cache, monkeypatch):
     task, data = _data("rte", 6)
-    opts = FeatureOptions(max_length=48)
-    first = build_features(task, data, minilm_tokenizer, opts, split="dev", cache_dir=cache / "features",
-                           parse_cache=cache / "parses", progress=False)
+    kw = dict(max_length=48, cache_dir=cache / "features", parse_cache=cache / "parses")
+    first = features(task, data, minilm_tokenizer, **kw)
     assert first.meta["cache"] == "miss" and first.meta["n_truncated"] > 0  # RTE premises are long
 
     import syntaxformer.data.annotate as annotate
@@ -56,8 +74,7 @@ def test_features_cache_hit_skips_annotation(minilm_tokenizer, cache, monkeypatc
         raise AssertionError("the parser must not run on a features-cache hit")
 
     monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", no_parsing)
-    second = build_features(task, data, minilm_tokenizer, opts, split="dev", cache_dir=cache / "features",
-                            parse_cache=cache / "parses", progress=False)
+    second = features(task, data, minilm_tokenizer, **kw)
     assert second.meta["cache"] == "hit"
     assert second.guids == first.guids and np.array_equal(second.offsets, first.offsets)
     for k in first.arrays:
@@ -65,32 +82,27 @@ def test_features_cache_hit_skips_annotation(minilm_tokenizer, cache, monkeypatc
     assert max(len(second[i]["input_ids"]) for i in range(len(second))) <= 48
     # Another option is another key: it has to be built (and would need the parser).
     with pytest.raises(AssertionError, match="must not run"):
-        build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=40), split="dev",
-                       cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)
+        features(task, data, minilm_tokenizer, **{**kw, "max_length": 40})
 
 
 def test_features_corrupt_cache_file_is_rebuilt(minilm_tokenizer, cache):
     task, data = _data("sst2", 5)
-    opts = FeatureOptions(max_length=32)
-    ds = build_features(task, data, minilm_tokenizer, opts, split="dev", cache_dir=cache / "f2",
-                        parse_cache=cache / "parses", progress=False)
+    kw = dict(max_length=32, cache_dir=cache / "f2", parse_cache=cache / "parses")
+    ds = features(task, data, minilm_tokenizer, **kw)
     path = ds.meta["cache_file"]
     with open(path, "wb") as f:
         f.write(b"not an npz file")
-    again = build_features(task, data, minilm_tokenizer, opts, split="dev", cache_dir=cache / "f2",
-                           parse_cache=cache / "parses", progress=False, log=lambda m: None)
+    again = features(task, data, minilm_tokenizer, **kw)
     assert again.meta["cache"] == "miss" and FeatureDataset.load(path).guids == ds.guids
 
 
 def test_features_parser_noise_is_seeded_and_changes_trees(minilm_tokenizer, cache):
     task, data = _data("sst2", 20)
-    kw = dict(split="dev", cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)
-    clean = build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=64), **kw)
-    noisy = build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=64, parser_noise=0.4), **kw)
-    again = build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=64, parser_noise=0.4),
-                           use_cache=False, **{k: v for k, v in kw.items() if k != "cache_dir"})
-    other = build_features(task, data, minilm_tokenizer,
-                           FeatureOptions(max_length=64, parser_noise=0.4, noise_seed=1), **kw)
+    kw = dict(max_length=64, cache_dir=cache / "features", parse_cache=cache / "parses")
+    clean = features(task, data, minilm_tokenizer, **kw)
+    noisy = features(task, data, minilm_tokenizer, parser_noise=0.4, **kw)
+    again = features(task, data, minilm_tokenizer, parser_noise=0.4, **{**kw, "use_cache": False})
+    other = features(task, data, minilm_tokenizer, parser_noise=0.4, noise_seed=1, **kw)
     assert np.array_equal(clean.arrays["input_ids"], noisy.arrays["input_ids"])  # same tokens
     assert not np.array_equal(clean.arrays["dep_tout"], noisy.arrays["dep_tout"])  # other trees
     assert np.array_equal(noisy.arrays["dep_tout"], again.arrays["dep_tout"])  # seeded
@@ -99,16 +111,14 @@ def test_features_parser_noise_is_seeded_and_changes_trees(minilm_tokenizer, cac
 
 
 def test_features_snli_given_parses_need_no_parser(minilm_tokenizer, cache, monkeypatch):
-    from syntaxformer.tasks.data import TaskData, read_snli
-
     import syntaxformer.data.annotate as annotate
+    from syntaxformer.data.readers.snli import read_snli_examples
 
     monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", lambda *a, **k: (_ for _ in ()).throw(
         AssertionError("no parser for given parses")))
-    examples, files = read_snli(data_path("snli", "snli_1.0_dev_partial.jsonl"), "dev")
+    examples, files = read_snli_examples(data_path("snli", "snli_1.0_dev_partial.jsonl"), "dev")
     data = TaskData(examples[:8], files[0], "test-fingerprint", 8)
-    ds = build_features(get_task("snli"), data, minilm_tokenizer, FeatureOptions(max_length=64), split="dev",
-                        cache_dir=cache / "features", progress=False)
+    ds = features(get_task("snli"), data, minilm_tokenizer, max_length=64, cache_dir=cache / "features")
     assert ds.meta["parser"] == "given" and len(ds) == 8
     segs = ds[0]["syntax_segment"]
     assert set(segs.tolist()) == {-1, 0, 1}  # premise and hypothesis trees
@@ -118,16 +128,14 @@ def test_features_constituency_from_dependency_fallback(minilm_tokenizer, cache)
     """GLUE pairs have no constituency parse: the fallback reads one off each dependency tree, so Syntax-BERT's
     constituency relations are no longer empty; the default ("given") keeps them empty."""
     from syntaxformer.masks.relations import relation_groups_from_features
-    from syntaxformer.tasks.features import syntax_bert_keys, syntax_source
 
     task, data = _data("rte", 4)
-    kw = dict(split="dev", cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)
-    plain = FeatureOptions(max_length=96, syntax_keys=syntax_bert_keys())
-    filled = FeatureOptions(max_length=96, syntax_keys=syntax_bert_keys(), constituency="from_dependency")
-    a = build_features(task, data, minilm_tokenizer, plain, **kw)
-    b = build_features(task, data, minilm_tokenizer, filled, **kw)
-    assert "read off the dependency" in syntax_source(data, filled)["constituency"]
-    assert "empty" in syntax_source(data, plain)["constituency"]
+    kw = dict(max_length=96, syntax_inputs=SYNTAX_BERT_KEYS, cache_dir=cache / "features",
+              parse_cache=cache / "parses")
+    a = features(task, data, minilm_tokenizer, **kw)
+    b = features(task, data, minilm_tokenizer, constituency="from_dependency", **kw)
+    assert "read off the dependency" in b.meta["syntax_source"]["constituency"]
+    assert "empty" in syntax_source(data, context(minilm_tokenizer, **kw))["constituency"]
     collate = SyntaxCollator(pad_token_id=minilm_tokenizer.pad_token_id)
     ba, bb = collate([a[i] for i in range(4)]), collate([b[i] for i in range(4)])
     for key in ("input_ids", "dep_tin", "dep_parent"):
@@ -138,4 +146,24 @@ def test_features_constituency_from_dependency_fallback(minilm_tokenizer, cache)
     _, con_b = relation_groups_from_features(bb, pairwise=False)
     assert int((con_a > 0).sum()) == 0 and int((con_b > 0).sum()) > 0
     with pytest.raises(Exception, match="constituency"):
-        FeatureOptions(constituency="parser")
+        features(task, data, minilm_tokenizer, constituency="parser", **kw)
+
+
+def test_features_only_declared_inputs_and_no_parser_without_syntax(minilm_tokenizer, cache, monkeypatch):
+    """Featurization emits the token arrays plus exactly the model's syntax inputs; with none, no parser is built
+    and the tokens are the tokenizer's own."""
+    import syntaxformer.data.annotate as annotate
+
+    task, data = _data("rte", 5)
+    few = features(task, data, minilm_tokenizer, syntax_inputs=("syntax_tree", "pos_ids"), pos_tags="upos",
+                   max_length=64, cache_dir=cache / "features", parse_cache=cache / "parses")
+    assert set(few[0]) == {"input_ids", "attention_mask", "token_type_ids", "labels", "syntax_tree", "pos_ids"}
+    monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", lambda *a, **k: (_ for _ in ()).throw(
+        AssertionError("no parser for a model without syntax inputs")))
+    plain = features(task, data, minilm_tokenizer, syntax_inputs=(), max_length=64, use_cache=False)
+    assert set(plain[0]) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
+    assert plain.meta["parser"] == "none" and plain.meta["syntax_source"]["dependency"].startswith("none")
+    for i, e in enumerate(data.examples):
+        want = minilm_tokenizer(e.text_a, e.text_b, truncation=True, max_length=64)["input_ids"]
+        assert plain[i]["input_ids"].tolist() == want
+    assert np.array_equal(plain[0]["input_ids"], few[0]["input_ids"])  # same tokens as the aligned route

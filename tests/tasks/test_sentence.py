@@ -1,5 +1,5 @@
-"""Task readers on the real GLUE / SNLI files (counts and label sets from their PROVENANCE.txt), and on
-hand-made files for the layout rules."""
+"""Sentence tasks (GLUE, SNLI) and their readers on the real files (counts and label sets from their
+PROVENANCE.txt), on hand-made files for the layout rules, and the hub route."""
 
 from __future__ import annotations
 
@@ -8,8 +8,18 @@ from collections import Counter
 import pytest
 
 from syntaxformer.errors import FormatError, SyntaxformerError
-from syntaxformer.tasks import get_task, load_split, read_glue_tsv, read_snli, subsample
+from syntaxformer.data.readers.glue import read_glue_tsv as _read_glue_tsv
+from syntaxformer.data.readers.snli import read_snli_examples
+from syntaxformer.tasks import get_task
 from tests.conftest import data_path
+
+
+def load_split(task, split, *, data_file=None, **data):
+    return task.load_split(split, {**data, f"{split}_file": data_file})
+
+
+def read_glue_tsv(task, path, split="dev"):
+    return _read_glue_tsv(task.spec.layout, path, split)
 
 # task, split, rows, label counts (class id -> count) or None for regression / unlabeled
 GLUE_COUNTS = [
@@ -34,13 +44,13 @@ GLUE_COUNTS = [
 
 
 @pytest.mark.parametrize("name,split,rows,labels", GLUE_COUNTS)
-def test_data_glue_real_counts_and_labels(name, split, rows, labels):
+def test_sentence_glue_real_counts_and_labels(name, split, rows, labels):
     task = get_task(name)
-    path = data_path(task.folder, f"{split}.tsv")
+    path = data_path(task.spec.folder, f"{split}.tsv")
     examples = read_glue_tsv(task, path, split)
     assert len(examples) == rows
     assert all(e.text_a for e in examples)
-    assert all((e.text_b is not None) == task.is_pair for e in examples)
+    assert all((e.text_b is not None) == task.spec.is_pair for e in examples)
     if split == "test":
         assert all(e.label is None for e in examples)
     elif labels is not None:
@@ -51,7 +61,7 @@ def test_data_glue_real_counts_and_labels(name, split, rows, labels):
     assert len({e.guid for e in examples}) == rows  # ids are unique
 
 
-def test_data_glue_layout_details():
+def test_sentence_glue_layout_details():
     cola = read_glue_tsv(get_task("cola"), data_path("glue", "CoLA", "dev.tsv"), "dev")  # no header
     assert cola[0].text_a == "The sailors rode the breeze clear of the rocks." and cola[0].label == 1
     mrpc = read_glue_tsv(get_task("mrpc"), data_path("glue", "MRPC", "dev.tsv"), "dev")  # BOM + '"' in text
@@ -60,32 +70,34 @@ def test_data_glue_layout_details():
     assert stsb[1].label == pytest.approx(4.75) and stsb[1].text_b == "A child is riding a horse."
 
 
-def test_data_snli_real_tokenized_and_jsonl():
+def test_sentence_snli_real_tokenized_and_jsonl():
     task = get_task("snli")
     dev = load_split(task, "dev", data_dir=data_path("snli"))
     assert len(dev) == 9842
     assert Counter(task.labels[e.label] for e in dev.examples) == {"entailment": 3329, "contradiction": 3278,
                                                                     "neutral": 3235}
     assert dev.examples[0].text_a == "Two women are embracing while holding to go packages ."
-    examples, files = read_snli(data_path("snli", "snli_1.0_dev_partial.jsonl"), "dev")
+    examples, files = read_snli_examples(data_path("snli", "snli_1.0_dev_partial.jsonl"), "dev")
     assert len(examples) == 1273  # 1,288 rows minus those without a gold label
     assert all(e.syntax_a is not None and e.syntax_b is not None for e in examples)
     assert examples[0].syntax_a.words[:2] == ["Two", "women"]
 
 
-def test_data_load_split_fingerprint_and_subsample():
+def test_sentence_load_split_fingerprint_and_subsample():
     task = get_task("rte")
     a = load_split(task, "dev", data_dir=data_path("glue", "RTE"))
     b = load_split(task, "dev", data_file=data_path("glue", "RTE", "dev.tsv"))
     assert a.fingerprint == b.fingerprint and a.total == 277
-    s1, s2, s3 = subsample(a, 50, seed=1), subsample(a, 50, seed=1), subsample(a, 50, seed=2)
+    s1, s2, s3 = a.subsampled(50, seed=1), a.subsampled(50, seed=1), a.subsampled(50, seed=2)
     assert [e.guid for e in s1.examples] == [e.guid for e in s2.examples] != [e.guid for e in s3.examples]
     assert len(s1) == 50 and s1.total == 277 and "50 of 277" in s1.sample_note and "seed 1" in s1.sample_note
     assert s1.fingerprint != a.fingerprint != s3.fingerprint
-    assert subsample(a, None, 0) is a and subsample(a, 1000, 0) is a
+    assert a.subsampled(None, 0) is a and a.subsampled(1000, 0) is a
+    assert [e.guid for e in load_split(task, "dev", data_dir=data_path("glue", "RTE"), max_samples=50,
+                                       data_seed=1).examples] == [e.guid for e in s1.examples]
 
 
-def test_data_glue_bad_files(tmp_path):
+def test_sentence_glue_bad_files(tmp_path):
     task = get_task("rte")
     bad = tmp_path / "dev.tsv"
     bad.write_text("index\tsentence1\tsentence2\tlabel\n0\tA.\tB.\tmaybe\n", encoding="utf-8")
@@ -104,7 +116,7 @@ def test_data_glue_bad_files(tmp_path):
     assert get_task("SST-2").name == "sst2" and get_task("STS-B").is_regression
 
 
-def test_data_hub_offline_error(monkeypatch):
+def test_sentence_hub_offline_error(monkeypatch):
     """A hub name without the datasets package (or offline) gives one clear error."""
     import builtins
 
@@ -120,7 +132,7 @@ def test_data_hub_offline_error(monkeypatch):
         load_split(get_task("sst2"), "dev", dataset="nyu-mll/glue")
 
 
-def test_data_hub_path_with_local_dataset_folder(tmp_path):
+def test_sentence_hub_path_with_local_dataset_folder(tmp_path):
     """The ``dataset`` route goes through ``datasets.load_dataset``; a local folder needs no network."""
     pytest.importorskip("datasets")
     import json
@@ -136,7 +148,7 @@ def test_data_hub_path_with_local_dataset_folder(tmp_path):
     assert dev.source.startswith("hub:") and len(dev.fingerprint) == 64
 
 
-def test_data_hub_offline_message(monkeypatch, tmp_path):
+def test_sentence_hub_offline_message(monkeypatch, tmp_path):
     datasets = pytest.importorskip("datasets")
 
     def offline(*args, **kwargs):
@@ -147,7 +159,7 @@ def test_data_hub_offline_message(monkeypatch, tmp_path):
         load_split(get_task("sst2"), "dev", dataset="nyu-mll/glue")
 
 
-def test_data_falls_back_to_hub_without_shared_folder(monkeypatch, tmp_path):
+def test_sentence_falls_back_to_hub_without_shared_folder(monkeypatch, tmp_path, caplog):
     """No ../shared/data: the task's hub data set is tried (here offline, so a clear error naming both routes)."""
     import builtins
 
@@ -162,6 +174,28 @@ def test_data_falls_back_to_hub_without_shared_folder(monkeypatch, tmp_path):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_datasets)
-    with pytest.warns(UserWarning, match="loading SST-2 dev from the hub"):
-        with pytest.raises(SyntaxformerError, match="hub fallback failed.*pip install datasets"):
-            load_split(get_task("sst2"), "dev")
+    with pytest.raises(SyntaxformerError, match="hub fallback failed.*pip install datasets"):
+        load_split(get_task("sst2"), "dev")
+    assert "loading SST-2 dev from the hub" in caplog.text
+
+
+def test_sentence_postprocess_metrics_and_records():
+    """Logits -> class ids (argmax) or values (regression); metrics against the labels; records name the labels."""
+    import numpy as np
+
+    from syntaxformer.data.examples import TaskData, TaskExample
+
+    class Features:
+        guids = ["dev-0", "dev-1"]
+
+    data = TaskData([TaskExample("dev-0", "good .", label=1), TaskExample("dev-1", "bad .", label=1)], "mem", "fp")
+    sst2 = get_task("sst2")
+    preds = sst2.postprocess(data, Features(), np.array([[0.1, 0.9], [2.0, -1.0]]))
+    assert preds.values == [1, 0] and preds.ids == ["dev-0", "dev-1"]
+    assert sst2.compute_metrics(data, preds) == {"accuracy": 0.5}
+    assert [r["prediction"] for r in sst2.prediction_records(data, preds)] == ["1", "0"]
+    assert get_task("stsb").postprocess(data, Features(), np.array([[3.5], [1.0]])).values == [3.5, 1.0]
+    assert get_task("snli").postprocess(data, Features(), (np.array([[0, 0, 1.0], [1.0, 0, 0]]),)).values == [2, 0]
+    assert get_task("mrpc").model_options()["id2label"] == {0: "0", 1: "1"}
+    assert get_task("stsb").model_options() == {"num_labels": 1, "problem_type": "regression",
+                                                "id2label": {0: "score"}, "label2id": {"score": 0}}

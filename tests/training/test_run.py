@@ -1,5 +1,6 @@
-"""train -> evaluate -> predict on 64 real SST-2 sentences with a tiny random BERT (hidden 32, 2 layers) and the
-offline MiniLM tokenizer; interrupt + resume from a checkpoint; the CLI commands and the compare job."""
+"""The runner: train -> evaluate -> predict on 64 real SST-2 sentences with a tiny random BERT (hidden 32, 2 layers)
+and the offline MiniLM tokenizer; interrupt + resume from a checkpoint; the CLI commands and the compare job; a task
+registered from outside the package (tests/training/external_task.py) trained and evaluated through the runner."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 from transformers import TrainerCallback
 
 from syntaxformer.cli import main
-from syntaxformer.training import ExperimentConfig, compare, run_experiment
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.training import RunConfig, compare, evaluate, train
+from syntaxformer.training.run import build_context, resume_checkpoint
 from tests.conftest import data_path
 
 pytestmark = pytest.mark.slow
@@ -23,14 +26,14 @@ def _env(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("SYNTAXFORMER_NO_PROGRESS", "1")
 
 
-def _config(tiny_model: str, out: Path, **changes) -> ExperimentConfig:
+def _config(tiny_model: str, out: Path, **changes) -> RunConfig:
     base = dict(task="sst2", data_dir=str(data_path("glue", "SST-2")), model_name_or_path=tiny_model,
                 max_train_samples=64, max_eval_samples=32, max_length=32, num_train_epochs=1,
                 per_device_train_batch_size=16, per_device_eval_batch_size=32, learning_rate=1e-3,
                 new_params_lr=2e-3, save_strategy="steps", save_steps=2, eval_strategy="epoch",
                 logging_steps=1, disable_tqdm=True, output_dir=str(out), seed=3)
     base.update(changes)
-    return ExperimentConfig(**base)
+    return RunConfig.from_dict(base)
 
 
 class _Interrupt(TrainerCallback):
@@ -43,12 +46,12 @@ def test_end_to_end_train_interrupt_resume_evaluate_predict(tiny_model, tmp_path
     out = tmp_path / "run"
     config = _config(tiny_model, out, parser_noise=0.4)
     with pytest.raises(KeyboardInterrupt):
-        run_experiment(config, callbacks=[_Interrupt()])
+        train(config, callbacks=[_Interrupt()])
     assert (out / "checkpoint-2").is_dir() and not (out / "metrics.json").exists()
     with pytest.raises(Exception, match="--resume"):  # a restart must not silently clobber the checkpoints
-        run_experiment(config)
+        train(config)
 
-    metrics = run_experiment(config.replace(resume=True))
+    metrics = train(config.replace(resume=True))
     assert metrics["train"]["resumed_from"].endswith("checkpoint-2")
     assert metrics["train"]["global_step"] == 4 and metrics["features"] == {"train": "hit", "dev": "hit"}
     saved = json.loads((out / "metrics.json").read_text())
@@ -61,10 +64,13 @@ def test_end_to_end_train_interrupt_resume_evaluate_predict(tiny_model, tmp_path
     assert len(dev_pred["predictions"]) == len(dev_pred["labels"]) == len(dev_pred["ids"]) == 32
     accuracy = sum(p == y for p, y in zip(dev_pred["predictions"], dev_pred["labels"])) / 32
     assert accuracy == pytest.approx(saved["dev"]["accuracy"])
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "experiment.json"):
+    run = json.loads((out / "run.json").read_text())
+    assert run["task"] == {"name": "sst2", "options": {}, "module": "syntaxformer.tasks.glue"}
+    assert run["config"]["parser_noise"] == 0.4
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "run.json"):
         assert (out / name).is_file(), name
 
-    # evaluate and predict through the CLI, from the saved experiment.json
+    # evaluate and predict through the CLI, from the saved run.json
     assert main(["evaluate", str(out), "--split", "dev"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["size"] == 32
@@ -96,8 +102,7 @@ def test_end_to_end_cli_train_and_compare(tiny_model, tmp_path, capsys):
     assert printed["model_type"] == "baseline" and "accuracy" in printed["dev"]
     assert not list(out.glob("checkpoint-*"))
 
-    summary = compare(_config(tiny_model, tmp_path / "cmp", save_strategy="no", save_model=False),
-                      print_fn=None)
+    summary = compare(_config(tiny_model, tmp_path / "cmp", save_strategy="no", save_model=False))
     assert set(summary["systems"]) == {"baseline", "sgnet"}
     assert summary["systems"]["baseline"]["model_type"] == "baseline"
     assert summary["systems"]["sgnet"]["model_type"] == "SG-Net"
@@ -110,40 +115,93 @@ def test_end_to_end_cli_errors(tmp_path, capsys):
     assert main(["train", "--task", "mnli", "--output-dir", str(tmp_path)]) == 1
     assert "unknown task 'mnli'" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path)]) == 1
-    assert "not a trained syntaxformer model" in capsys.readouterr().err
+    assert "not a run folder" in capsys.readouterr().err
     assert main(["train", "--set", "pooling=max"]) == 1
-    assert "pooling='max'" in capsys.readouterr().err
+    assert "invalid model options for model_type=sgnet" in capsys.readouterr().err
+    assert main(["train", "--set", "model.alpah=1"]) == 1
+    assert "model.alpah is not an option" in capsys.readouterr().err
 
 
 def test_end_to_end_bert_pos_through_the_task_stack(tiny_model, tmp_path):
     """BERT+POS is usable from a config: the features carry pos_ids, training moves the (zero-initialised) POS
     embedding, and the saved model evaluates again."""
-    import torch
     from transformers import AutoModelForSequenceClassification
 
-    from syntaxformer.tasks import get_task, load_split, subsample
-    from syntaxformer.tasks.features import build_features
-    from syntaxformer.training.experiment import (
-        _load_tokenizer,
-        evaluate_model,
-        feature_options,
-        load_experiment_config,
-    )
+    from syntaxformer.tasks import get_task
+    from syntaxformer.training.run import load_tokenizer
 
     out = tmp_path / "pos"
     config = _config(tiny_model, out, model_kwargs={"pos_embeddings": "upos"}, save_strategy="no",
                      eval_strategy="no")
-    assert feature_options(config).pos_tags == "upos"
-    m = run_experiment(config)
+    m = train(config)
+    assert "pos_ids" in m["syntax_keys"]
     task = get_task("sst2")
-    data = subsample(load_split(task, "dev", data_dir=config.data_dir), 8, 0)
-    ds = build_features(task, data, _load_tokenizer(tiny_model), feature_options(config), split="dev",
-                        progress=False)
-    item = ds[0]
-    words = item["syntax_tree"] >= 0
-    assert (item["pos_ids"][words] >= 2).all() and (item["pos_ids"][~words] == 0).all()
+    data = task.load_split("dev", config.data_options("dev", 8))
     model = AutoModelForSequenceClassification.from_pretrained(out)
     assert model.config.pos_embeddings == "upos"
+    context = build_context(config, load_tokenizer(tiny_model), model.config)
+    assert context.pos_tags == "upos"
+    item = task.featurize(data, context, "dev")[0]
+    words = item["syntax_tree"] >= 0
+    assert (item["pos_ids"][words] >= 2).all() and (item["pos_ids"][~words] == 0).all()
     assert float(model.sgnet.pos_embeddings.weight.detach().abs().sum()) > 0  # started at zero, trained
-    again = evaluate_model(load_experiment_config(out), split="dev")
+    again = evaluate(out, "dev")
     assert again["scores"]["accuracy"] == pytest.approx(m["dev"]["accuracy"])
+
+
+def test_run_resume_and_overwrite_rules(tmp_path):
+    out = tmp_path / "run"
+    assert resume_checkpoint(RunConfig(resume=True), str(out)) is None  # nothing yet: from scratch
+    for step in (2, 4):
+        (out / f"checkpoint-{step}").mkdir(parents=True)
+        (out / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    assert resume_checkpoint(RunConfig(resume=True), str(out)).endswith("checkpoint-4")
+    assert resume_checkpoint(RunConfig(resume=str(out / "checkpoint-2")), str(out)).endswith("checkpoint-2")
+    with pytest.raises(SyntaxformerError, match="--resume to continue"):
+        resume_checkpoint(RunConfig(), str(out))
+    assert resume_checkpoint(RunConfig(overwrite_output_dir=True), str(out)) is None
+    assert not list(out.glob("checkpoint-*"))  # a fresh start removes the old run's checkpoints
+    with pytest.raises(SyntaxformerError, match="not found"):
+        resume_checkpoint(RunConfig(resume=str(out / "checkpoint-9")), str(out))
+
+
+def test_run_context_follows_the_model_config(minilm_tokenizer):
+    """The context asks for what the model reads: constituency filled from dependencies only when the model reads
+    constituency inputs (and constituency_fallback allows it), no parser when it reads no syntax."""
+    from transformers import BertConfig
+
+    from syntaxformer.modeling import SyntaxBertConfig, SyntaxConfig
+
+    enc = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+    sb, dep = SyntaxBertConfig(encoder=enc), SyntaxBertConfig(encoder=enc, use_constituency=False)
+    config = RunConfig(task="rte", model_type="syntax_bert")
+    ctx = build_context(config, minilm_tokenizer, sb)
+    assert ctx.constituency == "from_dependency" and "con_key" in ctx.syntax_inputs and ctx.parser == config.parser
+    assert build_context(config.replace(constituency_fallback="none"), minilm_tokenizer, sb).constituency == "given"
+    assert build_context(config, minilm_tokenizer, dep).constituency == "given"
+    assert build_context(RunConfig(task="rte"), minilm_tokenizer, SyntaxConfig(encoder=enc)).constituency == "given"
+
+
+def test_run_task_registered_outside_the_package(tiny_model, tmp_path):
+    """A user's task (one file, tests/training/external_task.py: a 2-class task read from a CSV) trains and
+    evaluates through the runner, and `evaluate` rebuilds it from the run folder."""
+    from tests.training.external_task import write_csv
+
+    from syntaxformer.tasks import get_task, task_names
+
+    data_dir = write_csv(tmp_path / "data")
+    assert "film-review" in task_names()
+    task = get_task("film_review", min_words=2)
+    assert task.options() == {"min_words": 2}
+    config = RunConfig(task="film-review", task_options={"min_words": 2}, data_dir=str(data_dir),
+                       model_name_or_path=tiny_model, max_length=32, num_train_epochs=2,
+                       per_device_train_batch_size=4, learning_rate=1e-3, save_strategy="no", eval_strategy="epoch",
+                       disable_tqdm=True, output_dir=str(tmp_path / "run"), seed=1, model={"pooling": "mean"})
+    m = train(config)
+    assert m["task"] == "film-review" and m["task_options"] == {"min_words": 2}
+    assert m["main_metric"] == "accuracy" and set(m["dev"]) == {"accuracy"} and len(m["history"]) == 2
+    assert m["sizes"]["train"] == 8 and m["sizes"]["dev"] == 4
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["task"] == {"name": "film-review", "options": {"min_words": 2}, "module": "tests.training.external_task"}
+    again = evaluate(tmp_path / "run", "dev")
+    assert again["scores"] == m["dev"] and again["size"] == 4

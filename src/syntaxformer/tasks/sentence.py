@@ -1,0 +1,317 @@
+"""Sentence(-pair) classification and regression tasks: one :class:`SentenceTask` class, parameterised by a
+:class:`TaskSpec` (where the texts and labels are, the labels, the metrics, the hub data set).
+
+The families subclass it: :mod:`syntaxformer.tasks.glue` (GLUE TSV files), :mod:`syntaxformer.tasks.snli` and
+:mod:`syntaxformer.tasks.sst` (SST trees). A new task in one of their formats is a new spec and one
+:func:`~syntaxformer.tasks.base.register_task` call (:func:`spec_task` makes the class).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
+from syntaxformer.data.readers.glue import TsvLayout
+from syntaxformer.errors import MissingDependencyError, SyntaxformerError
+from syntaxformer.tasks.base import Predictions, Task, TaskContext
+
+__all__ = ["TaskSpec", "SentenceTask", "spec_task", "load_hub_split", "logits_to_predictions", "SPLITS"]
+
+logger = logging.getLogger(__name__)
+
+#: Split names, and their names in hub data sets.
+SPLITS = ("train", "dev", "test")
+_HUB_SPLIT = {"train": "train", "dev": "validation", "test": "test"}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything task-specific about a sentence(-pair) classification or regression task.
+
+    Attributes:
+        name: short name (``"sst2"``).
+        title: the usual name (``"SST-2"``).
+        folder: data folder relative to the shared data root (``"glue/SST-2"``).
+        columns: role -> column name in files with a header; roles are ``"text_a"``, ``"text_b"`` (pairs only),
+            ``"label"`` and ``"id"`` (optional).
+        labels: the label strings, in class-id order (the hub data sets use the same order); ``None`` for
+            regression.
+        metrics: metric names (:data:`syntaxformer.tasks.metrics.METRICS`); the first is the headline number.
+        hub: ``(path, config name)`` of the task on the Hugging Face hub (``("", None)``: none).
+        hub_columns: role -> column name in the hub data set.
+        headerless: role -> column position for files without a header (CoLA's train/dev); ``None`` if every
+            file of the task has a header.
+        test_columns: like ``columns``, for the unlabeled test files.
+        split_files: split -> file name in ``folder``.
+        tree_labels: SST tree tasks: root score (0-4) -> class id, ``None`` = drop the example; ``None`` = every
+            score is its own class.
+    """
+
+    name: str
+    title: str
+    folder: str
+    columns: Mapping[str, str]
+    labels: tuple[str, ...] | None
+    metrics: tuple[str, ...]
+    hub: tuple[str, str | None]
+    hub_columns: Mapping[str, str]
+    headerless: Mapping[str, int] | None = None
+    test_columns: Mapping[str, str] | None = None
+    split_files: Mapping[str, str] = field(
+        default_factory=lambda: {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"})
+    tree_labels: Mapping[int, int | None] | None = None
+
+    @property
+    def is_pair(self) -> bool:
+        """True for sentence-pair tasks."""
+        return "text_b" in self.columns
+
+    @property
+    def is_regression(self) -> bool:
+        """True for regression (STS-B)."""
+        return self.labels is None
+
+    @property
+    def num_labels(self) -> int:
+        """Number of model outputs: the number of classes, or 1 for regression."""
+        return 1 if self.labels is None else len(self.labels)
+
+    @property
+    def layout(self) -> TsvLayout:
+        """The TSV layout of the task's files (:func:`syntaxformer.data.readers.glue.read_glue_tsv`)."""
+        return TsvLayout(self.title, self.columns, self.labels, self.headerless, self.test_columns)
+
+
+def logits_to_predictions(logits: Any, regression: bool) -> np.ndarray:
+    """Class ids (argmax) or regression values (``[N]``) from model logits ``[N, num_labels]``."""
+    if isinstance(logits, (tuple, list)):
+        logits = logits[0]
+    logits = np.asarray(logits)
+    if regression:
+        return logits.reshape(len(logits), -1)[:, 0].astype(np.float64)
+    return logits.argmax(-1)
+
+
+class SentenceTask(Task):
+    """A sentence(-pair) classification / regression task described by :attr:`spec`.
+
+    Subclasses set ``spec`` and implement :meth:`read_file` (one file of the task's format -> examples and the files
+    read). The examples are :class:`~syntaxformer.data.examples.TaskData`; the features come from
+    :func:`syntaxformer.tasks.featurize.build_features`; predictions are class ids (regression: values).
+    """
+
+    spec: ClassVar[TaskSpec]
+    head: ClassVar[str] = "sequence_classification"
+
+    # -- identity --------------------------------------------------------------------------------------
+    @property
+    def labels(self) -> tuple[str, ...] | None:
+        """The label strings in class-id order (``None`` for regression)."""
+        return self.spec.labels
+
+    @property
+    def is_regression(self) -> bool:
+        """True for regression (STS-B)."""
+        return self.spec.is_regression
+
+    @property
+    def num_labels(self) -> int:
+        """Number of model outputs."""
+        return self.spec.num_labels
+
+    @property
+    def label_dtype(self) -> Any:
+        """dtype of the label arrays (``int64`` class ids, ``float32`` values)."""
+        return np.float32 if self.is_regression else np.int64
+
+    def model_options(self) -> dict[str, Any]:
+        labels = self.spec.labels or ("score",)
+        return {"num_labels": self.num_labels,
+                "problem_type": "regression" if self.is_regression else "single_label_classification",
+                "id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
+
+    # -- data ------------------------------------------------------------------------------------------
+    def read_file(self, path: Path, split: str) -> tuple[list[TaskExample], list[str]]:
+        """Examples of one file of the task's format, and the files read (for the fingerprint)."""
+        raise NotImplementedError(f"{type(self).__name__} reads no files")
+
+    def data_metadata(self, split: str) -> dict[str, Any]:
+        """Facts about how the examples of ``split`` are made (``TaskData.metadata``)."""
+        return {}
+
+    def fingerprint_extra(self, split: str) -> str:
+        """What besides the bytes read changes the examples (reader version, options); part of the fingerprint."""
+        return ""
+
+    def default_data_dir(self) -> Path | None:
+        """``<shared data>/<task folder>`` (e.g. ``../shared/data/glue/SST-2``) if it exists."""
+        from syntaxformer.defaults import shared_data_dir
+
+        root = shared_data_dir()
+        if root is None:
+            return None
+        folder = root / self.spec.folder
+        return folder if folder.is_dir() else None
+
+    def split_file(self, folder: Path, split: str) -> Path:
+        """The file of ``split`` in a data folder."""
+        return folder / self.spec.split_files[split]
+
+    def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
+        """Read one split from a local file, a local folder or the hub, subsampled if asked.
+
+        Precedence: ``data["<split>_file"]`` (a file of the task's format), then ``data["dataset"]`` (hub name,
+        ``data["dataset_config"]``), then ``data["data_dir"]`` (a folder with the task's split files), then the
+        task's folder under the shared data root, then the task's hub data set. ``data["max_samples"]`` keeps a
+        seeded random subset (seed ``data["data_seed"]``).
+
+        Raises:
+            SyntaxformerError: unknown split, the split's file cannot be found (the message says where it
+                looked), or it holds no examples.
+        """
+        if split not in SPLITS:
+            raise SyntaxformerError(f"unknown split {split!r}; expected one of {SPLITS}")
+        out = self._read_split(split, data.get(f"{split}_file"), data.get("data_dir"), data.get("dataset"),
+                               data.get("dataset_config"))
+        if not out.examples:
+            raise SyntaxformerError(f"{self.title} {split} data from {out.source} is empty")
+        seed = data.get("data_seed")
+        return out.subsampled(data.get("max_samples"), int(seed) if seed is not None else 0)
+
+    def _read_split(self, split: str, data_file: Any, data_dir: Any, dataset: str | None,
+                    dataset_config: str | None) -> TaskData:
+        spec = self.spec
+        if data_file is None and dataset is not None:
+            return load_hub_split(spec, split, dataset, dataset_config)
+        if data_file is None:
+            folder = Path(data_dir) if data_dir is not None else self.default_data_dir()
+            if folder is None:
+                if not spec.hub[0]:
+                    raise SyntaxformerError(
+                        f"no data for {spec.title}: give data_dir (a folder with {dict(spec.split_files)}) or "
+                        f"{split}_file, or set SYNTAXFORMER_DATA to a folder holding {spec.folder}/")
+                # No local copy: fall back to the task's hub data set (needs `datasets` and network or a cache).
+                logger.warning("the shared data folder ../shared/data/%s was not found (set SYNTAXFORMER_DATA to "
+                               "its location); loading %s %s from the hub data set %r", spec.folder, spec.title,
+                               split, spec.hub[0])
+                try:
+                    return load_hub_split(spec, split)
+                except SyntaxformerError as e:
+                    raise SyntaxformerError(
+                        f"no data for {spec.title}: give data_dir (a folder with {dict(spec.split_files)}), a "
+                        f"{split}_file, or a hub dataset name; ../shared/data/{spec.folder} was not found and the "
+                        f"hub fallback failed: {e}") from e
+            data_file = self.split_file(folder, split)
+        data_file = Path(data_file)
+        if not data_file.exists():
+            raise SyntaxformerError(f"{spec.title} {split} file {data_file} not found")
+        examples, files = self.read_file(data_file, split)
+        fp = file_fingerprint(files)
+        extra = self.fingerprint_extra(split)
+        if extra:
+            fp = hashlib.sha256(f"{fp}|{extra}".encode()).hexdigest()
+        return TaskData(examples, ", ".join(files), fp, len(examples), metadata=self.data_metadata(split))
+
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> Any:
+        from syntaxformer.tasks.featurize import build_features
+
+        return build_features(self.name, data, context, split, label_dtype=self.label_dtype)
+
+    # -- predictions -----------------------------------------------------------------------------------
+    def postprocess(self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+                    ) -> Predictions:
+        values = logits_to_predictions(raw, self.is_regression)
+        return Predictions(ids=list(features.guids), values=np.asarray(values).tolist())
+
+    def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, float]:
+        from syntaxformer.tasks.metrics import compute_metrics
+
+        if not data.has_labels:
+            raise SyntaxformerError(f"{self.title} data ({data.source}) has no labels to score predictions against")
+        labels = np.asarray([e.label for e in data.examples], dtype=self.label_dtype)
+        return compute_metrics(self.metric_names, predictions.values, labels)
+
+    def label_name(self, value: Any) -> Any:
+        """A prediction as written in output files: the label string, or the value to 4 decimals."""
+        if self.is_regression:
+            return round(float(value), 4)
+        return self.spec.labels[int(value)]
+
+    def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
+        return [{"id": e.guid, "text_a": e.text_a, **({"text_b": e.text_b} if e.text_b is not None else {}),
+                 "prediction": self.label_name(v)} for e, v in zip(data.examples, predictions.values)]
+
+
+def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:
+    """A :class:`SentenceTask` subclass of ``base`` for ``spec`` (name, title and metrics from the spec), defined
+    in the caller's module for readable reprs."""
+    import sys
+
+    module = sys._getframe(1).f_globals.get("__name__", base.__module__)
+    cls_name = "".join(part.capitalize() for part in spec.name.replace("-", "_").split("_")) + "Task"
+    return type(cls_name, (base,), {"spec": spec, "name": spec.name, "title": spec.title,
+                                    "metric_names": tuple(spec.metrics), "__module__": module,
+                                    "__doc__": f"{spec.title} ({base.__name__} over the spec ``{spec.name}``)."})
+
+
+def _import_datasets() -> Any:
+    try:
+        import datasets
+    except ImportError as e:
+        raise MissingDependencyError(
+            "reading a Hugging Face hub data set needs the 'datasets' package: pip install datasets "
+            "(or pip install 'syntaxformer[hub]'); local files need no extra package") from e
+    return datasets
+
+
+def load_hub_split(spec: TaskSpec, split: str, dataset: str | None = None, config: str | None = None,
+                   **load_kwargs: Any) -> TaskData:
+    """Load one split of a Hugging Face hub data set (needs ``datasets`` and network, or a warm hub cache).
+
+    Args:
+        spec: the task's spec (gives the column names and label order).
+        split: ``"train"``, ``"dev"`` (hub ``"validation"``) or ``"test"``.
+        dataset: hub path (default ``spec.hub[0]``, e.g. ``"nyu-mll/glue"``); a local data set folder works too.
+        config: hub config name (default ``spec.hub[1]``, e.g. ``"sst2"``).
+        load_kwargs: passed to ``datasets.load_dataset``.
+    """
+    datasets = _import_datasets()
+    name = dataset or spec.hub[0]
+    same = dataset is None or name.split("/")[-1] == spec.hub[0].split("/")[-1]  # "glue" or "nyu-mll/glue"
+    config = config if config is not None else (spec.hub[1] if same else None)
+    try:
+        ds = datasets.load_dataset(name, config, split=_HUB_SPLIT.get(split, split), **load_kwargs)
+    except Exception as e:  # offline, unknown name, ... : one clear line
+        raise SyntaxformerError(
+            f"could not load hub data set {name!r} (config {config!r}, split {_HUB_SPLIT.get(split, split)!r}): "
+            f"{type(e).__name__}: {e}. Offline? Use the local files instead (data_dir / train_file / dev_file), "
+            f"e.g. the GLUE TSVs under ../shared/data/glue") from e
+    cols = spec.hub_columns
+    missing = [c for c in cols.values() if c not in ds.column_names and c != cols.get("id")]
+    if missing:
+        raise SyntaxformerError(f"hub data set {name!r} has columns {ds.column_names}; {spec.title} needs "
+                                f"{missing} (columns used: {dict(cols)})")
+    out = []
+    for i, row in enumerate(ds):
+        raw = row[cols["label"]]
+        label: int | float | None
+        if spec.labels is None:
+            label = float(raw)
+        elif isinstance(raw, str):
+            label = spec.labels.index(raw)
+        else:
+            label = int(raw) if raw is not None and int(raw) >= 0 else None  # -1: unlabeled (test) / no consensus
+        if label is None and split != "test":
+            continue  # SNLI pairs without annotator consensus
+        rid = row.get(cols["id"], i) if "id" in cols else i
+        out.append(TaskExample(guid=f"{split}-{rid}", text_a=row[cols["text_a"]],
+                               text_b=row[cols["text_b"]] if "text_b" in cols else None, label=label))
+    fingerprint = getattr(ds, "_fingerprint", None) or file_fingerprint([])
+    return TaskData(out, f"hub:{name}" + (f"/{config}" if config else "") + f"[{split}]",
+                    hashlib.sha256(f"hub|{name}|{config}|{split}|{fingerprint}".encode()).hexdigest(), len(out))

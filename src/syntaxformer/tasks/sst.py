@@ -1,0 +1,84 @@
+"""The SST tree tasks: ``sst5`` (SST-1, five classes) and ``sst2_trees`` (binary, neutral sentences dropped).
+
+They read the Stanford Sentiment Treebank's PTB-bracketed trees (``../shared/data/sst_trees/{train,dev}.txt``) with
+:func:`syntaxformer.data.readers.sst.read_sst_examples`: the gold constituency tree of every sentence is kept, and
+its gold tokens are parsed for the dependency tree when features are built (one tree per sentence, cached), so
+reading a split stays fast and only the examples kept after subsampling are parsed. The hub copies of SST have no
+trees, so these tasks read local files only.
+
+Option ``phrases`` (``get_task("sst5", phrases=True)``): also train on every phrase of more than 3 words of the
+training trees (the paper's setting, Syntax-BERT §4.1; ~93,000 phrases for SST-5, each parsed once). Dev / test
+are always full sentences.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from syntaxformer.data.examples import TaskExample
+from syntaxformer.data.readers.sst import read_sst_examples
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.tasks.base import register_task
+from syntaxformer.tasks.sentence import SentenceTask, TaskSpec, spec_task
+
+__all__ = ["SstTreeTask", "SST_SPECS", "SST_CONSTITUENCY_SOURCE"]
+
+#: How the constituency trees of the SST tree tasks are described in ``metrics.json``.
+SST_CONSTITUENCY_SOURCE = "gold SST trees"
+#: Version of the SST example construction (unescaping, phrases); part of the data fingerprint.
+_SST_READER_VERSION = 1
+_SST_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
+
+# ``columns`` / ``hub_columns`` name the fields of the examples for messages; they are not file columns.
+SST_SPECS: tuple[TaskSpec, ...] = (
+    TaskSpec("sst5", "SST-5", "sst_trees", {"text_a": "sentence", "label": "label"}, ("0", "1", "2", "3", "4"),
+             ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"}, split_files=_SST_FILES),
+    TaskSpec("sst2_trees", "SST-2 (trees)", "sst_trees", {"text_a": "sentence", "label": "label"}, ("0", "1"),
+             ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"}, split_files=_SST_FILES,
+             tree_labels={0: 0, 1: 0, 2: None, 3: 1, 4: 1}),
+)
+
+
+class SstTreeTask(SentenceTask):
+    """An SST tree task; examples carry their gold tree (``TaskExample.tree_a``).
+
+    Args:
+        phrases: also train on every phrase of more than 3 words of the training trees (train split only).
+    """
+
+    def __init__(self, phrases: bool = False, **options: Any):
+        super().__init__(**options)
+        if not isinstance(phrases, bool):
+            raise SyntaxformerError(f"{self.name}: option phrases={phrases!r} must be true or false")
+        self.phrases = phrases
+
+    def options(self) -> dict[str, Any]:
+        return {"phrases": self.phrases} if self.phrases else {}
+
+    def _phrases(self, split: str) -> bool:
+        return self.phrases and split == "train"  # the paper uses phrases for training only
+
+    def load_split(self, split: str, data: Any) -> Any:
+        if data.get(f"{split}_file") is None and (data.get("dataset") is not None or
+                                                 (data.get("data_dir") is None and self.default_data_dir() is None)):
+            raise SyntaxformerError(
+                f"{self.title} reads the PTB-bracketed SST tree files ({dict(self.spec.split_files)}); the hub "
+                f"copies of SST have no trees. Give data_dir (a folder with those files) or {split}_file, or set "
+                f"SYNTAXFORMER_DATA to a folder holding {self.spec.folder}/")
+        return super().load_split(split, data)
+
+    def read_file(self, path: Path, split: str) -> tuple[list[TaskExample], list[str]]:
+        return read_sst_examples(path, split, tree_labels=self.spec.tree_labels,
+                                 phrases=self._phrases(split)), [str(path)]
+
+    def fingerprint_extra(self, split: str) -> str:
+        return f"sst{_SST_READER_VERSION}|phrases={self._phrases(split)}"
+
+    def data_metadata(self, split: str) -> dict[str, Any]:
+        return {"constituency_source": SST_CONSTITUENCY_SOURCE,
+                "examples": "sentences+phrases" if self._phrases(split) else "sentences"}
+
+
+for _spec in SST_SPECS:
+    register_task(spec_task(SstTreeTask, _spec))

@@ -1,0 +1,756 @@
+"""The runner: ``train`` / ``evaluate`` / ``predict`` / ``compare`` for every task and every syntax system.
+
+The head of every function is generic; everything task-specific goes through the :class:`~syntaxformer.tasks.Task`
+interface::
+
+    task = get_task(config.task, **config.task_options)
+    train / dev = task.load_split(...)                        # subsampled as the config says
+    config <- task.training_defaults() (explicit config values win)
+    tokenizer = task.build_tokenizer(...) or the pretrained model's
+    model = task.build_model(...) or model_class(system, task.head).from_encoder_pretrained(path, **options)
+    context = TaskContext(tokenizer, syntax_inputs=<what the model reads>, parser=<only if it reads syntax>, ...)
+    features = task.featurize(split, context); SyntaxTrainer (SyntaxSeq2SeqTrainer for seq2seq + generation)
+    train -> predict dev -> task.postprocess (+ auxiliary models' raw outputs) -> task.compute_metrics
+
+Files in ``output_dir`` after :func:`train`:
+
+* ``run.json``: the task definition (name, options, defining module) and the resolved run config, so that
+  :func:`evaluate` / :func:`predict` rebuild the same task and features from the folder alone;
+* ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
+  evaluation and final), the LISA loss (Syntax-BERT with LISA), runtime;
+* ``dev_predictions.json``: the final model's dev predictions in dataset order (paired significance tests);
+* the final model and tokenizer; ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import logging
+import math
+import os
+import platform
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.tasks.base import Task, TaskContext, get_task
+from syntaxformer.training.config import RunConfig, model_option_names
+from syntaxformer.utils import atomic_write, write_json
+
+__all__ = ["train", "evaluate", "predict", "compare", "format_comparison", "resolve_systems", "load_run",
+           "build_context", "build_model", "load_tokenizer", "training_arguments", "resume_checkpoint",
+           "environment", "system_kind", "model_label", "SYSTEM_PRESETS", "METRICS_FILE", "DEV_PREDICTIONS_FILE",
+           "RUN_FILE"]
+
+logger = logging.getLogger(__name__)
+
+METRICS_FILE = "metrics.json"
+#: Per-example dev predictions of the final model (for paired significance tests).
+DEV_PREDICTIONS_FILE = "dev_predictions.json"
+#: The task definition and the run config of a run folder.
+RUN_FILE = "run.json"
+
+
+# -- the model registry, as this runner uses it ---------------------------------------------------------------
+# TODO(H2 merge): `_model_class` becomes `syntaxformer.modeling.model_class(system, head)` and `_syntax_inputs`
+# becomes `tuple(model_config.syntax_inputs)`; nothing else here knows model classes or batch keys.
+_SGNET_INPUTS = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
+_DEP_ANCESTOR_INPUTS = ("dep_anc_lo", "dep_anc_hi", "dep_anc_head")
+_CON_INPUTS = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
+
+
+def _model_class(system: str, head: str) -> Any:
+    """The ``XForY`` class of a syntax system under a head."""
+    if head != "sequence_classification":
+        raise SyntaxformerError(f"no {system} model with a {head!r} head in this version (sequence_classification "
+                                "only); the model registry (syntaxformer.modeling.model_class) serves the others")
+    if system == "syntax_bert":
+        from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
+
+        return SyntaxBertForSequenceClassification
+    from syntaxformer.modeling import SGNetForSequenceClassification
+
+    return SGNetForSequenceClassification
+
+
+def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
+    """The batch keys a model reads besides the token arrays (``model.config.syntax_inputs``)."""
+    pos = ("pos_ids",) if getattr(model_config, "pos_embeddings", None) else ()
+    if not hasattr(model_config, "use_constituency"):  # SG-Net (its baseline too)
+        return _SGNET_INPUTS + pos
+    layers = model_config.syntax_layers
+    if layers is not None and len(layers) == 0:  # Syntax-BERT without sub-networks (baseline / LISA alone)
+        return _SGNET_INPUTS
+    return (_SGNET_INPUTS + (_DEP_ANCESTOR_INPUTS if model_config.use_dependency else ())
+            + (_CON_INPUTS if model_config.use_constituency else ()))
+
+
+#: ``config.json`` model types of the saved models this library trains, and their system.
+_SAVED_TYPES = {"syntaxformer": "sgnet", "syntaxformer-syntax-bert": "syntax_bert"}
+
+
+def _saved_system(path: str) -> str | None:
+    """``"sgnet"`` / ``"syntax_bert"`` for a folder holding a model trained by this library, else ``None``."""
+    cfg = Path(path) / "config.json"
+    if not cfg.is_file():
+        return None
+    try:
+        return _SAVED_TYPES.get(json.loads(cfg.read_text(encoding="utf-8")).get("model_type"))
+    except (OSError, ValueError):
+        return None
+
+
+# -- building blocks (public: the other runners of the package use them until they become tasks) --------------
+def load_tokenizer(path: str) -> Any:
+    """The fast tokenizer of a pretrained model or run folder."""
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(path, use_fast=True)
+    except OSError as e:
+        raise SyntaxformerError(f"cannot load a tokenizer from {path!r}: {e}") from e
+    if not getattr(tok, "is_fast", False):
+        raise SyntaxformerError(f"the tokenizer of {path!r} is not a fast tokenizer; syntax alignment needs one")
+    return tok
+
+
+def environment() -> dict[str, Any]:
+    """Versions and device of this process (for the output files)."""
+    import torch
+    import transformers
+
+    from syntaxformer import __version__
+
+    device = "cpu"
+    if torch.cuda.is_available():
+        device = f"cuda ({torch.cuda.get_device_name(0)})"
+    return {"syntaxformer": __version__, "transformers": transformers.__version__, "torch": torch.__version__,
+            "python": platform.python_version(), "device": device, "cpu_threads": torch.get_num_threads()}
+
+
+def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, **overrides: Any) -> Any:
+    """``TrainingArguments`` (``Seq2SeqTrainingArguments`` with ``seq2seq``) from a run config; ``overrides`` and
+    then ``config.training_args`` win over the config's own fields."""
+    import torch
+    from transformers import Seq2SeqTrainingArguments, TrainingArguments
+
+    from syntaxformer.training.trainer import precision_flags
+
+    args_class = Seq2SeqTrainingArguments if seq2seq else TrainingArguments
+    kwargs: dict[str, Any] = dict(
+        output_dir=output_dir, learning_rate=float(config.learning_rate),
+        num_train_epochs=float(config.num_train_epochs), max_steps=int(config.max_steps),
+        per_device_train_batch_size=int(config.per_device_train_batch_size),
+        per_device_eval_batch_size=int(config.per_device_eval_batch_size),
+        gradient_accumulation_steps=int(config.gradient_accumulation_steps),
+        weight_decay=float(config.weight_decay), warmup_steps=float(config.warmup_steps),
+        lr_scheduler_type=config.lr_scheduler_type, max_grad_norm=float(config.max_grad_norm),
+        seed=int(config.seed), data_seed=config.resolved_data_seed,
+        eval_strategy=config.eval_strategy, save_strategy=config.save_strategy,
+        save_total_limit=config.save_total_limit, logging_steps=int(config.logging_steps),
+        dataloader_num_workers=int(config.dataloader_num_workers), report_to="none",
+        label_names=["labels"], remove_unused_columns=False,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        **precision_flags(config.mixed_precision),
+    )
+    if seq2seq:
+        kwargs["predict_with_generate"] = bool(getattr(config, "predict_with_generate", True))
+    fields = {f.name for f in dataclasses.fields(args_class)}
+    if "train_sampling_strategy" in fields:  # transformers 5
+        kwargs["train_sampling_strategy"] = "group_by_length" if config.group_by_length else "random"
+    else:  # transformers 4
+        kwargs["group_by_length"] = bool(config.group_by_length)
+    if "warmup_ratio" in fields and 0 < kwargs["warmup_steps"] < 1:  # transformers 4 takes a ratio separately
+        kwargs["warmup_ratio"] = kwargs.pop("warmup_steps")
+    if config.eval_steps is not None:
+        kwargs["eval_steps"] = config.eval_steps
+    if config.save_steps is not None:
+        kwargs["save_steps"] = config.save_steps
+    if config.disable_tqdm is not None:
+        kwargs["disable_tqdm"] = bool(config.disable_tqdm)
+    kwargs.update(config.training_args)
+    kwargs.update(overrides)
+    try:
+        return args_class(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise SyntaxformerError(f"invalid training arguments: {e}") from e
+
+
+def resume_checkpoint(config: Any, output_dir: str) -> str | None:
+    """The checkpoint to resume from (``config.resume``), or ``None``; refuses to mix runs in one folder unless
+    ``config.overwrite_output_dir`` (then the old checkpoints are removed)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    if isinstance(config.resume, str) and config.resume not in ("", "true", "True"):
+        if not Path(config.resume).is_dir():
+            raise SyntaxformerError(f"resume checkpoint {config.resume} not found")
+        return config.resume
+    last = get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
+    if config.resume:
+        if last is None:
+            logger.info("resume: no checkpoint in %s; starting from scratch", output_dir)
+        return last
+    if last is not None and not config.overwrite_output_dir:
+        raise SyntaxformerError(
+            f"{output_dir} already holds checkpoints (last: {Path(last).name}); use --resume to continue that run "
+            "or --overwrite-output-dir to start again there")
+    if last is not None:  # starting again: old checkpoints would be mistaken for this run's by a later --resume
+        import shutil
+
+        old = sorted(p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir())
+        logger.info("overwrite_output_dir: removing %d old checkpoint folder(s) in %s", len(old), output_dir)
+        for p in old:
+            shutil.rmtree(p)
+    return None
+
+
+def build_context(config: RunConfig, tokenizer: Any, model_config: Any) -> TaskContext:
+    """The featurization context of a model: the syntax inputs it reads, and a parser only if it reads any."""
+    inputs = _syntax_inputs(model_config)
+    fc = config.features_cache
+    wants_con = any(k.startswith("con_") for k in inputs)
+    return TaskContext(
+        tokenizer=tokenizer, syntax_inputs=inputs, parser=config.parser if inputs else None,
+        parse_cache=config.parse_cache, max_length=int(config.max_length), criterion=config.criterion,
+        max_distance=int(getattr(model_config, "max_distance", 15) or 15), parser_noise=float(config.parser_noise),
+        noise_seed=config.resolved_noise_seed, syntax=config.syntax,
+        constituency="from_dependency" if wants_con and config.constituency_fallback == "dependency" else "given",
+        pos_tags=getattr(model_config, "pos_embeddings", None) if "pos_ids" in inputs else None,
+        use_cache=bool(fc), cache_dir=fc if isinstance(fc, str) else None, progress=not config.disable_tqdm)
+
+
+def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] | None = None,
+                context: TaskContext | None = None) -> Any:
+    """The task's own model (:meth:`Task.build_model`), else ``model_class(system, task.head)`` around the pretrained
+    encoder with the task's and the config's model options; a folder holding a model trained by this library is
+    loaded as it is (it must be of the configured system)."""
+    options = dict(config.model if model_options is None else model_options)
+    own = task.build_model(config.model_type, options, context)
+    if own is not None:
+        return own
+    path = config.resolved_model()
+    saved = _saved_system(path)
+    cls = _model_class(config.model_type, task.head)
+    if saved is not None:
+        if saved != config.model_type:
+            raise SyntaxformerError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")
+        model = cls.from_pretrained(path)
+        want = task.model_options().get("num_labels")
+        if want is not None and model.config.num_labels != want:
+            raise SyntaxformerError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs "
+                                    f"{want}")
+        return model
+    try:
+        return cls.from_encoder_pretrained(path, **task.model_options(), **options)
+    except OSError as e:
+        raise SyntaxformerError(f"cannot load the encoder {path!r}: {e}") from e
+    except Exception as e:  # config validation against the real encoder (LISA head outside it, ...)
+        if isinstance(e, ValueError) or type(e).__name__.startswith("StrictDataclass"):
+            raise SyntaxformerError(f"invalid model options for {config.model_type} on {path!r}: "
+                                    f"{' '.join(str(e).split())}") from e
+        raise
+
+
+def _trainer(config: RunConfig, task: Task, model: Any, tokenizer: Any, args: Any, context: TaskContext,
+             train_ds: Any = None, eval_ds: Any = None, compute_metrics: Callable | None = None,
+             callbacks: Sequence[Any] = ()) -> Any:
+    kwargs = dict(model=model, args=args, data_collator=task.collator(context), train_dataset=train_ds,
+                  eval_dataset=eval_ds, processing_class=tokenizer, compute_metrics=compute_metrics,
+                  callbacks=list(callbacks) or None, new_params_lr=config.new_params_lr)
+    if _uses_generation(config, task):
+        try:
+            from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
+        except ImportError as e:
+            raise SyntaxformerError(f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
+                                    "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
+                                    "(translation runs need it)") from e
+        return SyntaxSeq2SeqTrainer(**kwargs)
+    from syntaxformer.training.trainer import SyntaxTrainer
+
+    return SyntaxTrainer(**kwargs)
+
+
+def _uses_generation(config: RunConfig, task: Task) -> bool:
+    return task.head == "seq2seq" and bool(config.predict_with_generate)
+
+
+def _with_task_defaults(config: RunConfig, task: Task) -> RunConfig:
+    """``config`` with the task's training defaults where the config keeps its own defaults."""
+    defaults = task.training_defaults()
+    if not defaults:
+        return config
+    fields = {f.name: f for f in dataclasses.fields(RunConfig)}
+    changes = {}
+    for key, value in defaults.items():
+        if key not in fields:
+            raise SyntaxformerError(f"{task.title}: training default {key!r} is not a RunConfig option")
+        f = fields[key]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+        if getattr(config, key) == default:
+            changes[key] = value
+    return config.replace(**changes) if changes else config
+
+
+def _load_data(config: RunConfig, task: Task, split: str, max_samples: int | None) -> Any:
+    data = task.load_split(split, config.data_options(split, max_samples))
+    note = getattr(data, "sample_note", None)
+    if note:
+        logger.info("%s %s: %s", task.title, split, note)
+    return data
+
+
+def _has_labels(data: Any) -> bool:
+    return bool(getattr(data, "has_labels", True))
+
+
+def _strip(metrics: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    return {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in metrics.items()}
+
+
+def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[str, float]]:
+    """``compute_metrics`` for the Trainer's evaluations on ``features`` (of ``data``, in dataset order)."""
+
+    def compute(eval_pred: Any) -> dict[str, float]:
+        return task.compute_metrics(data, task.postprocess(data, features, eval_pred.predictions))
+
+    return compute
+
+
+def _task_record(task: Task) -> dict[str, Any]:
+    return {"name": task.name, "options": task.options(), "module": type(task).__module__}
+
+
+# -- train ----------------------------------------------------------------------------------------------------
+def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
+    """Fine-tune on the task's train split, evaluate on dev, save the model, ``run.json`` and ``metrics.json``.
+
+    Args:
+        config: the run.
+        callbacks: extra ``transformers.TrainerCallback`` objects.
+
+    Returns:
+        The content of ``metrics.json``: ``task``, ``model``, ``seed``, ``sizes``, ``subsample``, ``dev`` (final
+        scores), ``main_metric``, ``history`` (dev scores per evaluation), ``train`` (loss, steps, runtime),
+        ``runtime_s`` (whole run incl. data preparation), ``features`` (cache hits), ``environment``.
+    """
+    import numpy as np
+    import transformers
+
+    t0 = time.time()
+    task = config.build_task()
+    config = _with_task_defaults(config, task)
+    output_dir = os.path.abspath(config.output_dir)
+    resume_from = resume_checkpoint(config, output_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
+    model_path = config.resolved_model()
+
+    t_data = time.time()
+    train_data = _load_data(config, task, "train", config.max_train_samples)
+    dev_data = _load_data(config, task, "dev", config.max_eval_samples)
+    if not _has_labels(train_data) or not _has_labels(dev_data):
+        raise SyntaxformerError(f"{task.title}: training needs labeled train and dev data")
+    tokenizer = task.build_tokenizer(train_data, output_dir, TaskContext(tokenizer=None)) or load_tokenizer(model_path)
+
+    transformers.set_seed(int(config.seed))  # the new layers' initialisation depends on it
+    model = build_model(config, task)
+    model.train()
+    context = build_context(config, tokenizer, model.config)
+    train_ds = task.featurize(train_data, context, "train")
+    dev_ds = task.featurize(dev_data, context, "dev")
+    data_s = time.time() - t_data
+
+    args = training_arguments(config, output_dir, seq2seq=_uses_generation(config, task),
+                              label_names=task.label_names)
+    trainer = _trainer(config, task, model, tokenizer, args, context, train_ds, dev_ds,
+                       _metrics_fn(task, dev_data, dev_ds), callbacks)
+    kind = system_kind(config.model_type, model)
+    meta = getattr(train_ds, "meta", {})
+    sources = meta.get("syntax_source") or _syntax_source(train_data, context)
+    if sources:
+        logger.info("syntax: dependency trees: %s; constituency trees: %s", sources["dependency"],
+                    sources["constituency"])
+        if any(k.startswith("con_") for k in context.syntax_inputs) and sources["constituency"].startswith("none"):
+            logger.info("note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks "
+                        "are empty")
+    logger.info("training %s on %s: %d train / %d dev examples, model %s%s", kind, task.title, len(train_ds),
+                len(dev_ds), model_path, f", resuming from {resume_from}" if resume_from else "")
+    t_train = time.time()
+    result = trainer.train(resume_from_checkpoint=resume_from)
+    train_s = time.time() - t_train
+
+    history = [dict(_strip({k: v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")},
+                           "eval_")) for e in trainer.state.log_history if "eval_loss" in e]
+    # Final dev pass through `predict`, so the per-example predictions are kept for paired significance tests.
+    trainer.compute_metrics = None
+    dev_out = trainer.predict(dev_ds, metric_key_prefix="eval")
+    final = dev_out.metrics or {}
+    auxiliary = _train_auxiliary(config, task, context, tokenizer, train_ds, dev_ds, output_dir)
+    predictions = task.postprocess(dev_data, dev_ds, dev_out.predictions, auxiliary or None)
+    dev_scores = task.compute_metrics(dev_data, predictions)
+    labels = getattr(dev_ds, "labels", None)
+    write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
+        "task": task.name, "seed": config.seed, "order": "dataset", "ids": list(predictions.ids),
+        "predictions": list(predictions.values),
+        **({"labels": np.asarray(labels).tolist()} if labels is not None else {})})
+    if config.save_model:
+        trainer.save_model(output_dir)
+
+    lisa_log = [e["lisa_loss"] for e in trainer.state.log_history if "lisa_loss" in e]
+    dev_meta = getattr(dev_ds, "meta", {})
+    metrics: dict[str, Any] = {
+        "task": task.name, "task_title": task.title, "task_options": task.options(), "model": model_path,
+        "model_label": model_label(model_path), "model_type": kind, "model_family": config.model_type,
+        "model_options": {**{k: v for k, v in task.model_options().items() if k not in ("id2label", "label2id")},
+                          **config.model},
+        "new_params_lr": config.new_params_lr, "learning_rate": config.learning_rate,
+        "num_train_epochs": config.num_train_epochs, "batch_size": config.per_device_train_batch_size,
+        "seed": config.seed, "data_seed": config.resolved_data_seed,
+        "sizes": {"train": len(train_ds), "train_total": getattr(train_data, "total", len(train_ds)),
+                  "dev": len(dev_ds), "dev_total": getattr(dev_data, "total", len(dev_ds))},
+        "subsample": {"train": getattr(train_data, "sample_note", None),
+                      "dev": getattr(dev_data, "sample_note", None)},
+        "data": {"train": getattr(train_data, "source", None), "dev": getattr(dev_data, "source", None)},
+        "max_length": config.max_length, "parser": meta.get("parser"), "parser_noise": config.parser_noise,
+        "syntax_source": sources, "syntax_keys": list(context.syntax_inputs),
+        "examples": getattr(train_data, "metadata", {}).get("examples"),
+        "truncated": {"train": meta.get("n_truncated"), "dev": dev_meta.get("n_truncated")},
+        "features": {"train": meta.get("cache"), "dev": dev_meta.get("cache")},
+        "main_metric": task.main_metric, "dev": dev_scores, "dev_loss": final.get("eval_loss"),
+        "history": history,
+        "train": {"loss": result.training_loss, "global_step": trainer.state.global_step,
+                  "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2),
+                  "resumed_from": resume_from},
+        "lisa": None if getattr(model.config, "lisa_layer", None) is None else {
+            "layer": model.config.lisa_layer, "head": model.config.lisa_head,
+            "loss_weight": model.config.lisa_loss_weight,
+            "train_loss_first": lisa_log[0] if lisa_log else None,
+            "train_loss_last": lisa_log[-1] if lisa_log else None, "train_loss_logged": lisa_log,
+            "dev_loss": final.get("eval_lisa_loss")},
+        "data_prep_s": round(data_s, 2), "runtime_s": round(time.time() - t0, 2),
+        "environment": environment(),
+    }
+    write_json(Path(output_dir) / METRICS_FILE, metrics)
+    main = dev_scores.get(task.main_metric, float("nan"))
+    logger.info("%s %s dev %s = %.4f  (metrics in %s)", kind, task.title, task.main_metric, main,
+                Path(output_dir) / METRICS_FILE)
+    return metrics
+
+
+def _syntax_source(data: Any, context: TaskContext) -> dict[str, str] | None:
+    from syntaxformer.data.examples import TaskData
+    from syntaxformer.tasks.featurize import syntax_source
+
+    return syntax_source(data, context) if isinstance(data, TaskData) else None
+
+
+def _train_auxiliary(config: RunConfig, task: Task, context: TaskContext, tokenizer: Any, train_ds: Any,
+                     dev_ds: Any, output_dir: str) -> dict[str, Any]:
+    """Train the task's auxiliary models (:meth:`Task.auxiliary_models`) on the same features, each in
+    ``<output_dir>/<name>``; name -> raw dev outputs."""
+    import transformers
+
+    out: dict[str, Any] = {}
+    for name, changes in task.auxiliary_models().items():
+        sub = config.replace(model={**config.model, **changes}, output_dir=str(Path(output_dir) / name))
+        transformers.set_seed(int(sub.seed))
+        model = build_model(sub, task)
+        model.train()
+        args = training_arguments(sub, str(Path(output_dir) / name), seq2seq=_uses_generation(sub, task),
+                                  label_names=task.label_names, eval_strategy="no")
+        trainer = _trainer(sub, task, model, tokenizer, args, context, train_ds, None)
+        logger.info("training the auxiliary model %r of %s", name, task.title)
+        trainer.train()
+        out[name] = trainer.predict(dev_ds, metric_key_prefix="eval").predictions
+        if sub.save_model:
+            trainer.save_model(str(Path(output_dir) / name))
+    return out
+
+
+# -- evaluate / predict -----------------------------------------------------------------------------------------
+def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None) -> tuple[RunConfig, Task]:
+    """The run config (with ``changes``) and the task of a run folder written by :func:`train`.
+
+    The task is rebuilt from its name and options; a task registered outside the package is found by importing
+    the module that defined it, when that module is importable.
+
+    Raises:
+        SyntaxformerError: the folder has no ``run.json``.
+    """
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        raise SyntaxformerError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE})")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    record = saved["task"]
+    module = record.get("module")
+    if module and module != "__main__" and not module.startswith("syntaxformer."):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            logger.info("could not import %s, the module that defined task %r", module, record["name"])
+    changes = dict(changes or {})
+    data = {**saved["config"], **changes}
+    for section in ("model", "task_options", "training_args"):  # nested sections are merged, not replaced
+        if isinstance(changes.get(section), Mapping):
+            data[section] = {**saved["config"].get(section, {}), **changes[section]}
+    data["model_name_or_path"] = str(run_dir)
+    config = RunConfig.from_dict(data)
+    task = get_task(config.task, **config.task_options)
+    return config, task
+
+
+def _trained(run_dir: str, config: RunConfig, task: Task) -> tuple[Any, Any]:
+    saved = _saved_system(run_dir)
+    if saved is None:
+        raise SyntaxformerError(f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
+                                f"{' or '.join(map(repr, _SAVED_TYPES))}); was it trained with save_model=false?")
+    return _model_class(saved, task.head).from_pretrained(run_dir), load_tokenizer(run_dir)
+
+
+def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None,
+               max_samples_field: str) -> tuple[RunConfig, Task, Any, Any, Any, str]:
+    config, task = load_run(run_dir, changes)
+    model, tokenizer = _trained(str(run_dir), config, task)
+    data = _load_data(config, task, split, getattr(config, max_samples_field))
+    context = build_context(config, tokenizer, model.config)
+    features = task.featurize(data, context, split)
+    out_dir = os.path.abspath(output_dir or str(run_dir))
+    args = training_arguments(config, out_dir, seq2seq=_uses_generation(config, task), label_names=task.label_names,
+                              eval_strategy="no", save_strategy="no")
+    trainer = _trainer(config, task, model, tokenizer, args, context)
+    out = trainer.predict(features, metric_key_prefix="eval")
+    os.makedirs(out_dir, exist_ok=True)
+    return config, task, data, features, out, out_dir
+
+
+def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping[str, Any] | None = None,
+             output_dir: str | None = None) -> dict[str, Any]:
+    """Score the model of a run folder on a labeled split; writes ``eval_<split>.json``.
+
+    Args:
+        run_dir: a folder written by :func:`train`.
+        split: the split to score.
+        changes: run-config changes (e.g. ``{"parser_noise": 0.4}``, ``{"dev_file": "my.tsv"}``).
+        output_dir: where ``eval_<split>.json`` goes (default ``run_dir``).
+
+    Returns:
+        ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", "runtime_s", ...}``.
+    """
+    t0 = time.time()
+    config, task, data, features, out, out_dir = _run_split(run_dir, split, changes, output_dir, "max_eval_samples")
+    if not _has_labels(data):
+        raise SyntaxformerError(f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use "
+                                "`predict` instead")
+    predictions = task.postprocess(data, features, out.predictions)
+    result = {
+        "task": task.name, "model": str(run_dir), "split": split, "size": len(features),
+        "total": getattr(data, "total", len(features)), "subsample": getattr(data, "sample_note", None),
+        "data": getattr(data, "source", None), "parser_noise": config.parser_noise, "main_metric": task.main_metric,
+        "scores": task.compute_metrics(data, predictions), "loss": (out.metrics or {}).get("eval_loss"),
+        "runtime_s": round(time.time() - t0, 2), "environment": environment(),
+    }
+    write_json(Path(out_dir) / f"eval_{split}.json", result)
+    logger.info("%s %s %s = %.4f (%s)", task.title, split, task.main_metric,
+                result["scores"].get(task.main_metric, float("nan")), Path(out_dir) / f"eval_{split}.json")
+    return result
+
+
+def predict(run_dir: str | os.PathLike, split: str = "test", *, changes: Mapping[str, Any] | None = None,
+            output_dir: str | None = None) -> dict[str, Any]:
+    """Predict a split with the model of a run folder; writes ``predictions_<split>.tsv`` (``index``, ``id``,
+    ``prediction``: label strings, or values for regression) and ``predictions_<split>.jsonl`` (the task's full
+    records). If the split has labels, scores are reported too."""
+    t0 = time.time()
+    config, task, data, features, out, out_dir = _run_split(run_dir, split, changes, output_dir,
+                                                            "max_predict_samples")
+    predictions = task.postprocess(data, features, out.predictions)
+    records = task.prediction_records(data, predictions)
+    path = Path(out_dir) / f"predictions_{split}.tsv"
+    with atomic_write(path) as f:
+        f.write("index\tid\tprediction\n")
+        for i, r in enumerate(records):
+            f.write(f"{i}\t{r['id']}\t{r['prediction']}\n")
+    with atomic_write(path.with_suffix(".jsonl")) as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+    result: dict[str, Any] = {
+        "task": task.name, "model": str(run_dir), "split": split, "size": len(records),
+        "subsample": getattr(data, "sample_note", None), "predictions_file": str(path),
+        "scores": task.compute_metrics(data, predictions) if _has_labels(data) else None,
+        "runtime_s": round(time.time() - t0, 2)}
+    values = [r["prediction"] for r in records]
+    if values and all(isinstance(v, str) for v in values):
+        result["predicted_distribution"] = dict(sorted(Counter(values).items()))
+    logger.info("wrote %d predictions to %s", len(records), path)
+    return result
+
+
+# -- compare ----------------------------------------------------------------------------------------------------
+def _default_lisa_layer(config: RunConfig) -> int:
+    """``model.lisa_layer``, else the encoder's middle layer (``num_hidden_layers // 2``; the paper does not say
+    which layer its LISA head is in)."""
+    if config.model.get("lisa_layer") is not None:
+        return int(config.model["lisa_layer"])
+    from transformers import AutoConfig
+
+    enc = AutoConfig.from_pretrained(config.resolved_model())
+    n = getattr(enc, "num_hidden_layers", None) or getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
+    return int(n) // 2
+
+
+def _system(system: str, **changes: Any) -> Callable[[RunConfig], tuple[str, dict[str, Any]]]:
+    def make(config: RunConfig) -> tuple[str, dict[str, Any]]:
+        return system, {k: (v(config) if callable(v) else v) for k, v in changes.items()}
+
+    return make
+
+
+#: The systems ``compare`` knows by name: ``config -> (model_type, model option changes)``; a value ``None``
+#: removes the option. The shared ``model`` options that the system's config class has are kept.
+SYSTEM_PRESETS: dict[str, Callable[[RunConfig], tuple[str, dict[str, Any]]]] = {
+    "baseline": _system("sgnet", use_sg_layer=False),
+    "sgnet": _system("sgnet", use_sg_layer=True),
+    "syntax_bert": _system("syntax_bert", lisa_layer=None),
+    "syntax_bert_lisa": _system("syntax_bert", lisa_layer=_default_lisa_layer),
+    "syntax_bert_baseline": _system("syntax_bert", lisa_layer=None, syntax_layers=[], aggregation="mean"),
+    "lisa": _system("syntax_bert", lisa_layer=_default_lisa_layer, syntax_layers=[], aggregation="mean"),
+}
+
+
+def resolve_systems(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None
+                    ) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, or a comma-separated string of
+    them) and / or explicit ``(name, changes)`` pairs; ``None`` = ``baseline,sgnet``.
+
+    A preset's changes set ``model_type`` and ``model``: the shared ``model`` options its config class knows, with
+    the preset's own options on top (Syntax-BERT presets keep shared options such as ``use_dependency``; SG-Net
+    ones drop them).
+
+    Raises:
+        SyntaxformerError: an unknown or repeated name.
+    """
+    if systems is None:
+        systems = ["baseline", "sgnet"]
+    if isinstance(systems, str):
+        systems = [x.strip() for x in systems.split(",") if x.strip()]
+    out: list[tuple[str, dict[str, Any]]] = []
+    for item in systems:
+        if isinstance(item, str):
+            if item not in SYSTEM_PRESETS:
+                raise SyntaxformerError(f"unknown system {item!r}; known systems: {', '.join(SYSTEM_PRESETS)}")
+            system, changes = SYSTEM_PRESETS[item](config)
+            known = set(model_option_names(system))
+            model = {k: v for k, v in config.model.items() if k in known}
+            if system == "syntax_bert" and "syntax_layers" not in changes and model.get("syntax_layers") == []:
+                model.pop("syntax_layers")  # a system with sub-networks
+            for k, v in changes.items():
+                if v is None:
+                    model.pop(k, None)
+                else:
+                    model[k] = v
+            out.append((item, {"model_type": system, "model": model}))
+        else:
+            name, changes = item
+            out.append((str(name), dict(changes)))
+    names = [n for n, _ in out]
+    if not out or len(set(names)) != len(names):
+        raise SyntaxformerError(f"systems must be distinct names, got {names}")
+    return out
+
+
+def compare(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None
+            ) -> dict[str, Any]:
+    """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data;
+    report their dev scores side by side.
+
+    Each system runs :func:`train` in ``<output_dir>/<name>`` (features are built once per kind of features and
+    shared through the features cache). Writes ``<output_dir>/comparison.json``.
+
+    Args:
+        config: the shared run settings.
+        systems: names from :data:`SYSTEM_PRESETS` (``baseline``, ``sgnet``, ``syntax_bert``, ``syntax_bert_lisa``,
+            ``syntax_bert_baseline``, ``lisa``; a list or a comma-separated string) and / or ``(name, config
+            changes)`` pairs; default ``baseline,sgnet``.
+
+    Returns:
+        ``{"task", "seed", "main_metric", "sizes", "subsample", "systems": {name: metrics.json content},
+        "table": the side-by-side text (:func:`format_comparison`), "runtime_s"}``.
+    """
+    t0 = time.time()
+    resolved = resolve_systems(config, systems)
+    results: dict[str, dict[str, Any]] = {}
+    for name, changes in resolved:
+        sub = config.replace(output_dir=str(Path(config.output_dir) / name), **changes)
+        results[name] = train(sub)
+    task = config.build_task()
+    first = next(iter(results.values()))
+    summary = {"task": task.name, "seed": config.seed, "main_metric": task.main_metric,
+               "sizes": first["sizes"], "subsample": first["subsample"], "systems": results,
+               "runtime_s": round(time.time() - t0, 2)}
+    summary["table"] = format_comparison(summary)
+    os.makedirs(config.output_dir, exist_ok=True)
+    write_json(Path(config.output_dir) / "comparison.json", summary)
+    return summary
+
+
+def system_kind(system: str, model: Any) -> str:
+    """A short name of what a model is: ``SG-Net``, ``baseline``, ``Syntax-BERT``, ``Syntax-BERT + LISA``,
+    ``LISA`` (LISA head, no sub-networks) or ``baseline (Syntax-BERT head)``."""
+    c = model.config
+    if system != "syntax_bert":
+        return "SG-Net" if getattr(c, "use_sg_layer", False) else "baseline"
+    sub = c.syntax_layers is None or len(c.syntax_layers) > 0
+    lisa = c.lisa_layer is not None
+    if sub:
+        return "Syntax-BERT + LISA" if lisa else "Syntax-BERT"
+    return "LISA" if lisa else "baseline (Syntax-BERT head)"
+
+
+def model_label(path: str) -> str:
+    """A short readable name of a model path (the offline MiniLM folder is shown as ``all-MiniLM-L6-v2``)."""
+    from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
+
+    if path in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
+        return DEFAULT_HF_MODEL_HUB.split("/")[-1]
+    p = Path(path)
+    return "/".join(p.parts[-2:]) if p.is_dir() else path
+
+
+def format_comparison(summary: dict[str, Any]) -> str:
+    """The side-by-side text table of a :func:`compare` result."""
+    systems = summary["systems"]
+    names = list(systems)
+    metric_names: list[str] = []
+    for m in systems.values():
+        metric_names += [k for k in m["dev"] if k not in metric_names]
+    first = systems[names[0]]
+    sizes = first["sizes"]
+    lines = [f"{first['task_title']}: {first['model_label']} fine-tuned on {sizes['train']} of "
+             f"{sizes['train_total']} train examples, scored on {sizes['dev']} of {sizes['dev_total']} dev "
+             f"examples; seed {summary['seed']}, {first['num_train_epochs']:g} epoch(s), batch {first['batch_size']}, "
+             f"lr {first['learning_rate']:g} (new layers {first['new_params_lr'] or first['learning_rate']:g}), "
+             f"max length {first['max_length']}" + (f", parser noise {first['parser_noise']:g}"
+                                                    if first["parser_noise"] else "")]
+    if first["subsample"]["train"] or first["subsample"]["dev"]:
+        lines.append("subsample: " + "; ".join(f"{k}: {v}" for k, v in first["subsample"].items() if v))
+    source = first.get("syntax_source")
+    if source and any(m.get("model_family") == "syntax_bert" for m in systems.values()):
+        lines.append(f"syntax: dependency trees: {source['dependency']}; constituency trees: "
+                     f"{source['constituency']}")
+    w = max(10, *(len(n) for n in metric_names))
+    nw = max(10, *(len(n) for n in names))
+    lines.append(f"{'system':<{nw}} " + " ".join(f"{n:>{w}}" for n in metric_names) + f" {'train_s':>9}")
+    for name in names:
+        m = systems[name]
+        vals = " ".join(f"{m['dev'].get(n, math.nan):>{w}.4f}" for n in metric_names)
+        lines.append(f"{name:<{nw}} {vals} {m['train']['runtime_s']:>9.1f}")
+    if len(names) >= 2:
+        a = systems[names[0]]["dev"].get(summary["main_metric"], math.nan)
+        for other in names[1:]:
+            b = systems[other]["dev"].get(summary["main_metric"], math.nan)
+            lines.append(f"difference ({other} - {names[0]}) in {summary['main_metric']}: {b - a:+.4f}")
+    return "\n".join(lines)
