@@ -30,7 +30,7 @@ Files in ``output_dir``:
 * the model and tokenizer (``save_model``), ``checkpoint-*`` folders when ``save_strategy`` saves them.
 
 The no-answer threshold (SQuAD). The evaluation articles are split **by article** (``threshold_tuning_fraction``,
-default 0.5, ``threshold_split_seed``; :func:`threshold_split`) into a *tuning* part and a *test* part;
+default 0.5, ``threshold_split_seed``; :func:`syntaxformer.tasks.squad.threshold_split`) into a *tuning* part and a *test* part;
 ``metrics["threshold_protocol"]`` names the articles and counts the questions of each. Every reported score is on
 the **test part**:
 
@@ -66,14 +66,12 @@ from syntaxformer.training.config import ExperimentConfig
 from syntaxformer.training.experiment import _environment, _load_tokenizer, _resume_checkpoint, _say, _write_json
 
 __all__ = ["QAExperimentConfig", "QA_TASKS", "run_qa", "run_squad", "run_race", "evaluate_qa", "load_qa_config",
-           "squad_data", "race_data", "question_words", "length_bucket", "LENGTH_BUCKETS", "QA_CONFIG_FILE"]
+           "squad_data", "race_data", "QA_CONFIG_FILE"]
 
 #: The tasks handled here (everything else goes to :func:`syntaxformer.training.run_experiment`).
 QA_TASKS: tuple[str, ...] = ("squad2", "race")
 QA_CONFIG_FILE = "qa_experiment.json"
 METRICS_FILE = "metrics.json"
-#: Question-length buckets in words (SG-Net TPAMI Fig. 4 groups questions by length).
-LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((1, 5), (6, 10), (11, 15), (16, 20), (21, None))
 
 
 @dataclass
@@ -272,7 +270,8 @@ def _subset(items: list, n: int | None, seed: int) -> tuple[list, str | None]:
 
 def squad_data(config: QAExperimentConfig) -> dict[str, Any]:
     """``{"train", "eval": list[SquadExample], "source": {...}}`` as the config says (see the module doc)."""
-    from syntaxformer.tasks.squad import load_squad_hub, read_squad, split_by_article
+    from syntaxformer.data.readers.squad import load_squad_hub, read_squad, split_by_article
+    from syntaxformer.tasks.squad import threshold_split
 
     seed = config.resolved_data_seed
     if config.dataset:
@@ -310,48 +309,8 @@ def squad_data(config: QAExperimentConfig) -> dict[str, Any]:
             "threshold_protocol": protocol}
 
 
-def threshold_split(examples: Sequence[Any], fraction: float, seed: int = 0) -> tuple[list[str], dict[str, Any]]:
-    """The evaluation questions whose articles tune the no-answer threshold, and a description of the split.
-
-    The articles of ``examples`` are split with :func:`~syntaxformer.tasks.squad.split_by_article`
-    (``held_out_fraction = 1 - fraction``, ``seed``): the held-out share is the *test* part (at least one
-    article), the rest the *tuning* part (about ``fraction`` of the articles, at least one). ``fraction = 0``:
-    no split, the threshold is tuned on the scored questions themselves (``tuning_qids == []``).
-
-    Returns:
-        ``(tuning_qids, protocol)``; ``protocol`` names the articles of each part and counts their questions.
-    """
-    from syntaxformer.tasks.squad import split_by_article, squad_counts
-
-    fraction = float(fraction)
-    if fraction <= 0:
-        return [], {"threshold_tuning_fraction": 0.0, "tuned_on": "the scored (test) questions themselves",
-                    "test_articles": sorted({e.title for e in examples}), "test_questions": len(examples),
-                    "test_counts": squad_counts(examples),
-                    "note": "threshold_tuning_fraction=0: best_f1_threshold is tuned on the questions it scores "
-                            "(as the official script's best_f1), so it is optimistic."}
-    titles = sorted({e.title for e in examples})
-    if len(titles) < 2:
-        raise SyntaxformerError(f"threshold_tuning_fraction={fraction} splits the evaluation articles into a tuning "
-                                f"and a test part, but the evaluation questions come from {len(titles)} article(s); "
-                                "use more evaluation questions / articles or threshold_tuning_fraction=0 (tune on "
-                                "the scored questions themselves)")
-    tuning, test = split_by_article(examples, 1.0 - fraction, seed=int(seed))
-    return [e.qid for e in tuning], {
-        "threshold_tuning_fraction": fraction, "threshold_split_seed": int(seed),
-        "tuned_on": "the tuning part (other articles than the scored test part)",
-        "tuning_articles": sorted({e.title for e in tuning}), "test_articles": sorted({e.title for e in test}),
-        "tuning_questions": len(tuning), "test_questions": len(test),
-        "tuning_counts": squad_counts(tuning), "test_counts": squad_counts(test),
-        "note": "The evaluation (held-out) articles are split by article: no-answer thresholds are chosen on the "
-                "tuning part and applied to the test part; fixed_threshold, best_f1_threshold and "
-                "best_exact_threshold score the test part only. same_set_best_f1_threshold tunes on the test part "
-                "itself (optimistic; as the official script's best_f1). per_question.json marks each question's "
-                "part."}
-
-
 def _read_race_source(path: Path, max_questions: int | None, seed: int) -> tuple[list, str | None]:
-    from syntaxformer.tasks.race import read_race_dir, read_race_tarball
+    from syntaxformer.data.readers.race import read_race_dir, read_race_tarball
 
     if path.is_dir():
         examples = read_race_dir(path)
@@ -366,7 +325,7 @@ def _read_race_source(path: Path, max_questions: int | None, seed: int) -> tuple
 
 def race_data(config: QAExperimentConfig) -> dict[str, Any]:
     """``{"train", "eval": list[RaceExample], "source": {...}}`` as the config says (see the module doc)."""
-    from syntaxformer.tasks.race import load_race_hub
+    from syntaxformer.data.readers.race import load_race_hub
 
     seed = config.resolved_data_seed
     if config.dataset:
@@ -381,19 +340,6 @@ def race_data(config: QAExperimentConfig) -> dict[str, Any]:
         held, eval_note = _read_race_source(dev_path, config.max_eval_samples, seed)
         source = {"train": str(train_path), "eval": str(dev_path)}
     return {"train": train, "eval": held, "source": source, "subsample": {"train": train_note, "eval": eval_note}}
-
-
-def question_words(question: str) -> int:
-    """Question length in words (whitespace tokens), the unit of the length buckets."""
-    return len(question.split())
-
-
-def length_bucket(n_words: int, buckets: Sequence[tuple[int, int | None]] = LENGTH_BUCKETS) -> str:
-    """``"1-5"``, ``"6-10"`` ... ``">20"``: the bucket of a question of ``n_words`` words."""
-    for lo, hi in buckets:
-        if n_words >= lo and (hi is None or n_words <= hi):
-            return f">{lo - 1}" if hi is None else f"{lo}-{hi}"
-    return f"<{buckets[0][0]}"
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -412,8 +358,7 @@ class _ListDataset:
         return self.items[i]
 
 
-_QA_KEYS = ("input_ids", "attention_mask", "token_type_ids", "dep_tin", "dep_tout", "syntax_tree",
-            "start_positions", "end_positions", "is_impossible")
+_SDOI_KEYS = ("syntax_tree", "dep_tin", "dep_tout")
 _IGNORE_OUTPUTS = ["span_loss", "verifier_loss", "hidden_states", "attentions", "sg_attentions"]
 
 
@@ -482,14 +427,18 @@ def run_qa(config: QAExperimentConfig) -> dict[str, Any]:
 
 
 # -- SQuAD 2.0 ---------------------------------------------------------------------------------------------
+def _sdoi_context(criterion: str) -> Any:
+    """The featurization context of these runs: SG-Net's SDOI arrays only."""
+    from syntaxformer.tasks.base import TaskContext
+
+    return TaskContext(tokenizer=None, syntax_inputs=_SDOI_KEYS, criterion=criterion)
+
+
 def _squad_items(features: Sequence[Any], criterion: str) -> list[dict[str, np.ndarray]]:
     from syntaxformer.tasks.squad import feature_arrays
 
-    out = []
-    for f in features:
-        arrays = feature_arrays(f, criterion)
-        out.append({k: arrays[k] for k in _QA_KEYS if k in arrays})
-    return out
+    context = _sdoi_context(criterion)
+    return [feature_arrays(f, context) for f in features]
 
 
 def _squad_features(config: QAExperimentConfig, tokenizer: Any, examples: list, annotator: Any) -> list:
@@ -525,118 +474,15 @@ def _squad_logits(trainer: Any, ds: Any) -> tuple[Any, Any, Any]:
     return preds[0], preds[1], (preds[2] if len(preds) > 2 else None)
 
 
-def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scores: Mapping[str, float],
-                 null_threshold: float = 0.0, tuning_qids: Sequence[str] | None = None) -> dict[str, Any]:
-    """SQuAD 2.0 metrics at the fixed threshold and at no-answer thresholds tuned on the tuning questions.
-
-    The questions in ``tuning_qids`` only choose thresholds; all other questions (the *test* part) are scored.
-    With no ``tuning_qids`` the thresholds are tuned on the scored questions themselves (the official script's
-    optimistic ``best_f1`` protocol). Thresholds come from the reachable sweep
-    (:func:`~syntaxformer.tasks.squad_metric.find_reachable_best_threshold`): applying ``na > t`` → no answer
-    reproduces the scores reported for them exactly. "Answer nobody" is written as a threshold below every
-    evaluation question's score, so it answers nobody on the test part too.
-
-    Returns:
-        ``{"fixed_threshold", "best_f1_threshold", "best_exact_threshold", "same_set_best_f1_threshold",
-        "per_question"}``. Each metric dict holds EM / F1 overall, HasAns, NoAns of the test part (percent) at its
-        ``threshold``:
-
-        * ``fixed_threshold``: at ``null_threshold`` (untuned); also the sweeps on the test part itself:
-          ``best_exact`` / ``best_f1`` and ``_thresh`` (reachable) and ``official_best_*`` (the official script's
-          numbers, possibly unreachable on tied scores, ``_thresh`` 0.0 for "answer nobody").
-        * ``best_f1_threshold`` (headline) / ``best_exact_threshold``: at the threshold with the best F1 / EM on
-          the tuning part (``tuning_f1`` / ``tuning_exact`` there, ``tuning_questions``, ``tuned_on``).
-        * ``same_set_best_f1_threshold``: at the best-F1 threshold of the test part itself (optimistic), with the
-          official script's ``official_best_f1`` / ``official_best_exact`` (and ``_thresh``) on the test part.
-
-        ``per_question``: ``qid -> {part ("tuning" / "test"), question_words, has_answer, best_text, na_score,
-        prediction_/em_/f1_fixed, prediction_/em_/f1_best}`` (``_best``: at ``best_f1_threshold``'s threshold).
-    """
-    from syntaxformer.tasks.squad import gold_answers
-    from syntaxformer.tasks.squad_metric import (
-        answer_nobody_threshold,
-        apply_no_answer_threshold,
-        find_reachable_best_threshold,
-        normalize_answer,
-        raw_scores,
-        squad_evaluate,
-    )
-
-    gold = gold_answers(examples)
-    probs = {q: float(na_scores.get(q, 0.0)) for q in gold}
-    tune_set = set(tuning_qids or ()) & set(gold)
-    same_set = not tune_set
-    test_q = list(gold) if same_set else [q for q in gold if q not in tune_set]
-    tune_q = test_q if same_set else [q for q in gold if q in tune_set]
-    if not test_q:
-        raise SyntaxformerError("every evaluation question is a threshold-tuning question: no test part is left")
-    has = {q: any(a for a in answers) for q, answers in gold.items()}
-    scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
-    em, f1 = raw_scores(scored, best_texts)
-    nobody = answer_nobody_threshold(probs.values())  # below every evaluation question: nobody answered anywhere
-    sweep_keys = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh", "reachable_best_exact",
-                  "reachable_best_exact_thresh", "reachable_best_f1", "reachable_best_f1_thresh")
-
-    def tuned(per_q: Mapping[str, float], qids: list[str]) -> tuple[float, float]:
-        best, t = find_reachable_best_threshold({q: per_q[q] for q in qids}, probs, has)
-        if not any(probs[q] <= t for q in qids):
-            t = nobody
-        return best, t
-
-    def at(qids: list[str], t: float) -> tuple[dict[str, Any], dict[str, Any]]:
-        r = squad_evaluate({q: gold[q] for q in qids}, best_texts, {q: probs[q] for q in qids}, na_prob_thresh=t)
-        out = {k: v for k, v in r.items() if k not in sweep_keys}
-        out["threshold"] = t
-        return out, r
-
-    fixed, sweeps = at(test_q, null_threshold)
-    same_f1, same_t = tuned(f1, test_q)
-    same_em, same_em_t = tuned(em, test_q)
-    official = {f"official_{k}": sweeps[k] for k in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")}
-    fixed.update({"best_exact": same_em, "best_exact_thresh": same_em_t, "best_f1": same_f1, "best_f1_thresh": same_t,
-                  **official})
-    tuned_on = ("the same (test) questions" if same_set else "the tuning part") + f" ({len(tune_q)} questions)"
-    tune_f1, t_f1 = tuned(f1, tune_q)
-    tune_em, t_em = tuned(em, tune_q)
-    best_f1, _ = at(test_q, t_f1)
-    best_f1.update({"tuned_on": tuned_on, "tuning_questions": len(tune_q), "tuning_f1": tune_f1,
-                    "tuning_exact": 100.0 * sum(apply_no_answer_threshold({q: em[q] for q in tune_q}, probs, has,
-                                                                          t_f1).values()) / len(tune_q)})
-    best_em, _ = at(test_q, t_em)
-    best_em.update({"tuned_on": tuned_on, "tuning_questions": len(tune_q), "tuning_exact": tune_em})
-    same, _ = at(test_q, same_t)
-    same.update({"tuned_on": f"the scored (test) questions themselves ({len(test_q)} questions; optimistic)",
-                 **official})
-
-    per_q: dict[str, dict[str, Any]] = {}
-    at_t = {name: (apply_no_answer_threshold(em, probs, has, t), apply_no_answer_threshold(f1, probs, has, t))
-            for name, t in (("fixed", null_threshold), ("best", t_f1))}
-    test_set = set(test_q)
-    for e in examples:
-        q = e.qid
-        text = best_texts.get(q, "")
-        per_q[q] = {"part": "test" if q in test_set else "tuning", "question_words": question_words(e.question),
-                    "has_answer": has[q], "best_text": text, "na_score": probs[q],
-                    "prediction_fixed": "" if probs[q] > null_threshold else text,
-                    "prediction_best": "" if probs[q] > t_f1 else text,
-                    "em_fixed": int(at_t["fixed"][0][q]), "f1_fixed": float(at_t["fixed"][1][q]),
-                    "em_best": int(at_t["best"][0][q]), "f1_best": float(at_t["best"][1][q])}
-    return {"fixed_threshold": fixed, "best_f1_threshold": best_f1, "best_exact_threshold": best_em,
-            "same_set_best_f1_threshold": same, "per_question": per_q}
-
-
-def _finite(d: Mapping[str, float]) -> dict[str, float]:
-    """JSON-safe no-answer scores (a question with no valid span has score +inf: written as 1e30)."""
-    return {k: (float(v) if math.isfinite(v) else math.copysign(1e30, v)) for k, v in d.items()}
-
-
 def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
     """Fine-tune and evaluate span QA on SQuAD 2.0 (see the module doc for data and files).
 
     Returns:
         the content of ``metrics.json``.
     """
-    from syntaxformer.tasks.squad import postprocess_predictions, squad_counts
+    from syntaxformer.data.readers.squad import squad_counts
+    from syntaxformer.tasks.squad import json_safe_scores, postprocess_predictions, threshold_note
+    from syntaxformer.tasks.squad_metric import squad_scores
 
     t0 = time.time()
     output_dir = _prepare_output(config)
@@ -680,8 +526,9 @@ def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
     out = Path(output_dir)
     _write_json(out / "predictions.json", {q: r["prediction_best"] for q, r in per_q.items()})
     _write_json(out / "best_texts.json", result.best_texts)
-    _write_json(out / "na_probs.json", _finite(result.na_scores))
-    _write_json(out / "per_question.json", _finite_per_q(per_q))
+    _write_json(out / "na_probs.json", json_safe_scores(result.na_scores))
+    _write_json(out / "per_question.json", {q: {**r, "na_score": r["na_score"] if math.isfinite(r["na_score"]) else 1e30}
+                                            for q, r in per_q.items()})
     from syntaxformer.training.experiment import model_label, system_kind
 
     metrics = {
@@ -699,7 +546,7 @@ def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
         "learning_rate": config.learning_rate, "new_params_lr": config.new_params_lr,
         "num_train_epochs": config.num_train_epochs, "batch_size": config.per_device_train_batch_size,
         **scores,
-        "threshold_note": _threshold_note(config.threshold_tuning_fraction),
+        "threshold_note": threshold_note(config.threshold_tuning_fraction),
         "train": train_info, "verifier_train": verifier_info, "data_prep_s": round(data_s, 2),
         "eval_s": round(eval_s, 2), "runtime_s": round(time.time() - t0, 2), "environment": _environment(),
     }
@@ -712,28 +559,12 @@ def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
     return metrics
 
 
-def _threshold_note(fraction: float) -> str:
-    if fraction > 0:
-        return ("All SQuAD scores are on the TEST part of the evaluation articles (threshold_protocol). "
-                "best_f1_threshold (headline) / best_exact_threshold: the no-answer threshold with the best F1 / EM "
-                "on the TUNING part (other articles), applied to the test part. fixed_threshold: the untuned "
-                "null_threshold. same_set_best_f1_threshold and fixed_threshold.best_* / official_best_*: "
-                "thresholds tuned on the test part itself (optimistic; official_best_* are the official script's "
-                "numbers, which can be unreachable when no-answer scores tie).")
-    return ("threshold_tuning_fraction=0: best_f1_threshold / best_exact_threshold are tuned on the same evaluation "
-            "questions they score (as the official script's best_f1; optimistic). fixed_threshold: untuned. "
-            "official_best_*: the official script's sweep (can be unreachable when no-answer scores tie).")
-
-
-def _finite_per_q(per_q: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {q: {**r, "na_score": r["na_score"] if math.isfinite(r["na_score"]) else 1e30} for q, r in per_q.items()}
-
-
 # -- RACE --------------------------------------------------------------------------------------------------
 def _race_items(features: Sequence[Any], criterion: str) -> list[dict[str, Any]]:
     from syntaxformer.tasks.race import feature_arrays
 
-    return [feature_arrays(f, criterion) for f in features]
+    context = _sdoi_context(criterion)
+    return [feature_arrays(f, context) for f in features]
 
 
 def run_race(config: QAExperimentConfig) -> dict[str, Any]:
@@ -741,7 +572,9 @@ def run_race(config: QAExperimentConfig) -> dict[str, Any]:
     import transformers
 
     from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
-    from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate, race_counts
+    from syntaxformer.analysis.buckets import question_words
+    from syntaxformer.data.readers.race import race_counts
+    from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate
 
     t0 = time.time()
     output_dir = _prepare_output(config)
@@ -824,7 +657,8 @@ def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | Non
     if config.task == "squad2":
         from syntaxformer.data.collate import pad_arrays
         from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
-        from syntaxformer.tasks.squad import postprocess_predictions
+        from syntaxformer.tasks.squad import postprocess_predictions, threshold_note
+        from syntaxformer.tasks.squad_metric import squad_scores
 
         data = squad_data(config)
         examples = data["eval"]
@@ -847,7 +681,7 @@ def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | Non
         scores.pop("per_question")
         result = {"task": "squad2", "model": str(model_dir), "size": len(examples),
                   "threshold_protocol": data["threshold_protocol"], **scores,
-                  "threshold_note": _threshold_note(config.threshold_tuning_fraction)}
+                  "threshold_note": threshold_note(config.threshold_tuning_fraction)}
     else:
         from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
         from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate
