@@ -470,7 +470,10 @@ class SquadTask(Task):
                  max_answer_length: int = 30, null_threshold: float = 0.0, verifier: str = "none",
                  verifier_loss_weight: float = 1.0, beta1: float = 1.0, beta2: float = 1.0,
                  held_out_fraction: float = 0.25, split_seed: int = 0, threshold_tuning_fraction: float = 0.5,
-                 threshold_split_seed: int = 0):
+                 threshold_split_seed: int = 0, **unknown: Any):
+        if unknown:
+            raise SyntaxformerError(f"option(s) {sorted(unknown)} do not apply to squad2; its options are "
+                                    f"{sorted(self._option_names())}")
         if verifier not in VERIFIERS:
             raise SyntaxformerError(f"verifier={verifier!r} is not valid; choose one of {VERIFIERS}")
         if int(doc_stride) < 0:
@@ -498,6 +501,14 @@ class SquadTask(Task):
         self.threshold_split_seed = int(threshold_split_seed)
 
     # -- identity ----------------------------------------------------------------------------------------
+    @classmethod
+    def _option_names(cls) -> list[str]:
+        """The names of the task options."""
+        import inspect
+
+        return [n for n, p in inspect.signature(cls.__init__).parameters.items()
+                if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD]
+
     def options(self) -> dict[str, Any]:
         return {"doc_stride": self.doc_stride, "question_first": self.question_first, "n_best": self.n_best,
                 "max_answer_length": self.max_answer_length, "null_threshold": self.null_threshold,
