@@ -96,3 +96,89 @@ def test_race_collate_rejects_mixed_option_counts(race_features):
     with pytest.raises(SyntaxformerError, match="too small"):
         RaceFeaturizer(None, None, max_length=4)
     assert np.all(race_collate(items[:1], labels=False)["attention_mask"].numpy() == 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# RaceTask
+# ---------------------------------------------------------------------------------------------------------------
+def test_race_task_postprocess_metrics_and_files_on_hand_made_logits():
+    from syntaxformer.tasks.base import get_task
+    from syntaxformer.tasks.data import TaskData
+
+    ex = [RaceExample(f"m{i}", "m", "middle", "a", "Who is it?", ["x", "y", "z"], label=i % 3) for i in range(4)] + \
+         [RaceExample(f"h{i}", "h", "high", "a", "Why?", ["x", "y", "z"], label=0) for i in range(2)]
+    data = TaskData(ex, "hand", "0", len(ex))
+    logits = np.array([[3, 1, 0], [0, 2, 1], [0, 0, 1], [5, 0, 0], [0, 1, 0], [2, 0, 0]], dtype=np.float32)
+    task = get_task("race")
+    assert task.head == "multiple_choice" and task.label_names == ["labels"] and task.main_metric == "accuracy_all"
+    preds = task.postprocess(data, None, (logits,))
+    assert preds.values == [0, 1, 2, 0, 1, 0]
+    m = task.compute_metrics(data, preds)
+    want = race_accuracy(ex, logits.argmax(-1).tolist())
+    assert m["accuracy"] == want and m["accuracy_all"] == want["all"] == 100 * 5 / 6
+    assert (m["accuracy_middle"], m["accuracy_high"]) == (want["middle"], want["high"])
+    files = task.run_files(data, preds)["predictions.json"]
+    assert files["h0"] == {"prediction": "B", "gold": "A", "level": "high", "correct": False, "question_words": 1,
+                           "probs": files["h0"]["probs"]}
+    assert all(abs(sum(r["probs"]) - 1) < 1e-4 for r in files.values()) and files["h1"]["correct"]
+    assert task.prediction_records(data, preds)[1]["option"] == "y"
+    with pytest.raises(SyntaxformerError, match="takes no options"):
+        get_task("race", verifier="joint")
+    with pytest.raises(SyntaxformerError, match="rows of logits"):
+        task.postprocess(data, None, logits[:2])
+
+
+def test_race_task_load_split_sources_and_subsets(tmp_path):
+    from syntaxformer.tasks.base import get_task
+
+    task = get_task("race")
+    section = {"data_dir": str(data_path("race")), "max_train_samples": 10, "max_eval_samples": 12, "data_seed": 0}
+    train, dev = task.load_split("train", section), task.load_split("dev", section)
+    assert len(train) == 10 and "seeded order" in train.sample_note and train.source.endswith("RACE_train.tar.gz")
+    assert len(dev) == 12 and dev.total == 4887 and dev.metadata["counts"]["questions"] == 12
+    assert [e.qid for e in task.load_split("dev", section).examples] == [e.qid for e in dev.examples]
+    with pytest.raises(SyntaxformerError, match="not found"):
+        task.load_split("test", {"data_dir": str(tmp_path)})
+
+
+def test_race_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, race_features):
+    from syntaxformer.tasks.base import get_task
+    from syntaxformer.tasks.data import TaskData
+
+    dev, feats, parses = race_features
+
+    class Parsed:  # the parses of the fixture, as an annotator
+        def annotate(self, texts):
+            return [parses[t] for t in texts]
+
+    task = get_task("race")
+    data = TaskData(dev, "hand", "0", len(dev))
+    parsed = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, annotator=Parsed(),
+                                              syntax_inputs=SDOI_CONTEXT.syntax_inputs, max_length=96), "dev")
+    plain = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
+    assert parsed.truncated == plain.truncated == len(dev)
+    for a, b, f in zip(parsed.items, plain.items, feats):
+        assert list(a["options"][0]) == ["input_ids", "attention_mask", "token_type_ids", *SDOI_CONTEXT.syntax_inputs]
+        assert list(b["options"][0]) == ["input_ids", "attention_mask", "token_type_ids"]
+        for x, y, w in zip(a["options"], b["options"], f.options):  # unparsed: the same tokens and truncation
+            assert np.array_equal(x["input_ids"], w.input_ids) and np.array_equal(y["input_ids"], w.input_ids)
+    batch = task.collator(TaskContext(tokenizer=minilm_tokenizer))(parsed.items)
+    assert batch["input_ids"].shape[:2] == (len(dev), 4) and batch["labels"].tolist() == [e.label for e in dev]
+
+
+def test_race_task_through_the_runner_contract(tiny_model, tmp_path):
+    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.tasks.base import get_task
+    from tests.tasks.task_driver import run_task
+
+    task = get_task("race")
+    assert task.training_defaults()["group_by_length"] is False  # [B, C, L] items: random order, as before
+    out = run_task(task, tiny_model, {"data_dir": str(data_path("race")), "max_train_samples": 8,
+                                      "max_eval_samples": 8}, str(tmp_path),
+                   annotator=SpacyAnnotator(cache=None, progress=False), max_length=64)
+    m, preds = out["metrics"], out["files"]["predictions.json"]
+    acc = m["accuracy"]
+    assert acc["n_all"] == 8 and acc["n_middle"] + acc["n_high"] == 8 and out["features"].truncated == 8
+    assert all(isinstance(m[k], float) for k in task.metric_names)
+    assert len(preds) == 8 and 100 * sum(p["correct"] for p in preds.values()) / 8 == pytest.approx(acc["all"])
+    assert np.asarray(out["raw"]).shape == (8, 4)
