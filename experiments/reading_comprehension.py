@@ -184,7 +184,7 @@ def _bootstrap(values: dict[str, dict[int, np.ndarray]], variant: str, ref: str,
 
 
 def _buckets(per_q: dict[str, dict[str, Any]], key_em: str, key_f1: str | None) -> dict[str, dict[str, float]]:
-    from syntaxformer.training.qa import LENGTH_BUCKETS, length_bucket
+    from syntaxformer.analysis.buckets import LENGTH_BUCKETS, length_bucket
 
     out: dict[str, dict[str, Any]] = {}
     for lo, hi in LENGTH_BUCKETS:
@@ -236,7 +236,8 @@ def _squad_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int
 
 
 def _race_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int) -> list[dict[str, Any]]:
-    from syntaxformer.tasks.race import read_race_dir, snippet
+    from syntaxformer.data.readers.race import read_race_dir
+    from syntaxformer.tasks.race import snippet
 
     path = Path(metrics["data"]["eval"])
     by_id = {e.qid: e for e in read_race_dir(path)} if path.is_dir() else {}
@@ -272,7 +273,7 @@ def _auroc(scores: np.ndarray, positive: np.ndarray) -> float | None:
 @functools.lru_cache(maxsize=4)
 def _squad_by_id(path: str) -> dict[str, Any]:
     """``qid -> SquadExample`` of a SQuAD file (read once per summary; ``{}`` if the file is absent)."""
-    from syntaxformer.tasks.squad import read_squad
+    from syntaxformer.data.readers.squad import read_squad
 
     return {e.qid: e for e in read_squad(path)} if Path(path).is_file() else {}
 

@@ -1,114 +1,21 @@
-"""RACE: readers on the real files (counts against PROVENANCE.txt), bad input, per-option features, accuracy."""
+"""RACE as a task: per-option features on real parses, [B, C, L] batches, accuracy, RaceTask through the driver."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
 import torch
 
-from syntaxformer.errors import FormatError, SyntaxformerError
-from syntaxformer.tasks.race import (
-    RaceExample,
-    RaceFeaturizer,
-    examples_from_hub_rows,
-    parse_race_record,
-    race_accuracy,
-    race_collate,
-    race_counts,
-    read_race_dir,
-    read_race_file,
-    read_race_tarball,
-)
+from syntaxformer.data.readers.race import RaceExample, read_race_dir
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.tasks.base import TaskContext
+from syntaxformer.tasks.race import RaceFeaturizer, feature_arrays, race_accuracy, race_collate
 from tests.conftest import data_path
 
 torch.set_num_threads(1)
 
-
-# ---------------------------------------------------------------------------------------------------------------
-# Readers on the real data
-# ---------------------------------------------------------------------------------------------------------------
-def test_read_race_dir_counts_match_provenance():
-    dev = read_race_dir(data_path("race", "dev"))
-    # PROVENANCE.txt: dev middle 368 passages / 1436 questions, high 1021 / 3451 => 4887.
-    assert race_counts(dev) == {"middle_passages": 368, "middle_questions": 1436, "high_passages": 1021,
-                                "high_questions": 3451, "passages": 1389, "questions": 4887}
-    assert len({e.qid for e in dev}) == len(dev)
-    assert all(len(e.options) == 4 and 0 <= e.label < 4 for e in dev)
-    first = read_race_file(data_path("race", "dev", "middle", "1011.txt"))
-    raw = json.loads(data_path("race", "dev", "middle", "1011.txt").read_text())
-    assert [e.answer for e in first] == raw["answers"] and first[0].qid == "middle1011.txt#0"
-    assert first[0].level == "middle" and first[0].options == raw["options"][0]
-
-
-def test_read_race_tarball_counts_and_seeded_subset():
-    path = data_path("race", "RACE_train.tar.gz")
-    train = read_race_tarball(path)
-    counts = race_counts(train)
-    # PROVENANCE.txt: middle 6409 passages / 25421 questions, high 18728 / 62445 => 87866 questions. Two high
-    # files (15946.txt, 16528.txt) hold no question, so 18726 high passages have questions.
-    assert (counts["middle_questions"], counts["high_questions"], counts["questions"]) == (25421, 62445, 87866)
-    assert (counts["middle_passages"], counts["high_passages"]) == (6409, 18726)
-    a = read_race_tarball(path, max_questions=40, seed=0)
-    b = read_race_tarball(path, max_questions=40, seed=0)
-    c = read_race_tarball(path, levels=("middle",), max_questions=40, seed=1)
-    assert len(a) == 40 and [e.qid for e in a] == [e.qid for e in b] and [e.qid for e in a] != [e.qid for e in c]
-    # Whole passages (all their questions) except possibly the last one.
-    by_passage = {}
-    for e in a:
-        by_passage.setdefault(e.passage_id, []).append(int(e.qid.split("#")[1]))
-    for ks in list(by_passage.values())[:-1]:
-        assert ks == list(range(len(ks)))
-    assert {e.level for e in c} == {"middle"} and {e.level for e in a} == {"middle", "high"}
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Bad input
-# ---------------------------------------------------------------------------------------------------------------
-GOOD = {"article": "Tom has a cat. It is black.", "questions": ["What color is the cat?", "Tom has a _ ."],
-        "options": [["black", "white", "red", "blue"], ["dog", "cat", "fish", "bird"]], "answers": ["A", "B"],
-        "id": "middle1.txt"}
-
-
-@pytest.mark.parametrize("change, message", [
-    ({"article": "  "}, "empty 'article'"),
-    ({"answers": ["A"]}, "equally many"),
-    ({"answers": ["A", "E"]}, "not a letter A..D"),
-    ({"options": [["x"], ["a", "b"]]}, "at least two option"),
-    ({"questions": None}, "lacks the field"),
-])
-def test_parse_race_record_rejects_bad_records(change, message):
-    record = {**GOOD, **change}
-    if change.get("questions", 1) is None:
-        del record["questions"]
-    with pytest.raises(FormatError, match=message) as err:
-        parse_race_record(record, "dev/middle/1.txt")
-    assert "dev/middle/1.txt" in str(err.value)
-
-
-def test_read_race_file_and_dir_errors(tmp_path):
-    bad = tmp_path / "middle" / "7.txt"
-    bad.parent.mkdir()
-    bad.write_text('{"article": "x", "questions": [')
-    with pytest.raises(FormatError, match="not valid JSON") as err:
-        read_race_file(bad)
-    assert "7.txt" in str(err.value)
-    with pytest.raises(SyntaxformerError, match="high"):  # the high/ folder is missing
-        read_race_dir(tmp_path, levels=("high",))
-    with pytest.raises(SyntaxformerError, match="not found"):
-        read_race_tarball(tmp_path / "none.tar.gz")
-    examples = parse_race_record(GOOD, "x")
-    assert [e.label for e in examples] == [0, 1] and examples[1].level == "middle"
-
-
-def test_examples_from_hub_rows():
-    rows = [{"example_id": "high132.txt", "article": "A b.", "question": "Q1?", "options": ["a", "b", "c", "d"],
-             "answer": "C"},
-            {"example_id": "high132.txt", "article": "A b.", "question": "Q2?", "options": ["a", "b", "c", "d"],
-             "answer": "A"}]
-    a, b = examples_from_hub_rows(rows)
-    assert (a.qid, a.level, a.label, b.qid, b.label) == ("high132.txt#0", "high", 2, "high132.txt#1", 0)
+#: SG-Net's inputs (the arrays today's RACE batches carry).
+SDOI_CONTEXT = TaskContext(tokenizer=None, syntax_inputs=("syntax_tree", "dep_tin", "dep_tout"))
 
 
 def test_race_accuracy_by_level():
@@ -159,7 +66,7 @@ def test_race_sdoi_masks_keep_in_window_ancestors_only(race_features):
     from syntaxformer.masks import sdoi_mask_from_features
 
     dev, feats, _ = race_features
-    batch = race_collate(feats)
+    batch = race_collate([feature_arrays(f, SDOI_CONTEXT) for f in feats])
     B, C, L = batch["input_ids"].shape
     assert (B, C) == (len(feats), 4) and batch["labels"].tolist() == [e.label for e in dev]
     flat = {k: v.reshape(B * C, L) for k, v in batch.items() if k != "labels"}
@@ -183,8 +90,95 @@ def test_race_sdoi_masks_keep_in_window_ancestors_only(race_features):
 def test_race_collate_rejects_mixed_option_counts(race_features):
     _, feats, _ = race_features
     short = type(feats[0])(0, "x", feats[0].options[:3], 0)
+    items = [feature_arrays(f, SDOI_CONTEXT) for f in (feats[0], short)]
     with pytest.raises(SyntaxformerError, match="different numbers of options"):
-        race_collate([feats[0], short])
+        race_collate(items)
     with pytest.raises(SyntaxformerError, match="too small"):
         RaceFeaturizer(None, None, max_length=4)
-    assert np.all(race_collate(feats[:1], labels=False)["attention_mask"].numpy() == 1)
+    assert np.all(race_collate(items[:1], labels=False)["attention_mask"].numpy() == 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# RaceTask
+# ---------------------------------------------------------------------------------------------------------------
+def test_race_task_postprocess_metrics_and_files_on_hand_made_logits():
+    from syntaxformer.tasks.base import get_task
+    from syntaxformer.tasks.data import TaskData
+
+    ex = [RaceExample(f"m{i}", "m", "middle", "a", "Who is it?", ["x", "y", "z"], label=i % 3) for i in range(4)] + \
+         [RaceExample(f"h{i}", "h", "high", "a", "Why?", ["x", "y", "z"], label=0) for i in range(2)]
+    data = TaskData(ex, "hand", "0", len(ex))
+    logits = np.array([[3, 1, 0], [0, 2, 1], [0, 0, 1], [5, 0, 0], [0, 1, 0], [2, 0, 0]], dtype=np.float32)
+    task = get_task("race")
+    assert task.head == "multiple_choice" and task.label_names == ["labels"] and task.main_metric == "accuracy_all"
+    preds = task.postprocess(data, None, (logits,))
+    assert preds.values == [0, 1, 2, 0, 1, 0]
+    m = task.compute_metrics(data, preds)
+    want = race_accuracy(ex, logits.argmax(-1).tolist())
+    assert m["accuracy"] == want and m["accuracy_all"] == want["all"] == 100 * 5 / 6
+    assert (m["accuracy_middle"], m["accuracy_high"]) == (want["middle"], want["high"])
+    files = task.run_files(data, preds)["predictions.json"]
+    assert files["h0"] == {"prediction": "B", "gold": "A", "level": "high", "correct": False, "question_words": 1,
+                           "probs": files["h0"]["probs"]}
+    assert all(abs(sum(r["probs"]) - 1) < 1e-4 for r in files.values()) and files["h1"]["correct"]
+    assert task.prediction_records(data, preds)[1]["option"] == "y"
+    with pytest.raises(SyntaxformerError, match="takes no options"):
+        get_task("race", verifier="joint")
+    with pytest.raises(SyntaxformerError, match="rows of logits"):
+        task.postprocess(data, None, logits[:2])
+
+
+def test_race_task_load_split_sources_and_subsets(tmp_path):
+    from syntaxformer.tasks.base import get_task
+
+    task = get_task("race")
+    section = {"data_dir": str(data_path("race")), "max_train_samples": 10, "max_eval_samples": 12, "data_seed": 0}
+    train, dev = task.load_split("train", section), task.load_split("dev", section)
+    assert len(train) == 10 and "seeded order" in train.sample_note and train.source.endswith("RACE_train.tar.gz")
+    assert len(dev) == 12 and dev.total == 4887 and dev.metadata["counts"]["questions"] == 12
+    assert [e.qid for e in task.load_split("dev", section).examples] == [e.qid for e in dev.examples]
+    with pytest.raises(SyntaxformerError, match="not found"):
+        task.load_split("test", {"data_dir": str(tmp_path)})
+
+
+def test_race_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, race_features):
+    from syntaxformer.tasks.base import get_task
+    from syntaxformer.tasks.data import TaskData
+
+    dev, feats, parses = race_features
+
+    class Parsed:  # the parses of the fixture, as an annotator
+        def annotate(self, texts):
+            return [parses[t] for t in texts]
+
+    task = get_task("race")
+    data = TaskData(dev, "hand", "0", len(dev))
+    parsed = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, annotator=Parsed(),
+                                              syntax_inputs=SDOI_CONTEXT.syntax_inputs, max_length=96), "dev")
+    plain = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
+    assert parsed.truncated == plain.truncated == len(dev)
+    for a, b, f in zip(parsed.items, plain.items, feats):
+        assert list(a["options"][0]) == ["input_ids", "attention_mask", "token_type_ids", *SDOI_CONTEXT.syntax_inputs]
+        assert list(b["options"][0]) == ["input_ids", "attention_mask", "token_type_ids"]
+        for x, y, w in zip(a["options"], b["options"], f.options):  # unparsed: the same tokens and truncation
+            assert np.array_equal(x["input_ids"], w.input_ids) and np.array_equal(y["input_ids"], w.input_ids)
+    batch = task.collator(TaskContext(tokenizer=minilm_tokenizer))(parsed.items)
+    assert batch["input_ids"].shape[:2] == (len(dev), 4) and batch["labels"].tolist() == [e.label for e in dev]
+
+
+def test_race_task_through_the_runner_contract(tiny_model, tmp_path):
+    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.tasks.base import get_task
+    from tests.tasks.task_driver import run_task
+
+    task = get_task("race")
+    assert task.training_defaults()["group_by_length"] is False  # [B, C, L] items: random order, as before
+    out = run_task(task, tiny_model, {"data_dir": str(data_path("race")), "max_train_samples": 8,
+                                      "max_eval_samples": 8}, str(tmp_path),
+                   annotator=SpacyAnnotator(cache=None, progress=False), max_length=64)
+    m, preds = out["metrics"], out["files"]["predictions.json"]
+    acc = m["accuracy"]
+    assert acc["n_all"] == 8 and acc["n_middle"] + acc["n_high"] == 8 and out["features"].truncated == 8
+    assert all(isinstance(m[k], float) for k in task.metric_names)
+    assert len(preds) == 8 and 100 * sum(p["correct"] for p in preds.values()) / 8 == pytest.approx(acc["all"])
+    assert np.asarray(out["raw"]).shape == (8, 4)

@@ -1,4 +1,5 @@
-"""SQuAD 2.0: the metric (hand-computed numbers), the reader on the real file, features/labels, windows, decoding."""
+"""SQuAD 2.0: the metric (hand-computed numbers), the threshold protocol, features/labels, windows, decoding, and
+SquadTask through the runner's contract (tests/tasks/task_driver.py)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ import numpy as np
 import pytest
 import torch
 
+from syntaxformer.data.collate import pad_arrays
+from syntaxformer.data.readers.squad import SquadExample, gold_answers, read_squad
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.tasks.base import TaskContext
 from syntaxformer.tasks.squad import (
-    SquadExample,
     SquadFeature,
     SquadFeaturizer,
     answer_token_span,
-    gold_answers,
+    feature_arrays,
     postprocess_predictions,
-    read_squad,
-    split_by_article,
-    squad_collate,
-    squad_counts,
+    threshold_split,
 )
 from syntaxformer.tasks.squad_metric import (
     apply_no_answer_threshold,
@@ -31,10 +32,20 @@ from syntaxformer.tasks.squad_metric import (
     find_reachable_best_threshold,
     normalize_answer,
     squad_evaluate,
+    squad_scores,
 )
 from tests.conftest import data_path
 
 torch.set_num_threads(1)
+
+#: SG-Net's inputs (the arrays today's SQuAD batches carry).
+SDOI = ("syntax_tree", "dep_tin", "dep_tout")
+
+
+def _batch(features, tokenizer):
+    """The padded batch of windows for an SG-Net model."""
+    context = TaskContext(tokenizer=tokenizer, syntax_inputs=SDOI)
+    return pad_arrays([feature_arrays(f, context) for f in features], tokenizer.pad_token_id)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -174,33 +185,95 @@ def test_reachable_sweep_matches_brute_force_on_random_data():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Reader and split
+# The run protocol: squad_scores and the tuning / test article split
 # ---------------------------------------------------------------------------------------------------------------
-def test_reader_counts_on_real_file():
-    examples = read_squad(data_path("squad2", "dev-v2.0-half.json"))
-    counts = squad_counts(examples)
-    print("dev-v2.0-half.json:", counts)
-    # PROVENANCE.txt: 16 articles, 6,078 questions, 3,168 unanswerable.
-    assert counts == {"articles": 16, "paragraphs": 646, "questions": 6078, "answerable": 2910,
-                      "unanswerable": 3168}
-    for e in examples:
-        assert e.is_impossible == (not e.answers)
-        for a in e.answers:  # every answer indexes its text in the passage
-            assert e.context[a["answer_start"]:a["answer_start"] + len(a["text"])] == a["text"]
-    assert len({e.qid for e in examples}) == len(examples)
+def test_squad_scores_per_question_agree_with_the_metric():
+    ctx = "Paris is in France."
+    ex = [SquadExample("a", "t", ctx, "Where is Paris?", [{"text": "France", "answer_start": 12}]),
+          SquadExample("b", "t", ctx, "Why?", [], is_impossible=True),
+          SquadExample("c", "t", ctx, "What is in France?", [{"text": "Paris", "answer_start": 0}])]
+    best = {"a": "France", "b": "Paris", "c": "is in"}
+    na = {"a": -2.0, "b": 1.0, "c": 0.5}
+    s = squad_scores(ex, best, na, null_threshold=0.0)
+    # fixed threshold 0: a answered (right), b -> "" (right), c -> "" (wrong)
+    assert s["fixed_threshold"]["exact"] == pytest.approx(200 / 3)
+    # best F1 threshold: sweep a (+1), c (+0 EM / +0 F1: "is in" vs "Paris"), b (-1) -> answer only a
+    best_t = s["best_f1_threshold"]
+    assert best_t["threshold"] == pytest.approx(-2.0) and best_t["f1"] == pytest.approx(200 / 3)
+    pq = s["per_question"]
+    for key, name in (("fixed", "fixed_threshold"), ("best", "best_f1_threshold")):
+        assert 100 * sum(r[f"em_{key}"] for r in pq.values()) / 3 == pytest.approx(s[name]["exact"])
+        assert 100 * sum(r[f"f1_{key}"] for r in pq.values()) / 3 == pytest.approx(s[name]["f1"])
+    assert pq["c"]["prediction_fixed"] == "" and pq["a"]["question_words"] == 3
+    # All spans wrong and every no-answer score negative: the best point is "answer nobody". The official sweep
+    # reports threshold 0.0 there, which would answer everyone; the threshold used must reproduce best_f1.
+    wrong = squad_scores(ex, {"a": "Paris", "b": "Paris", "c": "France"}, {"a": -3.0, "b": -2.0, "c": -1.0})
+    assert wrong["fixed_threshold"]["official_best_f1_thresh"] == 0.0
+    assert wrong["fixed_threshold"]["official_best_exact_thresh"] == 0.0
+    assert wrong["best_f1_threshold"]["threshold"] < -3.0
+    # the EM threshold is the reachable one too (issue: it kept the official 0.0)
+    assert wrong["fixed_threshold"]["best_exact_thresh"] < -3.0
+    assert wrong["fixed_threshold"]["best_f1_thresh"] < -3.0
+    assert wrong["best_exact_threshold"]["threshold"] < -3.0
+    assert wrong["best_f1_threshold"]["f1"] == pytest.approx(100 / 3) == wrong["fixed_threshold"]["best_f1"]
+    assert wrong["best_f1_threshold"]["tuned_on"].startswith("the same")
 
 
-def test_split_by_article_is_deterministic_and_disjoint():
-    examples = read_squad(data_path("squad2", "dev-v2.0-half.json"))
-    train, held = split_by_article(examples, held_out_fraction=0.1, seed=0)
-    assert len(train) + len(held) == len(examples)
-    assert not {e.title for e in train} & {e.title for e in held}
-    assert len({e.title for e in held}) == 2  # ceil(0.1 * 16)
-    again = split_by_article(list(reversed(examples)), 0.1, seed=0)[1]
-    assert {e.title for e in again} == {e.title for e in held}  # independent of input order
-    assert split_by_article(examples, 0.0)[1] == []
-    with pytest.raises(ValueError):
-        split_by_article(examples, 1.0)
+def _ex(qid, title, answer=None):
+    ctx = "Paris is in France."
+    if answer is None:
+        return SquadExample(qid, title, ctx, "Why is it so?", [], is_impossible=True)
+    return SquadExample(qid, title, ctx, "Where is it?", [{"text": answer, "answer_start": ctx.find(answer)}])
+
+
+def test_squad_scores_tied_no_answer_scores_are_reachable():
+    # The review's example: q1 answerable na=-2, q4 answerable na=0.5, q2 unanswerable na=0.5 (pred "x"),
+    # q3 unanswerable na=3. Official best F1 100 at 0.5 is unreachable; the reachable best is 75.
+    ex = [_ex("q1", "t", "Paris"), _ex("q4", "t", "France"), _ex("q2", "t"), _ex("q3", "t")]
+    best = {"q1": "Paris", "q4": "France", "q2": "x", "q3": "y"}
+    na = {"q1": -2.0, "q4": 0.5, "q2": 0.5, "q3": 3.0}
+    s = squad_scores(ex, best, na)
+    assert s["fixed_threshold"]["official_best_f1"] == pytest.approx(100.0)  # what the official script prints
+    b = s["best_f1_threshold"]
+    assert b["f1"] == pytest.approx(75.0) and b["exact"] == pytest.approx(75.0)  # was: 50 at "answer nobody"
+    assert b["threshold"] == -2.0 and s["best_exact_threshold"]["exact"] == pytest.approx(75.0)
+    assert s["fixed_threshold"]["best_f1"] == pytest.approx(75.0)
+    pq = s["per_question"]
+    assert 100 * sum(r["f1_best"] for r in pq.values()) / 4 == pytest.approx(75.0)
+    assert [pq[q]["prediction_best"] for q in ("q1", "q4", "q2", "q3")] == ["Paris", "", "", ""]
+
+
+def test_threshold_tuned_on_other_articles_and_applied_to_test_part():
+    # Tuning article A: unanswerable questions with high na -> threshold 0.0 (answer na <= 0).
+    tune = [_ex("a1", "A", "Paris"), _ex("a2", "A"), _ex("a3", "A", "France")]
+    test = [_ex("b1", "B", "Paris"), _ex("b2", "B"), _ex("b3", "B", "France"), _ex("b4", "B")]
+    best = {"a1": "Paris", "a2": "x", "a3": "France", "b1": "Paris", "b2": "x", "b3": "is", "b4": "y"}
+    na = {"a1": -1.0, "a2": 2.0, "a3": 0.0, "b1": -1.0, "b2": 0.5, "b3": 1.0, "b4": -0.5}
+    s = squad_scores(tune + test, best, na, null_threshold=10.0, tuning_qids=["a1", "a2", "a3"])
+    b = s["best_f1_threshold"]
+    assert b["threshold"] == 0.0 and b["tuning_f1"] == pytest.approx(100.0) and b["tuning_questions"] == 3
+    # on B at 0.0: b1 answered right, b2 -> "" right, b3 -> "" wrong, b4 answered "y" wrong
+    assert b["total"] == 4 and b["exact"] == pytest.approx(50.0) and b["f1"] == pytest.approx(50.0)
+    assert b["HasAns_total"] == 2 and b["NoAns_exact"] == pytest.approx(50.0)
+    # fixed threshold 10: everyone answered on B -> only b1 right
+    assert s["fixed_threshold"]["total"] == 4 and s["fixed_threshold"]["exact"] == pytest.approx(25.0)
+    # same-set (tuned on B itself): answer b1 only (t=-1): b1 right, b2 "" right, b3 "" wrong, b4 "" right -> 75
+    same = s["same_set_best_f1_threshold"]
+    assert same["threshold"] == -1.0 and same["f1"] == pytest.approx(75.0) and "optimistic" in same["tuned_on"]
+    assert "official_best_f1" in same
+    pq = s["per_question"]
+    assert {q for q, r in pq.items() if r["part"] == "tuning"} == {"a1", "a2", "a3"}
+    assert 100 * sum(r["em_best"] for r in pq.values() if r["part"] == "test") / 4 == pytest.approx(b["exact"])
+    # the split helper: by article, deterministic, both parts non-empty; 0 = no split; one article = error
+    exs = [_ex(f"{t}{i}", t, "Paris") for t in "ABCD" for i in range(2)]
+    qids, proto = threshold_split(exs, 0.5, seed=3)
+    assert (qids, proto) == threshold_split(exs, 0.5, seed=3)
+    assert proto["tuning_questions"] + proto["test_questions"] == 8 and len(proto["tuning_articles"]) == 2
+    assert not set(proto["tuning_articles"]) & set(proto["test_articles"])
+    assert {q[0] for q in qids} == set(proto["tuning_articles"])
+    assert threshold_split(exs, 0.0)[0] == []
+    with pytest.raises(SyntaxformerError, match="threshold_tuning_fraction"):
+        threshold_split(exs[:2], 0.5)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -272,7 +345,7 @@ def test_windows_with_stride_keep_labels_and_sdoi_masks_valid(minilm_tokenizer, 
             ib = b.aligned.input_ids[b.aligned.sequence_ids == seg]
             assert np.array_equal(ia[-16:], ib[:16])  # consecutive windows share `stride` passage tokens
 
-    batch = squad_collate(features, pad_token_id=minilm_tokenizer.pad_token_id)
+    batch = _batch(features, minilm_tokenizer)
     mask = sdoi_mask_from_features(batch)  # (B, L, L)
     B, L = batch["input_ids"].shape
     assert batch["start_positions"].shape == (B,)
@@ -361,7 +434,7 @@ def test_postprocess_question_without_windows_or_spans():
     other = SquadExample(qid="z", title="t", context="x", question="?")
     out = postprocess_predictions([ex, other], feats, np.zeros((2, 7)), np.zeros((2, 7)))
     assert out.predictions["z"] == "" and math.isinf(out.na_scores["z"])
-    with pytest.raises(ValueError):
+    with pytest.raises(SyntaxformerError, match="logit rows"):
         postprocess_predictions([ex], feats, np.zeros((1, 7)), np.zeros((2, 7)))
 
 
@@ -381,7 +454,7 @@ def test_tiny_model_end_to_end_on_real_windows(minilm_tokenizer, real_subset):
     enc = BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                      num_attention_heads=4, intermediate_size=37, max_position_embeddings=128)
     model = SGNetForQuestionAnswering(SyntaxConfig(encoder=enc, qa_verifier=True))
-    batch = squad_collate(features, pad_token_id=minilm_tokenizer.pad_token_id)
+    batch = _batch(features, minilm_tokenizer)
     out = model(**batch)
     out.loss.backward()
     assert torch.isfinite(out.loss)
@@ -411,18 +484,6 @@ def test_postprocess_max_context_rule():
     assert any(c["window"] == 0 and c["start"] == 9 for c in with_rule.nbest["q"])
 
 
-def test_examples_from_hub_rows():
-    from syntaxformer.tasks.squad import examples_from_rows
-
-    rows = [{"id": "a", "title": "T", "context": "Paris is in France.", "question": "Where?",
-             "answers": {"text": ["France"], "answer_start": [12]}},
-            {"id": "b", "title": "T", "context": "Paris is in France.", "question": "Why?",
-             "answers": {"text": [], "answer_start": []}}]
-    a, b = examples_from_rows(rows)
-    assert a.answers == [{"text": "France", "answer_start": 12}] and not a.is_impossible
-    assert b.is_impossible and b.answer_texts == [""]
-
-
 def test_squad_metric_matches_the_recorded_oracle_on_handmade_predictions():
     """Hand-made predictions over the SQuAD 2.0 sample (every normalisation case, empty / non-empty answers to
     unanswerable questions, tied no-answer scores) scored by our metric and by Hugging Face's port of the official
@@ -445,3 +506,183 @@ def test_squad_metric_matches_the_recorded_oracle_on_handmade_predictions():
             assert ours[mode][key] == pytest.approx(value, abs=1e-9), (mode, key)
             compared += 1
     assert compared == 22
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SquadTask
+# ---------------------------------------------------------------------------------------------------------------
+def _hand_data(examples, tuning_fraction=None):
+    """TaskData as SquadTask.load_split makes it (with the threshold protocol when ``tuning_fraction`` is given)."""
+    from syntaxformer.tasks.data import TaskData
+
+    meta = {}
+    if tuning_fraction is not None:
+        tuning_qids, protocol = threshold_split(examples, tuning_fraction)
+        meta = {"tuning_qids": tuning_qids, "threshold_protocol": protocol}
+    return TaskData(list(examples), "hand", "0", len(examples), None, meta)
+
+
+def test_squad_task_options_model_options_and_errors():
+    from syntaxformer.tasks.base import get_task
+    from syntaxformer.tasks.squad import SquadTask
+
+    task = get_task("squad2", doc_stride=64, verifier="joint", beta2=0.5)
+    assert isinstance(task, SquadTask) and task.head == "question_answering" and task.main_metric == "f1"
+    assert get_task("squad2", **task.options()).options() == task.options()  # rebuilt in a fresh process
+    assert task.model_options() == {"qa_verifier": True, "verifier_loss_weight": 1.0, "verifier_beta1": 1.0,
+                                    "verifier_beta2": 0.5}
+    assert task.auxiliary_models() == {} and task.label_names == ["start_positions", "end_positions"]
+    parallel = get_task("squad2", verifier="parallel")
+    assert parallel.model_options() == {}
+    assert parallel.auxiliary_models() == {"verifier": {"qa_verifier": True, "verifier_loss_weight": 1.0,
+                                                        "verifier_beta1": 1.0, "verifier_beta2": 1.0,
+                                                        "span_loss_weight": 0.0}}
+    assert get_task("squad2").model_options() == {} == get_task("squad2").auxiliary_models()
+    for bad, message in (({"verifier": "both"}, "verifier"), ({"threshold_tuning_fraction": 1.0}, "threshold_tuning"),
+                         ({"held_out_fraction": -0.1}, "held_out_fraction"), ({"lisa_layer": 3}, "lisa_layer"),
+                         ({"n_best": 0}, "n_best")):
+        with pytest.raises(SyntaxformerError, match=message):
+            get_task("squad2", **bad)
+    with pytest.raises(SyntaxformerError, match="test_file"):
+        task.load_split("test", {"train_file": "x.json"})
+    with pytest.raises(SyntaxformerError, match="no split"):
+        task.load_split("validation", {})
+
+
+@pytest.mark.parametrize("verifier", ["none", "joint", "parallel"])
+def test_squad_task_postprocess_and_metrics_equal_the_functions(verifier):
+    """Task.postprocess / compute_metrics / run_files on hand-made logits give exactly what
+    postprocess_predictions and squad_scores give (the functions checked by hand above)."""
+    from syntaxformer.tasks.base import get_task
+
+    ex, feats = _hand_features()
+    other = SquadExample(qid="z", title="u", context="x", question="Why?", is_impossible=True)
+    data = _hand_data([ex, other], tuning_fraction=0.5)
+    tuning = data.metadata["tuning_qids"]
+    assert len(tuning) == 1  # one article tunes, the other is scored
+    start = np.array([[1, 3, 0, 0, 0, 9, 0], [.5, 0, 4, 0, 0, 0, 0]], dtype=np.float32)
+    end = np.array([[1, 2, 0, 0, 0, 9, 0], [.5, 7, 6, 1, 0, 0, 0]], dtype=np.float32)
+    ver = np.array([[5.0, 0.0], [0.0, 20.0]], dtype=np.float32)
+    task = get_task("squad2", verifier=verifier, beta2=0.25)
+    span_loss = np.array([0.3, 0.2], dtype=np.float32)  # a per-batch loss the Trainer may keep: skipped
+    raw = (start, end, ver, span_loss) if verifier == "joint" else (start, end, span_loss)
+    aux = {"verifier": (start * 0, end * 0, ver)} if verifier == "parallel" else None
+    preds = task.postprocess(data, feats, raw, auxiliary=aux)
+    want = postprocess_predictions([ex, other], feats, start, end, None if verifier == "none" else ver, beta2=0.25)
+    assert preds.ids == ["q", "z"] and preds.values == [want.predictions["q"], want.predictions["z"]]
+    assert preds.extra["best_texts"] == want.best_texts and preds.extra["na_scores"] == want.na_scores
+    assert preds.extra["nbest"] == want.nbest
+    metrics = task.compute_metrics(data, preds)
+    scores = squad_scores([ex, other], want.best_texts, want.na_scores, 0.0, tuning_qids=tuning)
+    per_q = scores.pop("per_question")
+    assert {k: metrics[k] for k in scores} == scores
+    assert metrics["f1"] == scores["best_f1_threshold"]["f1"] and metrics["exact"] == scores["best_f1_threshold"]["exact"]
+    assert metrics["threshold_protocol"]["threshold_tuning_fraction"] == 0.5 and "TEST part" in metrics["threshold_note"]
+    files = task.run_files(data, preds)
+    assert sorted(files) == ["best_texts.json", "na_probs.json", "per_question.json", "predictions.json"]
+    assert files["predictions.json"] == {q: r["prediction_best"] for q, r in per_q.items()}
+    assert files["na_probs.json"]["z"] == 1e30 and files["per_question.json"]["z"]["na_score"] == 1e30  # no window
+    assert {q for q, r in files["per_question.json"].items() if r["part"] == "tuning"} == set(tuning)
+    json.dumps(files)  # JSON-safe
+    assert [r["id"] for r in task.prediction_records(data, preds)] == ["q", "z"]
+    if verifier == "parallel":
+        with pytest.raises(SyntaxformerError, match="auxiliary"):
+            task.postprocess(data, feats, raw)
+    if verifier == "joint":
+        with pytest.raises(SyntaxformerError, match="verifier logits"):
+            task.postprocess(data, feats, (start, end))
+
+
+def test_squad_task_load_split_article_and_threshold_splits():
+    from syntaxformer.tasks.base import get_task
+
+    path = data_path("squad2", "dev-v2.0-half.json")
+    task = get_task("squad2")
+    section = {"train_file": str(path), "max_train_samples": 40, "max_eval_samples": 30, "data_seed": 0}
+    train, dev = task.load_split("train", section), task.load_split("dev", section)
+    assert (len(train), len(dev), train.total + dev.total) == (40, 30, 6078)
+    assert not {e.title for e in train.examples} & {e.title for e in dev.examples}
+    assert dev.source == f"{path} (held-out articles)" and dev.metadata["held_out_titles"]
+    assert "4 of 16 articles" in dev.metadata["split"]  # ceil(0.25 * 16)
+    proto = dev.metadata["threshold_protocol"]
+    tuning = set(dev.metadata["tuning_qids"])
+    assert proto["tuning_questions"] == len(tuning) and proto["test_questions"] == 30 - len(tuning)
+    assert {e.title for e in dev.examples if e.qid in tuning} == set(proto["tuning_articles"])
+    assert "tuning_qids" not in train.metadata and train.metadata["counts"]["questions"] == 40
+    again = task.load_split("dev", section)
+    assert [e.qid for e in again.examples] == [e.qid for e in dev.examples] and again.fingerprint == dev.fingerprint
+    other = task.load_split("dev", {**section, "data_seed": 1})
+    assert [e.qid for e in other.examples] != [e.qid for e in dev.examples] and other.fingerprint != dev.fingerprint
+    # two explicit files: read as they are
+    explicit = task.load_split("dev", {"train_file": str(path), "dev_file": str(path), "max_eval_samples": 5})
+    assert explicit.source == str(path) and explicit.total == 6078 and "split" not in explicit.metadata
+    with pytest.raises(SyntaxformerError, match="not found"):
+        task.load_split("train", {"train_file": str(path), "dev_file": "missing.json"})
+
+
+@pytest.fixture(scope="module")
+def spacy_annotator():
+    from syntaxformer.data.annotate import SpacyAnnotator
+
+    return SpacyAnnotator(cache=None, progress=False)
+
+
+def test_squad_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, real_subset):
+    """Only the token arrays, the model's syntax inputs and the labels; without syntax inputs and annotator the
+    tokens and labels are those of the parsed windows."""
+    from syntaxformer.tasks.base import get_task
+
+    examples, _, _, annotator = real_subset
+    data = _hand_data(examples[:8])
+    task = get_task("squad2", doc_stride=32)
+    parsed = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=SDOI,
+                                              max_length=96), "dev")
+    plain = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
+    assert len(parsed) == len(plain) == len(parsed.windows) > 8
+    labels = ["start_positions", "end_positions", "is_impossible"]
+    assert list(parsed[0]) == ["input_ids", "attention_mask", "token_type_ids", *SDOI, *labels]
+    assert list(plain[0]) == ["input_ids", "attention_mask", "token_type_ids", *labels]
+    for a, b in zip(parsed.items, plain.items):
+        for k in b:
+            assert np.array_equal(a[k], b[k]), k
+    with pytest.raises(SyntaxformerError, match="doc_stride"):
+        get_task("squad2", doc_stride=96).featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
+    with pytest.raises(SyntaxformerError, match="pos_ids"):
+        task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=("pos_ids",),
+                                         max_length=96), "dev")
+
+
+@pytest.mark.parametrize("verifier, question_first", [("none", False), ("joint", True), ("parallel", False)])
+def test_squad_task_through_the_runner_contract(tiny_model, tmp_path, spacy_annotator, verifier, question_first):
+    """SquadTask trained and evaluated by the runner's steps (tests/tasks/task_driver.py) with a tiny SG-Net."""
+    from syntaxformer.tasks.base import get_task
+    from tests.tasks.task_driver import run_task
+
+    path = data_path("squad2", "dev-v2.0-half.json")
+    task = get_task("squad2", doc_stride=32, verifier=verifier, question_first=question_first)
+    out = run_task(task, tiny_model, {"train_file": str(path), "max_train_samples": 10, "max_eval_samples": 8},
+                   str(tmp_path), annotator=spacy_annotator, max_length=96)
+    assert bool(getattr(out["model"].config, "qa_verifier", False)) == (verifier == "joint")
+    assert ("verifier" in out["auxiliary"]) == (verifier == "parallel")
+    m, files, dev = out["metrics"], out["files"], out["dev"]
+    assert len(out["features"]) > 8  # long passages: several windows per question
+    n = len(dev)
+    per_q, preds = files["per_question.json"], files["predictions.json"]
+    assert len(per_q) == len(preds) == len(files["na_probs.json"]) == len(files["best_texts.json"]) == n == 8
+    proto = m["threshold_protocol"]
+    test_q = {q for q, r in per_q.items() if r["part"] == "test"}
+    assert len(test_q) == proto["test_questions"] == m["best_f1_threshold"]["total"] == n - proto["tuning_questions"]
+    assert proto["tuning_articles"] and proto["test_articles"] and "test part" in m["threshold_note"]
+    for key in ("fixed_threshold", "best_f1_threshold", "best_exact_threshold", "same_set_best_f1_threshold"):
+        assert 0.0 <= m[key]["exact"] <= 100.0 and 0.0 <= m[key]["f1"] <= 100.0 and m[key]["total"] == len(test_q)
+    for name in task.metric_names:
+        assert name not in m or isinstance(m[name], float)
+    assert m["f1"] == m["best_f1_threshold"]["f1"] and m["exact"] == m["best_f1_threshold"]["exact"]
+    b = m["best_f1_threshold"]
+    assert m["same_set_best_f1_threshold"]["f1"] == pytest.approx(m["fixed_threshold"]["best_f1"])
+    assert 100 * sum(per_q[q]["em_best"] for q in test_q) / len(test_q) == pytest.approx(b["exact"])
+    assert 100 * sum(per_q[q]["f1_best"] for q in test_q) / len(test_q) == pytest.approx(b["f1"])
+    # the written predictions score like the metrics (official metric on the files, test-part questions)
+    gold = {q: g for q, g in gold_answers(dev.examples).items() if q in test_q}
+    assert squad_evaluate(gold, preds)["f1"] == pytest.approx(b["f1"])
+    json.dumps(files)

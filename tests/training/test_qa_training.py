@@ -10,17 +10,8 @@ import pytest
 import torch
 
 from syntaxformer.errors import SyntaxformerError
-from syntaxformer.tasks.squad import SquadExample
 from syntaxformer.tasks.squad_metric import squad_evaluate
-from syntaxformer.training.qa import (
-    QAExperimentConfig,
-    evaluate_qa,
-    length_bucket,
-    question_words,
-    run_qa,
-    squad_scores,
-    threshold_split,
-)
+from syntaxformer.training.qa import QAExperimentConfig, evaluate_qa, run_qa
 from tests.conftest import data_path
 
 torch.set_num_threads(2)
@@ -41,101 +32,6 @@ def test_config_validation_names_the_bad_option():
     with pytest.raises(SyntaxformerError, match=r"\['lisa_layer'\]"):
         QAExperimentConfig.from_dict({"task": "squad2", "lisa_layer": 3})
     assert QAExperimentConfig.from_dict({"max_length": "200"}).max_length == 200
-
-
-def test_length_buckets():
-    assert question_words("  Who led the   Normans? ") == 4
-    assert [length_bucket(n) for n in (1, 5, 6, 10, 11, 20, 21, 40)] == [
-        "1-5", "1-5", "6-10", "6-10", "11-15", "16-20", ">20", ">20"]
-
-
-def test_squad_scores_per_question_agree_with_the_metric():
-    ctx = "Paris is in France."
-    ex = [SquadExample("a", "t", ctx, "Where is Paris?", [{"text": "France", "answer_start": 12}]),
-          SquadExample("b", "t", ctx, "Why?", [], is_impossible=True),
-          SquadExample("c", "t", ctx, "What is in France?", [{"text": "Paris", "answer_start": 0}])]
-    best = {"a": "France", "b": "Paris", "c": "is in"}
-    na = {"a": -2.0, "b": 1.0, "c": 0.5}
-    s = squad_scores(ex, best, na, null_threshold=0.0)
-    # fixed threshold 0: a answered (right), b -> "" (right), c -> "" (wrong)
-    assert s["fixed_threshold"]["exact"] == pytest.approx(200 / 3)
-    # best F1 threshold: sweep a (+1), c (+0 EM / +0 F1: "is in" vs "Paris"), b (-1) -> answer only a
-    best_t = s["best_f1_threshold"]
-    assert best_t["threshold"] == pytest.approx(-2.0) and best_t["f1"] == pytest.approx(200 / 3)
-    pq = s["per_question"]
-    for key, name in (("fixed", "fixed_threshold"), ("best", "best_f1_threshold")):
-        assert 100 * sum(r[f"em_{key}"] for r in pq.values()) / 3 == pytest.approx(s[name]["exact"])
-        assert 100 * sum(r[f"f1_{key}"] for r in pq.values()) / 3 == pytest.approx(s[name]["f1"])
-    assert pq["c"]["prediction_fixed"] == "" and pq["a"]["question_words"] == 3
-    # All spans wrong and every no-answer score negative: the best point is "answer nobody". The official sweep
-    # reports threshold 0.0 there, which would answer everyone; the threshold used must reproduce best_f1.
-    wrong = squad_scores(ex, {"a": "Paris", "b": "Paris", "c": "France"}, {"a": -3.0, "b": -2.0, "c": -1.0})
-    assert wrong["fixed_threshold"]["official_best_f1_thresh"] == 0.0
-    assert wrong["fixed_threshold"]["official_best_exact_thresh"] == 0.0
-    assert wrong["best_f1_threshold"]["threshold"] < -3.0
-    # the EM threshold is the reachable one too (issue: it kept the official 0.0)
-    assert wrong["fixed_threshold"]["best_exact_thresh"] < -3.0
-    assert wrong["fixed_threshold"]["best_f1_thresh"] < -3.0
-    assert wrong["best_exact_threshold"]["threshold"] < -3.0
-    assert wrong["best_f1_threshold"]["f1"] == pytest.approx(100 / 3) == wrong["fixed_threshold"]["best_f1"]
-    assert wrong["best_f1_threshold"]["tuned_on"].startswith("the same")
-
-
-def _ex(qid, title, answer=None):
-    ctx = "Paris is in France."
-    if answer is None:
-        return SquadExample(qid, title, ctx, "Why is it so?", [], is_impossible=True)
-    return SquadExample(qid, title, ctx, "Where is it?", [{"text": answer, "answer_start": ctx.find(answer)}])
-
-
-def test_squad_scores_tied_no_answer_scores_are_reachable():
-    # The review's example: q1 answerable na=-2, q4 answerable na=0.5, q2 unanswerable na=0.5 (pred "x"),
-    # q3 unanswerable na=3. Official best F1 100 at 0.5 is unreachable; the reachable best is 75.
-    ex = [_ex("q1", "t", "Paris"), _ex("q4", "t", "France"), _ex("q2", "t"), _ex("q3", "t")]
-    best = {"q1": "Paris", "q4": "France", "q2": "x", "q3": "y"}
-    na = {"q1": -2.0, "q4": 0.5, "q2": 0.5, "q3": 3.0}
-    s = squad_scores(ex, best, na)
-    assert s["fixed_threshold"]["official_best_f1"] == pytest.approx(100.0)  # what the official script prints
-    b = s["best_f1_threshold"]
-    assert b["f1"] == pytest.approx(75.0) and b["exact"] == pytest.approx(75.0)  # was: 50 at "answer nobody"
-    assert b["threshold"] == -2.0 and s["best_exact_threshold"]["exact"] == pytest.approx(75.0)
-    assert s["fixed_threshold"]["best_f1"] == pytest.approx(75.0)
-    pq = s["per_question"]
-    assert 100 * sum(r["f1_best"] for r in pq.values()) / 4 == pytest.approx(75.0)
-    assert [pq[q]["prediction_best"] for q in ("q1", "q4", "q2", "q3")] == ["Paris", "", "", ""]
-
-
-def test_threshold_tuned_on_other_articles_and_applied_to_test_part():
-    # Tuning article A: unanswerable questions with high na -> threshold 0.0 (answer na <= 0).
-    tune = [_ex("a1", "A", "Paris"), _ex("a2", "A"), _ex("a3", "A", "France")]
-    test = [_ex("b1", "B", "Paris"), _ex("b2", "B"), _ex("b3", "B", "France"), _ex("b4", "B")]
-    best = {"a1": "Paris", "a2": "x", "a3": "France", "b1": "Paris", "b2": "x", "b3": "is", "b4": "y"}
-    na = {"a1": -1.0, "a2": 2.0, "a3": 0.0, "b1": -1.0, "b2": 0.5, "b3": 1.0, "b4": -0.5}
-    s = squad_scores(tune + test, best, na, null_threshold=10.0, tuning_qids=["a1", "a2", "a3"])
-    b = s["best_f1_threshold"]
-    assert b["threshold"] == 0.0 and b["tuning_f1"] == pytest.approx(100.0) and b["tuning_questions"] == 3
-    # on B at 0.0: b1 answered right, b2 -> "" right, b3 -> "" wrong, b4 answered "y" wrong
-    assert b["total"] == 4 and b["exact"] == pytest.approx(50.0) and b["f1"] == pytest.approx(50.0)
-    assert b["HasAns_total"] == 2 and b["NoAns_exact"] == pytest.approx(50.0)
-    # fixed threshold 10: everyone answered on B -> only b1 right
-    assert s["fixed_threshold"]["total"] == 4 and s["fixed_threshold"]["exact"] == pytest.approx(25.0)
-    # same-set (tuned on B itself): answer b1 only (t=-1): b1 right, b2 "" right, b3 "" wrong, b4 "" right -> 75
-    same = s["same_set_best_f1_threshold"]
-    assert same["threshold"] == -1.0 and same["f1"] == pytest.approx(75.0) and "optimistic" in same["tuned_on"]
-    assert "official_best_f1" in same
-    pq = s["per_question"]
-    assert {q for q, r in pq.items() if r["part"] == "tuning"} == {"a1", "a2", "a3"}
-    assert 100 * sum(r["em_best"] for r in pq.values() if r["part"] == "test") / 4 == pytest.approx(b["exact"])
-    # the split helper: by article, deterministic, both parts non-empty; 0 = no split; one article = error
-    exs = [_ex(f"{t}{i}", t, "Paris") for t in "ABCD" for i in range(2)]
-    qids, proto = threshold_split(exs, 0.5, seed=3)
-    assert (qids, proto) == threshold_split(exs, 0.5, seed=3)
-    assert proto["tuning_questions"] + proto["test_questions"] == 8 and len(proto["tuning_articles"]) == 2
-    assert not set(proto["tuning_articles"]) & set(proto["test_articles"])
-    assert {q[0] for q in qids} == set(proto["tuning_articles"])
-    assert threshold_split(exs, 0.0)[0] == []
-    with pytest.raises(SyntaxformerError, match="threshold_tuning_fraction"):
-        threshold_split(exs[:2], 0.5)
 
 
 def _check_squad_run(out, m):
@@ -173,7 +69,7 @@ def test_run_squad_tiny_end_to_end_with_parallel_verifier(tiny_model, tmp_path):
     per_q, preds = _check_squad_run(out, m)
     assert (out / "verifier" / "config.json").is_file() and (out / "model.safetensors").is_file()
     # The written predictions score like the metrics (official metric on the files, test-part questions).
-    from syntaxformer.tasks.squad import gold_answers
+    from syntaxformer.data.readers.squad import gold_answers
     from syntaxformer.training.qa import squad_data
 
     gold = gold_answers(squad_data(config)["eval"])

@@ -1,1 +1,1 @@
-"""Analyses: attention maps, length buckets, parser-noise curves, probes, significance tests."""
+"""Analyses: significance tests (:mod:`.significance`) and question-length buckets (:mod:`.buckets`)."""

@@ -14,6 +14,7 @@ The runner's data flow for every task and every system::
     Trainer.predict(features)             -> raw outputs (logits / start-end logits / generated ids)
     task.postprocess(data, features, raw) -> Predictions (one per example, plus anything the metrics need)
     task.compute_metrics(data, preds)     -> {"accuracy": ...}; the first of ``task.metric_names`` is the headline
+    task.run_files(data, preds)           -> {"predictions.json": ...}: extra files the runner writes into the run folder
 
 Adding a task from outside the package::
 
@@ -39,13 +40,17 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from syntaxformer.errors import SyntaxformerError
 
-__all__ = ["HEADS", "Task", "TaskContext", "Predictions", "register_task", "get_task", "task_names",
+__all__ = ["HEADS", "TOKEN_INPUTS", "Task", "TaskContext", "Predictions", "register_task", "get_task", "task_names",
            "UnknownTaskError"]
 
 #: Heads a task can ask for; the model registry (:func:`syntaxformer.modeling.model_class`) serves the first four
 #: for every syntax system, ``seq2seq`` is the syntax-infused translation model.
 HEADS: tuple[str, ...] = ("sequence_classification", "question_answering", "multiple_choice",
                           "token_classification", "seq2seq")
+
+
+#: The token arrays every model reads (``token_type_ids`` only where the tokenizer makes them).
+TOKEN_INPUTS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class UnknownTaskError(SyntaxformerError, KeyError):
@@ -99,6 +104,27 @@ class TaskContext:
     cache_dir: str | None = None
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def window_arrays(self, window: Any) -> dict[str, Any]:
+        """The model inputs of one aligned window (:class:`~syntaxformer.data.align.AlignedExample`): the
+        :data:`TOKEN_INPUTS` and the :attr:`syntax_inputs` the model reads, nothing else.
+
+        Built with :func:`syntaxformer.data.collate.example_arrays` (``criterion``; ``max_distance`` only when an
+        ``[L, D]`` ancestor table is asked for; constituency arrays only when a ``con_*`` key is).
+
+        Raises:
+            SyntaxformerError: the model asks for a syntax input that the encoder does not make.
+        """
+        from syntaxformer.data.collate import example_arrays
+
+        wants_table = any("_anc_" in k for k in self.syntax_inputs)
+        constituency = any(k.startswith("con_") for k in self.syntax_inputs)
+        arrays = example_arrays(window, self.criterion, self.max_distance if wants_table else 1, constituency)
+        missing = [k for k in self.syntax_inputs if k not in arrays]
+        if missing:
+            raise SyntaxformerError(f"the model reads the syntax inputs {missing}, which syntax encoding does not "
+                                    f"make (it makes {sorted(k for k in arrays if k not in TOKEN_INPUTS)})")
+        return {k: arrays[k] for k in (*TOKEN_INPUTS, *self.syntax_inputs) if k in arrays}
 
 
 @dataclass
@@ -217,6 +243,12 @@ class Task(abc.ABC):
     def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, float]:
         """Scores of ``predictions`` against the labels of ``data`` (every name in :attr:`metric_names`)."""
 
+    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+        """Extra files for the run (or evaluation) folder: file name -> JSON-serialisable content (the runner writes
+        each with ``write_json`` next to ``metrics.json``). Default: none. SQuAD writes ``predictions.json``,
+        ``best_texts.json``, ``na_probs.json`` and ``per_question.json``; RACE ``predictions.json``."""
+        return {}
+
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
         """One JSON record per example for ``predict`` output files (id, input text, prediction, score)."""
         scores = predictions.scores or [None] * len(predictions.ids)
@@ -295,4 +327,5 @@ def _load_builtin() -> None:
 
 
 #: The modules that define the built-in tasks (each calls :func:`register_task` at import).
-_BUILTIN_MODULES: tuple[str, ...] = ("syntaxformer.tasks.glue", "syntaxformer.tasks.snli", "syntaxformer.tasks.sst")
+_BUILTIN_MODULES: tuple[str, ...] = ("syntaxformer.tasks.glue", "syntaxformer.tasks.snli", "syntaxformer.tasks.sst",
+                                    "syntaxformer.tasks.squad", "syntaxformer.tasks.race")

@@ -1,14 +1,14 @@
-"""RACE multiple-choice reading comprehension: readers, syntax-aligned per-option features, batching, accuracy.
+"""RACE multiple-choice reading comprehension as a :class:`~syntaxformer.tasks.base.Task`: per-option
+syntax-aligned sequences, ``[B, C, L]`` batches, accuracy on RACE-M / RACE-H / all.
 
-Pipeline::
+Pipeline (what the runner does with :class:`RaceTask`)::
 
-    dev = read_race_dir("../shared/data/race/dev")                         # one RaceExample per question
-    train = read_race_tarball("../shared/data/race/RACE_train.tar.gz", max_questions=400, seed=0)
-    featurizer = RaceFeaturizer(tokenizer, SpacyAnnotator(), max_length=256)
-    features = featurizer(dev)                                             # one RaceFeature per question
-    batch = race_collate(features)                                         # [B, C, L] tensors + labels [B]
-    ... model(**batch).logits                                              # [B, C], softmax over options
-    race_accuracy(dev, predictions)                                        # {"middle", "high", "all"}
+    task = get_task("race")
+    dev = task.load_split("dev", data)                        # TaskData of RaceExamples (race/dev/{middle,high})
+    features = task.featurize(dev, context, "dev")            # one item per question: {"options": [...], "labels"}
+    batch = task.collator(context)(items)                     # [B, C, L] tensors + labels [B]
+    ... model(**batch).logits                                 # [B, C], softmax over options
+    task.compute_metrics(dev, task.postprocess(dev, features, logits))   # accuracy middle / high / all
 
 Input per option (SG-Net TPAMI §3.4.1): ``[CLS] passage || question [SEP] option [SEP]``. The passage is cut
 from its end when the sequence is too long; the question and the option are kept whole (only if they alone do
@@ -16,237 +16,44 @@ not fit are they cut too, longest first). The passage is parsed sentence by sent
 option on their own: every sentence is its own tree and no syntax link crosses sentences, nor passage /
 question / option. The syntax arrays are computed on the *whole* example, so a passage word whose ancestor was
 cut off by the truncation keeps its remaining ancestors and simply loses the cut one (never attention to all).
+
+Data (:meth:`RaceTask.load_split`; the run config's data section): ``train`` from ``train_file`` (default
+``<data_dir or shared data>/race/RACE_train.tar.gz``; a tarball or a split folder), ``dev`` / ``test`` from
+``dev_file`` / ``test_file`` (default ``race/dev`` / ``race/test``, folders of the original per-passage files);
+``dataset`` (``ehovy/race``, ``dataset_config`` ``all``) loads the hub splits. ``max_{train,eval,predict}_samples``
+keep a seeded subset (``data_seed``): whole passages in a seeded order for a tarball, questions otherwise.
+Readers: :mod:`syntaxformer.data.readers.race`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
-import random
 import re
-import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from syntaxformer.analysis.buckets import question_words
 from syntaxformer.data.align import AlignedExample, SyntaxAligner
+from syntaxformer.data.readers.race import (
+    LEVELS,
+    OPTION_LETTERS,
+    RaceExample,
+    load_race_hub,
+    race_counts,
+    read_race_dir,
+    read_race_tarball,
+)
 from syntaxformer.data.sentence import Document, Sentence
-from syntaxformer.errors import FormatError, SyntaxformerError
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 
-__all__ = ["RaceExample", "RaceFeature", "RaceFeaturizer", "read_race_file", "parse_race_record", "read_race_dir",
-           "read_race_tarball", "load_race_hub", "examples_from_hub_rows", "race_counts", "race_collate",
-           "race_accuracy", "LEVELS", "MC_KEYS"]
-
-#: The two RACE subsets (RACE-M: middle school, RACE-H: high school).
-LEVELS: tuple[str, ...] = ("middle", "high")
-_LETTERS = "ABCDEFGHIJ"
-#: Batch keys kept for the multiple-choice model (SG-Net needs only the SDOI arrays).
-MC_KEYS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids", "dep_tin", "dep_tout", "syntax_tree")
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Reading
-# ----------------------------------------------------------------------------------------------------------
-@dataclass
-class RaceExample:
-    """One multiple-choice question over one passage.
-
-    Attributes:
-        qid: question id, ``"<passage id>#<k>"`` (``k`` = 0-based question index in the passage file).
-        passage_id: the file's ``id`` (e.g. ``"middle1011.txt"``).
-        level: ``"middle"`` or ``"high"``.
-        article: the passage text.
-        question: the question (RACE cloze questions contain ``_`` for the blank; kept as is).
-        options: the candidate answers (4 in RACE).
-        label: index of the right option (``None`` when unknown).
-    """
-
-    qid: str
-    passage_id: str
-    level: str
-    article: str
-    question: str
-    options: list[str]
-    label: int | None = None
-
-    @property
-    def answer(self) -> str | None:
-        """The right option's letter (``"A"`` ...), or ``None``."""
-        return None if self.label is None else _LETTERS[self.label]
-
-
-def _level_of(name: str) -> str | None:
-    low = name.lower()
-    for level in LEVELS:
-        if level in low:
-            return level
-    return None
-
-
-def parse_race_record(record: Any, source: str, level: str | None = None) -> list[RaceExample]:
-    """Examples of one RACE passage record ``{"article", "questions", "options", "answers", "id"}``.
-
-    Args:
-        record: the parsed JSON object of one passage file.
-        source: where it came from (named in error messages; its path also gives the level if ``level`` is None).
-        level: ``"middle"`` / ``"high"``; default: from the record id or the source path.
-
-    Raises:
-        FormatError: a missing field, an empty passage, unequal numbers of questions / options / answers, fewer
-            than two options, or an answer letter that names no option.
-    """
-    if not isinstance(record, Mapping):
-        raise FormatError(f"expected a JSON object with article/questions/options/answers, got "
-                          f"{type(record).__name__}", source)
-    missing = [k for k in ("article", "questions", "options", "answers") if k not in record]
-    if missing:
-        raise FormatError(f"RACE record lacks the field(s) {missing}; each file must be one JSON object with "
-                          "'article', 'questions', 'options', 'answers' (and 'id')", source)
-    article, questions, options, answers = (record["article"], record["questions"], record["options"],
-                                            record["answers"])
-    if not isinstance(article, str) or not article.strip():
-        raise FormatError("RACE record has an empty 'article' (the passage)", source)
-    if not (isinstance(questions, list) and isinstance(options, list) and isinstance(answers, list)):
-        raise FormatError("'questions', 'options' and 'answers' must be lists", source)
-    if not (len(questions) == len(options) == len(answers)):
-        raise FormatError(f"{len(questions)} questions, {len(options)} option lists and {len(answers)} answers; "
-                          "they must be equally many", source)
-    passage_id = str(record.get("id") or Path(source).name)
-    level = level or _level_of(passage_id) or _level_of(source)
-    if level not in LEVELS:
-        raise FormatError(f"cannot tell the RACE level (middle / high) of passage {passage_id!r}", source)
-    out = []
-    for k, (q, opts, ans) in enumerate(zip(questions, options, answers)):
-        if not isinstance(q, str) or not isinstance(opts, list) or len(opts) < 2 or \
-                not all(isinstance(o, str) for o in opts):
-            raise FormatError(f"question {k}: needs a question string and a list of at least two option strings",
-                              source)
-        if not isinstance(ans, str) or len(ans.strip()) != 1 or _LETTERS.find(ans.strip().upper()) < 0 or \
-                _LETTERS.index(ans.strip().upper()) >= len(opts):
-            raise FormatError(f"question {k}: answer {ans!r} is not a letter A..{_LETTERS[len(opts) - 1]}", source)
-        out.append(RaceExample(qid=f"{passage_id}#{k}", passage_id=passage_id, level=level, article=article,
-                               question=q, options=list(opts), label=_LETTERS.index(ans.strip().upper())))
-    return out
-
-
-def read_race_file(path: str | Path, level: str | None = None) -> list[RaceExample]:
-    """The questions of one original RACE passage file (one JSON object per ``.txt`` file)."""
-    path = Path(path)
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise FormatError(f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one "
-                          "JSON object", str(path)) from None
-    return parse_race_record(record, str(path), level)
-
-
-def read_race_dir(folder: str | Path, levels: Sequence[str] = LEVELS) -> list[RaceExample]:
-    """All questions of a RACE split folder (``<folder>/{middle,high}/*.txt``), middle first, files sorted by name.
-
-    Raises:
-        SyntaxformerError: the folder or a level sub-folder is missing, or holds no file.
-    """
-    folder = Path(folder)
-    out: list[RaceExample] = []
-    for level in levels:
-        sub = folder / level
-        if not sub.is_dir():
-            raise SyntaxformerError(f"RACE folder {sub} not found (expected {folder}/{{middle,high}}/*.txt, the "
-                                    "original per-passage files)")
-        files = sorted(sub.glob("*.txt"), key=lambda p: (len(p.stem), p.stem))
-        if not files:
-            raise SyntaxformerError(f"RACE folder {sub} holds no .txt passage files")
-        for f in files:
-            out.extend(read_race_file(f, level))
-    return out
-
-
-def read_race_tarball(path: str | Path, levels: Sequence[str] = LEVELS, max_questions: int | None = None,
-                      seed: int = 0) -> list[RaceExample]:
-    """Questions read straight from a tarball of the original files (``RACE/<split>/{middle,high}/*.txt``).
-
-    Nothing is extracted to disk. With ``max_questions`` a seeded subset is taken: passages in a random order
-    (``random.Random(seed)``), all questions of each, until ``max_questions`` are reached (the last passage cut);
-    passages in the tarball's order otherwise.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise SyntaxformerError(f"RACE tarball {path} not found")
-    records: list[tuple[str, str, bytes]] = []
-    try:
-        with tarfile.open(path, "r:*") as tar:
-            for member in tar:
-                if not member.isfile() or not member.name.endswith(".txt"):
-                    continue
-                level = next((lv for lv in levels if f"/{lv}/" in f"/{member.name}"), None)
-                if level is None:
-                    continue
-                f = tar.extractfile(member)
-                if f is not None:
-                    records.append((member.name, level, f.read()))
-    except tarfile.TarError as e:
-        raise SyntaxformerError(f"cannot read the tarball {path}: {e}") from e
-    if not records:
-        raise SyntaxformerError(f"tarball {path} holds no RACE .txt files under {'/'.join(levels)} folders")
-    if max_questions is not None:
-        random.Random(seed).shuffle(records)
-    out: list[RaceExample] = []
-    for name, level, raw in records:
-        try:
-            record = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise FormatError(f"not a valid JSON RACE record: {e}", f"{path}:{name}") from None
-        out.extend(parse_race_record(record, f"{path}:{name}", level))
-        if max_questions is not None and len(out) >= max_questions:
-            return out[:max_questions]
-    return out
-
-
-def examples_from_hub_rows(rows: Iterable[Mapping[str, Any]], level: str | None = None) -> list[RaceExample]:
-    """Examples from Hugging Face ``race`` rows (``example_id``, ``article``, ``question``, ``options``,
-    ``answer``); the level comes from ``level`` or the ``example_id`` (``"high132.txt"``)."""
-    out = []
-    counters: dict[str, int] = {}
-    for r in rows:
-        pid = str(r["example_id"])
-        k = counters.get(pid, 0)
-        counters[pid] = k + 1
-        record = {"article": r["article"], "questions": [r["question"]], "options": [list(r["options"])],
-                  "answers": [r["answer"]], "id": pid}
-        ex = parse_race_record(record, f"hub:{pid}", level or _level_of(pid))[0]
-        out.append(dataclasses.replace(ex, qid=f"{pid}#{k}"))
-    return out
-
-
-def load_race_hub(name: str = "ehovy/race", config: str = "all", split: str = "validation",
-                  **kwargs: Any) -> list[RaceExample]:
-    """Load RACE by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache).
-
-    Args:
-        name: the hub data set (``ehovy/race``).
-        config: ``all``, ``middle`` or ``high``.
-        split: ``train``, ``validation`` or ``test``.
-    """
-    try:
-        from datasets import load_dataset
-    except ImportError as e:  # pragma: no cover - datasets is a dependency
-        raise SyntaxformerError("loading RACE from the hub needs `pip install datasets`") from e
-    rows = load_dataset(name, config, split=split, **kwargs)
-    return examples_from_hub_rows(rows, level=config if config in LEVELS else None)
-
-
-def race_counts(examples: Sequence[RaceExample]) -> dict[str, int]:
-    """Passages and questions per level and in all."""
-    out: dict[str, int] = {}
-    for level in LEVELS:
-        part = [e for e in examples if e.level == level]
-        out[f"{level}_passages"] = len({e.passage_id for e in part})
-        out[f"{level}_questions"] = len(part)
-    out["passages"] = len({(e.level, e.passage_id) for e in examples})
-    out["questions"] = len(examples)
-    return out
+__all__ = ["RaceTask", "RaceFeature", "RaceFeatures", "RaceFeaturizer", "feature_arrays", "race_collate",
+           "race_accuracy", "snippet"]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -308,7 +115,8 @@ class RaceFeaturizer:
         tokenizer: a Hugging Face fast tokenizer.
         annotator: a parser with ``annotate(texts) -> list[Document]`` (e.g.
             :class:`~syntaxformer.data.annotate.SpacyAnnotator`, whose SQLite cache keeps the parses); each
-            distinct passage, question and option text is parsed once.
+            distinct passage, question and option text is parsed once. ``None``: no parsing (a model that reads
+            no syntax).
         max_length: tokens per option sequence including special tokens (the passage is cut from its end).
     """
 
@@ -322,8 +130,11 @@ class RaceFeaturizer:
         self.aligner.max_length = None  # no truncation by the aligner: the passage is cut here
 
     def parse(self, examples: Sequence[RaceExample]) -> dict[str, Document]:
-        """``text -> Document`` for every distinct passage, question and option of ``examples``."""
+        """``text -> Document`` for every distinct passage, question and option of ``examples`` (without an
+        annotator: Documents that hold the texts only, no words)."""
         texts = list(dict.fromkeys(t for e in examples for t in (e.article, e.question, *e.options)))
+        if self.annotator is None:
+            return {t: Document([], text=t) for t in texts}
         return dict(zip(texts, self.annotator.annotate(texts)))
 
     def __call__(self, examples: Sequence[RaceExample], parses: Mapping[str, Document] | None = None
@@ -333,13 +144,14 @@ class RaceFeaturizer:
         firsts, seconds, n_passage_sents = [], [], []
         for e in examples:
             passage = parses[e.article]
-            if not passage.sentences:
+            if self.annotator is not None and not passage.sentences:
                 raise SyntaxformerError(f"RACE question {e.qid}: the passage has no words after parsing")
             first = _joined([passage, parses[e.question]])
             for o in e.options:
                 firsts.append(first)
                 seconds.append(parses[o])
-                n_passage_sents.append(len(passage.sentences))
+                # unparsed: the passage is told by its characters, the first len(article) of text A
+                n_passage_sents.append(len(passage.sentences) if self.annotator is not None else -len(e.article))
         aligned = self.aligner.align_batch(firsts, seconds)
         out: list[RaceFeature] = []
         k = 0
@@ -357,12 +169,18 @@ class RaceFeaturizer:
         return out
 
     def _truncate(self, w: AlignedExample, n_passage_sents: int) -> tuple[AlignedExample, int, int]:
-        """Cut passage tokens from the end (then question / option, longest first) to ``max_length``."""
+        """Cut passage tokens from the end (then question / option, longest first) to ``max_length``.
+
+        ``n_passage_sents``: the passage's sentences (trees) at the start of text A; a negative value ``-n`` for
+        unparsed text: the passage is the first ``n`` characters of text A."""
         seq = np.asarray(w.sequence_ids)
-        tree = np.where(w.word_index >= 0, np.asarray(w.forest.tree_id)[np.maximum(w.word_index, 0)], -1)
-        is_passage = (seq == 0) & (tree < n_passage_sents) & (tree >= 0)
-        # Pieces of text A with no word (cannot happen for parsed text, but be safe) count as passage.
-        is_passage |= (seq == 0) & (w.word_index < 0)
+        if n_passage_sents < 0:
+            is_passage = (seq == 0) & (np.asarray(w.offsets)[:, 0] < -n_passage_sents)
+        else:
+            tree = np.where(w.word_index >= 0, np.asarray(w.forest.tree_id)[np.maximum(w.word_index, 0)], -1)
+            is_passage = (seq == 0) & (tree < n_passage_sents) & (tree >= 0)
+            # Pieces of text A with no word (cannot happen for parsed text, but be safe) count as passage.
+            is_passage |= (seq == 0) & (w.word_index < 0)
         passage_pos = np.flatnonzero(is_passage)
         total = len(passage_pos)
         excess = len(w) - self.max_length
@@ -383,34 +201,46 @@ class RaceFeaturizer:
         return (w if keep.all() else _keep_positions(w, keep)), n_kept, total
 
 
-def _option_arrays(w: AlignedExample, criterion: str) -> dict[str, np.ndarray]:
-    from syntaxformer.data.collate import example_arrays
-
-    arrays = example_arrays(w, criterion, max_distance=1, constituency=False)
-    return {k: arrays[k] for k in MC_KEYS if k in arrays}
-
-
-def feature_arrays(feature: RaceFeature, criterion: str = "share") -> dict[str, Any]:
-    """Per-option arrays (``MC_KEYS``) of one question and its ``labels`` (collator input)."""
-    return {"options": [_option_arrays(w, criterion) for w in feature.options],
+def feature_arrays(feature: RaceFeature, context: TaskContext) -> dict[str, Any]:
+    """Collator input of one question: per option the model's token and syntax arrays
+    (:meth:`TaskContext.window_arrays`), and ``labels``."""
+    return {"options": [context.window_arrays(w) for w in feature.options],
             "labels": np.asarray(feature.label, dtype=np.int64)}
 
 
-def race_collate(features: Sequence[RaceFeature | Mapping[str, Any]], pad_token_id: int = 0,
-                 criterion: str = "share", labels: bool = True) -> dict[str, Any]:
+class RaceFeatures:
+    """The questions of one split: a ``torch.utils.data.Dataset`` of per-question items (``items``,
+    :func:`feature_arrays`) that also keeps the :class:`RaceFeature` objects (``features``)."""
+
+    def __init__(self, items: list[dict[str, Any]], features: list[RaceFeature]):
+        self.items = items
+        self.features = features
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self.items[i]
+
+    @property
+    def truncated(self) -> int:
+        """Questions whose passage was cut to fit ``max_length`` (for at least one option)."""
+        return sum(f.truncated for f in self.features)
+
+
+def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labels: bool = True) -> dict[str, Any]:
     """Pad questions into a batch: ``[B, C, L]`` tensors (``C`` options, ``L`` the longest sequence) + ``labels [B]``.
 
-    Accepts :class:`RaceFeature` objects or the dicts of :func:`feature_arrays`. Padding follows
-    :func:`syntaxformer.data.collate.pad_arrays` (syntax arrays with -1: padded positions attend to themselves
-    only). All questions of a batch must have the same number of options.
+    Takes the items of :func:`feature_arrays`. Padding follows :func:`syntaxformer.data.collate.pad_arrays`
+    (syntax arrays with -1: padded positions attend to themselves only). All questions of a batch must have the
+    same number of options.
     """
     import torch
 
     from syntaxformer.data.collate import pad_arrays
 
-    items = [feature_arrays(f, criterion) if isinstance(f, RaceFeature) else f for f in features]
     if not items:
-        raise ValueError("cannot collate an empty list of questions")
+        raise SyntaxformerError("cannot collate an empty list of questions")
     n_opts = {len(it["options"]) for it in items}
     if len(n_opts) != 1:
         raise SyntaxformerError(f"questions with different numbers of options in one batch: {sorted(n_opts)}")
@@ -435,7 +265,7 @@ def race_accuracy(examples: Sequence[RaceExample], predictions: Mapping[str, int
     """
     if not isinstance(predictions, Mapping):
         if len(predictions) != len(examples):
-            raise ValueError(f"{len(examples)} examples but {len(predictions)} predictions")
+            raise SyntaxformerError(f"{len(examples)} examples but {len(predictions)} predictions")
         predictions = {e.qid: int(p) for e, p in zip(examples, predictions)}
     out: dict[str, float] = {}
     for name, part in (("middle", [e for e in examples if e.level == "middle"]),
@@ -453,3 +283,152 @@ def snippet(text: str, limit: int = 300) -> str:
     """The first ``limit`` characters of ``text`` with whitespace collapsed (for printed examples)."""
     text = _WS.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The task
+# ----------------------------------------------------------------------------------------------------------
+def _content_fingerprint(examples: Sequence[RaceExample]) -> str:
+    h = hashlib.sha256()
+    for e in examples:
+        h.update(json.dumps([e.qid, e.level, e.article, e.question, e.options, e.label],
+                            ensure_ascii=False).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _logits(raw: Any) -> np.ndarray:
+    """``[N, C]`` option logits of a model's raw predictions (the Trainer's ``predictions``, possibly a tuple
+    whose first element they are, a ``PredictionOutput``, or a mapping with ``logits``)."""
+    raw = getattr(raw, "predictions", raw)
+    if isinstance(raw, Mapping):
+        raw = raw["logits"]
+    if isinstance(raw, (tuple, list)):
+        raw = raw[0]
+    if hasattr(raw, "detach"):
+        raw = raw.detach().cpu().numpy()
+    logits = np.asarray(raw)
+    if logits.ndim != 2:
+        raise SyntaxformerError(f"RACE predictions must be [questions, options] logits, got shape {logits.shape}")
+    return logits
+
+
+@register_task
+class RaceTask(Task):
+    """RACE multiple choice (head ``multiple_choice``): accuracy on RACE-M, RACE-H and all (percent). No options."""
+
+    name = "race"
+    title = "RACE"
+    head = "multiple_choice"
+    metric_names = ("accuracy_all", "accuracy_middle", "accuracy_high")
+    splits = ("train", "dev", "test")
+    #: Default sources under ``<data_dir>/`` (default ``<shared data>/race``).
+    default_files = {"train": "RACE_train.tar.gz", "dev": "dev", "test": "test"}
+
+    def training_defaults(self) -> dict[str, Any]:
+        """The defaults of the RACE runs; the batches are ``[B, C, L]`` items without a top-level ``input_ids``,
+        so the training order is random (``group_by_length`` off), as it always was."""
+        return {"max_length": 384, "learning_rate": 3e-5, "num_train_epochs": 2.0, "per_device_train_batch_size": 16,
+                "per_device_eval_batch_size": 32, "data_seed": 0, "eval_strategy": "no", "save_strategy": "no",
+                "save_total_limit": 1, "group_by_length": False}
+
+    # -- data --------------------------------------------------------------------------------------------
+    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+        """The questions of ``split`` as :class:`~syntaxformer.tasks.data.TaskData` of :class:`RaceExample`
+        (``metadata["counts"]``: :func:`race_counts`).
+
+        Raises:
+            SyntaxformerError: an unknown split or a missing / unreadable source.
+        """
+        from syntaxformer.tasks.data import TaskData, subsample
+
+        if split not in self.splits:
+            raise SyntaxformerError(f"RACE has no split {split!r}; expected one of {self.splits}")
+        key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
+        n = None if data.get(key) is None else int(data[key])
+        if n is not None and n < 1:
+            raise SyntaxformerError(f"{key}={n} must be a positive number of questions (or null for all)")
+        seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
+        tarball_note = None
+        if data.get("dataset"):
+            name, config = str(data["dataset"]), str(data.get("dataset_config") or "all")
+            hub_split = {"train": "train", "dev": "validation", "test": "test"}[split]
+            examples = load_race_hub(name, config, hub_split)
+            source = f"hub:{name}/{config}/{hub_split}"
+        else:
+            given = data.get(f"{split}_file")
+            path = Path(given) if given else self._data_dir(data) / self.default_files[split]
+            source = str(path)
+            if path.is_dir():
+                examples = read_race_dir(path)
+            elif path.is_file():
+                examples = read_race_tarball(path, max_questions=n, seed=seed)
+                if n is not None:
+                    tarball_note = f"passages of {path.name} in a seeded order (seed {seed}) until {n} questions"
+                    n = None  # already taken
+            else:
+                raise SyntaxformerError(f"RACE data {path} not found (a split folder with middle/ and high/, or a "
+                                        "tarball)")
+        out = TaskData(examples, source, _content_fingerprint(examples), len(examples), tarball_note, {})
+        out = subsample(out, n, seed)
+        out.metadata["counts"] = race_counts(out.examples)
+        return out
+
+    @staticmethod
+    def _data_dir(data: Mapping[str, Any]) -> Path:
+        if data.get("data_dir"):
+            return Path(data["data_dir"])
+        from syntaxformer.defaults import shared_data_dir
+
+        root = shared_data_dir()
+        if root is None:
+            raise SyntaxformerError("no data for race: ../shared/data was not found (set SYNTAXFORMER_DATA, or give "
+                                    "data_dir / train_file / dev_file / dataset)")
+        return root / "race"
+
+    def featurize(self, data: Any, context: TaskContext, split: str) -> RaceFeatures:
+        """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""
+        if context.parser_noise:
+            raise SyntaxformerError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
+                                    "sentence tasks only, not by RACE")
+        features = RaceFeaturizer(context.tokenizer, context.annotator, max_length=context.max_length)(data.examples)
+        return RaceFeatures([feature_arrays(f, context) for f in features], features)
+
+    def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
+        """``[B, C, L]`` batches (:func:`race_collate`)."""
+        pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
+        return lambda items: race_collate(items, pad)
+
+    # -- predictions -------------------------------------------------------------------------------------
+    def postprocess(self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+                    ) -> Predictions:
+        """``values``: the chosen option index per question; ``scores``: the softmax over the options."""
+        logits = _logits(raw)
+        if len(logits) != len(data.examples):
+            raise SyntaxformerError(f"{len(data.examples)} questions but {len(logits)} rows of logits")
+        probs = np.exp(logits - logits.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        return Predictions([e.qid for e in data.examples], [int(p) for p in logits.argmax(-1)],
+                           [[float(x) for x in pr] for pr in probs])
+
+    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+        """``accuracy_all`` / ``accuracy_middle`` / ``accuracy_high`` and the ``accuracy`` section of
+        ``metrics.json`` (:func:`race_accuracy`: the three and their counts ``n_*``)."""
+        acc = race_accuracy(data.examples, predictions.values)
+        return {**{f"accuracy_{k}": acc[k] for k in ("all", *LEVELS)}, "accuracy": acc}
+
+    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+        """``predictions.json``: ``qid -> {prediction, gold, level, correct, question_words, probs}`` (letters)."""
+        scores = predictions.scores or [[] for _ in predictions.values]
+        return {"predictions.json": {
+            e.qid: {"prediction": OPTION_LETTERS[int(p)], "gold": e.answer, "level": e.level,
+                    "correct": bool(int(p) == e.label), "question_words": question_words(e.question),
+                    "probs": [round(float(x), 5) for x in pr]}
+            for e, p, pr in zip(data.examples, predictions.values, scores)}}
+
+    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+        """Per question: ``id``, ``question``, ``prediction`` (letter), ``option`` (its text), ``probs``."""
+        scores = predictions.scores or [None] * len(predictions.values)
+        return [{"id": e.qid, "question": e.question, "prediction": OPTION_LETTERS[int(p)],
+                 "option": e.options[int(p)], "probs": pr}
+                for e, p, pr in zip(data.examples, predictions.values, scores)]

@@ -1,20 +1,37 @@
-"""SQuAD 2.0 span QA: reader, article-level split, syntax-aligned features with start/end labels, postprocessing.
+"""SQuAD 2.0 span QA as a :class:`~syntaxformer.tasks.base.Task`: windows with start/end labels, span decoding with
+the null answer (and an answer verifier), and the threshold protocol.
 
-Pipeline::
+Pipeline (what the runner does with :class:`SquadTask`)::
 
-    examples = read_squad("dev-v2.0.json")                       # one SquadExample per question
-    train, held = split_by_article(examples, held_out_fraction=0.1)
-    featurizer = SquadFeaturizer(tokenizer, SpacyAnnotator())     # max_length 384, 128-token window overlap
-    features = featurizer(examples)                               # one SquadFeature per window
-    batch = squad_collate(features)                               # SyntaxCollator batch + start/end positions
-    ... model(**batch) -> start_logits, end_logits [, verifier_logits]
-    result = postprocess_predictions(examples, features, start_logits, end_logits)
-    squad_evaluate(gold_answers(examples), result.best_texts, result.na_scores)   # reachable_best_f1_thresh etc.
+    task = get_task("squad2", doc_stride=128, verifier="joint")
+    train, dev = task.load_split("train", data), task.load_split("dev", data)   # TaskData of SquadExamples
+    features = task.featurize(dev, context, "dev")             # one window per item (SquadFeatures)
+    ... model(**task.collator(context)(batch)) -> start_logits, end_logits [, verifier_logits]
+    predictions = task.postprocess(dev, features, raw)          # n-best over windows, null score, verifier
+    task.compute_metrics(dev, predictions)                      # EM / F1 at the fixed and the tuned thresholds
+
+The building blocks are public too: :class:`SquadFeaturizer` (parse + align into windows),
+:func:`postprocess_predictions` (decoding) and :func:`threshold_split` (the tuning / test article split);
+reading lives in :mod:`syntaxformer.data.readers.squad`, the metric in :mod:`syntaxformer.tasks.squad_metric`.
 
 Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's
 ``[CLS] question [SEP] passage [SEP]``). Long passages are cut into windows (the question is complete in every
 window); each passage sentence is its own dependency tree and the question is parsed on its own, so no syntax
 link crosses sentences or passage/question.
+
+Data (:meth:`SquadTask.load_split`; the run config's data section): ``train_file`` (default
+``<data_dir or shared data>/squad2/dev-v2.0-half.json``) split **by article** (``held_out_fraction``, ``split_seed``)
+into the ``train`` articles and the held-out ``dev`` articles; with ``dev_file`` both files are read as they are;
+``dataset`` (e.g. ``rajpurkar/squad_v2``) loads the hub ``train`` / ``validation`` splits. ``max_train_samples``
+/ ``max_eval_samples`` keep a seeded subset (``data_seed``) of the questions.
+
+The no-answer threshold. The ``dev`` articles are split again by article (``threshold_tuning_fraction``, default
+0.5, ``threshold_split_seed``; :func:`threshold_split`) into a *tuning* part and a *test* part (recorded in the
+split's ``metadata``); every score is on the **test part** (:func:`~syntaxformer.tasks.squad_metric.squad_scores`):
+``best_f1_threshold`` (the headline) / ``best_exact_threshold`` at the threshold with the best F1 / EM on the tuning
+part; ``fixed_threshold`` at ``null_threshold``; ``same_set_best_f1_threshold`` tuned on the test part itself
+(optimistic, as the official script's ``best_f1``). ``threshold_tuning_fraction=0``: thresholds tuned on the scored
+questions themselves.
 """
 
 from __future__ import annotations
@@ -22,128 +39,33 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from syntaxformer.data.align import AlignedExample, SyntaxAligner
+from syntaxformer.data.readers.squad import (
+    SquadExample,
+    load_squad_hub,
+    read_squad,
+    split_by_article,
+    squad_counts,
+)
 from syntaxformer.data.sentence import Document
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 
+__all__ = ["SquadTask", "SquadFeature", "SquadFeatures", "SquadFeaturizer", "SquadPredictions", "answer_token_span",
+           "feature_arrays", "postprocess_predictions", "threshold_split", "threshold_note", "json_safe_scores",
+           "VERIFIERS", "LABEL_KEYS"]
 
-# ----------------------------------------------------------------------------------------------------------
-# Reading
-# ----------------------------------------------------------------------------------------------------------
-@dataclass
-class SquadExample:
-    """One question over one passage.
-
-    Attributes:
-        qid: the question id.
-        title: the article title (the unit of :func:`split_by_article`).
-        context: the passage text, exactly as in the json (answers index into it).
-        question: the question text.
-        answers: gold answers ``{"text", "answer_start"}`` (empty for an unanswerable question).
-        is_impossible: the question has no answer in the passage.
-        plausible_answers: SQuAD 2.0's ``plausible_answers`` of unanswerable questions (not used for labels).
-    """
-
-    qid: str
-    title: str
-    context: str
-    question: str
-    answers: list[dict[str, Any]] = field(default_factory=list)
-    is_impossible: bool = False
-    plausible_answers: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def answer_texts(self) -> list[str]:
-        """Gold texts for the metric (``[""]`` when unanswerable)."""
-        return [a["text"] for a in self.answers] if self.answers and not self.is_impossible else [""]
-
-
-def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[SquadExample]:
-    """Read SQuAD (1.1 or 2.0) json: articles -> paragraphs -> qas.
-
-    Args:
-        source: a path to the json, the parsed json (dict with ``data``) or its ``data`` list.
-
-    Returns:
-        one :class:`SquadExample` per question, in file order. A question without ``is_impossible`` (SQuAD 1.1)
-        is unanswerable iff it has no answers.
-    """
-    if isinstance(source, (str, Path)):
-        with open(source, encoding="utf-8") as f:
-            source = json.load(f)
-    articles = source["data"] if isinstance(source, Mapping) else source
-    out: list[SquadExample] = []
-    for a_idx, article in enumerate(articles):
-        title = article.get("title", f"article-{a_idx}")
-        for para in article["paragraphs"]:
-            context = para["context"]
-            for qa in para["qas"]:
-                answers = [{"text": a["text"], "answer_start": int(a["answer_start"])} for a in qa.get("answers", [])]
-                impossible = bool(qa.get("is_impossible", not answers))
-                out.append(SquadExample(
-                    qid=qa["id"], title=title, context=context, question=qa["question"],
-                    answers=[] if impossible else answers, is_impossible=impossible,
-                    plausible_answers=list(qa.get("plausible_answers", []))))
-    return out
-
-
-def examples_from_rows(rows: Any) -> list[SquadExample]:
-    """Examples from Hugging Face ``datasets`` rows of SQuAD (``id``, ``title``, ``context``, ``question``,
-    ``answers = {"text": [...], "answer_start": [...]}``); no answer = unanswerable."""
-    out = []
-    for r in rows:
-        ans = r.get("answers") or {"text": [], "answer_start": []}
-        answers = [{"text": t, "answer_start": int(s)} for t, s in zip(ans["text"], ans["answer_start"])]
-        out.append(SquadExample(qid=r["id"], title=r.get("title", ""), context=r["context"], question=r["question"],
-                                answers=answers, is_impossible=not answers))
-    return out
-
-
-def load_squad_hub(name: str = "rajpurkar/squad_v2", split: str = "train", **kwargs: Any) -> list[SquadExample]:
-    """Load SQuAD by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache)."""
-    from datasets import load_dataset
-
-    return examples_from_rows(load_dataset(name, split=split, **kwargs))
-
-
-def squad_counts(examples: Sequence[SquadExample]) -> dict[str, int]:
-    """``articles``, ``paragraphs``, ``questions``, ``answerable``, ``unanswerable``."""
-    return {
-        "articles": len({e.title for e in examples}),
-        "paragraphs": len({(e.title, e.context) for e in examples}),
-        "questions": len(examples),
-        "answerable": sum(not e.is_impossible for e in examples),
-        "unanswerable": sum(e.is_impossible for e in examples),
-    }
-
-
-def gold_answers(examples: Sequence[SquadExample]) -> dict[str, list[str]]:
-    """``qid -> gold texts`` for :func:`syntaxformer.tasks.squad_metric.squad_evaluate`."""
-    return {e.qid: e.answer_texts for e in examples}
-
-
-def split_by_article(examples: Sequence[SquadExample], held_out_fraction: float = 0.1,
-                     seed: int = 0) -> tuple[list[SquadExample], list[SquadExample]]:
-    """Deterministic train / held-out split by article, so no passage is in both parts.
-
-    Articles are ordered by ``sha1(f"{seed}:{title}")`` (independent of file order and of Python's hash seed); the
-    first ``ceil(held_out_fraction * n_articles)`` articles (at least 1 and at most n-1 when there are ≥ 2
-    articles and the fraction is > 0) are held out. Question order within each part is the input order.
-    """
-    if not 0.0 <= held_out_fraction < 1.0:
-        raise ValueError(f"held_out_fraction must lie in [0, 1), got {held_out_fraction}")
-    titles = list(dict.fromkeys(e.title for e in examples))
-    ranked = sorted(titles, key=lambda t: hashlib.sha1(f"{seed}:{t}".encode("utf-8")).hexdigest())
-    n_held = math.ceil(held_out_fraction * len(titles)) if held_out_fraction > 0 else 0
-    if held_out_fraction > 0 and len(titles) >= 2:
-        n_held = min(max(n_held, 1), len(titles) - 1)
-    held = set(ranked[:n_held])
-    return [e for e in examples if e.title not in held], [e for e in examples if e.title in held]
+#: Answer-verifier modes: none, ``joint`` (a [CLS] answerability classifier trained with the span head on one
+#: encoder) or ``parallel`` (a second model trained only as verifier, paper §3.4.1).
+VERIFIERS: tuple[str, ...] = ("none", "joint", "parallel")
+#: Label arrays of a window.
+LABEL_KEYS: tuple[str, ...] = ("start_positions", "end_positions", "is_impossible")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -207,7 +129,7 @@ class SquadFeaturizer:
         tokenizer: a Hugging Face fast tokenizer.
         annotator: a parser with ``annotate(texts) -> list[Document]`` (e.g.
             :class:`~syntaxformer.data.annotate.SpacyAnnotator`); passages are parsed once per distinct text,
-            sentence by sentence, questions on their own.
+            sentence by sentence, questions on their own. ``None``: no parsing (a model that reads no syntax).
         max_length: window length including special tokens (384, as in SG-Net / BERT).
         stride: tokens shared by consecutive windows of a long passage (default 128): the **overlap** between
             windows, as ``doc_stride`` / ``stride`` in Hugging Face's ``run_qa``. (BERT's original ``doc_stride``
@@ -228,7 +150,11 @@ class SquadFeaturizer:
                                      window_segment=self.passage_segment)
 
     def parse(self, examples: Sequence[SquadExample]) -> tuple[list[Document], list[Document]]:
-        """Passage and question Documents of the examples (each distinct passage parsed once)."""
+        """Passage and question Documents of the examples (each distinct passage parsed once). Without an
+        annotator the Documents hold the texts only (no words: the windows carry no syntax, the tokens are the
+        same)."""
+        if self.annotator is None:
+            return [Document([], text=e.context) for e in examples], [Document([], text=e.question) for e in examples]
         contexts = list(dict.fromkeys(e.context for e in examples))
         docs = dict(zip(contexts, self.annotator.annotate(contexts)))
         questions = self.annotator.annotate([e.question for e in examples])
@@ -263,30 +189,29 @@ class SquadFeaturizer:
         return feat
 
 
-def feature_arrays(feature: SquadFeature, criterion: str = "share", max_distance: int = 15,
-                   constituency: bool = False) -> dict[str, np.ndarray]:
-    """Collator input of one feature: token + syntax arrays and the scalar labels
-    ``start_positions``, ``end_positions``, ``is_impossible``."""
-    from syntaxformer.data.collate import example_arrays
-
-    out = example_arrays(feature.aligned, criterion, max_distance, constituency)
+def feature_arrays(feature: SquadFeature, context: TaskContext) -> dict[str, np.ndarray]:
+    """Collator input of one window: the model's token and syntax arrays (:meth:`TaskContext.window_arrays`) and
+    the scalar labels ``start_positions``, ``end_positions``, ``is_impossible``."""
+    out = context.window_arrays(feature.aligned)
     out["start_positions"] = np.asarray(feature.start_position, dtype=np.int64)
     out["end_positions"] = np.asarray(feature.end_position, dtype=np.int64)
     out["is_impossible"] = np.asarray(feature.is_impossible, dtype=np.int64)
     return out
 
 
-def squad_collate(features: Sequence[SquadFeature], pad_token_id: int = 0, criterion: str = "share",
-                  labels: bool = True) -> dict[str, Any]:
-    """Pad features into a batch (``SyntaxCollator`` conventions); ``labels=False`` drops the label keys."""
-    from syntaxformer.data.collate import pad_arrays
+class SquadFeatures:
+    """The windows of one split: a ``torch.utils.data.Dataset`` of per-window dicts of arrays (``items``) that
+    also keeps the windows themselves (``windows``: :class:`SquadFeature`, what decoding needs)."""
 
-    arrays = [feature_arrays(f, criterion) for f in features]
-    if not labels:
-        for a in arrays:
-            for k in ("start_positions", "end_positions", "is_impossible"):
-                a.pop(k)
-    return pad_arrays(arrays, pad_token_id)
+    def __init__(self, items: list[dict[str, np.ndarray]], windows: list[SquadFeature]):
+        self.items = items
+        self.windows = windows
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict[str, np.ndarray]:
+        return self.items[i]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -364,7 +289,8 @@ def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence
     ends = [_to_numpy(x) for x in end_logits]
     ver = None if verifier_logits is None else _to_numpy(verifier_logits)
     if len(starts) != len(features) or len(ends) != len(features):
-        raise ValueError(f"{len(features)} features but {len(starts)} start / {len(ends)} end logit rows")
+        raise SyntaxformerError(f"{len(features)} features but {len(starts)} start / {len(ends)} end logit rows; the "
+                                "logits must follow the features")
     by_example: dict[int, list[int]] = {}
     for j, f in enumerate(features):
         by_example.setdefault(f.example_index, []).append(j)
@@ -417,3 +343,364 @@ def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence
         na_scores[ex.qid] = float(score)
         predictions[ex.qid] = "" if score > null_threshold or best is None else best["text"]
     return SquadPredictions(best_texts, na_scores, predictions, nbest)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The threshold protocol
+# ----------------------------------------------------------------------------------------------------------
+def threshold_split(examples: Sequence[SquadExample], fraction: float, seed: int = 0
+                    ) -> tuple[list[str], dict[str, Any]]:
+    """The evaluation questions whose articles tune the no-answer threshold, and a description of the split.
+
+    The articles of ``examples`` are split with :func:`~syntaxformer.data.readers.squad.split_by_article`
+    (``held_out_fraction = 1 - fraction``, ``seed``): the held-out share is the *test* part (at least one
+    article), the rest the *tuning* part (about ``fraction`` of the articles, at least one). ``fraction = 0``:
+    no split, the threshold is tuned on the scored questions themselves (``tuning_qids == []``).
+
+    Returns:
+        ``(tuning_qids, protocol)``; ``protocol`` names the articles of each part and counts their questions.
+
+    Raises:
+        SyntaxformerError: ``fraction > 0`` but the questions come from fewer than two articles.
+    """
+    fraction = float(fraction)
+    if fraction <= 0:
+        return [], {"threshold_tuning_fraction": 0.0, "tuned_on": "the scored (test) questions themselves",
+                    "test_articles": sorted({e.title for e in examples}), "test_questions": len(examples),
+                    "test_counts": squad_counts(examples),
+                    "note": "threshold_tuning_fraction=0: best_f1_threshold is tuned on the questions it scores "
+                            "(as the official script's best_f1), so it is optimistic."}
+    titles = sorted({e.title for e in examples})
+    if len(titles) < 2:
+        raise SyntaxformerError(f"threshold_tuning_fraction={fraction} splits the evaluation articles into a tuning "
+                                f"and a test part, but the evaluation questions come from {len(titles)} article(s); "
+                                "use more evaluation questions / articles or threshold_tuning_fraction=0 (tune on "
+                                "the scored questions themselves)")
+    tuning, test = split_by_article(examples, 1.0 - fraction, seed=int(seed))
+    return [e.qid for e in tuning], {
+        "threshold_tuning_fraction": fraction, "threshold_split_seed": int(seed),
+        "tuned_on": "the tuning part (other articles than the scored test part)",
+        "tuning_articles": sorted({e.title for e in tuning}), "test_articles": sorted({e.title for e in test}),
+        "tuning_questions": len(tuning), "test_questions": len(test),
+        "tuning_counts": squad_counts(tuning), "test_counts": squad_counts(test),
+        "note": "The evaluation (held-out) articles are split by article: no-answer thresholds are chosen on the "
+                "tuning part and applied to the test part; fixed_threshold, best_f1_threshold and "
+                "best_exact_threshold score the test part only. same_set_best_f1_threshold tunes on the test part "
+                "itself (optimistic; as the official script's best_f1). per_question.json marks each question's "
+                "part."}
+
+
+def threshold_note(fraction: float) -> str:
+    """The sentence ``metrics.json`` carries to say which questions the reported SQuAD scores are on."""
+    if fraction > 0:
+        return ("All SQuAD scores are on the TEST part of the evaluation articles (threshold_protocol). "
+                "best_f1_threshold (headline) / best_exact_threshold: the no-answer threshold with the best F1 / EM "
+                "on the TUNING part (other articles), applied to the test part. fixed_threshold: the untuned "
+                "null_threshold. same_set_best_f1_threshold and fixed_threshold.best_* / official_best_*: "
+                "thresholds tuned on the test part itself (optimistic; official_best_* are the official script's "
+                "numbers, which can be unreachable when no-answer scores tie).")
+    return ("threshold_tuning_fraction=0: best_f1_threshold / best_exact_threshold are tuned on the same evaluation "
+            "questions they score (as the official script's best_f1; optimistic). fixed_threshold: untuned. "
+            "official_best_*: the official script's sweep (can be unreachable when no-answer scores tie).")
+
+
+def json_safe_scores(scores: Mapping[str, float]) -> dict[str, float]:
+    """No-answer scores for JSON: a question with no valid span has score +inf, written as 1e30."""
+    return {k: (float(v) if math.isfinite(v) else math.copysign(1e30, v)) for k, v in scores.items()}
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The task
+# ----------------------------------------------------------------------------------------------------------
+def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
+    """``(start_logits, end_logits, verifier_logits or None)`` of a model's raw predictions: the Trainer's
+    ``predictions`` tuple (start, end, then optionally ``[N, 2]`` verifier logits; per-batch losses, 1-d, are
+    skipped), a ``PredictionOutput``, or a mapping with those names."""
+    raw = getattr(raw, "predictions", raw)
+    if isinstance(raw, Mapping):
+        return raw["start_logits"], raw["end_logits"], raw.get("verifier_logits")
+    if not isinstance(raw, (tuple, list)) or len(raw) < 2:
+        raise SyntaxformerError("SQuAD predictions must hold start and end logits (a tuple (start_logits, "
+                                f"end_logits[, verifier_logits]) or a mapping), got {type(raw).__name__}")
+    verifier = next((x for x in raw[2:] if np.ndim(x) == 2 and np.shape(x)[-1] == 2), None)
+    return raw[0], raw[1], verifier
+
+
+def _content_fingerprint(examples: Sequence[SquadExample]) -> str:
+    h = hashlib.sha256()
+    for e in examples:
+        h.update(json.dumps([e.qid, e.title, e.context, e.question, e.answers, e.is_impossible],
+                            ensure_ascii=False).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@register_task
+class SquadTask(Task):
+    """SQuAD 2.0 extractive QA with unanswerable questions (head ``question_answering``).
+
+    Args:
+        doc_stride: passage tokens shared by consecutive windows, i.e. the **overlap** between windows (as
+            ``doc_stride`` in Hugging Face's ``run_qa``; BERT's original ``doc_stride`` is the step between window
+            starts instead). Must be below the run's ``max_length``.
+        question_first: ``[CLS] question [SEP] passage [SEP]`` instead of SG-Net's passage-first order.
+        n_best: span candidates per window (start and end) and kept per question.
+        max_answer_length: longest answer span in tokens.
+        null_threshold: the fixed no-answer threshold δ (``fixed_threshold`` scores).
+        verifier: one of :data:`VERIFIERS`. ``joint`` asks the model for the [CLS] verifier
+            (:meth:`model_options`); ``parallel`` asks the runner for a second, verifier-only model
+            (:meth:`auxiliary_models`) whose verifier logits are combined at decoding.
+        verifier_loss_weight: weight of the verifier's cross-entropy in training.
+        beta1, beta2: Eq. 14 weights of ``score_diff`` (span vs null) and ``score_ext`` (verifier).
+        held_out_fraction, split_seed: with one SQuAD file, the share of its articles held out as ``dev`` (the
+            rest is ``train``) and the seed of that split.
+        threshold_tuning_fraction, threshold_split_seed: the share of the ``dev`` articles that tunes the
+            no-answer thresholds (the rest is scored) and the seed of that split; 0 = tune on the scored questions.
+    """
+
+    name = "squad2"
+    title = "SQuAD 2.0"
+    head = "question_answering"
+    metric_names = ("f1", "exact", "HasAns_f1", "NoAns_f1")
+    splits = ("train", "dev", "test")
+    #: The file of ``<data_dir>/`` (default ``<shared data>/squad2``) read when no ``train_file`` is given.
+    default_file = "dev-v2.0-half.json"
+
+    def __init__(self, doc_stride: int = 128, question_first: bool = False, n_best: int = 20,
+                 max_answer_length: int = 30, null_threshold: float = 0.0, verifier: str = "none",
+                 verifier_loss_weight: float = 1.0, beta1: float = 1.0, beta2: float = 1.0,
+                 held_out_fraction: float = 0.25, split_seed: int = 0, threshold_tuning_fraction: float = 0.5,
+                 threshold_split_seed: int = 0, **unknown: Any):
+        if unknown:
+            raise SyntaxformerError(f"option(s) {sorted(unknown)} do not apply to squad2; its options are "
+                                    f"{sorted(self._option_names())}")
+        if verifier not in VERIFIERS:
+            raise SyntaxformerError(f"verifier={verifier!r} is not valid; choose one of {VERIFIERS}")
+        if int(doc_stride) < 0:
+            raise SyntaxformerError(f"doc_stride={doc_stride} (tokens shared by consecutive windows) must be >= 0")
+        for option, value in (("n_best", n_best), ("max_answer_length", max_answer_length)):
+            if int(value) < 1:
+                raise SyntaxformerError(f"{option}={value} must be a positive number")
+        if not 0.0 <= float(held_out_fraction) < 1.0:
+            raise SyntaxformerError(f"held_out_fraction={held_out_fraction} must lie in [0, 1)")
+        if not 0.0 <= float(threshold_tuning_fraction) < 1.0:
+            raise SyntaxformerError(f"threshold_tuning_fraction={threshold_tuning_fraction} must lie in [0, 1) "
+                                    "(0 = tune the no-answer threshold on the scored questions themselves)")
+        self.doc_stride = int(doc_stride)
+        self.question_first = bool(question_first)
+        self.n_best = int(n_best)
+        self.max_answer_length = int(max_answer_length)
+        self.null_threshold = float(null_threshold)
+        self.verifier = verifier
+        self.verifier_loss_weight = float(verifier_loss_weight)
+        self.beta1 = float(beta1)
+        self.beta2 = float(beta2)
+        self.held_out_fraction = float(held_out_fraction)
+        self.split_seed = int(split_seed)
+        self.threshold_tuning_fraction = float(threshold_tuning_fraction)
+        self.threshold_split_seed = int(threshold_split_seed)
+
+    # -- identity ----------------------------------------------------------------------------------------
+    @classmethod
+    def _option_names(cls) -> list[str]:
+        """The names of the task options."""
+        import inspect
+
+        return [n for n, p in inspect.signature(cls.__init__).parameters.items()
+                if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD]
+
+    def options(self) -> dict[str, Any]:
+        return {"doc_stride": self.doc_stride, "question_first": self.question_first, "n_best": self.n_best,
+                "max_answer_length": self.max_answer_length, "null_threshold": self.null_threshold,
+                "verifier": self.verifier, "verifier_loss_weight": self.verifier_loss_weight, "beta1": self.beta1,
+                "beta2": self.beta2, "held_out_fraction": self.held_out_fraction, "split_seed": self.split_seed,
+                "threshold_tuning_fraction": self.threshold_tuning_fraction,
+                "threshold_split_seed": self.threshold_split_seed}
+
+    @property
+    def label_names(self) -> list[str]:
+        return ["start_positions", "end_positions"]
+
+    def _verifier_options(self) -> dict[str, Any]:
+        return {"qa_verifier": True, "verifier_loss_weight": self.verifier_loss_weight,
+                "verifier_beta1": self.beta1, "verifier_beta2": self.beta2}
+
+    def model_options(self) -> dict[str, Any]:
+        """``joint``: the span model carries the verifier (``qa_verifier`` and its loss weight / betas)."""
+        return self._verifier_options() if self.verifier == "joint" else {}
+
+    def auxiliary_models(self) -> dict[str, dict[str, Any]]:
+        """``parallel``: a second model, ``verifier``, trained only for answerability (``span_loss_weight=0``)."""
+        if self.verifier != "parallel":
+            return {}
+        return {"verifier": {**self._verifier_options(), "span_loss_weight": 0.0}}
+
+    def training_defaults(self) -> dict[str, Any]:
+        """The defaults of the SQuAD runs (BERT-style fine-tuning; one evaluation at the end, since the scores
+        need decoding over windows and the threshold protocol)."""
+        return {"max_length": 384, "learning_rate": 3e-5, "num_train_epochs": 2.0, "per_device_train_batch_size": 16,
+                "per_device_eval_batch_size": 32, "data_seed": 0, "eval_strategy": "no", "save_strategy": "no",
+                "save_total_limit": 1}
+
+    # -- data --------------------------------------------------------------------------------------------
+    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+        """The questions of ``split`` (``train`` / ``dev`` / ``test``) as :class:`~syntaxformer.tasks.data.TaskData`
+        of :class:`SquadExample`.
+
+        ``metadata`` holds ``counts`` (:func:`squad_counts`), for an article split ``split`` (a description) and
+        ``held_out_titles``, and for ``dev`` / ``test`` the threshold protocol: ``tuning_qids`` and
+        ``threshold_protocol`` (:func:`threshold_split`).
+
+        Raises:
+            SyntaxformerError: an unknown split, a missing file, an empty part, or too few articles to split.
+        """
+        from syntaxformer.tasks.data import TaskData, subsample
+
+        if split not in self.splits:
+            raise SyntaxformerError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
+        metadata: dict[str, Any] = {}
+        if data.get("dataset"):
+            name = str(data["dataset"])
+            hub_split = {"train": "train", "dev": "validation", "test": "test"}[split]
+            examples = load_squad_hub(name, hub_split)
+            source = f"hub:{name}/{hub_split}"
+        else:
+            train_file = Path(data["train_file"]) if data.get("train_file") else self._data_dir(data) / self.default_file
+            dev_file = Path(data["dev_file"]) if data.get("dev_file") else None
+            if split == "test":
+                if not data.get("test_file"):
+                    raise SyntaxformerError("SQuAD 2.0 split 'test' needs test_file (a SQuAD json); the held-out "
+                                            "articles of train_file are the 'dev' split")
+                path = Path(data["test_file"])
+            else:
+                path = train_file if split == "train" or dev_file is None else dev_file
+            for f in (train_file if split != "test" else None, dev_file if split != "test" else None, path):
+                if f is not None and not f.is_file():
+                    raise SyntaxformerError(f"SQuAD file {f} not found")
+            examples = read_squad(path)
+            source = str(path)
+            if split != "test" and dev_file is None:  # one file: split by article
+                if self.held_out_fraction <= 0:
+                    raise SyntaxformerError("held_out_fraction must be > 0 when no dev_file is given (the held-out "
+                                            "articles are the evaluation set)")
+                train, held = split_by_article(examples, self.held_out_fraction, seed=self.split_seed)
+                examples = train if split == "train" else held
+                source = f"{path} (train articles)" if split == "train" else f"{path} (held-out articles)"
+                n_titles = len(dict.fromkeys(e.title for e in train + held))
+                metadata["split"] = (f"by article: {len({e.title for e in held})} of {n_titles} articles held out "
+                                     f"(held_out_fraction {self.held_out_fraction}, split_seed {self.split_seed})")
+                metadata["held_out_titles"] = sorted({e.title for e in held})
+        if not examples:
+            raise SyntaxformerError(f"the SQuAD {split} part is empty ({source})")
+        out = TaskData(examples, source, _content_fingerprint(examples), len(examples), None, metadata)
+        key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
+        seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
+        if data.get(key) is not None and int(data[key]) < 1:
+            raise SyntaxformerError(f"{key}={data[key]} must be a positive number of questions (or null for all)")
+        out = subsample(out, None if data.get(key) is None else int(data[key]), seed)
+        out.metadata["counts"] = squad_counts(out.examples)
+        if split != "train":
+            tuning_qids, protocol = threshold_split(out.examples, self.threshold_tuning_fraction,
+                                                    self.threshold_split_seed)
+            out.metadata.update(tuning_qids=tuning_qids, threshold_protocol=protocol)
+        return out
+
+    @staticmethod
+    def _data_dir(data: Mapping[str, Any]) -> Path:
+        if data.get("data_dir"):
+            return Path(data["data_dir"])
+        from syntaxformer.defaults import shared_data_dir
+
+        root = shared_data_dir()
+        if root is None:
+            raise SyntaxformerError("no data for squad2: ../shared/data was not found (set SYNTAXFORMER_DATA, or "
+                                    "give data_dir / train_file / dev_file / dataset)")
+        return root / "squad2"
+
+    def featurize(self, data: Any, context: TaskContext, split: str) -> SquadFeatures:
+        """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""
+        if context.parser_noise:
+            raise SyntaxformerError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
+                                    "sentence tasks only, not by SQuAD 2.0")
+        if self.doc_stride >= context.max_length:
+            raise SyntaxformerError(f"doc_stride={self.doc_stride} (tokens shared by consecutive windows) must be "
+                                    f"below max_length={context.max_length}")
+        featurizer = SquadFeaturizer(context.tokenizer, context.annotator, max_length=context.max_length,
+                                     stride=self.doc_stride, question_first=self.question_first)
+        try:
+            windows = featurizer(data.examples)
+        except ValueError as e:  # window room (max_length - question - specials) too small for the stride
+            raise SyntaxformerError(f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
+                                    f"{self.doc_stride}); raise max_length or lower doc_stride") from e
+        return SquadFeatures([feature_arrays(w, context) for w in windows], windows)
+
+    # -- predictions -------------------------------------------------------------------------------------
+    def postprocess(self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+                    ) -> Predictions:
+        """Decode spans (:func:`postprocess_predictions`); the verifier logits come from the model (``joint``) or
+        from ``auxiliary["verifier"]`` (``parallel``).
+
+        Returns:
+            ``values``: answers at ``null_threshold`` (``""`` = no answer); ``scores``: no-answer scores;
+            ``extra``: ``best_texts``, ``na_scores`` (``qid ->``) and ``nbest``.
+        """
+        start, end, verifier = _qa_outputs(raw)
+        if self.verifier == "none":
+            verifier = None
+        elif self.verifier == "parallel":
+            if not auxiliary or "verifier" not in auxiliary:
+                raise SyntaxformerError("verifier='parallel' decodes with the verifier model's outputs: pass "
+                                        "auxiliary={'verifier': <its raw predictions>}")
+            verifier = _qa_outputs(auxiliary["verifier"])[2]
+        if self.verifier != "none" and verifier is None:
+            raise SyntaxformerError(f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
+                                    "logits (was the model built with qa_verifier=True?)")
+        windows = features.windows if isinstance(features, SquadFeatures) else features
+        result = postprocess_predictions(data.examples, windows, start, end, verifier, n_best=self.n_best,
+                                         max_answer_length=self.max_answer_length, beta1=self.beta1,
+                                         beta2=self.beta2, null_threshold=self.null_threshold)
+        ids = [e.qid for e in data.examples]
+        return Predictions(ids, [result.predictions[q] for q in ids], [result.na_scores[q] for q in ids],
+                           {"best_texts": result.best_texts, "na_scores": result.na_scores, "nbest": result.nbest})
+
+    def _scores(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+        from syntaxformer.tasks.squad_metric import squad_scores
+
+        return squad_scores(data.examples, predictions.extra["best_texts"], predictions.extra["na_scores"],
+                            self.null_threshold, tuning_qids=data.metadata.get("tuning_qids"))
+
+    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+        """The headline numbers (:attr:`metric_names`, on the test part at the ``best_f1_threshold``) and the
+        sections of ``metrics.json``: ``fixed_threshold``, ``best_f1_threshold``, ``best_exact_threshold``,
+        ``same_set_best_f1_threshold`` (:func:`~syntaxformer.tasks.squad_metric.squad_scores`),
+        ``threshold_protocol`` and ``threshold_note``."""
+        scores = self._scores(data, predictions)
+        scores.pop("per_question")
+        best = scores["best_f1_threshold"]
+        head = {k: best[k] for k in self.metric_names if k in best}
+        protocol = data.metadata.get("threshold_protocol")
+        if protocol is None:  # a split read without the protocol: tuned on the scored questions
+            protocol = threshold_split(data.examples, 0.0)[1]
+        return {**head, **scores, "threshold_protocol": protocol,
+                "threshold_note": threshold_note(self.threshold_tuning_fraction if data.metadata.get("tuning_qids")
+                                                 else 0.0)}
+
+    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+        """``predictions.json`` (``qid -> answer`` at the headline ``best_f1_threshold``), ``best_texts.json``
+        (best non-null span), ``na_probs.json`` (no-answer scores; with ``best_texts.json`` restricted to the test
+        part, the official ``evaluate-v2.0.py --na-prob-file`` gives the ``official_best_*`` numbers) and
+        ``per_question.json`` (per question: ``part``, ``question_words``, ``has_answer``, ``best_text``,
+        ``na_score`` and prediction / EM / F1 at the fixed and the headline threshold)."""
+        per_q = self._scores(data, predictions)["per_question"]
+        return {"predictions.json": {q: r["prediction_best"] for q, r in per_q.items()},
+                "best_texts.json": dict(predictions.extra["best_texts"]),
+                "na_probs.json": json_safe_scores(predictions.extra["na_scores"]),
+                "per_question.json": {q: {**r, "na_score": r["na_score"] if math.isfinite(r["na_score"]) else 1e30}
+                                      for q, r in per_q.items()}}
+
+    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+        """Per question: ``id``, ``question``, ``prediction`` (at ``null_threshold``), ``best_text``, ``na_score``."""
+        best = predictions.extra["best_texts"]
+        return [{"id": e.qid, "question": e.question, "prediction": v, "best_text": best[e.qid],
+                 "na_score": json_safe_scores({"s": s})["s"]}
+                for e, v, s in zip(data.examples, predictions.values, predictions.scores or [])]

@@ -1,4 +1,5 @@
-"""SQuAD 2.0 evaluation (EM / F1, HasAns / NoAns, best no-answer thresholds), re-implemented from its definition.
+"""SQuAD 2.0 evaluation (EM / F1, HasAns / NoAns, best no-answer thresholds), re-implemented from its definition,
+and the run protocol on top of it (:func:`squad_scores`: thresholds tuned on other articles than the scored ones).
 
 Behaviour (as documented for the official SQuAD 2.0 evaluation):
 
@@ -43,7 +44,9 @@ import math
 import re
 import string
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
+
+from syntaxformer.errors import SyntaxformerError
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -244,3 +247,96 @@ def evaluate_files(data_file: str | Path, pred_file: str | Path, na_prob_file: s
         with open(na_prob_file, encoding="utf-8") as f:
             na_probs = json.load(f)
     return squad_evaluate(dataset, preds, na_probs, na_prob_thresh)
+
+
+def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scores: Mapping[str, float],
+                 null_threshold: float = 0.0, tuning_qids: Sequence[str] | None = None) -> dict[str, Any]:
+    """SQuAD 2.0 metrics at the fixed threshold and at no-answer thresholds tuned on the tuning questions.
+
+    The questions in ``tuning_qids`` only choose thresholds; all other questions (the *test* part) are scored.
+    With no ``tuning_qids`` the thresholds are tuned on the scored questions themselves (the official script's
+    optimistic ``best_f1`` protocol). Thresholds come from the reachable sweep
+    (:func:`find_reachable_best_threshold`): applying ``na > t`` → no answer
+    reproduces the scores reported for them exactly. "Answer nobody" is written as a threshold below every
+    evaluation question's score, so it answers nobody on the test part too.
+
+    Returns:
+        ``{"fixed_threshold", "best_f1_threshold", "best_exact_threshold", "same_set_best_f1_threshold",
+        "per_question"}``. Each metric dict holds EM / F1 overall, HasAns, NoAns of the test part (percent) at its
+        ``threshold``:
+
+        * ``fixed_threshold``: at ``null_threshold`` (untuned); also the sweeps on the test part itself:
+          ``best_exact`` / ``best_f1`` and ``_thresh`` (reachable) and ``official_best_*`` (the official script's
+          numbers, possibly unreachable on tied scores, ``_thresh`` 0.0 for "answer nobody").
+        * ``best_f1_threshold`` (headline) / ``best_exact_threshold``: at the threshold with the best F1 / EM on
+          the tuning part (``tuning_f1`` / ``tuning_exact`` there, ``tuning_questions``, ``tuned_on``).
+        * ``same_set_best_f1_threshold``: at the best-F1 threshold of the test part itself (optimistic), with the
+          official script's ``official_best_f1`` / ``official_best_exact`` (and ``_thresh``) on the test part.
+
+        ``per_question``: ``qid -> {part ("tuning" / "test"), question_words, has_answer, best_text, na_score,
+        prediction_/em_/f1_fixed, prediction_/em_/f1_best}`` (``_best``: at ``best_f1_threshold``'s threshold).
+    """
+    from syntaxformer.analysis.buckets import question_words
+    from syntaxformer.data.readers.squad import gold_answers
+
+    gold = gold_answers(examples)
+    probs = {q: float(na_scores.get(q, 0.0)) for q in gold}
+    tune_set = set(tuning_qids or ()) & set(gold)
+    same_set = not tune_set
+    test_q = list(gold) if same_set else [q for q in gold if q not in tune_set]
+    tune_q = test_q if same_set else [q for q in gold if q in tune_set]
+    if not test_q:
+        raise SyntaxformerError("every evaluation question is a threshold-tuning question: no test part is left")
+    has = {q: any(a for a in answers) for q, answers in gold.items()}
+    scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
+    em, f1 = raw_scores(scored, best_texts)
+    nobody = answer_nobody_threshold(probs.values())  # below every evaluation question: nobody answered anywhere
+    sweep_keys = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh", "reachable_best_exact",
+                  "reachable_best_exact_thresh", "reachable_best_f1", "reachable_best_f1_thresh")
+
+    def tuned(per_q: Mapping[str, float], qids: list[str]) -> tuple[float, float]:
+        best, t = find_reachable_best_threshold({q: per_q[q] for q in qids}, probs, has)
+        if not any(probs[q] <= t for q in qids):
+            t = nobody
+        return best, t
+
+    def at(qids: list[str], t: float) -> tuple[dict[str, Any], dict[str, Any]]:
+        r = squad_evaluate({q: gold[q] for q in qids}, best_texts, {q: probs[q] for q in qids}, na_prob_thresh=t)
+        out = {k: v for k, v in r.items() if k not in sweep_keys}
+        out["threshold"] = t
+        return out, r
+
+    fixed, sweeps = at(test_q, null_threshold)
+    same_f1, same_t = tuned(f1, test_q)
+    same_em, same_em_t = tuned(em, test_q)
+    official = {f"official_{k}": sweeps[k] for k in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")}
+    fixed.update({"best_exact": same_em, "best_exact_thresh": same_em_t, "best_f1": same_f1, "best_f1_thresh": same_t,
+                  **official})
+    tuned_on = ("the same (test) questions" if same_set else "the tuning part") + f" ({len(tune_q)} questions)"
+    tune_f1, t_f1 = tuned(f1, tune_q)
+    tune_em, t_em = tuned(em, tune_q)
+    best_f1, _ = at(test_q, t_f1)
+    best_f1.update({"tuned_on": tuned_on, "tuning_questions": len(tune_q), "tuning_f1": tune_f1,
+                    "tuning_exact": 100.0 * sum(apply_no_answer_threshold({q: em[q] for q in tune_q}, probs, has,
+                                                                          t_f1).values()) / len(tune_q)})
+    best_em, _ = at(test_q, t_em)
+    best_em.update({"tuned_on": tuned_on, "tuning_questions": len(tune_q), "tuning_exact": tune_em})
+    same, _ = at(test_q, same_t)
+    same.update({"tuned_on": f"the scored (test) questions themselves ({len(test_q)} questions; optimistic)",
+                 **official})
+
+    per_q: dict[str, dict[str, Any]] = {}
+    at_t = {name: (apply_no_answer_threshold(em, probs, has, t), apply_no_answer_threshold(f1, probs, has, t))
+            for name, t in (("fixed", null_threshold), ("best", t_f1))}
+    test_set = set(test_q)
+    for e in examples:
+        q = e.qid
+        text = best_texts.get(q, "")
+        per_q[q] = {"part": "test" if q in test_set else "tuning", "question_words": question_words(e.question),
+                    "has_answer": has[q], "best_text": text, "na_score": probs[q],
+                    "prediction_fixed": "" if probs[q] > null_threshold else text,
+                    "prediction_best": "" if probs[q] > t_f1 else text,
+                    "em_fixed": int(at_t["fixed"][0][q]), "f1_fixed": float(at_t["fixed"][1][q]),
+                    "em_best": int(at_t["best"][0][q]), "f1_best": float(at_t["best"][1][q])}
+    return {"fixed_threshold": fixed, "best_f1_threshold": best_f1, "best_exact_threshold": best_em,
+            "same_set_best_f1_threshold": same, "per_question": per_q}

@@ -1,0 +1,230 @@
+"""RACE multiple-choice reading comprehension: readers for the original per-passage files, a tarball of them, and
+the hub rows; counts per level.
+
+Pipeline::
+
+    dev = read_race_dir("../shared/data/race/dev")                         # one RaceExample per question
+    train = read_race_tarball("../shared/data/race/RACE_train.tar.gz", max_questions=400, seed=0)
+
+Featurization, batching, accuracy and the task itself live in :mod:`syntaxformer.tasks.race`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from syntaxformer.errors import FormatError, SyntaxformerError
+
+__all__ = ["RaceExample", "LEVELS", "OPTION_LETTERS", "read_race_file", "parse_race_record", "read_race_dir",
+           "read_race_tarball", "load_race_hub", "examples_from_hub_rows", "race_counts"]
+
+#: The two RACE subsets (RACE-M: middle school, RACE-H: high school).
+LEVELS: tuple[str, ...] = ("middle", "high")
+#: Option letters, in option order (RACE answers are letters).
+OPTION_LETTERS = "ABCDEFGHIJ"
+
+
+@dataclass
+class RaceExample:
+    """One multiple-choice question over one passage.
+
+    Attributes:
+        qid: question id, ``"<passage id>#<k>"`` (``k`` = 0-based question index in the passage file).
+        passage_id: the file's ``id`` (e.g. ``"middle1011.txt"``).
+        level: ``"middle"`` or ``"high"``.
+        article: the passage text.
+        question: the question (RACE cloze questions contain ``_`` for the blank; kept as is).
+        options: the candidate answers (4 in RACE).
+        label: index of the right option (``None`` when unknown).
+    """
+
+    qid: str
+    passage_id: str
+    level: str
+    article: str
+    question: str
+    options: list[str]
+    label: int | None = None
+
+    @property
+    def answer(self) -> str | None:
+        """The right option's letter (``"A"`` ...), or ``None``."""
+        return None if self.label is None else OPTION_LETTERS[self.label]
+
+
+def _level_of(name: str) -> str | None:
+    low = name.lower()
+    for level in LEVELS:
+        if level in low:
+            return level
+    return None
+
+
+def parse_race_record(record: Any, source: str, level: str | None = None) -> list[RaceExample]:
+    """Examples of one RACE passage record ``{"article", "questions", "options", "answers", "id"}``.
+
+    Args:
+        record: the parsed JSON object of one passage file.
+        source: where it came from (named in error messages; its path also gives the level if ``level`` is None).
+        level: ``"middle"`` / ``"high"``; default: from the record id or the source path.
+
+    Raises:
+        FormatError: a missing field, an empty passage, unequal numbers of questions / options / answers, fewer
+            than two options, or an answer letter that names no option.
+    """
+    if not isinstance(record, Mapping):
+        raise FormatError(f"expected a JSON object with article/questions/options/answers, got "
+                          f"{type(record).__name__}", source)
+    missing = [k for k in ("article", "questions", "options", "answers") if k not in record]
+    if missing:
+        raise FormatError(f"RACE record lacks the field(s) {missing}; each file must be one JSON object with "
+                          "'article', 'questions', 'options', 'answers' (and 'id')", source)
+    article, questions, options, answers = (record["article"], record["questions"], record["options"],
+                                            record["answers"])
+    if not isinstance(article, str) or not article.strip():
+        raise FormatError("RACE record has an empty 'article' (the passage)", source)
+    if not (isinstance(questions, list) and isinstance(options, list) and isinstance(answers, list)):
+        raise FormatError("'questions', 'options' and 'answers' must be lists", source)
+    if not (len(questions) == len(options) == len(answers)):
+        raise FormatError(f"{len(questions)} questions, {len(options)} option lists and {len(answers)} answers; "
+                          "they must be equally many", source)
+    passage_id = str(record.get("id") or Path(source).name)
+    level = level or _level_of(passage_id) or _level_of(source)
+    if level not in LEVELS:
+        raise FormatError(f"cannot tell the RACE level (middle / high) of passage {passage_id!r}", source)
+    out = []
+    for k, (q, opts, ans) in enumerate(zip(questions, options, answers)):
+        if not isinstance(q, str) or not isinstance(opts, list) or len(opts) < 2 or \
+                not all(isinstance(o, str) for o in opts):
+            raise FormatError(f"question {k}: needs a question string and a list of at least two option strings",
+                              source)
+        if not isinstance(ans, str) or len(ans.strip()) != 1 or OPTION_LETTERS.find(ans.strip().upper()) < 0 or \
+                OPTION_LETTERS.index(ans.strip().upper()) >= len(opts):
+            raise FormatError(f"question {k}: answer {ans!r} is not a letter A..{OPTION_LETTERS[len(opts) - 1]}", source)
+        out.append(RaceExample(qid=f"{passage_id}#{k}", passage_id=passage_id, level=level, article=article,
+                               question=q, options=list(opts), label=OPTION_LETTERS.index(ans.strip().upper())))
+    return out
+
+
+def read_race_file(path: str | Path, level: str | None = None) -> list[RaceExample]:
+    """The questions of one original RACE passage file (one JSON object per ``.txt`` file)."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise FormatError(f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one "
+                          "JSON object", str(path)) from None
+    return parse_race_record(record, str(path), level)
+
+
+def read_race_dir(folder: str | Path, levels: Sequence[str] = LEVELS) -> list[RaceExample]:
+    """All questions of a RACE split folder (``<folder>/{middle,high}/*.txt``), middle first, files sorted by name.
+
+    Raises:
+        SyntaxformerError: the folder or a level sub-folder is missing, or holds no file.
+    """
+    folder = Path(folder)
+    out: list[RaceExample] = []
+    for level in levels:
+        sub = folder / level
+        if not sub.is_dir():
+            raise SyntaxformerError(f"RACE folder {sub} not found (expected {folder}/{{middle,high}}/*.txt, the "
+                                    "original per-passage files)")
+        files = sorted(sub.glob("*.txt"), key=lambda p: (len(p.stem), p.stem))
+        if not files:
+            raise SyntaxformerError(f"RACE folder {sub} holds no .txt passage files")
+        for f in files:
+            out.extend(read_race_file(f, level))
+    return out
+
+
+def read_race_tarball(path: str | Path, levels: Sequence[str] = LEVELS, max_questions: int | None = None,
+                      seed: int = 0) -> list[RaceExample]:
+    """Questions read straight from a tarball of the original files (``RACE/<split>/{middle,high}/*.txt``).
+
+    Nothing is extracted to disk. With ``max_questions`` a seeded subset is taken: passages in a random order
+    (``random.Random(seed)``), all questions of each, until ``max_questions`` are reached (the last passage cut);
+    passages in the tarball's order otherwise.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SyntaxformerError(f"RACE tarball {path} not found")
+    records: list[tuple[str, str, bytes]] = []
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for member in tar:
+                if not member.isfile() or not member.name.endswith(".txt"):
+                    continue
+                level = next((lv for lv in levels if f"/{lv}/" in f"/{member.name}"), None)
+                if level is None:
+                    continue
+                f = tar.extractfile(member)
+                if f is not None:
+                    records.append((member.name, level, f.read()))
+    except tarfile.TarError as e:
+        raise SyntaxformerError(f"cannot read the tarball {path}: {e}") from e
+    if not records:
+        raise SyntaxformerError(f"tarball {path} holds no RACE .txt files under {'/'.join(levels)} folders")
+    if max_questions is not None:
+        random.Random(seed).shuffle(records)
+    out: list[RaceExample] = []
+    for name, level, raw in records:
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise FormatError(f"not a valid JSON RACE record: {e}", f"{path}:{name}") from None
+        out.extend(parse_race_record(record, f"{path}:{name}", level))
+        if max_questions is not None and len(out) >= max_questions:
+            return out[:max_questions]
+    return out
+
+
+def examples_from_hub_rows(rows: Iterable[Mapping[str, Any]], level: str | None = None) -> list[RaceExample]:
+    """Examples from Hugging Face ``race`` rows (``example_id``, ``article``, ``question``, ``options``,
+    ``answer``); the level comes from ``level`` or the ``example_id`` (``"high132.txt"``)."""
+    out = []
+    counters: dict[str, int] = {}
+    for r in rows:
+        pid = str(r["example_id"])
+        k = counters.get(pid, 0)
+        counters[pid] = k + 1
+        record = {"article": r["article"], "questions": [r["question"]], "options": [list(r["options"])],
+                  "answers": [r["answer"]], "id": pid}
+        ex = parse_race_record(record, f"hub:{pid}", level or _level_of(pid))[0]
+        out.append(dataclasses.replace(ex, qid=f"{pid}#{k}"))
+    return out
+
+
+def load_race_hub(name: str = "ehovy/race", config: str = "all", split: str = "validation",
+                  **kwargs: Any) -> list[RaceExample]:
+    """Load RACE by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache).
+
+    Args:
+        name: the hub data set (``ehovy/race``).
+        config: ``all``, ``middle`` or ``high``.
+        split: ``train``, ``validation`` or ``test``.
+    """
+    try:
+        from datasets import load_dataset
+    except ImportError as e:  # pragma: no cover - datasets is a dependency
+        raise SyntaxformerError("loading RACE from the hub needs `pip install datasets`") from e
+    rows = load_dataset(name, config, split=split, **kwargs)
+    return examples_from_hub_rows(rows, level=config if config in LEVELS else None)
+
+
+def race_counts(examples: Sequence[RaceExample]) -> dict[str, int]:
+    """Passages and questions per level and in all."""
+    out: dict[str, int] = {}
+    for level in LEVELS:
+        part = [e for e in examples if e.level == level]
+        out[f"{level}_passages"] = len({e.passage_id for e in part})
+        out[f"{level}_questions"] = len(part)
+    out["passages"] = len({(e.level, e.passage_id) for e in examples})
+    out["questions"] = len(examples)
+    return out
