@@ -50,12 +50,13 @@ def test_features_cache_hit_skips_annotation(minilm_tokenizer, cache, monkeypatc
                            parse_cache=cache / "parses", progress=False)
     assert first.meta["cache"] == "miss" and first.meta["n_truncated"] > 0  # RTE premises are long
 
-    import syntaxformer.data.annotate as annotate
+    import syntaxformer.data.annotators.spacy as annotate
 
     def no_parsing(*args, **kwargs):
         raise AssertionError("the parser must not run on a features-cache hit")
 
-    monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", no_parsing)
+    # the annotator is made (its cache key is part of the features key) but spaCy is never loaded
+    monkeypatch.setattr(annotate, "load_pipeline", no_parsing)
     second = build_features(task, data, minilm_tokenizer, opts, split="dev", cache_dir=cache / "features",
                             parse_cache=cache / "parses", progress=False)
     assert second.meta["cache"] == "hit"
@@ -101,7 +102,7 @@ def test_features_parser_noise_is_seeded_and_changes_trees(minilm_tokenizer, cac
 def test_features_snli_given_parses_need_no_parser(minilm_tokenizer, cache, monkeypatch):
     from syntaxformer.tasks.data import TaskData, read_snli
 
-    import syntaxformer.data.annotate as annotate
+    import syntaxformer.data.annotators.spacy as annotate
 
     monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", lambda *a, **k: (_ for _ in ()).throw(
         AssertionError("no parser for given parses")))

@@ -126,10 +126,10 @@ def test_race_accuracy_by_level():
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def race_features(minilm_tokenizer):
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data import make_annotator
 
     dev = read_race_dir(data_path("race", "dev"))[:4]
-    featurizer = RaceFeaturizer(minilm_tokenizer, SpacyAnnotator(cache=None, progress=False), max_length=96)
+    featurizer = RaceFeaturizer(minilm_tokenizer, make_annotator(cache=None, progress=False), max_length=96)
     parses = featurizer.parse(dev)
     return dev, featurizer(dev, parses), parses
 

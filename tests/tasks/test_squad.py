@@ -209,10 +209,10 @@ def test_split_by_article_is_deterministic_and_disjoint():
 @pytest.fixture(scope="module")
 def real_subset(minilm_tokenizer):
     """The first 50 questions of the real file, parsed once with spaCy (no parse cache) for all tests below."""
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data import make_annotator
 
     examples = read_squad(data_path("squad2", "dev-v2.0-half.json"))[:50]
-    annotator = SpacyAnnotator(cache=None, progress=False)
+    annotator = make_annotator(cache=None, progress=False)
     passages, questions = SquadFeaturizer(minilm_tokenizer, annotator).parse(examples)
     return examples, passages, questions, annotator
 

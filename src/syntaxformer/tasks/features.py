@@ -5,11 +5,12 @@
 
 Two caches make repeated runs cheap:
 
-* the parse cache of :class:`~syntaxformer.data.annotate.SpacyAnnotator` (each text is parsed once, ever);
+* the parse cache of the annotator (:mod:`syntaxformer.data.annotators`; each text is parsed once, ever);
 * a *processed-features* cache: the finished arrays of a whole split in one ``.npz`` file, keyed by the data's
-  content fingerprint (file bytes + subsample), the tokenizer (its full serialisation), the parser (package and
-  version), and every option that changes the arrays. It is written atomically, so a second run with the same
-  key loads it and skips annotation and alignment entirely (spaCy is not even loaded).
+  content fingerprint (file bytes + subsample), the tokenizer (its full serialisation), the parser (its
+  :meth:`~syntaxformer.data.annotators.Annotator.cache_key`, an identity by content), and every option that
+  changes the arrays. It is written atomically, so a second run with the same key loads it and skips annotation
+  and alignment entirely (spaCy is not even loaded: a pipeline's key is a hash of its files).
 
 Where the syntax comes from (:func:`syntax_source` describes it for ``metrics.json``):
 
@@ -25,7 +26,7 @@ Where the syntax comes from (:func:`syntax_source` describes it for ``metrics.js
   raw text is parsed instead and the gold tree is not used.
 
 Parser noise (SG-Net TPAMI, section 7.6): with ``parser_noise = f``, each sentence of each text gets
-:func:`~syntaxformer.masks.ablations.corrupt_sentence` with fraction ``f``, seeded per example from
+:func:`~syntaxformer.data.noise.corrupt_sentence` with fraction ``f``, seeded per example from
 ``noise_seed`` and the example id, so the corruption does not depend on batch order or subsampling.
 """
 
@@ -90,7 +91,8 @@ class FeatureOptions:
         syntax_keys: which syntax arrays to keep (:data:`SGNET_KEYS` by default; :func:`syntax_bert_keys` for
             Syntax-BERT; ``None`` keeps all of :func:`~syntaxformer.data.encode.encode_syntax`'s).
         max_distance: D of the ancestor tables (only matters when ``syntax_keys`` includes them).
-        parser: spaCy pipeline used for texts without a given parse.
+        parser: the parser for texts without a given parse: a spaCy pipeline name or any other spec of
+            :func:`~syntaxformer.data.annotators.make_annotator` (e.g. ``"conllu:parsed.conllu"``).
         syntax: ``"auto"`` (use given parses, e.g. SNLI's Stanford trees, where present; parse the rest; gold
             trees keep their tree and get spaCy dependencies on their gold tokens), ``"parser"`` (always parse
             the raw text with spaCy) or ``"given"`` (only given parses, no parser: gold trees get head-rule
@@ -191,7 +193,7 @@ class FeatureDataset(torch.utils.data.Dataset):
 
 def features_cache_dir() -> Path:
     """``<parse cache dir>/features`` (``$SYNTAXFORMER_CACHE`` or ``~/.cache/syntaxformer``)."""
-    from syntaxformer.data.cache import default_cache_dir
+    from syntaxformer.data.annotators.cache import default_cache_dir
 
     return Path(default_cache_dir()) / "features"
 
@@ -205,33 +207,6 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
         raise SyntaxformerError(f"{type(tokenizer).__name__} is not a fast tokenizer; features need one "
                                 "(AutoTokenizer.from_pretrained(name, use_fast=True))") from e
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def parser_identity(name: str) -> str:
-    """A string naming the spaCy pipeline package and version without loading it (package metadata).
-
-    Falls back to loading the pipeline when ``name`` is a path or a package without metadata.
-    """
-    import importlib.metadata as md
-
-    from syntaxformer.data.annotate import _candidates
-
-    try:
-        spacy_version = md.version("spacy")
-    except md.PackageNotFoundError:
-        spacy_version = "none"
-    for cand in _candidates(name):
-        for dist in (cand, cand.replace("_", "-")):
-            try:
-                return f"spacy-pkg:{cand}@{md.version(dist)}|spacy@{spacy_version}"
-            except (md.PackageNotFoundError, ValueError):
-                continue
-    from syntaxformer.data.annotate import load_pipeline
-
-    nlp = load_pipeline(name)
-    meta = nlp.meta
-    return f"spacy:{meta.get('lang')}_{meta.get('name')}@{meta.get('version')}|spacy@{spacy_version}|" \
-           f"{','.join(nlp.pipe_names)}"
 
 
 def _cache_key(task: TaskSpec, split: str, data: TaskData, tokenizer: Any, options: FeatureOptions,
@@ -262,7 +237,7 @@ def build_features(task: TaskSpec, data: TaskData, tokenizer: Any, options: Feat
         cache_dir: folder of the features cache (default :func:`features_cache_dir`).
         use_cache: read and write the features cache.
         parse_cache: the annotator's parse cache (``True`` = default location, a path, or ``False``).
-        annotator: an existing :class:`~syntaxformer.data.annotate.SpacyAnnotator` to use.
+        annotator: an :class:`~syntaxformer.data.annotators.Annotator` to use instead of ``options.parser``.
         progress: show progress bars.
         log: where to report what happened (default: the module logger).
 
@@ -275,10 +250,14 @@ def build_features(task: TaskSpec, data: TaskData, tokenizer: Any, options: Feat
     needs_parser = options.syntax != "given" and any(
         (e.syntax_a is None or options.syntax == "parser") or
         (e.text_b is not None and (e.syntax_b is None or options.syntax == "parser")) for e in data.examples)
-    if annotator is not None:
-        parser_id = f"{annotator.source}|{getattr(annotator, '_key_version', '')}"
+    if needs_parser:
+        from syntaxformer.data.annotators import make_annotator
+
+        annotator = make_annotator(options.parser if annotator is None else annotator, cache=parse_cache,
+                                   progress=progress)
+        parser_id = annotator.cache_key()  # the parser by content; making the annotator does not load spaCy
     else:
-        parser_id = parser_identity(options.parser) if needs_parser else "given"
+        parser_id = "given"
     key = _cache_key(task, split, data, tokenizer, options, parser_id)
     folder = Path(cache_dir) if cache_dir is not None else features_cache_dir()
     path = folder / f"{task.name}-{split}-{key[:20]}.npz"
@@ -302,7 +281,8 @@ def build_features(task: TaskSpec, data: TaskData, tokenizer: Any, options: Feat
         if docs_b is not None:
             docs_b = [_with_dependency_trees(d) for d in docs_b]
     ds = _encode(task, data, docs_a, docs_b, tokenizer, options, progress)
-    ds.meta.update(task=task.name, split=split, n_examples=len(ds), n_parsed_texts=n_parsed, parser=parser_id,
+    ds.meta.update(task=task.name, split=split, n_examples=len(ds), n_parsed_texts=n_parsed,
+                   parser=annotator.source if needs_parser else "given", parser_key=parser_id,
                    source=data.source, sample=data.sample_note, total_examples=data.total,
                    parser_noise=options.parser_noise, cache="miss")
     say(f"{task.title} {split}: {len(ds)} examples encoded ({ds.meta['n_truncated']} truncated to "
@@ -345,9 +325,9 @@ def _syntax(data: TaskData, options: FeatureOptions, needs_parser: bool, parse_c
     parsed_tokens: dict[tuple[str, ...], Sentence] = {}
     if texts or token_lists:
         if annotator is None:
-            from syntaxformer.data.annotate import SpacyAnnotator
+            from syntaxformer.data.annotators import make_annotator
 
-            annotator = SpacyAnnotator(options.parser, cache=parse_cache, progress=progress)
+            annotator = make_annotator(options.parser, cache=parse_cache, progress=progress)
         if texts:
             unique = list(dict.fromkeys(texts))
             say(f"annotating {len(unique)} texts with {annotator.source} (cached parses are reused)")
@@ -441,7 +421,7 @@ def _with_dependency_trees(doc: Document | Sentence) -> Document | Sentence:
 
 
 def _corrupt(doc: Document | Sentence, options: FeatureOptions, guid: str) -> Document | Sentence:
-    from syntaxformer.masks.ablations import corrupt_sentence
+    from syntaxformer.data.noise import corrupt_sentence
 
     rng = np.random.default_rng(example_seed(guid, options.noise_seed))
     if isinstance(doc, Sentence):

@@ -4,7 +4,7 @@ Pipeline::
 
     dev = read_race_dir("../shared/data/race/dev")                         # one RaceExample per question
     train = read_race_tarball("../shared/data/race/RACE_train.tar.gz", max_questions=400, seed=0)
-    featurizer = RaceFeaturizer(tokenizer, SpacyAnnotator(), max_length=256)
+    featurizer = RaceFeaturizer(tokenizer, make_annotator(), max_length=256)
     features = featurizer(dev)                                             # one RaceFeature per question
     batch = race_collate(features)                                         # [B, C, L] tensors + labels [B]
     ... model(**batch).logits                                              # [B, C], softmax over options
@@ -307,7 +307,7 @@ class RaceFeaturizer:
     Args:
         tokenizer: a Hugging Face fast tokenizer.
         annotator: a parser with ``annotate(texts) -> list[Document]`` (e.g.
-            :class:`~syntaxformer.data.annotate.SpacyAnnotator`, whose SQLite cache keeps the parses); each
+            :class:`~syntaxformer.data.annotators.SpacyAnnotator`, whose SQLite cache keeps the parses); each
             distinct passage, question and option text is parsed once.
         max_length: tokens per option sequence including special tokens (the passage is cut from its end).
     """

@@ -4,7 +4,7 @@ Pipeline::
 
     examples = read_squad("dev-v2.0.json")                       # one SquadExample per question
     train, held = split_by_article(examples, held_out_fraction=0.1)
-    featurizer = SquadFeaturizer(tokenizer, SpacyAnnotator())     # max_length 384, 128-token window overlap
+    featurizer = SquadFeaturizer(tokenizer, make_annotator())     # max_length 384, 128-token window overlap
     features = featurizer(examples)                               # one SquadFeature per window
     batch = squad_collate(features)                               # SyntaxCollator batch + start/end positions
     ... model(**batch) -> start_logits, end_logits [, verifier_logits]
@@ -206,7 +206,7 @@ class SquadFeaturizer:
     Args:
         tokenizer: a Hugging Face fast tokenizer.
         annotator: a parser with ``annotate(texts) -> list[Document]`` (e.g.
-            :class:`~syntaxformer.data.annotate.SpacyAnnotator`); passages are parsed once per distinct text,
+            :class:`~syntaxformer.data.annotators.SpacyAnnotator`); passages are parsed once per distinct text,
             sentence by sentence, questions on their own.
         max_length: window length including special tokens (384, as in SG-Net / BERT).
         stride: tokens shared by consecutive windows of a long passage (default 128): the **overlap** between
