@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.data.collate import SyntaxCollator
     from syntaxformer.defaults import default_hf_model
     from syntaxformer.masks import relation_groups_from_features, sdoi_mask
+    from syntaxformer.masks.relations import KINDS, group_id
 
     texts, where = _load_texts(args)
     t0 = time.perf_counter()
@@ -125,10 +126,7 @@ def run(args: argparse.Namespace) -> int:
         del groups["constituency"]
     for kind, g in groups.items():
         gi = g[idx, :n, :n]
-        counts = {"parent": 0, "child": 0, "sibling": 0, "pairwise": 0}
         D = collate.max_distance
-        for name, lo, hi in (("parent", 1, D), ("child", D + 1, 2 * D), ("sibling", 2 * D + 1, 3 * D),
-                             ("pairwise", 3 * D + 1, 3 * D + 1)):
-            counts[name] = int(((gi >= lo) & (gi <= hi)).sum())
+        counts = {name: int(((gi >= group_id(name, 1, D)) & (gi <= group_id(name, D, D))).sum()) for name in KINDS}
         print(f"Syntax-BERT {kind} relation pairs (d <= {D}): {counts}")
     return 0
