@@ -71,12 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("SYNTAXFORMER_NO_PROGRESS", "1")
     import spacy
 
-    from syntaxformer.data.annotate import SpacyAnnotator, load_pipeline
-    from syntaxformer.data.cache import ParseCache
+    from syntaxformer.data.annotators import ParseCache, make_annotator
+    from syntaxformer.data.annotators.spacy import load_pipeline
 
     texts, source = load_texts(args.n, args.texts)
     nlp = load_pipeline(args.model)
-    ours = SpacyAnnotator(nlp, cache=None, batch_size=args.batch_size, progress=False)
+    ours = make_annotator(nlp, cache=None, batch_size=args.batch_size, progress=False)
 
     def run_raw() -> None:
         for _ in nlp.pipe(texts, batch_size=args.batch_size):
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         cache = ParseCache(tmp)
-        cached = SpacyAnnotator(nlp, cache=cache, batch_size=args.batch_size, progress=False)
+        cached = make_annotator(nlp, cache=cache, batch_size=args.batch_size, progress=False)
         first = _time(lambda: cached.annotate(texts))
         cached_t = [_time(lambda: cached.annotate(texts)) for _ in range(args.repeats)]
         cache.close()

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def annotator(tmp_path_factory):
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data import make_annotator
 
-    return SpacyAnnotator(cache=str(tmp_path_factory.mktemp("cache") / "parses.sqlite3"), progress=False)
+    return make_annotator(cache=str(tmp_path_factory.mktemp("cache") / "parses.sqlite3"), progress=False)
 
 
 @pytest.fixture(scope="module")

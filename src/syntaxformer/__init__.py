@@ -23,7 +23,7 @@ _LAZY = {
     "SyntaxBertForSequenceClassification": "syntaxformer.modeling",
     "SyntaxAligner": "syntaxformer.data.align",
     "SyntaxCollator": "syntaxformer.data.collate",
-    "SpacyAnnotator": "syntaxformer.data.annotate",
+    "SpacyAnnotator": "syntaxformer.data.annotators",
 }
 
 __all__ = ["Document", "Sentence", "Tree", "__version__", *_LAZY]

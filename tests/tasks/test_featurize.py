@@ -68,12 +68,13 @@ def test_features_cache_hit_skips_annotation(minilm_tokenizer, cache, monkeypatc
     first = features(task, data, minilm_tokenizer, **kw)
     assert first.meta["cache"] == "miss" and first.meta["n_truncated"] > 0  # RTE premises are long
 
-    import syntaxformer.data.annotate as annotate
+    import syntaxformer.data.annotators.spacy as annotate
 
     def no_parsing(*args, **kwargs):
         raise AssertionError("the parser must not run on a features-cache hit")
 
-    monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", no_parsing)
+    # the annotator is made (its content key is part of the features key) but spaCy is never loaded
+    monkeypatch.setattr(annotate, "load_pipeline", no_parsing)
     second = features(task, data, minilm_tokenizer, **kw)
     assert second.meta["cache"] == "hit"
     assert second.guids == first.guids and np.array_equal(second.offsets, first.offsets)
@@ -111,7 +112,7 @@ def test_features_parser_noise_is_seeded_and_changes_trees(minilm_tokenizer, cac
 
 
 def test_features_snli_given_parses_need_no_parser(minilm_tokenizer, cache, monkeypatch):
-    import syntaxformer.data.annotate as annotate
+    import syntaxformer.data.annotators.spacy as annotate
     from syntaxformer.data.readers.snli import read_snli_examples
 
     monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", lambda *a, **k: (_ for _ in ()).throw(
@@ -152,7 +153,7 @@ def test_features_constituency_from_dependency_fallback(minilm_tokenizer, cache)
 def test_features_only_declared_inputs_and_no_parser_without_syntax(minilm_tokenizer, cache, monkeypatch):
     """Featurization emits the token arrays plus exactly the model's syntax inputs; with none, no parser is built
     and the tokens are the tokenizer's own."""
-    import syntaxformer.data.annotate as annotate
+    import syntaxformer.data.annotators.spacy as annotate
 
     task, data = _data("rte", 5)
     few = features(task, data, minilm_tokenizer, syntax_inputs=("syntax_tree", "pos_ids"), pos_tags="upos",

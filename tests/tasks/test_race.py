@@ -33,10 +33,10 @@ def test_race_accuracy_by_level():
 # ---------------------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def race_features(minilm_tokenizer):
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data import make_annotator
 
     dev = read_race_dir(data_path("race", "dev"))[:4]
-    featurizer = RaceFeaturizer(minilm_tokenizer, SpacyAnnotator(cache=None, progress=False), max_length=96)
+    featurizer = RaceFeaturizer(minilm_tokenizer, make_annotator(cache=None, progress=False), max_length=96)
     parses = featurizer.parse(dev)
     return dev, featurizer(dev, parses), parses
 
@@ -167,7 +167,7 @@ def test_race_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, race_
 
 
 def test_race_task_through_the_runner_contract(tiny_model, tmp_path):
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data import make_annotator
     from syntaxformer.tasks.base import get_task
     from tests.tasks.task_driver import run_task
 
@@ -175,7 +175,7 @@ def test_race_task_through_the_runner_contract(tiny_model, tmp_path):
     assert task.training_defaults()["group_by_length"] is False  # [B, C, L] items: random order, as before
     out = run_task(task, tiny_model, {"data_dir": str(data_path("race")), "max_train_samples": 8,
                                       "max_eval_samples": 8}, str(tmp_path),
-                   annotator=SpacyAnnotator(cache=None, progress=False), max_length=64)
+                   annotator=make_annotator(cache=None, progress=False), max_length=64)
     m, preds = out["metrics"], out["files"]["predictions.json"]
     acc = m["accuracy"]
     assert acc["n_all"] == 8 and acc["n_middle"] + acc["n_high"] == 8 and out["features"].truncated == 8

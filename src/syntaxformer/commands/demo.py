@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "sentences from ../shared/data, else built-in examples")
     parser.add_argument("--n", type=int, default=64, help="how many data sentences to annotate (default 64)")
     parser.add_argument("--index", type=int, default=None, help="which sentence to show (default: a mid-length one)")
-    parser.add_argument("--parser", default=None, help="spaCy pipeline (default en_core_web_sm)")
+    parser.add_argument("--parser", default=None, help="spaCy pipeline (default en_core_web_sm) or another "
+                        "annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)")
     parser.add_argument("--model", default=None, help="Hugging Face model name or folder for the tokenizer "
                         "(default: the offline all-MiniLM-L6-v2)")
     parser.add_argument("--criterion", choices=["share", "children"], default="share",
@@ -67,18 +68,19 @@ def run(args: argparse.Namespace) -> int:
     from transformers import AutoTokenizer
 
     from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data.annotators import make_annotator
     from syntaxformer.data.collate import SyntaxCollator
-    from syntaxformer.defaults import DEFAULT_SPACY_MODEL, default_hf_model
+    from syntaxformer.defaults import default_hf_model
     from syntaxformer.masks import relation_groups_from_features, sdoi_mask
+    from syntaxformer.masks.relations import KINDS, group_id
 
     texts, where = _load_texts(args)
     t0 = time.perf_counter()
-    annotator = SpacyAnnotator(args.parser or DEFAULT_SPACY_MODEL, cache=None if args.no_cache else "default")
+    annotator = make_annotator(args.parser, cache=None if args.no_cache else "default")
     docs = annotator.annotate(texts)
     t_parse = time.perf_counter() - t0
     n_sent = sum(len(d) for d in docs)
-    print(f"annotated {len(texts)} texts ({n_sent} sentences) from {where} with {annotator.name} "
+    print(f"annotated {len(texts)} texts ({n_sent} sentences) from {where} with {annotator.source} "
           f"in {t_parse:.2f}s")
 
     sentences = [s for d in docs for s in d]
@@ -124,10 +126,7 @@ def run(args: argparse.Namespace) -> int:
         del groups["constituency"]
     for kind, g in groups.items():
         gi = g[idx, :n, :n]
-        counts = {"parent": 0, "child": 0, "sibling": 0, "pairwise": 0}
         D = collate.max_distance
-        for name, lo, hi in (("parent", 1, D), ("child", D + 1, 2 * D), ("sibling", 2 * D + 1, 3 * D),
-                             ("pairwise", 3 * D + 1, 3 * D + 1)):
-            counts[name] = int(((gi >= lo) & (gi <= hi)).sum())
+        counts = {name: int(((gi >= group_id(name, 1, D)) & (gi <= group_id(name, D, D))).sum()) for name in KINDS}
         print(f"Syntax-BERT {kind} relation pairs (d <= {D}): {counts}")
     return 0

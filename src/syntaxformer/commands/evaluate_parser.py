@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gold", required=True, help="gold trees: a CoNLL-U file, or PTB trees (file or folder)")
     parser.add_argument("--format", choices=("conllu", "ptb"), default=None,
                         help="gold format (default: conllu for .conllu/.conll files, else ptb)")
-    parser.add_argument("--parser", default=None, help="spaCy pipeline (default en_core_web_sm)")
+    parser.add_argument("--parser", default=None, help="spaCy pipeline (default en_core_web_sm), or conllu:FILE / "
+                        "jsonl:FILE to score another parser's output, or SCHEME:ARG")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N gold sentences")
     parser.add_argument("--json", action="store_true", help="print one JSON object (uas, las, uas_no_punct, "
                         "las_no_punct, counts, parser, gold file; las null + note when label schemes differ)")
@@ -42,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Parse the gold words, score against the gold trees, print the scores; returns the exit status."""
-    from syntaxformer.commands.annotate import input_format, make_annotator, read_gold
+    from syntaxformer.commands.annotate import annotator_from_args, input_format, read_gold
     from syntaxformer.data.parser_eval import attachment_scores
     from syntaxformer.errors import SyntaxformerError
 
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise SyntaxformerError(f"--limit must be positive, got {args.limit}")
     gold = list(itertools.islice(read_gold(args.gold, fmt), args.limit))
-    annotator = make_annotator(args)
+    annotator = annotator_from_args(args)
     start = time.perf_counter()
     pred = annotator.annotate_pretokenized([_parser_words(s.words, fmt) for s in gold])
     seconds = time.perf_counter() - start
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         "uas_no_punct": _round(scores.uas_no_punct), "las_no_punct": _round(scores.las_no_punct),
         "n_sentences": scores.n_sentences, "n_tokens": scores.n_tokens,
         "n_tokens_no_punct": scores.n_tokens_no_punct,
-        "parser": annotator.name, "parser_version": annotator.version,
+        # spaCy annotators have a package name and version; other parsers are named by their source
+        "parser": getattr(annotator, "name", annotator.source), "parser_version": getattr(annotator, "version", None),
         "gold": os.path.normpath(args.gold), "gold_format": fmt,
         "gold_label_scheme": scores.gold_scheme, "parser_label_scheme": scores.pred_scheme,
         "parse_seconds": round(seconds, 2),

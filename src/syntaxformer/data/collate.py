@@ -1,4 +1,4 @@
-"""Batching: pad per-example arrays (token ids + compact syntax tensors) into a :class:`SyntaxBatch`.
+"""Batching: pad per-example arrays (token ids + compact syntax tensors) into a dict of batched tensors.
 
 Padding conventions (the mask builders rely on them): ``input_ids`` with the tokenizer's pad id,
 ``attention_mask`` with 0, ``token_type_ids`` with 0, and every syntax array with -1 — so a padded position has

@@ -431,10 +431,6 @@ def _tokenize_with_lines(text: str) -> tuple[list[str], list[int]]:
     return tokens, lines
 
 
-def _tokenize(text: str) -> list[str]:
-    return _tokenize_with_lines(text)[0]
-
-
 def _clip(text: str, n: int = 80) -> str:
     text = " ".join(text.split())
     return repr(text if len(text) <= n else text[: n - 3] + "...")

@@ -41,8 +41,7 @@ FEATURE_VALUES: dict[str, tuple[str, ...]] = {
     "upos": UPOS_TAGS, "xpos": XPOS_TAGS, "case": CASE_VALUES, "subword": SUBWORD_VALUES,
 }
 FEATURES: tuple[str, ...] = tuple(FEATURE_VALUES)
-NONE_ID = 0
-UNKNOWN_ID = 1
+UNKNOWN_ID = 1  # id 0 (no word: special tokens, padding) is what the arrays start as
 N_RESERVED = 2
 
 

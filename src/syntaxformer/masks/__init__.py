@@ -1,10 +1,12 @@
-"""Batched mask builders: SDOI (ancestor) masks, Syntax-BERT relation groups, ablations.
+"""Batched mask builders: SDOI (ancestor) masks, Syntax-BERT relation groups, random-mask ablations.
 
 All builders take the compact per-position tensors of :func:`syntaxformer.data.encode.encode_syntax` (batched by
 the collator, padded with -1) and build masks on the inputs' device. Masks are bool with True = may attend.
+This package depends on torch only (no data model): parse corruption (parser noise) is in
+:mod:`syntaxformer.data.noise`.
 """
 
-from syntaxformer.masks.ablations import corrupt_heads, corrupt_sentence, random_like_groups, random_like_mask
+from syntaxformer.masks.random import random_like_groups, random_like_mask
 from syntaxformer.masks.relations import (
     CHILD,
     PAIRWISE,
@@ -23,8 +25,6 @@ __all__ = [
     "PAIRWISE",
     "PARENT",
     "SIBLING",
-    "corrupt_heads",
-    "corrupt_sentence",
     "group_id",
     "group_name",
     "num_groups",

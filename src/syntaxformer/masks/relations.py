@@ -44,7 +44,6 @@ CHILD = "child"
 SIBLING = "sibling"
 PAIRWISE = "pairwise"
 KINDS = (PARENT, CHILD, SIBLING, PAIRWISE)
-NO_GROUP = 0
 
 
 def num_groups(max_distance: int = 15, pairwise: bool = True) -> int:

@@ -29,8 +29,8 @@ from transformers import initialization as init
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
-from syntaxformer.masks.ablations import random_like_groups
-from syntaxformer.masks.relations import num_groups, relation_groups
+from syntaxformer.masks.random import random_like_groups
+from syntaxformer.masks.relations import KINDS, group_id, num_groups, relation_groups
 from syntaxformer.modeling.configuration import EncoderViewsMixin, first_set
 from syntaxformer.modeling.heads import FirstTokenPooler, mean_pool, sequence_classification_loss
 from syntaxformer.modeling.syntax_attention import (
@@ -44,7 +44,7 @@ from syntaxformer.modeling.syntax_attention import (
 )
 
 #: Relation kinds that the ablations can remove (Table 5, "w/o parent / child / sibling / pairwise masks").
-RELATION_KINDS: tuple[str, ...] = ("parent", "child", "sibling", "pairwise")
+RELATION_KINDS: tuple[str, ...] = KINDS
 TopicalAggregation = Literal["topical", "sum", "mean"]
 TOPICAL_AGGREGATIONS: tuple[str, ...] = get_args(TopicalAggregation)
 
@@ -77,7 +77,7 @@ class SyntaxBertConfig(EncoderViewsMixin, PretrainedConfig):
         parent_masks, child_masks, sibling_masks, pairwise_masks: keep these relation kinds (Table 5, "w/o ...
             masks" = False). The pairwise mask links the two texts of a pair (§3.2); it is empty for single texts.
         random_masks: Table 5 "w/o syntax trees": the group ids of each example are shuffled at random among its
-            pairs of words (:func:`~syntaxformer.masks.ablations.random_like_groups`), so every sub-network keeps its
+            pairs of words (:func:`~syntaxformer.masks.random.random_like_groups`), so every sub-network keeps its
             size but loses the tree. The shuffle of an example is a fixed function of its token ids and
             ``random_masks_seed``, so it is the same in every epoch and at evaluation.
         random_masks_seed: seed of those shuffles.
@@ -416,8 +416,7 @@ class SyntaxBertModel(_SyntaxBertPreTrainedModel):
         table = torch.arange(c.num_buckets, device=device)
         for kind, on in zip(RELATION_KINDS, flags):
             if not on:
-                lo, hi = (3 * D + 1, 3 * D + 1) if kind == "pairwise" else (RELATION_KINDS.index(kind) * D + 1,
-                                                                             RELATION_KINDS.index(kind) * D + D)
+                lo, hi = group_id(kind, 1, D), group_id(kind, D, D)  # the ids of all distances of this kind
                 table[lo:hi + 1] = 0
         return table
 

@@ -47,7 +47,7 @@ from syntaxformer.utils import atomic_write
 from syntaxformer.utils import progress as progress_bar
 
 __all__ = ["FEATURE_VERSION", "TOKEN_KEYS", "FeatureDataset", "build_features", "features_cache_dir",
-           "tokenizer_fingerprint", "parser_identity", "annotator_identity", "annotator_for", "annotate_texts",
+           "tokenizer_fingerprint", "annotator_identity", "annotator_for", "annotate_texts",
            "annotate_token_lists", "corrupt", "with_dependency_trees", "headrule_sentence", "encode_window",
            "example_analyses", "syntax_source", "SYNTAX_MODES", "CONSTITUENCY_MODES"]
 
@@ -127,7 +127,7 @@ class FeatureDataset(torch.utils.data.Dataset):
 
 def features_cache_dir() -> Path:
     """``<parse cache dir>/features`` (``$SYNTAXFORMER_CACHE`` or ``~/.cache/syntaxformer``)."""
-    from syntaxformer.data.cache import default_cache_dir
+    from syntaxformer.data.annotators.cache import default_cache_dir
 
     return Path(default_cache_dir()) / "features"
 
@@ -143,57 +143,24 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def parser_identity(name: str) -> str:
-    """A string naming the spaCy pipeline package and version without loading it (package metadata).
-
-    Falls back to loading the pipeline when ``name`` is a path or a package without metadata.
-    """
-    import importlib.metadata as md
-
-    from syntaxformer.data.annotate import _candidates  # TODO(H1): Annotator.cache_key() replaces this
-
-    try:
-        spacy_version = md.version("spacy")
-    except md.PackageNotFoundError:
-        spacy_version = "none"
-    for cand in _candidates(name):
-        for dist in (cand, cand.replace("_", "-")):
-            try:
-                return f"spacy-pkg:{cand}@{md.version(dist)}|spacy@{spacy_version}"
-            except (md.PackageNotFoundError, ValueError):
-                continue
-    from syntaxformer.data.annotate import load_pipeline
-
-    nlp = load_pipeline(name)
-    meta = nlp.meta
-    return f"spacy:{meta.get('lang')}_{meta.get('name')}@{meta.get('version')}|spacy@{spacy_version}|" \
-           f"{','.join(nlp.pipe_names)}"
-
-
 def annotator_identity(context: Any) -> str:
-    """What identifies the parser of ``context`` in cache keys, without loading it: from ``context.parser`` when
-    given (the same before and after :func:`annotator_for` built the annotator), else from the annotator."""
-    if context.parser is not None:
-        return parser_identity(str(context.parser))
-    annotator = context.annotator
-    if annotator is None:
-        raise SyntaxformerError("the features need a parser but the context has none (TaskContext.parser or "
-                                ".annotator); give one, or a model that reads no syntax")
-    if hasattr(annotator, "cache_key"):
-        return str(annotator.cache_key())
-    return f"{annotator.source}|{getattr(annotator, '_key_version', '')}"
+    """What identifies the parser of ``context`` in cache keys: the annotator's content key
+    (:meth:`~syntaxformer.data.annotators.Annotator.cache_key`: a retrained pipeline with the same name and
+    version gets a new key). Builds the annotator from ``context.parser`` if needed (cheap: the pipeline itself
+    is loaded only when something is parsed)."""
+    return str(annotator_for(context).cache_key())
 
 
 def annotator_for(context: Any) -> Any:
-    """The annotator of ``context``, built from ``context.parser`` on first use and kept in ``context.annotator``
-    (so the splits of a run share it)."""
+    """The annotator of ``context``, built from ``context.parser`` (any :func:`~syntaxformer.data.make_annotator`
+    spec) on first use and kept in ``context.annotator`` (so the splits of a run share it)."""
     if context.annotator is None:
         if context.parser is None:
             raise SyntaxformerError("the features need a parser but the context has none (TaskContext.parser or "
-                                    ".annotator)")
-        from syntaxformer.data.annotate import SpacyAnnotator  # TODO(H1): make_annotator(context.parser)
+                                    ".annotator); give one, or a model that reads no syntax")
+        from syntaxformer.data.annotators import make_annotator
 
-        context.annotator = SpacyAnnotator(str(context.parser), cache=context.parse_cache, progress=context.progress)
+        context.annotator = make_annotator(context.parser, cache=context.parse_cache, progress=context.progress)
     return context.annotator
 
 
@@ -243,7 +210,7 @@ def corrupt(doc: Document | Sentence, fraction: float, seed: int, key: str) -> D
     """``doc`` with ``fraction`` of the dependency heads of each sentence re-attached at random (SG-Net TPAMI
     §7.6), seeded by ``seed`` and ``key`` (an example id + side), so the noise does not depend on batch order or
     subsampling."""
-    from syntaxformer.masks.ablations import corrupt_sentence  # TODO(H1): parse corruption moves to data/
+    from syntaxformer.data.noise import corrupt_sentence
 
     rng = np.random.default_rng(example_seed(key, seed))
     if isinstance(doc, Sentence):

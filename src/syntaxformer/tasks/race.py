@@ -114,7 +114,7 @@ class RaceFeaturizer:
     Args:
         tokenizer: a Hugging Face fast tokenizer.
         annotator: a parser with ``annotate(texts) -> list[Document]`` (e.g.
-            :class:`~syntaxformer.data.annotate.SpacyAnnotator`, whose SQLite cache keeps the parses); each
+            :class:`~syntaxformer.data.annotators.SpacyAnnotator`, whose SQLite cache keeps the parses); each
             distinct passage, question and option text is parsed once. ``None``: no parsing (a model that reads
             no syntax).
         max_length: tokens per option sequence including special tokens (the passage is cut from its end).

@@ -128,7 +128,7 @@ class SquadFeaturizer:
     Args:
         tokenizer: a Hugging Face fast tokenizer.
         annotator: a parser with ``annotate(texts) -> list[Document]`` (e.g.
-            :class:`~syntaxformer.data.annotate.SpacyAnnotator`); passages are parsed once per distinct text,
+            :class:`~syntaxformer.data.annotators.SpacyAnnotator`); passages are parsed once per distinct text,
             sentence by sentence, questions on their own. ``None``: no parsing (a model that reads no syntax).
         max_length: window length including special tokens (384, as in SG-Net / BERT).
         stride: tokens shared by consecutive windows of a long passage (default 128): the **overlap** between

@@ -423,9 +423,9 @@ _IGNORE_OUTPUTS = ["span_loss", "verifier_loss", "hidden_states", "attentions", 
 
 
 def _annotator(config: QAExperimentConfig) -> Any:
-    from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data.annotators import make_annotator
 
-    return SpacyAnnotator(config.parser, cache=config.parse_cache, progress=not config.disable_tqdm)
+    return make_annotator(config.parser, cache=config.parse_cache, progress=not config.disable_tqdm)
 
 
 def _model_options(config: QAExperimentConfig) -> dict[str, Any]:

@@ -29,14 +29,13 @@ def parse_sources(sources: Sequence[str], annotator: Any = None) -> list:
 
     Args:
         sources: raw source sentences.
-        annotator: a :class:`~syntaxformer.data.annotate.SpacyAnnotator`; default the English pipeline with the
+        annotator: an :class:`~syntaxformer.data.annotators.Annotator` or any spec of
+            :func:`~syntaxformer.data.annotators.make_annotator`; default the English spaCy pipeline with the
             default persistent cache (``$SYNTAXFORMER_CACHE`` or ``~/.cache/syntaxformer``).
     """
-    if annotator is None:
-        from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data.annotators import make_annotator
 
-        annotator = SpacyAnnotator(batch_size=512)
-    return annotator.annotate(sources)
+    return make_annotator(annotator, batch_size=512).annotate(sources)
 
 
 def encode_corpus(corpus: ParallelCorpus, source_tokenizer: Any, target_tokenizer: Any | None = None,

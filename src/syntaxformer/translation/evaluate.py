@@ -104,11 +104,11 @@ class TranslationModel:
 
     @property
     def annotator(self) -> Any:
-        """The spaCy annotator (loaded on first use)."""
-        if self._annotator is None:
-            from syntaxformer.data.annotate import SpacyAnnotator
+        """The annotator (the default spaCy pipeline unless one was given; made on first use)."""
+        from syntaxformer.data.annotators import Annotator, make_annotator
 
-            self._annotator = SpacyAnnotator(batch_size=512)
+        if not isinstance(self._annotator, Annotator):
+            self._annotator = make_annotator(self._annotator, batch_size=512)
         return self._annotator
 
 

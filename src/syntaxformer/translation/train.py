@@ -288,10 +288,9 @@ def train_translation(config: TranslationConfig, annotator: Any = None) -> dict[
         hf_logging.disable_progress_bar()
     write_json(out / "translation.json", config.to_dict())
     t_start = time.time()
-    if annotator is None:
-        from syntaxformer.data.annotate import SpacyAnnotator
+    from syntaxformer.data.annotators import make_annotator
 
-        annotator = SpacyAnnotator(batch_size=512, progress=config.show_progress)
+    annotator = make_annotator(annotator, batch_size=512, progress=config.show_progress)
     train, valid = _corpora(config)
     src_tok, tgt_tok = _tokenizers(config, train)
     save_tokenizers(src_tok, tgt_tok, out)

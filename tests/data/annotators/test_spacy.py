@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from syntaxformer.data.annotate import SpacyAnnotator, _chunks, load_pipeline
-from syntaxformer.data.cache import ParseCache
+from syntaxformer.data.annotators.cache import ParseCache, make_key
+from syntaxformer.data.annotators.spacy import SpacyAnnotator, _chunks, load_pipeline
 from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.data.annotators import AnnotatorError
 from syntaxformer.errors import MissingDependencyError
 
 pytestmark = pytest.mark.slow
@@ -80,9 +81,9 @@ def test_annotate_pretokenized_gives_one_tree_per_input(annotator, nlp):
 def test_annotate_rejects_bad_input(annotator):
     with pytest.raises(TypeError, match=r"texts\[1\]"):
         annotator.annotate(["ok", 3])
-    with pytest.raises(ValueError, match=r"sentences\[0\]"):
+    with pytest.raises(AnnotatorError, match=r"sentences\[0\]"):
         annotator.annotate_pretokenized([[]])
-    with pytest.raises(ValueError, match="word 1"):
+    with pytest.raises(AnnotatorError, match="word 1"):
         annotator.annotate_pretokenized([["a", ""]])
 
 
@@ -105,18 +106,16 @@ def test_annotate_uses_cache_and_only_parses_misses(nlp, tmp_path):
     assert again == first
     # A cached entry is served without parsing: plant a recognisable one and see it come back.
     planted = Document([Sentence(["Planted"], [-1])], text="Not parsed.")
-    from syntaxformer.data.cache import make_key
-
-    key = make_key("Not parsed.", ann.source, ann._key_version, "text")
+    key = make_key("Not parsed.", ann.cache_key(), "text")
     cache.put(key, planted.to_dict())
     assert ann.annotate(["Not parsed."])[0] == planted
     # pre-tokenized parses are cached separately from texts
     (s,) = ann.annotate_pretokenized([["One", "sentence", "here", "."]])
     assert len(cache) == 5 and ann.annotate_pretokenized([s.words]) == [s]
-    # a new parser version misses
-    ann2 = SpacyAnnotator(nlp, cache=cache, progress=False)
-    ann2._key_version += "-new"
-    assert ann2.annotate(["Not parsed."])[0] != planted
+    # the same pipeline by name is another key (identified by its files, not its bytes): it misses
+    by_name = SpacyAnnotator("en_core_web_sm", cache=cache, progress=False)
+    assert by_name.cache_key() != ann.cache_key()
+    assert by_name.annotate(["Not parsed."])[0] != planted
 
 
 def test_annotate_long_texts_are_chunked(nlp):
@@ -155,3 +154,64 @@ def test_annotate_with_two_processes(nlp):
     ann = SpacyAnnotator(nlp, cache=None, progress=False, n_process=2, batch_size=2)
     texts = ["First text here.", "Second one.", "Third! Fourth?", "Fifth."]
     assert ann.annotate(texts) == SpacyAnnotator(nlp, cache=None, progress=False).annotate(texts)
+
+
+# -- identity by content ----------------------------------------------------------------------------------------
+def _tiny_pipeline(seed: int):
+    """A blank English pipeline with a randomly initialised parser, always named ``en_tiny`` version 1.0.0."""
+    import spacy
+    from spacy.training import Example
+
+    spacy.util.fix_random_seed(seed)
+    nlp = spacy.blank("en")
+    nlp.meta.update(name="tiny", version="1.0.0")
+    nlp.add_pipe("parser")
+    example = Example.from_dict(nlp.make_doc("I like cats ."),
+                                {"heads": [1, 1, 1, 1], "deps": ["nsubj", "ROOT", "dobj", "punct"]})
+    nlp.initialize(lambda: [example])
+    return nlp
+
+
+def test_cache_key_identifies_in_memory_pipelines_by_content(tmp_path):
+    a, b = _tiny_pipeline(0), _tiny_pipeline(1)  # same name and version, other weights
+    cache = ParseCache(tmp_path)
+    ann_a = SpacyAnnotator(a, cache=cache, progress=False)
+    ann_b = SpacyAnnotator(b, cache=cache, progress=False)
+    assert ann_a.source == ann_b.source == "spacy:en_tiny@1.0.0"
+    assert ann_a.cache_key() != ann_b.cache_key()
+    assert SpacyAnnotator(a, cache=None).cache_key() == ann_a.cache_key()  # same pipeline twice: same key
+    # a parse cached under one key is not returned under the other
+    planted = Document([Sentence(["Planted"], [-1])], text="Some text.")
+    cache.put(make_key("Some text.", ann_a.cache_key(), "text"), planted.to_dict())
+    assert ann_a.annotate(["Some text."]) == [planted]
+    assert ann_b.annotate(["Some text."]) != [planted]
+    # parsing adds strings to the vocabulary but does not change the key
+    a("Completely new words: zyxxy quorble.")
+    assert SpacyAnnotator(a, cache=None).cache_key() == ann_a.cache_key()
+
+
+def test_cache_key_identifies_pipeline_folders_by_their_files(tmp_path):
+    a, b = _tiny_pipeline(0), _tiny_pipeline(1)
+    a.to_disk(tmp_path / "a")
+    b.to_disk(tmp_path / "b")
+    key_a = SpacyAnnotator(str(tmp_path / "a"), cache=None).cache_key()
+    assert SpacyAnnotator(str(tmp_path / "a"), cache=None).cache_key() == key_a
+    assert SpacyAnnotator(str(tmp_path / "b"), cache=None).cache_key() != key_a
+    # "retrained" in place: same folder, name and version, other weights -> another key
+    b.to_disk(tmp_path / "a")
+    retrained = SpacyAnnotator(str(tmp_path / "a"), cache=None)
+    assert retrained.source == "spacy:en_tiny@1.0.0" and retrained.cache_key() != key_a
+
+
+def test_cache_key_of_a_named_pipeline_does_not_load_spacy_models():
+    import time
+
+    from syntaxformer.data.annotators import spacy as module
+
+    module._folder_digest.cache_clear()
+    start = time.perf_counter()
+    ann = SpacyAnnotator("en_core_web_sm", cache=None)
+    key = ann.cache_key()
+    seconds = time.perf_counter() - start
+    assert ann._nlp is None and key.startswith("spacy|files:")
+    assert seconds < 5  # about 30 ms on a laptop: hashing ~15 MB of files, once per process

@@ -8,13 +8,13 @@ import sqlite3
 
 import pytest
 
-from syntaxformer.data.cache import ParseCache, default_cache_dir, make_key
+from syntaxformer.data.annotators.cache import ParseCache, default_cache_dir, make_key
 
 VALUE = {"sentences": [{"words": ["Hé", "😀"], "heads": [-1, 0]}], "text": "Hé 😀"}
 
 
-def _key(text="A text.", parser="spacy:x", version="1.0", mode="text"):
-    return make_key(text, parser, version, mode)
+def _key(text="A text.", annotator="spacy|files:abc|spacy-3.8|conv1", mode="text"):
+    return make_key(text, annotator, mode)
 
 
 def test_cache_hit_and_miss(tmp_path):
@@ -31,8 +31,8 @@ def test_cache_hit_and_miss(tmp_path):
 def test_cache_key_changes_with_every_component():
     base = _key()
     assert base == _key()
-    variants = [_key(text="A text!"), _key(parser="spacy:y"), _key(version="1.1"), _key(mode="pretokenized"),
-                make_key(["A", "text."], "spacy:x", "1.0", "text")]
+    variants = [_key(text="A text!"), _key(annotator="spacy|files:abd|spacy-3.8|conv1"), _key(mode="pretokenized"),
+                make_key(["A", "text."], "spacy|files:abc|spacy-3.8|conv1", "text")]
     assert len({base, *variants}) == len(variants) + 1
 
 

@@ -1,4 +1,4 @@
-"""A persistent cache of parses, keyed by content + parser name + parser version + mode.
+"""A persistent cache of parses, keyed by content + the annotator's :meth:`~.base.Annotator.cache_key` + mode.
 
 Storage: one SQLite file (standard library), one row per parse, each row with a SHA-256 checksum of its value.
 Why SQLite rather than one file per entry: a corpus has 10^5-10^7 texts, and as many small files waste inodes and
@@ -13,8 +13,9 @@ Corruption is never used silently:
   is moved aside as ``<name>.corrupt-<time>`` and replaced by an empty cache; the run goes on (with a warning)
   and re-parses what was lost.
 
-The key is the SHA-256 of a JSON list ``[schema, mode, parser, version, content]``, so a new parser version (or a
-new storage schema) simply misses. Values are JSON-serialisable dicts (``Document.to_dict()`` /
+The key is the SHA-256 of a JSON list ``[schema, mode, annotator key, content]``. The annotator key identifies the
+parser by content (e.g. a hash of a spaCy pipeline's files), so a retrained parser (or a new storage schema)
+simply misses. Values are JSON-serialisable dicts (``Document.to_dict()`` /
 ``Sentence.to_dict()``).
 """
 
@@ -43,19 +44,19 @@ def default_cache_dir() -> str:
     return os.environ.get("SYNTAXFORMER_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "syntaxformer")
 
 
-def make_key(content: str | Sequence[str], parser: str, version: str, mode: str) -> str:
+def make_key(content: str | Sequence[str], annotator: str, mode: str) -> str:
     """Cache key of one parse.
 
     Args:
         content: the text, or the list of pre-tokenized words.
-        parser: parser name, e.g. ``"spacy:en_core_web_sm"``.
-        version: parser version (anything that changes the output should be in it).
+        annotator: the annotator's :meth:`~syntaxformer.data.annotators.base.Annotator.cache_key` (its identity by
+            content: anything that changes the output is in it).
         mode: what was asked of the parser, e.g. ``"text"`` or ``"pretokenized"``.
 
     Returns:
         A 64-character hex digest.
     """
-    payload = [SCHEMA, mode, parser, version, content if isinstance(content, str) else list(content)]
+    payload = [SCHEMA, mode, annotator, content if isinstance(content, str) else list(content)]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
@@ -74,7 +75,7 @@ class ParseCache:
     Example::
 
         cache = ParseCache("/tmp/sf-cache")
-        key = make_key("A text.", "spacy:en_core_web_sm", "3.8.0", "text")
+        key = make_key("A text.", annotator.cache_key(), "text")
         cache.put_many({key: {"sentences": []}})
         cache.get_many([key])  # {key: {"sentences": []}}
     """
@@ -176,7 +177,7 @@ class ParseCache:
 
         Args:
             items: key -> JSON-serialisable dict.
-            parser: parser name, stored for inspection and :meth:`clear` by parser.
+            parser: the annotator's ``source``, stored for inspection and :meth:`clear` by parser.
         """
         if not items:
             return

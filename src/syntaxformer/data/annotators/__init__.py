@@ -1,0 +1,23 @@
+"""Parsers: the :class:`Annotator` interface, its spaCy and pre-parsed implementations, and one factory.
+
+``make_annotator(spec)`` is how the rest of syntaxformer gets a parser; ``register_annotator`` adds one from outside
+the package (see :mod:`syntaxformer.data.annotators.base` for a complete example).
+"""
+
+from syntaxformer.data.annotators.base import Annotator, AnnotatorError, ParseNotFoundError
+from syntaxformer.data.annotators.cache import ParseCache
+from syntaxformer.data.annotators.factory import annotator_schemes, make_annotator, register_annotator
+from syntaxformer.data.annotators.preparsed import PreparsedAnnotator
+from syntaxformer.data.annotators.spacy import SpacyAnnotator
+
+__all__ = [
+    "Annotator",
+    "AnnotatorError",
+    "ParseCache",
+    "ParseNotFoundError",
+    "PreparsedAnnotator",
+    "SpacyAnnotator",
+    "annotator_schemes",
+    "make_annotator",
+    "register_annotator",
+]

@@ -1,0 +1,99 @@
+"""The annotator interface: anything that turns texts (or given words) into dependency parses.
+
+An :class:`Annotator` is the one way syntax enters syntaxformer from a parser. Implementations: spaCy
+(:class:`~syntaxformer.data.annotators.spacy.SpacyAnnotator`) and parses made by any external parser and stored in
+a file (:class:`~syntaxformer.data.annotators.preparsed.PreparsedAnnotator`). A new parser is one subclass plus,
+to make it available by name, :func:`~syntaxformer.data.annotators.factory.register_annotator`::
+
+    class ChainAnnotator(Annotator):                 # every word is the head of the next one
+        source = "chain"
+
+        def cache_key(self) -> str:
+            return "chain-v1"
+
+        def annotate(self, texts):
+            ...                                      # one Document per text, offsets into that text
+
+        def annotate_pretokenized(self, words):
+            return [Sentence(list(w), [-1] + list(range(len(w) - 1))) for w in words]
+
+    register_annotator("chain", lambda arg, **options: ChainAnnotator())
+    annotator = make_annotator("chain:")
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Iterable, Iterator, Sequence
+
+from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.errors import SyntaxformerError
+
+__all__ = ["Annotator", "AnnotatorError", "ParseNotFoundError"]
+
+_PIPE_BLOCK = 1024  # texts per annotate() call in the default pipe()
+
+
+class AnnotatorError(SyntaxformerError, ValueError):
+    """An annotator spec, option or input that cannot work (the message says what would)."""
+
+
+class ParseNotFoundError(AnnotatorError):
+    """A text (or word list) with no parse in a pre-parsed file; the message names the text and the file."""
+
+
+class Annotator(abc.ABC):
+    """A dependency parser as syntaxformer sees it.
+
+    Attributes:
+        source: human-readable name of the parser, e.g. ``"spacy:en_core_web_sm@3.8.0"``; stored in the
+            ``source`` of the sentences it makes. Set it as a class attribute or in ``__init__``.
+    """
+
+    source: str
+
+    @abc.abstractmethod
+    def cache_key(self) -> str:
+        """Identity of the parser **by content**: equal keys mean equal parses of every input.
+
+        Parse and feature caches are keyed by it, so it must change whenever the output can change (other weights,
+        other configuration, other code version), even if the parser's name and version stay the same.
+        """
+
+    @abc.abstractmethod
+    def annotate(self, texts: Sequence[str]) -> list[Document]:
+        """Parse passages.
+
+        Args:
+            texts: raw texts; each may hold several sentences.
+
+        Returns:
+            One :class:`Document` per text, in order: ``text`` is the input, each sentence is its own tree, and
+            word offsets are relative to the input text. An empty or whitespace-only text gives a Document with
+            no sentences.
+        """
+
+    @abc.abstractmethod
+    def annotate_pretokenized(self, words: Sequence[Sequence[str]]) -> list[Sentence]:
+        """Parse given words (e.g. gold tokens), never re-tokenized or split.
+
+        Args:
+            words: one non-empty word list per sentence.
+
+        Returns:
+            One :class:`Sentence` per input: exactly one tree over exactly the given words.
+        """
+
+    def pipe(self, texts: Iterable[str]) -> Iterator[Document]:
+        """Like :meth:`annotate`, but lazily over any iterable (parsed in blocks; override to stream better)."""
+        block: list[str] = []
+        for text in texts:
+            block.append(text)
+            if len(block) == _PIPE_BLOCK:
+                yield from self.annotate(block)
+                block = []
+        if block:
+            yield from self.annotate(block)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({getattr(self, 'source', '?')!r})"

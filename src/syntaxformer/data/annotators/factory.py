@@ -1,0 +1,125 @@
+"""One factory for annotators: :func:`make_annotator` turns a spec into an :class:`Annotator`.
+
+Specs (what ``--parser`` and every ``parser`` option accept):
+
+* ``None``: the default spaCy pipeline (:data:`syntaxformer.defaults.DEFAULT_SPACY_MODEL`);
+* an :class:`Annotator`: itself; a loaded ``spacy.Language``: a :class:`SpacyAnnotator` over it;
+* ``"spacy:NAME_OR_PATH"``, or a bare installed spaCy pipeline name or pipeline folder: a :class:`SpacyAnnotator`;
+* ``"conllu:FILE"``, ``"jsonl:FILE"``, or a path ending in ``.conllu`` / ``.conll`` / ``.jsonl``: a
+  :class:`PreparsedAnnotator` over the parses in that file;
+* ``"SCHEME:ARG"`` for a scheme added with :func:`register_annotator`, e.g. from a user's own module::
+
+      register_annotator("stanza", lambda arg, **options: StanzaAnnotator(arg or "en"))
+      make_annotator("stanza:de")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any, Callable
+
+from syntaxformer.data.annotators.base import Annotator, AnnotatorError
+from syntaxformer.data.annotators.preparsed import PREPARSED_FORMATS, PreparsedAnnotator
+from syntaxformer.data.annotators.spacy import SpacyAnnotator, pipeline_location
+from syntaxformer.defaults import DEFAULT_SPACY_MODEL
+
+__all__ = ["make_annotator", "register_annotator", "annotator_schemes"]
+
+#: ``factory(arg, **options) -> Annotator``: ``arg`` is the spec after ``"scheme:"``, ``options`` are
+#: :func:`make_annotator`'s keyword arguments (``cache``, ``progress`` and any others).
+AnnotatorFactory = Callable[..., Annotator]
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9_.+-]*):(.*)\Z", re.DOTALL)
+
+
+def _spacy(arg: str, **options: Any) -> Annotator:
+    return SpacyAnnotator(arg or DEFAULT_SPACY_MODEL, **options)
+
+
+def _preparsed(format: str) -> AnnotatorFactory:
+    def factory(arg: str, **options: Any) -> Annotator:
+        # cache, progress and spaCy's batch options do not apply to reading a file
+        return PreparsedAnnotator(arg, format=format)
+
+    return factory
+
+
+_REGISTRY: dict[str, AnnotatorFactory] = {"spacy": _spacy, **{f: _preparsed(f) for f in PREPARSED_FORMATS}}
+
+
+def register_annotator(scheme: str, factory: AnnotatorFactory, *, overwrite: bool = False) -> None:
+    """Make ``make_annotator("SCHEME:ARG")`` build an annotator with ``factory(ARG, **options)``.
+
+    Args:
+        scheme: the name before the colon (letters, digits, ``_ . + -``; starts with a letter).
+        factory: called with the rest of the spec and :func:`make_annotator`'s keyword arguments (``cache``,
+            ``progress``, ...; accept ``**options`` and ignore those that do not apply).
+        overwrite: replace an existing scheme (built-in ones included) instead of raising.
+
+    Raises:
+        AnnotatorError: ``scheme`` is not a valid name, or is taken and ``overwrite`` is false.
+    """
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.+-]*", scheme or ""):
+        raise AnnotatorError(f"annotator scheme {scheme!r} must start with a letter and hold only letters, digits "
+                             "and _ . + -")
+    if scheme in _REGISTRY and not overwrite:
+        raise AnnotatorError(f"annotator scheme {scheme!r} is already registered; pass overwrite=True to replace it")
+    if not callable(factory):
+        raise AnnotatorError(f"the factory of annotator scheme {scheme!r} must be callable, got {factory!r}")
+    _REGISTRY[scheme] = factory
+
+
+def annotator_schemes() -> list[str]:
+    """The registered schemes, built-in ones (``spacy``, ``conllu``, ``jsonl``) included."""
+    return sorted(_REGISTRY)
+
+
+def make_annotator(spec: Any = None, *, cache: Any = True, progress: bool = True, **options: Any) -> Annotator:
+    """The annotator a spec names (see the module docstring for the forms).
+
+    Args:
+        spec: ``None``, an :class:`Annotator`, a ``spacy.Language``, or a string / path.
+        cache: the parse cache of a spaCy annotator (``True`` = default location, a path, a ``ParseCache``, or
+            ``None`` / ``False``); ignored for an :class:`Annotator` given as is and for pre-parsed files.
+        progress: show progress bars on long runs (same).
+        **options: more keyword arguments for the annotator (e.g. ``batch_size``, ``n_process`` for spaCy).
+
+    Returns:
+        An :class:`Annotator`.
+
+    Raises:
+        AnnotatorError: the spec names no annotator; the message lists what is accepted.
+        MissingDependencyError: ``"spacy:NAME"`` names a pipeline that is not installed.
+    """
+    if isinstance(spec, Annotator):
+        return spec
+    options = dict(options, cache=cache, progress=progress)
+    if spec is None:
+        return SpacyAnnotator(DEFAULT_SPACY_MODEL, **options)
+    spacy = sys.modules.get("spacy")  # a Language object can only exist if spaCy is imported
+    if spacy is not None and isinstance(spec, spacy.language.Language):
+        return SpacyAnnotator(spec, **options)
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if not isinstance(spec, str):
+        raise AnnotatorError(f"cannot make an annotator from a {type(spec).__name__} ({spec!r:.60}); "
+                             f"{_ACCEPTED}")
+    match = _SCHEME.match(spec)
+    if match and match.group(1) in _REGISTRY and not os.path.exists(spec):
+        return _REGISTRY[match.group(1)](match.group(2), **options)
+    ext = os.path.splitext(spec)[1].lower()
+    for format, extensions in PREPARSED_FORMATS.items():
+        if ext in extensions:
+            return _REGISTRY[format](spec, **options)
+    if pipeline_location(spec) is not None:
+        return _REGISTRY["spacy"](spec, **options)
+    raise AnnotatorError(f"no annotator for {spec!r}: it is not a registered scheme "
+                         f"({', '.join(annotator_schemes())}), a pre-parsed file or an installed spaCy pipeline; "
+                         f"{_ACCEPTED}")
+
+
+_ACCEPTED = ("expected None (the default spaCy pipeline), an Annotator, a spacy.Language, 'spacy:NAME_OR_PATH' or an "
+             "installed spaCy pipeline name or folder, 'conllu:FILE' / 'jsonl:FILE' or a .conllu / .jsonl file, or "
+             "'SCHEME:ARG' for a scheme added with register_annotator")

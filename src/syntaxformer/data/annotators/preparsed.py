@@ -1,0 +1,246 @@
+"""Parses made by any external parser (Stanza, UDPipe, CoreNLP, ...), read from a file and matched to the texts.
+
+Run the parser of your choice over your texts, save its output as CoNLL-U (``# text = ...`` on every sentence, as
+Stanza, UDPipe and CoreNLP write it) or as syntaxformer JSONL (what ``syntaxformer annotate --output x.jsonl``
+writes: one :class:`Sentence` or :class:`Document` record per line), and give the file wherever an annotator is
+expected (``make_annotator("conllu:stanza.conllu")``). Nothing is parsed: each input is looked up in the file.
+
+Matching:
+
+* :meth:`PreparsedAnnotator.annotate` matches a passage on its text, whitespace-normalised (runs of whitespace
+  count as one space; leading / trailing whitespace is ignored). A passage matches a record with that text (a JSONL
+  Document, or a single sentence), or a run of consecutive sentences of the file whose texts, joined by spaces, give
+  the passage (a parser splits a passage into several sentences). Word offsets are re-computed against the input
+  text, so they are exact even where the file's whitespace differs.
+* :meth:`PreparsedAnnotator.annotate_pretokenized` matches a word list on the exact word sequence of one sentence.
+
+When several records match, the first in the file is used. An input with no match raises
+:class:`~syntaxformer.data.annotators.base.ParseNotFoundError` naming the text and the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from typing import Iterable, Sequence
+
+from syntaxformer.data.annotators.base import Annotator, AnnotatorError, ParseNotFoundError
+from syntaxformer.data.sentence import Document, Sentence
+
+__all__ = ["PreparsedAnnotator", "PREPARSED_FORMATS"]
+
+#: File formats and the extensions that select them.
+PREPARSED_FORMATS: dict[str, tuple[str, ...]] = {"conllu": (".conllu", ".conll"), "jsonl": (".jsonl",)}
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _clip(text: str, n: int = 60) -> str:
+    text = _normalise(text)
+    return repr(text if len(text) <= n else text[: n - 3] + "...")
+
+
+class PreparsedAnnotator(Annotator):
+    """An annotator whose parses come from a CoNLL-U or JSONL file (see the module docstring).
+
+    Args:
+        path: the file.
+        format: ``"conllu"`` or ``"jsonl"``; default from the extension (``.conllu`` / ``.conll`` / ``.jsonl``).
+
+    Attributes:
+        path: the file.
+        format: its format.
+        source: ``"<format>:<file name>"``, stored in the ``source`` of every sentence returned.
+
+    Raises:
+        AnnotatorError: the file does not exist or its format cannot be told.
+        FormatError: the file is malformed (the message names the file and line).
+    """
+
+    def __init__(self, path: str | os.PathLike, format: str | None = None):
+        self.path = os.fspath(path)
+        if format is None:
+            ext = os.path.splitext(self.path)[1].lower()
+            format = next((f for f, exts in PREPARSED_FORMATS.items() if ext in exts), None)
+            if format is None:
+                raise AnnotatorError(f"cannot tell the format of pre-parsed file {self.path!r} from its extension: "
+                                     "use .conllu or .jsonl, or say format='conllu' / 'jsonl'")
+        if format not in PREPARSED_FORMATS:
+            raise AnnotatorError(f"unknown pre-parsed format {format!r}; expected one of "
+                                 f"{', '.join(PREPARSED_FORMATS)}")
+        if not os.path.isfile(self.path):
+            raise AnnotatorError(f"pre-parsed file not found: {self.path}")
+        self.format = format
+        self.source = f"{format}:{os.path.basename(self.path)}"
+        h = hashlib.sha256()
+        with open(self.path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        self._key = f"preparsed|{format}|{h.hexdigest()}"
+        self._sentences: list[Sentence] = []  # every sentence of the file, in order
+        self._texts: list[str] = []  # their normalised texts
+        self._docs: dict[str, tuple[Document, list[int]]] = {}  # normalised text -> Document record, its sentences
+        self._by_text: dict[str, list[int]] = {}  # normalised sentence text -> indices of the sentences
+        self._by_words: dict[tuple[str, ...], int] = {}
+        self._own: list[str | None] = []  # per sentence: its text in the file, if its offsets point into it
+        self._spans: list[list[tuple[int, int]] | None] = []  # and those offsets
+        self._longest = 0
+        for record in self._read():
+            if isinstance(record, Document):
+                first = len(self._sentences)
+                for s in record.sentences:
+                    self._add(s, record.text)
+                if record.text is not None:
+                    self._docs.setdefault(_normalise(record.text), (record, list(range(first, len(self._sentences)))))
+            else:
+                self._add(record, None)
+
+    def _read(self) -> Iterable[Sentence | Document]:
+        if self.format == "conllu":
+            from syntaxformer.data.readers.conllu import read_conllu
+
+            return read_conllu(self.path)
+        from syntaxformer.data.sentence import read_jsonl
+
+        return read_jsonl(self.path)
+
+    def _add(self, sentence: Sentence, doc_text: str | None) -> None:
+        own, spans = None, None  # the sentence's text and word offsets in it, where the file gives them
+        if sentence.offsets is not None and sentence.text is not None:
+            own, spans = sentence.text, list(sentence.offsets)
+        elif sentence.offsets is not None and doc_text is not None:
+            a, b = sentence.offsets[0][0], sentence.offsets[-1][1]
+            own, spans = doc_text[a:b], [(x - a, y - a) for x, y in sentence.offsets]
+        text = own if own is not None else sentence.text if sentence.text is not None else " ".join(sentence.words)
+        k = len(self._sentences)
+        self._sentences.append(sentence)
+        self._spans.append(spans)
+        self._own.append(own)
+        self._texts.append(_normalise(text))
+        self._by_text.setdefault(self._texts[k], []).append(k)
+        self._by_words.setdefault(tuple(sentence.words), k)
+        self._longest = max(self._longest, len(self._texts[k]))
+
+    def __len__(self) -> int:
+        """Number of sentences in the file."""
+        return len(self._sentences)
+
+    def cache_key(self) -> str:
+        """``"preparsed|<format>|<SHA-256 of the file>"``: another file content is another parser."""
+        return self._key
+
+    # -- passages --------------------------------------------------------------------------------------
+    def annotate(self, texts: Sequence[str]) -> list[Document]:
+        """The parse of each passage, matched on its whitespace-normalised text (see the module docstring).
+
+        Raises:
+            ParseNotFoundError: a text has no parse in the file.
+        """
+        out = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"texts[{i}] is a {type(text).__name__}; expected str")
+            out.append(self._document(text))
+        return out
+
+    def _document(self, text: str) -> Document:
+        key = _normalise(text)
+        if not key:
+            return Document([], text=text)
+        if key in self._docs:
+            record, run = self._docs[key]
+            return Document(self._place(run, text), text=text, doc_id=record.doc_id, metadata=dict(record.metadata))
+        found = self._by_text.get(key)
+        run = found[:1] if found is not None else self._find_run(key)
+        if run is None:
+            raise ParseNotFoundError(f"no parse of the text {_clip(text)} in {self.path} ({len(self)} sentences; "
+                                     "texts are matched on their whitespace-normalised text)")
+        return Document(self._place(run, text), text=text)
+
+    def _find_run(self, key: str) -> list[int] | None:
+        """Indices of consecutive sentences whose texts, joined by spaces, are ``key``."""
+        # the first sentence is a prefix of the passage ending before a space
+        for end in (i for i, ch in enumerate(key) if ch == " " and i <= self._longest):
+            for first in self._by_text.get(key[:end], ()):
+                run, pos, k = [first], end + 1, first + 1
+                while pos < len(key) and k < len(self._texts):
+                    nxt = self._texts[k]
+                    if not key.startswith(nxt, pos) or (pos + len(nxt) < len(key) and key[pos + len(nxt)] != " "):
+                        break
+                    run.append(k)
+                    pos += len(nxt) + 1
+                    k += 1
+                if pos >= len(key):
+                    return run
+        return None
+
+    def _place(self, run: list[int], text: str) -> list[Sentence]:
+        """Copies of the sentences ``run`` inside ``text`` (in order): offsets into it, no text of their own."""
+        # The file's text and ``text`` agree up to whitespace, so they share their non-whitespace characters:
+        # offsets are carried over by counting those.
+        dense = [i for i, ch in enumerate(text) if not ch.isspace()]  # position of each non-whitespace character
+        squeezed = "".join(text[i] for i in dense)
+        cursor = 0  # in ``squeezed``
+        out = []
+        for k in run:
+            sentence, own, spans = self._sentences[k], self._own[k], self._spans[k]
+            target = self._texts[k].replace(" ", "")
+            at = squeezed.find(target, cursor)
+            if at < 0:
+                raise ParseNotFoundError(f"the parsed sentence {_clip(self._texts[k])} of {self.path} is not in "
+                                         f"the text {_clip(text)}")
+            if own is not None and spans is not None:
+                rank = [0] * (len(own) + 1)  # rank[i]: non-whitespace characters of ``own`` before position i
+                for i, ch in enumerate(own):
+                    rank[i + 1] = rank[i] + (not ch.isspace())
+                offsets = [(dense[at + rank[a]], dense[at + rank[b] - 1] + 1) for a, b in spans]
+            else:
+                offsets = _search(sentence.words, text, dense[at] if at < len(dense) else len(text), self.path)
+            cursor = at + len(target)
+            out.append(dataclasses.replace(sentence, text=None, offsets=offsets, source=self.source,
+                                           metadata=dict(sentence.metadata)))
+        return out
+
+    # -- gold tokens -----------------------------------------------------------------------------------
+    def annotate_pretokenized(self, words: Sequence[Sequence[str]]) -> list[Sentence]:
+        """The parse of each word list, matched on the exact word sequence of one sentence.
+
+        Returns:
+            One :class:`Sentence` per input, ``words`` as given, ``text`` the words joined by single spaces.
+
+        Raises:
+            ParseNotFoundError: a word list is not the words of any sentence of the file.
+        """
+        out = []
+        for ws in words:
+            ws = list(ws)
+            k = self._by_words.get(tuple(ws))
+            if k is None:
+                raise ParseNotFoundError(f"no sentence with the words {_clip(' '.join(ws))} in {self.path} "
+                                         f"({len(self)} sentences; word lists are matched exactly)")
+            offsets, pos = [], 0
+            for w in ws:
+                offsets.append((pos, pos + len(w)))
+                pos += len(w) + 1
+            out.append(dataclasses.replace(self._sentences[k], words=ws, offsets=offsets, text=" ".join(ws),
+                                           source=self.source, metadata=dict(self._sentences[k].metadata)))
+        return out
+
+    def __repr__(self) -> str:
+        return f"PreparsedAnnotator({self.path!r}, format={self.format!r})"
+
+
+def _search(words: list[str], text: str, pos: int, path: str) -> list[tuple[int, int]]:
+    """Offsets of ``words`` found one after the other in ``text`` from ``pos`` (for records without offsets)."""
+    out = []
+    for w in words:
+        start = text.find(w, pos)
+        if start < 0:
+            raise ParseNotFoundError(f"the word {w!r} of a parsed sentence of {path} is not in the text "
+                                     f"{_clip(text)}: the file's words must spell its texts")
+        out.append((start, start + len(w)))
+        pos = start + len(w)
+    return out
