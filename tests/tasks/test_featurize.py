@@ -81,9 +81,12 @@ def test_features_cache_hit_skips_annotation(minilm_tokenizer, cache, monkeypatc
     for k in first.arrays:
         assert np.array_equal(first.arrays[k], second.arrays[k]), k
     assert max(len(second[i]["input_ids"]) for i in range(len(second))) <= 48
-    # Another option is another key: it has to be built (and would need the parser).
+    # Another option is another key: it is built from the parse cache (still without loading spaCy) ...
+    third = features(task, data, minilm_tokenizer, **{**kw, "max_length": 40})
+    assert third.meta["cache"] == "miss"
+    # ... and without a parse cache it would need the parser.
     with pytest.raises(AssertionError, match="must not run"):
-        features(task, data, minilm_tokenizer, **{**kw, "max_length": 40})
+        features(task, data, minilm_tokenizer, **{**kw, "max_length": 40, "parse_cache": False, "use_cache": False})
 
 
 def test_features_corrupt_cache_file_is_rebuilt(minilm_tokenizer, cache):

@@ -103,7 +103,7 @@ def test_race_collate_rejects_mixed_option_counts(race_features):
 # ---------------------------------------------------------------------------------------------------------------
 def test_race_task_postprocess_metrics_and_files_on_hand_made_logits():
     from syntaxformer.tasks.base import get_task
-    from syntaxformer.tasks.data import TaskData
+    from syntaxformer.data.examples import TaskData
 
     ex = [RaceExample(f"m{i}", "m", "middle", "a", "Who is it?", ["x", "y", "z"], label=i % 3) for i in range(4)] + \
          [RaceExample(f"h{i}", "h", "high", "a", "Why?", ["x", "y", "z"], label=0) for i in range(2)]
@@ -143,7 +143,7 @@ def test_race_task_load_split_sources_and_subsets(tmp_path):
 
 def test_race_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, race_features):
     from syntaxformer.tasks.base import get_task
-    from syntaxformer.tasks.data import TaskData
+    from syntaxformer.data.examples import TaskData
 
     dev, feats, parses = race_features
 

@@ -513,7 +513,7 @@ def test_squad_metric_matches_the_recorded_oracle_on_handmade_predictions():
 # ---------------------------------------------------------------------------------------------------------------
 def _hand_data(examples, tuning_fraction=None):
     """TaskData as SquadTask.load_split makes it (with the threshold protocol when ``tuning_fraction`` is given)."""
-    from syntaxformer.tasks.data import TaskData
+    from syntaxformer.data.examples import TaskData
 
     meta = {}
     if tuning_fraction is not None:

@@ -334,13 +334,13 @@ class RaceTask(Task):
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
-        """The questions of ``split`` as :class:`~syntaxformer.tasks.data.TaskData` of :class:`RaceExample`
+        """The questions of ``split`` as :class:`~syntaxformer.data.examples.TaskData` of :class:`RaceExample`
         (``metadata["counts"]``: :func:`race_counts`).
 
         Raises:
             SyntaxformerError: an unknown split or a missing / unreadable source.
         """
-        from syntaxformer.tasks.data import TaskData, subsample
+        from syntaxformer.data.examples import TaskData
 
         if split not in self.splits:
             raise SyntaxformerError(f"RACE has no split {split!r}; expected one of {self.splits}")
@@ -370,7 +370,7 @@ class RaceTask(Task):
                 raise SyntaxformerError(f"RACE data {path} not found (a split folder with middle/ and high/, or a "
                                         "tarball)")
         out = TaskData(examples, source, _content_fingerprint(examples), len(examples), tarball_note, {})
-        out = subsample(out, n, seed)
+        out = out.subsampled(n, seed)
         out.metadata["counts"] = race_counts(out.examples)
         return out
 

@@ -544,7 +544,7 @@ class SquadTask(Task):
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
-        """The questions of ``split`` (``train`` / ``dev`` / ``test``) as :class:`~syntaxformer.tasks.data.TaskData`
+        """The questions of ``split`` (``train`` / ``dev`` / ``test``) as :class:`~syntaxformer.data.examples.TaskData`
         of :class:`SquadExample`.
 
         ``metadata`` holds ``counts`` (:func:`squad_counts`), for an article split ``split`` (a description) and
@@ -554,7 +554,7 @@ class SquadTask(Task):
         Raises:
             SyntaxformerError: an unknown split, a missing file, an empty part, or too few articles to split.
         """
-        from syntaxformer.tasks.data import TaskData, subsample
+        from syntaxformer.data.examples import TaskData
 
         if split not in self.splits:
             raise SyntaxformerError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
@@ -597,7 +597,7 @@ class SquadTask(Task):
         seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
         if data.get(key) is not None and int(data[key]) < 1:
             raise SyntaxformerError(f"{key}={data[key]} must be a positive number of questions (or null for all)")
-        out = subsample(out, None if data.get(key) is None else int(data[key]), seed)
+        out = out.subsampled(None if data.get(key) is None else int(data[key]), seed)
         out.metadata["counts"] = squad_counts(out.examples)
         if split != "train":
             tuning_qids, protocol = threshold_split(out.examples, self.threshold_tuning_fraction,
