@@ -175,7 +175,7 @@ def _model(kind: str):
     from transformers import AutoModelForSequenceClassification
 
     from syntaxformer.defaults import default_hf_model
-    from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
+    from syntaxformer.modeling import SyntaxBertForSequenceClassification
 
     torch.manual_seed(0)
     if kind == "vanilla":

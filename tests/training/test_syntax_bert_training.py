@@ -40,7 +40,7 @@ def _config(tiny_model: str, out: Path, **changes) -> ExperimentConfig:
 
 
 def test_config_syntax_bert_options_and_errors():
-    from syntaxformer.modeling.syntax_bert import SyntaxBertConfig
+    from syntaxformer.modeling import SyntaxBertConfig
 
     top_level = {"use_dependency", "use_constituency", "lisa_layer", "lisa_head", "lisa_loss_weight", "pooling",
                  "encoder"}

@@ -104,7 +104,7 @@ class FeatureOptions:
 
         pos_tags: ``"upos"`` / ``"xpos"``: also store ``pos_ids`` ``[L]`` (the POS id of each subword's word, 0 for
             special tokens; :mod:`syntaxformer.data.subword_features` ids) for BERT+POS
-            (``SyntaxConfig.pos_embeddings``); ``None`` (default): no POS ids.
+            (``SGNetConfig.pos_embeddings``); ``None`` (default): no POS ids.
     """
 
     max_length: int = 128

@@ -89,9 +89,9 @@ class ExperimentConfig:
 
     SG-Net options (``model_type: sgnet``):
         use_sg_layer: add SG-Net's syntax-guided layer (``false`` = the plain-encoder baseline with the same head).
-        alpha, alpha_mode, sg_init, aggregation: see :class:`~syntaxformer.modeling.SyntaxConfig`
+        alpha, alpha_mode, sg_init, aggregation: see :class:`~syntaxformer.modeling.SGNetConfig`
             (paper defaults: alpha 0.5 fixed, dual aggregation, ``cls`` pooling).
-        model_kwargs: any other :class:`SyntaxConfig` option.
+        model_kwargs: any other :class:`SGNetConfig` option.
 
     Syntax-BERT options (``model_type: syntax_bert``; see ``docs/syntax_bert.md``; an error with ``sgnet``):
         use_syntax: ``false`` = no sub-networks in any layer (``syntax_layers=[]``): the plain encoder with the

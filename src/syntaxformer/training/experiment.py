@@ -110,7 +110,7 @@ def _features(config: ExperimentConfig, task: TaskSpec, data: TaskData, tokenize
 
 # -- model -----------------------------------------------------------------------------------------------
 def _model_options(config: ExperimentConfig, task: TaskSpec) -> dict[str, Any]:
-    """The model config options of the experiment (``SyntaxConfig`` or ``SyntaxBertConfig`` keyword arguments)."""
+    """The model config options of the experiment (``SGNetConfig`` or ``SyntaxBertConfig`` keyword arguments)."""
     labels = task.labels or ("score",)
     common = {
         "num_labels": task.num_labels,
@@ -171,7 +171,7 @@ def _is_syntax_model(path: str) -> bool:
 
 def _model_class(model_type: str) -> Any:
     if model_type == "syntax_bert":
-        from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
+        from syntaxformer.modeling import SyntaxBertForSequenceClassification
 
         return SyntaxBertForSequenceClassification
     from syntaxformer.modeling import SGNetForSequenceClassification

@@ -99,7 +99,7 @@ class QAExperimentConfig:
         parser, criterion, parse_cache: spaCy pipeline, subword criterion, parse cache (as in ExperimentConfig).
     Model:
         model_name_or_path (default: offline MiniLM), use_sg_layer (false = baseline), alpha, alpha_mode,
-        sg_init, aggregation, pooling (RACE head), model_kwargs (other :class:`SyntaxConfig` options).
+        sg_init, aggregation, pooling (RACE head), model_kwargs (other :class:`SGNetConfig` options).
     SQuAD decoding / verifier:
         verifier: ``none``, ``joint`` (the [CLS] answerability classifier trained with the span head on one
             encoder) or ``parallel`` (a second model trained only as verifier, paper §3.4.1; twice the training).
@@ -509,7 +509,7 @@ def _train_squad_model(config: QAExperimentConfig, tokenizer: Any, train_ds: Any
     import transformers
 
     from syntaxformer.data.collate import pad_arrays
-    from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
+    from syntaxformer.modeling import SGNetForQuestionAnswering
 
     transformers.set_seed(int(config.seed))
     model = _build_model(SGNetForQuestionAnswering, config, **options)
@@ -740,7 +740,7 @@ def run_race(config: QAExperimentConfig) -> dict[str, Any]:
     """Fine-tune and evaluate multiple choice on RACE (accuracy on RACE-M, RACE-H and all of the dev set)."""
     import transformers
 
-    from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
+    from syntaxformer.modeling import SGNetForMultipleChoice
     from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate, race_counts
 
     t0 = time.time()
@@ -823,7 +823,7 @@ def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | Non
     annotator = _annotator(config)
     if config.task == "squad2":
         from syntaxformer.data.collate import pad_arrays
-        from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
+        from syntaxformer.modeling import SGNetForQuestionAnswering
         from syntaxformer.tasks.squad import postprocess_predictions
 
         data = squad_data(config)
@@ -849,7 +849,7 @@ def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | Non
                   "threshold_protocol": data["threshold_protocol"], **scores,
                   "threshold_note": _threshold_note(config.threshold_tuning_fraction)}
     else:
-        from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
+        from syntaxformer.modeling import SGNetForMultipleChoice
         from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate
 
         examples = race_data(config)["eval"]

@@ -28,14 +28,14 @@ from syntaxformer.modeling.syntax_attention import (
     prepare_groups,
     syntax_attention_forward,
 )
-from syntaxformer.modeling.syntax_bert import (
+from syntaxformer.modeling import (
+    SequenceClassifierOutput,
     SyntaxBertConfig,
     SyntaxBertForSequenceClassification,
     SyntaxBertModel,
     SyntaxBertModelOutput,
-    SyntaxBertSequenceClassifierOutput,
-    attention_sites,
 )
+from syntaxformer.modeling.modeling_syntax_bert import attention_sites
 from tests.conftest import minilm_path
 from tests.masks.reference import random_example
 
@@ -529,7 +529,7 @@ def test_classifier_loss_only_with_labels_and_regression():
     batch = make_batch(seed=9)
     model = tiny_model()
     out = model(**batch)
-    assert isinstance(out, SyntaxBertSequenceClassifierOutput) and out.loss is None
+    assert isinstance(out, SequenceClassifierOutput) and out.loss is None
     assert out.logits.shape == (3, 3)
     assert model(**batch, labels=torch.tensor([0, 1, 2])).loss.ndim == 0
     reg = tiny_model(num_labels=1, pooling="mean")
