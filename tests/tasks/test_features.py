@@ -10,8 +10,18 @@ import torch
 from syntaxformer.data.collate import SyntaxCollator
 from syntaxformer.masks.sdoi import sdoi_mask_from_features
 from syntaxformer.tasks import get_task, load_split, subsample
-from syntaxformer.tasks.features import SGNET_KEYS, FeatureDataset, FeatureOptions, build_features
+from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
+from syntaxformer.tasks.features import FeatureDataset, FeatureOptions, build_features
 from tests.conftest import data_path
+
+
+def syntax_bert_keys(dependency: bool = True, constituency: bool = True) -> tuple[str, ...]:
+    """What a Syntax-BERT model with these trees and LISA reads (its config's ``syntax_inputs``)."""
+    return SyntaxBertConfig(use_dependency=dependency, use_constituency=constituency, lisa_layer=0).syntax_inputs
+
+
+#: What SG-Net reads with its default options.
+SGNET_KEYS = SGNetConfig().syntax_inputs
 
 pytestmark = pytest.mark.slow
 
@@ -28,8 +38,8 @@ def _data(name: str, n: int):
 
 def test_features_sst2_arrays_labels_and_sdoi(minilm_tokenizer, cache):
     task, data = _data("sst2", 12)
-    ds = build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=64), split="dev",
-                        cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)
+    ds = build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=64, syntax_keys=SGNET_KEYS),
+                        split="dev", cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)
     assert len(ds) == 12 and ds.meta["cache"] == "miss" and ds.meta["n_parsed_texts"] == 12
     item = ds[0]
     assert set(item) == {"input_ids", "attention_mask", "token_type_ids", "labels", *SGNET_KEYS}
@@ -118,7 +128,7 @@ def test_features_constituency_from_dependency_fallback(minilm_tokenizer, cache)
     """GLUE pairs have no constituency parse: the fallback reads one off each dependency tree, so Syntax-BERT's
     constituency relations are no longer empty; the default ("given") keeps them empty."""
     from syntaxformer.masks.relations import relation_groups_from_features
-    from syntaxformer.tasks.features import syntax_bert_keys, syntax_source
+    from syntaxformer.tasks.features import syntax_source
 
     task, data = _data("rte", 4)
     kw = dict(split="dev", cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)

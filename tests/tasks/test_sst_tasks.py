@@ -10,8 +10,18 @@ import pytest
 
 from syntaxformer.errors import FormatError, SyntaxformerError
 from syntaxformer.tasks import get_task, load_split, read_sst_task, subsample
-from syntaxformer.tasks.features import SGNET_KEYS, FeatureOptions, build_features, syntax_bert_keys, syntax_source
+from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
+from syntaxformer.tasks.features import FeatureOptions, build_features, syntax_source
 from tests.conftest import data_path
+
+
+def syntax_bert_keys(dependency: bool = True, constituency: bool = True) -> tuple[str, ...]:
+    """What a Syntax-BERT model with these trees and LISA reads (its config's ``syntax_inputs``)."""
+    return SyntaxBertConfig(use_dependency=dependency, use_constituency=constituency, lisa_layer=0).syntax_inputs
+
+
+#: What SG-Net reads with its default options.
+SGNET_KEYS = SGNetConfig().syntax_inputs
 
 pytestmark = pytest.mark.slow
 
@@ -101,7 +111,8 @@ def test_sst_features_gold_constituency_and_spacy_dependencies(minilm_tokenizer,
     assert ds[0]["input_ids"].tolist() == minilm_tokenizer(data.examples[0].text_a)["input_ids"]
 
     # SG-Net's keys and Syntax-BERT's keys are different cache entries
-    sg = build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=96), split="dev",
+    sg = build_features(task, data, minilm_tokenizer, FeatureOptions(max_length=96, syntax_keys=SGNET_KEYS),
+                        split="dev",
                         cache_dir=cache / "features", parse_cache=cache / "parses", progress=False)
     assert sg.meta["cache"] == "miss" and set(sg[0]) == {"input_ids", "attention_mask", "token_type_ids", "labels",
                                                          *SGNET_KEYS}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -12,13 +13,22 @@ import torch
 
 from syntaxformer.cli import main
 from syntaxformer.errors import SyntaxformerError
+from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
 from syntaxformer.tasks import get_task
-from syntaxformer.tasks.features import SGNET_KEYS, syntax_bert_keys
 from syntaxformer.training import ExperimentConfig, run_experiment
 from syntaxformer.training.config import SYNTAX_BERT_OPTIONS
 from syntaxformer.training.experiment import (build_model, feature_options, resolve_systems,
                                               syntax_bert_model_options, system_kind)
 from tests.conftest import data_path
+
+
+def syntax_bert_keys(dependency: bool = True, constituency: bool = True) -> tuple[str, ...]:
+    """What a Syntax-BERT model with these trees and LISA reads (its config's ``syntax_inputs``)."""
+    return SyntaxBertConfig(use_dependency=dependency, use_constituency=constituency, lisa_layer=0).syntax_inputs
+
+
+#: What SG-Net reads with its default options.
+SGNET_KEYS = SGNetConfig().syntax_inputs
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +54,8 @@ def test_config_syntax_bert_options_and_errors():
 
     top_level = {"use_dependency", "use_constituency", "lisa_layer", "lisa_head", "lisa_loss_weight", "pooling",
                  "encoder"}
-    assert set(SYNTAX_BERT_OPTIONS) == set(SyntaxBertConfig.__annotations__) - top_level  # real field names
+    assert set(SYNTAX_BERT_OPTIONS) <= {f.name for f in fields(SyntaxBertConfig)}  # real field names
+    assert set(SyntaxBertConfig.__annotations__) - top_level <= set(SYNTAX_BERT_OPTIONS)
 
     c = ExperimentConfig(model_type="syntax_bert", trees="dependency", lisa_layer=1, lisa_loss_weight=0.5,
                          syntax_bert_options={"aggregation": "sum", "random_masks": True, "parent_masks": False})
@@ -57,7 +68,10 @@ def test_config_syntax_bert_options_and_errors():
     # features: the ancestor tables of the trees used; SG-Net's keys (incl. dep_parent) without sub-networks
     assert feature_options(c).syntax_keys == syntax_bert_keys(dependency=True, constituency=False)
     assert feature_options(c.replace(trees="both")).syntax_keys == syntax_bert_keys()
-    assert feature_options(c.replace(use_syntax=False)).syntax_keys == SGNET_KEYS
+    # without sub-networks: only LISA's dep_parent (none without LISA)
+    assert feature_options(c.replace(use_syntax=False)).syntax_keys == ("dep_parent",)
+    assert feature_options(c.replace(use_syntax=False, lisa_layer=None)).syntax_keys == ()
+    assert feature_options(ExperimentConfig()).syntax_keys == SGNET_KEYS
     assert feature_options(ExperimentConfig()) == feature_options(ExperimentConfig(model_type="sgnet"))
     assert feature_options(c.replace(syntax_bert_options={"max_distance": 8})).max_distance == 8
 

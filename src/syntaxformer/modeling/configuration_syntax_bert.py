@@ -56,8 +56,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
             sees the sentence; ``"self"`` attend to themselves only.
         syntax_layers: indices of the layers that use sub-networks; ``None`` = every layer (the paper). Other
             layers run their ordinary attention (e.g. ``[]`` for a LISA-only baseline).
-        implementation: ``"fast"`` (default), ``"exact"`` or ``"reference"`` (slow loop, for checks); see
-            :mod:`syntaxformer.modeling.syntax_attention`.
+        implementation: ``"fast"`` (default) or ``"exact"``; see :mod:`syntaxformer.modeling.syntax_attention`.
         lisa_layer: LISA (Strubell et al., 2018; Syntax-BERT §4 "+ LISA"): index of the layer whose head
             ``lisa_head`` is trained to attend to each token's dependency parent (``None`` = no LISA). That head
             attends to all non-padding tokens (it is not split into sub-networks); the model returns the
@@ -100,7 +99,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     full_attention_candidate: bool = False
     empty_rows: Literal["full", "self"] = "full"
     syntax_layers: list[int] | None = None
-    implementation: Literal["fast", "exact", "reference"] = "fast"
+    implementation: Literal["fast", "exact"] = "fast"
     lisa_layer: int | None = None
     lisa_head: int = 0
     lisa_loss_weight: float | int = 1.0

@@ -51,30 +51,12 @@ from syntaxformer.tasks.registry import TaskSpec
 from syntaxformer.utils import atomic_write
 from syntaxformer.utils import progress as _progress
 
-__all__ = ["FeatureOptions", "FeatureDataset", "build_features", "SGNET_KEYS", "SYNTAX_BERT_KEYS",
-           "syntax_bert_keys", "features_cache_dir", "syntax_source"]
+__all__ = ["FeatureOptions", "FeatureDataset", "build_features", "features_cache_dir", "syntax_source"]
 
 logger = logging.getLogger(__name__)
 
 #: Version of the stored feature format; part of the cache key (bump when the arrays change meaning).
 FEATURE_VERSION = 1
-
-#: Syntax arrays SG-Net reads (``syntax_tree``, ``dep_tin``, ``dep_tout``) plus cheap ones useful for analysis.
-SGNET_KEYS: tuple[str, ...] = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
-
-#: Dependency ancestor tables (``[L, D]``) Syntax-BERT's relation groups read.
-_DEP_ANCESTOR_KEYS: tuple[str, ...] = ("dep_anc_lo", "dep_anc_hi", "dep_anc_head")
-#: Constituency arrays (``con_key``, ``con_depth`` and the ``[L, D]`` ancestor tables).
-_CON_KEYS: tuple[str, ...] = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
-#: Every array Syntax-BERT reads with both trees (``dep_parent`` for the LISA loss is in :data:`SGNET_KEYS`).
-SYNTAX_BERT_KEYS: tuple[str, ...] = SGNET_KEYS + _DEP_ANCESTOR_KEYS + _CON_KEYS
-
-
-def syntax_bert_keys(dependency: bool = True, constituency: bool = True) -> tuple[str, ...]:
-    """The syntax arrays a Syntax-BERT model with these trees needs (SG-Net's keys, incl. ``dep_parent``, plus the
-    ancestor tables of the trees used)."""
-    return SGNET_KEYS + (_DEP_ANCESTOR_KEYS if dependency else ()) + (_CON_KEYS if constituency else ())
-
 
 _TOKEN_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 _ALIGN_BLOCK = 1024
@@ -87,8 +69,9 @@ class FeatureOptions:
     Attributes:
         max_length: window length including special tokens; longer inputs are truncated (pairs longest-first).
         criterion: subword criterion, ``"share"`` (SG-Net's reported setting, TPAMI §5.1) or ``"children"``.
-        syntax_keys: which syntax arrays to keep (:data:`SGNET_KEYS` by default; :func:`syntax_bert_keys` for
-            Syntax-BERT; ``None`` keeps all of :func:`~syntaxformer.data.encode.encode_syntax`'s).
+        syntax_keys: which syntax arrays to keep: the model config's ``syntax_inputs`` (what the model reads,
+            e.g. ``SGNetConfig(...).syntax_inputs``); ``None`` (default) keeps all of
+            :func:`~syntaxformer.data.encode.encode_syntax`'s.
         max_distance: D of the ancestor tables (only matters when ``syntax_keys`` includes them).
         parser: spaCy pipeline used for texts without a given parse.
         syntax: ``"auto"`` (use given parses, e.g. SNLI's Stanford trees, where present; parse the rest; gold
@@ -109,7 +92,7 @@ class FeatureOptions:
 
     max_length: int = 128
     criterion: str = "share"
-    syntax_keys: tuple[str, ...] | None = SGNET_KEYS
+    syntax_keys: tuple[str, ...] | None = None
     max_distance: int = 15
     parser: str = DEFAULT_SPACY_MODEL
     syntax: str = "auto"

@@ -25,8 +25,7 @@ from typing import Any, Callable, Sequence
 
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.data import TaskData, load_split, subsample
-from syntaxformer.tasks.features import (FeatureDataset, FeatureOptions, build_features, syntax_bert_keys,
-                                         syntax_source)
+from syntaxformer.tasks.features import FeatureDataset, FeatureOptions, build_features, syntax_source
 from syntaxformer.tasks.registry import TaskSpec, get_task
 from syntaxformer.training.config import ExperimentConfig
 from syntaxformer.utils import atomic_write
@@ -80,21 +79,17 @@ def load_task_split(config: ExperimentConfig, split: str, max_samples: int | Non
 
 
 def feature_options(config: ExperimentConfig) -> FeatureOptions:
-    """The :class:`FeatureOptions` a config implies.
-
-    SG-Net (and a Syntax-BERT model without sub-networks, e.g. its baseline or LISA alone) keep SG-Net's arrays,
-    which include ``dep_parent``; a Syntax-BERT model with sub-networks also keeps the ancestor tables of the trees
-    it uses (constituency ones only when it uses constituency), with D = its ``max_distance``.
-    """
-    extra: dict[str, Any] = {}
-    if config.uses_syntax_bert_groups:
-        extra["syntax_keys"] = syntax_bert_keys(dependency=config.trees in ("both", "dependency"),
-                                                constituency=config.trees in ("both", "constituency"))
-        extra["max_distance"] = int(config.syntax_bert_options.get("max_distance", 15))
-        if config.trees in ("both", "constituency") and config.constituency_fallback == "dependency":
-            extra["constituency"] = "from_dependency"
-    if config.model_type == "sgnet" and config.model_kwargs.get("pos_embeddings"):  # BERT+POS
-        extra["pos_tags"] = str(config.model_kwargs["pos_embeddings"])
+    """The :class:`FeatureOptions` a config implies: the syntax arrays are the model config's ``syntax_inputs``
+    (:func:`model_config`), the ancestor tables with D = its ``max_distance``, ``pos_ids`` with its POS tag set."""
+    model = model_config(config)
+    keys = model.syntax_inputs
+    extra: dict[str, Any] = {"syntax_keys": keys}
+    if any(k.startswith("dep_anc") or k.startswith("con_") for k in keys):
+        extra["max_distance"] = int(model.max_distance)
+    if any(k.startswith("con_") for k in keys) and config.constituency_fallback == "dependency":
+        extra["constituency"] = "from_dependency"
+    if "pos_ids" in keys:  # BERT+POS
+        extra["pos_tags"] = str(model.pos_embeddings)
     return FeatureOptions(max_length=int(config.max_length), criterion=config.criterion, parser=config.parser,
                           syntax=config.syntax, parser_noise=float(config.parser_noise),
                           noise_seed=config.resolved_noise_seed, **extra)
@@ -115,17 +110,44 @@ def _model_options(config: ExperimentConfig, task: TaskSpec) -> dict[str, Any]:
     common = {
         "num_labels": task.num_labels,
         "problem_type": "regression" if task.is_regression else "single_label_classification",
-        "pooling": config.pooling,
         "id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)},
     }
+    return {**common, **system_options(config)}
+
+
+def system_options(config: ExperimentConfig) -> dict[str, Any]:
+    """The model config options of the experiment that do not depend on the task (no labels)."""
     if config.model_type == "syntax_bert":
-        return {**common, **syntax_bert_model_options(config)}
+        return {"pooling": config.pooling, **syntax_bert_model_options(config)}
     return {
-        **common,
+        "pooling": config.pooling,
         "use_sg_layer": bool(config.use_sg_layer), "alpha": float(config.alpha), "alpha_mode": config.alpha_mode,
         "sg_init": config.sg_init, "aggregation": config.aggregation,
         **config.model_kwargs,
     }
+
+
+def model_config(config: ExperimentConfig) -> Any:
+    """The model config (``SGNetConfig`` / ``SyntaxBertConfig``, without labels) of the model a run builds: a saved
+    model's own config, else the encoder's config with the experiment's options. Tells which syntax inputs the
+    features need (``.syntax_inputs``)."""
+    from transformers import AutoConfig
+
+    from syntaxformer.modeling import SYSTEMS
+
+    path = config.resolved_model()
+    try:
+        loaded = AutoConfig.from_pretrained(path)
+    except OSError as e:
+        raise SyntaxformerError(f"cannot load the config of the model {path!r}: {e}") from e
+    if _saved_model_type(path) is not None:
+        return loaded
+    try:
+        return SYSTEMS[config.model_type](encoder=loaded, **system_options(config))
+    except Exception as e:  # config validation (LISA head outside the encoder, bad aggregation ...)
+        if isinstance(e, ValueError) or type(e).__name__.startswith("StrictDataclass"):
+            raise SyntaxformerError(f"invalid model options for {config.model_type} on {path!r}: {e}") from e
+        raise
 
 
 def syntax_bert_model_options(config: ExperimentConfig) -> dict[str, Any]:
@@ -170,13 +192,9 @@ def _is_syntax_model(path: str) -> bool:
 
 
 def _model_class(model_type: str) -> Any:
-    if model_type == "syntax_bert":
-        from syntaxformer.modeling import SyntaxBertForSequenceClassification
+    from syntaxformer.modeling import model_class
 
-        return SyntaxBertForSequenceClassification
-    from syntaxformer.modeling import SGNetForSequenceClassification
-
-    return SGNetForSequenceClassification
+    return model_class(model_type, "sequence_classification")
 
 
 def build_model(config: ExperimentConfig, task: TaskSpec) -> Any:
