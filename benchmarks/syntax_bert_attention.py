@@ -38,6 +38,9 @@ from typing import Callable
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the slow reference lives in tests/
+from tests.modeling.reference_syntax_attention import reference_attention  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -125,6 +128,9 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, ref_repeats: int) 
     def run(impl: str | None) -> torch.Tensor:
         if impl is None:
             y = vanilla(x, mask)
+        elif impl == "reference":
+            with reference_attention():
+                y = syntax(x, mask, syntax_groups=groups, syntax_topical=topical)
         else:
             y = syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
                        syntax_options=SyntaxAttentionOptions(implementation=impl))
@@ -135,8 +141,8 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, ref_repeats: int) 
     syntax.eval()
     with torch.no_grad():
         y_fast = syntax(x, mask, syntax_groups=groups, syntax_topical=topical)
-        y_ref = syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
-                       syntax_options=SyntaxAttentionOptions(implementation="reference"))
+        with reference_attention():
+            y_ref = syntax(x, mask, syntax_groups=groups, syntax_topical=topical)
     max_diff = float((y_fast - y_ref).abs().max())
     syntax.train()
 
@@ -175,7 +181,7 @@ def _model(kind: str):
     from transformers import AutoModelForSequenceClassification
 
     from syntaxformer.defaults import default_hf_model
-    from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
+    from syntaxformer.modeling import SyntaxBertForSequenceClassification
 
     torch.manual_seed(0)
     if kind == "vanilla":

@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from syntaxformer.data.collate import SyntaxCollator
     from syntaxformer.defaults import default_hf_model, shared_data_dir
-    from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
+    from syntaxformer.modeling import SyntaxBertForSequenceClassification
     from syntaxformer.tasks import get_task
     from syntaxformer.training import RunConfig
     from syntaxformer.training.run import build_context, build_model, load_tokenizer

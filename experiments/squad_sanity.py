@@ -20,7 +20,7 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from syntaxformer.data.collate import pad_arrays
-    from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
+    from syntaxformer.modeling import SGNetForQuestionAnswering
     from syntaxformer.training.qa import (QAExperimentConfig, _annotator, _build_model, _squad_features,
                                           _squad_items, squad_data)
 

@@ -15,12 +15,19 @@ from syntaxformer.data import Document, Sentence, Tree
 __version__ = "0.1.0.dev0"
 
 _LAZY = {
-    "SyntaxConfig": "syntaxformer.modeling",
+    "SGNetConfig": "syntaxformer.modeling",
     "SGNetModel": "syntaxformer.modeling",
     "SGNetForSequenceClassification": "syntaxformer.modeling",
+    "SGNetForQuestionAnswering": "syntaxformer.modeling",
+    "SGNetForMultipleChoice": "syntaxformer.modeling",
+    "SGNetForTokenClassification": "syntaxformer.modeling",
     "SyntaxBertConfig": "syntaxformer.modeling",
     "SyntaxBertModel": "syntaxformer.modeling",
     "SyntaxBertForSequenceClassification": "syntaxformer.modeling",
+    "SyntaxBertForQuestionAnswering": "syntaxformer.modeling",
+    "SyntaxBertForMultipleChoice": "syntaxformer.modeling",
+    "SyntaxBertForTokenClassification": "syntaxformer.modeling",
+    "model_class": "syntaxformer.modeling",
     "SyntaxAligner": "syntaxformer.data.align",
     "SyntaxCollator": "syntaxformer.data.collate",
     "SpacyAnnotator": "syntaxformer.data.annotators",

@@ -14,23 +14,7 @@ from typing import Any, Mapping
 SGNET_INPUTS = ("syntax_tree", "dep_tin", "dep_tout")
 
 
-def model_class(system: str, head: str) -> Any:
-    """``syntaxformer.modeling.model_class`` once it exists; until then the SG-Net heads of today."""
-    try:
-        from syntaxformer.modeling import model_class as registry
-    except ImportError:
-        registry = None
-    if registry is not None:
-        return registry(system, head)
-    if system != "sgnet":
-        raise NotImplementedError(f"system {system!r} needs syntaxformer.modeling.model_class")
-    if head == "question_answering":
-        from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
-
-        return SGNetForQuestionAnswering
-    from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
-
-    return SGNetForMultipleChoice
+from syntaxformer.modeling import model_class  # noqa: E402
 
 
 def run_task(task: Any, model_dir: str, data: Mapping[str, Any], output_dir: str, *, annotator: Any,

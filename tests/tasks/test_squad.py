@@ -444,8 +444,8 @@ def test_postprocess_question_without_windows_or_spans():
 def test_tiny_model_end_to_end_on_real_windows(minilm_tokenizer, real_subset):
     from transformers import BertConfig
 
-    from syntaxformer.modeling import SyntaxConfig
-    from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
+    from syntaxformer.modeling import SGNetConfig
+    from syntaxformer.modeling import SGNetForQuestionAnswering
 
     examples, passages, questions, annotator = real_subset
     ex, pa, qu = examples[:6], passages[:6], questions[:6]
@@ -453,7 +453,7 @@ def test_tiny_model_end_to_end_on_real_windows(minilm_tokenizer, real_subset):
     torch.manual_seed(0)
     enc = BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
                      num_attention_heads=4, intermediate_size=37, max_position_embeddings=128)
-    model = SGNetForQuestionAnswering(SyntaxConfig(encoder=enc, qa_verifier=True))
+    model = SGNetForQuestionAnswering(SGNetConfig(encoder=enc, qa_verifier=True))
     batch = _batch(features, minilm_tokenizer)
     out = model(**batch)
     out.loss.backward()

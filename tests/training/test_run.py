@@ -170,7 +170,7 @@ def test_run_context_follows_the_model_config(minilm_tokenizer):
     constituency inputs (and constituency_fallback allows it), no parser when it reads no syntax."""
     from transformers import BertConfig
 
-    from syntaxformer.modeling import SyntaxBertConfig, SyntaxConfig
+    from syntaxformer.modeling import SyntaxBertConfig, SGNetConfig
 
     enc = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
     sb, dep = SyntaxBertConfig(encoder=enc), SyntaxBertConfig(encoder=enc, use_constituency=False)
@@ -179,7 +179,7 @@ def test_run_context_follows_the_model_config(minilm_tokenizer):
     assert ctx.constituency == "from_dependency" and "con_key" in ctx.syntax_inputs and ctx.parser == config.parser
     assert build_context(config.replace(constituency_fallback="none"), minilm_tokenizer, sb).constituency == "given"
     assert build_context(config, minilm_tokenizer, dep).constituency == "given"
-    assert build_context(RunConfig(task="rte"), minilm_tokenizer, SyntaxConfig(encoder=enc)).constituency == "given"
+    assert build_context(RunConfig(task="rte"), minilm_tokenizer, SGNetConfig(encoder=enc)).constituency == "given"
 
 
 def test_run_task_registered_outside_the_package(tiny_model, tmp_path):

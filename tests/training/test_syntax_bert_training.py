@@ -60,7 +60,7 @@ def test_syntax_bert_options_and_syntax_inputs(tiny_model, tmp_path, minilm_toke
     d8 = build_model(c.replace(model={**c.model, "max_distance": 8}), task).config
     assert build_context(c, minilm_tokenizer, d8).max_distance == 8
 
-    with pytest.raises(SyntaxformerError, match="model.lisa_layer is not an option of SyntaxConfig"):
+    with pytest.raises(SyntaxformerError, match="model.lisa_layer is not an option of SGNetConfig"):
         RunConfig(model={"lisa_layer": 2})  # a Syntax-BERT option with SG-Net
     with pytest.raises(SyntaxformerError, match="model.alpha is not an option of SyntaxBertConfig"):
         RunConfig.from_dict({"model_type": "syntax_bert", "syntax_bert_options": {"alpha": 0.3}})

@@ -12,9 +12,9 @@ from syntaxformer.training.trainer import SyntaxTrainer, encoder_parameter_prefi
 def _tiny(use_sg_layer: bool = True) -> SGNetForSequenceClassification:
     enc = BertModel(BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                intermediate_size=37))
-    from syntaxformer.modeling import SyntaxConfig
+    from syntaxformer.modeling import SGNetConfig
 
-    return SGNetForSequenceClassification(SyntaxConfig(encoder=enc.config, num_labels=2, use_sg_layer=use_sg_layer),
+    return SGNetForSequenceClassification(SGNetConfig(encoder=enc.config, num_labels=2, use_sg_layer=use_sg_layer),
                                           encoder=enc)
 
 
@@ -61,11 +61,11 @@ def test_trainer_precision():
 
 @pytest.mark.parametrize("mode", ["fixed", "learned"])
 def test_trainer_alpha_parameter_is_new(mode, tmp_path):
-    from syntaxformer.modeling import SyntaxConfig
+    from syntaxformer.modeling import SGNetConfig
 
     enc = BertModel(BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                intermediate_size=37))
-    model = SGNetForSequenceClassification(SyntaxConfig(encoder=enc.config, alpha_mode=mode), encoder=enc)
+    model = SGNetForSequenceClassification(SGNetConfig(encoder=enc.config, alpha_mode=mode), encoder=enc)
     learned = [n for n in new_parameter_names(model) if "alpha" in n]
     assert (len(learned) == 1) == (mode == "learned")
 

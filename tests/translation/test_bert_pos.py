@@ -9,13 +9,13 @@ from transformers import BertConfig
 
 from syntaxformer.data.align import SyntaxAligner
 from syntaxformer.data.subword_features import subword_feature_ids
-from syntaxformer.modeling import SGNetForSequenceClassification, SyntaxConfig
+from syntaxformer.modeling import SGNetForSequenceClassification, SGNetConfig
 
 
-def _config(**options) -> SyntaxConfig:
+def _config(**options) -> SGNetConfig:
     enc = BertConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=37, max_position_embeddings=64)
-    return SyntaxConfig(encoder=enc, num_labels=2, pooling="mean", **options)
+    return SGNetConfig(encoder=enc, num_labels=2, pooling="mean", **options)
 
 
 def _batch(annotator, tokenizers):

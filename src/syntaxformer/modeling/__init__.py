@@ -1,27 +1,64 @@
-"""Models: SG-Net and Syntax-BERT (syntax-infused features later).
+"""Models: SG-Net and Syntax-BERT backbones, each with every task head.
 
-Importing this package registers the models with the ``transformers`` Auto classes (model type
-``"syntaxformer"``), so ``AutoConfig`` / ``AutoModel`` / ``AutoModelForSequenceClassification.from_pretrained``
-load a saved syntax model.
+* Configs: :class:`SGNetConfig`, :class:`SyntaxBertConfig` (shared head options in
+  :class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`); ``config.syntax_inputs`` names the batch
+  keys a model reads.
+* Backbones: :class:`SGNetModel`, :class:`SyntaxBertModel`; heads (:mod:`syntaxformer.modeling.heads`) composed
+  over them as ``{System}For{Task}`` classes, looked up by :func:`model_class` / :data:`MODEL_CLASSES`.
+
+Importing this package registers the ``"syntax"`` attention function and every model with the ``transformers``
+Auto classes (config model types ``"syntaxformer"`` for SG-Net and ``"syntaxformer-syntax-bert"`` for
+Syntax-BERT), so ``AutoConfig`` / ``AutoModel`` / ``AutoModelFor{SequenceClassification, QuestionAnswering,
+MultipleChoice, TokenClassification}.from_pretrained`` load a saved model.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
-
-from syntaxformer.modeling.configuration import AGGREGATIONS, SyntaxConfig
-from syntaxformer.modeling.heads import FirstTokenPooler, sequence_classification_loss
-from syntaxformer.modeling.modeling_sgnet import (
-    SGNetForSequenceClassification,
-    SGNetModel,
-    SGNetPooler,
-    mean_pool,
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMultipleChoice,
+    AutoModelForQuestionAnswering,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
 )
-from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering, SGNetQuestionAnsweringOutput
-from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice, SGNetMultipleChoiceOutput
-from syntaxformer.modeling.outputs import SGNetModelOutput, SGNetSequenceClassifierOutput
-from syntaxformer.modeling.syntax_bert import (
-    SyntaxBertConfig,
+
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.modeling.configuration_common import SyntaxModelConfig
+from syntaxformer.modeling.configuration_sgnet import AGGREGATIONS, SGNetConfig
+from syntaxformer.modeling.configuration_syntax_bert import SyntaxBertConfig
+from syntaxformer.modeling.heads import (
+    FirstTokenPooler,
+    MultipleChoiceHead,
+    QuestionAnsweringHead,
+    SequenceClassificationHead,
+    TokenClassificationHead,
+    mean_pool,
+    sequence_classification_loss,
+    span_loss,
+)
+from syntaxformer.modeling.modeling_sgnet import (
+    SGNetForMultipleChoice,
+    SGNetForQuestionAnswering,
+    SGNetForSequenceClassification,
+    SGNetForTokenClassification,
+    SGNetModel,
+    SGNetPreTrainedModel,
+)
+from syntaxformer.modeling.modeling_syntax_bert import (
+    SyntaxBertForMultipleChoice,
+    SyntaxBertForQuestionAnswering,
     SyntaxBertForSequenceClassification,
+    SyntaxBertForTokenClassification,
     SyntaxBertModel,
+    SyntaxBertPreTrainedModel,
+)
+from syntaxformer.modeling.outputs import (
+    ContextualStates,
+    MultipleChoiceOutput,
+    QuestionAnsweringOutput,
+    SequenceClassifierOutput,
+    SGNetModelOutput,
+    SyntaxBertModelOutput,
+    TokenClassifierOutput,
 )
 from syntaxformer.modeling.sg_layer import (
     BiAttentionAggregation,
@@ -32,34 +69,97 @@ from syntaxformer.modeling.sg_layer import (
     build_aggregation,
     multi_head_attention,
 )
+from syntaxformer.modeling.syntax_attention import register_syntax_attention
 
-AutoConfig.register(SyntaxConfig.model_type, SyntaxConfig, exist_ok=True)
-AutoModel.register(SyntaxConfig, SGNetModel, exist_ok=True)
-AutoModelForSequenceClassification.register(SyntaxConfig, SGNetForSequenceClassification, exist_ok=True)
+#: Systems (backbones) and their config classes.
+SYSTEMS: dict[str, type[SyntaxModelConfig]] = {"sgnet": SGNetConfig, "syntax_bert": SyntaxBertConfig}
+#: Task heads, in the order of the ``XFor...`` names.
+HEADS: tuple[str, ...] = ("sequence_classification", "question_answering", "multiple_choice", "token_classification")
+
+#: ``(system, head)`` -> task model class, for every system and head.
+MODEL_CLASSES: dict[tuple[str, str], type] = {
+    ("sgnet", "sequence_classification"): SGNetForSequenceClassification,
+    ("sgnet", "question_answering"): SGNetForQuestionAnswering,
+    ("sgnet", "multiple_choice"): SGNetForMultipleChoice,
+    ("sgnet", "token_classification"): SGNetForTokenClassification,
+    ("syntax_bert", "sequence_classification"): SyntaxBertForSequenceClassification,
+    ("syntax_bert", "question_answering"): SyntaxBertForQuestionAnswering,
+    ("syntax_bert", "multiple_choice"): SyntaxBertForMultipleChoice,
+    ("syntax_bert", "token_classification"): SyntaxBertForTokenClassification,
+}
+
+
+def model_class(system: str, head: str) -> type:
+    """The task model class of a system (``"sgnet"``, ``"syntax_bert"``) and a head (``"sequence_classification"``,
+    ``"question_answering"``, ``"multiple_choice"``, ``"token_classification"``).
+
+    Raises:
+        SyntaxformerError: an unknown system or head (the message lists the known ones).
+    """
+    try:
+        return MODEL_CLASSES[(system, head)]
+    except KeyError:
+        known = ", ".join(f"({s!r}, {h!r})" for s, h in MODEL_CLASSES)
+        raise SyntaxformerError(f"no model for system={system!r}, head={head!r}; known (system, head) pairs: "
+                                f"{known}") from None
+
+
+_AUTO_CLASSES = {
+    "sequence_classification": AutoModelForSequenceClassification,
+    "question_answering": AutoModelForQuestionAnswering,
+    "multiple_choice": AutoModelForMultipleChoice,
+    "token_classification": AutoModelForTokenClassification,
+}
+_BACKBONES = {"sgnet": SGNetModel, "syntax_bert": SyntaxBertModel}
+
+register_syntax_attention()
+for _system, _config_class in SYSTEMS.items():
+    AutoConfig.register(_config_class.model_type, _config_class, exist_ok=True)
+    AutoModel.register(_config_class, _BACKBONES[_system], exist_ok=True)
+    for _head, _auto in _AUTO_CLASSES.items():
+        _auto.register(_config_class, MODEL_CLASSES[(_system, _head)], exist_ok=True)
 
 __all__ = [
-    "SyntaxBertConfig",
-    "SyntaxBertForSequenceClassification",
-    "SyntaxBertModel",
     "AGGREGATIONS",
+    "HEADS",
+    "MODEL_CLASSES",
+    "SYSTEMS",
     "BiAttentionAggregation",
     "ConcatAggregation",
+    "ContextualStates",
     "DualAggregation",
     "FirstTokenPooler",
+    "MultipleChoiceHead",
+    "MultipleChoiceOutput",
+    "QuestionAnsweringHead",
+    "QuestionAnsweringOutput",
+    "SGNetConfig",
     "SGNetForMultipleChoice",
     "SGNetForQuestionAnswering",
     "SGNetForSequenceClassification",
-    "SGNetMultipleChoiceOutput",
-    "SGNetQuestionAnsweringOutput",
+    "SGNetForTokenClassification",
     "SGNetModel",
     "SGNetModelOutput",
-    "SGNetPooler",
-    "SGNetSequenceClassifierOutput",
-    "SyntaxConfig",
+    "SGNetPreTrainedModel",
+    "SequenceClassificationHead",
+    "SequenceClassifierOutput",
+    "SyntaxBertConfig",
+    "SyntaxBertForMultipleChoice",
+    "SyntaxBertForQuestionAnswering",
+    "SyntaxBertForSequenceClassification",
+    "SyntaxBertForTokenClassification",
+    "SyntaxBertModel",
+    "SyntaxBertModelOutput",
+    "SyntaxBertPreTrainedModel",
     "SyntaxGuidedLayer",
+    "SyntaxModelConfig",
     "SyntaxOnlyAggregation",
+    "TokenClassificationHead",
+    "TokenClassifierOutput",
     "build_aggregation",
     "mean_pool",
-    "sequence_classification_loss",
+    "model_class",
     "multi_head_attention",
+    "sequence_classification_loss",
+    "span_loss",
 ]

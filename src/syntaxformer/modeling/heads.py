@@ -1,9 +1,47 @@
-"""Pieces shared by the task heads of every syntax model: pooling, pooler initialisation, the HF-style loss."""
+"""Task heads, written once and composed over any syntax backbone.
+
+A *backbone* is a ``PreTrainedModel`` (``SGNetModel``, ``SyntaxBertModel``) with a method
+``contextual_states(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+output_hidden_states, **syntax_inputs) -> ContextualStates`` (the states ``[B, L, H]`` the heads read, the
+system's extra outputs and an auxiliary loss). A *system base class* (``SGNetPreTrainedModel``,
+``SyntaxBertPreTrainedModel``) says which config class and backbone it uses (``build_backbone``) and under which
+attribute the backbone lives (``base_model_prefix``). A task model is then one line::
+
+    class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel): ...
+
+The heads (mixins: they build their layers on the model itself, so parameter names are the Hugging Face ones,
+``classifier.*``, ``pooler.*``, ``qa_outputs.*``):
+
+* :class:`SequenceClassificationHead`: ``logits = W Dropout(pool(H)) + b``, ``[B, num_labels]``; the HF loss by
+  problem type (:func:`sequence_classification_loss`).
+* :class:`QuestionAnsweringHead`: SQuAD 2.0 span QA (SG-Net §3.4.1, Eq. 10-14) with the optional answer verifier.
+* :class:`MultipleChoiceHead`: one score per option (RACE, Eq. 15); inputs ``[B, C, L]`` flattened to ``B * C``
+  sequences.
+* :class:`TokenClassificationHead`: a per-token linear layer; labels ``-100`` are ignored.
+
+Pooling for sequence-level heads (``config.pooling``): :class:`FirstTokenPooler` (``"cls"``) or :func:`mean_pool`
+over non-special tokens (``"mean"``). The backbone's auxiliary loss (Syntax-BERT's weighted LISA loss) is added to
+every head's loss.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
+
+from syntaxformer.modeling.outputs import (
+    ContextualStates,
+    MultipleChoiceOutput,
+    QuestionAnsweringOutput,
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
+
+# ---------------------------------------------------------------------------------------------------------------
+# Pooling and losses
+# ---------------------------------------------------------------------------------------------------------------
 
 
 class FirstTokenPooler(nn.Module):
@@ -40,6 +78,17 @@ def mean_pool(hidden_states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return (hidden_states * w).sum(1) / w.sum(1).clamp(min=1.0)
 
 
+def non_special_tokens(hidden_states: torch.Tensor, syntax_tree: torch.Tensor | None,
+                       attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """``[B, L]`` bool, True at the positions mean pooling averages: ``syntax_tree >= 0`` (words, not special
+    tokens or padding) when given, else ``attention_mask > 0``, else every position."""
+    if syntax_tree is not None:
+        return syntax_tree.to(hidden_states.device) >= 0
+    if attention_mask is not None:
+        return attention_mask.to(hidden_states.device) > 0
+    return torch.ones(hidden_states.shape[:2], dtype=torch.bool, device=hidden_states.device)
+
+
 def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_labels: int,
                                  problem_type: str | None = None) -> torch.Tensor:
     """Hugging Face's sequence-classification loss for ``logits`` ``[B, num_labels]``.
@@ -62,3 +111,381 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, num
     if problem_type == "single_label_classification":
         return nn.functional.cross_entropy(logits.view(-1, num_labels), labels.view(-1).long())
     return nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+
+
+def span_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, start_positions: torch.Tensor,
+              end_positions: torch.Tensor) -> torch.Tensor:
+    """Mean of the start and end cross-entropies; positions outside ``[0, L)`` are ignored (BERT's clamp)."""
+    L = start_logits.size(1)
+    sp = start_positions.to(start_logits.device).view(-1).clamp(0, L)
+    ep = end_positions.to(end_logits.device).view(-1).clamp(0, L)
+    ce = nn.CrossEntropyLoss(ignore_index=L)
+    return (ce(start_logits.float(), sp) + ce(end_logits.float(), ep)) / 2
+
+
+def with_auxiliary_loss(loss: torch.Tensor, auxiliary: torch.Tensor | None) -> torch.Tensor:
+    """``loss + auxiliary`` (the backbone's auxiliary loss, e.g. the weighted LISA loss), or ``loss`` without one."""
+    return loss if auxiliary is None else loss + auxiliary
+
+
+def flatten_choices(x: Any) -> Any:
+    """``[B, C, L, ...]`` -> ``[B * C, L, ...]`` for a tensor; anything else (``None``, precomputed groups) as is."""
+    return x.reshape(-1, *x.shape[2:]) if isinstance(x, torch.Tensor) else x
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Heads
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class TaskHead:
+    """Base of the head mixins: builds the backbone under ``base_model_prefix`` and runs it.
+
+    The class it is mixed with (a system base class, a ``PreTrainedModel``) provides ``build_backbone(config,
+    encoder)``; the backbone provides ``contextual_states(...)``.
+    """
+
+    base_model_prefix: str
+    config: Any
+
+    def attach_backbone(self, config: Any, encoder: nn.Module | None) -> nn.Module | None:
+        """Build the backbone around ``encoder`` (``None``: a new encoder from ``config.encoder``), store it as
+        ``self.<base_model_prefix>`` and return the encoder's pooler (to initialise a head pooler from), if any."""
+        encoder_pooler = getattr(encoder, "pooler", None) if encoder is not None else None
+        setattr(self, self.base_model_prefix, self.build_backbone(config, encoder))
+        return encoder_pooler
+
+    def run_backbone(self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None,
+                     token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None,
+                     inputs_embeds: torch.Tensor | None, output_attentions: bool | None,
+                     output_hidden_states: bool | None, syntax_inputs: dict[str, Any]) -> ContextualStates:
+        """The backbone's :class:`~syntaxformer.modeling.outputs.ContextualStates` for a batch."""
+        return getattr(self, self.base_model_prefix).contextual_states(
+            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
+            inputs_embeds=inputs_embeds, output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states, **syntax_inputs)
+
+    def return_dict_for(self, return_dict: bool | None) -> bool:
+        """``return_dict`` or the config's default."""
+        return self.config.return_dict if return_dict is None else return_dict
+
+
+class PooledScorer(TaskHead):
+    """Shared layers of the sequence-level heads: pooler (``"cls"``) or mean, dropout, ``Linear(H, n)``."""
+
+    pooler: FirstTokenPooler | None
+
+    def build_pooled_scorer(self, config: Any, num_outputs: int) -> None:
+        """Add ``pooler`` (``pooling="cls"``; else ``None``), ``dropout`` and ``classifier`` (``H -> num_outputs``)."""
+        self.pooler = FirstTokenPooler(config.hidden_size) if config.pooling == "cls" else None
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.classifier = nn.Linear(config.hidden_size, num_outputs)
+
+    def pool(self, hidden: torch.Tensor, syntax_tree: torch.Tensor | None,
+             attention_mask: torch.Tensor | None) -> torch.Tensor:
+        """``[B, L, H]`` -> ``[B, H]``: the first-token pooler, or the mean over non-special tokens."""
+        if self.pooler is not None:
+            return self.pooler(hidden)  # (B, H)
+        return mean_pool(hidden, non_special_tokens(hidden, syntax_tree, attention_mask))  # (B, H)
+
+
+class SequenceClassificationHead(PooledScorer):
+    """Sequence classification / regression (GLUE, SST, NLI; SG-Net §3.4.2).
+
+    ``logits = W Dropout(pool(H)) + b`` where ``pool`` is the first-token dense+tanh pooler (``pooling="cls"``,
+    initialised from the encoder's pooler when it has one) or the mean over non-special tokens
+    (``pooling="mean"``).
+
+    Args:
+        config: the model's config (``num_labels``, ``problem_type``, ``pooling``, ``classifier_dropout`` ...).
+        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
+    """
+
+    def __init__(self, config: Any, encoder: nn.Module | None = None):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        encoder_pooler = self.attach_backbone(config, encoder)
+        self.build_pooled_scorer(config, config.num_labels)
+        self.post_init()
+        if self.pooler is not None:
+            self.pooler.copy_from(encoder_pooler)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **syntax_inputs: Any,
+    ) -> SequenceClassifierOutput | tuple[torch.Tensor, ...]:
+        """Classify (or regress on) a batch.
+
+        Args:
+            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
+            attention_mask: ``[B, L]`` 1 = real token, 0 = padding.
+            token_type_ids, position_ids: ``[B, L]``, passed to the encoder.
+            labels: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats (regression,
+                ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label). The loss is computed only
+                when labels are given.
+            output_attentions, output_hidden_states: also return the encoder's (and the system's) attentions /
+                per-layer hidden states.
+            return_dict: return a :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput` (default) or a
+                tuple.
+            **syntax_inputs: the batch's syntax tensors (``config.syntax_inputs``; see the backbone's
+                ``forward``); other batch keys are ignored, so a collated batch can be passed as ``model(**batch)``.
+
+        Returns:
+            :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput` with ``logits`` ``[B, num_labels]``
+            and ``loss`` (0-d, or ``None``).
+        """
+        return_dict = self.return_dict_for(return_dict)
+        states = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                   output_attentions, output_hidden_states, syntax_inputs)
+        pooled = self.pool(states.hidden, syntax_inputs.get("syntax_tree"), attention_mask)  # (B, H)
+        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
+        loss = None
+        if labels is not None:
+            loss = sequence_classification_loss(logits, labels, self.num_labels, self.config.problem_type)
+            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
+        result = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=states.hidden_states,
+                                          attentions=states.attentions, **states.extras)
+        return result if return_dict else result.to_tuple()
+
+
+class QuestionAnsweringHead(TaskHead):
+    """Span question answering (SQuAD 2.0, SG-Net §3.4.1) with the optional answer verifier (Eq. 13-14).
+
+    * Span head (Eq. 10-11): ``start_logits, end_logits = Linear(H)`` (one ``H -> 2`` layer over every position);
+      the span loss is the mean of the start and end cross-entropies (BERT's convention; positions outside the
+      sequence are ignored). The null answer is position 0 ([CLS]).
+    * Answer verifier (``config.qa_verifier=True``): the first token through a dense+tanh pooler (initialised from
+      the encoder's pooler when it has one), dropout and ``Linear(H, 2)`` gives ``verifier_logits`` =
+      (logit_ans, logit_na), trained with cross-entropy on ``is_impossible`` (Eq. 13, written there as the binary
+      cross-entropy of the softmax; identical for two classes):
+      ``loss = span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``. The paper's *parallel*
+      verifier (a second model trained only for answerability) is this head with ``span_loss_weight=0``.
+    * Eq. 14 is applied when decoding (:func:`syntaxformer.tasks.squad.postprocess_predictions`):
+      ``score_diff = score_null - score_has`` (Eq. 12), ``score_ext = logit_na - logit_ans``, no-answer score
+      ``beta1 * score_diff + beta2 * score_ext`` (:meth:`no_answer_weights`); the question is answered ``""``
+      when it exceeds the threshold chosen on development data. The paper writes "predicts the span if
+      score_final > δ"; with its own sign of ``score_ext`` (larger = unanswerable) the consistent reading is the
+      one implemented: larger final score = no answer.
+
+    Args:
+        config: the model's config (``qa_verifier``, ``verifier_loss_weight``, ``span_loss_weight``,
+            ``verifier_beta1`` / ``verifier_beta2``, ``classifier_dropout``).
+        encoder: an already built (e.g. pretrained) encoder to wrap.
+
+    Raises:
+        ValueError: ``span_loss_weight=0`` without the verifier (nothing to train).
+    """
+
+    def __init__(self, config: Any, encoder: nn.Module | None = None):
+        super().__init__(config)
+        encoder_pooler = self.attach_backbone(config, encoder)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.use_verifier = bool(config.qa_verifier)
+        if self.use_verifier:
+            self.verifier_pooler = FirstTokenPooler(config.hidden_size)
+            self.verifier_dropout = nn.Dropout(config.classifier_dropout)
+            self.verifier = nn.Linear(config.hidden_size, 2)
+        self.span_loss_weight = float(config.span_loss_weight)
+        if self.span_loss_weight == 0 and not self.use_verifier:
+            raise ValueError("span_loss_weight=0 leaves nothing to train without the verifier (qa_verifier=True)")
+        self.post_init()
+        if self.use_verifier:
+            self.verifier_pooler.copy_from(encoder_pooler)
+
+    def no_answer_weights(self) -> tuple[float, float]:
+        """(β1, β2) of Eq. 14 from the config (default 1.0, 1.0)."""
+        return float(self.config.verifier_beta1), float(self.config.verifier_beta2)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        is_impossible: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **syntax_inputs: Any,
+    ) -> QuestionAnsweringOutput | tuple[torch.Tensor, ...]:
+        """Span logits (and verifier logits) for a batch; a loss when ``start_positions``/``end_positions`` are given.
+
+        Args:
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+                output_hidden_states, **syntax_inputs: as in :meth:`SequenceClassificationHead.forward`.
+            start_positions, end_positions: ``[B]`` gold token positions (0 = [CLS] null answer).
+            is_impossible: ``[B]`` 1 = no answer in this window (verifier target). If the verifier is on and this
+                is not given, it is taken as ``start_positions == 0``.
+            return_dict: return a :class:`~syntaxformer.modeling.outputs.QuestionAnsweringOutput` (default) or a
+                tuple.
+
+        Returns:
+            :class:`~syntaxformer.modeling.outputs.QuestionAnsweringOutput` with ``start_logits`` /
+            ``end_logits`` ``[B, L]`` and ``verifier_logits`` ``[B, 2]`` (with the verifier).
+        """
+        return_dict = self.return_dict_for(return_dict)
+        states = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                   output_attentions, output_hidden_states, syntax_inputs)
+        hidden = states.hidden  # (B, L, H)
+        logits = self.qa_outputs(hidden)  # (B, L, 2)
+        start_logits, end_logits = logits[..., 0].contiguous(), logits[..., 1].contiguous()  # (B, L) each
+        verifier_logits = None
+        if self.use_verifier:
+            verifier_logits = self.verifier(self.verifier_dropout(self.verifier_pooler(hidden)))  # (B, 2)
+
+        loss = s_loss = v_loss = None
+        if start_positions is not None and end_positions is not None:
+            s_loss = span_loss(start_logits, end_logits, start_positions, end_positions)
+            loss = s_loss if self.span_loss_weight == 1.0 else self.span_loss_weight * s_loss
+            if verifier_logits is not None:
+                target = is_impossible if is_impossible is not None else (start_positions == 0)
+                target = target.to(verifier_logits.device).view(-1).long()
+                v_loss = nn.functional.cross_entropy(verifier_logits.float(), target)
+                loss = loss + float(self.config.verifier_loss_weight) * v_loss
+            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
+        result = QuestionAnsweringOutput(
+            loss=loss, start_logits=start_logits, end_logits=end_logits, verifier_logits=verifier_logits,
+            span_loss=s_loss, verifier_loss=v_loss, hidden_states=states.hidden_states,
+            attentions=states.attentions, **states.extras)
+        return result if return_dict else result.to_tuple()
+
+
+class MultipleChoiceHead(PooledScorer):
+    """One score per option (RACE, SG-Net §3.4.1, Eq. 15).
+
+    Each (passage || question, option) pair is one sequence; its pooled representation (first-token dense+tanh
+    pooler, initialised from the encoder's pooler when it has one, or the mean over non-special tokens with
+    ``pooling="mean"``) goes through dropout and ``Linear(H, 1)`` to one score; the scores of a question's options
+    are its logits and the loss is the cross-entropy with the right option.
+
+    Args:
+        config: the model's config (``pooling``, ``classifier_dropout`` ...).
+        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
+    """
+
+    def __init__(self, config: Any, encoder: nn.Module | None = None):
+        super().__init__(config)
+        encoder_pooler = self.attach_backbone(config, encoder)
+        self.build_pooled_scorer(config, 1)
+        self.post_init()
+        if self.pooler is not None:
+            self.pooler.copy_from(encoder_pooler)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **syntax_inputs: Any,
+    ) -> MultipleChoiceOutput | tuple[torch.Tensor, ...]:
+        """Score the options of a batch of questions.
+
+        Args:
+            input_ids: ``[B, C, L]`` token ids of the ``C`` option sequences of each question (or
+                ``inputs_embeds`` ``[B, C, L, H]``).
+            attention_mask, token_type_ids, position_ids: ``[B, C, L]``.
+            labels: ``[B]`` index of the right option; the loss is computed only when given.
+            output_attentions, output_hidden_states, return_dict: as in
+                :meth:`SequenceClassificationHead.forward`.
+            **syntax_inputs: the syntax tensors, ``[B, C, L]`` / ``[B, C, L, D]``: every tensor is flattened to
+                ``B * C`` sequences (masks are built per sequence); anything else is passed on as it is.
+
+        Returns:
+            :class:`~syntaxformer.modeling.outputs.MultipleChoiceOutput` with ``logits`` ``[B, C]``.
+        """
+        return_dict = self.return_dict_for(return_dict)
+        ref = input_ids if input_ids is not None else inputs_embeds
+        if ref is None or ref.dim() < 3:
+            raise ValueError(f"{type(self).__name__} expects input_ids [B, C, L] (or inputs_embeds [B, C, L, H]): "
+                             "one sequence per option")
+        B, C = ref.shape[:2]
+        flat = {k: flatten_choices(v) for k, v in syntax_inputs.items()}
+        attention_mask = flatten_choices(attention_mask)  # (B*C, L)
+        states = self.run_backbone(flatten_choices(input_ids), attention_mask, flatten_choices(token_type_ids),
+                                   flatten_choices(position_ids), flatten_choices(inputs_embeds),
+                                   output_attentions, output_hidden_states, flat)
+        pooled = self.pool(states.hidden, flat.get("syntax_tree"), attention_mask)  # (B*C, H)
+        logits = self.classifier(self.dropout(pooled)).view(B, C)  # (B, C)
+        loss = None
+        if labels is not None:
+            loss = nn.functional.cross_entropy(logits.float(), labels.to(logits.device).view(-1).long())
+            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
+        result = MultipleChoiceOutput(loss=loss, logits=logits, hidden_states=states.hidden_states,
+                                      attentions=states.attentions, **states.extras)
+        return result if return_dict else result.to_tuple()
+
+
+class TokenClassificationHead(TaskHead):
+    """Token classification (tagging): ``logits = W Dropout(H) + b`` at every position, ``[B, L, num_labels]``.
+
+    The loss is the cross-entropy over positions whose label is not ``-100`` (special tokens, padding and, by the
+    usual convention, non-first subwords carry ``-100``).
+
+    Args:
+        config: the model's config (``num_labels``, ``classifier_dropout``).
+        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
+    """
+
+    def __init__(self, config: Any, encoder: nn.Module | None = None):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.attach_backbone(config, encoder)
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **syntax_inputs: Any,
+    ) -> TokenClassifierOutput | tuple[torch.Tensor, ...]:
+        """Tag every position of a batch.
+
+        Args:
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+                output_hidden_states, **syntax_inputs: as in :meth:`SequenceClassificationHead.forward`.
+            labels: ``[B, L]`` class indices, ``-100`` where no label applies; the loss is computed only when given.
+            return_dict: return a :class:`~syntaxformer.modeling.outputs.TokenClassifierOutput` (default) or a
+                tuple.
+
+        Returns:
+            :class:`~syntaxformer.modeling.outputs.TokenClassifierOutput` with ``logits`` ``[B, L, num_labels]``.
+        """
+        return_dict = self.return_dict_for(return_dict)
+        states = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                   output_attentions, output_hidden_states, syntax_inputs)
+        logits = self.classifier(self.dropout(states.hidden))  # (B, L, num_labels)
+        loss = None
+        if labels is not None:
+            loss = nn.functional.cross_entropy(logits.float().view(-1, self.num_labels),
+                                               labels.to(logits.device).view(-1).long(), ignore_index=-100)
+            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
+        result = TokenClassifierOutput(loss=loss, logits=logits, hidden_states=states.hidden_states,
+                                       attentions=states.attentions, **states.extras)
+        return result if return_dict else result.to_tuple()

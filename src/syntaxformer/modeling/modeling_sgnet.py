@@ -3,7 +3,9 @@
 ``SGNetModel`` wraps any ``AutoModel`` encoder (built from ``config.encoder``; never a copy of its code), builds
 the SDOI mask on the model's device from the compact syntax tensors of a
 :class:`~syntaxformer.data.collate.SyntaxCollator` batch, runs the syntax-guided layer on the encoder's last
-hidden states H and combines H and H' into H̄ (§3.2-3.3). Task heads (``SGNetFor...``) read H̄.
+hidden states H and combines H and H' into H̄ (§3.2-3.3). The task models (``SGNetForSequenceClassification``,
+``SGNetForQuestionAnswering``, ``SGNetForMultipleChoice``, ``SGNetForTokenClassification``) put the heads of
+:mod:`syntaxformer.modeling.heads` on H̄; ``use_sg_layer=False`` gives the plain-encoder baseline with the same heads.
 
 Typical use::
 
@@ -23,27 +25,25 @@ from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.configuration import SyntaxConfig
-from syntaxformer.modeling.heads import FirstTokenPooler, mean_pool, sequence_classification_loss
-from syntaxformer.modeling.outputs import SGNetModelOutput, SGNetSequenceClassifierOutput
-from syntaxformer.modeling.sg_layer import (
-    ConcatAggregation,
-    DualAggregation,
-    SyntaxGuidedLayer,
-    _logit,
-    build_aggregation,
+from syntaxformer.modeling.configuration_sgnet import SGNetConfig
+from syntaxformer.modeling.heads import (
+    MultipleChoiceHead,
+    QuestionAnsweringHead,
+    SequenceClassificationHead,
+    TokenClassificationHead,
 )
+from syntaxformer.modeling.outputs import ContextualStates, SGNetModelOutput
+from syntaxformer.modeling.sg_layer import ConcatAggregation, DualAggregation, SyntaxGuidedLayer, build_aggregation
 
 
-class _SyntaxPreTrainedModel(PreTrainedModel):
-    """Shared base of the syntax-aware models: config class, weight init, loading from a pretrained encoder.
+class SGNetPreTrainedModel(PreTrainedModel):
+    """Base of the SG-Net models: config class, weight init, loading from a pretrained encoder.
 
-    Task heads (sequence classification now; span QA and multiple choice later) subclass it, hold an
-    :class:`SGNetModel` as ``self.sgnet`` and may override :meth:`_init_from_pretrained_encoder` to initialise
-    their own weights from the pretrained encoder (e.g. a pooler).
+    :class:`SGNetModel` is the backbone; every task model (``SGNetFor...``) holds one as ``self.sgnet`` and puts a
+    head of :mod:`syntaxformer.modeling.heads` on its output H̄.
     """
 
-    config_class = SyntaxConfig
+    config_class = SGNetConfig
     base_model_prefix = "sgnet"
     supports_gradient_checkpointing = True
     # The encoder's attention implementation is chosen by (and checked against) the encoder itself; the
@@ -62,7 +62,7 @@ class _SyntaxPreTrainedModel(PreTrainedModel):
         """
         super()._init_weights(module)
         if isinstance(module, DualAggregation) and module.alpha_logit is not None:
-            init.constant_(module.alpha_logit, _logit(module.init_alpha))
+            init.constant_(module.alpha_logit, module.initial_logit())
         elif isinstance(module, ConcatAggregation):
             init.copy_(module.weight, module.identity_init())
             init.zeros_(module.bias)
@@ -71,7 +71,7 @@ class _SyntaxPreTrainedModel(PreTrainedModel):
 
     @classmethod
     def from_encoder_pretrained(cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None,
-                                **config_overrides: Any) -> "_SyntaxPreTrainedModel":
+                                **config_overrides: Any) -> "SGNetPreTrainedModel":
         """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
 
         Args:
@@ -79,14 +79,14 @@ class _SyntaxPreTrainedModel(PreTrainedModel):
                 :func:`syntaxformer.defaults.default_hf_model`).
             encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``,
                 ``attn_implementation``, ``revision`` ...).
-            **config_overrides: :class:`SyntaxConfig` options (``num_labels=2``, ``use_sg_layer=True``,
+            **config_overrides: :class:`SGNetConfig` options (``num_labels=2``, ``use_sg_layer=True``,
                 ``aggregation="dual"`` ...).
 
         Returns:
             the model in evaluation mode (as ``from_pretrained`` returns models); call ``.train()`` to fine-tune.
         """
         encoder = AutoModel.from_pretrained(name_or_path, **(encoder_kwargs or {}))
-        config = SyntaxConfig(encoder=encoder.config, **config_overrides)
+        config = SGNetConfig(encoder=encoder.config, **config_overrides)
         model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # new layers in the encoder's dtype
         model.eval()
         return model
@@ -99,22 +99,26 @@ class _SyntaxPreTrainedModel(PreTrainedModel):
         """Replace the wrapped encoder's token embeddings."""
         self.base_model.encoder.set_input_embeddings(value)
 
+    def build_backbone(self, config: SGNetConfig, encoder: PreTrainedModel | None) -> "SGNetModel":
+        """The backbone of the task models: an :class:`SGNetModel` around ``encoder``."""
+        return SGNetModel(config, encoder=encoder)
+
 
 class PosEmbedding(nn.Embedding):
-    """BERT+POS's trainable POS embedding (``SyntaxConfig.pos_embeddings``); initialised to zero."""
+    """BERT+POS's trainable POS embedding (``SGNetConfig.pos_embeddings``); initialised to zero."""
 
 
-class SGNetModel(_SyntaxPreTrainedModel):
+class SGNetModel(SGNetPreTrainedModel):
     """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation.
 
     Args:
-        config: the model's :class:`SyntaxConfig`.
+        config: the model's :class:`SGNetConfig`.
         encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds
             ``AutoModel.from_config(config.encoder)``. Its pooler, if any, is removed (heads own their poolers,
             and an unused pooler would leave parameters without gradients, which breaks DDP).
     """
 
-    def __init__(self, config: SyntaxConfig, encoder: PreTrainedModel | None = None):
+    def __init__(self, config: SGNetConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)
         if encoder is None:
             encoder = AutoModel.from_config(config.encoder)
@@ -125,10 +129,7 @@ class SGNetModel(_SyntaxPreTrainedModel):
         self.encoder = encoder
         self.pos_embeddings = None
         if self.config.pos_embeddings is not None:
-            from syntaxformer.data.subword_features import feature_vocab_size
-
-            self.pos_embeddings = PosEmbedding(feature_vocab_size(self.config.pos_embeddings), config.hidden_size,
-                                               padding_idx=0)
+            self.pos_embeddings = PosEmbedding(self.config.pos_vocab_size, config.hidden_size, padding_idx=0)
         if self.config.use_sg_layer:
             self.sg_layer = SyntaxGuidedLayer.from_config(self.config)
             self.aggregation = build_aggregation(self.config)
@@ -245,6 +246,16 @@ class SGNetModel(_SyntaxPreTrainedModel):
         )
         return out if return_dict else out.to_tuple()
 
+    def contextual_states(self, input_ids: torch.Tensor | None = None, **inputs: Any) -> ContextualStates:
+        """What the task heads read: H̄ ``[B, L, H]``, the encoder's per-layer outputs and ``sg_attentions``.
+
+        Args:
+            input_ids, **inputs: as in :meth:`forward` (``return_dict`` is always True here).
+        """
+        out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
+        return ContextualStates(hidden=out.last_hidden_state, hidden_states=out.hidden_states,
+                                attentions=out.attentions, extras={"sg_attentions": out.sg_attentions})
+
     def attention_mask_for_sg_layer(self, hidden: torch.Tensor, key_valid: torch.Tensor | None,
                                     dep_tin: torch.Tensor | None, dep_tout: torch.Tensor | None,
                                     syntax_tree: torch.Tensor | None) -> torch.Tensor:
@@ -282,89 +293,24 @@ class SGNetModel(_SyntaxPreTrainedModel):
         return mask
 
 
-#: Kept for backwards compatibility: the first-token pooler now lives in :mod:`syntaxformer.modeling.heads`.
-SGNetPooler = FirstTokenPooler
-
-
-class SGNetForSequenceClassification(_SyntaxPreTrainedModel):
+class SGNetForSequenceClassification(SequenceClassificationHead, SGNetPreTrainedModel):
     """SG-Net with a sequence classification / regression head (NLI, GLUE-style tasks; §3.4.2).
 
-    ``logits = W Dropout(pool(H̄)) + b`` where ``pool`` is the first-token dense+tanh pooler (``pooling="cls"``,
-    initialised from the encoder's pooler when it has one) or the mean over non-special tokens
-    (``pooling="mean"``; see :class:`SyntaxConfig` for why that lets syntax reach the classifier).
-
-    Args:
-        config: the model's :class:`SyntaxConfig` (``num_labels``, ``problem_type``, ``pooling``,
-            ``classifier_dropout`` ...).
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
+    ``logits = W Dropout(pool(H̄)) + b`` (:class:`~syntaxformer.modeling.heads.SequenceClassificationHead`); see
+    :class:`SGNetConfig` ``pooling`` for why ``"mean"`` lets syntax reach the classifier.
     """
 
-    def __init__(self, config: SyntaxConfig, encoder: PreTrainedModel | None = None):
-        super().__init__(config)
-        encoder_pooler = getattr(encoder, "pooler", None) if encoder is not None else None
-        self.num_labels = config.num_labels
-        self.sgnet = SGNetModel(config, encoder=encoder)
-        self.pooler = FirstTokenPooler(config.hidden_size) if config.pooling == "cls" else None
-        self.dropout = nn.Dropout(config.classifier_dropout)
-        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.post_init()
-        if self.pooler is not None:
-            self.pooler.copy_from(encoder_pooler)
 
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        dep_tin: torch.Tensor | None = None,
-        dep_tout: torch.Tensor | None = None,
-        syntax_tree: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        pos_ids: torch.Tensor | None = None,
-        **unused: Any,
-    ) -> SGNetSequenceClassifierOutput | tuple[torch.Tensor, ...]:
-        """Classify (or regress on) a batch.
+class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel):
+    """SG-Net for span question answering (SQuAD 2.0, §3.4.1) with the optional answer verifier (Eq. 13-14):
+    :class:`~syntaxformer.modeling.heads.QuestionAnsweringHead` on H̄."""
 
-        Args:
-            input_ids, attention_mask, token_type_ids, dep_tin, dep_tout, syntax_tree, position_ids,
-                inputs_embeds, output_attentions, output_hidden_states, pos_ids: as in :meth:`SGNetModel.forward`
-                (``[B, L]`` tensors).
-            labels: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats (regression,
-                ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label). The loss is computed only
-                when labels are given.
-            return_dict: return a :class:`SGNetSequenceClassifierOutput` (default) or a tuple.
-            **unused: other batch keys are ignored.
 
-        Returns:
-            :class:`SGNetSequenceClassifierOutput` with ``logits`` ``[B, num_labels]`` and ``loss`` (0-d, or None).
-        """
-        return_dict = self.config.return_dict if return_dict is None else return_dict
-        out = self.sgnet(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, dep_tin=dep_tin,
-                         dep_tout=dep_tout, syntax_tree=syntax_tree, position_ids=position_ids,
-                         inputs_embeds=inputs_embeds, output_attentions=output_attentions,
-                         output_hidden_states=output_hidden_states, return_dict=True, pos_ids=pos_ids)
-        h_bar = out.last_hidden_state  # (B, L, H)
-        if self.pooler is not None:
-            pooled = self.pooler(h_bar)  # (B, H)
-        else:
-            if syntax_tree is not None:
-                keep = syntax_tree.to(h_bar.device) >= 0
-            elif attention_mask is not None:
-                keep = attention_mask.to(h_bar.device) > 0
-            else:
-                keep = torch.ones(h_bar.shape[:2], dtype=torch.bool, device=h_bar.device)
-            pooled = mean_pool(h_bar, keep)  # (B, H)
-        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
-        loss = self.loss(logits, labels) if labels is not None else None
-        result = SGNetSequenceClassifierOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
-                                               attentions=out.attentions, sg_attentions=out.sg_attentions)
-        return result if return_dict else result.to_tuple()
+class SGNetForMultipleChoice(MultipleChoiceHead, SGNetPreTrainedModel):
+    """SG-Net for multiple-choice reading comprehension (RACE, §3.4.1, Eq. 15): one score per option,
+    :class:`~syntaxformer.modeling.heads.MultipleChoiceHead` on H̄ (inputs ``[B, C, L]``)."""
 
-    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Loss for ``logits`` ``[B, num_labels]`` (see :func:`~syntaxformer.modeling.heads.sequence_classification_loss`)."""
-        return sequence_classification_loss(logits, labels, self.num_labels, self.config.problem_type)
+
+class SGNetForTokenClassification(TokenClassificationHead, SGNetPreTrainedModel):
+    """SG-Net with a per-token classifier (tagging): :class:`~syntaxformer.modeling.heads.TokenClassificationHead`
+    on H̄."""

@@ -6,7 +6,7 @@ attend): ``H' = LN(A + FFN(A))`` with ``A = LN(H + MultiHead(H, mask) W_O)``. At
 examples or heads; the attention probabilities are computed explicitly only when asked for (analysis).
 
 Aggregations combine the encoder output H and the layer output H' into H̄ (see
-:class:`~syntaxformer.modeling.configuration.SyntaxConfig`, ``aggregation``).
+:class:`~syntaxformer.modeling.SGNetConfig`, ``aggregation``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers.activations import ACT2FN
 
-from syntaxformer.modeling.configuration import SyntaxConfig
+from syntaxformer.modeling.configuration_sgnet import SGNetConfig
 
 
 def multi_head_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, num_heads: int,
@@ -92,8 +92,8 @@ class SyntaxGuidedLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     @classmethod
-    def from_config(cls, config: SyntaxConfig) -> "SyntaxGuidedLayer":
-        """The layer described by a :class:`SyntaxConfig` (``sg_*`` options)."""
+    def from_config(cls, config: SGNetConfig) -> "SyntaxGuidedLayer":
+        """The layer described by a :class:`SGNetConfig` (``sg_*`` options)."""
         return cls(config.hidden_size, config.sg_num_heads, config.sg_intermediate_size, config.sg_hidden_act,
                    config.sg_dropout, config.sg_attention_dropout, config.sg_layer_norm_eps)
 
@@ -179,11 +179,15 @@ class DualAggregation(nn.Module):
         """The current weight of H (a 0-d tensor when learned)."""
         return self.init_alpha if self.alpha_logit is None else torch.sigmoid(self.alpha_logit)
 
+    def initial_logit(self) -> float:
+        """``logit(alpha)`` of the configured alpha: the learned parameter's initial value."""
+        return _logit(self.init_alpha)
+
     def reset_parameters(self) -> None:
         """Set the learned logit back to ``logit(alpha)``."""
         if self.alpha_logit is not None:
             with torch.no_grad():
-                self.alpha_logit.fill_(_logit(self.init_alpha))
+                self.alpha_logit.fill_(self.initial_logit())
 
     def forward(self, h: torch.Tensor, h_sg: torch.Tensor, key_valid: torch.Tensor | None = None) -> torch.Tensor:
         """``[B, L, H]`` x 2 -> ``[B, L, H]`` (``key_valid`` is unused)."""
@@ -240,7 +244,7 @@ class ConcatAggregation(nn.Module):
 class BiAttentionAggregation(nn.Module):
     """``H̄ = LayerNorm(H + Dropout(MultiHead(Q=H, K=H', V=H') W_O))`` (our reading of Table 6's "Bi-attention").
 
-    Every token of H attends to every non-padding token of H' (see ``SyntaxConfig.aggregation``).
+    Every token of H attends to every non-padding token of H' (see ``SGNetConfig.aggregation``).
 
     Args:
         hidden_size: H.
@@ -273,7 +277,7 @@ class BiAttentionAggregation(nn.Module):
         return self.norm(h + self.dropout(self.attn_output(ctx)))
 
 
-def build_aggregation(config: SyntaxConfig) -> nn.Module:
+def build_aggregation(config: SGNetConfig) -> nn.Module:
     """The aggregation module named by ``config.aggregation``."""
     kind = config.aggregation
     if kind == "dual":

@@ -32,7 +32,8 @@ Choices (documented in ``docs/syntax_bert.md``):
   attends to all non-padding keys; its log attention probabilities are recorded so that the model can add a
   cross-entropy loss against the parse (see :class:`LisaRecorder`).
 
-Three implementations compute the same thing:
+Two implementations compute the same thing (both are checked against a slow loop over the sub-networks written
+from the paper, ``tests/modeling/reference_syntax_attention.py``):
 
 * ``"fast"``: never builds ``[B, H, M, L, L]`` or ``[B, L, M, d]``. One full softmax ``P`` per layer; per
   partition the group sums ``Z`` are a ``scatter_add`` of ``P`` into ``[B, H, L, M+1]``, so ``P / Z[group]`` is
@@ -45,9 +46,6 @@ Three implementations compute the same thing:
   (``scatter_reduce`` amax). ``"fast"`` uses it by itself for the query rows where a non-empty group's share of
   the full softmax underflows (a group whose best score is ~58 nats below the row's best; pretrained MiniLM has
   such rows in its first layer) and splices them in, so no group is ever lost.
-* ``"reference"``: a plain loop over the sub-networks with explicit bool masks, ``O_g`` materialised and the
-  topical score computed as written, ``q · ((O_g W_Oᵀ + b_O) W_Kᵀ + b_K)``. For tests and small inputs only;
-  it ignores attention dropout.
 """
 
 from __future__ import annotations
@@ -67,7 +65,7 @@ SYNTAX_ATTENTION = "syntax"
 
 Aggregation = Literal["topical", "sum", "mean"]
 EmptyRows = Literal["full", "self"]
-Implementation = Literal["fast", "exact", "reference"]
+Implementation = Literal["fast", "exact"]
 
 #: Extra "trash" buckets that receive the pairs of no group in the fast path, spread by key position: thousands of
 #: consecutive ``scatter_add`` s into one bucket form a dependency chain that makes the scatter ~3x slower.
@@ -95,7 +93,7 @@ class SyntaxAttentionOptions:
         full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network.
         layers: indices of the layers that use sub-networks (``None`` = all, as in the paper); the others run
             plain attention.
-        implementation: ``"fast"``, ``"exact"`` or ``"reference"`` (see the module docstring).
+        implementation: ``"fast"`` or ``"exact"`` (see the module docstring).
         lisa_layer: layer of the LISA head (``None`` = no LISA head).
         lisa_head: head index of the LISA head in ``lisa_layer``.
         check_underflow: let ``"fast"`` detect underflowing groups and switch to ``"exact"`` (one host sync per
@@ -113,7 +111,7 @@ class SyntaxAttentionOptions:
 
     def __post_init__(self) -> None:
         for name, allowed in (("aggregation", ("topical", "sum", "mean")), ("empty_rows", ("full", "self")),
-                              ("implementation", ("fast", "exact", "reference"))):
+                              ("implementation", ("fast", "exact"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"SyntaxAttentionOptions.{name} must be one of {allowed}, got "
                                  f"{getattr(self, name)!r}")
@@ -210,19 +208,20 @@ class TopicalAttention(nn.Module):
             raise ValueError(f"TopicalAttention has {self.query.shape[0]} queries but {len(sites)} layers were bound")
         self._sites = list(sites)
 
-    def _site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
+    def site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
+        """The ``(key projection, output projection)`` bound for ``layer``."""
         if not self._sites:
             raise RuntimeError("TopicalAttention.bind(...) must attach the layers' key and output projections first")
         return self._sites[layer]
 
     def folded(self, layer: int) -> torch.Tensor:
         """``u_l`` ``[dim]`` such that the score of a sub-network output ``o`` is ``o · u_l``."""
-        key, out = self._site(layer)
+        key, out = self.site(layer)
         return (self.query[layer] @ key.weight) @ out.weight * self.scale  # (dim,)
 
     def scores(self, layer: int, outputs: torch.Tensor) -> torch.Tensor:
         """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``."""
-        key, out = self._site(layer)
+        key, out = self.site(layer)
         return key(out(outputs)) @ self.query[layer] * self.scale
 
 
@@ -331,10 +330,6 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
             if layer is None:
                 raise ValueError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
             u = syntax_topical.folded(layer).view(H, d)  # (H, d)
-        if opts.implementation == "reference":
-            out, probs = _reference(_apply_mask(scores, attention_mask), allowed, value, groups, opts,
-                                    syntax_topical, layer, full_heads)
-            return out.transpose(1, 2).contiguous().to(value.dtype), probs
         w = None
         if u is not None:
             if full_heads is not None:
@@ -695,72 +690,6 @@ def _exact_probs(scores: torch.Tensor, allowed: torch.Tensor | None, groups: Syn
     if opts.empty_rows == "self" and bool(fallback.any()):
         a = a + _self_fallback(fallback, full_heads, H)
     return a
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Reference: one sub-network at a time
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _reference(scores: torch.Tensor, allowed: torch.Tensor | None, value: torch.Tensor, groups: SyntaxGroups,
-               opts: SyntaxAttentionOptions, topical: TopicalAttention | None, layer: int | None,
-               full_heads: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Loop over the sub-networks with explicit masks; returns ``([B, H, L, d] output, [B, H, L, L] attention)``."""
-    B, H, L, d = value.shape
-    v = value.float()
-    ok = allowed if allowed is not None else torch.ones(B, L, L, dtype=torch.bool, device=v.device)
-    p_full = torch.softmax(scores, dim=-1)  # (B, H, L, L)
-    o_full = p_full @ v  # (B, H, L, d)
-
-    def with_full_heads(a: torch.Tensor) -> torch.Tensor:
-        if full_heads is None:
-            return a
-        return torch.where(full_heads.view(1, H, 1, 1), p_full, a)
-
-    probs, outs, nonempty = [], [], []
-    for g_ids in groups.partitions:
-        for g in range(1, int(g_ids.max()) + 1 if g_ids.numel() else 1):
-            mask = (g_ids == g) & ok  # (B, L, L)
-            if not bool(mask.any()):
-                continue
-            row = mask.any(-1)  # (B, L)
-            a = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), float("-inf")), dim=-1)
-            a = torch.where(row.view(B, 1, L, 1), a, torch.zeros_like(a))  # empty rows: nothing
-            a = with_full_heads(a)
-            probs.append(a)
-            outs.append(a @ v)  # (B, H, L, d)
-            nonempty.append(row)
-    if opts.full_attention_candidate:
-        probs.append(with_full_heads(p_full))
-        outs.append(o_full)
-        nonempty.append(ok.any(-1))
-    C = len(outs)
-    cand = torch.stack(nonempty, -1) if C else torch.zeros(B, L, 0, dtype=torch.bool, device=v.device)
-    concat = [o.transpose(1, 2).reshape(B, L, H * d) for o in outs]  # (B, L, H*d) each: O_g
-    if opts.aggregation == "topical" and topical is not None and C:
-        logits = torch.stack([topical.scores(layer, o.to(topical.query.dtype)).float() for o in concat], -1)
-    else:
-        logits = None
-    alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
-    out = torch.zeros(B, L, H * d, dtype=torch.float32, device=v.device)
-    eff = torch.zeros_like(p_full)
-    for c in range(C):
-        out = out + alpha[..., c:c + 1] * concat[c]
-        eff = eff + alpha[..., c].view(B, 1, L, 1) * probs[c]
-    out = out.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
-    fallback = ~cand.any(-1)  # (B, L)
-    fb = fallback.view(B, 1, L, 1)
-    if opts.empty_rows == "full":
-        out = torch.where(fb, o_full, out)
-        eff = torch.where(fb, p_full, eff)
-    else:
-        out = torch.where(fb, v, out)
-        eff = torch.where(fb, torch.eye(L, device=v.device).expand(B, H, L, L), eff)
-    if full_heads is not None:
-        fh = full_heads.view(1, H, 1, 1)
-        out = torch.where(fh, o_full, out)
-        eff = torch.where(fh, p_full, eff)
-    return out, eff
 
 
 register_syntax_attention()

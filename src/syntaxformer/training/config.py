@@ -59,15 +59,14 @@ _TASK_SET = {"num_labels": "the task", "problem_type": "the task", "id2label": "
 
 def model_config_class(system: str) -> type:
     """The ``PretrainedConfig`` class of a syntax system (``sgnet`` / ``syntax_bert``)."""
-    # TODO(H2 merge): SGNetConfig / the model registry's config classes.
     if system == "syntax_bert":
-        from syntaxformer.modeling.syntax_bert import SyntaxBertConfig
+        from syntaxformer.modeling import SyntaxBertConfig
 
         return SyntaxBertConfig
     if system == "sgnet":
-        from syntaxformer.modeling.configuration import SyntaxConfig
+        from syntaxformer.modeling import SGNetConfig
 
-        return SyntaxConfig
+        return SGNetConfig
     raise SyntaxformerError(f"model_type={system!r} is not a syntax system; choose one of {SYSTEMS}")
 
 

@@ -104,7 +104,7 @@ class QAExperimentConfig:
         parser, criterion, parse_cache: spaCy pipeline, subword criterion, parse cache (as in ExperimentConfig).
     Model:
         model_name_or_path (default: offline MiniLM), use_sg_layer (false = baseline), alpha, alpha_mode,
-        sg_init, aggregation, pooling (RACE head), model_kwargs (other :class:`SyntaxConfig` options).
+        sg_init, aggregation, pooling (RACE head), model_kwargs (other :class:`SGNetConfig` options).
     SQuAD decoding / verifier:
         verifier: ``none``, ``joint`` (the [CLS] answerability classifier trained with the span head on one
             encoder) or ``parallel`` (a second model trained only as verifier, paper §3.4.1; twice the training).
@@ -417,8 +417,8 @@ class _ListDataset:
         return self.items[i]
 
 
-_QA_KEYS = ("input_ids", "attention_mask", "token_type_ids", "dep_tin", "dep_tout", "syntax_tree",
-            "start_positions", "end_positions", "is_impossible")
+#: Token and label arrays of a SQuAD window; the syntax arrays are the model config's ``syntax_inputs``.
+_QA_KEYS = ("input_ids", "attention_mask", "token_type_ids", "start_positions", "end_positions", "is_impossible")
 _IGNORE_OUTPUTS = ["span_loss", "verifier_loss", "hidden_states", "attentions", "sg_attentions"]
 
 
@@ -487,13 +487,30 @@ def run_qa(config: QAExperimentConfig) -> dict[str, Any]:
 
 
 # -- SQuAD 2.0 ---------------------------------------------------------------------------------------------
-def _squad_items(features: Sequence[Any], criterion: str) -> list[dict[str, np.ndarray]]:
+def _qa_syntax_inputs(config: QAExperimentConfig, **options: Any) -> tuple[str, ...]:
+    """The syntax arrays the QA model of a run reads (its config's ``syntax_inputs``)."""
+    from transformers import AutoConfig
+
+    from syntaxformer.modeling import SGNetConfig
+
+    path = config.resolved_model()
+    try:
+        loaded = AutoConfig.from_pretrained(path)
+    except OSError as e:
+        raise SyntaxformerError(f"cannot load the config of the model {path!r}: {e}") from e
+    if isinstance(loaded, SGNetConfig):
+        return loaded.syntax_inputs
+    return SGNetConfig(encoder=loaded, **{**_model_options(config), **options}).syntax_inputs
+
+
+def _squad_items(features: Sequence[Any], criterion: str, syntax_inputs: Sequence[str]) -> list[dict[str, np.ndarray]]:
     from syntaxformer.tasks.squad import feature_arrays
 
+    keys = (*_QA_KEYS, *syntax_inputs)
     out = []
     for f in features:
         arrays = feature_arrays(f, criterion)
-        out.append({k: arrays[k] for k in _QA_KEYS if k in arrays})
+        out.append({k: arrays[k] for k in keys if k in arrays})
     return out
 
 
@@ -514,7 +531,7 @@ def _train_squad_model(config: QAExperimentConfig, tokenizer: Any, train_ds: Any
     import transformers
 
     from syntaxformer.data.collate import pad_arrays
-    from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
+    from syntaxformer.modeling import SGNetForQuestionAnswering
 
     transformers.set_seed(int(config.seed))
     model = _build_model(SGNetForQuestionAnswering, config, **options)
@@ -652,8 +669,9 @@ def run_squad(config: QAExperimentConfig) -> dict[str, Any]:
     annotator = _annotator(config)
     train_feats = _squad_features(config, tokenizer, data["train"], annotator)
     eval_feats = _squad_features(config, tokenizer, data["eval"], annotator)
-    train_ds = _ListDataset(_squad_items(train_feats, config.criterion))
-    eval_ds = _ListDataset(_squad_items(eval_feats, config.criterion))
+    syntax_inputs = _qa_syntax_inputs(config)
+    train_ds = _ListDataset(_squad_items(train_feats, config.criterion, syntax_inputs))
+    eval_ds = _ListDataset(_squad_items(eval_feats, config.criterion, syntax_inputs))
     data_s = time.time() - t_data
     _say(f"SQuAD 2.0: {len(data['train'])} train questions ({len(train_feats)} windows), {len(data['eval'])} "
          f"evaluation questions ({len(eval_feats)} windows); {data['source'].get('split', '')}")
@@ -745,7 +763,7 @@ def run_race(config: QAExperimentConfig) -> dict[str, Any]:
     """Fine-tune and evaluate multiple choice on RACE (accuracy on RACE-M, RACE-H and all of the dev set)."""
     import transformers
 
-    from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
+    from syntaxformer.modeling import SGNetForMultipleChoice
     from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate, race_counts
 
     t0 = time.time()
@@ -828,7 +846,7 @@ def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | Non
     annotator = _annotator(config)
     if config.task == "squad2":
         from syntaxformer.data.collate import pad_arrays
-        from syntaxformer.modeling.modeling_qa import SGNetForQuestionAnswering
+        from syntaxformer.modeling import SGNetForQuestionAnswering
         from syntaxformer.tasks.squad import postprocess_predictions
 
         data = squad_data(config)
@@ -837,7 +855,7 @@ def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | Non
         model = SGNetForQuestionAnswering.from_pretrained(str(model_dir))
         trainer = _trainer(config, model, tokenizer, out_dir, lambda items: pad_arrays(items, pad), None,
                            ["start_positions", "end_positions"], save_strategy="no")
-        eval_ds = _ListDataset(_squad_items(feats, config.criterion))
+        eval_ds = _ListDataset(_squad_items(feats, config.criterion, model.config.syntax_inputs))
         start, end, ver = _squad_logits(trainer, eval_ds)
         if config.verifier == "parallel":  # the second, verifier-only model gives the verifier logits
             vmodel = SGNetForQuestionAnswering.from_pretrained(str(verifier_dir))
@@ -854,7 +872,7 @@ def evaluate_qa(model_dir: str | os.PathLike, overrides: Mapping[str, Any] | Non
                   "threshold_protocol": data["threshold_protocol"], **scores,
                   "threshold_note": _threshold_note(config.threshold_tuning_fraction)}
     else:
-        from syntaxformer.modeling.modeling_mc import SGNetForMultipleChoice
+        from syntaxformer.modeling import SGNetForMultipleChoice
         from syntaxformer.tasks.race import RaceFeaturizer, race_accuracy, race_collate
 
         examples = race_data(config)["eval"]

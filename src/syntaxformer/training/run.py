@@ -56,37 +56,16 @@ RUN_FILE = "run.json"
 
 
 # -- the model registry, as this runner uses it ---------------------------------------------------------------
-# TODO(H2 merge): `_model_class` becomes `syntaxformer.modeling.model_class(system, head)` and `_syntax_inputs`
-# becomes `tuple(model_config.syntax_inputs)`; nothing else here knows model classes or batch keys.
-_SGNET_INPUTS = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
-_DEP_ANCESTOR_INPUTS = ("dep_anc_lo", "dep_anc_hi", "dep_anc_head")
-_CON_INPUTS = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
-
-
 def _model_class(system: str, head: str) -> Any:
-    """The ``XForY`` class of a syntax system under a head."""
-    if head != "sequence_classification":
-        raise SyntaxformerError(f"no {system} model with a {head!r} head in this version (sequence_classification "
-                                "only); the model registry (syntaxformer.modeling.model_class) serves the others")
-    if system == "syntax_bert":
-        from syntaxformer.modeling.syntax_bert import SyntaxBertForSequenceClassification
+    """The ``XForY`` class of a syntax system under a head (:func:`syntaxformer.modeling.model_class`)."""
+    from syntaxformer.modeling import model_class
 
-        return SyntaxBertForSequenceClassification
-    from syntaxformer.modeling import SGNetForSequenceClassification
-
-    return SGNetForSequenceClassification
+    return model_class(system, head)
 
 
 def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
-    """The batch keys a model reads besides the token arrays (``model.config.syntax_inputs``)."""
-    pos = ("pos_ids",) if getattr(model_config, "pos_embeddings", None) else ()
-    if not hasattr(model_config, "use_constituency"):  # SG-Net (its baseline too)
-        return _SGNET_INPUTS + pos
-    layers = model_config.syntax_layers
-    if layers is not None and len(layers) == 0:  # Syntax-BERT without sub-networks (baseline / LISA alone)
-        return _SGNET_INPUTS
-    return (_SGNET_INPUTS + (_DEP_ANCESTOR_INPUTS if model_config.use_dependency else ())
-            + (_CON_INPUTS if model_config.use_constituency else ()))
+    """The batch keys a model reads besides the token arrays (the model config declares them)."""
+    return tuple(model_config.syntax_inputs)
 
 
 #: ``config.json`` model types of the saved models this library trains, and their system.

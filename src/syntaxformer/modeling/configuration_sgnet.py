@@ -1,8 +1,9 @@
-"""Configuration of the syntax-aware models (SG-Net for now): one documented ``PretrainedConfig``.
+"""Configuration of SG-Net (:class:`SGNetConfig`): one documented ``PretrainedConfig``.
 
 The config holds the wrapped encoder's own config (any ``AutoConfig`` model type, serialised as a nested dict and
 rebuilt from its ``model_type``, like ``EncoderDecoderConfig`` does) plus every option of the syntax layer, each
-with its paper default and the section it comes from.
+with its paper default and the section it comes from; the task-head options come from
+:class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`.
 """
 
 import math
@@ -12,66 +13,16 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PretrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-#: Ways to combine the encoder output H and the syntax-guided output H' (see :class:`SyntaxConfig`).
+from syntaxformer.data.subword_features import feature_vocab_size
+from syntaxformer.modeling.configuration_common import SyntaxModelConfig, first_set, ordered_syntax_inputs
+
+#: Ways to combine the encoder output H and the syntax-guided output H' (see :class:`SGNetConfig`).
 Aggregation = Literal["dual", "syntax_only", "concat", "vanilla_layer", "biattention"]
 AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
 
 
-class EncoderViewsMixin:
-    """Flat views of a wrapper config's ``encoder`` sub-config (``hidden_size``, ``num_attention_heads``,
-    ``num_hidden_layers``, ``vocab_size``), for code that expects a plain text config (e.g.
-    ``resize_token_embeddings``). Shared by :class:`SyntaxConfig` and the Syntax-BERT config."""
-
-    encoder: PretrainedConfig
-
-    @property
-    def hidden_size(self) -> int:
-        """The encoder's hidden size (H and H' both have it)."""
-        return self.encoder.hidden_size
-
-    @hidden_size.setter
-    def hidden_size(self, value: int) -> None:
-        self.encoder.hidden_size = value
-
-    @property
-    def num_attention_heads(self) -> int:
-        """The encoder's number of attention heads."""
-        return self.encoder.num_attention_heads
-
-    @num_attention_heads.setter
-    def num_attention_heads(self, value: int) -> None:
-        self.encoder.num_attention_heads = value
-
-    @property
-    def num_hidden_layers(self) -> int:
-        """The encoder's number of layers (the syntax-guided layer is not counted)."""
-        return self.encoder.num_hidden_layers
-
-    @num_hidden_layers.setter
-    def num_hidden_layers(self, value: int) -> None:
-        self.encoder.num_hidden_layers = value
-
-    @property
-    def vocab_size(self) -> int:
-        """The encoder's vocabulary size."""
-        return self.encoder.vocab_size
-
-    @vocab_size.setter
-    def vocab_size(self, value: int) -> None:
-        self.encoder.vocab_size = value
-
-
-def first_set(config: PretrainedConfig, names: tuple[str, ...], default: Any) -> Any:
-    """The first attribute of ``config`` among ``names`` that is set (not ``None``, not a bool), else ``default``."""
-    for name in names:
-        value = getattr(config, name, None)
-        if value is not None and not isinstance(value, bool):
-            return value
-    return default
-
-
 @strict
-class SyntaxConfig(EncoderViewsMixin, PretrainedConfig):
+class SGNetConfig(SyntaxModelConfig):
     r"""Configuration of an SG-Net model (:class:`~syntaxformer.modeling.SGNetModel` and its task heads).
 
     SG-Net (Zhang et al., TPAMI, section 3) runs a pretrained encoder, feeds its last hidden states H to one
@@ -122,10 +73,10 @@ class SyntaxConfig(EncoderViewsMixin, PretrainedConfig):
         sg_attention_dropout: dropout on the layer's attention probabilities; default the encoder's
             ``attention_probs_dropout_prob``.
         sg_layer_norm_eps: LayerNorm epsilon of the layer; default the encoder's ``layer_norm_eps``.
-        pooling: sentence representation for sequence-level heads. ``"cls"`` (paper, §3.4.2: the first token
-            of H̄ through a dense+tanh pooler, initialised from the encoder's pooler when it has one) or
-            ``"mean"``: the mean of H̄ over non-special tokens (positions with ``syntax_tree >= 0``; over
-            ``attention_mask`` when no syntax is given). **Note:** under the SDOI mask ``[CLS]`` attends only to
+        pooling: sentence representation for sequence-level heads (a head option, see
+            :class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`). ``"cls"`` (paper, §3.4.2:
+            the first token of H̄ through a dense+tanh pooler) or ``"mean"`` (the mean of H̄ over non-special
+            tokens). **Note:** under the SDOI mask ``[CLS]`` attends only to
             itself in the syntax-guided layer, so ``h'_0`` is a function of ``h_0`` alone (a per-token
             feed-forward transform): with ``"cls"`` pooling no syntax reaches a sentence classifier through H'
             (the layer's query/key weights even get zero gradient), and with ``mask_special_in_aggregation=True``
@@ -135,23 +86,25 @@ class SyntaxConfig(EncoderViewsMixin, PretrainedConfig):
             with ``syntax_tree < 0``) attend only to themselves in the SG layer "and we will mask these weights
             in the following aggregation layer". If True, those positions take H only (``H̄_i = H_i``), for every
             aggregation. Default ``False`` (plain Eq. 9 everywhere).
-        classifier_dropout: dropout before the classifier; default the encoder's ``classifier_dropout`` if set,
-            else its ``hidden_dropout_prob`` (BERT's convention).
-        initializer_range: std of the normal init of new weights; default the encoder's (0.02 if it has none).
-        num_labels: number of outputs of classification heads (``PretrainedConfig`` semantics; default 2).
+        classifier_dropout: dropout before the heads' output layers; default the encoder's ``classifier_dropout``
+            if set, else ``sg_dropout`` (itself the encoder's ``hidden_dropout_prob`` by default).
         pos_embeddings: BERT+POS (Sundararaman et al., "Syntax-infused BERT"): ``"upos"`` (coarse) or ``"xpos"``
             (fine) adds a trainable POS embedding of size H to the token embeddings (``h'_m = e_m + f^P_m``, passed
             to the encoder as ``inputs_embeds``); the batch then needs ``pos_ids`` ``[B, L]`` (ids of
             :mod:`syntaxformer.data.subword_features`: 0 = no word, each subword its word's tag). The table starts
             at zero, so training starts from the pretrained encoder. ``None`` (default): no POS embedding.
-        problem_type: ``"regression"``, ``"single_label_classification"`` or ``"multi_label_classification"``;
-            ``None`` infers it as Hugging Face does: regression when ``num_labels == 1``, single-label when the
-            labels are integers, multi-label otherwise.
+        pos_vocab_size: rows of the POS table; default the size of the tag set's ids
+            (:func:`syntaxformer.data.subword_features.feature_vocab_size`), filled in when the config is built.
+        initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight, span_loss_weight,
+            verifier_beta1, verifier_beta2: the task-head options shared by every system, see
+            :class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`.
+
+    The batch keys the model reads are :attr:`syntax_inputs`.
 
     Example::
 
         >>> from transformers import BertConfig
-        >>> config = SyntaxConfig(encoder=BertConfig(hidden_size=32, num_hidden_layers=2,
+        >>> config = SGNetConfig(encoder=BertConfig(hidden_size=32, num_hidden_layers=2,
         ...                       num_attention_heads=4, intermediate_size=37), num_labels=3)
         >>> config.sg_num_heads, config.alpha, config.aggregation
         (4, 0.5, 'dual')
@@ -172,11 +125,9 @@ class SyntaxConfig(EncoderViewsMixin, PretrainedConfig):
     sg_dropout: float | int | None = None
     sg_attention_dropout: float | int | None = None
     sg_layer_norm_eps: float | int | None = None
-    pooling: Literal["cls", "mean"] = "cls"
     mask_special_in_aggregation: bool = False
-    classifier_dropout: float | int | None = None
-    initializer_range: float | int | None = None
     pos_embeddings: Literal["upos", "xpos"] | None = None
+    pos_vocab_size: int | None = None
 
     def __post_init__(self, **kwargs: Any) -> None:
         # The base class sets ``attn_implementation`` (None unless given) recursively on the sub-configs, which
@@ -202,28 +153,45 @@ class SyntaxConfig(EncoderViewsMixin, PretrainedConfig):
                 first_set(enc, ("attention_probs_dropout_prob", "attention_dropout"), self.sg_dropout))
         if self.sg_layer_norm_eps is None:
             self.sg_layer_norm_eps = float(first_set(enc, ("layer_norm_eps", "layer_norm_epsilon"), 1e-12))
-        if self.classifier_dropout is None:
-            self.classifier_dropout = float(first_set(enc, ("classifier_dropout",), self.sg_dropout))
-        if self.initializer_range is None:
-            self.initializer_range = float(first_set(enc, ("initializer_range",), 0.02))
+        self.resolve_head_defaults(dropout_fallback=self.sg_dropout)
+        if self.pos_embeddings is not None and self.pos_vocab_size is None:
+            self.pos_vocab_size = feature_vocab_size(self.pos_embeddings)
+
+    @property
+    def syntax_inputs(self) -> tuple[str, ...]:
+        """The syntax batch keys SG-Net reads with these options.
+
+        ``syntax_tree``, ``dep_tin``, ``dep_tout`` for the SDOI mask of the syntax-guided layer (``use_sg_layer``,
+        except ``aggregation="vanilla_layer"``, whose extra layer is unmasked); ``syntax_tree`` also for
+        ``mask_special_in_aggregation`` and ``pooling="mean"`` (it marks the special tokens); ``pos_ids`` for
+        ``pos_embeddings``. The plain-encoder baseline with first-token pooling reads none: ``()``.
+        """
+        keys: set[str] = set(self.mean_pooling_inputs())
+        if self.use_sg_layer and self.aggregation != "vanilla_layer":
+            keys |= {"syntax_tree", "dep_tin", "dep_tout"}
+        if self.use_sg_layer and self.mask_special_in_aggregation:
+            keys.add("syntax_tree")
+        if self.pos_embeddings is not None:
+            keys.add("pos_ids")
+        return ordered_syntax_inputs(keys)
 
     # -- validators (run by ``@strict`` after ``__post_init__``) -------------------------------------------------
     def validate_alpha(self) -> None:
         """``alpha`` is a mixing weight in [0, 1]."""
         if not 0.0 <= self.alpha <= 1.0 or math.isnan(self.alpha):
-            raise ValueError(f"SyntaxConfig.alpha must lie in [0, 1] (paper: 0.5), got {self.alpha}")
+            raise ValueError(f"SGNetConfig.alpha must lie in [0, 1] (paper: 0.5), got {self.alpha}")
 
     def validate_sg_shapes(self) -> None:
         """Heads must divide the hidden size; sizes and rates must be positive / in [0, 1)."""
         hidden = self.encoder.hidden_size
         if self.sg_num_heads <= 0 or hidden % self.sg_num_heads:
-            raise ValueError(f"SyntaxConfig.sg_num_heads={self.sg_num_heads} must divide the encoder's hidden size "
+            raise ValueError(f"SGNetConfig.sg_num_heads={self.sg_num_heads} must divide the encoder's hidden size "
                              f"{hidden}")
         if self.sg_intermediate_size <= 0:
-            raise ValueError(f"SyntaxConfig.sg_intermediate_size must be positive, got {self.sg_intermediate_size}")
-        for name in ("sg_dropout", "sg_attention_dropout", "classifier_dropout"):
+            raise ValueError(f"SGNetConfig.sg_intermediate_size must be positive, got {self.sg_intermediate_size}")
+        for name in ("sg_dropout", "sg_attention_dropout"):
             p = getattr(self, name)
             if not 0.0 <= p < 1.0:
-                raise ValueError(f"SyntaxConfig.{name} must lie in [0, 1), got {p}")
+                raise ValueError(f"SGNetConfig.{name} must lie in [0, 1), got {p}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from contextlib import nullcontext
 
 import pytest
 import torch
@@ -28,15 +29,16 @@ from syntaxformer.modeling.syntax_attention import (
     prepare_groups,
     syntax_attention_forward,
 )
-from syntaxformer.modeling.syntax_bert import (
+from syntaxformer.modeling import (
+    SequenceClassifierOutput,
     SyntaxBertConfig,
     SyntaxBertForSequenceClassification,
     SyntaxBertModel,
     SyntaxBertModelOutput,
-    SyntaxBertSequenceClassifierOutput,
-    attention_sites,
 )
+from syntaxformer.modeling.modeling_syntax_bert import attention_sites
 from tests.conftest import minilm_path
+from tests.modeling.reference_syntax_attention import reference_attention, reference_syntax_attention
 from tests.masks.reference import random_example
 
 VOCAB = 100
@@ -123,12 +125,15 @@ def _random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_p
 def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = None, parent=None, **opts):
     """Output, effective attention and gradients (q, k, v, task query, W_K, W_O) of a random loss."""
     q, k, v = (x.clone().requires_grad_() for x in inputs)
-    params = [topical.query] + [p for m in topical._sites[0] for p in (m.weight,)]
+    params = [topical.query] + [p for m in topical.site(0) for p in (m.weight,)]
     for p in params:
         p.grad = None
-    out, probs = syntax_attention_forward(_Attn(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
-                                          syntax_options=SyntaxAttentionOptions(implementation=impl, **opts),
-                                          syntax_lisa=lisa)
+    if impl == "reference":
+        attention, options = reference_syntax_attention, SyntaxAttentionOptions(**opts)
+    else:
+        attention, options = syntax_attention_forward, SyntaxAttentionOptions(implementation=impl, **opts)
+    out, probs = attention(_Attn(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
+                           syntax_options=options, syntax_lisa=lisa)
     weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
     loss = (out * weights).sum()
     if lisa is not None:
@@ -317,8 +322,9 @@ def test_bert_layer_fast_matches_reference_including_weight_gradients(n_parts):
         layer.zero_grad()
         topical.zero_grad()
         x = x0.clone().requires_grad_()
-        y = layer(x, mask, syntax_groups=parts, syntax_topical=topical,
-                  syntax_options=SyntaxAttentionOptions(implementation=impl))
+        with reference_attention() if impl == "reference" else nullcontext():
+            y = layer(x, mask, syntax_groups=parts, syntax_topical=topical,
+                      syntax_options=SyntaxAttentionOptions(implementation="fast" if impl == "reference" else impl))
         (y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum().backward()
         named = {n: p.grad.clone() for n, p in layer.named_parameters() if p.grad is not None}
         named["x"], named["query"] = x.grad, topical.query.grad.clone()
@@ -373,12 +379,13 @@ def test_model_fast_matches_reference_on_real_relation_groups(opts):
     batch = make_batch(seed=1, n=2, max_words=4)
     batch["labels"] = torch.tensor([0, 2])
     fast = tiny_model(**opts)
-    ref = tiny_model(implementation="reference", **opts)
+    ref = tiny_model(**opts)
     ref.load_state_dict(fast.state_dict())
 
     def run(model):
         model.zero_grad()
-        out = model(**batch, output_hidden_states=True)
+        with reference_attention() if model is ref else nullcontext():
+            out = model(**batch, output_hidden_states=True)
         probe = torch.linspace(-1, 1, out.logits.numel()).view_as(out.logits)
         h = out.hidden_states[-1]  # every token's state, not only the pooled one
         (out.loss + (out.logits * probe).sum() + h.square().mean()).backward()
@@ -428,8 +435,8 @@ def test_architectures_receive_groups_in_every_layer(model_type, monkeypatch):
     monkeypatch.setattr(SA, "syntax_probs", lambda *a, **kw: layers.append(a[0].shape) or probs(*a, **kw))
     h = model(**batch).last_hidden_state
     assert len(layers) == 2
-    model.config.implementation = "reference"
-    assert torch.allclose(model(**batch).last_hidden_state, h, atol=TOL)
+    with reference_attention():
+        assert torch.allclose(model(**batch).last_hidden_state, h, atol=TOL)
 
 
 def test_precomputed_groups_and_missing_keys():
@@ -529,7 +536,7 @@ def test_classifier_loss_only_with_labels_and_regression():
     batch = make_batch(seed=9)
     model = tiny_model()
     out = model(**batch)
-    assert isinstance(out, SyntaxBertSequenceClassifierOutput) and out.loss is None
+    assert isinstance(out, SequenceClassifierOutput) and out.loss is None
     assert out.logits.shape == (3, 3)
     assert model(**batch, labels=torch.tensor([0, 1, 2])).loss.ndim == 0
     reg = tiny_model(num_labels=1, pooling="mean")

@@ -24,8 +24,8 @@ from syntaxformer.modeling import (
     SGNetForSequenceClassification,
     SGNetModel,
     SGNetModelOutput,
-    SGNetSequenceClassifierOutput,
-    SyntaxConfig,
+    SequenceClassifierOutput,
+    SGNetConfig,
     SyntaxGuidedLayer,
 )
 from tests.conftest import minilm_path
@@ -42,8 +42,8 @@ def tiny_bert(**kw) -> BertConfig:
     return BertConfig(**args)
 
 
-def tiny_config(**kw) -> SyntaxConfig:
-    return SyntaxConfig(encoder=tiny_bert(), **kw)
+def tiny_config(**kw) -> SGNetConfig:
+    return SGNetConfig(encoder=tiny_bert(), **kw)
 
 
 def make_batch(seed: int = 0, n: int = 3, max_words: int = 6) -> dict[str, torch.Tensor]:
@@ -89,7 +89,7 @@ def test_config_json_round_trip_rebuilds_encoder_config(tmp_path):
     c = tiny_config(alpha_mode="learned", aggregation="concat", num_labels=4)
     c.save_pretrained(tmp_path)
     c2 = AutoConfig.from_pretrained(tmp_path)
-    assert isinstance(c2, SyntaxConfig) and isinstance(c2.encoder, BertConfig)
+    assert isinstance(c2, SGNetConfig) and isinstance(c2.encoder, BertConfig)
     assert c2.encoder.intermediate_size == 37 and c2.num_labels == 4 and c2.aggregation == "concat"
     assert c2.alpha_mode == "learned"
 
@@ -201,7 +201,7 @@ def test_sgnet_shapes_and_tuple_output():
     clf = tiny_model(num_labels=5)
     with torch.no_grad():
         res = clf(**batch)
-    assert isinstance(res, SGNetSequenceClassifierOutput) and res.logits.shape == (B, 5) and res.loss is None
+    assert isinstance(res, SequenceClassifierOutput) and res.logits.shape == (B, 5) and res.loss is None
 
 
 def test_sgnet_loss_only_with_labels():
@@ -275,8 +275,8 @@ def test_sgnet_copy_last_repeats_last_encoder_layer():
 def test_sgnet_copy_last_rejects_non_bert_encoder():
     enc = DistilBertConfig(vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=37)
     with pytest.raises(ValueError, match="BERT-like"):
-        SGNetModel(SyntaxConfig(encoder=enc, sg_init="copy_last"))
-    model = SGNetModel(SyntaxConfig(encoder=enc)).eval()  # any AutoModel encoder works with a random SG layer
+        SGNetModel(SGNetConfig(encoder=enc, sg_init="copy_last"))
+    model = SGNetModel(SGNetConfig(encoder=enc)).eval()  # any AutoModel encoder works with a random SG layer
     batch = make_batch()
     batch = {k: v for k, v in batch.items() if k != "token_type_ids"}
     with torch.no_grad():

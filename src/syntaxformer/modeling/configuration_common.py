@@ -1,0 +1,157 @@
+"""What the configs of every syntax system share: the wrapped encoder's flat views, the task-head options and the
+declaration of the batch keys a model reads (:attr:`SyntaxModelConfig.syntax_inputs`).
+
+:class:`SyntaxModelConfig` is the base of :class:`~syntaxformer.modeling.SGNetConfig` and
+:class:`~syntaxformer.modeling.SyntaxBertConfig`: the options of the heads in :mod:`syntaxformer.modeling.heads`
+(pooling, classifier dropout, the SQuAD 2.0 answer verifier, the QA loss weights) are declared here once, with the
+same names, defaults and meaning for every system.
+"""
+
+from typing import Any, Literal
+
+from huggingface_hub.dataclasses import strict
+from transformers import PretrainedConfig
+
+from syntaxformer.data.encode import CONSTITUENCY_KEYS, DEPENDENCY_KEYS
+
+#: Ways to build the sentence representation of sequence-level heads (see :class:`SyntaxModelConfig`).
+Pooling = Literal["cls", "mean"]
+
+
+class EncoderViewsMixin:
+    """Flat views of a wrapper config's ``encoder`` sub-config (``hidden_size``, ``num_attention_heads``,
+    ``num_hidden_layers``, ``vocab_size``), for code that expects a plain text config (e.g.
+    ``resize_token_embeddings``)."""
+
+    encoder: PretrainedConfig
+
+    @property
+    def hidden_size(self) -> int:
+        """The encoder's hidden size (every head reads states of this size)."""
+        return self.encoder.hidden_size
+
+    @hidden_size.setter
+    def hidden_size(self, value: int) -> None:
+        self.encoder.hidden_size = value
+
+    @property
+    def num_attention_heads(self) -> int:
+        """The encoder's number of attention heads."""
+        return self.encoder.num_attention_heads
+
+    @num_attention_heads.setter
+    def num_attention_heads(self, value: int) -> None:
+        self.encoder.num_attention_heads = value
+
+    @property
+    def num_hidden_layers(self) -> int:
+        """The encoder's number of layers (an extra syntax layer is not counted)."""
+        return self.encoder.num_hidden_layers
+
+    @num_hidden_layers.setter
+    def num_hidden_layers(self, value: int) -> None:
+        self.encoder.num_hidden_layers = value
+
+    @property
+    def vocab_size(self) -> int:
+        """The encoder's vocabulary size."""
+        return self.encoder.vocab_size
+
+    @vocab_size.setter
+    def vocab_size(self, value: int) -> None:
+        self.encoder.vocab_size = value
+
+
+def first_set(config: PretrainedConfig, names: tuple[str, ...], default: Any) -> Any:
+    """The first attribute of ``config`` among ``names`` that is set (not ``None``, not a bool), else ``default``."""
+    for name in names:
+        value = getattr(config, name, None)
+        if value is not None and not isinstance(value, bool):
+            return value
+    return default
+
+
+#: Every batch key a syntax model may read, in the order :attr:`SyntaxModelConfig.syntax_inputs` lists them.
+SYNTAX_INPUT_KEYS: tuple[str, ...] = DEPENDENCY_KEYS + CONSTITUENCY_KEYS + ("pos_ids",)
+
+
+def ordered_syntax_inputs(keys: set[str]) -> tuple[str, ...]:
+    """``keys`` (each one of :data:`SYNTAX_INPUT_KEYS`) in the order of :data:`SYNTAX_INPUT_KEYS`."""
+    unknown = keys - set(SYNTAX_INPUT_KEYS)
+    if unknown:
+        raise ValueError(f"unknown syntax inputs {sorted(unknown)}; known are {SYNTAX_INPUT_KEYS}")
+    return tuple(k for k in SYNTAX_INPUT_KEYS if k in keys)
+
+
+@strict
+class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
+    r"""Base of the syntax models' configs: the task-head options every system accepts.
+
+    Subclasses add the wrapped ``encoder`` sub-config and their own options, call
+    :meth:`resolve_head_defaults` from ``__post_init__`` and implement :attr:`syntax_inputs`.
+
+    Args:
+        pooling: sentence representation for sequence-level heads (sequence classification, multiple choice):
+            ``"cls"`` (the first token through a dense+tanh pooler, initialised from the encoder's pooler when it
+            has one; SG-Net §3.4.2, BERT) or ``"mean"`` (the mean of the contextual states over non-special tokens:
+            positions with ``syntax_tree >= 0``, over ``attention_mask`` when the batch has no ``syntax_tree``).
+        classifier_dropout: dropout before every head's output layer; default the encoder's ``classifier_dropout``
+            if set, else the system's hidden dropout (BERT's convention).
+        initializer_range: std of the normal init of new weights (heads, poolers); default the encoder's (0.02 if
+            it has none).
+        qa_verifier: span QA only: add the answer verifier, an answerability classifier on the first token
+            (SG-Net §3.4.1, Eq. 13-14; see :class:`~syntaxformer.modeling.heads.QuestionAnsweringHead`).
+        verifier_loss_weight: weight of the verifier's cross-entropy in the QA loss (default 1.0).
+        span_loss_weight: weight of the span loss in the QA loss (default 1.0); 0 trains the verifier alone (the
+            paper's *parallel* verifier; needs ``qa_verifier=True``).
+        verifier_beta1, verifier_beta2: the weights β1 (span score difference) and β2 (verifier score) of Eq. 14,
+            used when decoding answers (default 1.0, 1.0).
+        num_labels, problem_type: as in ``PretrainedConfig`` (sequence and token classification; regression when
+            ``num_labels == 1``).
+    """
+
+    pooling: Pooling = "cls"
+    classifier_dropout: float | int | None = None
+    initializer_range: float | int | None = None
+    qa_verifier: bool = False
+    verifier_loss_weight: float | int = 1.0
+    span_loss_weight: float | int = 1.0
+    verifier_beta1: float | int = 1.0
+    verifier_beta2: float | int = 1.0
+
+    def resolve_head_defaults(self, dropout_fallback: float) -> None:
+        """Fill the head options left at ``None`` from the encoder and turn the weights into floats.
+
+        Args:
+            dropout_fallback: ``classifier_dropout`` when the encoder sets none (the system's hidden dropout).
+        """
+        enc = self.encoder
+        if self.classifier_dropout is None:
+            self.classifier_dropout = float(first_set(enc, ("classifier_dropout",), dropout_fallback))
+        if self.initializer_range is None:
+            self.initializer_range = float(first_set(enc, ("initializer_range",), 0.02))
+        for name in ("verifier_loss_weight", "span_loss_weight", "verifier_beta1", "verifier_beta2"):
+            setattr(self, name, float(getattr(self, name)))
+
+    # -- validators (run by ``@strict`` after ``__post_init__``) -------------------------------------------------
+    def validate_task_head_options(self) -> None:
+        """Dropout in [0, 1); QA loss weights non-negative (runs after the system's own validators, which are
+        named so that they sort first: a bad ``sg_dropout`` is reported as such, not as the classifier dropout
+        derived from it)."""
+        name = type(self).__name__
+        if not 0.0 <= self.classifier_dropout < 1.0:
+            raise ValueError(f"{name}.classifier_dropout must lie in [0, 1), got {self.classifier_dropout}")
+        for option in ("verifier_loss_weight", "span_loss_weight"):
+            if getattr(self, option) < 0:
+                raise ValueError(f"{name}.{option} must be >= 0, got {getattr(self, option)}")
+
+    @property
+    def syntax_inputs(self) -> tuple[str, ...]:
+        """The syntax batch keys the model reads (names of :func:`syntaxformer.data.encode.encode_syntax`'s arrays,
+        plus ``pos_ids``), as a function of its options; featurization needs to produce only these (besides
+        ``input_ids``, ``attention_mask``, ``token_type_ids`` and the labels)."""
+        raise NotImplementedError(f"{type(self).__name__} does not declare its syntax_inputs")
+
+    def mean_pooling_inputs(self) -> tuple[str, ...]:
+        """``("syntax_tree",)`` when ``pooling="mean"`` (it marks the special tokens to leave out), else ``()``."""
+        return ("syntax_tree",) if self.pooling == "mean" else ()

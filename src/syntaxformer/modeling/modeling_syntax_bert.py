@@ -1,0 +1,372 @@
+"""Syntax-BERT (Bai et al., 2021): masked sub-network attention in every layer of a pretrained encoder, mixed per
+token by topical attention; LISA-style parent head as an option.
+
+``SyntaxBertModel`` wraps any ``AutoModel`` encoder whose attention goes through transformers' ``AttentionInterface``
+(BERT, RoBERTa, ELECTRA, ... — see ``docs/syntax_bert.md``) and runs it with ``attn_implementation="syntax"``
+(:mod:`syntaxformer.modeling.syntax_attention`): never a copy of its code. Per forward pass it builds the relation
+groups of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch once
+(:func:`~syntaxformer.masks.relations.relation_groups_from_features`), applies the ablations of the paper's Table 5,
+and hands them to every layer through the model call's keyword arguments. The task models
+(``SyntaxBertForSequenceClassification``, ``...ForQuestionAnswering``, ``...ForMultipleChoice``,
+``...ForTokenClassification``) put the heads of :mod:`syntaxformer.modeling.heads` on its last hidden states and add
+the LISA loss to every head's loss.
+
+Typical use::
+
+    from syntaxformer.defaults import default_hf_model
+    model = SyntaxBertForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
+    out = model(**batch)            # a SyntaxCollator batch, plus "labels" for a loss
+    model.save_pretrained("run/")   # AutoModelForSequenceClassification.from_pretrained("run/") loads it back
+"""
+
+import zlib
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import AutoModel, PreTrainedModel
+from transformers import initialization as init
+
+from syntaxformer.masks.random import random_like_groups
+from syntaxformer.masks.relations import group_id, relation_groups
+from syntaxformer.modeling.configuration_syntax_bert import RELATION_KINDS, SyntaxBertConfig
+from syntaxformer.modeling.heads import (
+    MultipleChoiceHead,
+    QuestionAnsweringHead,
+    SequenceClassificationHead,
+    TokenClassificationHead,
+)
+from syntaxformer.modeling.outputs import ContextualStates, SyntaxBertModelOutput
+from syntaxformer.modeling.syntax_attention import (
+    SYNTAX_ATTENTION,
+    LisaRecorder,
+    SyntaxGroups,
+    TopicalAttention,
+    prepare_groups,
+)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Finding the attention layers of a host model
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.Linear]]:
+    """The self-attention modules of ``encoder`` in layer order, each with its key and output projections.
+
+    Recognised layouts: BERT-style ``...attention.self`` with ``query/key/value`` and the sibling
+    ``...attention.output.dense`` (BERT, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA, ERNIE, Data2VecText, MiniLM,
+    ...), and DistilBERT-style modules with ``q_lin/k_lin/v_lin/out_lin``.
+
+    Raises:
+        ValueError: no such module per layer (e.g. ALBERT shares one module across layers; DeBERTa, MPNet and
+            others do not call ``AttentionInterface``).
+    """
+    sites = []
+    for name, module in encoder.named_modules():
+        if "cross" in type(module).__name__.lower():
+            continue
+        key = out = None
+        if isinstance(getattr(module, "query", None), nn.Linear) and isinstance(getattr(module, "key", None),
+                                                                                  nn.Linear):
+            parent = encoder.get_submodule(name.rpartition(".")[0]) if "." in name else encoder
+            out = getattr(getattr(parent, "output", None), "dense", None)
+            key = module.key
+        elif isinstance(getattr(module, "k_lin", None), nn.Linear):
+            key, out = module.k_lin, getattr(module, "out_lin", None)
+        if key is not None and isinstance(out, nn.Linear):
+            sites.append((module, key, out))
+    n_layers = getattr(getattr(encoder, "config", None), "num_hidden_layers", None)
+    if not sites or (n_layers is not None and len(sites) != n_layers):
+        raise ValueError(
+            f"Syntax-BERT found {len(sites)} self-attention modules in {type(encoder).__name__} "
+            f"(expected one per layer, {n_layers}); supported are encoders with BERT-style "
+            "'attention.self' + 'attention.output.dense' (BERT, RoBERTa, ELECTRA, ...) or DistilBERT-style modules")
+    return sites
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class SyntaxBertPreTrainedModel(PreTrainedModel):
+    """Base of the Syntax-BERT models: config class, weight init, loading from a pretrained encoder.
+
+    :class:`SyntaxBertModel` is the backbone; every task model (``SyntaxBertFor...``) holds one as
+    ``self.syntax_bert`` and puts a head of :mod:`syntaxformer.modeling.heads` on its last hidden states.
+    """
+
+    config_class = SyntaxBertConfig
+    base_model_prefix = "syntax_bert"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_attention_backend = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        """Hugging Face's default init (normal linears, unit LayerNorms); topical queries at zero (start from the
+        average of the non-empty sub-networks). Loaded weights are never re-initialised."""
+        super()._init_weights(module)
+        if isinstance(module, TopicalAttention):
+            init.zeros_(module.query)
+
+    @classmethod
+    def from_encoder_pretrained(cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None,
+                                **config_overrides: Any) -> "SyntaxBertPreTrainedModel":
+        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
+
+        Args:
+            name_or_path: a Hugging Face model name or folder ``AutoModel.from_pretrained`` can load (e.g.
+                :func:`syntaxformer.defaults.default_hf_model`).
+            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``, ``revision`` ...;
+                the attention implementation is always ``"syntax"``).
+            **config_overrides: :class:`SyntaxBertConfig` options (``num_labels=2``, ``aggregation="sum"`` ...).
+
+        Returns:
+            the model in evaluation mode (as ``from_pretrained`` returns models); call ``.train()`` to fine-tune.
+        """
+        kwargs = dict(encoder_kwargs or {})
+        kwargs["attn_implementation"] = SYNTAX_ATTENTION
+        encoder = AutoModel.from_pretrained(name_or_path, **kwargs)
+        config = SyntaxBertConfig(encoder=encoder.config, **config_overrides)
+        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)
+        model.eval()
+        return model
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The wrapped encoder's token embeddings."""
+        return self.base_model.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        """Replace the wrapped encoder's token embeddings."""
+        self.base_model.encoder.set_input_embeddings(value)
+
+    def post_init(self) -> None:
+        """Hugging Face's post-init, then make sure the encoder runs the ``"syntax"`` attention (the base class
+        dispatches the outer model's attention implementation to the encoder's config)."""
+        super().post_init()
+        backbone = self.base_model
+        if isinstance(backbone, SyntaxBertModel) and hasattr(backbone, "encoder"):
+            backbone.use_syntax_attention()
+
+    def build_backbone(self, config: SyntaxBertConfig, encoder: PreTrainedModel | None) -> "SyntaxBertModel":
+        """The backbone of the task models: a :class:`SyntaxBertModel` around ``encoder``."""
+        return SyntaxBertModel(config, encoder=encoder)
+
+
+class SyntaxBertModel(SyntaxBertPreTrainedModel):
+    """Syntax-BERT without a task head: a pretrained encoder whose every attention layer runs on sub-networks.
+
+    Args:
+        config: the model's :class:`SyntaxBertConfig`.
+        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds
+            ``AutoModel.from_config(config.encoder)``. It is switched to ``attn_implementation="syntax"``. Its
+            pooler, if any, is removed (heads own their poolers; an unused pooler would break DDP).
+    """
+
+    def __init__(self, config: SyntaxBertConfig, encoder: PreTrainedModel | None = None):
+        super().__init__(config)
+        if encoder is None:
+            encoder = AutoModel.from_config(config.encoder, attn_implementation=SYNTAX_ATTENTION)
+        else:
+            self.config.encoder = encoder.config  # one config object, so changes to either are seen by both
+        if getattr(encoder, "pooler", None) is not None:
+            encoder.pooler = _NoPooler()  # some encoders (LayoutLM) call their pooler unconditionally
+        self.encoder = encoder
+        sites = attention_sites(encoder)
+        for i, (module, _, _) in enumerate(sites):
+            module.syntax_layer_idx = i  # the layer's topical query (architectures without layer_idx need it)
+        if config.aggregation == "topical":
+            self.topical = TopicalAttention(len(sites), sites[0][1].out_features, config.hidden_size)
+            self.topical.bind([(key, out) for _, key, out in sites])
+        else:
+            self.topical = None
+        self.post_init()
+
+    def use_syntax_attention(self) -> None:
+        """Switch the encoder (back) to ``attn_implementation="syntax"``; the base class dispatches the outer
+        model's implementation to the encoder's config (a sub-config), e.g. when a head is built around it."""
+        if self.encoder.config._attn_implementation != SYNTAX_ATTENTION:
+            self.encoder.config._attn_implementation = SYNTAX_ATTENTION
+
+    def contextual_states(self, input_ids: torch.Tensor | None = None, **inputs: Any) -> ContextualStates:
+        """What the task heads read: the last hidden states ``[B, L, H]``, the per-layer outputs, ``lisa_loss`` and
+        the auxiliary loss ``lisa_loss_weight * lisa_loss`` (when LISA is on and ``dep_parent`` is given).
+
+        Args:
+            input_ids, **inputs: as in :meth:`forward` (``return_dict`` is always True here).
+        """
+        out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
+        auxiliary = None if out.lisa_loss is None else self.config.lisa_loss_weight * out.lisa_loss
+        return ContextualStates(hidden=out.last_hidden_state, hidden_states=out.hidden_states,
+                                attentions=out.attentions, extras={"lisa_loss": out.lisa_loss},
+                                auxiliary_loss=auxiliary)
+
+    def build_groups(self, features: dict[str, torch.Tensor], device: torch.device,
+                     input_ids: torch.Tensor | None = None) -> SyntaxGroups:
+        """Relation groups of a collated batch, with the configured ablations, ready for every layer.
+
+        Args:
+            features: collator keys (``syntax_tree``, ``syntax_segment``, ``dep_*`` and, for the constituency
+                partition, ``con_*``), ``[B, L]`` / ``[B, L, D']``.
+            device: where to build them (the model's device).
+            input_ids: ``[B, L]`` token ids, to seed the random-mask ablation per example.
+
+        Returns:
+            :class:`SyntaxGroups` with one int64 ``[B, L, L]`` tensor per tree kind (0 = no sub-network).
+        """
+        c = self.config
+        D = c.max_distance
+        missing = [k for k in ("syntax_tree", "syntax_segment") if features.get(k) is None]
+        kinds = (["dep"] if c.use_dependency else []) + (["con"] if c.use_constituency else [])
+        for kind in kinds:
+            missing += [f"{kind}_{n}" for n in (("tin", "tout", "depth") if kind == "dep" else ("key", "depth"))
+                        + ("anc_lo", "anc_hi", "anc_head") if features.get(f"{kind}_{n}") is None]
+        if missing:
+            raise ValueError(f"Syntax-BERT needs the batch keys {missing} (built by "
+                             "syntaxformer.data.collate.SyntaxCollator; constituency needs constituency=True), or "
+                             "precomputed syntax_groups=...")
+        f = {k: v.to(device) for k, v in features.items() if isinstance(v, torch.Tensor)}
+        tree, segment = f["syntax_tree"], f["syntax_segment"]
+        parts = []
+        if c.use_dependency:
+            parts.append(relation_groups(f["dep_tin"], f["dep_depth"], f["dep_anc_lo"], f["dep_anc_hi"],
+                                         f["dep_anc_head"], tree, segment, D, c.pairwise_masks, key_hi=f["dep_tout"]))
+        if c.use_constituency:
+            parts.append(relation_groups(f["con_key"], f["con_depth"], f["con_anc_lo"], f["con_anc_hi"],
+                                         f["con_anc_head"], tree, segment, D, c.pairwise_masks))
+        keep = self._kept_groups(device)
+        out = []
+        for j, g in enumerate(parts):
+            g = g.long()
+            if keep is not None:
+                g = keep[g]
+            if c.random_masks:
+                g = _random_groups(g, tree >= 0, input_ids, c.random_masks_seed + 7919 * j)
+            out.append(g)
+        return prepare_groups(out, c.num_buckets)
+
+    def _kept_groups(self, device: torch.device) -> torch.Tensor | None:
+        """Lookup table group id -> itself or 0 for the relation kinds switched off (None if all are kept)."""
+        c = self.config
+        flags = (c.parent_masks, c.child_masks, c.sibling_masks, c.pairwise_masks)
+        if all(flags):
+            return None
+        D = c.max_distance
+        table = torch.arange(c.num_buckets, device=device)
+        for kind, on in zip(RELATION_KINDS, flags):
+            if not on:
+                lo, hi = group_id(kind, 1, D), group_id(kind, D, D)  # the ids of all distances of this kind
+                table[lo:hi + 1] = 0
+        return table
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        dep_parent: torch.Tensor | None = None,
+        syntax_groups: SyntaxGroups | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **features: Any,
+    ) -> SyntaxBertModelOutput | tuple[torch.Tensor, ...]:
+        """Encode a batch.
+
+        Args:
+            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
+            attention_mask: ``[B, L]`` 1 = real token, 0 = padding (padding is never attended).
+            token_type_ids: ``[B, L]`` segment ids, for encoders that use them.
+            position_ids: ``[B, L]`` passed to the encoder.
+            inputs_embeds: ``[B, L, H]`` passed to the encoder instead of ``input_ids``.
+            dep_parent: ``[B, L]`` key position of each token's dependency parent (-1: none), for the LISA loss.
+            syntax_groups: precomputed groups (:class:`~syntaxformer.modeling.syntax_attention.SyntaxGroups`);
+                default: built from ``features``.
+            output_attentions: also return every layer's effective attention ``[B, heads, L, L]``.
+            output_hidden_states: also return every layer's hidden states.
+            return_dict: return a :class:`SyntaxBertModelOutput` (default) or a tuple.
+            **features: the other collator keys: ``syntax_tree``, ``syntax_segment`` ``[B, L]`` (-1 for special
+                tokens and padding), ``dep_tin``, ``dep_tout``, ``dep_depth`` ``[B, L]``, ``dep_anc_*``
+                ``[B, L, D']``, and with constituency ``con_key``, ``con_depth``, ``con_anc_*``. Other keys
+                (``labels`` ...) are ignored, so a collated batch can be passed as ``model(**batch)``.
+
+        Returns:
+            :class:`SyntaxBertModelOutput` with ``last_hidden_state`` ``[B, L, H]`` and ``lisa_loss``.
+        """
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        self.use_syntax_attention()
+        device = self.encoder.get_input_embeddings().weight.device
+        uses_syntax = self.config.syntax_layers is None or len(self.config.syntax_layers) > 0
+        if syntax_groups is None and uses_syntax:
+            syntax_groups = self.build_groups(features, device, input_ids)
+        recorder = None
+        if self.config.lisa_layer is not None:
+            recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head)
+        enc_inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids,
+                      "position_ids": position_ids, "inputs_embeds": inputs_embeds}
+        enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
+        if output_attentions:
+            enc_inputs["output_attentions"] = True
+        if output_hidden_states:
+            enc_inputs["output_hidden_states"] = True
+        enc = self.encoder(input_ids=input_ids, return_dict=True, syntax_groups=syntax_groups,
+                           syntax_options=self.config.attention_options(), syntax_topical=self.topical,
+                           syntax_lisa=recorder, **enc_inputs)
+        lisa_loss = None
+        if recorder is not None and dep_parent is not None:
+            lisa_loss = recorder.loss(dep_parent)
+        out = SyntaxBertModelOutput(
+            last_hidden_state=enc.last_hidden_state,
+            lisa_loss=lisa_loss,
+            hidden_states=getattr(enc, "hidden_states", None),
+            attentions=getattr(enc, "attentions", None),
+            lisa_log_probs=None if recorder is None else recorder.log_probs,
+        )
+        return out if return_dict else out.to_tuple()
+
+
+class _NoPooler(nn.Module):
+    """Stands in for a removed encoder pooler: no parameters, returns ``None``."""
+
+    def forward(self, hidden_states: torch.Tensor) -> None:  # noqa: D102
+        return None
+
+
+def _random_groups(groups: torch.Tensor, valid: torch.Tensor, input_ids: torch.Tensor | None, seed: int
+                   ) -> torch.Tensor:
+    """Shuffle each example's group ids with a generator seeded by its token ids (fixed per example)."""
+    out = torch.empty_like(groups)
+    ids = None if input_ids is None else input_ids.detach().cpu()
+    for b in range(groups.shape[0]):
+        token_seed = 0 if ids is None else zlib.crc32(ids[b][valid[b].cpu()].numpy().tobytes())
+        gen = torch.Generator(device=groups.device).manual_seed((seed * 1_000_003 + token_seed + b * (ids is None))
+                                                                 % (2 ** 63))
+        out[b] = random_like_groups(groups[b:b + 1], valid[b:b + 1], generator=gen)[0]
+    return out
+
+
+class SyntaxBertForSequenceClassification(SequenceClassificationHead, SyntaxBertPreTrainedModel):
+    """Syntax-BERT with a sequence classification / regression head (GLUE, SST, NLI; §4):
+    :class:`~syntaxformer.modeling.heads.SequenceClassificationHead` on the last hidden states (the LISA loss is
+    added to the loss)."""
+
+
+class SyntaxBertForQuestionAnswering(QuestionAnsweringHead, SyntaxBertPreTrainedModel):
+    """Syntax-BERT for span question answering (SQuAD 2.0) with the optional answer verifier:
+    :class:`~syntaxformer.modeling.heads.QuestionAnsweringHead` on the last hidden states (the LISA loss is added
+    to the loss)."""
+
+
+class SyntaxBertForMultipleChoice(MultipleChoiceHead, SyntaxBertPreTrainedModel):
+    """Syntax-BERT for multiple choice (RACE): :class:`~syntaxformer.modeling.heads.MultipleChoiceHead` (inputs and
+    syntax tensors ``[B, C, L, ...]``, flattened to ``B * C`` sequences; the LISA loss is added to the loss)."""
+
+
+class SyntaxBertForTokenClassification(TokenClassificationHead, SyntaxBertPreTrainedModel):
+    """Syntax-BERT with a per-token classifier (tagging):
+    :class:`~syntaxformer.modeling.heads.TokenClassificationHead` on the last hidden states (the LISA loss is added
+    to the loss)."""

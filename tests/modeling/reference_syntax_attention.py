@@ -1,0 +1,163 @@
+"""Slow reference of Syntax-BERT's ``"syntax"`` attention, written from the paper (Bai et al., 2021, §3.2-3.3).
+
+For every sub-network (group g of a partition) a masked softmax over the keys the group links to the query,
+``A_g = softmax(S + M_g)`` (rows with no key in g take no part), its output ``O_g = A_g V``, the topical score of
+each non-empty group per token ``s_g = q_l · K(O(O_g)) / sqrt(hidden)`` (Eq. 2, with the layer's pretrained output
+and key projections), a softmax over the token's non-empty groups ``α = softmax(s)`` (Eq. 3; ``"sum"``: α = 1,
+``"mean"``: α = 1 / #groups) and the mix ``Σ_g α_g O_g``. Rows with no non-empty group attend as the pretrained
+layer (``empty_rows="full"``) or to themselves (``"self"``); the LISA head attends to every non-padding key.
+
+Everything is computed in float64 with explicit loops and masks. It shares no code with
+:mod:`syntaxformer.modeling.syntax_attention`: it reads only the inputs of the attention call (the group ids, the
+options, the task queries and the projections they are bound to) and writes the LISA log-probabilities into the
+given recorder.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import torch
+from transformers import AttentionInterface
+
+from syntaxformer.modeling.syntax_attention import (
+    SYNTAX_ATTENTION,
+    SyntaxAttentionOptions,
+    SyntaxGroups,
+    register_syntax_attention,
+)
+
+
+def _partitions(groups: Any) -> list[torch.Tensor]:
+    if groups is None:
+        return []
+    if isinstance(groups, SyntaxGroups):
+        return list(groups.partitions)
+    if isinstance(groups, torch.Tensor):
+        return [groups]
+    return [g for g in groups if g is not None]
+
+
+def _allowed_keys(mask: torch.Tensor | None, B: int, L: int) -> torch.Tensor:
+    """``[B, L, L]`` bool, True = the query may attend to the key (bool mask, or additive 0 / very negative)."""
+    if mask is None:
+        return torch.ones(B, L, L, dtype=torch.bool)
+    m = mask[:, 0]
+    allowed = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
+    return allowed.expand(B, L, L)
+
+
+def _masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Softmax of ``scores`` ``[..., L]`` over the entries where ``keep``; all-zero rows where nothing is kept."""
+    x = scores.masked_fill(~keep, float("-inf"))
+    top = x.max(-1, keepdim=True).values
+    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    e = torch.exp(x - top) * keep
+    total = e.sum(-1, keepdim=True)
+    return torch.where(total > 0, e / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(e))
+
+
+def _topical_scores(topical: Any, layer: int, outputs: torch.Tensor) -> torch.Tensor:
+    """Eq. 2: ``q_l · W_K(W_O(o)) / sqrt(hidden)`` for ``outputs`` ``[..., H * d]`` -> ``[...]`` (float64)."""
+    key, out = topical.site(layer)
+    projected = torch.nn.functional.linear(outputs, out.weight.double(), out.bias.double())
+    keyed = torch.nn.functional.linear(projected, key.weight.double(), key.bias.double())
+    return keyed @ topical.query[layer].double() * topical.scale
+
+
+def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                               attention_mask: torch.Tensor | None, scaling: float | None = None,
+                               dropout: float = 0.0, syntax_groups: Any = None,
+                               syntax_options: SyntaxAttentionOptions | None = None, syntax_topical: Any = None,
+                               syntax_lisa: Any = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Same contract as :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward` (no dropout):
+    ``([B, L, H, d] output, [B, H, L, L] effective attention Σ_g α_g A_g)``."""
+    opts = syntax_options or SyntaxAttentionOptions()
+    layer = getattr(module, "syntax_layer_idx", None)
+    layer = getattr(module, "layer_idx", None) if layer is None else layer
+    B, H, L, d = query.shape
+    scale = d ** -0.5 if scaling is None else scaling
+    scores = (query.double() @ key.double().transpose(-1, -2)) * scale  # (B, H, L, L)
+    v = value.double()
+    allowed = _allowed_keys(attention_mask, B, L)  # (B, L, L)
+    p_full = _masked_softmax(scores, allowed.unsqueeze(1))  # (B, H, L, L)
+    o_full = p_full @ v  # (B, H, L, d)
+
+    lisa_head = None
+    if syntax_lisa is not None and layer == syntax_lisa.layer:
+        lisa_head = syntax_lisa.head
+        logits = scores[:, lisa_head].masked_fill(~allowed, torch.finfo(torch.float32).min)
+        syntax_lisa.log_probs = torch.log_softmax(logits, -1).float()  # (B, L, L)
+
+    partitions = _partitions(syntax_groups)
+    use_syntax = bool(partitions) and (opts.layers is None or layer is None or layer in opts.layers)
+    if not use_syntax:
+        return o_full.transpose(1, 2).to(value.dtype), p_full.float()
+
+    # One candidate per non-empty group (and the full attention as an optional extra candidate).
+    cand_probs, cand_rows = [], []
+    for ids in partitions:
+        for g in range(1, int(ids.max()) + 1):
+            link = (ids == g) & allowed  # (B, L, L)
+            if not bool(link.any()):
+                continue
+            cand_probs.append(_masked_softmax(scores, link.unsqueeze(1)))  # (B, H, L, L), zero on empty rows
+            cand_rows.append(link.any(-1))  # (B, L)
+    if opts.full_attention_candidate:
+        cand_probs.append(p_full)
+        cand_rows.append(allowed.any(-1))
+    if lisa_head is not None:  # the LISA head keeps the full softmax in every candidate
+        cand_probs = [torch.cat([p[:, :lisa_head], p_full[:, lisa_head:lisa_head + 1], p[:, lisa_head + 1:]], 1)
+                      for p in cand_probs]
+    cand_out = [(p @ v).transpose(1, 2).reshape(B, L, H * d) for p in cand_probs]  # (B, L, H*d) each: O_g
+
+    # Topical attention over each token's candidates (Eq. 3).
+    alpha = torch.zeros(B, L, len(cand_out), dtype=torch.float64)
+    for b in range(B):
+        for i in range(L):
+            cs = [c for c in range(len(cand_out)) if cand_rows[c][b, i]]
+            if not cs:
+                continue
+            if opts.aggregation == "sum":
+                weights = torch.ones(len(cs), dtype=torch.float64)
+            elif opts.aggregation == "mean" or syntax_topical is None:
+                weights = torch.full((len(cs),), 1.0 / len(cs), dtype=torch.float64)
+            else:
+                s = torch.stack([_topical_scores(syntax_topical, layer, cand_out[c][b, i]) for c in cs])
+                weights = torch.exp(s - s.max())
+                weights = weights / weights.sum()
+            for c, w in zip(cs, weights):
+                alpha[b, i, c] = w
+
+    out = torch.zeros(B, L, H * d, dtype=torch.float64)
+    eff = torch.zeros(B, H, L, L, dtype=torch.float64)
+    for c in range(len(cand_out)):
+        out = out + alpha[..., c:c + 1] * cand_out[c]
+        eff = eff + alpha[..., c].view(B, 1, L, 1) * cand_probs[c]
+    out = out.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
+
+    has_group = torch.stack(cand_rows, -1).any(-1) if cand_rows else torch.zeros(B, L, dtype=torch.bool)
+    rows = (~has_group).view(B, 1, L, 1)
+    if opts.empty_rows == "full":
+        out = torch.where(rows, o_full, out)
+        eff = torch.where(rows, p_full, eff)
+    else:
+        out = torch.where(rows, v, out)
+        eff = torch.where(rows, torch.eye(L, dtype=torch.float64).expand(B, H, L, L), eff)
+    if lisa_head is not None:
+        head = (torch.arange(H) == lisa_head).view(1, H, 1, 1)
+        out = torch.where(head, o_full, out)
+        eff = torch.where(head, p_full, eff)
+    return out.transpose(1, 2).contiguous().to(value.dtype), eff.float()
+
+
+@contextmanager
+def reference_attention() -> Iterator[None]:
+    """Run every ``"syntax"`` attention call through :func:`reference_syntax_attention` inside the block (whole
+    models against the reference)."""
+    AttentionInterface.register(SYNTAX_ATTENTION, reference_syntax_attention)
+    try:
+        yield
+    finally:
+        register_syntax_attention()
