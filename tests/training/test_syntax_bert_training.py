@@ -18,8 +18,8 @@ from syntaxformer.training.run import build_context, build_model, load_tokenizer
 from tests.conftest import data_path
 
 #: What SG-Net reads, and the ancestor tables Syntax-BERT adds per tree (spelled out here, not imported).
-SGNET_KEYS = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
-DEP_KEYS = ("dep_anc_lo", "dep_anc_hi", "dep_anc_head")
+TREE_KEYS = ("syntax_tree", "syntax_segment")
+DEP_KEYS = ("dep_tin", "dep_tout", "dep_depth", "dep_anc_lo", "dep_anc_hi", "dep_anc_head")
 CON_KEYS = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
 
 pytestmark = pytest.mark.slow
@@ -51,12 +51,14 @@ def test_syntax_bert_options_and_syntax_inputs(tiny_model, tmp_path, minilm_toke
     mc = model.config
     assert mc.use_dependency and not mc.use_constituency and mc.lisa_layer == 1 and mc.lisa_loss_weight == 0.5
     assert mc.aggregation == "sum" and mc.random_masks and mc.parent_masks is False
-    assert build_context(c, minilm_tokenizer, mc).syntax_inputs == SGNET_KEYS + DEP_KEYS
+    # sub-networks on the dependency tree, plus the LISA parent
+    assert set(build_context(c, minilm_tokenizer, mc).syntax_inputs) == {*TREE_KEYS, *DEP_KEYS, "dep_parent"}
     both = build_model(c.replace(trees="both"), task).config
-    assert build_context(c, minilm_tokenizer, both).syntax_inputs == SGNET_KEYS + DEP_KEYS + CON_KEYS
+    assert set(build_context(c, minilm_tokenizer, both).syntax_inputs) == {*TREE_KEYS, *DEP_KEYS, *CON_KEYS,
+                                                                          "dep_parent"}
     baseline = build_model(_config(tiny_model, tmp_path, use_syntax=False), task).config
     assert baseline.syntax_layers == [] and baseline.aggregation == "mean"
-    assert build_context(c, minilm_tokenizer, baseline).syntax_inputs == SGNET_KEYS
+    assert build_context(c, minilm_tokenizer, baseline).syntax_inputs == ()  # reads no syntax: nothing is parsed
     d8 = build_model(c.replace(model={**c.model, "max_distance": 8}), task).config
     assert build_context(c, minilm_tokenizer, d8).max_distance == 8
 
@@ -108,7 +110,8 @@ def test_syntax_bert_lisa_end_to_end_on_sst5_trees(tiny_model, tmp_path, capsys)
                                                           "dev_total": 1101}
     assert saved["syntax_source"] == {"constituency": "gold SST trees",
                                       "dependency": "spaCy en_core_web_sm on gold tokens"}
-    assert saved["examples"] == "sentences" and tuple(saved["syntax_keys"]) == SGNET_KEYS + DEP_KEYS + CON_KEYS
+    assert saved["examples"] == "sentences" and set(saved["syntax_keys"]) == {*TREE_KEYS, *DEP_KEYS, *CON_KEYS,
+                                                                             "dep_parent"}
     assert saved["model_options"]["lisa_layer"] == 1 and saved["model_options"]["num_labels"] == 5
     assert 0.0 <= saved["dev"]["accuracy"] <= 1.0 and saved["train"]["global_step"] == 3
     lisa = saved["lisa"]
