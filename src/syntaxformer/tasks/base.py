@@ -277,4 +277,4 @@ def _load_builtin() -> None:
 
 
 #: The modules that define the built-in tasks (each calls :func:`register_task` at import).
-_BUILTIN_MODULES: tuple[str, ...] = ()
+_BUILTIN_MODULES: tuple[str, ...] = ("syntaxformer.tasks.translation",)
