@@ -59,8 +59,7 @@ def _train(out, paths, annotator, max_steps, resume=False):
     trainer = SyntaxSeq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(output_dir=str(out), **training),
                                    train_dataset=task.featurize(train, context, "train"),
                                    eval_dataset=task.featurize(valid, context, "dev"),
-                                   data_collator=task.collator(context),
-                                   processing_class=context.extra["target_tokenizer"])
+                                   data_collator=task.collator(context))
     trainer.train(resume_from_checkpoint=True if resume else None)
     return task, context, trainer
 
@@ -123,6 +122,7 @@ def test_train_translate_cli_and_train_route(tmp_path, m30k_small, annotator, mo
     assert saved["training"]["max_steps"] == 2 and saved["training"]["seed"] == 3 and saved["eval_sets"] == {}
     metrics = json.loads((tmp_path / "cli_model" / "metrics.json").read_text())
     assert metrics["best_step"] == 2 and metrics["sizes"]["train"] == 60 and metrics["eval"] == {}
+    assert not (tmp_path / "cli_model" / "tokenizer.json").exists()  # only source_tokenizer/, target_tokenizer/
     assert main(["train", "--task", "translation", "--config", str(cfg), "--set", "depth=3",
                  "--output-dir", str(tmp_path / "bad")]) == 1
     assert "unknown translation option 'depth'" in capsys.readouterr().err

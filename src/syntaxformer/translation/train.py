@@ -139,8 +139,7 @@ def train_translation(options: Mapping[str, Any], annotator: Any = None) -> dict
 
     args = Seq2SeqTrainingArguments(output_dir=str(out), disable_tqdm=not show_progress, **training)
     trainer = SyntaxSeq2SeqTrainer(model=model, args=args, train_dataset=train_features,
-                                   eval_dataset=valid_features, data_collator=task.collator(context),
-                                   processing_class=context.extra["target_tokenizer"])
+                                   eval_dataset=valid_features, data_collator=task.collator(context))
     resume = any(out.glob("checkpoint-*"))
     result = trainer.train(resume_from_checkpoint=True if resume else None)
     trainer.save_model(str(out))
