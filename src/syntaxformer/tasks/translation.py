@@ -294,14 +294,15 @@ class TranslationTask(Task):
 
     def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
         """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation
-        sets keep up to ``max_eval_source_length`` source pieces."""
+        sets keep up to ``max_eval_source_length`` source pieces. Without ``context.annotator`` (and with syntax
+        inputs) the context gets :func:`default_annotator`."""
         target = context.extra.get("target_tokenizer", self.target_tokenizer)
         max_source = self.max_source_length if split in ("train", "dev", "valid") else self.max_eval_source_length
         syntax = tuple(context.syntax_inputs)
-        annotator = context.annotator if context.annotator is not None or not syntax else default_annotator(
-            context.progress)
-        return encode_pairs(data, context.tokenizer, target, annotator, syntax, max_source, self.max_target_length,
-                            show_progress=context.progress)
+        if syntax and context.annotator is None:  # kept in the context: one parser for every split
+            context.annotator = default_annotator(context.progress)
+        return encode_pairs(data, context.tokenizer, target, context.annotator, syntax, max_source,
+                            self.max_target_length, show_progress=context.progress)
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """:func:`collate_pairs` with the source pad id and the decoder start id (``<s>``)."""
