@@ -65,7 +65,7 @@ def _feature_dim(preset: str) -> int:
     """The paper's share of the model width for the features (d = 20 of D = 512, 3.9%), at this preset's D:
     5 of 128 for ``cpu``. A fixed d = 20 would take 15.6% of a 128-d model's word dimensions away from the
     syntax arms, a handicap the paper (which found larger d to hurt) did not have."""
-    from syntaxformer.translation.model import PRESETS
+    from syntaxformer.modeling.seq2seq import PRESETS
 
     return max(1, round(20 * PRESETS[preset]["d_model"] / 512))
 
@@ -74,7 +74,7 @@ def _run(args: argparse.Namespace) -> None:
     import torch
 
     from syntaxformer.defaults import shared_data_dir
-    from syntaxformer.translation.train import TranslationConfig, train_translation
+    from syntaxformer.translation.train import train_translation
 
     torch.set_num_threads(args.threads)
     data = shared_data_dir()
@@ -95,7 +95,7 @@ def _run(args: argparse.Namespace) -> None:
                     eval_sets["newstest2013"] = [str(nt13 / "newstest2013-src.en.sgm"),
                                                  str(nt13 / "newstest2013-ref.de.sgm")]
                 options = {
-                    "output_dir": str(run), "arm": arm, "fraction": fraction, "seed": seed, "data_seed": 0,
+                    "output_dir": str(run), "arm": arm, "fraction": fraction, "data_seed": 0,
                     "train_source": str(m30k / "train.en"), "train_target": str(m30k / "train.de"),
                     "valid_source": str(m30k / "val.en"), "valid_target": str(m30k / "val.de"),
                     "eval_sets": eval_sets, "preset": args.preset, "max_steps": args.max_steps,
@@ -103,17 +103,17 @@ def _run(args: argparse.Namespace) -> None:
                     # one vocabulary per (fraction, data seed), shared by the arms
                     "tokenizer_dir": str(out / FRACTION_TAG.format(fraction) / "tokenizers"),
                     "show_progress": not args.no_progress, "threads": args.threads,
-                    "keep_checkpoints": args.keep_checkpoints,
+                    "keep_checkpoints": args.keep_checkpoints, "seed": seed,
                 }
                 t0 = time.time()
-                m = train_translation(TranslationConfig(**options))
+                m = train_translation(options)
                 print(json.dumps({"fraction": fraction, "arm": arm, "seed": seed,
                                   "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
                                   "train_s": m["train_seconds"], "wall_s": round(time.time() - t0, 1)}), flush=True)
 
 
 def _summarize(args: argparse.Namespace) -> dict:
-    from syntaxformer.translation.data import read_corpus
+    from syntaxformer.data.readers.parallel import read_corpus
     from syntaxformer.translation.evaluate import paired_bootstrap_bleu
 
     root = Path(args.out)
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=400, help="updates per run, the same for every run (400)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1; see the docstring)")
     parser.add_argument("--no-newstest", action="store_true", help="skip newstest2013 for the 100%% models")
-    parser.add_argument("--keep-checkpoints", action="store_true", help="keep checkpoint/*.pt after a run")
+    parser.add_argument("--keep-checkpoints", action="store_true", help="keep the checkpoint-* folders after a run")
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--out", default="runs/translation")
     parser.add_argument("--json", default="docs/results/translation.json", help="where the summary JSON goes")

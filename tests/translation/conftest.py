@@ -31,7 +31,7 @@ def annotator(tmp_path_factory):
 @pytest.fixture(scope="session")
 def m30k_small():
     """The first 60 training pairs and 20 validation pairs of Multi30k."""
-    from syntaxformer.translation.data import multi30k
+    from syntaxformer.data.readers.parallel import multi30k
 
     folder = data_path("multi30k")
     train = multi30k("train", folder)
@@ -41,7 +41,7 @@ def m30k_small():
 
 @pytest.fixture(scope="session")
 def tokenizers(m30k_small):
-    from syntaxformer.translation.tokenizer import train_bpe
+    from syntaxformer.data.bpe import train_bpe
 
     train, _ = m30k_small
     return train_bpe(train.sources, 300), train_bpe(train.targets, 300)

@@ -1,4 +1,6 @@
-"""End to end on real Multi30k pairs: train a tiny model a few steps, resume exactly, translate, BLEU; the CLI."""
+"""End to end on real Multi30k pairs, the runner's steps for the translation task: tokenizer -> model ->
+SyntaxSeq2SeqTrainer -> checkpoint -> exact resume -> predict -> postprocess -> BLEU; the saved folder through
+AutoModelForSeq2SeqLM and its tokenizers; the CLI (train route and ``syntaxformer translate``)."""
 
 from __future__ import annotations
 
@@ -6,15 +8,20 @@ import json
 
 import pytest
 import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainingArguments, set_seed
 
 from syntaxformer.cli import main
+from syntaxformer.data.bpe import load_tokenizers
+from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration
+from syntaxformer.tasks.base import TaskContext, get_task
+from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
 from syntaxformer.translation.evaluate import (
     corpus_bleu,
     load_translation_model,
     paired_bootstrap_bleu,
     translate,
 )
-from syntaxformer.translation.train import TranslationConfig, train_translation
 
 pytestmark = pytest.mark.slow
 
@@ -30,59 +37,95 @@ def _files(tmp_path, m30k_small):
     return paths
 
 
-def _config(tmp_path, paths, out, **options) -> TranslationConfig:
-    base = dict(output_dir=str(tmp_path / out), train_source=paths["train_en"], train_target=paths["train_de"],
-                valid_source=paths["valid_en"], valid_target=paths["valid_de"],
-                eval_sets={"val20": [paths["valid_en"], paths["valid_de"]]}, preset="tiny", feature_dim=8,
-                source_vocab_size=300, target_vocab_size=300, max_steps=6, batch_size=16, eval_every=3,
-                warmup_steps=2, learning_rate=3e-3, eval_batch_size=8, num_beams=5, show_progress=False)
+def _task_options(paths, **options):
+    base = dict(train_source=paths["train_en"], train_target=paths["train_de"], valid_source=paths["valid_en"],
+                valid_target=paths["valid_de"], eval_sets={"val20": [paths["valid_en"], paths["valid_de"]]},
+                preset="tiny", feature_dim=8, source_vocab_size=300, target_vocab_size=300)
     base.update(options)
-    return TranslationConfig(**base)
+    return base
 
 
-def test_train_translate_bleu_and_exact_resume(tmp_path, m30k_small, annotator):
+def _train(out, paths, annotator, max_steps, resume=False):
+    """The runner's steps (training/run.py will make them for every task)."""
+    task = get_task("translation", **_task_options(paths, arm="both"))
+    context = TaskContext(tokenizer=None, annotator=annotator, progress=False)
+    train, valid = task.load_split("train"), task.load_split("dev")
+    task.build_tokenizer(train, str(out), context)
+    training = {**task.training_defaults(), "max_steps": max_steps, "per_device_train_batch_size": 16,
+                "eval_steps": 3, "save_steps": 3, "logging_steps": 3, "warmup_steps": 2, "learning_rate": 3e-3,
+                "per_device_eval_batch_size": 8, "save_total_limit": None, "disable_tqdm": True}
+    set_seed(training["seed"])
+    model = task.build_model(None, {}, context)
+    trainer = SyntaxSeq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(output_dir=str(out), **training),
+                                   train_dataset=task.featurize(train, context, "train"),
+                                   eval_dataset=task.featurize(valid, context, "dev"),
+                                   data_collator=task.collator(context))
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    return task, context, trainer
+
+
+def test_train_checkpoint_resume_predict_bleu_and_reload(tmp_path, m30k_small, annotator):
     paths = _files(tmp_path, m30k_small)
-    m = train_translation(_config(tmp_path, paths, "full", arm="both"), annotator=annotator)
-    assert m["sizes"]["train"] == 60 and m["features"] == ["upos", "case", "subword"] and m["use_sg_layer"]
-    assert [h["step"] for h in m["history"]] == [3, 6] and m["best_step"] in (3, 6)
-    assert m["history"][-1]["train_loss"] < 5.8  # ln(300) = 5.7: it learns, label smoothing included
-    ev = m["eval"]["val20"]
-    assert ev["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a") and 0.0 <= ev["bleu"] <= 100.0
-    hyps = (tmp_path / "full" / "hyp.val20.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    assert len(hyps) == 20 and corpus_bleu(hyps, m30k_small[1].targets)["bleu"] == pytest.approx(ev["bleu"])
+    task, context, trainer = _train(tmp_path / "full", paths, annotator, 6)
+    state = trainer.state
+    assert [e["step"] for e in state.log_history if "eval_loss" in e] == [3, 6]
+    assert state.best_model_checkpoint.endswith(("checkpoint-3", "checkpoint-6"))
+    losses = [e["loss"] for e in state.log_history if "loss" in e]
+    assert losses[-1] < losses[0] and losses[-1] < 5.8  # ln(300) = 5.7: it learns, label smoothing included
+    assert context.syntax_inputs == ("upos_ids", "case_ids", "subword_ids", "dep_tin", "dep_tout", "syntax_tree")
 
-    # the saved model translates the same way through the public API
+    # predict -> postprocess -> BLEU, in dataset order
+    data = task.load_split("val20")
+    features = task.featurize(data, context, "val20")
+    predictions = task.postprocess(data, features, trainer.predict(features).predictions)
+    scores = task.compute_metrics(data, predictions)
+    assert scores["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a") and 0.0 <= scores["bleu"] <= 100.0
+    assert len(predictions.values) == 20 and predictions.ids == data.ids
+    assert corpus_bleu(predictions.values, data.targets)["bleu"] == pytest.approx(scores["bleu"])
+
+    # the saved folder: AutoModelForSeq2SeqLM + the tokenizers; translate() gives the Trainer's translations
+    trainer.save_model(str(tmp_path / "full"))
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(tmp_path / "full")).eval()
+    assert isinstance(model, SyntaxInfusedForConditionalGeneration)
+    src, tgt = load_tokenizers(tmp_path / "full")
+    assert len(src) == len(context.tokenizer) and len(tgt) == len(context.extra["target_tokenizer"])
     tm = load_translation_model(tmp_path / "full", annotator=annotator)
-    assert translate(tm, m30k_small[1].sources, batch_size=8, show_progress=False) == hyps
+    assert translate(tm, data.sources, batch_size=8, show_progress=False) == predictions.values
     assert translate(tm, ["", "A dog runs."], show_progress=False)[0] == ""
 
     # interrupted after 3 steps, then resumed to 6: the same weights as the straight run
-    half = _config(tmp_path, paths, "resumed", arm="both", max_steps=3, eval_sets={})
-    train_translation(half, annotator=annotator)
-    (tmp_path / "resumed" / "metrics.json").unlink()
-    train_translation(_config(tmp_path, paths, "resumed", arm="both", eval_sets={}), annotator=annotator)
-    a = torch.load(tmp_path / "full" / "checkpoint" / "last.pt", weights_only=False)["model"]
-    b = torch.load(tmp_path / "resumed" / "checkpoint" / "last.pt", weights_only=False)["model"]
-    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    _train(tmp_path / "resumed", paths, annotator, 3)
+    _, _, resumed = _train(tmp_path / "resumed", paths, annotator, 6, resume=True)
+    w_full = load_file(str(tmp_path / "full" / "checkpoint-6" / "model.safetensors"))
+    w_resumed = load_file(str(tmp_path / "resumed" / "checkpoint-6" / "model.safetensors"))
+    assert set(w_full) == set(w_resumed)
+    assert all(torch.equal(w_full[k], w_resumed[k]) for k in w_full)
 
     # paired bootstrap against a second system on the same sentences
-    t = paired_bootstrap_bleu(hyps, m30k_small[1].targets, m30k_small[1].targets, n_resamples=200)
+    t = paired_bootstrap_bleu(predictions.values, data.targets, data.targets, n_resamples=200)
     assert t["bleu_b"] == pytest.approx(100.0) and t["difference"] > 0 and t["p_value"] < 0.05
 
 
 def test_train_translate_cli_and_train_route(tmp_path, m30k_small, annotator, monkeypatch, capsys):
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
     paths = _files(tmp_path, m30k_small)
-    # the `syntaxformer train --task translation` route: the train command's parsed flags
+    # the `syntaxformer train --task translation` route: flat options of the task and the Trainer
     cfg = tmp_path / "tr.json"
-    cfg.write_text(json.dumps(_config(tmp_path, paths, "x", arm="syntax", max_steps=3).to_dict()), encoding="utf-8")
+    cfg.write_text(json.dumps({**_task_options(paths, arm="syntax"), "max_steps": 3, "batch_size": 16,
+                               "eval_every": 2, "warmup_steps": 2, "eval_batch_size": 8}), encoding="utf-8")
     assert main(["train", "--task", "translation", "--config", str(cfg), "--set", "eval_sets={}",
                  "--output-dir", str(tmp_path / "cli_model"), "--max-steps", "2", "--seed", "3",
                  "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["arm"] == "syntax" and summary["output_dir"] == str(tmp_path / "cli_model")
     saved = json.loads((tmp_path / "cli_model" / "translation.json").read_text())
-    assert saved["max_steps"] == 2 and saved["seed"] == 3 and saved["eval_sets"] == {}
+    assert saved["training"]["max_steps"] == 2 and saved["training"]["seed"] == 3 and saved["eval_sets"] == {}
+    metrics = json.loads((tmp_path / "cli_model" / "metrics.json").read_text())
+    assert metrics["best_step"] == 2 and metrics["sizes"]["train"] == 60 and metrics["eval"] == {}
+    assert not (tmp_path / "cli_model" / "tokenizer.json").exists()  # only source_tokenizer/, target_tokenizer/
+    assert main(["train", "--task", "translation", "--config", str(cfg), "--set", "depth=3",
+                 "--output-dir", str(tmp_path / "bad")]) == 1
+    assert "unknown translation option 'depth'" in capsys.readouterr().err
 
     # `syntaxformer translate`: file in (plain text and .sgm), file out, BLEU with the signature
     out = tmp_path / "hyp.de"
@@ -99,4 +142,3 @@ def test_train_translate_cli_and_train_route(tmp_path, m30k_small, annotator, mo
     assert len(out.read_text(encoding="utf-8").split("\n")) == 3
     assert main(["translate", str(tmp_path), "--input", str(sgm), "--output", str(out)]) == 1
     assert "config.json" in capsys.readouterr().err
-

@@ -50,7 +50,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
     d.add_argument("--task", help="a registered task: sst2, cola, mrpc, stsb, qnli, rte, wnli, snli, the SST tree tasks sst5 "
                    "(SST-1, 5 classes) and sst2_trees (binary; gold constituency trees), or the reading "
                    "comprehension tasks squad2 (SQuAD 2.0 span QA) and race (multiple choice), or translation "
-                   "(encoder-decoder NMT; options via --set, see syntaxformer.translation.train)")
+                   "(encoder-decoder NMT; options via --set, see syntaxformer.translation.train.split_options)")
     d.add_argument("--data-dir", help="folder with the task's files (default ../shared/data/<task folder>)")
     d.add_argument("--dataset", help="Hugging Face hub data set (e.g. nyu-mll/glue; needs network)")
     d.add_argument("--dataset-config", help="hub data set config (e.g. sst2)")
@@ -155,13 +155,37 @@ def _run_reading_comprehension(options: dict[str, Any]) -> int:
 # -- end of the reading comprehension route ---------------------------------------------------------------------
 
 
+# -- translation route: options of TranslationTask / Seq2SeqTrainingArguments, see translation.train.split_options --
+def _run_translation(args: argparse.Namespace) -> int:
+    """``--config`` (JSON / YAML of flat options), ``--set KEY=VALUE``, then ``--output-dir``, ``--max-steps``,
+    ``--learning-rate``, ``--batch-size``, ``--seed``, ``--use-sg-layer`` (an ``arm`` overrides it),
+    ``--no-progress``; other flags of the GLUE route are ignored."""
+    from syntaxformer.training.config import apply_overrides, read_config_file
+    from syntaxformer.translation.train import train_translation
+
+    options = read_config_file(args.config) if getattr(args, "config", None) else {}
+    options = apply_overrides(options, getattr(args, "overrides", []) or [])
+    flags = {"output_dir": "output_dir", "max_steps": "max_steps", "learning_rate": "learning_rate",
+             "per_device_train_batch_size": "batch_size", "seed": "seed", "use_sg_layer": "use_sg_layer"}
+    options.update({name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag, None) is not None})
+    if getattr(args, "no_progress", False):
+        options["show_progress"] = False
+    options.pop("task", None)
+    options.setdefault("output_dir", "runs/translation")
+    m = train_translation(options)
+    print(json.dumps({"arm": m["arm"], "fraction": m["fraction"], "parameters": m["parameters"],
+                      "train_seconds": m["train_seconds"], "best_step": m["best_step"],
+                      "bleu": {k: v.get("bleu") for k, v in m["eval"].items()},
+                      "signature": next((v["signature"] for v in m["eval"].values() if "signature" in v), None),
+                      "output_dir": options["output_dir"]}, indent=2))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.training.run import train
 
     if getattr(args, "task", None) == "translation":  # encoder-decoder NMT: syntaxformer.translation.train
-        from syntaxformer.translation.train import run_from_train_args
-
-        return int(run_from_train_args(args) or 0)
+        return _run_translation(args)
     qa_options = reading_comprehension_options(args)  # squad2 / race: see above
     if qa_options is not None:
         return _run_reading_comprehension(qa_options)

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.errors import SyntaxformerError
-    from syntaxformer.translation.data import read_corpus, read_lines, read_sgm
+    from syntaxformer.data.readers.parallel import read_corpus, read_lines, read_sgm
     from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
     from syntaxformer.utils import atomic_write
 

@@ -12,12 +12,16 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader
 from transformers import PreTrainedModel, Trainer, TrainerCallback
+from transformers import Seq2SeqTrainer
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 
+from syntaxformer.errors import SyntaxformerError
+
 __all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "new_parameter_names", "precision_flags",
-           "StderrLogCallback"]
+           "StderrLogCallback", "SyntaxSeq2SeqTrainer"]
 
 
 def encoder_parameter_prefix(model: nn.Module) -> str | None:
@@ -197,3 +201,105 @@ def precision_flags(mode: str) -> dict[str, bool]:
         bf16 = bool(torch.cuda.is_bf16_supported())
         return {"bf16": bf16, "fp16": not bf16}
     return {"bf16": False, "fp16": False}
+
+
+class SyntaxSeq2SeqTrainer(Seq2SeqTrainer):
+    """``Seq2SeqTrainer`` for the syntax-infused translation model: what the stock trainer does not do.
+
+    * **Length-grouped training batches** (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`):
+      items of similar ``source + target`` length share a batch; epoch ``e`` is drawn with seed
+      ``args.seed * 100_003 + e``, so a resumed run continues with the batches it would have seen.
+    * **Evaluation / prediction batches sorted by source length** (longest first), predictions returned in dataset
+      order: the same batches as :func:`syntaxformer.translation.evaluate.translate`, hence the same translations.
+    * **Output length per batch**: without ``max_length`` / ``max_new_tokens``, ``generate`` gets
+      :func:`~syntaxformer.modeling.seq2seq.default_max_new_tokens` of the batch's padded source length.
+      The syntax inputs of each batch reach ``generate`` as encoder inputs (the stock ``prediction_step`` passes
+      every batch key; the model's encoder reads the syntax ones).
+    * **Inverse square root schedule read after the update** (``lr_scheduler_type="inverse_sqrt"``): update ``k``
+      (0-based) runs at the schedule's value for step ``k + 1``, never at warm-up's 0 (the stock schedule spends
+      the first update at learning rate 0).
+    * Loss and metric logs go to stderr (stdout carries only a command's result), as in :class:`SyntaxTrainer`.
+
+    Args:
+        length_bucket: batches per sorted chunk of the training sampler (50).
+        *args, **kwargs: as for ``transformers.Seq2SeqTrainer``; ``train_dataset`` / ``eval_dataset`` items are
+            dicts with ``input_ids`` (and ``labels``).
+    """
+
+    def __init__(self, *args: Any, length_bucket: int = 50, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.length_bucket = int(length_bucket)
+        self.model_accepts_loss_kwargs = False  # per-batch mean losses, as SyntaxTrainer
+        self._eval_orders: dict[int, np.ndarray] = {}
+        self.remove_callback(PrinterCallback)
+        if self.pop_callback(ProgressCallback) is not None:
+            self.add_callback(_BarsOnlyCallback)
+        self.add_callback(StderrLogCallback)
+
+    # -- batches -----------------------------------------------------------------------------------------------
+    def get_train_dataloader(self) -> DataLoader:
+        from syntaxformer.training.batching import LengthGroupedBatchSampler
+
+        if self.train_dataset is None:
+            raise SyntaxformerError("SyntaxSeq2SeqTrainer.train needs a train_dataset")
+        dataset = self.train_dataset
+        lengths = [len(dataset[i]["input_ids"]) + len(dataset[i].get("labels", ())) for i in range(len(dataset))]
+        sampler = LengthGroupedBatchSampler(lengths, self._train_batch_size, self.args.seed, self.length_bucket)
+        collator = self._get_collator_with_removed_columns(self.data_collator, description="training")
+        loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collator,
+                            num_workers=self.args.dataloader_num_workers,
+                            pin_memory=self.args.dataloader_pin_memory and torch.cuda.is_available())
+        return self.accelerator.prepare(loader)
+
+    def _get_eval_sampler(self, eval_dataset: Any) -> Any:
+        """Items sorted by source length, longest first (one process); :meth:`predict` restores dataset order."""
+        if eval_dataset is None or self.args.world_size > 1:
+            return super()._get_eval_sampler(eval_dataset)
+        lengths = np.asarray([len(eval_dataset[i]["input_ids"]) for i in range(len(eval_dataset))])
+        order = np.argsort(-lengths, kind="stable")
+        self._eval_orders[id(eval_dataset)] = order
+        return order.tolist()
+
+    def predict(self, test_dataset: Any, ignore_keys: list[str] | None = None, metric_key_prefix: str = "test",
+                **gen_kwargs: Any) -> Any:
+        """``Seq2SeqTrainer.predict`` with predictions and label ids in dataset order."""
+        out = super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix,
+                              **gen_kwargs)
+        order = self._eval_orders.pop(id(test_dataset), None)
+        if order is None:
+            return out
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+
+        def restore(x: Any) -> Any:
+            if isinstance(x, (tuple, list)):
+                return type(x)(restore(v) for v in x)
+            return None if x is None else np.asarray(x)[inverse]
+
+        return out._replace(predictions=restore(out.predictions), label_ids=restore(out.label_ids))
+
+    # -- decoding ----------------------------------------------------------------------------------------------
+    def prediction_step(self, model: nn.Module, inputs: dict[str, Any], prediction_loss_only: bool,
+                        ignore_keys: list[str] | None = None, **gen_kwargs: Any) -> Any:
+        from syntaxformer.modeling.seq2seq import default_max_new_tokens
+
+        if not gen_kwargs and hasattr(self, "_gen_kwargs"):
+            gen_kwargs = self._gen_kwargs.copy()
+        if gen_kwargs.get("max_length") is None and gen_kwargs.get("max_new_tokens") is None:
+            gen_kwargs.pop("max_length", None)
+            gen_kwargs["max_new_tokens"] = default_max_new_tokens(inputs["input_ids"].shape[1])
+        return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+
+    # -- schedule ----------------------------------------------------------------------------------------------
+    def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None) -> Any:
+        if self.lr_scheduler is None and str(getattr(self.args.lr_scheduler_type, "value",
+                                                     self.args.lr_scheduler_type)) == "inverse_sqrt":
+            from transformers import get_inverse_sqrt_schedule
+
+            optimizer = self.optimizer if optimizer is None else optimizer
+            schedule = get_inverse_sqrt_schedule(
+                optimizer, num_warmup_steps=self.args.get_warmup_steps(num_training_steps)).lr_lambdas[0]
+            self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule(step + 1))
+            self._created_lr_scheduler = True
+            return self.lr_scheduler
+        return super().create_scheduler(num_training_steps, optimizer)

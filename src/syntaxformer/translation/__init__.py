@@ -1,11 +1,11 @@
-"""Syntax-aware neural machine translation: a standard encoder-decoder Transformer trained from scratch, with
-syntax-infused source embeddings (POS / case / subword position; Sundararaman et al.) and an optional SG-Net
-encoder layer (Zhang et al., TPAMI §3.4.3).
+"""Translation with a trained Syntax-Infused Transformer: beam-search translation of raw text, sacreBLEU, the
+paired bootstrap on BLEU (:mod:`.evaluate`), and the training driver (:mod:`.train`) until the one runner takes it.
 
-Modules: :mod:`.data` (parallel text and WMT ``.sgm`` readers, subsets), :mod:`.tokenizer` (BPE learned on the
-training data), :mod:`.dataset` (parse once + align + features -> batches), :mod:`.model` (the model),
-:mod:`.train` (training loop, CLI entry), :mod:`.evaluate` (beam-search translation, sacreBLEU, paired bootstrap).
-Heavy modules are imported lazily: ``from syntaxformer.translation import train_translation`` works.
+The parts live where their kind lives: readers in :mod:`syntaxformer.data.readers.parallel`, BPE in
+:mod:`syntaxformer.data.bpe`, the model in :mod:`syntaxformer.modeling.seq2seq` (feature embeddings in
+:mod:`syntaxformer.modeling.embeddings`), the task (featurization, metrics) in :mod:`syntaxformer.tasks.translation`,
+the trainer in :class:`syntaxformer.training.trainer.SyntaxSeq2SeqTrainer`.
+Heavy modules are imported lazily: ``from syntaxformer.translation import translate`` works.
 """
 
 from __future__ import annotations
@@ -14,16 +14,9 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ParallelCorpus": "data", "read_parallel": "data", "read_sgm": "data", "read_sgm_pair": "data",
-    "read_corpus": "data", "subsample": "data", "multi30k": "data", "newstest2013": "data",
-    "train_bpe": "tokenizer", "load_tokenizers": "tokenizer",
-    "encode_corpus": "dataset", "collate": "dataset",
-    "SyntaxTranslationConfig": "model", "SyntaxTransformerForTranslation": "model", "build_config": "model",
-    "PRESETS": "model",
-    "TranslationConfig": "train", "ARMS": "train", "train_translation": "train", "run_translation_cli": "train",
-    "run_from_train_args": "train",
+    "train_translation": "train",
     "translate": "evaluate", "translate_and_score": "evaluate", "load_translation_model": "evaluate",
-    "corpus_bleu": "evaluate", "paired_bootstrap_bleu": "evaluate",
+    "TranslationModel": "evaluate", "corpus_bleu": "evaluate", "paired_bootstrap_bleu": "evaluate",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -85,13 +85,14 @@ def paired_bootstrap_bleu(hyp_a: Sequence[str], hyp_b: Sequence[str], references
 
 
 class TranslationModel:
-    """A trained model folder: the model, its two tokenizers and the spaCy annotator for the sources.
+    """A trained model folder: the model, its two tokenizers and the parser of the sources.
 
     Args:
-        model: the model.
+        model: the model (:class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedForConditionalGeneration`).
         source_tokenizer, target_tokenizer: its tokenizers.
         max_source_length: source pieces kept (incl. ``</s>``).
-        annotator: spaCy annotator (default: the English pipeline with the persistent parse cache).
+        annotator: the parser (default: the default spaCy pipeline via :func:`syntaxformer.data.make_annotator`, loaded on first
+            use and only for a model that reads syntax).
     """
 
     def __init__(self, model: Any, source_tokenizer: Any, target_tokenizer: Any, max_source_length: int = 256,
@@ -114,20 +115,23 @@ class TranslationModel:
 
 def load_translation_model(folder: str | Path, annotator: Any = None, max_source_length: int = 256
                            ) -> TranslationModel:
-    """Load a folder written by :func:`syntaxformer.translation.train.train_translation`.
+    """Load a model folder written by ``syntaxformer train --task translation``: ``AutoModelForSeq2SeqLM`` plus
+    ``source_tokenizer/`` and ``target_tokenizer/``.
 
     Raises:
         SyntaxformerError: the folder holds no translation model.
     """
-    from syntaxformer.translation.model import SyntaxTransformerForTranslation
-    from syntaxformer.translation.tokenizer import load_tokenizers
+    from transformers import AutoModelForSeq2SeqLM
+
+    import syntaxformer.modeling.seq2seq  # noqa: F401  (registers the model with AutoModelForSeq2SeqLM)
+    from syntaxformer.data.bpe import load_tokenizers
 
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise SyntaxformerError(f"{folder} holds no config.json; expected a folder written by "
                                 "`syntaxformer train --task translation`")
     src_tok, tgt_tok = load_tokenizers(folder)
-    model = SyntaxTransformerForTranslation.from_pretrained(str(folder))
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(folder))
     model.eval()
     return TranslationModel(model, src_tok, tgt_tok, max_source_length, annotator)
 
@@ -135,19 +139,27 @@ def load_translation_model(folder: str | Path, annotator: Any = None, max_source
 @torch.no_grad()
 def translate(tm: TranslationModel, sources: Sequence[str], batch_size: int = 64, num_beams: int = 5,
               show_progress: bool = True, name: str = "sources", **generate_options: Any) -> list[str]:
-    """Translate raw sentences (batched beam search), returning detokenised translations in input order.
+    """Translate raw sentences (batched beam search with ``model.generate``), detokenised, in input order.
+
+    The sources get the syntax inputs the model reads (``model.config.syntax_inputs``), as in training; batches
+    group sentences of similar length (longest first), as :class:`~syntaxformer.training.trainer.
+    SyntaxSeq2SeqTrainer` does in ``predict``, so both give the same translations.
 
     Args:
         tm: the loaded model (:func:`load_translation_model`).
         sources: raw source sentences (one per item; an empty string gives an empty translation).
-        batch_size: sentences per ``generate`` call (batches group similar lengths).
+        batch_size: sentences per ``generate`` call.
         num_beams: beam size.
         show_progress: progress bar over sentences.
         name: what the progress bar calls the input.
-        **generate_options: passed to ``generate`` (``max_new_tokens``, ``length_penalty`` ...).
+        **generate_options: passed to ``generate`` (``max_new_tokens``, ``length_penalty`` ...); default
+            ``max_new_tokens``: :func:`~syntaxformer.modeling.seq2seq.default_max_new_tokens` of the batch.
     """
-    from syntaxformer.translation.data import ParallelCorpus
-    from syntaxformer.translation.dataset import collate, encode_corpus, length_batches
+    from syntaxformer.data.bpe import BOS_ID
+    from syntaxformer.data.readers.parallel import ParallelCorpus
+    from syntaxformer.modeling.seq2seq import default_max_new_tokens
+    from syntaxformer.tasks.translation import collate_pairs, encode_pairs
+    from syntaxformer.training.batching import length_batches
 
     sources = list(sources)
     out = [""] * len(sources)
@@ -155,18 +167,22 @@ def translate(tm: TranslationModel, sources: Sequence[str], batch_size: int = 64
     if not keep:
         return out
     corpus = ParallelCorpus([sources[i] for i in keep], None, [str(i) for i in keep], name)
-    features = tuple(tm.model.config.features)
-    items = encode_corpus(corpus, tm.source_tokenizer, None, tm.annotator, tm.max_source_length,
-                          features=features or ("subword",), show_progress=False)
+    syntax = tuple(tm.model.config.syntax_inputs)
+    items = encode_pairs(corpus, tm.source_tokenizer, None, tm.annotator if syntax else None, syntax, tm.max_source_length,
+                         show_progress=False)
     model = tm.model
     model.eval()
     device = next(model.parameters()).device
+    pad = tm.source_tokenizer.pad_token_id or 0
     batches = length_batches([len(it["input_ids"]) for it in items], batch_size, shuffle=False)
     with progress(total=len(items), desc=f"translating {name}", unit="sent",
                   disable=None if show_progress else True) as bar:
         for idx in batches:
-            batch = {k: v.to(device) for k, v in collate([items[i] for i in idx]).items()}
-            ids = model.generate(num_beams=num_beams, **batch, **generate_options)
+            batch = {k: v.to(device) for k, v in collate_pairs([items[i] for i in idx], pad, BOS_ID).items()}
+            options = dict(generate_options)
+            if "max_new_tokens" not in options and "max_length" not in options:
+                options["max_new_tokens"] = default_max_new_tokens(batch["input_ids"].shape[1])
+            ids = model.generate(**batch, num_beams=num_beams, **options)
             texts = tm.target_tokenizer.batch_decode(ids, skip_special_tokens=True)
             for i, t in zip(idx, texts):
                 out[keep[i]] = t.strip()

@@ -1,12 +1,19 @@
-"""A standard encoder-decoder Transformer for translation, trained from random init, made syntax-aware.
+"""The Syntax-Infused Transformer for translation: a regular Hugging Face seq2seq model trained from random init.
 
-The Transformer is ``transformers``' own encoder-decoder (``MarianMTModel`` from a ``MarianConfig`` by default:
-the post-LN Transformer of Vaswani et al. with sinusoidal positions and scaled embeddings); nothing of it is
-copied. Two optional syntax parts sit around its encoder:
+:class:`SyntaxInfusedForConditionalGeneration` is a ``PreTrainedModel`` + ``GenerationMixin`` registered with
+``AutoModelForSeq2SeqLM`` (config :class:`SyntaxInfusedTranslationConfig`, ``model_type``
+``"syntax_infused_translation"``): ``AutoModelForSeq2SeqLM.from_pretrained(folder)`` loads a trained model and
+``model.generate(input_ids, attention_mask, upos_ids=..., ...)`` is transformers' own beam search. The syntax inputs
+(:attr:`SyntaxInfusedTranslationConfig.syntax_inputs`) are encoder inputs: ``generate`` hands them to
+:meth:`~SyntaxInfusedForConditionalGeneration.get_encoder` once, and the decoding steps read the encoder outputs.
+
+The Transformer is ``transformers``' own encoder-decoder (``MarianMTModel`` from a ``MarianConfig`` by default: the
+post-LN Transformer of Vaswani et al. with sinusoidal positions and scaled embeddings); nothing of it is copied.
+Two optional syntax parts sit around its encoder:
 
 1. **Syntax-infused embeddings** (Sundararaman et al.): the encoder input is ``[e_m ; f_m]`` with a source token
    embedding ``e_m`` of size ``D - d`` and the feature vector ``f_m`` (POS, case, B/M/E/O; d = 20, summed) of
-   :class:`~syntaxformer.modeling.features.SyntaxInfusedEmbedding`, passed to the encoder as ``inputs_embeds``.
+   :class:`~syntaxformer.modeling.embeddings.SyntaxInfusedEmbedding`, passed to the encoder as ``inputs_embeds``.
    The decoder keeps all ``D`` dimensions for words. The baseline uses the same module with no features (a plain
    ``D``-dimensional source embedding), so the arms differ only in what they add.
 2. **SG-Net encoder** (Zhang et al., TPAMI §3.4.3): one syntax-guided self-attention layer
@@ -16,31 +23,34 @@ copied. Two optional syntax parts sit around its encoder:
    projection (Eq. 17's "linear, potentially multi-layered function"; no extra GELU layer, so every arm has the
    same output layer).
 
-Beam search is the library's ``generate``: :meth:`SyntaxTransformerForTranslation.generate` computes the
-(syntax-aware) encoder outputs once and hands them to the inner model's ``generate``, which expands them over the
-beams. The loss is label-smoothed cross-entropy (``label_smoothing``, 0.1 as in both papers).
+The loss with ``labels`` is the plain cross-entropy of every HF seq2seq model; label smoothing (0.1 in both papers)
+is the Trainer's ``label_smoothing_factor`` (see :meth:`syntaxformer.tasks.translation.TranslationTask.
+training_defaults`).
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from huggingface_hub.dataclasses import strict
 from torch import nn
-from transformers import AutoConfig, AutoModelForSeq2SeqLM, MarianConfig, PretrainedConfig, PreTrainedModel
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, GenerationMixin, MarianConfig, PretrainedConfig
+from transformers import PreTrainedModel
 from transformers.configuration_utils import SubConfigSpec
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
+from syntaxformer.data.bpe import BOS_ID, EOS_ID, PAD_ID
 from syntaxformer.data.subword_features import FEATURES
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.features import COMBINE, SyntaxInfusedEmbedding
+from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
-from syntaxformer.translation.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
-__all__ = ["PRESETS", "SyntaxTranslationConfig", "SyntaxTransformerForTranslation", "build_config"]
+__all__ = ["PRESETS", "DEPENDENCY_INPUTS", "SyntaxInfusedTranslationConfig", "SyntaxInfusedForConditionalGeneration",
+           "SyntaxInfusedEncoder", "seq2seq_config", "build_config", "default_max_new_tokens"]
 
 #: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
 #: ``base``: Vaswani et al.'s base model (the papers' setting); ``tiny``: tests.
@@ -52,6 +62,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "base": {"d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8,
              "decoder_attention_heads": 8, "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048},
 }
+
+#: The compact dependency tensors the SG-Net layer's SDOI mask is built from.
+DEPENDENCY_INPUTS: tuple[str, ...] = ("dep_tin", "dep_tout", "syntax_tree")
+
+
+def default_max_new_tokens(source_length: int) -> int:
+    """Longest output for a batch of padded source length ``L``: ``min(1.5 L + 10, 200)``."""
+    return min(int(1.5 * source_length) + 10, 200)
 
 
 def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, **overrides: Any) -> MarianConfig:
@@ -76,13 +94,15 @@ def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, 
 
 
 @strict
-class SyntaxTranslationConfig(PretrainedConfig):
-    r"""Configuration of :class:`SyntaxTransformerForTranslation`.
+class SyntaxInfusedTranslationConfig(PretrainedConfig):
+    r"""Configuration of :class:`SyntaxInfusedForConditionalGeneration`.
 
     Args:
         seq2seq: config of the wrapped encoder-decoder (any ``AutoModelForSeq2SeqLM`` type; a dict with
             ``model_type`` when read from JSON). Default: a ``MarianConfig``. Its encoder must accept
             ``inputs_embeds``; separate source / target vocabularies (``share_encoder_decoder_embeddings=False``).
+            Its special-token ids (pad, bos, eos, decoder start) are this model's; the generation defaults
+            (``forced_eos_token_id`` ...) are the wrapped model's ``generation_config``.
         features: source-side syntax features, names among ``upos``, ``xpos``, ``case``, ``subword``; empty = no
             feature embeddings (baseline). The paper's model: POS, case and subword position.
         feature_dim: ``d``, the size of the feature vector concatenated to the ``D - d`` token embedding (paper:
@@ -95,10 +115,9 @@ class SyntaxTranslationConfig(PretrainedConfig):
         alpha: weight of H in ``alpha H + (1 - alpha) H'`` (Eq. 9; 0.5, §5.2).
         sg_num_heads, sg_intermediate_size, sg_dropout: the layer's heads, feed-forward size and dropout; default
             the encoder's.
-        label_smoothing: label smoothing of the training loss (0.1 in both papers).
     """
 
-    model_type = "syntaxformer_translation"
+    model_type = "syntax_infused_translation"
     sub_configs_defaults = {"seq2seq": SubConfigSpec(config_class=AutoConfig, model_type="marian")}
 
     seq2seq: PretrainedConfig | dict | None = None
@@ -111,7 +130,6 @@ class SyntaxTranslationConfig(PretrainedConfig):
     sg_num_heads: int | None = None
     sg_intermediate_size: int | None = None
     sg_dropout: float | int | None = None
-    label_smoothing: float | int = 0.1
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
@@ -125,6 +143,23 @@ class SyntaxTranslationConfig(PretrainedConfig):
         if self.sg_dropout is None:
             self.sg_dropout = float(s.dropout)
         self.is_encoder_decoder = True
+        # the special tokens are the wrapped model's (generation options such as forced_eos_token_id live in the
+        # model's generation_config, copied from the wrapped model's)
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+            setattr(self, name, getattr(s, name, None))
+
+    def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> PretrainedConfig:
+        """The wrapped encoder-decoder's config (``generate`` sizes its decoder cache from it)."""
+        return self.seq2seq.get_text_config(decoder=decoder, encoder=encoder)
+
+    @property
+    def syntax_inputs(self) -> tuple[str, ...]:
+        """The syntax batch keys the model reads: ``{feature}_ids`` of its features, the dependency tensors with
+        the SDOI-masked SG layer; featurization emits these and nothing else."""
+        keys = tuple(f"{f}_ids" for f in self.features)
+        if self.use_sg_layer and self.sg_mask == "sdoi":
+            keys += DEPENDENCY_INPUTS
+        return keys
 
     def validate_options(self) -> None:
         """Known features and combinations, sizes that fit."""
@@ -146,30 +181,46 @@ class SyntaxTranslationConfig(PretrainedConfig):
 
 def build_config(preset: str = "cpu", source_vocab_size: int = 4000, target_vocab_size: int = 4000,
                  features: list[str] | tuple[str, ...] = (), use_sg_layer: bool = False,
-                 seq2seq_overrides: dict[str, Any] | None = None, **options: Any) -> SyntaxTranslationConfig:
-    """A :class:`SyntaxTranslationConfig` for a preset size (see :data:`PRESETS`) and the syntax options."""
+                 seq2seq_overrides: dict[str, Any] | None = None, **options: Any) -> SyntaxInfusedTranslationConfig:
+    """A :class:`SyntaxInfusedTranslationConfig` for a preset size (see :data:`PRESETS`) and the syntax options."""
     s2s = seq2seq_config(preset, source_vocab_size, target_vocab_size, **(seq2seq_overrides or {}))
-    return SyntaxTranslationConfig(seq2seq=s2s, features=list(features), use_sg_layer=use_sg_layer, **options)
+    return SyntaxInfusedTranslationConfig(seq2seq=s2s, features=list(features), use_sg_layer=use_sg_layer, **options)
 
 
-class SyntaxTransformerForTranslation(PreTrainedModel):
+class SyntaxInfusedEncoder:
+    """The model's encoder as ``generate`` calls it (``get_encoder()``): syntax-infused embeddings -> the
+    Transformer encoder -> SG layer + aggregation. A view on the model's own modules (no parameters of its own)."""
+
+    def __init__(self, model: "SyntaxInfusedForConditionalGeneration"):
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                **kwargs: Any) -> BaseModelOutput:
+        """``input_ids`` ``[B, L]`` + the syntax inputs (other keyword arguments are ignored)."""
+        return self.model.encode(input_ids, attention_mask, **kwargs)
+
+    __call__ = forward
+
+
+class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
     """Encoder-decoder Transformer with syntax-infused source embeddings and an optional SG-Net encoder layer.
 
-    Batch keys (from :func:`syntaxformer.translation.dataset.collate`): ``input_ids`` / ``attention_mask``
-    ``[B, L]``; ``{feature}_ids`` ``[B, L]`` for the configured features (0 at ``</s>`` and padding);
-    ``dep_tin`` / ``dep_tout`` / ``syntax_tree`` ``[B, L]`` for the SG layer (-1 at ``</s>`` and padding);
-    ``labels`` ``[B, T]`` target ids, -100 at padding.
+    Inputs (from :meth:`syntaxformer.tasks.translation.TranslationTask.collator`): ``input_ids`` /
+    ``attention_mask`` ``[B, L]``; ``{feature}_ids`` ``[B, L]`` for the configured features (0 or -1 at ``</s>``
+    and padding); ``dep_tin`` / ``dep_tout`` / ``syntax_tree`` ``[B, L]`` for the SDOI-masked SG layer (-1 at
+    ``</s>`` and padding); ``labels`` ``[B, T]`` target ids, -100 at padding, and/or ``decoder_input_ids``.
     """
 
-    config_class = SyntaxTranslationConfig
+    config_class = SyntaxInfusedTranslationConfig
     base_model_prefix = "translation"
     main_input_name = "input_ids"
     _supports_sdpa = True
     _supports_attention_backend = True
 
-    def __init__(self, config: SyntaxTranslationConfig):
+    def __init__(self, config: SyntaxInfusedTranslationConfig):
         super().__init__(config)
         s2s = config.seq2seq
+        # construction order (seq2seq, source embeddings, SG layer) fixes the random init: keep it
         self.seq2seq = AutoModelForSeq2SeqLM.from_config(s2s)
         encoder = self.seq2seq.get_encoder()
         # The encoder reads our embeddings (inputs_embeds); its own token table would be dead weight.
@@ -188,6 +239,8 @@ class SyntaxTransformerForTranslation(PreTrainedModel):
             self.sg_layer = None
             self.aggregation = None
         self.post_init()
+        # generate() defaults (decoder start, forced </s>, pad): exactly those of the wrapped model
+        self.generation_config = copy.deepcopy(self.seq2seq.generation_config)
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -211,10 +264,18 @@ class SyntaxTransformerForTranslation(PreTrainedModel):
         """The decoder's output projection."""
         return self.seq2seq.get_output_embeddings()
 
+    def get_encoder(self, modality: str | None = None) -> SyntaxInfusedEncoder:
+        """The syntax-aware encoder that ``generate`` runs once per batch (see :class:`SyntaxInfusedEncoder`)."""
+        return SyntaxInfusedEncoder(self)
+
+    def get_decoder(self) -> nn.Module:
+        """The wrapped Transformer's decoder."""
+        return self.seq2seq.get_decoder()
+
     # -- encoder side -------------------------------------------------------------------------------------------
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                dep_tin: torch.Tensor | None = None, dep_tout: torch.Tensor | None = None,
-               syntax_tree: torch.Tensor | None = None, **batch: Any) -> BaseModelOutput:
+               syntax_tree: torch.Tensor | None = None, **features: Any) -> BaseModelOutput:
         """Encode a source batch: syntax-infused embeddings -> Transformer encoder -> SG layer + aggregation.
 
         Args:
@@ -222,14 +283,14 @@ class SyntaxTransformerForTranslation(PreTrainedModel):
             attention_mask: ``[B, L]`` 1 = token, 0 = padding.
             dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact dependency tensors (needed with the SG layer and
                 ``sg_mask="sdoi"``); the SDOI mask ``[B, L, L]`` (True = may attend) is built from them here.
-            **batch: ``{feature}_ids`` ``[B, L]`` for the configured features; other keys are ignored.
+            **features: ``{feature}_ids`` ``[B, L]`` for the configured features; other keys are ignored.
 
         Returns:
             ``BaseModelOutput`` with ``last_hidden_state`` ``[B, L, D]`` (H̄ with the SG layer, else H).
         """
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        embeds = self.source_embeddings(input_ids, batch)  # (B, L, D)
+        embeds = self.source_embeddings(input_ids, features)  # (B, L, D)
         enc = self.seq2seq.get_encoder()(inputs_embeds=embeds, attention_mask=attention_mask, return_dict=True)
         h = enc.last_hidden_state  # (B, L, D)
         if self.sg_layer is None:
@@ -240,73 +301,69 @@ class SyntaxTransformerForTranslation(PreTrainedModel):
         if self.config.sg_mask == "none":
             mask = key_valid.unsqueeze(1) | eye  # (B, L, L): every token sees every non-padding token
         else:
-            missing = [n for n, t in (("dep_tin", dep_tin), ("dep_tout", dep_tout), ("syntax_tree", syntax_tree))
-                       if t is None]
+            missing = [n for n, t in zip(DEPENDENCY_INPUTS, (dep_tin, dep_tout, syntax_tree)) if t is None]
             if missing:
-                raise SyntaxformerError(f"the SG-Net encoder layer needs the batch keys {missing}; build batches "
-                                        "with syntaxformer.translation.dataset.encode_corpus / collate")
+                raise SyntaxformerError(f"the SG-Net encoder layer needs the batch keys {missing}; featurize the "
+                                        "sources with syntaxformer.tasks.translation.TranslationTask for this model")
             mask = sdoi_mask(dep_tin.to(h.device), dep_tout.to(h.device), syntax_tree.to(h.device))  # (B, L, L)
             mask = (mask & key_valid.unsqueeze(1)) | eye
         h_sg, _ = self.sg_layer(h, mask)  # (B, L, D)
         return BaseModelOutput(last_hidden_state=self.aggregation(h, h_sg))
 
-    # -- training / scoring -------------------------------------------------------------------------------------
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, decoder_input_ids: torch.Tensor | None = None,
-                **batch: Any) -> Seq2SeqLMOutput:
-        """Teacher-forced decoding of ``labels`` (or ``decoder_input_ids``).
+    # -- training / decoding steps ------------------------------------------------------------------------------
+    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
+                decoder_input_ids: torch.Tensor | None = None, decoder_attention_mask: torch.Tensor | None = None,
+                encoder_outputs: BaseModelOutput | tuple | None = None, past_key_values: Any = None,
+                labels: torch.Tensor | None = None, use_cache: bool | None = None,
+                upos_ids: torch.Tensor | None = None, xpos_ids: torch.Tensor | None = None,
+                case_ids: torch.Tensor | None = None, subword_ids: torch.Tensor | None = None,
+                dep_tin: torch.Tensor | None = None, dep_tout: torch.Tensor | None = None,
+                syntax_tree: torch.Tensor | None = None, **kwargs: Any) -> Seq2SeqLMOutput:
+        """Teacher-forced decoding of ``labels`` / ``decoder_input_ids``, or one ``generate`` step.
 
         Args:
-            input_ids, attention_mask, **batch: the source batch (see :meth:`encode`).
-            labels: ``[B, T]`` target ids, -100 at padding; the decoder input is ``<s>`` + labels shifted right.
-            decoder_input_ids: ``[B, T]`` explicit decoder input instead of shifted labels.
+            input_ids, attention_mask: ``[B, L]`` source batch (not needed when ``encoder_outputs`` are given;
+                ``attention_mask`` is still the source mask then).
+            decoder_input_ids: ``[B, T]`` decoder input; default ``<s>`` + ``labels`` shifted right.
+            decoder_attention_mask, past_key_values, use_cache, **kwargs: passed to the wrapped model.
+            encoder_outputs: precomputed :meth:`encode` output (``generate`` passes it).
+            labels: ``[B, T]`` target ids, -100 at padding.
+            upos_ids, xpos_ids, case_ids, subword_ids, dep_tin, dep_tout, syntax_tree: the syntax inputs
+                (``[B, L]``); only those in ``config.syntax_inputs`` are read.
 
         Returns:
-            ``Seq2SeqLMOutput`` with ``logits`` ``[B, T, V]`` and, when labels are given, ``loss``: the mean
-            label-smoothed cross-entropy over non-padding target tokens.
+            ``Seq2SeqLMOutput`` with ``logits`` ``[B, T, V]`` and, with labels, ``loss``: the mean cross-entropy
+            over non-padding target tokens.
         """
-        enc = self.encode(input_ids, attention_mask, **batch)
+        if encoder_outputs is None:
+            if input_ids is None:
+                raise SyntaxformerError("forward needs input_ids or encoder_outputs")
+            features = {k: v for k, v in (("upos_ids", upos_ids), ("xpos_ids", xpos_ids), ("case_ids", case_ids),
+                                          ("subword_ids", subword_ids)) if v is not None}
+            encoder_outputs = self.encode(input_ids, attention_mask, dep_tin, dep_tout, syntax_tree, **features)
+        elif isinstance(encoder_outputs, tuple):
+            encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
         if decoder_input_ids is None:
             if labels is None:
                 raise SyntaxformerError("forward needs labels or decoder_input_ids")
             decoder_input_ids = self.seq2seq.prepare_decoder_input_ids_from_labels(labels)
-        out = self.seq2seq(encoder_outputs=enc, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
-                           use_cache=False, return_dict=True)
-        loss = self.loss(out.logits, labels) if labels is not None else None
-        return Seq2SeqLMOutput(loss=loss, logits=out.logits, encoder_last_hidden_state=enc.last_hidden_state)
+        kwargs.pop("return_dict", None)
+        kwargs.pop("num_items_in_batch", None)
+        out = self.seq2seq(encoder_outputs=encoder_outputs, attention_mask=attention_mask,
+                           decoder_input_ids=decoder_input_ids, decoder_attention_mask=decoder_attention_mask,
+                           past_key_values=past_key_values, use_cache=use_cache, return_dict=True, **kwargs)
+        loss = None
+        if labels is not None:
+            logits = out.logits  # (B, T, V)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
+                                   ignore_index=-100)
+        return Seq2SeqLMOutput(loss=loss, logits=out.logits, past_key_values=out.past_key_values,
+                               encoder_last_hidden_state=encoder_outputs.last_hidden_state)
 
-    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """Label-smoothed cross-entropy, ``logits`` ``[B, T, V]``, ``labels`` ``[B, T]`` (-100 ignored)."""
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=-100,
-                               label_smoothing=float(self.config.label_smoothing))
-
-    # -- decoding -----------------------------------------------------------------------------------------------
-    @torch.no_grad()
-    def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                 num_beams: int = 5, max_new_tokens: int | None = None, **batch: Any) -> torch.Tensor:
-        """Beam search through ``transformers``' ``generate`` with the syntax-aware encoder outputs.
-
-        Args:
-            input_ids, attention_mask: ``[B, L]`` source batch; syntax keys as in :meth:`encode`.
-            num_beams: beam size (5 in both papers).
-            max_new_tokens: longest output; default ``min(1.5 * L + 10, 200)`` for the batch's source length L.
-            **batch: syntax keys, plus any ``generate`` option (``length_penalty``, ``no_repeat_ngram_size`` ...)
-                not named as a batch key.
-
-        Returns:
-            ``[B, T]`` generated target ids (starting with ``<s>``).
-        """
-        syntax_keys = {"dep_tin", "dep_tout", "syntax_tree", "labels"} | {f"{f}_ids" for f in FEATURES}
-        syntax = {k: v for k, v in batch.items() if k in syntax_keys}
-        gen_options = {k: v for k, v in batch.items() if k not in syntax_keys}
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        syntax.pop("labels", None)
-        enc = self.encode(input_ids, attention_mask, **syntax)
-        if max_new_tokens is None:
-            max_new_tokens = min(int(1.5 * input_ids.shape[1]) + 10, 200)
-        return self.seq2seq.generate(encoder_outputs=enc, attention_mask=attention_mask, num_beams=num_beams,
-                                     max_new_tokens=max_new_tokens, **gen_options)
+    def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
+        """``<s>`` + ``labels`` shifted right (-100 read as padding)."""
+        return self.seq2seq.prepare_decoder_input_ids_from_labels(labels)
 
 
-AutoConfig.register(SyntaxTranslationConfig.model_type, SyntaxTranslationConfig, exist_ok=True)
+AutoConfig.register(SyntaxInfusedTranslationConfig.model_type, SyntaxInfusedTranslationConfig, exist_ok=True)
+AutoModelForSeq2SeqLM.register(SyntaxInfusedTranslationConfig, SyntaxInfusedForConditionalGeneration, exist_ok=True)

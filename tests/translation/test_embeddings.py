@@ -1,4 +1,4 @@
-"""Per-subword syntax features on real spaCy parses, and the feature embeddings."""
+"""Per-subword syntax features on real spaCy parses, and the feature embeddings (modeling/embeddings.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from syntaxformer.data.subword_features import (
     subword_feature_ids,
 )
 from syntaxformer.errors import SyntaxformerError
-from syntaxformer.modeling.features import SyntaxFeatureEmbedding, SyntaxInfusedEmbedding, split_dim
+from syntaxformer.modeling.embeddings import SyntaxFeatureEmbedding, SyntaxInfusedEmbedding, split_dim
 
 SENTENCES = ["A Sunshine-drenched amalgamation of unbelievably colourful umbrellas.",
              "Two young, White males are outside near many bushes."]
@@ -102,20 +102,3 @@ def test_features_embedding_shapes_sum_and_concat():
         s({"upos_ids": ids["upos_ids"], "subword_ids": ids["subword_ids"]})
     with pytest.raises(SyntaxformerError, match="combine"):
         SyntaxFeatureEmbedding(feats, 20, "product")
-
-
-def test_features_encode_corpus_gives_aligned_arrays(annotator, tokenizers, m30k_small):
-    from syntaxformer.translation.dataset import collate, encode_corpus
-
-    src_tok, tgt_tok = tokenizers
-    train, _ = m30k_small
-    items = encode_corpus(train.select(range(8)), src_tok, tgt_tok, annotator, show_progress=False)
-    for it in items:
-        L = len(it["input_ids"])
-        assert it["input_ids"][-1] == src_tok.eos_token_id and it["labels"][-1] == tgt_tok.eos_token_id
-        assert all(len(it[k]) == L for k in ("upos_ids", "xpos_ids", "case_ids", "subword_ids", "dep_tin",
-                                             "dep_tout", "syntax_tree"))
-        assert it["syntax_tree"][-1] == -1 and it["subword_ids"][-1] == 0 and np.all(it["upos_ids"][:-1] > 0)
-    batch = collate(items)
-    assert batch["labels"].min() == -100 and batch["dep_tin"].min() == -1
-    assert batch["attention_mask"].sum().item() == sum(len(it["input_ids"]) for it in items)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from syntaxformer.errors import FormatError, SyntaxformerError
-from syntaxformer.translation.data import (
+from syntaxformer.data.readers.parallel import (
     multi30k,
     newstest2013,
     read_lines,

@@ -1,4 +1,5 @@
-"""Readers for parallel text: line-aligned plain text (Multi30k) and WMT ``.sgm`` files (newstest), and subsets.
+"""Readers for parallel text (translation): line-aligned plain text (Multi30k) and WMT ``.sgm`` files (newstest),
+and seeded subsets.
 
 * :func:`read_parallel` — two plain-text files, one sentence per line, parallel by line (the line counts must
   match).
@@ -7,6 +8,7 @@
   between ``<seg ...>`` and ``</seg>``, stripped, entities left as they are.
 * :func:`read_sgm_pair` — a source and a reference ``.sgm`` whose (doc id, seg id) sequences must agree.
 * :func:`subsample` — a seeded random fraction of a corpus, in corpus order.
+* :func:`read_corpus` — either of the two, by file extension.
 * :func:`multi30k` / :func:`newstest2013` — the copies under ``../shared/data``.
 """
 
@@ -22,7 +24,7 @@ import numpy as np
 from syntaxformer.errors import FormatError, SyntaxformerError
 
 __all__ = ["ParallelCorpus", "Segment", "read_parallel", "read_sgm", "read_sgm_pair", "subsample", "multi30k",
-           "newstest2013", "read_lines"]
+           "newstest2013", "read_lines", "read_corpus", "MULTI30K_SPLITS"]
 
 
 @dataclass

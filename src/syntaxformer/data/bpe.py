@@ -1,4 +1,4 @@
-"""Subword vocabularies learned on the training data: BPE with the ``tokenizers`` library.
+"""Subword vocabularies learned on training data (translation): BPE with the ``tokenizers`` library.
 
 Design (documented choice): **separate** source and target vocabularies. The syntax-infused encoder embeds source
 tokens in ``D - d`` dimensions while the decoder uses all ``D`` ("In the decoder, all 512 dimensions are used for
@@ -20,6 +20,9 @@ from typing import Iterable
 from transformers import PreTrainedTokenizerFast
 
 from syntaxformer.errors import SyntaxformerError
+
+__all__ = ["SPECIAL_TOKENS", "PAD_ID", "UNK_ID", "BOS_ID", "EOS_ID", "train_bpe", "wrap", "save_tokenizers",
+           "load_tokenizers"]
 
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>")
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -82,6 +85,7 @@ def load_tokenizers(folder: str | Path) -> tuple[PreTrainedTokenizerFast, PreTra
         path = folder / f"{side}_tokenizer"
         if not (path / "tokenizer.json").is_file():
             raise SyntaxformerError(f"{path}/tokenizer.json not found; {folder} is not a translation model folder "
-                                    "written by `syntaxformer train --task translation`")
+                                    "(expected source_tokenizer/ and target_tokenizer/ beside config.json, as "
+                                    "`syntaxformer train --task translation` writes them)")
         out.append(PreTrainedTokenizerFast.from_pretrained(str(path)))
     return out[0], out[1]

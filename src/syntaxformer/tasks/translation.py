@@ -1,0 +1,425 @@
+"""Translation (English→German Multi30k / WMT by default) with the Syntax-Infused Transformer: the ``translation``
+task.
+
+The model is trained from scratch (:mod:`syntaxformer.modeling.seq2seq`), so the task builds what a pretrained
+encoder would bring: BPE vocabularies learned on the (subsampled) training split (:meth:`TranslationTask.
+build_tokenizer`, saved as ``source_tokenizer/`` and ``target_tokenizer/`` in the run folder) and the model
+(:meth:`TranslationTask.build_model`, one of the :data:`ARMS`).
+
+Data flow (the runner's, see :mod:`syntaxformer.tasks.base`)::
+
+    load_split("train" | "dev" | <eval set>)   -> ParallelCorpus (subsampled train split: fraction, data_seed)
+    build_tokenizer(train, out_dir, context)    -> source tokenizer; target tokenizer in context.extra
+    build_model(system, model_options, context) -> SyntaxInfusedForConditionalGeneration (seed torch first)
+    featurize(corpus, context, split)           -> list of per-pair dicts: input_ids (+ </s>), the syntax inputs the
+                                                   model reads (context.syntax_inputs), labels (+ </s>)
+    collator(context)                           -> padded batches + attention_mask + decoder_input_ids
+    SyntaxSeq2SeqTrainer.predict(features)      -> generated ids (beam search)
+    postprocess -> Predictions (detokenised translations); compute_metrics -> sacreBLEU BLEU + signature
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from syntaxformer.data.readers.parallel import ParallelCorpus, multi30k, read_corpus, subsample
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
+
+__all__ = ["ARMS", "TranslationTask", "encode_pairs", "collate_pairs", "source_annotator", "PAD_VALUES"]
+
+#: The experiment's arms: model options per arm name.
+ARMS: dict[str, dict[str, Any]] = {
+    "baseline": {"features": [], "use_sg_layer": False},
+    "syntax": {"features": ["upos", "case", "subword"], "use_sg_layer": False},
+    "sgnet": {"features": [], "use_sg_layer": True},
+    "both": {"features": ["upos", "case", "subword"], "use_sg_layer": True},
+    # controls: the extra layer without the SDOI mask (capacity without syntax); fine POS tags
+    "vanilla_layer": {"features": [], "use_sg_layer": True, "sg_mask": "none"},
+    "syntax_xpos": {"features": ["xpos", "case", "subword"], "use_sg_layer": False},
+}
+
+#: Padding of each batch key (keys not listed pad with 0: the feature ids' "no word").
+PAD_VALUES = {"labels": -100, "dep_tin": -1, "dep_tout": -1, "syntax_tree": -1}
+
+_DEPENDENCY_KEYS = ("dep_tin", "dep_tout", "syntax_tree")
+
+
+def source_annotator(context: TaskContext) -> Any:
+    """The parser of the sources: ``context.annotator``, else built from ``context.parser`` (any
+    :func:`~syntaxformer.data.make_annotator` spec; ``None`` = the default spaCy pipeline) and kept in the context,
+    so every split of a run shares it."""
+    if context.annotator is None:
+        from syntaxformer.data.annotators import make_annotator
+
+        context.annotator = make_annotator(context.parser, cache=context.parse_cache, progress=context.progress,
+                                           batch_size=512)
+    return context.annotator
+
+
+def encode_pairs(corpus: ParallelCorpus, source_tokenizer: Any, target_tokenizer: Any | None, annotator: Any,
+                 syntax_inputs: Sequence[str], max_source_length: int = 64, max_target_length: int = 64,
+                 show_progress: bool = True) -> list[dict[str, np.ndarray]]:
+    """Parse the sources (cached), align subwords, and build each pair's arrays.
+
+    Args:
+        corpus: sources (and targets).
+        source_tokenizer: the source fast tokenizer (``</s>`` appended, see :mod:`syntaxformer.data.bpe`).
+        target_tokenizer: the target tokenizer; ``None`` (or a corpus without targets) gives no ``labels``.
+        annotator: the parser of the sources (``annotate(texts)``); unused when ``syntax_inputs`` is empty.
+        syntax_inputs: the syntax keys to emit (``{feature}_ids``, ``dep_tin`` / ``dep_tout`` / ``syntax_tree``).
+        max_source_length: source pieces kept, ``</s>`` included (longer sources are truncated).
+        max_target_length: target pieces kept, ``</s>`` included.
+        show_progress: progress bar over the pairs.
+
+    Returns:
+        one dict per pair: ``input_ids`` ``[L]``, each syntax input ``[L]`` (feature ids 0 and dependency tensors
+        -1 at ``</s>``), ``labels`` ``[T]`` when there are targets.
+    """
+    from syntaxformer.data.align import SyntaxAligner
+    from syntaxformer.data.encode import encode_syntax
+    from syntaxformer.data.subword_features import FEATURES, forest_words, subword_feature_ids
+    from syntaxformer.utils import progress
+
+    if max_source_length < 2 or max_target_length < 2:
+        raise SyntaxformerError("max_source_length and max_target_length must be at least 2, got "
+                                f"{max_source_length} and {max_target_length}")
+    features = [k[:-len("_ids")] for k in syntax_inputs if k.endswith("_ids") and k[:-len("_ids")] in FEATURES]
+    dependency = [k for k in _DEPENDENCY_KEYS if k in syntax_inputs]
+    unknown = sorted(set(syntax_inputs) - {f"{f}_ids" for f in features} - set(dependency))
+    if unknown:
+        raise SyntaxformerError(f"translation featurization cannot emit {unknown}; it knows "
+                                f"{[f'{f}_ids' for f in FEATURES] + list(_DEPENDENCY_KEYS)}")
+    labels = None
+    if target_tokenizer is not None and corpus.targets is not None:
+        labels = target_tokenizer(corpus.targets, truncation=True, max_length=max_target_length)["input_ids"]
+    out: list[dict[str, np.ndarray]] = []
+    if not features and not dependency:  # no parse needed: the tokenizer alone
+        ids = source_tokenizer(corpus.sources, truncation=True, max_length=max_source_length)["input_ids"]
+        for i, row in enumerate(ids):
+            item = {"input_ids": np.asarray(row, dtype=np.int64)}
+            if labels is not None:
+                item["labels"] = np.asarray(labels[i], dtype=np.int64)
+            out.append(item)
+        return out
+    docs = annotator.annotate(corpus.sources)
+    aligner = SyntaxAligner(source_tokenizer, max_length=max_source_length)
+    block = 1024
+    with progress(total=len(corpus), desc=f"encoding {corpus.name or 'corpus'}", unit="pair",
+                  disable=None if show_progress else True) as bar:
+        for start in range(0, len(corpus), block):
+            chunk = docs[start:start + block]
+            for k, windows in enumerate(aligner.align_batch(chunk)):
+                ex = windows[0]
+                item: dict[str, np.ndarray] = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
+                if len(ex.forest) == 0:  # nothing parsed (e.g. whitespace only): features and syntax stay empty
+                    L = len(ex)
+                    item.update({f"{f}_ids": np.zeros(L, dtype=np.int64) for f in features})
+                    item.update({key: np.full(L, -1, dtype=np.int64) for key in dependency})
+                else:
+                    if features:
+                        item.update(subword_feature_ids(ex, forest_words([chunk[k]]), features))
+                    if dependency:
+                        syn = encode_syntax(ex, criterion="share", max_distance=1, constituency=False)
+                        for key in dependency:
+                            item[key] = syn[key].astype(np.int64)
+                if labels is not None:
+                    item["labels"] = np.asarray(labels[start + k], dtype=np.int64)
+                out.append(item)
+            bar.update(len(chunk))
+    return out
+
+
+def collate_pairs(items: Sequence[Mapping[str, np.ndarray]], pad_token_id: int = 0,
+                  decoder_start_token_id: int | None = None) -> dict[str, Any]:
+    """Right-pad pair arrays to ``[B, L]`` / ``[B, T]`` tensors (:data:`PAD_VALUES`), add ``attention_mask``
+    (1 = real token) and, with labels and ``decoder_start_token_id``, ``decoder_input_ids`` (``<s>`` + labels
+    shifted right, padding as ``pad_token_id``): the Trainer's label smoother takes the labels away from the model,
+    which then needs its decoder input in the batch."""
+    import torch
+
+    if not items:
+        raise SyntaxformerError("cannot collate an empty batch")
+    batch: dict[str, Any] = {}
+    for key in items[0]:
+        L = max(len(it[key]) for it in items)
+        pad = pad_token_id if key == "input_ids" else PAD_VALUES.get(key, 0)
+        arr = np.full((len(items), L), pad, dtype=np.int64)
+        for b, it in enumerate(items):
+            arr[b, :len(it[key])] = it[key]
+        batch[key] = torch.from_numpy(arr)
+    lengths = torch.tensor([len(it["input_ids"]) for it in items])
+    batch["attention_mask"] = (torch.arange(batch["input_ids"].shape[1]).unsqueeze(0) < lengths.unsqueeze(1)).long()
+    if "labels" in batch and decoder_start_token_id is not None:
+        labels = batch["labels"]
+        shifted = torch.full_like(labels, pad_token_id)  # (B, T)
+        shifted[:, 0] = decoder_start_token_id
+        shifted[:, 1:] = labels[:, :-1].masked_fill(labels[:, :-1] == -100, pad_token_id)
+        batch["decoder_input_ids"] = shifted
+    return batch
+
+
+class TranslationTask(Task):
+    """Sentence-level translation with the Syntax-Infused Transformer (any parallel text; Multi30k by default).
+
+    Options (all JSON-serialisable; :meth:`options` returns them):
+        arm: a key of :data:`ARMS` setting ``features`` / ``use_sg_layer`` / ``sg_mask``; ``None`` = use those
+            options as given.
+        features, feature_dim, feature_combine, use_sg_layer, sg_mask, alpha: model options (see
+            :class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedTranslationConfig`); ``feature_dim`` ``None`` =
+            the paper's share of the width, 20 of 512, at the preset's ``d_model`` (5 for ``cpu``).
+        preset, seq2seq_overrides: Transformer size (:data:`~syntaxformer.modeling.seq2seq.PRESETS`) and any
+            ``MarianConfig`` option on top.
+        train_source, train_target, valid_source, valid_target: parallel plain-text (or ``.sgm``) files; ``None``
+            = Multi30k train / val (English→German) under ``data_dir`` or ``../shared/data/multi30k``.
+        eval_sets: name -> ``[source, reference]`` files translated after training (default: Multi30k test2016
+            as ``test2016``); split ``"test"`` is the first of them.
+        fraction, data_seed: seeded, nested subsample of the training pairs.
+        tokenizer_dir: a folder with ``source_tokenizer/`` and ``target_tokenizer/`` to reuse (or to write, when
+            empty), e.g. shared by the arms of one fraction; ``None`` = learn BPE for this run only.
+        source_vocab_size, target_vocab_size: BPE vocabulary sizes.
+        max_source_length, max_target_length: pieces kept per training / validation sentence (``</s>`` included);
+            max_eval_source_length: source pieces kept when translating the evaluation sets.
+        data_dir: the Multi30k folder (default ``../shared/data/multi30k``).
+    """
+
+    name = "translation"
+    title = "Translation"
+    head = "seq2seq"
+    metric_names = ("bleu",)
+    splits = ("train", "dev", "test")
+
+    def __init__(self, arm: str | None = None, features: Sequence[str] | str = (), feature_dim: int | None = None,
+                 feature_combine: str = "sum", use_sg_layer: bool = False, sg_mask: str = "sdoi", alpha: float = 0.5,
+                 preset: str = "cpu", seq2seq_overrides: Mapping[str, Any] | None = None, fraction: float = 1.0,
+                 data_seed: int = 0, train_source: str | None = None, train_target: str | None = None,
+                 valid_source: str | None = None, valid_target: str | None = None,
+                 eval_sets: Mapping[str, Sequence[str]] | None = None, tokenizer_dir: str | None = None,
+                 source_vocab_size: int = 4000, target_vocab_size: int = 4000, max_source_length: int = 64,
+                 max_target_length: int = 64, max_eval_source_length: int = 256, data_dir: str | None = None):
+        from syntaxformer.modeling.seq2seq import PRESETS
+
+        if isinstance(features, str):
+            features = [f for f in features.split(",") if f]
+        model = {"features": list(features), "use_sg_layer": bool(use_sg_layer), "sg_mask": sg_mask}
+        if arm is not None:
+            if arm not in ARMS:
+                raise SyntaxformerError(f"unknown translation arm {arm!r}; expected one of {', '.join(ARMS)}")
+            model.update({k: list(v) if isinstance(v, list) else v for k, v in ARMS[arm].items()})
+        if preset not in PRESETS:
+            raise SyntaxformerError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
+        if feature_dim is None:  # the paper's share of the width (20 of 512) at this preset's d_model
+            d_model = int((seq2seq_overrides or {}).get("d_model", PRESETS[preset]["d_model"]))
+            feature_dim = max(1, round(20 * d_model / 512))
+        if not 0.0 < float(fraction) <= 1.0:
+            raise SyntaxformerError(f"fraction must lie in (0, 1], got {fraction}")
+        for side, src, tgt in (("train", train_source, train_target), ("valid", valid_source, valid_target)):
+            if bool(src) != bool(tgt):
+                raise SyntaxformerError(f"{side}_source and {side}_target go together; got only one of them")
+        sets = {"test2016": None} if eval_sets is None else dict(eval_sets)
+        for name, files in sets.items():
+            if files is not None and len(files) != 2:
+                raise SyntaxformerError(f"eval set {name!r}: expected [source, reference] files, got {files}")
+        self.arm = arm
+        self.features: list[str] = model["features"]
+        self.use_sg_layer: bool = model["use_sg_layer"]
+        self.sg_mask: str = model["sg_mask"]
+        self.feature_dim = int(feature_dim)
+        self.feature_combine = feature_combine
+        self.alpha = float(alpha)
+        self.preset = preset
+        self.seq2seq_overrides = dict(seq2seq_overrides or {})
+        self.fraction = float(fraction)
+        self.data_seed = int(data_seed)
+        self.train_source, self.train_target = train_source, train_target
+        self.valid_source, self.valid_target = valid_source, valid_target
+        self.eval_sets = {k: (list(v) if v is not None else None) for k, v in sets.items()}
+        self.tokenizer_dir = tokenizer_dir
+        self.source_vocab_size, self.target_vocab_size = int(source_vocab_size), int(target_vocab_size)
+        self.max_source_length, self.max_target_length = int(max_source_length), int(max_target_length)
+        self.max_eval_source_length = int(max_eval_source_length)
+        self.data_dir = data_dir
+        #: the tokenizers of this run (set by build_tokenizer / load_tokenizers)
+        self.source_tokenizer: Any = None
+        self.target_tokenizer: Any = None
+
+    def options(self) -> dict[str, Any]:
+        return {"arm": self.arm, "features": list(self.features), "feature_dim": self.feature_dim,
+                "feature_combine": self.feature_combine, "use_sg_layer": self.use_sg_layer, "sg_mask": self.sg_mask,
+                "alpha": self.alpha, "preset": self.preset, "seq2seq_overrides": dict(self.seq2seq_overrides),
+                "fraction": self.fraction, "data_seed": self.data_seed, "train_source": self.train_source,
+                "train_target": self.train_target, "valid_source": self.valid_source,
+                "valid_target": self.valid_target, "eval_sets": dict(self.eval_sets),
+                "tokenizer_dir": self.tokenizer_dir, "source_vocab_size": self.source_vocab_size,
+                "target_vocab_size": self.target_vocab_size, "max_source_length": self.max_source_length,
+                "max_target_length": self.max_target_length, "max_eval_source_length": self.max_eval_source_length,
+                "data_dir": self.data_dir}
+
+    @property
+    def syntax_inputs(self) -> tuple[str, ...]:
+        """The syntax keys this task's model reads (as its config's ``syntax_inputs``)."""
+        keys = tuple(f"{f}_ids" for f in self.features)
+        return keys + (_DEPENDENCY_KEYS if self.use_sg_layer and self.sg_mask == "sdoi" else ())
+
+    # -- data ------------------------------------------------------------------------------------------
+    def eval_set_names(self) -> list[str]:
+        """Names of the evaluation sets translated after training."""
+        return list(self.eval_sets)
+
+    def load_split(self, split: str, data: Mapping[str, Any] | None = None) -> ParallelCorpus:
+        """``"train"`` (subsampled), ``"dev"`` (validation), ``"test"`` (the first eval set) or an eval set name.
+
+        ``data``: the run's data section; ``data_dir`` (the Multi30k folder) is read, other keys ignored.
+        """
+        data_dir = (data or {}).get("data_dir") or self.data_dir
+        if split == "train":
+            corpus = (read_corpus(self.train_source, self.train_target) if self.train_source
+                      else multi30k("train", data_dir))
+            return subsample(corpus, self.fraction, self.data_seed)
+        if split in ("dev", "valid", "validation"):
+            return (read_corpus(self.valid_source, self.valid_target) if self.valid_source
+                    else multi30k("val", data_dir))
+        if split == "test":
+            if not self.eval_sets:
+                raise SyntaxformerError("the translation task has no eval_sets, so no 'test' split")
+            split = next(iter(self.eval_sets))
+        if split not in self.eval_sets:
+            raise SyntaxformerError(f"unknown translation split {split!r}; expected train, dev, test or an eval set "
+                                    f"({', '.join(self.eval_sets) or 'none configured'})")
+        files = self.eval_sets[split]
+        if files is None:  # the default test2016
+            corpus = multi30k("test2016", data_dir)
+            corpus.name = split
+            return corpus
+        return read_corpus(files[0], files[1])
+
+    def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
+        """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation
+        sets keep up to ``max_eval_source_length`` source pieces. Without ``context.annotator`` (and with syntax
+        inputs) the context gets :func:`source_annotator`."""
+        target = context.extra.get("target_tokenizer", self.target_tokenizer)
+        max_source = self.max_source_length if split in ("train", "dev", "valid") else self.max_eval_source_length
+        syntax = tuple(context.syntax_inputs)
+        annotator = source_annotator(context) if syntax else None
+        return encode_pairs(data, context.tokenizer, target, annotator, syntax, max_source,
+                            self.max_target_length, show_progress=context.progress)
+
+    def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
+        """:func:`collate_pairs` with the source pad id and the decoder start id (``<s>``)."""
+        from syntaxformer.data.bpe import BOS_ID
+
+        pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
+        return lambda items: collate_pairs(items, pad, BOS_ID)
+
+    # -- runner hooks ----------------------------------------------------------------------------------
+    def training_defaults(self) -> dict[str, Any]:
+        """The papers' recipe at the ``cpu`` preset's budget (``Seq2SeqTrainingArguments`` names): 400 updates of
+        128 pairs, Adam (0.9, 0.98), peak lr 1.5e-3 after 100 warm-up updates then inverse square root, label
+        smoothing 0.1, clipping 1.0, validation loss and a checkpoint every 50 updates, the best checkpoint by
+        validation loss kept, beam 5."""
+        return {"max_steps": 400, "per_device_train_batch_size": 128, "per_device_eval_batch_size": 64,
+                "learning_rate": 1.5e-3, "warmup_steps": 100, "lr_scheduler_type": "inverse_sqrt",
+                "optim": "adamw_torch", "adam_beta1": 0.9, "adam_beta2": 0.98, "adam_epsilon": 1e-8,
+                "weight_decay": 0.0, "max_grad_norm": 1.0, "label_smoothing_factor": 0.1, "seed": 1,
+                "eval_strategy": "steps", "eval_steps": 50, "save_strategy": "steps", "save_steps": 50,
+                "logging_steps": 50, "save_total_limit": 1, "load_best_model_at_end": True,
+                "metric_for_best_model": "loss", "greater_is_better": False, "predict_with_generate": True,
+                "generation_num_beams": 5, "report_to": []}
+
+    def build_tokenizer(self, train_data: ParallelCorpus, output_dir: str, context: TaskContext) -> Any:
+        """BPE learned on the training split (or read from ``tokenizer_dir``), saved in ``output_dir``.
+
+        Returns:
+            the source tokenizer (also ``context.tokenizer``); the target one is ``context.extra
+            ["target_tokenizer"]`` and :attr:`target_tokenizer`.
+        """
+        from syntaxformer.data.bpe import load_tokenizers, save_tokenizers, train_bpe
+
+        shared = Path(self.tokenizer_dir) if self.tokenizer_dir else None
+        if shared is not None and (shared / "source_tokenizer" / "tokenizer.json").is_file():
+            src, tgt = load_tokenizers(shared)
+        else:
+            src = train_bpe(train_data.sources, self.source_vocab_size)
+            tgt = train_bpe(train_data.targets, self.target_vocab_size)
+            if shared is not None:
+                save_tokenizers(src, tgt, shared)
+        save_tokenizers(src, tgt, output_dir)
+        self._use_tokenizers(src, tgt, context)
+        return src
+
+    def load_tokenizers(self, folder: str | Path, context: TaskContext | None = None) -> tuple[Any, Any]:
+        """``(source, target)`` tokenizers of a model folder (also set on the task and ``context``)."""
+        from syntaxformer.data.bpe import load_tokenizers
+
+        src, tgt = load_tokenizers(folder)
+        self._use_tokenizers(src, tgt, context)
+        return src, tgt
+
+    def _use_tokenizers(self, src: Any, tgt: Any, context: TaskContext | None) -> None:
+        self.source_tokenizer, self.target_tokenizer = src, tgt
+        if context is not None:
+            context.tokenizer = src
+            context.extra["target_tokenizer"] = tgt
+
+    def build_model(self, system: str | None, model_options: Mapping[str, Any], context: TaskContext) -> Any:
+        """A :class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedForConditionalGeneration` from random init.
+
+        Args:
+            system: an arm name (used when the task has no ``arm``), or ``None`` / anything else = the task's model
+                options.
+            model_options: config options on top (``alpha``, ``sg_num_heads``, ``seq2seq_overrides`` ...).
+            context: brings the tokenizers (vocabulary sizes).
+
+        The random init uses torch's global generator: seed it first (``transformers.set_seed``).
+        """
+        from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration, build_config
+
+        options: dict[str, Any] = {"features": list(self.features), "use_sg_layer": self.use_sg_layer,
+                                   "sg_mask": self.sg_mask, "feature_dim": self.feature_dim,
+                                   "feature_combine": self.feature_combine, "alpha": self.alpha,
+                                   "preset": self.preset, "seq2seq_overrides": dict(self.seq2seq_overrides)}
+        if self.arm is None and system in ARMS:
+            options.update(ARMS[system])
+        options.update(model_options)
+        src = context.tokenizer or self.source_tokenizer
+        tgt = context.extra.get("target_tokenizer", self.target_tokenizer)
+        if src is None or tgt is None:
+            raise SyntaxformerError("build the tokenizers (build_tokenizer / load_tokenizers) before the model")
+        preset = options.pop("preset")
+        config = build_config(preset, len(src), len(tgt), **options)
+        model = SyntaxInfusedForConditionalGeneration(config)
+        context.syntax_inputs = config.syntax_inputs
+        return model
+
+    # -- predictions -----------------------------------------------------------------------------------
+    def postprocess(self, data: ParallelCorpus, features: Any, raw: Any,
+                    auxiliary: Mapping[str, Any] | None = None) -> Predictions:
+        """Generated ids ``[N, T]`` (-100 / pad padded; or a ``PredictionOutput``) -> detokenised translations."""
+        if self.target_tokenizer is None:
+            raise SyntaxformerError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizers)")
+        ids = getattr(raw, "predictions", raw)
+        ids = np.asarray(ids[0] if isinstance(ids, (tuple, list)) else ids)
+        pad = self.target_tokenizer.pad_token_id or 0
+        ids = np.where(ids < 0, pad, ids)
+        texts = [t.strip() for t in self.target_tokenizer.batch_decode(ids.tolist(), skip_special_tokens=True)]
+        if len(texts) != len(data):
+            raise SyntaxformerError(f"{len(texts)} translations for the {len(data)} sentences of {data.name!r}")
+        return Predictions(ids=list(data.ids), values=texts)
+
+    def compute_metrics(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
+        """sacreBLEU corpus BLEU against the references: ``{"bleu", "signature", "verbose"}``."""
+        from syntaxformer.translation.evaluate import corpus_bleu
+
+        if data.targets is None:
+            raise SyntaxformerError(f"{data.name or 'the corpus'} has no references to score BLEU against")
+        return corpus_bleu(predictions.values, data.targets)
+
+    def prediction_records(self, data: ParallelCorpus, predictions: Predictions) -> list[dict[str, Any]]:
+        return [{"id": i, "source": s, "prediction": v}
+                for i, s, v in zip(predictions.ids, data.sources, predictions.values)]
+
+
+register_task(TranslationTask)

@@ -1,0 +1,77 @@
+"""Length-grouped batches: pairs of similar length share a batch, so little of each batch is padding.
+
+* :func:`length_batches` — the batches of one epoch (seeded shuffle within buckets) or of an evaluation pass
+  (sorted by length, longest first).
+* :class:`LengthGroupedBatchSampler` — a ``batch_sampler`` for ``DataLoader`` that draws epoch ``e``'s batches with
+  seed ``seed * 100_003 + e``; the Trainer sets the epoch (``set_epoch``), so a resumed run continues with the same
+  batches.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import numpy as np
+from torch.utils.data import Sampler
+
+from syntaxformer.errors import SyntaxformerError
+
+__all__ = ["length_batches", "LengthGroupedBatchSampler"]
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0,
+                   bucket: int = 50) -> list[list[int]]:
+    """Indices grouped into batches of similar length.
+
+    With ``shuffle``: a seeded permutation is cut into chunks of ``bucket * batch_size`` items, each chunk is
+    sorted by length and cut into batches, and the batches are shuffled. Without: batches of the items sorted by
+    length (longest first, so memory problems show at once); callers restore the original order themselves.
+    """
+    n = len(lengths)
+    if batch_size < 1:
+        raise SyntaxformerError(f"batch_size must be positive, got {batch_size}")
+    lengths = np.asarray(lengths)
+    if not shuffle:
+        order = np.argsort(-lengths, kind="stable")
+        return [order[i:i + batch_size].tolist() for i in range(0, n, batch_size)]
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    batches: list[list[int]] = []
+    step = bucket * batch_size
+    for s in range(0, n, step):
+        chunk = perm[s:s + step]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches.extend(chunk[i:i + batch_size].tolist() for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)  # type: ignore[arg-type]
+    return batches
+
+
+class LengthGroupedBatchSampler(Sampler[list[int]]):
+    """Shuffled length-grouped training batches (see :func:`length_batches`), one seed per epoch.
+
+    Args:
+        lengths: a length per item (source + target pieces for translation).
+        batch_size: items per batch.
+        seed: the run seed; epoch ``e`` uses ``seed * 100_003 + e``.
+        bucket: batches per sorted chunk.
+    """
+
+    def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, bucket: int = 50):
+        super().__init__()
+        self.lengths = list(lengths)
+        self.batch_size = int(batch_size)
+        self.seed = int(seed)
+        self.bucket = int(bucket)
+        self.drop_last = False
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use epoch ``epoch``'s batches on the next iteration."""
+        self.epoch = int(epoch)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        yield from length_batches(self.lengths, self.batch_size, True, self.seed * 100_003 + self.epoch, self.bucket)
+
+    def __len__(self) -> int:
+        n, step = len(self.lengths), self.bucket * self.batch_size
+        return sum(-(-min(step, n - s) // self.batch_size) for s in range(0, n, step))

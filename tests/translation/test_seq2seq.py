@@ -1,0 +1,127 @@
+"""The translation model (modeling/seq2seq.py): equal to the plain Transformer where syntax is off, syntax reaches
+it where on, transformers' own beam search through ``generate`` with the syntax inputs as encoder inputs,
+``AutoModelForSeq2SeqLM`` save / load."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from huggingface_hub.errors import StrictDataclassClassValidationError
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, MarianMTModel
+
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration, build_config
+from syntaxformer.tasks.translation import collate_pairs, encode_pairs
+
+FEATS = ("upos", "case", "subword")
+ALL_INPUTS = ("upos_ids", "xpos_ids", "case_ids", "subword_ids", "dep_tin", "dep_tout", "syntax_tree")
+
+
+@pytest.fixture(scope="module")
+def batch(annotator, tokenizers, m30k_small):
+    src_tok, tgt_tok = tokenizers
+    train, _ = m30k_small
+    return collate_pairs(encode_pairs(train.select(range(4)), src_tok, tgt_tok, annotator, ALL_INPUTS,
+                                      show_progress=False), 0, 2)
+
+
+def _model(tokenizers, **options) -> SyntaxInfusedForConditionalGeneration:
+    src_tok, tgt_tok = tokenizers
+    torch.manual_seed(0)
+    model = SyntaxInfusedForConditionalGeneration(build_config("tiny", len(src_tok), len(tgt_tok), feature_dim=8,
+                                                               **options))
+    return model.eval()
+
+
+def _source(batch):
+    return {k: v for k, v in batch.items() if k not in ("labels", "decoder_input_ids")}
+
+
+def test_seq2seq_baseline_equals_the_plain_marian_model(tokenizers, batch):
+    """No features, no SG layer: exactly MarianMTModel with our source embedding as its encoder embedding."""
+    model = _model(tokenizers)
+    plain = MarianMTModel(model.config.seq2seq).eval()
+    state = {k[len("seq2seq."):]: v for k, v in model.state_dict().items() if k.startswith("seq2seq.")}
+    state["model.encoder.embed_tokens.weight"] = model.source_embeddings.tokens.weight
+    missing, unexpected = plain.load_state_dict(state, strict=False)
+    assert not unexpected and all("embed_positions" in k for k in missing)
+    with torch.no_grad():
+        ours = model(**batch)
+        theirs = plain(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+    assert torch.allclose(ours.logits, theirs.logits, atol=1e-5)
+    assert torch.allclose(ours.loss, theirs.loss, atol=1e-5)  # plain cross-entropy; smoothing is the Trainer's
+    # the collator's decoder input is the model's own shift of the labels
+    assert torch.equal(batch["decoder_input_ids"], model.prepare_decoder_input_ids_from_labels(batch["labels"]))
+
+
+def test_seq2seq_sg_layer_path_equals_plain_path_when_it_has_no_weight(tokenizers, batch):
+    """alpha = 1 gives H̄ = H: the SG encoder path reduces to the plain path (same weights otherwise)."""
+    plain = _model(tokenizers, features=FEATS)
+    sg = _model(tokenizers, features=FEATS, use_sg_layer=True, alpha=1.0)
+    sg.load_state_dict(plain.state_dict(), strict=False)
+    with torch.no_grad():
+        a, b = plain.encode(**_source(batch)).last_hidden_state, sg.encode(**_source(batch)).last_hidden_state
+    assert torch.allclose(a, b, atol=1e-6)
+    half = _model(tokenizers, features=FEATS, use_sg_layer=True)
+    half.load_state_dict(sg.state_dict())
+    with torch.no_grad():
+        c = half.encode(**_source(batch)).last_hidden_state
+    assert not torch.allclose(a, c, atol=1e-3)
+
+
+def test_seq2seq_syntax_inputs_are_declared_and_reach_the_encoder_only_when_enabled(tokenizers, batch):
+    noisy = dict(batch)
+    noisy["upos_ids"] = torch.where(batch["upos_ids"] > 0, 2, 0)  # every word an ADJ
+    noisy["dep_tout"] = batch["dep_tin"].clone()  # no word dominates another: SDOI = self only
+    cases = (({}, (), False), ({"features": FEATS}, ("upos_ids", "case_ids", "subword_ids"), True),
+             ({"use_sg_layer": True}, ("dep_tin", "dep_tout", "syntax_tree"), True),
+             ({"use_sg_layer": True, "sg_mask": "none"}, (), False))
+    for options, inputs, changes in cases:
+        model = _model(tokenizers, **options)
+        assert model.config.syntax_inputs == inputs, options
+        with torch.no_grad():
+            diff = (model(**batch).encoder_last_hidden_state - model(**noisy).encoder_last_hidden_state).abs().max()
+        assert (diff > 1e-4) == changes, options
+    with pytest.raises(SyntaxformerError, match="dep_tin"):
+        _model(tokenizers, use_sg_layer=True).encode(batch["input_ids"], batch["attention_mask"])
+
+
+def test_seq2seq_generate_is_transformers_beam_search_over_the_syntax_aware_encoder(tokenizers, batch):
+    """``generate`` (GenerationMixin) with the syntax inputs as encoder kwargs gives what the wrapped model's
+    ``generate`` gives on precomputed syntax-aware encoder outputs (the former hand-written path); a padded batch
+    translates each sentence as it would be translated alone (beam 5 and greedy)."""
+    model = _model(tokenizers, features=FEATS, use_sg_layer=True)
+    inputs = _source(batch)
+    with torch.no_grad():
+        out = model.generate(**inputs, num_beams=5, max_new_tokens=7)
+        reference = model.seq2seq.generate(encoder_outputs=model.encode(**inputs),
+                                           attention_mask=inputs["attention_mask"], num_beams=5, max_new_tokens=7)
+        with_labels = model.generate(**inputs, labels=batch["labels"], num_beams=5, max_new_tokens=7)
+    assert torch.equal(out, reference) and torch.equal(out, with_labels)  # labels (Seq2SeqTrainer) are ignored
+    assert out.shape[0] == 4 and 2 <= out.shape[1] <= 8 and torch.all(out[:, 0] == model.config.decoder_start_token_id)
+    lengths = inputs["attention_mask"].sum(1)
+    for beams in (5, 1):
+        with torch.no_grad():
+            together = model.generate(**inputs, num_beams=beams, max_new_tokens=7)
+        for i in range(4):
+            alone = {k: v[i:i + 1, :int(lengths[i])] for k, v in inputs.items()}  # no padding at all
+            with torch.no_grad():
+                one = model.generate(**alone, num_beams=beams, max_new_tokens=7)
+            row = together[i][together[i] != model.config.pad_token_id]
+            assert torch.equal(one[0][one[0] != model.config.pad_token_id], row), (beams, i)
+
+
+def test_seq2seq_save_and_load_with_the_auto_classes(tokenizers, batch, tmp_path):
+    model = _model(tokenizers, features=("xpos", "subword"), feature_combine="concat", use_sg_layer=True)
+    model.save_pretrained(tmp_path)
+    assert AutoConfig.from_pretrained(tmp_path).model_type == "syntax_infused_translation"
+    again = AutoModelForSeq2SeqLM.from_pretrained(str(tmp_path)).eval()
+    assert type(again) is SyntaxInfusedForConditionalGeneration
+    assert again.config.features == ["xpos", "subword"] and again.config.feature_combine == "concat"
+    with torch.no_grad():
+        assert torch.allclose(model(**batch).logits, again(**batch).logits, atol=1e-6)
+    lm, dec = again.seq2seq.lm_head.weight, again.seq2seq.model.decoder.embed_tokens.weight
+    assert lm.data_ptr() == dec.data_ptr()  # decoder input and output embeddings stay tied
+    assert again.generation_config.forced_eos_token_id == model.config.eos_token_id
+    with pytest.raises(StrictDataclassClassValidationError, match="feature_dim"):
+        build_config("tiny", 10, 10, features=FEATS, feature_dim=32)

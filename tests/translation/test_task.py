@@ -1,0 +1,103 @@
+"""The translation task (tasks/translation.py): registry, options, splits, featurization for a given model, batches,
+postprocess and BLEU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.tasks.base import Predictions, TaskContext, get_task
+from syntaxformer.tasks.translation import ARMS, TranslationTask, collate_pairs, encode_pairs
+from tests.conftest import data_path
+
+ALL_INPUTS = ("upos_ids", "xpos_ids", "case_ids", "subword_ids", "dep_tin", "dep_tout", "syntax_tree")
+
+
+def test_task_is_registered_and_rebuilt_from_its_options():
+    task = get_task("translation", arm="both", fraction=0.1)
+    assert isinstance(task, TranslationTask) and task.head == "seq2seq" and task.main_metric == "bleu"
+    assert task.features == ["upos", "case", "subword"] and task.use_sg_layer and task.feature_dim == 5
+    assert task.syntax_inputs == ("upos_ids", "case_ids", "subword_ids", "dep_tin", "dep_tout", "syntax_tree")
+    again = get_task("translation", **task.options())
+    assert again.options() == task.options()
+    assert get_task("translation", arm="vanilla_layer").syntax_inputs == ()  # the unmasked layer reads no parse
+    defaults = task.training_defaults()
+    assert defaults["label_smoothing_factor"] == 0.1 and defaults["lr_scheduler_type"] == "inverse_sqrt"
+    assert defaults["predict_with_generate"] and defaults["generation_num_beams"] == 5
+    assert (defaults["adam_beta1"], defaults["adam_beta2"]) == (0.9, 0.98) and defaults["load_best_model_at_end"]
+    with pytest.raises(SyntaxformerError, match="unknown translation arm 'deep'"):
+        TranslationTask(arm="deep")
+    with pytest.raises(SyntaxformerError, match="fraction"):
+        TranslationTask(fraction=0)
+    with pytest.raises(SyntaxformerError, match="train_source and train_target"):
+        TranslationTask(train_source="a.en")
+    assert set(ARMS) >= {"baseline", "syntax", "sgnet", "both"}
+
+
+def test_task_splits_of_multi30k():
+    folder = str(data_path("multi30k"))
+    task = TranslationTask(fraction=0.1, data_dir=folder)
+    train = task.load_split("train")
+    assert len(train) == 2900 and len(task.load_split("dev")) == 1014
+    test = task.load_split("test")
+    assert len(test) == 1000 and test.name == "test2016" and task.eval_set_names() == ["test2016"]
+    with pytest.raises(SyntaxformerError, match="unknown translation split 'newstest'"):
+        task.load_split("newstest")
+
+
+def test_task_featurize_emits_only_the_models_syntax_inputs(annotator, tokenizers, m30k_small):
+    src_tok, tgt_tok = tokenizers
+    train, _ = m30k_small
+    pairs = train.select(range(8))
+    items = encode_pairs(pairs, src_tok, tgt_tok, annotator, ALL_INPUTS, show_progress=False)
+    for it in items:
+        L = len(it["input_ids"])
+        assert it["input_ids"][-1] == src_tok.eos_token_id and it["labels"][-1] == tgt_tok.eos_token_id
+        assert all(len(it[k]) == L for k in ALL_INPUTS)
+        assert it["syntax_tree"][-1] == -1 and it["subword_ids"][-1] == 0 and np.all(it["upos_ids"][:-1] > 0)
+    task = TranslationTask(arm="syntax")
+    context = TaskContext(tokenizer=src_tok, annotator=annotator, syntax_inputs=task.syntax_inputs,
+                          extra={"target_tokenizer": tgt_tok}, progress=False)
+    features = task.featurize(pairs, context, "train")
+    assert set(features[0]) == {"input_ids", "upos_ids", "case_ids", "subword_ids", "labels"}
+    for a, b in zip(features, items):
+        assert all(np.array_equal(a[k], b[k]) for k in a)
+    baseline = TranslationTask(arm="baseline").featurize(pairs, TaskContext(
+        tokenizer=src_tok, annotator=None, extra={"target_tokenizer": tgt_tok}, progress=False), "train")
+    assert set(baseline[0]) == {"input_ids", "labels"}  # no parse needed, the same ids
+    assert all(np.array_equal(a["input_ids"], b["input_ids"]) for a, b in zip(baseline, items))
+    with pytest.raises(SyntaxformerError, match="cannot emit"):
+        encode_pairs(pairs, src_tok, tgt_tok, annotator, ("deprel_ids",), show_progress=False)
+
+    batch = task.collator(context)(features)
+    assert batch["labels"].min() == -100 and batch["upos_ids"].min() == 0
+    assert batch["attention_mask"].sum().item() == sum(len(it["input_ids"]) for it in features)
+    assert (batch["decoder_input_ids"][:, 0] == 2).all() and (batch["decoder_input_ids"] >= 0).all()
+    assert np.array_equal(batch["decoder_input_ids"][:, 1:].numpy(),
+                          np.where(batch["labels"][:, :-1] < 0, 0, batch["labels"][:, :-1]))
+    with pytest.raises(SyntaxformerError, match="empty batch"):
+        collate_pairs([])
+
+
+def test_task_postprocess_and_bleu(tokenizers, m30k_small):
+    src_tok, tgt_tok = tokenizers
+    _, valid = m30k_small
+    task = TranslationTask()
+    task.target_tokenizer = tgt_tok
+    ids = tgt_tok(valid.targets)["input_ids"]
+    width = max(map(len, ids)) + 2
+    raw = np.full((len(ids), width), -100)
+    for i, row in enumerate(ids):
+        raw[i, 0] = 2  # <s>
+        raw[i, 1:len(row) + 1] = row
+    predictions = task.postprocess(valid, None, raw)
+    assert predictions.ids == valid.ids
+    assert predictions.values == [tgt_tok.decode(row, skip_special_tokens=True).strip() for row in ids]
+    assert sum(v == t for v, t in zip(predictions.values, valid.targets)) >= 18  # lossless but for <unk> pieces
+    scores = task.compute_metrics(valid, predictions)
+    assert scores["bleu"] > 90.0 and scores["signature"].startswith("nrefs:1|case:mixed")
+    with pytest.raises(SyntaxformerError, match="translations for the"):
+        task.postprocess(valid, None, raw[:3])
+    records = task.prediction_records(valid, Predictions(valid.ids[:1], ["x"]))
+    assert records == [{"id": valid.ids[0], "source": valid.sources[0], "prediction": "x"}]
