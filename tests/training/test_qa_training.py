@@ -11,7 +11,8 @@ import torch
 
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.squad_metric import squad_evaluate
-from syntaxformer.training.qa import QAExperimentConfig, evaluate_qa, run_qa
+from syntaxformer.training import RunConfig
+from syntaxformer.training.run import evaluate, train
 from tests.conftest import data_path
 
 torch.set_num_threads(2)
@@ -22,70 +23,72 @@ TINY = {"max_steps": 2, "per_device_train_batch_size": 4, "per_device_eval_batch
 
 def test_config_validation_names_the_bad_option():
     with pytest.raises(SyntaxformerError, match="verifier"):
-        QAExperimentConfig(verifier="both")
-    with pytest.raises(SyntaxformerError, match="SQuAD 2.0 option"):
-        QAExperimentConfig(task="race", verifier="joint")
-    with pytest.raises(SyntaxformerError, match="doc_stride"):
-        QAExperimentConfig(max_length=64, doc_stride=64)
+        RunConfig(task="squad2", task_options={"verifier": "both"})
+    with pytest.raises(SyntaxformerError, match="verifier"):
+        RunConfig.from_dict({"task": "race", "verifier": "joint"})
     with pytest.raises(SyntaxformerError, match="threshold_tuning_fraction"):
-        QAExperimentConfig(threshold_tuning_fraction=1.0)
-    with pytest.raises(SyntaxformerError, match=r"\['lisa_layer'\]"):
-        QAExperimentConfig.from_dict({"task": "squad2", "lisa_layer": 3})
-    assert QAExperimentConfig.from_dict({"max_length": "200"}).max_length == 200
+        RunConfig.from_dict({"task": "squad2", "threshold_tuning_fraction": 1.0})
+    routed = RunConfig.from_dict({"task": "squad2", "doc_stride": 64, "verifier": "joint", "use_sg_layer": False})
+    assert routed.task_options == {"doc_stride": 64, "verifier": "joint"} and routed.model == {"use_sg_layer": False}
 
 
 def _check_squad_run(out, m):
-    n = m["sizes"]["eval_questions"]
+    d = m["dev"]
+    n = m["sizes"]["dev"] if "eval_questions" not in m["sizes"] else m["sizes"]["eval_questions"]
     per_q = json.loads((out / "per_question.json").read_text())
     preds = json.loads((out / "predictions.json").read_text())
     na = json.loads((out / "na_probs.json").read_text())
-    assert len(per_q) == len(preds) == len(na) == n
-    proto = m["threshold_protocol"]
+    assert len(per_q) == len(preds) == len(na)
+    proto = d["threshold_protocol"]
     test_q = {q for q, r in per_q.items() if r["part"] == "test"}
-    assert len(test_q) == proto["test_questions"] == m["best_f1_threshold"]["total"] == n - proto["tuning_questions"]
-    assert proto["tuning_articles"] and proto["test_articles"] and "test part" in m["threshold_note"]
+    assert len(test_q) == proto["test_questions"] == d["best_f1_threshold"]["total"] == len(per_q) - \
+        proto["tuning_questions"]
+    assert proto["tuning_articles"] and proto["test_articles"] and "test part" in d["threshold_note"]
     for key in ("fixed_threshold", "best_f1_threshold", "best_exact_threshold", "same_set_best_f1_threshold"):
         for k in ("exact", "f1"):
-            assert 0.0 <= m[key][k] <= 100.0
-        assert m[key]["total"] == len(test_q)
-    b = m["best_f1_threshold"]
+            assert 0.0 <= d[key][k] <= 100.0
+        assert d[key]["total"] == len(test_q)
+    b = d["best_f1_threshold"]
     # the same-set threshold reaches the reachable best on the test part
-    assert m["same_set_best_f1_threshold"]["f1"] == pytest.approx(m["fixed_threshold"]["best_f1"])
+    assert d["same_set_best_f1_threshold"]["f1"] == pytest.approx(d["fixed_threshold"]["best_f1"])
     assert 100 * sum(per_q[q]["em_best"] for q in test_q) / len(test_q) == pytest.approx(b["exact"])
     assert 100 * sum(per_q[q]["f1_best"] for q in test_q) / len(test_q) == pytest.approx(b["f1"])
+    assert n >= 1
     return per_q, preds
+
+
+def _config(tiny_model, out, **options):
+    return RunConfig.from_dict({"model_name_or_path": tiny_model, "output_dir": str(out), **TINY, **options})
 
 
 def test_run_squad_tiny_end_to_end_with_parallel_verifier(tiny_model, tmp_path):
     data_path("squad2", "dev-v2.0-half.json")
     out = tmp_path / "squad"
-    config = QAExperimentConfig(task="squad2", model_name_or_path=tiny_model, max_train_samples=10,
-                                max_eval_samples=8, max_length=96, doc_stride=32, verifier="parallel",
-                                output_dir=str(out), **TINY)
-    m = run_qa(config)
-    assert m["train"]["global_step"] == 2 and m["verifier_train"]["global_step"] == 2
-    assert m["sizes"]["train_questions"] == 10 and m["sizes"]["eval_windows"] > 8  # long passages: windows
-    assert "held out" in m["data"]["split"] and m["data"]["held_out_titles"]
+    config = _config(tiny_model, out, task="squad2", max_train_samples=10, max_eval_samples=8, max_length=96,
+                     doc_stride=32, verifier="parallel")
+    m = train(config)
+    assert m["train"]["global_step"] == 2
+    assert m["sizes"]["train"] > 10 and m["sizes"]["dev"] > 8  # long passages: several windows per question
     per_q, preds = _check_squad_run(out, m)
     assert (out / "verifier" / "config.json").is_file() and (out / "model.safetensors").is_file()
     # The written predictions score like the metrics (official metric on the files, test-part questions).
     from syntaxformer.data.readers.squad import gold_answers
-    from syntaxformer.training.qa import squad_data
+    from syntaxformer.tasks import get_task
 
-    gold = gold_answers(squad_data(config)["eval"])
+    dev = get_task("squad2", **config.task_options).load_split("dev", {**config.data_options("dev", 8), "data_seed": 0})
+    gold = gold_answers(dev.examples)
     test_gold = {q: g for q, g in gold.items() if per_q[q]["part"] == "test"}
-    assert squad_evaluate(test_gold, preds)["f1"] == pytest.approx(m["best_f1_threshold"]["f1"])
-    with pytest.raises(SyntaxformerError, match="finished run"):
-        run_qa(config)
+    assert squad_evaluate(test_gold, preds)["f1"] == pytest.approx(m["dev"]["best_f1_threshold"]["f1"])
     # Re-evaluating applies the saved parallel verifier: the same numbers as metrics.json.
-    again = evaluate_qa(out, output_dir=str(tmp_path / "again"))
+    again = evaluate(out, output_dir=str(tmp_path / "again"))["scores"]
     for key in ("fixed_threshold", "best_f1_threshold", "same_set_best_f1_threshold"):
-        assert again[key]["f1"] == pytest.approx(m[key]["f1"]) and again[key]["exact"] == pytest.approx(m[key]["exact"])
+        assert again[key]["f1"] == pytest.approx(m["dev"][key]["f1"])
+        assert again[key]["exact"] == pytest.approx(m["dev"][key]["exact"])
     import shutil
 
     shutil.rmtree(out / "verifier")
     with pytest.raises(SyntaxformerError, match="verifier"):
-        evaluate_qa(out, output_dir=str(tmp_path / "again"))
+        evaluate(out, output_dir=str(tmp_path / "again"))
 
 
 def test_run_squad_joint_verifier_question_first_and_cli(tiny_model, tmp_path, capsys):
@@ -99,14 +102,15 @@ def test_run_squad_joint_verifier_question_first_and_cli(tiny_model, tmp_path, c
             "--set", "parse_cache=false"]
     assert main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["task"] == "squad2" and "verifier (joint)" in printed["model_type"]
+    assert printed["task"] == "squad2" and printed["dev"]["f1"] == pytest.approx(printed["dev"]["f1"])
     m = json.loads((out / "metrics.json").read_text())
-    assert m["question_first"] and m["verifier"] == "joint"
+    assert m["task_options"]["question_first"] and m["task_options"]["verifier"] == "joint"
+    assert m["model_options"]["qa_verifier"] is True
     _check_squad_run(out, m)
     # evaluate the saved model again: same scores (deterministic evaluation)
     assert main(["evaluate", str(out), "--no-progress"]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert again["scores"]["f1"] == pytest.approx(m["best_f1_threshold"]["f1"])
+    assert again["scores"]["f1"] == pytest.approx(m["dev"]["f1"])
     # options of other model families are rejected with a clear message
     assert main(["train", "--task", "squad2", "--lisa-layer", "1", "--output-dir", str(tmp_path / "x")]) == 1
     assert "lisa_layer" in capsys.readouterr().err
@@ -115,18 +119,31 @@ def test_run_squad_joint_verifier_question_first_and_cli(tiny_model, tmp_path, c
 def test_run_race_tiny_end_to_end(tiny_model, tmp_path):
     data_path("race", "RACE_train.tar.gz")
     out = tmp_path / "race"
-    config = QAExperimentConfig(task="race", model_name_or_path=tiny_model, max_train_samples=8, max_eval_samples=8,
-                                max_length=64, output_dir=str(out), **TINY)
-    m = run_qa(config)
-    acc = m["accuracy"]
+    m = train(_config(tiny_model, out, task="race", max_train_samples=8, max_eval_samples=8, max_length=64))
+    acc = m["dev"]["accuracy"]
     assert acc["n_all"] == 8 and acc["n_middle"] + acc["n_high"] == 8 and m["train"]["global_step"] == 2
-    assert m["counts"]["train"]["questions"] == 8 and m["passage_truncated"]["eval"] == 8
     preds = json.loads((out / "predictions.json").read_text())
     assert len(preds) == 8
     assert 100 * sum(p["correct"] for p in preds.values()) / 8 == pytest.approx(acc["all"])
     assert all(math.isclose(sum(p["probs"]), 1.0, abs_tol=1e-3) for p in preds.values())
-    again = evaluate_qa(out)
+    again = evaluate(out)["scores"]
     assert again["accuracy"]["all"] == pytest.approx(acc["all"])
+
+
+@pytest.mark.parametrize("task", ["squad2", "race"])
+def test_syntax_bert_reading_comprehension_through_the_runner(tiny_model, tmp_path, task):
+    """Syntax-BERT under the span-QA and the multiple-choice head trains, scores and re-evaluates like SG-Net."""
+    data_path("squad2", "dev-v2.0-half.json") if task == "squad2" else data_path("race", "RACE_train.tar.gz")
+    out = tmp_path / task
+    extra = {"doc_stride": 32} if task == "squad2" else {}
+    m = train(_config(tiny_model, out, task=task, model_type="syntax_bert", max_train_samples=6, max_eval_samples=4,
+                      max_length=96, lisa_layer=1, **extra))
+    assert m["model_family"] == "syntax_bert" and m["train"]["global_step"] == 2
+    assert {"dep_anc_lo", "con_anc_lo", "dep_parent"} <= set(m["syntax_keys"])
+    assert m["lisa"]["train_loss_first"] is not None  # the LISA loss reached the QA / MC head's loss
+    head = "f1" if task == "squad2" else "accuracy_all"
+    again = evaluate(out)["scores"]
+    assert again[head] == pytest.approx(m["dev"][head])
 
 
 def _experiment_script():

@@ -39,31 +39,11 @@ def config_changes(args: argparse.Namespace) -> dict:
     return changes
 
 
-def _evaluate_reading_comprehension(args: argparse.Namespace) -> int:
-    """A model trained with ``--task squad2|race`` (its folder holds ``qa_experiment.json``)."""
-    from syntaxformer.training.config import apply_overrides, read_config_file
-    from syntaxformer.training.qa import evaluate_qa
-
-    changes = read_config_file(args.config) if args.config else {}
-    changes = apply_overrides(changes, args.overrides)
-    changes.update({k: v for k, v in explicit_options(args).items() if k != "task"})
-    if args.split_file:
-        changes["dev_file"] = args.split_file
-    result = evaluate_qa(args.model, changes, output_dir=args.output_dir)
-    scores = result["accuracy"] if result["task"] == "race" else result["best_f1_threshold"]
-    print(json.dumps({"task": result["task"], "size": result["size"], "scores": scores}, indent=2))
-    return 0
-
-
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from syntaxformer.training.run import evaluate
 
-    if (Path(args.model) / "qa_experiment.json").is_file():  # reading comprehension (squad2 / race)
-        return _evaluate_reading_comprehension(args)
-
     result = evaluate(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
+    scores = {k: v for k, v in result["scores"].items() if isinstance(v, (int, float, str)) and k != "verbose"}
     print(json.dumps({"task": result["task"], "split": result["split"], "size": result["size"],
-                      "scores": result["scores"]}, indent=2))
+                      "scores": scores}, indent=2))
     return 0

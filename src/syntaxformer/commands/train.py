@@ -14,10 +14,11 @@ Examples::
     syntaxformer train --task sst2_trees --model-type syntax_bert --set syntax_bert_options.aggregation=sum
     syntaxformer train --task squad2 --set verifier=joint --max-train-samples 2000 --output-dir runs/squad-sg
     syntaxformer train --task race --max-train-samples 400 --max-length 128 --output-dir runs/race-sg
+    syntaxformer train --task translation --set arm=both --set fraction=0.1 --output-dir runs/nmt-both
 
-``--task squad2`` / ``--task race`` (reading comprehension) go to :func:`syntaxformer.training.qa.run_qa`, whose
-options are :class:`syntaxformer.training.qa.QAExperimentConfig` (``--set doc_stride=128``,
-``--set question_first=true``, ``--set verifier=joint|parallel``, ``--set held_out_fraction=0.25`` ...).
+Every task goes through the same runner; options of the task itself (``--set doc_stride=128``,
+``--set verifier=joint``, ``--set arm=syntax``) go to ``task_options`` (see the task's class:
+``syntaxformer.tasks.squad.SquadTask``, ``syntaxformer.tasks.translation.TranslationTask`` ...).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import argparse
 import json
 from typing import Any, Mapping
 
-HELP = ("fine-tune SG-Net, Syntax-BERT or a baseline on a GLUE task / SNLI / SST, or SG-Net on SQuAD 2.0 / RACE "
-        "(Trainer; config file + overrides)")
+HELP = ("fine-tune SG-Net, Syntax-BERT or a baseline on any registered task (GLUE, SNLI, SST, SQuAD 2.0, RACE, "
+        "translation; Trainer; config file + overrides)")
 
 
 def _bool(text: str) -> bool:
@@ -50,7 +51,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
     d.add_argument("--task", help="a registered task: sst2, cola, mrpc, stsb, qnli, rte, wnli, snli, the SST tree tasks sst5 "
                    "(SST-1, 5 classes) and sst2_trees (binary; gold constituency trees), or the reading "
                    "comprehension tasks squad2 (SQuAD 2.0 span QA) and race (multiple choice), or translation "
-                   "(encoder-decoder NMT; options via --set, see syntaxformer.translation.train.split_options)")
+                   "(encoder-decoder NMT; task options via --set, e.g. --set arm=syntax --set fraction=0.1)")
     d.add_argument("--data-dir", help="folder with the task's files (default ../shared/data/<task folder>)")
     d.add_argument("--dataset", help="Hugging Face hub data set (e.g. nyu-mll/glue; needs network)")
     d.add_argument("--dataset-config", help="hub data set config (e.g. sst2)")
@@ -128,69 +129,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
 
 
-# -- reading comprehension route (squad2 / race): its own runner and config ------------------------------------
-_QA_TASKS = ("squad2", "race")
-
-
-def reading_comprehension_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The options (``--config``, ``--set``, flags) when the task is ``squad2`` / ``race``, else ``None``."""
-    from syntaxformer.training.config import apply_overrides, read_config_file
-
-    data = read_config_file(args.config) if getattr(args, "config", None) else {}
-    data = apply_overrides(data, getattr(args, "overrides", []))
-    data.update(explicit_options(args))
-    return data if data.get("task") in _QA_TASKS else None
-
-
-def _run_reading_comprehension(options: dict[str, Any]) -> int:
-    from syntaxformer.training.qa import QAExperimentConfig, run_qa
-
-    config = QAExperimentConfig.from_dict(options)
-    m = run_qa(config)
-    scores = m["accuracy"] if m["task"] == "race" else {
-        k: m[k] for k in ("fixed_threshold", "best_f1_threshold")}
-    print(json.dumps({"task": m["task"], "model_type": m["model_type"], "dev": scores,
-                      "output_dir": config.output_dir}, indent=2))
-    return 0
-# -- end of the reading comprehension route ---------------------------------------------------------------------
-
-
-# -- translation route: options of TranslationTask / Seq2SeqTrainingArguments, see translation.train.split_options --
-def _run_translation(args: argparse.Namespace) -> int:
-    """``--config`` (JSON / YAML of flat options), ``--set KEY=VALUE``, then ``--output-dir``, ``--max-steps``,
-    ``--learning-rate``, ``--batch-size``, ``--seed``, ``--use-sg-layer`` (an ``arm`` overrides it),
-    ``--no-progress``; other flags of the GLUE route are ignored."""
-    from syntaxformer.training.config import apply_overrides, read_config_file
-    from syntaxformer.translation.train import train_translation
-
-    options = read_config_file(args.config) if getattr(args, "config", None) else {}
-    options = apply_overrides(options, getattr(args, "overrides", []) or [])
-    flags = {"output_dir": "output_dir", "max_steps": "max_steps", "learning_rate": "learning_rate",
-             "per_device_train_batch_size": "batch_size", "seed": "seed", "use_sg_layer": "use_sg_layer"}
-    options.update({name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag, None) is not None})
-    if getattr(args, "no_progress", False):
-        options["show_progress"] = False
-    options.pop("task", None)
-    options.setdefault("output_dir", "runs/translation")
-    m = train_translation(options)
-    print(json.dumps({"arm": m["arm"], "fraction": m["fraction"], "parameters": m["parameters"],
-                      "train_seconds": m["train_seconds"], "best_step": m["best_step"],
-                      "bleu": {k: v.get("bleu") for k, v in m["eval"].items()},
-                      "signature": next((v["signature"] for v in m["eval"].values() if "signature" in v), None),
-                      "output_dir": options["output_dir"]}, indent=2))
-    return 0
+def summary(metrics: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
+    """What the command prints: the task, the system, the headline scores (flat numbers only) and the folder."""
+    flat = {k: v for k, v in metrics["dev"].items() if isinstance(v, (int, float, str)) and k != "verbose"}
+    return {"task": metrics["task"], "model_type": metrics["model_type"], "dev": flat, "output_dir": output_dir}
 
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.training.run import train
 
-    if getattr(args, "task", None) == "translation":  # encoder-decoder NMT: syntaxformer.translation.train
-        return _run_translation(args)
-    qa_options = reading_comprehension_options(args)  # squad2 / race: see above
-    if qa_options is not None:
-        return _run_reading_comprehension(qa_options)
     config = config_from_args(args)
     metrics = train(config)
-    print(json.dumps({"task": metrics["task"], "model_type": metrics["model_type"], "dev": metrics["dev"],
-                      "output_dir": config.output_dir}, indent=2))
+    print(json.dumps(summary(metrics, config.output_dir), indent=2))
     return 0

@@ -41,7 +41,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 from syntaxformer.errors import SyntaxformerError
 
 __all__ = ["HEADS", "TOKEN_INPUTS", "Task", "TaskContext", "Predictions", "register_task", "get_task", "task_names",
-           "UnknownTaskError"]
+           "task_option_names", "UnknownTaskError"]
 
 #: Heads a task can ask for; the model registry (:func:`syntaxformer.modeling.model_class`) serves the first four
 #: for every syntax system, ``seq2seq`` is the syntax-infused translation model.
@@ -244,9 +244,30 @@ class Task(abc.ABC):
         """Scores of ``predictions`` against the labels of ``data`` (every name in :attr:`metric_names`)."""
 
     def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
-        """Extra files for the run (or evaluation) folder: file name -> JSON-serialisable content (the runner writes
-        each with ``write_json`` next to ``metrics.json``). Default: none. SQuAD writes ``predictions.json``,
-        ``best_texts.json``, ``na_probs.json`` and ``per_question.json``; RACE ``predictions.json``."""
+        """Extra files for the run (or evaluation) folder: file name -> content (a ``str`` is written as text,
+        anything else as JSON), next to ``metrics.json``. Default: none. SQuAD writes ``predictions.json``,
+        ``best_texts.json``, ``na_probs.json`` and ``per_question.json``; RACE ``predictions.json``; translation
+        ``hyp.<set>.txt``."""
+        return {}
+
+    def evaluation_splits(self) -> tuple[str, ...]:
+        """The splits the runner predicts and scores after training (default: ``dev``); the first one's scores are
+        the run's headline (``metrics.json`` ``dev``), all of them are under ``eval``."""
+        return ("dev",)
+
+    def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
+        """The tokenizer of a trained run folder for :meth:`build_tokenizer` tasks (translation: both BPE
+        vocabularies), or ``None`` = ``AutoTokenizer.from_pretrained(run_dir)``."""
+        return None
+
+    def syntax_source(self, data: Any, context: TaskContext) -> dict[str, str] | None:
+        """Where the dependency and constituency trees of ``data`` come from, in words (``metrics.json``), or
+        ``None`` when the task does not say."""
+        return None
+
+    def describe_run(self, model: Any) -> dict[str, Any]:
+        """Task-specific facts about a trained model for ``metrics.json`` (translation: arm, features, vocabulary
+        sizes). Default: none."""
         return {}
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
@@ -281,6 +302,22 @@ def register_task(task: Callable[..., Task], name: str | None = None, *, overwri
                                 "overwrite=True to replace it")
     _REGISTRY[key] = task
     return task
+
+
+def task_option_names(name: str) -> tuple[str, ...]:
+    """The keyword options a registered task takes (from its constructor's signature), or ``()``."""
+    import inspect
+
+    _load_builtin()
+    factory = _REGISTRY.get(_ALIASES.get(_key(str(name)), _key(str(name))))
+    if factory is None:
+        return ()
+    target = factory.__init__ if isinstance(factory, type) else factory
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(p.name for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 def task_names() -> list[str]:

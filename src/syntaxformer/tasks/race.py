@@ -345,6 +345,8 @@ class RaceTask(Task):
         if split not in self.splits:
             raise SyntaxformerError(f"RACE has no split {split!r}; expected one of {self.splits}")
         key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
+        if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
+            data = {**data, key: data["max_samples"]}
         n = None if data.get(key) is None else int(data[key])
         if n is not None and n < 1:
             raise SyntaxformerError(f"{key}={n} must be a positive number of questions (or null for all)")

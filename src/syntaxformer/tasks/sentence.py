@@ -218,6 +218,12 @@ class SentenceTask(Task):
             fp = hashlib.sha256(f"{fp}|{extra}".encode()).hexdigest()
         return TaskData(examples, ", ".join(files), fp, len(examples), metadata=self.data_metadata(split))
 
+    def syntax_source(self, data: TaskData, context: TaskContext) -> dict[str, str] | None:
+        """:func:`~syntaxformer.tasks.featurize.syntax_source` (gold trees, given parses or the parser)."""
+        from syntaxformer.tasks.featurize import syntax_source
+
+        return syntax_source(data, context) if context.syntax_inputs else None
+
     def featurize(self, data: TaskData, context: TaskContext, split: str) -> Any:
         from syntaxformer.tasks.featurize import build_features
 

@@ -594,6 +594,8 @@ class SquadTask(Task):
             raise SyntaxformerError(f"the SQuAD {split} part is empty ({source})")
         out = TaskData(examples, source, _content_fingerprint(examples), len(examples), None, metadata)
         key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
+        if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
+            data = {**data, key: data["max_samples"]}
         seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
         if data.get(key) is not None and int(data[key]) < 1:
             raise SyntaxformerError(f"{key}={data[key]} must be a positive number of questions (or null for all)")

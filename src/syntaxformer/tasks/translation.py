@@ -294,7 +294,9 @@ class TranslationTask(Task):
             corpus = multi30k("test2016", data_dir)
             corpus.name = split
             return corpus
-        return read_corpus(files[0], files[1])
+        corpus = read_corpus(files[0], files[1])
+        corpus.name = split
+        return corpus
 
     def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
         """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation
@@ -416,6 +418,26 @@ class TranslationTask(Task):
         if data.targets is None:
             raise SyntaxformerError(f"{data.name or 'the corpus'} has no references to score BLEU against")
         return corpus_bleu(predictions.values, data.targets)
+
+    def evaluation_splits(self) -> tuple[str, ...]:
+        """The evaluation sets (default ``test2016``), translated with beam search after training."""
+        return tuple(self.eval_sets)
+
+    def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
+        """Both BPE vocabularies of a trained run folder (the source one is returned)."""
+        return self.load_tokenizers(run_dir, context)[0]
+
+    def describe_run(self, model: Any) -> dict[str, Any]:
+        """The arm, its features and layer, the training fraction and the vocabulary sizes."""
+        return {"arm": self.arm, "features": list(self.features), "use_sg_layer": self.use_sg_layer,
+                "sg_mask": self.sg_mask if self.use_sg_layer else None, "fraction": self.fraction,
+                "preset": self.preset,
+                "vocab": {"source": len(self.source_tokenizer) if self.source_tokenizer is not None else None,
+                          "target": len(self.target_tokenizer) if self.target_tokenizer is not None else None}}
+
+    def run_files(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
+        """``hyp.<set>.txt``: the translations, one per line."""
+        return {f"hyp.{data.name}.txt": "".join(v + "\n" for v in predictions.values)}
 
     def prediction_records(self, data: ParallelCorpus, predictions: Predictions) -> list[dict[str, Any]]:
         return [{"id": i, "source": s, "prediction": v}

@@ -18,7 +18,9 @@ Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--
 
 **Routing** (:meth:`RunConfig.from_dict`), so that older configs and command lines keep working:
 
-* a top-level key that is an option of a model config (``use_sg_layer``, ``alpha``, ``pooling``, ``aggregation``,
+* a top-level key that is an option of the task (``doc_stride``, ``verifier`` for ``squad2``; ``arm``, ``fraction``
+  for ``translation``: a keyword of the task's constructor) goes to ``task_options``;
+* any other top-level key that is an option of a model config (``use_sg_layer``, ``alpha``, ``pooling``, ``aggregation``,
   ``lisa_layer``, ``pos_embeddings`` ...: a field of ``SGNetConfig`` / ``SyntaxBertConfig``) goes to ``model``;
 * ``model_kwargs.<name>`` and ``syntax_bert_options.<name>`` go to ``model.<name>``;
 * shorthands: ``trees: both|dependency|constituency`` -> ``model.use_dependency`` / ``model.use_constituency``;
@@ -305,8 +307,9 @@ class RunConfig:
 
 
 def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with top-level model options, ``model_kwargs`` / ``syntax_bert_options``, the ``trees`` /
-    ``use_syntax`` shorthands and ``sst_phrases`` moved into ``model`` / ``task_options`` (module docstring)."""
+    """``data`` with top-level task options and model options, ``model_kwargs`` / ``syntax_bert_options``, the
+    ``trees`` / ``use_syntax`` shorthands and ``sst_phrases`` moved into ``task_options`` / ``model`` (module
+    docstring)."""
     out = dict(data)
     model: dict[str, Any] = {}
     for nested in ("model_kwargs", "syntax_bert_options"):
@@ -319,6 +322,13 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
         raise SyntaxformerError(f"model must be a mapping of model options, got {section!r}")
     model.update(section)
     known = {f.name for f in dataclasses.fields(RunConfig)}
+    # Options of the task itself (``doc_stride``, ``verifier``, ``arm``, ``fraction`` ...) given at top level go to
+    # ``task_options``; they win over model options of the same name (a task passes them to its model).
+    from syntaxformer.tasks.base import task_option_names
+
+    task_keys = set(task_option_names(str(out.get("task", "sst2")))) - known
+    for key in [k for k in out if k in task_keys]:
+        out["task_options"] = {**(out.get("task_options") or {}), key: out.pop(key)}
     model_keys = set(model_option_names("sgnet")) | set(model_option_names("syntax_bert"))
     for key in [k for k in out if k not in known and k in model_keys]:
         model[key] = out.pop(key)

@@ -43,7 +43,7 @@ from syntaxformer.utils import atomic_write, write_json
 
 __all__ = ["train", "evaluate", "predict", "compare", "format_comparison", "resolve_systems", "load_run",
            "build_context", "build_model", "load_tokenizer", "training_arguments", "resume_checkpoint",
-           "environment", "system_kind", "model_label", "SYSTEM_PRESETS", "METRICS_FILE", "DEV_PREDICTIONS_FILE",
+           "environment", "system_kind", "model_label", "count_parameters", "SYSTEM_PRESETS", "METRICS_FILE", "DEV_PREDICTIONS_FILE",
            "RUN_FILE"]
 
 logger = logging.getLogger(__name__)
@@ -239,8 +239,12 @@ def _trainer(config: RunConfig, task: Task, model: Any, tokenizer: Any, args: An
              callbacks: Sequence[Any] = ()) -> Any:
     kwargs = dict(model=model, args=args, data_collator=task.collator(context), train_dataset=train_ds,
                   eval_dataset=eval_ds, processing_class=tokenizer, compute_metrics=compute_metrics,
-                  callbacks=list(callbacks) or None, new_params_lr=config.new_params_lr)
+                  callbacks=list(callbacks) or None)
     if _uses_generation(config, task):
+        # The task saves its own tokenizers (translation: source_tokenizer/ and target_tokenizer/); a
+        # processing_class would be written loose beside them. Models trained from scratch have no encoder, so
+        # there is no separate learning rate for new parameters.
+        kwargs["processing_class"] = None
         try:
             from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
         except ImportError as e:
@@ -250,7 +254,7 @@ def _trainer(config: RunConfig, task: Task, model: Any, tokenizer: Any, args: An
         return SyntaxSeq2SeqTrainer(**kwargs)
     from syntaxformer.training.trainer import SyntaxTrainer
 
-    return SyntaxTrainer(**kwargs)
+    return SyntaxTrainer(**kwargs, new_params_lr=config.new_params_lr)
 
 
 def _uses_generation(config: RunConfig, task: Task) -> bool:
@@ -264,13 +268,17 @@ def _with_task_defaults(config: RunConfig, task: Task) -> RunConfig:
         return config
     fields = {f.name: f for f in dataclasses.fields(RunConfig)}
     changes = {}
+    extra = dict(config.training_args)
     for key, value in defaults.items():
-        if key not in fields:
-            raise SyntaxformerError(f"{task.title}: training default {key!r} is not a RunConfig option")
+        if key not in fields:  # a TrainingArguments field the run config does not name: under training_args
+            extra.setdefault(key, value)
+            continue
         f = fields[key]
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
         if getattr(config, key) == default:
             changes[key] = value
+    if extra != config.training_args:
+        changes["training_args"] = extra
     return config.replace(**changes) if changes else config
 
 
@@ -333,23 +341,30 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     dev_data = _load_data(config, task, "dev", config.max_eval_samples)
     if not _has_labels(train_data) or not _has_labels(dev_data):
         raise SyntaxformerError(f"{task.title}: training needs labeled train and dev data")
-    tokenizer = task.build_tokenizer(train_data, output_dir, TaskContext(tokenizer=None)) or load_tokenizer(model_path)
+    # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what they
+    # prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
+    prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
+                       progress=not config.disable_tqdm)
+    tokenizer = task.build_tokenizer(train_data, output_dir, prep) or load_tokenizer(model_path)
 
     transformers.set_seed(int(config.seed))  # the new layers' initialisation depends on it
-    model = build_model(config, task)
+    model = build_model(config, task, context=prep)
     model.train()
     context = build_context(config, tokenizer, model.config)
+    context.extra.update(prep.extra)
     train_ds = task.featurize(train_data, context, "train")
     dev_ds = task.featurize(dev_data, context, "dev")
     data_s = time.time() - t_data
 
     args = training_arguments(config, output_dir, seq2seq=_uses_generation(config, task),
                               label_names=task.label_names)
-    trainer = _trainer(config, task, model, tokenizer, args, context, train_ds, dev_ds,
-                       _metrics_fn(task, dev_data, dev_ds), callbacks)
+    # Evaluations during training report the task's metrics; generation tasks only the validation loss (decoding
+    # every evaluation would multiply the cost), their metrics come after training.
+    metrics_fn = None if task.head == "seq2seq" else _metrics_fn(task, dev_data, dev_ds)
+    trainer = _trainer(config, task, model, tokenizer, args, context, train_ds, dev_ds, metrics_fn, callbacks)
     kind = system_kind(config.model_type, model)
     meta = getattr(train_ds, "meta", {})
-    sources = meta.get("syntax_source") or _syntax_source(train_data, context)
+    sources = meta.get("syntax_source") or task.syntax_source(train_data, context)
     if sources:
         logger.info("syntax: dependency trees: %s; constituency trees: %s", sources["dependency"],
                     sources["constituency"])
@@ -364,18 +379,38 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
 
     history = [dict(_strip({k: v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")},
                            "eval_")) for e in trainer.state.log_history if "eval_loss" in e]
-    # Final dev pass through `predict`, so the per-example predictions are kept for paired significance tests.
+    # Final pass over the evaluation splits through `predict`, so the per-example predictions are kept (paired
+    # significance tests). The first split is the headline (`dev`).
     trainer.compute_metrics = None
-    dev_out = trainer.predict(dev_ds, metric_key_prefix="eval")
-    final = dev_out.metrics or {}
-    auxiliary = _train_auxiliary(config, task, context, tokenizer, train_ds, dev_ds, output_dir)
-    predictions = task.postprocess(dev_data, dev_ds, dev_out.predictions, auxiliary or None)
-    dev_scores = task.compute_metrics(dev_data, predictions)
-    labels = getattr(dev_ds, "labels", None)
-    write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
-        "task": task.name, "seed": config.seed, "order": "dataset", "ids": list(predictions.ids),
-        "predictions": list(predictions.values),
-        **({"labels": np.asarray(labels).tolist()} if labels is not None else {})})
+    ignore = _IGNORE_OUTPUTS
+    evaluations: dict[str, Any] = {}
+    dev_scores: dict[str, Any] = {}
+    final: dict[str, Any] = {}
+    auxiliary_models = None
+    for i, split in enumerate(task.evaluation_splits()):
+        data, ds = (dev_data, dev_ds) if split == "dev" else (None, None)
+        if data is None:
+            data = _load_data(config, task, split, config.max_eval_samples)
+            ds = task.featurize(data, context, split)
+        t_eval = time.time()
+        out = trainer.predict(ds, ignore_keys=ignore, metric_key_prefix="eval")
+        auxiliary = None
+        if split == "dev":
+            if auxiliary_models is None:
+                auxiliary_models = _train_auxiliary(config, task, context, tokenizer, train_ds, dev_ds, output_dir)
+            auxiliary = auxiliary_models or None
+        predictions = task.postprocess(data, ds, out.predictions, auxiliary)
+        scores = task.compute_metrics(data, predictions)
+        evaluations[split] = {**scores, "seconds": round(time.time() - t_eval, 2), "n": len(predictions.ids)}
+        for name, content in task.run_files(data, predictions).items():
+            _write_file(Path(output_dir) / name, content)
+        if i == 0:
+            dev_scores, final = scores, out.metrics or {}
+            labels = getattr(ds, "labels", None)
+            write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
+                "task": task.name, "split": split, "seed": config.seed, "order": "dataset",
+                "ids": list(predictions.ids), "predictions": list(predictions.values),
+                **({"labels": np.asarray(labels).tolist()} if labels is not None else {})})
     if config.save_model:
         trainer.save_model(output_dir)
 
@@ -400,10 +435,11 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         "truncated": {"train": meta.get("n_truncated"), "dev": dev_meta.get("n_truncated")},
         "features": {"train": meta.get("cache"), "dev": dev_meta.get("cache")},
         "main_metric": task.main_metric, "dev": dev_scores, "dev_loss": final.get("eval_loss"),
-        "history": history,
+        "eval": evaluations, "history": history,
         "train": {"loss": result.training_loss, "global_step": trainer.state.global_step,
                   "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2),
-                  "resumed_from": resume_from},
+                  "resumed_from": resume_from, **_best_checkpoint(trainer)},
+        "parameters": count_parameters(model), **task.describe_run(model),
         "lisa": None if getattr(model.config, "lisa_layer", None) is None else {
             "layer": model.config.lisa_layer, "head": model.config.lisa_head,
             "loss_weight": model.config.lisa_loss_weight,
@@ -420,11 +456,37 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     return metrics
 
 
-def _syntax_source(data: Any, context: TaskContext) -> dict[str, str] | None:
-    from syntaxformer.data.examples import TaskData
-    from syntaxformer.tasks.featurize import syntax_source
+#: Model outputs that are not predictions (losses, attention maps): left out of `Trainer.predict`.
+_IGNORE_OUTPUTS = ["loss", "span_loss", "verifier_loss", "lisa_loss", "hidden_states", "attentions", "sg_attentions",
+                   "past_key_values", "encoder_last_hidden_state", "encoder_hidden_states", "encoder_attentions",
+                   "decoder_hidden_states", "decoder_attentions", "cross_attentions"]
 
-    return syntax_source(data, context) if isinstance(data, TaskData) else None
+
+def _write_file(path: Path, content: Any) -> None:
+    """A run file: text as it is, anything else as JSON (atomically)."""
+    if isinstance(content, str):
+        with atomic_write(path) as f:
+            f.write(content)
+    else:
+        write_json(path, content)
+
+
+def _best_checkpoint(trainer: Any) -> dict[str, Any]:
+    """The best checkpoint's step and metric, when the Trainer kept the best model (``load_best_model_at_end``)."""
+    best = trainer.state.best_model_checkpoint
+    if not best:
+        return {}
+    return {"best_step": int(str(best).rsplit("-", 1)[1]), "best_metric": trainer.state.best_metric}
+
+
+def count_parameters(model: Any) -> int:
+    """Number of distinct trainable parameters (tied weights counted once)."""
+    seen, n = set(), 0
+    for p in model.parameters():
+        if p.requires_grad and p.data_ptr() not in seen:
+            seen.add(p.data_ptr())
+            n += p.numel()
+    return n
 
 
 def _train_auxiliary(config: RunConfig, task: Task, context: TaskContext, tokenizer: Any, train_ds: Any,
@@ -444,7 +506,7 @@ def _train_auxiliary(config: RunConfig, task: Task, context: TaskContext, tokeni
         trainer = _trainer(sub, task, model, tokenizer, args, context, train_ds, None)
         logger.info("training the auxiliary model %r of %s", name, task.title)
         trainer.train()
-        out[name] = trainer.predict(dev_ds, metric_key_prefix="eval").predictions
+        out[name] = trainer.predict(dev_ds, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
         if sub.save_model:
             trainer.save_model(str(Path(output_dir) / name))
     return out
@@ -482,28 +544,54 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
     return config, task
 
 
-def _trained(run_dir: str, config: RunConfig, task: Task) -> tuple[Any, Any]:
+def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> tuple[Any, Any]:
+    """The model and tokenizer saved in a run folder (``prep`` receives what the task loads besides, e.g. the
+    target tokenizer of a translation model)."""
+    if task.head == "seq2seq":
+        from transformers import AutoModelForSeq2SeqLM
+
+        import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
+
+        if not (Path(run_dir) / "config.json").is_file():
+            raise SyntaxformerError(f"{run_dir} holds no trained model (no config.json); was it trained with "
+                                    "save_model=false?")
+        model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
+        return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
     saved = _saved_system(run_dir)
     if saved is None:
         raise SyntaxformerError(f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
                                 f"{' or '.join(map(repr, _SAVED_TYPES))}); was it trained with save_model=false?")
-    return _model_class(saved, task.head).from_pretrained(run_dir), load_tokenizer(run_dir)
+    model = _model_class(saved, task.head).from_pretrained(run_dir)
+    return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
 
 
 def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None,
                max_samples_field: str) -> tuple[RunConfig, Task, Any, Any, Any, str]:
     config, task = load_run(run_dir, changes)
-    model, tokenizer = _trained(str(run_dir), config, task)
+    config = _with_task_defaults(config, task)
+    prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
+                       progress=not config.disable_tqdm)
+    model, tokenizer = _trained(str(run_dir), config, task, prep)
     data = _load_data(config, task, split, getattr(config, max_samples_field))
     context = build_context(config, tokenizer, model.config)
+    context.extra.update(prep.extra)
     features = task.featurize(data, context, split)
     out_dir = os.path.abspath(output_dir or str(run_dir))
     args = training_arguments(config, out_dir, seq2seq=_uses_generation(config, task), label_names=task.label_names,
-                              eval_strategy="no", save_strategy="no")
+                              eval_strategy="no", save_strategy="no", load_best_model_at_end=False)
     trainer = _trainer(config, task, model, tokenizer, args, context)
-    out = trainer.predict(features, metric_key_prefix="eval")
+    out = trainer.predict(features, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval")
+    auxiliary = {}
+    for name in task.auxiliary_models():  # e.g. SQuAD's parallel verifier, saved in <run_dir>/<name>
+        sub_dir = Path(run_dir) / name
+        if not (sub_dir / "config.json").is_file():
+            raise SyntaxformerError(f"{run_dir}: the auxiliary model {name!r} is missing ({sub_dir}); it is saved "
+                                    "there by `train` with save_model=true")
+        sub_model, _ = _trained(str(sub_dir), config, task, prep)
+        sub = _trainer(config, task, sub_model, tokenizer, args, context)
+        auxiliary[name] = sub.predict(features, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
     os.makedirs(out_dir, exist_ok=True)
-    return config, task, data, features, out, out_dir
+    return config, task, data, features, (out, auxiliary or None), out_dir
 
 
 def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping[str, Any] | None = None,
@@ -520,11 +608,12 @@ def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping
         ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", "runtime_s", ...}``.
     """
     t0 = time.time()
-    config, task, data, features, out, out_dir = _run_split(run_dir, split, changes, output_dir, "max_eval_samples")
+    config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir,
+                                                                         "max_eval_samples")
     if not _has_labels(data):
         raise SyntaxformerError(f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use "
                                 "`predict` instead")
-    predictions = task.postprocess(data, features, out.predictions)
+    predictions = task.postprocess(data, features, out.predictions, auxiliary)
     result = {
         "task": task.name, "model": str(run_dir), "split": split, "size": len(features),
         "total": getattr(data, "total", len(features)), "subsample": getattr(data, "sample_note", None),
@@ -544,9 +633,9 @@ def predict(run_dir: str | os.PathLike, split: str = "test", *, changes: Mapping
     ``prediction``: label strings, or values for regression) and ``predictions_<split>.jsonl`` (the task's full
     records). If the split has labels, scores are reported too."""
     t0 = time.time()
-    config, task, data, features, out, out_dir = _run_split(run_dir, split, changes, output_dir,
-                                                            "max_predict_samples")
-    predictions = task.postprocess(data, features, out.predictions)
+    config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir,
+                                                                         "max_predict_samples")
+    predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
     path = Path(out_dir) / f"predictions_{split}.tsv"
     with atomic_write(path) as f:

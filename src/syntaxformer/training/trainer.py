@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
