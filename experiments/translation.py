@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -74,7 +75,8 @@ def _run(args: argparse.Namespace) -> None:
     import torch
 
     from syntaxformer.defaults import shared_data_dir
-    from syntaxformer.translation.train import train_translation
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
 
     torch.set_num_threads(args.threads)
     data = shared_data_dir()
@@ -94,22 +96,26 @@ def _run(args: argparse.Namespace) -> None:
                 if fraction == 1.0 and not args.no_newstest:
                     eval_sets["newstest2013"] = [str(nt13 / "newstest2013-src.en.sgm"),
                                                  str(nt13 / "newstest2013-ref.de.sgm")]
-                options = {
-                    "output_dir": str(run), "arm": arm, "fraction": fraction, "data_seed": 0,
+                task_options = {
+                    "arm": arm, "fraction": fraction, "data_seed": 0,
                     "train_source": str(m30k / "train.en"), "train_target": str(m30k / "train.de"),
                     "valid_source": str(m30k / "val.en"), "valid_target": str(m30k / "val.de"),
-                    "eval_sets": eval_sets, "preset": args.preset, "max_steps": args.max_steps,
-                    "feature_dim": _feature_dim(args.preset),
+                    "eval_sets": eval_sets, "preset": args.preset, "feature_dim": _feature_dim(args.preset),
                     # one vocabulary per (fraction, data seed), shared by the arms
                     "tokenizer_dir": str(out / FRACTION_TAG.format(fraction) / "tokenizers"),
-                    "show_progress": not args.no_progress, "threads": args.threads,
-                    "keep_checkpoints": args.keep_checkpoints, "seed": seed,
                 }
+                config = RunConfig(task="translation", task_options=task_options, output_dir=str(run),
+                                   max_steps=args.max_steps, seed=seed, disable_tqdm=args.no_progress,
+                                   resume=True)  # an interrupted run continues from its last checkpoint
                 t0 = time.time()
-                m = train_translation(options)
+                m = train(config)
+                if not args.keep_checkpoints:
+                    for folder in run.glob("checkpoint-*"):
+                        shutil.rmtree(folder)
                 print(json.dumps({"fraction": fraction, "arm": arm, "seed": seed,
                                   "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
-                                  "train_s": m["train_seconds"], "wall_s": round(time.time() - t0, 1)}), flush=True)
+                                  "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
+                      flush=True)
 
 
 def _summarize(args: argparse.Namespace) -> dict:
@@ -136,9 +142,13 @@ def _summarize(args: argparse.Namespace) -> dict:
         rows = {}
         for arm, by_seed in arms.items():
             for seed, (run_dir, m) in sorted(by_seed.items()):
-                row = {"seed": seed, "parameters": m["parameters"], "train_seconds": m["train_seconds"],
-                       "epochs": round(m["epochs"], 2), "best_step": m["best_step"],
-                       "best_valid_loss": round(m["best_valid_loss"], 4), "train_pairs": m["sizes"]["train"],
+                t = m.get("train", {})  # runs of the one runner keep the training facts under "train"
+                row = {"seed": seed, "parameters": m["parameters"],
+                       "train_seconds": t.get("runtime_s", m.get("train_seconds")),
+                       "epochs": round(t.get("epochs", m.get("epochs")), 2),
+                       "best_step": t.get("best_step", m.get("best_step")),
+                       "best_valid_loss": round(t.get("best_metric", m.get("best_valid_loss")), 4),
+                       "train_pairs": m["sizes"]["train"],
                        "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
                        "decode_seconds": {k: v["seconds"] for k, v in m["eval"].items()}}
                 summary["signature"] = summary["signature"] or next(
@@ -204,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     summary = _summarize(args)
     if args.json:
-        from syntaxformer.translation.train import write_json
+        from syntaxformer.utils import write_json
 
         write_json(args.json, summary)
     print(_markdown(summary))

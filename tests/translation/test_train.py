@@ -53,7 +53,7 @@ def _train(out, paths, annotator, max_steps, resume=False):
     task.build_tokenizer(train, str(out), context)
     training = {**task.training_defaults(), "max_steps": max_steps, "per_device_train_batch_size": 16,
                 "eval_steps": 3, "save_steps": 3, "logging_steps": 3, "warmup_steps": 2, "learning_rate": 3e-3,
-                "per_device_eval_batch_size": 8, "save_total_limit": None, "disable_tqdm": True}
+                "per_device_eval_batch_size": 8, "save_total_limit": None, "disable_tqdm": True, "seed": 1}
     set_seed(training["seed"])
     model = task.build_model(None, {}, context)
     trainer = SyntaxSeq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(output_dir=str(out), **training),
@@ -109,23 +109,31 @@ def test_train_checkpoint_resume_predict_bleu_and_reload(tmp_path, m30k_small, a
 def test_train_translate_cli_and_train_route(tmp_path, m30k_small, annotator, monkeypatch, capsys):
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
     paths = _files(tmp_path, m30k_small)
-    # the `syntaxformer train --task translation` route: flat options of the task and the Trainer
+    # the `syntaxformer train --task translation` route: the one runner; task options and run-config options
     cfg = tmp_path / "tr.json"
-    cfg.write_text(json.dumps({**_task_options(paths, arm="syntax"), "max_steps": 3, "batch_size": 16,
-                               "eval_every": 2, "warmup_steps": 2, "eval_batch_size": 8}), encoding="utf-8")
+    cfg.write_text(json.dumps({**_task_options(paths, arm="syntax"), "max_steps": 3,
+                               "per_device_train_batch_size": 16, "eval_steps": 2, "save_steps": 2,
+                               "logging_steps": 2, "warmup_steps": 2, "per_device_eval_batch_size": 8}),
+                   encoding="utf-8")
     assert main(["train", "--task", "translation", "--config", str(cfg), "--set", "eval_sets={}",
                  "--output-dir", str(tmp_path / "cli_model"), "--max-steps", "2", "--seed", "3",
                  "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["arm"] == "syntax" and summary["output_dir"] == str(tmp_path / "cli_model")
-    saved = json.loads((tmp_path / "cli_model" / "translation.json").read_text())
-    assert saved["training"]["max_steps"] == 2 and saved["training"]["seed"] == 3 and saved["eval_sets"] == {}
+    assert summary["model_type"] == "Syntax-Infused Transformer (syntax arm)"
+    assert summary["output_dir"] == str(tmp_path / "cli_model")
+    saved = json.loads((tmp_path / "cli_model" / "run.json").read_text())
+    assert saved["config"]["max_steps"] == 2 and saved["config"]["seed"] == 3
+    assert saved["task"]["name"] == "translation" and saved["task"]["options"]["eval_sets"] == {}
     metrics = json.loads((tmp_path / "cli_model" / "metrics.json").read_text())
-    assert metrics["best_step"] == 2 and metrics["sizes"]["train"] == 60 and metrics["eval"] == {}
+    assert metrics["train"]["best_step"] == 2 and metrics["sizes"]["train"] == 60 and metrics["eval"] == {}
     assert not (tmp_path / "cli_model" / "tokenizer.json").exists()  # only source_tokenizer/, target_tokenizer/
+    # the run folder alone is enough for `evaluate` in a fresh process: task, tokenizers, model
+    assert main(["evaluate", str(tmp_path / "cli_model"), "--split", "dev", "--no-progress"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["task"] == "translation" and scored["size"] == 20 and 0.0 <= scored["scores"]["bleu"] <= 100.0
     assert main(["train", "--task", "translation", "--config", str(cfg), "--set", "depth=3",
                  "--output-dir", str(tmp_path / "bad")]) == 1
-    assert "unknown translation option 'depth'" in capsys.readouterr().err
+    assert "unknown config option(s) ['depth']" in capsys.readouterr().err
 
     # `syntaxformer translate`: file in (plain text and .sgm), file out, BLEU with the signature
     out = tmp_path / "hyp.de"

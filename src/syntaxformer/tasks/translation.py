@@ -325,7 +325,7 @@ class TranslationTask(Task):
         return {"max_steps": 400, "per_device_train_batch_size": 128, "per_device_eval_batch_size": 64,
                 "learning_rate": 1.5e-3, "warmup_steps": 100, "lr_scheduler_type": "inverse_sqrt",
                 "optim": "adamw_torch", "adam_beta1": 0.9, "adam_beta2": 0.98, "adam_epsilon": 1e-8,
-                "weight_decay": 0.0, "max_grad_norm": 1.0, "label_smoothing_factor": 0.1, "seed": 1,
+                "weight_decay": 0.0, "max_grad_norm": 1.0, "label_smoothing_factor": 0.1,
                 "eval_strategy": "steps", "eval_steps": 50, "save_strategy": "steps", "save_steps": 50,
                 "logging_steps": 50, "save_total_limit": 1, "load_best_model_at_end": True,
                 "metric_for_best_model": "loss", "greater_is_better": False, "predict_with_generate": True,
@@ -429,7 +429,9 @@ class TranslationTask(Task):
 
     def describe_run(self, model: Any) -> dict[str, Any]:
         """The arm, its features and layer, the training fraction and the vocabulary sizes."""
-        return {"arm": self.arm, "features": list(self.features), "use_sg_layer": self.use_sg_layer,
+        arm = self.arm or "custom"
+        return {"model_type": f"Syntax-Infused Transformer ({arm} arm)", "model_family": "translation",
+                "arm": self.arm, "features": list(self.features), "use_sg_layer": self.use_sg_layer,
                 "sg_mask": self.sg_mask if self.use_sg_layer else None, "fraction": self.fraction,
                 "preset": self.preset,
                 "vocab": {"source": len(self.source_tokenizer) if self.source_tokenizer is not None else None,

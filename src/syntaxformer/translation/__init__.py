@@ -1,5 +1,6 @@
 """Translation with a trained Syntax-Infused Transformer: beam-search translation of raw text, sacreBLEU, the
-paired bootstrap on BLEU (:mod:`.evaluate`), and the training driver (:mod:`.train`) until the one runner takes it.
+paired bootstrap on BLEU (:mod:`.evaluate`). Training goes through the one runner
+(``syntaxformer.training.run.train`` with ``task="translation"``).
 
 The parts live where their kind lives: readers in :mod:`syntaxformer.data.readers.parallel`, BPE in
 :mod:`syntaxformer.data.bpe`, the model in :mod:`syntaxformer.modeling.seq2seq` (feature embeddings in
@@ -14,7 +15,6 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "train_translation": "train",
     "translate": "evaluate", "translate_and_score": "evaluate", "load_translation_model": "evaluate",
     "TranslationModel": "evaluate", "corpus_bleu": "evaluate", "paired_bootstrap_bleu": "evaluate",
 }
