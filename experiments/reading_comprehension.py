@@ -1,7 +1,7 @@
 """SG-Net on reading comprehension (issue: SQuAD 2.0 span QA + RACE multiple choice), seeds and paired tests.
 
-Runs every (task, variant, seed) with :func:`syntaxformer.training.qa.run_qa` (a run whose ``metrics.json``
-exists is skipped, so an interrupted sweep resumes), then summarises.
+Runs every (task, variant, seed) through the one runner, :func:`syntaxformer.training.run.train` (a run whose
+``metrics.json`` exists is skipped, so an interrupted sweep resumes), then summarises.
 
 Data (``../shared/data``):
 
@@ -97,7 +97,8 @@ VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
 
 
 def _run(args: argparse.Namespace) -> None:
-    from syntaxformer.training.qa import QAExperimentConfig, run_qa
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
 
     for task in args.tasks.split(","):
         for variant in args.variants.split(","):
@@ -113,13 +114,24 @@ def _run(args: argparse.Namespace) -> None:
                     k, v = _parse_set(kv)
                     options[k] = v
                 t0 = time.time()
-                m = run_qa(QAExperimentConfig.from_dict(options))
+                m = flatten_metrics(train(RunConfig.from_dict(options)))
                 score = m["accuracy"] if task == "race" else {
                     k: {m2: round(m[k][m2], 2) for m2 in ("exact", "f1")}
                     for k in ("fixed_threshold", "best_f1_threshold", "same_set_best_f1_threshold") if k in m}
                 print(json.dumps({"task": task, "variant": variant, "seed": seed, "scores": score,
                                   "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
                       flush=True)
+
+
+def flatten_metrics(m: dict[str, Any]) -> dict[str, Any]:
+    """A runner ``metrics.json`` with the task's score sections (``m["dev"]``: ``best_f1_threshold``,
+    ``accuracy`` ...) at the top level and ``data["eval"]`` naming the evaluation source, as the summary reads
+    them (runs of the earlier reading-comprehension runner already look like that)."""
+    if isinstance(m.get("dev"), dict):
+        m = {**m, **{k: v for k, v in m["dev"].items() if k not in m or isinstance(v, dict)}}
+    if isinstance(m.get("data"), dict) and "eval" not in m["data"]:
+        m = {**m, "data": {**m["data"], "eval": m["data"].get("dev")}}
+    return m
 
 
 def _parse_set(kv: str) -> tuple[str, Any]:
@@ -150,7 +162,7 @@ def _load_runs(task_dir: Path) -> dict[str, dict[int, dict[str, Any]]]:
     runs: dict[str, dict[int, dict[str, Any]]] = {}
     for mf in sorted(task_dir.glob("*/seed*/metrics.json")):
         variant, seed = mf.parent.parent.name, int(mf.parent.name[4:])
-        entry: dict[str, Any] = {"metrics": json.loads(mf.read_text())}
+        entry: dict[str, Any] = {"metrics": flatten_metrics(json.loads(mf.read_text()))}
         per_q = mf.parent / ("per_question.json" if task_dir.name == "squad" else "predictions.json")
         entry["per_q"] = json.loads(per_q.read_text())
         runs.setdefault(variant, {})[seed] = entry

@@ -16,22 +16,33 @@ import numpy as np
 import torch
 
 
+def _data(examples):
+    """A TaskData of these SQuAD examples (what ``SquadTask.featurize`` takes)."""
+    from syntaxformer.data.examples import TaskData
+
+    return TaskData(list(examples), "squad2 subset", "", len(examples))
+
+
 def main() -> None:
     from transformers import AutoTokenizer
 
+    from syntaxformer.data import make_annotator
     from syntaxformer.data.collate import pad_arrays
-    from syntaxformer.modeling import SGNetForQuestionAnswering
-    from syntaxformer.training.qa import (QAExperimentConfig, _annotator, _build_model, _squad_features,
-                                          _squad_items, squad_data)
+    from syntaxformer.defaults import default_hf_model
+    from syntaxformer.modeling import SGNetConfig, SGNetForQuestionAnswering
+    from syntaxformer.tasks import TaskContext, get_task
 
     torch.manual_seed(0)
     np.random.seed(0)
     out: dict = {}
-    cfg = QAExperimentConfig(task="squad2", max_train_samples=300, max_length=256, doc_stride=128)
-    tok = AutoTokenizer.from_pretrained(cfg.resolved_model())
-    train = squad_data(cfg)["train"]
+    # The preset's data: SQuAD 2.0 split by article (held_out_fraction 0.25), 300 training questions (data seed 0).
+    task = get_task("squad2", doc_stride=128)
+    tok = AutoTokenizer.from_pretrained(default_hf_model())
+    annotator = make_annotator()
+    sg_inputs = SGNetConfig(use_sg_layer=True).syntax_inputs
+    train = task.load_split("train", {"max_samples": 300, "data_seed": 0}).examples
     examples = train[:200]
-    feats = _squad_features(cfg, tok, examples, _annotator(cfg))
+    feats = task.featurize(_data(examples), TaskContext(tok, annotator, sg_inputs, max_length=256), "train").windows
     labelled = [f for f in feats if f.is_impossible == 0]
     norm = (lambda t: t.replace(" ", "").lower())
     misses = [(tok.decode(f.aligned.input_ids[f.start_position:f.end_position + 1]),
@@ -39,11 +50,11 @@ def main() -> None:
     misses = [m for m in misses if norm(m[0]) != norm(m[1])]
     out["label_check"] = {"answerable_windows": len(labelled), "mismatches": len(misses), "examples": misses[:5]}
 
-    cfg = QAExperimentConfig(task="squad2", max_train_samples=300, max_length=192, doc_stride=64)
     answerable = [e for e in train if not e.is_impossible][:24]
-    items = _squad_items([f for f in _squad_features(cfg, tok, answerable, _annotator(cfg)) if f.is_impossible == 0],
-                         "share")
-    model = _build_model(SGNetForQuestionAnswering, cfg)
+    small = get_task("squad2", doc_stride=64)
+    ds = small.featurize(_data(answerable), TaskContext(tok, annotator, sg_inputs, max_length=192), "train")
+    items = [item for item, w in zip(ds.items, ds.windows) if w.is_impossible == 0]
+    model = SGNetForQuestionAnswering.from_encoder_pretrained(default_hf_model(), use_sg_layer=True)  # eval mode
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for _ in range(25):
         for b in range(0, len(items), 8):
@@ -57,7 +68,7 @@ def main() -> None:
     with torch.no_grad():
         for b in range(0, len(items), 8):
             batch = {k: torch.as_tensor(v) for k, v in pad_arrays(items[b:b + 8], 0).items()}
-            labels = {k: batch.pop(k) for k in ("start_positions", "end_positions", "is_impossible")}
+            labels = {k: batch.pop(k) for k in ("start_positions", "end_positions", "is_impossible") if k in batch}
             o = model(**batch)
             hit += int(((o.start_logits.argmax(-1) == labels["start_positions"])
                         & (o.end_logits.argmax(-1) == labels["end_positions"])).sum())

@@ -139,6 +139,16 @@ def test_syntax_bert_reading_comprehension_through_the_runner(tiny_model, tmp_pa
     m = train(_config(tiny_model, out, task=task, model_type="syntax_bert", max_train_samples=6, max_eval_samples=4,
                       max_length=96, lisa_layer=1, **extra))
     assert m["model_family"] == "syntax_bert" and m["train"]["global_step"] == 2
+    # the features carry real trees (the run's parser ran), not the empty syntax of an unparsed text
+    from syntaxformer.training.run import build_context, load_run, load_tokenizer
+
+    config, task_obj = load_run(out)
+    model_config = __import__("transformers").AutoConfig.from_pretrained(str(out))
+    context = build_context(config, load_tokenizer(str(out)), model_config)
+    dev = task_obj.load_split("dev", {**config.data_options("dev", 2), "data_seed": 0})
+    features = task_obj.featurize(dev, context, "dev")
+    first = features[0] if task == "squad2" else features[0]["options"][0]
+    assert (first["dep_tin"] >= 0).sum() > 3 and (first["dep_anc_lo"] >= 0).any()
     assert {"dep_anc_lo", "con_anc_lo", "dep_parent"} <= set(m["syntax_keys"])
     assert m["lisa"]["train_loss_first"] is not None  # the LISA loss reached the QA / MC head's loss
     head = "f1" if task == "squad2" else "accuracy_all"

@@ -152,12 +152,10 @@ def annotator_identity(context: Any) -> str:
 
 
 def annotator_for(context: Any) -> Any:
-    """The annotator of ``context``, built from ``context.parser`` (any :func:`~syntaxformer.data.make_annotator`
-    spec) on first use and kept in ``context.annotator`` (so the splits of a run share it)."""
+    """The annotator of ``context``: ``context.annotator``, else built from ``context.parser`` (any
+    :func:`~syntaxformer.data.make_annotator` spec; ``None`` = the default spaCy pipeline) on first use and kept
+    in ``context.annotator``, so the splits of a run share one parser."""
     if context.annotator is None:
-        if context.parser is None:
-            raise SyntaxformerError("the features need a parser but the context has none (TaskContext.parser or "
-                                    ".annotator); give one, or a model that reads no syntax")
         from syntaxformer.data.annotators import make_annotator
 
         context.annotator = make_annotator(context.parser, cache=context.parse_cache, progress=context.progress)

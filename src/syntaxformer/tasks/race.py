@@ -393,7 +393,10 @@ class RaceTask(Task):
         if context.parser_noise:
             raise SyntaxformerError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
                                     "sentence tasks only, not by RACE")
-        features = RaceFeaturizer(context.tokenizer, context.annotator, max_length=context.max_length)(data.examples)
+        from syntaxformer.tasks.featurize import annotator_for
+
+        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        features = RaceFeaturizer(context.tokenizer, annotator, max_length=context.max_length)(data.examples)
         return RaceFeatures([feature_arrays(f, context) for f in features], features)
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:

@@ -627,7 +627,10 @@ class SquadTask(Task):
         if self.doc_stride >= context.max_length:
             raise SyntaxformerError(f"doc_stride={self.doc_stride} (tokens shared by consecutive windows) must be "
                                     f"below max_length={context.max_length}")
-        featurizer = SquadFeaturizer(context.tokenizer, context.annotator, max_length=context.max_length,
+        from syntaxformer.tasks.featurize import annotator_for
+
+        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        featurizer = SquadFeaturizer(context.tokenizer, annotator, max_length=context.max_length,
                                      stride=self.doc_stride, question_first=self.question_first)
         try:
             windows = featurizer(data.examples)

@@ -28,8 +28,9 @@ import numpy as np
 from syntaxformer.data.readers.parallel import ParallelCorpus, multi30k, read_corpus, subsample
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.featurize import annotator_for
 
-__all__ = ["ARMS", "TranslationTask", "encode_pairs", "collate_pairs", "source_annotator", "PAD_VALUES"]
+__all__ = ["ARMS", "TranslationTask", "encode_pairs", "collate_pairs", "PAD_VALUES"]
 
 #: The experiment's arms: model options per arm name.
 ARMS: dict[str, dict[str, Any]] = {
@@ -46,18 +47,6 @@ ARMS: dict[str, dict[str, Any]] = {
 PAD_VALUES = {"labels": -100, "dep_tin": -1, "dep_tout": -1, "syntax_tree": -1}
 
 _DEPENDENCY_KEYS = ("dep_tin", "dep_tout", "syntax_tree")
-
-
-def source_annotator(context: TaskContext) -> Any:
-    """The parser of the sources: ``context.annotator``, else built from ``context.parser`` (any
-    :func:`~syntaxformer.data.make_annotator` spec; ``None`` = the default spaCy pipeline) and kept in the context,
-    so every split of a run shares it."""
-    if context.annotator is None:
-        from syntaxformer.data.annotators import make_annotator
-
-        context.annotator = make_annotator(context.parser, cache=context.parse_cache, progress=context.progress,
-                                           batch_size=512)
-    return context.annotator
 
 
 def encode_pairs(corpus: ParallelCorpus, source_tokenizer: Any, target_tokenizer: Any | None, annotator: Any,
@@ -301,11 +290,11 @@ class TranslationTask(Task):
     def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
         """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation
         sets keep up to ``max_eval_source_length`` source pieces. Without ``context.annotator`` (and with syntax
-        inputs) the context gets :func:`source_annotator`."""
+        inputs) the context gets its parser from :func:`~syntaxformer.tasks.featurize.annotator_for`."""
         target = context.extra.get("target_tokenizer", self.target_tokenizer)
         max_source = self.max_source_length if split in ("train", "dev", "valid") else self.max_eval_source_length
         syntax = tuple(context.syntax_inputs)
-        annotator = source_annotator(context) if syntax else None
+        annotator = annotator_for(context) if syntax else None
         return encode_pairs(data, context.tokenizer, target, annotator, syntax, max_source,
                             self.max_target_length, show_progress=context.progress)
 
