@@ -14,7 +14,8 @@ from syntaxformer.cli import main
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks import get_task
 from syntaxformer.training import RunConfig, train
-from syntaxformer.training.run import build_context, build_model, load_tokenizer, resolve_systems, system_kind
+from syntaxformer.training.comparison import resolve_systems
+from syntaxformer.training.run import build_context, build_model, load_tokenizer, system_kind
 from tests.conftest import data_path
 
 #: What SG-Net reads, and the ancestor tables Syntax-BERT adds per tree (spelled out here, not imported).

@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.run import compare, resolve_systems
+    from syntaxformer.training.comparison import compare, resolve_systems
 
     config = config_from_args(args, defaults=PRESETS)
     systems = resolve_systems(config, getattr(args, "systems", None) or DEFAULT_SYSTEMS)  # errors before training

@@ -10,7 +10,8 @@ Typical use::
 from typing import Any
 
 from syntaxformer.training.config import RunConfig, load_config
-from syntaxformer.training.run import compare, evaluate, format_comparison, predict, train
+from syntaxformer.training.comparison import compare, format_comparison
+from syntaxformer.training.run import evaluate, predict, train
 
 __all__ = ["RunConfig", "SyntaxTrainer", "compare", "evaluate", "format_comparison", "load_config", "predict",
            "train"]

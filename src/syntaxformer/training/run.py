@@ -1,4 +1,5 @@
-"""The runner: ``train`` / ``evaluate`` / ``predict`` / ``compare`` for every task and every syntax system.
+"""The runner: ``train`` / ``evaluate`` / ``predict`` for every task and every syntax system (``compare``, several
+systems side by side, is :mod:`syntaxformer.training.comparison`).
 
 The head of every function is generic; everything task-specific goes through the :class:`~syntaxformer.tasks.Task`
 interface::
@@ -28,7 +29,6 @@ import dataclasses
 import importlib
 import json
 import logging
-import math
 import os
 import platform
 import time
@@ -38,13 +38,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.base import Task, TaskContext, get_task
-from syntaxformer.training.config import RunConfig, model_option_names
+from syntaxformer.training.config import RunConfig
 from syntaxformer.utils import atomic_write, write_json
 
-__all__ = ["train", "evaluate", "predict", "compare", "format_comparison", "resolve_systems", "load_run",
-           "build_context", "build_model", "load_tokenizer", "training_arguments", "resume_checkpoint",
-           "environment", "system_kind", "model_label", "count_parameters", "SYSTEM_PRESETS", "METRICS_FILE", "DEV_PREDICTIONS_FILE",
-           "RUN_FILE"]
+__all__ = ["train", "evaluate", "predict", "load_run", "build_context", "build_model", "load_tokenizer",
+           "training_arguments", "resume_checkpoint", "environment", "system_kind", "model_label", "count_parameters",
+           "METRICS_FILE", "DEV_PREDICTIONS_FILE", "RUN_FILE"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +82,7 @@ def _saved_system(path: str) -> str | None:
         return None
 
 
-# -- building blocks (public: the other runners of the package use them until they become tasks) --------------
+# -- building blocks (public: experiments and tests rebuild a run's tokenizer, model, features with them) -----
 def load_tokenizer(path: str) -> Any:
     """The fast tokenizer of a pretrained model or run folder."""
     from transformers import AutoTokenizer
@@ -657,114 +656,7 @@ def predict(run_dir: str | os.PathLike, split: str = "test", *, changes: Mapping
     return result
 
 
-# -- compare ----------------------------------------------------------------------------------------------------
-def _default_lisa_layer(config: RunConfig) -> int:
-    """``model.lisa_layer``, else the encoder's middle layer (``num_hidden_layers // 2``; the paper does not say
-    which layer its LISA head is in)."""
-    if config.model.get("lisa_layer") is not None:
-        return int(config.model["lisa_layer"])
-    from transformers import AutoConfig
-
-    enc = AutoConfig.from_pretrained(config.resolved_model())
-    n = getattr(enc, "num_hidden_layers", None) or getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
-    return int(n) // 2
-
-
-def _system(system: str, **changes: Any) -> Callable[[RunConfig], tuple[str, dict[str, Any]]]:
-    def make(config: RunConfig) -> tuple[str, dict[str, Any]]:
-        return system, {k: (v(config) if callable(v) else v) for k, v in changes.items()}
-
-    return make
-
-
-#: The systems ``compare`` knows by name: ``config -> (model_type, model option changes)``; a value ``None``
-#: removes the option. The shared ``model`` options that the system's config class has are kept.
-SYSTEM_PRESETS: dict[str, Callable[[RunConfig], tuple[str, dict[str, Any]]]] = {
-    "baseline": _system("sgnet", use_sg_layer=False),
-    "sgnet": _system("sgnet", use_sg_layer=True),
-    "syntax_bert": _system("syntax_bert", lisa_layer=None),
-    "syntax_bert_lisa": _system("syntax_bert", lisa_layer=_default_lisa_layer),
-    "syntax_bert_baseline": _system("syntax_bert", lisa_layer=None, syntax_layers=[], aggregation="mean"),
-    "lisa": _system("syntax_bert", lisa_layer=_default_lisa_layer, syntax_layers=[], aggregation="mean"),
-}
-
-
-def resolve_systems(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None
-                    ) -> list[tuple[str, dict[str, Any]]]:
-    """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, or a comma-separated string of
-    them) and / or explicit ``(name, changes)`` pairs; ``None`` = ``baseline,sgnet``.
-
-    A preset's changes set ``model_type`` and ``model``: the shared ``model`` options its config class knows, with
-    the preset's own options on top (Syntax-BERT presets keep shared options such as ``use_dependency``; SG-Net
-    ones drop them).
-
-    Raises:
-        SyntaxformerError: an unknown or repeated name.
-    """
-    if systems is None:
-        systems = ["baseline", "sgnet"]
-    if isinstance(systems, str):
-        systems = [x.strip() for x in systems.split(",") if x.strip()]
-    out: list[tuple[str, dict[str, Any]]] = []
-    for item in systems:
-        if isinstance(item, str):
-            if item not in SYSTEM_PRESETS:
-                raise SyntaxformerError(f"unknown system {item!r}; known systems: {', '.join(SYSTEM_PRESETS)}")
-            system, changes = SYSTEM_PRESETS[item](config)
-            known = set(model_option_names(system))
-            model = {k: v for k, v in config.model.items() if k in known}
-            if system == "syntax_bert" and "syntax_layers" not in changes and model.get("syntax_layers") == []:
-                model.pop("syntax_layers")  # a system with sub-networks
-            for k, v in changes.items():
-                if v is None:
-                    model.pop(k, None)
-                else:
-                    model[k] = v
-            out.append((item, {"model_type": system, "model": model}))
-        else:
-            name, changes = item
-            out.append((str(name), dict(changes)))
-    names = [n for n, _ in out]
-    if not out or len(set(names)) != len(names):
-        raise SyntaxformerError(f"systems must be distinct names, got {names}")
-    return out
-
-
-def compare(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None
-            ) -> dict[str, Any]:
-    """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data;
-    report their dev scores side by side.
-
-    Each system runs :func:`train` in ``<output_dir>/<name>`` (features are built once per kind of features and
-    shared through the features cache). Writes ``<output_dir>/comparison.json``.
-
-    Args:
-        config: the shared run settings.
-        systems: names from :data:`SYSTEM_PRESETS` (``baseline``, ``sgnet``, ``syntax_bert``, ``syntax_bert_lisa``,
-            ``syntax_bert_baseline``, ``lisa``; a list or a comma-separated string) and / or ``(name, config
-            changes)`` pairs; default ``baseline,sgnet``.
-
-    Returns:
-        ``{"task", "seed", "main_metric", "sizes", "subsample", "systems": {name: metrics.json content},
-        "table": the side-by-side text (:func:`format_comparison`), "runtime_s"}``.
-    """
-    t0 = time.time()
-    resolved = resolve_systems(config, systems)
-    results: dict[str, dict[str, Any]] = {}
-    for name, changes in resolved:
-        sub = config.replace(output_dir=str(Path(config.output_dir) / name), **changes)
-        results[name] = train(sub)
-    task = config.build_task()
-    first = next(iter(results.values()))
-    summary = {"task": task.name, "seed": config.seed, "main_metric": task.main_metric,
-               "sizes": first["sizes"], "subsample": first["subsample"], "systems": results,
-               "runtime_s": round(time.time() - t0, 2)}
-    summary["table"] = format_comparison(summary)
-    os.makedirs(config.output_dir, exist_ok=True)
-    write_json(Path(config.output_dir) / "comparison.json", summary)
-    return summary
-
-
+# -- names of what a run trained (metrics.json, the comparison table) -----------------------------------------
 def system_kind(system: str, model: Any) -> str:
     """A short name of what a model is: ``SG-Net``, ``baseline``, ``Syntax-BERT``, ``Syntax-BERT + LISA``,
     ``LISA`` (LISA head, no sub-networks) or ``baseline (Syntax-BERT head)``."""
@@ -786,39 +678,3 @@ def model_label(path: str) -> str:
         return DEFAULT_HF_MODEL_HUB.split("/")[-1]
     p = Path(path)
     return "/".join(p.parts[-2:]) if p.is_dir() else path
-
-
-def format_comparison(summary: dict[str, Any]) -> str:
-    """The side-by-side text table of a :func:`compare` result."""
-    systems = summary["systems"]
-    names = list(systems)
-    metric_names: list[str] = []
-    for m in systems.values():
-        metric_names += [k for k in m["dev"] if k not in metric_names]
-    first = systems[names[0]]
-    sizes = first["sizes"]
-    lines = [f"{first['task_title']}: {first['model_label']} fine-tuned on {sizes['train']} of "
-             f"{sizes['train_total']} train examples, scored on {sizes['dev']} of {sizes['dev_total']} dev "
-             f"examples; seed {summary['seed']}, {first['num_train_epochs']:g} epoch(s), batch {first['batch_size']}, "
-             f"lr {first['learning_rate']:g} (new layers {first['new_params_lr'] or first['learning_rate']:g}), "
-             f"max length {first['max_length']}" + (f", parser noise {first['parser_noise']:g}"
-                                                    if first["parser_noise"] else "")]
-    if first["subsample"]["train"] or first["subsample"]["dev"]:
-        lines.append("subsample: " + "; ".join(f"{k}: {v}" for k, v in first["subsample"].items() if v))
-    source = first.get("syntax_source")
-    if source and any(m.get("model_family") == "syntax_bert" for m in systems.values()):
-        lines.append(f"syntax: dependency trees: {source['dependency']}; constituency trees: "
-                     f"{source['constituency']}")
-    w = max(10, *(len(n) for n in metric_names))
-    nw = max(10, *(len(n) for n in names))
-    lines.append(f"{'system':<{nw}} " + " ".join(f"{n:>{w}}" for n in metric_names) + f" {'train_s':>9}")
-    for name in names:
-        m = systems[name]
-        vals = " ".join(f"{m['dev'].get(n, math.nan):>{w}.4f}" for n in metric_names)
-        lines.append(f"{name:<{nw}} {vals} {m['train']['runtime_s']:>9.1f}")
-    if len(names) >= 2:
-        a = systems[names[0]]["dev"].get(summary["main_metric"], math.nan)
-        for other in names[1:]:
-            b = systems[other]["dev"].get(summary["main_metric"], math.nan)
-            lines.append(f"difference ({other} - {names[0]}) in {summary['main_metric']}: {b - a:+.4f}")
-    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""``compare``'s parts that need no training (training/comparison.py): systems by name, and the side-by-side table.
+The compare job itself runs in tests/training/test_run.py and test_syntax_bert_training.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.training import RunConfig
+from syntaxformer.training.comparison import SYSTEM_PRESETS, format_comparison, resolve_systems
+
+
+def test_comparison_resolve_systems_by_name(tiny_model):
+    config = RunConfig.from_dict({"task": "sst2", "model_name_or_path": tiny_model, "model_type": "syntax_bert",
+                                  "model": {"use_dependency": True}})
+    assert [n for n, _ in resolve_systems(config, None)] == ["baseline", "sgnet"]
+    named = dict(resolve_systems(config, " baseline , syntax_bert_lisa,lisa"))
+    assert named["baseline"] == {"model_type": "sgnet", "model": {"use_sg_layer": False}}  # SB options dropped
+    assert named["syntax_bert_lisa"]["model_type"] == "syntax_bert"
+    assert named["syntax_bert_lisa"]["model"]["lisa_layer"] == 1  # the tiny encoder's middle layer (2 // 2)
+    assert named["syntax_bert_lisa"]["model"]["use_dependency"] is True  # shared options kept
+    assert named["lisa"]["model"]["syntax_layers"] == [] and named["lisa"]["model"]["aggregation"] == "mean"
+    explicit = resolve_systems(config, ["sgnet", ("mine", {"model_type": "sgnet", "model": {"alpha": 0.3}})])
+    assert explicit[1] == ("mine", {"model_type": "sgnet", "model": {"alpha": 0.3}})
+    assert set(SYSTEM_PRESETS) == {"baseline", "sgnet", "syntax_bert", "syntax_bert_lisa", "syntax_bert_baseline",
+                                   "lisa"}
+
+
+def test_comparison_resolve_systems_errors():
+    config = RunConfig.from_dict({"task": "sst2"})
+    with pytest.raises(SyntaxformerError, match="unknown system 'bert'; known systems: baseline, sgnet"):
+        resolve_systems(config, "baseline,bert")
+    with pytest.raises(SyntaxformerError, match="systems must be distinct names"):
+        resolve_systems(config, "sgnet,sgnet")
+    with pytest.raises(SyntaxformerError, match="systems must be distinct names"):
+        resolve_systems(config, "")
+
+
+def _metrics(accuracy: float, runtime: float) -> dict:
+    return {"task_title": "SST-2", "model_label": "tiny", "num_train_epochs": 1.0, "batch_size": 16,
+            "learning_rate": 1e-4, "new_params_lr": None, "max_length": 32, "parser_noise": 0.0,
+            "sizes": {"train": 8, "train_total": 100, "dev": 4, "dev_total": 50},
+            "subsample": {"train": "seed 3", "dev": None}, "dev": {"accuracy": accuracy},
+            "train": {"runtime_s": runtime}, "model_family": "sgnet"}
+
+
+def test_comparison_format_table():
+    summary = {"seed": 3, "main_metric": "accuracy",
+               "systems": {"baseline": _metrics(0.5, 1.0), "sgnet": _metrics(0.75, 2.25)}}
+    lines = format_comparison(summary).splitlines()
+    assert lines[0] == ("SST-2: tiny fine-tuned on 8 of 100 train examples, scored on 4 of 50 dev examples; seed 3, "
+                        "1 epoch(s), batch 16, lr 0.0001 (new layers 0.0001), max length 32")
+    assert lines[1] == "subsample: train: seed 3"
+    assert lines[2].split() == ["system", "accuracy", "train_s"]
+    assert lines[3].split() == ["baseline", "0.5000", "1.0"] and lines[4].split() == ["sgnet", "0.7500", "2.2"]
+    assert lines[5] == "difference (sgnet - baseline) in accuracy: +0.2500"
