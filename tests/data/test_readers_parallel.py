@@ -6,13 +6,13 @@ import pytest
 
 from syntaxformer.errors import FormatError, SyntaxformerError
 from syntaxformer.data.readers.parallel import (
+    corpus_fraction,
     multi30k,
     newstest2013,
     read_lines,
     read_parallel,
     read_sgm,
     read_sgm_pair,
-    subsample,
 )
 from tests.conftest import data_path
 
@@ -78,14 +78,15 @@ def test_data_parallel_files_with_different_line_counts_are_rejected(tmp_path):
         read_parallel(tmp_path / "missing.en")
 
 
-def test_data_subsample_is_seeded_nested_and_in_corpus_order():
+def test_readers_parallel_corpus_fraction_is_seeded_nested_and_in_corpus_order():
     corpus = multi30k("val", data_path("multi30k"))
-    small, large = subsample(corpus, 0.1, seed=0), subsample(corpus, 0.5, seed=0)
+    small, large = corpus_fraction(corpus, 0.1, seed=0), corpus_fraction(corpus, 0.5, seed=0)
     assert len(small) == 101 and len(large) == 507
     assert set(small.ids) <= set(large.ids)
     order = [int(i.split(":")[1]) for i in small.ids]
     assert order == sorted(order)
-    assert subsample(corpus, 0.1, seed=0).ids == small.ids and subsample(corpus, 0.1, seed=1).ids != small.ids
-    assert subsample(corpus, 1.0) is corpus
+    assert corpus_fraction(corpus, 0.1, seed=0).ids == small.ids
+    assert corpus_fraction(corpus, 0.1, seed=1).ids != small.ids
+    assert corpus_fraction(corpus, 1.0) is corpus
     with pytest.raises(SyntaxformerError, match="fraction"):
-        subsample(corpus, 0.0)
+        corpus_fraction(corpus, 0.0)

@@ -2,22 +2,24 @@
 
 A reader turns a file into :class:`TaskExample` objects (label already mapped to its class id, or a float for
 regression, ``None`` when the file has no labels); a task wraps them in :class:`TaskData` with where they came from
-and a content fingerprint (:func:`file_fingerprint`), which keys the processed-features cache.
+and a content fingerprint (:func:`file_fingerprint` of the files read, or :func:`content_fingerprint` of the examples
+themselves), which keys the processed-features cache.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from syntaxformer.data.constituency import Tree
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.utils import subsample
 
-__all__ = ["TaskExample", "TaskData", "file_fingerprint", "example_seed"]
+__all__ = ["TaskExample", "TaskData", "file_fingerprint", "content_fingerprint", "example_seed"]
 
 
 @dataclass
@@ -96,6 +98,17 @@ def file_fingerprint(paths: Sequence[str | os.PathLike]) -> str:
             data = f.read()
         h.update(f"{len(data)}\0".encode())
         h.update(data)
+    return h.hexdigest()
+
+
+def content_fingerprint(records: Iterable[Sequence[Any]]) -> str:
+    """SHA-256 of examples by content: each record (the JSON-serialisable fields that define one example, e.g.
+    ``[qid, context, question, answers]``) as JSON, NUL-separated. For readers whose examples are not the bytes of
+    one file (SQuAD 2.0 and RACE split and filter their sources)."""
+    h = hashlib.sha256()
+    for record in records:
+        h.update(json.dumps(list(record), ensure_ascii=False).encode("utf-8"))
+        h.update(b"\0")
     return h.hexdigest()
 
 

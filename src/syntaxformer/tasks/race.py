@@ -28,8 +28,6 @@ Readers: :mod:`syntaxformer.data.readers.race`.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +47,7 @@ from syntaxformer.data.readers.race import (
     read_race_tarball,
 )
 from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 
@@ -288,15 +287,6 @@ def snippet(text: str, limit: int = 300) -> str:
 # ----------------------------------------------------------------------------------------------------------
 # The task
 # ----------------------------------------------------------------------------------------------------------
-def _content_fingerprint(examples: Sequence[RaceExample]) -> str:
-    h = hashlib.sha256()
-    for e in examples:
-        h.update(json.dumps([e.qid, e.level, e.article, e.question, e.options, e.label],
-                            ensure_ascii=False).encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()
-
-
 def _logits(raw: Any) -> np.ndarray:
     """``[N, C]`` option logits of a model's raw predictions (the Trainer's ``predictions``, possibly a tuple
     whose first element they are, a ``PredictionOutput``, or a mapping with ``logits``)."""
@@ -340,7 +330,7 @@ class RaceTask(Task):
         Raises:
             SyntaxformerError: an unknown split or a missing / unreadable source.
         """
-        from syntaxformer.data.examples import TaskData
+        from syntaxformer.data.examples import TaskData, content_fingerprint
 
         if split not in self.splits:
             raise SyntaxformerError(f"RACE has no split {split!r}; expected one of {self.splits}")
@@ -359,7 +349,10 @@ class RaceTask(Task):
             source = f"hub:{name}/{config}/{hub_split}"
         else:
             given = data.get(f"{split}_file")
-            path = Path(given) if given else self._data_dir(data) / self.default_files[split]
+            if given:
+                path = Path(given)
+            else:
+                path = task_data_dir(data.get("data_dir"), "race", "race") / self.default_files[split]
             source = str(path)
             if path.is_dir():
                 examples = read_race_dir(path)
@@ -371,22 +364,12 @@ class RaceTask(Task):
             else:
                 raise SyntaxformerError(f"RACE data {path} not found (a split folder with middle/ and high/, or a "
                                         "tarball)")
-        out = TaskData(examples, source, _content_fingerprint(examples), len(examples), tarball_note, {})
+        fingerprint = content_fingerprint([e.qid, e.level, e.article, e.question, e.options, e.label]
+                                          for e in examples)
+        out = TaskData(examples, source, fingerprint, len(examples), tarball_note, {})
         out = out.subsampled(n, seed)
         out.metadata["counts"] = race_counts(out.examples)
         return out
-
-    @staticmethod
-    def _data_dir(data: Mapping[str, Any]) -> Path:
-        if data.get("data_dir"):
-            return Path(data["data_dir"])
-        from syntaxformer.defaults import shared_data_dir
-
-        root = shared_data_dir()
-        if root is None:
-            raise SyntaxformerError("no data for race: ../shared/data was not found (set SYNTAXFORMER_DATA, or give "
-                                    "data_dir / train_file / dev_file / dataset)")
-        return root / "race"
 
     def featurize(self, data: Any, context: TaskContext, split: str) -> RaceFeatures:
         """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""

@@ -36,8 +36,6 @@ questions themselves.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +52,7 @@ from syntaxformer.data.readers.squad import (
     squad_counts,
 )
 from syntaxformer.data.sentence import Document
+from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 
@@ -426,15 +425,6 @@ def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
     return raw[0], raw[1], verifier
 
 
-def _content_fingerprint(examples: Sequence[SquadExample]) -> str:
-    h = hashlib.sha256()
-    for e in examples:
-        h.update(json.dumps([e.qid, e.title, e.context, e.question, e.answers, e.is_impossible],
-                            ensure_ascii=False).encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()
-
-
 @register_task
 class SquadTask(Task):
     """SQuAD 2.0 extractive QA with unanswerable questions (head ``question_answering``).
@@ -554,7 +544,7 @@ class SquadTask(Task):
         Raises:
             SyntaxformerError: an unknown split, a missing file, an empty part, or too few articles to split.
         """
-        from syntaxformer.data.examples import TaskData
+        from syntaxformer.data.examples import TaskData, content_fingerprint
 
         if split not in self.splits:
             raise SyntaxformerError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
@@ -565,7 +555,8 @@ class SquadTask(Task):
             examples = load_squad_hub(name, hub_split)
             source = f"hub:{name}/{hub_split}"
         else:
-            train_file = Path(data["train_file"]) if data.get("train_file") else self._data_dir(data) / self.default_file
+            train_file = (Path(data["train_file"]) if data.get("train_file")
+                          else task_data_dir(data.get("data_dir"), "squad2", "squad2") / self.default_file)
             dev_file = Path(data["dev_file"]) if data.get("dev_file") else None
             if split == "test":
                 if not data.get("test_file"):
@@ -592,7 +583,9 @@ class SquadTask(Task):
                 metadata["held_out_titles"] = sorted({e.title for e in held})
         if not examples:
             raise SyntaxformerError(f"the SQuAD {split} part is empty ({source})")
-        out = TaskData(examples, source, _content_fingerprint(examples), len(examples), None, metadata)
+        fingerprint = content_fingerprint([e.qid, e.title, e.context, e.question, e.answers, e.is_impossible]
+                                          for e in examples)
+        out = TaskData(examples, source, fingerprint, len(examples), None, metadata)
         key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
         if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
             data = {**data, key: data["max_samples"]}
@@ -606,18 +599,6 @@ class SquadTask(Task):
                                                     self.threshold_split_seed)
             out.metadata.update(tuning_qids=tuning_qids, threshold_protocol=protocol)
         return out
-
-    @staticmethod
-    def _data_dir(data: Mapping[str, Any]) -> Path:
-        if data.get("data_dir"):
-            return Path(data["data_dir"])
-        from syntaxformer.defaults import shared_data_dir
-
-        root = shared_data_dir()
-        if root is None:
-            raise SyntaxformerError("no data for squad2: ../shared/data was not found (set SYNTAXFORMER_DATA, or "
-                                    "give data_dir / train_file / dev_file / dataset)")
-        return root / "squad2"
 
     def featurize(self, data: Any, context: TaskContext, split: str) -> SquadFeatures:
         """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""

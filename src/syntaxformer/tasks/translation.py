@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from syntaxformer.data.readers.parallel import ParallelCorpus, multi30k, read_corpus, subsample
+from syntaxformer.data.readers.parallel import ParallelCorpus, corpus_fraction, multi30k, read_corpus
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 from syntaxformer.tasks.featurize import annotator_for
@@ -267,7 +267,7 @@ class TranslationTask(Task):
         if split == "train":
             corpus = (read_corpus(self.train_source, self.train_target) if self.train_source
                       else multi30k("train", data_dir))
-            return subsample(corpus, self.fraction, self.data_seed)
+            return corpus_fraction(corpus, self.fraction, self.data_seed)
         if split in ("dev", "valid", "validation"):
             return (read_corpus(self.valid_source, self.valid_target) if self.valid_source
                     else multi30k("val", data_dir))

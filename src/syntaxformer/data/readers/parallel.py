@@ -7,7 +7,7 @@ and seeded subsets.
   the segments in file order with their document and segment ids. Text is taken as sacreBLEU does: the characters
   between ``<seg ...>`` and ``</seg>``, stripped, entities left as they are.
 * :func:`read_sgm_pair` — a source and a reference ``.sgm`` whose (doc id, seg id) sequences must agree.
-* :func:`subsample` — a seeded random fraction of a corpus, in corpus order.
+* :func:`corpus_fraction` — a seeded random fraction of a corpus, in corpus order (nested across fractions).
 * :func:`read_corpus` — either of the two, by file extension.
 * :func:`multi30k` / :func:`newstest2013` — the copies under ``../shared/data``.
 """
@@ -23,7 +23,7 @@ import numpy as np
 
 from syntaxformer.errors import FormatError, SyntaxformerError
 
-__all__ = ["ParallelCorpus", "Segment", "read_parallel", "read_sgm", "read_sgm_pair", "subsample", "multi30k",
+__all__ = ["ParallelCorpus", "Segment", "read_parallel", "read_sgm", "read_sgm_pair", "corpus_fraction", "multi30k",
            "newstest2013", "read_lines", "read_corpus", "MULTI30K_SPLITS"]
 
 
@@ -196,7 +196,7 @@ def read_corpus(source: str | Path, target: str | Path | None = None) -> Paralle
     return read_parallel(source, target)
 
 
-def subsample(corpus: ParallelCorpus, fraction: float, seed: int = 0) -> ParallelCorpus:
+def corpus_fraction(corpus: ParallelCorpus, fraction: float, seed: int = 0) -> ParallelCorpus:
     """A seeded random ``fraction`` of the pairs (``round(fraction * n)``, at least 1), kept in corpus order.
 
     The subsets of one seed are nested: the 10% subset is contained in the 25% one, and so on.
