@@ -72,7 +72,6 @@ DEPENDENCY_KEYS = (
     "dep_anc_lo", "dep_anc_hi", "dep_anc_head",
 )
 CONSTITUENCY_KEYS = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
-SYNTAX_KEYS = DEPENDENCY_KEYS + CONSTITUENCY_KEYS
 
 _DTYPE = np.int32
 

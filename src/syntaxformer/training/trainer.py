@@ -7,7 +7,7 @@ the new parameters' learning rate, and the LISA loss of Syntax-BERT logged besid
 
 from __future__ import annotations
 
-import sys
+import logging
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,9 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from syntaxformer.errors import SyntaxformerError
 
 __all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "new_parameter_names", "precision_flags",
-           "StderrLogCallback", "SyntaxSeq2SeqTrainer"]
+           "LoggingCallback", "SyntaxSeq2SeqTrainer"]
+
+logger = logging.getLogger(__name__)
 
 
 def encoder_parameter_prefix(model: nn.Module) -> str | None:
@@ -78,11 +80,12 @@ class SyntaxTrainer(Trainer):
         self.new_params_lr = new_params_lr
         self.model_accepts_loss_kwargs = False
         self._lisa_sums = {"train": [0.0, 0], "eval": [0.0, 0]}
-        # Loss / metric logs go to stderr, so that stdout carries only a command's result (e.g. JSON).
+        # Loss / metric logs go through logging (the CLI shows them on stderr), so that stdout carries only a
+        # command's result (e.g. JSON).
         self.remove_callback(PrinterCallback)
         if self.pop_callback(ProgressCallback) is not None:
             self.add_callback(_BarsOnlyCallback)
-        self.add_callback(StderrLogCallback)
+        self.add_callback(LoggingCallback)
 
     def create_optimizer(self, model: nn.Module | None = None) -> torch.optim.Optimizer:
         opt_model = self.model if model is None else model
@@ -173,16 +176,15 @@ class _BarsOnlyCallback(ProgressCallback):
         return
 
 
-class StderrLogCallback(TrainerCallback):
-    """Write the Trainer's logs (loss, learning rate, eval metrics) to stderr, numbers to 4 significant digits."""
+class LoggingCallback(TrainerCallback):
+    """Log the Trainer's logs (loss, learning rate, eval metrics) at INFO through this module's logger, numbers to 4
+    significant digits (the CLI shows them on stderr)."""
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102
         if not state.is_world_process_zero or not logs:
             return
         shown = {k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in logs.items() if k != "total_flos"}
-        from tqdm.auto import tqdm
-
-        tqdm.write(str(shown), file=sys.stderr)
+        logger.info("%s", shown)
 
 
 def precision_flags(mode: str) -> dict[str, bool]:
@@ -235,7 +237,7 @@ class SyntaxSeq2SeqTrainer(Seq2SeqTrainer):
         self.remove_callback(PrinterCallback)
         if self.pop_callback(ProgressCallback) is not None:
             self.add_callback(_BarsOnlyCallback)
-        self.add_callback(StderrLogCallback)
+        self.add_callback(LoggingCallback)
 
     # -- batches -----------------------------------------------------------------------------------------------
     def get_train_dataloader(self) -> DataLoader:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import sqlite3
@@ -53,7 +54,7 @@ def test_cache_corrupt_row_is_a_miss_and_removed(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
-def test_cache_corrupt_file_is_recovered(tmp_path, damage):
+def test_cache_corrupt_file_is_recovered(tmp_path, damage, caplog):
     path = tmp_path / "c.sqlite3"
     cache = ParseCache(path)
     cache.put_many({_key(str(i)): {"i": i, "pad": "x" * 500} for i in range(200)})
@@ -64,10 +65,11 @@ def test_cache_corrupt_file_is_recovered(tmp_path, damage):
         data = path.read_bytes()
         path.write_bytes(data[: len(data) // 3])
     cache = ParseCache(path)
-    with pytest.warns(RuntimeWarning, match="unreadable"):
+    with caplog.at_level(logging.WARNING, logger="syntaxformer.data.annotators.cache"):
         found = cache.get_many([_key(str(i)) for i in range(200)])
         assert len(found) < 200  # the lost entries are misses
         cache.put(_key("new"), VALUE)  # and the cache keeps working
+    assert [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()]
     assert cache.get(_key("new")) == VALUE and cache.recovered == 1
     assert any(name.startswith("c.sqlite3.corrupt-") for name in os.listdir(tmp_path))
 

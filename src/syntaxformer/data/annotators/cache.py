@@ -27,7 +27,6 @@ import logging
 import os
 import sqlite3
 import time
-import warnings
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["ParseCache", "default_cache_dir", "make_key"]
@@ -120,8 +119,8 @@ class ParseCache:
             except FileNotFoundError:
                 pass
         self.recovered += 1
-        warnings.warn(f"parse cache {self.path} was unreadable ({error}); moved it to {moved} and started an "
-                      f"empty cache (lost entries will be parsed again)", RuntimeWarning, stacklevel=3)
+        logger.warning("parse cache %s was unreadable (%s); moved it to %s and started an empty cache (lost entries "
+                       "will be parsed again)", self.path, error, moved)
 
     def _run(self, fn, *args):
         """Run ``fn(conn, *args)``; on a corrupt database recover once and retry on the fresh file."""
