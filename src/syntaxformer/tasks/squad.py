@@ -276,8 +276,9 @@ def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence
     ``score_ext = logit_na - logit_ans`` (Eq. 14), taken from the window with the minimum null score, and the
     no-answer score is ``beta1 * score_diff + beta2 * score_ext``; without it, ``beta1 * score_diff``.
     A question is predicted unanswerable when its no-answer score exceeds ``null_threshold`` (δ; the best δ on
-    a development set is ``reachable_best_f1_thresh`` of :func:`squad_evaluate`). Windows are processed
-    independently, so the logits may come from any batching order as long as they follow ``features``.
+    a development set is ``reachable_best_f1_thresh`` of
+    :func:`~syntaxformer.tasks.squad_metric.squad_evaluate`). Windows are processed independently, so the logits
+    may come from any batching order as long as they follow ``features``.
 
     Args:
         examples: the questions, as given to the featurizer (``feature.example_index`` indexes this list).
