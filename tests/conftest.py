@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to the real data sets and the offline models named in the README."""
+"""Shared fixtures: paths to the real data sets and the offline models named in the README, a spaCy annotator with a
+private cache, Multi30k pairs and BPE tokenizers learned on them; the ``gpu`` marker's skip hook."""
 
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SYNTAXFORMER_DATA", REPO.parent / "shared" / "data"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the tests marked ``gpu`` where CUDA is not available, saying so."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu_items:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="gpu test: no CUDA device (torch.cuda.is_available() is False)")
+    for item in gpu_items:
+        item.add_marker(skip)
 
 
 def data_path(*parts: str) -> Path:
@@ -49,3 +64,46 @@ def tiny_model(tmp_path_factory) -> str:
                          intermediate_size=37, max_position_embeddings=128)).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
+
+
+@pytest.fixture
+def one_thread(monkeypatch):
+    """One torch thread while the test runs (tiny models run much faster that way on a shared CPU), no progress bars."""
+    import torch
+
+    monkeypatch.setenv("SYNTAXFORMER_NO_PROGRESS", "1")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def annotator(tmp_path_factory):
+    """The default spaCy annotator (offline pipeline) with a parse cache of its own."""
+    from syntaxformer.data import make_annotator
+
+    try:
+        return make_annotator(cache=tmp_path_factory.mktemp("parse-cache") / "parses.sqlite3", progress=False)
+    except Exception as e:  # pragma: no cover - the offline pipeline is a dev dependency
+        pytest.skip(f"spaCy pipeline not available: {e}")
+
+
+@pytest.fixture(scope="session")
+def m30k_small():
+    """The first 60 training pairs and 20 validation pairs of Multi30k."""
+    from syntaxformer.data.readers.parallel import multi30k
+
+    folder = data_path("multi30k")
+    train = multi30k("train", folder)
+    valid = multi30k("val", folder)
+    return train.select(range(60), "train60"), valid.select(range(20), "val20")
+
+
+@pytest.fixture(scope="session")
+def tokenizers(m30k_small):
+    """``(source, target)`` BPE tokenizers (300 types) learned on :func:`m30k_small`'s training pairs."""
+    from syntaxformer.data.bpe import train_bpe
+
+    train, _ = m30k_small
+    return train_bpe(train.sources, 300), train_bpe(train.targets, 300)

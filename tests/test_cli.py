@@ -80,7 +80,6 @@ def test_cli_annotate_gold_conllu_through_jsonl_and_back(tmp_path):
 
 
 def test_cli_annotate_ptb(tmp_path):
-    pytest.importorskip("syntaxformer.data.readers.ptb")
     src = tmp_path / "tiny.mrg"
     src.write_text(MRG, encoding="utf-8")
     out = tmp_path / "tiny.jsonl"
@@ -121,7 +120,6 @@ def test_cli_evaluate_parser_on_ud_json(capsys):
 
 
 def test_cli_evaluate_parser_on_ptb_compares_labels(capsys):
-    pytest.importorskip("syntaxformer.data.readers.ptb")
     gold = data_path("ptb_sample", "treebank", "combined")
     assert main(["evaluate-parser", "--gold", str(gold), "--format", "ptb", "--limit", "25", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)

@@ -7,7 +7,7 @@ and key projections), a softmax over the token's non-empty groups ``α = softmax
 ``"mean"``: α = 1 / #groups) and the mix ``Σ_g α_g O_g``. Rows with no non-empty group attend as the pretrained
 layer (``empty_rows="full"``) or to themselves (``"self"``); the LISA head attends to every non-padding key.
 
-Everything is computed in float64 with explicit loops and masks. It shares no code with
+Everything is computed in float64 with explicit loops and masks, on the device of the inputs. It shares no code with
 :mod:`syntaxformer.modeling.syntax_attention`: it reads only the inputs of the attention call (the group ids, the
 options, the task queries and the projections they are bound to) and writes the LISA log-probabilities into the
 given recorder.
@@ -39,10 +39,10 @@ def _partitions(groups: Any) -> list[torch.Tensor]:
     return [g for g in groups if g is not None]
 
 
-def _allowed_keys(mask: torch.Tensor | None, B: int, L: int) -> torch.Tensor:
+def _allowed_keys(mask: torch.Tensor | None, B: int, L: int, device: torch.device) -> torch.Tensor:
     """``[B, L, L]`` bool, True = the query may attend to the key (bool mask, or additive 0 / very negative)."""
     if mask is None:
-        return torch.ones(B, L, L, dtype=torch.bool)
+        return torch.ones(B, L, L, dtype=torch.bool, device=device)
     m = mask[:, 0]
     allowed = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
     return allowed.expand(B, L, L)
@@ -77,10 +77,11 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
     layer = getattr(module, "syntax_layer_idx", None)
     layer = getattr(module, "layer_idx", None) if layer is None else layer
     B, H, L, d = query.shape
+    dev = query.device
     scale = d ** -0.5 if scaling is None else scaling
     scores = (query.double() @ key.double().transpose(-1, -2)) * scale  # (B, H, L, L)
     v = value.double()
-    allowed = _allowed_keys(attention_mask, B, L)  # (B, L, L)
+    allowed = _allowed_keys(attention_mask, B, L, dev)  # (B, L, L)
     p_full = _masked_softmax(scores, allowed.unsqueeze(1))  # (B, H, L, L)
     o_full = p_full @ v  # (B, H, L, d)
 
@@ -113,16 +114,16 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
     cand_out = [(p @ v).transpose(1, 2).reshape(B, L, H * d) for p in cand_probs]  # (B, L, H*d) each: O_g
 
     # Topical attention over each token's candidates (Eq. 3).
-    alpha = torch.zeros(B, L, len(cand_out), dtype=torch.float64)
+    alpha = torch.zeros(B, L, len(cand_out), dtype=torch.float64, device=dev)
     for b in range(B):
         for i in range(L):
             cs = [c for c in range(len(cand_out)) if cand_rows[c][b, i]]
             if not cs:
                 continue
             if opts.aggregation == "sum":
-                weights = torch.ones(len(cs), dtype=torch.float64)
+                weights = torch.ones(len(cs), dtype=torch.float64, device=dev)
             elif opts.aggregation == "mean" or syntax_topical is None:
-                weights = torch.full((len(cs),), 1.0 / len(cs), dtype=torch.float64)
+                weights = torch.full((len(cs),), 1.0 / len(cs), dtype=torch.float64, device=dev)
             else:
                 s = torch.stack([_topical_scores(syntax_topical, layer, cand_out[c][b, i]) for c in cs])
                 weights = torch.exp(s - s.max())
@@ -130,23 +131,23 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
             for c, w in zip(cs, weights):
                 alpha[b, i, c] = w
 
-    out = torch.zeros(B, L, H * d, dtype=torch.float64)
-    eff = torch.zeros(B, H, L, L, dtype=torch.float64)
+    out = torch.zeros(B, L, H * d, dtype=torch.float64, device=dev)
+    eff = torch.zeros(B, H, L, L, dtype=torch.float64, device=dev)
     for c in range(len(cand_out)):
         out = out + alpha[..., c:c + 1] * cand_out[c]
         eff = eff + alpha[..., c].view(B, 1, L, 1) * cand_probs[c]
     out = out.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
 
-    has_group = torch.stack(cand_rows, -1).any(-1) if cand_rows else torch.zeros(B, L, dtype=torch.bool)
+    has_group = torch.stack(cand_rows, -1).any(-1) if cand_rows else torch.zeros(B, L, dtype=torch.bool, device=dev)
     rows = (~has_group).view(B, 1, L, 1)
     if opts.empty_rows == "full":
         out = torch.where(rows, o_full, out)
         eff = torch.where(rows, p_full, eff)
     else:
         out = torch.where(rows, v, out)
-        eff = torch.where(rows, torch.eye(L, dtype=torch.float64).expand(B, H, L, L), eff)
+        eff = torch.where(rows, torch.eye(L, dtype=torch.float64, device=dev).expand(B, H, L, L), eff)
     if lisa_head is not None:
-        head = (torch.arange(H) == lisa_head).view(1, H, 1, 1)
+        head = (torch.arange(H, device=dev) == lisa_head).view(1, H, 1, 1)
         out = torch.where(head, o_full, out)
         eff = torch.where(head, p_full, eff)
     return out.transpose(1, 2).contiguous().to(value.dtype), eff.float()

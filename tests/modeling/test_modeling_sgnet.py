@@ -401,3 +401,60 @@ def test_sgnet_real_minilm_on_a_collated_batch(minilm_tokenizer):
     assert p.masked_select(~allowed).abs().max() == 0
     extra = sum(p.numel() for p in model.parameters()) - sum(p.numel() for p in baseline.parameters())
     assert extra == sum(p.numel() for p in model.sgnet.sg_layer.parameters())
+
+
+# -- BERT+POS (Syntax-Infused BERT): a trainable POS embedding added to the token embeddings, off by default, leaving
+# the model and its outputs unchanged; on real spaCy parses aligned to a BPE tokenizer (tests/conftest.py fixtures).
+def _pos_config(**options) -> SGNetConfig:
+    enc = BertConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=37, max_position_embeddings=64)
+    return SGNetConfig(encoder=enc, num_labels=2, pooling="mean", **options)
+
+
+def _pos_batch(annotator, tokenizers):
+    from syntaxformer.data.align import SyntaxAligner
+    from syntaxformer.data.collate import example_arrays
+    from syntaxformer.data.subword_features import subword_feature_ids
+
+    src_tok, _ = tokenizers
+    docs = annotator.annotate(["A little girl climbing into a wooden playhouse.", "Two dogs run."])
+    feats = []
+    for w in SyntaxAligner(src_tok).align_batch(docs):
+        arrays = example_arrays(w[0], constituency=False)
+        arrays["pos_ids"] = subword_feature_ids(w[0], None, ["upos"])["upos_ids"]
+        feats.append(arrays)
+    batch = SyntaxCollator(pad_token_id=0)(feats)  # pads pos_ids with -1, which the model reads as "no word"
+    batch["labels"] = torch.tensor([0, 1])
+    return batch
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_modeling_sgnet_bert_pos_is_off_by_default_and_starts_as_the_plain_model(annotator, tokenizers):
+    batch = _pos_batch(annotator, tokenizers)
+    torch.manual_seed(0)
+    plain = SGNetForSequenceClassification(_pos_config()).eval()
+    assert plain.config.pos_embeddings is None and plain.sgnet.pos_embeddings is None
+    assert not any("pos_embeddings" in k for k in plain.state_dict())
+    with_pos = SGNetForSequenceClassification(_pos_config(pos_embeddings="upos")).eval()
+    missing, unexpected = with_pos.load_state_dict(plain.state_dict(), strict=False)
+    assert missing == ["sgnet.pos_embeddings.weight"] and not unexpected
+    with torch.no_grad():
+        a = plain(**batch).logits
+        b = with_pos(**batch).logits  # zero-initialised POS table: the same outputs at the start
+        assert torch.allclose(a, b, atol=1e-6)
+        with_pos.sgnet.pos_embeddings.weight.normal_(0, 0.5)
+        assert not torch.allclose(a, with_pos(**batch).logits, atol=1e-4)
+    with pytest.raises(ValueError, match="pos_ids"):
+        with_pos(**{k: v for k, v in batch.items() if k != "pos_ids"})
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_modeling_sgnet_bert_pos_gradient_reaches_the_pos_embedding(annotator, tokenizers):
+    batch = _pos_batch(annotator, tokenizers)
+    torch.manual_seed(0)
+    model = SGNetForSequenceClassification(_pos_config(pos_embeddings="upos")).train()
+    model(**batch).loss.backward()
+    grad = model.sgnet.pos_embeddings.weight.grad
+    used = torch.unique(batch["pos_ids"].clamp(min=0))
+    assert grad is not None and torch.all(grad[used[used > 0]].abs().sum(-1) > 0)
+    assert torch.all(grad[0] == 0)  # "no word" (special tokens, padding) stays a zero vector

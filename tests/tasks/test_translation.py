@@ -11,10 +11,12 @@ from syntaxformer.tasks.base import Predictions, TaskContext, get_task
 from syntaxformer.tasks.translation import ARMS, TranslationTask, collate_pairs, encode_pairs
 from tests.conftest import data_path
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 ALL_INPUTS = ("upos_ids", "xpos_ids", "case_ids", "subword_ids", "dep_tin", "dep_tout", "syntax_tree")
 
 
-def test_task_is_registered_and_rebuilt_from_its_options():
+def test_translation_is_registered_and_rebuilt_from_its_options():
     task = get_task("translation", arm="both", fraction=0.1)
     assert isinstance(task, TranslationTask) and task.head == "seq2seq" and task.main_metric == "bleu"
     assert task.features == ["upos", "case", "subword"] and task.use_sg_layer and task.feature_dim == 5
@@ -35,7 +37,7 @@ def test_task_is_registered_and_rebuilt_from_its_options():
     assert set(ARMS) >= {"baseline", "syntax", "sgnet", "both"}
 
 
-def test_task_splits_of_multi30k():
+def test_translation_splits_of_multi30k():
     folder = str(data_path("multi30k"))
     task = TranslationTask(fraction=0.1, data_dir=folder)
     train = task.load_split("train")
@@ -46,7 +48,7 @@ def test_task_splits_of_multi30k():
         task.load_split("newstest")
 
 
-def test_task_featurize_emits_only_the_models_syntax_inputs(annotator, tokenizers, m30k_small):
+def test_translation_featurize_emits_only_the_models_syntax_inputs(annotator, tokenizers, m30k_small):
     src_tok, tgt_tok = tokenizers
     train, _ = m30k_small
     pairs = train.select(range(8))
@@ -80,7 +82,7 @@ def test_task_featurize_emits_only_the_models_syntax_inputs(annotator, tokenizer
         collate_pairs([])
 
 
-def test_task_postprocess_and_bleu(tokenizers, m30k_small):
+def test_translation_postprocess_and_bleu(tokenizers, m30k_small):
     src_tok, tgt_tok = tokenizers
     _, valid = m30k_small
     task = TranslationTask()

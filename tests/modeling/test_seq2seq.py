@@ -13,6 +13,8 @@ from syntaxformer.errors import SyntaxformerError
 from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration, build_config
 from syntaxformer.tasks.translation import collate_pairs, encode_pairs
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 FEATS = ("upos", "case", "subword")
 ALL_INPUTS = ("upos_ids", "xpos_ids", "case_ids", "subword_ids", "dep_tin", "dep_tout", "syntax_tree")
 

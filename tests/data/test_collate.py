@@ -1,5 +1,6 @@
-"""End to end on real parts: spaCy parses -> MiniLM tokenizer alignment (pairs, passages, windows) -> collator ->
-batched masks, checked against the brute-force references of tests/masks/reference.py."""
+"""The collator's batches (data/collate.py) end to end on real parts: spaCy parses -> MiniLM tokenizer alignment
+(pairs, passages, windows) -> collator -> batched masks, checked against the brute-force references of
+tests/masks/reference.py; raw text to a batch equal to the tokenizer's own."""
 
 from __future__ import annotations
 
@@ -16,13 +17,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def annotator(tmp_path_factory):
-    from syntaxformer.data import make_annotator
-
-    return make_annotator(cache=str(tmp_path_factory.mktemp("cache") / "parses.sqlite3"), progress=False)
-
-
-@pytest.fixture(scope="module")
 def rte_docs(annotator):
     lines = data_path("glue", "RTE", "dev.tsv").read_text(encoding="utf-8").splitlines()[1:25]
     rows = [line.split("\t") for line in lines]
@@ -33,7 +27,7 @@ def rte_docs(annotator):
 
 @pytest.mark.parametrize("criterion", ["share", "children"])
 @pytest.mark.parametrize("stride", [None, 8])
-def test_pipeline_pairs_and_windows_match_reference(minilm_tokenizer, rte_docs, criterion, stride):
+def test_collate_pairs_and_windows_match_reference(minilm_tokenizer, rte_docs, criterion, stride):
     premises, hypotheses = rte_docs
     aligner = SyntaxAligner(minilm_tokenizer, max_length=48, stride=stride, window_segment=0)
     examples = [w for ws in aligner.align_batch(premises, hypotheses) for w in ws]
@@ -54,7 +48,7 @@ def test_pipeline_pairs_and_windows_match_reference(minilm_tokenizer, rte_docs, 
         assert mask[b].any(axis=-1).all()
 
 
-def test_pipeline_raw_text_to_batch_roundtrip(minilm_tokenizer, annotator):
+def test_collate_raw_text_to_batch_roundtrip(minilm_tokenizer, annotator):
     texts = ["The quick brown fox jumps over the lazy dog. It did not look back!", "", "Ok."]
     docs = annotator.annotate(texts)
     assert [len(d) for d in docs] == [2, 0, 1]

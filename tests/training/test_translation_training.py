@@ -23,7 +23,7 @@ from syntaxformer.translation.evaluate import (
     translate,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 
 def _files(tmp_path, m30k_small):
@@ -64,7 +64,7 @@ def _train(out, paths, annotator, max_steps, resume=False):
     return task, context, trainer
 
 
-def test_train_checkpoint_resume_predict_bleu_and_reload(tmp_path, m30k_small, annotator):
+def test_translation_training_checkpoint_resume_predict_bleu_and_reload(tmp_path, m30k_small, annotator):
     paths = _files(tmp_path, m30k_small)
     task, context, trainer = _train(tmp_path / "full", paths, annotator, 6)
     state = trainer.state
@@ -106,7 +106,7 @@ def test_train_checkpoint_resume_predict_bleu_and_reload(tmp_path, m30k_small, a
     assert t["bleu_b"] == pytest.approx(100.0) and t["difference"] > 0 and t["p_value"] < 0.05
 
 
-def test_train_translate_cli_and_train_route(tmp_path, m30k_small, annotator, monkeypatch, capsys):
+def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small, annotator, monkeypatch, capsys):
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
     paths = _files(tmp_path, m30k_small)
     # the `syntaxformer train --task translation` route: the one runner; task options and run-config options

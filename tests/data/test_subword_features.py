@@ -1,10 +1,9 @@
-"""Per-subword syntax features on real spaCy parses, and the feature embeddings (modeling/embeddings.py)."""
+"""Per-subword syntax features (data/subword_features.py) on real spaCy parses of Multi30k sentences, aligned to a BPE
+tokenizer learned on Multi30k: BMEO subword positions, inherited POS tags, case, clear errors."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import torch
 
 from syntaxformer.data.align import SyntaxAligner
 from syntaxformer.data.subword_features import (
@@ -16,7 +15,8 @@ from syntaxformer.data.subword_features import (
     subword_feature_ids,
 )
 from syntaxformer.errors import SyntaxformerError
-from syntaxformer.modeling.embeddings import SyntaxFeatureEmbedding, SyntaxInfusedEmbedding, split_dim
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 SENTENCES = ["A Sunshine-drenched amalgamation of unbelievably colourful umbrellas.",
              "Two young, White males are outside near many bushes."]
@@ -30,7 +30,7 @@ def aligned(annotator, tokenizers):
     return src_tok, docs, [w[0] for w in windows]
 
 
-def test_features_bmeo_inherited_pos_and_case_match_a_reference(aligned):
+def test_subword_features_bmeo_inherited_pos_and_case_match_a_reference(aligned):
     src_tok, docs, examples = aligned
     long_words = 0
     for doc, ex in zip(docs, examples):
@@ -65,7 +65,7 @@ def test_features_bmeo_inherited_pos_and_case_match_a_reference(aligned):
     assert ids["case_ids"][pieces[0]] == N_RESERVED and ids["case_ids"][0] == N_RESERVED + 1  # "amalg..", "A"
 
 
-def test_features_missing_tags_and_unknown_features_are_clear_errors(aligned):
+def test_subword_features_missing_tags_and_unknown_features_are_clear_errors(aligned):
     _, docs, examples = aligned
     ex = examples[0]
     ex.forest.xpos, saved = None, ex.forest.xpos
@@ -78,27 +78,3 @@ def test_features_missing_tags_and_unknown_features_are_clear_errors(aligned):
         subword_feature_ids(ex, None, ["deprel"])
     with pytest.raises(SyntaxformerError, match="needs the words"):
         subword_feature_ids(ex, None, ["case"])
-
-
-def test_features_embedding_shapes_sum_and_concat():
-    ids = {"upos_ids": torch.tensor([[2, 5, 0]]), "case_ids": torch.tensor([[2, 3, 0]]),
-           "subword_ids": torch.tensor([[2, 4, -1]])}
-    feats = ("upos", "case", "subword")
-    s = SyntaxFeatureEmbedding(feats, 20, "sum")
-    c = SyntaxFeatureEmbedding(feats, 20, "concat")
-    assert s(ids).shape == (1, 3, 20) and c(ids).shape == (1, 3, 20)
-    assert [e.embedding_dim for e in c.embeddings.values()] == split_dim(20, 3) == [7, 7, 6]
-    manual = sum(s.embeddings[f](ids[f"{f}_ids"].clamp(min=0)) for f in feats)
-    assert torch.allclose(s(ids), manual)
-    assert torch.equal(s(ids)[0, 2], torch.zeros(20))  # "no word" (0 and padding -1) is the zero vector
-    emb = SyntaxInfusedEmbedding(50, 64, feats, 20, "sum", padding_idx=0, scale=8.0)
-    out = emb(torch.tensor([[7, 9, 0]]), ids)
-    assert out.shape == (1, 3, 64) and emb.tokens.embedding_dim == 44
-    assert torch.allclose(out[..., :44], 8.0 * emb.tokens(torch.tensor([[7, 9, 0]])))
-    assert torch.allclose(out[..., 44:], 8.0 * emb.features(ids))  # same scale as the token part
-    base = SyntaxInfusedEmbedding(50, 64, (), padding_idx=0)
-    assert base(torch.tensor([[7]])).shape == (1, 1, 64)
-    with pytest.raises(SyntaxformerError, match="no 'case_ids'"):
-        s({"upos_ids": ids["upos_ids"], "subword_ids": ids["subword_ids"]})
-    with pytest.raises(SyntaxformerError, match="combine"):
-        SyntaxFeatureEmbedding(feats, 20, "product")
