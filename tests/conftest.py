@@ -67,6 +67,17 @@ def tiny_model(tmp_path_factory) -> str:
 
 
 @pytest.fixture
+def cuda_fp32():
+    """The CUDA device with full fp32 matmuls (TF32 off, as on the CPU), restored afterwards; for ``gpu`` tests."""
+    import torch
+
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+@pytest.fixture
 def one_thread(monkeypatch):
     """One torch thread while the test runs (tiny models run much faster that way on a shared CPU), no progress bars."""
     import torch

@@ -321,3 +321,32 @@ def test_mc_baseline_needs_no_syntax_and_auto_round_trip(tmp_path):
     assert isinstance(loaded, SGNetForMultipleChoice)
     with torch.no_grad():
         assert torch.allclose(model(**batch).logits, loaded(**batch).logits, atol=1e-6)
+
+
+# -- on CUDA (``gpu`` tests: skipped without a CUDA device) ---------------------------------------------------------
+def _to(batch: dict, device) -> dict:
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def check_head_forward_backward_on(device, system: str, head: str, atol: float = 1e-4) -> None:
+    """The (system, head) model on ``device`` gives the CPU model's loss, logits and gradients (same weights)."""
+    cpu, other = build(system, head).train(), build(system, head).train().to(device)
+    batch = head_batch(head)
+    out_cpu, out_dev = cpu(**batch), other(**_to(batch, device))
+    assert out_dev.loss.device.type == torch.device(device).type and torch.isfinite(out_dev.loss)
+    assert torch.allclose(out_dev.loss.cpu(), out_cpu.loss, atol=atol)
+    assert torch.allclose(main_logits(out_dev).cpu(), main_logits(out_cpu), atol=atol)
+    out_cpu.loss.backward()
+    out_dev.loss.backward()
+    g_cpu = {n: p.grad for n, p in cpu.named_parameters() if p.grad is not None}
+    g_dev = {n: p.grad for n, p in other.named_parameters() if p.grad is not None}
+    assert g_cpu and set(g_dev) == set(g_cpu)
+    for name, grad in g_cpu.items():
+        assert torch.allclose(g_dev[name].cpu(), grad, atol=atol), (name, (g_dev[name].cpu() - grad).abs().max())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("system", ["sgnet", "syntax_bert"])
+@pytest.mark.parametrize("head", HEADS)
+def test_every_system_head_forward_backward_on_cuda(system, head, cuda_fp32):
+    check_head_forward_backward_on(cuda_fp32, system, head)

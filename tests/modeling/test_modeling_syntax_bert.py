@@ -401,6 +401,40 @@ def test_model_fast_matches_reference_on_real_relation_groups(opts):
         assert g_fast["syntax_bert.topical.query"].abs().sum() > 0
 
 
+def check_fast_matches_reference_on(device, opts: dict, atol: float = TOL) -> None:
+    """The fast ``"syntax"`` attention on ``device`` (fp32) against the float64 reference on the same device: every
+    token's last hidden state and every parameter's gradient of a whole model."""
+    batch = {k: v.to(device) for k, v in make_batch(seed=1, n=2, max_words=4).items()}
+    batch["labels"] = torch.tensor([0, 2], device=device)
+    fast = tiny_model(**opts).to(device)
+    ref = tiny_model(**opts).to(device)
+    ref.load_state_dict(fast.state_dict())
+
+    def run(model):
+        model.zero_grad()
+        with reference_attention() if model is ref else nullcontext():
+            out = model(**batch, output_hidden_states=True)
+        assert out.logits.dtype == torch.float32 and out.logits.device.type == torch.device(device).type
+        probe = torch.linspace(-1, 1, out.logits.numel(), device=device).view_as(out.logits)
+        h = out.hidden_states[-1]
+        (out.loss + (out.logits * probe).sum() + h.square().mean()).backward()
+        return h.detach().cpu(), {n: p.grad.cpu() for n, p in model.named_parameters() if p.grad is not None}
+
+    h_fast, g_fast = run(fast)
+    h_ref, g_ref = run(ref)
+    assert torch.allclose(h_fast, h_ref, atol=atol), (h_fast - h_ref).abs().max()
+    assert set(g_fast) == set(g_ref)
+    for name in g_ref:
+        assert torch.allclose(g_fast[name], g_ref[name], atol=atol), (name, (g_fast[name] - g_ref[name]).abs().max())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("opts", [dict(), dict(lisa_layer=1, lisa_head=2), dict(full_attention_candidate=True),
+                                  dict(aggregation="sum", empty_rows="self")])
+def test_model_fast_matches_reference_on_cuda_in_fp32(opts, cuda_fp32):
+    check_fast_matches_reference_on(cuda_fp32, opts)
+
+
 def test_model_output_differs_from_vanilla_and_uses_every_layer(monkeypatch):
     batch = make_batch(seed=2)
     model = tiny_model(SyntaxBertModel)

@@ -127,3 +127,58 @@ def test_seq2seq_save_and_load_with_the_auto_classes(tokenizers, batch, tmp_path
     assert again.generation_config.forced_eos_token_id == model.config.eos_token_id
     with pytest.raises(StrictDataclassClassValidationError, match="feature_dim"):
         build_config("tiny", 10, 10, features=FEATS, feature_dim=32)
+
+
+# -- on CUDA (``gpu`` tests: skipped without a CUDA device; no data or parser needed) -------------------------------
+def synthetic_batch(src_vocab: int = 40, tgt_vocab: int = 50, seed: int = 0) -> dict[str, torch.Tensor]:
+    """A translation batch from random trees (the collator's ``dep_tin`` / ``dep_tout`` / ``syntax_tree``, -1 at
+    special tokens and padding), random token and feature ids, random labels with -100 padding."""
+    from syntaxformer.data.subword_features import N_RESERVED
+    from tests.modeling.test_modeling_sgnet import make_batch
+
+    trees = make_batch(seed)
+    g = torch.Generator().manual_seed(seed)
+    mask = trees["attention_mask"]
+    batch = {"input_ids": torch.where(mask > 0, torch.randint(3, src_vocab, mask.shape, generator=g), 0),
+             "attention_mask": mask}
+    batch.update({k: trees[k].long() for k in ("dep_tin", "dep_tout", "syntax_tree")})
+    for f in FEATS:
+        ids = torch.randint(N_RESERVED, N_RESERVED + 2, mask.shape, generator=g)
+        batch[f"{f}_ids"] = torch.where(trees["syntax_tree"] >= 0, ids, 0)
+    labels = torch.randint(3, tgt_vocab, (mask.shape[0], 6), generator=g)
+    labels[0, 4:] = -100
+    batch["labels"] = labels
+    return batch
+
+
+def check_seq2seq_on(device, atol: float = 1e-4) -> None:
+    """The syntax-infused translation model (features + SDOI SG layer) on ``device``: the CPU model's loss, logits
+    and gradients (same weights, eval mode so no dropout), and beam search runs there."""
+    batch = synthetic_batch()
+    torch.manual_seed(0)
+    cpu = SyntaxInfusedForConditionalGeneration(build_config("tiny", 40, 50, features=FEATS, use_sg_layer=True,
+                                                             feature_dim=8)).eval()
+    other = SyntaxInfusedForConditionalGeneration(cpu.config).eval()
+    other.load_state_dict(cpu.state_dict())
+    other.to(device)
+    moved = {k: v.to(device) for k, v in batch.items()}
+    out_cpu, out_dev = cpu(**batch), other(**moved)
+    assert torch.isfinite(out_dev.loss) and torch.allclose(out_dev.loss.cpu(), out_cpu.loss, atol=atol)
+    assert torch.allclose(out_dev.logits.cpu(), out_cpu.logits, atol=atol)
+    out_cpu.loss.backward()
+    out_dev.loss.backward()
+    g_cpu = {n: p.grad for n, p in cpu.named_parameters() if p.grad is not None}
+    g_dev = {n: p.grad for n, p in other.named_parameters() if p.grad is not None}
+    assert any(n.startswith("sg_layer.") for n in g_cpu) and any(n.startswith("source_embeddings.features.")
+                                                                   for n in g_cpu)
+    assert set(g_dev) == set(g_cpu)
+    for name, grad in g_cpu.items():
+        assert torch.allclose(g_dev[name].cpu(), grad, atol=atol), (name, (g_dev[name].cpu() - grad).abs().max())
+    with torch.no_grad():
+        hyp = other.generate(**_source(moved), num_beams=3, max_new_tokens=5)
+    assert hyp.device.type == torch.device(device).type and hyp.shape[0] == batch["input_ids"].shape[0]
+
+
+@pytest.mark.gpu
+def test_seq2seq_forward_backward_and_generate_on_cuda(cuda_fp32):
+    check_seq2seq_on(cuda_fp32)
