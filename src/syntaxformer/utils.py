@@ -8,6 +8,8 @@ import os
 import tempfile
 from typing import IO, Any, Iterator, Sequence, TypeVar
 
+from syntaxformer.errors import ConfigError
+
 __all__ = ["atomic_write", "write_json", "subsample", "progress"]
 
 T = TypeVar("T")
@@ -70,7 +72,7 @@ def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]
     them without replacement and they are sorted.
 
     Raises:
-        SyntaxformerError: ``max_samples`` is smaller than 1.
+        ConfigError: ``max_samples`` is smaller than 1.
     """
     import numpy as np
 
@@ -78,8 +80,6 @@ def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]
     if max_samples is None or max_samples >= n:
         return list(items)
     if max_samples < 1:
-        from syntaxformer.errors import SyntaxformerError
-
-        raise SyntaxformerError(f"max samples must be a positive number of examples, got {max_samples}")
+        raise ConfigError(f"max samples must be a positive number of examples, got {max_samples}")
     keep = np.sort(np.random.default_rng(seed).choice(n, size=max_samples, replace=False))
     return [items[i] for i in keep]

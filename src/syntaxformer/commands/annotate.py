@@ -18,7 +18,7 @@ import os
 import sys
 from typing import Iterable, Iterator
 
-from syntaxformer.errors import FormatError, MissingDependencyError, SyntaxformerError
+from syntaxformer.errors import DataError, FormatError, MissingDependencyError
 
 HELP = "parse raw text or read gold trees; write JSONL / CoNLL-U"
 
@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
             write_conllu(items, args.output)
     except OSError as e:
-        raise SyntaxformerError(f"cannot write {args.output}: {e}") from e
+        raise DataError(f"cannot write {args.output}: {e}") from e
     what = "documents" if fmt == "text" else "records"
     print(f"wrote {counts['records']} {what} ({counts['sentences']} sentences, {source}) to {args.output}",
           file=sys.stderr)

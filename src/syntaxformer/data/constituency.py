@@ -31,7 +31,7 @@ from typing import Iterator
 
 import numpy as np
 
-from syntaxformer.errors import FormatError
+from syntaxformer.errors import FormatError, InputError
 
 #: Pre-terminal labels of empty elements (traces, null elements) in the Penn Treebank.
 EMPTY_TAGS: frozenset[str] = frozenset({"-NONE-"})
@@ -489,9 +489,9 @@ def dependency_to_constituency(words: "list[str]", heads: "list[int]", pos: "lis
     """
     n = len(words)
     if n == 0:
-        raise ValueError("dependency_to_constituency: a sentence needs at least one word")
+        raise InputError("dependency_to_constituency: a sentence needs at least one word")
     if len(heads) != n or (pos is not None and len(pos) != n):
-        raise ValueError(f"dependency_to_constituency: {len(heads)} heads / "
+        raise InputError(f"dependency_to_constituency: {len(heads)} heads / "
                          f"{'-' if pos is None else len(pos)} tags for {n} words")
     proj = projectivize(heads)
     kids: list[list[int]] = [[] for _ in range(n)]

@@ -46,7 +46,7 @@ import string
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import DataError
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -286,7 +286,7 @@ def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scor
     test_q = list(gold) if same_set else [q for q in gold if q not in tune_set]
     tune_q = test_q if same_set else [q for q in gold if q in tune_set]
     if not test_q:
-        raise SyntaxformerError("every evaluation question is a threshold-tuning question: no test part is left")
+        raise DataError("every evaluation question is a threshold-tuning question: no test part is left")
     has = {q: any(a for a in answers) for q, answers in gold.items()}
     scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
     em, f1 = raw_scores(scored, best_texts)

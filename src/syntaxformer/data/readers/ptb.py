@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 from syntaxformer.data.constituency import Tree, read_bracketed, remove_empty, strip_function_tags, unwrap
 from syntaxformer.data.headrules import ptb_to_upos, to_dependencies
 from syntaxformer.data.sentence import Sentence
-from syntaxformer.errors import FormatError
+from syntaxformer.errors import DataError, FormatError
 
 __all__ = ["read_ptb", "ptb_files", "sentence_from_tree"]
 
@@ -65,12 +65,12 @@ def sentence_from_tree(tree: Tree, *, sent_id: str | None = None, source: str | 
         upos from :data:`~syntaxformer.data.headrules.PTB_TO_UPOS`, tree = the cleaned tree.
 
     Raises:
-        ValueError: nothing but empty elements in the tree.
+        DataError: nothing but empty elements in the tree.
     """
     pruned = remove_empty(tree)
     if pruned is None:
-        raise ValueError(f"tree {sent_id or ''} has no words once empty elements (-NONE-) are removed: "
-                         f"{tree.to_string()[:80]}")
+        raise DataError(f"tree {sent_id or ''} has no words once empty elements (-NONE-) are removed: "
+                        f"{tree.to_string()[:80]}")
     pruned = unwrap(pruned)
     deps = to_dependencies(pruned, labels=labels)
     clean = strip_function_tags(pruned)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError
 
 __all__ = ["SquadExample", "read_squad", "examples_from_rows", "load_squad_hub", "squad_counts", "gold_answers",
            "split_by_article"]
@@ -125,7 +125,7 @@ def split_by_article(examples: Sequence[SquadExample], held_out_fraction: float 
     articles and the fraction is > 0) are held out. Question order within each part is the input order.
     """
     if not 0.0 <= held_out_fraction < 1.0:
-        raise SyntaxformerError(f"held_out_fraction must lie in [0, 1) (the share of articles held out), got "
+        raise ConfigError(f"held_out_fraction must lie in [0, 1) (the share of articles held out), got "
                                 f"{held_out_fraction}")
     titles = list(dict.fromkeys(e.title for e in examples))
     ranked = sorted(titles, key=lambda t: hashlib.sha1(f"{seed}:{t}".encode("utf-8")).hexdigest())
