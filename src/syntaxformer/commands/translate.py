@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.utils import atomic_write
 
     if args.batch_size < 1 or args.beams < 1:
-        raise ConfigError("--batch-size and --beams must be positive")
+        raise ConfigError(f"--batch-size {args.batch_size} and --beams {args.beams} must both be positive")
     if args.threads:
         import torch
 

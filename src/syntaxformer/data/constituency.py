@@ -32,6 +32,7 @@ from typing import Iterator
 import numpy as np
 
 from syntaxformer.errors import FormatError, InputError
+from syntaxformer.utils import open_text
 
 #: Pre-terminal labels of empty elements (traces, null elements) in the Penn Treebank.
 EMPTY_TAGS: frozenset[str] = frozenset({"-NONE-"})
@@ -400,7 +401,7 @@ def read_bracketed(path: str | Path) -> Iterator[tuple[Tree, int]]:
     Raises:
         FormatError: malformed input, naming the file and line.
     """
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         text = f.read()
     for tree_text, line in iter_bracketed(text, str(path)):
         yield Tree.from_string(tree_text, str(path), line), line

@@ -216,7 +216,9 @@ class Document:
 
 def read_jsonl(path: str) -> Iterator[Sentence | Document]:
     """Read sentences / documents written by :func:`write_jsonl` (a record with ``sentences`` is a Document)."""
-    with open(path, encoding="utf-8") as f:
+    from syntaxformer.utils import open_text
+
+    with open_text(path) as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue

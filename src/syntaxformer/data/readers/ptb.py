@@ -32,7 +32,7 @@ def ptb_files(path: str | Path | Iterable[str | Path], pattern: str = "*.mrg") -
         pattern: file pattern used inside folders.
 
     Raises:
-        FileNotFoundError: nothing matches.
+        DataError: nothing matches.
     """
     if not isinstance(path, (str, Path)):
         return [f for p in path for f in ptb_files(p, pattern)]
@@ -44,8 +44,8 @@ def ptb_files(path: str | Path | Iterable[str | Path], pattern: str = "*.mrg") -
     else:
         files = sorted(Path(f) for f in glob.glob(str(path)) if os.path.isfile(f))
     if not files:
-        raise FileNotFoundError(f"no PTB files at {str(path)!r} (expected a .mrg file, a folder of "
-                                f"{pattern} files or a glob pattern)")
+        raise DataError(f"no PTB files at {str(path)!r} (expected a .mrg file, a folder of "
+                        f"{pattern} files or a glob pattern)")
     return files
 
 
@@ -98,7 +98,7 @@ def read_ptb(path: str | Path | Iterable[str | Path], *, labels: bool = True, so
 
     Raises:
         FormatError: malformed brackets, a word beside sub-trees, an empty tree, naming file and line.
-        FileNotFoundError: ``path`` matches no file.
+        DataError: ``path`` matches no file.
     """
     for file in ptb_files(path, pattern):
         for k, (tree, line) in enumerate(read_bracketed(file)):

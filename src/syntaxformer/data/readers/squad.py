@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from syntaxformer.errors import ConfigError
+from syntaxformer.utils import open_text
 
 __all__ = ["SquadExample", "read_squad", "examples_from_rows", "load_squad_hub", "squad_counts", "gold_answers",
            "split_by_article"]
@@ -63,7 +64,7 @@ def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, An
         is unanswerable iff it has no answers.
     """
     if isinstance(source, (str, Path)):
-        with open(source, encoding="utf-8") as f:
+        with open_text(source) as f:
             source = json.load(f)
     articles = source["data"] if isinstance(source, Mapping) else source
     out: list[SquadExample] = []
