@@ -91,9 +91,9 @@ def test_cli_annotate_ptb(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["annotate", "{src}", "--output", "{tmp}/out.txt"], "use a .jsonl or .conllu"),
-    (["annotate", "{tmp}/missing.txt", "--output", "{tmp}/out.jsonl"], "no such file"),
+    (["annotate", "{tmp}/missing.txt", "--output", "{tmp}/out.jsonl"], "not found"),
     (["annotate", "{bad}", "--output", "{tmp}/out.jsonl"], "bad.conllu:1"),
-    (["evaluate-parser", "--gold", "{tmp}/missing.conllu", "--json"], "no such file"),
+    (["evaluate-parser", "--gold", "{tmp}/missing.conllu", "--json"], "not found"),
 ])
 def test_cli_errors_are_one_clear_line(tmp_path, capsys, args, message):
     src = tmp_path / "in.txt"

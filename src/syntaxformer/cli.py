@@ -3,14 +3,21 @@
 Each sub-command lives in ``syntaxformer/commands/<name>.py`` and exposes ``HELP`` (one line),
 ``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their command runs, so
 ``syntaxformer --help`` stays fast and heavy dependencies load lazily.
+
+Errors a user causes end as one line on stderr, ``syntaxformer <command>: error: <message>``, never a traceback:
+exit status 2 for a command line that does not parse (argparse), 1 for a
+:class:`~syntaxformer.errors.SyntaxformerError` and for a file the command cannot read or write (an ``OSError``
+naming a file, a file that is not UTF-8). Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import logging
 import sys
+import types
 
 # command name -> (module, one-line help). Keep the help here so `--help` imports nothing heavy.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,8 +58,49 @@ def configure_logging() -> None:
     lg.propagate = False
 
 
+class UsageError(Exception):
+    """A command line that does not parse; the message is the one line to show."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An ``argparse`` parser whose errors are one line (``PROG: error: MESSAGE (see PROG --help)``), raised as
+    :class:`UsageError` so that :func:`main` returns 2 instead of exiting from inside the parser."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: error: {message} (see `{self.prog} --help`)")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) as one space."""
+    return " ".join(str(text).split())
+
+
+def os_error_message(error: OSError) -> str | None:
+    """The one-line message of an ``OSError`` about a file the user named (missing, no permission, a folder where
+    a file should be ...), or ``None`` when it names no file (then it is not the user's input: a bug)."""
+    if error.filename is None:
+        return None
+    what = error.strerror or type(error).__name__
+    where = str(error.filename) + ("" if error.filename2 is None else f" -> {error.filename2}")
+    return f"{where}: {what}"
+
+
+def unicode_error_message(error: UnicodeDecodeError, tb: types.TracebackType | None) -> str:
+    """One line for a text file that is not in the expected encoding, naming the file where the traceback shows
+    which file was being read (the innermost frame that holds an open text file)."""
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        for value in frame.f_locals.values():
+            if isinstance(value, io.TextIOBase) and isinstance(getattr(value, "name", None), str):
+                return (f"{value.name} is not {error.encoding} text ({error.reason}); save it as UTF-8")
+    return f"an input file is not {error.encoding} text ({error.reason}); save it as UTF-8"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="syntaxformer", description="Make any pretrained Transformer syntax-aware.")
+    parser = ArgumentParser(prog="syntaxformer", description="Make any pretrained Transformer syntax-aware.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_) in COMMANDS.items():
@@ -64,7 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not argv or argv[0] not in COMMANDS:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except UsageError as e:
+            print(e, file=sys.stderr)
+            return 2
         if args.version:
             from syntaxformer import __version__
 
@@ -75,15 +127,28 @@ def main(argv: list[str] | None = None) -> int:
     name = argv[0]
     configure_logging()
     module = importlib.import_module(COMMANDS[name][0])
-    sub = argparse.ArgumentParser(prog=f"syntaxformer {name}", description=COMMANDS[name][1])
+    sub = ArgumentParser(prog=f"syntaxformer {name}", description=COMMANDS[name][1])
     module.add_arguments(sub)
-    args = sub.parse_args(argv[1:])
+    try:
+        args = sub.parse_args(argv[1:])
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
     from syntaxformer.errors import SyntaxformerError
 
     try:
         return int(module.run(args) or 0)
     except SyntaxformerError as e:  # user-facing errors: one clear line, no traceback
-        print(f"syntaxformer {name}: error: {e}", file=sys.stderr)
+        print(f"syntaxformer {name}: error: {one_line(e)}", file=sys.stderr)
+        return 1
+    except OSError as e:  # a file the user named that cannot be read or written
+        message = os_error_message(e)
+        if message is None:  # not about a file: a bug, keep the traceback
+            raise
+        print(f"syntaxformer {name}: error: {one_line(message)}", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as e:  # a text file in another encoding, read by code that does not check it
+        print(f"syntaxformer {name}: error: {one_line(unicode_error_message(e, e.__traceback__))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"syntaxformer {name}: interrupted", file=sys.stderr)

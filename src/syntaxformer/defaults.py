@@ -44,14 +44,14 @@ def task_data_dir(data_dir: str | os.PathLike | None, folder: str, task: str) ->
     """``data_dir`` if given, else ``<shared data>/<folder>`` (:func:`shared_data_dir`).
 
     Raises:
-        SyntaxformerError: no ``data_dir`` and no shared data folder; names ``task`` and what to set.
+        DataError: no ``data_dir`` and no shared data folder; names ``task`` and what to set.
     """
     if data_dir:
         return Path(data_dir)
     root = shared_data_dir()
     if root is None:
-        from syntaxformer.errors import SyntaxformerError
+        from syntaxformer.errors import DataError
 
-        raise SyntaxformerError(f"no data for {task}: ../shared/data was not found (set SYNTAXFORMER_DATA, or give "
+        raise DataError(f"no data for {task}: ../shared/data was not found (set SYNTAXFORMER_DATA, or give "
                                 "data_dir / train_file / dev_file / dataset)")
     return root / folder

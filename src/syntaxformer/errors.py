@@ -60,3 +60,18 @@ class InputError(SyntaxformerError, ValueError):
 class DataError(SyntaxformerError, ValueError):
     """Data that cannot be used although it parses (an empty split, a file that is missing, labels that do not
     match the task); the message names the file or data set."""
+
+
+class AnnotatorError(SyntaxformerError, ValueError):
+    """An annotator spec, option or input that cannot work (the message says what would)."""
+
+
+class ParseNotFoundError(AnnotatorError):
+    """A text (or word list) with no parse in a pre-parsed file; the message names the text and the file."""
+
+
+class UnknownTaskError(SyntaxformerError, KeyError):
+    """A task name that is not registered; the message lists the known tasks."""
+
+    def __str__(self) -> str:  # KeyError would print the message in quotes
+        return str(self.args[0])

@@ -1,4 +1,4 @@
-"""Small shared helpers: atomic file writes, the JSON writer, seeded subsampling, progress bars."""
+"""Small shared helpers: atomic file writes, reading text files, the JSON writer, seeded subsampling, progress bars."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import os
 import tempfile
 from typing import IO, Any, Iterator, Sequence, TypeVar
 
-__all__ = ["atomic_write", "write_json", "subsample", "progress"]
+from syntaxformer.errors import ConfigError, DataError, FormatError
+
+__all__ = ["atomic_write", "open_text", "write_json", "subsample", "progress"]
 
 T = TypeVar("T")
 
@@ -18,21 +20,60 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     """Write to a temporary file in the same folder and rename it over ``path`` only on success.
 
     An interrupted write never leaves a truncated ``path`` behind.
+
+    Raises:
+        DataError: ``path`` cannot be written (no permission, a file where its folder should be, disk full ...);
+            errors raised by the caller's own code inside the ``with`` block pass through unchanged.
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
+    except OSError as e:
+        raise DataError(f"cannot write {path}: {e.strerror or e}") from e
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
             yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+            try:
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as e:
+                raise DataError(f"cannot write {path}: {e.strerror or e}") from e
+        try:
+            os.replace(tmp, path)
+        except OSError as e:
+            raise DataError(f"cannot write {path}: {e.strerror or e}") from e
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def open_text(path: str | os.PathLike, encoding: str = "utf-8", **kwargs: Any) -> Iterator[IO[str]]:
+    """``open(path)`` for reading text, with the errors a user causes turned into one clear line.
+
+    Raises:
+        DataError: ``path`` does not exist, is a folder or cannot be read (the message names it).
+        FormatError: the file is not text in ``encoding`` (raised while reading inside the ``with`` block; a
+            reader that yields inside the block is covered too).
+    """
+    name = os.fspath(path)
+    try:
+        f = open(path, encoding=encoding, **kwargs)
+    except FileNotFoundError:
+        raise DataError(f"file not found: {name}") from None
+    except IsADirectoryError:
+        raise DataError(f"{name} is a folder; expected a file") from None
+    except OSError as e:
+        raise DataError(f"cannot read {name}: {e.strerror or e}") from e
+    with f:
+        try:
+            yield f
+        except UnicodeDecodeError as e:
+            raise FormatError(f"not {encoding.upper().replace('-SIG', '')} text ({e.reason}); save the file as "
+                              "UTF-8", name) from e
 
 
 def progress(iterable=None, total: int | None = None, desc: str | None = None, disable: bool | None = None, **kw):
@@ -70,7 +111,7 @@ def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]
     them without replacement and they are sorted.
 
     Raises:
-        SyntaxformerError: ``max_samples`` is smaller than 1.
+        ConfigError: ``max_samples`` is smaller than 1.
     """
     import numpy as np
 
@@ -78,8 +119,6 @@ def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]
     if max_samples is None or max_samples >= n:
         return list(items)
     if max_samples < 1:
-        from syntaxformer.errors import SyntaxformerError
-
-        raise SyntaxformerError(f"max samples must be a positive number of examples, got {max_samples}")
+        raise ConfigError(f"max samples must be a positive number of examples, got {max_samples}")
     keep = np.sort(np.random.default_rng(seed).choice(n, size=max_samples, replace=False))
     return [items[i] for i in keep]

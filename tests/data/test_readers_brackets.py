@@ -11,7 +11,7 @@ from syntaxformer.data.constituency import Tree, base_label
 from syntaxformer.data.readers.ptb import ptb_files, read_ptb, sentence_from_tree
 from syntaxformer.data.readers.snli import read_snli_jsonl, read_snli_tokenized
 from syntaxformer.data.readers.sst import read_sst, spacy_tagger
-from syntaxformer.errors import FormatError
+from syntaxformer.errors import DataError, FormatError
 from tests.conftest import data_path
 
 MRG = """( (S
@@ -70,7 +70,7 @@ def test_readers_ptb_folder_glob_and_list(tmp_path):
     assert len(list(read_ptb(tmp_path))) == 4
     assert len(list(read_ptb(str(tmp_path / "wsj_000[2].mrg")))) == 2
     assert len(list(read_ptb([tmp_path / "wsj_0001.mrg", tmp_path / "wsj_0002.mrg"]))) == 4
-    with pytest.raises(FileNotFoundError, match="no PTB files"):
+    with pytest.raises(DataError, match="no PTB files"):
         ptb_files(tmp_path / "nothing*.mrg")
 
 
@@ -198,7 +198,7 @@ def test_readers_snli_tokenized(tmp_path):
     with pytest.raises(FormatError, match="unknown SNLI label 'maybe'") as err:
         list(read_snli_tokenized(tmp_path))
     assert err.value.line == 2
-    with pytest.raises(FileNotFoundError, match="s1.test"):
+    with pytest.raises(DataError, match="s1.test"):
         list(read_snli_tokenized(tmp_path, "test"))
 
 

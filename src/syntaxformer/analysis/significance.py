@@ -15,6 +15,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from syntaxformer.errors import InputError
+
 
 @dataclass
 class TestResult:
@@ -49,7 +51,7 @@ def paired_bootstrap(metric: Callable[[np.ndarray, np.ndarray], float], preds_a:
     """
     a, b, y = np.asarray(preds_a), np.asarray(preds_b), np.asarray(labels)
     if not (len(a) == len(b) == len(y)) or len(y) == 0:
-        raise ValueError(f"need equally many predictions and labels, got {len(a)}, {len(b)}, {len(y)}")
+        raise InputError(f"need equally many predictions and labels, got {len(a)}, {len(b)}, {len(y)}")
     observed = metric(b, y) - metric(a, y)
     rng = np.random.default_rng(seed)
     deltas = np.empty(n_resamples)
@@ -72,7 +74,7 @@ def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> TestResult:
     """
     a, b = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
     if len(a) != len(b) or len(a) == 0:
-        raise ValueError(f"need equally many paired outcomes, got {len(a)} and {len(b)}")
+        raise InputError(f"need equally many paired outcomes, got {len(a)} and {len(b)}")
     only_a = int(np.sum(a & ~b))
     only_b = int(np.sum(~a & b))
     n = only_a + only_b
@@ -90,7 +92,7 @@ def paired_t_test(scores_a: Sequence[float], scores_b: Sequence[float]) -> TestR
     """Two-sided paired t-test over matched runs (e.g. the same seeds for baseline and syntax model)."""
     a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
     if len(a) != len(b) or len(a) < 2:
-        raise ValueError(f"need at least two matched pairs, got {len(a)} and {len(b)}")
+        raise InputError(f"need at least two matched pairs, got {len(a)} and {len(b)}")
     d = b - a
     sd = d.std(ddof=1)
     if sd == 0:

@@ -18,7 +18,8 @@ import os
 import sys
 from typing import Iterable, Iterator
 
-from syntaxformer.errors import FormatError, MissingDependencyError, SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
+from syntaxformer.utils import open_text
 
 HELP = "parse raw text or read gold trees; write JSONL / CoNLL-U"
 
@@ -60,7 +61,8 @@ def output_format(path: str) -> str:
     """``jsonl`` or ``conllu``, from the extension of ``path``."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in _EXT_OUTPUT:
-        raise FormatError(f"cannot tell the output format from {path!r}: use a .jsonl or .conllu file name")
+        raise ConfigError(f"--output {path!r}: cannot tell the output format from the extension; use a .jsonl or "
+                          ".conllu file name")
     return _EXT_OUTPUT[ext]
 
 
@@ -70,11 +72,11 @@ def read_gold(path: str, fmt: str) -> Iterator:
         from syntaxformer.data.readers.conllu import read_conllu
 
         if not os.path.isfile(path):
-            raise FormatError(f"no such file: {path}")
+            raise DataError(f"input file not found: {path}")
         return read_conllu(path)
     if fmt == "ptb":
         return _read_ptb(path)
-    raise FormatError(f"unknown gold format {fmt!r}; expected conllu or ptb")
+    raise ConfigError(f"--format {fmt!r} is not a gold-tree format; expected conllu or ptb")
 
 
 def _read_ptb(path: str) -> Iterator:
@@ -86,14 +88,11 @@ def _read_ptb(path: str) -> Iterator:
             raise
         raise MissingDependencyError(
             "PTB input needs syntaxformer.data.readers.ptb, which this installation does not have") from e
-    try:
-        yield from ptb.read_ptb(path)
-    except FileNotFoundError as e:
-        raise FormatError(str(e)) from e
+    yield from ptb.read_ptb(path)
 
 
 def _line_passages(path: str) -> list[str]:
-    with open(path, encoding="utf-8-sig") as f:
+    with open_text(path, encoding="utf-8-sig") as f:
         return [line.rstrip("\r\n") for line in f]
 
 
@@ -128,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     fmt = input_format(args.input, args.format)
     out_fmt = output_format(args.output)
     if fmt != "ptb" and not os.path.isfile(args.input):
-        raise FormatError(f"no such file: {args.input}")
+        raise DataError(f"input file not found: {args.input}")
     name = os.path.basename(os.path.normpath(args.input))
     source = "gold"
     if fmt == "text":
@@ -144,17 +143,14 @@ def run(args: argparse.Namespace) -> int:
         items = read_gold(args.input, fmt)
     counts = {"records": 0, "sentences": 0}
     items = _counting(items, counts)
-    try:
-        if out_fmt == "jsonl":
-            from syntaxformer.data.sentence import write_jsonl
+    if out_fmt == "jsonl":  # an unwritable output is a DataError from atomic_write
+        from syntaxformer.data.sentence import write_jsonl
 
-            write_jsonl(items, args.output)
-        else:
-            from syntaxformer.data.readers.conllu import write_conllu
+        write_jsonl(items, args.output)
+    else:
+        from syntaxformer.data.readers.conllu import write_conllu
 
-            write_conllu(items, args.output)
-    except OSError as e:
-        raise SyntaxformerError(f"cannot write {args.output}: {e}") from e
+        write_conllu(items, args.output)
     what = "documents" if fmt == "text" else "records"
     print(f"wrote {counts['records']} {what} ({counts['sentences']} sentences, {source}) to {args.output}",
           file=sys.stderr)

@@ -11,6 +11,8 @@ import json
 import os
 import time
 
+from syntaxformer.errors import ConfigError
+
 HELP = "UAS/LAS of a parser against gold trees"
 
 _EPILOG = """\
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = args.format or ("conllu" if input_format(args.gold, None) == "conllu" else "ptb")
     if args.limit is not None and args.limit < 1:
-        raise SyntaxformerError(f"--limit must be positive, got {args.limit}")
+        raise ConfigError(f"--limit must be positive, got {args.limit}")
     gold = list(itertools.islice(read_gold(args.gold, fmt), args.limit))
     annotator = annotator_from_args(args)
     start = time.perf_counter()

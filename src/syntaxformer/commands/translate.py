@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from syntaxformer.errors import ConfigError, DataError
+
 HELP = "translate a text or .sgm file with a trained translation model (beam search); optional BLEU"
 
 
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.utils import atomic_write
 
     if args.batch_size < 1 or args.beams < 1:
-        raise SyntaxformerError("--batch-size and --beams must be positive")
+        raise ConfigError(f"--batch-size {args.batch_size} and --beams {args.beams} must both be positive")
     if args.threads:
         import torch
 
@@ -50,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
     if args.reference:
         references = read_corpus(args.reference).sources
         if len(references) != len(sources):
-            raise SyntaxformerError(f"{args.reference} has {len(references)} references for {len(sources)} "
-                                    f"sources in {args.input}")
+            raise DataError(f"{args.reference} has {len(references)} references for {len(sources)} "
+                            f"sources in {args.input}")
     tm = load_translation_model(args.model, max_source_length=args.max_source_length)
     hyps = translate(tm, sources, batch_size=args.batch_size, num_beams=args.beams,
                      show_progress=not args.no_progress, name=args.input)

@@ -78,7 +78,7 @@ class AlignedExample:
 from typing import Any, Sequence, Union  # noqa: E402
 
 from syntaxformer.data.sentence import Document, Sentence  # noqa: E402
-from syntaxformer.errors import AlignmentError  # noqa: E402
+from syntaxformer.errors import AlignmentError, ConfigError, InputError  # noqa: E402
 
 TextLike = Union[Sentence, Document, Sequence[Sentence]]
 
@@ -235,7 +235,7 @@ class SyntaxAligner:
             limit = getattr(tokenizer, "model_max_length", None)
             max_length = int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else None
         if stride is not None and max_length is None:
-            raise ValueError("sliding windows (stride) need a max_length")
+            raise ConfigError("sliding windows (stride) need a max_length")
         self.max_length = max_length
         self.stride = stride
         self.window_segment = window_segment
@@ -251,7 +251,7 @@ class SyntaxAligner:
                     texts_b: Sequence[TextLike] | None = None) -> list[list[AlignedExample]]:
         """Align many examples; the tokenizer runs once over all texts (parallel in Rust)."""
         if texts_b is not None and len(texts_b) != len(texts_a):
-            raise ValueError(f"{len(texts_a)} first texts but {len(texts_b)} second texts")
+            raise InputError(f"{len(texts_a)} first texts but {len(texts_b)} second texts")
         pa = [_as_passage(t) for t in texts_a]
         pb = [_as_passage(t) for t in texts_b] if texts_b is not None else None
         flat = pa + (pb or [])
@@ -309,7 +309,7 @@ class SyntaxAligner:
         else:
             budget = self.max_length - n_special
             if budget <= 0:
-                raise ValueError(f"max_length={self.max_length} leaves no room next to {n_special} special tokens")
+                raise ConfigError(f"max_length={self.max_length} leaves no room next to {n_special} special tokens")
             seg = self.window_segment
             if self.stride is None and (seg is None or not pair):
                 seg = None if pair else 0
@@ -325,11 +325,11 @@ class SyntaxAligner:
                 fixed = sum(n for k, n in enumerate(lengths) if k != seg)
                 room = budget - fixed
                 if room <= 0:
-                    raise ValueError(
+                    raise ConfigError(
                         f"the text that is not windowed is {fixed} tokens long and fills max_length="
                         f"{self.max_length}; raise max_length or truncate that text")
                 if self.stride is not None and self.stride >= room:
-                    raise ValueError(f"stride={self.stride} must be smaller than the window room {room}")
+                    raise ConfigError(f"stride={self.stride} must be smaller than the window room {room}")
                 starts = [0]
                 if self.stride is not None:
                     while starts[-1] + room < lengths[seg]:

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from transformers import PreTrainedTokenizerFast
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import DataError
 
 __all__ = ["SPECIAL_TOKENS", "PAD_ID", "UNK_ID", "BOS_ID", "EOS_ID", "train_bpe", "wrap", "save_tokenizers",
            "load_tokenizers"]
@@ -53,8 +53,9 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 4000, min_frequency: int =
                                   special_tokens=list(SPECIAL_TOKENS), show_progress=False)
     tok.train_from_iterator(list(texts), trainer=trainer)
     for i, t in enumerate(SPECIAL_TOKENS):
-        if tok.token_to_id(t) != i:  # pragma: no cover - guaranteed by the trainer's special_tokens order
-            raise SyntaxformerError(f"special token {t} got id {tok.token_to_id(t)}, expected {i}")
+        # internal invariant (not user input), guaranteed by the trainer's special_tokens order
+        if tok.token_to_id(t) != i:  # pragma: no cover
+            raise RuntimeError(f"special token {t} got id {tok.token_to_id(t)}, expected {i}")
     tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
                                                        special_tokens=[("</s>", EOS_ID)])
     return wrap(tok)
@@ -77,15 +78,15 @@ def load_tokenizers(folder: str | Path) -> tuple[PreTrainedTokenizerFast, PreTra
     """``(source, target)`` tokenizers saved by :func:`save_tokenizers`.
 
     Raises:
-        SyntaxformerError: the folder does not hold them.
+        DataError: the folder does not hold them.
     """
     folder = Path(folder)
     out = []
     for side in ("source", "target"):
         path = folder / f"{side}_tokenizer"
         if not (path / "tokenizer.json").is_file():
-            raise SyntaxformerError(f"{path}/tokenizer.json not found; {folder} is not a translation model folder "
-                                    "(expected source_tokenizer/ and target_tokenizer/ beside config.json, as "
-                                    "`syntaxformer train --task translation` writes them)")
+            raise DataError(f"{path}/tokenizer.json not found; {folder} is not a translation model folder "
+                            "(expected source_tokenizer/ and target_tokenizer/ beside config.json, as "
+                            "`syntaxformer train --task translation` writes them)")
         out.append(PreTrainedTokenizerFast.from_pretrained(str(path)))
     return out[0], out[1]

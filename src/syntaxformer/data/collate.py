@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from syntaxformer.data.align import AlignedExample
+from syntaxformer.errors import InputError
 
 # Arrays whose padding value is not -1.
 _PAD_VALUES = {"attention_mask": 0, "token_type_ids": 0}
@@ -48,11 +49,11 @@ def pad_arrays(features: Sequence[Mapping[str, np.ndarray]], pad_token_id: int =
         dict of tensors ``[B, L, ...]`` (``[B]`` for scalars).
     """
     if not features:
-        raise ValueError("cannot collate an empty list of examples")
+        raise InputError("cannot collate an empty list of examples")
     keys = list(features[0].keys())
     for f in features[1:]:
         if list(f.keys()) != keys and set(f.keys()) != set(keys):
-            raise ValueError(f"examples have different fields: {sorted(keys)} vs {sorted(f.keys())}")
+            raise InputError(f"examples have different fields: {sorted(keys)} vs {sorted(f.keys())}")
     lengths = [len(f["input_ids"]) for f in features]
     L = max(lengths)
     if pad_to_multiple_of:

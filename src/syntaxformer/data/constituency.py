@@ -31,7 +31,8 @@ from typing import Iterator
 
 import numpy as np
 
-from syntaxformer.errors import FormatError
+from syntaxformer.errors import FormatError, InputError
+from syntaxformer.utils import open_text
 
 #: Pre-terminal labels of empty elements (traces, null elements) in the Penn Treebank.
 EMPTY_TAGS: frozenset[str] = frozenset({"-NONE-"})
@@ -400,7 +401,7 @@ def read_bracketed(path: str | Path) -> Iterator[tuple[Tree, int]]:
     Raises:
         FormatError: malformed input, naming the file and line.
     """
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         text = f.read()
     for tree_text, line in iter_bracketed(text, str(path)):
         yield Tree.from_string(tree_text, str(path), line), line
@@ -489,9 +490,9 @@ def dependency_to_constituency(words: "list[str]", heads: "list[int]", pos: "lis
     """
     n = len(words)
     if n == 0:
-        raise ValueError("dependency_to_constituency: a sentence needs at least one word")
+        raise InputError("dependency_to_constituency: a sentence needs at least one word")
     if len(heads) != n or (pos is not None and len(pos) != n):
-        raise ValueError(f"dependency_to_constituency: {len(heads)} heads / "
+        raise InputError(f"dependency_to_constituency: {len(heads)} heads / "
                          f"{'-' if pos is None else len(pos)} tags for {n} words")
     proj = projectivize(heads)
     kids: list[list[int]] = [[] for _ in range(n)]

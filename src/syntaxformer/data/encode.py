@@ -61,7 +61,7 @@ import numpy as np
 from syntaxformer.data import tree as _tree
 from syntaxformer.data.align import AlignedExample
 from syntaxformer.data.constituency import Tree
-from syntaxformer.errors import AlignmentError
+from syntaxformer.errors import AlignmentError, ConfigError, TreeError
 
 CRITERIA = ("share", "children")
 
@@ -93,13 +93,13 @@ def encode_syntax(example: AlignedExample, criterion: str = "share", max_distanc
         :data:`CONSTITUENCY_KEYS`. See the module docstring for their meaning.
 
     Raises:
-        ValueError: unknown criterion or ``max_distance < 1``.
+        ConfigError: unknown criterion or ``max_distance < 1``.
         AlignmentError: positions that refer to words or pieces that do not exist.
     """
     if criterion not in CRITERIA:
-        raise ValueError(f"unknown subword criterion {criterion!r}; expected one of {CRITERIA}")
+        raise ConfigError(f"unknown subword criterion {criterion!r}; expected one of {CRITERIA}")
     if int(max_distance) < 1:
-        raise ValueError(f"max_distance must be >= 1, got {max_distance}")
+        raise ConfigError(f"max_distance must be >= 1, got {max_distance}")
     D = int(max_distance)
     forest = example.forest
     heads = np.asarray(forest.heads, dtype=np.int64)
@@ -279,12 +279,12 @@ class _Phrases:
                 end[node] = pos - 1
             elif isinstance(node, str) or node.is_preterminal():  # a word (under its pre-terminal, if any)
                 if pos >= stop:
-                    raise ValueError(f"{what}: constituency tree has more leaves than the sentence's {n_words} "
-                                     f"words")
+                    raise TreeError(f"{what}: constituency tree has more leaves than the sentence's {n_words} "
+                                    f"words")
                 leaf_parent[pos - s0] = par
                 pos += 1
             elif not node.children:
-                raise ValueError(f"{what}: constituency node {node.label!r} has no children")
+                raise TreeError(f"{what}: constituency node {node.label!r} has no children")
             else:
                 pid = len(start)
                 start.append(pos)
@@ -294,7 +294,7 @@ class _Phrases:
                 stack.append((pid, par))
                 stack.extend((c, pid) for c in reversed(node.children))
         if pos != stop:
-            raise ValueError(f"{what}: constituency tree has {pos - s0} leaves for {n_words} words")
+            raise TreeError(f"{what}: constituency tree has {pos - s0} leaves for {n_words} words")
 
 
 def _lexical_heads(start: np.ndarray, end: np.ndarray, word_depth: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ import numpy as np
 
 from syntaxformer.data import tree as _tree
 from syntaxformer.data.sentence import Sentence
+from syntaxformer.errors import ConfigError
 
 __all__ = ["corrupt_heads", "corrupt_sentence"]
 
@@ -42,7 +43,7 @@ def corrupt_heads(heads: Sequence[int], fraction: float,
         The new heads (a new list; the input is not modified).
     """
     if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+        raise ConfigError(f"fraction must be in [0, 1], got {fraction}")
     _tree.check_heads(heads)
     rng = _as_rng(rng)
     out = [int(h) for h in heads]

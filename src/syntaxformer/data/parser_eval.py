@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Sequence
 
 from syntaxformer.data.sentence import Sentence
+from syntaxformer.errors import DataError
 
 __all__ = ["AttachmentScores", "attachment_scores", "label_scheme", "is_punct", "PTB_PUNCT_TAGS",
            "UD_RELATIONS", "CLEARNLP_RELATIONS"]
@@ -116,14 +117,14 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence], *,
         The :class:`AttachmentScores`.
 
     Raises:
-        ValueError: different numbers of sentences, or a predicted sentence of another length than its gold one.
+        DataError: different numbers of sentences, or a predicted sentence of another length than its gold one.
     """
     if len(gold) != len(pred):
-        raise ValueError(f"{len(gold)} gold sentences but {len(pred)} predicted ones; they must pair up")
+        raise DataError(f"{len(gold)} gold sentences but {len(pred)} predicted ones; they must pair up")
     for k, (g, p) in enumerate(zip(gold, pred)):
         if len(g) != len(p):
-            raise ValueError(f"sentence {k} ({g.sent_id or 'no id'}): gold has {len(g)} words, prediction "
-                             f"{len(p)}; evaluate predictions made on the gold tokens")
+            raise DataError(f"sentence {k} ({g.sent_id or 'no id'}): gold has {len(g)} words, prediction "
+                            f"{len(p)}; evaluate predictions made on the gold tokens")
 
     gold_labels = all(g.deprels is not None for g in gold)
     pred_labels = all(p.deprels is not None for p in pred)

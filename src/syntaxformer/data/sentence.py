@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 
 from syntaxformer.data import tree as _tree
 from syntaxformer.data.constituency import Tree
-from syntaxformer.errors import FormatError, TreeError
+from syntaxformer.errors import FormatError, InputError, TreeError
 
 
 @dataclass
@@ -60,23 +60,23 @@ class Sentence:
 
     # -- validation -----------------------------------------------------------------------------------
     def validate(self) -> None:
-        """Check lengths and that ``heads`` form a forest. Raises :class:`TreeError` / :class:`ValueError`."""
+        """Check lengths and that ``heads`` form a forest. Raises :class:`TreeError` / :class:`InputError`."""
         what = f"sentence {self.sent_id!r}" if self.sent_id else "sentence"
         n = len(self.words)
         if n == 0:
-            raise ValueError(f"{what}: a sentence needs at least one word")
+            raise InputError(f"{what}: a sentence needs at least one word")
         for name in ("heads", "deprels", "upos", "xpos", "lemmas", "offsets"):
             value = getattr(self, name)
             if value is not None and len(value) != n:
-                raise ValueError(f"{what}: {len(value)} {name} for {n} words")
+                raise InputError(f"{what}: {len(value)} {name} for {n} words")
         for i, w in enumerate(self.words):
             if not isinstance(w, str) or not w:
-                raise ValueError(f"{what}: word {i} is empty or not a string ({w!r})")
+                raise InputError(f"{what}: word {i} is empty or not a string ({w!r})")
         _tree.check_heads(self.heads, what)
         if self.tree is not None:
             leaves = self.tree.leaves()
             if len(leaves) != n:
-                raise ValueError(f"{what}: constituency tree has {len(leaves)} leaves for {n} words")
+                raise TreeError(f"{what}: constituency tree has {len(leaves)} leaves for {n} words")
 
     # -- navigation (spaCy-like) -----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -125,7 +125,7 @@ class Sentence:
     def from_dict(cls, data: dict[str, Any]) -> "Sentence":
         """Inverse of :meth:`to_dict`."""
         if "words" not in data or "heads" not in data:
-            raise ValueError(f"a sentence record needs 'words' and 'heads'; got keys {sorted(data)}")
+            raise FormatError(f"a sentence record needs 'words' and 'heads'; got keys {sorted(data)}")
         tree = data.get("tree")
         offsets = data.get("offsets")
         return cls(
@@ -216,7 +216,9 @@ class Document:
 
 def read_jsonl(path: str) -> Iterator[Sentence | Document]:
     """Read sentences / documents written by :func:`write_jsonl` (a record with ``sentences`` is a Document)."""
-    with open(path, encoding="utf-8") as f:
+    from syntaxformer.utils import open_text
+
+    with open_text(path) as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue

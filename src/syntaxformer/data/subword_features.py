@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from syntaxformer.data.align import AlignedExample
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, InputError
 
 #: The 17 Universal Dependencies POS tags (coarse tag set; spaCy's ``Token.pos_``).
 UPOS_TAGS: tuple[str, ...] = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
@@ -54,7 +54,7 @@ def _values(name: str) -> tuple[str, ...]:
     try:
         return FEATURE_VALUES[name]
     except KeyError:
-        raise SyntaxformerError(f"unknown syntax feature {name!r}; expected one of {', '.join(FEATURES)}") from None
+        raise ConfigError(f"unknown syntax feature {name!r}; expected one of {', '.join(FEATURES)}") from None
 
 
 def _tag_ids(tags: Sequence[str], values: tuple[str, ...]) -> np.ndarray:
@@ -71,23 +71,23 @@ def word_feature_ids(example: AlignedExample, words: Sequence[str], name: str) -
         name: ``upos``, ``xpos`` or ``case``.
 
     Raises:
-        SyntaxformerError: the sentences carry no tags of the requested tag set, or ``words`` has the wrong length.
+        DataError / InputError: the sentences carry no tags of the requested tag set, or ``words`` has the wrong length.
     """
     forest = example.forest
     W = len(forest)
     if name in ("upos", "xpos"):
         tags = getattr(forest, name)
         if tags is None:
-            raise SyntaxformerError(
+            raise DataError(
                 f"feature {name!r} needs {name} tags on every sentence, but the parse has none; annotate with a "
                 f"spaCy pipeline that has a tagger (e.g. en_core_web_sm) or read a CoNLL-U file with {name}")
         return _tag_ids(tags, FEATURE_VALUES[name])
     if name == "case":
         if len(words) != W:
-            raise SyntaxformerError(f"case features need the {W} words of the example, got {len(words)}")
+            raise InputError(f"case features need the {W} words of the example, got {len(words)}")
         return np.asarray([N_RESERVED + int(w[:1].isupper()) for w in words], dtype=np.int64)
     _values(name)
-    raise SyntaxformerError(f"feature {name!r} is per subword; use subword_feature_ids")
+    raise InputError(f"feature {name!r} is per subword; use subword_feature_ids")
 
 
 def subword_positions(example: AlignedExample) -> np.ndarray:
@@ -127,7 +127,7 @@ def subword_feature_ids(example: AlignedExample, words: Sequence[str] | None, fe
             out["subword_ids"] = subword_positions(example)
             continue
         if name == "case" and words is None:
-            raise SyntaxformerError("the case feature needs the words of the example (words=None given)")
+            raise InputError("the case feature needs the words of the example (words=None given)")
         per_word = word_feature_ids(example, words or (), name)
         ids = np.zeros(len(word), dtype=np.int64)
         ids[vis] = per_word[word[vis]]

@@ -39,6 +39,8 @@ from typing import Mapping
 
 import torch
 
+from syntaxformer.errors import ConfigError, InputError
+
 PARENT = "parent"
 CHILD = "child"
 SIBLING = "sibling"
@@ -56,9 +58,9 @@ def group_id(kind: str, distance: int = 1, max_distance: int = 15) -> int:
     if kind == PAIRWISE:
         return 3 * max_distance + 1
     if kind not in KINDS:
-        raise ValueError(f"unknown relation kind {kind!r}; expected one of {KINDS}")
+        raise InputError(f"unknown relation kind {kind!r}; expected one of {KINDS}")
     if not 1 <= distance <= max_distance:
-        raise ValueError(f"distance must be in 1..{max_distance}, got {distance}")
+        raise InputError(f"distance must be in 1..{max_distance}, got {distance}")
     return KINDS.index(kind) * max_distance + distance
 
 
@@ -70,7 +72,7 @@ def group_name(group: int, max_distance: int = 15) -> tuple[str, int]:
     if group == 3 * D + 1:
         return PAIRWISE, 0
     if not 1 <= group <= 3 * D:
-        raise ValueError(f"group id {group} is out of range 0..{3 * D + 1} for max_distance={D}")
+        raise InputError(f"group id {group} is out of range 0..{3 * D + 1} for max_distance={D}")
     return KINDS[(group - 1) // D], (group - 1) % D + 1
 
 
@@ -101,9 +103,9 @@ def relation_groups(key: torch.Tensor, depth: torch.Tensor, anc_lo: torch.Tensor
     """
     D = int(max_distance)
     if not 1 <= D <= 84:
-        raise ValueError(f"max_distance must be in 1..84 (group ids are uint8), got {max_distance}")
+        raise ConfigError(f"max_distance must be in 1..84 (group ids are uint8), got {max_distance}")
     if anc_lo.shape[-1] < D:
-        raise ValueError(
+        raise InputError(
             f"the ancestor tables have {anc_lo.shape[-1]} columns but max_distance={D}; encode with "
             f"max_distance >= {D}")
     if key.dim() == 1:  # one unbatched example
@@ -188,7 +190,7 @@ def relation_groups_from_features(features: Mapping[str, torch.Tensor], max_dist
     if not constituency:
         return dep, None
     if "con_key" not in features:
-        raise KeyError("constituency relation groups need the con_* arrays; encode with constituency=True")
+        raise InputError("constituency relation groups need the con_* arrays; encode with constituency=True")
     con = relation_groups(
         features["con_key"], features["con_depth"], features["con_anc_lo"], features["con_anc_hi"],
         features["con_anc_head"], tree, segment, max_distance, pairwise)

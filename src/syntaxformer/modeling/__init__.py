@@ -21,7 +21,7 @@ from transformers import (
     AutoModelForTokenClassification,
 )
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError
 from syntaxformer.modeling.configuration_common import SyntaxModelConfig
 from syntaxformer.modeling.configuration_sgnet import AGGREGATIONS, SGNetConfig
 from syntaxformer.modeling.configuration_syntax_bert import SyntaxBertConfig
@@ -94,14 +94,14 @@ def model_class(system: str, head: str) -> type:
     ``"question_answering"``, ``"multiple_choice"``, ``"token_classification"``).
 
     Raises:
-        SyntaxformerError: an unknown system or head (the message lists the known ones).
+        ConfigError: an unknown system or head (the message lists the known ones).
     """
     try:
         return MODEL_CLASSES[(system, head)]
     except KeyError:
         known = ", ".join(f"({s!r}, {h!r})" for s, h in MODEL_CLASSES)
-        raise SyntaxformerError(f"no model for system={system!r}, head={head!r}; known (system, head) pairs: "
-                                f"{known}") from None
+        raise ConfigError(f"no model for system={system!r}, head={head!r}; known (system, head) pairs: "
+                          f"{known}") from None
 
 
 _AUTO_CLASSES = {

@@ -13,6 +13,7 @@ from huggingface_hub.dataclasses import strict
 from transformers import PretrainedConfig
 
 from syntaxformer.data.encode import CONSTITUENCY_KEYS, DEPENDENCY_KEYS
+from syntaxformer.errors import ConfigError
 
 #: Ways to build the sentence representation of sequence-level heads (see :class:`SyntaxModelConfig`).
 Pooling = Literal["cls", "mean"]
@@ -79,7 +80,7 @@ def ordered_syntax_inputs(keys: set[str]) -> tuple[str, ...]:
     """``keys`` (each one of :data:`SYNTAX_INPUT_KEYS`) in the order of :data:`SYNTAX_INPUT_KEYS`."""
     unknown = keys - set(SYNTAX_INPUT_KEYS)
     if unknown:
-        raise ValueError(f"unknown syntax inputs {sorted(unknown)}; known are {SYNTAX_INPUT_KEYS}")
+        raise ConfigError(f"unknown syntax inputs {sorted(unknown)}; known are {SYNTAX_INPUT_KEYS}")
     return tuple(k for k in SYNTAX_INPUT_KEYS if k in keys)
 
 
@@ -140,16 +141,17 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
         derived from it)."""
         name = type(self).__name__
         if not 0.0 <= self.classifier_dropout < 1.0:
-            raise ValueError(f"{name}.classifier_dropout must lie in [0, 1), got {self.classifier_dropout}")
+            raise ConfigError(f"{name}.classifier_dropout must lie in [0, 1), got {self.classifier_dropout}")
         for option in ("verifier_loss_weight", "span_loss_weight"):
             if getattr(self, option) < 0:
-                raise ValueError(f"{name}.{option} must be >= 0, got {getattr(self, option)}")
+                raise ConfigError(f"{name}.{option} must be >= 0, got {getattr(self, option)}")
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
         """The syntax batch keys the model reads (names of :func:`syntaxformer.data.encode.encode_syntax`'s arrays,
         plus ``pos_ids``), as a function of its options; featurization needs to produce only these (besides
         ``input_ids``, ``attention_mask``, ``token_type_ids`` and the labels)."""
+        # for authors of a new model config (a programming error, not user input): every subclass overrides it
         raise NotImplementedError(f"{type(self).__name__} does not declare its syntax_inputs")
 
     def mean_pooling_inputs(self) -> tuple[str, ...]:

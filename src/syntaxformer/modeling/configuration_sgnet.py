@@ -14,6 +14,7 @@ from transformers import AutoConfig, PretrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 from syntaxformer.data.subword_features import feature_vocab_size
+from syntaxformer.errors import ConfigError
 from syntaxformer.modeling.configuration_common import SyntaxModelConfig, first_set, ordered_syntax_inputs
 
 #: Ways to combine the encoder output H and the syntax-guided output H' (see :class:`SGNetConfig`).
@@ -179,19 +180,19 @@ class SGNetConfig(SyntaxModelConfig):
     def validate_alpha(self) -> None:
         """``alpha`` is a mixing weight in [0, 1]."""
         if not 0.0 <= self.alpha <= 1.0 or math.isnan(self.alpha):
-            raise ValueError(f"SGNetConfig.alpha must lie in [0, 1] (paper: 0.5), got {self.alpha}")
+            raise ConfigError(f"SGNetConfig.alpha must lie in [0, 1] (paper: 0.5), got {self.alpha}")
 
     def validate_sg_shapes(self) -> None:
         """Heads must divide the hidden size; sizes and rates must be positive / in [0, 1)."""
         hidden = self.encoder.hidden_size
         if self.sg_num_heads <= 0 or hidden % self.sg_num_heads:
-            raise ValueError(f"SGNetConfig.sg_num_heads={self.sg_num_heads} must divide the encoder's hidden size "
-                             f"{hidden}")
+            raise ConfigError(f"SGNetConfig.sg_num_heads={self.sg_num_heads} must divide the encoder's hidden size "
+                              f"{hidden}")
         if self.sg_intermediate_size <= 0:
-            raise ValueError(f"SGNetConfig.sg_intermediate_size must be positive, got {self.sg_intermediate_size}")
+            raise ConfigError(f"SGNetConfig.sg_intermediate_size must be positive, got {self.sg_intermediate_size}")
         for name in ("sg_dropout", "sg_attention_dropout"):
             p = getattr(self, name)
             if not 0.0 <= p < 1.0:
-                raise ValueError(f"SGNetConfig.{name} must lie in [0, 1), got {p}")
+                raise ConfigError(f"SGNetConfig.{name} must lie in [0, 1), got {p}")
 
 

@@ -11,6 +11,7 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PretrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
+from syntaxformer.errors import ConfigError
 from syntaxformer.masks.relations import KINDS, num_groups
 from syntaxformer.modeling.configuration_common import SyntaxModelConfig, first_set, ordered_syntax_inputs
 from syntaxformer.modeling.syntax_attention import SyntaxAttentionOptions
@@ -117,19 +118,19 @@ class SyntaxBertConfig(SyntaxModelConfig):
     def validate_syntax_options(self) -> None:
         """D in 1..84 (uint8 group ids), at least one tree, LISA head and layers inside the encoder."""
         if not 1 <= self.max_distance <= 84:
-            raise ValueError(f"SyntaxBertConfig.max_distance must be in 1..84 (paper: 15), got {self.max_distance}")
+            raise ConfigError(f"SyntaxBertConfig.max_distance must be in 1..84 (paper: 15), got {self.max_distance}")
         if not (self.use_dependency or self.use_constituency):
-            raise ValueError("SyntaxBertConfig: use_dependency and use_constituency are both False; keep at least one "
-                             "tree (or set syntax_layers=[] for a model without sub-networks)")
+            raise ConfigError("SyntaxBertConfig: use_dependency and use_constituency are both False; keep at least one "
+                              "tree (or set syntax_layers=[] for a model without sub-networks)")
         n_layers, n_heads = self.encoder.num_hidden_layers, self.encoder.num_attention_heads
         for name, layers in (("syntax_layers", self.syntax_layers or []),
                              ("lisa_layer", [] if self.lisa_layer is None else [self.lisa_layer])):
             bad = [x for x in layers if not 0 <= x < n_layers]
             if bad:
-                raise ValueError(f"SyntaxBertConfig.{name}={bad} is outside the encoder's layers 0..{n_layers - 1}")
+                raise ConfigError(f"SyntaxBertConfig.{name}={bad} is outside the encoder's layers 0..{n_layers - 1}")
         if not 0 <= self.lisa_head < n_heads:
-            raise ValueError(f"SyntaxBertConfig.lisa_head={self.lisa_head} is outside the encoder's heads "
-                             f"0..{n_heads - 1}")
+            raise ConfigError(f"SyntaxBertConfig.lisa_head={self.lisa_head} is outside the encoder's heads "
+                              f"0..{n_heads - 1}")
 
     def attention_options(self) -> SyntaxAttentionOptions:
         """The options every layer's ``"syntax"`` attention runs with."""

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from syntaxformer.data.subword_features import FEATURES, feature_vocab_size
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, InputError
 
 COMBINE = ("sum", "concat")
 
@@ -27,7 +27,7 @@ COMBINE = ("sum", "concat")
 def split_dim(total: int, parts: int) -> list[int]:
     """``total`` split into ``parts`` near-equal positive sizes (the first ones one larger): 20, 3 -> [7, 7, 6]."""
     if parts < 1 or total < parts:
-        raise SyntaxformerError(f"cannot split a feature size of {total} over {parts} features (need >= 1 each)")
+        raise ConfigError(f"cannot split a feature size of {total} over {parts} features (need >= 1 each)")
     base, extra = divmod(total, parts)
     return [base + (i < extra) for i in range(parts)]
 
@@ -47,12 +47,12 @@ class SyntaxFeatureEmbedding(nn.Module):
         super().__init__()
         features = tuple(features)
         if not features:
-            raise SyntaxformerError("SyntaxFeatureEmbedding needs at least one feature")
+            raise ConfigError("SyntaxFeatureEmbedding needs at least one feature")
         bad = [f for f in features if f not in FEATURES]
         if bad or len(set(features)) != len(features):
-            raise SyntaxformerError(f"features must be distinct names among {FEATURES}, got {list(features)}")
+            raise ConfigError(f"features must be distinct names among {FEATURES}, got {list(features)}")
         if combine not in COMBINE:
-            raise SyntaxformerError(f"combine must be one of {COMBINE}, got {combine!r}")
+            raise ConfigError(f"combine must be one of {COMBINE}, got {combine!r}")
         self.features = features
         self.dim = int(dim)
         self.combine = combine
@@ -73,13 +73,13 @@ class SyntaxFeatureEmbedding(nn.Module):
         """``{f"{name}_ids": [B, L]}`` -> ``[B, L, d]``.
 
         Raises:
-            SyntaxformerError: a configured feature is missing from ``feature_ids``.
+            InputError: a configured feature is missing from ``feature_ids``.
         """
         parts = []
         for name in self.features:
             ids = feature_ids.get(f"{name}_ids")
             if ids is None:
-                raise SyntaxformerError(
+                raise InputError(
                     f"the model uses the syntax feature {name!r} but the batch has no '{name}_ids'; build the "
                     f"batch with the same features ({', '.join(self.features)})")
             parts.append(self.embeddings[name](ids.clamp(min=0)))  # (B, L, d_f)
@@ -111,7 +111,7 @@ class SyntaxInfusedEmbedding(nn.Module):
         features = tuple(features)
         d = int(feature_dim) if features else 0
         if features and not 0 < d < hidden_size:
-            raise SyntaxformerError(f"feature_dim must lie in (0, hidden_size={hidden_size}), got {feature_dim}")
+            raise ConfigError(f"feature_dim must lie in (0, hidden_size={hidden_size}), got {feature_dim}")
         self.hidden_size = hidden_size
         self.token_dim = hidden_size - d
         self.scale = float(scale)

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.modeling.outputs import (
     ContextualStates,
     MultipleChoiceOutput,
@@ -282,7 +283,7 @@ class QuestionAnsweringHead(TaskHead):
         encoder: an already built (e.g. pretrained) encoder to wrap.
 
     Raises:
-        ValueError: ``span_loss_weight=0`` without the verifier (nothing to train).
+        ConfigError: ``span_loss_weight=0`` without the verifier (nothing to train).
     """
 
     def __init__(self, config: Any, encoder: nn.Module | None = None):
@@ -296,7 +297,7 @@ class QuestionAnsweringHead(TaskHead):
             self.verifier = nn.Linear(config.hidden_size, 2)
         self.span_loss_weight = float(config.span_loss_weight)
         if self.span_loss_weight == 0 and not self.use_verifier:
-            raise ValueError("span_loss_weight=0 leaves nothing to train without the verifier (qa_verifier=True)")
+            raise ConfigError("span_loss_weight=0 leaves nothing to train without the verifier (qa_verifier=True)")
         self.post_init()
         if self.use_verifier:
             self.verifier_pooler.copy_from(encoder_pooler)
@@ -414,7 +415,7 @@ class MultipleChoiceHead(PooledScorer):
         return_dict = self.return_dict_for(return_dict)
         ref = input_ids if input_ids is not None else inputs_embeds
         if ref is None or ref.dim() < 3:
-            raise ValueError(f"{type(self).__name__} expects input_ids [B, C, L] (or inputs_embeds [B, C, L, H]): "
+            raise InputError(f"{type(self).__name__} expects input_ids [B, C, L] (or inputs_embeds [B, C, L, H]): "
                              "one sequence per option")
         B, C = ref.shape[:2]
         flat = {k: flatten_choices(v) for k, v in syntax_inputs.items()}

@@ -24,6 +24,7 @@ from torch import nn
 from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 
+from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
 from syntaxformer.modeling.configuration_sgnet import SGNetConfig
 from syntaxformer.modeling.heads import (
@@ -145,20 +146,20 @@ class SGNetModel(SGNetPreTrainedModel):
         """Copy the encoder's last layer into the syntax-guided layer (``sg_init="copy_last"``).
 
         Raises:
-            ValueError: the encoder is not BERT-like (no ``encoder.layer`` list of ``BertLayer``-style modules),
+            ConfigError: the encoder is not BERT-like (no ``encoder.layer`` list of ``BertLayer``-style modules),
                 or the layer's number of heads or sizes differ from the encoder's.
         """
         try:
             layers = self.encoder.get_submodule("encoder.layer")
         except AttributeError:
-            raise ValueError(
+            raise ConfigError(
                 f"sg_init='copy_last' supports BERT-like encoders (BERT, RoBERTa, ELECTRA, MiniLM: modules "
                 f"encoder.layer[i]); {type(self.encoder).__name__} has no 'encoder.layer'. Use sg_init='random'"
             ) from None
         heads = self.config.encoder.num_attention_heads
         if self.config.sg_num_heads != heads:
-            raise ValueError(f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
-                             f"({heads}), got {self.config.sg_num_heads}")
+            raise ConfigError(f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
+                              f"({heads}), got {self.config.sg_num_heads}")
         self.sg_layer.copy_from_bert_layer(layers[-1])
 
     def forward(
@@ -206,7 +207,7 @@ class SGNetModel(SGNetPreTrainedModel):
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if self.pos_embeddings is not None:
             if pos_ids is None:
-                raise ValueError(f"pos_embeddings={self.config.pos_embeddings!r} (BERT+POS) needs 'pos_ids' [B, L] "
+                raise InputError(f"pos_embeddings={self.config.pos_embeddings!r} (BERT+POS) needs 'pos_ids' [B, L] "
                                  "in the batch (syntaxformer.data.subword_features.subword_feature_ids)")
             if inputs_embeds is None:
                 inputs_embeds = self.encoder.get_input_embeddings()(input_ids)  # (B, L, H)
@@ -231,7 +232,7 @@ class SGNetModel(SGNetPreTrainedModel):
             h_bar = self.aggregation(h, h_sg, key_valid)  # (B, L, H)
             if self.config.mask_special_in_aggregation:
                 if syntax_tree is None:
-                    raise ValueError("mask_special_in_aggregation=True needs 'syntax_tree' (-1 marks special "
+                    raise InputError("mask_special_in_aggregation=True needs 'syntax_tree' (-1 marks special "
                                      "tokens); pass a SyntaxCollator batch")
                 special = (syntax_tree.to(h.device) < 0).unsqueeze(-1)  # (B, L, 1)
                 h_bar = torch.where(special, h, h_bar)
@@ -279,11 +280,11 @@ class SGNetModel(SGNetPreTrainedModel):
         missing = [n for n, t in (("dep_tin", dep_tin), ("dep_tout", dep_tout), ("syntax_tree", syntax_tree))
                    if t is None]
         if missing:
-            raise ValueError(
+            raise InputError(
                 f"SG-Net's syntax-guided layer needs the batch keys {missing} (built by "
                 "syntaxformer.data.collate.SyntaxCollator); pass them, or use use_sg_layer=False for the baseline")
         if dep_tin.shape != (B, L):
-            raise ValueError(f"dep_tin has shape {tuple(dep_tin.shape)} but the input is [B, L] = [{B}, {L}]; "
+            raise InputError(f"dep_tin has shape {tuple(dep_tin.shape)} but the input is [B, L] = [{B}, {L}]; "
                              "collate the syntax tensors with the same padding as input_ids")
         mask = sdoi_mask(dep_tin.to(device), dep_tout.to(device), syntax_tree.to(device))  # (B, L, L)
         if key_valid is not None:

@@ -27,6 +27,7 @@ from torch import nn
 from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 
+from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
 from syntaxformer.masks.relations import group_id, relation_groups
 from syntaxformer.modeling.configuration_syntax_bert import RELATION_KINDS, SyntaxBertConfig
@@ -59,7 +60,7 @@ def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.L
     ...), and DistilBERT-style modules with ``q_lin/k_lin/v_lin/out_lin``.
 
     Raises:
-        ValueError: no such module per layer (e.g. ALBERT shares one module across layers; DeBERTa, MPNet and
+        ConfigError: no such module per layer (e.g. ALBERT shares one module across layers; DeBERTa, MPNet and
             others do not call ``AttentionInterface``).
     """
     sites = []
@@ -78,7 +79,7 @@ def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.L
             sites.append((module, key, out))
     n_layers = getattr(getattr(encoder, "config", None), "num_hidden_layers", None)
     if not sites or (n_layers is not None and len(sites) != n_layers):
-        raise ValueError(
+        raise ConfigError(
             f"Syntax-BERT found {len(sites)} self-attention modules in {type(encoder).__name__} "
             f"(expected one per layer, {n_layers}); supported are encoders with BERT-style "
             "'attention.self' + 'attention.output.dense' (BERT, RoBERTa, ELECTRA, ...) or DistilBERT-style modules")
@@ -224,7 +225,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             missing += [f"{kind}_{n}" for n in (("tin", "tout", "depth") if kind == "dep" else ("key", "depth"))
                         + ("anc_lo", "anc_hi", "anc_head") if features.get(f"{kind}_{n}") is None]
         if missing:
-            raise ValueError(f"Syntax-BERT needs the batch keys {missing} (built by "
+            raise InputError(f"Syntax-BERT needs the batch keys {missing} (built by "
                              "syntaxformer.data.collate.SyntaxCollator; constituency needs constituency=True), or "
                              "precomputed syntax_groups=...")
         f = {k: v.to(device) for k, v in features.items() if isinstance(v, torch.Tensor)}

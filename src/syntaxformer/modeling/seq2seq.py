@@ -44,7 +44,7 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from syntaxformer.data.bpe import BOS_ID, EOS_ID, PAD_ID
 from syntaxformer.data.subword_features import FEATURES
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
 from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
@@ -82,7 +82,7 @@ def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, 
         **overrides: any ``MarianConfig`` option (``dropout``, ``d_model`` ...).
     """
     if preset not in PRESETS:
-        raise SyntaxformerError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
+        raise ConfigError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
     options = dict(vocab_size=source_vocab_size, decoder_vocab_size=target_vocab_size,
                    share_encoder_decoder_embeddings=False, tie_word_embeddings=True, scale_embedding=True,
                    activation_function="relu", dropout=0.1, attention_dropout=0.1, activation_dropout=0.0,
@@ -165,18 +165,18 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         """Known features and combinations, sizes that fit."""
         bad = [f for f in self.features if f not in FEATURES]
         if bad or len(set(self.features)) != len(self.features):
-            raise ValueError(f"features must be distinct names among {FEATURES}, got {self.features}")
+            raise ConfigError(f"features must be distinct names among {FEATURES}, got {self.features}")
         if self.feature_combine not in COMBINE:
-            raise ValueError(f"feature_combine must be one of {COMBINE}, got {self.feature_combine!r}")
+            raise ConfigError(f"feature_combine must be one of {COMBINE}, got {self.feature_combine!r}")
         if self.features and not 0 < self.feature_dim < self.seq2seq.d_model:
-            raise ValueError(f"feature_dim must lie in (0, d_model={self.seq2seq.d_model}), got {self.feature_dim}")
+            raise ConfigError(f"feature_dim must lie in (0, d_model={self.seq2seq.d_model}), got {self.feature_dim}")
         if self.sg_mask not in ("sdoi", "none"):
-            raise ValueError(f"sg_mask must be 'sdoi' or 'none', got {self.sg_mask!r}")
+            raise ConfigError(f"sg_mask must be 'sdoi' or 'none', got {self.sg_mask!r}")
         if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha}")
+            raise ConfigError(f"alpha must lie in [0, 1], got {self.alpha}")
         if getattr(self.seq2seq, "share_encoder_decoder_embeddings", False):
-            raise ValueError("the source embeddings are replaced by syntax-infused ones; set "
-                             "share_encoder_decoder_embeddings=False in the seq2seq config")
+            raise ConfigError("the source embeddings are replaced by syntax-infused ones; set "
+                              "share_encoder_decoder_embeddings=False in the seq2seq config")
 
 
 def build_config(preset: str = "cpu", source_vocab_size: int = 4000, target_vocab_size: int = 4000,
@@ -303,8 +303,8 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         else:
             missing = [n for n, t in zip(DEPENDENCY_INPUTS, (dep_tin, dep_tout, syntax_tree)) if t is None]
             if missing:
-                raise SyntaxformerError(f"the SG-Net encoder layer needs the batch keys {missing}; featurize the "
-                                        "sources with syntaxformer.tasks.translation.TranslationTask for this model")
+                raise InputError(f"the SG-Net encoder layer needs the batch keys {missing}; featurize the "
+                                 "sources with syntaxformer.tasks.translation.TranslationTask for this model")
             mask = sdoi_mask(dep_tin.to(h.device), dep_tout.to(h.device), syntax_tree.to(h.device))  # (B, L, L)
             mask = (mask & key_valid.unsqueeze(1)) | eye
         h_sg, _ = self.sg_layer(h, mask)  # (B, L, D)
@@ -337,7 +337,7 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         """
         if encoder_outputs is None:
             if input_ids is None:
-                raise SyntaxformerError("forward needs input_ids or encoder_outputs")
+                raise InputError("forward needs input_ids or encoder_outputs")
             features = {k: v for k, v in (("upos_ids", upos_ids), ("xpos_ids", xpos_ids), ("case_ids", case_ids),
                                           ("subword_ids", subword_ids)) if v is not None}
             encoder_outputs = self.encode(input_ids, attention_mask, dep_tin, dep_tout, syntax_tree, **features)
@@ -345,7 +345,7 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
         if decoder_input_ids is None:
             if labels is None:
-                raise SyntaxformerError("forward needs labels or decoder_input_ids")
+                raise InputError("forward needs labels or decoder_input_ids")
             decoder_input_ids = self.seq2seq.prepare_decoder_input_ids_from_labels(labels)
         kwargs.pop("return_dict", None)
         kwargs.pop("num_items_in_batch", None)

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers.activations import ACT2FN
 
+from syntaxformer.errors import ConfigError
 from syntaxformer.modeling.configuration_sgnet import SGNetConfig
 
 
@@ -77,7 +78,7 @@ class SyntaxGuidedLayer(nn.Module):
                  dropout: float = 0.1, attention_dropout: float = 0.1, layer_norm_eps: float = 1e-12):
         super().__init__()
         if hidden_size % num_heads:
-            raise ValueError(f"num_heads={num_heads} must divide hidden_size={hidden_size}")
+            raise ConfigError(f"num_heads={num_heads} must divide hidden_size={hidden_size}")
         self.num_heads = num_heads
         self.attention_dropout = attention_dropout
         self.query = nn.Linear(hidden_size, hidden_size)
@@ -127,7 +128,7 @@ class SyntaxGuidedLayer(nn.Module):
                 ``intermediate.dense`` and ``output.{dense,LayerNorm}`` (``transformers``' ``BertLayer`` layout).
 
         Raises:
-            ValueError: the layer does not have that layout, or its shapes differ from this layer's.
+            ConfigError: the layer does not have that layout, or its shapes differ from this layer's.
         """
         pairs = {
             "query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
@@ -138,14 +139,14 @@ class SyntaxGuidedLayer(nn.Module):
             try:
                 src = layer.get_submodule(theirs)
             except AttributeError:
-                raise ValueError(
+                raise ConfigError(
                     f"sg_init='copy_last' needs a BERT-like encoder layer with a submodule {theirs!r}; "
                     f"{type(layer).__name__} has none. Use sg_init='random' for this encoder") from None
             dst = getattr(self, mine)
             for name in ("weight", "bias"):
                 s, d = getattr(src, name, None), getattr(dst, name)
                 if s is None or s.shape != d.shape:
-                    raise ValueError(
+                    raise ConfigError(
                         f"sg_init='copy_last': {theirs}.{name} of {type(layer).__name__} has shape "
                         f"{None if s is None else tuple(s.shape)}, the syntax-guided layer's {mine}.{name} has "
                         f"{tuple(d.shape)}; set sg_intermediate_size to the encoder's intermediate_size")
@@ -289,8 +290,8 @@ def build_aggregation(config: SGNetConfig) -> nn.Module:
     if kind == "biattention":
         return BiAttentionAggregation(config.hidden_size, config.sg_num_heads, config.sg_dropout,
                                       config.sg_attention_dropout, config.sg_layer_norm_eps)
-    raise ValueError(f"unknown aggregation {kind!r}; expected one of dual, syntax_only, concat, vanilla_layer, "
-                     "biattention")
+    raise ConfigError(f"unknown aggregation {kind!r}; expected one of dual, syntax_only, concat, vanilla_layer, "
+                      "biattention")
 
 
 def _logit(p: float, bound: float = 10.0) -> float:

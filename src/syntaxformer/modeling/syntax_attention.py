@@ -60,6 +60,8 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from syntaxformer.errors import ConfigError, InputError
+
 #: Name under which the attention function is registered (``attn_implementation="syntax"``).
 SYNTAX_ATTENTION = "syntax"
 
@@ -113,8 +115,8 @@ class SyntaxAttentionOptions:
         for name, allowed in (("aggregation", ("topical", "sum", "mean")), ("empty_rows", ("full", "self")),
                               ("implementation", ("fast", "exact"))):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"SyntaxAttentionOptions.{name} must be one of {allowed}, got "
-                                 f"{getattr(self, name)!r}")
+                raise ConfigError(f"SyntaxAttentionOptions.{name} must be one of {allowed}, got "
+                                  f"{getattr(self, name)!r}")
         if self.layers is not None:
             object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
 
@@ -160,7 +162,7 @@ def prepare_groups(groups: torch.Tensor | Sequence[torch.Tensor | None] | Syntax
         return None
     for g in parts:
         if g.dim() != 3 or g.shape[-1] != g.shape[-2] or g.dtype.is_floating_point:
-            raise ValueError(f"syntax_groups must be integer [B, L, L] tensors, got {g.dtype} {tuple(g.shape)}")
+            raise InputError(f"syntax_groups must be integer [B, L, L] tensors, got {g.dtype} {tuple(g.shape)}")
     longs = tuple(g.long() for g in parts)
     if num_buckets is None:
         sizes = tuple(int(g.max()) + 1 if g.numel() else 1 for g in longs)
@@ -205,12 +207,13 @@ class TopicalAttention(nn.Module):
     def bind(self, sites: Sequence[tuple[nn.Linear, nn.Linear]]) -> None:
         """Attach ``(key projection, output projection)`` of every layer (in layer order)."""
         if len(sites) != self.query.shape[0]:
-            raise ValueError(f"TopicalAttention has {self.query.shape[0]} queries but {len(sites)} layers were bound")
+            raise InputError(f"TopicalAttention has {self.query.shape[0]} queries but {len(sites)} layers were bound")
         self._sites = list(sites)
 
     def site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
         """The ``(key projection, output projection)`` bound for ``layer``."""
         if not self._sites:
+            # internal invariant: the models bind every layer when they are built, before any forward
             raise RuntimeError("TopicalAttention.bind(...) must attach the layers' key and output projections first")
         return self._sites[layer]
 
@@ -242,9 +245,9 @@ class LisaRecorder:
         syntactic parent; rows with ``parent < 0`` — roots, special tokens, padding — are ignored). 0 if no row
         counts."""
         if self.log_probs is None:
-            raise RuntimeError(f"no attention was recorded for the LISA head (layer {self.layer}); is the model "
-                               f"running attn_implementation='{SYNTAX_ATTENTION}' with at least {self.layer + 1} "
-                               "layers?")
+            raise ConfigError(f"no attention was recorded for the LISA head (layer {self.layer}); is the model "
+                              f"running attn_implementation='{SYNTAX_ATTENTION}' with at least {self.layer + 1} "
+                              "layers?")
         parent = parent.to(self.log_probs.device).long()
         logp = self.log_probs.float()
         keep = parent >= 0  # (B, L)
@@ -304,15 +307,15 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
 
     B, H, L, d = query.shape
     if key.shape[2] != L or getattr(module, "is_causal", False):
-        raise ValueError(f"the syntax attention is bidirectional self-attention (encoders); {type(module).__name__} "
-                         f"has {L} queries, {key.shape[2]} keys, is_causal={getattr(module, 'is_causal', False)}")
+        raise ConfigError(f"the syntax attention is bidirectional self-attention (encoders); {type(module).__name__} "
+                          f"has {L} queries, {key.shape[2]} keys, is_causal={getattr(module, 'is_causal', False)}")
     scaling = d ** -0.5 if scaling is None else scaling
     scores = _scores(query, key, scaling)  # (B, H, L, L) fp32, unmasked
     allowed = _allowed(attention_mask, B, L)  # (B, L, L) or None
     full_heads = None
     if lisa_here:
         if not 0 <= syntax_lisa.head < H:
-            raise ValueError(f"lisa_head={syntax_lisa.head} but the layer has {H} heads")
+            raise ConfigError(f"lisa_head={syntax_lisa.head} but the layer has {H} heads")
         head_mask = None if attention_mask is None else attention_mask[:, 0]
         syntax_lisa.log_probs = torch.log_softmax(_apply_mask(scores[:, syntax_lisa.head], head_mask), -1)  # (B, L, L)
         full_heads = torch.zeros(H, dtype=torch.bool, device=query.device)
@@ -323,12 +326,12 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     else:
         for g in groups.partitions:
             if g.shape != (B, L, L):
-                raise ValueError(f"syntax_groups has shape {tuple(g.shape)} but the layer sees [B, L, L] = "
+                raise InputError(f"syntax_groups has shape {tuple(g.shape)} but the layer sees [B, L, L] = "
                                  f"[{B}, {L}, {L}]; build the groups from the same padded batch")
         u = None
         if opts.aggregation == "topical" and syntax_topical is not None:
             if layer is None:
-                raise ValueError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
+                raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
             u = syntax_topical.folded(layer).view(H, d)  # (H, d)
         w = None
         if u is not None:
@@ -359,7 +362,7 @@ def _allowed(mask: torch.Tensor | None, B: int, L: int) -> torch.Tensor | None:
     if mask is None:
         return None
     if mask.dim() != 4 or mask.shape[1] != 1:
-        raise ValueError(f"the syntax attention needs one mask for all heads, [B, 1, L, L]; got {tuple(mask.shape)}")
+        raise InputError(f"the syntax attention needs one mask for all heads, [B, 1, L, L]; got {tuple(mask.shape)}")
     if mask.dtype == torch.bool:
         return mask[:, 0].expand(B, L, L)
     return (mask[:, 0] > torch.finfo(mask.dtype).min / 2).expand(B, L, L)

@@ -38,10 +38,10 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, InputError, UnknownTaskError
 
 __all__ = ["HEADS", "TOKEN_INPUTS", "Task", "TaskContext", "Predictions", "register_task", "get_task", "task_names",
-           "task_option_names", "UnknownTaskError"]
+           "task_option_names"]
 
 #: Heads a task can ask for; the model registry (:func:`syntaxformer.modeling.model_class`) serves the first four
 #: for every syntax system, ``seq2seq`` is the syntax-infused translation model.
@@ -51,13 +51,6 @@ HEADS: tuple[str, ...] = ("sequence_classification", "question_answering", "mult
 
 #: The token arrays every model reads (``token_type_ids`` only where the tokenizer makes them).
 TOKEN_INPUTS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
-
-
-class UnknownTaskError(SyntaxformerError, KeyError):
-    """A task name that is not registered."""
-
-    def __str__(self) -> str:  # KeyError would print the message in quotes
-        return str(self.args[0])
 
 
 @dataclass
@@ -113,7 +106,7 @@ class TaskContext:
         ``[L, D]`` ancestor table is asked for; constituency arrays only when a ``con_*`` key is).
 
         Raises:
-            SyntaxformerError: the model asks for a syntax input that the encoder does not make.
+            ConfigError: the model asks for a syntax input that the encoder does not make.
         """
         from syntaxformer.data.collate import example_arrays
 
@@ -122,8 +115,8 @@ class TaskContext:
         arrays = example_arrays(window, self.criterion, self.max_distance if wants_table else 1, constituency)
         missing = [k for k in self.syntax_inputs if k not in arrays]
         if missing:
-            raise SyntaxformerError(f"the model reads the syntax inputs {missing}, which syntax encoding does not "
-                                    f"make (it makes {sorted(k for k in arrays if k not in TOKEN_INPUTS)})")
+            raise ConfigError(f"the model reads the syntax inputs {missing}, which syntax encoding does not "
+                              f"make (it makes {sorted(k for k in arrays if k not in TOKEN_INPUTS)})")
         return {k: arrays[k] for k in (*TOKEN_INPUTS, *self.syntax_inputs) if k in arrays}
 
 
@@ -164,7 +157,7 @@ class Task(abc.ABC):
 
     def __init__(self, **options: Any):
         if options:
-            raise SyntaxformerError(f"task {self.name!r} takes no options, got {sorted(options)}")
+            raise ConfigError(f"task {self.name!r} takes no options, got {sorted(options)}")
 
     # -- identity --------------------------------------------------------------------------------------
     def options(self) -> dict[str, Any]:
@@ -296,10 +289,10 @@ def register_task(task: Callable[..., Task], name: str | None = None, *, overwri
     """
     key = _key(name or getattr(task, "name", "") or "")
     if not key:
-        raise SyntaxformerError(f"register_task({task!r}): give the task a name (class attribute `name` or name=...)")
+        raise InputError(f"register_task({task!r}): give the task a name (class attribute `name` or name=...)")
     if key in _REGISTRY and not overwrite and _REGISTRY[key] is not task:
-        raise SyntaxformerError(f"a task named {key!r} is already registered ({_REGISTRY[key]!r}); pass "
-                                "overwrite=True to replace it")
+        raise InputError(f"a task named {key!r} is already registered ({_REGISTRY[key]!r}); pass "
+                         "overwrite=True to replace it")
     _REGISTRY[key] = task
     return task
 
@@ -334,7 +327,7 @@ def get_task(name: str | Task, **options: Any) -> Task:
     """
     if isinstance(name, Task):
         if options:
-            raise SyntaxformerError(f"get_task: options {sorted(options)} given with an already built task")
+            raise InputError(f"get_task: options {sorted(options)} given with an already built task")
         return name
     _load_builtin()
     key = _key(str(name))

@@ -42,7 +42,7 @@ import torch
 
 from syntaxformer.data.examples import TaskData, TaskExample, example_seed
 from syntaxformer.data.sentence import Document, Sentence
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.utils import atomic_write
 from syntaxformer.utils import progress as progress_bar
 
@@ -87,8 +87,8 @@ class FeatureDataset(torch.utils.data.Dataset):
         self.guids = list(guids)
         self.meta = dict(meta or {})
         if len(self.offsets) != len(self.guids) + 1:
-            raise SyntaxformerError(f"{len(self.offsets)} offsets for {len(self.guids)} examples; expected one more "
-                                    "offset than examples")
+            raise InputError(f"{len(self.offsets)} offsets for {len(self.guids)} examples; expected one more "
+                             "offset than examples")
 
     def __len__(self) -> int:
         return len(self.guids)
@@ -138,8 +138,8 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     try:
         text = backend.to_str()
     except AttributeError as e:
-        raise SyntaxformerError(f"{type(tokenizer).__name__} is not a fast tokenizer; features need one "
-                                "(AutoTokenizer.from_pretrained(name, use_fast=True))") from e
+        raise ConfigError(f"{type(tokenizer).__name__} is not a fast tokenizer; features need one "
+                          "(AutoTokenizer.from_pretrained(name, use_fast=True))") from e
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -234,23 +234,23 @@ def encode_window(window: Any, context: Any) -> dict[str, np.ndarray]:
         out["pos_ids"] = subword_feature_ids(window, None, [tags])[f"{tags}_ids"]
     missing = wanted - set(out)
     if missing:
-        raise SyntaxformerError(f"the model reads syntax inputs {sorted(missing)} that featurization cannot make; "
-                                f"known: {sorted(set(arrays) - set(TOKEN_KEYS)) + ['pos_ids']}")
+        raise ConfigError(f"the model reads syntax inputs {sorted(missing)} that featurization cannot make; "
+                          f"known: {sorted(set(arrays) - set(TOKEN_KEYS)) + ['pos_ids']}")
     return out
 
 
 def _check_context(context: Any) -> None:
     if context.syntax not in SYNTAX_MODES:
-        raise SyntaxformerError(f"syntax={context.syntax!r} is not valid; choose one of {SYNTAX_MODES}")
+        raise ConfigError(f"syntax={context.syntax!r} is not valid; choose one of {SYNTAX_MODES}")
     if context.constituency not in CONSTITUENCY_MODES:
-        raise SyntaxformerError(f"constituency={context.constituency!r} is not valid; choose one of "
-                                f"{CONSTITUENCY_MODES}")
+        raise ConfigError(f"constituency={context.constituency!r} is not valid; choose one of "
+                          f"{CONSTITUENCY_MODES}")
     if not 0.0 <= float(context.parser_noise) <= 1.0:
-        raise SyntaxformerError(f"parser_noise={context.parser_noise} must be a fraction in [0, 1]")
+        raise ConfigError(f"parser_noise={context.parser_noise} must be a fraction in [0, 1]")
     if context.max_length is not None and int(context.max_length) < 4:
-        raise SyntaxformerError(f"max_length={context.max_length} must be at least 4")
+        raise ConfigError(f"max_length={context.max_length} must be at least 4")
     if context.pos_tags not in (None, "upos", "xpos"):
-        raise SyntaxformerError(f"pos_tags={context.pos_tags!r} must be None, 'upos' or 'xpos'")
+        raise ConfigError(f"pos_tags={context.pos_tags!r} must be None, 'upos' or 'xpos'")
 
 
 def _needs_parser(examples: Sequence[TaskExample], context: Any) -> bool:
@@ -346,8 +346,8 @@ def example_analyses(examples: Sequence[TaskExample], context: Any, needs_parser
     if context.syntax == "given":
         missing = [e.guid for e in examples if not given(e, "a") or (e.text_b is not None and not given(e, "b"))]
         if missing:
-            raise SyntaxformerError(f"syntax='given' but {len(missing)} examples have no given parse (first: "
-                                    f"{missing[0]}); use syntax='auto' to parse them")
+            raise DataError(f"syntax='given' but {len(missing)} examples have no given parse (first: "
+                            f"{missing[0]}); use syntax='auto' to parse them")
     texts: list[str] = []
     token_lists: list[tuple[str, ...]] = []
     if needs_parser:

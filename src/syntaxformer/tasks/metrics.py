@@ -15,6 +15,8 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from syntaxformer.errors import ConfigError, InputError
+
 __all__ = ["accuracy", "f1_binary", "matthews_corrcoef", "pearson", "spearman", "rankdata", "METRICS",
            "compute_metrics"]
 
@@ -23,9 +25,9 @@ def _pair(predictions: Sequence, labels: Sequence, dtype=None) -> tuple[np.ndarr
     p = np.asarray(predictions, dtype=dtype).reshape(-1)
     y = np.asarray(labels, dtype=dtype).reshape(-1)
     if p.shape != y.shape:
-        raise ValueError(f"{len(p)} predictions but {len(y)} labels; they must have the same length")
+        raise InputError(f"{len(p)} predictions but {len(y)} labels; they must have the same length")
     if len(p) == 0:
-        raise ValueError("cannot compute a metric on zero examples")
+        raise InputError("cannot compute a metric on zero examples")
     return p, y
 
 
@@ -124,7 +126,7 @@ def compute_metrics(names: Sequence[str], predictions: Sequence, labels: Sequenc
     """
     unknown = [n for n in names if n not in METRICS]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}; known: {sorted(METRICS)}")
+        raise ConfigError(f"unknown metric(s) {unknown}; known: {sorted(METRICS)}")
     out = {n: METRICS[n](predictions, labels) for n in names}
     if len(out) > 1:
         out["combined_score"] = float(np.mean(list(out.values())))
@@ -136,4 +138,4 @@ def main_metric(metrics: Mapping[str, float], names: Sequence[str]) -> float:
     for n in names:
         if n in metrics:
             return metrics[n]
-    raise KeyError(f"none of {list(names)} in {sorted(metrics)}")
+    raise InputError(f"none of {list(names)} in {sorted(metrics)}")

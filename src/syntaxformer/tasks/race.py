@@ -48,7 +48,7 @@ from syntaxformer.data.readers.race import (
 )
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import task_data_dir
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 
 __all__ = ["RaceTask", "RaceFeature", "RaceFeatures", "RaceFeaturizer", "feature_arrays", "race_collate",
@@ -121,7 +121,7 @@ class RaceFeaturizer:
 
     def __init__(self, tokenizer: Any, annotator: Any, max_length: int = 384):
         if max_length < 8:
-            raise SyntaxformerError(f"max_length={max_length} is too small for a RACE input (at least 8)")
+            raise ConfigError(f"max_length={max_length} is too small for a RACE input (at least 8)")
         self.tokenizer = tokenizer
         self.annotator = annotator
         self.max_length = int(max_length)
@@ -144,7 +144,7 @@ class RaceFeaturizer:
         for e in examples:
             passage = parses[e.article]
             if self.annotator is not None and not passage.sentences:
-                raise SyntaxformerError(f"RACE question {e.qid}: the passage has no words after parsing")
+                raise DataError(f"RACE question {e.qid}: the passage has no words after parsing")
             first = _joined([passage, parses[e.question]])
             for o in e.options:
                 firsts.append(first)
@@ -239,10 +239,10 @@ def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labe
     from syntaxformer.data.collate import pad_arrays
 
     if not items:
-        raise SyntaxformerError("cannot collate an empty list of questions")
+        raise InputError("cannot collate an empty list of questions")
     n_opts = {len(it["options"]) for it in items}
     if len(n_opts) != 1:
-        raise SyntaxformerError(f"questions with different numbers of options in one batch: {sorted(n_opts)}")
+        raise InputError(f"questions with different numbers of options in one batch: {sorted(n_opts)}")
     C = n_opts.pop()
     flat = pad_arrays([o for it in items for o in it["options"]], pad_token_id)  # (B*C, L)
     batch: dict[str, Any] = {k: v.view(len(items), C, *v.shape[1:]) for k, v in flat.items()}  # (B, C, L)
@@ -264,7 +264,7 @@ def race_accuracy(examples: Sequence[RaceExample], predictions: Mapping[str, int
     """
     if not isinstance(predictions, Mapping):
         if len(predictions) != len(examples):
-            raise SyntaxformerError(f"{len(examples)} examples but {len(predictions)} predictions")
+            raise InputError(f"{len(examples)} examples but {len(predictions)} predictions")
         predictions = {e.qid: int(p) for e, p in zip(examples, predictions)}
     out: dict[str, float] = {}
     for name, part in (("middle", [e for e in examples if e.level == "middle"]),
@@ -299,7 +299,7 @@ def _logits(raw: Any) -> np.ndarray:
         raw = raw.detach().cpu().numpy()
     logits = np.asarray(raw)
     if logits.ndim != 2:
-        raise SyntaxformerError(f"RACE predictions must be [questions, options] logits, got shape {logits.shape}")
+        raise InputError(f"RACE predictions must be [questions, options] logits, got shape {logits.shape}")
     return logits
 
 
@@ -328,18 +328,18 @@ class RaceTask(Task):
         (``metadata["counts"]``: :func:`race_counts`).
 
         Raises:
-            SyntaxformerError: an unknown split or a missing / unreadable source.
+            ConfigError / DataError: an unknown split or a missing / unreadable source.
         """
         from syntaxformer.data.examples import TaskData, content_fingerprint
 
         if split not in self.splits:
-            raise SyntaxformerError(f"RACE has no split {split!r}; expected one of {self.splits}")
+            raise ConfigError(f"RACE has no split {split!r}; expected one of {self.splits}")
         key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
         if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
             data = {**data, key: data["max_samples"]}
         n = None if data.get(key) is None else int(data[key])
         if n is not None and n < 1:
-            raise SyntaxformerError(f"{key}={n} must be a positive number of questions (or null for all)")
+            raise ConfigError(f"{key}={n} must be a positive number of questions (or null for all)")
         seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
         tarball_note = None
         if data.get("dataset"):
@@ -362,8 +362,8 @@ class RaceTask(Task):
                     tarball_note = f"passages of {path.name} in a seeded order (seed {seed}) until {n} questions"
                     n = None  # already taken
             else:
-                raise SyntaxformerError(f"RACE data {path} not found (a split folder with middle/ and high/, or a "
-                                        "tarball)")
+                raise DataError(f"RACE data {path} not found (a split folder with middle/ and high/, or a "
+                                "tarball)")
         fingerprint = content_fingerprint([e.qid, e.level, e.article, e.question, e.options, e.label]
                                           for e in examples)
         out = TaskData(examples, source, fingerprint, len(examples), tarball_note, {})
@@ -374,8 +374,8 @@ class RaceTask(Task):
     def featurize(self, data: Any, context: TaskContext, split: str) -> RaceFeatures:
         """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""
         if context.parser_noise:
-            raise SyntaxformerError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
-                                    "sentence tasks only, not by RACE")
+            raise ConfigError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
+                              "sentence tasks only, not by RACE")
         from syntaxformer.tasks.featurize import annotator_for
 
         annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
@@ -393,7 +393,7 @@ class RaceTask(Task):
         """``values``: the chosen option index per question; ``scores``: the softmax over the options."""
         logits = _logits(raw)
         if len(logits) != len(data.examples):
-            raise SyntaxformerError(f"{len(data.examples)} questions but {len(logits)} rows of logits")
+            raise InputError(f"{len(data.examples)} questions but {len(logits)} rows of logits")
         probs = np.exp(logits - logits.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         return Predictions([e.qid for e in data.examples], [int(p) for p in logits.argmax(-1)],

@@ -18,7 +18,7 @@ import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
 from syntaxformer.data.readers.glue import TsvLayout
-from syntaxformer.errors import MissingDependencyError, SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, MissingDependencyError, SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext
 
 __all__ = ["TaskSpec", "SentenceTask", "spec_task", "load_hub_split", "logits_to_predictions", "SPLITS"]
@@ -139,6 +139,7 @@ class SentenceTask(Task):
     # -- data ------------------------------------------------------------------------------------------
     def read_file(self, path: Path, split: str) -> tuple[list[TaskExample], list[str]]:
         """Examples of one file of the task's format, and the files read (for the fingerprint)."""
+        # for authors of a file-reading task (a programming error, not user input): such tasks override it
         raise NotImplementedError(f"{type(self).__name__} reads no files")
 
     def data_metadata(self, split: str) -> dict[str, Any]:
@@ -172,15 +173,15 @@ class SentenceTask(Task):
         seeded random subset (seed ``data["data_seed"]``).
 
         Raises:
-            SyntaxformerError: unknown split, the split's file cannot be found (the message says where it
+            ConfigError / DataError: unknown split, the split's file cannot be found (the message says where it
                 looked), or it holds no examples.
         """
         if split not in SPLITS:
-            raise SyntaxformerError(f"unknown split {split!r}; expected one of {SPLITS}")
+            raise ConfigError(f"unknown split {split!r}; expected one of {SPLITS}")
         out = self._read_split(split, data.get(f"{split}_file"), data.get("data_dir"), data.get("dataset"),
                                data.get("dataset_config"))
         if not out.examples:
-            raise SyntaxformerError(f"{self.title} {split} data from {out.source} is empty")
+            raise DataError(f"{self.title} {split} data from {out.source} is empty")
         seed = data.get("data_seed")
         return out.subsampled(data.get("max_samples"), int(seed) if seed is not None else 0)
 
@@ -193,7 +194,7 @@ class SentenceTask(Task):
             folder = Path(data_dir) if data_dir is not None else self.default_data_dir()
             if folder is None:
                 if not spec.hub[0]:
-                    raise SyntaxformerError(
+                    raise DataError(
                         f"no data for {spec.title}: give data_dir (a folder with {dict(spec.split_files)}) or "
                         f"{split}_file, or set SYNTAXFORMER_DATA to a folder holding {spec.folder}/")
                 # No local copy: fall back to the task's hub data set (needs `datasets` and network or a cache).
@@ -203,14 +204,14 @@ class SentenceTask(Task):
                 try:
                     return load_hub_split(spec, split)
                 except SyntaxformerError as e:
-                    raise SyntaxformerError(
+                    raise DataError(
                         f"no data for {spec.title}: give data_dir (a folder with {dict(spec.split_files)}), a "
                         f"{split}_file, or a hub dataset name; ../shared/data/{spec.folder} was not found and the "
                         f"hub fallback failed: {e}") from e
             data_file = self.split_file(folder, split)
         data_file = Path(data_file)
         if not data_file.exists():
-            raise SyntaxformerError(f"{spec.title} {split} file {data_file} not found")
+            raise DataError(f"{spec.title} {split} file {data_file} not found")
         examples, files = self.read_file(data_file, split)
         fp = file_fingerprint(files)
         extra = self.fingerprint_extra(split)
@@ -239,7 +240,7 @@ class SentenceTask(Task):
         from syntaxformer.tasks.metrics import compute_metrics
 
         if not data.has_labels:
-            raise SyntaxformerError(f"{self.title} data ({data.source}) has no labels to score predictions against")
+            raise DataError(f"{self.title} data ({data.source}) has no labels to score predictions against")
         labels = np.asarray([e.label for e in data.examples], dtype=self.label_dtype)
         return compute_metrics(self.metric_names, predictions.values, labels)
 
@@ -294,15 +295,15 @@ def load_hub_split(spec: TaskSpec, split: str, dataset: str | None = None, confi
     try:
         ds = datasets.load_dataset(name, config, split=_HUB_SPLIT.get(split, split), **load_kwargs)
     except Exception as e:  # offline, unknown name, ... : one clear line
-        raise SyntaxformerError(
+        raise DataError(
             f"could not load hub data set {name!r} (config {config!r}, split {_HUB_SPLIT.get(split, split)!r}): "
             f"{type(e).__name__}: {e}. Offline? Use the local files instead (data_dir / train_file / dev_file), "
             f"e.g. the GLUE TSVs under ../shared/data/glue") from e
     cols = spec.hub_columns
     missing = [c for c in cols.values() if c not in ds.column_names and c != cols.get("id")]
     if missing:
-        raise SyntaxformerError(f"hub data set {name!r} has columns {ds.column_names}; {spec.title} needs "
-                                f"{missing} (columns used: {dict(cols)})")
+        raise DataError(f"hub data set {name!r} has columns {ds.column_names}; {spec.title} needs "
+                        f"{missing} (columns used: {dict(cols)})")
     out = []
     for i, row in enumerate(ds):
         raw = row[cols["label"]]

@@ -53,7 +53,7 @@ from syntaxformer.data.readers.squad import (
 )
 from syntaxformer.data.sentence import Document
 from syntaxformer.defaults import task_data_dir
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 
 __all__ = ["SquadTask", "SquadFeature", "SquadFeatures", "SquadFeaturizer", "SquadPredictions", "answer_token_span",
@@ -289,8 +289,8 @@ def postprocess_predictions(examples: Sequence[SquadExample], features: Sequence
     ends = [_to_numpy(x) for x in end_logits]
     ver = None if verifier_logits is None else _to_numpy(verifier_logits)
     if len(starts) != len(features) or len(ends) != len(features):
-        raise SyntaxformerError(f"{len(features)} features but {len(starts)} start / {len(ends)} end logit rows; the "
-                                "logits must follow the features")
+        raise InputError(f"{len(features)} features but {len(starts)} start / {len(ends)} end logit rows; the "
+                         "logits must follow the features")
     by_example: dict[int, list[int]] = {}
     for j, f in enumerate(features):
         by_example.setdefault(f.example_index, []).append(j)
@@ -361,7 +361,7 @@ def threshold_split(examples: Sequence[SquadExample], fraction: float, seed: int
         ``(tuning_qids, protocol)``; ``protocol`` names the articles of each part and counts their questions.
 
     Raises:
-        SyntaxformerError: ``fraction > 0`` but the questions come from fewer than two articles.
+        DataError: ``fraction > 0`` but the questions come from fewer than two articles.
     """
     fraction = float(fraction)
     if fraction <= 0:
@@ -372,10 +372,10 @@ def threshold_split(examples: Sequence[SquadExample], fraction: float, seed: int
                             "(as the official script's best_f1), so it is optimistic."}
     titles = sorted({e.title for e in examples})
     if len(titles) < 2:
-        raise SyntaxformerError(f"threshold_tuning_fraction={fraction} splits the evaluation articles into a tuning "
-                                f"and a test part, but the evaluation questions come from {len(titles)} article(s); "
-                                "use more evaluation questions / articles or threshold_tuning_fraction=0 (tune on "
-                                "the scored questions themselves)")
+        raise DataError(f"threshold_tuning_fraction={fraction} splits the evaluation articles into a tuning "
+                        f"and a test part, but the evaluation questions come from {len(titles)} article(s); "
+                        "use more evaluation questions / articles or threshold_tuning_fraction=0 (tune on "
+                        "the scored questions themselves)")
     tuning, test = split_by_article(examples, 1.0 - fraction, seed=int(seed))
     return [e.qid for e in tuning], {
         "threshold_tuning_fraction": fraction, "threshold_split_seed": int(seed),
@@ -420,8 +420,8 @@ def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
     if isinstance(raw, Mapping):
         return raw["start_logits"], raw["end_logits"], raw.get("verifier_logits")
     if not isinstance(raw, (tuple, list)) or len(raw) < 2:
-        raise SyntaxformerError("SQuAD predictions must hold start and end logits (a tuple (start_logits, "
-                                f"end_logits[, verifier_logits]) or a mapping), got {type(raw).__name__}")
+        raise InputError("SQuAD predictions must hold start and end logits (a tuple (start_logits, "
+                         f"end_logits[, verifier_logits]) or a mapping), got {type(raw).__name__}")
     verifier = next((x for x in raw[2:] if np.ndim(x) == 2 and np.shape(x)[-1] == 2), None)
     return raw[0], raw[1], verifier
 
@@ -463,19 +463,19 @@ class SquadTask(Task):
                  held_out_fraction: float = 0.25, split_seed: int = 0, threshold_tuning_fraction: float = 0.5,
                  threshold_split_seed: int = 0, **unknown: Any):
         if unknown:
-            raise SyntaxformerError(f"option(s) {sorted(unknown)} do not apply to squad2; its options are "
-                                    f"{sorted(self._option_names())}")
+            raise ConfigError(f"option(s) {sorted(unknown)} do not apply to squad2; its options are "
+                              f"{sorted(self._option_names())}")
         if verifier not in VERIFIERS:
-            raise SyntaxformerError(f"verifier={verifier!r} is not valid; choose one of {VERIFIERS}")
+            raise ConfigError(f"verifier={verifier!r} is not valid; choose one of {VERIFIERS}")
         if int(doc_stride) < 0:
-            raise SyntaxformerError(f"doc_stride={doc_stride} (tokens shared by consecutive windows) must be >= 0")
+            raise ConfigError(f"doc_stride={doc_stride} (tokens shared by consecutive windows) must be >= 0")
         for option, value in (("n_best", n_best), ("max_answer_length", max_answer_length)):
             if int(value) < 1:
-                raise SyntaxformerError(f"{option}={value} must be a positive number")
+                raise ConfigError(f"{option}={value} must be a positive number")
         if not 0.0 <= float(held_out_fraction) < 1.0:
-            raise SyntaxformerError(f"held_out_fraction={held_out_fraction} must lie in [0, 1)")
+            raise ConfigError(f"held_out_fraction={held_out_fraction} must lie in [0, 1)")
         if not 0.0 <= float(threshold_tuning_fraction) < 1.0:
-            raise SyntaxformerError(f"threshold_tuning_fraction={threshold_tuning_fraction} must lie in [0, 1) "
+            raise ConfigError(f"threshold_tuning_fraction={threshold_tuning_fraction} must lie in [0, 1) "
                                     "(0 = tune the no-answer threshold on the scored questions themselves)")
         self.doc_stride = int(doc_stride)
         self.question_first = bool(question_first)
@@ -543,12 +543,12 @@ class SquadTask(Task):
         ``threshold_protocol`` (:func:`threshold_split`).
 
         Raises:
-            SyntaxformerError: an unknown split, a missing file, an empty part, or too few articles to split.
+            ConfigError / DataError: an unknown split, a missing file, an empty part, or too few articles to split.
         """
         from syntaxformer.data.examples import TaskData, content_fingerprint
 
         if split not in self.splits:
-            raise SyntaxformerError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
+            raise ConfigError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
         metadata: dict[str, Any] = {}
         if data.get("dataset"):
             name = str(data["dataset"])
@@ -561,20 +561,20 @@ class SquadTask(Task):
             dev_file = Path(data["dev_file"]) if data.get("dev_file") else None
             if split == "test":
                 if not data.get("test_file"):
-                    raise SyntaxformerError("SQuAD 2.0 split 'test' needs test_file (a SQuAD json); the held-out "
-                                            "articles of train_file are the 'dev' split")
+                    raise ConfigError("SQuAD 2.0 split 'test' needs test_file (a SQuAD json); the held-out "
+                                      "articles of train_file are the 'dev' split")
                 path = Path(data["test_file"])
             else:
                 path = train_file if split == "train" or dev_file is None else dev_file
             for f in (train_file if split != "test" else None, dev_file if split != "test" else None, path):
                 if f is not None and not f.is_file():
-                    raise SyntaxformerError(f"SQuAD file {f} not found")
+                    raise DataError(f"SQuAD file {f} not found")
             examples = read_squad(path)
             source = str(path)
             if split != "test" and dev_file is None:  # one file: split by article
                 if self.held_out_fraction <= 0:
-                    raise SyntaxformerError("held_out_fraction must be > 0 when no dev_file is given (the held-out "
-                                            "articles are the evaluation set)")
+                    raise ConfigError("held_out_fraction must be > 0 when no dev_file is given (the held-out "
+                                      "articles are the evaluation set)")
                 train, held = split_by_article(examples, self.held_out_fraction, seed=self.split_seed)
                 examples = train if split == "train" else held
                 source = f"{path} (train articles)" if split == "train" else f"{path} (held-out articles)"
@@ -583,7 +583,7 @@ class SquadTask(Task):
                                      f"(held_out_fraction {self.held_out_fraction}, split_seed {self.split_seed})")
                 metadata["held_out_titles"] = sorted({e.title for e in held})
         if not examples:
-            raise SyntaxformerError(f"the SQuAD {split} part is empty ({source})")
+            raise DataError(f"the SQuAD {split} part is empty ({source})")
         fingerprint = content_fingerprint([e.qid, e.title, e.context, e.question, e.answers, e.is_impossible]
                                           for e in examples)
         out = TaskData(examples, source, fingerprint, len(examples), None, metadata)
@@ -592,7 +592,7 @@ class SquadTask(Task):
             data = {**data, key: data["max_samples"]}
         seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
         if data.get(key) is not None and int(data[key]) < 1:
-            raise SyntaxformerError(f"{key}={data[key]} must be a positive number of questions (or null for all)")
+            raise ConfigError(f"{key}={data[key]} must be a positive number of questions (or null for all)")
         out = out.subsampled(None if data.get(key) is None else int(data[key]), seed)
         out.metadata["counts"] = squad_counts(out.examples)
         if split != "train":
@@ -604,11 +604,11 @@ class SquadTask(Task):
     def featurize(self, data: Any, context: TaskContext, split: str) -> SquadFeatures:
         """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""
         if context.parser_noise:
-            raise SyntaxformerError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
-                                    "sentence tasks only, not by SQuAD 2.0")
+            raise ConfigError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
+                              "sentence tasks only, not by SQuAD 2.0")
         if self.doc_stride >= context.max_length:
-            raise SyntaxformerError(f"doc_stride={self.doc_stride} (tokens shared by consecutive windows) must be "
-                                    f"below max_length={context.max_length}")
+            raise ConfigError(f"doc_stride={self.doc_stride} (tokens shared by consecutive windows) must be "
+                              f"below max_length={context.max_length}")
         from syntaxformer.tasks.featurize import annotator_for
 
         annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
@@ -617,8 +617,8 @@ class SquadTask(Task):
         try:
             windows = featurizer(data.examples)
         except ValueError as e:  # window room (max_length - question - specials) too small for the stride
-            raise SyntaxformerError(f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
-                                    f"{self.doc_stride}); raise max_length or lower doc_stride") from e
+            raise ConfigError(f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
+                              f"{self.doc_stride}); raise max_length or lower doc_stride") from e
         return SquadFeatures([feature_arrays(w, context) for w in windows], windows)
 
     # -- predictions -------------------------------------------------------------------------------------
@@ -636,12 +636,12 @@ class SquadTask(Task):
             verifier = None
         elif self.verifier == "parallel":
             if not auxiliary or "verifier" not in auxiliary:
-                raise SyntaxformerError("verifier='parallel' decodes with the verifier model's outputs: pass "
-                                        "auxiliary={'verifier': <its raw predictions>}")
+                raise InputError("verifier='parallel' decodes with the verifier model's outputs: pass "
+                                 "auxiliary={'verifier': <its raw predictions>}")
             verifier = _qa_outputs(auxiliary["verifier"])[2]
         if self.verifier != "none" and verifier is None:
-            raise SyntaxformerError(f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
-                                    "logits (was the model built with qa_verifier=True?)")
+            raise ConfigError(f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
+                              "logits (was the model built with qa_verifier=True?)")
         windows = features.windows if isinstance(features, SquadFeatures) else features
         result = postprocess_predictions(data.examples, windows, start, end, verifier, n_best=self.n_best,
                                          max_answer_length=self.max_answer_length, beta1=self.beta1,

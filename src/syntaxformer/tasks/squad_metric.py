@@ -46,7 +46,8 @@ import string
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import DataError
+from syntaxformer.utils import open_text
 
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -238,13 +239,13 @@ def squad_evaluate(gold: Mapping[str, list[str]] | Any, preds: Mapping[str, str]
 def evaluate_files(data_file: str | Path, pred_file: str | Path, na_prob_file: str | Path | None = None,
                    na_prob_thresh: float = 1.0) -> dict[str, float]:
     """:func:`squad_evaluate` on a SQuAD json, a ``{qid: text}`` prediction json and an optional no-answer json."""
-    with open(data_file, encoding="utf-8") as f:
+    with open_text(data_file) as f:
         dataset = json.load(f)
-    with open(pred_file, encoding="utf-8") as f:
+    with open_text(pred_file) as f:
         preds = json.load(f)
     na_probs = None
     if na_prob_file is not None:
-        with open(na_prob_file, encoding="utf-8") as f:
+        with open_text(na_prob_file) as f:
             na_probs = json.load(f)
     return squad_evaluate(dataset, preds, na_probs, na_prob_thresh)
 
@@ -286,7 +287,7 @@ def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scor
     test_q = list(gold) if same_set else [q for q in gold if q not in tune_set]
     tune_q = test_q if same_set else [q for q in gold if q in tune_set]
     if not test_q:
-        raise SyntaxformerError("every evaluation question is a threshold-tuning question: no test part is left")
+        raise DataError("every evaluation question is a threshold-tuning question: no test part is left")
     has = {q: any(a for a in answers) for q, answers in gold.items()}
     scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
     em, f1 = raw_scores(scored, best_texts)

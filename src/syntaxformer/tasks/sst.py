@@ -18,7 +18,7 @@ from typing import Any
 
 from syntaxformer.data.examples import TaskExample
 from syntaxformer.data.readers.sst import read_sst_examples
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError
 from syntaxformer.tasks.base import register_task
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec, spec_task
 
@@ -50,7 +50,7 @@ class SstTreeTask(SentenceTask):
     def __init__(self, phrases: bool = False, **options: Any):
         super().__init__(**options)
         if not isinstance(phrases, bool):
-            raise SyntaxformerError(f"{self.name}: option phrases={phrases!r} must be true or false")
+            raise ConfigError(f"{self.name}: option phrases={phrases!r} must be true or false")
         self.phrases = phrases
 
     def options(self) -> dict[str, Any]:
@@ -62,7 +62,7 @@ class SstTreeTask(SentenceTask):
     def load_split(self, split: str, data: Any) -> Any:
         if data.get(f"{split}_file") is None and (data.get("dataset") is not None or
                                                  (data.get("data_dir") is None and self.default_data_dir() is None)):
-            raise SyntaxformerError(
+            raise ConfigError(
                 f"{self.title} reads the PTB-bracketed SST tree files ({dict(self.spec.split_files)}); the hub "
                 f"copies of SST have no trees. Give data_dir (a folder with those files) or {split}_file, or set "
                 f"SYNTAXFORMER_DATA to a folder holding {self.spec.folder}/")

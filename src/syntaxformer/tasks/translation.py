@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from syntaxformer.data.readers.parallel import ParallelCorpus, corpus_fraction, multi30k, read_corpus
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 from syntaxformer.tasks.featurize import annotator_for
 
@@ -74,14 +74,14 @@ def encode_pairs(corpus: ParallelCorpus, source_tokenizer: Any, target_tokenizer
     from syntaxformer.utils import progress
 
     if max_source_length < 2 or max_target_length < 2:
-        raise SyntaxformerError("max_source_length and max_target_length must be at least 2, got "
-                                f"{max_source_length} and {max_target_length}")
+        raise ConfigError("max_source_length and max_target_length must be at least 2, got "
+                          f"{max_source_length} and {max_target_length}")
     features = [k[:-len("_ids")] for k in syntax_inputs if k.endswith("_ids") and k[:-len("_ids")] in FEATURES]
     dependency = [k for k in _DEPENDENCY_KEYS if k in syntax_inputs]
     unknown = sorted(set(syntax_inputs) - {f"{f}_ids" for f in features} - set(dependency))
     if unknown:
-        raise SyntaxformerError(f"translation featurization cannot emit {unknown}; it knows "
-                                f"{[f'{f}_ids' for f in FEATURES] + list(_DEPENDENCY_KEYS)}")
+        raise ConfigError(f"translation featurization cannot emit {unknown}; it knows "
+                          f"{[f'{f}_ids' for f in FEATURES] + list(_DEPENDENCY_KEYS)}")
     labels = None
     if target_tokenizer is not None and corpus.targets is not None:
         labels = target_tokenizer(corpus.targets, truncation=True, max_length=max_target_length)["input_ids"]
@@ -131,7 +131,7 @@ def collate_pairs(items: Sequence[Mapping[str, np.ndarray]], pad_token_id: int =
     import torch
 
     if not items:
-        raise SyntaxformerError("cannot collate an empty batch")
+        raise InputError("cannot collate an empty batch")
     batch: dict[str, Any] = {}
     for key in items[0]:
         L = max(len(it[key]) for it in items)
@@ -196,22 +196,22 @@ class TranslationTask(Task):
         model = {"features": list(features), "use_sg_layer": bool(use_sg_layer), "sg_mask": sg_mask}
         if arm is not None:
             if arm not in ARMS:
-                raise SyntaxformerError(f"unknown translation arm {arm!r}; expected one of {', '.join(ARMS)}")
+                raise ConfigError(f"unknown translation arm {arm!r}; expected one of {', '.join(ARMS)}")
             model.update({k: list(v) if isinstance(v, list) else v for k, v in ARMS[arm].items()})
         if preset not in PRESETS:
-            raise SyntaxformerError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
+            raise ConfigError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
         if feature_dim is None:  # the paper's share of the width (20 of 512) at this preset's d_model
             d_model = int((seq2seq_overrides or {}).get("d_model", PRESETS[preset]["d_model"]))
             feature_dim = max(1, round(20 * d_model / 512))
         if not 0.0 < float(fraction) <= 1.0:
-            raise SyntaxformerError(f"fraction must lie in (0, 1], got {fraction}")
+            raise ConfigError(f"fraction must lie in (0, 1], got {fraction}")
         for side, src, tgt in (("train", train_source, train_target), ("valid", valid_source, valid_target)):
             if bool(src) != bool(tgt):
-                raise SyntaxformerError(f"{side}_source and {side}_target go together; got only one of them")
+                raise ConfigError(f"{side}_source and {side}_target go together; got only one of them")
         sets = {"test2016": None} if eval_sets is None else dict(eval_sets)
         for name, files in sets.items():
             if files is not None and len(files) != 2:
-                raise SyntaxformerError(f"eval set {name!r}: expected [source, reference] files, got {files}")
+                raise ConfigError(f"eval set {name!r}: expected [source, reference] files, got {files}")
         self.arm = arm
         self.features: list[str] = model["features"]
         self.use_sg_layer: bool = model["use_sg_layer"]
@@ -273,11 +273,11 @@ class TranslationTask(Task):
                     else multi30k("val", data_dir))
         if split == "test":
             if not self.eval_sets:
-                raise SyntaxformerError("the translation task has no eval_sets, so no 'test' split")
+                raise ConfigError("the translation task has no eval_sets, so no 'test' split")
             split = next(iter(self.eval_sets))
         if split not in self.eval_sets:
-            raise SyntaxformerError(f"unknown translation split {split!r}; expected train, dev, test or an eval set "
-                                    f"({', '.join(self.eval_sets) or 'none configured'})")
+            raise ConfigError(f"unknown translation split {split!r}; expected train, dev, test or an eval set "
+                              f"({', '.join(self.eval_sets) or 'none configured'})")
         files = self.eval_sets[split]
         if files is None:  # the default test2016
             corpus = multi30k("test2016", data_dir)
@@ -378,7 +378,7 @@ class TranslationTask(Task):
         src = context.tokenizer or self.source_tokenizer
         tgt = context.extra.get("target_tokenizer", self.target_tokenizer)
         if src is None or tgt is None:
-            raise SyntaxformerError("build the tokenizers (build_tokenizer / load_tokenizers) before the model")
+            raise InputError("build the tokenizers (build_tokenizer / load_tokenizers) before the model")
         preset = options.pop("preset")
         config = build_config(preset, len(src), len(tgt), **options)
         model = SyntaxInfusedForConditionalGeneration(config)
@@ -390,14 +390,14 @@ class TranslationTask(Task):
                     auxiliary: Mapping[str, Any] | None = None) -> Predictions:
         """Generated ids ``[N, T]`` (-100 / pad padded; or a ``PredictionOutput``) -> detokenised translations."""
         if self.target_tokenizer is None:
-            raise SyntaxformerError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizers)")
+            raise InputError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizers)")
         ids = getattr(raw, "predictions", raw)
         ids = np.asarray(ids[0] if isinstance(ids, (tuple, list)) else ids)
         pad = self.target_tokenizer.pad_token_id or 0
         ids = np.where(ids < 0, pad, ids)
         texts = [t.strip() for t in self.target_tokenizer.batch_decode(ids.tolist(), skip_special_tokens=True)]
         if len(texts) != len(data):
-            raise SyntaxformerError(f"{len(texts)} translations for the {len(data)} sentences of {data.name!r}")
+            raise InputError(f"{len(texts)} translations for the {len(data)} sentences of {data.name!r}")
         return Predictions(ids=list(data.ids), values=texts)
 
     def compute_metrics(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
@@ -405,7 +405,7 @@ class TranslationTask(Task):
         from syntaxformer.translation.evaluate import corpus_bleu
 
         if data.targets is None:
-            raise SyntaxformerError(f"{data.name or 'the corpus'} has no references to score BLEU against")
+            raise DataError(f"{data.name or 'the corpus'} has no references to score BLEU against")
         return corpus_bleu(predictions.values, data.targets)
 
     def evaluation_splits(self) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from typing import Iterator, Sequence
 import numpy as np
 from torch.utils.data import Sampler
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError
 
 __all__ = ["length_batches", "LengthGroupedBatchSampler"]
 
@@ -29,7 +29,7 @@ def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, seed:
     """
     n = len(lengths)
     if batch_size < 1:
-        raise SyntaxformerError(f"batch_size must be positive, got {batch_size}")
+        raise ConfigError(f"batch_size must be positive, got {batch_size}")
     lengths = np.asarray(lengths)
     if not shuffle:
         order = np.argsort(-lengths, kind="stable")

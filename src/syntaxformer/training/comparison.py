@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError
 from syntaxformer.training.config import RunConfig, model_option_names
 from syntaxformer.training.run import train
 from syntaxformer.utils import write_json
@@ -63,7 +63,7 @@ def resolve_systems(config: RunConfig, systems: Sequence[str | tuple[str, dict[s
     ones drop them).
 
     Raises:
-        SyntaxformerError: an unknown or repeated name.
+        ConfigError: an unknown or repeated name.
     """
     if systems is None:
         systems = ["baseline", "sgnet"]
@@ -73,7 +73,7 @@ def resolve_systems(config: RunConfig, systems: Sequence[str | tuple[str, dict[s
     for item in systems:
         if isinstance(item, str):
             if item not in SYSTEM_PRESETS:
-                raise SyntaxformerError(f"unknown system {item!r}; known systems: {', '.join(SYSTEM_PRESETS)}")
+                raise ConfigError(f"unknown system {item!r}; known systems: {', '.join(SYSTEM_PRESETS)}")
             system, changes = SYSTEM_PRESETS[item](config)
             known = set(model_option_names(system))
             model = {k: v for k, v in config.model.items() if k in known}
@@ -90,7 +90,7 @@ def resolve_systems(config: RunConfig, systems: Sequence[str | tuple[str, dict[s
             out.append((str(name), dict(changes)))
     names = [n for n, _ in out]
     if not out or len(set(names)) != len(names):
-        raise SyntaxformerError(f"systems must be distinct names, got {names}")
+        raise ConfigError(f"systems must be distinct names, got {names}")
     return out
 
 

@@ -28,7 +28,7 @@ Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--
   sub-networks, so no topical query to train); ``sst_phrases`` -> ``task_options.phrases``.
 
 The ``model`` section is validated by the model's own config class (unknown names and invalid values are a
-:class:`~syntaxformer.errors.SyntaxformerError` naming them).
+:class:`~syntaxformer.errors.ConfigError` naming them).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, FormatError
 
 __all__ = ["RunConfig", "load_config", "config_data", "apply_overrides", "parse_override", "read_config_file",
            "SYSTEMS", "model_config_class", "model_option_names", "validate_model_options", "MODEL_SHORTHANDS"]
@@ -69,7 +69,7 @@ def model_config_class(system: str) -> type:
         from syntaxformer.modeling import SGNetConfig
 
         return SGNetConfig
-    raise SyntaxformerError(f"model_type={system!r} is not a syntax system; choose one of {SYSTEMS}")
+    raise ConfigError(f"model_type={system!r} is not a syntax system; choose one of {SYSTEMS}")
 
 
 def model_option_names(system: str) -> tuple[str, ...]:
@@ -84,21 +84,21 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
     """Check ``options`` by building the system's config class with them (on a default encoder config).
 
     Raises:
-        SyntaxformerError: an option the config class does not have (listing the known ones), an option set by
+        ConfigError: an option the config class does not have (listing the known ones), an option set by
             the task or the encoder, or a value the config class rejects.
     """
     known = model_option_names(system)
     for key in options:
         if key in _TASK_SET:
-            raise SyntaxformerError(f"model.{key} is set by {_TASK_SET[key]}; remove it from the model options")
+            raise ConfigError(f"model.{key} is set by {_TASK_SET[key]}; remove it from the model options")
         if key not in known:
-            raise SyntaxformerError(f"model.{key} is not an option of {model_config_class(system).__name__} "
-                                    f"(model_type={system}); known options: {sorted(known)}")
+            raise ConfigError(f"model.{key} is not an option of {model_config_class(system).__name__} "
+                              f"(model_type={system}); known options: {sorted(known)}")
     try:
         model_config_class(system)(**dict(options))
     except Exception as e:  # strict dataclass type / value checks, the config's own __post_init__ checks
         message = " ".join(str(e).split())  # the strict-dataclass message spans lines; the CLI shows one
-        raise SyntaxformerError(f"invalid model options for model_type={system}: {message}") from e
+        raise ConfigError(f"invalid model options for model_type={system}: {message}") from e
 
 
 @dataclass
@@ -226,25 +226,25 @@ class RunConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Check the values; raises :class:`SyntaxformerError` naming the bad option and what is allowed."""
+        """Check the values; raises :class:`ConfigError` naming the bad option and what is allowed."""
         choices = {"syntax": ("auto", "parser", "given"), "criterion": ("share", "children"),
                    "mixed_precision": ("auto", "no", "bf16", "fp16"),
                    "eval_strategy": ("no", "steps", "epoch"), "save_strategy": ("no", "steps", "epoch"),
                    "model_type": SYSTEMS, "constituency_fallback": ("dependency", "none")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
-                raise SyntaxformerError(f"{name}={getattr(self, name)!r} is not valid; choose one of {allowed}")
+                raise ConfigError(f"{name}={getattr(self, name)!r} is not valid; choose one of {allowed}")
         if not 0.0 <= float(self.parser_noise) <= 1.0:
-            raise SyntaxformerError(f"parser_noise={self.parser_noise} must be a fraction in [0, 1]")
+            raise ConfigError(f"parser_noise={self.parser_noise} must be a fraction in [0, 1]")
         for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
             v = getattr(self, name)
             if v is not None and int(v) < 1:
-                raise SyntaxformerError(f"{name}={v} must be a positive number of examples (or null for all)")
+                raise ConfigError(f"{name}={v} must be a positive number of examples (or null for all)")
         if int(self.max_length) < 8:
-            raise SyntaxformerError(f"max_length={self.max_length} is too small (at least 8)")
+            raise ConfigError(f"max_length={self.max_length} is too small (at least 8)")
         for name in ("task_options", "model", "training_args"):
             if not isinstance(getattr(self, name), dict):
-                raise SyntaxformerError(f"{name} must be a mapping, got {getattr(self, name)!r}")
+                raise ConfigError(f"{name} must be a mapping, got {getattr(self, name)!r}")
         validate_model_options(self.model_type, self.model)
         self.build_task()  # checks the task name and its options
 
@@ -290,9 +290,9 @@ class RunConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SyntaxformerError(f"unknown config option(s) {unknown}; known options: {sorted(known)}, plus the "
-                                    f"model options of model_type={data.get('model_type', 'sgnet')} "
-                                    "(put other TrainingArguments under training_args)")
+            raise ConfigError(f"unknown config option(s) {unknown}; known options: {sorted(known)}, plus the "
+                              f"model options of model_type={data.get('model_type', 'sgnet')} "
+                              "(put other TrainingArguments under training_args)")
         return cls(**{k: _coerce(cls, k, v) for k, v in data.items()})
 
     def replace(self, **changes: Any) -> "RunConfig":
@@ -315,11 +315,11 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
     for nested in ("model_kwargs", "syntax_bert_options"):
         value = out.pop(nested, None) or {}
         if not isinstance(value, Mapping):
-            raise SyntaxformerError(f"{nested} must be a mapping of model options, got {value!r}")
+            raise ConfigError(f"{nested} must be a mapping of model options, got {value!r}")
         model.update(value)
     section = out.pop("model", None) or {}
     if not isinstance(section, Mapping):
-        raise SyntaxformerError(f"model must be a mapping of model options, got {section!r}")
+        raise ConfigError(f"model must be a mapping of model options, got {section!r}")
     model.update(section)
     known = {f.name for f in dataclasses.fields(RunConfig)}
     # Options of the task itself (``doc_stride``, ``verifier``, ``arm``, ``fraction`` ...) given at top level go to
@@ -335,8 +335,8 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
     trees = out.pop("trees", None)
     if trees is not None:
         if trees not in ("both", "dependency", "constituency"):
-            raise SyntaxformerError(f"trees={trees!r} is not valid; choose one of ('both', 'dependency', "
-                                    "'constituency')")
+            raise ConfigError(f"trees={trees!r} is not valid; choose one of ('both', 'dependency', "
+                              "'constituency')")
         model["use_dependency"] = trees in ("both", "dependency")
         model["use_constituency"] = trees in ("both", "constituency")
     use_syntax = out.pop("use_syntax", None)
@@ -364,23 +364,23 @@ def _coerce(cls, name: str, value: Any) -> Any:
         try:
             return float(value)
         except ValueError:
-            raise SyntaxformerError(f"{name}={value!r} must be a number") from None
+            raise ConfigError(f"{name}={value!r} must be a number") from None
     if t.startswith("int") and isinstance(value, str):
         try:
             return int(value)
         except ValueError:
-            raise SyntaxformerError(f"{name}={value!r} must be an integer") from None
+            raise ConfigError(f"{name}={value!r} must be an integer") from None
     return value
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``"a.b=value"`` -> ``(["a", "b"], value)``, the value parsed as a YAML scalar (``1e-4``, ``true``, ``null``)."""
     if "=" not in text:
-        raise SyntaxformerError(f"override {text!r} must look like key=value (e.g. --set learning_rate=3e-5)")
+        raise ConfigError(f"override {text!r} must look like key=value (e.g. --set learning_rate=3e-5)")
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key:
-        raise SyntaxformerError(f"override {text!r} has an empty key")
+        raise ConfigError(f"override {text!r} has an empty key")
     return key.split("."), _parse_scalar(raw.strip())
 
 
@@ -412,7 +412,7 @@ def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str,
         for part in path[:-1]:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise SyntaxformerError(f"override {text!r}: {part!r} is not a nested mapping")
+                raise ConfigError(f"override {text!r}: {part!r} is not a nested mapping")
         node[path[-1]] = value
     return out
 
@@ -421,8 +421,12 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """A JSON or YAML config file as a dict (YAML for ``.yaml`` / ``.yml``, else JSON)."""
     path = Path(path)
     if not path.is_file():
-        raise SyntaxformerError(f"config file {path} not found")
-    text = path.read_text(encoding="utf-8")
+        raise DataError(f"config file {path} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"config file {path} is not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8 "
+                          "JSON or YAML") from e
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
@@ -432,9 +436,9 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
             data = json.loads(text)
     except Exception as e:
         kind = "YAML" if path.suffix.lower() in (".yaml", ".yml") else "JSON"
-        raise SyntaxformerError(f"config file {path} is not valid {kind}: {e}") from e
+        raise FormatError(f"config file {path} is not valid {kind}: {e}") from e
     if not isinstance(data, dict):
-        raise SyntaxformerError(f"config file {path} must hold a mapping of options, got {type(data).__name__}")
+        raise FormatError(f"config file {path} must hold a mapping of options, got {type(data).__name__}")
     return data
 
 

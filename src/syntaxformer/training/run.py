@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDependencyError
 from syntaxformer.tasks.base import Task, TaskContext, get_task
 from syntaxformer.training.config import RunConfig
 from syntaxformer.utils import atomic_write, write_json
@@ -90,9 +90,9 @@ def load_tokenizer(path: str) -> Any:
     try:
         tok = AutoTokenizer.from_pretrained(path, use_fast=True)
     except OSError as e:
-        raise SyntaxformerError(f"cannot load a tokenizer from {path!r}: {e}") from e
+        raise ConfigError(f"cannot load a tokenizer from {path!r}: {e}") from e
     if not getattr(tok, "is_fast", False):
-        raise SyntaxformerError(f"the tokenizer of {path!r} is not a fast tokenizer; syntax alignment needs one")
+        raise ConfigError(f"the tokenizer of {path!r} is not a fast tokenizer; syntax alignment needs one")
     return tok
 
 
@@ -155,7 +155,7 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
     try:
         return args_class(**kwargs)
     except (TypeError, ValueError) as e:
-        raise SyntaxformerError(f"invalid training arguments: {e}") from e
+        raise ConfigError(f"invalid training arguments: {e}") from e
 
 
 def resume_checkpoint(config: Any, output_dir: str) -> str | None:
@@ -165,7 +165,7 @@ def resume_checkpoint(config: Any, output_dir: str) -> str | None:
 
     if isinstance(config.resume, str) and config.resume not in ("", "true", "True"):
         if not Path(config.resume).is_dir():
-            raise SyntaxformerError(f"resume checkpoint {config.resume} not found")
+            raise DataError(f"resume checkpoint {config.resume} not found")
         return config.resume
     last = get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
     if config.resume:
@@ -173,7 +173,7 @@ def resume_checkpoint(config: Any, output_dir: str) -> str | None:
             logger.info("resume: no checkpoint in %s; starting from scratch", output_dir)
         return last
     if last is not None and not config.overwrite_output_dir:
-        raise SyntaxformerError(
+        raise DataError(
             f"{output_dir} already holds checkpoints (last: {Path(last).name}); use --resume to continue that run "
             "or --overwrite-output-dir to start again there")
     if last is not None:  # starting again: old checkpoints would be mistaken for this run's by a later --resume
@@ -215,20 +215,20 @@ def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] 
     cls = _model_class(config.model_type, task.head)
     if saved is not None:
         if saved != config.model_type:
-            raise SyntaxformerError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")
+            raise ConfigError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")
         model = cls.from_pretrained(path)
         want = task.model_options().get("num_labels")
         if want is not None and model.config.num_labels != want:
-            raise SyntaxformerError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs "
+            raise ConfigError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs "
                                     f"{want}")
         return model
     try:
         return cls.from_encoder_pretrained(path, **task.model_options(), **options)
     except OSError as e:
-        raise SyntaxformerError(f"cannot load the encoder {path!r}: {e}") from e
+        raise ConfigError(f"cannot load the encoder {path!r}: {e}") from e
     except Exception as e:  # config validation against the real encoder (LISA head outside it, ...)
         if isinstance(e, ValueError) or type(e).__name__.startswith("StrictDataclass"):
-            raise SyntaxformerError(f"invalid model options for {config.model_type} on {path!r}: "
+            raise ConfigError(f"invalid model options for {config.model_type} on {path!r}: "
                                     f"{' '.join(str(e).split())}") from e
         raise
 
@@ -247,7 +247,7 @@ def _trainer(config: RunConfig, task: Task, model: Any, tokenizer: Any, args: An
         try:
             from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
         except ImportError as e:
-            raise SyntaxformerError(f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
+            raise MissingDependencyError(f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
                                     "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
                                     "(translation runs need it)") from e
         return SyntaxSeq2SeqTrainer(**kwargs)
@@ -339,7 +339,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     train_data = _load_data(config, task, "train", config.max_train_samples)
     dev_data = _load_data(config, task, "dev", config.max_eval_samples)
     if not _has_labels(train_data) or not _has_labels(dev_data):
-        raise SyntaxformerError(f"{task.title}: training needs labeled train and dev data")
+        raise DataError(f"{task.title}: training needs labeled train and dev data")
     # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what they
     # prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
     prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
@@ -519,13 +519,18 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
     the module that defined it, when that module is importable.
 
     Raises:
-        SyntaxformerError: the folder has no ``run.json``.
+        DataError: the folder has no ``run.json``. FormatError: its ``run.json`` is not the JSON ``train`` wrote.
     """
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
-        raise SyntaxformerError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE})")
-    saved = json.loads(path.read_text(encoding="utf-8"))
-    record = saved["task"]
+        raise DataError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE})")
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        record = saved["task"]
+        saved["config"]
+    except (ValueError, KeyError, TypeError) as e:  # not UTF-8, not JSON, or not a run record
+        raise FormatError(f"not the run record `syntaxformer train` writes ({type(e).__name__}: {e}); train "
+                          "again into a new folder", source=str(path)) from None
     module = record.get("module")
     if module and module != "__main__" and not module.startswith("syntaxformer."):
         try:
@@ -552,13 +557,13 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
         import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
 
         if not (Path(run_dir) / "config.json").is_file():
-            raise SyntaxformerError(f"{run_dir} holds no trained model (no config.json); was it trained with "
+            raise DataError(f"{run_dir} holds no trained model (no config.json); was it trained with "
                                     "save_model=false?")
         model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
         return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
     saved = _saved_system(run_dir)
     if saved is None:
-        raise SyntaxformerError(f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
+        raise DataError(f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
                                 f"{' or '.join(map(repr, _SAVED_TYPES))}); was it trained with save_model=false?")
     model = _model_class(saved, task.head).from_pretrained(run_dir)
     return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
@@ -584,7 +589,7 @@ def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any
     for name in task.auxiliary_models():  # e.g. SQuAD's parallel verifier, saved in <run_dir>/<name>
         sub_dir = Path(run_dir) / name
         if not (sub_dir / "config.json").is_file():
-            raise SyntaxformerError(f"{run_dir}: the auxiliary model {name!r} is missing ({sub_dir}); it is saved "
+            raise DataError(f"{run_dir}: the auxiliary model {name!r} is missing ({sub_dir}); it is saved "
                                     "there by `train` with save_model=true")
         sub_model, _ = _trained(str(sub_dir), config, task, prep)
         sub = _trainer(config, task, sub_model, tokenizer, args, context)
@@ -610,7 +615,7 @@ def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping
     config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir,
                                                                          "max_eval_samples")
     if not _has_labels(data):
-        raise SyntaxformerError(f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use "
+        raise DataError(f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use "
                                 "`predict` instead")
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     result = {

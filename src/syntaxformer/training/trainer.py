@@ -19,7 +19,7 @@ from transformers import Seq2SeqTrainer
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import InputError
 
 __all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "new_parameter_names", "precision_flags",
            "LoggingCallback", "SyntaxSeq2SeqTrainer"]
@@ -244,7 +244,7 @@ class SyntaxSeq2SeqTrainer(Seq2SeqTrainer):
         from syntaxformer.training.batching import LengthGroupedBatchSampler
 
         if self.train_dataset is None:
-            raise SyntaxformerError("SyntaxSeq2SeqTrainer.train needs a train_dataset")
+            raise InputError("SyntaxSeq2SeqTrainer.train needs a train_dataset")
         dataset = self.train_dataset
         lengths = [len(dataset[i]["input_ids"]) + len(dataset[i].get("labels", ())) for i in range(len(dataset))]
         sampler = LengthGroupedBatchSampler(lengths, self._train_batch_size, self.args.seed, self.length_bucket)

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from syntaxformer.errors import MissingDependencyError, SyntaxformerError
+from syntaxformer.errors import DataError, InputError, MissingDependencyError
 from syntaxformer.utils import progress
 
 __all__ = ["TranslationModel", "translate", "translate_and_score", "corpus_bleu", "sentence_statistics",
@@ -43,7 +43,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[st
         lengths).
     """
     if len(hypotheses) != len(references):
-        raise SyntaxformerError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+        raise InputError(f"{len(hypotheses)} hypotheses but {len(references)} references")
     metric = _bleu_metric()
     score = metric.corpus_score(list(hypotheses), [list(references)])
     return {"bleu": float(score.score), "signature": str(metric.get_signature()), "verbose": str(score)}
@@ -74,8 +74,8 @@ def paired_bootstrap_bleu(hyp_a: Sequence[str], hyp_b: Sequence[str], references
     from syntaxformer.analysis.significance import paired_bootstrap
 
     if not (len(hyp_a) == len(hyp_b) == len(references)):
-        raise SyntaxformerError(f"paired bootstrap needs outputs of the same sentences: {len(hyp_a)}, {len(hyp_b)} "
-                                f"hypotheses and {len(references)} references")
+        raise InputError(f"paired bootstrap needs outputs of the same sentences: {len(hyp_a)}, {len(hyp_b)} "
+                         f"hypotheses and {len(references)} references")
     sa, sb = sentence_statistics(hyp_a, references), sentence_statistics(hyp_b, references)
     result = paired_bootstrap(lambda s, _y: bleu_from_statistics(s), sa, sb, np.zeros(len(references)),
                               n_resamples=n_resamples, seed=seed)
@@ -119,7 +119,7 @@ def load_translation_model(folder: str | Path, annotator: Any = None, max_source
     ``source_tokenizer/`` and ``target_tokenizer/``.
 
     Raises:
-        SyntaxformerError: the folder holds no translation model.
+        DataError: the folder holds no translation model.
     """
     from transformers import AutoModelForSeq2SeqLM
 
@@ -128,8 +128,8 @@ def load_translation_model(folder: str | Path, annotator: Any = None, max_source
 
     folder = Path(folder)
     if not (folder / "config.json").is_file():
-        raise SyntaxformerError(f"{folder} holds no config.json; expected a folder written by "
-                                "`syntaxformer train --task translation`")
+        raise DataError(f"{folder} holds no config.json; expected a folder written by "
+                        "`syntaxformer train --task translation`")
     src_tok, tgt_tok = load_tokenizers(folder)
     model = AutoModelForSeq2SeqLM.from_pretrained(str(folder))
     model.eval()

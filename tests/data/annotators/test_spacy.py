@@ -7,7 +7,7 @@ import pytest
 from syntaxformer.data.annotators.cache import ParseCache, make_key
 from syntaxformer.data.annotators.spacy import SpacyAnnotator, _chunks, load_pipeline
 from syntaxformer.data.sentence import Document, Sentence
-from syntaxformer.data.annotators import AnnotatorError
+from syntaxformer.errors import AnnotatorError
 from syntaxformer.errors import MissingDependencyError
 
 pytestmark = pytest.mark.slow
@@ -79,7 +79,7 @@ def test_annotate_pretokenized_gives_one_tree_per_input(annotator, nlp):
 
 
 def test_annotate_rejects_bad_input(annotator):
-    with pytest.raises(TypeError, match=r"texts\[1\]"):
+    with pytest.raises(AnnotatorError, match=r"texts\[1\]"):
         annotator.annotate(["ok", 3])
     with pytest.raises(AnnotatorError, match=r"sentences\[0\]"):
         annotator.annotate_pretokenized([[]])

@@ -4,7 +4,7 @@
 the package (see :mod:`syntaxformer.data.annotators.base` for a complete example).
 """
 
-from syntaxformer.data.annotators.base import Annotator, AnnotatorError, ParseNotFoundError
+from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.cache import ParseCache
 from syntaxformer.data.annotators.factory import annotator_schemes, make_annotator, register_annotator
 from syntaxformer.data.annotators.preparsed import PreparsedAnnotator
@@ -12,9 +12,7 @@ from syntaxformer.data.annotators.spacy import SpacyAnnotator
 
 __all__ = [
     "Annotator",
-    "AnnotatorError",
     "ParseCache",
-    "ParseNotFoundError",
     "PreparsedAnnotator",
     "SpacyAnnotator",
     "annotator_schemes",

@@ -27,19 +27,10 @@ import abc
 from typing import Iterable, Iterator, Sequence
 
 from syntaxformer.data.sentence import Document, Sentence
-from syntaxformer.errors import SyntaxformerError
 
-__all__ = ["Annotator", "AnnotatorError", "ParseNotFoundError"]
+__all__ = ["Annotator"]
 
 _PIPE_BLOCK = 1024  # texts per annotate() call in the default pipe()
-
-
-class AnnotatorError(SyntaxformerError, ValueError):
-    """An annotator spec, option or input that cannot work (the message says what would)."""
-
-
-class ParseNotFoundError(AnnotatorError):
-    """A text (or word list) with no parse in a pre-parsed file; the message names the text and the file."""
 
 
 class Annotator(abc.ABC):

@@ -151,10 +151,10 @@ class ParseCache:
                     f"SELECT key, value, checksum FROM parses WHERE key IN ({marks})", chunk):
                 try:
                     if not isinstance(value, str) or _checksum(key, value) != checksum:
-                        raise ValueError("checksum mismatch")
+                        raise ValueError("checksum mismatch")  # caught just below: the entry is parsed again
                     data = json.loads(value)
                     if not isinstance(data, dict):
-                        raise ValueError("value is not a JSON object")
+                        raise ValueError("value is not a JSON object")  # caught just below, as above
                 except (ValueError, TypeError, UnicodeError) as e:
                     logger.warning("parse cache %s: entry %s is corrupt (%s); it will be parsed again",
                                    self.path, key[:12], e)

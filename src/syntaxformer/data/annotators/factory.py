@@ -20,10 +20,11 @@ import re
 import sys
 from typing import Any, Callable
 
-from syntaxformer.data.annotators.base import Annotator, AnnotatorError
+from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.preparsed import PREPARSED_FORMATS, PreparsedAnnotator
 from syntaxformer.data.annotators.spacy import SpacyAnnotator, pipeline_location
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
+from syntaxformer.errors import AnnotatorError
 
 __all__ = ["make_annotator", "register_annotator", "annotator_schemes"]
 

@@ -25,8 +25,9 @@ import hashlib
 import os
 from typing import Iterable, Sequence
 
-from syntaxformer.data.annotators.base import Annotator, AnnotatorError, ParseNotFoundError
+from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.errors import AnnotatorError, ParseNotFoundError
 
 __all__ = ["PreparsedAnnotator", "PREPARSED_FORMATS"]
 
@@ -142,7 +143,7 @@ class PreparsedAnnotator(Annotator):
         out = []
         for i, text in enumerate(texts):
             if not isinstance(text, str):
-                raise TypeError(f"texts[{i}] is a {type(text).__name__}; expected str")
+                raise AnnotatorError(f"texts[{i}] is a {type(text).__name__}; expected str")
             out.append(self._document(text))
         return out
 

@@ -29,11 +29,11 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
-from syntaxformer.data.annotators.base import Annotator, AnnotatorError
+from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.cache import ParseCache, make_key
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
-from syntaxformer.errors import MissingDependencyError
+from syntaxformer.errors import AnnotatorError, MissingDependencyError
 from syntaxformer.utils import progress as _progress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -360,7 +360,7 @@ class SpacyAnnotator(Annotator):
     def _texts_block(self, texts: list[str], start: int) -> list[Document]:
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise TypeError(f"texts[{start + i}] is a {type(t).__name__}; expected str")
+                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str")
         keys = [make_key(t, self.cache_key(),
                          "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts]
         by_key = dict(zip(keys, texts))

@@ -35,6 +35,7 @@ from typing import IO, Any, Iterable, Iterator
 from syntaxformer.data.tree import find_cycle
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import FormatError, TreeError
+from syntaxformer.utils import open_text
 
 __all__ = ["read_conllu", "parse_conllu", "format_conllu", "sentence_to_conllu", "write_conllu"]
 
@@ -65,7 +66,7 @@ def read_conllu(path: str | os.PathLike | IO[str], source: str | None = None) ->
     """
     if isinstance(path, (str, os.PathLike)):
         name = source or os.fspath(path)
-        with open(path, encoding="utf-8-sig") as f:
+        with open_text(path, encoding="utf-8-sig") as f:
             yield from _read_lines(f, name)
     else:
         yield from _read_lines(path, source or getattr(path, "name", "<stream>"))

@@ -13,6 +13,7 @@ from typing import Mapping
 
 from syntaxformer.data.examples import TaskExample
 from syntaxformer.errors import FormatError
+from syntaxformer.utils import open_text
 
 __all__ = ["TsvLayout", "read_glue_tsv"]
 
@@ -72,7 +73,7 @@ def read_glue_tsv(layout: TsvLayout, path: str | os.PathLike, split: str = "dev"
         FormatError: the layout is not the layout's, a row has too few fields, or a label is unknown (file, line).
     """
     path = os.fspath(path)
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with open_text(path, encoding="utf-8-sig", newline="") as f:
         lines = f.read().split("\n")
     if lines and lines[-1] == "":
         lines.pop()

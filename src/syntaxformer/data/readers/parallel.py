@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from syntaxformer.errors import FormatError, SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, FormatError
 
 __all__ = ["ParallelCorpus", "Segment", "read_parallel", "read_sgm", "read_sgm_pair", "corpus_fraction", "multi30k",
            "newstest2013", "read_lines", "read_corpus", "MULTI30K_SPLITS"]
@@ -45,10 +45,10 @@ class ParallelCorpus:
 
     def __post_init__(self) -> None:
         if self.targets is not None and len(self.targets) != len(self.sources):
-            raise SyntaxformerError(f"{self.name or 'corpus'}: {len(self.sources)} sources but "
-                                    f"{len(self.targets)} targets")
+            raise DataError(f"{self.name or 'corpus'}: {len(self.sources)} sources but "
+                            f"{len(self.targets)} targets")
         if len(self.ids) != len(self.sources):
-            raise SyntaxformerError(f"{self.name or 'corpus'}: {len(self.ids)} ids for {len(self.sources)} sentences")
+            raise DataError(f"{self.name or 'corpus'}: {len(self.ids)} ids for {len(self.sources)} sentences")
 
     def __len__(self) -> int:
         return len(self.sources)
@@ -202,7 +202,7 @@ def corpus_fraction(corpus: ParallelCorpus, fraction: float, seed: int = 0) -> P
     The subsets of one seed are nested: the 10% subset is contained in the 25% one, and so on.
     """
     if not 0.0 < fraction <= 1.0:
-        raise SyntaxformerError(f"fraction must lie in (0, 1], got {fraction}")
+        raise ConfigError(f"fraction must lie in (0, 1], got {fraction}")
     if fraction == 1.0:
         return corpus
     n = max(1, int(round(fraction * len(corpus))))
@@ -218,11 +218,11 @@ def _shared(*parts: str) -> Path:
 
     root = shared_data_dir()
     if root is None:
-        raise SyntaxformerError("../shared/data not found; set SYNTAXFORMER_DATA to the folder that holds "
-                                f"{'/'.join(parts)}")
+        raise DataError("../shared/data not found; set SYNTAXFORMER_DATA to the folder that holds "
+                          f"{'/'.join(parts)}")
     path = root.joinpath(*parts)
     if not path.exists():
-        raise SyntaxformerError(f"{path} not found")
+        raise DataError(f"{path} not found")
     return path
 
 
@@ -230,7 +230,7 @@ def multi30k(split: str, data_dir: str | Path | None = None, source_lang: str = 
              target_lang: str = "de") -> ParallelCorpus:
     """A Multi30k task-1 split (``train`` 29,000, ``val`` 1,014, ``test2016`` 1,000 pairs)."""
     if split not in MULTI30K_SPLITS:
-        raise SyntaxformerError(f"unknown Multi30k split {split!r}; expected one of {', '.join(MULTI30K_SPLITS)}")
+        raise ConfigError(f"unknown Multi30k split {split!r}; expected one of {', '.join(MULTI30K_SPLITS)}")
     folder = Path(data_dir) if data_dir is not None else _shared("multi30k")
     stem = MULTI30K_SPLITS[split]
     corpus = read_parallel(folder / f"{stem}.{source_lang}", folder / f"{stem}.{target_lang}")

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 from syntaxformer.data.constituency import Tree, read_bracketed, remove_empty, strip_function_tags, unwrap
 from syntaxformer.data.headrules import ptb_to_upos, to_dependencies
 from syntaxformer.data.sentence import Sentence
-from syntaxformer.errors import FormatError
+from syntaxformer.errors import DataError, FormatError
 
 __all__ = ["read_ptb", "ptb_files", "sentence_from_tree"]
 
@@ -32,7 +32,7 @@ def ptb_files(path: str | Path | Iterable[str | Path], pattern: str = "*.mrg") -
         pattern: file pattern used inside folders.
 
     Raises:
-        FileNotFoundError: nothing matches.
+        DataError: nothing matches.
     """
     if not isinstance(path, (str, Path)):
         return [f for p in path for f in ptb_files(p, pattern)]
@@ -44,8 +44,8 @@ def ptb_files(path: str | Path | Iterable[str | Path], pattern: str = "*.mrg") -
     else:
         files = sorted(Path(f) for f in glob.glob(str(path)) if os.path.isfile(f))
     if not files:
-        raise FileNotFoundError(f"no PTB files at {str(path)!r} (expected a .mrg file, a folder of "
-                                f"{pattern} files or a glob pattern)")
+        raise DataError(f"no PTB files at {str(path)!r} (expected a .mrg file, a folder of "
+                        f"{pattern} files or a glob pattern)")
     return files
 
 
@@ -65,12 +65,12 @@ def sentence_from_tree(tree: Tree, *, sent_id: str | None = None, source: str | 
         upos from :data:`~syntaxformer.data.headrules.PTB_TO_UPOS`, tree = the cleaned tree.
 
     Raises:
-        ValueError: nothing but empty elements in the tree.
+        DataError: nothing but empty elements in the tree.
     """
     pruned = remove_empty(tree)
     if pruned is None:
-        raise ValueError(f"tree {sent_id or ''} has no words once empty elements (-NONE-) are removed: "
-                         f"{tree.to_string()[:80]}")
+        raise DataError(f"tree {sent_id or ''} has no words once empty elements (-NONE-) are removed: "
+                        f"{tree.to_string()[:80]}")
     pruned = unwrap(pruned)
     deps = to_dependencies(pruned, labels=labels)
     clean = strip_function_tags(pruned)
@@ -98,7 +98,7 @@ def read_ptb(path: str | Path | Iterable[str | Path], *, labels: bool = True, so
 
     Raises:
         FormatError: malformed brackets, a word beside sub-trees, an empty tree, naming file and line.
-        FileNotFoundError: ``path`` matches no file.
+        DataError: ``path`` matches no file.
     """
     for file in ptb_files(path, pattern):
         for k, (tree, line) in enumerate(read_bracketed(file)):

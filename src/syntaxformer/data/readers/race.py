@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from syntaxformer.errors import FormatError, SyntaxformerError
+from syntaxformer.errors import DataError, FormatError, MissingDependencyError
 
 __all__ = ["RaceExample", "LEVELS", "OPTION_LETTERS", "read_race_file", "parse_race_record", "read_race_dir",
            "read_race_tarball", "load_race_hub", "examples_from_hub_rows", "race_counts"]
@@ -127,18 +127,18 @@ def read_race_dir(folder: str | Path, levels: Sequence[str] = LEVELS) -> list[Ra
     """All questions of a RACE split folder (``<folder>/{middle,high}/*.txt``), middle first, files sorted by name.
 
     Raises:
-        SyntaxformerError: the folder or a level sub-folder is missing, or holds no file.
+        DataError: the folder or a level sub-folder is missing, or holds no file.
     """
     folder = Path(folder)
     out: list[RaceExample] = []
     for level in levels:
         sub = folder / level
         if not sub.is_dir():
-            raise SyntaxformerError(f"RACE folder {sub} not found (expected {folder}/{{middle,high}}/*.txt, the "
-                                    "original per-passage files)")
+            raise DataError(f"RACE folder {sub} not found (expected {folder}/{{middle,high}}/*.txt, the "
+                            "original per-passage files)")
         files = sorted(sub.glob("*.txt"), key=lambda p: (len(p.stem), p.stem))
         if not files:
-            raise SyntaxformerError(f"RACE folder {sub} holds no .txt passage files")
+            raise DataError(f"RACE folder {sub} holds no .txt passage files")
         for f in files:
             out.extend(read_race_file(f, level))
     return out
@@ -154,7 +154,7 @@ def read_race_tarball(path: str | Path, levels: Sequence[str] = LEVELS, max_ques
     """
     path = Path(path)
     if not path.is_file():
-        raise SyntaxformerError(f"RACE tarball {path} not found")
+        raise DataError(f"RACE tarball {path} not found")
     records: list[tuple[str, str, bytes]] = []
     try:
         with tarfile.open(path, "r:*") as tar:
@@ -168,9 +168,10 @@ def read_race_tarball(path: str | Path, levels: Sequence[str] = LEVELS, max_ques
                 if f is not None:
                     records.append((member.name, level, f.read()))
     except tarfile.TarError as e:
-        raise SyntaxformerError(f"cannot read the tarball {path}: {e}") from e
+        raise FormatError(f"not a readable tar archive ({e}); expected the RACE tarball (RACE.tar.gz)",
+                          str(path)) from e
     if not records:
-        raise SyntaxformerError(f"tarball {path} holds no RACE .txt files under {'/'.join(levels)} folders")
+        raise DataError(f"tarball {path} holds no RACE .txt files under {'/'.join(levels)} folders")
     if max_questions is not None:
         random.Random(seed).shuffle(records)
     out: list[RaceExample] = []
@@ -213,7 +214,7 @@ def load_race_hub(name: str = "ehovy/race", config: str = "all", split: str = "v
     try:
         from datasets import load_dataset
     except ImportError as e:  # pragma: no cover - datasets is a dependency
-        raise SyntaxformerError("loading RACE from the hub needs `pip install datasets`") from e
+        raise MissingDependencyError("loading RACE from the hub needs `pip install datasets`") from e
     rows = load_dataset(name, config, split=split, **kwargs)
     return examples_from_hub_rows(rows, level=config if config in LEVELS else None)
 

@@ -18,7 +18,8 @@ from syntaxformer.data.constituency import Tree
 from syntaxformer.data.examples import TaskExample
 from syntaxformer.data.readers.ptb import sentence_from_tree
 from syntaxformer.data.sentence import Sentence
-from syntaxformer.errors import FormatError
+from syntaxformer.errors import DataError, FormatError
+from syntaxformer.utils import open_text
 
 __all__ = ["NLIPair", "TextPair", "SNLI_LABELS", "read_snli_jsonl", "read_snli_tokenized", "read_snli_examples"]
 
@@ -67,7 +68,7 @@ def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: b
     Raises:
         FormatError: invalid JSON, a missing field, or a malformed tree, naming file and line.
     """
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
@@ -109,17 +110,16 @@ def read_snli_tokenized(folder: str | Path, split: str = "dev", *,
         :class:`TextPair` objects; the trailing space of each line is removed.
 
     Raises:
-        FileNotFoundError: a file is missing.
+        DataError: a file is missing.
         FormatError: the files have different numbers of lines, or a label is unknown (naming file and line).
     """
     folder = Path(folder)
     paths = [folder / f"{name}.{split}" for name in ("s1", "s2", "labels")]
     for p in paths:
         if not p.is_file():
-            raise FileNotFoundError(f"SNLI file {p} not found (expected s1.{split}, s2.{split} and "
-                                    f"labels.{split} in {folder})")
-    with open(paths[0], encoding="utf-8") as f1, open(paths[1], encoding="utf-8") as f2, \
-            open(paths[2], encoding="utf-8") as f3:
+            raise DataError(f"SNLI file {p} not found (expected s1.{split}, s2.{split} and "
+                            f"labels.{split} in {folder})")
+    with open_text(paths[0]) as f1, open_text(paths[1]) as f2, open_text(paths[2]) as f3:
         lineno = 0
         while True:
             lines = [f.readline() for f in (f1, f2, f3)]

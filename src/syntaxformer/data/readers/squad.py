@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError
+from syntaxformer.utils import open_text
 
 __all__ = ["SquadExample", "read_squad", "examples_from_rows", "load_squad_hub", "squad_counts", "gold_answers",
            "split_by_article"]
@@ -63,7 +64,7 @@ def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, An
         is unanswerable iff it has no answers.
     """
     if isinstance(source, (str, Path)):
-        with open(source, encoding="utf-8") as f:
+        with open_text(source) as f:
             source = json.load(f)
     articles = source["data"] if isinstance(source, Mapping) else source
     out: list[SquadExample] = []
@@ -125,7 +126,7 @@ def split_by_article(examples: Sequence[SquadExample], held_out_fraction: float 
     articles and the fraction is > 0) are held out. Question order within each part is the input order.
     """
     if not 0.0 <= held_out_fraction < 1.0:
-        raise SyntaxformerError(f"held_out_fraction must lie in [0, 1) (the share of articles held out), got "
+        raise ConfigError(f"held_out_fraction must lie in [0, 1) (the share of articles held out), got "
                                 f"{held_out_fraction}")
     titles = list(dict.fromkeys(e.title for e in examples))
     ranked = sorted(titles, key=lambda t: hashlib.sha1(f"{seed}:{t}".encode("utf-8")).hexdigest())

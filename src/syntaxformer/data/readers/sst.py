@@ -21,7 +21,8 @@ from syntaxformer.data.constituency import Tree, unescape_word
 from syntaxformer.data.examples import TaskExample
 from syntaxformer.data.headrules import ptb_to_upos, unlabeled_to_dependencies
 from syntaxformer.data.sentence import Sentence
-from syntaxformer.errors import FormatError, MissingDependencyError
+from syntaxformer.errors import FormatError, InputError, MissingDependencyError
+from syntaxformer.utils import open_text
 
 __all__ = ["read_sst", "read_sst_examples", "spacy_tagger", "SST_LABELS", "SST_MIN_PHRASE_WORDS"]
 
@@ -59,7 +60,7 @@ def read_sst(path: str | Path, *, tagger: Tagger | None = None, labels: bool = T
             score 0-4, naming file and line.
     """
     name = Path(path).name
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         k = 0
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -72,7 +73,7 @@ def read_sst(path: str | Path, *, tagger: Tagger | None = None, labels: bool = T
             words = tree.leaves()
             tags = list(tagger(words)) if tagger is not None else None
             if tags is not None and len(tags) != len(words):
-                raise ValueError(f"tagger returned {len(tags)} tags for {len(words)} words at {path}:{lineno}")
+                raise InputError(f"tagger returned {len(tags)} tags for {len(words)} words at {path}:{lineno}")
             deps = unlabeled_to_dependencies(tree, tags, labels=labels)
             yield Sentence(
                 words=words, heads=deps.heads, deprels=deps.deprels, xpos=tags,
@@ -152,7 +153,7 @@ def read_sst_examples(path: str | os.PathLike, split: str = "dev", *,
     mapping = tree_labels
     out: list[TaskExample] = []
     seen: set[tuple[str, ...]] = set()
-    with open(path, encoding="utf-8") as f:
+    with open_text(path) as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
