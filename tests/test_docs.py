@@ -9,7 +9,6 @@ long trainings. Pages whose blocks read the shared data sets skip when the data 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -25,7 +24,9 @@ NO_TEST = "<!-- no-test -->"
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _CODE_PATH = re.compile(r"`([\w./-]+\.(?:py|md))`")
-_SUBPACKAGES = {d.name for d in (REPO / "src" / "syntaxformer").iterdir() if d.is_dir()}
+#: First path components that mean "a file of this repository" (top-level folders, the package and its packages).
+_REPO_ROOTS = {"src", "tests", "docs", "experiments", "benchmarks", "syntaxformer",
+               *(d.name for d in (REPO / "src" / "syntaxformer").iterdir() if d.is_dir() and d.name != "__pycache__")}
 
 
 def python_blocks(page: Path) -> list[tuple[int, str, bool]]:
@@ -101,22 +102,22 @@ def test_relative_links_resolve(page: Path) -> None:
 
 
 def _code_path_exists(name: str) -> bool:
-    """A backticked ``*.py`` path of a page: relative to the repo, ``src/``, the package, or one of its packages."""
+    """A backticked path of a page, relative to the repo, ``src/``, the package, or one of its packages."""
     package = REPO / "src" / "syntaxformer"
     roots = [REPO, REPO / "src", package, *(d for d in package.iterdir() if d.is_dir())]
-    if any((root / name).exists() for root in roots):
-        return True
-    top = name.split("/", 1)[0]  # a file of an installed library (e.g. transformers/...): relative to its site dir
-    spec = importlib.util.find_spec(top) if top.isidentifier() and top not in _SUBPACKAGES else None
-    return bool(spec and spec.submodule_search_locations
-                and (Path(next(iter(spec.submodule_search_locations))).parent / name).exists())
+    return any((root / name).exists() for root in roots)
+
+
+def _names_repo_file(name: str) -> bool:
+    """Whether a backticked path points into this repository (not ``../shared/...``, not another library's file)."""
+    return "/" in name and name.split("/", 1)[0] in _REPO_ROOTS
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
 def test_named_source_files_exist(page: Path) -> None:
     """Every ``path/to/file.py`` a page names in backticks exists (a moved module leaves no stale path behind)."""
     text = page.read_text(encoding="utf-8")
-    missing = sorted({p for p in _CODE_PATH.findall(text) if "/" in p and not _code_path_exists(p)})
+    missing = sorted({p for p in _CODE_PATH.findall(text) if _names_repo_file(p) and not _code_path_exists(p)})
     assert not missing, f"{page.name} names files that do not exist: {missing}"
 
 
