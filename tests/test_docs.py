@@ -3,8 +3,9 @@ link points to a file, and every source / test file a page names in backticks ex
 
 A page's python blocks run in order in one fresh interpreter (later blocks may use names of earlier ones, as a
 reader would run them), from an empty temporary folder, with the environment of the test run (``HF_HUB_OFFLINE``,
-``SYNTAXFORMER_DATA`` ...). A block directly preceded by the line ``<!-- no-test -->`` is skipped: use it only for
-long trainings. Pages whose blocks read the shared data sets skip when the data is absent.
+``SYNTAXFORMER_DATA`` ...). A block directly preceded by the line ``<!-- no-test -->`` is skipped (use it only for
+long trainings); one preceded by ``<!-- excerpt: PATH -->`` is an abridged excerpt of a repository file that the
+test suite runs (the file must exist). Pages whose blocks read the shared data sets skip when the data is absent.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 NO_TEST = "<!-- no-test -->"
+#: ``<!-- excerpt: tests/x.py -->`` before a block: an abridged excerpt of that file, which the test suite runs; the
+#: block itself is not run, the file must exist.
+_EXCERPT = re.compile(r"^<!-- excerpt: (\S+) -->$")
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -45,7 +49,8 @@ def python_blocks(page: Path) -> list[tuple[int, str, bool]]:
             j += 1
         if lang == "python":
             before = [ln.strip() for ln in lines[:i] if ln.strip()]
-            blocks.append((start + 1, "\n".join(lines[start:j]), not (before and before[-1] == NO_TEST)))
+            marker = before[-1] if before else ""
+            blocks.append((start + 1, "\n".join(lines[start:j]), not (marker == NO_TEST or _EXCERPT.match(marker))))
         i = j + 1
     return blocks
 
@@ -86,6 +91,14 @@ def test_no_test_marker_only_before_blocks() -> None:
             if ln.strip() == NO_TEST:
                 nxt = next((x for x in lines[i + 1:] if x.strip()), "")
                 assert nxt.startswith("```python"), f"{page.name}:{i + 1}: {NO_TEST} not followed by a python block"
+
+
+def test_excerpts_name_existing_files() -> None:
+    for page in PAGES:
+        for ln in page.read_text(encoding="utf-8").splitlines():
+            m = _EXCERPT.match(ln.strip())
+            if m:
+                assert (REPO / m.group(1)).exists(), f"{page.name}: excerpt of a missing file {m.group(1)}"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
