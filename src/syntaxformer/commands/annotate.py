@@ -1,4 +1,5 @@
-"""``syntaxformer annotate``: parse raw text with spaCy, or read gold trees; write JSONL or CoNLL-U.
+"""``syntaxformer annotate``: parse raw text with any annotator (spaCy by default, or parses from an external parser
+via ``--parser conllu:FILE`` / ``jsonl:FILE``), or read gold trees; write JSONL or CoNLL-U.
 
 Input formats (``--format``, default from the file extension):
 

@@ -1,4 +1,5 @@
-"""``syntaxformer train``: fine-tune SG-Net, Syntax-BERT (or a plain-encoder baseline) on a GLUE task, SNLI or SST.
+"""``syntaxformer train``: train SG-Net, Syntax-BERT (or a plain-encoder baseline) on any registered task: GLUE,
+SNLI, SST, SQuAD 2.0, RACE, or the Syntax-Infused Transformer on translation.
 
 Options come from a JSON / YAML config file (``--config``), then ``--set key=value`` overrides, then the explicit
 flags below; see :class:`syntaxformer.training.RunConfig` for every option (model options given at the top level,

@@ -150,6 +150,8 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
         kwargs["save_steps"] = config.save_steps
     if config.disable_tqdm is not None:
         kwargs["disable_tqdm"] = bool(config.disable_tqdm)
+    elif os.environ.get("SYNTAXFORMER_NO_PROGRESS", "") not in ("", "0"):  # the library-wide switch (CI, logs)
+        kwargs["disable_tqdm"] = True
     kwargs.update(config.training_args)
     kwargs.update(overrides)
     try:
