@@ -11,13 +11,13 @@ constant input is ``nan`` (a warning-free ``nan``: the score really is undefined
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from syntaxformer.errors import ConfigError, InputError
+from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
 
-__all__ = ["accuracy", "f1_binary", "matthews_corrcoef", "pearson", "spearman", "rankdata", "METRICS",
+__all__ = ["bleu_metric", "corpus_bleu", "accuracy", "f1_binary", "matthews_corrcoef", "pearson", "spearman", "rankdata", "METRICS",
            "compute_metrics"]
 
 
@@ -139,3 +139,27 @@ def main_metric(metrics: Mapping[str, float], names: Sequence[str]) -> float:
         if n in metrics:
             return metrics[n]
     raise InputError(f"none of {list(names)} in {sorted(metrics)}")
+
+
+def bleu_metric() -> Any:
+    """sacreBLEU's ``BLEU`` metric with its defaults (13a tokenisation, mixed case, exponential smoothing)."""
+    try:
+        from sacrebleu.metrics import BLEU
+    except ImportError as e:
+        raise MissingDependencyError("BLEU needs sacreBLEU: pip install sacrebleu "
+                                     "(or pip install 'syntaxformer[translation]')") from e
+    return BLEU()
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
+    """sacreBLEU corpus BLEU.
+
+    Returns:
+        ``{"bleu": float, "signature": str, "verbose": str}`` (``verbose`` holds the n-gram precisions, BP and
+        lengths).
+    """
+    if len(hypotheses) != len(references):
+        raise InputError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    metric = bleu_metric()
+    score = metric.corpus_score(list(hypotheses), [list(references)])
+    return {"bleu": float(score.score), "signature": str(metric.get_signature()), "verbose": str(score)}

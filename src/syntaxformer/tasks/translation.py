@@ -402,7 +402,7 @@ class TranslationTask(Task):
 
     def compute_metrics(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
         """sacreBLEU corpus BLEU against the references: ``{"bleu", "signature", "verbose"}``."""
-        from syntaxformer.translation.evaluate import corpus_bleu
+        from syntaxformer.tasks.metrics import corpus_bleu
 
         if data.targets is None:
             raise DataError(f"{data.name or 'the corpus'} has no references to score BLEU against")

@@ -2,7 +2,7 @@
 
 * :func:`translate` — batched beam search (``generate``, beam 5) over raw source sentences, with a progress bar;
   the sources are parsed (cached) and given the same syntax inputs as in training. Output is detokenised text.
-* :func:`corpus_bleu` — sacreBLEU corpus BLEU on detokenised output against raw references (default 13a
+* :func:`~syntaxformer.tasks.metrics.corpus_bleu` (a task metric, imported here) — sacreBLEU corpus BLEU on detokenised output against raw references (default 13a
   tokenisation, mixed case) with its signature, e.g. ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``.
 * :func:`paired_bootstrap_bleu` — Koehn's (2004) paired bootstrap on corpus BLEU: sentence-level BLEU sufficient
   statistics (n-gram matches, totals, lengths) are computed once with sacreBLEU and summed per resample, so each
@@ -19,47 +19,25 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from syntaxformer.errors import DataError, InputError, MissingDependencyError
+from syntaxformer.errors import DataError, InputError
+from syntaxformer.tasks.metrics import bleu_metric, corpus_bleu
 from syntaxformer.utils import progress
 
 __all__ = ["TranslationModel", "translate", "translate_and_score", "corpus_bleu", "sentence_statistics",
            "bleu_from_statistics", "paired_bootstrap_bleu", "load_translation_model"]
 
 
-def _bleu_metric():
-    try:
-        from sacrebleu.metrics import BLEU
-    except ImportError as e:
-        raise MissingDependencyError("BLEU needs sacreBLEU: pip install sacrebleu "
-                                     "(or pip install 'syntaxformer[translation]')") from e
-    return BLEU()
-
-
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
-    """sacreBLEU corpus BLEU.
-
-    Returns:
-        ``{"bleu": float, "signature": str, "verbose": str}`` (``verbose`` holds the n-gram precisions, BP and
-        lengths).
-    """
-    if len(hypotheses) != len(references):
-        raise InputError(f"{len(hypotheses)} hypotheses but {len(references)} references")
-    metric = _bleu_metric()
-    score = metric.corpus_score(list(hypotheses), [list(references)])
-    return {"bleu": float(score.score), "signature": str(metric.get_signature()), "verbose": str(score)}
-
-
 def sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
     """``[N, 2 + 2 * 4]`` BLEU sufficient statistics per sentence (sacreBLEU's order: hyp len, ref len, matches
     1..4, totals 1..4)."""
-    metric = _bleu_metric()
+    metric = bleu_metric()
     # sacreBLEU's own per-segment statistics (the same call its corpus_score and paired tests make)
     return np.asarray(metric._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.int64)
 
 
 def bleu_from_statistics(stats: np.ndarray) -> float:
     """Corpus BLEU of summed sentence statistics ``[N, 10]`` (or an already summed ``[10]`` row)."""
-    metric = _bleu_metric()
+    metric = bleu_metric()
     total = stats.sum(axis=0) if stats.ndim == 2 else stats
     return float(metric._compute_score_from_stats([int(x) for x in total]).score)
 
