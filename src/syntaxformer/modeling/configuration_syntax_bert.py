@@ -54,6 +54,12 @@ class SyntaxBertConfig(SyntaxModelConfig):
         empty_rows: rows with no non-empty sub-network ([CLS], [SEP], padding, one-word sentences): ``"full"``
             (default) attend to all non-padding tokens as in the pretrained layer, so a first-token classifier still
             sees the sentence; ``"self"`` attend to themselves only.
+        gate: ``"none"`` (default: the paper read literally, each syntax layer attends only within sub-networks),
+            ``"layer"`` or ``"head"``: our extension, a zero-initialised scalar ``g`` per layer / per (layer, head)
+            with ``ctx = P_full V + g (Σ_g α_g O_g - P_full V)``. At ``g = 0`` the model *is* the pretrained
+            encoder (the literal form starts far from it: token cosine ~0.57 to the plain encoder on MiniLM, see
+            ``syntaxformer diagnose``); the gates are new parameters (``syntax_bert.gate.weight``, trained at
+            ``new_params_lr``). The paper claims to "retain the pre-trained knowledge" but gives no mechanism.
         syntax_layers: indices of the layers that use sub-networks; ``None`` = every layer (the paper). Other
             layers run their ordinary attention (e.g. ``[]`` for a LISA-only baseline).
         implementation: ``"fast"`` (default) or ``"exact"``; see :mod:`syntaxformer.modeling.syntax_attention`.
@@ -98,6 +104,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     aggregation: TopicalAggregation = "topical"
     full_attention_candidate: bool = False
     empty_rows: Literal["full", "self"] = "full"
+    gate: Literal["none", "layer", "head"] = "none"
     syntax_layers: list[int] | None = None
     implementation: Literal["fast", "exact"] = "fast"
     lisa_layer: int | None = None

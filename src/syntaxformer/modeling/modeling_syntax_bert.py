@@ -40,6 +40,7 @@ from syntaxformer.modeling.outputs import ContextualStates, SyntaxBertModelOutpu
 from syntaxformer.modeling.syntax_attention import (
     SYNTAX_ATTENTION,
     LisaRecorder,
+    SyntaxGate,
     SyntaxGroups,
     TopicalAttention,
     prepare_groups,
@@ -106,10 +107,13 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         """Hugging Face's default init (normal linears, unit LayerNorms); topical queries at zero (start from the
-        average of the non-empty sub-networks). Loaded weights are never re-initialised."""
+        average of the non-empty sub-networks); gates at zero (start from the pretrained attention). Loaded weights
+        are never re-initialised."""
         super()._init_weights(module)
         if isinstance(module, TopicalAttention):
             init.zeros_(module.query)
+        if isinstance(module, SyntaxGate):
+            init.zeros_(module.weight)  # g = 0: the pretrained layer at initialisation
 
     @classmethod
     def from_encoder_pretrained(cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None,
@@ -182,6 +186,10 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             self.topical.bind([(key, out) for _, key, out in sites])
         else:
             self.topical = None
+        if config.gate == "none":
+            self.gate = None
+        else:
+            self.gate = SyntaxGate(len(sites), config.encoder.num_attention_heads, per_head=config.gate == "head")
         self.post_init()
 
     def use_syntax_attention(self) -> None:
@@ -315,7 +323,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             enc_inputs["output_hidden_states"] = True
         enc = self.encoder(input_ids=input_ids, return_dict=True, syntax_groups=syntax_groups,
                            syntax_options=self.config.attention_options(), syntax_topical=self.topical,
-                           syntax_lisa=recorder, **enc_inputs)
+                           syntax_lisa=recorder, syntax_gate=self.gate, **enc_inputs)
         lisa_loss = None
         if recorder is not None and dep_parent is not None:
             lisa_loss = recorder.loss(dep_parent)
