@@ -409,6 +409,26 @@ def test_config_rejects_bad_options(bad):
     assert any(name in str(err.value) for name in bad)
 
 
+def test_config_saved_with_the_old_relation_names_keeps_its_meaning(tmp_path):
+    """Before issue 16 ``parent_masks`` named the paper's child relation: an old config (no ``relation_names``)
+    with ``parent_masks=False`` dropped ids 1..D, which are now ``child_masks``."""
+    c = SyntaxBertConfig(encoder=tiny_bert(), child_masks=False)
+    c.save_pretrained(tmp_path)
+    assert AutoConfig.from_pretrained(tmp_path).child_masks is False  # new configs round-trip as they are
+    import json
+    data = json.loads((tmp_path / "config.json").read_text())
+    data.pop("relation_names")
+    data["parent_masks"], data["child_masks"] = False, True  # the old meaning: drop ids 1..D
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    old = AutoConfig.from_pretrained(tmp_path)
+    assert (old.parent_masks, old.child_masks, old.relation_names) == (True, False, "paper")
+    batch = make_batch(seed=5)
+    g = SyntaxBertModel(old).build_groups(batch, torch.device("cpu")).partitions[0]
+    full = tiny_model(SyntaxBertModel).build_groups(batch, torch.device("cpu")).partitions[0]
+    dropped = (full >= 1) & (full <= 15)
+    assert dropped.any() and (g[dropped] == 0).all() and torch.equal(g[~dropped], full[~dropped])
+
+
 def test_config_json_round_trip(tmp_path):
     c = SyntaxBertConfig(encoder=tiny_bert(), aggregation="sum", syntax_layers=[1], lisa_layer=0, num_labels=4)
     c.save_pretrained(tmp_path)
@@ -569,7 +589,7 @@ def test_ablation_groups_match_relation_groups_and_drop_kinds():
     assert torch.equal(full.partitions[0], dep.long()) and torch.equal(full.partitions[1], con.long())
     assert full.num_buckets == (47, 47)
     D = 15
-    kinds = {"parent_masks": (1, D), "child_masks": (D + 1, 2 * D), "sibling_masks": (2 * D + 1, 3 * D),
+    kinds = {"child_masks": (1, D), "parent_masks": (D + 1, 2 * D), "sibling_masks": (2 * D + 1, 3 * D),
              "pairwise_masks": (3 * D + 1, 3 * D + 1)}
     for flag, (lo, hi) in kinds.items():
         g = tiny_model(SyntaxBertModel, **{flag: False}).build_groups(batch, torch.device("cpu"))

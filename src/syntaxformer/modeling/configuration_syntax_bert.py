@@ -41,7 +41,12 @@ class SyntaxBertConfig(SyntaxModelConfig):
         use_constituency: use the constituency-tree partition (Table 5 "w/o constituency trees" = False; needs the
             ``con_*`` batch keys). Paper default: both trees (§4), M = 3D (+1) sub-networks each.
         parent_masks, child_masks, sibling_masks, pairwise_masks: keep these relation kinds (Table 5, "w/o ...
-            masks" = False). The pairwise mask links the two texts of a pair (§3.2); it is empty for single texts.
+            masks" = False), named as in the paper (§3.2): *parent* = the query token i is the parent or an
+            ancestor of the key j; *child* = j is the parent or an ancestor of i
+            (:mod:`syntaxformer.masks.relations`). Configs saved before ``relation_names`` existed used the
+            opposite names; they load with their old meaning (the two flags are swapped, see :meth:`from_dict`).
+        relation_names: ``"paper"``: marks a config whose ``parent_masks`` / ``child_masks`` follow the paper's
+            names (every config written now); a saved config without it is read as the old naming. The pairwise mask links the two texts of a pair (§3.2); it is empty for single texts.
         random_masks: Table 5 "w/o syntax trees": the group ids of each example are shuffled at random among its
             pairs of words (:func:`~syntaxformer.masks.random.random_like_groups`), so every sub-network keeps its
             size but loses the tree. The shuffle of an example is a fixed function of its token ids and
@@ -99,6 +104,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     child_masks: bool = True
     sibling_masks: bool = True
     pairwise_masks: bool = True
+    relation_names: Literal["paper"] = "paper"
     random_masks: bool = False
     random_masks_seed: int = 0
     aggregation: TopicalAggregation = "topical"
@@ -110,6 +116,17 @@ class SyntaxBertConfig(SyntaxModelConfig):
     lisa_layer: int | None = None
     lisa_head: int = 0
     lisa_loss_weight: float | int = 1.0
+
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
+        """As ``PretrainedConfig.from_dict``. A config saved before the relations were named as in the paper (no
+        ``relation_names`` key) had ``parent_masks`` for what the paper calls the child relation and vice versa:
+        the two flags are swapped so that the model keeps the sub-networks it was trained with."""
+        if config_dict.get("model_type", cls.model_type) == cls.model_type and "relation_names" not in config_dict:
+            config_dict = {**config_dict, "relation_names": "paper",
+                           "parent_masks": config_dict.get("child_masks", True),
+                           "child_masks": config_dict.get("parent_masks", True)}
+        return super().from_dict(config_dict, **kwargs)
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)

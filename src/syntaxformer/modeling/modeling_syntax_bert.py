@@ -28,7 +28,7 @@ from transformers import AutoModel, PreTrainedModel
 from transformers import initialization as init
 
 from syntaxformer.masks.random import random_like_groups
-from syntaxformer.masks.relations import group_id, relation_groups
+from syntaxformer.masks.relations import CHILD, PAIRWISE, PARENT, SIBLING, group_id, relation_groups
 from syntaxformer.modeling.configuration_syntax_bert import RELATION_KINDS, SyntaxBertConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
@@ -258,12 +258,13 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
     def _kept_groups(self, device: torch.device) -> torch.Tensor | None:
         """Lookup table group id -> itself or 0 for the relation kinds switched off (None if all are kept)."""
         c = self.config
-        flags = (c.parent_masks, c.child_masks, c.sibling_masks, c.pairwise_masks)
-        if all(flags):
+        flags = {PARENT: c.parent_masks, CHILD: c.child_masks, SIBLING: c.sibling_masks, PAIRWISE: c.pairwise_masks}
+        if all(flags.values()):
             return None
         D = c.max_distance
         table = torch.arange(c.num_buckets, device=device)
-        for kind, on in zip(RELATION_KINDS, flags):
+        for kind in RELATION_KINDS:
+            on = flags[kind]
             if not on:
                 lo, hi = group_id(kind, 1, D), group_id(kind, D, D)  # the ids of all distances of this kind
                 table[lo:hi + 1] = 0
