@@ -10,6 +10,8 @@ pair task's dev set (STS-B by default), :func:`diagnose` reports:
   score and the cosine of the mean last-layer states of the two texts' tokens (``syntax_segment`` 0 and 1 of the
   pair encoding), for the system and for the plain encoder. A sentence-embedding checkpoint (all-MiniLM-L6-v2) has
   a strong one; a configuration that destroys it starts from further away.
+* ``subnetworks_per_token`` (Syntax-BERT): mean / max number of non-empty sub-networks per word token, i.e. the
+  candidates a zero task query averages (the paper's M = 90 / 92 is the number of *possible* ones).
 * ``syntax_gradients``: the gradient norm that one backward pass of a fixed random probe of the task head's
   outputs (``Σ probe · logits``) sends to the syntax parameters (SG-Net: the syntax-guided layer's W_Q, W_K, W_V;
   Syntax-BERT: the topical queries and the gates). A zero W_Q / W_K gradient means that syntax cannot reach the
@@ -123,6 +125,7 @@ def diagnose(model: str | None = None, system: str = "syntax_bert", options: Map
         sims.extend(_pair_cosines(h, seg))
         plain_sims.extend(_pair_cosines(h_plain, seg))
     gradients = _syntax_gradients(net, batches, seed)
+    candidates = _candidate_counts(net, system, batches)
     result = {
         "system": system, "options": options, "model": config.resolved_model(), "task": task,
         "n_pairs": len(gold), "seed": seed,
@@ -130,6 +133,8 @@ def diagnose(model: str | None = None, system: str = "syntax_bert", options: Map
         "zero_shot_pearson": _pearson(sims, gold), "plain_zero_shot_pearson": _pearson(plain_sims, gold),
         "syntax_gradients": gradients,
     }
+    if candidates is not None:
+        result["subnetworks_per_token"] = candidates
     logger.debug("diagnose %s", json.dumps(result))
     return result
 
@@ -149,6 +154,25 @@ def _states(net: torch.nn.Module, system: str, batch: Mapping[str, Any]) -> tupl
     finally:
         backbone.config.syntax_layers = saved
     return h, h_plain
+
+
+def _candidate_counts(net: torch.nn.Module, system: str, batches: list[dict[str, Any]]) -> dict[str, float] | None:
+    """Syntax-BERT: mean and max number of non-empty sub-networks (candidates of the topical softmax, both
+    partitions) per word token; ``None`` for other systems or without sub-networks."""
+    if system != "syntax_bert" or not net.config.uses_groups:
+        return None
+    backbone = net.base_model
+    counts = []
+    for batch in batches:
+        groups = backbone.build_groups(batch, torch.device("cpu"), batch["input_ids"])
+        words = batch["syntax_tree"] >= 0  # (B, L)
+        total = torch.zeros(words.shape, dtype=torch.long)
+        for g, n in zip(groups.partitions, groups.num_buckets):
+            present = torch.zeros(*g.shape[:2], n, dtype=torch.bool).scatter_(2, g, True)  # (B, L, n)
+            total += present[..., 1:].sum(-1)  # id 0 is no sub-network
+        counts.append(total[words])
+    flat = torch.cat(counts).float()
+    return {"mean": round(float(flat.mean()), 2), "max": int(flat.max()), "tokens": int(flat.numel())}
 
 
 def _pair_cosines(h: torch.Tensor, segment: torch.Tensor) -> list[float]:

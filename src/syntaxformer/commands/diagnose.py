@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  token cosine to the plain encoder  {result['token_cosine_to_plain']:.4f}")
     print(f"  zero-shot Pearson                  {result['zero_shot_pearson']}  (plain encoder "
           f"{result['plain_zero_shot_pearson']})")
+    if "subnetworks_per_token" in result:
+        c = result["subnetworks_per_token"]
+        print(f"  non-empty sub-networks per token   mean {c['mean']}, max {c['max']} ({c['tokens']} tokens)")
     for name, norm in result["syntax_gradients"].items():
         print(f"  gradient norm {name:<32} {norm:.3g}")
     return 0
