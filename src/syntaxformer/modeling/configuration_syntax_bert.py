@@ -55,7 +55,8 @@ class SyntaxBertConfig(SyntaxModelConfig):
         aggregation: ``"topical"`` (Eq. 2-3, the paper's model), ``"sum"`` (Table 5 "w/o topical attention": a
             plain summation of the sub-network outputs) or ``"mean"`` (their average).
         full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network. Default
-            False: the paper counts M = 90 (92 for pairs) sub-networks, all syntactic (§4).
+            False: the paper counts M = 90 (92 for pairs) possible sub-networks, all syntactic (§4); per token
+            only the non-empty ones are candidates (16.1 on average, at most 44, on STS-B dev).
         empty_rows: rows with no non-empty sub-network ([CLS], [SEP], padding, one-word sentences): ``"full"``
             (default) attend to all non-padding tokens as in the pretrained layer, so a first-token classifier still
             sees the sentence; ``"self"`` attend to themselves only.
