@@ -11,7 +11,9 @@ from syntaxformer.data.constituency import Tree, remove_empty, strip_function_ta
 from syntaxformer.data.headrules import (
     PTB_TO_UPOS, guess_tags, head_child, ptb_to_upos, to_dependencies, unlabeled_to_dependencies,
 )
+from syntaxformer.data.readers.ptb import read_ptb
 from syntaxformer.errors import TreeError
+from tests.conftest import data_path
 
 
 def arcs(text: str) -> dict[str, tuple[str, str]]:
@@ -232,3 +234,28 @@ def test_headrules_random_unlabelled_trees_give_one_rooted_tree(tree, with_tags)
 def test_headrules_remove_empty_then_convert():
     tree = remove_empty(Tree.from_string("(S (NP-SBJ (-NONE- *-1)) (VP (TO to) (VP (VB go))))"))
     assert to_dependencies(tree).heads == [1, -1]
+
+
+def test_headrules_preposition_heads_such_as_and_rather_than():
+    """A PP led by an adjective or adverb before its preposition ("such as X", "rather than X") is headed by the
+    preposition, as docs/headrules.md says and spaCy does (such <-amod- as, rather <-advmod- than)."""
+    a = arcs("(S (NP (NNS fibers) (PP (JJ such) (IN as) (NP (NN crocidolite)))) (VP (VBP exist)))")
+    assert a["as"] == ("fibers", "prep") and a["such"] == ("as", "amod") and a["crocidolite"] == ("as", "pobj")
+    a = arcs("(S (NP (NN profit)) (VP (VBD rose) (PP (RB rather) (IN than) (NP (NN loss)))))")
+    assert a["than"] == ("rose", "prep") and a["rather"] == ("than", "advmod") and a["loss"] == ("than", "pobj")
+
+
+@pytest.mark.parametrize("file, index, lead, prep, obj", [
+    ("wsj_0003.mrg", 19, "such", "as", "crocidolite"),
+    ("wsj_0012.mrg", 11, "such", "as", "telephones"),
+    ("wsj_0018.mrg", 29, "rather", "than", "million"),
+])
+def test_headrules_such_as_rather_than_on_wsj_trees(file, index, lead, prep, obj):
+    """The WSJ trees of the PTB sample (0-based tree index in the file) where the old rule headed the PP by
+    *such* / *rather*."""
+    s = list(read_ptb(data_path("ptb_sample", "treebank", "combined", file)))[index]
+    w = s.words
+    i, p, o = w.index(lead), w.index(prep, w.index(lead)), w.index(obj, w.index(lead))
+    assert s.heads[i] == p and s.deprels[i] == ("amod" if lead == "such" else "advmod")
+    assert s.heads[o] == p and s.deprels[o] == "pobj"
+    assert s.deprels[p] == "prep" and s.heads[p] not in (i, o)

@@ -35,7 +35,7 @@ def test_relations_group_ids_round_trip():
     D = 15
     assert num_groups(D) == 46 and num_groups(D, pairwise=False) == 45
     seen = {0}
-    for kind in ("parent", "child", "sibling"):
+    for kind in ("child", "parent", "sibling"):
         for d in range(1, D + 1):
             g = group_id(kind, d, D)
             assert group_name(g, D) == (kind, d)
@@ -45,7 +45,7 @@ def test_relations_group_ids_round_trip():
     with pytest.raises(ValueError):
         group_id("cousin", 1)
     with pytest.raises(ValueError):
-        group_id("parent", 16, 15)
+        group_id("child", 16, 15)
     with pytest.raises(ValueError):
         group_name(47, 15)
 
@@ -59,29 +59,42 @@ def test_relations_chain():
             if a == b:
                 assert g == 0
             elif b > a:  # b is a's ancestor at distance b - a
-                assert group_name(g) == ("parent", b - a)
+                assert group_name(g) == ("child", b - a)
             else:
-                assert group_name(g) == ("child", a - b)
+                assert group_name(g) == ("parent", a - b)
     assert not dep[0].any() and not dep[:, 0].any() and not dep[5].any() and not dep[:, 5].any()
+
+
+def test_relations_parent_and_child_are_named_as_in_the_paper():
+    """Syntax-BERT §3.2: "In the parent mask with certain distance d, we have M^p_{i,j,d} = 1 if and only if the
+    node i is the parent or ancestor of node j, at the same time dist(i,j) = d." and "In the child mask ... node
+    j is the parent or ancestor of node i." (row i = query, column j = key)."""
+    # w0 -> w1 -> w2 (root): w2 is the parent of w1, the ancestor of w0 at distance 2
+    dep, _ = _groups(Spec([[([1, 2, -1], None)]], [1, 1, 1]), D=15)
+    pos = {w: w + 1 for w in range(3)}
+    assert group_name(dep[pos[2], pos[1]]) == ("parent", 1)  # i = w2 is the parent of j = w1
+    assert group_name(dep[pos[2], pos[0]]) == ("parent", 2)  # i = w2 is an ancestor of j = w0
+    assert group_name(dep[pos[0], pos[1]]) == ("child", 1)  # j = w1 is the parent of i = w0
+    assert group_name(dep[pos[0], pos[2]]) == ("child", 2)
 
 
 def test_relations_star_siblings_and_cutoff():
     dep, _ = _groups(Spec([[([-1, 0, 0, 0], None)]], [1, 1, 1, 1]), D=15)
-    assert group_name(dep[2, 3]) == ("sibling", 2) and group_name(dep[2, 1]) == ("parent", 1)
-    assert group_name(dep[1, 4]) == ("child", 1)
+    assert group_name(dep[2, 3]) == ("sibling", 2) and group_name(dep[2, 1]) == ("child", 1)
+    assert group_name(dep[1, 4]) == ("parent", 1)
     # chain of 6 with D = 2: only distances 1 and 2
     dep, _ = _groups(Spec([[([1, 2, 3, 4, 5, -1], None)]], [1] * 6), D=2)
-    assert group_name(dep[1, 3], 2) == ("parent", 2) and dep[1, 4] == 0 and group_name(dep[4, 3], 2) == ("child", 1)
+    assert group_name(dep[1, 3], 2) == ("child", 2) and dep[1, 4] == 0 and group_name(dep[4, 3], 2) == ("parent", 1)
 
 
 def test_relations_subword_criteria():
     spec = Spec([[([-1, 0], None)]], [1, 3])  # [CLS] w0 w1 ##a ##b [SEP]
     share, _ = _groups(spec, criterion="share")
     assert not share[2:5, 2:5].any()  # pieces of one word: one node, no relation
-    assert (share[2:5, 1] == group_id("parent", 1)).all()
+    assert (share[2:5, 1] == group_id("child", 1)).all()
     children, _ = _groups(spec, criterion="children")
-    assert group_name(children[3, 2]) == ("parent", 1) and group_name(children[3, 4]) == ("sibling", 2)
-    assert group_name(children[3, 1]) == ("parent", 2) and group_name(children[1, 4]) == ("child", 2)
+    assert group_name(children[3, 2]) == ("child", 1) and group_name(children[3, 4]) == ("sibling", 2)
+    assert group_name(children[3, 1]) == ("child", 2) and group_name(children[1, 4]) == ("parent", 2)
 
 
 def test_relations_pairwise():
@@ -101,12 +114,12 @@ def test_relations_constituency_hand_built():
     spec = Spec([[([1, 2, -1, 5, 5, 2], tr)]], [1] * 6)
     _, con = _groups(spec, D=15)
     p = {w: w + 1 for w in range(6)}  # word -> position
-    assert group_name(con[p[0], p[1]]) == ("parent", 2)  # the -> cat: cat heads NP
-    assert group_name(con[p[1], p[0]]) == ("child", 2)
-    assert group_name(con[p[1], p[2]]) == ("parent", 4)  # cat-NP-S-VP-sat; sat heads S
+    assert group_name(con[p[0], p[1]]) == ("child", 2)  # the -> cat: cat heads NP
+    assert group_name(con[p[1], p[0]]) == ("parent", 2)
+    assert group_name(con[p[1], p[2]]) == ("child", 4)  # cat-NP-S-VP-sat; sat heads S
     assert group_name(con[p[0], p[5]]) == ("sibling", 6)  # the-NP-S-VP-PP-NP-mat; S headed by sat
-    assert group_name(con[p[3], p[5]]) == ("parent", 3)  # on-PP-NP-mat; PP headed by mat (dependency head)
-    assert group_name(con[p[4], p[5]]) == ("parent", 2)
+    assert group_name(con[p[3], p[5]]) == ("child", 3)  # on-PP-NP-mat; PP headed by mat (dependency head)
+    assert group_name(con[p[4], p[5]]) == ("child", 2)
 
 
 def test_relations_rejects_narrow_tables():

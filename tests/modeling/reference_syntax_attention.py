@@ -5,7 +5,8 @@ For every sub-network (group g of a partition) a masked softmax over the keys th
 each non-empty group per token ``s_g = q_l · K(O(O_g)) / sqrt(hidden)`` (Eq. 2, with the layer's pretrained output
 and key projections), a softmax over the token's non-empty groups ``α = softmax(s)`` (Eq. 3; ``"sum"``: α = 1,
 ``"mean"``: α = 1 / #groups) and the mix ``Σ_g α_g O_g``. Rows with no non-empty group attend as the pretrained
-layer (``empty_rows="full"``) or to themselves (``"self"``); the LISA head attends to every non-padding key.
+layer (``empty_rows="full"``) or to themselves (``"self"``); the LISA head attends to every non-padding key. With
+a gate ``g`` (per layer or per head) the output is ``P_full V + g (Σ_g α_g O_g - P_full V)``.
 
 Everything is computed in float64 with explicit loops and masks, on the device of the inputs. It shares no code with
 :mod:`syntaxformer.modeling.syntax_attention`: it reads only the inputs of the attention call (the group ids, the
@@ -70,7 +71,7 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
                                attention_mask: torch.Tensor | None, scaling: float | None = None,
                                dropout: float = 0.0, syntax_groups: Any = None,
                                syntax_options: SyntaxAttentionOptions | None = None, syntax_topical: Any = None,
-                               syntax_lisa: Any = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+                               syntax_lisa: Any = None, syntax_gate: Any = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """Same contract as :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward` (no dropout):
     ``([B, L, H, d] output, [B, H, L, L] effective attention Σ_g α_g A_g)``."""
     opts = syntax_options or SyntaxAttentionOptions()
@@ -150,6 +151,11 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
         head = (torch.arange(H, device=dev) == lisa_head).view(1, H, 1, 1)
         out = torch.where(head, o_full, out)
         eff = torch.where(head, p_full, eff)
+    if syntax_gate is not None:  # ctx = P_full V + g (Σ α O_g - P_full V), g per layer (all heads) or per head
+        g = syntax_gate.weight[layer].double()
+        g = g.expand(H) if g.numel() == 1 else g
+        out = torch.stack([o_full[:, h] + g[h] * (out[:, h] - o_full[:, h]) for h in range(H)], 1)
+        eff = torch.stack([p_full[:, h] + g[h] * (eff[:, h] - p_full[:, h]) for h in range(H)], 1)
     return out.transpose(1, 2).contiguous().to(value.dtype), eff.float()
 
 

@@ -18,15 +18,17 @@ def config(**kw) -> SGNetConfig:
 
 @pytest.mark.parametrize("options, expected", [
     (dict(), SG),
-    (dict(use_sg_layer=False), ()),
+    (dict(use_sg_layer=False), ("syntax_tree",)),  # the default mean pooling marks the special tokens
+    (dict(use_sg_layer=False, pooling="cls"), ()),
+    (dict(pooling="cls"), SG),
     (dict(use_sg_layer=False, pooling="mean"), ("syntax_tree",)),
     (dict(pooling="mean"), SG),
-    (dict(aggregation="vanilla_layer"), ()),  # the extra layer is unmasked
+    (dict(aggregation="vanilla_layer", pooling="cls"), ()),  # the extra layer is unmasked
     (dict(aggregation="vanilla_layer", mask_special_in_aggregation=True), ("syntax_tree",)),
     (dict(aggregation="concat"), SG),
     (dict(pos_embeddings="upos"), SG + ("pos_ids",)),
-    (dict(use_sg_layer=False, pos_embeddings="xpos"), ("pos_ids",)),
-    (dict(use_sg_layer=False, mask_special_in_aggregation=True), ()),  # no layer, nothing to mask
+    (dict(use_sg_layer=False, pooling="cls", pos_embeddings="xpos"), ("pos_ids",)),
+    (dict(use_sg_layer=False, pooling="cls", mask_special_in_aggregation=True), ()),  # no layer, nothing to mask
 ])
 def test_config_sgnet_syntax_inputs(options, expected):
     assert config(**options).syntax_inputs == expected

@@ -350,3 +350,25 @@ def check_head_forward_backward_on(device, system: str, head: str, atol: float =
 @pytest.mark.parametrize("head", HEADS)
 def test_every_system_head_forward_backward_on_cuda(system, head, cuda_fp32):
     check_head_forward_backward_on(cuda_fp32, system, head)
+
+
+@pytest.mark.parametrize("head", ["sequence_classification", "multiple_choice", "verifier"])
+def test_sgnet_default_pooling_lets_syntax_reach_the_head(head):
+    """Under the SDOI mask [CLS] attends only to itself, so with the paper's first-token pooling ("cls") the SG
+    layer's W_Q / W_K get no gradient from a sentence head, RACE or the verifier; the default ("mean") does."""
+    kw = dict(qa_verifier=True, span_loss_weight=0.0) if head == "verifier" else {}
+    name = "question_answering" if head == "verifier" else head
+    assert SGNetConfig(encoder=tiny_bert()).pooling == "mean"
+    norms = {}
+    for pooling in ("mean", "cls"):
+        model = build("sgnet", name, pooling=pooling, **kw).train()
+        batch = head_batch(name)
+        if head == "verifier":
+            batch["is_impossible"] = torch.tensor([1, 0, 1])
+        model(**batch).loss.backward()
+        layer = model.sgnet.sg_layer
+        norms[pooling] = [p.grad.norm().item() for p in (layer.query.weight, layer.key.weight, layer.value.weight)]
+    # relative to W_V's gradient (a tiny random model has small gradients): ~1e-3 with "mean", ~1e-9 (rounding) with
+    # "cls", where W_V still learns and W_Q / W_K do not
+    assert min(norms["mean"][:2]) > 1e-5 and min(norms["mean"][:2]) / norms["mean"][2] > 1e-4, norms
+    assert norms["cls"][2] > 1e-5 and max(norms["cls"][:2]) / norms["cls"][2] < 1e-7, norms

@@ -71,7 +71,7 @@ def tiny_model(cls=SGNetForSequenceClassification, seed: int = 0, **kw):
 
 def test_config_defaults_come_from_paper_and_encoder():
     c = tiny_config()
-    assert (c.use_sg_layer, c.alpha, c.alpha_mode, c.aggregation, c.pooling) == (True, 0.5, "fixed", "dual", "cls")
+    assert (c.use_sg_layer, c.alpha, c.alpha_mode, c.aggregation, c.pooling) == (True, 0.5, "fixed", "dual", "mean")
     assert (c.sg_num_heads, c.sg_intermediate_size, c.sg_hidden_act) == (4, 37, "gelu")
     assert c.sg_dropout == c.encoder.hidden_dropout_prob and c.classifier_dropout == c.encoder.hidden_dropout_prob
     assert c.hidden_size == 32 and not c.mask_special_in_aggregation and c.num_labels == 2
@@ -229,7 +229,8 @@ def test_sgnet_baseline_equals_plain_encoder_and_head(tmp_path):
     torch.manual_seed(0)
     plain = BertForSequenceClassification(tiny_bert(num_labels=3)).eval()
     plain.save_pretrained(tmp_path)
-    model = SGNetForSequenceClassification.from_encoder_pretrained(str(tmp_path), num_labels=3, use_sg_layer=False)
+    model = SGNetForSequenceClassification.from_encoder_pretrained(str(tmp_path), num_labels=3, use_sg_layer=False,
+                                                                   pooling="cls")
     assert model.sgnet.sg_layer is None and not any("sg_layer" in n for n, _ in model.named_parameters())
     model.classifier.load_state_dict(plain.classifier.state_dict())
     batch = make_batch()

@@ -24,6 +24,7 @@ from syntaxformer.masks import relation_groups_from_features
 from syntaxformer.modeling.syntax_attention import (
     LisaRecorder,
     SyntaxAttentionOptions,
+    SyntaxGate,
     SyntaxGroups,
     TopicalAttention,
     prepare_groups,
@@ -122,10 +123,13 @@ def _random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_p
     return (q, k, v), topical, parts, mask
 
 
-def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = None, parent=None, **opts):
-    """Output, effective attention and gradients (q, k, v, task query, W_K, W_O) of a random loss."""
+def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = None, parent=None,
+         gate: SyntaxGate | None = None, **opts):
+    """Output, effective attention and gradients (q, k, v, task query, W_K, W_O[, gate]) of a random loss."""
     q, k, v = (x.clone().requires_grad_() for x in inputs)
     params = [topical.query] + [p for m in topical.site(0) for p in (m.weight,)]
+    if gate is not None:
+        params.append(gate.weight)
     for p in params:
         p.grad = None
     if impl == "reference":
@@ -133,7 +137,7 @@ def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = No
     else:
         attention, options = syntax_attention_forward, SyntaxAttentionOptions(implementation=impl, **opts)
     out, probs = attention(_Attn(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
-                           syntax_options=options, syntax_lisa=lisa)
+                           syntax_options=options, syntax_lisa=lisa, syntax_gate=gate)
     weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
     loss = (out * weights).sum()
     if lisa is not None:
@@ -165,6 +169,49 @@ def test_attention_fast_and_exact_match_reference_outputs_and_gradients(impl, ag
     _assert_close(_run(impl, inputs, topical, parts, mask, **opts), ref)
     if aggregation == "topical":
         assert ref[2][3].abs().sum() > 0, "the task query must get a gradient"
+
+
+def _gate(per_head: bool, H: int = 3, seed: int = 0) -> SyntaxGate:
+    gate = SyntaxGate(1, H, per_head=per_head)
+    with torch.no_grad():
+        gate.weight.uniform_(-0.5, 1.5, generator=torch.Generator().manual_seed(seed))
+    return gate
+
+
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+@pytest.mark.parametrize("per_head", [False, True])
+@pytest.mark.parametrize("aggregation,empty_rows,full_candidate", [("topical", "full", False),
+                                                                   ("mean", "self", True), ("sum", "full", False)])
+def test_gated_attention_fast_and_exact_match_reference(impl, per_head, aggregation, empty_rows, full_candidate):
+    """ctx = P_full V + g (Σ α O_g - P_full V) with g != 0: outputs and gradients (incl. the gate's)."""
+    inputs, topical, parts, mask = _random_setup(seed=21 + per_head)
+    opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
+    ref = _run("reference", inputs, topical, parts, mask, gate=_gate(per_head), **opts)
+    got = _run(impl, inputs, topical, parts, mask, gate=_gate(per_head), **opts)
+    _assert_close(got, ref)
+    assert ref[2][-1].abs().min() > 0, "every gate gets a gradient"
+
+
+def test_gated_attention_with_lisa_matches_reference():
+    inputs, topical, parts, mask = _random_setup(seed=7)
+    parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0))
+    ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
+    ref = _run("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent, gate=_gate(True))
+    _assert_close(_run("fast", inputs, topical, parts, mask, lisa=rec, parent=parent, gate=_gate(True)), ref)
+
+
+def test_zero_gate_is_the_pretrained_attention_and_one_is_ungated():
+    inputs, topical, parts, mask = _random_setup(seed=8)
+    q, k, v = inputs
+    vanilla, _ = SA.sdpa_attention_forward(_Attn(), q, k, v, mask, is_causal=False)
+    out0, _, grads = _run("fast", inputs, topical, parts, mask, gate=SyntaxGate(1, 3, per_head=True))
+    assert torch.allclose(out0, vanilla, atol=1e-6)
+    assert grads[-1].abs().min() > 0, "the zero gate still gets a gradient"
+    one = SyntaxGate(1, 3)
+    with torch.no_grad():
+        one.weight.fill_(1.0)
+    _assert_close(_run("fast", inputs, topical, parts, mask, gate=one)[:2] + ([],),
+                  _run("fast", inputs, topical, parts, mask)[:2] + ([],))
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])
@@ -349,15 +396,37 @@ def test_config_defaults_follow_the_paper():
     assert (c.parent_masks, c.child_masks, c.sibling_masks, c.pairwise_masks, c.random_masks) == (True,) * 4 + (False,)
     assert (c.empty_rows, c.full_attention_candidate, c.syntax_layers, c.lisa_layer) == ("full", False, None, None)
     assert c.num_buckets == 47 and c.hidden_size == 32 and c.implementation == "fast"
+    assert c.gate == "none", "the paper read literally (no gate) stays the default until the sweep decides"
 
 
 @pytest.mark.parametrize("bad", [dict(max_distance=0), dict(use_dependency=False, use_constituency=False),
                                  dict(lisa_layer=2), dict(lisa_head=4), dict(syntax_layers=[0, 5]),
-                                 dict(aggregation="max"), dict(empty_rows="none"), dict(implementation="slow")])
+                                 dict(aggregation="max"), dict(empty_rows="none"), dict(implementation="slow"),
+                                 dict(gate="token")])
 def test_config_rejects_bad_options(bad):
     with pytest.raises(Exception) as err:
         SyntaxBertConfig(encoder=tiny_bert(), **bad)
     assert any(name in str(err.value) for name in bad)
+
+
+def test_config_saved_with_the_old_relation_names_keeps_its_meaning(tmp_path):
+    """Before issue 16 ``parent_masks`` named the paper's child relation: an old config (no ``relation_names``)
+    with ``parent_masks=False`` dropped ids 1..D, which are now ``child_masks``."""
+    c = SyntaxBertConfig(encoder=tiny_bert(), child_masks=False)
+    c.save_pretrained(tmp_path)
+    assert AutoConfig.from_pretrained(tmp_path).child_masks is False  # new configs round-trip as they are
+    import json
+    data = json.loads((tmp_path / "config.json").read_text())
+    data.pop("relation_names")
+    data["parent_masks"], data["child_masks"] = False, True  # the old meaning: drop ids 1..D
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    old = AutoConfig.from_pretrained(tmp_path)
+    assert (old.parent_masks, old.child_masks, old.relation_names) == (True, False, "paper")
+    batch = make_batch(seed=5)
+    g = SyntaxBertModel(old).build_groups(batch, torch.device("cpu")).partitions[0]
+    full = tiny_model(SyntaxBertModel).build_groups(batch, torch.device("cpu")).partitions[0]
+    dropped = (full >= 1) & (full <= 15)
+    assert dropped.any() and (g[dropped] == 0).all() and torch.equal(g[~dropped], full[~dropped])
 
 
 def test_config_json_round_trip(tmp_path):
@@ -473,6 +542,64 @@ def test_architectures_receive_groups_in_every_layer(model_type, monkeypatch):
         assert torch.allclose(model(**batch).last_hidden_state, h, atol=TOL)
 
 
+@pytest.mark.parametrize("gate", ["layer", "head"])
+@pytest.mark.parametrize("model_type", ARCHITECTURES)
+def test_gated_model_at_init_is_the_plain_encoder(model_type, gate):
+    """g = 0 at init: every hidden state equals the plain encoder's (<= 1e-5), for every supported architecture;
+    with g != 0 the fast path matches the reference (hidden states and gradients)."""
+    cfg = AutoConfig.for_model(model_type, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                               intermediate_size=37, max_position_embeddings=128, pad_token_id=1,
+                               attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    batch = make_batch(seed=3, n=2, max_words=4, pad_token_id=1)
+    model = tiny_model(SyntaxBertModel, encoder=cfg, gate=gate)
+    assert model.gate.weight.shape == (2, 4 if gate == "head" else 1) and (model.gate.weight == 0).all()
+    plain = AutoModel.from_config(cfg, attn_implementation="sdpa").eval()
+    plain.load_state_dict(model.encoder.state_dict(), strict=False)
+    enc = {k: batch[k] for k in ("input_ids", "attention_mask")}
+    hp = plain(**enc, output_hidden_states=True).hidden_states
+    hg = model(**batch, output_hidden_states=True).hidden_states
+    assert len(hp) == len(hg)
+    for a, b in zip(hg, hp):
+        assert (a - b).abs().max() <= 1e-5
+    ungated = tiny_model(SyntaxBertModel, encoder=cfg)
+    assert not torch.allclose(ungated(**batch).last_hidden_state, hp[-1], atol=1e-3), "the literal form moves"
+
+    with torch.no_grad():
+        model.gate.weight.uniform_(0.2, 0.9, generator=torch.Generator().manual_seed(0))
+
+    def run(ref: bool):
+        model.zero_grad()
+        with reference_attention() if ref else nullcontext():
+            h = model(**batch).last_hidden_state
+        (h * torch.linspace(-1, 1, h.numel()).view_as(h)).sum().backward()
+        return h.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    h_fast, g_fast = run(False)
+    h_ref, g_ref = run(True)
+    assert torch.allclose(h_fast, h_ref, atol=TOL)
+    assert "gate.weight" in g_fast and g_fast["gate.weight"].abs().min() > 0
+    for name in g_ref:
+        assert torch.allclose(g_fast[name], g_ref[name], atol=TOL), (name, (g_fast[name] - g_ref[name]).abs().max())
+    model.config.implementation = "exact"
+    h_exact, g_exact = run(False)
+    assert torch.allclose(h_exact, h_ref, atol=TOL)
+    for name in g_ref:
+        assert torch.allclose(g_exact[name], g_ref[name], atol=TOL), name
+
+
+def test_gate_is_a_new_parameter_and_round_trips(tmp_path):
+    from syntaxformer.training.trainer import new_parameter_names
+
+    model = tiny_model(gate="head")
+    assert "syntax_bert.gate.weight" in new_parameter_names(model)
+    with torch.no_grad():
+        model.syntax_bert.gate.weight.fill_(0.25)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForSequenceClassification.from_pretrained(tmp_path)
+    assert loaded.config.gate == "head" and torch.equal(loaded.syntax_bert.gate.weight, model.syntax_bert.gate.weight)
+    assert tiny_model().syntax_bert.gate is None, "gate='none' (the paper) has no gate parameters"
+
+
 def test_precomputed_groups_and_missing_keys():
     batch = make_batch(seed=4)
     model = tiny_model(SyntaxBertModel)
@@ -496,7 +623,7 @@ def test_ablation_groups_match_relation_groups_and_drop_kinds():
     assert torch.equal(full.partitions[0], dep.long()) and torch.equal(full.partitions[1], con.long())
     assert full.num_buckets == (47, 47)
     D = 15
-    kinds = {"parent_masks": (1, D), "child_masks": (D + 1, 2 * D), "sibling_masks": (2 * D + 1, 3 * D),
+    kinds = {"child_masks": (1, D), "parent_masks": (D + 1, 2 * D), "sibling_masks": (2 * D + 1, 3 * D),
              "pairwise_masks": (3 * D + 1, 3 * D + 1)}
     for flag, (lo, hi) in kinds.items():
         g = tiny_model(SyntaxBertModel, **{flag: False}).build_groups(batch, torch.device("cpu"))

@@ -182,3 +182,21 @@ def check_seq2seq_on(device, atol: float = 1e-4) -> None:
 @pytest.mark.gpu
 def test_seq2seq_forward_backward_and_generate_on_cuda(cuda_fp32):
     check_seq2seq_on(cuda_fp32)
+
+
+def test_seq2seq_sg_layer_uses_gelu_and_old_configs_keep_relu(tmp_path):
+    """SG-Net §3.2: the SG layer's feed-forward uses GeLU (the wrapped Transformer uses ReLU); ``"relu"`` stays
+    reachable, and a config saved before ``sg_hidden_act`` existed loads with the activation it was trained with."""
+    from transformers.activations import ACT2FN
+
+    config = build_config("tiny", 50, 60, use_sg_layer=True)
+    assert config.seq2seq.activation_function == "relu" and config.sg_hidden_act == "gelu"
+    model = SyntaxInfusedForConditionalGeneration(config)
+    assert type(model.sg_layer.act) is type(ACT2FN["gelu"])
+    relu = SyntaxInfusedForConditionalGeneration(build_config("tiny", 50, 60, use_sg_layer=True, sg_hidden_act="relu"))
+    assert type(relu.sg_layer.act) is type(ACT2FN["relu"])
+    old = config.to_dict()
+    del old["sg_hidden_act"]
+    assert type(config).from_dict(old).sg_hidden_act == "relu"
+    config.save_pretrained(tmp_path)
+    assert AutoConfig.from_pretrained(tmp_path).sg_hidden_act == "gelu"

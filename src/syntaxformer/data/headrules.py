@@ -81,7 +81,10 @@ _RULES: dict[str, list[tuple[str, frozenset[str]]]] = {
         "FRAG": [("left", ["VP", "S", "SINV", "SQ", "SBAR", "SBARQ", "NP", "ADJP", "PP", "ADVP"])],
         "INTJ": [("left", ["UH", "INTJ"])],
         "LST": [("right", ["LS", "CD"])],
-        "PP": [("left", ["IN", "TO", "VBG", "VBN", "RP", "FW", "JJ", "RB"]), ("left", ["PP"])],
+        # the preposition first, so that "such as X" / "rather than X" / "because of X" are headed by as / than /
+        # of (spaCy: such <-amod- as, rather <-advmod- than); a PP without one is headed by its verbal, particle,
+        # adjective or adverb head
+        "PP": [("left", ["IN", "TO"]), ("left", ["VBG", "VBN", "RP", "FW", "JJ", "RB"]), ("left", ["PP"])],
         "PRN": [("left", ["S", "SINV", "SQ", "VP", "NP", "PP", "SBAR", "ADJP", "ADVP", "FRAG"])],
         "PRT": [("right", ["RP"])],
         "QP": [("right", ["CD"]), ("left", ["$", "#", "NNS", "NN", "JJ", "RB", "DT", "QP", "JJR", "JJS"])],
@@ -470,7 +473,9 @@ class _Converter:
                     return "prep"
                 return "pobj" if dc in _NOMINAL or dc in _NOUN_TAGS or dc in ("QP", "CD", "PRP", "ADJP") \
                     else "pcomp"
-            return "advmod" if dc in ("RB", "ADVP") else "dep"
+            if dc in ("RB", "ADVP"):
+                return "advmod"  # rather <-advmod- than
+            return "amod" if dc in ("JJ", "JJR", "JJS", "ADJP") else "dep"  # such <-amod- as (spaCy)
         if cat == "SBAR":
             if dc in ("IN", "DT") or (dc == "RB" and i < h):
                 return "mark"

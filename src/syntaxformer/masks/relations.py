@@ -16,21 +16,23 @@ Definition (query row ``i``, key column ``j``; both from :func:`syntaxformer.dat
   ``"share"`` criterion) have ``k = 0`` and distance 0: no relation.
 * ``dist = k_ij + (depth[j] - depth[i] + k_ij)``: the path length i -> LCA -> j. No relation if no k covers
   ``key[j]`` (different trees, or LCA more than D steps up) or ``dist > D``.
-* The *kind* compares the LCA's head key (``anc_head[i, k_ij]``) with the two positions' keys:
-  ``== key[j]``: **parent** (j is the head side: for dependency trees, j is i's ancestor at distance ``dist``);
-  else ``== key[i]``: **child** (i is the head side: j is i's descendant); else **sibling**.
+* The *kind* compares the LCA's head key (``anc_head[i, k_ij]``) with the two positions' keys, named as in the
+  paper (§3.2: "In the parent mask ... M^p_{i,j,d} = 1 if and only if the node i is the parent or ancestor of
+  node j"; "In the child mask ... node j is the parent or ancestor of node i"):
+  ``== key[j]``: **child** (i is the child side: for dependency trees, j is i's ancestor at distance ``dist``);
+  else ``== key[i]``: **parent** (i is the head side: i is j's ancestor, j its descendant); else **sibling**.
 
   For dependency trees this is exactly Syntax-BERT's parent / child / sibling with the exact tree distance. For
   constituency trees it is the leaf-to-leaf path length through the phrase tree (a word and its pre-terminal
-  count as one node), and "parent" means that j is the lexical head of the smallest phrase containing both.
+  count as one node), and "child" means that j is the lexical head of the smallest phrase containing both.
 * **pairwise**: i and j both non-special and in different segments (texts) of a pair. Trees never span two
   texts, so this group is disjoint from the tree relations.
 
-Group ids (``D`` = ``max_distance``): 0 = no sub-network; parent at distance d = ``d``; child = ``D + d``;
-sibling = ``2D + d``; pairwise = ``3D + 1``. So there are M = 3D + 1 sub-networks per tree kind (Syntax-BERT:
-"(15 x 3 + 1) x 2 = 92" for pair tasks), and dependency and constituency give two partitions. Note the direction:
-the paper writes its parent mask from the ancestor's point of view; here row ``i`` is the query, and "parent"
-means the row attends to its head side, like LISA's parent head.
+Group ids (``D`` = ``max_distance``): 0 = no sub-network; child at distance d = ``d`` (the row attends to its
+head side, like LISA's parent head); parent = ``D + d``; sibling = ``2D + d``; pairwise = ``3D + 1``. So there
+are M = 3D + 1 sub-networks per tree kind (Syntax-BERT: "(15 x 3 + 1) x 2 = 92" for pair tasks), and dependency
+and constituency give two partitions. (Until issue 16 these two kinds were named the other way round, "parent" =
+the row's head side; the ids did not change.)
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ PARENT = "parent"
 CHILD = "child"
 SIBLING = "sibling"
 PAIRWISE = "pairwise"
-KINDS = (PARENT, CHILD, SIBLING, PAIRWISE)
+#: In group-id order: child (ids 1..D), parent (D+1..2D), sibling (2D+1..3D), pairwise (3D+1).
+KINDS = (CHILD, PARENT, SIBLING, PAIRWISE)
 
 
 def num_groups(max_distance: int = 15, pairwise: bool = True) -> int:
@@ -54,7 +57,7 @@ def num_groups(max_distance: int = 15, pairwise: bool = True) -> int:
 
 
 def group_id(kind: str, distance: int = 1, max_distance: int = 15) -> int:
-    """Group id of a relation ``kind`` (``"parent"``, ``"child"``, ``"sibling"``, ``"pairwise"``) at ``distance``."""
+    """Group id of a relation ``kind`` (``"child"``, ``"parent"``, ``"sibling"``, ``"pairwise"``) at ``distance``."""
     if kind == PAIRWISE:
         return 3 * max_distance + 1
     if kind not in KINDS:
@@ -154,7 +157,7 @@ def relation_groups(key: torch.Tensor, depth: torch.Tensor, anc_lo: torch.Tensor
     up_j = k + (depth16.unsqueeze(-2) - depth16.unsqueeze(-1))  # (B, L, L) steps from j up to the LCA
     dist = k + up_j
     rel = (c > 0) & (dist >= 1) & (dist <= D)
-    not_parent = up_j > proj.unsqueeze(-2)
+    not_parent = up_j > proj.unsqueeze(-2)  # j is not on i's head side (not the paper's "child" relation)
     sibling = not_parent & (k > proj.unsqueeze(-1))
     groups = dist.to(torch.uint8)
     groups += not_parent.to(torch.uint8) * D

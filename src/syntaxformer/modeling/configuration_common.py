@@ -92,7 +92,9 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
     :meth:`resolve_head_defaults` from ``__post_init__`` and implement :attr:`syntax_inputs`.
 
     Args:
-        pooling: sentence representation for sequence-level heads (sequence classification, multiple choice):
+        pooling: sentence representation for sequence-level heads (sequence classification, multiple choice) and
+            the QA answer verifier (default ``"cls"``; SG-Net overrides it to ``"mean"``, see
+            :class:`~syntaxformer.modeling.configuration_sgnet.SGNetConfig`):
             ``"cls"`` (the first token through a dense+tanh pooler, initialised from the encoder's pooler when it
             has one; SG-Net §3.4.2, BERT) or ``"mean"`` (the mean of the contextual states over non-special tokens:
             positions with ``syntax_tree >= 0``, over ``attention_mask`` when the batch has no ``syntax_tree``).

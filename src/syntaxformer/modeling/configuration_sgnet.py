@@ -15,7 +15,7 @@ from transformers.configuration_utils import SubConfigSpec
 
 from syntaxformer.data.subword_features import feature_vocab_size
 from syntaxformer.errors import ConfigError
-from syntaxformer.modeling.configuration_common import SyntaxModelConfig, first_set, ordered_syntax_inputs
+from syntaxformer.modeling.configuration_common import Pooling, SyntaxModelConfig, first_set, ordered_syntax_inputs
 
 #: Ways to combine the encoder output H and the syntax-guided output H' (see :class:`SGNetConfig`).
 Aggregation = Literal["dual", "syntax_only", "concat", "vanilla_layer", "biattention"]
@@ -39,7 +39,8 @@ class SGNetConfig(SyntaxModelConfig):
             (``config.json`` stores it this way); any architecture ``AutoModel`` can build. Default: a
             ``BertConfig()``.
         use_sg_layer: add the syntax-guided layer (SG-Net). ``False`` gives the plain-encoder baseline with the
-            same task heads and pooling (no extra parameters, no syntax input needed). Default ``True``.
+            same task heads and pooling (no extra parameters; it reads no parse except ``syntax_tree`` for the default
+            mean pooling). Default ``True``.
         alpha: weight of the encoder output H in the dual aggregation ``alpha * H + (1 - alpha) * H'``
             (Eq. 9); the paper fixes it to 0.5 (section 5.2). Must lie in [0, 1].
         alpha_mode: ``"fixed"`` (paper, §5.2: a constant, no parameter) or ``"learned"``: ``sigmoid(a)`` of a
@@ -74,15 +75,21 @@ class SGNetConfig(SyntaxModelConfig):
         sg_attention_dropout: dropout on the layer's attention probabilities; default the encoder's
             ``attention_probs_dropout_prob``.
         sg_layer_norm_eps: LayerNorm epsilon of the layer; default the encoder's ``layer_norm_eps``.
-        pooling: sentence representation for sequence-level heads (a head option, see
-            :class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`). ``"cls"`` (paper, §3.4.2:
-            the first token of H̄ through a dense+tanh pooler) or ``"mean"`` (the mean of H̄ over non-special
-            tokens). **Note:** under the SDOI mask ``[CLS]`` attends only to
-            itself in the syntax-guided layer, so ``h'_0`` is a function of ``h_0`` alone (a per-token
-            feed-forward transform): with ``"cls"`` pooling no syntax reaches a sentence classifier through H'
-            (the layer's query/key weights even get zero gradient), and with ``mask_special_in_aggregation=True``
-            the classifier input is exactly the baseline's. ``"mean"`` pooling lets every token's
-            syntax-guided state reach the classifier; it is the fix to use for NLI / classification with syntax.
+        pooling: sentence representation for the sequence-level heads (sequence classification, multiple choice)
+            and the QA answer verifier (a head option, see
+            :class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`). Default ``"mean"`` (the mean of
+            H̄ over non-special tokens), our documented deviation; ``"cls"`` is the paper's h̄₀ (§3.4.2: the first
+            token of H̄ through a dense+tanh pooler). **Why the default is not the paper's:** under the SDOI mask
+            ``[CLS]`` attends only to itself in the syntax-guided layer, so ``h'_0`` is a function of ``h_0`` alone
+            (a per-token feed-forward transform): with ``"cls"`` no syntax reaches a sentence classifier, a RACE
+            scorer or the verifier through H', and the layer's W_Q / W_K get no gradient (MiniLM on STS-B,
+            ``syntaxformer diagnose --system sgnet --set pooling=cls``: ~1e-8, rounding, against W_V's 3.0; with
+            ``"mean"`` W_Q / W_K get 0.086). With
+            ``mask_special_in_aggregation=True`` the ``"cls"`` classifier input is exactly the baseline's. The
+            default applies to the plain-encoder baseline (``use_sg_layer=False``) too, so that the comparison
+            differs only by the syntax layer; mean pooling reads ``syntax_tree`` (it marks the special tokens).
+            Span QA heads are per token and unaffected. Configs saved before this default store ``pooling``
+            explicitly and load unchanged.
         mask_special_in_aggregation: footnote 11 of the paper: special tokens ([CLS], [SEP], padding; positions
             with ``syntax_tree < 0``) attend only to themselves in the SG layer "and we will mask these weights
             in the following aggregation layer". If True, those positions take H only (``H̄_i = H_i``), for every
@@ -115,6 +122,7 @@ class SGNetConfig(SyntaxModelConfig):
     sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
 
     encoder: PretrainedConfig | dict | None = None
+    pooling: Pooling = "mean"
     use_sg_layer: bool = True
     alpha: float | int = 0.5
     alpha_mode: Literal["fixed", "learned"] = "fixed"

@@ -42,7 +42,12 @@ class SyntaxBertConfig(SyntaxModelConfig):
         use_constituency: use the constituency-tree partition (Table 5 "w/o constituency trees" = False; needs the
             ``con_*`` batch keys). Paper default: both trees (§4), M = 3D (+1) sub-networks each.
         parent_masks, child_masks, sibling_masks, pairwise_masks: keep these relation kinds (Table 5, "w/o ...
-            masks" = False). The pairwise mask links the two texts of a pair (§3.2); it is empty for single texts.
+            masks" = False), named as in the paper (§3.2): *parent* = the query token i is the parent or an
+            ancestor of the key j; *child* = j is the parent or an ancestor of i
+            (:mod:`syntaxformer.masks.relations`). Configs saved before ``relation_names`` existed used the
+            opposite names; they load with their old meaning (the two flags are swapped, see :meth:`from_dict`).
+        relation_names: ``"paper"``: marks a config whose ``parent_masks`` / ``child_masks`` follow the paper's
+            names (every config written now); a saved config without it is read as the old naming. The pairwise mask links the two texts of a pair (§3.2); it is empty for single texts.
         random_masks: Table 5 "w/o syntax trees": the group ids of each example are shuffled at random among its
             pairs of words (:func:`~syntaxformer.masks.random.random_like_groups`), so every sub-network keeps its
             size but loses the tree. The shuffle of an example is a fixed function of its token ids and
@@ -51,10 +56,17 @@ class SyntaxBertConfig(SyntaxModelConfig):
         aggregation: ``"topical"`` (Eq. 2-3, the paper's model), ``"sum"`` (Table 5 "w/o topical attention": a
             plain summation of the sub-network outputs) or ``"mean"`` (their average).
         full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network. Default
-            False: the paper counts M = 90 (92 for pairs) sub-networks, all syntactic (§4).
+            False: the paper counts M = 90 (92 for pairs) possible sub-networks, all syntactic (§4); per token
+            only the non-empty ones are candidates (16.1 on average, at most 44, on STS-B dev).
         empty_rows: rows with no non-empty sub-network ([CLS], [SEP], padding, one-word sentences): ``"full"``
             (default) attend to all non-padding tokens as in the pretrained layer, so a first-token classifier still
             sees the sentence; ``"self"`` attend to themselves only.
+        gate: ``"none"`` (default: the paper read literally, each syntax layer attends only within sub-networks),
+            ``"layer"`` or ``"head"``: our extension, a zero-initialised scalar ``g`` per layer / per (layer, head)
+            with ``ctx = P_full V + g (Σ_g α_g O_g - P_full V)``. At ``g = 0`` the model *is* the pretrained
+            encoder (the literal form starts far from it: token cosine ~0.57 to the plain encoder on MiniLM, see
+            ``syntaxformer diagnose``); the gates are new parameters (``syntax_bert.gate.weight``, trained at
+            ``new_params_lr``). The paper claims to "retain the pre-trained knowledge" but gives no mechanism.
         syntax_layers: indices of the layers that use sub-networks; ``None`` = every layer (the paper). Other
             layers run their ordinary attention (e.g. ``[]`` for a LISA-only baseline).
         implementation: ``"fast"`` (default) or ``"exact"``; see :mod:`syntaxformer.modeling.syntax_attention`.
@@ -94,16 +106,29 @@ class SyntaxBertConfig(SyntaxModelConfig):
     child_masks: bool = True
     sibling_masks: bool = True
     pairwise_masks: bool = True
+    relation_names: Literal["paper"] = "paper"
     random_masks: bool = False
     random_masks_seed: int = 0
     aggregation: TopicalAggregation = "topical"
     full_attention_candidate: bool = False
     empty_rows: Literal["full", "self"] = "full"
+    gate: Literal["none", "layer", "head"] = "none"
     syntax_layers: list[int] | None = None
     implementation: Literal["fast", "exact"] = "fast"
     lisa_layer: int | None = None
     lisa_head: int = 0
     lisa_loss_weight: float | int = 1.0
+
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
+        """As ``PretrainedConfig.from_dict``. A config saved before the relations were named as in the paper (no
+        ``relation_names`` key) had ``parent_masks`` for what the paper calls the child relation and vice versa:
+        the two flags are swapped so that the model keeps the sub-networks it was trained with."""
+        if config_dict.get("model_type", cls.model_type) == cls.model_type and "relation_names" not in config_dict:
+            config_dict = {**config_dict, "relation_names": "paper",
+                           "parent_masks": config_dict.get("child_masks", True),
+                           "child_masks": config_dict.get("parent_masks", True)}
+        return super().from_dict(config_dict, **kwargs)
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)

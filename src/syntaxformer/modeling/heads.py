@@ -82,9 +82,11 @@ def mean_pool(hidden_states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 def non_special_tokens(hidden_states: torch.Tensor, syntax_tree: torch.Tensor | None,
                        attention_mask: torch.Tensor | None) -> torch.Tensor:
     """``[B, L]`` bool, True at the positions mean pooling averages: ``syntax_tree >= 0`` (words, not special
-    tokens or padding) when given, else ``attention_mask > 0``, else every position."""
+    tokens or padding) when given (and never a padding position of ``attention_mask``), else
+    ``attention_mask > 0``, else every position."""
     if syntax_tree is not None:
-        return syntax_tree.to(hidden_states.device) >= 0
+        keep = syntax_tree.to(hidden_states.device) >= 0
+        return keep if attention_mask is None else keep & (attention_mask.to(hidden_states.device) > 0)
     if attention_mask is not None:
         return attention_mask.to(hidden_states.device) > 0
     return torch.ones(hidden_states.shape[:2], dtype=torch.bool, device=hidden_states.device)
@@ -264,8 +266,9 @@ class QuestionAnsweringHead(TaskHead):
     * Span head (Eq. 10-11): ``start_logits, end_logits = Linear(H)`` (one ``H -> 2`` layer over every position);
       the span loss is the mean of the start and end cross-entropies (BERT's convention; positions outside the
       sequence are ignored). The null answer is position 0 ([CLS]).
-    * Answer verifier (``config.qa_verifier=True``): the first token through a dense+tanh pooler (initialised from
-      the encoder's pooler when it has one), dropout and ``Linear(H, 2)`` gives ``verifier_logits`` =
+    * Answer verifier (``config.qa_verifier=True``): the pooled sequence (``config.pooling``: ``"cls"`` = the first
+      token through a dense+tanh pooler initialised from the encoder's pooler when it has one, as in the paper;
+      ``"mean"`` = the mean over non-special tokens, SG-Net's default), dropout and ``Linear(H, 2)`` gives ``verifier_logits`` =
       (logit_ans, logit_na), trained with cross-entropy on ``is_impossible`` (Eq. 13, written there as the binary
       cross-entropy of the softmax; identical for two classes):
       ``loss = span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``. The paper's *parallel*
@@ -278,7 +281,7 @@ class QuestionAnsweringHead(TaskHead):
       one implemented: larger final score = no answer.
 
     Args:
-        config: the model's config (``qa_verifier``, ``verifier_loss_weight``, ``span_loss_weight``,
+        config: the model's config (``qa_verifier``, ``pooling``, ``verifier_loss_weight``, ``span_loss_weight``,
             ``verifier_beta1`` / ``verifier_beta2``, ``classifier_dropout``).
         encoder: an already built (e.g. pretrained) encoder to wrap.
 
@@ -291,15 +294,18 @@ class QuestionAnsweringHead(TaskHead):
         encoder_pooler = self.attach_backbone(config, encoder)
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self.use_verifier = bool(config.qa_verifier)
+        self.verifier_pooler = None
         if self.use_verifier:
-            self.verifier_pooler = FirstTokenPooler(config.hidden_size)
+            # "cls": the first token through a dense+tanh pooler (SG-Net Eq. 13); "mean": the mean over non-special
+            # tokens (under SG-Net's SDOI mask [CLS] sees only itself, so only "mean" lets syntax reach it)
+            self.verifier_pooler = FirstTokenPooler(config.hidden_size) if config.pooling == "cls" else None
             self.verifier_dropout = nn.Dropout(config.classifier_dropout)
             self.verifier = nn.Linear(config.hidden_size, 2)
         self.span_loss_weight = float(config.span_loss_weight)
         if self.span_loss_weight == 0 and not self.use_verifier:
             raise ConfigError("span_loss_weight=0 leaves nothing to train without the verifier (qa_verifier=True)")
         self.post_init()
-        if self.use_verifier:
+        if self.verifier_pooler is not None:
             self.verifier_pooler.copy_from(encoder_pooler)
 
     def no_answer_weights(self) -> tuple[float, float]:
@@ -344,7 +350,11 @@ class QuestionAnsweringHead(TaskHead):
         start_logits, end_logits = logits[..., 0].contiguous(), logits[..., 1].contiguous()  # (B, L) each
         verifier_logits = None
         if self.use_verifier:
-            verifier_logits = self.verifier(self.verifier_dropout(self.verifier_pooler(hidden)))  # (B, 2)
+            if self.verifier_pooler is not None:
+                pooled = self.verifier_pooler(hidden)  # (B, H)
+            else:
+                pooled = mean_pool(hidden, non_special_tokens(hidden, syntax_inputs.get("syntax_tree"), attention_mask))
+            verifier_logits = self.verifier(self.verifier_dropout(pooled))  # (B, 2)
 
         loss = s_loss = v_loss = None
         if start_positions is not None and end_positions is not None:

@@ -29,7 +29,7 @@ from transformers import initialization as init
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
-from syntaxformer.masks.relations import group_id, relation_groups
+from syntaxformer.masks.relations import CHILD, PAIRWISE, PARENT, SIBLING, group_id, relation_groups
 from syntaxformer.modeling.configuration_syntax_bert import RELATION_KINDS, SyntaxBertConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
@@ -41,6 +41,7 @@ from syntaxformer.modeling.outputs import ContextualStates, SyntaxBertModelOutpu
 from syntaxformer.modeling.syntax_attention import (
     SYNTAX_ATTENTION,
     LisaRecorder,
+    SyntaxGate,
     SyntaxGroups,
     TopicalAttention,
     prepare_groups,
@@ -107,10 +108,13 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         """Hugging Face's default init (normal linears, unit LayerNorms); topical queries at zero (start from the
-        average of the non-empty sub-networks). Loaded weights are never re-initialised."""
+        average of the non-empty sub-networks); gates at zero (start from the pretrained attention). Loaded weights
+        are never re-initialised."""
         super()._init_weights(module)
         if isinstance(module, TopicalAttention):
             init.zeros_(module.query)
+        if isinstance(module, SyntaxGate):
+            init.zeros_(module.weight)  # g = 0: the pretrained layer at initialisation
 
     @classmethod
     def from_encoder_pretrained(cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None,
@@ -183,6 +187,10 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             self.topical.bind([(key, out) for _, key, out in sites])
         else:
             self.topical = None
+        if config.gate == "none":
+            self.gate = None
+        else:
+            self.gate = SyntaxGate(len(sites), config.encoder.num_attention_heads, per_head=config.gate == "head")
         self.post_init()
 
     def use_syntax_attention(self) -> None:
@@ -251,12 +259,13 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
     def _kept_groups(self, device: torch.device) -> torch.Tensor | None:
         """Lookup table group id -> itself or 0 for the relation kinds switched off (None if all are kept)."""
         c = self.config
-        flags = (c.parent_masks, c.child_masks, c.sibling_masks, c.pairwise_masks)
-        if all(flags):
+        flags = {PARENT: c.parent_masks, CHILD: c.child_masks, SIBLING: c.sibling_masks, PAIRWISE: c.pairwise_masks}
+        if all(flags.values()):
             return None
         D = c.max_distance
         table = torch.arange(c.num_buckets, device=device)
-        for kind, on in zip(RELATION_KINDS, flags):
+        for kind in RELATION_KINDS:
+            on = flags[kind]
             if not on:
                 lo, hi = group_id(kind, 1, D), group_id(kind, D, D)  # the ids of all distances of this kind
                 table[lo:hi + 1] = 0
@@ -316,7 +325,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             enc_inputs["output_hidden_states"] = True
         enc = self.encoder(input_ids=input_ids, return_dict=True, syntax_groups=syntax_groups,
                            syntax_options=self.config.attention_options(), syntax_topical=self.topical,
-                           syntax_lisa=recorder, **enc_inputs)
+                           syntax_lisa=recorder, syntax_gate=self.gate, **enc_inputs)
         lisa_loss = None
         if recorder is not None and dep_parent is not None:
             lisa_loss = recorder.loss(dep_parent)

@@ -17,7 +17,8 @@ Two optional syntax parts sit around its encoder:
    The decoder keeps all ``D`` dimensions for words. The baseline uses the same module with no features (a plain
    ``D``-dimensional source embedding), so the arms differ only in what they add.
 2. **SG-Net encoder** (Zhang et al., TPAMI §3.4.3): one syntax-guided self-attention layer
-   (:class:`~syntaxformer.modeling.sg_layer.SyntaxGuidedLayer`, SDOI mask: ancestors and self) on the encoder
+   (:class:`~syntaxformer.modeling.sg_layer.SyntaxGuidedLayer`, SDOI mask: ancestors and self; GeLU feed-forward as
+   in the paper, ``sg_hidden_act``, where the wrapped Transformer uses ReLU) on the encoder
    output H, and dual aggregation ``H̄ = alpha H + (1 - alpha) H'`` (Eq. 9, alpha = 0.5); the decoder's
    encoder-decoder attention reads H̄ (Eq. 16) and the output distribution is the decoder's usual tied softmax
    projection (Eq. 17's "linear, potentially multi-layered function"; no extra GELU layer, so every arm has the
@@ -115,6 +116,10 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         alpha: weight of H in ``alpha H + (1 - alpha) H'`` (Eq. 9; 0.5, §5.2).
         sg_num_heads, sg_intermediate_size, sg_dropout: the layer's heads, feed-forward size and dropout; default
             the encoder's.
+        sg_hidden_act: feed-forward activation of the SG layer: ``"gelu"`` (default; SG-Net §3.2 / §3.4.3 uses
+            GeLU), or any activation name of ``transformers.activations`` (``"relu"`` = the wrapped Transformer's
+            own activation in the cpu/base presets). Configs saved before this option existed had the encoder's
+            activation (ReLU) in the SG layer; they load with ``sg_hidden_act="relu"`` (see :meth:`from_dict`).
     """
 
     model_type = "syntax_infused_translation"
@@ -130,6 +135,16 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
     sg_num_heads: int | None = None
     sg_intermediate_size: int | None = None
     sg_dropout: float | int | None = None
+    sg_hidden_act: str = "gelu"
+
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
+        """As ``PretrainedConfig.from_dict``; a saved config without ``sg_hidden_act`` (written before the option
+        existed) keeps the activation it was trained with: the wrapped model's ``activation_function``."""
+        if config_dict.get("use_sg_layer") and "sg_hidden_act" not in config_dict and "sg_hidden_act" not in kwargs:
+            seq2seq = config_dict.get("seq2seq") or {}
+            config_dict = {**config_dict, "sg_hidden_act": seq2seq.get("activation_function", "relu")}
+        return super().from_dict(config_dict, **kwargs)
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
@@ -232,7 +247,7 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             padding_idx=s2s.pad_token_id, scale=scale, init_std=float(getattr(s2s, "init_std", 0.02)))
         if config.use_sg_layer:
             self.sg_layer = SyntaxGuidedLayer(s2s.d_model, config.sg_num_heads, config.sg_intermediate_size,
-                                              s2s.activation_function, config.sg_dropout, config.sg_dropout,
+                                              config.sg_hidden_act, config.sg_dropout, config.sg_dropout,
                                               layer_norm_eps=1e-5)
             self.aggregation = DualAggregation(config.alpha)
         else:

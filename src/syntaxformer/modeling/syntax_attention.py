@@ -24,10 +24,14 @@ Choices (documented in ``docs/syntax_bert.md``):
   sentences) falls back to ordinary attention over the non-padding keys, i.e. to the pretrained layer. ``"self"``
   makes it attend to itself only. With ``"self"`` the ``[CLS]`` state never sees the sentence, so a first-token
   pooler would get a constant input: that is why ``"full"`` is the default.
-* ``full_attention_candidate=False`` (default, the paper: M = 90 / 92 sub-networks, §4): vanilla attention is
+* ``full_attention_candidate=False`` (default, the paper: M = 90 / 92 possible sub-networks, §4; per token only
+  the non-empty ones are candidates, 16.1 on average on STS-B dev): vanilla attention is
   not one of the aggregated candidates; ``True`` adds it as one more sub-network.
 * ``aggregation``: ``"topical"`` (Eq. 2-3), ``"sum"`` (Table 5 "w/o topical attention": a plain summation of the
   non-empty sub-networks) or ``"mean"`` (their average; what ``"topical"`` computes with a zero query).
+* ``syntax_gate`` (:class:`SyntaxGate`, our extension): ``ctx = P_full V + g (Σ_g α_g O_g - P_full V)`` with a
+  zero-initialised scalar ``g`` per layer or per head, so the model is exactly the pretrained encoder at init. It
+  is applied on top of either implementation (one more autograd softmax ``P_full`` per layer).
 * LISA (Strubell et al., 2018): in layer ``lisa_layer`` head ``lisa_head`` is taken out of the decomposition and
   attends to all non-padding keys; its log attention probabilities are recorded so that the model can add a
   cross-entropy loss against the parse (see :class:`LisaRecorder`).
@@ -228,6 +232,34 @@ class TopicalAttention(nn.Module):
         return key(out(outputs)) @ self.query[layer] * self.scale
 
 
+class SyntaxGate(nn.Module):
+    """Zero-initialised gate from the pretrained attention towards the sub-networks (our extension; not in the paper).
+
+    Per layer ``l`` (and head ``h`` for ``per_head=True``) the context becomes
+    ``ctx = P_full V + g_{l,h} (Σ_g α_g O_g - P_full V)``, i.e. the effective attention is
+    ``P_full + g (A_syntax - P_full)``. With ``g = 0`` (the initialisation) every layer is exactly the pretrained
+    layer, so the model starts from the checkpoint; training moves ``g`` (at the new-parameter learning rate).
+
+    Args:
+        num_layers: number of layers (one row each).
+        num_heads: number of heads (columns when ``per_head``).
+        per_head: one scalar per head (``gate="head"``) instead of one per layer (``gate="layer"``).
+    """
+
+    def __init__(self, num_layers: int, num_heads: int, per_head: bool = False):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(num_layers, num_heads if per_head else 1))
+
+    def value(self, layer: int) -> torch.Tensor:
+        """The gate of ``layer`` as ``[1, H | 1, 1, 1]`` (broadcasts over ``[B, H, L, L]``)."""
+        return self.weight[layer].view(1, -1, 1, 1)
+
+
+def gate_probs(probs: torch.Tensor, full: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    """``full + gate (probs - full)``: the gated effective attention (``[B, H, L, L]``; ``gate`` broadcasts)."""
+    return full + gate.to(probs.dtype) * (probs - full)
+
+
 @dataclass
 class LisaRecorder:
     """Collects the log attention probabilities of the LISA head (passed as ``syntax_lisa=``).
@@ -273,7 +305,7 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
                              dropout: float = 0.0, syntax_groups: Any = None,
                              syntax_options: SyntaxAttentionOptions | None = None,
                              syntax_topical: TopicalAttention | None = None, syntax_lisa: LisaRecorder | None = None,
-                             **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+                             syntax_gate: SyntaxGate | None = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention function for ``AttentionInterface`` (registered as ``"syntax"``).
 
     Args:
@@ -289,6 +321,8 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         syntax_options: :class:`SyntaxAttentionOptions` (default options if ``None``).
         syntax_topical: :class:`TopicalAttention` with the task queries (``None``: zero query).
         syntax_lisa: :class:`LisaRecorder` to fill in the LISA layer.
+        syntax_gate: :class:`SyntaxGate` (``None``: no gate, the paper's literal form): the effective attention of
+            a syntax layer becomes ``P_full + g (Σ_g α_g A_g - P_full)``.
         **kwargs: other model kwargs, ignored.
 
     Returns:
@@ -339,6 +373,11 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
                 u = u * (~full_heads).to(u.dtype).unsqueeze(-1)  # the LISA head takes no part in topical scores
             w = torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L) value of each key along u
         probs = syntax_probs(scores, attention_mask, groups, w, opts, full_heads)  # (B, H, L, L)
+        if syntax_gate is not None:
+            if layer is None:
+                raise ValueError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
+            full = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L), with autograd
+            probs = gate_probs(probs, full, syntax_gate.value(layer))
 
     attn = F.dropout(probs, p=dropout, training=module.training) if dropout > 0 else probs
     out = torch.matmul(attn.to(value.dtype), value)  # (B, H, L, d)

@@ -48,7 +48,8 @@ def new_parameter_names(model: nn.Module) -> set[str]:
     """Names of the trainable parameters that are not part of the pretrained encoder.
 
     SG-Net: the syntax-guided layer, aggregation, pooler and classifier. Syntax-BERT: the topical-attention task
-    queries (``syntax_bert.topical.query``), pooler and classifier. Syntax-BERT's LISA head has no parameters of
+    queries (``syntax_bert.topical.query``), the gates (``syntax_bert.gate.weight``, ``gate="layer"|"head"``), pooler
+    and classifier. Syntax-BERT's LISA head has no parameters of
     its own: it is a pretrained head of the encoder, trained through the LISA loss at the encoder's rate.
     """
     prefix = encoder_parameter_prefix(model)
