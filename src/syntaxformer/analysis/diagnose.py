@@ -31,7 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from syntaxformer.errors import SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, InputError
 
 logger = logging.getLogger(__name__)
 
@@ -83,21 +83,21 @@ def diagnose(model: str | None = None, system: str = "syntax_bert", options: Map
         system, options = run_config.model_type, dict(run_config.model)
     options = dict(options or {})
     if system not in ("syntax_bert", "sgnet"):
-        raise SyntaxformerError(f"diagnose --system must be 'syntax_bert' or 'sgnet', got {system!r}")
+        raise ConfigError(f"diagnose --system must be 'syntax_bert' or 'sgnet', got {system!r}")
     config = RunConfig(task=task, model_type=system, model_name_or_path=model, model=options, max_length=max_length,
                        seed=seed, disable_tqdm=True)
     the_task = get_task(task)
     if the_task.head != "sequence_classification":
-        raise SyntaxformerError(f"diagnose needs a sentence-pair regression task (stsb), got {task!r}")
+        raise ConfigError(f"diagnose needs a sentence-pair regression task (stsb), got {task!r}")
     torch.manual_seed(seed)
     net = build_model(config, the_task).eval()
     if getattr(net.config, "num_labels", 1) != 1:
-        raise SyntaxformerError(f"diagnose reads a similarity score: {task!r} must be a regression task (stsb)")
+        raise ConfigError(f"diagnose reads a similarity score: {task!r} must be a regression task (stsb)")
     options_dir = {}
     if data_dir is None and task == "stsb":
         root = shared_data_dir()
         if root is None:
-            raise SyntaxformerError("STS-B not found: set SYNTAXFORMER_DATA to the shared data folder, or pass "
+            raise DataError("STS-B not found: set SYNTAXFORMER_DATA to the shared data folder, or pass "
                                     "data_dir")
         data_dir = root / "glue" / "STS-B"
     if data_dir is not None:
@@ -181,7 +181,7 @@ def _pair_cosines(h: torch.Tensor, segment: torch.Tensor) -> list[float]:
     for i in range(h.shape[0]):
         a, b = h[i][segment[i] == 0], h[i][segment[i] == 1]
         if len(a) == 0 or len(b) == 0:
-            raise SyntaxformerError("diagnose needs sentence pairs (syntax_segment 0 and 1 in every example)")
+            raise InputError("diagnose needs sentence pairs (syntax_segment 0 and 1 in every example)")
         out.append(float(torch.cosine_similarity(a.float().mean(0), b.float().mean(0), dim=0)))
     return out
 

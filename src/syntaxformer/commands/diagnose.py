@@ -43,13 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the diagnostic and print it; returns the exit status."""
     from syntaxformer.analysis.diagnose import diagnose
-    from syntaxformer.errors import SyntaxformerError
+    from syntaxformer.errors import ConfigError
 
     options = {}
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SyntaxformerError(f"--set expects KEY=VALUE, got {item!r}")
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:

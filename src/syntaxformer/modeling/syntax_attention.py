@@ -375,7 +375,7 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         probs = syntax_probs(scores, attention_mask, groups, w, opts, full_heads)  # (B, H, L, L)
         if syntax_gate is not None:
             if layer is None:
-                raise ValueError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
+                raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
             full = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L), with autograd
             probs = gate_probs(probs, full, syntax_gate.value(layer))
 
