@@ -54,3 +54,40 @@ def test_comparison_format_table():
     assert lines[2].split() == ["system", "accuracy", "train_s"]
     assert lines[3].split() == ["baseline", "0.5000", "1.0"] and lines[4].split() == ["sgnet", "0.7500", "2.2"]
     assert lines[5] == "difference (sgnet - baseline) in accuracy: +0.2500"
+
+
+def test_paired_tests_from_the_dev_predictions_of_two_runs(tmp_path):
+    """compare's significance line: bootstrap CI and exact McNemar from the runs' dev_predictions.json, checked
+    against counts made by hand (4 examples only the baseline gets right, 1 only the other system)."""
+    import json
+
+    from scipy.stats import binomtest
+
+    from syntaxformer.training.comparison import format_comparison, paired_tests
+
+    labels = [0, 1] * 20
+    base = list(labels)
+    other = list(labels)
+    for i in (0, 1, 2, 3):  # the other system misses these
+        other[i] = 1 - labels[i]
+    base[10] = 1 - labels[10]  # the baseline misses this one
+    ids = [f"dev-{i}" for i in range(40)]
+    for name, preds in (("baseline", base), ("sgnet", other)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "dev_predictions.json").write_text(json.dumps(
+            {"ids": ids, "predictions": preds, "labels": labels}), encoding="utf-8")
+    tests = paired_tests(tmp_path, ["baseline", "sgnet"], "accuracy", n_resamples=200)
+    mc = tests["sgnet"]["mcnemar"]
+    assert mc["details"] == {"only_a_correct": 4, "only_b_correct": 1}
+    assert mc["p_value"] == pytest.approx(binomtest(1, 5, 0.5).pvalue)
+    boot = tests["sgnet"]["bootstrap"]
+    assert boot["difference"] == pytest.approx(-3 / 40) and boot["details"]["ci95"][0] < -3 / 40 < \
+        boot["details"]["ci95"][1]
+    summary = {"systems": {n: {"dev": {"accuracy": a}, "task_title": "T", "model_label": "m", "sizes": {
+        "train": 1, "train_total": 1, "dev": 40, "dev_total": 40}, "num_train_epochs": 1, "batch_size": 1,
+        "learning_rate": 1e-4, "new_params_lr": None, "max_length": 8, "parser_noise": 0.0,
+        "subsample": {"train": None, "dev": None}, "train": {"runtime_s": 1.0}}
+        for n, a in (("baseline", 39 / 40), ("sgnet", 36 / 40))}, "seed": 1, "main_metric": "accuracy",
+        "tests": tests}
+    assert "exact McNemar p = 0.375" in format_comparison(summary)
+    assert paired_tests(tmp_path, ["baseline", "missing"], "accuracy") == {}

@@ -123,10 +123,49 @@ def compare(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]
     summary = {"task": task.name, "seed": config.seed, "main_metric": task.main_metric,
                "sizes": first["sizes"], "subsample": first["subsample"], "systems": results,
                "runtime_s": round(time.time() - t0, 2)}
+    summary["tests"] = paired_tests(config.output_dir, list(results), task.main_metric)
     summary["table"] = format_comparison(summary)
     os.makedirs(config.output_dir, exist_ok=True)
     write_json(Path(config.output_dir) / "comparison.json", summary)
     return summary
+
+
+def paired_tests(output_dir: str | os.PathLike, names: Sequence[str], metric: str, n_resamples: int = 1000,
+                 seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Each system against the first on the same dev examples, from their ``dev_predictions.json``: a two-sided
+    paired bootstrap of ``metric`` (its 95% interval of the difference) and, for classification, the exact
+    McNemar test on per-example correctness. Name -> ``{"bootstrap": ..., "mcnemar": ...}``; systems without
+    per-example predictions and labels (or a metric that is not a per-example one) are left out."""
+    import json
+
+    import numpy as np
+
+    from syntaxformer.analysis.significance import mcnemar, paired_bootstrap
+    from syntaxformer.tasks.metrics import METRICS
+
+    if metric not in METRICS or len(names) < 2:
+        return {}
+    runs = {}
+    for name in names:
+        path = Path(output_dir) / name / "dev_predictions.json"
+        if path.is_file():
+            runs[name] = json.loads(path.read_text(encoding="utf-8"))
+    base = runs.get(names[0])
+    if base is None or "labels" not in base:
+        return {}
+    labels = np.asarray(base["labels"])
+    out: dict[str, dict[str, Any]] = {}
+    for name in names[1:]:
+        other = runs.get(name)
+        if other is None or other.get("ids") != base.get("ids"):
+            continue
+        a, b = np.asarray(base["predictions"]), np.asarray(other["predictions"])
+        tests = {"bootstrap": paired_bootstrap(METRICS[metric], a, b, labels, n_resamples=n_resamples, seed=seed,
+                                               two_sided=True).to_dict()}
+        if np.issubdtype(labels.dtype, np.integer):
+            tests["mcnemar"] = mcnemar(a == labels, b == labels).to_dict()
+        out[name] = tests
+    return out
 
 
 def format_comparison(summary: dict[str, Any]) -> str:
@@ -161,5 +200,15 @@ def format_comparison(summary: dict[str, Any]) -> str:
         a = systems[names[0]]["dev"].get(summary["main_metric"], math.nan)
         for other in names[1:]:
             b = systems[other]["dev"].get(summary["main_metric"], math.nan)
-            lines.append(f"difference ({other} - {names[0]}) in {summary['main_metric']}: {b - a:+.4f}")
+            line = f"difference ({other} - {names[0]}) in {summary['main_metric']}: {b - a:+.4f}"
+            tests = summary.get("tests", {}).get(other)
+            if tests:
+                boot = tests["bootstrap"]
+                lo, hi = boot["details"]["ci95"]
+                n = boot["details"]["n_resamples"]
+                p = f"< {1 / n:.3f}" if boot["p_value"] < 1 / n else f"= {boot['p_value']:.3f}"
+                line += f", 95% CI [{lo:+.4f}, {hi:+.4f}], paired bootstrap p {p} (two-sided, {n} resamples)"
+                if "mcnemar" in tests:
+                    line += f"; exact McNemar p = {tests['mcnemar']['p_value']:.3f}"
+            lines.append(line)
     return "\n".join(lines)
