@@ -46,8 +46,10 @@ def test_relations_group_ids_round_trip():
         group_id("cousin", 1)
     with pytest.raises(ValueError):
         group_id("child", 16, 15)
+    assert group_id("self", max_distance=D) == 47 and group_name(47, D) == ("self", 0)
+    assert group_id("special", max_distance=D) == 48 and group_name(48, D) == ("special", 0)
     with pytest.raises(ValueError):
-        group_name(47, 15)
+        group_name(49, 15)
 
 
 def test_relations_chain():

@@ -168,3 +168,37 @@ def reference_attention() -> Iterator[None]:
         yield
     finally:
         register_syntax_attention()
+
+
+def reference_option_groups(partitions: list[torch.Tensor], tree: torch.Tensor, segment: torch.Tensor,
+                            max_distance: int, pairwise: str | None, self_group: bool = False,
+                            special_keys: bool = False) -> list[torch.Tensor]:
+    """The sub-networks of Syntax-BERT's options, written pair by pair from their definitions, added to
+    ``partitions`` (``[B, L, L]`` group ids built *without* the pairwise group):
+
+    * ``pairwise="text"``: i and j are words of different texts (``segment``); ``"sentence"`` (the paper, §3.2):
+      words of different sentences (``tree``), also inside one text; ``None``: no pairwise group. Id 3D+1, in
+      every partition.
+    * ``self_group``: the pair (i, i) of every word i. Id 3D+2, first partition only.
+    * ``special_keys``: word rows i and keys j that are not words (special tokens; padding is masked by the
+      attention anyway). Id 3D+3, first partition only.
+    """
+    D = max_distance
+    out = [p.clone().long() for p in partitions]
+    B, L = tree.shape
+    for b in range(B):
+        for i in range(L):
+            if int(tree[b, i]) < 0:
+                continue
+            for j in range(L):
+                word_j = int(tree[b, j]) >= 0
+                if pairwise is not None and word_j:
+                    ids = tree if pairwise == "sentence" else segment
+                    if int(ids[b, i]) != int(ids[b, j]):
+                        for p in out:
+                            p[b, i, j] = 3 * D + 1
+                if special_keys and not word_j:
+                    out[0][b, i, j] = 3 * D + 3
+                if self_group and i == j:
+                    out[0][b, i, j] = 3 * D + 2
+    return out

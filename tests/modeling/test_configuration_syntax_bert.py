@@ -28,6 +28,8 @@ def config(**kw) -> SyntaxBertConfig:
     (dict(syntax_layers=[], lisa_layer=0), ("dep_parent",)),
     (dict(syntax_layers=[], pooling="mean"), ("syntax_tree",)),
     (dict(random_masks=True, use_constituency=False), BASE + DEP),
+    (dict(pairwise="sentence", use_constituency=False), ("syntax_tree",) + DEP),  # sentence ids, no text ids
+    (dict(self_group=True, special_keys=True), BASE + DEP + CON),
 ])
 def test_config_syntax_bert_syntax_inputs(options, expected):
     assert config(**options).syntax_inputs == expected

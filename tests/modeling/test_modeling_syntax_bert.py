@@ -39,7 +39,11 @@ from syntaxformer.modeling import (
 )
 from syntaxformer.modeling.modeling_syntax_bert import attention_sites
 from tests.conftest import minilm_path
-from tests.modeling.reference_syntax_attention import reference_attention, reference_syntax_attention
+from tests.modeling.reference_syntax_attention import (
+    reference_attention,
+    reference_option_groups,
+    reference_syntax_attention,
+)
 from tests.masks.reference import random_example
 
 VOCAB = 100
@@ -765,3 +769,87 @@ def test_from_encoder_pretrained_minilm():
     # the pooler starts from MiniLM's
     vanilla = AutoModel.from_pretrained(minilm_path())
     assert torch.equal(model.pooler.dense.weight, vanilla.pooler.dense.weight)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Options outside the paper's literal form: pairwise by sentence, self group, reachable special keys
+# ---------------------------------------------------------------------------------------------------------------
+
+OPTION_SETS = [dict(pairwise="sentence"), dict(self_group=True), dict(special_keys=True),
+               dict(pairwise="sentence", self_group=True, special_keys=True)]
+
+
+def _reference_groups(batch: dict, opts: dict, **model_kw) -> SyntaxGroups:
+    """The option groups from :func:`reference_option_groups` on top of the model's groups without pairwise."""
+    base = tiny_model(SyntaxBertModel, pairwise_masks=False, **model_kw).build_groups(batch, torch.device("cpu"))
+    parts = reference_option_groups(list(base.partitions), batch["syntax_tree"], batch["syntax_segment"], 15,
+                                    opts.get("pairwise", "text"), opts.get("self_group", False),
+                                    opts.get("special_keys", False))
+    return SyntaxGroups(tuple(parts), (SyntaxBertConfig(encoder=tiny_bert(), **opts).num_buckets,) * len(parts))
+
+
+@pytest.mark.parametrize("opts", OPTION_SETS + [dict()])
+def test_option_groups_match_their_definition(opts):
+    batch = make_batch(seed=7)
+    got = tiny_model(SyntaxBertModel, **opts).build_groups(batch, torch.device("cpu"))
+    ref = _reference_groups(batch, opts)
+    assert got.num_buckets == ref.num_buckets
+    for a, b in zip(got.partitions, ref.partitions):
+        assert torch.equal(a, b)
+
+
+def test_pairwise_by_sentence_joins_sentences_of_one_text():
+    batch = make_batch(seed=7)
+    text = tiny_model(SyntaxBertModel).build_groups(batch, torch.device("cpu")).partitions[0]
+    sent = tiny_model(SyntaxBertModel, pairwise="sentence").build_groups(batch, torch.device("cpu")).partitions[0]
+    assert ((sent == 46) & (text != 46)).any(), "the batch should have a text with several sentences"
+    assert ((text == 46) <= (sent == 46)).all(), "pairs across texts are pairs across sentences"
+    tree, seg = batch["syntax_tree"], batch["syntax_segment"]
+    same_text = (seg.unsqueeze(-1) == seg.unsqueeze(-2)) & (tree.unsqueeze(-1) != tree.unsqueeze(-2))
+    assert (sent[same_text & (tree.unsqueeze(-1) >= 0) & (tree.unsqueeze(-2) >= 0)] == 46).all()
+
+
+@pytest.mark.parametrize("opts", OPTION_SETS)
+def test_options_fast_and_exact_match_reference_outputs_and_gradients(opts):
+    batch = make_batch(seed=1, n=2, max_words=4)
+    batch["labels"] = torch.tensor([0, 2])
+    ref_groups = _reference_groups(batch, opts)
+    models = {impl: tiny_model(implementation="exact" if impl == "exact" else "fast", **opts)
+              for impl in ("fast", "exact", "reference")}
+    for m in models.values():
+        m.load_state_dict(models["fast"].state_dict())
+
+    def run(impl):
+        model = models[impl]
+        model.zero_grad()
+        extra = {"syntax_groups": ref_groups} if impl == "reference" else {}
+        with reference_attention() if impl == "reference" else nullcontext():
+            out = model(**batch, output_hidden_states=True, **extra)
+        probe = torch.linspace(-1, 1, out.logits.numel()).view_as(out.logits)
+        h = out.hidden_states[-1]
+        (out.loss + (out.logits * probe).sum() + h.square().mean()).backward()
+        return h.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    h_ref, g_ref = run("reference")
+    for impl in ("fast", "exact"):
+        h, g = run(impl)
+        assert torch.allclose(h, h_ref, atol=TOL), (impl, (h - h_ref).abs().max())
+        assert set(g) == set(g_ref)
+        for name in g_ref:
+            assert torch.allclose(g[name], g_ref[name], atol=TOL), (impl, name, (g[name] - g_ref[name]).abs().max())
+    plain = tiny_model()
+    plain.load_state_dict(models["fast"].state_dict())
+    assert not torch.allclose(plain(**batch, output_hidden_states=True).hidden_states[-1], h_ref, atol=1e-4), \
+        "the option should change the model"
+
+
+def test_options_round_trip(tmp_path):
+    c = SyntaxBertConfig(encoder=tiny_bert(), pairwise="sentence", self_group=True, special_keys=True)
+    c.save_pretrained(tmp_path)
+    c2 = AutoConfig.from_pretrained(tmp_path)
+    assert (c2.pairwise, c2.self_group, c2.special_keys, c2.num_buckets) == ("sentence", True, True, 49)
+    d = SyntaxBertConfig(encoder=tiny_bert())
+    assert (d.pairwise, d.self_group, d.special_keys, d.num_buckets) == ("text", False, False, 47)
+    assert SyntaxBertConfig(encoder=tiny_bert(), self_group=True).num_buckets == 48
+    with pytest.raises(Exception, match="pairwise"):
+        SyntaxBertConfig(encoder=tiny_bert(), pairwise="paragraph")

@@ -47,6 +47,10 @@ PARENT = "parent"
 CHILD = "child"
 SIBLING = "sibling"
 PAIRWISE = "pairwise"
+#: Optional sub-networks outside the paper (Syntax-BERT options ``self_group`` / ``special_keys``): the token
+#: itself (id 3D+2) and the special-token keys of a non-special row (id 3D+3).
+SELF = "self"
+SPECIAL = "special"
 #: In group-id order: child (ids 1..D), parent (D+1..2D), sibling (2D+1..3D), pairwise (3D+1).
 KINDS = (CHILD, PARENT, SIBLING, PAIRWISE)
 
@@ -57,9 +61,14 @@ def num_groups(max_distance: int = 15, pairwise: bool = True) -> int:
 
 
 def group_id(kind: str, distance: int = 1, max_distance: int = 15) -> int:
-    """Group id of a relation ``kind`` (``"child"``, ``"parent"``, ``"sibling"``, ``"pairwise"``) at ``distance``."""
+    """Group id of a relation ``kind`` (``"child"``, ``"parent"``, ``"sibling"``, ``"pairwise"``) at ``distance``;
+    also the optional groups ``"self"`` (3D+2) and ``"special"`` (3D+3)."""
     if kind == PAIRWISE:
         return 3 * max_distance + 1
+    if kind == SELF:
+        return 3 * max_distance + 2
+    if kind == SPECIAL:
+        return 3 * max_distance + 3
     if kind not in KINDS:
         raise InputError(f"unknown relation kind {kind!r}; expected one of {KINDS}")
     if not 1 <= distance <= max_distance:
@@ -68,14 +77,16 @@ def group_id(kind: str, distance: int = 1, max_distance: int = 15) -> int:
 
 
 def group_name(group: int, max_distance: int = 15) -> tuple[str, int]:
-    """Inverse of :func:`group_id`: ``(kind, distance)``; ``("none", 0)`` for 0 and ``("pairwise", 0)``."""
+    """Inverse of :func:`group_id`: ``(kind, distance)``; ``("none", 0)`` for 0, ``("pairwise", 0)``,
+    ``("self", 0)`` and ``("special", 0)``."""
     D = max_distance
     if group == 0:
         return "none", 0
-    if group == 3 * D + 1:
-        return PAIRWISE, 0
+    extra = {3 * D + 1: PAIRWISE, 3 * D + 2: SELF, 3 * D + 3: SPECIAL}
+    if group in extra:
+        return extra[group], 0
     if not 1 <= group <= 3 * D:
-        raise InputError(f"group id {group} is out of range 0..{3 * D + 1} for max_distance={D}")
+        raise InputError(f"group id {group} is out of range 0..{3 * D + 3} for max_distance={D}")
     return KINDS[(group - 1) // D], (group - 1) % D + 1
 
 

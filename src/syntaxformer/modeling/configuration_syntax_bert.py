@@ -48,6 +48,15 @@ class SyntaxBertConfig(SyntaxModelConfig):
             opposite names; they load with their old meaning (the two flags are swapped, see :meth:`from_dict`).
         relation_names: ``"paper"``: marks a config whose ``parent_masks`` / ``child_masks`` follow the paper's
             names (every config written now); a saved config without it is read as the old naming. The pairwise mask links the two texts of a pair (§3.2); it is empty for single texts.
+        pairwise: what the pairwise sub-network joins: ``"text"`` (default; pairs of tokens in the two different
+            texts of a pair) or ``"sentence"`` (the paper, §3.2: pairs of tokens in different *sentences*, also
+            inside one passage; the sentence id is ``syntax_tree``, so ``syntax_segment`` is not read).
+        self_group: our extension: the token itself (its own pieces' diagonal entry) as one more sub-network
+            (group ``"self"``, id 3D+2, in the first partition only). Rows of special tokens and padding get none,
+            so they keep their ``empty_rows`` behaviour. The paper's sub-networks exclude the token itself.
+        special_keys: our extension: the special-token keys ([CLS], [SEP], ...: ``syntax_tree == -1``, not
+            padding) of every non-special row as one more sub-network (group ``"special"``, id 3D+3, in the first
+            partition only). In the paper they are unreachable from the sub-networks.
         random_masks: Table 5 "w/o syntax trees": the group ids of each example are shuffled at random among its
             pairs of words (:func:`~syntaxformer.masks.random.random_like_groups`), so every sub-network keeps its
             size but loses the tree. The shuffle of an example is a fixed function of its token ids and
@@ -106,6 +115,9 @@ class SyntaxBertConfig(SyntaxModelConfig):
     child_masks: bool = True
     sibling_masks: bool = True
     pairwise_masks: bool = True
+    pairwise: Literal["text", "sentence"] = "text"
+    self_group: bool = False
+    special_keys: bool = False
     relation_names: Literal["paper"] = "paper"
     random_masks: bool = False
     random_masks_seed: int = 0
@@ -174,7 +186,8 @@ class SyntaxBertConfig(SyntaxModelConfig):
     def syntax_inputs(self) -> tuple[str, ...]:
         """The syntax batch keys Syntax-BERT reads with these options.
 
-        With sub-networks (:attr:`uses_groups`): ``syntax_tree``, ``syntax_segment`` and, per tree used, what its
+        With sub-networks (:attr:`uses_groups`): ``syntax_tree``, ``syntax_segment`` (not with
+        ``pairwise="sentence"``) and, per tree used, what its
         relation groups are built from (dependency: ``dep_tin``, ``dep_tout``, ``dep_depth``, ``dep_anc_lo``,
         ``dep_anc_hi``, ``dep_anc_head``; constituency: ``con_key``, ``con_depth``, ``con_anc_*``; the ancestor
         tables are ``[L, D]`` with D >= :attr:`max_distance`); ``dep_parent`` with LISA; ``syntax_tree`` for
@@ -182,7 +195,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
         """
         keys: set[str] = set(self.mean_pooling_inputs())
         if self.uses_groups:
-            keys |= {"syntax_tree", "syntax_segment"}
+            keys |= {"syntax_tree"} if self.pairwise == "sentence" else {"syntax_tree", "syntax_segment"}
             if self.use_dependency:
                 keys |= {"dep_tin", "dep_tout", "dep_depth", "dep_anc_lo", "dep_anc_hi", "dep_anc_head"}
             if self.use_constituency:
@@ -193,7 +206,9 @@ class SyntaxBertConfig(SyntaxModelConfig):
 
     @property
     def num_buckets(self) -> int:
-        """Size of the per-group tables of one partition: group ids 0..3D+1."""
-        return num_groups(self.max_distance, pairwise=True) + 1
+        """Size of the per-group tables of one partition: group ids 0..3D+1, and 3D+2 (``self_group``) /
+        3D+3 (``special_keys``) when those are on."""
+        extra = 2 if self.special_keys else 1 if self.self_group else 0
+        return num_groups(self.max_distance, pairwise=True) + 1 + extra
 
 

@@ -29,7 +29,8 @@ from transformers import initialization as init
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
-from syntaxformer.masks.relations import CHILD, PAIRWISE, PARENT, SIBLING, group_id, relation_groups
+from syntaxformer.masks.relations import (CHILD, PAIRWISE, PARENT, SELF, SIBLING, SPECIAL, group_id,
+                                          relation_groups)
 from syntaxformer.modeling.configuration_syntax_bert import RELATION_KINDS, SyntaxBertConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
@@ -227,7 +228,8 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         """
         c = self.config
         D = c.max_distance
-        missing = [k for k in ("syntax_tree", "syntax_segment") if features.get(k) is None]
+        base = ("syntax_tree",) if c.pairwise == "sentence" else ("syntax_tree", "syntax_segment")
+        missing = [k for k in base if features.get(k) is None]
         kinds = (["dep"] if c.use_dependency else []) + (["con"] if c.use_constituency else [])
         for kind in kinds:
             missing += [f"{kind}_{n}" for n in (("tin", "tout", "depth") if kind == "dep" else ("key", "depth"))
@@ -237,7 +239,8 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
                              "syntaxformer.data.collate.SyntaxCollator; constituency needs constituency=True), or "
                              "precomputed syntax_groups=...")
         f = {k: v.to(device) for k, v in features.items() if isinstance(v, torch.Tensor)}
-        tree, segment = f["syntax_tree"], f["syntax_segment"]
+        tree = f["syntax_tree"]
+        segment = tree if c.pairwise == "sentence" else f["syntax_segment"]  # pairwise joins sentences / texts
         parts = []
         if c.use_dependency:
             parts.append(relation_groups(f["dep_tin"], f["dep_depth"], f["dep_anc_lo"], f["dep_anc_hi"],
@@ -254,7 +257,23 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             if c.random_masks:
                 g = _random_groups(g, tree >= 0, input_ids, c.random_masks_seed + 7919 * j)
             out.append(g)
+        if c.self_group or c.special_keys:
+            out[0] = self._extra_groups(out[0], tree)
         return prepare_groups(out, c.num_buckets)
+
+    def _extra_groups(self, groups: torch.Tensor, tree: torch.Tensor) -> torch.Tensor:
+        """Add the optional ``self`` / ``special`` sub-networks to one partition ``[B, L, L]`` (rows of words only;
+        padding keys, also -1 in ``tree``, are excluded later by the attention mask)."""
+        c, D = self.config, self.config.max_distance
+        word = tree >= 0  # (B, L)
+        if c.special_keys:
+            special = word.unsqueeze(-1) & ~word.unsqueeze(-2)  # (B, L, L) word row, special-or-padding key
+            groups = groups.masked_fill(special, group_id(SPECIAL, max_distance=D))
+        if c.self_group:
+            L = tree.shape[-1]
+            eye = torch.eye(L, dtype=torch.bool, device=tree.device).unsqueeze(0) & word.unsqueeze(-1)
+            groups = groups.masked_fill(eye, group_id(SELF, max_distance=D))
+        return groups
 
     def _kept_groups(self, device: torch.device) -> torch.Tensor | None:
         """Lookup table group id -> itself or 0 for the relation kinds switched off (None if all are kept)."""
