@@ -58,7 +58,17 @@ VARIANTS: dict[str, dict] = {
     "sbert_dep": {"model_type": "syntax_bert", "trees": "dependency"},
     "sbert_const": {"model_type": "syntax_bert", "trees": "constituency"},
     "sbert_full": {"model_type": "syntax_bert", "syntax_bert_options": {"full_attention_candidate": True}},
+    # Issue 16: syntax that can act (SG-Net's default mean pooling; the gated Syntax-BERT, zero at init, and its
+    # random-mask control). `sgnet_default` / `baseline_default` take the library's defaults as they are.
+    "baseline_default": {"use_sg_layer": False},
+    "sgnet_default": {"use_sg_layer": True},
+    "sbert_gate": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head"}},
+    "sbert_gate_layer": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "layer"}},
+    "sbert_gate_random": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head", "random_masks": True}},
 }
+#: `--full` (issue 16 sweep): the full training sets (SST-2: 10,000 sentences), 2 epochs, full dev sets.
+FULL_PRESETS: dict[str, dict] = {task: {**preset, "max_train_samples": 10000 if task == "sst2" else None}
+                                 for task, preset in TASK_PRESETS.items()}
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -73,7 +83,8 @@ def _run(args: argparse.Namespace) -> None:
                     out = Path(args.out) / task / name / f"seed{seed}"
                     if (out / "metrics.json").exists() and (out / "dev_predictions.json").exists():
                         continue
-                    options = {**COMMON, **TASK_PRESETS[task], **VARIANTS[variant], "task": task, "seed": seed,
+                    presets = FULL_PRESETS if args.full else TASK_PRESETS
+                    options = {**COMMON, **presets[task], **VARIANTS[variant], "task": task, "seed": seed,
                                "output_dir": str(out)}
                     if noise is not None:
                         options["parser_noise"] = noise
@@ -238,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--noise", default=None, help="comma-separated parser-noise fractions")
     parser.add_argument("--out", default="runs/sgnet_glue")
+    parser.add_argument("--full", action="store_true", help="full training sets (SST-2: 10,000), for the issue-16 "
+                        "sweep; use its own --out")
     parser.add_argument("--json", default=None, help="write the summary JSON here")
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args(argv)
