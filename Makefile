@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 # SST-2 (../shared/data, else the hub) with the offline MiniLM and print both dev scores (~3-5 min on 2 cores).
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/syntaxformer demo
-	HF_HUB_OFFLINE=1 $(BIN)/syntaxformer compare --task sst2 --output-dir runs/compare
+	HF_HUB_OFFLINE=1 $(BIN)/syntaxformer compare --task sst2 --output-dir runs/compare --overwrite-output-dir
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 $(BIN)/python -m pytest -p no:cacheprovider

@@ -84,6 +84,27 @@ def test_end_to_end_train_interrupt_resume_evaluate_predict(tiny_model, tmp_path
     assert lines[0] == "index\tid\tprediction" and len(lines) == 9
     assert {line.split("\t")[2] for line in lines[1:]} <= {"0", "1"}
 
+    # A finished run is never replaced silently: a new train there and --resume are refused, naming the folder;
+    # --overwrite-output-dir starts again, and the old scores are gone while it runs.
+    before = (out / "model.safetensors").read_bytes()
+    with pytest.raises(SyntaxformerError, match="already holds a finished run"):
+        train(config.replace(seed=4))
+    with pytest.raises(SyntaxformerError, match="nothing to resume"):
+        train(config.replace(resume=True))
+    assert (out / "model.safetensors").read_bytes() == before and (out / "metrics.json").is_file()
+
+    class _Fail(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            assert not (out / "metrics.json").exists() and not (out / "run.json").exists()
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(config.replace(seed=4, overwrite_output_dir=True), callbacks=[_Fail()])
+    assert not (out / "metrics.json").exists()  # an interrupted run leaves no scores of the old configuration
+    assert main(["evaluate", str(out)]) == 1 and "run.json" in capsys.readouterr().err
+    train(config.replace(overwrite_output_dir=True))  # the same configuration again: the model is back
+    capsys.readouterr()
+
     own = tmp_path / "mine.tsv"  # a user's unlabeled file in the task's layout
     own.write_text("sentence\nit 's a charming film .\ndull and lifeless .\n", encoding="utf-8")
     assert main(["predict", str(out), "--split", "test", "--file", str(own), "--output-dir", str(tmp_path)]) == 0

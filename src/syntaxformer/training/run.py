@@ -312,6 +312,28 @@ def _task_record(task: Task) -> dict[str, Any]:
     return {"name": task.name, "options": task.options(), "module": type(task).__module__}
 
 
+#: Result files of a finished run (removed when a run is started again there with overwrite_output_dir).
+_RESULT_FILES = (METRICS_FILE, RUN_FILE, DEV_PREDICTIONS_FILE)
+
+
+def _guard_finished_run(config: RunConfig, output_dir: str) -> None:
+    """A finished run (``metrics.json`` in ``output_dir``) is never replaced silently: ``resume`` has nothing to
+    continue and is refused; a new run there needs ``overwrite_output_dir``, which first removes the old run's
+    result files so the folder never shows scores of another configuration."""
+    folder = Path(output_dir)
+    if not (folder / METRICS_FILE).is_file():
+        return
+    if config.resume:
+        raise DataError(f"{output_dir} holds a finished run ({METRICS_FILE}); there is nothing to resume. Use "
+                        "`syntaxformer evaluate` on it, or --overwrite-output-dir to train again there")
+    if not config.overwrite_output_dir:
+        raise DataError(f"{output_dir} already holds a finished run ({METRICS_FILE}); choose another --output-dir "
+                        "or pass --overwrite-output-dir to replace it")
+    logger.info("overwrite_output_dir: removing the finished run's results in %s", output_dir)
+    for name in _RESULT_FILES:
+        (folder / name).unlink(missing_ok=True)
+
+
 # -- train ----------------------------------------------------------------------------------------------------
 def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     """Fine-tune on the task's train split, evaluate on dev, save the model, ``run.json`` and ``metrics.json``.
@@ -332,9 +354,9 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     task = config.build_task()
     config = _with_task_defaults(config, task)
     output_dir = os.path.abspath(config.output_dir)
+    _guard_finished_run(config, output_dir)
     resume_from = resume_checkpoint(config, output_dir)
     os.makedirs(output_dir, exist_ok=True)
-    write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
     model_path = config.resolved_model()
 
     t_data = time.time()
@@ -450,6 +472,8 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         "data_prep_s": round(data_s, 2), "runtime_s": round(time.time() - t0, 2),
         "environment": environment(),
     }
+    # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
+    write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
     write_json(Path(output_dir) / METRICS_FILE, metrics)
     main = dev_scores.get(task.main_metric, float("nan"))
     logger.info("%s %s dev %s = %.4f  (metrics in %s)", kind, task.title, task.main_metric, main,
