@@ -134,3 +134,23 @@ def test_cli_evaluate_parser_help_explains_labels(capsys):
     assert info.value.code == 0
     text = capsys.readouterr().out
     assert "ClearNLP" in text and "LAS is null" in text and "--limit" in text
+
+
+def test_cli_train_needs_a_task_and_takes_hf_spellings(tmp_path, capsys, monkeypatch):
+    """No silent SST-2 default; Hugging Face flag spellings are aliases of ours; a misspelt option gets a hint."""
+    import argparse
+
+    from syntaxformer.commands.train import add_arguments, config_from_args
+
+    assert main(["train", "--output-dir", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert "no task given" in err and "--task" in err and err.count("\n") == 1
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--task", "rte", "--max_seq_length", "64", "--per_device_train_batch_size", "8",
+                              "--learning_rate", "3e-5", "--num_train_epochs", "2", "--output_dir", "runs/y"])
+    config = config_from_args(args)
+    assert (config.max_length, config.per_device_train_batch_size, config.learning_rate, config.num_train_epochs,
+            config.output_dir) == (64, 8, 3e-5, 2.0, "runs/y")
+    assert main(["train", "--task", "rte", "--set", "learning_rat=1e-4", "--output-dir", str(tmp_path / "z")]) == 1
+    assert "did you mean 'learning_rate'" in capsys.readouterr().err

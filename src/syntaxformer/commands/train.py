@@ -56,15 +56,15 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
     d.add_argument("--data-dir", help="folder with the task's files (default ../shared/data/<task folder>)")
     d.add_argument("--dataset", help="Hugging Face hub data set (e.g. nyu-mll/glue; needs network)")
     d.add_argument("--dataset-config", help="hub data set config (e.g. sst2)")
-    d.add_argument("--max-eval-samples", type=int, help="seeded random subset of the evaluation split")
-    d.add_argument("--max-length", type=int, help="tokens per input incl. special tokens")
+    d.add_argument("--max-eval-samples", "--max_eval_samples", dest="max_eval_samples", type=int, help="seeded random subset of the evaluation split")
+    d.add_argument("--max-length", "--max_seq_length", "--max_length", dest="max_length", type=int, help="tokens per input incl. special tokens")
     d.add_argument("--parser", help="spaCy pipeline (default en_core_web_sm / its offline build)")
     d.add_argument("--parser-noise", type=float, help="fraction of dependency heads corrupted (SG-Net §7.6)")
     d.add_argument("--no-progress", action="store_true", help="hide progress bars")
     if training:
         d.add_argument("--train-file", help="train file (overrides --data-dir)")
         d.add_argument("--dev-file", help="dev file (overrides --data-dir)")
-        d.add_argument("--max-train-samples", type=int, help="seeded random subset of the train split")
+        d.add_argument("--max-train-samples", "--max_train_samples", dest="max_train_samples", type=int, help="seeded random subset of the train split")
         d.add_argument("--sst-phrases", type=_bool, metavar="BOOL", help="SST tree tasks: also train on every "
                        "phrase of more than 3 words (the paper's setting; default false: sentences only)")
         m = parser.add_argument_group("model")
@@ -87,12 +87,12 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
         b.add_argument("--lisa-head", type=int, metavar="HEAD")
         b.add_argument("--lisa-loss-weight", type=float, metavar="W")
         t = parser.add_argument_group("training")
-        t.add_argument("--output-dir", help="where the model, checkpoints and metrics.json go")
-        t.add_argument("--epochs", dest="num_train_epochs", type=float)
-        t.add_argument("--max-steps", type=int)
-        t.add_argument("--learning-rate", type=float)
+        t.add_argument("--output-dir", "--output_dir", dest="output_dir", help="where the model, checkpoints and metrics.json go")
+        t.add_argument("--epochs", "--num_train_epochs", dest="num_train_epochs", type=float)
+        t.add_argument("--max-steps", "--max_steps", dest="max_steps", type=int)
+        t.add_argument("--learning-rate", "--learning_rate", dest="learning_rate", type=float)
         t.add_argument("--new-params-lr", type=float, help="learning rate of the non-encoder parameters")
-        t.add_argument("--batch-size", dest="per_device_train_batch_size", type=int)
+        t.add_argument("--batch-size", "--per_device_train_batch_size", dest="per_device_train_batch_size", type=int)
         t.add_argument("--seed", type=int)
         t.add_argument("--mixed-precision", choices=("auto", "no", "bf16", "fp16"))
         t.add_argument("--resume", nargs="?", const=True, default=None, metavar="CHECKPOINT",
@@ -136,9 +136,21 @@ def summary(metrics: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
     return {"task": metrics["task"], "model_type": metrics["model_type"], "dev": flat, "output_dir": output_dir}
 
 
+def require_task(args: argparse.Namespace) -> None:
+    """``train`` needs a task (``--task``, or ``task:`` in ``--config`` / ``--set``): no silent SST-2 default."""
+    from syntaxformer.errors import ConfigError
+    from syntaxformer.tasks import task_names
+    from syntaxformer.training.config import config_data
+
+    if not config_data(args.config, args.overrides, **explicit_options(args)).get("task"):
+        raise ConfigError(f"no task given: pass --task NAME (one of {', '.join(task_names())}, or a task you "
+                          "registered with syntaxformer.tasks.register_task), or `task:` in --config")
+
+
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.training.run import train
 
+    require_task(args)
     config = config_from_args(args)
     metrics = train(config)
     print(json.dumps(summary(metrics, config.output_dir), indent=2))

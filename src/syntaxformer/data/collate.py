@@ -78,7 +78,8 @@ class SyntaxCollator:
     """``DataCollator`` for ``torch.utils.data.DataLoader`` / ``transformers.Trainer``.
 
     Accepts :class:`AlignedExample` objects (encoded on the fly) or dicts already produced by
-    :func:`example_arrays` (plus any scalar fields such as ``labels``).
+    :func:`example_arrays` (plus any scalar fields such as ``labels``). As ``DataCollatorWithPadding`` does, a
+    ``label`` or ``label_ids`` field is passed on as ``labels`` (the name the models and the ``Trainer`` read).
 
     Args:
         pad_token_id: the tokenizer's pad id.
@@ -98,7 +99,11 @@ class SyntaxCollator:
     def __call__(self, examples: Sequence[AlignedExample | Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         feats = [
             example_arrays(e, self.criterion, self.max_distance, self.constituency)
-            if isinstance(e, AlignedExample) else {k: np.asarray(v) for k, v in e.items()}
+            if isinstance(e, AlignedExample) else {_LABEL_NAMES.get(k, k): np.asarray(v) for k, v in e.items()}
             for e in examples
         ]
         return pad_arrays(feats, self.pad_token_id, self.pad_to_multiple_of)
+
+
+#: Label field names of datasets / other collators and the batch key the models read.
+_LABEL_NAMES = {"label": "labels", "label_ids": "labels"}

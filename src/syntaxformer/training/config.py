@@ -290,9 +290,15 @@ class RunConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"unknown config option(s) {unknown}; known options: {sorted(known)}, plus the "
-                              f"model options of model_type={data.get('model_type', 'sgnet')} "
-                              "(put other TrainingArguments under training_args)")
+            import difflib
+
+            system = str(data.get("model_type", "sgnet"))
+            candidates = sorted(known | set(model_option_names(system if system in SYSTEMS else "sgnet")))
+            hints = [f"{k!r} -> did you mean {m[0]!r}?" for k in unknown
+                     if (m := difflib.get_close_matches(k, candidates, n=1, cutoff=0.75))]
+            raise ConfigError(f"unknown config option(s) {unknown}" + (f" ({'; '.join(hints)})" if hints else "")
+                              + f"; known options: {sorted(known)}, plus the task's options and the model "
+                              f"options of model_type={system} (put other TrainingArguments under training_args)")
         return cls(**{k: _coerce(cls, k, v) for k, v in data.items()})
 
     def replace(self, **changes: Any) -> "RunConfig":
