@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("syntaxformer.commands.evaluate", "score a trained model on a labeled split"),
     "predict": ("syntaxformer.commands.predict", "predict a split or file with a trained model"),
     "compare": ("syntaxformer.commands.compare", "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores"),
+    "significance": ("syntaxformer.commands.significance", "paired significance of two systems' dev scores from their run folders"),
     "diagnose": ("syntaxformer.commands.diagnose", "token-state drift and zero-shot similarity of a syntax configuration at init"),
     "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),
 }
