@@ -6,7 +6,9 @@ each non-empty group per token ``s_g = q_l · K(O(O_g)) / sqrt(hidden)`` (Eq. 2,
 and key projections), a softmax over the token's non-empty groups ``α = softmax(s)`` (Eq. 3; ``"sum"``: α = 1,
 ``"mean"``: α = 1 / #groups) and the mix ``Σ_g α_g O_g``. Rows with no non-empty group attend as the pretrained
 layer (``empty_rows="full"``) or to themselves (``"self"``); the LISA head attends to every non-padding key. With
-a gate ``g`` (per layer or per head) the output is ``P_full V + g (Σ_g α_g O_g - P_full V)``.
+a gate ``g`` (per layer or per head) the output is ``P_full V + g (Σ_g α_g O_g - P_full V)``. With the topical
+attention's own projections (``topical_projections="own"``) the score uses its own key projection ``W_Kt`` in
+place of the layer's and the mixed output ``Σ_g α_g O_g`` goes through its own value projection ``W_Vt``.
 
 Everything is computed in float64 with explicit loops and masks, on the device of the inputs. It shares no code with
 :mod:`syntaxformer.modeling.syntax_attention`: it reads only the inputs of the attention call (the group ids, the
@@ -59,11 +61,22 @@ def _masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return torch.where(total > 0, e / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(e))
 
 
+def _own_projections(topical: Any) -> bool:
+    """The topical attention has its own key / value projections (``topical_projections="own"``)."""
+    return topical is not None and getattr(topical, "key_weight", None) is not None
+
+
 def _topical_scores(topical: Any, layer: int, outputs: torch.Tensor) -> torch.Tensor:
-    """Eq. 2: ``q_l · W_K(W_O(o)) / sqrt(hidden)`` for ``outputs`` ``[..., H * d]`` -> ``[...]`` (float64)."""
+    """Eq. 2: ``q_l · W_K(W_O(o)) / sqrt(hidden)`` for ``outputs`` ``[..., H * d]`` -> ``[...]`` (float64).
+
+    ``W_O`` is the layer's output projection (the paper's ``H_j = (A_1,j ⊕ ... ⊕ A_k,j) W^O``); ``W_K`` is the
+    layer's key projection (shared) or the topical attention's own ``W_Kt`` (the paper's own key projection)."""
     key, out = topical.site(layer)
-    projected = torch.nn.functional.linear(outputs, out.weight.double(), out.bias.double())
-    keyed = torch.nn.functional.linear(projected, key.weight.double(), key.bias.double())
+    hidden = torch.nn.functional.linear(outputs, out.weight.double(), out.bias.double())  # H_g[i]
+    if _own_projections(topical):
+        keyed = hidden @ topical.key_weight[layer].double().T  # H_g[i] W_Kt
+    else:
+        keyed = torch.nn.functional.linear(hidden, key.weight.double(), key.bias.double())
     return keyed @ topical.query[layer].double() * topical.scale
 
 
@@ -151,6 +164,10 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
         head = (torch.arange(H, device=dev) == lisa_head).view(1, H, 1, 1)
         out = torch.where(head, o_full, out)
         eff = torch.where(head, p_full, eff)
+    if opts.aggregation == "topical" and _own_projections(syntax_topical):
+        # the paper's own value projection W_Vt on the concatenated heads of every row (before the layer's W_O)
+        flat = out.transpose(1, 2).reshape(B, L, H * d) @ syntax_topical.value_weight[layer].double().T
+        out = flat.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
     if syntax_gate is not None:  # ctx = P_full V + g (Σ α O_g - P_full V), g per layer (all heads) or per head
         g = syntax_gate.weight[layer].double()
         g = g.expand(H) if g.numel() == 1 else g

@@ -64,6 +64,14 @@ class SyntaxBertConfig(SyntaxModelConfig):
         random_masks_seed: seed of those shuffles.
         aggregation: ``"topical"`` (Eq. 2-3, the paper's model), ``"sum"`` (Table 5 "w/o topical attention": a
             plain summation of the sub-network outputs) or ``"mean"`` (their average).
+        topical_projections: ``"shared"`` (default: the topical score reuses each layer's pretrained key
+            projection, ``q · (O_g W_O W_K)``, and the values are the sub-network outputs themselves: 9.2K new
+            parameters at BERT-base, the task queries) or ``"own"`` (the paper's Eq. 2: topical attention with its
+            own key projection ``W_Kt`` (hidden -> heads * d_head, initialised as a copy of the layer's key
+            projection) and value projection ``W_Vt`` (identity at initialisation, applied before the layer's
+            output projection) per layer; new parameters ``syntax_bert.topical.key_weight`` / ``value_weight``,
+            trained at ``new_params_lr``). Only with ``aggregation="topical"``. At initialisation both give the
+            same model.
         full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network. Default
             False: the paper counts M = 90 (92 for pairs) possible sub-networks, all syntactic (§4); per token
             only the non-empty ones are candidates (16.1 on average, at most 44, on STS-B dev).
@@ -122,6 +130,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     random_masks: bool = False
     random_masks_seed: int = 0
     aggregation: TopicalAggregation = "topical"
+    topical_projections: Literal["shared", "own"] = "shared"
     full_attention_candidate: bool = False
     empty_rows: Literal["full", "self"] = "full"
     gate: Literal["none", "layer", "head"] = "none"
@@ -159,6 +168,9 @@ class SyntaxBertConfig(SyntaxModelConfig):
         if not (self.use_dependency or self.use_constituency):
             raise ConfigError("SyntaxBertConfig: use_dependency and use_constituency are both False; keep at least one "
                               "tree (or set syntax_layers=[] for a model without sub-networks)")
+        if self.topical_projections == "own" and self.aggregation != "topical":
+            raise ConfigError(f"SyntaxBertConfig.topical_projections='own' needs aggregation='topical' (got "
+                              f"{self.aggregation!r}); use topical_projections='shared' without topical attention")
         n_layers, n_heads = self.encoder.num_hidden_layers, self.encoder.num_attention_heads
         for name, layers in (("syntax_layers", self.syntax_layers or []),
                              ("lisa_layer", [] if self.lisa_layer is None else [self.lisa_layer])):

@@ -109,11 +109,13 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         """Hugging Face's default init (normal linears, unit LayerNorms); topical queries at zero (start from the
-        average of the non-empty sub-networks); gates at zero (start from the pretrained attention). Loaded weights
+        average of the non-empty sub-networks); own topical projections as copies of the layers' key projections and
+        identities; gates at zero (start from the pretrained attention). Loaded weights
         are never re-initialised."""
         super()._init_weights(module)
         if isinstance(module, TopicalAttention):
             init.zeros_(module.query)
+            module.reset_projections()  # own W_Kt = the layer's key projection, W_Vt = identity
         if isinstance(module, SyntaxGate):
             init.zeros_(module.weight)  # g = 0: the pretrained layer at initialisation
 
@@ -184,7 +186,8 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         for i, (module, _, _) in enumerate(sites):
             module.syntax_layer_idx = i  # the layer's topical query (architectures without layer_idx need it)
         if config.aggregation == "topical":
-            self.topical = TopicalAttention(len(sites), sites[0][1].out_features, config.hidden_size)
+            self.topical = TopicalAttention(len(sites), sites[0][1].out_features, config.hidden_size,
+                                            projections=config.topical_projections)
             self.topical.bind([(key, out) for _, key, out in sites])
         else:
             self.topical = None

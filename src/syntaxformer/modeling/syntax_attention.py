@@ -27,6 +27,9 @@ Choices (documented in ``docs/syntax_bert.md``):
 * ``full_attention_candidate=False`` (default, the paper: M = 90 / 92 possible sub-networks, §4; per token only
   the non-empty ones are candidates, 16.1 on average on STS-B dev): vanilla attention is
   not one of the aggregated candidates; ``True`` adds it as one more sub-network.
+* ``projections`` of :class:`TopicalAttention`: ``"shared"`` (default; the score above) or ``"own"`` (the
+  paper's own ``W_Kt`` in place of ``W_K`` in the score, still folded into one vector per layer, and an own value
+  projection ``W_Vt`` applied to the layer's context before ``W_O``: one more matmul).
 * ``aggregation``: ``"topical"`` (Eq. 2-3), ``"sum"`` (Table 5 "w/o topical attention": a plain summation of the
   non-empty sub-networks) or ``"mean"`` (their average; what ``"topical"`` computes with a zero query).
 * ``syntax_gate`` (:class:`SyntaxGate`, our extension): ``ctx = P_full V + g (Σ_g α_g O_g - P_full V)`` with a
@@ -187,32 +190,70 @@ def _scatter_index(partitions: Sequence[torch.Tensor], sizes: Sequence[int]) -> 
 
 
 class TopicalAttention(nn.Module):
-    """The task queries of topical attention (Eq. 2), one vector per layer, and their folded form.
+    """The task queries of topical attention (Eq. 2), one vector per layer, their folded form and, with
+    ``own_projections``, the topical attention's own key and value projections.
 
-    The score of sub-network ``g`` for token ``i`` is ``q_l · (O_g[i] W_O W_K) / sqrt(hidden)``, with ``W_O`` and
-    ``W_K`` the pretrained output and key projections of layer ``l`` (bound with :meth:`bind`, not copied: they
-    keep training with the model). Since it is linear in ``O_g``, it equals ``O_g[i] · u_l`` with
-    ``u_l = W_O W_K q_l / sqrt(hidden)`` (:meth:`folded`).
+    The score of sub-network ``g`` for token ``i`` is ``q_l · (O_g[i] W_O W_K) / sqrt(hidden)``, with ``W_O`` the
+    pretrained output projection of layer ``l`` and ``W_K`` either the layer's pretrained key projection
+    (``projections="shared"``; bound with :meth:`bind`, not copied: they keep training with the model) or the
+    topical attention's own ``W_Kt`` (``"own"``, the paper's Eq. 2; initialised as a copy of the layer's key
+    projection, bias-free: biases cancel in the softmax). Since the score is linear in ``O_g``, it equals
+    ``O_g[i] · u_l`` with ``u_l = W_O W_K q_l / sqrt(hidden)`` (:meth:`folded`): one vector per layer either way.
+
+    With ``"own"`` the topical values are ``(Σ_g α_g O_g) W_Vt`` with the own value projection ``W_Vt``
+    (``dim x dim``, identity at initialisation) applied before the host layer's output projection (Eq. 2's
+    ``H W^V`` up to a reparameterisation: ``W_Vt = W_O W^V W_O^-1``), so the layer is unchanged at initialisation.
 
     Args:
         num_layers: number of layers (one query each).
         dim: size of the concatenated heads (``heads * d_head``; the key projection's output size).
         hidden_size: model width, for the ``1 / sqrt(hidden)`` of Eq. 2 (default ``dim``).
+        projections: ``"shared"`` (the layer's ``W_K``, identity values) or ``"own"`` (own ``W_Kt`` and ``W_Vt``
+            per layer: ``num_layers * (dim * hidden + dim * dim)`` parameters).
 
     The queries start at zero, so that training starts from the average of the non-empty sub-networks.
     """
 
-    def __init__(self, num_layers: int, dim: int, hidden_size: int | None = None):
+    def __init__(self, num_layers: int, dim: int, hidden_size: int | None = None,
+                 projections: Literal["shared", "own"] = "shared"):
         super().__init__()
+        if projections not in ("shared", "own"):
+            raise ConfigError(f"TopicalAttention projections must be 'shared' or 'own', got {projections!r}")
+        hidden = int(hidden_size or dim)
         self.query = nn.Parameter(torch.zeros(num_layers, dim))
-        self.scale = float(hidden_size or dim) ** -0.5
+        self.scale = float(hidden) ** -0.5
+        if projections == "own":
+            # Plain parameters (not nn.Linear): Hugging Face's default init never touches them; see reset_projections.
+            self.key_weight = nn.Parameter(torch.zeros(num_layers, dim, hidden))  # W_Kt as nn.Linear weights
+            self.value_weight = nn.Parameter(torch.zeros(num_layers, dim, dim))  # W_Vt as nn.Linear weights
+        else:
+            self.key_weight = None
+            self.value_weight = None
         self._sites: list[tuple[nn.Linear, nn.Linear]] = []  # plain list: the host's modules, not registered twice
 
+    @property
+    def own_projections(self) -> bool:
+        """True when the topical attention has its own key and value projections (``projections="own"``)."""
+        return self.key_weight is not None
+
     def bind(self, sites: Sequence[tuple[nn.Linear, nn.Linear]]) -> None:
-        """Attach ``(key projection, output projection)`` of every layer (in layer order)."""
+        """Attach ``(key projection, output projection)`` of every layer (in layer order); with own projections,
+        also initialise them (:meth:`reset_projections`)."""
         if len(sites) != self.query.shape[0]:
             raise InputError(f"TopicalAttention has {self.query.shape[0]} queries but {len(sites)} layers were bound")
         self._sites = list(sites)
+        self.reset_projections()
+
+    @torch.no_grad()
+    def reset_projections(self) -> None:
+        """Own projections only: ``W_Kt`` = a copy of each bound layer's key projection, ``W_Vt`` = identity (the
+        model then equals ``projections="shared"`` at initialisation)."""
+        if not self.own_projections or not self._sites:
+            return
+        for layer, (key, _) in enumerate(self._sites):
+            self.key_weight[layer].copy_(key.weight)
+        self.value_weight.copy_(torch.eye(self.value_weight.shape[-1], dtype=self.value_weight.dtype,
+                                          device=self.value_weight.device).expand_as(self.value_weight))
 
     def site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
         """The ``(key projection, output projection)`` bound for ``layer``."""
@@ -221,15 +262,25 @@ class TopicalAttention(nn.Module):
             raise RuntimeError("TopicalAttention.bind(...) must attach the layers' key and output projections first")
         return self._sites[layer]
 
+    def key_matrix(self, layer: int) -> torch.Tensor:
+        """The key projection's weight ``[dim, hidden]`` used by the scores of ``layer`` (own or the layer's)."""
+        return self.key_weight[layer] if self.own_projections else self.site(layer)[0].weight
+
     def folded(self, layer: int) -> torch.Tensor:
         """``u_l`` ``[dim]`` such that the score of a sub-network output ``o`` is ``o · u_l``."""
-        key, out = self.site(layer)
-        return (self.query[layer] @ key.weight) @ out.weight * self.scale  # (dim,)
+        _, out = self.site(layer)
+        return (self.query[layer] @ self.key_matrix(layer)) @ out.weight * self.scale  # (dim,)
 
     def scores(self, layer: int, outputs: torch.Tensor) -> torch.Tensor:
-        """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``."""
+        """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``
+        (the key bias, shared projections only, adds the same constant to every score: it cancels in Eq. 3)."""
         key, out = self.site(layer)
-        return key(out(outputs)) @ self.query[layer] * self.scale
+        keyed = F.linear(out(outputs), self.key_weight[layer]) if self.own_projections else key(out(outputs))
+        return keyed @ self.query[layer] * self.scale
+
+    def values(self, layer: int, context: torch.Tensor) -> torch.Tensor:
+        """Own projections: ``context W_Vt`` for ``context`` ``[..., dim]``; shared: ``context`` unchanged."""
+        return F.linear(context, self.value_weight[layer]) if self.own_projections else context
 
 
 class SyntaxGate(nn.Module):
@@ -327,7 +378,10 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
 
     Returns:
         ``([B, L, H, d] output, [B, H, L, L] effective attention or None)``. The effective attention of a row is
-        ``Σ_g α_g A_g`` (it sums to 1 for ``"topical"`` / ``"mean"``).
+        ``Σ_g α_g A_g`` (it sums to 1 for ``"topical"`` / ``"mean"``). With the topical attention's own value
+        projection (``syntax_topical.own_projections``) a syntax layer's output is ``(A V) W_Vt`` (gated:
+        ``P_full V + g ((A V) W_Vt - P_full V)``), every row and head of the layer; the returned attention is
+        still the effective ``A`` (gated as above), before ``W_Vt``.
     """
     opts = syntax_options or SyntaxAttentionOptions()
     layer = layer_index(module)
@@ -355,6 +409,7 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         full_heads = torch.zeros(H, dtype=torch.bool, device=query.device)
         full_heads[syntax_lisa.head] = True
 
+    probs_syntax = full = gate = None
     if not use_syntax:
         probs = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L)
     else:
@@ -373,15 +428,41 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
                 u = u * (~full_heads).to(u.dtype).unsqueeze(-1)  # the LISA head takes no part in topical scores
             w = torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L) value of each key along u
         probs = syntax_probs(scores, attention_mask, groups, w, opts, full_heads)  # (B, H, L, L)
+        probs_syntax = probs
         if syntax_gate is not None:
             if layer is None:
                 raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
             full = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L), with autograd
-            probs = gate_probs(probs, full, syntax_gate.value(layer))
+            gate = syntax_gate.value(layer)
+            probs = gate_probs(probs, full, gate)
 
+    own_values = use_syntax and syntax_topical is not None and syntax_topical.own_projections \
+        and opts.aggregation == "topical"
+    if own_values:
+        return _own_value_output(module, probs_syntax, full, value, dropout, syntax_topical, layer, gate), \
+            probs.to(value.dtype)
     attn = F.dropout(probs, p=dropout, training=module.training) if dropout > 0 else probs
     out = torch.matmul(attn.to(value.dtype), value)  # (B, H, L, d)
     return out.transpose(1, 2).contiguous(), probs.to(value.dtype)
+
+
+def _own_value_output(module: nn.Module, probs: torch.Tensor, full: torch.Tensor | None, value: torch.Tensor,
+                      dropout: float, topical: TopicalAttention, layer: int, gate: torch.Tensor | None
+                      ) -> torch.Tensor:
+    """``[B, L, H, d]`` context of a syntax layer with the topical attention's own value projection:
+    ``(A V) W_Vt``, gated as ``P_full V + g ((A V) W_Vt - P_full V)`` (``gate`` ``[1, H | 1, 1, 1]`` or None)."""
+    B, H, L, d = value.shape
+
+    def context(p: torch.Tensor) -> torch.Tensor:
+        p = F.dropout(p, p=dropout, training=module.training) if dropout > 0 else p
+        return torch.matmul(p.to(value.dtype), value)  # (B, H, L, d)
+
+    syn = context(probs).transpose(1, 2).reshape(B, L, H * d)  # (B, L, H*d)
+    syn = topical.values(layer, syn).view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
+    if gate is not None:
+        base = context(full)  # (B, H, L, d)
+        syn = base + gate.to(syn.dtype) * (syn - base)
+    return syn.transpose(1, 2).contiguous()
 
 
 def register_syntax_attention() -> None:
