@@ -99,16 +99,34 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
     p_full = _masked_softmax(scores, allowed.unsqueeze(1))  # (B, H, L, L)
     o_full = p_full @ v  # (B, H, L, d)
 
-    lisa_head = None
-    if syntax_lisa is not None and layer == syntax_lisa.layer:
+    lisa_head = added = p_added = None
+    if syntax_lisa is not None and layer == syntax_lisa.layer and getattr(syntax_lisa, "added", None) is not None:
+        # LISA as a new head: its own projections of the layer's queries / keys (per output unit e:
+        # q_a[e] = Σ_h Σ_c Q[h, c] W_Qa[e, h d + c]), a softmax over the non-padding keys
+        added = syntax_lisa.added
+        wq = added.query_weight.double().view(-1, H, d)  # (d_a, H, d)
+        wk = added.key_weight.double().view(-1, H, d)
+        qa = torch.einsum("bhic,ehc->bie", query.double(), wq)  # (B, L, d_a)
+        ka = torch.einsum("bhjc,ehc->bje", key.double(), wk)
+        logits = (qa @ ka.transpose(-1, -2)) * scale  # (B, L, L)
+        p_added = _masked_softmax(logits, allowed)  # (B, L, L)
+        syntax_lisa.log_probs = torch.log_softmax(logits.masked_fill(~allowed, torch.finfo(torch.float32).min),
+                                                  -1).float()  # (B, L, L), as for an existing head
+    elif syntax_lisa is not None and layer == syntax_lisa.layer:
         lisa_head = syntax_lisa.head
         logits = scores[:, lisa_head].masked_fill(~allowed, torch.finfo(torch.float32).min)
         syntax_lisa.log_probs = torch.log_softmax(logits, -1).float()  # (B, L, L)
 
+    def with_added(out: torch.Tensor) -> torch.Tensor:
+        """``out`` ``[B, H, L, d]`` plus the added LISA head: head h's context gets ``m_h P_a V_h``."""
+        if added is None:
+            return out
+        return torch.stack([out[:, h] + added.mix[h].double() * (p_added @ v[:, h]) for h in range(H)], 1)
+
     partitions = _partitions(syntax_groups)
     use_syntax = bool(partitions) and (opts.layers is None or layer is None or layer in opts.layers)
     if not use_syntax:
-        return o_full.transpose(1, 2).to(value.dtype), p_full.float()
+        return with_added(o_full).transpose(1, 2).to(value.dtype), p_full.float()
 
     # One candidate per non-empty group (and the full attention as an optional extra candidate).
     cand_probs, cand_rows = [], []
@@ -173,7 +191,7 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
         g = g.expand(H) if g.numel() == 1 else g
         out = torch.stack([o_full[:, h] + g[h] * (out[:, h] - o_full[:, h]) for h in range(H)], 1)
         eff = torch.stack([p_full[:, h] + g[h] * (eff[:, h] - p_full[:, h]) for h in range(H)], 1)
-    return out.transpose(1, 2).contiguous().to(value.dtype), eff.float()
+    return with_added(out).transpose(1, 2).contiguous().to(value.dtype), eff.float()
 
 
 @contextmanager

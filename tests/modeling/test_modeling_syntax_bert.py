@@ -22,6 +22,7 @@ import syntaxformer.modeling.syntax_attention as SA
 from syntaxformer.data.collate import SyntaxCollator
 from syntaxformer.masks import relation_groups_from_features
 from syntaxformer.modeling.syntax_attention import (
+    AddedLisaHead,
     LisaRecorder,
     SyntaxAttentionOptions,
     SyntaxGate,
@@ -134,6 +135,8 @@ def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = No
     params = [topical.query] + [p for m in topical.site(0) for p in (m.weight,)]
     if topical.own_projections:
         params += [topical.key_weight, topical.value_weight]
+    if lisa is not None and lisa.added is not None:
+        params += [lisa.added.query_weight, lisa.added.key_weight, lisa.added.mix]
     if gate is not None:
         params.append(gate.weight)
     for p in params:
@@ -409,7 +412,8 @@ def test_config_defaults_follow_the_paper():
                                  dict(lisa_layer=2), dict(lisa_head=4), dict(syntax_layers=[0, 5]),
                                  dict(aggregation="max"), dict(empty_rows="none"), dict(implementation="slow"),
                                  dict(gate="token"), dict(topical_projections="separate"),
-                                 dict(topical_projections="own", aggregation="sum")])
+                                 dict(topical_projections="own", aggregation="sum"),
+                                 dict(lisa_head_mode="new")])
 def test_config_rejects_bad_options(bad):
     with pytest.raises(Exception) as err:
         SyntaxBertConfig(encoder=tiny_bert(), **bad)
@@ -971,3 +975,85 @@ def test_own_projections_are_new_parameters_and_round_trip(tmp_path):
     n_shared = sum(p.numel() for p in tiny_model().parameters())
     n_own = sum(p.numel() for p in tiny_model(topical_projections="own").parameters())
     assert n_own - n_shared == 2 * (32 * 32 + 32 * 32), "W_Kt [dim, hidden] and W_Vt [dim, dim] per layer"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lisa_head_mode="added": LISA as a new head with its own query / key projections
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _added_lisa(seed: int, H: int = 3, d: int = 4) -> LisaRecorder:
+    head = AddedLisaHead(0, H, d, init_head=1)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        head.query_weight.add_(torch.randn(head.query_weight.shape, generator=g) * 0.5)
+        head.key_weight.add_(torch.randn(head.key_weight.shape, generator=g) * 0.5)
+        head.mix.normal_(0, 1.0, generator=g)
+    return LisaRecorder(layer=0, head=1, added=head)
+
+
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+@pytest.mark.parametrize("own,gated", [(False, False), (True, True)])
+def test_added_lisa_head_matches_reference(impl, own, gated):
+    """Outputs, attention, LISA log-probabilities and every gradient (W_Qa, W_Ka, m included) match the loop."""
+    inputs, top, parts, mask = _random_setup(seed=31)
+    if own:
+        top = _own_topical(7, 12, top.site(0))
+    parent = torch.randint(-1, 9, (2, 9), generator=torch.Generator().manual_seed(5))
+    gate = (lambda: _gate(True)) if gated else (lambda: None)
+    ref_rec, rec = _added_lisa(2), _added_lisa(2)
+    ref = _run("reference", inputs, top, parts, mask, lisa=ref_rec, parent=parent, gate=gate())
+    got = _run(impl, inputs, top, parts, mask, lisa=rec, parent=parent, gate=gate())
+    _assert_close(got, ref)
+    keep = mask[:, 0].expand(2, 9, 9)
+    assert torch.allclose(rec.log_probs[keep], ref_rec.log_probs[keep], atol=TOL)
+    n = len(ref[2]) - (1 if gated else 0)
+    for grad in ref[2][n - 3:n]:
+        assert grad.abs().sum() > 0, "W_Qa, W_Ka and m get gradients"
+    # the pretrained heads stay in the sub-networks: with m = 0 the output is the no-LISA output
+    zero = _added_lisa(2)
+    with torch.no_grad():
+        zero.added.mix.zero_()
+    plain = _run("reference", inputs, top, parts, mask, gate=gate())
+    assert torch.allclose(_run(impl, inputs, top, parts, mask, lisa=zero, parent=parent, gate=gate())[0], plain[0],
+                          atol=TOL)
+
+
+def test_added_lisa_head_starts_as_a_copy_and_leaves_the_model_unchanged():
+    """At init: hidden states equal the model without LISA; the added head's attention is head lisa_head's."""
+    batch = make_batch(seed=15)
+    added = tiny_model(SyntaxBertModel, lisa_layer=0, lisa_head=2, lisa_head_mode="added")
+    existing = tiny_model(SyntaxBertModel, lisa_layer=0, lisa_head=2)
+    none = tiny_model(SyntaxBertModel)
+    assert existing.lisa is None and none.lisa is None and (added.lisa.mix == 0).all()
+    out_a, out_e = added(**batch), existing(**batch)
+    assert torch.allclose(out_a.last_hidden_state, none(**batch).last_hidden_state, atol=1e-6)
+    keep = batch["attention_mask"].bool().unsqueeze(1).expand(-1, batch["attention_mask"].shape[1], -1)
+    assert torch.allclose(out_a.lisa_log_probs[keep], out_e.lisa_log_probs[keep], atol=1e-5)
+
+
+def test_added_lisa_head_is_trained_by_the_lisa_loss_and_round_trips(tmp_path):
+    from syntaxformer.training.trainer import new_parameter_names
+
+    batch = make_batch(seed=16)
+    model = tiny_model(lisa_layer=1, lisa_head=0, lisa_head_mode="added").train()
+    names = new_parameter_names(model)
+    assert {"syntax_bert.lisa.query_weight", "syntax_bert.lisa.key_weight", "syntax_bert.lisa.mix"} <= names
+    out = model(**batch)
+    assert out.lisa_loss is not None and out.lisa_loss > 0
+    out.lisa_loss.backward()
+    lisa = model.syntax_bert.lisa
+    assert lisa.query_weight.grad.abs().sum() > 0 and lisa.key_weight.grad.abs().sum() > 0
+    model.zero_grad()
+    model(**batch, labels=torch.tensor([0, 1, 2])).loss.backward()
+    assert lisa.mix.grad.abs().sum() > 0, "the task loss reaches the mixing weights"
+    model.eval()
+    with torch.no_grad():
+        lisa.mix.fill_(0.3)
+        lisa.query_weight.mul_(1.2)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForSequenceClassification.from_pretrained(tmp_path).eval()
+    assert loaded.config.lisa_head_mode == "added"
+    for name in ("query_weight", "key_weight", "mix"):
+        assert torch.equal(getattr(loaded.syntax_bert.lisa, name), getattr(lisa, name)), name
+    assert torch.allclose(model(**batch).logits, loaded(**batch).logits, atol=1e-6)

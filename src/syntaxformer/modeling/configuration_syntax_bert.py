@@ -94,6 +94,13 @@ class SyntaxBertConfig(SyntaxModelConfig):
             ``lisa_loss_weight * lisa_loss`` to the task loss. The head keeps the pretrained dot-product attention
             (the original LISA uses a bi-affine head trained from scratch).
         lisa_head: head index of the LISA head.
+        lisa_head_mode: ``"existing"`` (default): head ``lisa_head`` of the pretrained layer is the LISA head (taken
+            out of the sub-networks). ``"added"`` (LISA and the paper's "+ LISA" add a head): a new head with its
+            own query / key projections (initialised as copies of head ``lisa_head``'s) is supervised by the LISA
+            loss, every pretrained head stays as it is, and the new head's attention enters the layer as
+            ``ctx_h += m_h P_a V_h`` with zero-initialised mixing weights ``m`` (new parameters
+            ``syntax_bert.lisa.*``, trained at ``new_params_lr``); see
+            :class:`~syntaxformer.modeling.syntax_attention.AddedLisaHead`. Ignored without ``lisa_layer``.
         lisa_loss_weight: weight of the LISA loss in the total loss.
         classifier_dropout: dropout before the heads' output layers; default the encoder's ``classifier_dropout``
             if set, else its hidden dropout.
@@ -138,6 +145,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     implementation: Literal["fast", "exact"] = "fast"
     lisa_layer: int | None = None
     lisa_head: int = 0
+    lisa_head_mode: Literal["existing", "added"] = "existing"
     lisa_loss_weight: float | int = 1.0
 
     @classmethod

@@ -37,7 +37,9 @@ Choices (documented in ``docs/syntax_bert.md``):
   is applied on top of either implementation (one more autograd softmax ``P_full`` per layer).
 * LISA (Strubell et al., 2018): in layer ``lisa_layer`` head ``lisa_head`` is taken out of the decomposition and
   attends to all non-padding keys; its log attention probabilities are recorded so that the model can add a
-  cross-entropy loss against the parse (see :class:`LisaRecorder`).
+  cross-entropy loss against the parse (see :class:`LisaRecorder`). With :class:`AddedLisaHead` (the recorder's
+  ``added``) a new head with its own query / key projections is supervised instead and every pretrained head
+  stays as it is.
 
 Two implementations compute the same thing (both are checked against a slow loop over the sub-networks written
 from the paper, ``tests/modeling/reference_syntax_attention.py``):
@@ -311,6 +313,51 @@ def gate_probs(probs: torch.Tensor, full: torch.Tensor, gate: torch.Tensor) -> t
     return full + gate.to(probs.dtype) * (probs - full)
 
 
+class AddedLisaHead(nn.Module):
+    """LISA as an *added* head (``lisa_head_mode="added"``; LISA and the paper's "+ LISA" add one): its own query and
+    key projections in layer ``layer``, trained by the LISA loss, next to the pretrained heads (none is taken out).
+
+    Its scores are ``S_a = (Q W_Qa)(K W_Ka)ᵀ · scale`` with ``Q``, ``K`` the layer's concatenated queries and keys
+    ``[B, L, heads * d_head]`` and ``W_Qa``, ``W_Ka`` ``[d_head, heads * d_head]`` (so they are linear maps of the
+    layer input, as a new head's projections are); ``P_a = softmax(S_a)`` over the non-padding keys. Its output
+    enters the layer's context as ``ctx_h += m_h P_a V_h`` with one mixing weight ``m_h`` per pretrained head's
+    values: zero at initialisation, so the model is unchanged until the task loss moves ``m``; the LISA loss trains
+    ``W_Qa`` / ``W_Ka`` (and, through ``Q`` and ``K``, the encoder below, as in LISA).
+
+    Args:
+        layer: the LISA layer.
+        num_heads: heads of the layer.
+        head_dim: size of one head (the added head's too).
+        init_head: the added head starts as a copy of this pretrained head's query / key projections.
+    """
+
+    def __init__(self, layer: int, num_heads: int, head_dim: int, init_head: int = 0):
+        super().__init__()
+        if not 0 <= init_head < num_heads:
+            raise ConfigError(f"AddedLisaHead init_head={init_head} is outside the layer's heads 0..{num_heads - 1}")
+        self.layer, self.num_heads, self.head_dim, self.init_head = layer, num_heads, head_dim, init_head
+        self.query_weight = nn.Parameter(torch.zeros(head_dim, num_heads * head_dim))  # W_Qa as an nn.Linear weight
+        self.key_weight = nn.Parameter(torch.zeros(head_dim, num_heads * head_dim))  # W_Ka as an nn.Linear weight
+        self.mix = nn.Parameter(torch.zeros(num_heads))
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """``W_Qa``, ``W_Ka`` select head ``init_head`` (a copy of its pretrained projections); ``m = 0``."""
+        d, h = self.head_dim, self.init_head
+        for w in (self.query_weight, self.key_weight):
+            w.zero_()
+            w[:, h * d:(h + 1) * d] = torch.eye(d, dtype=w.dtype, device=w.device)
+        self.mix.zero_()
+
+    def scores(self, query: torch.Tensor, key: torch.Tensor, scaling: float) -> torch.Tensor:
+        """fp32 scores ``[B, L, L]`` of the added head from the layer's ``query`` / ``key`` ``[B, H, L, d]``."""
+        B, H, L, d = query.shape
+        qa = F.linear(query.transpose(1, 2).reshape(B, L, H * d), self.query_weight)  # (B, L, d)
+        ka = F.linear(key.transpose(1, 2).reshape(B, L, H * d), self.key_weight)  # (B, L, d)
+        return torch.matmul(qa * scaling, ka.transpose(-1, -2)).float()
+
+
 @dataclass
 class LisaRecorder:
     """Collects the log attention probabilities of the LISA head (passed as ``syntax_lisa=``).
@@ -322,6 +369,7 @@ class LisaRecorder:
     layer: int
     head: int = 0
     log_probs: torch.Tensor | None = field(default=None, repr=False)
+    added: AddedLisaHead | None = field(default=None, repr=False)
 
     def loss(self, parent: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy of the recorded rows against ``parent`` ``[B, L]`` (key position of each token's
@@ -401,7 +449,11 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     scores = _scores(query, key, scaling)  # (B, H, L, L) fp32, unmasked
     allowed = _allowed(attention_mask, B, L)  # (B, L, L) or None
     full_heads = None
-    if lisa_here:
+    added = syntax_lisa.added if lisa_here else None
+    if added is not None:  # LISA as an added head: the pretrained heads all stay as they are
+        head_mask = None if attention_mask is None else attention_mask[:, 0]
+        syntax_lisa.log_probs = torch.log_softmax(_apply_mask(added.scores(query, key, scaling), head_mask), -1)
+    elif lisa_here:
         if not 0 <= syntax_lisa.head < H:
             raise ConfigError(f"lisa_head={syntax_lisa.head} but the layer has {H} heads")
         head_mask = None if attention_mask is None else attention_mask[:, 0]
@@ -439,11 +491,16 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     own_values = use_syntax and syntax_topical is not None and syntax_topical.own_projections \
         and opts.aggregation == "topical"
     if own_values:
-        return _own_value_output(module, probs_syntax, full, value, dropout, syntax_topical, layer, gate), \
-            probs.to(value.dtype)
-    attn = F.dropout(probs, p=dropout, training=module.training) if dropout > 0 else probs
-    out = torch.matmul(attn.to(value.dtype), value)  # (B, H, L, d)
-    return out.transpose(1, 2).contiguous(), probs.to(value.dtype)
+        out = _own_value_output(module, probs_syntax, full, value, dropout, syntax_topical, layer, gate)
+    else:
+        attn = F.dropout(probs, p=dropout, training=module.training) if dropout > 0 else probs
+        out = torch.matmul(attn.to(value.dtype), value).transpose(1, 2)  # (B, L, H, d)
+    if added is not None:  # ctx_h += m_h P_a V_h
+        p_a = syntax_lisa.log_probs.exp()  # (B, L, L)
+        p_a = F.dropout(p_a, p=dropout, training=module.training) if dropout > 0 else p_a
+        extra = torch.matmul(p_a.unsqueeze(1).to(value.dtype), value) * added.mix.to(value.dtype).view(1, H, 1, 1)
+        out = out + extra.transpose(1, 2)  # (B, L, H, d)
+    return out.contiguous(), probs.to(value.dtype)
 
 
 def _own_value_output(module: nn.Module, probs: torch.Tensor, full: torch.Tensor | None, value: torch.Tensor,
