@@ -6,7 +6,9 @@ each non-empty group per token ``s_g = q_l · K(O(O_g)) / sqrt(hidden)`` (Eq. 2,
 and key projections), a softmax over the token's non-empty groups ``α = softmax(s)`` (Eq. 3; ``"sum"``: α = 1,
 ``"mean"``: α = 1 / #groups) and the mix ``Σ_g α_g O_g``. Rows with no non-empty group attend as the pretrained
 layer (``empty_rows="full"``) or to themselves (``"self"``); the LISA head attends to every non-padding key. With
-a gate ``g`` (per layer or per head) the output is ``P_full V + g (Σ_g α_g O_g - P_full V)``.
+a gate ``g`` (per layer or per head) the output is ``P_full V + g (Σ_g α_g O_g - P_full V)``. With the topical
+attention's own projections (``topical_projections="own"``) the score uses its own key projection ``W_Kt`` in
+place of the layer's and the mixed output ``Σ_g α_g O_g`` goes through its own value projection ``W_Vt``.
 
 Everything is computed in float64 with explicit loops and masks, on the device of the inputs. It shares no code with
 :mod:`syntaxformer.modeling.syntax_attention`: it reads only the inputs of the attention call (the group ids, the
@@ -59,11 +61,22 @@ def _masked_softmax(scores: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return torch.where(total > 0, e / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(e))
 
 
+def _own_projections(topical: Any) -> bool:
+    """The topical attention has its own key / value projections (``topical_projections="own"``)."""
+    return topical is not None and getattr(topical, "key_weight", None) is not None
+
+
 def _topical_scores(topical: Any, layer: int, outputs: torch.Tensor) -> torch.Tensor:
-    """Eq. 2: ``q_l · W_K(W_O(o)) / sqrt(hidden)`` for ``outputs`` ``[..., H * d]`` -> ``[...]`` (float64)."""
+    """Eq. 2: ``q_l · W_K(W_O(o)) / sqrt(hidden)`` for ``outputs`` ``[..., H * d]`` -> ``[...]`` (float64).
+
+    ``W_O`` is the layer's output projection (the paper's ``H_j = (A_1,j ⊕ ... ⊕ A_k,j) W^O``); ``W_K`` is the
+    layer's key projection (shared) or the topical attention's own ``W_Kt`` (the paper's own key projection)."""
     key, out = topical.site(layer)
-    projected = torch.nn.functional.linear(outputs, out.weight.double(), out.bias.double())
-    keyed = torch.nn.functional.linear(projected, key.weight.double(), key.bias.double())
+    hidden = torch.nn.functional.linear(outputs, out.weight.double(), out.bias.double())  # H_g[i]
+    if _own_projections(topical):
+        keyed = hidden @ topical.key_weight[layer].double().T  # H_g[i] W_Kt
+    else:
+        keyed = torch.nn.functional.linear(hidden, key.weight.double(), key.bias.double())
     return keyed @ topical.query[layer].double() * topical.scale
 
 
@@ -86,16 +99,34 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
     p_full = _masked_softmax(scores, allowed.unsqueeze(1))  # (B, H, L, L)
     o_full = p_full @ v  # (B, H, L, d)
 
-    lisa_head = None
-    if syntax_lisa is not None and layer == syntax_lisa.layer:
+    lisa_head = added = p_added = None
+    if syntax_lisa is not None and layer == syntax_lisa.layer and getattr(syntax_lisa, "added", None) is not None:
+        # LISA as a new head: its own projections of the layer's queries / keys (per output unit e:
+        # q_a[e] = Σ_h Σ_c Q[h, c] W_Qa[e, h d + c]), a softmax over the non-padding keys
+        added = syntax_lisa.added
+        wq = added.query_weight.double().view(-1, H, d)  # (d_a, H, d)
+        wk = added.key_weight.double().view(-1, H, d)
+        qa = torch.einsum("bhic,ehc->bie", query.double(), wq)  # (B, L, d_a)
+        ka = torch.einsum("bhjc,ehc->bje", key.double(), wk)
+        logits = (qa @ ka.transpose(-1, -2)) * scale  # (B, L, L)
+        p_added = _masked_softmax(logits, allowed)  # (B, L, L)
+        syntax_lisa.log_probs = torch.log_softmax(logits.masked_fill(~allowed, torch.finfo(torch.float32).min),
+                                                  -1).float()  # (B, L, L), as for an existing head
+    elif syntax_lisa is not None and layer == syntax_lisa.layer:
         lisa_head = syntax_lisa.head
         logits = scores[:, lisa_head].masked_fill(~allowed, torch.finfo(torch.float32).min)
         syntax_lisa.log_probs = torch.log_softmax(logits, -1).float()  # (B, L, L)
 
+    def with_added(out: torch.Tensor) -> torch.Tensor:
+        """``out`` ``[B, H, L, d]`` plus the added LISA head: head h's context gets ``m_h P_a V_h``."""
+        if added is None:
+            return out
+        return torch.stack([out[:, h] + added.mix[h].double() * (p_added @ v[:, h]) for h in range(H)], 1)
+
     partitions = _partitions(syntax_groups)
     use_syntax = bool(partitions) and (opts.layers is None or layer is None or layer in opts.layers)
     if not use_syntax:
-        return o_full.transpose(1, 2).to(value.dtype), p_full.float()
+        return with_added(o_full).transpose(1, 2).to(value.dtype), p_full.float()
 
     # One candidate per non-empty group (and the full attention as an optional extra candidate).
     cand_probs, cand_rows = [], []
@@ -151,12 +182,16 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
         head = (torch.arange(H, device=dev) == lisa_head).view(1, H, 1, 1)
         out = torch.where(head, o_full, out)
         eff = torch.where(head, p_full, eff)
+    if opts.aggregation == "topical" and _own_projections(syntax_topical):
+        # the paper's own value projection W_Vt on the concatenated heads of every row (before the layer's W_O)
+        flat = out.transpose(1, 2).reshape(B, L, H * d) @ syntax_topical.value_weight[layer].double().T
+        out = flat.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
     if syntax_gate is not None:  # ctx = P_full V + g (Σ α O_g - P_full V), g per layer (all heads) or per head
         g = syntax_gate.weight[layer].double()
         g = g.expand(H) if g.numel() == 1 else g
         out = torch.stack([o_full[:, h] + g[h] * (out[:, h] - o_full[:, h]) for h in range(H)], 1)
         eff = torch.stack([p_full[:, h] + g[h] * (eff[:, h] - p_full[:, h]) for h in range(H)], 1)
-    return out.transpose(1, 2).contiguous().to(value.dtype), eff.float()
+    return with_added(out).transpose(1, 2).contiguous().to(value.dtype), eff.float()
 
 
 @contextmanager

@@ -41,3 +41,17 @@ def test_config_syntax_bert_shares_the_head_options():
         True, 0.0, 0.5, "mean", 0.2)
     assert config().classifier_dropout == 0.1  # the encoder's hidden dropout
     assert config().model_type == "syntaxformer-syntax-bert"
+
+
+def test_config_topical_projections_default_and_inputs():
+    assert config().topical_projections == "shared", "numbers do not change: the shared form stays the default"
+    own = config(topical_projections="own")
+    assert own.syntax_inputs == config().syntax_inputs == BASE + DEP + CON, "own projections read no new inputs"
+    assert SyntaxBertConfig.from_dict(own.to_dict()).topical_projections == "own"
+
+
+def test_config_lisa_head_mode_default_and_inputs():
+    assert config().lisa_head_mode == "existing", "numbers do not change: the existing head stays the default"
+    added = config(lisa_layer=1, lisa_head_mode="added")
+    assert added.syntax_inputs == config(lisa_layer=1).syntax_inputs, "the added head reads the same dep_parent"
+    assert SyntaxBertConfig.from_dict(added.to_dict()).lisa_head_mode == "added"

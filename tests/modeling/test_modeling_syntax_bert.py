@@ -22,6 +22,7 @@ import syntaxformer.modeling.syntax_attention as SA
 from syntaxformer.data.collate import SyntaxCollator
 from syntaxformer.masks import relation_groups_from_features
 from syntaxformer.modeling.syntax_attention import (
+    AddedLisaHead,
     LisaRecorder,
     SyntaxAttentionOptions,
     SyntaxGate,
@@ -132,6 +133,10 @@ def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = No
     """Output, effective attention and gradients (q, k, v, task query, W_K, W_O[, gate]) of a random loss."""
     q, k, v = (x.clone().requires_grad_() for x in inputs)
     params = [topical.query] + [p for m in topical.site(0) for p in (m.weight,)]
+    if topical.own_projections:
+        params += [topical.key_weight, topical.value_weight]
+    if lisa is not None and lisa.added is not None:
+        params += [lisa.added.query_weight, lisa.added.key_weight, lisa.added.mix]
     if gate is not None:
         params.append(gate.weight)
     for p in params:
@@ -406,7 +411,9 @@ def test_config_defaults_follow_the_paper():
 @pytest.mark.parametrize("bad", [dict(max_distance=0), dict(use_dependency=False, use_constituency=False),
                                  dict(lisa_layer=2), dict(lisa_head=4), dict(syntax_layers=[0, 5]),
                                  dict(aggregation="max"), dict(empty_rows="none"), dict(implementation="slow"),
-                                 dict(gate="token")])
+                                 dict(gate="token"), dict(topical_projections="separate"),
+                                 dict(topical_projections="own", aggregation="sum"),
+                                 dict(lisa_head_mode="new")])
 def test_config_rejects_bad_options(bad):
     with pytest.raises(Exception) as err:
         SyntaxBertConfig(encoder=tiny_bert(), **bad)
@@ -853,3 +860,200 @@ def test_options_round_trip(tmp_path):
     assert SyntaxBertConfig(encoder=tiny_bert(), self_group=True).num_buckets == 48
     with pytest.raises(Exception, match="pairwise"):
         SyntaxBertConfig(encoder=tiny_bert(), pairwise="paragraph")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# topical_projections="own": the paper's topical attention with its own key and value projections
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _own_topical(seed: int, dim: int, site: tuple[nn.Linear, nn.Linear]) -> TopicalAttention:
+    """Own-projection topical attention bound to ``site``, with random W_Kt and W_Vt (away from their init)."""
+    top = TopicalAttention(1, dim, site[1].out_features, projections="own")
+    top.bind([site])
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        top.query.normal_(0, 3.0, generator=g)
+        top.key_weight.normal_(0, 0.5, generator=g)
+        top.value_weight.add_(torch.randn(top.value_weight.shape, generator=g) * 0.3)
+    return top
+
+
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+@pytest.mark.parametrize("empty_rows,full_candidate,gated", [("full", False, False), ("self", True, False),
+                                                              ("full", True, True), ("self", False, True)])
+def test_own_projections_fast_and_exact_match_reference(impl, empty_rows, full_candidate, gated):
+    """Outputs, effective attention and gradients incl. W_Kt and W_Vt (and the gate) match the paper's loop."""
+    inputs, shared, parts, mask = _random_setup(seed=21 + full_candidate)
+    top = _own_topical(5, 12, shared.site(0))
+    opts = dict(aggregation="topical", empty_rows=empty_rows, full_attention_candidate=full_candidate)
+    gate = (lambda: _gate(True)) if gated else (lambda: None)
+    ref = _run("reference", inputs, top, parts, mask, gate=gate(), **opts)
+    got = _run(impl, inputs, top, parts, mask, gate=gate(), **opts)
+    _assert_close(got, ref)
+    key_grad, value_grad = ref[2][6], ref[2][7]
+    assert key_grad.abs().sum() > 0 and value_grad.abs().sum() > 0, "W_Kt and W_Vt get gradients"
+    assert ref[2][5].abs().sum() > 0, "W_O still gets a gradient through the scores"
+    assert ref[2][4].abs().sum() == 0, "the layer's W_K takes no part in the own-projection scores"
+    assert not torch.allclose(ref[0], _run("reference", inputs, shared, parts, mask, **opts)[0], atol=1e-3)
+
+
+def test_own_projections_with_lisa_match_reference():
+    inputs, shared, parts, mask = _random_setup(seed=23)
+    top = _own_topical(6, 12, shared.site(0))
+    parent = torch.randint(-1, 9, (2, 9), generator=torch.Generator().manual_seed(4))
+    ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
+    ref = _run("reference", inputs, top, parts, mask, lisa=ref_rec, parent=parent)
+    _assert_close(_run("fast", inputs, top, parts, mask, lisa=rec, parent=parent), ref)
+
+
+def test_own_projections_folded_vector_equals_explicit_score():
+    """q · (o W_O W_Kt) / sqrt(hidden) == o · u with the own key projection (bias-free: no constant)."""
+    torch.manual_seed(0)
+    key, out = nn.Linear(16, 12), nn.Linear(12, 16)
+    top = _own_topical(1, 12, (key, out))
+    o = torch.randn(5, 12)
+    const = top.scores(0, torch.zeros(1, 12))  # W_O's bias through W_Kt
+    assert torch.allclose(top.scores(0, o) - const, o @ top.folded(0), atol=1e-5)
+    assert top.key_weight.shape == (1, 12, 16) and top.value_weight.shape == (1, 12, 12)
+
+
+def test_own_projections_start_as_shared_and_match_reference_in_the_model():
+    """At init W_Kt = the layer's W_K and W_Vt = I: the model equals the shared one (same seed); with moved
+    projections, fast == exact == reference on hidden states and every gradient (W_Kt, W_Vt included)."""
+    batch = make_batch(seed=13)
+    own = tiny_model(SyntaxBertModel, topical_projections="own")
+    shared = tiny_model(SyntaxBertModel)
+    top = own.topical
+    assert top.own_projections and shared.topical.key_weight is None
+    for layer, (_, key, _) in enumerate(attention_sites(own.encoder)):
+        assert torch.equal(top.key_weight[layer], key.weight)
+        assert torch.equal(top.value_weight[layer], torch.eye(32))
+    assert torch.allclose(own(**batch).last_hidden_state, shared(**batch).last_hidden_state, atol=1e-6)
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(3)
+        top.key_weight.add_(torch.randn(top.key_weight.shape, generator=g) * 0.3)
+        top.value_weight.add_(torch.randn(top.value_weight.shape, generator=g) * 0.2)
+
+    def run(ref: bool):
+        own.zero_grad()
+        with reference_attention() if ref else nullcontext():
+            h = own(**batch).last_hidden_state
+        (h * torch.linspace(-1, 1, h.numel()).view_as(h)).sum().backward()
+        return h.detach(), {n: p.grad.clone() for n, p in own.named_parameters() if p.grad is not None}
+
+    h_ref, g_ref = run(True)
+    for impl in ("fast", "exact"):
+        own.config.implementation = impl
+        h, grads = run(False)
+        assert torch.allclose(h, h_ref, atol=TOL), impl
+        assert set(grads) == set(g_ref)
+        for name in g_ref:
+            assert torch.allclose(grads[name], g_ref[name], atol=TOL), (impl, name)
+    for name in ("topical.key_weight", "topical.value_weight", "topical.query"):
+        assert (g_ref[name].flatten(1).abs().sum(-1) > 0).all(), f"{name}: every layer gets a gradient"
+
+
+def test_own_projections_are_new_parameters_and_round_trip(tmp_path):
+    from syntaxformer.training.trainer import new_parameter_names
+
+    batch = make_batch(seed=14)
+    model = tiny_model(topical_projections="own", gate="layer")
+    names = new_parameter_names(model)
+    assert {"syntax_bert.topical.key_weight", "syntax_bert.topical.value_weight", "syntax_bert.topical.query"} <= names
+    assert not any(n.startswith("syntax_bert.encoder.") for n in names)
+    with torch.no_grad():
+        model.syntax_bert.topical.key_weight.mul_(1.5)
+        model.syntax_bert.topical.value_weight.add_(0.05)
+        model.syntax_bert.gate.weight.fill_(0.5)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForSequenceClassification.from_pretrained(tmp_path).eval()
+    assert loaded.config.topical_projections == "own"
+    for name in ("key_weight", "value_weight", "query"):
+        assert torch.equal(getattr(loaded.syntax_bert.topical, name), getattr(model.syntax_bert.topical, name)), name
+    assert torch.allclose(model(**batch).logits, loaded(**batch).logits, atol=1e-6)
+    n_shared = sum(p.numel() for p in tiny_model().parameters())
+    n_own = sum(p.numel() for p in tiny_model(topical_projections="own").parameters())
+    assert n_own - n_shared == 2 * (32 * 32 + 32 * 32), "W_Kt [dim, hidden] and W_Vt [dim, dim] per layer"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# lisa_head_mode="added": LISA as a new head with its own query / key projections
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _added_lisa(seed: int, H: int = 3, d: int = 4) -> LisaRecorder:
+    head = AddedLisaHead(0, H, d, init_head=1)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        head.query_weight.add_(torch.randn(head.query_weight.shape, generator=g) * 0.5)
+        head.key_weight.add_(torch.randn(head.key_weight.shape, generator=g) * 0.5)
+        head.mix.normal_(0, 1.0, generator=g)
+    return LisaRecorder(layer=0, head=1, added=head)
+
+
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+@pytest.mark.parametrize("own,gated", [(False, False), (True, True)])
+def test_added_lisa_head_matches_reference(impl, own, gated):
+    """Outputs, attention, LISA log-probabilities and every gradient (W_Qa, W_Ka, m included) match the loop."""
+    inputs, top, parts, mask = _random_setup(seed=31)
+    if own:
+        top = _own_topical(7, 12, top.site(0))
+    parent = torch.randint(-1, 9, (2, 9), generator=torch.Generator().manual_seed(5))
+    gate = (lambda: _gate(True)) if gated else (lambda: None)
+    ref_rec, rec = _added_lisa(2), _added_lisa(2)
+    ref = _run("reference", inputs, top, parts, mask, lisa=ref_rec, parent=parent, gate=gate())
+    got = _run(impl, inputs, top, parts, mask, lisa=rec, parent=parent, gate=gate())
+    _assert_close(got, ref)
+    keep = mask[:, 0].expand(2, 9, 9)
+    assert torch.allclose(rec.log_probs[keep], ref_rec.log_probs[keep], atol=TOL)
+    n = len(ref[2]) - (1 if gated else 0)
+    for grad in ref[2][n - 3:n]:
+        assert grad.abs().sum() > 0, "W_Qa, W_Ka and m get gradients"
+    # the pretrained heads stay in the sub-networks: with m = 0 the output is the no-LISA output
+    zero = _added_lisa(2)
+    with torch.no_grad():
+        zero.added.mix.zero_()
+    plain = _run("reference", inputs, top, parts, mask, gate=gate())
+    assert torch.allclose(_run(impl, inputs, top, parts, mask, lisa=zero, parent=parent, gate=gate())[0], plain[0],
+                          atol=TOL)
+
+
+def test_added_lisa_head_starts_as_a_copy_and_leaves_the_model_unchanged():
+    """At init: hidden states equal the model without LISA; the added head's attention is head lisa_head's."""
+    batch = make_batch(seed=15)
+    added = tiny_model(SyntaxBertModel, lisa_layer=0, lisa_head=2, lisa_head_mode="added")
+    existing = tiny_model(SyntaxBertModel, lisa_layer=0, lisa_head=2)
+    none = tiny_model(SyntaxBertModel)
+    assert existing.lisa is None and none.lisa is None and (added.lisa.mix == 0).all()
+    out_a, out_e = added(**batch), existing(**batch)
+    assert torch.allclose(out_a.last_hidden_state, none(**batch).last_hidden_state, atol=1e-6)
+    keep = batch["attention_mask"].bool().unsqueeze(1).expand(-1, batch["attention_mask"].shape[1], -1)
+    assert torch.allclose(out_a.lisa_log_probs[keep], out_e.lisa_log_probs[keep], atol=1e-5)
+
+
+def test_added_lisa_head_is_trained_by_the_lisa_loss_and_round_trips(tmp_path):
+    from syntaxformer.training.trainer import new_parameter_names
+
+    batch = make_batch(seed=16)
+    model = tiny_model(lisa_layer=1, lisa_head=0, lisa_head_mode="added").train()
+    names = new_parameter_names(model)
+    assert {"syntax_bert.lisa.query_weight", "syntax_bert.lisa.key_weight", "syntax_bert.lisa.mix"} <= names
+    out = model(**batch)
+    assert out.lisa_loss is not None and out.lisa_loss > 0
+    out.lisa_loss.backward()
+    lisa = model.syntax_bert.lisa
+    assert lisa.query_weight.grad.abs().sum() > 0 and lisa.key_weight.grad.abs().sum() > 0
+    model.zero_grad()
+    model(**batch, labels=torch.tensor([0, 1, 2])).loss.backward()
+    assert lisa.mix.grad.abs().sum() > 0, "the task loss reaches the mixing weights"
+    model.eval()
+    with torch.no_grad():
+        lisa.mix.fill_(0.3)
+        lisa.query_weight.mul_(1.2)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForSequenceClassification.from_pretrained(tmp_path).eval()
+    assert loaded.config.lisa_head_mode == "added"
+    for name in ("query_weight", "key_weight", "mix"):
+        assert torch.equal(getattr(loaded.syntax_bert.lisa, name), getattr(lisa, name)), name
+    assert torch.allclose(model(**batch).logits, loaded(**batch).logits, atol=1e-6)

@@ -64,6 +64,14 @@ class SyntaxBertConfig(SyntaxModelConfig):
         random_masks_seed: seed of those shuffles.
         aggregation: ``"topical"`` (Eq. 2-3, the paper's model), ``"sum"`` (Table 5 "w/o topical attention": a
             plain summation of the sub-network outputs) or ``"mean"`` (their average).
+        topical_projections: ``"shared"`` (default: the topical score reuses each layer's pretrained key
+            projection, ``q · (O_g W_O W_K)``, and the values are the sub-network outputs themselves: 9.2K new
+            parameters at BERT-base, the task queries) or ``"own"`` (the paper's Eq. 2: topical attention with its
+            own key projection ``W_Kt`` (hidden -> heads * d_head, initialised as a copy of the layer's key
+            projection) and value projection ``W_Vt`` (identity at initialisation, applied before the layer's
+            output projection) per layer; new parameters ``syntax_bert.topical.key_weight`` / ``value_weight``,
+            trained at ``new_params_lr``). Only with ``aggregation="topical"``. At initialisation both give the
+            same model.
         full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network. Default
             False: the paper counts M = 90 (92 for pairs) possible sub-networks, all syntactic (§4); per token
             only the non-empty ones are candidates (16.1 on average, at most 44, on STS-B dev).
@@ -86,6 +94,13 @@ class SyntaxBertConfig(SyntaxModelConfig):
             ``lisa_loss_weight * lisa_loss`` to the task loss. The head keeps the pretrained dot-product attention
             (the original LISA uses a bi-affine head trained from scratch).
         lisa_head: head index of the LISA head.
+        lisa_head_mode: ``"existing"`` (default): head ``lisa_head`` of the pretrained layer is the LISA head (taken
+            out of the sub-networks). ``"added"`` (LISA and the paper's "+ LISA" add a head): a new head with its
+            own query / key projections (initialised as copies of head ``lisa_head``'s) is supervised by the LISA
+            loss, every pretrained head stays as it is, and the new head's attention enters the layer as
+            ``ctx_h += m_h P_a V_h`` with zero-initialised mixing weights ``m`` (new parameters
+            ``syntax_bert.lisa.*``, trained at ``new_params_lr``); see
+            :class:`~syntaxformer.modeling.syntax_attention.AddedLisaHead`. Ignored without ``lisa_layer``.
         lisa_loss_weight: weight of the LISA loss in the total loss.
         classifier_dropout: dropout before the heads' output layers; default the encoder's ``classifier_dropout``
             if set, else its hidden dropout.
@@ -122,6 +137,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     random_masks: bool = False
     random_masks_seed: int = 0
     aggregation: TopicalAggregation = "topical"
+    topical_projections: Literal["shared", "own"] = "shared"
     full_attention_candidate: bool = False
     empty_rows: Literal["full", "self"] = "full"
     gate: Literal["none", "layer", "head"] = "none"
@@ -129,6 +145,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     implementation: Literal["fast", "exact"] = "fast"
     lisa_layer: int | None = None
     lisa_head: int = 0
+    lisa_head_mode: Literal["existing", "added"] = "existing"
     lisa_loss_weight: float | int = 1.0
 
     @classmethod
@@ -159,6 +176,9 @@ class SyntaxBertConfig(SyntaxModelConfig):
         if not (self.use_dependency or self.use_constituency):
             raise ConfigError("SyntaxBertConfig: use_dependency and use_constituency are both False; keep at least one "
                               "tree (or set syntax_layers=[] for a model without sub-networks)")
+        if self.topical_projections == "own" and self.aggregation != "topical":
+            raise ConfigError(f"SyntaxBertConfig.topical_projections='own' needs aggregation='topical' (got "
+                              f"{self.aggregation!r}); use topical_projections='shared' without topical attention")
         n_layers, n_heads = self.encoder.num_hidden_layers, self.encoder.num_attention_heads
         for name, layers in (("syntax_layers", self.syntax_layers or []),
                              ("lisa_layer", [] if self.lisa_layer is None else [self.lisa_layer])):

@@ -41,6 +41,7 @@ from syntaxformer.modeling.heads import (
 from syntaxformer.modeling.outputs import ContextualStates, SyntaxBertModelOutput
 from syntaxformer.modeling.syntax_attention import (
     SYNTAX_ATTENTION,
+    AddedLisaHead,
     LisaRecorder,
     SyntaxGate,
     SyntaxGroups,
@@ -109,11 +110,15 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         """Hugging Face's default init (normal linears, unit LayerNorms); topical queries at zero (start from the
-        average of the non-empty sub-networks); gates at zero (start from the pretrained attention). Loaded weights
+        average of the non-empty sub-networks); own topical projections as copies of the layers' key projections and
+        identities; gates at zero (start from the pretrained attention). Loaded weights
         are never re-initialised."""
         super()._init_weights(module)
         if isinstance(module, TopicalAttention):
             init.zeros_(module.query)
+            module.reset_projections()  # own W_Kt = the layer's key projection, W_Vt = identity
+        if isinstance(module, AddedLisaHead):
+            module.reset_parameters()  # a copy of head lisa_head's projections, mixing weights 0
         if isinstance(module, SyntaxGate):
             init.zeros_(module.weight)  # g = 0: the pretrained layer at initialisation
 
@@ -184,10 +189,17 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         for i, (module, _, _) in enumerate(sites):
             module.syntax_layer_idx = i  # the layer's topical query (architectures without layer_idx need it)
         if config.aggregation == "topical":
-            self.topical = TopicalAttention(len(sites), sites[0][1].out_features, config.hidden_size)
+            self.topical = TopicalAttention(len(sites), sites[0][1].out_features, config.hidden_size,
+                                            projections=config.topical_projections)
             self.topical.bind([(key, out) for _, key, out in sites])
         else:
             self.topical = None
+        if config.lisa_layer is not None and config.lisa_head_mode == "added":
+            heads = config.encoder.num_attention_heads
+            self.lisa = AddedLisaHead(config.lisa_layer, heads, sites[0][1].out_features // heads,
+                                      init_head=config.lisa_head)
+        else:
+            self.lisa = None
         if config.gate == "none":
             self.gate = None
         else:
@@ -334,7 +346,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             syntax_groups = self.build_groups(features, device, input_ids)
         recorder = None
         if self.config.lisa_layer is not None:
-            recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head)
+            recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head, added=self.lisa)
         enc_inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids,
                       "position_ids": position_ids, "inputs_embeds": inputs_embeds}
         enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}

@@ -27,6 +27,9 @@ Choices (documented in ``docs/syntax_bert.md``):
 * ``full_attention_candidate=False`` (default, the paper: M = 90 / 92 possible sub-networks, §4; per token only
   the non-empty ones are candidates, 16.1 on average on STS-B dev): vanilla attention is
   not one of the aggregated candidates; ``True`` adds it as one more sub-network.
+* ``projections`` of :class:`TopicalAttention`: ``"shared"`` (default; the score above) or ``"own"`` (the
+  paper's own ``W_Kt`` in place of ``W_K`` in the score, still folded into one vector per layer, and an own value
+  projection ``W_Vt`` applied to the layer's context before ``W_O``: one more matmul).
 * ``aggregation``: ``"topical"`` (Eq. 2-3), ``"sum"`` (Table 5 "w/o topical attention": a plain summation of the
   non-empty sub-networks) or ``"mean"`` (their average; what ``"topical"`` computes with a zero query).
 * ``syntax_gate`` (:class:`SyntaxGate`, our extension): ``ctx = P_full V + g (Σ_g α_g O_g - P_full V)`` with a
@@ -34,7 +37,9 @@ Choices (documented in ``docs/syntax_bert.md``):
   is applied on top of either implementation (one more autograd softmax ``P_full`` per layer).
 * LISA (Strubell et al., 2018): in layer ``lisa_layer`` head ``lisa_head`` is taken out of the decomposition and
   attends to all non-padding keys; its log attention probabilities are recorded so that the model can add a
-  cross-entropy loss against the parse (see :class:`LisaRecorder`).
+  cross-entropy loss against the parse (see :class:`LisaRecorder`). With :class:`AddedLisaHead` (the recorder's
+  ``added``) a new head with its own query / key projections is supervised instead and every pretrained head
+  stays as it is.
 
 Two implementations compute the same thing (both are checked against a slow loop over the sub-networks written
 from the paper, ``tests/modeling/reference_syntax_attention.py``):
@@ -187,32 +192,70 @@ def _scatter_index(partitions: Sequence[torch.Tensor], sizes: Sequence[int]) -> 
 
 
 class TopicalAttention(nn.Module):
-    """The task queries of topical attention (Eq. 2), one vector per layer, and their folded form.
+    """The task queries of topical attention (Eq. 2), one vector per layer, their folded form and, with
+    ``own_projections``, the topical attention's own key and value projections.
 
-    The score of sub-network ``g`` for token ``i`` is ``q_l · (O_g[i] W_O W_K) / sqrt(hidden)``, with ``W_O`` and
-    ``W_K`` the pretrained output and key projections of layer ``l`` (bound with :meth:`bind`, not copied: they
-    keep training with the model). Since it is linear in ``O_g``, it equals ``O_g[i] · u_l`` with
-    ``u_l = W_O W_K q_l / sqrt(hidden)`` (:meth:`folded`).
+    The score of sub-network ``g`` for token ``i`` is ``q_l · (O_g[i] W_O W_K) / sqrt(hidden)``, with ``W_O`` the
+    pretrained output projection of layer ``l`` and ``W_K`` either the layer's pretrained key projection
+    (``projections="shared"``; bound with :meth:`bind`, not copied: they keep training with the model) or the
+    topical attention's own ``W_Kt`` (``"own"``, the paper's Eq. 2; initialised as a copy of the layer's key
+    projection, bias-free: biases cancel in the softmax). Since the score is linear in ``O_g``, it equals
+    ``O_g[i] · u_l`` with ``u_l = W_O W_K q_l / sqrt(hidden)`` (:meth:`folded`): one vector per layer either way.
+
+    With ``"own"`` the topical values are ``(Σ_g α_g O_g) W_Vt`` with the own value projection ``W_Vt``
+    (``dim x dim``, identity at initialisation) applied before the host layer's output projection (Eq. 2's
+    ``H W^V`` up to a reparameterisation: ``W_Vt = W_O W^V W_O^-1``), so the layer is unchanged at initialisation.
 
     Args:
         num_layers: number of layers (one query each).
         dim: size of the concatenated heads (``heads * d_head``; the key projection's output size).
         hidden_size: model width, for the ``1 / sqrt(hidden)`` of Eq. 2 (default ``dim``).
+        projections: ``"shared"`` (the layer's ``W_K``, identity values) or ``"own"`` (own ``W_Kt`` and ``W_Vt``
+            per layer: ``num_layers * (dim * hidden + dim * dim)`` parameters).
 
     The queries start at zero, so that training starts from the average of the non-empty sub-networks.
     """
 
-    def __init__(self, num_layers: int, dim: int, hidden_size: int | None = None):
+    def __init__(self, num_layers: int, dim: int, hidden_size: int | None = None,
+                 projections: Literal["shared", "own"] = "shared"):
         super().__init__()
+        if projections not in ("shared", "own"):
+            raise ConfigError(f"TopicalAttention projections must be 'shared' or 'own', got {projections!r}")
+        hidden = int(hidden_size or dim)
         self.query = nn.Parameter(torch.zeros(num_layers, dim))
-        self.scale = float(hidden_size or dim) ** -0.5
+        self.scale = float(hidden) ** -0.5
+        if projections == "own":
+            # Plain parameters (not nn.Linear): Hugging Face's default init never touches them; see reset_projections.
+            self.key_weight = nn.Parameter(torch.zeros(num_layers, dim, hidden))  # W_Kt as nn.Linear weights
+            self.value_weight = nn.Parameter(torch.zeros(num_layers, dim, dim))  # W_Vt as nn.Linear weights
+        else:
+            self.key_weight = None
+            self.value_weight = None
         self._sites: list[tuple[nn.Linear, nn.Linear]] = []  # plain list: the host's modules, not registered twice
 
+    @property
+    def own_projections(self) -> bool:
+        """True when the topical attention has its own key and value projections (``projections="own"``)."""
+        return self.key_weight is not None
+
     def bind(self, sites: Sequence[tuple[nn.Linear, nn.Linear]]) -> None:
-        """Attach ``(key projection, output projection)`` of every layer (in layer order)."""
+        """Attach ``(key projection, output projection)`` of every layer (in layer order); with own projections,
+        also initialise them (:meth:`reset_projections`)."""
         if len(sites) != self.query.shape[0]:
             raise InputError(f"TopicalAttention has {self.query.shape[0]} queries but {len(sites)} layers were bound")
         self._sites = list(sites)
+        self.reset_projections()
+
+    @torch.no_grad()
+    def reset_projections(self) -> None:
+        """Own projections only: ``W_Kt`` = a copy of each bound layer's key projection, ``W_Vt`` = identity (the
+        model then equals ``projections="shared"`` at initialisation)."""
+        if not self.own_projections or not self._sites:
+            return
+        for layer, (key, _) in enumerate(self._sites):
+            self.key_weight[layer].copy_(key.weight)
+        self.value_weight.copy_(torch.eye(self.value_weight.shape[-1], dtype=self.value_weight.dtype,
+                                          device=self.value_weight.device).expand_as(self.value_weight))
 
     def site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
         """The ``(key projection, output projection)`` bound for ``layer``."""
@@ -221,15 +264,25 @@ class TopicalAttention(nn.Module):
             raise RuntimeError("TopicalAttention.bind(...) must attach the layers' key and output projections first")
         return self._sites[layer]
 
+    def key_matrix(self, layer: int) -> torch.Tensor:
+        """The key projection's weight ``[dim, hidden]`` used by the scores of ``layer`` (own or the layer's)."""
+        return self.key_weight[layer] if self.own_projections else self.site(layer)[0].weight
+
     def folded(self, layer: int) -> torch.Tensor:
         """``u_l`` ``[dim]`` such that the score of a sub-network output ``o`` is ``o · u_l``."""
-        key, out = self.site(layer)
-        return (self.query[layer] @ key.weight) @ out.weight * self.scale  # (dim,)
+        _, out = self.site(layer)
+        return (self.query[layer] @ self.key_matrix(layer)) @ out.weight * self.scale  # (dim,)
 
     def scores(self, layer: int, outputs: torch.Tensor) -> torch.Tensor:
-        """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``."""
+        """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``
+        (the key bias, shared projections only, adds the same constant to every score: it cancels in Eq. 3)."""
         key, out = self.site(layer)
-        return key(out(outputs)) @ self.query[layer] * self.scale
+        keyed = F.linear(out(outputs), self.key_weight[layer]) if self.own_projections else key(out(outputs))
+        return keyed @ self.query[layer] * self.scale
+
+    def values(self, layer: int, context: torch.Tensor) -> torch.Tensor:
+        """Own projections: ``context W_Vt`` for ``context`` ``[..., dim]``; shared: ``context`` unchanged."""
+        return F.linear(context, self.value_weight[layer]) if self.own_projections else context
 
 
 class SyntaxGate(nn.Module):
@@ -260,6 +313,51 @@ def gate_probs(probs: torch.Tensor, full: torch.Tensor, gate: torch.Tensor) -> t
     return full + gate.to(probs.dtype) * (probs - full)
 
 
+class AddedLisaHead(nn.Module):
+    """LISA as an *added* head (``lisa_head_mode="added"``; LISA and the paper's "+ LISA" add one): its own query and
+    key projections in layer ``layer``, trained by the LISA loss, next to the pretrained heads (none is taken out).
+
+    Its scores are ``S_a = (Q W_Qa)(K W_Ka)ᵀ · scale`` with ``Q``, ``K`` the layer's concatenated queries and keys
+    ``[B, L, heads * d_head]`` and ``W_Qa``, ``W_Ka`` ``[d_head, heads * d_head]`` (so they are linear maps of the
+    layer input, as a new head's projections are); ``P_a = softmax(S_a)`` over the non-padding keys. Its output
+    enters the layer's context as ``ctx_h += m_h P_a V_h`` with one mixing weight ``m_h`` per pretrained head's
+    values: zero at initialisation, so the model is unchanged until the task loss moves ``m``; the LISA loss trains
+    ``W_Qa`` / ``W_Ka`` (and, through ``Q`` and ``K``, the encoder below, as in LISA).
+
+    Args:
+        layer: the LISA layer.
+        num_heads: heads of the layer.
+        head_dim: size of one head (the added head's too).
+        init_head: the added head starts as a copy of this pretrained head's query / key projections.
+    """
+
+    def __init__(self, layer: int, num_heads: int, head_dim: int, init_head: int = 0):
+        super().__init__()
+        if not 0 <= init_head < num_heads:
+            raise ConfigError(f"AddedLisaHead init_head={init_head} is outside the layer's heads 0..{num_heads - 1}")
+        self.layer, self.num_heads, self.head_dim, self.init_head = layer, num_heads, head_dim, init_head
+        self.query_weight = nn.Parameter(torch.zeros(head_dim, num_heads * head_dim))  # W_Qa as an nn.Linear weight
+        self.key_weight = nn.Parameter(torch.zeros(head_dim, num_heads * head_dim))  # W_Ka as an nn.Linear weight
+        self.mix = nn.Parameter(torch.zeros(num_heads))
+        self.reset_parameters()
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """``W_Qa``, ``W_Ka`` select head ``init_head`` (a copy of its pretrained projections); ``m = 0``."""
+        d, h = self.head_dim, self.init_head
+        for w in (self.query_weight, self.key_weight):
+            w.zero_()
+            w[:, h * d:(h + 1) * d] = torch.eye(d, dtype=w.dtype, device=w.device)
+        self.mix.zero_()
+
+    def scores(self, query: torch.Tensor, key: torch.Tensor, scaling: float) -> torch.Tensor:
+        """fp32 scores ``[B, L, L]`` of the added head from the layer's ``query`` / ``key`` ``[B, H, L, d]``."""
+        B, H, L, d = query.shape
+        qa = F.linear(query.transpose(1, 2).reshape(B, L, H * d), self.query_weight)  # (B, L, d)
+        ka = F.linear(key.transpose(1, 2).reshape(B, L, H * d), self.key_weight)  # (B, L, d)
+        return torch.matmul(qa * scaling, ka.transpose(-1, -2)).float()
+
+
 @dataclass
 class LisaRecorder:
     """Collects the log attention probabilities of the LISA head (passed as ``syntax_lisa=``).
@@ -271,6 +369,7 @@ class LisaRecorder:
     layer: int
     head: int = 0
     log_probs: torch.Tensor | None = field(default=None, repr=False)
+    added: AddedLisaHead | None = field(default=None, repr=False)
 
     def loss(self, parent: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy of the recorded rows against ``parent`` ``[B, L]`` (key position of each token's
@@ -327,7 +426,10 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
 
     Returns:
         ``([B, L, H, d] output, [B, H, L, L] effective attention or None)``. The effective attention of a row is
-        ``Σ_g α_g A_g`` (it sums to 1 for ``"topical"`` / ``"mean"``).
+        ``Σ_g α_g A_g`` (it sums to 1 for ``"topical"`` / ``"mean"``). With the topical attention's own value
+        projection (``syntax_topical.own_projections``) a syntax layer's output is ``(A V) W_Vt`` (gated:
+        ``P_full V + g ((A V) W_Vt - P_full V)``), every row and head of the layer; the returned attention is
+        still the effective ``A`` (gated as above), before ``W_Vt``.
     """
     opts = syntax_options or SyntaxAttentionOptions()
     layer = layer_index(module)
@@ -347,7 +449,11 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     scores = _scores(query, key, scaling)  # (B, H, L, L) fp32, unmasked
     allowed = _allowed(attention_mask, B, L)  # (B, L, L) or None
     full_heads = None
-    if lisa_here:
+    added = syntax_lisa.added if lisa_here else None
+    if added is not None:  # LISA as an added head: the pretrained heads all stay as they are
+        head_mask = None if attention_mask is None else attention_mask[:, 0]
+        syntax_lisa.log_probs = torch.log_softmax(_apply_mask(added.scores(query, key, scaling), head_mask), -1)
+    elif lisa_here:
         if not 0 <= syntax_lisa.head < H:
             raise ConfigError(f"lisa_head={syntax_lisa.head} but the layer has {H} heads")
         head_mask = None if attention_mask is None else attention_mask[:, 0]
@@ -355,6 +461,7 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         full_heads = torch.zeros(H, dtype=torch.bool, device=query.device)
         full_heads[syntax_lisa.head] = True
 
+    probs_syntax = full = gate = None
     if not use_syntax:
         probs = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L)
     else:
@@ -373,15 +480,46 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
                 u = u * (~full_heads).to(u.dtype).unsqueeze(-1)  # the LISA head takes no part in topical scores
             w = torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L) value of each key along u
         probs = syntax_probs(scores, attention_mask, groups, w, opts, full_heads)  # (B, H, L, L)
+        probs_syntax = probs
         if syntax_gate is not None:
             if layer is None:
                 raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
             full = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L), with autograd
-            probs = gate_probs(probs, full, syntax_gate.value(layer))
+            gate = syntax_gate.value(layer)
+            probs = gate_probs(probs, full, gate)
 
-    attn = F.dropout(probs, p=dropout, training=module.training) if dropout > 0 else probs
-    out = torch.matmul(attn.to(value.dtype), value)  # (B, H, L, d)
-    return out.transpose(1, 2).contiguous(), probs.to(value.dtype)
+    own_values = use_syntax and syntax_topical is not None and syntax_topical.own_projections \
+        and opts.aggregation == "topical"
+    if own_values:
+        out = _own_value_output(module, probs_syntax, full, value, dropout, syntax_topical, layer, gate)
+    else:
+        attn = F.dropout(probs, p=dropout, training=module.training) if dropout > 0 else probs
+        out = torch.matmul(attn.to(value.dtype), value).transpose(1, 2)  # (B, L, H, d)
+    if added is not None:  # ctx_h += m_h P_a V_h
+        p_a = syntax_lisa.log_probs.exp()  # (B, L, L)
+        p_a = F.dropout(p_a, p=dropout, training=module.training) if dropout > 0 else p_a
+        extra = torch.matmul(p_a.unsqueeze(1).to(value.dtype), value) * added.mix.to(value.dtype).view(1, H, 1, 1)
+        out = out + extra.transpose(1, 2)  # (B, L, H, d)
+    return out.contiguous(), probs.to(value.dtype)
+
+
+def _own_value_output(module: nn.Module, probs: torch.Tensor, full: torch.Tensor | None, value: torch.Tensor,
+                      dropout: float, topical: TopicalAttention, layer: int, gate: torch.Tensor | None
+                      ) -> torch.Tensor:
+    """``[B, L, H, d]`` context of a syntax layer with the topical attention's own value projection:
+    ``(A V) W_Vt``, gated as ``P_full V + g ((A V) W_Vt - P_full V)`` (``gate`` ``[1, H | 1, 1, 1]`` or None)."""
+    B, H, L, d = value.shape
+
+    def context(p: torch.Tensor) -> torch.Tensor:
+        p = F.dropout(p, p=dropout, training=module.training) if dropout > 0 else p
+        return torch.matmul(p.to(value.dtype), value)  # (B, H, L, d)
+
+    syn = context(probs).transpose(1, 2).reshape(B, L, H * d)  # (B, L, H*d)
+    syn = topical.values(layer, syn).view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
+    if gate is not None:
+        base = context(full)  # (B, H, L, d)
+        syn = base + gate.to(syn.dtype) * (syn - base)
+    return syn.transpose(1, 2).contiguous()
 
 
 def register_syntax_attention() -> None:

@@ -48,9 +48,12 @@ def new_parameter_names(model: nn.Module) -> set[str]:
     """Names of the trainable parameters that are not part of the pretrained encoder.
 
     SG-Net: the syntax-guided layer, aggregation, pooler and classifier. Syntax-BERT: the topical-attention task
-    queries (``syntax_bert.topical.query``), the gates (``syntax_bert.gate.weight``, ``gate="layer"|"head"``), pooler
-    and classifier. Syntax-BERT's LISA head has no parameters of
-    its own: it is a pretrained head of the encoder, trained through the LISA loss at the encoder's rate.
+    queries (``syntax_bert.topical.query``; with ``topical_projections="own"`` also ``syntax_bert.topical.key_weight``
+    and ``value_weight``), the gates (``syntax_bert.gate.weight``, ``gate="layer"|"head"``), pooler
+    and classifier. Syntax-BERT's LISA head
+    (``lisa_head_mode="existing"``) has no parameters of its own: it is a pretrained head of the encoder, trained
+    through the LISA loss at the encoder's rate; with ``lisa_head_mode="added"`` the new head's projections and
+    mixing weights (``syntax_bert.lisa.*``) are new parameters.
     """
     prefix = encoder_parameter_prefix(model)
     return {n for n, p in model.named_parameters() if p.requires_grad and (prefix is None or not n.startswith(prefix))}
