@@ -1,5 +1,9 @@
 """Syntax-BERT attention (Bai et al., 2021, §3.3) as a Hugging Face attention function named ``"syntax"``.
 
+(One concept over ~870 lines, on purpose: the attention function, its fast segmented-softmax autograd path, the
+exact path it is checked against, and the per-layer parts they share -- topical attention, the gate, the LISA
+recorder / added head. Split up, each path would import the others' private shapes.)
+
 Every self-attention layer of the host model is split into *sub-networks*: for each relation group ``g`` of a
 partition of the L x L pairs (see :mod:`syntaxformer.masks.relations`; dependency and constituency trees are two
 partitions, so a sub-network is a pair (partition, group)), the pretrained heads attend only to the keys ``j``
