@@ -137,9 +137,9 @@ def test_end_to_end_cli_errors(tmp_path, capsys):
     assert "unknown task 'mnli'" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path)]) == 1
     assert "not a run folder" in capsys.readouterr().err
-    assert main(["train", "--set", "pooling=max"]) == 1
+    assert main(["train", "--task", "sst2", "--set", "pooling=max"]) == 1
     assert "invalid model options for model_type=sgnet" in capsys.readouterr().err
-    assert main(["train", "--set", "model.alpah=1"]) == 1
+    assert main(["train", "--task", "sst2", "--set", "model.alpah=1"]) == 1
     assert "model.alpah is not an option" in capsys.readouterr().err
 
 
