@@ -18,7 +18,7 @@ import numpy as np
 
 from syntaxformer.errors import DataError, InputError
 
-__all__ = ["compare_runs", "load_run_predictions"]
+__all__ = ["compare_runs", "load_run_predictions", "paired_prediction_tests"]
 
 
 def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -40,6 +40,26 @@ def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str,
     return out[0], out[1]
 
 
+def paired_prediction_tests(preds_a: dict[str, Any], preds_b: dict[str, Any], metric: str, n_resamples: int = 1000,
+                            seed: int = 0) -> dict[str, Any]:
+    """B against A on one pair of ``dev_predictions.json`` contents (same examples): the two-sided paired bootstrap
+    of ``metric`` and, for integer labels, the exact McNemar test; ``{}`` when there are no labels or ``metric`` is
+    not a per-example metric of :data:`~syntaxformer.tasks.metrics.METRICS`."""
+    from syntaxformer.analysis.significance import mcnemar, paired_bootstrap
+    from syntaxformer.tasks.metrics import METRICS
+
+    labels = preds_a.get("labels")
+    if labels is None or metric not in METRICS:
+        return {}
+    y = np.asarray(labels)
+    a, b = np.asarray(preds_a["predictions"]), np.asarray(preds_b["predictions"])
+    out = {"bootstrap": paired_bootstrap(METRICS[metric], a, b, y, n_resamples=n_resamples, seed=seed,
+                                         two_sided=True).to_dict()}
+    if np.issubdtype(y.dtype, np.integer):
+        out["mcnemar"] = mcnemar(a == y, b == y).to_dict()
+    return out
+
+
 def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_resamples: int = 1000,
                  seed: int = 0) -> dict[str, Any]:
     """System B against system A on the same dev examples.
@@ -56,8 +76,7 @@ def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_r
     Raises:
         InputError: unequal numbers of runs, runs of different tasks or dev examples.
     """
-    from syntaxformer.analysis.significance import mcnemar, paired_bootstrap, paired_t_test
-    from syntaxformer.tasks.metrics import METRICS
+    from syntaxformer.analysis.significance import paired_t_test
 
     if not runs_a or len(runs_a) != len(runs_b):
         raise InputError(f"give equally many runs of both systems (one per seed), got {len(runs_a)} and "
@@ -73,16 +92,8 @@ def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_r
         result.update(task=ma["task"], metric=metric)
         result["a"].append(ma["dev"].get(metric))
         result["b"].append(mb["dev"].get(metric))
-        entry: dict[str, Any] = {"run_a": str(ra), "run_b": str(rb)}
-        labels = pa.get("labels")
-        if labels is not None and metric in METRICS:
-            y = np.asarray(labels)
-            a, b = np.asarray(pa["predictions"]), np.asarray(pb["predictions"])
-            entry["bootstrap"] = paired_bootstrap(METRICS[metric], a, b, y, n_resamples=n_resamples, seed=seed,
-                                                  two_sided=True).to_dict()
-            if np.issubdtype(y.dtype, np.integer):
-                entry["mcnemar"] = mcnemar(a == y, b == y).to_dict()
-        result["per_seed"].append(entry)
+        result["per_seed"].append({"run_a": str(ra), "run_b": str(rb),
+                                   **paired_prediction_tests(pa, pb, metric, n_resamples, seed)})
     if len(result["a"]) >= 2 and None not in result["a"] + result["b"]:
         result["t_test"] = paired_t_test(result["a"], result["b"]).to_dict()
     return result

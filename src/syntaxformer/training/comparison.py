@@ -138,12 +138,9 @@ def paired_tests(output_dir: str | os.PathLike, names: Sequence[str], metric: st
     per-example predictions and labels (or a metric that is not a per-example one) are left out."""
     import json
 
-    import numpy as np
+    from syntaxformer.analysis.compare_runs import paired_prediction_tests
 
-    from syntaxformer.analysis.significance import mcnemar, paired_bootstrap
-    from syntaxformer.tasks.metrics import METRICS
-
-    if metric not in METRICS or len(names) < 2:
+    if len(names) < 2:
         return {}
     runs = {}
     for name in names:
@@ -151,20 +148,16 @@ def paired_tests(output_dir: str | os.PathLike, names: Sequence[str], metric: st
         if path.is_file():
             runs[name] = json.loads(path.read_text(encoding="utf-8"))
     base = runs.get(names[0])
-    if base is None or "labels" not in base:
+    if base is None:
         return {}
-    labels = np.asarray(base["labels"])
     out: dict[str, dict[str, Any]] = {}
     for name in names[1:]:
         other = runs.get(name)
         if other is None or other.get("ids") != base.get("ids"):
             continue
-        a, b = np.asarray(base["predictions"]), np.asarray(other["predictions"])
-        tests = {"bootstrap": paired_bootstrap(METRICS[metric], a, b, labels, n_resamples=n_resamples, seed=seed,
-                                               two_sided=True).to_dict()}
-        if np.issubdtype(labels.dtype, np.integer):
-            tests["mcnemar"] = mcnemar(a == labels, b == labels).to_dict()
-        out[name] = tests
+        tests = paired_prediction_tests(base, other, metric, n_resamples, seed)
+        if tests:
+            out[name] = tests
     return out
 
 
