@@ -102,6 +102,37 @@ def test_syntax_bert_model_and_new_parameter_groups(tiny_model, tmp_path):
         build_model(_config(tiny_model, tmp_path, lisa_layer=0, lisa_head=7), task)
 
 
+def test_gates_get_their_own_learning_rate_without_decay(tiny_model, tmp_path):
+    from transformers import TrainingArguments
+
+    from syntaxformer.training.trainer import SyntaxTrainer, gate_parameter_names, new_parameter_names
+
+    task = get_task("sst5")
+    model = build_model(_config(tiny_model, tmp_path, syntax_bert_options={"gate": "head"}), task)
+    assert gate_parameter_names(model) == {"syntax_bert.gate.weight"}
+    new = new_parameter_names(model)
+    args = TrainingArguments(output_dir=str(tmp_path), learning_rate=2e-5, weight_decay=0.1, report_to="none",
+                             use_cpu=True)
+    by_id = {id(p): n for n, p in model.named_parameters()}
+    for new_lr, expected_new in ((1e-3, 1e-3), (None, 2e-5)):
+        opt = SyntaxTrainer(model=model, args=args, new_params_lr=new_lr, gate_lr=5e-2).create_optimizer()
+        seen = set()
+        for group in opt.param_groups:
+            names = {by_id[id(p)] for p in group["params"]}
+            seen |= names
+            if "syntax_bert.gate.weight" in names:
+                assert names == {"syntax_bert.gate.weight"} and group["lr"] == 5e-2 and group["weight_decay"] == 0.0
+            elif names <= new:
+                assert group["lr"] == expected_new
+            else:
+                assert not names & new and group["lr"] == 2e-5
+        assert seen == {n for n, p in model.named_parameters() if p.requires_grad}
+    # gate_lr unset: the gate is one of the new parameters, as before
+    opt = SyntaxTrainer(model=model, args=args, new_params_lr=1e-3).create_optimizer()
+    gate_group = [g for g in opt.param_groups if any(by_id[id(p)] == "syntax_bert.gate.weight" for p in g["params"])]
+    assert len(gate_group) == 1 and gate_group[0]["lr"] == 1e-3
+
+
 def test_syntax_bert_lisa_end_to_end_on_sst5_trees(tiny_model, tmp_path, capsys):
     out = tmp_path / "sst5-lisa"
     metrics = train(_config(tiny_model, out, lisa_layer=1))

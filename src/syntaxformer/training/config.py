@@ -144,6 +144,9 @@ class RunConfig:
     Training (``transformers.Trainer``):
         learning_rate: peak learning rate of the encoder (and of everything when ``new_params_lr`` is unset).
         new_params_lr: learning rate of the parameters outside the pretrained encoder; ``None`` = ``learning_rate``.
+        gate_lr: learning rate of Syntax-BERT's zero-initialised gates (``gate="layer"|"head"``); ``None`` = as
+            the other new parameters. A gate moves about one learning rate per Adam step, so at encoder rates it
+            stays near 0 (the plain model): give it ~1e-2.
         num_train_epochs, max_steps (overrides epochs when > 0), per_device_train_batch_size,
         per_device_eval_batch_size, gradient_accumulation_steps, weight_decay, lr_scheduler_type, max_grad_norm:
         as in ``TrainingArguments``.
@@ -194,6 +197,7 @@ class RunConfig:
     # training
     learning_rate: float = 2e-5
     new_params_lr: float | None = None
+    gate_lr: float | None = None
     num_train_epochs: float = 3.0
     max_steps: int = -1
     per_device_train_batch_size: int = 32

@@ -255,7 +255,7 @@ def _trainer(config: RunConfig, task: Task, model: Any, tokenizer: Any, args: An
         return SyntaxSeq2SeqTrainer(**kwargs)
     from syntaxformer.training.trainer import SyntaxTrainer
 
-    return SyntaxTrainer(**kwargs, new_params_lr=config.new_params_lr)
+    return SyntaxTrainer(**kwargs, new_params_lr=config.new_params_lr, gate_lr=config.gate_lr)
 
 
 def _uses_generation(config: RunConfig, task: Task) -> bool:
@@ -444,7 +444,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         "model_label": model_label(model_path), "model_type": kind, "model_family": config.model_type,
         "model_options": {**{k: v for k, v in task.model_options().items() if k not in ("id2label", "label2id")},
                           **config.model},
-        "new_params_lr": config.new_params_lr, "learning_rate": config.learning_rate,
+        "new_params_lr": config.new_params_lr, "gate_lr": config.gate_lr, "learning_rate": config.learning_rate,
         "num_train_epochs": config.num_train_epochs, "batch_size": config.per_device_train_batch_size,
         "seed": config.seed, "data_seed": config.resolved_data_seed,
         "sizes": {"train": len(train_ds), "train_total": getattr(train_data, "total", len(train_ds)),

@@ -21,7 +21,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from syntaxformer.errors import InputError
 
-__all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "new_parameter_names", "precision_flags",
+__all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "gate_parameter_names", "new_parameter_names", "precision_flags",
            "LoggingCallback", "SyntaxSeq2SeqTrainer"]
 
 logger = logging.getLogger(__name__)
@@ -59,12 +59,30 @@ def new_parameter_names(model: nn.Module) -> set[str]:
     return {n for n, p in model.named_parameters() if p.requires_grad and (prefix is None or not n.startswith(prefix))}
 
 
+def gate_parameter_names(model: nn.Module) -> set[str]:
+    """Names of Syntax-BERT's zero-initialised gates (``syntax_bert.gate.weight``; ``gate="layer"|"head"``).
+
+    They get their own learning rate (``gate_lr``): a gate is one scalar per layer (or head) that starts at 0 and
+    moves about one learning rate per Adam step, so at an encoder rate (1e-4 x ~500 steps) it stays near 0 and the
+    model stays the plain encoder (measured in the issue-16 sweep: CoLA predictions identical with real and random
+    masks). Never weight-decayed.
+    """
+    return {n for n, p in model.named_parameters() if p.requires_grad and n.endswith("gate.weight")
+            and n.split(".")[-2] == "gate"}
+
+
+def _kind(name: str, new: set[str], gates: set[str]) -> str:
+    return "gate" if name in gates else "new" if name in new else "encoder"
+
+
 class SyntaxTrainer(Trainer):
     """``Trainer`` whose optimizer gives the new (non-encoder) parameters their own learning rate.
 
     Args:
         new_params_lr: learning rate of the parameters outside the pretrained encoder (the syntax-guided layer,
             aggregation, pooler and classifier); ``None`` = ``args.learning_rate`` for everything (plain Trainer).
+        gate_lr: learning rate of Syntax-BERT's gates (:func:`gate_parameter_names`, no weight decay); ``None`` =
+            as the other new parameters.
         *args, **kwargs: as for ``transformers.Trainer``.
 
     Four parameter groups are built (encoder / new x weight decay / none), with the Trainer's own rule for which
@@ -79,9 +97,11 @@ class SyntaxTrainer(Trainer):
     them (their ``**kwargs`` would otherwise make it skip the division by the gradient-accumulation steps).
     """
 
-    def __init__(self, *args: Any, new_params_lr: float | None = None, **kwargs: Any):
+    def __init__(self, *args: Any, new_params_lr: float | None = None, gate_lr: float | None = None,
+                 **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.new_params_lr = new_params_lr
+        self.gate_lr = gate_lr
         self.model_accepts_loss_kwargs = False
         self._lisa_sums = {"train": [0.0, 0], "eval": [0.0, 0]}
         # Loss / metric logs go through logging (the CLI shows them on stderr), so that stdout carries only a
@@ -93,19 +113,21 @@ class SyntaxTrainer(Trainer):
 
     def create_optimizer(self, model: nn.Module | None = None) -> torch.optim.Optimizer:
         opt_model = self.model if model is None else model
-        if self.optimizer is None and self.new_params_lr is not None:
-            decay = set(self.get_decay_parameter_names(opt_model))
-            new = new_parameter_names(opt_model)
+        gates = gate_parameter_names(opt_model) if self.gate_lr is not None else set()
+        if self.optimizer is None and (self.new_params_lr is not None or gates):
+            decay = set(self.get_decay_parameter_names(opt_model)) - gates
+            new = new_parameter_names(opt_model) - gates
+            rates = {"encoder": None, "new": self.new_params_lr, "gate": self.gate_lr}
             groups: list[dict[str, Any]] = []
-            for is_new in (False, True):
+            for kind, lr in rates.items():
                 for wd in (True, False):
                     params = [p for n, p in opt_model.named_parameters()
-                              if p.requires_grad and (n in new) == is_new and (n in decay) == wd]
+                              if p.requires_grad and _kind(n, new, gates) == kind and (n in decay) == wd]
                     if not params:
                         continue
                     group: dict[str, Any] = {"params": params, "weight_decay": self.args.weight_decay if wd else 0.0}
-                    if is_new:
-                        group["lr"] = float(self.new_params_lr)
+                    if lr is not None:
+                        group["lr"] = float(lr)
                     groups.append(group)
             if self.optimizer_cls_and_kwargs is not None:
                 optimizer_cls, optimizer_kwargs = self.optimizer_cls_and_kwargs
