@@ -36,6 +36,7 @@ COMMON = {
     "warmup_steps": 0.1, "eval_strategy": "no", "save_strategy": "no", "save_model": False,
     "logging_steps": 50, "overwrite_output_dir": True, "data_seed": 0, "disable_tqdm": True,
 }
+GATE_LR = 1e-2  # CoLA 2k, 126 steps: mean |g| 0.05 (max 0.21) at 1e-2, 0.17 (max 0.61) at 3e-2; 0.00x at 1e-4
 VARIANTS: dict[str, dict] = {
     # The paper's classifier reads h0 ([CLS]); `pooling: cls` is pinned since mean pooling became the SGNetConfig
     # default (issue 16), so these variants keep reproducing the recorded results.
@@ -62,9 +63,12 @@ VARIANTS: dict[str, dict] = {
     # random-mask control). `sgnet_default` / `baseline_default` take the library's defaults as they are.
     "baseline_default": {"use_sg_layer": False},
     "sgnet_default": {"use_sg_layer": True},
-    "sbert_gate": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head"}},
-    "sbert_gate_layer": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "layer"}},
-    "sbert_gate_random": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head", "random_masks": True}},
+    # The gates train at their own rate (GATE_LR): at the encoder's 1e-4 they barely leave 0 in ~500 steps (first
+    # issue-16 CoLA runs: gated predictions identical with real and random masks; kept in runs/issue16_gate_lr_none).
+    "sbert_gate": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head"}, "gate_lr": GATE_LR},
+    "sbert_gate_layer": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "layer"}, "gate_lr": GATE_LR},
+    "sbert_gate_random": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head", "random_masks": True},
+                          "gate_lr": GATE_LR},
 }
 #: `--full` (issue 16 sweep): the full training sets (SST-2: 10,000 sentences), 2 epochs, full dev sets.
 FULL_PRESETS: dict[str, dict] = {task: {**preset, "max_train_samples": 10000 if task == "sst2" else None}
@@ -75,6 +79,7 @@ def _run(args: argparse.Namespace) -> None:
     from syntaxformer.training import RunConfig, train
 
     noises = [float(x) for x in args.noise.split(",")] if args.noise else [None]
+    save_seeds = {int(s) for s in args.save_model_seeds.split(",")} if args.save_model_seeds else set()
     for task in args.tasks.split(","):
         for variant in args.variants.split(","):
             for seed in [int(s) for s in args.seeds.split(",")]:
@@ -88,6 +93,8 @@ def _run(args: argparse.Namespace) -> None:
                                "output_dir": str(out)}
                     if noise is not None:
                         options["parser_noise"] = noise
+                    if seed in save_seeds:
+                        options["save_model"] = True
                     t0 = time.time()
                     m = train(RunConfig.from_dict(options))
                     print(json.dumps({"task": task, "variant": name, "seed": seed, "dev": m["dev"],
@@ -157,7 +164,17 @@ def _summarize(args: argparse.Namespace) -> dict:
 def _pairs(runs: dict) -> list[tuple[str, str]]:
     """Which variant is compared with which: sgnet* with the baseline of the same pooling; noise with clean."""
     out = []
+    issue16 = "baseline_default" in runs
     for v in runs:
+        if issue16 and "_noise" not in v and v != "baseline_default":
+            # Issue-16 sweep: every system vs the plain model with the same head and pooling, and the controls.
+            ref = "sbert_baseline" if v.startswith("sbert") and v != "sbert_baseline" else "baseline_default"
+            if ref in runs:
+                out.append((v, ref))
+            control = {"sgnet_default": "vanilla_layer_mean", "sbert_gate": "sbert_gate_random"}.get(v)
+            if control in runs:
+                out.append((v, control))
+            continue
         if v.startswith("sbert") and v != "sbert_baseline":
             if "sbert_baseline" in runs:
                 out.append((v, "sbert_baseline"))
@@ -251,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/sgnet_glue")
     parser.add_argument("--full", action="store_true", help="full training sets (SST-2: 10,000), for the issue-16 "
                         "sweep; use its own --out")
+    parser.add_argument("--save-model-seeds", default="", help="comma-separated seeds whose models are saved in "
+                        "their run folders (for probes, `syntaxformer show`)")
     parser.add_argument("--json", default=None, help="write the summary JSON here")
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args(argv)
