@@ -70,6 +70,13 @@ VARIANTS: dict[str, dict] = {
     "sbert_gate_random": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head", "random_masks": True},
                           "gate_lr": GATE_LR},
 }
+# Syntax-BERT Table 5 ablations re-run with the gated model (issue 16): each removes one part of sbert_gate.
+_TABLE5 = {"sum": {"aggregation": "sum"}, "nodep": {"use_dependency": False}, "noconst": {"use_constituency": False},
+           "noparent": {"parent_masks": False}, "nochild": {"child_masks": False},
+           "nosibling": {"sibling_masks": False}, "nopairwise": {"pairwise_masks": False}}
+for _name, _opts in _TABLE5.items():
+    VARIANTS[f"sbert_gate_{_name}"] = {"model_type": "syntax_bert", "gate_lr": GATE_LR,
+                                       "syntax_bert_options": {"gate": "head", **_opts}}
 #: `--full` (issue 16 sweep): the full training sets (SST-2: 10,000 sentences), 2 epochs, full dev sets.
 FULL_PRESETS: dict[str, dict] = {task: {**preset, "max_train_samples": 10000 if task == "sst2" else None}
                                  for task, preset in TASK_PRESETS.items()}
@@ -172,6 +179,8 @@ def _pairs(runs: dict) -> list[tuple[str, str]]:
             if ref in runs:
                 out.append((v, ref))
             control = {"sgnet_default": "vanilla_layer_mean", "sbert_gate": "sbert_gate_random"}.get(v)
+            if v.startswith("sbert_gate_") and v != "sbert_gate_random":  # Table 5 (gated): vs the whole model
+                control = "sbert_gate"
             if control in runs:
                 out.append((v, control))
             continue
