@@ -307,6 +307,7 @@ def build_view(text_a: str, text_b: str | None = None, models: Sequence[str] | S
     data: dict[str, Any] = {
         "texts": texts,
         "parser": annotator.source,
+        "input_ids": batch["input_ids"][0].tolist(),
         "tokens": tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist()),
         "token_word": window.word_index.tolist(),
         "words": _words(docs),
