@@ -115,7 +115,8 @@ class AttentionView:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def load_view_models(specs: Sequence[str] | None = None, plain: str | None = None) -> list[ViewModel]:
+def load_view_models(specs: Sequence[str] | None = None, plain: str | None = None, seed: int = 0
+                     ) -> list[ViewModel]:
     """The models of a page: the plain encoder first, then the syntax models.
 
     Args:
@@ -126,6 +127,7 @@ def load_view_models(specs: Sequence[str] | None = None, plain: str | None = Non
         plain: the plain encoder to show beside them: a pretrained encoder name / folder, or a run folder (its
             encoder's weights; e.g. a ``baseline`` run). Default: the checkpoint the first syntax model was built
             from (a run's ``model_name_or_path``).
+        seed: torch seed set before building untrained models (SG-Net's syntax-guided layer starts random).
 
     Raises:
         ConfigError: a spec that loads no model.
@@ -136,6 +138,7 @@ def load_view_models(specs: Sequence[str] | None = None, plain: str | None = Non
     models: list[ViewModel] = []
     base = None
     for spec in specs:
+        torch.manual_seed(seed)
         loaded, origin = _load_spec(spec)
         models.extend(loaded)
         base = base or origin
@@ -236,7 +239,7 @@ def _system_title(system: str, model: Any) -> str:
 
 def build_view(text_a: str, text_b: str | None = None, models: Sequence[str] | Sequence[ViewModel] | None = None,
                *, plain: str | None = None, parser: Any = None, max_length: int = 64,
-               criterion: str = "share", parse_cache: Any = True) -> AttentionView:
+               criterion: str = "share", parse_cache: Any = True, seed: int = 0) -> AttentionView:
     """Annotate a text (or pair), run the models and collect what the viewer page shows.
 
     Args:
@@ -251,6 +254,7 @@ def build_view(text_a: str, text_b: str | None = None, models: Sequence[str] | S
         criterion: SG-Net's subword criterion (``"share"`` or ``"children"``) for the SDOI mask shown; an SG-Net
             model uses its own batch arrays.
         parse_cache: the parse cache of the annotator (as in :func:`make_annotator`).
+        seed: torch seed of untrained models' new layers (see :func:`load_view_models`).
 
     Returns:
         :class:`AttentionView` (``.save(path)``, ``.html()``, inline in Jupyter).
@@ -273,7 +277,7 @@ def build_view(text_a: str, text_b: str | None = None, models: Sequence[str] | S
     if models and all(isinstance(m, ViewModel) for m in models):
         loaded = list(models)  # type: ignore[arg-type]
     else:
-        loaded = load_view_models(models, plain)  # type: ignore[arg-type]
+        loaded = load_view_models(models, plain, seed)  # type: ignore[arg-type]
     syntax_models = [m for m in loaded if m.system != "plain"]
     tokenizer_source = syntax_models[0].source if syntax_models else loaded[0].source
     tokenizer = load_tokenizer(tokenizer_source)

@@ -26,6 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default 64)")
     parser.add_argument("--criterion", choices=["share", "children"], default="share",
                         help="SG-Net subword criterion of the SDOI mask shown (default share)")
+    parser.add_argument("--seed", type=int, default=0, help="torch seed of untrained models' new layers (default 0)")
     parser.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
     parser.add_argument("--output", "-o", required=True, help="the HTML page to write")
 
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     view = build_view(args.text, args.text_b, args.model, plain=args.plain, parser=args.parser,
                       max_length=args.max_length, criterion=args.criterion,
-                      parse_cache=None if args.no_cache else True)
+                      parse_cache=None if args.no_cache else True, seed=args.seed)
     path = view.save(args.output)
     print(f"wrote {path} ({len(view.data['tokens'])} tokens; models: "
           f"{', '.join(m['name'] for m in view.data['models'])})")
