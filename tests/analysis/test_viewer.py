@@ -147,28 +147,31 @@ def test_viewer_pair_marks_the_second_text(sdpa_models, annotator):
     assert (torch.tensor(d["groups"]["dependency"]) == pairwise).any()
 
 
-def test_viewer_loads_a_trained_run_folder(tmp_path, tiny_model, annotator):
-    """A run folder as ``syntaxformer train`` leaves it (run.json + the saved task model + tokenizer)."""
-    from transformers import AutoTokenizer
-
+@pytest.mark.slow
+def test_viewer_loads_a_trained_run_folder(tmp_path, tiny_model, annotator, one_thread):
+    """A run folder of `train` (a gated Syntax-BERT on 8 SST-2 sentences, tiny model): its saved task model, the
+    plain encoder it was built from, its trained gates."""
     from syntaxformer.analysis.viewer import build_view, load_view_models
-    from syntaxformer.modeling import SyntaxBertForSequenceClassification
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
+    from tests.conftest import data_path
 
+    data_path("glue", "SST-2")
     run = tmp_path / "run"
-    model = SyntaxBertForSequenceClassification.from_encoder_pretrained(tiny_model, num_labels=2, gate="layer")
-    with torch.no_grad():
-        model.syntax_bert.gate.weight.fill_(0.5)
-    model.save_pretrained(run)
-    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(run)
-    (run / "run.json").write_text(json.dumps({"task": {"name": "sst2", "options": {}},
-                                              "config": {"model_name_or_path": tiny_model}}))
+    train(RunConfig(task="sst2", model_type="syntax_bert", model_name_or_path=tiny_model, model={"gate": "layer"},
+                    max_train_samples=8, max_eval_samples=4, max_length=32, num_train_epochs=1,
+                    per_device_train_batch_size=4, learning_rate=1e-2, save_strategy="no", eval_strategy="no",
+                    disable_tqdm=True, features_cache=False, output_dir=str(run), seed=1))
     models = load_view_models([str(run)])
     assert [m.system for m in models] == ["plain", "syntax_bert"]
     assert models[0].source == tiny_model  # the plain encoder is the checkpoint the run was built from
     assert type(models[1].model).__name__ == "SyntaxBertForSequenceClassification"
+    gates = models[1].model.base_model.gate.weight.detach()
+    assert gates.abs().sum() > 0  # trained away from zero
     view = build_view(TEXT, models=models, parser=annotator)
     sb = view.data["models"][1]
-    assert sb["gate"] == [[0.5]] * 2 and len(sb["layers"]) == 2 and len(sb["layers"][0]["attn"]) == 4
+    assert torch.allclose(torch.tensor(sb["gate"]), gates, atol=5e-4)
+    assert len(sb["layers"]) == 2 and len(sb["layers"][0]["attn"]) == 4 and sb["name"].startswith("run (")
 
 
 def test_viewer_rejects_bad_inputs(tmp_path, annotator):
