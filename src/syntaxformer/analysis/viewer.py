@@ -367,7 +367,8 @@ def _tree_dict(tree: Any, leaves: Iterator[int]) -> dict[str, Any]:
 def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) -> dict[str, Any]:
     """Attention per layer and head (plus SG-Net's layer "SG"), topical weights and gates of one model."""
     net = m.model.base_model if hasattr(m.model, "base_model") else m.model
-    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    device = next(net.parameters()).device
+    inputs = {k: v.to(device) for k, v in batch.items() if k != "labels"}
     out: dict[str, Any] = {"name": m.name, "system": m.system, "source": m.source, "layers": [],
                            "topical": None, "gate": None}
     with torch.no_grad():
