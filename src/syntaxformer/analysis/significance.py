@@ -4,6 +4,8 @@
   the same evaluation set, resampled by ``scipy.stats.bootstrap`` (``paired=True``, percentile interval): the 95%
   interval of the difference ``B - A`` and a p-value read off the bootstrap distribution (one-sided, Koehn 2004
   style: the fraction of resamples in which B is not better; or two-sided).
+* :func:`bootstrap_ci` — the 95% interval of one system's score by the same resampling over examples;
+  :func:`seed_ci` — the t interval of a mean over seeds (``scipy.stats.t.interval``).
 * :func:`mcnemar` — exact (binomial) McNemar test on per-example correctness (SG-Net paper, ref. [74]):
   ``scipy.stats.binomtest`` on the discordant pairs. Exact, not the chi-square approximation with continuity
   correction: it is valid for any number of discordant pairs.
@@ -26,7 +28,8 @@ import numpy as np
 
 from syntaxformer.errors import InputError, MissingDependencyError
 
-__all__ = ["TestResult", "paired_bootstrap", "mcnemar", "paired_t_test", "paired_bleu_test", "BLEU_TESTS"]
+__all__ = ["TestResult", "paired_bootstrap", "bootstrap_ci", "seed_ci", "mcnemar", "paired_t_test", "paired_bleu_test",
+           "BLEU_TESTS"]
 
 #: sacreBLEU's paired tests: ``"bs"`` paired bootstrap (1,000 resamples), ``"ar"`` approximate randomisation
 #: (10,000 trials).
@@ -111,6 +114,49 @@ def paired_bootstrap(metric: Callable[[np.ndarray, np.ndarray], float], preds_a:
         p = float(np.mean(deltas <= 0))
     return TestResult("paired_bootstrap" + ("_two_sided" if two_sided else ""), observed, p, len(y),
                       {"n_resamples": n_resamples, "seed": seed, "ci95": ci})
+
+
+def bootstrap_ci(metric: Callable[[np.ndarray, np.ndarray], float], predictions: Sequence, labels: Sequence,
+                 n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``metric(predictions, labels)`` over examples (``scipy.stats.bootstrap``).
+
+    Raises:
+        InputError: unequal numbers of predictions and labels, or fewer than two.
+    """
+    p, y = np.asarray(predictions), np.asarray(labels)
+    if len(p) != len(y) or len(y) < 2:
+        raise InputError(f"need equally many predictions and labels (two or more), got {len(p)} and {len(y)}")
+
+    def score(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        idx = np.asarray(idx)
+        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
+        return np.array([metric(p[i], y[i]) for i in rows], dtype=float).reshape(idx.shape[:-1])
+
+    res = _stats().bootstrap((np.arange(len(y)),), score, n_resamples=n_resamples, paired=True, vectorized=True,
+                             batch=min(n_resamples, 100), confidence_level=confidence, method="percentile",
+                             rng=np.random.default_rng(seed))
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (np.isfinite(low) and np.isfinite(high)):  # every resample scored the same
+        dist = np.asarray(res.bootstrap_distribution, dtype=float)
+        low, high = float(dist.min()), float(dist.max())
+    return low, high
+
+
+def seed_ci(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of scores over seeds (``scipy.stats.t.interval``, ``n - 1`` degrees of
+    freedom); equal scores give the point itself.
+
+    Raises:
+        InputError: fewer than two scores.
+    """
+    x = np.asarray(scores, dtype=float)
+    if len(x) < 2:
+        raise InputError(f"an interval over seeds needs two or more scores, got {len(x)}")
+    sem = float(np.std(x, ddof=1) / np.sqrt(len(x)))
+    if sem == 0:
+        return float(x.mean()), float(x.mean())
+    low, high = _stats().t.interval(confidence, len(x) - 1, loc=float(x.mean()), scale=sem)
+    return float(low), float(high)
 
 
 def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> TestResult:
