@@ -134,3 +134,33 @@ def test_length_buckets_glue_run_against_the_dev_file(tmp_path):
     _write(other, "run.json", json.loads((folder / "run.json").read_text()))
     with pytest.raises(SyntaxformerError, match="not the data its dev_predictions.json"):
         length_buckets([folder, other])
+
+
+def test_length_buckets_translation_bleu_per_bucket(tmp_path):
+    """A translation run: source sentences by length from the files its run.json names, sacreBLEU corpus BLEU of
+    each bucket's sentences."""
+    sacrebleu = pytest.importorskip("sacrebleu")
+    from syntaxformer.data.readers.parallel import read_corpus
+    from syntaxformer.training.config import RunConfig
+
+    sources = ["a b", "a b c", "a b c d e f", "a b c d e f g h"] * 3
+    refs = ["zwei worte", "drei kleine worte", "ein etwas längerer satz hier", "der längste satz von allen hier"] * 3
+    hyps = ["zwei worte", "drei worte", "ein längerer satz hier", "der längste satz hier"] * 3
+    src, tgt = tmp_path / "valid.en", tmp_path / "valid.de"
+    src.write_text("".join(s + "\n" for s in sources), encoding="utf-8")
+    tgt.write_text("".join(r + "\n" for r in refs), encoding="utf-8")
+    options = {"valid_source": str(src), "valid_target": str(tgt)}
+    folder = tmp_path / "nmt"
+    folder.mkdir()
+    _write(folder, "run.json", {"task": {"name": "translation", "options": options,
+                                         "module": "syntaxformer.tasks.translation"},
+                                "config": RunConfig.from_dict({"task": "translation", "task_options": options}).to_dict()})
+    _write(folder, "metrics.json", {"task": "translation", "main_metric": "bleu", "dev": {"bleu": 1.0}})
+    _write(folder, "dev_predictions.json", {"split": "dev", "ids": read_corpus(src, tgt).ids, "predictions": hyps})
+    r = length_buckets([folder], edges=[3])
+    assert r["unit"] == "source words" and [(b["label"], b["n"]) for b in r["buckets"]] == [("2-3", 6), ("4-8", 6)]
+    short = [i for i, s in enumerate(sources) if len(s.split()) <= 3]
+    long_ = [i for i in range(len(sources)) if i not in short]
+    for b, idx in zip(r["buckets"], (short, long_)):
+        ref = sacrebleu.corpus_bleu([hyps[i] for i in idx], [[refs[i] for i in idx]]).score
+        assert b["scores"][0]["bleu"] == pytest.approx(ref)
