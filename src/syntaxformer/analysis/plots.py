@@ -331,6 +331,7 @@ def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int 
         ax.syntaxformer = {"layer": layer_index, "head": h, "tokens": tokens, "attention": att[h].tolist()}
     for ax in axes[len(heads):]:
         ax.set_visible(False)
+    fig.suptitle("attention weights: row = query token, column = the token it attends to", fontsize=9)
     return fig
 
 
