@@ -116,3 +116,41 @@ def test_compare_runs_translation_uses_sacrebleu_paired_test(tmp_path, capsys):
     assert main(["significance", str(runs[0]), str(runs[1]), "--bleu-test", "ar", "--resamples", "500"]) == 0
     out = capsys.readouterr().out
     assert "bleu approximate randomization p" in out and "95% CI" in out
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_significance_analyze_and_plot_on_runs_train_wrote(tiny_model, tmp_path, monkeypatch, capsys):
+    """Two tiny runs trained for two steps on real SST-2 (the tiny random BERT of conftest.py; 32 train and 24 dev
+    sentences): the three analysis commands read what `train` writes, subsample included."""
+    import os
+    from pathlib import Path
+
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
+
+    data = os.environ.get("SYNTAXFORMER_DATA")
+    if not data or not Path(data, "glue", "SST-2", "dev.tsv").is_file():
+        pytest.skip("needs the real SST-2 files: set SYNTAXFORMER_DATA to the shared data folder")
+    monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
+    runs = []
+    for name, sg in (("baseline", False), ("sgnet", True)):
+        out = tmp_path / "runs" / "sst2" / name / "seed1"
+        train(RunConfig.from_dict({
+            "task": "sst2", "model_name_or_path": tiny_model, "model": {"use_sg_layer": sg},
+            "max_train_samples": 32, "max_eval_samples": 24, "max_length": 32, "max_steps": 2,
+            "per_device_train_batch_size": 16, "learning_rate": 1e-3, "save_strategy": "no", "eval_strategy": "no",
+            "disable_tqdm": True, "save_model": False, "output_dir": str(out), "seed": 1}))
+        runs.append(out)
+    r = compare_runs([runs[0]], [runs[1]], n_resamples=100)
+    assert r["task"] == "sst2" and r["per_seed"][0]["bootstrap"]["n"] == 24 and "mcnemar" in r["per_seed"][0]
+    assert main(["analyze", str(runs[0]), str(runs[1]), "--by", "length", "--buckets", "3",
+                 "--output", str(tmp_path / "len.json")]) == 0
+    lengths = json.loads((tmp_path / "len.json").read_text())
+    assert sum(b["n"] for b in lengths["buckets"]) == 24 and len(lengths["buckets"][0]["scores"]) == 2
+    capsys.readouterr()
+    pytest.importorskip("matplotlib", reason="figures need matplotlib (the 'analysis' / 'dev' extras)")
+    assert main(["plot", str(tmp_path / "runs"), "--kind", "results", "buckets", "--output",
+                 str(tmp_path / "fig")]) == 0
+    names = sorted(p.name for p in (tmp_path / "fig").iterdir())
+    assert names == ["length_buckets_sst2.png", "length_buckets_sst2.svg", "results.png", "results.svg"]
