@@ -154,3 +154,42 @@ def test_significance_analyze_and_plot_on_runs_train_wrote(tiny_model, tmp_path,
                  str(tmp_path / "fig")]) == 0
     names = sorted(p.name for p in (tmp_path / "fig").iterdir())
     assert names == ["length_buckets_sst2.png", "length_buckets_sst2.svg", "results.png", "results.svg"]
+
+
+def test_compare_runs_squad_and_race_from_their_per_question_files(tmp_path):
+    """SQuAD: F1 bootstrap and McNemar on exact match over the scored ("test") part only; RACE: accuracy."""
+    from scipy.stats import binomtest
+
+    def squad(name, em, f1):
+        folder = tmp_path / name
+        folder.mkdir()
+        per_q = {f"q{i}": {"part": "test" if i < 6 else "tuning", "question_words": 5, "em_best": e, "f1_best": f}
+                 for i, (e, f) in enumerate(zip(em, f1))}
+        (folder / "per_question.json").write_text(json.dumps(per_q), encoding="utf-8")
+        (folder / "metrics.json").write_text(json.dumps({"task": "squad2", "main_metric": "f1", "seed": 1,
+                                                         "dev": {"f1": 100 * sum(f1[:6]) / 6}}), encoding="utf-8")
+        (folder / "dev_predictions.json").write_text(json.dumps({"ids": list(per_q), "predictions": [""] * 8}),
+                                                     encoding="utf-8")
+        return folder
+
+    a = squad("sa", [1, 0, 0, 0, 1, 1, 1, 1], [1.0, 0.5, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    b = squad("sb", [1, 1, 1, 1, 1, 0, 0, 0], [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.0, 0.0])
+    r = compare_runs([a], [b], n_resamples=100)["per_seed"][0]
+    assert r["mcnemar"]["details"] == {"only_a_correct": 1, "only_b_correct": 3}  # the tuning part is left out
+    assert r["mcnemar"]["p_value"] == pytest.approx(binomtest(3, 4, 0.5).pvalue)
+    assert r["bootstrap"]["difference"] == pytest.approx(100 * (5.5 - 3.5) / 6) and r["bootstrap"]["n"] == 6
+
+    def race(name, correct):
+        folder = tmp_path / name
+        folder.mkdir()
+        recs = {f"r{i}": {"correct": c, "question_words": 4} for i, c in enumerate(correct)}
+        (folder / "predictions.json").write_text(json.dumps(recs), encoding="utf-8")
+        (folder / "metrics.json").write_text(json.dumps({"task": "race", "main_metric": "accuracy_all", "seed": 1,
+                                                         "dev": {}}), encoding="utf-8")
+        (folder / "dev_predictions.json").write_text(json.dumps({"ids": list(recs), "predictions": [0] * 5}),
+                                                     encoding="utf-8")
+        return folder
+
+    r = compare_runs([race("ra", [1, 0, 0, 1, 0])], [race("rb", [1, 1, 1, 1, 0])], n_resamples=100)["per_seed"][0]
+    assert r["mcnemar"]["details"] == {"only_a_correct": 0, "only_b_correct": 2}
+    assert r["bootstrap"]["difference"] == pytest.approx(40.0)

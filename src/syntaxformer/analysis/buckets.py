@@ -7,8 +7,9 @@ run folder of ``syntaxformer train``:
 =====================  =========================================  ============================================
 task                   length of (in words = whitespace tokens)   score per bucket
 =====================  =========================================  ============================================
-SQuAD 2.0              the question (``per_question.json``)       EM and F1 (×100) at the headline threshold
-RACE                   the question (``predictions.json``)        accuracy
+SQuAD 2.0              the question (``per_question.json``)       EM and F1 (×100) at the headline threshold,
+                                                                  on the scored ("test") part of the dev set
+RACE                   the question (``predictions.json``)        accuracy (×100)
 translation            the source sentence (data from run.json)   sacreBLEU corpus BLEU of the bucket
 any other (GLUE, SST,  ``text_a`` (+ ``text_b`` of a pair), read   the task's headline metric on the bucket's
 SNLI, custom ...)      again from the data named in run.json      ``dev_predictions.json`` predictions
@@ -19,7 +20,6 @@ Lengths are counted in words, never in subword tokens (a run folder need not kee
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -99,45 +99,31 @@ def assign_buckets(lengths: Sequence[int], buckets: Sequence[tuple[int, int]]) -
     return out
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise DataError(f"{path} is not the JSON `syntaxformer train` writes: {e}") from None
-
-
 def run_lengths(run_dir: str | Path) -> dict[str, Any]:
     """Per-example lengths (words) and what is needed to score any subset of a run's dev examples.
 
     Returns:
         ``{"task", "unit", "ids", "lengths", "kind"}`` plus, by ``kind``: ``"per_example"`` -> ``"values"``
-        (``{metric: per-example 0/1 or score}``, averaged per bucket, ×100 for SQuAD); ``"bleu"`` ->
+        (``{metric: per-question score ×100}``, averaged per bucket; SQuAD / RACE); ``"bleu"`` ->
         ``"predictions"``, ``"references"``; ``"metric"`` -> ``"metric"``, ``"predictions"``, ``"labels"``.
 
     Raises:
         DataError: not a finished run, or it keeps nothing to score examples with.
     """
-    from syntaxformer.analysis.compare_runs import load_dev_data, load_run_predictions, run_references
+    from syntaxformer.analysis.compare_runs import (
+        load_dev_data,
+        load_run_predictions,
+        per_question_scores,
+        run_references,
+    )
 
     folder = Path(run_dir)
     metrics, preds = load_run_predictions(folder)
     task = metrics["task"]
-    if (folder / "per_question.json").is_file():  # SQuAD 2.0
-        per_q = _read_json(folder / "per_question.json")
-        ids = list(per_q)
-        return {"task": task, "unit": "question words", "ids": ids, "kind": "per_example",
-                "lengths": [per_q[q]["question_words"] for q in ids],
-                "values": {"exact": [100.0 * per_q[q]["em_best"] for q in ids],
-                           "f1": [100.0 * per_q[q]["f1_best"] for q in ids]}}
-    race = folder / "predictions.json"
-    if race.is_file():
-        records = _read_json(race)
-        if records and all(isinstance(r, dict) and "question_words" in r and "correct" in r
-                           for r in records.values()):
-            ids = list(records)
-            return {"task": task, "unit": "question words", "ids": ids, "kind": "per_example",
-                    "lengths": [records[q]["question_words"] for q in ids],
-                    "values": {"accuracy": [float(records[q]["correct"]) for q in ids]}}
+    per_q = per_question_scores(folder)  # SQuAD 2.0 / RACE
+    if per_q is not None:
+        return {"task": task, "unit": "question words", "ids": per_q["ids"], "kind": "per_example",
+                "lengths": per_q["lengths"], "values": per_q["values"]}
     ids = list(preds["ids"])
     if metrics.get("main_metric") == "bleu":
         split = preds.get("split", "dev")

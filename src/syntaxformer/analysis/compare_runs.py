@@ -8,6 +8,9 @@ for every pair of runs:
 * classification, regression, multiple choice (labels in ``dev_predictions.json``): the two-sided paired bootstrap
   over dev examples of the task's headline metric (its 95% interval of the difference) and, for integer labels,
   the exact McNemar test on per-example correctness;
+* SQuAD 2.0 and RACE (per-question files ``per_question.json`` / ``predictions.json``): the paired bootstrap of the
+  headline F1 / accuracy (×100; SQuAD: the scored "test" part of the dev set at the headline threshold) and the exact
+  McNemar test on exact match / correctness;
 * translation (BLEU): sacreBLEU's paired bootstrap or approximate randomisation on corpus BLEU against the dev
   references, which are read again from the data the run names in ``run.json``;
 
@@ -29,7 +32,7 @@ import numpy as np
 from syntaxformer.errors import DataError, InputError
 
 __all__ = ["compare_runs", "load_run_predictions", "load_dev_data", "run_references", "paired_prediction_tests",
-           "expand_run_dirs"]
+           "per_question_scores", "expand_run_dirs"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +49,7 @@ def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str,
         path = folder / name
         if not path.is_file():
             raise DataError(f"{run_dir} is not a finished run of `syntaxformer train` (no {name})")
-        try:
-            out.append(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise DataError(f"{path} is not the JSON `syntaxformer train` writes: {e}") from None
+        out.append(_read_json(path))
     return out[0], out[1]
 
 
@@ -101,6 +101,52 @@ def run_references(run_dir: str | Path, ids: Sequence[str] | None = None, split:
         raise InputError(f"the dev data named in {run_dir}/run.json is no longer the data its dev_predictions.json "
                          "was made on (other ids)")
     return list(targets)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DataError(f"{path} is not the JSON `syntaxformer train` writes: {e}") from None
+
+
+def per_question_scores(run_dir: str | Path) -> dict[str, Any] | None:
+    """Per-question scores of a SQuAD 2.0 or RACE run, from the files the task writes; ``None`` for other runs.
+
+    Returns:
+        ``{"ids", "metric", "values": {metric: [per question, ×100]}, "correct": [bool], "lengths": [question
+        words]}``: SQuAD: ``exact`` and ``f1`` at the headline threshold on the scored ("test") part of the dev set,
+        ``correct`` = exact match; RACE: ``accuracy`` over all questions.
+    """
+    folder = Path(run_dir)
+    if (folder / "per_question.json").is_file():
+        per_q = _read_json(folder / "per_question.json")
+        ids = [q for q, r in per_q.items() if r.get("part", "test") == "test"]
+        return {"ids": ids, "metric": "f1", "values": {"exact": [100.0 * per_q[q]["em_best"] for q in ids],
+                                                       "f1": [100.0 * per_q[q]["f1_best"] for q in ids]},
+                "correct": [bool(per_q[q]["em_best"]) for q in ids],
+                "lengths": [per_q[q]["question_words"] for q in ids]}
+    path = folder / "predictions.json"
+    if path.is_file():
+        records = _read_json(path)
+        if isinstance(records, dict) and records and all(
+                isinstance(r, dict) and {"correct", "question_words"} <= set(r) for r in records.values()):
+            ids = list(records)
+            return {"ids": ids, "metric": "accuracy",
+                    "values": {"accuracy": [100.0 * bool(records[q]["correct"]) for q in ids]},
+                    "correct": [bool(records[q]["correct"]) for q in ids],
+                    "lengths": [records[q]["question_words"] for q in ids]}
+    return None
+
+
+def _per_question_tests(qa: dict[str, Any], qb: dict[str, Any], n_resamples: int, seed: int) -> dict[str, Any]:
+    from syntaxformer.analysis.significance import mcnemar, paired_bootstrap
+
+    metric = qa["metric"]
+    a, b = np.asarray(qa["values"][metric]), np.asarray(qb["values"][metric])
+    boot = paired_bootstrap(lambda p, _y: float(np.mean(p)), a, b, np.zeros(len(a)), n_resamples=n_resamples,
+                            seed=seed, two_sided=True)
+    return {"bootstrap": boot.to_dict(), "mcnemar": mcnemar(qa["correct"], qb["correct"]).to_dict()}
 
 
 def paired_prediction_tests(preds_a: dict[str, Any], preds_b: dict[str, Any], metric: str, n_resamples: int = 1000,
@@ -182,12 +228,17 @@ def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_r
         result["a"].append(ma["dev"].get(metric))
         result["b"].append(mb["dev"].get(metric))
         result["seeds"].append(ma.get("seed"))
-        if metric == "bleu" and references is None:
-            references = run_references(ra, pa.get("ids"), pa.get("split", "dev"))
-        result["per_seed"].append({"run_a": str(ra), "run_b": str(rb),
-                                   **paired_prediction_tests(pa, pb, metric, n_resamples, seed,
-                                                             references if metric == "bleu" else None,
-                                                             bleu_test)})
+        qa, qb = per_question_scores(ra), per_question_scores(rb)
+        if qa is not None and qb is not None:
+            if qa["ids"] != qb["ids"]:
+                raise InputError(f"{ra} and {rb} were scored on different questions")
+            tests = _per_question_tests(qa, qb, n_resamples, seed)
+        else:
+            if metric == "bleu" and references is None:
+                references = run_references(ra, pa.get("ids"), pa.get("split", "dev"))
+            tests = paired_prediction_tests(pa, pb, metric, n_resamples, seed,
+                                            references if metric == "bleu" else None, bleu_test)
+        result["per_seed"].append({"run_a": str(ra), "run_b": str(rb), **tests})
     if len(result["a"]) >= 2 and None not in result["a"] + result["b"]:
         result["t_test"] = paired_t_test(result["a"], result["b"]).to_dict()
     return result
