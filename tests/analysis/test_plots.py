@@ -182,3 +182,31 @@ def test_plot_runs_infers_figures_and_cli_writes_png_and_svg(tmp_path, tiny_mode
     assert "no finished run" in capsys.readouterr().err
     assert main(["plot", "--kind", "attention", "--output", str(tmp_path / "x")]) == 1
     assert "needs a model" in capsys.readouterr().err
+
+
+def test_plot_attention_of_an_sgnet_folder_is_its_fine_tuned_encoder(tiny_model, tmp_path):
+    import torch
+    from transformers import AutoTokenizer
+
+    from syntaxformer.modeling import SGNetForSequenceClassification, SyntaxBertForSequenceClassification
+
+    model = SGNetForSequenceClassification.from_encoder_pretrained(tiny_model, num_labels=2)
+    with torch.no_grad():  # make the saved encoder differ from the pretrained one
+        model.sgnet.encoder.encoder.layer[0].attention.self.query.weight.mul_(3.0)
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    model.save_pretrained(tmp_path / "sg")
+    tok.save_pretrained(tmp_path / "sg")
+    text = "Dogs bark loudly."
+    fig = plot_attention(str(tmp_path / "sg"), text, layer=0)
+    enc = model.sgnet.encoder
+    enc.set_attn_implementation("eager")
+    with torch.no_grad():
+        ref = enc.eval()(**tok(text, return_tensors="pt"), output_attentions=True).attentions[0][0]
+    shown = np.asarray(fig.axes[0].images[0].get_array())
+    assert shown == pytest.approx(ref[0].numpy(), abs=1e-6)
+    assert "fine-tuned encoder" in fig.get_suptitle()
+    sb = SyntaxBertForSequenceClassification.from_encoder_pretrained(tiny_model, num_labels=2)
+    sb.save_pretrained(tmp_path / "sb")
+    tok.save_pretrained(tmp_path / "sb")
+    with pytest.raises(SyntaxformerError, match="Syntax-BERT model"):
+        plot_attention(str(tmp_path / "sb"), text)

@@ -270,12 +270,33 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
     return fig
 
 
+def _attention_model(path: str) -> tuple[Any, str]:
+    """The model whose eager attention :func:`plot_attention` draws: a plain encoder as it is; for an SG-Net
+    folder its fine-tuned encoder (the SG layer's own attention needs the parse); a Syntax-BERT folder is refused,
+    since its attention in every layer depends on the parse."""
+    from transformers import AutoConfig, AutoModel
+
+    import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
+    from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
+
+    config = AutoConfig.from_pretrained(path)
+    if isinstance(config, SyntaxBertConfig):
+        raise InputError(f"{path} is a Syntax-BERT model: its attention in every layer depends on the parse, which "
+                         "these heatmaps do not take; use `syntaxformer show` for it")
+    if isinstance(config, SGNetConfig):
+        model = AutoModel.from_pretrained(path)
+        return model.encoder, " of the fine-tuned encoder under the SG layer"
+    return AutoModel.from_pretrained(path, attn_implementation="eager"), ""
+
+
 def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int = -1,
                    heads: Sequence[int] | None = None, tokenizer: Any = None, max_heads: int = 12) -> Any:
     """Attention heatmaps of one layer of an encoder on ``text`` (or a pair), one panel per head.
 
     The model runs with ``attn_implementation="eager"`` and ``output_attentions=True``, so the weights are the
-    ones the layer used (an SDPA / flash implementation returns none).
+    ones the layer used (an SDPA / flash implementation returns none). For an SG-Net model folder these are the
+    heads of its fine-tuned encoder (the SG layer's syntax-restricted attention needs the parse: ``syntaxformer
+    show``); a Syntax-BERT folder is refused for the same reason.
 
     Args:
         model: a model folder or hub name (loaded with ``AutoModel``), or a loaded model (then ``tokenizer``).
@@ -292,14 +313,15 @@ def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int 
         InputError: a layer or head the model does not have; DataError: the model returned no attentions.
     """
     import torch
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
+    what = ""
     if isinstance(model, (str, Path)):
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
-        model = AutoModel.from_pretrained(str(model), attn_implementation="eager")
+        model, what = _attention_model(str(model))
     elif tokenizer is None:
         raise InputError("give the tokenizer of a loaded model (tokenizer=...)")
-    elif hasattr(model, "set_attn_implementation"):
+    if hasattr(model, "set_attn_implementation"):
         model.set_attn_implementation("eager")
     model.eval()
     enc = tokenizer(text, text_b, return_tensors="pt", truncation=True, max_length=128)
@@ -331,7 +353,7 @@ def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int 
         ax.syntaxformer = {"layer": layer_index, "head": h, "tokens": tokens, "attention": att[h].tolist()}
     for ax in axes[len(heads):]:
         ax.set_visible(False)
-    fig.suptitle("attention weights: row = query token, column = the token it attends to", fontsize=9)
+    fig.suptitle(f"attention weights{what}: row = query token, column = the token it attends to", fontsize=9)
     return fig
 
 
