@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import glob
 import json
-import logging
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -33,8 +32,6 @@ from syntaxformer.errors import DataError, InputError
 
 __all__ = ["compare_runs", "load_run_predictions", "load_dev_data", "run_references", "paired_prediction_tests",
            "per_question_scores", "expand_run_dirs"]
-
-logger = logging.getLogger(__name__)
 
 
 def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
