@@ -129,6 +129,11 @@ def _groups(runs: Sequence[RunInfo]) -> dict[str, dict[str, list[RunInfo]]]:
     return out
 
 
+def _colors(names: Any) -> dict[str, str]:
+    """One colour per name (first-seen order), the same in every panel."""
+    return {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(names))}
+
+
 def _single_run_ci(run: RunInfo, n_resamples: int, seed: int) -> tuple[float, float] | None:
     """Bootstrap interval over dev examples of one run's headline metric, or ``None`` when it keeps no labels."""
     from syntaxformer.analysis.significance import bootstrap_ci
@@ -168,6 +173,7 @@ def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0
     if not runs:
         raise InputError("no run with a dev score to plot")
     groups = _groups(runs)
+    colors = _colors(label for by_label in groups.values() for label in by_label)
     n_max = max(len(g) for g in groups.values())
     fig = _figure(max(5.0, 1.0 + 0.9 * n_max), 3.4 * len(groups))
     axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
@@ -179,8 +185,7 @@ def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0
             mean, ci, how = _interval(by_label[label], n_resamples, seed)
             scores = [r.score for r in by_label[label]]
             record[label] = {"mean": mean, "ci": list(ci) if ci else None, "scores": scores, "interval": how}
-            color = f"C{i % 10}"
-            ax.bar(i, mean, color=color, alpha=0.75, width=0.7)
+            ax.bar(i, mean, color=colors[label], alpha=0.75, width=0.7)
             if ci:
                 ax.errorbar(i, mean, yerr=[[mean - ci[0]], [ci[1] - mean]], color="black", capsize=4, lw=1)
             if len(scores) > 1:
@@ -245,10 +250,11 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
                          f"{'--max_train_samples' if x == 'train_size' else 'parser_noise'}")
     fig = _figure(5.0, 3.4 * len(tasks))
     axes = fig.subplots(len(tasks), 1, squeeze=False)[:, 0]
+    colors = _colors(r.variant for r in runs if r.task in tasks)
     for ax, task in zip(axes, tasks):
         mine = [r for r in runs if r.task == task]
         record = {}
-        for j, variant in enumerate(dict.fromkeys(r.variant for r in mine)):
+        for variant in dict.fromkeys(r.variant for r in mine):
             pts = sorted({getattr(r, x) for r in mine if r.variant == variant})
             means, cis = [], []
             for v in pts:
@@ -257,7 +263,7 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
                 cis.append(list(seed_ci(scores)) if len(scores) >= 2 else None)
             low = [m - (c[0] if c else m) for m, c in zip(means, cis)]
             high = [(c[1] if c else m) - m for m, c in zip(means, cis)]
-            ax.errorbar(pts, means, yerr=[low, high], fmt="o-", color=f"C{j % 10}", capsize=3, label=variant)
+            ax.errorbar(pts, means, yerr=[low, high], fmt="o-", color=colors[variant], capsize=3, label=variant)
             record[variant] = {"x": list(pts), "mean": means, "ci": cis}
         values = sorted({getattr(r, x) for r in mine})
         if x == "train_size" and values[0] > 0 and values[-1] / values[0] >= 10:
