@@ -76,7 +76,8 @@ def test_length_buckets_squad_per_question(tmp_path, capsys):
     assert r["buckets"][2]["scores"][1] == {"exact": 100.0, "f1": 75.0}
     assert r["unit"] == "question words"
     table = format_length_buckets(r, ["base", "sg"]).splitlines()
-    assert table[3].split() == ["length", "n", "base", "exact", "base", "f1", "sg", "exact", "sg", "f1", "B", "−", "A"]
+    assert table[3].split() == ["length", "n", "base", "exact", "base", "f1", "sg", "exact", "sg", "f1",
+                                "B", "−", "A"]
     assert table[6].split()[-1] == "+50.0000"
     assert main(["analyze", str(runs[0]), str(runs[1]), "--by", "length", "--edges", "5,10", "--names", "base,sg",
                  "--output", str(tmp_path / "out.json")]) == 0
@@ -152,9 +153,9 @@ def test_length_buckets_translation_bleu_per_bucket(tmp_path):
     options = {"valid_source": str(src), "valid_target": str(tgt)}
     folder = tmp_path / "nmt"
     folder.mkdir()
+    config = RunConfig.from_dict({"task": "translation", "task_options": options}).to_dict()
     _write(folder, "run.json", {"task": {"name": "translation", "options": options,
-                                         "module": "syntaxformer.tasks.translation"},
-                                "config": RunConfig.from_dict({"task": "translation", "task_options": options}).to_dict()})
+                                         "module": "syntaxformer.tasks.translation"}, "config": config})
     _write(folder, "metrics.json", {"task": "translation", "main_metric": "bleu", "dev": {"bleu": 1.0}})
     _write(folder, "dev_predictions.json", {"split": "dev", "ids": read_corpus(src, tgt).ids, "predictions": hyps})
     r = length_buckets([folder], edges=[3])

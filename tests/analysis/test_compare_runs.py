@@ -111,7 +111,8 @@ def test_compare_runs_translation_uses_sacrebleu_paired_test(tmp_path, capsys):
     r = compare_runs([runs[0]], [runs[1]], n_resamples=300)
     test = r["per_seed"][0]["bleu"]
     assert test["test"] == "bleu_paired_bootstrap"
-    assert test["details"]["bleu_a"] == pytest.approx(r["a"][0]) and test["details"]["bleu_b"] == pytest.approx(r["b"][0])
+    assert test["details"]["bleu_a"] == pytest.approx(r["a"][0])
+    assert test["details"]["bleu_b"] == pytest.approx(r["b"][0])
     assert test["difference"] > 0 and test["details"]["ci95"][0] <= test["difference"] <= test["details"]["ci95"][1]
     assert main(["significance", str(runs[0]), str(runs[1]), "--bleu-test", "ar", "--resamples", "500"]) == 0
     out = capsys.readouterr().out
