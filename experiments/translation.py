@@ -8,8 +8,8 @@ of the updates and confound "little data" with "little training"). Small fractio
 epochs; the checkpoint kept is the best by validation loss (Multi30k val, every 50 steps), which guards against
 over-fitting. Test set: Multi30k test2016 (1,000 pairs; beam 5; sacreBLEU, signature printed); the 100% models
 also translate WMT newstest2013 (3,000 segments, from the ``.sgm`` release; far out of domain for a 29k-sentence
-image-caption corpus, so expect low scores). Significance: paired bootstrap on corpus BLEU (1,000 resamples,
-one-sided p = P(arm not better than baseline)).
+image-caption corpus, so expect low scores). Significance: sacreBLEU's paired bootstrap on corpus BLEU (1,000 resamples,
+two-sided p; ``syntaxformer.analysis.significance.paired_bleu_test``).
 
 Model and budget (preset ``cpu``), the same for every run:
     Marian-style post-LN Transformer from random init (``transformers.MarianMTModel``), d_model 128, 3 + 3 layers,
@@ -120,7 +120,7 @@ def _run(args: argparse.Namespace) -> None:
 
 def _summarize(args: argparse.Namespace) -> dict:
     from syntaxformer.data.readers.parallel import read_corpus
-    from syntaxformer.translation.evaluate import paired_bootstrap_bleu
+    from syntaxformer.analysis.significance import paired_bleu_test
 
     root = Path(args.out)
     runs: dict = {}
@@ -161,9 +161,9 @@ def _summarize(args: argparse.Namespace) -> dict:
                             continue
                         hyp_a = (base[0] / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
                         hyp_b = (run_dir / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
-                        t = paired_bootstrap_bleu(hyp_a, hyp_b, refs(run_dir, name), n_resamples=args.resamples)
-                        row["vs_baseline"][name] = {"delta": round(t["difference"], 2), "p": t["p_value"],
-                                                    "ci95": [round(x, 2) for x in t["ci95"]]}
+                        t = paired_bleu_test(hyp_a, hyp_b, refs(run_dir, name), n_resamples=args.resamples)
+                        row["vs_baseline"][name] = {"delta": round(t.difference, 2), "p": t.p_value,
+                                                    "ci95": [round(x, 2) for x in t.details["ci95"]]}
                 rows.setdefault(arm, []).append(row)
         summary["fractions"][str(fraction)] = rows
     return summary

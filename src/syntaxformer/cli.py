@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("syntaxformer.commands.predict", "predict a split or file with a trained model"),
     "compare": ("syntaxformer.commands.compare", "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores"),
     "significance": ("syntaxformer.commands.significance", "paired significance of two systems' dev scores from their run folders"),
+    "analyze": ("syntaxformer.commands.analyze", "a run's dev scores by input length (SG-Net §7.1); two runs side by side"),
+    "plot": ("syntaxformer.commands.plot", "figures (PNG + SVG) from run folders: results with CIs, length buckets, curves, attention"),
     "diagnose": ("syntaxformer.commands.diagnose", "token-state drift and zero-shot similarity of a syntax configuration at init"),
     "show": ("syntaxformer.commands.show", "an HTML page of one text's trees, syntax masks, attention, topical weights and gates"),
     "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),

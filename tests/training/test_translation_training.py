@@ -16,12 +16,8 @@ from syntaxformer.data.bpe import load_tokenizers
 from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration
 from syntaxformer.tasks.base import TaskContext, get_task
 from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
-from syntaxformer.translation.evaluate import (
-    corpus_bleu,
-    load_translation_model,
-    paired_bootstrap_bleu,
-    translate,
-)
+from syntaxformer.analysis.significance import paired_bleu_test
+from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
@@ -101,9 +97,9 @@ def test_translation_training_checkpoint_resume_predict_bleu_and_reload(tmp_path
     assert set(w_full) == set(w_resumed)
     assert all(torch.equal(w_full[k], w_resumed[k]) for k in w_full)
 
-    # paired bootstrap against a second system on the same sentences
-    t = paired_bootstrap_bleu(predictions.values, data.targets, data.targets, n_resamples=200)
-    assert t["bleu_b"] == pytest.approx(100.0) and t["difference"] > 0 and t["p_value"] < 0.05
+    # sacreBLEU's paired bootstrap against a second system on the same sentences
+    t = paired_bleu_test(predictions.values, data.targets, data.targets, n_resamples=200)
+    assert t.details["bleu_b"] == pytest.approx(100.0) and t.difference > 0 and t.p_value < 0.05
 
 
 def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small, annotator, monkeypatch, capsys):

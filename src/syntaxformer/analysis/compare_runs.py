@@ -1,15 +1,27 @@
 """Significance of the difference between two trained systems, from their run folders.
 
 Each run folder written by :func:`syntaxformer.training.run.train` keeps its final dev predictions
-(``dev_predictions.json``: ids, predictions, labels, in dataset order) and its scores (``metrics.json``). Given the
-runs of system A and of system B (one per seed, matched in order), :func:`compare_runs` reports, for every seed, a
-two-sided paired bootstrap over dev examples of the task's headline metric (its 95% interval of the difference)
-and, for classification, the exact McNemar test on per-example correctness; with two or more seeds, also the paired
-t-test over seeds of the headline scores. ``syntaxformer significance`` prints it.
+(``dev_predictions.json``: ids, predictions, labels, in dataset order), its scores (``metrics.json``) and its task
+and config (``run.json``). Given the runs of system A and of system B (one per seed), :func:`compare_runs` reports,
+for every pair of runs:
+
+* classification, regression, multiple choice (labels in ``dev_predictions.json``): the two-sided paired bootstrap
+  over dev examples of the task's headline metric (its 95% interval of the difference) and, for integer labels,
+  the exact McNemar test on per-example correctness;
+* SQuAD 2.0 and RACE (per-question files ``per_question.json`` / ``predictions.json``): the paired bootstrap of the
+  headline F1 / accuracy (×100; SQuAD: the scored "test" part of the dev set at the headline threshold) and the exact
+  McNemar test on exact match / correctness;
+* translation (BLEU): sacreBLEU's paired bootstrap or approximate randomisation on corpus BLEU against the dev
+  references, which are read again from the data the run names in ``run.json``;
+
+and with two or more pairs, the paired t-test over seeds of the headline scores. Runs are paired by the seed their
+``metrics.json`` records when both systems have the same set of seeds, else in the order given.
+``syntaxformer significance`` prints it.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 from typing import Any, Sequence
@@ -18,7 +30,8 @@ import numpy as np
 
 from syntaxformer.errors import DataError, InputError
 
-__all__ = ["compare_runs", "load_run_predictions", "paired_prediction_tests"]
+__all__ = ["compare_runs", "load_run_predictions", "load_dev_data", "run_references", "paired_prediction_tests",
+           "per_question_scores", "expand_run_dirs"]
 
 
 def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -33,21 +46,122 @@ def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str,
         path = folder / name
         if not path.is_file():
             raise DataError(f"{run_dir} is not a finished run of `syntaxformer train` (no {name})")
-        try:
-            out.append(json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise DataError(f"{path} is not the JSON `syntaxformer train` writes: {e}") from None
+        out.append(_read_json(path))
     return out[0], out[1]
 
 
-def paired_prediction_tests(preds_a: dict[str, Any], preds_b: dict[str, Any], metric: str, n_resamples: int = 1000,
-                            seed: int = 0) -> dict[str, Any]:
-    """B against A on one pair of ``dev_predictions.json`` contents (same examples): the two-sided paired bootstrap
-    of ``metric`` and, for integer labels, the exact McNemar test; ``{}`` when there are no labels or ``metric`` is
-    not a per-example metric of :data:`~syntaxformer.tasks.metrics.METRICS`."""
+def expand_run_dirs(patterns: Sequence[str | Path]) -> list[str]:
+    """Run folders from paths and glob patterns (``runs/rte/sgnet/seed*``; a pattern's matches sorted, only
+    folders kept).
+
+    Raises:
+        InputError: a pattern that matches no folder.
+    """
+    out: list[str] = []
+    for p in map(str, patterns):
+        if glob.has_magic(p):
+            found = sorted(m for m in glob.glob(p) if Path(m).is_dir())
+            if not found:
+                raise InputError(f"{p} matches no run folder")
+            out += found
+        else:
+            out.append(p)
+    return out
+
+
+def load_dev_data(run_dir: str | Path, split: str = "dev") -> tuple[Any, Any]:
+    """``(task, data)``: the task of a run folder and its ``split`` as the run read it (the same files and
+    subsample, from ``run.json``), e.g. for the texts and references that ``dev_predictions.json`` does not keep.
+
+    Raises:
+        DataError: the folder has no ``run.json``; FormatError: it is not the one ``train`` writes.
+    """
+    from syntaxformer.training.run import load_run
+
+    config, task = load_run(run_dir)
+    max_samples = config.max_eval_samples
+    return task, task.load_split(split, config.data_options(split, max_samples))
+
+
+def run_references(run_dir: str | Path, ids: Sequence[str] | None = None, split: str = "dev") -> list[str]:
+    """The references of a translation run's ``split`` (the one its ``dev_predictions.json`` names: the first
+    evaluation set), read again from the data named in its ``run.json``.
+
+    Raises:
+        InputError: the data has no references, or not the examples of ``ids``.
+    """
+    _, data = load_dev_data(run_dir, split)
+    targets = getattr(data, "targets", None)
+    if targets is None:
+        raise InputError(f"the dev data of {run_dir} has no references")
+    if ids is not None and list(ids) != list(getattr(data, "ids", ids)):
+        raise InputError(f"the dev data named in {run_dir}/run.json is no longer the data its dev_predictions.json "
+                         "was made on (other ids)")
+    return list(targets)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DataError(f"{path} is not the JSON `syntaxformer train` writes: {e}") from None
+
+
+def per_question_scores(run_dir: str | Path) -> dict[str, Any] | None:
+    """Per-question scores of a SQuAD 2.0 or RACE run, from the files the task writes; ``None`` for other runs.
+
+    Returns:
+        ``{"ids", "metric", "values": {metric: [per question, ×100]}, "correct": [bool], "lengths": [question
+        words]}``: SQuAD: ``exact`` and ``f1`` at the headline threshold on the scored ("test") part of the dev set,
+        ``correct`` = exact match; RACE: ``accuracy`` over all questions.
+    """
+    folder = Path(run_dir)
+    if (folder / "per_question.json").is_file():
+        per_q = _read_json(folder / "per_question.json")
+        ids = [q for q, r in per_q.items() if r.get("part", "test") == "test"]
+        return {"ids": ids, "metric": "f1", "values": {"exact": [100.0 * per_q[q]["em_best"] for q in ids],
+                                                       "f1": [100.0 * per_q[q]["f1_best"] for q in ids]},
+                "correct": [bool(per_q[q]["em_best"]) for q in ids],
+                "lengths": [per_q[q]["question_words"] for q in ids]}
+    path = folder / "predictions.json"
+    if path.is_file():
+        records = _read_json(path)
+        if isinstance(records, dict) and records and all(
+                isinstance(r, dict) and {"correct", "question_words"} <= set(r) for r in records.values()):
+            ids = list(records)
+            return {"ids": ids, "metric": "accuracy",
+                    "values": {"accuracy": [100.0 * bool(records[q]["correct"]) for q in ids]},
+                    "correct": [bool(records[q]["correct"]) for q in ids],
+                    "lengths": [records[q]["question_words"] for q in ids]}
+    return None
+
+
+def _per_question_tests(qa: dict[str, Any], qb: dict[str, Any], n_resamples: int, seed: int) -> dict[str, Any]:
     from syntaxformer.analysis.significance import mcnemar, paired_bootstrap
+
+    metric = qa["metric"]
+    a, b = np.asarray(qa["values"][metric]), np.asarray(qb["values"][metric])
+    boot = paired_bootstrap(lambda p, _y: float(np.mean(p)), a, b, np.zeros(len(a)), n_resamples=n_resamples,
+                            seed=seed, two_sided=True)
+    return {"bootstrap": boot.to_dict(), "mcnemar": mcnemar(qa["correct"], qb["correct"]).to_dict()}
+
+
+def paired_prediction_tests(preds_a: dict[str, Any], preds_b: dict[str, Any], metric: str, n_resamples: int = 1000,
+                            seed: int = 0, references: Sequence[str] | None = None,
+                            bleu_test: str = "bs") -> dict[str, Any]:
+    """B against A on one pair of ``dev_predictions.json`` contents (same examples).
+
+    With ``references`` (translation): ``{"bleu": ...}``, sacreBLEU's paired test ``bleu_test`` (``"bs"`` /
+    ``"ar"``) with the 95% interval of the BLEU difference. Else, when there are labels and ``metric`` is a
+    per-example metric of :data:`~syntaxformer.tasks.metrics.METRICS`: ``{"bootstrap": ...}``, the two-sided paired
+    bootstrap of ``metric``, and for integer labels ``"mcnemar"``, the exact McNemar test. ``{}`` otherwise.
+    """
+    from syntaxformer.analysis.significance import mcnemar, paired_bleu_test, paired_bootstrap
     from syntaxformer.tasks.metrics import METRICS
 
+    if references is not None:
+        return {"bleu": paired_bleu_test(preds_a["predictions"], preds_b["predictions"], references, test=bleu_test,
+                                         n_resamples=n_resamples, seed=seed or 12345).to_dict()}
     labels = preds_a.get("labels")
     if labels is None or metric not in METRICS:
         return {}
@@ -60,29 +174,47 @@ def paired_prediction_tests(preds_a: dict[str, Any], preds_b: dict[str, Any], me
     return out
 
 
+def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> list[tuple[str, str]]:
+    """Runs of A and B paired by recorded seed (when both have the same distinct seeds), else in order."""
+    if not runs_a or len(runs_a) != len(runs_b):
+        raise InputError(f"give equally many runs of both systems (one per seed), got {len(runs_a)} and "
+                         f"{len(runs_b)}")
+
+    def seeds(runs: Sequence[str]) -> list[Any]:
+        return [load_run_predictions(r)[0].get("seed") for r in runs]
+
+    sa, sb = seeds(runs_a), seeds(runs_b)
+    if None not in sa and len(set(sa)) == len(sa) and set(sa) == set(sb):
+        by_seed = dict(zip(sb, runs_b))
+        return [(ra, by_seed[s]) for ra, s in zip(runs_a, sa)]
+    return list(zip(runs_a, runs_b))
+
+
 def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_resamples: int = 1000,
-                 seed: int = 0) -> dict[str, Any]:
+                 seed: int = 0, bleu_test: str = "bs") -> dict[str, Any]:
     """System B against system A on the same dev examples.
 
     Args:
-        runs_a, runs_b: run folders of the two systems, one per seed, matched in order (equally many).
-        n_resamples: bootstrap resamples.
-        seed: bootstrap seed.
+        runs_a, runs_b: run folders (or glob patterns) of the two systems, one per seed; paired by the seed in
+            their ``metrics.json`` when both have the same seeds, else in order (then equally many).
+        n_resamples: bootstrap resamples (BLEU: resamples or randomisation trials; 0 = sacreBLEU's default).
+        seed: bootstrap seed (BLEU tests: 0 = sacreBLEU's default seed 12345).
+        bleu_test: ``"bs"`` (paired bootstrap) or ``"ar"`` (approximate randomisation) for translation runs.
 
     Returns:
-        ``{"task", "metric", "a": [scores], "b": [scores], "per_seed": [{"run_a", "run_b", "bootstrap",
-        "mcnemar"?}], "t_test"?: ...}`` (test dicts of :class:`~syntaxformer.analysis.significance.TestResult`).
+        ``{"task", "metric", "a": [scores], "b": [scores], "seeds": [seed of A's run], "per_seed": [{"run_a",
+        "run_b", "bootstrap"?, "mcnemar"?, "bleu"?}], "t_test"?: ...}`` (test dicts of
+        :class:`~syntaxformer.analysis.significance.TestResult`).
 
     Raises:
         InputError: unequal numbers of runs, runs of different tasks or dev examples.
     """
     from syntaxformer.analysis.significance import paired_t_test
 
-    if not runs_a or len(runs_a) != len(runs_b):
-        raise InputError(f"give equally many runs of both systems (one per seed), got {len(runs_a)} and "
-                         f"{len(runs_b)}")
-    result: dict[str, Any] = {"per_seed": [], "a": [], "b": []}
-    for ra, rb in zip(runs_a, runs_b):
+    pairs = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
+    result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": []}
+    references = None
+    for ra, rb in pairs:
         (ma, pa), (mb, pb) = load_run_predictions(ra), load_run_predictions(rb)
         if ma["task"] != mb["task"]:
             raise InputError(f"{ra} is a {ma['task']} run but {rb} a {mb['task']} run")
@@ -92,8 +224,18 @@ def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_r
         result.update(task=ma["task"], metric=metric)
         result["a"].append(ma["dev"].get(metric))
         result["b"].append(mb["dev"].get(metric))
-        result["per_seed"].append({"run_a": str(ra), "run_b": str(rb),
-                                   **paired_prediction_tests(pa, pb, metric, n_resamples, seed)})
+        result["seeds"].append(ma.get("seed"))
+        qa, qb = per_question_scores(ra), per_question_scores(rb)
+        if qa is not None and qb is not None:
+            if qa["ids"] != qb["ids"]:
+                raise InputError(f"{ra} and {rb} were scored on different questions")
+            tests = _per_question_tests(qa, qb, n_resamples, seed)
+        else:
+            if metric == "bleu" and references is None:
+                references = run_references(ra, pa.get("ids"), pa.get("split", "dev"))
+            tests = paired_prediction_tests(pa, pb, metric, n_resamples, seed,
+                                            references if metric == "bleu" else None, bleu_test)
+        result["per_seed"].append({"run_a": str(ra), "run_b": str(rb), **tests})
     if len(result["a"]) >= 2 and None not in result["a"] + result["b"]:
         result["t_test"] = paired_t_test(result["a"], result["b"]).to_dict()
     return result

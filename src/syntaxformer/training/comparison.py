@@ -134,11 +134,12 @@ def paired_tests(output_dir: str | os.PathLike, names: Sequence[str], metric: st
                  seed: int = 0) -> dict[str, dict[str, Any]]:
     """Each system against the first on the same dev examples, from their ``dev_predictions.json``: a two-sided
     paired bootstrap of ``metric`` (its 95% interval of the difference) and, for classification, the exact
-    McNemar test on per-example correctness. Name -> ``{"bootstrap": ..., "mcnemar": ...}``; systems without
-    per-example predictions and labels (or a metric that is not a per-example one) are left out."""
+    McNemar test on per-example correctness; for BLEU, sacreBLEU's paired bootstrap against the references.
+    Name -> ``{"bootstrap": ..., "mcnemar": ...}`` / ``{"bleu": ...}``; systems without per-example predictions
+    and labels (or a metric that is not a per-example one) are left out."""
     import json
 
-    from syntaxformer.analysis.compare_runs import paired_prediction_tests
+    from syntaxformer.analysis.compare_runs import paired_prediction_tests, run_references
 
     if len(names) < 2:
         return {}
@@ -150,12 +151,15 @@ def paired_tests(output_dir: str | os.PathLike, names: Sequence[str], metric: st
     base = runs.get(names[0])
     if base is None:
         return {}
+    references = None
+    if metric == "bleu":
+        references = run_references(Path(output_dir) / names[0], base.get("ids"), base.get("split", "dev"))
     out: dict[str, dict[str, Any]] = {}
     for name in names[1:]:
         other = runs.get(name)
         if other is None or other.get("ids") != base.get("ids"):
             continue
-        tests = paired_prediction_tests(base, other, metric, n_resamples, seed)
+        tests = paired_prediction_tests(base, other, metric, n_resamples, seed, references)
         if tests:
             out[name] = tests
     return out
@@ -196,11 +200,12 @@ def format_comparison(summary: dict[str, Any]) -> str:
             line = f"difference ({other} - {names[0]}) in {summary['main_metric']}: {b - a:+.4f}"
             tests = summary.get("tests", {}).get(other)
             if tests:
-                boot = tests["bootstrap"]
+                boot = tests.get("bootstrap") or tests["bleu"]
                 lo, hi = boot["details"]["ci95"]
                 n = boot["details"]["n_resamples"]
                 p = f"< {1 / n:.3f}" if boot["p_value"] < 1 / n else f"= {boot['p_value']:.3f}"
-                line += f", 95% CI [{lo:+.4f}, {hi:+.4f}], paired bootstrap p {p} (two-sided, {n} resamples)"
+                kind = "paired bootstrap" if "bootstrap" in tests else "sacreBLEU paired bootstrap"
+                line += f", 95% CI [{lo:+.4f}, {hi:+.4f}], {kind} p {p} (two-sided, {n} resamples)"
                 if "mcnemar" in tests:
                     line += f"; exact McNemar p = {tests['mcnemar']['p_value']:.3f}"
             lines.append(line)

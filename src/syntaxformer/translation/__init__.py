@@ -1,6 +1,6 @@
-"""Translation with a trained Syntax-Infused Transformer: beam-search translation of raw text, sacreBLEU, the
-paired bootstrap on BLEU (:mod:`.evaluate`). Training goes through the one runner
-(``syntaxformer.training.run.train`` with ``task="translation"``).
+"""Translation with a trained Syntax-Infused Transformer: beam-search translation of raw text and sacreBLEU
+(:mod:`.evaluate`; paired BLEU tests are :func:`syntaxformer.analysis.significance.paired_bleu_test`). Training
+goes through the one runner (``syntaxformer.training.run.train`` with ``task="translation"``).
 
 The parts live where their kind lives: readers in :mod:`syntaxformer.data.readers.parallel`, BPE in
 :mod:`syntaxformer.data.bpe`, the model in :mod:`syntaxformer.modeling.seq2seq` (feature embeddings in
@@ -16,7 +16,7 @@ from typing import Any
 
 _EXPORTS = {
     "translate": "evaluate", "translate_and_score": "evaluate", "load_translation_model": "evaluate",
-    "TranslationModel": "evaluate", "corpus_bleu": "evaluate", "paired_bootstrap_bleu": "evaluate",
+    "TranslationModel": "evaluate", "corpus_bleu": "evaluate",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,13 +1,12 @@
-"""Translate with a trained model, score with sacreBLEU, compare two systems with a paired bootstrap.
+"""Translate with a trained model and score with sacreBLEU.
 
 * :func:`translate` — batched beam search (``generate``, beam 5) over raw source sentences, with a progress bar;
   the sources are parsed (cached) and given the same syntax inputs as in training. Output is detokenised text.
 * :func:`~syntaxformer.tasks.metrics.corpus_bleu` (a task metric, imported here) — sacreBLEU corpus BLEU on detokenised output against raw references (default 13a
   tokenisation, mixed case) with its signature, e.g. ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``.
-* :func:`paired_bootstrap_bleu` — Koehn's (2004) paired bootstrap on corpus BLEU: sentence-level BLEU sufficient
-  statistics (n-gram matches, totals, lengths) are computed once with sacreBLEU and summed per resample, so each
-  resample costs a sum, and every resampled score is exactly sacreBLEU's corpus BLEU of that sample. The resampling
-  itself is :func:`syntaxformer.analysis.significance.paired_bootstrap`.
+
+Two systems' BLEU are compared with :func:`syntaxformer.analysis.significance.paired_bleu_test` (sacreBLEU's paired
+bootstrap or approximate randomisation).
 """
 
 from __future__ import annotations
@@ -16,50 +15,13 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 import torch
 
-from syntaxformer.errors import DataError, InputError
-from syntaxformer.tasks.metrics import bleu_metric, corpus_bleu
+from syntaxformer.errors import DataError
+from syntaxformer.tasks.metrics import corpus_bleu
 from syntaxformer.utils import progress
 
-__all__ = ["TranslationModel", "translate", "translate_and_score", "corpus_bleu", "sentence_statistics",
-           "bleu_from_statistics", "paired_bootstrap_bleu", "load_translation_model"]
-
-
-def sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
-    """``[N, 2 + 2 * 4]`` BLEU sufficient statistics per sentence (sacreBLEU's order: hyp len, ref len, matches
-    1..4, totals 1..4)."""
-    metric = bleu_metric()
-    # sacreBLEU's own per-segment statistics (the same call its corpus_score and paired tests make)
-    return np.asarray(metric._extract_corpus_statistics(list(hypotheses), [list(references)]), dtype=np.int64)
-
-
-def bleu_from_statistics(stats: np.ndarray) -> float:
-    """Corpus BLEU of summed sentence statistics ``[N, 10]`` (or an already summed ``[10]`` row)."""
-    metric = bleu_metric()
-    total = stats.sum(axis=0) if stats.ndim == 2 else stats
-    return float(metric._compute_score_from_stats([int(x) for x in total]).score)
-
-
-def paired_bootstrap_bleu(hyp_a: Sequence[str], hyp_b: Sequence[str], references: Sequence[str],
-                          n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Paired bootstrap of corpus BLEU, system B against baseline A (one-sided: p = P(B not better)).
-
-    Returns:
-        ``{"bleu_a", "bleu_b", "difference", "p_value", "ci95", "n", "n_resamples"}``.
-    """
-    from syntaxformer.analysis.significance import paired_bootstrap
-
-    if not (len(hyp_a) == len(hyp_b) == len(references)):
-        raise InputError(f"paired bootstrap needs outputs of the same sentences: {len(hyp_a)}, {len(hyp_b)} "
-                         f"hypotheses and {len(references)} references")
-    sa, sb = sentence_statistics(hyp_a, references), sentence_statistics(hyp_b, references)
-    result = paired_bootstrap(lambda s, _y: bleu_from_statistics(s), sa, sb, np.zeros(len(references)),
-                              n_resamples=n_resamples, seed=seed)
-    return {"bleu_a": bleu_from_statistics(sa), "bleu_b": bleu_from_statistics(sb),
-            "difference": result.difference, "p_value": result.p_value, "ci95": result.details["ci95"],
-            "n": result.n, "n_resamples": n_resamples}
+__all__ = ["TranslationModel", "translate", "translate_and_score", "corpus_bleu", "load_translation_model"]
 
 
 class TranslationModel:

@@ -1,0 +1,436 @@
+"""Figures from run folders (matplotlib, PNG and SVG): what the papers show and a reader wants to look at.
+
+Every figure is drawn from what ``syntaxformer train`` records in a run folder (``metrics.json``: task, model,
+seed, data sizes, parser noise, dev scores; ``dev_predictions.json``; ``run.json``):
+
+* :func:`plot_results` — the headline dev score per task and variant, with a 95% interval: the Student-t interval
+  of the mean over seeds when a variant has two or more seed runs, else the bootstrap interval over dev examples
+  of its one run (``dev_predictions.json``); the seed runs are drawn as dots.
+* :func:`plot_length_buckets` — scores by input length (SG-Net §7.1; :mod:`syntaxformer.analysis.buckets`).
+* :func:`plot_curve` — the score against the number of training examples (learning curve) or against the
+  parser noise (SG-Net §7.6), one line per variant, mean over seeds with its t interval.
+* :func:`plot_attention` — attention heatmaps of one layer (every head) of an encoder on a text.
+
+A variant is named by its run folder: ``runs/<task>/<variant>/seed<k>`` (the seed folder's parent), else the
+folder's own name. :func:`plot_runs` (``syntaxformer plot``) infers which figures the runs support.
+The figures use matplotlib's object API (``matplotlib.figure.Figure``, no pyplot, no global backend state); the
+functions return the figure, so its values can be read back from its Axes.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from syntaxformer.errors import ConfigError, DataError, InputError, MissingDependencyError
+
+__all__ = ["RunInfo", "find_runs", "plot_results", "plot_length_buckets", "plot_curve", "plot_attention",
+           "save_figure", "plot_runs", "PLOT_KINDS"]
+
+logger = logging.getLogger(__name__)
+
+#: The figures :func:`plot_runs` draws (``syntaxformer plot --kind``).
+PLOT_KINDS: tuple[str, ...] = ("results", "buckets", "learning-curve", "noise", "attention")
+
+
+def _figure(width: float, height: float) -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as e:
+        raise MissingDependencyError("figures need matplotlib: pip install matplotlib "
+                                     "(or pip install 'syntaxformer[analysis]')") from e
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+@dataclass
+class RunInfo:
+    """What a finished run folder records, as the figures use it.
+
+    Attributes:
+        path: the run folder.
+        task: task name (``metrics.json`` ``task``); ``task_title`` its usual name.
+        variant: the system's name (the seed folder's parent folder, else the folder's name).
+        model_type: the model's kind as ``metrics.json`` names it (``SG-Net``, ``Syntax-BERT``, ``baseline`` ...).
+        seed: the training seed.
+        metric: the headline metric; ``score`` its dev value.
+        train_size: training examples used; ``parser_noise``: the fraction of heads re-attached at random.
+        dev: every dev score.
+    """
+
+    path: str
+    task: str
+    task_title: str
+    variant: str
+    model_type: str
+    seed: int | None
+    metric: str
+    score: float | None
+    train_size: int | None
+    parser_noise: float
+    dev: dict[str, Any] = field(default_factory=dict)
+
+
+def _run_info(folder: Path) -> RunInfo:
+    try:
+        m = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+        metric = m["main_metric"]
+        task = m["task"]
+    except (ValueError, UnicodeDecodeError, KeyError) as e:
+        raise DataError(f"{folder}/metrics.json is not the file `syntaxformer train` writes ({e})") from None
+    variant = folder.parent.name if folder.name.startswith("seed") and folder.parent.name else folder.name
+    score = (m.get("dev") or {}).get(metric)
+    return RunInfo(path=str(folder), task=task, task_title=m.get("task_title") or task, variant=variant,
+                   model_type=str(m.get("model_type", "")), seed=m.get("seed"), metric=metric,
+                   score=None if score is None else float(score), train_size=(m.get("sizes") or {}).get("train"),
+                   parser_noise=float(m.get("parser_noise") or 0.0), dev=dict(m.get("dev") or {}))
+
+
+def find_runs(paths: Sequence[str | Path]) -> list[RunInfo]:
+    """The finished runs under ``paths``: run folders (with ``metrics.json``), glob patterns, or folders searched
+    recursively for run folders; in path order, each once.
+
+    Raises:
+        InputError: a path that holds no finished run.
+    """
+    out: dict[str, RunInfo] = {}
+    for p in map(str, paths):
+        matches = sorted(glob.glob(p)) if glob.has_magic(p) else [p]
+        found = []
+        for m in map(Path, matches):
+            if (m / "metrics.json").is_file():
+                found.append(m)
+            elif m.is_dir():
+                found += sorted(f.parent for f in m.rglob("metrics.json"))
+        if not found:
+            raise InputError(f"{p} holds no finished run of `syntaxformer train` (no metrics.json)")
+        for f in found:
+            out.setdefault(str(f), _run_info(f))
+    return list(out.values())
+
+
+def _groups(runs: Sequence[RunInfo]) -> dict[str, dict[str, list[RunInfo]]]:
+    """task -> label -> seed runs; the label adds train size / parser noise where a task's runs differ in them."""
+    out: dict[str, dict[str, list[RunInfo]]] = {}
+    for task in dict.fromkeys(r.task for r in runs):
+        mine = [r for r in runs if r.task == task]
+        sizes = len({r.train_size for r in mine}) > 1
+        noises = len({r.parser_noise for r in mine}) > 1
+        for r in mine:
+            label = r.variant + (f" n={r.train_size}" if sizes else "") + (f" noise={r.parser_noise:g}" if noises
+                                                                            else "")
+            out.setdefault(task, {}).setdefault(label, []).append(r)
+    return out
+
+
+def _colors(names: Any) -> dict[str, str]:
+    """One colour per name (first-seen order), the same in every panel."""
+    return {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(names))}
+
+
+def _single_run_ci(run: RunInfo, n_resamples: int, seed: int) -> tuple[float, float] | None:
+    """Bootstrap interval over dev examples of one run's headline metric, or ``None`` when it keeps no labels."""
+    from syntaxformer.analysis.significance import bootstrap_ci
+    from syntaxformer.tasks.metrics import METRICS
+
+    path = Path(run.path) / "dev_predictions.json"
+    if run.metric not in METRICS or not path.is_file():
+        return None
+    preds = json.loads(path.read_text(encoding="utf-8"))
+    if preds.get("labels") is None or len(preds["labels"]) < 2:
+        return None
+    return bootstrap_ci(METRICS[run.metric], preds["predictions"], preds["labels"], n_resamples, seed)
+
+
+def _interval(runs: Sequence[RunInfo], n_resamples: int, seed: int) -> tuple[float, tuple[float, float] | None, str]:
+    from syntaxformer.analysis.significance import seed_ci
+
+    scores = [r.score for r in runs if r.score is not None]
+    mean = float(np.mean(scores))
+    if len(scores) >= 2:
+        return mean, seed_ci(scores), f"t interval over {len(scores)} seeds"
+    ci = _single_run_ci(runs[0], n_resamples, seed)
+    return mean, ci, "bootstrap over dev examples" if ci else "no interval"
+
+
+def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0) -> Any:
+    """Bars of the headline dev score per variant (one panel per task), with 95% intervals and seed dots.
+
+    Returns:
+        the figure; panel ``i`` holds one bar per variant in order, its error bars and ``ax.syntaxformer`` =
+        ``{label: {"mean", "ci", "scores", "interval"}}``.
+
+    Raises:
+        InputError: no run with a dev score.
+    """
+    runs = [r for r in runs if r.score is not None]
+    if not runs:
+        raise InputError("no run with a dev score to plot")
+    groups = _groups(runs)
+    colors = _colors(label for by_label in groups.values() for label in by_label)
+    n_max = max(len(g) for g in groups.values())
+    fig = _figure(max(5.0, 1.0 + 0.9 * n_max), 3.4 * len(groups))
+    axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
+    for ax, (task, by_label) in zip(axes, groups.items()):
+        labels = list(by_label)
+        first = by_label[labels[0]][0]
+        record = {}
+        for i, label in enumerate(labels):
+            mean, ci, how = _interval(by_label[label], n_resamples, seed)
+            scores = [r.score for r in by_label[label]]
+            record[label] = {"mean": mean, "ci": list(ci) if ci else None, "scores": scores, "interval": how}
+            ax.bar(i, mean, color=colors[label], alpha=0.75, width=0.7)
+            if ci:
+                ax.errorbar(i, mean, yerr=[[mean - ci[0]], [ci[1] - mean]], color="black", capsize=4, lw=1)
+            if len(scores) > 1:
+                ax.plot([i] * len(scores), scores, "o", color="black", ms=3)
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+        ax.set_ylabel(first.metric)
+        hows = sorted({v["interval"] for v in record.values()})
+        ax.set_title(f"{first.task_title}: dev {first.metric}\n95% CI: {'; '.join(hows)}", fontsize=9)
+        ax.axhline(0, color="grey", lw=0.5)
+        ax.syntaxformer = record
+    return fig
+
+
+def plot_length_buckets(run_dirs: Sequence[str | Path], names: Sequence[str] | None = None, n_buckets: int = 5,
+                        mode: str = "count", edges: Sequence[int] | None = None) -> Any:
+    """Scores by length bucket (:func:`syntaxformer.analysis.buckets.length_buckets`), one line per run and one
+    panel per metric (SQuAD: EM and F1).
+
+    Returns:
+        the figure; ``fig.axes[0].syntaxformer`` is the :func:`length_buckets` result.
+    """
+    from syntaxformer.analysis.buckets import length_buckets
+
+    result = length_buckets(run_dirs, n_buckets=n_buckets, mode=mode, edges=edges)
+    names = list(names or [_run_info(Path(r)).variant for r in run_dirs])
+    rows = result["buckets"]
+    metrics = list(rows[0]["scores"][0])
+    fig = _figure(max(4.5, 0.9 * len(rows) + 2), 3.2 * len(metrics))
+    axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
+    x = np.arange(len(rows))
+    for ax, metric in zip(axes, metrics):
+        for j, name in enumerate(names):
+            ax.plot(x, [row["scores"][j][metric] for row in rows], "o-", color=f"C{j % 10}", label=name)
+        ax.set_xticks(x, [f"{row['label']}\n(n={row['n']})" for row in rows], fontsize=8)
+        ax.set_xlabel(f"length in {result['unit']}")
+        ax.set_ylabel(metric)
+        ax.set_title(f"{result['task']}: dev {metric} by length (buckets by {result['mode']})", fontsize=9)
+        ax.legend(fontsize=8)
+        ax.syntaxformer = result
+    return fig
+
+
+def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
+    """The headline dev score against ``x`` (``"train_size"``: learning curve; ``"parser_noise"``: parser-noise
+    curve, SG-Net §7.6), one line per variant, one panel per task; mean over seeds with the 95% t interval.
+
+    Returns:
+        the figure; ``ax.syntaxformer`` = ``{variant: {"x": [...], "mean": [...], "ci": [...]}}`` per panel.
+
+    Raises:
+        ConfigError: an unknown ``x``; InputError: no task whose runs differ in ``x``.
+    """
+    from syntaxformer.analysis.significance import seed_ci
+
+    if x not in ("train_size", "parser_noise"):
+        raise ConfigError(f"unknown curve axis {x!r}; use train_size or parser_noise")
+    runs = [r for r in runs if r.score is not None and getattr(r, x) is not None]
+    tasks = [t for t in dict.fromkeys(r.task for r in runs) if len({getattr(r, x) for r in runs if r.task == t}) > 1]
+    if not tasks:
+        what = "train size" if x == "train_size" else "parser noise"
+        raise InputError(f"no task whose runs differ in {what}: give runs trained with different "
+                         f"{'--max_train_samples' if x == 'train_size' else 'parser_noise'}")
+    fig = _figure(5.0, 3.4 * len(tasks))
+    axes = fig.subplots(len(tasks), 1, squeeze=False)[:, 0]
+    colors = _colors(r.variant for r in runs if r.task in tasks)
+    for ax, task in zip(axes, tasks):
+        mine = [r for r in runs if r.task == task]
+        record = {}
+        for variant in dict.fromkeys(r.variant for r in mine):
+            pts = sorted({getattr(r, x) for r in mine if r.variant == variant})
+            means, cis = [], []
+            for v in pts:
+                scores = [r.score for r in mine if r.variant == variant and getattr(r, x) == v]
+                means.append(float(np.mean(scores)))
+                cis.append(list(seed_ci(scores)) if len(scores) >= 2 else None)
+            low = [m - (c[0] if c else m) for m, c in zip(means, cis)]
+            high = [(c[1] if c else m) - m for m, c in zip(means, cis)]
+            ax.errorbar(pts, means, yerr=[low, high], fmt="o-", color=colors[variant], capsize=3, label=variant)
+            record[variant] = {"x": list(pts), "mean": means, "ci": cis}
+        values = sorted({getattr(r, x) for r in mine})
+        if x == "train_size" and values[0] > 0 and values[-1] / values[0] >= 10:
+            ax.set_xscale("log")
+        ax.set_xlabel("training examples" if x == "train_size" else "parser noise (fraction of heads re-attached)")
+        ax.set_ylabel(mine[0].metric)
+        ax.set_title(f"{mine[0].task_title}: dev {mine[0].metric}\nmean over seeds, 95% t interval", fontsize=9)
+        ax.legend(fontsize=8)
+        ax.syntaxformer = record
+    return fig
+
+
+def _attention_model(path: str) -> tuple[Any, str]:
+    """The model whose eager attention :func:`plot_attention` draws: a plain encoder as it is; for an SG-Net
+    folder its fine-tuned encoder (the SG layer's own attention needs the parse); a Syntax-BERT folder is refused,
+    since its attention in every layer depends on the parse."""
+    from transformers import AutoConfig, AutoModel
+
+    import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
+    from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
+
+    config = AutoConfig.from_pretrained(path)
+    if isinstance(config, SyntaxBertConfig):
+        raise InputError(f"{path} is a Syntax-BERT model: its attention in every layer depends on the parse, which "
+                         "these heatmaps do not take; use `syntaxformer show` for it")
+    if isinstance(config, SGNetConfig):
+        model = AutoModel.from_pretrained(path)
+        return model.encoder, " of the fine-tuned encoder under the SG layer"
+    return AutoModel.from_pretrained(path, attn_implementation="eager"), ""
+
+
+def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int = -1,
+                   heads: Sequence[int] | None = None, tokenizer: Any = None, max_heads: int = 12) -> Any:
+    """Attention heatmaps of one layer of an encoder on ``text`` (or a pair), one panel per head.
+
+    The model runs with ``attn_implementation="eager"`` and ``output_attentions=True``, so the weights are the
+    ones the layer used (an SDPA / flash implementation returns none). For an SG-Net model folder these are the
+    heads of its fine-tuned encoder (the SG layer's syntax-restricted attention needs the parse: ``syntaxformer
+    show``); a Syntax-BERT folder is refused for the same reason.
+
+    Args:
+        model: a model folder or hub name (loaded with ``AutoModel``), or a loaded model (then ``tokenizer``).
+        text, text_b: the input (``text_b`` the second text of a pair).
+        layer: layer index (negative from the end).
+        heads: the heads to draw (default: all, at most ``max_heads``).
+        tokenizer: the tokenizer of a loaded model (default: from ``model``'s folder).
+        max_heads: panel limit when ``heads`` is not given.
+
+    Returns:
+        the figure; ``ax.syntaxformer`` = ``{"layer", "head", "tokens", "attention" ([L, L] list)}`` per panel.
+
+    Raises:
+        InputError: a layer or head the model does not have; DataError: the model returned no attentions.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    what = ""
+    if isinstance(model, (str, Path)):
+        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
+        model, what = _attention_model(str(model))
+    elif tokenizer is None:
+        raise InputError("give the tokenizer of a loaded model (tokenizer=...)")
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation("eager")
+    model.eval()
+    enc = tokenizer(text, text_b, return_tensors="pt", truncation=True, max_length=128)
+    with torch.no_grad():
+        out = model(**enc, output_attentions=True)
+    attentions = getattr(out, "attentions", None)
+    if not attentions or attentions[0] is None:
+        raise DataError(f"{type(model).__name__} returned no attention weights; it needs an eager attention")
+    n_layers = len(attentions)
+    if not -n_layers <= layer < n_layers:
+        raise InputError(f"layer {layer} out of range: the model has {n_layers} layers")
+    att = attentions[layer][0].float().numpy()  # (heads, L, L)
+    heads = list(range(min(att.shape[0], max_heads))) if heads is None else list(heads)
+    bad = [h for h in heads if not 0 <= h < att.shape[0]]
+    if bad:
+        raise InputError(f"heads {bad} out of range: layer {layer} has {att.shape[0]} heads")
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    cols = min(4, len(heads))
+    rows = math.ceil(len(heads) / cols)
+    size = 1.2 + 0.18 * len(tokens)
+    fig = _figure(size * cols, size * rows)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    layer_index = layer % n_layers
+    for ax, h in zip(axes, heads):
+        ax.imshow(att[h], cmap="viridis", vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=6)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=6)
+        ax.set_title(f"layer {layer_index} head {h}", fontsize=8)
+        ax.syntaxformer = {"layer": layer_index, "head": h, "tokens": tokens, "attention": att[h].tolist()}
+    for ax in axes[len(heads):]:
+        ax.set_visible(False)
+    fig.suptitle(f"attention weights{what}: row = query token, column = the token it attends to", fontsize=9)
+    return fig
+
+
+def save_figure(fig: Any, output_dir: str | Path, name: str, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
+    """Write ``fig`` as ``<output_dir>/<name>.png`` and ``.svg`` (atomically); returns the paths."""
+    from syntaxformer.utils import atomic_write
+
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = out / f"{name}.{fmt}"
+        with atomic_write(path, "wb", encoding=None) as f:
+            fig.savefig(f, format=fmt, dpi=150, metadata={"Date": None} if fmt == "svg" else None)
+        paths.append(path)
+    return paths
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text).strip("-") or "figure"
+
+
+def plot_runs(paths: Sequence[str | Path], output_dir: str | Path, kinds: Sequence[str] | None = None,
+              n_resamples: int = 1000, n_buckets: int = 5, bucket_mode: str = "count",
+              edges: Sequence[int] | None = None, model: str | None = None, text: str | None = None,
+              text_b: str | None = None, layer: int = -1) -> dict[str, list[Path]]:
+    """Draw the figures that the runs under ``paths`` support into ``output_dir`` (PNG and SVG each).
+
+    Without ``kinds``: ``results`` always; ``learning-curve`` where a task's runs differ in train size; ``noise``
+    where they differ in parser noise; ``attention`` when ``model`` and ``text`` are given. ``buckets`` (which
+    reads the dev data again) only when asked for: one figure per task, its runs side by side.
+
+    Returns:
+        figure name -> files written.
+
+    Raises:
+        ConfigError: an unknown kind, or ``attention`` without ``model`` and ``text``.
+    """
+    unknown = [k for k in (kinds or []) if k not in PLOT_KINDS]
+    if unknown:
+        raise ConfigError(f"unknown figure kind(s) {unknown}; use {', '.join(PLOT_KINDS)}")
+    wanted = list(kinds or [])
+    runs = find_runs(paths) if paths else []
+    if not wanted:
+        wanted = ["results"] if runs else []
+        for kind, attr in (("learning-curve", "train_size"), ("noise", "parser_noise")):
+            if any(len({getattr(r, attr) for r in runs if r.task == t}) > 1 for t in {r.task for r in runs}):
+                wanted.append(kind)
+        if model and text:
+            wanted.append("attention")
+    written: dict[str, list[Path]] = {}
+
+    def save(fig: Any, name: str) -> None:
+        written[name] = save_figure(fig, output_dir, name)
+        logger.info("wrote %s", ", ".join(map(str, written[name])))
+
+    if runs and "results" in wanted:
+        save(plot_results(runs, n_resamples=n_resamples), "results")
+    if "learning-curve" in wanted:
+        save(plot_curve(runs, "train_size"), "learning_curve")
+    if "noise" in wanted:
+        save(plot_curve(runs, "parser_noise"), "parser_noise")
+    if "buckets" in wanted:
+        for task in dict.fromkeys(r.task for r in runs):
+            mine = [r for r in runs if r.task == task]
+            fig = plot_length_buckets([r.path for r in mine], [r.variant for r in mine], n_buckets, bucket_mode, edges)
+            save(fig, f"length_buckets_{_slug(task)}")
+    if "attention" in wanted:
+        if not (model and text):
+            raise ConfigError("the attention figure needs a model (--model) and a text (--text)")
+        save(plot_attention(model, text, text_b, layer=layer), f"attention_layer{layer}")
+    if not written:
+        raise InputError("nothing to plot: give run folders, or --model and --text for attention maps")
+    return written

@@ -1,0 +1,58 @@
+"""``syntaxformer analyze``: a trained run's dev scores broken down, e.g. by input length (SG-Net §7.1).
+
+Examples::
+
+    syntaxformer analyze runs/cola/sgnet/seed1 --by length
+    syntaxformer analyze runs/cola/baseline/seed1 runs/cola/sgnet/seed1 --by length --buckets 6 --mode range \\
+        --output cola_lengths.json
+
+Lengths are in words (whitespace tokens): the question for SQuAD 2.0 and RACE, the source sentence for
+translation, ``text_a`` (+ ``text_b``) otherwise (:mod:`syntaxformer.analysis.buckets`). Prints a table; writes the
+result as JSON to ``--output`` (default ``length_buckets.json`` in the first run folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = "a run's dev scores by input length (SG-Net §7.1); two runs side by side"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``syntaxformer analyze`` to ``parser``."""
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders of `syntaxformer train` (same task and dev "
+                                                               "examples; two are shown side by side)")
+    parser.add_argument("--by", choices=("length",), default="length", help="what to break the scores down by")
+    parser.add_argument("--buckets", type=int, default=5, help="number of length buckets (5)")
+    parser.add_argument("--mode", choices=("count", "range"), default="count",
+                        help="buckets of about equally many examples (count, default) or of equal length ranges")
+    parser.add_argument("--edges", default=None, metavar="N,N,...",
+                        help="explicit upper bounds of the buckets instead, e.g. 5,10,15,20")
+    parser.add_argument("--names", default=None, metavar="A,B", help="column names of the runs (default run1, run2)")
+    parser.add_argument("--output", default=None, metavar="FILE",
+                        help="JSON result (default: length_buckets.json in the first run folder)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from syntaxformer.analysis.buckets import format_length_buckets, length_buckets
+    from syntaxformer.errors import ConfigError
+    from syntaxformer.utils import write_json
+
+    edges = None
+    if args.edges:
+        try:
+            edges = [int(x) for x in args.edges.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--edges {args.edges!r} must be comma-separated whole numbers, e.g. 5,10,15") from None
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    if names is not None and len(names) != len(args.runs):
+        raise ConfigError(f"--names gives {len(names)} names for {len(args.runs)} runs")
+    result = length_buckets(args.runs, n_buckets=args.buckets, mode=args.mode, edges=edges)
+    if names:
+        result["names"] = names
+    output = Path(args.output) if args.output else Path(args.runs[0]) / "length_buckets.json"
+    write_json(output, result)
+    print(format_length_buckets(result, names))
+    print(f"written: {output}")
+    return 0

@@ -1,0 +1,64 @@
+"""``syntaxformer plot``: figures (PNG and SVG) from run folders of ``syntaxformer train``.
+
+Examples::
+
+    syntaxformer plot runs/issue16 --output figures                       # results with 95% CIs (+ curves)
+    syntaxformer plot 'runs/rte/*/seed*' --kind results buckets --output figures
+    syntaxformer plot runs/noise --kind noise --output figures           # runs differing in parser_noise
+    syntaxformer plot --kind attention --model MODEL_DIR --text "The cat sat on the mat." --layer -1 --output figures
+
+Without ``--kind`` the figures are inferred from what the runs record (``metrics.json``): results always, a
+learning curve where a task's runs differ in train size, a parser-noise curve where they differ in parser noise,
+attention maps when ``--model`` and ``--text`` are given (:func:`syntaxformer.analysis.plots.plot_runs`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "figures (PNG + SVG) from run folders: results with CIs, length buckets, learning / noise curves, attention"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``syntaxformer plot`` to ``parser``."""
+    from syntaxformer.analysis.plots import PLOT_KINDS
+
+    parser.add_argument("runs", nargs="*", metavar="RUN_DIR",
+                        help="run folders, folders holding run folders, or quoted glob patterns")
+    parser.add_argument("--output", "-o", required=True, metavar="DIR", help="folder for the PNG and SVG files")
+    parser.add_argument("--kind", nargs="+", choices=PLOT_KINDS, default=None,
+                        help="figures to draw (default: inferred from the runs)")
+    parser.add_argument("--resamples", type=int, default=1000,
+                        help="bootstrap resamples of the interval of a single run (1000)")
+    parser.add_argument("--buckets", type=int, default=5, help="length buckets (5)")
+    parser.add_argument("--mode", choices=("count", "range"), default="count", help="length buckets by count / range")
+    parser.add_argument("--edges", default=None, metavar="N,N,...", help="explicit upper bounds of the length buckets")
+    parser.add_argument("--model", default=None, help="attention: a model folder (or the offline default 'minilm')")
+    parser.add_argument("--text", default=None, help="attention: the text")
+    parser.add_argument("--text-b", default=None, help="attention: the second text of a pair")
+    parser.add_argument("--layer", type=int, default=-1, help="attention: the layer (default the last)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from syntaxformer.analysis.plots import plot_runs
+    from syntaxformer.errors import ConfigError
+
+    edges = None
+    if args.edges:
+        try:
+            edges = [int(x) for x in args.edges.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--edges {args.edges!r} must be comma-separated whole numbers, e.g. 5,10,15") from None
+    if args.resamples < 1:
+        raise ConfigError(f"--resamples {args.resamples} must be a positive number")
+    model = args.model
+    if model == "minilm":
+        from syntaxformer.defaults import default_hf_model
+
+        model = default_hf_model()
+    written = plot_runs(args.runs, args.output, kinds=args.kind, n_resamples=args.resamples, n_buckets=args.buckets,
+                        bucket_mode=args.mode, edges=edges, model=model, text=args.text, text_b=args.text_b,
+                        layer=args.layer)
+    for name, paths in written.items():
+        print(f"{name}: " + " ".join(str(p) for p in paths))
+    return 0
