@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("syntaxformer.commands.compare", "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores"),
     "significance": ("syntaxformer.commands.significance", "paired significance of two systems' dev scores from their run folders"),
     "diagnose": ("syntaxformer.commands.diagnose", "token-state drift and zero-shot similarity of a syntax configuration at init"),
+    "probe": ("syntaxformer.commands.probe", "structural (distance / depth) and POS / label probes per layer on UD EWT dev"),
     "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),
 }
 
