@@ -284,3 +284,21 @@ def test_probe_cli_table_and_json(tmp_path, capsys, tiny_model, one_thread):
     assert main(args + ["--layers", "sg"]) == 1  # a plain encoder has no sg layer: one-line error
     assert "unknown layer" in capsys.readouterr().err
     assert main(args + ["--set", "gate"]) == 1
+
+
+@pytest.mark.slow
+def test_probe_run_folder_of_a_trained_sgnet(tmp_path, monkeypatch, tiny_model, one_thread):
+    from syntaxformer.training import RunConfig, train
+
+    monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    train(RunConfig.from_dict(dict(
+        task="sst2", data_dir=str(data_path("glue", "SST-2")), model_name_or_path=tiny_model, model_type="sgnet",
+        max_train_samples=16, max_eval_samples=8, max_length=32, num_train_epochs=1, per_device_train_batch_size=8,
+        disable_tqdm=True, output_dir=str(run), seed=0, save_strategy="no", eval_strategy="no")))
+    probed = load_probed_model(run)
+    assert probed.system == "sgnet" and probed.description["run"] == str(run)
+    assert probed.layer_names() == ["embeddings", "layer1", "layer2", "sg", "aggregated"]
+    sents = [_sentence([1, -1, 1], words=["Dogs", "bark", "loudly"])]
+    vec, kept = word_representations(probed, sents, ["sg"], progress=False)
+    assert kept == [0] and vec["sg"][0].shape == (3, 32)
