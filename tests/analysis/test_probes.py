@@ -284,6 +284,8 @@ def test_probe_cli_table_and_json(tmp_path, capsys, tiny_model, one_thread):
     assert main(args + ["--layers", "sg"]) == 1  # a plain encoder has no sg layer: one-line error
     assert "unknown layer" in capsys.readouterr().err
     assert main(args + ["--set", "gate"]) == 1
+    assert main(args + ["--set", "gate=layer"]) == 1  # options without --system
+    assert "--system" in capsys.readouterr().err
 
 
 @pytest.mark.slow

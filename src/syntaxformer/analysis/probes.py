@@ -457,9 +457,10 @@ def uuas(predicted: Sequence[np.ndarray], sentences: Sequence[Sentence]) -> floa
     pooled over the sentences: correct arcs / gold arcs, both without punctuation (:data:`PUNCTUATION_UPOS`)."""
     correct = total = 0
     for d, s in zip(predicted, sentences):
-        keep = np.flatnonzero(_keep(s))
-        gold = {(min(i, int(s.heads[i])), max(i, int(s.heads[i]))) for i in keep
-                if s.heads[i] >= 0 and s.heads[i] in set(keep.tolist())}
+        mask = _keep(s)
+        keep = np.flatnonzero(mask)
+        gold = {(min(int(i), s.heads[i]), max(int(i), s.heads[i])) for i in keep
+                if s.heads[i] >= 0 and mask[s.heads[i]]}
         sub = np.asarray(d)[np.ix_(keep, keep)]
         pred = {(int(keep[i]), int(keep[j])) for i, j in minimum_spanning_tree_edges(sub)}
         correct += len(pred & gold)

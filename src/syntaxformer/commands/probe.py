@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    if options and args.system == "plain":
+        raise ConfigError("--set gives options of an untrained syntax model: add --system sgnet or syntax_bert")
     for name in ("train_sentences", "test_sentences"):
         if getattr(args, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be 0 (all) or a positive number of sentences")
