@@ -20,6 +20,8 @@ from syntaxformer.analysis.probes import (
     load_probe_data,
     load_probed_model,
     minimum_spanning_tree_edges,
+    predict_depths,
+    predict_distances,
     root_accuracy,
     split_documents,
     train_depth_probe,
@@ -147,12 +149,12 @@ def test_probes_recover_a_tree_encoded_in_the_vectors(one_thread):
     train_s, test_s, train_v, test_v = sents[:80], sents[80:], vecs[:80], vecs[80:]
     settings = ProbeSettings(rank=dim, epochs=60, lr=1e-2, seed=0)
     b = train_distance_probe(train_v, [tree_distance_matrix(s.heads) for s in train_s], settings)
-    pred = probes._predict(b, test_v, "distance")
+    pred = predict_distances(b, test_v)
     assert uuas(pred, test_s) > 0.95
     assert distance_spearman(pred, [tree_distance_matrix(s.heads) for s in test_s]) > 0.9
     d = train_depth_probe(train_v, [np.array([len(ref.path_to_root(s.heads, i)) - 1 for i in range(len(s))])
                                     for s in train_s], settings)
-    assert root_accuracy(probes._predict(d, test_v, "depth"), test_s) > 0.95
+    assert root_accuracy(predict_depths(d, test_v), test_s) > 0.95
     # a seed gives one result
     assert torch.equal(b, train_distance_probe(train_v, [tree_distance_matrix(s.heads) for s in train_s], settings))
 

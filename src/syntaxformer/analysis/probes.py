@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["ProbeData", "ProbeSettings", "ProbedModel", "load_probe_data", "split_documents", "load_probed_model",
            "word_representations", "tree_distance_matrix", "minimum_spanning_tree_edges", "uuas",
            "distance_spearman", "root_accuracy", "depth_spearman", "train_distance_probe", "train_depth_probe",
+           "predict_distances", "predict_depths",
            "linear_probe_accuracy", "probe_model", "probe_models", "format_probe_table", "PUNCTUATION_UPOS",
            "SPEARMAN_LENGTHS", "UD_EWT_DEV"]
 
@@ -637,14 +638,18 @@ def train_depth_probe(vectors: Sequence[np.ndarray], depths: Sequence[np.ndarray
     return _train_structural(vectors, depths, "depth", settings or ProbeSettings())
 
 
-def _predict(proj: torch.Tensor, vectors: Sequence[np.ndarray], kind: str) -> list[np.ndarray]:
-    out = []
+def predict_distances(proj: torch.Tensor, vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per sentence, the ``[n, n]`` distances ``||(h_i - h_j) B||²`` of a distance probe ``B`` ``[H, rank]``."""
     with torch.no_grad():
-        for v in vectors:
-            x = torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0)  # (1, n, H)
-            f = _project_distances if kind == "distance" else _project_depths
-            out.append(f(proj, x)[0].numpy().astype(np.float64))
-    return out
+        return [_project_distances(proj, torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0))[0]
+                .numpy().astype(np.float64) for v in vectors]
+
+
+def predict_depths(proj: torch.Tensor, vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per sentence, the ``[n]`` depths ``||h_i B||²`` of a depth probe ``B`` ``[H, rank]``."""
+    with torch.no_grad():
+        return [_project_depths(proj, torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0))[0]
+                .numpy().astype(np.float64) for v in vectors]
 
 
 def linear_probe_accuracy(train_x: np.ndarray, train_y: Sequence[str], test_x: np.ndarray, test_y: Sequence[str],
@@ -692,17 +697,17 @@ def _layer_scores(train_v: list[np.ndarray], test_v: list[np.ndarray], train: li
     train_depth = [tree_depths(s.heads) for s in train]
     test_depth = [tree_depths(s.heads) for s in test]
     dist_probe = train_distance_probe(train_v, train_dist, settings)
-    pred_dist = _predict(dist_probe, test_v, "distance")
+    pred_dist = predict_distances(dist_probe, test_v)
     depth_probe = train_depth_probe(train_v, train_depth, settings)
-    pred_depth = _predict(depth_probe, test_v, "depth")
+    pred_depth = predict_depths(depth_probe, test_v)
     tx, vx = np.concatenate(train_v), np.concatenate(test_v)
     pos = linear_probe_accuracy(tx, [t for s in train for t in s.upos], vx, [t for s in test for t in s.upos],
                                 settings)
     lab = linear_probe_accuracy(tx, [_universal(t) for s in train for t in s.deprels], vx,
                                 [_universal(t) for s in test for t in s.deprels], settings)
     scores = {"uuas": uuas(pred_dist, test), "distance_spearman": distance_spearman(pred_dist, test_dist),
-              "root_accuracy": root_accuracy(pred_depth, test), "depth_spearman": depth_spearman(pred_depth, test_depth),
-              "pos_accuracy": pos, "label_accuracy": lab}
+              "root_accuracy": root_accuracy(pred_depth, test),
+              "depth_spearman": depth_spearman(pred_depth, test_depth), "pos_accuracy": pos, "label_accuracy": lab}
     return {k: round(float(v), 4) for k, v in scores.items()}
 
 
