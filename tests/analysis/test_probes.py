@@ -306,3 +306,18 @@ def test_probe_run_folder_of_a_trained_sgnet(tmp_path, monkeypatch, tiny_model, 
     sents = [_sentence([1, -1, 1], words=["Dogs", "bark", "loudly"])]
     vec, kept = word_representations(probed, sents, ["sg"], progress=False)
     assert kept == [0] and vec["sg"][0].shape == (3, 32)
+
+
+@pytest.mark.slow
+def test_probes_parser_syntax_changes_only_the_syntax_layers(tmp_path, monkeypatch, one_thread):
+    monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
+    sents = load_probe_data(data_path("ud_ewt", "en_ewt-ud-dev.conllu"), max_train_sentences=3,
+                            max_test_sentences=1).train
+    sgnet = load_probed_model(minilm_path(), "sgnet")
+    gold, _ = word_representations(sgnet, sents, ["layer6", "sg"], progress=False)
+    parsed, _ = word_representations(sgnet, sents, ["layer6", "sg"], syntax="parser", progress=False)
+    for a, b in zip(gold["layer6"], parsed["layer6"]):
+        assert np.allclose(a, b, atol=1e-5)
+    assert any(not np.allclose(a, b, atol=1e-3) for a, b in zip(gold["sg"], parsed["sg"]))
+    with pytest.raises(ConfigError, match="syntax"):
+        word_representations(sgnet, sents, ["sg"], syntax="silver", progress=False)
