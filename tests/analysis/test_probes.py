@@ -32,7 +32,7 @@ from syntaxformer.analysis.probes import (
 )
 from syntaxformer.cli import main
 from syntaxformer.data.sentence import Sentence
-from syntaxformer.errors import ConfigError
+from syntaxformer.errors import ConfigError, DataError
 from tests.analysis import reference_probes as ref
 from tests.conftest import data_path, minilm_path
 
@@ -306,6 +306,9 @@ def test_probe_run_folder_of_a_trained_sgnet(tmp_path, monkeypatch, tiny_model, 
     sents = [_sentence([1, -1, 1], words=["Dogs", "bark", "loudly"])]
     vec, kept = word_representations(probed, sents, ["sg"], progress=False)
     assert kept == [0] and vec["sg"][0].shape == (3, 32)
+    (run / "config.json").rename(run / "config.json.bak")  # a run trained with save_model=false
+    with pytest.raises(DataError, match="save_model"):
+        load_probed_model(run)
 
 
 @pytest.mark.slow
