@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("syntaxformer.commands.plot", "figures (PNG + SVG) from run folders: results with CIs, length buckets, curves, attention"),
     "diagnose": ("syntaxformer.commands.diagnose", "token-state drift and zero-shot similarity of a syntax configuration at init"),
     "show": ("syntaxformer.commands.show", "an HTML page of one text's trees, syntax masks, attention, topical weights and gates"),
+    "probe": ("syntaxformer.commands.probe", "structural (distance / depth) and POS / label probes per layer on UD EWT dev"),
     "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),
 }
 
