@@ -16,9 +16,7 @@ from syntaxformer.tasks.base import TaskContext
 from syntaxformer.tasks.featurize import TOKEN_KEYS, build_features
 from tests.conftest import minilm_path
 
-datasets = pytest.importorskip("datasets", reason="the datasets package is not installed (pip install datasets); "
-                                                  "syntaxformer.hf_datasets needs it")
-from syntaxformer.hf_datasets import add_syntax_features  # noqa: E402
+from syntaxformer.hf_datasets import add_syntax_features, syntax_features
 
 ROWS = [("A gripping, beautifully shot film.", "It is good.", 1),
         ("The plot never quite comes together, and the ending drags.", "It is bad.", 0),
@@ -57,8 +55,14 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(minilm_path())
 
 
+@pytest.fixture(scope="module")
+def datasets():
+    return pytest.importorskip("datasets", reason="the datasets package is not installed (pip install datasets); "
+                                                  "add_syntax_features needs it")
+
+
 @pytest.fixture()
-def json_dataset(tmp_path):
+def json_dataset(tmp_path, datasets):
     """A data set loaded from a JSON Lines file, so ``map`` results are cached on disk (in-memory data sets are
     never cached by ``datasets``)."""
     path = tmp_path / "rows.jsonl"
@@ -127,7 +131,7 @@ def test_hf_datasets_worker_processes_give_the_same_rows(json_dataset, tokenizer
     assert one.to_dict() == two.to_dict()
 
 
-def test_hf_datasets_plain_model_needs_no_parser_and_errors_are_clear(json_dataset, tokenizer):
+def test_hf_datasets_plain_model_needs_no_parser_and_errors_are_clear(json_dataset, tokenizer, datasets):
     plain = _sgnet_config(use_sg_layer=False, pooling="cls")
     assert plain.syntax_inputs == ()
     ds = add_syntax_features(json_dataset, tokenizer, "sentence", config=plain, annotator="no-such-parser")
@@ -156,3 +160,20 @@ def test_hf_datasets_plain_trainer_trains_on_the_result(json_dataset, tokenizer,
     trainer = Trainer(model=model.train(), args=args, train_dataset=ds,
                       data_collator=SyntaxCollator(tokenizer.pad_token_id))
     assert np.isfinite(trainer.train().training_loss)
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_hf_datasets_syntax_features_of_a_list_are_the_runner_features(tokenizer, annotator, pair):
+    """Without ``datasets``: one dict of arrays per text (pair), equal to the runner's featurization."""
+    config = _sgnet_config()
+    rows = syntax_features([a for a, _, _ in ROWS], tokenizer, [b for _, b, _ in ROWS] if pair else None,
+                           config=config, annotator=annotator, max_length=32)
+    reference = _runner_features(tokenizer, annotator, config.syntax_inputs, pair)
+    assert len(rows) == len(ROWS)
+    for i, row in enumerate(rows):
+        assert set(row) == set(reference[i]) - {"labels"}
+        for key, value in row.items():
+            np.testing.assert_array_equal(value, reference[i][key], err_msg=f"row {i} {key}")
+    with pytest.raises(InputError, match="5 texts but 1 text_pairs"):
+        syntax_features([a for a, _, _ in ROWS], tokenizer, ["x"], config=config, annotator=annotator)
+    assert syntax_features([], tokenizer, config=config, annotator=annotator) == []

@@ -18,7 +18,11 @@ the parser's identity by content (:meth:`~syntaxformer.data.Annotator.cache_key`
 so calling it again on a data set loaded from files reuses ``datasets``' cache instead of parsing again, and
 ``num_proc`` spreads the parsing over processes (``datasets``' own engine).
 
-``datasets`` is an optional dependency (``pip install datasets``); it is imported when the function is called.
+:func:`syntax_features` does the same for a plain list of texts (no ``datasets`` needed): one dict of arrays per
+text, ready for a ``Trainer`` or a ``DataLoader``.
+
+``datasets`` is an optional dependency (``pip install datasets``); it is imported when :func:`add_syntax_features`
+is called.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
 
-__all__ = ["add_syntax_features", "SyntaxFeaturizer"]
+__all__ = ["add_syntax_features", "syntax_features", "SyntaxFeaturizer"]
 
 logger = logging.getLogger(__name__)
 
@@ -200,10 +204,28 @@ def add_syntax_features(ds: Any, tokenizer: Any, text_column: str, text_pair_col
         MissingDependencyError: ``datasets`` is not installed.
     """
     datasets = _import_datasets()
+    featurizer = _featurizer(tokenizer, text_column, text_pair_column, model, config, annotator, max_length,
+                             criterion, constituency, pos_tags, parse_cache)
+    syntax_inputs, parser = featurizer.syntax_inputs, featurizer.annotator() if featurizer.syntax_inputs else None
+    logger.info("adding the syntax inputs %s to the data set (parser: %s)", list(syntax_inputs),
+                getattr(parser, "source", "none"))
+    kwargs = dict(batched=True, batch_size=batch_size, num_proc=num_proc, remove_columns=remove_columns,
+                  load_from_cache_file=load_from_cache_file, desc="syntax features")
+    if isinstance(ds, datasets.DatasetDict):
+        return datasets.DatasetDict({name: split.map(featurizer, **kwargs) for name, split in ds.items()})
+    if not isinstance(ds, datasets.Dataset):
+        raise InputError(f"add_syntax_features maps a datasets.Dataset or DatasetDict, got a {type(ds).__name__}")
+    return ds.map(featurizer, **kwargs)
+
+
+def _featurizer(tokenizer: Any, text_column: str, text_pair_column: str | None, model: Any, config: Any,
+                annotator: Any, max_length: int, criterion: str, constituency: str, pos_tags: str | None,
+                parse_cache: Any) -> SyntaxFeaturizer:
+    """The map function for a model (or config) and options, after checking them."""
     if config is None:
         config = getattr(model, "config", None)
     if config is None or not hasattr(config, "syntax_inputs"):
-        raise ConfigError("add_syntax_features needs the model (model=...) or its config (config=...), whose "
+        raise ConfigError("syntax features: syntaxformer.hf_datasets needs the model (model=...) or its config (config=...), whose "
                           "syntax_inputs name the keys to add; got neither")
     if constituency not in ("from_dependency", "given"):
         raise ConfigError(f"constituency={constituency!r} must be 'from_dependency' or 'given'")
@@ -220,16 +242,37 @@ def add_syntax_features(ds: Any, tokenizer: Any, text_column: str, text_pair_col
         parser = make_annotator(annotator, cache=parse_cache, progress=False)
     if "pos_ids" in syntax_inputs and pos_tags is None:
         pos_tags = getattr(config, "pos_embeddings", None) or "upos"
-    featurizer = SyntaxFeaturizer(tokenizer, text_column, text_pair_column, syntax_inputs, parser, spec, max_length,
-                                  criterion=criterion, max_distance=int(getattr(config, "max_distance", 15) or 15),
-                                  constituency=constituency, pos_tags=pos_tags,
-                                  from_spec=annotator is None or isinstance(annotator, str))
-    logger.info("adding the syntax inputs %s to the data set (parser: %s)", list(syntax_inputs),
-                getattr(parser, "source", "none"))
-    kwargs = dict(batched=True, batch_size=batch_size, num_proc=num_proc, remove_columns=remove_columns,
-                  load_from_cache_file=load_from_cache_file, desc="syntax features")
-    if isinstance(ds, datasets.DatasetDict):
-        return datasets.DatasetDict({name: split.map(featurizer, **kwargs) for name, split in ds.items()})
-    if not isinstance(ds, datasets.Dataset):
-        raise InputError(f"add_syntax_features maps a datasets.Dataset or DatasetDict, got a {type(ds).__name__}")
-    return ds.map(featurizer, **kwargs)
+    return SyntaxFeaturizer(tokenizer, text_column, text_pair_column, syntax_inputs, parser, spec, max_length,
+                            criterion=criterion, max_distance=int(getattr(config, "max_distance", 15) or 15),
+                            constituency=constituency, pos_tags=pos_tags,
+                            from_spec=annotator is None or isinstance(annotator, str))
+
+
+def syntax_features(texts: list[str], tokenizer: Any, text_pairs: list[str] | None = None, *, model: Any = None,
+                    config: Any = None, annotator: Any = None, max_length: int = 128, criterion: str = "share",
+                    constituency: str = "from_dependency", pos_tags: str | None = None,
+                    parse_cache: Any = True) -> list[dict[str, np.ndarray]]:
+    """The model inputs of each text (pair), as :func:`add_syntax_features` makes them, without ``datasets``.
+
+    Args:
+        texts: the (first) texts.
+        tokenizer: the model's fast tokenizer.
+        text_pairs: the second texts of pairs (same length as ``texts``), or ``None``.
+        model, config, annotator, max_length, criterion, constituency, pos_tags, parse_cache: as in
+            :func:`add_syntax_features`.
+
+    Returns:
+        One dict per text: ``input_ids``, ``attention_mask`` (``token_type_ids``) and the keys of
+        ``config.syntax_inputs``, each an array ``[L]`` (``[L, D]`` for ancestor tables); add a ``label`` and give
+        the list to a ``Trainer`` / ``DataLoader`` with :class:`~syntaxformer.data.collate.SyntaxCollator`.
+
+    Raises:
+        InputError: ``text_pairs`` has another length than ``texts``, or an item is not a string.
+    """
+    if text_pairs is not None and len(text_pairs) != len(texts):
+        raise InputError(f"{len(texts)} texts but {len(text_pairs)} text_pairs; give one second text per text")
+    featurizer = _featurizer(tokenizer, "text", None if text_pairs is None else "text_pair", model, config, annotator,
+                             max_length, criterion, constituency, pos_tags, parse_cache)
+    batch = {"text": list(texts)} | ({} if text_pairs is None else {"text_pair": list(text_pairs)})
+    columns = featurizer(batch) if texts else {}
+    return [{k: v[i] for k, v in columns.items()} for i in range(len(texts))]
