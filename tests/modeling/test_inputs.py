@@ -87,3 +87,22 @@ def test_inputs_plain_trainer_keeps_the_syntax_columns_with_default_arguments(sy
     assert np.isfinite(result.training_loss)
     assert "sentence" not in seen[0] and "label" in seen[0] and set(seen[0]) >= {"dep_tin", "syntax_tree"}
     assert any(not torch.equal(p, before[n]) for n, p in model.named_parameters() if n in before)
+
+
+def test_inputs_syntax_bert_accepts_its_keys_and_precomputed_groups_and_rejects_others():
+    from tests.modeling.test_modeling_syntax_bert import make_batch
+
+    torch.manual_seed(0)
+    model = SyntaxBertForSequenceClassification(SyntaxBertConfig(encoder=tiny_bert(), num_labels=2)).eval()
+    batch = make_batch()
+    with torch.no_grad():
+        reference = model(**batch).logits
+        groups = model.syntax_bert.build_groups(batch, torch.device("cpu"), batch["input_ids"])
+        precomputed = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                            syntax_groups=groups, syntax_tree=batch["syntax_tree"]).logits
+    assert torch.allclose(precomputed, reference, atol=1e-6)
+    with pytest.raises(InputError, match=r"SyntaxBertForSequenceClassification.forward got unexpected keyword "
+                                         r"arguments \['dep_tinn'\]"):
+        model(**batch, dep_tinn=batch["dep_tin"])
+    with pytest.raises(InputError, match=r"SyntaxBertModel.forward got unexpected keyword arguments \['labels'\]"):
+        model.syntax_bert(**batch, labels=torch.zeros(3, dtype=torch.long))
