@@ -225,8 +225,8 @@ def _featurizer(tokenizer: Any, text_column: str, text_pair_column: str | None, 
     if config is None:
         config = getattr(model, "config", None)
     if config is None or not hasattr(config, "syntax_inputs"):
-        raise ConfigError("syntax features: syntaxformer.hf_datasets needs the model (model=...) or its config (config=...), whose "
-                          "syntax_inputs name the keys to add; got neither")
+        raise ConfigError("syntax features: syntaxformer.hf_datasets needs the model (model=...) or its config "
+                          "(config=...), whose syntax_inputs name the keys to add; got neither")
     if constituency not in ("from_dependency", "given"):
         raise ConfigError(f"constituency={constituency!r} must be 'from_dependency' or 'given'")
     if criterion not in ("share", "children"):

@@ -341,7 +341,8 @@ def test_sgnet_missing_syntax_is_a_clear_error_and_unknown_keys_are_rejected():
         model(**batch, something_else=1)
     with pytest.raises(InputError, match=r"\['label'\].*'labels'"):
         model(**batch, label=torch.zeros(3, dtype=torch.long))
-    with pytest.raises(InputError, match=r"SGNetModel.forward got unexpected keyword arguments \['labels'\] \(labels are read by the task models"):
+    with pytest.raises(InputError, match=r"SGNetModel.forward got unexpected keyword arguments \['labels'\] "
+                                         r"\(labels are read by the task models"):
         model.sgnet(**batch, labels=torch.zeros(3, dtype=torch.long))
 
 

@@ -31,7 +31,8 @@ TOLERATED_KEYWORDS: frozenset[str] = frozenset({"num_items_in_batch"})
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_SYNTAX_KEYS_DESCRIPTION = "the syntax batch keys (syntax_tree, dep_tin, ...: syntaxformer.modeling.inputs.SYNTAX_INPUT_KEYS)"
+_SYNTAX_KEYS_DESCRIPTION = ("the syntax batch keys (syntax_tree, dep_tin, ...: "
+                            "syntaxformer.modeling.inputs.SYNTAX_INPUT_KEYS)")
 
 
 def syntax_forward_signature(forward: F) -> F:
