@@ -1,15 +1,17 @@
-"""The documentation stays true: every ```python block of README.md and docs/*.md runs as written, every relative
-link points to a file, and every source / test file a page names in backticks exists.
+"""The documentation stays true: every ```python block of README.md and docs/*.md runs as written, and every source /
+test file a page names in backticks exists (links: tests/test_links.py).
 
 A page's python blocks run in order in one fresh interpreter (later blocks may use names of earlier ones, as a
 reader would run them), from an empty temporary folder, with the environment of the test run (``HF_HUB_OFFLINE``,
 ``SYNTAXFORMER_DATA`` ...). A block directly preceded by the line ``<!-- no-test -->`` is skipped (use it only for
-long trainings); one preceded by ``<!-- excerpt: PATH -->`` is an abridged excerpt of a repository file that the
+long trainings); one preceded by ``<!-- requires: MODULE -->`` runs only where that optional package is installed
+(e.g. ``datasets``); one preceded by ``<!-- excerpt: PATH -->`` is an abridged excerpt of a repository file that the
 test suite runs (the file must exist). Pages whose blocks read the shared data sets skip when the data is absent.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -24,9 +26,10 @@ NO_TEST = "<!-- no-test -->"
 #: ``<!-- excerpt: tests/x.py -->`` before a block: an abridged excerpt of that file, which the test suite runs; the
 #: block itself is not run, the file must exist.
 _EXCERPT = re.compile(r"^<!-- excerpt: (\S+) -->$")
+#: ``<!-- requires: datasets -->`` before a block: run it only where that optional package can be imported.
+_REQUIRES = re.compile(r"^<!-- requires: ([\w.]+) -->$")
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
-_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _CODE_PATH = re.compile(r"`([\w./-]+\.(?:py|md))`")
 #: First path components that mean "a file of this repository" (top-level folders, the package and its packages).
 _REPO_ROOTS = {"src", "tests", "docs", "experiments", "benchmarks", "syntaxformer",
@@ -35,7 +38,8 @@ _REPO_ROOTS = {"src", "tests", "docs", "experiments", "benchmarks", "syntaxforme
 
 def python_blocks(page: Path) -> list[tuple[int, str, bool]]:
     """``(first line number, code, runnable)`` of each ```python block of ``page``; ``runnable`` is False when the
-    last non-blank line before the fence is :data:`NO_TEST`."""
+    last non-blank line before the fence is :data:`NO_TEST` or an excerpt marker, or a ``requires`` marker names a
+    package that is not installed."""
     lines = page.read_text(encoding="utf-8").splitlines()
     blocks, i = [], 0
     while i < len(lines):
@@ -50,7 +54,10 @@ def python_blocks(page: Path) -> list[tuple[int, str, bool]]:
         if lang == "python":
             before = [ln.strip() for ln in lines[:i] if ln.strip()]
             marker = before[-1] if before else ""
-            blocks.append((start + 1, "\n".join(lines[start:j]), not (marker == NO_TEST or _EXCERPT.match(marker))))
+            requires = _REQUIRES.match(marker)
+            missing = requires is not None and importlib.util.find_spec(requires.group(1)) is None
+            blocks.append((start + 1, "\n".join(lines[start:j]),
+                           not (marker == NO_TEST or _EXCERPT.match(marker) or missing)))
         i = j + 1
     return blocks
 
@@ -101,19 +108,6 @@ def test_excerpts_name_existing_files() -> None:
                 assert (REPO / m.group(1)).exists(), f"{page.name}: excerpt of a missing file {m.group(1)}"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
-def test_relative_links_resolve(page: Path) -> None:
-    text = page.read_text(encoding="utf-8")
-    broken = []
-    for target in _LINK.findall(text):
-        if re.match(r"^[a-z]+:", target) or target.startswith("#"):
-            continue
-        path = target.split("#", 1)[0]
-        if path and not (page.parent / path).exists():
-            broken.append(target)
-    assert not broken, f"{page.name} links to missing files: {broken}"
-
-
 def _code_path_exists(name: str) -> bool:
     """A backticked path of a page, relative to the repo, ``src/``, the package, or one of its packages."""
     package = REPO / "src" / "syntaxformer"
@@ -138,3 +132,10 @@ def test_docs_index_lists_every_page() -> None:
     index = (REPO / "docs" / "README.md").read_text(encoding="utf-8")
     pages = {p.name for p in (REPO / "docs").glob("*.md")} - {"README.md"}
     assert not {p for p in pages if f"]({p})" not in index}, "docs/README.md must link every docs page"
+
+
+def test_requires_marker_runs_a_block_only_where_its_package_is_installed(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- requires: no_such_package_xyz -->\n```python\nimport no_such_package_xyz\n```\n\n"
+                    "<!-- requires: json -->\n```python\nimport json\n```\n\n```python\nx = 1\n```\n")
+    assert [runnable for _, _, runnable in python_blocks(page)] == [False, True, True]

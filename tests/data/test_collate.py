@@ -75,3 +75,14 @@ def test_collate_passes_label_on_as_labels():
     assert batch["syntax_tree"].tolist() == [[-1, 0, -1], [-1, -1, -1]]
     only_ids = SyntaxCollator()([{"input_ids": [5], "label_ids": 2}])
     assert only_ids["labels"].tolist() == [2]
+
+
+def test_collate_text_fields_are_a_clear_error():
+    """A text column left in the rows (remove_unused_columns=False) is named, not a cryptic tensor error."""
+    import pytest
+
+    from syntaxformer.errors import InputError
+
+    rows = [{"input_ids": [101, 7, 102], "attention_mask": [1, 1, 1], "sentence": "a b", "label": 1}]
+    with pytest.raises(InputError, match=r"field 'sentence' holds str\d* values .*not a model input"):
+        SyntaxCollator(pad_token_id=0)(rows)

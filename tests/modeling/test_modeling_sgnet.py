@@ -18,6 +18,7 @@ from transformers import (
 )
 
 from syntaxformer.data.collate import SyntaxCollator
+from syntaxformer.errors import InputError
 from syntaxformer.masks import sdoi_mask
 from syntaxformer.modeling import (
     AGGREGATIONS,
@@ -328,13 +329,21 @@ def test_sgnet_mask_special_in_aggregation_and_mean_pooling():
     assert torch.allclose(logits, model.classifier(pooled), atol=1e-6)
 
 
-def test_sgnet_missing_syntax_is_a_clear_error_and_extra_keys_are_ignored():
+def test_sgnet_missing_syntax_is_a_clear_error_and_unknown_keys_are_rejected():
     batch = make_batch()
     model = tiny_model()
     with pytest.raises(ValueError, match="dep_tin"):
         model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     with torch.no_grad():
-        model(**batch, something_else=1)  # collator extras (dep_depth, con_*, ...) and others are ignored
+        model(**batch, num_items_in_batch=4)  # collator extras (dep_depth, con_*, ...) and Trainer's count pass
+    with pytest.raises(InputError, match=r"SGNetForSequenceClassification.forward got unexpected keyword arguments "
+                                         r"\['something_else'\]"):
+        model(**batch, something_else=1)
+    with pytest.raises(InputError, match=r"\['label'\].*'labels'"):
+        model(**batch, label=torch.zeros(3, dtype=torch.long))
+    with pytest.raises(InputError, match=r"SGNetModel.forward got unexpected keyword arguments \['labels'\] "
+                                         r"\(labels are read by the task models"):
+        model.sgnet(**batch, labels=torch.zeros(3, dtype=torch.long))
 
 
 @pytest.mark.parametrize("options", [dict(alpha_mode="learned"), dict(sg_init="copy_last", aggregation="concat")])
@@ -390,7 +399,7 @@ def test_sgnet_real_minilm_on_a_collated_batch(minilm_tokenizer):
     baseline = SGNetForSequenceClassification.from_encoder_pretrained(path, num_labels=2, use_sg_layer=False)
     with torch.no_grad():
         out = model(**batch, output_attentions=True)
-        h = model.sgnet(**batch).encoder_hidden_state
+        h = model.sgnet(**{k: v for k, v in batch.items() if k != "labels"}).encoder_hidden_state
         h_plain = AutoModel.from_pretrained(path)(input_ids=batch["input_ids"],
                                                   attention_mask=batch["attention_mask"],
                                                   token_type_ids=batch["token_type_ids"]).last_hidden_state

@@ -200,3 +200,19 @@ def test_seq2seq_sg_layer_uses_gelu_and_old_configs_keep_relu(tmp_path):
     assert type(config).from_dict(old).sg_hidden_act == "relu"
     config.save_pretrained(tmp_path)
     assert AutoConfig.from_pretrained(tmp_path).sg_hidden_act == "gelu"
+
+
+def test_seq2seq_forward_rejects_unknown_keywords_and_accepts_what_transformers_passes():
+    """A misspelt or foreign key is an error naming it (it used to be passed on and ignored); the output options
+    and ``num_items_in_batch`` (Trainer) are accepted."""
+    batch = synthetic_batch()
+    torch.manual_seed(0)
+    model = SyntaxInfusedForConditionalGeneration(build_config("tiny", 40, 50, features=FEATS, use_sg_layer=True,
+                                                               feature_dim=8)).eval()
+    with torch.no_grad():
+        reference = model(**batch).loss
+        out = model(**batch, output_attentions=True, return_dict=True, num_items_in_batch=5)
+    assert torch.equal(out.loss, reference)
+    with pytest.raises(SyntaxformerError, match=r"unexpected keyword arguments \['pos_ids', 'text'\]"):
+        model(**batch, text=["a"], pos_ids=batch["upos_ids"])
+    assert model.accepts_loss_kwargs is False

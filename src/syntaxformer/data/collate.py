@@ -61,6 +61,10 @@ def pad_arrays(features: Sequence[Mapping[str, np.ndarray]], pad_token_id: int =
     batch: dict[str, torch.Tensor] = {}
     for key in keys:
         first = np.asarray(features[0][key])
+        if first.dtype.kind in "USO":
+            raise InputError(f"field {key!r} holds {first.dtype.name} values ({features[0][key]!r:.40}), not numbers: "
+                             "it is not a model input; drop it (e.g. ds.remove_columns([...]), or the Trainer's "
+                             "remove_unused_columns=True) before collating")
         if first.ndim == 0:
             batch[key] = torch.as_tensor(np.stack([np.asarray(f[key]) for f in features]))
             continue

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from syntaxformer.errors import ConfigError, InputError
+from syntaxformer.modeling.inputs import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import (
     ContextualStates,
     MultipleChoiceOutput,
@@ -150,6 +151,9 @@ class TaskHead:
 
     base_model_prefix: str
     config: Any
+    #: The heads return per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch`` and
+    #: divides the loss by the gradient accumulation steps itself.
+    accepts_loss_kwargs = False
 
     def attach_backbone(self, config: Any, encoder: nn.Module | None) -> nn.Module | None:
         """Build the backbone around ``encoder`` (``None``: a new encoder from ``config.encoder``), store it as
@@ -162,8 +166,16 @@ class TaskHead:
                      token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None,
                      inputs_embeds: torch.Tensor | None, output_attentions: bool | None,
                      output_hidden_states: bool | None, syntax_inputs: dict[str, Any]) -> ContextualStates:
-        """The backbone's :class:`~syntaxformer.modeling.outputs.ContextualStates` for a batch."""
-        return getattr(self, self.base_model_prefix).contextual_states(
+        """The backbone's :class:`~syntaxformer.modeling.outputs.ContextualStates` for a batch.
+
+        Raises:
+            InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone (a misspelt key, a
+                data set column): :func:`~syntaxformer.modeling.inputs.check_forward_inputs`.
+        """
+        backbone = getattr(self, self.base_model_prefix)
+        check_forward_inputs(self, syntax_inputs, backbone.syntax_keywords)
+        syntax_inputs = {k: v for k, v in syntax_inputs.items() if k not in TOLERATED_KEYWORDS}
+        return backbone.contextual_states(
             input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
             inputs_embeds=inputs_embeds, output_attentions=output_attentions,
             output_hidden_states=output_hidden_states, **syntax_inputs)
@@ -213,6 +225,7 @@ class SequenceClassificationHead(PooledScorer):
         if self.pooler is not None:
             self.pooler.copy_from(encoder_pooler)
 
+    @syntax_forward_signature
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -240,7 +253,10 @@ class SequenceClassificationHead(PooledScorer):
             return_dict: return a :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput` (default) or a
                 tuple.
             **syntax_inputs: the batch's syntax tensors (``config.syntax_inputs``; see the backbone's
-                ``forward``); other batch keys are ignored, so a collated batch can be passed as ``model(**batch)``.
+                ``forward``). Every syntax batch key is accepted (those the model does not read are ignored), so a
+                collated batch can be passed as ``model(**batch)``; any other key raises an ``InputError`` naming
+                it (:mod:`syntaxformer.modeling.inputs`). The signature names every syntax key, so a
+                ``transformers.Trainer`` keeps those columns with its default ``remove_unused_columns=True``.
 
         Returns:
             :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput` with ``logits`` ``[B, num_labels]``
@@ -312,6 +328,7 @@ class QuestionAnsweringHead(TaskHead):
         """(β1, β2) of Eq. 14 from the config (default 1.0, 1.0)."""
         return float(self.config.verifier_beta1), float(self.config.verifier_beta2)
 
+    @syntax_forward_signature
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -394,6 +411,7 @@ class MultipleChoiceHead(PooledScorer):
         if self.pooler is not None:
             self.pooler.copy_from(encoder_pooler)
 
+    @syntax_forward_signature
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -463,6 +481,7 @@ class TokenClassificationHead(TaskHead):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
+    @syntax_forward_signature
     def forward(
         self,
         input_ids: torch.Tensor | None = None,

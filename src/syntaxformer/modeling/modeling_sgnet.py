@@ -33,6 +33,7 @@ from syntaxformer.modeling.heads import (
     SequenceClassificationHead,
     TokenClassificationHead,
 )
+from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import ContextualStates, SGNetModelOutput
 from syntaxformer.modeling.sg_layer import ConcatAggregation, DualAggregation, SyntaxGuidedLayer, build_aggregation
 
@@ -53,6 +54,8 @@ class SGNetPreTrainedModel(PreTrainedModel):
     _supports_flash_attn = True
     _supports_flex_attn = True
     _supports_attention_backend = True
+    #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
+    accepts_loss_kwargs = False
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -119,6 +122,10 @@ class SGNetModel(SGNetPreTrainedModel):
             and an unused pooler would leave parameters without gradients, which breaks DDP).
     """
 
+    #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those SG-Net does
+    #: not read are ignored, so a whole collated batch can be passed).
+    syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS
+
     def __init__(self, config: SGNetConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)
         if encoder is None:
@@ -162,6 +169,7 @@ class SGNetModel(SGNetPreTrainedModel):
                               f"({heads}), got {self.config.sg_num_heads}")
         self.sg_layer.copy_from_bert_layer(layers[-1])
 
+    @syntax_forward_signature
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -176,7 +184,7 @@ class SGNetModel(SGNetPreTrainedModel):
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         pos_ids: torch.Tensor | None = None,
-        **unused: Any,
+        **other_syntax: Any,
     ) -> SGNetModelOutput | tuple[torch.Tensor, ...]:
         """Encode a batch.
 
@@ -198,12 +206,14 @@ class SGNetModel(SGNetPreTrainedModel):
             return_dict: return a :class:`SGNetModelOutput` (default) or a tuple.
             pos_ids: ``[B, L]`` POS ids per subword (0 = special token / padding; negative read as 0), needed when
                 ``config.pos_embeddings`` is set (BERT+POS): the POS embedding is added to the token embeddings.
-            **unused: other batch keys (``dep_depth``, ``con_*``, ``labels`` ...) are accepted and ignored, so a
-                collated batch can be passed as ``model(**batch)``.
+            **other_syntax: the other syntax batch keys of a collated batch (``dep_depth``, ``con_*`` ...) are
+                accepted and ignored, so a collated batch can be passed as ``model(**batch)``; any other keyword
+                (``labels``: use a task model) raises an ``InputError`` naming it.
 
         Returns:
             :class:`SGNetModelOutput` with H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H'.
         """
+        check_forward_inputs(self, other_syntax, self.syntax_keywords)
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if self.pos_embeddings is not None:
             if pos_ids is None:
@@ -282,7 +292,9 @@ class SGNetModel(SGNetPreTrainedModel):
         if missing:
             raise InputError(
                 f"SG-Net's syntax-guided layer needs the batch keys {missing} (built by "
-                "syntaxformer.data.collate.SyntaxCollator); pass them, or use use_sg_layer=False for the baseline")
+                "syntaxformer.data.collate.SyntaxCollator); pass them (if a Trainer dropped these columns, check that "
+                "the data set has them: syntaxformer.hf_datasets.add_syntax_features), or use use_sg_layer=False "
+                "for the baseline")
         if dep_tin.shape != (B, L):
             raise InputError(f"dep_tin has shape {tuple(dep_tin.shape)} but the input is [B, L] = [{B}, {L}]; "
                              "collate the syntax tensors with the same padding as input_ids")

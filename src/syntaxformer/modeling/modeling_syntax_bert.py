@@ -38,6 +38,7 @@ from syntaxformer.modeling.heads import (
     SequenceClassificationHead,
     TokenClassificationHead,
 )
+from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import ContextualStates, SyntaxBertModelOutput
 from syntaxformer.modeling.syntax_attention import (
     SYNTAX_ATTENTION,
@@ -107,6 +108,8 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
     supports_gradient_checkpointing = True
     _supports_sdpa = True
     _supports_attention_backend = True
+    #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
+    accepts_loss_kwargs = False
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -176,6 +179,10 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             ``AutoModel.from_config(config.encoder)``. It is switched to ``attn_implementation="syntax"``. Its
             pooler, if any, is removed (heads own their poolers; an unused pooler would break DDP).
     """
+
+    #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those the model
+    #: does not read are ignored, so a whole collated batch can be passed) and precomputed ``syntax_groups``.
+    syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS + ("syntax_groups",)
 
     def __init__(self, config: SyntaxBertConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)
@@ -250,7 +257,9 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         if missing:
             raise InputError(f"Syntax-BERT needs the batch keys {missing} (built by "
                              "syntaxformer.data.collate.SyntaxCollator; constituency needs constituency=True), or "
-                             "precomputed syntax_groups=...")
+                             "precomputed syntax_groups=...; if a Trainer dropped these columns, check that the "
+                             "data set has them (syntaxformer.hf_datasets.add_syntax_features) or pass "
+                             "TrainingArguments(remove_unused_columns=False)")
         f = {k: v.to(device) for k, v in features.items() if isinstance(v, torch.Tensor)}
         tree = f["syntax_tree"]
         segment = tree if c.pairwise == "sentence" else f["syntax_segment"]  # pairwise joins sentences / texts
@@ -303,6 +312,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
                 table[lo:hi + 1] = 0
         return table
 
+    @syntax_forward_signature
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -337,12 +347,14 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
                 outputs are unchanged, whatever the attention implementation of layers without sub-networks.
             **features: the other collator keys: ``syntax_tree``, ``syntax_segment`` ``[B, L]`` (-1 for special
                 tokens and padding), ``dep_tin``, ``dep_tout``, ``dep_depth`` ``[B, L]``, ``dep_anc_*``
-                ``[B, L, D']``, and with constituency ``con_key``, ``con_depth``, ``con_anc_*``. Other keys
-                (``labels`` ...) are ignored, so a collated batch can be passed as ``model(**batch)``.
+                ``[B, L, D']``, and with constituency ``con_key``, ``con_depth``, ``con_anc_*``. Syntax keys the
+                model does not read are ignored, so a collated batch can be passed as ``model(**batch)``; any other
+                keyword (``labels``: use a task model) raises an ``InputError`` naming it.
 
         Returns:
             :class:`SyntaxBertModelOutput` with ``last_hidden_state`` ``[B, L, H]`` and ``lisa_loss``.
         """
+        check_forward_inputs(self, features, self.syntax_keywords)
         return_dict = self.config.return_dict if return_dict is None else return_dict
         self.use_syntax_attention()
         device = self.encoder.get_input_embeddings().weight.device

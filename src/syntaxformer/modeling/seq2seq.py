@@ -32,6 +32,7 @@ training_defaults`).
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any
 
 import torch
@@ -48,6 +49,7 @@ from syntaxformer.data.subword_features import FEATURES
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
 from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
+from syntaxformer.modeling.inputs import check_forward_inputs
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 
 __all__ = ["PRESETS", "DEPENDENCY_INPUTS", "SyntaxInfusedTranslationConfig", "SyntaxInfusedForConditionalGeneration",
@@ -64,6 +66,10 @@ PRESETS: dict[str, dict[str, Any]] = {
              "decoder_attention_heads": 8, "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048},
 }
 
+#: Keyword arguments ``transformers`` passes to a model's ``forward`` besides its named parameters (``generate``,
+#: ``Trainer``): forwarded to the wrapped model (``return_dict`` and ``num_items_in_batch`` are dropped).
+_TRANSFORMERS_KEYWORDS = frozenset({"output_attentions", "output_hidden_states", "return_dict", "cache_position",
+                                    "num_items_in_batch"})
 #: The compact dependency tensors the SG-Net layer's SDOI mask is built from.
 DEPENDENCY_INPUTS: tuple[str, ...] = ("dep_tin", "dep_tout", "syntax_tree")
 
@@ -231,6 +237,8 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
     main_input_name = "input_ids"
     _supports_sdpa = True
     _supports_attention_backend = True
+    #: A per-batch mean loss: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
+    accepts_loss_kwargs = False
 
     def __init__(self, config: SyntaxInfusedTranslationConfig):
         super().__init__(config)
@@ -340,7 +348,9 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             input_ids, attention_mask: ``[B, L]`` source batch (not needed when ``encoder_outputs`` are given;
                 ``attention_mask`` is still the source mask then).
             decoder_input_ids: ``[B, T]`` decoder input; default ``<s>`` + ``labels`` shifted right.
-            decoder_attention_mask, past_key_values, use_cache, **kwargs: passed to the wrapped model.
+            decoder_attention_mask, past_key_values, use_cache, **kwargs: passed to the wrapped model (``kwargs``:
+                keyword arguments of the wrapped model's ``forward``, e.g. ``output_attentions`` or
+                ``cache_position`` from ``generate``; any other key raises an ``InputError`` naming it).
             encoder_outputs: precomputed :meth:`encode` output (``generate`` passes it).
             labels: ``[B, T]`` target ids, -100 at padding.
             upos_ids, xpos_ids, case_ids, subword_ids, dep_tin, dep_tout, syntax_tree: the syntax inputs
@@ -350,6 +360,8 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             ``Seq2SeqLMOutput`` with ``logits`` ``[B, T, V]`` and, with labels, ``loss``: the mean cross-entropy
             over non-padding target tokens.
         """
+        check_forward_inputs(self, kwargs, self.wrapped_keywords(),
+                             f"the keyword arguments of {type(self.seq2seq).__name__}.forward")
         if encoder_outputs is None:
             if input_ids is None:
                 raise InputError("forward needs input_ids or encoder_outputs")
@@ -374,6 +386,13 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
                                    ignore_index=-100)
         return Seq2SeqLMOutput(loss=loss, logits=out.logits, past_key_values=out.past_key_values,
                                encoder_last_hidden_state=encoder_outputs.last_hidden_state)
+
+    def wrapped_keywords(self) -> frozenset[str]:
+        """The keyword arguments :meth:`forward` passes on to the wrapped seq2seq model: the parameters its
+        ``forward`` names, and the output / cache options ``transformers`` passes as its ``**kwargs``."""
+        named = {p.name for p in inspect.signature(self.seq2seq.forward).parameters.values()
+                 if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)}
+        return frozenset(named | _TRANSFORMERS_KEYWORDS)
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """``<s>`` + ``labels`` shifted right (-100 read as padding)."""

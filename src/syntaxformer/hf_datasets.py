@@ -1,0 +1,278 @@
+"""Syntax features for a Hugging Face ``datasets.Dataset``: the bridge to a user's own training loop.
+
+:func:`add_syntax_features` adds to every row the model inputs a syntax model reads: the token arrays
+(``input_ids``, ``attention_mask``, ``token_type_ids`` where the tokenizer makes them) and exactly the syntax keys
+the model declares (``config.syntax_inputs``), made by the same steps as the runner's featurization
+(:mod:`syntaxformer.tasks.featurize`: parse each text once through the parse cache, align subwords to words,
+encode the compact syntax tensors). Batches then come from :class:`~syntaxformer.data.collate.SyntaxCollator`::
+
+    from datasets import load_dataset
+    from syntaxformer.hf_datasets import add_syntax_features
+
+    ds = load_dataset("csv", data_files="train.csv")["train"]           # columns: sentence, label
+    ds = add_syntax_features(ds, tokenizer, "sentence", model=model)    # + input_ids, ..., dep_tin, ...
+    Trainer(model=model, args=args, train_dataset=ds, data_collator=SyntaxCollator(tokenizer.pad_token_id))
+
+It is one ``Dataset.map`` with a deterministic function: its fingerprint depends only on the data, the tokenizer,
+the parser's identity by content (:meth:`~syntaxformer.data.Annotator.cache_key`), the syntax keys and the options,
+so calling it again on a data set loaded from files reuses ``datasets``' cache instead of parsing again, and
+``num_proc`` spreads the parsing over processes (``datasets``' own engine).
+
+:func:`syntax_features` does the same for a plain list of texts (no ``datasets`` needed): one dict of arrays per
+text, ready for a ``Trainer`` or a ``DataLoader``.
+
+``datasets`` is an optional dependency (``pip install datasets``); it is imported when :func:`add_syntax_features`
+is called.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
+
+__all__ = ["add_syntax_features", "syntax_features", "SyntaxFeaturizer"]
+
+logger = logging.getLogger(__name__)
+
+#: Annotators of this process by identity (``cache_key()``), so a map function that was pickled (``datasets``
+#: hashes it and sends it to its worker processes) finds the user's annotator object again without pickling it.
+_ANNOTATORS: dict[str, Any] = {}
+
+
+def _import_datasets() -> Any:
+    try:
+        import datasets
+    except ImportError as e:
+        raise MissingDependencyError("add_syntax_features works on Hugging Face data sets: pip install datasets") from e
+    return datasets
+
+
+class SyntaxFeaturizer:
+    """The batched map function of :func:`add_syntax_features`: a batch of rows (dict of columns) -> the model
+    inputs of each row.
+
+    Its pickled state (what ``datasets`` hashes into the fingerprint and sends to worker processes) holds the
+    tokenizer, the columns, the options and the parser's identity and spec, never the parser object, which is found
+    again in this process or rebuilt from its spec.
+
+    Args:
+        tokenizer: a fast tokenizer.
+        text_column: the column of the (first) texts.
+        text_pair_column: the column of the second texts of pairs, or ``None``.
+        syntax_inputs: the syntax keys to emit (``config.syntax_inputs``); empty = token arrays only, no parser.
+        annotator: the parser (an :class:`~syntaxformer.data.Annotator`), or ``None`` when ``syntax_inputs`` is
+            empty.
+        annotator_spec: the spec the annotator was made from (a string, or ``None`` for the default pipeline), to
+            rebuild it in a process that does not have it; ``from_spec`` says whether there is one.
+        max_length: tokens per row, special tokens included (longer rows are truncated, pairs longest-first).
+        criterion, max_distance, constituency, pos_tags: as in :class:`~syntaxformer.tasks.base.TaskContext`.
+    """
+
+    def __init__(self, tokenizer: Any, text_column: str, text_pair_column: str | None, syntax_inputs: tuple[str, ...],
+                 annotator: Any, annotator_spec: str | None, max_length: int, criterion: str = "share",
+                 max_distance: int = 15, constituency: str = "from_dependency", pos_tags: str | None = None,
+                 from_spec: bool = True):
+        self.tokenizer = tokenizer
+        self.text_column = text_column
+        self.text_pair_column = text_pair_column
+        self.syntax_inputs = tuple(syntax_inputs)
+        self.annotator_key = annotator.cache_key() if self.syntax_inputs else "none"
+        self.annotator_spec = annotator_spec
+        self.from_spec = from_spec
+        self.max_length = int(max_length)
+        self.criterion = criterion
+        self.max_distance = int(max_distance)
+        self.constituency = constituency
+        self.pos_tags = pos_tags
+        if self.syntax_inputs:
+            _ANNOTATORS[self.annotator_key] = annotator
+        self._annotator = annotator
+        self._aligner = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Deterministic and light: no parser object, no aligner (both are rebuilt where needed).
+        return {k: v for k, v in self.__dict__.items() if k not in ("_annotator", "_aligner")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._annotator = None
+        self._aligner = None
+
+    def annotator(self) -> Any:
+        """The parser: the one given, else this process's annotator of the same identity, else rebuilt from the
+        spec."""
+        if self._annotator is None:
+            self._annotator = _ANNOTATORS.get(self.annotator_key)
+        if self._annotator is None:
+            if not self.from_spec:
+                raise InputError("the annotator object given to add_syntax_features is not available in this worker "
+                                 "process; pass the annotator as a spec string (e.g. 'conllu:FILE') or num_proc=None")
+            from syntaxformer.data.annotators import make_annotator
+
+            self._annotator = make_annotator(self.annotator_spec, progress=False)
+        return self._annotator
+
+    def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[np.ndarray]]:
+        """Model inputs of a batch of rows: ``{key: [array per row]}``."""
+        texts_a = _column(batch, self.text_column)
+        texts_b = _column(batch, self.text_pair_column) if self.text_pair_column else None
+        if not self.syntax_inputs:
+            return self._tokens_only(texts_a, texts_b)
+        from syntaxformer.data.align import SyntaxAligner
+        from syntaxformer.tasks.base import TaskContext
+        from syntaxformer.tasks.featurize import annotate_texts, encode_window, with_dependency_trees
+
+        annotator = self.annotator()
+        parsed = annotate_texts(annotator, list(texts_a) + list(texts_b or []))
+        docs_a = [parsed[t] for t in texts_a]
+        docs_b = [parsed[t] for t in texts_b] if texts_b is not None else None
+        if self.constituency == "from_dependency" and any(k.startswith("con_") for k in self.syntax_inputs):
+            docs_a = [with_dependency_trees(d) for d in docs_a]
+            docs_b = None if docs_b is None else [with_dependency_trees(d) for d in docs_b]
+        if self._aligner is None:
+            self._aligner = SyntaxAligner(self.tokenizer, max_length=self.max_length,
+                                          window_segment=None if texts_b is not None else 0)
+        context = TaskContext(self.tokenizer, annotator=annotator, syntax_inputs=self.syntax_inputs,
+                              max_length=self.max_length, criterion=self.criterion, max_distance=self.max_distance,
+                              pos_tags=self.pos_tags)
+        out: dict[str, list[np.ndarray]] = {}
+        for windows in self._aligner.align_batch(docs_a, docs_b):
+            for k, v in encode_window(windows[0], context).items():  # no stride: one (truncated) window
+                out.setdefault(k, []).append(v)
+        return out
+
+    def _tokens_only(self, texts_a: list[str], texts_b: list[str] | None) -> dict[str, list[np.ndarray]]:
+        """A model that reads no syntax: the tokenizer alone (as the runner's featurization does)."""
+        from syntaxformer.tasks.featurize import TOKEN_KEYS
+
+        enc = self.tokenizer(texts_a, texts_b, truncation=True, max_length=self.max_length)
+        return {k: [np.asarray(x, dtype=np.int64) for x in enc[k]] for k in TOKEN_KEYS if k in enc}
+
+
+def _column(batch: dict[str, list[Any]], name: str) -> list[str]:
+    if name not in batch:
+        raise InputError(f"the data set has no column {name!r}; its columns are {sorted(batch)}")
+    values = batch[name]
+    bad = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
+    if bad is not None:
+        raise InputError(f"column {name!r} must hold texts; a row holds {values[bad]!r:.60} "
+                         f"({type(values[bad]).__name__})")
+    return values
+
+
+def add_syntax_features(ds: Any, tokenizer: Any, text_column: str, text_pair_column: str | None = None, *,
+                        model: Any = None, config: Any = None, annotator: Any = None, max_length: int = 128,
+                        num_proc: int | None = None, batch_size: int = 256, criterion: str = "share",
+                        constituency: str = "from_dependency", pos_tags: str | None = None,
+                        parse_cache: Any = True, remove_columns: list[str] | None = None,
+                        load_from_cache_file: bool | None = None) -> Any:
+    """``ds`` with the inputs of a syntax model added to every row (one ``Dataset.map``).
+
+    Args:
+        ds: a ``datasets.Dataset`` or ``DatasetDict`` (every split is mapped).
+        tokenizer: the model's fast tokenizer.
+        text_column: the column of the texts (the first texts of pairs).
+        text_pair_column: the column of the second texts (NLI hypotheses, QA passages ...), or ``None``.
+        model: the syntax model (its ``config`` is used), or give ``config``.
+        config: the model's config: ``config.syntax_inputs`` are the syntax keys added (``()``: token arrays only,
+            no parser runs); ``config.max_distance`` (Syntax-BERT) sizes the ancestor tables.
+        annotator: the parser: ``None`` (the default spaCy pipeline), any :func:`~syntaxformer.data.make_annotator`
+            spec (``"spacy:NAME"``, ``"conllu:FILE"`` ...) or an :class:`~syntaxformer.data.Annotator`.
+        max_length: tokens per row, special tokens included; longer rows are truncated (pairs longest-first).
+        num_proc: processes for ``Dataset.map`` (each parses its share of the rows).
+        batch_size: rows per map batch (parsed together).
+        criterion: subword criterion, ``"share"`` or ``"children"`` (see :class:`SyntaxCollator`).
+        constituency: ``"from_dependency"`` (constituency inputs from a tree read off each dependency tree, the
+            runner's default) or ``"given"`` (texts have no constituency tree: those inputs mark none).
+        pos_tags: the tag set of ``pos_ids`` (``"upos"`` / ``"xpos"``) when the model reads them.
+        parse_cache: the parse cache of an annotator built from a spec (``True`` = default location, a path, or
+            ``False``).
+        remove_columns: columns to drop (e.g. the text columns; a ``Trainer`` drops unused ones itself).
+        load_from_cache_file: passed to ``Dataset.map`` (``None``: ``datasets``' default, reuse the cache).
+
+    Returns:
+        The mapped ``Dataset`` / ``DatasetDict``: the old columns (minus ``remove_columns``) plus ``input_ids``,
+        ``attention_mask``, ``token_type_ids`` (if the tokenizer makes them) and each key of
+        ``config.syntax_inputs``.
+
+    Raises:
+        ConfigError: neither ``model`` nor ``config``, or options that are not valid.
+        MissingDependencyError: ``datasets`` is not installed.
+    """
+    datasets = _import_datasets()
+    featurizer = _featurizer(tokenizer, text_column, text_pair_column, model, config, annotator, max_length,
+                             criterion, constituency, pos_tags, parse_cache)
+    syntax_inputs, parser = featurizer.syntax_inputs, featurizer.annotator() if featurizer.syntax_inputs else None
+    logger.info("adding the syntax inputs %s to the data set (parser: %s)", list(syntax_inputs),
+                getattr(parser, "source", "none"))
+    kwargs = dict(batched=True, batch_size=batch_size, num_proc=num_proc, remove_columns=remove_columns,
+                  load_from_cache_file=load_from_cache_file, desc="syntax features")
+    if isinstance(ds, datasets.DatasetDict):
+        return datasets.DatasetDict({name: split.map(featurizer, **kwargs) for name, split in ds.items()})
+    if not isinstance(ds, datasets.Dataset):
+        raise InputError(f"add_syntax_features maps a datasets.Dataset or DatasetDict, got a {type(ds).__name__}")
+    return ds.map(featurizer, **kwargs)
+
+
+def _featurizer(tokenizer: Any, text_column: str, text_pair_column: str | None, model: Any, config: Any,
+                annotator: Any, max_length: int, criterion: str, constituency: str, pos_tags: str | None,
+                parse_cache: Any) -> SyntaxFeaturizer:
+    """The map function for a model (or config) and options, after checking them."""
+    if config is None:
+        config = getattr(model, "config", None)
+    if config is None or not hasattr(config, "syntax_inputs"):
+        raise ConfigError("syntax features: syntaxformer.hf_datasets needs the model (model=...) or its config "
+                          "(config=...), whose syntax_inputs name the keys to add; got neither")
+    if constituency not in ("from_dependency", "given"):
+        raise ConfigError(f"constituency={constituency!r} must be 'from_dependency' or 'given'")
+    if criterion not in ("share", "children"):
+        raise ConfigError(f"criterion={criterion!r} must be 'share' or 'children'")
+    if max_length < 4:
+        raise ConfigError(f"max_length={max_length} must be at least 4")
+    syntax_inputs = tuple(config.syntax_inputs)
+    spec = annotator if annotator is None or isinstance(annotator, str) else None
+    parser = None
+    if syntax_inputs:
+        from syntaxformer.data.annotators import make_annotator
+
+        parser = make_annotator(annotator, cache=parse_cache, progress=False)
+    if "pos_ids" in syntax_inputs and pos_tags is None:
+        pos_tags = getattr(config, "pos_embeddings", None) or "upos"
+    return SyntaxFeaturizer(tokenizer, text_column, text_pair_column, syntax_inputs, parser, spec, max_length,
+                            criterion=criterion, max_distance=int(getattr(config, "max_distance", 15) or 15),
+                            constituency=constituency, pos_tags=pos_tags,
+                            from_spec=annotator is None or isinstance(annotator, str))
+
+
+def syntax_features(texts: list[str], tokenizer: Any, text_pairs: list[str] | None = None, *, model: Any = None,
+                    config: Any = None, annotator: Any = None, max_length: int = 128, criterion: str = "share",
+                    constituency: str = "from_dependency", pos_tags: str | None = None,
+                    parse_cache: Any = True) -> list[dict[str, np.ndarray]]:
+    """The model inputs of each text (pair), as :func:`add_syntax_features` makes them, without ``datasets``.
+
+    Args:
+        texts: the (first) texts.
+        tokenizer: the model's fast tokenizer.
+        text_pairs: the second texts of pairs (same length as ``texts``), or ``None``.
+        model, config, annotator, max_length, criterion, constituency, pos_tags, parse_cache: as in
+            :func:`add_syntax_features`.
+
+    Returns:
+        One dict per text: ``input_ids``, ``attention_mask`` (``token_type_ids``) and the keys of
+        ``config.syntax_inputs``, each an array ``[L]`` (``[L, D]`` for ancestor tables); add a ``label`` and give
+        the list to a ``Trainer`` / ``DataLoader`` with :class:`~syntaxformer.data.collate.SyntaxCollator`.
+
+    Raises:
+        InputError: ``text_pairs`` has another length than ``texts``, or an item is not a string.
+    """
+    if text_pairs is not None and len(text_pairs) != len(texts):
+        raise InputError(f"{len(texts)} texts but {len(text_pairs)} text_pairs; give one second text per text")
+    featurizer = _featurizer(tokenizer, "text", None if text_pairs is None else "text_pair", model, config, annotator,
+                             max_length, criterion, constituency, pos_tags, parse_cache)
+    batch = {"text": list(texts)} | ({} if text_pairs is None else {"text_pair": list(text_pairs)})
+    columns = featurizer(batch) if texts else {}
+    return [{k: v[i] for k, v in columns.items()} for i in range(len(texts))]
