@@ -319,8 +319,8 @@ def class3(p: Probe) -> None:
     for f in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
         resume_case(f"missing {f} in every checkpoint", lambda o, f=f: [
             (c / f).unlink() for c in o.glob("checkpoint-*")], "error")
-    resume_case("orphan temp file of an interrupted write", lambda o: (o / ".tmp-abcmodel.safetensors")
-                .write_bytes(b"\0" * 1024), "same")
+    resume_case("orphan temp file of an interrupted write", lambda o: (
+        (o / ".tmp-abcmodel.safetensors").write_bytes(b"\0" * 1024), shutil.rmtree(o / "checkpoint-3")), "same")
 
     # a kill (SIGKILL) in the middle of writing checkpoint-3 (after the weights and optimizer, before the RNG state
     # and trainer_state.json), in a subprocess; then --resume

@@ -22,7 +22,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from syntaxformer.errors import InputError
 
 __all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "new_parameter_names", "precision_flags",
-           "LoggingCallback", "SyntaxSeq2SeqTrainer"]
+           "LoggingCallback", "SyntaxSeq2SeqTrainer", "LOSS_FILE"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,67 @@ def new_parameter_names(model: nn.Module) -> set[str]:
     return {n for n, p in model.named_parameters() if p.requires_grad and (prefix is None or not n.startswith(prefix))}
 
 
-class SyntaxTrainer(Trainer):
+#: Sum of the training losses of steps 1..N, written into each ``checkpoint-N/`` (see :class:`_ResumableLoss`).
+LOSS_FILE = "loss_sum.json"
+
+
+class _ResumableLoss:
+    """Training loss over *all* steps of a run that was interrupted and resumed.
+
+    ``Trainer.train`` reports the mean loss of the steps it ran itself, so a resumed run's ``training_loss`` covers
+    the resumed steps only. Each checkpoint therefore also records the sum of the per-step losses of steps
+    1..N (``loss_sum.json``); a resumed run adds it back: :attr:`loss_over_all_steps` after ``train``.
+    """
+
+    loss_sum_before: float | None = 0.0
+    loss_over_all_steps: float | None = None
+
+    def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any) -> Any:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        path = resume_from_checkpoint
+        if path is True:
+            path = get_last_checkpoint(self.args.output_dir)
+        self.loss_sum_before = 0.0 if not path else _read_loss_sum(path)
+        out = super().train(resume_from_checkpoint, *args, **kwargs)
+        steps_here = self.state.global_step - self._initial_global_step
+        if self.loss_sum_before is None or not self.state.global_step:
+            self.loss_over_all_steps = None if self.state.global_step else out.training_loss
+        else:
+            total = self.loss_sum_before + out.training_loss * steps_here
+            self.loss_over_all_steps = total / self.state.global_step
+        return out
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        super()._save_checkpoint(model, trial)
+        import os
+
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        from syntaxformer.utils import write_json
+
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        if self.args.should_save and os.path.isdir(folder) and self.loss_sum_before is not None:
+            here = self._total_loss_scalar + float(self._tr_loss.item())
+            write_json(os.path.join(folder, LOSS_FILE), {"global_step": self.state.global_step,
+                                                         "loss_sum": self.loss_sum_before + here})
+
+
+def _read_loss_sum(checkpoint: str) -> float | None:
+    """The loss sum recorded in a checkpoint, or ``None`` (written by an older version, or unreadable)."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(checkpoint, LOSS_FILE), encoding="utf-8") as f:
+            return float(json.load(f)["loss_sum"])
+    except (OSError, ValueError, KeyError, TypeError):
+        logger.info("%s has no readable %s: the reported training loss covers the resumed steps only",
+                    checkpoint, LOSS_FILE)
+        return None
+
+
+class SyntaxTrainer(_ResumableLoss, Trainer):
     """``Trainer`` whose optimizer gives the new (non-encoder) parameters their own learning rate.
 
     Args:
@@ -210,7 +270,7 @@ def precision_flags(mode: str) -> dict[str, bool]:
     return {"bf16": False, "fp16": False}
 
 
-class SyntaxSeq2SeqTrainer(Seq2SeqTrainer):
+class SyntaxSeq2SeqTrainer(_ResumableLoss, Seq2SeqTrainer):
     """``Seq2SeqTrainer`` for the syntax-infused translation model: what the stock trainer does not do.
 
     * **Length-grouped training batches** (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`):
