@@ -175,6 +175,26 @@ def class1(p: Probe) -> None:
                  ("ok" if rc not in (0, None) and "threads" in msg else "silent"), msg)
 
 
+def _nmt_config(p: Probe) -> Path:
+    """A translation run config on 60 Multi30k pairs (tiny preset, BPE 300)."""
+    from syntaxformer.data.readers.parallel import multi30k
+
+    files = {}
+    for split, n in (("train", 60), ("val", 20)):
+        corpus = multi30k(split, DATA / "multi30k").select(range(n), split)
+        for side, lines in (("en", corpus.sources), ("de", corpus.targets)):
+            files[f"{split}_{side}"] = p.root / f"m30k.{split}.{side}"
+            files[f"{split}_{side}"].write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    cfg = p.root / "nmt.json"
+    cfg.write_text(json.dumps({"train_source": str(files["train_en"]), "train_target": str(files["train_de"]),
+                               "valid_source": str(files["val_en"]), "valid_target": str(files["val_de"]),
+                               "eval_sets": {}, "preset": "tiny", "feature_dim": 8, "source_vocab_size": 300,
+                               "target_vocab_size": 300, "per_device_train_batch_size": 16, "eval_steps": 2,
+                               "save_steps": 2, "logging_steps": 2, "warmup_steps": 2,
+                               "per_device_eval_batch_size": 8, "training_args": {"generation_num_beams": 1}}))
+    return cfg
+
+
 # -- class 2: runs are never lost ---------------------------------------------------------------------------
 def class2(p: Probe) -> None:
     out = p.root / "c2-finished"
@@ -213,21 +233,7 @@ def class2(p: Probe) -> None:
 
     # a translation run folder holding a finished run, then a different train into it
     tr = p.root / "c2-nmt"
-    from syntaxformer.data.readers.parallel import multi30k
-
-    files = {}
-    for split, n in (("train", 60), ("val", 20)):
-        corpus = multi30k(split, DATA / "multi30k").select(range(n), split)
-        for side, lines in (("en", corpus.sources), ("de", corpus.targets)):
-            files[f"{split}_{side}"] = p.root / f"m30k.{split}.{side}"
-            files[f"{split}_{side}"].write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-    cfg = p.root / "nmt.json"
-    cfg.write_text(json.dumps({"train_source": str(files["train_en"]), "train_target": str(files["train_de"]),
-                               "valid_source": str(files["val_en"]), "valid_target": str(files["val_de"]),
-                               "eval_sets": {}, "preset": "tiny", "feature_dim": 8, "source_vocab_size": 300,
-                               "target_vocab_size": 300, "per_device_train_batch_size": 16, "eval_steps": 2,
-                               "save_steps": 2, "logging_steps": 2, "warmup_steps": 2,
-                               "per_device_eval_batch_size": 8, "training_args": {"generation_num_beams": 1}}))
+    cfg = _nmt_config(p)
     nmt = ["train", "--task", "translation", "--config", str(cfg), "--output-dir", str(tr), "--no-progress",
            "--max-steps", "2", "--set", "arm=baseline"]
     kind, rc, msg = _cli(nmt)
@@ -367,6 +373,37 @@ def class3(p: Probe) -> None:
     changed("changed max_train_samples", ["--max-train-samples", "12"])
     changed("changed model option (pooling=mean)", ["--set", "pooling=mean"])
     changed("changed system (use_sg_layer=true)", ["--use-sg-layer", "true"])
+
+    # the same training file path with other content
+    content = p.root / "c3-content"
+    argv = p.train_argv(content, *steps, "--train-file", str(own))
+    _cli(argv)
+    for f in ("metrics.json", "run.json", "dev_predictions.json"):
+        (content / f).unlink(missing_ok=True)
+    shutil.rmtree(content / "checkpoint-4")
+    own.write_text("\n".join([lines[0]] + lines[200:240]) + "\n")
+    kind, rc, msg = _cli(argv + ["--resume"])
+    p.record("3", "training file edited in place, then --resume", "traceback" if kind == "traceback" else
+             ("ok" if rc not in (0, None) else "silent"), f"exit {rc}: {msg}")
+
+    # NMT: the training files changed (BPE would be relearned), then --resume
+    cfg = _nmt_config(p)
+    nmt = p.root / "c3-nmt"
+    argv = ["train", "--task", "translation", "--config", str(cfg), "--output-dir", str(nmt), "--no-progress",
+            "--max-steps", "3", "--set", "arm=baseline", "--set", "save_steps=1", "--set", "eval_strategy=no",
+            "--set", "save_total_limit=null", "--set", "training_args.load_best_model_at_end=false"]
+    kind, rc, msg = _cli(argv)
+    for f in ("metrics.json", "run.json", "dev_predictions.json"):
+        (nmt / f).unlink(missing_ok=True)
+    shutil.rmtree(nmt / "checkpoint-3", ignore_errors=True)
+    tokenizer_before = _digest(nmt / "source_tokenizer") if (nmt / "source_tokenizer").is_dir() else None
+    train_en = Path(json.loads(cfg.read_text())["train_source"])
+    src_lines = train_en.read_text(encoding="utf-8").splitlines()
+    train_en.write_text("\n".join(reversed(src_lines)) .upper() + "\n", encoding="utf-8")
+    kind, rc, msg = _cli(argv + ["--resume"])
+    same_tok = tokenizer_before == (_digest(nmt / "source_tokenizer") if (nmt / "source_tokenizer").is_dir() else None)
+    p.record("3", "NMT training files changed, then --resume", "traceback" if kind == "traceback" else
+             ("ok" if rc not in (0, None) and same_tok else "silent"), f"exit {rc}; tokenizer kept={same_tok}: {msg}")
 
 
 def main() -> int:
