@@ -289,6 +289,20 @@ def test_run_killed_while_checkpointing_then_resumed(tiny_model, tmp_path):
     assert resumed["train"]["loss"] == pytest.approx(straight["train"]["loss"], rel=1e-9)
     assert resumed["dev"] == straight["dev"]
 
+    # resumed in the middle of an epoch (checkpoint-3: epoch 2 of 2 batches): the same data order, the same weights
+    import shutil
+
+    mid = tmp_path / "mid"
+    shutil.copytree(tmp_path / "straight", mid)
+    shutil.rmtree(mid / "checkpoint-4")
+    for name in ("metrics.json", "run.json", "dev_predictions.json", "model.safetensors"):
+        (mid / name).unlink()
+    again = train(config(mid, resume=True))
+    assert again["train"]["resumed_from"].endswith("checkpoint-3")
+    w_mid = load_file(str(mid / "model.safetensors"))
+    assert all(torch_equal(w_straight[k], w_mid[k]) for k in w_straight)
+    assert again["train"]["loss"] == pytest.approx(straight["train"]["loss"], rel=1e-9)
+
 
 def torch_equal(a, b) -> bool:
     import torch
