@@ -1,6 +1,7 @@
 """Issue 14, classes 1-3 (config values, runs never lost, resume): every listed case run through the CLI against the
 package on ``PYTHONPATH``, each classified as ``ok`` (a clear one-line error, or a correct result), ``traceback``,
-``silent`` (exit 0 with a wrong result) or ``lost`` (a finished run or checkpoint gone or changed).
+``silent`` (exit 0 with a wrong result), ``lost`` (a finished run or checkpoint gone or changed), ``unclear`` (an
+error that does not name the option) or ``no-fallback`` (an error where an intact checkpoint was there to resume).
 
 Not a test module (pytest does not collect it): it measures the before -> after counts of docs/reliability_runs.md::
 
@@ -349,8 +350,8 @@ def class3(p: Probe) -> None:
         kind, rc, msg = _cli(p.train_argv(resume_case_folder, *steps, "--resume"))
         if kind == "traceback":
             p.record("3", "SIGKILL while writing checkpoint-3, then --resume", "traceback", msg)
-        elif rc != 0:
-            p.record("3", "SIGKILL while writing checkpoint-3, then --resume", "silent", f"exit {rc}: {msg}")
+        elif rc != 0:  # a one-line error naming a missing file, but no fallback: the run cannot be continued
+            p.record("3", "SIGKILL while writing checkpoint-3, then --resume", "no-fallback", f"exit {rc}: {msg}")
         else:
             import torch
 

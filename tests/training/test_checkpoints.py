@@ -97,9 +97,13 @@ def test_checkpoints_orphan_temp_files_removed(tmp_path):
     ck = make_checkpoint(tmp_path, 3)
     (tmp_path / ".tmp-abcmodel.safetensors").write_bytes(b"\0" * 100)
     (ck / ".tmp-xyztrainer_state.json").write_text("{")
+    (tmp_path / ".tmp-model-q1w2").mkdir()  # a final model save killed half-way
+    (tmp_path / ".tmp-model-q1w2" / "model.safetensors").write_bytes(b"\0" * 100)
     (tmp_path / "notes.tmp").write_text("mine")  # not an atomic-write temp file
     removed = remove_orphan_temp_files(tmp_path)
-    assert sorted(p.name for p in removed) == [".tmp-abcmodel.safetensors", ".tmp-xyztrainer_state.json"]
+    assert sorted(p.name for p in removed) == [".tmp-abcmodel.safetensors", ".tmp-model-q1w2",
+                                               ".tmp-xyztrainer_state.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-3", "notes.tmp"]
     assert (tmp_path / "notes.tmp").is_file() and checkpoint_problems(ck) == []
 
 

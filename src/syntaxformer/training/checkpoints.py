@@ -169,14 +169,21 @@ def set_aside_damaged(output_dir: str | os.PathLike, resume_from: str | os.PathL
 
 
 def remove_orphan_temp_files(output_dir: str | os.PathLike) -> list[Path]:
-    """Remove the temporary files of interrupted atomic writes (``.tmp-*``, :func:`syntaxformer.utils.atomic_write`)
-    in a run folder and its checkpoints; returns them. Call only when no other process writes there."""
+    """Remove what interrupted atomic writes leave (``.tmp-*`` files of :func:`syntaxformer.utils.atomic_write`, the
+    ``.tmp-model-*`` folder of a final model save) in a run folder and its checkpoints; returns them. Call only when
+    no other process writes there."""
+    import shutil
+
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
-    found = [p for d in [folder, *list_checkpoints(folder)] for p in d.glob(".tmp-*") if p.is_file()]
+    found = [p for d in [folder, *list_checkpoints(folder)] for p in d.glob(".tmp-*")
+             if p.is_file() or (p.is_dir() and p.name.startswith(".tmp-model-"))]
     for p in found:
-        p.unlink(missing_ok=True)
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
         logger.info("removed %s, left by an interrupted write", p)
     return found
 

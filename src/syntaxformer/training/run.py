@@ -42,8 +42,8 @@ from syntaxformer.training.config import RunConfig
 from syntaxformer.utils import atomic_write, write_json
 
 __all__ = ["train", "evaluate", "predict", "load_run", "build_context", "build_model", "load_tokenizer",
-           "training_arguments", "resume_checkpoint", "check_encoder", "environment", "system_kind", "model_label", "count_parameters",
-           "METRICS_FILE", "DEV_PREDICTIONS_FILE", "RUN_FILE"]
+           "training_arguments", "resume_checkpoint", "check_encoder", "environment", "system_kind", "model_label",
+           "count_parameters", "METRICS_FILE", "DEV_PREDICTIONS_FILE", "RUN_FILE"]
 
 logger = logging.getLogger(__name__)
 
@@ -246,9 +246,10 @@ def check_encoder(config: RunConfig, task: Task) -> None:
         raise ConfigError(f"cannot load the model configuration of {path!r}: {' '.join(str(e).split())[:300]}") \
             from e
     encoder = getattr(model_config, "encoder", None) or model_config
-    limit = getattr(encoder, "max_position_embeddings", None)
+    encoder = encoder if isinstance(encoder, Mapping) else vars(encoder)
+    limit = encoder.get("max_position_embeddings")
     if isinstance(limit, int):
-        if "roberta" in str(getattr(encoder, "model_type", "")):  # positions start after the padding index
+        if "roberta" in str(encoder.get("model_type", "")):  # positions start after the padding index
             limit -= 2
         if config.max_length > limit:
             raise ConfigError(f"max_length={config.max_length} is longer than {path} can read "
@@ -536,7 +537,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
                 "ids": list(predictions.ids), "predictions": list(predictions.values),
                 **({"labels": np.asarray(labels).tolist()} if labels is not None else {})})
     if config.save_model:
-        trainer.save_model(output_dir)
+        _save_model(trainer, output_dir)
 
     lisa_log = [e["lisa_loss"] for e in trainer.state.log_history if "lisa_loss" in e]
     dev_meta = getattr(dev_ds, "meta", {})
@@ -595,6 +596,25 @@ def _write_file(path: Path, content: Any) -> None:
             f.write(content)
     else:
         write_json(path, content)
+
+
+def _save_model(trainer: Any, output_dir: str) -> None:
+    """``trainer.save_model`` into a temporary folder beside the run's files, then each file renamed into place: a
+    kill while saving leaves the previous files or the new ones, never a truncated weights file (the temporary
+    folder, ``.tmp-model-*``, is removed when a run starts there again)."""
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(dir=output_dir, prefix=".tmp-model-")
+    try:
+        trainer.save_model(tmp)
+        for name in sorted(os.listdir(tmp)):
+            target = os.path.join(output_dir, name)
+            if os.path.isdir(os.path.join(tmp, name)) and os.path.isdir(target):
+                shutil.rmtree(target)
+            os.replace(os.path.join(tmp, name), target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _best_checkpoint(trainer: Any) -> dict[str, Any]:
