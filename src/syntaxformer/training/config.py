@@ -29,6 +29,13 @@ Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--
 
 The ``model`` section is validated by the model's own config class (unknown names and invalid values are a
 :class:`~syntaxformer.errors.ConfigError` naming them).
+
+**Values** are checked against the field annotations when the config is built (:func:`typed_value`): booleans
+accept ``true`` / ``false`` and the YAML 1.1 words (``yes`` / ``no``, ``on`` / ``off``, ``1`` / ``0``) as booleans,
+for the run options, the model options and the shorthands alike (``--set use_sg_layer=no`` is ``False``, never a
+truthy string); whole numbers reject ``32.7``; floats reject ``nan`` / ``inf``; ``Literal`` fields list their
+choices; :data:`BOUNDS` gives the ranges (batch sizes, accumulation steps, logging / save steps >= 1, learning
+rates > 0, seeds >= 0 ...; epochs > 0 unless ``max_steps`` > 0).
 """
 
 from __future__ import annotations
@@ -163,7 +170,8 @@ class RunConfig:
     Output:
         output_dir: where checkpoints, the final model, ``metrics.json`` and ``run.json`` go.
         overwrite_output_dir: allow an ``output_dir`` with checkpoints of another run (they are removed).
-        resume: continue from the last checkpoint in ``output_dir`` (or from the folder given).
+        resume: continue from the newest intact checkpoint in ``output_dir`` (or from the folder given); refused
+            when the options or the training data differ from the run's start (``run_fingerprint.json``).
         save_model: save the final model (and tokenizer) in ``output_dir``.
     """
 

@@ -20,7 +20,12 @@ Files in ``output_dir`` after :func:`train`:
 * ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
   evaluation and final), the LISA loss (Syntax-BERT with LISA), runtime;
 * ``dev_predictions.json``: the final model's dev predictions in dataset order (paired significance tests);
-* the final model and tokenizer; ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues there).
+* the final model and tokenizer; ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues from the
+  newest intact one: :mod:`syntaxformer.training.checkpoints`); ``run_fingerprint.json``: the options and training
+  data a ``resume`` must find unchanged.
+
+Nothing in ``output_dir`` changes before the run's options, model and data have been checked and read: a run that
+is refused or fails on a missing file leaves the folder as it was.
 """
 
 from __future__ import annotations
