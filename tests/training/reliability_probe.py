@@ -311,6 +311,16 @@ def class3(p: Probe) -> None:
     loss = (_metrics(control) or {}).get("train", {}).get("loss")
     p.record("3", "metrics.json train.loss after interrupt + resume", "ok" if loss is not None and
              abs(loss - ref_loss) < 1e-6 else "silent", f"loss {loss} vs straight {ref_loss}")
+    mid = interrupted("mid-epoch")  # resumed from checkpoint-3, in the middle of epoch 2
+    kind, rc, msg = _cli(p.train_argv(mid, *steps, "--resume"))
+    if kind == "traceback" or rc != 0:
+        p.record("3", "resume from checkpoint-3 (mid-epoch) == the straight run", "traceback" if kind == "traceback"
+                 else "unclear", msg)
+    else:
+        w = weights(mid)
+        same = all(torch.equal(w[k], ref_w[k]) for k in ref_w)
+        p.record("3", "resume from checkpoint-3 (mid-epoch) == the straight run (bit-identical weights)",
+                 "ok" if same else "silent", f"identical={same}")
     ref_w = ctrl_w
 
     resume_case("partial latest checkpoint (killed while writing)", lambda o: (
