@@ -46,6 +46,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 import math
+import types
 import typing
 from typing import Any, Iterable, Literal, Mapping
 
@@ -390,7 +391,9 @@ BOOLEAN_WORDS: dict[str, bool] = {"true": True, "yes": True, "on": True, "y": Tr
 
 def _field_types(cls: type) -> dict[str, Any]:
     """Field name -> resolved annotation (``None`` where it cannot be resolved: the value is not checked)."""
-    module = __import__(cls.__module__, fromlist=["_"]) if cls.__module__ else None
+    import sys
+
+    module = sys.modules.get(cls.__module__)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         t = f.type
@@ -421,7 +424,7 @@ def typed_value(name: str, value: Any, hint: Any) -> Any:
     if hint is None or hint is Any:
         return value
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         if value is None:
             if type(None) in args:
                 return None
