@@ -76,7 +76,7 @@ def test_config_errors_name_the_option(tmp_path):
         RunConfig.from_dict({"learning_rat": 1e-4})
     with pytest.raises(SyntaxformerError, match="parser_noise=1.5"):
         RunConfig(parser_noise=1.5)
-    with pytest.raises(SyntaxformerError, match="must be a number"):
+    with pytest.raises(SyntaxformerError, match="must be a finite number"):
         RunConfig.from_dict({"learning_rate": "fast"})
     with pytest.raises(SyntaxformerError, match="unknown task 'mnli'"):
         RunConfig(task="mnli")
@@ -94,3 +94,45 @@ def test_config_errors_name_the_option(tmp_path):
         load_config(bad)
     with pytest.raises(SyntaxformerError, match="not a nested mapping"):
         apply_overrides({"alpha": 0.5}, ["alpha.x=1"])
+
+
+def test_config_values_are_typed_by_the_field_annotations():
+    """Booleans: YAML 1.1 words read as booleans everywhere (run options, model options, shorthands), never kept as
+    truthy strings; other values rejected naming the key. Whole numbers, finite floats, choices."""
+    for word, value in (("no", False), ("off", False), ("yes", True), ("on", True), ("False", False), ("1", True)):
+        c = load_config(None, [f"use_sg_layer={word}", f"save_model={word}", f"group_by_length={word}",
+                               f"overwrite_output_dir={word}", f"parse_cache={word}"])
+        assert c.model["use_sg_layer"] is value and c.save_model is value and c.group_by_length is value
+        assert c.overwrite_output_dir is value and c.parse_cache is value
+    assert load_config(None, ["model_type=syntax_bert", "use_syntax=no"]).model["syntax_layers"] == []
+    assert load_config(None, ["model_type=syntax_bert", "use_syntax=yes"]).model == {}
+    assert load_config(None, ["task=sst5", "sst_phrases=no"]).build_task().phrases is False
+    assert load_config(None, ["model_type=syntax_bert", "model.random_masks=off"]).model == {"random_masks": False}
+    assert load_config(None, ["resume=no"]).resume is False and load_config(None, ["resume=runs/x"]).resume == "runs/x"
+    assert load_config(None, ["max_length=64.0", "max_steps=1e3"]).max_length == 64
+    assert load_config(None, ["eval_strategy=no"]).eval_strategy == "no"
+    assert RunConfig.from_dict({"eval_strategy": False}).eval_strategy == "no"  # YAML 1.1 `eval_strategy: no`
+    bad = {"use_sg_layer=maybe": "model.use_sg_layer='maybe' is not a boolean",
+           "save_model=2": "save_model=2 is not a boolean", "sst_phrases=maybe": "sst_phrases='maybe' is not a boolean",
+           "max_length=32.7": "max_length=32.7 is not valid; it must be a whole number",
+           "seed=true": "seed=True is not valid", "learning_rate=.nan": "learning_rate=nan is not valid",
+           "num_train_epochs=.inf": "num_train_epochs=inf", "max_train_samples=1.5": "max_train_samples=1.5",
+           "mixed_precision=fp8": "mixed_precision='fp8' is not valid; choose one of",
+           "syntax=gold": "syntax='gold' is not valid"}
+    for override, message in bad.items():
+        with pytest.raises(SyntaxformerError, match=message.replace("(", r"\(").replace(".", r"\.")):
+            load_config(None, ["task=sst5", override])
+
+
+def test_config_values_are_bounded():
+    bad = {"num_train_epochs": -1, "per_device_train_batch_size": 0, "per_device_eval_batch_size": 0,
+           "gradient_accumulation_steps": 0, "learning_rate": -1, "new_params_lr": 0, "seed": -1, "logging_steps": 0,
+           "save_steps": 0, "eval_steps": 0, "save_total_limit": 0, "warmup_steps": -1, "weight_decay": -0.1,
+           "max_grad_norm": -1, "dataloader_num_workers": -1, "max_length": 4, "max_steps": -2}
+    for key, value in bad.items():
+        with pytest.raises(SyntaxformerError, match=f"^{key}="):
+            RunConfig.from_dict({key: value})
+    with pytest.raises(SyntaxformerError, match="num_train_epochs=0.0 trains nothing"):
+        RunConfig(num_train_epochs=0)
+    assert RunConfig(num_train_epochs=0, max_steps=5).max_steps == 5
+    assert RunConfig(new_params_lr=None, save_steps=None, save_total_limit=None).new_params_lr is None

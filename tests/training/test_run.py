@@ -171,17 +171,19 @@ def test_end_to_end_bert_pos_through_the_task_stack(tiny_model, tmp_path):
 
 
 def test_run_resume_and_overwrite_rules(tmp_path):
+    from tests.training.test_checkpoints import make_checkpoint
+
     out = tmp_path / "run"
     assert resume_checkpoint(RunConfig(resume=True), str(out)) is None  # nothing yet: from scratch
     for step in (2, 4):
-        (out / f"checkpoint-{step}").mkdir(parents=True)
-        (out / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+        make_checkpoint(out, step)
     assert resume_checkpoint(RunConfig(resume=True), str(out)).endswith("checkpoint-4")
     assert resume_checkpoint(RunConfig(resume=str(out / "checkpoint-2")), str(out)).endswith("checkpoint-2")
     with pytest.raises(SyntaxformerError, match="--resume to continue"):
         resume_checkpoint(RunConfig(), str(out))
+    # starting again is allowed; the old checkpoints go only when training starts (train removes them then)
     assert resume_checkpoint(RunConfig(overwrite_output_dir=True), str(out)) is None
-    assert not list(out.glob("checkpoint-*"))  # a fresh start removes the old run's checkpoints
+    assert len(list(out.glob("checkpoint-*"))) == 2
     with pytest.raises(SyntaxformerError, match="not found"):
         resume_checkpoint(RunConfig(resume=str(out / "checkpoint-9")), str(out))
 
@@ -226,3 +228,83 @@ def test_run_task_registered_outside_the_package(tiny_model, tmp_path):
     assert run["task"] == {"name": "film-review", "options": {"min_words": 2}, "module": "tests.training.external_task"}
     again = evaluate(tmp_path / "run", "dev")
     assert again["scores"] == m["dev"] and again["size"] == 4
+
+
+_KILL_WHILE_CHECKPOINTING = """
+import json, os, signal, sys
+from transformers import Trainer
+save_rng = Trainer._save_rng_state
+def killed(self, output_dir):  # SIGKILL in the middle of writing checkpoint-3: weights and optimizer written,
+    if self.state.global_step == 3:  # RNG state and trainer_state.json not yet
+        os.kill(os.getpid(), signal.SIGKILL)
+    return save_rng(self, output_dir)
+Trainer._save_rng_state = killed
+from syntaxformer.training import RunConfig, train
+train(RunConfig.from_dict(json.loads(sys.argv[1])))
+"""
+
+
+def test_run_killed_while_checkpointing_then_resumed(tiny_model, tmp_path):
+    """A process SIGKILLed while writing checkpoint-3 leaves a partial folder; --resume refuses other options or
+    data (touching nothing), then falls back to checkpoint-2, sets the partial one aside, and ends with the weights
+    and the all-steps training loss of the uninterrupted run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+
+    def config(out, **changes):
+        base = dict(max_train_samples=16, max_eval_samples=8, per_device_train_batch_size=8,
+                    per_device_eval_batch_size=8, max_steps=4, save_steps=1, save_total_limit=None,
+                    eval_strategy="no", model={"use_sg_layer": False})
+        return _config(tiny_model, out, **{**base, **changes})
+
+    straight = train(config(tmp_path / "straight"))
+    out = tmp_path / "killed"
+    proc = subprocess.run([sys.executable, "-c", _KILL_WHILE_CHECKPOINTING, json.dumps(config(out).to_dict())],
+                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert (out / "checkpoint-3" / "model.safetensors").is_file()
+    assert not (out / "checkpoint-3" / "trainer_state.json").exists() and not (out / "metrics.json").exists()
+    (out / ".tmp-abcoptimizer.pt").write_bytes(b"\0" * 64)  # as an interrupted atomic write leaves it
+
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    with pytest.raises(SyntaxformerError, match=r"max_train_samples: 16 -> 12"):
+        train(config(out, resume=True, max_train_samples=12))
+    with pytest.raises(SyntaxformerError, match=r"model: .* -> "):
+        train(config(out, resume=True, model={"use_sg_layer": False, "pooling": "cls"}))
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # refused before touching anything
+
+    resumed = train(config(out, resume=True))
+    assert resumed["train"]["resumed_from"].endswith("checkpoint-2")
+    assert (out / "damaged-checkpoint-3").is_dir() and not (out / ".tmp-abcoptimizer.pt").exists()
+    assert (out / "checkpoint-3" / "trainer_state.json").is_file()  # written again by the resumed run
+    w_straight = load_file(str(tmp_path / "straight" / "model.safetensors"))
+    w_resumed = load_file(str(out / "model.safetensors"))
+    assert set(w_straight) == set(w_resumed)
+    assert all(torch_equal(w_straight[k], w_resumed[k]) for k in w_straight)
+    # the loss over all 4 steps (2 before the kill, 2 after), not only the resumed ones
+    assert resumed["train"]["loss"] == pytest.approx(straight["train"]["loss"], rel=1e-9)
+    assert resumed["dev"] == straight["dev"]
+
+    # resumed in the middle of an epoch (checkpoint-3: epoch 2 of 2 batches): the same data order, the same weights
+    import shutil
+
+    mid = tmp_path / "mid"
+    shutil.copytree(tmp_path / "straight", mid)
+    shutil.rmtree(mid / "checkpoint-4")
+    for name in ("metrics.json", "run.json", "dev_predictions.json", "model.safetensors"):
+        (mid / name).unlink()
+    again = train(config(mid, resume=True))
+    assert again["train"]["resumed_from"].endswith("checkpoint-3")
+    w_mid = load_file(str(mid / "model.safetensors"))
+    assert all(torch_equal(w_straight[k], w_mid[k]) for k in w_straight)
+    assert again["train"]["loss"] == pytest.approx(straight["train"]["loss"], rel=1e-9)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a, b))

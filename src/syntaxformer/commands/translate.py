@@ -38,9 +38,11 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
     from syntaxformer.utils import atomic_write
 
-    if args.batch_size < 1 or args.beams < 1:
-        raise ConfigError(f"--batch-size {args.batch_size} and --beams {args.beams} must both be positive")
-    if args.threads:
+    for flag, value in (("--batch-size", args.batch_size), ("--beams", args.beams),
+                        ("--max-source-length", args.max_source_length), ("--threads", args.threads)):
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} {value} is not valid; it must be a positive whole number")
+    if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)

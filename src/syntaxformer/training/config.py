@@ -29,6 +29,13 @@ Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--
 
 The ``model`` section is validated by the model's own config class (unknown names and invalid values are a
 :class:`~syntaxformer.errors.ConfigError` naming them).
+
+**Values** are checked against the field annotations when the config is built (:func:`typed_value`): booleans
+accept ``true`` / ``false`` and the YAML 1.1 words (``yes`` / ``no``, ``on`` / ``off``, ``1`` / ``0``) as booleans,
+for the run options, the model options and the shorthands alike (``--set use_sg_layer=no`` is ``False``, never a
+truthy string); whole numbers reject ``32.7``; floats reject ``nan`` / ``inf``; ``Literal`` fields list their
+choices; :data:`BOUNDS` gives the ranges (batch sizes, accumulation steps, logging / save steps >= 1, learning
+rates > 0, seeds >= 0 ...; epochs > 0 unless ``max_steps`` > 0).
 """
 
 from __future__ import annotations
@@ -38,12 +45,16 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+import math
+import types
+import typing
+from typing import Any, Iterable, Literal, Mapping
 
 from syntaxformer.errors import ConfigError, DataError, FormatError
 
 __all__ = ["RunConfig", "load_config", "config_data", "apply_overrides", "parse_override", "read_config_file",
-           "SYSTEMS", "model_config_class", "model_option_names", "validate_model_options", "MODEL_SHORTHANDS"]
+           "SYSTEMS", "model_config_class", "model_option_names", "validate_model_options", "MODEL_SHORTHANDS",
+           "typed_value", "normalise_model_options", "BOUNDS", "BOOLEAN_WORDS"]
 
 #: The syntax systems a run can train (``model_type``).
 SYSTEMS: tuple[str, ...] = ("sgnet", "syntax_bert")
@@ -163,7 +174,8 @@ class RunConfig:
     Output:
         output_dir: where checkpoints, the final model, ``metrics.json`` and ``run.json`` go.
         overwrite_output_dir: allow an ``output_dir`` with checkpoints of another run (they are removed).
-        resume: continue from the last checkpoint in ``output_dir`` (or from the folder given).
+        resume: continue from the newest intact checkpoint in ``output_dir`` (or from the folder given); refused
+            when the options or the training data differ from the run's start (``run_fingerprint.json``).
         save_model: save the final model (and tokenizer) in ``output_dir``.
     """
 
@@ -182,16 +194,16 @@ class RunConfig:
     data_seed: int | None = None
     # syntax / features
     parser: str = "en_core_web_sm"
-    syntax: str = "auto"
-    criterion: str = "share"
-    constituency_fallback: str = "dependency"
+    syntax: Literal["auto", "parser", "given"] = "auto"
+    criterion: Literal["share", "children"] = "share"
+    constituency_fallback: Literal["dependency", "none"] = "dependency"
     parser_noise: float = 0.0
     noise_seed: int | None = None
     parse_cache: bool | str = True
     features_cache: bool | str = True
     max_length: int = 128
     # model
-    model_type: str = "sgnet"
+    model_type: Literal["sgnet", "syntax_bert"] = "sgnet"
     model_name_or_path: str | None = None
     model: dict[str, Any] = field(default_factory=dict)
     # training
@@ -209,9 +221,9 @@ class RunConfig:
     max_grad_norm: float = 1.0
     seed: int = 42
     group_by_length: bool = True
-    mixed_precision: str = "auto"
-    eval_strategy: str = "epoch"
-    save_strategy: str = "epoch"
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"
+    eval_strategy: Literal["no", "steps", "epoch"] = "epoch"
+    save_strategy: Literal["no", "steps", "epoch"] = "epoch"
     eval_steps: int | None = None
     save_steps: int | None = None
     save_total_limit: int | None = 2
@@ -230,25 +242,28 @@ class RunConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Check the values; raises :class:`ConfigError` naming the bad option and what is allowed."""
-        choices = {"syntax": ("auto", "parser", "given"), "criterion": ("share", "children"),
-                   "mixed_precision": ("auto", "no", "bf16", "fp16"),
-                   "eval_strategy": ("no", "steps", "epoch"), "save_strategy": ("no", "steps", "epoch"),
-                   "model_type": SYSTEMS, "constituency_fallback": ("dependency", "none")}
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"{name}={getattr(self, name)!r} is not valid; choose one of {allowed}")
-        if not 0.0 <= float(self.parser_noise) <= 1.0:
+        """Check the values; raises :class:`ConfigError` naming the bad option and what is allowed.
+
+        Every field is checked against its annotation (:func:`typed_value`: booleans, integers, finite floats,
+        ``Literal`` choices, ``Optional``) and normalised in place (``"no"`` -> ``False`` for a boolean, ``2`` ->
+        ``2.0`` for a float), then against the bounds of :data:`BOUNDS`; the model options by the model's own
+        config class (booleans normalised by its field types first), the task options by building the task.
+        """
+        hints = _field_types(type(self))
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, typed_value(f.name, getattr(self, f.name), hints[f.name]))
+        for name, (low, inclusive) in BOUNDS.items():
+            v = getattr(self, name, None)
+            if v is not None and (v < low if inclusive else v <= low):
+                what = f"at least {low}" if inclusive else f"greater than {low}"
+                raise ConfigError(f"{name}={v} is not valid; it must be {what}"
+                                  + (" (or null)" if _optional(hints[name]) else ""))
+        if not 0.0 <= self.parser_noise <= 1.0:
             raise ConfigError(f"parser_noise={self.parser_noise} must be a fraction in [0, 1]")
-        for name in ("max_train_samples", "max_eval_samples", "max_predict_samples"):
-            v = getattr(self, name)
-            if v is not None and int(v) < 1:
-                raise ConfigError(f"{name}={v} must be a positive number of examples (or null for all)")
-        if int(self.max_length) < 8:
-            raise ConfigError(f"max_length={self.max_length} is too small (at least 8)")
-        for name in ("task_options", "model", "training_args"):
-            if not isinstance(getattr(self, name), dict):
-                raise ConfigError(f"{name} must be a mapping, got {getattr(self, name)!r}")
+        if self.max_steps <= 0 and self.num_train_epochs <= 0:
+            raise ConfigError(f"num_train_epochs={self.num_train_epochs} trains nothing; give a positive number of "
+                              "epochs (or max_steps > 0)")
+        self.model = normalise_model_options(self.model_type, self.model)
         validate_model_options(self.model_type, self.model)
         self.build_task()  # checks the task name and its options
 
@@ -303,7 +318,7 @@ class RunConfig:
             raise ConfigError(f"unknown config option(s) {unknown}" + (f" ({'; '.join(hints)})" if hints else "")
                               + f"; known options: {sorted(known)}, plus the task's options and the model "
                               f"options of model_type={system} (put other TrainingArguments under training_args)")
-        return cls(**{k: _coerce(cls, k, v) for k, v in data.items()})
+        return cls(**data)
 
     def replace(self, **changes: Any) -> "RunConfig":
         """A copy with some options changed (routed and validated as in :meth:`from_dict`)."""
@@ -350,37 +365,148 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
         model["use_dependency"] = trees in ("both", "dependency")
         model["use_constituency"] = trees in ("both", "constituency")
     use_syntax = out.pop("use_syntax", None)
-    if use_syntax is not None and not use_syntax:
+    if use_syntax is not None and not typed_value("use_syntax", use_syntax, bool):
         model["syntax_layers"] = []
         model.setdefault("aggregation", "mean")
     phrases = out.pop("sst_phrases", None)
     if phrases is not None:
-        out["task_options"] = {**(out.get("task_options") or {}), "phrases": bool(phrases)}
+        phrases = typed_value("sst_phrases", phrases, bool)
+        out["task_options"] = {**(out.get("task_options") or {}), "phrases": phrases}
         if not phrases:
             out["task_options"].pop("phrases")
     out["model"] = model
     return out
 
 
-def _coerce(cls, name: str, value: Any) -> Any:
-    """Light type coercion for values that came from text (``"3"`` for an int field, ``1`` for a float)."""
-    f = {f.name: f for f in dataclasses.fields(cls)}[name]
-    t = str(f.type)
-    if value is None:
-        return None
-    if t == "str" and isinstance(value, bool):  # YAML 1.1 reads an unquoted `no` (eval_strategy: no) as False
-        return "no" if value is False else "yes"
-    if t.startswith("float") and isinstance(value, (int, str)) and not isinstance(value, bool):
-        try:
-            return float(value)
-        except ValueError:
-            raise ConfigError(f"{name}={value!r} must be a number") from None
-    if t.startswith("int") and isinstance(value, str):
-        try:
+#: Lower bounds of numeric options, ``name -> (bound, inclusive)``; ``None`` values (where allowed) pass.
+BOUNDS: dict[str, tuple[float, bool]] = {
+    "max_train_samples": (1, True), "max_eval_samples": (1, True), "max_predict_samples": (1, True),
+    "data_seed": (0, True), "noise_seed": (0, True), "seed": (0, True), "max_length": (8, True),
+    "learning_rate": (0, False), "new_params_lr": (0, False), "gate_lr": (0, False), "num_train_epochs": (0, True), "max_steps": (-1, True),
+    "per_device_train_batch_size": (1, True), "per_device_eval_batch_size": (1, True),
+    "gradient_accumulation_steps": (1, True), "weight_decay": (0, True), "warmup_steps": (0, True),
+    "max_grad_norm": (0, True), "eval_steps": (1, True), "save_steps": (1, True), "save_total_limit": (1, True),
+    "logging_steps": (1, True), "dataloader_num_workers": (0, True),
+}
+#: Spellings of a boolean in a config value or an override (YAML 1.1 words included), case-insensitive.
+BOOLEAN_WORDS: dict[str, bool] = {"true": True, "yes": True, "on": True, "y": True, "1": True,
+                                  "false": False, "no": False, "off": False, "n": False, "0": False}
+
+
+def _field_types(cls: type) -> dict[str, Any]:
+    """Field name -> resolved annotation (``None`` where it cannot be resolved: the value is not checked)."""
+    import sys
+
+    module = sys.modules.get(cls.__module__)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        t = f.type
+        if isinstance(t, str):
+            try:
+                t = eval(t, {**vars(typing), **(vars(module) if module else {})})  # noqa: S307 - annotations
+            except Exception:  # an annotation naming what this module does not import (torch.dtype ...)
+                t = None
+        out[f.name] = t
+    return out
+
+
+def _optional(hint: Any) -> bool:
+    return type(None) in typing.get_args(hint)
+
+
+def typed_value(name: str, value: Any, hint: Any) -> Any:
+    """``value`` checked against the annotation ``hint`` and normalised, or a :class:`ConfigError` naming ``name``.
+
+    * ``bool``: ``True`` / ``False``, or a word of :data:`BOOLEAN_WORDS` (``"no"``, ``"off"``, ``"yes"`` ... as the
+      YAML 1.1 words come from ``--set``); anything else (``"maybe"``, ``2``) is an error;
+    * ``int``: an integer, an integral float (``1e3``) or integer text; ``32.7`` and booleans are errors;
+    * ``float``: a finite number or number text (``nan`` / ``inf`` are errors);
+    * ``str``: text (numbers are turned into text); ``Literal[...]``: one of its values (YAML 1.1's ``no`` / ``yes``
+      read as booleans become ``"no"`` / ``"yes"`` again);
+    * ``X | None``: ``None`` or an ``X``; ``bool | str``: a boolean (word) or else text; ``dict``: a mapping.
+    """
+    if hint is None or hint is Any:
+        return value
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            if type(None) in args:
+                return None
+            raise ConfigError(f"{name} may not be null; expected {_describe(hint)}")
+        for member in sorted((a for a in args if a is not type(None)), key=lambda a: a is str):  # str last
+            try:
+                return typed_value(name, value, member)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{name}={value!r} is not valid; expected {_describe(hint)}")
+    if origin is Literal:
+        if isinstance(value, bool) and ("no" if value is False else "yes") in args:
+            value = "no" if value is False else "yes"  # YAML 1.1 reads an unquoted `no` as False
+        if value not in args:
+            raise ConfigError(f"{name}={value!r} is not valid; choose one of {args}")
+        return value
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (str, int)) and str(value).strip().lower() in BOOLEAN_WORDS:
+            return BOOLEAN_WORDS[str(value).strip().lower()]
+        raise ConfigError(f"{name}={value!r} is not a boolean; use true or false (yes/no, on/off, 1/0 are read "
+                          "the same way)")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             return int(value)
-        except ValueError:
-            raise ConfigError(f"{name}={value!r} must be an integer") from None
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise ConfigError(f"{name}={value!r} is not valid; it must be a whole number")
+    if hint is float:
+        number = value
+        if isinstance(value, str):
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = None
+        if isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number):
+            return float(number)
+        raise ConfigError(f"{name}={value!r} is not valid; it must be a finite number")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise ConfigError(f"{name}={value!r} is not valid; it must be text")
+    if origin is dict or hint is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{name} must be a mapping, got {value!r}")
+        return dict(value)
     return value
+
+
+def _describe(hint: Any) -> str:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is Literal:
+        return f"one of {args}"
+    if args:
+        return " or ".join("null" if a is type(None) else _describe(a) for a in args)
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "text"}.get(hint, str(hint))
+
+
+def normalise_model_options(system: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with the boolean options of the system's config class read as booleans (``"no"`` -> ``False``,
+    as for the run config's own fields); other values are left to the config class's own checks."""
+    if system not in SYSTEMS:
+        return dict(options)
+    hints = _field_types(model_config_class(system))
+    out = dict(options)
+    for key, value in options.items():
+        hint = hints.get(key)
+        if hint is bool or (hint is not None and set(typing.get_args(hint)) == {bool, type(None)}):
+            out[key] = typed_value(f"model.{key}", value, hint)
+    return out
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

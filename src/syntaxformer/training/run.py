@@ -20,7 +20,12 @@ Files in ``output_dir`` after :func:`train`:
 * ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
   evaluation and final), the LISA loss (Syntax-BERT with LISA), runtime;
 * ``dev_predictions.json``: the final model's dev predictions in dataset order (paired significance tests);
-* the final model and tokenizer; ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues there).
+* the final model and tokenizer; ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues from the
+  newest intact one: :mod:`syntaxformer.training.checkpoints`); ``run_fingerprint.json``: the options and training
+  data a ``resume`` must find unchanged.
+
+Nothing in ``output_dir`` changes before the run's options, model and data have been checked and read: a run that
+is refused or fails on a missing file leaves the folder as it was.
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ from syntaxformer.training.config import RunConfig
 from syntaxformer.utils import atomic_write, write_json
 
 __all__ = ["train", "evaluate", "predict", "load_run", "build_context", "build_model", "load_tokenizer",
-           "training_arguments", "resume_checkpoint", "environment", "system_kind", "model_label", "count_parameters",
-           "METRICS_FILE", "DEV_PREDICTIONS_FILE", "RUN_FILE"]
+           "training_arguments", "resume_checkpoint", "check_encoder", "environment", "system_kind", "model_label",
+           "count_parameters", "METRICS_FILE", "DEV_PREDICTIONS_FILE", "RUN_FILE"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +94,8 @@ def load_tokenizer(path: str) -> Any:
 
     try:
         tok = AutoTokenizer.from_pretrained(path, use_fast=True)
-    except OSError as e:
-        raise ConfigError(f"cannot load a tokenizer from {path!r}: {e}") from e
+    except (OSError, ValueError) as e:  # ValueError: a folder with no tokenizer files in it
+        raise ConfigError(f"cannot load a tokenizer from {path!r}: {' '.join(str(e).split())[:300]}") from e
     if not getattr(tok, "is_fast", False):
         raise ConfigError(f"the tokenizer of {path!r} is not a fast tokenizer; syntax alignment needs one")
     return tok
@@ -157,35 +162,122 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
     try:
         return args_class(**kwargs)
     except (TypeError, ValueError) as e:
-        raise ConfigError(f"invalid training arguments: {e}") from e
+        named = [f"{k}={v!r}" for k, v in kwargs.items() if isinstance(v, str) and len(v) > 1 and v in str(e)]
+        raise ConfigError(f"invalid training arguments{' (' + ', '.join(named) + ')' if named else ''}: "
+                          f"{' '.join(str(e).split())}") from e
 
 
 def resume_checkpoint(config: Any, output_dir: str) -> str | None:
     """The checkpoint to resume from (``config.resume``), or ``None``; refuses to mix runs in one folder unless
-    ``config.overwrite_output_dir`` (then the old checkpoints are removed)."""
-    from transformers.trainer_utils import get_last_checkpoint
+    ``config.overwrite_output_dir`` (the old checkpoints are removed when training starts: :func:`train`).
+
+    ``resume=True`` takes the newest *intact* checkpoint (:func:`~syntaxformer.training.checkpoints.
+    checkpoint_problems`), falling back past damaged or partial ones with a warning; a checkpoint given by path must
+    be intact.
+
+    Raises:
+        DataError: the given checkpoint is missing or not intact; no checkpoint is intact; checkpoints of another
+            run are there and neither ``resume`` nor ``overwrite_output_dir`` is set.
+    """
+    from syntaxformer.training.checkpoints import checkpoint_problems, latest_intact_checkpoint, list_checkpoints
 
     if isinstance(config.resume, str) and config.resume not in ("", "true", "True"):
         if not Path(config.resume).is_dir():
             raise DataError(f"resume checkpoint {config.resume} not found")
+        problems = checkpoint_problems(config.resume)
+        if problems:
+            raise DataError(f"cannot resume from {config.resume}: {'; '.join(problems)}. Resume from an earlier "
+                            "checkpoint, or start again with --overwrite-output-dir")
         return config.resume
-    last = get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
+    found = list_checkpoints(output_dir)
     if config.resume:
-        if last is None:
+        if not found:
             logger.info("resume: no checkpoint in %s; starting from scratch", output_dir)
-        return last
-    if last is not None and not config.overwrite_output_dir:
+            return None
+        intact, skipped = latest_intact_checkpoint(output_dir)
+        for path, problems in skipped:
+            logger.warning("checkpoint %s cannot be resumed (%s)%s", path.name, "; ".join(problems),
+                           f"; falling back to {intact.name}" if intact is not None else "")
+        if intact is None:
+            raise DataError(f"{output_dir}: no checkpoint can be resumed exactly ("
+                            + "; ".join(f"{p.name}: {', '.join(pr)}" for p, pr in skipped)
+                            + "). Start again with --overwrite-output-dir")
+        return str(intact)
+    if found and not config.overwrite_output_dir:
         raise DataError(
-            f"{output_dir} already holds checkpoints (last: {Path(last).name}); use --resume to continue that run "
+            f"{output_dir} already holds checkpoints (last: {found[0].name}); use --resume to continue that run "
             "or --overwrite-output-dir to start again there")
-    if last is not None:  # starting again: old checkpoints would be mistaken for this run's by a later --resume
-        import shutil
-
-        old = sorted(p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir())
-        logger.info("overwrite_output_dir: removing %d old checkpoint folder(s) in %s", len(old), output_dir)
-        for p in old:
-            shutil.rmtree(p)
     return None
+
+
+def _clear_previous_run(output_dir: str) -> None:
+    """Starting again with ``overwrite_output_dir``: the old run's checkpoints and result files go (a later
+    ``--resume`` would mistake the checkpoints for this run's; the folder must never show another run's scores)."""
+    import shutil
+
+    from syntaxformer.training.checkpoints import list_checkpoints
+
+    old = list_checkpoints(output_dir)
+    results = [Path(output_dir) / n for n in _RESULT_FILES if (Path(output_dir) / n).is_file()]
+    if old or results:
+        logger.info("overwrite_output_dir: removing %d old checkpoint folder(s) and %d result file(s) in %s",
+                    len(old), len(results), output_dir)
+    for p in old:
+        shutil.rmtree(p)
+    for p in results:
+        p.unlink(missing_ok=True)
+
+
+def check_encoder(config: RunConfig, task: Task) -> None:
+    """Before any data is prepared: the pretrained model (``model_name_or_path``) is a model whose configuration
+    loads, and ``max_length`` fits its position embeddings. Tasks that build their own model are not checked.
+
+    Raises:
+        ConfigError: naming the folder or the ``max_length`` and the limit.
+    """
+    if type(task).build_model is not Task.build_model:
+        return
+    path = config.resolved_model()
+    if Path(path).is_dir() and not (Path(path) / "config.json").is_file():
+        raise ConfigError(f"--model {path} is not a model folder (no config.json in it); give a pretrained model "
+                          "folder or hub name, or a folder written by `syntaxformer train`")
+    from transformers import AutoConfig
+
+    import syntaxformer.modeling  # noqa: F401  (registers the syntax configs with the Auto classes)
+
+    try:
+        model_config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError, KeyError) as e:
+        raise ConfigError(f"cannot load the model configuration of {path!r}: {' '.join(str(e).split())[:300]}") \
+            from e
+    encoder = getattr(model_config, "encoder", None) or model_config
+    encoder = encoder if isinstance(encoder, Mapping) else vars(encoder)
+    limit = encoder.get("max_position_embeddings")
+    if isinstance(limit, int):
+        if "roberta" in str(encoder.get("model_type", "")):  # positions start after the padding index
+            limit -= 2
+        if config.max_length > limit:
+            raise ConfigError(f"max_length={config.max_length} is longer than {path} can read "
+                              f"(max_position_embeddings {limit}); use --max-length {limit} or less")
+
+
+def _data_fingerprint(data: Any) -> str | None:
+    """The content fingerprint of a split (``TaskData.fingerprint``; for parallel corpora a hash of the pairs)."""
+    fp = getattr(data, "fingerprint", None)
+    if isinstance(fp, str):
+        return fp
+    sources, targets = getattr(data, "sources", None), getattr(data, "targets", None)
+    if isinstance(sources, list):
+        from syntaxformer.data.examples import content_fingerprint
+
+        return content_fingerprint(zip(sources, targets or [None] * len(sources)))
+    return None
+
+
+def _training_loss(trainer: Any, result: Any) -> float:
+    """The mean training loss over all steps of the run, resumed or not (``SyntaxTrainer.loss_over_all_steps``)."""
+    loss = getattr(trainer, "loss_over_all_steps", None)
+    return result.training_loss if loss is None else loss
 
 
 def build_context(config: RunConfig, tokenizer: Any, model_config: Any) -> TaskContext:
@@ -313,13 +405,14 @@ def _task_record(task: Task) -> dict[str, Any]:
 
 
 #: Result files of a finished run (removed when a run is started again there with overwrite_output_dir).
-_RESULT_FILES = (METRICS_FILE, RUN_FILE, DEV_PREDICTIONS_FILE)
+_RESULT_FILES = (METRICS_FILE, RUN_FILE, DEV_PREDICTIONS_FILE, "run_fingerprint.json")
 
 
 def _guard_finished_run(config: RunConfig, output_dir: str) -> None:
     """A finished run (``metrics.json`` in ``output_dir``) is never replaced silently: ``resume`` has nothing to
-    continue and is refused; a new run there needs ``overwrite_output_dir``, which first removes the old run's
-    result files so the folder never shows scores of another configuration."""
+    continue and is refused; a new run there needs ``overwrite_output_dir``. Nothing is removed here: the old run's
+    files go only once the new run has read its data (:func:`_clear_previous_run`), so a run that fails on its
+    options or files leaves the folder as it was."""
     folder = Path(output_dir)
     if not (folder / METRICS_FILE).is_file():
         return
@@ -329,9 +422,6 @@ def _guard_finished_run(config: RunConfig, output_dir: str) -> None:
     if not config.overwrite_output_dir:
         raise DataError(f"{output_dir} already holds a finished run ({METRICS_FILE}); choose another --output-dir "
                         "or pass --overwrite-output-dir to replace it")
-    logger.info("overwrite_output_dir: removing the finished run's results in %s", output_dir)
-    for name in _RESULT_FILES:
-        (folder / name).unlink(missing_ok=True)
 
 
 # -- train ----------------------------------------------------------------------------------------------------
@@ -350,20 +440,39 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     import numpy as np
     import transformers
 
+    from syntaxformer.training import checkpoints
+
     t0 = time.time()
     task = config.build_task()
     config = _with_task_defaults(config, task)
     output_dir = os.path.abspath(config.output_dir)
+    # Everything that can be refused is checked before anything in output_dir changes.
     _guard_finished_run(config, output_dir)
     resume_from = resume_checkpoint(config, output_dir)
-    os.makedirs(output_dir, exist_ok=True)
+    if resume_from:
+        checkpoints.check_fingerprint(output_dir, checkpoints.run_fingerprint(config.to_dict(), None),
+                                      check_data=False)
     model_path = config.resolved_model()
+    check_encoder(config, task)
+    args = training_arguments(config, output_dir, seq2seq=_uses_generation(config, task),
+                              label_names=task.label_names)
 
     t_data = time.time()
     train_data = _load_data(config, task, "train", config.max_train_samples)
     dev_data = _load_data(config, task, "dev", config.max_eval_samples)
     if not _has_labels(train_data) or not _has_labels(dev_data):
         raise DataError(f"{task.title}: training needs labeled train and dev data")
+    fingerprint = checkpoints.run_fingerprint(config.to_dict(), _data_fingerprint(train_data))
+    if resume_from:  # before the task rebuilds anything in the folder (translation: its BPE tokenizers)
+        checkpoints.check_fingerprint(output_dir, fingerprint)
+    os.makedirs(output_dir, exist_ok=True)
+    checkpoints.remove_orphan_temp_files(output_dir)
+    if resume_from:
+        checkpoints.set_aside_damaged(output_dir, resume_from)
+    else:
+        if config.overwrite_output_dir:
+            _clear_previous_run(output_dir)
+        checkpoints.write_fingerprint(output_dir, fingerprint)
     # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what they
     # prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
     prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
@@ -379,8 +488,6 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     dev_ds = task.featurize(dev_data, context, "dev")
     data_s = time.time() - t_data
 
-    args = training_arguments(config, output_dir, seq2seq=_uses_generation(config, task),
-                              label_names=task.label_names)
     # Evaluations during training report the task's metrics; generation tasks only the validation loss (decoding
     # every evaluation would multiply the cost), their metrics come after training.
     metrics_fn = None if task.head == "seq2seq" else _metrics_fn(task, dev_data, dev_ds)
@@ -435,7 +542,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
                 "ids": list(predictions.ids), "predictions": list(predictions.values),
                 **({"labels": np.asarray(labels).tolist()} if labels is not None else {})})
     if config.save_model:
-        trainer.save_model(output_dir)
+        _save_model(trainer, output_dir)
 
     lisa_log = [e["lisa_loss"] for e in trainer.state.log_history if "lisa_loss" in e]
     dev_meta = getattr(dev_ds, "meta", {})
@@ -459,7 +566,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         "features": {"train": meta.get("cache"), "dev": dev_meta.get("cache")},
         "main_metric": task.main_metric, "dev": dev_scores, "dev_loss": final.get("eval_loss"),
         "eval": evaluations, "history": history,
-        "train": {"loss": result.training_loss, "global_step": trainer.state.global_step,
+        "train": {"loss": _training_loss(trainer, result), "global_step": trainer.state.global_step,
                   "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2),
                   "resumed_from": resume_from, **_best_checkpoint(trainer)},
         "parameters": count_parameters(model), **task.describe_run(model),
@@ -494,6 +601,25 @@ def _write_file(path: Path, content: Any) -> None:
             f.write(content)
     else:
         write_json(path, content)
+
+
+def _save_model(trainer: Any, output_dir: str) -> None:
+    """``trainer.save_model`` into a temporary folder beside the run's files, then each file renamed into place: a
+    kill while saving leaves the previous files or the new ones, never a truncated weights file (the temporary
+    folder, ``.tmp-model-*``, is removed when a run starts there again)."""
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(dir=output_dir, prefix=".tmp-model-")
+    try:
+        trainer.save_model(tmp)
+        for name in sorted(os.listdir(tmp)):
+            target = os.path.join(output_dir, name)
+            if os.path.isdir(os.path.join(tmp, name)) and os.path.isdir(target):
+                shutil.rmtree(target)
+            os.replace(os.path.join(tmp, name), target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _best_checkpoint(trainer: Any) -> dict[str, Any]:

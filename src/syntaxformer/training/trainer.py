@@ -21,8 +21,8 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from syntaxformer.errors import InputError
 
-__all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "gate_parameter_names", "new_parameter_names", "precision_flags",
-           "LoggingCallback", "SyntaxSeq2SeqTrainer"]
+__all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "gate_parameter_names", "new_parameter_names",
+           "precision_flags", "LoggingCallback", "SyntaxSeq2SeqTrainer", "LOSS_FILE", "EPOCH_RNG_FILE"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,116 @@ def _kind(name: str, new: set[str], gates: set[str]) -> str:
     return "gate" if name in gates else "new" if name in new else "encoder"
 
 
-class SyntaxTrainer(Trainer):
+#: Sum of the training losses of steps 1..N, written into each ``checkpoint-N/`` (see :class:`_Resumable`).
+LOSS_FILE = "loss_sum.json"
+#: The CPU random state at the start of the epoch a checkpoint lies in (see :class:`_Resumable`).
+EPOCH_RNG_FILE = "epoch_rng_state.pt"
+
+
+class _Resumable:
+    """What a run needs to be resumed as if it had never stopped, on top of the Trainer's checkpoints.
+
+    * **Training loss over all steps.** ``Trainer.train`` reports the mean loss of the steps it ran itself, so a
+      resumed run's ``training_loss`` covers the resumed steps only. Each checkpoint also records the sum of the
+      per-step losses of steps 1..N (``loss_sum.json``); a resumed run adds it back: :attr:`loss_over_all_steps`.
+    * **The data order of a resumed epoch.** The Trainer's length-grouped sampler draws each epoch's order from
+      torch's global random state when the epoch's data loader starts. Resumed at an epoch boundary, that state
+      is the checkpoint's; resumed in the middle of an epoch it is not (the checkpoint's state is restored only
+      after the skipped batches), so the rest of the epoch came in another order and the weights differed from
+      the uninterrupted run's. Each checkpoint therefore also keeps the CPU random state at the start of its epoch
+      (``epoch_rng_state.pt``), and a resume in the middle of an epoch restores it before the epoch starts.
+    """
+
+    loss_sum_before: float | None = 0.0
+    loss_over_all_steps: float | None = None
+    _epoch_start: tuple[int, Any] | None = None
+    _resume_epoch_rng: tuple[int, Any] | None = None
+
+    def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any) -> Any:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        path = resume_from_checkpoint
+        if path is True:
+            path = get_last_checkpoint(self.args.output_dir)
+        self.loss_sum_before = 0.0 if not path else _read_loss_sum(path)
+        self._resume_epoch_rng = None if not path else _read_epoch_rng(path)
+        out = super().train(resume_from_checkpoint, *args, **kwargs)
+        steps_here = self.state.global_step - self._initial_global_step
+        if self.loss_sum_before is None or not self.state.global_step:
+            self.loss_over_all_steps = None if self.state.global_step else out.training_loss
+        else:
+            total = self.loss_sum_before + out.training_loss * steps_here
+            self.loss_over_all_steps = total / self.state.global_step
+        return out
+
+    def _on_epoch_begin(self, global_step: int, epoch: float | None) -> None:
+        """Called by :class:`_EpochStartCallback` before the epoch's data loader starts."""
+        resumed, self._resume_epoch_rng = self._resume_epoch_rng, None
+        mid_epoch = epoch is not None and not float(epoch).is_integer()  # at a boundary the Trainer restores it
+        if resumed is not None and resumed[0] < global_step and mid_epoch:  # resumed in the middle of that epoch
+            torch.set_rng_state(resumed[1])
+            self._epoch_start = resumed
+        else:
+            self._epoch_start = (global_step, torch.get_rng_state())
+
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        super()._save_checkpoint(model, trial)
+        import os
+
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+        from syntaxformer.utils import atomic_write, write_json
+
+        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+        if not self.args.should_save or not os.path.isdir(folder):
+            return
+        if self.loss_sum_before is not None:
+            here = self._total_loss_scalar + float(self._tr_loss.item())
+            write_json(os.path.join(folder, LOSS_FILE), {"global_step": self.state.global_step,
+                                                         "loss_sum": self.loss_sum_before + here})
+        if self._epoch_start is not None:
+            with atomic_write(os.path.join(folder, EPOCH_RNG_FILE), "wb") as f:
+                torch.save({"epoch_start_step": self._epoch_start[0], "cpu_rng_state": self._epoch_start[1]}, f)
+
+
+class _EpochStartCallback(TrainerCallback):
+    """Tells a :class:`_Resumable` trainer that an epoch begins (before its data loader starts)."""
+
+    def __init__(self, trainer: _Resumable):
+        self.trainer = trainer
+
+    def on_epoch_begin(self, args, state, control, **kwargs):  # noqa: D102
+        self.trainer._on_epoch_begin(state.global_step, state.epoch)
+
+
+def _read_loss_sum(checkpoint: str) -> float | None:
+    """The loss sum recorded in a checkpoint, or ``None`` (written by an older version, or unreadable)."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(checkpoint, LOSS_FILE), encoding="utf-8") as f:
+            return float(json.load(f)["loss_sum"])
+    except (OSError, ValueError, KeyError, TypeError):
+        logger.info("%s has no readable %s: the reported training loss covers the resumed steps only",
+                    checkpoint, LOSS_FILE)
+        return None
+
+
+def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
+    """``(step at the start of the checkpoint's epoch, CPU random state then)``, or ``None``."""
+    import os
+
+    try:
+        saved = torch.load(os.path.join(checkpoint, EPOCH_RNG_FILE), weights_only=True)
+        return int(saved["epoch_start_step"]), saved["cpu_rng_state"]
+    except Exception:  # absent (an older version's checkpoint) or unreadable: the Trainer's own behaviour
+        logger.info("%s has no readable %s: a resume in the middle of an epoch may see another data order",
+                    checkpoint, EPOCH_RNG_FILE)
+        return None
+
+
+class SyntaxTrainer(_Resumable, Trainer):
     """``Trainer`` whose optimizer gives the new (non-encoder) parameters their own learning rate.
 
     Args:
@@ -110,6 +219,7 @@ class SyntaxTrainer(Trainer):
         if self.pop_callback(ProgressCallback) is not None:
             self.add_callback(_BarsOnlyCallback)
         self.add_callback(LoggingCallback)
+        self.add_callback(_EpochStartCallback(self))
 
     def create_optimizer(self, model: nn.Module | None = None) -> torch.optim.Optimizer:
         opt_model = self.model if model is None else model
@@ -232,7 +342,7 @@ def precision_flags(mode: str) -> dict[str, bool]:
     return {"bf16": False, "fp16": False}
 
 
-class SyntaxSeq2SeqTrainer(Seq2SeqTrainer):
+class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
     """``Seq2SeqTrainer`` for the syntax-infused translation model: what the stock trainer does not do.
 
     * **Length-grouped training batches** (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`):
@@ -264,6 +374,7 @@ class SyntaxSeq2SeqTrainer(Seq2SeqTrainer):
         if self.pop_callback(ProgressCallback) is not None:
             self.add_callback(_BarsOnlyCallback)
         self.add_callback(LoggingCallback)
+        self.add_callback(_EpochStartCallback(self))
 
     # -- batches -----------------------------------------------------------------------------------------------
     def get_train_dataloader(self) -> DataLoader:
