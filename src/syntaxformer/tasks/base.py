@@ -358,4 +358,5 @@ def _load_builtin() -> None:
 
 #: The modules that define the built-in tasks (each calls :func:`register_task` at import).
 _BUILTIN_MODULES: tuple[str, ...] = ("syntaxformer.tasks.glue", "syntaxformer.tasks.snli", "syntaxformer.tasks.sst",
-                                    "syntaxformer.tasks.squad", "syntaxformer.tasks.race", "syntaxformer.tasks.translation")
+                                    "syntaxformer.tasks.squad", "syntaxformer.tasks.race", "syntaxformer.tasks.translation",
+                                    "syntaxformer.tasks.custom")
