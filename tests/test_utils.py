@@ -43,3 +43,20 @@ def test_utils_atomic_write_replaces_a_file_with_the_new_mode(tmp_path):
     finally:
         os.umask(old)
     assert path.read_text() == "new" and _mode(path) == 0o644
+
+
+def test_utils_readable_outputs_opens_owner_only_files(tmp_path):
+    from syntaxformer.utils import readable_outputs
+
+    (tmp_path / "sub").mkdir()
+    weights, private = tmp_path / "sub" / "model.safetensors", tmp_path / "kept.txt"
+    weights.write_text("w")
+    private.write_text("p")
+    os.chmod(weights, 0o600)
+    os.chmod(private, 0o640)  # not the temporary-file mode: left as the user made it
+    old = os.umask(0o022)
+    try:
+        readable_outputs(tmp_path)
+    finally:
+        os.umask(old)
+    assert _mode(weights) == 0o644 and _mode(private) == 0o640

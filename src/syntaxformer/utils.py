@@ -10,7 +10,7 @@ from typing import IO, Any, Iterator, Sequence, TypeVar
 
 from syntaxformer.errors import ConfigError, DataError, FormatError
 
-__all__ = ["atomic_write", "open_text", "write_json", "subsample", "progress"]
+__all__ = ["atomic_write", "open_text", "write_json", "subsample", "progress", "readable_outputs"]
 
 T = TypeVar("T")
 
@@ -52,6 +52,18 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def readable_outputs(folder: str | os.PathLike) -> None:
+    """Give the files under ``folder`` that other libraries wrote owner-only (``0600``: e.g. model weights
+    written through a temporary file) the mode of an ordinary new file (``0666`` less the umask)."""
+    mode = 0o666 & ~_umask()
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            with contextlib.suppress(OSError):
+                if os.stat(path).st_mode & 0o777 == 0o600 and mode != 0o600:
+                    os.chmod(path, mode)
 
 
 def _umask() -> int:

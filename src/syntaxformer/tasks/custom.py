@@ -43,7 +43,7 @@ from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
 
 __all__ = ["CustomTextTask", "CustomQATask", "CustomChoiceTask", "PROBLEM_TYPES", "infer_labels", "split_names",
-           "SPLIT_ALIASES"]
+           "SPLIT_ALIASES", "task_for_data", "is_squad_json"]
 
 #: ``problem_type`` values: ``auto`` infers it from the training labels.
 PROBLEM_TYPES: tuple[str, ...] = ("auto", "single_label_classification", "regression")
@@ -57,6 +57,38 @@ _SPLIT_FILE_STEMS: dict[str, tuple[str, ...]] = {"train": ("train",), "dev": ("v
 def split_names(split: str) -> str:
     """The split name the tasks use (``validation`` -> ``dev``)."""
     return SPLIT_ALIASES.get(split, split)
+
+
+def is_squad_json(path: str | Path) -> bool:
+    """Whether ``path`` is a SQuAD-format JSON file (``{"data": [{"paragraphs": [...]}, ...]}``)."""
+    p = Path(path)
+    if p.suffix.lower() != ".json" or not p.is_file():
+        return False
+    try:
+        with open(p, encoding="utf-8-sig") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False  # read_table gives the real error
+    articles = data.get("data") if isinstance(data, Mapping) else None
+    return bool(articles) and isinstance(articles, list) and isinstance(articles[0], Mapping) \
+        and "paragraphs" in articles[0]
+
+
+def task_for_data(train_file: str | None, dataset: str | None = None, columns_given: Sequence[str] = ()) -> str:
+    """The custom task for the user's own data when no task is named: ``custom-qa`` for a SQuAD-format JSON
+    file, ``custom-mc`` for rows with ``question`` and ``options`` columns (and no text column given), else
+    ``custom`` (text classification / regression)."""
+    if train_file and is_squad_json(train_file):
+        return "custom-qa"
+    if train_file and not columns_given and Path(train_file).is_file() \
+            and Path(train_file).suffix.lower() in TABLE_FORMATS:
+        try:
+            columns = read_table(train_file).columns
+        except (DataError, FormatError):
+            return "custom"  # the task reports the problem with its own message
+        if {"question", "options"} <= set(columns):
+            return "custom-mc"
+    return "custom"
 
 
 def _is_int(text: str) -> bool:
