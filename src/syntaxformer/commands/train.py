@@ -211,7 +211,23 @@ def require_task(args: argparse.Namespace) -> dict[str, Any]:
     if wrong:
         raise ConfigError(f"{', '.join(wrong)} do(es) not apply to --task {task}, which reads its own columns; "
                           "column options are for your own data: --task custom (or --train-file without --task)")
+    _reject_unused(str(task), data)
     return extra
+
+
+def _reject_unused(task: str, data: Mapping[str, Any]) -> None:
+    """Options given for a task that ignores them (:attr:`syntaxformer.tasks.Task.unused_options`) are an error,
+    even when the value given is the default (``train`` itself can only see values that differ from it)."""
+    from syntaxformer.errors import ConfigError, SyntaxformerError
+    from syntaxformer.tasks import get_task
+
+    try:
+        unused = get_task(task).unused_options
+    except SyntaxformerError:  # a task that needs options to be built: train() checks it
+        return
+    for name, instead in unused.items():
+        if name in data:
+            raise ConfigError(f"{task} does not use {name}={data[name]!r}: {instead}")
 
 
 def run(args: argparse.Namespace) -> int:
