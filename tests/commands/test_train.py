@@ -68,3 +68,15 @@ def test_train_python_api_rejects_a_changed_ignored_option(tmp_path):
 
     with pytest.raises(ConfigError, match="translation does not use max_train_samples=5"):
         train(RunConfig(task="translation", max_train_samples=5, output_dir=str(tmp_path / "run")))
+
+
+def test_train_own_data_errors_are_one_line(tmp_path, capsys):
+    (tmp_path / "empty.csv").write_text("")
+    (tmp_path / "t.csv").write_text("review,sentiment\ngood,pos\nbad,neg\n")
+    assert main(["train", "--train-file", str(tmp_path / "empty.csv"), "--output-dir", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "empty.csv holds no rows (empty file)" in err
+    assert main(["train", "--train-file", str(tmp_path / "t.csv"), "--text-column", "text", "--label-column",
+                 "sentiment", "--output-dir", str(tmp_path / "r")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no column 'text' (--text-column); its columns are ['review', 'sentiment']" in err

@@ -164,3 +164,15 @@ def test_custom_task_for_data(tmp_path):
     assert task_for_data(None, "imdb") == "custom"
     with pytest.raises(DataError, match="custom-qa: give a SQuAD-format JSON training file"):
         get_task("custom-qa").load_split("train", {})
+
+
+def test_custom_options_and_subsets(tmp_path):
+    with pytest.raises(ConfigError, match=r"option\(s\) \['phrases'\] do not apply to custom; its options are "
+                                          r"\['text_column'"):
+        get_task("custom", phrases=True)
+    with pytest.raises(ConfigError, match="do not apply to custom-mc"):
+        get_task("custom-mc", text_column="x")
+    train = _csv(tmp_path / "t.csv", ["text", "label"], [[f"t{i}", "ab"[i % 2]] for i in range(20)])
+    task = get_task("custom")
+    small = task.load_split("train", {"train_file": train, "dev_file": train, "max_samples": 5, "data_seed": 1})
+    assert len(small) == 5 and small.total == 20 and "random subsample of 5 of 20" in small.sample_note

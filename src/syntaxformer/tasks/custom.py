@@ -205,6 +205,15 @@ def _rows_for(split: str, data: Mapping[str, Any], fraction: float, seed: int, t
     return train, np.flatnonzero(keep).tolist(), f"{train.source} (without {len(held)} held-out rows, seed {seed})"
 
 
+def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
+    """Options a custom task does not take: an error naming the ones it does."""
+    if unknown:
+        from syntaxformer.tasks.base import task_option_names
+
+        raise ConfigError(f"option(s) {sorted(unknown)} do not apply to {task}; its options are "
+                          f"{list(task_option_names(task))}")
+
+
 def _max_samples(split: str, data: Mapping[str, Any]) -> int | None:
     key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
     value = data.get("max_samples", data.get(key))
@@ -233,7 +242,8 @@ class CustomTextTask(SentenceTask):
 
     def __init__(self, text_column: str | None = None, text_pair_column: str | None = None,
                  label_column: str = "label", id_column: str | None = None, labels: Sequence[Any] | None = None,
-                 problem_type: str = "auto", validation_fraction: float = 0.1, split_seed: int = 0):
+                 problem_type: str = "auto", validation_fraction: float = 0.1, split_seed: int = 0, **unknown: Any):
+        _no_unknown(self.name, unknown)
         if problem_type not in PROBLEM_TYPES:
             raise ConfigError(f"problem_type={problem_type!r} is not valid; choose one of {PROBLEM_TYPES}")
         if labels is not None and (isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence)):
@@ -453,7 +463,8 @@ class CustomChoiceTask(RaceTask):
 
     def __init__(self, question_column: str = "question", options_column: str = "options",
                  answer_column: str = "answer", context_column: str | None = None, id_column: str | None = None,
-                 validation_fraction: float = 0.1, split_seed: int = 0):
+                 validation_fraction: float = 0.1, split_seed: int = 0, **unknown: Any):
+        _no_unknown(self.name, unknown)
         if not 0.0 <= float(validation_fraction) < 1.0:
             raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
         self.question_column, self.options_column, self.answer_column = question_column, options_column, answer_column
