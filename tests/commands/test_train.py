@@ -80,3 +80,17 @@ def test_train_own_data_errors_are_one_line(tmp_path, capsys):
                  "sentiment", "--output-dir", str(tmp_path / "r")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no column 'text' (--text-column); its columns are ['review', 'sentiment']" in err
+
+
+def test_train_records_task_option_files_as_absolute_paths(tmp_path, monkeypatch):
+    """Parallel text files given as task options (--set train_source=train.en) are recorded absolute."""
+    from syntaxformer.commands.train import _absolute_files
+
+    (tmp_path / "train.en").write_text("a\n")
+    (tmp_path / "dev.de").write_text("b\n")
+    monkeypatch.chdir(tmp_path)
+    options = {"train_source": "train.en", "eval_sets": {"dev": ["train.en", "dev.de"]}, "arm": "syntax",
+               "tokenizer_dir": "not-a-file", "fraction": 0.5}
+    assert _absolute_files(options) == {"train_source": str(tmp_path / "train.en"),
+                                        "eval_sets": {"dev": [str(tmp_path / "train.en"), str(tmp_path / "dev.de")]},
+                                        "arm": "syntax", "tokenizer_dir": "not-a-file", "fraction": 0.5}

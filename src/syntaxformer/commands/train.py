@@ -215,6 +215,18 @@ def require_task(args: argparse.Namespace) -> dict[str, Any]:
     return extra
 
 
+def _absolute_files(value: Any) -> Any:
+    """Task options with every relative path of an existing file made absolute (``train_source=train.en`` ...),
+    so the run folder's ``run.json`` finds them from any working folder; other values unchanged."""
+    if isinstance(value, str):
+        return os.path.abspath(value) if value and not os.path.isabs(value) and os.path.isfile(value) else value
+    if isinstance(value, list):
+        return [_absolute_files(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _absolute_files(v) for k, v in value.items()}
+    return value
+
+
 def _reject_unused(task: str, data: Mapping[str, Any]) -> None:
     """Options given for a task that ignores them (:attr:`syntaxformer.tasks.Task.unused_options`) are an error,
     even when the value given is the default (``train`` itself can only see values that differ from it)."""
@@ -237,6 +249,9 @@ def run(args: argparse.Namespace) -> int:
     for key, value in inferred.items():
         setattr(args, key, value)
     config = config_from_args(args)
+    absolute = _absolute_files(config.task_options)
+    if absolute != config.task_options:
+        config = config.replace(task_options=absolute)
     metrics = train(config)
     print(json.dumps(summary(metrics, config.output_dir), indent=2))
     return 0
