@@ -584,7 +584,7 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
     data = {**saved["config"], **changes}
     # The task as it was trained: the recorded options include what the task fixed while reading the training
     # data (the labels and columns of a custom task), which the config's own task_options may lack.
-    if isinstance(record.get("options"), Mapping) and record.get("name") == saved["config"].get("task"):
+    if isinstance(record.get("options"), Mapping) and "task" not in changes:
         data["task_options"] = {**saved["config"].get("task_options", {}), **record["options"]}
     for section in ("model", "task_options", "training_args"):  # nested sections are merged, not replaced
         if isinstance(changes.get(section), Mapping):
