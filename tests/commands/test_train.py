@@ -79,7 +79,8 @@ def test_train_own_data_errors_are_one_line(tmp_path, capsys):
     assert main(["train", "--train-file", str(tmp_path / "t.csv"), "--text-column", "text", "--label-column",
                  "sentiment", "--output-dir", str(tmp_path / "r")]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "has no column 'text' (--text-column); its columns are ['review', 'sentiment']" in err
+    assert err.count("\n") == 1
+    assert "has no column 'text' (--text-column); its columns are ['review', 'sentiment']" in err
 
 
 def test_train_records_task_option_files_as_absolute_paths(tmp_path, monkeypatch):

@@ -150,7 +150,8 @@ def test_custom_multiple_choice_rows(tmp_path):
     with pytest.raises(DataError, match=r"bad.jsonl:1: answer 'zebra' is neither an option's index, its letter"):
         get_task("custom-mc").load_split("train", {"train_file": bad, "dev_file": bad})
     csv_path = _csv(tmp_path / "quiz.csv", ["question", "options", "answer"], [["q", '["a", "b"]', "1"]])
-    assert get_task("custom-mc").load_split("dev", {"train_file": csv_path, "dev_file": csv_path}).examples[0].label == 1
+    data_csv = {"train_file": csv_path, "dev_file": csv_path}
+    assert get_task("custom-mc").load_split("dev", data_csv).examples[0].label == 1
     scores = task.compute_metrics(data, type("P", (), {"values": [0, 0, 0]})())
     assert scores == {"accuracy": pytest.approx(200 / 3), "n": 3}
 

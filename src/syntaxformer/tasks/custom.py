@@ -11,7 +11,8 @@
   list of options and the answer (its index, letter or text), with an optional context passage; the
   :class:`~syntaxformer.tasks.race.RaceTask` pipeline scored by plain accuracy.
 * translation on parallel text files is the ``translation`` task with its ``train_source`` / ``train_target`` /
-  ``valid_source`` / ``valid_target`` / ``eval_sets`` options (:class:`~syntaxformer.tasks.translation.TranslationTask`).
+  ``valid_source`` / ``valid_target`` / ``eval_sets`` options
+  (:class:`~syntaxformer.tasks.translation.TranslationTask`).
 
 Everything that defines the task (columns, the label list in class-id order, the label kind, the held-out
 fraction) is a task option, recorded in the run folder's ``run.json`` once the training labels are known, so
