@@ -177,3 +177,16 @@ def test_custom_options_and_subsets(tmp_path):
     task = get_task("custom")
     small = task.load_split("train", {"train_file": train, "dev_file": train, "max_samples": 5, "data_seed": 1})
     assert len(small) == 5 and small.total == 20 and "random subsample of 5 of 20" in small.sample_note
+
+
+def test_custom_datasets_folder_splits(tmp_path):
+    """A DatasetDict saved with save_to_disk, given as the data set: its train / validation splits."""
+    datasets = pytest.importorskip("datasets", reason="the datasets package is not installed")
+    rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}, {"text": "fine", "label": "pos"}]
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows),
+                          "validation": datasets.Dataset.from_list(rows[1:])}).save_to_disk(str(tmp_path / "ds"))
+    task = get_task("custom")
+    data = {"dataset": str(tmp_path / "ds")}
+    assert [e.label for e in task.load_split("train", data).examples] == [1, 0, 1]
+    dev = task.load_split("validation", data)
+    assert [e.text_a for e in dev.examples] == ["bad", "fine"] and dev.source == f"{tmp_path / 'ds'}[validation]"
