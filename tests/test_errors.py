@@ -44,7 +44,7 @@ CASES = [
     (["train", "--task", "no_such_task"], 1, "no_such_task"),
     (["train", "--epochs", "three"], 2, "--epochs"),
     (["evaluate", "{tmp}/no_model"], 1, "no_model"),
-    (["evaluate", "{tmp}/no_model", "--split", "validation"], 2, "--split"),
+    (["evaluate", "{tmp}/no_model", "--split", "holdout"], 2, "--split"),
     (["predict", "{tmp}/no_model"], 1, "no_model"),
     (["compare", "--task", "sst2", "--systems", "baseline,telepathy"], 1, "telepathy"),
     (["compare", "--config", "{tmp}/missing.json"], 1, "missing.json"),

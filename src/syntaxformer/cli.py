@@ -73,7 +73,23 @@ class ArgumentParser(argparse.ArgumentParser):
     :class:`UsageError` so that :func:`main` returns 2 instead of exiting from inside the parser."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise UsageError(f"{self.prog}: error: {message} (see `{self.prog} --help`)")
+        raise UsageError(f"{self.prog}: error: {message}{self._did_you_mean(message)} (see `{self.prog} --help`)")
+
+    def _did_you_mean(self, message: str) -> str:
+        """``; did you mean --x?`` for the unknown options named in an argparse message."""
+        import difflib
+
+        if "unrecognized arguments:" not in message:
+            return ""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        hints = []
+        for word in message.split("unrecognized arguments:", 1)[1].split():
+            option = word.split("=", 1)[0]
+            if option.startswith("--"):
+                match = difflib.get_close_matches(option, known, n=1, cutoff=0.6)
+                if match:
+                    hints.append(f"{option} -> did you mean {match[0]}?")
+        return f" ({'; '.join(hints)})" if hints else ""
 
 
 def one_line(text: str) -> str:

@@ -10,7 +10,7 @@ from typing import IO, Any, Iterator, Sequence, TypeVar
 
 from syntaxformer.errors import ConfigError, DataError, FormatError
 
-__all__ = ["atomic_write", "open_text", "write_json", "subsample", "progress"]
+__all__ = ["atomic_write", "open_text", "write_json", "subsample", "progress", "readable_outputs"]
 
 T = TypeVar("T")
 
@@ -19,7 +19,9 @@ T = TypeVar("T")
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write to a temporary file in the same folder and rename it over ``path`` only on success.
 
-    An interrupted write never leaves a truncated ``path`` behind.
+    An interrupted write never leaves a truncated ``path`` behind. The file gets the permissions an ordinary
+    ``open(path, "w")`` would give it (``0o666`` less the umask, so ``0644`` under the usual umask ``022``), not
+    the owner-only ``0600`` of a temporary file.
 
     Raises:
         DataError: ``path`` cannot be written (no permission, a file where its folder should be, disk full ...);
@@ -32,6 +34,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     except OSError as e:
         raise DataError(f"cannot write {path}: {e.strerror or e}") from e
+    with contextlib.suppress(OSError):  # mkstemp makes 0600 files; output files are for everyone to read
+        os.fchmod(fd, 0o666 & ~_umask())
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
             yield f
@@ -48,6 +52,31 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def readable_outputs(folder: str | os.PathLike) -> None:
+    """Give the files under ``folder`` that other libraries wrote owner-only (``0600``: e.g. model weights
+    written through a temporary file) the mode of an ordinary new file (``0666`` less the umask)."""
+    mode = 0o666 & ~_umask()
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            with contextlib.suppress(OSError):
+                if os.stat(path).st_mode & 0o777 == 0o600 and mode != 0o600:
+                    os.chmod(path, mode)
+
+
+def _umask() -> int:
+    """The process's umask: from ``/proc/self/status`` where there is one (no change to process state, so safe
+    with threads), else by setting it and putting it back."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager

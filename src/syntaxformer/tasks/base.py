@@ -147,6 +147,7 @@ class Task(abc.ABC):
         head: one of :data:`HEADS`.
         metric_names: metric names; the first is the headline number.
         splits: the split names the task knows (``train`` / ``dev`` / ``test`` by default).
+        unused_options: run-config options the task ignores, each with what to use instead (rejected by ``train``).
     """
 
     name: ClassVar[str] = ""
@@ -154,6 +155,9 @@ class Task(abc.ABC):
     head: ClassVar[str] = "sequence_classification"
     metric_names: ClassVar[tuple[str, ...]] = ()
     splits: ClassVar[tuple[str, ...]] = ("train", "dev", "test")
+    #: Run-config options this task does not use -> what to use instead. ``train`` rejects a run that sets one
+    #: (a value other than the config's default) instead of dropping it silently.
+    unused_options: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, **options: Any):
         if options:
@@ -358,4 +362,5 @@ def _load_builtin() -> None:
 
 #: The modules that define the built-in tasks (each calls :func:`register_task` at import).
 _BUILTIN_MODULES: tuple[str, ...] = ("syntaxformer.tasks.glue", "syntaxformer.tasks.snli", "syntaxformer.tasks.sst",
-                                    "syntaxformer.tasks.squad", "syntaxformer.tasks.race", "syntaxformer.tasks.translation")
+                                    "syntaxformer.tasks.squad", "syntaxformer.tasks.race", "syntaxformer.tasks.translation",
+                                    "syntaxformer.tasks.custom")

@@ -180,6 +180,18 @@ class TranslationTask(Task):
     head = "seq2seq"
     metric_names = ("bleu",)
     splits = ("train", "dev", "test")
+    unused_options = {
+        "model_name_or_path": "the translation model is trained from scratch (its size: --set preset=NAME)",
+        "model_type": "the arm chooses the model (--set arm=baseline|syntax|sgnet|both)",
+        "max_length": "use --set max_source_length=N / max_target_length=N / max_eval_source_length=N",
+        "max_train_samples": "use --set fraction=F (a seeded share of the training pairs)",
+        "max_eval_samples": "the evaluation sets are translated whole",
+        "num_train_epochs": "it trains for max_steps updates (default 400): use --max-steps N",
+        "train_file": "use --set train_source=FILE --set train_target=FILE (parallel text, one sentence a line)",
+        "dev_file": "use --set valid_source=FILE --set valid_target=FILE",
+        "test_file": "use --set eval_sets='{name: [SOURCE, REFERENCE]}'",
+        "dataset": "use parallel text files (--set train_source=... train_target=...)",
+    }
 
     def __init__(self, arm: str | None = None, features: Sequence[str] | str = (), feature_dim: int | None = None,
                  feature_combine: str = "sum", use_sg_layer: bool = False, sg_mask: str = "sdoi", alpha: float = 0.5,

@@ -293,10 +293,12 @@ class RunConfig:
         return default_hf_model()
 
     def data_options(self, split: str, max_samples: int | None) -> dict[str, Any]:
-        """The data section a task's ``load_split`` reads for ``split`` (``max_samples`` for this purpose)."""
-        return {"data_dir": self.data_dir, f"{split}_file": getattr(self, f"{split}_file", None),
-                "dataset": self.dataset, "dataset_config": self.dataset_config, "max_samples": max_samples,
-                "data_seed": self.resolved_data_seed}
+        """The data section a task's ``load_split`` reads for ``split`` (``max_samples`` for this purpose). Every
+        split's file is in it: a task may read one split off another's file (a held-out part of ``train_file``
+        only when no ``dev_file`` is given)."""
+        return {"data_dir": self.data_dir, "train_file": self.train_file, "dev_file": self.dev_file,
+                "test_file": self.test_file, "dataset": self.dataset, "dataset_config": self.dataset_config,
+                "max_samples": max_samples, "data_seed": self.resolved_data_seed}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-serialisable)."""

@@ -44,7 +44,7 @@ from typing import Any, Callable, Mapping, Sequence
 from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDependencyError
 from syntaxformer.tasks.base import Task, TaskContext, get_task
 from syntaxformer.training.config import RunConfig
-from syntaxformer.utils import atomic_write, write_json
+from syntaxformer.utils import atomic_write, readable_outputs, write_json
 
 __all__ = ["train", "evaluate", "predict", "load_run", "build_context", "build_model", "load_tokenizer",
            "training_arguments", "resume_checkpoint", "check_encoder", "environment", "system_kind", "model_label",
@@ -400,6 +400,21 @@ def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[st
     return compute
 
 
+def _reject_unused_options(config: RunConfig, task: Task) -> None:
+    """A run option the task ignores (:attr:`Task.unused_options`) set to anything but its default is an error."""
+    fields = {f.name: f for f in dataclasses.fields(RunConfig)}
+    for name, instead in task.unused_options.items():
+        f = fields[name]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+        if getattr(config, name) != default:
+            raise ConfigError(f"{task.name} does not use {name}={getattr(config, name)!r}: {instead}")
+
+
+def _split_name(split: str) -> str:
+    """``validation`` (Hugging Face's name) is the ``dev`` split."""
+    return "dev" if split in ("validation", "valid") else split
+
+
 def _task_record(task: Task) -> dict[str, Any]:
     return {"name": task.name, "options": task.options(), "module": type(task).__module__}
 
@@ -444,6 +459,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
 
     t0 = time.time()
     task = config.build_task()
+    _reject_unused_options(config, task)
     config = _with_task_defaults(config, task)
     output_dir = os.path.abspath(config.output_dir)
     # Everything that can be refused is checked before anything in output_dir changes.
@@ -543,6 +559,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
                 **({"labels": np.asarray(labels).tolist()} if labels is not None else {})})
     if config.save_model:
         _save_model(trainer, output_dir)
+        readable_outputs(output_dir)  # model weights are written owner-only (0600) through a temporary file
 
     lisa_log = [e["lisa_loss"] for e in trainer.state.log_history if "lisa_loss" in e]
     dev_meta = getattr(dev_ds, "meta", {})
@@ -691,9 +708,13 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
             logger.info("could not import %s, the module that defined task %r", module, record["name"])
     changes = dict(changes or {})
     data = {**saved["config"], **changes}
+    # The task as it was trained: the recorded options include what the task fixed while reading the training
+    # data (the labels and columns of a custom task), which the config's own task_options may lack.
+    if isinstance(record.get("options"), Mapping) and "task" not in changes:
+        data["task_options"] = {**saved["config"].get("task_options", {}), **record["options"]}
     for section in ("model", "task_options", "training_args"):  # nested sections are merged, not replaced
         if isinstance(changes.get(section), Mapping):
-            data[section] = {**saved["config"].get(section, {}), **changes[section]}
+            data[section] = {**data.get(section, {}), **changes[section]}
     data["model_name_or_path"] = str(run_dir)
     config = RunConfig.from_dict(data)
     task = get_task(config.task, **config.task_options)
@@ -764,6 +785,7 @@ def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping
         ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", "runtime_s", ...}``.
     """
     t0 = time.time()
+    split = _split_name(split)
     config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir,
                                                                          "max_eval_samples")
     if not _has_labels(data):
@@ -789,6 +811,7 @@ def predict(run_dir: str | os.PathLike, split: str = "test", *, changes: Mapping
     ``prediction``: label strings, or values for regression) and ``predictions_<split>.jsonl`` (the task's full
     records). If the split has labels, scores are reported too."""
     t0 = time.time()
+    split = _split_name(split)
     config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir,
                                                                          "max_predict_samples")
     predictions = task.postprocess(data, features, out.predictions, auxiliary)

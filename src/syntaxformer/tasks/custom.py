@@ -1,0 +1,574 @@
+"""Your own data, ``run_glue`` / ``run_qa`` / ``run_swag`` style: tasks defined by files and column names.
+
+* ``custom`` (:class:`CustomTextTask`): text (pair) classification or regression from CSV, TSV, JSON or JSONL
+  files (or a ``datasets`` folder / hub data set), read by :mod:`syntaxformer.data.readers.table`. The label kind
+  is inferred from the training labels: text labels are classes (kept by name as ``id2label`` / ``label2id`` in
+  the model config, so predictions carry the names), whole numbers are classes too, other numbers make a
+  regression (``problem_type="regression"``).
+* ``custom-qa`` (:class:`CustomQATask`): extractive QA on the user's own SQuAD-format JSON (1.1 or 2.0); the
+  :class:`~syntaxformer.tasks.squad.SquadTask` pipeline without the shared SQuAD default file.
+* ``custom-mc`` (:class:`CustomChoiceTask`): multiple choice from JSONL / JSON / CSV rows with a question, a
+  list of options and the answer (its index, letter or text), with an optional context passage; the
+  :class:`~syntaxformer.tasks.race.RaceTask` pipeline scored by plain accuracy.
+* translation on parallel text files is the ``translation`` task with its ``train_source`` / ``train_target`` /
+  ``valid_source`` / ``valid_target`` / ``eval_sets`` options
+  (:class:`~syntaxformer.tasks.translation.TranslationTask`).
+
+Everything that defines the task (columns, the label list in class-id order, the label kind, the held-out
+fraction) is a task option, recorded in the run folder's ``run.json`` once the training labels are known, so
+``evaluate`` / ``predict`` rebuild the same task in a fresh process from the folder alone. From the command
+line::
+
+    syntaxformer train --train-file reviews.csv --validation-file dev.csv --text-column review \\
+        --label-column sentiment --output-dir runs/reviews
+    syntaxformer evaluate runs/reviews --split validation
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
+from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
+from syntaxformer.data.readers.table import Table, TABLE_FORMATS, load_dataset_table, read_table, require_columns
+from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.tasks.base import Predictions, register_task
+from syntaxformer.tasks.race import RaceTask
+from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
+from syntaxformer.tasks.squad import SquadTask
+
+__all__ = ["CustomTextTask", "CustomQATask", "CustomChoiceTask", "PROBLEM_TYPES", "infer_labels", "split_names",
+           "SPLIT_ALIASES", "task_for_data", "is_squad_json"]
+
+#: ``problem_type`` values: ``auto`` infers it from the training labels.
+PROBLEM_TYPES: tuple[str, ...] = ("auto", "single_label_classification", "regression")
+#: Other names of the splits (Hugging Face's ``validation``).
+SPLIT_ALIASES: dict[str, str] = {"validation": "dev", "valid": "dev", "eval": "dev"}
+#: File names looked for in ``data_dir`` per split (with any extension of the table formats).
+_SPLIT_FILE_STEMS: dict[str, tuple[str, ...]] = {"train": ("train",), "dev": ("validation", "dev", "valid"),
+                                                 "test": ("test",)}
+
+
+def split_names(split: str) -> str:
+    """The split name the tasks use (``validation`` -> ``dev``)."""
+    return SPLIT_ALIASES.get(split, split)
+
+
+def is_squad_json(path: str | Path) -> bool:
+    """Whether ``path`` is a SQuAD-format JSON file (``{"data": [{"paragraphs": [...]}, ...]}``)."""
+    p = Path(path)
+    if p.suffix.lower() != ".json" or not p.is_file():
+        return False
+    try:
+        with open(p, encoding="utf-8-sig") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False  # read_table gives the real error
+    articles = data.get("data") if isinstance(data, Mapping) else None
+    return bool(articles) and isinstance(articles, list) and isinstance(articles[0], Mapping) \
+        and "paragraphs" in articles[0]
+
+
+def task_for_data(train_file: str | None, dataset: str | None = None, columns_given: Sequence[str] = ()) -> str:
+    """The custom task for the user's own data when no task is named: ``custom-qa`` for a SQuAD-format JSON
+    file, ``custom-mc`` for rows with ``question`` and ``options`` columns (and no text column given), else
+    ``custom`` (text classification / regression)."""
+    if train_file and is_squad_json(train_file):
+        return "custom-qa"
+    if train_file and not columns_given and Path(train_file).is_file() \
+            and Path(train_file).suffix.lower() in TABLE_FORMATS:
+        try:
+            columns = read_table(train_file).columns
+        except (DataError, FormatError):
+            return "custom"  # the task reports the problem with its own message
+        if {"question", "options"} <= set(columns):
+            return "custom-mc"
+    return "custom"
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and not value.strip()) and not (
+        isinstance(value, float) and math.isnan(value))
+
+
+def infer_labels(values: Sequence[Any]) -> tuple[str, list[str] | None]:
+    """The label kind and the class names of training labels (``run_glue``'s rule, for typed and text values).
+
+    Whole numbers (``1``, ``"3"``) and text (``"pos"``) are classes, named by their text and ordered
+    numerically / alphabetically; any other number (``0.5``, ``"4.2"``, a JSON float) makes a regression.
+
+    Returns:
+        ``("single_label_classification", names)`` or ``("regression", None)``.
+    """
+    present = [v for v in values if _present(v)]
+    if any(isinstance(v, float) for v in present) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                          for v in present):
+        return "regression", None
+    texts = [str(v).strip() for v in present]
+    if texts and all(_is_int(t) for t in texts):
+        return "single_label_classification", [str(n) for n in sorted({int(t) for t in texts})]
+    if texts and all(_is_number(t) for t in texts):
+        return "regression", None
+    return "single_label_classification", sorted(set(texts))
+
+
+def _label_key(value: Any) -> str:
+    """A class label as its name (``1`` and ``"1"`` are the same class)."""
+    text = str(value).strip()
+    return str(int(text)) if _is_int(text) else text
+
+
+def _split_file(data_dir: Any, split: str) -> Path | None:
+    """``<data_dir>/<train|validation|dev|valid|test>.<csv|tsv|json|jsonl ...>`` if there is one."""
+    if not data_dir:
+        return None
+    folder = Path(data_dir)
+    if not folder.is_dir():
+        raise DataError(f"data_dir {data_dir} is not a folder")
+    for stem in _SPLIT_FILE_STEMS[split]:
+        for ext in TABLE_FORMATS:
+            if (folder / f"{stem}{ext}").is_file():
+                return folder / f"{stem}{ext}"
+    return None
+
+
+def _has_source(split: str, data: Mapping[str, Any]) -> bool:
+    """Whether the data section names a source for ``split`` (its file, a data set, a file in ``data_dir``)."""
+    return bool(data.get(f"{split}_file") or data.get("dataset") or _split_file(data.get("data_dir"), split))
+
+
+def _split_table(split: str, data: Mapping[str, Any]) -> Table:
+    """The table of ``split`` from its file, the data set or ``data_dir`` (:func:`_has_source` must hold)."""
+    given = data.get(f"{split}_file")
+    if given:
+        return read_table(given, split)
+    if data.get("dataset"):
+        return load_dataset_table(str(data["dataset"]), data.get("dataset_config"), split)
+    return read_table(_split_file(data.get("data_dir"), split), split)  # type: ignore[arg-type]
+
+
+def _held_out(n: int, fraction: float, seed: int) -> np.ndarray:
+    """Sorted positions of the rows held out as ``dev`` (a seeded ``fraction`` of ``n``, at least 1)."""
+    if n < 2:
+        raise DataError(f"cannot hold out validation rows from a training file of {n} row(s); give a validation "
+                        "file (--validation-file)")
+    k = min(n - 1, max(1, round(fraction * n)))
+    return np.sort(np.random.default_rng(seed).permutation(n)[:k])
+
+
+def _rows_for(split: str, data: Mapping[str, Any], fraction: float, seed: int, title: str
+              ) -> tuple[Table, list[int], str]:
+    """The table a split is read from, the row positions that belong to the split, and its source in words.
+
+    Without a ``dev`` source, ``dev`` is a seeded ``fraction`` of the training rows and ``train`` the rest."""
+    split = split_names(split)
+    if split not in ("train", "dev", "test"):
+        raise ConfigError(f"{title} has no split {split!r}; expected train, dev (validation) or test")
+    if split == "test" or _has_source("dev", data) and (split == "dev" or _has_source("train", data)):
+        if not _has_source(split, data):
+            flag = {"train": "--train-file / train_file", "test": "--test-file / test_file"}.get(split, "")
+            raise DataError(f"{title}: no {split} data; give a {split} file ({flag})")
+        table = _split_table(split, data)
+        return table, list(range(len(table))), table.source
+    if not _has_source("train", data):
+        raise DataError(f"{title}: no {split} data; give a training file (--train-file / train_file) and "
+                        "optionally a validation file (--validation-file / dev_file)")
+    if fraction <= 0:
+        raise DataError(f"{title}: no validation data; give a validation file (--validation-file) or set "
+                        "validation_fraction > 0 to hold out part of the training rows")
+    train = _split_table("train", data)
+    held = _held_out(len(train), fraction, seed)
+    if split == "dev":
+        return train, held.tolist(), f"{train.source} (held-out {len(held)} of {len(train)} rows, seed {seed})"
+    keep = np.ones(len(train), dtype=bool)
+    keep[held] = False
+    return train, np.flatnonzero(keep).tolist(), f"{train.source} (without {len(held)} held-out rows, seed {seed})"
+
+
+def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
+    """Options a custom task does not take: an error naming the ones it does."""
+    if unknown:
+        from syntaxformer.tasks.base import task_option_names
+
+        raise ConfigError(f"option(s) {sorted(unknown)} do not apply to {task}; its options are "
+                          f"{list(task_option_names(task))}")
+
+
+def _max_samples(split: str, data: Mapping[str, Any]) -> int | None:
+    key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
+    value = data.get("max_samples", data.get(key))
+    return None if value is None else int(value)
+
+
+class CustomTextTask(SentenceTask):
+    """Text (pair) classification or regression on the user's own files (``run_glue`` conventions).
+
+    Args:
+        text_column: the column of the text; ``None`` = ``sentence1`` (with ``sentence2`` as the pair),
+            ``text`` or ``sentence``, or the only column that is not the label.
+        text_pair_column: the column of the second text of a pair, or ``None``.
+        label_column: the column of the label.
+        id_column: a column of example ids (kept in predictions), or ``None`` = the row number.
+        labels: the class names in class-id order; ``None`` = inferred from the training labels
+            (:func:`infer_labels`). Recorded once known.
+        problem_type: one of :data:`PROBLEM_TYPES`; ``auto`` infers it from the training labels.
+        validation_fraction, split_seed: without a validation file, that seeded share of the training rows is
+            held out as the ``dev`` split.
+    """
+
+    name = "custom"
+    title = "custom data"
+    metric_names = ("accuracy",)
+
+    def __init__(self, text_column: str | None = None, text_pair_column: str | None = None,
+                 label_column: str = "label", id_column: str | None = None, labels: Sequence[Any] | None = None,
+                 problem_type: str = "auto", validation_fraction: float = 0.1, split_seed: int = 0, **unknown: Any):
+        _no_unknown(self.name, unknown)
+        if problem_type not in PROBLEM_TYPES:
+            raise ConfigError(f"problem_type={problem_type!r} is not valid; choose one of {PROBLEM_TYPES}")
+        if labels is not None and (isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence)):
+            raise ConfigError(f"labels={labels!r} must be a list of class names")
+        if labels is not None and problem_type == "regression":
+            raise ConfigError("labels are class names; a regression (problem_type=regression) has none")
+        if not 0.0 <= float(validation_fraction) < 1.0:
+            raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
+        if not label_column:
+            raise ConfigError("label_column must name the column of the labels (--label-column)")
+        self.text_column, self.text_pair_column = text_column, text_pair_column
+        self.label_column, self.id_column = label_column, id_column
+        self.label_list: list[str] | None = None if labels is None else [_label_key(v) for v in labels]
+        if self.label_list is not None and len(set(self.label_list)) != len(self.label_list):
+            raise ConfigError(f"labels={list(labels)} names a class twice")
+        self.problem_type = ("single_label_classification" if self.label_list is not None and problem_type == "auto"
+                             else problem_type)
+        self.validation_fraction, self.split_seed = float(validation_fraction), int(split_seed)
+        self._update_spec()
+
+    # -- identity ----------------------------------------------------------------------------------------
+    def options(self) -> dict[str, Any]:
+        return {"text_column": self.text_column, "text_pair_column": self.text_pair_column,
+                "label_column": self.label_column, "id_column": self.id_column, "labels": self.label_list,
+                "problem_type": self.problem_type, "validation_fraction": self.validation_fraction,
+                "split_seed": self.split_seed}
+
+    def _update_spec(self) -> None:
+        """The instance's :class:`TaskSpec` (labels, metrics) from what is known so far."""
+        regression = self.problem_type == "regression"
+        columns = {"text_a": self.text_column or "", "label": self.label_column}
+        if self.text_pair_column:
+            columns["text_b"] = self.text_pair_column
+        metrics = ("pearson", "spearman") if regression else ("accuracy",)
+        self.metric_names = metrics  # type: ignore[misc]  (per instance: the label kind is known late)
+        self.spec = TaskSpec(self.name, self.title, "", columns, None if regression else tuple(self.label_list or ()),
+                             metrics, ("", None), {})  # type: ignore[misc]
+
+    def _check_known(self) -> None:
+        if self.problem_type == "auto" or (self.problem_type != "regression" and self.label_list is None):
+            raise DataError("the custom task does not know its labels yet: read the training split first (or "
+                            "give labels=[...] and problem_type)")
+
+    def model_options(self) -> dict[str, Any]:
+        self._check_known()
+        return super().model_options()
+
+    @property
+    def label_dtype(self) -> Any:
+        self._check_known()
+        return super().label_dtype
+
+    # -- data --------------------------------------------------------------------------------------------
+    def _resolve_columns(self, table: Table) -> None:
+        """Fill in ``text_column`` / ``text_pair_column`` from the columns of the training table when not given."""
+        if self.text_column:
+            return
+        cols = table.columns
+        if "sentence1" in cols:
+            self.text_column = "sentence1"
+            if self.text_pair_column is None and "sentence2" in cols:
+                self.text_pair_column = "sentence2"
+        elif "text" in cols or "sentence" in cols:
+            self.text_column = "text" if "text" in cols else "sentence"
+        else:
+            rest = [c for c in cols if c not in (self.label_column, self.id_column, self.text_pair_column)]
+            if len(rest) != 1:
+                raise DataError(f"{table.source}: which column holds the text? Its columns are {cols}; give "
+                                "--text-column (text_column), and --text-pair-column for pairs")
+            self.text_column = rest[0]
+        self._update_spec()
+
+    def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
+        """Read ``train``, ``dev`` (``validation``) or ``test`` from its file, the ``dataset`` or ``data_dir``
+        (``train.csv``, ``validation.jsonl`` ...); without a ``dev`` source, ``dev`` is held out of ``train``
+        (:attr:`validation_fraction`, :attr:`split_seed`). Reading ``train`` first fixes the text columns and the
+        labels when they were not given.
+
+        Raises:
+            DataError: no data for the split, a missing column (listing the columns present), a row without text
+                or label, a label of ``dev`` / ``test`` that the training labels do not have.
+            FormatError: a malformed file; a regression label that is not a number.
+        """
+        split = split_names(split)
+        table, positions, source = _rows_for(split, data, self.validation_fraction, self.split_seed, self.title)
+        if split == "train" or (self.text_column is None and split == "dev"):
+            self._resolve_columns(table)
+        if self.text_column is None:
+            raise DataError(f"{self.title}: read the training split first, or give text_column (--text-column)")
+        labeled = split != "test" or self.label_column in table.columns
+        require_columns(table, {"text": self.text_column, "text_pair": self.text_pair_column,
+                                "label": self.label_column if labeled else None, "id": self.id_column})
+        if split == "train" and self.problem_type != "regression" and self.label_list is None:
+            kind, names = infer_labels([table.rows[i].get(self.label_column) for i in positions])
+            if self.problem_type == "auto":
+                self.problem_type = kind
+            if self.problem_type != "regression":
+                self.label_list = names if kind != "regression" else sorted(
+                    {_label_key(table.rows[i][self.label_column]) for i in positions
+                     if _present(table.rows[i].get(self.label_column))})
+            self._update_spec()
+            if self.label_list is not None and len(self.label_list) < 2:
+                raise DataError(f"{source}: every training label is {self.label_list}; classification needs at "
+                                "least two classes")
+        self._check_known()
+        examples = [self._example(table, i, split, labeled) for i in positions]
+        if not examples:
+            raise DataError(f"{self.title} {split} data from {source} is empty")
+        fp = hashlib.sha256(json.dumps([table.fingerprint, positions if len(positions) != len(table) else None,
+                                        self.options()], sort_keys=True).encode()).hexdigest()
+        out = TaskData(examples, source, fp, len(examples), metadata={"problem_type": self.problem_type})
+        seed = data.get("data_seed")
+        return out.subsampled(_max_samples(split, data), int(seed) if seed is not None else 0)
+
+    def _example(self, table: Table, i: int, split: str, labeled: bool) -> TaskExample:
+        row = table.rows[i]
+        text = row.get(self.text_column)
+        if not _present(text):
+            raise DataError(f"{table.where(i)}: no text in column {self.text_column!r}")
+        pair = None
+        if self.text_pair_column:
+            pair = row.get(self.text_pair_column)
+            if not _present(pair):
+                raise DataError(f"{table.where(i)}: no text in column {self.text_pair_column!r}")
+        guid = f"{split}-{row[self.id_column]}" if self.id_column else f"{split}-{i}"
+        label = row.get(self.label_column) if labeled else None
+        if not _present(label):
+            if split != "test" and labeled:
+                raise DataError(f"{table.where(i)}: no label in column {self.label_column!r}")
+            label = None
+        if label is not None:
+            label = self._label_id(label, table, i, split)
+        return TaskExample(guid=guid, text_a=str(text), text_b=None if pair is None else str(pair), label=label)
+
+    def _label_id(self, value: Any, table: Table, i: int, split: str) -> int | float:
+        if self.problem_type == "regression":
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise FormatError(f"label {value!r} in column {self.label_column!r} is not a number (this task "
+                                  "is a regression)", table.where(i)) from None
+            if not math.isfinite(number):
+                raise FormatError(f"label {value!r} is not a finite number", table.where(i))
+            return number
+        key = _label_key(value)
+        try:
+            return self.label_list.index(key)  # type: ignore[union-attr]
+        except ValueError:
+            where = "training labels" if split != "train" else "labels given"
+            raise DataError(f"{table.where(i)}: label {key!r} is not one of the {where} {self.label_list}; a "
+                            f"{split} label must be a class seen in training") from None
+
+    def fingerprint_extra(self, split: str) -> str:
+        return json.dumps(self.options(), sort_keys=True)
+
+    # -- predictions -------------------------------------------------------------------------------------
+    def postprocess(self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+                    ) -> Predictions:
+        """Class ids (regression: values) with the class probabilities as ``scores``."""
+        out = super().postprocess(data, features, raw, auxiliary)
+        if self.problem_type != "regression":
+            logits = np.asarray(raw[0] if isinstance(raw, (tuple, list)) else raw, dtype=np.float64)
+            probs = np.exp(logits - logits.max(-1, keepdims=True))
+            probs /= probs.sum(-1, keepdims=True)
+            out.scores = [{n: round(float(p), 6) for n, p in zip(self.label_list or (), row)} for row in probs]
+        return out
+
+    def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
+        """Per example: ``id``, the text(s), ``label`` (the gold one, when known), ``prediction`` (the class name,
+        or the value) and ``scores`` (class probabilities)."""
+        records = super().prediction_records(data, predictions)
+        scores = predictions.scores or [None] * len(records)
+        for r, e, s in zip(records, data.examples, scores):
+            if e.label is not None:
+                r["label"] = self.label_name(e.label)
+            if s is not None:
+                r["scores"] = s
+        return records
+
+
+class CustomQATask(SquadTask):
+    """Extractive QA on the user's own SQuAD-format JSON (1.1 or 2.0): :class:`~syntaxformer.tasks.squad.SquadTask`
+    with no default data (``train_file`` is required; without ``dev_file`` a share of its articles is held out,
+    ``held_out_fraction``). The options are SquadTask's."""
+
+    name = "custom-qa"
+    title = "span QA"
+
+    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+        split = split_names(split)
+        if not data.get("dataset") and not data.get("train_file") and split != "test":
+            raise DataError("custom-qa: give a SQuAD-format JSON training file (--train-file; "
+                            "{\"data\": [{\"title\", \"paragraphs\": [{\"context\", \"qas\": [...]}]}]})")
+        return super().load_split(split, data)
+
+
+class CustomChoiceTask(RaceTask):
+    """Multiple choice on the user's own rows: a question, its options and the answer, with an optional context.
+
+    Args:
+        question_column: the column of the question.
+        options_column: the column of the options (a list; in CSV / TSV a JSON list such as ``["a", "b"]``).
+        answer_column: the column of the answer: the option's index (0-based), its letter (``"B"``) or its text.
+        context_column: the column of a passage the question is about, or ``None`` = ``context`` / ``article``
+            / ``passage`` when the file has one, else no passage.
+        id_column: a column of question ids, or ``None`` = the row number.
+        validation_fraction, split_seed: without a validation file, that seeded share of the training rows is
+            held out as ``dev``.
+
+    Each option is scored as ``[CLS] context || question [SEP] option [SEP]`` (without a context, the question
+    alone is the first text); the metric is accuracy (percent).
+    """
+
+    name = "custom-mc"
+    title = "multiple choice"
+    metric_names = ("accuracy",)
+
+    def __init__(self, question_column: str = "question", options_column: str = "options",
+                 answer_column: str = "answer", context_column: str | None = None, id_column: str | None = None,
+                 validation_fraction: float = 0.1, split_seed: int = 0, **unknown: Any):
+        _no_unknown(self.name, unknown)
+        if not 0.0 <= float(validation_fraction) < 1.0:
+            raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
+        self.question_column, self.options_column, self.answer_column = question_column, options_column, answer_column
+        self.context_column, self.id_column = context_column, id_column
+        self.validation_fraction, self.split_seed = float(validation_fraction), int(split_seed)
+
+    def options(self) -> dict[str, Any]:
+        return {"question_column": self.question_column, "options_column": self.options_column,
+                "answer_column": self.answer_column, "context_column": self.context_column,
+                "id_column": self.id_column, "validation_fraction": self.validation_fraction,
+                "split_seed": self.split_seed}
+
+    def training_defaults(self) -> dict[str, Any]:
+        return {**super().training_defaults(), "max_length": 128}
+
+    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+        """The questions of ``split`` (files as :class:`CustomTextTask` finds them) as ``TaskData`` of
+        :class:`~syntaxformer.data.readers.race.RaceExample` (``level`` ``"all"``, ``article`` the context).
+
+        Raises:
+            DataError: no data, a missing column, fewer than two options, an answer that names no option.
+        """
+        split = split_names(split)
+        table, positions, source = _rows_for(split, data, self.validation_fraction, self.split_seed, self.title)
+        if split == "train" and self.context_column is None:
+            self.context_column = next((c for c in ("context", "article", "passage") if c in table.columns), None)
+        labeled = split != "test" or self.answer_column in table.columns
+        require_columns(table, {"question": self.question_column, "options": self.options_column,
+                                "answer": self.answer_column if labeled else None, "context": self.context_column,
+                                "id": self.id_column})
+        examples = [self._example(table, i, split, labeled) for i in positions]
+        if not examples:
+            raise DataError(f"{self.title} {split} data from {source} is empty")
+        fp = content_fingerprint([e.qid, e.article, e.question, e.options, e.label] for e in examples)
+        out = TaskData(examples, source, fp, len(examples), None, {})
+        seed = data.get("data_seed")
+        return out.subsampled(_max_samples(split, data), int(seed) if seed is not None else 0)
+
+    def _example(self, table: Table, i: int, split: str, labeled: bool) -> RaceExample:
+        row = table.rows[i]
+        options = row.get(self.options_column)
+        if isinstance(options, str):
+            try:
+                options = json.loads(options)
+            except json.JSONDecodeError:
+                raise FormatError(f"options {options!r} (column {self.options_column!r}) are not a JSON list",
+                                  table.where(i)) from None
+        if not isinstance(options, list) or len(options) < 2 or not all(_present(o) for o in options):
+            raise DataError(f"{table.where(i)}: column {self.options_column!r} must hold a list of at least two "
+                            f"non-empty options, got {options!r}")
+        options = [str(o) for o in options]
+        question = row.get(self.question_column)
+        if not _present(question):
+            raise DataError(f"{table.where(i)}: no question in column {self.question_column!r}")
+        context = str(row.get(self.context_column) or "") if self.context_column else ""
+        if not context.strip():  # no passage: the question is the first text, scored with each option
+            context, question = str(question), ""
+        answer = row.get(self.answer_column) if labeled else None
+        label = None if not _present(answer) else self._answer_index(answer, options, table, i)
+        if label is None and split != "test":
+            raise DataError(f"{table.where(i)}: no answer in column {self.answer_column!r}")
+        qid = str(row[self.id_column]) if self.id_column else f"{split}-{i}"
+        return RaceExample(qid=qid, passage_id=qid, level="all", article=context, question=str(question),
+                           options=options, label=label)
+
+    def _answer_index(self, answer: Any, options: list[str], table: Table, i: int) -> int:
+        if isinstance(answer, int) and not isinstance(answer, bool) or (isinstance(answer, str) and _is_int(answer)):
+            index = int(answer)
+        elif isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().upper() in OPTION_LETTERS \
+                and answer.strip() not in options:
+            index = OPTION_LETTERS.index(answer.strip().upper())
+        elif str(answer) in options:
+            index = options.index(str(answer))
+        else:
+            raise DataError(f"{table.where(i)}: answer {answer!r} is neither an option's index, its letter nor "
+                            f"its text; options: {options}")
+        if not 0 <= index < len(options):
+            raise DataError(f"{table.where(i)}: answer {answer!r} is out of range for {len(options)} options")
+        return index
+
+    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+        """``accuracy`` (percent) and ``n``."""
+        gold = [e.label for e in data.examples]
+        if any(g is None for g in gold):
+            raise DataError(f"{self.title} data ({data.source}) has no answers to score predictions against")
+        correct = sum(int(p == g) for p, g in zip(predictions.values, gold))
+        return {"accuracy": 100.0 * correct / len(gold), "n": len(gold)}
+
+    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+        """``predictions.json``: ``id -> {prediction (letter), option, gold, correct, probs}``."""
+        scores = predictions.scores or [[] for _ in predictions.values]
+        return {"predictions.json": {
+            e.qid: {"prediction": OPTION_LETTERS[int(p)], "option": e.options[int(p)],
+                    "gold": e.answer, "correct": None if e.label is None else bool(int(p) == e.label),
+                    "probs": [round(float(x), 5) for x in pr]}
+            for e, p, pr in zip(data.examples, predictions.values, scores)}}
+
+    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+        scores = predictions.scores or [None] * len(predictions.values)
+        return [{"id": e.qid, "question": e.question or e.article, "prediction": e.options[int(p)],
+                 "index": int(p), "probs": pr} for e, p, pr in zip(data.examples, predictions.values, scores)]
+
+
+register_task(CustomTextTask)
+register_task(CustomQATask)
+register_task(CustomChoiceTask)

@@ -1,0 +1,192 @@
+"""Tests of syntaxformer.tasks.custom: the user's own files as tasks (labels inferred, held-out validation rows,
+errors that name the file, row and columns), multiple choice rows, and which task a file implies."""
+
+import csv
+import json
+
+import pytest
+
+from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.tasks import get_task
+from syntaxformer.tasks.custom import infer_labels, task_for_data
+
+
+def _csv(path, header, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return str(path)
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def test_custom_infer_labels_follows_run_glue():
+    assert infer_labels(["pos", "neg", "pos"]) == ("single_label_classification", ["neg", "pos"])
+    assert infer_labels(["10", "2", "2"]) == ("single_label_classification", ["2", "10"])  # numeric order
+    assert infer_labels([1, 0, None]) == ("single_label_classification", ["0", "1"])
+    assert infer_labels(["0.5", "3"]) == ("regression", None)
+    assert infer_labels([1, 2.0]) == ("regression", None)  # a JSON float: regression, as a float column
+    assert infer_labels(["1", "x"]) == ("single_label_classification", ["1", "x"])
+
+
+def test_custom_string_labels_kept_by_name(tmp_path):
+    train = _csv(tmp_path / "train.csv", ["review", "sentiment"],
+                 [["great", "positive"], ["awful", "negative"], ["fine", "positive"]])
+    dev = _csv(tmp_path / "dev.csv", ["review", "sentiment"], [["bad", "negative"]])
+    task = get_task("custom", text_column="review", label_column="sentiment")
+    data = {"train_file": train, "dev_file": dev}
+    tr = task.load_split("train", data)
+    assert [e.label for e in tr.examples] == [1, 0, 1] and tr.examples[0].text_a == "great"
+    assert task.model_options() == {"num_labels": 2, "problem_type": "single_label_classification",
+                                    "id2label": {0: "negative", 1: "positive"},
+                                    "label2id": {"negative": 0, "positive": 1}}
+    assert task.load_split("validation", data).examples[0].label == 0
+    again = get_task("custom", **task.options())  # what run.json records rebuilds the same task
+    assert again.options() == task.options() and again.model_options() == task.model_options()
+    assert again.load_split("dev", data).examples[0].label == 0
+    assert task.label_name(1) == "positive"
+
+
+def test_custom_float_labels_are_a_regression_with_correlation_metrics(tmp_path):
+    train = _jsonl(tmp_path / "train.jsonl", [{"sentence1": "a", "sentence2": "b", "label": 0.5},
+                                              {"sentence1": "c", "sentence2": "d", "label": 4},
+                                              {"sentence1": "e", "sentence2": "f", "label": 2.25}])
+    task = get_task("custom")
+    tr = task.load_split("train", {"train_file": train})  # dev is held out of these rows
+    assert task.problem_type == "regression" and task.metric_names == ("pearson", "spearman")
+    assert (task.text_column, task.text_pair_column) == ("sentence1", "sentence2")
+    assert task.model_options()["problem_type"] == "regression" and task.model_options()["num_labels"] == 1
+    assert all(isinstance(e.label, float) and e.text_b for e in tr.examples)
+
+
+def test_custom_validation_rows_held_out_of_train_by_seed(tmp_path):
+    train = _csv(tmp_path / "t.csv", ["text", "label"], [[f"text {i}", str(i % 3)] for i in range(50)])
+    data = {"train_file": train}
+    task = get_task("custom")
+    tr, dev = task.load_split("train", data), task.load_split("dev", data)
+    assert (len(tr), len(dev)) == (45, 5)
+    assert not {e.text_a for e in tr.examples} & {e.text_a for e in dev.examples}
+    assert "held-out 5 of 50 rows, seed 0" in dev.source
+    other = get_task("custom", split_seed=1)
+    other.load_split("train", data)
+    assert {e.text_a for e in other.load_split("dev", data).examples} != {e.text_a for e in dev.examples}
+    fresh = get_task("custom", **task.options())  # as evaluate rebuilds it from run.json
+    assert [e.text_a for e in fresh.load_split("dev", data).examples] == [e.text_a for e in dev.examples]
+    with pytest.raises(DataError, match="does not know its labels yet: read the training split first"):
+        get_task("custom").load_split("dev", data)
+    assert task.labels == ("0", "1", "2")
+
+
+def test_custom_errors_name_the_file_row_and_columns(tmp_path):
+    train = _csv(tmp_path / "train.csv", ["review", "sentiment"], [["good", "pos"], ["bad", "neg"]])
+    dev = _csv(tmp_path / "dev.csv", ["review", "sentiment"], [["meh", "neutral"]])
+    with pytest.raises(DataError, match=r"no column 'txt' \(--text-column\); its columns are \['review', "
+                                         r"'sentiment'\]"):
+        get_task("custom", text_column="txt", label_column="sentiment").load_split("train", {"train_file": train})
+    with pytest.raises(DataError, match=r"no column 'label' \(--label-column\); its columns"):
+        get_task("custom", text_column="review").load_split("train", {"train_file": train})
+    task = get_task("custom", label_column="sentiment")
+    task.load_split("train", {"train_file": train, "dev_file": dev})
+    assert task.text_column == "review"  # the only column besides the label
+    with pytest.raises(DataError, match=r"dev.csv:2: label 'neutral' is not one of the training labels "
+                                         r"\['neg', 'pos'\]"):
+        task.load_split("dev", {"train_file": train, "dev_file": dev})
+    blank = _csv(tmp_path / "blank.csv", ["text", "label"], [["a", "x"], ["", "y"]])
+    with pytest.raises(DataError, match=r"blank.csv:3: no text in column 'text'"):
+        get_task("custom").load_split("train", {"train_file": blank, "dev_file": blank})
+    one = _csv(tmp_path / "one.csv", ["text", "label"], [["a", "x"], ["b", "x"]])
+    with pytest.raises(DataError, match="classification needs at least two classes"):
+        get_task("custom").load_split("train", {"train_file": one, "dev_file": one})
+    reg = _csv(tmp_path / "reg.csv", ["text", "label"], [["a", "0.5"], ["b", "high"]])
+    with pytest.raises(FormatError, match=r"reg.csv:3: label 'high' .* is not a number"):
+        get_task("custom", problem_type="regression").load_split("train", {"train_file": reg, "dev_file": reg})
+    with pytest.raises(DataError, match="no test data; give a test file"):
+        task.load_split("test", {"train_file": train})
+    with pytest.raises(DataError, match="give a training file"):
+        get_task("custom").load_split("train", {})
+    with pytest.raises(ConfigError, match="problem_type='multi'"):
+        get_task("custom", problem_type="multi")
+
+
+def test_custom_test_file_without_labels(tmp_path):
+    train = _csv(tmp_path / "train.csv", ["text", "label"], [["a", "x"], ["b", "y"], ["c", "x"]])
+    test = _csv(tmp_path / "test.csv", ["id", "text"], [["u1", "d"], ["u2", "e"]])
+    task = get_task("custom", id_column="id")
+    data = {"train_file": train, "dev_file": train, "test_file": test}
+    with pytest.raises(DataError, match="no column 'id'"):
+        task.load_split("train", data)  # the id column must be in every file
+    task = get_task("custom")
+    task.load_split("train", data)
+    out = task.load_split("test", data)
+    assert [e.label for e in out.examples] == [None, None] and not out.has_labels
+
+
+def test_custom_data_dir_finds_split_files(tmp_path):
+    _csv(tmp_path / "train.csv", ["text", "label"], [["a", "x"], ["b", "y"]])
+    _jsonl(tmp_path / "validation.jsonl", [{"text": "c", "label": "y"}])
+    task = get_task("custom")
+    assert len(task.load_split("train", {"data_dir": str(tmp_path)})) == 2
+    assert task.load_split("dev", {"data_dir": str(tmp_path)}).examples[0].label == 1
+
+
+def test_custom_multiple_choice_rows(tmp_path):
+    rows = [{"question": "Which is a colour?", "options": ["red", "run"], "answer": 0},
+            {"question": "Which is a verb?", "options": ["red", "run"], "answer": "B"},
+            {"question": "Which is a noun?", "options": ["cat", "quickly", "blue"], "answer": "cat",
+             "context": "A cat sat."}]
+    path = _jsonl(tmp_path / "quiz.jsonl", rows)
+    assert task_for_data(path) == "custom-mc"
+    task = get_task("custom-mc")
+    data = task.load_split("train", {"train_file": path, "dev_file": path})
+    assert [e.label for e in data.examples] == [0, 1, 0]
+    assert data.examples[0].article == "Which is a colour?" and data.examples[0].question == ""  # no context
+    assert task.context_column == "context" and data.examples[2].article == "A cat sat."
+    assert data.examples[1].article == "Which is a verb?"  # a row without the context column
+    bad = _jsonl(tmp_path / "bad.jsonl", [{"question": "q", "options": ["a", "b"], "answer": "zebra"}])
+    with pytest.raises(DataError, match=r"bad.jsonl:1: answer 'zebra' is neither an option's index, its letter"):
+        get_task("custom-mc").load_split("train", {"train_file": bad, "dev_file": bad})
+    csv_path = _csv(tmp_path / "quiz.csv", ["question", "options", "answer"], [["q", '["a", "b"]', "1"]])
+    data_csv = {"train_file": csv_path, "dev_file": csv_path}
+    assert get_task("custom-mc").load_split("dev", data_csv).examples[0].label == 1
+    scores = task.compute_metrics(data, type("P", (), {"values": [0, 0, 0]})())
+    assert scores == {"accuracy": pytest.approx(200 / 3), "n": 3}
+
+
+def test_custom_task_for_data(tmp_path):
+    squad = tmp_path / "mine.json"
+    squad.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": "c", "qas": []}]}]}))
+    table = _csv(tmp_path / "t.csv", ["text", "label"], [["a", "x"]])
+    assert task_for_data(str(squad)) == "custom-qa"
+    assert task_for_data(table) == "custom"
+    assert task_for_data(None, "imdb") == "custom"
+    with pytest.raises(DataError, match="custom-qa: give a SQuAD-format JSON training file"):
+        get_task("custom-qa").load_split("train", {})
+
+
+def test_custom_options_and_subsets(tmp_path):
+    with pytest.raises(ConfigError, match=r"option\(s\) \['phrases'\] do not apply to custom; its options are "
+                                          r"\['text_column'"):
+        get_task("custom", phrases=True)
+    with pytest.raises(ConfigError, match="do not apply to custom-mc"):
+        get_task("custom-mc", text_column="x")
+    train = _csv(tmp_path / "t.csv", ["text", "label"], [[f"t{i}", "ab"[i % 2]] for i in range(20)])
+    task = get_task("custom")
+    small = task.load_split("train", {"train_file": train, "dev_file": train, "max_samples": 5, "data_seed": 1})
+    assert len(small) == 5 and small.total == 20 and "random subsample of 5 of 20" in small.sample_note
+
+
+def test_custom_datasets_folder_splits(tmp_path):
+    """A DatasetDict saved with save_to_disk, given as the data set: its train / validation splits."""
+    datasets = pytest.importorskip("datasets", reason="the datasets package is not installed")
+    rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}, {"text": "fine", "label": "pos"}]
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows),
+                          "validation": datasets.Dataset.from_list(rows[1:])}).save_to_disk(str(tmp_path / "ds"))
+    task = get_task("custom")
+    data = {"dataset": str(tmp_path / "ds")}
+    assert [e.label for e in task.load_split("train", data).examples] == [1, 0, 1]
+    dev = task.load_split("validation", data)
+    assert [e.text_a for e in dev.examples] == ["bad", "fine"] and dev.source == f"{tmp_path / 'ds'}[validation]"

@@ -1,0 +1,62 @@
+"""Tests of syntaxformer.utils: the permissions of atomically written files."""
+
+import os
+import stat
+
+import pytest
+
+from syntaxformer.utils import atomic_write, write_json
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_utils_atomic_write_mode_follows_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        with atomic_write(tmp_path / "out.txt") as f:
+            f.write("x\n")
+        write_json(tmp_path / "out.json", {"a": 1})
+        with open(tmp_path / "plain.txt", "w") as f:  # what an ordinary open gives: the reference
+            f.write("x\n")
+    finally:
+        os.umask(old)
+    expected = 0o666 & ~umask
+    assert _mode(tmp_path / "plain.txt") == expected
+    assert _mode(tmp_path / "out.txt") == expected
+    assert _mode(tmp_path / "out.json") == expected
+    if umask == 0o022:
+        assert expected == 0o644
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".tmp-")]
+
+
+def test_utils_atomic_write_replaces_a_file_with_the_new_mode(tmp_path):
+    path = tmp_path / "old.txt"
+    path.write_text("old")
+    os.chmod(path, 0o600)
+    old = os.umask(0o022)
+    try:
+        with atomic_write(path) as f:
+            f.write("new")
+    finally:
+        os.umask(old)
+    assert path.read_text() == "new" and _mode(path) == 0o644
+
+
+def test_utils_readable_outputs_opens_owner_only_files(tmp_path):
+    from syntaxformer.utils import readable_outputs
+
+    (tmp_path / "sub").mkdir()
+    weights, private = tmp_path / "sub" / "model.safetensors", tmp_path / "kept.txt"
+    weights.write_text("w")
+    private.write_text("p")
+    os.chmod(weights, 0o600)
+    os.chmod(private, 0o640)  # not the temporary-file mode: left as the user made it
+    old = os.umask(0o022)
+    try:
+        readable_outputs(tmp_path)
+    finally:
+        os.umask(old)
+    assert _mode(weights) == 0o644 and _mode(private) == 0o640
