@@ -8,9 +8,9 @@ import os
 import tempfile
 from typing import IO, Any, Iterator, Sequence, TypeVar
 
-from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
-__all__ = ["atomic_write", "open_text", "write_json", "subsample", "progress"]
+__all__ = ["atomic_write", "open_text", "check_unicode", "write_json", "subsample", "progress"]
 
 T = TypeVar("T")
 
@@ -75,6 +75,20 @@ def open_text(path: str | os.PathLike, encoding: str = "utf-8", **kwargs: Any) -
             raise FormatError(f"not {encoding.upper().replace('-SIG', '')} text ({e.reason}); save the file as "
                               "UTF-8", name) from e
 
+
+def check_unicode(text: str, what: str) -> None:
+    """Reject a string that is not valid Unicode text: one holding a lone surrogate (``"x\\udcff"``, what
+    ``errors="surrogateescape"`` leaves for undecodable bytes), which cannot be written as UTF-8, stored in the
+    parse cache or given to a tokenizer.
+
+    Raises:
+        InputError: naming ``what``, the position and the character.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(f"{what} holds the lone surrogate {text[e.start]!r} at character {e.start}, which is not "
+                         "valid Unicode text; decode the input with errors='replace' (or fix its encoding)") from None
 
 def progress(iterable=None, total: int | None = None, desc: str | None = None, disable: bool | None = None, **kw):
     """A tqdm progress bar that hides itself on short runs and when output is not a terminal-friendly log."""
