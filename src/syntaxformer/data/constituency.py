@@ -24,6 +24,7 @@ agree and a tree always prints back to a parsable bracket string; :func:`unescap
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ PTB_ESCAPES: dict[str, str] = {
 
 # Only ASCII white space separates tokens: SST has words such as "8\xa01\/2" with a no-break space inside.
 _ASCII_SPACE = frozenset(" \t\n\r\f\v")
+_TOKEN = re.compile(r"[()]|[^() \t\n\r\f\v]+")
 #: Deepest nesting :meth:`Tree.from_string` accepts (treebank trees nest a few dozen levels; the tree algorithms
 #: that follow a parse recurse once per level, so a limit keeps every reader clear of Python's recursion limit).
 MAX_TREE_DEPTH = 200
@@ -275,6 +277,7 @@ class Tree:
 
 
 # -- labels and words ---------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1 << 16)  # labels repeat: a tree of n words asks about the same few labels n times
 def base_label(label: str) -> str:
     """The category of a treebank label without function tags, co-indices or gap indices.
 
@@ -306,9 +309,13 @@ def function_tags(label: str) -> list[str]:
 
     Co-indices (``-1``, ``=2``) are not tags and are left out.
     """
-    base = base_label(label)
-    rest = label[len(base):]
-    return [t for t in re.split(r"[-=|]", rest) if t and not t.isdigit()]
+    return list(_function_tags(label))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _function_tags(label: str) -> tuple[str, ...]:
+    rest = label[len(base_label(label)):]
+    return tuple(t for t in re.split(r"[-=|]", rest) if t and not t.isdigit())
 
 
 def unescape_word(word: str) -> str:
@@ -453,23 +460,11 @@ def _tokenize_with_lines(text: str) -> tuple[list[str], list[int]]:
     """Tokens (``(``, ``)``, labels and words) and, for each, how many newlines precede it."""
     tokens: list[str] = []
     lines: list[int] = []
-    buf: list[str] = []
-    nl = 0
-    for ch in text:
-        if ch in "()" or ch in _ASCII_SPACE:
-            if buf:
-                tokens.append("".join(buf))
-                lines.append(nl)
-                buf = []
-            if ch in "()":
-                tokens.append(ch)
-                lines.append(nl)
-            elif ch == "\n":
-                nl += 1
-        else:
-            buf.append(ch)
-    if buf:
-        tokens.append("".join(buf))
+    nl, last = 0, 0
+    for m in _TOKEN.finditer(text):
+        nl += text.count("\n", last, m.start())
+        last = m.start()
+        tokens.append(m.group())
         lines.append(nl)
     return tokens, lines
 
