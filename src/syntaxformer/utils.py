@@ -51,8 +51,11 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 
 
 @contextlib.contextmanager
-def open_text(path: str | os.PathLike, encoding: str = "utf-8", **kwargs: Any) -> Iterator[IO[str]]:
+def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: Any) -> Iterator[IO[str]]:
     """``open(path)`` for reading text, with the errors a user causes turned into one clear line.
+
+    The default encoding is UTF-8 with an optional byte-order mark (``utf-8-sig``): every reader accepts a file
+    saved with a BOM (Windows editors write one) and reads it exactly as the same file without it.
 
     Raises:
         DataError: ``path`` does not exist, is a folder or cannot be read (the message names it).
