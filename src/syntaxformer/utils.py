@@ -93,6 +93,7 @@ def check_unicode(text: str, what: str) -> None:
         raise InputError(f"{what} holds the lone surrogate {text[e.start]!r} at character {e.start}, which is not "
                          "valid Unicode text; decode the input with errors='replace' (or fix its encoding)") from None
 
+
 def progress(iterable=None, total: int | None = None, desc: str | None = None, disable: bool | None = None, **kw):
     """A tqdm progress bar that hides itself on short runs and when output is not a terminal-friendly log."""
     from tqdm.auto import tqdm
