@@ -8,9 +8,9 @@ import os
 import tempfile
 from typing import IO, Any, Iterator, Sequence, TypeVar
 
-from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
-__all__ = ["atomic_write", "open_text", "write_json", "subsample", "progress", "readable_outputs"]
+__all__ = ["atomic_write", "open_text", "check_unicode", "write_json", "subsample", "progress", "readable_outputs"]
 
 T = TypeVar("T")
 
@@ -80,8 +80,11 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def open_text(path: str | os.PathLike, encoding: str = "utf-8", **kwargs: Any) -> Iterator[IO[str]]:
+def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: Any) -> Iterator[IO[str]]:
     """``open(path)`` for reading text, with the errors a user causes turned into one clear line.
+
+    The default encoding is UTF-8 with an optional byte-order mark (``utf-8-sig``): every reader accepts a file
+    saved with a BOM (Windows editors write one) and reads it exactly as the same file without it.
 
     Raises:
         DataError: ``path`` does not exist, is a folder or cannot be read (the message names it).
@@ -103,6 +106,21 @@ def open_text(path: str | os.PathLike, encoding: str = "utf-8", **kwargs: Any) -
         except UnicodeDecodeError as e:
             raise FormatError(f"not {encoding.upper().replace('-SIG', '')} text ({e.reason}); save the file as "
                               "UTF-8", name) from e
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Reject a string that is not valid Unicode text: one holding a lone surrogate (``"x\\udcff"``, what
+    ``errors="surrogateescape"`` leaves for undecodable bytes), which cannot be written as UTF-8, stored in the
+    parse cache or given to a tokenizer.
+
+    Raises:
+        InputError: naming ``what``, the position and the character.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(f"{what} holds the lone surrogate {text[e.start]!r} at character {e.start}, which is not "
+                         "valid Unicode text; decode the input with errors='replace' (or fix its encoding)") from None
 
 
 def progress(iterable=None, total: int | None = None, desc: str | None = None, disable: bool | None = None, **kw):

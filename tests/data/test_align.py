@@ -172,3 +172,41 @@ def test_align_rejects_slow_tokenizer_and_bad_offsets(minilm_tokenizer):
     bad = Sentence(["a", "b"], [1, -1], text="a b", offsets=[(0, 1), (1, 9)])
     with pytest.raises(AlignmentError, match="offsets"):
         SyntaxAligner(minilm_tokenizer)(bad)
+
+
+@pytest.mark.parametrize("stride", [-1, -3, 16, 40, True, 2.5])
+def test_align_rejects_a_stride_that_skips_words_or_never_moves(minilm_tokenizer, stride):
+    from syntaxformer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="stride"):
+        SyntaxAligner(minilm_tokenizer, max_length=16, stride=stride)
+
+
+def test_align_stride_zero_gives_adjacent_windows_covering_every_token(minilm_tokenizer):
+    words = [f"w{i}" for i in range(40)]
+    sentence = Sentence(words, [-1] + [0] * 39)
+    windows = SyntaxAligner(minilm_tokenizer, max_length=16, stride=0)(sentence)
+    pieces = [p for w in windows for p in w.input_ids[w.word_index >= 0].tolist()]
+    plain = SyntaxAligner(minilm_tokenizer, max_length=None)(sentence)[0]
+    assert pieces == plain.input_ids[plain.word_index >= 0].tolist()  # every token once, in order
+
+
+def test_align_rejects_a_lone_surrogate_with_a_clear_error(minilm_tokenizer):
+    from syntaxformer.errors import InputError
+
+    s = Sentence(["x\udcff", "y"], [-1, 0], text="x\udcff y", offsets=[(0, 2), (3, 4)])
+    with pytest.raises(InputError, match=r"texts_a\[0\] holds the lone surrogate '\\udcff' at character 1"):
+        SyntaxAligner(minilm_tokenizer, max_length=16)(s)
+    with pytest.raises(InputError, match=r"texts_b\[0\]"):
+        SyntaxAligner(minilm_tokenizer, max_length=16)(Sentence(["ok"], [-1]), s)
+
+
+@pytest.mark.parametrize("n_a, n_b", [(1, 100), (3, 60), (100, 1), (40, 40)])
+def test_align_pair_truncates_like_the_tokenizer_when_the_second_text_is_long(minilm_tokenizer, n_a, n_b):
+    """Plain truncation of a pair never fails because one text alone fills the window: it cuts longest first,
+    exactly as the tokenizer's own ``truncation=True`` does."""
+    a = Sentence(["short"] * n_a, [-1] + [0] * (n_a - 1))
+    b = Sentence(["word"] * n_b, [-1] + [0] * (n_b - 1))
+    out, = SyntaxAligner(minilm_tokenizer, max_length=32)(a, b)
+    expected = minilm_tokenizer(" ".join(a.words), " ".join(b.words), truncation=True, max_length=32)["input_ids"]
+    assert out.input_ids.tolist() == expected

@@ -178,3 +178,11 @@ def test_conllu_roundtrip_random_trees(sentence):
     assert back.words == sentence.words and back.heads == sentence.heads
     assert back.deprels == sentence.deprels and back.sent_id == sentence.sent_id
     assert parse_conllu(format_conllu([back])) == [back]
+
+
+@pytest.mark.parametrize("head", ["\u0662", "\u00b2", "\uff12", "\u09e8", "2.0", "+2", " 2"])
+def test_conllu_head_must_be_ascii_digits(head):
+    """``str.isdigit`` and ``int`` accept the Arabic-Indic ``٢``, superscript ``²``, full-width ``２``: not CoNLL-U."""
+    text = f"1\ta\t_\t_\t_\t_\t{head}\tdep\t_\t_\n2\tb\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
+    with pytest.raises(FormatError, match=r"<string>:1: head .* of word 1 is not an integer written in ASCII"):
+        parse_conllu(text)

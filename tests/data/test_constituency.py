@@ -165,3 +165,29 @@ def test_constituency_unwrap():
 
 def test_constituency_unescape_word():
     assert [unescape_word(w) for w in ["-LRB-", "-RCB-", "1\\/2", "\\*", "cat"]] == ["(", "}", "1/2", "*", "cat"]
+
+
+def _nested(depth: int) -> str:
+    return "(S " * (depth - 1) + "(NN x)" + ")" * (depth - 1)
+
+
+def test_tree_nesting_up_to_the_limit_reads_and_converts(tmp_path):
+    """MAX_TREE_DEPTH levels go through the whole PTB reader (head rules included) with room on the stack."""
+    from syntaxformer.data.constituency import MAX_TREE_DEPTH
+    from syntaxformer.data.readers.ptb import read_ptb
+
+    path = tmp_path / "deep.mrg"
+    path.write_text(_nested(MAX_TREE_DEPTH) + "\n")
+    (sentence,) = read_ptb(path)
+    assert sentence.words == ["x"] and sentence.tree == Tree.from_string(sentence.tree.to_string())
+    assert "Tree.from_string(" in repr(sentence.tree)
+
+
+@pytest.mark.parametrize("depth", [201, 450, 5000, 100_000])
+def test_tree_nesting_past_the_limit_is_a_clear_error_not_a_recursion_error(tmp_path, depth):
+    from syntaxformer.data.readers.ptb import read_ptb
+
+    path = tmp_path / "deep.mrg"
+    path.write_text("( " + _nested(depth) + " )\n")
+    with pytest.raises(FormatError, match=r"deep\.mrg:1: tree nested more than 200 levels deep"):
+        list(read_ptb(path))

@@ -259,3 +259,18 @@ def test_headrules_such_as_rather_than_on_wsj_trees(file, index, lead, prep, obj
     assert s.heads[i] == p and s.deprels[i] == ("amod" if lead == "such" else "advmod")
     assert s.heads[o] == p and s.deprels[o] == "pobj"
     assert s.deprels[p] == "prep" and s.heads[p] not in (i, o)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("child, n", [("(NN x)", 150_000), ("(NP-SBJ (NN x)) (VP (VB y)) (, ,) (CC and)", 40_000)])
+def test_headrules_flat_tree_of_150000_children_is_linear(child, n):
+    """Labelling a phrase used to look at all its children for each child (16k children: 7.6 s; 150k: hours).
+    Generous bound for a shared CI machine (about 8 s there under load); a quadratic algorithm takes minutes."""
+    import time
+
+    tree = Tree.from_string("(S " + " ".join([child] * n) + ")")
+    start = time.perf_counter()
+    deps = to_dependencies(tree)
+    seconds = time.perf_counter() - start
+    assert len(deps.heads) == len(tree.leaves()) and deps.heads.count(-1) == 1
+    assert seconds < 30, f"{seconds:.1f} s for {len(deps.heads)} words"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 
 import pytest
@@ -256,3 +258,40 @@ def test_readers_spacy_tagger_and_copula_agree_with_spacy():
     doc = nlp(Doc(nlp.vocab, words=words))
     ours = sentence_from_tree(Tree.from_string("(S (NP (PRP He)) (VP (VBZ is) (NP (DT a) (NN teacher))) (. .))"))
     assert ours.heads == [t.head.i if t.head.i != t.i else -1 for t in doc]
+
+
+_ROW = {"pairID": "p1", "gold_label": "neutral", "sentence1_parse": "(ROOT (S (NN x)))",
+        "sentence2_parse": "(ROOT (S (NN y)))"}
+
+
+@pytest.mark.parametrize("row, message", [
+    (None, "SNLI row is a JSON NoneType"),
+    ([1, 2], "SNLI row is a JSON list"),
+    ({**_ROW, "sentence1_parse": 5}, "SNLI field 'sentence1_parse' is 5; expected a string"),
+    ({**_ROW, "sentence2_parse": None}, "SNLI field 'sentence2_parse' is None"),
+    ({**_ROW, "gold_label": 1}, "SNLI field 'gold_label' is 1"),
+    ({**_ROW, "pairID": [1]}, "SNLI field 'pairID'"),
+    ({**_ROW, "gold_label": "maybe"}, "unknown SNLI gold_label 'maybe'"),
+])
+def test_readers_snli_bad_rows_name_file_and_line(tmp_path, row, message):
+    import json
+
+    path = tmp_path / "snli.jsonl"
+    path.write_text(json.dumps(_ROW) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(FormatError, match=r"snli\.jsonl:2: " + re.escape(message)):
+        list(read_snli_jsonl(path))
+
+
+def test_readers_snli_examples_drop_unlabeled_rows_with_a_count(tmp_path, caplog):
+    import json
+    import logging
+
+    from syntaxformer.data.readers.snli import read_snli_examples
+
+    path = tmp_path / "dev.jsonl"
+    path.write_text("\n".join(json.dumps({**_ROW, "pairID": f"p{i}", "gold_label": label})
+                              for i, label in enumerate(["neutral", "-", "entailment", "-"])) + "\n")
+    with caplog.at_level(logging.INFO, logger="syntaxformer.data.readers.snli"):
+        examples, _ = read_snli_examples(path)
+    assert [e.guid for e in examples] == ["dev-p0", "dev-p2"] and [e.label for e in examples] == [1, 0]
+    assert any("2 pairs without a gold label" in r.getMessage() for r in caplog.records)

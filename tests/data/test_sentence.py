@@ -121,3 +121,43 @@ def test_tree_from_string_roundtrip_and_errors():
         Tree.from_string("(S (NN a)", source="f.mrg", line=3)
     with pytest.raises(FormatError, match="mixes words"):
         Tree.from_string("(S a (NN b))")
+
+
+_GOOD = {"words": ["The", "cat"], "heads": [1, -1], "text": "The cat", "offsets": [[0, 3], [4, 7]]}
+
+
+@pytest.mark.parametrize("record, message", [
+    ({**_GOOD, "offsets": [[3, 0], [4, 7]]}, r"offsets\[0\] = \[3, 0\] is not a span"),
+    ({**_GOOD, "offsets": [[-3, 0], [4, 7]]}, r"offsets\[0\] = \[-3, 0\] is not a span"),
+    ({**_GOOD, "offsets": [[0, 3], [4, 70]]}, r"offsets\[1\] = \[4, 70\] .* <= 7, the text's length"),
+    ({**_GOOD, "offsets": [[0], [4, 7]]}, r"offsets\[0\] is \[0\]; expected a \[start, end\] pair"),
+    ({**_GOOD, "offsets": [0, 4]}, r"offsets\[0\] is 0"),
+    ({**_GOOD, "offsets": [[0.5, 3], [4, 7]]}, r"offsets\[0\] is \[0.5, 3\]"),
+    ({**_GOOD, "offsets": "0-3"}, r"'offsets' must be a list"),
+    ({"words": "Thecat!!", "heads": [-1, 0, 0, 0, 0, 0, 0, 0]}, r"'words' must be a list of strings; got 'Thecat!!'"),
+    ({"words": ["The", 7], "heads": [1, -1]}, r"'words' must be a list of strings"),
+    ({**_GOOD, "heads": [1.7, -1]}, r"'heads' must be a list of whole numbers"),
+    ({**_GOOD, "heads": [True, -1]}, r"'heads' must be a list of whole numbers"),
+    ({**_GOOD, "heads": [1.0, -1]}, r"'heads' must be a list of whole numbers"),
+    ({**_GOOD, "heads": "1 -1"}, r"'heads' must be a list of whole numbers"),
+    ({**_GOOD, "deprels": "det root"}, r"'deprels' must be a list of strings"),
+    ({**_GOOD, "text": 5}, r"'text' must be a string"),
+    ({**_GOOD, "metadata": [1]}, r"'metadata' must be an object"),
+    ({"text": "The cat", "sentences": [{"words": ["The", "cat"], "heads": [1, -1], "offsets": [[0, 3], [4, 90]]}]},
+     r"sentence 0: word offsets 90 past the end of the document text \(length 7\)"),
+    ({"sentences": "x"}, r"a document record must be a JSON object with a list 'sentences'"),
+    ([1, 2], r"a record must be a JSON object"),
+    (None, r"a record must be a JSON object"),
+])
+def test_read_jsonl_checks_every_record(tmp_path, record, message):
+    path = tmp_path / "ann.jsonl"
+    path.write_text(json.dumps(_GOOD) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(FormatError, match=r"ann\.jsonl:2: bad JSONL record: " + message):
+        list(read_jsonl(str(path)))
+
+
+def test_read_jsonl_accepts_what_write_jsonl_writes(tmp_path):
+    doc = Document.from_sentences([Sentence(["The", "cat"], [1, -1]), Sentence(["Hi", "!"], [-1, 0])])
+    items = [Sentence.from_dict(_GOOD), doc]
+    write_jsonl(items, str(tmp_path / "x.jsonl"))
+    assert list(read_jsonl(str(tmp_path / "x.jsonl"))) == items

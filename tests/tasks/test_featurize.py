@@ -171,3 +171,23 @@ def test_features_only_declared_inputs_and_no_parser_without_syntax(minilm_token
         want = minilm_tokenizer(e.text_a, e.text_b, truncation=True, max_length=64)["input_ids"]
         assert plain[i]["input_ids"].tolist() == want
     assert np.array_equal(plain[0]["input_ids"], few[0]["input_ids"])  # same tokens as the aligned route
+
+
+def test_features_cache_keyed_by_the_exact_examples(minilm_tokenizer, cache):
+    """Two subsamples of the same size whose data fingerprints agree (a task that subsamples without saying so)
+    must not share features: the key holds the examples' own content."""
+    import dataclasses
+
+    task = get_task("sst2")
+    options = {"data_dir": data_path(task.spec.folder), "max_samples": 8}
+    a = task.load_split("dev", {**options, "data_seed": 0})
+    b = task.load_split("dev", {**options, "data_seed": 1})
+    assert [e.guid for e in a.examples] != [e.guid for e in b.examples]
+    b = dataclasses.replace(b, fingerprint=a.fingerprint)  # the fingerprint no longer tells them apart
+    kw = dict(max_length=32, cache_dir=cache / "f-exact", parse_cache=cache / "parses")
+    first = features(task, a, minilm_tokenizer, **kw)
+    second = features(task, b, minilm_tokenizer, **kw)
+    assert first.meta["cache"] == "miss" and second.meta["cache"] == "miss"
+    assert second.guids == [e.guid for e in b.examples]
+    assert second.labels.tolist() == [e.label for e in b.examples]
+    assert features(task, a, minilm_tokenizer, **kw).meta["cache"] == "hit"  # the same examples still hit

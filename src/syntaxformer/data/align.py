@@ -79,6 +79,7 @@ from typing import Any, Sequence, Union  # noqa: E402
 
 from syntaxformer.data.sentence import Document, Sentence  # noqa: E402
 from syntaxformer.errors import AlignmentError, ConfigError, InputError  # noqa: E402
+from syntaxformer.utils import check_unicode  # noqa: E402
 
 TextLike = Union[Sentence, Document, Sequence[Sentence]]
 
@@ -234,8 +235,20 @@ class SyntaxAligner:
         if max_length is None:
             limit = getattr(tokenizer, "model_max_length", None)
             max_length = int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else None
-        if stride is not None and max_length is None:
-            raise ConfigError("sliding windows (stride) need a max_length")
+        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer))
+                                       or max_length < 1):
+            raise ConfigError(f"max_length={max_length!r} must be a positive whole number of tokens (or None)")
+        if stride is not None:
+            if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 0:
+                raise ConfigError(f"stride={stride!r} (tokens shared by consecutive windows) must be a whole "
+                                  "number >= 0; a negative stride would skip the words between windows")
+            if max_length is None:
+                raise ConfigError("sliding windows (stride) need a max_length")
+            if stride >= max_length:
+                raise ConfigError(f"stride={stride} must be smaller than max_length={max_length} (windows overlap "
+                                  "by stride tokens, so each must move forward)")
+        if window_segment not in (None, 0, 1):
+            raise ConfigError(f"window_segment={window_segment!r} must be 0 (first text), 1 (second text) or None")
         self.max_length = max_length
         self.stride = stride
         self.window_segment = window_segment
@@ -254,6 +267,9 @@ class SyntaxAligner:
             raise InputError(f"{len(texts_a)} first texts but {len(texts_b)} second texts")
         pa = [_as_passage(t) for t in texts_a]
         pb = [_as_passage(t) for t in texts_b] if texts_b is not None else None
+        for name, passages in (("texts_a", pa), ("texts_b", pb or [])):
+            for i, p in enumerate(passages):
+                check_unicode(p[0], f"{name}[{i}]")
         flat = pa + (pb or [])
         encodings = self._backend.encode_batch([p[0] for p in flat], add_special_tokens=False)
         out = []
@@ -314,31 +330,30 @@ class SyntaxAligner:
             if self.stride is None and (seg is None or not pair):
                 seg = None if pair else 0
             if seg is None:  # longest-first truncation of a pair
-                la, lb = lengths
-                while la + lb > budget:
-                    if la >= lb:
-                        la -= 1
-                    else:
-                        lb -= 1
-                spans_list = [[(0, la), (0, lb)]]
+                spans_list = [_longest_first(lengths, budget)]
             else:
                 fixed = sum(n for k, n in enumerate(lengths) if k != seg)
                 room = budget - fixed
-                if room <= 0:
+                if room <= 0 and self.stride is None:
+                    # plain truncation, and the other text alone fills the window: cut both, longest first (the
+                    # tokenizer's own truncation strategy) rather than fail
+                    spans_list = [_longest_first(lengths, budget)]
+                elif room <= 0:
                     raise ConfigError(
                         f"the text that is not windowed is {fixed} tokens long and fills max_length="
                         f"{self.max_length}; raise max_length or truncate that text")
-                if self.stride is not None and self.stride >= room:
-                    raise ConfigError(f"stride={self.stride} must be smaller than the window room {room}")
-                starts = [0]
-                if self.stride is not None:
-                    while starts[-1] + room < lengths[seg]:
-                        starts.append(starts[-1] + room - self.stride)
-                spans_list = []
-                for s in starts:
-                    spans = [(0, n) for n in lengths]
-                    spans[seg] = (s, min(s + room, lengths[seg]))
-                    spans_list.append(spans)
+                else:
+                    if self.stride is not None and self.stride >= room:
+                        raise ConfigError(f"stride={self.stride} must be smaller than the window room {room}")
+                    starts = [0]
+                    if self.stride is not None:
+                        while starts[-1] + room < lengths[seg]:
+                            starts.append(starts[-1] + room - self.stride)
+                    spans_list = []
+                    for s in starts:
+                        spans = [(0, n) for n in lengths]
+                        spans[seg] = (s, min(s + room, lengths[seg]))
+                        spans_list.append(spans)
         template = (self._template.pair if pair else self._template.single) if self.add_special_tokens else \
             [("seq", k, 0) for k in range(len(ids))]
         out = []
@@ -367,6 +382,22 @@ class SyntaxAligner:
                 forest=forest, token_type_ids=cat["tt"], window=w, offsets=cat["off"].reshape(-1, 2),
                 sequence_ids=cat["seq"]))
         return out
+
+
+def _longest_first(lengths: list[int], budget: int) -> list[tuple[int, int]]:
+    """Spans of a pair cut to ``budget`` tokens longest first: one token at a time from the longer text (the first
+    on a tie), as the tokenizers' ``longest_first`` truncation does."""
+    la, lb = lengths
+    excess = la + lb - budget
+    if excess > 0:  # closed form of the one-token-at-a-time loop
+        d = min(excess, abs(la - lb))
+        if la >= lb:
+            la -= d
+        else:
+            lb -= d
+        rest = excess - d
+        la, lb = la - (rest + 1) // 2, lb - rest // 2
+    return [(0, la), (0, lb)]
 
 
 def align(tokenizer: Any, text_a: TextLike, text_b: TextLike | None = None, **kwargs: Any) -> list[AlignedExample]:

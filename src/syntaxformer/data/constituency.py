@@ -24,6 +24,7 @@ agree and a tree always prints back to a parsable bracket string; :func:`unescap
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,11 +48,15 @@ PTB_ESCAPES: dict[str, str] = {
 
 # Only ASCII white space separates tokens: SST has words such as "8\xa01\/2" with a no-break space inside.
 _ASCII_SPACE = frozenset(" \t\n\r\f\v")
+_TOKEN = re.compile(r"[()]|[^() \t\n\r\f\v]+")
+#: Deepest nesting :meth:`Tree.from_string` accepts (treebank trees nest a few dozen levels; the tree algorithms
+#: that follow a parse recurse once per level, so a limit keeps every reader clear of Python's recursion limit).
+MAX_TREE_DEPTH = 200
 # Labels such as -LRB-, -RRB-, -NONE- start with '-' and are kept whole (up to their closing '-').
 _DASHED_LABEL = re.compile(r"^-[A-Za-z]+-")
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Tree:
     """A constituency tree node.
 
@@ -141,39 +146,13 @@ class Tree:
         tokens, token_lines = _tokenize_with_lines(text)
         if not tokens:
             raise FormatError("empty tree string; expected a bracketed tree such as '(S (NN word))'", source, line)
-        pos = 0
 
         def where(k: int) -> int | None:
             if line is None:
                 return None
             return line + token_lines[min(k, len(token_lines) - 1)]
 
-        def parse() -> Tree:
-            nonlocal pos
-            if tokens[pos] != "(":
-                raise FormatError(f"expected '(' at token {pos} ({tokens[pos]!r}) in {_clip(text)}",
-                                  source, where(pos))
-            opened = pos
-            pos += 1
-            label = ""
-            if pos < len(tokens) and tokens[pos] not in ("(", ")"):
-                label = tokens[pos]
-                pos += 1
-            children: list[Tree | str] = []
-            first_word = -1
-            while pos < len(tokens) and tokens[pos] != ")":
-                if tokens[pos] == "(":
-                    children.append(parse())
-                else:
-                    if first_word < 0:
-                        first_word = pos
-                    children.append(tokens[pos])
-                    pos += 1
-            if pos >= len(tokens):
-                raise FormatError(f"unbalanced brackets: missing ')' for the {label or 'unlabelled'!r} node "
-                                  f"opened on line {where(opened)} in {_clip(text)}" if line is not None else
-                                  f"unbalanced brackets: missing ')' in {_clip(text)}", source, where(pos))
-            pos += 1  # ')'
+        def close(label: str, children: list, opened: int, first_word: int) -> Tree:
             words = [c for c in children if isinstance(c, str)]
             if words and len(words) < len(children):
                 raise FormatError(
@@ -186,10 +165,54 @@ class Tree:
             if not children:
                 raise FormatError(f"node {label!r} has no children (empty tree) in {_clip(text)}",
                                   source, where(opened))
-            return Tree(label, children)
+            return cls(label, children)
 
-        tree = parse()
-        if pos != len(tokens):
+        # Iterative (an explicit stack of open nodes), so no input can exhaust Python's recursion limit here;
+        # trees deeper than MAX_TREE_DEPTH are refused because the tree algorithms that follow recurse.
+        if tokens[0] != "(":
+            raise FormatError(f"expected '(' at token 0 ({tokens[0]!r}) in {_clip(text)}", source, where(0))
+        stack: list[tuple[str, list, int, list[int]]] = []  # (label, children, opened at, [first word])
+        tree: Tree | None = None
+        pos = 0
+        while pos < len(tokens):
+            tok = tokens[pos]
+            if tok == "(":
+                if tree is not None:
+                    break  # text after the tree
+                if len(stack) >= MAX_TREE_DEPTH:
+                    raise FormatError(f"tree nested more than {MAX_TREE_DEPTH} levels deep in {_clip(text)}; "
+                                      f"treebank trees are far shallower (split or flatten the tree)",
+                                      source, where(pos))
+                opened = pos
+                pos += 1
+                label = ""
+                if pos < len(tokens) and tokens[pos] not in ("(", ")"):
+                    label = tokens[pos]
+                    pos += 1
+                stack.append((label, [], opened, [-1]))
+            elif tok == ")":
+                if not stack:
+                    break  # a ')' after the tree: reported as text after it
+                label, children, opened, first = stack.pop()
+                node = close(label, children, opened, first[0])
+                pos += 1
+                if stack:
+                    stack[-1][1].append(node)
+                else:
+                    tree = node
+            else:
+                if not stack:
+                    break
+                if stack[-1][3][0] < 0:
+                    stack[-1][3][0] = pos
+                stack[-1][1].append(tok)
+                pos += 1
+        if stack:
+            label, _, opened, _ = stack[-1]
+            raise FormatError(f"unbalanced brackets: missing ')' for the {label or 'unlabelled'!r} node "
+                              f"opened on line {where(opened)} in {_clip(text)}" if line is not None else
+                              f"unbalanced brackets: missing ')' in {_clip(text)}", source, where(len(tokens)))
+        if pos != len(tokens) or tree is None:
             raise FormatError(f"unexpected text after the tree: {' '.join(tokens[pos:pos + 5])!r}",
                               source, where(pos))
         return tree
@@ -231,8 +254,30 @@ class Tree:
     def __str__(self) -> str:
         return self.to_string()
 
+    def __repr__(self) -> str:
+        return f"Tree.from_string({self.to_string()!r})"
+
+    def __eq__(self, other: object) -> bool:
+        # without recursion (the generated dataclass __eq__ recurses through tuples and lists, several frames a level)
+        if not isinstance(other, Tree):
+            return NotImplemented
+        stack: list[tuple[Tree | str, Tree | str]] = [(self, other)]
+        while stack:
+            a, b = stack.pop()
+            if isinstance(a, str) or isinstance(b, str):
+                if a != b:
+                    return False
+                continue
+            if a.label != b.label or len(a.children) != len(b.children):
+                return False
+            stack.extend(zip(a.children, b.children))
+        return True
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+
 
 # -- labels and words ---------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1 << 16)  # labels repeat: a tree of n words asks about the same few labels n times
 def base_label(label: str) -> str:
     """The category of a treebank label without function tags, co-indices or gap indices.
 
@@ -264,9 +309,13 @@ def function_tags(label: str) -> list[str]:
 
     Co-indices (``-1``, ``=2``) are not tags and are left out.
     """
-    base = base_label(label)
-    rest = label[len(base):]
-    return [t for t in re.split(r"[-=|]", rest) if t and not t.isdigit()]
+    return list(_function_tags(label))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _function_tags(label: str) -> tuple[str, ...]:
+    rest = label[len(base_label(label)):]
+    return tuple(t for t in re.split(r"[-=|]", rest) if t and not t.isdigit())
 
 
 def unescape_word(word: str) -> str:
@@ -411,23 +460,11 @@ def _tokenize_with_lines(text: str) -> tuple[list[str], list[int]]:
     """Tokens (``(``, ``)``, labels and words) and, for each, how many newlines precede it."""
     tokens: list[str] = []
     lines: list[int] = []
-    buf: list[str] = []
-    nl = 0
-    for ch in text:
-        if ch in "()" or ch in _ASCII_SPACE:
-            if buf:
-                tokens.append("".join(buf))
-                lines.append(nl)
-                buf = []
-            if ch in "()":
-                tokens.append(ch)
-                lines.append(nl)
-            elif ch == "\n":
-                nl += 1
-        else:
-            buf.append(ch)
-    if buf:
-        tokens.append("".join(buf))
+    nl, last = 0, 0
+    for m in _TOKEN.finditer(text):
+        nl += text.count("\n", last, m.start())
+        last = m.start()
+        tokens.append(m.group())
         lines.append(nl)
     return tokens, lines
 

@@ -123,24 +123,47 @@ class Sentence:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Sentence":
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`; the record's types and offsets are checked (it may come from a file).
+
+        Raises:
+            FormatError: a field of the wrong type (``words`` a string rather than a list, a head that is not a
+                whole number, ...), offsets that are not ``[start, end]`` pairs with ``0 <= start <= end`` inside
+                ``text``.
+        """
+        if not isinstance(data, dict):
+            raise FormatError(f"a sentence record must be a JSON object; got {type(data).__name__}")
         if "words" not in data or "heads" not in data:
             raise FormatError(f"a sentence record needs 'words' and 'heads'; got keys {sorted(data)}")
+        words = _str_list(data["words"], "words", required=True)
+        heads = data["heads"]
+        if not isinstance(heads, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in heads):
+            raise FormatError(f"'heads' must be a list of whole numbers (0-based, -1 = root); got {heads!r:.80}")
+        text = data.get("text")
+        if text is not None and not isinstance(text, str):
+            raise FormatError(f"'text' must be a string; got {text!r:.60}")
+        offsets = _offsets(data.get("offsets"), len(text) if text is not None else None)
         tree = data.get("tree")
-        offsets = data.get("offsets")
+        if tree is not None and not isinstance(tree, (str, Tree)):
+            raise FormatError(f"'tree' must be a bracketed string; got {tree!r:.60}")
+        for name in ("sent_id", "source"):
+            if data.get(name) is not None and not isinstance(data[name], str):
+                raise FormatError(f"{name!r} must be a string; got {data[name]!r:.60}")
+        metadata = data.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise FormatError(f"'metadata' must be an object; got {metadata!r:.60}")
         return cls(
-            words=list(data["words"]),
-            heads=[int(h) for h in data["heads"]],
-            deprels=data.get("deprels"),
-            upos=data.get("upos"),
-            xpos=data.get("xpos"),
-            lemmas=data.get("lemmas"),
-            offsets=[tuple(o) for o in offsets] if offsets is not None else None,  # type: ignore[misc]
-            text=data.get("text"),
+            words=words,
+            heads=list(heads),
+            deprels=_str_list(data.get("deprels"), "deprels"),
+            upos=_str_list(data.get("upos"), "upos"),
+            xpos=_str_list(data.get("xpos"), "xpos"),
+            lemmas=_str_list(data.get("lemmas"), "lemmas"),
+            offsets=offsets,
+            text=text,
             tree=Tree.from_string(tree) if isinstance(tree, str) else tree,
             sent_id=data.get("sent_id"),
             source=data.get("source"),
-            metadata=dict(data.get("metadata") or {}),
+            metadata=dict(metadata or {}),
         )
 
     def pretty(self) -> str:
@@ -192,12 +215,30 @@ class Document:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Document":
-        return cls(
-            sentences=[Sentence.from_dict(s) for s in data["sentences"]],
-            text=data.get("text"),
-            doc_id=data.get("doc_id"),
-            metadata=dict(data.get("metadata") or {}),
-        )
+        """Inverse of :meth:`to_dict`; sentence offsets (relative to the document text) are checked against it.
+
+        Raises:
+            FormatError: as :meth:`Sentence.from_dict`, or ``sentences`` not a list, or word offsets past the end
+                of the document text.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("sentences"), list):
+            raise FormatError("a document record must be a JSON object with a list 'sentences'")
+        text = data.get("text")
+        if text is not None and not isinstance(text, str):
+            raise FormatError(f"'text' must be a string; got {text!r:.60}")
+        sentences = [Sentence.from_dict(s) for s in data["sentences"]]
+        if text is not None:
+            for k, s in enumerate(sentences):
+                if s.text is None and s.offsets is not None and any(b > len(text) for _, b in s.offsets):
+                    raise FormatError(f"sentence {k}: word offsets {max(b for _, b in s.offsets)} past the end of "
+                                      f"the document text (length {len(text)})")
+        metadata = data.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise FormatError(f"'metadata' must be an object; got {metadata!r:.60}")
+        doc_id = data.get("doc_id")
+        if doc_id is not None and not isinstance(doc_id, str):
+            raise FormatError(f"'doc_id' must be a string; got {doc_id!r:.60}")
+        return cls(sentences=sentences, text=text, doc_id=doc_id, metadata=dict(metadata or {}))
 
     @classmethod
     def from_sentences(cls, sentences: Sequence[Sentence], doc_id: str | None = None) -> "Document":
@@ -214,6 +255,35 @@ class Document:
         return cls(shifted, text=" ".join(parts), doc_id=doc_id)
 
 
+def _str_list(value: Any, name: str, required: bool = False) -> list[str] | None:
+    """A record's list of strings (``words``, ``deprels``, ...), checked: a bare string is not a list of words."""
+    if value is None and not required:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise FormatError(f"{name!r} must be a list of strings; got {value!r:.80}")
+    return list(value)
+
+
+def _offsets(value: Any, text_length: int | None) -> list[tuple[int, int]] | None:
+    """A record's word offsets, checked: ``[start, end]`` pairs of whole numbers, ``0 <= start <= end``, and
+    ``end <= len(text)`` when the record has its own text."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise FormatError(f"'offsets' must be a list of [start, end] pairs; got {value!r:.80}")
+    out = []
+    for i, pair in enumerate(value):
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
+            raise FormatError(f"offsets[{i}] is {pair!r:.40}; expected a [start, end] pair of whole numbers")
+        a, b = pair
+        if not 0 <= a <= b or (text_length is not None and b > text_length):
+            raise FormatError(f"offsets[{i}] = [{a}, {b}] is not a span of the text (need 0 <= start <= end"
+                              + (f" <= {text_length}, the text's length)" if text_length is not None else ")"))
+        out.append((a, b))
+    return out
+
+
 def read_jsonl(path: str) -> Iterator[Sentence | Document]:
     """Read sentences / documents written by :func:`write_jsonl` (a record with ``sentences`` is a Document)."""
     from syntaxformer.utils import open_text
@@ -224,6 +294,8 @@ def read_jsonl(path: str) -> Iterator[Sentence | Document]:
                 continue
             try:
                 data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise FormatError(f"a record must be a JSON object; got {line.strip()[:40]!r}")
                 yield Document.from_dict(data) if "sentences" in data else Sentence.from_dict(data)
             except (json.JSONDecodeError, KeyError, TypeError, ValueError, TreeError) as e:
                 raise FormatError(f"bad JSONL record: {e}", path, lineno) from e

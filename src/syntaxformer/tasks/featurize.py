@@ -270,8 +270,23 @@ def _cache_key(task_name: str, split: str, data: TaskData, tokenizer: Any, conte
                "noise_seed": int(context.noise_seed), "constituency": context.constituency,
                "pos_tags": context.pos_tags}
     payload = {"version": FEATURE_VERSION, "task": task_name, "split": split, "data": data.fingerprint,
-               "n": len(data), "tokenizer": tokenizer_fingerprint(tokenizer), "parser": parser_id, "options": options}
+               "examples": _examples_fingerprint(data.examples), "n": len(data),
+               "tokenizer": tokenizer_fingerprint(tokenizer), "parser": parser_id, "options": options}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _examples_fingerprint(examples: Sequence[TaskExample]) -> str:
+    """SHA-256 of the exact examples (ids, texts, labels, gold-tree leaves): features are reused only for the very
+    same examples, whatever the data's own fingerprint says (a task that subsamples or filters without changing
+    it, two subsamples of the same size). Given analyses are covered by the data fingerprint (the files read)."""
+    h = hashlib.sha256()
+    for e in examples:
+        record = [e.guid, e.text_a, e.text_b, e.label,
+                  e.tree_a.leaves() if e.tree_a is not None else None,
+                  e.tree_b.leaves() if e.tree_b is not None else None]
+        h.update(json.dumps(record, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def build_features(task_name: str, data: TaskData, context: Any, split: str, *,

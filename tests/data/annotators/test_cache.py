@@ -90,3 +90,63 @@ def test_cache_pickles_without_its_connection(tmp_path):
     copy = pickle.loads(pickle.dumps(cache))
     assert copy.get(_key()) == VALUE and copy.path == cache.path
     assert cache.clear() == 1 and copy.get(_key()) is None
+
+
+def _cache_worker(path: str, n: int, go, results) -> None:
+    """One of several processes that start together on the same (damaged) cache file."""
+    try:
+        go.wait(60)
+        cache = ParseCache(path)
+        found = len(cache.get_many([_key(str(i)) for i in range(n)]))
+        cache.put_many({_key(f"{os.getpid()}-{i}"): {"i": i} for i in range(50)})
+        results.put(("ok", os.getpid(), found))
+    except Exception as e:  # reported to the parent, which fails the test
+        results.put(("error", os.getpid(), f"{type(e).__name__}: {e}"))
+
+
+def test_cache_concurrent_processes_on_a_corrupt_file_lose_no_healthy_entry(tmp_path):
+    """Four processes start at once on a cache with a damaged page: one repair, no OperationalError, every intact
+    row kept (as many as one process alone keeps), every row any of them writes kept."""
+    import multiprocessing
+    import shutil
+
+    n = 3000
+    path = tmp_path / "shared" / "parses.sqlite3"
+    cache = ParseCache(path)
+    cache.put_many({_key(str(i)): {"i": i, "pad": "x" * 200} for i in range(n)})
+    size = path.stat().st_size
+    with open(path, "r+b") as f:  # one page in the middle overwritten
+        f.seek(size // 2 // 4096 * 4096)
+        f.write(b"\xff" * 4096)
+    (tmp_path / "alone").mkdir()
+    shutil.copy(path, tmp_path / "alone" / "parses.sqlite3")
+    alone = len(ParseCache(tmp_path / "alone").get_many([_key(str(i)) for i in range(n)]))
+    assert 0.95 * n < alone < n  # the damaged page's rows are lost, the others salvaged
+
+    ctx = multiprocessing.get_context("spawn")
+    go, results = ctx.Event(), ctx.Queue()
+    workers = [ctx.Process(target=_cache_worker, args=(str(path), n, go, results)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    go.set()
+    for w in workers:
+        w.join(180)
+    outcomes = [results.get(timeout=10) for _ in workers]
+    assert all(kind == "ok" for kind, _, _ in outcomes), outcomes
+    assert all(found == alone for _, _, found in outcomes)  # every process saw every intact row
+    final = ParseCache(path)
+    assert len(final.get_many([_key(str(i)) for i in range(n)])) == alone
+    for _, pid, _ in outcomes:
+        assert len(final.get_many([_key(f"{pid}-{i}") for i in range(50)])) == 50
+    assert len([p for p in os.listdir(path.parent) if ".corrupt-" in p]) == 1  # repaired once
+
+
+def test_cache_uses_wal_and_a_busy_timeout(tmp_path):
+    cache = ParseCache(tmp_path)
+    cache.put(_key(), VALUE)
+    with sqlite3.connect(cache.path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_cache_key_of_a_lone_surrogate():
+    assert _key("x\udcff y") != _key("x\udcfe y")  # surrogatepass: a key, and a distinct one

@@ -255,3 +255,53 @@ def _with_source(docs: list[Document], source: str) -> list[Document]:
     import dataclasses
 
     return [Document([dataclasses.replace(s, source=source) for s in d], text=d.text) for d in docs]
+def test_cache_key_sees_a_weight_file_rewritten_with_its_old_size_and_mtime(tmp_path):
+    """A copy of a pipeline whose weights change in place, same size, mtime restored (``cp -p`` / ``rsync -t``):
+    the same name and version, so only the content can tell; the in-process digest memo must not hide it."""
+    import os
+
+    _tiny_pipeline(0).to_disk(tmp_path / "p")
+    key = SpacyAnnotator(str(tmp_path / "p"), cache=None).cache_key()
+    weights = tmp_path / "p" / "parser" / "model"
+    st = os.stat(weights)
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 1
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(weights).st_size == st.st_size and os.stat(weights).st_mtime_ns == st.st_mtime_ns
+    assert SpacyAnnotator(str(tmp_path / "p"), cache=None).cache_key() != key
+
+
+def test_cache_row_with_a_valid_checksum_but_no_heads_is_parsed_again(nlp, tmp_path, caplog):
+    """A row whose checksum is right but whose record does not load (no ``heads``) is a miss: re-parsed with a
+    warning and overwritten, never an error."""
+    import json
+    import logging
+    import sqlite3
+
+    from syntaxformer.data.annotators import cache as cache_module
+
+    cache = ParseCache(tmp_path / "c.sqlite3")
+    SpacyAnnotator(nlp, cache=cache, progress=False).annotate(["The cat sat."])
+    with sqlite3.connect(cache.path) as conn:
+        (key, value), = conn.execute("SELECT key, value FROM parses").fetchall()
+        record = json.loads(value)
+        del record["sentences"][0]["heads"]
+        value = json.dumps(record)
+        conn.execute("UPDATE parses SET value = ?, checksum = ? WHERE key = ?",
+                     (value, cache_module._checksum(key, value), key))
+    annotator = SpacyAnnotator(nlp, cache=cache, progress=False)
+    with caplog.at_level(logging.WARNING, logger="syntaxformer.data.annotators.spacy"):
+        doc, = annotator.annotate(["The cat sat."])
+    assert doc.sentences[0].words == ["The", "cat", "sat", "."] and len(doc.sentences[0].heads) == 4
+    assert any("parsing it again" in r.getMessage() for r in caplog.records)
+    assert "heads" in cache.get(key)["sentences"][0]  # the bad row was overwritten by the new parse
+
+
+def test_annotate_rejects_a_lone_surrogate(annotator):
+    from syntaxformer.errors import InputError
+
+    with pytest.raises(InputError, match=r"texts\[1\] holds the lone surrogate"):
+        annotator.annotate(["fine", "x\udcff y"])
+    with pytest.raises(InputError, match=r"sentences\[0\] word 0"):
+        annotator.annotate_pretokenized([["x\udcff", "y"]])

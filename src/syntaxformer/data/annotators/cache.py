@@ -10,8 +10,15 @@ Corruption is never used silently:
 * a row whose value does not match its checksum (or is not valid JSON) is reported as a miss and deleted, so the
   caller parses again and overwrites it;
 * a file that is not a database, or is truncated / malformed (any :class:`sqlite3.DatabaseError` while using it),
-  is moved aside as ``<name>.corrupt-<time>`` and replaced by an empty cache; the run goes on (with a warning)
-  and re-parses what was lost.
+  is repaired once: under an exclusive lock on ``<name>.lock``, the rows that can still be read and pass their
+  checksum are copied into a fresh database, the damaged file is moved aside as ``<name>.corrupt-<time>-<pid>``
+  and the fresh one takes its place; the run goes on (with a warning) and re-parses what was lost.
+
+Concurrent processes (several trainings sharing one cache, ``n_process`` workers) are safe: the database runs in
+WAL mode with a 60 s busy timeout; every operation opens its own connection under a shared lock, so a repair
+(exclusive lock) never moves a file another process has open, and processes that meet the same damaged file
+repair it once (the others find it healthy when they get the lock). A cache still locked after the timeout is
+skipped with a warning (a look-up misses, a store is dropped): a cache never makes a run fail.
 
 The key is the SHA-256 of a JSON list ``[schema, mode, annotator key, content]``. The annotator key identifies the
 parser by content (e.g. a hash of a spaCy pipeline's files), so a retrained parser (or a new storage schema)
@@ -21,13 +28,21 @@ simply misses. Values are JSON-serialisable dicts (``Document.to_dict()`` /
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import sqlite3
 import time
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+from syntaxformer.errors import DataError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["ParseCache", "default_cache_dir", "make_key"]
 
@@ -36,6 +51,49 @@ logger = logging.getLogger(__name__)
 SCHEMA = 1  # bump when the stored value format changes: old entries then miss instead of being misread
 _FILENAME = "parses.sqlite3"
 _CHUNK = 500  # keys per "IN (...)" query, well below SQLite's variable limit
+_BUSY_TIMEOUT = 60.0  # seconds a connection waits for another process's write to finish
+_SALVAGE_WINDOW = 256  # rowids read at once when copying the intact rows out of a damaged file
+_RAISE = object()
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
+
+
+def _salvage(path: str) -> list[tuple]:
+    """The rows of a damaged cache file that can still be read and pass their checksum.
+
+    Reads by windows of rowids, so a damaged page loses the rows on it and the rest are kept; a file that is
+    not a database gives nothing.
+    """
+    rows: dict[str, tuple] = {}
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT)
+    except sqlite3.Error:
+        return []
+    try:
+        try:
+            top = conn.execute("SELECT max(rowid) FROM parses").fetchone()[0] or 0
+        except sqlite3.Error:  # the b-tree's right edge is damaged: bound the rowids by the file size
+            top = os.path.getsize(path) // 16
+        query = "SELECT key, parser, value, checksum, created FROM parses WHERE rowid >= ? AND rowid < ?"
+        for start in range(0, top + 1, _SALVAGE_WINDOW):
+            try:
+                found = conn.execute(query, (start, start + _SALVAGE_WINDOW)).fetchall()
+            except sqlite3.Error:  # a damaged page in this window: read its rows one by one
+                found = []
+                for rowid in range(start, start + _SALVAGE_WINDOW):
+                    with contextlib.suppress(sqlite3.Error):
+                        found += conn.execute(query, (rowid, rowid + 1)).fetchall()
+            for row in found:
+                key, value, checksum = row[0], row[2], row[3]
+                if isinstance(key, str) and isinstance(value, str) and _checksum(key, value) == checksum:
+                    rows[key] = row
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+    return list(rows.values())
 
 
 def default_cache_dir() -> str:
@@ -56,7 +114,8 @@ def make_key(content: str | Sequence[str], annotator: str, mode: str) -> str:
         A 64-character hex digest.
     """
     payload = [SCHEMA, mode, annotator, content if isinstance(content, str) else list(content)]
-    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (text decoded with errors="surrogateescape") still gets a key of its own
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _checksum(key: str, value: str) -> str:
@@ -84,62 +143,129 @@ class ParseCache:
         if os.path.isdir(path) or not os.path.splitext(path)[1]:
             path = os.path.join(path, _FILENAME)
         self.path = path
-        self._conn: sqlite3.Connection | None = None
         self.recovered = 0  # how many times a corrupt file was replaced
         self.corrupt_rows = 0  # how many rows failed their checksum
 
     # -- connection ------------------------------------------------------------------------------------
+    # Every operation opens its own short-lived connection while holding a shared lock on ``<path>.lock``; a repair
+    # holds the exclusive lock. So no connection is ever open while a repair moves files (renaming a database that
+    # another connection has open is how SQLite files get corrupted), and a repair happens once, not once per
+    # process: the next process to take the lock finds the file healthy and keeps it.
     def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60.0)
-            try:
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, "
-                    "value TEXT NOT NULL, checksum TEXT NOT NULL, created REAL NOT NULL)")
-                conn.commit()
-            except sqlite3.DatabaseError:
-                conn.close()
-                raise
-            self._conn = conn
-        return self._conn
-
-    def _recover(self, error: Exception) -> None:
-        """Move a corrupt database file aside and start an empty one."""
-        self.close()
-        moved = f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)
         try:
-            os.replace(self.path, moved)
-        except FileNotFoundError:
-            moved = "(already gone)"
-        for suffix in ("-journal", "-wal", "-shm"):
-            try:
-                os.unlink(self.path + suffix)
-            except FileNotFoundError:
-                pass
-        self.recovered += 1
-        logger.warning("parse cache %s was unreadable (%s); moved it to %s and started an empty cache (lost entries "
-                       "will be parsed again)", self.path, error, moved)
+            conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT * 1000)}")
+            conn.execute("PRAGMA journal_mode=WAL")  # readers never block the writer, nor it them
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, "
+                "value TEXT NOT NULL, checksum TEXT NOT NULL, created REAL NOT NULL)")
+            conn.commit()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
-    def _run(self, fn, *args):
-        """Run ``fn(conn, *args)``; on a corrupt database recover once and retry on the fresh file."""
+    @contextlib.contextmanager
+    def _locked(self, exclusive: bool) -> Iterator[None]:
+        """Hold the cache's lock file (shared for an operation, exclusive for a repair)."""
+        if fcntl is None:  # no advisory locks (Windows): operations still work, repairs are not serialised
+            yield
+            return
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _repair(self, error: Exception) -> None:
+        """Under the exclusive lock: if the file is still unusable, copy its intact rows into a fresh database,
+        move the damaged file aside as ``<name>.corrupt-<time>-<pid>`` and put the fresh one in its place."""
+        with self._locked(exclusive=True):
+            if self._healthy():  # another process repaired it while we waited for the lock
+                return
+            rows = _salvage(self.path)
+            fresh = f"{self.path}.repair-{os.getpid()}"
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(fresh + suffix)
+            conn = sqlite3.connect(fresh)
+            try:
+                conn.execute(
+                    "CREATE TABLE parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, value TEXT NOT NULL, "
+                    "checksum TEXT NOT NULL, created REAL NOT NULL)")
+                conn.executemany("INSERT OR REPLACE INTO parses VALUES (?, ?, ?, ?, ?)", rows)
+                conn.commit()
+            finally:
+                conn.close()
+            moved = f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+            try:
+                os.replace(self.path, moved)
+            except FileNotFoundError:
+                moved = "(already gone)"
+            for suffix in ("-journal", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path + suffix)
+            os.replace(fresh, self.path)
+        self.recovered += 1
+        logger.warning("parse cache %s was unreadable (%s); kept its %d intact entries in a repaired cache and moved "
+                       "the damaged file to %s (lost entries will be parsed again)", self.path, error, len(rows), moved)
+
+    def _healthy(self) -> bool:
+        """Whether the file opens and passes SQLite's quick check (a missing file counts as healthy)."""
+        if not os.path.exists(self.path):
+            return True
+        try:
+            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)
+            try:
+                ok = conn.execute("PRAGMA quick_check").fetchone()
+                conn.execute("SELECT COUNT(*) FROM parses").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError:
+            return False
+        return ok is not None and ok[0] == "ok"
+
+    def _run(self, fn, *args, default: Any = _RAISE):
+        """Run ``fn(conn, *args)`` on a fresh connection under the shared lock; a corrupt database is repaired
+        (once, under the exclusive lock) and the operation retried. A database still locked by another process
+        after the busy timeout gives ``default`` with a warning (the cache is an optimisation, never a reason for
+        a run to fail) when one is given."""
         for attempt in (0, 1):
             try:
-                return fn(self._connect(), *args)
-            except sqlite3.DatabaseError as e:
-                if isinstance(e, sqlite3.OperationalError) and "locked" in str(e):
-                    raise
+                with self._locked(exclusive=False):
+                    conn = self._connect()
+                    try:
+                        return fn(conn, *args)
+                    finally:
+                        conn.close()
+            except sqlite3.OperationalError as e:
+                if _is_busy(e):
+                    if default is _RAISE:
+                        raise DataError(f"parse cache {self.path} stayed locked by another process for "
+                                        f"{_BUSY_TIMEOUT:.0f} s; try again, or give another --cache") from e
+                    logger.warning("parse cache %s is locked by another process (%s); going on without it",
+                                   self.path, e)
+                    return default
                 if attempt == 1:
-                    raise
-                self._recover(e)
+                    raise DataError(f"parse cache {self.path} cannot be used ({e}); check that its folder is "
+                                    "writable, or give another --cache / --no-cache") from e
+                self._repair(e)
+            except sqlite3.DatabaseError as e:
+                if attempt == 1:
+                    raise DataError(f"parse cache {self.path} is still unreadable after a repair ({e}); delete "
+                                    "it, or give another --cache / --no-cache") from e
+                self._repair(e)
         raise AssertionError("unreachable")
 
     # -- public API ------------------------------------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
         """Values of the keys found (and intact); missing or corrupt keys are absent from the result."""
         keys = list(dict.fromkeys(keys))
-        return self._run(self._get_many, keys) if keys else {}
+        return self._run(self._get_many, keys, default={}) if keys else {}
 
     def _get_many(self, conn: sqlite3.Connection, keys: list[str]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -185,7 +311,7 @@ class ParseCache:
         for key, value in items.items():
             text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
             rows.append((key, parser, text, _checksum(key, text), now))
-        self._run(self._put_many, rows)
+        self._run(self._put_many, rows, default=None)
 
     @staticmethod
     def _put_many(conn: sqlite3.Connection, rows: list[tuple]) -> None:
@@ -213,13 +339,7 @@ class ParseCache:
         return self.get(key) is not None
 
     def close(self) -> None:
-        """Close the database connection (it reopens on next use)."""
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except sqlite3.Error:
-                pass
-            self._conn = None
+        """Nothing to release: every operation opens and closes its own connection (kept for ``with``)."""
 
     def __enter__(self) -> "ParseCache":
         return self
@@ -236,4 +356,3 @@ class ParseCache:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._conn = None

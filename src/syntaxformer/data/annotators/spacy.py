@@ -26,6 +26,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import re
 import sys
@@ -35,8 +36,10 @@ from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.cache import ParseCache, make_key
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
-from syntaxformer.errors import AnnotatorError, MissingDependencyError
-from syntaxformer.utils import progress as _progress
+from syntaxformer.errors import AnnotatorError, MissingDependencyError, SyntaxformerError
+from syntaxformer.utils import check_unicode, progress as _progress
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
@@ -109,8 +112,12 @@ def pipeline_location(name: str) -> tuple[str, str] | None:
     return None
 
 
-def _folder_signature(folder: str) -> tuple[tuple[str, int, int], ...]:
-    """``(relative path, size, mtime)`` of every file under ``folder`` (caches and bytecode left out)."""
+def _folder_signature(folder: str) -> tuple[tuple[str, int, int, int, int], ...]:
+    """``(relative path, size, mtime, ctime, inode)`` of every file under ``folder`` (caches and bytecode left out).
+
+    The change time and inode are in it because a file rewritten in place with the same size and its old mtime
+    restored (``cp -p``, ``rsync -t``, ``os.utime``) must not give the memoised digest of the old content.
+    """
     out = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -119,15 +126,15 @@ def _folder_signature(folder: str) -> tuple[tuple[str, int, int], ...]:
                 continue
             path = os.path.join(root, f)
             st = os.stat(path)
-            out.append((os.path.relpath(path, folder), st.st_size, st.st_mtime_ns))
+            out.append((os.path.relpath(path, folder), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     return tuple(out)
 
 
 @functools.lru_cache(maxsize=16)
-def _folder_digest(folder: str, signature: tuple[tuple[str, int, int], ...]) -> str:
+def _folder_digest(folder: str, signature: tuple[tuple[str, int, int, int, int], ...]) -> str:
     # Memoised per (folder, file sizes and times): hashed once per process unless the files change.
     h = hashlib.sha256()
-    for rel, size, _ in signature:
+    for rel, size, *_ in signature:
         h.update(f"{rel}\0{size}\0".encode("utf-8"))
         with open(os.path.join(folder, rel), "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -348,6 +355,13 @@ class SpacyAnnotator(Annotator):
     def _cached_run(self, keys: list[str], todo_fn, to_result, from_record) -> list[Any]:
         """Look keys up in the cache, compute the missing ones once each, store them, return results in order."""
         found = self.cache.get_many(keys) if self.cache is not None else {}
+        for k in list(found):  # a row with a valid checksum but a record that does not load is a miss
+            try:
+                found[k] = from_record(found[k])
+            except (SyntaxformerError, KeyError, TypeError, ValueError) as e:
+                logger.warning("parse cache %s: entry %s does not hold a valid parse (%s); parsing it again",
+                               self.cache.path if self.cache is not None else "", k[:12], e)
+                del found[k]
         missing = [k for k in dict.fromkeys(keys) if k not in found]
         fresh = todo_fn(missing) if missing else {}
         if self.cache is not None and fresh:
@@ -359,8 +373,11 @@ class SpacyAnnotator(Annotator):
                 used.add(k)
             elif k in fresh:  # the same content twice: a separate object, so callers may edit one
                 out.append(from_record(fresh[k].to_dict()))
-            else:
-                out.append(from_record(found[k]))
+            elif k not in used:
+                out.append(found[k])
+                used.add(k)
+            else:  # the same content twice: a separate object, so callers may edit one
+                out.append(from_record(found[k].to_dict()))
         return out
 
     def _texts_block(self, texts: list[Any], start: int) -> list[Document]:
@@ -373,6 +390,7 @@ class SpacyAnnotator(Annotator):
             if not isinstance(t, str):
                 raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str or a parsed "
                                      "spaCy Doc")
+            check_unicode(t, f"texts[{start + i}]")
         keys = [make_key(t, self.cache_key(),
                          "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts]
         by_key = dict(zip(keys, texts))
@@ -411,6 +429,7 @@ class SpacyAnnotator(Annotator):
                 if not isinstance(w, str) or not w:
                     raise AnnotatorError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty "
                                          "strings")
+                check_unicode(w, f"sentences[{start + i}] word {j}")
             word_lists.append(words)
         keys = [make_key(w, self.cache_key(), "pretokenized") for w in word_lists]
         by_key = dict(zip(keys, word_lists))

@@ -46,6 +46,7 @@ RESERVED_KEYS = frozenset({"feats", "deps", "misc", "multiword_tokens", "empty_n
 _WORD_ID = re.compile(r"[1-9][0-9]*\Z")
 _RANGE_ID = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)\Z")
 _EMPTY_ID = re.compile(r"([0-9]+)\.([1-9][0-9]*)\Z")
+_HEAD = re.compile(r"-?[0-9]+\Z")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -128,9 +129,9 @@ def _add_row(block: _Block, cols: list[str], lineno: int, source: str) -> None:
         if int(wid) != expected:
             raise FormatError(f"word id {wid} is out of sequence: expected {expected} (ids must run 1..n)",
                               source, lineno)
-        if not (cols[6].isdigit() or (cols[6].startswith("-") and cols[6][1:].isdigit())):
-            raise FormatError(f"head {cols[6]!r} of word {wid} is not an integer (0 = root, else a word id)",
-                              source, lineno)
+        if not _HEAD.match(cols[6]):  # ASCII digits only: str.isdigit() / int() also take '٢' or '²'
+            raise FormatError(f"head {cols[6]!r} of word {wid} is not an integer written in ASCII digits "
+                              "(0 = root, else a word id)", source, lineno)
         block.rows.append((lineno, cols))
         return
     m = _RANGE_ID.match(wid)

@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.utils import open_text
 
 __all__ = ["ParallelCorpus", "Segment", "read_parallel", "read_sgm", "read_sgm_pair", "corpus_fraction", "multi30k",
            "newstest2013", "read_lines", "read_corpus", "MULTI30K_SPLITS"]
@@ -70,10 +71,8 @@ def read_lines(path: str | Path) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise FormatError("file not found", str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise FormatError(f"not UTF-8 text ({e})", str(path)) from e
+    with open_text(path, newline="") as f:
+        text = f.read()
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

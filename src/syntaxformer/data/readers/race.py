@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
+from syntaxformer.utils import open_text
 
 __all__ = ["RaceExample", "LEVELS", "OPTION_LETTERS", "read_race_file", "parse_race_record", "read_race_dir",
            "read_race_tarball", "load_race_hub", "examples_from_hub_rows", "race_counts"]
@@ -116,7 +117,8 @@ def read_race_file(path: str | Path, level: str | None = None) -> list[RaceExamp
     """The questions of one original RACE passage file (one JSON object per ``.txt`` file)."""
     path = Path(path)
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        with open_text(path) as f:
+            record = json.loads(f.read())
     except json.JSONDecodeError as e:
         raise FormatError(f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one "
                           "JSON object", str(path)) from None
@@ -177,7 +179,7 @@ def read_race_tarball(path: str | Path, levels: Sequence[str] = LEVELS, max_ques
     out: list[RaceExample] = []
     for name, level, raw in records:
         try:
-            record = json.loads(raw.decode("utf-8"))
+            record = json.loads(raw.decode("utf-8-sig"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise FormatError(f"not a valid JSON RACE record: {e}", f"{path}:{name}") from None
         out.extend(parse_race_record(record, f"{path}:{name}", level))

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
@@ -21,10 +22,15 @@ from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import open_text
 
-__all__ = ["NLIPair", "TextPair", "SNLI_LABELS", "read_snli_jsonl", "read_snli_tokenized", "read_snli_examples"]
+__all__ = ["NLIPair", "TextPair", "SNLI_LABELS", "UNLABELED", "read_snli_jsonl", "read_snli_tokenized",
+           "read_snli_examples"]
+
+logger = logging.getLogger(__name__)
 
 #: The three SNLI classes; ``"-"`` marks a pair without annotator consensus (jsonl only).
 SNLI_LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
+#: The gold label of a pair without annotator consensus (skipped for training and evaluation).
+UNLABELED = "-"
 
 
 class NLIPair(NamedTuple):
@@ -66,7 +72,8 @@ def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: b
         cleaned tree (``ROOT`` wrapper removed) and ``metadata`` ``{"pairID", "gold_label", "line"}``.
 
     Raises:
-        FormatError: invalid JSON, a missing field, or a malformed tree, naming file and line.
+        FormatError: invalid JSON, a row that is not an object, a missing or non-string field, a ``gold_label``
+            other than the three labels and ``"-"``, or a malformed tree, naming file and line.
     """
     with open_text(path) as f:
         for lineno, line in enumerate(f, 1):
@@ -76,13 +83,26 @@ def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: b
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise FormatError(f"invalid JSON: {e}", str(path), lineno) from e
+            if not isinstance(row, dict):
+                raise FormatError(f"SNLI row is a JSON {type(row).__name__} ({line.strip()[:40]!r}); expected an "
+                                  "object with the fields of snli_1.0_*.jsonl", str(path), lineno)
             missing = [k for k in ("pairID", "gold_label", "sentence1_parse", "sentence2_parse") if k not in row]
             if missing:
                 raise FormatError(f"SNLI row lacks {missing}; expected the fields of snli_1.0_*.jsonl",
                                   str(path), lineno)
-            if skip_unlabeled and row["gold_label"] == "-":
+            for k in ("gold_label", "sentence1_parse", "sentence2_parse"):
+                if not isinstance(row[k], str):
+                    raise FormatError(f"SNLI field {k!r} is {row[k]!r:.40}; expected a string", str(path), lineno)
+            if not isinstance(row["pairID"], (str, int)) or isinstance(row["pairID"], bool):
+                raise FormatError(f"SNLI field 'pairID' is {row['pairID']!r:.40}; expected a string", str(path),
+                                  lineno)
+            gold = row["gold_label"]
+            if gold not in SNLI_LABELS and gold != UNLABELED:
+                raise FormatError(f"unknown SNLI gold_label {gold!r}; expected one of {list(SNLI_LABELS)} or "
+                                  f"{UNLABELED!r} (no annotator consensus)", str(path), lineno)
+            if skip_unlabeled and gold == UNLABELED:
                 continue
-            pair_id, gold = str(row["pairID"]), str(row["gold_label"])
+            pair_id = str(row["pairID"])
             sentences = []
             for key in ("sentence1", "sentence2"):
                 tree = Tree.from_string(row[f"{key}_parse"], f"{path} ({key}_parse)", lineno)
@@ -153,12 +173,18 @@ def read_snli_examples(path: str | os.PathLike, split: str = "dev") -> tuple[lis
     path = Path(path)
     labels = list(SNLI_LABELS)
     if path.suffix == ".jsonl":
-        out = []
-        for pair in read_snli_jsonl(path, skip_unlabeled=True):
+        out, unlabeled = [], 0
+        for pair in read_snli_jsonl(path):
+            if pair.label == UNLABELED:
+                unlabeled += 1
+                continue
             out.append(TaskExample(
                 guid=f"{split}-{pair.pair_id}", text_a=pair.premise.detokenized()[0],
                 text_b=pair.hypothesis.detokenized()[0], label=labels.index(pair.label),
                 syntax_a=pair.premise, syntax_b=pair.hypothesis))
+        if unlabeled:
+            logger.info("%s: %d pairs without a gold label ('-', no annotator consensus) left out; %d kept", path,
+                        unlabeled, len(out))
         return out, [str(path)]
     if path.is_file() and path.name.startswith("s1."):
         split_suffix = path.name[3:]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from syntaxformer.errors import ConfigError
+from syntaxformer.errors import ConfigError, FormatError
 from syntaxformer.utils import open_text
 
 __all__ = ["SquadExample", "read_squad", "examples_from_rows", "load_squad_hub", "squad_counts", "gold_answers",
@@ -63,23 +63,63 @@ def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, An
         one :class:`SquadExample` per question, in file order. A question without ``is_impossible`` (SQuAD 1.1)
         is unanswerable iff it has no answers.
     """
+    name = str(source) if isinstance(source, (str, Path)) else None
     if isinstance(source, (str, Path)):
         with open_text(source) as f:
-            source = json.load(f)
-    articles = source["data"] if isinstance(source, Mapping) else source
-    out: list[SquadExample] = []
-    for a_idx, article in enumerate(articles):
-        title = article.get("title", f"article-{a_idx}")
-        for para in article["paragraphs"]:
-            context = para["context"]
-            for qa in para["qas"]:
-                answers = [{"text": a["text"], "answer_start": int(a["answer_start"])} for a in qa.get("answers", [])]
-                impossible = bool(qa.get("is_impossible", not answers))
-                out.append(SquadExample(
-                    qid=qa["id"], title=title, context=context, question=qa["question"],
-                    answers=[] if impossible else answers, is_impossible=impossible,
-                    plausible_answers=list(qa.get("plausible_answers", []))))
+            try:
+                source = json.load(f)
+            except json.JSONDecodeError as e:
+                raise FormatError(f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); expected a SQuAD "
+                                  "json file", name) from None
+    where = "the top level"
+    try:
+        articles = source["data"] if isinstance(source, Mapping) else source
+        _expect(articles, list, where)
+        out: list[SquadExample] = []
+        for a_idx, article in enumerate(articles):
+            where = f"data[{a_idx}]"
+            _expect(article, dict, where)
+            title = article.get("title", f"article-{a_idx}")
+            for p_idx, para in enumerate(_expect(article["paragraphs"], list, where + ".paragraphs")):
+                where = f"data[{a_idx}].paragraphs[{p_idx}]"
+                context = _expect(_expect(para, dict, where)["context"], str, where + ".context")
+                for q_idx, qa in enumerate(_expect(para["qas"], list, where + ".qas")):
+                    where = f"data[{a_idx}].paragraphs[{p_idx}].qas[{q_idx}]"
+                    _expect(qa, dict, where)
+                    answers = []
+                    for a in _expect(qa.get("answers", []), list, where + ".answers"):
+                        _expect(a, dict, where + ".answers[]")
+                        start = a["answer_start"]
+                        if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= len(context):
+                            raise FormatError(f"{where}: answer_start {start!r:.20} is not a position in the context "
+                                              f"(0..{len(context)})", name)
+                        answers.append({"text": _expect(a["text"], str, where + ".answers[].text"),
+                                        "answer_start": start})
+                    impossible = bool(qa.get("is_impossible", not answers))
+                    out.append(SquadExample(
+                        qid=str(_expect(qa["id"], (str, int), where + ".id")), title=str(title), context=context,
+                        question=_expect(qa["question"], str, where + ".question"),
+                        answers=[] if impossible else answers, is_impossible=impossible,
+                        plausible_answers=list(_expect(qa.get("plausible_answers", []), list,
+                                                       where + ".plausible_answers"))))
+    except KeyError as e:
+        raise FormatError(f"{where} lacks the field {e}; expected SQuAD json (data -> paragraphs -> qas)", name) \
+            from None
+    except _ShapeError as e:
+        raise FormatError(str(e), name) from None
     return out
+
+
+class _ShapeError(Exception):
+    """A value of the wrong JSON type; :func:`read_squad` adds the file name."""
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise _ShapeError(f"{where} is {type(value).__name__} {str(value)[:30]!r}; expected {names} (SQuAD json: "
+                          "data -> paragraphs -> context, qas -> id, question, answers)")
+    return value
 
 
 def examples_from_rows(rows: Any) -> list[SquadExample]:
