@@ -85,19 +85,20 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
 
     def __call__(self, inputs: Any, top_k: int | None | str = "", batch_size: int | None = None,
                  **kwargs: Any) -> Any:
-        legacy = top_k == ""
+        legacy = top_k == ""  # as text-classification: no top_k = the best label as a dict, else lists
         single = isinstance(inputs, (str, dict))
-        out = self._run([inputs] if single else list(inputs), batch_size, top_k=1 if legacy else top_k)
+        out = self._run([inputs] if single else list(inputs), batch_size, top_k=1 if legacy else top_k,
+                        legacy=legacy)
         if single:
             return [out[0]] if legacy else out[0]
         return out
 
-    def _format(self, record: dict[str, Any], top_k: int | None = 1, **kwargs: Any) -> Any:
+    def _format(self, record: dict[str, Any], top_k: int | None = 1, legacy: bool = True, **kwargs: Any) -> Any:
         if "value" in record:  # regression
             names = self.predictor.label_names
             result = {"label": names[0] if names else "score", "score": record["value"]}
-            return result if top_k == 1 else [result]
-        if top_k == 1:
+            return result if legacy else [result]
+        if legacy:
             return {"label": record["label"], "score": record["score"]}
         ranked = sorted(record["scores"].items(), key=lambda kv: -kv[1])
         if top_k is not None:
