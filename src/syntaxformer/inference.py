@@ -179,7 +179,8 @@ class Predictor:
                         max_length: int | None = None, parse_cache: bool | str | None = None,
                         device: Any = None, **options: Any) -> "Predictor":
         """A predictor for a model folder or a loaded model: :meth:`from_run` when the folder holds ``run.json``,
-        else the default parser and options (``max_length`` 128; 384 for span QA).
+        else the default parser and options (``max_length`` 128; 384 for span QA). A plain ``transformers``
+        classifier (no ``syntax_inputs`` in its config) works too: its texts are tokenized, not parsed.
 
         Args:
             model: a folder or a loaded task model.
@@ -218,7 +219,10 @@ class Predictor:
         defaults = task.training_defaults() if task is not None else {}
         changes.setdefault("max_length", defaults.get("max_length", 128))
         config = RunConfig(**{k: v for k, v in changes.items() if k != "task"})
-        context = build_context(config, tokenizer, model.config)
+        if hasattr(model.config, "syntax_inputs"):
+            context = build_context(config, tokenizer, model.config)
+        else:  # a plain transformers model: tokenized only, nothing parsed
+            context = TaskContext(tokenizer=tokenizer, max_length=int(config.max_length))
         context.extra.update(prep.extra)
         context.use_cache, context.progress = False, False
         if parse_cache is not None:
