@@ -209,3 +209,26 @@ def test_inference_translation_matches_translate(tmp_path, one_thread):
     assert type(AutoModelForSeq2SeqLM.from_pretrained(str(out))).__name__ == "SyntaxInfusedForConditionalGeneration"
     src = AutoTokenizer.from_pretrained(str(out), subfolder="source_tokenizer")
     assert src("A man.")["input_ids"] == predictor.context.tokenizer("A man.")["input_ids"]
+
+
+def test_inference_plain_classifier_matches_the_text_classification_pipeline(tiny_model, tmp_path, one_thread):
+    """A plain transformers classifier through the Predictor (tokenized, no parse, length-sorted batches) gives
+    ``pipeline("text-classification")``'s probabilities, text by text."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    from syntaxformer.inference import Predictor
+
+    torch.manual_seed(0)
+    folder = tmp_path / "plain"
+    labels = {0: "negative", 1: "positive"}
+    AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=2, id2label=labels).save_pretrained(
+        folder)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    predictor = Predictor.from_pretrained(str(folder), max_length=64)
+    assert predictor.context.syntax_inputs == ()
+    records = predictor.predict(TEXTS, batch_size=2)
+    reference = pipeline("text-classification", model=str(folder), top_k=None)(TEXTS)
+    for r, ref in zip(records, reference):
+        assert r["scores"] == pytest.approx({d["label"]: d["score"] for d in ref}, abs=1e-5)
+    assert predictor.timings["parse_s"] == 0.0
