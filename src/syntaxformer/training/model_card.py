@@ -132,7 +132,8 @@ def model_card(metrics: Mapping[str, Any], run_config: Mapping[str, Any], model_
     header = ["---", "library_name: transformers", "tags:", *[f"- {t}" for t in dict.fromkeys(tags) if t]]
     if head in _PIPELINE_TAGS:
         header.append(f"pipeline_tag: {_PIPELINE_TAGS[head]}")
-    base = _base_model(str(metrics.get("model", "")))
+    scratch = head == "seq2seq"  # the translation model is trained from random init: no pretrained encoder
+    base = None if scratch else _base_model(str(metrics.get("model", "")))
     if base:
         header.append(f"base_model: {base}")
     header.append("---")
@@ -162,8 +163,9 @@ def model_card(metrics: Mapping[str, Any], run_config: Mapping[str, Any], model_
     # -- model
     mc = model_config
     labels = getattr(mc, "id2label", None) or {}
-    rows = [("system", kind), ("encoder", f"`{metrics.get('model_label') or metrics.get('model')}`"),
-            ("head", head)]
+    encoder = ("none: a Transformer trained from random init" if scratch
+               else f"`{metrics.get('model_label') or metrics.get('model')}`")
+    rows = [("system", kind), ("encoder", encoder), ("head", head)]
     if head == "sequence_classification":
         if getattr(mc, "problem_type", None) == "regression":
             rows.append(("output", "regression (one value)"))
@@ -177,19 +179,24 @@ def model_card(metrics: Mapping[str, Any], run_config: Mapping[str, Any], model_
         if metrics.get("model_family") == "translation" and metrics.get(key) not in (None, [], {}):
             rows.append((key, _short(metrics[key])))
     lines += ["## Model", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows], ""]
-    options = _model_options(mc)
-    if options:
+    model_options = _model_options(mc)
+    if model_options:
         lines += ["Model options (`config.json`):", "", "| option | value |", "|---|---|",
-                  *[f"| `{k}` | `{_short(v)}` |" for k, v in options.items()], ""]
+                  *[f"| `{k}` | `{_short(v)}` |" for k, v in model_options.items()], ""]
 
     # -- syntax
     sources = metrics.get("syntax_source") or {}
+    if not sources and metrics.get("syntax_keys"):  # tasks that do not describe it: the parser on the raw texts
+        sources = {"dependency": "the parser on the raw (source) texts", "constituency": "none"}
+    options = metrics.get("task_options") or {}
+    max_length = (f"{options['max_source_length']} source pieces" if scratch and "max_source_length" in options
+                  else f"{metrics.get('max_length', run_config.get('max_length'))} tokens")
     lines += ["## Syntax", "", "| | |", "|---|---|",
               f"| parser | {_parser(metrics, run_config, annotator)} |",
               f"| dependency trees | {sources.get('dependency', 'none')} |",
               f"| constituency trees | {sources.get('constituency', 'none')} |",
               f"| syntax inputs | {', '.join(f'`{k}`' for k in metrics.get('syntax_keys') or []) or 'none'} |",
-              f"| max length | {metrics.get('max_length', run_config.get('max_length'))} tokens |",
+              f"| max length | {max_length} |",
               f"| parser noise | {metrics.get('parser_noise', 0.0)} |", ""]
 
     # -- data
