@@ -25,8 +25,6 @@ If a registry is already loaded when ``syntaxformer`` is imported, the same is d
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import logging
 import sys
 import threading
@@ -110,8 +108,9 @@ def register_pipelines(module: Any = None) -> None:
 _ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _add_config_placeholders, _PIPELINES: register_pipelines}
 
 
-class _AfterLoad(importlib.abc.Loader):
-    """Runs an action once the wrapped loader has executed a module."""
+class _AfterLoad:
+    """A loader (``importlib.abc.Loader`` protocol; not subclassed, to keep the import light) that runs an action
+    once the wrapped loader has executed a module."""
 
     def __init__(self, loader: Any, action: Callable[[Any], None]):
         self._loader = loader
@@ -131,8 +130,9 @@ class _AfterLoad(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
-class _Hook(importlib.abc.MetaPathFinder):
-    """Finds the watched ``transformers`` modules with the other finders and wraps their loaders."""
+class _Hook:
+    """A meta path finder (``importlib.abc.MetaPathFinder`` protocol) that finds the watched ``transformers`` modules
+    with the other finders and wraps their loaders."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         action = _ACTIONS.get(fullname)
