@@ -63,6 +63,10 @@ def test_inference_classification_records_match_one_at_a_time_reference(sst2_run
     assert t["total_s"] == pytest.approx(t["parse_s"] + t["featurize_s"] + t["forward_s"])
     with pytest.raises(SyntaxformerError, match="input 1.*non-empty"):
         predictor.predict(["fine", "  "])
+    # text pairs (a pair task's inputs; here only the path is checked): a mapping or a (text, text_pair) tuple
+    pair = predictor.predict([{"text": TEXTS[0], "text_pair": TEXTS[1]}, (TEXTS[1], TEXTS[2])])
+    assert [r["text_pair"] for r in pair] == TEXTS[1:] and all(sum(r["scores"].values()) == pytest.approx(1.0)
+                                                               for r in pair)
 
 
 def test_inference_cli_predict_input_txt_csv_jsonl_and_stdout(sst2_runs, tmp_path, capsys, one_thread):
