@@ -177,6 +177,16 @@ def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, veri
         assert r["best_answer"] == e.context[r["best_start"]:r["best_end"]]
         if r["answer"]:
             assert e.context[r["start"]:r["end"]] == r["answer"]
+    # the pipeline answers like the predictor (threshold: the one tuned on the run's dev articles)
+    import syntaxformer  # noqa: F401
+    from transformers import pipeline
+
+    qa = pipeline("syntax-question-answering", model=run)
+    one = qa(question=inputs[0]["question"], context=inputs[0]["context"])
+    assert one["best_answer"] == records[0]["best_answer"]
+    assert one["null_score"] == pytest.approx(records[0]["null_score"], abs=1e-4)
+    assert set(one) == {"answer", "start", "end", "score", "null_score", "best_answer"}
+    assert len(qa(inputs[:2])) == 2
 
 
 def test_inference_translation_matches_translate(tmp_path, one_thread):
@@ -207,6 +217,12 @@ def test_inference_translation_matches_translate(tmp_path, one_thread):
     tm = load_translation_model(out, annotator=predictor.context.annotator)
     assert [r["translation"] for r in records] == translate(tm, sources, num_beams=2, show_progress=False)
     assert [r["text"] for r in records] == sources and (out / "README.md").is_file()
+    import syntaxformer  # noqa: F401
+    from transformers import pipeline
+
+    mt = pipeline("syntax-translation", model=str(out))
+    assert mt(sources) == [[{"translation_text": r["translation"]}] for r in records]
+    assert mt(sources[0]) == [{"translation_text": records[0]["translation"]}]
     # the model and its tokenizers load from the folder with the Auto classes
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
