@@ -118,3 +118,25 @@ def tokenizers(m30k_small):
 
     train, _ = m30k_small
     return train_bpe(train.sources, 300), train_bpe(train.targets, 300)
+
+
+def tiny_sst2_run(folder: Path, tiny_model: str, system: str) -> str:
+    """Train a tiny ``system`` model on SST-2 (16 train / 8 dev sentences of the real data, 2 steps) into
+    ``folder``; returns the run folder."""
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
+
+    data_path("glue", "SST-2", "dev.tsv")
+    config = RunConfig(task="sst2", model_type=system, model_name_or_path=tiny_model, max_train_samples=16,
+                       max_eval_samples=8, max_steps=2, max_length=32, per_device_train_batch_size=8,
+                       eval_strategy="no", save_strategy="no", disable_tqdm=True, features_cache=False,
+                       parse_cache=str(folder.parent / "parses.sqlite3"), output_dir=str(folder))
+    train(config)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
+def sst2_runs(tmp_path_factory, tiny_model) -> dict[str, str]:
+    """Tiny SG-Net and Syntax-BERT runs on SST-2 (:func:`tiny_sst2_run`): system -> run folder."""
+    root = tmp_path_factory.mktemp("sst2-runs")
+    return {system: tiny_sst2_run(root / system, tiny_model, system) for system in ("sgnet", "syntax_bert")}

@@ -4,12 +4,15 @@ Implements SG-Net (syntax-guided self-attention), Syntax-BERT (masked sub-networ
 Syntax-Infused Transformer (syntactic feature embeddings) on top of Hugging Face models.
 
 ``import syntaxformer`` is light (no torch / transformers). Model classes are loaded on first access, e.g.
-``syntaxformer.SGNetForSequenceClassification``, which also registers them with the ``transformers`` Auto classes
-(as does ``import syntaxformer.modeling``).
+``syntaxformer.SGNetForSequenceClassification``. ``import syntaxformer`` is enough for ``transformers`` to load a
+saved model (``AutoModelForSequenceClassification.from_pretrained(folder)`` ...) and to build the syntax pipelines
+(``pipeline("syntax-text-classification", model=folder)``): they are registered when ``transformers`` loads its
+registries (:mod:`syntaxformer.registration`).
 """
 
 from typing import Any
 
+from syntaxformer import registration as _registration
 from syntaxformer.data import Document, Sentence, Tree
 
 __version__ = "0.1.0.dev0"
@@ -31,7 +34,10 @@ _LAZY = {
     "SyntaxAligner": "syntaxformer.data.align",
     "SyntaxCollator": "syntaxformer.data.collate",
     "SpacyAnnotator": "syntaxformer.data.annotators",
+    "Predictor": "syntaxformer.inference",
 }
+
+_registration.install()
 
 __all__ = ["Document", "Sentence", "Tree", "__version__", *_LAZY]
 

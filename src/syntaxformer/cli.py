@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("syntaxformer.commands.demo", "annotate real sentences and show the syntax one model would see"),
     "train": ("syntaxformer.commands.train", "fine-tune SG-Net / Syntax-BERT / baseline: GLUE, SST, SQuAD2, RACE"),
     "evaluate": ("syntaxformer.commands.evaluate", "score a trained model on a labeled split"),
-    "predict": ("syntaxformer.commands.predict", "predict a split or file with a trained model"),
+    "predict": ("syntaxformer.commands.predict", "predict raw texts (--input; label names, scores) or a split with a trained model"),
     "compare": ("syntaxformer.commands.compare", "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores"),
     "significance": ("syntaxformer.commands.significance", "paired significance of two systems' dev scores from their run folders"),
     "analyze": ("syntaxformer.commands.analyze", "a run's dev scores by input length (SG-Net §7.1); two runs side by side"),

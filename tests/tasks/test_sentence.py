@@ -196,6 +196,6 @@ def test_sentence_postprocess_metrics_and_records():
     assert [r["prediction"] for r in sst2.prediction_records(data, preds)] == ["1", "0"]
     assert get_task("stsb").postprocess(data, Features(), np.array([[3.5], [1.0]])).values == [3.5, 1.0]
     assert get_task("snli").postprocess(data, Features(), (np.array([[0, 0, 1.0], [1.0, 0, 0]]),)).values == [2, 0]
-    assert get_task("mrpc").model_options()["id2label"] == {0: "0", 1: "1"}
+    assert get_task("mrpc").model_options()["id2label"] == {0: "not_equivalent", 1: "equivalent"}
     assert get_task("stsb").model_options() == {"num_labels": 1, "problem_type": "regression",
                                                 "id2label": {0: "score"}, "label2id": {"score": 0}}

@@ -1,11 +1,22 @@
-"""``syntaxformer predict``: label a split (test by default) or a file with a trained model.
+"""``syntaxformer predict``: label raw texts, a split or a file with a trained model.
 
-Writes ``predictions_<split>.tsv`` (columns ``index``, ``id``, ``prediction``; label strings, or scores for
-STS-B) to ``--output-dir`` (default: the model folder). Feature options come from the model's
-``run.json``, as for ``evaluate``.
+Raw texts (``--input``): a ``.txt`` file (one text per line; ``-`` reads standard input), ``.csv`` / ``.tsv`` (a
+header row; ``--text-column``, ``--text-pair-column``) or ``.jsonl``; span QA reads ``question`` and ``context``
+columns, translation one source per line. Each text is parsed on the fly with the run's parser and written as one
+JSON record (:mod:`syntaxformer.inference`): the text, the label name and the probability of every label
+(classification), the value (regression), the answer span, its text and the no-answer score (span QA), or the
+translation. Records go to ``--output`` (JSONL) or standard output.
 
-Example::
+A split (``--split``, ``--file``): writes ``predictions_<split>.tsv`` (columns ``index``, ``id``, ``prediction``;
+the task's label strings, or scores for STS-B) and ``.jsonl`` to ``--output-dir`` (default: the model folder).
 
+Feature options come from the model's ``run.json``, as for ``evaluate``.
+
+Examples::
+
+    syntaxformer predict runs/sst2-sg --input reviews.txt --output preds.jsonl
+    syntaxformer predict runs/rte-sg --input pairs.csv --text-column premise --text-pair-column hypothesis
+    syntaxformer predict runs/squad-sg --input questions.jsonl
     syntaxformer predict runs/rte-sg --split test
     syntaxformer predict runs/sst2-sg --split dev --file my_sentences.tsv
 """
@@ -14,28 +25,70 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from syntaxformer.commands.evaluate import config_changes
 from syntaxformer.commands.train import add_config_arguments
 
-HELP = "predict a split or file with a trained model; writes predictions_<split>.tsv"
+HELP = "predict raw texts (--input FILE; JSONL records with label names and scores) or a split with a trained model"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer predict`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
-    parser.add_argument("--split", default="test", choices=("train", "dev", "validation", "test"),
-                        help="split to predict (test)")
-    parser.add_argument("--file", dest="split_file", help="a file of the task's format to predict instead "
-                        "(a TSV with the task's header, with or without the label column)")
-    parser.add_argument("--output-dir", help="where predictions_<split>.tsv goes (default: MODEL_DIR)")
+    raw = parser.add_argument_group("raw texts")
+    raw.add_argument("--input", metavar="FILE", help="texts to predict: .txt (one per line, - = stdin), .csv / "
+                     ".tsv with a header, or .jsonl; parsed on the fly")
+    raw.add_argument("--text-column", metavar="C", help="column with the text (default text, else sentence; "
+                     "span QA: the question column, default question)")
+    raw.add_argument("--text-pair-column", metavar="C", help="column with the second text of a pair (span QA: the "
+                     "context column, default context)")
+    raw.add_argument("--output", metavar="FILE", help="JSONL file for the records (default: standard output)")
+    raw.add_argument("--batch-size", type=int, default=32, help="inputs per model call (32)")
+    split = parser.add_argument_group("a split of the task")
+    split.add_argument("--split", default="test", choices=("train", "dev", "validation", "test"),
+                       help="split to predict (test)")
+    split.add_argument("--file", dest="split_file", help="a file of the task's format to predict instead "
+                       "(a TSV with the task's header, with or without the label column)")
+    split.add_argument("--output-dir", help="where predictions_<split>.tsv goes (default: MODEL_DIR)")
     add_config_arguments(parser, training=False)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.input is not None:
+        return _run_inputs(args)
+    if args.output or args.text_column or args.text_pair_column:
+        from syntaxformer.errors import ConfigError
+
+        raise ConfigError("--output, --text-column and --text-pair-column go with --input FILE (raw texts); a "
+                          "split's predictions go to --output-dir")
     from syntaxformer.training.run import predict
 
     result = predict(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
     print(json.dumps({k: result[k] for k in ("task", "split", "size", "predictions_file", "scores")
                       if k in result}, indent=2))
+    return 0
+
+
+def _run_inputs(args: argparse.Namespace) -> int:
+    from syntaxformer.errors import ConfigError
+    from syntaxformer.inference import Predictor, read_inputs, write_records
+
+    if args.split_file or args.output_dir:
+        raise ConfigError("--file and --output-dir predict a split; with --input use --output")
+    if args.batch_size < 1:
+        raise ConfigError(f"--batch-size {args.batch_size} must be at least 1")
+    predictor = Predictor.from_run(args.model, changes=config_changes(args))
+    inputs = read_inputs(args.input, text_column=args.text_column, text_pair_column=args.text_pair_column,
+                         head=predictor.head)
+    records = predictor.predict(inputs, batch_size=args.batch_size)
+    write_records(records, args.output)
+    if args.output and args.output != "-":
+        t = predictor.timings
+        print(json.dumps({"model": args.model, "input": args.input, "output": args.output, "size": len(records),
+                          "seconds": {k: round(v, 3) for k, v in t.items() if k.endswith("_s")},
+                          "texts_per_s": round(len(records) / t["total_s"], 1) if t.get("total_s") else None},
+                         indent=2))
+    else:
+        sys.stdout.flush()
     return 0

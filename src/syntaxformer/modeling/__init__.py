@@ -9,7 +9,8 @@
 Importing this package registers the ``"syntax"`` attention function and every model with the ``transformers``
 Auto classes (config model types ``"syntaxformer"`` for SG-Net and ``"syntaxformer-syntax-bert"`` for
 Syntax-BERT), so ``AutoConfig`` / ``AutoModel`` / ``AutoModelFor{SequenceClassification, QuestionAnswering,
-MultipleChoice, TokenClassification}.from_pretrained`` load a saved model.
+MultipleChoice, TokenClassification}.from_pretrained`` load a saved model; saved configs carry ``auto_map``.
+``import syntaxformer`` alone is enough: it registers these lazily (:mod:`syntaxformer.registration`).
 """
 
 from transformers import (
@@ -113,11 +114,17 @@ _AUTO_CLASSES = {
 _BACKBONES = {"sgnet": SGNetModel, "syntax_bert": SyntaxBertModel}
 
 register_syntax_attention()
+# `register` makes the Auto classes load our models in this process; `register_for_auto_class` makes every saved
+# config carry `auto_map` (and the folder a copy of the defining module), so that a process that has not imported
+# syntaxformer can still load the folder with `trust_remote_code=True` (syntaxformer must be installed there).
 for _system, _config_class in SYSTEMS.items():
     AutoConfig.register(_config_class.model_type, _config_class, exist_ok=True)
+    _config_class.register_for_auto_class("AutoConfig")
     AutoModel.register(_config_class, _BACKBONES[_system], exist_ok=True)
+    _BACKBONES[_system].register_for_auto_class("AutoModel")
     for _head, _auto in _AUTO_CLASSES.items():
         _auto.register(_config_class, MODEL_CLASSES[(_system, _head)], exist_ok=True)
+        MODEL_CLASSES[(_system, _head)].register_for_auto_class(_auto.__name__)
 
 __all__ = [
     "AGGREGATIONS",

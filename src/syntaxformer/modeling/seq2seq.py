@@ -401,3 +401,5 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
 
 AutoConfig.register(SyntaxInfusedTranslationConfig.model_type, SyntaxInfusedTranslationConfig, exist_ok=True)
 AutoModelForSeq2SeqLM.register(SyntaxInfusedTranslationConfig, SyntaxInfusedForConditionalGeneration, exist_ok=True)
+SyntaxInfusedTranslationConfig.register_for_auto_class("AutoConfig")  # saved configs carry auto_map
+SyntaxInfusedForConditionalGeneration.register_for_auto_class("AutoModelForSeq2SeqLM")

@@ -41,7 +41,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 from syntaxformer.errors import ConfigError, InputError, UnknownTaskError
 
 __all__ = ["HEADS", "TOKEN_INPUTS", "Task", "TaskContext", "Predictions", "register_task", "get_task", "task_names",
-           "task_option_names"]
+           "task_option_names", "text_inputs_data"]
 
 #: Heads a task can ask for; the model registry (:func:`syntaxformer.modeling.model_class`) serves the first four
 #: for every syntax system, ``seq2seq`` is the syntax-infused translation model.
@@ -267,10 +267,30 @@ class Task(abc.ABC):
         sizes). Default: none."""
         return {}
 
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
+        """Raw inputs (one mapping per input, without labels) -> what :meth:`featurize` takes, in input order
+        (:mod:`syntaxformer.inference`: ``syntaxformer predict --input``, the pipelines).
+
+        Default: text (pair) examples from the keys ``text`` and ``text_pair`` (:func:`text_inputs_data`); span QA
+        reads ``question`` / ``context``, translation ``text``.
+        """
+        return text_inputs_data(inputs)
+
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
         """One JSON record per example for ``predict`` output files (id, input text, prediction, score)."""
         scores = predictions.scores or [None] * len(predictions.ids)
         return [{"id": i, "prediction": v, "score": s} for i, v, s in zip(predictions.ids, predictions.values, scores)]
+
+
+def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> Any:
+    """Unlabeled text (pair) examples (:class:`~syntaxformer.data.examples.TaskData`) of raw inputs with the keys
+    ``text`` and optionally ``text_pair``; ids ``input-<position>``, fingerprinted by content."""
+    from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
+
+    examples = [TaskExample(guid=f"input-{i}", text_a=str(r["text"]),
+                            text_b=None if r.get("text_pair") is None else str(r["text_pair"]))
+                for i, r in enumerate(inputs)]
+    return TaskData(examples, "raw inputs", content_fingerprint([e.text_a, e.text_b] for e in examples), len(examples))
 
 
 _REGISTRY: dict[str, Callable[..., Task]] = {}

@@ -29,16 +29,17 @@ _GLUE_HUB = "nyu-mll/glue"
 GLUE_SPECS: tuple[TaskSpec, ...] = (
     TaskSpec("sst2", "SST-2", "glue/SST-2", {"text_a": "sentence", "label": "label"}, ("0", "1"), ("accuracy",),
              (_GLUE_HUB, "sst2"), {"text_a": "sentence", "label": "label", "id": "idx"},
-             test_columns={"text_a": "sentence", "id": "index"}),
+             test_columns={"text_a": "sentence", "id": "index"}, class_names=("negative", "positive")),
     TaskSpec("cola", "CoLA", "glue/CoLA", {"text_a": "sentence", "label": "label", "id": "index"}, ("0", "1"),
              ("matthews_correlation",), (_GLUE_HUB, "cola"), {"text_a": "sentence", "label": "label", "id": "idx"},
              # train.tsv / dev.tsv: source, label, original judgement (*), sentence; no header.
              headerless={"id": 0, "label": 1, "text_a": 3},
-             test_columns={"text_a": "sentence", "id": "index"}),
+             test_columns={"text_a": "sentence", "id": "index"}, class_names=("unacceptable", "acceptable")),
     TaskSpec("mrpc", "MRPC", "glue/MRPC", {"text_a": "#1 String", "text_b": "#2 String", "label": "Quality"},
              ("0", "1"), ("f1", "accuracy"), (_GLUE_HUB, "mrpc"),
              {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "id": "idx"},
-             test_columns={"text_a": "#1 String", "text_b": "#2 String", "id": "index"}),
+             test_columns={"text_a": "#1 String", "text_b": "#2 String", "id": "index"},
+             class_names=("not_equivalent", "equivalent")),
     TaskSpec("stsb", "STS-B", "glue/STS-B", {"text_a": "sentence1", "text_b": "sentence2", "label": "score",
                                             "id": "index"},
              None, ("pearson", "spearman"), (_GLUE_HUB, "stsb"),
@@ -54,7 +55,8 @@ GLUE_SPECS: tuple[TaskSpec, ...] = (
     TaskSpec("wnli", "WNLI", "glue/WNLI", {"text_a": "sentence1", "text_b": "sentence2", "label": "label",
                                           "id": "index"},
              ("0", "1"), ("accuracy",), (_GLUE_HUB, "wnli"),
-             {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "id": "idx"}),
+             {"text_a": "sentence1", "text_b": "sentence2", "label": "label", "id": "idx"},
+             class_names=("not_entailment", "entailment")),
 )
 
 for _spec in GLUE_SPECS:

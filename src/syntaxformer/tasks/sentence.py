@@ -51,6 +51,9 @@ class TaskSpec:
         split_files: split -> file name in ``folder``.
         tree_labels: SST tree tasks: root score (0-4) -> class id, ``None`` = drop the example; ``None`` = every
             score is its own class.
+        class_names: what each class means, in class-id order (``"negative"``, ``"positive"``), for the model's
+            ``id2label`` / ``label2id`` and raw-text predictions; ``None`` = the label strings of the files
+            (``labels``). Prediction files of a split keep the file labels (GLUE submissions expect them).
     """
 
     name: str
@@ -66,6 +69,12 @@ class TaskSpec:
     split_files: Mapping[str, str] = field(
         default_factory=lambda: {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"})
     tree_labels: Mapping[int, int | None] | None = None
+    class_names: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.class_names is not None and (self.labels is None or len(self.class_names) != len(self.labels)):
+            raise ConfigError(f"task spec {self.name!r}: class_names {self.class_names} must name each of the labels "
+                              f"{self.labels}")
 
     @property
     def is_pair(self) -> bool:
@@ -131,7 +140,7 @@ class SentenceTask(Task):
         return np.float32 if self.is_regression else np.int64
 
     def model_options(self) -> dict[str, Any]:
-        labels = self.spec.labels or ("score",)
+        labels = self.spec.class_names or self.spec.labels or ("score",)
         return {"num_labels": self.num_labels,
                 "problem_type": "regression" if self.is_regression else "single_label_classification",
                 "id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}

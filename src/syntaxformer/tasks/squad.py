@@ -601,6 +601,16 @@ class SquadTask(Task):
             out.metadata.update(tuning_qids=tuning_qids, threshold_protocol=protocol)
         return out
 
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
+        """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
+        :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
+        from syntaxformer.data.examples import TaskData, content_fingerprint
+
+        examples = [SquadExample(qid=str(r.get("id", f"input-{i}")), title=f"input-{i}", context=str(r["context"]),
+                                 question=str(r["question"])) for i, r in enumerate(inputs)]
+        return TaskData(examples, "raw inputs", content_fingerprint([e.qid, e.context, e.question] for e in examples),
+                        len(examples))
+
     def featurize(self, data: Any, context: TaskContext, split: str) -> SquadFeatures:
         """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""
         if context.parser_noise:

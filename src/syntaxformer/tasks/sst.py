@@ -33,10 +33,11 @@ _SST_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 # ``columns`` / ``hub_columns`` name the fields of the examples for messages; they are not file columns.
 SST_SPECS: tuple[TaskSpec, ...] = (
     TaskSpec("sst5", "SST-5", "sst_trees", {"text_a": "sentence", "label": "label"}, ("0", "1", "2", "3", "4"),
-             ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"}, split_files=_SST_FILES),
+             ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"}, split_files=_SST_FILES,
+             class_names=("very negative", "negative", "neutral", "positive", "very positive")),
     TaskSpec("sst2_trees", "SST-2 (trees)", "sst_trees", {"text_a": "sentence", "label": "label"}, ("0", "1"),
              ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"}, split_files=_SST_FILES,
-             tree_labels={0: 0, 1: 0, 2: None, 3: 1, 4: 1}),
+             tree_labels={0: 0, 1: 0, 2: None, 3: 1, 4: 1}, class_names=("negative", "positive")),
 )
 
 

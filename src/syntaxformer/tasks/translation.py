@@ -299,6 +299,11 @@ class TranslationTask(Task):
         corpus.name = split
         return corpus
 
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> ParallelCorpus:
+        """Source sentences (mappings with ``text``) as a corpus without references."""
+        return ParallelCorpus([str(r["text"]) for r in inputs], None, [str(r.get("id", f"input-{i}"))
+                                                                       for i, r in enumerate(inputs)], "inputs")
+
     def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
         """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation
         sets keep up to ``max_eval_source_length`` source pieces. Without ``context.annotator`` (and with syntax

@@ -20,9 +20,10 @@ Files in ``output_dir`` after :func:`train`:
 * ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
   evaluation and final), the LISA loss (Syntax-BERT with LISA), runtime;
 * ``dev_predictions.json``: the final model's dev predictions in dataset order (paired significance tests);
-* the final model and tokenizer; ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues from the
-  newest intact one: :mod:`syntaxformer.training.checkpoints`); ``run_fingerprint.json``: the options and training
-  data a ``resume`` must find unchanged.
+* the final model and tokenizer, and the model card ``README.md`` (:mod:`syntaxformer.training.model_card`);
+  ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues from the newest intact one:
+  :mod:`syntaxformer.training.checkpoints`); ``run_fingerprint.json``: the options and training data a ``resume``
+  must find unchanged.
 
 Nothing in ``output_dir`` changes before the run's options, model and data have been checked and read: a run that
 is refused or fails on a missing file leaves the folder as it was.
@@ -599,6 +600,10 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
     write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
     write_json(Path(output_dir) / METRICS_FILE, metrics)
+    if config.save_model:  # the model card beside the saved model (README.md)
+        from syntaxformer.training.model_card import write_model_card
+
+        write_model_card(output_dir, metrics, config.to_dict(), model.config, task.head, annotator=context.annotator)
     main = dev_scores.get(task.main_metric, float("nan"))
     logger.info("%s %s dev %s = %.4f  (metrics in %s)", kind, task.title, task.main_metric, main,
                 Path(output_dir) / METRICS_FILE)

@@ -1,0 +1,575 @@
+"""Predictions on raw text with a trained model: parse on the fly, featurize, batch, forward, one record per input.
+
+The one code path behind ``syntaxformer predict MODEL --input FILE`` and the ``transformers`` pipelines
+(:mod:`syntaxformer.pipelines`)::
+
+    predictor = Predictor.from_run("runs/sst2-sg")            # the run's task, parser, max_length, tokenizer, model
+    predictor.predict(["A fine film.", "Dull."])
+    # [{"text": "A fine film.", "label": "positive", "score": 0.93, "scores": {"negative": 0.07, "positive": 0.93}},
+    #  ...]
+    predictor.timings                                         # {"parse_s": ..., "featurize_s": ..., "forward_s": ...}
+
+What a record holds, by the model's head:
+
+* sequence classification: ``text`` (and ``text_pair``), ``label`` (the class name, ``config.id2label``),
+  ``score`` (its probability) and ``scores`` (probability per class name); regression: ``value``;
+* span QA (inputs with ``question`` and ``context``): ``answer`` (``""`` = no answer), ``start`` / ``end`` (character
+  offsets of the best span in the context), ``best_answer`` (the best non-null span), ``span_score`` and
+  ``null_score`` (the no-answer score; the answer is ``""`` when it exceeds ``null_threshold``, by default the
+  threshold tuned on the run's dev articles, else the task's fixed one);
+* translation: ``text`` and ``translation``.
+
+An input's ``id`` is copied to its record. Inputs are parsed with the run's parser (the parse cache as the run
+says), featurized by the task (:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing
+goes to the features cache), batched longest first, and given to the model on its device. ``read_inputs`` reads
+the inputs from a ``.txt`` (one text per line), ``.csv`` / ``.tsv`` (a header row) or ``.jsonl`` file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
+
+__all__ = ["Predictor", "read_inputs", "write_records", "model_head", "INPUT_FORMATS"]
+
+logger = logging.getLogger(__name__)
+
+#: File suffixes :func:`read_inputs` reads.
+INPUT_FORMATS: tuple[str, ...] = (".txt", ".csv", ".tsv", ".jsonl", ".json")
+
+_HEAD_SUFFIXES = {"ForSequenceClassification": "sequence_classification",
+                  "ForQuestionAnswering": "question_answering", "ForMultipleChoice": "multiple_choice",
+                  "ForTokenClassification": "token_classification", "ForConditionalGeneration": "seq2seq"}
+#: Input keys each head reads (the first ones are required).
+_INPUT_KEYS = {"sequence_classification": ("text", "text_pair"), "question_answering": ("question", "context"),
+               "seq2seq": ("text",)}
+#: Batch keys that hold labels: never given to the model at inference.
+_LABEL_KEYS = ("labels", "start_positions", "end_positions", "is_impossible")
+
+
+def model_head(model: Any) -> str:
+    """The head of a model (``"sequence_classification"``, ``"question_answering"``, ``"seq2seq"`` ...), from its
+    class name.
+
+    Raises:
+        ConfigError: a model class of no known head.
+    """
+    name = type(model).__name__
+    for suffix, head in _HEAD_SUFFIXES.items():
+        if name.endswith(suffix):
+            return head
+    raise ConfigError(f"{name} is not a task model (expected a class named ...ForSequenceClassification, "
+                      "...ForQuestionAnswering or ...ForConditionalGeneration)")
+
+
+class _TimedAnnotator:
+    """An annotator that adds the seconds spent parsing to a counter (everything else is the wrapped one's)."""
+
+    def __init__(self, annotator: Any, clock: dict[str, float]):
+        self._annotator = annotator
+        self._clock = clock
+
+    def annotate(self, texts: Sequence[str]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self._annotator.annotate(texts)
+        finally:
+            self._clock["parse_s"] += time.perf_counter() - t0
+
+    def annotate_pretokenized(self, words: Sequence[Sequence[str]]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self._annotator.annotate_pretokenized(words)
+        finally:
+            self._clock["parse_s"] += time.perf_counter() - t0
+
+    def __getattr__(self, name: str) -> Any:  # source, cache_key, name ...
+        return getattr(self._annotator, name)
+
+
+class Predictor:
+    """A trained model ready for raw inputs.
+
+    Build it with :meth:`from_run` (a run folder of ``syntaxformer train``) or :meth:`from_pretrained` (a model
+    folder or a loaded model without a run record: the default parser and options).
+
+    Args:
+        model: the task model (``...ForSequenceClassification``, ``...ForQuestionAnswering``, the translation model).
+        context: the featurization context (:class:`~syntaxformer.tasks.base.TaskContext`: tokenizer, parser,
+            syntax inputs, ``max_length`` ...).
+        task: the run's task, or ``None`` (sentence classification without a run record).
+        auxiliary: auxiliary models of the task (SQuAD's parallel verifier): name -> model.
+        null_threshold: span QA: the no-answer threshold (``None``: the task's).
+        num_beams: translation: beam size.
+    """
+
+    def __init__(self, model: Any, context: Any, task: Any = None, auxiliary: Mapping[str, Any] | None = None,
+                 null_threshold: float | None = None, num_beams: int = 5):
+        self.model = model.eval()
+        self.context = context
+        self.task = task
+        self.head = task.head if task is not None else model_head(model)
+        if self.head not in _INPUT_KEYS:
+            raise ConfigError(f"predicting raw inputs supports sequence classification, span QA and translation "
+                              f"models, not {self.head} ({type(model).__name__})")
+        if self.head == "question_answering" and task is None:
+            raise InputError("a span QA predictor needs its task (get_task('squad2', ...))")
+        self.auxiliary = {k: v.eval() for k, v in (auxiliary or {}).items()}
+        self.null_threshold = null_threshold
+        self.num_beams = int(num_beams)
+        self.timings: dict[str, float] = {}
+
+    # -- construction ------------------------------------------------------------------------------------
+    @classmethod
+    def from_run(cls, run_dir: str | os.PathLike, *, changes: Mapping[str, Any] | None = None, model: Any = None,
+                 tokenizer: Any = None, device: Any = None, parse_cache: bool | str | None = None,
+                 null_threshold: float | None = None) -> "Predictor":
+        """The model of a run folder with the run's task, parser and feature options.
+
+        Args:
+            run_dir: a folder written by ``syntaxformer train`` (``run.json`` and the saved model).
+            changes: run-config changes (``{"parser": ..., "max_length": ...}``).
+            model, tokenizer: already loaded ones (a pipeline's), else loaded from ``run_dir``.
+            device: where the model runs (default: its device, else CUDA when available).
+            parse_cache: override the run's parse cache (``False``: parse every text afresh).
+            null_threshold: span QA: the no-answer threshold (default: the one tuned on the run's dev articles,
+                ``metrics.json``, else the task's ``null_threshold``).
+
+        Raises:
+            DataError: ``run_dir`` is not a finished run with a saved model.
+        """
+        from syntaxformer.tasks.base import TaskContext
+        from syntaxformer.training.run import build_context, load_run, load_tokenizer
+
+        config, task = load_run(run_dir, changes)
+        prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=False)
+        if model is None:
+            model = _load_model(run_dir, task.head)
+        if task.head == "seq2seq" or tokenizer is None:
+            tokenizer = task.load_tokenizer(str(run_dir), prep) or tokenizer or load_tokenizer(str(run_dir))
+        context = build_context(config, tokenizer, model.config)
+        context.extra.update(prep.extra)
+        context.use_cache, context.progress, context.parser_noise = False, False, 0.0
+        if parse_cache is not None:
+            context.parse_cache = parse_cache
+        auxiliary = {}
+        for name in task.auxiliary_models():  # SQuAD's parallel verifier, saved in <run_dir>/<name>
+            auxiliary[name] = _load_model(Path(run_dir) / name, task.head)
+        if null_threshold is None and task.head == "question_answering":
+            null_threshold = _tuned_null_threshold(run_dir)
+        beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
+            "generation_num_beams", 5)
+        predictor = cls(model, context, task, auxiliary, null_threshold, int(beams))
+        predictor.to(device if device is not None else _default_device(model))
+        return predictor
+
+    @classmethod
+    def from_pretrained(cls, model: Any, tokenizer: Any = None, *, task: Any = None, parser: str | None = None,
+                        max_length: int | None = None, parse_cache: bool | str | None = None,
+                        device: Any = None, **options: Any) -> "Predictor":
+        """A predictor for a model folder or a loaded model: :meth:`from_run` when the folder holds ``run.json``,
+        else the default parser and options (``max_length`` 128; 384 for span QA). A plain ``transformers``
+        classifier (no ``syntax_inputs`` in its config) works too: its texts are tokenized, not parsed.
+
+        Args:
+            model: a folder or a loaded task model.
+            tokenizer: its tokenizer (default: loaded from the folder).
+            task: a task name or :class:`~syntaxformer.tasks.base.Task` (default: ``squad2`` for span QA,
+                ``translation`` for the translation model, none for classification).
+            parser, max_length, parse_cache: featurization options (default: the run's, else the library's).
+            device: where the model runs.
+            options: more :class:`~syntaxformer.training.RunConfig` options (``criterion``, ``syntax`` ...).
+        """
+        from syntaxformer.tasks.base import TaskContext, get_task
+        from syntaxformer.training.config import RunConfig
+        from syntaxformer.training.run import RUN_FILE, build_context, load_tokenizer
+
+        folder = model if isinstance(model, (str, os.PathLike)) else getattr(model, "name_or_path", None)
+        changes = {k: v for k, v in {"parser": parser, "max_length": max_length, **options}.items() if v is not None}
+        if task is None and folder and (Path(folder) / RUN_FILE).is_file():
+            return cls.from_run(folder, changes=changes, model=None if isinstance(model, (str, os.PathLike))
+                                else model, tokenizer=tokenizer, device=device, parse_cache=parse_cache)
+        if isinstance(model, (str, os.PathLike)):
+            model = _load_model(model, None)
+        head = model_head(model)
+        if task is None:
+            task = {"question_answering": "squad2", "seq2seq": "translation"}.get(head)
+        task = get_task(task) if isinstance(task, str) else task
+        prep = TaskContext(tokenizer=None, parser=parser, progress=False)
+        if head == "seq2seq":
+            if not folder:
+                raise InputError("a translation model given as an object needs its folder (model.name_or_path) "
+                                 "for its source_tokenizer/ and target_tokenizer/")
+            tokenizer = task.load_tokenizer(str(folder), prep)
+        elif tokenizer is None:
+            if not folder:
+                raise InputError("give the tokenizer of a model that has no folder (model.name_or_path)")
+            tokenizer = load_tokenizer(str(folder))
+        defaults = task.training_defaults() if task is not None else {}
+        changes.setdefault("max_length", defaults.get("max_length", 128))
+        config = RunConfig(**{k: v for k, v in changes.items() if k != "task"})
+        if hasattr(model.config, "syntax_inputs"):
+            context = build_context(config, tokenizer, model.config)
+        else:  # a plain transformers model: tokenized only, nothing parsed
+            context = TaskContext(tokenizer=tokenizer, max_length=int(config.max_length))
+        context.extra.update(prep.extra)
+        context.use_cache, context.progress = False, False
+        if parse_cache is not None:
+            context.parse_cache = parse_cache
+        predictor = cls(model, context, task, None, None, int(defaults.get("generation_num_beams", 5)))
+        predictor.to(device if device is not None else _default_device(model))
+        return predictor
+
+    def to(self, device: Any) -> "Predictor":
+        """Move the model (and auxiliary models) to ``device``."""
+        self.model.to(device)
+        for m in self.auxiliary.values():
+            m.to(device)
+        return self
+
+    @property
+    def device(self) -> Any:
+        return next(self.model.parameters()).device
+
+    @property
+    def label_names(self) -> list[str]:
+        """Class names in class-id order (``config.id2label``) of a classification model."""
+        id2label = getattr(self.model.config, "id2label", None) or {}
+        return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(id2label))]
+
+    # -- prediction --------------------------------------------------------------------------------------
+    def normalize(self, inputs: Iterable[Any]) -> list[dict[str, Any]]:
+        """Inputs as mappings with the keys the head reads: a string is a ``text`` (span QA: needs mappings with
+        ``question`` and ``context``); ``(text, text_pair)`` tuples are pairs.
+
+        Raises:
+            InputError: an input without its text, or with an empty one (names the input's position).
+        """
+        keys = _INPUT_KEYS[self.head]
+        out = []
+        for i, item in enumerate(inputs):
+            if isinstance(item, str):
+                item = {keys[0]: item}
+            elif isinstance(item, (tuple, list)) and self.head == "sequence_classification" and len(item) == 2:
+                item = {"text": item[0], "text_pair": item[1]}
+            elif not isinstance(item, Mapping):
+                raise InputError(f"input {i}: expected a text or a mapping with {list(keys)}, got "
+                                 f"{type(item).__name__}")
+            item = dict(item)
+            required = keys if self.head == "question_answering" else keys[:1]
+            for key in required:
+                value = item.get(key)
+                if not isinstance(value, str) or not value.strip():
+                    raise InputError(f"input {i} ({item.get('id', i)}): {key!r} must be a non-empty text, got "
+                                     f"{value!r} (keys: {sorted(item)})")
+            out.append(item)
+        return out
+
+    def predict(self, inputs: Iterable[Any], batch_size: int = 32) -> list[dict[str, Any]]:
+        """One record per input, in input order (see the module docstring for the fields).
+
+        ``self.timings`` then holds ``parse_s`` (the parser), ``featurize_s`` (alignment and syntax arrays, without
+        parsing), ``forward_s`` (batching and the model, generation for translation), ``total_s`` and ``n``.
+        """
+        import torch
+
+        records = self.normalize(inputs)
+        clock = {"parse_s": 0.0}
+        t0 = time.perf_counter()
+        if not records:
+            self.timings = {"parse_s": 0.0, "featurize_s": 0.0, "forward_s": 0.0, "total_s": 0.0, "n": 0}
+            return []
+        context = self.context
+        if context.syntax_inputs:
+            from syntaxformer.tasks.featurize import annotator_for
+
+            inner = annotator_for(context)  # built once, kept in context.annotator
+            context.annotator = _TimedAnnotator(inner, clock)
+        try:
+            data, features = self._featurize(records)
+        finally:
+            if context.syntax_inputs:
+                context.annotator = inner
+        t1 = time.perf_counter()
+        collate = self.task.collator(context) if self.task is not None else _default_collator(context)
+        order = np.argsort([-len(features[i]["input_ids"]) for i in range(len(features))], kind="stable")
+        device = self.device
+        outputs: list[dict[str, Any]] = []
+        with torch.no_grad():
+            for start in range(0, len(order), int(batch_size)):
+                idx = order[start:start + int(batch_size)]
+                batch = collate([features[int(i)] for i in idx])
+                batch = {k: v.to(device) for k, v in batch.items() if k not in _LABEL_KEYS and hasattr(v, "to")}
+                outputs.append({"index": idx, **self._forward(batch)})
+        t2 = time.perf_counter()
+        result = self._records(records, data, features, outputs)
+        t3 = time.perf_counter()
+        self.timings = {"parse_s": clock["parse_s"], "featurize_s": t1 - t0 - clock["parse_s"],
+                        "forward_s": t2 - t1 + (t3 - t2), "total_s": t3 - t0, "n": len(records)}
+        return result
+
+    def _featurize(self, records: list[dict[str, Any]]) -> tuple[Any, Any]:
+        if self.task is not None:
+            data = self.task.inference_data(records)
+            return data, self.task.featurize(data, self.context, "predict")
+        from syntaxformer.tasks.base import text_inputs_data
+        from syntaxformer.tasks.featurize import build_features
+
+        data = text_inputs_data(records)
+        return data, build_features("inputs", data, self.context, "predict")
+
+    def _forward(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if self.head == "seq2seq":
+            from syntaxformer.modeling.seq2seq import default_max_new_tokens
+
+            ids = self.model.generate(**batch, num_beams=self.num_beams,
+                                      max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1]))
+            return {"ids": ids.cpu().numpy()}
+        out = self.model(**batch)
+        if self.head == "question_answering":
+            res = {"start": out.start_logits.float().cpu().numpy(), "end": out.end_logits.float().cpu().numpy(),
+                   "verifier": None if getattr(out, "verifier_logits", None) is None
+                   else out.verifier_logits.float().cpu().numpy()}
+            for name, model in self.auxiliary.items():
+                aux = model(**batch)
+                res[f"aux:{name}"] = None if getattr(aux, "verifier_logits", None) is None \
+                    else aux.verifier_logits.float().cpu().numpy()
+            return res
+        return {"logits": out.logits.float().cpu().numpy()}
+
+    def _records(self, records: list[dict[str, Any]], data: Any, features: Any,
+                 outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        n = len(features)
+        if self.head == "sequence_classification":
+            logits = _gather(outputs, "logits", n)
+            return [self._classification_record(r, row) for r, row in zip(records, logits)]
+        if self.head == "question_answering":
+            return self._qa_records(records, data, features, outputs)
+        rows = _gather(outputs, "ids", n)
+        ids = np.full((n, max(len(r) for r in rows)), -100, dtype=np.int64)  # (N, T), -100 = padding
+        for i, r in enumerate(rows):
+            ids[i, :len(r)] = r
+        texts = self.task.postprocess(data, features, ids).values
+        return [{**_id(r), "text": r["text"], "translation": t} for r, t in zip(records, texts)]
+
+    def _classification_record(self, record: Mapping[str, Any], logits: np.ndarray) -> dict[str, Any]:
+        out = {**_id(record), "text": record["text"]}
+        if record.get("text_pair") is not None:
+            out["text_pair"] = record["text_pair"]
+        config = self.model.config
+        if getattr(config, "problem_type", None) == "regression" or len(logits) == 1:
+            out["value"] = float(logits[0])
+            return out
+        z = logits.astype(np.float64) - logits.max()
+        p = np.exp(z) / np.exp(z).sum()
+        names = self.label_names
+        best = int(p.argmax())
+        out.update(label=names[best], score=float(p[best]), scores={names[i]: float(p[i]) for i in range(len(p))})
+        return out
+
+    def _qa_records(self, records: list[dict[str, Any]], data: Any, features: Any,
+                    outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        n = len(features)
+        starts, ends = _gather_rows(outputs, "start", n), _gather_rows(outputs, "end", n)
+        raw: tuple[Any, ...] = (starts, ends)
+        verifier = np.asarray(_gather(outputs, "verifier", n)) if outputs[0]["verifier"] is not None else None
+        if verifier is not None:
+            raw = (starts, ends, verifier)
+        auxiliary = {}
+        for name in self.auxiliary:
+            aux = np.asarray(_gather(outputs, f"aux:{name}", n)) if outputs[0][f"aux:{name}"] is not None else None
+            auxiliary[name] = (starts, ends) if aux is None else (starts, ends, aux)
+        predictions = self.task.postprocess(data, features, raw, auxiliary or None)
+        threshold = self.null_threshold if self.null_threshold is not None else float(
+            getattr(self.task, "null_threshold", 0.0))
+        out = []
+        for r, qid in zip(records, predictions.ids):
+            best = (predictions.extra["nbest"].get(qid) or [None])[0]
+            na = float(predictions.extra["na_scores"][qid])
+            answer = best["text"] if best is not None and na <= threshold else ""
+            out.append({**_id(r), "question": r["question"], "context": r["context"], "answer": answer,
+                        "start": best["start"] if answer else None, "end": best["end"] if answer else None,
+                        "best_answer": best["text"] if best else "",
+                        "best_start": best["start"] if best else None, "best_end": best["end"] if best else None,
+                        "span_score": best["score"] if best else None,
+                        "null_score": na if math.isfinite(na) else None, "null_threshold": threshold})
+        return out
+
+
+# -- reading and writing ---------------------------------------------------------------------------------
+def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text_pair_column: str | None = None,
+                head: str = "sequence_classification", id_column: str | None = None) -> list[dict[str, Any]]:
+    """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
+    ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects).
+
+    Args:
+        path: the file.
+        text_column: the column with the text (default ``text``, else ``sentence``, else the only column); span QA
+            reads ``question`` and ``context`` (``text_column`` / ``text_pair_column`` rename them).
+        text_pair_column: the column with the second text of a pair (classification of pairs).
+        head: the model's head (what the inputs are for).
+        id_column: a column copied to the records as ``id`` (default ``id`` when the file has one).
+
+    Raises:
+        DataError: no such file; FormatError: an unknown format, a missing column or a malformed line (named).
+    """
+    path = str(path)
+    suffix = Path(path).suffix.lower()
+    if path != "-" and not Path(path).is_file():
+        raise DataError(f"input file {path} not found")
+    if path == "-" or suffix == ".txt" or suffix not in INPUT_FORMATS:
+        if path != "-" and suffix not in INPUT_FORMATS:
+            raise FormatError(f"unknown input format {suffix or '(no suffix)'!r}; expected one of "
+                              f"{', '.join(INPUT_FORMATS)}", source=path)
+        if text_pair_column or head == "question_answering":
+            raise FormatError("a .txt file holds one text per line: give pairs / questions with contexts as "
+                              ".csv, .tsv or .jsonl with named columns", source=path)
+        lines = (sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")).splitlines()
+        return [{"text": line.strip()} for line in lines if line.strip()]
+    rows = _read_rows(path, suffix)
+    if not rows:
+        return []
+    columns = list(rows[0])
+    if head == "question_answering":
+        wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
+    else:
+        first = text_column or next((c for c in ("text", "sentence") if c in columns),
+                                    columns[0] if len(columns) == 1 else None)
+        if first is None:
+            raise FormatError(f"which column holds the text? The file has columns {columns}; pass --text-column",
+                              source=path)
+        wanted = {"text": first, **({"text_pair": text_pair_column} if text_pair_column else {})}
+    ident = id_column or ("id" if "id" in columns else None)
+    out = []
+    for i, row in enumerate(rows):
+        rec: dict[str, Any] = {}
+        for key, column in wanted.items():
+            if column not in row:
+                raise FormatError(f"row {i + 1} has no column {column!r} (columns: {sorted(row)})", source=path)
+            rec[key] = "" if row[column] is None else str(row[column])
+        if ident is not None and row.get(ident) is not None:
+            rec["id"] = row[ident]
+        out.append(rec)
+    return out
+
+
+def _read_rows(path: str, suffix: str) -> list[dict[str, Any]]:
+    if suffix in (".csv", ".tsv"):
+        with open(path, encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ","))
+    text = Path(path).read_text(encoding="utf-8")
+    if suffix == ".json":
+        try:
+            rows = json.loads(text)
+        except ValueError as e:
+            raise FormatError(f"not JSON: {e}", source=path) from None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise FormatError("a .json input must be a list of objects (or use .jsonl)", source=path)
+        return rows
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise FormatError(f"line {n} is not JSON: {e}", source=path) from None
+        if not isinstance(row, dict):
+            raise FormatError(f"line {n} is not a JSON object", source=path)
+        rows.append(row)
+    return rows
+
+
+def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike | None = None) -> None:
+    """One JSON object per line, to ``path`` (atomically) or standard output (``None`` or ``-``)."""
+    from syntaxformer.utils import atomic_write
+
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if path is None or str(path) == "-":
+        sys.stdout.write(lines)
+        sys.stdout.flush()
+        return
+    with atomic_write(path) as f:
+        f.write(lines)
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+def _id(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": record["id"]} if "id" in record else {}
+
+
+def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
+    """A saved task model through the ``transformers`` Auto classes (``head``: ``None`` = from the config's
+    ``architectures``)."""
+    import transformers
+
+    import syntaxformer.modeling  # noqa: F401  (registers the models with the Auto classes)
+    import syntaxformer.modeling.seq2seq  # noqa: F401
+
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise DataError(f"{folder} holds no saved model (no config.json); was it trained with save_model=false?")
+    if head is None:
+        config = transformers.AutoConfig.from_pretrained(str(folder))
+        arch = (getattr(config, "architectures", None) or [""])[0]
+        head = next((h for s, h in _HEAD_SUFFIXES.items() if arch.endswith(s)), "sequence_classification")
+    auto = {"sequence_classification": "AutoModelForSequenceClassification",
+            "question_answering": "AutoModelForQuestionAnswering", "multiple_choice": "AutoModelForMultipleChoice",
+            "token_classification": "AutoModelForTokenClassification", "seq2seq": "AutoModelForSeq2SeqLM"}[head]
+    try:
+        return getattr(transformers, auto).from_pretrained(str(folder))
+    except (OSError, ValueError) as e:
+        raise DataError(f"cannot load the model in {folder} with {auto}: {e}") from e
+
+
+def _default_device(model: Any) -> Any:
+    import torch
+
+    device = next(model.parameters()).device
+    if device.type == "cpu" and torch.cuda.is_available():
+        return torch.device("cuda")
+    return device
+
+
+def _tuned_null_threshold(run_dir: str | os.PathLike) -> float | None:
+    """The no-answer threshold tuned on the run's dev articles (``metrics.json`` ``dev.best_f1_threshold``)."""
+    path = Path(run_dir) / "metrics.json"
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))["dev"]["best_f1_threshold"]["threshold"]
+        value = float(value)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _default_collator(context: Any) -> Any:
+    import functools
+
+    from syntaxformer.data.collate import pad_arrays
+
+    pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
+    return functools.partial(pad_arrays, pad_token_id=pad)
+
+
+def _gather(outputs: list[dict[str, Any]], key: str, n: int) -> list[Any]:
+    """Per-example rows of ``key`` back in input order (batches were sorted by length)."""
+    rows: list[Any] = [None] * n
+    for out in outputs:
+        for j, i in enumerate(out["index"]):
+            rows[int(i)] = out[key][j]
+    return rows
+
+
+def _gather_rows(outputs: list[dict[str, Any]], key: str, n: int) -> list[np.ndarray]:
+    return [np.asarray(r) for r in _gather(outputs, key, n)]

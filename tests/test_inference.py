@@ -1,0 +1,254 @@
+"""Raw-text inference (syntaxformer.inference): records of tiny trained runs, checked against a one-example-at-a-time
+reference (classification), the runner's own split predictions (span QA) and ``translation.evaluate.translate``
+(translation); the input readers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from syntaxformer.errors import SyntaxformerError
+from tests.conftest import data_path
+
+TEXTS = ["A fine, moving film.", "Dull and far too long.", "It is neither good nor bad, and the actors know it."]
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch):
+    monkeypatch.setenv("SYNTAXFORMER_NO_PROGRESS", "1")
+
+
+def _reference_probabilities(run_dir: str, texts: list[str]) -> np.ndarray:
+    """Each text alone: the task's featurization of one example, the task's collator, the model, a softmax."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from syntaxformer.data.examples import TaskData, TaskExample
+    from syntaxformer.training.run import build_context, load_run, load_tokenizer
+
+    config, task = load_run(run_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(run_dir).eval()
+    context = build_context(config, load_tokenizer(run_dir), model.config)
+    context.use_cache = False
+    rows = []
+    for i, text in enumerate(texts):
+        data = TaskData([TaskExample(f"ref-{i}", text)], "reference", f"ref-{i}-{text}", 1)
+        features = task.featurize(data, context, "reference")
+        batch = task.collator(context)([features[0]])
+        with torch.no_grad():
+            logits = model(**batch).logits[0].double()
+        rows.append(torch.softmax(logits, -1).numpy())
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("system", ["sgnet", "syntax_bert"])
+def test_inference_classification_records_match_one_at_a_time_reference(sst2_runs, system, one_thread):
+    from syntaxformer.inference import Predictor
+
+    predictor = Predictor.from_run(sst2_runs[system])
+    records = predictor.predict([{"text": t, "id": f"t{i}"} for i, t in enumerate(TEXTS)], batch_size=2)
+    assert [r["text"] for r in records] == TEXTS and [r["id"] for r in records] == ["t0", "t1", "t2"]
+    assert predictor.label_names == ["negative", "positive"]
+    reference = _reference_probabilities(sst2_runs[system], TEXTS)
+    for r, p in zip(records, reference):
+        assert list(r["scores"]) == ["negative", "positive"]
+        assert sum(r["scores"].values()) == pytest.approx(1.0)
+        assert [r["scores"]["negative"], r["scores"]["positive"]] == pytest.approx(p.tolist(), abs=1e-5)
+        assert r["label"] == ["negative", "positive"][int(p.argmax())] and r["score"] == pytest.approx(p.max(),
+                                                                                                        abs=1e-5)
+    t = predictor.timings
+    assert t["n"] == 3 and t["parse_s"] >= 0 and t["featurize_s"] >= 0 and t["forward_s"] > 0
+    assert t["total_s"] == pytest.approx(t["parse_s"] + t["featurize_s"] + t["forward_s"])
+    with pytest.raises(SyntaxformerError, match="input 1.*non-empty"):
+        predictor.predict(["fine", "  "])
+    # text pairs (a pair task's inputs; here only the path is checked): a mapping or a (text, text_pair) tuple
+    pair = predictor.predict([{"text": TEXTS[0], "text_pair": TEXTS[1]}, (TEXTS[1], TEXTS[2])])
+    assert [r["text_pair"] for r in pair] == TEXTS[1:] and all(sum(r["scores"].values()) == pytest.approx(1.0)
+                                                               for r in pair)
+
+
+def test_inference_cli_predict_input_txt_csv_jsonl_and_stdout(sst2_runs, tmp_path, capsys, one_thread):
+    from syntaxformer.cli import main
+
+    run = sst2_runs["sgnet"]
+    txt = tmp_path / "texts.txt"
+    txt.write_text("\n".join([TEXTS[0], "", TEXTS[1]]) + "\n", encoding="utf-8")
+    out = tmp_path / "preds.jsonl"
+    assert main(["predict", run, "--input", str(txt), "--output", str(out), "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["size"] == 2 and summary["output"] == str(out) and summary["texts_per_s"] > 0
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["text"] for r in records] == TEXTS[:2]  # blank lines skipped
+    for r in records:
+        assert r["label"] in ("negative", "positive") and sum(r["scores"].values()) == pytest.approx(1.0)
+
+    # stdout, a CSV with its own column names and ids, and JSONL: the same predictions
+    assert main(["predict", run, "--input", str(txt), "--no-progress"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == records
+    csv_file = tmp_path / "texts.csv"
+    csv_file.write_text('id,review\nr1,"' + TEXTS[0].replace('"', '""') + f'"\nr2,{TEXTS[1]}\n', encoding="utf-8")
+    assert main(["predict", run, "--input", str(csv_file), "--text-column", "review", "--no-progress"]) == 0
+    from_csv = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r.pop("id") for r in from_csv] == ["r1", "r2"] and from_csv == records
+    jsonl = tmp_path / "texts.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS[:2]), encoding="utf-8")
+    assert main(["predict", run, "--input", str(jsonl), "--no-progress"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == records
+
+    # errors are one line naming the input
+    assert main(["predict", run, "--input", str(csv_file), "--text-column", "sentence"]) == 1
+    assert "'sentence'" in capsys.readouterr().err
+    assert main(["predict", run, "--input", str(tmp_path / "missing.txt")]) == 1
+    assert "missing.txt" in capsys.readouterr().err
+    assert main(["predict", run, "--output", str(out)]) == 1
+    assert "--input" in capsys.readouterr().err
+
+
+def test_inference_read_inputs_formats(tmp_path):
+    from syntaxformer.inference import read_inputs
+
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("premise\thypothesis\tid\nA man sleeps.\tNobody sleeps.\t7\n", encoding="utf-8")
+    assert read_inputs(tsv, text_column="premise", text_pair_column="hypothesis") == [
+        {"text": "A man sleeps.", "text_pair": "Nobody sleeps.", "id": "7"}]
+    qa = tmp_path / "q.json"
+    qa.write_text(json.dumps([{"question": "Who?", "context": "Ann did."}]), encoding="utf-8")
+    assert read_inputs(qa, head="question_answering") == [{"question": "Who?", "context": "Ann did."}]
+    one = tmp_path / "one.csv"
+    one.write_text("review\nGood.\n", encoding="utf-8")
+    assert read_inputs(one) == [{"text": "Good."}]  # the only column
+    two = tmp_path / "two.csv"
+    two.write_text("a,b\nGood.,x\n", encoding="utf-8")
+    with pytest.raises(SyntaxformerError, match="--text-column"):
+        read_inputs(two)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "ok"}\n[1]\n', encoding="utf-8")
+    with pytest.raises(SyntaxformerError, match="line 2"):
+        read_inputs(bad)
+    with pytest.raises(SyntaxformerError, match="unknown input format"):
+        read_inputs(_touch(tmp_path / "x.xlsx"))
+    with pytest.raises(SyntaxformerError, match="one text per line"):
+        read_inputs(_touch(tmp_path / "q.txt"), head="question_answering")
+
+
+def _touch(path):
+    path.write_text("x\n", encoding="utf-8")
+    return path
+
+
+def _tiny_squad_run(tmp_path, tiny_model, system: str, verifier: str) -> str:
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
+
+    squad = data_path("squad2", "dev-v2.0-sample.json")
+    out = tmp_path / f"squad-{system}"
+    train(RunConfig(task="squad2", model_type=system, model_name_or_path=tiny_model, train_file=str(squad),
+                    task_options={"verifier": verifier, "doc_stride": 32, "threshold_tuning_fraction": 0.0},
+                    max_train_samples=8, max_eval_samples=6, max_steps=2, max_length=96,
+                    per_device_train_batch_size=4, disable_tqdm=True, features_cache=False,
+                    parse_cache=str(tmp_path / "parses.sqlite3"), output_dir=str(out)))
+    return str(out)
+
+
+@pytest.mark.parametrize("system,verifier", [("sgnet", "parallel"), ("syntax_bert", "joint")])
+def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, verifier, one_thread):
+    """Raw questions over passages give the best span and no-answer score of the runner's own decoding of the
+    same questions (``predict`` on the dev split: the Trainer, the task's windows and postprocessing)."""
+    from syntaxformer.inference import Predictor
+    from syntaxformer.training.run import load_run, predict
+
+    run = _tiny_squad_run(tmp_path, tiny_model, system, verifier)
+    predict(run, "dev", output_dir=str(tmp_path / "split"))
+    by_id = {r["id"]: r for r in map(json.loads, (tmp_path / "split" / "predictions_dev.jsonl").read_text(
+        encoding="utf-8").splitlines())}
+    config, task = load_run(run)
+    dev = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
+    inputs = [{"id": e.qid, "question": e.question, "context": e.context} for e in dev.examples]
+    predictor = Predictor.from_run(run, null_threshold=task.null_threshold)
+    records = predictor.predict(inputs, batch_size=3)
+    assert [r["id"] for r in records] == [e.qid for e in dev.examples]
+    for r, e in zip(records, dev.examples):
+        ref = by_id[e.qid]
+        assert r["best_answer"] == ref["best_text"]
+        assert r["null_score"] == pytest.approx(ref["na_score"], abs=1e-4)
+        assert r["answer"] == ref["prediction"]
+        assert r["best_answer"] == e.context[r["best_start"]:r["best_end"]]
+        if r["answer"]:
+            assert e.context[r["start"]:r["end"]] == r["answer"]
+    # the pipeline answers like the predictor (threshold: the one tuned on the run's dev articles)
+    import syntaxformer  # noqa: F401
+    from transformers import pipeline
+
+    qa = pipeline("syntax-question-answering", model=run)
+    one = qa(question=inputs[0]["question"], context=inputs[0]["context"])
+    assert one["best_answer"] == records[0]["best_answer"]
+    assert one["null_score"] == pytest.approx(records[0]["null_score"], abs=1e-4)
+    assert set(one) == {"answer", "start", "end", "score", "null_score", "best_answer"}
+    assert len(qa(inputs[:2])) == 2
+
+
+def test_inference_translation_matches_translate(tmp_path, one_thread):
+    """A tiny translation run: raw sources give ``translation.evaluate.translate``'s translations (same beams)."""
+    from syntaxformer.inference import Predictor
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
+    from syntaxformer.translation.evaluate import load_translation_model, translate
+
+    folder = data_path("multi30k")
+    files = {}
+    for name, source, n in (("tr", "train", 60), ("va", "val", 8)):
+        for lang in ("en", "de"):
+            lines = (folder / f"{source}.{lang}").read_text(encoding="utf-8").splitlines()[:n]
+            files[f"{name}.{lang}"] = tmp_path / f"{name}.{lang}"
+            files[f"{name}.{lang}"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "nmt"
+    train(RunConfig(task="translation", task_options={
+        "arm": "both", "train_source": str(files["tr.en"]), "train_target": str(files["tr.de"]),
+        "valid_source": str(files["va.en"]), "valid_target": str(files["va.de"]),
+        "eval_sets": {"val": [str(files["va.en"]), str(files["va.de"])]}, "source_vocab_size": 300,
+        "target_vocab_size": 300}, max_steps=2, disable_tqdm=True, parse_cache=str(tmp_path / "parses.sqlite3"),
+        training_args={"eval_steps": 1, "save_steps": 1, "generation_num_beams": 2}, output_dir=str(out)))
+    sources = ["A man rides a horse.", "Two dogs play in the snow."]
+    predictor = Predictor.from_run(out)
+    assert predictor.num_beams == 2
+    records = predictor.predict([{"text": s} for s in sources])
+    tm = load_translation_model(out, annotator=predictor.context.annotator)
+    assert [r["translation"] for r in records] == translate(tm, sources, num_beams=2, show_progress=False)
+    assert [r["text"] for r in records] == sources and (out / "README.md").is_file()
+    import syntaxformer  # noqa: F401
+    from transformers import pipeline
+
+    mt = pipeline("syntax-translation", model=str(out))
+    assert mt(sources) == [[{"translation_text": r["translation"]}] for r in records]
+    assert mt(sources[0]) == [{"translation_text": records[0]["translation"]}]
+    # the model and its tokenizers load from the folder with the Auto classes
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    assert type(AutoModelForSeq2SeqLM.from_pretrained(str(out))).__name__ == "SyntaxInfusedForConditionalGeneration"
+    src = AutoTokenizer.from_pretrained(str(out), subfolder="source_tokenizer")
+    assert src("A man.")["input_ids"] == predictor.context.tokenizer("A man.")["input_ids"]
+
+
+def test_inference_plain_classifier_matches_the_text_classification_pipeline(tiny_model, tmp_path, one_thread):
+    """A plain transformers classifier through the Predictor (tokenized, no parse, length-sorted batches) gives
+    ``pipeline("text-classification")``'s probabilities, text by text."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    from syntaxformer.inference import Predictor
+
+    torch.manual_seed(0)
+    folder = tmp_path / "plain"
+    labels = {0: "negative", 1: "positive"}
+    AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=2, id2label=labels).save_pretrained(
+        folder)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    predictor = Predictor.from_pretrained(str(folder), max_length=64)
+    assert predictor.context.syntax_inputs == ()
+    records = predictor.predict(TEXTS, batch_size=2)
+    reference = pipeline("text-classification", model=str(folder), top_k=None)(TEXTS)
+    for r, ref in zip(records, reference):
+        assert r["scores"] == pytest.approx({d["label"]: d["score"] for d in ref}, abs=1e-5)
+    assert predictor.timings["parse_s"] == 0.0
