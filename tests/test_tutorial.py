@@ -35,20 +35,6 @@ def tutorial_steps(page: Path = PAGE) -> list[tuple[str, str]]:
     return steps
 
 
-def _has_predict_input() -> bool:
-    import argparse
-
-    from syntaxformer.commands import predict
-
-    parser = argparse.ArgumentParser()
-    predict.add_arguments(parser)
-    return any("--input" in a.option_strings for a in parser._actions)
-
-
-#: Steps that need other work of issue 12 (predict on raw text, Auto classes on `import syntaxformer`, the card).
-_LATER = {"predict-input", "share"}
-
-
 def test_tutorial_steps_are_marked():
     names = [n for n, _ in tutorial_steps()]
     assert names == ["data", "train", "evaluate", "predict-input", "share"]
@@ -100,11 +86,15 @@ def test_tutorial_csv_train_evaluate_predict(tutorial_run):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(not _has_predict_input(), reason="needs predict --input (helper predict)", strict=False)
 def test_tutorial_predict_raw_text_and_share(tutorial_run):
     folder, results = tutorial_run
     _ok(results, "predict-input")
     records = [json.loads(line) for line in (folder / "preds.jsonl").read_text().splitlines()]
-    assert len(records) == 2 and all(r.get("label", r.get("prediction")) in ("negative", "positive") for r in records)
+    assert len(records) == 2 and all(r["label"] in ("negative", "positive") for r in records)
+    assert all(abs(sum(r["scores"].values()) - 1) < 1e-5 and set(r["scores"]) == {"negative", "positive"}
+               for r in records)
     share = _ok(results, "share").stdout
     assert "{0: 'negative', 1: 'positive'}" in share
+    label = share.splitlines()[1].split()  # the pipeline's answer: LABEL SCORE
+    assert label[0] in ("negative", "positive") and 0.5 <= float(label[1]) <= 1.0
+    assert (folder / "runs" / "reviews" / "README.md").is_file()
