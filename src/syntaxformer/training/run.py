@@ -137,6 +137,10 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
     )
     if seq2seq:
         kwargs["predict_with_generate"] = bool(getattr(config, "predict_with_generate", True))
+    if _launched_processes() > 1 and not torch.cuda.is_available():
+        # Several processes (accelerate launch / torchrun) without CUDA: DDP on the CPU over gloo. Without use_cpu,
+        # accelerate would see no device to distribute over and run each process as a separate one-process job.
+        kwargs["use_cpu"] = True
     fields = {f.name for f in dataclasses.fields(args_class)}
     if "train_sampling_strategy" in fields:  # transformers 5
         kwargs["train_sampling_strategy"] = "group_by_length" if config.group_by_length else "random"
@@ -158,6 +162,14 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
         return args_class(**kwargs)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"invalid training arguments: {e}") from e
+
+
+def _launched_processes() -> int:
+    """Number of processes the launcher started (``WORLD_SIZE`` of torchrun / accelerate launch; 1 otherwise)."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
 
 
 def resume_checkpoint(config: Any, output_dir: str) -> str | None:
@@ -354,33 +366,40 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     task = config.build_task()
     config = _with_task_defaults(config, task)
     output_dir = os.path.abspath(config.output_dir)
-    _guard_finished_run(config, output_dir)
-    resume_from = resume_checkpoint(config, output_dir)
-    os.makedirs(output_dir, exist_ok=True)
-    model_path = config.resolved_model()
-
-    t_data = time.time()
-    train_data = _load_data(config, task, "train", config.max_train_samples)
-    dev_data = _load_data(config, task, "dev", config.max_eval_samples)
-    if not _has_labels(train_data) or not _has_labels(dev_data):
-        raise DataError(f"{task.title}: training needs labeled train and dev data")
-    # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what they
-    # prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
-    prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
-                       progress=not config.disable_tqdm)
-    tokenizer = task.build_tokenizer(train_data, output_dir, prep) or load_tokenizer(model_path)
-
-    transformers.set_seed(int(config.seed))  # the new layers' initialisation depends on it
-    model = build_model(config, task, context=prep)
-    model.train()
-    context = build_context(config, tokenizer, model.config)
-    context.extra.update(prep.extra)
-    train_ds = task.featurize(train_data, context, "train")
-    dev_ds = task.featurize(dev_data, context, "dev")
-    data_s = time.time() - t_data
-
     args = training_arguments(config, output_dir, seq2seq=_uses_generation(config, task),
                               label_names=task.label_names)
+    if _launched_processes() > 1 and args.world_size == 1:
+        raise ConfigError(f"launched as {_launched_processes()} processes (WORLD_SIZE), but the Trainer sees one: "
+                          "each would train alone and write the same run folder; on a machine without CUDA keep "
+                          "use_cpu=true (the default there), else check the launcher's device settings")
+    # Several processes (accelerate launch / torchrun): the main process of each machine checks the run folder,
+    # parses and featurizes first, filling the parse and features caches; the others wait, then find both filled.
+    with args.main_process_first(desc="run folder checks, parsing and featurization"):
+        _guard_finished_run(config, output_dir)
+        resume_from = resume_checkpoint(config, output_dir)
+        os.makedirs(output_dir, exist_ok=True)
+        model_path = config.resolved_model()
+
+        t_data = time.time()
+        train_data = _load_data(config, task, "train", config.max_train_samples)
+        dev_data = _load_data(config, task, "dev", config.max_eval_samples)
+        if not _has_labels(train_data) or not _has_labels(dev_data):
+            raise DataError(f"{task.title}: training needs labeled train and dev data")
+        # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what
+        # they prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
+        prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
+                           progress=not config.disable_tqdm)
+        tokenizer = task.build_tokenizer(train_data, output_dir, prep) or load_tokenizer(model_path)
+
+        transformers.set_seed(int(config.seed))  # the new layers' initialisation depends on it
+        model = build_model(config, task, context=prep)
+        model.train()
+        context = build_context(config, tokenizer, model.config)
+        context.extra.update(prep.extra)
+        train_ds = task.featurize(train_data, context, "train")
+        dev_ds = task.featurize(dev_data, context, "dev")
+        data_s = time.time() - t_data
+
     # Evaluations during training report the task's metrics; generation tasks only the validation loss (decoding
     # every evaluation would multiply the cost), their metrics come after training.
     metrics_fn = None if task.head == "seq2seq" else _metrics_fn(task, dev_data, dev_ds)
@@ -406,6 +425,8 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     # significance tests). The first split is the headline (`dev`).
     trainer.compute_metrics = None
     ignore = _IGNORE_OUTPUTS
+    # Every process takes part in prediction (its outputs are gathered onto all of them); one writes the files.
+    writer = trainer.is_world_process_zero()
     evaluations: dict[str, Any] = {}
     dev_scores: dict[str, Any] = {}
     final: dict[str, Any] = {}
@@ -413,8 +434,9 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     for i, split in enumerate(task.evaluation_splits()):
         data, ds = (dev_data, dev_ds) if split == "dev" else (None, None)
         if data is None:
-            data = _load_data(config, task, split, config.max_eval_samples)
-            ds = task.featurize(data, context, split)
+            with args.main_process_first(desc=f"featurizing {split}"):
+                data = _load_data(config, task, split, config.max_eval_samples)
+                ds = task.featurize(data, context, split)
         t_eval = time.time()
         out = trainer.predict(ds, ignore_keys=ignore, metric_key_prefix="eval")
         auxiliary = None
@@ -425,11 +447,12 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         predictions = task.postprocess(data, ds, out.predictions, auxiliary)
         scores = task.compute_metrics(data, predictions)
         evaluations[split] = {**scores, "seconds": round(time.time() - t_eval, 2), "n": len(predictions.ids)}
-        for name, content in task.run_files(data, predictions).items():
+        for name, content in (task.run_files(data, predictions) if writer else {}).items():
             _write_file(Path(output_dir) / name, content)
         if i == 0:
             dev_scores, final = scores, out.metrics or {}
             labels = getattr(ds, "labels", None)
+        if i == 0 and writer:
             write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
                 "task": task.name, "split": split, "seed": config.seed, "order": "dataset",
                 "ids": list(predictions.ids), "predictions": list(predictions.values),
@@ -460,7 +483,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         "main_metric": task.main_metric, "dev": dev_scores, "dev_loss": final.get("eval_loss"),
         "eval": evaluations, "history": history,
         "train": {"loss": result.training_loss, "global_step": trainer.state.global_step,
-                  "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2),
+                  "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2), "processes": args.world_size,
                   "resumed_from": resume_from, **_best_checkpoint(trainer)},
         "parameters": count_parameters(model), **task.describe_run(model),
         "lisa": None if getattr(model.config, "lisa_layer", None) is None else {
@@ -473,8 +496,9 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         "environment": environment(),
     }
     # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
-    write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
-    write_json(Path(output_dir) / METRICS_FILE, metrics)
+    if writer:
+        write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
+        write_json(Path(output_dir) / METRICS_FILE, metrics)
     main = dev_scores.get(task.main_metric, float("nan"))
     logger.info("%s %s dev %s = %.4f  (metrics in %s)", kind, task.title, task.main_metric, main,
                 Path(output_dir) / METRICS_FILE)
