@@ -147,10 +147,14 @@ class BatchAnnotator:
             MissingDependencyError: ``datasets`` is not installed.
         """
         try:
-            from datasets import Features, List, Value
+            from datasets import Features, Value
         except ImportError as e:
             raise MissingDependencyError("BatchAnnotator.features needs the `datasets` package: pip install "
                                          "'syntaxformer[hub]'") from e
+        try:
+            from datasets import List
+        except ImportError:  # datasets < 4: the same list type under its old name
+            from datasets import Sequence as List
         string, integer = Value("string"), Value("int64")
         per_sentence = {"words": List(string), "heads": List(integer), "deprels": List(string),
                         "upos": List(string), "xpos": List(string), "lemmas": List(string),
