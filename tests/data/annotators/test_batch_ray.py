@@ -43,7 +43,7 @@ def test_batch_ray_map_batches_gives_the_documents_of_annotate(local_ray, tmp_pa
     ds = ray.data.from_items([{"idx": i, "sentence": t} for i, t in enumerate(texts)], override_num_blocks=4)
     # a callable class: Ray builds one BatchAnnotator per actor, which loads the parser once
     out = ds.map_batches(BatchAnnotator, fn_constructor_kwargs={"column": "sentence", "cache": str(cache_path)},
-                         batch_size=12, concurrency=2).take_all()
+                         batch_size=12, compute=ray.data.ActorPoolStrategy(size=2)).take_all()
 
     rows = sorted(out, key=lambda r: int(r["idx"]))
     assert [r["sentence"] for r in rows] == texts

@@ -14,8 +14,8 @@ parses through the one SQLite file::
     parsed = ds.map(parse, batched=True, batch_size=256, num_proc=8, features=parse.features(ds.features))
     doc = document_from_row(parsed[0], text_column="sentence")     # the Document annotate() would give
 
-    ray_ds.map_batches(BatchAnnotator, fn_constructor_kwargs={"column": "sentence"}, concurrency=8,
-                       batch_size=256)                               # Ray Data: one annotator per actor
+    ray_ds.map_batches(BatchAnnotator, fn_constructor_kwargs={"column": "sentence"}, batch_size=256,
+                       compute=ray.data.ActorPoolStrategy(size=8))   # Ray Data: one annotator per actor
 
 Columns (``prefix`` + name) per row:
 
