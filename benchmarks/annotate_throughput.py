@@ -24,8 +24,8 @@ Workers (issue 15, corpus-scale parsing; ``scaling`` in the JSON): the first ``-
 The parse cache is **off** in every measurement (``cache=None``): every text is parsed. Each timing is end to end:
 worker start-up (process pools, actors, loading the pipeline in fresh processes) included. ``fixed_s`` is the time
 of the same call on 32 texts, a measure of that start-up; ``marginal_texts_per_s`` = (N - 32) / (time - fixed_s),
-an estimate of the throughput once workers run (noisy: two timings
-subtracted). Methods are run in a rotating order in each repeat; medians are reported.
+an estimate of the throughput once workers run (noisy: two timings subtracted). Methods are run in a rotating
+order in each repeat; medians are reported.
 
 The last line printed is one JSON object with all the figures.
 
