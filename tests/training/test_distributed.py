@@ -8,7 +8,8 @@ Setup (both models): 32 real SST-2 training sentences, 16 dev sentences, a tiny 
 * reference: one process (this one), batch 8, 4 steps (checkpoint at 2 and 4);
 * launch 1: ``accelerate launch --multi_gpu --num_processes 2 -m syntaxformer.cli train``, batch 4 per process
   (global 8), 2 steps, checkpoint-2;
-* launch 2: the same command with ``resume`` = launch 1's ``checkpoint-2``, up to step 4.
+* launch 2: the same command with ``resume`` = launch 1's ``checkpoint-2``, up to step 4;
+* launch 3: ``syntaxformer evaluate`` of launch 2's run folder under 2 processes: the same dev scores.
 
 Why the losses must agree, and to what tolerance: the Trainer's sampler draws one permutation of the training
 set from the seed whatever the batch size, and accelerate gives process ``p`` the per-process batches ``p, p + 2,
@@ -72,8 +73,9 @@ def _config(model: str, model_type: str, out: Path, **changes) -> dict:
     return config
 
 
-def _launch(config: dict, folder: Path, cache: Path) -> subprocess.CompletedProcess:
-    """``accelerate launch`` 2 processes of ``syntaxformer train --config <config>`` on the CPU."""
+def _launch(config: dict, folder: Path, cache: Path, command: list[str] | None = None) -> subprocess.CompletedProcess:
+    """``accelerate launch`` 2 processes of ``syntaxformer train --config <config>`` (or of ``command``) on the
+    CPU."""
     path = folder / f"{Path(config['output_dir']).name}.json"
     path.write_text(json.dumps(config))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), str(REPO),
@@ -83,7 +85,7 @@ def _launch(config: dict, folder: Path, cache: Path) -> subprocess.CompletedProc
     env.pop("WORLD_SIZE", None)
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0",
-           "-m", "syntaxformer.cli", "train", "--config", str(path)]
+           "-m", "syntaxformer.cli", *(command or ["train", "--config", str(path)])]
     run = subprocess.run(cmd, env=env, cwd=str(folder), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"launch failed ({run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     return run
@@ -135,3 +137,9 @@ def test_distributed_two_processes_match_one_and_resume(model_type, tiny_model_n
     assert max(diffs.values()) <= LOSS_TOLERANCE, (one, two)
     assert len(set(one.values())) == 4  # the losses move: the comparison is not between constants
     assert metrics_b["dev_loss"] == pytest.approx(reference["dev_loss"], abs=LOSS_TOLERANCE)
+
+    # `evaluate` under 2 processes: the main process featurizes, the outputs are gathered, one file is written
+    _launch({"output_dir": "evaluate"}, tmp_path, cache_dir, ["evaluate", str(tmp_path / "two-b"), "--split", "dev"])
+    scored = json.loads((tmp_path / "two-b" / "eval_dev.json").read_text())
+    assert scored["size"] == 16 and scored["scores"] == metrics_b["dev"]
+    assert scored["loss"] == pytest.approx(metrics_b["dev_loss"], abs=LOSS_TOLERANCE)

@@ -172,6 +172,16 @@ def _launched_processes() -> int:
         return 1
 
 
+def _is_main_process() -> bool:
+    """Whether this process writes the output files: the only one, or world process zero of several (the
+    distributed state the Trainer set up, ``accelerate.PartialState``)."""
+    if _launched_processes() <= 1:
+        return True
+    from accelerate import PartialState
+
+    return PartialState().is_main_process
+
+
 def resume_checkpoint(config: Any, output_dir: str) -> str | None:
     """The checkpoint to resume from (``config.resume``), or ``None``; refuses to mix runs in one folder unless
     ``config.overwrite_output_dir`` (then the old checkpoints are removed)."""
@@ -629,10 +639,11 @@ def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any
     data = _load_data(config, task, split, getattr(config, max_samples_field))
     context = build_context(config, tokenizer, model.config)
     context.extra.update(prep.extra)
-    features = task.featurize(data, context, split)
     out_dir = os.path.abspath(output_dir or str(run_dir))
     args = training_arguments(config, out_dir, seq2seq=_uses_generation(config, task), label_names=task.label_names,
                               eval_strategy="no", save_strategy="no", load_best_model_at_end=False)
+    with args.main_process_first(desc=f"featurizing {split}"):  # several processes: one parses, the others wait
+        features = task.featurize(data, context, split)
     trainer = _trainer(config, task, model, tokenizer, args, context)
     out = trainer.predict(features, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval")
     auxiliary = {}
@@ -675,7 +686,8 @@ def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping
         "scores": task.compute_metrics(data, predictions), "loss": (out.metrics or {}).get("eval_loss"),
         "runtime_s": round(time.time() - t0, 2), "environment": environment(),
     }
-    write_json(Path(out_dir) / f"eval_{split}.json", result)
+    if _is_main_process():
+        write_json(Path(out_dir) / f"eval_{split}.json", result)
     logger.info("%s %s %s = %.4f (%s)", task.title, split, task.main_metric,
                 result["scores"].get(task.main_metric, float("nan")), Path(out_dir) / f"eval_{split}.json")
     return result
@@ -692,13 +704,14 @@ def predict(run_dir: str | os.PathLike, split: str = "test", *, changes: Mapping
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
     path = Path(out_dir) / f"predictions_{split}.tsv"
-    with atomic_write(path) as f:
-        f.write("index\tid\tprediction\n")
-        for i, r in enumerate(records):
-            f.write(f"{i}\t{r['id']}\t{r['prediction']}\n")
-    with atomic_write(path.with_suffix(".jsonl")) as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+    if _is_main_process():
+        with atomic_write(path) as f:
+            f.write("index\tid\tprediction\n")
+            for i, r in enumerate(records):
+                f.write(f"{i}\t{r['id']}\t{r['prediction']}\n")
+        with atomic_write(path.with_suffix(".jsonl")) as f:
+            for r in records:
+                f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
     result: dict[str, Any] = {
         "task": task.name, "model": str(run_dir), "split": split, "size": len(records),
         "subsample": getattr(data, "sample_note", None), "predictions_file": str(path),
