@@ -73,11 +73,15 @@ def _config(model: str, model_type: str, out: Path, **changes) -> dict:
     return config
 
 
-def _launch(config: dict, folder: Path, cache: Path, command: list[str] | None = None) -> subprocess.CompletedProcess:
-    """``accelerate launch`` 2 processes of ``syntaxformer train --config <config>`` (or of ``command``) on the
-    CPU."""
+def _train_command(config: dict, folder: Path) -> list[str]:
+    """``syntaxformer train --config FILE`` arguments, ``config`` written to ``folder/<output folder name>.json``."""
     path = folder / f"{Path(config['output_dir']).name}.json"
     path.write_text(json.dumps(config))
+    return ["train", "--config", str(path)]
+
+
+def _launch(arguments: list[str], folder: Path, cache: Path) -> subprocess.CompletedProcess:
+    """``accelerate launch`` 2 processes of ``syntaxformer ARGUMENTS`` on the CPU, from ``folder``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), str(REPO),
                                                                     os.environ.get("PYTHONPATH")])),
                SYNTAXFORMER_CACHE=str(cache), SYNTAXFORMER_NO_PROGRESS="1", HF_HUB_OFFLINE="1",
@@ -85,7 +89,7 @@ def _launch(config: dict, folder: Path, cache: Path, command: list[str] | None =
     env.pop("WORLD_SIZE", None)
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0",
-           "-m", "syntaxformer.cli", *(command or ["train", "--config", str(path)])]
+           "-m", "syntaxformer.cli", *arguments]
     run = subprocess.run(cmd, env=env, cwd=str(folder), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"launch failed ({run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     return run
@@ -109,8 +113,9 @@ def test_distributed_two_processes_match_one_and_resume(model_type, tiny_model_n
 
     # launch 1: 2 processes x batch 4, stopped after 2 steps (a finished run with checkpoint-2)
     # (its own features cache, so that it featurizes; the parse cache is shared and already holds the parses)
-    first = _launch(_config(tiny_model_no_dropout, model_type, tmp_path / "two-a", max_steps=2,
-                            per_device_train_batch_size=4, features_cache=str(tmp_path / "features-a")),
+    first = _launch(_train_command(_config(tiny_model_no_dropout, model_type, tmp_path / "two-a", max_steps=2,
+                                           per_device_train_batch_size=4,
+                                           features_cache=str(tmp_path / "features-a")), tmp_path),
                     tmp_path, cache_dir)
     metrics_a = json.loads((tmp_path / "two-a" / "metrics.json").read_text())
     assert metrics_a["train"]["processes"] == 2 and metrics_a["train"]["global_step"] == 2
@@ -126,8 +131,8 @@ def test_distributed_two_processes_match_one_and_resume(model_type, tiny_model_n
         log[-3000:]
 
     # launch 2: resume from launch 1's checkpoint up to step 4, in another folder
-    _launch(_config(tiny_model_no_dropout, model_type, tmp_path / "two-b", per_device_train_batch_size=4,
-                    resume=str(ckpt)), tmp_path, cache_dir)
+    _launch(_train_command(_config(tiny_model_no_dropout, model_type, tmp_path / "two-b",
+                                   per_device_train_batch_size=4, resume=str(ckpt)), tmp_path), tmp_path, cache_dir)
     metrics_b = json.loads((tmp_path / "two-b" / "metrics.json").read_text())
     assert metrics_b["train"]["resumed_from"] == str(ckpt) and metrics_b["train"]["global_step"] == 4
     two = _step_losses(tmp_path / "two-b" / "checkpoint-4")  # steps 1-2 from launch 1, 3-4 after the resume
@@ -139,7 +144,7 @@ def test_distributed_two_processes_match_one_and_resume(model_type, tiny_model_n
     assert metrics_b["dev_loss"] == pytest.approx(reference["dev_loss"], abs=LOSS_TOLERANCE)
 
     # `evaluate` under 2 processes: the main process featurizes, the outputs are gathered, one file is written
-    _launch({"output_dir": "evaluate"}, tmp_path, cache_dir, ["evaluate", str(tmp_path / "two-b"), "--split", "dev"])
+    _launch(["evaluate", str(tmp_path / "two-b"), "--split", "dev"], tmp_path, cache_dir)
     scored = json.loads((tmp_path / "two-b" / "eval_dev.json").read_text())
     assert scored["size"] == 16 and scored["scores"] == metrics_b["dev"]
     assert scored["loss"] == pytest.approx(metrics_b["dev_loss"], abs=LOSS_TOLERANCE)
