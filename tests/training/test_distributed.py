@@ -148,3 +148,19 @@ def test_distributed_two_processes_match_one_and_resume(model_type, tiny_model_n
     scored = json.loads((tmp_path / "two-b" / "eval_dev.json").read_text())
     assert scored["size"] == 16 and scored["scores"] == metrics_b["dev"]
     assert scored["loss"] == pytest.approx(metrics_b["dev_loss"], abs=LOSS_TOLERANCE)
+
+
+def test_distributed_launch_the_trainer_does_not_see_is_refused(monkeypatch, tmp_path):
+    """Several processes started (``WORLD_SIZE`` = 2) but a Trainer that sees one: each would train the whole run into
+    the same folder, so `train` refuses before touching it; without CUDA the runner asks for DDP on the CPU."""
+    import torch
+
+    from syntaxformer.errors import ConfigError
+    from syntaxformer.training import run
+
+    monkeypatch.setattr(run, "_launched_processes", lambda: 2)  # a launcher's count, not its process group
+    if not torch.cuda.is_available():
+        assert run.training_arguments(RunConfig(), str(tmp_path)).use_cpu
+    with pytest.raises(ConfigError, match="launched as 2 processes .* the Trainer sees one"):
+        train(RunConfig(task="sst2", output_dir=str(tmp_path / "run")))
+    assert not (tmp_path / "run").exists()
