@@ -80,6 +80,12 @@ def test_batch_annotator_pickles_without_its_parser_and_rebuilds_it():
     copy = pickle.loads(pickle.dumps(parse))
     assert copy._annotator is None and copy.parser_key == parse.parser_key
     assert len(pickle.dumps(parse)) < 2000  # the spec, not the pipeline
+    # datasets' fingerprint of the function (its map cache key): the spec and the parser's content key, not
+    # whether this process happened to load the pipeline
+    from datasets.fingerprint import Hasher
+
+    assert Hasher.hash(parse) == Hasher.hash(BatchAnnotator(column="sentence", cache=None))
+    assert Hasher.hash(parse) != Hasher.hash(BatchAnnotator(column="text", cache=None))
     out = copy({"sentence": ["A short test."]})
     assert document_from_row({k: v[0] for k, v in out.items()}, text_column="sentence") == \
         parse.annotator.annotate(["A short test."])[0]
