@@ -143,6 +143,10 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
     )
     if seq2seq:
         kwargs["predict_with_generate"] = bool(getattr(config, "predict_with_generate", True))
+    if _launched_processes() > 1 and not torch.cuda.is_available():
+        # Several processes (accelerate launch / torchrun) without CUDA: DDP on the CPU over gloo. Without use_cpu,
+        # accelerate would see no device to distribute over and run each process as a separate one-process job.
+        kwargs["use_cpu"] = True
     fields = {f.name for f in dataclasses.fields(args_class)}
     if "train_sampling_strategy" in fields:  # transformers 5
         kwargs["train_sampling_strategy"] = "group_by_length" if config.group_by_length else "random"
@@ -166,6 +170,24 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
         named = [f"{k}={v!r}" for k, v in kwargs.items() if isinstance(v, str) and len(v) > 1 and v in str(e)]
         raise ConfigError(f"invalid training arguments{' (' + ', '.join(named) + ')' if named else ''}: "
                           f"{' '.join(str(e).split())}") from e
+
+
+def _launched_processes() -> int:
+    """Number of processes the launcher started (``WORLD_SIZE`` of torchrun / accelerate launch; 1 otherwise)."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+def _is_main_process() -> bool:
+    """Whether this process writes the output files: the only one, or world process zero of several (the
+    distributed state the Trainer set up, ``accelerate.PartialState``)."""
+    if _launched_processes() <= 1:
+        return True
+    from accelerate import PartialState
+
+    return PartialState().is_main_process
 
 
 def resume_checkpoint(config: Any, output_dir: str) -> str | None:
@@ -463,47 +485,56 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     _reject_unused_options(config, task)
     config = _with_task_defaults(config, task)
     output_dir = os.path.abspath(config.output_dir)
-    # Everything that can be refused is checked before anything in output_dir changes.
-    _guard_finished_run(config, output_dir)
-    resume_from = resume_checkpoint(config, output_dir)
-    if resume_from:
-        checkpoints.check_fingerprint(output_dir, checkpoints.run_fingerprint(config.to_dict(), None),
-                                      check_data=False)
-    model_path = config.resolved_model()
-    check_encoder(config, task)
     args = training_arguments(config, output_dir, seq2seq=_uses_generation(config, task),
                               label_names=task.label_names)
+    if _launched_processes() > 1 and args.world_size == 1:
+        raise ConfigError(f"launched as {_launched_processes()} processes (WORLD_SIZE), but the Trainer sees one: "
+                          "each would train alone and write the same run folder; on a machine without CUDA keep "
+                          "use_cpu=true (the default there), else check the launcher's device settings")
+    # Several processes (accelerate launch / torchrun): the main process of each machine checks the run folder,
+    # parses and featurizes first, filling the parse and features caches; the others wait, then find both filled.
+    # Everything that can be refused is checked before anything in output_dir changes, and only process zero
+    # changes it.
+    with args.main_process_first(desc="run folder checks, parsing and featurization"):
+        _guard_finished_run(config, output_dir)
+        resume_from = resume_checkpoint(config, output_dir)
+        if resume_from:
+            checkpoints.check_fingerprint(output_dir, checkpoints.run_fingerprint(config.to_dict(), None),
+                                          check_data=False)
+        model_path = config.resolved_model()
+        check_encoder(config, task)
 
-    t_data = time.time()
-    train_data = _load_data(config, task, "train", config.max_train_samples)
-    dev_data = _load_data(config, task, "dev", config.max_eval_samples)
-    if not _has_labels(train_data) or not _has_labels(dev_data):
-        raise DataError(f"{task.title}: training needs labeled train and dev data")
-    fingerprint = checkpoints.run_fingerprint(config.to_dict(), _data_fingerprint(train_data))
-    if resume_from:  # before the task rebuilds anything in the folder (translation: its BPE tokenizers)
-        checkpoints.check_fingerprint(output_dir, fingerprint)
-    os.makedirs(output_dir, exist_ok=True)
-    checkpoints.remove_orphan_temp_files(output_dir)
-    if resume_from:
-        checkpoints.set_aside_damaged(output_dir, resume_from)
-    else:
-        if config.overwrite_output_dir:
-            _clear_previous_run(output_dir)
-        checkpoints.write_fingerprint(output_dir, fingerprint)
-    # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what they
-    # prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
-    prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
-                       progress=not config.disable_tqdm)
-    tokenizer = task.build_tokenizer(train_data, output_dir, prep) or load_tokenizer(model_path)
+        t_data = time.time()
+        train_data = _load_data(config, task, "train", config.max_train_samples)
+        dev_data = _load_data(config, task, "dev", config.max_eval_samples)
+        if not _has_labels(train_data) or not _has_labels(dev_data):
+            raise DataError(f"{task.title}: training needs labeled train and dev data")
+        fingerprint = checkpoints.run_fingerprint(config.to_dict(), _data_fingerprint(train_data))
+        if resume_from:  # before the task rebuilds anything in the folder (translation: its BPE tokenizers)
+            checkpoints.check_fingerprint(output_dir, fingerprint)
+        os.makedirs(output_dir, exist_ok=True)
+        if args.should_save:
+            checkpoints.remove_orphan_temp_files(output_dir)
+            if resume_from:
+                checkpoints.set_aside_damaged(output_dir, resume_from)
+            else:
+                if config.overwrite_output_dir:
+                    _clear_previous_run(output_dir)
+                checkpoints.write_fingerprint(output_dir, fingerprint)
+        # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what
+        # they prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
+        prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
+                           progress=not config.disable_tqdm)
+        tokenizer = task.build_tokenizer(train_data, output_dir, prep) or load_tokenizer(model_path)
 
-    transformers.set_seed(int(config.seed))  # the new layers' initialisation depends on it
-    model = build_model(config, task, context=prep)
-    model.train()
-    context = build_context(config, tokenizer, model.config)
-    context.extra.update(prep.extra)
-    train_ds = task.featurize(train_data, context, "train")
-    dev_ds = task.featurize(dev_data, context, "dev")
-    data_s = time.time() - t_data
+        transformers.set_seed(int(config.seed))  # the new layers' initialisation depends on it
+        model = build_model(config, task, context=prep)
+        model.train()
+        context = build_context(config, tokenizer, model.config)
+        context.extra.update(prep.extra)
+        train_ds = task.featurize(train_data, context, "train")
+        dev_ds = task.featurize(dev_data, context, "dev")
+        data_s = time.time() - t_data
 
     # Evaluations during training report the task's metrics; generation tasks only the validation loss (decoding
     # every evaluation would multiply the cost), their metrics come after training.
@@ -530,6 +561,8 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     # significance tests). The first split is the headline (`dev`).
     trainer.compute_metrics = None
     ignore = _IGNORE_OUTPUTS
+    # Every process takes part in prediction (its outputs are gathered onto all of them); one writes the files.
+    writer = trainer.is_world_process_zero()
     evaluations: dict[str, Any] = {}
     dev_scores: dict[str, Any] = {}
     final: dict[str, Any] = {}
@@ -537,8 +570,9 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     for i, split in enumerate(task.evaluation_splits()):
         data, ds = (dev_data, dev_ds) if split == "dev" else (None, None)
         if data is None:
-            data = _load_data(config, task, split, config.max_eval_samples)
-            ds = task.featurize(data, context, split)
+            with args.main_process_first(desc=f"featurizing {split}"):
+                data = _load_data(config, task, split, config.max_eval_samples)
+                ds = task.featurize(data, context, split)
         t_eval = time.time()
         out = trainer.predict(ds, ignore_keys=ignore, metric_key_prefix="eval")
         auxiliary = None
@@ -549,11 +583,12 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         predictions = task.postprocess(data, ds, out.predictions, auxiliary)
         scores = task.compute_metrics(data, predictions)
         evaluations[split] = {**scores, "seconds": round(time.time() - t_eval, 2), "n": len(predictions.ids)}
-        for name, content in task.run_files(data, predictions).items():
+        for name, content in (task.run_files(data, predictions) if writer else {}).items():
             _write_file(Path(output_dir) / name, content)
         if i == 0:
             dev_scores, final = scores, out.metrics or {}
             labels = getattr(ds, "labels", None)
+        if i == 0 and writer:
             write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
                 "task": task.name, "split": split, "seed": config.seed, "order": "dataset",
                 "ids": list(predictions.ids), "predictions": list(predictions.values),
@@ -585,7 +620,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         "main_metric": task.main_metric, "dev": dev_scores, "dev_loss": final.get("eval_loss"),
         "eval": evaluations, "history": history,
         "train": {"loss": _training_loss(trainer, result), "global_step": trainer.state.global_step,
-                  "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2),
+                  "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2), "processes": args.world_size,
                   "resumed_from": resume_from, **_best_checkpoint(trainer)},
         "parameters": count_parameters(model), **task.describe_run(model),
         "lisa": None if getattr(model.config, "lisa_layer", None) is None else {
@@ -598,9 +633,10 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         "environment": environment(),
     }
     # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
-    write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
-    write_json(Path(output_dir) / METRICS_FILE, metrics)
-    if config.save_model:  # the model card beside the saved model (README.md)
+    if writer:
+        write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
+        write_json(Path(output_dir) / METRICS_FILE, metrics)
+    if writer and config.save_model:  # the model card beside the saved model (README.md)
         from syntaxformer.training.model_card import write_model_card
 
         write_model_card(output_dir, metrics, config.to_dict(), model.config, task.head, annotator=context.annotator)
@@ -757,10 +793,11 @@ def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any
     data = _load_data(config, task, split, getattr(config, max_samples_field))
     context = build_context(config, tokenizer, model.config)
     context.extra.update(prep.extra)
-    features = task.featurize(data, context, split)
     out_dir = os.path.abspath(output_dir or str(run_dir))
     args = training_arguments(config, out_dir, seq2seq=_uses_generation(config, task), label_names=task.label_names,
                               eval_strategy="no", save_strategy="no", load_best_model_at_end=False)
+    with args.main_process_first(desc=f"featurizing {split}"):  # several processes: one parses, the others wait
+        features = task.featurize(data, context, split)
     trainer = _trainer(config, task, model, tokenizer, args, context)
     out = trainer.predict(features, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval")
     auxiliary = {}
@@ -804,7 +841,8 @@ def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping
         "scores": task.compute_metrics(data, predictions), "loss": (out.metrics or {}).get("eval_loss"),
         "runtime_s": round(time.time() - t0, 2), "environment": environment(),
     }
-    write_json(Path(out_dir) / f"eval_{split}.json", result)
+    if _is_main_process():
+        write_json(Path(out_dir) / f"eval_{split}.json", result)
     logger.info("%s %s %s = %.4f (%s)", task.title, split, task.main_metric,
                 result["scores"].get(task.main_metric, float("nan")), Path(out_dir) / f"eval_{split}.json")
     return result
@@ -822,13 +860,14 @@ def predict(run_dir: str | os.PathLike, split: str = "test", *, changes: Mapping
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
     path = Path(out_dir) / f"predictions_{split}.tsv"
-    with atomic_write(path) as f:
-        f.write("index\tid\tprediction\n")
-        for i, r in enumerate(records):
-            f.write(f"{i}\t{r['id']}\t{r['prediction']}\n")
-    with atomic_write(path.with_suffix(".jsonl")) as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+    if _is_main_process():
+        with atomic_write(path) as f:
+            f.write("index\tid\tprediction\n")
+            for i, r in enumerate(records):
+                f.write(f"{i}\t{r['id']}\t{r['prediction']}\n")
+        with atomic_write(path.with_suffix(".jsonl")) as f:
+            for r in records:
+                f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
     result: dict[str, Any] = {
         "task": task.name, "model": str(run_dir), "split": split, "size": len(records),
         "subsample": getattr(data, "sample_note", None), "predictions_file": str(path),
