@@ -78,7 +78,9 @@ def _run_inputs(args: argparse.Namespace) -> int:
         raise ConfigError("--file and --output-dir predict a split; with --input use --output")
     if args.batch_size < 1:
         raise ConfigError(f"--batch-size {args.batch_size} must be at least 1")
-    predictor = Predictor.from_run(args.model, changes=config_changes(args))
+    # --text-column / --text-pair-column name the columns of the input file here, not the run's task options
+    changes = {k: v for k, v in config_changes(args).items() if k not in ("text_column", "text_pair_column")}
+    predictor = Predictor.from_run(args.model, changes=changes)
     inputs = read_inputs(args.input, text_column=args.text_column, text_pair_column=args.text_pair_column,
                          head=predictor.head)
     records = predictor.predict(inputs, batch_size=args.batch_size)
