@@ -3,7 +3,7 @@ package on ``PYTHONPATH``, each classified as ``ok`` (a clear one-line error, or
 ``silent`` (exit 0 with a wrong result), ``lost`` (a finished run or checkpoint gone or changed), ``unclear`` (an
 error that does not name the option) or ``no-fallback`` (an error where an intact checkpoint was there to resume).
 
-Not a test module (pytest does not collect it): it measures the before -> after counts of docs/reliability_runs.md::
+Not a test module (pytest does not collect it): it measures the before -> after counts of docs/reliability.md (classes 1-3)::
 
     SYNTAXFORMER_DATA=/work/shared/data HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 OMP_NUM_THREADS=1 \
         PYTHONPATH=src python tests/training/reliability_probe.py [--only PREFIX]
