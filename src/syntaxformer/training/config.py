@@ -320,11 +320,21 @@ class RunConfig:
             raise ConfigError(f"unknown config option(s) {unknown}" + (f" ({'; '.join(hints)})" if hints else "")
                               + f"; known options: {sorted(known)}, plus the task's options and the model "
                               f"options of model_type={system} (put other TrainingArguments under training_args)")
-        return cls(**data)
+        config = cls(**data)
+        config.given = frozenset(data)
+        return config
+
+    #: The options a config built by :meth:`from_dict` (a file, ``--set``, flags, a dict) was given explicitly;
+    #: ``None`` for a config constructed directly. A task's training defaults (e.g. SQuAD's ``max_length`` 384)
+    #: fill only the options not given, so ``--max-length 128`` (the global default) is kept, not replaced;
+    #: without the record, an option still at its global default counts as not given.
+    given = None  # not a dataclass field (no annotation): frozenset[str] | None
 
     def replace(self, **changes: Any) -> "RunConfig":
         """A copy with some options changed (routed and validated as in :meth:`from_dict`)."""
-        return self.from_dict({**self.to_dict(), **changes})
+        config = self.from_dict({**self.to_dict(), **changes})
+        config.given = None if self.given is None else self.given | set(route_options(changes))
+        return config
 
     def save(self, path: str | os.PathLike) -> None:
         """Write as JSON (atomically)."""

@@ -378,7 +378,8 @@ def _uses_generation(config: RunConfig, task: Task) -> bool:
 
 
 def _with_task_defaults(config: RunConfig, task: Task) -> RunConfig:
-    """``config`` with the task's training defaults where the config keeps its own defaults."""
+    """``config`` with the task's training defaults for the options it was not given (:attr:`RunConfig.given`;
+    a config constructed directly: those still at their global defaults)."""
     defaults = task.training_defaults()
     if not defaults:
         return config
@@ -388,6 +389,10 @@ def _with_task_defaults(config: RunConfig, task: Task) -> RunConfig:
     for key, value in defaults.items():
         if key not in fields:  # a TrainingArguments field the run config does not name: under training_args
             extra.setdefault(key, value)
+            continue
+        if config.given is not None:
+            if key not in config.given:
+                changes[key] = value
             continue
         f = fields[key]
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
