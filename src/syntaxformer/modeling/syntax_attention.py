@@ -147,11 +147,14 @@ class SyntaxGroups(NamedTuple):
             tables); ids above it are an error.
         scatter_index: the fast path's index per partition (computed by :func:`prepare_groups`; built on the fly
             when ``None``): id 0 is replaced by one of ``_TRASH`` extra buckets ``num_buckets + (key % _TRASH)``.
+        cache: per-forward memo of what depends only on the groups and the host's mask (the candidate groups of
+            every row), filled by the first layer and reused by the others (``None``: recomputed per layer).
     """
 
     partitions: tuple[torch.Tensor, ...]
     num_buckets: tuple[int, ...]
     scatter_index: tuple[torch.Tensor, ...] | None = None
+    cache: dict | None = None
 
 
 def prepare_groups(groups: torch.Tensor | Sequence[torch.Tensor | None] | SyntaxGroups | None,
@@ -183,7 +186,7 @@ def prepare_groups(groups: torch.Tensor | Sequence[torch.Tensor | None] | Syntax
         sizes = (int(num_buckets),) * len(longs)
     else:
         sizes = tuple(int(n) for n in num_buckets)
-    return SyntaxGroups(longs, sizes, _scatter_index(longs, sizes))
+    return SyntaxGroups(longs, sizes, _scatter_index(longs, sizes), {})
 
 
 def _scatter_index(partitions: Sequence[torch.Tensor], sizes: Sequence[int]) -> tuple[torch.Tensor, ...]:
@@ -583,6 +586,21 @@ def _group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool
     return out
 
 
+def _cached_counts(groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None,
+                   fast: bool = False) -> list[torch.Tensor]:
+    """:func:`_group_counts` computed once per forward: the layers of one forward share the groups and the host's
+    mask object, so the first layer's result is kept in ``groups.cache`` (with the mask itself, so that a cached
+    entry can never be taken for another mask)."""
+    if groups.cache is None:
+        return _group_counts(groups, allowed, fast)
+    hit = groups.cache.get(fast)
+    if hit is not None and hit[0] is mask:
+        return hit[1]
+    counts = _group_counts(groups, allowed, fast)
+    groups.cache[fast] = (mask, counts)
+    return counts
+
+
 def _topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
     """α ``[B, L, C]`` over candidates ``cand`` (bool ``[B, L, C]``); 0 for non-candidates and candidate-less rows."""
     c = cand.to(torch.float32)
@@ -646,14 +664,18 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
     B, H, L, _ = scores.shape
     allowed = _allowed(mask, B, L)
     if opts.implementation != "fast":
-        return _exact_probs(_apply_mask(scores, mask), allowed, groups, _group_counts(groups, allowed), w, opts,
-                            full_heads)
+        return _exact_probs(_apply_mask(scores, mask), allowed, groups, _cached_counts(groups, mask, allowed), w,
+                            opts, full_heads)
     if groups.scatter_index is None:
         groups = groups._replace(scatter_index=_scatter_index(groups.partitions, groups.num_buckets))
-    cands = _group_counts(groups, allowed, fast=True)
+    cands = _cached_counts(groups, mask, allowed, fast=True)
     bad_rows = None
     with torch.no_grad():
-        p = torch.softmax(_apply_mask(scores, mask), dim=-1)  # (B, H, L, L)
+        if mask is None:
+            p = torch.softmax(scores, dim=-1)  # (B, H, L, L)
+        else:  # the masked copy is a fresh tensor: normalise it in place (one [B, H, L, L] allocation, not two)
+            p = _apply_mask(scores, mask)
+            torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
         zs = [torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(g, H), p)
               for g, n in zip(groups.scatter_index, groups.num_buckets)]
         # One host sync per layer: the smallest share of a non-empty group (empty buckets count as 1).
@@ -670,6 +692,10 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
     cand, cand_full = _candidates(cands, allowed, opts)
     a = _FastSyntaxProbs.apply(scores, w, p, zs, groups.scatter_index, cands, cand, cand_full is not None, opts,
                                full_heads)
+    if opts.empty_rows == "self":
+        fallback = ~cand.any(-1)  # (B, L)
+        if bool(fallback.any()):
+            a = a + _self_fallback(fallback, full_heads, H)
     if bad_rows is not None:
         a = _splice_exact_rows(a, scores, mask, groups, w, opts, full_heads, bad_rows)
     return a
@@ -731,9 +757,13 @@ class _FastSyntaxProbs(torch.autograd.Function):
             if full_heads is not None:
                 iz.mul_((~full_heads).to(iz.dtype).view(1, H, 1, 1))
             izs.append(iz)
+        # Every [B, H, L, L] pass writes into one of two tensors: ``a`` (the output) and one scratch tensor; a fresh
+        # tensor of that size costs as much as the pass itself (page faults), so none is allocated per pass.
+        a = torch.empty_like(p)
+        scratch = torch.empty_like(p) if (w is not None or len(idxs) > 1) else None
         ys, logits = [], None
         if w is not None:
-            pw = p * w.unsqueeze(2)  # (B, H, L, L)
+            pw = torch.mul(p, w.unsqueeze(2), out=scratch)  # (B, H, L, L)
             logits = []
             for idx, iz in zip(idxs, izs):
                 y = torch.zeros_like(iz).scatter_add_(3, idx, pw)  # (B, H, L, M+1)
@@ -746,33 +776,32 @@ class _FastSyntaxProbs(torch.autograd.Function):
         alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         fallback = ~cand.any(-1)  # (B, L)
         phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
-        coef, start = None, 0
+        start = 0
         for j, (idx, iz) in enumerate(zip(idxs, izs)):
             n = iz.shape[-1]
             f = alpha[..., start:start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
             if j == 0:
                 f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
-            gathered = f.gather(3, idx)  # (B, H, L, L)
-            coef = gathered if coef is None else coef.add_(gathered)
+                torch.gather(f, 3, idx, out=a)  # coefficients (B, H, L, L)
+            else:
+                a.add_(torch.gather(f, 3, idx, out=scratch))
             start += n
-        a = p * coef
-        if opts.empty_rows == "self" and bool(fallback.any()):
-            a = a + _self_fallback(fallback, full_heads, H)
-        ctx.save_for_backward(p, coef, w, alpha, phi, *izs, *ys)
+        del scratch
+        a.mul_(p)  # A = P * coef
+        ctx.save_for_backward(p, a, w, alpha, phi, *izs, *ys)
         ctx.meta = (index, len(izs), opts, full_heads, has_full)
         return a
 
     @staticmethod
     def backward(ctx, da):  # noqa: D102
-        p, coef, w, alpha, phi, *rest = ctx.saved_tensors
+        p, a, w, alpha, phi, *rest = ctx.saved_tensors
         index, n_parts, opts, full_heads, has_full = ctx.meta
         izs, ys = rest[:n_parts], rest[n_parts:]
         B, H, L, _ = p.shape
         idxs = [_expand(g, H) for g in index]
         topical = w is not None and opts.aggregation == "topical"
-        q = p * da  # (B, H, L, L)
-        ws = [torch.zeros_like(iz).scatter_add_(3, idx, q) for idx, iz in zip(idxs, izs)]  # Σ_{k in g} P dA
-        del q
+        scratch = torch.mul(p, da)  # (B, H, L, L) P dA; then scratch for the gathers below
+        ws = [torch.zeros_like(iz).scatter_add_(3, idx, scratch) for idx, iz in zip(idxs, izs)]  # Σ_{k in g} P dA
         q_sum = ws[0].sum(-1)  # (B, H, L): Σ_k P dA
         rho = phi * q_sum  # full part of Σ_k P dP: φ Σ P dA (+ ψ Σ P w below)
         r_tables, dt_tables = [], []
@@ -811,23 +840,30 @@ class _FastSyntaxProbs(torch.autograd.Function):
                 t_r.neg_()
                 r_tables.append(t_r)
                 start += n
-        g = _gather_sum(r_tables, idxs).addcmul_(da, coef)  # dA coef - Σ_p r_p[group]; becomes dS / P
+        g = _gather_sum(r_tables, idxs, scratch)  # -Σ_p r_p[group] (B, H, L, L); becomes dS
         grad_w = None
         if topical:
-            dt_gath = _gather_sum(dt_tables, idxs)  # (B, H, L, L) Σ_p (iz_p dt_p)[group] + ψ
+            second = torch.empty_like(p) if len(idxs) > 1 else None
+            dt_gath = _gather_sum(dt_tables, idxs, second, out=scratch)  # Σ_p (iz_p dt_p)[group] + ψ
+            del second
             g.addcmul_(dt_gath, w.unsqueeze(2))
-            grad_w = (p * dt_gath).sum(2)  # (B, H, L): sum over query rows
+            grad_w = torch.mul(p, dt_gath, out=scratch).sum(2)  # (B, H, L): sum over query rows
+            del dt_gath
         elif w is not None:
             grad_w = torch.zeros_like(w)
-        grad_scores = g.mul_(p)
+        del scratch
+        # dS = P * (dA coef - Σ_p r_p[group] + dt[group] w) with P * coef = A (saved instead of coef)
+        grad_scores = g.mul_(p).addcmul_(da, a)
         return grad_scores, grad_w, None, None, None, None, None, None, None, None
 
 
-def _gather_sum(tables: list[torch.Tensor], idxs: list[torch.Tensor]) -> torch.Tensor:
-    """``Σ_p tables[p].gather(3, idxs[p])`` -> ``[B, H, L, L]``."""
-    out = tables[0].gather(3, idxs[0])
+def _gather_sum(tables: list[torch.Tensor], idxs: list[torch.Tensor], scratch: torch.Tensor | None,
+                out: torch.Tensor | None = None) -> torch.Tensor:
+    """``Σ_p tables[p].gather(3, idxs[p])`` -> ``[B, H, L, L]``, into ``out`` (a fresh tensor when ``None``), with
+    ``scratch`` (same shape, not aliasing ``out``; needed for two partitions or more) for the later partitions."""
+    out = tables[0].gather(3, idxs[0]) if out is None else torch.gather(tables[0], 3, idxs[0], out=out)
     for t, idx in zip(tables[1:], idxs[1:]):
-        out.add_(t.gather(3, idx))
+        out.add_(torch.gather(t, 3, idx, out=scratch))
     return out
 
 
