@@ -676,8 +676,12 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
         else:  # the masked copy is a fresh tensor: normalise it in place (one [B, H, L, L] allocation, not two)
             p = _apply_mask(scores, mask)
             torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
-        zs = [torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(g, H), p)
-              for g, n in zip(groups.scatter_index, groups.num_buckets)]
+        joint = _cached_joint(groups)
+        zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
+            3, _expand(joint.index, H), p)  # (B, H, L, J) sums of P per joint bucket
+        zs = [torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(m, H), zj)
+              for m, n in zip(joint.maps, groups.num_buckets)]  # (B, H, L, M+1+_TRASH) per partition
+        del zj
         # One host sync per layer: the smallest share of a non-empty group (empty buckets count as 1).
         if opts.check_underflow and bool(torch.stack([torch.where(ne.unsqueeze(1), z, 1.0).amin()
                                                       for z, ne in zip(zs, cands)]).min() < _UNDERFLOW):
@@ -690,8 +694,7 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
                 for z, b in zip(zs, bad):
                     z.masked_fill_(b, float("inf"))  # 1 / Z = 0: those rows stay finite until replaced
     cand, cand_full = _candidates(cands, allowed, opts)
-    a = _FastSyntaxProbs.apply(scores, w, p, zs, groups.scatter_index, cands, cand, cand_full is not None, opts,
-                               full_heads)
+    a = _FastSyntaxProbs.apply(scores, w, p, zs, joint, cands, cand, cand_full is not None, opts, full_heads)
     if opts.empty_rows == "self":
         fallback = ~cand.any(-1)  # (B, L)
         if bool(fallback.any()):
@@ -717,6 +720,49 @@ def _splice_exact_rows(a: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor
     a_rows = _exact_probs(_apply_mask(s_rows, m_rows), ok_rows, g_rows, _group_counts(g_rows, ok_rows),
                           None if w is None else w[bi], opts, full_heads)  # (R, H, 1, L)
     return a.transpose(1, 2).index_put((bi, li), a_rows.view(R, H, L)).transpose(1, 2)
+
+
+class _JointIndex(NamedTuple):
+    """The partitions' scatter buckets combined: pair ``(i, k)`` goes to joint bucket ``index[b, i, k]`` of row
+    ``i`` (its tuple of buckets, one per partition, numbered per row), and joint bucket ``j`` of row ``i`` lies in
+    bucket ``maps[p][b, i, j]`` of partition ``p``. Every ``[B, H, L, L]`` gather / scatter of the fast path then
+    runs once over the joint buckets instead of once per partition; the per-partition tables are small
+    ``[B, H, L, J]`` gathers / scatters of them."""
+
+    index: torch.Tensor  # (B, L, L) int64
+    maps: tuple[torch.Tensor, ...]  # (B, L, J) int64 each
+    size: int  # J: the largest number of joint buckets of a row
+
+
+def _joint_index(groups: SyntaxGroups) -> _JointIndex:
+    """:class:`_JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``)."""
+    index = groups.scatter_index
+    sizes = [n + _TRASH for n in groups.num_buckets]
+    code = index[0].clone()  # (B, L, L) mixed-radix code of the tuple of buckets
+    for g, n in zip(index[1:], sizes[1:]):
+        code.mul_(n).add_(g)
+    srt, perm = code.sort(dim=-1)
+    new = torch.ones_like(srt, dtype=torch.bool)
+    new[..., 1:] = srt[..., 1:] != srt[..., :-1]
+    rank = new.cumsum(-1).sub_(1)  # (B, L, L) joint bucket of each sorted pair
+    J = int(rank[..., -1].max()) + 1 if rank.numel() else 1
+    joint = torch.empty_like(rank).scatter_(-1, perm, rank)
+    vals = torch.zeros(*rank.shape[:-1], J, dtype=code.dtype, device=code.device).scatter_(-1, rank, srt)
+    maps = []
+    for n in reversed(sizes[1:]):  # unused slots decode to bucket 0 (no group): never gathered, sum to 0
+        maps.append(vals % n)
+        vals = vals.div_(n, rounding_mode="floor")
+    maps.append(vals)
+    return _JointIndex(joint, tuple(reversed(maps)), J)
+
+
+def _cached_joint(groups: SyntaxGroups) -> _JointIndex:
+    """:func:`_joint_index` once per forward (kept in ``groups.cache``; it depends on the groups only)."""
+    if groups.cache is None:
+        return _joint_index(groups)
+    if "joint" not in groups.cache:
+        groups.cache["joint"] = _joint_index(groups)
+    return groups.cache["joint"]
 
 
 def _expand(g: torch.Tensor, H: int) -> torch.Tensor:
@@ -748,60 +794,62 @@ class _FastSyntaxProbs(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, scores, w, p, zs, index, cands, cand, has_full, opts, full_heads):  # noqa: D102
+    def forward(ctx, scores, w, p, zs, joint, cands, cand, has_full, opts, full_heads):  # noqa: D102
         B, H, L, _ = p.shape
-        idxs = [_expand(g, H) for g in index]
+        jidx = _expand(joint.index, H)  # (B, H, L, L)
+        maps = [_expand(m, H) for m in joint.maps]  # (B, H, L, J) each
         izs = []
         for z, ne in zip(zs, cands):  # zs are scratch tensors of syntax_probs: reuse them in place
             iz = z.clamp_(min=torch.finfo(z.dtype).tiny).reciprocal_().mul_(ne.unsqueeze(1))
             if full_heads is not None:
                 iz.mul_((~full_heads).to(iz.dtype).view(1, H, 1, 1))
             izs.append(iz)
-        # Every [B, H, L, L] pass writes into one of two tensors: ``a`` (the output) and one scratch tensor; a fresh
-        # tensor of that size costs as much as the pass itself (page faults), so none is allocated per pass.
+        # The only [B, H, L, L] tensor written here is the output ``a`` (P w goes there first): a fresh tensor of
+        # that size costs as much as a pass over it (page faults), so none is allocated per pass.
         a = torch.empty_like(p)
-        scratch = torch.empty_like(p) if (w is not None or len(idxs) > 1) else None
         ys, logits = [], None
         if w is not None:
-            pw = torch.mul(p, w.unsqueeze(2), out=scratch)  # (B, H, L, L)
+            pw = torch.mul(p, w.unsqueeze(2), out=a)  # (B, H, L, L)
+            yj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, pw)
             logits = []
-            for idx, iz in zip(idxs, izs):
-                y = torch.zeros_like(iz).scatter_add_(3, idx, pw)  # (B, H, L, M+1)
+            for m, iz in zip(maps, izs):
+                y = torch.zeros_like(iz).scatter_add_(3, m, yj)  # (B, H, L, M+1)
                 ys.append(y)
                 logits.append((y * iz).sum(1))  # (B, L, M+1)
-            del pw
+            del pw, yj
             if has_full:  # Σ_h Σ_k P w over every key (w is 0 on full heads): the sum of any partition's buckets
                 logits.append(ys[0].sum(-1).sum(1).unsqueeze(-1))  # (B, L, 1)
             logits = torch.cat(logits, -1)
         alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         fallback = ~cand.any(-1)  # (B, L)
         phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
-        start = 0
-        for j, (idx, iz) in enumerate(zip(idxs, izs)):
+        tables, start = [], 0
+        for j, iz in enumerate(izs):
             n = iz.shape[-1]
             f = alpha[..., start:start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
             if j == 0:
                 f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
-                torch.gather(f, 3, idx, out=a)  # coefficients (B, H, L, L)
-            else:
-                a.add_(torch.gather(f, 3, idx, out=scratch))
+            tables.append(f)
             start += n
-        del scratch
+        torch.gather(_joint_table(tables, maps), 3, jidx, out=a)  # coefficients (B, H, L, L)
         a.mul_(p)  # A = P * coef
         ctx.save_for_backward(p, a, w, alpha, phi, *izs, *ys)
-        ctx.meta = (index, len(izs), opts, full_heads, has_full)
+        ctx.meta = (joint, len(izs), opts, full_heads, has_full)
         return a
 
     @staticmethod
     def backward(ctx, da):  # noqa: D102
         p, a, w, alpha, phi, *rest = ctx.saved_tensors
-        index, n_parts, opts, full_heads, has_full = ctx.meta
+        joint, n_parts, opts, full_heads, has_full = ctx.meta
         izs, ys = rest[:n_parts], rest[n_parts:]
         B, H, L, _ = p.shape
-        idxs = [_expand(g, H) for g in index]
+        jidx = _expand(joint.index, H)
+        maps = [_expand(m, H) for m in joint.maps]
         topical = w is not None and opts.aggregation == "topical"
-        scratch = torch.mul(p, da)  # (B, H, L, L) P dA; then scratch for the gathers below
-        ws = [torch.zeros_like(iz).scatter_add_(3, idx, scratch) for idx, iz in zip(idxs, izs)]  # Σ_{k in g} P dA
+        g = torch.mul(p, da)  # (B, H, L, L) P dA; the buffer becomes dS
+        wj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, g)
+        ws = [torch.zeros_like(iz).scatter_add_(3, m, wj) for m, iz in zip(maps, izs)]  # Σ_{k in g} P dA
+        del wj
         q_sum = ws[0].sum(-1)  # (B, H, L): Σ_k P dA
         rho = phi * q_sum  # full part of Σ_k P dP: φ Σ P dA (+ ψ Σ P w below)
         r_tables, dt_tables = [], []
@@ -840,30 +888,25 @@ class _FastSyntaxProbs(torch.autograd.Function):
                 t_r.neg_()
                 r_tables.append(t_r)
                 start += n
-        g = _gather_sum(r_tables, idxs, scratch)  # -Σ_p r_p[group] (B, H, L, L); becomes dS
+        torch.gather(_joint_table(r_tables, maps), 3, jidx, out=g)  # -Σ_p r_p[group_p] (B, H, L, L)
         grad_w = None
         if topical:
-            second = torch.empty_like(p) if len(idxs) > 1 else None
-            dt_gath = _gather_sum(dt_tables, idxs, second, out=scratch)  # Σ_p (iz_p dt_p)[group] + ψ
-            del second
+            dt_gath = _joint_table(dt_tables, maps).gather(3, jidx)  # (B, H, L, L) Σ_p (iz_p dt_p)[group_p] + ψ
             g.addcmul_(dt_gath, w.unsqueeze(2))
-            grad_w = torch.mul(p, dt_gath, out=scratch).sum(2)  # (B, H, L): sum over query rows
+            grad_w = dt_gath.mul_(p).sum(2)  # (B, H, L): sum over query rows
             del dt_gath
         elif w is not None:
             grad_w = torch.zeros_like(w)
-        del scratch
         # dS = P * (dA coef - Σ_p r_p[group] + dt[group] w) with P * coef = A (saved instead of coef)
         grad_scores = g.mul_(p).addcmul_(da, a)
         return grad_scores, grad_w, None, None, None, None, None, None, None, None
 
 
-def _gather_sum(tables: list[torch.Tensor], idxs: list[torch.Tensor], scratch: torch.Tensor | None,
-                out: torch.Tensor | None = None) -> torch.Tensor:
-    """``Σ_p tables[p].gather(3, idxs[p])`` -> ``[B, H, L, L]``, into ``out`` (a fresh tensor when ``None``), with
-    ``scratch`` (same shape, not aliasing ``out``; needed for two partitions or more) for the later partitions."""
-    out = tables[0].gather(3, idxs[0]) if out is None else torch.gather(tables[0], 3, idxs[0], out=out)
-    for t, idx in zip(tables[1:], idxs[1:]):
-        out.add_(torch.gather(t, 3, idx, out=scratch))
+def _joint_table(tables: list[torch.Tensor], maps: list[torch.Tensor]) -> torch.Tensor:
+    """``Σ_p tables[p][maps[p]]``: per-partition ``[B, H, L, M+1]`` tables on the joint buckets, ``[B, H, L, J]``."""
+    out = tables[0].gather(3, maps[0])
+    for t, m in zip(tables[1:], maps[1:]):
+        out.add_(t.gather(3, m))
     return out
 
 
