@@ -823,31 +823,24 @@ class _FastSyntaxProbs(torch.autograd.Function):
         alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         fallback = ~cand.any(-1)  # (B, L)
         phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
-        tables, start = [], 0
-        for j, iz in enumerate(izs):
-            n = iz.shape[-1]
-            f = alpha[..., start:start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
-            if j == 0:
-                f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
-            tables.append(f)
-            start += n
-        torch.gather(_joint_table(tables, maps), 3, jidx, out=a)  # coefficients (B, H, L, L)
+        torch.gather(_joint_table(_coef_tables(alpha, phi, izs), maps), 3, jidx, out=a)  # coefficients (B, H, L, L)
         a.mul_(p)  # A = P * coef
-        ctx.save_for_backward(p, a, w, alpha, phi, *izs, *ys)
+        # Not saved: A (or coef). The backward gathers coef again: one [B, H, L, L] tensor less per layer.
+        ctx.save_for_backward(p, w, alpha, phi, *izs, *ys)
         ctx.meta = (joint, len(izs), opts, full_heads, has_full)
         return a
 
     @staticmethod
     def backward(ctx, da):  # noqa: D102
-        p, a, w, alpha, phi, *rest = ctx.saved_tensors
+        p, w, alpha, phi, *rest = ctx.saved_tensors
         joint, n_parts, opts, full_heads, has_full = ctx.meta
         izs, ys = rest[:n_parts], rest[n_parts:]
         B, H, L, _ = p.shape
         jidx = _expand(joint.index, H)
         maps = [_expand(m, H) for m in joint.maps]
         topical = w is not None and opts.aggregation == "topical"
-        g = torch.mul(p, da)  # (B, H, L, L) P dA; the buffer becomes dS
-        wj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, g)
+        scratch = torch.mul(p, da)  # (B, H, L, L) P dA
+        wj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, scratch)
         ws = [torch.zeros_like(iz).scatter_add_(3, m, wj) for m, iz in zip(maps, izs)]  # Σ_{k in g} P dA
         del wj
         q_sum = ws[0].sum(-1)  # (B, H, L): Σ_k P dA
@@ -888,18 +881,32 @@ class _FastSyntaxProbs(torch.autograd.Function):
                 t_r.neg_()
                 r_tables.append(t_r)
                 start += n
-        torch.gather(_joint_table(r_tables, maps), 3, jidx, out=g)  # -Σ_p r_p[group_p] (B, H, L, L)
+        # dS = P * (dA coef - Σ_p r_p[group_p] + dt[group] w), built in g; scratch holds one gathered term at a time
+        g = _joint_table(_coef_tables(alpha, phi, izs), maps).gather(3, jidx).mul_(da)  # (B, H, L, L) dA coef
+        g.add_(torch.gather(_joint_table(r_tables, maps), 3, jidx, out=scratch))  # - Σ_p r_p[group_p]
         grad_w = None
         if topical:
-            dt_gath = _joint_table(dt_tables, maps).gather(3, jidx)  # (B, H, L, L) Σ_p (iz_p dt_p)[group_p] + ψ
+            dt_gath = torch.gather(_joint_table(dt_tables, maps), 3, jidx, out=scratch)  # Σ_p (iz_p dt_p)[g_p] + ψ
             g.addcmul_(dt_gath, w.unsqueeze(2))
             grad_w = dt_gath.mul_(p).sum(2)  # (B, H, L): sum over query rows
-            del dt_gath
         elif w is not None:
             grad_w = torch.zeros_like(w)
-        # dS = P * (dA coef - Σ_p r_p[group] + dt[group] w) with P * coef = A (saved instead of coef)
-        grad_scores = g.mul_(p).addcmul_(da, a)
+        del scratch
+        grad_scores = g.mul_(p)
         return grad_scores, grad_w, None, None, None, None, None, None, None, None
+
+
+def _coef_tables(alpha: torch.Tensor, phi: torch.Tensor, izs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Per partition, the coefficient of ``P`` per bucket ``α_g / Z_g`` (``[B, H, L, M+1]``), φ added to the first."""
+    tables, start = [], 0
+    for j, iz in enumerate(izs):
+        n = iz.shape[-1]
+        f = alpha[..., start:start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
+        if j == 0:
+            f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
+        tables.append(f)
+        start += n
+    return tables
 
 
 def _joint_table(tables: list[torch.Tensor], maps: list[torch.Tensor]) -> torch.Tensor:
