@@ -719,7 +719,9 @@ def _splice_exact_rows(a: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor
     ok_rows = None if allowed is None else allowed[bi, li, :].unsqueeze(1)  # (R, 1, L)
     a_rows = _exact_probs(_apply_mask(s_rows, m_rows), ok_rows, g_rows, _group_counts(g_rows, ok_rows),
                           None if w is None else w[bi], opts, full_heads)  # (R, H, 1, L)
-    return a.transpose(1, 2).index_put((bi, li), a_rows.view(R, H, L)).transpose(1, 2)
+    heads = torch.arange(H, device=a.device)
+    # (bi, h, li) broadcast to (R, H): a contiguous copy of a with those rows replaced (no transposed copies)
+    return a.index_put((bi.unsqueeze(1), heads.unsqueeze(0), li.unsqueeze(1)), a_rows.view(R, H, L))
 
 
 class _JointIndex(NamedTuple):
