@@ -53,8 +53,11 @@ from the paper, ``tests/modeling/reference_syntax_attention.py``):
   the softmax within each group (the full normaliser cancels). The topical scores are linear in the sub-network
   outputs: ``t_{i,g} = Σ_h Σ_{k in g} A_g[h,i,k] (V_h[k] · u_h)`` with ``u = W_O W_K q / sqrt(hidden)`` folded
   once per layer, a ``scatter_add`` into ``[B, H, L, M+1]``. The output is one ordinary ``A V`` product with
-  ``A = P * (α / Z)[group]``. A hand-written backward reuses the same tensors (only ``P`` and the coefficient
-  matrix are kept), so memory is ~2 extra ``[B, H, L, L]`` per layer.
+  ``A = P * (α / Z)[group]``. The partitions are combined into *joint buckets* per row (the tuple of a pair's
+  groups; a few dozen per row; built once per forward), so each ``[B, H, L, L]`` scatter or gather runs once for
+  all partitions and the per-partition tables are small gathers of it. A hand-written backward reuses the same
+  tables; only ``P`` is kept (the coefficients are gathered again), so memory is ~1 extra ``[B, H, L, L]`` per
+  layer, and each pass writes into one of two ``[B, H, L, L]`` buffers (fresh memory costs as much as a pass).
 * ``"exact"``: the same algebra through autograd, normalising each group with its own maximum
   (``scatter_reduce`` amax). ``"fast"`` uses it by itself for the query rows where a non-empty group's share of
   the full softmax underflows (a group whose best score is ~58 nats below the row's best; pretrained MiniLM has
