@@ -292,6 +292,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (default 1: stable timings on a shared machine)")
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    parser.add_argument("--model-only", action="store_true", help="only the whole-model training step")
+    parser.add_argument("--model-repeats", type=int, default=None,
+                        help="timed whole-model steps per variant (default 3 quick, 7 full)")
     parser.add_argument("--steps", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--rss-child", choices=["vanilla", "syntax"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -303,6 +306,7 @@ def main(argv: list[str] | None = None) -> dict:
     import transformers
 
     layer_reps, model_reps = (5, 3) if args.quick else (15, 7)
+    model_reps = args.model_repeats or model_reps
     result = {
         "benchmark": "syntax_bert_attention",
         "quick": args.quick,
@@ -316,9 +320,10 @@ def main(argv: list[str] | None = None) -> dict:
     }
     for length in args.length:
         batch = _batch(args.batch, length)
-        res = {"groups": bench_groups(batch, layer_reps), "layer": bench_layer(batch, layer_reps),
-               "model": bench_model(batch, model_reps)}
-        if not args.no_rss:
+        res = {} if args.model_only else {"groups": bench_groups(batch, layer_reps),
+                                          "layer": bench_layer(batch, layer_reps)}
+        res["model"] = bench_model(batch, model_reps)
+        if not (args.no_rss or args.model_only):
             res["memory_rss"] = bench_rss(args.batch, length, args.steps, args.threads)
         result["lengths"][str(length)] = res
         print(json.dumps({"length": length, **res}), file=sys.stderr, flush=True)
