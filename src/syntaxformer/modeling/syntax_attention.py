@@ -72,6 +72,7 @@ from typing import Any, Literal, NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
@@ -720,8 +721,18 @@ def _splice_exact_rows(a: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor
     g_rows = SyntaxGroups(tuple(g[bi, li, :].unsqueeze(1) for g in groups.partitions), groups.num_buckets)
     allowed = _allowed(mask, B, L)
     ok_rows = None if allowed is None else allowed[bi, li, :].unsqueeze(1)  # (R, 1, L)
-    a_rows = _exact_probs(_apply_mask(s_rows, m_rows), ok_rows, g_rows, _group_counts(g_rows, ok_rows),
-                          None if w is None else w[bi], opts, full_heads)  # (R, H, 1, L)
+    counts = _group_counts(g_rows, ok_rows)
+    w_rows = None if w is None else w[bi]  # (R, H, L)
+
+    def exact_rows(s: torch.Tensor, w_r: torch.Tensor | None) -> torch.Tensor:
+        return _exact_probs(_apply_mask(s, m_rows), ok_rows, g_rows, counts, w_r, opts, full_heads)  # (R, H, 1, L)
+
+    if torch.is_grad_enabled() and (s_rows.requires_grad or (w_rows is not None and w_rows.requires_grad)):
+        # Recomputed in the backward: the exact path's autograd intermediates of these rows (a dozen [R, H, 1, L]
+        # per partition) are not kept; the result is the same (deterministic ops).
+        a_rows = checkpoint(exact_rows, s_rows, w_rows, use_reentrant=False)
+    else:
+        a_rows = exact_rows(s_rows, w_rows)
     heads = torch.arange(H, device=a.device)
     # (bi, h, li) broadcast to (R, H): a contiguous copy of a with those rows replaced (no transposed copies)
     return a.index_put((bi.unsqueeze(1), heads.unsqueeze(0), li.unsqueeze(1)), a_rows.view(R, H, L))
