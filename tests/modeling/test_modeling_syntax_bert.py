@@ -235,6 +235,20 @@ def test_attention_fast_matches_reference_for_every_mask_form(mask_kind, n_parts
     _assert_close(_run("fast", inputs, topical, parts, mask), ref)
 
 
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+def test_prepared_groups_shared_by_calls_with_other_masks(impl):
+    """What the first layer memoises in prepared groups (candidates, joint buckets) is never reused for another
+    mask: one SyntaxGroups object used with two masks gives the results of fresh groups for each."""
+    inputs, topical, parts, mask = _random_setup(seed=12)
+    other = mask.clone()
+    other[0, :, :, 5:] = False  # padding keys in example 0 as well
+    shared = prepare_groups(parts)
+    for m in (mask, other, mask):
+        got = _run(impl, inputs, topical, shared, m)
+        _assert_close(got, _run(impl, inputs, topical, prepare_groups(parts), m), tol=0)
+        _assert_close(got, _run("reference", inputs, topical, parts, m))
+
+
 def test_attention_group_sums_and_empty_groups():
     """Effective attention: rows sum to 1 (topical), no weight on padding keys or on pairs outside every group."""
     inputs, topical, parts, mask = _random_setup(seed=5)

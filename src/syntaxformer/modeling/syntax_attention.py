@@ -53,8 +53,11 @@ from the paper, ``tests/modeling/reference_syntax_attention.py``):
   the softmax within each group (the full normaliser cancels). The topical scores are linear in the sub-network
   outputs: ``t_{i,g} = Σ_h Σ_{k in g} A_g[h,i,k] (V_h[k] · u_h)`` with ``u = W_O W_K q / sqrt(hidden)`` folded
   once per layer, a ``scatter_add`` into ``[B, H, L, M+1]``. The output is one ordinary ``A V`` product with
-  ``A = P * (α / Z)[group]``. A hand-written backward reuses the same tensors (only ``P`` and the coefficient
-  matrix are kept), so memory is ~2 extra ``[B, H, L, L]`` per layer.
+  ``A = P * (α / Z)[group]``. The partitions are combined into *joint buckets* per row (the tuple of a pair's
+  groups; a few dozen per row; built once per forward), so each ``[B, H, L, L]`` scatter or gather runs once for
+  all partitions and the per-partition tables are small gathers of it. A hand-written backward reuses the same
+  tables; only ``P`` is kept (the coefficients are gathered again), so memory is ~1 extra ``[B, H, L, L]`` per
+  layer, and each pass writes into one of two ``[B, H, L, L]`` buffers (fresh memory costs as much as a pass).
 * ``"exact"``: the same algebra through autograd, normalising each group with its own maximum
   (``scatter_reduce`` amax). ``"fast"`` uses it by itself for the query rows where a non-empty group's share of
   the full softmax underflows (a group whose best score is ~58 nats below the row's best; pretrained MiniLM has
@@ -69,6 +72,7 @@ from typing import Any, Literal, NamedTuple, Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
@@ -147,11 +151,14 @@ class SyntaxGroups(NamedTuple):
             tables); ids above it are an error.
         scatter_index: the fast path's index per partition (computed by :func:`prepare_groups`; built on the fly
             when ``None``): id 0 is replaced by one of ``_TRASH`` extra buckets ``num_buckets + (key % _TRASH)``.
+        cache: per-forward memo of what depends only on the groups and the host's mask (the candidate groups of
+            every row), filled by the first layer and reused by the others (``None``: recomputed per layer).
     """
 
     partitions: tuple[torch.Tensor, ...]
     num_buckets: tuple[int, ...]
     scatter_index: tuple[torch.Tensor, ...] | None = None
+    cache: dict | None = None
 
 
 def prepare_groups(groups: torch.Tensor | Sequence[torch.Tensor | None] | SyntaxGroups | None,
@@ -183,7 +190,7 @@ def prepare_groups(groups: torch.Tensor | Sequence[torch.Tensor | None] | Syntax
         sizes = (int(num_buckets),) * len(longs)
     else:
         sizes = tuple(int(n) for n in num_buckets)
-    return SyntaxGroups(longs, sizes, _scatter_index(longs, sizes))
+    return SyntaxGroups(longs, sizes, _scatter_index(longs, sizes), {})
 
 
 def _scatter_index(partitions: Sequence[torch.Tensor], sizes: Sequence[int]) -> tuple[torch.Tensor, ...]:
@@ -629,6 +636,21 @@ def _group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool
     return out
 
 
+def _cached_counts(groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None,
+                   fast: bool = False) -> list[torch.Tensor]:
+    """:func:`_group_counts` computed once per forward: the layers of one forward share the groups and the host's
+    mask object, so the first layer's result is kept in ``groups.cache`` (with the mask itself, so that a cached
+    entry can never be taken for another mask)."""
+    if groups.cache is None:
+        return _group_counts(groups, allowed, fast)
+    hit = groups.cache.get(fast)
+    if hit is not None and hit[0] is mask:
+        return hit[1]
+    counts = _group_counts(groups, allowed, fast)
+    groups.cache[fast] = (mask, counts)
+    return counts
+
+
 def _topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
     """α ``[B, L, C]`` over candidates ``cand`` (bool ``[B, L, C]``); 0 for non-candidates and candidate-less rows."""
     c = cand.to(torch.float32)
@@ -692,16 +714,24 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
     B, H, L, _ = scores.shape
     allowed = _allowed(mask, B, L)
     if opts.implementation != "fast":
-        return _exact_probs(_apply_mask(scores, mask), allowed, groups, _group_counts(groups, allowed), w, opts,
-                            full_heads)
+        return _exact_probs(_apply_mask(scores, mask), allowed, groups, _cached_counts(groups, mask, allowed), w,
+                            opts, full_heads)
     if groups.scatter_index is None:
         groups = groups._replace(scatter_index=_scatter_index(groups.partitions, groups.num_buckets))
-    cands = _group_counts(groups, allowed, fast=True)
+    cands = _cached_counts(groups, mask, allowed, fast=True)
     bad_rows = None
     with torch.no_grad():
-        p = torch.softmax(_apply_mask(scores, mask), dim=-1)  # (B, H, L, L)
-        zs = [torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(g, H), p)
-              for g, n in zip(groups.scatter_index, groups.num_buckets)]
+        if mask is None:
+            p = torch.softmax(scores, dim=-1)  # (B, H, L, L)
+        else:  # the masked copy is a fresh tensor: normalise it in place (one [B, H, L, L] allocation, not two)
+            p = _apply_mask(scores, mask)
+            torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
+        joint = _cached_joint(groups)
+        zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
+            3, _expand(joint.index, H), p)  # (B, H, L, J) sums of P per joint bucket
+        zs = [torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(m, H), zj)
+              for m, n in zip(joint.maps, groups.num_buckets)]  # (B, H, L, M+1+_TRASH) per partition
+        del zj
         # One host sync per layer: the smallest share of a non-empty group (empty buckets count as 1).
         if opts.check_underflow and bool(torch.stack([torch.where(ne.unsqueeze(1), z, 1.0).amin()
                                                       for z, ne in zip(zs, cands)]).min() < _UNDERFLOW):
@@ -714,8 +744,11 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
                 for z, b in zip(zs, bad):
                     z.masked_fill_(b, float("inf"))  # 1 / Z = 0: those rows stay finite until replaced
     cand, cand_full = _candidates(cands, allowed, opts)
-    a = _FastSyntaxProbs.apply(scores, w, p, zs, groups.scatter_index, cands, cand, cand_full is not None, opts,
-                               full_heads)
+    a = _FastSyntaxProbs.apply(scores, w, p, zs, joint, cands, cand, cand_full is not None, opts, full_heads)
+    if opts.empty_rows == "self":
+        fallback = ~cand.any(-1)  # (B, L)
+        if bool(fallback.any()):
+            a = a + _self_fallback(fallback, full_heads, H)
     if bad_rows is not None:
         a = _splice_exact_rows(a, scores, mask, groups, w, opts, full_heads, bad_rows)
     return a
@@ -734,9 +767,64 @@ def _splice_exact_rows(a: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor
     g_rows = SyntaxGroups(tuple(g[bi, li, :].unsqueeze(1) for g in groups.partitions), groups.num_buckets)
     allowed = _allowed(mask, B, L)
     ok_rows = None if allowed is None else allowed[bi, li, :].unsqueeze(1)  # (R, 1, L)
-    a_rows = _exact_probs(_apply_mask(s_rows, m_rows), ok_rows, g_rows, _group_counts(g_rows, ok_rows),
-                          None if w is None else w[bi], opts, full_heads)  # (R, H, 1, L)
-    return a.transpose(1, 2).index_put((bi, li), a_rows.view(R, H, L)).transpose(1, 2)
+    counts = _group_counts(g_rows, ok_rows)
+    w_rows = None if w is None else w[bi]  # (R, H, L)
+
+    def exact_rows(s: torch.Tensor, w_r: torch.Tensor | None) -> torch.Tensor:
+        return _exact_probs(_apply_mask(s, m_rows), ok_rows, g_rows, counts, w_r, opts, full_heads)  # (R, H, 1, L)
+
+    if torch.is_grad_enabled() and (s_rows.requires_grad or (w_rows is not None and w_rows.requires_grad)):
+        # Recomputed in the backward: the exact path's autograd intermediates of these rows (a dozen [R, H, 1, L]
+        # per partition) are not kept; the result is the same (deterministic ops).
+        a_rows = checkpoint(exact_rows, s_rows, w_rows, use_reentrant=False)
+    else:
+        a_rows = exact_rows(s_rows, w_rows)
+    heads = torch.arange(H, device=a.device)
+    # (bi, h, li) broadcast to (R, H): a contiguous copy of a with those rows replaced (no transposed copies)
+    return a.index_put((bi.unsqueeze(1), heads.unsqueeze(0), li.unsqueeze(1)), a_rows.view(R, H, L))
+
+
+class _JointIndex(NamedTuple):
+    """The partitions' scatter buckets combined: pair ``(i, k)`` goes to joint bucket ``index[b, i, k]`` of row
+    ``i`` (its tuple of buckets, one per partition, numbered per row), and joint bucket ``j`` of row ``i`` lies in
+    bucket ``maps[p][b, i, j]`` of partition ``p``. Every ``[B, H, L, L]`` gather / scatter of the fast path then
+    runs once over the joint buckets instead of once per partition; the per-partition tables are small
+    ``[B, H, L, J]`` gathers / scatters of them."""
+
+    index: torch.Tensor  # (B, L, L) int64
+    maps: tuple[torch.Tensor, ...]  # (B, L, J) int64 each
+    size: int  # J: the largest number of joint buckets of a row
+
+
+def _joint_index(groups: SyntaxGroups) -> _JointIndex:
+    """:class:`_JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``)."""
+    index = groups.scatter_index
+    sizes = [n + _TRASH for n in groups.num_buckets]
+    code = index[0].clone()  # (B, L, L) mixed-radix code of the tuple of buckets
+    for g, n in zip(index[1:], sizes[1:]):
+        code.mul_(n).add_(g)
+    srt, perm = code.sort(dim=-1)
+    new = torch.ones_like(srt, dtype=torch.bool)
+    new[..., 1:] = srt[..., 1:] != srt[..., :-1]
+    rank = new.cumsum(-1).sub_(1)  # (B, L, L) joint bucket of each sorted pair
+    J = int(rank[..., -1].max()) + 1 if rank.numel() else 1
+    joint = torch.empty_like(rank).scatter_(-1, perm, rank)
+    vals = torch.zeros(*rank.shape[:-1], J, dtype=code.dtype, device=code.device).scatter_(-1, rank, srt)
+    maps = []
+    for n in reversed(sizes[1:]):  # unused slots decode to bucket 0 (no group): never gathered, sum to 0
+        maps.append(vals % n)
+        vals = vals.div_(n, rounding_mode="floor")
+    maps.append(vals)
+    return _JointIndex(joint, tuple(reversed(maps)), J)
+
+
+def _cached_joint(groups: SyntaxGroups) -> _JointIndex:
+    """:func:`_joint_index` once per forward (kept in ``groups.cache``; it depends on the groups only)."""
+    if groups.cache is None:
+        return _joint_index(groups)
+    if "joint" not in groups.cache:
+        groups.cache["joint"] = _joint_index(groups)
+    return groups.cache["joint"]
 
 
 def _expand(g: torch.Tensor, H: int) -> torch.Tensor:
@@ -768,57 +856,55 @@ class _FastSyntaxProbs(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, scores, w, p, zs, index, cands, cand, has_full, opts, full_heads):  # noqa: D102
+    def forward(ctx, scores, w, p, zs, joint, cands, cand, has_full, opts, full_heads):  # noqa: D102
         B, H, L, _ = p.shape
-        idxs = [_expand(g, H) for g in index]
+        jidx = _expand(joint.index, H)  # (B, H, L, L)
+        maps = [_expand(m, H) for m in joint.maps]  # (B, H, L, J) each
         izs = []
         for z, ne in zip(zs, cands):  # zs are scratch tensors of syntax_probs: reuse them in place
             iz = z.clamp_(min=torch.finfo(z.dtype).tiny).reciprocal_().mul_(ne.unsqueeze(1))
             if full_heads is not None:
                 iz.mul_((~full_heads).to(iz.dtype).view(1, H, 1, 1))
             izs.append(iz)
+        # The only [B, H, L, L] tensor written here is the output ``a`` (P w goes there first): a fresh tensor of
+        # that size costs as much as a pass over it (page faults), so none is allocated per pass.
+        a = torch.empty_like(p)
         ys, logits = [], None
         if w is not None:
-            pw = p * w.unsqueeze(2)  # (B, H, L, L)
+            pw = torch.mul(p, w.unsqueeze(2), out=a)  # (B, H, L, L)
+            yj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, pw)
             logits = []
-            for idx, iz in zip(idxs, izs):
-                y = torch.zeros_like(iz).scatter_add_(3, idx, pw)  # (B, H, L, M+1)
+            for m, iz in zip(maps, izs):
+                y = torch.zeros_like(iz).scatter_add_(3, m, yj)  # (B, H, L, M+1)
                 ys.append(y)
                 logits.append((y * iz).sum(1))  # (B, L, M+1)
-            del pw
+            del pw, yj
             if has_full:  # Σ_h Σ_k P w over every key (w is 0 on full heads): the sum of any partition's buckets
                 logits.append(ys[0].sum(-1).sum(1).unsqueeze(-1))  # (B, L, 1)
             logits = torch.cat(logits, -1)
         alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         fallback = ~cand.any(-1)  # (B, L)
         phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
-        coef, start = None, 0
-        for j, (idx, iz) in enumerate(zip(idxs, izs)):
-            n = iz.shape[-1]
-            f = alpha[..., start:start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
-            if j == 0:
-                f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
-            gathered = f.gather(3, idx)  # (B, H, L, L)
-            coef = gathered if coef is None else coef.add_(gathered)
-            start += n
-        a = p * coef
-        if opts.empty_rows == "self" and bool(fallback.any()):
-            a = a + _self_fallback(fallback, full_heads, H)
-        ctx.save_for_backward(p, coef, w, alpha, phi, *izs, *ys)
-        ctx.meta = (index, len(izs), opts, full_heads, has_full)
+        torch.gather(_joint_table(_coef_tables(alpha, phi, izs), maps), 3, jidx, out=a)  # coefficients (B, H, L, L)
+        a.mul_(p)  # A = P * coef
+        # Not saved: A (or coef). The backward gathers coef again: one [B, H, L, L] tensor less per layer.
+        ctx.save_for_backward(p, w, alpha, phi, *izs, *ys)
+        ctx.meta = (joint, len(izs), opts, full_heads, has_full)
         return a
 
     @staticmethod
     def backward(ctx, da):  # noqa: D102
-        p, coef, w, alpha, phi, *rest = ctx.saved_tensors
-        index, n_parts, opts, full_heads, has_full = ctx.meta
+        p, w, alpha, phi, *rest = ctx.saved_tensors
+        joint, n_parts, opts, full_heads, has_full = ctx.meta
         izs, ys = rest[:n_parts], rest[n_parts:]
         B, H, L, _ = p.shape
-        idxs = [_expand(g, H) for g in index]
+        jidx = _expand(joint.index, H)
+        maps = [_expand(m, H) for m in joint.maps]
         topical = w is not None and opts.aggregation == "topical"
-        q = p * da  # (B, H, L, L)
-        ws = [torch.zeros_like(iz).scatter_add_(3, idx, q) for idx, iz in zip(idxs, izs)]  # Σ_{k in g} P dA
-        del q
+        scratch = torch.mul(p, da)  # (B, H, L, L) P dA
+        wj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, scratch)
+        ws = [torch.zeros_like(iz).scatter_add_(3, m, wj) for m, iz in zip(maps, izs)]  # Σ_{k in g} P dA
+        del wj
         q_sum = ws[0].sum(-1)  # (B, H, L): Σ_k P dA
         rho = phi * q_sum  # full part of Σ_k P dP: φ Σ P dA (+ ψ Σ P w below)
         r_tables, dt_tables = [], []
@@ -857,23 +943,39 @@ class _FastSyntaxProbs(torch.autograd.Function):
                 t_r.neg_()
                 r_tables.append(t_r)
                 start += n
-        g = _gather_sum(r_tables, idxs).addcmul_(da, coef)  # dA coef - Σ_p r_p[group]; becomes dS / P
+        # dS = P * (dA coef - Σ_p r_p[group_p] + dt[group] w), built in g; scratch holds one gathered term at a time
+        g = _joint_table(_coef_tables(alpha, phi, izs), maps).gather(3, jidx).mul_(da)  # (B, H, L, L) dA coef
+        g.add_(torch.gather(_joint_table(r_tables, maps), 3, jidx, out=scratch))  # - Σ_p r_p[group_p]
         grad_w = None
         if topical:
-            dt_gath = _gather_sum(dt_tables, idxs)  # (B, H, L, L) Σ_p (iz_p dt_p)[group] + ψ
+            dt_gath = torch.gather(_joint_table(dt_tables, maps), 3, jidx, out=scratch)  # Σ_p (iz_p dt_p)[g_p] + ψ
             g.addcmul_(dt_gath, w.unsqueeze(2))
-            grad_w = (p * dt_gath).sum(2)  # (B, H, L): sum over query rows
+            grad_w = dt_gath.mul_(p).sum(2)  # (B, H, L): sum over query rows
         elif w is not None:
             grad_w = torch.zeros_like(w)
+        del scratch
         grad_scores = g.mul_(p)
         return grad_scores, grad_w, None, None, None, None, None, None, None, None
 
 
-def _gather_sum(tables: list[torch.Tensor], idxs: list[torch.Tensor]) -> torch.Tensor:
-    """``Σ_p tables[p].gather(3, idxs[p])`` -> ``[B, H, L, L]``."""
-    out = tables[0].gather(3, idxs[0])
-    for t, idx in zip(tables[1:], idxs[1:]):
-        out.add_(t.gather(3, idx))
+def _coef_tables(alpha: torch.Tensor, phi: torch.Tensor, izs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Per partition, the coefficient of ``P`` per bucket ``α_g / Z_g`` (``[B, H, L, M+1]``), φ added to the first."""
+    tables, start = [], 0
+    for j, iz in enumerate(izs):
+        n = iz.shape[-1]
+        f = alpha[..., start:start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
+        if j == 0:
+            f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
+        tables.append(f)
+        start += n
+    return tables
+
+
+def _joint_table(tables: list[torch.Tensor], maps: list[torch.Tensor]) -> torch.Tensor:
+    """``Σ_p tables[p][maps[p]]``: per-partition ``[B, H, L, M+1]`` tables on the joint buckets, ``[B, H, L, J]``."""
+    out = tables[0].gather(3, maps[0])
+    for t, m in zip(tables[1:], maps[1:]):
+        out.add_(t.gather(3, m))
     return out
 
 
