@@ -43,12 +43,13 @@ def test_tutorial_steps_are_marked():
 @pytest.fixture(scope="module")
 def tutorial_run(tmp_path_factory):
     """Run the tutorial's steps; returns the folder and each step's result (stops at the first failure)."""
-    data_path("glue", "SST-2", "dev.tsv")  # skips without the shared data
+    sst2_dev = data_path("glue", "SST-2", "dev.tsv")  # skips without the shared data
     minilm_path()
     folder = tmp_path_factory.mktemp("tutorial")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.update(HF_HUB_OFFLINE="1", SYNTAXFORMER_NO_PROGRESS="1", OMP_NUM_THREADS="1",
+    env.update(SYNTAXFORMER_DATA=str(Path(sst2_dev).resolve().parents[2]),  # the tutorial names the data folder by it
+               HF_HUB_OFFLINE="1", SYNTAXFORMER_NO_PROGRESS="1", OMP_NUM_THREADS="1",
                SYNTAXFORMER_CACHE=str(folder / ".cache"))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     prelude = (f"set -euo pipefail\npython() {{ {shlex.quote(sys.executable)} \"$@\"; }}\n"

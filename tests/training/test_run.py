@@ -253,6 +253,7 @@ def test_run_killed_while_checkpointing_then_resumed(tiny_model, tmp_path):
     import subprocess
     import sys
 
+    import torch
     from safetensors.torch import load_file
 
     def config(out, **changes):
@@ -264,7 +265,9 @@ def test_run_killed_while_checkpointing_then_resumed(tiny_model, tmp_path):
     straight = train(config(tmp_path / "straight"))
     out = tmp_path / "killed"
     proc = subprocess.run([sys.executable, "-c", _KILL_WHILE_CHECKPOINTING, json.dumps(config(out).to_dict())],
-                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                          capture_output=True, text=True,
+                          # the same thread count as this process: its steps must be bit-identical to ours
+                          env={**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())})
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert (out / "checkpoint-3" / "model.safetensors").is_file()
     assert not (out / "checkpoint-3" / "trainer_state.json").exists() and not (out / "metrics.json").exists()
