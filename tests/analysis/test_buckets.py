@@ -17,9 +17,9 @@ from syntaxformer.analysis.buckets import (
     length_bucket,
     length_buckets,
     make_buckets,
-    question_words,
 )
 from syntaxformer.cli import main
+from syntaxformer.data.examples import question_words
 from syntaxformer.errors import SyntaxformerError
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError
 
-__all__ = ["LENGTH_BUCKETS", "question_words", "length_bucket", "make_buckets", "assign_buckets", "run_lengths",
+__all__ = ["LENGTH_BUCKETS", "length_bucket", "make_buckets", "assign_buckets", "run_lengths",
            "length_buckets", "format_length_buckets", "BUCKET_MODES"]
 
 #: Question-length buckets in words: ``(low, high)`` inclusive, ``high = None`` = no upper bound.
@@ -37,11 +37,6 @@ LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((1, 5), (6, 10), (11, 15),
 #: How :func:`make_buckets` splits lengths: ``count`` = about equally many examples per bucket, ``range`` = equal
 #: ranges of length (the two views of SG-Net Fig. 4).
 BUCKET_MODES: tuple[str, ...] = ("count", "range")
-
-
-def question_words(question: str) -> int:
-    """Question length in words (whitespace tokens), the unit of the length buckets."""
-    return len(question.split())
 
 
 def length_bucket(n_words: int, buckets: Sequence[tuple[int, int | None]] = LENGTH_BUCKETS) -> str:

@@ -19,7 +19,7 @@ from syntaxformer.data.constituency import Tree
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.utils import subsample
 
-__all__ = ["TaskExample", "TaskData", "file_fingerprint", "content_fingerprint", "example_seed"]
+__all__ = ["TaskExample", "TaskData", "file_fingerprint", "content_fingerprint", "example_seed", "question_words"]
 
 
 @dataclass
@@ -115,3 +115,9 @@ def content_fingerprint(records: Iterable[Sequence[Any]]) -> str:
 def example_seed(guid: str, seed: int) -> list[int]:
     """A seed sequence for per-example randomness that depends on the example id, not its position."""
     return [int(seed), zlib.crc32(guid.encode("utf-8"))]
+
+
+def question_words(question: str) -> int:
+    """Question length in words (whitespace tokens): the unit tasks record per question and the length buckets
+    (:mod:`syntaxformer.analysis.buckets`) group by."""
+    return len(question.split())

@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from syntaxformer.analysis.buckets import question_words
+from syntaxformer.data.examples import question_words
 from syntaxformer.data.align import AlignedExample, SyntaxAligner
 from syntaxformer.data.readers.race import (
     LEVELS,

@@ -277,7 +277,7 @@ def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scor
         ``per_question``: ``qid -> {part ("tuning" / "test"), question_words, has_answer, best_text, na_score,
         prediction_/em_/f1_fixed, prediction_/em_/f1_best}`` (``_best``: at ``best_f1_threshold``'s threshold).
     """
-    from syntaxformer.analysis.buckets import question_words
+    from syntaxformer.data.examples import question_words
     from syntaxformer.data.readers.squad import gold_answers
 
     gold = gold_answers(examples)
