@@ -9,12 +9,14 @@ Usage (from the repository root, in the project environment)::
     python experiments/sgnet_glue.py run --tasks sst2,cola,rte,mrpc,stsb --variants baseline,sgnet --seeds 1,2,3
     python experiments/sgnet_glue.py summarize --out runs/sgnet_glue --json docs/results/sgnet_glue.json
     python experiments/sgnet_glue.py run --tasks sst2 --variants sgnet --seeds 1 --noise 0,0.2,0.4,0.6,0.8,1.0
+    python experiments/sgnet_glue.py run --tasks sst2 --variants baseline_default,sgnet_default --seeds 1,2,3 --sizes 500,2000,8000,all --out runs/issue16_curve
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -86,12 +88,16 @@ def _run(args: argparse.Namespace) -> None:
     from syntaxformer.training import RunConfig, train
 
     noises = [float(x) for x in args.noise.split(",")] if args.noise else [None]
+    # learning curve: training-set sizes ("all" = the whole training set); None = the preset's size
+    sizes = [None if x == "all" else int(x) for x in args.sizes.split(",")] if args.sizes else ["preset"]
     save_seeds = {int(s) for s in args.save_model_seeds.split(",")} if args.save_model_seeds else set()
     for task in args.tasks.split(","):
         for variant in args.variants.split(","):
             for seed in [int(s) for s in args.seeds.split(",")]:
-                for noise in noises:
+                for noise, size in [(n, z) for n in noises for z in sizes]:
                     name = variant if noise is None else f"{variant}_noise{noise:g}"
+                    if size != "preset":
+                        name += f"_n{size or 'all'}"
                     out = Path(args.out) / task / name / f"seed{seed}"
                     if (out / "metrics.json").exists() and (out / "dev_predictions.json").exists():
                         continue
@@ -100,6 +106,8 @@ def _run(args: argparse.Namespace) -> None:
                                "output_dir": str(out)}
                     if noise is not None:
                         options["parser_noise"] = noise
+                    if size != "preset":
+                        options["max_train_samples"] = size
                     if seed in save_seeds:
                         options["save_model"] = True
                     t0 = time.time()
@@ -171,18 +179,20 @@ def _summarize(args: argparse.Namespace) -> dict:
 def _pairs(runs: dict) -> list[tuple[str, str]]:
     """Which variant is compared with which: sgnet* with the baseline of the same pooling; noise with clean."""
     out = []
-    issue16 = "baseline_default" in runs
+    issue16 = any(re.fullmatch(r"baseline_default(_n(\d+|all))?", v) for v in runs)
     for v in runs:
-        if issue16 and "_noise" not in v and v != "baseline_default":
+        m = re.fullmatch(r"(.+?)(_n(?:\d+|all))?", v)
+        base, suffix = m.group(1), m.group(2) or ""  # learning-curve runs pair with the same training-set size
+        if issue16 and "_noise" not in v and base != "baseline_default":
             # Issue-16 sweep: every system vs the plain model with the same head and pooling, and the controls.
-            ref = "sbert_baseline" if v.startswith("sbert") and v != "sbert_baseline" else "baseline_default"
-            if ref in runs:
-                out.append((v, ref))
-            control = {"sgnet_default": "vanilla_layer_mean", "sbert_gate": "sbert_gate_random"}.get(v)
-            if v.startswith("sbert_gate_") and v != "sbert_gate_random":  # Table 5 (gated): vs the whole model
+            ref = "sbert_baseline" if base.startswith("sbert") and base != "sbert_baseline" else "baseline_default"
+            if ref + suffix in runs:
+                out.append((v, ref + suffix))
+            control = {"sgnet_default": "vanilla_layer_mean", "sbert_gate": "sbert_gate_random"}.get(base)
+            if base.startswith("sbert_gate_") and base != "sbert_gate_random":  # Table 5 (gated): vs the whole
                 control = "sbert_gate"
-            if control in runs:
-                out.append((v, control))
+            if control and control + suffix in runs:
+                out.append((v, control + suffix))
             continue
         if v.startswith("sbert") and v != "sbert_baseline":
             if "sbert_baseline" in runs:
@@ -274,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="baseline,sgnet")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--noise", default=None, help="comma-separated parser-noise fractions")
+    parser.add_argument("--sizes", default=None, help="learning curve: comma-separated training-set sizes, "
+                        "'all' for the whole set (run folders <variant>_n<size>)")
     parser.add_argument("--out", default="runs/sgnet_glue")
     parser.add_argument("--full", action="store_true", help="full training sets (SST-2: 10,000), for the issue-16 "
                         "sweep; use its own --out")
