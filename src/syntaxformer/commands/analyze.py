@@ -36,15 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.buckets import format_length_buckets, length_buckets
+    from syntaxformer.commands.arguments import int_list
     from syntaxformer.errors import ConfigError
     from syntaxformer.utils import write_json
 
-    edges = None
-    if args.edges:
-        try:
-            edges = [int(x) for x in args.edges.split(",") if x.strip()]
-        except ValueError:
-            raise ConfigError(f"--edges {args.edges!r} must be comma-separated whole numbers, e.g. 5,10,15") from None
+    edges = int_list(args.edges, "--edges")
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     if names is not None and len(names) != len(args.runs):
         raise ConfigError(f"--names gives {len(names)} names for {len(args.runs)} runs")

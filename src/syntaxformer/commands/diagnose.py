@@ -43,17 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the diagnostic and print it; returns the exit status."""
     from syntaxformer.analysis.diagnose import diagnose
-    from syntaxformer.errors import ConfigError
+    from syntaxformer.commands.arguments import model_options
 
-    options = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+    options = model_options(args.set)
     result = diagnose(args.model, args.system, options, task=args.task, n=args.n, seed=args.seed,
                       data_dir=args.data_dir)
     if args.json:

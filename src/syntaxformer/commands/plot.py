@@ -41,14 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.plots import plot_runs
+    from syntaxformer.commands.arguments import int_list
     from syntaxformer.errors import ConfigError
 
-    edges = None
-    if args.edges:
-        try:
-            edges = [int(x) for x in args.edges.split(",") if x.strip()]
-        except ValueError:
-            raise ConfigError(f"--edges {args.edges!r} must be comma-separated whole numbers, e.g. 5,10,15") from None
+    edges = int_list(args.edges, "--edges")
     if args.resamples < 1:
         raise ConfigError(f"--resamples {args.resamples} must be a positive number")
     model = args.model

@@ -55,19 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the probes; print a table per model; returns the exit status."""
     from syntaxformer.analysis.probes import ProbeSettings, format_probe_table, probe_models
+    from syntaxformer.commands.arguments import model_options
     from syntaxformer.errors import ConfigError
     from syntaxformer.training.run import model_label
     from syntaxformer.utils import write_json
 
-    options = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+    options = model_options(args.set)
     if options and args.system == "plain":
         raise ConfigError("--set gives options of an untrained syntax model: add --system sgnet or syntax_bert")
     for name in ("train_sentences", "test_sentences"):
