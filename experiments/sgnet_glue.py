@@ -82,6 +82,10 @@ for _name, _opts in _TABLE5.items():
 #: `--full` (issue 16 sweep): the full training sets (SST-2: 10,000 sentences), 2 epochs, full dev sets.
 FULL_PRESETS: dict[str, dict] = {task: {**preset, "max_train_samples": 10000 if task == "sst2" else None}
                                  for task, preset in TASK_PRESETS.items()}
+#: `--preset gpu` (issue 16 on a GPU): every training set whole (SST-2: all 67,349 sentences), 3 epochs.
+GPU_PRESETS: dict[str, dict] = {task: {**preset, "max_train_samples": None, "num_train_epochs": 3.0}
+                                for task, preset in TASK_PRESETS.items()}
+PRESETS = {"cpu": TASK_PRESETS, "full": FULL_PRESETS, "gpu": GPU_PRESETS}
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -91,6 +95,8 @@ def _run(args: argparse.Namespace) -> None:
     # learning curve: training-set sizes ("all" = the whole training set); None = the preset's size
     sizes = [None if x == "all" else int(x) for x in args.sizes.split(",")] if args.sizes else ["preset"]
     save_seeds = {int(s) for s in args.save_model_seeds.split(",")} if args.save_model_seeds else set()
+    shard, n_shards = (int(x) for x in args.shard.split("/")) if args.shard else (0, 1)
+    k = -1
     for task in args.tasks.split(","):
         for variant in args.variants.split(","):
             for seed in [int(s) for s in args.seeds.split(",")]:
@@ -99,11 +105,15 @@ def _run(args: argparse.Namespace) -> None:
                     if size != "preset":
                         name += f"_n{size or 'all'}"
                     out = Path(args.out) / task / name / f"seed{seed}"
+                    k += 1
+                    if k % n_shards != shard:  # --shard I/N: this process takes every N-th run
+                        continue
                     if (out / "metrics.json").exists() and (out / "dev_predictions.json").exists():
                         continue
-                    presets = FULL_PRESETS if args.full else TASK_PRESETS
-                    options = {**COMMON, **presets[task], **VARIANTS[variant], "task": task, "seed": seed,
+                    options = {**COMMON, **_presets(args)[task], **VARIANTS[variant], "task": task, "seed": seed,
                                "output_dir": str(out)}
+                    if args.parser:
+                        options["parser"] = args.parser
                     if noise is not None:
                         options["parser_noise"] = noise
                     if size != "preset":
@@ -115,6 +125,70 @@ def _run(args: argparse.Namespace) -> None:
                     print(json.dumps({"task": task, "variant": name, "seed": seed, "dev": m["dev"],
                                       "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
                           flush=True)
+
+
+def _presets(args: argparse.Namespace) -> dict[str, dict]:
+    return PRESETS["full" if args.full else args.preset]
+
+
+def _export_parses(args: argparse.Namespace) -> None:
+    """Parse (here, with spaCy and its parse cache) every text the sweep's tasks read -- train and dev, texts and
+    the gold-token lists of gold trees -- into one syntaxformer JSONL file, for a machine without spaCy (the GPU
+    machine): there ``--parser jsonl:FILE`` looks each text up instead of parsing it (same parses, same
+    features: checked by ``check-parses``)."""
+    from syntaxformer.data import make_annotator
+    from syntaxformer.data.sentence import write_jsonl
+    from syntaxformer.tasks import get_task
+    from syntaxformer.training import RunConfig
+
+    texts: dict[str, None] = {}
+    token_lists: dict[tuple[str, ...], None] = {}
+    for task_name in args.tasks.split(","):
+        task = get_task(task_name)
+        config = RunConfig.from_dict({**COMMON, **_presets(args)[task_name], "task": task_name})
+        for split, n in (("train", config.max_train_samples), ("dev", config.max_eval_samples)):
+            for e in task.load_split(split, config.data_options(split, n)).examples:
+                for side in ("a", "b"):
+                    text, tree = getattr(e, f"text_{side}"), getattr(e, f"tree_{side}")
+                    if text is None or getattr(e, f"syntax_{side}") is not None:
+                        continue
+                    if tree is not None:
+                        token_lists[tuple(tree.leaves())] = None
+                    else:
+                        texts[text] = None
+    annotator = make_annotator(None)
+    docs = annotator.annotate(list(texts))
+    sentences = annotator.annotate_pretokenized([list(w) for w in token_lists])
+    n = write_jsonl([*docs, *sentences], args.out_file)
+    print(json.dumps({"file": args.out_file, "records": n, "texts": len(docs), "token_lists": len(sentences)}))
+
+
+def _check_parses(args: argparse.Namespace) -> None:
+    """The features of each task's dev split built with ``--parser`` (the exported file) equal those built with
+    spaCy, for an SG-Net and a Syntax-BERT context (every array, exactly)."""
+    from syntaxformer.tasks import get_task
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import build_context, build_model, load_tokenizer
+
+    for task_name in args.tasks.split(","):
+        task = get_task(task_name)
+        for variant in ("sgnet_default", "sbert_gate"):
+            config = RunConfig.from_dict({**COMMON, **_presets(args)[task_name], **VARIANTS[variant],
+                                          "task": task_name, "max_eval_samples": 300})
+            data = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
+            tokenizer = load_tokenizer(config.resolved_model())
+            model_config = build_model(config, task).config
+            features = []
+            for parser in (config.parser, args.parser):
+                context = build_context(config.replace(parser=parser), tokenizer, model_config)
+                context.use_cache = False
+                features.append(task.featurize(data, context, "dev"))
+            a, b = features
+            same = set(a.arrays) == set(b.arrays) and all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
+            print(json.dumps({"task": task_name, "variant": variant, "examples": len(data.examples),
+                              "arrays": sorted(a.arrays), "equal": bool(same and np.array_equal(a.offsets, b.offsets))}))
+            if not same:
+                raise SystemExit(f"{task_name}: features differ between spaCy and {args.parser}")
 
 
 def _metric_fn(task: str):
@@ -279,7 +353,8 @@ def _reorder(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["run", "summarize", "reorder"])
+    parser.add_argument("action", choices=["run", "summarize", "reorder", "export-parses",
+                                                       "check-parses"])
     parser.add_argument("--tasks", default="sst2,cola,rte,mrpc,stsb")
     parser.add_argument("--variants", default="baseline,sgnet")
     parser.add_argument("--seeds", default="1,2,3")
@@ -289,6 +364,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/sgnet_glue")
     parser.add_argument("--full", action="store_true", help="full training sets (SST-2: 10,000), for the issue-16 "
                         "sweep; use its own --out")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
+                        help="per-task sizes: cpu (subsets, 2 epochs), full (= --full), gpu (every training set "
+                        "whole, SST-2 included, 3 epochs)")
+    parser.add_argument("--parser", default=None, help="annotator spec for every run, e.g. jsonl:parses.jsonl "
+                        "(made by export-parses) on a machine without spaCy")
+    parser.add_argument("--shard", default=None, help="I/N: run only every N-th run, starting at the I-th "
+                        "(N processes share one GPU)")
+    parser.add_argument("--out-file", default="parses.jsonl", help="export-parses: the JSONL file to write")
     parser.add_argument("--save-model-seeds", default="", help="comma-separated seeds whose models are saved in "
                         "their run folders (for probes, `syntaxformer show`)")
     parser.add_argument("--json", default=None, help="write the summary JSON here")
@@ -296,6 +379,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "run":
         _run(args)
+        return 0
+    if args.action == "export-parses":
+        _export_parses(args)
+        return 0
+    if args.action == "check-parses":
+        _check_parses(args)
         return 0
     if args.action == "reorder":
         _reorder(args)

@@ -529,6 +529,52 @@ def test_model_fast_matches_reference_on_cuda_in_fp32(opts, cuda_fp32):
     check_fast_matches_reference_on(cuda_fp32, opts)
 
 
+def check_fast_under_bf16_autocast_on(device, opts: dict) -> tuple[float, float]:
+    """Under bf16 autocast the fast path is as close to the fp32 reference as the reference itself is under bf16:
+    its error (last hidden states; gradients, relative Frobenius norm over all parameters) is at most twice the
+    reference's own bf16 error plus 2e-3. Returns the two hidden-state errors (fast, reference)."""
+    batch = {k: v.to(device) for k, v in make_batch(seed=1, n=2, max_words=4).items()}
+    batch["labels"] = torch.tensor([0, 2], device=device)
+    fast = tiny_model(**opts).to(device)
+    if fast.syntax_bert.gate is not None:
+        with torch.no_grad():
+            fast.syntax_bert.gate.weight.fill_(0.5)  # a gate half open (0 at init would hide the syntax path)
+    ref = tiny_model(**opts).to(device)
+    ref.load_state_dict(fast.state_dict())
+
+    def run(model, bf16: bool):
+        model.zero_grad()
+        with reference_attention() if model is ref else nullcontext():
+            with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
+                out = model(**batch, output_hidden_states=True)
+        h = out.hidden_states[-1].float()
+        (out.loss.float() + h.square().mean()).backward()
+        grads = torch.cat([p.grad.float().flatten() for _, p in sorted(model.named_parameters()) if p.grad is not None])
+        return h.detach(), grads
+
+    h_exact, g_exact = run(ref, False)
+    h_fast, g_fast = run(fast, True)
+    h_ref, g_ref = run(ref, True)
+    assert torch.isfinite(h_fast).all() and torch.isfinite(g_fast).all()
+    err_fast, err_ref = (h_fast - h_exact).abs().max().item(), (h_ref - h_exact).abs().max().item()
+    assert err_fast <= 2 * err_ref + 2e-3, (err_fast, err_ref)
+    rel = lambda g: ((g - g_exact).norm() / g_exact.norm()).item()  # noqa: E731
+    assert rel(g_fast) <= 2 * rel(g_ref) + 2e-3, (rel(g_fast), rel(g_ref))
+    return err_fast, err_ref
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(gate="head")])
+def test_model_fast_under_bf16_autocast_on_cpu(opts):
+    err_fast, err_ref = check_fast_under_bf16_autocast_on("cpu", opts)
+    assert err_ref > 0  # autocast did round: the test compares something
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("opts", [dict(), dict(aggregation="sum", empty_rows="self"), dict(gate="head")])
+def test_model_fast_under_bf16_autocast_on_cuda(opts, cuda_fp32):
+    check_fast_under_bf16_autocast_on(cuda_fp32, opts)
+
+
 def test_model_output_differs_from_vanilla_and_uses_every_layer(monkeypatch):
     batch = make_batch(seed=2)
     model = tiny_model(SyntaxBertModel)

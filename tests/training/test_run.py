@@ -311,3 +311,34 @@ def torch_equal(a, b) -> bool:
     import torch
 
     return bool(torch.equal(a, b))
+
+
+class _SeeDevice(TrainerCallback):
+    """Records, at every step, whether the Trainer ran in bf16 and where the model's weights were."""
+
+    def __init__(self):
+        self.seen: set[tuple[bool, str]] = set()
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        self.seen.add((bool(args.bf16), next(model.parameters()).device.type))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model_type", ["sgnet", "syntax_bert"])
+def test_runner_trains_and_evaluates_in_bf16_on_cuda(model_type, tiny_model, tmp_path):
+    """The runner with ``mixed_precision="bf16"`` on CUDA: every step in bf16 on the GPU, a finite loss, the dev
+    metric, and `evaluate` of the saved run. The parses come from spaCy, or, on a machine without spaCy (the GPU
+    machine), from the JSONL file named by ``$SYNTAXFORMER_TEST_PARSER`` (made elsewhere with
+    ``experiments/sgnet_glue.py export-parses``)."""
+    import math
+    import os
+
+    see = _SeeDevice()
+    parser = {"parser": os.environ["SYNTAXFORMER_TEST_PARSER"]} if os.environ.get("SYNTAXFORMER_TEST_PARSER") else {}
+    config = _config(tiny_model, tmp_path / "run", model_type=model_type, mixed_precision="bf16",
+                     save_strategy="no", **parser)
+    m = train(config, callbacks=[see])
+    assert see.seen == {(True, "cuda")}
+    assert math.isfinite(m["train"]["loss"]) and 0.0 <= m["dev"]["accuracy"] <= 1.0
+    again = evaluate(tmp_path / "run", "dev")  # a fresh pass (bf16 on a bf16 GPU, as in training)
+    assert abs(again["scores"]["accuracy"] - m["dev"]["accuracy"]) <= 2 / 32
