@@ -40,6 +40,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
+from syntaxformer.utils import json_lines
 
 __all__ = ["Predictor", "read_inputs", "write_records", "model_head", "INPUT_FORMATS"]
 
@@ -477,18 +478,7 @@ def _read_rows(path: str, suffix: str) -> list[dict[str, Any]]:
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise FormatError("a .json input must be a list of objects (or use .jsonl)", source=path)
         return rows
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            raise FormatError(f"line {n} is not JSON: {e}", source=path) from None
-        if not isinstance(row, dict):
-            raise FormatError(f"line {n} is not a JSON object", source=path)
-        rows.append(row)
-    return rows
+    return [row for _, row in json_lines(text.splitlines(), str(path))]
 
 
 def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike | None = None) -> None:

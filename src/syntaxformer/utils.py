@@ -6,7 +6,7 @@ import contextlib
 import json
 import os
 import tempfile
-from typing import IO, Any, Iterator, Sequence, TypeVar
+from typing import IO, Any, Iterable, Iterator, Sequence, TypeVar
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
@@ -106,6 +106,32 @@ def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: An
         except UnicodeDecodeError as e:
             raise FormatError(f"not {encoding.upper().replace('-SIG', '')} text ({e.reason}); save the file as "
                               "UTF-8", name) from e
+
+
+def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object per line"
+               ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line of a JSON-lines file (the one loop every JSONL reader
+    uses, so they all report a bad line the same way).
+
+    Args:
+        lines: the file's lines (an open text file, ``sys.stdin``, a list).
+        source: what to name in errors (the file, ``"<stdin>"``).
+        what: what each line should be, for the error message.
+
+    Raises:
+        FormatError: a line is not JSON, or is JSON but not an object; naming ``source`` and the line number.
+    """
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise FormatError(f"invalid JSON: {e.msg} (column {e.colno})", source, lineno) from None
+        if not isinstance(row, dict):
+            raise FormatError(f"expected {what}, got a JSON {type(row).__name__} ({line.strip()[:40]!r})", source,
+                              lineno)
+        yield lineno, row
 
 
 def check_unicode(text: str, what: str) -> None:

@@ -265,8 +265,8 @@ _ROW = {"pairID": "p1", "gold_label": "neutral", "sentence1_parse": "(ROOT (S (N
 
 
 @pytest.mark.parametrize("row, message", [
-    (None, "SNLI row is a JSON NoneType"),
-    ([1, 2], "SNLI row is a JSON list"),
+    (None, "expected an SNLI row (an object with the fields of snli_1.0_*.jsonl), got a JSON NoneType"),
+    ([1, 2], "expected an SNLI row (an object with the fields of snli_1.0_*.jsonl), got a JSON list"),
     ({**_ROW, "sentence1_parse": 5}, "SNLI field 'sentence1_parse' is 5; expected a string"),
     ({**_ROW, "sentence2_parse": None}, "SNLI field 'sentence2_parse' is None"),
     ({**_ROW, "gold_label": 1}, "SNLI field 'gold_label' is 1"),

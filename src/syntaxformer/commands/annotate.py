@@ -124,19 +124,9 @@ def _stdin_records(fmt: str) -> Iterator:
 
         yield from read_conllu(sys.stdin, source="<stdin>")
         return
-    import json
+    from syntaxformer.data.sentence import records_from_lines
 
-    from syntaxformer.data.sentence import Document, Sentence
-    from syntaxformer.errors import FormatError, TreeError
-
-    for lineno, line in enumerate(sys.stdin, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            yield Document.from_dict(data) if "sentences" in data else Sentence.from_dict(data)
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError, TreeError) as e:
-            raise FormatError(f"bad JSONL record: {e}", "<stdin>", lineno) from e
+    yield from records_from_lines(sys.stdin, "<stdin>")
 
 
 def _write_stdout(items: Iterable, fmt: str) -> None:

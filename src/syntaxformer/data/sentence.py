@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from syntaxformer.data import tree as _tree
 from syntaxformer.data.constituency import Tree
@@ -289,16 +289,19 @@ def read_jsonl(path: str) -> Iterator[Sentence | Document]:
     from syntaxformer.utils import open_text
 
     with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    raise FormatError(f"a record must be a JSON object; got {line.strip()[:40]!r}")
-                yield Document.from_dict(data) if "sentences" in data else Sentence.from_dict(data)
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError, TreeError) as e:
-                raise FormatError(f"bad JSONL record: {e}", path, lineno) from e
+        yield from records_from_lines(f, path)
+
+
+def records_from_lines(lines: Iterable[str], source: str) -> Iterator[Sentence | Document]:
+    """The records of JSON lines written by :func:`write_jsonl` (a file's lines, standard input); errors name
+    ``source`` and the line."""
+    from syntaxformer.utils import json_lines
+
+    for lineno, data in json_lines(lines, source, "one sentence or document record (a JSON object) per line"):
+        try:
+            yield Document.from_dict(data) if "sentences" in data else Sentence.from_dict(data)
+        except (KeyError, TypeError, ValueError, TreeError) as e:
+            raise FormatError(f"bad JSONL record: {e}", source, lineno) from e
 
 
 def write_jsonl(items: Sequence[Sentence | Document] | Iterator[Sentence | Document], path: str) -> int:

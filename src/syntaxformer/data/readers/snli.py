@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Iterator, NamedTuple
@@ -20,7 +19,7 @@ from syntaxformer.data.examples import TaskExample
 from syntaxformer.data.readers.ptb import sentence_from_tree
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import DataError, FormatError
-from syntaxformer.utils import open_text
+from syntaxformer.utils import json_lines, open_text
 
 __all__ = ["NLIPair", "TextPair", "SNLI_LABELS", "UNLABELED", "read_snli_jsonl", "read_snli_tokenized",
            "read_snli_examples"]
@@ -76,16 +75,7 @@ def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: b
             other than the three labels and ``"-"``, or a malformed tree, naming file and line.
     """
     with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise FormatError(f"invalid JSON: {e}", str(path), lineno) from e
-            if not isinstance(row, dict):
-                raise FormatError(f"SNLI row is a JSON {type(row).__name__} ({line.strip()[:40]!r}); expected an "
-                                  "object with the fields of snli_1.0_*.jsonl", str(path), lineno)
+        for lineno, row in json_lines(f, str(path), "an SNLI row (an object with the fields of snli_1.0_*.jsonl)"):
             missing = [k for k in ("pairID", "gold_label", "sentence1_parse", "sentence2_parse") if k not in row]
             if missing:
                 raise FormatError(f"SNLI row lacks {missing}; expected the fields of snli_1.0_*.jsonl",

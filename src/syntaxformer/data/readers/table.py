@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from syntaxformer.data.examples import file_fingerprint
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
-from syntaxformer.utils import open_text
+from syntaxformer.utils import json_lines, open_text
 
 __all__ = ["Table", "TABLE_FORMATS", "table_format", "read_table", "load_dataset_table", "require_columns",
            "HUB_SPLITS"]
@@ -162,17 +162,8 @@ def _read_json(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], 
 def _read_jsonl(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], list[int]]:
     rows, lines = [], []
     with open_text(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise FormatError(f"not a JSON object: {e.msg}", str(path), lineno) from None
-            if not isinstance(row, Mapping):
-                raise FormatError(f"expected one JSON object per line, got a {type(row).__name__}", str(path),
-                                  lineno)
-            rows.append(dict(row))
+        for lineno, row in json_lines(f, str(path)):
+            rows.append(row)
             lines.append(lineno)
     return _columns_of(rows), rows, lines
 
