@@ -1111,59 +1111,51 @@ def _cached_flex_joint(groups: SyntaxGroups, mask: torch.Tensor | None, allowed:
     return joint
 
 
-def _flex_prepass_rows(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None,
-                       allowed: torch.Tensor | None, scaling: float, sizes: tuple[int, ...],
-                       *parts: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Per-(row, group) tables of the query rows ``query`` ``[B, H, R, d]`` (``allowed`` ``[B, R, L]``, ``parts``
-    ``[B, R, L]`` each): per partition ``log Z`` ``[B, H, R, M+1]`` (log-sum-exp of the scores of each group's
-    allowed keys, each group with its own maximum, -inf for empty groups) and, with ``w``, ``Y = Σ_{k in g}
-    softmax_g(S)[k] w[k]`` ``[B, H, R, M+1]``; then the full row's log-sum-exp ``[B, H, R]`` and, with ``w``,
-    ``Σ_k P[k] w[k]`` ``[B, H, R]``."""
-    B, H, R, _ = query.shape
+def _log_scatter(x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int,
+                 ok: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-sum-exp of ``x`` ``[..., K]`` per bucket ``index`` (``[..., K]``, ids below ``n``), each bucket with its
+    own maximum, and the ``exp(x)``-weighted mean of ``y`` per bucket: ``([..., n] with -inf for empty buckets,
+    [..., n] or None)``. Entries where ``ok`` is False (or ``x`` is -inf) count in no bucket."""
     fmin = torch.finfo(torch.float32).min
+    finite = x > float("-inf") if ok is None else ok & (x > float("-inf"))
+    xf = x.masked_fill(~finite, fmin)
+    m = torch.full((*x.shape[:-1], n), fmin, device=x.device).scatter_reduce(-1, index, xf.detach(), "amax")
+    e = torch.exp(xf - m.gather(-1, index)) * finite
+    z = torch.zeros_like(m).scatter_add(-1, index, e)
+    live = z > 0
+    z_safe = torch.where(live, z, torch.ones_like(z))
+    lz = torch.where(live, z_safe.log() + m, torch.full_like(z, float("-inf")))
+    mean = None if y is None else torch.zeros_like(m).scatter_add(-1, index, e * y) / z_safe
+    return lz, mean
+
+
+def _flex_prepass_rows(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float,
+                       index: torch.Tensor, size: int) -> tuple[torch.Tensor, ...]:
+    """Per-(row, joint bucket) tables of the query rows ``query`` ``[B, H, R, d]`` (``index`` ``[B, R, L]`` their
+    joint buckets, ids below ``size``): ``log Σ_{k in j} exp(S_ik)`` ``[B, H, R, J]`` (-inf for empty buckets)
+    and, with ``w``, ``Σ_{k in j} softmax_j(S)[k] w[k]`` ``[B, H, R, J]``. One scatter of ``[B, H, R, L]`` for
+    both partitions and the mask (the mask is a component of the joint bucket)."""
+    H = query.shape[1]
     s = _scores(query, key, scaling)  # (B, H, R, L) fp32
-    ok = None if allowed is None else allowed.unsqueeze(1)  # (B, 1, R, L)
-    if ok is not None:
-        s = s.masked_fill(~ok, fmin)
-    logz, ys = [], []
-    for g, n in zip(parts, sizes):
-        idx = _expand(g, H)  # (B, H, R, L)
-        m = torch.full((B, H, R, n), fmin, device=s.device).scatter_reduce(3, idx, s.detach(), "amax")
-        e = torch.exp(s - m.gather(3, idx))  # (B, H, R, L)
-        if ok is not None:
-            e = e * ok
-        z = torch.zeros(B, H, R, n, device=s.device).scatter_add(3, idx, e)
-        live = z > 0
-        z_safe = torch.where(live, z, torch.ones_like(z))
-        logz.append(torch.where(live, z_safe.log() + m, torch.full_like(z, float("-inf"))))
-        if w is not None:
-            ys.append(torch.zeros(B, H, R, n, device=s.device).scatter_add(3, idx, e * w.unsqueeze(2)) / z_safe)
-    lse = torch.logsumexp(s, -1)  # (B, H, R)
-    full = [] if w is None else [(torch.exp(s - lse.unsqueeze(-1)) * w.unsqueeze(2)).sum(-1)]
-    return (*logz, *ys, lse, *full)
+    return _log_scatter(s, None if w is None else w.unsqueeze(2), _expand(index, H), size)
 
 
-def _flex_prepass(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, allowed: torch.Tensor | None,
-                  scaling: float, groups: SyntaxGroups) -> tuple[list[torch.Tensor], list[torch.Tensor],
-                                                                 torch.Tensor, torch.Tensor | None]:
-    """:func:`_flex_prepass_rows` over chunks of query rows (each checkpointed under autograd): ``(log Z per
-    partition, Y per partition (empty without w), full log-sum-exp, full Σ P w or None)``."""
+def _flex_prepass(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float,
+                  joint: _JointIndex) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`_flex_prepass_rows` over chunks of query rows (each checkpointed under autograd, so that only the
+    ``[B, H, L, J]`` tables are kept): ``(log Z, Y)`` per joint bucket ``[B, H, L, J]`` (Y None without w)."""
     B, H, L, _ = query.shape
     rows = max(1, _FLEX_CHUNK_BYTES // max(1, 4 * B * H * L))
-    n_parts, sizes = len(groups.partitions), tuple(groups.num_buckets)
     grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (query, key, w))
     chunks = []
     for start in range(0, L, rows):
         sl = slice(start, min(L, start + rows))
-        args = (query[:, :, sl], key, w, None if allowed is None else allowed[:, sl], scaling, sizes,
-                *(g[:, sl] for g in groups.partitions))
+        args = (query[:, :, sl], key, w, scaling, joint.index[:, sl], joint.size)
         chunks.append(checkpoint(_flex_prepass_rows, *args, use_reentrant=False) if grad
                       else _flex_prepass_rows(*args))
-    cat = [torch.cat(parts, 2) for parts in zip(*chunks)] if len(chunks) > 1 else list(chunks[0])
-    logz, rest = cat[:n_parts], cat[n_parts:]
-    ys = rest[:n_parts] if w is not None else []
-    lse = rest[len(ys)]
-    return logz, ys, lse, (rest[len(ys) + 1] if w is not None else None)
+    lz = torch.cat([c[0] for c in chunks], 2) if len(chunks) > 1 else chunks[0][0]
+    y = None if w is None else (torch.cat([c[1] for c in chunks], 2) if len(chunks) > 1 else chunks[0][1])
+    return lz, y
 
 
 def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
@@ -1212,12 +1204,24 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     minimum for disallowed pairs) and ``A V = W · softmax_k(S + b) V`` with the row's total weight
     ``W_{h,i} = Σ_{p,g} α_{i,p,g} + φ_{h,i}`` (1 for ``"topical"`` / ``"mean"``, the number of candidates for
     ``"sum"``). ``log Z``, the topical scores ``t_{i,p,g} = Σ_h Y_{p,h,i,g}`` and ``lse`` come from an exact
-    pre-pass (each group with its own maximum: nothing underflows, no host sync) over chunks of query rows;
-    the second pass is one flex_attention call whose ``score_mod`` gathers ``b``.
+    pre-pass over chunks of query rows: one scatter of the scores into the joint buckets (each bucket with its
+    own maximum: nothing underflows, no host sync), then small ``[B, H, L, J]`` log-sum-exp scatters into each
+    partition's groups and the full row; the second pass is one flex_attention call whose ``score_mod``
+    gathers ``b``.
     """
     B, H, L, _ = query.shape
     allowed = _allowed(mask, B, L)  # (B, L, L) or None
-    logz, ys, lse, y_full = _flex_prepass(query, key, w, allowed, scaling, groups)
+    joint = _cached_flex_joint(groups, mask, allowed)
+    lzj, yj = _flex_prepass(query, key, w, scaling, joint)  # (B, H, L, J) each: per joint bucket
+    ok = None if allowed is None else ~_expand(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
+    logz, ys = [], []  # per partition (B, H, L, M+1): the joint buckets' tables combined by group
+    for m, n in zip(joint.maps, groups.num_buckets):
+        lz, y = _log_scatter(lzj, yj, _expand(m, H), n, ok)
+        logz.append(lz)
+        ys.append(y)
+    zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
+    lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
+    lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
     cands = _cached_counts(groups, mask, allowed)  # (B, L, M+1) per partition
     cand, cand_full = _candidates(cands, allowed, opts)  # (B, L, C)
     has_full = cand_full is not None
@@ -1231,7 +1235,6 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
     live = torch.ones(H, dtype=torch.bool, device=query.device) if full_heads is None else ~full_heads  # (H,)
 
-    joint = _cached_flex_joint(groups, mask, allowed)
     neg_inf = torch.tensor(float("-inf"), device=query.device)
     terms, start = [], 0
     for lz, ne, m in zip(logz, cands, joint.maps):
