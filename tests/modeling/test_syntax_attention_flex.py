@@ -244,6 +244,20 @@ def test_flex_pre_pass_in_row_chunks_is_the_same(monkeypatch):
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True)), whole, tol=1e-6)
 
 
+def test_flex_bias_gradient_pass_equals_autograd_through_the_bias(monkeypatch):
+    """The bias table's gradient from ``_FlexBiasGrad``'s chunked pass equals autograd through the bias (what the
+    compiled kernel computes with ``_FLEX_BIAS_GRAD_IN_KERNEL``), also with chunks of a few rows."""
+    import syntaxformer.modeling.syntax_attention as SA
+
+    inputs, topical, parts, mask = _setup(seed=14)
+    opts = dict(full_attention_candidate=True)
+    passes = _run("flex", inputs, topical, parts, mask, gate=_gate(True), **opts)
+    monkeypatch.setattr(SA, "_FLEX_CHUNK_BYTES", 4 * 2 * 3 * 9 * 3)  # three rows per chunk
+    _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True), **opts), passes, tol=1e-6)
+    monkeypatch.setattr(SA, "_FLEX_BIAS_GRAD_IN_KERNEL", True)
+    _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True), **opts), passes, tol=1e-5)
+
+
 def test_flex_recorder_matches_fast_recorder():
     inputs, topical, parts, mask = _setup(seed=6)
     recs = {}
@@ -294,6 +308,21 @@ def test_flex_model_matches_reference(opts):
                                                                    ("sum", "self", False), ("mean", "full", True)])
 @pytest.mark.parametrize("gated", [False, True])
 def test_flex_matches_reference_on_cuda_in_fp32(aggregation, empty_rows, full_candidate, gated, cuda_fp32):
+    inputs, topical, parts, mask = _setup(seed=31, L=37, d=16, device=cuda_fp32)
+    opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
+    gate = _gate(True, device=cuda_fp32) if gated else None
+    ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
+    _assert_close(_run("flex", inputs, topical, parts, mask, gate=gate, **opts), ref)
+
+
+@pytest.mark.gpu
+def test_flex_bias_gradient_in_kernel_matches_reference_on_cuda_in_fp32(monkeypatch, cuda_fp32):
+    """The alternative ``_FLEX_BIAS_GRAD_IN_KERNEL`` (Inductor computes the bias table's gradient with atomic adds):
+    if this fails and the test above passes, keep the default (the chunked pass)."""
+    import syntaxformer.modeling.syntax_attention as SA
+
+    monkeypatch.setattr(SA, "_FLEX_BIAS_GRAD_IN_KERNEL", True)
+    aggregation, empty_rows, full_candidate, gated = "topical", "full", True, True
     inputs, topical, parts, mask = _setup(seed=31, L=37, d=16, device=cuda_fp32)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
     gate = _gate(True, device=cuda_fp32) if gated else None

@@ -1066,6 +1066,11 @@ def _exact_probs(scores: torch.Tensor, allowed: torch.Tensor | None, groups: Syn
 #: backward: each chunk is checkpointed), so it never holds the scores of all rows under autograd.
 _FLEX_CHUNK_BYTES = 1 << 26
 
+#: Let the compiled flex_attention kernel compute the bias table's gradient itself (Inductor's learnable-bias
+#: support, atomic adds) instead of :class:`_FlexBiasGrad`'s chunked pass. Off: that support has open bugs
+#: (pytorch#145208, #157677); the GPU tests check both.
+_FLEX_BIAS_GRAD_IN_KERNEL = False
+
 #: The joint-bucket tables of the flex path are padded to a multiple of this many buckets, so that the compiled
 #: flex_attention sees a handful of table shapes, not one per batch.
 _FLEX_PAD = 16
@@ -1173,23 +1178,64 @@ def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggreg
 def _flex_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor,
                   index: torch.Tensor, scaling: float) -> torch.Tensor:
     """``softmax_k(S[b,h,i,k] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` through flex_attention (compiled on
-    CUDA). flex_attention has no CPU backward: on the CPU under autograd the same softmax runs densely (tests)."""
+    CUDA). flex_attention has no CPU backward: on the CPU under autograd the same softmax runs densely (tests).
+
+    The gradient of ``bias`` comes from :class:`_FlexBiasGrad` (a chunked pass in the backward): flex_attention
+    itself only ever sees a bias that needs no gradient, its most-used form. With ``_FLEX_BIAS_GRAD_IN_KERNEL``
+    the compiled kernel computes it instead (Inductor's learnable-bias support: atomic adds into the table)."""
     B, H, L, _ = query.shape
+    bias_grad = torch.is_grad_enabled() and bias.requires_grad
+    table = bias if _FLEX_BIAS_GRAD_IN_KERNEL else bias.detach()
 
     def score_mod(score, b, h, q_idx, kv_idx):
-        return score + bias[b, h, q_idx, index[b, q_idx, kv_idx]]
+        return score + table[b, h, q_idx, index[b, q_idx, kv_idx]]
 
-    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value, bias))
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value, table))
     if query.device.type == "cpu" and grad:
-        s = _scores(query, key, scaling) + bias.gather(3, _expand(index, H))  # (B, H, L, L), CPU tests only
-        return torch.matmul(torch.softmax(s, -1).to(value.dtype), value)
-    if query.device.type == "cuda":
-        return _compiled_flex_attention()(query, key, value, score_mod=score_mod, scale=scaling)
-    from torch.nn.attention.flex_attention import flex_attention
+        s = _scores(query, key, scaling) + table.gather(3, _expand(index, H))  # (B, H, L, L), CPU tests only
+        out = torch.matmul(torch.softmax(s, -1).to(value.dtype), value)
+    elif query.device.type == "cuda":
+        out = _compiled_flex_attention()(query, key, value, score_mod=score_mod, scale=scaling)
+    else:
+        from torch.nn.attention.flex_attention import flex_attention
 
-    with warnings.catch_warnings():  # eager CPU: the "called without torch.compile" advice is for GPUs
-        warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
-        return flex_attention(query, key, value, score_mod=score_mod, scale=scaling)
+        with warnings.catch_warnings():  # eager CPU: the "called without torch.compile" advice is for GPUs
+            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+            out = flex_attention(query, key, value, score_mod=score_mod, scale=scaling)
+    if bias_grad and not _FLEX_BIAS_GRAD_IN_KERNEL:
+        out = _FlexBiasGrad.apply(out, bias, query.detach(), key.detach(), value.detach(), index, scaling)
+    return out
+
+
+class _FlexBiasGrad(torch.autograd.Function):
+    """Identity on the flex output ``O = softmax(S + b[index]) V`` whose backward adds the gradient of the bias
+    table: ``db[b,h,i,j] = Σ_{k: index[b,i,k]=j} P_ik (dO_i · V_k - dO_i · O_i)`` (the softmax backward summed per
+    joint bucket), over chunks of query rows (``[B, H, rows, L]`` at a time: scores, ``P``, ``dO Vᵀ``, one
+    scatter). The gradients of q, k, v flow through the flex output itself."""
+
+    @staticmethod
+    def forward(ctx, out, bias, query, key, value, index, scaling):  # noqa: D102
+        ctx.save_for_backward(out, bias, query, key, value, index)
+        ctx.scaling = scaling
+        return out.view_as(out)
+
+    @staticmethod
+    def backward(ctx, d_out):  # noqa: D102
+        out, bias, query, key, value, index = ctx.saved_tensors
+        B, H, L, _ = query.shape
+        rows = max(1, _FLEX_CHUNK_BYTES // max(1, 4 * B * H * L))
+        d_out = d_out.float()
+        delta = (d_out * out.float()).sum(-1, keepdim=True)  # (B, H, L, 1)
+        k32, v32 = key.float(), value.float()
+        d_bias = torch.zeros_like(bias)
+        for start in range(0, L, rows):
+            sl = slice(start, min(L, start + rows))
+            idx = _expand(index[:, sl], H)  # (B, H, R, L)
+            s = torch.matmul(query[:, :, sl].float() * ctx.scaling, k32.transpose(-1, -2))  # (B, H, R, L)
+            p = torch.softmax(s + bias[:, :, sl].gather(3, idx), -1)
+            ds = p.mul_(torch.matmul(d_out[:, :, sl], v32.transpose(-1, -2)).sub_(delta[:, :, sl]))
+            d_bias[:, :, sl] = torch.zeros_like(d_bias[:, :, sl]).scatter_add_(3, idx, ds)
+        return d_out.to(out.dtype), d_bias, None, None, None, None, None
 
 
 def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
