@@ -64,7 +64,8 @@ def _setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_parts: i
     q = q * 2  # peakier scores
     topical = TopicalAttention(1, H * d, H * d, projections="own" if own else "shared")
     torch.manual_seed(seed)
-    topical.bind([(nn.Linear(H * d, H * d), nn.Linear(H * d, H * d))])
+    # the bound projections are not submodules of the topical module: they go to the device themselves
+    topical.bind([(nn.Linear(H * d, H * d).to(device), nn.Linear(H * d, H * d).to(device))])
     with torch.no_grad():
         topical.query.normal_(0, 3.0, generator=g)
         if own:
