@@ -1134,33 +1134,75 @@ def _log_scatter(x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n
     return lz, mean
 
 
-def _flex_prepass_rows(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float,
-                       index: torch.Tensor, size: int) -> tuple[torch.Tensor, ...]:
-    """Per-(row, joint bucket) tables of the query rows ``query`` ``[B, H, R, d]`` (``index`` ``[B, R, L]`` their
-    joint buckets, ids below ``size``): ``log Σ_{k in j} exp(S_ik)`` ``[B, H, R, J]`` (-inf for empty buckets)
-    and, with ``w``, ``Σ_{k in j} softmax_j(S)[k] w[k]`` ``[B, H, R, J]``. One scatter of ``[B, H, R, L]`` for
-    both partitions and the mask (the mask is a component of the joint bucket)."""
-    H = query.shape[1]
-    s = _scores(query, key, scaling)  # (B, H, R, L) fp32
-    return _log_scatter(s, None if w is None else w.unsqueeze(2), _expand(index, H), size)
+class _FlexPrepass(torch.autograd.Function):
+    """Per-(row, joint bucket) tables of the scores ``S = Q Kᵀ · scale``: ``lz[b,h,i,j] = log Σ_{k in j} exp(S_ik)``
+    (-inf for empty buckets; each bucket with its own maximum, so nothing underflows) and, with ``w`` ``[B, H, L]``,
+    ``Y[b,h,i,j] = Σ_{k in j} π_ik w_k`` with ``π_ik = exp(S_ik - lz_{i,j(k)})`` (softmax within the bucket).
+
+    Over chunks of query rows, ``[B, H, rows, L]`` at a time, and only the ``[B, H, L, J]`` tables are kept: the
+    backward recomputes ``S`` and ``π`` per chunk (``π`` from the kept ``lz``: no maximum pass) and applies
+    ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``dw_k = Σ_i π_ik dY_{i,j}`` (the same autocast as the forward).
+    """
+
+    @staticmethod
+    def forward(ctx, query, key, w, index, size, scaling):  # noqa: D102
+        B, H, L, _ = query.shape
+        fmin = torch.finfo(torch.float32).min
+        lz = torch.empty(B, H, L, size, device=query.device)
+        y = None if w is None else torch.empty_like(lz)
+        for sl, idx in _row_chunks(index, H):
+            s = _scores(query[:, :, sl], key, scaling)  # (B, H, R, L) fp32, finite
+            m = torch.full_like(lz[:, :, sl], fmin).scatter_reduce_(3, idx, s, "amax")
+            e = s.sub_(m.gather(3, idx)).exp_()  # (B, H, R, L) in place of s
+            z = torch.zeros_like(m).scatter_add_(3, idx, e)
+            lz[:, :, sl] = z.log().add_(m)  # empty buckets: log 0 + fmin = -inf
+            if w is not None:
+                y[:, :, sl] = torch.zeros_like(m).scatter_add_(3, idx, e.mul_(w.unsqueeze(2))).div_(
+                    z.clamp_(min=torch.finfo(torch.float32).tiny))
+        ctx.save_for_backward(query, key, w, index, lz, y)
+        ctx.scaling = scaling
+        ctx.amp = (query.device.type, torch.is_autocast_enabled(query.device.type),
+                   torch.get_autocast_dtype(query.device.type))
+        return (lz,) if w is None else (lz, y)
+
+    @staticmethod
+    def backward(ctx, d_lz, d_y=None):  # noqa: D102
+        query, key, w, index, lz, y = ctx.saved_tensors
+        B, H, L, _ = query.shape
+        device, amp, amp_dtype = ctx.amp
+        a_tab = d_lz if w is None else d_lz - d_y * y.nan_to_num(0.0)  # (B, H, L, J)
+        d_q = torch.zeros(B, H, L, query.shape[-1], device=query.device)
+        d_k = torch.zeros(B, H, L, key.shape[-1], device=query.device)
+        d_w = None if w is None else torch.zeros_like(w)
+        with torch.autocast(device, dtype=amp_dtype, enabled=amp):  # S as in the forward
+            for sl, idx in _row_chunks(index, H):
+                q = query[:, :, sl]
+                p = _scores(q, key, ctx.scaling).sub_(lz[:, :, sl].gather(3, idx)).exp_()  # (B, H, R, L) π
+                coef = a_tab[:, :, sl].gather(3, idx)
+                if w is not None:
+                    b = d_y[:, :, sl].gather(3, idx)  # (B, H, R, L)
+                    d_w += (p * b).sum(2)
+                    coef.addcmul_(b, w.unsqueeze(2))
+                ds = p.mul_(coef)  # (B, H, R, L) dS
+                d_q[:, :, sl] = torch.matmul(ds, key.float()) * ctx.scaling
+                d_k += torch.matmul(ds.transpose(-1, -2), q.float()) * ctx.scaling
+        return d_q.to(query.dtype), d_k.to(key.dtype), d_w, None, None, None
+
+
+def _row_chunks(index: torch.Tensor, H: int):
+    """``(rows slice, [B, H, R, L] index)`` over chunks of query rows of ``_FLEX_CHUNK_BYTES`` fp32 scores each."""
+    B, L, Lk = index.shape
+    rows = max(1, _FLEX_CHUNK_BYTES // max(1, 4 * B * H * Lk))
+    for start in range(0, L, rows):
+        sl = slice(start, min(L, start + rows))
+        yield sl, _expand(index[:, sl], H)
 
 
 def _flex_prepass(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float,
                   joint: _JointIndex) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """:func:`_flex_prepass_rows` over chunks of query rows (each checkpointed under autograd, so that only the
-    ``[B, H, L, J]`` tables are kept): ``(log Z, Y)`` per joint bucket ``[B, H, L, J]`` (Y None without w)."""
-    B, H, L, _ = query.shape
-    rows = max(1, _FLEX_CHUNK_BYTES // max(1, 4 * B * H * L))
-    grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (query, key, w))
-    chunks = []
-    for start in range(0, L, rows):
-        sl = slice(start, min(L, start + rows))
-        args = (query[:, :, sl], key, w, scaling, joint.index[:, sl], joint.size)
-        chunks.append(checkpoint(_flex_prepass_rows, *args, use_reentrant=False) if grad
-                      else _flex_prepass_rows(*args))
-    lz = torch.cat([c[0] for c in chunks], 2) if len(chunks) > 1 else chunks[0][0]
-    y = None if w is None else (torch.cat([c[1] for c in chunks], 2) if len(chunks) > 1 else chunks[0][1])
-    return lz, y
+    """``(lz, Y)`` per joint bucket ``[B, H, L, J]`` (:class:`_FlexPrepass`; Y None without w)."""
+    out = _FlexPrepass.apply(query, key, w, joint.index, joint.size, scaling)
+    return out[0], (out[1] if w is not None else None)
 
 
 def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
@@ -1222,15 +1264,12 @@ class _FlexBiasGrad(torch.autograd.Function):
     @staticmethod
     def backward(ctx, d_out):  # noqa: D102
         out, bias, query, key, value, index = ctx.saved_tensors
-        B, H, L, _ = query.shape
-        rows = max(1, _FLEX_CHUNK_BYTES // max(1, 4 * B * H * L))
+        H = query.shape[1]
         d_out = d_out.float()
         delta = (d_out * out.float()).sum(-1, keepdim=True)  # (B, H, L, 1)
         k32, v32 = key.float(), value.float()
         d_bias = torch.zeros_like(bias)
-        for start in range(0, L, rows):
-            sl = slice(start, min(L, start + rows))
-            idx = _expand(index[:, sl], H)  # (B, H, R, L)
+        for sl, idx in _row_chunks(index, H):
             s = torch.matmul(query[:, :, sl].float() * ctx.scaling, k32.transpose(-1, -2))  # (B, H, R, L)
             p = torch.softmax(s + bias[:, :, sl].gather(3, idx), -1)
             ds = p.mul_(torch.matmul(d_out[:, :, sl], v32.transpose(-1, -2)).sub_(delta[:, :, sl]))
