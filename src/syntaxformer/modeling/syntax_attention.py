@@ -68,10 +68,13 @@ A third, ``"flex"`` (GPU; eager on the CPU for tests), never builds the effectiv
 ``A[h,i,k] = Σ_p α_{i,p,g_p(i,k)} exp(S_ik - log Z_{p,h,i,g_p(i,k)}) + φ_{h,i} P[h,i,k]``, the coefficient of
 ``exp(S_ik)`` depends on the pair only through its joint bucket, so ``A V = W · softmax(S + b[joint bucket]) V``
 with one bias ``b = log(Σ_p α_p / Z_p + φ / Z_full)`` per (head, row, joint bucket) and the row's total weight
-``W = Σ α + φ`` (1 for ``"topical"`` / ``"mean"``). An exact pre-pass over chunks of query rows (each group with
-its own maximum, checkpointed) gives ``log Z`` and the topical scores per (row, group); the second pass is one
-``torch.nn.attention.flex_attention`` call (compiled on CUDA) whose ``score_mod`` gathers ``b``. The gate's
-``P_full V`` is one more fused SDPA call. No attention dropout (refused with a ConfigError); the function returns
+``W = Σ α + φ`` (1 for ``"topical"`` / ``"mean"``). An exact pre-pass over chunks of query rows (one scatter of
+the scores into the joint buckets, each with its own maximum; a hand-written backward that keeps only the
+``[B, H, L, J]`` tables) gives ``log Z`` and the topical scores per (row, group); the second pass is one
+``torch.nn.attention.flex_attention`` call (compiled on CUDA) whose ``score_mod`` gathers ``b``; the gradient of
+``b`` is a chunked pass in the backward (the kernel sees a bias without gradient). The gate's ``P_full V`` is one
+more fused SDPA call. Memory: no ``[B, H, L, L]`` tensor is kept for the backward; the passes hold one chunk of
+``[B, H, rows, L]`` scores at a time. No attention dropout (refused with a ConfigError); the function returns
 no attention weights (as SDPA). ``flex_attention`` has no CPU backward: there, under autograd, the same biased
 softmax runs densely (a test stand-in, not a fast path).
 """
@@ -1062,8 +1065,8 @@ def _exact_probs(scores: torch.Tensor, allowed: torch.Tensor | None, groups: Syn
 # Flex path (torch.nn.attention.flex_attention; one fused softmax with a per-(row, bucket) bias)
 # ---------------------------------------------------------------------------------------------------------------
 
-#: The pre-pass computes the scores of this many bytes of ``[B, H, rows, L]`` fp32 at a time (and again in the
-#: backward: each chunk is checkpointed), so it never holds the scores of all rows under autograd.
+#: The flex path's pre-pass and backward passes compute the scores of this many bytes of ``[B, H, rows, L]`` fp32
+#: at a time, so they never hold the scores of all rows.
 _FLEX_CHUNK_BYTES = 1 << 26
 
 #: Let the compiled flex_attention kernel compute the bias table's gradient itself (Inductor's learnable-bias
