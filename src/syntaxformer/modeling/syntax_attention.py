@@ -1221,9 +1221,10 @@ def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggreg
 
 
 def _flex_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor,
-                  index: torch.Tensor, scaling: float) -> torch.Tensor:
+                  index: torch.Tensor, scaling: float, lz: torch.Tensor) -> torch.Tensor:
     """``softmax_k(S[b,h,i,k] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` through flex_attention (compiled on
-    CUDA). flex_attention has no CPU backward: on the CPU under autograd the same softmax runs densely (tests).
+    CUDA; ``lz`` ``[B, H, L, J]`` the log-sum-exp of ``S`` per bucket, for the bias gradient). flex_attention has
+    no CPU backward: on the CPU under autograd the same softmax runs densely (tests).
 
     The gradient of ``bias`` comes from :class:`_FlexBiasGrad` (a chunked pass in the backward): flex_attention
     itself only ever sees a bias that needs no gradient, its most-used form. With ``_FLEX_BIAS_GRAD_IN_KERNEL``
@@ -1248,36 +1249,41 @@ def _flex_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, b
             warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
             out = flex_attention(query, key, value, score_mod=score_mod, scale=scaling)
     if bias_grad and not _FLEX_BIAS_GRAD_IN_KERNEL:
-        out = _FlexBiasGrad.apply(out, bias, query.detach(), key.detach(), value.detach(), index, scaling)
+        out = _FlexBiasGrad.apply(out, bias, lz.detach(), query.detach(), key.detach(), value.detach(), index,
+                                  scaling)
     return out
 
 
 class _FlexBiasGrad(torch.autograd.Function):
     """Identity on the flex output ``O = softmax(S + b[index]) V`` whose backward adds the gradient of the bias
-    table: ``db[b,h,i,j] = Σ_{k: index[b,i,k]=j} P_ik (dO_i · V_k - dO_i · O_i)`` (the softmax backward summed per
-    joint bucket), over chunks of query rows (``[B, H, rows, L]`` at a time: scores, ``P``, ``dO Vᵀ``, one
-    scatter). The gradients of q, k, v flow through the flex output itself."""
+    table, the softmax backward summed per joint bucket: ``db_{ij} = Σ_{k in j} P_ik (dO_i · V_k - dO_i · O_i)``.
+
+    With the pre-pass's ``lz_{ij} = log Σ_{k in j} exp(S_ik)``: ``P_ik = π_ik c_ij`` with ``π_ik = exp(S_ik -
+    lz_{ij})`` and the bucket's share ``c_ij = softmax_j(lz_ij + b_ij)``, so ``db_ij = c_ij (Σ_{k in j} π_ik
+    dO_i · V_k - dO_i · O_i)``: per chunk of query rows the scores, ``π`` (one gather), ``dO Vᵀ`` and one scatter.
+    The gradients of q, k, v flow through the flex output itself."""
 
     @staticmethod
-    def forward(ctx, out, bias, query, key, value, index, scaling):  # noqa: D102
-        ctx.save_for_backward(out, bias, query, key, value, index)
+    def forward(ctx, out, bias, lz, query, key, value, index, scaling):  # noqa: D102
+        ctx.save_for_backward(out, bias, lz, query, key, value, index)
         ctx.scaling = scaling
         return out.view_as(out)
 
     @staticmethod
     def backward(ctx, d_out):  # noqa: D102
-        out, bias, query, key, value, index = ctx.saved_tensors
+        out, bias, lz, query, key, value, index = ctx.saved_tensors
         H = query.shape[1]
         d_out = d_out.float()
         delta = (d_out * out.float()).sum(-1, keepdim=True)  # (B, H, L, 1)
+        share = torch.softmax(lz + bias, -1)  # (B, H, L, J) c: each bucket's share of the flex softmax
         k32, v32 = key.float(), value.float()
-        d_bias = torch.zeros_like(bias)
+        t = torch.zeros_like(bias)  # (B, H, L, J) Σ_{k in j} π dO·V
         for sl, idx in _row_chunks(index, H):
             s = torch.matmul(query[:, :, sl].float() * ctx.scaling, k32.transpose(-1, -2))  # (B, H, R, L)
-            p = torch.softmax(s + bias[:, :, sl].gather(3, idx), -1)
-            ds = p.mul_(torch.matmul(d_out[:, :, sl], v32.transpose(-1, -2)).sub_(delta[:, :, sl]))
-            d_bias[:, :, sl] = torch.zeros_like(d_bias[:, :, sl]).scatter_add_(3, idx, ds)
-        return d_out.to(out.dtype), d_bias, None, None, None, None, None
+            pi = s.sub_(lz[:, :, sl].gather(3, idx)).exp_()
+            t[:, :, sl] = torch.zeros_like(t[:, :, sl]).scatter_add_(
+                3, idx, pi.mul_(torch.matmul(d_out[:, :, sl], v32.transpose(-1, -2))))
+        return d_out.to(out.dtype), share * (t - delta), None, None, None, None, None, None
 
 
 def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
@@ -1344,7 +1350,7 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
 
     n_syntax = start
     weight = alpha[..., :n_syntax].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
-    ctx = _flex_context(query, key, value, bias, joint.index, scaling)  # (B, H, L, d)
+    ctx = _flex_context(query, key, value, bias, joint.index, scaling, lzj)  # (B, H, L, d)
     ctx = ctx * weight.unsqueeze(-1).to(ctx.dtype)
     if opts.empty_rows == "self":
         rows = fallback.unsqueeze(1) & live.view(1, H, 1)  # (B, H, L)
