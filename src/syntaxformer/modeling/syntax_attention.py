@@ -1267,6 +1267,8 @@ class _FlexBiasGrad(torch.autograd.Function):
     def forward(ctx, out, bias, lz, query, key, value, index, scaling):  # noqa: D102
         ctx.save_for_backward(out, bias, lz, query, key, value, index)
         ctx.scaling = scaling
+        ctx.amp = (query.device.type, torch.is_autocast_enabled(query.device.type),
+                   torch.get_autocast_dtype(query.device.type))
         return out.view_as(out)
 
     @staticmethod
@@ -1276,10 +1278,12 @@ class _FlexBiasGrad(torch.autograd.Function):
         d_out = d_out.float()
         delta = (d_out * out.float()).sum(-1, keepdim=True)  # (B, H, L, 1)
         share = torch.softmax(lz + bias, -1)  # (B, H, L, J) c: each bucket's share of the flex softmax
-        k32, v32 = key.float(), value.float()
+        v32 = value.float()
+        device, amp, amp_dtype = ctx.amp
         t = torch.zeros_like(bias)  # (B, H, L, J) Σ_{k in j} π dO·V
         for sl, idx in _row_chunks(index, H):
-            s = torch.matmul(query[:, :, sl].float() * ctx.scaling, k32.transpose(-1, -2))  # (B, H, R, L)
+            with torch.autocast(device, dtype=amp_dtype, enabled=amp):  # S exactly as the pre-pass computed it
+                s = _scores(query[:, :, sl], key, ctx.scaling)  # (B, H, R, L) fp32
             pi = s.sub_(lz[:, :, sl].gather(3, idx)).exp_()
             t[:, :, sl] = torch.zeros_like(t[:, :, sl]).scatter_add_(
                 3, idx, pi.mul_(torch.matmul(d_out[:, :, sl], v32.transpose(-1, -2))))
