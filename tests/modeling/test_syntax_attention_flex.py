@@ -259,6 +259,35 @@ def test_flex_bias_gradient_pass_equals_autograd_through_the_bias(monkeypatch):
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True), **opts), passes, tol=1e-5)
 
 
+def test_flex_passes_keep_no_float_tensor_of_the_attention_size():
+    """What the pre-pass and the bias-gradient pass keep for the backward: the inputs, the joint index and
+    ``[B, H, L, J]`` tables, never a float ``[B, H, L, L]`` (on the GPU the flex kernel keeps q, k, v, out, lse)."""
+    import syntaxformer.modeling.syntax_attention as SA
+
+    B, H, L, d = 2, 3, 40, 4
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(B, H, L, d, generator=g, requires_grad=True) for _ in range(3))
+    w = torch.randn(B, H, L, generator=g, requires_grad=True)
+    parts = [torch.randint(0, 4, (B, L, L), generator=g) for _ in range(2)]
+    groups = prepare_groups(parts, 4)
+    joint = SA._cached_flex_joint(groups, None, None)
+    assert joint.size < L, "the test needs fewer joint buckets than keys"
+    saved = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append((t.dtype, t.numel()))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        lz, y = SA._flex_prepass(q, k, w, 0.5, joint)
+        bias = (lz.nan_to_num(0.0, 0.0, 0.0) + y).requires_grad_()
+        out = SA._FlexBiasGrad.apply(torch.randn(B, H, L, d, requires_grad=True), bias, lz.detach(), q.detach(),
+                                     k.detach(), v.detach(), joint.index, 0.5)
+    assert saved and all(not (dtype.is_floating_point and n >= B * H * L * L) for dtype, n in saved), saved
+    (out.sum() + lz.nan_to_num(0.0, 0.0, 0.0).sum() + y.sum()).backward()
+    assert q.grad is not None and w.grad is not None
+
+
 def test_flex_recorder_matches_fast_recorder():
     inputs, topical, parts, mask = _setup(seed=6)
     recs = {}
