@@ -193,7 +193,8 @@ def test_flex_matches_reference_for_every_mask_form(mask_kind, n_parts):
         mask = None
     elif mask_kind == "additive":  # eager-style float mask, [B, 1, 1, L]
         mask = torch.zeros(2, 1, 1, 9).masked_fill(~mask[:, :, :1, :], torch.finfo(torch.float32).min)
-    _assert_close(_run("flex", inputs, topical, parts, mask), _run("reference", inputs, topical, parts, mask))
+    ref = _run("reference", inputs, topical, parts, mask, gate=_gate(True))
+    _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True)), ref)
 
 
 def test_flex_without_autograd_runs_flex_attention_and_matches_reference(monkeypatch):

@@ -1406,7 +1406,10 @@ def _flex_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.T
         if layer is None:
             raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
         gate = gate_module.value(layer)  # (1, H | 1, 1, 1)
-        base = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scaling)  # (B, H, L, d)
+        allowed = _allowed(mask, B, L)  # a bool mask whatever the host's form (SDPA wants bool or q's dtype)
+        base = F.scaled_dot_product_attention(query, key, value, scale=scaling,
+                                              attn_mask=None if allowed is None else allowed.unsqueeze(1))
+        # base: (B, H, L, d)
         syn = base + gate.to(syn.dtype) * (syn.to(base.dtype) - base)
     if record is not None and layer is not None:
         with torch.no_grad():  # analysis only: the effective attention, densely, by the exact path
