@@ -3,6 +3,7 @@
 Run from the repository root::
 
     python benchmarks/syntax_bert_attention.py [--quick] [--batch 8] [--length 128 [256 512 ...]]
+        [--implementations fast,exact,flex] [--device cpu|cuda] [--autocast bf16]
 
 Inputs: batch 8 x 128 positions (``--batch``, ``--length``; several lengths run one after the other) packed from
 real UD English-EWT dev sentences (``$SYNTAXFORMER_DATA/ud_ewt/en_ewt-ud-dev.conllu``, else
@@ -12,9 +13,10 @@ dependency + constituency relation groups with D = 15 (M = 90 sub-networks), ran
 0. **Group preparation**: relation groups of both partitions plus :func:`prepare_groups`, ms per example.
 1. **One layer**, forward + backward, MiniLM's shape (hidden 384, 12 heads, FFN 1536), training mode: a
    ``BertLayer`` with transformers' default SDPA attention (vanilla) against the same layer with the syntax
-   attention — ``fast`` (default) and ``exact`` (autograd, per-group maximum; the library's slow path).
-   Interleaved repeats, median times, ratios to vanilla. The fast output and input gradient are checked against
-   the exact path in the same run (the slow loop over the sub-networks is tested in ``tests/``, not timed here).
+   attention — ``fast`` (default) and ``exact`` (autograd, per-group maximum; the library's slow path), and with
+   ``--implementations ...,flex`` the flex_attention path. Interleaved repeats, median times, ratios to vanilla,
+   tokens/s. Each implementation's output and input gradient are checked against the exact path in the same run
+   (the slow loop over the sub-networks is tested in ``tests/``, not timed here).
 2. **Whole model training step** (forward, loss, backward, AdamW step) of
    ``SyntaxBertForSequenceClassification.from_encoder_pretrained(MiniLM)`` against vanilla
    ``AutoModelForSequenceClassification`` (MiniLM, SDPA) on the same batch; relation groups are built inside the
@@ -22,12 +24,23 @@ dependency + constituency relation groups with D = 15 (M = 90 sub-networks), ran
    saved-tensor hooks, unique storages) and the peak RSS growth of a training step, each variant in a fresh
    process.
 
+With ``flex`` among the implementations every variant (vanilla included) runs without attention-probability
+dropout (flex_attention has none), so that the comparison is like for like; the JSON says ``attention_dropout``.
+With ``flex`` the whole-model step also times a ``syntax_flex`` model.
+
+``--device cuda``: every timed call is wrapped in ``torch.cuda.synchronize()``; the first call of each variant
+(warm-up; for ``flex`` it includes ``torch.compile``) is reported separately as ``first_call_ms`` and never enters
+the medians; peak CUDA memory of one layer forward + backward per variant; no RSS child processes. ``--quick``
+keeps the GPU run to a few repeats (lengths 128 and 512, batch 8: about a minute on one GPU plus the compiles).
+``--autocast bf16`` runs every forward under ``torch.autocast(dtype=torch.bfloat16)``.
+
 1 torch thread by default (stable on a shared machine). The last line printed is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -77,22 +90,49 @@ def _batch(n: int, length: int, seed: int = 0) -> dict[str, torch.Tensor]:
     return batch
 
 
-def _interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, float]:
-    """Median seconds per call of each function, calls interleaved round-robin."""
-    for _ in range(warmup):
-        for f in fns.values():
+#: Set by ``main``: the device every tensor lives on and the autocast dtype (None: fp32).
+DEVICE = torch.device("cpu")
+AUTOCAST: torch.dtype | None = None
+
+
+def _sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _autocast() -> contextlib.AbstractContextManager:
+    return torch.autocast(DEVICE.type, dtype=AUTOCAST) if AUTOCAST is not None else contextlib.nullcontext()
+
+
+def _interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
+                 first: dict[str, float] | None = None) -> dict[str, float]:
+    """Median seconds per call of each function, calls interleaved round-robin (synchronised on CUDA); the
+    seconds of each function's first (warm-up) call go into ``first`` when given."""
+    for i in range(warmup):
+        for k, f in fns.items():
+            _sync()
+            t = time.perf_counter()
             f()
+            _sync()
+            if i == 0 and first is not None:
+                first[k] = time.perf_counter() - t
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeats):
         for k, f in fns.items():
+            _sync()
             t = time.perf_counter()
             f()
+            _sync()
             times[k].append(time.perf_counter() - t)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def _saved_bytes(fn: Callable[[], torch.Tensor]) -> int:
-    """Bytes of the unique storages autograd saves for backward during ``fn()`` (activation memory)."""
+def _saved_bytes(fn: Callable[[], torch.Tensor], kind: str = "") -> int | None:
+    """Bytes of the unique storages autograd saves for backward during ``fn()`` (activation memory); None for a
+    flex variant on CUDA (saved-tensor hooks around a compiled graph measure nothing reliable there; see the peak
+    CUDA memory instead)."""
+    if DEVICE.type == "cuda" and "flex" in kind:
+        return None
     seen: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -123,7 +163,8 @@ def bench_groups(batch: dict[str, torch.Tensor], repeats: int) -> dict:
     return {"groups_ms_per_example": round(t["groups"] * 1e3 / batch["input_ids"].shape[0], 3)}
 
 
-def bench_layer(batch: dict[str, torch.Tensor], repeats: int) -> dict:
+def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, ...] = ("fast", "exact"),
+                attention_dropout: float | None = None) -> dict:
     from transformers import AutoConfig
     from transformers.models.bert.modeling_bert import BertLayer
 
@@ -137,57 +178,74 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int) -> dict:
     def layer(impl: str) -> BertLayer:
         cfg = AutoConfig.from_pretrained(default_hf_model())
         cfg._attn_implementation = impl
-        return BertLayer(cfg, layer_idx=0).train()
+        if attention_dropout is not None:
+            cfg.attention_probs_dropout_prob = attention_dropout
+        return BertLayer(cfg, layer_idx=0).to(DEVICE).train()
 
     vanilla, syntax = layer("sdpa"), layer("syntax")
     syntax.load_state_dict(vanilla.state_dict())
-    topical = TopicalAttention(1, base.hidden_size, base.hidden_size)
+    topical = TopicalAttention(1, base.hidden_size, base.hidden_size).to(DEVICE)
     topical.bind([(syntax.attention.self.key, syntax.attention.output.dense)])
     with torch.no_grad():
         topical.query.normal_(0, 1.0)
     dep, con = relation_groups_from_features(batch, 15)
     groups = prepare_groups([dep, con], 3 * 15 + 2)
     B, L = batch["input_ids"].shape
-    x = torch.randn(B, L, base.hidden_size, requires_grad=True)
+    x = torch.randn(B, L, base.hidden_size).to(DEVICE).requires_grad_()
     mask = batch["attention_mask"].bool()[:, None, None, :].expand(B, 1, L, L)
     n_groups = sum(len(torch.unique(g)) - 1 for g in (dep, con))  # distinct group ids present (info)
 
+    def forward(impl: str | None) -> torch.Tensor:
+        with _autocast():
+            if impl is None:
+                return vanilla(x, mask)
+            return syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
+                          syntax_options=SyntaxAttentionOptions(implementation=impl))
+
     def run(impl: str | None) -> torch.Tensor:
-        if impl is None:
-            y = vanilla(x, mask)
-        else:
-            y = syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
-                       syntax_options=SyntaxAttentionOptions(implementation=impl))
-        y.sum().backward()
+        y = forward(impl)
+        y.float().sum().backward()
         return y
 
     # same dropout draws are impossible across implementations: check equality in eval mode (output and dx)
     syntax.eval()
     got = {}
-    for impl in ("fast", "exact"):
+    for impl in dict.fromkeys(("exact",) + impls):
         x.grad = None
-        y = syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
-                   syntax_options=SyntaxAttentionOptions(implementation=impl))
-        (y * torch.linspace(-1, 1, y.shape[-1])).sum().backward()
+        y = forward(impl).float()
+        (y * torch.linspace(-1, 1, y.shape[-1], device=DEVICE)).sum().backward()
         got[impl] = (y.detach(), x.grad.clone())
-    max_diff = max(float((a - b).abs().max()) for a, b in zip(got["fast"], got["exact"]))
+    diffs = {impl: max(float((a - b).abs().max()) for a, b in zip(got[impl], got["exact"]))
+             for impl in impls if impl != "exact"}
+    del got
     syntax.train()
 
-    t = _interleaved({"vanilla": lambda: run(None), "fast": lambda: run("fast"), "exact": lambda: run("exact")},
-                     repeats)
-    mem = {k: _saved_bytes(lambda k=k: syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
-                                                 syntax_options=SyntaxAttentionOptions(implementation=k)))
-           for k in ("fast", "exact")}
-    mem["vanilla"] = _saved_bytes(lambda: vanilla(x, mask))
-    return {
+    variants = {"vanilla": None, **{impl: impl for impl in impls}}
+    first: dict[str, float] = {}
+    t = _interleaved({k: (lambda impl=impl: run(impl)) for k, impl in variants.items()}, repeats, first=first)
+    mem = {k: _saved_bytes(lambda impl=impl: forward(impl), k) for k, impl in variants.items()}
+    out = {
         "shape": {"batch": B, "length": L, "hidden": base.hidden_size, "heads": base.num_attention_heads,
                   "sub_networks": 2 * 45, "sub_networks_present": n_groups},
         "ms": {k: round(v * 1e3, 2) for k, v in t.items()},
-        "fast_over_vanilla": round(t["fast"] / t["vanilla"], 3),
-        "exact_over_vanilla": round(t["exact"] / t["vanilla"], 3),
-        "saved_for_backward_mb": {k: round(v / 2 ** 20, 1) for k, v in mem.items()},
-        "fast_vs_exact_max_abs_diff": max_diff,
+        **{f"{impl}_over_vanilla": round(t[impl] / t["vanilla"], 3) for impl in impls},
+        "tokens_per_s": {k: round(B * L / v) for k, v in t.items()},
+        "saved_for_backward_mb": {k: None if v is None else round(v / 2 ** 20, 1) for k, v in mem.items()},
+        **{f"{impl}_vs_exact_max_abs_diff": d for impl, d in diffs.items()},
     }
+    if DEVICE.type == "cuda":
+        out["first_call_ms"] = {k: round(v * 1e3, 1) for k, v in first.items()}
+        peak = {}
+        for k, impl in variants.items():
+            x.grad = None
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            run(impl)
+            torch.cuda.synchronize()
+            peak[k] = round((torch.cuda.max_memory_allocated() - before) / 2 ** 20, 1)
+        out["peak_cuda_mb"] = peak
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -195,48 +253,66 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int) -> dict:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _model(kind: str):
+def _model(kind: str, attention_dropout: float | None = None):
     from transformers import AutoModelForSequenceClassification
 
     from syntaxformer.defaults import default_hf_model
     from syntaxformer.modeling import SyntaxBertForSequenceClassification
 
     torch.manual_seed(0)
+    enc = {} if attention_dropout is None else {"attention_probs_dropout_prob": attention_dropout}
     if kind == "vanilla":
-        model = AutoModelForSequenceClassification.from_pretrained(default_hf_model(), num_labels=2)
+        model = AutoModelForSequenceClassification.from_pretrained(default_hf_model(), num_labels=2, **enc)
     else:
-        model = SyntaxBertForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
+        impl = "flex" if kind == "syntax_flex" else "fast"
+        model = SyntaxBertForSequenceClassification.from_encoder_pretrained(default_hf_model(), encoder_kwargs=enc,
+                                                                            num_labels=2, implementation=impl)
         with torch.no_grad():
             model.syntax_bert.topical.query.normal_(0, 1.0)  # a trained-looking query (not the zero init)
-    model.train()
+    model.to(DEVICE).train()
     return model
 
 
 def _train_step(model, opt, batch: dict[str, torch.Tensor], kind: str) -> torch.Tensor:
-    inputs = batch if kind == "syntax" else {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids",
-                                                                      "labels")}
-    loss = model(**inputs).loss
+    inputs = batch if kind != "vanilla" else {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids",
+                                                                       "labels")}
+    with _autocast():
+        loss = model(**inputs).loss
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
     return loss
 
 
-def bench_model(batch: dict[str, torch.Tensor], repeats: int) -> dict:
-    models = {k: _model(k) for k in ("vanilla", "syntax")}
+def bench_model(batch: dict[str, torch.Tensor], repeats: int, flex: bool = False,
+                attention_dropout: float | None = None) -> dict:
+    kinds = ("vanilla", "syntax") + (("syntax_flex",) if flex else ())
+    models = {k: _model(k, attention_dropout) for k in kinds}
     opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-5) for k, m in models.items()}
-    t = _interleaved({k: (lambda k=k: _train_step(models[k], opts[k], batch, k)) for k in models}, repeats)
+    first: dict[str, float] = {}
+    t = _interleaved({k: (lambda k=k: _train_step(models[k], opts[k], batch, k)) for k in models}, repeats,
+                     first=first)
     saved = {}
     for k, m in models.items():
-        inputs = batch if k == "syntax" else {n: batch[n] for n in ("input_ids", "attention_mask", "token_type_ids",
-                                                                     "labels")}
-        saved[k] = _saved_bytes(lambda m=m, inputs=inputs: m(**inputs).loss)
-    return {
+        inputs = batch if k != "vanilla" else {n: batch[n] for n in ("input_ids", "attention_mask", "token_type_ids",
+                                                                      "labels")}
+        with _autocast():
+            saved[k] = _saved_bytes(lambda m=m, inputs=inputs: m(**inputs).loss, k)
+    B, L = batch["input_ids"].shape
+    out = {
         "step_ms": {k: round(v * 1e3, 1) for k, v in t.items()},
         "step_syntax_over_vanilla": round(t["syntax"] / t["vanilla"], 3),
-        "saved_for_backward_mb": {k: round(v / 2 ** 20, 1) for k, v in saved.items()},
+        "tokens_per_s": {k: round(B * L / v) for k, v in t.items()},
+        "saved_for_backward_mb": {k: None if v is None else round(v / 2 ** 20, 1) for k, v in saved.items()},
         "saved_syntax_over_vanilla": round(saved["syntax"] / saved["vanilla"], 3),
     }
+    if flex:
+        out["step_syntax_flex_over_vanilla"] = round(t["syntax_flex"] / t["vanilla"], 3)
+        if saved["syntax_flex"] is not None:
+            out["saved_syntax_flex_over_vanilla"] = round(saved["syntax_flex"] / saved["vanilla"], 3)
+    if DEVICE.type == "cuda":
+        out["first_call_ms"] = {k: round(v * 1e3, 1) for k, v in first.items()}
+    return out
 
 
 def _rss_mb() -> float:
@@ -295,6 +371,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model-only", action="store_true", help="only the whole-model training step")
     parser.add_argument("--model-repeats", type=int, default=None,
                         help="timed whole-model steps per variant (default 3 quick, 7 full)")
+    parser.add_argument("--implementations", default="fast,exact",
+                        help="comma-separated syntax implementations timed in the layer benchmark (fast, exact, flex;"
+                             " default fast,exact); with flex the model step also times a flex model")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="where to run (cuda: synchronised timings, compile warm-up reported separately)")
+    parser.add_argument("--autocast", choices=["bf16"], default=None, help="run the forwards under bf16 autocast")
     parser.add_argument("--steps", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--rss-child", choices=["vanilla", "syntax"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -305,6 +387,18 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     import transformers
 
+    global DEVICE, AUTOCAST
+    impls = tuple(x.strip() for x in args.implementations.split(",") if x.strip())
+    bad = [x for x in impls if x not in ("fast", "exact", "flex")]
+    if bad or not impls:
+        parser.error(f"--implementations takes fast, exact and/or flex, got {args.implementations!r}")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda but torch.cuda.is_available() is False")
+    DEVICE = torch.device(args.device)
+    AUTOCAST = torch.bfloat16 if args.autocast == "bf16" else None
+    flex = "flex" in impls
+    dropout = 0.0 if flex else None  # flex_attention has no attention dropout: none for any variant then
+
     layer_reps, model_reps = (5, 3) if args.quick else (15, 7)
     model_reps = args.model_repeats or model_reps
     result = {
@@ -312,6 +406,10 @@ def main(argv: list[str] | None = None) -> dict:
         "quick": args.quick,
         "threads": args.threads,
         "batch": args.batch,
+        "device": args.device if args.device == "cpu" else torch.cuda.get_device_name(),
+        "autocast": args.autocast,
+        "implementations": list(impls),
+        "attention_dropout": "checkpoint's (0.1)" if dropout is None else dropout,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "machine": platform.machine(),
@@ -319,11 +417,11 @@ def main(argv: list[str] | None = None) -> dict:
         "lengths": {},
     }
     for length in args.length:
-        batch = _batch(args.batch, length)
+        batch = {k: v.to(DEVICE) for k, v in _batch(args.batch, length).items()}
         res = {} if args.model_only else {"groups": bench_groups(batch, layer_reps),
-                                          "layer": bench_layer(batch, layer_reps)}
-        res["model"] = bench_model(batch, model_reps)
-        if not (args.no_rss or args.model_only):
+                                          "layer": bench_layer(batch, layer_reps, impls, dropout)}
+        res["model"] = bench_model(batch, model_reps, flex, dropout)
+        if not (args.no_rss or args.model_only or DEVICE.type == "cuda"):
             res["memory_rss"] = bench_rss(args.batch, length, args.steps, args.threads)
         result["lengths"][str(length)] = res
         print(json.dumps({"length": length, **res}), file=sys.stderr, flush=True)

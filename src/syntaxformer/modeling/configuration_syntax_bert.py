@@ -86,7 +86,8 @@ class SyntaxBertConfig(SyntaxModelConfig):
             ``new_params_lr``). The paper claims to "retain the pre-trained knowledge" but gives no mechanism.
         syntax_layers: indices of the layers that use sub-networks; ``None`` = every layer (the paper). Other
             layers run their ordinary attention (e.g. ``[]`` for a LISA-only baseline).
-        implementation: ``"fast"`` (default) or ``"exact"``; see :mod:`syntaxformer.modeling.syntax_attention`.
+        implementation: ``"fast"`` (default), ``"exact"`` or ``"flex"`` (flex_attention; CUDA, no attention
+            dropout); see :mod:`syntaxformer.modeling.syntax_attention`.
         lisa_layer: LISA (Strubell et al., 2018; Syntax-BERT §4 "+ LISA"): index of the layer whose head
             ``lisa_head`` is trained to attend to each token's dependency parent (``None`` = no LISA). That head
             attends to all non-padding tokens (it is not split into sub-networks); the model returns the
@@ -142,7 +143,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     empty_rows: Literal["full", "self"] = "full"
     gate: Literal["none", "layer", "head"] = "none"
     syntax_layers: list[int] | None = None
-    implementation: Literal["fast", "exact"] = "fast"
+    implementation: Literal["fast", "exact", "flex"] = "fast"
     lisa_layer: int | None = None
     lisa_head: int = 0
     lisa_head_mode: Literal["existing", "added"] = "existing"
