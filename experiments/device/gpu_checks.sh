@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine (issue 15 item 2): the gpu-marked tests, then the GPU benchmarks at 128 / 512 tokens.
+# On the GPU machine (issue 15 item 2): the gpu-marked tests (flex path included), then the SG-Net and Syntax-BERT
+# (fast vs flex) benchmarks at 128 / 512 tokens.
 # Device call: command `bash experiments/device/gpu_checks.sh`, carry [".device/model", ".device/testdata"].
 source experiments/device/setup.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -10,4 +11,8 @@ SYNTAXFORMER_DATA=.device/testdata SYNTAXFORMER_TEST_PARSER=jsonl:.device/testda
 for L in 128 512; do
     SYNTAXFORMER_DATA=.device/testdata timeout 150 python3 benchmarks/sgnet_overhead.py --device cuda --length $L \
         --batch 32 --threads 0 2>&1 | tail -1 | tee "$OUT/sgnet_overhead_$L.json"
+done
+for L in 128 512; do
+    SYNTAXFORMER_DATA=.device/testdata timeout 200 python3 benchmarks/syntax_bert_attention.py --device cuda --quick \
+        --batch 8 --length $L --implementations fast,flex --no-rss 2>&1 | tail -1 | tee "$OUT/syntax_bert_$L.json"
 done
