@@ -112,6 +112,23 @@ def test_plot_curves_learning_and_parser_noise(tmp_path):
         plot_curve(find_runs([tmp_path / "lc"]), "parser_noise")
 
 
+def test_plot_curves_join_the_sweeps_size_and_noise_suffixes(tmp_path):
+    """experiments/sgnet_glue.py names learning-curve runs <variant>_n<size> and noise runs <variant>_noise<p>:
+    one line per variant, not one point per folder name."""
+    for name, n, score in (("sgnet_n500", 500, 0.7), ("sgnet_n2000", 2000, 0.8), ("sgnet_nall", 8000, 0.9),
+                           ("base_n500", 500, 0.6), ("base_n2000", 2000, 0.75)):
+        _run(tmp_path / "lc" / "sst2" / name / "seed1", score, train=n)
+    ax = plot_curve(find_runs([tmp_path / "lc"]), "train_size").axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["sgnet", "base"]
+    assert list(ax.lines[0].get_xdata()) == [500, 2000, 8000]
+    assert list(ax.lines[0].get_ydata()) == pytest.approx([0.7, 0.8, 0.9])
+    for p, score in ((0, 0.7), (0.2, 0.65), (1, 0.6)):
+        _run(tmp_path / "noise" / "cola" / f"sgnet_noise{p:g}" / "seed1", score, noise=p)
+    ax = plot_curve(find_runs([tmp_path / "noise"]), "parser_noise").axes[0]
+    assert len(ax.lines) == 1 and [t.get_text() for t in ax.get_legend().get_texts()] == ["sgnet"]
+    assert list(ax.lines[0].get_ydata()) == pytest.approx([0.7, 0.65, 0.6])
+
+
 def test_plot_length_buckets_lines_equal_bucket_scores(tmp_path):
     runs = []
     for name, em in (("baseline", [1, 0, 0, 1]), ("sgnet", [1, 1, 0, 1])):

@@ -23,6 +23,7 @@ import glob
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -228,9 +229,16 @@ def plot_length_buckets(run_dirs: Sequence[str | Path], names: Sequence[str] | N
     return fig
 
 
+#: The folder-name suffix that only says where a run sits on a curve (``sbert_gate_n2000``, ``sgnet_noise0.2``,
+#: as ``experiments/sgnet_glue.py`` names its runs); dropped so that one variant's points make one line.
+_CURVE_SUFFIX = {"train_size": re.compile(r"_n(?:\d+|all)$"), "parser_noise": re.compile(r"_noise[0-9.]+(?:e-?\d+)?$")}
+
+
 def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
     """The headline dev score against ``x`` (``"train_size"``: learning curve; ``"parser_noise"``: parser-noise
     curve, SG-Net §7.6), one line per variant, one panel per task; mean over seeds with the 95% t interval.
+    A variant's name loses a suffix that only places it on the curve (``_n2000``, ``_nall``; ``_noise0.2``), so
+    ``baseline_n500`` and ``baseline_n2000`` are two points of the line ``baseline``.
 
     Returns:
         the figure; ``ax.syntaxformer`` = ``{variant: {"x": [...], "mean": [...], "ci": [...]}}`` per panel.
@@ -250,15 +258,16 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
                          f"{'--max_train_samples' if x == 'train_size' else 'parser_noise'}")
     fig = _figure(5.0, 3.4 * len(tasks))
     axes = fig.subplots(len(tasks), 1, squeeze=False)[:, 0]
-    colors = _colors(r.variant for r in runs if r.task in tasks)
+    line = {id(r): _CURVE_SUFFIX[x].sub("", r.variant) for r in runs}  # run -> its line's name
+    colors = _colors(line[id(r)] for r in runs if r.task in tasks)
     for ax, task in zip(axes, tasks):
         mine = [r for r in runs if r.task == task]
         record = {}
-        for variant in dict.fromkeys(r.variant for r in mine):
-            pts = sorted({getattr(r, x) for r in mine if r.variant == variant})
+        for variant in dict.fromkeys(line[id(r)] for r in mine):
+            pts = sorted({getattr(r, x) for r in mine if line[id(r)] == variant})
             means, cis = [], []
             for v in pts:
-                scores = [r.score for r in mine if r.variant == variant and getattr(r, x) == v]
+                scores = [r.score for r in mine if line[id(r)] == variant and getattr(r, x) == v]
                 means.append(float(np.mean(scores)))
                 cis.append(list(seed_ci(scores)) if len(scores) >= 2 else None)
             low = [m - (c[0] if c else m) for m, c in zip(means, cis)]
