@@ -253,7 +253,7 @@ def _summarize(args: argparse.Namespace) -> dict:
 def _pairs(runs: dict) -> list[tuple[str, str]]:
     """Which variant is compared with which: sgnet* with the baseline of the same pooling; noise with clean."""
     out = []
-    issue16 = any(re.fullmatch(r"baseline_default(_n(\d+|all))?", v) for v in runs)
+    issue16 = any(re.fullmatch(r"(baseline_default|sbert_gate)(_n(\d+|all))?", v) for v in runs)
     for v in runs:
         m = re.fullmatch(r"(.+?)(_n(?:\d+|all))?", v)
         base, suffix = m.group(1), m.group(2) or ""  # learning-curve runs pair with the same training-set size
