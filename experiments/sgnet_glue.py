@@ -170,13 +170,13 @@ def _check_parses(args: argparse.Namespace) -> None:
     from syntaxformer.training import RunConfig
     from syntaxformer.training.run import build_context, build_model, load_tokenizer
 
+    tokenizer = load_tokenizer(RunConfig().resolved_model())
     for task_name in args.tasks.split(","):
         task = get_task(task_name)
         for variant in ("sgnet_default", "sbert_gate"):
             config = RunConfig.from_dict({**COMMON, **_presets(args)[task_name], **VARIANTS[variant],
                                           "task": task_name, "max_eval_samples": 300})
             data = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
-            tokenizer = load_tokenizer(config.resolved_model())
             model_config = build_model(config, task).config
             features = []
             for parser in (config.parser, args.parser):

@@ -51,19 +51,24 @@ def minilm_tokenizer():
     return AutoTokenizer.from_pretrained(minilm_path())
 
 
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> str:
-    """A randomly initialised 2-layer BERT with hidden size 32, saved with the MiniLM tokenizer."""
+def write_tiny_bert(folder, **config) -> str:
+    """Save a randomly initialised (seed 0) 2-layer BERT with hidden size 32 (``config`` changes its
+    ``BertConfig``, e.g. no dropout) and the MiniLM tokenizer in ``folder``; returns it."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    folder = tmp_path_factory.mktemp("tiny-bert")
     tok = AutoTokenizer.from_pretrained(minilm_path())
     torch.manual_seed(0)
     BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=37, max_position_embeddings=128)).save_pretrained(folder)
+                         intermediate_size=37, max_position_embeddings=128, **config)).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    """A randomly initialised 2-layer BERT with hidden size 32, saved with the MiniLM tokenizer."""
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.fixture

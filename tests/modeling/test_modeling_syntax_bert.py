@@ -96,7 +96,7 @@ def tiny_model(cls=SyntaxBertForSequenceClassification, seed: int = 0, query_std
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class _Attn(nn.Module):
+class AttnStub(nn.Module):
     """Stand-in for a host attention module: a layer index and train/eval mode."""
 
     def __init__(self, layer_idx: int = 0):
@@ -104,17 +104,21 @@ class _Attn(nn.Module):
         self.layer_idx = layer_idx
 
 
-def _random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_parts: int = 2):
-    """Random q/k/v, a topical module bound to random projections, random partitions with empty groups (ids with
-    gaps, rows and columns without any group) and a padding mask."""
+def random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_parts: int = 2, own: bool = False,
+           device: str | torch.device = "cpu"):
+    """Random q / k / v, a topical module bound to random projections, two random partitions with empty groups
+    (ids with gaps, rows and columns without any group) and a padding mask (padding keys in example 1)."""
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(B, H, L, d, generator=g) for _ in range(3))
     q = q * 2  # peakier scores
-    topical = TopicalAttention(1, H * d, H * d)
+    topical = TopicalAttention(1, H * d, H * d, projections="own" if own else "shared")
     torch.manual_seed(seed)
-    topical.bind([(nn.Linear(H * d, H * d), nn.Linear(H * d, H * d))])
+    # the bound projections are not submodules of the topical module: they go to the device themselves
+    topical.bind([(nn.Linear(H * d, H * d).to(device), nn.Linear(H * d, H * d).to(device))])
     with torch.no_grad():
         topical.query.normal_(0, 3.0, generator=g)
+        if own:
+            topical.value_weight.add_(0.3 * torch.randn(topical.value_weight.shape, generator=g))
     parts = []
     for j in range(n_parts):
         ids = torch.randint(0, 6, (B, L, L), generator=g)
@@ -122,10 +126,10 @@ def _random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_p
         ids[:, 0] = 0  # row 0 ([CLS]-like) has no sub-network
         ids[:, :, 0] = 0
         ids[:, 2 + j] = 0  # another empty row, different per partition
-        parts.append(ids)
+        parts.append(ids.to(device))
     mask = torch.ones(B, 1, L, L, dtype=torch.bool)
-    mask[1, :, :, L - 3:] = False  # padding keys in example 1
-    return (q, k, v), topical, parts, mask
+    mask[1, :, :, L - 3:] = False
+    return tuple(x.to(device) for x in (q, k, v)), topical.to(device), parts, mask.to(device)
 
 
 def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = None, parent=None,
@@ -145,7 +149,7 @@ def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = No
         attention, options = reference_syntax_attention, SyntaxAttentionOptions(**opts)
     else:
         attention, options = syntax_attention_forward, SyntaxAttentionOptions(implementation=impl, **opts)
-    out, probs = attention(_Attn(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
+    out, probs = attention(AttnStub(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
                            syntax_options=options, syntax_lisa=lisa, syntax_gate=gate)
     weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
     loss = (out * weights).sum()
@@ -172,7 +176,7 @@ OPTION_GRID = list(itertools.product(["topical", "sum", "mean"], ["full", "self"
 @pytest.mark.parametrize("aggregation,empty_rows,full_candidate", OPTION_GRID)
 def test_attention_fast_and_exact_match_reference_outputs_and_gradients(impl, aggregation, empty_rows,
                                                                         full_candidate):
-    inputs, topical, parts, mask = _random_setup(seed=len(aggregation) + 3 * full_candidate)
+    inputs, topical, parts, mask = random_setup(seed=len(aggregation) + 3 * full_candidate)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
     ref = _run("reference", inputs, topical, parts, mask, **opts)
     _assert_close(_run(impl, inputs, topical, parts, mask, **opts), ref)
@@ -193,7 +197,7 @@ def _gate(per_head: bool, H: int = 3, seed: int = 0) -> SyntaxGate:
                                                                    ("mean", "self", True), ("sum", "full", False)])
 def test_gated_attention_fast_and_exact_match_reference(impl, per_head, aggregation, empty_rows, full_candidate):
     """ctx = P_full V + g (Σ α O_g - P_full V) with g != 0: outputs and gradients (incl. the gate's)."""
-    inputs, topical, parts, mask = _random_setup(seed=21 + per_head)
+    inputs, topical, parts, mask = random_setup(seed=21 + per_head)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
     ref = _run("reference", inputs, topical, parts, mask, gate=_gate(per_head), **opts)
     got = _run(impl, inputs, topical, parts, mask, gate=_gate(per_head), **opts)
@@ -202,7 +206,7 @@ def test_gated_attention_fast_and_exact_match_reference(impl, per_head, aggregat
 
 
 def test_gated_attention_with_lisa_matches_reference():
-    inputs, topical, parts, mask = _random_setup(seed=7)
+    inputs, topical, parts, mask = random_setup(seed=7)
     parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0))
     ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
     ref = _run("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent, gate=_gate(True))
@@ -210,9 +214,9 @@ def test_gated_attention_with_lisa_matches_reference():
 
 
 def test_zero_gate_is_the_pretrained_attention_and_one_is_ungated():
-    inputs, topical, parts, mask = _random_setup(seed=8)
+    inputs, topical, parts, mask = random_setup(seed=8)
     q, k, v = inputs
-    vanilla, _ = SA.sdpa_attention_forward(_Attn(), q, k, v, mask, is_causal=False)
+    vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     out0, _, grads = _run("fast", inputs, topical, parts, mask, gate=SyntaxGate(1, 3, per_head=True))
     assert torch.allclose(out0, vanilla, atol=1e-6)
     assert grads[-1].abs().min() > 0, "the zero gate still gets a gradient"
@@ -226,7 +230,7 @@ def test_zero_gate_is_the_pretrained_attention_and_one_is_ungated():
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])
 @pytest.mark.parametrize("n_parts", [1, 2])
 def test_attention_fast_matches_reference_for_every_mask_form(mask_kind, n_parts):
-    inputs, topical, parts, mask = _random_setup(seed=11, n_parts=n_parts)
+    inputs, topical, parts, mask = random_setup(seed=11, n_parts=n_parts)
     if mask_kind == "none":
         mask = None
     elif mask_kind == "additive":  # eager-style float mask, [B, 1, 1, L] (LayoutLM-style broadcast)
@@ -239,7 +243,7 @@ def test_attention_fast_matches_reference_for_every_mask_form(mask_kind, n_parts
 def test_prepared_groups_shared_by_calls_with_other_masks(impl):
     """What the first layer memoises in prepared groups (candidates, joint buckets) is never reused for another
     mask: one SyntaxGroups object used with two masks gives the results of fresh groups for each."""
-    inputs, topical, parts, mask = _random_setup(seed=12)
+    inputs, topical, parts, mask = random_setup(seed=12)
     other = mask.clone()
     other[0, :, :, 5:] = False  # padding keys in example 0 as well
     shared = prepare_groups(parts)
@@ -251,7 +255,7 @@ def test_prepared_groups_shared_by_calls_with_other_masks(impl):
 
 def test_attention_group_sums_and_empty_groups():
     """Effective attention: rows sum to 1 (topical), no weight on padding keys or on pairs outside every group."""
-    inputs, topical, parts, mask = _random_setup(seed=5)
+    inputs, topical, parts, mask = random_setup(seed=5)
     out, probs, _ = _run("fast", inputs, topical, parts, mask)
     assert torch.allclose(probs.sum(-1), torch.ones_like(probs.sum(-1)), atol=1e-5)
     assert (probs[1, :, :, -3:] == 0).all(), "padding keys get no attention"
@@ -264,7 +268,7 @@ def test_attention_group_sums_and_empty_groups():
 @pytest.mark.parametrize("empty_rows", ["full", "self"])
 def test_attention_rows_without_groups_fall_back(empty_rows):
     """A row with no non-empty sub-network (row 0 here) attends like vanilla attention, or to itself."""
-    inputs, topical, parts, mask = _random_setup(seed=2)
+    inputs, topical, parts, mask = random_setup(seed=2)
     q, k, v = inputs
     out, probs, _ = _run("fast", inputs, topical, parts, mask, empty_rows=empty_rows)  # out: (B, L, H, d)
     scores = (q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5
@@ -274,18 +278,18 @@ def test_attention_rows_without_groups_fall_back(empty_rows):
 
 
 def test_attention_one_group_covering_all_pairs_is_vanilla_attention():
-    inputs, topical, _, mask = _random_setup(seed=3)
+    inputs, topical, _, mask = random_setup(seed=3)
     q, k, v = inputs
     ones = torch.ones(2, 9, 9, dtype=torch.long)
     out, _, _ = _run("fast", inputs, topical, [ones], mask)
-    vanilla, _ = SA.sdpa_attention_forward(_Attn(), q, k, v, mask, is_causal=False)
+    vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     assert torch.allclose(out, vanilla, atol=1e-5)
 
 
 @pytest.mark.parametrize("impl", ["fast", "exact"])
 @pytest.mark.parametrize("full_candidate", [False, True])
 def test_attention_lisa_head_matches_reference(impl, full_candidate):
-    inputs, topical, parts, mask = _random_setup(seed=7)
+    inputs, topical, parts, mask = random_setup(seed=7)
     parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0))
     ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
     ref = _run("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent,
@@ -313,7 +317,7 @@ def test_lisa_loss_ignores_rows_without_parent():
 def test_attention_fast_recomputes_underflowing_rows_exactly(monkeypatch, full_candidate):
     """A group whose scores are far below the row's best (its share of the full softmax underflows) must not be
     lost: the fast path detects such rows and recomputes them with a per-group maximum."""
-    inputs, topical, parts, mask = _random_setup(seed=4)
+    inputs, topical, parts, mask = random_setup(seed=4)
     q, k, v = inputs
     q = q.clone()
     q[0, 1, 4] *= 400.0  # row 4 of head 1: score gaps of hundreds of nats
@@ -327,19 +331,19 @@ def test_attention_fast_recomputes_underflowing_rows_exactly(monkeypatch, full_c
 
 
 def test_attention_without_groups_is_the_hosts_attention():
-    inputs, _, _, mask = _random_setup(seed=1)
+    inputs, _, _, mask = random_setup(seed=1)
     q, k, v = inputs
-    out, weights = syntax_attention_forward(_Attn(), q, k, v, mask)
-    vanilla, _ = SA.sdpa_attention_forward(_Attn(), q, k, v, mask, is_causal=False)
+    out, weights = syntax_attention_forward(AttnStub(), q, k, v, mask)
+    vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     assert weights is None and torch.equal(out, vanilla)
 
 
 def test_attention_skips_layers_not_selected():
-    inputs, topical, parts, mask = _random_setup(seed=1)
+    inputs, topical, parts, mask = random_setup(seed=1)
     q, k, v = inputs
-    out, _ = syntax_attention_forward(_Attn(layer_idx=0), q, k, v, mask, syntax_groups=parts,
+    out, _ = syntax_attention_forward(AttnStub(layer_idx=0), q, k, v, mask, syntax_groups=parts,
                                       syntax_options=SyntaxAttentionOptions(layers=(1,)))
-    vanilla, _ = SA.sdpa_attention_forward(_Attn(), q, k, v, mask, is_causal=False)
+    vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     assert torch.equal(out, vanilla)
 
 
@@ -385,7 +389,7 @@ def test_bert_layer_fast_matches_reference_including_weight_gradients(n_parts):
     topical.bind([(layer.attention.self.key, layer.attention.output.dense)])
     with torch.no_grad():
         topical.query.normal_(0, 2.0)
-    _, _, parts, mask = _random_setup(seed=9, L=9, n_parts=n_parts)
+    _, _, parts, mask = random_setup(seed=9, L=9, n_parts=n_parts)
     x0 = torch.randn(2, 9, 32, generator=torch.Generator().manual_seed(2))
 
     def grads(impl):
@@ -947,7 +951,7 @@ def _own_topical(seed: int, dim: int, site: tuple[nn.Linear, nn.Linear]) -> Topi
                                                               ("full", True, True), ("self", False, True)])
 def test_own_projections_fast_and_exact_match_reference(impl, empty_rows, full_candidate, gated):
     """Outputs, effective attention and gradients incl. W_Kt and W_Vt (and the gate) match the paper's loop."""
-    inputs, shared, parts, mask = _random_setup(seed=21 + full_candidate)
+    inputs, shared, parts, mask = random_setup(seed=21 + full_candidate)
     top = _own_topical(5, 12, shared.site(0))
     opts = dict(aggregation="topical", empty_rows=empty_rows, full_attention_candidate=full_candidate)
     gate = (lambda: _gate(True)) if gated else (lambda: None)
@@ -962,7 +966,7 @@ def test_own_projections_fast_and_exact_match_reference(impl, empty_rows, full_c
 
 
 def test_own_projections_with_lisa_match_reference():
-    inputs, shared, parts, mask = _random_setup(seed=23)
+    inputs, shared, parts, mask = random_setup(seed=23)
     top = _own_topical(6, 12, shared.site(0))
     parent = torch.randint(-1, 9, (2, 9), generator=torch.Generator().manual_seed(4))
     ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
@@ -1059,7 +1063,7 @@ def _added_lisa(seed: int, H: int = 3, d: int = 4) -> LisaRecorder:
 @pytest.mark.parametrize("own,gated", [(False, False), (True, True)])
 def test_added_lisa_head_matches_reference(impl, own, gated):
     """Outputs, attention, LISA log-probabilities and every gradient (W_Qa, W_Ka, m included) match the loop."""
-    inputs, top, parts, mask = _random_setup(seed=31)
+    inputs, top, parts, mask = random_setup(seed=31)
     if own:
         top = _own_topical(7, 12, top.site(0))
     parent = torch.randint(-1, 9, (2, 9), generator=torch.Generator().manual_seed(5))

@@ -28,7 +28,12 @@ from syntaxformer.modeling.syntax_attention import (
     syntax_attention_forward,
 )
 from tests.modeling.reference_syntax_attention import reference_syntax_attention
-from tests.modeling.test_modeling_syntax_bert import check_fast_matches_reference_on, tiny_bert
+from tests.modeling.test_modeling_syntax_bert import (
+    AttnStub,
+    check_fast_matches_reference_on,
+    random_setup,
+    tiny_bert,
+)
 
 TOL = 1e-4
 #: bf16 autocast: the largest absolute output error against the float64 reference of the same (bf16-rounded)
@@ -45,42 +50,6 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-class _Attn(nn.Module):
-    """Stand-in for a host attention module: a layer index and train/eval mode."""
-
-    def __init__(self, layer_idx: int = 0):
-        super().__init__()
-        self.layer_idx = layer_idx
-
-
-def _setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_parts: int = 2, own: bool = False,
-           device: str | torch.device = "cpu"):
-    """Random q / k / v, a topical module bound to random projections, two random partitions with empty groups
-    (ids with gaps, rows and columns without any group) and a padding mask (padding keys in example 1)."""
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(B, H, L, d, generator=g) for _ in range(3))
-    q = q * 2  # peakier scores
-    topical = TopicalAttention(1, H * d, H * d, projections="own" if own else "shared")
-    torch.manual_seed(seed)
-    # the bound projections are not submodules of the topical module: they go to the device themselves
-    topical.bind([(nn.Linear(H * d, H * d).to(device), nn.Linear(H * d, H * d).to(device))])
-    with torch.no_grad():
-        topical.query.normal_(0, 3.0, generator=g)
-        if own:
-            topical.value_weight.add_(0.3 * torch.randn(topical.value_weight.shape, generator=g))
-    parts = []
-    for j in range(n_parts):
-        ids = torch.randint(0, 6, (B, L, L), generator=g)
-        ids[ids == 3] = 5  # group 3 never occurs: an empty group inside the id range
-        ids[:, 0] = 0  # row 0 ([CLS]-like) has no sub-network
-        ids[:, :, 0] = 0
-        ids[:, 2 + j] = 0  # another empty row, different per partition
-        parts.append(ids.to(device))
-    mask = torch.ones(B, 1, L, L, dtype=torch.bool)
-    mask[1, :, :, L - 3:] = False
-    return tuple(x.to(device) for x in (q, k, v)), topical.to(device), parts, mask.to(device)
 
 
 def _run(impl: str, inputs, topical, parts, mask, gate: SyntaxGate | None = None, lisa: LisaRecorder | None = None,
@@ -102,7 +71,7 @@ def _run(impl: str, inputs, topical, parts, mask, gate: SyntaxGate | None = None
     else:
         fn, options = syntax_attention_forward, SyntaxAttentionOptions(implementation=impl, **opts)
     with torch.autocast(q.device.type, dtype=torch.bfloat16, enabled=autocast):
-        out, _ = fn(_Attn(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical, syntax_options=options,
+        out, _ = fn(AttnStub(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical, syntax_options=options,
                     syntax_gate=gate, syntax_lisa=lisa)
     weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.device)
     loss = (out.float() * weights).sum()
@@ -138,7 +107,7 @@ OPTION_GRID = list(itertools.product(["topical", "sum", "mean"], ["full", "self"
 
 @pytest.mark.parametrize("aggregation,empty_rows,full_candidate", OPTION_GRID)
 def test_flex_matches_reference_outputs_and_gradients(aggregation, empty_rows, full_candidate):
-    inputs, topical, parts, mask = _setup(seed=len(aggregation) + 3 * full_candidate)
+    inputs, topical, parts, mask = random_setup(seed=len(aggregation) + 3 * full_candidate)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
     ref = _run("reference", inputs, topical, parts, mask, **opts)
     _assert_close(_run("flex", inputs, topical, parts, mask, **opts), ref)
@@ -150,7 +119,7 @@ def test_flex_matches_reference_outputs_and_gradients(aggregation, empty_rows, f
 @pytest.mark.parametrize("aggregation,empty_rows,full_candidate", [("topical", "full", False),
                                                                    ("mean", "self", True), ("sum", "full", False)])
 def test_flex_gated_matches_reference(per_head, aggregation, empty_rows, full_candidate):
-    inputs, topical, parts, mask = _setup(seed=21 + per_head)
+    inputs, topical, parts, mask = random_setup(seed=21 + per_head)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
     ref = _run("reference", inputs, topical, parts, mask, gate=_gate(per_head), **opts)
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(per_head), **opts), ref)
@@ -160,7 +129,7 @@ def test_flex_gated_matches_reference(per_head, aggregation, empty_rows, full_ca
 @pytest.mark.parametrize("mode", ["existing", "added"])
 @pytest.mark.parametrize("full_candidate", [False, True])
 def test_flex_lisa_head_matches_reference(mode, full_candidate):
-    inputs, topical, parts, mask = _setup(seed=7)
+    inputs, topical, parts, mask = random_setup(seed=7)
     parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0))
 
     def recorder() -> LisaRecorder:
@@ -180,7 +149,7 @@ def test_flex_lisa_head_matches_reference(mode, full_candidate):
 
 
 def test_flex_own_topical_projections_match_reference():
-    inputs, topical, parts, mask = _setup(seed=9, own=True)
+    inputs, topical, parts, mask = random_setup(seed=9, own=True)
     ref = _run("reference", inputs, topical, parts, mask, gate=_gate(False))
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(False)), ref)
 
@@ -188,7 +157,7 @@ def test_flex_own_topical_projections_match_reference():
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])
 @pytest.mark.parametrize("n_parts", [1, 2])
 def test_flex_matches_reference_for_every_mask_form(mask_kind, n_parts):
-    inputs, topical, parts, mask = _setup(seed=11, n_parts=n_parts)
+    inputs, topical, parts, mask = random_setup(seed=11, n_parts=n_parts)
     if mask_kind == "none":
         mask = None
     elif mask_kind == "additive":  # eager-style float mask, [B, 1, 1, L]
@@ -204,12 +173,12 @@ def test_flex_without_autograd_runs_flex_attention_and_matches_reference(monkeyp
     calls = []
     real = fa.flex_attention
     monkeypatch.setattr(fa, "flex_attention", lambda *a, **kw: calls.append(kw.get("score_mod")) or real(*a, **kw))
-    inputs, topical, parts, mask = _setup(seed=13)
+    inputs, topical, parts, mask = random_setup(seed=13)
     with torch.no_grad():
         for opts in (dict(), dict(aggregation="sum", empty_rows="self", full_attention_candidate=True)):
-            ref, _ = reference_syntax_attention(_Attn(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
+            ref, _ = reference_syntax_attention(AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
                                                 syntax_options=SyntaxAttentionOptions(**opts))
-            got, weights = syntax_attention_forward(_Attn(), *inputs, mask, syntax_groups=parts,
+            got, weights = syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts,
                                                     syntax_topical=topical,
                                                     syntax_options=SyntaxAttentionOptions(implementation="flex",
                                                                                           **opts))
@@ -225,7 +194,7 @@ def test_flex_large_score_gaps_lose_no_group():
     Gradients are looser here than in the other tests: at scores of ~400 the fp32 sum ``S + b`` rounds at
     ~3e-5 (its ulp), so ``dS`` errs by ~2e-5 and ``dK = dSᵀ Q`` by that times the 400x query (measured 8.5e-3 for
     dK; 6e-6 for the fast / exact paths, which subtract each group's own maximum from ``S`` exactly)."""
-    inputs, topical, parts, mask = _setup(seed=4)
+    inputs, topical, parts, mask = random_setup(seed=4)
     q, k, v = inputs
     q = q.clone()
     q[0, 1, 4] *= 400.0
@@ -240,7 +209,7 @@ def test_flex_pre_pass_in_row_chunks_is_the_same(monkeypatch):
     """Chunks of a few query rows (each checkpointed) give the same outputs and gradients as one chunk."""
     import syntaxformer.modeling.syntax_attention as SA
 
-    inputs, topical, parts, mask = _setup(seed=5)
+    inputs, topical, parts, mask = random_setup(seed=5)
     whole = _run("flex", inputs, topical, parts, mask, gate=_gate(True))
     monkeypatch.setattr(SA, "_FLEX_CHUNK_BYTES", 4 * 2 * 3 * 9 * 2)  # two rows per chunk
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True)), whole, tol=1e-6)
@@ -251,7 +220,7 @@ def test_flex_bias_gradient_pass_equals_autograd_through_the_bias(monkeypatch):
     compiled kernel computes with ``_FLEX_BIAS_GRAD_IN_KERNEL``), also with chunks of a few rows."""
     import syntaxformer.modeling.syntax_attention as SA
 
-    inputs, topical, parts, mask = _setup(seed=14)
+    inputs, topical, parts, mask = random_setup(seed=14)
     opts = dict(full_attention_candidate=True)
     passes = _run("flex", inputs, topical, parts, mask, gate=_gate(True), **opts)
     monkeypatch.setattr(SA, "_FLEX_CHUNK_BYTES", 4 * 2 * 3 * 9 * 3)  # three rows per chunk
@@ -290,11 +259,11 @@ def test_flex_passes_keep_no_float_tensor_of_the_attention_size():
 
 
 def test_flex_recorder_matches_fast_recorder():
-    inputs, topical, parts, mask = _setup(seed=6)
+    inputs, topical, parts, mask = random_setup(seed=6)
     recs = {}
     for impl in ("fast", "flex"):
         recs[impl] = SyntaxAttentionRecorder()
-        syntax_attention_forward(_Attn(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
+        syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
                                  syntax_options=SyntaxAttentionOptions(implementation=impl),
                                  syntax_gate=_gate(False), syntax_record=recs[impl])
     for name in ("attentions", "topical", "candidates"):
@@ -303,15 +272,15 @@ def test_flex_recorder_matches_fast_recorder():
 
 
 def test_flex_refuses_attention_dropout_in_training_and_other_devices():
-    inputs, topical, parts, mask = _setup(seed=0)
+    inputs, topical, parts, mask = random_setup(seed=0)
     opts = SyntaxAttentionOptions(implementation="flex")
-    module = _Attn().train()
+    module = AttnStub().train()
     with pytest.raises(ConfigError, match="attention_probs_dropout_prob=0"):
         syntax_attention_forward(module, *inputs, mask, dropout=0.1, syntax_groups=parts, syntax_options=opts)
     syntax_attention_forward(module.eval(), *inputs, mask, dropout=0.1, syntax_groups=parts, syntax_options=opts)
     meta = [x.to("meta") for x in inputs]
     with pytest.raises(ConfigError, match="implementation='fast'"):
-        syntax_attention_forward(_Attn(), *meta, None, syntax_options=opts,
+        syntax_attention_forward(AttnStub(), *meta, None, syntax_options=opts,
                                  syntax_groups=prepare_groups([p.to("meta") for p in parts], num_buckets=6))
 
 
@@ -339,9 +308,13 @@ def test_flex_model_matches_reference(opts):
                                                                    ("sum", "self", False), ("mean", "full", True)])
 @pytest.mark.parametrize("gated", [False, True])
 def test_flex_matches_reference_on_cuda_in_fp32(aggregation, empty_rows, full_candidate, gated, cuda_fp32):
-    inputs, topical, parts, mask = _setup(seed=31, L=37, d=16, device=cuda_fp32)
+    _check_flex_matches_reference_on(cuda_fp32, aggregation, empty_rows, full_candidate, gated)
+
+
+def _check_flex_matches_reference_on(device, aggregation: str, empty_rows: str, full_candidate: bool, gated: bool):
+    inputs, topical, parts, mask = random_setup(seed=31, L=37, d=16, device=device)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
-    gate = _gate(True, device=cuda_fp32) if gated else None
+    gate = _gate(True, device=device) if gated else None
     ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=gate, **opts), ref)
 
@@ -353,17 +326,12 @@ def test_flex_bias_gradient_in_kernel_matches_reference_on_cuda_in_fp32(monkeypa
     import syntaxformer.modeling.syntax_attention as SA
 
     monkeypatch.setattr(SA, "_FLEX_BIAS_GRAD_IN_KERNEL", True)
-    aggregation, empty_rows, full_candidate, gated = "topical", "full", True, True
-    inputs, topical, parts, mask = _setup(seed=31, L=37, d=16, device=cuda_fp32)
-    opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
-    gate = _gate(True, device=cuda_fp32) if gated else None
-    ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
-    _assert_close(_run("flex", inputs, topical, parts, mask, gate=gate, **opts), ref)
+    _check_flex_matches_reference_on(cuda_fp32, "topical", "full", True, True)
 
 
 @pytest.mark.gpu
 def test_flex_lisa_matches_reference_on_cuda_in_fp32(cuda_fp32):
-    inputs, topical, parts, mask = _setup(seed=32, L=37, d=16, device=cuda_fp32)
+    inputs, topical, parts, mask = random_setup(seed=32, L=37, d=16, device=cuda_fp32)
     parent = torch.randint(-1, 37, (2, 37), generator=torch.Generator().manual_seed(0)).to(cuda_fp32)
     ref = _run("reference", inputs, topical, parts, mask, lisa=LisaRecorder(0, 1), parent=parent)
     _assert_close(_run("flex", inputs, topical, parts, mask, lisa=LisaRecorder(0, 1), parent=parent), ref)
@@ -374,7 +342,7 @@ def test_flex_lisa_matches_reference_on_cuda_in_fp32(cuda_fp32):
 def test_flex_under_bf16_autocast_on_cuda_within_tolerance(gated, cuda_fp32):
     """bf16 q / k / v under autocast against the float64 reference of the same bf16-rounded inputs: outputs within
     ``BF16_OUT_ATOL``, each gradient within ``BF16_GRAD_RTOL`` relative (Frobenius) error."""
-    inputs, topical, parts, mask = _setup(seed=33, L=64, d=16, device=cuda_fp32)
+    inputs, topical, parts, mask = random_setup(seed=33, L=64, d=16, device=cuda_fp32)
     inputs = tuple(x.bfloat16() for x in inputs)
     gate = _gate(False, device=cuda_fp32) if gated else None
     ref_out, ref_grads = _run("reference", tuple(x.float() for x in inputs), topical, parts, mask, gate=gate)

@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from syntaxformer.training import RunConfig, train
-from tests.conftest import REPO, data_path, minilm_path
+from tests.conftest import REPO, data_path, write_tiny_bert
 
 pytestmark = pytest.mark.slow
 
@@ -44,17 +44,8 @@ LOSS_TOLERANCE = 1e-5
 @pytest.fixture(scope="module")
 def tiny_model_no_dropout(tmp_path_factory) -> str:
     """A randomly initialised 2-layer BERT (hidden 32) without dropout, saved with the MiniLM tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    folder = tmp_path_factory.mktemp("tiny-bert-no-dropout")
-    tok = AutoTokenizer.from_pretrained(minilm_path())
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=37, max_position_embeddings=128, hidden_dropout_prob=0.0,
-                         attention_probs_dropout_prob=0.0)).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert-no-dropout"), hidden_dropout_prob=0.0,
+                           attention_probs_dropout_prob=0.0)
 
 
 @pytest.fixture(scope="module")

@@ -535,20 +535,7 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     if not use_syntax:
         probs = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L)
     else:
-        for g in groups.partitions:
-            if g.shape != (B, L, L):
-                raise InputError(f"syntax_groups has shape {tuple(g.shape)} but the layer sees [B, L, L] = "
-                                 f"[{B}, {L}, {L}]; build the groups from the same padded batch")
-        u = None
-        if opts.aggregation == "topical" and syntax_topical is not None:
-            if layer is None:
-                raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
-            u = syntax_topical.folded(layer).view(H, d)  # (H, d)
-        w = None
-        if u is not None:
-            if full_heads is not None:
-                u = u * (~full_heads).to(u.dtype).unsqueeze(-1)  # the LISA head takes no part in topical scores
-            w = torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L) value of each key along u
+        w = _topical_key_values(module, value, groups, opts, syntax_topical, layer, full_heads)  # (B, H, L)
         probs = syntax_probs(scores, attention_mask, groups, w, opts, full_heads)  # (B, H, L, L)
         probs_syntax = probs
         if syntax_gate is not None:
@@ -606,6 +593,27 @@ def _own_value_output(module: nn.Module, probs: torch.Tensor, full: torch.Tensor
         base = context(full)  # (B, H, L, d)
         syn = base + gate.to(syn.dtype) * (syn - base)
     return syn.transpose(1, 2).contiguous()
+
+
+def _topical_key_values(module: nn.Module, value: torch.Tensor, groups: SyntaxGroups,
+                        opts: SyntaxAttentionOptions, topical: TopicalAttention | None, layer: int | None,
+                        full_heads: torch.Tensor | None) -> torch.Tensor | None:
+    """Checks the groups against the layer's ``[B, L]`` and returns ``w = V_h[k] · u_h`` ``[B, H, L]`` (each key's
+    value along the folded task query ``u``; the LISA head, if any, takes no part), or ``None`` without topical
+    attention. Shared by the fast / exact and flex paths."""
+    B, H, L, d = value.shape
+    for g in groups.partitions:
+        if g.shape != (B, L, L):
+            raise InputError(f"syntax_groups has shape {tuple(g.shape)} but the layer sees [B, L, L] = "
+                             f"[{B}, {L}, {L}]; build the groups from the same padded batch")
+    if opts.aggregation != "topical" or topical is None:
+        return None
+    if layer is None:
+        raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
+    u = topical.folded(layer).view(H, d)  # (H, d)
+    if full_heads is not None:
+        u = u * (~full_heads).to(u.dtype).unsqueeze(-1)
+    return torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L)
 
 
 def register_syntax_attention() -> None:
@@ -1385,18 +1393,7 @@ def _flex_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.T
         lisa.log_probs = torch.log_softmax(_apply_mask(s_head, head_mask), -1)
         full_heads = torch.zeros(H, dtype=torch.bool, device=query.device)
         full_heads[h] = True
-    for g in groups.partitions:
-        if g.shape != (B, L, L):
-            raise InputError(f"syntax_groups has shape {tuple(g.shape)} but the layer sees [B, L, L] = "
-                             f"[{B}, {L}, {L}]; build the groups from the same padded batch")
-    w = None
-    if opts.aggregation == "topical" and topical is not None:
-        if layer is None:
-            raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
-        u = topical.folded(layer).view(H, d)  # (H, d)
-        if full_heads is not None:
-            u = u * (~full_heads).to(u.dtype).unsqueeze(-1)
-        w = torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L)
+    w = _topical_key_values(module, value, groups, opts, topical, layer, full_heads)  # (B, H, L) or None
     syn = _flex_syntax_context(query, key, value, mask, scaling, groups, w, opts, full_heads)  # (B, H, L, d)
     if topical is not None and topical.own_projections and opts.aggregation == "topical":
         flat = topical.values(layer, syn.transpose(1, 2).reshape(B, L, H * d))  # (B, L, H*d)
