@@ -143,9 +143,10 @@ def test_end_to_end_cli_errors(tmp_path, capsys):
     assert "model.alpah is not an option" in capsys.readouterr().err
 
 
-def test_end_to_end_bert_pos_through_the_task_stack(tiny_model, tmp_path):
+def test_end_to_end_bert_pos_through_the_task_stack(tiny_model, tmp_path, capfd, caplog):
     """BERT+POS is usable from a config: the features carry pos_ids, training moves the (zero-initialised) POS
-    embedding, and the saved model evaluates again."""
+    embedding, and the saved model evaluates again. The model config takes the tokenizer's PAD id without the
+    Trainer's warning about it."""
     from transformers import AutoModelForSequenceClassification
 
     from syntaxformer.tasks import get_task
@@ -155,11 +156,13 @@ def test_end_to_end_bert_pos_through_the_task_stack(tiny_model, tmp_path):
     config = _config(tiny_model, out, model_kwargs={"pos_embeddings": "upos"}, save_strategy="no",
                      eval_strategy="no")
     m = train(config)
+    assert "new PAD/BOS/EOS" not in capfd.readouterr().err + caplog.text
     assert "pos_ids" in m["syntax_keys"]
     task = get_task("sst2")
     data = task.load_split("dev", config.data_options("dev", 8))
     model = AutoModelForSequenceClassification.from_pretrained(out)
     assert model.config.pos_embeddings == "upos"
+    assert model.config.pad_token_id == load_tokenizer(tiny_model).pad_token_id
     context = build_context(config, load_tokenizer(tiny_model), model.config)
     assert context.pos_tags == "upos"
     item = task.featurize(data, context, "dev")[0]

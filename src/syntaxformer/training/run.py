@@ -350,9 +350,24 @@ def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] 
         raise
 
 
+def _align_special_tokens(model: Any, tokenizer: Any) -> None:
+    """Write the tokenizer's PAD/BOS/EOS ids into the model config where they differ, as the Trainer would, but
+    quietly: our configs are built from the encoder's, which often leaves them unset, and the Trainer's warning
+    about it on every run says nothing a user can act on."""
+    if tokenizer is None or not hasattr(model, "config"):
+        return
+    config = model.config
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        if value is not None and getattr(config, name, None) != value:
+            logger.debug("model config %s: %s -> %s (the tokenizer's)", name, getattr(config, name, None), value)
+            setattr(config, name, value)
+
+
 def _trainer(config: RunConfig, task: Task, model: Any, tokenizer: Any, args: Any, context: TaskContext,
              train_ds: Any = None, eval_ds: Any = None, compute_metrics: Callable | None = None,
              callbacks: Sequence[Any] = ()) -> Any:
+    _align_special_tokens(model, tokenizer)
     kwargs = dict(model=model, args=args, data_collator=task.collator(context), train_dataset=train_ds,
                   eval_dataset=eval_ds, processing_class=tokenizer, compute_metrics=compute_metrics,
                   callbacks=list(callbacks) or None)

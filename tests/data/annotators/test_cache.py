@@ -72,6 +72,8 @@ def test_cache_corrupt_file_is_recovered(tmp_path, damage, caplog):
     assert [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()]
     assert cache.get(_key("new")) == VALUE and cache.recovered == 1
     assert any(name.startswith("c.sqlite3.corrupt-") for name in os.listdir(tmp_path))
+    with sqlite3.connect(path) as conn:  # the repaired file is in WAL mode before any process opens it
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_cache_default_location(monkeypatch, tmp_path):
@@ -146,6 +148,50 @@ def test_cache_uses_wal_and_a_busy_timeout(tmp_path):
     cache.put(_key(), VALUE)
     with sqlite3.connect(cache.path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_cache_retries_an_immediate_locked_answer(tmp_path, monkeypatch):
+    """SQLite answers "database is locked" at once (no busy wait) where waiting could deadlock: the cache retries
+    such answers until its timeout instead of dropping the look-up (the flaky-CI failure of 2026-11-23)."""
+    from syntaxformer.data.annotators import cache as cache_module
+
+    cache = ParseCache(tmp_path)
+    cache.put(_key(), VALUE)
+    real, calls = cache._connect, []
+
+    def locked_twice():
+        calls.append(1)
+        if len(calls) <= 2:
+            raise sqlite3.OperationalError("database is locked")
+        return real()
+
+    monkeypatch.setattr(cache, "_connect", locked_twice)
+    assert cache.get(_key()) == VALUE and len(calls) == 3
+    monkeypatch.setattr(cache_module, "_BUSY_TIMEOUT", 0.0)  # past the timeout: the look-up is given up
+    calls.clear()
+    assert cache.get(_key()) is None and len(calls) == 1
+
+
+def test_cache_held_by_another_writer_is_skipped_after_the_timeout(tmp_path, monkeypatch, caplog):
+    from syntaxformer.data.annotators import cache as cache_module
+    from syntaxformer.errors import DataError
+
+    cache = ParseCache(tmp_path)
+    cache.put(_key(), VALUE)
+    monkeypatch.setattr(cache_module, "_BUSY_TIMEOUT", 0.3)
+    other = sqlite3.connect(cache.path, isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")  # another process writing (in WAL mode, readers still read)
+    try:
+        with caplog.at_level(logging.WARNING, logger="syntaxformer.data.annotators.cache"):
+            assert cache.get(_key()) == VALUE
+            cache.put(_key("dropped"), VALUE)  # a store is dropped with a warning, the run goes on
+        assert any("locked by another process" in r.getMessage() for r in caplog.records)
+        with pytest.raises(DataError, match="stayed locked by another process"):
+            cache.clear()  # an explicit operation says so instead
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert cache.get(_key("dropped")) is None and cache.get(_key()) == VALUE
 
 
 def test_cache_key_of_a_lone_surrogate():

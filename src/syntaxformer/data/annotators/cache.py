@@ -194,6 +194,10 @@ class ParseCache:
                     os.unlink(fresh + suffix)
             conn = sqlite3.connect(fresh)
             try:
+                # WAL from the start: a database that other processes open while it is still in rollback mode
+                # must be switched by one of them, and SQLite answers "locked" at once, without waiting, to a
+                # reader that wants to switch while another one holds the file.
+                conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(
                     "CREATE TABLE parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, value TEXT NOT NULL, "
                     "checksum TEXT NOT NULL, created REAL NOT NULL)")
@@ -233,8 +237,15 @@ class ParseCache:
         """Run ``fn(conn, *args)`` on a fresh connection under the shared lock; a corrupt database is repaired
         (once, under the exclusive lock) and the operation retried. A database still locked by another process
         after the busy timeout gives ``default`` with a warning (the cache is an optimisation, never a reason for
-        a run to fail) when one is given."""
-        for attempt in (0, 1):
+        a run to fail) when one is given.
+
+        SQLite waits out another process's lock by itself (the busy timeout) except where waiting could deadlock
+        (e.g. two readers that both want to write in rollback mode): there it answers "locked" at once. Such
+        answers are retried here, with a growing pause, until the same timeout has passed."""
+        deadline = time.monotonic() + _BUSY_TIMEOUT
+        pause = 0.01
+        repaired = False
+        while True:
             try:
                 with self._locked(exclusive=False):
                     conn = self._connect()
@@ -244,22 +255,27 @@ class ParseCache:
                         conn.close()
             except sqlite3.OperationalError as e:
                 if _is_busy(e):
+                    if time.monotonic() < deadline:
+                        time.sleep(pause)
+                        pause = min(2 * pause, 1.0)
+                        continue
                     if default is _RAISE:
                         raise DataError(f"parse cache {self.path} stayed locked by another process for "
                                         f"{_BUSY_TIMEOUT:.0f} s; try again, or give another --cache") from e
                     logger.warning("parse cache %s is locked by another process (%s); going on without it",
                                    self.path, e)
                     return default
-                if attempt == 1:
+                if repaired:
                     raise DataError(f"parse cache {self.path} cannot be used ({e}); check that its folder is "
                                     "writable, or give another --cache / --no-cache") from e
                 self._repair(e)
+                repaired = True
             except sqlite3.DatabaseError as e:
-                if attempt == 1:
+                if repaired:
                     raise DataError(f"parse cache {self.path} is still unreadable after a repair ({e}); delete "
                                     "it, or give another --cache / --no-cache") from e
                 self._repair(e)
-        raise AssertionError("unreachable")
+                repaired = True
 
     # -- public API ------------------------------------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
