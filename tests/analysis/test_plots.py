@@ -100,6 +100,7 @@ def test_plot_curves_learning_and_parser_noise(tmp_path):
     assert list(line.get_xdata()) == [100, 1000]
     assert list(line.get_ydata()) == pytest.approx([0.56, 0.64])
     assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["100", "1,000"]  # the sizes run, no overlapping 10^k
     assert np.ravel(_error_bars(ax)) == pytest.approx(np.ravel([_t_interval([0.55, 0.57]),
                                                                  _t_interval([0.62, 0.66])]))
 

@@ -277,6 +277,8 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
         values = sorted({getattr(r, x) for r in mine})
         if x == "train_size" and values[0] > 0 and values[-1] / values[0] >= 10:
             ax.set_xscale("log")
+            ax.minorticks_off()  # the log axis's own 2x10^3, 3x10^3, ... labels overlap; label the sizes run
+            ax.set_xticks(values, [f"{v:,.0f}" for v in values])
         ax.set_xlabel("training examples" if x == "train_size" else "parser noise (fraction of heads re-attached)")
         ax.set_ylabel(mine[0].metric)
         ax.set_title(f"{mine[0].task_title}: dev {mine[0].metric}\nmean over seeds, 95% t interval", fontsize=9)
