@@ -189,6 +189,53 @@ def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, veri
     assert len(qa(inputs[:2])) == 2
 
 
+def test_inference_multiple_choice_matches_the_runner(tiny_model, tmp_path, one_thread):
+    """Raw RACE-style questions (passage, question, options) get the option probabilities of the runner's own
+    predictions; questions with different numbers of options are batched apart, each scored as when alone."""
+    from syntaxformer.inference import Predictor
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import load_run, train
+
+    data_path("race", "RACE_train.tar.gz")
+    out = tmp_path / "race"
+    train(RunConfig(task="race", model_name_or_path=tiny_model, max_train_samples=8, max_eval_samples=6,
+                    max_steps=2, max_length=64, per_device_train_batch_size=4, disable_tqdm=True,
+                    features_cache=False, parse_cache=str(tmp_path / "parses.sqlite3"), output_dir=str(out)))
+    ref = json.loads((out / "predictions.json").read_text(encoding="utf-8"))
+    config, task = load_run(out)
+    dev = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
+    inputs = [{"id": e.qid, "question": e.question, "context": e.article, "options": e.options}
+              for e in dev.examples]
+    predictor = Predictor.from_run(out)
+    records = predictor.predict(inputs, batch_size=4)
+    assert [r["id"] for r in records] == [e.qid for e in dev.examples]
+    for r, e in zip(records, dev.examples):
+        assert r["prediction"] == ref[e.qid]["prediction"] and r["option"] == e.options[r["index"]]
+        assert r["scores"] == pytest.approx(ref[e.qid]["probs"], abs=1e-4)
+    three = {**inputs[1], "id": "three", "options": inputs[1]["options"][:3]}
+    mixed = predictor.predict([inputs[0], three, inputs[2]], batch_size=8)
+    alone = predictor.predict([three])[0]
+    assert len(mixed[1]["scores"]) == 3 and mixed[1]["scores"] == pytest.approx(alone["scores"], abs=1e-5)
+    assert mixed[0]["scores"] == pytest.approx(records[0]["scores"], abs=1e-5)
+    with pytest.raises(SyntaxformerError, match="input 0 .*'options' must be a list of at least two"):
+        predictor.predict([{**inputs[0], "options": ["only one"]}])
+    with pytest.raises(SyntaxformerError, match="'question' must be a non-empty text"):
+        predictor.predict([{"context": "A passage.", "options": ["a", "b"]}])
+    bare = predictor.predict([{"question": "Which one is red?", "options": ["a rose", "the sky", "snow"]}])[0]
+    assert "context" not in bare and len(bare["scores"]) == 3 and sum(bare["scores"]) == pytest.approx(1.0)
+    # the CLI reads the same questions from JSONL and writes the same records
+    from syntaxformer.cli import main
+
+    (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in inputs[:3]), encoding="utf-8")
+    assert main(["predict", str(out), "--input", str(tmp_path / "q.jsonl"), "--output",
+                 str(tmp_path / "p.jsonl")]) == 0
+    written = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [w["prediction"] for w in written] == [r["prediction"] for r in records[:3]]
+    assert written[2]["scores"] == pytest.approx(records[2]["scores"], abs=1e-6)
+    (tmp_path / "bad.jsonl").write_text(json.dumps({**inputs[0], "options": "A or B"}) + "\n", encoding="utf-8")
+    assert main(["predict", str(out), "--input", str(tmp_path / "bad.jsonl")]) == 1
+
+
 def test_inference_translation_matches_translate(tmp_path, one_thread):
     """A tiny translation run: raw sources give ``translation.evaluate.translate``'s translations (same beams)."""
     from syntaxformer.inference import Predictor

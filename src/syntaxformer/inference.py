@@ -17,6 +17,9 @@ What a record holds, by the model's head:
   offsets of the best span in the context), ``best_answer`` (the best non-null span), ``span_score`` and
   ``null_score`` (the no-answer score; the answer is ``""`` when it exceeds ``null_threshold``, by default the
   threshold tuned on the run's dev articles, else the task's fixed one);
+* multiple choice (inputs with ``question``, a list of ``options`` and optionally a ``context`` passage, as RACE
+  and ``custom-mc`` runs read them): ``prediction``
+  (the option's letter), ``option`` (its text), ``index`` and ``scores`` (the softmax over the options);
 * translation: ``text`` and ``translation``.
 
 An input's ``id`` is copied to its record. Inputs are parsed with the run's parser (the parse cache as the run
@@ -54,7 +57,7 @@ _HEAD_SUFFIXES = {"ForSequenceClassification": "sequence_classification",
                   "ForTokenClassification": "token_classification", "ForConditionalGeneration": "seq2seq"}
 #: Input keys each head reads (the first ones are required).
 _INPUT_KEYS = {"sequence_classification": ("text", "text_pair"), "question_answering": ("question", "context"),
-               "seq2seq": ("text",)}
+               "multiple_choice": ("question", "context", "options"), "seq2seq": ("text",)}
 #: Batch keys that hold labels: never given to the model at inference.
 _LABEL_KEYS = ("labels", "start_positions", "end_positions", "is_impossible")
 
@@ -71,7 +74,7 @@ def model_head(model: Any) -> str:
         if name.endswith(suffix):
             return head
     raise ConfigError(f"{name} is not a task model (expected a class named ...ForSequenceClassification, "
-                      "...ForQuestionAnswering or ...ForConditionalGeneration)")
+                      "...ForQuestionAnswering, ...ForMultipleChoice or ...ForConditionalGeneration)")
 
 
 class _TimedAnnotator:
@@ -122,10 +125,10 @@ class Predictor:
         self.task = task
         self.head = task.head if task is not None else model_head(model)
         if self.head not in _INPUT_KEYS:
-            raise ConfigError(f"predicting raw inputs supports sequence classification, span QA and translation "
-                              f"models, not {self.head} ({type(model).__name__})")
-        if self.head == "question_answering" and task is None:
-            raise InputError("a span QA predictor needs its task (get_task('squad2', ...))")
+            raise ConfigError(f"predicting raw inputs supports sequence classification, span QA, multiple choice "
+                              f"and translation models, not {self.head} ({type(model).__name__})")
+        if self.head in ("question_answering", "multiple_choice") and task is None:
+            raise InputError(f"a {self.head} predictor needs its task (get_task('squad2') / get_task('race'))")
         self.auxiliary = {k: v.eval() for k, v in (auxiliary or {}).items()}
         self.null_threshold = null_threshold
         self.num_beams = int(num_beams)
@@ -187,7 +190,7 @@ class Predictor:
             model: a folder or a loaded task model.
             tokenizer: its tokenizer (default: loaded from the folder).
             task: a task name or :class:`~syntaxformer.tasks.base.Task` (default: ``squad2`` for span QA,
-                ``translation`` for the translation model, none for classification).
+                ``race`` for multiple choice, ``translation`` for the translation model, none for classification).
             parser, max_length, parse_cache: featurization options (default: the run's, else the library's).
             device: where the model runs.
             options: more :class:`~syntaxformer.training.RunConfig` options (``criterion``, ``syntax`` ...).
@@ -205,7 +208,7 @@ class Predictor:
             model = _load_model(model, None)
         head = model_head(model)
         if task is None:
-            task = {"question_answering": "squad2", "seq2seq": "translation"}.get(head)
+            task = {"question_answering": "squad2", "multiple_choice": "race", "seq2seq": "translation"}.get(head)
         task = get_task(task) if isinstance(task, str) else task
         prep = TaskContext(tokenizer=None, parser=parser, progress=False)
         if head == "seq2seq":
@@ -252,10 +255,13 @@ class Predictor:
     # -- prediction --------------------------------------------------------------------------------------
     def normalize(self, inputs: Iterable[Any]) -> list[dict[str, Any]]:
         """Inputs as mappings with the keys the head reads: a string is a ``text`` (span QA: needs mappings with
-        ``question`` and ``context``); ``(text, text_pair)`` tuples are pairs.
+        ``question`` and ``context``; multiple choice: with ``question`` and ``options``, and ``context`` when
+        the question is about a passage);
+        ``(text, text_pair)`` tuples are pairs.
 
         Raises:
-            InputError: an input without its text, or with an empty one (names the input's position).
+            InputError: an input without its text, or with an empty one, or multiple-choice options that are not a
+                list of at least two non-empty texts (names the input's position).
         """
         keys = _INPUT_KEYS[self.head]
         out = []
@@ -268,12 +274,19 @@ class Predictor:
                 raise InputError(f"input {i}: expected a text or a mapping with {list(keys)}, got "
                                  f"{type(item).__name__}")
             item = dict(item)
-            required = keys if self.head == "question_answering" else keys[:1]
+            required = keys[:2] if self.head == "question_answering" else keys[:1]
             for key in required:
                 value = item.get(key)
                 if not isinstance(value, str) or not value.strip():
                     raise InputError(f"input {i} ({item.get('id', i)}): {key!r} must be a non-empty text, got "
                                      f"{value!r} (keys: {sorted(item)})")
+            if self.head == "multiple_choice":
+                options = item.get("options")
+                if (not isinstance(options, (list, tuple)) or len(options) < 2
+                        or not all(isinstance(o, str) and o.strip() for o in options)):
+                    raise InputError(f"input {i} ({item.get('id', i)}): 'options' must be a list of at least two "
+                                     f"non-empty texts, got {options!r} (keys: {sorted(item)})")
+                item["options"] = list(options)
             out.append(item)
         return out
 
@@ -304,12 +317,10 @@ class Predictor:
                 context.annotator = inner
         t1 = time.perf_counter()
         collate = self.task.collator(context) if self.task is not None else _default_collator(context)
-        order = np.argsort([-len(features[i]["input_ids"]) for i in range(len(features))], kind="stable")
         device = self.device
         outputs: list[dict[str, Any]] = []
         with torch.no_grad():
-            for start in range(0, len(order), int(batch_size)):
-                idx = order[start:start + int(batch_size)]
+            for idx in _batches(features, int(batch_size)):
                 batch = collate([features[int(i)] for i in idx])
                 batch = {k: v.to(device) for k, v in batch.items() if k not in _LABEL_KEYS and hasattr(v, "to")}
                 outputs.append({"index": idx, **self._forward(batch)})
@@ -357,6 +368,18 @@ class Predictor:
             return [self._classification_record(r, row) for r, row in zip(records, logits)]
         if self.head == "question_answering":
             return self._qa_records(records, data, features, outputs)
+        if self.head == "multiple_choice":
+            rows = _gather(outputs, "logits", n)
+            logits = np.full((n, max(len(r) for r in rows)), -np.inf)  # (N, C), -inf: no such option
+            for i, r in enumerate(rows):
+                logits[i, :len(r)] = r
+            predictions = self.task.postprocess(data, features, logits)
+            letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+            return [{**_id(r), "question": r["question"], **({"context": r["context"]} if r.get("context") else {}),
+                     "options": r["options"],
+                     "prediction": letters[k] if k < len(letters) else str(k), "index": k, "option": r["options"][k],
+                     "scores": scores[:len(r["options"])]}
+                    for r, k, scores in zip(records, predictions.values, predictions.scores)]
         rows = _gather(outputs, "ids", n)
         ids = np.full((n, max(len(r) for r in rows)), -100, dtype=np.int64)  # (N, T), -100 = padding
         for i, r in enumerate(rows):
@@ -417,7 +440,8 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
     Args:
         path: the file.
         text_column: the column with the text (default ``text``, else ``sentence``, else the only column); span QA
-            reads ``question`` and ``context`` (``text_column`` / ``text_pair_column`` rename them).
+            reads ``question`` and ``context`` (``text_column`` / ``text_pair_column`` rename them); multiple
+            choice reads them and ``options``, a list (so ``.jsonl`` / ``.json`` only).
         text_pair_column: the column with the second text of a pair (classification of pairs).
         head: the model's head (what the inputs are for).
         id_column: a column copied to the records as ``id`` (default ``id`` when the file has one).
@@ -433,16 +457,17 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
         if path != "-" and suffix not in INPUT_FORMATS:
             raise FormatError(f"unknown input format {suffix or '(no suffix)'!r}; expected one of "
                               f"{', '.join(INPUT_FORMATS)}", source=path)
-        if text_pair_column or head == "question_answering":
+        if text_pair_column or head in ("question_answering", "multiple_choice"):
             raise FormatError("a .txt file holds one text per line: give pairs / questions with contexts as "
-                              ".csv, .tsv or .jsonl with named columns", source=path)
+                              ".csv, .tsv or .jsonl with named columns (questions with options: .jsonl)",
+                              source=path)
         lines = (sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")).splitlines()
         return [{"text": line.strip()} for line in lines if line.strip()]
     rows = _read_rows(path, suffix)
     if not rows:
         return []
     columns = list(rows[0])
-    if head == "question_answering":
+    if head in ("question_answering", "multiple_choice"):
         wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
     else:
         first = text_column or next((c for c in ("text", "sentence") if c in columns),
@@ -456,9 +481,16 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
     for i, row in enumerate(rows):
         rec: dict[str, Any] = {}
         for key, column in wanted.items():
+            if key == "context" and head == "multiple_choice" and column not in row:
+                continue  # questions without a passage
             if column not in row:
                 raise FormatError(f"row {i + 1} has no column {column!r} (columns: {sorted(row)})", source=path)
             rec[key] = "" if row[column] is None else str(row[column])
+        if head == "multiple_choice":
+            if not isinstance(row.get("options"), list):
+                raise FormatError(f"row {i + 1}: 'options' must be a list of the answer options (a .jsonl / .json "
+                                  f"file), got {row.get('options')!r}", source=path)
+            rec["options"] = ["" if o is None else str(o) for o in row["options"]]
         if ident is not None and row.get(ident) is not None:
             rec["id"] = row[ident]
         out.append(rec)
@@ -550,6 +582,23 @@ def _default_collator(context: Any) -> Any:
 
     pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
     return functools.partial(pad_arrays, pad_token_id=pad)
+
+
+def _batches(features: Any, batch_size: int) -> list[np.ndarray]:
+    """Feature indices in batches of at most ``batch_size``, longest first; multiple-choice items (``options``)
+    are batched with items of the same number of options only (a batch is ``[B, C, L]``)."""
+    n = len(features)
+    if n and "options" in features[0]:
+        groups = [len(features[i]["options"]) for i in range(n)]
+        lengths = [max(len(o["input_ids"]) for o in features[i]["options"]) for i in range(n)]
+    else:
+        groups, lengths = [0] * n, [len(features[i]["input_ids"]) for i in range(n)]
+    order = sorted(range(n), key=lambda i: (groups[i], -lengths[i]))
+    out: list[np.ndarray] = []
+    for group in dict.fromkeys(groups[i] for i in order):
+        mine = [i for i in order if groups[i] == group]
+        out += [np.asarray(mine[k:k + batch_size]) for k in range(0, len(mine), batch_size)]
+    return out
 
 
 def _gather(outputs: list[dict[str, Any]], key: str, n: int) -> list[Any]:

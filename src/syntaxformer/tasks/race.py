@@ -371,6 +371,24 @@ class RaceTask(Task):
         out.metadata["counts"] = race_counts(out.examples)
         return out
 
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
+        """Questions with their options (mappings with ``question``, ``options``, the ``context`` passage and
+        optionally ``id``) as unlabeled :class:`RaceExample` s (ids ``input-<position>`` unless given; level
+        ``"input"``). Without a context the question is the first text and is scored with each option
+        (``custom-mc``'s rule)."""
+        from syntaxformer.data.examples import TaskData, content_fingerprint
+
+        def example(i: int, r: Mapping[str, Any]) -> RaceExample:
+            context, question = str(r.get("context") or ""), str(r["question"])
+            if not context.strip():
+                context, question = question, ""
+            return RaceExample(qid=str(r.get("id", f"input-{i}")), passage_id=f"input-{i}", level="input",
+                               article=context, question=question, options=[str(o) for o in r["options"]])
+
+        examples = [example(i, r) for i, r in enumerate(inputs)]
+        return TaskData(examples, "raw inputs",
+                        content_fingerprint([e.qid, e.article, e.question, e.options] for e in examples), len(examples))
+
     def featurize(self, data: Any, context: TaskContext, split: str) -> RaceFeatures:
         """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""
         if context.parser_noise:
