@@ -1,0 +1,120 @@
+"""Markdown tables of the issue-16 sweep for docs/results.md, from the JSON that ``sgnet_glue.py summarize`` wrote.
+
+Usage (from the repository root)::
+
+    python experiments/sgnet_glue.py summarize --out runs/issue16 --json docs/results/issue16.json
+    python experiments/sgnet_glue.py summarize --out runs/issue16_table5 --json docs/results/issue16_table5.json
+    python experiments/issue16_tables.py            # prints the main table, the paired tests and Table 5
+
+Nothing is computed here beyond formatting: means, standard deviations, differences and p-values are the
+summaries' own. A cell whose run has not finished shows "–"; the seeds behind every cell are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+TASKS = [("cola", "CoLA (Matthews)"), ("rte", "RTE (accuracy)"), ("stsb", "STS-B (Pearson)"), ("mrpc", "MRPC (F1)"),
+         ("sst2", "SST-2 10k (accuracy)")]
+MAIN = [("baseline_default", "baseline"), ("sgnet_default", "SG-Net"), ("vanilla_layer_mean", "extra layer, no mask"),
+        ("sbert_baseline", "SB head baseline"), ("sbert", "Syntax-BERT (paper)"), ("sbert_gate", "SB gated"),
+        ("sbert_gate_random", "SB gated, random masks")]
+PAIRS = [("sgnet_default", "baseline_default", "SG-Net − baseline"),
+         ("sgnet_default", "vanilla_layer_mean", "SG-Net − extra layer without mask"),
+         ("vanilla_layer_mean", "baseline_default", "extra layer without mask − baseline"),
+         ("sbert_gate", "sbert_baseline", "SB gated − SB head baseline"),
+         ("sbert_gate", "sbert_gate_random", "SB gated − SB gated with random masks"),
+         ("sbert", "sbert_baseline", "Syntax-BERT (paper) − SB head baseline")]
+TABLE5 = [("sbert_gate_sum", "w/o topical attention (sum)"), ("sbert_gate_nodep", "w/o dependency tree"),
+          ("sbert_gate_noconst", "w/o constituency tree"), ("sbert_gate_noparent", "w/o parent"),
+          ("sbert_gate_nochild", "w/o child"), ("sbert_gate_nosibling", "w/o sibling"),
+          ("sbert_gate_nopairwise", "w/o pairwise"), ("sbert_gate_random", "random masks (control)"),
+          ("sbert", "Syntax-BERT, paper (no gate)")]
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _cell(v: dict | None, std: bool) -> str:
+    if not v:
+        return "–"
+    text = f"{v['mean']:.4f}"
+    return f"{text} ± {v['std']:.4f}" if std and len(v["seeds"]) > 1 else text
+
+
+def _test(tests: dict, a: str, b: str) -> dict | None:
+    return next((t for t in tests.get(a, []) if t["vs"] == b), None)
+
+
+def main_tables(summary: dict) -> str:
+    tasks = summary["tasks"]
+    seeds = sorted({s for t in tasks.values() for v in t["variants"].values() for s in v["seeds"]})
+    multi = len(seeds) > 1  # mean ± std where a variant has more than one seed
+    lines = ["| task (dev metric) | " + " | ".join(name for _, name in MAIN) + " | seeds |",
+             "|---" * (len(MAIN) + 2) + "|"]
+    for task, title in TASKS:
+        variants = tasks.get(task, {}).get("variants", {})
+        best = max((v["mean"] for k, v in variants.items()), default=None)
+        cells = []
+        for key, _ in MAIN:
+            cell = _cell(variants.get(key), multi)
+            cells.append(f"**{cell}**" if variants.get(key) and variants[key]["mean"] == best else cell)
+        have = sorted({len(v["seeds"]) for v in variants.values()})
+        lines.append(f"| {title} | " + " | ".join(cells) + f" | {'/'.join(map(str, have)) or '–'} |")
+    lines += ["", "| comparison | " + " | ".join(f"{title.split(' (')[0]} Δ (p)" for _, title in TASKS) + " |",
+              "|---" * (len(TASKS) + 1) + "|"]
+    for a, b, name in PAIRS:
+        cells = []
+        for task, _ in TASKS:
+            t = _test(tasks.get(task, {}).get("tests", {}), a, b)
+            if t is None:
+                cells.append("–")
+                continue
+            text = f"{t['difference']:+.4f} ({_p(t.get('bootstrap_p'))}"
+            n = len(t["seeds"])
+            text += f"; t {_p(t.get('t_test_p'))}, {n} seeds)" if n > 1 else ")"
+            p = t.get("bootstrap_p")
+            cells.append(f"**{text}**" if p is not None and p < 0.05 else text)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def table5(summary: dict) -> str:
+    task = summary["tasks"]["sst2_trees"]
+    v, tests = task["variants"], task["tests"]
+    lines = ["| variant | seeds | accuracy mean ± std | Δ vs whole gated | bootstrap p | t-test p |",
+             "|---|---|---|---|---|---|"]
+
+    def row(key: str, name: str, against: str) -> str:
+        if key not in v:
+            return f"| {name} | – | (not run) | | | |"
+        t = _test(tests, key, against) or {}
+        diff = f"{t['difference']:+.4f}" if t else ""
+        if against != "sbert_gate" and t:
+            diff = f"(vs SB head baseline {diff})"
+        return (f"| {name} | {len(v[key]['seeds'])} | {v[key]['mean']:.4f} ± {v[key]['std']:.4f} | {diff} | "
+                f"{_p(t.get('bootstrap_p')) if t else ''} | {_p(t.get('t_test_p')) if t else ''} |")
+
+    lines.append(row("sbert_baseline", "SB head baseline (no syntax)", "none"))
+    lines.append(row("sbert_gate", "**gated Syntax-BERT (whole)**", "sbert_baseline"))
+    lines += [row(key, name, "sbert_gate") for key, name in TABLE5]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--main", default="docs/results/issue16.json")
+    parser.add_argument("--table5", default="docs/results/issue16_table5.json")
+    args = parser.parse_args()
+    print(main_tables(json.loads(Path(args.main).read_text(encoding="utf-8"))))
+    print()
+    print(table5(json.loads(Path(args.table5).read_text(encoding="utf-8"))))
+
+
+if __name__ == "__main__":
+    main()
