@@ -94,6 +94,11 @@ def table5(summary: dict) -> str:
         if key not in v:
             return f"| {name} | – | (not run) | | | |"
         t = _test(tests, key, against) or {}
+        if not t and _test(tests, against, key):  # summarize tested it the other way round: A − B = −(B − A)
+            back = _test(tests, against, key)
+            t = {**back, "difference": -back["difference"]}
+        if not t and against != "sbert_baseline":
+            against, t = "sbert_baseline", _test(tests, key, "sbert_baseline") or {}
         diff = f"{t['difference']:+.4f}" if t else ""
         if against != "sbert_gate" and t:
             diff = f"(vs SB head baseline {diff})"
