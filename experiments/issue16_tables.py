@@ -44,7 +44,8 @@ def _cell(v: dict | None, std: bool) -> str:
     if not v:
         return "–"
     text = f"{v['mean']:.4f}"
-    return f"{text} ± {v['std']:.4f}" if std and len(v["seeds"]) > 1 else text
+    n = len(v["seeds"])
+    return f"{text} ± {v['std']:.4f} ({n} seeds)" if std and n > 1 else text
 
 
 def _test(tests: dict, a: str, b: str) -> dict | None:
@@ -55,8 +56,8 @@ def main_tables(summary: dict) -> str:
     tasks = summary["tasks"]
     seeds = sorted({s for t in tasks.values() for v in t["variants"].values() for s in v["seeds"]})
     multi = len(seeds) > 1  # mean ± std where a variant has more than one seed
-    lines = ["| task (dev metric) | " + " | ".join(name for _, name in MAIN) + " | seeds |",
-             "|---" * (len(MAIN) + 2) + "|"]
+    lines = ["| task (dev metric) | " + " | ".join(name for _, name in MAIN) + " |",
+             "|---" * (len(MAIN) + 1) + "|"]
     for task, title in TASKS:
         variants = tasks.get(task, {}).get("variants", {})
         best = max((v["mean"] for k, v in variants.items()), default=None)
@@ -64,8 +65,7 @@ def main_tables(summary: dict) -> str:
         for key, _ in MAIN:
             cell = _cell(variants.get(key), multi)
             cells.append(f"**{cell}**" if variants.get(key) and variants[key]["mean"] == best else cell)
-        have = sorted({len(v["seeds"]) for v in variants.values()})
-        lines.append(f"| {title} | " + " | ".join(cells) + f" | {'/'.join(map(str, have)) or '–'} |")
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
     lines += ["", "| comparison | " + " | ".join(f"{title.split(' (')[0]} Δ (p)" for _, title in TASKS) + " |",
               "|---" * (len(TASKS) + 1) + "|"]
     for a, b, name in PAIRS:
@@ -77,7 +77,8 @@ def main_tables(summary: dict) -> str:
                 continue
             text = f"{t['difference']:+.4f} ({_p(t.get('bootstrap_p'))}"
             n = len(t["seeds"])
-            text += f"; t {_p(t.get('t_test_p'))}, {n} seeds)" if n > 1 else ")"
+            # a t-test over 2 seeds has 1 degree of freedom (two equal differences give p = 0): shown from 3 seeds
+            text += f"; t {_p(t.get('t_test_p'))}, {n} seeds)" if n > 2 else (f"; {n} seeds)" if n > 1 else ")")
             p = t.get("bootstrap_p")
             cells.append(f"**{text}**" if p is not None and p < 0.05 else text)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
