@@ -374,7 +374,8 @@ class Predictor:
             for i, r in enumerate(rows):
                 logits[i, :len(r)] = r
             predictions = self.task.postprocess(data, features, logits)
-            letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+            from syntaxformer.data.readers.race import OPTION_LETTERS as letters
+
             return [{**_id(r), "question": r["question"], **({"context": r["context"]} if r.get("context") else {}),
                      "options": r["options"],
                      "prediction": letters[k] if k < len(letters) else str(k), "index": k, "option": r["options"][k],

@@ -132,11 +132,13 @@ def random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_pa
     return tuple(x.to(device) for x in (q, k, v)), topical.to(device), parts, mask.to(device)
 
 
-def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = None, parent=None,
-         gate: SyntaxGate | None = None, **opts):
-    """Output, effective attention and gradients (q, k, v, task query, W_K, W_O[, gate]) of a random loss."""
-    q, k, v = (x.clone().requires_grad_() for x in inputs)
-    params = [topical.query] + [p for m in topical.site(0) for p in (m.weight,)]
+def run_attention(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = None, parent=None,
+                  gate: SyntaxGate | None = None, autocast: bool = False, **opts):
+    """Output, effective attention (``None`` where the path returns none) and gradients (q, k, v, task query, W_K,
+    W_O[, own projections, added LISA head, gate]) of a fixed random linear loss (+ the LISA loss); ``autocast``:
+    under bf16 autocast (also used by the flex tests)."""
+    q, k, v = (x.detach().clone().requires_grad_() for x in inputs)
+    params = [topical.query] + [m.weight for m in topical.site(0)]
     if topical.own_projections:
         params += [topical.key_weight, topical.value_weight]
     if lisa is not None and lisa.added is not None:
@@ -149,15 +151,17 @@ def _run(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = No
         attention, options = reference_syntax_attention, SyntaxAttentionOptions(**opts)
     else:
         attention, options = syntax_attention_forward, SyntaxAttentionOptions(implementation=impl, **opts)
-    out, probs = attention(AttnStub(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
-                           syntax_options=options, syntax_lisa=lisa, syntax_gate=gate)
-    weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
-    loss = (out * weights).sum()
+    with torch.autocast(q.device.type, dtype=torch.bfloat16, enabled=autocast):
+        out, probs = attention(AttnStub(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
+                               syntax_options=options, syntax_lisa=lisa, syntax_gate=gate)
+    weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.device)
+    loss = (out.float() * weights).sum()
     if lisa is not None:
         loss = loss + lisa.loss(parent)
     loss.backward()
     grads = [q.grad, k.grad, v.grad] + [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
-    return out.detach(), probs.detach(), grads
+    return out.detach(), None if probs is None else probs.detach(), grads
+
 
 
 def _assert_close(a, b, tol=TOL):
@@ -178,8 +182,8 @@ def test_attention_fast_and_exact_match_reference_outputs_and_gradients(impl, ag
                                                                         full_candidate):
     inputs, topical, parts, mask = random_setup(seed=len(aggregation) + 3 * full_candidate)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
-    ref = _run("reference", inputs, topical, parts, mask, **opts)
-    _assert_close(_run(impl, inputs, topical, parts, mask, **opts), ref)
+    ref = run_attention("reference", inputs, topical, parts, mask, **opts)
+    _assert_close(run_attention(impl, inputs, topical, parts, mask, **opts), ref)
     if aggregation == "topical":
         assert ref[2][3].abs().sum() > 0, "the task query must get a gradient"
 
@@ -199,8 +203,8 @@ def test_gated_attention_fast_and_exact_match_reference(impl, per_head, aggregat
     """ctx = P_full V + g (Σ α O_g - P_full V) with g != 0: outputs and gradients (incl. the gate's)."""
     inputs, topical, parts, mask = random_setup(seed=21 + per_head)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
-    ref = _run("reference", inputs, topical, parts, mask, gate=_gate(per_head), **opts)
-    got = _run(impl, inputs, topical, parts, mask, gate=_gate(per_head), **opts)
+    ref = run_attention("reference", inputs, topical, parts, mask, gate=_gate(per_head), **opts)
+    got = run_attention(impl, inputs, topical, parts, mask, gate=_gate(per_head), **opts)
     _assert_close(got, ref)
     assert ref[2][-1].abs().min() > 0, "every gate gets a gradient"
 
@@ -209,22 +213,22 @@ def test_gated_attention_with_lisa_matches_reference():
     inputs, topical, parts, mask = random_setup(seed=7)
     parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0))
     ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
-    ref = _run("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent, gate=_gate(True))
-    _assert_close(_run("fast", inputs, topical, parts, mask, lisa=rec, parent=parent, gate=_gate(True)), ref)
+    ref = run_attention("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent, gate=_gate(True))
+    _assert_close(run_attention("fast", inputs, topical, parts, mask, lisa=rec, parent=parent, gate=_gate(True)), ref)
 
 
 def test_zero_gate_is_the_pretrained_attention_and_one_is_ungated():
     inputs, topical, parts, mask = random_setup(seed=8)
     q, k, v = inputs
     vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
-    out0, _, grads = _run("fast", inputs, topical, parts, mask, gate=SyntaxGate(1, 3, per_head=True))
+    out0, _, grads = run_attention("fast", inputs, topical, parts, mask, gate=SyntaxGate(1, 3, per_head=True))
     assert torch.allclose(out0, vanilla, atol=1e-6)
     assert grads[-1].abs().min() > 0, "the zero gate still gets a gradient"
     one = SyntaxGate(1, 3)
     with torch.no_grad():
         one.weight.fill_(1.0)
-    _assert_close(_run("fast", inputs, topical, parts, mask, gate=one)[:2] + ([],),
-                  _run("fast", inputs, topical, parts, mask)[:2] + ([],))
+    _assert_close(run_attention("fast", inputs, topical, parts, mask, gate=one)[:2] + ([],),
+                  run_attention("fast", inputs, topical, parts, mask)[:2] + ([],))
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])
@@ -235,8 +239,8 @@ def test_attention_fast_matches_reference_for_every_mask_form(mask_kind, n_parts
         mask = None
     elif mask_kind == "additive":  # eager-style float mask, [B, 1, 1, L] (LayoutLM-style broadcast)
         mask = torch.zeros(2, 1, 1, 9).masked_fill(~mask[:, :, :1, :], torch.finfo(torch.float32).min)
-    ref = _run("reference", inputs, topical, parts, mask)
-    _assert_close(_run("fast", inputs, topical, parts, mask), ref)
+    ref = run_attention("reference", inputs, topical, parts, mask)
+    _assert_close(run_attention("fast", inputs, topical, parts, mask), ref)
 
 
 @pytest.mark.parametrize("impl", ["fast", "exact"])
@@ -248,15 +252,15 @@ def test_prepared_groups_shared_by_calls_with_other_masks(impl):
     other[0, :, :, 5:] = False  # padding keys in example 0 as well
     shared = prepare_groups(parts)
     for m in (mask, other, mask):
-        got = _run(impl, inputs, topical, shared, m)
-        _assert_close(got, _run(impl, inputs, topical, prepare_groups(parts), m), tol=0)
-        _assert_close(got, _run("reference", inputs, topical, parts, m))
+        got = run_attention(impl, inputs, topical, shared, m)
+        _assert_close(got, run_attention(impl, inputs, topical, prepare_groups(parts), m), tol=0)
+        _assert_close(got, run_attention("reference", inputs, topical, parts, m))
 
 
 def test_attention_group_sums_and_empty_groups():
     """Effective attention: rows sum to 1 (topical), no weight on padding keys or on pairs outside every group."""
     inputs, topical, parts, mask = random_setup(seed=5)
-    out, probs, _ = _run("fast", inputs, topical, parts, mask)
+    out, probs, _ = run_attention("fast", inputs, topical, parts, mask)
     assert torch.allclose(probs.sum(-1), torch.ones_like(probs.sum(-1)), atol=1e-5)
     assert (probs[1, :, :, -3:] == 0).all(), "padding keys get no attention"
     outside = (parts[0] == 0) & (parts[1] == 0)  # (B, L, L)
@@ -270,7 +274,7 @@ def test_attention_rows_without_groups_fall_back(empty_rows):
     """A row with no non-empty sub-network (row 0 here) attends like vanilla attention, or to itself."""
     inputs, topical, parts, mask = random_setup(seed=2)
     q, k, v = inputs
-    out, probs, _ = _run("fast", inputs, topical, parts, mask, empty_rows=empty_rows)  # out: (B, L, H, d)
+    out, probs, _ = run_attention("fast", inputs, topical, parts, mask, empty_rows=empty_rows)  # out: (B, L, H, d)
     scores = (q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5
     vanilla = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1) @ v  # (B, H, L, d)
     expected = vanilla[:, :, 0] if empty_rows == "full" else v[:, :, 0]
@@ -281,7 +285,7 @@ def test_attention_one_group_covering_all_pairs_is_vanilla_attention():
     inputs, topical, _, mask = random_setup(seed=3)
     q, k, v = inputs
     ones = torch.ones(2, 9, 9, dtype=torch.long)
-    out, _, _ = _run("fast", inputs, topical, [ones], mask)
+    out, _, _ = run_attention("fast", inputs, topical, [ones], mask)
     vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     assert torch.allclose(out, vanilla, atol=1e-5)
 
@@ -292,9 +296,9 @@ def test_attention_lisa_head_matches_reference(impl, full_candidate):
     inputs, topical, parts, mask = random_setup(seed=7)
     parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0))
     ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
-    ref = _run("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent,
+    ref = run_attention("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent,
                full_attention_candidate=full_candidate)
-    _assert_close(_run(impl, inputs, topical, parts, mask, lisa=rec, parent=parent,
+    _assert_close(run_attention(impl, inputs, topical, parts, mask, lisa=rec, parent=parent,
                        full_attention_candidate=full_candidate), ref)
     # the LISA head attends like vanilla attention, to every non-padding key
     q, k, _ = inputs
@@ -325,8 +329,8 @@ def test_attention_fast_recomputes_underflowing_rows_exactly(monkeypatch, full_c
     exact = SA._exact_probs
     monkeypatch.setattr(SA, "_exact_probs", lambda *a, **kw: calls.append(a[0].shape) or exact(*a, **kw))
     opts = dict(full_attention_candidate=full_candidate)
-    ref = _run("reference", (q, k, v), topical, parts, mask, **opts)
-    _assert_close(_run("fast", (q, k, v), topical, parts, mask, **opts), ref, tol=5e-4)
+    ref = run_attention("reference", (q, k, v), topical, parts, mask, **opts)
+    _assert_close(run_attention("fast", (q, k, v), topical, parts, mask, **opts), ref, tol=5e-4)
     assert calls and calls[-1][0] < 2 * 9, "only the affected rows go through the exact path"
 
 
@@ -955,14 +959,14 @@ def test_own_projections_fast_and_exact_match_reference(impl, empty_rows, full_c
     top = _own_topical(5, 12, shared.site(0))
     opts = dict(aggregation="topical", empty_rows=empty_rows, full_attention_candidate=full_candidate)
     gate = (lambda: _gate(True)) if gated else (lambda: None)
-    ref = _run("reference", inputs, top, parts, mask, gate=gate(), **opts)
-    got = _run(impl, inputs, top, parts, mask, gate=gate(), **opts)
+    ref = run_attention("reference", inputs, top, parts, mask, gate=gate(), **opts)
+    got = run_attention(impl, inputs, top, parts, mask, gate=gate(), **opts)
     _assert_close(got, ref)
     key_grad, value_grad = ref[2][6], ref[2][7]
     assert key_grad.abs().sum() > 0 and value_grad.abs().sum() > 0, "W_Kt and W_Vt get gradients"
     assert ref[2][5].abs().sum() > 0, "W_O still gets a gradient through the scores"
     assert ref[2][4].abs().sum() == 0, "the layer's W_K takes no part in the own-projection scores"
-    assert not torch.allclose(ref[0], _run("reference", inputs, shared, parts, mask, **opts)[0], atol=1e-3)
+    assert not torch.allclose(ref[0], run_attention("reference", inputs, shared, parts, mask, **opts)[0], atol=1e-3)
 
 
 def test_own_projections_with_lisa_match_reference():
@@ -970,8 +974,8 @@ def test_own_projections_with_lisa_match_reference():
     top = _own_topical(6, 12, shared.site(0))
     parent = torch.randint(-1, 9, (2, 9), generator=torch.Generator().manual_seed(4))
     ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
-    ref = _run("reference", inputs, top, parts, mask, lisa=ref_rec, parent=parent)
-    _assert_close(_run("fast", inputs, top, parts, mask, lisa=rec, parent=parent), ref)
+    ref = run_attention("reference", inputs, top, parts, mask, lisa=ref_rec, parent=parent)
+    _assert_close(run_attention("fast", inputs, top, parts, mask, lisa=rec, parent=parent), ref)
 
 
 def test_own_projections_folded_vector_equals_explicit_score():
@@ -1069,8 +1073,8 @@ def test_added_lisa_head_matches_reference(impl, own, gated):
     parent = torch.randint(-1, 9, (2, 9), generator=torch.Generator().manual_seed(5))
     gate = (lambda: _gate(True)) if gated else (lambda: None)
     ref_rec, rec = _added_lisa(2), _added_lisa(2)
-    ref = _run("reference", inputs, top, parts, mask, lisa=ref_rec, parent=parent, gate=gate())
-    got = _run(impl, inputs, top, parts, mask, lisa=rec, parent=parent, gate=gate())
+    ref = run_attention("reference", inputs, top, parts, mask, lisa=ref_rec, parent=parent, gate=gate())
+    got = run_attention(impl, inputs, top, parts, mask, lisa=rec, parent=parent, gate=gate())
     _assert_close(got, ref)
     keep = mask[:, 0].expand(2, 9, 9)
     assert torch.allclose(rec.log_probs[keep], ref_rec.log_probs[keep], atol=TOL)
@@ -1081,8 +1085,8 @@ def test_added_lisa_head_matches_reference(impl, own, gated):
     zero = _added_lisa(2)
     with torch.no_grad():
         zero.added.mix.zero_()
-    plain = _run("reference", inputs, top, parts, mask, gate=gate())
-    assert torch.allclose(_run(impl, inputs, top, parts, mask, lisa=zero, parent=parent, gate=gate())[0], plain[0],
+    plain = run_attention("reference", inputs, top, parts, mask, gate=gate())
+    assert torch.allclose(run_attention(impl, inputs, top, parts, mask, lisa=zero, parent=parent, gate=gate())[0], plain[0],
                           atol=TOL)
 
 

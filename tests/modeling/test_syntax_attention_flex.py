@@ -13,7 +13,6 @@ import itertools
 
 import pytest
 import torch
-from torch import nn
 
 from syntaxformer.errors import ConfigError
 from syntaxformer.modeling import SyntaxBertConfig
@@ -23,7 +22,6 @@ from syntaxformer.modeling.syntax_attention import (
     SyntaxAttentionOptions,
     SyntaxAttentionRecorder,
     SyntaxGate,
-    TopicalAttention,
     prepare_groups,
     syntax_attention_forward,
 )
@@ -32,6 +30,7 @@ from tests.modeling.test_modeling_syntax_bert import (
     AttnStub,
     check_fast_matches_reference_on,
     random_setup,
+    run_attention,
     tiny_bert,
 )
 
@@ -52,34 +51,11 @@ def _one_thread():
     torch.set_num_threads(before)
 
 
-def _run(impl: str, inputs, topical, parts, mask, gate: SyntaxGate | None = None, lisa: LisaRecorder | None = None,
-         parent: torch.Tensor | None = None, autocast: bool = False, **opts):
-    """Output and gradients (q, k, v, then every parameter of the topical module, gate and added LISA head) of a
-    fixed random linear loss (+ the LISA loss)."""
-    q, k, v = (x.detach().clone().requires_grad_() for x in inputs)
-    params = [topical.query] + [m.weight for m in topical.site(0)]
-    if topical.own_projections:
-        params += [topical.key_weight, topical.value_weight]
-    if gate is not None:
-        params.append(gate.weight)
-    if lisa is not None and lisa.added is not None:
-        params += [lisa.added.query_weight, lisa.added.key_weight, lisa.added.mix]
-    for p in params:
-        p.grad = None
-    if impl == "reference":
-        fn, options = reference_syntax_attention, SyntaxAttentionOptions(**opts)
-    else:
-        fn, options = syntax_attention_forward, SyntaxAttentionOptions(implementation=impl, **opts)
-    with torch.autocast(q.device.type, dtype=torch.bfloat16, enabled=autocast):
-        out, _ = fn(AttnStub(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical, syntax_options=options,
-                    syntax_gate=gate, syntax_lisa=lisa)
-    weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.device)
-    loss = (out.float() * weights).sum()
-    if lisa is not None:
-        loss = loss + lisa.loss(parent)
-    loss.backward()
-    grads = [q.grad, k.grad, v.grad] + [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
-    return out.detach().float(), [x.float() for x in grads]
+def _run(impl: str, inputs, topical, parts, mask, **kwargs):
+    """Output and gradients, in fp32, of :func:`run_attention` (the Syntax-BERT tests' runner: a fixed random
+    linear loss, + the LISA loss; ``autocast=True`` under bf16)."""
+    out, _, grads = run_attention(impl, inputs, topical, parts, mask, **kwargs)
+    return out.float(), [x.float() for x in grads]
 
 
 def _assert_close(got, ref, tol: float = TOL) -> None:
