@@ -85,6 +85,26 @@ def main_tables(summary: dict) -> str:
     return "\n".join(lines)
 
 
+# A run "collapsed" when its dev predictions are (nearly) constant: `spread` (from summarize) is the prediction std
+# over the label std for regression (below 0.75 flagged) and the share of the most-predicted class for
+# classification (0.99 or more flagged: one class for the whole dev set).
+def collapsed_runs(summary: dict) -> str:
+    lines = []
+    for task, title in TASKS:
+        t = summary["tasks"].get(task, {})
+        regression = task == "stsb"
+        for key, name in MAIN:
+            v = t.get("variants", {}).get(key)
+            if not v or "spread" not in v:
+                continue
+            for seed, score, spread in zip(v["seeds"], v["scores"], v["spread"]):
+                if (spread < 0.75) if regression else (spread >= 0.99):
+                    what = (f"prediction std = {spread:.2f} × label std" if regression
+                            else f"{spread:.0%} of the dev set in one class")
+                    lines.append(f"* {title.split(' (')[0]}, {name}, seed {seed}: {score:.4f} ({what})")
+    return "\n".join(lines) or "* none"
+
+
 def table5(summary: dict) -> str:
     task = summary["tasks"]["sst2_trees"]
     v, tests = task["variants"], task["tests"]
@@ -117,7 +137,11 @@ def main() -> None:
     parser.add_argument("--main", default="docs/results/issue16.json")
     parser.add_argument("--table5", default="docs/results/issue16_table5.json")
     args = parser.parse_args()
-    print(main_tables(json.loads(Path(args.main).read_text(encoding="utf-8"))))
+    summary = json.loads(Path(args.main).read_text(encoding="utf-8"))
+    print(main_tables(summary))
+    print()
+    print("Runs whose dev predictions (nearly) collapsed:\n")
+    print(collapsed_runs(summary))
     print()
     print(table5(json.loads(Path(args.table5).read_text(encoding="utf-8"))))
 

@@ -204,6 +204,15 @@ def _metric_fn(task: str):
     return spec, main, fn
 
 
+def _spread(pred: dict, regression: bool) -> float:
+    """How far a run's dev predictions are from a constant: the prediction std over the label std (regression),
+    or the share of the most-predicted class (classification; 1.0 = one class for every example)."""
+    p = np.asarray(pred["predictions"], dtype=float)
+    if regression:
+        return float(np.std(p) / max(np.std(np.asarray(pred["labels"], dtype=float)), 1e-12))
+    return float(np.max(np.unique(p, return_counts=True)[1]) / len(p))
+
+
 def _summarize(args: argparse.Namespace) -> dict:
     from syntaxformer.analysis.significance import paired_bootstrap, paired_t_test
 
@@ -227,6 +236,8 @@ def _summarize(args: argparse.Namespace) -> dict:
             scores = [r["score"] for r in by_seed.values()]
             first = next(iter(by_seed.values()))
             rows[variant] = {"seeds": sorted(by_seed), "scores": scores, "mean": float(np.mean(scores)),
+                             "spread": [_spread(r["pred"], getattr(spec, "is_regression", False))
+                                        for r in by_seed.values()],
                              "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
                              "train_s_mean": float(np.mean([r["train_s"] for r in by_seed.values()])),
                              "sizes": first["sizes"], "subsample": first["subsample"]}
