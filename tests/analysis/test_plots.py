@@ -133,8 +133,8 @@ def test_plot_curves_join_the_sweeps_size_and_noise_suffixes(tmp_path):
 
 def test_plot_length_buckets_lines_equal_bucket_scores(tmp_path):
     runs = []
-    for name, em in (("baseline", [1, 0, 0, 1]), ("sgnet", [1, 1, 0, 1])):
-        folder = tmp_path / name / "seed1"
+    for name, em in (("baseline", [1, 0, 0, 1]), ("sgnet", [1, 1, 0, 1]), ("sgnet", [0, 1, 0, 0])):
+        folder = tmp_path / name / f"seed{len(runs)}"
         folder.mkdir(parents=True)
         per_q = {f"q{i}": {"question_words": w, "em_best": e, "f1_best": float(e)}
                  for i, (w, e) in enumerate(zip([3, 4, 12, 14], em))}
@@ -144,6 +144,10 @@ def test_plot_length_buckets_lines_equal_bucket_scores(tmp_path):
         (folder / "dev_predictions.json").write_text(json.dumps({"ids": list(per_q), "predictions": [""] * 4}),
                                                      encoding="utf-8")
         runs.append(folder)
+    seeds = plot_length_buckets(runs, n_buckets=2).axes[0]  # two seeds of sgnet: one line, their mean
+    assert [line.get_label() for line in seeds.lines] == ["baseline", "sgnet"]
+    assert list(seeds.lines[1].get_ydata()) == pytest.approx([(100.0 + 50.0) / 2, (50.0 + 0.0) / 2])
+    runs = runs[:2]
     fig = plot_length_buckets(runs, n_buckets=2)
     exact = fig.axes[0]
     assert [line.get_label() for line in exact.lines] == ["baseline", "sgnet"]

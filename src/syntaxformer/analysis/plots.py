@@ -202,8 +202,8 @@ def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0
 
 def plot_length_buckets(run_dirs: Sequence[str | Path], names: Sequence[str] | None = None, n_buckets: int = 5,
                         mode: str = "count", edges: Sequence[int] | None = None) -> Any:
-    """Scores by length bucket (:func:`syntaxformer.analysis.buckets.length_buckets`), one line per run and one
-    panel per metric (SQuAD: EM and F1).
+    """Scores by length bucket (:func:`syntaxformer.analysis.buckets.length_buckets`), one line per name and one
+    panel per metric (SQuAD: EM and F1); runs that share a name (the seeds of a variant) make one line, their mean.
 
     Returns:
         the figure; ``fig.axes[0].syntaxformer`` is the :func:`length_buckets` result.
@@ -217,14 +217,16 @@ def plot_length_buckets(run_dirs: Sequence[str | Path], names: Sequence[str] | N
     fig = _figure(max(4.5, 0.9 * len(rows) + 2), 3.2 * len(metrics))
     axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
     x = np.arange(len(rows))
+    lines = {name: [j for j, n in enumerate(names) if n == name] for name in dict.fromkeys(names)}  # name -> runs
     for ax, metric in zip(axes, metrics):
-        for j, name in enumerate(names):
-            ax.plot(x, [row["scores"][j][metric] for row in rows], "o-", color=f"C{j % 10}", label=name)
+        for k, (name, runs) in enumerate(lines.items()):
+            ax.plot(x, [np.mean([row["scores"][j][metric] for j in runs]) for row in rows], "o-",
+                    color=f"C{k % 10}", label=name)
         ax.set_xticks(x, [f"{row['label']}\n(n={row['n']})" for row in rows], fontsize=8)
         ax.set_xlabel(f"length in {result['unit']}")
         ax.set_ylabel(metric)
         ax.set_title(f"{result['task']}: dev {metric} by length (buckets by {result['mode']})", fontsize=9)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over the lines
         ax.syntaxformer = result
     return fig
 
