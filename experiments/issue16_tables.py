@@ -92,7 +92,7 @@ def collapsed_runs(summary: dict) -> str:
     lines = []
     for task, title in TASKS:
         t = summary["tasks"].get(task, {})
-        regression = task == "stsb"
+        regression = t.get("regression", False)
         for key, name in MAIN:
             v = t.get("variants", {}).get(key)
             if not v or "spread" not in v:

@@ -221,6 +221,7 @@ def _summarize(args: argparse.Namespace) -> dict:
     for task_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         task = task_dir.name
         spec, main, fn = _metric_fn(task)
+        regression = getattr(spec, "is_regression", False)
         runs: dict[str, dict[int, dict]] = {}
         for metrics_file in sorted(task_dir.glob("*/seed*/metrics.json")):
             variant, seed = metrics_file.parent.parent.name, int(metrics_file.parent.name[4:])
@@ -236,8 +237,7 @@ def _summarize(args: argparse.Namespace) -> dict:
             scores = [r["score"] for r in by_seed.values()]
             first = next(iter(by_seed.values()))
             rows[variant] = {"seeds": sorted(by_seed), "scores": scores, "mean": float(np.mean(scores)),
-                             "spread": [_spread(r["pred"], getattr(spec, "is_regression", False))
-                                        for r in by_seed.values()],
+                             "spread": [_spread(r["pred"], regression) for r in by_seed.values()],
                              "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
                              "train_s_mean": float(np.mean([r["train_s"] for r in by_seed.values()])),
                              "sizes": first["sizes"], "subsample": first["subsample"]}
@@ -257,7 +257,7 @@ def _summarize(args: argparse.Namespace) -> dict:
                 t = paired_t_test([runs[ref][s]["score"] for s in common], [runs[variant][s]["score"] for s in common])
                 entry["t_test_p"] = t.p_value
             tests.setdefault(variant, []).append(entry)
-        summary["tasks"][task] = {"metric": main, "variants": rows, "tests": tests}
+        summary["tasks"][task] = {"metric": main, "regression": regression, "variants": rows, "tests": tests}
     return summary
 
 
