@@ -6,8 +6,13 @@ Usage (from the repository root)::
     python experiments/sgnet_glue.py summarize --out runs/issue16_table5 --json docs/results/issue16_table5.json
     python experiments/issue16_tables.py            # prints the main table, the paired tests and Table 5
 
-Nothing is computed here beyond formatting: means, standard deviations, differences and p-values are the
-summaries' own. A cell whose run has not finished shows "–"; the seeds behind every cell are printed.
+The main table may come from several summaries (``--main A.json,B.json``): a sweep whose seeds were summarised at
+different times, when the earlier run folders are gone (``runs/`` is not committed; ``sgnet_glue.py archive``
+now keeps them). The seeds are then put together per variant: the mean, the standard deviation, the difference and
+the paired t-test over seeds are recomputed from the per-seed scores (:func:`merge_summaries`); the paired
+bootstrap needs every seed's predictions, so each summary's own bootstrap is shown with the seeds it covers.
+Table 5 and a single summary are formatted as they are. A cell whose run has not finished shows "–"; the seeds
+behind every cell are printed.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+import numpy as np
 
 TASKS = [("cola", "CoLA (Matthews)"), ("rte", "RTE (accuracy)"), ("stsb", "STS-B (Pearson)"), ("mrpc", "MRPC (F1)"),
          ("sst2", "SST-2 10k (accuracy)")]
@@ -32,6 +39,68 @@ TABLE5 = [("sbert_gate_sum", "w/o topical attention (sum)"), ("sbert_gate_nodep"
           ("sbert_gate_nochild", "w/o child"), ("sbert_gate_nosibling", "w/o sibling"),
           ("sbert_gate_nopairwise", "w/o pairwise"), ("sbert_gate_random", "random masks (control)"),
           ("sbert", "Syntax-BERT, paper (no gate)")]
+
+
+def merge_summaries(summaries: list[dict]) -> dict:
+    """One summary of the main sweep from summaries of different seeds.
+
+    Per task and variant the seeds are joined (a seed found in two summaries must have the same score: the same
+    run summarised twice); ``mean`` and ``std`` (ddof 1) are recomputed over all of them. Per comparison
+    (variant ``a`` vs ``vs``): ``difference`` is the mean over the seeds both have of score(a) − score(vs) (what the
+    bootstrap's difference is too: the metric averaged over seeds), ``t_test_p`` the paired t-test over those seeds
+    (2 or more), and ``bootstrap`` lists each summary's own bootstrap (``seeds``, ``difference``, ``p``).
+    """
+    from syntaxformer.analysis.significance import paired_t_test
+
+    tasks: dict = {}
+    for summary in summaries:
+        for task, t in summary["tasks"].items():
+            out = tasks.setdefault(task, {"metric": t["metric"], "regression": t.get("regression", False),
+                                          "by_seed": {}, "bootstraps": {}})
+            if out["metric"] != t["metric"]:
+                raise ValueError(f"{task}: the summaries measure {out['metric']} and {t['metric']}")
+            for variant, v in t["variants"].items():
+                by_seed = out["by_seed"].setdefault(variant, {})
+                spreads = v.get("spread") or [None] * len(v["seeds"])
+                for seed, score, spread in zip(v["seeds"], v["scores"], spreads):
+                    if seed in by_seed and by_seed[seed][0] != score:
+                        raise ValueError(f"{task} / {variant} / seed {seed} has two different scores: "
+                                         f"{by_seed[seed][0]} and {score}")
+                    by_seed[seed] = (score, spread)
+            for variant, tests in t.get("tests", {}).items():
+                for test in [tests] if isinstance(tests, dict) else tests:
+                    out["bootstraps"].setdefault((variant, test["vs"]), []).append(
+                        {"seeds": test["seeds"], "difference": test["difference"], "p": test["bootstrap_p"]})
+    merged: dict = {"tasks": {}}
+    for task, t in tasks.items():
+        variants = {}
+        for variant, by_seed in t["by_seed"].items():
+            seeds = sorted(by_seed)
+            scores = [by_seed[s][0] for s in seeds]
+            variants[variant] = {"seeds": seeds, "scores": scores, "mean": float(np.mean(scores)),
+                                 "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0}
+            if all(by_seed[s][1] is not None for s in seeds):
+                variants[variant]["spread"] = [by_seed[s][1] for s in seeds]
+        tests: dict = {}
+        for (variant, ref), boots in t["bootstraps"].items():
+            common = sorted(set(t["by_seed"][variant]) & set(t["by_seed"][ref]))
+            a = [t["by_seed"][ref][s][0] for s in common]
+            b = [t["by_seed"][variant][s][0] for s in common]
+            entry = {"vs": ref, "seeds": common, "difference": float(np.mean(np.subtract(b, a))),
+                     "bootstrap": sorted(boots, key=lambda x: x["seeds"])}
+            if len(common) > 1:
+                entry["t_test_p"] = paired_t_test(a, b).p_value
+            tests.setdefault(variant, []).append(entry)
+        merged["tasks"][task] = {"metric": t["metric"], "regression": t["regression"], "variants": variants,
+                                 "tests": tests}
+    return merged
+
+
+def _seeds(seeds: list[int]) -> str:
+    """[1, 2] -> "s1–2", [3] -> "s3", [1, 3] -> "s1,3"."""
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"s{seeds[0]}–{seeds[-1]}"
+    return "s" + ",".join(map(str, seeds))
 
 
 def _p(p: float | None) -> str:
@@ -53,6 +122,7 @@ def _test(tests: dict, a: str, b: str) -> dict | None:
 
 
 def main_tables(summary: dict) -> str:
+    """The main table and the paired tests, from a summary as :func:`merge_summaries` makes it."""
     tasks = summary["tasks"]
     seeds = sorted({s for t in tasks.values() for v in t["variants"].values() for s in v["seeds"]})
     multi = len(seeds) > 1  # mean ± std where a variant has more than one seed
@@ -75,12 +145,19 @@ def main_tables(summary: dict) -> str:
             if t is None:
                 cells.append("–")
                 continue
-            text = f"{t['difference']:+.4f} ({_p(t.get('bootstrap_p'))}"
             n = len(t["seeds"])
+            whole = [b for b in t["bootstrap"] if b["seeds"] == t["seeds"]]  # a bootstrap over every seed
+            if whole:
+                text = f"{t['difference']:+.4f} ({_p(whole[0]['p'])}"
+            else:
+                text = f"{t['difference']:+.4f} (bootstrap " + ", ".join(
+                    f"{_p(b['p'])} on {_seeds(b['seeds'])}" for b in t["bootstrap"]) + ";"
             # a t-test over 2 seeds has 1 degree of freedom (two equal differences give p = 0): shown from 3 seeds
             text += f"; t {_p(t.get('t_test_p'))}, {n} seeds)" if n > 2 else (f"; {n} seeds)" if n > 1 else ")")
-            p = t.get("bootstrap_p")
-            cells.append(f"**{text}**" if p is not None and p < 0.05 else text)
+            text = text.replace(";;", ";")
+            # bold: a test that covers every seed of the comparison says p < 0.05
+            significant = (whole and whole[0]["p"] < 0.05) or (n > 2 and t.get("t_test_p", 1.0) < 0.05)
+            cells.append(f"**{text}**" if significant else text)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -134,10 +211,11 @@ def table5(summary: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--main", default="docs/results/issue16.json")
+    parser.add_argument("--main", default="docs/results/issue16.json",
+                        help="the main sweep's summary JSON, or several, comma-separated, whose seeds are joined")
     parser.add_argument("--table5", default="docs/results/issue16_table5.json")
     args = parser.parse_args()
-    summary = json.loads(Path(args.main).read_text(encoding="utf-8"))
+    summary = merge_summaries([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.main.split(",")])
     print(main_tables(summary))
     print()
     print("Runs whose dev predictions (nearly) collapsed:\n")

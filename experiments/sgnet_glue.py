@@ -10,16 +10,25 @@ Usage (from the repository root, in the project environment)::
     python experiments/sgnet_glue.py summarize --out runs/sgnet_glue --json docs/results/sgnet_glue.json
     python experiments/sgnet_glue.py run --tasks sst2 --variants sgnet --seeds 1 --noise 0,0.2,0.4,0.6,0.8,1.0
     python experiments/sgnet_glue.py run --tasks sst2 --variants baseline_default,sgnet_default --seeds 1,2,3 --sizes 500,2000,8000,all --out runs/issue16_curve
+    python experiments/sgnet_glue.py archive --out runs/issue16 --to docs/results/runs/issue16
+    python experiments/sgnet_glue.py summarize --out docs/results/runs/issue16 --json docs/results/issue16_more.json
+
+``runs/`` is not committed, and a new checkout starts without it: ``archive`` keeps what a summary needs of each
+finished run (its ``metrics.json`` and its dev predictions, one compact JSON file per run) in a folder that is
+committed, and ``summarize`` reads run folders and archived runs alike, so the paired bootstrap can be recomputed
+later from the repository alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -213,6 +222,71 @@ def _spread(pred: dict, regression: bool) -> float:
     return float(np.max(np.unique(p, return_counts=True)[1]) / len(p))
 
 
+def _ids_digest(pred: dict) -> str | None:
+    """One digest of the dev example ids a run's predictions are for (None for files written without ids)."""
+    if "ids_sha256" in pred:
+        return pred["ids_sha256"]
+    return hashlib.sha256("\n".join(map(str, pred["ids"])).encode()).hexdigest() if "ids" in pred else None
+
+
+def _read_run_folder(run: Path) -> tuple[dict, dict]:
+    """A finished run folder's metrics and dev predictions (which must be in dataset order to be paired)."""
+    pred = json.loads((run / "dev_predictions.json").read_text())
+    if pred.get("order") != "dataset":
+        raise SystemExit(f"{run}: predictions not in dataset order; run `reorder` first")
+    return json.loads((run / "metrics.json").read_text()), pred
+
+
+def _archive_record(run: Path) -> dict:
+    """What a summary needs of one finished run: its metrics and its dev predictions and labels in dataset order
+    (the example ids as one digest, to check that two runs being paired saw the same dev examples)."""
+    metrics, pred = _read_run_folder(run)
+    return {"metrics": metrics,
+            "predictions": {**{k: v for k, v in pred.items() if k != "ids"}, "ids_sha256": _ids_digest(pred)}}
+
+
+def _archive(args: argparse.Namespace) -> None:
+    """Copy every finished run under ``--out`` into ``--to`` as ``TASK/VARIANT/seedN.json`` (one compact file per
+    run, written atomically). A record already there is kept if it is the same run and refused if it differs: an
+    archived run is never silently replaced (delete its file to replace it on purpose)."""
+    from syntaxformer.utils import atomic_write
+
+    written = kept = 0
+    for metrics_file in sorted(Path(args.out).glob("*/*/seed*/metrics.json")):
+        run = metrics_file.parent
+        if not (run / "dev_predictions.json").is_file():  # still running, or stopped before evaluation
+            continue
+        record = _archive_record(run)
+        dest = Path(args.to) / run.parent.parent.name / run.parent.name / f"{run.name}.json"
+        if dest.exists():
+            if json.loads(dest.read_text()) != record:
+                raise SystemExit(f"{dest} already holds a different run than {run}; delete it to replace it")
+            kept += 1
+            continue
+        with atomic_write(dest) as f:
+            json.dump(record, f, separators=(",", ":"))
+        written += 1
+    print(json.dumps({"archive": args.to, "written": written, "already_there": kept}))
+
+
+def _load_runs(task_dir: Path) -> Iterator[tuple[str, int, dict, dict]]:
+    """(variant, seed, metrics, dev predictions) of every finished run of one task: run folders
+    (``VARIANT/seedN/metrics.json`` + ``dev_predictions.json``) and archived runs (``VARIANT/seedN.json``) alike."""
+    seen: dict[tuple[str, int], Path] = {}
+    found = [(f.parent, "folder") for f in task_dir.glob("*/seed*/metrics.json")]
+    found += [(f, "archive") for f in task_dir.glob("*/seed*.json")]
+    for path, kind in sorted(found):
+        variant, seed = path.parent.name, int(re.sub(r"\D", "", path.stem if kind == "archive" else path.name))
+        if (variant, seed) in seen:
+            raise SystemExit(f"{path} and {seen[variant, seed]} are both {task_dir.name} / {variant} / seed {seed}")
+        seen[variant, seed] = path
+        if kind == "archive":
+            record = json.loads(path.read_text())
+            yield variant, seed, record["metrics"], record["predictions"]
+        elif (path / "dev_predictions.json").is_file():  # else still running, or stopped before evaluation
+            yield variant, seed, *_read_run_folder(path)
+
+
 def _summarize(args: argparse.Namespace) -> dict:
     from syntaxformer.analysis.significance import paired_bootstrap, paired_t_test
 
@@ -223,12 +297,7 @@ def _summarize(args: argparse.Namespace) -> dict:
         spec, main, fn = _metric_fn(task)
         regression = getattr(spec, "is_regression", False)
         runs: dict[str, dict[int, dict]] = {}
-        for metrics_file in sorted(task_dir.glob("*/seed*/metrics.json")):
-            variant, seed = metrics_file.parent.parent.name, int(metrics_file.parent.name[4:])
-            m = json.loads(metrics_file.read_text())
-            p = json.loads((metrics_file.parent / "dev_predictions.json").read_text())
-            if p.get("order") != "dataset":
-                raise SystemExit(f"{metrics_file.parent}: predictions not in dataset order; run `reorder` first")
+        for variant, seed, m, p in _load_runs(task_dir):
             runs.setdefault(variant, {})[seed] = {"score": m["dev"][main], "all": m["dev"], "pred": p,
                                                   "train_s": m["train"]["runtime_s"], "sizes": m["sizes"],
                                                   "subsample": m["subsample"]}
@@ -246,6 +315,9 @@ def _summarize(args: argparse.Namespace) -> dict:
             common = sorted(set(runs[variant]) & set(runs[ref]))
             if not common:
                 continue
+            digests = {_ids_digest(runs[v][s]["pred"]) for v in (variant, ref) for s in common} - {None}
+            if len(digests) > 1:
+                raise SystemExit(f"{task}: {variant} and {ref} were evaluated on different dev examples")
             a = np.array([runs[ref][s]["pred"]["predictions"] for s in common])
             b = np.array([runs[variant][s]["pred"]["predictions"] for s in common])
             y = np.array(runs[ref][common[0]]["pred"]["labels"])
@@ -364,8 +436,8 @@ def _reorder(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["run", "summarize", "reorder", "export-parses",
-                                                       "check-parses"])
+    parser.add_argument("action", choices=["run", "summarize", "archive", "reorder", "export-parses",
+                                           "check-parses"])
     parser.add_argument("--tasks", default="sst2,cola,rte,mrpc,stsb")
     parser.add_argument("--variants", default="baseline,sgnet")
     parser.add_argument("--seeds", default="1,2,3")
@@ -386,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save-model-seeds", default="", help="comma-separated seeds whose models are saved in "
                         "their run folders (for probes, `syntaxformer show`)")
     parser.add_argument("--json", default=None, help="write the summary JSON here")
+    parser.add_argument("--to", default=None, help="archive: the folder (committed) that keeps each finished run "
+                        "of --out as TASK/VARIANT/seedN.json")
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args(argv)
     if args.action == "run":
@@ -396,6 +470,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.action == "check-parses":
         _check_parses(args)
+        return 0
+    if args.action == "archive":
+        if not args.to:
+            parser.error("archive needs --to FOLDER")
+        _archive(args)
         return 0
     if args.action == "reorder":
         _reorder(args)

@@ -51,3 +51,86 @@ def test_summarize_measures_spread_and_the_tables_list_collapsed_runs(tmp_path):
     listed = tables.collapsed_runs(summary).splitlines()
     assert listed == ["* CoLA, Syntax-BERT (paper), seed 1: 0.0000 (100% of the dev set in one class)",
                       f"* STS-B, SB head baseline, seed 2: 0.2000 (prediction std = {spread[1]:.2f} × label std)"]
+
+
+def test_archive_keeps_what_summarize_needs_and_never_replaces_a_different_run(tmp_path):
+    glue = _module("sgnet_glue")
+    runs, archive = tmp_path / "runs", tmp_path / "archive"
+    labels = [1, 1, 0, 1, 0, 1]
+    _run(runs / "cola" / "baseline_default" / "seed1", "cola", "matthews_correlation", [1, 1, 0, 0, 0, 1], labels, 0.7)
+    _run(runs / "cola" / "sgnet_default" / "seed1", "cola", "matthews_correlation", [1, 1, 0, 1, 0, 0], labels, 0.7)
+    (runs / "cola" / "sgnet_default" / "seed2").mkdir(parents=True)  # a run still going: no metrics yet
+    args = argparse.Namespace(out=str(runs), to=str(archive), resamples=50)
+    glue._archive(args)
+    assert sorted(p.relative_to(archive).as_posix() for p in archive.rglob("*.json")) == [
+        "cola/baseline_default/seed1.json", "cola/sgnet_default/seed1.json"]
+    from_folders = glue._summarize(argparse.Namespace(out=str(runs), resamples=50))
+    from_archive = glue._summarize(argparse.Namespace(out=str(archive), resamples=50))
+    assert from_archive["tasks"] == from_folders["tasks"]
+    glue._archive(args)  # the same runs again: kept, nothing rewritten
+    # a different run under the same name is refused, and the archived record stays as it was
+    before = (archive / "cola" / "sgnet_default" / "seed1.json").read_text()
+    (runs / "cola" / "sgnet_default" / "seed1" / "metrics.json").write_text(json.dumps(
+        {"dev": {"matthews_correlation": 0.1}, "train": {"runtime_s": 1.0}, "sizes": {}, "subsample": {}}))
+    with pytest.raises(SystemExit, match="different run"):
+        glue._archive(args)
+    assert (archive / "cola" / "sgnet_default" / "seed1.json").read_text() == before
+    # the same run both as a folder and as an archived record under one root is an error, not a silent choice
+    _run(archive / "cola" / "sgnet_default" / "seed1", "cola", "matthews_correlation", labels, labels, 1.0)
+    with pytest.raises(SystemExit, match="both"):
+        glue._summarize(argparse.Namespace(out=str(archive), resamples=50))
+
+
+def test_summarize_refuses_to_pair_runs_on_different_dev_examples(tmp_path):
+    glue = _module("sgnet_glue")
+    for variant, ids in (("baseline_default", ["a", "b", "c"]), ("sgnet_default", ["a", "c", "b"])):
+        folder = tmp_path / "rte" / variant / "seed1"
+        _run(folder, "rte", "accuracy", [0, 1, 1], [0, 1, 0], 2 / 3)
+        pred = json.loads((folder / "dev_predictions.json").read_text())
+        (folder / "dev_predictions.json").write_text(json.dumps({**pred, "ids": ids}))
+    with pytest.raises(SystemExit, match="different dev examples"):
+        glue._summarize(argparse.Namespace(out=str(tmp_path), resamples=50))
+
+
+def _summary(task: str, variants: dict[str, dict[int, float]], tests: list[tuple[str, str, list[int], float]]) -> dict:
+    """A summary as `sgnet_glue.py summarize` writes it: {variant: {seed: score}}, tests (a, vs, seeds, boot p)."""
+    rows = {v: {"seeds": sorted(s), "scores": [s[k] for k in sorted(s)], "spread": [0.5] * len(s)}
+            for v, s in variants.items()}
+    out: dict = {}
+    for a, b, seeds, p in tests:
+        diff = sum(variants[a][s] - variants[b][s] for s in seeds) / len(seeds)
+        out.setdefault(a, []).append({"vs": b, "seeds": seeds, "difference": diff, "bootstrap_p": p})
+    return {"tasks": {task: {"metric": "accuracy", "regression": False, "variants": rows, "tests": out}}}
+
+
+def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them():
+    from scipy.stats import ttest_rel
+
+    tables = _module("issue16_tables")
+    base = {1: 0.50, 2: 0.56}
+    sg = {1: 0.55, 2: 0.57}
+    old = _summary("rte", {"baseline_default": base, "sgnet_default": sg},
+                   [("sgnet_default", "baseline_default", [1, 2], 0.20)])
+    new = _summary("rte", {"baseline_default": {3: 0.52}, "sgnet_default": {3: 0.60}},
+                   [("sgnet_default", "baseline_default", [3], 0.01)])
+    merged = tables.merge_summaries([old, new])["tasks"]["rte"]
+    v = merged["variants"]["sgnet_default"]
+    assert v["seeds"] == [1, 2, 3] and v["scores"] == [0.55, 0.57, 0.60]
+    mean = (0.55 + 0.57 + 0.60) / 3
+    assert v["mean"] == pytest.approx(mean)
+    assert v["std"] == pytest.approx((sum((x - mean) ** 2 for x in (0.55, 0.57, 0.60)) / 2) ** 0.5)
+    (test,) = merged["tests"]["sgnet_default"]
+    assert test["seeds"] == [1, 2, 3]
+    assert test["difference"] == pytest.approx((0.05 + 0.01 + 0.08) / 3)
+    assert test["t_test_p"] == pytest.approx(ttest_rel([0.55, 0.57, 0.60], [0.50, 0.56, 0.52]).pvalue)
+    assert [(b["seeds"], b["p"]) for b in test["bootstrap"]] == [([1, 2], 0.20), ([3], 0.01)]
+    row = next(line for line in tables.main_tables(tables.merge_summaries([old, new])).splitlines()
+               if line.startswith("| SG-Net − baseline"))
+    assert f"| +0.0467 (bootstrap 0.200 on s1–2, 0.010 on s3; t {test['t_test_p']:.3f}, 3 seeds) |" in row
+    # one summary over every seed: its own bootstrap p, as before
+    alone = tables.merge_summaries([old])
+    assert "| +0.0300 (0.200; 2 seeds) |" in tables.main_tables(alone)
+    # the same seed with two scores is two different runs: refused
+    clash = _summary("rte", {"baseline_default": {2: 0.40}}, [])
+    with pytest.raises(ValueError, match="seed 2 has two different scores"):
+        tables.merge_summaries([old, clash])
