@@ -147,14 +147,12 @@ def main_tables(summary: dict) -> str:
                 continue
             n = len(t["seeds"])
             whole = [b for b in t["bootstrap"] if b["seeds"] == t["seeds"]]  # a bootstrap over every seed
-            if whole:
-                text = f"{t['difference']:+.4f} ({_p(whole[0]['p'])}"
-            else:
-                text = f"{t['difference']:+.4f} (bootstrap " + ", ".join(
-                    f"{_p(b['p'])} on {_seeds(b['seeds'])}" for b in t["bootstrap"]) + ";"
+            parts = [_p(whole[0]["p"]) if whole else
+                     "bootstrap " + ", ".join(f"{_p(b['p'])} on {_seeds(b['seeds'])}" for b in t["bootstrap"])]
             # a t-test over 2 seeds has 1 degree of freedom (two equal differences give p = 0): shown from 3 seeds
-            text += f"; t {_p(t.get('t_test_p'))}, {n} seeds)" if n > 2 else (f"; {n} seeds)" if n > 1 else ")")
-            text = text.replace(";;", ";")
+            if n > 1:
+                parts.append(f"t {_p(t.get('t_test_p'))}, {n} seeds" if n > 2 else f"{n} seeds")
+            text = f"{t['difference']:+.4f} (" + "; ".join(parts) + ")"
             # bold: a test that covers every seed of the comparison says p < 0.05
             significant = (whole and whole[0]["p"] < 0.05) or (n > 2 and t.get("t_test_p", 1.0) < 0.05)
             cells.append(f"**{text}**" if significant else text)
