@@ -13,22 +13,20 @@ Usage (from the repository root, in the project environment)::
     python experiments/sgnet_glue.py archive --out runs/issue16 --to docs/results/runs/issue16
     python experiments/sgnet_glue.py summarize --out docs/results/runs/issue16 --json docs/results/issue16_more.json
 
-``runs/`` is not committed, and a new checkout starts without it: ``archive`` keeps what a summary needs of each
-finished run (its ``metrics.json`` and its dev predictions, one compact JSON file per run) in a folder that is
-committed, and ``summarize`` reads run folders and archived runs alike, so the paired bootstrap can be recomputed
-later from the repository alone.
+``runs/`` is not committed, and a new checkout starts without it: ``archive`` copies what the summaries and figures
+read of each finished run (``metrics.json``, ``run.json``, ``dev_predictions.json``; no weights) into a folder that
+is committed and has the same layout, so ``summarize``, ``syntaxformer plot`` and ``syntaxformer significance``
+recompute every number and figure later from the repository alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -222,11 +220,9 @@ def _spread(pred: dict, regression: bool) -> float:
     return float(np.max(np.unique(p, return_counts=True)[1]) / len(p))
 
 
-def _ids_digest(pred: dict) -> str | None:
-    """One digest of the dev example ids a run's predictions are for (None for files written without ids)."""
-    if "ids_sha256" in pred:
-        return pred["ids_sha256"]
-    return hashlib.sha256("\n".join(map(str, pred["ids"])).encode()).hexdigest() if "ids" in pred else None
+#: What ``archive`` keeps of a finished run: all that ``summarize``, ``syntaxformer plot`` (results, length buckets)
+#: and ``syntaxformer significance`` read (not the model weights).
+ARCHIVED_FILES = ("metrics.json", "run.json", "dev_predictions.json")
 
 
 def _read_run_folder(run: Path) -> tuple[dict, dict]:
@@ -237,54 +233,32 @@ def _read_run_folder(run: Path) -> tuple[dict, dict]:
     return json.loads((run / "metrics.json").read_text()), pred
 
 
-def _archive_record(run: Path) -> dict:
-    """What a summary needs of one finished run: its metrics and its dev predictions and labels in dataset order
-    (the example ids as one digest, to check that two runs being paired saw the same dev examples)."""
-    metrics, pred = _read_run_folder(run)
-    return {"metrics": metrics,
-            "predictions": {**{k: v for k, v in pred.items() if k != "ids"}, "ids_sha256": _ids_digest(pred)}}
-
-
 def _archive(args: argparse.Namespace) -> None:
-    """Copy every finished run under ``--out`` into ``--to`` as ``TASK/VARIANT/seedN.json`` (one compact file per
-    run, written atomically). A record already there is kept if it is the same run and refused if it differs: an
-    archived run is never silently replaced (delete its file to replace it on purpose)."""
+    """Copy every finished run under ``--out`` to the same place under ``--to`` (:data:`ARCHIVED_FILES`, as compact
+    JSON, each written atomically), so that ``--to`` is itself a sweep folder every tool reads. A run already there
+    is kept if its files hold the same content and refused if they differ: an archived run is never silently
+    replaced (delete its folder to replace it on purpose)."""
     from syntaxformer.utils import atomic_write
 
     written = kept = 0
     for metrics_file in sorted(Path(args.out).glob("*/*/seed*/metrics.json")):
         run = metrics_file.parent
-        if not (run / "dev_predictions.json").is_file():  # still running, or stopped before evaluation
+        if not all((run / name).is_file() for name in ARCHIVED_FILES):  # still running, or stopped before the end
             continue
-        record = _archive_record(run)
-        dest = Path(args.to) / run.parent.parent.name / run.parent.name / f"{run.name}.json"
+        _read_run_folder(run)  # predictions in dataset order
+        dest = Path(args.to) / run.relative_to(args.out)
+        files = {name: json.loads((run / name).read_text()) for name in ARCHIVED_FILES}
         if dest.exists():
-            if json.loads(dest.read_text()) != record:
+            if any(not (dest / name).is_file() or json.loads((dest / name).read_text()) != content
+                   for name, content in files.items()):
                 raise SystemExit(f"{dest} already holds a different run than {run}; delete it to replace it")
             kept += 1
             continue
-        with atomic_write(dest) as f:
-            json.dump(record, f, separators=(",", ":"))
+        for name, content in files.items():
+            with atomic_write(dest / name) as f:
+                json.dump(content, f, separators=(",", ":"))
         written += 1
     print(json.dumps({"archive": args.to, "written": written, "already_there": kept}))
-
-
-def _load_runs(task_dir: Path) -> Iterator[tuple[str, int, dict, dict]]:
-    """(variant, seed, metrics, dev predictions) of every finished run of one task: run folders
-    (``VARIANT/seedN/metrics.json`` + ``dev_predictions.json``) and archived runs (``VARIANT/seedN.json``) alike."""
-    seen: dict[tuple[str, int], Path] = {}
-    found = [(f.parent, "folder") for f in task_dir.glob("*/seed*/metrics.json")]
-    found += [(f, "archive") for f in task_dir.glob("*/seed*.json")]
-    for path, kind in sorted(found):
-        variant, seed = path.parent.name, int(re.sub(r"\D", "", path.stem if kind == "archive" else path.name))
-        if (variant, seed) in seen:
-            raise SystemExit(f"{path} and {seen[variant, seed]} are both {task_dir.name} / {variant} / seed {seed}")
-        seen[variant, seed] = path
-        if kind == "archive":
-            record = json.loads(path.read_text())
-            yield variant, seed, record["metrics"], record["predictions"]
-        elif (path / "dev_predictions.json").is_file():  # else still running, or stopped before evaluation
-            yield variant, seed, *_read_run_folder(path)
 
 
 def _summarize(args: argparse.Namespace) -> dict:
@@ -297,7 +271,11 @@ def _summarize(args: argparse.Namespace) -> dict:
         spec, main, fn = _metric_fn(task)
         regression = getattr(spec, "is_regression", False)
         runs: dict[str, dict[int, dict]] = {}
-        for variant, seed, m, p in _load_runs(task_dir):
+        for metrics_file in sorted(task_dir.glob("*/seed*/metrics.json")):
+            if not (metrics_file.parent / "dev_predictions.json").is_file():  # still running
+                continue
+            variant, seed = metrics_file.parent.parent.name, int(metrics_file.parent.name[4:])
+            m, p = _read_run_folder(metrics_file.parent)
             runs.setdefault(variant, {})[seed] = {"score": m["dev"][main], "all": m["dev"], "pred": p,
                                                   "train_s": m["train"]["runtime_s"], "sizes": m["sizes"],
                                                   "subsample": m["subsample"]}
@@ -315,8 +293,8 @@ def _summarize(args: argparse.Namespace) -> dict:
             common = sorted(set(runs[variant]) & set(runs[ref]))
             if not common:
                 continue
-            digests = {_ids_digest(runs[v][s]["pred"]) for v in (variant, ref) for s in common} - {None}
-            if len(digests) > 1:
+            ids = {json.dumps(runs[v][s]["pred"].get("ids")) for v in (variant, ref) for s in common} - {"null"}
+            if len(ids) > 1:
                 raise SystemExit(f"{task}: {variant} and {ref} were evaluated on different dev examples")
             a = np.array([runs[ref][s]["pred"]["predictions"] for s in common])
             b = np.array([runs[variant][s]["pred"]["predictions"] for s in common])
@@ -458,8 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save-model-seeds", default="", help="comma-separated seeds whose models are saved in "
                         "their run folders (for probes, `syntaxformer show`)")
     parser.add_argument("--json", default=None, help="write the summary JSON here")
-    parser.add_argument("--to", default=None, help="archive: the folder (committed) that keeps each finished run "
-                        "of --out as TASK/VARIANT/seedN.json")
+    parser.add_argument("--to", default=None, help="archive: the folder (committed) that keeps the record files of "
+                        "each finished run of --out, in the same layout")
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args(argv)
     if args.action == "run":

@@ -53,32 +53,32 @@ def test_summarize_measures_spread_and_the_tables_list_collapsed_runs(tmp_path):
                       f"* STS-B, SB head baseline, seed 2: 0.2000 (prediction std = {spread[1]:.2f} × label std)"]
 
 
-def test_archive_keeps_what_summarize_needs_and_never_replaces_a_different_run(tmp_path):
+def test_archive_copies_finished_runs_and_never_replaces_a_different_run(tmp_path):
     glue = _module("sgnet_glue")
     runs, archive = tmp_path / "runs", tmp_path / "archive"
     labels = [1, 1, 0, 1, 0, 1]
-    _run(runs / "cola" / "baseline_default" / "seed1", "cola", "matthews_correlation", [1, 1, 0, 0, 0, 1], labels, 0.7)
-    _run(runs / "cola" / "sgnet_default" / "seed1", "cola", "matthews_correlation", [1, 1, 0, 1, 0, 0], labels, 0.7)
+    for variant, preds in (("baseline_default", [1, 1, 0, 0, 0, 1]), ("sgnet_default", [1, 1, 0, 1, 0, 0])):
+        _run(runs / "cola" / variant / "seed1", "cola", "matthews_correlation", preds, labels, 0.7)
+        (runs / "cola" / variant / "seed1" / "run.json").write_text(json.dumps({"task": "cola", "seed": 1}))
     (runs / "cola" / "sgnet_default" / "seed2").mkdir(parents=True)  # a run still going: no metrics yet
     args = argparse.Namespace(out=str(runs), to=str(archive), resamples=50)
     glue._archive(args)
     assert sorted(p.relative_to(archive).as_posix() for p in archive.rglob("*.json")) == [
-        "cola/baseline_default/seed1.json", "cola/sgnet_default/seed1.json"]
+        f"cola/{v}/seed1/{name}" for v in ("baseline_default", "sgnet_default")
+        for name in ("dev_predictions.json", "metrics.json", "run.json")]
+    for f in archive.rglob("*.json"):
+        assert json.loads(f.read_text()) == json.loads((runs / f.relative_to(archive)).read_text())
     from_folders = glue._summarize(argparse.Namespace(out=str(runs), resamples=50))
     from_archive = glue._summarize(argparse.Namespace(out=str(archive), resamples=50))
     assert from_archive["tasks"] == from_folders["tasks"]
     glue._archive(args)  # the same runs again: kept, nothing rewritten
-    # a different run under the same name is refused, and the archived record stays as it was
-    before = (archive / "cola" / "sgnet_default" / "seed1.json").read_text()
+    # a different run under the same name is refused, and the archived copy stays as it was
+    before = (archive / "cola" / "sgnet_default" / "seed1" / "metrics.json").read_text()
     (runs / "cola" / "sgnet_default" / "seed1" / "metrics.json").write_text(json.dumps(
         {"dev": {"matthews_correlation": 0.1}, "train": {"runtime_s": 1.0}, "sizes": {}, "subsample": {}}))
     with pytest.raises(SystemExit, match="different run"):
         glue._archive(args)
-    assert (archive / "cola" / "sgnet_default" / "seed1.json").read_text() == before
-    # the same run both as a folder and as an archived record under one root is an error, not a silent choice
-    _run(archive / "cola" / "sgnet_default" / "seed1", "cola", "matthews_correlation", labels, labels, 1.0)
-    with pytest.raises(SystemExit, match="both"):
-        glue._summarize(argparse.Namespace(out=str(archive), resamples=50))
+    assert (archive / "cola" / "sgnet_default" / "seed1" / "metrics.json").read_text() == before
 
 
 def test_summarize_refuses_to_pair_runs_on_different_dev_examples(tmp_path):
