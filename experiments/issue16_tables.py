@@ -180,6 +180,25 @@ def collapsed_runs(summary: dict) -> str:
     return "\n".join(lines) or "* none"
 
 
+def runs_below(summary: dict, variant: str = "sbert_gate", ref: str = "sbert_baseline") -> str:
+    """Every seed in which ``variant`` scored below ``ref`` (same task, same seed), and how far: the question "is
+    the gated model ever worse than its baseline after training?" answered run by run."""
+    lines, n = [], 0
+    for task, title in TASKS:
+        v = summary["tasks"].get(task, {}).get("variants", {})
+        if variant not in v or ref not in v:
+            continue
+        ref_scores = dict(zip(v[ref]["seeds"], v[ref]["scores"]))
+        for seed, score in zip(v[variant]["seeds"], v[variant]["scores"]):
+            if seed not in ref_scores:
+                continue
+            n += 1
+            if score < ref_scores[seed]:
+                lines.append(f"* {title.split(' (')[0]}, seed {seed}: {score:.4f} vs {ref_scores[seed]:.4f} "
+                             f"({score - ref_scores[seed]:+.4f})")
+    return f"{len(lines)} of {n} paired runs below:\n" + ("\n".join(lines) or "* none")
+
+
 def table5(summary: dict) -> str:
     task = summary["tasks"]["sst2_trees"]
     v, tests = task["variants"], task["tests"]
@@ -218,6 +237,8 @@ def main() -> None:
     print()
     print("Runs whose dev predictions (nearly) collapsed:\n")
     print(collapsed_runs(summary))
+    print()
+    print("Gated Syntax-BERT below the SB head baseline (same task, same seed), main table:", runs_below(summary))
     print()
     print(table5(json.loads(Path(args.table5).read_text(encoding="utf-8"))))
 

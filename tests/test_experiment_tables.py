@@ -127,6 +127,11 @@ def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them()
     row = next(line for line in tables.main_tables(tables.merge_summaries([old, new])).splitlines()
                if line.startswith("| SG-Net − baseline"))
     assert f"| +0.0467 (bootstrap 0.200 on s1–2, 0.010 on s3; t {test['t_test_p']:.3f}, 3 seeds) |" in row
+    joined = tables.merge_summaries([old, new])
+    assert tables.runs_below(joined, "sgnet_default", "baseline_default") == "0 of 3 paired runs below:\n* none"
+    assert tables.runs_below(joined, "baseline_default", "sgnet_default").splitlines() == [
+        "3 of 3 paired runs below:", "* RTE, seed 1: 0.5000 vs 0.5500 (-0.0500)",
+        "* RTE, seed 2: 0.5600 vs 0.5700 (-0.0100)", "* RTE, seed 3: 0.5200 vs 0.6000 (-0.0800)"]
     # one summary over every seed: its own bootstrap p, as before
     alone = tables.merge_summaries([old])
     assert "| +0.0300 (0.200; 2 seeds) |" in tables.main_tables(alone)
