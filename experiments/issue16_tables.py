@@ -41,14 +41,17 @@ TABLE5 = [("sbert_gate_sum", "w/o topical attention (sum)"), ("sbert_gate_nodep"
           ("sbert", "Syntax-BERT, paper (no gate)")]
 
 
-def merge_summaries(summaries: list[dict]) -> dict:
+def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) -> dict:
     """One summary of the main sweep from summaries of different seeds.
 
-    Per task and variant the seeds are joined (a seed found in two summaries must have the same score: the same
-    run summarised twice); ``mean`` and ``std`` (ddof 1) are recomputed over all of them. Per comparison
-    (variant ``a`` vs ``vs``): ``difference`` is the mean over the seeds both have of score(a) − score(vs) (what the
-    bootstrap's difference is too: the metric averaged over seeds), ``t_test_p`` the paired t-test over those seeds
-    (2 or more), and ``bootstrap`` lists each summary's own bootstrap (``seeds``, ``difference``, ``p``).
+    Per task and variant the seeds are joined. A seed found in two summaries must have the same score (the same
+    run summarised twice, or re-run: the runs are deterministic on one machine); a different score is an error,
+    unless ``replaced`` is a list: then the later summary's run is used, a line saying so is appended to
+    ``replaced``, and every bootstrap that paired the earlier run is dropped. ``mean`` and ``std`` (ddof 1) are
+    recomputed over all seeds. Per comparison (variant ``a`` vs ``vs``): ``difference`` is the mean over the seeds
+    both have of score(a) − score(vs) (what the bootstrap's difference is too: the metric averaged over seeds),
+    ``t_test_p`` the paired t-test over those seeds (2 or more), and ``bootstrap`` lists each summary's own
+    bootstrap (``seeds``, ``difference``, ``p``).
     """
     from syntaxformer.analysis.significance import paired_t_test
 
@@ -56,38 +59,49 @@ def merge_summaries(summaries: list[dict]) -> dict:
     for summary in summaries:
         for task, t in summary["tasks"].items():
             out = tasks.setdefault(task, {"metric": t["metric"], "regression": t.get("regression", False),
-                                          "by_seed": {}, "bootstraps": {}})
+                                          "by_seed": {}, "bootstraps": []})
             if out["metric"] != t["metric"]:
                 raise ValueError(f"{task}: the summaries measure {out['metric']} and {t['metric']}")
+            scores = {}  # this summary's own runs, to tell later which of its bootstraps still pair the runs used
             for variant, v in t["variants"].items():
                 by_seed = out["by_seed"].setdefault(variant, {})
                 spreads = v.get("spread") or [None] * len(v["seeds"])
                 for seed, score, spread in zip(v["seeds"], v["scores"], spreads):
                     if seed in by_seed and by_seed[seed][0] != score:
-                        raise ValueError(f"{task} / {variant} / seed {seed} has two different scores: "
-                                         f"{by_seed[seed][0]} and {score}")
+                        message = f"{task} / {variant} / seed {seed}: {by_seed[seed][0]:.4f} replaced by {score:.4f}"
+                        if replaced is None:
+                            raise ValueError(f"two different runs: {message}")
+                        replaced.append(message)
                     by_seed[seed] = (score, spread)
+                    scores[variant, seed] = score
             for variant, tests in t.get("tests", {}).items():
                 for test in [tests] if isinstance(tests, dict) else tests:
-                    out["bootstraps"].setdefault((variant, test["vs"]), []).append(
-                        {"seeds": test["seeds"], "difference": test["difference"], "p": test["bootstrap_p"]})
+                    out["bootstraps"].append((variant, test["vs"], scores, {
+                        "seeds": test["seeds"], "difference": test["difference"], "p": test["bootstrap_p"]}))
     merged: dict = {"tasks": {}}
     for task, t in tasks.items():
+        final = t["by_seed"]
         variants = {}
-        for variant, by_seed in t["by_seed"].items():
+        for variant, by_seed in final.items():
             seeds = sorted(by_seed)
             scores = [by_seed[s][0] for s in seeds]
             variants[variant] = {"seeds": seeds, "scores": scores, "mean": float(np.mean(scores)),
                                  "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0}
             if all(by_seed[s][1] is not None for s in seeds):
                 variants[variant]["spread"] = [by_seed[s][1] for s in seeds]
+        boots: dict = {}
+        for variant, ref, own, boot in t["bootstraps"]:
+            if all(own[v, s] == final[v][s][0] for v in (variant, ref) for s in boot["seeds"]):
+                boots.setdefault((variant, ref), []).append(boot)
+            else:
+                boots.setdefault((variant, ref), [])
         tests: dict = {}
-        for (variant, ref), boots in t["bootstraps"].items():
-            common = sorted(set(t["by_seed"][variant]) & set(t["by_seed"][ref]))
-            a = [t["by_seed"][ref][s][0] for s in common]
-            b = [t["by_seed"][variant][s][0] for s in common]
+        for (variant, ref), found in boots.items():
+            common = sorted(set(final[variant]) & set(final[ref]))
+            a = [final[ref][s][0] for s in common]
+            b = [final[variant][s][0] for s in common]
             entry = {"vs": ref, "seeds": common, "difference": float(np.mean(np.subtract(b, a))),
-                     "bootstrap": sorted(boots, key=lambda x: x["seeds"])}
+                     "bootstrap": sorted(found, key=lambda x: x["seeds"])}
             if len(common) > 1:
                 entry["t_test_p"] = paired_t_test(a, b).p_value
             tests.setdefault(variant, []).append(entry)
@@ -231,8 +245,12 @@ def main() -> None:
     parser.add_argument("--main", default="docs/results/issue16.json",
                         help="the main sweep's summary JSON, or several, comma-separated, whose seeds are joined")
     parser.add_argument("--table5", default="docs/results/issue16_table5.json")
+    parser.add_argument("--later-replaces", action="store_true", help="a seed run again with another score: use "
+                        "the later summary's run (listed) instead of stopping")
     args = parser.parse_args()
-    summary = merge_summaries([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.main.split(",")])
+    replaced: list[str] | None = [] if args.later_replaces else None
+    summary = merge_summaries([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.main.split(",")],
+                              replaced)
     print(main_tables(summary))
     print()
     print("Runs whose dev predictions (nearly) collapsed:\n")
@@ -240,6 +258,10 @@ def main() -> None:
     print()
     print("Gated Syntax-BERT below the SB head baseline (same task, same seed), main table:", runs_below(summary))
     print()
+    if replaced is not None:
+        print("Seeds re-run with another score (the later run is used):\n")
+        print("\n".join(f"* {line}" for line in replaced) or "* none")
+        print()
     print(table5(json.loads(Path(args.table5).read_text(encoding="utf-8"))))
 
 

@@ -135,7 +135,16 @@ def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them()
     # one summary over every seed: its own bootstrap p, as before
     alone = tables.merge_summaries([old])
     assert "| +0.0300 (0.200; 2 seeds) |" in tables.main_tables(alone)
-    # the same seed with two scores is two different runs: refused
-    clash = _summary("rte", {"baseline_default": {2: 0.40}}, [])
-    with pytest.raises(ValueError, match="seed 2 has two different scores"):
-        tables.merge_summaries([old, clash])
+    # the same seed with two scores is two different runs: refused, unless the later is asked to replace it
+    clash = _summary("rte", {"baseline_default": {2: 0.40}, "sgnet_default": {2: 0.57}},
+                     [("sgnet_default", "baseline_default", [2], 0.03)])
+    with pytest.raises(ValueError, match="two different runs: rte / baseline_default / seed 2: 0.5600 replaced by 0.4000"):
+        tables.merge_summaries([old, new, clash])
+    replaced: list[str] = []
+    fixed = tables.merge_summaries([old, new, clash], replaced)["tasks"]["rte"]
+    assert replaced == ["rte / baseline_default / seed 2: 0.5600 replaced by 0.4000"]
+    assert fixed["variants"]["baseline_default"]["scores"] == [0.50, 0.40, 0.52]
+    (test,) = fixed["tests"]["sgnet_default"]
+    assert test["difference"] == pytest.approx((0.05 + 0.17 + 0.08) / 3)
+    # the old summary's bootstrap over seeds 1-2 paired the replaced run: dropped; seed 3's and the new one's stay
+    assert [(b["seeds"], b["p"]) for b in test["bootstrap"]] == [([2], 0.03), ([3], 0.01)]
