@@ -11,7 +11,7 @@ Usage (from the repository root, in the project environment)::
     python experiments/sgnet_glue.py run --tasks sst2 --variants sgnet --seeds 1 --noise 0,0.2,0.4,0.6,0.8,1.0
     python experiments/sgnet_glue.py run --tasks sst2 --variants baseline_default,sgnet_default --seeds 1,2,3 --sizes 500,2000,8000,all --out runs/issue16_curve
     python experiments/sgnet_glue.py archive --out runs/issue16 --to docs/results/runs/issue16
-    python experiments/sgnet_glue.py summarize --out docs/results/runs/issue16 --json docs/results/issue16_more.json
+    python experiments/sgnet_glue.py summarize --out docs/results/runs/issue16 --json docs/results/issue16_archived.json
 
 ``runs/`` is not committed, and a new checkout starts without it: ``archive`` copies what the summaries and figures
 read of each finished run (``metrics.json``, ``run.json``, ``dev_predictions.json``; no weights) into a folder that
