@@ -91,10 +91,9 @@ def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) ->
                 variants[variant]["spread"] = [by_seed[s][1] for s in seeds]
         boots: dict = {}
         for variant, ref, own, boot in t["bootstraps"]:
-            if all(own[v, s] == final[v][s][0] for v in (variant, ref) for s in boot["seeds"]):
-                boots.setdefault((variant, ref), []).append(boot)
-            else:
-                boots.setdefault((variant, ref), [])
+            kept = boots.setdefault((variant, ref), [])
+            if all(own[v, s] == final[v][s][0] for v in (variant, ref) for s in boot["seeds"]):  # pairs runs used
+                kept.append(boot)
         tests: dict = {}
         for (variant, ref), found in boots.items():
             common = sorted(set(final[variant]) & set(final[ref]))

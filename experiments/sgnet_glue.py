@@ -225,11 +225,16 @@ def _spread(pred: dict, regression: bool) -> float:
 ARCHIVED_FILES = ("metrics.json", "run.json", "dev_predictions.json")
 
 
-def _read_run_folder(run: Path) -> tuple[dict, dict]:
-    """A finished run folder's metrics and dev predictions (which must be in dataset order to be paired)."""
-    pred = json.loads((run / "dev_predictions.json").read_text())
+def _in_dataset_order(run: Path, pred: dict) -> dict:
+    """``pred`` (a run's dev predictions), which must be in dataset order to be paired with another run's."""
     if pred.get("order") != "dataset":
         raise SystemExit(f"{run}: predictions not in dataset order; run `reorder` first")
+    return pred
+
+
+def _read_run_folder(run: Path) -> tuple[dict, dict]:
+    """A finished run folder's metrics and dev predictions."""
+    pred = _in_dataset_order(run, json.loads((run / "dev_predictions.json").read_text()))
     return json.loads((run / "metrics.json").read_text()), pred
 
 
@@ -245,9 +250,9 @@ def _archive(args: argparse.Namespace) -> None:
         run = metrics_file.parent
         if not all((run / name).is_file() for name in ARCHIVED_FILES):  # still running, or stopped before the end
             continue
-        _read_run_folder(run)  # predictions in dataset order
         dest = Path(args.to) / run.relative_to(args.out)
         files = {name: json.loads((run / name).read_text()) for name in ARCHIVED_FILES}
+        _in_dataset_order(run, files["dev_predictions.json"])
         if dest.exists():
             if any(not (dest / name).is_file() or json.loads((dest / name).read_text()) != content
                    for name, content in files.items()):
