@@ -51,6 +51,12 @@ def minilm_tokenizer():
     return AutoTokenizer.from_pretrained(minilm_path())
 
 
+def enable_checkpointing(model) -> None:
+    """Turn on activation (gradient) checkpointing under the name of the installed transformers (renamed in 5.22)."""
+    enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+    enable()
+
+
 def write_tiny_bert(folder, **config) -> str:
     """Save a randomly initialised (seed 0) 2-layer BERT with hidden size 32 (``config`` changes its
     ``BertConfig``, e.g. no dropout) and the MiniLM tokenizer in ``folder``; returns it."""

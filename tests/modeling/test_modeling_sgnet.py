@@ -29,7 +29,7 @@ from syntaxformer.modeling import (
     SGNetConfig,
     SyntaxGuidedLayer,
 )
-from tests.conftest import minilm_path
+from tests.conftest import enable_checkpointing, minilm_path
 from tests.masks.reference import random_example
 
 VOCAB = 100
@@ -371,7 +371,7 @@ def test_sgnet_save_load_round_trip_via_auto_classes(tmp_path, options):
 
 def test_sgnet_gradient_checkpointing_runs():
     model = tiny_model().train()
-    model.activation_checkpointing_enable()
+    enable_checkpointing(model)
     batch = make_batch()
     model(**batch, labels=torch.tensor([0, 1, 2])).loss.backward()
     assert model.sgnet.encoder.embeddings.word_embeddings.weight.grad is not None

@@ -39,7 +39,7 @@ from syntaxformer.modeling import (
     SyntaxBertModelOutput,
 )
 from syntaxformer.modeling.modeling_syntax_bert import attention_sites
-from tests.conftest import minilm_path
+from tests.conftest import enable_checkpointing, minilm_path
 from tests.modeling.reference_syntax_attention import (
     reference_attention,
     reference_option_groups,
@@ -821,7 +821,7 @@ def test_gradient_checkpointing_gives_the_same_gradients():
     for ckpt in (False, True):
         model = tiny_model(lisa_layer=1).train()
         if ckpt:
-            model.activation_checkpointing_enable()
+            enable_checkpointing(model)
         model(**batch).loss.backward()
         grads.append(model.syntax_bert.topical.query.grad.clone())
     assert torch.allclose(grads[0], grads[1], atol=1e-6)

@@ -10,7 +10,7 @@ same names, defaults and meaning for every system.
 from typing import Any, Literal
 
 from huggingface_hub.dataclasses import strict
-from transformers import PretrainedConfig
+from transformers import AutoConfig, PretrainedConfig
 
 from syntaxformer.data.encode import CONSTITUENCY_KEYS, DEPENDENCY_KEYS
 from syntaxformer.errors import ConfigError
@@ -84,6 +84,36 @@ def ordered_syntax_inputs(keys: set[str]) -> tuple[str, ...]:
     return tuple(k for k in SYNTAX_INPUT_KEYS if k in keys)
 
 
+def sub_config(value: PretrainedConfig | dict | None, default_model_type: str, name: str,
+               defaults: dict[str, Any] | None = None) -> PretrainedConfig:
+    """A wrapped model's config (a *sub-config*) from what a composite config was given.
+
+    Our composite configs build their sub-configs here rather than through transformers' ``SubConfigSpec``, which
+    exists only from transformers 5.22 on; every 5.x release since configs became dataclasses (5.4) saves, loads
+    and dispatches a sub-config listed in the class's ``sub_configs``.
+
+    Args:
+        value: a ``PretrainedConfig`` (kept as it is), a dict as ``config.json`` stores it (rebuilt by its
+            ``model_type`` through ``AutoConfig``; ``default_model_type`` when it names none) or ``None`` (the
+            default config of ``default_model_type``).
+        default_model_type: the model type used when ``value`` names none (``"bert"``, ``"marian"``).
+        name: the option's name, for the error message.
+        defaults: options of the default config built for ``value=None``.
+
+    Raises:
+        ConfigError: the dict names a ``model_type`` transformers does not know.
+    """
+    if isinstance(value, PretrainedConfig):
+        return value
+    values = dict(defaults or {}) if value is None else dict(value)
+    model_type = values.pop("model_type", None) or default_model_type
+    try:
+        return AutoConfig.for_model(model_type, **values)
+    except ValueError as e:
+        raise ConfigError(f"{name} config has model_type {model_type!r}, which this transformers does not know; "
+                          f"give the model type of an installed architecture (e.g. {default_model_type!r})") from e
+
+
 @strict
 class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
     r"""Base of the syntax models' configs: the task-head options every system accepts.
@@ -113,6 +143,10 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
             ``num_labels == 1``).
     """
 
+    # The wrapped encoder (any ``AutoConfig`` model type, BERT by default), built in ``__post_init__`` by
+    # :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.22 lacks).
+    sub_configs = {"encoder": AutoConfig}
+
     pooling: Pooling = "cls"
     classifier_dropout: float | int | None = None
     initializer_range: float | int | None = None
@@ -121,6 +155,10 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
     span_loss_weight: float | int = 1.0
     verifier_beta1: float | int = 1.0
     verifier_beta2: float | int = 1.0
+
+    def __post_init__(self, **kwargs: Any) -> None:
+        self.encoder = sub_config(self.encoder, "bert", "encoder")
+        super().__post_init__(**kwargs)
 
     def resolve_head_defaults(self, dropout_fallback: float) -> None:
         """Fill the head options left at ``None`` from the encoder and turn the weights into floats.

@@ -10,8 +10,7 @@ import math
 from typing import Any, Literal, get_args
 
 from huggingface_hub.dataclasses import strict
-from transformers import AutoConfig, PretrainedConfig
-from transformers.configuration_utils import SubConfigSpec
+from transformers import PretrainedConfig
 
 from syntaxformer.data.subword_features import feature_vocab_size
 from syntaxformer.errors import ConfigError
@@ -119,7 +118,6 @@ class SGNetConfig(SyntaxModelConfig):
     """
 
     model_type = "syntaxformer"
-    sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
 
     encoder: PretrainedConfig | dict | None = None
     pooling: Pooling = "mean"

@@ -8,8 +8,7 @@ options come from :class:`~syntaxformer.modeling.configuration_common.SyntaxMode
 from typing import Any, Literal, get_args
 
 from huggingface_hub.dataclasses import strict
-from transformers import AutoConfig, PretrainedConfig
-from transformers.configuration_utils import SubConfigSpec
+from transformers import PretrainedConfig
 
 from syntaxformer.errors import ConfigError
 from syntaxformer.masks.relations import KINDS, num_groups
@@ -121,7 +120,6 @@ class SyntaxBertConfig(SyntaxModelConfig):
     """
 
     model_type = "syntaxformer-syntax-bert"
-    sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
 
     encoder: PretrainedConfig | dict | None = None
     max_distance: int = 15

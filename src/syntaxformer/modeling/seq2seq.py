@@ -41,13 +41,13 @@ from huggingface_hub.dataclasses import strict
 from torch import nn
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, GenerationMixin, MarianConfig, PretrainedConfig
 from transformers import PreTrainedModel
-from transformers.configuration_utils import SubConfigSpec
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from syntaxformer.data.bpe import BOS_ID, EOS_ID, PAD_ID
 from syntaxformer.data.subword_features import FEATURES
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
+from syntaxformer.modeling.configuration_common import sub_config
 from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.inputs import check_forward_inputs
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
@@ -129,7 +129,8 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
     """
 
     model_type = "syntax_infused_translation"
-    sub_configs_defaults = {"seq2seq": SubConfigSpec(config_class=AutoConfig, model_type="marian")}
+    # built in ``__post_init__`` by :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.22 lacks)
+    sub_configs = {"seq2seq": AutoConfig}
 
     seq2seq: PretrainedConfig | dict | None = None
     features: list | tuple | None = None
@@ -153,6 +154,8 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         return super().from_dict(config_dict, **kwargs)
 
     def __post_init__(self, **kwargs: Any) -> None:
+        # the default keeps separate source / target embeddings (the syntax-infused ones replace the source side)
+        self.seq2seq = sub_config(self.seq2seq, "marian", "seq2seq", {"share_encoder_decoder_embeddings": False})
         super().__post_init__(**kwargs)
         s = self.seq2seq
         self.features = list(self.features or [])
