@@ -115,7 +115,12 @@ def _run(args: argparse.Namespace) -> None:
                     k += 1
                     if k % n_shards != shard:  # --shard I/N: this process takes every N-th run
                         continue
-                    if (out / "metrics.json").exists() and (out / "dev_predictions.json").exists():
+                    done = (out / "metrics.json").exists() and (out / "dev_predictions.json").exists()
+                    if done and args.suite and not (out / "suites" / args.suite / "report.json").exists() \
+                            and (out / "model.safetensors").exists():
+                        _score_suite(args, out)  # trained, then stopped before its suite was scored
+                        continue
+                    if done:
                         continue
                     options = {**COMMON, **_presets(args)[task], **VARIANTS[variant], "task": task, "seed": seed,
                                "output_dir": str(out)}
@@ -125,13 +130,25 @@ def _run(args: argparse.Namespace) -> None:
                         options["parser_noise"] = noise
                     if size != "preset":
                         options["max_train_samples"] = size
-                    if seed in save_seeds:
+                    if seed in save_seeds or args.suite:
                         options["save_model"] = True
                     t0 = time.time()
                     m = train(RunConfig.from_dict(options))
                     print(json.dumps({"task": task, "variant": name, "seed": seed, "dev": m["dev"],
                                       "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
                           flush=True)
+                    if args.suite:
+                        _score_suite(args, out)
+
+
+def _score_suite(args: argparse.Namespace, out: Path) -> None:
+    """Score a finished run on the minimal-pair suite (``suites/<name>/`` in the run folder)."""
+    from syntaxformer.analysis.minimal_pairs import evaluate_suite
+
+    t0 = time.time()
+    report = evaluate_suite(out, args.suite, overwrite=True)
+    print(json.dumps({"run": str(out), "suite": args.suite, "accuracy": round(report["overall"]["accuracy"], 4),
+                      "suite_s": round(time.time() - t0, 1)}), flush=True)
 
 
 def _presets(args: argparse.Namespace) -> dict[str, dict]:
@@ -263,7 +280,40 @@ def _archive(args: argparse.Namespace) -> None:
             with atomic_write(dest / name) as f:
                 json.dump(content, f, separators=(",", ":"))
         written += 1
-    print(json.dumps({"archive": args.to, "written": written, "already_there": kept}))
+    suites = _archive_suites(args)
+    print(json.dumps({"archive": args.to, "written": written, "already_there": kept, **suites}))
+
+
+def _archive_suites(args: argparse.Namespace) -> dict:
+    """Keep each run's minimal-pair results (``suites/<name>/``) as ``report.json`` plus the compact records
+    (:func:`~syntaxformer.analysis.minimal_pairs.compact_records`: which pairs and whether each was correct), under
+    the same rules as the runs: never replaced by different content."""
+    from syntaxformer.analysis.minimal_pairs import COMPACT_FILE, compact_records, read_suite_records
+    from syntaxformer.utils import atomic_write
+
+    written = kept = 0
+    for report_file in sorted(Path(args.out).glob("*/*/seed*/suites/*/report.json")):
+        folder = report_file.parent
+        if not (folder / "pairs.jsonl").is_file():
+            continue
+        dest = Path(args.to) / folder.relative_to(args.out)
+        report = json.loads(report_file.read_text())
+        # paths of this machine out: the run as its place in the sweep, the suite's data as its folder name
+        report = {**report, "run": str(folder.parent.parent.relative_to(args.out)), "data": Path(report["data"]).name}
+        files = {"report.json": report, COMPACT_FILE: compact_records(read_suite_records(folder / "pairs.jsonl"))}
+        if dest.exists():
+            if any(not (dest / name).is_file() or json.loads((dest / name).read_text()) != content
+                   for name, content in files.items()):
+                raise SystemExit(f"{dest} already holds a different suite result than {folder}; delete it to "
+                                 "replace it")
+            kept += 1
+            continue
+        for name, content in files.items():
+            with atomic_write(dest / name) as f:
+                json.dump(content, f, separators=(",", ":"))
+        written += 1
+    return {"suites_written": written, "suites_already_there": kept}
+
 
 
 def _summarize(args: argparse.Namespace) -> dict:
@@ -444,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--to", default=None, help="archive: the folder (committed) that keeps the record files of "
                         "each finished run of --out, in the same layout")
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--suite", default=None, help="run: after training, score each run on this minimal-pair "
+                        "suite (e.g. blimp; the model is saved for it); archive keeps the results")
     args = parser.parse_args(argv)
     if args.action == "run":
         _run(args)

@@ -5,9 +5,16 @@ model; ``--config``, ``--set`` and the flags change them (e.g. ``--parser-noise 
 model on noisy parses). Writes ``eval_<split>.json`` to ``--output-dir`` (default: the model folder) and prints
 the scores as JSON.
 
-Example::
+With ``--suite``, scores an acceptability run (e.g. CoLA) on a minimal-pair suite instead: BLiMP from the shared
+data folder, or any folder of BLiMP-format JSON lines (``--suite DIR``); writes ``suites/<name>/pairs.jsonl`` (one
+record per pair) and ``suites/<name>/report.json`` (accuracy and 95% interval per field, phenomenon and paradigm;
+:mod:`syntaxformer.analysis.minimal_pairs`).
+
+Examples::
 
     syntaxformer evaluate runs/sst2-sg --split dev
+    syntaxformer evaluate runs/cola-sg --suite blimp
+    syntaxformer evaluate runs/cola-sg --suite my_pairs/ --acceptable-label 1
 """
 
 from __future__ import annotations
@@ -26,6 +33,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", default="dev", choices=("train", "dev", "validation", "test"), help="split to score (dev)")
     parser.add_argument("--file", dest="split_file", help="a file of the task's format to score instead")
     parser.add_argument("--output-dir", help="where eval_<split>.json goes (default: MODEL_DIR)")
+    g = parser.add_argument_group("minimal-pair suites (acceptability runs)")
+    g.add_argument("--suite", metavar="NAME_OR_DIR",
+                   help="score minimal pairs instead of a split: 'blimp' (the shared data folder) or a folder / file "
+                        "of BLiMP-format JSON lines (sentence_good, sentence_bad[, UID, pairID, field, "
+                        "linguistics_term])")
+    g.add_argument("--suite-data", metavar="DIR", help="the suite's folder (instead of the shared data folder)")
+    g.add_argument("--acceptable-label", metavar="CLASS",
+                   help="the class that means acceptable (default: 'acceptable', or '1' for a CoLA run)")
+    g.add_argument("--paradigms", metavar="UID,UID", help="score only these paradigms")
+    g.add_argument("--max-pairs", type=int, metavar="N", help="score the first N pairs of each paradigm")
+    g.add_argument("--overwrite", action="store_true", help="replace an earlier result of the same suite")
     add_config_arguments(parser, training=False)
 
 
@@ -39,8 +57,30 @@ def config_changes(args: argparse.Namespace) -> dict:
     return changes
 
 
+def run_suite(args: argparse.Namespace) -> int:
+    """``evaluate --suite``: score the run on a minimal-pair suite and print the report's summary as JSON."""
+    from syntaxformer.analysis.minimal_pairs import evaluate_suite
+    from syntaxformer.errors import ConfigError
+
+    if args.split_file or args.split != "dev":
+        raise ConfigError("--suite scores minimal pairs, not a split: leave out --split / --file")
+    report = evaluate_suite(args.model, args.suite, data=args.suite_data, output_dir=args.output_dir,
+                            acceptable=args.acceptable_label,
+                            paradigms=args.paradigms.split(",") if args.paradigms else None,
+                            max_pairs=args.max_pairs, overwrite=args.overwrite)
+    summary = {"suite": report["suite"], "pairs": report["pairs"], "acceptable": report["acceptable"],
+               "accuracy": report["overall"]["accuracy"], "ci95": report["overall"]["ci95"],
+               "field": {k: round(v["accuracy"], 4) for k, v in report["field"].items()},
+               "records": report["records"]}
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.training.run import evaluate
+
+    if args.suite:
+        return run_suite(args)
 
     result = evaluate(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
     scores = {k: v for k, v in result["scores"].items() if isinstance(v, (int, float, str)) and k != "verbose"}

@@ -11,6 +11,13 @@ Per pair of runs (paired by the seed in ``metrics.json``): the two-sided paired 
 over dev examples (95% interval of B − A) and, for classification, the exact McNemar test; for translation,
 sacreBLEU's paired bootstrap (``--bleu-test bs``) or approximate randomisation (``ar``) on corpus BLEU; with two or
 more pairs, the paired t-test over seeds (:func:`syntaxformer.analysis.compare_runs.compare_runs`).
+
+With ``--suite blimp`` (or a suite folder's name), compares the two systems' minimal-pair results instead (written by
+``syntaxformer evaluate RUN --suite ...``): accuracy of B − A per field (``--level``), a two-level bootstrap over
+seeds and pairs with Holm's correction across the level's groups, and the t-test over seeds
+(:func:`syntaxformer.analysis.minimal_pairs.compare_minimal_pairs`)::
+
+    syntaxformer significance --suite blimp --a 'runs/cola/baseline/seed*' --b 'runs/cola/sgnet/seed*'
 """
 
 from __future__ import annotations
@@ -29,10 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run folders or quoted glob patterns of system A (one per seed)")
     parser.add_argument("--b", "--vs", dest="runs_b", nargs="+", metavar="RUN_B",
                         help="run folders or quoted glob patterns of system B, paired with A's by seed")
-    parser.add_argument("--resamples", type=int, default=1000,
-                        help="bootstrap resamples (1000); BLEU: resamples or randomisation trials")
+    parser.add_argument("--resamples", type=int, default=None,
+                        help="bootstrap resamples (1000; --suite: 10000); BLEU: resamples or randomisation trials")
     parser.add_argument("--bleu-test", choices=("bs", "ar"), default="bs",
                         help="translation runs: sacreBLEU's paired bootstrap (bs) or approximate randomisation (ar)")
+    parser.add_argument("--suite", metavar="NAME",
+                        help="compare minimal-pair results (suites/NAME/pairs.jsonl in each run) instead of dev scores")
+    parser.add_argument("--level", choices=("overall", "field", "phenomenon", "paradigm"), default="field",
+                        help="--suite: the groups compared, one Holm family (field)")
     parser.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                         help="write the full result as JSON to FILE (no FILE: print it instead of the table)")
 
@@ -81,14 +92,67 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.errors import ConfigError
     from syntaxformer.utils import write_json
 
-    if args.resamples < 1:
+    if args.resamples is not None and args.resamples < 1:
         raise ConfigError(f"--resamples {args.resamples} must be a positive number")
     runs_a, runs_b = _systems(args)
-    r = compare_runs(runs_a, runs_b, n_resamples=args.resamples, bleu_test=args.bleu_test)
+    if args.suite:
+        return _run_suite(args, runs_a, runs_b)
+    r = compare_runs(runs_a, runs_b, n_resamples=args.resamples or 1000, bleu_test=args.bleu_test)
     if args.json == "-":
         print(json.dumps(r, indent=2))
         return 0
     if args.json:
         write_json(args.json, r)
     print(format_significance(r))
+    return 0
+
+
+def _by_seed(runs: list[str]) -> list[str]:
+    """Run folders (globs expanded) ordered by the seed their ``run.json`` records (else as given)."""
+    from pathlib import Path
+
+    from syntaxformer.analysis.compare_runs import expand_run_dirs
+
+    dirs = expand_run_dirs(runs)
+
+    def seed(d: str) -> float:
+        try:
+            return float(json.loads((Path(d) / "run.json").read_text(encoding="utf-8"))["config"]["seed"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return float("inf")
+
+    return sorted(dirs, key=seed)
+
+
+def format_suite_comparison(r: dict) -> str:
+    """The text table of a :func:`~syntaxformer.analysis.minimal_pairs.compare_minimal_pairs` result."""
+    lines = [f"{r['suite']}: accuracy B − A per {r['level']}, {r['seeds']} pair(s) of runs, "
+             f"two-level bootstrap ({r['resamples']} resamples), Holm over {len(r['groups'])} group(s)"]
+    for name, g in r["groups"].items():
+        lo, hi = g["bootstrap"]["ci95"]
+        line = (f"{name:<40} n {g['n']:>6}  A {g['a']:.4f}  B {g['b']:.4f}  B − A {g['difference']:+.4f}  "
+                f"95% CI [{lo:+.4f}, {hi:+.4f}]  p {g['bootstrap']['p_value']:.4f}  Holm p {g['p_holm']:.4f}")
+        if "t_test" in g:
+            line += f"  t-test p {g['t_test']['p_value']:.3f}"
+        elif "mcnemar" in g:
+            line += f"  McNemar p {g['mcnemar']['p_value']:.3f}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _run_suite(args: argparse.Namespace, runs_a: list[str], runs_b: list[str]) -> int:
+    from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, suite_records_of
+    from syntaxformer.utils import write_json
+
+    runs_a, runs_b = _by_seed(runs_a), _by_seed(runs_b)
+    r = compare_minimal_pairs([suite_records_of(d, args.suite) for d in runs_a],
+                              [suite_records_of(d, args.suite) for d in runs_b], level=args.level,
+                              resamples=args.resamples or 10000)
+    r = {"suite": args.suite, "a": runs_a, "b": runs_b, **r}
+    if args.json == "-":
+        print(json.dumps(r, indent=2))
+        return 0
+    if args.json:
+        write_json(args.json, r)
+    print(format_suite_comparison(r))
     return 0

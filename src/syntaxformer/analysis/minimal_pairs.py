@@ -1,0 +1,513 @@
+"""Minimal-pair suites: does an acceptability classifier prefer the acceptable sentence of each pair?
+
+BLiMP (Warstadt et al., TACL 2020) and any folder in its format: JSON lines with ``sentence_good`` and
+``sentence_bad`` (required), and optionally ``UID`` (the paradigm; default the file name), ``pairID``, ``field``
+(syntax, morphology, syntax_semantics, semantics) and ``linguistics_term`` (the phenomenon). A model trained on an
+acceptability task (CoLA) scores a pair **correct** when it gives the acceptable sentence a strictly higher
+probability of the acceptable class than the unacceptable one (BLiMP scores language models by sentence
+probability; a classifier's class probability is the usual substitute). A tie counts as wrong.
+
+Three steps, each usable alone::
+
+    pairs = read_minimal_pairs("../shared/data/blimp")                     # 33,500 MinimalPair
+    records = score_minimal_pairs(Predictor.from_run("runs/cola"), pairs)  # one record per pair
+    report = minimal_pair_report(records)                                  # accuracy + 95% CI per group
+    compare_minimal_pairs([records_a_seed1, ...], [records_b_seed1, ...])  # B - A per group, Holm-corrected
+
+``syntaxformer evaluate RUN --suite blimp`` runs the first three and writes the records and the report into the run
+folder; ``syntaxformer significance --suite blimp --a RUNS --b RUNS`` runs the comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from syntaxformer.errors import ConfigError, DataError, InputError
+
+__all__ = ["MinimalPair", "LEVELS", "read_minimal_pairs", "acceptable_label", "score_minimal_pairs",
+           "minimal_pair_report", "compare_minimal_pairs", "holm", "wilson_interval", "write_suite_records",
+           "read_suite_records", "SUITES", "suite_folder", "evaluate_suite", "suite_records_of", "compact_records",
+           "expand_compact_records", "COMPACT_FILE"]
+
+logger = logging.getLogger(__name__)
+
+#: Grouping levels of a report, coarse to fine (record keys).
+LEVELS: tuple[str, ...] = ("field", "phenomenon", "paradigm")
+
+
+@dataclass(frozen=True)
+class MinimalPair:
+    """One minimal pair: an acceptable sentence and an unacceptable one that differ in one phenomenon.
+
+    Attributes:
+        paradigm: BLiMP's ``UID`` (e.g. ``"anaphor_gender_agreement"``), else the file's name.
+        pair_id: ``pairID`` (else the line number), unique within the paradigm.
+        good: the acceptable sentence.
+        bad: the unacceptable sentence.
+        field: ``syntax`` / ``morphology`` / ``syntax_semantics`` / ``semantics`` (``"unspecified"`` if absent).
+        phenomenon: BLiMP's ``linguistics_term`` (e.g. ``"anaphor_agreement"``), else the paradigm.
+    """
+
+    paradigm: str
+    pair_id: str
+    good: str
+    bad: str
+    field: str
+    phenomenon: str
+
+
+def read_minimal_pairs(path: str | os.PathLike, paradigms: Sequence[str] | None = None,
+                       max_pairs: int | None = None) -> list[MinimalPair]:
+    """Read a BLiMP-format folder (every ``*.jsonl`` in it, in name order) or one such file.
+
+    Args:
+        path: a folder of ``.jsonl`` files or one file.
+        paradigms: keep only these paradigms (``UID`` values); every one must exist.
+        max_pairs: keep the first ``max_pairs`` pairs of each paradigm (file order).
+
+    Raises:
+        DataError: no such path, no ``.jsonl`` file, a line that is not a JSON object, a sentence that is missing,
+            not a text or empty, or a (paradigm, pair id) seen twice (each names the file and line).
+        ConfigError: a paradigm asked for that the files do not hold.
+    """
+    from syntaxformer.utils import json_lines
+
+    root = Path(path)
+    if root.is_dir():
+        files = sorted(p for p in root.iterdir() if p.suffix == ".jsonl" and p.is_file())
+        if not files:
+            raise DataError(f"{root}: no .jsonl file of minimal pairs (BLiMP format: one JSON object per line with "
+                            f"'sentence_good' and 'sentence_bad')")
+    elif root.is_file():
+        files = [root]
+    else:
+        raise DataError(f"{root}: no such file or folder of minimal pairs")
+    pairs: list[MinimalPair] = []
+    seen: dict[tuple[str, str], str] = {}
+    all_paradigms: set[str] = set()
+    per_paradigm: dict[str, int] = {}
+    for file in files:
+        try:
+            with open(file, encoding="utf-8-sig") as f:
+                lines = f.read().split("\n")
+        except UnicodeDecodeError as e:
+            raise DataError(f"{file}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+        for line_no, obj in json_lines(lines, str(file), "one JSON object per line with 'sentence_good' and "
+                                                          "'sentence_bad'"):
+            where = f"{file}:{line_no}"
+            texts = []
+            for key in ("sentence_good", "sentence_bad"):
+                value = obj.get(key)
+                if not isinstance(value, str) or not value.strip():
+                    raise DataError(f"{where}: {key!r} must be a non-empty text, got {value!r}")
+                texts.append(value.strip())
+            paradigm = _label(obj, "UID", file.stem, where)
+            all_paradigms.add(paradigm)
+            if paradigms is not None and paradigm not in paradigms:
+                continue
+            pair_id = _label(obj, "pairID", str(line_no), where)
+            key = (paradigm, pair_id)
+            if key in seen:
+                raise DataError(f"{where}: pair {pair_id!r} of paradigm {paradigm!r} was already read at {seen[key]}")
+            seen[key] = where
+            if max_pairs is not None and per_paradigm.get(paradigm, 0) >= max_pairs:
+                continue
+            per_paradigm[paradigm] = per_paradigm.get(paradigm, 0) + 1
+            pairs.append(MinimalPair(paradigm, pair_id, texts[0], texts[1], _label(obj, "field", "unspecified", where),
+                                     _label(obj, "linguistics_term", paradigm, where)))
+    if paradigms is not None:
+        missing = sorted(set(paradigms) - set(per_paradigm))
+        if missing:
+            raise ConfigError(f"{root}: no pairs of paradigm(s) {missing}; the files hold {len(all_paradigms)} "
+                              f"paradigms: {', '.join(sorted(all_paradigms))}")
+    if not pairs:
+        raise DataError(f"{root}: no minimal pairs read")
+    return pairs
+
+
+def _label(obj: Mapping[str, Any], key: str, default: str, where: str) -> str:
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise DataError(f"{where}: {key!r} must be a non-empty text or number, got {value!r}")
+    return str(value).strip()
+
+
+def acceptable_label(label_names: Sequence[str], task_name: str | None, given: str | None = None) -> str:
+    """The class name that means *acceptable*.
+
+    ``given`` if set (it must be a class of the model); else ``"acceptable"`` if the model has that class; else
+    CoLA's ``"1"`` for a run of the ``cola`` task (its labels are 0 = unacceptable, 1 = acceptable).
+
+    Raises:
+        ConfigError: ``given`` is not a class, or nothing says which class is acceptable.
+    """
+    names = list(label_names)
+    if given is not None:
+        if given not in names:
+            raise ConfigError(f"acceptable label {given!r} is not a class of the model; its classes are {names}")
+        return given
+    if "acceptable" in names:
+        return "acceptable"
+    if task_name == "cola" and "1" in names:
+        return "1"
+    raise ConfigError(f"which class means 'acceptable'? The model's classes are {names} (task {task_name!r}); "
+                      "name it with --acceptable-label (acceptable_label=...)")
+
+
+def score_minimal_pairs(predictor: Any, pairs: Sequence[MinimalPair], acceptable: str | None = None,
+                        batch_size: int = 64, chunk_size: int = 2048, progress: bool | None = None
+                        ) -> list[dict[str, Any]]:
+    """One record per pair: ``paradigm``, ``pair_id``, ``field``, ``phenomenon``, ``p_good`` and ``p_bad`` (the
+    probability of the acceptable class) and ``correct`` (``p_good > p_bad``).
+
+    Each distinct sentence is parsed and scored once (with the predictor's parser, the run's), in chunks of
+    ``chunk_size`` sentences behind a progress bar.
+
+    Args:
+        predictor: a :class:`~syntaxformer.inference.Predictor` of a sequence-classification run.
+        pairs: from :func:`read_minimal_pairs`.
+        acceptable: the acceptable class name (see :func:`acceptable_label`).
+        batch_size: sentences per forward pass.
+        chunk_size: sentences per parse-and-predict call (bounds memory; the progress bar moves per chunk).
+        progress: show a progress bar (default: unless ``SYNTAXFORMER_NO_PROGRESS`` is set).
+
+    Raises:
+        ConfigError: the run is not a sequence classifier, or its acceptable class is unknown.
+    """
+    from syntaxformer.utils import progress as progress_bar
+
+    if predictor.head != "sequence_classification" or len(predictor.label_names) < 2:
+        raise ConfigError(f"a minimal-pair suite needs a sequence classifier of acceptability (e.g. a CoLA run); "
+                          f"this model's head is {predictor.head!r} with classes {predictor.label_names}")
+    task_name = getattr(predictor.task, "name", None)
+    label = acceptable_label(predictor.label_names, task_name, acceptable)
+    texts = sorted({t for p in pairs for t in (p.good, p.bad)})
+    prob: dict[str, float] = {}
+    bar = progress_bar(total=len(texts), desc="minimal pairs", disable=None if progress is None else not progress,
+                       unit="sentence")
+    try:
+        for start in range(0, len(texts), chunk_size):
+            chunk = texts[start:start + chunk_size]
+            for text, record in zip(chunk, predictor.predict(chunk, batch_size=batch_size)):
+                prob[text] = float(record["scores"][label])
+            bar.update(len(chunk))
+    finally:
+        bar.close()
+    return [{"paradigm": p.paradigm, "pair_id": p.pair_id, "field": p.field, "phenomenon": p.phenomenon,
+             "p_good": prob[p.good], "p_bad": prob[p.bad], "correct": prob[p.good] > prob[p.bad]} for p in pairs]
+
+
+def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (good coverage near 0 and 1, unlike the normal one)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+    """Accuracy with its Wilson interval over all pairs and per field, phenomenon and paradigm.
+
+    Returns:
+        ``{"overall": {...}, "field": {name: {...}}, "phenomenon": {...}, "paradigm": {...}}``, each entry
+        ``{"accuracy", "ci95": [lo, hi], "n", "correct"}`` (and ``"field"`` for phenomena and paradigms).
+    """
+    if not records:
+        raise InputError("no minimal-pair records to report on")
+
+    def entry(rows: list[Mapping[str, Any]]) -> dict[str, Any]:
+        k = sum(bool(r["correct"]) for r in rows)
+        lo, hi = wilson_interval(k, len(rows), confidence)
+        return {"accuracy": k / len(rows), "ci95": [lo, hi], "n": len(rows), "correct": k}
+
+    report: dict[str, Any] = {"overall": entry(list(records)), "confidence": confidence}
+    for level in LEVELS:
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for r in records:
+            groups.setdefault(str(r[level]), []).append(r)
+        report[level] = {}
+        for name in sorted(groups):
+            report[level][name] = entry(groups[name])
+            if level != "field":
+                report[level][name]["field"] = "/".join(sorted({str(r["field"]) for r in groups[name]}))
+    return report
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate), in input order."""
+    p = np.asarray(p_values, dtype=float)
+    order = np.argsort(p, kind="stable")
+    m = len(p)
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted.tolist()
+
+
+def _correct_matrix(runs: Sequence[Sequence[Mapping[str, Any]]], side: str) -> tuple[np.ndarray, list[tuple]]:
+    if not runs:
+        raise InputError(f"no runs of system {side} to compare")
+    keys = [(str(r["paradigm"]), str(r["pair_id"])) for r in runs[0]]
+    for i, run in enumerate(runs[1:], 2):
+        if [(str(r["paradigm"]), str(r["pair_id"])) for r in run] != keys:
+            raise InputError(f"system {side}: run {i} scored other minimal pairs (or another order) than run 1; "
+                             "compare runs scored on the same suite")
+    return np.array([[bool(r["correct"]) for r in run] for run in runs], dtype=float), keys
+
+
+def compare_minimal_pairs(runs_a: Sequence[Sequence[Mapping[str, Any]]], runs_b: Sequence[Sequence[Mapping[str, Any]]],
+                          level: str = "field", resamples: int = 10000, seed: int = 0,
+                          names: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
+    """Paired comparison of two systems on one suite: accuracy of B − A per group of ``level``.
+
+    ``runs_a[i]`` and ``runs_b[i]`` are the records of seed ``i`` of each system (the same pairs, in the same
+    order). Per group:
+
+    * ``difference``: mean over seeds and pairs of B's accuracy minus A's;
+    * ``bootstrap``: a paired two-level bootstrap, resampling seeds (the pairs of runs) and pairs jointly, so both
+      the training-seed and the item variance are in the 95% interval and the two-sided p-value
+      (``2 * min(P(d* <= 0), P(d* >= 0))``, floored at ``1 / resamples``); with one seed, a bootstrap over pairs;
+    * ``p_holm``: the bootstrap p-value after Holm's correction over all groups of the level (the family);
+    * ``t_test`` (two or more seeds): the paired t-test over seeds of the group's accuracy;
+    * ``mcnemar`` (one seed): the exact McNemar test over pairs.
+
+    Raises:
+        InputError: different numbers of runs, or runs scored on different pairs (names both systems).
+        ConfigError: an unknown level.
+    """
+    from syntaxformer.analysis.significance import mcnemar, paired_t_test
+
+    if level not in ("overall", *LEVELS):
+        raise ConfigError(f"level must be one of {('overall', *LEVELS)}, got {level!r}")
+    if len(runs_a) != len(runs_b):
+        raise InputError(f"{names[0]} has {len(runs_a)} run(s) and {names[1]} {len(runs_b)}: pair them by seed, one "
+                         "run of each per seed")
+    a, keys_a = _correct_matrix(runs_a, names[0])
+    b, keys_b = _correct_matrix(runs_b, names[1])
+    if keys_a != keys_b:
+        raise InputError(f"{names[0]} and {names[1]} were scored on different minimal pairs ({len(keys_a)} and "
+                         f"{len(keys_b)} pairs, or another order); score both on the same suite")
+    groups: dict[str, list[int]] = {}
+    for j, r in enumerate(runs_a[0]):
+        groups.setdefault("all" if level == "overall" else str(r[level]), []).append(j)
+    rng = np.random.default_rng(seed)
+    result: dict[str, Any] = {"level": level, "seeds": len(runs_a), "resamples": resamples, "groups": {}}
+    for name in sorted(groups):
+        cols = np.asarray(groups[name])
+        da, db = a[:, cols], b[:, cols]
+        entry: dict[str, Any] = {"n": len(cols), "a": float(da.mean()), "b": float(db.mean()),
+                                 "difference": float(db.mean() - da.mean()),
+                                 "bootstrap": _two_level_bootstrap(db - da, resamples, rng)}
+        if len(runs_a) >= 2:
+            t = paired_t_test(da.mean(axis=1).tolist(), db.mean(axis=1).tolist())
+            entry["t_test"] = {"p_value": t.p_value, "t": t.details.get("t")}
+        else:
+            m = mcnemar(da[0].astype(bool).tolist(), db[0].astype(bool).tolist())
+            entry["mcnemar"] = {"p_value": m.p_value}
+        result["groups"][name] = entry
+    names_sorted = sorted(result["groups"])
+    for name, p in zip(names_sorted, holm([result["groups"][n]["bootstrap"]["p_value"] for n in names_sorted])):
+        result["groups"][name]["p_holm"] = p
+    return result
+
+
+def _two_level_bootstrap(d: np.ndarray, resamples: int, rng: np.random.Generator, block: int = 256
+                         ) -> dict[str, Any]:
+    """Bootstrap of ``mean(d)`` for ``d`` [seeds, pairs], resampling seeds and pairs with replacement."""
+    k, n = d.shape
+    stats = np.empty(resamples)
+    for start in range(0, resamples, block):
+        r = min(block, resamples - start)
+        pair_w = rng.multinomial(n, np.full(n, 1.0 / n), size=r).astype(np.float32)  # [r, n] counts
+        seed_w = (rng.multinomial(k, np.full(k, 1.0 / k), size=r) if k > 1
+                  else np.ones((r, 1), dtype=np.int64)).astype(np.float32)  # [r, k] counts
+        per_seed = pair_w @ d.T.astype(np.float32)  # [r, k]: sum over resampled pairs, per seed
+        stats[start:start + r] = (per_seed * seed_w).sum(axis=1) / (k * n)
+    lo, hi = np.quantile(stats, [0.025, 0.975])
+    p = 2 * min(float((stats <= 0).mean()), float((stats >= 0).mean()))
+    return {"ci95": [float(lo), float(hi)], "p_value": float(min(1.0, max(p, 1.0 / resamples)))}
+
+
+def write_suite_records(records: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> None:
+    """Write per-pair records as JSON lines, atomically."""
+    from syntaxformer.utils import atomic_write
+
+    with atomic_write(path) as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def read_suite_records(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read per-pair records written by :func:`write_suite_records`.
+
+    Raises:
+        DataError: no such file, or a line without the record keys (names the line).
+    """
+    from syntaxformer.utils import json_lines
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{p}: no minimal-pair records (run `syntaxformer evaluate RUN --suite ...` first)")
+    records = []
+    with open(p, encoding="utf-8") as f:
+        for line_no, obj in json_lines(f, str(p)):
+            missing = {"paradigm", "pair_id", "field", "phenomenon", "correct"} - set(obj)
+            if missing:
+                raise DataError(f"{p}:{line_no}: not a minimal-pair record (missing {sorted(missing)})")
+            records.append(obj)
+    if not records:
+        raise DataError(f"{p}: no records")
+    return records
+
+
+
+#: Suites known by name: the folder under the shared data folder (``$SYNTAXFORMER_DATA``).
+SUITES: dict[str, str] = {"blimp": "blimp"}
+
+
+def suite_folder(suite: str, data: str | os.PathLike | None = None) -> tuple[str, Path]:
+    """``(name, folder)`` of a suite: ``data`` if given (named by ``suite``), a known suite name (its folder in the
+    shared data folder) or a path to a BLiMP-format folder or file (named by its stem).
+
+    Raises:
+        DataError: a known suite whose folder is absent (says where it was looked for), or an unknown name that is
+            not a path either.
+    """
+    from syntaxformer.defaults import shared_data_dir
+
+    if data is not None:
+        return suite, Path(data)
+    if suite in SUITES:
+        shared = shared_data_dir()
+        if shared is None or not (shared / SUITES[suite]).is_dir():
+            raise DataError(f"suite {suite!r}: its data folder {SUITES[suite]!r} is not in the shared data folder "
+                            f"({shared or 'none found: set SYNTAXFORMER_DATA'}); give the folder with --suite-data DIR")
+        return suite, shared / SUITES[suite]
+    path = Path(suite)
+    if path.exists():
+        return path.stem, path
+    raise DataError(f"suite {suite!r}: not a known suite ({', '.join(SUITES)}) nor a BLiMP-format folder or file")
+
+
+def evaluate_suite(run_dir: str | os.PathLike, suite: str = "blimp", data: str | os.PathLike | None = None,
+                   output_dir: str | os.PathLike | None = None, acceptable: str | None = None,
+                   paradigms: Sequence[str] | None = None, max_pairs: int | None = None, batch_size: int = 64,
+                   overwrite: bool = False, predictor: Any = None) -> dict[str, Any]:
+    """Score a trained acceptability run on a minimal-pair suite; write ``pairs.jsonl`` (one record per pair) and
+    ``report.json`` (:func:`minimal_pair_report` plus what was scored) to ``<output_dir>/suites/<name>/``.
+
+    Args:
+        run_dir: a run folder of a sequence-classification task (``syntaxformer train --task cola``).
+        suite: ``"blimp"`` or a BLiMP-format folder or file (see :func:`suite_folder`).
+        data: the suite's folder, instead of the shared data folder.
+        output_dir: where ``suites/<name>/`` goes (default ``run_dir``).
+        acceptable: the acceptable class name (default: see :func:`acceptable_label`).
+        paradigms, max_pairs: as in :func:`read_minimal_pairs`.
+        batch_size: sentences per forward pass.
+        overwrite: replace an earlier result of the same suite (else refused).
+        predictor: a ready :class:`~syntaxformer.inference.Predictor` of ``run_dir`` (default: built from it).
+
+    Returns:
+        the report, with ``"suite"``, ``"run"``, ``"records"`` (the ``pairs.jsonl`` path) and ``"acceptable"``.
+
+    Raises:
+        InputError: an earlier result exists and ``overwrite`` is false.
+    """
+    from syntaxformer.inference import Predictor
+    from syntaxformer.utils import atomic_write
+
+    name, folder = suite_folder(suite, data)
+    out = Path(output_dir or run_dir) / "suites" / name
+    if not overwrite and ((out / "pairs.jsonl").exists() or (out / "report.json").exists()):
+        raise InputError(f"{out} already holds a {name!r} result; pass --overwrite (overwrite=True) to replace it")
+    pairs = read_minimal_pairs(folder, paradigms=paradigms, max_pairs=max_pairs)
+    predictor = predictor or Predictor.from_run(run_dir)
+    label = acceptable_label(predictor.label_names, getattr(predictor.task, "name", None), acceptable)
+    logger.info("scoring %d minimal pairs of %s (%s) with %s", len(pairs), name, folder, run_dir)
+    records = score_minimal_pairs(predictor, pairs, acceptable=label, batch_size=batch_size)
+    report = {"suite": name, "data": str(folder), "run": str(run_dir), "acceptable": label,
+              "pairs": len(records), **minimal_pair_report(records)}
+    out.mkdir(parents=True, exist_ok=True)
+    write_suite_records(records, out / "pairs.jsonl")
+    with atomic_write(out / "report.json") as f:
+        json.dump(report, f, indent=1)
+    report["records"] = str(out / "pairs.jsonl")
+    return report
+
+
+#: Name of the compact form of a run's records (what an archive keeps; see :func:`compact_records`).
+COMPACT_FILE = "pairs.compact.json"
+
+
+def suite_records_of(run_dir: str | os.PathLike, suite: str) -> list[dict[str, Any]]:
+    """The per-pair records a run folder holds for ``suite``: ``<run>/suites/<name>/pairs.jsonl``, or its compact
+    form ``pairs.compact.json`` (records without the probabilities) in an archived run."""
+    name = suite if suite in SUITES else Path(suite).stem
+    folder = Path(run_dir) / "suites" / name
+    if not (folder / "pairs.jsonl").is_file() and (folder / COMPACT_FILE).is_file():
+        with open(folder / COMPACT_FILE, encoding="utf-8") as f:
+            return expand_compact_records(json.load(f), str(folder / COMPACT_FILE))
+    return read_suite_records(folder / "pairs.jsonl")
+
+
+def compact_records(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A small JSON form of a run's per-pair records that keeps what every reported number needs (which pairs, in
+    which order, in which field / phenomenon, and whether each was correct; not the probabilities): a paradigm's
+    pair ids as ``[first, count]`` when they are consecutive integers, else listed; correctness as a 0/1 string."""
+    order: list[list[Any]] = []
+    groups: dict[str, dict[str, str]] = {}
+    for r in records:
+        paradigm = str(r["paradigm"])
+        if not order or order[-1][0] != paradigm:
+            order.append([paradigm, []])
+        order[-1][1].append(str(r["pair_id"]))
+        meta = groups.setdefault(paradigm, {"field": str(r["field"]), "phenomenon": str(r["phenomenon"])})
+        if meta != {"field": str(r["field"]), "phenomenon": str(r["phenomenon"])}:
+            raise InputError(f"paradigm {paradigm!r} has pairs of different fields or phenomena ({meta} and pair "
+                             f"{r['pair_id']!r}: {r['field']!r}, {r['phenomenon']!r}); the compact form needs one each")
+    for entry in order:
+        ids = entry[1]
+        if all(i.isdigit() and not (len(i) > 1 and i[0] == "0") for i in ids) and \
+                [int(i) for i in ids] == list(range(int(ids[0]), int(ids[0]) + len(ids))):
+            entry[1] = [int(ids[0]), len(ids)]
+        else:
+            entry[1] = {"ids": ids}
+    return {"format": "syntaxformer-minimal-pairs/1", "n": len(records), "paradigms": groups, "order": order,
+            "correct": "".join("1" if r["correct"] else "0" for r in records)}
+
+
+def expand_compact_records(obj: Mapping[str, Any], source: str = "compact records") -> list[dict[str, Any]]:
+    """The records of :func:`compact_records` again (without ``p_good`` / ``p_bad``).
+
+    Raises:
+        DataError: not that format, or its counts do not add up.
+    """
+    if not isinstance(obj, Mapping) or obj.get("format") != "syntaxformer-minimal-pairs/1":
+        raise DataError(f"{source}: not compact minimal-pair records (format syntaxformer-minimal-pairs/1)")
+    records: list[dict[str, Any]] = []
+    correct = obj["correct"]
+    for paradigm, ids in obj["order"]:
+        ids = ids["ids"] if isinstance(ids, Mapping) else [str(ids[0] + i) for i in range(ids[1])]
+        meta = obj["paradigms"][paradigm]
+        for pair_id in ids:
+            records.append({"paradigm": paradigm, "pair_id": pair_id, "field": meta["field"],
+                            "phenomenon": meta["phenomenon"], "correct": correct[len(records)] == "1"
+                            if len(records) < len(correct) else None})
+    if len(records) != obj["n"] or len(correct) != obj["n"]:
+        raise DataError(f"{source}: {len(records)} pairs and {len(correct)} results for n = {obj['n']}")
+    return records
