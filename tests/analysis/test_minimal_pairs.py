@@ -47,6 +47,10 @@ def test_minimal_pairs_reader_reads_blimp_format_with_defaults_and_filters(tmp_p
                                                          ("island_b", "0"), ("island_b", "1"), ("island_b", "2")]
     assert pairs[0].good == "The dogs bark." and pairs[0].bad == "The dogs barks."
     assert pairs[2].field == "syntax" and pairs[2].phenomenon == "island_effects"
+    # one spelling per field (BLiMP writes one paradigm's field "syntax/semantics", the others "syntax_semantics")
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"sentence_good": "A.", "sentence_bad": "B.", "field": "syntax/semantics"}\n', encoding="utf-8")
+    assert read_minimal_pairs(odd)[0].field == "syntax_semantics"
     assert len(read_minimal_pairs(tmp_path / "s", max_pairs=1)) == 2
     assert {p.paradigm for p in read_minimal_pairs(tmp_path / "s", paradigms=["island_b"])} == {"island_b"}
     # a user's own file: only the two sentences; paradigm from the file name, pair id from the line

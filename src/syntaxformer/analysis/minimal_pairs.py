@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -39,6 +40,10 @@ __all__ = ["MinimalPair", "LEVELS", "read_minimal_pairs", "acceptable_label", "s
 
 logger = logging.getLogger(__name__)
 
+#: Separators unified to "_" in field names: BLiMP spells one paradigm's field "syntax/semantics"
+#: (principle_A_case_2) and every other syntax-semantics paradigm "syntax_semantics".
+_FIELD_SPELLING = re.compile(r"[/\s-]+")
+
 #: Grouping levels of a report, coarse to fine (record keys).
 LEVELS: tuple[str, ...] = ("field", "phenomenon", "paradigm")
 
@@ -52,7 +57,8 @@ class MinimalPair:
         pair_id: ``pairID`` (else the line number), unique within the paradigm.
         good: the acceptable sentence.
         bad: the unacceptable sentence.
-        field: ``syntax`` / ``morphology`` / ``syntax_semantics`` / ``semantics`` (``"unspecified"`` if absent).
+        field: ``syntax`` / ``morphology`` / ``syntax_semantics`` / ``semantics`` (``"unspecified"`` if absent;
+            ``/``, ``-`` and spaces become ``_``, so BLiMP's one ``syntax/semantics`` is ``syntax_semantics``).
         phenomenon: BLiMP's ``linguistics_term`` (e.g. ``"anaphor_agreement"``), else the paradigm.
     """
 
@@ -121,7 +127,8 @@ def read_minimal_pairs(path: str | os.PathLike, paradigms: Sequence[str] | None 
             if max_pairs is not None and per_paradigm.get(paradigm, 0) >= max_pairs:
                 continue
             per_paradigm[paradigm] = per_paradigm.get(paradigm, 0) + 1
-            pairs.append(MinimalPair(paradigm, pair_id, texts[0], texts[1], _label(obj, "field", "unspecified", where),
+            field = _FIELD_SPELLING.sub("_", _label(obj, "field", "unspecified", where))
+            pairs.append(MinimalPair(paradigm, pair_id, texts[0], texts[1], field,
                                      _label(obj, "linguistics_term", paradigm, where)))
     if paradigms is not None:
         missing = sorted(set(paradigms) - set(per_paradigm))

