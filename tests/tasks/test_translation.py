@@ -34,6 +34,17 @@ def test_translation_is_registered_and_rebuilt_from_its_options():
         TranslationTask(fraction=0)
     with pytest.raises(SyntaxformerError, match="train_source and train_target"):
         TranslationTask(train_source="a.en")
+    # the user's files are never validated or tested on Multi30k
+    with pytest.raises(SyntaxformerError, match="needs your validation files"):
+        TranslationTask(train_source="a.en", train_target="a.de")
+    with pytest.raises(SyntaxformerError, match="give your training files as well"):
+        TranslationTask(valid_source="v.en", valid_target="v.de")
+    own = TranslationTask(train_source="a.en", train_target="a.de", valid_source="v.en", valid_target="v.de")
+    assert own.evaluation_splits() == ("dev",) and own.eval_sets == {}
+    named = TranslationTask(train_source="a.en", train_target="a.de", valid_source="v.en", valid_target="v.de",
+                            eval_sets={"test": ["t.en", "t.de"]})
+    assert named.evaluation_splits() == ("dev", "test")
+    assert TranslationTask().evaluation_splits() == ("test2016",)  # Multi30k: the papers' test set
     assert set(ARMS) >= {"baseline", "syntax", "sgnet", "both"}
 
 

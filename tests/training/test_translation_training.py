@@ -105,6 +105,9 @@ def test_translation_training_checkpoint_resume_predict_bleu_and_reload(tmp_path
 def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small, annotator, monkeypatch, capsys):
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
     paths = _files(tmp_path, m30k_small)
+    # the user's own files are all the run reads: no shared data folder (so no Multi30k) from here on
+    (tmp_path / "no-shared-data").mkdir()
+    monkeypatch.setenv("SYNTAXFORMER_DATA", str(tmp_path / "no-shared-data"))
     # the `syntaxformer train --task translation` route: the one runner; task options and run-config options
     cfg = tmp_path / "tr.json"
     cfg.write_text(json.dumps({**_task_options(paths, arm="syntax"), "max_steps": 3,
@@ -121,7 +124,10 @@ def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small
     assert saved["config"]["max_steps"] == 2 and saved["config"]["seed"] == 3
     assert saved["task"]["name"] == "translation" and saved["task"]["options"]["eval_sets"] == {}
     metrics = json.loads((tmp_path / "cli_model" / "metrics.json").read_text())
-    assert metrics["train"]["best_step"] == 2 and metrics["sizes"]["train"] == 60 and metrics["eval"] == {}
+    assert metrics["train"]["best_step"] == 2 and metrics["sizes"]["train"] == 60
+    # the headline is BLEU on the user's validation file (20 pairs), the only evaluation set
+    assert list(metrics["eval"]) == ["dev"] and metrics["eval"]["dev"]["n"] == 20
+    assert metrics["dev"]["bleu"] == metrics["eval"]["dev"]["bleu"]
     assert not (tmp_path / "cli_model" / "tokenizer.json").exists()  # only source_tokenizer/, target_tokenizer/
     # the run folder alone is enough for `evaluate` in a fresh process: task, tokenizers, model
     assert main(["evaluate", str(tmp_path / "cli_model"), "--split", "dev", "--no-progress"]) == 0

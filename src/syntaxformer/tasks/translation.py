@@ -20,6 +20,7 @@ Data flow (the runner's, see :mod:`syntaxformer.tasks.base`)::
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -31,6 +32,8 @@ from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_tas
 from syntaxformer.tasks.featurize import annotator_for
 
 __all__ = ["ARMS", "TranslationTask", "encode_pairs", "collate_pairs", "PAD_VALUES"]
+
+logger = logging.getLogger(__name__)
 
 #: The experiment's arms: model options per arm name.
 ARMS: dict[str, dict[str, Any]] = {
@@ -220,7 +223,19 @@ class TranslationTask(Task):
         for side, src, tgt in (("train", train_source, train_target), ("valid", valid_source, valid_target)):
             if bool(src) != bool(tgt):
                 raise ConfigError(f"{side}_source and {side}_target go together; got only one of them")
-        sets = {"test2016": None} if eval_sets is None else dict(eval_sets)
+        # The user's own parallel files are never scored against Multi30k: they need their own validation files,
+        # and the Multi30k test set is an evaluation set only when training on Multi30k (or when named).
+        if train_source and not valid_source:
+            raise ConfigError(f"training on your own files (train_source={train_source!r}) needs your validation "
+                              "files too: --set valid_source=FILE --set valid_target=FILE (Multi30k's validation set "
+                              "stands in only when training on Multi30k)")
+        if valid_source and not train_source:
+            raise ConfigError("valid_source / valid_target without train_source / train_target would validate a "
+                              "Multi30k model on your files: give your training files as well")
+        if eval_sets is None:
+            sets = {} if train_source else {"test2016": None}
+        else:
+            sets = dict(eval_sets)
         for name, files in sets.items():
             if files is not None and len(files) != 2:
                 raise ConfigError(f"eval set {name!r}: expected [source, reference] files, got {files}")
@@ -277,15 +292,19 @@ class TranslationTask(Task):
         """
         data_dir = (data or {}).get("data_dir") or self.data_dir
         if split == "train":
-            corpus = (read_corpus(self.train_source, self.train_target) if self.train_source
-                      else multi30k("train", data_dir))
+            if self.train_source:
+                corpus = read_corpus(self.train_source, self.train_target)
+            else:
+                logger.info("translation: no train_source given, training on Multi30k train (English→German)")
+                corpus = multi30k("train", data_dir)
             return corpus_fraction(corpus, self.fraction, self.data_seed)
         if split in ("dev", "valid", "validation"):
             return (read_corpus(self.valid_source, self.valid_target) if self.valid_source
                     else multi30k("val", data_dir))
         if split == "test":
             if not self.eval_sets:
-                raise ConfigError("the translation task has no eval_sets, so no 'test' split")
+                raise ConfigError("this translation run has no evaluation sets, so no 'test' split: name your test "
+                                  "files with --set eval_sets='{\"test\": [SOURCE, REFERENCE]}'")
             split = next(iter(self.eval_sets))
         if split not in self.eval_sets:
             raise ConfigError(f"unknown translation split {split!r}; expected train, dev, test or an eval set "
@@ -426,7 +445,11 @@ class TranslationTask(Task):
         return corpus_bleu(predictions.values, data.targets)
 
     def evaluation_splits(self) -> tuple[str, ...]:
-        """The evaluation sets (default ``test2016``), translated with beam search after training."""
+        """The sets translated with beam search after training; the first is the run's headline (``metrics.json``
+        ``dev``). Multi30k: its ``test2016`` (the papers' setting) or the named ``eval_sets``; the user's own files:
+        their validation files (``dev``), then their ``eval_sets``."""
+        if self.train_source:
+            return ("dev", *(name for name in self.eval_sets if name != "dev"))
         return tuple(self.eval_sets)
 
     def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
