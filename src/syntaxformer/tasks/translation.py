@@ -446,10 +446,10 @@ class TranslationTask(Task):
 
     def evaluation_splits(self) -> tuple[str, ...]:
         """The sets translated with beam search after training; the first is the run's headline (``metrics.json``
-        ``dev``). Multi30k: its ``test2016`` (the papers' setting) or the named ``eval_sets``; the user's own files:
-        their validation files (``dev``), then their ``eval_sets``."""
-        if self.train_source:
-            return ("dev", *(name for name in self.eval_sets if name != "dev"))
+        ``dev``): the named ``eval_sets``; without any, the user's validation files (``dev``) when training on the
+        user's files, Multi30k's ``test2016`` (the papers' setting) when training on Multi30k."""
+        if self.train_source and not self.eval_sets:
+            return ("dev",)
         return tuple(self.eval_sets)
 
     def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
