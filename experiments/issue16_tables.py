@@ -103,10 +103,35 @@ def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) ->
                      "bootstrap": sorted(found, key=lambda x: x["seeds"])}
             if len(common) > 1:
                 entry["t_test_p"] = paired_t_test(a, b).p_value
+                entry["ci95"] = _t_interval(np.subtract(b, a))
             tests.setdefault(variant, []).append(entry)
         merged["tasks"][task] = {"metric": t["metric"], "regression": t["regression"], "variants": variants,
                                  "tests": tests}
     return merged
+
+
+def _t_interval(differences: np.ndarray, confidence: float = 0.95) -> list[float]:
+    """The t-interval of the mean per-seed difference (the effect size's 95% CI over seeds)."""
+    from scipy import stats
+
+    d = np.asarray(differences, dtype=float)
+    half = stats.t.ppf(0.5 + confidence / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    return [float(d.mean() - half), float(d.mean() + half)]
+
+
+def holm_family(summary: dict) -> dict[tuple[str, str, str], float]:
+    """Holm-adjusted p-values of every paired t-test over 3 or more seeds in the comparison table (one family: all
+    of its comparisons on all tasks), keyed by (task, variant, reference)."""
+    from syntaxformer.analysis.minimal_pairs import holm
+
+    keys, ps = [], []
+    for a, b, _ in PAIRS:
+        for task, _ in TASKS:
+            t = _test(summary["tasks"].get(task, {}).get("tests", {}), a, b)
+            if t is not None and len(t["seeds"]) > 2 and t.get("t_test_p") is not None:
+                keys.append((task, a, b))
+                ps.append(t["t_test_p"])
+    return dict(zip(keys, holm(ps))) if ps else {}
 
 
 def _seeds(seeds: list[int]) -> str:
@@ -143,14 +168,13 @@ def main_tables(summary: dict) -> str:
              "|---" * (len(MAIN) + 1) + "|"]
     for task, title in TASKS:
         variants = tasks.get(task, {}).get("variants", {})
-        best = max((v["mean"] for k, v in variants.items()), default=None)
-        cells = []
-        for key, _ in MAIN:
-            cell = _cell(variants.get(key), multi)
-            cells.append(f"**{cell}**" if variants.get(key) and variants[key]["mean"] == best else cell)
+        # no bold here: the highest mean is not a test (the comparisons below are, corrected for multiplicity)
+        cells = [_cell(variants.get(key), multi) for key, _ in MAIN]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
-    lines += ["", "| comparison | " + " | ".join(f"{title.split(' (')[0]} Δ (p)" for _, title in TASKS) + " |",
+    lines += ["", "| comparison | " + " | ".join(f"{title.split(' (')[0]} Δ [95% CI over seeds] (p)"
+                                                   for _, title in TASKS) + " |",
               "|---" * (len(TASKS) + 1) + "|"]
+    adjusted = holm_family(summary)
     for a, b, name in PAIRS:
         cells = []
         for task, _ in TASKS:
@@ -163,11 +187,15 @@ def main_tables(summary: dict) -> str:
             parts = [_p(whole[0]["p"]) if whole else
                      "bootstrap " + ", ".join(f"{_p(b['p'])} on {_seeds(b['seeds'])}" for b in t["bootstrap"])]
             # a t-test over 2 seeds has 1 degree of freedom (two equal differences give p = 0): shown from 3 seeds
-            if n > 1:
-                parts.append(f"t {_p(t.get('t_test_p'))}, {n} seeds" if n > 2 else f"{n} seeds")
-            text = f"{t['difference']:+.4f} (" + "; ".join(parts) + ")"
-            # bold: a test that covers every seed of the comparison says p < 0.05
-            significant = (whole and whole[0]["p"] < 0.05) or (n > 2 and t.get("t_test_p", 1.0) < 0.05)
+            if n > 2:
+                parts.append(f"t {_p(t.get('t_test_p'))}, Holm {_p(adjusted[task, a, b])}")
+            elif n > 1:
+                parts.append(f"{n} seeds")
+            ci = f" [{t['ci95'][0]:+.3f}, {t['ci95'][1]:+.3f}]" if n > 2 and "ci95" in t else ""
+            text = f"{t['difference']:+.4f}{ci} (" + "; ".join(parts) + ")"
+            # bold: the t-test over seeds survives Holm's correction across the whole table (the bootstrap over dev
+            # examples, shown first, holds the trained models fixed, so it does not speak for the training procedure)
+            significant = n > 2 and adjusted.get((task, a, b), 1.0) < 0.05
             cells.append(f"**{text}**" if significant else text)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -126,12 +126,31 @@ def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them()
     assert [(b["seeds"], b["p"]) for b in test["bootstrap"]] == [([1, 2], 0.20), ([3], 0.01)]
     row = next(line for line in tables.main_tables(tables.merge_summaries([old, new])).splitlines()
                if line.startswith("| SG-Net − baseline"))
-    assert f"| +0.0467 (bootstrap 0.200 on s1–2, 0.010 on s3; t {test['t_test_p']:.3f}, 3 seeds) |" in row
+    # the effect's 95% interval over seeds (SciPy's t-interval of the per-seed differences); one test in the
+    # family, so Holm leaves its p as it is
+    from scipy import stats
+
+    d = [0.05, 0.01, 0.08]
+    lo, hi = stats.t.interval(0.95, 2, loc=sum(d) / 3, scale=stats.sem(d))
+    p = test["t_test_p"]
+    assert (f"| +0.0467 [{lo:+.3f}, {hi:+.3f}] (bootstrap 0.200 on s1–2, 0.010 on s3; t {p:.3f}, Holm {p:.3f}) |"
+            in row)
+    assert "**" not in row  # p 0.148: not bold
     joined = tables.merge_summaries([old, new])
     assert tables.runs_below(joined, "sgnet_default", "baseline_default") == "0 of 3 paired runs below:\n* none"
     assert tables.runs_below(joined, "baseline_default", "sgnet_default").splitlines() == [
         "3 of 3 paired runs below:", "* RTE, seed 1: 0.5000 vs 0.5500 (-0.0500)",
         "* RTE, seed 2: 0.5600 vs 0.5700 (-0.0100)", "* RTE, seed 3: 0.5200 vs 0.6000 (-0.0800)"]
+    # Holm over the table's family: every t-test of 3 or more seeds on every task of the comparison table
+    two = _summary("cola", {"baseline_default": {1: 0.20, 2: 0.22, 3: 0.21},
+                            "sgnet_default": {1: 0.30, 2: 0.33, 3: 0.31}},
+                   [("sgnet_default", "baseline_default", [1, 2, 3], 0.001)])
+    both = tables.merge_summaries([old, new, two])
+    family = tables.holm_family(both)
+    raw = {k[0]: both["tasks"][k[0]]["tests"]["sgnet_default"][0]["t_test_p"] for k in family}
+    small, large = sorted(raw, key=raw.get)
+    assert family[(small, "sgnet_default", "baseline_default")] == pytest.approx(2 * raw[small])
+    assert family[(large, "sgnet_default", "baseline_default")] == pytest.approx(max(2 * raw[small], raw[large]))
     # one summary over every seed: its own bootstrap p, as before
     alone = tables.merge_summaries([old])
     assert "| +0.0300 (0.200; 2 seeds) |" in tables.main_tables(alone)
