@@ -125,17 +125,38 @@ def test_export_refuses_bad_runs_and_an_existing_folder(sst2_runs, tmp_path):
     assert not (tmp_path / "y").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-def test_export_pipeline_in_a_process_that_never_imports_syntaxformer(exported, sst2_runs, tmp_path, one_thread):
-    """The installed transformers (the newest the project supports) loads the folder through ``custom_pipelines``
-    with syntaxformer on the path but never imported; the answers are the library Predictor's."""
-    from syntaxformer.inference import Predictor
+def _baseline_run(folder: Path, tiny_model: str) -> str:
+    """A tiny plain-encoder SST-2 run (SG-Net without its layer, first-token pooling: the model reads no syntax)."""
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
 
+    train(RunConfig(task="sst2", model_type="sgnet", model_name_or_path=tiny_model,
+                    model={"use_sg_layer": False, "pooling": "cls"}, max_train_samples=16, max_eval_samples=8,
+                    max_steps=2, max_length=32, per_device_train_batch_size=8, eval_strategy="no", save_strategy="no", disable_tqdm=True,
+                    features_cache=False, output_dir=str(folder)))
+    return str(folder)
+
+
+def test_export_pipeline_in_a_process_that_never_imports_syntaxformer(exported, sst2_runs, tiny_model, tmp_path,
+                                                                      one_thread):
+    """The installed transformers (the newest the project supports) loads the folders through ``custom_pipelines``
+    with syntaxformer on the path but never imported; the answers are the library Predictor's, for a Syntax-BERT
+    model and for a plain baseline (nothing parsed: no parser in its options)."""
+    from syntaxformer.inference import Predictor
+    from syntaxformer.sharing import export_model
+
+    baseline = _baseline_run(tmp_path / "baseline", tiny_model)
+    runs = {"syntax_bert": sst2_runs["syntax_bert"], "baseline": baseline}
+    folders = {"syntax_bert": str(exported["syntax_bert"]),
+               "baseline": str(export_model(baseline, tmp_path / "shared" / "baseline"))}
+    options = json.loads((Path(folders["baseline"]) / "syntax_pipeline.json").read_text(encoding="utf-8"))
+    assert options["syntax_inputs"] == [] and options["parser"] is None
     texts = ["A fine, moving film.", "Dull and far too long."]
     code = f"""
 import json, sys
 from transformers import pipeline
-clf = pipeline(model={str(exported['syntax_bert'])!r}, trust_remote_code=True)
-out = clf({texts!r}, top_k=None)
+out = {{name: pipeline(model=folder, trust_remote_code=True)({texts!r}, top_k=None)
+        for name, folder in {folders!r}.items()}}
 print(json.dumps({{"out": out, "loaded": sorted(m for m in sys.modules if m.startswith("syntaxformer"))}}))
 """
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
@@ -145,6 +166,8 @@ print(json.dumps({{"out": out, "loaded": sorted(m for m in sys.modules if m.star
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["loaded"] == []
-    want = Predictor.from_run(sst2_runs["syntax_bert"]).predict(texts)
-    for got, ref in zip(result["out"], want):
-        assert {d["label"]: d["score"] for d in got} == pytest.approx(ref["scores"], abs=1e-5)
+    for name, run in runs.items():
+        want = Predictor.from_run(run).predict(texts)
+        assert len(result["out"][name]) == len(want) == 2
+        for got, ref in zip(result["out"][name], want):
+            assert {d["label"]: d["score"] for d in got} == pytest.approx(ref["scores"], abs=1e-5), name

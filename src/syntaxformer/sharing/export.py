@@ -257,7 +257,7 @@ def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str
                                                    "beta1", "beta2", "verifier")}
         options.qa["null_threshold"] = float(task_options["null_threshold"]) if tuned is None else tuned
         options.qa["null_threshold_source"] = ("the task's fixed null_threshold" if tuned is None
-                                               else "tuned on the run's dev articles (best F1)")
+                                               else "the best-F1 threshold on the run's dev articles")
     if head == "seq2seq":
         beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
             "generation_num_beams", 5)
