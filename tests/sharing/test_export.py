@@ -132,8 +132,8 @@ def _baseline_run(folder: Path, tiny_model: str) -> str:
 
     train(RunConfig(task="sst2", model_type="sgnet", model_name_or_path=tiny_model,
                     model={"use_sg_layer": False, "pooling": "cls"}, max_train_samples=16, max_eval_samples=8,
-                    max_steps=2, max_length=32, per_device_train_batch_size=8, eval_strategy="no", save_strategy="no", disable_tqdm=True,
-                    features_cache=False, output_dir=str(folder)))
+                    max_steps=2, max_length=32, per_device_train_batch_size=8, eval_strategy="no",
+                    save_strategy="no", disable_tqdm=True, features_cache=False, output_dir=str(folder)))
     return str(folder)
 
 

@@ -39,10 +39,18 @@ out["classification"] = clf(texts, top_k=None)
 out["classification_one"] = clf(texts[0])
 out["classification_tag"] = pipeline("text-classification", model=folders["classification"],
                                      trust_remote_code=True)(texts[0])
+try:
+    clf(texts[0], function_to_apply="none")
+except ValueError as e:
+    out["unknown_option"] = str(e)
 qa = pipeline(model=folders["qa"], trust_remote_code=True)
-out["qa"] = [qa(question=q["question"], context=q["context"]) for q in json.loads(sys.argv[2])]
+questions = json.loads(sys.argv[2])
+out["qa"] = [qa(question=q["question"], context=q["context"]) for q in questions]
+out["qa_tag"] = pipeline("question-answering", model=folders["qa"], trust_remote_code=True)(questions)
 mt = pipeline(model=folders["translation"], trust_remote_code=True)
 out["translation"] = mt(["A man rides a horse.", "Two dogs play in the snow."])
+out["translation_tag"] = pipeline("translation", model=folders["translation"],
+                                  trust_remote_code=True)("A man rides a horse.")
 out["loaded"] = sorted(m for m in sys.modules if m.split(".")[0] == "syntaxformer")
 print(json.dumps(out))
 """
@@ -107,7 +115,8 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["loaded"] == [] and len(out["classification"]) == len(out["qa"]) == len(out["translation"]) == 2  # nothing named syntaxformer was imported there
+    assert out["loaded"] == []  # nothing named syntaxformer was imported there
+    assert len(out["classification"]) == len(out["qa"]) == len(out["translation"]) == 2
     # every code file was copied into the transformers module cache from the folder
     cached = {p.name for p in (tmp_path / "hf-modules").rglob("*.py")}
     assert {p.name for p in Path(folders["qa"]).glob("*.py")} <= cached
@@ -121,6 +130,7 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
     assert out["classification_one"] == [{"label": want[0]["label"], "score": pytest.approx(want[0]["score"],
                                                                                               abs=1e-5)}]
     assert out["classification_tag"] == out["classification_one"]  # pipeline("text-classification", ...) too
+    assert "takes no option(s) ['function_to_apply']" in out["unknown_option"]
 
     # span QA: the same best span, no-answer score and answer at the run's tuned threshold
     ref_qa = Predictor.from_run(runs["qa"]).predict(questions)
@@ -129,7 +139,11 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
         assert got["null_score"] == pytest.approx(ref["null_score"], abs=1e-4)
         assert got["score"] == pytest.approx(ref["span_score"], abs=1e-4)
         assert set(got) == {"answer", "start", "end", "score", "null_score", "best_answer"}
+    for got, one in zip(out["qa_tag"], out["qa"]):  # pipeline("question-answering", ...) too, a list at once
+        assert got == {**one, "score": pytest.approx(one["score"], abs=1e-5),
+                       "null_score": pytest.approx(one["null_score"], abs=1e-5)}
 
     # translation: the same beam-search output
     ref_mt = Predictor.from_run(runs["translation"]).predict(["A man rides a horse.", "Two dogs play in the snow."])
     assert out["translation"] == [[{"translation_text": r["translation"]}] for r in ref_mt]
+    assert out["translation_tag"] == out["translation"][0]

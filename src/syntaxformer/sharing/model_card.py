@@ -154,7 +154,8 @@ def export_card(metrics: Mapping[str, Any], config: Any, task: Any, model_config
     lines += ["", "## Training", "", "| | |", "|---|---|",
               f"| learning rate | {metrics.get('learning_rate')} |",
               f"| optimizer steps | {train.get('global_step')} |", f"| batch size | {metrics.get('batch_size')} |",
-              f"| versions | syntaxformer {version}, transformers {env.get('transformers')}, torch {env.get('torch')} |",
+              f"| versions | syntaxformer {version}, transformers {env.get('transformers')}, "
+              f"torch {env.get('torch')} |",
               "", f"License: `{license}`" + (" (not stated when exported; give one with `syntaxformer export "
                                             "--license`)" if license == "other" else "") + ".", ""]
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))
