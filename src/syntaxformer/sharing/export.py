@@ -60,6 +60,17 @@ _WEIGHTS = "model.safetensors"
 _WEIGHTS_INDEX = "model.safetensors.index.json"
 _HEAD_SUFFIXES = {"ForSequenceClassification": "sequence_classification",
                   "ForQuestionAnswering": "question_answering", "ForConditionalGeneration": "seq2seq"}
+#: The classes the entry module exports (``auto_map`` and ``custom_pipelines`` name them), by defining module.
+_ENTRY_EXPORTS: dict[str, list[str]] = {
+    "syntaxformer.modeling.configuration_sgnet": ["SGNetConfig"],
+    "syntaxformer.modeling.configuration_syntax_bert": ["SyntaxBertConfig"],
+    "syntaxformer.modeling.modeling_sgnet": ["SGNetForSequenceClassification", "SGNetForQuestionAnswering"],
+    "syntaxformer.modeling.modeling_syntax_bert": ["SyntaxBertForSequenceClassification",
+                                                   "SyntaxBertForQuestionAnswering"],
+    "syntaxformer.modeling.seq2seq": ["SyntaxInfusedTranslationConfig", "SyntaxInfusedForConditionalGeneration"],
+    "syntaxformer.sharing.syntax_pipeline": ["SyntaxTextClassificationPipeline", "SyntaxQuestionAnsweringPipeline",
+                                             "SyntaxTranslationPipeline"],
+}
 #: Third-party top-level modules a flat file must not shadow by its name.
 _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
 
@@ -157,16 +168,7 @@ def code_files(roots: tuple[str, ...] = CODE_ROOTS) -> dict[str, str]:
         text = _rewrite(path.read_text(encoding="utf-8"), module, names)
         header = (f"# Copied from {module} (syntaxformer) by `syntaxformer export`; imports made relative.\n")
         files[f"{names[module]}.py"] = header + text
-    exports = {"syntaxformer.modeling.configuration_sgnet": ["SGNetConfig"],
-               "syntaxformer.modeling.configuration_syntax_bert": ["SyntaxBertConfig"],
-               "syntaxformer.modeling.modeling_sgnet": ["SGNetForSequenceClassification", "SGNetForQuestionAnswering"],
-               "syntaxformer.modeling.modeling_syntax_bert": ["SyntaxBertForSequenceClassification",
-                                                              "SyntaxBertForQuestionAnswering"],
-               "syntaxformer.modeling.seq2seq": ["SyntaxInfusedTranslationConfig",
-                                                 "SyntaxInfusedForConditionalGeneration"],
-               "syntaxformer.sharing.syntax_pipeline": ["SyntaxTextClassificationPipeline",
-                                                        "SyntaxQuestionAnsweringPipeline",
-                                                        "SyntaxTranslationPipeline"]}
+    exports = _ENTRY_EXPORTS
     lines = ['"""The code entry point of this model folder (written by `syntaxformer export`).', "",
              "config.json's `auto_map` and `custom_pipelines` name the classes below. This module imports every",
              "code file of the folder directly, so that transformers' remote-code loader copies all of them.",
@@ -233,11 +235,9 @@ def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str
     from syntaxformer.defaults import DEFAULT_SPACY_MODEL
     from syntaxformer.inference import _tuned_null_threshold
     from syntaxformer.sharing.syntax_pipeline import PipelineOptions
-    from syntaxformer.tasks.base import TaskContext
     from syntaxformer.training.run import build_context
 
-    context = build_context(config, None, model_config) if head != "seq2seq" else TaskContext(
-        tokenizer=None, syntax_inputs=tuple(model_config.syntax_inputs), parser=config.parser)
+    context = build_context(config, None, model_config)
     parser = context.parser or (DEFAULT_SPACY_MODEL if context.syntax_inputs else None)
     if parser is not None and (not isinstance(parser, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", parser)):
         raise ConfigError(f"the run parsed with {parser!r}; an exported model parses with a spaCy pipeline package "
@@ -281,6 +281,9 @@ def _config_json(run_dir: Path, head: str) -> dict[str, Any]:
     data = _scrub_paths(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))
     cls, task_name, auto = PIPELINE_CLASSES[head]
     arch = data["architectures"][0]
+    if not any(arch in names for names in _ENTRY_EXPORTS.values()):
+        raise ConfigError(f"{run_dir}/config.json names the model class {arch}, which export does not carry "
+                          f"(it carries {sorted(n for v in _ENTRY_EXPORTS.values() for n in v if 'For' in n)})")
     config_class = {"syntaxformer": "SGNetConfig", "syntaxformer-syntax-bert": "SyntaxBertConfig",
                     "syntax_infused_translation": "SyntaxInfusedTranslationConfig"}.get(data.get("model_type"))
     if config_class is None:
@@ -375,5 +378,7 @@ def _replace(tmp: Path, out_dir: Path) -> None:
             old.rmdir()
             os.replace(out_dir, old)
     os.replace(tmp, out_dir)
-    if old is not None:
-        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    if old is not None and old.is_dir():
+        shutil.rmtree(old)
+    elif old is not None:
+        old.unlink()

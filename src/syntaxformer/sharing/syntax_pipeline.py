@@ -24,8 +24,8 @@ The steps are the library's own (:class:`~syntaxformer.data.annotators.spacy.Spa
 :class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.model_inputs`,
 :mod:`syntaxformer.tasks.span_qa`, :mod:`syntaxformer.data.translation_pairs`), so the answers are those of
 ``syntaxformer predict`` on the run folder. A call parses all its texts at once and runs the model in batches of
-``batch_size`` (default 32). Nothing here imports ``syntaxformer`` by name except through the data layer and
-model modules the export copies beside it.
+``batch_size`` (default 32); other keyword arguments are refused. In an exported folder this module's imports of
+the library are relative (``from .align import SyntaxAligner``): the modules it imports lie beside it.
 """
 
 from __future__ import annotations
