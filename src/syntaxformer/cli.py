@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("syntaxformer.commands.show", "an HTML page of one text's trees, syntax masks, attention, topical weights and gates"),
     "probe": ("syntaxformer.commands.probe", "structural (distance / depth) and POS / label probes per layer on UD EWT dev"),
     "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),
+    "export": ("syntaxformer.commands.export", "write a run's final model as a self-contained Hugging Face folder (loads without syntaxformer)"),
 }
 
 

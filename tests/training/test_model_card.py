@@ -15,7 +15,8 @@ def test_model_card_of_a_trained_run(sst2_runs, system, paper):
     run = Path(sst2_runs[system])
     card = (run / MODEL_CARD_FILE).read_text(encoding="utf-8")
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
-    assert card.startswith("---\nlibrary_name: transformers\n") and "pipeline_tag: text-classification" in card
+    assert card.startswith("---\nlibrary_name: transformers\n")
+    assert "pipeline_tag" not in card  # the standard pipelines reject a run folder's model: no tag that fails
     assert f"# {paper} on SST-2" in card and PAPERS[paper] in card
     pooling = json.loads((run / "config.json").read_text(encoding="utf-8"))["pooling"]
     assert "| labels | 0: negative, 1: positive |" in card and f"| pooling | {pooling} |" in card
@@ -25,7 +26,8 @@ def test_model_card_of_a_trained_run(sst2_runs, system, paper):
     assert "Trained through the Python API" in card  # not from the CLI
     config = json.loads(card.split("```json\n", 1)[1].split("```", 1)[0])
     assert config["model_type"] == system and config["max_train_samples"] == 16 and config["seed"] == 42
-    assert 'pipeline("syntax-text-classification", model=' in card
+    assert f'pipeline("syntax-text-classification", model="{run.name}")' in card  # the folder's name, no path
+    assert f"syntaxformer export {run.name} OUT_DIR" in card and str(run) not in card.split("## Model")[0]
 
 
 def test_model_card_command_line_and_plain_baseline():

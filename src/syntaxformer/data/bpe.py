@@ -75,18 +75,18 @@ def save_tokenizers(source, target, folder: str | Path) -> None:
 
 
 def load_tokenizers(folder: str | Path) -> tuple[PreTrainedTokenizerFast, PreTrainedTokenizerFast]:
-    """``(source, target)`` tokenizers saved by :func:`save_tokenizers`.
+    """``(source, target)`` tokenizers saved by :func:`save_tokenizers` in a folder (or a hub repository id).
 
     Raises:
         DataError: the folder does not hold them.
     """
-    folder = Path(folder)
+    local = Path(folder).is_dir()
     out = []
     for side in ("source", "target"):
-        path = folder / f"{side}_tokenizer"
-        if not (path / "tokenizer.json").is_file():
+        path = Path(folder) / f"{side}_tokenizer"
+        if local and not (path / "tokenizer.json").is_file():
             raise DataError(f"{path}/tokenizer.json not found; {folder} is not a translation model folder "
                             "(expected source_tokenizer/ and target_tokenizer/ beside config.json, as "
                             "`syntaxformer train --task translation` writes them)")
-        out.append(PreTrainedTokenizerFast.from_pretrained(str(path)))
+        out.append(PreTrainedTokenizerFast.from_pretrained(str(folder), subfolder=f"{side}_tokenizer"))
     return out[0], out[1]

@@ -58,9 +58,9 @@ from typing import Sequence
 
 import numpy as np
 
-from syntaxformer.data import tree as _tree
 from syntaxformer.data.align import AlignedExample
 from syntaxformer.data.constituency import Tree
+from syntaxformer.data.tree import depths, euler_tour
 from syntaxformer.errors import AlignmentError, ConfigError, TreeError
 
 CRITERIA = ("share", "children")
@@ -161,8 +161,8 @@ def encode_syntax(example: AlignedExample, criterion: str = "share", max_distanc
                 f"{int(n_pieces[word_index[bad]])} pieces in the full tokenization (n_pieces)")
         pos_node = word_node[words - a] + pieces
 
-    tin, tout = _tree.euler_tour(node_heads)
-    depth = _tree.depths(node_heads)
+    tin, tout = euler_tour(node_heads)
+    depth = depths(node_heads)
     anc = _ancestor_table(node_heads, D)  # [N, D] node ids, -1 missing
 
     out["syntax_tree"][pos] = tree_id[words]

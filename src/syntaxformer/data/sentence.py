@@ -17,7 +17,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
-from syntaxformer.data import tree as _tree
+from syntaxformer.data.tree import ancestors as _ancestors
+from syntaxformer.data.tree import check_heads as _check_heads
+from syntaxformer.data.tree import roots as _roots
 from syntaxformer.data.constituency import Tree
 from syntaxformer.errors import FormatError, InputError, TreeError
 
@@ -72,7 +74,7 @@ class Sentence:
         for i, w in enumerate(self.words):
             if not isinstance(w, str) or not w:
                 raise InputError(f"{what}: word {i} is empty or not a string ({w!r})")
-        _tree.check_heads(self.heads, what)
+        _check_heads(self.heads, what)
         if self.tree is not None:
             leaves = self.tree.leaves()
             if len(leaves) != n:
@@ -85,7 +87,7 @@ class Sentence:
     @property
     def roots(self) -> list[int]:
         """Indices of root words."""
-        return _tree.roots(self.heads)
+        return _roots(self.heads)
 
     def children(self, i: int) -> list[int]:
         """Dependents of word ``i``."""
@@ -93,7 +95,7 @@ class Sentence:
 
     def ancestors(self, i: int) -> list[int]:
         """Proper ancestors of word ``i``, nearest first."""
-        return _tree.ancestors(self.heads, i)
+        return _ancestors(self.heads, i)
 
     def detokenized(self) -> tuple[str, list[tuple[int, int]]]:
         """The text and word offsets: ``(text, offsets)`` if known, else words joined by single spaces."""

@@ -102,22 +102,15 @@ class TaskContext:
         """The model inputs of one aligned window (:class:`~syntaxformer.data.align.AlignedExample`): the
         :data:`TOKEN_INPUTS` and the :attr:`syntax_inputs` the model reads, nothing else.
 
-        Built with :func:`syntaxformer.data.collate.example_arrays` (``criterion``; ``max_distance`` only when an
-        ``[L, D]`` ancestor table is asked for; constituency arrays only when a ``con_*`` key is).
+        :func:`syntaxformer.data.model_inputs.window_arrays` with this context's ``criterion`` and
+        ``max_distance``.
 
         Raises:
             ConfigError: the model asks for a syntax input that the encoder does not make.
         """
-        from syntaxformer.data.collate import example_arrays
+        from syntaxformer.data.model_inputs import window_arrays
 
-        wants_table = any("_anc_" in k for k in self.syntax_inputs)
-        constituency = any(k.startswith("con_") for k in self.syntax_inputs)
-        arrays = example_arrays(window, self.criterion, self.max_distance if wants_table else 1, constituency)
-        missing = [k for k in self.syntax_inputs if k not in arrays]
-        if missing:
-            raise ConfigError(f"the model reads the syntax inputs {missing}, which syntax encoding does not "
-                              f"make (it makes {sorted(k for k in arrays if k not in TOKEN_INPUTS)})")
-        return {k: arrays[k] for k in (*TOKEN_INPUTS, *self.syntax_inputs) if k in arrays}
+        return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance)
 
 
 @dataclass

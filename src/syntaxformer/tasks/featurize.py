@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from syntaxformer.data.examples import TaskData, TaskExample, example_seed
+from syntaxformer.data.model_inputs import TOKEN_KEYS, encode_window, with_dependency_trees  # noqa: F401 (public here too)
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.utils import atomic_write
@@ -55,8 +56,6 @@ logger = logging.getLogger(__name__)
 
 #: Version of the stored feature format; part of the cache key (bump when the arrays change meaning).
 FEATURE_VERSION = 2
-#: The token arrays every example has (``token_type_ids`` where the tokenizer makes them).
-TOKEN_KEYS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
 #: ``TaskContext.syntax``: use given parses / gold trees where the data has them (``auto``), always parse the raw
 #: text (``parser``), or never parse (``given``).
 SYNTAX_MODES: tuple[str, ...] = ("auto", "parser", "given")
@@ -190,20 +189,6 @@ def headrule_sentence(tree: Any) -> Sentence:
                     source="gold-tree+headrules")
 
 
-def with_dependency_trees(doc: Document | Sentence) -> Document | Sentence:
-    """``doc`` with a constituency tree read off the dependency tree of every sentence that has none."""
-    from syntaxformer.data.constituency import dependency_to_constituency
-
-    def fill(s: Sentence) -> Sentence:
-        if s.tree is not None:
-            return s
-        return dataclasses.replace(s, tree=dependency_to_constituency(s.words, s.heads, s.upos))
-
-    if isinstance(doc, Sentence):
-        return fill(doc)
-    return Document([fill(s) for s in doc.sentences], text=doc.text, doc_id=doc.doc_id, metadata=dict(doc.metadata))
-
-
 def corrupt(doc: Document | Sentence, fraction: float, seed: int, key: str) -> Document | Sentence:
     """``doc`` with ``fraction`` of the dependency heads of each sentence re-attached at random (SG-Net TPAMI
     §7.6), seeded by ``seed`` and ``key`` (an example id + side), so the noise does not depend on batch order or
@@ -215,28 +200,6 @@ def corrupt(doc: Document | Sentence, fraction: float, seed: int, key: str) -> D
         return corrupt_sentence(doc, fraction, rng)
     return Document([corrupt_sentence(s, fraction, rng) for s in doc.sentences], text=doc.text,
                     doc_id=doc.doc_id, metadata=dict(doc.metadata))
-
-
-def encode_window(window: Any, context: Any) -> dict[str, np.ndarray]:
-    """Arrays of one aligned window (:class:`~syntaxformer.data.align.AlignedExample`): the token arrays plus the
-    syntax arrays in ``context.syntax_inputs`` (``pos_ids``: the ``context.pos_tags`` id of each subword's word),
-    nothing else."""
-    from syntaxformer.data.collate import example_arrays
-
-    wanted = set(context.syntax_inputs)
-    want_con = any(k.startswith("con_") for k in wanted)
-    arrays = example_arrays(window, context.criterion, context.max_distance, constituency=want_con)
-    out = {k: v for k, v in arrays.items() if k in TOKEN_KEYS or k in wanted}
-    if "pos_ids" in wanted:
-        from syntaxformer.data.subword_features import subword_feature_ids
-
-        tags = context.pos_tags or "upos"
-        out["pos_ids"] = subword_feature_ids(window, None, [tags])[f"{tags}_ids"]
-    missing = wanted - set(out)
-    if missing:
-        raise ConfigError(f"the model reads syntax inputs {sorted(missing)} that featurization cannot make; "
-                          f"known: {sorted(set(arrays) - set(TOKEN_KEYS)) + ['pos_ids']}")
-    return out
 
 
 def _check_context(context: Any) -> None:

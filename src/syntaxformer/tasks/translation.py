@@ -27,6 +27,13 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from syntaxformer.data.readers.parallel import ParallelCorpus, corpus_fraction, multi30k, read_corpus
+from syntaxformer.data.translation_pairs import (  # shared with exported model folders
+    DEPENDENCY_KEYS,
+    PAD_VALUES,
+    collate_pairs,
+    decode_translations,
+    encode_pairs,
+)
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 from syntaxformer.tasks.featurize import annotator_for
@@ -45,114 +52,6 @@ ARMS: dict[str, dict[str, Any]] = {
     "vanilla_layer": {"features": [], "use_sg_layer": True, "sg_mask": "none"},
     "syntax_xpos": {"features": ["xpos", "case", "subword"], "use_sg_layer": False},
 }
-
-#: Padding of each batch key (keys not listed pad with 0: the feature ids' "no word").
-PAD_VALUES = {"labels": -100, "dep_tin": -1, "dep_tout": -1, "syntax_tree": -1}
-
-_DEPENDENCY_KEYS = ("dep_tin", "dep_tout", "syntax_tree")
-
-
-def encode_pairs(corpus: ParallelCorpus, source_tokenizer: Any, target_tokenizer: Any | None, annotator: Any,
-                 syntax_inputs: Sequence[str], max_source_length: int = 64, max_target_length: int = 64,
-                 show_progress: bool = True) -> list[dict[str, np.ndarray]]:
-    """Parse the sources (cached), align subwords, and build each pair's arrays.
-
-    Args:
-        corpus: sources (and targets).
-        source_tokenizer: the source fast tokenizer (``</s>`` appended, see :mod:`syntaxformer.data.bpe`).
-        target_tokenizer: the target tokenizer; ``None`` (or a corpus without targets) gives no ``labels``.
-        annotator: the parser of the sources (``annotate(texts)``); unused when ``syntax_inputs`` is empty.
-        syntax_inputs: the syntax keys to emit (``{feature}_ids``, ``dep_tin`` / ``dep_tout`` / ``syntax_tree``).
-        max_source_length: source pieces kept, ``</s>`` included (longer sources are truncated).
-        max_target_length: target pieces kept, ``</s>`` included.
-        show_progress: progress bar over the pairs.
-
-    Returns:
-        one dict per pair: ``input_ids`` ``[L]``, each syntax input ``[L]`` (feature ids 0 and dependency tensors
-        -1 at ``</s>``), ``labels`` ``[T]`` when there are targets.
-    """
-    from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.data.encode import encode_syntax
-    from syntaxformer.data.subword_features import FEATURES, forest_words, subword_feature_ids
-    from syntaxformer.utils import progress
-
-    if max_source_length < 2 or max_target_length < 2:
-        raise ConfigError("max_source_length and max_target_length must be at least 2, got "
-                          f"{max_source_length} and {max_target_length}")
-    features = [k[:-len("_ids")] for k in syntax_inputs if k.endswith("_ids") and k[:-len("_ids")] in FEATURES]
-    dependency = [k for k in _DEPENDENCY_KEYS if k in syntax_inputs]
-    unknown = sorted(set(syntax_inputs) - {f"{f}_ids" for f in features} - set(dependency))
-    if unknown:
-        raise ConfigError(f"translation featurization cannot emit {unknown}; it knows "
-                          f"{[f'{f}_ids' for f in FEATURES] + list(_DEPENDENCY_KEYS)}")
-    labels = None
-    if target_tokenizer is not None and corpus.targets is not None:
-        labels = target_tokenizer(corpus.targets, truncation=True, max_length=max_target_length)["input_ids"]
-    out: list[dict[str, np.ndarray]] = []
-    if not features and not dependency:  # no parse needed: the tokenizer alone
-        ids = source_tokenizer(corpus.sources, truncation=True, max_length=max_source_length)["input_ids"]
-        for i, row in enumerate(ids):
-            item = {"input_ids": np.asarray(row, dtype=np.int64)}
-            if labels is not None:
-                item["labels"] = np.asarray(labels[i], dtype=np.int64)
-            out.append(item)
-        return out
-    docs = annotator.annotate(corpus.sources)
-    aligner = SyntaxAligner(source_tokenizer, max_length=max_source_length)
-    block = 1024
-    with progress(total=len(corpus), desc=f"encoding {corpus.name or 'corpus'}", unit="pair",
-                  disable=None if show_progress else True) as bar:
-        for start in range(0, len(corpus), block):
-            chunk = docs[start:start + block]
-            for k, windows in enumerate(aligner.align_batch(chunk)):
-                ex = windows[0]
-                item: dict[str, np.ndarray] = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
-                if len(ex.forest) == 0:  # nothing parsed (e.g. whitespace only): features and syntax stay empty
-                    L = len(ex)
-                    item.update({f"{f}_ids": np.zeros(L, dtype=np.int64) for f in features})
-                    item.update({key: np.full(L, -1, dtype=np.int64) for key in dependency})
-                else:
-                    if features:
-                        item.update(subword_feature_ids(ex, forest_words([chunk[k]]), features))
-                    if dependency:
-                        syn = encode_syntax(ex, criterion="share", max_distance=1, constituency=False)
-                        for key in dependency:
-                            item[key] = syn[key].astype(np.int64)
-                if labels is not None:
-                    item["labels"] = np.asarray(labels[start + k], dtype=np.int64)
-                out.append(item)
-            bar.update(len(chunk))
-    return out
-
-
-def collate_pairs(items: Sequence[Mapping[str, np.ndarray]], pad_token_id: int = 0,
-                  decoder_start_token_id: int | None = None) -> dict[str, Any]:
-    """Right-pad pair arrays to ``[B, L]`` / ``[B, T]`` tensors (:data:`PAD_VALUES`), add ``attention_mask``
-    (1 = real token) and, with labels and ``decoder_start_token_id``, ``decoder_input_ids`` (``<s>`` + labels
-    shifted right, padding as ``pad_token_id``): the Trainer's label smoother takes the labels away from the model,
-    which then needs its decoder input in the batch."""
-    import torch
-
-    if not items:
-        raise InputError("cannot collate an empty batch")
-    batch: dict[str, Any] = {}
-    for key in items[0]:
-        L = max(len(it[key]) for it in items)
-        pad = pad_token_id if key == "input_ids" else PAD_VALUES.get(key, 0)
-        arr = np.full((len(items), L), pad, dtype=np.int64)
-        for b, it in enumerate(items):
-            arr[b, :len(it[key])] = it[key]
-        batch[key] = torch.from_numpy(arr)
-    lengths = torch.tensor([len(it["input_ids"]) for it in items])
-    batch["attention_mask"] = (torch.arange(batch["input_ids"].shape[1]).unsqueeze(0) < lengths.unsqueeze(1)).long()
-    if "labels" in batch and decoder_start_token_id is not None:
-        labels = batch["labels"]
-        shifted = torch.full_like(labels, pad_token_id)  # (B, T)
-        shifted[:, 0] = decoder_start_token_id
-        shifted[:, 1:] = labels[:, :-1].masked_fill(labels[:, :-1] == -100, pad_token_id)
-        batch["decoder_input_ids"] = shifted
-    return batch
-
 
 class TranslationTask(Task):
     """Sentence-level translation with the Syntax-Infused Transformer (any parallel text; Multi30k by default).
@@ -278,7 +177,7 @@ class TranslationTask(Task):
     def syntax_inputs(self) -> tuple[str, ...]:
         """The syntax keys this task's model reads (as its config's ``syntax_inputs``)."""
         keys = tuple(f"{f}_ids" for f in self.features)
-        return keys + (_DEPENDENCY_KEYS if self.use_sg_layer and self.sg_mask == "sdoi" else ())
+        return keys + (DEPENDENCY_KEYS if self.use_sg_layer and self.sg_mask == "sdoi" else ())
 
     # -- data ------------------------------------------------------------------------------------------
     def eval_set_names(self) -> list[str]:
@@ -429,9 +328,7 @@ class TranslationTask(Task):
             raise InputError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizers)")
         ids = getattr(raw, "predictions", raw)
         ids = np.asarray(ids[0] if isinstance(ids, (tuple, list)) else ids)
-        pad = self.target_tokenizer.pad_token_id or 0
-        ids = np.where(ids < 0, pad, ids)
-        texts = [t.strip() for t in self.target_tokenizer.batch_decode(ids.tolist(), skip_special_tokens=True)]
+        texts = decode_translations(ids, self.target_tokenizer)
         if len(texts) != len(data):
             raise InputError(f"{len(texts)} translations for the {len(data)} sentences of {data.name!r}")
         return Predictions(ids=list(data.ids), values=texts)

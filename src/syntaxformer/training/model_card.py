@@ -6,7 +6,8 @@ system and its paper, the encoder, the head and labels, pooling and the syntax o
 where the trees come from, the data and its sizes (with the subsampling), the scores with the seed, the training
 settings, and the command (the command line when trained from the CLI, and always the config that
 ``syntaxformer train --config`` reproduces). The YAML header is the Hugging Face hub's (``library_name``, ``tags``,
-``pipeline_tag``, ``base_model``).
+``base_model``; no ``pipeline_tag``: a run folder's model answers through syntaxformer's pipelines, not a standard
+one). The card of a folder made to share is :mod:`syntaxformer.sharing.model_card` (``syntaxformer export``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,6 @@ PAPERS: dict[str, str] = {
                                   "Translation and Natural Language Understanding*, 2019",
 }
 
-_PIPELINE_TAGS = {"sequence_classification": "text-classification", "question_answering": "question-answering",
-                  "multiple_choice": "multiple-choice", "token_classification": "token-classification",
-                  "seq2seq": "translation"}
 _SYNTAX_PIPELINES = {"sequence_classification": "syntax-text-classification",
                      "question_answering": "syntax-question-answering", "seq2seq": "syntax-translation"}
 #: Config keys that are not model options (bookkeeping of transformers, or shown elsewhere in the card).
@@ -123,15 +121,16 @@ def model_card(metrics: Mapping[str, Any], run_config: Mapping[str, Any], model_
         head: the task's head.
         annotator: the run's parser, when it was built (for its name and version).
         command: the command line that trained it (``None``: trained through the Python API).
-        folder: the model folder (for the usage examples; default ``MODEL_DIR``).
+        folder: the model folder's name (for the usage examples; default ``MODEL_DIR``): no absolute path of
+            this machine goes into the card.
     """
     folder = folder or "MODEL_DIR"
     kind = str(metrics.get("model_type", "model"))
     title = str(metrics.get("task_title") or metrics.get("task"))
     tags = ["syntaxformer", str(metrics.get("model_family", "")), str(metrics.get("task", ""))]
+    # No pipeline_tag: transformers' standard pipelines reject a run folder's model (it reads syntax inputs);
+    # `syntaxformer export` makes a folder whose card names the tag of the pipeline it carries.
     header = ["---", "library_name: transformers", "tags:", *[f"- {t}" for t in dict.fromkeys(tags) if t]]
-    if head in _PIPELINE_TAGS:
-        header.append(f"pipeline_tag: {_PIPELINE_TAGS[head]}")
     scratch = head == "seq2seq"  # the translation model is trained from random init: no pretrained encoder
     base = None if scratch else _base_model(str(metrics.get("model", "")))
     if base:
@@ -158,7 +157,9 @@ def model_card(metrics: Mapping[str, Any], run_config: Mapping[str, Any], model_
         lines += [f"# {head}: load the model with the Auto classes; no pipeline for this head"]
     lines += ["```", "", f"or `syntaxformer predict {folder} --input texts.txt` (one JSON record per text). "
               "`AutoConfig` / `AutoModelFor...` load the folder after `import syntaxformer` (or with "
-              "`trust_remote_code=True` where syntaxformer is installed: `auto_map` names its code).", ""]
+              "`trust_remote_code=True` where syntaxformer is installed: `auto_map` names its code). To share the "
+              f"model with people who do not use syntaxformer, `syntaxformer export {folder} OUT_DIR` writes a "
+              "folder that loads with transformers alone (`pipeline(model=OUT_DIR, trust_remote_code=True)`).", ""]
 
     # -- model
     mc = model_config
@@ -258,7 +259,7 @@ def write_model_card(output_dir: str | os.PathLike, metrics: Mapping[str, Any], 
 
     path = Path(output_dir) / MODEL_CARD_FILE
     text = model_card(metrics, run_config, model_config, head, annotator=annotator,
-                      command=command if command is not None else cli_command(), folder=str(output_dir))
+                      command=command if command is not None else cli_command(), folder=Path(output_dir).name)
     with atomic_write(path) as f:
         f.write(text)
     return path

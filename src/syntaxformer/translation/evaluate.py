@@ -98,7 +98,7 @@ def translate(tm: TranslationModel, sources: Sequence[str], batch_size: int = 64
     from syntaxformer.data.bpe import BOS_ID
     from syntaxformer.data.readers.parallel import ParallelCorpus
     from syntaxformer.modeling.seq2seq import default_max_new_tokens
-    from syntaxformer.tasks.translation import collate_pairs, encode_pairs
+    from syntaxformer.data.translation_pairs import collate_pairs, encode_pairs
     from syntaxformer.training.batching import length_batches
 
     sources = list(sources)

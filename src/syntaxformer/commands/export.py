@@ -1,0 +1,33 @@
+"""``syntaxformer export``: write a finished run's final model as a self-contained Hugging Face model folder.
+
+The folder (weights, config, tokenizer, model card, the model's code with relative imports and its pipeline)
+loads without syntaxformer: ``pipeline(model=OUT_DIR, trust_remote_code=True)`` where only torch, transformers,
+spaCy and the run's spaCy pipeline package are installed. No checkpoints, no optimizer state. Prints the folder.
+
+Example::
+
+    syntaxformer export runs/sst2-sg shared/sst2-sg --license apache-2.0
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "write a run's final model as a self-contained Hugging Face folder (loads without syntaxformer)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of ``syntaxformer export`` to ``parser``."""
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="output folder of a finished `syntaxformer train` run")
+    parser.add_argument("out_dir", metavar="OUT_DIR", help="the model folder to write (must not exist or be empty)")
+    parser.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists and is not empty")
+    parser.add_argument("--license", help="license id for the model card (e.g. apache-2.0; default: the "
+                                          "encoder's when known, else 'other')")
+
+
+def run(args: argparse.Namespace) -> int:
+    from syntaxformer.sharing import export_model
+
+    out = export_model(args.run_dir, args.out_dir, overwrite=args.overwrite, license=args.license)
+    print(out)
+    return 0

@@ -1,0 +1,173 @@
+"""``syntaxformer export`` (sharing/export.py): the folder's contents, its code (relative imports only, every file
+reachable by transformers' loader, only the dependencies a user has), its model card, refusals, and its
+pipeline loaded with the installed transformers without importing syntaxformer."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from syntaxformer.errors import SyntaxformerError
+
+#: What a user of an exported model has installed (besides the standard library).
+USER_PACKAGES = {"torch", "transformers", "numpy", "spacy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
+
+
+@pytest.fixture(scope="module")
+def exported(sst2_runs, tmp_path_factory) -> dict[str, Path]:
+    """The tiny SG-Net and Syntax-BERT SST-2 runs, exported: system -> folder."""
+    from syntaxformer.sharing import export_model
+
+    root = tmp_path_factory.mktemp("exported")
+    return {s: export_model(run, root / f"sst2-{s}") for s, run in sst2_runs.items()}
+
+
+def _absolute_paths(text: str) -> list[str]:
+    return re.findall(r"(?<![\w.])/(?:tmp|work|home|root|usr|opt|var|private|Users)/[^\s\"'`)]*", text)
+
+
+def test_export_folder_holds_the_model_and_nothing_of_the_training(exported, sst2_runs):
+    folder = exported["sgnet"]
+    names = {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
+    assert {"model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json", "README.md",
+            "syntax_pipeline.json", "syntax_model.py", "syntax_pipeline.py", "modeling_sgnet.py"} <= names
+    training = {n for n in names if n.startswith("checkpoint") or n.endswith((".pt", ".pth", ".bin"))
+                or n in ("run.json", "metrics.json", "training_args.bin", "dev_predictions.json")}
+    assert training == set()
+    assert (folder / "model.safetensors").read_bytes() == (Path(sst2_runs["sgnet"]) / "model.safetensors").read_bytes()
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["auto_map"] == {"AutoConfig": "syntax_model.SGNetConfig",
+                                  "AutoModelForSequenceClassification": "syntax_model.SGNetForSequenceClassification"}
+    assert config["custom_pipelines"] == {"text-classification": {
+        "impl": "syntax_model.SyntaxTextClassificationPipeline", "pt": ["AutoModelForSequenceClassification"],
+        "tf": [], "type": "text"}}
+    options = json.loads((folder / "syntax_pipeline.json").read_text(encoding="utf-8"))
+    assert options["parser"] == "en_core_web_sm" and options["max_length"] == 32
+    assert options["syntax_inputs"] == ["syntax_tree", "dep_tin", "dep_tout"]
+    for name in ("config.json", "syntax_pipeline.json", "README.md"):
+        assert _absolute_paths((folder / name).read_text(encoding="utf-8")) == [], name
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
+
+
+def test_export_code_has_relative_imports_only_and_every_file_reaches_the_loader(exported):
+    from transformers.dynamic_module_utils import get_imports, get_relative_imports
+
+    folder = exported["syntax_bert"]
+    code = {p.stem: p for p in folder.glob("*.py")}
+    for name, path in code.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert not any(a.name.split(".")[0] == "syntaxformer" for a in node.names), (name, node.lineno)
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 1 or (node.module or "").split(".")[0] != "syntaxformer", (name, node.lineno)
+        # what transformers' loader reads: the relative imports name files of the folder; the other imports
+        # (those outside try blocks, at any depth: the hub checks every file) are packages a user has
+        assert set(get_relative_imports(path)) <= set(code), name
+        assert set(get_imports(path)) - set(sys.stdlib_module_names) <= USER_PACKAGES, name
+    # a local folder's loader copies the direct relative imports of the module it loads: the entry imports all
+    assert set(get_relative_imports(folder / "syntax_model.py")) == set(code) - {"syntax_model"}
+
+
+def test_export_model_card_metadata_and_usage(exported, sst2_runs):
+    from huggingface_hub import ModelCard
+
+    card = ModelCard.load(exported["sgnet"] / "README.md")
+    metrics = json.loads((Path(sst2_runs["sgnet"]) / "metrics.json").read_text(encoding="utf-8"))
+    data = card.data
+    assert data.library_name == "transformers" and data.pipeline_tag == "text-classification"
+    assert data.license == "other" and "custom_code" in data.tags and data.datasets == ["nyu-mll/glue"]
+    [result] = data.eval_results
+    assert (result.metric_type, result.metric_value) == ("accuracy", metrics["dev"]["accuracy"])
+    assert result.metric_args == {"seed": 42} and result.dataset_config == "sst2" and result.dataset_split == "dev"
+    text = card.text
+    assert "pip install" in text and "torch" in text and "python -m spacy download en_core_web_sm" in text
+    assert 'pipeline(model="sst2-sgnet", trust_remote_code=True)' in text
+    assert "syntaxformer is not needed" in text and "import syntaxformer" not in text
+
+
+def test_export_refuses_bad_runs_and_an_existing_folder(sst2_runs, tmp_path):
+    import shutil
+
+    from syntaxformer.cli import main
+    from syntaxformer.sharing import export_model
+
+    run = Path(sst2_runs["sgnet"])
+    out = tmp_path / "out"
+    export_model(run, out)
+    (out / "mine.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(SyntaxformerError, match=rf"{re.escape(str(out))} exists and is not empty.*--overwrite"):
+        export_model(run, out)
+    assert (out / "mine.txt").is_file()
+    assert main(["export", str(run), str(out)]) == 1
+    assert main(["export", str(run), str(out), "--overwrite"]) == 0
+    assert not (out / "mine.txt").exists() and (out / "model.safetensors").is_file()
+    with pytest.raises(SyntaxformerError, match="not a run folder of `syntaxformer train` .no run.json"):
+        export_model(tmp_path, tmp_path / "x")
+    bad = tmp_path / "bad-run"
+    shutil.copytree(run, bad)
+    (bad / "model.safetensors").write_bytes((run / "model.safetensors").read_bytes()[:100])
+    with pytest.raises(SyntaxformerError, match=r"bad-run/model.safetensors is not a readable safetensors file"):
+        export_model(bad, tmp_path / "y")
+    (bad / "model.safetensors").unlink()
+    with pytest.raises(SyntaxformerError, match=r"no final weights \(model.safetensors is missing\)"):
+        export_model(bad, tmp_path / "y")
+    (bad / "config.json").unlink()
+    with pytest.raises(SyntaxformerError, match="holds no saved model .no config.json"):
+        export_model(bad, tmp_path / "y")
+    assert not (tmp_path / "y").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def _baseline_run(folder: Path, tiny_model: str) -> str:
+    """A tiny plain-encoder SST-2 run (SG-Net without its layer, first-token pooling: the model reads no syntax)."""
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
+
+    train(RunConfig(task="sst2", model_type="sgnet", model_name_or_path=tiny_model,
+                    model={"use_sg_layer": False, "pooling": "cls"}, max_train_samples=16, max_eval_samples=8,
+                    max_steps=2, max_length=32, per_device_train_batch_size=8, eval_strategy="no",
+                    save_strategy="no", disable_tqdm=True, features_cache=False, output_dir=str(folder)))
+    return str(folder)
+
+
+def test_export_pipeline_in_a_process_that_never_imports_syntaxformer(exported, sst2_runs, tiny_model, tmp_path,
+                                                                      one_thread):
+    """The installed transformers (the newest the project supports) loads the folders through ``custom_pipelines``
+    with syntaxformer on the path but never imported; the answers are the library Predictor's, for a Syntax-BERT
+    model and for a plain baseline (nothing parsed: no parser in its options)."""
+    from syntaxformer.inference import Predictor
+    from syntaxformer.sharing import export_model
+
+    baseline = _baseline_run(tmp_path / "baseline", tiny_model)
+    runs = {"syntax_bert": sst2_runs["syntax_bert"], "baseline": baseline}
+    folders = {"syntax_bert": str(exported["syntax_bert"]),
+               "baseline": str(export_model(baseline, tmp_path / "shared" / "baseline"))}
+    options = json.loads((Path(folders["baseline"]) / "syntax_pipeline.json").read_text(encoding="utf-8"))
+    assert options["syntax_inputs"] == [] and options["parser"] is None
+    texts = ["A fine, moving film.", "Dull and far too long."]
+    code = f"""
+import json, sys
+from transformers import pipeline
+out = {{name: pipeline(model=folder, trust_remote_code=True)({texts!r}, top_k=None)
+        for name, folder in {folders!r}.items()}}
+print(json.dumps({{"out": out, "loaded": sorted(m for m in sys.modules if m.startswith("syntaxformer"))}}))
+"""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["loaded"] == []
+    for name, run in runs.items():
+        want = Predictor.from_run(run).predict(texts)
+        assert len(result["out"][name]) == len(want) == 2
+        for got, ref in zip(result["out"][name], want):
+            assert {d["label"]: d["score"] for d in got} == pytest.approx(ref["scores"], abs=1e-5), name
