@@ -33,7 +33,8 @@ test: $(STAMP)
 # without syntaxformer" for the tests that need one (SYNTAXFORMER_CLEAN_PYTHON names its python).
 VENV_MIN  ?= .venv-min
 STAMP_MIN  = $(VENV_MIN)/.syntaxformer-installed
-MIN_TESTS ?= tests/modeling tests/data tests/training/test_run.py tests/training/test_trainer.py tests/test_inference.py
+MIN_TESTS ?= tests/modeling tests/data tests/training/test_run.py tests/training/test_trainer.py tests/test_inference.py \
+             tests/sharing
 
 $(STAMP_MIN): pyproject.toml .ci/min-versions.txt
 	test -x $(VENV_MIN)/bin/python || $(PYTHON) -m venv $(VENV_MIN)
