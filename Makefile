@@ -47,7 +47,7 @@ $(STAMP_MIN): pyproject.toml .ci/min-versions.txt
 
 test-min: $(STAMP_MIN)
 	$(VENV_MIN)/bin/python -c "import importlib.metadata as m; print('minimum versions:', *(f'{p} {m.version(p)}' for p in ('torch', 'transformers', 'tokenizers', 'huggingface-hub', 'numpy', 'spacy', 'accelerate', 'tqdm')))"
-	PYTHONPATH=src HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 SYNTAXFORMER_CLEAN_PYTHON=$(VENV_MIN)/bin/python \
+	PYTHONPATH=src HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 SYNTAXFORMER_CLEAN_PYTHON=$(abspath $(VENV_MIN))/bin/python \
 		$(VENV_MIN)/bin/python -m pytest -p no:cacheprovider $(MIN_TESTS)
 
 bench: $(STAMP)
