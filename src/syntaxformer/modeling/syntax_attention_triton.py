@@ -1,0 +1,527 @@
+"""Syntax-BERT attention as fused Triton kernels (``SyntaxAttentionOptions(implementation="triton")``).
+
+The algebra is the ``"flex"`` path's (see :mod:`syntaxformer.modeling.syntax_attention`, "A third, flex"): per query
+row, the weighted mix of per-group softmaxes is one softmax with a per-(head, row, joint bucket) log-weight bias,
+times the row's total weight. This module supplies the two passes over the ``L x L`` pairs that the flex path runs
+with PyTorch ops and ``flex_attention``, as Triton kernels that never write a ``[B, H, L, L]`` tensor:
+
+* **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) two sweeps over the key
+  blocks, ``S = Q Kᵀ · scale`` recomputed in each: the per-(row, joint bucket) maximum, then the sums
+  ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k`` (``w_k = V_h[k] · u_h``, the
+  topical scores are linear in the group outputs). Out come ``lz = log z + max`` and ``Y = Σ π w`` per joint bucket
+  (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows). Backward: a row kernel (``dQ``) and
+  a column kernel (``dK`` and ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - lz_j)``.
+* **attention pass** (:class:`_TritonBiasedAttention`): flash-attention forward of ``softmax(S + b[joint]) V``
+  (the bias gathered per pair from the row's ``J`` entries), keeping ``lse`` per row. Backward flash-style: a row
+  kernel for ``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of
+  flash attention, summed per bucket), a column kernel for ``dK`` and ``dV``.
+
+Between the two passes the ``[B, H, L, J]`` tables go through the flex path's PyTorch algebra (log-sum-exp per
+group, topical weights, the bias), with autograd.
+
+**Relation ids: a compact table, not recomputed per pair.** The kernels read the joint-bucket index of every pair
+(``[B, L, L]``; int8 when there are at most 127 joint buckets per row, else int16), built once per forward from the
+partitions and the padding mask and shared by every layer. The alternative, recomputing each pair's groups from the
+per-token tree features (``dep_*`` / ``con_*``, O(L·D) inputs), costs about ``4 (D + 1)`` integer comparisons per
+pair and partition per sweep (the ancestor-interval test of :func:`syntaxformer.masks.relations.relation_groups`,
+D = 15), then the joint combination of the partitions, in each of the seven sweeps; it would also tie the kernels
+to one relation definition, while the attention takes any ``[B, L, L]`` partitions (the tests use random ones). One
+byte per pair read per sweep is ``B·L²`` bytes (8 MB at 32 x 512), against the ``B·H·L²`` fp32 entries that the
+``fast`` path writes and reads per pass. This choice is argued, not measured: the table against on-the-fly ids can
+only be timed on a GPU (the CPU interpreter's timings say nothing about GPU speed).
+
+Not supported (refused with :class:`~syntaxformer.errors.ConfigError`): attention-probability dropout in training.
+Everything else of the ``fast`` path (aggregations, empty-row modes, ``full_attention_candidate``, gate per layer or
+head, LISA existing or added, padding, any partitions) runs through the flex path's wrapper, which this module
+plugs into. On the CPU the kernels run only under Triton's interpreter (``TRITON_INTERPRET=1`` set before this
+module is imported; the tests do), which is for correctness only.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+from syntaxformer.errors import ConfigError
+
+try:  # triton is optional (the ``dev`` extra installs it; CUDA builds of torch ship it)
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised where triton is absent
+    triton = None
+    tl = None
+
+#: The kernels were built for Triton's CPU interpreter (``TRITON_INTERPRET=1`` when this module was imported).
+INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def available() -> bool:
+    """Whether triton can be imported (the fused kernels exist)."""
+    return triton is not None
+
+
+def check(query: torch.Tensor, dropout: float, module: nn.Module) -> None:
+    """Refuse what the Triton path cannot run, naming what would work."""
+    if triton is None:
+        raise ConfigError("implementation='triton' needs the triton package (pip install triton, or the dev extra "
+                          "of syntaxformer; CUDA builds of torch ship it); use implementation='fast' or 'auto'")
+    if query.device.type == "cpu" and not INTERPRETED:
+        raise ConfigError("implementation='triton' runs on CUDA; on the CPU only under Triton's interpreter "
+                          "(TRITON_INTERPRET=1 set before syntaxformer.modeling.syntax_attention_triton is imported; "
+                          "for tests, slow); use implementation='fast' or 'auto' on the CPU")
+    if query.device.type not in ("cuda", "cpu"):
+        raise ConfigError(f"implementation='triton' runs on CUDA, not on {query.device.type}; use "
+                          "implementation='fast'")
+    if dropout > 0 and module.training:
+        raise ConfigError(f"implementation='triton' has no attention-probability dropout; set the encoder's "
+                          f"attention_probs_dropout_prob=0 (got {dropout}) or use implementation='fast'")
+
+
+class _Compact(NamedTuple):
+    """The joint-bucket index of a forward in the kernels' dtype (kept in ``SyntaxGroups.cache``)."""
+
+    source: torch.Tensor  # the int64 index it was made from (identity = cache key)
+    index: torch.Tensor  # (B, L, L) int8 / int16, contiguous
+
+
+def compact_index(index: torch.Tensor, size: int, cache: dict | None = None) -> torch.Tensor:
+    """The ``[B, L, L]`` joint-bucket index as int8 (at most 127 buckets) or int16, contiguous; once per forward
+    when ``cache`` (the groups' per-forward memo) is given."""
+    hit = None if cache is None else cache.get("triton")
+    if hit is not None and hit.source is index:
+        return hit.index
+    if size > torch.iinfo(torch.int16).max:
+        raise ConfigError(f"implementation='triton' takes at most {torch.iinfo(torch.int16).max} joint buckets per "
+                          f"row, got {size}; use implementation='fast'")
+    dtype = torch.int8 if size <= torch.iinfo(torch.int8).max else torch.int16
+    out = index.to(dtype).contiguous()
+    if cache is not None:
+        cache["triton"] = _Compact(index, out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernels. Index conventions: q / k / v / dO ``[B, H, L, d]`` with any strides; the joint index ``[B, L, L]``
+# (contiguous); per-bucket tables ``[B, H, L, J]`` and per-row vectors ``[B, H, L]`` contiguous fp32. One program
+# per (block of rows or keys, batch * head). ``BD`` is the head size rounded up to a power of two >= 16 (tl.dot).
+# ---------------------------------------------------------------------------------------------------------------
+
+if triton is not None:
+
+    @triton.jit
+    def _tile_scores(q, K, kb, keys, dcols, skl, skd, L, D, scale, PREC: tl.constexpr):
+        """``S = q Kᵀ · scale`` ``[BM, BN]`` fp32 for the keys ``keys`` (``q`` ``[BM, BD]`` loaded)."""
+        kt = tl.load(K + kb + keys[None, :] * skl + dcols[:, None] * skd,
+                     mask=(keys[None, :] < L) & (dcols[:, None] < D), other=0.0)  # (BD, BN)
+        return tl.dot(q, kt, input_precision=PREC) * scale
+
+    @triton.jit
+    def _prepass_max_kernel(Q, K, IDX, MX, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D, scale,
+                            BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, JP: tl.constexpr,
+                            PREC: tl.constexpr):
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        dcols = tl.arange(0, BD)
+        jcols = tl.arange(0, JP)
+        row_ok = rows < L
+        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        mx = tl.full([BM, JP], float("-inf"), tl.float32)
+        for start in range(0, L, BN):
+            keys = start + tl.arange(0, BN)
+            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
+            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
+                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            for j in range(0, J):
+                top = tl.max(tl.where(jj == j, s, float("-inf")), 1)  # (BM,)
+                mx = tl.where(jcols[None, :] == j, tl.maximum(mx, top[:, None]), mx)
+        tab = (bh * L + rows[:, None]) * J + jcols[None, :]
+        tl.store(MX + tab, mx, mask=row_ok[:, None] & (jcols[None, :] < J))
+
+    @triton.jit
+    def _prepass_sum_kernel(Q, K, W, IDX, MX, LZ, Y, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D, scale,
+                            HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
+                            JP: tl.constexpr, PREC: tl.constexpr):
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        dcols = tl.arange(0, BD)
+        jcols = tl.arange(0, JP)
+        row_ok = rows < L
+        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        z = tl.zeros([BM, JP], tl.float32)
+        y = tl.zeros([BM, JP], tl.float32)
+        row_tab = (bh * L + rows[:, None]) * J
+        for start in range(0, L, BN):
+            keys = start + tl.arange(0, BN)
+            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
+            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
+                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            ok = jj >= 0
+            top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the pair's bucket maximum
+            e = tl.where(ok, tl.exp(s - top), 0.0)
+            if HAS_W:
+                w = tl.load(W + bh * L + keys, mask=keys < L, other=0.0)
+                ew = e * w[None, :]
+            for j in range(0, J):
+                sel = jj == j
+                z = tl.where(jcols[None, :] == j, z + tl.sum(tl.where(sel, e, 0.0), 1)[:, None], z)
+                if HAS_W:
+                    y = tl.where(jcols[None, :] == j, y + tl.sum(tl.where(sel, ew, 0.0), 1)[:, None], y)
+        tab_ok = row_ok[:, None] & (jcols[None, :] < J)
+        mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=0.0)
+        live = z > 0
+        z_safe = tl.where(live, z, 1.0)
+        tl.store(LZ + row_tab + jcols[None, :], tl.where(live, tl.log(z_safe) + mx, float("-inf")), mask=tab_ok)
+        if HAS_W:
+            tl.store(Y + row_tab + jcols[None, :], y / z_safe, mask=tab_ok)
+
+    @triton.jit
+    def _prepass_bwd_rows_kernel(Q, K, W, IDX, LZ, A, DY, DQ, sqb, sqh, sql, sqd, skb, skh, skl, skd,
+                                 H, L, J, D, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                                 BD: tl.constexpr, PREC: tl.constexpr):
+        """``dQ`` of the statistics pass: ``dS = π (a_j + dY_j w_k)`` with ``a = dlz - dY Y``."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        dcols = tl.arange(0, BD)
+        row_ok = rows < L
+        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        dq = tl.zeros([BM, BD], tl.float32)
+        row_tab = (bh * L + rows[:, None]) * J
+        for start in range(0, L, BN):
+            keys = start + tl.arange(0, BN)
+            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
+            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
+                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            ok = jj >= 0
+            pi = tl.where(ok, tl.exp(s - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
+            coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
+            if HAS_W:
+                w = tl.load(W + bh * L + keys, mask=keys < L, other=0.0)
+                coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
+            ds = pi * coef
+            k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
+                        mask=(keys[:, None] < L) & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+            dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
+        tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
+
+    @triton.jit
+    def _prepass_bwd_cols_kernel(Q, K, W, IDX, LZ, A, DY, DK, DW, sqb, sqh, sql, sqd, skb, skh, skl, skd,
+                                 H, L, J, D, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                                 BD: tl.constexpr, PREC: tl.constexpr):
+        """``dK`` and ``dw`` of the statistics pass, per block of keys (tiles transposed: ``[BN, BM]``)."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        keys = pid * BN + tl.arange(0, BN)
+        dcols = tl.arange(0, BD)
+        key_ok = keys < L
+        k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
+                    mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+        if HAS_W:
+            w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+        dk = tl.zeros([BN, BD], tl.float32)
+        dw = tl.zeros([BN], tl.float32)
+        for start in range(0, L, BM):
+            rows = start + tl.arange(0, BM)
+            row_ok = rows < L
+            qt = tl.load(Q + b * sqb + h * sqh + rows[None, :] * sql + dcols[:, None] * sqd,
+                         mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BM)
+            st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
+            jj = tl.load(IDX + b * L * L + rows[None, :] * L + keys[:, None],
+                         mask=row_ok[None, :] & key_ok[:, None], other=-1).to(tl.int32)
+            ok = jj >= 0
+            row_tab = (bh * L + rows[None, :]) * J
+            pi = tl.where(ok, tl.exp(st - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
+            coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
+            if HAS_W:
+                pdy = pi * tl.load(DY + row_tab + jj, mask=ok, other=0.0)
+                dw += tl.sum(pdy, 1)
+                dst = pi * coef + pdy * w[:, None]
+            else:
+                dst = pi * coef
+            q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+                        mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
+            dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+        tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
+        if HAS_W:
+            tl.store(DW + bh * L + keys, dw, mask=key_ok)
+
+    @triton.jit
+    def _attn_fwd_kernel(Q, K, V, IDX, BIAS, O, LSE, sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
+                         H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
+                         PREC: tl.constexpr):
+        """``O = softmax(S + b[joint]) V`` (online softmax over key blocks) and ``lse`` per row."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        dcols = tl.arange(0, BD)
+        row_ok = rows < L
+        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        acc = tl.zeros([BM, BD], tl.float32)
+        m = tl.full([BM], float("-inf"), tl.float32)
+        total = tl.zeros([BM], tl.float32)
+        row_tab = (bh * L + rows[:, None]) * J
+        for start in range(0, L, BN):
+            keys = start + tl.arange(0, BN)
+            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
+            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
+                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            ok = jj >= 0
+            t = tl.where(ok, s + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
+            m_new = tl.maximum(m, tl.max(t, 1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp(t - m_safe[:, None])
+            rescale = tl.exp(m - m_safe)
+            total = total * rescale + tl.sum(p, 1)
+            v = tl.load(V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
+                        mask=(keys[:, None] < L) & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+            acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+            m = m_new
+        live = total > 0
+        total_safe = tl.where(live, total, 1.0)
+        out = acc / total_safe[:, None]
+        tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], out, mask=row_ok[:, None])
+        lse = tl.where(live, tl.where(m == float("-inf"), 0.0, m) + tl.log(total_safe), float("inf"))
+        tl.store(LSE + bh * L + rows, lse, mask=row_ok)
+
+    @triton.jit
+    def _attn_bwd_rows_kernel(Q, K, V, IDX, BIAS, LSE, DO, DELTA, DQ, DB, sqb, sqh, sql, sqd, skb, skh, skl, skd,
+                              svb, svh, svl, svd, H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr,
+                              BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr):
+        """``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` per block of rows."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        dcols = tl.arange(0, BD)
+        jcols = tl.arange(0, JP)
+        row_ok = rows < L
+        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+        lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
+        delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
+        dq = tl.zeros([BM, BD], tl.float32)
+        db = tl.zeros([BM, JP], tl.float32)
+        row_tab = (bh * L + rows[:, None]) * J
+        for start in range(0, L, BN):
+            keys = start + tl.arange(0, BN)
+            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
+            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
+                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            ok = jj >= 0
+            t = s + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
+            p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
+            vt = tl.load(V + b * svb + h * svh + keys[None, :] * svl + dcols[:, None] * svd,
+                         mask=(keys[None, :] < L) & (dcols[:, None] < D), other=0.0)  # (BD, BN)
+            dp = tl.dot(do.to(vt.dtype), vt, input_precision=PREC)
+            ds = p * (dp - delta[:, None])
+            k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
+                        mask=(keys[:, None] < L) & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+            dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
+            for j in range(0, J):
+                db = tl.where(jcols[None, :] == j, db + tl.sum(tl.where(jj == j, ds, 0.0), 1)[:, None], db)
+        tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
+        tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
+
+    @triton.jit
+    def _attn_bwd_cols_kernel(Q, K, V, IDX, BIAS, LSE, DO, DELTA, DK, DV, sqb, sqh, sql, sqd, skb, skh, skl, skd,
+                              svb, svh, svl, svd, H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr,
+                              BD: tl.constexpr, PREC: tl.constexpr):
+        """``dK`` and ``dV`` per block of keys (tiles transposed: ``[BN, BM]``)."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        keys = pid * BN + tl.arange(0, BN)
+        dcols = tl.arange(0, BD)
+        key_ok = keys < L
+        k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
+                    mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+        v = tl.load(V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
+                    mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+        dk = tl.zeros([BN, BD], tl.float32)
+        dv = tl.zeros([BN, BD], tl.float32)
+        for start in range(0, L, BM):
+            rows = start + tl.arange(0, BM)
+            row_ok = rows < L
+            qt = tl.load(Q + b * sqb + h * sqh + rows[None, :] * sql + dcols[:, None] * sqd,
+                         mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BM)
+            st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
+            jj = tl.load(IDX + b * L * L + rows[None, :] * L + keys[:, None],
+                         mask=row_ok[None, :] & key_ok[:, None], other=-1).to(tl.int32)
+            ok = jj >= 0
+            row_tab = (bh * L + rows[None, :]) * J
+            lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
+            pt = tl.where(ok, tl.exp(st + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0) - lse[None, :]), 0.0)
+            do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+            dv += tl.dot(pt.to(v.dtype), do.to(v.dtype), input_precision=PREC)
+            dot = tl.load(DO + (bh * L + rows[None, :]) * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
+            dpt = tl.dot(v, dot.to(v.dtype), input_precision=PREC)  # (BN, BM) dO · V transposed
+            delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
+            dst = pt * (dpt - delta[None, :])
+            q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+                        mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
+            dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+        tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
+        tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Launch helpers and autograd functions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _pow2(n: int, least: int = 16) -> int:
+    return max(least, 1 << max(0, int(n) - 1).bit_length())
+
+
+def _config(L: int, d: int) -> tuple[int, int, int, dict]:
+    """``(BM, BN, BD, launch kwargs)``: 64 x 64 tiles on the GPU (32 x 32 for short sequences), 32 x 32 in the
+    interpreter (its cost is per operation, not per element)."""
+    BD = _pow2(d)
+    if INTERPRETED:
+        return 32, 32, BD, {}
+    block = 64 if L > 32 else 32
+    return block, block, BD, {"num_warps": 4 if BD <= 64 else 8}
+
+
+def _precision(x: torch.Tensor) -> str:
+    """fp32 tiles go through the tensor cores as TF32 only where torch's matmuls may (full fp32 by default)."""
+    if x.dtype == torch.float32 and x.device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32:
+        return "tf32"
+    return "ieee"
+
+
+def _strides(x: torch.Tensor) -> tuple[int, int, int, int]:
+    return tuple(int(s) for s in x.stride())
+
+
+def _unpad(x: torch.Tensor, d: int) -> torch.Tensor:
+    """``[B, H, L, BD]`` kernel output -> ``[B, H, L, d]``."""
+    return x if x.shape[-1] == d else x[..., :d]
+
+
+class _TritonPrepass(torch.autograd.Function):
+    """``(lz, Y)`` ``[B, H, L, J]`` per joint bucket (the flex pre-pass's tables) from the statistics kernels."""
+
+    @staticmethod
+    def forward(ctx, query, key, w, index, size, scaling):  # noqa: D102
+        B, H, L, d = query.shape
+        BM, BN, BD, launch = _config(L, d)
+        J = int(size)
+        JP = _pow2(J, 1)
+        prec = _precision(query)
+        dev = query.device
+        mx = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
+        lz = torch.empty_like(mx)
+        y = torch.zeros_like(mx) if w is not None else None
+        wc = w.float().contiguous() if w is not None else None
+        grid = (triton.cdiv(L, BM), B * H)
+        args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
+        _prepass_max_kernel[grid](query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP, PREC=prec, **launch)
+        _prepass_sum_kernel[grid](query, key, wc if wc is not None else mx, index, mx, lz,
+                                  y if y is not None else mx, *args, HAS_W=w is not None, BM=BM, BN=BN, BD=BD,
+                                  JP=JP, PREC=prec, **launch)
+        ctx.save_for_backward(query, key, wc, index, lz, y)
+        ctx.scaling = float(scaling)
+        return lz, (y if y is not None else torch.zeros(0, device=dev))
+
+    @staticmethod
+    def backward(ctx, d_lz, d_y):  # noqa: D102
+        query, key, w, index, lz, y = ctx.saved_tensors
+        B, H, L, d = query.shape
+        J = lz.shape[-1]
+        BM, BN, BD, launch = _config(L, d)
+        prec = _precision(query)
+        has_w = w is not None
+        d_lz = torch.zeros_like(lz) if d_lz is None else d_lz.float()
+        has_w_grad = has_w and d_y is not None and d_y.numel() > 0
+        if has_w_grad:
+            d_y = d_y.float().contiguous()
+            a = d_lz - d_y * y  # dS = π (a_j + dY_j w_k)
+        else:
+            a = d_lz
+        a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0).contiguous()  # empty buckets: no pair reads them
+        dq = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
+        dk = torch.empty_like(dq)
+        dw = torch.empty(B, H, L, device=query.device, dtype=torch.float32) if has_w_grad else None
+        args = (*_strides(query), *_strides(key), H, L, J, d, ctx.scaling)
+        w_arg = w if has_w_grad else lz
+        dy_arg = d_y if has_w_grad else lz
+        _prepass_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
+            query, key, w_arg, index, lz, a, dy_arg, dq, *args, HAS_W=has_w_grad, BM=BM, BN=BN, BD=BD, PREC=prec,
+            **launch)
+        _prepass_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
+            query, key, w_arg, index, lz, a, dy_arg, dk, dw if dw is not None else lz, *args, HAS_W=has_w_grad,
+            BM=BM, BN=BN, BD=BD, PREC=prec, **launch)
+        grad_w = None
+        if has_w:
+            grad_w = dw if dw is not None else torch.zeros_like(w)
+        return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), grad_w, None, None, None)
+
+
+def prepass(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float, joint: Any,
+            cache: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(lz, Y)`` per joint bucket ``[B, H, L, J]`` (the flex path's ``_flex_prepass``, fused; Y None without
+    ``w``). ``joint`` is the flex path's joint index (its int64 index is converted once per forward, kept in
+    ``cache``, the groups' per-forward memo)."""
+    index = compact_index(joint.index, joint.size, cache)
+    lz, y = _TritonPrepass.apply(query, key, w, index, joint.size, scaling)
+    return lz, (y if w is not None else None)
+
+
+class _TritonBiasedAttention(torch.autograd.Function):
+    """``softmax(S + bias[b, h, i, index[b, i, k]]) V`` ``[B, H, L, d]`` with gradients for q, k, v and the bias."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, bias, index, scaling):  # noqa: D102
+        B, H, L, d = query.shape
+        J = bias.shape[-1]
+        BM, BN, BD, launch = _config(L, d)
+        prec = _precision(query)
+        bias_c = bias.float().contiguous()
+        out = torch.empty(B, H, L, BD, device=query.device, dtype=value.dtype)
+        lse = torch.empty(B, H, L, device=query.device, dtype=torch.float32)
+        _attn_fwd_kernel[(triton.cdiv(L, BM), B * H)](
+            query, key, value, index, bias_c, out, lse, *_strides(query), *_strides(key), *_strides(value),
+            H, L, J, d, float(scaling), BM=BM, BN=BN, BD=BD, PREC=prec, **launch)
+        ctx.save_for_backward(query, key, value, index, bias_c, out, lse)
+        ctx.scaling = float(scaling)
+        return _unpad(out, d)
+
+    @staticmethod
+    def backward(ctx, d_out):  # noqa: D102
+        query, key, value, index, bias, out, lse = ctx.saved_tensors
+        B, H, L, d = query.shape
+        J = bias.shape[-1]
+        BM, BN, BD, launch = _config(L, d)
+        prec = _precision(query)
+        do = torch.zeros(B, H, L, BD, device=query.device, dtype=torch.float32)
+        do[..., :d] = d_out
+        delta = (do * out.float()).sum(-1).contiguous()  # (B, H, L) D_i = dO_i · O_i
+        dq = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
+        dk, dv = torch.empty_like(dq), torch.empty_like(dq)
+        db = torch.empty_like(bias)
+        args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
+        _attn_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
+            query, key, value, index, bias, lse, do, delta, dq, db, *args, BM=BM, BN=BN, BD=BD, JP=_pow2(J, 1),
+            PREC=prec, **launch)
+        _attn_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
+            query, key, value, index, bias, lse, do, delta, dk, dv, *args, BM=BM, BN=BN, BD=BD, PREC=prec,
+            **launch)
+        return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype), db,
+                None, None)
+
+
+def context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor, joint: Any,
+            scaling: float, lz: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+    """``softmax_k(S[b,h,i,k] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (the flex path's ``_flex_context``,
+    fused; ``lz`` is not needed: the bias gradient comes from the attention kernel's own backward)."""
+    compact = compact_index(joint.index, joint.size, cache)
+    return _TritonBiasedAttention.apply(query, key, value, bias, compact, scaling)
