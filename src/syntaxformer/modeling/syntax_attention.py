@@ -1334,15 +1334,17 @@ class _PairPasses(NamedTuple):
     Everything between them (the ``[B, H, L, J]`` tables' algebra, LISA, gate, recorder) is shared."""
 
     check: Callable[[torch.Tensor, float, nn.Module], None]  # (query, dropout, module): refuse what cannot run
-    prepass: Callable[..., tuple[torch.Tensor, torch.Tensor | None]]  # (q, k, w, scaling, joint, cache) -> lz, Y
-    context: Callable[..., torch.Tensor]  # (q, k, v, bias, joint, scaling, lz, cache) -> softmax(S + b) V
+    # (q, k, w, scaling, joint, cache) -> (lz - c, Y, c): log-sums per joint bucket, shifted by any per-row c
+    prepass: Callable[..., tuple[torch.Tensor, torch.Tensor | None, Any]]
+    # (q, k, v, bias, joint, scaling, lz, c, cache) -> softmax(S - c + b) V
+    context: Callable[..., torch.Tensor]
 
 
 _FLEX_PASSES = _PairPasses(
     _flex_check,
-    lambda query, key, w, scaling, joint, cache: _flex_prepass(query, key, w, scaling, joint),
-    lambda query, key, value, bias, joint, scaling, lz, cache: _flex_context(query, key, value, bias, joint.index,
-                                                                             scaling, lz))
+    lambda query, key, w, scaling, joint, cache: (*_flex_prepass(query, key, w, scaling, joint), None),
+    lambda query, key, value, bias, joint, scaling, lz, shift, cache: _flex_context(
+        query, key, value, bias, joint.index, scaling, lz))
 
 
 def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
@@ -1365,7 +1367,8 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     B, H, L, _ = query.shape
     allowed = _allowed(mask, B, L)  # (B, L, L) or None
     joint = _cached_flex_joint(groups, mask, allowed)
-    lzj, yj = passes.prepass(query, key, w, scaling, joint, groups.cache)  # (B, H, L, J) each: per joint bucket
+    # (B, H, L, J) each: per joint bucket (log-sums shifted by a per-row constant, none for flex)
+    lzj, yj, shift = passes.prepass(query, key, w, scaling, joint, groups.cache)
     ok = None if allowed is None else ~_expand(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
     logz, ys = [], []  # per partition (B, H, L, M+1): the joint buckets' tables combined by group
     for m, n in zip(joint.maps, groups.num_buckets):
@@ -1409,7 +1412,7 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
 
     n_syntax = start
     weight = alpha[..., :n_syntax].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
-    ctx = passes.context(query, key, value, bias, joint, scaling, lzj, groups.cache)  # (B, H, L, d)
+    ctx = passes.context(query, key, value, bias, joint, scaling, lzj, shift, groups.cache)  # (B, H, L, d)
     ctx = ctx * weight.unsqueeze(-1).to(ctx.dtype)
     if opts.empty_rows == "self":
         rows = fallback.unsqueeze(1) & live.view(1, H, 1)  # (B, H, L)

@@ -57,6 +57,12 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 #: The kernels were built for Triton's CPU interpreter (``TRITON_INTERPRET=1`` when this module was imported).
 INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
+#: How the kernels sum (and take the maximum of) a tile per joint bucket: one ``[BM, BN, JP]`` one-hot comparison
+#: (True: the interpreter, where each operation costs the same whatever its size) or a loop over the buckets
+#: (False: the GPU, where a ``[BM, BN, JP]`` tile would not fit in registers). Both are exact; the tests run the
+#: loop under the interpreter too.
+ONE_HOT = INTERPRETED
+
 
 def available() -> bool:
     """Whether triton can be imported (the fused kernels exist)."""
@@ -112,194 +118,244 @@ def compact_index(index: torch.Tensor, size: int, cache: dict | None = None) -> 
 if triton is not None:
 
     @triton.jit
-    def _tile_scores(q, K, kb, keys, dcols, skl, skd, L, D, scale, PREC: tl.constexpr):
-        """``S = q Kᵀ · scale`` ``[BM, BN]`` fp32 for the keys ``keys`` (``q`` ``[BM, BD]`` loaded)."""
-        kt = tl.load(K + kb + keys[None, :] * skl + dcols[:, None] * skd,
-                     mask=(keys[None, :] < L) & (dcols[:, None] < D), other=0.0)  # (BD, BN)
-        return tl.dot(q, kt, input_precision=PREC) * scale
+    def _bucket_sums(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none).
+        ``ONE_HOT``: one ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); else a loop over the ``J``
+        buckets (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no ``[BM, BN, JP]`` registers)."""
+        jcols = tl.arange(0, JP)
+        if ONE_HOT:
+            out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], 0.0), 1)
+        else:
+            out = tl.zeros([BM, JP], tl.float32)
+            for j in range(0, J):
+                out = tl.where(jcols[None, :] == j, tl.sum(tl.where(jj == j, x, 0.0), 1)[:, None], out)
+        return out
+
+    @triton.jit
+    def _bucket_max(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """``[BM, JP]`` per row the maximum of ``x`` over each bucket's entries (-inf for none)."""
+        jcols = tl.arange(0, JP)
+        if ONE_HOT:
+            out = tl.max(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], float("-inf")), 1)
+        else:
+            out = tl.full([BM, JP], float("-inf"), tl.float32)
+            for j in range(0, J):
+                out = tl.where(jcols[None, :] == j, tl.max(tl.where(jj == j, x, float("-inf")), 1)[:, None], out)
+        return out
 
     @triton.jit
     def _prepass_max_kernel(Q, K, IDX, MX, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D, scale,
                             BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, JP: tl.constexpr,
-                            PREC: tl.constexpr):
+                            PREC: tl.constexpr, ONE_HOT: tl.constexpr):
+        """Per (row, joint bucket) the largest score: ``MX`` ``[B, H, L, J]`` (-inf for empty buckets)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
         dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
+        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
+        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]  # (BM, BN)
         mx = tl.full([BM, JP], float("-inf"), tl.float32)
         for start in range(0, L, BN):
-            keys = start + tl.arange(0, BN)
-            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
-            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
-                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
-            for j in range(0, J):
-                top = tl.max(tl.where(jj == j, s, float("-inf")), 1)  # (BM,)
-                mx = tl.where(jcols[None, :] == j, tl.maximum(mx, top[:, None]), mx)
-        tab = (bh * L + rows[:, None]) * J + jcols[None, :]
-        tl.store(MX + tab, mx, mask=row_ok[:, None] & (jcols[None, :] < J))
+            key_ok = (start + offs_n) < L
+            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
+            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
+            mx = tl.maximum(mx, _bucket_max(s, jj, J, BM, JP, ONE_HOT))
+            kt_ptrs += BN * skl
+            idx_ptrs += BN
+        tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _prepass_sum_kernel(Q, K, W, IDX, MX, LZ, Y, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D, scale,
+    def _prepass_sum_kernel(Q, K, W, IDX, MX, LZ, Y, SHIFT, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D, scale,
                             HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
-                            JP: tl.constexpr, PREC: tl.constexpr):
+                            JP: tl.constexpr, PREC: tl.constexpr, ONE_HOT: tl.constexpr):
+        """``LZ = log Σ_{k in j} exp(S_ik) - c_i`` and ``Y = Σ_{k in j} π_ik w_k`` per (row, joint bucket), each
+        bucket shifted by its own maximum ``MX``; ``SHIFT`` ``c_i`` = the row's largest score."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
         dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
+        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]  # (BM, BN)
+        w_ptrs = W + bh * L + offs_n
+        row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
         z = tl.zeros([BM, JP], tl.float32)
         y = tl.zeros([BM, JP], tl.float32)
-        row_tab = (bh * L + rows[:, None]) * J
         for start in range(0, L, BN):
-            keys = start + tl.arange(0, BN)
-            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
-            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
-                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            key_ok = (start + offs_n) < L
+            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
+            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
             ok = jj >= 0
-            top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the pair's bucket maximum
+            top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
             e = tl.where(ok, tl.exp(s - top), 0.0)
+            z += _bucket_sums(e, jj, J, BM, JP, ONE_HOT)
             if HAS_W:
-                w = tl.load(W + bh * L + keys, mask=keys < L, other=0.0)
-                ew = e * w[None, :]
-            for j in range(0, J):
-                sel = jj == j
-                z = tl.where(jcols[None, :] == j, z + tl.sum(tl.where(sel, e, 0.0), 1)[:, None], z)
-                if HAS_W:
-                    y = tl.where(jcols[None, :] == j, y + tl.sum(tl.where(sel, ew, 0.0), 1)[:, None], y)
+                y += _bucket_sums(e * tl.load(w_ptrs, mask=key_ok, other=0.0)[None, :], jj, J, BM, JP, ONE_HOT)
+            kt_ptrs += BN * skl
+            idx_ptrs += BN
+            w_ptrs += BN
         tab_ok = row_ok[:, None] & (jcols[None, :] < J)
-        mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=0.0)
+        mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=float("-inf"))
+        top = tl.max(mx, 1)
+        shift = tl.where(top == float("-inf"), 0.0, top)  # (BM,)
+        tl.store(SHIFT + bh * L + rows, shift, mask=row_ok)
         live = z > 0
         z_safe = tl.where(live, z, 1.0)
-        tl.store(LZ + row_tab + jcols[None, :], tl.where(live, tl.log(z_safe) + mx, float("-inf")), mask=tab_ok)
+        lz = tl.where(live, tl.log(z_safe) + (mx - shift[:, None]), float("-inf"))
+        tl.store(LZ + row_tab + jcols[None, :], lz, mask=tab_ok)
         if HAS_W:
             tl.store(Y + row_tab + jcols[None, :], y / z_safe, mask=tab_ok)
 
     @triton.jit
-    def _prepass_bwd_rows_kernel(Q, K, W, IDX, LZ, A, DY, DQ, sqb, sqh, sql, sqd, skb, skh, skl, skd,
+    def _prepass_bwd_rows_kernel(Q, K, W, IDX, LZ, SHIFT, A, DY, DQ, sqb, sqh, sql, sqd, skb, skh, skl, skd,
                                  H, L, J, D, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                                  BD: tl.constexpr, PREC: tl.constexpr):
         """``dQ`` of the statistics pass: ``dS = π (a_j + dY_j w_k)`` with ``a = dlz - dY Y``."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
         dcols = tl.arange(0, BD)
         row_ok = rows < L
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
-        dq = tl.zeros([BM, BD], tl.float32)
+        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
+        k_ptrs = K + b * skb + h * skh + offs_n[:, None] * skl + dcols[None, :] * skd  # (BN, BD)
+        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]
+        w_ptrs = W + bh * L + offs_n
         row_tab = (bh * L + rows[:, None]) * J
+        shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+        dq = tl.zeros([BM, BD], tl.float32)
         for start in range(0, L, BN):
-            keys = start + tl.arange(0, BN)
-            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
-            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
-                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            key_ok = (start + offs_n) < L
+            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            s = tl.dot(q, kt, input_precision=PREC) * scale
+            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
             ok = jj >= 0
-            pi = tl.where(ok, tl.exp(s - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
+            pi = tl.where(ok, tl.exp((s - shift[:, None]) - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
             coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
             if HAS_W:
-                w = tl.load(W + bh * L + keys, mask=keys < L, other=0.0)
-                coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
-            ds = pi * coef
-            k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
-                        mask=(keys[:, None] < L) & (dcols[None, :] < D), other=0.0)  # (BN, BD)
-            dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
+                coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * tl.load(w_ptrs, mask=key_ok, other=0.0)[None, :]
+            k = tl.load(k_ptrs, mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)
+            dq += tl.dot((pi * coef).to(k.dtype), k, input_precision=PREC)
+            kt_ptrs += BN * skl
+            k_ptrs += BN * skl
+            idx_ptrs += BN
+            w_ptrs += BN
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
 
     @triton.jit
-    def _prepass_bwd_cols_kernel(Q, K, W, IDX, LZ, A, DY, DK, DW, sqb, sqh, sql, sqd, skb, skh, skl, skd,
+    def _prepass_bwd_cols_kernel(Q, K, W, IDX, LZ, SHIFT, A, DY, DK, DW, sqb, sqh, sql, sqd, skb, skh, skl, skd,
                                  H, L, J, D, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                                  BD: tl.constexpr, PREC: tl.constexpr):
         """``dK`` and ``dw`` of the statistics pass, per block of keys (tiles transposed: ``[BN, BM]``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         keys = pid * BN + tl.arange(0, BN)
+        offs_m = tl.arange(0, BM)
         dcols = tl.arange(0, BD)
         key_ok = keys < L
         k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
                     mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
         if HAS_W:
             w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+        qt_ptrs = Q + b * sqb + h * sqh + offs_m[None, :] * sql + dcols[:, None] * sqd  # (BD, BM)
+        q_ptrs = Q + b * sqb + h * sqh + offs_m[:, None] * sql + dcols[None, :] * sqd  # (BM, BD)
+        idx_ptrs = IDX + b * L * L + offs_m[None, :] * L + keys[:, None]  # (BN, BM)
+        tab_ptrs = (bh * L + offs_m[None, :]) * J  # (1, BM) row offsets of the tables
+        row_ptrs = bh * L + offs_m  # (BM,) per-row vectors
         dk = tl.zeros([BN, BD], tl.float32)
         dw = tl.zeros([BN], tl.float32)
         for start in range(0, L, BM):
-            rows = start + tl.arange(0, BM)
-            row_ok = rows < L
-            qt = tl.load(Q + b * sqb + h * sqh + rows[None, :] * sql + dcols[:, None] * sqd,
-                         mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BM)
+            row_ok = (start + offs_m) < L
+            qt = tl.load(qt_ptrs, mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)
             st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-            jj = tl.load(IDX + b * L * L + rows[None, :] * L + keys[:, None],
-                         mask=row_ok[None, :] & key_ok[:, None], other=-1).to(tl.int32)
+            jj = tl.load(idx_ptrs, mask=row_ok[None, :] & key_ok[:, None], other=-1).to(tl.int32)
             ok = jj >= 0
-            row_tab = (bh * L + rows[None, :]) * J
-            pi = tl.where(ok, tl.exp(st - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
-            coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
+            shift = tl.load(SHIFT + row_ptrs, mask=row_ok, other=0.0)
+            pi = tl.where(ok, tl.exp((st - shift[None, :]) - tl.load(LZ + tab_ptrs + jj, mask=ok, other=0.0)), 0.0)
+            dst = pi * tl.load(A + tab_ptrs + jj, mask=ok, other=0.0)
             if HAS_W:
-                pdy = pi * tl.load(DY + row_tab + jj, mask=ok, other=0.0)
+                pdy = pi * tl.load(DY + tab_ptrs + jj, mask=ok, other=0.0)
                 dw += tl.sum(pdy, 1)
-                dst = pi * coef + pdy * w[:, None]
-            else:
-                dst = pi * coef
-            q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-                        mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
+                dst += pdy * w[:, None]
+            q = tl.load(q_ptrs, mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
             dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+            qt_ptrs += BM * sql
+            q_ptrs += BM * sql
+            idx_ptrs += BM * L
+            tab_ptrs += BM * J
+            row_ptrs += BM
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         if HAS_W:
             tl.store(DW + bh * L + keys, dw, mask=key_ok)
 
     @triton.jit
-    def _attn_fwd_kernel(Q, K, V, IDX, BIAS, O, LSE, sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
+    def _attn_fwd_kernel(Q, K, V, IDX, BIAS, SHIFT, O, LSE, sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
                          H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
                          PREC: tl.constexpr):
-        """``O = softmax(S + b[joint]) V`` (online softmax over key blocks) and ``lse`` per row."""
+        """``O = softmax(S - c + b[joint]) V`` (online softmax over key blocks) and its ``lse`` per row (+inf for
+        a row of weight 0)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
         dcols = tl.arange(0, BD)
         row_ok = rows < L
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
+        v_ptrs = V + b * svb + h * svh + offs_n[:, None] * svl + dcols[None, :] * svd  # (BN, BD)
+        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]
+        row_tab = (bh * L + rows[:, None]) * J
+        shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
         acc = tl.zeros([BM, BD], tl.float32)
         m = tl.full([BM], float("-inf"), tl.float32)
         total = tl.zeros([BM], tl.float32)
-        row_tab = (bh * L + rows[:, None]) * J
         for start in range(0, L, BN):
-            keys = start + tl.arange(0, BN)
-            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
-            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
-                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            key_ok = (start + offs_n) < L
+            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            s = tl.dot(q, kt, input_precision=PREC) * scale
+            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
             ok = jj >= 0
-            t = tl.where(ok, s + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
+            t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
             m_new = tl.maximum(m, tl.max(t, 1))
             m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
             p = tl.exp(t - m_safe[:, None])
             rescale = tl.exp(m - m_safe)
             total = total * rescale + tl.sum(p, 1)
-            v = tl.load(V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
-                        mask=(keys[:, None] < L) & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+            v = tl.load(v_ptrs, mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)
             acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
             m = m_new
+            kt_ptrs += BN * skl
+            v_ptrs += BN * svl
+            idx_ptrs += BN
         live = total > 0
         total_safe = tl.where(live, total, 1.0)
-        out = acc / total_safe[:, None]
-        tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], out, mask=row_ok[:, None])
+        tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], acc / total_safe[:, None], mask=row_ok[:, None])
         lse = tl.where(live, tl.where(m == float("-inf"), 0.0, m) + tl.log(total_safe), float("inf"))
         tl.store(LSE + bh * L + rows, lse, mask=row_ok)
 
     @triton.jit
-    def _attn_bwd_rows_kernel(Q, K, V, IDX, BIAS, LSE, DO, DELTA, DQ, DB, sqb, sqh, sql, sqd, skb, skh, skl, skd,
+    def _attn_bwd_rows_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DQ, DB, sqb, sqh, sql, sqd, skb, skh, skl, skd,
                               svb, svh, svl, svd, H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr,
-                              BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr):
+                              BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr, ONE_HOT: tl.constexpr):
         """``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` per block of rows."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
         dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
@@ -308,66 +364,83 @@ if triton is not None:
         do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
         lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
         delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
+        shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
+        k_ptrs = K + b * skb + h * skh + offs_n[:, None] * skl + dcols[None, :] * skd  # (BN, BD)
+        vt_ptrs = V + b * svb + h * svh + offs_n[None, :] * svl + dcols[:, None] * svd  # (BD, BN)
+        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]
+        row_tab = (bh * L + rows[:, None]) * J
         dq = tl.zeros([BM, BD], tl.float32)
         db = tl.zeros([BM, JP], tl.float32)
-        row_tab = (bh * L + rows[:, None]) * J
         for start in range(0, L, BN):
-            keys = start + tl.arange(0, BN)
-            s = _tile_scores(q, K, b * skb + h * skh, keys, dcols, skl, skd, L, D, scale, PREC)
-            jj = tl.load(IDX + b * L * L + rows[:, None] * L + keys[None, :],
-                         mask=row_ok[:, None] & (keys[None, :] < L), other=-1).to(tl.int32)
+            key_ok = (start + offs_n) < L
+            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            s = tl.dot(q, kt, input_precision=PREC) * scale
+            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
             ok = jj >= 0
-            t = s + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
+            t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
             p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
-            vt = tl.load(V + b * svb + h * svh + keys[None, :] * svl + dcols[:, None] * svd,
-                         mask=(keys[None, :] < L) & (dcols[:, None] < D), other=0.0)  # (BD, BN)
-            dp = tl.dot(do.to(vt.dtype), vt, input_precision=PREC)
-            ds = p * (dp - delta[:, None])
-            k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
-                        mask=(keys[:, None] < L) & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+            vt = tl.load(vt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            ds = p * (tl.dot(do.to(vt.dtype), vt, input_precision=PREC) - delta[:, None])  # (BM, BN)
+            k = tl.load(k_ptrs, mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)
             dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
-            for j in range(0, J):
-                db = tl.where(jcols[None, :] == j, db + tl.sum(tl.where(jj == j, ds, 0.0), 1)[:, None], db)
+            db += _bucket_sums(ds, jj, J, BM, JP, ONE_HOT)
+            kt_ptrs += BN * skl
+            k_ptrs += BN * skl
+            vt_ptrs += BN * svl
+            idx_ptrs += BN
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
         tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _attn_bwd_cols_kernel(Q, K, V, IDX, BIAS, LSE, DO, DELTA, DK, DV, sqb, sqh, sql, sqd, skb, skh, skl, skd,
+    def _attn_bwd_cols_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DK, DV, sqb, sqh, sql, sqd, skb, skh, skl, skd,
                               svb, svh, svl, svd, H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr,
                               BD: tl.constexpr, PREC: tl.constexpr):
         """``dK`` and ``dV`` per block of keys (tiles transposed: ``[BN, BM]``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         keys = pid * BN + tl.arange(0, BN)
+        offs_m = tl.arange(0, BM)
         dcols = tl.arange(0, BD)
         key_ok = keys < L
         k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
                     mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
         v = tl.load(V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
                     mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+        qt_ptrs = Q + b * sqb + h * sqh + offs_m[None, :] * sql + dcols[:, None] * sqd  # (BD, BM)
+        q_ptrs = Q + b * sqb + h * sqh + offs_m[:, None] * sql + dcols[None, :] * sqd  # (BM, BD)
+        do_ptrs = DO + (bh * L + offs_m[:, None]) * BD + dcols[None, :]  # (BM, BD)
+        dot_ptrs = DO + (bh * L + offs_m[None, :]) * BD + dcols[:, None]  # (BD, BM)
+        idx_ptrs = IDX + b * L * L + offs_m[None, :] * L + keys[:, None]  # (BN, BM)
+        tab_ptrs = (bh * L + offs_m[None, :]) * J  # (1, BM)
+        row_ptrs = bh * L + offs_m  # (BM,) per-row vectors
         dk = tl.zeros([BN, BD], tl.float32)
         dv = tl.zeros([BN, BD], tl.float32)
         for start in range(0, L, BM):
-            rows = start + tl.arange(0, BM)
-            row_ok = rows < L
-            qt = tl.load(Q + b * sqb + h * sqh + rows[None, :] * sql + dcols[:, None] * sqd,
-                         mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BM)
+            row_ok = (start + offs_m) < L
+            qt = tl.load(qt_ptrs, mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)
             st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-            jj = tl.load(IDX + b * L * L + rows[None, :] * L + keys[:, None],
-                         mask=row_ok[None, :] & key_ok[:, None], other=-1).to(tl.int32)
+            jj = tl.load(idx_ptrs, mask=row_ok[None, :] & key_ok[:, None], other=-1).to(tl.int32)
             ok = jj >= 0
-            row_tab = (bh * L + rows[None, :]) * J
-            lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
-            pt = tl.where(ok, tl.exp(st + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0) - lse[None, :]), 0.0)
-            do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+            lse = tl.load(LSE + row_ptrs, mask=row_ok, other=float("inf"))
+            shift = tl.load(SHIFT + row_ptrs, mask=row_ok, other=0.0)
+            tt = (st - shift[None, :]) + tl.load(BIAS + tab_ptrs + jj, mask=ok, other=0.0)
+            pt = tl.where(ok, tl.exp(tt - lse[None, :]), 0.0)
+            do = tl.load(do_ptrs, mask=row_ok[:, None], other=0.0)
             dv += tl.dot(pt.to(v.dtype), do.to(v.dtype), input_precision=PREC)
-            dot = tl.load(DO + (bh * L + rows[None, :]) * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
-            dpt = tl.dot(v, dot.to(v.dtype), input_precision=PREC)  # (BN, BM) dO · V transposed
-            delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
+            dot = tl.load(dot_ptrs, mask=row_ok[None, :], other=0.0)
+            dpt = tl.dot(v, dot.to(v.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
+            delta = tl.load(DELTA + row_ptrs, mask=row_ok, other=0.0)
             dst = pt * (dpt - delta[None, :])
-            q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-                        mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
+            q = tl.load(q_ptrs, mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
             dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+            qt_ptrs += BM * sql
+            q_ptrs += BM * sql
+            do_ptrs += BM * BD
+            dot_ptrs += BM * BD
+            idx_ptrs += BM * L
+            tab_ptrs += BM * J
+            row_ptrs += BM
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])
 
@@ -408,7 +481,13 @@ def _unpad(x: torch.Tensor, d: int) -> torch.Tensor:
 
 
 class _TritonPrepass(torch.autograd.Function):
-    """``(lz, Y)`` ``[B, H, L, J]`` per joint bucket (the flex pre-pass's tables) from the statistics kernels."""
+    """``(lz - c, Y, c)``: the flex pre-pass's tables ``[B, H, L, J]`` per joint bucket from the statistics kernels,
+    the log-sums shifted by a per-row constant ``c`` ``[B, H, L]`` (the row's largest score; no gradient).
+
+    The shift keeps the attention pass exact at large scores: it computes ``(S - c) + b`` with ``b`` built from
+    the shifted log-sums, all of the size of the score *gaps*, where ``S + b`` would add two numbers of the size of
+    the scores (and their rounding). The flex algebra between the passes is shift-equivariant (log-sum-exps and
+    differences of them), and the attention pass subtracts the same ``c``, so the result is unchanged."""
 
     @staticmethod
     def forward(ctx, query, key, w, index, size, scaling):  # noqa: D102
@@ -420,21 +499,24 @@ class _TritonPrepass(torch.autograd.Function):
         dev = query.device
         mx = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
         lz = torch.empty_like(mx)
+        shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
         y = torch.zeros_like(mx) if w is not None else None
         wc = w.float().contiguous() if w is not None else None
         grid = (triton.cdiv(L, BM), B * H)
         args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
-        _prepass_max_kernel[grid](query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP, PREC=prec, **launch)
+        _prepass_max_kernel[grid](query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP, PREC=prec,
+                                  ONE_HOT=ONE_HOT, **launch)
         _prepass_sum_kernel[grid](query, key, wc if wc is not None else mx, index, mx, lz,
-                                  y if y is not None else mx, *args, HAS_W=w is not None, BM=BM, BN=BN, BD=BD,
-                                  JP=JP, PREC=prec, **launch)
-        ctx.save_for_backward(query, key, wc, index, lz, y)
+                                  y if y is not None else mx, shift, *args, HAS_W=w is not None, BM=BM, BN=BN, BD=BD,
+                                  JP=JP, PREC=prec, ONE_HOT=ONE_HOT, **launch)
+        ctx.save_for_backward(query, key, wc, index, lz, y, shift)
         ctx.scaling = float(scaling)
-        return lz, (y if y is not None else torch.zeros(0, device=dev))
+        ctx.mark_non_differentiable(shift)
+        return lz, (y if y is not None else torch.zeros(0, device=dev)), shift
 
     @staticmethod
-    def backward(ctx, d_lz, d_y):  # noqa: D102
-        query, key, w, index, lz, y = ctx.saved_tensors
+    def backward(ctx, d_lz, d_y, d_shift):  # noqa: D102
+        query, key, w, index, lz, y, shift = ctx.saved_tensors
         B, H, L, d = query.shape
         J = lz.shape[-1]
         BM, BN, BD, launch = _config(L, d)
@@ -455,10 +537,10 @@ class _TritonPrepass(torch.autograd.Function):
         w_arg = w if has_w_grad else lz
         dy_arg = d_y if has_w_grad else lz
         _prepass_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
-            query, key, w_arg, index, lz, a, dy_arg, dq, *args, HAS_W=has_w_grad, BM=BM, BN=BN, BD=BD, PREC=prec,
+            query, key, w_arg, index, lz, shift, a, dy_arg, dq, *args, HAS_W=has_w_grad, BM=BM, BN=BN, BD=BD, PREC=prec,
             **launch)
         _prepass_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
-            query, key, w_arg, index, lz, a, dy_arg, dk, dw if dw is not None else lz, *args, HAS_W=has_w_grad,
+            query, key, w_arg, index, lz, shift, a, dy_arg, dk, dw if dw is not None else lz, *args, HAS_W=has_w_grad,
             BM=BM, BN=BN, BD=BD, PREC=prec, **launch)
         grad_w = None
         if has_w:
@@ -467,20 +549,21 @@ class _TritonPrepass(torch.autograd.Function):
 
 
 def prepass(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float, joint: Any,
-            cache: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(lz, Y)`` per joint bucket ``[B, H, L, J]`` (the flex path's ``_flex_prepass``, fused; Y None without
-    ``w``). ``joint`` is the flex path's joint index (its int64 index is converted once per forward, kept in
-    ``cache``, the groups' per-forward memo)."""
+            cache: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """``(lz - c, Y, c)``: the flex path's ``_flex_prepass`` tables ``[B, H, L, J]`` (Y None without ``w``), fused,
+    with the log-sums shifted by the per-row ``c`` ``[B, H, L]`` that :func:`context` takes back
+    (:class:`_TritonPrepass`). ``joint`` is the flex path's joint index (its int64 index is converted once per
+    forward, kept in ``cache``, the groups' per-forward memo)."""
     index = compact_index(joint.index, joint.size, cache)
-    lz, y = _TritonPrepass.apply(query, key, w, index, joint.size, scaling)
-    return lz, (y if w is not None else None)
+    lz, y, shift = _TritonPrepass.apply(query, key, w, index, joint.size, scaling)
+    return lz, (y if w is not None else None), shift
 
 
 class _TritonBiasedAttention(torch.autograd.Function):
     """``softmax(S + bias[b, h, i, index[b, i, k]]) V`` ``[B, H, L, d]`` with gradients for q, k, v and the bias."""
 
     @staticmethod
-    def forward(ctx, query, key, value, bias, index, scaling):  # noqa: D102
+    def forward(ctx, query, key, value, bias, shift, index, scaling):  # noqa: D102
         B, H, L, d = query.shape
         J = bias.shape[-1]
         BM, BN, BD, launch = _config(L, d)
@@ -489,15 +572,15 @@ class _TritonBiasedAttention(torch.autograd.Function):
         out = torch.empty(B, H, L, BD, device=query.device, dtype=value.dtype)
         lse = torch.empty(B, H, L, device=query.device, dtype=torch.float32)
         _attn_fwd_kernel[(triton.cdiv(L, BM), B * H)](
-            query, key, value, index, bias_c, out, lse, *_strides(query), *_strides(key), *_strides(value),
+            query, key, value, index, bias_c, shift, out, lse, *_strides(query), *_strides(key), *_strides(value),
             H, L, J, d, float(scaling), BM=BM, BN=BN, BD=BD, PREC=prec, **launch)
-        ctx.save_for_backward(query, key, value, index, bias_c, out, lse)
+        ctx.save_for_backward(query, key, value, index, bias_c, shift, out, lse)
         ctx.scaling = float(scaling)
         return _unpad(out, d)
 
     @staticmethod
     def backward(ctx, d_out):  # noqa: D102
-        query, key, value, index, bias, out, lse = ctx.saved_tensors
+        query, key, value, index, bias, shift, out, lse = ctx.saved_tensors
         B, H, L, d = query.shape
         J = bias.shape[-1]
         BM, BN, BD, launch = _config(L, d)
@@ -510,18 +593,19 @@ class _TritonBiasedAttention(torch.autograd.Function):
         db = torch.empty_like(bias)
         args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
         _attn_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
-            query, key, value, index, bias, lse, do, delta, dq, db, *args, BM=BM, BN=BN, BD=BD, JP=_pow2(J, 1),
-            PREC=prec, **launch)
+            query, key, value, index, bias, shift, lse, do, delta, dq, db, *args, BM=BM, BN=BN, BD=BD, JP=_pow2(J, 1),
+            PREC=prec, ONE_HOT=ONE_HOT, **launch)
         _attn_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
-            query, key, value, index, bias, lse, do, delta, dk, dv, *args, BM=BM, BN=BN, BD=BD, PREC=prec,
+            query, key, value, index, bias, shift, lse, do, delta, dk, dv, *args, BM=BM, BN=BN, BD=BD, PREC=prec,
             **launch)
         return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype), db,
-                None, None)
+                None, None, None)
 
 
 def context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor, joint: Any,
-            scaling: float, lz: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
-    """``softmax_k(S[b,h,i,k] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (the flex path's ``_flex_context``,
-    fused; ``lz`` is not needed: the bias gradient comes from the attention kernel's own backward)."""
+            scaling: float, lz: torch.Tensor, shift: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+    """``softmax_k(S[b,h,i,k] - c[b,h,i] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (the flex path's
+    ``_flex_context``, fused; ``c`` = ``shift`` from :func:`prepass`, a per-row constant that cancels in the
+    softmax; ``lz`` is not needed: the bias gradient comes from the attention kernel's own backward)."""
     compact = compact_index(joint.index, joint.size, cache)
-    return _TritonBiasedAttention.apply(query, key, value, bias, compact, scaling)
+    return _TritonBiasedAttention.apply(query, key, value, bias, shift, compact, scaling)
