@@ -285,6 +285,16 @@ def test_triton_on_the_cpu_without_the_interpreter_names_the_alternatives(monkey
                                  syntax_options=SyntaxAttentionOptions(implementation="triton"))
 
 
+def test_triton_interpreter_refuses_bf16():
+    """Triton's CPU interpreter misreads bf16 tensors (silently wrong results): refused; bf16 is tested on CUDA."""
+    if not T.INTERPRETED:
+        pytest.skip("only the CPU interpreter refuses bf16")
+    inputs, topical, parts, mask = random_setup(seed=0)
+    with pytest.raises(ConfigError, match="bf16"):
+        syntax_attention_forward(AttnStub(), *(x.bfloat16() for x in inputs), mask, syntax_groups=parts,
+                                 syntax_options=SyntaxAttentionOptions(implementation="triton"))
+
+
 def test_auto_keeps_fast_on_the_cpu_and_when_dropout_is_active():
     inputs, topical, parts, mask = random_setup(seed=2)
     auto = SyntaxAttentionOptions(implementation="auto")

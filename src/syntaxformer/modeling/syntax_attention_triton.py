@@ -78,6 +78,9 @@ def check(query: torch.Tensor, dropout: float, module: nn.Module) -> None:
         raise ConfigError("implementation='triton' runs on CUDA; on the CPU only under Triton's interpreter "
                           "(TRITON_INTERPRET=1 set before syntaxformer.modeling.syntax_attention_triton is imported; "
                           "for tests, slow); use implementation='fast' or 'auto' on the CPU")
+    if query.device.type == "cpu" and query.dtype not in (torch.float32, torch.float64):
+        raise ConfigError(f"implementation='triton' in Triton's CPU interpreter takes fp32 inputs, got {query.dtype} "
+                          "(the interpreter misreads bf16 tensors); run bf16 on CUDA or use implementation='fast'")
     if query.device.type not in ("cuda", "cpu"):
         raise ConfigError(f"implementation='triton' runs on CUDA, not on {query.device.type}; use "
                           "implementation='fast'")
@@ -555,7 +558,7 @@ def prepass(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scal
     (:class:`_TritonPrepass`). ``joint`` is the flex path's joint index (its int64 index is converted once per
     forward, kept in ``cache``, the groups' per-forward memo)."""
     index = compact_index(joint.index, joint.size, cache)
-    lz, y, shift = _TritonPrepass.apply(query, key, w, index, joint.size, scaling)
+    lz, y, shift = _TritonPrepass.apply(query, key.to(query.dtype), w, index, joint.size, scaling)
     return lz, (y if w is not None else None), shift
 
 
@@ -608,4 +611,6 @@ def context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: t
     ``_flex_context``, fused; ``c`` = ``shift`` from :func:`prepass`, a per-row constant that cancels in the
     softmax; ``lz`` is not needed: the bias gradient comes from the attention kernel's own backward)."""
     compact = compact_index(joint.index, joint.size, cache)
-    return _TritonBiasedAttention.apply(query, key, value, bias, shift, compact, scaling)
+    # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
+    return _TritonBiasedAttention.apply(query, key.to(query.dtype), value.to(query.dtype), bias, shift, compact,
+                                        scaling)
