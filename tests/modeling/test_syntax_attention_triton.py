@@ -122,22 +122,25 @@ def test_triton_gated_matches_reference(device, per_head, aggregation, full_cand
 
 
 def test_triton_several_blocks_of_rows_and_keys(device):
-    """70 tokens: three 32-wide blocks of rows and keys (the last one partial), head size 20 (padded to 32), a few
+    """40 tokens: two 32-wide blocks of rows and keys (the second one partial), head size 20 (padded to 32), a few
     dozen joint buckets per row."""
-    inputs, topical, parts, mask = random_setup(device=device, seed=17, H=2, L=70, d=20)
+    inputs, topical, parts, mask = random_setup(device=device, seed=17, H=2, L=40, d=20)
     gate = _gate(True, H=2, device=device)
     opts = dict(full_attention_candidate=True)
     ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
     _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate, **opts), ref)
 
 
-def test_triton_bucket_loop_equals_one_hot(device, monkeypatch):
-    """The per-bucket sums and maxima as a loop over buckets (what the GPU runs) give the reference too (the
-    interpreter runs the one-hot form by default)."""
-    inputs, topical, parts, mask = random_setup(device=device, seed=19)
+def test_triton_gpu_tiles_and_bucket_loop_match_reference(device, monkeypatch):
+    """What the GPU runs for bf16: the per-bucket sums and maxima as a loop over buckets (the interpreter runs the
+    one-hot form by default) and each kernel's own tile sizes (64 x 64, 64 x 32, 32 x 32: several and partial
+    blocks at 40 tokens) give the reference too."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=19, H=2, L=40)
     monkeypatch.setattr(T, "ONE_HOT", False)
-    ref = _run("reference", inputs, topical, parts, mask, gate=_gate(False, device=device))
-    _assert_close(_run("triton", inputs, topical, parts, mask, gate=_gate(False, device=device)), ref)
+    if T.INTERPRETED:
+        monkeypatch.setattr(T, "_config", lambda kernel, d, dtype: (*T._HALF_CONFIGS[kernel][:2], T._pow2(d), {}))
+    ref = _run("reference", inputs, topical, parts, mask, gate=_gate(False, H=2, device=device))
+    _assert_close(_run("triton", inputs, topical, parts, mask, gate=_gate(False, H=2, device=device)), ref)
 
 
 @pytest.mark.parametrize("mode,full_candidate", [("existing", False), ("added", True)])

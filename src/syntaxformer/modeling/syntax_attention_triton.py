@@ -146,8 +146,11 @@ if triton is not None:
                 out = tl.where(jcols[None, :] == j, tl.max(tl.where(jj == j, x, float("-inf")), 1)[:, None], out)
         return out
 
+    # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
+    # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
+
     @triton.jit
-    def _prepass_max_kernel(Q, K, IDX, MX, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D, scale,
+    def _prepass_max_kernel(Q, K, IDX, MX, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D: tl.constexpr, scale,
                             BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, JP: tl.constexpr,
                             PREC: tl.constexpr, ONE_HOT: tl.constexpr):
         """Per (row, joint bucket) the largest score: ``MX`` ``[B, H, L, J]`` (-inf for empty buckets)."""
@@ -160,22 +163,23 @@ if triton is not None:
         row_ok = rows < L
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
-        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
-        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]  # (BM, BN)
+        k_base = K + b * skb + h * skh
+        idx_base = IDX + b * L * L
         mx = tl.full([BM, JP], float("-inf"), tl.float32)
         for start in range(0, L, BN):
-            key_ok = (start + offs_n) < L
-            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BN)
             s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
+            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
+                         other=-1).to(tl.int32)
             mx = tl.maximum(mx, _bucket_max(s, jj, J, BM, JP, ONE_HOT))
-            kt_ptrs += BN * skl
-            idx_ptrs += BN
         tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _prepass_sum_kernel(Q, K, W, IDX, MX, LZ, Y, SHIFT, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D, scale,
-                            HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
+    def _prepass_sum_kernel(Q, K, W, IDX, MX, LZ, Y, SHIFT, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D: tl.constexpr,
+                            scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
                             JP: tl.constexpr, PREC: tl.constexpr, ONE_HOT: tl.constexpr):
         """``LZ = log Σ_{k in j} exp(S_ik) - c_i`` and ``Y = Σ_{k in j} π_ik w_k`` per (row, joint bucket), each
         bucket shifted by its own maximum ``MX``; ``SHIFT`` ``c_i`` = the row's largest score."""
@@ -188,26 +192,26 @@ if triton is not None:
         row_ok = rows < L
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
-        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
-        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]  # (BM, BN)
-        w_ptrs = W + bh * L + offs_n
+        k_base = K + b * skb + h * skh
+        idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
         z = tl.zeros([BM, JP], tl.float32)
         y = tl.zeros([BM, JP], tl.float32)
         for start in range(0, L, BN):
-            key_ok = (start + offs_n) < L
-            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
             s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
+            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
+                         other=-1).to(tl.int32)
             ok = jj >= 0
             top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
             e = tl.where(ok, tl.exp(s - top), 0.0)
             z += _bucket_sums(e, jj, J, BM, JP, ONE_HOT)
             if HAS_W:
-                y += _bucket_sums(e * tl.load(w_ptrs, mask=key_ok, other=0.0)[None, :], jj, J, BM, JP, ONE_HOT)
-            kt_ptrs += BN * skl
-            idx_ptrs += BN
-            w_ptrs += BN
+                w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+                y += _bucket_sums(e * w[None, :], jj, J, BM, JP, ONE_HOT)
         tab_ok = row_ok[:, None] & (jcols[None, :] < J)
         mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=float("-inf"))
         top = tl.max(mx, 1)
@@ -222,7 +226,7 @@ if triton is not None:
 
     @triton.jit
     def _prepass_bwd_rows_kernel(Q, K, W, IDX, LZ, SHIFT, A, DY, DQ, sqb, sqh, sql, sqd, skb, skh, skl, skd,
-                                 H, L, J, D, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                                 H, L, J, D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                                  BD: tl.constexpr, PREC: tl.constexpr):
         """``dQ`` of the statistics pass: ``dS = π (a_j + dY_j w_k)`` with ``a = dlz - dY Y``."""
         pid, bh = tl.program_id(0), tl.program_id(1)
@@ -233,34 +237,33 @@ if triton is not None:
         row_ok = rows < L
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
-        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
-        k_ptrs = K + b * skb + h * skh + offs_n[:, None] * skl + dcols[None, :] * skd  # (BN, BD)
-        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]
-        w_ptrs = W + bh * L + offs_n
+        k_base = K + b * skb + h * skh
+        idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J
         shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
         dq = tl.zeros([BM, BD], tl.float32)
         for start in range(0, L, BN):
-            key_ok = (start + offs_n) < L
-            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BN)
             s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
+            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
+                         other=-1).to(tl.int32)
             ok = jj >= 0
             pi = tl.where(ok, tl.exp((s - shift[:, None]) - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
             coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
             if HAS_W:
-                coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * tl.load(w_ptrs, mask=key_ok, other=0.0)[None, :]
-            k = tl.load(k_ptrs, mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)
+                w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+                coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
+            k = tl.load(k_base + keys[:, None] * skl + dcols[None, :] * skd,
+                        mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
             dq += tl.dot((pi * coef).to(k.dtype), k, input_precision=PREC)
-            kt_ptrs += BN * skl
-            k_ptrs += BN * skl
-            idx_ptrs += BN
-            w_ptrs += BN
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
 
     @triton.jit
     def _prepass_bwd_cols_kernel(Q, K, W, IDX, LZ, SHIFT, A, DY, DK, DW, sqb, sqh, sql, sqd, skb, skh, skl, skd,
-                                 H, L, J, D, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                                 H, L, J, D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                                  BD: tl.constexpr, PREC: tl.constexpr):
         """``dK`` and ``dw`` of the statistics pass, per block of keys (tiles transposed: ``[BN, BM]``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
@@ -273,40 +276,37 @@ if triton is not None:
                     mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
         if HAS_W:
             w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-        qt_ptrs = Q + b * sqb + h * sqh + offs_m[None, :] * sql + dcols[:, None] * sqd  # (BD, BM)
-        q_ptrs = Q + b * sqb + h * sqh + offs_m[:, None] * sql + dcols[None, :] * sqd  # (BM, BD)
-        idx_ptrs = IDX + b * L * L + offs_m[None, :] * L + keys[:, None]  # (BN, BM)
-        tab_ptrs = (bh * L + offs_m[None, :]) * J  # (1, BM) row offsets of the tables
-        row_ptrs = bh * L + offs_m  # (BM,) per-row vectors
+        q_base = Q + b * sqb + h * sqh
+        idx_base = IDX + b * L * L
         dk = tl.zeros([BN, BD], tl.float32)
         dw = tl.zeros([BN], tl.float32)
         for start in range(0, L, BM):
-            row_ok = (start + offs_m) < L
-            qt = tl.load(qt_ptrs, mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            rows = start + offs_m
+            row_ok = rows < L
+            qt = tl.load(q_base + rows[None, :] * sql + dcols[:, None] * sqd,
+                         mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BM)
             st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-            jj = tl.load(idx_ptrs, mask=row_ok[None, :] & key_ok[:, None], other=-1).to(tl.int32)
+            jj = tl.load(idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None],
+                         other=-1).to(tl.int32)
             ok = jj >= 0
-            shift = tl.load(SHIFT + row_ptrs, mask=row_ok, other=0.0)
-            pi = tl.where(ok, tl.exp((st - shift[None, :]) - tl.load(LZ + tab_ptrs + jj, mask=ok, other=0.0)), 0.0)
-            dst = pi * tl.load(A + tab_ptrs + jj, mask=ok, other=0.0)
+            tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
+            shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+            pi = tl.where(ok, tl.exp((st - shift[None, :]) - tl.load(LZ + tab, mask=ok, other=0.0)), 0.0)
+            dst = pi * tl.load(A + tab, mask=ok, other=0.0)
             if HAS_W:
-                pdy = pi * tl.load(DY + tab_ptrs + jj, mask=ok, other=0.0)
+                pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
                 dw += tl.sum(pdy, 1)
                 dst += pdy * w[:, None]
-            q = tl.load(q_ptrs, mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+            q = tl.load(q_base + rows[:, None] * sql + dcols[None, :] * sqd,
+                        mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
             dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
-            qt_ptrs += BM * sql
-            q_ptrs += BM * sql
-            idx_ptrs += BM * L
-            tab_ptrs += BM * J
-            row_ptrs += BM
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         if HAS_W:
             tl.store(DW + bh * L + keys, dw, mask=key_ok)
 
     @triton.jit
-    def _attn_fwd_kernel(Q, K, V, IDX, BIAS, SHIFT, O, LSE, sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl, svd,
-                         H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
+    def _attn_fwd_kernel(Q, K, V, IDX, BIAS, SHIFT, O, LSE, sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl,
+                         svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
                          PREC: tl.constexpr):
         """``O = softmax(S - c + b[joint]) V`` (online softmax over key blocks) and its ``lse`` per row (+inf for
         a row of weight 0)."""
@@ -318,19 +318,22 @@ if triton is not None:
         row_ok = rows < L
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
-        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
-        v_ptrs = V + b * svb + h * svh + offs_n[:, None] * svl + dcols[None, :] * svd  # (BN, BD)
-        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]
+        k_base = K + b * skb + h * skh
+        v_base = V + b * svb + h * svh
+        idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J
         shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
         acc = tl.zeros([BM, BD], tl.float32)
         m = tl.full([BM], float("-inf"), tl.float32)
         total = tl.zeros([BM], tl.float32)
         for start in range(0, L, BN):
-            key_ok = (start + offs_n) < L
-            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
             s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
+            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
+                         other=-1).to(tl.int32)
             ok = jj >= 0
             t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
             m_new = tl.maximum(m, tl.max(t, 1))
@@ -338,12 +341,10 @@ if triton is not None:
             p = tl.exp(t - m_safe[:, None])
             rescale = tl.exp(m - m_safe)
             total = total * rescale + tl.sum(p, 1)
-            v = tl.load(v_ptrs, mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)
+            v = tl.load(v_base + keys[:, None] * svl + dcols[None, :] * svd,
+                        mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
             acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
             m = m_new
-            kt_ptrs += BN * skl
-            v_ptrs += BN * svl
-            idx_ptrs += BN
         live = total > 0
         total_safe = tl.where(live, total, 1.0)
         tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], acc / total_safe[:, None], mask=row_ok[:, None])
@@ -351,8 +352,8 @@ if triton is not None:
         tl.store(LSE + bh * L + rows, lse, mask=row_ok)
 
     @triton.jit
-    def _attn_bwd_rows_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DQ, DB, sqb, sqh, sql, sqd, skb, skh, skl, skd,
-                              svb, svh, svl, svd, H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr,
+    def _attn_bwd_rows_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DQ, DB, sqb, sqh, sql, sqd, skb, skh, skl,
+                              skd, svb, svh, svl, svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr, BN: tl.constexpr,
                               BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr, ONE_HOT: tl.constexpr):
         """``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` per block of rows."""
         pid, bh = tl.program_id(0), tl.program_id(1)
@@ -365,39 +366,40 @@ if triton is not None:
         q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
         do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+        do = do.to(q.dtype)
         lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
         delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
         shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-        kt_ptrs = K + b * skb + h * skh + offs_n[None, :] * skl + dcols[:, None] * skd  # (BD, BN)
-        k_ptrs = K + b * skb + h * skh + offs_n[:, None] * skl + dcols[None, :] * skd  # (BN, BD)
-        vt_ptrs = V + b * svb + h * svh + offs_n[None, :] * svl + dcols[:, None] * svd  # (BD, BN)
-        idx_ptrs = IDX + b * L * L + rows[:, None] * L + offs_n[None, :]
+        k_base = K + b * skb + h * skh
+        v_base = V + b * svb + h * svh
+        idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J
         dq = tl.zeros([BM, BD], tl.float32)
         db = tl.zeros([BM, JP], tl.float32)
         for start in range(0, L, BN):
-            key_ok = (start + offs_n) < L
-            kt = tl.load(kt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
             s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(idx_ptrs, mask=row_ok[:, None] & key_ok[None, :], other=-1).to(tl.int32)
+            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
+                         other=-1).to(tl.int32)
             ok = jj >= 0
             t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
             p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
-            vt = tl.load(vt_ptrs, mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
-            ds = p * (tl.dot(do.to(vt.dtype), vt, input_precision=PREC) - delta[:, None])  # (BM, BN)
-            k = tl.load(k_ptrs, mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)
+            vt = tl.load(v_base + keys[None, :] * svl + dcols[:, None] * svd,
+                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BN)
+            ds = p * (tl.dot(do, vt.to(q.dtype), input_precision=PREC) - delta[:, None])  # (BM, BN)
+            k = tl.load(k_base + keys[:, None] * skl + dcols[None, :] * skd,
+                        mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
             dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
             db += _bucket_sums(ds, jj, J, BM, JP, ONE_HOT)
-            kt_ptrs += BN * skl
-            k_ptrs += BN * skl
-            vt_ptrs += BN * svl
-            idx_ptrs += BN
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
         tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _attn_bwd_cols_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DK, DV, sqb, sqh, sql, sqd, skb, skh, skl, skd,
-                              svb, svh, svl, svd, H, L, J, D, scale, BM: tl.constexpr, BN: tl.constexpr,
+    def _attn_bwd_cols_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DK, DV, sqb, sqh, sql, sqd, skb, skh, skl,
+                              skd, svb, svh, svl, svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr, BN: tl.constexpr,
                               BD: tl.constexpr, PREC: tl.constexpr):
         """``dK`` and ``dV`` per block of keys (tiles transposed: ``[BN, BM]``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
@@ -410,40 +412,35 @@ if triton is not None:
                     mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
         v = tl.load(V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
                     mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
-        qt_ptrs = Q + b * sqb + h * sqh + offs_m[None, :] * sql + dcols[:, None] * sqd  # (BD, BM)
-        q_ptrs = Q + b * sqb + h * sqh + offs_m[:, None] * sql + dcols[None, :] * sqd  # (BM, BD)
-        do_ptrs = DO + (bh * L + offs_m[:, None]) * BD + dcols[None, :]  # (BM, BD)
-        dot_ptrs = DO + (bh * L + offs_m[None, :]) * BD + dcols[:, None]  # (BD, BM)
-        idx_ptrs = IDX + b * L * L + offs_m[None, :] * L + keys[:, None]  # (BN, BM)
-        tab_ptrs = (bh * L + offs_m[None, :]) * J  # (1, BM)
-        row_ptrs = bh * L + offs_m  # (BM,) per-row vectors
+        v = v.to(k.dtype)
+        q_base = Q + b * sqb + h * sqh
+        idx_base = IDX + b * L * L
+        do_base = DO + bh * L * BD
         dk = tl.zeros([BN, BD], tl.float32)
         dv = tl.zeros([BN, BD], tl.float32)
         for start in range(0, L, BM):
-            row_ok = (start + offs_m) < L
-            qt = tl.load(qt_ptrs, mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            rows = start + offs_m
+            row_ok = rows < L
+            qt = tl.load(q_base + rows[None, :] * sql + dcols[:, None] * sqd,
+                         mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BM)
             st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-            jj = tl.load(idx_ptrs, mask=row_ok[None, :] & key_ok[:, None], other=-1).to(tl.int32)
+            jj = tl.load(idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None],
+                         other=-1).to(tl.int32)
             ok = jj >= 0
-            lse = tl.load(LSE + row_ptrs, mask=row_ok, other=float("inf"))
-            shift = tl.load(SHIFT + row_ptrs, mask=row_ok, other=0.0)
-            tt = (st - shift[None, :]) + tl.load(BIAS + tab_ptrs + jj, mask=ok, other=0.0)
-            pt = tl.where(ok, tl.exp(tt - lse[None, :]), 0.0)
-            do = tl.load(do_ptrs, mask=row_ok[:, None], other=0.0)
-            dv += tl.dot(pt.to(v.dtype), do.to(v.dtype), input_precision=PREC)
-            dot = tl.load(dot_ptrs, mask=row_ok[None, :], other=0.0)
-            dpt = tl.dot(v, dot.to(v.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
-            delta = tl.load(DELTA + row_ptrs, mask=row_ok, other=0.0)
+            lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
+            shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+            bias = tl.load(BIAS + (bh * L + rows[None, :]) * J + jj, mask=ok, other=0.0)
+            pt = tl.where(ok, tl.exp((st - shift[None, :]) + bias - lse[None, :]), 0.0)  # (BN, BM)
+            do = tl.load(do_base + rows[:, None] * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+            do = do.to(k.dtype)  # (BM, BD)
+            dv += tl.dot(pt.to(k.dtype), do, input_precision=PREC)
+            dot = tl.load(do_base + rows[None, :] * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
+            dpt = tl.dot(v, dot.to(k.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
+            delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
             dst = pt * (dpt - delta[None, :])
-            q = tl.load(q_ptrs, mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+            q = tl.load(q_base + rows[:, None] * sql + dcols[None, :] * sqd,
+                        mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
             dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
-            qt_ptrs += BM * sql
-            q_ptrs += BM * sql
-            do_ptrs += BM * BD
-            dot_ptrs += BM * BD
-            idx_ptrs += BM * L
-            tab_ptrs += BM * J
-            row_ptrs += BM
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])
 
@@ -457,14 +454,28 @@ def _pow2(n: int, least: int = 16) -> int:
     return max(least, 1 << max(0, int(n) - 1).bit_length())
 
 
-def _config(L: int, d: int) -> tuple[int, int, int, dict]:
-    """``(BM, BN, BD, launch kwargs)``: 64 x 64 tiles on the GPU (32 x 32 for short sequences), 32 x 32 in the
-    interpreter (its cost is per operation, not per element)."""
+#: Tiles and launch settings per kernel for 16-bit inputs with head size <= 64: ``(BM, BN, num_warps, num_stages)``
+#: (BM: query rows, BN: keys). Chosen without a GPU, by compiling every kernel for sm_90 here and reading ptxas'
+#: register / spill report (bf16, head size 32 and 64, 64 joint-bucket columns): the largest tiles that spill no
+#: register. Whether they are the fastest is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger
+#: heads and anything else use 32 x 32 tiles with 8 warps and 2 stages (no spill at head size <= 64).
+_HALF_CONFIGS = {
+    "prepass_max": (64, 64, 8, 2), "prepass_sum": (64, 64, 8, 2),
+    "prepass_bwd_rows": (32, 32, 8, 2), "prepass_bwd_cols": (64, 64, 8, 2),
+    "attn_fwd": (64, 32, 4, 2), "attn_bwd_rows": (32, 32, 8, 2), "attn_bwd_cols": (64, 64, 8, 2),
+}
+_SMALL_CONFIG = (32, 32, 8, 2)
+
+
+def _config(kernel: str, d: int, dtype: torch.dtype) -> tuple[int, int, int, dict]:
+    """``(BM, BN, BD, launch kwargs)`` of ``kernel``; 32 x 32 tiles in the interpreter (its cost is per operation,
+    not per element)."""
     BD = _pow2(d)
     if INTERPRETED:
         return 32, 32, BD, {}
-    block = 64 if L > 32 else 32
-    return block, block, BD, {"num_warps": 4 if BD <= 64 else 8}
+    half = dtype in (torch.bfloat16, torch.float16) and BD <= 64
+    BM, BN, warps, stages = _HALF_CONFIGS[kernel] if half else _SMALL_CONFIG
+    return BM, BN, BD, {"num_warps": warps, "num_stages": stages}
 
 
 def _precision(x: torch.Tensor) -> str:
@@ -495,7 +506,6 @@ class _TritonPrepass(torch.autograd.Function):
     @staticmethod
     def forward(ctx, query, key, w, index, size, scaling):  # noqa: D102
         B, H, L, d = query.shape
-        BM, BN, BD, launch = _config(L, d)
         J = int(size)
         JP = _pow2(J, 1)
         prec = _precision(query)
@@ -505,11 +515,12 @@ class _TritonPrepass(torch.autograd.Function):
         shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
         y = torch.zeros_like(mx) if w is not None else None
         wc = w.float().contiguous() if w is not None else None
-        grid = (triton.cdiv(L, BM), B * H)
         args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
-        _prepass_max_kernel[grid](query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP, PREC=prec,
-                                  ONE_HOT=ONE_HOT, **launch)
-        _prepass_sum_kernel[grid](query, key, wc if wc is not None else mx, index, mx, lz,
+        BM, BN, BD, launch = _config("prepass_max", d, query.dtype)
+        _prepass_max_kernel[(triton.cdiv(L, BM), B * H)](query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP,
+                                                         PREC=prec, ONE_HOT=ONE_HOT, **launch)
+        BM, BN, BD, launch = _config("prepass_sum", d, query.dtype)
+        _prepass_sum_kernel[(triton.cdiv(L, BM), B * H)](query, key, wc if wc is not None else mx, index, mx, lz,
                                   y if y is not None else mx, shift, *args, HAS_W=w is not None, BM=BM, BN=BN, BD=BD,
                                   JP=JP, PREC=prec, ONE_HOT=ONE_HOT, **launch)
         ctx.save_for_backward(query, key, wc, index, lz, y, shift)
@@ -522,7 +533,7 @@ class _TritonPrepass(torch.autograd.Function):
         query, key, w, index, lz, y, shift = ctx.saved_tensors
         B, H, L, d = query.shape
         J = lz.shape[-1]
-        BM, BN, BD, launch = _config(L, d)
+        BD = _pow2(d)
         prec = _precision(query)
         has_w = w is not None
         d_lz = torch.zeros_like(lz) if d_lz is None else d_lz.float()
@@ -539,9 +550,11 @@ class _TritonPrepass(torch.autograd.Function):
         args = (*_strides(query), *_strides(key), H, L, J, d, ctx.scaling)
         w_arg = w if has_w_grad else lz
         dy_arg = d_y if has_w_grad else lz
+        BM, BN, BD, launch = _config("prepass_bwd_rows", d, query.dtype)
         _prepass_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
             query, key, w_arg, index, lz, shift, a, dy_arg, dq, *args, HAS_W=has_w_grad, BM=BM, BN=BN, BD=BD, PREC=prec,
             **launch)
+        BM, BN, BD, launch = _config("prepass_bwd_cols", d, query.dtype)
         _prepass_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
             query, key, w_arg, index, lz, shift, a, dy_arg, dk, dw if dw is not None else lz, *args, HAS_W=has_w_grad,
             BM=BM, BN=BN, BD=BD, PREC=prec, **launch)
@@ -569,7 +582,7 @@ class _TritonBiasedAttention(torch.autograd.Function):
     def forward(ctx, query, key, value, bias, shift, index, scaling):  # noqa: D102
         B, H, L, d = query.shape
         J = bias.shape[-1]
-        BM, BN, BD, launch = _config(L, d)
+        BM, BN, BD, launch = _config("attn_fwd", d, query.dtype)
         prec = _precision(query)
         bias_c = bias.float().contiguous()
         out = torch.empty(B, H, L, BD, device=query.device, dtype=value.dtype)
@@ -586,7 +599,7 @@ class _TritonBiasedAttention(torch.autograd.Function):
         query, key, value, index, bias, shift, out, lse = ctx.saved_tensors
         B, H, L, d = query.shape
         J = bias.shape[-1]
-        BM, BN, BD, launch = _config(L, d)
+        BD = _pow2(d)
         prec = _precision(query)
         do = torch.zeros(B, H, L, BD, device=query.device, dtype=torch.float32)
         do[..., :d] = d_out
@@ -595,9 +608,11 @@ class _TritonBiasedAttention(torch.autograd.Function):
         dk, dv = torch.empty_like(dq), torch.empty_like(dq)
         db = torch.empty_like(bias)
         args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
+        BM, BN, BD, launch = _config("attn_bwd_rows", d, query.dtype)
         _attn_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
             query, key, value, index, bias, shift, lse, do, delta, dq, db, *args, BM=BM, BN=BN, BD=BD, JP=_pow2(J, 1),
             PREC=prec, ONE_HOT=ONE_HOT, **launch)
+        BM, BN, BD, launch = _config("attn_bwd_cols", d, query.dtype)
         _attn_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
             query, key, value, index, bias, shift, lse, do, delta, dk, dv, *args, BM=BM, BN=BN, BD=BD, PREC=prec,
             **launch)
