@@ -135,6 +135,24 @@ if triton is not None:
         return out
 
     @triton.jit
+    def _bucket_sums2(x, y, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """:func:`_bucket_sums` of two tiles at once (one bucket comparison for both)."""
+        jcols = tl.arange(0, JP)
+        if ONE_HOT:
+            hit = jj[:, :, None] == jcols[None, None, :]
+            out_x = tl.sum(tl.where(hit, x[:, :, None], 0.0), 1)
+            out_y = tl.sum(tl.where(hit, y[:, :, None], 0.0), 1)
+        else:
+            out_x = tl.zeros([BM, JP], tl.float32)
+            out_y = tl.zeros([BM, JP], tl.float32)
+            for j in range(0, J):
+                sel = jj == j
+                here = jcols[None, :] == j
+                out_x = tl.where(here, tl.sum(tl.where(sel, x, 0.0), 1)[:, None], out_x)
+                out_y = tl.where(here, tl.sum(tl.where(sel, y, 0.0), 1)[:, None], out_y)
+        return out_x, out_y
+
+    @triton.jit
     def _bucket_max(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
         """``[BM, JP]`` per row the maximum of ``x`` over each bucket's entries (-inf for none)."""
         jcols = tl.arange(0, JP)
@@ -208,10 +226,13 @@ if triton is not None:
             ok = jj >= 0
             top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
             e = tl.where(ok, tl.exp(s - top), 0.0)
-            z += _bucket_sums(e, jj, J, BM, JP, ONE_HOT)
             if HAS_W:
                 w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-                y += _bucket_sums(e * w[None, :], jj, J, BM, JP, ONE_HOT)
+                z_tile, y_tile = _bucket_sums2(e, e * w[None, :], jj, J, BM, JP, ONE_HOT)
+                z += z_tile
+                y += y_tile
+            else:
+                z += _bucket_sums(e, jj, J, BM, JP, ONE_HOT)
         tab_ok = row_ok[:, None] & (jcols[None, :] < J)
         mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=float("-inf"))
         top = tl.max(mx, 1)
