@@ -77,6 +77,12 @@ more fused SDPA call. Memory: no ``[B, H, L, L]`` tensor is kept for the backwar
 ``[B, H, rows, L]`` scores at a time. No attention dropout (refused with a ConfigError); the function returns
 no attention weights (as SDPA). ``flex_attention`` has no CPU backward: there, under autograd, the same biased
 softmax runs densely (a test stand-in, not a fast path).
+
+A fourth, ``"triton"`` (:mod:`syntaxformer.modeling.syntax_attention_triton`), runs the flex algebra with its two
+passes over the pairs as fused Triton kernels (statistics pass, biased flash attention, flash-style backward;
+CUDA, or Triton's interpreter on the CPU for tests); everything between and around the passes is the flex path's
+(:class:`_PairPasses`). ``"auto"`` picks ``"triton"`` on CUDA when triton is installed and no attention dropout is
+active, ``"fast"`` elsewhere; the CUDA choice is pending a GPU measurement (``docs/syntax_bert.md``).
 """
 
 from __future__ import annotations

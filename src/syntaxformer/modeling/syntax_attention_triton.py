@@ -8,11 +8,13 @@ with PyTorch ops and ``flex_attention``, as Triton kernels that never write a ``
 * **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) two sweeps over the key
   blocks, ``S = Q Kᵀ · scale`` recomputed in each: the per-(row, joint bucket) maximum, then the sums
   ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k`` (``w_k = V_h[k] · u_h``, the
-  topical scores are linear in the group outputs). Out come ``lz = log z + max`` and ``Y = Σ π w`` per joint bucket
-  (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows). Backward: a row kernel (``dQ``) and
-  a column kernel (``dK`` and ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - lz_j)``.
-* **attention pass** (:class:`_TritonBiasedAttention`): flash-attention forward of ``softmax(S + b[joint]) V``
-  (the bias gathered per pair from the row's ``J`` entries), keeping ``lse`` per row. Backward flash-style: a row
+  topical scores are linear in the group outputs). Out come ``lz = log z + max - c`` and ``Y = Σ π w`` per joint
+  bucket (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows) and the per-row shift ``c``
+  (the row's largest score). Backward: a row kernel (``dQ``) and a column kernel (``dK`` and ``dw``) with
+  ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - c_i - lz_j)``.
+* **attention pass** (:class:`_TritonBiasedAttention`): flash-attention forward of ``softmax(S - c + b[joint]) V``
+  (the bias gathered per pair from the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b``
+  at the size of the score gaps: ``S + b`` would round at the ulp of the scores themselves. Backward flash-style: a row
   kernel for ``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of
   flash attention, summed per bucket), a column kernel for ``dK`` and ``dV``.
 
@@ -29,6 +31,13 @@ to one relation definition, while the attention takes any ``[B, L, L]`` partitio
 byte per pair read per sweep is ``B·L²`` bytes (8 MB at 32 x 512), against the ``B·H·L²`` fp32 entries that the
 ``fast`` path writes and reads per pass. This choice is argued, not measured: the table against on-the-fly ids can
 only be timed on a GPU (the CPU interpreter's timings say nothing about GPU speed).
+
+**Cost** (argued from the structure; no GPU has timed it): seven sweeps over the pairs per layer forward + backward
+(flash attention: three), each with one ``Q Kᵀ`` tile product on the tensor cores. The per-bucket reductions
+(both statistics sweeps and the attention backward's row kernel) loop over the ``J`` joint buckets of a tile on
+the GPU (a ``[BM, BN, J]`` one-hot tile does not fit in registers), about ``3 J`` simple operations per pair each:
+with ``J`` ~ 48-64 they, not the matrix products, are expected to dominate. Tile sizes per kernel were chosen by
+compiling for sm_90 without a GPU and reading ptxas' register / spill report (:data:`_HALF_CONFIGS`).
 
 Not supported (refused with :class:`~syntaxformer.errors.ConfigError`): attention-probability dropout in training.
 Everything else of the ``fast`` path (aggregations, empty-row modes, ``full_attention_candidate``, gate per layer or
@@ -500,8 +509,12 @@ def _config(kernel: str, d: int, dtype: torch.dtype) -> tuple[int, int, int, dic
 
 
 def _precision(x: torch.Tensor) -> str:
-    """fp32 tiles go through the tensor cores as TF32 only where torch's matmuls may (full fp32 by default)."""
-    if x.dtype == torch.float32 and x.device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32:
+    """``tl.dot``'s input precision: fp32 tiles go through the tensor cores as TF32 only where torch's matmuls may
+    (full fp32, ``"ieee"``, by default and always on the CPU); 16-bit tiles get Triton's default (``"tf32"``, which
+    only concerns fp32 operands)."""
+    if x.dtype != torch.float32:
+        return "tf32"
+    if x.device.type == "cuda" and torch.backends.cuda.matmul.allow_tf32:
         return "tf32"
     return "ieee"
 
