@@ -50,7 +50,7 @@ for part in $PARTS; do
     case $part in
     tests)
         echo "== gpu tests of the fused kernels"
-        timeout $(( $(left) < 150 ? $(left) : 150 )) $PYTEST -m gpu tests/modeling/test_syntax_attention_triton.py \
+        timeout $(( $(left) < 180 ? $(left) : 180 )) $PYTEST -m gpu tests/modeling/test_syntax_attention_triton.py \
             2>&1 | tee "$OUT/gpu/gpu_tests_triton.log" | tail -15 ;;
     minilm|bert-base)
         shape=$part; tag=${part/-/}

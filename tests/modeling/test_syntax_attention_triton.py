@@ -4,8 +4,9 @@ projections, added LISA head, gate) to 1e-4 in fp32.
 
 Without CUDA the kernels run in Triton's interpreter on CPU tensors: this module sets ``TRITON_INTERPRET=1`` before
 the kernels are imported (they are built at import), so these tests execute wherever triton is installed (the
-``dev`` extra). With CUDA (and no interpreter) the same tests run on the GPU in fp32 (TF32 off); the ``gpu``-marked
-ones add bf16 autocast, longer sequences and whole models. The GPU tests in one command:
+``dev`` extra). With CUDA (and no interpreter) every test of the module runs on the GPU in fp32 (TF32 off) and is
+marked ``gpu``; the tests marked ``gpu`` here add bf16 autocast, longer sequences and whole models. On a CUDA
+machine, all of them in one command:
 ``pytest -p no:cacheprovider -q -m gpu tests/modeling/test_syntax_attention_triton.py``
 """
 
@@ -40,6 +41,9 @@ from tests.modeling.test_modeling_syntax_bert import (  # noqa: E402
     run_attention,
     tiny_bert,
 )
+
+#: On CUDA every test here runs the compiled kernels: all of them are GPU tests there.
+pytestmark = [] if T.INTERPRETED else [pytest.mark.gpu]
 
 TOL = 1e-4
 #: bf16 autocast, as the flex path's bf16 tests: the largest absolute output error against the float64 reference of
