@@ -135,11 +135,17 @@ def test_triton_several_blocks_of_rows_and_keys(device):
     _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate, **opts), ref)
 
 
-def test_triton_gpu_tiles_and_bucket_loop_match_reference(device, monkeypatch):
-    """What the GPU runs for bf16: the per-bucket sums and maxima as a loop over buckets (the interpreter runs the
-    one-hot form by default) and each kernel's own tile sizes (64 x 64, 64 x 32, 32 x 32: several and partial
-    blocks at 40 tokens) give the reference too."""
+@pytest.mark.parametrize("sentences", [False, True])
+def test_triton_gpu_tiles_and_bucket_loop_match_reference(device, monkeypatch, sentences):
+    """What the GPU runs for bf16: the per-bucket sums and maxima as a loop over the buckets up to each tile's
+    largest id (the interpreter runs the one-hot form by default) and each kernel's own tile sizes (64 x 64,
+    64 x 32, 32 x 32: several and partial blocks at 40 tokens) give the reference too; ``sentences``: relations
+    only within tokens 0-31 and 32-39 (two "sentences"), so some tiles hold pairs without any group."""
     inputs, topical, parts, mask = random_setup(device=device, seed=19, H=2, L=40)
+    if sentences:
+        for p in parts:
+            p[:, :32, 32:] = 0
+            p[:, 32:, :32] = 0
     monkeypatch.setattr(T, "ONE_HOT", False)
     if T.INTERPRETED:
         monkeypatch.setattr(T, "_config", lambda kernel, d, dtype: (*T._HALF_CONFIGS[kernel][:2], T._pow2(d), {}))

@@ -34,9 +34,10 @@ only be timed on a GPU (the CPU interpreter's timings say nothing about GPU spee
 
 **Cost** (argued from the structure; no GPU has timed it): seven sweeps over the pairs per layer forward + backward
 (flash attention: three), each with one ``Q Kᵀ`` tile product on the tensor cores. The per-bucket reductions
-(both statistics sweeps and the attention backward's row kernel) loop over the ``J`` joint buckets of a tile on
-the GPU (a ``[BM, BN, J]`` one-hot tile does not fit in registers), about ``3 J`` simple operations per pair each:
-with ``J`` ~ 48-64 they, not the matrix products, are expected to dominate. Tile sizes per kernel were chosen by
+(both statistics sweeps and the attention backward's row kernel) loop over the joint buckets of a tile on the GPU
+(a ``[BM, BN, J]`` one-hot tile does not fit in registers) up to the tile's largest bucket id, about 3 simple
+operations per pair and bucket: one iteration for a tile without any relation (ids rank "no group" first), up to
+``J`` (~48-64) near the diagonal, where they, not the matrix products, are expected to dominate. Tile sizes per kernel were chosen by
 compiling for sm_90 without a GPU and reading ptxas' register / spill report (:data:`_HALF_CONFIGS`).
 
 Not supported (refused with :class:`~syntaxformer.errors.ConfigError`): attention-probability dropout in training.
@@ -132,14 +133,18 @@ if triton is not None:
     @triton.jit
     def _bucket_sums(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
         """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none).
-        ``ONE_HOT``: one ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); else a loop over the ``J``
-        buckets (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no ``[BM, BN, JP]`` registers)."""
+        ``ONE_HOT``: one ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); else a loop over the buckets
+        up to the largest id in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no
+        ``[BM, BN, JP]`` registers). Bucket ids are ranks of the pairs' group tuples within their row, and the
+        tuple "no group, allowed key" ranks first: a tile of pairs without any relation (rows and keys in different
+        sentences, most tiles of a long passage) takes one iteration."""
         jcols = tl.arange(0, JP)
         if ONE_HOT:
             out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], 0.0), 1)
         else:
             out = tl.zeros([BM, JP], tl.float32)
-            for j in range(0, J):
+            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
+            for j in range(0, top):
                 out = tl.where(jcols[None, :] == j, tl.sum(tl.where(jj == j, x, 0.0), 1)[:, None], out)
         return out
 
@@ -154,7 +159,8 @@ if triton is not None:
         else:
             out_x = tl.zeros([BM, JP], tl.float32)
             out_y = tl.zeros([BM, JP], tl.float32)
-            for j in range(0, J):
+            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
+            for j in range(0, top):
                 sel = jj == j
                 here = jcols[None, :] == j
                 out_x = tl.where(here, tl.sum(tl.where(sel, x, 0.0), 1)[:, None], out_x)
@@ -169,7 +175,8 @@ if triton is not None:
             out = tl.max(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], float("-inf")), 1)
         else:
             out = tl.full([BM, JP], float("-inf"), tl.float32)
-            for j in range(0, J):
+            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
+            for j in range(0, top):
                 out = tl.where(jcols[None, :] == j, tl.max(tl.where(jj == j, x, float("-inf")), 1)[:, None], out)
         return out
 
