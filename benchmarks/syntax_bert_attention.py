@@ -17,16 +17,16 @@ dependency + constituency relation groups with D = 15 (M = 90 sub-networks), ran
    ``BertLayer`` with transformers' default SDPA attention (vanilla) against the same layer with the syntax
    attention — ``fast`` (default) and ``exact`` (autograd, per-group maximum; the library's slow path), and with
    ``--implementations ...,flex`` the flex_attention path, with ``...,triton`` the fused Triton kernels (CUDA only:
-   on the CPU they run only in Triton's interpreter, whose timings say nothing about speed). Interleaved repeats, median times, ratios to vanilla,
-   tokens/s. Each implementation's output and input gradient are checked against the exact path in the same run
-   (the slow loop over the sub-networks is tested in ``tests/``, not timed here).
+   on the CPU they run only in Triton's interpreter, whose timings say nothing about speed). Interleaved repeats,
+   median times, ratios to vanilla, tokens/s. Each implementation's output and input gradient are checked against
+   the exact path in the same run (the slow loop over the sub-networks is tested in ``tests/``, not timed here).
 2. **Whole model training step** (forward, loss, backward, AdamW step) of
    ``SyntaxBertForSequenceClassification.from_encoder_pretrained(MiniLM)`` against vanilla
    ``AutoModelForSequenceClassification`` (MiniLM, SDPA) on the same batch; relation groups are built inside the
    syntax step. ``--shape bert-base``: both models with a random BERT-base encoder (hidden 768, 12 heads,
-   12 layers; random weights: timings do not depend on them). Interleaved, medians. Memory: bytes saved for backward by one forward (exact, from autograd's
-   saved-tensor hooks, unique storages) and the peak RSS growth of a training step, each variant in a fresh
-   process.
+   12 layers; random weights: timings do not depend on them). Interleaved, medians. Memory: bytes saved for
+   backward by one forward (exact, from autograd's saved-tensor hooks, unique storages) and the peak RSS growth of
+   a training step, each variant in a fresh process.
 
 With ``flex`` or ``triton`` among the implementations every variant (vanilla included) runs without
 attention-probability dropout (neither has any), so that the comparison is like for like; the JSON says

@@ -1336,7 +1336,8 @@ class _FlexBiasGrad(torch.autograd.Function):
 
 class _PairPasses(NamedTuple):
     """The two passes over the ``L x L`` pairs of the flex algebra, swappable: PyTorch ops and flex_attention
-    (``"flex"``, below) or the fused Triton kernels (``"triton"``, :mod:`syntaxformer.modeling.syntax_attention_triton`).
+    (``"flex"``, below) or the fused Triton kernels (``"triton"``,
+    :mod:`syntaxformer.modeling.syntax_attention_triton`).
     Everything between them (the ``[B, H, L, J]`` tables' algebra, LISA, gate, recorder) is shared."""
 
     check: Callable[[torch.Tensor, float, nn.Module], None]  # (query, dropout, module): refuse what cannot run

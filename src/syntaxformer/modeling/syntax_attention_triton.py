@@ -33,12 +33,13 @@ byte per pair read per sweep is ``B·L²`` bytes (8 MB at 32 x 512), against the
 only be timed on a GPU (the CPU interpreter's timings say nothing about GPU speed).
 
 **Cost** (argued from the structure; no GPU has timed it): seven sweeps over the pairs per layer forward + backward
-(flash attention: three), each with one ``Q Kᵀ`` tile product on the tensor cores. The per-bucket reductions
-(both statistics sweeps and the attention backward's row kernel) loop over the joint buckets of a tile on the GPU
-(a ``[BM, BN, J]`` one-hot tile does not fit in registers) up to the tile's largest bucket id, about 3 simple
+(flash attention: three), each with one ``Q Kᵀ`` tile product on the tensor cores. The per-bucket reductions (both
+statistics sweeps and the attention backward's row kernel) loop over the joint buckets of a tile on the GPU (a
+``[BM, BN, J]`` one-hot tile does not fit in registers) up to the tile's largest bucket id, about 3 simple
 operations per pair and bucket: one iteration for a tile without any relation (ids rank "no group" first), up to
-``J`` (~48-64) near the diagonal, where they, not the matrix products, are expected to dominate. Tile sizes per kernel were chosen by
-compiling for sm_90 without a GPU and reading ptxas' register / spill report (:data:`_HALF_CONFIGS`).
+``J`` (~48-64) near the diagonal, where they, not the matrix products, are expected to dominate. Tile sizes per
+kernel were chosen by compiling for sm_90 without a GPU and reading ptxas' register / spill report
+(:data:`_HALF_CONFIGS`).
 
 Not supported (refused with :class:`~syntaxformer.errors.ConfigError`): attention-probability dropout in training.
 Everything else of the ``fast`` path (aggregations, empty-row modes, ``full_attention_candidate``, gate per layer or
@@ -212,9 +213,9 @@ if triton is not None:
         tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _prepass_sum_kernel(Q, K, W, IDX, MX, LZ, Y, SHIFT, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D: tl.constexpr,
-                            scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
-                            JP: tl.constexpr, PREC: tl.constexpr, ONE_HOT: tl.constexpr):
+    def _prepass_sum_kernel(Q, K, W, IDX, MX, LZ, Y, SHIFT, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J,
+                            D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                            BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr, ONE_HOT: tl.constexpr):
         """``LZ = log Σ_{k in j} exp(S_ik) - c_i`` and ``Y = Σ_{k in j} π_ik w_k`` per (row, joint bucket), each
         bucket shifted by its own maximum ``MX``; ``SHIFT`` ``c_i`` = the row's largest score."""
         pid, bh = tl.program_id(0), tl.program_id(1)
@@ -263,8 +264,8 @@ if triton is not None:
 
     @triton.jit
     def _prepass_bwd_rows_kernel(Q, K, W, IDX, LZ, SHIFT, A, DY, DQ, sqb, sqh, sql, sqd, skb, skh, skl, skd,
-                                 H, L, J, D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                                 BD: tl.constexpr, PREC: tl.constexpr):
+                                 H, L, J, D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr,
+                                 BN: tl.constexpr, BD: tl.constexpr, PREC: tl.constexpr):
         """``dQ`` of the statistics pass: ``dS = π (a_j + dY_j w_k)`` with ``a = dlz - dY Y``."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -300,8 +301,8 @@ if triton is not None:
 
     @triton.jit
     def _prepass_bwd_cols_kernel(Q, K, W, IDX, LZ, SHIFT, A, DY, DK, DW, sqb, sqh, sql, sqd, skb, skh, skl, skd,
-                                 H, L, J, D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                                 BD: tl.constexpr, PREC: tl.constexpr):
+                                 H, L, J, D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr,
+                                 BN: tl.constexpr, BD: tl.constexpr, PREC: tl.constexpr):
         """``dK`` and ``dw`` of the statistics pass, per block of keys (tiles transposed: ``[BN, BM]``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -390,8 +391,9 @@ if triton is not None:
 
     @triton.jit
     def _attn_bwd_rows_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DQ, DB, sqb, sqh, sql, sqd, skb, skh, skl,
-                              skd, svb, svh, svl, svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr, BN: tl.constexpr,
-                              BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr, ONE_HOT: tl.constexpr):
+                              skd, svb, svh, svl, svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr,
+                              BN: tl.constexpr, BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr,
+                              ONE_HOT: tl.constexpr):
         """``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` per block of rows."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -436,8 +438,8 @@ if triton is not None:
 
     @triton.jit
     def _attn_bwd_cols_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DK, DV, sqb, sqh, sql, sqd, skb, skh, skl,
-                              skd, svb, svh, svl, svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr, BN: tl.constexpr,
-                              BD: tl.constexpr, PREC: tl.constexpr):
+                              skd, svb, svh, svl, svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr,
+                              BN: tl.constexpr, BD: tl.constexpr, PREC: tl.constexpr):
         """``dK`` and ``dV`` per block of keys (tiles transposed: ``[BN, BM]``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -493,8 +495,8 @@ def _pow2(n: int, least: int = 16) -> int:
 
 #: Tiles and launch settings per kernel for 16-bit inputs with head size <= 64: ``(BM, BN, num_warps, num_stages)``
 #: (BM: query rows, BN: keys). Chosen without a GPU, by compiling every kernel for sm_90 here and reading ptxas'
-#: register / spill report (bf16, head size 32 and 64, 64 joint-bucket columns): the largest tiles that spill no
-#: register. Whether they are the fastest is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger
+#: register / spill report (bf16, head size 32 and 64, 64 joint-bucket columns; ``experiments/triton_compile_report.py``):
+#: the largest tiles that spill no register. Whether they are the fastest is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger
 #: heads and anything else use 32 x 32 tiles with 8 warps and 2 stages (no spill at head size <= 64).
 _HALF_CONFIGS = {
     "prepass_max": (64, 64, 8, 2), "prepass_sum": (64, 64, 8, 2),
