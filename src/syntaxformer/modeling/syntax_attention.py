@@ -1376,49 +1376,58 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     joint = _cached_flex_joint(groups, mask, allowed)
     # (B, H, L, J) each: per joint bucket (log-sums shifted by a per-row constant, none for flex)
     lzj, yj, shift = passes.prepass(query, key, w, scaling, joint, groups.cache)
-    ok = None if allowed is None else ~_expand(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
-    logz, ys = [], []  # per partition (B, H, L, M+1): the joint buckets' tables combined by group
-    for m, n in zip(joint.maps, groups.num_buckets):
-        lz, y = _log_scatter(lzj, yj, _expand(m, H), n, ok)
-        logz.append(lz)
-        ys.append(y)
-    zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
-    lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
-    lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
     cands = _cached_counts(groups, mask, allowed)  # (B, L, M+1) per partition
     cand, cand_full = _candidates(cands, allowed, opts)  # (B, L, C)
-    has_full = cand_full is not None
-    logits = None
-    if w is not None:
-        logits = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
-        logits = torch.cat(logits, -1)  # (B, L, C)
-    log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
-    alpha = log_alpha.exp()
     fallback = ~cand.any(-1)  # (B, L)
-    phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
     live = torch.ones(H, dtype=torch.bool, device=query.device) if full_heads is None else ~full_heads  # (H,)
 
-    neg_inf = torch.tensor(float("-inf"), device=query.device)
-    terms, start = [], 0
-    for lz, ne, m in zip(logz, cands, joint.maps):
-        n = lz.shape[-1]
-        valid = ne.unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, M+1)
-        la = log_alpha[..., start:start + n].unsqueeze(1).masked_fill(~valid, 0.0)
-        t = torch.where(valid, la - lz.masked_fill(~valid, 0.0), neg_inf)  # log(α / Z) (B, H, L, M+1)
-        terms.append(t.gather(3, _expand(m, H)))  # (B, H, L, J)
-        start += n
-    phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
-    terms.append(phi_term.unsqueeze(-1).expand_as(terms[0]))
-    terms = torch.stack(terms, -1)  # (B, H, L, J, P+1)
-    some = (terms > float("-inf")).any(-1)  # (B, H, L, J)
-    bias = torch.where(some, torch.logsumexp(terms.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
-    empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
-    bias = bias.masked_fill(empty, 0.0)
-    if allowed is not None:
-        bias = bias.masked_fill(_expand(joint.maps[-1], H).bool(), torch.finfo(torch.float32).min)
+    def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]``."""
+        ok = None if allowed is None else ~_expand(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
+        logz, ys = [], []  # per partition (B, H, L, M+1): the joint buckets' tables combined by group
+        for m, n in zip(joint.maps, groups.num_buckets):
+            lz, y = _log_scatter(lzj, yj, _expand(m, H), n, ok)
+            logz.append(lz)
+            ys.append(y)
+        zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
+        lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
+        lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
+        has_full = cand_full is not None
+        logits = None
+        if w is not None:
+            logits = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
+            logits = torch.cat(logits, -1)  # (B, L, C)
+        log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
+        alpha = log_alpha.exp()
+        phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
 
-    n_syntax = start
-    weight = alpha[..., :n_syntax].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
+        neg_inf = torch.tensor(float("-inf"), device=query.device)
+        terms, start = [], 0
+        for lz, ne, m in zip(logz, cands, joint.maps):
+            n = lz.shape[-1]
+            valid = ne.unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, M+1)
+            la = log_alpha[..., start:start + n].unsqueeze(1).masked_fill(~valid, 0.0)
+            t = torch.where(valid, la - lz.masked_fill(~valid, 0.0), neg_inf)  # log(α / Z) (B, H, L, M+1)
+            terms.append(t.gather(3, _expand(m, H)))  # (B, H, L, J)
+            start += n
+        phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
+        terms.append(phi_term.unsqueeze(-1).expand_as(terms[0]))
+        terms = torch.stack(terms, -1)  # (B, H, L, J, P+1)
+        some = (terms > float("-inf")).any(-1)  # (B, H, L, J)
+        bias = torch.where(some, torch.logsumexp(terms.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
+        empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
+        bias = bias.masked_fill(empty, 0.0)
+        if allowed is not None:
+            bias = bias.masked_fill(_expand(joint.maps[-1], H).bool(), torch.finfo(torch.float32).min)
+        weight = alpha[..., :start].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
+        return bias, weight
+
+    if torch.is_grad_enabled() and (lzj.requires_grad or (yj is not None and yj.requires_grad)):
+        # Recomputed in the backward: the table algebra's two dozen [B, H, L, J]-sized intermediates are not kept
+        # (at 128 tokens with J = 32 they would be several [B, H, L, L] tensors' worth); it is cheap to redo.
+        bias, weight = checkpoint(bias_and_weight, lzj, yj, use_reentrant=False)
+    else:
+        bias, weight = bias_and_weight(lzj, yj)
     ctx = passes.context(query, key, value, bias, joint, scaling, lzj, shift, groups.cache)  # (B, H, L, d)
     ctx = ctx * weight.unsqueeze(-1).to(ctx.dtype)
     if opts.empty_rows == "self":
