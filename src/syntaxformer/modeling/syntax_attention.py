@@ -499,7 +499,8 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         ``P_full V + g ((A V) W_Vt - P_full V)``), every row and head of the layer; the returned attention is
         still the effective ``A`` (gated as above), before ``W_Vt``.
     """
-    opts = _resolve_implementation(syntax_options or SyntaxAttentionOptions(), query, dropout, module)
+    opts = _resolve_implementation(syntax_options or SyntaxAttentionOptions(), query, dropout, module,
+                                   gated=syntax_gate is not None)
     layer = layer_index(module)
     groups = prepare_groups(syntax_groups)
     lisa_here = syntax_lisa is not None and layer is not None and layer == syntax_lisa.layer
@@ -575,15 +576,20 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     return out.contiguous(), probs.to(value.dtype)
 
 
-def _resolve_implementation(opts: SyntaxAttentionOptions, query: torch.Tensor, dropout: float,
-                            module: nn.Module) -> SyntaxAttentionOptions:
-    """``implementation="auto"`` made concrete for this call: ``"triton"`` on CUDA when triton is importable and
-    no attention dropout is active (the fused kernels have none), ``"fast"`` everywhere else (the CPU: the fused
-    kernels run there only in Triton's interpreter). The CUDA choice is pending a GPU measurement of the fused
-    kernels against ``"fast"`` (docs/syntax_bert.md)."""
+def _resolve_implementation(opts: SyntaxAttentionOptions, query: torch.Tensor, dropout: float, module: nn.Module,
+                            gated: bool = False) -> SyntaxAttentionOptions:
+    """``implementation="auto"`` made concrete for this call: ``"triton"`` on CUDA when triton is importable, no
+    attention dropout is active (the fused kernels have none) and the layer is not gated in 16-bit precision,
+    ``"fast"`` everywhere else (the CPU: the fused kernels run there only in Triton's interpreter). A gate in bf16
+    goes to ``"fast"`` because the triton path, like flex, mixes two separately rounded outputs
+    (``P_full V + g (syn - P_full V)``): the gate's gradient is a small difference of bf16 products (flex: 75 %
+    relative error in a tiny model against 1.0 % for ``"fast"``, which mixes fp32 probabilities). The CUDA choice
+    is pending a GPU measurement of the fused kernels against ``"fast"`` (docs/syntax_bert.md)."""
     if opts.implementation != "auto":
         return opts
-    fused = query.device.type == "cuda" and not (dropout > 0 and module.training) and _triton_importable()
+    half = query.dtype in (torch.bfloat16, torch.float16)
+    fused = (query.device.type == "cuda" and not (dropout > 0 and module.training) and not (gated and half)
+             and _triton_importable())
     return replace(opts, implementation="triton" if fused else "fast")
 
 
