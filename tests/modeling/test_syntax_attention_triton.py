@@ -365,7 +365,7 @@ def test_triton_matches_reference_on_cuda_in_fp32_long_rows(device, aggregation,
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("gated", [False, True])
-@pytest.mark.parametrize("L,d", [(64, 16), (130, 32)])
+@pytest.mark.parametrize("L,d", [(64, 16), (100, 32)])
 def test_triton_under_bf16_autocast_on_cuda_within_tolerance(device, gated, L, d):
     """bf16 q / k / v under autocast against the float64 reference of the same bf16-rounded inputs: outputs within
     ``BF16_OUT_ATOL``, each gradient within ``BF16_GRAD_RTOL`` relative (Frobenius) error (the flex path's
