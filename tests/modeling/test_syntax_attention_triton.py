@@ -89,7 +89,7 @@ def _assert_close(got, ref, tol: float = TOL) -> None:
         assert torch.allclose(x, y, atol=tol, rtol=0), (i, (x - y).abs().max())
 
 
-def _gate(per_head: bool, H: int = 3, seed: int = 0, device="cpu") -> SyntaxGate:
+def _gate(per_head: bool, H: int = 2, seed: int = 0, device="cpu") -> SyntaxGate:
     gate = SyntaxGate(1, H, per_head=per_head)
     with torch.no_grad():
         gate.weight.uniform_(-0.5, 1.5, generator=torch.Generator().manual_seed(seed))
@@ -102,11 +102,10 @@ def _gate(per_head: bool, H: int = 3, seed: int = 0, device="cpu") -> SyntaxGate
 
 
 @pytest.mark.parametrize("aggregation,empty_rows,full_candidate", [
-    ("topical", "full", False), ("topical", "self", True), ("sum", "full", True), ("sum", "self", False),
-    ("mean", "full", False), ("mean", "self", True)])
+    ("topical", "full", False), ("topical", "self", True), ("sum", "full", True), ("mean", "self", False)])
 def test_triton_matches_reference_outputs_and_gradients(device, aggregation, empty_rows, full_candidate):
     """Random partitions with empty groups (ids with gaps), rows without any group, padding keys."""
-    inputs, topical, parts, mask = random_setup(device=device, seed=len(aggregation) + 3 * full_candidate)
+    inputs, topical, parts, mask = random_setup(device=device, seed=len(aggregation) + 3 * full_candidate, H=2)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
     ref = _run("reference", inputs, topical, parts, mask, **opts)
     _assert_close(_run("triton", inputs, topical, parts, mask, **opts), ref)
@@ -117,7 +116,7 @@ def test_triton_matches_reference_outputs_and_gradients(device, aggregation, emp
 @pytest.mark.parametrize("per_head,aggregation,full_candidate", [(False, "topical", False), (True, "topical", True),
                                                                  (True, "sum", False)])
 def test_triton_gated_matches_reference(device, per_head, aggregation, full_candidate):
-    inputs, topical, parts, mask = random_setup(device=device, seed=21 + per_head)
+    inputs, topical, parts, mask = random_setup(device=device, seed=21 + per_head, H=2)
     opts = dict(aggregation=aggregation, full_attention_candidate=full_candidate)
     gate = _gate(per_head, device=device)
     ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
@@ -155,14 +154,14 @@ def test_triton_gpu_tiles_and_bucket_loop_match_reference(device, monkeypatch, s
 
 @pytest.mark.parametrize("mode,full_candidate", [("existing", False), ("added", True)])
 def test_triton_lisa_head_matches_reference(device, mode, full_candidate):
-    inputs, topical, parts, mask = random_setup(device=device, seed=7)
+    inputs, topical, parts, mask = random_setup(device=device, seed=7, H=2)
     parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0)).to(device)
 
     def recorder() -> LisaRecorder:
         added = None
         if mode == "added":
             torch.manual_seed(0)
-            added = AddedLisaHead(0, 3, 4, init_head=1)
+            added = AddedLisaHead(0, 2, 4, init_head=1)
             with torch.no_grad():
                 added.mix.normal_(0, 1.0)
             added = added.to(device)
@@ -177,7 +176,7 @@ def test_triton_lisa_head_matches_reference(device, mode, full_candidate):
 
 
 def test_triton_own_topical_projections_match_reference(device):
-    inputs, topical, parts, mask = random_setup(device=device, seed=9, own=True)
+    inputs, topical, parts, mask = random_setup(device=device, seed=9, own=True, H=2)
     gate = _gate(False, device=device)
     ref = _run("reference", inputs, topical, parts, mask, gate=gate)
     _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate), ref)
@@ -185,7 +184,7 @@ def test_triton_own_topical_projections_match_reference(device):
 
 @pytest.mark.parametrize("mask_kind,n_parts", [("none", 1), ("bool", 2), ("additive", 2)])
 def test_triton_matches_reference_for_every_mask_form(device, mask_kind, n_parts):
-    inputs, topical, parts, mask = random_setup(device=device, seed=11, n_parts=n_parts)
+    inputs, topical, parts, mask = random_setup(device=device, seed=11, n_parts=n_parts, H=2)
     if mask_kind == "none":
         mask = None
     elif mask_kind == "additive":  # eager-style float mask, [B, 1, 1, L]
@@ -207,12 +206,12 @@ def _min_group_share(q, k, parts, mask, b: int, h: int, i: int) -> float:
 
 @pytest.mark.parametrize("full_candidate", [False, True])
 def test_triton_underflowing_rows_match_reference(device, full_candidate):
-    """A row whose groups lie ~120 nats apart (a group's share of the full softmax underflows fp32: the fast path
-    recomputes such rows exactly) loses no group: every bucket is normalised with its own maximum."""
-    inputs, topical, parts, mask = random_setup(device=device, seed=4)
+    """A row where a group's share of the full softmax is ~1e-35 (below the fast path's 1e-25: it recomputes such
+    rows exactly) loses no group: every bucket is normalised with its own maximum."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=4, H=2)
     q, k, v = inputs
     q = q.clone()
-    q[0, 1, 4] *= 40.0
+    q[0, 1, 4] *= 80.0
     assert _min_group_share(q, k, parts, mask, 0, 1, 4) < SA._UNDERFLOW, "the row should underflow"
     opts = dict(full_attention_candidate=full_candidate)
     ref = _run("reference", (q, k, v), topical, parts, mask, **opts)
@@ -224,7 +223,7 @@ def test_triton_huge_score_gaps_lose_no_group(device):
     interpreter; the fast path's own test allows 5e-4 here). The attention pass computes ``(S - c) + b`` with a
     per-row shift ``c``; ``S + b`` unshifted would round at ~6e-5, the ulp of the scores, which ``dK = dSᵀ Q``
     multiplies by the 400x query (the flex path, which adds them unshifted, errs by 8.5e-3 here)."""
-    inputs, topical, parts, mask = random_setup(device=device, seed=4)
+    inputs, topical, parts, mask = random_setup(device=device, seed=4, H=2)
     q, k, v = inputs
     q = q.clone()
     q[0, 1, 4] *= 400.0
@@ -370,7 +369,7 @@ def test_triton_under_bf16_autocast_on_cuda_within_tolerance(device, gated, L, d
     """bf16 q / k / v under autocast against the float64 reference of the same bf16-rounded inputs: outputs within
     ``BF16_OUT_ATOL``, each gradient within ``BF16_GRAD_RTOL`` relative (Frobenius) error (the flex path's
     bf16 tolerances)."""
-    inputs, topical, parts, mask = random_setup(seed=33, L=L, d=d, device=device)
+    inputs, topical, parts, mask = random_setup(seed=33, L=L, d=d, device=device, H=2)
     inputs = tuple(x.bfloat16() for x in inputs)
     gate = _gate(False, device=device) if gated else None
     ref_out, ref_grads = _run("reference", tuple(x.float() for x in inputs), topical, parts, mask, gate=gate)
