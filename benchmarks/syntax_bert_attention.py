@@ -3,7 +3,8 @@
 Run from the repository root::
 
     python benchmarks/syntax_bert_attention.py [--quick] [--batch 8] [--length 128 [256 512 ...]]
-        [--implementations fast,exact,flex] [--device cpu|cuda] [--autocast bf16]
+        [--implementations fast,exact,flex,triton] [--device cpu|cuda] [--autocast bf16]
+        [--shape minilm|bert-base] [--out FILE]
 
 Inputs: batch 8 x 128 positions (``--batch``, ``--length``; several lengths run one after the other) packed from
 real UD English-EWT dev sentences (``$SYNTAXFORMER_DATA/ud_ewt/en_ewt-ud-dev.conllu``, else
@@ -11,30 +12,36 @@ real UD English-EWT dev sentences (``$SYNTAXFORMER_DATA/ud_ewt/en_ewt-ud-dev.con
 dependency + constituency relation groups with D = 15 (M = 90 sub-networks), random token ids.
 
 0. **Group preparation**: relation groups of both partitions plus :func:`prepare_groups`, ms per example.
-1. **One layer**, forward + backward, MiniLM's shape (hidden 384, 12 heads, FFN 1536), training mode: a
+1. **One layer**, forward + backward, MiniLM's shape (hidden 384, 12 heads, FFN 1536; ``--shape bert-base``:
+   hidden 768, 12 heads, FFN 3072), training mode: a
    ``BertLayer`` with transformers' default SDPA attention (vanilla) against the same layer with the syntax
    attention — ``fast`` (default) and ``exact`` (autograd, per-group maximum; the library's slow path), and with
-   ``--implementations ...,flex`` the flex_attention path. Interleaved repeats, median times, ratios to vanilla,
-   tokens/s. Each implementation's output and input gradient are checked against the exact path in the same run
-   (the slow loop over the sub-networks is tested in ``tests/``, not timed here).
+   ``--implementations ...,flex`` the flex_attention path, with ``...,triton`` the fused Triton kernels (CUDA only:
+   on the CPU they run only in Triton's interpreter, whose timings say nothing about speed). Interleaved repeats,
+   median times, ratios to vanilla, tokens/s. Each implementation's output and input gradient are checked against
+   the exact path in the same run (the slow loop over the sub-networks is tested in ``tests/``, not timed here).
 2. **Whole model training step** (forward, loss, backward, AdamW step) of
    ``SyntaxBertForSequenceClassification.from_encoder_pretrained(MiniLM)`` against vanilla
    ``AutoModelForSequenceClassification`` (MiniLM, SDPA) on the same batch; relation groups are built inside the
-   syntax step. Interleaved, medians. Memory: bytes saved for backward by one forward (exact, from autograd's
-   saved-tensor hooks, unique storages) and the peak RSS growth of a training step, each variant in a fresh
-   process.
+   syntax step. ``--shape bert-base``: both models with a random BERT-base encoder (hidden 768, 12 heads,
+   12 layers; random weights: timings do not depend on them). Interleaved, medians. Memory: bytes saved for
+   backward by one forward (exact, from autograd's saved-tensor hooks, unique storages) and the peak RSS growth of
+   a training step, each variant in a fresh process.
 
-With ``flex`` among the implementations every variant (vanilla included) runs without attention-probability
-dropout (flex_attention has none), so that the comparison is like for like; the JSON says ``attention_dropout``.
-With ``flex`` the whole-model step also times a ``syntax_flex`` model.
+With ``flex`` or ``triton`` among the implementations every variant (vanilla included) runs without
+attention-probability dropout (neither has any), so that the comparison is like for like; the JSON says
+``attention_dropout``. With ``flex`` / ``triton`` the whole-model step also times a ``syntax_flex`` /
+``syntax_triton`` model.
 
 ``--device cuda``: every timed call is wrapped in ``torch.cuda.synchronize()``; the first call of each variant
 (warm-up; for ``flex`` it includes ``torch.compile``) is reported separately as ``first_call_ms`` and never enters
-the medians; peak CUDA memory of one layer forward + backward per variant; no RSS child processes. ``--quick``
+the medians; peak CUDA memory of one layer forward + backward and of one model training step per variant (above
+what is allocated before it); no RSS child processes. ``--quick``
 keeps the GPU run to a few repeats (lengths 128 and 512, batch 8: about a minute on one GPU plus the compiles).
 ``--autocast bf16`` runs every forward under ``torch.autocast(dtype=torch.bfloat16)``.
 
-1 torch thread by default (stable on a shared machine). The last line printed is one JSON object.
+1 torch thread by default (stable on a shared machine). The last line printed is one JSON object (with the command
+that made it and the device); ``--out FILE`` also writes it there (a new file: never overwritten).
 """
 
 from __future__ import annotations
@@ -94,6 +101,23 @@ def _batch(n: int, length: int, seed: int = 0) -> dict[str, torch.Tensor]:
 DEVICE = torch.device("cpu")
 AUTOCAST: torch.dtype | None = None
 
+#: ``--shape``: the encoder whose layer and model are timed. ``minilm``: the MiniLM checkpoint (its weights);
+#: ``bert-base``: BERT-base's dimensions with random weights.
+SHAPES = {"minilm": None,
+          "bert-base": dict(hidden_size=768, num_attention_heads=12, num_hidden_layers=12, intermediate_size=3072)}
+SHAPE = "minilm"
+
+
+def _encoder_config():
+    """The config of the timed encoder (``SHAPE``)."""
+    from transformers import AutoConfig, BertConfig
+
+    from syntaxformer.defaults import default_hf_model
+
+    if SHAPES[SHAPE] is None:
+        return AutoConfig.from_pretrained(default_hf_model())
+    return BertConfig(vocab_size=30522, **SHAPES[SHAPE])
+
 
 def _sync() -> None:
     if DEVICE.type == "cuda":
@@ -130,7 +154,7 @@ def _interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int
 def _saved_bytes(fn: Callable[[], torch.Tensor], kind: str = "") -> int | None:
     """Bytes of the unique storages autograd saves for backward during ``fn()`` (activation memory); None for a
     flex variant on CUDA (saved-tensor hooks around a compiled graph measure nothing reliable there; see the peak
-    CUDA memory instead)."""
+    CUDA memory instead). The triton variant's autograd functions save through the same hooks."""
     if DEVICE.type == "cuda" and "flex" in kind:
         return None
     seen: dict[int, int] = {}
@@ -165,18 +189,16 @@ def bench_groups(batch: dict[str, torch.Tensor], repeats: int) -> dict:
 
 def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, ...] = ("fast", "exact"),
                 attention_dropout: float | None = None) -> dict:
-    from transformers import AutoConfig
     from transformers.models.bert.modeling_bert import BertLayer
 
-    from syntaxformer.defaults import default_hf_model
     from syntaxformer.masks import relation_groups_from_features
     from syntaxformer.modeling.syntax_attention import SyntaxAttentionOptions, TopicalAttention, prepare_groups
 
     torch.manual_seed(0)
-    base = AutoConfig.from_pretrained(default_hf_model())
+    base = _encoder_config()
 
     def layer(impl: str) -> BertLayer:
-        cfg = AutoConfig.from_pretrained(default_hf_model())
+        cfg = _encoder_config()
         cfg._attn_implementation = impl
         if attention_dropout is not None:
             cfg.attention_probs_dropout_prob = attention_dropout
@@ -231,6 +253,8 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
         **{f"{impl}_over_vanilla": round(t[impl] / t["vanilla"], 3) for impl in impls},
         "tokens_per_s": {k: round(B * L / v) for k, v in t.items()},
         "saved_for_backward_mb": {k: None if v is None else round(v / 2 ** 20, 1) for k, v in mem.items()},
+        **{f"saved_{impl}_over_vanilla": round(mem[impl] / mem["vanilla"], 3) for impl in impls
+           if mem[impl] is not None},
         **{f"{impl}_vs_exact_max_abs_diff": d for impl, d in diffs.items()},
     }
     if DEVICE.type == "cuda":
@@ -245,6 +269,7 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
             torch.cuda.synchronize()
             peak[k] = round((torch.cuda.max_memory_allocated() - before) / 2 ** 20, 1)
         out["peak_cuda_mb"] = peak
+        out.update({f"peak_{impl}_over_vanilla": round(peak[impl] / peak["vanilla"], 3) for impl in impls})
     return out
 
 
@@ -253,20 +278,36 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
 # ---------------------------------------------------------------------------------------------------------------
 
 
+#: Whole-model variants: ``syntax`` runs the default ``fast`` implementation, ``syntax_<impl>`` the others.
+MODEL_KINDS = {"syntax": "fast", "syntax_flex": "flex", "syntax_triton": "triton"}
+
+
 def _model(kind: str, attention_dropout: float | None = None):
-    from transformers import AutoModelForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, BertForSequenceClassification
 
     from syntaxformer.defaults import default_hf_model
-    from syntaxformer.modeling import SyntaxBertForSequenceClassification
+    from syntaxformer.modeling import SyntaxBertConfig, SyntaxBertForSequenceClassification
 
     torch.manual_seed(0)
     enc = {} if attention_dropout is None else {"attention_probs_dropout_prob": attention_dropout}
-    if kind == "vanilla":
+    random_weights = SHAPES[SHAPE] is not None
+    if kind == "vanilla" and random_weights:
+        cfg = _encoder_config()
+        cfg.update({"num_labels": 2, **enc})
+        cfg._attn_implementation = "sdpa"
+        model = BertForSequenceClassification(cfg)
+    elif kind == "vanilla":
         model = AutoModelForSequenceClassification.from_pretrained(default_hf_model(), num_labels=2, **enc)
     else:
-        impl = "flex" if kind == "syntax_flex" else "fast"
-        model = SyntaxBertForSequenceClassification.from_encoder_pretrained(default_hf_model(), encoder_kwargs=enc,
-                                                                            num_labels=2, implementation=impl)
+        impl = MODEL_KINDS[kind]
+        if random_weights:
+            cfg = _encoder_config()
+            cfg.update(enc)
+            model = SyntaxBertForSequenceClassification(SyntaxBertConfig(encoder=cfg, num_labels=2,
+                                                                         implementation=impl))
+        else:
+            model = SyntaxBertForSequenceClassification.from_encoder_pretrained(
+                default_hf_model(), encoder_kwargs=enc, num_labels=2, implementation=impl)
         with torch.no_grad():
             model.syntax_bert.topical.query.normal_(0, 1.0)  # a trained-looking query (not the zero init)
     model.to(DEVICE).train()
@@ -284,9 +325,12 @@ def _train_step(model, opt, batch: dict[str, torch.Tensor], kind: str) -> torch.
     return loss
 
 
-def bench_model(batch: dict[str, torch.Tensor], repeats: int, flex: bool = False,
+def bench_model(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, ...] = (),
                 attention_dropout: float | None = None) -> dict:
-    kinds = ("vanilla", "syntax") + (("syntax_flex",) if flex else ())
+    """Training steps of the vanilla model, the ``fast`` Syntax-BERT model and one per implementation of
+    ``impls`` among ``flex`` / ``triton``."""
+    extra = tuple(f"syntax_{impl}" for impl in impls if impl in ("flex", "triton"))
+    kinds = ("vanilla", "syntax") + extra
     models = {k: _model(k, attention_dropout) for k in kinds}
     opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-5) for k, m in models.items()}
     first: dict[str, float] = {}
@@ -306,12 +350,22 @@ def bench_model(batch: dict[str, torch.Tensor], repeats: int, flex: bool = False
         "saved_for_backward_mb": {k: None if v is None else round(v / 2 ** 20, 1) for k, v in saved.items()},
         "saved_syntax_over_vanilla": round(saved["syntax"] / saved["vanilla"], 3),
     }
-    if flex:
-        out["step_syntax_flex_over_vanilla"] = round(t["syntax_flex"] / t["vanilla"], 3)
-        if saved["syntax_flex"] is not None:
-            out["saved_syntax_flex_over_vanilla"] = round(saved["syntax_flex"] / saved["vanilla"], 3)
+    for k in extra:
+        out[f"step_{k}_over_vanilla"] = round(t[k] / t["vanilla"], 3)
+        if saved[k] is not None:
+            out[f"saved_{k}_over_vanilla"] = round(saved[k] / saved["vanilla"], 3)
     if DEVICE.type == "cuda":
         out["first_call_ms"] = {k: round(v * 1e3, 1) for k, v in first.items()}
+        peak = {}
+        for k in models:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            _train_step(models[k], opts[k], batch, k)
+            torch.cuda.synchronize()
+            peak[k] = round((torch.cuda.max_memory_allocated() - before) / 2 ** 20, 1)
+        out["peak_cuda_mb"] = peak
+        out.update({f"peak_{k}_over_vanilla": round(peak[k] / peak["vanilla"], 3) for k in models if k != "vanilla"})
     return out
 
 
@@ -372,8 +426,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model-repeats", type=int, default=None,
                         help="timed whole-model steps per variant (default 3 quick, 7 full)")
     parser.add_argument("--implementations", default="fast,exact",
-                        help="comma-separated syntax implementations timed in the layer benchmark (fast, exact, flex;"
-                             " default fast,exact); with flex the model step also times a flex model")
+                        help="comma-separated syntax implementations timed in the layer benchmark (fast, exact, flex,"
+                             " triton; default fast,exact); with flex / triton the model step also times a flex / "
+                             "triton model")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="minilm",
+                        help="minilm (the checkpoint) or bert-base (hidden 768, 12 heads, 12 layers, random weights)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON to this new file")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="where to run (cuda: synchronised timings, compile warm-up reported separately)")
     parser.add_argument("--autocast", choices=["bf16"], default=None, help="run the forwards under bf16 autocast")
@@ -387,22 +445,31 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     import transformers
 
-    global DEVICE, AUTOCAST
+    global DEVICE, AUTOCAST, SHAPE
     impls = tuple(x.strip() for x in args.implementations.split(",") if x.strip())
-    bad = [x for x in impls if x not in ("fast", "exact", "flex")]
+    bad = [x for x in impls if x not in ("fast", "exact", "flex", "triton")]
     if bad or not impls:
-        parser.error(f"--implementations takes fast, exact and/or flex, got {args.implementations!r}")
+        parser.error(f"--implementations takes fast, exact, flex and/or triton, got {args.implementations!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda but torch.cuda.is_available() is False")
+    if "triton" in impls and args.device != "cuda":
+        parser.error("--implementations triton needs --device cuda (on the CPU the kernels run only in Triton's "
+                     "interpreter, whose timings say nothing about speed)")
+    if args.out is not None and args.out.exists():
+        parser.error(f"--out {args.out} exists; choose a new file (results are never overwritten)")
     DEVICE = torch.device(args.device)
     AUTOCAST = torch.bfloat16 if args.autocast == "bf16" else None
-    flex = "flex" in impls
-    dropout = 0.0 if flex else None  # flex_attention has no attention dropout: none for any variant then
+    SHAPE = args.shape
+    # flex_attention and the Triton kernels have no attention dropout: none for any variant then
+    dropout = 0.0 if {"flex", "triton"} & set(impls) else None
 
     layer_reps, model_reps = (5, 3) if args.quick else (15, 7)
     model_reps = args.model_repeats or model_reps
     result = {
         "benchmark": "syntax_bert_attention",
+        "command": " ".join(["python", "benchmarks/syntax_bert_attention.py", *(sys.argv[1:] if argv is None
+                                                                               else argv)]),
+        "shape": args.shape,
         "quick": args.quick,
         "threads": args.threads,
         "batch": args.batch,
@@ -412,6 +479,8 @@ def main(argv: list[str] | None = None) -> dict:
         "attention_dropout": "checkpoint's (0.1)" if dropout is None else dropout,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
+        "triton": _triton_version(),
+        "commit": _commit(),
         "machine": platform.machine(),
         "data": str(_ud_dev()) if _ud_dev().exists() else "synthetic random trees (UD EWT dev not found)",
         "lengths": {},
@@ -420,13 +489,37 @@ def main(argv: list[str] | None = None) -> dict:
         batch = {k: v.to(DEVICE) for k, v in _batch(args.batch, length).items()}
         res = {} if args.model_only else {"groups": bench_groups(batch, layer_reps),
                                           "layer": bench_layer(batch, layer_reps, impls, dropout)}
-        res["model"] = bench_model(batch, model_reps, flex, dropout)
+        res["model"] = bench_model(batch, model_reps, impls, dropout)
         if not (args.no_rss or args.model_only or DEVICE.type == "cuda"):
             res["memory_rss"] = bench_rss(args.batch, length, args.steps, args.threads)
         result["lengths"][str(length)] = res
         print(json.dumps({"length": length, **res}), file=sys.stderr, flush=True)
-    print(json.dumps(result))
+    text = json.dumps(result)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(text + "\n")
+        tmp.rename(args.out)  # atomic: a reader never sees half a file
+    print(text)
     return result
+
+
+def _triton_version() -> str | None:
+    try:
+        import triton
+    except ImportError:
+        return None
+    return triton.__version__
+
+
+def _commit() -> str | None:
+    """The checkout's commit (None where there is no git, e.g. a copied tree on a device machine)."""
+    try:
+        res = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
+                             timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() or None
 
 
 if __name__ == "__main__":

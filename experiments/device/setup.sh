@@ -19,3 +19,13 @@ print("MiniLM fp16->fp32 in", dst)
 EOF
 fi
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD
+# Fallback while the image's transformers cannot import syntaxformer: install a carried wheel (.device/wheels, see
+# kernel_checks.sh) into /tmp/site, which comes first on PYTHONPATH.
+if ! python3 -c "import syntaxformer.modeling" 2>/dev/null; then
+    whl=$(ls .device/wheels/transformers-*.whl 2>/dev/null | head -1)
+    if [ -n "$whl" ]; then
+        python3 -m pip install --quiet --no-deps --target /tmp/site "$whl" && echo "transformers from $whl"
+    else
+        echo "syntaxformer.modeling does not import with this transformers and no .device/wheels/transformers-*.whl was carried"
+    fi
+fi

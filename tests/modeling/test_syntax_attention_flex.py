@@ -263,7 +263,7 @@ def test_flex_refuses_attention_dropout_in_training_and_other_devices():
 def test_config_accepts_flex_and_names_the_allowed_values():
     assert SyntaxBertConfig(encoder=tiny_bert(), implementation="flex").attention_options().implementation == "flex"
     with pytest.raises(ConfigError, match="flex"):
-        SyntaxAttentionOptions(implementation="triton")
+        SyntaxAttentionOptions(implementation="cuda")
 
 
 @pytest.mark.parametrize("opts", [dict(), dict(lisa_layer=1, lisa_head=2, gate="head"),

@@ -85,8 +85,10 @@ class SyntaxBertConfig(SyntaxModelConfig):
             ``new_params_lr``). The paper claims to "retain the pre-trained knowledge" but gives no mechanism.
         syntax_layers: indices of the layers that use sub-networks; ``None`` = every layer (the paper). Other
             layers run their ordinary attention (e.g. ``[]`` for a LISA-only baseline).
-        implementation: ``"fast"`` (default), ``"exact"`` or ``"flex"`` (flex_attention; CUDA, no attention
-            dropout); see :mod:`syntaxformer.modeling.syntax_attention`.
+        implementation: ``"fast"`` (default), ``"exact"``, ``"flex"`` (flex_attention; CUDA, no attention
+            dropout), ``"triton"`` (fused Triton kernels; CUDA, no attention dropout) or ``"auto"`` (``"triton"``
+            on CUDA with triton installed and no attention dropout in training, else ``"fast"``); see
+            :mod:`syntaxformer.modeling.syntax_attention` and ``docs/syntax_bert.md``.
         lisa_layer: LISA (Strubell et al., 2018; Syntax-BERT §4 "+ LISA"): index of the layer whose head
             ``lisa_head`` is trained to attend to each token's dependency parent (``None`` = no LISA). That head
             attends to all non-padding tokens (it is not split into sub-networks); the model returns the
@@ -141,7 +143,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     empty_rows: Literal["full", "self"] = "full"
     gate: Literal["none", "layer", "head"] = "none"
     syntax_layers: list[int] | None = None
-    implementation: Literal["fast", "exact", "flex"] = "fast"
+    implementation: Literal["fast", "exact", "flex", "triton", "auto"] = "fast"
     lisa_layer: int | None = None
     lisa_head: int = 0
     lisa_head_mode: Literal["existing", "added"] = "existing"

@@ -77,14 +77,20 @@ more fused SDPA call. Memory: no ``[B, H, L, L]`` tensor is kept for the backwar
 ``[B, H, rows, L]`` scores at a time. No attention dropout (refused with a ConfigError); the function returns
 no attention weights (as SDPA). ``flex_attention`` has no CPU backward: there, under autograd, the same biased
 softmax runs densely (a test stand-in, not a fast path).
+
+A fourth, ``"triton"`` (:mod:`syntaxformer.modeling.syntax_attention_triton`), runs the flex algebra with its two
+passes over the pairs as fused Triton kernels (statistics pass, biased flash attention, flash-style backward;
+CUDA, or Triton's interpreter on the CPU for tests); everything between and around the passes is the flex path's
+(:class:`_PairPasses`). ``"auto"`` picks ``"triton"`` on CUDA when triton is installed and no attention dropout is
+active, ``"fast"`` elsewhere; the CUDA choice is pending a GPU measurement (``docs/syntax_bert.md``).
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Literal, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -101,7 +107,7 @@ SYNTAX_ATTENTION = "syntax"
 
 Aggregation = Literal["topical", "sum", "mean"]
 EmptyRows = Literal["full", "self"]
-Implementation = Literal["fast", "exact", "flex"]
+Implementation = Literal["fast", "exact", "flex", "triton", "auto"]
 
 #: Extra "trash" buckets that receive the pairs of no group in the fast path, spread by key position: thousands of
 #: consecutive ``scatter_add`` s into one bucket form a dependency chain that makes the scatter ~3x slower.
@@ -129,7 +135,9 @@ class SyntaxAttentionOptions:
         full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network.
         layers: indices of the layers that use sub-networks (``None`` = all, as in the paper); the others run
             plain attention.
-        implementation: ``"fast"``, ``"exact"`` or ``"flex"`` (see the module docstring).
+        implementation: ``"fast"``, ``"exact"``, ``"flex"``, ``"triton"`` (fused kernels,
+            :mod:`syntaxformer.modeling.syntax_attention_triton`) or ``"auto"`` (``"triton"`` on CUDA when triton
+            is importable and no attention dropout is active, else ``"fast"``; see the module docstring).
         lisa_layer: layer of the LISA head (``None`` = no LISA head).
         lisa_head: head index of the LISA head in ``lisa_layer``.
         check_underflow: let ``"fast"`` detect underflowing groups and switch to ``"exact"`` (one host sync per
@@ -147,7 +155,7 @@ class SyntaxAttentionOptions:
 
     def __post_init__(self) -> None:
         for name, allowed in (("aggregation", ("topical", "sum", "mean")), ("empty_rows", ("full", "self")),
-                              ("implementation", ("fast", "exact", "flex"))):
+                              ("implementation", ("fast", "exact", "flex", "triton", "auto"))):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"SyntaxAttentionOptions.{name} must be one of {allowed}, got "
                                   f"{getattr(self, name)!r}")
@@ -491,7 +499,8 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         ``P_full V + g ((A V) W_Vt - P_full V)``), every row and head of the layer; the returned attention is
         still the effective ``A`` (gated as above), before ``W_Vt``.
     """
-    opts = syntax_options or SyntaxAttentionOptions()
+    opts = _resolve_implementation(syntax_options or SyntaxAttentionOptions(), query, dropout, module,
+                                   gated=syntax_gate is not None)
     layer = layer_index(module)
     groups = prepare_groups(syntax_groups)
     lisa_here = syntax_lisa is not None and layer is not None and layer == syntax_lisa.layer
@@ -511,10 +520,11 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         raise ConfigError(f"the syntax attention is bidirectional self-attention (encoders); {type(module).__name__} "
                           f"has {L} queries, {key.shape[2]} keys, is_causal={getattr(module, 'is_causal', False)}")
     scaling = d ** -0.5 if scaling is None else scaling
-    if use_syntax and opts.implementation == "flex":
+    if use_syntax and opts.implementation in ("flex", "triton"):
+        passes = _triton_passes() if opts.implementation == "triton" else _FLEX_PASSES
         out = _flex_attention_forward(module, query, key, value, attention_mask, scaling, dropout, groups, opts,
                                       syntax_topical, syntax_lisa if lisa_here else None, syntax_gate,
-                                      syntax_record, layer)
+                                      syntax_record, layer, passes)
         return out, None
     scores = _scores(query, key, scaling)  # (B, H, L, L) fp32, unmasked
     allowed = _allowed(attention_mask, B, L)  # (B, L, L) or None
@@ -564,6 +574,38 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     if added is not None:  # ctx_h += m_h P_a V_h
         out = out + _added_head_context(module, added, syntax_lisa, value, dropout)
     return out.contiguous(), probs.to(value.dtype)
+
+
+def _resolve_implementation(opts: SyntaxAttentionOptions, query: torch.Tensor, dropout: float, module: nn.Module,
+                            gated: bool = False) -> SyntaxAttentionOptions:
+    """``implementation="auto"`` made concrete for this call: ``"triton"`` on CUDA when triton is importable, no
+    attention dropout is active (the fused kernels have none) and the layer is not gated in 16-bit precision,
+    ``"fast"`` everywhere else (the CPU: the fused kernels run there only in Triton's interpreter). A gate in bf16
+    goes to ``"fast"`` because the triton path, like flex, mixes two separately rounded outputs
+    (``P_full V + g (syn - P_full V)``): the gate's gradient is a small difference of bf16 products (flex: 75 %
+    relative error in a tiny model against 1.0 % for ``"fast"``, which mixes fp32 probabilities). The CUDA choice
+    is pending a GPU measurement of the fused kernels against ``"fast"`` (docs/syntax_bert.md)."""
+    if opts.implementation != "auto":
+        return opts
+    half = query.dtype in (torch.bfloat16, torch.float16)
+    fused = (query.device.type == "cuda" and not (dropout > 0 and module.training) and not (gated and half)
+             and _triton_importable())
+    return replace(opts, implementation="triton" if fused else "fast")
+
+
+@functools.cache
+def _triton_importable() -> bool:
+    """Whether the triton package is installed (looked up once per process, not imported)."""
+    import importlib.util
+
+    return importlib.util.find_spec("triton") is not None
+
+
+def _triton_passes() -> _PairPasses:
+    """The fused kernels' passes (:mod:`syntaxformer.modeling.syntax_attention_triton`, imported on first use)."""
+    from syntaxformer.modeling import syntax_attention_triton as fused
+
+    return _PairPasses(fused.check, fused.prepass, fused.context)
 
 
 def _added_head_context(module: nn.Module, added: AddedLisaHead, lisa: LisaRecorder, value: torch.Tensor,
@@ -1298,9 +1340,29 @@ class _FlexBiasGrad(torch.autograd.Function):
         return d_out.to(out.dtype), share * (t - delta), None, None, None, None, None, None
 
 
+class _PairPasses(NamedTuple):
+    """The two passes over the ``L x L`` pairs of the flex algebra, swappable: PyTorch ops and flex_attention
+    (``"flex"``, below) or the fused Triton kernels (``"triton"``,
+    :mod:`syntaxformer.modeling.syntax_attention_triton`).
+    Everything between them (the ``[B, H, L, J]`` tables' algebra, LISA, gate, recorder) is shared."""
+
+    check: Callable[[torch.Tensor, float, nn.Module], None]  # (query, dropout, module): refuse what cannot run
+    # (q, k, w, scaling, joint, cache) -> (lz - c, Y, c): log-sums per joint bucket, shifted by any per-row c
+    prepass: Callable[..., tuple[torch.Tensor, torch.Tensor | None, Any]]
+    # (q, k, v, bias, joint, scaling, lz, c, cache) -> softmax(S - c + b) V
+    context: Callable[..., torch.Tensor]
+
+
+_FLEX_PASSES = _PairPasses(
+    _flex_check,
+    lambda query, key, w, scaling, joint, cache: (*_flex_prepass(query, key, w, scaling, joint), None),
+    lambda query, key, value, bias, joint, scaling, lz, shift, cache: _flex_context(
+        query, key, value, bias, joint.index, scaling, lz))
+
+
 def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
                          scaling: float, groups: SyntaxGroups, w: torch.Tensor | None, opts: SyntaxAttentionOptions,
-                         full_heads: torch.Tensor | None) -> torch.Tensor:
+                         full_heads: torch.Tensor | None, passes: _PairPasses = _FLEX_PASSES) -> torch.Tensor:
     """``A V`` ``[B, H, L, d]`` for the effective attention ``A`` of :func:`syntax_probs`, never building ``A``.
 
     Per head h, row i and key k, ``A[h,i,k] = Σ_p α_{i,p,g_p} exp(S_ik - log Z_{p,h,i,g_p}) + φ_{h,i} exp(S_ik -
@@ -1318,51 +1380,61 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     B, H, L, _ = query.shape
     allowed = _allowed(mask, B, L)  # (B, L, L) or None
     joint = _cached_flex_joint(groups, mask, allowed)
-    lzj, yj = _flex_prepass(query, key, w, scaling, joint)  # (B, H, L, J) each: per joint bucket
-    ok = None if allowed is None else ~_expand(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
-    logz, ys = [], []  # per partition (B, H, L, M+1): the joint buckets' tables combined by group
-    for m, n in zip(joint.maps, groups.num_buckets):
-        lz, y = _log_scatter(lzj, yj, _expand(m, H), n, ok)
-        logz.append(lz)
-        ys.append(y)
-    zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
-    lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
-    lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
+    # (B, H, L, J) each: per joint bucket (log-sums shifted by a per-row constant, none for flex)
+    lzj, yj, shift = passes.prepass(query, key, w, scaling, joint, groups.cache)
     cands = _cached_counts(groups, mask, allowed)  # (B, L, M+1) per partition
     cand, cand_full = _candidates(cands, allowed, opts)  # (B, L, C)
-    has_full = cand_full is not None
-    logits = None
-    if w is not None:
-        logits = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
-        logits = torch.cat(logits, -1)  # (B, L, C)
-    log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
-    alpha = log_alpha.exp()
     fallback = ~cand.any(-1)  # (B, L)
-    phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
     live = torch.ones(H, dtype=torch.bool, device=query.device) if full_heads is None else ~full_heads  # (H,)
 
-    neg_inf = torch.tensor(float("-inf"), device=query.device)
-    terms, start = [], 0
-    for lz, ne, m in zip(logz, cands, joint.maps):
-        n = lz.shape[-1]
-        valid = ne.unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, M+1)
-        la = log_alpha[..., start:start + n].unsqueeze(1).masked_fill(~valid, 0.0)
-        t = torch.where(valid, la - lz.masked_fill(~valid, 0.0), neg_inf)  # log(α / Z) (B, H, L, M+1)
-        terms.append(t.gather(3, _expand(m, H)))  # (B, H, L, J)
-        start += n
-    phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
-    terms.append(phi_term.unsqueeze(-1).expand_as(terms[0]))
-    terms = torch.stack(terms, -1)  # (B, H, L, J, P+1)
-    some = (terms > float("-inf")).any(-1)  # (B, H, L, J)
-    bias = torch.where(some, torch.logsumexp(terms.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
-    empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
-    bias = bias.masked_fill(empty, 0.0)
-    if allowed is not None:
-        bias = bias.masked_fill(_expand(joint.maps[-1], H).bool(), torch.finfo(torch.float32).min)
+    def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]``."""
+        ok = None if allowed is None else ~_expand(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
+        logz, ys = [], []  # per partition (B, H, L, M+1): the joint buckets' tables combined by group
+        for m, n in zip(joint.maps, groups.num_buckets):
+            lz, y = _log_scatter(lzj, yj, _expand(m, H), n, ok)
+            logz.append(lz)
+            ys.append(y)
+        zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
+        lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
+        lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
+        has_full = cand_full is not None
+        logits = None
+        if w is not None:
+            logits = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
+            logits = torch.cat(logits, -1)  # (B, L, C)
+        log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
+        alpha = log_alpha.exp()
+        phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
 
-    n_syntax = start
-    weight = alpha[..., :n_syntax].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
-    ctx = _flex_context(query, key, value, bias, joint.index, scaling, lzj)  # (B, H, L, d)
+        neg_inf = torch.tensor(float("-inf"), device=query.device)
+        terms, start = [], 0
+        for lz, ne, m in zip(logz, cands, joint.maps):
+            n = lz.shape[-1]
+            valid = ne.unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, M+1)
+            la = log_alpha[..., start:start + n].unsqueeze(1).masked_fill(~valid, 0.0)
+            t = torch.where(valid, la - lz.masked_fill(~valid, 0.0), neg_inf)  # log(α / Z) (B, H, L, M+1)
+            terms.append(t.gather(3, _expand(m, H)))  # (B, H, L, J)
+            start += n
+        phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
+        terms.append(phi_term.unsqueeze(-1).expand_as(terms[0]))
+        terms = torch.stack(terms, -1)  # (B, H, L, J, P+1)
+        some = (terms > float("-inf")).any(-1)  # (B, H, L, J)
+        bias = torch.where(some, torch.logsumexp(terms.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
+        empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
+        bias = bias.masked_fill(empty, 0.0)
+        if allowed is not None:
+            bias = bias.masked_fill(_expand(joint.maps[-1], H).bool(), torch.finfo(torch.float32).min)
+        weight = alpha[..., :start].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
+        return bias, weight
+
+    if torch.is_grad_enabled() and (lzj.requires_grad or (yj is not None and yj.requires_grad)):
+        # Recomputed in the backward: the table algebra's two dozen [B, H, L, J]-sized intermediates are not kept
+        # (at 128 tokens with J = 32 they would be several [B, H, L, L] tensors' worth); it is cheap to redo.
+        bias, weight = checkpoint(bias_and_weight, lzj, yj, use_reentrant=False)
+    else:
+        bias, weight = bias_and_weight(lzj, yj)
+    ctx = passes.context(query, key, value, bias, joint, scaling, lzj, shift, groups.cache)  # (B, H, L, d)
     ctx = ctx * weight.unsqueeze(-1).to(ctx.dtype)
     if opts.empty_rows == "self":
         rows = fallback.unsqueeze(1) & live.view(1, H, 1)  # (B, H, L)
@@ -1374,11 +1446,12 @@ def _flex_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.T
                             mask: torch.Tensor | None, scaling: float, dropout: float, groups: SyntaxGroups,
                             opts: SyntaxAttentionOptions, topical: TopicalAttention | None,
                             lisa: LisaRecorder | None, gate_module: SyntaxGate | None,
-                            record: SyntaxAttentionRecorder | None, layer: int | None) -> torch.Tensor:
+                            record: SyntaxAttentionRecorder | None, layer: int | None,
+                            passes: _PairPasses = _FLEX_PASSES) -> torch.Tensor:
     """A syntax layer through :func:`_flex_syntax_context`: the same output ``[B, L, H, d]`` as the other
     implementations (LISA heads, topical attention with shared or own projections, gate, recorder), and no
     ``[B, H, L, L]`` tensor except the recorder's (analysis) and the CPU stand-in under autograd (tests)."""
-    _flex_check(query, dropout, module)
+    passes.check(query, dropout, module)
     B, H, L, d = query.shape
     full_heads = None
     added = lisa.added if lisa is not None else None
@@ -1394,7 +1467,7 @@ def _flex_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.T
         full_heads = torch.zeros(H, dtype=torch.bool, device=query.device)
         full_heads[h] = True
     w = _topical_key_values(module, value, groups, opts, topical, layer, full_heads)  # (B, H, L) or None
-    syn = _flex_syntax_context(query, key, value, mask, scaling, groups, w, opts, full_heads)  # (B, H, L, d)
+    syn = _flex_syntax_context(query, key, value, mask, scaling, groups, w, opts, full_heads, passes)  # (B, H, L, d)
     if topical is not None and topical.own_projections and opts.aggregation == "topical":
         flat = topical.values(layer, syn.transpose(1, 2).reshape(B, L, H * d))  # (B, L, H*d)
         syn = flat.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)

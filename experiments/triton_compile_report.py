@@ -1,0 +1,104 @@
+"""Compile every fused Syntax-BERT kernel (``syntaxformer.modeling.syntax_attention_triton``) for an NVIDIA GPU on a
+machine without one, and report registers and spilled bytes per thread from ptxas (Triton's bundled copy).
+
+This is how the per-kernel tile sizes (``_HALF_CONFIGS``) were chosen without a GPU: the largest tiles whose kernels
+spill no register. It says nothing about speed. Run from the repository root (about a minute on 2 cores)::
+
+    PYTHONPATH=src python experiments/triton_compile_report.py [--arch 90] [--joint-buckets 64]
+
+Uses Triton's compiler internals (``ASTSource``, ``GPUTarget``), which move between releases; written against
+Triton 3.9. Prints one JSON object: per (dtype, head size), per kernel ``[registers, spill bytes]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+import torch
+
+STRIDES = {"sqb", "sqh", "sql", "skb", "skh", "skl", "svb", "svh", "svl"}
+
+
+def _report(ptx: str, arch: int) -> tuple[int, int]:
+    """``(registers, spill-store bytes)`` of one kernel's PTX, from ptxas -v."""
+    import triton
+
+    bin_dir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
+    ptxas = next(p for p in (os.path.join(bin_dir, n) for n in ("ptxas-blackwell", "ptxas")) if os.path.exists(p))
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+    try:
+        out = subprocess.run([ptxas, "-v", "--gpu-name", f"sm_{arch}a", f.name, "-o", os.devnull],
+                             capture_output=True, text=True, check=True).stderr
+    finally:
+        os.unlink(f.name)
+    regs = re.findall(r"Used (\d+) registers", out)
+    spills = re.findall(r"(\d+) bytes spill stores", out)
+    return int(regs[0]), int(spills[0]) if spills else 0
+
+
+def main() -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--arch", type=int, default=90, help="compute capability x 10 (90 = H100 / H200)")
+    parser.add_argument("--joint-buckets", type=int, default=64, help="JP: joint buckets per row, a power of two")
+    args = parser.parse_args()
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from syntaxformer.modeling import syntax_attention_triton as T
+
+    if T.INTERPRETED:
+        parser.error("unset TRITON_INTERPRET: the interpreter's kernels cannot be compiled")
+    kernels = {  # name: (kernel, pointer arguments, extra constexprs, has a JP table)
+        "prepass_max": (T._prepass_max_kernel, ["Q", "K", "IDX", "MX"], {"ONE_HOT": False}, True),
+        "prepass_sum": (T._prepass_sum_kernel, ["Q", "K", "W", "IDX", "MX", "LZ", "Y", "SHIFT"],
+                        {"ONE_HOT": False, "HAS_W": True}, True),
+        "prepass_bwd_rows": (T._prepass_bwd_rows_kernel, ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DQ"],
+                             {"HAS_W": True}, False),
+        "prepass_bwd_cols": (T._prepass_bwd_cols_kernel,
+                             ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DK", "DW"], {"HAS_W": True}, False),
+        "attn_fwd": (T._attn_fwd_kernel, ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "O", "LSE"], {}, False),
+        "attn_bwd_rows": (T._attn_bwd_rows_kernel,
+                          ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DQ", "DB"],
+                          {"ONE_HOT": False}, True),
+        "attn_bwd_cols": (T._attn_bwd_cols_kernel,
+                          ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DK", "DV"], {}, False),
+    }
+    target = GPUTarget("cuda", args.arch, 32)
+    result = {"triton": triton.__version__, "arch": args.arch, "joint_buckets": args.joint_buckets, "kernels": {}}
+    for dtype, d in ((torch.bfloat16, 32), (torch.bfloat16, 64), (torch.float32, 32), (torch.float32, 64)):
+        ptr = "*fp32" if dtype == torch.float32 else "*bf16"
+        types = {"Q": ptr, "K": ptr, "V": ptr, "O": ptr, "IDX": "*i8"}
+        row = {}
+        for name, (fn, ptrs, extra, has_jp) in kernels.items():
+            BM, BN, BD, launch = T._config(name, d, dtype)
+            consts = {**extra, "BM": BM, "BN": BN, "BD": BD, "D": BD, "PREC": "ieee", "sqd": 1, "skd": 1, "svd": 1}
+            if has_jp:
+                consts["JP"] = args.joint_buckets
+            consts = {k: v for k, v in consts.items() if k in fn.arg_names}
+            sig = {}
+            for n in fn.arg_names:
+                if n in consts:
+                    sig[n] = "constexpr"
+                elif n in ptrs:
+                    sig[n] = types.get(n, "*fp32")
+                elif n == "scale":
+                    sig[n] = "fp32"
+                else:  # strides, H, L, J
+                    sig[n] = "i32"
+            compiled = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target,
+                                      options=launch)
+            row[name] = [*_report(compiled.asm["ptx"], args.arch), f"{BM}x{BN}", launch["num_warps"]]
+        result["kernels"][f"{str(dtype).removeprefix('torch.')}_d{d}"] = row
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

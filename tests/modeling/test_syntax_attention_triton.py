@@ -1,0 +1,406 @@
+"""Syntax-BERT's ``implementation="triton"`` (fused Triton kernels) against the slow float64 reference of
+``tests/modeling/reference_syntax_attention.py``: outputs and every gradient (q, k, v, task query, W_K, W_O, own
+projections, added LISA head, gate) to 1e-4 in fp32.
+
+Without CUDA the kernels run in Triton's interpreter on CPU tensors: this module sets ``TRITON_INTERPRET=1`` before
+the kernels are imported (they are built at import), so these tests execute wherever triton is installed (the
+``dev`` extra). With CUDA (and no interpreter) every test of the module runs on the GPU in fp32 (TF32 off) and is
+marked ``gpu``; the tests marked ``gpu`` here add bf16 autocast, longer sequences and whole models. On a CUDA
+machine, all of them in one command:
+``pytest -p no:cacheprovider -q -m gpu tests/modeling/test_syntax_attention_triton.py``
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():  # before the kernels are built (at the import of syntax_attention_triton)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+pytest.importorskip("triton", reason="implementation='triton' needs triton (pip install -e '.[dev]')")
+
+from syntaxformer.errors import ConfigError  # noqa: E402
+from syntaxformer.modeling import SyntaxBertConfig  # noqa: E402
+from syntaxformer.modeling import syntax_attention as SA  # noqa: E402
+from syntaxformer.modeling import syntax_attention_triton as T  # noqa: E402
+from syntaxformer.modeling.syntax_attention import (  # noqa: E402
+    AddedLisaHead,
+    LisaRecorder,
+    SyntaxAttentionOptions,
+    SyntaxGate,
+    prepare_groups,
+    syntax_attention_forward,
+)
+from tests.modeling.test_modeling_syntax_bert import (  # noqa: E402
+    AttnStub,
+    check_fast_matches_reference_on,
+    random_setup,
+    run_attention,
+    tiny_bert,
+)
+
+#: On CUDA every test here runs the compiled kernels: all of them are GPU tests there.
+pytestmark = [] if T.INTERPRETED else [pytest.mark.gpu]
+
+TOL = 1e-4
+#: bf16 autocast, as the flex path's bf16 tests: the largest absolute output error against the float64 reference of
+#: the same bf16-rounded inputs, and the largest relative (Frobenius) error of each gradient.
+BF16_OUT_ATOL = 3e-2
+BF16_GRAD_RTOL = 5e-2
+
+
+@pytest.fixture(scope="module")
+def device():
+    """Where the kernels run: the CPU under the interpreter, else CUDA in full fp32 (TF32 off)."""
+    if T.INTERPRETED:
+        yield "cpu"
+        return
+    if not torch.cuda.is_available():
+        pytest.fail("syntax_attention_triton was imported without TRITON_INTERPRET=1 and there is no CUDA device: "
+                    "import it only after this test module set the variable")
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny tensors: one intra-op thread avoids thread hand-offs on a busy machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _run(impl: str, inputs, topical, parts, mask, **kwargs):
+    out, _, grads = run_attention(impl, inputs, topical, parts, mask, **kwargs)
+    return out.float(), [x.float() for x in grads]
+
+
+def _assert_close(got, ref, tol: float = TOL) -> None:
+    (out_a, grads_a), (out_b, grads_b) = got, ref
+    assert torch.allclose(out_a, out_b, atol=tol, rtol=0), (out_a - out_b).abs().max()
+    assert len(grads_a) == len(grads_b)
+    for i, (x, y) in enumerate(zip(grads_a, grads_b)):
+        assert torch.allclose(x, y, atol=tol, rtol=0), (i, (x - y).abs().max())
+
+
+def _gate(per_head: bool, H: int = 2, seed: int = 0, device="cpu") -> SyntaxGate:
+    gate = SyntaxGate(1, H, per_head=per_head)
+    with torch.no_grad():
+        gate.weight.uniform_(-0.5, 1.5, generator=torch.Generator().manual_seed(seed))
+    return gate.to(device)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Against the float64 reference (the CPU interpreter, or CUDA fp32)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("aggregation,empty_rows,full_candidate", [
+    ("topical", "full", False), ("topical", "self", True), ("sum", "full", True), ("mean", "self", False)])
+def test_triton_matches_reference_outputs_and_gradients(device, aggregation, empty_rows, full_candidate):
+    """Random partitions with empty groups (ids with gaps), rows without any group, padding keys."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=len(aggregation) + 3 * full_candidate, H=2)
+    opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
+    ref = _run("reference", inputs, topical, parts, mask, **opts)
+    _assert_close(_run("triton", inputs, topical, parts, mask, **opts), ref)
+    if aggregation == "topical":
+        assert ref[1][3].abs().sum() > 0, "the task query must get a gradient"
+
+
+@pytest.mark.parametrize("per_head,aggregation,full_candidate", [(False, "topical", False), (True, "topical", True),
+                                                                 (True, "sum", False)])
+def test_triton_gated_matches_reference(device, per_head, aggregation, full_candidate):
+    inputs, topical, parts, mask = random_setup(device=device, seed=21 + per_head, H=2)
+    opts = dict(aggregation=aggregation, full_attention_candidate=full_candidate)
+    gate = _gate(per_head, device=device)
+    ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
+    _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate, **opts), ref)
+    assert ref[1][-1].abs().min() > 0, "every gate gets a gradient"
+
+
+def test_triton_several_blocks_of_rows_and_keys(device):
+    """40 tokens: two 32-wide blocks of rows and keys (the second one partial), head size 20 (padded to 32), a few
+    dozen joint buckets per row."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=17, H=2, L=40, d=20)
+    gate = _gate(True, H=2, device=device)
+    opts = dict(full_attention_candidate=True)
+    ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
+    _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate, **opts), ref)
+
+
+@pytest.mark.parametrize("sentences", [False, True])
+def test_triton_gpu_tiles_and_bucket_loop_match_reference(device, monkeypatch, sentences):
+    """What the GPU runs for bf16: the per-bucket sums and maxima as a loop over the buckets up to each tile's
+    largest id (the interpreter runs the one-hot form by default) and each kernel's own tile sizes (64 x 64,
+    64 x 32, 32 x 32: several and partial blocks at 40 tokens) give the reference too; ``sentences``: relations
+    only within tokens 0-31 and 32-39 (two "sentences"), so some tiles hold pairs without any group."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=19, H=2, L=40)
+    if sentences:
+        for p in parts:
+            p[:, :32, 32:] = 0
+            p[:, 32:, :32] = 0
+    monkeypatch.setattr(T, "ONE_HOT", False)
+    if T.INTERPRETED:
+        monkeypatch.setattr(T, "_config", lambda kernel, d, dtype: (*T._HALF_CONFIGS[kernel][:2], T._pow2(d), {}))
+    ref = _run("reference", inputs, topical, parts, mask, gate=_gate(False, H=2, device=device))
+    _assert_close(_run("triton", inputs, topical, parts, mask, gate=_gate(False, H=2, device=device)), ref)
+
+
+@pytest.mark.parametrize("mode,full_candidate", [("existing", False), ("added", True)])
+def test_triton_lisa_head_matches_reference(device, mode, full_candidate):
+    inputs, topical, parts, mask = random_setup(device=device, seed=7, H=2)
+    parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0)).to(device)
+
+    def recorder() -> LisaRecorder:
+        added = None
+        if mode == "added":
+            torch.manual_seed(0)
+            added = AddedLisaHead(0, 2, 4, init_head=1)
+            with torch.no_grad():
+                added.mix.normal_(0, 1.0)
+            added = added.to(device)
+        return LisaRecorder(layer=0, head=1, added=added)
+
+    ref_rec, rec = recorder(), recorder()
+    opts = dict(full_attention_candidate=full_candidate)
+    gate = _gate(True, device=device)
+    ref = _run("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent, gate=gate, **opts)
+    _assert_close(_run("triton", inputs, topical, parts, mask, lisa=rec, parent=parent, gate=gate, **opts), ref)
+    assert torch.allclose(rec.log_probs, ref_rec.log_probs, atol=TOL)
+
+
+def test_triton_own_topical_projections_match_reference(device):
+    inputs, topical, parts, mask = random_setup(device=device, seed=9, own=True, H=2)
+    gate = _gate(False, device=device)
+    ref = _run("reference", inputs, topical, parts, mask, gate=gate)
+    _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate), ref)
+
+
+@pytest.mark.parametrize("mask_kind,n_parts", [("none", 1), ("bool", 2), ("additive", 2)])
+def test_triton_matches_reference_for_every_mask_form(device, mask_kind, n_parts):
+    inputs, topical, parts, mask = random_setup(device=device, seed=11, n_parts=n_parts, H=2)
+    if mask_kind == "none":
+        mask = None
+    elif mask_kind == "additive":  # eager-style float mask, [B, 1, 1, L]
+        mask = torch.zeros(2, 1, 1, 9, device=device).masked_fill(~mask[:, :, :1, :], torch.finfo(torch.float32).min)
+    gate = _gate(True, device=device)
+    ref = _run("reference", inputs, topical, parts, mask, gate=gate)
+    _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate), ref)
+
+
+def _min_group_share(q, k, parts, mask, b: int, h: int, i: int) -> float:
+    """The smallest share of the full softmax that a non-empty group of row ``i`` holds (float64)."""
+    s = (q[b, h, i].double() @ k[b, h].double().T) * q.shape[-1] ** -0.5
+    s = s.masked_fill(~mask[b, 0, i], float("-inf"))
+    p = torch.softmax(s, -1)
+    shares = [p[(g[b, i] == j) & mask[b, 0, i]].sum() for g in parts for j in range(1, int(g.max()) + 1)
+              if ((g[b, i] == j) & mask[b, 0, i]).any()]
+    return float(min(shares))
+
+
+@pytest.mark.parametrize("full_candidate", [False, True])
+def test_triton_underflowing_rows_match_reference(device, full_candidate):
+    """A row where a group's share of the full softmax is ~1e-35 (below the fast path's 1e-25: it recomputes such
+    rows exactly) loses no group: every bucket is normalised with its own maximum."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=4, H=2)
+    q, k, v = inputs
+    q = q.clone()
+    q[0, 1, 4] *= 80.0
+    assert _min_group_share(q, k, parts, mask, 0, 1, 4) < SA._UNDERFLOW, "the row should underflow"
+    opts = dict(full_attention_candidate=full_candidate)
+    ref = _run("reference", (q, k, v), topical, parts, mask, **opts)
+    _assert_close(_run("triton", (q, k, v), topical, parts, mask, **opts), ref)
+
+
+def test_triton_huge_score_gaps_lose_no_group(device):
+    """Score gaps of ~1,000 nats in one row: outputs within 1e-4, gradients within 2e-4 (measured 9e-5 under the
+    interpreter; the fast path's own test allows 5e-4 here). The attention pass computes ``(S - c) + b`` with a
+    per-row shift ``c``; ``S + b`` unshifted would round at ~6e-5, the ulp of the scores, which ``dK = dSᵀ Q``
+    multiplies by the 400x query (the flex path, which adds them unshifted, errs by 8.5e-3 here)."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=4, H=2)
+    q, k, v = inputs
+    q = q.clone()
+    q[0, 1, 4] *= 400.0
+    ref_out, ref_grads = _run("reference", (q, k, v), topical, parts, mask)
+    out, grads = _run("triton", (q, k, v), topical, parts, mask)
+    assert torch.allclose(out, ref_out, atol=TOL, rtol=0), (out - ref_out).abs().max()
+    for i, (x, y) in enumerate(zip(grads, ref_grads)):
+        assert torch.allclose(x, y, atol=2e-4, rtol=0), (i, (x - y).abs().max())
+
+
+def test_triton_model_matches_reference(device):
+    """A whole tiny Syntax-BERT classifier (real relation groups of random trees, padding, LISA head, per-head
+    gate): last hidden states and every parameter's gradient."""
+    check_fast_matches_reference_on(device, dict(implementation="triton", lisa_layer=1, lisa_head=2, gate="head"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What the kernels keep, the index, refusals, options
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_triton_keeps_no_float_tensor_of_the_attention_size(device):
+    """What the forward keeps for the backward: inputs, the int8 joint index, ``[B, H, L, J]`` tables and per-row
+    vectors, never a float ``[B, H, L, L]``."""
+    B, H, L, d = 1, 2, 64, 8
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(B, H, L, d, generator=g).to(device).requires_grad_() for _ in range(3))
+    parts = [torch.randint(0, 3, (B, L, L), generator=g).to(device) for _ in range(2)]
+    saved = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append((t.dtype, t.numel()))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out, weights = syntax_attention_forward(AttnStub(), q, k, v, None, syntax_groups=prepare_groups(parts, 3),
+                                                syntax_options=SyntaxAttentionOptions(implementation="triton"))
+    assert weights is None
+    assert saved and all(not (dtype.is_floating_point and n >= B * H * L * L) for dtype, n in saved), saved
+    assert (torch.int8, B * L * L) in saved, "the joint index is kept as int8"
+    out.sum().backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+def test_triton_compact_index_dtype_and_cache():
+    index = torch.randint(0, 100, (2, 5, 5))
+    cache = {}
+    small = T.compact_index(index, 100, cache)
+    assert small.dtype == torch.int8 and torch.equal(small.long(), index)
+    assert T.compact_index(index, 100, cache) is small, "converted once per forward"
+    wide = torch.randint(0, 300, (2, 5, 5))
+    assert T.compact_index(wide, 300, {}).dtype == torch.int16
+    with pytest.raises(ConfigError, match="joint buckets"):
+        T.compact_index(wide, 40000)
+
+
+def test_triton_refuses_attention_dropout_in_training(device):
+    inputs, topical, parts, mask = random_setup(device=device, seed=0)
+    opts = SyntaxAttentionOptions(implementation="triton")
+    module = AttnStub().train()
+    with pytest.raises(ConfigError, match="attention_probs_dropout_prob=0"):
+        syntax_attention_forward(module, *inputs, mask, dropout=0.1, syntax_groups=parts, syntax_options=opts)
+    syntax_attention_forward(module.eval(), *inputs, mask, dropout=0.1, syntax_groups=parts, syntax_options=opts)
+
+
+def test_triton_on_the_cpu_without_the_interpreter_names_the_alternatives(monkeypatch):
+    inputs, topical, parts, mask = random_setup(seed=0)
+    monkeypatch.setattr(T, "INTERPRETED", False)
+    with pytest.raises(ConfigError, match="implementation='fast' or 'auto'"):
+        syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts,
+                                 syntax_options=SyntaxAttentionOptions(implementation="triton"))
+
+
+def test_triton_interpreter_refuses_bf16():
+    """Triton's CPU interpreter misreads bf16 tensors (silently wrong results): refused; bf16 is tested on CUDA."""
+    if not T.INTERPRETED:
+        pytest.skip("only the CPU interpreter refuses bf16")
+    inputs, topical, parts, mask = random_setup(seed=0)
+    with pytest.raises(ConfigError, match="bf16"):
+        syntax_attention_forward(AttnStub(), *(x.bfloat16() for x in inputs), mask, syntax_groups=parts,
+                                 syntax_options=SyntaxAttentionOptions(implementation="triton"))
+
+
+def test_auto_keeps_fast_on_the_cpu_and_when_dropout_is_active():
+    inputs, topical, parts, mask = random_setup(seed=2)
+    auto = SyntaxAttentionOptions(implementation="auto")
+    assert SA._resolve_implementation(auto, inputs[0], 0.0, AttnStub()).implementation == "fast"
+    got, probs = syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
+                                          syntax_options=auto)
+    want, _ = syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
+                                       syntax_options=SyntaxAttentionOptions(implementation="fast"))
+    assert probs is not None and torch.equal(got, want), "auto on the CPU is the fast path"
+    meta = inputs[0].to("meta")
+    assert SA._resolve_implementation(auto, meta, 0.0, AttnStub()).implementation == "fast"
+    for impl in ("fast", "exact", "flex", "triton"):  # a concrete choice is never changed
+        opts = SyntaxAttentionOptions(implementation=impl)
+        assert SA._resolve_implementation(opts, inputs[0], 0.0, AttnStub()) is opts
+
+
+def test_config_accepts_triton_and_auto():
+    for impl in ("triton", "auto"):
+        assert SyntaxBertConfig(encoder=tiny_bert(), implementation=impl).attention_options().implementation == impl
+    with pytest.raises(ConfigError, match="auto"):
+        SyntaxAttentionOptions(implementation="cuda")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# CUDA only
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_auto_picks_triton_on_cuda_without_dropout_or_a_bf16_gate():
+    q = torch.zeros(1, 1, 2, 16, device="cuda")
+    auto = SyntaxAttentionOptions(implementation="auto")
+    assert SA._resolve_implementation(auto, q, 0.0, AttnStub()).implementation == "triton"
+    assert SA._resolve_implementation(auto, q, 0.1, AttnStub().train()).implementation == "fast"
+    assert SA._resolve_implementation(auto, q, 0.1, AttnStub().eval()).implementation == "triton"
+    assert SA._resolve_implementation(auto, q, 0.0, AttnStub(), gated=True).implementation == "triton"
+    half = q.bfloat16()
+    assert SA._resolve_implementation(auto, half, 0.0, AttnStub()).implementation == "triton"
+    assert SA._resolve_implementation(auto, half, 0.0, AttnStub(), gated=True).implementation == "fast"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("aggregation,empty_rows,full_candidate,gated", [
+    ("topical", "full", False, True), ("topical", "self", True, False), ("sum", "self", False, True),
+    ("mean", "full", True, True)])
+def test_triton_matches_reference_on_cuda_in_fp32_long_rows(device, aggregation, empty_rows, full_candidate,
+                                                            gated):
+    """197 tokens, head size 64: four 64-wide blocks, the last one partial, many joint buckets."""
+    inputs, topical, parts, mask = random_setup(seed=31, B=2, H=2, L=197, d=64, device=device)
+    opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
+    gate = _gate(True, H=2, device=device) if gated else None
+    ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
+    _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate, **opts), ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gated", [False, True])
+@pytest.mark.parametrize("L,d", [(64, 16), (100, 32)])
+def test_triton_under_bf16_autocast_on_cuda_within_tolerance(device, gated, L, d):
+    """bf16 q / k / v under autocast against the float64 reference of the same bf16-rounded inputs: outputs within
+    ``BF16_OUT_ATOL``, each gradient within ``BF16_GRAD_RTOL`` relative (Frobenius) error (the flex path's
+    bf16 tolerances)."""
+    inputs, topical, parts, mask = random_setup(seed=33, L=L, d=d, device=device, H=2)
+    inputs = tuple(x.bfloat16() for x in inputs)
+    gate = _gate(False, device=device) if gated else None
+    ref_out, ref_grads = _run("reference", tuple(x.float() for x in inputs), topical, parts, mask, gate=gate)
+    out, grads = _run("triton", inputs, topical, parts, mask, gate=gate, autocast=True)
+    assert (out - ref_out).abs().max() <= BF16_OUT_ATOL, (out - ref_out).abs().max()
+    for i, (x, y) in enumerate(zip(grads, ref_grads)):
+        rel = (x - y).norm() / y.norm().clamp(min=1e-12)
+        assert rel <= BF16_GRAD_RTOL, (i, float(rel))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("opts", [dict(), dict(aggregation="sum", empty_rows="self", full_attention_candidate=True)])
+def test_triton_model_matches_reference_on_cuda_in_fp32(device, opts):
+    check_fast_matches_reference_on(device, dict(implementation="triton", encoder=tiny_bert(hidden_size=64), **opts))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("opts", [dict(), dict(aggregation="sum", empty_rows="self")])
+def test_triton_model_under_bf16_autocast_on_cuda(device, opts):
+    """The fast path's bf16 model check: hidden-state and gradient errors at most twice the reference's own bf16
+    error plus 2e-3."""
+    from tests.modeling.test_modeling_syntax_bert import check_fast_under_bf16_autocast_on
+
+    check_fast_under_bf16_autocast_on(device, dict(implementation="triton", **opts))
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=False, reason="known weakness shared with flex: the gate mixes two separately rounded "
+                                        "bf16 outputs, so its gradient loses precision; auto uses fast there")
+def test_triton_gated_model_under_bf16_autocast_on_cuda(device):
+    """The same check with a per-head gate, whose gradient is checked on its own (a small difference)."""
+    from tests.modeling.test_modeling_syntax_bert import check_fast_under_bf16_autocast_on
+
+    check_fast_under_bf16_autocast_on(device, dict(implementation="triton", gate="head"))
