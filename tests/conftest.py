@@ -7,6 +7,12 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
+
+# Without CUDA the Triton kernels (implementation="triton") run in Triton's CPU interpreter, which Triton reads when
+# it is first imported: set it here, before any test module (or torch.compile) imports triton.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SYNTAXFORMER_DATA", REPO.parent / "shared" / "data"))
