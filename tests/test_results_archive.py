@@ -48,3 +48,35 @@ def test_archived_labels_are_the_dev_sets_labels(task: str):
         pred = json.loads((record / "dev_predictions.json").read_text())
         assert pred["ids"] == [e.guid for e in dev.examples], record
         assert pred["labels"] == pytest.approx(gold), record
+
+
+SUITES = sorted(ARCHIVE.glob("*/*/*/seed*/suites/blimp"))
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=lambda p: p.relative_to(ARCHIVE).as_posix())
+def test_an_archived_blimp_result_is_recomputed_from_its_pairs(suite: Path):
+    """Accuracy overall and per field / phenomenon / paradigm, and the interval, recomputed from the compact per-pair
+    results with SciPy; the pairs are BLiMP's own (every paradigm's pairs 0-499, fields as the data files say)."""
+    from scipy.stats import binomtest
+
+    compact = json.loads((suite / "pairs.compact.json").read_text())
+    report = json.loads((suite / "report.json").read_text())
+    correct = np.array([c == "1" for c in compact["correct"]])
+    assert len(correct) == compact["n"] == report["pairs"] == report["overall"]["n"]
+    assert correct.mean() == pytest.approx(report["overall"]["accuracy"], abs=1e-12)
+    ci = binomtest(int(correct.sum()), len(correct)).proportion_ci(method="wilson")
+    assert report["overall"]["ci95"] == pytest.approx([ci.low, ci.high], abs=1e-9)
+    paradigms, fields = [], []
+    for paradigm, ids in compact["order"]:
+        paradigms += [paradigm] * ids[1]
+        fields += [compact["paradigms"][paradigm]["field"]] * ids[1]
+    for level, labels in (("paradigm", paradigms), ("field", fields)):
+        for name, entry in report[level].items():
+            mask = np.array([x == name for x in labels])
+            assert correct[mask].mean() == pytest.approx(entry["accuracy"], abs=1e-12) and mask.sum() == entry["n"]
+    if not (DATA / "blimp").exists():
+        pytest.skip(f"BLiMP not found at {DATA / 'blimp'}")
+    for paradigm, ids in compact["order"]:
+        rows = [json.loads(x) for x in (DATA / "blimp" / f"{paradigm}.jsonl").read_text().splitlines() if x.strip()]
+        assert ids == [0, len(rows)] and [int(r["pairID"]) for r in rows] == list(range(len(rows)))
+        assert compact["paradigms"][paradigm]["field"] == rows[0]["field"].replace("/", "_")

@@ -1,0 +1,119 @@
+"""Markdown tables of the BLiMP sweep (experiments/blimp_sweep.sh) for docs/results.md, from the committed archive.
+
+Usage (from the repository root)::
+
+    python experiments/blimp_tables.py [--archive docs/results/runs/cola_blimp] [--level field] [--resamples 10000]
+
+Prints (1) CoLA dev MCC and BLiMP accuracy per field for every system, mean over the seeds archived so far (the
+seeds are listed per row), and (2) the paired comparisons of the issue's questions per field: two-level bootstrap
+over seeds and pairs, Holm's correction across the table's whole family (every comparison x field), the t-test over
+seeds where two or more seeds are paired. Only seeds that both systems of a comparison have are paired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+SYSTEMS = [("baseline_default", "plain encoder"), ("sgnet_default", "SG-Net"),
+           ("vanilla_layer_mean", "extra layer, no mask"), ("sgnet_default_noise1", "SG-Net, random trees"),
+           ("sbert_baseline", "SB head baseline"), ("sbert_gate", "SB gated"),
+           ("sbert_gate_random", "SB gated, random trees")]
+COMPARISONS = [("sgnet_default", "baseline_default", "SG-Net − plain"),
+               ("sgnet_default", "vanilla_layer_mean", "SG-Net − extra layer without mask"),
+               ("sgnet_default", "sgnet_default_noise1", "SG-Net − SG-Net with random trees"),
+               ("sbert_gate", "sbert_baseline", "SB gated − SB head baseline"),
+               ("sbert_gate", "sbert_gate_random", "SB gated − SB gated with random trees")]
+
+
+def load_archive(archive: Path) -> dict[str, dict[int, dict]]:
+    """variant -> seed -> {"dev": CoLA MCC, "records": per-pair records} for every archived run with a BLiMP result."""
+    from syntaxformer.analysis.minimal_pairs import suite_records_of
+
+    runs: dict[str, dict[int, dict]] = {}
+    for report in sorted(archive.glob("cola/*/seed*/suites/blimp/report.json")):
+        run = report.parents[2]
+        seed = int(run.name.removeprefix("seed"))
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        runs.setdefault(run.parent.name, {})[seed] = {"dev": metrics["dev"]["matthews_correlation"],
+                                                      "records": suite_records_of(run, "blimp")}
+    return runs
+
+
+def _seeds(seeds: list[int]) -> str:
+    return ",".join(str(s) for s in seeds)
+
+
+def accuracy_table(runs: dict, fields: list[str]) -> str:
+    lines = ["| system | seeds | CoLA dev MCC | BLiMP all | " + " | ".join(fields) + " |",
+             "|---" * (len(fields) + 4) + "|"]
+    for key, name in SYSTEMS:
+        if key not in runs:
+            continue
+        seeds = sorted(runs[key])
+        per_field = {f: [] for f in fields}
+        overall = []
+        for s in seeds:
+            recs = runs[key][s]["records"]
+            overall.append(np.mean([r["correct"] for r in recs]))
+            for f in fields:
+                per_field[f].append(np.mean([r["correct"] for r in recs if r["field"] == f]))
+        dev = np.mean([runs[key][s]["dev"] for s in seeds])
+        cells = [f"{np.mean(per_field[f]):.4f}" for f in fields]
+        lines.append(f"| {name} | {_seeds(seeds)} | {dev:.4f} | {np.mean(overall):.4f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def comparison_table(runs: dict, level: str, resamples: int) -> tuple[str, dict]:
+    from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, holm
+
+    results = {}
+    for a, b, name in COMPARISONS:
+        if a not in runs or b not in runs:
+            continue
+        seeds = sorted(set(runs[a]) & set(runs[b]))
+        if not seeds:
+            continue
+        results[name] = (seeds, compare_minimal_pairs([runs[b][s]["records"] for s in seeds],
+                                                      [runs[a][s]["records"] for s in seeds], level=level,
+                                                      resamples=resamples))
+    # Holm over the whole table: every comparison x group
+    keys = [(n, g) for n, (_, r) in results.items() for g in r["groups"]]
+    adjusted = dict(zip(keys, holm([results[n][1]["groups"][g]["bootstrap"]["p_value"] for n, g in keys])))
+    groups = sorted({g for _, r in results.values() for g in r["groups"]})
+    lines = ["| comparison (B − A) | seeds | " + " | ".join(groups) + " |", "|---" * (len(groups) + 2) + "|"]
+    for name, (seeds, r) in results.items():
+        cells = []
+        for g in groups:
+            e = r["groups"].get(g)
+            if e is None:
+                cells.append("–")
+                continue
+            lo, hi = e["bootstrap"]["ci95"]
+            text = (f"{e['difference']:+.4f} [{lo:+.3f}, {hi:+.3f}] (p {e['bootstrap']['p_value']:.4f}, "
+                    f"Holm {adjusted[name, g]:.4f}" + (f", t {e['t_test']['p_value']:.3f}" if "t_test" in e else "")
+                    + ")")
+            cells.append(f"**{text}**" if adjusted[name, g] < 0.05 else text)
+        lines.append(f"| {name} | {_seeds(seeds)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines), {"adjusted": {f"{n} / {g}": p for (n, g), p in adjusted.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--archive", default="docs/results/runs/cola_blimp")
+    parser.add_argument("--level", default="field", choices=("overall", "field", "phenomenon", "paradigm"))
+    parser.add_argument("--resamples", type=int, default=10000)
+    args = parser.parse_args()
+    runs = load_archive(Path(args.archive))
+    fields = sorted({r["field"] for v in runs.values() for s in v.values() for r in s["records"]})
+    print(accuracy_table(runs, fields))
+    print()
+    table, _ = comparison_table(runs, args.level, args.resamples)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
