@@ -645,7 +645,7 @@ def test_squad_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, real
     for a, b in zip(parsed.items, plain.items):
         for k in b:
             assert np.array_equal(a[k], b[k]), k
-    with pytest.raises(SyntaxformerError, match="doc_stride"):
+    with pytest.raises(SyntaxformerError, match=r"lower it with --set doc_stride=24 .* or raise --max-length"):
         get_task("squad2", doc_stride=96).featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
     with pytest.raises(SyntaxformerError, match="pos_ids"):
         task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=("pos_ids",),

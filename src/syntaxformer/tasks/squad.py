@@ -368,8 +368,9 @@ class SquadTask(Task):
             raise ConfigError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
                               "sentence tasks only, not by SQuAD 2.0")
         if self.doc_stride >= context.max_length:
-            raise ConfigError(f"doc_stride={self.doc_stride} (tokens shared by consecutive windows) must be "
-                              f"below max_length={context.max_length}")
+            raise ConfigError(f"doc_stride={self.doc_stride} (tokens shared by consecutive windows; default 128) must "
+                              f"be below max_length={context.max_length}: lower it with --set doc_stride="
+                              f"{max(1, context.max_length // 4)} (task_options doc_stride) or raise --max-length")
         from syntaxformer.tasks.featurize import annotator_for
 
         annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
@@ -379,7 +380,8 @@ class SquadTask(Task):
             windows = featurizer(data.examples)
         except ValueError as e:  # window room (max_length - question - specials) too small for the stride
             raise ConfigError(f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
-                              f"{self.doc_stride}); raise max_length or lower doc_stride") from e
+                              f"{self.doc_stride}); raise --max-length or lower the overlap with --set doc_stride=N "
+                              "(task_options doc_stride)") from e
         return SquadFeatures([feature_arrays(w, context) for w in windows], windows)
 
     # -- predictions -------------------------------------------------------------------------------------
