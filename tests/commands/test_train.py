@@ -95,3 +95,22 @@ def test_train_records_task_option_files_as_absolute_paths(tmp_path, monkeypatch
     assert _absolute_files(options) == {"train_source": str(tmp_path / "train.en"),
                                         "eval_sets": {"dev": [str(tmp_path / "train.en"), str(tmp_path / "dev.de")]},
                                         "arm": "syntax", "tokenizer_dir": "not-a-file", "fraction": 0.5}
+
+
+def test_train_announces_the_default_output_dir(monkeypatch, capsys):
+    """Without --output-dir (flag or config file) the run's folder is said in one warning line before training."""
+    import syntaxformer.training.run as run_module
+
+    seen = []
+
+    def stop(config):
+        seen.append(config.output_dir)
+        raise KeyboardInterrupt  # stop before any training: only the announcement is under test
+
+    monkeypatch.setattr(run_module, "train", stop)
+    assert main(["train", "--task", "sst2"]) == 130
+    assert seen == ["runs/experiment"]
+    assert "no --output-dir given: the run goes to runs/experiment" in capsys.readouterr().err
+    seen.clear()
+    assert main(["train", "--task", "sst2", "--output-dir", "runs/x"]) == 130
+    assert seen == ["runs/x"] and "no --output-dir" not in capsys.readouterr().err

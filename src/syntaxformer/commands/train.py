@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 from typing import Any, Mapping
 
@@ -243,6 +244,7 @@ def _reject_unused(task: str, data: Mapping[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from syntaxformer.training.config import RunConfig
     from syntaxformer.training.run import train
 
     inferred = require_task(args)
@@ -252,6 +254,10 @@ def run(args: argparse.Namespace) -> int:
     absolute = _absolute_files(config.task_options)
     if absolute != config.task_options:
         config = config.replace(task_options=absolute)
+    if config.output_dir == RunConfig.output_dir and not getattr(args, "output_dir", None):
+        # the library default, given by no flag and no config file: say where the run goes
+        logging.getLogger(__name__).warning("no --output-dir given: the run goes to %s (the default)",
+                                            config.output_dir)
     metrics = train(config)
     print(json.dumps(summary(metrics, config.output_dir), indent=2))
     return 0
