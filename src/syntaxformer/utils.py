@@ -3,14 +3,75 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import logging
 import os
 import tempfile
 from typing import IO, Any, Iterable, Iterator, Sequence, TypeVar
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
-__all__ = ["atomic_write", "open_text", "check_unicode", "write_json", "subsample", "progress", "readable_outputs"]
+__all__ = ["atomic_write", "open_text", "check_unicode", "write_json", "subsample", "progress", "readable_outputs",
+           "check_output", "disk_full", "DISK_FULL_ERRNOS"]
+
+logger = logging.getLogger(__name__)
+
+#: ``errno`` values of a write that failed for lack of room: no space, quota exceeded, file too large.
+DISK_FULL_ERRNOS: frozenset[int] = frozenset(
+    e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if e is not None)
+#: How other libraries word those errors (safetensors' Rust ``io::Error``, torch's stream writer, SQLite).
+_DISK_FULL_WORDS = ("no space left on device", "storagefull", "disk quota exceeded", "file too large",
+                    "database or disk is full", "os error 28", "error code: 28")
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it was raised from) is a write that failed because the disk is full: an
+    ``OSError`` with an errno of :data:`DISK_FULL_ERRNOS`, or an error of another library (safetensors, torch's
+    ``PytorchStreamWriter``, SQLite) whose message says so."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return True
+        if any(w in str(error).lower() for w in _DISK_FULL_WORDS):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = (), *,
+                 overwrite: bool = True, option: str = "--output") -> None:
+    """Before anything is computed: an output file never replaces an input, and replaces an existing file only
+    with ``overwrite``.
+
+    Args:
+        path: the output file (``-`` = standard output: nothing to check).
+        inputs: the files read (``-`` and ``None`` are skipped).
+        overwrite: whether an existing ``path`` may be replaced.
+        option: the option that named ``path``, for messages.
+
+    Raises:
+        ConfigError: ``path`` is one of ``inputs`` (the same file, by path or by inode).
+        DataError: ``path`` exists and ``overwrite`` is false, or is a folder.
+    """
+    out = os.fspath(path)
+    if out == "-":
+        return
+    for given in inputs:
+        if given is None or os.fspath(given) == "-":
+            continue
+        same = os.path.abspath(out) == os.path.abspath(os.fspath(given))
+        if not same and os.path.exists(out) and os.path.exists(given):
+            with contextlib.suppress(OSError):
+                same = os.path.samefile(out, given)
+        if same:
+            raise ConfigError(f"{option} {out} is the input file {os.fspath(given)}; writing it would destroy the "
+                              "input: give another output file")
+    if os.path.isdir(out):
+        raise DataError(f"{option} {out} is a folder; give a file name")
+    if os.path.exists(out) and not overwrite:
+        raise DataError(f"{option} {out} already exists; choose another file or pass --overwrite to replace it")
 
 T = TypeVar("T")
 
@@ -25,7 +86,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 
     Raises:
         DataError: ``path`` cannot be written (no permission, a file where its folder should be, disk full ...);
-            errors raised by the caller's own code inside the ``with`` block pass through unchanged.
+            a write inside the ``with`` block that finds the disk full (``ENOSPC``, ``EDQUOT``, ``EFBIG``) is one
+            too; other errors raised by the caller's own code inside the block pass through unchanged.
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -37,13 +99,19 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     with contextlib.suppress(OSError):  # mkstemp makes 0600 files; output files are for everyone to read
         os.fchmod(fd, 0o666 & ~_umask())
     try:
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
-            yield f
-            try:
-                f.flush()
-                os.fsync(f.fileno())
-            except OSError as e:
-                raise DataError(f"cannot write {path}: {e.strerror or e}") from e
+        try:
+            with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
+                yield f
+                try:
+                    f.flush()
+                    os.fsync(f.fileno())
+                except OSError as e:
+                    raise DataError(f"cannot write {path}: {e.strerror or e}") from e
+        except OSError as e:  # a write inside the block (or the close's flush) that found the disk full
+            if not disk_full(e):
+                raise
+            raise DataError(f"cannot write {path}: {e.strerror or e} (the disk is full); free some space or "
+                            "write elsewhere; nothing was replaced") from e
         try:
             os.replace(tmp, path)
         except OSError as e:
