@@ -285,7 +285,8 @@ class Predictor:
             where = f"input {i}" + (f" ({item['id']})" if "id" in item else "")
             for key in required:
                 if key not in item:
-                    raise InputError(f"{where}: no {key!r}; an input has the keys {list(keys)} (got {sorted(item)})")
+                    raise InputError(f"{where}: {key!r} must be a non-empty text, got none (keys: {sorted(item)}; an input "
+                                     f"has {list(keys)})")
                 text_value(item[key], where, key, error=InputError)
             for key in keys[len(required):]:  # optional texts (a pair's second text, a passage): strings if given
                 if key != "options" and item.get(key) is not None:
@@ -520,10 +521,12 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
 
 
 def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike | None = None) -> None:
-    """One JSON object per line, to ``path`` (atomically) or standard output (``None`` or ``-``)."""
+    """One JSON object per line, to ``path`` (atomically) or standard output (``None`` or ``-``); the characters
+    that ``str.splitlines`` takes for line ends (U+2028, U+2029, NEL) are written escaped, so every reader sees one
+    record per line."""
     from syntaxformer.utils import atomic_write
 
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    lines = "".join(_one_record_line(json.dumps(r, ensure_ascii=False)) + "\n" for r in records)
     if path is None or str(path) == "-":
         sys.stdout.write(lines)
         sys.stdout.flush()
@@ -533,6 +536,18 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
+#: Characters that ``str.splitlines`` (and so many JSONL readers) take for line ends; JSON lets them be escaped.
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def _one_record_line(text: str) -> str:
+    """A JSON record as one line for every reader: U+2028, U+2029 and NEL (only ever inside its strings) escaped."""
+    for char, escaped in _LINE_BREAKS.items():
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
+
+
 def _id(record: Mapping[str, Any]) -> dict[str, Any]:
     return {"id": record["id"]} if "id" in record else {}
 

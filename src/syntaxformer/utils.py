@@ -106,7 +106,9 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
                     f.flush()
                     os.fsync(f.fileno())
                 except OSError as e:
-                    raise DataError(f"cannot write {path}: {e.strerror or e}") from e
+                    raise DataError(f"cannot write {path}: {e.strerror or e}"
+                                    + (" (the disk is full); free some space or write elsewhere; nothing was replaced"
+                                       if disk_full(e) else "")) from e
         except OSError as e:  # a write inside the block (or the close's flush) that found the disk full
             if not disk_full(e):
                 raise

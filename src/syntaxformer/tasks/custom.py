@@ -164,7 +164,8 @@ def check_labels(values: Sequence[Any], where: Sequence[str], column: str, regre
 
     Raises:
         DataError: a missing, blank, ``nan`` or infinite label (naming the row); a list / object label; class names
-            mixed with numbers (naming the odd value and its row), or a word in a regression.
+            mixed with numbers (naming the odd value and its row; in a regression, a label that is not a number is
+            refused when it is read).
     """
     kinds = []
     for value, place in zip(values, where):
@@ -179,10 +180,8 @@ def check_labels(values: Sequence[Any], where: Sequence[str], column: str, regre
                             "label is a class name or a number")
         kinds.append(kind)
     words = [k == "word" for k in kinds]
-    if regression and any(words):
-        k = words.index(True)
-        raise DataError(f"{where[k]}: the label {values[k]!r} in column {column!r} is not a number; this task is a "
-                        "regression")
+    if regression:  # each label is read as a number, and one that is not is refused, naming its row
+        return
     if any(words) and not all(words):  # class names and numbers: one of them is a stray value
         odd = not (sum(words) * 2 >= len(words))  # the minority kind
         k = words.index(odd)

@@ -192,7 +192,7 @@ def text_value(value: Any, where: str, column: str, *, required: bool = True, er
     """
     if value is None or (isinstance(value, float) and value != value):
         if required:
-            raise (error or DataError)(f"{where}: no text in {column!r}")
+            raise (error or DataError)(f"{where}: no text in column {column!r}; {column!r} must be a non-empty text")
         return None
     if not isinstance(value, str):
         kind = {list: "a list", tuple: "a list", dict: "an object", bool: "a boolean"}.get(
@@ -200,7 +200,8 @@ def text_value(value: Any, where: str, column: str, *, required: bool = True, er
         message = f"{column!r} holds {kind} ({_clip(value)}), not a text; give the text as a string"
         raise error(f"{where}: {message}") if error else FormatError(message, where)
     if required and not value.strip():
-        raise (error or DataError)(f"{where}: no text in {column!r} (the field is blank)")
+        raise (error or DataError)(f"{where}: no text in column {column!r} (blank); {column!r} must be a non-empty "
+                                  "text")
     return value
 
 
