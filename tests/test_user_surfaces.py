@@ -139,6 +139,13 @@ def test_predict_input_duplicated_header_is_refused(tmp_path):
         _inputs(tmp_path, "x.csv", b"text,text\na,b\n")
 
 
+@pytest.mark.parametrize("name", ["x.jsonl", "x.json"])
+def test_predict_input_duplicated_json_key_is_refused(tmp_path, name):
+    row = '{"text": "kept?", "text": "or this?"}'
+    with pytest.raises(FormatError, match=rf"{name}(:1)?: the key 'text' appears twice"):
+        _inputs(tmp_path, name, (row if name.endswith("l") else f"[{row}]").encode())
+
+
 def test_predict_input_ragged_row_is_one_clear_error(tmp_path):
     with pytest.raises(FormatError, match=r"x.csv:3: 4 values for the 2 columns"):
         _inputs(tmp_path, "x.csv", b"text,id\na,1\nb,2,3,4\n")

@@ -13,7 +13,7 @@ from typing import IO, Any, Iterable, Iterator, Sequence, TypeVar
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
 __all__ = ["atomic_write", "open_text", "check_unicode", "write_json", "subsample", "progress", "readable_outputs",
-           "check_output", "disk_full", "DISK_FULL_ERRNOS"]
+           "check_output", "disk_full", "DISK_FULL_ERRNOS", "json_lines", "unique_keys", "DuplicateKeyError"]
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +22,8 @@ DISK_FULL_ERRNOS: frozenset[int] = frozenset(
     e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if e is not None)
 #: How other libraries word those errors (safetensors' Rust ``io::Error``, torch's stream writer, SQLite).
 _DISK_FULL_WORDS = ("no space left on device", "storagefull", "disk quota exceeded", "file too large",
-                    "database or disk is full", "os error 28", "error code: 28")
+                    "database or disk is full", "os error 28", "error code: 28", "filetoolarge",
+                    "pytorchstreamwriter failed writing file")
 
 
 def disk_full(error: BaseException) -> bool:
@@ -38,6 +39,21 @@ def disk_full(error: BaseException) -> bool:
             return True
         error = error.__cause__ or error.__context__
     return False
+
+
+def little_room(folder: str | os.PathLike, minimum: int = 1 << 20) -> bool:
+    """Whether the file system of ``folder`` (or of its nearest existing parent) has less than ``minimum`` bytes
+    free: how a write error whose message does not say why (torch's stream writer: ``unexpected pos``) is
+    recognised as a full disk."""
+    import shutil
+
+    path = os.path.abspath(os.fspath(folder))
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        return shutil.disk_usage(path).free < minimum
+    except OSError:
+        return False
 
 
 def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = (), *,
@@ -178,8 +194,23 @@ def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: An
                               "UTF-8", name) from e
 
 
-def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object per line"
-               ) -> Iterator[tuple[int, dict[str, Any]]]:
+class DuplicateKeyError(ValueError):
+    """A JSON object that names a key twice (``json.loads`` would keep the last value without a word)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads`` that refuses an object naming a key twice (:class:`DuplicateKeyError`),
+    as a CSV / TSV header may not name a column twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(f"the key {key!r} appears twice in one object; keys must be unique")
+        out[key] = value
+    return out
+
+
+def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object per line", *,
+               unique: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line of a JSON-lines file (the one loop every JSONL reader
     uses, so they all report a bad line the same way).
 
@@ -187,17 +218,21 @@ def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object p
         lines: the file's lines (an open text file, ``sys.stdin``, a list).
         source: what to name in errors (the file, ``"<stdin>"``).
         what: what each line should be, for the error message.
+        unique: refuse an object that names a key twice (:func:`unique_keys`).
 
     Raises:
-        FormatError: a line is not JSON, or is JSON but not an object; naming ``source`` and the line number.
+        FormatError: a line is not JSON, or is JSON but not an object (or, with ``unique``, names a key twice);
+            naming ``source`` and the line number.
     """
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line, object_pairs_hook=unique_keys if unique else None)
         except json.JSONDecodeError as e:
             raise FormatError(f"invalid JSON: {e.msg} (column {e.colno})", source, lineno) from None
+        except DuplicateKeyError as e:
+            raise FormatError(str(e), source, lineno) from None
         if not isinstance(row, dict):
             raise FormatError(f"expected {what}, got a JSON {type(row).__name__} ({line.strip()[:40]!r})", source,
                               lineno)

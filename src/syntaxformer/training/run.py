@@ -47,7 +47,7 @@ from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDepe
 from syntaxformer.tasks.base import Task, TaskContext, get_task
 from syntaxformer.training.config import RunConfig
 from syntaxformer.training.saved import loading_model
-from syntaxformer.utils import atomic_write, disk_full, readable_outputs, write_json
+from syntaxformer.utils import atomic_write, disk_full, little_room, readable_outputs, write_json
 
 __all__ = ["train", "evaluate", "predict", "load_run", "build_context", "build_model", "load_tokenizer",
            "training_arguments", "resume_checkpoint", "check_encoder", "environment", "system_kind", "model_label",
@@ -530,7 +530,7 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         try:
             return _train(config, callbacks=callbacks)
         except Exception as e:
-            if not isinstance(e, SyntaxformerError) and disk_full(e):
+            if not isinstance(e, SyntaxformerError) and (disk_full(e) or little_room(output_dir)):
                 raise DataError(f"cannot write the run in {output_dir}: the disk is full ({type(e).__name__}: "
                                 f"{' '.join(str(e).split())[:160]}); free some space and train again (an earlier "
                                 "finished run there is kept)") from e

@@ -11,7 +11,7 @@ rules:
   :class:`~syntaxformer.errors.FormatError` naming the file;
 * lines end at ``\\n`` or ``\\r\\n`` only (U+2028, form feed, NEL ... are characters of a text, never record
   breaks);
-* a header names each column once; a row has one value per column;
+* a header names each column once (a JSON object each key once); a row has one value per column;
 * CSV fields may be of any length (no 131,072-character limit);
 * a text field must be a string: a JSON list, object, number or ``null`` where a text belongs is an error naming
   the row and the column (:func:`text_value`), never its Python ``repr``.
@@ -46,7 +46,7 @@ from typing import Any, Mapping
 
 from syntaxformer.data.examples import file_fingerprint
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
-from syntaxformer.utils import json_lines, open_text
+from syntaxformer.utils import DuplicateKeyError, json_lines, open_text, unique_keys
 
 __all__ = ["Table", "TABLE_FORMATS", "TEXT_FORMATS", "table_format", "read_table", "load_dataset_table",
            "require_columns", "HUB_SPLITS", "text_value", "split_lines"]
@@ -252,10 +252,12 @@ def _read_json(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], 
     if not text.strip():
         return [], [], None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
         raise FormatError(f"not valid JSON: {e.msg} (one object per line? name the file .jsonl)", str(path),
                           e.lineno) from None
+    except DuplicateKeyError as e:
+        raise FormatError(str(e), str(path)) from None
     if isinstance(data, Mapping) and isinstance(data.get("data"), list):
         data = data["data"]
     if not isinstance(data, list):
@@ -271,7 +273,7 @@ def _read_json(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], 
 def _read_jsonl(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], list[int]]:
     rows, lines = [], []
     with open_text(path, encoding="utf-8-sig", newline="") as f:
-        for lineno, row in json_lines(split_lines(f.read()), str(path)):
+        for lineno, row in json_lines(split_lines(f.read()), str(path), unique=True):
             rows.append(row)
             lines.append(lineno)
     return _columns_of(rows), rows, lines
