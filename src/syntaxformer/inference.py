@@ -197,7 +197,8 @@ class Predictor:
         """
         from syntaxformer.tasks.base import TaskContext, get_task
         from syntaxformer.training.config import RunConfig
-        from syntaxformer.training.run import RUN_FILE, build_context, check_max_length, load_tokenizer
+        from syntaxformer.training.run import (RUN_FILE, build_context, check_max_length, load_tokenizer,
+                                              position_limit)
 
         folder = model if isinstance(model, (str, os.PathLike)) else getattr(model, "name_or_path", None)
         changes = {k: v for k, v in {"parser": parser, "max_length": max_length, **options}.items() if v is not None}
@@ -221,7 +222,9 @@ class Predictor:
                 raise InputError("give the tokenizer of a model that has no folder (model.name_or_path)")
             tokenizer = load_tokenizer(str(folder))
         defaults = task.training_defaults() if task is not None else {}
-        changes.setdefault("max_length", defaults.get("max_length", 128))
+        if "max_length" not in changes:  # the task's default, within what the model can read
+            limit = position_limit(model.config) if head != "seq2seq" else None
+            changes["max_length"] = min(int(defaults.get("max_length", 128)), limit or 1 << 30)
         config = RunConfig(**{k: v for k, v in changes.items() if k != "task"})
         if head != "seq2seq":
             check_max_length(config.max_length, model.config, folder or type(model).__name__)
@@ -470,8 +473,8 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
 
     path = str(path)
     suffix = Path(path).suffix.lower()
-    if path != "-" and not Path(path).exists():
-        raise DataError(f"input file {path} not found")
+    if path != "-" and not Path(path).is_file():
+        raise DataError(f"input file {path} " + ("is a folder; give a file" if Path(path).is_dir() else "not found"))
     if path != "-" and suffix not in INPUT_FORMATS:
         raise FormatError(f"unknown input format {suffix or '(no suffix)'!r}; expected one of "
                           f"{', '.join(INPUT_FORMATS)}", source=path)

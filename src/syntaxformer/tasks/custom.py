@@ -125,9 +125,9 @@ def _distinct_columns(columns: Mapping[str, str | None]) -> None:
         seen[column] = option
 
 
-#: Label texts that are not values (a spreadsheet's empty or failed cells).
-_MISSING_LABELS = frozenset({"nan", "na", "n/a", "null", "none", "-nan", "inf", "-inf", "+inf", "infinity",
-                             "-infinity"})
+#: Label texts that are not values: what ``str()`` of a missing or failed float writes (a class may be called
+#: "none" or "NA", so those are kept as class names).
+_MISSING_LABELS = frozenset({"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
 
 
 def _label_kind(value: Any) -> str | None:
