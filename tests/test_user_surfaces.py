@@ -228,6 +228,9 @@ def test_damaged_weights_are_one_line(runs, tmp_path, capsys, content):
               str(run), "model.safetensors")
     _one_line(*_cli(["show", "A fine film.", "--model", str(run), "-o", str(tmp_path / "x.html")], capsys)[::2],
               "show", str(run), "model.safetensors")
+    _one_line(*_cli(["diagnose", str(run)], capsys)[::2], "diagnose", str(run), "model.safetensors")
+    _one_line(*_cli(["plot", "--kind", "attention", "--model", str(run), "--text", "A film.", "--output",
+                     str(tmp_path / "plots")], capsys)[::2], "plot", str(run), "model.safetensors")
     from syntaxformer.inference import Predictor
 
     with pytest.raises(DataError, match="model.safetensors is truncated or damaged"):
@@ -250,6 +253,10 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path, capsys):
               "show", str(folder), "model_type")
     _one_line(*_cli(["predict", str(folder), "--input", str(tmp_path / "none.txt")], capsys)[::2], "predict",
               str(folder), "not a run folder")
+    for argv in (["diagnose", str(folder)], ["probe", str(folder)],
+                 ["plot", "--kind", "attention", "--model", str(folder), "--text", "A film.", "--output",
+                  str(tmp_path / "plots")]):
+        _one_line(*_cli(argv, capsys)[::2], argv[0], str(folder), "model_type")
 
 
 def test_predict_max_length_beyond_positions_is_checked_before_the_input(runs, tmp_path, capsys):

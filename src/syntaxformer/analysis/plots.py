@@ -340,8 +340,13 @@ def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int 
 
     what = ""
     if isinstance(model, (str, Path)):
-        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
-        model, what = _attention_model(str(model))
+        from syntaxformer.training.saved import loading_model
+
+        path = str(model)
+        model, what = _attention_model(path)  # the folder is checked first (a damaged one is named)
+        if tokenizer is None:
+            with loading_model(path, "tokenizer", weights=False):
+                tokenizer = AutoTokenizer.from_pretrained(path)
     elif tokenizer is None:
         raise InputError("give the tokenizer of a loaded model (tokenizer=...)")
     if hasattr(model, "set_attn_implementation"):

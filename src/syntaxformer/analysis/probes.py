@@ -45,7 +45,7 @@ import torch
 
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
-from syntaxformer.training.saved import loading_model
+from syntaxformer.training.saved import loading_model, model_folder_problem
 
 logger = logging.getLogger(__name__)
 
@@ -251,6 +251,9 @@ def load_probed_model(model: str | os.PathLike | None = None, system: str | None
                            criterion=config.criterion,
                            constituency_from_dependency=config.constituency_fallback == "dependency",
                            parser=config.parser)
+    problem = model_folder_problem(path, weights=False) if Path(path).is_dir() else None
+    if problem:  # before the tokenizer: name what the folder lacks
+        raise DataError(f"cannot load a model from {path}: {problem}")
     tokenizer = load_tokenizer(path)
     try:
         saved = AutoConfig.from_pretrained(path)
@@ -269,6 +272,9 @@ def load_probed_model(model: str | os.PathLike | None = None, system: str | None
     if system not in classes:
         raise ConfigError(f"system={system!r} is not valid; choose one of ['plain', 'sgnet', 'syntax_bert']")
     torch.manual_seed(seed)
+    problem = model_folder_problem(path) if Path(path).is_dir() else None
+    if problem:  # not "invalid model options": the folder is no encoder
+        raise DataError(f"cannot load the encoder in {path}: {problem}")
     try:
         net = classes[system].from_encoder_pretrained(path, **options)
     except (TypeError, ValueError) as e:

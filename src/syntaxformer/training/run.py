@@ -46,7 +46,7 @@ from typing import Any, Callable, Mapping, Sequence
 from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDependencyError, SyntaxformerError
 from syntaxformer.tasks.base import Task, TaskContext, get_task
 from syntaxformer.training.config import RunConfig
-from syntaxformer.training.saved import loading_model
+from syntaxformer.training.saved import loading_model, model_folder_problem
 from syntaxformer.utils import atomic_write, disk_full, little_room, readable_outputs, write_json
 
 __all__ = ["train", "evaluate", "predict", "load_run", "build_context", "build_model", "load_tokenizer",
@@ -360,6 +360,9 @@ def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] 
             raise ConfigError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs "
                                     f"{want}")
         return model
+    problem = model_folder_problem(path) if Path(path).is_dir() else None
+    if problem:  # not "invalid model options": the folder holds no encoder
+        raise DataError(f"cannot load the encoder in {path}: {problem}")
     try:
         return cls.from_encoder_pretrained(path, **task.model_options(), **options)
     except OSError as e:
