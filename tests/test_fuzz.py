@@ -541,10 +541,17 @@ def _tiny_run(tmp_path_factory):
     rows = [(f"a good film number {i}", "pos") for i in range(6)] + [(f"a bad film {i}", "neg") for i in range(6)]
     with open(root / "d.csv", "w", newline="", encoding="utf-8") as f:
         _csv.writer(f).writerows([("text", "label"), *rows])
-    os.environ.setdefault("SYNTAXFORMER_CACHE", str(root / "cache"))
-    assert main(["train", "--train-file", str(root / "d.csv"), "--validation-file", str(root / "d.csv"), "--model",
-                 write_tiny_bert(root / "tiny"), "--output-dir", str(root / "run"), "--max-steps", "1",
-                 "--max-length", "32", "--no-progress"]) == 0
+    before = os.environ.get("SYNTAXFORMER_CACHE")
+    os.environ["SYNTAXFORMER_CACHE"] = str(root / "cache")
+    try:
+        assert main(["train", "--train-file", str(root / "d.csv"), "--validation-file", str(root / "d.csv"),
+                     "--model", write_tiny_bert(root / "tiny"), "--output-dir", str(root / "run"), "--max-steps", "1",
+                     "--max-length", "32", "--no-progress"]) == 0
+    finally:
+        if before is None:
+            os.environ.pop("SYNTAXFORMER_CACHE", None)
+        else:
+            os.environ["SYNTAXFORMER_CACHE"] = before
     return root / "run"
 
 

@@ -288,8 +288,8 @@ class Predictor:
             where = f"input {i}" + (f" ({item['id']})" if "id" in item else "")
             for key in required:
                 if key not in item:
-                    raise InputError(f"{where}: {key!r} must be a non-empty text, got none (keys: {sorted(item)}; an input "
-                                     f"has {list(keys)})")
+                    raise InputError(f"{where}: {key!r} must be a non-empty text, got none (keys: {sorted(item)}; "
+                                     f"an input has {list(keys)})")
                 text_value(item[key], where, key, error=InputError)
             for key in keys[len(required):]:  # optional texts (a pair's second text, a passage): strings if given
                 if key != "options" and item.get(key) is not None:

@@ -400,7 +400,8 @@ class CustomTextTask(SentenceTask):
             self.text_column = rest[0]
         _distinct_columns({"text_column (--text-column)": self.text_column,
                            "text_pair_column (--text-pair-column)": self.text_pair_column,
-                           "label_column (--label-column)": self.label_column, "id_column (--id-column)": self.id_column})
+                           "label_column (--label-column)": self.label_column,
+                           "id_column (--id-column)": self.id_column})
         self._update_spec()
 
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:

@@ -26,8 +26,8 @@ Formats, by file extension: ``.csv`` (comma-separated, standard quoting, a heade
 (tab-separated, a header line, *no* quoting: a ``"`` is an ordinary character, as in the GLUE files), ``.json``
 (a list of objects, or an object whose ``"data"`` member is one) and ``.jsonl`` / ``.ndjson`` (one object per
 line); with ``lines=True`` a ``.txt`` file (or ``-``, standard input) is one text per line, in a column ``text``
-(blank lines skipped). CSV / TSV values are strings; JSON values keep their types (a label ``1`` is an int, ``0.5`` a float).
-A folder is read with ``datasets.load_from_disk`` and a name that is neither a file nor a folder with
+(blank lines skipped). CSV / TSV values are strings; JSON values keep their types (a label ``1`` is an int, ``0.5``
+a float). A folder is read with ``datasets.load_from_disk`` and a name that is neither a file nor a folder with
 ``datasets.load_dataset`` (both need the ``datasets`` package).
 """
 
