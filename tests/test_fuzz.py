@@ -371,3 +371,209 @@ def test_fuzz_demo_text(text):
 def _tiny_encoder() -> str:
     from syntaxformer.defaults import default_hf_model
     return default_hf_model()
+
+
+# -- the files `predict --input` reads (the reader of every user file) -------------------------------------------
+def _strip_bom(data: bytes) -> str:
+    text = data.decode("utf-8")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _predict_inputs(path):
+    from syntaxformer.inference import read_inputs
+    return read_inputs(path)
+
+
+def _check_inputs(records, data):
+    for r in records:
+        assert isinstance(r["text"], str) and r["text"].strip(), f"text {r['text']!r}"
+        assert not r["text"].startswith("\ufeff"), "a byte-order mark is not text"
+
+
+def _check_txt_inputs(records, data):
+    """One record per non-blank line, lines ending at \\n or \\r\\n only (a reference without the reader's helpers)."""
+    _check_inputs(records, data)
+    import re
+    lines = [line.strip() for line in re.split(r"\r?\n", _strip_bom(data)) if line.strip()]
+    assert [r["text"] for r in records] == lines, "one text per line, split at \\n / \\r\\n only"
+
+
+def _check_jsonl_inputs(records, data):
+    _check_inputs(records, data)
+    rows = [json.loads(line) for line in _strip_bom(data).split("\n") if line.strip()]
+    assert [r["text"] for r in records] == [row["text"] for row in rows], "the text fields, as written"
+
+
+def _check_tsv_inputs(records, data):
+    _check_inputs(records, data)
+    lines = [line[:-1] if line.endswith("\r") else line for line in _strip_bom(data).split("\n")]
+    header = lines[0].split("\t")
+    texts = [line.split("\t")[header.index("text")] for line in lines[1:] if line.strip()]
+    assert [r["text"] for r in records] == texts, "TSV fields as written: tabs only, quotes are text"
+
+
+_INPUT_TXT = "A fine film.\nDull\u2028and long.\r\n\nIt is\x0cfine.\n"
+_INPUT_CSV = 'id,text\n1,"A fine, moving film."\n2,Dull.\n'
+_INPUT_TSV = 'id\ttext\n1\t"Good" fun\n2\tDull.\n'
+_INPUT_JSONL = (json.dumps({"id": 1, "text": "A fine film."}) + "\n"
+                + json.dumps({"id": 2, "text": "Dull\u2028stuff."}, ensure_ascii=False) + "\n")
+INPUT_READERS: dict[str, tuple[str, str, Callable, Callable]] = {
+    "predict-input-txt": ("x.txt", _INPUT_TXT, _predict_inputs, _check_txt_inputs),
+    "predict-input-csv": ("x.csv", _INPUT_CSV, _predict_inputs, _check_inputs),
+    "predict-input-tsv": ("x.tsv", _INPUT_TSV, _predict_inputs, _check_tsv_inputs),
+    "predict-input-jsonl": ("x.jsonl", _INPUT_JSONL, _predict_inputs, _check_jsonl_inputs),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(INPUT_READERS))
+def test_fuzz_predict_inputs(reader, tmp_path_factory):
+    """The files of `predict --input` (read as training reads its files): texts as written, or a named error."""
+    name, sample, read, check = INPUT_READERS[reader]
+    folder = tmp_path_factory.mktemp(reader)
+
+    @FUZZ
+    @given(data=_variants(sample))
+    def run(data: bytes) -> None:
+        _run_reader(reader, read, check, _write(folder, name, data), data)
+
+    run()
+
+
+# -- the pre-parsed matcher: a parse is accepted exactly when its words spell its text --------------------------
+_WORD = st.text(st.sampled_from("abcdeXYZ.,'é"), min_size=1, max_size=6)
+
+
+@settings(FUZZ, max_examples=60)
+@given(words=st.lists(_WORD, min_size=1, max_size=6), gaps=st.lists(st.sampled_from([" ", "  ", "\t", "\n", ""]),
+                                                                      min_size=6, max_size=6),
+       change=st.sampled_from(["none", "drop", "substring", "split", "extra"]), k=st.integers(0, 5))
+def test_fuzz_preparsed_matcher(tmp_path_factory, words, gaps, change, k):
+    """JSONL parses of a text, true or changed: accepted (offsets pointing at the words) exactly when the words
+    spell the text with whitespace ignored; else a FormatError naming the file."""
+    from syntaxformer.data.annotators.preparsed import PreparsedAnnotator
+
+    text = "".join(w + (gaps[i] or " ") for i, w in enumerate(words)).rstrip() or words[0]
+    parsed = list(words)
+    k %= len(parsed)
+    if change == "drop" and len(parsed) > 1:
+        del parsed[k]
+    elif change == "substring" and len(parsed[k]) > 1:
+        parsed[k] = parsed[k][1:]
+    elif change == "split" and len(parsed[k]) > 1:
+        parsed[k:k + 1] = [parsed[k][:1], parsed[k][1:]]
+    elif change == "extra":
+        parsed.append("zz")
+    path = tmp_path_factory.mktemp("pp") / "p.jsonl"
+    path.write_text(json.dumps({"text": text, "words": parsed, "heads": [-1] + [0] * (len(parsed) - 1)}) + "\n",
+                    encoding="utf-8")
+    spells = "".join(parsed) == "".join(text.split())
+    try:
+        with _time_limit(TIME_LIMIT):
+            docs = PreparsedAnnotator(path).annotate([text])
+    except SyntaxformerError as e:
+        _record("preparsed-matcher", "error" if not spells and "p.jsonl" in str(e) else "wrong error", str(e)[:300])
+        return
+    except Exception as e:  # noqa: BLE001
+        _record("preparsed-matcher", "traceback", f"{type(e).__name__}: {e}"[:300])
+        return
+    sentence = docs[0].sentences[0]
+    if not spells:
+        _record("preparsed-matcher", "silently wrong", f"accepted {parsed} for {text!r}")
+    elif [text[a:b] for a, b in sentence.offsets] != parsed:
+        _record("preparsed-matcher", "silently wrong", f"offsets {sentence.offsets} for {parsed} in {text!r}")
+    else:
+        _record("preparsed-matcher", "ok", "")
+
+
+# -- the pipelines and the Predictor: any Python value ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def _classifier(tmp_path_factory):
+    """``syntax-text-classification`` on a tiny plain classifier (tokenized only: the input handling is tested)."""
+    import syntaxformer  # noqa: F401
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    from tests.conftest import write_tiny_bert
+
+    folder = tmp_path_factory.mktemp("clf")
+    write_tiny_bert(folder)
+    AutoModelForSequenceClassification.from_pretrained(folder, num_labels=2).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(folder).save_pretrained(folder)
+    return pipeline("syntax-text-classification", model=str(folder))
+
+
+_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.binary(max_size=8),
+              st.text(st.characters(codec=None, exclude_categories=()), max_size=20)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.tuples(inner, inner),
+                            st.dictionaries(st.sampled_from(["text", "text_pair", "id", "x"]), inner, max_size=3)),
+    max_leaves=6)
+
+
+@settings(FUZZ, max_examples=40)
+@given(value=_VALUES)
+def test_fuzz_pipeline_inputs(_classifier, value):
+    """Whatever a caller passes, the pipeline answers (a label per text) or raises an InputError."""
+    from syntaxformer.errors import InputError
+
+    try:
+        with _time_limit(TIME_LIMIT):
+            out = _classifier(value)
+    except InputError as e:
+        _record("pipeline-inputs", "error" if "\n" not in str(e) else "unnamed error", str(e)[:300])
+        return
+    except Exception as e:  # noqa: BLE001
+        _record("pipeline-inputs", "traceback", f"{type(e).__name__}: {e}"[:300])
+        return
+    ok = isinstance(out, list) and all(isinstance(r, dict) and r.get("label") in ("LABEL_0", "LABEL_1")
+                                       for r in out)
+    _record("pipeline-inputs", "ok" if ok else "silently wrong", repr(out)[:300])
+
+
+# -- the analyses' inputs: damaged metrics.json / dev_predictions.json of a real run --------------------------------
+@pytest.fixture(scope="module")
+def _tiny_run(tmp_path_factory):
+    """A tiny custom-data run (one step) whose files the analyses read."""
+    import csv as _csv
+    from syntaxformer.cli import main
+    from tests.conftest import write_tiny_bert
+
+    root = tmp_path_factory.mktemp("analysis-run")
+    rows = [(f"a good film number {i}", "pos") for i in range(6)] + [(f"a bad film {i}", "neg") for i in range(6)]
+    with open(root / "d.csv", "w", newline="", encoding="utf-8") as f:
+        _csv.writer(f).writerows([("text", "label"), *rows])
+    before = os.environ.get("SYNTAXFORMER_CACHE")
+    os.environ["SYNTAXFORMER_CACHE"] = str(root / "cache")
+    try:
+        assert main(["train", "--train-file", str(root / "d.csv"), "--validation-file", str(root / "d.csv"),
+                     "--model", write_tiny_bert(root / "tiny"), "--output-dir", str(root / "run"), "--max-steps", "1",
+                     "--max-length", "32", "--no-progress"]) == 0
+    finally:
+        if before is None:
+            os.environ.pop("SYNTAXFORMER_CACHE", None)
+        else:
+            os.environ["SYNTAXFORMER_CACHE"] = before
+    return root / "run"
+
+
+@pytest.mark.parametrize("target", ["metrics.json", "dev_predictions.json"])
+def test_fuzz_analysis_inputs(_tiny_run, tmp_path_factory, _cli_env, target):
+    """`significance` and `analyze` of a run against a copy whose metrics or predictions file is damaged: a result,
+    or one line naming the copy."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp(f"an-{target}")
+    sample = (_tiny_run / target).read_text(encoding="utf-8")
+
+    @settings(FUZZ, max_examples=15)
+    @given(data=_variants(sample))
+    def run(data: bytes) -> None:
+        copy = folder / "copy"
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(_tiny_run, copy)
+        (copy / target).write_bytes(data)
+        _cli(f"significance-{target}", ["significance", str(_tiny_run), str(copy), "--resamples", "20"], "copy")
+        _cli(f"analyze-{target}", ["analyze", str(_tiny_run), str(copy), "--output", str(folder / "b.json")],
+             "copy")
+
+    run()

@@ -30,7 +30,6 @@ the inputs from a ``.txt`` (one text per line), ``.csv`` / ``.tsv`` (a header ro
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import math
@@ -43,7 +42,6 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
-from syntaxformer.utils import json_lines
 
 __all__ = ["Predictor", "read_inputs", "write_records", "model_head", "INPUT_FORMATS"]
 
@@ -154,7 +152,7 @@ class Predictor:
             DataError: ``run_dir`` is not a finished run with a saved model.
         """
         from syntaxformer.tasks.base import TaskContext
-        from syntaxformer.training.run import build_context, load_run, load_tokenizer
+        from syntaxformer.training.run import build_context, check_max_length, load_run, load_tokenizer
 
         config, task = load_run(run_dir, changes)
         prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=False)
@@ -162,6 +160,8 @@ class Predictor:
             model = _load_model(run_dir, task.head)
         if task.head == "seq2seq" or tokenizer is None:
             tokenizer = task.load_tokenizer(str(run_dir), prep) or tokenizer or load_tokenizer(str(run_dir))
+        if task.head != "seq2seq":
+            check_max_length(config.max_length, model.config, run_dir)
         context = build_context(config, tokenizer, model.config)
         context.extra.update(prep.extra)
         context.use_cache, context.progress, context.parser_noise = False, False, 0.0
@@ -197,7 +197,8 @@ class Predictor:
         """
         from syntaxformer.tasks.base import TaskContext, get_task
         from syntaxformer.training.config import RunConfig
-        from syntaxformer.training.run import RUN_FILE, build_context, load_tokenizer
+        from syntaxformer.training.run import (RUN_FILE, build_context, check_max_length, load_tokenizer,
+                                              position_limit)
 
         folder = model if isinstance(model, (str, os.PathLike)) else getattr(model, "name_or_path", None)
         changes = {k: v for k, v in {"parser": parser, "max_length": max_length, **options}.items() if v is not None}
@@ -221,8 +222,12 @@ class Predictor:
                 raise InputError("give the tokenizer of a model that has no folder (model.name_or_path)")
             tokenizer = load_tokenizer(str(folder))
         defaults = task.training_defaults() if task is not None else {}
-        changes.setdefault("max_length", defaults.get("max_length", 128))
+        if "max_length" not in changes:  # the task's default, within what the model can read
+            limit = position_limit(model.config) if head != "seq2seq" else None
+            changes["max_length"] = min(int(defaults.get("max_length", 128)), limit or 1 << 30)
         config = RunConfig(**{k: v for k, v in changes.items() if k != "task"})
+        if head != "seq2seq":
+            check_max_length(config.max_length, model.config, folder or type(model).__name__)
         if hasattr(model.config, "syntax_inputs"):
             context = build_context(config, tokenizer, model.config)
         else:  # a plain transformers model: tokenized only, nothing parsed
@@ -263,6 +268,11 @@ class Predictor:
             InputError: an input without its text, or with an empty one, or multiple-choice options that are not a
                 list of at least two non-empty texts (names the input's position).
         """
+        from syntaxformer.data.readers.table import text_value
+
+        if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
+            raise InputError(f"inputs must be a list of texts or mappings, got {type(inputs).__name__} "
+                             f"({inputs!r:.60}); a single text goes in a list: [text]")
         keys = _INPUT_KEYS[self.head]
         out = []
         for i, item in enumerate(inputs):
@@ -275,11 +285,15 @@ class Predictor:
                                  f"{type(item).__name__}")
             item = dict(item)
             required = keys[:2] if self.head == "question_answering" else keys[:1]
+            where = f"input {i}" + (f" ({item['id']})" if "id" in item else "")
             for key in required:
-                value = item.get(key)
-                if not isinstance(value, str) or not value.strip():
-                    raise InputError(f"input {i} ({item.get('id', i)}): {key!r} must be a non-empty text, got "
-                                     f"{value!r} (keys: {sorted(item)})")
+                if key not in item:
+                    raise InputError(f"{where}: {key!r} must be a non-empty text, got none (keys: {sorted(item)}; "
+                                     f"an input has {list(keys)})")
+                text_value(item[key], where, key, error=InputError)
+            for key in keys[len(required):]:  # optional texts (a pair's second text, a passage): strings if given
+                if key != "options" and item.get(key) is not None:
+                    text_value(item[key], where, key, required=key != "context", error=InputError)
             if self.head == "multiple_choice":
                 options = item.get("options")
                 if (not isinstance(options, (list, tuple)) or len(options) < 2
@@ -438,6 +452,10 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
     """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
     ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects).
 
+    Read by the reader of every user file (:func:`syntaxformer.data.readers.table.read_table`: the same decoding,
+    CSV / TSV dialects, line splitting at ``\\n`` / ``\\r\\n`` only and header rules as ``train --train-file``);
+    each text field must be a string (:func:`~syntaxformer.data.readers.table.text_value`).
+
     Args:
         path: the file.
         text_column: the column with the text (default ``text``, else ``sentence``, else the only column); span QA
@@ -448,26 +466,25 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
         id_column: a column copied to the records as ``id`` (default ``id`` when the file has one).
 
     Raises:
-        DataError: no such file; FormatError: an unknown format, a missing column or a malformed line (named).
+        DataError: no such file, a row without its text; FormatError: an unknown format, a missing column, a text
+            field that is not a string or a malformed line (named).
     """
+    from syntaxformer.data.readers.table import read_table, text_value
+
     path = str(path)
     suffix = Path(path).suffix.lower()
     if path != "-" and not Path(path).is_file():
-        raise DataError(f"input file {path} not found")
-    if path == "-" or suffix == ".txt" or suffix not in INPUT_FORMATS:
-        if path != "-" and suffix not in INPUT_FORMATS:
-            raise FormatError(f"unknown input format {suffix or '(no suffix)'!r}; expected one of "
-                              f"{', '.join(INPUT_FORMATS)}", source=path)
-        if text_pair_column or head in ("question_answering", "multiple_choice"):
-            raise FormatError("a .txt file holds one text per line: give pairs / questions with contexts as "
-                              ".csv, .tsv or .jsonl with named columns (questions with options: .jsonl)",
-                              source=path)
-        lines = (sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")).splitlines()
-        return [{"text": line.strip()} for line in lines if line.strip()]
-    rows = _read_rows(path, suffix)
-    if not rows:
+        raise DataError(f"input file {path} " + ("is a folder; give a file" if Path(path).is_dir() else "not found"))
+    if path != "-" and suffix not in INPUT_FORMATS:
+        raise FormatError(f"unknown input format {suffix or '(no suffix)'!r}; expected one of "
+                          f"{', '.join(INPUT_FORMATS)}", source=path)
+    if (path == "-" or suffix == ".txt") and (text_pair_column or head in ("question_answering", "multiple_choice")):
+        raise FormatError("a .txt file holds one text per line: give pairs / questions with contexts as "
+                          ".csv, .tsv or .jsonl with named columns (questions with options: .jsonl)", source=path)
+    table = read_table(path, lines=True, allow_empty=True)
+    if not table.rows:
         return []
-    columns = list(rows[0])
+    columns = table.columns
     if head in ("question_answering", "multiple_choice"):
         wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
     else:
@@ -477,48 +494,42 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
             raise FormatError(f"which column holds the text? The file has columns {columns}; pass --text-column",
                               source=path)
         wanted = {"text": first, **({"text_pair": text_pair_column} if text_pair_column else {})}
+    for key, column in wanted.items():
+        if column not in columns and not (key == "context" and head == "multiple_choice"):
+            raise FormatError(f"no column {column!r} ({key}); the file has columns {columns}", source=path)
     ident = id_column or ("id" if "id" in columns else None)
     out = []
-    for i, row in enumerate(rows):
+    for i, row in enumerate(table.rows):
+        where = table.where(i)
         rec: dict[str, Any] = {}
         for key, column in wanted.items():
-            if key == "context" and head == "multiple_choice" and column not in row:
+            if key == "context" and head == "multiple_choice" and row.get(column) is None:
                 continue  # questions without a passage
             if column not in row:
-                raise FormatError(f"row {i + 1} has no column {column!r} (columns: {sorted(row)})", source=path)
-            rec[key] = "" if row[column] is None else str(row[column])
+                raise FormatError(f"no column {column!r} (columns: {sorted(row)})", where)
+            rec[key] = text_value(row[column], where, column, required=key != "context")
         if head == "multiple_choice":
-            if not isinstance(row.get("options"), list):
-                raise FormatError(f"row {i + 1}: 'options' must be a list of the answer options (a .jsonl / .json "
-                                  f"file), got {row.get('options')!r}", source=path)
-            rec["options"] = ["" if o is None else str(o) for o in row["options"]]
+            options = row.get("options")
+            if not isinstance(options, list):
+                raise FormatError(f"'options' must be a list of the answer options (a .jsonl / .json file), got "
+                                  f"{options!r}", where)
+            rec["options"] = [text_value(o, where, f"options[{k}]") for k, o in enumerate(options)]
         if ident is not None and row.get(ident) is not None:
+            if isinstance(row[ident], (list, dict)):
+                raise FormatError(f"the id column {ident!r} holds {row[ident]!r}; an id is a string or a number",
+                                  where)
             rec["id"] = row[ident]
         out.append(rec)
     return out
 
 
-def _read_rows(path: str, suffix: str) -> list[dict[str, Any]]:
-    if suffix in (".csv", ".tsv"):
-        with open(path, encoding="utf-8", newline="") as f:
-            return list(csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ","))
-    text = Path(path).read_text(encoding="utf-8")
-    if suffix == ".json":
-        try:
-            rows = json.loads(text)
-        except ValueError as e:
-            raise FormatError(f"not JSON: {e}", source=path) from None
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise FormatError("a .json input must be a list of objects (or use .jsonl)", source=path)
-        return rows
-    return [row for _, row in json_lines(text.splitlines(), str(path))]
-
-
 def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike | None = None) -> None:
-    """One JSON object per line, to ``path`` (atomically) or standard output (``None`` or ``-``)."""
+    """One JSON object per line, to ``path`` (atomically) or standard output (``None`` or ``-``); the characters
+    that ``str.splitlines`` takes for line ends (U+2028, U+2029, NEL) are written escaped, so every reader sees one
+    record per line."""
     from syntaxformer.utils import atomic_write
 
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    lines = "".join(_one_record_line(json.dumps(r, ensure_ascii=False)) + "\n" for r in records)
     if path is None or str(path) == "-":
         sys.stdout.write(lines)
         sys.stdout.flush()
@@ -528,6 +539,18 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
+#: Characters that ``str.splitlines`` (and so many JSONL readers) take for line ends; JSON lets them be escaped.
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def _one_record_line(text: str) -> str:
+    """A JSON record as one line for every reader: U+2028, U+2029 and NEL (only ever inside its strings) escaped."""
+    for char, escaped in _LINE_BREAKS.items():
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
+
+
 def _id(record: Mapping[str, Any]) -> dict[str, Any]:
     return {"id": record["id"]} if "id" in record else {}
 
@@ -540,20 +563,21 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
     import syntaxformer.modeling  # noqa: F401  (registers the models with the Auto classes)
     import syntaxformer.modeling.seq2seq  # noqa: F401
 
+    from syntaxformer.training.saved import loading_model
+
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise DataError(f"{folder} holds no saved model (no config.json); was it trained with save_model=false?")
-    if head is None:
-        config = transformers.AutoConfig.from_pretrained(str(folder))
-        arch = (getattr(config, "architectures", None) or [""])[0]
-        head = next((h for s, h in _HEAD_SUFFIXES.items() if arch.endswith(s)), "sequence_classification")
-    auto = {"sequence_classification": "AutoModelForSequenceClassification",
-            "question_answering": "AutoModelForQuestionAnswering", "multiple_choice": "AutoModelForMultipleChoice",
-            "token_classification": "AutoModelForTokenClassification", "seq2seq": "AutoModelForSeq2SeqLM"}[head]
-    try:
+    with loading_model(folder):
+        if head is None:
+            config = transformers.AutoConfig.from_pretrained(str(folder))
+            arch = (getattr(config, "architectures", None) or [""])[0]
+            head = next((h for s, h in _HEAD_SUFFIXES.items() if arch.endswith(s)), "sequence_classification")
+        auto = {"sequence_classification": "AutoModelForSequenceClassification",
+                "question_answering": "AutoModelForQuestionAnswering",
+                "multiple_choice": "AutoModelForMultipleChoice",
+                "token_classification": "AutoModelForTokenClassification", "seq2seq": "AutoModelForSeq2SeqLM"}[head]
         return getattr(transformers, auto).from_pretrained(str(folder))
-    except (OSError, ValueError) as e:
-        raise DataError(f"cannot load the model in {folder} with {auto}: {e}") from e
 
 
 def _default_device(model: Any) -> Any:

@@ -70,6 +70,21 @@ class _SyntaxPipeline(Pipeline):
     def _format(self, record: dict[str, Any], **kwargs: Any) -> Any:
         raise NotImplementedError
 
+    def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
+        """``(the inputs as a list, whether one input was given)``; anything that is neither one input (of a type in
+        ``single``) nor a list / tuple / iterator of inputs is an :class:`~syntaxformer.errors.InputError`."""
+        from collections.abc import Iterable, Mapping
+
+        from syntaxformer.errors import InputError
+
+        if isinstance(inputs, single):
+            return [inputs], True
+        if inputs is None or isinstance(inputs, (bytes, Mapping)) or not isinstance(inputs, Iterable):
+            what = " or ".join(t.__name__ for t in single)
+            raise InputError(f"{type(self).__name__} takes a {what} or a list of them, got "
+                             f"{type(inputs).__name__} ({inputs!r:.60})")
+        return list(inputs), False
+
     def _run(self, inputs: list[Any], batch_size: int | None, **kwargs: Any) -> list[Any]:
         records = self.predictor.predict(inputs, batch_size=int(batch_size or self._batch_size or _DEFAULT_BATCH))
         return [self._format(r, **kwargs) for r in records]
@@ -86,9 +101,8 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
     def __call__(self, inputs: Any, top_k: int | None | str = "", batch_size: int | None = None,
                  **kwargs: Any) -> Any:
         legacy = top_k == ""  # as text-classification: no top_k = the best label as a dict, else lists
-        single = isinstance(inputs, (str, dict))
-        out = self._run([inputs] if single else list(inputs), batch_size, top_k=1 if legacy else top_k,
-                        legacy=legacy)
+        items, single = self._inputs(inputs, (str, dict))
+        out = self._run(items, batch_size, top_k=1 if legacy else top_k, legacy=legacy)
         if single:
             return [out[0]] if legacy else out[0]
         return out
@@ -117,10 +131,10 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
 
     def __call__(self, inputs: Any = None, *, question: str | None = None, context: str | None = None,
                  batch_size: int | None = None, **kwargs: Any) -> Any:
-        if inputs is None:
+        if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
-        single = isinstance(inputs, dict)
-        out = self._run([inputs] if single else list(inputs), batch_size)
+        items, single = self._inputs(inputs, (dict,))
+        out = self._run(items, batch_size)
         return out[0] if single else out
 
     def _format(self, record: dict[str, Any], **kwargs: Any) -> Any:
@@ -136,8 +150,8 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
     _load_tokenizer = False
 
     def __call__(self, inputs: Any, batch_size: int | None = None, **kwargs: Any) -> Any:
-        single = isinstance(inputs, str)
-        out = self._run([inputs] if single else list(inputs), batch_size)
+        items, single = self._inputs(inputs, (str,))
+        out = self._run(items, batch_size)
         return out[0] if single else out
 
     def _format(self, record: dict[str, Any], **kwargs: Any) -> Any:

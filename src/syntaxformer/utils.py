@@ -3,14 +3,91 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import logging
 import os
 import tempfile
 from typing import IO, Any, Iterable, Iterator, Sequence, TypeVar
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
-__all__ = ["atomic_write", "open_text", "check_unicode", "write_json", "subsample", "progress", "readable_outputs"]
+__all__ = ["atomic_write", "open_text", "check_unicode", "write_json", "subsample", "progress", "readable_outputs",
+           "check_output", "disk_full", "DISK_FULL_ERRNOS", "json_lines", "unique_keys", "DuplicateKeyError"]
+
+logger = logging.getLogger(__name__)
+
+#: ``errno`` values of a write that failed for lack of room: no space, quota exceeded, file too large.
+DISK_FULL_ERRNOS: frozenset[int] = frozenset(
+    e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if e is not None)
+#: How other libraries word those errors (safetensors' Rust ``io::Error``, torch's stream writer, SQLite).
+_DISK_FULL_WORDS = ("no space left on device", "storagefull", "disk quota exceeded", "file too large",
+                    "database or disk is full", "os error 28", "error code: 28", "filetoolarge",
+                    "pytorchstreamwriter failed writing file")
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it was raised from) is a write that failed because the disk is full: an
+    ``OSError`` with an errno of :data:`DISK_FULL_ERRNOS`, or an error of another library (safetensors, torch's
+    ``PytorchStreamWriter``, SQLite) whose message says so."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return True
+        if any(w in str(error).lower() for w in _DISK_FULL_WORDS):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def little_room(folder: str | os.PathLike, minimum: int = 1 << 20) -> bool:
+    """Whether the file system of ``folder`` (or of its nearest existing parent) has less than ``minimum`` bytes
+    free: how a write error whose message does not say why (torch's stream writer: ``unexpected pos``) is
+    recognised as a full disk."""
+    import shutil
+
+    path = os.path.abspath(os.fspath(folder))
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        return shutil.disk_usage(path).free < minimum
+    except OSError:
+        return False
+
+
+def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = (), *,
+                 overwrite: bool = True, option: str = "--output") -> None:
+    """Before anything is computed: an output file never replaces an input, and replaces an existing file only
+    with ``overwrite``.
+
+    Args:
+        path: the output file (``-`` = standard output: nothing to check).
+        inputs: the files read (``-`` and ``None`` are skipped).
+        overwrite: whether an existing ``path`` may be replaced.
+        option: the option that named ``path``, for messages.
+
+    Raises:
+        ConfigError: ``path`` is one of ``inputs`` (the same file, by path or by inode).
+        DataError: ``path`` exists and ``overwrite`` is false, or is a folder.
+    """
+    out = os.fspath(path)
+    if out == "-":
+        return
+    for given in inputs:
+        if given is None or os.fspath(given) == "-":
+            continue
+        same = os.path.abspath(out) == os.path.abspath(os.fspath(given))
+        if not same and os.path.exists(out) and os.path.exists(given):
+            with contextlib.suppress(OSError):
+                same = os.path.samefile(out, given)
+        if same:
+            raise ConfigError(f"{option} {out} is the input file {os.fspath(given)}; writing it would destroy the "
+                              "input: give another output file")
+    if os.path.isdir(out):
+        raise DataError(f"{option} {out} is a folder; give a file name")
+    if os.path.exists(out) and not overwrite:
+        raise DataError(f"{option} {out} already exists; choose another file or pass --overwrite to replace it")
 
 T = TypeVar("T")
 
@@ -25,7 +102,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 
     Raises:
         DataError: ``path`` cannot be written (no permission, a file where its folder should be, disk full ...);
-            errors raised by the caller's own code inside the ``with`` block pass through unchanged.
+            a write inside the ``with`` block that finds the disk full (``ENOSPC``, ``EDQUOT``, ``EFBIG``) is one
+            too; other errors raised by the caller's own code inside the block pass through unchanged.
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -37,13 +115,21 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     with contextlib.suppress(OSError):  # mkstemp makes 0600 files; output files are for everyone to read
         os.fchmod(fd, 0o666 & ~_umask())
     try:
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
-            yield f
-            try:
-                f.flush()
-                os.fsync(f.fileno())
-            except OSError as e:
-                raise DataError(f"cannot write {path}: {e.strerror or e}") from e
+        try:
+            with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
+                yield f
+                try:
+                    f.flush()
+                    os.fsync(f.fileno())
+                except OSError as e:
+                    raise DataError(f"cannot write {path}: {e.strerror or e}"
+                                    + (" (the disk is full); free some space or write elsewhere; nothing was replaced"
+                                       if disk_full(e) else "")) from e
+        except OSError as e:  # a write inside the block (or the close's flush) that found the disk full
+            if not disk_full(e):
+                raise
+            raise DataError(f"cannot write {path}: {e.strerror or e} (the disk is full); free some space or "
+                            "write elsewhere; nothing was replaced") from e
         try:
             os.replace(tmp, path)
         except OSError as e:
@@ -108,8 +194,23 @@ def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: An
                               "UTF-8", name) from e
 
 
-def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object per line"
-               ) -> Iterator[tuple[int, dict[str, Any]]]:
+class DuplicateKeyError(ValueError):
+    """A JSON object that names a key twice (``json.loads`` would keep the last value without a word)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads`` that refuses an object naming a key twice (:class:`DuplicateKeyError`),
+    as a CSV / TSV header may not name a column twice."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(f"the key {key!r} appears twice in one object; keys must be unique")
+        out[key] = value
+    return out
+
+
+def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object per line", *,
+               unique: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line of a JSON-lines file (the one loop every JSONL reader
     uses, so they all report a bad line the same way).
 
@@ -117,17 +218,21 @@ def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object p
         lines: the file's lines (an open text file, ``sys.stdin``, a list).
         source: what to name in errors (the file, ``"<stdin>"``).
         what: what each line should be, for the error message.
+        unique: refuse an object that names a key twice (:func:`unique_keys`).
 
     Raises:
-        FormatError: a line is not JSON, or is JSON but not an object; naming ``source`` and the line number.
+        FormatError: a line is not JSON, or is JSON but not an object (or, with ``unique``, names a key twice);
+            naming ``source`` and the line number.
     """
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line, object_pairs_hook=unique_keys if unique else None)
         except json.JSONDecodeError as e:
             raise FormatError(f"invalid JSON: {e.msg} (column {e.colno})", source, lineno) from None
+        except DuplicateKeyError as e:
+            raise FormatError(str(e), source, lineno) from None
         if not isinstance(row, dict):
             raise FormatError(f"expected {what}, got a JSON {type(row).__name__} ({line.strip()[:40]!r})", source,
                               lineno)

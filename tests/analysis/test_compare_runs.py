@@ -64,7 +64,7 @@ def test_compare_runs_per_seed_tests_and_t_test_against_scipy(tmp_path, capsys):
     assert "over 1 pair" in out and "t-test" not in out
 
     other_task = _run(tmp_path / "c", b1, labels, task="cola")
-    with pytest.raises(SyntaxformerError, match="cola run"):
+    with pytest.raises(SyntaxformerError, match="of cola"):
         compare_runs([runs_a[0]], [other_task])
     with pytest.raises(SyntaxformerError, match="equally many"):
         compare_runs(runs_a, runs_b[:1])

@@ -174,8 +174,12 @@ def length_buckets(run_dirs: Sequence[str | Path], n_buckets: int = 5, mode: str
     Raises:
         InputError: runs of different tasks or dev examples.
     """
+    from syntaxformer.analysis.compare_runs import check_comparable
+
     if not run_dirs:
         raise InputError("give at least one run folder")
+    for r in run_dirs[1:]:
+        check_comparable(run_dirs[0], r)
     infos = [run_lengths(r) for r in run_dirs]
     first = infos[0]
     for r, info in zip(run_dirs[1:], infos[1:]):

@@ -31,7 +31,7 @@ import numpy as np
 from syntaxformer.errors import DataError, InputError
 
 __all__ = ["compare_runs", "load_run_predictions", "load_dev_data", "run_references", "paired_prediction_tests",
-           "per_question_scores", "expand_run_dirs"]
+           "per_question_scores", "expand_run_dirs", "check_comparable"]
 
 
 def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -47,7 +47,91 @@ def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str,
         if not path.is_file():
             raise DataError(f"{run_dir} is not a finished run of `syntaxformer train` (no {name})")
         out.append(_read_json(path))
-    return out[0], out[1]
+    metrics, preds = out
+    _check_run_files(folder, metrics, preds)
+    return metrics, preds
+
+
+def _check_run_files(folder: Path, metrics: Any, preds: Any) -> None:
+    """The parts of ``metrics.json`` and ``dev_predictions.json`` the analyses read have the types ``train``
+    writes (a damaged or hand-edited file is named, not met as a ``KeyError`` / ``TypeError`` later)."""
+    def bad(name: str, what: str) -> DataError:
+        return DataError(f"{folder / name} is not the file `syntaxformer train` writes: {what}")
+
+    if not isinstance(metrics, dict):
+        raise bad("metrics.json", f"a JSON {type(metrics).__name__}, not an object")
+    for key in ("task", "main_metric"):
+        if not isinstance(metrics.get(key), str):
+            raise bad("metrics.json", f"{key!r} is {metrics.get(key)!r}, not a name")
+    if not isinstance(metrics.get("dev"), dict):
+        raise bad("metrics.json", "no 'dev' scores")
+    score = metrics["dev"].get(metrics["main_metric"])
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
+                              or not np.isfinite(score)):
+        raise bad("metrics.json", f"the dev {metrics['main_metric']} is {score!r}, not a number")
+    if not isinstance(preds, dict):
+        raise bad("dev_predictions.json", f"a JSON {type(preds).__name__}, not an object")
+    ids, values = preds.get("ids"), preds.get("predictions")
+    if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values) or not ids:
+        raise bad("dev_predictions.json", "'ids' and 'predictions' must be lists of the same, non-zero length")
+    if any(not isinstance(i, (str, int)) or isinstance(i, bool) for i in ids):
+        raise bad("dev_predictions.json", "an id is not a string or a number")
+    labels = preds.get("labels")
+    if labels is not None and (not isinstance(labels, list) or len(labels) != len(ids)):
+        raise bad("dev_predictions.json", "'labels' must be a list with one label per id")
+    for name, column in (("predictions", values), ("labels", labels or [])):
+        kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else
+                 "text" if isinstance(v, str) else "other" for v in column}
+        if "other" in kinds or len(kinds) > 1 or (name == "labels" and "number" in kinds
+                                                   and not all(np.isfinite(column))):
+            raise bad("dev_predictions.json", f"{name!r} must be all numbers or all texts")
+
+
+def _task_identity(metrics: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two runs' scores comparable: the task, its headline metric, and the labels it predicts."""
+    options = metrics.get("task_options") if isinstance(metrics.get("task_options"), dict) else {}
+    return (metrics["task"], metrics["main_metric"], options.get("problem_type"),
+            json.dumps(options.get("labels"), sort_keys=True))
+
+
+def _describe(metrics: dict[str, Any]) -> str:
+    task, metric, problem, labels = _task_identity(metrics)
+    extra = ", ".join(x for x in (problem, None if labels == "null" else f"labels {labels}") if x)
+    return f"{task} ({metric}{', ' + extra if extra else ''})"
+
+
+def check_comparable(run_a: str | Path, run_b: str | Path) -> None:
+    """Refuse to compare two runs whose scores are not about the same thing: another task (or another label set,
+    a regression against a classification), or other dev examples (other ids, other gold labels, other data: the
+    data fingerprint ``train`` records, or for runs without one the dev source and subsample).
+
+    Raises:
+        InputError: naming both runs and what differs.
+    """
+    (ma, pa), (mb, pb) = load_run_predictions(run_a), load_run_predictions(run_b)
+    if _task_identity(ma) != _task_identity(mb):
+        raise InputError(f"{run_a} is a run of {_describe(ma)} but {run_b} of {_describe(mb)}: runs of different "
+                         "tasks cannot be compared")
+    differ = None
+    if pa.get("ids") != pb.get("ids"):
+        differ = f"other example ids ({len(pa['ids'])} vs {len(pb['ids'])} examples)"
+    elif pa.get("labels") is not None and pb.get("labels") is not None and pa["labels"] != pb["labels"]:
+        n = sum(x != y for x, y in zip(pa["labels"], pb["labels"]))
+        differ = f"the same ids with other gold labels ({n} of {len(pa['labels'])} differ)"
+    elif pa.get("data_fingerprint") and pb.get("data_fingerprint"):
+        if pa["data_fingerprint"] != pb["data_fingerprint"]:
+            differ = "other dev data (content fingerprints differ)"
+    else:
+        def source(m: dict[str, Any]) -> Any:
+            data = m.get("data") if isinstance(m.get("data"), dict) else {}
+            sub = m.get("subsample") if isinstance(m.get("subsample"), dict) else {}
+            return data.get("dev"), sub.get("dev")
+
+        if source(ma) != source(mb):
+            differ = f"other dev data ({source(ma)[0]} vs {source(mb)[0]})"
+    if differ:
+        raise InputError(f"{run_a} and {run_b} were scored on different dev examples: {differ}; compare runs "
+                         "evaluated on the same dev file and subsample")
 
 
 def expand_run_dirs(patterns: Sequence[str | Path]) -> list[str]:
@@ -215,11 +299,8 @@ def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_r
     result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": []}
     references = None
     for ra, rb in pairs:
+        check_comparable(ra, rb)
         (ma, pa), (mb, pb) = load_run_predictions(ra), load_run_predictions(rb)
-        if ma["task"] != mb["task"]:
-            raise InputError(f"{ra} is a {ma['task']} run but {rb} a {mb['task']} run")
-        if pa.get("ids") != pb.get("ids"):
-            raise InputError(f"{ra} and {rb} were scored on different dev examples (subsample or data differ)")
         metric = ma["main_metric"]
         result.update(task=ma["task"], metric=metric)
         result["a"].append(ma["dev"].get(metric))

@@ -298,14 +298,18 @@ def _attention_model(path: str) -> tuple[Any, str]:
     import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
     from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
 
-    config = AutoConfig.from_pretrained(path)
+    from syntaxformer.training.saved import loading_model
+
+    with loading_model(path):
+        config = AutoConfig.from_pretrained(path)
     if isinstance(config, SyntaxBertConfig):
         raise InputError(f"{path} is a Syntax-BERT model: its attention in every layer depends on the parse, which "
                          "these heatmaps do not take; use `syntaxformer show` for it")
-    if isinstance(config, SGNetConfig):
-        model = AutoModel.from_pretrained(path)
-        return model.encoder, " of the fine-tuned encoder under the SG layer"
-    return AutoModel.from_pretrained(path, attn_implementation="eager"), ""
+    with loading_model(path):
+        if isinstance(config, SGNetConfig):
+            model = AutoModel.from_pretrained(path)
+            return model.encoder, " of the fine-tuned encoder under the SG layer"
+        return AutoModel.from_pretrained(path, attn_implementation="eager"), ""
 
 
 def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int = -1,
@@ -336,8 +340,13 @@ def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int 
 
     what = ""
     if isinstance(model, (str, Path)):
-        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
-        model, what = _attention_model(str(model))
+        from syntaxformer.training.saved import loading_model
+
+        path = str(model)
+        model, what = _attention_model(path)  # the folder is checked first (a damaged one is named)
+        if tokenizer is None:
+            with loading_model(path, "tokenizer", weights=False):
+                tokenizer = AutoTokenizer.from_pretrained(path)
     elif tokenizer is None:
         raise InputError("give the tokenizer of a loaded model (tokenizer=...)")
     if hasattr(model, "set_attn_implementation"):

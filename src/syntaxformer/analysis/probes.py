@@ -45,6 +45,7 @@ import torch
 
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
+from syntaxformer.training.saved import loading_model, model_folder_problem
 
 logger = logging.getLogger(__name__)
 
@@ -242,29 +243,38 @@ def load_probed_model(model: str | os.PathLike | None = None, system: str | None
                               "classification, QA or multiple-choice run)")
         if not (Path(path) / "config.json").is_file():
             raise DataError(f"{path} holds no trained model (no config.json); was it trained with save_model=false?")
-        net = model_class(config.model_type, task.head).from_pretrained(path).base_model
+        with loading_model(path):
+            net = model_class(config.model_type, task.head).from_pretrained(path).base_model
         return ProbedModel(net.eval(), load_tokenizer(path), config.model_type,
                            {"model": path, "run": path, "system": config.model_type, "options": dict(config.model),
                             "task": config.task},
                            criterion=config.criterion,
                            constituency_from_dependency=config.constituency_fallback == "dependency",
                            parser=config.parser)
+    problem = model_folder_problem(path, weights=False) if Path(path).is_dir() else None
+    if problem:  # before the tokenizer: name what the folder lacks
+        raise DataError(f"cannot load a model from {path}: {problem}")
     tokenizer = load_tokenizer(path)
     try:
         saved = AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as e:
         raise ConfigError(f"cannot load a model from {path!r}: {' '.join(str(e).split())}") from e
     if isinstance(saved, SyntaxModelConfig):
-        net = AutoModel.from_pretrained(path)
+        with loading_model(path):
+            net = AutoModel.from_pretrained(path)
         kind = "sgnet" if isinstance(net, SGNetModel) else "syntax_bert"
         return ProbedModel(net.eval(), tokenizer, kind, {"model": path, "system": kind, "options": {}})
     if system is None or system == "plain":
-        net = AutoModel.from_pretrained(path)
+        with loading_model(path):
+            net = AutoModel.from_pretrained(path)
         return ProbedModel(net.eval(), tokenizer, "plain", {"model": path, "system": "plain", "options": {}})
     classes = {"sgnet": SGNetModel, "syntax_bert": SyntaxBertModel}
     if system not in classes:
         raise ConfigError(f"system={system!r} is not valid; choose one of ['plain', 'sgnet', 'syntax_bert']")
     torch.manual_seed(seed)
+    problem = model_folder_problem(path) if Path(path).is_dir() else None
+    if problem:  # not "invalid model options": the folder is no encoder
+        raise DataError(f"cannot load the encoder in {path}: {problem}")
     try:
         net = classes[system].from_encoder_pretrained(path, **options)
     except (TypeError, ValueError) as e:

@@ -44,7 +44,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
-from syntaxformer.errors import ConfigError, InputError
+from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.training.saved import loading_model
 
 logger = logging.getLogger(__name__)
 
@@ -167,16 +168,18 @@ def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
             except Exception:  # a task registered outside the package: the backbone alone is enough
                 head = None
         cls = model_class(saved, head) if head else (SGNetModel if saved == "sgnet" else SyntaxBertModel)
-        model = cls.from_pretrained(str(path)).eval()
+        with loading_model(path):
+            model = cls.from_pretrained(str(path)).eval()
         name = f"{path.name} ({_system_title(saved, model)})"
         return [ViewModel(name, saved, model, str(path))], origin
     if run_file.is_file():
         raise ConfigError(f"{spec} is a run folder without a saved syntaxformer model (trained with "
                           "save_model=false?); give a run folder that holds config.json")
     try:
-        sg = SGNetModel.from_encoder_pretrained(spec)
-        sb = SyntaxBertModel.from_encoder_pretrained(spec)
-    except OSError as e:
+        with loading_model(spec, "encoder"):
+            sg = SGNetModel.from_encoder_pretrained(spec)
+            sb = SyntaxBertModel.from_encoder_pretrained(spec)
+    except DataError as e:
         raise ConfigError(f"--model {spec!r} is neither a run folder nor a loadable encoder: {e}") from e
     return [ViewModel(f"SG-Net (untrained, {_short(spec)})", "sgnet", sg, spec),
             ViewModel(f"Syntax-BERT (untrained, {_short(spec)})", "syntax_bert", sb, spec)], spec
@@ -191,14 +194,16 @@ def _load_plain(spec: str) -> ViewModel:
     saved = _saved_system(Path(spec))
     if saved is not None:
         cls = SGNetModel if saved == "sgnet" else SyntaxBertModel
-        encoder = cls.from_pretrained(spec).encoder
+        with loading_model(spec):
+            encoder = cls.from_pretrained(spec).encoder
         if saved == "syntax_bert":
             raise ConfigError(f"--plain {spec}: a Syntax-BERT model has no plain encoder; give a checkpoint or a "
                               "baseline / SG-Net run")
         return ViewModel(f"plain encoder ({Path(spec).name})", "plain", encoder.eval(), spec)
     try:
-        encoder = AutoModel.from_pretrained(spec)
-    except OSError as e:
+        with loading_model(spec, "plain encoder"):
+            encoder = AutoModel.from_pretrained(spec)
+    except DataError as e:
         raise ConfigError(f"cannot load the plain encoder {spec!r}: {e}; give --plain a checkpoint or run") from e
     return ViewModel(f"plain encoder ({_short(spec)})", "plain", encoder.eval(), spec)
 

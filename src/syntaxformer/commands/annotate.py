@@ -25,7 +25,7 @@ import sys
 from typing import Iterable, Iterator
 
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
-from syntaxformer.utils import open_text
+from syntaxformer.utils import check_output, open_text
 
 HELP = "parse raw text or read gold trees; write JSONL / CoNLL-U"
 
@@ -176,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--format ptb reads a file or a folder of .mrg files, not standard input")
     if not stdin and fmt != "ptb" and not os.path.isfile(args.input):
         raise DataError(f"input file not found: {args.input}")
+    check_output(args.output, [args.input])
     name = "stdin" if stdin else os.path.basename(os.path.normpath(args.input))
     source = "gold"
     if stdin and fmt in ("conllu", "jsonl"):

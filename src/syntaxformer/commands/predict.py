@@ -46,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     raw.add_argument("--text-pair-column", metavar="C", help="column with the second text of a pair (span QA: the "
                      "context column, default context)")
     raw.add_argument("--output", metavar="FILE", help="JSONL file for the records (default: standard output)")
+    raw.add_argument("--overwrite", action="store_true", help="replace --output if it exists (it is never the "
+                     "--input file)")
     raw.add_argument("--batch-size", type=int, default=32, help="inputs per model call (32)")
     split = parser.add_argument_group("a split of the task")
     split.add_argument("--split", default="test", choices=("train", "dev", "validation", "test"),
@@ -59,10 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.input is not None:
         return _run_inputs(args)
-    if args.output or args.text_column or args.text_pair_column:
+    if args.output or args.text_column or args.text_pair_column or args.overwrite:
         from syntaxformer.errors import ConfigError
 
-        raise ConfigError("--output, --text-column and --text-pair-column go with --input FILE (raw texts); a "
+        raise ConfigError("--output, --overwrite, --text-column and --text-pair-column go with --input FILE (raw "
+                          "texts); a "
                           "split's predictions go to --output-dir")
     from syntaxformer.training.run import predict
 
@@ -75,11 +78,14 @@ def run(args: argparse.Namespace) -> int:
 def _run_inputs(args: argparse.Namespace) -> int:
     from syntaxformer.errors import ConfigError
     from syntaxformer.inference import Predictor, read_inputs, write_records
+    from syntaxformer.utils import check_output
 
     if args.split_file or args.output_dir:
         raise ConfigError("--file and --output-dir predict a split; with --input use --output")
     if args.batch_size < 1:
         raise ConfigError(f"--batch-size {args.batch_size} must be at least 1")
+    if args.output:  # before the model is loaded: never the input, never an existing file without --overwrite
+        check_output(args.output, [args.input], overwrite=args.overwrite)
     # --text-column / --text-pair-column name the columns of the input file here, not the run's task options
     changes = {k: v for k, v in config_changes(args).items() if k not in ("text_column", "text_pair_column")}
     predictor = Predictor.from_run(args.model, changes=changes)

@@ -68,11 +68,18 @@ def _p(test: dict) -> str:
     return f"< {1 / n:.3f}" if n and test["p_value"] < 1 / n else f"{test['p_value']:.3f}"
 
 
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
 def format_significance(r: dict) -> str:
     """The text table of a :func:`~syntaxformer.analysis.compare_runs.compare_runs` result."""
     lines = [f"{r['task']}: {r['metric']}, B − A over {len(r['a'])} pair(s) of runs"]
     for a, b, seed, e in zip(r["a"], r["b"], r["seeds"], r["per_seed"]):
-        line = f"seed {seed}: A {a:.4f}  B {b:.4f}  B − A {b - a:+.4f}"
+        if a is None or b is None:  # a run without its headline score (the per-example tests still apply)
+            line = f"seed {seed}: A {_score(a)}  B {_score(b)}"
+        else:
+            line = f"seed {seed}: A {a:.4f}  B {b:.4f}  B − A {b - a:+.4f}"
         for key, name in (("bootstrap", "bootstrap"), ("bleu", e.get("bleu", {}).get("test", ""))):
             if key in e:
                 lo, hi = e[key]["details"]["ci95"]

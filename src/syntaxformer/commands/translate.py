@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.errors import SyntaxformerError
     from syntaxformer.data.readers.parallel import read_corpus, read_lines, read_sgm
     from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
-    from syntaxformer.utils import atomic_write
+    from syntaxformer.utils import atomic_write, check_output
 
     for flag, value in (("--batch-size", args.batch_size), ("--beams", args.beams),
                         ("--max-source-length", args.max_source_length), ("--threads", args.threads)):
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    check_output(args.output, [args.input, args.reference])
     if args.input.lower().endswith(".sgm"):
         sources = [s.text for s in read_sgm(args.input)]
     else:

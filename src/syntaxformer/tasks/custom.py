@@ -36,7 +36,8 @@ import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
 from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
-from syntaxformer.data.readers.table import Table, TABLE_FORMATS, load_dataset_table, read_table, require_columns
+from syntaxformer.data.readers.table import (Table, TABLE_FORMATS, load_dataset_table, read_table, require_columns,
+                                             text_value)
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.tasks.base import Predictions, register_task
 from syntaxformer.tasks.race import RaceTask
@@ -44,7 +45,7 @@ from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
 
 __all__ = ["CustomTextTask", "CustomQATask", "CustomChoiceTask", "PROBLEM_TYPES", "infer_labels", "split_names",
-           "SPLIT_ALIASES", "task_for_data", "is_squad_json"]
+           "SPLIT_ALIASES", "task_for_data", "is_squad_json", "check_labels"]
 
 #: ``problem_type`` values: ``auto`` infers it from the training labels.
 PROBLEM_TYPES: tuple[str, ...] = ("auto", "single_label_classification", "regression")
@@ -110,6 +111,85 @@ def _is_number(text: str) -> bool:
 def _present(value: Any) -> bool:
     return value is not None and not (isinstance(value, str) and not value.strip()) and not (
         isinstance(value, float) and math.isnan(value))
+
+
+def _distinct_columns(columns: Mapping[str, str | None]) -> None:
+    """Each column has one role: the same column as text and label (or id) is refused, naming both options."""
+    seen: dict[str, str] = {}
+    for option, column in columns.items():
+        if not column:
+            continue
+        if column in seen:
+            raise ConfigError(f"{seen[column]} and {option} both name the column {column!r}; a column is either the "
+                              "text, the second text, the label or the id")
+        seen[column] = option
+
+
+#: Label texts that are not values: what ``str()`` of a missing or failed float writes (a class may be called
+#: "none" or "NA", so those are kept as class names).
+_MISSING_LABELS = frozenset({"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
+
+
+def _label_kind(value: Any) -> str | None:
+    """``"int"`` (a whole number), ``"number"`` (another finite number), ``"word"`` or ``None`` (not a label:
+    missing, blank, NaN, infinite)."""
+    if isinstance(value, bool):
+        return "word"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "number" if math.isfinite(value) else None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text or text.lower() in _MISSING_LABELS:
+            return None
+        if _is_int(text):
+            return "int"
+        try:
+            number = float(text)
+        except ValueError:
+            return "word"
+        return "number" if math.isfinite(number) else None
+    return "other"
+
+
+def check_labels(values: Sequence[Any], where: Sequence[str], column: str, regression: bool = False) -> None:
+    """Training labels that can be learned: each row has one, and they are all of one kind.
+
+    Args:
+        values: the label of each row (as read: a string from CSV / TSV, a JSON value).
+        where: each row's place, for messages (``"train.csv:7"``).
+        column: the label column, for messages.
+        regression: the task is a regression (every label must be a number).
+
+    Raises:
+        DataError: a missing, blank, ``nan`` or infinite label (naming the row); a list / object label; class names
+            mixed with numbers (naming the odd value and its row; in a regression, a label that is not a number is
+            refused when it is read).
+    """
+    kinds = []
+    for value, place in zip(values, where):
+        kind = _label_kind(value)
+        if kind is None:
+            shown = "no label" if value is None or (isinstance(value, str) and not value.strip()) \
+                else f"the label {value!r} is not a value"
+            raise DataError(f"{place}: {shown} in column {column!r}; every training row needs its label (remove "
+                            "the row or fill in its label)")
+        if kind == "other":
+            raise DataError(f"{place}: the label {value!r} in column {column!r} is a {type(value).__name__}; a "
+                            "label is a class name or a number")
+        kinds.append(kind)
+    words = [k == "word" for k in kinds]
+    if regression:  # each label is read as a number, and one that is not is refused, naming its row
+        return
+    if any(words) and not all(words):  # class names and numbers: one of them is a stray value
+        odd = not (sum(words) * 2 >= len(words))  # the minority kind
+        k = words.index(odd)
+        kind = "a number" if not odd else "a word"
+        others = "class names" if odd is False else "numbers"
+        raise DataError(f"{where[k]}: the label {values[k]!r} in column {column!r} is {kind} among {others} "
+                        f"({sum(words)} word and {len(words) - sum(words)} number labels); labels must be all class "
+                        "names or all numbers")
 
 
 def infer_labels(values: Sequence[Any]) -> tuple[str, list[str] | None]:
@@ -255,6 +335,9 @@ class CustomTextTask(SentenceTask):
             raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
         if not label_column:
             raise ConfigError("label_column must name the column of the labels (--label-column)")
+        _distinct_columns({"text_column (--text-column)": text_column,
+                           "text_pair_column (--text-pair-column)": text_pair_column,
+                           "label_column (--label-column)": label_column, "id_column (--id-column)": id_column})
         self.text_column, self.text_pair_column = text_column, text_pair_column
         self.label_column, self.id_column = label_column, id_column
         self.label_list: list[str] | None = None if labels is None else [_label_key(v) for v in labels]
@@ -315,6 +398,10 @@ class CustomTextTask(SentenceTask):
                 raise DataError(f"{table.source}: which column holds the text? Its columns are {cols}; give "
                                 "--text-column (text_column), and --text-pair-column for pairs")
             self.text_column = rest[0]
+        _distinct_columns({"text_column (--text-column)": self.text_column,
+                           "text_pair_column (--text-pair-column)": self.text_pair_column,
+                           "label_column (--label-column)": self.label_column,
+                           "id_column (--id-column)": self.id_column})
         self._update_spec()
 
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
@@ -337,6 +424,10 @@ class CustomTextTask(SentenceTask):
         labeled = split != "test" or self.label_column in table.columns
         require_columns(table, {"text": self.text_column, "text_pair": self.text_pair_column,
                                 "label": self.label_column if labeled else None, "id": self.id_column})
+        if split == "train":
+            check_labels([table.rows[i].get(self.label_column) for i in positions],
+                         [table.where(i) for i in positions], self.label_column,
+                         regression=self.problem_type == "regression")
         if split == "train" and self.problem_type != "regression" and self.label_list is None:
             kind, names = infer_labels([table.rows[i].get(self.label_column) for i in positions])
             if self.problem_type == "auto":
@@ -361,14 +452,10 @@ class CustomTextTask(SentenceTask):
 
     def _example(self, table: Table, i: int, split: str, labeled: bool) -> TaskExample:
         row = table.rows[i]
-        text = row.get(self.text_column)
-        if not _present(text):
-            raise DataError(f"{table.where(i)}: no text in column {self.text_column!r}")
+        text = text_value(row.get(self.text_column), table.where(i), self.text_column)
         pair = None
         if self.text_pair_column:
-            pair = row.get(self.text_pair_column)
-            if not _present(pair):
-                raise DataError(f"{table.where(i)}: no text in column {self.text_pair_column!r}")
+            pair = text_value(row.get(self.text_pair_column), table.where(i), self.text_pair_column)
         guid = f"{split}-{row[self.id_column]}" if self.id_column else f"{split}-{i}"
         label = row.get(self.label_column) if labeled else None
         if not _present(label):

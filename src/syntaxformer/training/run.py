@@ -31,6 +31,7 @@ is refused or fails on a missing file leaves the folder as it was.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import json
@@ -42,10 +43,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDependencyError
+from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDependencyError, SyntaxformerError
 from syntaxformer.tasks.base import Task, TaskContext, get_task
 from syntaxformer.training.config import RunConfig
-from syntaxformer.utils import atomic_write, readable_outputs, write_json
+from syntaxformer.training.saved import loading_model, model_folder_problem
+from syntaxformer.utils import atomic_write, disk_full, little_room, readable_outputs, write_json
 
 __all__ = ["train", "evaluate", "predict", "load_run", "build_context", "build_model", "load_tokenizer",
            "training_arguments", "resume_checkpoint", "check_encoder", "environment", "system_kind", "model_label",
@@ -273,15 +275,33 @@ def check_encoder(config: RunConfig, task: Task) -> None:
     except (OSError, ValueError, KeyError) as e:
         raise ConfigError(f"cannot load the model configuration of {path!r}: {' '.join(str(e).split())[:300]}") \
             from e
+    check_max_length(config.max_length, model_config, path)
+
+
+def position_limit(model_config: Any) -> int | None:
+    """The longest input (tokens) a model's encoder can read: its ``max_position_embeddings`` (RoBERTa-style
+    encoders: less the two positions before the padding index), or ``None`` when the config has no such limit."""
     encoder = getattr(model_config, "encoder", None) or model_config
     encoder = encoder if isinstance(encoder, Mapping) else vars(encoder)
     limit = encoder.get("max_position_embeddings")
-    if isinstance(limit, int):
-        if "roberta" in str(encoder.get("model_type", "")):  # positions start after the padding index
-            limit -= 2
-        if config.max_length > limit:
-            raise ConfigError(f"max_length={config.max_length} is longer than {path} can read "
-                              f"(max_position_embeddings {limit}); use --max-length {limit} or less")
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return None
+    if "roberta" in str(encoder.get("model_type", "")):  # positions start after the padding index
+        limit -= 2
+    return limit
+
+
+def check_max_length(max_length: Any, model_config: Any, path: Any) -> None:
+    """``max_length`` fits the model's positions (:func:`position_limit`); checked by ``train`` before any data is
+    read, and by ``evaluate`` / ``predict`` / :class:`~syntaxformer.inference.Predictor` before any input is read.
+
+    Raises:
+        ConfigError: naming the ``max_length``, the model and the limit.
+    """
+    limit = position_limit(model_config)
+    if limit is not None and max_length is not None and int(max_length) > limit:
+        raise ConfigError(f"max_length={max_length} is longer than {path} can read "
+                          f"(max_position_embeddings {limit}); use --max-length {limit} or less")
 
 
 def _data_fingerprint(data: Any) -> str | None:
@@ -333,12 +353,16 @@ def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] 
     if saved is not None:
         if saved != config.model_type:
             raise ConfigError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")
-        model = cls.from_pretrained(path)
+        with loading_model(path):
+            model = cls.from_pretrained(path)
         want = task.model_options().get("num_labels")
         if want is not None and model.config.num_labels != want:
             raise ConfigError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs "
                                     f"{want}")
         return model
+    problem = model_folder_problem(path) if Path(path).is_dir() else None
+    if problem:  # not "invalid model options": the folder holds no encoder
+        raise DataError(f"cannot load the encoder in {path}: {problem}")
     try:
         return cls.from_encoder_pretrained(path, **task.model_options(), **options)
     except OSError as e:
@@ -486,6 +510,11 @@ def _guard_finished_run(config: RunConfig, output_dir: str) -> None:
 def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     """Fine-tune on the task's train split, evaluate on dev, save the model, ``run.json`` and ``metrics.json``.
 
+    The run folder is locked while the run writes it (:class:`~syntaxformer.training.lock.RunLock`): a second
+    ``train`` into the same folder is refused at once, and a lock left by a killed run is taken over. A disk that
+    fills up while the run writes ends in one :class:`~syntaxformer.errors.DataError` naming the folder (the files
+    of an earlier finished run there stay as they were until the new run's own are complete).
+
     Args:
         config: the run.
         callbacks: extra ``transformers.TrainerCallback`` objects.
@@ -495,6 +524,24 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
         scores), ``main_metric``, ``history`` (dev scores per evaluation), ``train`` (loss, steps, runtime),
         ``runtime_s`` (whole run incl. data preparation), ``features`` (cache hits), ``environment``.
     """
+    from syntaxformer.training.lock import RunLock
+
+    output_dir = os.path.abspath(config.output_dir)
+    # one lock per run: world process zero (RANK, set by torchrun / accelerate launch) takes it for all of them
+    lock = RunLock(output_dir) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()
+    with lock:
+        try:
+            return _train(config, callbacks=callbacks)
+        except Exception as e:
+            if not isinstance(e, SyntaxformerError) and (disk_full(e) or little_room(output_dir)):
+                raise DataError(f"cannot write the run in {output_dir}: the disk is full ({type(e).__name__}: "
+                                f"{' '.join(str(e).split())[:160]}); free some space and train again (an earlier "
+                                "finished run there is kept)") from e
+            raise
+
+
+def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
+    """:func:`train` inside the run folder's lock."""
     import numpy as np
     import transformers
 
@@ -612,7 +659,8 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
             write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
                 "task": task.name, "split": split, "seed": config.seed, "order": "dataset",
                 "ids": list(predictions.ids), "predictions": list(predictions.values),
-                **({"labels": np.asarray(labels).tolist()} if labels is not None else {})})
+                **({"labels": np.asarray(labels).tolist()} if labels is not None else {}),
+                "data_fingerprint": _data_fingerprint(data)})
     if config.save_model:
         _save_model(trainer, output_dir)
         readable_outputs(output_dir)  # model weights are written owner-only (0600) through a temporary file
@@ -793,13 +841,15 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
         if not (Path(run_dir) / "config.json").is_file():
             raise DataError(f"{run_dir} holds no trained model (no config.json); was it trained with "
                                     "save_model=false?")
-        model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
+        with loading_model(run_dir):
+            model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
         return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
     saved = _saved_system(run_dir)
     if saved is None:
         raise DataError(f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
                                 f"{' or '.join(map(repr, _SAVED_TYPES))}); was it trained with save_model=false?")
-    model = _model_class(saved, task.head).from_pretrained(run_dir)
+    with loading_model(run_dir):
+        model = _model_class(saved, task.head).from_pretrained(run_dir)
     return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
 
 
@@ -810,6 +860,8 @@ def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any
     prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
                        progress=not config.disable_tqdm)
     model, tokenizer = _trained(str(run_dir), config, task, prep)
+    if task.head != "seq2seq":
+        check_max_length(config.max_length, model.config, run_dir)
     data = _load_data(config, task, split, getattr(config, max_samples_field))
     context = build_context(config, tokenizer, model.config)
     context.extra.update(prep.extra)

@@ -71,7 +71,10 @@ def load_translation_model(folder: str | Path, annotator: Any = None, max_source
         raise DataError(f"{folder} holds no config.json; expected a folder written by "
                         "`syntaxformer train --task translation`")
     src_tok, tgt_tok = load_tokenizers(folder)
-    model = AutoModelForSeq2SeqLM.from_pretrained(str(folder))
+    from syntaxformer.training.saved import loading_model
+
+    with loading_model(folder):
+        model = AutoModelForSeq2SeqLM.from_pretrained(str(folder))
     model.eval()
     return TranslationModel(model, src_tok, tgt_tok, max_source_length, annotator)
 

@@ -60,6 +60,19 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in str(error) or "busy" in str(error)
 
 
+def _unwritable(error: Exception) -> bool:
+    """Whether ``error`` says the cache cannot be written at all (the disk or quota is full, the folder is read-only,
+    missing or a file): a state a repair cannot mend and that must not fail the run."""
+    from syntaxformer.utils import disk_full
+
+    if disk_full(error):
+        return True
+    if isinstance(error, OSError):
+        return True  # the lock file or the folder cannot be made (permission, read-only, a file in the way)
+    text = str(error).lower()
+    return "readonly" in text or "read-only" in text or "unable to open database file" in text
+
+
 def _salvage(path: str) -> list[tuple]:
     """The rows of a damaged cache file that can still be read and pass their checksum.
 
@@ -145,6 +158,7 @@ class ParseCache:
         self.path = path
         self.recovered = 0  # how many times a corrupt file was replaced
         self.corrupt_rows = 0  # how many rows failed their checksum
+        self._bypassed = False  # whether the cache could not be written (warned once)
 
     # -- connection ------------------------------------------------------------------------------------
     # Every operation opens its own short-lived connection while holding a shared lock on ``<path>.lock``; a repair
@@ -253,7 +267,18 @@ class ParseCache:
                         return fn(conn, *args)
                     finally:
                         conn.close()
-            except sqlite3.OperationalError as e:
+            except (OSError, sqlite3.OperationalError) as e:
+                if _unwritable(e):  # a full disk, a read-only or missing folder: never repaired, never fatal
+                    if default is _RAISE:
+                        raise DataError(f"parse cache {self.path} cannot be written ({e}); free some space, or give "
+                                        "another --cache / --no-cache") from e
+                    if not self._bypassed:
+                        logger.warning("parse cache %s cannot be written (%s); going on without it (texts are "
+                                       "parsed, not stored)", self.path, e)
+                    self._bypassed = True
+                    return default
+                if isinstance(e, OSError):
+                    raise
                 if _is_busy(e):
                     if time.monotonic() < deadline:
                         time.sleep(pause)
@@ -371,4 +396,5 @@ class ParseCache:
         return {"path": self.path, "recovered": self.recovered, "corrupt_rows": self.corrupt_rows}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("_bypassed", False)
         self.__dict__.update(state)

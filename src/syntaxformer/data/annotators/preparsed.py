@@ -16,6 +16,11 @@ Matching:
 
 When several records match, the first in the file is used. An input with no match raises
 :class:`~syntaxformer.data.annotators.base.ParseNotFoundError` naming the text and the file.
+
+Every parse is checked when the file is read: its words (a multiword token as its surface form) must spell its text
+with whitespace ignored (``["og", "ar"]`` for ``"Dogs bark"``, or words for a part of the text only, are refused),
+and the word offsets a JSONL record gives must point at their words; either problem is a
+:class:`~syntaxformer.errors.FormatError` naming the text and the file.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Iterable, Sequence
 
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.sentence import Document, Sentence
-from syntaxformer.errors import AnnotatorError, ParseNotFoundError
+from syntaxformer.errors import AnnotatorError, FormatError, ParseNotFoundError
 
 __all__ = ["PreparsedAnnotator", "PREPARSED_FORMATS"]
 
@@ -115,7 +120,10 @@ class PreparsedAnnotator(Annotator):
         elif sentence.offsets is not None and doc_text is not None:
             a, b = sentence.offsets[0][0], sentence.offsets[-1][1]
             own, spans = doc_text[a:b], [(x - a, y - a) for x, y in sentence.offsets]
-        text = own if own is not None else sentence.text if sentence.text is not None else " ".join(sentence.words)
+        given = own if own is not None else sentence.text
+        if given is not None:
+            self._check_spelling(sentence, given, spans)
+        text = given if given is not None else " ".join(sentence.words)
         k = len(self._sentences)
         self._sentences.append(sentence)
         self._spans.append(spans)
@@ -124,6 +132,26 @@ class PreparsedAnnotator(Annotator):
         self._by_text.setdefault(self._texts[k], []).append(k)
         self._by_words.setdefault(tuple(sentence.words), k)
         self._longest = max(self._longest, len(self._texts[k]))
+
+    def _check_spelling(self, sentence: Sentence, text: str, spans: list[tuple[int, int]] | None) -> None:
+        """A parse must be of its text: the words (a multiword token as its surface form) spell the text, whitespace
+        aside, and word offsets from the file point at their words.
+
+        Raises:
+            FormatError: naming the text, the file and the first word that differs.
+        """
+        tokens, inside = _surface_tokens(sentence)
+        spelled, target = "".join("".join(t.split()) for t in tokens), "".join(text.split())
+        if spelled != target:
+            at = next((i for i, (x, y) in enumerate(zip(spelled, target)) if x != y), min(len(spelled), len(target)))
+            raise FormatError(f"the words {_clip(' '.join(sentence.words))} do not spell the text {_clip(text)} "
+                              f"(they differ from character {at} of the text without spaces: "
+                              f"{spelled[at:at + 12]!r} vs {target[at:at + 12]!r}); a parse must cover exactly its "
+                              "text", self.path)
+        for k, (word, (a, b)) in enumerate(zip(sentence.words, spans or ())):
+            if k not in inside and text[a:b] != word:
+                raise FormatError(f"the offsets [{a}, {b}] of word {k} {word!r} point at {text[a:b]!r} in the text "
+                                  f"{_clip(text)}; offsets must point at their words", self.path)
 
     def __len__(self) -> int:
         """Number of sentences in the file."""
@@ -232,6 +260,28 @@ class PreparsedAnnotator(Annotator):
 
     def __repr__(self) -> str:
         return f"PreparsedAnnotator({self.path!r}, format={self.format!r})"
+
+
+def _surface_tokens(sentence: Sentence) -> tuple[list[str], set[int]]:
+    """The sentence's surface tokens (each multiword token as its form, ``metadata["multiword_tokens"]``), and the
+    indices of the words inside multiword tokens."""
+    starts = {}
+    for m in sentence.metadata.get("multiword_tokens") or ():
+        if isinstance(m, dict) and isinstance(m.get("first"), int) and isinstance(m.get("last"), int):
+            starts[m["first"]] = m
+    tokens: list[str] = []
+    inside: set[int] = set()
+    i = 0
+    while i < len(sentence.words):
+        m = starts.get(i)
+        if m is not None and m["last"] >= i:
+            tokens.append(str(m.get("form", "")))
+            inside.update(range(i, m["last"] + 1))
+            i = m["last"] + 1
+        else:
+            tokens.append(sentence.words[i])
+            i += 1
+    return tokens, inside
 
 
 def _search(words: list[str], text: str, pos: int, path: str) -> list[tuple[int, int]]:

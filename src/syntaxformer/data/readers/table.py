@@ -1,5 +1,20 @@
-"""A user's own data as a table of rows: CSV, TSV, JSON and JSONL files, a ``datasets`` folder saved with
-``save_to_disk``, or a Hugging Face hub data set; column checks whose errors list the columns present.
+"""A user's own data as a table of rows: CSV, TSV, JSON, JSONL and (for raw texts) plain text files, a ``datasets``
+folder saved with ``save_to_disk``, or a Hugging Face hub data set; column checks whose errors list the columns
+present.
+
+This is the one reader of every file a user hands over: ``train --train-file`` / ``--validation-file``, ``evaluate
+--file`` and ``predict --file`` of custom runs, ``predict --input``, :func:`syntaxformer.inference.read_inputs` (so
+:class:`~syntaxformer.inference.Predictor`) and, for the type of a text, the pipelines. Every format gets the same
+rules:
+
+* decoding: UTF-8 with an optional byte-order mark (stripped, on standard input too); any other encoding is a
+  :class:`~syntaxformer.errors.FormatError` naming the file;
+* lines end at ``\\n`` or ``\\r\\n`` only (U+2028, form feed, NEL ... are characters of a text, never record
+  breaks);
+* a header names each column once (a JSON object each key once); a row has one value per column;
+* CSV fields may be of any length (no 131,072-character limit);
+* a text field must be a string: a JSON list, object, number or ``null`` where a text belongs is an error naming
+  the row and the column (:func:`text_value`), never its Python ``repr``.
 
 Pipeline (what :mod:`syntaxformer.tasks.custom` does with it)::
 
@@ -10,8 +25,9 @@ Pipeline (what :mod:`syntaxformer.tasks.custom` does with it)::
 Formats, by file extension: ``.csv`` (comma-separated, standard quoting, a header line), ``.tsv`` / ``.tab``
 (tab-separated, a header line, *no* quoting: a ``"`` is an ordinary character, as in the GLUE files), ``.json``
 (a list of objects, or an object whose ``"data"`` member is one) and ``.jsonl`` / ``.ndjson`` (one object per
-line). CSV / TSV values are strings; JSON values keep their types (a label ``1`` is an int, ``0.5`` a float).
-A folder is read with ``datasets.load_from_disk`` and a name that is neither a file nor a folder with
+line); with ``lines=True`` a ``.txt`` file (or ``-``, standard input) is one text per line, in a column ``text``
+(blank lines skipped). CSV / TSV values are strings; JSON values keep their types (a label ``1`` is an int, ``0.5``
+a float). A folder is read with ``datasets.load_from_disk`` and a name that is neither a file nor a folder with
 ``datasets.load_dataset`` (both need the ``datasets`` package).
 """
 
@@ -20,22 +36,28 @@ from __future__ import annotations
 import csv
 import difflib
 import hashlib
+import io
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from syntaxformer.data.examples import file_fingerprint
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
-from syntaxformer.utils import json_lines, open_text
+from syntaxformer.utils import DuplicateKeyError, json_lines, open_text, unique_keys
 
-__all__ = ["Table", "TABLE_FORMATS", "table_format", "read_table", "load_dataset_table", "require_columns",
-           "HUB_SPLITS"]
+__all__ = ["Table", "TABLE_FORMATS", "TEXT_FORMATS", "table_format", "read_table", "load_dataset_table",
+           "require_columns", "HUB_SPLITS", "text_value", "split_lines"]
 
 #: File extension -> format.
 TABLE_FORMATS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".json": "json", ".jsonl": "jsonl",
                                  ".ndjson": "jsonl"}
+#: File extensions read as one text per line (with ``read_table(..., lines=True)``; ``-`` is standard input).
+TEXT_FORMATS: tuple[str, ...] = (".txt",)
+#: The largest CSV / TSV field read (the ``csv`` module's default, 131,072 characters, refuses valid files).
+_FIELD_LIMIT = 2 ** 31 - 1
 #: Split names of this library -> the names a ``datasets`` DatasetDict may use for them, in order of preference.
 HUB_SPLITS: dict[str, tuple[str, ...]] = {"train": ("train",), "dev": ("validation", "dev", "valid"),
                                           "test": ("test",)}
@@ -82,54 +104,141 @@ def table_format(path: str | os.PathLike) -> str:
     return TABLE_FORMATS[suffix]
 
 
-def read_table(path: str | os.PathLike, split: str = "train") -> Table:
+def read_table(path: str | os.PathLike, split: str = "train", *, lines: bool = False, allow_empty: bool = False
+               ) -> Table:
     """Read a CSV / TSV / JSON / JSONL file, or a ``datasets`` folder (``split`` picks its part).
+
+    Args:
+        path: the file or folder.
+        split: the part of a ``datasets`` folder.
+        lines: also read ``.txt`` files and ``-`` (standard input) as one text per line (column ``text``).
+        allow_empty: return a table of no rows instead of refusing an empty file.
 
     Raises:
         DataError: the file does not exist, or holds no rows.
         FormatError: a malformed file (the message names the file and line).
         MissingDependencyError: a ``datasets`` folder without the ``datasets`` package.
     """
+    if lines and str(path) == "-":
+        columns, rows, numbers = _text_rows(_decoded(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer")
+                                                     else sys.stdin.read(), "<stdin>"))
+        return _table(columns, rows, "<stdin>", hashlib.sha256(json.dumps(rows).encode()).hexdigest(), numbers,
+                      allow_empty)
     p = Path(path)
     if p.is_dir():
         return load_dataset_table(str(p), split=split)
     if not p.is_file():
         raise DataError(f"data file {path} not found")
-    kind = table_format(p)
-    reader = {"csv": _read_delimited, "tsv": _read_delimited, "json": _read_json, "jsonl": _read_jsonl}[kind]
-    columns, rows, lines = reader(p, kind)
-    if not rows:
-        raise DataError(f"{path} holds no rows" + (f" (only the header {columns})" if columns else " (empty file)"))
-    return Table(columns, rows, str(p), file_fingerprint([p]), lines)
+    if lines and p.suffix.lower() in TEXT_FORMATS:
+        with open_text(p, newline="") as f:
+            columns, rows, numbers = _text_rows(f.read())
+    else:
+        kind = table_format(p)
+        reader = {"csv": _read_delimited, "tsv": _read_delimited, "json": _read_json, "jsonl": _read_jsonl}[kind]
+        columns, rows, numbers = reader(p, kind)
+    return _table(columns, rows, str(p), file_fingerprint([p]), numbers, allow_empty)
+
+
+def _table(columns: list[str], rows: list[dict[str, Any]], source: str, fingerprint: str,
+           lines: list[int] | None, allow_empty: bool) -> Table:
+    if not rows and not allow_empty:
+        raise DataError(f"{source} holds no rows" + (f" (only the header {columns})" if columns else " (empty file)"))
+    return Table(columns, rows, source, fingerprint, lines)
+
+
+def _decoded(data: bytes | str, source: str) -> str:
+    """Bytes read from a stream as UTF-8 text (a leading byte-order mark dropped), as :func:`open_text` reads files."""
+    if isinstance(data, str):
+        return data[1:] if data.startswith("\ufeff") else data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"not UTF-8 text ({e.reason}); save the file as UTF-8", source) from None
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text``, split at ``\\n`` and ``\\r\\n`` only (``str.splitlines`` also splits at U+2028, form
+    feed, NEL and six more characters, which belong to a text); no line terminators kept."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _text_rows(text: str) -> tuple[list[str], list[dict[str, Any]], list[int]]:
+    """One row ``{"text": line}`` per non-blank line (surrounding whitespace removed), with its line number."""
+    rows, numbers = [], []
+    for lineno, line in enumerate(split_lines(text), 1):
+        if line.strip():
+            rows.append({"text": line.strip()})
+            numbers.append(lineno)
+    return ["text"], rows, numbers
+
+
+def text_value(value: Any, where: str, column: str, *, required: bool = True, error: type | None = None
+               ) -> str | None:
+    """The text in a field, checked: a string (non-blank when ``required``), else one clear error.
+
+    Args:
+        value: the field's value (``None`` = the row has no such field).
+        where: the row, for the message (``"x.jsonl:3"``, ``"input 2"``).
+        column: the column / key, for the message.
+        required: whether a missing or blank text is an error (else ``None`` is returned for it).
+        error: the error class raised for either problem (the Python API raises ``InputError``); default as below.
+
+    Raises:
+        FormatError: a list, object, number or boolean where a text belongs (naming row and column).
+        DataError: a missing or blank text when ``required``.
+    """
+    if value is None or (isinstance(value, float) and value != value):
+        if required:
+            raise (error or DataError)(f"{where}: no text in column {column!r}; {column!r} must be a non-empty text")
+        return None
+    if not isinstance(value, str):
+        kind = {list: "a list", tuple: "a list", dict: "an object", bool: "a boolean"}.get(
+            type(value), "a number" if isinstance(value, (int, float)) else f"a {type(value).__name__}")
+        message = f"{column!r} holds {kind} ({_clip(value)}), not a text; give the text as a string"
+        raise error(f"{where}: {message}") if error else FormatError(message, where)
+    if required and not value.strip():
+        raise (error or DataError)(f"{where}: no text in column {column!r} (blank); {column!r} must be a non-empty "
+                                  "text")
+    return value
+
+
+def _clip(value: Any, n: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _read_delimited(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], list[int]]:
+    if csv.field_size_limit() < _FIELD_LIMIT:
+        csv.field_size_limit(_FIELD_LIMIT)
     with open_text(path, encoding="utf-8-sig", newline="") as f:
-        if kind == "csv":
-            reader = csv.reader(f)
-        else:  # TSV: split on tabs only; quotes are text (GLUE / MRPC files have unbalanced ones)
-            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        try:
-            header = next(reader, None)
-            if header is None:
-                return [], [], []
-            header = [h.strip() for h in header]
-            if len(set(header)) != len(header):
-                dup = sorted({h for h in header if header.count(h) > 1})
-                raise FormatError(f"the header names column(s) {dup} twice; column names must be unique",
-                                  str(path), 1)
-            rows, lines = [], []
-            for values in reader:
-                if not values or (len(values) == 1 and not values[0].strip()):
-                    continue  # blank line
-                if len(values) != len(header):
-                    raise FormatError(f"{len(values)} values for the {len(header)} columns of the header {header}"
-                                      + ("" if kind == "tsv" else "; quote values that contain commas"),
-                                      str(path), reader.line_num)
-                rows.append(dict(zip(header, values)))
-                lines.append(reader.line_num)
-        except csv.Error as e:
-            raise FormatError(f"not valid {kind.upper()}: {e}", str(path), reader.line_num) from None
+        text = io.StringIO(f.read(), newline="\n")  # records end at \n (or \r\n) only
+    if kind == "csv":
+        reader = csv.reader(text)
+    else:  # TSV: split on tabs only; quotes are text (GLUE / MRPC files have unbalanced ones)
+        reader = csv.reader(text, delimiter="\t", quoting=csv.QUOTE_NONE)
+    try:
+        header = next(reader, None)
+        if header is None:
+            return [], [], []
+        header = [h.strip() for h in header]
+        if len(set(header)) != len(header):
+            dup = sorted({h for h in header if header.count(h) > 1})
+            raise FormatError(f"the header names column(s) {dup} twice; column names must be unique", str(path), 1)
+        rows, lines = [], []
+        for values in reader:
+            if not values or (len(values) == 1 and not values[0].strip()):
+                continue  # blank line
+            if len(values) != len(header):
+                raise FormatError(f"{len(values)} values for the {len(header)} columns of the header {header}"
+                                  + ("" if kind == "tsv" else "; quote values that contain commas"),
+                                  str(path), reader.line_num)
+            rows.append(dict(zip(header, values)))
+            lines.append(reader.line_num)
+    except csv.Error as e:
+        raise FormatError(f"not valid {kind.upper()}: {e}", str(path), reader.line_num) from None
     return header, rows, lines
 
 
@@ -143,10 +252,12 @@ def _read_json(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], 
     if not text.strip():
         return [], [], None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
         raise FormatError(f"not valid JSON: {e.msg} (one object per line? name the file .jsonl)", str(path),
                           e.lineno) from None
+    except DuplicateKeyError as e:
+        raise FormatError(str(e), str(path)) from None
     if isinstance(data, Mapping) and isinstance(data.get("data"), list):
         data = data["data"]
     if not isinstance(data, list):
@@ -161,8 +272,8 @@ def _read_json(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], 
 
 def _read_jsonl(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], list[int]]:
     rows, lines = [], []
-    with open_text(path, encoding="utf-8-sig") as f:
-        for lineno, row in json_lines(f, str(path)):
+    with open_text(path, encoding="utf-8-sig", newline="") as f:
+        for lineno, row in json_lines(split_lines(f.read()), str(path), unique=True):
             rows.append(row)
             lines.append(lineno)
     return _columns_of(rows), rows, lines

@@ -1,0 +1,93 @@
+"""Saved models a user points at (a run folder, a model folder): checked before they are loaded, and any failure to
+load them turned into one clear :class:`~syntaxformer.errors.DataError`.
+
+``from_pretrained`` on a folder that is not what it should be fails deep inside ``transformers`` or ``safetensors``
+(``SafetensorError: invalid header length`` for a truncated weights file, ``ValueError: Unrecognized model`` for a
+``config.json`` without ``model_type``). :func:`loading_model` wraps every load of a saved model in this package::
+
+    with loading_model(folder):
+        model = AutoModelForSequenceClassification.from_pretrained(folder)
+
+It first checks a local folder (:func:`model_folder_problem`: ``config.json`` present, JSON, with a ``model_type``;
+weights present and their headers readable) and names what is wrong; then any error of the load itself becomes a
+``DataError`` naming the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+from syntaxformer.errors import DataError, SyntaxformerError
+
+__all__ = ["model_folder_problem", "loading_model", "WEIGHT_FILES"]
+
+#: The files that hold a saved model's weights (one of them, or a sharded index with its shards).
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                "pytorch_model.bin.index.json")
+
+
+def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> str | None:
+    """What keeps ``folder`` from loading as a saved ``transformers`` model, or ``None``.
+
+    Checked: ``config.json`` is there, is a JSON object and names a ``model_type``; with ``weights``, a weights file
+    (:data:`WEIGHT_FILES`) is there and readable: a safetensors header and length, a sharded index and its shards,
+    a ``pytorch_model.bin`` that is a complete zip archive.
+    """
+    folder = Path(folder)
+    config = folder / "config.json"
+    if not config.is_file():
+        return "no config.json: not a model folder nor a run folder of `syntaxformer train` (or a run trained " \
+               "with save_model=false)"
+    try:
+        record = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return f"config.json is not valid JSON ({type(e).__name__}); the folder is damaged"
+    if not isinstance(record, dict) or not isinstance(record.get("model_type"), str):
+        return "config.json names no model_type: not a saved transformers model"
+    if not weights:
+        return None
+    present = [folder / name for name in WEIGHT_FILES if (folder / name).is_file()]
+    if not present:
+        return f"no model weights ({' / '.join(WEIGHT_FILES[:2])}); the save was interrupted or the files were moved"
+    from syntaxformer.training.checkpoints import _weights_problem
+
+    path = present[0]
+    if path.name == "pytorch_model.bin":  # the whole-archive checksum is the resume check's; a load needs the index
+        try:
+            with zipfile.ZipFile(path):
+                return None
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+            return f"{path.name} is truncated or not a torch archive ({type(e).__name__})"
+    return _weights_problem(path)
+
+
+@contextlib.contextmanager
+def loading_model(path: str | os.PathLike, what: str = "model", *, weights: bool = True) -> Iterator[None]:
+    """Check ``path`` (when it is a local folder) before a model is loaded from it, and turn any error of the load
+    into a :class:`~syntaxformer.errors.DataError` naming it.
+
+    Args:
+        path: the folder (or hub name) loaded inside the block.
+        what: what is loaded, for messages (``"model"``, ``"encoder"``).
+        weights: whether the folder must hold weights (``False``: a configuration alone is loaded).
+
+    Raises:
+        DataError: the folder is not a loadable model (:func:`model_folder_problem`), or the load failed.
+    """
+    name = os.fspath(path)
+    if Path(name).is_dir():
+        problem = model_folder_problem(name, weights=weights)
+        if problem:
+            raise DataError(f"cannot load the {what} in {name}: {problem}")
+    try:
+        yield
+    except (SyntaxformerError, KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as e:  # transformers / safetensors / torch: each raises its own types for a bad folder
+        message = " ".join(str(e).split())[:300]
+        raise DataError(f"cannot load the {what} in {name}: {type(e).__name__}: {message}") from e
