@@ -603,9 +603,9 @@ def _triton_importable() -> bool:
 
 def _triton_passes() -> _PairPasses:
     """The fused kernels' passes (:mod:`syntaxformer.modeling.syntax_attention_triton`, imported on first use)."""
-    from syntaxformer.modeling import syntax_attention_triton as fused
+    from syntaxformer.modeling.syntax_attention_triton import check, context, prepass
 
-    return _PairPasses(fused.check, fused.prepass, fused.context)
+    return _PairPasses(check, prepass, context)
 
 
 def _added_head_context(module: nn.Module, added: AddedLisaHead, lisa: LisaRecorder, value: torch.Tensor,
