@@ -280,13 +280,16 @@ def test_probe_cli_table_and_json(tmp_path, capsys, tiny_model, one_thread):
     rows = result["models"][0]["layers"]
     assert [r["layer"] for r in rows] == ["layer2", "sg", "aggregated"]
     assert set(rows[0]) == {"layer", *probes.METRICS} and 0 <= rows[0]["uuas"] <= 1
+    # an existing --output is never replaced silently
+    assert main(args + ["--system", "sgnet", "--layers", "layer2"]) == 1
+    assert "--overwrite" in capsys.readouterr().err
     # same seed, same numbers
-    assert main(args + ["--system", "sgnet", "--layers", "layer2,sg,aggregated"]) == 0
+    assert main(args + ["--system", "sgnet", "--layers", "layer2,sg,aggregated", "--overwrite"]) == 0
     assert json.loads(out.read_text(encoding="utf-8"))["models"][0]["layers"] == rows
-    assert main(args + ["--layers", "sg"]) == 1  # a plain encoder has no sg layer: one-line error
+    assert main(args + ["--layers", "sg", "--overwrite"]) == 1  # a plain encoder has no sg layer: one-line error
     assert "unknown layer" in capsys.readouterr().err
-    assert main(args + ["--set", "gate"]) == 1
-    assert main(args + ["--set", "gate=layer"]) == 1  # options without --system
+    assert main(args + ["--set", "gate", "--overwrite"]) == 1
+    assert main(args + ["--set", "gate=layer", "--overwrite"]) == 1  # options without --system
     assert "--system" in capsys.readouterr().err
 
 

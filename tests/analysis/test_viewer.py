@@ -195,5 +195,7 @@ def test_show_cli_writes_the_page(tmp_path, tiny_model, capsys, monkeypatch):
     data = _page_data(out.read_text(encoding="utf-8"))
     assert [m["system"] for m in data["models"]] == ["plain", "sgnet", "syntax_bert"]
     assert "wrote" in capsys.readouterr().out
-    assert main(["show", "Dogs bark.", "--model", str(tmp_path / "nope"), "--output", str(out)]) == 1
+    assert main(["show", "Dogs bark.", "--model", str(tiny_model), "--output", str(out)]) == 1  # exists
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["show", "Dogs bark.", "--model", str(tmp_path / "nope"), "--output", str(out), "--overwrite"]) == 1
     assert "neither a run folder nor a loadable encoder" in capsys.readouterr().err

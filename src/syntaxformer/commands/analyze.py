@@ -30,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--edges", default=None, metavar="N,N,...",
                         help="explicit upper bounds of the buckets instead, e.g. 5,10,15,20")
     parser.add_argument("--names", default=None, metavar="A,B", help="column names of the runs (default run1, run2)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
     parser.add_argument("--output", default=None, metavar="FILE",
                         help="JSON result (default: length_buckets.json in the first run folder)")
 
@@ -38,8 +39,10 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.buckets import format_length_buckets, length_buckets
     from syntaxformer.commands.arguments import int_list
     from syntaxformer.errors import ConfigError
-    from syntaxformer.utils import write_json
+    from syntaxformer.utils import check_output, write_json
 
+    output = Path(args.output) if args.output else Path(args.runs[0]) / "length_buckets.json"
+    check_output(output, overwrite=args.overwrite)  # before anything is computed
     edges = int_list(args.edges, "--edges")
     names = [n.strip() for n in args.names.split(",")] if args.names else None
     if names is not None and len(names) != len(args.runs):
@@ -47,7 +50,6 @@ def run(args: argparse.Namespace) -> int:
     result = length_buckets(args.runs, n_buckets=args.buckets, mode=args.mode, edges=edges)
     if names:
         result["names"] = names
-    output = Path(args.output) if args.output else Path(args.runs[0]) / "length_buckets.json"
     write_json(output, result)
     print(format_length_buckets(result, names))
     print(f"written: {output}")

@@ -48,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", "-o", required=True, metavar="OUT.{jsonl,conllu}",
                         help="output file; its extension chooses the format (.jsonl or .conllu); - writes to "
                              "standard output")
+    parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
     parser.add_argument("--output-format", choices=tuple(sorted(set(_EXT_OUTPUT.values()))), default=None,
                         help="output format when the --output name does not tell (standard output: jsonl)")
     parser.add_argument("--parser", default=None, help="parser for --format text: a spaCy pipeline name or folder "
@@ -176,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--format ptb reads a file or a folder of .mrg files, not standard input")
     if not stdin and fmt != "ptb" and not os.path.isfile(args.input):
         raise DataError(f"input file not found: {args.input}")
-    check_output(args.output, [args.input])
+    check_output(args.output, [args.input], overwrite=args.overwrite)
     name = "stdin" if stdin else os.path.basename(os.path.normpath(args.input))
     source = "gold"
     if stdin and fmt in ("conllu", "jsonl"):

@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated layer names (embeddings, layer1..layerN; SG-Net also sg, aggregated); "
                              "default every layer")
     parser.add_argument("--output", default=None, help="write the results as JSON to this file")
+    parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
     parser.add_argument("--data", default=None,
                         help="CoNLL-U file with # newdoc id comments (default: UD English-EWT dev in the shared data)")
     parser.add_argument("--train-sentences", type=int, default=1000,
@@ -58,8 +59,10 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.commands.arguments import model_options
     from syntaxformer.errors import ConfigError
     from syntaxformer.training.run import model_label
-    from syntaxformer.utils import write_json
+    from syntaxformer.utils import check_output, write_json
 
+    if args.output:
+        check_output(args.output, overwrite=args.overwrite)  # before the probes are trained
     options = model_options(args.set)
     if options and args.system == "plain":
         raise ConfigError("--set gives options of an untrained syntax model: add --system sgnet or syntax_bert")

@@ -29,11 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="torch seed of untrained models' new layers (default 0)")
     parser.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
     parser.add_argument("--output", "-o", required=True, help="the HTML page to write")
+    parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
 
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.viewer import build_view
+    from syntaxformer.utils import check_output
 
+    check_output(args.output, overwrite=args.overwrite)  # before any model is loaded
     view = build_view(args.text, args.text_b, args.model, plain=args.plain, parser=args.parser,
                       max_length=args.max_length, criterion=args.criterion,
                       parse_cache=None if args.no_cache else True, seed=args.seed)

@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare minimal-pair results (suites/NAME/pairs.jsonl in each run) instead of dev scores")
     parser.add_argument("--level", choices=("overall", "field", "phenomenon", "paradigm"), default="field",
                         help="--suite: the groups compared, one Holm family (field)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the --json file if it exists")
     parser.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
                         help="write the full result as JSON to FILE (no FILE: print it instead of the table)")
 
@@ -102,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
     if args.resamples is not None and args.resamples < 1:
         raise ConfigError(f"--resamples {args.resamples} must be a positive number")
     runs_a, runs_b = _systems(args)
+    if args.json not in (None, "-"):
+        from syntaxformer.utils import check_output
+
+        check_output(args.json, overwrite=args.overwrite, option="--json")  # before anything is computed
     if args.suite:
         return _run_suite(args, runs_a, runs_b)
     r = compare_runs(runs_a, runs_b, n_resamples=args.resamples or 1000, bleu_test=args.bleu_test)

@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL_DIR", help="folder written by `syntaxformer train --task translation`")
     parser.add_argument("--input", required=True, help="source file: plain text (one sentence per line) or .sgm")
     parser.add_argument("--output", required=True, help="where the translations go (one per line)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
     parser.add_argument("--reference", help="reference translations (plain text or .sgm) to score BLEU against")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per beam-search batch (64)")
     parser.add_argument("--beams", type=int, default=5, help="beam size (5)")
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    check_output(args.output, [args.input, args.reference])
+    check_output(args.output, [args.input, args.reference], overwrite=args.overwrite)
     if args.input.lower().endswith(".sgm"):
         sources = [s.text for s in read_sgm(args.input)]
     else:

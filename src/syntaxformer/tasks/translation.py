@@ -128,9 +128,6 @@ class TranslationTask(Task):
             raise ConfigError(f"training on your own files (train_source={train_source!r}) needs your validation "
                               "files too: --set valid_source=FILE --set valid_target=FILE (Multi30k's validation set "
                               "stands in only when training on Multi30k)")
-        if valid_source and not train_source:
-            raise ConfigError("valid_source / valid_target without train_source / train_target would validate a "
-                              "Multi30k model on your files: give your training files as well")
         if eval_sets is None:
             sets = {} if train_source else {"test2016": None}
         else:
