@@ -314,10 +314,11 @@ def _cli_env(monkeypatch, tmp_path_factory):
 
 COMMAND_INPUTS = {  # command -> (file name, valid sample, argv built from the file's path and the folder)
     "annotate-conllu": ("in.conllu", _CONLLU, lambda p, d: ["annotate", str(p), "--format", "conllu", "-o",
-                                                            str(d / "o.jsonl")]),
-    "annotate-ptb": ("in.mrg", _PTB, lambda p, d: ["annotate", str(p), "--format", "ptb", "-o", str(d / "o.conllu")]),
+                                                            str(d / "o.jsonl"), "--overwrite"]),
+    "annotate-ptb": ("in.mrg", _PTB, lambda p, d: ["annotate", str(p), "--format", "ptb", "-o", str(d / "o.conllu"),
+                                                      "--overwrite"]),
     "annotate-text": ("in.txt", "The cat sat on the mat.\nHi there.\n",
-                      lambda p, d: ["annotate", str(p), "--format", "text", "-o", str(d / "o.jsonl")]),
+                      lambda p, d: ["annotate", str(p), "--format", "text", "-o", str(d / "o.jsonl"), "--overwrite"]),
     "evaluate-parser": ("gold.conllu", _CONLLU, lambda p, d: ["evaluate-parser", "--gold", str(p), "--parser",
                                                               f"conllu:{p}"]),
     "evaluate-parser-parses": ("parses.conllu", _CONLLU,
@@ -335,7 +336,7 @@ COMMAND_INPUTS = {  # command -> (file name, valid sample, argv built from the f
     "predict-run": ("run/run.json", json.dumps({"task": "sst2"}), lambda p, d: ["predict", str(p.parent)]),
     "translate-run": ("run/run.json", json.dumps({"task": "translation"}),
                       lambda p, d: ["translate", str(p.parent), "--input", str(_write(d, "in.txt", b"Hello .\n")),
-                                    "--output", str(d / "out.txt")]),
+                                    "--output", str(d / "out.txt"), "--overwrite"]),
     "significance": ("a/metrics.json", json.dumps({"dev": {"accuracy": 0.5}}),
                      lambda p, d: ["significance", str(p.parent), "--vs", str(p.parent)]),
     "diagnose": ("m/config.json", json.dumps({"model_type": "bert"}), lambda p, d: ["diagnose", str(p.parent)]),
@@ -573,7 +574,8 @@ def test_fuzz_analysis_inputs(_tiny_run, tmp_path_factory, _cli_env, target):
         shutil.copytree(_tiny_run, copy)
         (copy / target).write_bytes(data)
         _cli(f"significance-{target}", ["significance", str(_tiny_run), str(copy), "--resamples", "20"], "copy")
-        _cli(f"analyze-{target}", ["analyze", str(_tiny_run), str(copy), "--output", str(folder / "b.json")],
+        _cli(f"analyze-{target}", ["analyze", str(_tiny_run), str(copy), "--output", str(folder / "b.json"),
+                                   "--overwrite"],
              "copy")
 
     run()

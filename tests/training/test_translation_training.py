@@ -148,7 +148,10 @@ def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small
     sgm.write_text('<srcset>\n<doc docid="d1">\n<seg id="1">A man rides a bike.</seg>\n'
                    '<seg id="2">Two dogs play.</seg>\n</doc>\n</srcset>\n', encoding="utf-8")
     assert main(["translate", str(tmp_path / "cli_model"), "--input", str(sgm), "--output", str(out),
-                 "--no-progress"]) == 0
+                 "--no-progress"]) == 1  # an existing output is never replaced silently
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["translate", str(tmp_path / "cli_model"), "--input", str(sgm), "--output", str(out),
+                 "--no-progress", "--overwrite"]) == 0
     assert len(out.read_text(encoding="utf-8").split("\n")) == 3
-    assert main(["translate", str(tmp_path), "--input", str(sgm), "--output", str(out)]) == 1
+    assert main(["translate", str(tmp_path), "--input", str(sgm), "--output", str(out), "--overwrite"]) == 1
     assert "config.json" in capsys.readouterr().err
