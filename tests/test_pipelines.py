@@ -35,6 +35,12 @@ def test_pipelines_text_classification_outputs_like_text_classification(sst2_run
     top1 = clf(texts, top_k=1)  # an explicit top_k gives lists, as text-classification does
     assert [[d["label"] for d in x] for x in top1] == [[m["label"]] for m in many]
     assert [d["label"] for d in clf(texts[0], top_k=2)] == [d["label"] for d in clf(texts[0], top_k=None)]
+    # an option the pipeline does not take is refused, naming it and what it takes (never silently ignored)
+    from syntaxformer.errors import ConfigError
+
+    for option in ({"foo": 1}, {"function_to_apply": "sigmoid"}):
+        with pytest.raises(ConfigError, match=rf"takes no option\(s\) \['{next(iter(option))}'\]; it takes top_k"):
+            clf(texts[0], **option)
 
 
 def _run_fresh(code: str) -> dict:

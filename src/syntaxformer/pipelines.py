@@ -70,6 +70,14 @@ class _SyntaxPipeline(Pipeline):
     def _format(self, record: dict[str, Any], **kwargs: Any) -> Any:
         raise NotImplementedError
 
+    def _refuse_unknown(self, kwargs: dict[str, Any], accepted: tuple[str, ...]) -> None:
+        """An option this pipeline does not take is refused, naming it and the ones it takes (never ignored)."""
+        if kwargs:
+            from syntaxformer.errors import ConfigError
+
+            raise ConfigError(f"{type(self).__name__} takes no option(s) {sorted(kwargs)}; it takes "
+                              f"{', '.join(accepted)}")
+
     def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
         """``(the inputs as a list, whether one input was given)``; anything that is neither one input (of a type in
         ``single``) nor a list / tuple / iterator of inputs is an :class:`~syntaxformer.errors.InputError`."""
@@ -100,6 +108,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
 
     def __call__(self, inputs: Any, top_k: int | None | str = "", batch_size: int | None = None,
                  **kwargs: Any) -> Any:
+        self._refuse_unknown(kwargs, ("top_k", "batch_size"))
         legacy = top_k == ""  # as text-classification: no top_k = the best label as a dict, else lists
         items, single = self._inputs(inputs, (str, dict))
         out = self._run(items, batch_size, top_k=1 if legacy else top_k, legacy=legacy)
@@ -131,6 +140,7 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
 
     def __call__(self, inputs: Any = None, *, question: str | None = None, context: str | None = None,
                  batch_size: int | None = None, **kwargs: Any) -> Any:
+        self._refuse_unknown(kwargs, ("question", "context", "batch_size"))
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
         items, single = self._inputs(inputs, (dict,))
@@ -150,6 +160,7 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
     _load_tokenizer = False
 
     def __call__(self, inputs: Any, batch_size: int | None = None, **kwargs: Any) -> Any:
+        self._refuse_unknown(kwargs, ("batch_size",))
         items, single = self._inputs(inputs, (str,))
         out = self._run(items, batch_size)
         return out[0] if single else out

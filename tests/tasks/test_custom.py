@@ -104,7 +104,8 @@ def test_custom_errors_name_the_file_row_and_columns(tmp_path):
     reg = _csv(tmp_path / "reg.csv", ["text", "label"], [["a", "0.5"], ["b", "high"]])
     with pytest.raises(FormatError, match=r"reg.csv:3: label 'high' .* is not a number"):
         get_task("custom", problem_type="regression").load_split("train", {"train_file": reg, "dev_file": reg})
-    with pytest.raises(DataError, match="no test data; give a test file"):
+    with pytest.raises(DataError, match=r"no test data; give a test file \(train: --test-file / test_file; "
+                                        r"evaluate and predict RUN: --file FILE\)"):
         task.load_split("test", {"train_file": train})
     with pytest.raises(DataError, match="give a training file"):
         get_task("custom").load_split("train", {})

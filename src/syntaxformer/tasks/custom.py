@@ -267,7 +267,8 @@ def _rows_for(split: str, data: Mapping[str, Any], fraction: float, seed: int, t
         raise ConfigError(f"{title} has no split {split!r}; expected train, dev (validation) or test")
     if split == "test" or _has_source("dev", data) and (split == "dev" or _has_source("train", data)):
         if not _has_source(split, data):
-            flag = {"train": "--train-file / train_file", "test": "--test-file / test_file"}.get(split, "")
+            flag = {"train": "train: --train-file / train_file",
+                    "test": "train: --test-file / test_file; evaluate and predict RUN: --file FILE"}.get(split, "")
             raise DataError(f"{title}: no {split} data; give a {split} file ({flag})")
         table = _split_table(split, data)
         return table, list(range(len(table))), table.source
