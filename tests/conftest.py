@@ -58,7 +58,7 @@ def minilm_tokenizer():
 
 
 def enable_checkpointing(model) -> None:
-    """Turn on activation (gradient) checkpointing under the name of the installed transformers (renamed in 5.22)."""
+    """Turn on activation (gradient) checkpointing under the name of the installed transformers (renamed in 5.23)."""
     enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
     enable()
 

@@ -89,7 +89,7 @@ def sub_config(value: PretrainedConfig | dict | None, default_model_type: str, n
     """A wrapped model's config (a *sub-config*) from what a composite config was given.
 
     Our composite configs build their sub-configs here rather than through transformers' ``SubConfigSpec``, which
-    exists only from transformers 5.22 on; every 5.x release since configs became dataclasses (5.4) saves, loads
+    exists only from transformers 5.20 on; every 5.x release since configs became dataclasses (5.4) saves, loads
     and dispatches a sub-config listed in the class's ``sub_configs``.
 
     Args:
@@ -144,7 +144,7 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
     """
 
     # The wrapped encoder (any ``AutoConfig`` model type, BERT by default), built in ``__post_init__`` by
-    # :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.22 lacks).
+    # :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.20 lacks).
     sub_configs = {"encoder": AutoConfig}
 
     pooling: Pooling = "cls"

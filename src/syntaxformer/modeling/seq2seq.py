@@ -129,7 +129,7 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
     """
 
     model_type = "syntax_infused_translation"
-    # built in ``__post_init__`` by :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.22 lacks)
+    # built in ``__post_init__`` by :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.20 lacks)
     sub_configs = {"seq2seq": AutoConfig}
 
     seq2seq: PretrainedConfig | dict | None = None
