@@ -260,8 +260,6 @@ def _archive(args: argparse.Namespace) -> None:
     JSON, each written atomically), so that ``--to`` is itself a sweep folder every tool reads. A run already there
     is kept if its files hold the same content and refused if they differ: an archived run is never silently
     replaced (delete its folder to replace it on purpose)."""
-    from syntaxformer.utils import atomic_write
-
     written = kept = 0
     for metrics_file in sorted(Path(args.out).glob("*/*/seed*/metrics.json")):
         run = metrics_file.parent
@@ -270,18 +268,28 @@ def _archive(args: argparse.Namespace) -> None:
         dest = Path(args.to) / run.relative_to(args.out)
         files = {name: json.loads((run / name).read_text()) for name in ARCHIVED_FILES}
         _in_dataset_order(run, files["dev_predictions.json"])
-        if dest.exists():
-            if any(not (dest / name).is_file() or json.loads((dest / name).read_text()) != content
-                   for name, content in files.items()):
-                raise SystemExit(f"{dest} already holds a different run than {run}; delete it to replace it")
+        if _keep_archived(dest, files, f"a different run than {run}"):
+            written += 1
+        else:
             kept += 1
-            continue
-        for name, content in files.items():
-            with atomic_write(dest / name) as f:
-                json.dump(content, f, separators=(",", ":"))
-        written += 1
     suites = _archive_suites(args)
     print(json.dumps({"archive": args.to, "written": written, "already_there": kept, **suites}))
+
+
+def _keep_archived(dest: Path, files: dict, what: str) -> bool:
+    """Write ``files`` (name -> JSON content) into ``dest`` as compact JSON, each atomically; ``False`` if ``dest``
+    already holds the same content. Different content is refused: an archived result is never replaced silently."""
+    from syntaxformer.utils import atomic_write
+
+    if dest.exists():
+        if any(not (dest / name).is_file() or json.loads((dest / name).read_text()) != content
+               for name, content in files.items()):
+            raise SystemExit(f"{dest} already holds {what}; delete it to replace it")
+        return False
+    for name, content in files.items():
+        with atomic_write(dest / name) as f:
+            json.dump(content, f, separators=(",", ":"))
+    return True
 
 
 def _archive_suites(args: argparse.Namespace) -> dict:
@@ -289,7 +297,6 @@ def _archive_suites(args: argparse.Namespace) -> dict:
     (:func:`~syntaxformer.analysis.minimal_pairs.compact_records`: which pairs and whether each was correct), under
     the same rules as the runs: never replaced by different content."""
     from syntaxformer.analysis.minimal_pairs import COMPACT_FILE, compact_records, read_suite_records
-    from syntaxformer.utils import atomic_write
 
     written = kept = 0
     for report_file in sorted(Path(args.out).glob("*/*/seed*/suites/*/report.json")):
@@ -301,17 +308,10 @@ def _archive_suites(args: argparse.Namespace) -> dict:
         # paths of this machine out: the run as its place in the sweep, the suite's data as its folder name
         report = {**report, "run": str(folder.parent.parent.relative_to(args.out)), "data": Path(report["data"]).name}
         files = {"report.json": report, COMPACT_FILE: compact_records(read_suite_records(folder / "pairs.jsonl"))}
-        if dest.exists():
-            if any(not (dest / name).is_file() or json.loads((dest / name).read_text()) != content
-                   for name, content in files.items()):
-                raise SystemExit(f"{dest} already holds a different suite result than {folder}; delete it to "
-                                 "replace it")
+        if _keep_archived(dest, files, f"a different suite result than {folder}"):
+            written += 1
+        else:
             kept += 1
-            continue
-        for name, content in files.items():
-            with atomic_write(dest / name) as f:
-                json.dump(content, f, separators=(",", ":"))
-        written += 1
     return {"suites_written": written, "suites_already_there": kept}
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 HELP = "paired significance of two systems' dev scores (bootstrap CI, McNemar, t-test over seeds) from run folders"
 
@@ -98,7 +99,6 @@ def format_significance(r: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.compare_runs import compare_runs
     from syntaxformer.errors import ConfigError
-    from syntaxformer.utils import write_json
 
     if args.resamples is not None and args.resamples < 1:
         raise ConfigError(f"--resamples {args.resamples} must be a positive number")
@@ -110,12 +110,19 @@ def run(args: argparse.Namespace) -> int:
     if args.suite:
         return _run_suite(args, runs_a, runs_b)
     r = compare_runs(runs_a, runs_b, n_resamples=args.resamples or 1000, bleu_test=args.bleu_test)
+    return _report(args, r, format_significance)
+
+
+def _report(args: argparse.Namespace, result: dict, table: Any) -> int:
+    """Print ``result`` as JSON (``--json`` alone) or as ``table(result)``, and write it to ``--json FILE``."""
+    from syntaxformer.utils import write_json
+
     if args.json == "-":
-        print(json.dumps(r, indent=2))
+        print(json.dumps(result, indent=2))
         return 0
     if args.json:
-        write_json(args.json, r)
-    print(format_significance(r))
+        write_json(args.json, result)
+    print(table(result))
     return 0
 
 
@@ -154,17 +161,9 @@ def format_suite_comparison(r: dict) -> str:
 
 def _run_suite(args: argparse.Namespace, runs_a: list[str], runs_b: list[str]) -> int:
     from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, suite_records_of
-    from syntaxformer.utils import write_json
 
     runs_a, runs_b = _by_seed(runs_a), _by_seed(runs_b)
     r = compare_minimal_pairs([suite_records_of(d, args.suite) for d in runs_a],
                               [suite_records_of(d, args.suite) for d in runs_b], level=args.level,
                               resamples=args.resamples or 10000)
-    r = {"suite": args.suite, "a": runs_a, "b": runs_b, **r}
-    if args.json == "-":
-        print(json.dumps(r, indent=2))
-        return 0
-    if args.json:
-        write_json(args.json, r)
-    print(format_suite_comparison(r))
-    return 0
+    return _report(args, {"suite": args.suite, "a": runs_a, "b": runs_b, **r}, format_suite_comparison)
