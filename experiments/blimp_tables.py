@@ -48,19 +48,17 @@ def _seeds(seeds: list[int]) -> str:
 
 
 def accuracy_table(runs: dict, fields: list[str]) -> str:
+    from syntaxformer.analysis.minimal_pairs import minimal_pair_report
+
     lines = ["| system | seeds | CoLA dev MCC | BLiMP all | " + " | ".join(fields) + " |",
              "|---" * (len(fields) + 4) + "|"]
     for key, name in SYSTEMS:
         if key not in runs:
             continue
         seeds = sorted(runs[key])
-        per_field = {f: [] for f in fields}
-        overall = []
-        for s in seeds:
-            recs = runs[key][s]["records"]
-            overall.append(np.mean([r["correct"] for r in recs]))
-            for f in fields:
-                per_field[f].append(np.mean([r["correct"] for r in recs if r["field"] == f]))
+        reports = [minimal_pair_report(runs[key][s]["records"]) for s in seeds]
+        overall = [r["overall"]["accuracy"] for r in reports]
+        per_field = {f: [r["field"][f]["accuracy"] for r in reports] for f in fields}
         dev = np.mean([runs[key][s]["dev"] for s in seeds])
         cells = [f"{np.mean(per_field[f]):.4f}" for f in fields]
         lines.append(f"| {name} | {_seeds(seeds)} | {dev:.4f} | {np.mean(overall):.4f} | " + " | ".join(cells) + " |")
