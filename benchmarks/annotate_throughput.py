@@ -61,7 +61,7 @@ def load_texts(n: int, path: str | None = None) -> tuple[list[str], str]:
     texts: list[str] = []
     with open(path, encoding="utf-8") as f:
         if path.endswith(".conllu"):
-            texts = [line[len("# text = "):].rstrip("\n") for line in f if line.startswith("# text = ")]
+            texts = [line[len("# text = ") :].rstrip("\n") for line in f if line.startswith("# text = ")]
         elif path.endswith(".tsv"):
             rows = [line.rstrip("\n").split("\t") for line in f]
             col = rows[0].index("sentence") if "sentence" in rows[0] else 0
@@ -88,8 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale-repeats", type=int, default=3, help="timed repeats of the workers part")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts (default 1 2)")
     parser.add_argument("--no-ray", action="store_true", help="leave Ray out of the workers part")
-    parser.add_argument("--quick", action="store_true", help="300 texts, 3 repeats; workers part: 400 "
-                        "sentences, 1 repeat, no Ray (its actors take 8-12 s to start); within a minute")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="300 texts, 3 repeats; workers part: 400 "
+        "sentences, 1 repeat, no Ray (its actors take 8-12 s to start); within a minute",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.repeats = min(args.n, 300), min(args.repeats, 3)
@@ -181,15 +185,25 @@ def _methods(nlp, texts: list[str], args, use_ray: bool):
     def with_datasets(items: list[str], k: int) -> None:
         parse = BatchAnnotator(args.model, column="text", cache=None, batch_size=batch)
         ds = datasets.Dataset.from_dict({"text": items})
-        ds.map(parse, batched=True, batch_size=batch, num_proc=k if k > 1 else None, load_from_cache_file=False,
-               features=parse.features(ds.features))
+        ds.map(
+            parse,
+            batched=True,
+            batch_size=batch,
+            num_proc=k if k > 1 else None,
+            load_from_cache_file=False,
+            features=parse.features(ds.features),
+        )
 
     def with_ray(items: list[str], k: int) -> None:
         import ray.data
 
         ds = ray.data.from_items([{"text": t} for t in items], override_num_blocks=max(1, min(4 * k, len(items) // 8)))
-        ds.map_batches(BatchAnnotator, fn_constructor_kwargs={"spec": args.model, "column": "text", "cache": None},
-                       batch_size=batch, compute=ray.data.ActorPoolStrategy(size=k)).materialize()
+        ds.map_batches(
+            BatchAnnotator,
+            fn_constructor_kwargs={"spec": args.model, "column": "text", "cache": None},
+            batch_size=batch,
+            compute=ray.data.ActorPoolStrategy(size=k),
+        ).materialize()
 
     methods = {"spacy_pipe": spacy_pipe, "ours": ours, "datasets": with_datasets}
     if use_ray:
@@ -208,8 +222,12 @@ def _start_ray(workers: int) -> str | None:
 
     src = os.path.dirname(os.path.dirname(os.path.abspath(syntaxformer.__file__)))
     path = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
-    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path, "SYNTAXFORMER_NO_PROGRESS": "1"}})
+    ray.init(
+        num_cpus=workers,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path, "SYNTAXFORMER_NO_PROGRESS": "1"}},
+    )
     ray.data.DataContext.get_current().enable_progress_bars = False
     return None
 
@@ -236,20 +254,34 @@ def scaling(args, nlp) -> dict:
         t = statistics.median(times[name, k])
         marginal = t - fixed[name, k]
         table.setdefault(name, {})[str(k)] = {
-            "s": round(t, 3), "texts_per_s": round(len(texts) / t, 1),
+            "s": round(t, 3),
+            "texts_per_s": round(len(texts) / t, 1),
             "ratio_vs_raw_1": round(base / t, 3) if base else None,
             "fixed_s": round(fixed[name, k], 3),
-            "marginal_texts_per_s": round((len(texts) - _SMALL) / marginal, 1) if marginal > 0 else None}
-        print(f"{name:>10} x{k}: " + " ".join(f"{x:.2f}s" for x in times[name, k]) +
-              f"  (start-up on {_SMALL} texts {fixed[name, k]:.2f}s)", file=sys.stderr)
+            "marginal_texts_per_s": round((len(texts) - _SMALL) / marginal, 1) if marginal > 0 else None,
+        }
+        print(
+            f"{name:>10} x{k}: "
+            + " ".join(f"{x:.2f}s" for x in times[name, k])
+            + f"  (start-up on {_SMALL} texts {fixed[name, k]:.2f}s)",
+            file=sys.stderr,
+        )
     if ray_note is None:
         import ray
 
         ray.shutdown()
-    return {"texts": len(texts), "words": sum(len(t.split()) for t in texts), "source": source,
-            "workers": workers, "repeats": args.scale_repeats, "parse_cache": "off", "baseline": "spacy_pipe x1",
-            "ray": ray_note or "local instance, ray.init(num_cpus=%d)" % max(workers),
-            "load_average": [round(x, 1) for x in os.getloadavg()], "methods": table}
+    return {
+        "texts": len(texts),
+        "words": sum(len(t.split()) for t in texts),
+        "source": source,
+        "workers": workers,
+        "repeats": args.scale_repeats,
+        "parse_cache": "off",
+        "baseline": "spacy_pipe x1",
+        "ray": ray_note or "local instance, ray.init(num_cpus=%d)" % max(workers),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
+        "methods": table,
+    }
 
 
 if __name__ == "__main__":

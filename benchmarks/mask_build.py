@@ -84,8 +84,7 @@ def _passages(sentences, n_examples: int, length: int):
             group.append((words, heads))
             pieces += sum(1 + len(w) // 4 for w in words)
             i += 1
-        spec = Spec([[(h, _tree_from_heads(w, h)) for w, h in group]],
-                    [1 + len(x) // 4 for w, _ in group for x in w])
+        spec = Spec([[(h, _tree_from_heads(w, h)) for w, h in group]], [1 + len(x) // 4 for w, _ in group for x in w])
         full = make_example(spec)
         ex, _ = window(full, 1, length - 1)  # new [CLS] + the first length-2 pieces + new [SEP]
         examples.append(ex)
@@ -109,8 +108,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--max-distance", type=int, default=15)
     parser.add_argument("--criterion", default="share", choices=["share", "children"])
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (default 1: stable timings on a shared machine)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (default 1: stable timings on a shared machine)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     sys.path.insert(0, str(ROOT))  # for tests.masks.reference (the brute-force reference)
@@ -125,14 +125,16 @@ def main(argv: list[str] | None = None) -> dict:
 
     # encode (numpy, per example)
     t_enc = _best(lambda: [encode_syntax(ex, args.criterion, D) for ex in examples], max(1, repeats // 5))
-    t_enc_dep = _best(lambda: [encode_syntax(ex, args.criterion, D, constituency=False) for ex in examples],
-                      max(1, repeats // 5))
+    t_enc_dep = _best(
+        lambda: [encode_syntax(ex, args.criterion, D, constituency=False) for ex in examples], max(1, repeats // 5)
+    )
     encs = [encode_syntax(ex, args.criterion, D) for ex in examples]
-    batches = [pad(encs[k * B:(k + 1) * B]) for k in range(n_batches)]
+    batches = [pad(encs[k * B : (k + 1) * B]) for k in range(n_batches)]
     t_sdoi = sum(_best(lambda b=b: sdoi_mask_from_features(b), repeats) for b in batches)
     t_rel = sum(_best(lambda b=b: relation_groups_from_features(b, D), repeats) for b in batches)
-    t_rel_dep = sum(_best(lambda b=b: relation_groups_from_features(b, D, constituency=False), repeats)
-                    for b in batches)
+    t_rel_dep = sum(
+        _best(lambda b=b: relation_groups_from_features(b, D, constituency=False), repeats) for b in batches
+    )
     n = n_batches * B
 
     # brute-force references on a few examples (and check the fast results against them)

@@ -67,7 +67,8 @@ def build_models(folder: str, systems: list[str]) -> dict[str, str]:
     tokenizer.save_pretrained(out["plain"])
     for system in systems:
         model = model_class(system, "sequence_classification").from_encoder_pretrained(
-            encoder, num_labels=2, problem_type="single_label_classification", **labels)
+            encoder, num_labels=2, problem_type="single_label_classification", **labels
+        )
         out[system] = os.path.join(folder, system)
         model.save_pretrained(out[system])
         tokenizer.save_pretrained(out[system])
@@ -105,14 +106,33 @@ def main(argv: list[str] | None = None) -> int:
     texts, source = load_texts(n)
     with tempfile.TemporaryDirectory() as tmp:
         folders = build_models(tmp, systems)
-        pipes = {"plain": pipeline("text-classification", model=folders["plain"], device=device,
-                                   batch_size=args.batch_size, truncation=True, max_length=args.max_length)}
+        pipes = {
+            "plain": pipeline(
+                "text-classification",
+                model=folders["plain"],
+                device=device,
+                batch_size=args.batch_size,
+                truncation=True,
+                max_length=args.max_length,
+            )
+        }
         # the plain model through our pipeline: length-sorted batches, tokenized only (the syntax-free floor)
-        pipes["plain_sorted"] = pipeline("syntax-text-classification", model=folders["plain"], device=device,
-                                         batch_size=args.batch_size, max_length=args.max_length)
+        pipes["plain_sorted"] = pipeline(
+            "syntax-text-classification",
+            model=folders["plain"],
+            device=device,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+        )
         for system in systems:
-            pipes[system] = pipeline("syntax-text-classification", model=folders[system], device=device,
-                                     batch_size=args.batch_size, parse_cache=False, max_length=args.max_length)
+            pipes[system] = pipeline(
+                "syntax-text-classification",
+                model=folders[system],
+                device=device,
+                batch_size=args.batch_size,
+                parse_cache=False,
+                max_length=args.max_length,
+            )
         for name, pipe in pipes.items():  # warm-up: spaCy, weights, first-call allocations
             pipe(texts[:8])
         times: dict[str, list[float]] = {name: [] for name in pipes}
@@ -127,33 +147,48 @@ def main(argv: list[str] | None = None) -> int:
                 labels[name] = [o["label"] for o in out]
                 if name in parts:
                     parts[name].append(dict(pipes[name].predictor.timings))
-            print(f"round {r + 1}: " + ", ".join(f"{k} {len(texts) / times[k][-1]:.1f} texts/s" for k in order),
-                  file=sys.stderr)
+            print(
+                f"round {r + 1}: " + ", ".join(f"{k} {len(texts) / times[k][-1]:.1f} texts/s" for k in order),
+                file=sys.stderr,
+            )
     assert all(len(v) == len(texts) for v in labels.values())
     median = {k: statistics.median(v) for k, v in times.items()}
     plain_tps = len(texts) / median["plain"]
     sorted_tps = len(texts) / median["plain_sorted"]
     result: dict = {
-        "benchmark": "predict_throughput", "date": time.strftime("%Y-%m-%d"), "data": f"SST-2 dev, first {len(texts)} "
-        f"sentences ({source})", "n": len(texts), "rounds": rounds, "batch_size": args.batch_size,
-        "max_length": args.max_length, "device": device, "torch_threads": torch.get_num_threads(),
-        "encoder": "all-MiniLM-L6-v2 (untrained 2-class head)", "plain_texts_per_s": round(plain_tps, 1),
-        "plain_sorted_texts_per_s": round(sorted_tps, 1), "systems": {}}
+        "benchmark": "predict_throughput",
+        "date": time.strftime("%Y-%m-%d"),
+        "data": f"SST-2 dev, first {len(texts)} sentences ({source})",
+        "n": len(texts),
+        "rounds": rounds,
+        "batch_size": args.batch_size,
+        "max_length": args.max_length,
+        "device": device,
+        "torch_threads": torch.get_num_threads(),
+        "encoder": "all-MiniLM-L6-v2 (untrained 2-class head)",
+        "plain_texts_per_s": round(plain_tps, 1),
+        "plain_sorted_texts_per_s": round(sorted_tps, 1),
+        "systems": {},
+    }
     for system in systems:
         tps = len(texts) / median[system]
         mid = sorted(parts[system], key=lambda t: t["total_s"])[len(parts[system]) // 2]
         total = mid["total_s"]
         result["systems"][system] = {
-            "texts_per_s": round(tps, 1), "ratio": round(tps / plain_tps, 3),
+            "texts_per_s": round(tps, 1),
+            "ratio": round(tps / plain_tps, 3),
             "ratio_vs_plain_sorted": round(tps / sorted_tps, 3),
             "seconds": {k: round(mid[k], 3) for k in ("parse_s", "featurize_s", "forward_s", "total_s")},
             "share": {k[:-2]: round(mid[k] / total, 3) for k in ("parse_s", "featurize_s", "forward_s")},
-            "pipeline_overhead_s": round(median[system] - total, 3)}
+            "pipeline_overhead_s": round(median[system] - total, 3),
+        }
     for system, r in result["systems"].items():
-        print(f"{system}: {r['texts_per_s']} texts/s vs plain {result['plain_texts_per_s']} texts/s = "
-              f"{r['ratio']}x ({r['ratio_vs_plain_sorted']}x the plain model in sorted batches, "
-              f"{result['plain_sorted_texts_per_s']} texts/s); parse {r['share']['parse']:.0%}, "
-              f"featurize {r['share']['featurize']:.0%}, forward {r['share']['forward']:.0%}")
+        print(
+            f"{system}: {r['texts_per_s']} texts/s vs plain {result['plain_texts_per_s']} texts/s = "
+            f"{r['ratio']}x ({r['ratio_vs_plain_sorted']}x the plain model in sorted batches, "
+            f"{result['plain_sorted_texts_per_s']} texts/s); parse {r['share']['parse']:.0%}, "
+            f"featurize {r['share']['featurize']:.0%}, forward {r['share']['forward']:.0%}"
+        )
     print(json.dumps(result))
     return 0
 

@@ -34,8 +34,11 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-UD_DEV = (Path(os.environ["SYNTAXFORMER_DATA"]) if os.environ.get("SYNTAXFORMER_DATA") else ROOT / ".." / "shared" / "data"
-          ) / "ud_ewt" / "en_ewt-ud-dev.conllu"
+UD_DEV = (
+    (Path(os.environ["SYNTAXFORMER_DATA"]) if os.environ.get("SYNTAXFORMER_DATA") else ROOT / ".." / "shared" / "data")
+    / "ud_ewt"
+    / "en_ewt-ud-dev.conllu"
+)
 GOAL = 1.2
 
 
@@ -110,8 +113,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=None, help="timed rounds (default 4 quick, 15 full)")
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (default 1: stable timings on a shared machine; 0 = torch's choice)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (default 1: stable timings on a shared machine; 0 = torch's choice)",
+    )
     args = parser.parse_args(argv)
     if args.threads > 0:
         torch.set_num_threads(args.threads)

@@ -103,8 +103,10 @@ AUTOCAST: torch.dtype | None = None
 
 #: ``--shape``: the encoder whose layer and model are timed. ``minilm``: the MiniLM checkpoint (its weights);
 #: ``bert-base``: BERT-base's dimensions with random weights.
-SHAPES = {"minilm": None,
-          "bert-base": dict(hidden_size=768, num_attention_heads=12, num_hidden_layers=12, intermediate_size=3072)}
+SHAPES = {
+    "minilm": None,
+    "bert-base": dict(hidden_size=768, num_attention_heads=12, num_hidden_layers=12, intermediate_size=3072),
+}
 SHAPE = "minilm"
 
 
@@ -128,8 +130,9 @@ def _autocast() -> contextlib.AbstractContextManager:
     return torch.autocast(DEVICE.type, dtype=AUTOCAST) if AUTOCAST is not None else contextlib.nullcontext()
 
 
-def _interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
-                 first: dict[str, float] | None = None) -> dict[str, float]:
+def _interleaved(
+    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1, first: dict[str, float] | None = None
+) -> dict[str, float]:
     """Median seconds per call of each function, calls interleaved round-robin (synchronised on CUDA); the
     seconds of each function's first (warm-up) call go into ``first`` when given."""
     for i in range(warmup):
@@ -187,8 +190,12 @@ def bench_groups(batch: dict[str, torch.Tensor], repeats: int) -> dict:
     return {"groups_ms_per_example": round(t["groups"] * 1e3 / batch["input_ids"].shape[0], 3)}
 
 
-def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, ...] = ("fast", "exact"),
-                attention_dropout: float | None = None) -> dict:
+def bench_layer(
+    batch: dict[str, torch.Tensor],
+    repeats: int,
+    impls: tuple[str, ...] = ("fast", "exact"),
+    attention_dropout: float | None = None,
+) -> dict:
     from transformers.models.bert.modeling_bert import BertLayer
 
     from syntaxformer.masks import relation_groups_from_features
@@ -221,8 +228,13 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
         with _autocast():
             if impl is None:
                 return vanilla(x, mask)
-            return syntax(x, mask, syntax_groups=groups, syntax_topical=topical,
-                          syntax_options=SyntaxAttentionOptions(implementation=impl))
+            return syntax(
+                x,
+                mask,
+                syntax_groups=groups,
+                syntax_topical=topical,
+                syntax_options=SyntaxAttentionOptions(implementation=impl),
+            )
 
     def run(impl: str | None) -> torch.Tensor:
         y = forward(impl)
@@ -237,8 +249,11 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
         y = forward(impl).float()
         (y * torch.linspace(-1, 1, y.shape[-1], device=DEVICE)).sum().backward()
         got[impl] = (y.detach(), x.grad.clone())
-    diffs = {impl: max(float((a - b).abs().max()) for a, b in zip(got[impl], got["exact"]))
-             for impl in impls if impl != "exact"}
+    diffs = {
+        impl: max(float((a - b).abs().max()) for a, b in zip(got[impl], got["exact"]))
+        for impl in impls
+        if impl != "exact"
+    }
     del got
     syntax.train()
 
@@ -247,14 +262,23 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
     t = _interleaved({k: (lambda impl=impl: run(impl)) for k, impl in variants.items()}, repeats, first=first)
     mem = {k: _saved_bytes(lambda impl=impl: forward(impl), k) for k, impl in variants.items()}
     out = {
-        "shape": {"batch": B, "length": L, "hidden": base.hidden_size, "heads": base.num_attention_heads,
-                  "sub_networks": 2 * 45, "sub_networks_present": n_groups},
+        "shape": {
+            "batch": B,
+            "length": L,
+            "hidden": base.hidden_size,
+            "heads": base.num_attention_heads,
+            "sub_networks": 2 * 45,
+            "sub_networks_present": n_groups,
+        },
         "ms": {k: round(v * 1e3, 2) for k, v in t.items()},
         **{f"{impl}_over_vanilla": round(t[impl] / t["vanilla"], 3) for impl in impls},
         "tokens_per_s": {k: round(B * L / v) for k, v in t.items()},
-        "saved_for_backward_mb": {k: None if v is None else round(v / 2 ** 20, 1) for k, v in mem.items()},
-        **{f"saved_{impl}_over_vanilla": round(mem[impl] / mem["vanilla"], 3) for impl in impls
-           if mem[impl] is not None},
+        "saved_for_backward_mb": {k: None if v is None else round(v / 2**20, 1) for k, v in mem.items()},
+        **{
+            f"saved_{impl}_over_vanilla": round(mem[impl] / mem["vanilla"], 3)
+            for impl in impls
+            if mem[impl] is not None
+        },
         **{f"{impl}_vs_exact_max_abs_diff": d for impl, d in diffs.items()},
     }
     if DEVICE.type == "cuda":
@@ -267,7 +291,7 @@ def bench_layer(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
             before = torch.cuda.memory_allocated()
             run(impl)
             torch.cuda.synchronize()
-            peak[k] = round((torch.cuda.max_memory_allocated() - before) / 2 ** 20, 1)
+            peak[k] = round((torch.cuda.max_memory_allocated() - before) / 2**20, 1)
         out["peak_cuda_mb"] = peak
         out.update({f"peak_{impl}_over_vanilla": round(peak[impl] / peak["vanilla"], 3) for impl in impls})
     return out
@@ -303,11 +327,13 @@ def _model(kind: str, attention_dropout: float | None = None):
         if random_weights:
             cfg = _encoder_config()
             cfg.update(enc)
-            model = SyntaxBertForSequenceClassification(SyntaxBertConfig(encoder=cfg, num_labels=2,
-                                                                         implementation=impl))
+            model = SyntaxBertForSequenceClassification(
+                SyntaxBertConfig(encoder=cfg, num_labels=2, implementation=impl)
+            )
         else:
             model = SyntaxBertForSequenceClassification.from_encoder_pretrained(
-                default_hf_model(), encoder_kwargs=enc, num_labels=2, implementation=impl)
+                default_hf_model(), encoder_kwargs=enc, num_labels=2, implementation=impl
+            )
         with torch.no_grad():
             model.syntax_bert.topical.query.normal_(0, 1.0)  # a trained-looking query (not the zero init)
     model.to(DEVICE).train()
@@ -315,8 +341,11 @@ def _model(kind: str, attention_dropout: float | None = None):
 
 
 def _train_step(model, opt, batch: dict[str, torch.Tensor], kind: str) -> torch.Tensor:
-    inputs = batch if kind != "vanilla" else {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids",
-                                                                       "labels")}
+    inputs = (
+        batch
+        if kind != "vanilla"
+        else {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids", "labels")}
+    )
     with _autocast():
         loss = model(**inputs).loss
     loss.backward()
@@ -325,8 +354,9 @@ def _train_step(model, opt, batch: dict[str, torch.Tensor], kind: str) -> torch.
     return loss
 
 
-def bench_model(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, ...] = (),
-                attention_dropout: float | None = None) -> dict:
+def bench_model(
+    batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, ...] = (), attention_dropout: float | None = None
+) -> dict:
     """Training steps of the vanilla model, the ``fast`` Syntax-BERT model and one per implementation of
     ``impls`` among ``flex`` / ``triton``."""
     extra = tuple(f"syntax_{impl}" for impl in impls if impl in ("flex", "triton"))
@@ -334,12 +364,14 @@ def bench_model(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
     models = {k: _model(k, attention_dropout) for k in kinds}
     opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-5) for k, m in models.items()}
     first: dict[str, float] = {}
-    t = _interleaved({k: (lambda k=k: _train_step(models[k], opts[k], batch, k)) for k in models}, repeats,
-                     first=first)
+    t = _interleaved({k: (lambda k=k: _train_step(models[k], opts[k], batch, k)) for k in models}, repeats, first=first)
     saved = {}
     for k, m in models.items():
-        inputs = batch if k != "vanilla" else {n: batch[n] for n in ("input_ids", "attention_mask", "token_type_ids",
-                                                                      "labels")}
+        inputs = (
+            batch
+            if k != "vanilla"
+            else {n: batch[n] for n in ("input_ids", "attention_mask", "token_type_ids", "labels")}
+        )
         with _autocast():
             saved[k] = _saved_bytes(lambda m=m, inputs=inputs: m(**inputs).loss, k)
     B, L = batch["input_ids"].shape
@@ -347,7 +379,7 @@ def bench_model(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
         "step_ms": {k: round(v * 1e3, 1) for k, v in t.items()},
         "step_syntax_over_vanilla": round(t["syntax"] / t["vanilla"], 3),
         "tokens_per_s": {k: round(B * L / v) for k, v in t.items()},
-        "saved_for_backward_mb": {k: None if v is None else round(v / 2 ** 20, 1) for k, v in saved.items()},
+        "saved_for_backward_mb": {k: None if v is None else round(v / 2**20, 1) for k, v in saved.items()},
         "saved_syntax_over_vanilla": round(saved["syntax"] / saved["vanilla"], 3),
     }
     for k in extra:
@@ -363,7 +395,7 @@ def bench_model(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
             before = torch.cuda.memory_allocated()
             _train_step(models[k], opts[k], batch, k)
             torch.cuda.synchronize()
-            peak[k] = round((torch.cuda.max_memory_allocated() - before) / 2 ** 20, 1)
+            peak[k] = round((torch.cuda.max_memory_allocated() - before) / 2**20, 1)
         out["peak_cuda_mb"] = peak
         out.update({f"peak_{k}_over_vanilla": round(peak[k] / peak["vanilla"], 3) for k in models if k != "vanilla"})
     return out
@@ -372,7 +404,7 @@ def bench_model(batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, 
 def _rss_mb() -> float:
     """Current resident set size of this process (Linux ``/proc/self/statm``), MiB."""
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize() / 2 ** 20
+        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
 def _rss_child(kind: str, n: int, length: int, steps: int, threads: int) -> dict:
@@ -405,13 +437,27 @@ def _rss_child(kind: str, n: int, length: int, steps: int, threads: int) -> dict
 def bench_rss(n: int, length: int, steps: int, threads: int) -> dict:
     out = {}
     for kind in ("vanilla", "syntax"):
-        cmd = [sys.executable, __file__, "--rss-child", kind, "--batch", str(n), "--length", str(length),
-               "--threads", str(threads), "--steps", str(steps)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--rss-child",
+            kind,
+            "--batch",
+            str(n),
+            "--length",
+            str(length),
+            "--threads",
+            str(threads),
+            "--steps",
+            str(steps),
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True)
         out[kind] = json.loads(res.stdout.strip().splitlines()[-1])
     growth = {k: v["peak_rss_growth_mb"] for k, v in out.items()}
-    return {"peak_rss_growth_mb": growth,
-            "peak_rss_growth_syntax_minus_vanilla_mb": round(growth["syntax"] - growth["vanilla"], 1)}
+    return {
+        "peak_rss_growth_mb": growth,
+        "peak_rss_growth_syntax_minus_vanilla_mb": round(growth["syntax"] - growth["vanilla"], 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -419,21 +465,34 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quick", action="store_true", help="fewer repeats (< 1 minute per length at 128)")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--length", type=int, nargs="+", default=[128], help="one or more sequence lengths")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads (default 1: stable timings on a shared machine)")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (default 1: stable timings on a shared machine)"
+    )
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS child processes")
     parser.add_argument("--model-only", action="store_true", help="only the whole-model training step")
-    parser.add_argument("--model-repeats", type=int, default=None,
-                        help="timed whole-model steps per variant (default 3 quick, 7 full)")
-    parser.add_argument("--implementations", default="fast,exact",
-                        help="comma-separated syntax implementations timed in the layer benchmark (fast, exact, flex,"
-                             " triton; default fast,exact); with flex / triton the model step also times a flex / "
-                             "triton model")
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="minilm",
-                        help="minilm (the checkpoint) or bert-base (hidden 768, 12 heads, 12 layers, random weights)")
+    parser.add_argument(
+        "--model-repeats", type=int, default=None, help="timed whole-model steps per variant (default 3 quick, 7 full)"
+    )
+    parser.add_argument(
+        "--implementations",
+        default="fast,exact",
+        help="comma-separated syntax implementations timed in the layer benchmark (fast, exact, flex,"
+        " triton; default fast,exact); with flex / triton the model step also times a flex / "
+        "triton model",
+    )
+    parser.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default="minilm",
+        help="minilm (the checkpoint) or bert-base (hidden 768, 12 heads, 12 layers, random weights)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON to this new file")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
-                        help="where to run (cuda: synchronised timings, compile warm-up reported separately)")
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="where to run (cuda: synchronised timings, compile warm-up reported separately)",
+    )
     parser.add_argument("--autocast", choices=["bf16"], default=None, help="run the forwards under bf16 autocast")
     parser.add_argument("--steps", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--rss-child", choices=["vanilla", "syntax"], help=argparse.SUPPRESS)
@@ -453,8 +512,10 @@ def main(argv: list[str] | None = None) -> dict:
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda but torch.cuda.is_available() is False")
     if "triton" in impls and args.device != "cuda":
-        parser.error("--implementations triton needs --device cuda (on the CPU the kernels run only in Triton's "
-                     "interpreter, whose timings say nothing about speed)")
+        parser.error(
+            "--implementations triton needs --device cuda (on the CPU the kernels run only in Triton's "
+            "interpreter, whose timings say nothing about speed)"
+        )
     if args.out is not None and args.out.exists():
         parser.error(f"--out {args.out} exists; choose a new file (results are never overwritten)")
     DEVICE = torch.device(args.device)
@@ -467,8 +528,9 @@ def main(argv: list[str] | None = None) -> dict:
     model_reps = args.model_repeats or model_reps
     result = {
         "benchmark": "syntax_bert_attention",
-        "command": " ".join(["python", "benchmarks/syntax_bert_attention.py", *(sys.argv[1:] if argv is None
-                                                                               else argv)]),
+        "command": " ".join(
+            ["python", "benchmarks/syntax_bert_attention.py", *(sys.argv[1:] if argv is None else argv)]
+        ),
         "shape": args.shape,
         "quick": args.quick,
         "threads": args.threads,
@@ -487,8 +549,11 @@ def main(argv: list[str] | None = None) -> dict:
     }
     for length in args.length:
         batch = {k: v.to(DEVICE) for k, v in _batch(args.batch, length).items()}
-        res = {} if args.model_only else {"groups": bench_groups(batch, layer_reps),
-                                          "layer": bench_layer(batch, layer_reps, impls, dropout)}
+        res = (
+            {}
+            if args.model_only
+            else {"groups": bench_groups(batch, layer_reps), "layer": bench_layer(batch, layer_reps, impls, dropout)}
+        )
         res["model"] = bench_model(batch, model_reps, impls, dropout)
         if not (args.no_rss or args.model_only or DEVICE.type == "cuda"):
             res["memory_rss"] = bench_rss(args.batch, length, args.steps, args.threads)
@@ -515,8 +580,9 @@ def _triton_version() -> str | None:
 def _commit() -> str | None:
     """The checkout's commit (None where there is no git, e.g. a copied tree on a device machine)."""
     try:
-        res = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
-                             timeout=10)
+        res = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return res.stdout.strip() or None

@@ -18,15 +18,22 @@ from pathlib import Path
 
 import numpy as np
 
-SYSTEMS = [("baseline_default", "plain encoder"), ("sgnet_default", "SG-Net"),
-           ("vanilla_layer_mean", "extra layer, no mask"), ("sgnet_default_noise1", "SG-Net, random trees"),
-           ("sbert_baseline", "SB head baseline"), ("sbert_gate", "SB gated"),
-           ("sbert_gate_random", "SB gated, random trees")]
-COMPARISONS = [("sgnet_default", "baseline_default", "SG-Net − plain"),
-               ("sgnet_default", "vanilla_layer_mean", "SG-Net − extra layer without mask"),
-               ("sgnet_default", "sgnet_default_noise1", "SG-Net − SG-Net with random trees"),
-               ("sbert_gate", "sbert_baseline", "SB gated − SB head baseline"),
-               ("sbert_gate", "sbert_gate_random", "SB gated − SB gated with random trees")]
+SYSTEMS = [
+    ("baseline_default", "plain encoder"),
+    ("sgnet_default", "SG-Net"),
+    ("vanilla_layer_mean", "extra layer, no mask"),
+    ("sgnet_default_noise1", "SG-Net, random trees"),
+    ("sbert_baseline", "SB head baseline"),
+    ("sbert_gate", "SB gated"),
+    ("sbert_gate_random", "SB gated, random trees"),
+]
+COMPARISONS = [
+    ("sgnet_default", "baseline_default", "SG-Net − plain"),
+    ("sgnet_default", "vanilla_layer_mean", "SG-Net − extra layer without mask"),
+    ("sgnet_default", "sgnet_default_noise1", "SG-Net − SG-Net with random trees"),
+    ("sbert_gate", "sbert_baseline", "SB gated − SB head baseline"),
+    ("sbert_gate", "sbert_gate_random", "SB gated − SB gated with random trees"),
+]
 
 
 def load_archive(archive: Path) -> dict[str, dict[int, dict]]:
@@ -38,8 +45,10 @@ def load_archive(archive: Path) -> dict[str, dict[int, dict]]:
         run = report.parents[2]
         seed = int(run.name.removeprefix("seed"))
         metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
-        runs.setdefault(run.parent.name, {})[seed] = {"dev": metrics["dev"]["matthews_correlation"],
-                                                      "records": suite_records_of(run, "blimp")}
+        runs.setdefault(run.parent.name, {})[seed] = {
+            "dev": metrics["dev"]["matthews_correlation"],
+            "records": suite_records_of(run, "blimp"),
+        }
     return runs
 
 
@@ -50,8 +59,10 @@ def _seeds(seeds: list[int]) -> str:
 def accuracy_table(runs: dict, fields: list[str]) -> str:
     from syntaxformer.analysis.minimal_pairs import minimal_pair_report
 
-    lines = ["| system | seeds | CoLA dev MCC | BLiMP all | " + " | ".join(fields) + " |",
-             "|---" * (len(fields) + 4) + "|"]
+    lines = [
+        "| system | seeds | CoLA dev MCC | BLiMP all | " + " | ".join(fields) + " |",
+        "|---" * (len(fields) + 4) + "|",
+    ]
     for key, name in SYSTEMS:
         if key not in runs:
             continue
@@ -75,9 +86,15 @@ def comparison_table(runs: dict, level: str, resamples: int) -> tuple[str, dict]
         seeds = sorted(set(runs[a]) & set(runs[b]))
         if not seeds:
             continue
-        results[name] = (seeds, compare_minimal_pairs([runs[b][s]["records"] for s in seeds],
-                                                      [runs[a][s]["records"] for s in seeds], level=level,
-                                                      resamples=resamples))
+        results[name] = (
+            seeds,
+            compare_minimal_pairs(
+                [runs[b][s]["records"] for s in seeds],
+                [runs[a][s]["records"] for s in seeds],
+                level=level,
+                resamples=resamples,
+            ),
+        )
     # Holm over the whole table: every comparison x group
     keys = [(n, g) for n, (_, r) in results.items() for g in r["groups"]]
     adjusted = dict(zip(keys, holm([results[n][1]["groups"][g]["bootstrap"]["p_value"] for n, g in keys])))
@@ -91,9 +108,10 @@ def comparison_table(runs: dict, level: str, resamples: int) -> tuple[str, dict]
                 cells.append("–")
                 continue
             lo, hi = e["bootstrap"]["ci95"]
-            text = (f"{e['difference']:+.4f} [{lo:+.3f}, {hi:+.3f}] (p {e['bootstrap']['p_value']:.4f}, "
-                    f"Holm {adjusted[name, g]:.4f}" + (f", t {e['t_test']['p_value']:.3f}" if "t_test" in e else "")
-                    + ")")
+            text = (
+                f"{e['difference']:+.4f} [{lo:+.3f}, {hi:+.3f}] (p {e['bootstrap']['p_value']:.4f}, "
+                f"Holm {adjusted[name, g]:.4f}" + (f", t {e['t_test']['p_value']:.3f}" if "t_test" in e else "") + ")"
+            )
             cells.append(f"**{text}**" if adjusted[name, g] < 0.05 else text)
         lines.append(f"| {name} | {_seeds(seeds)} | " + " | ".join(cells) + " |")
     return "\n".join(lines), {"adjusted": {f"{n} / {g}": p for (n, g), p in adjusted.items()}}

@@ -87,8 +87,13 @@ def make(data_file: Path = DATA, out: Path = FIXTURE, seed: int = 0) -> dict:
             preds[q["id"]] = " ".join(rng.choice(golds).split()[::-1])
         # no-answer scores on a coarse grid (many ties), some negative
         na[q["id"]] = round(rng.uniform(-3, 3) * 2) / 2
-    fixture = {"source": str(data_file.relative_to(ROOT.parent)), "seed": seed, "predictions": preds,
-               "na_probs": na, "oracle": None}
+    fixture = {
+        "source": str(data_file.relative_to(ROOT.parent)),
+        "seed": seed,
+        "predictions": preds,
+        "na_probs": na,
+        "oracle": None,
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(fixture, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out}: {len(preds)} predictions")
@@ -106,11 +111,13 @@ def _load_hf_port(path: Path):
     """Import HF's squad_metrics.py with stand-ins for its package-relative imports."""
     pkg = types.ModuleType("_oracle_pkg")
     pkg.__path__ = []  # type: ignore[attr-defined]
-    sub = {"_oracle_pkg.data": types.ModuleType("_oracle_pkg.data"),
-           "_oracle_pkg.data.metrics": types.ModuleType("_oracle_pkg.data.metrics"),
-           "_oracle_pkg.models": types.ModuleType("_oracle_pkg.models"),
-           "_oracle_pkg.models.bert": types.ModuleType("_oracle_pkg.models.bert"),
-           "_oracle_pkg.utils": types.ModuleType("_oracle_pkg.utils")}
+    sub = {
+        "_oracle_pkg.data": types.ModuleType("_oracle_pkg.data"),
+        "_oracle_pkg.data.metrics": types.ModuleType("_oracle_pkg.data.metrics"),
+        "_oracle_pkg.models": types.ModuleType("_oracle_pkg.models"),
+        "_oracle_pkg.models.bert": types.ModuleType("_oracle_pkg.models.bert"),
+        "_oracle_pkg.utils": types.ModuleType("_oracle_pkg.utils"),
+    }
     for m in sub.values():
         m.__path__ = []  # type: ignore[attr-defined]
     sub["_oracle_pkg.models.bert"].BasicTokenizer = object  # type: ignore[attr-defined]
@@ -140,9 +147,11 @@ def _oracle(path: Path, data_file: Path, preds: dict, na: dict) -> dict:
         p, n = Path(tmp) / "pred.json", Path(tmp) / "na.json"
         p.write_text(json.dumps(preds), encoding="utf-8")
         n.write_text(json.dumps(na), encoding="utf-8")
-        run = lambda *extra: json.loads(subprocess.run(  # noqa: E731
-            [sys.executable, str(path), str(data_file), str(p), *extra], check=True, capture_output=True,
-            text=True).stdout)
+        run = lambda *extra: json.loads(
+            subprocess.run(  # noqa: E731
+                [sys.executable, str(path), str(data_file), str(p), *extra], check=True, capture_output=True, text=True
+            ).stdout
+        )
         return {"no_na": run(), "na": run("--na-prob-file", str(n))}
 
 
@@ -165,8 +174,11 @@ def check(oracle: Path, record: bool, data_file: Path = DATA, fixture_file: Path
         print(f"{mode:6s} {key:22s} oracle {v!s:>22s}  ours {o!s:>22s}")
     print(json.dumps({"oracle": str(oracle), "max_abs_difference": worst}))
     if record:
-        fixture["oracle"] = {"file": oracle.name, "numbers": theirs,
-                             "note": "numbers of the oracle implementation named in experiments/check_squad_metric.py"}
+        fixture["oracle"] = {
+            "file": oracle.name,
+            "numbers": theirs,
+            "note": "numbers of the oracle implementation named in experiments/check_squad_metric.py",
+        }
         fixture_file.write_text(json.dumps(fixture, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return 0 if worst < 1e-9 else 1
 

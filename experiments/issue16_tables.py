@@ -23,22 +23,41 @@ from pathlib import Path
 
 import numpy as np
 
-TASKS = [("cola", "CoLA (Matthews)"), ("rte", "RTE (accuracy)"), ("stsb", "STS-B (Pearson)"), ("mrpc", "MRPC (F1)"),
-         ("sst2", "SST-2 10k (accuracy)")]
-MAIN = [("baseline_default", "baseline"), ("sgnet_default", "SG-Net"), ("vanilla_layer_mean", "extra layer, no mask"),
-        ("sbert_baseline", "SB head baseline"), ("sbert", "Syntax-BERT (paper)"), ("sbert_gate", "SB gated"),
-        ("sbert_gate_random", "SB gated, random masks")]
-PAIRS = [("sgnet_default", "baseline_default", "SG-Net − baseline"),
-         ("sgnet_default", "vanilla_layer_mean", "SG-Net − extra layer without mask"),
-         ("vanilla_layer_mean", "baseline_default", "extra layer without mask − baseline"),
-         ("sbert_gate", "sbert_baseline", "SB gated − SB head baseline"),
-         ("sbert_gate", "sbert_gate_random", "SB gated − SB gated with random masks"),
-         ("sbert", "sbert_baseline", "Syntax-BERT (paper) − SB head baseline")]
-TABLE5 = [("sbert_gate_sum", "w/o topical attention (sum)"), ("sbert_gate_nodep", "w/o dependency tree"),
-          ("sbert_gate_noconst", "w/o constituency tree"), ("sbert_gate_noparent", "w/o parent"),
-          ("sbert_gate_nochild", "w/o child"), ("sbert_gate_nosibling", "w/o sibling"),
-          ("sbert_gate_nopairwise", "w/o pairwise"), ("sbert_gate_random", "random masks (control)"),
-          ("sbert", "Syntax-BERT, paper (no gate)")]
+TASKS = [
+    ("cola", "CoLA (Matthews)"),
+    ("rte", "RTE (accuracy)"),
+    ("stsb", "STS-B (Pearson)"),
+    ("mrpc", "MRPC (F1)"),
+    ("sst2", "SST-2 10k (accuracy)"),
+]
+MAIN = [
+    ("baseline_default", "baseline"),
+    ("sgnet_default", "SG-Net"),
+    ("vanilla_layer_mean", "extra layer, no mask"),
+    ("sbert_baseline", "SB head baseline"),
+    ("sbert", "Syntax-BERT (paper)"),
+    ("sbert_gate", "SB gated"),
+    ("sbert_gate_random", "SB gated, random masks"),
+]
+PAIRS = [
+    ("sgnet_default", "baseline_default", "SG-Net − baseline"),
+    ("sgnet_default", "vanilla_layer_mean", "SG-Net − extra layer without mask"),
+    ("vanilla_layer_mean", "baseline_default", "extra layer without mask − baseline"),
+    ("sbert_gate", "sbert_baseline", "SB gated − SB head baseline"),
+    ("sbert_gate", "sbert_gate_random", "SB gated − SB gated with random masks"),
+    ("sbert", "sbert_baseline", "Syntax-BERT (paper) − SB head baseline"),
+]
+TABLE5 = [
+    ("sbert_gate_sum", "w/o topical attention (sum)"),
+    ("sbert_gate_nodep", "w/o dependency tree"),
+    ("sbert_gate_noconst", "w/o constituency tree"),
+    ("sbert_gate_noparent", "w/o parent"),
+    ("sbert_gate_nochild", "w/o child"),
+    ("sbert_gate_nosibling", "w/o sibling"),
+    ("sbert_gate_nopairwise", "w/o pairwise"),
+    ("sbert_gate_random", "random masks (control)"),
+    ("sbert", "Syntax-BERT, paper (no gate)"),
+]
 
 
 def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) -> dict:
@@ -58,8 +77,9 @@ def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) ->
     tasks: dict = {}
     for summary in summaries:
         for task, t in summary["tasks"].items():
-            out = tasks.setdefault(task, {"metric": t["metric"], "regression": t.get("regression", False),
-                                          "by_seed": {}, "bootstraps": []})
+            out = tasks.setdefault(
+                task, {"metric": t["metric"], "regression": t.get("regression", False), "by_seed": {}, "bootstraps": []}
+            )
             if out["metric"] != t["metric"]:
                 raise ValueError(f"{task}: the summaries measure {out['metric']} and {t['metric']}")
             scores = {}  # this summary's own runs, to tell later which of its bootstraps still pair the runs used
@@ -76,8 +96,14 @@ def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) ->
                     scores[variant, seed] = score
             for variant, tests in t.get("tests", {}).items():
                 for test in [tests] if isinstance(tests, dict) else tests:
-                    out["bootstraps"].append((variant, test["vs"], scores, {
-                        "seeds": test["seeds"], "difference": test["difference"], "p": test["bootstrap_p"]}))
+                    out["bootstraps"].append(
+                        (
+                            variant,
+                            test["vs"],
+                            scores,
+                            {"seeds": test["seeds"], "difference": test["difference"], "p": test["bootstrap_p"]},
+                        )
+                    )
     merged: dict = {"tasks": {}}
     for task, t in tasks.items():
         final = t["by_seed"]
@@ -85,8 +111,12 @@ def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) ->
         for variant, by_seed in final.items():
             seeds = sorted(by_seed)
             scores = [by_seed[s][0] for s in seeds]
-            variants[variant] = {"seeds": seeds, "scores": scores, "mean": float(np.mean(scores)),
-                                 "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0}
+            variants[variant] = {
+                "seeds": seeds,
+                "scores": scores,
+                "mean": float(np.mean(scores)),
+                "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
+            }
             if all(by_seed[s][1] is not None for s in seeds):
                 variants[variant]["spread"] = [by_seed[s][1] for s in seeds]
         boots: dict = {}
@@ -99,14 +129,22 @@ def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) ->
             common = sorted(set(final[variant]) & set(final[ref]))
             a = [final[ref][s][0] for s in common]
             b = [final[variant][s][0] for s in common]
-            entry = {"vs": ref, "seeds": common, "difference": float(np.mean(np.subtract(b, a))),
-                     "bootstrap": sorted(found, key=lambda x: x["seeds"])}
+            entry = {
+                "vs": ref,
+                "seeds": common,
+                "difference": float(np.mean(np.subtract(b, a))),
+                "bootstrap": sorted(found, key=lambda x: x["seeds"]),
+            }
             if len(common) > 1:
                 entry["t_test_p"] = paired_t_test(a, b).p_value
                 entry["ci95"] = _t_interval(np.subtract(b, a))
             tests.setdefault(variant, []).append(entry)
-        merged["tasks"][task] = {"metric": t["metric"], "regression": t["regression"], "variants": variants,
-                                 "tests": tests}
+        merged["tasks"][task] = {
+            "metric": t["metric"],
+            "regression": t["regression"],
+            "variants": variants,
+            "tests": tests,
+        }
     return merged
 
 
@@ -164,16 +202,19 @@ def main_tables(summary: dict) -> str:
     tasks = summary["tasks"]
     seeds = sorted({s for t in tasks.values() for v in t["variants"].values() for s in v["seeds"]})
     multi = len(seeds) > 1  # mean ± std where a variant has more than one seed
-    lines = ["| task (dev metric) | " + " | ".join(name for _, name in MAIN) + " |",
-             "|---" * (len(MAIN) + 1) + "|"]
+    lines = ["| task (dev metric) | " + " | ".join(name for _, name in MAIN) + " |", "|---" * (len(MAIN) + 1) + "|"]
     for task, title in TASKS:
         variants = tasks.get(task, {}).get("variants", {})
         # no bold here: the highest mean is not a test (the comparisons below are, corrected for multiplicity)
         cells = [_cell(variants.get(key), multi) for key, _ in MAIN]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
-    lines += ["", "| comparison | " + " | ".join(f"{title.split(' (')[0]} Δ [95% CI over seeds] (p)"
-                                                   for _, title in TASKS) + " |",
-              "|---" * (len(TASKS) + 1) + "|"]
+    lines += [
+        "",
+        "| comparison | "
+        + " | ".join(f"{title.split(' (')[0]} Δ [95% CI over seeds] (p)" for _, title in TASKS)
+        + " |",
+        "|---" * (len(TASKS) + 1) + "|",
+    ]
     adjusted = holm_family(summary)
     for a, b, name in PAIRS:
         cells = []
@@ -184,8 +225,11 @@ def main_tables(summary: dict) -> str:
                 continue
             n = len(t["seeds"])
             whole = [b for b in t["bootstrap"] if b["seeds"] == t["seeds"]]  # a bootstrap over every seed
-            parts = [_p(whole[0]["p"]) if whole else
-                     "bootstrap " + ", ".join(f"{_p(b['p'])} on {_seeds(b['seeds'])}" for b in t["bootstrap"])]
+            parts = [
+                _p(whole[0]["p"])
+                if whole
+                else "bootstrap " + ", ".join(f"{_p(b['p'])} on {_seeds(b['seeds'])}" for b in t["bootstrap"])
+            ]
             # a t-test over 2 seeds has 1 degree of freedom (two equal differences give p = 0): shown from 3 seeds
             if n > 2:
                 parts.append(f"t {_p(t.get('t_test_p'))}, Holm {_p(adjusted[task, a, b])}")
@@ -215,8 +259,11 @@ def collapsed_runs(summary: dict) -> str:
                 continue
             for seed, score, spread in zip(v["seeds"], v["scores"], v["spread"]):
                 if (spread < 0.75) if regression else (spread >= 0.99):
-                    what = (f"prediction std = {spread:.2f} × label std" if regression
-                            else f"{spread:.0%} of the dev set in one class")
+                    what = (
+                        f"prediction std = {spread:.2f} × label std"
+                        if regression
+                        else f"{spread:.0%} of the dev set in one class"
+                    )
                     lines.append(f"* {title.split(' (')[0]}, {name}, seed {seed}: {score:.4f} ({what})")
     return "\n".join(lines) or "* none"
 
@@ -235,16 +282,20 @@ def runs_below(summary: dict, variant: str = "sbert_gate", ref: str = "sbert_bas
                 continue
             n += 1
             if score < ref_scores[seed]:
-                lines.append(f"* {title.split(' (')[0]}, seed {seed}: {score:.4f} vs {ref_scores[seed]:.4f} "
-                             f"({score - ref_scores[seed]:+.4f})")
+                lines.append(
+                    f"* {title.split(' (')[0]}, seed {seed}: {score:.4f} vs {ref_scores[seed]:.4f} "
+                    f"({score - ref_scores[seed]:+.4f})"
+                )
     return f"{len(lines)} of {n} paired runs below:\n" + ("\n".join(lines) or "* none")
 
 
 def table5(summary: dict) -> str:
     task = summary["tasks"]["sst2_trees"]
     v, tests = task["variants"], task["tests"]
-    lines = ["| variant | seeds | accuracy mean ± std | Δ vs whole gated | bootstrap p | t-test p |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| variant | seeds | accuracy mean ± std | Δ vs whole gated | bootstrap p | t-test p |",
+        "|---|---|---|---|---|---|",
+    ]
 
     def row(key: str, name: str, against: str) -> str:
         if key not in v:
@@ -258,8 +309,10 @@ def table5(summary: dict) -> str:
         diff = f"{t['difference']:+.4f}" if t else ""
         if against != "sbert_gate" and t:
             diff = f"(vs SB head baseline {diff})"
-        return (f"| {name} | {len(v[key]['seeds'])} | {v[key]['mean']:.4f} ± {v[key]['std']:.4f} | {diff} | "
-                f"{_p(t.get('bootstrap_p')) if t else ''} | {_p(t.get('t_test_p')) if t else ''} |")
+        return (
+            f"| {name} | {len(v[key]['seeds'])} | {v[key]['mean']:.4f} ± {v[key]['std']:.4f} | {diff} | "
+            f"{_p(t.get('bootstrap_p')) if t else ''} | {_p(t.get('t_test_p')) if t else ''} |"
+        )
 
     lines.append(row("sbert_baseline", "SB head baseline (no syntax)", "none"))
     lines.append(row("sbert_gate", "**gated Syntax-BERT (whole)**", "sbert_baseline"))
@@ -269,15 +322,20 @@ def table5(summary: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--main", default="docs/results/issue16.json",
-                        help="the main sweep's summary JSON, or several, comma-separated, whose seeds are joined")
+    parser.add_argument(
+        "--main",
+        default="docs/results/issue16.json",
+        help="the main sweep's summary JSON, or several, comma-separated, whose seeds are joined",
+    )
     parser.add_argument("--table5", default="docs/results/issue16_table5.json")
-    parser.add_argument("--later-replaces", action="store_true", help="a seed run again with another score: use "
-                        "the later summary's run (listed) instead of stopping")
+    parser.add_argument(
+        "--later-replaces",
+        action="store_true",
+        help="a seed run again with another score: use the later summary's run (listed) instead of stopping",
+    )
     args = parser.parse_args()
     replaced: list[str] | None = [] if args.later_replaces else None
-    summary = merge_summaries([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.main.split(",")],
-                              replaced)
+    summary = merge_summaries([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.main.split(",")], replaced)
     print(main_tables(summary))
     print()
     print("Runs whose dev predictions (nearly) collapsed:\n")

@@ -77,23 +77,51 @@ import numpy as np
 
 #: Per-task budget presets for 2 CPU cores (``data_seed=0``: every seed and variant sees the same questions).
 TASK_PRESETS: dict[str, dict[str, Any]] = {
-    "squad": {"task": "squad2", "max_train_samples": None, "max_length": 256, "doc_stride": 128,
-              "held_out_fraction": 0.125, "split_seed": 0, "threshold_tuning_fraction": 0.5,
-              "threshold_split_seed": 0, "num_train_epochs": 1.0, "learning_rate": 2e-4,
-              "per_device_train_batch_size": 16, "per_device_eval_batch_size": 32},
-    "race": {"task": "race", "max_train_samples": 1000, "max_length": 192, "num_train_epochs": 1.0,
-             "per_device_train_batch_size": 8, "per_device_eval_batch_size": 32},
+    "squad": {
+        "task": "squad2",
+        "max_train_samples": None,
+        "max_length": 256,
+        "doc_stride": 128,
+        "held_out_fraction": 0.125,
+        "split_seed": 0,
+        "threshold_tuning_fraction": 0.5,
+        "threshold_split_seed": 0,
+        "num_train_epochs": 1.0,
+        "learning_rate": 2e-4,
+        "per_device_train_batch_size": 16,
+        "per_device_eval_batch_size": 32,
+    },
+    "race": {
+        "task": "race",
+        "max_train_samples": 1000,
+        "max_length": 192,
+        "num_train_epochs": 1.0,
+        "per_device_train_batch_size": 8,
+        "per_device_eval_batch_size": 32,
+    },
 }
 # `pooling: cls` (the paper's h0 for the verifier and RACE's option scores) is pinned since mean pooling became the
 # SGNetConfig default (issue 16), so the recorded results keep reproducing; span QA itself is per token.
-COMMON: dict[str, Any] = {"pooling": "cls", "learning_rate": 1e-4, "warmup_steps": 0.1, "save_strategy": "no", "save_model": False,
-                          "logging_steps": 25, "overwrite_output_dir": True, "data_seed": 0, "disable_tqdm": True}
+COMMON: dict[str, Any] = {
+    "pooling": "cls",
+    "learning_rate": 1e-4,
+    "warmup_steps": 0.1,
+    "save_strategy": "no",
+    "save_model": False,
+    "logging_steps": 25,
+    "overwrite_output_dir": True,
+    "data_seed": 0,
+    "disable_tqdm": True,
+}
 VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
-    "squad": {"baseline": {"use_sg_layer": False}, "sgnet": {"use_sg_layer": True},
-              "sgnet_verifier": {"use_sg_layer": True, "verifier": "joint"},
-              "sgnet_verifier_parallel": {"use_sg_layer": True, "verifier": "parallel"},
-              # control: the extra layer without the SDOI mask, H-bar = H' (extra parameters, no syntax)
-              "vanilla_layer": {"use_sg_layer": True, "aggregation": "vanilla_layer"}},
+    "squad": {
+        "baseline": {"use_sg_layer": False},
+        "sgnet": {"use_sg_layer": True},
+        "sgnet_verifier": {"use_sg_layer": True, "verifier": "joint"},
+        "sgnet_verifier_parallel": {"use_sg_layer": True, "verifier": "parallel"},
+        # control: the extra layer without the SDOI mask, H-bar = H' (extra parameters, no syntax)
+        "vanilla_layer": {"use_sg_layer": True, "aggregation": "vanilla_layer"},
+    },
     "race": {"baseline": {"use_sg_layer": False}, "sgnet": {"use_sg_layer": True}},
 }
 
@@ -110,19 +138,40 @@ def _run(args: argparse.Namespace) -> None:
                 out = Path(args.out) / task / variant / f"seed{seed}"
                 if (out / "metrics.json").exists():
                     continue
-                options = {**COMMON, **TASK_PRESETS[task], **VARIANTS[task][variant], "seed": seed,
-                           "output_dir": str(out)}
+                options = {
+                    **COMMON,
+                    **TASK_PRESETS[task],
+                    **VARIANTS[task][variant],
+                    "seed": seed,
+                    "output_dir": str(out),
+                }
                 for kv in args.set or []:
                     k, v = _parse_set(kv)
                     options[k] = v
                 t0 = time.time()
                 m = flatten_metrics(train(RunConfig.from_dict(options)))
-                score = m["accuracy"] if task == "race" else {
-                    k: {m2: round(m[k][m2], 2) for m2 in ("exact", "f1")}
-                    for k in ("fixed_threshold", "best_f1_threshold", "same_set_best_f1_threshold") if k in m}
-                print(json.dumps({"task": task, "variant": variant, "seed": seed, "scores": score,
-                                  "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
-                      flush=True)
+                score = (
+                    m["accuracy"]
+                    if task == "race"
+                    else {
+                        k: {m2: round(m[k][m2], 2) for m2 in ("exact", "f1")}
+                        for k in ("fixed_threshold", "best_f1_threshold", "same_set_best_f1_threshold")
+                        if k in m
+                    }
+                )
+                print(
+                    json.dumps(
+                        {
+                            "task": task,
+                            "variant": variant,
+                            "seed": seed,
+                            "scores": score,
+                            "train_s": m["train"]["runtime_s"],
+                            "wall_s": round(time.time() - t0, 1),
+                        }
+                    ),
+                    flush=True,
+                )
 
 
 def flatten_metrics(m: dict[str, Any]) -> dict[str, Any]:
@@ -151,8 +200,11 @@ def _parse_set(kv: str) -> tuple[str, Any]:
 def _scored_qids(runs: dict[str, dict[int, dict[str, Any]]]) -> list[str]:
     """Questions scored in every run: SQuAD's test part (``part == "test"`` in per_question.json; runs from
     before the tuning/test split have no ``part`` and count all their questions), RACE's questions."""
-    sets = [{q for q, r in e["per_q"].items() if r.get("part", "test") == "test"}
-            for by_seed in runs.values() for e in by_seed.values()]
+    sets = [
+        {q for q, r in e["per_q"].items() if r.get("part", "test") == "test"}
+        for by_seed in runs.values()
+        for e in by_seed.values()
+    ]
     common = set.intersection(*sets) if sets else set()
     if any(s != common for s in sets):
         print(f"warning: the runs score different questions; using the {len(common)} common ones", file=sys.stderr)
@@ -180,8 +232,13 @@ def _mcnemar_tests(correct: dict[str, dict[int, np.ndarray]], variant: str, ref:
 
     seeds = sorted(set(correct[variant]) & set(correct[ref]))
     per_seed = {s: mcnemar(correct[ref][s], correct[variant][s]).to_dict() for s in seeds}
-    pooled = mcnemar(np.concatenate([correct[ref][s] for s in seeds]),
-                     np.concatenate([correct[variant][s] for s in seeds])).to_dict() if seeds else None
+    pooled = (
+        mcnemar(
+            np.concatenate([correct[ref][s] for s in seeds]), np.concatenate([correct[variant][s] for s in seeds])
+        ).to_dict()
+        if seeds
+        else None
+    )
     return {"seeds": seeds, "per_seed": per_seed, "pooled": pooled}
 
 
@@ -192,8 +249,9 @@ def _bootstrap(values: dict[str, dict[int, np.ndarray]], variant: str, ref: str,
     seeds = sorted(set(values[variant]) & set(values[ref]))
     a = np.mean([values[ref][s] for s in seeds], axis=0)
     b = np.mean([values[variant][s] for s in seeds], axis=0)
-    r = paired_bootstrap(lambda p, _y: 100.0 * float(np.mean(p)), a, b, np.zeros(len(a)), n_resamples=resamples,
-                         seed=0, two_sided=True)
+    r = paired_bootstrap(
+        lambda p, _y: 100.0 * float(np.mean(p)), a, b, np.zeros(len(a)), n_resamples=resamples, seed=0, two_sided=True
+    )
     return {"seeds": seeds, "difference": r.difference, "p_two_sided": r.p_value, "ci95": r.details["ci95"]}
 
 
@@ -240,12 +298,22 @@ def _squad_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int
             pred_b, pred_s = base[q][pred_key], sg[q][pred_key]
             passage = ""
             if e is not None:
-                anchor = next((e.context.find(t) for t in (e.answer_texts[0], pred_s, pred_b) if t and
-                               e.context.find(t) >= 0), 0)
-                passage = snippet(e.context[max(0, anchor - 150):anchor + 150], 320)
-            out.append({"qid": q, "exactly_right": side, "basis": basis, "question": e.question if e else None,
-                        "passage": passage, "gold": e.answer_texts if e else None, "baseline": pred_b or "<no answer>",
-                        "sgnet": pred_s or "<no answer>"})
+                anchor = next(
+                    (e.context.find(t) for t in (e.answer_texts[0], pred_s, pred_b) if t and e.context.find(t) >= 0), 0
+                )
+                passage = snippet(e.context[max(0, anchor - 150) : anchor + 150], 320)
+            out.append(
+                {
+                    "qid": q,
+                    "exactly_right": side,
+                    "basis": basis,
+                    "question": e.question if e else None,
+                    "passage": passage,
+                    "gold": e.answer_texts if e else None,
+                    "baseline": pred_b or "<no answer>",
+                    "sgnet": pred_s or "<no answer>",
+                }
+            )
     return out
 
 
@@ -263,11 +331,19 @@ def _race_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int)
     for side in ("sgnet", "baseline"):
         for q in sorted(wins[side], key=lambda q: (-base[q]["question_words"], q))[: (k + 1) // 2]:
             e = by_id.get(q)
-            opt = (lambda letter: f"{letter}. {e.options['ABCDEFGHIJ'.index(letter)]}" if e else letter)
-            out.append({"qid": q, "level": base[q]["level"], "exactly_right": side,
-                        "question": e.question if e else None, "passage": snippet(e.article, 300) if e else "",
-                        "gold": opt(base[q]["gold"]), "baseline": opt(base[q]["prediction"]),
-                        "sgnet": opt(sg[q]["prediction"])})
+            opt = lambda letter: f"{letter}. {e.options['ABCDEFGHIJ'.index(letter)]}" if e else letter
+            out.append(
+                {
+                    "qid": q,
+                    "level": base[q]["level"],
+                    "exactly_right": side,
+                    "question": e.question if e else None,
+                    "passage": snippet(e.article, 300) if e else "",
+                    "gold": opt(base[q]["gold"]),
+                    "baseline": opt(base[q]["prediction"]),
+                    "sgnet": opt(sg[q]["prediction"]),
+                }
+            )
     return out
 
 
@@ -306,8 +382,14 @@ def _squad_diagnostics(qids: list[str], by_seed: dict[int, dict[str, Any]]) -> d
         return {}
     gold = {q: e.answer_texts for q, e in examples.items()}
     has = [q for q in qids if first["per_q"][q]["has_answer"]]
-    out: dict[str, Any] = {"answerable": len(has), "answerable_qids": has, "span_em": {}, "span_f1": {},
-                           "na_auroc": {}, "same_span_share": {}}
+    out: dict[str, Any] = {
+        "answerable": len(has),
+        "answerable_qids": has,
+        "span_em": {},
+        "span_f1": {},
+        "na_auroc": {},
+        "same_span_share": {},
+    }
     for seed, r in by_seed.items():
         pq = r["per_q"]
         by_passage: dict[str, collections.Counter] = {}
@@ -333,10 +415,24 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
             continue
         first = next(iter(next(iter(runs.values())).values()))["metrics"]
         t: dict[str, Any] = {"variants": {}, "tests": {}, "length_buckets": {}, "examples": []}
-        t["setup"] = {k: first.get(k) for k in ("data", "subsample", "max_length", "doc_stride", "num_train_epochs",
-                                                "batch_size", "learning_rate", "counts", "sizes", "model_label",
-                                                "threshold_protocol", "threshold_note")
-                      if k in first}
+        t["setup"] = {
+            k: first.get(k)
+            for k in (
+                "data",
+                "subsample",
+                "max_length",
+                "doc_stride",
+                "num_train_epochs",
+                "batch_size",
+                "learning_rate",
+                "counts",
+                "sizes",
+                "model_label",
+                "threshold_protocol",
+                "threshold_note",
+            )
+            if k in first
+        }
         em: dict[str, dict[int, np.ndarray]] = {}
         f1: dict[str, dict[int, np.ndarray]] = {}
         span_em: dict[str, dict[int, np.ndarray]] = {}
@@ -348,17 +444,27 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
             if task == "squad":
                 em[variant] = {s: np.array([r["per_q"][q]["em_best"] for q in qids], float) for s, r in by_seed.items()}
                 f1[variant] = {s: np.array([r["per_q"][q]["f1_best"] for q in qids], float) for s, r in by_seed.items()}
-                for key, label in (("best_f1_threshold", "best"), ("fixed_threshold", "fixed"),
-                                   ("same_set_best_f1_threshold", "same_set")):
+                for key, label in (
+                    ("best_f1_threshold", "best"),
+                    ("fixed_threshold", "fixed"),
+                    ("same_set_best_f1_threshold", "same_set"),
+                ):
                     for m in ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1"):
-                        vals = [r["metrics"][key][m] for r in by_seed.values()
-                                if key in r["metrics"] and m in r["metrics"][key]]
+                        vals = [
+                            r["metrics"][key][m]
+                            for r in by_seed.values()
+                            if key in r["metrics"] and m in r["metrics"][key]
+                        ]
                         if vals:
                             row[f"{label}_{m}"] = {**_mean_std(vals), "per_seed": vals}
-                pooled = {q: {"question_words": by_seed[min(by_seed)]["per_q"][q]["question_words"],
-                              "em": float(np.mean([r["per_q"][q]["em_best"] for r in by_seed.values()])),
-                              "f1": float(np.mean([r["per_q"][q]["f1_best"] for r in by_seed.values()]))}
-                          for q in qids}
+                pooled = {
+                    q: {
+                        "question_words": by_seed[min(by_seed)]["per_q"][q]["question_words"],
+                        "em": float(np.mean([r["per_q"][q]["em_best"] for r in by_seed.values()])),
+                        "f1": float(np.mean([r["per_q"][q]["f1_best"] for r in by_seed.values()])),
+                    }
+                    for q in qids
+                }
                 t["length_buckets"][variant] = _buckets(pooled, "em", "f1")
                 diag = _squad_diagnostics(qids, by_seed)
                 if diag:
@@ -369,10 +475,14 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                         vals = [100.0 * float(np.mean(v)) for v in diag[key].values()]
                         row[key] = {**_mean_std(vals), "per_seed": vals}
                     words = by_seed[min(by_seed)]["per_q"]
-                    spans = {q: {"question_words": words[q]["question_words"],
-                                 "em": float(np.mean([diag["span_em"][s][i] for s in by_seed])),
-                                 "f1": float(np.mean([diag["span_f1"][s][i] for s in by_seed]))}
-                             for i, q in enumerate(diag["answerable_qids"])}
+                    spans = {
+                        q: {
+                            "question_words": words[q]["question_words"],
+                            "em": float(np.mean([diag["span_em"][s][i] for s in by_seed])),
+                            "f1": float(np.mean([diag["span_f1"][s][i] for s in by_seed])),
+                        }
+                        for i, q in enumerate(diag["answerable_qids"])
+                    }
                     t.setdefault("span_length_buckets", {})[variant] = _buckets(spans, "em", "f1")
                     shares = list(diag["same_span_share"].values())
                     row["same_span_share"] = {**_mean_std(shares), "per_seed": shares}
@@ -380,14 +490,17 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                     if aucs:
                         row["na_auroc"] = {**_mean_std(aucs), "per_seed": aucs}
             else:
-                em[variant] = {s: np.array([r["per_q"][q]["correct"] for q in qids], float)
-                               for s, r in by_seed.items()}
+                em[variant] = {s: np.array([r["per_q"][q]["correct"] for q in qids], float) for s, r in by_seed.items()}
                 for m in ("middle", "high", "all"):
                     vals = [r["metrics"]["accuracy"][m] for r in by_seed.values()]
                     row[f"acc_{m}"] = {**_mean_std(vals), "per_seed": vals}
-                pooled = {q: {"question_words": by_seed[min(by_seed)]["per_q"][q]["question_words"],
-                              "em": float(np.mean([r["per_q"][q]["correct"] for r in by_seed.values()]))}
-                          for q in qids}
+                pooled = {
+                    q: {
+                        "question_words": by_seed[min(by_seed)]["per_q"][q]["question_words"],
+                        "em": float(np.mean([r["per_q"][q]["correct"] for r in by_seed.values()])),
+                    }
+                    for q in qids
+                }
                 t["length_buckets"][variant] = _buckets(pooled, "em", None)
             row["run_s_mean"] = float(np.mean([r["metrics"]["runtime_s"] for r in by_seed.values()]))
             t["variants"][variant] = row
@@ -395,9 +508,13 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
             for variant in runs:
                 if variant == "baseline":
                     continue
-                test = {"vs": "baseline", "mcnemar": _mcnemar_tests(em, variant, "baseline"),
-                        "bootstrap_em" if task == "squad" else "bootstrap_acc": _bootstrap(em, variant, "baseline",
-                                                                                            args.resamples)}
+                test = {
+                    "vs": "baseline",
+                    "mcnemar": _mcnemar_tests(em, variant, "baseline"),
+                    "bootstrap_em" if task == "squad" else "bootstrap_acc": _bootstrap(
+                        em, variant, "baseline", args.resamples
+                    ),
+                }
                 if task == "squad":
                     test["bootstrap_f1"] = _bootstrap(f1, variant, "baseline", args.resamples)
                     if variant in span_f1 and "baseline" in span_f1:  # threshold-free span quality
@@ -407,20 +524,35 @@ def _summarize(args: argparse.Namespace) -> dict[str, Any]:
                     levels = np.array([runs["baseline"][min(runs["baseline"])]["per_q"][q]["level"] for q in qids])
                     seeds = sorted(set(em[variant]) & set(em["baseline"]))
                     test["by_level_difference"] = {
-                        lv: 100.0 * float(np.mean([em[variant][s][levels == lv].mean() - em["baseline"][s][levels == lv]
-                                                   .mean() for s in seeds])) for lv in ("middle", "high")}
+                        lv: 100.0
+                        * float(
+                            np.mean(
+                                [
+                                    em[variant][s][levels == lv].mean() - em["baseline"][s][levels == lv].mean()
+                                    for s in seeds
+                                ]
+                            )
+                        )
+                        for lv in ("middle", "high")
+                    }
                 t["tests"][variant] = test
             for a, b in (("sgnet", "vanilla_layer"), ("sgnet_verifier", "sgnet")):  # syntax vs control pairs
                 if a in span_f1 and b in span_f1 and set(span_f1[a]) & set(span_f1[b]):
                     t.setdefault("pairs", {})[f"{a} vs {b}"] = {
                         "mcnemar_span_em": _mcnemar_tests(span_em, a, b),
-                        "bootstrap_span_f1": _bootstrap(span_f1, a, b, args.resamples)}
+                        "bootstrap_span_f1": _bootstrap(span_f1, a, b, args.resamples),
+                    }
             if "sgnet" in runs:
                 seed = min(set(runs["sgnet"]) & set(runs["baseline"]), default=None)
                 if seed is not None:
                     pick = _squad_examples if task == "squad" else _race_examples
-                    t["examples"] = pick(qids, runs["baseline"][seed]["per_q"], runs["sgnet"][seed]["per_q"],
-                                         runs["baseline"][seed]["metrics"], args.examples)
+                    t["examples"] = pick(
+                        qids,
+                        runs["baseline"][seed]["per_q"],
+                        runs["sgnet"][seed]["per_q"],
+                        runs["baseline"][seed]["metrics"],
+                        args.examples,
+                    )
                     t["examples_seed"] = seed
         summary["tasks"][task] = t
     return summary
@@ -439,57 +571,73 @@ def _markdown(summary: dict[str, Any]) -> str:
     lines: list[str] = []
     for task, t in summary["tasks"].items():
         if task == "squad":
-            lines += [f"\n**SQuAD 2.0** (test part of the held-out articles, {t.get('scored_questions')} questions; "
-                      "EM / F1 at the best-F1 no-answer threshold tuned on the separate tuning articles, at the "
-                      "fixed threshold 0, and F1 at the threshold tuned on the test questions themselves "
-                      "(same-set, optimistic))\n",
-                      "| variant | seeds | EM | F1 | HasAns EM | HasAns F1 | NoAns EM | EM (δ=0) | F1 (δ=0) | "
-                      "F1 (same-set) | McNemar p pooled (per seed) | bootstrap p EM / F1 |", "|---" * 12 + "|"]
+            lines += [
+                f"\n**SQuAD 2.0** (test part of the held-out articles, {t.get('scored_questions')} questions; "
+                "EM / F1 at the best-F1 no-answer threshold tuned on the separate tuning articles, at the "
+                "fixed threshold 0, and F1 at the threshold tuned on the test questions themselves "
+                "(same-set, optimistic))\n",
+                "| variant | seeds | EM | F1 | HasAns EM | HasAns F1 | NoAns EM | EM (δ=0) | F1 (δ=0) | "
+                "F1 (same-set) | McNemar p pooled (per seed) | bootstrap p EM / F1 |",
+                "|---" * 12 + "|",
+            ]
             for v, r in t["variants"].items():
                 test = t["tests"].get(v)
                 mc = bs = ""
                 if test:
                     mc = _fmt_mcnemar(test["mcnemar"])
                     bs = f"{test['bootstrap_em']['p_two_sided']:.3f} / {test['bootstrap_f1']['p_two_sided']:.3f}"
-                lines.append(f"| {v} | {len(r['seeds'])} | {_fmt(r.get('best_exact'))} | {_fmt(r.get('best_f1'))} | "
-                             f"{_fmt(r.get('best_HasAns_exact'))} | {_fmt(r.get('best_HasAns_f1'))} | "
-                             f"{_fmt(r.get('best_NoAns_exact'))} | {_fmt(r.get('fixed_exact'))} | "
-                             f"{_fmt(r.get('fixed_f1'))} | {_fmt(r.get('same_set_f1'))} | {mc} | {bs} |")
+                lines.append(
+                    f"| {v} | {len(r['seeds'])} | {_fmt(r.get('best_exact'))} | {_fmt(r.get('best_f1'))} | "
+                    f"{_fmt(r.get('best_HasAns_exact'))} | {_fmt(r.get('best_HasAns_f1'))} | "
+                    f"{_fmt(r.get('best_NoAns_exact'))} | {_fmt(r.get('fixed_exact'))} | "
+                    f"{_fmt(r.get('fixed_f1'))} | {_fmt(r.get('same_set_f1'))} | {mc} | {bs} |"
+                )
             if any("span_f1" in r for r in t["variants"].values()):
                 n_has = next(r["span_answerable"] for r in t["variants"].values() if "span_answerable" in r)
-                lines += [f"\nThreshold-free (same questions): best non-null span of the {n_has} answerable questions "
-                          "(as if always answering), the no-answer score's AUROC (unanswerable vs answerable; "
-                          "0.5 = chance) and the share of questions whose best span is their passage's most frequent "
-                          "one (1 = ignores the question)\n",
-                          "| variant | span EM | span F1 | no-answer AUROC | same span as passage mode | "
-                          "McNemar p span EM pooled (per seed) | bootstrap p span F1 |", "|---" * 7 + "|"]
+                lines += [
+                    f"\nThreshold-free (same questions): best non-null span of the {n_has} answerable questions "
+                    "(as if always answering), the no-answer score's AUROC (unanswerable vs answerable; "
+                    "0.5 = chance) and the share of questions whose best span is their passage's most frequent "
+                    "one (1 = ignores the question)\n",
+                    "| variant | span EM | span F1 | no-answer AUROC | same span as passage mode | "
+                    "McNemar p span EM pooled (per seed) | bootstrap p span F1 |",
+                    "|---" * 7 + "|",
+                ]
                 for v, r in t["variants"].items():
                     test = t["tests"].get(v) or {}
                     mc = bs = ""
                     if "mcnemar_span_em" in test:
                         mc = _fmt_mcnemar(test["mcnemar_span_em"])
                         bs = f"{test['bootstrap_span_f1']['p_two_sided']:.3f}"
-                    lines.append(f"| {v} | {_fmt(r.get('span_em'))} | {_fmt(r.get('span_f1'))} | "
-                                 f"{_fmt(r.get('na_auroc'), 3)} | {_fmt(r.get('same_span_share'), 3)} | "
-                                 f"{mc} | {bs} |")
+                    lines.append(
+                        f"| {v} | {_fmt(r.get('span_em'))} | {_fmt(r.get('span_f1'))} | "
+                        f"{_fmt(r.get('na_auroc'), 3)} | {_fmt(r.get('same_span_share'), 3)} | "
+                        f"{mc} | {bs} |"
+                    )
                 for name, pair in t.get("pairs", {}).items():
                     bsp = pair["bootstrap_span_f1"]
-                    lines.append(f"\n{name} (seeds {bsp['seeds']}): span F1 difference {bsp['difference']:+.2f} "
-                                 f"(95% CI {bsp['ci95'][0]:+.2f} to {bsp['ci95'][1]:+.2f}), bootstrap p "
-                                 f"{bsp['p_two_sided']:.3f}; McNemar p on span EM "
-                                 f"{_fmt_mcnemar(pair['mcnemar_span_em'])}")
+                    lines.append(
+                        f"\n{name} (seeds {bsp['seeds']}): span F1 difference {bsp['difference']:+.2f} "
+                        f"(95% CI {bsp['ci95'][0]:+.2f} to {bsp['ci95'][1]:+.2f}), bootstrap p "
+                        f"{bsp['p_two_sided']:.3f}; McNemar p on span EM "
+                        f"{_fmt_mcnemar(pair['mcnemar_span_em'])}"
+                    )
         else:
-            lines += ["\n**RACE** (full dev set; accuracy %)\n",
-                      "| variant | seeds | middle | high | all | McNemar p pooled (per seed) | bootstrap p |",
-                      "|---|---|---|---|---|---|---|"]
+            lines += [
+                "\n**RACE** (full dev set; accuracy %)\n",
+                "| variant | seeds | middle | high | all | McNemar p pooled (per seed) | bootstrap p |",
+                "|---|---|---|---|---|---|---|",
+            ]
             for v, r in t["variants"].items():
                 test = t["tests"].get(v)
                 mc = bs = ""
                 if test:
                     mc = _fmt_mcnemar(test["mcnemar"])
                     bs = f"{test['bootstrap_acc']['p_two_sided']:.3f}"
-                lines.append(f"| {v} | {len(r['seeds'])} | {_fmt(r['acc_middle'])} | {_fmt(r['acc_high'])} | "
-                             f"{_fmt(r['acc_all'])} | {mc} | {bs} |")
+                lines.append(
+                    f"| {v} | {len(r['seeds'])} | {_fmt(r['acc_middle'])} | {_fmt(r['acc_high'])} | "
+                    f"{_fmt(r['acc_all'])} | {mc} | {bs} |"
+                )
         tables = [("length_buckets", "EM / F1" if task == "squad" else "accuracy", "")]
         if t.get("span_length_buckets"):
             tables.append(("span_length_buckets", "span EM / F1", ", answerable questions, best non-null span"))
@@ -498,21 +646,28 @@ def _markdown(summary: dict[str, Any]) -> str:
             if not names:
                 continue
             buckets = list(next(iter(t[key].values())))
-            lines += [f"\n{task}: {unit} by question length (words{what}; mean over seeds)\n",
-                      "| variant | " + " | ".join(f"{b} (n={t[key][names[0]][b]['n']})" for b in buckets)
-                      + " |", "|---" * (len(buckets) + 1) + "|"]
+            lines += [
+                f"\n{task}: {unit} by question length (words{what}; mean over seeds)\n",
+                "| variant | " + " | ".join(f"{b} (n={t[key][names[0]][b]['n']})" for b in buckets) + " |",
+                "|---" * (len(buckets) + 1) + "|",
+            ]
             for v in names:
                 cells = []
                 for b in buckets:
                     c = t[key][v][b]
-                    cells.append("" if c["em"] is None else (f"{c['em']:.1f} / {c['f1']:.1f}" if "f1" in c
-                                                             else f"{c['em']:.1f}"))
+                    cells.append(
+                        "" if c["em"] is None else (f"{c['em']:.1f} / {c['f1']:.1f}" if "f1" in c else f"{c['em']:.1f}")
+                    )
                 lines.append(f"| {v} | " + " | ".join(cells) + " |")
         if t.get("examples"):
             basis = t["examples"][0].get("basis")
-            lines += [f"\n{task}: examples where baseline and SG-Net differ (seed {t['examples_seed']}"
-                      + (f"; {basis}" if basis else "") + ")\n",
-                      "| right | question | gold | baseline | SG-Net |", "|---|---|---|---|---|"]
+            lines += [
+                f"\n{task}: examples where baseline and SG-Net differ (seed {t['examples_seed']}"
+                + (f"; {basis}" if basis else "")
+                + ")\n",
+                "| right | question | gold | baseline | SG-Net |",
+                "|---|---|---|---|---|",
+            ]
             for e in t["examples"]:
                 gold = e["gold"] if isinstance(e["gold"], str) else " / ".join(e["gold"] or [])
                 lines.append(f"| {e['exactly_right']} | {e['question']} | {gold} | {e['baseline']} | {e['sgnet']} |")
@@ -526,10 +681,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="baseline,sgnet,sgnet_verifier")
     parser.add_argument("--seeds", default="1,2")
     parser.add_argument("--out", default="runs/reading_comprehension")
-    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
-                        help="override a preset option of every run (e.g. --set max_train_samples=200)")
-    parser.add_argument("--json", default=None, help="write the summary JSON here "
-                                                     "(e.g. docs/results/reading_comprehension.json)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a preset option of every run (e.g. --set max_train_samples=200)",
+    )
+    parser.add_argument(
+        "--json", default=None, help="write the summary JSON here (e.g. docs/results/reading_comprehension.json)"
+    )
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--examples", type=int, default=6, help="prediction examples per task (Table 9)")
     args = parser.parse_args(argv)

@@ -41,16 +41,24 @@ TASK_PRESETS: dict[str, dict] = {
     "sst5": {"max_train_samples": 2000, "max_length": 64, "num_train_epochs": 2.0},
 }
 COMMON = {
-    "per_device_train_batch_size": 32, "per_device_eval_batch_size": 64, "learning_rate": 1e-4,
-    "warmup_steps": 0.1, "eval_strategy": "no", "save_strategy": "no", "save_model": False,
-    "logging_steps": 50, "overwrite_output_dir": True, "data_seed": 0, "disable_tqdm": True,
+    "per_device_train_batch_size": 32,
+    "per_device_eval_batch_size": 64,
+    "learning_rate": 1e-4,
+    "warmup_steps": 0.1,
+    "eval_strategy": "no",
+    "save_strategy": "no",
+    "save_model": False,
+    "logging_steps": 50,
+    "overwrite_output_dir": True,
+    "data_seed": 0,
+    "disable_tqdm": True,
 }
 GATE_LR = 1e-2  # CoLA 2k, 126 steps: mean |g| 0.05 (max 0.21) at 1e-2, 0.17 (max 0.61) at 3e-2; 0.00x at 1e-4
 VARIANTS: dict[str, dict] = {
     # The paper's classifier reads h0 ([CLS]); `pooling: cls` is pinned since mean pooling became the SGNetConfig
     # default (issue 16), so these variants keep reproducing the recorded results.
     "baseline": {"use_sg_layer": False, "pooling": "cls"},
-    "sgnet": {"use_sg_layer": True, "pooling": "cls"},                # paper defaults: alpha 0.5, cls pooling
+    "sgnet": {"use_sg_layer": True, "pooling": "cls"},  # paper defaults: alpha 0.5, cls pooling
     "baseline_mean": {"use_sg_layer": False, "pooling": "mean"},
     "sgnet_mean": {"use_sg_layer": True, "pooling": "mean"},
     "sgnet_mean_copy": {"use_sg_layer": True, "pooling": "mean", "sg_init": "copy_last"},
@@ -76,22 +84,36 @@ VARIANTS: dict[str, dict] = {
     # issue-16 CoLA runs: gated predictions identical with real and random masks; kept in runs/issue16_gate_lr_none).
     "sbert_gate": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head"}, "gate_lr": GATE_LR},
     "sbert_gate_layer": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "layer"}, "gate_lr": GATE_LR},
-    "sbert_gate_random": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head", "random_masks": True},
-                          "gate_lr": GATE_LR},
+    "sbert_gate_random": {
+        "model_type": "syntax_bert",
+        "syntax_bert_options": {"gate": "head", "random_masks": True},
+        "gate_lr": GATE_LR,
+    },
 }
 # Syntax-BERT Table 5 ablations re-run with the gated model (issue 16): each removes one part of sbert_gate.
-_TABLE5 = {"sum": {"aggregation": "sum"}, "nodep": {"use_dependency": False}, "noconst": {"use_constituency": False},
-           "noparent": {"parent_masks": False}, "nochild": {"child_masks": False},
-           "nosibling": {"sibling_masks": False}, "nopairwise": {"pairwise_masks": False}}
+_TABLE5 = {
+    "sum": {"aggregation": "sum"},
+    "nodep": {"use_dependency": False},
+    "noconst": {"use_constituency": False},
+    "noparent": {"parent_masks": False},
+    "nochild": {"child_masks": False},
+    "nosibling": {"sibling_masks": False},
+    "nopairwise": {"pairwise_masks": False},
+}
 for _name, _opts in _TABLE5.items():
-    VARIANTS[f"sbert_gate_{_name}"] = {"model_type": "syntax_bert", "gate_lr": GATE_LR,
-                                       "syntax_bert_options": {"gate": "head", **_opts}}
+    VARIANTS[f"sbert_gate_{_name}"] = {
+        "model_type": "syntax_bert",
+        "gate_lr": GATE_LR,
+        "syntax_bert_options": {"gate": "head", **_opts},
+    }
 #: `--full` (issue 16 sweep): the full training sets (SST-2: 10,000 sentences), 2 epochs, full dev sets.
-FULL_PRESETS: dict[str, dict] = {task: {**preset, "max_train_samples": 10000 if task == "sst2" else None}
-                                 for task, preset in TASK_PRESETS.items()}
+FULL_PRESETS: dict[str, dict] = {
+    task: {**preset, "max_train_samples": 10000 if task == "sst2" else None} for task, preset in TASK_PRESETS.items()
+}
 #: `--preset gpu` (issue 16 on a GPU): every training set whole (SST-2: all 67,349 sentences), 3 epochs.
-GPU_PRESETS: dict[str, dict] = {task: {**preset, "max_train_samples": None, "num_train_epochs": 3.0}
-                                for task, preset in TASK_PRESETS.items()}
+GPU_PRESETS: dict[str, dict] = {
+    task: {**preset, "max_train_samples": None, "num_train_epochs": 3.0} for task, preset in TASK_PRESETS.items()
+}
 PRESETS = {"cpu": TASK_PRESETS, "full": FULL_PRESETS, "gpu": GPU_PRESETS}
 
 
@@ -116,14 +138,24 @@ def _run(args: argparse.Namespace) -> None:
                     if k % n_shards != shard:  # --shard I/N: this process takes every N-th run
                         continue
                     done = (out / "metrics.json").exists() and (out / "dev_predictions.json").exists()
-                    if done and args.suite and not (out / "suites" / args.suite / "report.json").exists() \
-                            and (out / "model.safetensors").exists():
+                    if (
+                        done
+                        and args.suite
+                        and not (out / "suites" / args.suite / "report.json").exists()
+                        and (out / "model.safetensors").exists()
+                    ):
                         _score_suite(args, out)  # trained, then stopped before its suite was scored
                         continue
                     if done:
                         continue
-                    options = {**COMMON, **_presets(args)[task], **VARIANTS[variant], "task": task, "seed": seed,
-                               "output_dir": str(out)}
+                    options = {
+                        **COMMON,
+                        **_presets(args)[task],
+                        **VARIANTS[variant],
+                        "task": task,
+                        "seed": seed,
+                        "output_dir": str(out),
+                    }
                     if args.parser:
                         options["parser"] = args.parser
                     if noise is not None:
@@ -134,9 +166,19 @@ def _run(args: argparse.Namespace) -> None:
                         options["save_model"] = True
                     t0 = time.time()
                     m = train(RunConfig.from_dict(options))
-                    print(json.dumps({"task": task, "variant": name, "seed": seed, "dev": m["dev"],
-                                      "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
-                          flush=True)
+                    print(
+                        json.dumps(
+                            {
+                                "task": task,
+                                "variant": name,
+                                "seed": seed,
+                                "dev": m["dev"],
+                                "train_s": m["train"]["runtime_s"],
+                                "wall_s": round(time.time() - t0, 1),
+                            }
+                        ),
+                        flush=True,
+                    )
                     if args.suite:
                         _score_suite(args, out)
 
@@ -147,8 +189,17 @@ def _score_suite(args: argparse.Namespace, out: Path) -> None:
 
     t0 = time.time()
     report = evaluate_suite(out, args.suite, overwrite=True)
-    print(json.dumps({"run": str(out), "suite": args.suite, "accuracy": round(report["overall"]["accuracy"], 4),
-                      "suite_s": round(time.time() - t0, 1)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "run": str(out),
+                "suite": args.suite,
+                "accuracy": round(report["overall"]["accuracy"], 4),
+                "suite_s": round(time.time() - t0, 1),
+            }
+        ),
+        flush=True,
+    )
 
 
 def _presets(args: argparse.Namespace) -> dict[str, dict]:
@@ -198,8 +249,9 @@ def _check_parses(args: argparse.Namespace) -> None:
     for task_name in args.tasks.split(","):
         task = get_task(task_name)
         for variant in ("sgnet_default", "sbert_gate"):
-            config = RunConfig.from_dict({**COMMON, **_presets(args)[task_name], **VARIANTS[variant],
-                                          "task": task_name, "max_eval_samples": 300})
+            config = RunConfig.from_dict(
+                {**COMMON, **_presets(args)[task_name], **VARIANTS[variant], "task": task_name, "max_eval_samples": 300}
+            )
             data = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
             model_config = build_model(config, task).config
             features = []
@@ -209,8 +261,17 @@ def _check_parses(args: argparse.Namespace) -> None:
                 features.append(task.featurize(data, context, "dev"))
             a, b = features
             same = set(a.arrays) == set(b.arrays) and all(np.array_equal(a.arrays[k], b.arrays[k]) for k in a.arrays)
-            print(json.dumps({"task": task_name, "variant": variant, "examples": len(data.examples),
-                              "arrays": sorted(a.arrays), "equal": bool(same and np.array_equal(a.offsets, b.offsets))}))
+            print(
+                json.dumps(
+                    {
+                        "task": task_name,
+                        "variant": variant,
+                        "examples": len(data.examples),
+                        "arrays": sorted(a.arrays),
+                        "equal": bool(same and np.array_equal(a.offsets, b.offsets)),
+                    }
+                )
+            )
             if not same:
                 raise SystemExit(f"{task_name}: features differ between spaCy and {args.parser}")
 
@@ -282,8 +343,10 @@ def _keep_archived(dest: Path, files: dict, what: str) -> bool:
     from syntaxformer.utils import atomic_write
 
     if dest.exists():
-        if any(not (dest / name).is_file() or json.loads((dest / name).read_text()) != content
-               for name, content in files.items()):
+        if any(
+            not (dest / name).is_file() or json.loads((dest / name).read_text()) != content
+            for name, content in files.items()
+        ):
             raise SystemExit(f"{dest} already holds {what}; delete it to replace it")
         return False
     for name, content in files.items():
@@ -315,7 +378,6 @@ def _archive_suites(args: argparse.Namespace) -> dict:
     return {"suites_written": written, "suites_already_there": kept}
 
 
-
 def _summarize(args: argparse.Namespace) -> dict:
     from syntaxformer.analysis.significance import paired_bootstrap, paired_t_test
 
@@ -331,18 +393,28 @@ def _summarize(args: argparse.Namespace) -> dict:
                 continue
             variant, seed = metrics_file.parent.parent.name, int(metrics_file.parent.name[4:])
             m, p = _read_run_folder(metrics_file.parent)
-            runs.setdefault(variant, {})[seed] = {"score": m["dev"][main], "all": m["dev"], "pred": p,
-                                                  "train_s": m["train"]["runtime_s"], "sizes": m["sizes"],
-                                                  "subsample": m["subsample"]}
+            runs.setdefault(variant, {})[seed] = {
+                "score": m["dev"][main],
+                "all": m["dev"],
+                "pred": p,
+                "train_s": m["train"]["runtime_s"],
+                "sizes": m["sizes"],
+                "subsample": m["subsample"],
+            }
         rows = {}
         for variant, by_seed in runs.items():
             scores = [r["score"] for r in by_seed.values()]
             first = next(iter(by_seed.values()))
-            rows[variant] = {"seeds": sorted(by_seed), "scores": scores, "mean": float(np.mean(scores)),
-                             "spread": [_spread(r["pred"], regression) for r in by_seed.values()],
-                             "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
-                             "train_s_mean": float(np.mean([r["train_s"] for r in by_seed.values()])),
-                             "sizes": first["sizes"], "subsample": first["subsample"]}
+            rows[variant] = {
+                "seeds": sorted(by_seed),
+                "scores": scores,
+                "mean": float(np.mean(scores)),
+                "spread": [_spread(r["pred"], regression) for r in by_seed.values()],
+                "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
+                "train_s_mean": float(np.mean([r["train_s"] for r in by_seed.values()])),
+                "sizes": first["sizes"],
+                "subsample": first["subsample"],
+            }
         tests = {}
         for variant, ref in _pairs(runs):
             common = sorted(set(runs[variant]) & set(runs[ref]))
@@ -354,10 +426,16 @@ def _summarize(args: argparse.Namespace) -> dict:
             a = np.array([runs[ref][s]["pred"]["predictions"] for s in common])
             b = np.array([runs[variant][s]["pred"]["predictions"] for s in common])
             y = np.array(runs[ref][common[0]]["pred"]["labels"])
-            boot = paired_bootstrap(lambda p, l: fn(p.T, l), a.T, b.T, y, n_resamples=args.resamples, seed=0,
-                                    two_sided=True)
-            entry = {"vs": ref, "seeds": common, "difference": boot.difference, "bootstrap_p": boot.p_value,
-                     "bootstrap_ci95": boot.details["ci95"]}
+            boot = paired_bootstrap(
+                lambda p, l: fn(p.T, l), a.T, b.T, y, n_resamples=args.resamples, seed=0, two_sided=True
+            )
+            entry = {
+                "vs": ref,
+                "seeds": common,
+                "difference": boot.difference,
+                "bootstrap_p": boot.p_value,
+                "bootstrap_ci95": boot.details["ci95"],
+            }
             if len(common) > 1:
                 t = paired_t_test([runs[ref][s]["score"] for s in common], [runs[variant][s]["score"] for s in common])
                 entry["t_test_p"] = t.p_value
@@ -416,11 +494,20 @@ def _markdown(summary: dict) -> str:
             if isinstance(tests, dict):  # summaries written before several comparisons per variant
                 tests = [tests]
             for k, test in enumerate(tests):
-                head = (f"| {v} | {len(r['seeds'])} | {r['mean']:.4f} ± {r['std']:.4f} | "
-                        f"{', '.join(f'{s:.4f}' for s in r['scores'])} | ") if k == 0 else "| | | | | "
-                lines.append(head + f"{test.get('vs', '')} | "
-                             + (f"{test['difference']:+.4f} | {_p(test['bootstrap_p'])} | " if test else " | | ")
-                             + (f"{_p(test['t_test_p'])} |" if "t_test_p" in test else " |"))
+                head = (
+                    (
+                        f"| {v} | {len(r['seeds'])} | {r['mean']:.4f} ± {r['std']:.4f} | "
+                        f"{', '.join(f'{s:.4f}' for s in r['scores'])} | "
+                    )
+                    if k == 0
+                    else "| | | | | "
+                )
+                lines.append(
+                    head
+                    + f"{test.get('vs', '')} | "
+                    + (f"{test['difference']:+.4f} | {_p(test['bootstrap_p'])} | " if test else " | | ")
+                    + (f"{_p(test['t_test_p'])} |" if "t_test_p" in test else " |")
+                )
     return "\n".join(lines)
 
 
@@ -451,8 +538,11 @@ def _reorder(args: argparse.Namespace) -> None:
         data = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
         ds = task.featurize(data, build_context(config, tokenizer, build_model(config, task).config), "dev")
         gen = torch.Generator().manual_seed(config.resolved_data_seed)
-        order = list(LengthGroupedSampler(int(config.per_device_eval_batch_size), dataset=ds,
-                                          model_input_name="input_ids", generator=gen))
+        order = list(
+            LengthGroupedSampler(
+                int(config.per_device_eval_batch_size), dataset=ds, model_input_name="input_ids", generator=gen
+            )
+        )
         fixed = [None] * len(order)
         for k, i in enumerate(order):
             fixed[i] = p["predictions"][k]
@@ -469,33 +559,58 @@ def _reorder(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["run", "summarize", "archive", "reorder", "export-parses",
-                                           "check-parses"])
+    parser.add_argument("action", choices=["run", "summarize", "archive", "reorder", "export-parses", "check-parses"])
     parser.add_argument("--tasks", default="sst2,cola,rte,mrpc,stsb")
     parser.add_argument("--variants", default="baseline,sgnet")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--noise", default=None, help="comma-separated parser-noise fractions")
-    parser.add_argument("--sizes", default=None, help="learning curve: comma-separated training-set sizes, "
-                        "'all' for the whole set (run folders <variant>_n<size>)")
+    parser.add_argument(
+        "--sizes",
+        default=None,
+        help="learning curve: comma-separated training-set sizes, "
+        "'all' for the whole set (run folders <variant>_n<size>)",
+    )
     parser.add_argument("--out", default="runs/sgnet_glue")
-    parser.add_argument("--full", action="store_true", help="full training sets (SST-2: 10,000), for the issue-16 "
-                        "sweep; use its own --out")
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu",
-                        help="per-task sizes: cpu (subsets, 2 epochs), full (= --full), gpu (every training set "
-                        "whole, SST-2 included, 3 epochs)")
-    parser.add_argument("--parser", default=None, help="annotator spec for every run, e.g. jsonl:parses.jsonl "
-                        "(made by export-parses) on a machine without spaCy")
-    parser.add_argument("--shard", default=None, help="I/N: run only every N-th run, starting at the I-th "
-                        "(N processes share one GPU)")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="full training sets (SST-2: 10,000), for the issue-16 sweep; use its own --out",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="cpu",
+        help="per-task sizes: cpu (subsets, 2 epochs), full (= --full), gpu (every training set "
+        "whole, SST-2 included, 3 epochs)",
+    )
+    parser.add_argument(
+        "--parser",
+        default=None,
+        help="annotator spec for every run, e.g. jsonl:parses.jsonl (made by export-parses) on a machine without spaCy",
+    )
+    parser.add_argument(
+        "--shard", default=None, help="I/N: run only every N-th run, starting at the I-th (N processes share one GPU)"
+    )
     parser.add_argument("--out-file", default="parses.jsonl", help="export-parses: the JSONL file to write")
-    parser.add_argument("--save-model-seeds", default="", help="comma-separated seeds whose models are saved in "
-                        "their run folders (for probes, `syntaxformer show`)")
+    parser.add_argument(
+        "--save-model-seeds",
+        default="",
+        help="comma-separated seeds whose models are saved in their run folders (for probes, `syntaxformer show`)",
+    )
     parser.add_argument("--json", default=None, help="write the summary JSON here")
-    parser.add_argument("--to", default=None, help="archive: the folder (committed) that keeps the record files of "
-                        "each finished run of --out, in the same layout")
+    parser.add_argument(
+        "--to",
+        default=None,
+        help="archive: the folder (committed) that keeps the record files of "
+        "each finished run of --out, in the same layout",
+    )
     parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--suite", default=None, help="run: after training, score each run on this minimal-pair "
-                        "suite (e.g. blimp; the model is saved for it); archive keeps the results")
+    parser.add_argument(
+        "--suite",
+        default=None,
+        help="run: after training, score each run on this minimal-pair "
+        "suite (e.g. blimp; the model is saved for it); archive keeps the results",
+    )
     args = parser.parse_args(argv)
     if args.action == "run":
         _run(args)

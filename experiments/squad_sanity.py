@@ -44,9 +44,14 @@ def main() -> None:
     examples = train[:200]
     feats = task.featurize(_data(examples), TaskContext(tok, annotator, sg_inputs, max_length=256), "train").windows
     labelled = [f for f in feats if f.is_impossible == 0]
-    norm = (lambda t: t.replace(" ", "").lower())
-    misses = [(tok.decode(f.aligned.input_ids[f.start_position:f.end_position + 1]),
-               examples[f.example_index].answers[0]["text"]) for f in labelled]
+    norm = lambda t: t.replace(" ", "").lower()
+    misses = [
+        (
+            tok.decode(f.aligned.input_ids[f.start_position : f.end_position + 1]),
+            examples[f.example_index].answers[0]["text"],
+        )
+        for f in labelled
+    ]
     misses = [m for m in misses if norm(m[0]) != norm(m[1])]
     out["label_check"] = {"answerable_windows": len(labelled), "mismatches": len(misses), "examples": misses[:5]}
 
@@ -59,7 +64,7 @@ def main() -> None:
     for _ in range(25):
         for b in range(0, len(items), 8):
             perm = np.random.permutation(len(items))
-            batch = {k: torch.as_tensor(v) for k, v in pad_arrays([items[i] for i in perm[b:b + 8]], 0).items()}
+            batch = {k: torch.as_tensor(v) for k, v in pad_arrays([items[i] for i in perm[b : b + 8]], 0).items()}
             model(**batch).loss.backward()
             opt.step()
             opt.zero_grad()
@@ -67,11 +72,15 @@ def main() -> None:
     hit = 0
     with torch.no_grad():
         for b in range(0, len(items), 8):
-            batch = {k: torch.as_tensor(v) for k, v in pad_arrays(items[b:b + 8], 0).items()}
+            batch = {k: torch.as_tensor(v) for k, v in pad_arrays(items[b : b + 8], 0).items()}
             labels = {k: batch.pop(k) for k in ("start_positions", "end_positions", "is_impossible") if k in batch}
             o = model(**batch)
-            hit += int(((o.start_logits.argmax(-1) == labels["start_positions"])
-                        & (o.end_logits.argmax(-1) == labels["end_positions"])).sum())
+            hit += int(
+                (
+                    (o.start_logits.argmax(-1) == labels["start_positions"])
+                    & (o.end_logits.argmax(-1) == labels["end_positions"])
+                ).sum()
+            )
     out["overfit_check"] = {"windows": len(items), "exact_spans_after_25_epochs": hit}
     print(json.dumps(out, ensure_ascii=False))
 

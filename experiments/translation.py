@@ -94,28 +94,51 @@ def _run(args: argparse.Namespace) -> None:
                     continue
                 eval_sets = {"test2016": [str(m30k / "test_2016_flickr.en"), str(m30k / "test_2016_flickr.de")]}
                 if fraction == 1.0 and not args.no_newstest:
-                    eval_sets["newstest2013"] = [str(nt13 / "newstest2013-src.en.sgm"),
-                                                 str(nt13 / "newstest2013-ref.de.sgm")]
+                    eval_sets["newstest2013"] = [
+                        str(nt13 / "newstest2013-src.en.sgm"),
+                        str(nt13 / "newstest2013-ref.de.sgm"),
+                    ]
                 task_options = {
-                    "arm": arm, "fraction": fraction, "data_seed": 0,
-                    "train_source": str(m30k / "train.en"), "train_target": str(m30k / "train.de"),
-                    "valid_source": str(m30k / "val.en"), "valid_target": str(m30k / "val.de"),
-                    "eval_sets": eval_sets, "preset": args.preset, "feature_dim": _feature_dim(args.preset),
+                    "arm": arm,
+                    "fraction": fraction,
+                    "data_seed": 0,
+                    "train_source": str(m30k / "train.en"),
+                    "train_target": str(m30k / "train.de"),
+                    "valid_source": str(m30k / "val.en"),
+                    "valid_target": str(m30k / "val.de"),
+                    "eval_sets": eval_sets,
+                    "preset": args.preset,
+                    "feature_dim": _feature_dim(args.preset),
                     # one vocabulary per (fraction, data seed), shared by the arms
                     "tokenizer_dir": str(out / FRACTION_TAG.format(fraction) / "tokenizers"),
                 }
-                config = RunConfig(task="translation", task_options=task_options, output_dir=str(run),
-                                   max_steps=args.max_steps, seed=seed, disable_tqdm=args.no_progress,
-                                   resume=True)  # an interrupted run continues from its last checkpoint
+                config = RunConfig(
+                    task="translation",
+                    task_options=task_options,
+                    output_dir=str(run),
+                    max_steps=args.max_steps,
+                    seed=seed,
+                    disable_tqdm=args.no_progress,
+                    resume=True,
+                )  # an interrupted run continues from its last checkpoint
                 t0 = time.time()
                 m = train(config)
                 if not args.keep_checkpoints:
                     for folder in run.glob("checkpoint-*"):
                         shutil.rmtree(folder)
-                print(json.dumps({"fraction": fraction, "arm": arm, "seed": seed,
-                                  "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
-                                  "train_s": m["train"]["runtime_s"], "wall_s": round(time.time() - t0, 1)}),
-                      flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "fraction": fraction,
+                            "arm": arm,
+                            "seed": seed,
+                            "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
+                            "train_s": m["train"]["runtime_s"],
+                            "wall_s": round(time.time() - t0, 1),
+                        }
+                    ),
+                    flush=True,
+                )
 
 
 def _summarize(args: argparse.Namespace) -> dict:
@@ -135,24 +158,31 @@ def _summarize(args: argparse.Namespace) -> dict:
             refs_cache[files[1]] = read_corpus(files[0], files[1]).targets
         return refs_cache[files[1]]
 
-    summary: dict = {"out": str(root), "date": time.strftime("%Y-%m-%d"), "signature": None,
-                     "resamples": args.resamples, "fractions": {}}
+    summary: dict = {
+        "out": str(root),
+        "date": time.strftime("%Y-%m-%d"),
+        "signature": None,
+        "resamples": args.resamples,
+        "fractions": {},
+    }
     for fraction in sorted(runs):
         arms = runs[fraction]
         rows = {}
         for arm, by_seed in arms.items():
             for seed, (run_dir, m) in sorted(by_seed.items()):
                 t = m.get("train", {})  # runs of the one runner keep the training facts under "train"
-                row = {"seed": seed, "parameters": m["parameters"],
-                       "train_seconds": t.get("runtime_s", m.get("train_seconds")),
-                       "epochs": round(t.get("epochs", m.get("epochs")), 2),
-                       "best_step": t.get("best_step", m.get("best_step")),
-                       "best_valid_loss": round(t.get("best_metric", m.get("best_valid_loss")), 4),
-                       "train_pairs": m["sizes"]["train"],
-                       "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
-                       "decode_seconds": {k: v["seconds"] for k, v in m["eval"].items()}}
-                summary["signature"] = summary["signature"] or next(
-                    (v["signature"] for v in m["eval"].values()), None)
+                row = {
+                    "seed": seed,
+                    "parameters": m["parameters"],
+                    "train_seconds": t.get("runtime_s", m.get("train_seconds")),
+                    "epochs": round(t.get("epochs", m.get("epochs")), 2),
+                    "best_step": t.get("best_step", m.get("best_step")),
+                    "best_valid_loss": round(t.get("best_metric", m.get("best_valid_loss")), 4),
+                    "train_pairs": m["sizes"]["train"],
+                    "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
+                    "decode_seconds": {k: v["seconds"] for k, v in m["eval"].items()},
+                }
+                summary["signature"] = summary["signature"] or next((v["signature"] for v in m["eval"].values()), None)
                 base = arms.get("baseline", {}).get(seed)
                 if base is not None and arm != "baseline":
                     row["vs_baseline"] = {}
@@ -162,18 +192,24 @@ def _summarize(args: argparse.Namespace) -> dict:
                         hyp_a = (base[0] / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
                         hyp_b = (run_dir / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
                         t = paired_bleu_test(hyp_a, hyp_b, refs(run_dir, name), n_resamples=args.resamples)
-                        row["vs_baseline"][name] = {"delta": round(t.difference, 2), "p": t.p_value,
-                                                    "ci95": [round(x, 2) for x in t.details["ci95"]]}
+                        row["vs_baseline"][name] = {
+                            "delta": round(t.difference, 2),
+                            "p": t.p_value,
+                            "ci95": [round(x, 2) for x in t.details["ci95"]],
+                        }
                 rows.setdefault(arm, []).append(row)
         summary["fractions"][str(fraction)] = rows
     return summary
 
 
 def _markdown(summary: dict) -> str:
-    lines = [f"sacreBLEU signature: `{summary['signature']}`", "",
-             "| fraction | arm | seed | params | train s | best step | test2016 BLEU | Δ vs baseline | p (bootstrap) "
-             "| newstest2013 BLEU | Δ | p |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"sacreBLEU signature: `{summary['signature']}`",
+        "",
+        "| fraction | arm | seed | params | train s | best step | test2016 BLEU | Δ vs baseline | p (bootstrap) "
+        "| newstest2013 BLEU | Δ | p |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def pv(p: float) -> str:
         return f"<{1 / summary.get('resamples', 1000):g}" if p <= 0 else f"{p:.3f}"
@@ -189,7 +225,8 @@ def _markdown(summary: dict) -> str:
                     f"{r['best_step']} | {r['bleu'].get('test2016', float('nan')):.2f} | "
                     + (f"{t['delta']:+.2f} | {pv(t['p'])} | " if t else " | | ")
                     + (f"{r['bleu']['newstest2013']:.2f} | " if "newstest2013" in r["bleu"] else " | ")
-                    + (f"{n['delta']:+.2f} | {pv(n['p'])} |" if n else " | |"))
+                    + (f"{n['delta']:+.2f} | {pv(n['p'])} |" if n else " | |")
+                )
     return "\n".join(lines)
 
 

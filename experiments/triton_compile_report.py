@@ -33,8 +33,12 @@ def _report(ptx: str, arch: int) -> tuple[int, int]:
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     try:
-        out = subprocess.run([ptxas, "-v", "--gpu-name", f"sm_{arch}a", f.name, "-o", os.devnull],
-                             capture_output=True, text=True, check=True).stderr
+        out = subprocess.run(
+            [ptxas, "-v", "--gpu-name", f"sm_{arch}a", f.name, "-o", os.devnull],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stderr
     finally:
         os.unlink(f.name)
     regs = re.findall(r"Used (\d+) registers", out)
@@ -57,18 +61,37 @@ def main() -> dict:
         parser.error("unset TRITON_INTERPRET: the interpreter's kernels cannot be compiled")
     kernels = {  # name: (kernel, pointer arguments, extra constexprs, has a JP table)
         "prepass_max": (T._prepass_max_kernel, ["Q", "K", "IDX", "MX"], {"ONE_HOT": False}, True),
-        "prepass_sum": (T._prepass_sum_kernel, ["Q", "K", "W", "IDX", "MX", "LZ", "Y", "SHIFT"],
-                        {"ONE_HOT": False, "HAS_W": True}, True),
-        "prepass_bwd_rows": (T._prepass_bwd_rows_kernel, ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DQ"],
-                             {"HAS_W": True}, False),
-        "prepass_bwd_cols": (T._prepass_bwd_cols_kernel,
-                             ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DK", "DW"], {"HAS_W": True}, False),
+        "prepass_sum": (
+            T._prepass_sum_kernel,
+            ["Q", "K", "W", "IDX", "MX", "LZ", "Y", "SHIFT"],
+            {"ONE_HOT": False, "HAS_W": True},
+            True,
+        ),
+        "prepass_bwd_rows": (
+            T._prepass_bwd_rows_kernel,
+            ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DQ"],
+            {"HAS_W": True},
+            False,
+        ),
+        "prepass_bwd_cols": (
+            T._prepass_bwd_cols_kernel,
+            ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DK", "DW"],
+            {"HAS_W": True},
+            False,
+        ),
         "attn_fwd": (T._attn_fwd_kernel, ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "O", "LSE"], {}, False),
-        "attn_bwd_rows": (T._attn_bwd_rows_kernel,
-                          ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DQ", "DB"],
-                          {"ONE_HOT": False}, True),
-        "attn_bwd_cols": (T._attn_bwd_cols_kernel,
-                          ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DK", "DV"], {}, False),
+        "attn_bwd_rows": (
+            T._attn_bwd_rows_kernel,
+            ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DQ", "DB"],
+            {"ONE_HOT": False},
+            True,
+        ),
+        "attn_bwd_cols": (
+            T._attn_bwd_cols_kernel,
+            ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DK", "DV"],
+            {},
+            False,
+        ),
     }
     target = GPUTarget("cuda", args.arch, 32)
     result = {"triton": triton.__version__, "arch": args.arch, "joint_buckets": args.joint_buckets, "kernels": {}}
@@ -92,8 +115,7 @@ def main() -> dict:
                     sig[n] = "fp32"
                 else:  # strides, H, L, J
                     sig[n] = "i32"
-            compiled = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target,
-                                      options=launch)
+            compiled = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts), target=target, options=launch)
             row[name] = [*_report(compiled.asm["ptx"], args.arch), f"{BM}x{BN}", launch["num_warps"]]
         result["kernels"][f"{str(dtype).removeprefix('torch.')}_d{d}"] = row
     print(json.dumps(result))

@@ -36,8 +36,10 @@ def data_path(*parts: str) -> Path:
     """Path under ../shared/data; skips the calling test with a clear message if it is absent."""
     path = DATA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"real data not found at {path} (expected ../shared/data beside the repo; "
-                    "set SYNTAXFORMER_DATA to its location)")
+        pytest.skip(
+            f"real data not found at {path} (expected ../shared/data beside the repo; "
+            "set SYNTAXFORMER_DATA to its location)"
+        )
     return path
 
 
@@ -71,8 +73,17 @@ def write_tiny_bert(folder, **config) -> str:
 
     tok = AutoTokenizer.from_pretrained(minilm_path())
     torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=37, max_position_embeddings=128, **config)).save_pretrained(folder)
+    BertModel(
+        BertConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            max_position_embeddings=128,
+            **config,
+        )
+    ).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
 
@@ -144,10 +155,22 @@ def tiny_sst2_run(folder: Path, tiny_model: str, system: str) -> str:
     from syntaxformer.training.run import train
 
     data_path("glue", "SST-2", "dev.tsv")
-    config = RunConfig(task="sst2", model_type=system, model_name_or_path=tiny_model, max_train_samples=16,
-                       max_eval_samples=8, max_steps=2, max_length=32, per_device_train_batch_size=8,
-                       eval_strategy="no", save_strategy="no", disable_tqdm=True, features_cache=False,
-                       parse_cache=str(folder.parent / "parses.sqlite3"), output_dir=str(folder))
+    config = RunConfig(
+        task="sst2",
+        model_type=system,
+        model_name_or_path=tiny_model,
+        max_train_samples=16,
+        max_eval_samples=8,
+        max_steps=2,
+        max_length=32,
+        per_device_train_batch_size=8,
+        eval_strategy="no",
+        save_strategy="no",
+        disable_tqdm=True,
+        features_cache=False,
+        parse_cache=str(folder.parent / "parses.sqlite3"),
+        output_dir=str(folder),
+    )
     train(config)
     return str(folder)
 

@@ -13,17 +13,21 @@ from tests.conftest import data_path
 
 pytestmark = pytest.mark.slow
 
-CONLLU = "\n".join([
-    "# newdoc id = d1",
-    "# sent_id = s1",
-    "# text = I don't know.",
-    "1\tI\tI\tPRON\tPRP\tCase=Nom\t4\tnsubj\t4:nsubj\t_",
-    "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",
-    "2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t4:aux\t_",
-    "3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t4:advmod\t_",
-    "4\tknow\tknow\tVERB\tVB\t_\t0\troot\t0:root\tSpaceAfter=No",
-    "5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t4:punct\t_",
-    "", ""])
+CONLLU = "\n".join(
+    [
+        "# newdoc id = d1",
+        "# sent_id = s1",
+        "# text = I don't know.",
+        "1\tI\tI\tPRON\tPRP\tCase=Nom\t4\tnsubj\t4:nsubj\t_",
+        "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",
+        "2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t4:aux\t_",
+        "3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t4:advmod\t_",
+        "4\tknow\tknow\tVERB\tVB\t_\t0\troot\t0:root\tSpaceAfter=No",
+        "5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t4:punct\t_",
+        "",
+        "",
+    ]
+)
 
 MRG = """( (S (NP-SBJ (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)) )
 ( (S (NP-SBJ (PRP It)) (VP (VBD purred) (NP-TMP (-NONE- *T*-1))) (. .)) )
@@ -89,12 +93,15 @@ def test_cli_annotate_ptb(tmp_path):
     assert sents[0].tree is not None
 
 
-@pytest.mark.parametrize("args, message", [
-    (["annotate", "{src}", "--output", "{tmp}/out.txt"], "use a .jsonl or .conllu"),
-    (["annotate", "{tmp}/missing.txt", "--output", "{tmp}/out.jsonl"], "not found"),
-    (["annotate", "{bad}", "--output", "{tmp}/out.jsonl"], "bad.conllu:1"),
-    (["evaluate-parser", "--gold", "{tmp}/missing.conllu", "--json"], "not found"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["annotate", "{src}", "--output", "{tmp}/out.txt"], "use a .jsonl or .conllu"),
+        (["annotate", "{tmp}/missing.txt", "--output", "{tmp}/out.jsonl"], "not found"),
+        (["annotate", "{bad}", "--output", "{tmp}/out.jsonl"], "bad.conllu:1"),
+        (["evaluate-parser", "--gold", "{tmp}/missing.conllu", "--json"], "not found"),
+    ],
+)
 def test_cli_errors_are_one_clear_line(tmp_path, capsys, args, message):
     src = tmp_path / "in.txt"
     src.write_text("Hello.\n", encoding="utf-8")
@@ -147,10 +154,29 @@ def test_cli_train_needs_a_task_and_takes_hf_spellings(tmp_path, capsys, monkeyp
     assert "no task given" in err and "--task" in err and err.count("\n") == 1
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--task", "rte", "--max_seq_length", "64", "--per_device_train_batch_size", "8",
-                              "--learning_rate", "3e-5", "--num_train_epochs", "2", "--output_dir", "runs/y"])
+    args = parser.parse_args(
+        [
+            "--task",
+            "rte",
+            "--max_seq_length",
+            "64",
+            "--per_device_train_batch_size",
+            "8",
+            "--learning_rate",
+            "3e-5",
+            "--num_train_epochs",
+            "2",
+            "--output_dir",
+            "runs/y",
+        ]
+    )
     config = config_from_args(args)
-    assert (config.max_length, config.per_device_train_batch_size, config.learning_rate, config.num_train_epochs,
-            config.output_dir) == (64, 8, 3e-5, 2.0, "runs/y")
+    assert (
+        config.max_length,
+        config.per_device_train_batch_size,
+        config.learning_rate,
+        config.num_train_epochs,
+        config.output_dir,
+    ) == (64, 8, 3e-5, 2.0, "runs/y")
     assert main(["train", "--task", "rte", "--set", "learning_rat=1e-4", "--output-dir", str(tmp_path / "z")]) == 1
     assert "did you mean 'learning_rate'" in capsys.readouterr().err

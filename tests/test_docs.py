@@ -32,8 +32,15 @@ _REQUIRES = re.compile(r"^<!-- requires: ([\w.]+) -->$")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _CODE_PATH = re.compile(r"`([\w./-]+\.(?:py|md))`")
 #: First path components that mean "a file of this repository" (top-level folders, the package and its packages).
-_REPO_ROOTS = {"src", "tests", "docs", "experiments", "benchmarks", "syntaxformer",
-               *(d.name for d in (REPO / "src" / "syntaxformer").iterdir() if d.is_dir() and d.name != "__pycache__")}
+_REPO_ROOTS = {
+    "src",
+    "tests",
+    "docs",
+    "experiments",
+    "benchmarks",
+    "syntaxformer",
+    *(d.name for d in (REPO / "src" / "syntaxformer").iterdir() if d.is_dir() and d.name != "__pycache__"),
+}
 
 
 def python_blocks(page: Path) -> list[tuple[int, str, bool]]:
@@ -56,8 +63,9 @@ def python_blocks(page: Path) -> list[tuple[int, str, bool]]:
             marker = before[-1] if before else ""
             requires = _REQUIRES.match(marker)
             missing = requires is not None and importlib.util.find_spec(requires.group(1)) is None
-            blocks.append((start + 1, "\n".join(lines[start:j]),
-                           not (marker == NO_TEST or _EXCERPT.match(marker) or missing)))
+            blocks.append(
+                (start + 1, "\n".join(lines[start:j]), not (marker == NO_TEST or _EXCERPT.match(marker) or missing))
+            )
         i = j + 1
     return blocks
 
@@ -84,10 +92,12 @@ def test_python_blocks_run(page: Path, tmp_path: Path) -> None:
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("SYNTAXFORMER_NO_PROGRESS", "1")
     env.setdefault("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
-    result = subprocess.run([sys.executable, "-c", "\n".join(script)], cwd=tmp_path, env=env, capture_output=True,
-                            text=True, timeout=900)
-    assert result.returncode == 0, (f"a python block of {page.name} fails:\n{result.stdout[-3000:]}\n"
-                                    f"{result.stderr[-6000:]}")
+    result = subprocess.run(
+        [sys.executable, "-c", "\n".join(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, (
+        f"a python block of {page.name} fails:\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    )
 
 
 def test_no_test_marker_only_before_blocks() -> None:
@@ -96,7 +106,7 @@ def test_no_test_marker_only_before_blocks() -> None:
         lines = page.read_text(encoding="utf-8").splitlines()
         for i, ln in enumerate(lines):
             if ln.strip() == NO_TEST:
-                nxt = next((x for x in lines[i + 1:] if x.strip()), "")
+                nxt = next((x for x in lines[i + 1 :] if x.strip()), "")
                 assert nxt.startswith("```python"), f"{page.name}:{i + 1}: {NO_TEST} not followed by a python block"
 
 
@@ -136,6 +146,8 @@ def test_docs_index_lists_every_page() -> None:
 
 def test_requires_marker_runs_a_block_only_where_its_package_is_installed(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("<!-- requires: no_such_package_xyz -->\n```python\nimport no_such_package_xyz\n```\n\n"
-                    "<!-- requires: json -->\n```python\nimport json\n```\n\n```python\nx = 1\n```\n")
+    page.write_text(
+        "<!-- requires: no_such_package_xyz -->\n```python\nimport no_such_package_xyz\n```\n\n"
+        "<!-- requires: json -->\n```python\nimport json\n```\n\n```python\nx = 1\n```\n"
+    )
     assert [runnable for _, _, runnable in python_blocks(page)] == [False, True, True]

@@ -50,8 +50,7 @@ CASES = [
     (["compare", "--config", "{tmp}/missing.json"], 1, "missing.json"),
     # translate
     (["translate", "{tmp}/no_model", "--input", "{good}", "--output", "{tmp}/hyp.txt"], 1, "no_model"),
-    (["translate", "{tmp}/no_model", "--input", "{good}", "--output", "{tmp}/hyp.txt", "--beams", "0"], 1,
-     "--beams"),
+    (["translate", "{tmp}/no_model", "--input", "{good}", "--output", "{tmp}/hyp.txt", "--beams", "0"], 1, "--beams"),
     (["translate", "{tmp}/no_model", "--input", "{good}"], 2, "--output"),
     # no command / unknown command
     (["telepathy"], 2, "telepathy"),
@@ -135,6 +134,7 @@ def test_cli_os_error_naming_a_file_is_one_line(monkeypatch, files, capsys):
 
 # -- the library errors behind the lines ------------------------------------------------------------------------
 
+
 def test_errors_are_the_builtin_kinds_too():
     for cls in (FormatError, TreeError, ConfigError, InputError, DataError, AnnotatorError):
         assert issubclass(cls, SyntaxformerError) and issubclass(cls, ValueError)
@@ -150,7 +150,7 @@ def test_errors_readers_name_the_file(tmp_path):
     with pytest.raises(DataError, match="missing.conllu"):
         list(read_conllu(str(tmp_path / "missing.conllu")))
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes("{\"words\": [\"caf\xe9\"]}\n".encode("latin-1"))
+    bad.write_bytes('{"words": ["caf\xe9"]}\n'.encode("latin-1"))
     with pytest.raises(FormatError, match="bad.jsonl.*not UTF-8"):
         list(read_jsonl(str(bad)))
     with pytest.raises(DataError, match=r"s1\.dev"):

@@ -23,10 +23,12 @@ def _module(name: str):
 
 def _run(folder: Path, task: str, metric: str, predictions: list, labels: list, score: float) -> None:
     folder.mkdir(parents=True)
-    (folder / "metrics.json").write_text(json.dumps({"dev": {metric: score}, "train": {"runtime_s": 1.0},
-                                                     "sizes": {"train": 10}, "subsample": {}}))
+    (folder / "metrics.json").write_text(
+        json.dumps({"dev": {metric: score}, "train": {"runtime_s": 1.0}, "sizes": {"train": 10}, "subsample": {}})
+    )
     (folder / "dev_predictions.json").write_text(
-        json.dumps({"task": task, "order": "dataset", "predictions": predictions, "labels": labels}))
+        json.dumps({"task": task, "order": "dataset", "predictions": predictions, "labels": labels})
+    )
 
 
 def test_summarize_measures_spread_and_the_tables_list_collapsed_runs(tmp_path):
@@ -44,13 +46,16 @@ def test_summarize_measures_spread_and_the_tables_list_collapsed_runs(tmp_path):
         return (sum((x - m) ** 2 for x in xs) / len(xs)) ** 0.5
 
     spread = summary["tasks"]["stsb"]["variants"]["sbert_baseline"]["spread"]
-    assert spread == pytest.approx([std([0.5, 1, 2, 3, 4, 4.5]) / std(labels),
-                                    std([2.4, 2.5, 2.5, 2.5, 2.6, 2.5]) / std(labels)])
+    assert spread == pytest.approx(
+        [std([0.5, 1, 2, 3, 4, 4.5]) / std(labels), std([2.4, 2.5, 2.5, 2.5, 2.6, 2.5]) / std(labels)]
+    )
     assert summary["tasks"]["cola"]["variants"]["sbert"]["spread"] == [1.0]
     assert summary["tasks"]["cola"]["variants"]["sbert_baseline"]["spread"] == [pytest.approx(4 / 6)]
     listed = tables.collapsed_runs(summary).splitlines()
-    assert listed == ["* CoLA, Syntax-BERT (paper), seed 1: 0.0000 (100% of the dev set in one class)",
-                      f"* STS-B, SB head baseline, seed 2: 0.2000 (prediction std = {spread[1]:.2f} × label std)"]
+    assert listed == [
+        "* CoLA, Syntax-BERT (paper), seed 1: 0.0000 (100% of the dev set in one class)",
+        f"* STS-B, SB head baseline, seed 2: 0.2000 (prediction std = {spread[1]:.2f} × label std)",
+    ]
 
 
 def test_archive_copies_finished_runs_and_never_replaces_a_different_run(tmp_path):
@@ -64,8 +69,10 @@ def test_archive_copies_finished_runs_and_never_replaces_a_different_run(tmp_pat
     args = argparse.Namespace(out=str(runs), to=str(archive), resamples=50)
     glue._archive(args)
     assert sorted(p.relative_to(archive).as_posix() for p in archive.rglob("*.json")) == [
-        f"cola/{v}/seed1/{name}" for v in ("baseline_default", "sgnet_default")
-        for name in ("dev_predictions.json", "metrics.json", "run.json")]
+        f"cola/{v}/seed1/{name}"
+        for v in ("baseline_default", "sgnet_default")
+        for name in ("dev_predictions.json", "metrics.json", "run.json")
+    ]
     for f in archive.rglob("*.json"):
         assert json.loads(f.read_text()) == json.loads((runs / f.relative_to(archive)).read_text())
     from_folders = glue._summarize(argparse.Namespace(out=str(runs), resamples=50))
@@ -74,8 +81,9 @@ def test_archive_copies_finished_runs_and_never_replaces_a_different_run(tmp_pat
     glue._archive(args)  # the same runs again: kept, nothing rewritten
     # a different run under the same name is refused, and the archived copy stays as it was
     before = (archive / "cola" / "sgnet_default" / "seed1" / "metrics.json").read_text()
-    (runs / "cola" / "sgnet_default" / "seed1" / "metrics.json").write_text(json.dumps(
-        {"dev": {"matthews_correlation": 0.1}, "train": {"runtime_s": 1.0}, "sizes": {}, "subsample": {}}))
+    (runs / "cola" / "sgnet_default" / "seed1" / "metrics.json").write_text(
+        json.dumps({"dev": {"matthews_correlation": 0.1}, "train": {"runtime_s": 1.0}, "sizes": {}, "subsample": {}})
+    )
     with pytest.raises(SystemExit, match="different run"):
         glue._archive(args)
     assert (archive / "cola" / "sgnet_default" / "seed1" / "metrics.json").read_text() == before
@@ -94,8 +102,10 @@ def test_summarize_refuses_to_pair_runs_on_different_dev_examples(tmp_path):
 
 def _summary(task: str, variants: dict[str, dict[int, float]], tests: list[tuple[str, str, list[int], float]]) -> dict:
     """A summary as `sgnet_glue.py summarize` writes it: {variant: {seed: score}}, tests (a, vs, seeds, boot p)."""
-    rows = {v: {"seeds": sorted(s), "scores": [s[k] for k in sorted(s)], "spread": [0.5] * len(s)}
-            for v, s in variants.items()}
+    rows = {
+        v: {"seeds": sorted(s), "scores": [s[k] for k in sorted(s)], "spread": [0.5] * len(s)}
+        for v, s in variants.items()
+    }
     out: dict = {}
     for a, b, seeds, p in tests:
         diff = sum(variants[a][s] - variants[b][s] for s in seeds) / len(seeds)
@@ -109,10 +119,14 @@ def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them()
     tables = _module("issue16_tables")
     base = {1: 0.50, 2: 0.56}
     sg = {1: 0.55, 2: 0.57}
-    old = _summary("rte", {"baseline_default": base, "sgnet_default": sg},
-                   [("sgnet_default", "baseline_default", [1, 2], 0.20)])
-    new = _summary("rte", {"baseline_default": {3: 0.52}, "sgnet_default": {3: 0.60}},
-                   [("sgnet_default", "baseline_default", [3], 0.01)])
+    old = _summary(
+        "rte", {"baseline_default": base, "sgnet_default": sg}, [("sgnet_default", "baseline_default", [1, 2], 0.20)]
+    )
+    new = _summary(
+        "rte",
+        {"baseline_default": {3: 0.52}, "sgnet_default": {3: 0.60}},
+        [("sgnet_default", "baseline_default", [3], 0.01)],
+    )
     merged = tables.merge_summaries([old, new])["tasks"]["rte"]
     v = merged["variants"]["sgnet_default"]
     assert v["seeds"] == [1, 2, 3] and v["scores"] == [0.55, 0.57, 0.60]
@@ -124,8 +138,11 @@ def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them()
     assert test["difference"] == pytest.approx((0.05 + 0.01 + 0.08) / 3)
     assert test["t_test_p"] == pytest.approx(ttest_rel([0.55, 0.57, 0.60], [0.50, 0.56, 0.52]).pvalue)
     assert [(b["seeds"], b["p"]) for b in test["bootstrap"]] == [([1, 2], 0.20), ([3], 0.01)]
-    row = next(line for line in tables.main_tables(tables.merge_summaries([old, new])).splitlines()
-               if line.startswith("| SG-Net − baseline"))
+    row = next(
+        line
+        for line in tables.main_tables(tables.merge_summaries([old, new])).splitlines()
+        if line.startswith("| SG-Net − baseline")
+    )
     # the effect's 95% interval over seeds (SciPy's t-interval of the per-seed differences); one test in the
     # family, so Holm leaves its p as it is
     from scipy import stats
@@ -133,18 +150,22 @@ def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them()
     d = [0.05, 0.01, 0.08]
     lo, hi = stats.t.interval(0.95, 2, loc=sum(d) / 3, scale=stats.sem(d))
     p = test["t_test_p"]
-    assert (f"| +0.0467 [{lo:+.3f}, {hi:+.3f}] (bootstrap 0.200 on s1–2, 0.010 on s3; t {p:.3f}, Holm {p:.3f}) |"
-            in row)
+    assert f"| +0.0467 [{lo:+.3f}, {hi:+.3f}] (bootstrap 0.200 on s1–2, 0.010 on s3; t {p:.3f}, Holm {p:.3f}) |" in row
     assert "**" not in row  # p 0.148: not bold
     joined = tables.merge_summaries([old, new])
     assert tables.runs_below(joined, "sgnet_default", "baseline_default") == "0 of 3 paired runs below:\n* none"
     assert tables.runs_below(joined, "baseline_default", "sgnet_default").splitlines() == [
-        "3 of 3 paired runs below:", "* RTE, seed 1: 0.5000 vs 0.5500 (-0.0500)",
-        "* RTE, seed 2: 0.5600 vs 0.5700 (-0.0100)", "* RTE, seed 3: 0.5200 vs 0.6000 (-0.0800)"]
+        "3 of 3 paired runs below:",
+        "* RTE, seed 1: 0.5000 vs 0.5500 (-0.0500)",
+        "* RTE, seed 2: 0.5600 vs 0.5700 (-0.0100)",
+        "* RTE, seed 3: 0.5200 vs 0.6000 (-0.0800)",
+    ]
     # Holm over the table's family: every t-test of 3 or more seeds on every task of the comparison table
-    two = _summary("cola", {"baseline_default": {1: 0.20, 2: 0.22, 3: 0.21},
-                            "sgnet_default": {1: 0.30, 2: 0.33, 3: 0.31}},
-                   [("sgnet_default", "baseline_default", [1, 2, 3], 0.001)])
+    two = _summary(
+        "cola",
+        {"baseline_default": {1: 0.20, 2: 0.22, 3: 0.21}, "sgnet_default": {1: 0.30, 2: 0.33, 3: 0.31}},
+        [("sgnet_default", "baseline_default", [1, 2, 3], 0.001)],
+    )
     both = tables.merge_summaries([old, new, two])
     family = tables.holm_family(both)
     raw = {k[0]: both["tasks"][k[0]]["tests"]["sgnet_default"][0]["t_test_p"] for k in family}
@@ -155,9 +176,14 @@ def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them()
     alone = tables.merge_summaries([old])
     assert "| +0.0300 (0.200; 2 seeds) |" in tables.main_tables(alone)
     # the same seed with two scores is two different runs: refused, unless the later is asked to replace it
-    clash = _summary("rte", {"baseline_default": {2: 0.40}, "sgnet_default": {2: 0.57}},
-                     [("sgnet_default", "baseline_default", [2], 0.03)])
-    with pytest.raises(ValueError, match="two different runs: rte / baseline_default / seed 2: 0.5600 replaced by 0.4000"):
+    clash = _summary(
+        "rte",
+        {"baseline_default": {2: 0.40}, "sgnet_default": {2: 0.57}},
+        [("sgnet_default", "baseline_default", [2], 0.03)],
+    )
+    with pytest.raises(
+        ValueError, match="two different runs: rte / baseline_default / seed 2: 0.5600 replaced by 0.4000"
+    ):
         tables.merge_summaries([old, new, clash])
     replaced: list[str] = []
     fixed = tables.merge_summaries([old, new, clash], replaced)["tasks"]["rte"]

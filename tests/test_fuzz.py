@@ -33,9 +33,13 @@ RECORD = os.environ.get("SYNTAXFORMER_FUZZ_RECORD")
 OUTCOMES: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
 TIME_LIMIT = 20  # seconds per example before it counts as a hang
 
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                       HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 class _Hang(Exception):
@@ -76,18 +80,18 @@ def _variants(sample: str) -> st.SearchStrategy[bytes]:
     odd_text = st.text(st.characters(codec=None, exclude_categories=()), max_size=200)
     at = st.integers(0, len(raw))
     return st.one_of(
-        st.just(raw),                                                                   # the valid file
-        at.map(lambda k: raw[:k]),                                                      # truncated
-        st.tuples(at, odd_text).map(lambda a: raw[:a[0]] + a[1].encode("utf-8", "surrogatepass") + raw[a[0]:]),
-        st.tuples(at, at).map(lambda a: raw[:min(a)] + raw[max(a):]),                   # a slice deleted
-        st.just(b"\xef\xbb\xbf" + raw),                                                 # byte-order mark
-        at.map(lambda k: raw[:k] + b"\x00" + raw[k:]),                                  # NUL byte
-        st.just(sample.translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")).encode()),     # Arabic-Indic digits
-        st.just(sample.encode("latin-1", "replace")),                                   # another encoding
-        st.just(raw * 300),                                                             # huge: repeated
-        st.just(raw[: len(raw) // 2] + b"x" * 200_000 + raw[len(raw) // 2:]),           # huge: one token
-        st.binary(max_size=600),                                                        # binary
-        odd_text.map(lambda t: t.encode("utf-8", "surrogatepass")),                     # odd Unicode
+        st.just(raw),  # the valid file
+        at.map(lambda k: raw[:k]),  # truncated
+        st.tuples(at, odd_text).map(lambda a: raw[: a[0]] + a[1].encode("utf-8", "surrogatepass") + raw[a[0] :]),
+        st.tuples(at, at).map(lambda a: raw[: min(a)] + raw[max(a) :]),  # a slice deleted
+        st.just(b"\xef\xbb\xbf" + raw),  # byte-order mark
+        at.map(lambda k: raw[:k] + b"\x00" + raw[k:]),  # NUL byte
+        st.just(sample.translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")).encode()),  # Arabic-Indic digits
+        st.just(sample.encode("latin-1", "replace")),  # another encoding
+        st.just(raw * 300),  # huge: repeated
+        st.just(raw[: len(raw) // 2] + b"x" * 200_000 + raw[len(raw) // 2 :]),  # huge: one token
+        st.binary(max_size=600),  # binary
+        odd_text.map(lambda t: t.encode("utf-8", "surrogatepass")),  # odd Unicode
     )
 
 
@@ -98,8 +102,9 @@ def _write(tmp_path: Path, name: str, data: bytes) -> Path:
     return path
 
 
-def _run_reader(name: str, read: Callable[[Path], Any], check: Callable[[Any, bytes], None], path: Path,
-                data: bytes) -> None:
+def _run_reader(
+    name: str, read: Callable[[Path], Any], check: Callable[[Any, bytes], None], path: Path, data: bytes
+) -> None:
     try:
         with _time_limit(TIME_LIMIT):
             result = read(path)
@@ -125,34 +130,89 @@ def _run_reader(name: str, read: Callable[[Path], Any], check: Callable[[Any, by
 
 
 # -- readers ------------------------------------------------------------------------------------------------
-_CONLLU = ("# sent_id = s1\n# text = The cat sat.\n1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
-           "2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\tSpaceAfter=No\n"
-           "4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_\n\n")
+_CONLLU = (
+    "# sent_id = s1\n# text = The cat sat.\n1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
+    "2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\tSpaceAfter=No\n"
+    "4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_\n\n"
+)
 _PTB = "( (S (NP-SBJ (DT The) (NN cat)) (VP (VBD sat) (PP (IN on) (NP (DT the) (NN mat)))) (. .)) )\n"
 _SST = "(3 (2 (2 The) (2 film)) (4 (3 (2 is) (4 great)) (2 .)))\n"
-_SNLI = json.dumps({"pairID": "p1", "gold_label": "neutral",
-                    "sentence1_parse": "(ROOT (S (NP (DT A) (NN man)) (VP (VBZ sleeps)) (. .)))",
-                    "sentence2_parse": "(ROOT (S (NP (DT A) (NN man)) (VP (VBZ rests)) (. .)))"}) + "\n"
-_JSONL = json.dumps({"words": ["The", "cat", "sat", "."], "heads": [1, 2, -1, 2], "text": "The cat sat.",
-                     "offsets": [[0, 3], [4, 7], [8, 11], [11, 12]], "deprels": ["det", "nsubj", "ROOT", "punct"]}
-                    ) + "\n" + json.dumps({"text": "Hi there.", "sentences": [
-                        {"words": ["Hi", "there", "."], "heads": [-1, 0, 0], "offsets": [[0, 2], [3, 8], [8, 9]]}]}) + "\n"
-_SQUAD = json.dumps({"version": "v2.0", "data": [{"title": "T", "paragraphs": [{"context": "The cat sat.", "qas": [
-    {"id": "q1", "question": "Who sat?", "answers": [{"text": "The cat", "answer_start": 0}], "is_impossible": False},
-    {"id": "q2", "question": "Why?", "answers": [], "is_impossible": True}]}]}]})
-_RACE = json.dumps({"id": "1.txt", "article": "The cat sat.", "questions": ["Who sat?"],
-                    "options": [["the cat", "a dog", "nobody", "me"]], "answers": ["A"]})
+_SNLI = (
+    json.dumps(
+        {
+            "pairID": "p1",
+            "gold_label": "neutral",
+            "sentence1_parse": "(ROOT (S (NP (DT A) (NN man)) (VP (VBZ sleeps)) (. .)))",
+            "sentence2_parse": "(ROOT (S (NP (DT A) (NN man)) (VP (VBZ rests)) (. .)))",
+        }
+    )
+    + "\n"
+)
+_JSONL = (
+    json.dumps(
+        {
+            "words": ["The", "cat", "sat", "."],
+            "heads": [1, 2, -1, 2],
+            "text": "The cat sat.",
+            "offsets": [[0, 3], [4, 7], [8, 11], [11, 12]],
+            "deprels": ["det", "nsubj", "ROOT", "punct"],
+        }
+    )
+    + "\n"
+    + json.dumps(
+        {
+            "text": "Hi there.",
+            "sentences": [{"words": ["Hi", "there", "."], "heads": [-1, 0, 0], "offsets": [[0, 2], [3, 8], [8, 9]]}],
+        }
+    )
+    + "\n"
+)
+_SQUAD = json.dumps(
+    {
+        "version": "v2.0",
+        "data": [
+            {
+                "title": "T",
+                "paragraphs": [
+                    {
+                        "context": "The cat sat.",
+                        "qas": [
+                            {
+                                "id": "q1",
+                                "question": "Who sat?",
+                                "answers": [{"text": "The cat", "answer_start": 0}],
+                                "is_impossible": False,
+                            },
+                            {"id": "q2", "question": "Why?", "answers": [], "is_impossible": True},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+)
+_RACE = json.dumps(
+    {
+        "id": "1.txt",
+        "article": "The cat sat.",
+        "questions": ["Who sat?"],
+        "options": [["the cat", "a dog", "nobody", "me"]],
+        "answers": ["A"],
+    }
+)
 _SGM = '<refset setid="x"><doc docid="d1" genre="news">\n<seg id="1">The cat sat.</seg>\n<seg id="2">Hi.</seg>\n</doc></refset>\n'
 _TSV = "sentence\tlabel\nthe cat sat .\t1\na bad film .\t0\n"
 
 
 def _conllu(path):
     from syntaxformer.data.readers.conllu import read_conllu
+
     return list(read_conllu(path))
 
 
 def _check_conllu(sentences, data):
     from syntaxformer.data.readers.conllu import format_conllu, parse_conllu
+
     again = parse_conllu(format_conllu(sentences))
     assert [(s.words, s.heads) for s in again] == [(s.words, s.heads) for s in sentences], "CoNLL-U round trip"
     if data == _CONLLU.encode():
@@ -161,6 +221,7 @@ def _check_conllu(sentences, data):
 
 def _ptb(path):
     from syntaxformer.data.readers.ptb import read_ptb
+
     return list(read_ptb(path))
 
 
@@ -174,16 +235,19 @@ def _check_trees(sentences, data):
 
 def _sst(path):
     from syntaxformer.data.readers.sst import read_sst
+
     return list(read_sst(path))
 
 
 def _snli(path):
     from syntaxformer.data.readers.snli import read_snli_jsonl
+
     return list(read_snli_jsonl(path))
 
 
 def _check_snli(pairs, data):
     from syntaxformer.data.readers.snli import SNLI_LABELS
+
     for p in pairs:
         assert p.label in SNLI_LABELS or p.label == "-", f"label {p.label!r}"
         _check_trees([p.premise, p.hypothesis], b"")
@@ -191,6 +255,7 @@ def _check_snli(pairs, data):
 
 def _jsonl(path):
     from syntaxformer.data.sentence import read_jsonl
+
     return list(read_jsonl(str(path)))
 
 
@@ -205,16 +270,19 @@ def _check_jsonl(items, data):
 
 def _squad(path):
     from syntaxformer.data.readers.squad import read_squad
+
     return read_squad(path)
 
 
 def _race(path):
     from syntaxformer.data.readers.race import read_race_file
+
     return read_race_file(path, "high")
 
 
 def _parallel(path):
     from syntaxformer.data.readers.parallel import read_parallel
+
     return read_parallel(path)
 
 
@@ -226,11 +294,13 @@ def _check_parallel(corpus, data):
 
 def _sgm(path):
     from syntaxformer.data.readers.parallel import read_sgm
+
     return read_sgm(path)
 
 
 def _tsv(path):
     from syntaxformer.data.readers.glue import TsvLayout, read_glue_tsv
+
     return read_glue_tsv(TsvLayout("SST-2", {"text_a": "sentence", "label": "label"}, ("0", "1")), path)
 
 
@@ -241,6 +311,7 @@ def _check_labels(examples, data):
 
 def _preparsed(path):
     from syntaxformer.data.annotators.preparsed import PreparsedAnnotator
+
     return PreparsedAnnotator(path, format="conllu").annotate(["The cat sat."])
 
 
@@ -313,32 +384,68 @@ def _cli_env(monkeypatch, tmp_path_factory):
 
 
 COMMAND_INPUTS = {  # command -> (file name, valid sample, argv built from the file's path and the folder)
-    "annotate-conllu": ("in.conllu", _CONLLU, lambda p, d: ["annotate", str(p), "--format", "conllu", "-o",
-                                                            str(d / "o.jsonl"), "--overwrite"]),
-    "annotate-ptb": ("in.mrg", _PTB, lambda p, d: ["annotate", str(p), "--format", "ptb", "-o", str(d / "o.conllu"),
-                                                      "--overwrite"]),
-    "annotate-text": ("in.txt", "The cat sat on the mat.\nHi there.\n",
-                      lambda p, d: ["annotate", str(p), "--format", "text", "-o", str(d / "o.jsonl"), "--overwrite"]),
-    "evaluate-parser": ("gold.conllu", _CONLLU, lambda p, d: ["evaluate-parser", "--gold", str(p), "--parser",
-                                                              f"conllu:{p}"]),
-    "evaluate-parser-parses": ("parses.conllu", _CONLLU,
-                               lambda p, d: ["evaluate-parser", "--gold", str(_write(d, "gold.conllu",
-                                                                                     _CONLLU.encode())),
-                                             "--parser", f"conllu:{p}"]),
+    "annotate-conllu": (
+        "in.conllu",
+        _CONLLU,
+        lambda p, d: ["annotate", str(p), "--format", "conllu", "-o", str(d / "o.jsonl"), "--overwrite"],
+    ),
+    "annotate-ptb": (
+        "in.mrg",
+        _PTB,
+        lambda p, d: ["annotate", str(p), "--format", "ptb", "-o", str(d / "o.conllu"), "--overwrite"],
+    ),
+    "annotate-text": (
+        "in.txt",
+        "The cat sat on the mat.\nHi there.\n",
+        lambda p, d: ["annotate", str(p), "--format", "text", "-o", str(d / "o.jsonl"), "--overwrite"],
+    ),
+    "evaluate-parser": (
+        "gold.conllu",
+        _CONLLU,
+        lambda p, d: ["evaluate-parser", "--gold", str(p), "--parser", f"conllu:{p}"],
+    ),
+    "evaluate-parser-parses": (
+        "parses.conllu",
+        _CONLLU,
+        lambda p, d: [
+            "evaluate-parser",
+            "--gold",
+            str(_write(d, "gold.conllu", _CONLLU.encode())),
+            "--parser",
+            f"conllu:{p}",
+        ],
+    ),
     # an option no config has keeps every example from training: the config file is read, checked, refused
-    "train-config": ("config.yaml", "task: sst2\nmax_length: 32\nseed: 1\n",
-                     lambda p, d: ["train", "--config", str(p), "--set", "no_such_option=1", "--output-dir",
-                                   str(d / "r")]),
-    "compare-config": ("config.yaml", "task: sst2\nmax_length: 32\n",
-                       lambda p, d: ["compare", "--config", str(p), "--set", "no_such_option=1", "--output-dir",
-                                     str(d / "c")]),
+    "train-config": (
+        "config.yaml",
+        "task: sst2\nmax_length: 32\nseed: 1\n",
+        lambda p, d: ["train", "--config", str(p), "--set", "no_such_option=1", "--output-dir", str(d / "r")],
+    ),
+    "compare-config": (
+        "config.yaml",
+        "task: sst2\nmax_length: 32\n",
+        lambda p, d: ["compare", "--config", str(p), "--set", "no_such_option=1", "--output-dir", str(d / "c")],
+    ),
     "evaluate-run": ("run/run.json", json.dumps({"task": "sst2"}), lambda p, d: ["evaluate", str(p.parent)]),
     "predict-run": ("run/run.json", json.dumps({"task": "sst2"}), lambda p, d: ["predict", str(p.parent)]),
-    "translate-run": ("run/run.json", json.dumps({"task": "translation"}),
-                      lambda p, d: ["translate", str(p.parent), "--input", str(_write(d, "in.txt", b"Hello .\n")),
-                                    "--output", str(d / "out.txt"), "--overwrite"]),
-    "significance": ("a/metrics.json", json.dumps({"dev": {"accuracy": 0.5}}),
-                     lambda p, d: ["significance", str(p.parent), "--vs", str(p.parent)]),
+    "translate-run": (
+        "run/run.json",
+        json.dumps({"task": "translation"}),
+        lambda p, d: [
+            "translate",
+            str(p.parent),
+            "--input",
+            str(_write(d, "in.txt", b"Hello .\n")),
+            "--output",
+            str(d / "out.txt"),
+            "--overwrite",
+        ],
+    ),
+    "significance": (
+        "a/metrics.json",
+        json.dumps({"dev": {"accuracy": 0.5}}),
+        lambda p, d: ["significance", str(p.parent), "--vs", str(p.parent)],
+    ),
     "diagnose": ("m/config.json", json.dumps({"model_type": "bert"}), lambda p, d: ["diagnose", str(p.parent)]),
 }
 # a command whose input is a run / model folder names the folder, not the file inside it; a config error names the
@@ -371,6 +478,7 @@ def test_fuzz_demo_text(text):
 
 def _tiny_encoder() -> str:
     from syntaxformer.defaults import default_hf_model
+
     return default_hf_model()
 
 
@@ -382,6 +490,7 @@ def _strip_bom(data: bytes) -> str:
 
 def _predict_inputs(path):
     from syntaxformer.inference import read_inputs
+
     return read_inputs(path)
 
 
@@ -395,6 +504,7 @@ def _check_txt_inputs(records, data):
     """One record per non-blank line, lines ending at \\n or \\r\\n only (a reference without the reader's helpers)."""
     _check_inputs(records, data)
     import re
+
     lines = [line.strip() for line in re.split(r"\r?\n", _strip_bom(data)) if line.strip()]
     assert [r["text"] for r in records] == lines, "one text per line, split at \\n / \\r\\n only"
 
@@ -416,8 +526,12 @@ def _check_tsv_inputs(records, data):
 _INPUT_TXT = "A fine film.\nDull\u2028and long.\r\n\nIt is\x0cfine.\n"
 _INPUT_CSV = 'id,text\n1,"A fine, moving film."\n2,Dull.\n'
 _INPUT_TSV = 'id\ttext\n1\t"Good" fun\n2\tDull.\n'
-_INPUT_JSONL = (json.dumps({"id": 1, "text": "A fine film."}) + "\n"
-                + json.dumps({"id": 2, "text": "Dull\u2028stuff."}, ensure_ascii=False) + "\n")
+_INPUT_JSONL = (
+    json.dumps({"id": 1, "text": "A fine film."})
+    + "\n"
+    + json.dumps({"id": 2, "text": "Dull\u2028stuff."}, ensure_ascii=False)
+    + "\n"
+)
 INPUT_READERS: dict[str, tuple[str, str, Callable, Callable]] = {
     "predict-input-txt": ("x.txt", _INPUT_TXT, _predict_inputs, _check_txt_inputs),
     "predict-input-csv": ("x.csv", _INPUT_CSV, _predict_inputs, _check_inputs),
@@ -445,9 +559,12 @@ _WORD = st.text(st.sampled_from("abcdeXYZ.,'é"), min_size=1, max_size=6)
 
 
 @settings(FUZZ, max_examples=60)
-@given(words=st.lists(_WORD, min_size=1, max_size=6), gaps=st.lists(st.sampled_from([" ", "  ", "\t", "\n", ""]),
-                                                                      min_size=6, max_size=6),
-       change=st.sampled_from(["none", "drop", "substring", "split", "extra"]), k=st.integers(0, 5))
+@given(
+    words=st.lists(_WORD, min_size=1, max_size=6),
+    gaps=st.lists(st.sampled_from([" ", "  ", "\t", "\n", ""]), min_size=6, max_size=6),
+    change=st.sampled_from(["none", "drop", "substring", "split", "extra"]),
+    k=st.integers(0, 5),
+)
 def test_fuzz_preparsed_matcher(tmp_path_factory, words, gaps, change, k):
     """JSONL parses of a text, true or changed: accepted (offsets pointing at the words) exactly when the words
     spell the text with whitespace ignored; else a FormatError naming the file."""
@@ -461,12 +578,13 @@ def test_fuzz_preparsed_matcher(tmp_path_factory, words, gaps, change, k):
     elif change == "substring" and len(parsed[k]) > 1:
         parsed[k] = parsed[k][1:]
     elif change == "split" and len(parsed[k]) > 1:
-        parsed[k:k + 1] = [parsed[k][:1], parsed[k][1:]]
+        parsed[k : k + 1] = [parsed[k][:1], parsed[k][1:]]
     elif change == "extra":
         parsed.append("zz")
     path = tmp_path_factory.mktemp("pp") / "p.jsonl"
-    path.write_text(json.dumps({"text": text, "words": parsed, "heads": [-1] + [0] * (len(parsed) - 1)}) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps({"text": text, "words": parsed, "heads": [-1] + [0] * (len(parsed) - 1)}) + "\n", encoding="utf-8"
+    )
     spells = "".join(parsed) == "".join(text.split())
     try:
         with _time_limit(TIME_LIMIT):
@@ -503,11 +621,21 @@ def _classifier(tmp_path_factory):
 
 
 _VALUES = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.binary(max_size=8),
-              st.text(st.characters(codec=None, exclude_categories=()), max_size=20)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.tuples(inner, inner),
-                            st.dictionaries(st.sampled_from(["text", "text_pair", "id", "x"]), inner, max_size=3)),
-    max_leaves=6)
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.binary(max_size=8),
+        st.text(st.characters(codec=None, exclude_categories=()), max_size=20),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.dictionaries(st.sampled_from(["text", "text_pair", "id", "x"]), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
 
 
 @settings(FUZZ, max_examples=40)
@@ -525,8 +653,7 @@ def test_fuzz_pipeline_inputs(_classifier, value):
     except Exception as e:  # noqa: BLE001
         _record("pipeline-inputs", "traceback", f"{type(e).__name__}: {e}"[:300])
         return
-    ok = isinstance(out, list) and all(isinstance(r, dict) and r.get("label") in ("LABEL_0", "LABEL_1")
-                                       for r in out)
+    ok = isinstance(out, list) and all(isinstance(r, dict) and r.get("label") in ("LABEL_0", "LABEL_1") for r in out)
     _record("pipeline-inputs", "ok" if ok else "silently wrong", repr(out)[:300])
 
 
@@ -545,9 +672,27 @@ def _tiny_run(tmp_path_factory):
     before = os.environ.get("SYNTAXFORMER_CACHE")
     os.environ["SYNTAXFORMER_CACHE"] = str(root / "cache")
     try:
-        assert main(["train", "--train-file", str(root / "d.csv"), "--validation-file", str(root / "d.csv"),
-                     "--model", write_tiny_bert(root / "tiny"), "--output-dir", str(root / "run"), "--max-steps", "1",
-                     "--max-length", "32", "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "train",
+                    "--train-file",
+                    str(root / "d.csv"),
+                    "--validation-file",
+                    str(root / "d.csv"),
+                    "--model",
+                    write_tiny_bert(root / "tiny"),
+                    "--output-dir",
+                    str(root / "run"),
+                    "--max-steps",
+                    "1",
+                    "--max-length",
+                    "32",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     finally:
         if before is None:
             os.environ.pop("SYNTAXFORMER_CACHE", None)
@@ -574,8 +719,10 @@ def test_fuzz_analysis_inputs(_tiny_run, tmp_path_factory, _cli_env, target):
         shutil.copytree(_tiny_run, copy)
         (copy / target).write_bytes(data)
         _cli(f"significance-{target}", ["significance", str(_tiny_run), str(copy), "--resamples", "20"], "copy")
-        _cli(f"analyze-{target}", ["analyze", str(_tiny_run), str(copy), "--output", str(folder / "b.json"),
-                                   "--overwrite"],
-             "copy")
+        _cli(
+            f"analyze-{target}",
+            ["analyze", str(_tiny_run), str(copy), "--output", str(folder / "b.json"), "--overwrite"],
+            "copy",
+        )
 
     run()

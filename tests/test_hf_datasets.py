@@ -18,11 +18,13 @@ from tests.conftest import minilm_path
 
 from syntaxformer.hf_datasets import add_syntax_features, syntax_features
 
-ROWS = [("A gripping, beautifully shot film.", "It is good.", 1),
-        ("The plot never quite comes together, and the ending drags.", "It is bad.", 0),
-        ("Nothing here surprised me.", "It is dull.", 0),
-        ("Warm, funny and surprisingly wise.  A delight.", "It is good.", 1),
-        ("I left before the end.", "It is bad.", 0)]
+ROWS = [
+    ("A gripping, beautifully shot film.", "It is good.", 1),
+    ("The plot never quite comes together, and the ending drags.", "It is bad.", 0),
+    ("Nothing here surprised me.", "It is dull.", 0),
+    ("Warm, funny and surprisingly wise.  A delight.", "It is good.", 1),
+    ("I left before the end.", "It is bad.", 0),
+]
 
 
 class CountingAnnotator(Annotator):
@@ -57,8 +59,9 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def datasets():
-    return pytest.importorskip("datasets", reason="the datasets package is not installed (pip install datasets); "
-                                                  "add_syntax_features needs it")
+    return pytest.importorskip(
+        "datasets", reason="the datasets package is not installed (pip install datasets); add_syntax_features needs it"
+    )
 
 
 @pytest.fixture()
@@ -70,14 +73,25 @@ def json_dataset(tmp_path, datasets):
     return datasets.load_dataset("json", data_files=str(path), cache_dir=str(tmp_path / "hf-cache"))["train"]
 
 
-def _runner_features(tokenizer, annotator, syntax_inputs, pair: bool, constituency: str = "given",
-                     max_distance: int = 15):
+def _runner_features(
+    tokenizer, annotator, syntax_inputs, pair: bool, constituency: str = "given", max_distance: int = 15
+):
     """The runner's featurization (tasks.featurize.build_features) of the same rows."""
-    data = TaskData([TaskExample(f"x-{i}", a, b if pair else None, y) for i, (a, b, y) in enumerate(ROWS)],
-                    source="inline", fingerprint="rows")
-    context = TaskContext(tokenizer, annotator=annotator, syntax_inputs=tuple(syntax_inputs), max_length=32,
-                          use_cache=False, progress=False, constituency=constituency,
-                          max_distance=max_distance)
+    data = TaskData(
+        [TaskExample(f"x-{i}", a, b if pair else None, y) for i, (a, b, y) in enumerate(ROWS)],
+        source="inline",
+        fingerprint="rows",
+    )
+    context = TaskContext(
+        tokenizer,
+        annotator=annotator,
+        syntax_inputs=tuple(syntax_inputs),
+        max_length=32,
+        use_cache=False,
+        progress=False,
+        constituency=constituency,
+        max_distance=max_distance,
+    )
     return build_features("rows", data, context, "train")
 
 
@@ -85,8 +99,15 @@ def _runner_features(tokenizer, annotator, syntax_inputs, pair: bool, constituen
 def test_hf_datasets_adds_the_runner_features_and_only_the_declared_keys(json_dataset, tokenizer, annotator, pair):
     config = _sgnet_config()
     assert config.syntax_inputs == ("syntax_tree", "dep_tin", "dep_tout")
-    ds = add_syntax_features(json_dataset, tokenizer, "sentence", "hypothesis" if pair else None, config=config,
-                             annotator=annotator, max_length=32)
+    ds = add_syntax_features(
+        json_dataset,
+        tokenizer,
+        "sentence",
+        "hypothesis" if pair else None,
+        config=config,
+        annotator=annotator,
+        max_length=32,
+    )
     added = set(ds.column_names) - set(json_dataset.column_names)
     assert added == {k for k in TOKEN_KEYS if k in ds.column_names} | set(config.syntax_inputs)
     reference = _runner_features(tokenizer, annotator, config.syntax_inputs, pair)
@@ -102,8 +123,9 @@ def test_hf_datasets_syntax_bert_keys_and_constituency_from_dependency(json_data
     config = SyntaxBertConfig(encoder=AutoConfig.from_pretrained(minilm_path()), max_distance=4)
     ds = add_syntax_features(json_dataset, tokenizer, "sentence", config=config, annotator=annotator, max_length=32)
     assert set(ds.column_names) - set(json_dataset.column_names) - set(TOKEN_KEYS) == set(config.syntax_inputs)
-    reference = _runner_features(tokenizer, annotator, config.syntax_inputs, False, constituency="from_dependency",
-                                 max_distance=4)
+    reference = _runner_features(
+        tokenizer, annotator, config.syntax_inputs, False, constituency="from_dependency", max_distance=4
+    )
     row = ds[1]
     for key in config.syntax_inputs:
         np.testing.assert_array_equal(np.asarray(row[key]), reference[1][key], err_msg=key)
@@ -124,10 +146,26 @@ def test_hf_datasets_second_call_is_a_cache_hit(json_dataset, tokenizer, annotat
 
 def test_hf_datasets_worker_processes_give_the_same_rows(json_dataset, tokenizer, annotator):
     config = _sgnet_config()
-    one = add_syntax_features(json_dataset, tokenizer, "sentence", config=config, annotator=annotator, max_length=32,
-                              load_from_cache_file=False)
-    two = add_syntax_features(json_dataset, tokenizer, "sentence", config=config, annotator=annotator, max_length=32,
-                              num_proc=2, batch_size=2, load_from_cache_file=False)
+    one = add_syntax_features(
+        json_dataset,
+        tokenizer,
+        "sentence",
+        config=config,
+        annotator=annotator,
+        max_length=32,
+        load_from_cache_file=False,
+    )
+    two = add_syntax_features(
+        json_dataset,
+        tokenizer,
+        "sentence",
+        config=config,
+        annotator=annotator,
+        max_length=32,
+        num_proc=2,
+        batch_size=2,
+        load_from_cache_file=False,
+    )
     assert one.to_dict() == two.to_dict()
 
 
@@ -155,10 +193,17 @@ def test_hf_datasets_plain_trainer_trains_on_the_result(json_dataset, tokenizer,
     torch.manual_seed(0)
     model = SGNetForSequenceClassification.from_encoder_pretrained(minilm_path(), num_labels=2)
     ds = add_syntax_features(json_dataset, tokenizer, "sentence", model=model, annotator=annotator, max_length=32)
-    args = TrainingArguments(output_dir=str(tmp_path / "run"), max_steps=2, per_device_train_batch_size=4,
-                             report_to="none", use_cpu=True, save_strategy="no")
-    trainer = Trainer(model=model.train(), args=args, train_dataset=ds,
-                      data_collator=SyntaxCollator(tokenizer.pad_token_id))
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "run"),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+    )
+    trainer = Trainer(
+        model=model.train(), args=args, train_dataset=ds, data_collator=SyntaxCollator(tokenizer.pad_token_id)
+    )
     assert np.isfinite(trainer.train().training_loss)
 
 
@@ -166,8 +211,14 @@ def test_hf_datasets_plain_trainer_trains_on_the_result(json_dataset, tokenizer,
 def test_hf_datasets_syntax_features_of_a_list_are_the_runner_features(tokenizer, annotator, pair):
     """Without ``datasets``: one dict of arrays per text (pair), equal to the runner's featurization."""
     config = _sgnet_config()
-    rows = syntax_features([a for a, _, _ in ROWS], tokenizer, [b for _, b, _ in ROWS] if pair else None,
-                           config=config, annotator=annotator, max_length=32)
+    rows = syntax_features(
+        [a for a, _, _ in ROWS],
+        tokenizer,
+        [b for _, b, _ in ROWS] if pair else None,
+        config=config,
+        annotator=annotator,
+        max_length=32,
+    )
     reference = _runner_features(tokenizer, annotator, config.syntax_inputs, pair)
     assert len(rows) == len(ROWS)
     for i, row in enumerate(rows):

@@ -56,8 +56,9 @@ def test_inference_classification_records_match_one_at_a_time_reference(sst2_run
         assert list(r["scores"]) == ["negative", "positive"]
         assert sum(r["scores"].values()) == pytest.approx(1.0)
         assert [r["scores"]["negative"], r["scores"]["positive"]] == pytest.approx(p.tolist(), abs=1e-5)
-        assert r["label"] == ["negative", "positive"][int(p.argmax())] and r["score"] == pytest.approx(p.max(),
-                                                                                                        abs=1e-5)
+        assert r["label"] == ["negative", "positive"][int(p.argmax())] and r["score"] == pytest.approx(
+            p.max(), abs=1e-5
+        )
     t = predictor.timings
     assert t["n"] == 3 and t["parse_s"] >= 0 and t["featurize_s"] >= 0 and t["forward_s"] > 0
     assert t["total_s"] == pytest.approx(t["parse_s"] + t["featurize_s"] + t["forward_s"])
@@ -65,8 +66,9 @@ def test_inference_classification_records_match_one_at_a_time_reference(sst2_run
         predictor.predict(["fine", "  "])
     # text pairs (a pair task's inputs; here only the path is checked): a mapping or a (text, text_pair) tuple
     pair = predictor.predict([{"text": TEXTS[0], "text_pair": TEXTS[1]}, (TEXTS[1], TEXTS[2])])
-    assert [r["text_pair"] for r in pair] == TEXTS[1:] and all(sum(r["scores"].values()) == pytest.approx(1.0)
-                                                               for r in pair)
+    assert [r["text_pair"] for r in pair] == TEXTS[1:] and all(
+        sum(r["scores"].values()) == pytest.approx(1.0) for r in pair
+    )
 
 
 def test_inference_cli_predict_input_txt_csv_jsonl_and_stdout(sst2_runs, tmp_path, capsys, one_thread):
@@ -112,7 +114,8 @@ def test_inference_read_inputs_formats(tmp_path):
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text("premise\thypothesis\tid\nA man sleeps.\tNobody sleeps.\t7\n", encoding="utf-8")
     assert read_inputs(tsv, text_column="premise", text_pair_column="hypothesis") == [
-        {"text": "A man sleeps.", "text_pair": "Nobody sleeps.", "id": "7"}]
+        {"text": "A man sleeps.", "text_pair": "Nobody sleeps.", "id": "7"}
+    ]
     qa = tmp_path / "q.json"
     qa.write_text(json.dumps([{"question": "Who?", "context": "Ann did."}]), encoding="utf-8")
     assert read_inputs(qa, head="question_answering") == [{"question": "Who?", "context": "Ann did."}]
@@ -144,11 +147,24 @@ def _tiny_squad_run(tmp_path, tiny_model, system: str, verifier: str) -> str:
 
     squad = data_path("squad2", "dev-v2.0-sample.json")
     out = tmp_path / f"squad-{system}"
-    train(RunConfig(task="squad2", model_type=system, model_name_or_path=tiny_model, train_file=str(squad),
-                    task_options={"verifier": verifier, "doc_stride": 32, "threshold_tuning_fraction": 0.0},
-                    max_train_samples=8, max_eval_samples=6, max_steps=2, max_length=96,
-                    per_device_train_batch_size=4, disable_tqdm=True, features_cache=False,
-                    parse_cache=str(tmp_path / "parses.sqlite3"), output_dir=str(out)))
+    train(
+        RunConfig(
+            task="squad2",
+            model_type=system,
+            model_name_or_path=tiny_model,
+            train_file=str(squad),
+            task_options={"verifier": verifier, "doc_stride": 32, "threshold_tuning_fraction": 0.0},
+            max_train_samples=8,
+            max_eval_samples=6,
+            max_steps=2,
+            max_length=96,
+            per_device_train_batch_size=4,
+            disable_tqdm=True,
+            features_cache=False,
+            parse_cache=str(tmp_path / "parses.sqlite3"),
+            output_dir=str(out),
+        )
+    )
     return str(out)
 
 
@@ -161,8 +177,12 @@ def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, veri
 
     run = _tiny_squad_run(tmp_path, tiny_model, system, verifier)
     predict(run, "dev", output_dir=str(tmp_path / "split"))
-    by_id = {r["id"]: r for r in map(json.loads, (tmp_path / "split" / "predictions_dev.jsonl").read_text(
-        encoding="utf-8").splitlines())}
+    by_id = {
+        r["id"]: r
+        for r in map(
+            json.loads, (tmp_path / "split" / "predictions_dev.jsonl").read_text(encoding="utf-8").splitlines()
+        )
+    }
     config, task = load_run(run)
     dev = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
     inputs = [{"id": e.qid, "question": e.question, "context": e.context} for e in dev.examples]
@@ -174,9 +194,9 @@ def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, veri
         assert r["best_answer"] == ref["best_text"]
         assert r["null_score"] == pytest.approx(ref["na_score"], abs=1e-4)
         assert r["answer"] == ref["prediction"]
-        assert r["best_answer"] == e.context[r["best_start"]:r["best_end"]]
+        assert r["best_answer"] == e.context[r["best_start"] : r["best_end"]]
         if r["answer"]:
-            assert e.context[r["start"]:r["end"]] == r["answer"]
+            assert e.context[r["start"] : r["end"]] == r["answer"]
     # the pipeline answers like the predictor (threshold: the one tuned on the run's dev articles)
     import syntaxformer  # noqa: F401
     from transformers import pipeline
@@ -198,14 +218,25 @@ def test_inference_multiple_choice_matches_the_runner(tiny_model, tmp_path, one_
 
     data_path("race", "RACE_train.tar.gz")
     out = tmp_path / "race"
-    train(RunConfig(task="race", model_name_or_path=tiny_model, max_train_samples=8, max_eval_samples=6,
-                    max_steps=2, max_length=64, per_device_train_batch_size=4, disable_tqdm=True,
-                    features_cache=False, parse_cache=str(tmp_path / "parses.sqlite3"), output_dir=str(out)))
+    train(
+        RunConfig(
+            task="race",
+            model_name_or_path=tiny_model,
+            max_train_samples=8,
+            max_eval_samples=6,
+            max_steps=2,
+            max_length=64,
+            per_device_train_batch_size=4,
+            disable_tqdm=True,
+            features_cache=False,
+            parse_cache=str(tmp_path / "parses.sqlite3"),
+            output_dir=str(out),
+        )
+    )
     ref = json.loads((out / "predictions.json").read_text(encoding="utf-8"))
     config, task = load_run(out)
     dev = task.load_split("dev", config.data_options("dev", config.max_eval_samples))
-    inputs = [{"id": e.qid, "question": e.question, "context": e.article, "options": e.options}
-              for e in dev.examples]
+    inputs = [{"id": e.qid, "question": e.question, "context": e.article, "options": e.options} for e in dev.examples]
     predictor = Predictor.from_run(out)
     records = predictor.predict(inputs, batch_size=4)
     assert [r["id"] for r in records] == [e.qid for e in dev.examples]
@@ -227,8 +258,7 @@ def test_inference_multiple_choice_matches_the_runner(tiny_model, tmp_path, one_
     from syntaxformer.cli import main
 
     (tmp_path / "q.jsonl").write_text("".join(json.dumps(r) + "\n" for r in inputs[:3]), encoding="utf-8")
-    assert main(["predict", str(out), "--input", str(tmp_path / "q.jsonl"), "--output",
-                 str(tmp_path / "p.jsonl")]) == 0
+    assert main(["predict", str(out), "--input", str(tmp_path / "q.jsonl"), "--output", str(tmp_path / "p.jsonl")]) == 0
     written = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [w["prediction"] for w in written] == [r["prediction"] for r in records[:3]]
     assert written[2]["scores"] == pytest.approx(records[2]["scores"], abs=1e-6)
@@ -251,12 +281,26 @@ def test_inference_translation_matches_translate(tmp_path, one_thread):
             files[f"{name}.{lang}"] = tmp_path / f"{name}.{lang}"
             files[f"{name}.{lang}"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "nmt"
-    train(RunConfig(task="translation", task_options={
-        "arm": "both", "train_source": str(files["tr.en"]), "train_target": str(files["tr.de"]),
-        "valid_source": str(files["va.en"]), "valid_target": str(files["va.de"]),
-        "eval_sets": {"val": [str(files["va.en"]), str(files["va.de"])]}, "source_vocab_size": 300,
-        "target_vocab_size": 300}, max_steps=2, disable_tqdm=True, parse_cache=str(tmp_path / "parses.sqlite3"),
-        training_args={"eval_steps": 1, "save_steps": 1, "generation_num_beams": 2}, output_dir=str(out)))
+    train(
+        RunConfig(
+            task="translation",
+            task_options={
+                "arm": "both",
+                "train_source": str(files["tr.en"]),
+                "train_target": str(files["tr.de"]),
+                "valid_source": str(files["va.en"]),
+                "valid_target": str(files["va.de"]),
+                "eval_sets": {"val": [str(files["va.en"]), str(files["va.de"])]},
+                "source_vocab_size": 300,
+                "target_vocab_size": 300,
+            },
+            max_steps=2,
+            disable_tqdm=True,
+            parse_cache=str(tmp_path / "parses.sqlite3"),
+            training_args={"eval_steps": 1, "save_steps": 1, "generation_num_beams": 2},
+            output_dir=str(out),
+        )
+    )
     sources = ["A man rides a horse.", "Two dogs play in the snow."]
     predictor = Predictor.from_run(out)
     assert predictor.num_beams == 2
@@ -290,7 +334,8 @@ def test_inference_plain_classifier_matches_the_text_classification_pipeline(tin
     folder = tmp_path / "plain"
     labels = {0: "negative", 1: "positive"}
     AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=2, id2label=labels).save_pretrained(
-        folder)
+        folder
+    )
     AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
     predictor = Predictor.from_pretrained(str(folder), max_length=64)
     assert predictor.context.syntax_inputs == ()

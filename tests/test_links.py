@@ -92,14 +92,19 @@ def test_links_no_page_cites_a_path_outside_the_repository(page: Path) -> None:
             if REPO not in resolved.parents and resolved != REPO:
                 outside.append(f"line {number}: {m.group(1)}")
         outside += [f"line {number}: {m.group(1)}" for m in _ABSOLUTE.finditer(line)]
-    assert not outside, (f"{page.relative_to(REPO)} cites paths outside the repository (name data as the shared "
-                         f"data folder, $SYNTAXFORMER_DATA/...; papers by title): {outside}")
+    assert not outside, (
+        f"{page.relative_to(REPO)} cites paths outside the repository (name data as the shared "
+        f"data folder, $SYNTAXFORMER_DATA/...; papers by title): {outside}"
+    )
 
 
 def test_links_checker_finds_what_it_should(tmp_path: Path) -> None:
     """The checks themselves: a missing file, a path outside the repository and a wrong anchor are found."""
     assert _links_of("see [a](docs/x.md) and [b](#top)\n\n[c]: ../y.md\n```\n[not](a link)\n```") == [
-        "docs/x.md", "#top", "../y.md"]
+        "docs/x.md",
+        "#top",
+        "../y.md",
+    ]
     assert _slug("The `SDOI` mask: what it is (§3.2)") == "the-sdoi-mask-what-it-is-32"
     assert _RELATIVE_UP.search("read `../shared/data/sst2`").group(1) == "../shared/data/sst2"
     assert _ABSOLUTE.search("from /work/shared/data") and not _ABSOLUTE.search("`$SYNTAXFORMER_DATA/sst2`")

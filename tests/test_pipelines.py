@@ -45,8 +45,13 @@ def test_pipelines_text_classification_outputs_like_text_classification(sst2_run
 
 def _run_fresh(code: str) -> dict:
     """Run ``code`` in a new interpreter (repo on the path, offline); it prints one JSON object last."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "SYNTAXFORMER_NO_PROGRESS": "1",
-           "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "HF_HUB_OFFLINE": "1",
+        "SYNTAXFORMER_NO_PROGRESS": "1",
+        "OMP_NUM_THREADS": "1",
+    }
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -85,9 +90,10 @@ print(json.dumps({{"first": first, "pred": pipeline("syntax-text-classification"
 """)
     assert out["first"] == "SGNetForSequenceClassification" and out["pred"][0]["label"] in ("negative", "positive")
     config = json.loads((Path(sb) / "config.json").read_text())
-    assert config["auto_map"] == {"AutoConfig": "configuration_syntax_bert.SyntaxBertConfig",
-                                  "AutoModelForSequenceClassification":
-                                      "modeling_syntax_bert.SyntaxBertForSequenceClassification"}
+    assert config["auto_map"] == {
+        "AutoConfig": "configuration_syntax_bert.SyntaxBertConfig",
+        "AutoModelForSequenceClassification": "modeling_syntax_bert.SyntaxBertForSequenceClassification",
+    }
     assert (Path(sb) / "modeling_syntax_bert.py").is_file()
     out = _run_fresh(f"""
 import json

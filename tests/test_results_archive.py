@@ -16,8 +16,12 @@ from tests.conftest import DATA
 
 ARCHIVE = Path(__file__).resolve().parents[1] / "docs" / "results" / "runs"
 RECORDS = sorted(ARCHIVE.glob("*/*/*/seed*"))  # SWEEP/TASK/VARIANT/seedN folders
-REFERENCE = {"accuracy": accuracy_score, "f1": f1_score, "matthews_correlation": matthews_corrcoef,
-             "pearson": lambda p, y: pearsonr(p, y)[0]}
+REFERENCE = {
+    "accuracy": accuracy_score,
+    "f1": f1_score,
+    "matthews_correlation": matthews_corrcoef,
+    "pearson": lambda p, y: pearsonr(p, y)[0],
+}
 
 
 def test_the_archive_is_there():

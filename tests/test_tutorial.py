@@ -29,7 +29,7 @@ def tutorial_steps(page: Path = PAGE) -> list[tuple[str, str]]:
         m = _STEP.match(lines[i].strip())
         if m and i + 1 < len(lines) and lines[i + 1].strip() == "```bash":
             end = lines.index("```", i + 2)
-            steps.append((m.group(1), "\n".join(lines[i + 2:end])))
+            steps.append((m.group(1), "\n".join(lines[i + 2 : end])))
             i = end
         i += 1
     return steps
@@ -48,16 +48,23 @@ def tutorial_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tutorial")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.update(SYNTAXFORMER_DATA=str(Path(sst2_dev).resolve().parents[2]),  # the tutorial names the data folder by it
-               HF_HUB_OFFLINE="1", SYNTAXFORMER_NO_PROGRESS="1", OMP_NUM_THREADS="1",
-               SYNTAXFORMER_CACHE=str(folder / ".cache"))
+    env.update(
+        SYNTAXFORMER_DATA=str(Path(sst2_dev).resolve().parents[2]),  # the tutorial names the data folder by it
+        HF_HUB_OFFLINE="1",
+        SYNTAXFORMER_NO_PROGRESS="1",
+        OMP_NUM_THREADS="1",
+        SYNTAXFORMER_CACHE=str(folder / ".cache"),
+    )
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    prelude = (f"set -euo pipefail\npython() {{ {shlex.quote(sys.executable)} \"$@\"; }}\n"
-               f"syntaxformer() {{ {shlex.quote(sys.executable)} -m syntaxformer.cli \"$@\"; }}\n")
+    prelude = (
+        f'set -euo pipefail\npython() {{ {shlex.quote(sys.executable)} "$@"; }}\n'
+        f'syntaxformer() {{ {shlex.quote(sys.executable)} -m syntaxformer.cli "$@"; }}\n'
+    )
     results: dict[str, subprocess.CompletedProcess] = {}
     for name, code in tutorial_steps():
-        results[name] = subprocess.run(["bash", "-c", prelude + code], cwd=folder, env=env, capture_output=True,
-                                       text=True, timeout=900)
+        results[name] = subprocess.run(
+            ["bash", "-c", prelude + code], cwd=folder, env=env, capture_output=True, text=True, timeout=900
+        )
         if results[name].returncode != 0:
             break
     return folder, results
@@ -92,8 +99,9 @@ def test_tutorial_predict_raw_text_and_share(tutorial_run):
     _ok(results, "predict-input")
     records = [json.loads(line) for line in (folder / "preds.jsonl").read_text().splitlines()]
     assert len(records) == 2 and all(r["label"] in ("negative", "positive") for r in records)
-    assert all(abs(sum(r["scores"].values()) - 1) < 1e-5 and set(r["scores"]) == {"negative", "positive"}
-               for r in records)
+    assert all(
+        abs(sum(r["scores"].values()) - 1) < 1e-5 and set(r["scores"]) == {"negative", "positive"} for r in records
+    )
     share = _ok(results, "share").stdout
     assert "{0: 'negative', 1: 'positive'}" in share
     label = share.splitlines()[1].split()  # the pipeline's answer: LABEL SCORE

@@ -26,12 +26,39 @@ from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 from tests.conftest import write_tiny_bert
 
 SRC = str(Path(__import__("syntaxformer").__file__).resolve().parents[1])  # the package under test, for subprocesses
-GOOD = ["a fine and moving film", "the best thing this year", "warm , funny and wise", "a real pleasure to watch",
-        "bright and clever work", "simply wonderful acting", "it lifts the heart", "smart and sweet"]
-BAD = ["a dull and lifeless film", "the worst thing this year", "cold , flat and long", "a real chore to watch",
-       "tired and clumsy work", "simply dreadful acting", "it sinks the heart", "dumb and sour"]
-FAST = ["--max-steps", "1", "--batch-size", "8", "--max-length", "32", "--seed", "1", "--no-progress",
-        "--eval-batch-size", "16"]
+GOOD = [
+    "a fine and moving film",
+    "the best thing this year",
+    "warm , funny and wise",
+    "a real pleasure to watch",
+    "bright and clever work",
+    "simply wonderful acting",
+    "it lifts the heart",
+    "smart and sweet",
+]
+BAD = [
+    "a dull and lifeless film",
+    "the worst thing this year",
+    "cold , flat and long",
+    "a real chore to watch",
+    "tired and clumsy work",
+    "simply dreadful acting",
+    "it sinks the heart",
+    "dumb and sour",
+]
+FAST = [
+    "--max-steps",
+    "1",
+    "--batch-size",
+    "8",
+    "--max-length",
+    "32",
+    "--seed",
+    "1",
+    "--no-progress",
+    "--eval-batch-size",
+    "16",
+]
 
 
 def _csv(path: Path, header, rows) -> Path:
@@ -49,8 +76,15 @@ def _cli(argv: list[str], capsys) -> tuple[int, str, str]:
     code = main(argv)
     out, err = capsys.readouterr()
     _RAW_ERR[0] = err
-    return code, out, "\n".join(line for line in err.splitlines()
-                                if line.strip() and not line.startswith("[syntaxformer]") and "it/s]" not in line)
+    return (
+        code,
+        out,
+        "\n".join(
+            line
+            for line in err.splitlines()
+            if line.strip() and not line.startswith("[syntaxformer]") and "it/s]" not in line
+        ),
+    )
 
 
 def _one_line(code: int, err: str, command: str, *needles: str) -> str:
@@ -76,10 +110,28 @@ def runs(tmp_path_factory):
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        for name, train, dev in (("a", "train.csv", "dev.csv"), ("b", "train.csv", "dev2.csv"),
-                                 ("reg", "reg.csv", "reg.csv")):
-            assert main(["train", "--train-file", str(root / train), "--validation-file", str(root / dev),
-                         "--model", model, "--output-dir", str(root / name), *FAST]) == 0
+        for name, train, dev in (
+            ("a", "train.csv", "dev.csv"),
+            ("b", "train.csv", "dev2.csv"),
+            ("reg", "reg.csv", "reg.csv"),
+        ):
+            assert (
+                main(
+                    [
+                        "train",
+                        "--train-file",
+                        str(root / train),
+                        "--validation-file",
+                        str(root / dev),
+                        "--model",
+                        model,
+                        "--output-dir",
+                        str(root / name),
+                        *FAST,
+                    ]
+                )
+                == 0
+            )
     finally:
         for k, v in old.items():
             if v is None:
@@ -105,10 +157,13 @@ def _inputs(tmp_path: Path, name: str, data: bytes, **kw):
 
 
 def test_predict_input_bom_is_not_text(tmp_path):
-    assert _inputs(tmp_path, "x.txt", "\ufeffA fine film.\nDull.\n".encode()) == [{"text": "A fine film."},
-                                                                                   {"text": "Dull."}]
-    assert _inputs(tmp_path, "x.csv", "\ufefftext,id\nA fine film.,7\n".encode()) == [{"text": "A fine film.",
-                                                                                       "id": "7"}]
+    assert _inputs(tmp_path, "x.txt", "\ufeffA fine film.\nDull.\n".encode()) == [
+        {"text": "A fine film."},
+        {"text": "Dull."},
+    ]
+    assert _inputs(tmp_path, "x.csv", "\ufefftext,id\nA fine film.,7\n".encode()) == [
+        {"text": "A fine film.", "id": "7"}
+    ]
 
 
 def test_predict_input_tsv_quotes_are_text(tmp_path):
@@ -125,7 +180,8 @@ def test_predict_input_lines_end_at_newline_only(tmp_path, char):
     text = f"Dull{char}stuff."
     assert _inputs(tmp_path, "x.txt", f"{text}\nFine.\r\n".encode()) == [{"text": text}, {"text": "Fine."}]
     assert _inputs(tmp_path, "x.jsonl", (json.dumps({"text": text}, ensure_ascii=False) + "\n").encode()) == [
-        {"text": text}]
+        {"text": text}
+    ]
 
 
 @pytest.mark.parametrize("value", [["a", "b"], {"a": 1}, 5, True])
@@ -159,8 +215,12 @@ def test_predict_input_cli_reads_as_train_does(runs, tmp_path, capsys):
     assert out.count("\n") == len(out.splitlines()) == 2  # U+2028 is written escaped: one record per line
     assert [json.loads(line)["text"] for line in out.splitlines()] == ["A fine\u2028film.", "Dull."]
     (tmp_path / "in.jsonl").write_text(json.dumps({"text": ["a", "b"]}) + "\n")
-    _one_line(*_cli(["predict", runs["a"], "--input", str(tmp_path / "in.jsonl")], capsys)[::2], "predict",
-              "in.jsonl:1", "'text'")
+    _one_line(
+        *_cli(["predict", runs["a"], "--input", str(tmp_path / "in.jsonl")], capsys)[::2],
+        "predict",
+        "in.jsonl:1",
+        "'text'",
+    )
 
 
 # -- 2. training labels and text cells ----------------------------------------------------------------------------
@@ -191,8 +251,10 @@ def test_training_stray_number_among_word_labels_is_refused(tmp_path):
 
 def test_training_list_in_the_text_column_is_refused(tmp_path):
     path = tmp_path / "t.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in ({"text": "fine", "label": "x"},
-                                                      {"text": ["not", "a", "text"], "label": "y"})) + "\n")
+    path.write_text(
+        "\n".join(json.dumps(r) for r in ({"text": "fine", "label": "x"}, {"text": ["not", "a", "text"], "label": "y"}))
+        + "\n"
+    )
     with pytest.raises(FormatError, match=r"t.jsonl:2: 'text' holds a list"):
         _train_task(path)
 
@@ -206,8 +268,11 @@ def test_training_long_csv_cell_is_read(tmp_path):
 
 def test_training_same_column_as_text_and_label_is_refused(tmp_path):
     path = _csv(tmp_path / "s.csv", ["text", "label"], [["a", "x"], ["b", "y"]])
-    with pytest.raises(ConfigError, match=r"text_column \(--text-column\) and label_column \(--label-column\) both "
-                                          r"name the column 'label'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"text_column \(--text-column\) and label_column \(--label-column\) both "
+        r"name the column 'label'",
+    ):
         _train_task(path, text_column="label", label_column="label")
 
 
@@ -224,13 +289,38 @@ def _damaged_copy(run: str, tmp_path: Path, content: bytes | None) -> Path:
 def test_damaged_weights_are_one_line(runs, tmp_path, capsys, content):
     run = _damaged_copy(runs["a"], tmp_path, content)
     (tmp_path / "in.txt").write_text("A fine film.\n")
-    _one_line(*_cli(["predict", str(run), "--input", str(tmp_path / "in.txt")], capsys)[::2], "predict",
-              str(run), "model.safetensors")
-    _one_line(*_cli(["show", "A fine film.", "--model", str(run), "-o", str(tmp_path / "x.html")], capsys)[::2],
-              "show", str(run), "model.safetensors")
+    _one_line(
+        *_cli(["predict", str(run), "--input", str(tmp_path / "in.txt")], capsys)[::2],
+        "predict",
+        str(run),
+        "model.safetensors",
+    )
+    _one_line(
+        *_cli(["show", "A fine film.", "--model", str(run), "-o", str(tmp_path / "x.html")], capsys)[::2],
+        "show",
+        str(run),
+        "model.safetensors",
+    )
     _one_line(*_cli(["diagnose", str(run)], capsys)[::2], "diagnose", str(run), "model.safetensors")
-    _one_line(*_cli(["plot", "--kind", "attention", "--model", str(run), "--text", "A film.", "--output",
-                     str(tmp_path / "plots")], capsys)[::2], "plot", str(run), "model.safetensors")
+    _one_line(
+        *_cli(
+            [
+                "plot",
+                "--kind",
+                "attention",
+                "--model",
+                str(run),
+                "--text",
+                "A film.",
+                "--output",
+                str(tmp_path / "plots"),
+            ],
+            capsys,
+        )[::2],
+        "plot",
+        str(run),
+        "model.safetensors",
+    )
     from syntaxformer.inference import Predictor
 
     with pytest.raises(DataError, match="model.safetensors is truncated or damaged"):
@@ -241,36 +331,67 @@ def test_missing_weights_are_one_line(runs, tmp_path, capsys):
     run = _damaged_copy(runs["a"], tmp_path, b"")
     (run / "model.safetensors").unlink()
     (tmp_path / "in.txt").write_text("A fine film.\n")
-    _one_line(*_cli(["predict", str(run), "--input", str(tmp_path / "in.txt")], capsys)[::2], "predict",
-              str(run), "no model weights")
+    _one_line(
+        *_cli(["predict", str(run), "--input", str(tmp_path / "in.txt")], capsys)[::2],
+        "predict",
+        str(run),
+        "no model weights",
+    )
 
 
 def test_a_folder_that_is_not_a_run_is_one_line(tmp_path, capsys):
     folder = tmp_path / "notrun"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
-    _one_line(*_cli(["show", "A film.", "--model", str(folder), "-o", str(tmp_path / "x.html")], capsys)[::2],
-              "show", str(folder), "model_type")
-    _one_line(*_cli(["predict", str(folder), "--input", str(tmp_path / "none.txt")], capsys)[::2], "predict",
-              str(folder), "not a run folder")
-    for argv in (["diagnose", str(folder)], ["probe", str(folder)],
-                 ["plot", "--kind", "attention", "--model", str(folder), "--text", "A film.", "--output",
-                  str(tmp_path / "plots")]):
+    _one_line(
+        *_cli(["show", "A film.", "--model", str(folder), "-o", str(tmp_path / "x.html")], capsys)[::2],
+        "show",
+        str(folder),
+        "model_type",
+    )
+    _one_line(
+        *_cli(["predict", str(folder), "--input", str(tmp_path / "none.txt")], capsys)[::2],
+        "predict",
+        str(folder),
+        "not a run folder",
+    )
+    for argv in (
+        ["diagnose", str(folder)],
+        ["probe", str(folder)],
+        [
+            "plot",
+            "--kind",
+            "attention",
+            "--model",
+            str(folder),
+            "--text",
+            "A film.",
+            "--output",
+            str(tmp_path / "plots"),
+        ],
+    ):
         _one_line(*_cli(argv, capsys)[::2], argv[0], str(folder), "model_type")
 
 
 def test_predict_max_length_beyond_positions_is_checked_before_the_input(runs, tmp_path, capsys):
     missing = tmp_path / "not-read.txt"  # never read: the model's limit is checked first
-    _one_line(*_cli(["predict", runs["a"], "--input", str(missing), "--max-length", "1000"], capsys)[::2],
-              "predict", "max_length=1000", "max_position_embeddings 128")
+    _one_line(
+        *_cli(["predict", runs["a"], "--input", str(missing), "--max-length", "1000"], capsys)[::2],
+        "predict",
+        "max_length=1000",
+        "max_position_embeddings 128",
+    )
     from syntaxformer.inference import Predictor
 
     with pytest.raises(ConfigError, match="max_length=1000 is longer than"):
         Predictor.from_run(runs["a"], changes={"max_length": 1000})
     with pytest.raises(ConfigError, match="max_length=1000 is longer than"):
         Predictor.from_pretrained(runs["model"], max_length=1000)
-    _one_line(*_cli(["evaluate", runs["a"], "--max-length", "1000", "--file", str(missing)], capsys)[::2],
-              "evaluate", "max_length=1000")
+    _one_line(
+        *_cli(["evaluate", runs["a"], "--max-length", "1000", "--file", str(missing)], capsys)[::2],
+        "evaluate",
+        "max_length=1000",
+    )
 
 
 # -- 4. comparing runs that cannot be compared -------------------------------------------------------------------
@@ -295,23 +416,33 @@ def test_runs_of_the_same_dev_data_still_compare(runs, tmp_path, capsys):
 
 
 # -- 5. one writer per run folder --------------------------------------------------------------------------------
-_HOLD = ("import sys, time; sys.path.insert(0, sys.argv[1]); from syntaxformer.training.lock import RunLock\n"
-         "with RunLock(sys.argv[2]):\n    print('held', flush=True); time.sleep(120)\n")
+_HOLD = (
+    "import sys, time; sys.path.insert(0, sys.argv[1]); from syntaxformer.training.lock import RunLock\n"
+    "with RunLock(sys.argv[2]):\n    print('held', flush=True); time.sleep(120)\n"
+)
 
 
 def _train_into(runs, folder: Path) -> list[str]:
-    return ["train", "--train-file", str(runs["root"] / "train.csv"), "--validation-file",
-            str(runs["root"] / "dev.csv"), "--model", runs["model"], "--output-dir", str(folder), *FAST]
+    return [
+        "train",
+        "--train-file",
+        str(runs["root"] / "train.csv"),
+        "--validation-file",
+        str(runs["root"] / "dev.csv"),
+        "--model",
+        runs["model"],
+        "--output-dir",
+        str(folder),
+        *FAST,
+    ]
 
 
 def test_second_writer_of_a_run_folder_is_refused_at_once(runs, tmp_path, capsys):
     folder = tmp_path / "run"
-    holder = subprocess.Popen([sys.executable, "-c", _HOLD, SRC, str(folder)], stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, SRC, str(folder)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        line = _one_line(*_cli(_train_into(runs, folder), capsys)[::2], "train", str(folder),
-                         f"process {holder.pid}")
+        line = _one_line(*_cli(_train_into(runs, folder), capsys)[::2], "train", str(folder), f"process {holder.pid}")
         assert "being written by" in line
         assert sorted(p.name for p in folder.iterdir()) == [".syntaxformer.lock"]  # nothing else written
     finally:
@@ -324,8 +455,7 @@ def test_stale_lock_of_a_dead_process_is_taken_over(runs, tmp_path, capsys, capl
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     folder.mkdir()
-    (folder / ".syntaxformer.lock").write_text(json.dumps({"pid": dead.pid, "host": os.uname().nodename,
-                                                           "started": 0}))
+    (folder / ".syntaxformer.lock").write_text(json.dumps({"pid": dead.pid, "host": os.uname().nodename, "started": 0}))
     with caplog.at_level(logging.WARNING, logger="syntaxformer.training.lock"):
         code, _, err = _cli(_train_into(runs, folder), capsys)
     assert code == 0, err
@@ -336,8 +466,9 @@ def test_stale_lock_of_a_dead_process_is_taken_over(runs, tmp_path, capsys, capl
 def test_run_lock_is_released_by_a_refused_run(tmp_path, capsys):
     """A run refused before it writes anything leaves no lock and no folder behind."""
     folder = tmp_path / "never"
-    code, _, err = _cli(["train", "--train-file", str(tmp_path / "missing.csv"), "--output-dir", str(folder),
-                         "--no-progress"], capsys)
+    code, _, err = _cli(
+        ["train", "--train-file", str(tmp_path / "missing.csv"), "--output-dir", str(folder), "--no-progress"], capsys
+    )
     assert code == 1 and not folder.exists(), err
 
 
@@ -345,10 +476,19 @@ def test_run_lock_is_released_by_a_refused_run(tmp_path, capsys):
 def test_predict_output_equal_to_input_is_refused(runs, tmp_path, capsys):
     path = _csv(tmp_path / "in.csv", ["text"], [["A fine film."]])
     before = path.read_bytes()
-    _one_line(*_cli(["predict", runs["a"], "--input", str(path), "--output", str(path)], capsys)[::2], "predict",
-              "is the input file")
-    _one_line(*_cli(["predict", runs["a"], "--input", str(path), "--output", str(tmp_path / "." / "in.csv"),
-                     "--overwrite"], capsys)[::2], "predict", "is the input file")
+    _one_line(
+        *_cli(["predict", runs["a"], "--input", str(path), "--output", str(path)], capsys)[::2],
+        "predict",
+        "is the input file",
+    )
+    _one_line(
+        *_cli(
+            ["predict", runs["a"], "--input", str(path), "--output", str(tmp_path / "." / "in.csv"), "--overwrite"],
+            capsys,
+        )[::2],
+        "predict",
+        "is the input file",
+    )
     assert path.read_bytes() == before
 
 
@@ -356,8 +496,12 @@ def test_predict_existing_output_needs_overwrite(runs, tmp_path, capsys):
     path = _csv(tmp_path / "in.csv", ["text"], [["A fine film."]])
     out = tmp_path / "out.jsonl"
     out.write_text("earlier results\n")
-    _one_line(*_cli(["predict", runs["a"], "--input", str(path), "--output", str(out)], capsys)[::2], "predict",
-              str(out), "--overwrite")
+    _one_line(
+        *_cli(["predict", runs["a"], "--input", str(path), "--output", str(out)], capsys)[::2],
+        "predict",
+        str(out),
+        "--overwrite",
+    )
     assert out.read_text() == "earlier results\n"
     code, _, err = _cli(["predict", runs["a"], "--input", str(path), "--output", str(out), "--overwrite"], capsys)
     assert code == 0, err
@@ -368,8 +512,11 @@ def test_annotate_output_equal_to_input_is_refused(tmp_path, capsys):
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps({"words": ["Hi", "."], "heads": [-1, 0]}) + "\n")
     before = path.read_bytes()
-    _one_line(*_cli(["annotate", str(path), "--format", "jsonl", "-o", str(path)], capsys)[::2], "annotate",
-              "is the input file")
+    _one_line(
+        *_cli(["annotate", str(path), "--format", "jsonl", "-o", str(path)], capsys)[::2],
+        "annotate",
+        "is the input file",
+    )
     assert path.read_bytes() == before
 
 
@@ -392,15 +539,21 @@ def test_predict_on_a_full_disk_is_one_line_and_keeps_the_old_output(runs, tmp_p
     out = tmp_path / "out.jsonl"
     out.write_text("earlier results\n")
     _full_disk_mkstemp(monkeypatch)
-    _one_line(*_cli(["predict", runs["a"], "--input", str(path), "--output", str(out), "--overwrite"],
-                    capsys)[::2], "predict", str(out), "disk is full")
+    _one_line(
+        *_cli(["predict", runs["a"], "--input", str(path), "--output", str(out), "--overwrite"], capsys)[::2],
+        "predict",
+        str(out),
+        "disk is full",
+    )
     assert out.read_text() == "earlier results\n"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
 
-_FULL_TRAIN = ("import resource, sys; sys.path.insert(0, sys.argv[1]); from syntaxformer.cli import main\n"
-               "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.RLIM_INFINITY))\n"
-               "sys.exit(main(sys.argv[2:]))\n")
+_FULL_TRAIN = (
+    "import resource, sys; sys.path.insert(0, sys.argv[1]); from syntaxformer.cli import main\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.RLIM_INFINITY))\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin", reason="RLIMIT_FSIZE: Linux")
@@ -408,12 +561,25 @@ def test_train_on_a_full_disk_is_one_line_and_no_finished_run(runs, tmp_path):
     """No room for the final weights (4 MB): the kernel refuses every write past 1 MB with EFBIG, which
     safetensors' own writer meets; one line, no finished run, no lock left behind."""
     folder = tmp_path / "run"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SYNTAXFORMER_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1",
-           "SYNTAXFORMER_CACHE": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-c", _FULL_TRAIN, SRC, *_train_into(runs, folder)],
-                          capture_output=True, text=True, env=env, timeout=300)
-    lines = [line for line in proc.stderr.splitlines()
-             if line.strip() and not line.startswith("[syntaxformer]") and "it/s]" not in line]
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "SYNTAXFORMER_NO_PROGRESS": "1",
+        "OMP_NUM_THREADS": "1",
+        "SYNTAXFORMER_CACHE": str(tmp_path / "cache"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", _FULL_TRAIN, SRC, *_train_into(runs, folder)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    lines = [
+        line
+        for line in proc.stderr.splitlines()
+        if line.strip() and not line.startswith("[syntaxformer]") and "it/s]" not in line
+    ]
     assert proc.returncode == 1 and len(lines) == 1, proc.stderr[-2000:]
     assert lines[0].startswith(f"syntaxformer train: error: cannot write the run in {folder}: the disk is full")
     assert "File too large" in lines[0] or "FileTooLarge" in lines[0] or "os error 27" in lines[0]
@@ -440,8 +606,19 @@ def test_a_full_cache_disk_never_fails_annotate(annotator, tmp_path, capsys, mon
     _cache_fills_up(monkeypatch)
     lines = [f"The {n}th cat sat on the mat near the door of the old house." for n in range(40)]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")  # ~40 kB of parses: more than the free pages
-    code, _, err = _cli(["annotate", str(tmp_path / "in.txt"), "--format", "text", "-o", str(tmp_path / "o.jsonl"),
-                         "--cache", str(tmp_path / "c" / "parses.sqlite3")], capsys)
+    code, _, err = _cli(
+        [
+            "annotate",
+            str(tmp_path / "in.txt"),
+            "--format",
+            "text",
+            "-o",
+            str(tmp_path / "o.jsonl"),
+            "--cache",
+            str(tmp_path / "c" / "parses.sqlite3"),
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 40
     assert "cannot be written (database or disk is full); going on without it" in _RAW_ERR[0]
@@ -450,8 +627,19 @@ def test_a_full_cache_disk_never_fails_annotate(annotator, tmp_path, capsys, mon
 def test_an_unwritable_cache_is_bypassed_with_a_warning(annotator, tmp_path, capsys):
     (tmp_path / "a-file").write_text("not a folder")
     (tmp_path / "in.txt").write_text("The cat sat on the mat.\n")
-    code, _, err = _cli(["annotate", str(tmp_path / "in.txt"), "--format", "text", "-o", str(tmp_path / "o.jsonl"),
-                         "--cache", str(tmp_path / "a-file" / "parses.sqlite3")], capsys)
+    code, _, err = _cli(
+        [
+            "annotate",
+            str(tmp_path / "in.txt"),
+            "--format",
+            "text",
+            "-o",
+            str(tmp_path / "o.jsonl"),
+            "--cache",
+            str(tmp_path / "a-file" / "parses.sqlite3"),
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert "cannot be written" in _RAW_ERR[0] and "going on without it" in _RAW_ERR[0]
 
@@ -474,8 +662,9 @@ def test_preparsed_words_covering_part_of_the_text_are_refused(tmp_path):
     with pytest.raises(FormatError, match=r"do not spell the text 'Dogs bark loudly\.'"):
         _preparsed(tmp_path, [{"text": "Dogs bark loudly.", "words": ["Dogs", "bark"], "heads": [1, -1]}])
     conllu = tmp_path / "p.conllu"
-    conllu.write_text("# text = Dogs bark loudly.\n1\tDogs\t_\t_\t_\t_\t2\tnsubj\t_\t_\n"
-                      "2\tbark\t_\t_\t_\t_\t0\troot\t_\t_\n\n")
+    conllu.write_text(
+        "# text = Dogs bark loudly.\n1\tDogs\t_\t_\t_\t_\t2\tnsubj\t_\t_\n2\tbark\t_\t_\t_\t_\t0\troot\t_\t_\n\n"
+    )
     from syntaxformer.data.annotators import PreparsedAnnotator
 
     with pytest.raises(FormatError, match="do not spell the text"):
@@ -484,10 +673,12 @@ def test_preparsed_words_covering_part_of_the_text_are_refused(tmp_path):
 
 def test_preparsed_jsonl_offsets_must_point_at_their_words(tmp_path):
     with pytest.raises(FormatError, match=r"offsets \[5, 9\] of word 0 'Dogs' point at 'bark'"):
-        _preparsed(tmp_path, [{"text": "Dogs bark", "words": ["Dogs", "bark"], "heads": [1, -1],
-                               "offsets": [[5, 9], [0, 4]]}])
-    ok = _preparsed(tmp_path, [{"text": "Dogs  bark", "words": ["Dogs", "bark"], "heads": [1, -1],
-                                "offsets": [[0, 4], [6, 10]]}])
+        _preparsed(
+            tmp_path, [{"text": "Dogs bark", "words": ["Dogs", "bark"], "heads": [1, -1], "offsets": [[5, 9], [0, 4]]}]
+        )
+    ok = _preparsed(
+        tmp_path, [{"text": "Dogs  bark", "words": ["Dogs", "bark"], "heads": [1, -1], "offsets": [[0, 4], [6, 10]]}]
+    )
     assert ok.annotate(["Dogs bark"])[0].sentences[0].offsets == [(0, 4), (5, 9)]
 
 
@@ -507,4 +698,3 @@ def test_pipeline_non_text_input_is_an_input_error(runs, value):
     with pytest.raises(InputError):
         Predictor.from_run(runs["a"]).predict(value)
     assert isinstance(clf("A fine film.")[0]["score"], float)
-

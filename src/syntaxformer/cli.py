@@ -26,16 +26,43 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("syntaxformer.commands.demo", "annotate real sentences and show the syntax one model would see"),
     "train": ("syntaxformer.commands.train", "fine-tune SG-Net / Syntax-BERT / baseline: GLUE, SST, SQuAD2, RACE"),
     "evaluate": ("syntaxformer.commands.evaluate", "score a trained model on a labeled split"),
-    "predict": ("syntaxformer.commands.predict", "predict raw texts (--input; label names, scores) or a split with a trained model"),
-    "compare": ("syntaxformer.commands.compare", "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores"),
-    "significance": ("syntaxformer.commands.significance", "paired significance of two systems' dev scores from their run folders"),
-    "analyze": ("syntaxformer.commands.analyze", "a run's dev scores by input length (SG-Net §7.1); two runs side by side"),
-    "plot": ("syntaxformer.commands.plot", "figures (PNG + SVG) from run folders: results with CIs, length buckets, curves, attention"),
-    "diagnose": ("syntaxformer.commands.diagnose", "token-state drift and zero-shot similarity of a syntax configuration at init"),
-    "show": ("syntaxformer.commands.show", "an HTML page of one text's trees, syntax masks, attention, topical weights and gates"),
-    "probe": ("syntaxformer.commands.probe", "structural (distance / depth) and POS / label probes per layer on UD EWT dev"),
+    "predict": (
+        "syntaxformer.commands.predict",
+        "predict raw texts (--input; label names, scores) or a split with a trained model",
+    ),
+    "compare": (
+        "syntaxformer.commands.compare",
+        "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores",
+    ),
+    "significance": (
+        "syntaxformer.commands.significance",
+        "paired significance of two systems' dev scores from their run folders",
+    ),
+    "analyze": (
+        "syntaxformer.commands.analyze",
+        "a run's dev scores by input length (SG-Net §7.1); two runs side by side",
+    ),
+    "plot": (
+        "syntaxformer.commands.plot",
+        "figures (PNG + SVG) from run folders: results with CIs, length buckets, curves, attention",
+    ),
+    "diagnose": (
+        "syntaxformer.commands.diagnose",
+        "token-state drift and zero-shot similarity of a syntax configuration at init",
+    ),
+    "show": (
+        "syntaxformer.commands.show",
+        "an HTML page of one text's trees, syntax masks, attention, topical weights and gates",
+    ),
+    "probe": (
+        "syntaxformer.commands.probe",
+        "structural (distance / depth) and POS / label probes per layer on UD EWT dev",
+    ),
     "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),
-    "export": ("syntaxformer.commands.export", "write a run's final model as a self-contained Hugging Face folder (loads without syntaxformer)"),
+    "export": (
+        "syntaxformer.commands.export",
+        "write a run's final model as a self-contained Hugging Face folder (loads without syntaxformer)",
+    ),
 }
 
 
@@ -118,7 +145,7 @@ def unicode_error_message(error: UnicodeDecodeError, tb: types.TracebackType | N
     for frame in reversed(frames):
         for value in frame.f_locals.values():
             if isinstance(value, io.TextIOBase) and isinstance(getattr(value, "name", None), str):
-                return (f"{value.name} is not {error.encoding} text ({error.reason}); save it as UTF-8")
+                return f"{value.name} is not {error.encoding} text ({error.reason}); save it as UTF-8"
     return f"an input file is not {error.encoding} text ({error.reason}); save it as UTF-8"
 
 

@@ -52,6 +52,8 @@ def task_data_dir(data_dir: str | os.PathLike | None, folder: str, task: str) ->
     if root is None:
         from syntaxformer.errors import DataError
 
-        raise DataError(f"no data for {task}: ../shared/data was not found (set SYNTAXFORMER_DATA, or give "
-                                "data_dir / train_file / dev_file / dataset)")
+        raise DataError(
+            f"no data for {task}: ../shared/data was not found (set SYNTAXFORMER_DATA, or give "
+            "data_dir / train_file / dev_file / dataset)"
+        )
     return root / folder

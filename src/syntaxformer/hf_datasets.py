@@ -72,10 +72,21 @@ class SyntaxFeaturizer:
         criterion, max_distance, constituency, pos_tags: as in :class:`~syntaxformer.tasks.base.TaskContext`.
     """
 
-    def __init__(self, tokenizer: Any, text_column: str, text_pair_column: str | None, syntax_inputs: tuple[str, ...],
-                 annotator: Any, annotator_spec: str | None, max_length: int, criterion: str = "share",
-                 max_distance: int = 15, constituency: str = "from_dependency", pos_tags: str | None = None,
-                 from_spec: bool = True):
+    def __init__(
+        self,
+        tokenizer: Any,
+        text_column: str,
+        text_pair_column: str | None,
+        syntax_inputs: tuple[str, ...],
+        annotator: Any,
+        annotator_spec: str | None,
+        max_length: int,
+        criterion: str = "share",
+        max_distance: int = 15,
+        constituency: str = "from_dependency",
+        pos_tags: str | None = None,
+        from_spec: bool = True,
+    ):
         self.tokenizer = tokenizer
         self.text_column = text_column
         self.text_pair_column = text_pair_column
@@ -109,8 +120,10 @@ class SyntaxFeaturizer:
             self._annotator = _ANNOTATORS.get(self.annotator_key)
         if self._annotator is None:
             if not self.from_spec:
-                raise InputError("the annotator object given to add_syntax_features is not available in this worker "
-                                 "process; pass the annotator as a spec string (e.g. 'conllu:FILE') or num_proc=None")
+                raise InputError(
+                    "the annotator object given to add_syntax_features is not available in this worker "
+                    "process; pass the annotator as a spec string (e.g. 'conllu:FILE') or num_proc=None"
+                )
             from syntaxformer.data.annotators import make_annotator
 
             self._annotator = make_annotator(self.annotator_spec, progress=False)
@@ -134,11 +147,18 @@ class SyntaxFeaturizer:
             docs_a = [with_dependency_trees(d) for d in docs_a]
             docs_b = None if docs_b is None else [with_dependency_trees(d) for d in docs_b]
         if self._aligner is None:
-            self._aligner = SyntaxAligner(self.tokenizer, max_length=self.max_length,
-                                          window_segment=None if texts_b is not None else 0)
-        context = TaskContext(self.tokenizer, annotator=annotator, syntax_inputs=self.syntax_inputs,
-                              max_length=self.max_length, criterion=self.criterion, max_distance=self.max_distance,
-                              pos_tags=self.pos_tags)
+            self._aligner = SyntaxAligner(
+                self.tokenizer, max_length=self.max_length, window_segment=None if texts_b is not None else 0
+            )
+        context = TaskContext(
+            self.tokenizer,
+            annotator=annotator,
+            syntax_inputs=self.syntax_inputs,
+            max_length=self.max_length,
+            criterion=self.criterion,
+            max_distance=self.max_distance,
+            pos_tags=self.pos_tags,
+        )
         out: dict[str, list[np.ndarray]] = {}
         for windows in self._aligner.align_batch(docs_a, docs_b):
             for k, v in encode_window(windows[0], context).items():  # no stride: one (truncated) window
@@ -159,17 +179,31 @@ def _column(batch: dict[str, list[Any]], name: str) -> list[str]:
     values = batch[name]
     bad = next((i for i, v in enumerate(values) if not isinstance(v, str)), None)
     if bad is not None:
-        raise InputError(f"column {name!r} must hold texts; a row holds {values[bad]!r:.60} "
-                         f"({type(values[bad]).__name__})")
+        raise InputError(
+            f"column {name!r} must hold texts; a row holds {values[bad]!r:.60} ({type(values[bad]).__name__})"
+        )
     return values
 
 
-def add_syntax_features(ds: Any, tokenizer: Any, text_column: str, text_pair_column: str | None = None, *,
-                        model: Any = None, config: Any = None, annotator: Any = None, max_length: int = 128,
-                        num_proc: int | None = None, batch_size: int = 256, criterion: str = "share",
-                        constituency: str = "from_dependency", pos_tags: str | None = None,
-                        parse_cache: Any = True, remove_columns: list[str] | None = None,
-                        load_from_cache_file: bool | None = None) -> Any:
+def add_syntax_features(
+    ds: Any,
+    tokenizer: Any,
+    text_column: str,
+    text_pair_column: str | None = None,
+    *,
+    model: Any = None,
+    config: Any = None,
+    annotator: Any = None,
+    max_length: int = 128,
+    num_proc: int | None = None,
+    batch_size: int = 256,
+    criterion: str = "share",
+    constituency: str = "from_dependency",
+    pos_tags: str | None = None,
+    parse_cache: Any = True,
+    remove_columns: list[str] | None = None,
+    load_from_cache_file: bool | None = None,
+) -> Any:
     """``ds`` with the inputs of a syntax model added to every row (one ``Dataset.map``).
 
     Args:
@@ -204,13 +238,33 @@ def add_syntax_features(ds: Any, tokenizer: Any, text_column: str, text_pair_col
         MissingDependencyError: ``datasets`` is not installed.
     """
     datasets = _import_datasets()
-    featurizer = _featurizer(tokenizer, text_column, text_pair_column, model, config, annotator, max_length,
-                             criterion, constituency, pos_tags, parse_cache)
+    featurizer = _featurizer(
+        tokenizer,
+        text_column,
+        text_pair_column,
+        model,
+        config,
+        annotator,
+        max_length,
+        criterion,
+        constituency,
+        pos_tags,
+        parse_cache,
+    )
     syntax_inputs, parser = featurizer.syntax_inputs, featurizer.annotator() if featurizer.syntax_inputs else None
-    logger.info("adding the syntax inputs %s to the data set (parser: %s)", list(syntax_inputs),
-                getattr(parser, "source", "none"))
-    kwargs = dict(batched=True, batch_size=batch_size, num_proc=num_proc, remove_columns=remove_columns,
-                  load_from_cache_file=load_from_cache_file, desc="syntax features")
+    logger.info(
+        "adding the syntax inputs %s to the data set (parser: %s)",
+        list(syntax_inputs),
+        getattr(parser, "source", "none"),
+    )
+    kwargs = dict(
+        batched=True,
+        batch_size=batch_size,
+        num_proc=num_proc,
+        remove_columns=remove_columns,
+        load_from_cache_file=load_from_cache_file,
+        desc="syntax features",
+    )
     if isinstance(ds, datasets.DatasetDict):
         return datasets.DatasetDict({name: split.map(featurizer, **kwargs) for name, split in ds.items()})
     if not isinstance(ds, datasets.Dataset):
@@ -218,15 +272,27 @@ def add_syntax_features(ds: Any, tokenizer: Any, text_column: str, text_pair_col
     return ds.map(featurizer, **kwargs)
 
 
-def _featurizer(tokenizer: Any, text_column: str, text_pair_column: str | None, model: Any, config: Any,
-                annotator: Any, max_length: int, criterion: str, constituency: str, pos_tags: str | None,
-                parse_cache: Any) -> SyntaxFeaturizer:
+def _featurizer(
+    tokenizer: Any,
+    text_column: str,
+    text_pair_column: str | None,
+    model: Any,
+    config: Any,
+    annotator: Any,
+    max_length: int,
+    criterion: str,
+    constituency: str,
+    pos_tags: str | None,
+    parse_cache: Any,
+) -> SyntaxFeaturizer:
     """The map function for a model (or config) and options, after checking them."""
     if config is None:
         config = getattr(model, "config", None)
     if config is None or not hasattr(config, "syntax_inputs"):
-        raise ConfigError("syntax features: syntaxformer.hf_datasets needs the model (model=...) or its config "
-                          "(config=...), whose syntax_inputs name the keys to add; got neither")
+        raise ConfigError(
+            "syntax features: syntaxformer.hf_datasets needs the model (model=...) or its config "
+            "(config=...), whose syntax_inputs name the keys to add; got neither"
+        )
     if constituency not in ("from_dependency", "given"):
         raise ConfigError(f"constituency={constituency!r} must be 'from_dependency' or 'given'")
     if criterion not in ("share", "children"):
@@ -242,16 +308,36 @@ def _featurizer(tokenizer: Any, text_column: str, text_pair_column: str | None, 
         parser = make_annotator(annotator, cache=parse_cache, progress=False)
     if "pos_ids" in syntax_inputs and pos_tags is None:
         pos_tags = getattr(config, "pos_embeddings", None) or "upos"
-    return SyntaxFeaturizer(tokenizer, text_column, text_pair_column, syntax_inputs, parser, spec, max_length,
-                            criterion=criterion, max_distance=int(getattr(config, "max_distance", 15) or 15),
-                            constituency=constituency, pos_tags=pos_tags,
-                            from_spec=annotator is None or isinstance(annotator, str))
+    return SyntaxFeaturizer(
+        tokenizer,
+        text_column,
+        text_pair_column,
+        syntax_inputs,
+        parser,
+        spec,
+        max_length,
+        criterion=criterion,
+        max_distance=int(getattr(config, "max_distance", 15) or 15),
+        constituency=constituency,
+        pos_tags=pos_tags,
+        from_spec=annotator is None or isinstance(annotator, str),
+    )
 
 
-def syntax_features(texts: list[str], tokenizer: Any, text_pairs: list[str] | None = None, *, model: Any = None,
-                    config: Any = None, annotator: Any = None, max_length: int = 128, criterion: str = "share",
-                    constituency: str = "from_dependency", pos_tags: str | None = None,
-                    parse_cache: Any = True) -> list[dict[str, np.ndarray]]:
+def syntax_features(
+    texts: list[str],
+    tokenizer: Any,
+    text_pairs: list[str] | None = None,
+    *,
+    model: Any = None,
+    config: Any = None,
+    annotator: Any = None,
+    max_length: int = 128,
+    criterion: str = "share",
+    constituency: str = "from_dependency",
+    pos_tags: str | None = None,
+    parse_cache: Any = True,
+) -> list[dict[str, np.ndarray]]:
     """The model inputs of each text (pair), as :func:`add_syntax_features` makes them, without ``datasets``.
 
     Args:
@@ -271,8 +357,19 @@ def syntax_features(texts: list[str], tokenizer: Any, text_pairs: list[str] | No
     """
     if text_pairs is not None and len(text_pairs) != len(texts):
         raise InputError(f"{len(texts)} texts but {len(text_pairs)} text_pairs; give one second text per text")
-    featurizer = _featurizer(tokenizer, "text", None if text_pairs is None else "text_pair", model, config, annotator,
-                             max_length, criterion, constituency, pos_tags, parse_cache)
+    featurizer = _featurizer(
+        tokenizer,
+        "text",
+        None if text_pairs is None else "text_pair",
+        model,
+        config,
+        annotator,
+        max_length,
+        criterion,
+        constituency,
+        pos_tags,
+        parse_cache,
+    )
     batch = {"text": list(texts)} | ({} if text_pairs is None else {"text_pair": list(text_pairs)})
     columns = featurizer(batch) if texts else {}
     return [{k: v[i] for k, v in columns.items()} for i in range(len(texts))]

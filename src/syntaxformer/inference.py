@@ -50,12 +50,20 @@ logger = logging.getLogger(__name__)
 #: File suffixes :func:`read_inputs` reads.
 INPUT_FORMATS: tuple[str, ...] = (".txt", ".csv", ".tsv", ".jsonl", ".json")
 
-_HEAD_SUFFIXES = {"ForSequenceClassification": "sequence_classification",
-                  "ForQuestionAnswering": "question_answering", "ForMultipleChoice": "multiple_choice",
-                  "ForTokenClassification": "token_classification", "ForConditionalGeneration": "seq2seq"}
+_HEAD_SUFFIXES = {
+    "ForSequenceClassification": "sequence_classification",
+    "ForQuestionAnswering": "question_answering",
+    "ForMultipleChoice": "multiple_choice",
+    "ForTokenClassification": "token_classification",
+    "ForConditionalGeneration": "seq2seq",
+}
 #: Input keys each head reads (the first ones are required).
-_INPUT_KEYS = {"sequence_classification": ("text", "text_pair"), "question_answering": ("question", "context"),
-               "multiple_choice": ("question", "context", "options"), "seq2seq": ("text",)}
+_INPUT_KEYS = {
+    "sequence_classification": ("text", "text_pair"),
+    "question_answering": ("question", "context"),
+    "multiple_choice": ("question", "context", "options"),
+    "seq2seq": ("text",),
+}
 #: Batch keys that hold labels: never given to the model at inference.
 _LABEL_KEYS = ("labels", "start_positions", "end_positions", "is_impossible")
 
@@ -71,8 +79,10 @@ def model_head(model: Any) -> str:
     for suffix, head in _HEAD_SUFFIXES.items():
         if name.endswith(suffix):
             return head
-    raise ConfigError(f"{name} is not a task model (expected a class named ...ForSequenceClassification, "
-                      "...ForQuestionAnswering, ...ForMultipleChoice or ...ForConditionalGeneration)")
+    raise ConfigError(
+        f"{name} is not a task model (expected a class named ...ForSequenceClassification, "
+        "...ForQuestionAnswering, ...ForMultipleChoice or ...ForConditionalGeneration)"
+    )
 
 
 class _TimedAnnotator:
@@ -116,15 +126,24 @@ class Predictor:
         num_beams: translation: beam size.
     """
 
-    def __init__(self, model: Any, context: Any, task: Any = None, auxiliary: Mapping[str, Any] | None = None,
-                 null_threshold: float | None = None, num_beams: int = 5):
+    def __init__(
+        self,
+        model: Any,
+        context: Any,
+        task: Any = None,
+        auxiliary: Mapping[str, Any] | None = None,
+        null_threshold: float | None = None,
+        num_beams: int = 5,
+    ):
         self.model = model.eval()
         self.context = context
         self.task = task
         self.head = task.head if task is not None else model_head(model)
         if self.head not in _INPUT_KEYS:
-            raise ConfigError(f"predicting raw inputs supports sequence classification, span QA, multiple choice "
-                              f"and translation models, not {self.head} ({type(model).__name__})")
+            raise ConfigError(
+                f"predicting raw inputs supports sequence classification, span QA, multiple choice "
+                f"and translation models, not {self.head} ({type(model).__name__})"
+            )
         if self.head in ("question_answering", "multiple_choice") and task is None:
             raise InputError(f"a {self.head} predictor needs its task (get_task('squad2') / get_task('race'))")
         self.auxiliary = {k: v.eval() for k, v in (auxiliary or {}).items()}
@@ -134,9 +153,17 @@ class Predictor:
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod
-    def from_run(cls, run_dir: str | os.PathLike, *, changes: Mapping[str, Any] | None = None, model: Any = None,
-                 tokenizer: Any = None, device: Any = None, parse_cache: bool | str | None = None,
-                 null_threshold: float | None = None) -> "Predictor":
+    def from_run(
+        cls,
+        run_dir: str | os.PathLike,
+        *,
+        changes: Mapping[str, Any] | None = None,
+        model: Any = None,
+        tokenizer: Any = None,
+        device: Any = None,
+        parse_cache: bool | str | None = None,
+        null_threshold: float | None = None,
+    ) -> "Predictor":
         """The model of a run folder with the run's task, parser and feature options.
 
         Args:
@@ -173,15 +200,25 @@ class Predictor:
         if null_threshold is None and task.head == "question_answering":
             null_threshold = _tuned_null_threshold(run_dir)
         beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
-            "generation_num_beams", 5)
+            "generation_num_beams", 5
+        )
         predictor = cls(model, context, task, auxiliary, null_threshold, int(beams))
         predictor.to(device if device is not None else _default_device(model))
         return predictor
 
     @classmethod
-    def from_pretrained(cls, model: Any, tokenizer: Any = None, *, task: Any = None, parser: str | None = None,
-                        max_length: int | None = None, parse_cache: bool | str | None = None,
-                        device: Any = None, **options: Any) -> "Predictor":
+    def from_pretrained(
+        cls,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        task: Any = None,
+        parser: str | None = None,
+        max_length: int | None = None,
+        parse_cache: bool | str | None = None,
+        device: Any = None,
+        **options: Any,
+    ) -> "Predictor":
         """A predictor for a model folder or a loaded model: :meth:`from_run` when the folder holds ``run.json``,
         else the default parser and options (``max_length`` 128; 384 for span QA). A plain ``transformers``
         classifier (no ``syntax_inputs`` in its config) works too: its texts are tokenized, not parsed.
@@ -197,14 +234,19 @@ class Predictor:
         """
         from syntaxformer.tasks.base import TaskContext, get_task
         from syntaxformer.training.config import RunConfig
-        from syntaxformer.training.run import (RUN_FILE, build_context, check_max_length, load_tokenizer,
-                                              position_limit)
+        from syntaxformer.training.run import RUN_FILE, build_context, check_max_length, load_tokenizer, position_limit
 
         folder = model if isinstance(model, (str, os.PathLike)) else getattr(model, "name_or_path", None)
         changes = {k: v for k, v in {"parser": parser, "max_length": max_length, **options}.items() if v is not None}
         if task is None and folder and (Path(folder) / RUN_FILE).is_file():
-            return cls.from_run(folder, changes=changes, model=None if isinstance(model, (str, os.PathLike))
-                                else model, tokenizer=tokenizer, device=device, parse_cache=parse_cache)
+            return cls.from_run(
+                folder,
+                changes=changes,
+                model=None if isinstance(model, (str, os.PathLike)) else model,
+                tokenizer=tokenizer,
+                device=device,
+                parse_cache=parse_cache,
+            )
         if isinstance(model, (str, os.PathLike)):
             model = _load_model(model, None)
         head = model_head(model)
@@ -214,8 +256,10 @@ class Predictor:
         prep = TaskContext(tokenizer=None, parser=parser, progress=False)
         if head == "seq2seq":
             if not folder:
-                raise InputError("a translation model given as an object needs its folder (model.name_or_path) "
-                                 "for its source_tokenizer/ and target_tokenizer/")
+                raise InputError(
+                    "a translation model given as an object needs its folder (model.name_or_path) "
+                    "for its source_tokenizer/ and target_tokenizer/"
+                )
             tokenizer = task.load_tokenizer(str(folder), prep)
         elif tokenizer is None:
             if not folder:
@@ -271,8 +315,10 @@ class Predictor:
         from syntaxformer.data.readers.table import text_value
 
         if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
-            raise InputError(f"inputs must be a list of texts or mappings, got {type(inputs).__name__} "
-                             f"({inputs!r:.60}); a single text goes in a list: [text]")
+            raise InputError(
+                f"inputs must be a list of texts or mappings, got {type(inputs).__name__} "
+                f"({inputs!r:.60}); a single text goes in a list: [text]"
+            )
         keys = _INPUT_KEYS[self.head]
         out = []
         for i, item in enumerate(inputs):
@@ -281,25 +327,33 @@ class Predictor:
             elif isinstance(item, (tuple, list)) and self.head == "sequence_classification" and len(item) == 2:
                 item = {"text": item[0], "text_pair": item[1]}
             elif not isinstance(item, Mapping):
-                raise InputError(f"input {i}: expected a text or a mapping with {list(keys)}, got "
-                                 f"{type(item).__name__}")
+                raise InputError(
+                    f"input {i}: expected a text or a mapping with {list(keys)}, got {type(item).__name__}"
+                )
             item = dict(item)
             required = keys[:2] if self.head == "question_answering" else keys[:1]
             where = f"input {i}" + (f" ({item['id']})" if "id" in item else "")
             for key in required:
                 if key not in item:
-                    raise InputError(f"{where}: {key!r} must be a non-empty text, got none (keys: {sorted(item)}; "
-                                     f"an input has {list(keys)})")
+                    raise InputError(
+                        f"{where}: {key!r} must be a non-empty text, got none (keys: {sorted(item)}; "
+                        f"an input has {list(keys)})"
+                    )
                 text_value(item[key], where, key, error=InputError)
-            for key in keys[len(required):]:  # optional texts (a pair's second text, a passage): strings if given
+            for key in keys[len(required) :]:  # optional texts (a pair's second text, a passage): strings if given
                 if key != "options" and item.get(key) is not None:
                     text_value(item[key], where, key, required=key != "context", error=InputError)
             if self.head == "multiple_choice":
                 options = item.get("options")
-                if (not isinstance(options, (list, tuple)) or len(options) < 2
-                        or not all(isinstance(o, str) and o.strip() for o in options)):
-                    raise InputError(f"input {i} ({item.get('id', i)}): 'options' must be a list of at least two "
-                                     f"non-empty texts, got {options!r} (keys: {sorted(item)})")
+                if (
+                    not isinstance(options, (list, tuple))
+                    or len(options) < 2
+                    or not all(isinstance(o, str) and o.strip() for o in options)
+                ):
+                    raise InputError(
+                        f"input {i} ({item.get('id', i)}): 'options' must be a list of at least two "
+                        f"non-empty texts, got {options!r} (keys: {sorted(item)})"
+                    )
                 item["options"] = list(options)
             out.append(item)
         return out
@@ -341,8 +395,13 @@ class Predictor:
         t2 = time.perf_counter()
         result = self._records(records, data, features, outputs)
         t3 = time.perf_counter()
-        self.timings = {"parse_s": clock["parse_s"], "featurize_s": t1 - t0 - clock["parse_s"],
-                        "forward_s": t2 - t1 + (t3 - t2), "total_s": t3 - t0, "n": len(records)}
+        self.timings = {
+            "parse_s": clock["parse_s"],
+            "featurize_s": t1 - t0 - clock["parse_s"],
+            "forward_s": t2 - t1 + (t3 - t2),
+            "total_s": t3 - t0,
+            "n": len(records),
+        }
         return result
 
     def _featurize(self, records: list[dict[str, Any]]) -> tuple[Any, Any]:
@@ -359,23 +418,30 @@ class Predictor:
         if self.head == "seq2seq":
             from syntaxformer.modeling.seq2seq import default_max_new_tokens
 
-            ids = self.model.generate(**batch, num_beams=self.num_beams,
-                                      max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1]))
+            ids = self.model.generate(
+                **batch, num_beams=self.num_beams, max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1])
+            )
             return {"ids": ids.cpu().numpy()}
         out = self.model(**batch)
         if self.head == "question_answering":
-            res = {"start": out.start_logits.float().cpu().numpy(), "end": out.end_logits.float().cpu().numpy(),
-                   "verifier": None if getattr(out, "verifier_logits", None) is None
-                   else out.verifier_logits.float().cpu().numpy()}
+            res = {
+                "start": out.start_logits.float().cpu().numpy(),
+                "end": out.end_logits.float().cpu().numpy(),
+                "verifier": None
+                if getattr(out, "verifier_logits", None) is None
+                else out.verifier_logits.float().cpu().numpy(),
+            }
             for name, model in self.auxiliary.items():
                 aux = model(**batch)
-                res[f"aux:{name}"] = None if getattr(aux, "verifier_logits", None) is None \
-                    else aux.verifier_logits.float().cpu().numpy()
+                res[f"aux:{name}"] = (
+                    None if getattr(aux, "verifier_logits", None) is None else aux.verifier_logits.float().cpu().numpy()
+                )
             return res
         return {"logits": out.logits.float().cpu().numpy()}
 
-    def _records(self, records: list[dict[str, Any]], data: Any, features: Any,
-                 outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _records(
+        self, records: list[dict[str, Any]], data: Any, features: Any, outputs: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         n = len(features)
         if self.head == "sequence_classification":
             logits = _gather(outputs, "logits", n)
@@ -386,19 +452,27 @@ class Predictor:
             rows = _gather(outputs, "logits", n)
             logits = np.full((n, max(len(r) for r in rows)), -np.inf)  # (N, C), -inf: no such option
             for i, r in enumerate(rows):
-                logits[i, :len(r)] = r
+                logits[i, : len(r)] = r
             predictions = self.task.postprocess(data, features, logits)
             from syntaxformer.data.readers.race import OPTION_LETTERS as letters
 
-            return [{**_id(r), "question": r["question"], **({"context": r["context"]} if r.get("context") else {}),
-                     "options": r["options"],
-                     "prediction": letters[k] if k < len(letters) else str(k), "index": k, "option": r["options"][k],
-                     "scores": scores[:len(r["options"])]}
-                    for r, k, scores in zip(records, predictions.values, predictions.scores)]
+            return [
+                {
+                    **_id(r),
+                    "question": r["question"],
+                    **({"context": r["context"]} if r.get("context") else {}),
+                    "options": r["options"],
+                    "prediction": letters[k] if k < len(letters) else str(k),
+                    "index": k,
+                    "option": r["options"][k],
+                    "scores": scores[: len(r["options"])],
+                }
+                for r, k, scores in zip(records, predictions.values, predictions.scores)
+            ]
         rows = _gather(outputs, "ids", n)
         ids = np.full((n, max(len(r) for r in rows)), -100, dtype=np.int64)  # (N, T), -100 = padding
         for i, r in enumerate(rows):
-            ids[i, :len(r)] = r
+            ids[i, : len(r)] = r
         texts = self.task.postprocess(data, features, ids).values
         return [{**_id(r), "text": r["text"], "translation": t} for r, t in zip(records, texts)]
 
@@ -417,8 +491,9 @@ class Predictor:
         out.update(label=names[best], score=float(p[best]), scores={names[i]: float(p[i]) for i in range(len(p))})
         return out
 
-    def _qa_records(self, records: list[dict[str, Any]], data: Any, features: Any,
-                    outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _qa_records(
+        self, records: list[dict[str, Any]], data: Any, features: Any, outputs: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
         n = len(features)
         starts, ends = _gather_rows(outputs, "start", n), _gather_rows(outputs, "end", n)
         raw: tuple[Any, ...] = (starts, ends)
@@ -430,25 +505,42 @@ class Predictor:
             aux = np.asarray(_gather(outputs, f"aux:{name}", n)) if outputs[0][f"aux:{name}"] is not None else None
             auxiliary[name] = (starts, ends) if aux is None else (starts, ends, aux)
         predictions = self.task.postprocess(data, features, raw, auxiliary or None)
-        threshold = self.null_threshold if self.null_threshold is not None else float(
-            getattr(self.task, "null_threshold", 0.0))
+        threshold = (
+            self.null_threshold if self.null_threshold is not None else float(getattr(self.task, "null_threshold", 0.0))
+        )
         out = []
         for r, qid in zip(records, predictions.ids):
             best = (predictions.extra["nbest"].get(qid) or [None])[0]
             na = float(predictions.extra["na_scores"][qid])
             answer = best["text"] if best is not None and na <= threshold else ""
-            out.append({**_id(r), "question": r["question"], "context": r["context"], "answer": answer,
-                        "start": best["start"] if answer else None, "end": best["end"] if answer else None,
-                        "best_answer": best["text"] if best else "",
-                        "best_start": best["start"] if best else None, "best_end": best["end"] if best else None,
-                        "span_score": best["score"] if best else None,
-                        "null_score": na if math.isfinite(na) else None, "null_threshold": threshold})
+            out.append(
+                {
+                    **_id(r),
+                    "question": r["question"],
+                    "context": r["context"],
+                    "answer": answer,
+                    "start": best["start"] if answer else None,
+                    "end": best["end"] if answer else None,
+                    "best_answer": best["text"] if best else "",
+                    "best_start": best["start"] if best else None,
+                    "best_end": best["end"] if best else None,
+                    "span_score": best["score"] if best else None,
+                    "null_score": na if math.isfinite(na) else None,
+                    "null_threshold": threshold,
+                }
+            )
         return out
 
 
 # -- reading and writing ---------------------------------------------------------------------------------
-def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text_pair_column: str | None = None,
-                head: str = "sequence_classification", id_column: str | None = None) -> list[dict[str, Any]]:
+def read_inputs(
+    path: str | os.PathLike,
+    *,
+    text_column: str | None = None,
+    text_pair_column: str | None = None,
+    head: str = "sequence_classification",
+    id_column: str | None = None,
+) -> list[dict[str, Any]]:
     """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
     ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects).
 
@@ -476,11 +568,15 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
     if path != "-" and not Path(path).is_file():
         raise DataError(f"input file {path} " + ("is a folder; give a file" if Path(path).is_dir() else "not found"))
     if path != "-" and suffix not in INPUT_FORMATS:
-        raise FormatError(f"unknown input format {suffix or '(no suffix)'!r}; expected one of "
-                          f"{', '.join(INPUT_FORMATS)}", source=path)
+        raise FormatError(
+            f"unknown input format {suffix or '(no suffix)'!r}; expected one of {', '.join(INPUT_FORMATS)}", source=path
+        )
     if (path == "-" or suffix == ".txt") and (text_pair_column or head in ("question_answering", "multiple_choice")):
-        raise FormatError("a .txt file holds one text per line: give pairs / questions with contexts as "
-                          ".csv, .tsv or .jsonl with named columns (questions with options: .jsonl)", source=path)
+        raise FormatError(
+            "a .txt file holds one text per line: give pairs / questions with contexts as "
+            ".csv, .tsv or .jsonl with named columns (questions with options: .jsonl)",
+            source=path,
+        )
     table = read_table(path, lines=True, allow_empty=True)
     if not table.rows:
         return []
@@ -488,11 +584,13 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
     if head in ("question_answering", "multiple_choice"):
         wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
     else:
-        first = text_column or next((c for c in ("text", "sentence") if c in columns),
-                                    columns[0] if len(columns) == 1 else None)
+        first = text_column or next(
+            (c for c in ("text", "sentence") if c in columns), columns[0] if len(columns) == 1 else None
+        )
         if first is None:
-            raise FormatError(f"which column holds the text? The file has columns {columns}; pass --text-column",
-                              source=path)
+            raise FormatError(
+                f"which column holds the text? The file has columns {columns}; pass --text-column", source=path
+            )
         wanted = {"text": first, **({"text_pair": text_pair_column} if text_pair_column else {})}
     for key, column in wanted.items():
         if column not in columns and not (key == "context" and head == "multiple_choice"):
@@ -511,13 +609,13 @@ def read_inputs(path: str | os.PathLike, *, text_column: str | None = None, text
         if head == "multiple_choice":
             options = row.get("options")
             if not isinstance(options, list):
-                raise FormatError(f"'options' must be a list of the answer options (a .jsonl / .json file), got "
-                                  f"{options!r}", where)
+                raise FormatError(
+                    f"'options' must be a list of the answer options (a .jsonl / .json file), got {options!r}", where
+                )
             rec["options"] = [text_value(o, where, f"options[{k}]") for k, o in enumerate(options)]
         if ident is not None and row.get(ident) is not None:
             if isinstance(row[ident], (list, dict)):
-                raise FormatError(f"the id column {ident!r} holds {row[ident]!r}; an id is a string or a number",
-                                  where)
+                raise FormatError(f"the id column {ident!r} holds {row[ident]!r}; an id is a string or a number", where)
             rec["id"] = row[ident]
         out.append(rec)
     return out
@@ -573,10 +671,13 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
             config = transformers.AutoConfig.from_pretrained(str(folder))
             arch = (getattr(config, "architectures", None) or [""])[0]
             head = next((h for s, h in _HEAD_SUFFIXES.items() if arch.endswith(s)), "sequence_classification")
-        auto = {"sequence_classification": "AutoModelForSequenceClassification",
-                "question_answering": "AutoModelForQuestionAnswering",
-                "multiple_choice": "AutoModelForMultipleChoice",
-                "token_classification": "AutoModelForTokenClassification", "seq2seq": "AutoModelForSeq2SeqLM"}[head]
+        auto = {
+            "sequence_classification": "AutoModelForSequenceClassification",
+            "question_answering": "AutoModelForQuestionAnswering",
+            "multiple_choice": "AutoModelForMultipleChoice",
+            "token_classification": "AutoModelForTokenClassification",
+            "seq2seq": "AutoModelForSeq2SeqLM",
+        }[head]
         return getattr(transformers, auto).from_pretrained(str(folder))
 
 
@@ -622,7 +723,7 @@ def _batches(features: Any, batch_size: int) -> list[np.ndarray]:
     out: list[np.ndarray] = []
     for group in dict.fromkeys(groups[i] for i in order):
         mine = [i for i in order if groups[i] == group]
-        out += [np.asarray(mine[k:k + batch_size]) for k in range(0, len(mine), batch_size)]
+        out += [np.asarray(mine[k : k + batch_size]) for k in range(0, len(mine), batch_size)]
     return out
 
 

@@ -32,8 +32,13 @@ from typing import Any
 
 from transformers.pipelines.base import Pipeline
 
-__all__ = ["SyntaxTextClassificationPipeline", "SyntaxQuestionAnsweringPipeline", "SyntaxTranslationPipeline",
-           "PIPELINES", "register"]
+__all__ = [
+    "SyntaxTextClassificationPipeline",
+    "SyntaxQuestionAnsweringPipeline",
+    "SyntaxTranslationPipeline",
+    "PIPELINES",
+    "register",
+]
 
 _DEFAULT_BATCH = 32
 
@@ -47,13 +52,25 @@ class _SyntaxPipeline(Pipeline):
     _load_feature_extractor = False
     _load_tokenizer = True
 
-    def __init__(self, *args: Any, parser: str | None = None, max_length: int | None = None,
-                 parse_cache: bool | str | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        parser: str | None = None,
+        max_length: int | None = None,
+        parse_cache: bool | str | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(*args, **kwargs)
         from syntaxformer.inference import Predictor
 
-        self.predictor = Predictor.from_pretrained(self.model, self.tokenizer, parser=parser, max_length=max_length,
-                                                   parse_cache=parse_cache, device=self.device)
+        self.predictor = Predictor.from_pretrained(
+            self.model,
+            self.tokenizer,
+            parser=parser,
+            max_length=max_length,
+            parse_cache=parse_cache,
+            device=self.device,
+        )
 
     def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
         return {}, {}, kwargs
@@ -75,8 +92,9 @@ class _SyntaxPipeline(Pipeline):
         if kwargs:
             from syntaxformer.errors import ConfigError
 
-            raise ConfigError(f"{type(self).__name__} takes no option(s) {sorted(kwargs)}; it takes "
-                              f"{', '.join(accepted)}")
+            raise ConfigError(
+                f"{type(self).__name__} takes no option(s) {sorted(kwargs)}; it takes {', '.join(accepted)}"
+            )
 
     def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
         """``(the inputs as a list, whether one input was given)``; anything that is neither one input (of a type in
@@ -89,8 +107,9 @@ class _SyntaxPipeline(Pipeline):
             return [inputs], True
         if inputs is None or isinstance(inputs, (bytes, Mapping)) or not isinstance(inputs, Iterable):
             what = " or ".join(t.__name__ for t in single)
-            raise InputError(f"{type(self).__name__} takes a {what} or a list of them, got "
-                             f"{type(inputs).__name__} ({inputs!r:.60})")
+            raise InputError(
+                f"{type(self).__name__} takes a {what} or a list of them, got {type(inputs).__name__} ({inputs!r:.60})"
+            )
         return list(inputs), False
 
     def _run(self, inputs: list[Any], batch_size: int | None, **kwargs: Any) -> list[Any]:
@@ -106,8 +125,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
     ``top_k`` best labels per text. A regression model gives ``{"label", "score": value}``.
     """
 
-    def __call__(self, inputs: Any, top_k: int | None | str = "", batch_size: int | None = None,
-                 **kwargs: Any) -> Any:
+    def __call__(self, inputs: Any, top_k: int | None | str = "", batch_size: int | None = None, **kwargs: Any) -> Any:
         self._refuse_unknown(kwargs, ("top_k", "batch_size"))
         legacy = top_k == ""  # as text-classification: no top_k = the best label as a dict, else lists
         items, single = self._inputs(inputs, (str, dict))
@@ -125,7 +143,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
             return {"label": record["label"], "score": record["score"]}
         ranked = sorted(record["scores"].items(), key=lambda kv: -kv[1])
         if top_k is not None:
-            ranked = ranked[:int(top_k)]
+            ranked = ranked[: int(top_k)]
         return [{"label": k, "score": v} for k, v in ranked]
 
 
@@ -138,8 +156,15 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
     ``score`` is the best span's score (start + end logits), ``best_answer`` that span's text either way.
     """
 
-    def __call__(self, inputs: Any = None, *, question: str | None = None, context: str | None = None,
-                 batch_size: int | None = None, **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        inputs: Any = None,
+        *,
+        question: str | None = None,
+        context: str | None = None,
+        batch_size: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
         self._refuse_unknown(kwargs, ("question", "context", "batch_size"))
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
@@ -148,9 +173,14 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
         return out[0] if single else out
 
     def _format(self, record: dict[str, Any], **kwargs: Any) -> Any:
-        return {"answer": record["answer"], "start": record["start"], "end": record["end"],
-                "score": record["span_score"], "null_score": record["null_score"],
-                "best_answer": record["best_answer"]}
+        return {
+            "answer": record["answer"],
+            "start": record["start"],
+            "end": record["end"],
+            "score": record["span_score"],
+            "null_score": record["null_score"],
+            "best_answer": record["best_answer"],
+        }
 
 
 class SyntaxTranslationPipeline(_SyntaxPipeline):
@@ -185,5 +215,4 @@ def register() -> None:
     for name, (cls, auto) in PIPELINES.items():
         if PIPELINE_REGISTRY.supported_tasks.get(name, {}).get("impl") is cls:
             continue
-        PIPELINE_REGISTRY.register_pipeline(name, pipeline_class=cls, pt_model=getattr(transformers, auto),
-                                            type="text")
+        PIPELINE_REGISTRY.register_pipeline(name, pipeline_class=cls, pt_model=getattr(transformers, auto), type="text")

@@ -88,8 +88,10 @@ def _add_config_placeholders(module: Any) -> None:
     mapping = getattr(module, "CONFIG_MAPPING", None)
     extra = getattr(mapping, "_extra_content", None)
     if not isinstance(extra, dict):
-        logger.debug("transformers' CONFIG_MAPPING has no _extra_content dict; import syntaxformer.modeling to "
-                     "register the syntaxformer models")
+        logger.debug(
+            "transformers' CONFIG_MAPPING has no _extra_content dict; import syntaxformer.modeling to "
+            "register the syntaxformer models"
+        )
         return
     if not isinstance(extra, _LazyConfigs):
         extra = _LazyConfigs(extra)

@@ -12,18 +12,40 @@ from typing import IO, Any, Iterable, Iterator, Sequence, TypeVar
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
-__all__ = ["atomic_write", "open_text", "check_unicode", "write_json", "subsample", "progress", "readable_outputs",
-           "check_output", "disk_full", "DISK_FULL_ERRNOS", "json_lines", "unique_keys", "DuplicateKeyError"]
+__all__ = [
+    "atomic_write",
+    "open_text",
+    "check_unicode",
+    "write_json",
+    "subsample",
+    "progress",
+    "readable_outputs",
+    "check_output",
+    "disk_full",
+    "DISK_FULL_ERRNOS",
+    "json_lines",
+    "unique_keys",
+    "DuplicateKeyError",
+]
 
 logger = logging.getLogger(__name__)
 
 #: ``errno`` values of a write that failed for lack of room: no space, quota exceeded, file too large.
 DISK_FULL_ERRNOS: frozenset[int] = frozenset(
-    e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if e is not None)
+    e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EFBIG) if e is not None
+)
 #: How other libraries word those errors (safetensors' Rust ``io::Error``, torch's stream writer, SQLite).
-_DISK_FULL_WORDS = ("no space left on device", "storagefull", "disk quota exceeded", "file too large",
-                    "database or disk is full", "os error 28", "error code: 28", "filetoolarge",
-                    "pytorchstreamwriter failed writing file")
+_DISK_FULL_WORDS = (
+    "no space left on device",
+    "storagefull",
+    "disk quota exceeded",
+    "file too large",
+    "database or disk is full",
+    "os error 28",
+    "error code: 28",
+    "filetoolarge",
+    "pytorchstreamwriter failed writing file",
+)
 
 
 def disk_full(error: BaseException) -> bool:
@@ -56,8 +78,13 @@ def little_room(folder: str | os.PathLike, minimum: int = 1 << 20) -> bool:
         return False
 
 
-def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | None] = (), *,
-                 overwrite: bool = True, option: str = "--output") -> None:
+def check_output(
+    path: str | os.PathLike,
+    inputs: Iterable[str | os.PathLike | None] = (),
+    *,
+    overwrite: bool = True,
+    option: str = "--output",
+) -> None:
     """Before anything is computed: an output file never replaces an input, and replaces an existing file only
     with ``overwrite``.
 
@@ -82,12 +109,15 @@ def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike | N
             with contextlib.suppress(OSError):
                 same = os.path.samefile(out, given)
         if same:
-            raise ConfigError(f"{option} {out} is the input file {os.fspath(given)}; writing it would destroy the "
-                              "input: give another output file")
+            raise ConfigError(
+                f"{option} {out} is the input file {os.fspath(given)}; writing it would destroy the "
+                "input: give another output file"
+            )
     if os.path.isdir(out):
         raise DataError(f"{option} {out} is a folder; give a file name")
     if os.path.exists(out) and not overwrite:
         raise DataError(f"{option} {out} already exists; choose another file or pass --overwrite to replace it")
+
 
 T = TypeVar("T")
 
@@ -122,14 +152,21 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
                     f.flush()
                     os.fsync(f.fileno())
                 except OSError as e:
-                    raise DataError(f"cannot write {path}: {e.strerror or e}"
-                                    + (" (the disk is full); free some space or write elsewhere; nothing was replaced"
-                                       if disk_full(e) else "")) from e
+                    raise DataError(
+                        f"cannot write {path}: {e.strerror or e}"
+                        + (
+                            " (the disk is full); free some space or write elsewhere; nothing was replaced"
+                            if disk_full(e)
+                            else ""
+                        )
+                    ) from e
         except OSError as e:  # a write inside the block (or the close's flush) that found the disk full
             if not disk_full(e):
                 raise
-            raise DataError(f"cannot write {path}: {e.strerror or e} (the disk is full); free some space or "
-                            "write elsewhere; nothing was replaced") from e
+            raise DataError(
+                f"cannot write {path}: {e.strerror or e} (the disk is full); free some space or "
+                "write elsewhere; nothing was replaced"
+            ) from e
         try:
             os.replace(tmp, path)
         except OSError as e:
@@ -190,8 +227,9 @@ def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: An
         try:
             yield f
         except UnicodeDecodeError as e:
-            raise FormatError(f"not {encoding.upper().replace('-SIG', '')} text ({e.reason}); save the file as "
-                              "UTF-8", name) from e
+            raise FormatError(
+                f"not {encoding.upper().replace('-SIG', '')} text ({e.reason}); save the file as UTF-8", name
+            ) from e
 
 
 class DuplicateKeyError(ValueError):
@@ -209,8 +247,9 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object per line", *,
-               unique: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_lines(
+    lines: Iterable[str], source: str, what: str = "one JSON object per line", *, unique: bool = False
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line of a JSON-lines file (the one loop every JSONL reader
     uses, so they all report a bad line the same way).
 
@@ -234,8 +273,9 @@ def json_lines(lines: Iterable[str], source: str, what: str = "one JSON object p
         except DuplicateKeyError as e:
             raise FormatError(str(e), source, lineno) from None
         if not isinstance(row, dict):
-            raise FormatError(f"expected {what}, got a JSON {type(row).__name__} ({line.strip()[:40]!r})", source,
-                              lineno)
+            raise FormatError(
+                f"expected {what}, got a JSON {type(row).__name__} ({line.strip()[:40]!r})", source, lineno
+            )
         yield lineno, row
 
 
@@ -250,8 +290,10 @@ def check_unicode(text: str, what: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise InputError(f"{what} holds the lone surrogate {text[e.start]!r} at character {e.start}, which is not "
-                         "valid Unicode text; decode the input with errors='replace' (or fix its encoding)") from None
+        raise InputError(
+            f"{what} holds the lone surrogate {text[e.start]!r} at character {e.start}, which is not "
+            "valid Unicode text; decode the input with errors='replace' (or fix its encoding)"
+        ) from None
 
 
 def progress(iterable=None, total: int | None = None, desc: str | None = None, disable: bool | None = None, **kw):

@@ -26,7 +26,15 @@ from syntaxformer.errors import SyntaxformerError
 def test_length_buckets():
     assert question_words("  Who led the   Normans? ") == 4
     assert [length_bucket(n) for n in (1, 5, 6, 10, 11, 20, 21, 40)] == [
-        "1-5", "1-5", "6-10", "6-10", "11-15", "16-20", ">20", ">20"]
+        "1-5",
+        "1-5",
+        "6-10",
+        "6-10",
+        "11-15",
+        "16-20",
+        ">20",
+        ">20",
+    ]
 
 
 def test_make_buckets_count_range_and_edges():
@@ -63,8 +71,10 @@ def test_length_buckets_squad_per_question(tmp_path, capsys):
     for name, em in (("a", [1, 0, 0, 1, 1, 0]), ("b", [1, 1, 0, 1, 1, 1])):
         folder = tmp_path / name
         folder.mkdir()
-        per_q = {f"q{i}": {"question_words": w, "em_best": e, "f1_best": 0.5 * e + 0.25}
-                 for i, (w, e) in enumerate(zip([3, 4, 9, 10, 12, 30], em))}
+        per_q = {
+            f"q{i}": {"question_words": w, "em_best": e, "f1_best": 0.5 * e + 0.25}
+            for i, (w, e) in enumerate(zip([3, 4, 9, 10, 12, 30], em))
+        }
         _write(folder, "per_question.json", per_q)
         _write(folder, "metrics.json", {"task": "squad2", "main_metric": "f1", "dev": {"f1": 50.0}})
         _write(folder, "dev_predictions.json", {"ids": list(per_q), "predictions": [""] * 6})
@@ -76,11 +86,26 @@ def test_length_buckets_squad_per_question(tmp_path, capsys):
     assert r["buckets"][2]["scores"][1] == {"exact": 100.0, "f1": 75.0}
     assert r["unit"] == "question words"
     table = format_length_buckets(r, ["base", "sg"]).splitlines()
-    assert table[3].split() == ["length", "n", "base", "exact", "base", "f1", "sg", "exact", "sg", "f1",
-                                "B", "−", "A"]
+    assert table[3].split() == ["length", "n", "base", "exact", "base", "f1", "sg", "exact", "sg", "f1", "B", "−", "A"]
     assert table[6].split()[-1] == "+50.0000"
-    assert main(["analyze", str(runs[0]), str(runs[1]), "--by", "length", "--edges", "5,10", "--names", "base,sg",
-                 "--output", str(tmp_path / "out.json")]) == 0
+    assert (
+        main(
+            [
+                "analyze",
+                str(runs[0]),
+                str(runs[1]),
+                "--by",
+                "length",
+                "--edges",
+                "5,10",
+                "--names",
+                "base,sg",
+                "--output",
+                str(tmp_path / "out.json"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "out.json").read_text())["buckets"] == r["buckets"]
     assert "11-30" in capsys.readouterr().out
     assert main(["analyze", str(runs[0]), "--edges", "5,x"]) == 1
@@ -107,11 +132,17 @@ def test_length_buckets_glue_run_against_the_dev_file(tmp_path):
     folder = tmp_path / "cola"
     folder.mkdir()
     preds = np.where(rng.random(len(rows)) < 0.8, labels, 1 - labels)
-    _write(folder, "run.json", {"task": {"name": "cola", "options": {}, "module": "syntaxformer.tasks.glue"},
-                                "config": config.to_dict()})
+    _write(
+        folder,
+        "run.json",
+        {"task": {"name": "cola", "options": {}, "module": "syntaxformer.tasks.glue"}, "config": config.to_dict()},
+    )
     _write(folder, "metrics.json", {"task": "cola", "main_metric": "matthews_correlation", "dev": {}})
-    _write(folder, "dev_predictions.json", {"split": "dev", "ids": ids, "predictions": preds.tolist(),
-                                            "labels": labels.tolist()})
+    _write(
+        folder,
+        "dev_predictions.json",
+        {"split": "dev", "ids": ids, "predictions": preds.tolist(), "labels": labels.tolist()},
+    )
 
     def matthews(p, y):
         tp, tn = np.sum((p == 1) & (y == 1)), np.sum((p == 0) & (y == 0))
@@ -154,8 +185,14 @@ def test_length_buckets_translation_bleu_per_bucket(tmp_path):
     folder = tmp_path / "nmt"
     folder.mkdir()
     config = RunConfig.from_dict({"task": "translation", "task_options": options}).to_dict()
-    _write(folder, "run.json", {"task": {"name": "translation", "options": options,
-                                         "module": "syntaxformer.tasks.translation"}, "config": config})
+    _write(
+        folder,
+        "run.json",
+        {
+            "task": {"name": "translation", "options": options, "module": "syntaxformer.tasks.translation"},
+            "config": config,
+        },
+    )
     _write(folder, "metrics.json", {"task": "translation", "main_metric": "bleu", "dev": {"bleu": 1.0}})
     _write(folder, "dev_predictions.json", {"split": "dev", "ids": read_corpus(src, tgt).ids, "predictions": hyps})
     r = length_buckets([folder], edges=[3])

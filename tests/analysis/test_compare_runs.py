@@ -16,10 +16,13 @@ from syntaxformer.errors import SyntaxformerError
 def _run(folder, preds, labels, task="rte", seed=1):
     folder.mkdir(parents=True)
     acc = sum(p == y for p, y in zip(preds, labels)) / len(labels)
-    (folder / "metrics.json").write_text(json.dumps({"task": task, "main_metric": "accuracy", "seed": seed,
-                                                     "dev": {"accuracy": acc}}), encoding="utf-8")
-    (folder / "dev_predictions.json").write_text(json.dumps(
-        {"ids": [f"dev-{i}" for i in range(len(labels))], "predictions": preds, "labels": labels}), encoding="utf-8")
+    (folder / "metrics.json").write_text(
+        json.dumps({"task": task, "main_metric": "accuracy", "seed": seed, "dev": {"accuracy": acc}}), encoding="utf-8"
+    )
+    (folder / "dev_predictions.json").write_text(
+        json.dumps({"ids": [f"dev-{i}" for i in range(len(labels))], "predictions": preds, "labels": labels}),
+        encoding="utf-8",
+    )
     return folder
 
 
@@ -50,12 +53,39 @@ def test_compare_runs_per_seed_tests_and_t_test_against_scipy(tmp_path, capsys):
     assert [e["run_b"] for e in swapped["per_seed"]] == [str(runs_b[0]), str(runs_b[1])]
 
     # the command line: the old --vs spelling, --a/--b with glob patterns, JSON out
-    assert main(["significance", str(runs_a[0]), str(runs_a[1]), "--vs", str(runs_b[0]), str(runs_b[1]),
-                 "--resamples", "100"]) == 0
+    assert (
+        main(
+            [
+                "significance",
+                str(runs_a[0]),
+                str(runs_a[1]),
+                "--vs",
+                str(runs_b[0]),
+                str(runs_b[1]),
+                "--resamples",
+                "100",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "seed 2:" in out and "paired t-test over seeds" in out and "exact McNemar p 0.250" in out
-    assert main(["significance", "--a", str(tmp_path / "a" / "seed*"), "--b", str(tmp_path / "b" / "seed*"),
-                 "--resamples", "100", "--json", str(tmp_path / "sig.json")]) == 0
+    assert (
+        main(
+            [
+                "significance",
+                "--a",
+                str(tmp_path / "a" / "seed*"),
+                "--b",
+                str(tmp_path / "b" / "seed*"),
+                "--resamples",
+                "100",
+                "--json",
+                str(tmp_path / "sig.json"),
+            ]
+        )
+        == 0
+    )
     saved = json.loads((tmp_path / "sig.json").read_text())
     assert saved["per_seed"][0]["mcnemar"] == first["mcnemar"] and "t_test" in saved
     assert "95% CI [" in capsys.readouterr().out
@@ -81,8 +111,13 @@ def test_compare_runs_translation_uses_sacrebleu_paired_test(tmp_path, capsys):
     sacrebleu = pytest.importorskip("sacrebleu")
     from syntaxformer.training.config import RunConfig
 
-    refs = ["ein hund läuft im park", "die katze sitzt auf der matte", "es regnet heute",
-            "wir kaufen zwei rote äpfel", "der zug fährt um zwölf"] * 4
+    refs = [
+        "ein hund läuft im park",
+        "die katze sitzt auf der matte",
+        "es regnet heute",
+        "wir kaufen zwei rote äpfel",
+        "der zug fährt um zwölf",
+    ] * 4
     src = tmp_path / "valid.en"
     tgt = tmp_path / "valid.de"
     src.write_text("".join(f"source {i}\n" for i in range(len(refs))), encoding="utf-8")
@@ -99,14 +134,23 @@ def test_compare_runs_translation_uses_sacrebleu_paired_test(tmp_path, capsys):
         folder = tmp_path / name
         folder.mkdir()
         config = RunConfig.from_dict({"task": "translation", "task_options": options}).to_dict()
-        (folder / "run.json").write_text(json.dumps({"task": {"name": "translation", "options": options,
-                                                              "module": "syntaxformer.tasks.translation"},
-                                                     "config": config}), encoding="utf-8")
+        (folder / "run.json").write_text(
+            json.dumps(
+                {
+                    "task": {"name": "translation", "options": options, "module": "syntaxformer.tasks.translation"},
+                    "config": config,
+                }
+            ),
+            encoding="utf-8",
+        )
         bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
-        (folder / "metrics.json").write_text(json.dumps({"task": "translation", "main_metric": "bleu", "seed": 1,
-                                                         "dev": {"bleu": bleu}}), encoding="utf-8")
-        (folder / "dev_predictions.json").write_text(json.dumps({"split": "dev", "ids": ids,
-                                                                 "predictions": hyps}), encoding="utf-8")
+        (folder / "metrics.json").write_text(
+            json.dumps({"task": "translation", "main_metric": "bleu", "seed": 1, "dev": {"bleu": bleu}}),
+            encoding="utf-8",
+        )
+        (folder / "dev_predictions.json").write_text(
+            json.dumps({"split": "dev", "ids": ids, "predictions": hyps}), encoding="utf-8"
+        )
         runs.append(folder)
     r = compare_runs([runs[0]], [runs[1]], n_resamples=300)
     test = r["per_seed"][0]["bleu"]
@@ -137,22 +181,53 @@ def test_significance_analyze_and_plot_on_runs_train_wrote(tiny_model, tmp_path,
     runs = []
     for name, sg in (("baseline", False), ("sgnet", True)):
         out = tmp_path / "runs" / "sst2" / name / "seed1"
-        train(RunConfig.from_dict({
-            "task": "sst2", "model_name_or_path": tiny_model, "model": {"use_sg_layer": sg},
-            "max_train_samples": 32, "max_eval_samples": 24, "max_length": 32, "max_steps": 2,
-            "per_device_train_batch_size": 16, "learning_rate": 1e-3, "save_strategy": "no", "eval_strategy": "no",
-            "disable_tqdm": True, "save_model": False, "output_dir": str(out), "seed": 1}))
+        train(
+            RunConfig.from_dict(
+                {
+                    "task": "sst2",
+                    "model_name_or_path": tiny_model,
+                    "model": {"use_sg_layer": sg},
+                    "max_train_samples": 32,
+                    "max_eval_samples": 24,
+                    "max_length": 32,
+                    "max_steps": 2,
+                    "per_device_train_batch_size": 16,
+                    "learning_rate": 1e-3,
+                    "save_strategy": "no",
+                    "eval_strategy": "no",
+                    "disable_tqdm": True,
+                    "save_model": False,
+                    "output_dir": str(out),
+                    "seed": 1,
+                }
+            )
+        )
         runs.append(out)
     r = compare_runs([runs[0]], [runs[1]], n_resamples=100)
     assert r["task"] == "sst2" and r["per_seed"][0]["bootstrap"]["n"] == 24 and "mcnemar" in r["per_seed"][0]
-    assert main(["analyze", str(runs[0]), str(runs[1]), "--by", "length", "--buckets", "3",
-                 "--output", str(tmp_path / "len.json")]) == 0
+    assert (
+        main(
+            [
+                "analyze",
+                str(runs[0]),
+                str(runs[1]),
+                "--by",
+                "length",
+                "--buckets",
+                "3",
+                "--output",
+                str(tmp_path / "len.json"),
+            ]
+        )
+        == 0
+    )
     lengths = json.loads((tmp_path / "len.json").read_text())
     assert sum(b["n"] for b in lengths["buckets"]) == 24 and len(lengths["buckets"][0]["scores"]) == 2
     capsys.readouterr()
     pytest.importorskip("matplotlib", reason="figures need matplotlib (the 'analysis' / 'dev' extras)")
-    assert main(["plot", str(tmp_path / "runs"), "--kind", "results", "buckets", "--output",
-                 str(tmp_path / "fig")]) == 0
+    assert (
+        main(["plot", str(tmp_path / "runs"), "--kind", "results", "buckets", "--output", str(tmp_path / "fig")]) == 0
+    )
     names = sorted(p.name for p in (tmp_path / "fig").iterdir())
     assert names == ["length_buckets_sst2.png", "length_buckets_sst2.svg", "results.png", "results.svg"]
 
@@ -164,13 +239,18 @@ def test_compare_runs_squad_and_race_from_their_per_question_files(tmp_path):
     def squad(name, em, f1):
         folder = tmp_path / name
         folder.mkdir()
-        per_q = {f"q{i}": {"part": "test" if i < 6 else "tuning", "question_words": 5, "em_best": e, "f1_best": f}
-                 for i, (e, f) in enumerate(zip(em, f1))}
+        per_q = {
+            f"q{i}": {"part": "test" if i < 6 else "tuning", "question_words": 5, "em_best": e, "f1_best": f}
+            for i, (e, f) in enumerate(zip(em, f1))
+        }
         (folder / "per_question.json").write_text(json.dumps(per_q), encoding="utf-8")
-        (folder / "metrics.json").write_text(json.dumps({"task": "squad2", "main_metric": "f1", "seed": 1,
-                                                         "dev": {"f1": 100 * sum(f1[:6]) / 6}}), encoding="utf-8")
-        (folder / "dev_predictions.json").write_text(json.dumps({"ids": list(per_q), "predictions": [""] * 8}),
-                                                     encoding="utf-8")
+        (folder / "metrics.json").write_text(
+            json.dumps({"task": "squad2", "main_metric": "f1", "seed": 1, "dev": {"f1": 100 * sum(f1[:6]) / 6}}),
+            encoding="utf-8",
+        )
+        (folder / "dev_predictions.json").write_text(
+            json.dumps({"ids": list(per_q), "predictions": [""] * 8}), encoding="utf-8"
+        )
         return folder
 
     a = squad("sa", [1, 0, 0, 0, 1, 1, 1, 1], [1.0, 0.5, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
@@ -185,10 +265,12 @@ def test_compare_runs_squad_and_race_from_their_per_question_files(tmp_path):
         folder.mkdir()
         recs = {f"r{i}": {"correct": c, "question_words": 4} for i, c in enumerate(correct)}
         (folder / "predictions.json").write_text(json.dumps(recs), encoding="utf-8")
-        (folder / "metrics.json").write_text(json.dumps({"task": "race", "main_metric": "accuracy_all", "seed": 1,
-                                                         "dev": {}}), encoding="utf-8")
-        (folder / "dev_predictions.json").write_text(json.dumps({"ids": list(recs), "predictions": [0] * 5}),
-                                                     encoding="utf-8")
+        (folder / "metrics.json").write_text(
+            json.dumps({"task": "race", "main_metric": "accuracy_all", "seed": 1, "dev": {}}), encoding="utf-8"
+        )
+        (folder / "dev_predictions.json").write_text(
+            json.dumps({"ids": list(recs), "predictions": [0] * 5}), encoding="utf-8"
+        )
         return folder
 
     r = compare_runs([race("ra", [1, 0, 0, 1, 0])], [race("rb", [1, 1, 1, 1, 0])], n_resamples=100)["per_seed"][0]

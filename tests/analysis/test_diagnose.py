@@ -16,8 +16,24 @@ pytestmark = pytest.mark.slow
 
 def test_diagnose_cli_gated_syntax_bert_is_the_encoder_at_init(capsys):
     data = data_path("glue", "STS-B")
-    assert main(["diagnose", minilm_path(), "--system", "syntax_bert", "--set", "gate=layer", "--n", "8",
-                 "--data-dir", str(data), "--json"]) == 0
+    assert (
+        main(
+            [
+                "diagnose",
+                minilm_path(),
+                "--system",
+                "syntax_bert",
+                "--set",
+                "gate=layer",
+                "--n",
+                "8",
+                "--data-dir",
+                str(data),
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["n_pairs"] == 8 and out["options"] == {"gate": "layer"}
     assert out["token_cosine_to_plain"] == pytest.approx(1.0, abs=1e-4)
@@ -32,5 +48,7 @@ def test_diagnose_sgnet_cls_pooling_gives_no_query_key_gradient():
     cls = diagnose(minilm_path(), "sgnet", {"pooling": "cls"}, n=8, data_dir=data)["syntax_gradients"]
     mean = diagnose(minilm_path(), "sgnet", {}, n=8, data_dir=data)["syntax_gradients"]
     for name in ("sgnet.sg_layer.query.weight", "sgnet.sg_layer.key.weight"):
-        assert cls[name] < 1e-6 * cls["sgnet.sg_layer.value.weight"] and mean[name] > 1e-3 * mean[
-            "sgnet.sg_layer.value.weight"], (cls, mean)
+        assert (
+            cls[name] < 1e-6 * cls["sgnet.sg_layer.value.weight"]
+            and mean[name] > 1e-3 * mean["sgnet.sg_layer.value.weight"]
+        ), (cls, mean)

@@ -20,11 +20,15 @@ from syntaxformer.cli import main
 from syntaxformer.errors import ConfigError, DataError, InputError, SyntaxformerError
 
 PAIRS = {
-    "agreement_a": [("The dogs bark.", "The dogs barks.", "morphology", "s-v_agreement"),
-                    ("A cat sleeps.", "A cat sleep.", "morphology", "s-v_agreement")],
-    "island_b": [("What did you see?", "What did you see it?", "syntax", "island_effects"),
-                 ("Who left?", "Who left him?", "syntax", "island_effects"),
-                 ("The film was fine.", "The film fine was.", "syntax", "island_effects")],
+    "agreement_a": [
+        ("The dogs bark.", "The dogs barks.", "morphology", "s-v_agreement"),
+        ("A cat sleeps.", "A cat sleep.", "morphology", "s-v_agreement"),
+    ],
+    "island_b": [
+        ("What did you see?", "What did you see it?", "syntax", "island_effects"),
+        ("Who left?", "Who left him?", "syntax", "island_effects"),
+        ("The film was fine.", "The film fine was.", "syntax", "island_effects"),
+    ],
 }
 
 
@@ -35,16 +39,31 @@ def write_suite(folder, swap: bool = False, bom: bool = False):
         for i, (good, bad, field, term) in enumerate(rows):
             if swap:
                 good, bad = bad, good
-            lines.append(json.dumps({"sentence_good": good, "sentence_bad": bad, "field": field,
-                                     "linguistics_term": term, "UID": uid, "pairID": str(i)}))
+            lines.append(
+                json.dumps(
+                    {
+                        "sentence_good": good,
+                        "sentence_bad": bad,
+                        "field": field,
+                        "linguistics_term": term,
+                        "UID": uid,
+                        "pairID": str(i),
+                    }
+                )
+            )
         (folder / f"{uid}.jsonl").write_text(("\ufeff" if bom else "") + "\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
 
 def test_minimal_pairs_reader_reads_blimp_format_with_defaults_and_filters(tmp_path):
     pairs = read_minimal_pairs(write_suite(tmp_path / "s", bom=True))
-    assert [(p.paradigm, p.pair_id) for p in pairs] == [("agreement_a", "0"), ("agreement_a", "1"),
-                                                         ("island_b", "0"), ("island_b", "1"), ("island_b", "2")]
+    assert [(p.paradigm, p.pair_id) for p in pairs] == [
+        ("agreement_a", "0"),
+        ("agreement_a", "1"),
+        ("island_b", "0"),
+        ("island_b", "1"),
+        ("island_b", "2"),
+    ]
     assert pairs[0].good == "The dogs bark." and pairs[0].bad == "The dogs barks."
     assert pairs[2].field == "syntax" and pairs[2].phenomenon == "island_effects"
     # one spelling per field (BLiMP writes one paradigm's field "syntax/semantics", the others "syntax_semantics")
@@ -60,14 +79,20 @@ def test_minimal_pairs_reader_reads_blimp_format_with_defaults_and_filters(tmp_p
     assert (p.paradigm, p.pair_id, p.field, p.phenomenon) == ("mine", "1", "unspecified", "mine")
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"sentence_good": "Fine."}', "'sentence_bad' must be a non-empty text"),
-    ('{"sentence_good": ["Fine."], "sentence_bad": "Bad."}', "'sentence_good' must be a non-empty text"),
-    ('{"sentence_good": "Fine.", "sentence_bad": "  "}', "'sentence_bad' must be a non-empty text"),
-    ('not json', "bad.jsonl:1"),
-    ('{"sentence_good": "A.", "sentence_bad": "B.", "pairID": 1}\n'
-     '{"sentence_good": "C.", "sentence_bad": "D.", "pairID": 1}', "already read at"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"sentence_good": "Fine."}', "'sentence_bad' must be a non-empty text"),
+        ('{"sentence_good": ["Fine."], "sentence_bad": "Bad."}', "'sentence_good' must be a non-empty text"),
+        ('{"sentence_good": "Fine.", "sentence_bad": "  "}', "'sentence_bad' must be a non-empty text"),
+        ("not json", "bad.jsonl:1"),
+        (
+            '{"sentence_good": "A.", "sentence_bad": "B.", "pairID": 1}\n'
+            '{"sentence_good": "C.", "sentence_bad": "D.", "pairID": 1}',
+            "already read at",
+        ),
+    ],
+)
 def test_minimal_pairs_reader_refuses_bad_lines_naming_file_and_line(tmp_path, line, message):
     (tmp_path / "bad.jsonl").write_text(line + "\n", encoding="utf-8")
     with pytest.raises(SyntaxformerError, match=message) as e:  # DataError, or FormatError for a bad JSON line
@@ -117,8 +142,16 @@ def test_holm_matches_a_direct_step_down():
 
 
 def _records(correct, field="syntax"):
-    return [{"paradigm": f"p{j % 3}", "pair_id": str(j), "field": field if j % 2 else "semantics",
-             "phenomenon": f"ph{j % 3}", "correct": bool(c)} for j, c in enumerate(correct)]
+    return [
+        {
+            "paradigm": f"p{j % 3}",
+            "pair_id": str(j),
+            "field": field if j % 2 else "semantics",
+            "phenomenon": f"ph{j % 3}",
+            "correct": bool(c),
+        }
+        for j, c in enumerate(correct)
+    ]
 
 
 def test_report_counts_each_level_and_its_interval():
@@ -194,14 +227,17 @@ def test_scoring_on_a_real_run_reads_each_sentence_of_the_pair_in_its_place(sst2
     predictor = Predictor.from_run(sst2_run)
     pairs = read_minimal_pairs(write_suite(tmp_path / "s"))
     records = score_minimal_pairs(predictor, pairs, acceptable="positive", batch_size=2, progress=False)
-    direct = {r["text"]: r["scores"]["positive"] for r in predictor.predict([t for p in pairs for t in (p.good, p.bad)])}
+    direct = {
+        r["text"]: r["scores"]["positive"] for r in predictor.predict([t for p in pairs for t in (p.good, p.bad)])
+    }
     for p, r in zip(pairs, records):
         assert (r["paradigm"], r["pair_id"]) == (p.paradigm, p.pair_id)
         assert r["p_good"] == pytest.approx(direct[p.good], abs=1e-6)
         assert r["p_bad"] == pytest.approx(direct[p.bad], abs=1e-6)
         assert r["correct"] == (direct[p.good] > direct[p.bad])
-    swapped = score_minimal_pairs(predictor, read_minimal_pairs(write_suite(tmp_path / "w", swap=True)),
-                                  acceptable="positive", progress=False)
+    swapped = score_minimal_pairs(
+        predictor, read_minimal_pairs(write_suite(tmp_path / "w", swap=True)), acceptable="positive", progress=False
+    )
     for r, s in zip(records, swapped):
         assert (s["p_good"], s["p_bad"]) == pytest.approx((r["p_bad"], r["p_good"]), abs=1e-6)
         if not math.isclose(r["p_good"], r["p_bad"]):
@@ -231,14 +267,17 @@ def test_cli_evaluate_suite_writes_records_and_refuses_to_overwrite(sst2_run, tm
 
 
 def test_compact_records_round_trip_and_are_read_from_an_archived_run(tmp_path):
-    from syntaxformer.analysis.minimal_pairs import COMPACT_FILE, compact_records, expand_compact_records, \
-        suite_records_of
+    from syntaxformer.analysis.minimal_pairs import (
+        COMPACT_FILE,
+        compact_records,
+        expand_compact_records,
+        suite_records_of,
+    )
 
     records = [{**r, "field": f"field of {r['paradigm']}"} for r in _records([1, 0, 1, 1, 0, 1])]
     with pytest.raises(InputError, match="different fields"):
         compact_records(_records([1, 0, 1, 1]))
-    records += [{"paradigm": "odd", "pair_id": "x7", "field": "f", "phenomenon": "q",
-                                              "correct": True}]
+    records += [{"paradigm": "odd", "pair_id": "x7", "field": "f", "phenomenon": "q", "correct": True}]
     records.sort(key=lambda r: r["paradigm"])  # paradigms in blocks, as a suite is read
     compact = compact_records(records)
     back = expand_compact_records(json.loads(json.dumps(compact)))

@@ -28,16 +28,36 @@ from syntaxformer.errors import SyntaxformerError  # noqa: E402
 LABELS = [0, 1, 1, 0, 1, 0, 0, 1, 1, 1] * 4
 
 
-def _run(folder: Path, score: float, seed: int = 1, task: str = "rte", train: int = 100, noise: float = 0.0,
-         preds: list[int] | None = None) -> Path:
+def _run(
+    folder: Path,
+    score: float,
+    seed: int = 1,
+    task: str = "rte",
+    train: int = 100,
+    noise: float = 0.0,
+    preds: list[int] | None = None,
+) -> Path:
     folder.mkdir(parents=True)
-    (folder / "metrics.json").write_text(json.dumps({
-        "task": task, "task_title": task.upper(), "main_metric": "accuracy", "model_type": "SG-Net", "seed": seed,
-        "sizes": {"train": train}, "parser_noise": noise, "dev": {"accuracy": score}}), encoding="utf-8")
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {
+                "task": task,
+                "task_title": task.upper(),
+                "main_metric": "accuracy",
+                "model_type": "SG-Net",
+                "seed": seed,
+                "sizes": {"train": train},
+                "parser_noise": noise,
+                "dev": {"accuracy": score},
+            }
+        ),
+        encoding="utf-8",
+    )
     if preds is not None:
-        (folder / "dev_predictions.json").write_text(json.dumps({
-            "ids": [f"dev-{i}" for i in range(len(preds))], "predictions": preds, "labels": LABELS}),
-            encoding="utf-8")
+        (folder / "dev_predictions.json").write_text(
+            json.dumps({"ids": [f"dev-{i}" for i in range(len(preds))], "predictions": preds, "labels": LABELS}),
+            encoding="utf-8",
+        )
     return folder
 
 
@@ -101,8 +121,7 @@ def test_plot_curves_learning_and_parser_noise(tmp_path):
     assert list(line.get_ydata()) == pytest.approx([0.56, 0.64])
     assert ax.get_xscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["100", "1,000"]  # the sizes run, no overlapping 10^k
-    assert np.ravel(_error_bars(ax)) == pytest.approx(np.ravel([_t_interval([0.55, 0.57]),
-                                                                 _t_interval([0.62, 0.66])]))
+    assert np.ravel(_error_bars(ax)) == pytest.approx(np.ravel([_t_interval([0.55, 0.57]), _t_interval([0.62, 0.66])]))
 
     for noise, score in ((0.0, 0.7), (0.2, 0.65), (0.4, 0.6)):
         _run(tmp_path / "noise" / f"p{noise}" / "sgnet" / "seed1", score, noise=noise)
@@ -116,8 +135,13 @@ def test_plot_curves_learning_and_parser_noise(tmp_path):
 def test_plot_curves_join_the_sweeps_size_and_noise_suffixes(tmp_path):
     """experiments/sgnet_glue.py names learning-curve runs <variant>_n<size> and noise runs <variant>_noise<p>:
     one line per variant, not one point per folder name."""
-    for name, n, score in (("sgnet_n500", 500, 0.7), ("sgnet_n2000", 2000, 0.8), ("sgnet_nall", 8000, 0.9),
-                           ("base_n500", 500, 0.6), ("base_n2000", 2000, 0.75)):
+    for name, n, score in (
+        ("sgnet_n500", 500, 0.7),
+        ("sgnet_n2000", 2000, 0.8),
+        ("sgnet_nall", 8000, 0.9),
+        ("base_n500", 500, 0.6),
+        ("base_n2000", 2000, 0.75),
+    ):
         _run(tmp_path / "lc" / "sst2" / name / "seed1", score, train=n)
     ax = plot_curve(find_runs([tmp_path / "lc"]), "train_size").axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["base", "sgnet"]  # find_runs: path order
@@ -136,13 +160,17 @@ def test_plot_length_buckets_lines_equal_bucket_scores(tmp_path):
     for name, em in (("baseline", [1, 0, 0, 1]), ("sgnet", [1, 1, 0, 1]), ("sgnet", [0, 1, 0, 0])):
         folder = tmp_path / name / f"seed{len(runs)}"
         folder.mkdir(parents=True)
-        per_q = {f"q{i}": {"question_words": w, "em_best": e, "f1_best": float(e)}
-                 for i, (w, e) in enumerate(zip([3, 4, 12, 14], em))}
+        per_q = {
+            f"q{i}": {"question_words": w, "em_best": e, "f1_best": float(e)}
+            for i, (w, e) in enumerate(zip([3, 4, 12, 14], em))
+        }
         (folder / "per_question.json").write_text(json.dumps(per_q), encoding="utf-8")
-        (folder / "metrics.json").write_text(json.dumps({"task": "squad2", "main_metric": "f1", "dev": {}}),
-                                             encoding="utf-8")
-        (folder / "dev_predictions.json").write_text(json.dumps({"ids": list(per_q), "predictions": [""] * 4}),
-                                                     encoding="utf-8")
+        (folder / "metrics.json").write_text(
+            json.dumps({"task": "squad2", "main_metric": "f1", "dev": {}}), encoding="utf-8"
+        )
+        (folder / "dev_predictions.json").write_text(
+            json.dumps({"ids": list(per_q), "predictions": [""] * 4}), encoding="utf-8"
+        )
         runs.append(folder)
     seeds = plot_length_buckets(runs, n_buckets=2).axes[0]  # two seeds of sgnet: one line, their mean
     assert [line.get_label() for line in seeds.lines] == ["baseline", "sgnet"]
@@ -188,18 +216,49 @@ def _valid_png_and_svg(paths):
 def test_plot_runs_infers_figures_and_cli_writes_png_and_svg(tmp_path, tiny_model, capsys):
     for n in (100, 1000):
         for s in (1, 2):
-            _run(tmp_path / "runs" / f"n{n}" / "sgnet" / f"seed{s}", 0.6 + 0.01 * s + (0.05 if n == 1000 else 0), s,
-                 train=n)
+            _run(
+                tmp_path / "runs" / f"n{n}" / "sgnet" / f"seed{s}",
+                0.6 + 0.01 * s + (0.05 if n == 1000 else 0),
+                s,
+                train=n,
+            )
     written = plot_runs([tmp_path / "runs"], tmp_path / "fig")
     assert set(written) == {"results", "learning_curve"}
     for paths in written.values():
         _valid_png_and_svg(paths)
-    assert main(["plot", str(tmp_path / "runs" / "*" / "sgnet" / "seed*"), "--kind", "results", "--output",
-                 str(tmp_path / "cli")]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                str(tmp_path / "runs" / "*" / "sgnet" / "seed*"),
+                "--kind",
+                "results",
+                "--output",
+                str(tmp_path / "cli"),
+            ]
+        )
+        == 0
+    )
     assert "results:" in capsys.readouterr().out
     _valid_png_and_svg([tmp_path / "cli" / "results.png", tmp_path / "cli" / "results.svg"])
-    assert main(["plot", "--kind", "attention", "--model", tiny_model, "--text", "A dog barks.", "--layer", "0",
-                 "--output", str(tmp_path / "att")]) == 0
+    assert (
+        main(
+            [
+                "plot",
+                "--kind",
+                "attention",
+                "--model",
+                tiny_model,
+                "--text",
+                "A dog barks.",
+                "--layer",
+                "0",
+                "--output",
+                str(tmp_path / "att"),
+            ]
+        )
+        == 0
+    )
     _valid_png_and_svg([tmp_path / "att" / "attention_layer0.png", tmp_path / "att" / "attention_layer0.svg"])
     assert main(["plot", str(tmp_path / "nothing"), "--output", str(tmp_path / "x")]) == 1
     assert "no finished run" in capsys.readouterr().err

@@ -39,8 +39,13 @@ from tests.conftest import data_path, minilm_path
 
 def _sentence(heads, upos=None, words=None, deprels=None, **kw):
     n = len(heads)
-    return Sentence(words=words or [f"w{i}" for i in range(n)], heads=list(heads), upos=upos or ["NOUN"] * n,
-                    deprels=deprels or ["dep"] * n, **kw)
+    return Sentence(
+        words=words or [f"w{i}" for i in range(n)],
+        heads=list(heads),
+        upos=upos or ["NOUN"] * n,
+        deprels=deprels or ["dep"] * n,
+        **kw,
+    )
 
 
 # -- minimum spanning tree ------------------------------------------------------------------------------------
@@ -124,8 +129,9 @@ def test_probes_spearman_matches_scipy_reference_and_lengths():
         gold_depth.append(depth)
         pred_depth.append(depth + rng.random(n) * 2)
     assert distance_spearman(pred, gold) == pytest.approx(ref.distance_spearman(pred, gold), abs=1e-12)
-    assert depth_spearman(pred_depth, gold_depth) == pytest.approx(ref.depth_spearman(pred_depth, gold_depth),
-                                                                   abs=1e-12)
+    assert depth_spearman(pred_depth, gold_depth) == pytest.approx(
+        ref.depth_spearman(pred_depth, gold_depth), abs=1e-12
+    )
     assert np.isnan(distance_spearman(pred[:1], gold[:1]))  # only a 3-word sentence: no length in 5-50
 
 
@@ -152,8 +158,9 @@ def test_probes_recover_a_tree_encoded_in_the_vectors(one_thread):
     pred = predict_distances(b, test_v)
     assert uuas(pred, test_s) > 0.95
     assert distance_spearman(pred, [tree_distance_matrix(s.heads) for s in test_s]) > 0.9
-    d = train_depth_probe(train_v, [np.array([len(ref.path_to_root(s.heads, i)) - 1 for i in range(len(s))])
-                                    for s in train_s], settings)
+    d = train_depth_probe(
+        train_v, [np.array([len(ref.path_to_root(s.heads, i)) - 1 for i in range(len(s))]) for s in train_s], settings
+    )
     assert root_accuracy(predict_depths(d, test_v), test_s) > 0.95
     # a seed gives one result
     assert torch.equal(b, train_distance_probe(train_v, [tree_distance_matrix(s.heads) for s in train_s], settings))
@@ -166,8 +173,7 @@ def test_probes_linear_probe_separable_and_unseen_labels(one_thread):
     x = centers[y] + rng.normal(size=(300, 8)) * 0.1
     names = np.array(["A", "B", "C"])
     settings = ProbeSettings(epochs=20, seed=0)
-    assert linear_probe_accuracy(x[:200], names[y[:200]].tolist(), x[200:], names[y[200:]].tolist(),
-                                 settings) == 1.0
+    assert linear_probe_accuracy(x[:200], names[y[:200]].tolist(), x[200:], names[y[200:]].tolist(), settings) == 1.0
     # a label never seen in training counts as an error
     test_y = names[y[200:]].tolist()
     test_y[0] = "UNSEEN"
@@ -204,8 +210,12 @@ def test_probes_ud_ewt_dev_split():
 @pytest.mark.slow
 def test_probes_word_vectors_mean_first_and_multiword_tokens(one_thread):
     probed = load_probed_model(minilm_path())
-    s = Sentence(words=["I", "can", "not", "believe", "it"], heads=[3, 3, 3, -1, 3], text="I cannot believe it",
-                 offsets=[(0, 1), (2, 5), (5, 8), (9, 16), (17, 19)])
+    s = Sentence(
+        words=["I", "can", "not", "believe", "it"],
+        heads=[3, 3, 3, -1, 3],
+        text="I cannot believe it",
+        offsets=[(0, 1), (2, 5), (5, 8), (9, 16), (17, 19)],
+    )
     vec, kept = word_representations(probed, [s], ["layer2"], progress=False)
     first, _ = word_representations(probed, [s], ["layer2"], word_vector="first", progress=False)
     enc = probed.tokenizer("I cannot believe it", return_tensors="pt")
@@ -226,8 +236,9 @@ def test_probes_word_vectors_mean_first_and_multiword_tokens(one_thread):
 
 @pytest.mark.slow
 def test_probes_gated_syntax_bert_at_init_is_the_plain_encoder(one_thread):
-    sents = load_probe_data(data_path("ud_ewt", "en_ewt-ud-dev.conllu"), max_train_sentences=6,
-                            max_test_sentences=2).train
+    sents = load_probe_data(
+        data_path("ud_ewt", "en_ewt-ud-dev.conllu"), max_train_sentences=6, max_test_sentences=2
+    ).train
     plain, _ = word_representations(load_probed_model(minilm_path()), sents, progress=False)
     gated = load_probed_model(minilm_path(), "syntax_bert", {"gate": "layer"})
     syntax, _ = word_representations(gated, sents, progress=False)
@@ -275,8 +286,7 @@ def test_probe_cli_table_and_json(tmp_path, capsys, tiny_model, one_thread):
     printed = capsys.readouterr().out
     assert "| layer | UUAS |" in printed and "| aggregated |" in printed
     result = json.loads(out.read_text(encoding="utf-8"))
-    assert result["data"]["test_documents"] == ["d3", "d7"] and result["data"]["sentences"] == {"train": 12,
-                                                                                                 "test": 4}
+    assert result["data"]["test_documents"] == ["d3", "d7"] and result["data"]["sentences"] == {"train": 12, "test": 4}
     rows = result["models"][0]["layers"]
     assert [r["layer"] for r in rows] == ["layer2", "sg", "aggregated"]
     assert set(rows[0]) == {"layer", *probes.METRICS} and 0 <= rows[0]["uuas"] <= 1
@@ -299,10 +309,26 @@ def test_probe_run_folder_of_a_trained_sgnet(tmp_path, monkeypatch, tiny_model, 
 
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "run"
-    train(RunConfig.from_dict(dict(
-        task="sst2", data_dir=str(data_path("glue", "SST-2")), model_name_or_path=tiny_model, model_type="sgnet",
-        max_train_samples=16, max_eval_samples=8, max_length=32, num_train_epochs=1, per_device_train_batch_size=8,
-        disable_tqdm=True, output_dir=str(run), seed=0, save_strategy="no", eval_strategy="no")))
+    train(
+        RunConfig.from_dict(
+            dict(
+                task="sst2",
+                data_dir=str(data_path("glue", "SST-2")),
+                model_name_or_path=tiny_model,
+                model_type="sgnet",
+                max_train_samples=16,
+                max_eval_samples=8,
+                max_length=32,
+                num_train_epochs=1,
+                per_device_train_batch_size=8,
+                disable_tqdm=True,
+                output_dir=str(run),
+                seed=0,
+                save_strategy="no",
+                eval_strategy="no",
+            )
+        )
+    )
     probed = load_probed_model(run)
     assert probed.system == "sgnet" and probed.description["run"] == str(run)
     assert probed.layer_names() == ["embeddings", "layer1", "layer2", "sg", "aggregated"]
@@ -317,8 +343,9 @@ def test_probe_run_folder_of_a_trained_sgnet(tmp_path, monkeypatch, tiny_model, 
 @pytest.mark.slow
 def test_probes_parser_syntax_changes_only_the_syntax_layers(tmp_path, monkeypatch, one_thread):
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
-    sents = load_probe_data(data_path("ud_ewt", "en_ewt-ud-dev.conllu"), max_train_sentences=3,
-                            max_test_sentences=1).train
+    sents = load_probe_data(
+        data_path("ud_ewt", "en_ewt-ud-dev.conllu"), max_train_sentences=3, max_test_sentences=1
+    ).train
     sgnet = load_probed_model(minilm_path(), "sgnet")
     gold, _ = word_representations(sgnet, sents, ["layer6", "sg"], progress=False)
     parsed, _ = word_representations(sgnet, sents, ["layer6", "sg"], syntax="parser", progress=False)

@@ -104,10 +104,22 @@ def test_significance_bootstrap_predictions_with_more_axes():
     assert r.difference == pytest.approx(0.5) and r.details["ci95"] == pytest.approx([0.5, 0.5])
 
 
-REFS = ["the cat sat on the mat", "a dog runs in the park", "he said hello to me", "it is raining today",
-        "we bought two red apples", "the train leaves at noon"] * 5
-HYP_A = ["the cat sat on a mat", "a dog ran in the park", "he said hi to me", "it rains today",
-         "we bought red apples", "the train leaves at noon"] * 5
+REFS = [
+    "the cat sat on the mat",
+    "a dog runs in the park",
+    "he said hello to me",
+    "it is raining today",
+    "we bought two red apples",
+    "the train leaves at noon",
+] * 5
+HYP_A = [
+    "the cat sat on a mat",
+    "a dog ran in the park",
+    "he said hi to me",
+    "it rains today",
+    "we bought red apples",
+    "the train leaves at noon",
+] * 5
 
 
 def test_significance_paired_bleu_test_against_sacrebleu():
@@ -123,8 +135,11 @@ def test_significance_paired_bleu_test_against_sacrebleu():
         assert f"{test}:200" in r.details["signature"] and "seed:12345" in r.details["signature"]
     # the interval's resamples are sacreBLEU corpus BLEU of the resampled sentences
     draws = np.random.default_rng(12345).integers(0, len(REFS), (2, len(REFS)))
-    deltas = [sacrebleu.corpus_bleu([hyp_b[i] for i in idx], [[REFS[i] for i in idx]]).score
-              - sacrebleu.corpus_bleu([HYP_A[i] for i in idx], [[REFS[i] for i in idx]]).score for idx in draws]
+    deltas = [
+        sacrebleu.corpus_bleu([hyp_b[i] for i in idx], [[REFS[i] for i in idx]]).score
+        - sacrebleu.corpus_bleu([HYP_A[i] for i in idx], [[REFS[i] for i in idx]]).score
+        for idx in draws
+    ]
     bs = paired_bleu_test(HYP_A, hyp_b, REFS, test="bs", n_resamples=2)
     assert bs.details["ci95"] == pytest.approx([np.percentile(deltas, 2.5), np.percentile(deltas, 97.5)])
     same = paired_bleu_test(HYP_A, HYP_A, REFS, test="ar", n_resamples=100)

@@ -36,8 +36,11 @@ def sdpa_models():
     with torch.no_grad():
         sb.gate.weight.fill_(0.25)
     assert plain.config._attn_implementation == "sdpa" and sg.encoder.config._attn_implementation == "sdpa"
-    return [ViewModel("plain", "plain", plain, path), ViewModel("sg", "sgnet", sg, path),
-            ViewModel("sb", "syntax_bert", sb, path)]
+    return [
+        ViewModel("plain", "plain", plain, path),
+        ViewModel("sg", "sgnet", sg, path),
+        ViewModel("sb", "syntax_bert", sb, path),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +114,9 @@ def test_viewer_trees_and_masks_match_the_library(view, annotator, minilm_tokeni
     batch = SyntaxCollator()([window])
     assert d["tokens"] == minilm_tokenizer.convert_ids_to_tokens(window.input_ids.tolist())
     assert d["token_word"] == window.word_index.tolist()
-    assert torch.equal(torch.tensor(d["sdoi"]).bool(), sdoi_mask(batch["dep_tin"], batch["dep_tout"],
-                                                                 batch["syntax_tree"])[0])
+    assert torch.equal(
+        torch.tensor(d["sdoi"]).bool(), sdoi_mask(batch["dep_tin"], batch["dep_tout"], batch["syntax_tree"])[0]
+    )
     assert set(d["groups"]) == {"dependency", "constituency"}
 
 
@@ -158,10 +162,26 @@ def test_viewer_loads_a_trained_run_folder(tmp_path, tiny_model, annotator, one_
 
     data_path("glue", "SST-2")
     run = tmp_path / "run"
-    train(RunConfig(task="sst2", model_type="syntax_bert", model_name_or_path=tiny_model, model={"gate": "layer"},
-                    max_train_samples=8, max_eval_samples=4, max_length=32, num_train_epochs=1,
-                    per_device_train_batch_size=4, learning_rate=1e-2, save_strategy="no", eval_strategy="no",
-                    disable_tqdm=True, features_cache=False, output_dir=str(run), seed=1))
+    train(
+        RunConfig(
+            task="sst2",
+            model_type="syntax_bert",
+            model_name_or_path=tiny_model,
+            model={"gate": "layer"},
+            max_train_samples=8,
+            max_eval_samples=4,
+            max_length=32,
+            num_train_epochs=1,
+            per_device_train_batch_size=4,
+            learning_rate=1e-2,
+            save_strategy="no",
+            eval_strategy="no",
+            disable_tqdm=True,
+            features_cache=False,
+            output_dir=str(run),
+            seed=1,
+        )
+    )
     models = load_view_models([str(run)])
     assert [m.system for m in models] == ["plain", "syntax_bert"]
     assert models[0].source == tiny_model  # the plain encoder is the checkpoint the run was built from

@@ -60,13 +60,17 @@ def _box(driver, element_id: str) -> dict:
         "const e = document.getElementById(arguments[0]); if (!e) return null;"
         "const r = e.getBoundingClientRect(); return {w: r.width, h: r.height,"
         " rects: e.querySelectorAll('rect').length, paths: e.querySelectorAll('path').length,"
-        " texts: e.querySelectorAll('text').length};", element_id)
+        " texts: e.querySelectorAll('text').length};",
+        element_id,
+    )
 
 
 def _highlight(driver, element_id: str) -> list[tuple[str, str, str]]:
     return driver.execute_script(
         "return Array.from(document.querySelectorAll('#' + arguments[0] + ' .row-hl'))"
-        ".map(r => [r.getAttribute('data-row'), r.getAttribute('y'), r.getAttribute('visibility')]);", element_id)
+        ".map(r => [r.getAttribute('data-row'), r.getAttribute('y'), r.getAttribute('visibility')]);",
+        element_id,
+    )
 
 
 @pytest.mark.slow
@@ -87,7 +91,13 @@ def test_show_page_renders_and_hover_moves_the_highlighted_row(tmp_path, annotat
     systems = [m["system"] for m in view.data["models"]]
 
     options = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(arg)
     options.binary_location = binary
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
@@ -117,8 +127,9 @@ def test_show_page_renders_and_hover_moves_the_highlighted_row(tmp_path, annotat
         # hover a word token: its row is highlighted in every map, its ancestors in the trees
         tokens = driver.find_elements(By.CSS_SELECTOR, ".tok")
         assert len(tokens) == n_tokens
-        word_tokens = [i for i, w in enumerate(view.data["token_word"])
-                       if w >= 0 and view.data["words"][w]["head"] >= 0]
+        word_tokens = [
+            i for i, w in enumerate(view.data["token_word"]) if w >= 0 and view.data["words"][w]["head"] >= 0
+        ]
         first, second = word_tokens[0], word_tokens[-1]
         ActionChains(driver).move_to_element(tokens[first]).perform()
         before = _highlight(driver, "attn-0")
@@ -133,16 +144,24 @@ def test_show_page_renders_and_hover_moves_the_highlighted_row(tmp_path, annotat
 
         # another layer redraws the maps and keeps the selected row
         if "SG" in [x["name"] for m in view.data["models"] for x in m["layers"]]:
-            driver.execute_script("const s = document.getElementById('layer'); s.value = 'SG';"
-                                  "s.dispatchEvent(new Event('change'));")
+            driver.execute_script(
+                "const s = document.getElementById('layer'); s.value = 'SG';s.dispatchEvent(new Event('change'));"
+            )
             assert all(r == str(second) for r, _, _ in _highlight(driver, "attn-0"))
 
-        driver.execute_script("const s = document.getElementById('layer'); s.value = s.options[s.options.length - 2]"
-                              ".value; s.dispatchEvent(new Event('change'));")
+        driver.execute_script(
+            "const s = document.getElementById('layer'); s.value = s.options[s.options.length - 2]"
+            ".value; s.dispatchEvent(new Event('change'));"
+        )
         size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
-        png = driver.execute_cdp_cmd("Page.captureScreenshot", {  # the whole page, not only the window
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}})["data"]
+        png = driver.execute_cdp_cmd(
+            "Page.captureScreenshot",
+            {  # the whole page, not only the window
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+            },
+        )["data"]
         shot = tmp_path / "show.png"
         shot.write_bytes(base64.b64decode(png))
         assert shot.stat().st_size > 10_000

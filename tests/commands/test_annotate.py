@@ -43,19 +43,39 @@ def test_annotate_ptb_from_stdin_is_refused(monkeypatch, capsys):
 def test_annotate_text_pipe_in_a_subprocess(tmp_path):
     """`echo text | syntaxformer annotate - -o -` parses with the default spaCy pipeline; stdout holds only the
     records; a file output is 0644."""
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), SYNTAXFORMER_CACHE=str(tmp_path / "cache"),
-               HF_HUB_OFFLINE="1", SYNTAXFORMER_NO_PROGRESS="1")
-    done = subprocess.run([sys.executable, "-m", "syntaxformer.cli", "annotate", "-", "-o", "-"],
-                          input="The cat sat on the mat.\nIt purred.\n", env=env, capture_output=True, text=True,
-                          timeout=300)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO / "src"),
+        SYNTAXFORMER_CACHE=str(tmp_path / "cache"),
+        HF_HUB_OFFLINE="1",
+        SYNTAXFORMER_NO_PROGRESS="1",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "syntaxformer.cli", "annotate", "-", "-o", "-"],
+        input="The cat sat on the mat.\nIt purred.\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     docs = [json.loads(line) for line in done.stdout.splitlines()]
     assert [d["sentences"][0]["words"][:2] for d in docs] == [["The", "cat"], ["It", "purred"]]
     assert docs[0]["doc_id"] == "stdin:1"
     out = tmp_path / "parsed.conllu"
-    done = subprocess.run([sys.executable, "-c", "import os, sys; os.umask(0o022); from syntaxformer.cli import "
-                           f"main; sys.exit(main(['annotate', '-', '-o', {str(out)!r}]))"],
-                          input="The cat sat.\n", env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.umask(0o022); from syntaxformer.cli import "
+            f"main; sys.exit(main(['annotate', '-', '-o', {str(out)!r}]))",
+        ],
+        input="The cat sat.\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert parse_conllu(out.read_text())[0].words == ["The", "cat", "sat", "."]
     assert stat.S_IMODE(out.stat().st_mode) == 0o644

@@ -26,16 +26,37 @@ def test_train_without_task_or_data_says_what_to_give(capsys):
 def test_train_file_without_task_is_custom_data_with_absolute_paths(tmp_path, monkeypatch):
     (tmp_path / "my.csv").write_text("text,label\na,x\nb,y\n")
     monkeypatch.chdir(tmp_path)
-    args = _args("--train_file", "my.csv", "--validation_file", "my.csv", "--text_column", "text",
-                 "--label-column", "label", "--model_name_or_path", "m", "--per_device_eval_batch_size", "4",
-                 "--gradient_accumulation_steps", "2", "--warmup_steps", "5", "--overwrite_output_dir")
+    args = _args(
+        "--train_file",
+        "my.csv",
+        "--validation_file",
+        "my.csv",
+        "--text_column",
+        "text",
+        "--label-column",
+        "label",
+        "--model_name_or_path",
+        "m",
+        "--per_device_eval_batch_size",
+        "4",
+        "--gradient_accumulation_steps",
+        "2",
+        "--warmup_steps",
+        "5",
+        "--overwrite_output_dir",
+    )
     assert require_task(args) == {"task": "custom"}
     args.task = "custom"
     config = config_from_args(args)
     assert config.task == "custom" and config.train_file == config.dev_file == str(tmp_path / "my.csv")
     assert config.task_options == {"text_column": "text", "label_column": "label"}
-    assert (config.model_name_or_path, config.per_device_eval_batch_size, config.gradient_accumulation_steps,
-            config.warmup_steps, config.overwrite_output_dir) == ("m", 4, 2, 5.0, True)
+    assert (
+        config.model_name_or_path,
+        config.per_device_eval_batch_size,
+        config.gradient_accumulation_steps,
+        config.warmup_steps,
+        config.overwrite_output_dir,
+    ) == ("m", 4, 2, 5.0, True)
 
 
 def test_train_column_options_only_for_custom_data(capsys):
@@ -47,9 +68,12 @@ def test_train_column_options_only_for_custom_data(capsys):
 def test_train_refuses_options_the_task_ignores(capsys):
     """Translation trains from scratch for max_steps updates: --epochs (even at its default value 3),
     --max-train-samples, --model and --max-length would be dropped, so they are refused with what to use."""
-    for flags, hint in ((["--epochs", "3"], "use --max-steps"), (["--max-train-samples", "9"], "fraction=F"),
-                        (["--model", "bert-base-cased"], "trained from scratch"),
-                        (["--max-length", "64"], "max_source_length")):
+    for flags, hint in (
+        (["--epochs", "3"], "use --max-steps"),
+        (["--max-train-samples", "9"], "fraction=F"),
+        (["--model", "bert-base-cased"], "trained from scratch"),
+        (["--max-length", "64"], "max_source_length"),
+    ):
         assert main(["train", "--task", "translation", *flags, "--output-dir", "x"]) == 1
         err = capsys.readouterr().err
         assert "translation does not use" in err and hint in err, err
@@ -76,8 +100,22 @@ def test_train_own_data_errors_are_one_line(tmp_path, capsys):
     assert main(["train", "--train-file", str(tmp_path / "empty.csv"), "--output-dir", str(tmp_path / "r")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "empty.csv holds no rows (empty file)" in err
-    assert main(["train", "--train-file", str(tmp_path / "t.csv"), "--text-column", "text", "--label-column",
-                 "sentiment", "--output-dir", str(tmp_path / "r")]) == 1
+    assert (
+        main(
+            [
+                "train",
+                "--train-file",
+                str(tmp_path / "t.csv"),
+                "--text-column",
+                "text",
+                "--label-column",
+                "sentiment",
+                "--output-dir",
+                str(tmp_path / "r"),
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "has no column 'text' (--text-column); its columns are ['review', 'sentiment']" in err
@@ -90,11 +128,20 @@ def test_train_records_task_option_files_as_absolute_paths(tmp_path, monkeypatch
     (tmp_path / "train.en").write_text("a\n")
     (tmp_path / "dev.de").write_text("b\n")
     monkeypatch.chdir(tmp_path)
-    options = {"train_source": "train.en", "eval_sets": {"dev": ["train.en", "dev.de"]}, "arm": "syntax",
-               "tokenizer_dir": "not-a-file", "fraction": 0.5}
-    assert _absolute_files(options) == {"train_source": str(tmp_path / "train.en"),
-                                        "eval_sets": {"dev": [str(tmp_path / "train.en"), str(tmp_path / "dev.de")]},
-                                        "arm": "syntax", "tokenizer_dir": "not-a-file", "fraction": 0.5}
+    options = {
+        "train_source": "train.en",
+        "eval_sets": {"dev": ["train.en", "dev.de"]},
+        "arm": "syntax",
+        "tokenizer_dir": "not-a-file",
+        "fraction": 0.5,
+    }
+    assert _absolute_files(options) == {
+        "train_source": str(tmp_path / "train.en"),
+        "eval_sets": {"dev": [str(tmp_path / "train.en"), str(tmp_path / "dev.de")]},
+        "arm": "syntax",
+        "tokenizer_dir": "not-a-file",
+        "fraction": 0.5,
+    }
 
 
 def test_train_announces_the_default_output_dir(monkeypatch, capsys):

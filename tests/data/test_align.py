@@ -38,10 +38,12 @@ def _train_unigram():
     tok = Tokenizer(models.Unigram())
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
-    tok.train_from_iterator(CORPUS, trainers.UnigramTrainer(vocab_size=120, special_tokens=["<pad>", "</s>", "<unk>"],
-                                                            unk_token="<unk>"))
-    tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B:1 </s>:1",
-                                                       special_tokens=[("</s>", 1)])
+    tok.train_from_iterator(
+        CORPUS, trainers.UnigramTrainer(vocab_size=120, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>")
+    )
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A </s>", pair="$A </s> $B:1 </s>:1", special_tokens=[("</s>", 1)]
+    )
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", unk_token="<unk>")
 
 
@@ -94,7 +96,7 @@ def test_align_pair_uses_tokenizer_template(tokenizer):
         assert ex.token_type_ids.tolist() == ref["token_type_ids"]
     assert set(ex.forest.segment[ex.word_index[ex.word_index >= 0]].tolist()) == {0, 1}
     assert ex.forest.tree_id.tolist() == [0] * len(a) + [1] * len(b)
-    assert ex.forest.heads[len(a):].tolist() == [h + len(a) if h >= 0 else -1 for h in b.heads]
+    assert ex.forest.heads[len(a) :].tolist() == [h + len(a) if h >= 0 else -1 for h in b.heads]
 
 
 def test_align_passage_each_sentence_own_tree(minilm_tokenizer):
@@ -102,8 +104,9 @@ def test_align_passage_each_sentence_own_tree(minilm_tokenizer):
     [ex] = SyntaxAligner(minilm_tokenizer)(doc)
     assert ex.forest.tree_id.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert ex.forest.heads.tolist() == [1, 2, 3, -1, 5, 6, 7, -1]
-    assert minilm_tokenizer.convert_ids_to_tokens(ex.input_ids.tolist())[1:-1] == \
-        "the fox jumps . it ran away .".split()
+    assert (
+        minilm_tokenizer.convert_ids_to_tokens(ex.input_ids.tolist())[1:-1] == "the fox jumps . it ran away .".split()
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -116,8 +119,9 @@ def test_align_windows_keep_full_numbering(minilm_tokenizer, n_words, max_length
     aligner = SyntaxAligner(minilm_tokenizer, max_length=max_length + 7, stride=stride, window_segment=0)
     windows = aligner(passage, question)
     [full] = SyntaxAligner(minilm_tokenizer, max_length=None)(passage, question)
-    full_keys = {(int(w), int(p)): int(i) for i, w, p in zip(full.input_ids, full.word_index, full.piece_index)
-                 if w >= 0}
+    full_keys = {
+        (int(w), int(p)): int(i) for i, w, p in zip(full.input_ids, full.word_index, full.piece_index) if w >= 0
+    }
     seen = set()
     for ex in windows:
         assert len(ex) <= max_length + 7
@@ -151,13 +155,25 @@ def test_align_odd_unicode(minilm_tokenizer):
 
 def test_align_spacy_style_text_offsets(minilm_tokenizer):
     text = "I don't know."
-    s = Sentence(["I", "do", "n't", "know", "."], [3, 3, 3, -1, 3], text=text,
-                 offsets=[(0, 1), (2, 4), (4, 7), (8, 12), (12, 13)])
+    s = Sentence(
+        ["I", "do", "n't", "know", "."],
+        [3, 3, 3, -1, 3],
+        text=text,
+        offsets=[(0, 1), (2, 4), (4, 7), (8, 12), (12, 13)],
+    )
     [ex] = SyntaxAligner(minilm_tokenizer)(s)
     toks = minilm_tokenizer.convert_ids_to_tokens(ex.input_ids.tolist())
     # "don't" -> don ' t : "don" belongs to "do", "'" and "t" to "n't"
-    assert [s.words[w] if w >= 0 else None for w in ex.word_index] == [None, "I", "do", "n't", "n't", "know", ".",
-                                                                       None], toks
+    assert [s.words[w] if w >= 0 else None for w in ex.word_index] == [
+        None,
+        "I",
+        "do",
+        "n't",
+        "n't",
+        "know",
+        ".",
+        None,
+    ], toks
 
 
 def test_pieces_to_words_overlap_and_markers():
@@ -207,6 +223,6 @@ def test_align_pair_truncates_like_the_tokenizer_when_the_second_text_is_long(mi
     exactly as the tokenizer's own ``truncation=True`` does."""
     a = Sentence(["short"] * n_a, [-1] + [0] * (n_a - 1))
     b = Sentence(["word"] * n_b, [-1] + [0] * (n_b - 1))
-    out, = SyntaxAligner(minilm_tokenizer, max_length=32)(a, b)
+    (out,) = SyntaxAligner(minilm_tokenizer, max_length=32)(a, b)
     expected = minilm_tokenizer(" ".join(a.words), " ".join(b.words), truncation=True, max_length=32)["input_ids"]
     assert out.input_ids.tolist() == expected

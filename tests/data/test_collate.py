@@ -67,8 +67,10 @@ def test_collate_passes_label_on_as_labels():
     """A datasets row with `label` (as DataCollatorWithPadding renames it) reaches the model as `labels`."""
     from syntaxformer.data.collate import SyntaxCollator
 
-    rows = [{"input_ids": [101, 7, 102], "attention_mask": [1, 1, 1], "syntax_tree": [-1, 0, -1], "label": 1},
-            {"input_ids": [101, 102], "attention_mask": [1, 1], "syntax_tree": [-1, -1], "label_ids": 0}]
+    rows = [
+        {"input_ids": [101, 7, 102], "attention_mask": [1, 1, 1], "syntax_tree": [-1, 0, -1], "label": 1},
+        {"input_ids": [101, 102], "attention_mask": [1, 1], "syntax_tree": [-1, -1], "label_ids": 0},
+    ]
     batch = SyntaxCollator(pad_token_id=0)([rows[0], {**rows[1], "label": rows[1].pop("label_ids")}])
     assert batch["labels"].tolist() == [1, 0] and "label" not in batch
     assert batch["input_ids"].tolist() == [[101, 7, 102], [101, 102, 0]]

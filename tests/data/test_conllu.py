@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syntaxformer.data.readers.conllu import (format_conllu, parse_conllu, read_conllu, sentence_to_conllu,
-                                              write_conllu)
+from syntaxformer.data.readers.conllu import format_conllu, parse_conllu, read_conllu, sentence_to_conllu, write_conllu
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import FormatError
 from tests.conftest import data_path
@@ -19,20 +18,24 @@ def _row(i, form, head, deprel="dep", misc="_", upos="X"):
     return f"{i}\t{form}\t{form.lower()}\t{upos}\t_\t_\t{head}\t{deprel}\t_\t{misc}"
 
 
-SIMPLE = "\n".join([
-    "# newdoc id = d1",
-    "# sent_id = s1",
-    "# newpar",
-    "# a free comment",
-    "# text = I don't know.",
-    "1\tI\tI\tPRON\tPRP\tCase=Nom\t4\tnsubj\t4:nsubj\t_",
-    "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",
-    "2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t4:aux\t_",
-    "3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t4:advmod\t_",
-    "4\tknow\tknow\tVERB\tVB\t_\t0\troot\t0:root\tSpaceAfter=No",
-    "4.1\tknows\tknow\tVERB\tVBZ\t_\t_\t_\t4:conj\t_",
-    "5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t4:punct\t_",
-    "", ""])
+SIMPLE = "\n".join(
+    [
+        "# newdoc id = d1",
+        "# sent_id = s1",
+        "# newpar",
+        "# a free comment",
+        "# text = I don't know.",
+        "1\tI\tI\tPRON\tPRP\tCase=Nom\t4\tnsubj\t4:nsubj\t_",
+        "2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",
+        "2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t4:aux\t_",
+        "3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t4:advmod\t_",
+        "4\tknow\tknow\tVERB\tVB\t_\t0\troot\t0:root\tSpaceAfter=No",
+        "4.1\tknows\tknow\tVERB\tVBZ\t_\t_\t_\t4:conj\t_",
+        "5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t4:punct\t_",
+        "",
+        "",
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +62,7 @@ def test_conllu_reads_all_ud_ewt_dev(ud_dev):
     assert len(mwt) > 300
     s = mwt[0]
     t = s.metadata["multiword_tokens"][0]
-    pieces = [s.text[a:b] for a, b in s.offsets[t["first"]: t["last"] + 1]]
+    pieces = [s.text[a:b] for a, b in s.offsets[t["first"] : t["last"] + 1]]
     assert "".join(pieces) == t["form"]
 
 
@@ -86,8 +89,11 @@ def test_conllu_multiword_token_and_comments():
 
 
 def test_conllu_multiword_token_not_spelled_by_its_words_gets_even_split():
-    text = "# text = du vin\n" + "\n".join([
-        "1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_", _row(1, "de", 3), _row(2, "le", 3), _row(3, "vin", 0)]) + "\n"
+    text = (
+        "# text = du vin\n"
+        + "\n".join(["1-2\tdu\t_\t_\t_\t_\t_\t_\t_\t_", _row(1, "de", 3), _row(2, "le", 3), _row(3, "vin", 0)])
+        + "\n"
+    )
     (s,) = parse_conllu(text)
     assert s.words == ["de", "le", "vin"]
     assert s.offsets == [(0, 1), (1, 2), (3, 6)]
@@ -115,19 +121,22 @@ def test_conllu_crlf_bom_and_no_final_blank_line(tmp_path):
     assert [s.words for s in read_conllu(io.StringIO(_row(1, "Hi", 0)))] == [["Hi"]]
 
 
-@pytest.mark.parametrize("lines, line, message", [
-    ([_row(1, "a", 0), "2\tb\tb\tX\t_\t_\t1\tdep\t_"], 2, "10 tab-separated columns"),
-    ([_row(1, "a", 0), _row("x", "b", 1)], 2, "not an integer"),
-    ([_row(1, "a", 0), _row(2, "b", "_")], 2, "head '_'"),
-    ([_row(1, "a", 0), _row(2, "b", 7)], 2, "out of range"),
-    ([_row(1, "a", 0), _row(3, "b", 1)], 2, "expected 2"),
-    ([_row(1, "a", 0), _row(2, "b", 2)], 2, "its own head"),
-    ([_row(1, "a", 0), _row(2, "b", 3), _row(3, "c", 2)], 2, "cycle"),
-    ([_row(1, "a", 0), "2-1\tab\t_\t_\t_\t_\t_\t_\t_\t_"], 2, "range"),
-    ([_row(1, "a", 0), "2-3\tbc\t_\t_\t_\t_\t_\t_\t_\t_", _row(2, "b", 1)], 2, "ends after"),
-    ([_row(1, "a", 0), "1\tb\t\tX\t_\t_\t1\tdep\t_\t_"], 2, "empty"),
-    (["# only a comment"], 1, "no word lines"),
-])
+@pytest.mark.parametrize(
+    "lines, line, message",
+    [
+        ([_row(1, "a", 0), "2\tb\tb\tX\t_\t_\t1\tdep\t_"], 2, "10 tab-separated columns"),
+        ([_row(1, "a", 0), _row("x", "b", 1)], 2, "not an integer"),
+        ([_row(1, "a", 0), _row(2, "b", "_")], 2, "head '_'"),
+        ([_row(1, "a", 0), _row(2, "b", 7)], 2, "out of range"),
+        ([_row(1, "a", 0), _row(3, "b", 1)], 2, "expected 2"),
+        ([_row(1, "a", 0), _row(2, "b", 2)], 2, "its own head"),
+        ([_row(1, "a", 0), _row(2, "b", 3), _row(3, "c", 2)], 2, "cycle"),
+        ([_row(1, "a", 0), "2-1\tab\t_\t_\t_\t_\t_\t_\t_\t_"], 2, "range"),
+        ([_row(1, "a", 0), "2-3\tbc\t_\t_\t_\t_\t_\t_\t_\t_", _row(2, "b", 1)], 2, "ends after"),
+        ([_row(1, "a", 0), "1\tb\t\tX\t_\t_\t1\tdep\t_\t_"], 2, "empty"),
+        (["# only a comment"], 1, "no word lines"),
+    ],
+)
 def test_conllu_errors_name_file_and_line(lines, line, message):
     with pytest.raises(FormatError, match=message) as info:
         parse_conllu("\n".join(lines) + "\n", source="bad.conllu")
@@ -136,8 +145,7 @@ def test_conllu_errors_name_file_and_line(lines, line, message):
 
 
 def test_conllu_writes_documents_with_newdoc_and_local_text(tmp_path):
-    doc = Document.from_sentences([Sentence(["Hi", "there", "."], [-1, 0, 0]), Sentence(["Bye"], [-1])],
-                                  doc_id="d7")
+    doc = Document.from_sentences([Sentence(["Hi", "there", "."], [-1, 0, 0]), Sentence(["Bye"], [-1])], doc_id="d7")
     path = tmp_path / "out.conllu"
     assert write_conllu([doc], path) == 2
     text = path.read_text(encoding="utf-8")

@@ -7,8 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syntaxformer.data.constituency import (
-    Tree, base_label, clean_ptb, function_tags, iter_bracketed, read_bracketed, remove_empty,
-    strip_function_tags, unescape_word, unwrap,
+    Tree,
+    base_label,
+    clean_ptb,
+    function_tags,
+    iter_bracketed,
+    read_bracketed,
+    remove_empty,
+    strip_function_tags,
+    unescape_word,
+    unwrap,
 )
 from syntaxformer.errors import FormatError
 
@@ -31,14 +39,17 @@ VINKEN_MRG = """( (S
 
 
 # -- parsing and printing -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text", [
-    "(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))",
-    "( (S (NP (PRP It)) (VP (VBZ is))))",  # PTB wrapper without a label
-    "(3 (2 It) (4 (2 's) (3 (2 a) (3 lovely))))",  # SST sentiment labels
-    "(NP (-LRB- -LRB-) (NN a) (-RRB- -RRB-))",
-    "(NP (CD 8\xa01\\/2))",  # SST word with a no-break space inside
-    "(X (Y (Z w)))",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))",
+        "( (S (NP (PRP It)) (VP (VBZ is))))",  # PTB wrapper without a label
+        "(3 (2 It) (4 (2 's) (3 (2 a) (3 lovely))))",  # SST sentiment labels
+        "(NP (-LRB- -LRB-) (NN a) (-RRB- -RRB-))",
+        "(NP (CD 8\xa01\\/2))",  # SST word with a no-break space inside
+        "(X (Y (Z w)))",
+    ],
+)
 def test_constituency_roundtrip_bracket_strings(text):
     tree = Tree.from_string(text)
     assert tree.to_string() == text
@@ -61,8 +72,11 @@ def test_constituency_nbsp_is_not_a_separator():
 @st.composite
 def trees(draw, depth=0):
     """Random trees with arbitrary labels and words (no brackets or ASCII white space inside tokens)."""
-    token = st.text(alphabet=st.characters(blacklist_characters="() \t\n\r\x0b\x0c",
-                                           blacklist_categories=("Cs",)), min_size=1, max_size=4)
+    token = st.text(
+        alphabet=st.characters(blacklist_characters="() \t\n\r\x0b\x0c", blacklist_categories=("Cs",)),
+        min_size=1,
+        max_size=4,
+    )
     label = draw(st.one_of(st.just(""), token)) if depth == 0 else draw(token)
     if depth >= 3 or draw(st.integers(0, 2)) == 0:
         return Tree(draw(token), [draw(token)])
@@ -78,15 +92,18 @@ def test_constituency_roundtrip_random_trees(tree):
 
 
 # -- errors with line numbers ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, message, line", [
-    ("(S (NP (NN a)\n(VP (VB b)", "missing '\\)'", 11),
-    ("(S\n (NP a\n (NN b)))", "mixes words", 11),
-    ("(S\n\n (NP a b))", "several words", 12),
-    ("(S (NP (NN a))\n)\n)", "unexpected text", 12),
-    ("()", "no children", 10),
-    ("(S\n (NP))", "no children", 11),
-    ("  \n ", "empty tree string", 10),
-])
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        ("(S (NP (NN a)\n(VP (VB b)", "missing '\\)'", 11),
+        ("(S\n (NP a\n (NN b)))", "mixes words", 11),
+        ("(S\n\n (NP a b))", "several words", 12),
+        ("(S (NP (NN a))\n)\n)", "unexpected text", 12),
+        ("()", "no children", 10),
+        ("(S\n (NP))", "no children", 11),
+        ("  \n ", "empty tree string", 10),
+    ],
+)
 def test_constituency_errors_name_file_and_line(text, message, line):
     with pytest.raises(FormatError, match=message) as err:
         Tree.from_string(text, source="f.mrg", line=10)
@@ -101,11 +118,14 @@ def test_constituency_iter_bracketed_splits_multiline_trees():
     assert Tree.from_string(parts[1][0]).leaves() == ["x", "y"]
 
 
-@pytest.mark.parametrize("text, message, line", [
-    ("(A (B b))\n(A (B b)))\n", "without a matching", 2),
-    ("(A (B b))\n\n(A (B b)\n(C c)\n", "starting on line 3 is missing 1", 3),
-    ("(A (B b))\nstray words\n", "outside a bracketed tree", 2),
-])
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        ("(A (B b))\n(A (B b)))\n", "without a matching", 2),
+        ("(A (B b))\n\n(A (B b)\n(C c)\n", "starting on line 3 is missing 1", 3),
+        ("(A (B b))\nstray words\n", "outside a bracketed tree", 2),
+    ],
+)
 def test_constituency_iter_bracketed_errors(text, message, line):
     with pytest.raises(FormatError, match=message) as err:
         list(iter_bracketed(text, "t.mrg"))
@@ -124,11 +144,27 @@ def test_constituency_read_bracketed_reports_inner_error_line(tmp_path):
 
 
 # -- labels and clean-up --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("label, base", [
-    ("NP-SBJ-1", "NP"), ("PP-CLR", "PP"), ("PP-LOC=2", "PP"), ("S-TPC-1", "S"), ("NP=3", "NP"),
-    ("ADVP|PRT", "ADVP"), ("-LRB-", "-LRB-"), ("-RRB-", "-RRB-"), ("-NONE-", "-NONE-"), ("PRP$", "PRP$"),
-    ("--", "--"), (":", ":"), ("``", "``"), ("", ""), ("3", "3"), ("WHNP-260", "WHNP"),
-])
+@pytest.mark.parametrize(
+    "label, base",
+    [
+        ("NP-SBJ-1", "NP"),
+        ("PP-CLR", "PP"),
+        ("PP-LOC=2", "PP"),
+        ("S-TPC-1", "S"),
+        ("NP=3", "NP"),
+        ("ADVP|PRT", "ADVP"),
+        ("-LRB-", "-LRB-"),
+        ("-RRB-", "-RRB-"),
+        ("-NONE-", "-NONE-"),
+        ("PRP$", "PRP$"),
+        ("--", "--"),
+        (":", ":"),
+        ("``", "``"),
+        ("", ""),
+        ("3", "3"),
+        ("WHNP-260", "WHNP"),
+    ],
+)
 def test_constituency_base_label(label, base):
     assert base_label(label) == base
 
@@ -147,8 +183,10 @@ def test_constituency_remove_empty_prunes_emptied_nodes():
 
 
 def test_constituency_clean_ptb_full_pipeline():
-    raw = Tree.from_string("( (S (NP-SBJ-1 (NNP Mr.) (NNP X)) (VP (VBD said) (SBAR (-NONE- 0) "
-                           "(S (NP-SBJ (-NONE- *-1)) (VP (TO to) (VP (VB go)))))) (. .)))")
+    raw = Tree.from_string(
+        "( (S (NP-SBJ-1 (NNP Mr.) (NNP X)) (VP (VBD said) (SBAR (-NONE- 0) "
+        "(S (NP-SBJ (-NONE- *-1)) (VP (TO to) (VP (VB go)))))) (. .)))"
+    )
     clean = clean_ptb(raw)
     assert clean.to_string() == "(S (NP (NNP Mr.) (NNP X)) (VP (VBD said) (SBAR (S (VP (TO to) (VP (VB go)))))) (. .))"
     kept = clean_ptb(raw, strip_tags=False, remove_empties=False, unwrap_root=False)

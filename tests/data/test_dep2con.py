@@ -61,8 +61,9 @@ def test_dependency_to_constituency_phrases_are_the_subtrees(heads):
     assert tree.leaves() == words
     proj = projectivize(heads)
     # brute force: phrase spans = yields of words with dependents (+ the whole sentence for several roots)
-    expected = {(min(_descendants(proj, h)), max(_descendants(proj, h)) + 1)
-                for h in range(n) if any(p == h for p in proj)}
+    expected = {
+        (min(_descendants(proj, h)), max(_descendants(proj, h)) + 1) for h in range(n) if any(p == h for p in proj)
+    }
     roots = [i for i, h in enumerate(proj) if h < 0]
     if len(roots) > 1:
         expected.add((0, n))
@@ -79,10 +80,14 @@ def test_dependency_to_constituency_phrases_are_the_subtrees(heads):
 
 
 def test_dependency_to_constituency_example_and_errors():
-    tree = dependency_to_constituency("The cat sat on the mat .".split(), [1, 2, -1, 2, 5, 3, 2],
-                                      ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"])
-    assert tree.to_string() == ("(VERBP (NOUNP (DET The) (NOUN cat)) (VERB sat) (ADPP (ADP on) (NOUNP (DET the) "
-                                "(NOUN mat))) (PUNCT .))")
+    tree = dependency_to_constituency(
+        "The cat sat on the mat .".split(),
+        [1, 2, -1, 2, 5, 3, 2],
+        ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"],
+    )
+    assert tree.to_string() == (
+        "(VERBP (NOUNP (DET The) (NOUN cat)) (VERB sat) (ADPP (ADP on) (NOUNP (DET the) (NOUN mat))) (PUNCT .))"
+    )
     assert dependency_to_constituency(["a", "b"], [-1, -1]).to_string() == "(S (X a) (X b))"
     with pytest.raises(ValueError, match="heads"):
         dependency_to_constituency(["a"], [-1, 0])

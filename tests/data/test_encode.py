@@ -14,15 +14,7 @@ from syntaxformer.data.align import AlignedExample
 from syntaxformer.data.constituency import Tree
 from syntaxformer.data.encode import CONSTITUENCY_KEYS, DEPENDENCY_KEYS, encode_syntax
 from syntaxformer.errors import AlignmentError
-from tests.masks.reference import (
-    Spec,
-    constituency_nodes,
-    dependency_nodes,
-    make_example,
-    random_example,
-    rngs,
-    window,
-)
+from tests.masks.reference import Spec, constituency_nodes, dependency_nodes, make_example, random_example, rngs, window
 
 CAT = Tree.from_string("(S (NP (DT the) (NN cat)) (VP (VBD sat)))")
 
@@ -102,8 +94,7 @@ def test_encode_word_without_pieces_keeps_ancestry():
 
 
 def test_encode_sentence_without_tree():
-    ex = make_example(Spec([[([1, -1], Tree.from_string("(S (A x) (B y))")), ([-1, 0], None)]],
-                           [1, 1, 1, 1]))
+    ex = make_example(Spec([[([1, -1], Tree.from_string("(S (A x) (B y))")), ([-1, 0], None)]], [1, 1, 1, 1]))
     e = encode_syntax(ex, max_distance=2)
     assert e["con_depth"].tolist() == [-1, 1, 1, -1, -1, -1]
     assert e["con_anc_hi"][3:5].max() == -1 and e["con_anc_head"][3:5].max() == -1

@@ -10,8 +10,9 @@ from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprin
 
 def test_examples_content_fingerprint_is_sha256_of_nul_separated_json():
     records = [["q1", "Titel", "Ein Kontext — mit Ümlauten.", ["a"], False], ["q2", "t", "c", [], True]]
-    expected = hashlib.sha256(b'["q1", "Titel", "Ein Kontext \xe2\x80\x94 mit \xc3\x9cmlauten.", ["a"], false]\0'
-                              b'["q2", "t", "c", [], true]\0').hexdigest()
+    expected = hashlib.sha256(
+        b'["q1", "Titel", "Ein Kontext \xe2\x80\x94 mit \xc3\x9cmlauten.", ["a"], false]\0["q2", "t", "c", [], true]\0'
+    ).hexdigest()
     assert content_fingerprint(records) == expected
     assert content_fingerprint(tuple(r) for r in records) == expected  # a record is its fields, in order
     assert content_fingerprint(records[::-1]) != expected and content_fingerprint([]) == hashlib.sha256().hexdigest()

@@ -9,7 +9,12 @@ from hypothesis import strategies as st
 from syntaxformer.data import tree as T
 from syntaxformer.data.constituency import Tree, remove_empty, strip_function_tags
 from syntaxformer.data.headrules import (
-    PTB_TO_UPOS, guess_tags, head_child, ptb_to_upos, to_dependencies, unlabeled_to_dependencies,
+    PTB_TO_UPOS,
+    guess_tags,
+    head_child,
+    ptb_to_upos,
+    to_dependencies,
+    unlabeled_to_dependencies,
 )
 from syntaxformer.data.readers.ptb import read_ptb
 from syntaxformer.errors import TreeError
@@ -38,8 +43,10 @@ def unlabeled_arcs(text: str, tags: list[str] | None) -> dict[str, tuple[str, st
 
 # -- one tree per rule --------------------------------------------------------------------------------------
 def test_headrules_main_verb_heads_modal_and_auxiliaries():
-    a = arcs("(S (NP-SBJ (NNP Pierre) (NNP Vinken)) (VP (MD will) (VP (VB join) (NP (DT the) (NN board)) "
-             "(PP-CLR (IN as) (NP (DT a) (NN director))))) (. .))")
+    a = arcs(
+        "(S (NP-SBJ (NNP Pierre) (NNP Vinken)) (VP (MD will) (VP (VB join) (NP (DT the) (NN board)) "
+        "(PP-CLR (IN as) (NP (DT a) (NN director))))) (. .))"
+    )
     assert a["join"] == ("ROOT", "ROOT")
     assert a["will"] == ("join", "aux")
     assert a["Vinken"] == ("join", "nsubj") and a["Pierre"] == ("Vinken", "compound")
@@ -63,8 +70,9 @@ def test_headrules_copula_heads_like_spacy():
 
 
 def test_headrules_first_conjunct_heads_coordination():
-    a = arcs("(S (NP (PRP I)) (VP (VBD bought) (NP (NP (NNS apples)) (, ,) (NP (NNS oranges)) (CC and) "
-             "(NP (NNS bananas)))))")
+    a = arcs(
+        "(S (NP (PRP I)) (VP (VBD bought) (NP (NP (NNS apples)) (, ,) (NP (NNS oranges)) (CC and) (NP (NNS bananas)))))"
+    )
     assert a["apples"] == ("bought", "dobj")
     assert a["oranges"] == ("apples", "conj") and a[","] == ("apples", "punct")
     assert a["bananas"] == ("oranges", "conj") and a["and"] == ("oranges", "cc")
@@ -81,8 +89,10 @@ def test_headrules_coordinated_premodifiers_stay_inside_the_noun_phrase():
 
 
 def test_headrules_subordinator_and_complementizer_depend_on_the_clause_verb():
-    a = arcs("(S (NP (PRP I)) (VP (VBD left) (SBAR-PRP (IN because) (S (NP (PRP they)) (VP (VBD wanted) "
-             "(S (VP (TO to) (VP (VB buy) (NP (NN milk))))))))))")
+    a = arcs(
+        "(S (NP (PRP I)) (VP (VBD left) (SBAR-PRP (IN because) (S (NP (PRP they)) (VP (VBD wanted) "
+        "(S (VP (TO to) (VP (VB buy) (NP (NN milk))))))))))"
+    )
     assert a["because"] == ("wanted", "mark") and a["wanted"] == ("left", "advcl")
     assert a["to"] == ("buy", "aux") and a["buy"] == ("wanted", "xcomp") and a["milk"] == ("buy", "dobj")
     a = arcs("(S (NP (PRP I)) (VP (VBD said) (SBAR (IN that) (S (NP (PRP he)) (VP (VBD left))))))")
@@ -156,11 +166,32 @@ def test_headrules_tags_argument_overrides_preterminals():
 def test_headrules_ptb_to_upos():
     assert ptb_to_upos(["NNP", "VBZ", "DT", "NN", "."]) == ["PROPN", "VERB", "DET", "NOUN", "PUNCT"]
     assert ptb_to_upos(["PRP", "VBZ", "JJ"], ["He", "is", "happy"]) == ["PRON", "AUX", "ADJ"]
-    assert ptb_to_upos(["VBZ", "VBN", "IN"], ["has", "left", "because"], ["aux", "ROOT", "mark"]) == \
-        ["AUX", "VERB", "SCONJ"]
+    assert ptb_to_upos(["VBZ", "VBN", "IN"], ["has", "left", "because"], ["aux", "ROOT", "mark"]) == [
+        "AUX",
+        "VERB",
+        "SCONJ",
+    ]
     assert ptb_to_upos(["NN-HLN", "ZZZ"]) == ["NOUN", "X"]
-    assert set(PTB_TO_UPOS.values()) <= {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART",
-                                         "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X", "SPACE"}
+    assert set(PTB_TO_UPOS.values()) <= {
+        "ADJ",
+        "ADP",
+        "ADV",
+        "AUX",
+        "CCONJ",
+        "DET",
+        "INTJ",
+        "NOUN",
+        "NUM",
+        "PART",
+        "PRON",
+        "PROPN",
+        "PUNCT",
+        "SCONJ",
+        "SYM",
+        "VERB",
+        "X",
+        "SPACE",
+    }
 
 
 # -- trees without categories (SST) ---------------------------------------------------------------------------
@@ -193,16 +224,77 @@ def test_headrules_unlabeled_fallback_without_tags():
 
 def test_headrules_guess_tags():
     words = ["The", "film", "'s", "not", "very", "good", ",", "but", "it", "'s", "quickly", "moving", "-LRB-", "2"]
-    assert guess_tags(words) == ["DT", "NN", "POS", "RB", "RB", "NN", ",", "CC", "PRP", "VBZ", "RB", "VBG",
-                                 "-LRB-", "CD"]
+    assert guess_tags(words) == [
+        "DT",
+        "NN",
+        "POS",
+        "RB",
+        "RB",
+        "NN",
+        ",",
+        "CC",
+        "PRP",
+        "VBZ",
+        "RB",
+        "VBG",
+        "-LRB-",
+        "CD",
+    ]
     assert guess_tags(["the", "movie", "drags"]) == ["DT", "NN", "VBZ"]
 
 
 # -- validity on random trees ---------------------------------------------------------------------------------
-PHRASES = ["S", "NP", "VP", "PP", "SBAR", "ADJP", "ADVP", "QP", "WHNP", "PRN", "UCP", "FRAG", "SINV", "SQ", "X",
-           "NP-SBJ", "S-TPC-1", "NX", "CONJP", "PRT"]
-TAGS = ["NN", "NNS", "NNP", "VB", "VBD", "VBZ", "VBN", "MD", "TO", "IN", "DT", "JJ", "RB", "CC", ",", ".", "POS",
-        "PRP", "PRP$", "CD", "``", "''", "WDT", "-LRB-", "RP", "EX", "$"]
+PHRASES = [
+    "S",
+    "NP",
+    "VP",
+    "PP",
+    "SBAR",
+    "ADJP",
+    "ADVP",
+    "QP",
+    "WHNP",
+    "PRN",
+    "UCP",
+    "FRAG",
+    "SINV",
+    "SQ",
+    "X",
+    "NP-SBJ",
+    "S-TPC-1",
+    "NX",
+    "CONJP",
+    "PRT",
+]
+TAGS = [
+    "NN",
+    "NNS",
+    "NNP",
+    "VB",
+    "VBD",
+    "VBZ",
+    "VBN",
+    "MD",
+    "TO",
+    "IN",
+    "DT",
+    "JJ",
+    "RB",
+    "CC",
+    ",",
+    ".",
+    "POS",
+    "PRP",
+    "PRP$",
+    "CD",
+    "``",
+    "''",
+    "WDT",
+    "-LRB-",
+    "RP",
+    "EX",
+    "$",
+]
 
 
 @st.composite
@@ -245,11 +337,14 @@ def test_headrules_preposition_heads_such_as_and_rather_than():
     assert a["than"] == ("rose", "prep") and a["rather"] == ("than", "advmod") and a["loss"] == ("than", "pobj")
 
 
-@pytest.mark.parametrize("file, index, lead, prep, obj", [
-    ("wsj_0003.mrg", 19, "such", "as", "crocidolite"),
-    ("wsj_0012.mrg", 11, "such", "as", "telephones"),
-    ("wsj_0018.mrg", 29, "rather", "than", "million"),
-])
+@pytest.mark.parametrize(
+    "file, index, lead, prep, obj",
+    [
+        ("wsj_0003.mrg", 19, "such", "as", "crocidolite"),
+        ("wsj_0012.mrg", 11, "such", "as", "telephones"),
+        ("wsj_0018.mrg", 29, "rather", "than", "million"),
+    ],
+)
 def test_headrules_such_as_rather_than_on_wsj_trees(file, index, lead, prep, obj):
     """The WSJ trees of the PTB sample (0-based tree index in the file) where the old rule headed the PP by
     *such* / *rather*."""

@@ -8,8 +8,13 @@ from syntaxformer.data.parser_eval import attachment_scores, is_punct, label_sch
 from syntaxformer.data.sentence import Sentence
 
 # "She ate fish ." (UD): She <-nsubj- ate, fish <-obj- ate, . <-punct- ate
-GOLD = Sentence(["She", "ate", "fish", "."], [1, -1, 1, 1], deprels=["nsubj", "root", "obj", "punct"],
-                upos=["PRON", "VERB", "NOUN", "PUNCT"], xpos=["PRP", "VBD", "NN", "."])
+GOLD = Sentence(
+    ["She", "ate", "fish", "."],
+    [1, -1, 1, 1],
+    deprels=["nsubj", "root", "obj", "punct"],
+    upos=["PRON", "VERB", "NOUN", "PUNCT"],
+    xpos=["PRP", "VBD", "NN", "."],
+)
 # "In Paris :" with a PTB-only gold (no UPOS): ':' is punctuation by its PTB tag
 GOLD2 = Sentence(["In", "Paris", ":"], [1, -1, 1], deprels=["case", "root", "punct"], xpos=["IN", "NNP", ":"])
 

@@ -76,13 +76,16 @@ def test_readers_ptb_folder_glob_and_list(tmp_path):
         ptb_files(tmp_path / "nothing*.mrg")
 
 
-@pytest.mark.parametrize("text, message, line", [
-    (MRG + "( (S (NP (NN a)) (VP (VB b))))\n)\n", "without a matching", 16),
-    (MRG + "( (S\n  (NP (NN a))\n  (VP (VB b))\n", "missing 2 '\\)'", 15),
-    (MRG + "( (S (NP the (NN a))\n (VP (VB b))))\n", "mixes words", 15),
-    (MRG + "\n( )\n", "no children", 16),
-    (MRG + "( (S (NP-SBJ (-NONE- *))))\n", "no words once empty elements", 15),
-])
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        (MRG + "( (S (NP (NN a)) (VP (VB b))))\n)\n", "without a matching", 16),
+        (MRG + "( (S\n  (NP (NN a))\n  (VP (VB b))\n", "missing 2 '\\)'", 15),
+        (MRG + "( (S (NP the (NN a))\n (VP (VB b))))\n", "mixes words", 15),
+        (MRG + "\n( )\n", "no children", 16),
+        (MRG + "( (S (NP-SBJ (-NONE- *))))\n", "no words once empty elements", 15),
+    ],
+)
 def test_readers_ptb_errors_name_file_and_line(tmp_path, text, message, line):
     path = tmp_path / "bad.mrg"
     path.write_text(text)
@@ -121,8 +124,17 @@ def test_readers_sst_small_file(tmp_path):
 def test_readers_sst_tagger_hook(tmp_path):
     path = tmp_path / "dev.txt"
     path.write_text(SST)
-    table = {"It": "PRP", "'s": "VBZ", "a": "DT", "lovely": "JJ", "film": "NN", ".": ".", "No": "DT",
-             "one": "NN", "goes": "VBZ"}
+    table = {
+        "It": "PRP",
+        "'s": "VBZ",
+        "a": "DT",
+        "lovely": "JJ",
+        "film": "NN",
+        ".": ".",
+        "No": "DT",
+        "one": "NN",
+        "goes": "VBZ",
+    }
     calls = []
 
     def tagger(words):
@@ -135,11 +147,14 @@ def test_readers_sst_tagger_hook(tmp_path):
     assert b.words[b.heads.index(-1)] == "goes" and b.deprels[1] == "nsubj"
 
 
-@pytest.mark.parametrize("text, message, line", [
-    (SST + "(2 (2 a) (5 b))\n", "not a sentiment score", 3),
-    (SST + "\n(2 (2 a) (2 b)\n", "missing", 4),
-    (SST + "(2 (2 a) b)\n", "mixes words", 3),
-])
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        (SST + "(2 (2 a) (5 b))\n", "not a sentiment score", 3),
+        (SST + "\n(2 (2 a) (2 b)\n", "missing", 4),
+        (SST + "(2 (2 a) b)\n", "mixes words", 3),
+    ],
+)
 def test_readers_sst_errors(tmp_path, text, message, line):
     path = tmp_path / "train.txt"
     path.write_text(text)
@@ -149,10 +164,14 @@ def test_readers_sst_errors(tmp_path, text, message, line):
 
 
 # -- SNLI ---------------------------------------------------------------------------------------------------
-ROW = {"gold_label": "neutral", "pairID": "p1", "sentence1": "Two women are embracing.",
-       "sentence1_parse": "(ROOT (S (NP (CD Two) (NNS women)) (VP (VBP are) (VP (VBG embracing))) (. .)))",
-       "sentence2": "The sisters hug.",
-       "sentence2_parse": "(ROOT (S (NP (DT The) (NNS sisters)) (VP (VBP hug)) (. .)))"}
+ROW = {
+    "gold_label": "neutral",
+    "pairID": "p1",
+    "sentence1": "Two women are embracing.",
+    "sentence1_parse": "(ROOT (S (NP (CD Two) (NNS women)) (VP (VBP are) (VP (VBG embracing))) (. .)))",
+    "sentence2": "The sisters hug.",
+    "sentence2_parse": "(ROOT (S (NP (DT The) (NNS sisters)) (VP (VBP hug)) (. .)))",
+}
 
 
 def test_readers_snli_jsonl(tmp_path):
@@ -260,19 +279,26 @@ def test_readers_spacy_tagger_and_copula_agree_with_spacy():
     assert ours.heads == [t.head.i if t.head.i != t.i else -1 for t in doc]
 
 
-_ROW = {"pairID": "p1", "gold_label": "neutral", "sentence1_parse": "(ROOT (S (NN x)))",
-        "sentence2_parse": "(ROOT (S (NN y)))"}
+_ROW = {
+    "pairID": "p1",
+    "gold_label": "neutral",
+    "sentence1_parse": "(ROOT (S (NN x)))",
+    "sentence2_parse": "(ROOT (S (NN y)))",
+}
 
 
-@pytest.mark.parametrize("row, message", [
-    (None, "expected an SNLI row (an object with the fields of snli_1.0_*.jsonl), got a JSON NoneType"),
-    ([1, 2], "expected an SNLI row (an object with the fields of snli_1.0_*.jsonl), got a JSON list"),
-    ({**_ROW, "sentence1_parse": 5}, "SNLI field 'sentence1_parse' is 5; expected a string"),
-    ({**_ROW, "sentence2_parse": None}, "SNLI field 'sentence2_parse' is None"),
-    ({**_ROW, "gold_label": 1}, "SNLI field 'gold_label' is 1"),
-    ({**_ROW, "pairID": [1]}, "SNLI field 'pairID'"),
-    ({**_ROW, "gold_label": "maybe"}, "unknown SNLI gold_label 'maybe'"),
-])
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        (None, "expected an SNLI row (an object with the fields of snli_1.0_*.jsonl), got a JSON NoneType"),
+        ([1, 2], "expected an SNLI row (an object with the fields of snli_1.0_*.jsonl), got a JSON list"),
+        ({**_ROW, "sentence1_parse": 5}, "SNLI field 'sentence1_parse' is 5; expected a string"),
+        ({**_ROW, "sentence2_parse": None}, "SNLI field 'sentence2_parse' is None"),
+        ({**_ROW, "gold_label": 1}, "SNLI field 'gold_label' is 1"),
+        ({**_ROW, "pairID": [1]}, "SNLI field 'pairID'"),
+        ({**_ROW, "gold_label": "maybe"}, "unknown SNLI gold_label 'maybe'"),
+    ],
+)
 def test_readers_snli_bad_rows_name_file_and_line(tmp_path, row, message):
     import json
 
@@ -289,8 +315,13 @@ def test_readers_snli_examples_drop_unlabeled_rows_with_a_count(tmp_path, caplog
     from syntaxformer.data.readers.snli import read_snli_examples
 
     path = tmp_path / "dev.jsonl"
-    path.write_text("\n".join(json.dumps({**_ROW, "pairID": f"p{i}", "gold_label": label})
-                              for i, label in enumerate(["neutral", "-", "entailment", "-"])) + "\n")
+    path.write_text(
+        "\n".join(
+            json.dumps({**_ROW, "pairID": f"p{i}", "gold_label": label})
+            for i, label in enumerate(["neutral", "-", "entailment", "-"])
+        )
+        + "\n"
+    )
     with caplog.at_level(logging.INFO, logger="syntaxformer.data.readers.snli"):
         examples, _ = read_snli_examples(path)
     assert [e.guid for e in examples] == ["dev-p0", "dev-p2"] and [e.label for e in examples] == [1, 0]

@@ -9,47 +9,99 @@ import pytest
 
 from syntaxformer.errors import FormatError
 
-_CONLLU = "# text = café au lait\n1\tcafé\t_\t_\t_\t_\t0\troot\t_\t_\n2\tau\t_\t_\t_\t_\t1\tdep\t_\t_\n" \
-          "3\tlait\t_\t_\t_\t_\t1\tdep\t_\t_\n\n"
-_SNLI = json.dumps({"pairID": "1", "gold_label": "neutral", "sentence1_parse": "(ROOT (S (NN café)))",
-                    "sentence2_parse": "(ROOT (S (NN lait)))"}, ensure_ascii=False) + "\n"
-_SQUAD = json.dumps({"version": "v2.0", "data": [{"title": "Café", "paragraphs": [{"context": "Un café.", "qas": [
-    {"id": "q1", "question": "Quoi ?", "answers": [{"text": "café", "answer_start": 3}], "is_impossible": False}]}]}]}, ensure_ascii=False)
-_RACE = json.dumps({"id": "1.txt", "article": "Un café.", "questions": ["Quoi ?"], "options": [["a", "b", "c", "d"]],
-                    "answers": ["A"]}, ensure_ascii=False)
+_CONLLU = (
+    "# text = café au lait\n1\tcafé\t_\t_\t_\t_\t0\troot\t_\t_\n2\tau\t_\t_\t_\t_\t1\tdep\t_\t_\n"
+    "3\tlait\t_\t_\t_\t_\t1\tdep\t_\t_\n\n"
+)
+_SNLI = (
+    json.dumps(
+        {
+            "pairID": "1",
+            "gold_label": "neutral",
+            "sentence1_parse": "(ROOT (S (NN café)))",
+            "sentence2_parse": "(ROOT (S (NN lait)))",
+        },
+        ensure_ascii=False,
+    )
+    + "\n"
+)
+_SQUAD = json.dumps(
+    {
+        "version": "v2.0",
+        "data": [
+            {
+                "title": "Café",
+                "paragraphs": [
+                    {
+                        "context": "Un café.",
+                        "qas": [
+                            {
+                                "id": "q1",
+                                "question": "Quoi ?",
+                                "answers": [{"text": "café", "answer_start": 3}],
+                                "is_impossible": False,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    },
+    ensure_ascii=False,
+)
+_RACE = json.dumps(
+    {
+        "id": "1.txt",
+        "article": "Un café.",
+        "questions": ["Quoi ?"],
+        "options": [["a", "b", "c", "d"]],
+        "answers": ["A"],
+    },
+    ensure_ascii=False,
+)
 
 
 def _read(kind: str, path):
     """The reader of ``kind`` on ``path``, materialised (plain data to compare)."""
     if kind == "conllu":
         from syntaxformer.data.readers.conllu import read_conllu
+
         return [s.to_dict() for s in read_conllu(path)]
     if kind == "ptb":
         from syntaxformer.data.readers.ptb import read_ptb
+
         return [s.to_dict() for s in read_ptb(path)]
     if kind == "sst":
         from syntaxformer.data.readers.sst import read_sst
+
         return [s.to_dict() for s in read_sst(path)]
     if kind == "snli":
         from syntaxformer.data.readers.snli import read_snli_jsonl
+
         return [(p.premise.to_dict(), p.hypothesis.to_dict(), p.label) for p in read_snli_jsonl(path)]
     if kind == "squad":
         from syntaxformer.data.readers.squad import read_squad
+
         return [repr(e) for e in read_squad(path)]
     if kind == "race":
         from syntaxformer.data.readers.race import read_race_file
+
         return [repr(e) for e in read_race_file(path, "high")]
     if kind == "parallel":
         from syntaxformer.data.readers.parallel import read_parallel
+
         return read_parallel(path).sources
     if kind == "sgm":
         from syntaxformer.data.readers.parallel import read_sgm
+
         return [repr(s) for s in read_sgm(path)]
     if kind == "jsonl":
         from syntaxformer.data.sentence import read_jsonl
+
         return [s.to_dict() for s in read_jsonl(str(path))]
     if kind == "glue":
         from syntaxformer.data.readers.glue import TsvLayout, read_glue_tsv
+
         layout = TsvLayout("SST-2", {"text_a": "sentence", "label": "label"}, ("0", "1"))
         return [repr(e) for e in read_glue_tsv(layout, path)]
     raise AssertionError(kind)

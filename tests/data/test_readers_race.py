@@ -21,8 +21,14 @@ from tests.conftest import data_path
 def test_read_race_dir_counts_match_provenance():
     dev = read_race_dir(data_path("race", "dev"))
     # PROVENANCE.txt: dev middle 368 passages / 1436 questions, high 1021 / 3451 => 4887.
-    assert race_counts(dev) == {"middle_passages": 368, "middle_questions": 1436, "high_passages": 1021,
-                                "high_questions": 3451, "passages": 1389, "questions": 4887}
+    assert race_counts(dev) == {
+        "middle_passages": 368,
+        "middle_questions": 1436,
+        "high_passages": 1021,
+        "high_questions": 3451,
+        "passages": 1389,
+        "questions": 4887,
+    }
     assert len({e.qid for e in dev}) == len(dev)
     assert all(len(e.options) == 4 and 0 <= e.label < 4 for e in dev)
     first = read_race_file(data_path("race", "dev", "middle", "1011.txt"))
@@ -55,18 +61,25 @@ def test_read_race_tarball_counts_and_seeded_subset():
 # ---------------------------------------------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------------------------------------------
-GOOD = {"article": "Tom has a cat. It is black.", "questions": ["What color is the cat?", "Tom has a _ ."],
-        "options": [["black", "white", "red", "blue"], ["dog", "cat", "fish", "bird"]], "answers": ["A", "B"],
-        "id": "middle1.txt"}
+GOOD = {
+    "article": "Tom has a cat. It is black.",
+    "questions": ["What color is the cat?", "Tom has a _ ."],
+    "options": [["black", "white", "red", "blue"], ["dog", "cat", "fish", "bird"]],
+    "answers": ["A", "B"],
+    "id": "middle1.txt",
+}
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"article": "  "}, "empty 'article'"),
-    ({"answers": ["A"]}, "equally many"),
-    ({"answers": ["A", "E"]}, "not a letter A..D"),
-    ({"options": [["x"], ["a", "b"]]}, "at least two option"),
-    ({"questions": None}, "lacks the field"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"article": "  "}, "empty 'article'"),
+        ({"answers": ["A"]}, "equally many"),
+        ({"answers": ["A", "E"]}, "not a letter A..D"),
+        ({"options": [["x"], ["a", "b"]]}, "at least two option"),
+        ({"questions": None}, "lacks the field"),
+    ],
+)
 def test_parse_race_record_rejects_bad_records(change, message):
     record = {**GOOD, **change}
     if change.get("questions", 1) is None:
@@ -92,9 +105,21 @@ def test_read_race_file_and_dir_errors(tmp_path):
 
 
 def test_examples_from_hub_rows():
-    rows = [{"example_id": "high132.txt", "article": "A b.", "question": "Q1?", "options": ["a", "b", "c", "d"],
-             "answer": "C"},
-            {"example_id": "high132.txt", "article": "A b.", "question": "Q2?", "options": ["a", "b", "c", "d"],
-             "answer": "A"}]
+    rows = [
+        {
+            "example_id": "high132.txt",
+            "article": "A b.",
+            "question": "Q1?",
+            "options": ["a", "b", "c", "d"],
+            "answer": "C",
+        },
+        {
+            "example_id": "high132.txt",
+            "article": "A b.",
+            "question": "Q2?",
+            "options": ["a", "b", "c", "d"],
+            "answer": "A",
+        },
+    ]
     a, b = examples_from_hub_rows(rows)
     assert (a.qid, a.level, a.label, b.qid, b.label) == ("high132.txt#0", "high", 2, "high132.txt#1", 0)

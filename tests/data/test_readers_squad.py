@@ -14,12 +14,11 @@ def test_reader_counts_on_real_file():
     counts = squad_counts(examples)
     print("dev-v2.0-half.json:", counts)
     # PROVENANCE.txt: 16 articles, 6,078 questions, 3,168 unanswerable.
-    assert counts == {"articles": 16, "paragraphs": 646, "questions": 6078, "answerable": 2910,
-                      "unanswerable": 3168}
+    assert counts == {"articles": 16, "paragraphs": 646, "questions": 6078, "answerable": 2910, "unanswerable": 3168}
     for e in examples:
         assert e.is_impossible == (not e.answers)
         for a in e.answers:  # every answer indexes its text in the passage
-            assert e.context[a["answer_start"]:a["answer_start"] + len(a["text"])] == a["text"]
+            assert e.context[a["answer_start"] : a["answer_start"] + len(a["text"])] == a["text"]
     assert len({e.qid for e in examples}) == len(examples)
 
 
@@ -37,10 +36,22 @@ def test_split_by_article_is_deterministic_and_disjoint():
 
 
 def test_examples_from_hub_rows():
-    rows = [{"id": "a", "title": "T", "context": "Paris is in France.", "question": "Where?",
-             "answers": {"text": ["France"], "answer_start": [12]}},
-            {"id": "b", "title": "T", "context": "Paris is in France.", "question": "Why?",
-             "answers": {"text": [], "answer_start": []}}]
+    rows = [
+        {
+            "id": "a",
+            "title": "T",
+            "context": "Paris is in France.",
+            "question": "Where?",
+            "answers": {"text": ["France"], "answer_start": [12]},
+        },
+        {
+            "id": "b",
+            "title": "T",
+            "context": "Paris is in France.",
+            "question": "Why?",
+            "answers": {"text": [], "answer_start": []},
+        },
+    ]
     a, b = examples_from_rows(rows)
     assert a.answers == [{"text": "France", "answer_start": 12}] and not a.is_impossible
     assert b.is_impossible and b.answer_texts == [""]

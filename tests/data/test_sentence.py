@@ -90,9 +90,15 @@ def test_sentence_validation_messages():
 
 
 def test_sentence_navigation_and_dict_roundtrip(tmp_path):
-    s = Sentence(["The", "cat", "sat", "."], [1, 2, -1, 2], deprels=["det", "nsubj", "ROOT", "punct"],
-                 upos=["DET", "NOUN", "VERB", "PUNCT"], tree=Tree.from_string(
-                     "(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))"), sent_id="x", metadata={"label": 1})
+    s = Sentence(
+        ["The", "cat", "sat", "."],
+        [1, 2, -1, 2],
+        deprels=["det", "nsubj", "ROOT", "punct"],
+        upos=["DET", "NOUN", "VERB", "PUNCT"],
+        tree=Tree.from_string("(S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .))"),
+        sent_id="x",
+        metadata={"label": 1},
+    )
     assert s.roots == [2] and s.children(2) == [1, 3] and s.ancestors(0) == [1, 2]
     assert Sentence.from_dict(json.loads(json.dumps(s.to_dict()))) == s
     doc = Document.from_sentences([s, Sentence(["Ok", "."], [-1, 0])], doc_id="d")
@@ -126,29 +132,40 @@ def test_tree_from_string_roundtrip_and_errors():
 _GOOD = {"words": ["The", "cat"], "heads": [1, -1], "text": "The cat", "offsets": [[0, 3], [4, 7]]}
 
 
-@pytest.mark.parametrize("record, message", [
-    ({**_GOOD, "offsets": [[3, 0], [4, 7]]}, r"offsets\[0\] = \[3, 0\] is not a span"),
-    ({**_GOOD, "offsets": [[-3, 0], [4, 7]]}, r"offsets\[0\] = \[-3, 0\] is not a span"),
-    ({**_GOOD, "offsets": [[0, 3], [4, 70]]}, r"offsets\[1\] = \[4, 70\] .* <= 7, the text's length"),
-    ({**_GOOD, "offsets": [[0], [4, 7]]}, r"offsets\[0\] is \[0\]; expected a \[start, end\] pair"),
-    ({**_GOOD, "offsets": [0, 4]}, r"offsets\[0\] is 0"),
-    ({**_GOOD, "offsets": [[0.5, 3], [4, 7]]}, r"offsets\[0\] is \[0.5, 3\]"),
-    ({**_GOOD, "offsets": "0-3"}, r"'offsets' must be a list"),
-    ({"words": "Thecat!!", "heads": [-1, 0, 0, 0, 0, 0, 0, 0]}, r"'words' must be a list of strings; got 'Thecat!!'"),
-    ({"words": ["The", 7], "heads": [1, -1]}, r"'words' must be a list of strings"),
-    ({**_GOOD, "heads": [1.7, -1]}, r"'heads' must be a list of whole numbers"),
-    ({**_GOOD, "heads": [True, -1]}, r"'heads' must be a list of whole numbers"),
-    ({**_GOOD, "heads": [1.0, -1]}, r"'heads' must be a list of whole numbers"),
-    ({**_GOOD, "heads": "1 -1"}, r"'heads' must be a list of whole numbers"),
-    ({**_GOOD, "deprels": "det root"}, r"'deprels' must be a list of strings"),
-    ({**_GOOD, "text": 5}, r"'text' must be a string"),
-    ({**_GOOD, "metadata": [1]}, r"'metadata' must be an object"),
-    ({"text": "The cat", "sentences": [{"words": ["The", "cat"], "heads": [1, -1], "offsets": [[0, 3], [4, 90]]}]},
-     r"sentence 0: word offsets 90 past the end of the document text \(length 7\)"),
-    ({"sentences": "x"}, r"bad JSONL record: a document record must be a JSON object with a list 'sentences'"),
-    ([1, 2], r"expected one sentence or document record \(a JSON object\) per line, got a JSON list"),
-    (None, r"expected one sentence or document record \(a JSON object\) per line, got a JSON NoneType"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({**_GOOD, "offsets": [[3, 0], [4, 7]]}, r"offsets\[0\] = \[3, 0\] is not a span"),
+        ({**_GOOD, "offsets": [[-3, 0], [4, 7]]}, r"offsets\[0\] = \[-3, 0\] is not a span"),
+        ({**_GOOD, "offsets": [[0, 3], [4, 70]]}, r"offsets\[1\] = \[4, 70\] .* <= 7, the text's length"),
+        ({**_GOOD, "offsets": [[0], [4, 7]]}, r"offsets\[0\] is \[0\]; expected a \[start, end\] pair"),
+        ({**_GOOD, "offsets": [0, 4]}, r"offsets\[0\] is 0"),
+        ({**_GOOD, "offsets": [[0.5, 3], [4, 7]]}, r"offsets\[0\] is \[0.5, 3\]"),
+        ({**_GOOD, "offsets": "0-3"}, r"'offsets' must be a list"),
+        (
+            {"words": "Thecat!!", "heads": [-1, 0, 0, 0, 0, 0, 0, 0]},
+            r"'words' must be a list of strings; got 'Thecat!!'",
+        ),
+        ({"words": ["The", 7], "heads": [1, -1]}, r"'words' must be a list of strings"),
+        ({**_GOOD, "heads": [1.7, -1]}, r"'heads' must be a list of whole numbers"),
+        ({**_GOOD, "heads": [True, -1]}, r"'heads' must be a list of whole numbers"),
+        ({**_GOOD, "heads": [1.0, -1]}, r"'heads' must be a list of whole numbers"),
+        ({**_GOOD, "heads": "1 -1"}, r"'heads' must be a list of whole numbers"),
+        ({**_GOOD, "deprels": "det root"}, r"'deprels' must be a list of strings"),
+        ({**_GOOD, "text": 5}, r"'text' must be a string"),
+        ({**_GOOD, "metadata": [1]}, r"'metadata' must be an object"),
+        (
+            {
+                "text": "The cat",
+                "sentences": [{"words": ["The", "cat"], "heads": [1, -1], "offsets": [[0, 3], [4, 90]]}],
+            },
+            r"sentence 0: word offsets 90 past the end of the document text \(length 7\)",
+        ),
+        ({"sentences": "x"}, r"bad JSONL record: a document record must be a JSON object with a list 'sentences'"),
+        ([1, 2], r"expected one sentence or document record \(a JSON object\) per line, got a JSON list"),
+        (None, r"expected one sentence or document record \(a JSON object\) per line, got a JSON NoneType"),
+    ],
+)
 def test_read_jsonl_checks_every_record(tmp_path, record, message):
     path = tmp_path / "ann.jsonl"
     path.write_text(json.dumps(_GOOD) + "\n" + json.dumps(record) + "\n")

@@ -18,8 +18,10 @@ from syntaxformer.errors import SyntaxformerError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-SENTENCES = ["A Sunshine-drenched amalgamation of unbelievably colourful umbrellas.",
-             "Two young, White males are outside near many bushes."]
+SENTENCES = [
+    "A Sunshine-drenched amalgamation of unbelievably colourful umbrellas.",
+    "Two young, White males are outside near many bushes.",
+]
 
 
 @pytest.fixture(scope="module")

@@ -42,9 +42,13 @@ def make_forest(spec: Spec) -> WordForest:
             trees.append(tr)
             base += len(h)
             t += 1
-    return WordForest(heads=np.array(heads, dtype=np.int64), tree_id=np.array(tree_id, dtype=np.int64),
-                      segment=np.array(segment, dtype=np.int64), trees=trees,
-                      sentence_start=np.array(starts, dtype=np.int64))
+    return WordForest(
+        heads=np.array(heads, dtype=np.int64),
+        tree_id=np.array(tree_id, dtype=np.int64),
+        segment=np.array(segment, dtype=np.int64),
+        trees=trees,
+        sentence_start=np.array(starts, dtype=np.int64),
+    )
 
 
 def make_example(spec: Spec, extra_specials: tuple[int, ...] = ()) -> AlignedExample:
@@ -67,21 +71,32 @@ def make_example(spec: Spec, extra_specials: tuple[int, ...] = ()) -> AlignedExa
         wi.insert(at, -1)
         pi.insert(at, -1)
     L = len(wi)
-    return AlignedExample(input_ids=np.arange(L), word_index=np.array(wi, dtype=np.int64),
-                          piece_index=np.array(pi, dtype=np.int64),
-                          n_pieces=np.array(spec.n_pieces, dtype=np.int64), forest=forest)
+    return AlignedExample(
+        input_ids=np.arange(L),
+        word_index=np.array(wi, dtype=np.int64),
+        piece_index=np.array(pi, dtype=np.int64),
+        n_pieces=np.array(spec.n_pieces, dtype=np.int64),
+        forest=forest,
+    )
 
 
-def window(example: AlignedExample, start: int, end: int, cls: bool = True, sep: bool = True
-           ) -> tuple[AlignedExample, list[int | None]]:
+def window(
+    example: AlignedExample, start: int, end: int, cls: bool = True, sep: bool = True
+) -> tuple[AlignedExample, list[int | None]]:
     """Positions ``start..end-1`` of ``example`` (optionally between new special tokens), and for every window
     position its full-example position (``None`` for the added specials)."""
     full = list(range(start, end))
     mapping: list[int | None] = ([None] if cls else []) + full + ([None] if sep else [])
     wi = np.array([-1 if m is None else example.word_index[m] for m in mapping], dtype=np.int64)
     pi = np.array([-1 if m is None else example.piece_index[m] for m in mapping], dtype=np.int64)
-    return AlignedExample(input_ids=np.arange(len(mapping)), word_index=wi, piece_index=pi,
-                          n_pieces=example.n_pieces, forest=example.forest, window=1), mapping
+    return AlignedExample(
+        input_ids=np.arange(len(mapping)),
+        word_index=wi,
+        piece_index=pi,
+        n_pieces=example.n_pieces,
+        forest=example.forest,
+        window=1,
+    ), mapping
 
 
 def random_heads(n: int, rng: random.Random, roots: int = 1, deep: bool = False) -> list[int]:
@@ -234,8 +249,9 @@ def ref_sdoi(example: AlignedExample, criterion: str) -> np.ndarray:
     return m
 
 
-def _groups(heads: list[int], lex_head, nodes: list[int], segments: list[int], D: int, pairwise: bool,
-            has_tree) -> np.ndarray:
+def _groups(
+    heads: list[int], lex_head, nodes: list[int], segments: list[int], D: int, pairwise: bool, has_tree
+) -> np.ndarray:
     L = len(nodes)
     depth = T.depths(heads)
     g = np.zeros((L, L), dtype=np.uint8)

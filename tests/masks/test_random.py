@@ -56,7 +56,8 @@ def test_random_like_groups_keeps_group_sizes():
     L = dep.shape[-1]
     off = valid[:, :, None] & valid[:, None, :] & ~torch.eye(L, dtype=torch.bool)
     for b in range(dep.shape[0]):
-        assert torch.equal(torch.bincount(rand[b][off[b]].long(), minlength=47),
-                           torch.bincount(dep[b][off[b]].long(), minlength=47))
+        assert torch.equal(
+            torch.bincount(rand[b][off[b]].long(), minlength=47), torch.bincount(dep[b][off[b]].long(), minlength=47)
+        )
     assert torch.equal(rand[~off], dep[~off])
     assert not torch.equal(rand, dep)

@@ -13,16 +13,7 @@ from hypothesis import strategies as st
 from syntaxformer.data.constituency import Tree
 from syntaxformer.data.encode import encode_syntax
 from syntaxformer.masks import group_id, group_name, num_groups, relation_groups, relation_groups_from_features
-from tests.masks.reference import (
-    Spec,
-    make_example,
-    pad,
-    random_example,
-    ref_con_groups,
-    ref_dep_groups,
-    rngs,
-    window,
-)
+from tests.masks.reference import Spec, make_example, pad, random_example, ref_con_groups, ref_dep_groups, rngs, window
 
 
 def _groups(spec: Spec, D: int = 15, criterion: str = "share", pairwise: bool = True):
@@ -148,8 +139,12 @@ def _random_batch(rngs_: list[random.Random], criterion: str, D: int):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(rngs(), min_size=1, max_size=3), st.sampled_from(["share", "children"]),
-       st.sampled_from([1, 2, 3, 5, 15]), st.booleans())
+@given(
+    st.lists(rngs(), min_size=1, max_size=3),
+    st.sampled_from(["share", "children"]),
+    st.sampled_from([1, 2, 3, 5, 15]),
+    st.booleans(),
+)
 def test_relations_match_reference(rngs_: list[random.Random], criterion: str, D: int, pairwise: bool):
     examples, batch = _random_batch(rngs_, criterion, D)
     dep, con = relation_groups_from_features(batch, D, pairwise)
@@ -157,8 +152,10 @@ def test_relations_match_reference(rngs_: list[random.Random], criterion: str, D
     assert dep.dtype == con.dtype == torch.uint8 and dep.shape == con.shape == (B, L, L)
     for b, ex in enumerate(examples):
         n = len(ex)
-        for got, ref in ((dep[b].numpy(), ref_dep_groups(ex, criterion, D, pairwise)),
-                         (con[b].numpy(), ref_con_groups(ex, D, pairwise))):
+        for got, ref in (
+            (dep[b].numpy(), ref_dep_groups(ex, criterion, D, pairwise)),
+            (con[b].numpy(), ref_con_groups(ex, D, pairwise)),
+        ):
             assert np.array_equal(got[:n, :n], ref)
             assert not got[n:].any() and not got[:, n:].any()  # padding
 
@@ -184,8 +181,9 @@ def test_relations_are_converse(rng: random.Random):
     """parent d at (i, j) <=> child d at (j, i); sibling and pairwise are symmetric (dependency trees)."""
     ex = random_example(rng, max_words=12)
     D = 6
-    dep, _ = relation_groups_from_features(pad([encode_syntax(ex, rng.choice(["share", "children"]),
-                                                              max_distance=D)]), D)
+    dep, _ = relation_groups_from_features(
+        pad([encode_syntax(ex, rng.choice(["share", "children"]), max_distance=D)]), D
+    )
     g = dep[0].long()
     kind_t = g.T.clone()
     swap = (kind_t >= 1) & (kind_t <= 2 * D)
@@ -195,8 +193,18 @@ def test_relations_are_converse(rng: random.Random):
 
 def test_relation_groups_direct_call_matches_helper():
     e = pad([encode_syntax(make_example(Spec([[([1, -1, 1], None)], [([-1], None)]], [1, 2, 1, 1])))])
-    direct = relation_groups(e["dep_tin"], e["dep_depth"], e["dep_anc_lo"], e["dep_anc_hi"], e["dep_anc_head"],
-                             e["syntax_tree"], e["syntax_segment"], 15, True, key_hi=e["dep_tout"])
+    direct = relation_groups(
+        e["dep_tin"],
+        e["dep_depth"],
+        e["dep_anc_lo"],
+        e["dep_anc_hi"],
+        e["dep_anc_head"],
+        e["syntax_tree"],
+        e["syntax_segment"],
+        15,
+        True,
+        key_hi=e["dep_tout"],
+    )
     assert torch.equal(direct, relation_groups_from_features(e)[0])
     dep, con = relation_groups_from_features(e, constituency=False)
     assert con is None and torch.equal(dep, direct)
@@ -205,7 +213,14 @@ def test_relation_groups_direct_call_matches_helper():
 def test_relation_groups_unbatched():
     e = encode_syntax(make_example(Spec([[([1, -1, 1], None)], [([-1], None)]], [1, 2, 1, 1])))
     t = {k: torch.as_tensor(v) for k, v in e.items()}
-    single = relation_groups(t["con_key"], t["con_depth"], t["con_anc_lo"], t["con_anc_hi"], t["con_anc_head"],
-                             t["syntax_tree"], t["syntax_segment"])
+    single = relation_groups(
+        t["con_key"],
+        t["con_depth"],
+        t["con_anc_lo"],
+        t["con_anc_hi"],
+        t["con_anc_head"],
+        t["syntax_tree"],
+        t["syntax_segment"],
+    )
     assert single.shape == (len(e["con_key"]),) * 2
     assert torch.equal(single, relation_groups_from_features(pad([e]))[1][0])

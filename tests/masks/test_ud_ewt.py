@@ -58,7 +58,7 @@ def test_ud_ewt_dev_sdoi_and_relations(criterion: str):
     order = sorted(range(len(examples)), key=lambda i: len(examples[i]))
     checked = 0
     for start in range(0, len(order), 64):
-        chunk = [examples[i] for i in order[start:start + 64]]
+        chunk = [examples[i] for i in order[start : start + 64]]
         batch = pad([encode_syntax(ex, criterion, max_distance=D, constituency=False) for ex in chunk])
         sdoi = sdoi_mask_from_features(batch).numpy()
         groups, _ = relation_groups_from_features(batch, D, pairwise=False, constituency=False)

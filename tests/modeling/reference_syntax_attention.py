@@ -80,11 +80,21 @@ def _topical_scores(topical: Any, layer: int, outputs: torch.Tensor) -> torch.Te
     return keyed @ topical.query[layer].double() * topical.scale
 
 
-def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                               attention_mask: torch.Tensor | None, scaling: float | None = None,
-                               dropout: float = 0.0, syntax_groups: Any = None,
-                               syntax_options: SyntaxAttentionOptions | None = None, syntax_topical: Any = None,
-                               syntax_lisa: Any = None, syntax_gate: Any = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+def reference_syntax_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    syntax_groups: Any = None,
+    syntax_options: SyntaxAttentionOptions | None = None,
+    syntax_topical: Any = None,
+    syntax_lisa: Any = None,
+    syntax_gate: Any = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Same contract as :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward` (no dropout):
     ``([B, L, H, d] output, [B, H, L, L] effective attention Σ_g α_g A_g)``."""
     opts = syntax_options or SyntaxAttentionOptions()
@@ -92,7 +102,7 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
     layer = getattr(module, "layer_idx", None) if layer is None else layer
     B, H, L, d = query.shape
     dev = query.device
-    scale = d ** -0.5 if scaling is None else scaling
+    scale = d**-0.5 if scaling is None else scaling
     scores = (query.double() @ key.double().transpose(-1, -2)) * scale  # (B, H, L, L)
     v = value.double()
     allowed = _allowed_keys(attention_mask, B, L, dev)  # (B, L, L)
@@ -110,8 +120,9 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
         ka = torch.einsum("bhjc,ehc->bje", key.double(), wk)
         logits = (qa @ ka.transpose(-1, -2)) * scale  # (B, L, L)
         p_added = _masked_softmax(logits, allowed)  # (B, L, L)
-        syntax_lisa.log_probs = torch.log_softmax(logits.masked_fill(~allowed, torch.finfo(torch.float32).min),
-                                                  -1).float()  # (B, L, L), as for an existing head
+        syntax_lisa.log_probs = torch.log_softmax(
+            logits.masked_fill(~allowed, torch.finfo(torch.float32).min), -1
+        ).float()  # (B, L, L), as for an existing head
     elif syntax_lisa is not None and layer == syntax_lisa.layer:
         lisa_head = syntax_lisa.head
         logits = scores[:, lisa_head].masked_fill(~allowed, torch.finfo(torch.float32).min)
@@ -141,8 +152,10 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
         cand_probs.append(p_full)
         cand_rows.append(allowed.any(-1))
     if lisa_head is not None:  # the LISA head keeps the full softmax in every candidate
-        cand_probs = [torch.cat([p[:, :lisa_head], p_full[:, lisa_head:lisa_head + 1], p[:, lisa_head + 1:]], 1)
-                      for p in cand_probs]
+        cand_probs = [
+            torch.cat([p[:, :lisa_head], p_full[:, lisa_head : lisa_head + 1], p[:, lisa_head + 1 :]], 1)
+            for p in cand_probs
+        ]
     cand_out = [(p @ v).transpose(1, 2).reshape(B, L, H * d) for p in cand_probs]  # (B, L, H*d) each: O_g
 
     # Topical attention over each token's candidates (Eq. 3).
@@ -166,7 +179,7 @@ def reference_syntax_attention(module: torch.nn.Module, query: torch.Tensor, key
     out = torch.zeros(B, L, H * d, dtype=torch.float64, device=dev)
     eff = torch.zeros(B, H, L, L, dtype=torch.float64, device=dev)
     for c in range(len(cand_out)):
-        out = out + alpha[..., c:c + 1] * cand_out[c]
+        out = out + alpha[..., c : c + 1] * cand_out[c]
         eff = eff + alpha[..., c].view(B, 1, L, 1) * cand_probs[c]
     out = out.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
 
@@ -205,9 +218,15 @@ def reference_attention() -> Iterator[None]:
         register_syntax_attention()
 
 
-def reference_option_groups(partitions: list[torch.Tensor], tree: torch.Tensor, segment: torch.Tensor,
-                            max_distance: int, pairwise: str | None, self_group: bool = False,
-                            special_keys: bool = False) -> list[torch.Tensor]:
+def reference_option_groups(
+    partitions: list[torch.Tensor],
+    tree: torch.Tensor,
+    segment: torch.Tensor,
+    max_distance: int,
+    pairwise: str | None,
+    self_group: bool = False,
+    special_keys: bool = False,
+) -> list[torch.Tensor]:
     """The sub-networks of Syntax-BERT's options, written pair by pair from their definitions, added to
     ``partitions`` (``[B, L, L]`` group ids built *without* the pairwise group):
 

@@ -12,24 +12,28 @@ SG = ("syntax_tree", "dep_tin", "dep_tout")
 
 
 def config(**kw) -> SGNetConfig:
-    return SGNetConfig(encoder=BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                          intermediate_size=37), **kw)
+    return SGNetConfig(
+        encoder=BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37), **kw
+    )
 
 
-@pytest.mark.parametrize("options, expected", [
-    (dict(), SG),
-    (dict(use_sg_layer=False), ("syntax_tree",)),  # the default mean pooling marks the special tokens
-    (dict(use_sg_layer=False, pooling="cls"), ()),
-    (dict(pooling="cls"), SG),
-    (dict(use_sg_layer=False, pooling="mean"), ("syntax_tree",)),
-    (dict(pooling="mean"), SG),
-    (dict(aggregation="vanilla_layer", pooling="cls"), ()),  # the extra layer is unmasked
-    (dict(aggregation="vanilla_layer", mask_special_in_aggregation=True), ("syntax_tree",)),
-    (dict(aggregation="concat"), SG),
-    (dict(pos_embeddings="upos"), SG + ("pos_ids",)),
-    (dict(use_sg_layer=False, pooling="cls", pos_embeddings="xpos"), ("pos_ids",)),
-    (dict(use_sg_layer=False, pooling="cls", mask_special_in_aggregation=True), ()),  # no layer, nothing to mask
-])
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        (dict(), SG),
+        (dict(use_sg_layer=False), ("syntax_tree",)),  # the default mean pooling marks the special tokens
+        (dict(use_sg_layer=False, pooling="cls"), ()),
+        (dict(pooling="cls"), SG),
+        (dict(use_sg_layer=False, pooling="mean"), ("syntax_tree",)),
+        (dict(pooling="mean"), SG),
+        (dict(aggregation="vanilla_layer", pooling="cls"), ()),  # the extra layer is unmasked
+        (dict(aggregation="vanilla_layer", mask_special_in_aggregation=True), ("syntax_tree",)),
+        (dict(aggregation="concat"), SG),
+        (dict(pos_embeddings="upos"), SG + ("pos_ids",)),
+        (dict(use_sg_layer=False, pooling="cls", pos_embeddings="xpos"), ("pos_ids",)),
+        (dict(use_sg_layer=False, pooling="cls", mask_special_in_aggregation=True), ()),  # no layer, nothing to mask
+    ],
+)
 def test_config_sgnet_syntax_inputs(options, expected):
     assert config(**options).syntax_inputs == expected
 
@@ -38,7 +42,12 @@ def test_config_sgnet_pos_vocab_size_and_head_options_round_trip(tmp_path):
     c = config(pos_embeddings="xpos", qa_verifier=True, verifier_loss_weight=0.5, verifier_beta2=2)
     assert c.pos_vocab_size == feature_vocab_size("xpos") and config().pos_vocab_size is None
     assert (c.qa_verifier, c.verifier_loss_weight, c.span_loss_weight, c.verifier_beta1, c.verifier_beta2) == (
-        True, 0.5, 1.0, 1.0, 2.0)
+        True,
+        0.5,
+        1.0,
+        1.0,
+        2.0,
+    )
     assert c.classifier_dropout == c.sg_dropout == 0.1 and c.initializer_range == 0.02
     c.save_pretrained(tmp_path)
     loaded = AutoConfig.from_pretrained(tmp_path)
@@ -47,8 +56,9 @@ def test_config_sgnet_pos_vocab_size_and_head_options_round_trip(tmp_path):
     assert loaded.verifier_beta2 == 2.0
 
 
-@pytest.mark.parametrize("bad", [dict(pooling="max"), dict(classifier_dropout=1.0), dict(span_loss_weight=-1.0),
-                                 dict(qa_verifier="yes")])
+@pytest.mark.parametrize(
+    "bad", [dict(pooling="max"), dict(classifier_dropout=1.0), dict(span_loss_weight=-1.0), dict(qa_verifier="yes")]
+)
 def test_config_sgnet_rejects_bad_head_options(bad):
     with pytest.raises(Exception) as err:
         config(**bad)

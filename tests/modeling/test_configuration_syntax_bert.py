@@ -13,24 +13,41 @@ CON = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
 
 
 def config(**kw) -> SyntaxBertConfig:
-    return SyntaxBertConfig(encoder=BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                               intermediate_size=37), **kw)
+    return SyntaxBertConfig(
+        encoder=BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37), **kw
+    )
 
 
-@pytest.mark.parametrize("options, expected", [
-    (dict(), BASE + DEP + CON),
-    (dict(use_constituency=False), BASE + DEP),
-    (dict(use_dependency=False), BASE + CON),
-    (dict(lisa_layer=1), ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent",
-                          "dep_anc_lo", "dep_anc_hi", "dep_anc_head") + CON),
-    (dict(syntax_layers=[1], use_constituency=False), BASE + DEP),  # groups in some layers
-    (dict(syntax_layers=[]), ()),  # no sub-networks, no LISA: the plain encoder
-    (dict(syntax_layers=[], lisa_layer=0), ("dep_parent",)),
-    (dict(syntax_layers=[], pooling="mean"), ("syntax_tree",)),
-    (dict(random_masks=True, use_constituency=False), BASE + DEP),
-    (dict(pairwise="sentence", use_constituency=False), ("syntax_tree",) + DEP),  # sentence ids, no text ids
-    (dict(self_group=True, special_keys=True), BASE + DEP + CON),
-])
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        (dict(), BASE + DEP + CON),
+        (dict(use_constituency=False), BASE + DEP),
+        (dict(use_dependency=False), BASE + CON),
+        (
+            dict(lisa_layer=1),
+            (
+                "syntax_tree",
+                "syntax_segment",
+                "dep_tin",
+                "dep_tout",
+                "dep_depth",
+                "dep_parent",
+                "dep_anc_lo",
+                "dep_anc_hi",
+                "dep_anc_head",
+            )
+            + CON,
+        ),
+        (dict(syntax_layers=[1], use_constituency=False), BASE + DEP),  # groups in some layers
+        (dict(syntax_layers=[]), ()),  # no sub-networks, no LISA: the plain encoder
+        (dict(syntax_layers=[], lisa_layer=0), ("dep_parent",)),
+        (dict(syntax_layers=[], pooling="mean"), ("syntax_tree",)),
+        (dict(random_masks=True, use_constituency=False), BASE + DEP),
+        (dict(pairwise="sentence", use_constituency=False), ("syntax_tree",) + DEP),  # sentence ids, no text ids
+        (dict(self_group=True, special_keys=True), BASE + DEP + CON),
+    ],
+)
 def test_config_syntax_bert_syntax_inputs(options, expected):
     assert config(**options).syntax_inputs == expected
 
@@ -38,7 +55,12 @@ def test_config_syntax_bert_syntax_inputs(options, expected):
 def test_config_syntax_bert_shares_the_head_options():
     c = config(qa_verifier=True, span_loss_weight=0, verifier_beta1=0.5, pooling="mean", classifier_dropout=0.2)
     assert (c.qa_verifier, c.span_loss_weight, c.verifier_beta1, c.pooling, c.classifier_dropout) == (
-        True, 0.0, 0.5, "mean", 0.2)
+        True,
+        0.0,
+        0.5,
+        "mean",
+        0.2,
+    )
     assert config().classifier_dropout == 0.1  # the encoder's hidden dropout
     assert config().model_type == "syntaxformer-syntax-bert"
 

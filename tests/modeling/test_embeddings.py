@@ -10,8 +10,11 @@ from syntaxformer.modeling.embeddings import SyntaxFeatureEmbedding, SyntaxInfus
 
 
 def test_embeddings_shapes_sum_and_concat():
-    ids = {"upos_ids": torch.tensor([[2, 5, 0]]), "case_ids": torch.tensor([[2, 3, 0]]),
-           "subword_ids": torch.tensor([[2, 4, -1]])}
+    ids = {
+        "upos_ids": torch.tensor([[2, 5, 0]]),
+        "case_ids": torch.tensor([[2, 3, 0]]),
+        "subword_ids": torch.tensor([[2, 4, -1]]),
+    }
     feats = ("upos", "case", "subword")
     s = SyntaxFeatureEmbedding(feats, 20, "sum")
     c = SyntaxFeatureEmbedding(feats, 20, "concat")

@@ -39,12 +39,18 @@ from tests.modeling.test_modeling_sgnet import make_batch, tiny_bert, tiny_confi
 
 torch.set_num_threads(1)
 
-AUTO = {"sequence_classification": AutoModelForSequenceClassification,
-        "question_answering": AutoModelForQuestionAnswering,
-        "multiple_choice": AutoModelForMultipleChoice,
-        "token_classification": AutoModelForTokenClassification}
-OUTPUTS = {"sequence_classification": SequenceClassifierOutput, "question_answering": QuestionAnsweringOutput,
-           "multiple_choice": MultipleChoiceOutput, "token_classification": TokenClassifierOutput}
+AUTO = {
+    "sequence_classification": AutoModelForSequenceClassification,
+    "question_answering": AutoModelForQuestionAnswering,
+    "multiple_choice": AutoModelForMultipleChoice,
+    "token_classification": AutoModelForTokenClassification,
+}
+OUTPUTS = {
+    "sequence_classification": SequenceClassifierOutput,
+    "question_answering": QuestionAnsweringOutput,
+    "multiple_choice": MultipleChoiceOutput,
+    "token_classification": TokenClassifierOutput,
+}
 #: Options per system for the matrix: SG-Net with its layer; Syntax-BERT with both trees and LISA.
 SYSTEM_OPTIONS = {"sgnet": {}, "syntax_bert": {"lisa_layer": 1, "lisa_head": 1, "max_distance": 15}}
 LABEL_KEYS = ("labels", "start_positions", "end_positions", "is_impossible")
@@ -100,8 +106,9 @@ def test_every_system_head_trains_and_round_trips(system, head, tmp_path):
     out.loss.backward()
     named = dict(model.named_parameters())
     backbone = "sgnet" if system == "sgnet" else "syntax_bert"
-    assert all(k.startswith(backbone + ".") or k.split(".")[0] in ("pooler", "classifier", "qa_outputs")
-               for k in named), sorted(named)
+    assert all(
+        k.startswith(backbone + ".") or k.split(".")[0] in ("pooler", "classifier", "qa_outputs") for k in named
+    ), sorted(named)
     enc_grad = named[f"{backbone}.encoder.embeddings.word_embeddings.weight"].grad
     assert enc_grad is not None and enc_grad.abs().sum() > 0
     if system == "syntax_bert":  # the LISA loss is part of every head's loss
@@ -187,8 +194,10 @@ def test_qa_shapes_and_loss_is_mean_of_start_end_cross_entropy():
     assert isinstance(out, QuestionAnsweringOutput)
     assert out.start_logits.shape == out.end_logits.shape == (B, L)
     assert out.verifier_logits is None and out.verifier_loss is None
-    expected = (nn.functional.cross_entropy(out.start_logits, batch["start_positions"])
-                + nn.functional.cross_entropy(out.end_logits, batch["end_positions"])) / 2
+    expected = (
+        nn.functional.cross_entropy(out.start_logits, batch["start_positions"])
+        + nn.functional.cross_entropy(out.end_logits, batch["end_positions"])
+    ) / 2
     assert torch.allclose(out.loss, expected)
     no_labels = {k: v for k, v in batch.items() if k not in ("start_positions", "end_positions")}
     out2 = model(**no_labels)
@@ -237,12 +246,16 @@ def test_answer_verifier_joint_loss(weight):
 def test_qa_baseline_without_sg_layer_needs_no_syntax():
     model = tiny_qa(use_sg_layer=False)
     batch = qa_batch()
-    plain = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids", "start_positions",
-                                   "end_positions") if k in batch}
+    plain = {
+        k: batch[k]
+        for k in ("input_ids", "attention_mask", "token_type_ids", "start_positions", "end_positions")
+        if k in batch
+    }
     out = model(**plain)
     assert model.sgnet.sg_layer is None and torch.isfinite(out.loss)
-    h = model.sgnet.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                            token_type_ids=batch.get("token_type_ids")).last_hidden_state
+    h = model.sgnet.encoder(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], token_type_ids=batch.get("token_type_ids")
+    ).last_hidden_state
     assert torch.allclose(out.start_logits, model.qa_outputs(h)[..., 0], atol=1e-6)
 
 
@@ -268,6 +281,7 @@ def test_parallel_verifier_trains_the_verifier_alone():
     assert model.qa_outputs.weight.grad is None or model.qa_outputs.weight.grad.abs().sum() == 0
     with pytest.raises(ValueError, match="nothing to train"):
         tiny_qa(span_loss_weight=0.0)
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Multiple choice

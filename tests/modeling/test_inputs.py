@@ -27,8 +27,14 @@ from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs
 from tests.masks.reference import random_example
 from tests.modeling.test_modeling_sgnet import tiny_bert
 
-MODELS = [SGNetModel, SGNetForSequenceClassification, SGNetForQuestionAnswering, SyntaxBertModel,
-          SyntaxBertForSequenceClassification, SyntaxBertForMultipleChoice]
+MODELS = [
+    SGNetModel,
+    SGNetForSequenceClassification,
+    SGNetForQuestionAnswering,
+    SyntaxBertModel,
+    SyntaxBertForSequenceClassification,
+    SyntaxBertForMultipleChoice,
+]
 
 
 @pytest.mark.parametrize("cls", MODELS, ids=lambda c: c.__name__)
@@ -73,8 +79,16 @@ def test_inputs_plain_trainer_keeps_the_syntax_columns_with_default_arguments(sy
         syntax_part = "syntax_bert.topical."
     before = {n: p.detach().clone() for n, p in model.named_parameters() if n.startswith(syntax_part)}
     assert before
-    args = TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, learning_rate=1e-2,
-                             report_to="none", use_cpu=True, save_strategy="no", logging_steps=1)
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        learning_rate=1e-2,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+    )
     assert args.remove_unused_columns  # the default
     seen = []
 
@@ -98,11 +112,18 @@ def test_inputs_syntax_bert_accepts_its_keys_and_precomputed_groups_and_rejects_
     with torch.no_grad():
         reference = model(**batch).logits
         groups = model.syntax_bert.build_groups(batch, torch.device("cpu"), batch["input_ids"])
-        precomputed = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                            syntax_groups=groups, syntax_tree=batch["syntax_tree"]).logits
+        precomputed = model(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            syntax_groups=groups,
+            syntax_tree=batch["syntax_tree"],
+        ).logits
     assert torch.allclose(precomputed, reference, atol=1e-6)
-    with pytest.raises(InputError, match=r"SyntaxBertForSequenceClassification.forward got unexpected keyword "
-                                         r"arguments \['dep_tinn'\]"):
+    with pytest.raises(
+        InputError,
+        match=r"SyntaxBertForSequenceClassification.forward got unexpected keyword "
+        r"arguments \['dep_tinn'\]",
+    ):
         model(**batch, dep_tinn=batch["dep_tin"])
     with pytest.raises(InputError, match=r"SyntaxBertModel.forward got unexpected keyword arguments \['labels'\]"):
         model.syntax_bert(**batch, labels=torch.zeros(3, dtype=torch.long))

@@ -37,8 +37,14 @@ VOCAB = 100
 
 def tiny_bert(**kw) -> BertConfig:
     """Tiny random BERT: hidden 32, 2 layers, 4 heads (intermediate 37 so no size coincides by accident)."""
-    args = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-                max_position_embeddings=512)
+    args = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=512,
+    )
     args.update(kw)
     return BertConfig(**args)
 
@@ -78,8 +84,17 @@ def test_config_defaults_come_from_paper_and_encoder():
     assert c.hidden_size == 32 and not c.mask_special_in_aggregation and c.num_labels == 2
 
 
-@pytest.mark.parametrize("bad", [dict(alpha=1.5), dict(aggregation="sum"), dict(sg_num_heads=5),
-                                 dict(pooling="max"), dict(alpha_mode="adaptive"), dict(sg_dropout=1.0)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(alpha=1.5),
+        dict(aggregation="sum"),
+        dict(sg_num_heads=5),
+        dict(pooling="max"),
+        dict(alpha_mode="adaptive"),
+        dict(sg_dropout=1.0),
+    ],
+)
 def test_config_rejects_bad_options(bad):
     with pytest.raises(Exception) as err:
         tiny_config(**bad)
@@ -230,8 +245,9 @@ def test_sgnet_baseline_equals_plain_encoder_and_head(tmp_path):
     torch.manual_seed(0)
     plain = BertForSequenceClassification(tiny_bert(num_labels=3)).eval()
     plain.save_pretrained(tmp_path)
-    model = SGNetForSequenceClassification.from_encoder_pretrained(str(tmp_path), num_labels=3, use_sg_layer=False,
-                                                                   pooling="cls")
+    model = SGNetForSequenceClassification.from_encoder_pretrained(
+        str(tmp_path), num_labels=3, use_sg_layer=False, pooling="cls"
+    )
     assert model.sgnet.sg_layer is None and not any("sg_layer" in n for n, _ in model.named_parameters())
     model.classifier.load_state_dict(plain.classifier.state_dict())
     batch = make_batch()
@@ -288,8 +304,12 @@ def test_sgnet_copy_last_rejects_non_bert_encoder():
 @pytest.mark.parametrize("aggregation", AGGREGATIONS)
 @pytest.mark.parametrize("pooling", ["cls", "mean"])
 def test_sgnet_every_aggregation_runs_forward_backward(aggregation, pooling):
-    model = tiny_model(aggregation=aggregation, pooling=pooling, alpha_mode="learned",
-                       mask_special_in_aggregation=aggregation == "dual").train()
+    model = tiny_model(
+        aggregation=aggregation,
+        pooling=pooling,
+        alpha_mode="learned",
+        mask_special_in_aggregation=aggregation == "dual",
+    ).train()
     batch = make_batch()
     out = model(**batch, labels=torch.tensor([0, 1, 2]))
     out.loss.backward()
@@ -311,8 +331,7 @@ def test_sgnet_vanilla_layer_needs_no_syntax_and_concat_starts_as_dual():
     concat = tiny_model(SGNetModel, aggregation="concat", alpha=0.25)
     with torch.no_grad():
         o = concat(**batch)
-    assert torch.allclose(o.last_hidden_state, 0.25 * o.encoder_hidden_state + 0.75 * o.syntax_hidden_state,
-                          atol=1e-6)
+    assert torch.allclose(o.last_hidden_state, 0.25 * o.encoder_hidden_state + 0.75 * o.syntax_hidden_state, atol=1e-6)
 
 
 def test_sgnet_mask_special_in_aggregation_and_mean_pooling():
@@ -336,13 +355,19 @@ def test_sgnet_missing_syntax_is_a_clear_error_and_unknown_keys_are_rejected():
         model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     with torch.no_grad():
         model(**batch, num_items_in_batch=4)  # collator extras (dep_depth, con_*, ...) and Trainer's count pass
-    with pytest.raises(InputError, match=r"SGNetForSequenceClassification.forward got unexpected keyword arguments "
-                                         r"\['something_else'\]"):
+    with pytest.raises(
+        InputError,
+        match=r"SGNetForSequenceClassification.forward got unexpected keyword arguments "
+        r"\['something_else'\]",
+    ):
         model(**batch, something_else=1)
     with pytest.raises(InputError, match=r"\['label'\].*'labels'"):
         model(**batch, label=torch.zeros(3, dtype=torch.long))
-    with pytest.raises(InputError, match=r"SGNetModel.forward got unexpected keyword arguments \['labels'\] "
-                                         r"\(labels are read by the task models"):
+    with pytest.raises(
+        InputError,
+        match=r"SGNetModel.forward got unexpected keyword arguments \['labels'\] "
+        r"\(labels are read by the task models",
+    ):
         model.sgnet(**batch, labels=torch.zeros(3, dtype=torch.long))
 
 
@@ -400,9 +425,9 @@ def test_sgnet_real_minilm_on_a_collated_batch(minilm_tokenizer):
     with torch.no_grad():
         out = model(**batch, output_attentions=True)
         h = model.sgnet(**{k: v for k, v in batch.items() if k != "labels"}).encoder_hidden_state
-        h_plain = AutoModel.from_pretrained(path)(input_ids=batch["input_ids"],
-                                                  attention_mask=batch["attention_mask"],
-                                                  token_type_ids=batch["token_type_ids"]).last_hidden_state
+        h_plain = AutoModel.from_pretrained(path)(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], token_type_ids=batch["token_type_ids"]
+        ).last_hidden_state
     assert out.logits.shape == (2, 2) and torch.isfinite(out.loss)
     assert torch.allclose(h, h_plain, atol=1e-5)  # the pretrained weights were loaded, not re-initialised
     # "unprecedented" (a word of several pieces) attends to its head "proposal" and the root "approved" only
@@ -416,8 +441,14 @@ def test_sgnet_real_minilm_on_a_collated_batch(minilm_tokenizer):
 # -- BERT+POS (Syntax-Infused BERT): a trainable POS embedding added to the token embeddings, off by default, leaving
 # the model and its outputs unchanged; on real spaCy parses aligned to a BPE tokenizer (tests/conftest.py fixtures).
 def _pos_config(**options) -> SGNetConfig:
-    enc = BertConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                     intermediate_size=37, max_position_embeddings=64)
+    enc = BertConfig(
+        vocab_size=300,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
     return SGNetConfig(encoder=enc, num_labels=2, pooling="mean", **options)
 
 

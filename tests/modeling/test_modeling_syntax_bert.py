@@ -10,12 +10,7 @@ from contextlib import nullcontext
 import pytest
 import torch
 from torch import nn
-from transformers import (
-    AutoConfig,
-    AutoModel,
-    AutoModelForSequenceClassification,
-    BertConfig,
-)
+from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, BertConfig
 from transformers.models.bert.modeling_bert import BertLayer
 
 import syntaxformer.modeling.syntax_attention as SA
@@ -62,8 +57,16 @@ def _one_thread():
 
 def tiny_bert(**kw) -> BertConfig:
     """Tiny random BERT: hidden 32, 2 layers, 4 heads (intermediate 37 so no size coincides by accident)."""
-    args = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-                max_position_embeddings=512, attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    args = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=512,
+        attention_probs_dropout_prob=0.0,
+        hidden_dropout_prob=0.0,
+    )
     args.update(kw)
     return BertConfig(**args)
 
@@ -79,8 +82,7 @@ def make_batch(seed: int = 0, n: int = 3, max_words: int = 6, pad_token_id: int 
     return batch
 
 
-def tiny_model(cls=SyntaxBertForSequenceClassification, seed: int = 0, query_std: float = 1.0, encoder=None,
-               **kw):
+def tiny_model(cls=SyntaxBertForSequenceClassification, seed: int = 0, query_std: float = 1.0, encoder=None, **kw):
     torch.manual_seed(seed)
     kw.setdefault("num_labels", 3)
     model = cls(SyntaxBertConfig(encoder=encoder or tiny_bert(), **kw)).eval()
@@ -104,8 +106,16 @@ class AttnStub(nn.Module):
         self.layer_idx = layer_idx
 
 
-def random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_parts: int = 2, own: bool = False,
-           device: str | torch.device = "cpu"):
+def random_setup(
+    seed: int,
+    B: int = 2,
+    H: int = 3,
+    L: int = 9,
+    d: int = 4,
+    n_parts: int = 2,
+    own: bool = False,
+    device: str | torch.device = "cpu",
+):
     """Random q / k / v, a topical module bound to random projections, two random partitions with empty groups
     (ids with gaps, rows and columns without any group) and a padding mask (padding keys in example 1)."""
     g = torch.Generator().manual_seed(seed)
@@ -128,12 +138,22 @@ def random_setup(seed: int, B: int = 2, H: int = 3, L: int = 9, d: int = 4, n_pa
         ids[:, 2 + j] = 0  # another empty row, different per partition
         parts.append(ids.to(device))
     mask = torch.ones(B, 1, L, L, dtype=torch.bool)
-    mask[1, :, :, L - 3:] = False
+    mask[1, :, :, L - 3 :] = False
     return tuple(x.to(device) for x in (q, k, v)), topical.to(device), parts, mask.to(device)
 
 
-def run_attention(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | None = None, parent=None,
-                  gate: SyntaxGate | None = None, autocast: bool = False, **opts):
+def run_attention(
+    impl: str,
+    inputs,
+    topical,
+    parts,
+    mask,
+    lisa: LisaRecorder | None = None,
+    parent=None,
+    gate: SyntaxGate | None = None,
+    autocast: bool = False,
+    **opts,
+):
     """Output, effective attention (``None`` where the path returns none) and gradients (q, k, v, task query, W_K,
     W_O[, own projections, added LISA head, gate]) of a fixed random linear loss (+ the LISA loss); ``autocast``:
     under bf16 autocast (also used by the flex tests)."""
@@ -152,8 +172,18 @@ def run_attention(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | 
     else:
         attention, options = syntax_attention_forward, SyntaxAttentionOptions(implementation=impl, **opts)
     with torch.autocast(q.device.type, dtype=torch.bfloat16, enabled=autocast):
-        out, probs = attention(AttnStub(), q, k, v, mask, syntax_groups=parts, syntax_topical=topical,
-                               syntax_options=options, syntax_lisa=lisa, syntax_gate=gate)
+        out, probs = attention(
+            AttnStub(),
+            q,
+            k,
+            v,
+            mask,
+            syntax_groups=parts,
+            syntax_topical=topical,
+            syntax_options=options,
+            syntax_lisa=lisa,
+            syntax_gate=gate,
+        )
     weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1)).to(out.device)
     loss = (out.float() * weights).sum()
     if lisa is not None:
@@ -161,7 +191,6 @@ def run_attention(impl: str, inputs, topical, parts, mask, lisa: LisaRecorder | 
     loss.backward()
     grads = [q.grad, k.grad, v.grad] + [torch.zeros_like(p) if p.grad is None else p.grad.clone() for p in params]
     return out.detach(), None if probs is None else probs.detach(), grads
-
 
 
 def _assert_close(a, b, tol=TOL):
@@ -178,8 +207,7 @@ OPTION_GRID = list(itertools.product(["topical", "sum", "mean"], ["full", "self"
 
 @pytest.mark.parametrize("impl", ["fast", "exact"])
 @pytest.mark.parametrize("aggregation,empty_rows,full_candidate", OPTION_GRID)
-def test_attention_fast_and_exact_match_reference_outputs_and_gradients(impl, aggregation, empty_rows,
-                                                                        full_candidate):
+def test_attention_fast_and_exact_match_reference_outputs_and_gradients(impl, aggregation, empty_rows, full_candidate):
     inputs, topical, parts, mask = random_setup(seed=len(aggregation) + 3 * full_candidate)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
     ref = run_attention("reference", inputs, topical, parts, mask, **opts)
@@ -197,8 +225,10 @@ def _gate(per_head: bool, H: int = 3, seed: int = 0) -> SyntaxGate:
 
 @pytest.mark.parametrize("impl", ["fast", "exact"])
 @pytest.mark.parametrize("per_head", [False, True])
-@pytest.mark.parametrize("aggregation,empty_rows,full_candidate", [("topical", "full", False),
-                                                                   ("mean", "self", True), ("sum", "full", False)])
+@pytest.mark.parametrize(
+    "aggregation,empty_rows,full_candidate",
+    [("topical", "full", False), ("mean", "self", True), ("sum", "full", False)],
+)
 def test_gated_attention_fast_and_exact_match_reference(impl, per_head, aggregation, empty_rows, full_candidate):
     """ctx = P_full V + g (Σ α O_g - P_full V) with g != 0: outputs and gradients (incl. the gate's)."""
     inputs, topical, parts, mask = random_setup(seed=21 + per_head)
@@ -227,8 +257,10 @@ def test_zero_gate_is_the_pretrained_attention_and_one_is_ungated():
     one = SyntaxGate(1, 3)
     with torch.no_grad():
         one.weight.fill_(1.0)
-    _assert_close(run_attention("fast", inputs, topical, parts, mask, gate=one)[:2] + ([],),
-                  run_attention("fast", inputs, topical, parts, mask)[:2] + ([],))
+    _assert_close(
+        run_attention("fast", inputs, topical, parts, mask, gate=one)[:2] + ([],),
+        run_attention("fast", inputs, topical, parts, mask)[:2] + ([],),
+    )
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "additive"])
@@ -296,10 +328,15 @@ def test_attention_lisa_head_matches_reference(impl, full_candidate):
     inputs, topical, parts, mask = random_setup(seed=7)
     parent = torch.randint(-1, 6, (2, 9), generator=torch.Generator().manual_seed(0))
     ref_rec, rec = LisaRecorder(layer=0, head=1), LisaRecorder(layer=0, head=1)
-    ref = run_attention("reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent,
-               full_attention_candidate=full_candidate)
-    _assert_close(run_attention(impl, inputs, topical, parts, mask, lisa=rec, parent=parent,
-                       full_attention_candidate=full_candidate), ref)
+    ref = run_attention(
+        "reference", inputs, topical, parts, mask, lisa=ref_rec, parent=parent, full_attention_candidate=full_candidate
+    )
+    _assert_close(
+        run_attention(
+            impl, inputs, topical, parts, mask, lisa=rec, parent=parent, full_attention_candidate=full_candidate
+        ),
+        ref,
+    )
     # the LISA head attends like vanilla attention, to every non-padding key
     q, k, _ = inputs
     scores = (q @ k.transpose(-1, -2))[:, 1] / q.shape[-1] ** 0.5
@@ -345,8 +382,9 @@ def test_attention_without_groups_is_the_hosts_attention():
 def test_attention_skips_layers_not_selected():
     inputs, topical, parts, mask = random_setup(seed=1)
     q, k, v = inputs
-    out, _ = syntax_attention_forward(AttnStub(layer_idx=0), q, k, v, mask, syntax_groups=parts,
-                                      syntax_options=SyntaxAttentionOptions(layers=(1,)))
+    out, _ = syntax_attention_forward(
+        AttnStub(layer_idx=0), q, k, v, mask, syntax_groups=parts, syntax_options=SyntaxAttentionOptions(layers=(1,))
+    )
     vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     assert torch.equal(out, vanilla)
 
@@ -401,8 +439,13 @@ def test_bert_layer_fast_matches_reference_including_weight_gradients(n_parts):
         topical.zero_grad()
         x = x0.clone().requires_grad_()
         with reference_attention() if impl == "reference" else nullcontext():
-            y = layer(x, mask, syntax_groups=parts, syntax_topical=topical,
-                      syntax_options=SyntaxAttentionOptions(implementation="fast" if impl == "reference" else impl))
+            y = layer(
+                x,
+                mask,
+                syntax_groups=parts,
+                syntax_topical=topical,
+                syntax_options=SyntaxAttentionOptions(implementation="fast" if impl == "reference" else impl),
+            )
         (y * torch.linspace(-1, 1, y.numel()).view_as(y)).sum().backward()
         named = {n: p.grad.clone() for n, p in layer.named_parameters() if p.grad is not None}
         named["x"], named["query"] = x.grad, topical.query.grad.clone()
@@ -430,12 +473,23 @@ def test_config_defaults_follow_the_paper():
     assert c.gate == "none", "the paper read literally (no gate) stays the default until the sweep decides"
 
 
-@pytest.mark.parametrize("bad", [dict(max_distance=0), dict(use_dependency=False, use_constituency=False),
-                                 dict(lisa_layer=2), dict(lisa_head=4), dict(syntax_layers=[0, 5]),
-                                 dict(aggregation="max"), dict(empty_rows="none"), dict(implementation="slow"),
-                                 dict(gate="token"), dict(topical_projections="separate"),
-                                 dict(topical_projections="own", aggregation="sum"),
-                                 dict(lisa_head_mode="new")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(max_distance=0),
+        dict(use_dependency=False, use_constituency=False),
+        dict(lisa_layer=2),
+        dict(lisa_head=4),
+        dict(syntax_layers=[0, 5]),
+        dict(aggregation="max"),
+        dict(empty_rows="none"),
+        dict(implementation="slow"),
+        dict(gate="token"),
+        dict(topical_projections="separate"),
+        dict(topical_projections="own", aggregation="sum"),
+        dict(lisa_head_mode="new"),
+    ],
+)
 def test_config_rejects_bad_options(bad):
     with pytest.raises(Exception) as err:
         SyntaxBertConfig(encoder=tiny_bert(), **bad)
@@ -449,6 +503,7 @@ def test_config_saved_with_the_old_relation_names_keeps_its_meaning(tmp_path):
     c.save_pretrained(tmp_path)
     assert AutoConfig.from_pretrained(tmp_path).child_masks is False  # new configs round-trip as they are
     import json
+
     data = json.loads((tmp_path / "config.json").read_text())
     data.pop("relation_names")
     data["parent_masks"], data["child_masks"] = False, True  # the old meaning: drop ids 1..D
@@ -475,8 +530,15 @@ def test_config_json_round_trip(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("opts", [dict(), dict(lisa_layer=1, lisa_head=2), dict(full_attention_candidate=True),
-                                  dict(use_constituency=False, aggregation="sum")])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(),
+        dict(lisa_layer=1, lisa_head=2),
+        dict(full_attention_candidate=True),
+        dict(use_constituency=False, aggregation="sum"),
+    ],
+)
 def test_model_fast_matches_reference_on_real_relation_groups(opts):
     batch = make_batch(seed=1, n=2, max_words=4)
     batch["labels"] = torch.tensor([0, 2])
@@ -531,8 +593,15 @@ def check_fast_matches_reference_on(device, opts: dict, atol: float = TOL) -> No
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("opts", [dict(), dict(lisa_layer=1, lisa_head=2), dict(full_attention_candidate=True),
-                                  dict(aggregation="sum", empty_rows="self")])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(),
+        dict(lisa_layer=1, lisa_head=2),
+        dict(full_attention_candidate=True),
+        dict(aggregation="sum", empty_rows="self"),
+    ],
+)
 def test_model_fast_matches_reference_on_cuda_in_fp32(opts, cuda_fp32):
     check_fast_matches_reference_on(cuda_fp32, opts)
 
@@ -609,9 +678,18 @@ ARCHITECTURES = ["bert", "roberta", "electra", "xlm-roberta", "distilbert"]
 @pytest.mark.parametrize("model_type", ARCHITECTURES)
 def test_architectures_receive_groups_in_every_layer(model_type, monkeypatch):
     """The kwargs of the model call reach the attention function of every layer (transformers 5.x)."""
-    cfg = AutoConfig.for_model(model_type, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                               intermediate_size=37, max_position_embeddings=128, pad_token_id=1,
-                               attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    cfg = AutoConfig.for_model(
+        model_type,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=128,
+        pad_token_id=1,
+        attention_probs_dropout_prob=0.0,
+        hidden_dropout_prob=0.0,
+    )
     batch = make_batch(seed=3, n=2, max_words=4, pad_token_id=1)
     model = tiny_model(SyntaxBertModel, encoder=cfg)
     assert len(attention_sites(model.encoder)) == 2
@@ -629,9 +707,18 @@ def test_architectures_receive_groups_in_every_layer(model_type, monkeypatch):
 def test_gated_model_at_init_is_the_plain_encoder(model_type, gate):
     """g = 0 at init: every hidden state equals the plain encoder's (<= 1e-5), for every supported architecture;
     with g != 0 the fast path matches the reference (hidden states and gradients)."""
-    cfg = AutoConfig.for_model(model_type, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                               intermediate_size=37, max_position_embeddings=128, pad_token_id=1,
-                               attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    cfg = AutoConfig.for_model(
+        model_type,
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=128,
+        pad_token_id=1,
+        attention_probs_dropout_prob=0.0,
+        hidden_dropout_prob=0.0,
+    )
     batch = make_batch(seed=3, n=2, max_words=4, pad_token_id=1)
     model = tiny_model(SyntaxBertModel, encoder=cfg, gate=gate)
     assert model.gate.weight.shape == (2, 4 if gate == "head" else 1) and (model.gate.weight == 0).all()
@@ -705,8 +792,12 @@ def test_ablation_groups_match_relation_groups_and_drop_kinds():
     assert torch.equal(full.partitions[0], dep.long()) and torch.equal(full.partitions[1], con.long())
     assert full.num_buckets == (47, 47)
     D = 15
-    kinds = {"child_masks": (1, D), "parent_masks": (D + 1, 2 * D), "sibling_masks": (2 * D + 1, 3 * D),
-             "pairwise_masks": (3 * D + 1, 3 * D + 1)}
+    kinds = {
+        "child_masks": (1, D),
+        "parent_masks": (D + 1, 2 * D),
+        "sibling_masks": (2 * D + 1, 3 * D),
+        "pairwise_masks": (3 * D + 1, 3 * D + 1),
+    }
     for flag, (lo, hi) in kinds.items():
         g = tiny_model(SyntaxBertModel, **{flag: False}).build_groups(batch, torch.device("cpu"))
         for part, orig in zip(g.partitions, (dep.long(), con.long())):
@@ -729,8 +820,9 @@ def test_ablation_random_masks_keep_group_sizes_and_are_fixed_per_example():
     for rand, orig in zip(g1.partitions, real.partitions):
         assert not torch.equal(rand, orig)
         for b in range(rand.shape[0]):
-            assert torch.equal(torch.bincount(rand[b].flatten(), minlength=47),
-                               torch.bincount(orig[b].flatten(), minlength=47))
+            assert torch.equal(
+                torch.bincount(rand[b].flatten(), minlength=47), torch.bincount(orig[b].flatten(), minlength=47)
+            )
     # the example's masks do not depend on the rest of the batch
     single = {k: v[1:2] for k, v in batch.items()}
     g_single = model.build_groups(single, torch.device("cpu"), single["input_ids"])
@@ -764,7 +856,7 @@ def test_lisa_loss_trains_the_chosen_head(syntax_layers):
     q1 = model.syntax_bert.encoder.encoder.layer[1].attention.self.query.weight.grad
     q0 = model.syntax_bert.encoder.encoder.layer[0].attention.self.query.weight.grad
     head = slice(3 * 8, 4 * 8)  # rows of head 3 in the query projection
-    assert q1[head].abs().sum() > 0 and q1[:head.start].abs().sum() == 0
+    assert q1[head].abs().sum() > 0 and q1[: head.start].abs().sum() == 0
     assert q0.abs().sum() > 0  # through the hidden states
     no_labels = model(**{k: v for k, v in batch.items() if k != "labels"})
     assert no_labels.loss is None and no_labels.lisa_loss is not None
@@ -853,16 +945,26 @@ def test_from_encoder_pretrained_minilm():
 # Options outside the paper's literal form: pairwise by sentence, self group, reachable special keys
 # ---------------------------------------------------------------------------------------------------------------
 
-OPTION_SETS = [dict(pairwise="sentence"), dict(self_group=True), dict(special_keys=True),
-               dict(pairwise="sentence", self_group=True, special_keys=True)]
+OPTION_SETS = [
+    dict(pairwise="sentence"),
+    dict(self_group=True),
+    dict(special_keys=True),
+    dict(pairwise="sentence", self_group=True, special_keys=True),
+]
 
 
 def _reference_groups(batch: dict, opts: dict, **model_kw) -> SyntaxGroups:
     """The option groups from :func:`reference_option_groups` on top of the model's groups without pairwise."""
     base = tiny_model(SyntaxBertModel, pairwise_masks=False, **model_kw).build_groups(batch, torch.device("cpu"))
-    parts = reference_option_groups(list(base.partitions), batch["syntax_tree"], batch["syntax_segment"], 15,
-                                    opts.get("pairwise", "text"), opts.get("self_group", False),
-                                    opts.get("special_keys", False))
+    parts = reference_option_groups(
+        list(base.partitions),
+        batch["syntax_tree"],
+        batch["syntax_segment"],
+        15,
+        opts.get("pairwise", "text"),
+        opts.get("self_group", False),
+        opts.get("special_keys", False),
+    )
     return SyntaxGroups(tuple(parts), (SyntaxBertConfig(encoder=tiny_bert(), **opts).num_buckets,) * len(parts))
 
 
@@ -892,8 +994,10 @@ def test_options_fast_and_exact_match_reference_outputs_and_gradients(opts):
     batch = make_batch(seed=1, n=2, max_words=4)
     batch["labels"] = torch.tensor([0, 2])
     ref_groups = _reference_groups(batch, opts)
-    models = {impl: tiny_model(implementation="exact" if impl == "exact" else "fast", **opts)
-              for impl in ("fast", "exact", "reference")}
+    models = {
+        impl: tiny_model(implementation="exact" if impl == "exact" else "fast", **opts)
+        for impl in ("fast", "exact", "reference")
+    }
     for m in models.values():
         m.load_state_dict(models["fast"].state_dict())
 
@@ -917,8 +1021,9 @@ def test_options_fast_and_exact_match_reference_outputs_and_gradients(opts):
             assert torch.allclose(g[name], g_ref[name], atol=TOL), (impl, name, (g[name] - g_ref[name]).abs().max())
     plain = tiny_model()
     plain.load_state_dict(models["fast"].state_dict())
-    assert not torch.allclose(plain(**batch, output_hidden_states=True).hidden_states[-1], h_ref, atol=1e-4), \
+    assert not torch.allclose(plain(**batch, output_hidden_states=True).hidden_states[-1], h_ref, atol=1e-4), (
         "the option should change the model"
+    )
 
 
 def test_options_round_trip(tmp_path):
@@ -951,8 +1056,10 @@ def _own_topical(seed: int, dim: int, site: tuple[nn.Linear, nn.Linear]) -> Topi
 
 
 @pytest.mark.parametrize("impl", ["fast", "exact"])
-@pytest.mark.parametrize("empty_rows,full_candidate,gated", [("full", False, False), ("self", True, False),
-                                                              ("full", True, True), ("self", False, True)])
+@pytest.mark.parametrize(
+    "empty_rows,full_candidate,gated",
+    [("full", False, False), ("self", True, False), ("full", True, True), ("self", False, True)],
+)
 def test_own_projections_fast_and_exact_match_reference(impl, empty_rows, full_candidate, gated):
     """Outputs, effective attention and gradients incl. W_Kt and W_Vt (and the gate) match the paper's loop."""
     inputs, shared, parts, mask = random_setup(seed=21 + full_candidate)
@@ -1079,15 +1186,16 @@ def test_added_lisa_head_matches_reference(impl, own, gated):
     keep = mask[:, 0].expand(2, 9, 9)
     assert torch.allclose(rec.log_probs[keep], ref_rec.log_probs[keep], atol=TOL)
     n = len(ref[2]) - (1 if gated else 0)
-    for grad in ref[2][n - 3:n]:
+    for grad in ref[2][n - 3 : n]:
         assert grad.abs().sum() > 0, "W_Qa, W_Ka and m get gradients"
     # the pretrained heads stay in the sub-networks: with m = 0 the output is the no-LISA output
     zero = _added_lisa(2)
     with torch.no_grad():
         zero.added.mix.zero_()
     plain = run_attention("reference", inputs, top, parts, mask, gate=gate())
-    assert torch.allclose(run_attention(impl, inputs, top, parts, mask, lisa=zero, parent=parent, gate=gate())[0], plain[0],
-                          atol=TOL)
+    assert torch.allclose(
+        run_attention(impl, inputs, top, parts, mask, lisa=zero, parent=parent, gate=gate())[0], plain[0], atol=TOL
+    )
 
 
 def test_added_lisa_head_starts_as_a_copy_and_leaves_the_model_unchanged():

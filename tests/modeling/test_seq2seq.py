@@ -23,15 +23,17 @@ ALL_INPUTS = ("upos_ids", "xpos_ids", "case_ids", "subword_ids", "dep_tin", "dep
 def batch(annotator, tokenizers, m30k_small):
     src_tok, tgt_tok = tokenizers
     train, _ = m30k_small
-    return collate_pairs(encode_pairs(train.select(range(4)), src_tok, tgt_tok, annotator, ALL_INPUTS,
-                                      show_progress=False), 0, 2)
+    return collate_pairs(
+        encode_pairs(train.select(range(4)), src_tok, tgt_tok, annotator, ALL_INPUTS, show_progress=False), 0, 2
+    )
 
 
 def _model(tokenizers, **options) -> SyntaxInfusedForConditionalGeneration:
     src_tok, tgt_tok = tokenizers
     torch.manual_seed(0)
-    model = SyntaxInfusedForConditionalGeneration(build_config("tiny", len(src_tok), len(tgt_tok), feature_dim=8,
-                                                               **options))
+    model = SyntaxInfusedForConditionalGeneration(
+        build_config("tiny", len(src_tok), len(tgt_tok), feature_dim=8, **options)
+    )
     return model.eval()
 
 
@@ -43,7 +45,7 @@ def test_seq2seq_baseline_equals_the_plain_marian_model(tokenizers, batch):
     """No features, no SG layer: exactly MarianMTModel with our source embedding as its encoder embedding."""
     model = _model(tokenizers)
     plain = MarianMTModel(model.config.seq2seq).eval()
-    state = {k[len("seq2seq."):]: v for k, v in model.state_dict().items() if k.startswith("seq2seq.")}
+    state = {k[len("seq2seq.") :]: v for k, v in model.state_dict().items() if k.startswith("seq2seq.")}
     state["model.encoder.embed_tokens.weight"] = model.source_embeddings.tokens.weight
     missing, unexpected = plain.load_state_dict(state, strict=False)
     assert not unexpected and all("embed_positions" in k for k in missing)
@@ -75,9 +77,12 @@ def test_seq2seq_syntax_inputs_are_declared_and_reach_the_encoder_only_when_enab
     noisy = dict(batch)
     noisy["upos_ids"] = torch.where(batch["upos_ids"] > 0, 2, 0)  # every word an ADJ
     noisy["dep_tout"] = batch["dep_tin"].clone()  # no word dominates another: SDOI = self only
-    cases = (({}, (), False), ({"features": FEATS}, ("upos_ids", "case_ids", "subword_ids"), True),
-             ({"use_sg_layer": True}, ("dep_tin", "dep_tout", "syntax_tree"), True),
-             ({"use_sg_layer": True, "sg_mask": "none"}, (), False))
+    cases = (
+        ({}, (), False),
+        ({"features": FEATS}, ("upos_ids", "case_ids", "subword_ids"), True),
+        ({"use_sg_layer": True}, ("dep_tin", "dep_tout", "syntax_tree"), True),
+        ({"use_sg_layer": True, "sg_mask": "none"}, (), False),
+    )
     for options, inputs, changes in cases:
         model = _model(tokenizers, **options)
         assert model.config.syntax_inputs == inputs, options
@@ -96,8 +101,12 @@ def test_seq2seq_generate_is_transformers_beam_search_over_the_syntax_aware_enco
     inputs = _source(batch)
     with torch.no_grad():
         out = model.generate(**inputs, num_beams=5, max_new_tokens=7)
-        reference = model.seq2seq.generate(encoder_outputs=model.encode(**inputs),
-                                           attention_mask=inputs["attention_mask"], num_beams=5, max_new_tokens=7)
+        reference = model.seq2seq.generate(
+            encoder_outputs=model.encode(**inputs),
+            attention_mask=inputs["attention_mask"],
+            num_beams=5,
+            max_new_tokens=7,
+        )
         with_labels = model.generate(**inputs, labels=batch["labels"], num_beams=5, max_new_tokens=7)
     assert torch.equal(out, reference) and torch.equal(out, with_labels)  # labels (Seq2SeqTrainer) are ignored
     assert out.shape[0] == 4 and 2 <= out.shape[1] <= 8 and torch.all(out[:, 0] == model.config.decoder_start_token_id)
@@ -106,7 +115,7 @@ def test_seq2seq_generate_is_transformers_beam_search_over_the_syntax_aware_enco
         with torch.no_grad():
             together = model.generate(**inputs, num_beams=beams, max_new_tokens=7)
         for i in range(4):
-            alone = {k: v[i:i + 1, :int(lengths[i])] for k, v in inputs.items()}  # no padding at all
+            alone = {k: v[i : i + 1, : int(lengths[i])] for k, v in inputs.items()}  # no padding at all
             with torch.no_grad():
                 one = model.generate(**alone, num_beams=beams, max_new_tokens=7)
             row = together[i][together[i] != model.config.pad_token_id]
@@ -139,8 +148,10 @@ def synthetic_batch(src_vocab: int = 40, tgt_vocab: int = 50, seed: int = 0) -> 
     trees = make_batch(seed)
     g = torch.Generator().manual_seed(seed)
     mask = trees["attention_mask"]
-    batch = {"input_ids": torch.where(mask > 0, torch.randint(3, src_vocab, mask.shape, generator=g), 0),
-             "attention_mask": mask}
+    batch = {
+        "input_ids": torch.where(mask > 0, torch.randint(3, src_vocab, mask.shape, generator=g), 0),
+        "attention_mask": mask,
+    }
     batch.update({k: trees[k].long() for k in ("dep_tin", "dep_tout", "syntax_tree")})
     for f in FEATS:
         ids = torch.randint(N_RESERVED, N_RESERVED + 2, mask.shape, generator=g)
@@ -156,8 +167,9 @@ def check_seq2seq_on(device, atol: float = 1e-4) -> None:
     and gradients (same weights, eval mode so no dropout), and beam search runs there."""
     batch = synthetic_batch()
     torch.manual_seed(0)
-    cpu = SyntaxInfusedForConditionalGeneration(build_config("tiny", 40, 50, features=FEATS, use_sg_layer=True,
-                                                             feature_dim=8)).eval()
+    cpu = SyntaxInfusedForConditionalGeneration(
+        build_config("tiny", 40, 50, features=FEATS, use_sg_layer=True, feature_dim=8)
+    ).eval()
     other = SyntaxInfusedForConditionalGeneration(cpu.config).eval()
     other.load_state_dict(cpu.state_dict())
     other.to(device)
@@ -169,8 +181,9 @@ def check_seq2seq_on(device, atol: float = 1e-4) -> None:
     out_dev.loss.backward()
     g_cpu = {n: p.grad for n, p in cpu.named_parameters() if p.grad is not None}
     g_dev = {n: p.grad for n, p in other.named_parameters() if p.grad is not None}
-    assert any(n.startswith("sg_layer.") for n in g_cpu) and any(n.startswith("source_embeddings.features.")
-                                                                   for n in g_cpu)
+    assert any(n.startswith("sg_layer.") for n in g_cpu) and any(
+        n.startswith("source_embeddings.features.") for n in g_cpu
+    )
     assert set(g_dev) == set(g_cpu)
     for name, grad in g_cpu.items():
         assert torch.allclose(g_dev[name].cpu(), grad, atol=atol), (name, (g_dev[name].cpu() - grad).abs().max())
@@ -207,8 +220,9 @@ def test_seq2seq_forward_rejects_unknown_keywords_and_accepts_what_transformers_
     and ``num_items_in_batch`` (Trainer) are accepted."""
     batch = synthetic_batch()
     torch.manual_seed(0)
-    model = SyntaxInfusedForConditionalGeneration(build_config("tiny", 40, 50, features=FEATS, use_sg_layer=True,
-                                                               feature_dim=8)).eval()
+    model = SyntaxInfusedForConditionalGeneration(
+        build_config("tiny", 40, 50, features=FEATS, use_sg_layer=True, feature_dim=8)
+    ).eval()
     with torch.no_grad():
         reference = model(**batch).loss
         out = model(**batch, output_attentions=True, return_dict=True, num_items_in_batch=5)

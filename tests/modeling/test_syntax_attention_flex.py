@@ -92,8 +92,10 @@ def test_flex_matches_reference_outputs_and_gradients(aggregation, empty_rows, f
 
 
 @pytest.mark.parametrize("per_head", [False, True])
-@pytest.mark.parametrize("aggregation,empty_rows,full_candidate", [("topical", "full", False),
-                                                                   ("mean", "self", True), ("sum", "full", False)])
+@pytest.mark.parametrize(
+    "aggregation,empty_rows,full_candidate",
+    [("topical", "full", False), ("mean", "self", True), ("sum", "full", False)],
+)
 def test_flex_gated_matches_reference(per_head, aggregation, empty_rows, full_candidate):
     inputs, topical, parts, mask = random_setup(seed=21 + per_head)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
@@ -152,12 +154,22 @@ def test_flex_without_autograd_runs_flex_attention_and_matches_reference(monkeyp
     inputs, topical, parts, mask = random_setup(seed=13)
     with torch.no_grad():
         for opts in (dict(), dict(aggregation="sum", empty_rows="self", full_attention_candidate=True)):
-            ref, _ = reference_syntax_attention(AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
-                                                syntax_options=SyntaxAttentionOptions(**opts))
-            got, weights = syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts,
-                                                    syntax_topical=topical,
-                                                    syntax_options=SyntaxAttentionOptions(implementation="flex",
-                                                                                          **opts))
+            ref, _ = reference_syntax_attention(
+                AttnStub(),
+                *inputs,
+                mask,
+                syntax_groups=parts,
+                syntax_topical=topical,
+                syntax_options=SyntaxAttentionOptions(**opts),
+            )
+            got, weights = syntax_attention_forward(
+                AttnStub(),
+                *inputs,
+                mask,
+                syntax_groups=parts,
+                syntax_topical=topical,
+                syntax_options=SyntaxAttentionOptions(implementation="flex", **opts),
+            )
             assert weights is None, "flex returns no attention weights (as SDPA)"
             assert torch.allclose(got, ref, atol=TOL), (got - ref).abs().max()
     assert len(calls) == 2 and all(c is not None for c in calls)
@@ -227,8 +239,16 @@ def test_flex_passes_keep_no_float_tensor_of_the_attention_size():
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         lz, y = SA._flex_prepass(q, k, w, 0.5, joint)
         bias = (lz.nan_to_num(0.0, 0.0, 0.0) + y).requires_grad_()
-        out = SA._FlexBiasGrad.apply(torch.randn(B, H, L, d, requires_grad=True), bias, lz.detach(), q.detach(),
-                                     k.detach(), v.detach(), joint.index, 0.5)
+        out = SA._FlexBiasGrad.apply(
+            torch.randn(B, H, L, d, requires_grad=True),
+            bias,
+            lz.detach(),
+            q.detach(),
+            k.detach(),
+            v.detach(),
+            joint.index,
+            0.5,
+        )
     assert saved and all(not (dtype.is_floating_point and n >= B * H * L * L) for dtype, n in saved), saved
     (out.sum() + lz.nan_to_num(0.0, 0.0, 0.0).sum() + y.sum()).backward()
     assert q.grad is not None and w.grad is not None
@@ -239,9 +259,16 @@ def test_flex_recorder_matches_fast_recorder():
     recs = {}
     for impl in ("fast", "flex"):
         recs[impl] = SyntaxAttentionRecorder()
-        syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
-                                 syntax_options=SyntaxAttentionOptions(implementation=impl),
-                                 syntax_gate=_gate(False), syntax_record=recs[impl])
+        syntax_attention_forward(
+            AttnStub(),
+            *inputs,
+            mask,
+            syntax_groups=parts,
+            syntax_topical=topical,
+            syntax_options=SyntaxAttentionOptions(implementation=impl),
+            syntax_gate=_gate(False),
+            syntax_record=recs[impl],
+        )
     for name in ("attentions", "topical", "candidates"):
         a, b = getattr(recs["fast"], name)[0], getattr(recs["flex"], name)[0]
         assert a.shape == b.shape and torch.allclose(a.float(), b.float(), atol=1e-5), name
@@ -256,8 +283,13 @@ def test_flex_refuses_attention_dropout_in_training_and_other_devices():
     syntax_attention_forward(module.eval(), *inputs, mask, dropout=0.1, syntax_groups=parts, syntax_options=opts)
     meta = [x.to("meta") for x in inputs]
     with pytest.raises(ConfigError, match="implementation='fast'"):
-        syntax_attention_forward(AttnStub(), *meta, None, syntax_options=opts,
-                                 syntax_groups=prepare_groups([p.to("meta") for p in parts], num_buckets=6))
+        syntax_attention_forward(
+            AttnStub(),
+            *meta,
+            None,
+            syntax_options=opts,
+            syntax_groups=prepare_groups([p.to("meta") for p in parts], num_buckets=6),
+        )
 
 
 def test_config_accepts_flex_and_names_the_allowed_values():
@@ -266,8 +298,14 @@ def test_config_accepts_flex_and_names_the_allowed_values():
         SyntaxAttentionOptions(implementation="cuda")
 
 
-@pytest.mark.parametrize("opts", [dict(), dict(lisa_layer=1, lisa_head=2, gate="head"),
-                                  dict(aggregation="sum", empty_rows="self", full_attention_candidate=True)])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(),
+        dict(lisa_layer=1, lisa_head=2, gate="head"),
+        dict(aggregation="sum", empty_rows="self", full_attention_candidate=True),
+    ],
+)
 def test_flex_model_matches_reference(opts):
     """A whole tiny Syntax-BERT classifier: last hidden states and every parameter's gradient."""
     check_fast_matches_reference_on("cpu", dict(implementation="flex", **opts))
@@ -279,9 +317,10 @@ def test_flex_model_matches_reference(opts):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("aggregation,empty_rows,full_candidate", [("topical", "full", False),
-                                                                   ("topical", "self", True),
-                                                                   ("sum", "self", False), ("mean", "full", True)])
+@pytest.mark.parametrize(
+    "aggregation,empty_rows,full_candidate",
+    [("topical", "full", False), ("topical", "self", True), ("sum", "self", False), ("mean", "full", True)],
+)
 @pytest.mark.parametrize("gated", [False, True])
 def test_flex_matches_reference_on_cuda_in_fp32(aggregation, empty_rows, full_candidate, gated, cuda_fp32):
     _check_flex_matches_reference_on(cuda_fp32, aggregation, empty_rows, full_candidate, gated)

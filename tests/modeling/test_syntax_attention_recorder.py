@@ -32,7 +32,7 @@ def _setup(seed: int = 0, B: int = 2, H: int = 2, L: int = 7, d: int = 4):
     ids = torch.randint(0, 5, (B, L, L), generator=g)
     ids[:, 0] = 0  # a row without sub-networks
     mask = torch.ones(B, 1, L, L, dtype=torch.bool)
-    mask[1, :, :, L - 2:] = False  # padding keys in example 1
+    mask[1, :, :, L - 2 :] = False  # padding keys in example 1
     return (q, k, v), topical, ids, mask
 
 
@@ -50,12 +50,12 @@ def _slow_topical_weights(q, k, v, ids, mask, topical) -> torch.Tensor:
                     continue
                 heads = []
                 for h in range(H):
-                    s = torch.stack([q[b, h, i].double() @ k[b, h, j].double() for j in keys]) * d ** -0.5
+                    s = torch.stack([q[b, h, i].double() @ k[b, h, j].double() for j in keys]) * d**-0.5
                     p = torch.softmax(s, 0)
                     heads.append(sum(p[m] * v[b, h, j].double() for m, j in enumerate(keys)))
                 o = torch.cat(heads)  # O_g[i]: heads concatenated
                 key, out = topical.site(0)
-                keyed = (out.weight.double() @ o + out.bias.double())
+                keyed = out.weight.double() @ o + out.bias.double()
                 keyed = key.weight.double() @ keyed + key.bias.double()
                 scores.append(keyed @ topical.query[0].double() * topical.scale)
                 groups.append(grp)
@@ -93,8 +93,9 @@ def test_recorder_fills_layers_without_sub_networks_with_their_softmax():
     opts = SyntaxAttentionOptions(layers=(1,))  # layer 0 runs the host's fused attention (no weights returned)
     out, weights = syntax_attention_forward(_Attn(0), q, k, v, mask, syntax_groups=[ids], syntax_options=opts)
     rec = SyntaxAttentionRecorder()
-    out_rec, weights_rec = syntax_attention_forward(_Attn(0), q, k, v, mask, syntax_groups=[ids],
-                                                    syntax_options=opts, syntax_record=rec)
+    out_rec, weights_rec = syntax_attention_forward(
+        _Attn(0), q, k, v, mask, syntax_groups=[ids], syntax_options=opts, syntax_record=rec
+    )
     assert weights is None and weights_rec is None and torch.equal(out, out_rec)
     scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
     expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)

@@ -59,8 +59,10 @@ def device():
         yield "cpu"
         return
     if not torch.cuda.is_available():
-        pytest.fail("syntax_attention_triton was imported without TRITON_INTERPRET=1 and there is no CUDA device: "
-                    "import it only after this test module set the variable")
+        pytest.fail(
+            "syntax_attention_triton was imported without TRITON_INTERPRET=1 and there is no CUDA device: "
+            "import it only after this test module set the variable"
+        )
     before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     yield torch.device("cuda")
@@ -101,8 +103,10 @@ def _gate(per_head: bool, H: int = 2, seed: int = 0, device="cpu") -> SyntaxGate
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("aggregation,empty_rows,full_candidate", [
-    ("topical", "full", False), ("topical", "self", True), ("sum", "full", True), ("mean", "self", False)])
+@pytest.mark.parametrize(
+    "aggregation,empty_rows,full_candidate",
+    [("topical", "full", False), ("topical", "self", True), ("sum", "full", True), ("mean", "self", False)],
+)
 def test_triton_matches_reference_outputs_and_gradients(device, aggregation, empty_rows, full_candidate):
     """Random partitions with empty groups (ids with gaps), rows without any group, padding keys."""
     inputs, topical, parts, mask = random_setup(device=device, seed=len(aggregation) + 3 * full_candidate, H=2)
@@ -113,8 +117,9 @@ def test_triton_matches_reference_outputs_and_gradients(device, aggregation, emp
         assert ref[1][3].abs().sum() > 0, "the task query must get a gradient"
 
 
-@pytest.mark.parametrize("per_head,aggregation,full_candidate", [(False, "topical", False), (True, "topical", True),
-                                                                 (True, "sum", False)])
+@pytest.mark.parametrize(
+    "per_head,aggregation,full_candidate", [(False, "topical", False), (True, "topical", True), (True, "sum", False)]
+)
 def test_triton_gated_matches_reference(device, per_head, aggregation, full_candidate):
     inputs, topical, parts, mask = random_setup(device=device, seed=21 + per_head, H=2)
     opts = dict(aggregation=aggregation, full_attention_candidate=full_candidate)
@@ -199,8 +204,12 @@ def _min_group_share(q, k, parts, mask, b: int, h: int, i: int) -> float:
     s = (q[b, h, i].double() @ k[b, h].double().T) * q.shape[-1] ** -0.5
     s = s.masked_fill(~mask[b, 0, i], float("-inf"))
     p = torch.softmax(s, -1)
-    shares = [p[(g[b, i] == j) & mask[b, 0, i]].sum() for g in parts for j in range(1, int(g.max()) + 1)
-              if ((g[b, i] == j) & mask[b, 0, i]).any()]
+    shares = [
+        p[(g[b, i] == j) & mask[b, 0, i]].sum()
+        for g in parts
+        for j in range(1, int(g.max()) + 1)
+        if ((g[b, i] == j) & mask[b, 0, i]).any()
+    ]
     return float(min(shares))
 
 
@@ -259,8 +268,15 @@ def test_triton_keeps_no_float_tensor_of_the_attention_size(device):
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out, weights = syntax_attention_forward(AttnStub(), q, k, v, None, syntax_groups=prepare_groups(parts, 3),
-                                                syntax_options=SyntaxAttentionOptions(implementation="triton"))
+        out, weights = syntax_attention_forward(
+            AttnStub(),
+            q,
+            k,
+            v,
+            None,
+            syntax_groups=prepare_groups(parts, 3),
+            syntax_options=SyntaxAttentionOptions(implementation="triton"),
+        )
     assert weights is None
     assert saved and all(not (dtype.is_floating_point and n >= B * H * L * L) for dtype, n in saved), saved
     assert (torch.int8, B * L * L) in saved, "the joint index is kept as int8"
@@ -293,8 +309,13 @@ def test_triton_on_the_cpu_without_the_interpreter_names_the_alternatives(monkey
     inputs, topical, parts, mask = random_setup(seed=0)
     monkeypatch.setattr(T, "INTERPRETED", False)
     with pytest.raises(ConfigError, match="implementation='fast' or 'auto'"):
-        syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts,
-                                 syntax_options=SyntaxAttentionOptions(implementation="triton"))
+        syntax_attention_forward(
+            AttnStub(),
+            *inputs,
+            mask,
+            syntax_groups=parts,
+            syntax_options=SyntaxAttentionOptions(implementation="triton"),
+        )
 
 
 def test_triton_interpreter_refuses_bf16():
@@ -303,18 +324,30 @@ def test_triton_interpreter_refuses_bf16():
         pytest.skip("only the CPU interpreter refuses bf16")
     inputs, topical, parts, mask = random_setup(seed=0)
     with pytest.raises(ConfigError, match="bf16"):
-        syntax_attention_forward(AttnStub(), *(x.bfloat16() for x in inputs), mask, syntax_groups=parts,
-                                 syntax_options=SyntaxAttentionOptions(implementation="triton"))
+        syntax_attention_forward(
+            AttnStub(),
+            *(x.bfloat16() for x in inputs),
+            mask,
+            syntax_groups=parts,
+            syntax_options=SyntaxAttentionOptions(implementation="triton"),
+        )
 
 
 def test_auto_keeps_fast_on_the_cpu_and_when_dropout_is_active():
     inputs, topical, parts, mask = random_setup(seed=2)
     auto = SyntaxAttentionOptions(implementation="auto")
     assert SA._resolve_implementation(auto, inputs[0], 0.0, AttnStub()).implementation == "fast"
-    got, probs = syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
-                                          syntax_options=auto)
-    want, _ = syntax_attention_forward(AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical,
-                                       syntax_options=SyntaxAttentionOptions(implementation="fast"))
+    got, probs = syntax_attention_forward(
+        AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical, syntax_options=auto
+    )
+    want, _ = syntax_attention_forward(
+        AttnStub(),
+        *inputs,
+        mask,
+        syntax_groups=parts,
+        syntax_topical=topical,
+        syntax_options=SyntaxAttentionOptions(implementation="fast"),
+    )
     assert probs is not None and torch.equal(got, want), "auto on the CPU is the fast path"
     meta = inputs[0].to("meta")
     assert SA._resolve_implementation(auto, meta, 0.0, AttnStub()).implementation == "fast"
@@ -349,11 +382,16 @@ def test_auto_picks_triton_on_cuda_without_dropout_or_a_bf16_gate():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("aggregation,empty_rows,full_candidate,gated", [
-    ("topical", "full", False, True), ("topical", "self", True, False), ("sum", "self", False, True),
-    ("mean", "full", True, True)])
-def test_triton_matches_reference_on_cuda_in_fp32_long_rows(device, aggregation, empty_rows, full_candidate,
-                                                            gated):
+@pytest.mark.parametrize(
+    "aggregation,empty_rows,full_candidate,gated",
+    [
+        ("topical", "full", False, True),
+        ("topical", "self", True, False),
+        ("sum", "self", False, True),
+        ("mean", "full", True, True),
+    ],
+)
+def test_triton_matches_reference_on_cuda_in_fp32_long_rows(device, aggregation, empty_rows, full_candidate, gated):
     """197 tokens, head size 64: four 64-wide blocks, the last one partial, many joint buckets."""
     inputs, topical, parts, mask = random_setup(seed=31, B=2, H=2, L=197, d=64, device=device)
     opts = dict(aggregation=aggregation, empty_rows=empty_rows, full_attention_candidate=full_candidate)
@@ -397,8 +435,11 @@ def test_triton_model_under_bf16_autocast_on_cuda(device, opts):
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(strict=False, reason="known weakness shared with flex: the gate mixes two separately rounded "
-                                        "bf16 outputs, so its gradient loses precision; auto uses fast there")
+@pytest.mark.xfail(
+    strict=False,
+    reason="known weakness shared with flex: the gate mixes two separately rounded "
+    "bf16 outputs, so its gradient loses precision; auto uses fast there",
+)
 def test_triton_gated_model_under_bf16_autocast_on_cuda(device):
     """The same check with a per-head gate, whose gradient is checked on its own (a small difference)."""
     from tests.modeling.test_modeling_syntax_bert import check_fast_under_bf16_autocast_on

@@ -36,18 +36,39 @@ def _absolute_paths(text: str) -> list[str]:
 def test_export_folder_holds_the_model_and_nothing_of_the_training(exported, sst2_runs):
     folder = exported["sgnet"]
     names = {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
-    assert {"model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json", "README.md",
-            "syntax_pipeline.json", "syntax_model.py", "syntax_pipeline.py", "modeling_sgnet.py"} <= names
-    training = {n for n in names if n.startswith("checkpoint") or n.endswith((".pt", ".pth", ".bin"))
-                or n in ("run.json", "metrics.json", "training_args.bin", "dev_predictions.json")}
+    assert {
+        "model.safetensors",
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "README.md",
+        "syntax_pipeline.json",
+        "syntax_model.py",
+        "syntax_pipeline.py",
+        "modeling_sgnet.py",
+    } <= names
+    training = {
+        n
+        for n in names
+        if n.startswith("checkpoint")
+        or n.endswith((".pt", ".pth", ".bin"))
+        or n in ("run.json", "metrics.json", "training_args.bin", "dev_predictions.json")
+    }
     assert training == set()
     assert (folder / "model.safetensors").read_bytes() == (Path(sst2_runs["sgnet"]) / "model.safetensors").read_bytes()
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    assert config["auto_map"] == {"AutoConfig": "syntax_model.SGNetConfig",
-                                  "AutoModelForSequenceClassification": "syntax_model.SGNetForSequenceClassification"}
-    assert config["custom_pipelines"] == {"text-classification": {
-        "impl": "syntax_model.SyntaxTextClassificationPipeline", "pt": ["AutoModelForSequenceClassification"],
-        "tf": [], "type": "text"}}
+    assert config["auto_map"] == {
+        "AutoConfig": "syntax_model.SGNetConfig",
+        "AutoModelForSequenceClassification": "syntax_model.SGNetForSequenceClassification",
+    }
+    assert config["custom_pipelines"] == {
+        "text-classification": {
+            "impl": "syntax_model.SyntaxTextClassificationPipeline",
+            "pt": ["AutoModelForSequenceClassification"],
+            "tf": [],
+            "type": "text",
+        }
+    }
     options = json.loads((folder / "syntax_pipeline.json").read_text(encoding="utf-8"))
     assert options["parser"] == "en_core_web_sm" and options["max_length"] == 32
     assert options["syntax_inputs"] == ["syntax_tree", "dep_tin", "dep_tout"]
@@ -130,15 +151,30 @@ def _baseline_run(folder: Path, tiny_model: str) -> str:
     from syntaxformer.training import RunConfig
     from syntaxformer.training.run import train
 
-    train(RunConfig(task="sst2", model_type="sgnet", model_name_or_path=tiny_model,
-                    model={"use_sg_layer": False, "pooling": "cls"}, max_train_samples=16, max_eval_samples=8,
-                    max_steps=2, max_length=32, per_device_train_batch_size=8, eval_strategy="no",
-                    save_strategy="no", disable_tqdm=True, features_cache=False, output_dir=str(folder)))
+    train(
+        RunConfig(
+            task="sst2",
+            model_type="sgnet",
+            model_name_or_path=tiny_model,
+            model={"use_sg_layer": False, "pooling": "cls"},
+            max_train_samples=16,
+            max_eval_samples=8,
+            max_steps=2,
+            max_length=32,
+            per_device_train_batch_size=8,
+            eval_strategy="no",
+            save_strategy="no",
+            disable_tqdm=True,
+            features_cache=False,
+            output_dir=str(folder),
+        )
+    )
     return str(folder)
 
 
-def test_export_pipeline_in_a_process_that_never_imports_syntaxformer(exported, sst2_runs, tiny_model, tmp_path,
-                                                                      one_thread):
+def test_export_pipeline_in_a_process_that_never_imports_syntaxformer(
+    exported, sst2_runs, tiny_model, tmp_path, one_thread
+):
     """The installed transformers (the newest the project supports) loads the folders through ``custom_pipelines``
     with syntaxformer on the path but never imported; the answers are the library Predictor's, for a Syntax-BERT
     model and for a plain baseline (nothing parsed: no parser in its options)."""
@@ -147,8 +183,10 @@ def test_export_pipeline_in_a_process_that_never_imports_syntaxformer(exported, 
 
     baseline = _baseline_run(tmp_path / "baseline", tiny_model)
     runs = {"syntax_bert": sst2_runs["syntax_bert"], "baseline": baseline}
-    folders = {"syntax_bert": str(exported["syntax_bert"]),
-               "baseline": str(export_model(baseline, tmp_path / "shared" / "baseline"))}
+    folders = {
+        "syntax_bert": str(exported["syntax_bert"]),
+        "baseline": str(export_model(baseline, tmp_path / "shared" / "baseline")),
+    }
     options = json.loads((Path(folders["baseline"]) / "syntax_pipeline.json").read_text(encoding="utf-8"))
     assert options["syntax_inputs"] == [] and options["parser"] is None
     texts = ["A fine, moving film.", "Dull and far too long."]
@@ -161,8 +199,9 @@ print(json.dumps({{"out": out, "loaded": sorted(m for m in sys.modules if m.star
 """
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["loaded"] == []

@@ -21,8 +21,10 @@ from tests.conftest import data_path
 CLEAN_PYTHON = os.environ.get("SYNTAXFORMER_CLEAN_PYTHON")
 
 pytestmark = pytest.mark.skipif(
-    not CLEAN_PYTHON, reason="set SYNTAXFORMER_CLEAN_PYTHON to the python of an environment without syntaxformer "
-                             "(`make test-min` does) to load exported models there")
+    not CLEAN_PYTHON,
+    reason="set SYNTAXFORMER_CLEAN_PYTHON to the python of an environment without syntaxformer "
+    "(`make test-min` does) to load exported models there",
+)
 
 #: Runs in the clean environment: loads each folder through the pipeline, prints the answers as JSON.
 _CLEAN_SCRIPT = r"""
@@ -61,12 +63,24 @@ def _qa_run(tmp_path: Path, tiny_model: str) -> str:
     from syntaxformer.training.run import train
 
     out = tmp_path / "squad-sg"
-    train(RunConfig(task="squad2", model_type="sgnet", model_name_or_path=tiny_model,
-                    train_file=str(data_path("squad2", "dev-v2.0-sample.json")),
-                    task_options={"verifier": "joint", "doc_stride": 32, "threshold_tuning_fraction": 0.0},
-                    max_train_samples=8, max_eval_samples=6, max_steps=2, max_length=96,
-                    per_device_train_batch_size=4, disable_tqdm=True, features_cache=False,
-                    parse_cache=str(tmp_path / "parses.sqlite3"), output_dir=str(out)))
+    train(
+        RunConfig(
+            task="squad2",
+            model_type="sgnet",
+            model_name_or_path=tiny_model,
+            train_file=str(data_path("squad2", "dev-v2.0-sample.json")),
+            task_options={"verifier": "joint", "doc_stride": 32, "threshold_tuning_fraction": 0.0},
+            max_train_samples=8,
+            max_eval_samples=6,
+            max_steps=2,
+            max_length=96,
+            per_device_train_batch_size=4,
+            disable_tqdm=True,
+            features_cache=False,
+            parse_cache=str(tmp_path / "parses.sqlite3"),
+            output_dir=str(out),
+        )
+    )
     return str(out)
 
 
@@ -88,12 +102,26 @@ def _translation_run(tmp_path: Path) -> str:
             files[f"{name}.{lang}"] = tmp_path / f"{name}.{lang}"
             files[f"{name}.{lang}"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "nmt-both"
-    train(RunConfig(task="translation", task_options={
-        "arm": "both", "train_source": str(files["tr.en"]), "train_target": str(files["tr.de"]),
-        "valid_source": str(files["va.en"]), "valid_target": str(files["va.de"]),
-        "eval_sets": {"val": [str(files["va.en"]), str(files["va.de"])]}, "source_vocab_size": 300,
-        "target_vocab_size": 300}, max_steps=2, disable_tqdm=True, parse_cache=str(tmp_path / "parses.sqlite3"),
-        training_args={"eval_steps": 1, "save_steps": 1, "generation_num_beams": 2}, output_dir=str(out)))
+    train(
+        RunConfig(
+            task="translation",
+            task_options={
+                "arm": "both",
+                "train_source": str(files["tr.en"]),
+                "train_target": str(files["tr.de"]),
+                "valid_source": str(files["va.en"]),
+                "valid_target": str(files["va.de"]),
+                "eval_sets": {"val": [str(files["va.en"]), str(files["va.de"])]},
+                "source_vocab_size": 300,
+                "target_vocab_size": 300,
+            },
+            max_steps=2,
+            disable_tqdm=True,
+            parse_cache=str(tmp_path / "parses.sqlite3"),
+            training_args={"eval_steps": 1, "save_steps": 1, "generation_num_beams": 2},
+            output_dir=str(out),
+        )
+    )
     return str(out)
 
 
@@ -101,18 +129,34 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
     from syntaxformer.inference import Predictor
     from syntaxformer.sharing import export_model
 
-    runs = {"classification": sst2_runs["syntax_bert"], "qa": _qa_run(tmp_path, tiny_model),
-            "translation": _translation_run(tmp_path)}
-    assert any((Path(runs["translation"]) / d).is_dir() for d in os.listdir(runs["translation"])
-               if d.startswith("checkpoint-"))  # the run has checkpoints; the export must not
+    runs = {
+        "classification": sst2_runs["syntax_bert"],
+        "qa": _qa_run(tmp_path, tiny_model),
+        "translation": _translation_run(tmp_path),
+    }
+    assert any(
+        (Path(runs["translation"]) / d).is_dir() for d in os.listdir(runs["translation"]) if d.startswith("checkpoint-")
+    )  # the run has checkpoints; the export must not
     folders = {k: str(export_model(v, tmp_path / "shared" / f"{k}-model")) for k, v in runs.items()}
-    questions = [{"question": "Who wrote it?", "context": "The book was written by Ann Smith in Paris. It sold well."},
-                 {"question": "Where is the tower?", "context": "The tower stands in Pisa. It leans."}]
+    questions = [
+        {"question": "Who wrote it?", "context": "The book was written by Ann Smith in Paris. It sold well."},
+        {"question": "Where is the tower?", "context": "The tower stands in Pisa. It leans."},
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "hf-modules"), OMP_NUM_THREADS="1",
-               TRANSFORMERS_VERBOSITY="error")
-    done = subprocess.run([CLEAN_PYTHON, "-c", _CLEAN_SCRIPT, json.dumps(folders), json.dumps(questions)],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_MODULES_CACHE=str(tmp_path / "hf-modules"),
+        OMP_NUM_THREADS="1",
+        TRANSFORMERS_VERBOSITY="error",
+    )
+    done = subprocess.run(
+        [CLEAN_PYTHON, "-c", _CLEAN_SCRIPT, json.dumps(folders), json.dumps(questions)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["loaded"] == []  # nothing named syntaxformer was imported there
@@ -127,8 +171,9 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
     for got, ref in zip(out["classification"], want):
         assert {d["label"]: d["score"] for d in got} == pytest.approx(ref["scores"], abs=1e-5)
         assert got[0]["label"] == ref["label"]
-    assert out["classification_one"] == [{"label": want[0]["label"], "score": pytest.approx(want[0]["score"],
-                                                                                              abs=1e-5)}]
+    assert out["classification_one"] == [
+        {"label": want[0]["label"], "score": pytest.approx(want[0]["score"], abs=1e-5)}
+    ]
     assert out["classification_tag"] == out["classification_one"]  # pipeline("text-classification", ...) too
     assert "takes no option(s) ['function_to_apply']" in out["unknown_option"]
 
@@ -140,8 +185,11 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
         assert got["score"] == pytest.approx(ref["span_score"], abs=1e-4)
         assert set(got) == {"answer", "start", "end", "score", "null_score", "best_answer"}
     for got, one in zip(out["qa_tag"], out["qa"]):  # pipeline("question-answering", ...) too, a list at once
-        assert got == {**one, "score": pytest.approx(one["score"], abs=1e-5),
-                       "null_score": pytest.approx(one["null_score"], abs=1e-5)}
+        assert got == {
+            **one,
+            "score": pytest.approx(one["score"], abs=1e-5),
+            "null_score": pytest.approx(one["null_score"], abs=1e-5),
+        }
 
     # translation: the same beam-search output
     ref_mt = Predictor.from_run(runs["translation"]).predict(["A man rides a horse.", "Two dogs play in the snow."])

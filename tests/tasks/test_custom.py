@@ -34,16 +34,22 @@ def test_custom_infer_labels_follows_run_glue():
 
 
 def test_custom_string_labels_kept_by_name(tmp_path):
-    train = _csv(tmp_path / "train.csv", ["review", "sentiment"],
-                 [["great", "positive"], ["awful", "negative"], ["fine", "positive"]])
+    train = _csv(
+        tmp_path / "train.csv",
+        ["review", "sentiment"],
+        [["great", "positive"], ["awful", "negative"], ["fine", "positive"]],
+    )
     dev = _csv(tmp_path / "dev.csv", ["review", "sentiment"], [["bad", "negative"]])
     task = get_task("custom", text_column="review", label_column="sentiment")
     data = {"train_file": train, "dev_file": dev}
     tr = task.load_split("train", data)
     assert [e.label for e in tr.examples] == [1, 0, 1] and tr.examples[0].text_a == "great"
-    assert task.model_options() == {"num_labels": 2, "problem_type": "single_label_classification",
-                                    "id2label": {0: "negative", 1: "positive"},
-                                    "label2id": {"negative": 0, "positive": 1}}
+    assert task.model_options() == {
+        "num_labels": 2,
+        "problem_type": "single_label_classification",
+        "id2label": {0: "negative", 1: "positive"},
+        "label2id": {"negative": 0, "positive": 1},
+    }
     assert task.load_split("validation", data).examples[0].label == 0
     again = get_task("custom", **task.options())  # what run.json records rebuilds the same task
     assert again.options() == task.options() and again.model_options() == task.model_options()
@@ -52,9 +58,14 @@ def test_custom_string_labels_kept_by_name(tmp_path):
 
 
 def test_custom_float_labels_are_a_regression_with_correlation_metrics(tmp_path):
-    train = _jsonl(tmp_path / "train.jsonl", [{"sentence1": "a", "sentence2": "b", "label": 0.5},
-                                              {"sentence1": "c", "sentence2": "d", "label": 4},
-                                              {"sentence1": "e", "sentence2": "f", "label": 2.25}])
+    train = _jsonl(
+        tmp_path / "train.jsonl",
+        [
+            {"sentence1": "a", "sentence2": "b", "label": 0.5},
+            {"sentence1": "c", "sentence2": "d", "label": 4},
+            {"sentence1": "e", "sentence2": "f", "label": 2.25},
+        ],
+    )
     task = get_task("custom")
     tr = task.load_split("train", {"train_file": train})  # dev is held out of these rows
     assert task.problem_type == "regression" and task.metric_names == ("pearson", "spearman")
@@ -84,16 +95,22 @@ def test_custom_validation_rows_held_out_of_train_by_seed(tmp_path):
 def test_custom_errors_name_the_file_row_and_columns(tmp_path):
     train = _csv(tmp_path / "train.csv", ["review", "sentiment"], [["good", "pos"], ["bad", "neg"]])
     dev = _csv(tmp_path / "dev.csv", ["review", "sentiment"], [["meh", "neutral"]])
-    with pytest.raises(DataError, match=r"no column 'txt' \(--text-column\); its columns are \['review', "
-                                         r"'sentiment'\]"):
+    with pytest.raises(
+        DataError,
+        match=r"no column 'txt' \(--text-column\); its columns are \['review', "
+        r"'sentiment'\]",
+    ):
         get_task("custom", text_column="txt", label_column="sentiment").load_split("train", {"train_file": train})
     with pytest.raises(DataError, match=r"no column 'label' \(--label-column\); its columns"):
         get_task("custom", text_column="review").load_split("train", {"train_file": train})
     task = get_task("custom", label_column="sentiment")
     task.load_split("train", {"train_file": train, "dev_file": dev})
     assert task.text_column == "review"  # the only column besides the label
-    with pytest.raises(DataError, match=r"dev.csv:2: label 'neutral' is not one of the training labels "
-                                         r"\['neg', 'pos'\]"):
+    with pytest.raises(
+        DataError,
+        match=r"dev.csv:2: label 'neutral' is not one of the training labels "
+        r"\['neg', 'pos'\]",
+    ):
         task.load_split("dev", {"train_file": train, "dev_file": dev})
     blank = _csv(tmp_path / "blank.csv", ["text", "label"], [["a", "x"], ["", "y"]])
     with pytest.raises(DataError, match=r"blank.csv:3: no text in column 'text'"):
@@ -104,8 +121,11 @@ def test_custom_errors_name_the_file_row_and_columns(tmp_path):
     reg = _csv(tmp_path / "reg.csv", ["text", "label"], [["a", "0.5"], ["b", "high"]])
     with pytest.raises(FormatError, match=r"reg.csv:3: label 'high' .* is not a number"):
         get_task("custom", problem_type="regression").load_split("train", {"train_file": reg, "dev_file": reg})
-    with pytest.raises(DataError, match=r"no test data; give a test file \(train: --test-file / test_file; "
-                                        r"evaluate and predict RUN: --file FILE\)"):
+    with pytest.raises(
+        DataError,
+        match=r"no test data; give a test file \(train: --test-file / test_file; "
+        r"evaluate and predict RUN: --file FILE\)",
+    ):
         task.load_split("test", {"train_file": train})
     with pytest.raises(DataError, match="give a training file"):
         get_task("custom").load_split("train", {})
@@ -135,10 +155,16 @@ def test_custom_data_dir_finds_split_files(tmp_path):
 
 
 def test_custom_multiple_choice_rows(tmp_path):
-    rows = [{"question": "Which is a colour?", "options": ["red", "run"], "answer": 0},
-            {"question": "Which is a verb?", "options": ["red", "run"], "answer": "B"},
-            {"question": "Which is a noun?", "options": ["cat", "quickly", "blue"], "answer": "cat",
-             "context": "A cat sat."}]
+    rows = [
+        {"question": "Which is a colour?", "options": ["red", "run"], "answer": 0},
+        {"question": "Which is a verb?", "options": ["red", "run"], "answer": "B"},
+        {
+            "question": "Which is a noun?",
+            "options": ["cat", "quickly", "blue"],
+            "answer": "cat",
+            "context": "A cat sat.",
+        },
+    ]
     path = _jsonl(tmp_path / "quiz.jsonl", rows)
     assert task_for_data(path) == "custom-mc"
     task = get_task("custom-mc")
@@ -169,8 +195,11 @@ def test_custom_task_for_data(tmp_path):
 
 
 def test_custom_options_and_subsets(tmp_path):
-    with pytest.raises(ConfigError, match=r"option\(s\) \['phrases'\] do not apply to custom; its options are "
-                                          r"\['text_column'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"option\(s\) \['phrases'\] do not apply to custom; its options are "
+        r"\['text_column'",
+    ):
         get_task("custom", phrases=True)
     with pytest.raises(ConfigError, match="do not apply to custom-mc"):
         get_task("custom-mc", text_column="x")
@@ -184,8 +213,9 @@ def test_custom_datasets_folder_splits(tmp_path):
     """A DatasetDict saved with save_to_disk, given as the data set: its train / validation splits."""
     datasets = pytest.importorskip("datasets", reason="the datasets package is not installed")
     rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}, {"text": "fine", "label": "pos"}]
-    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows),
-                          "validation": datasets.Dataset.from_list(rows[1:])}).save_to_disk(str(tmp_path / "ds"))
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(rows), "validation": datasets.Dataset.from_list(rows[1:])}
+    ).save_to_disk(str(tmp_path / "ds"))
     task = get_task("custom")
     data = {"dataset": str(tmp_path / "ds")}
     assert [e.label for e in task.load_split("train", data).examples] == [1, 0, 1]

@@ -17,15 +17,29 @@ from tests.conftest import data_path
 
 #: What SG-Net reads, and Syntax-BERT with both trees (spelled out here, not imported from the library).
 SGNET_KEYS = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
-SYNTAX_BERT_KEYS = SGNET_KEYS + ("dep_anc_lo", "dep_anc_hi", "dep_anc_head", "con_key", "con_depth", "con_anc_lo",
-                                 "con_anc_hi", "con_anc_head")
+SYNTAX_BERT_KEYS = SGNET_KEYS + (
+    "dep_anc_lo",
+    "dep_anc_hi",
+    "dep_anc_head",
+    "con_key",
+    "con_depth",
+    "con_anc_lo",
+    "con_anc_hi",
+    "con_anc_head",
+)
 
 
 def context(tokenizer, cache_dir=None, parse_cache=False, use_cache=True, **options) -> TaskContext:
     options.setdefault("syntax_inputs", SGNET_KEYS)
-    return TaskContext(tokenizer=tokenizer, parser=DEFAULT_SPACY_MODEL, parse_cache=parse_cache,
-                       cache_dir=None if cache_dir is None else str(cache_dir), use_cache=use_cache, progress=False,
-                       **options)
+    return TaskContext(
+        tokenizer=tokenizer,
+        parser=DEFAULT_SPACY_MODEL,
+        parse_cache=parse_cache,
+        cache_dir=None if cache_dir is None else str(cache_dir),
+        use_cache=use_cache,
+        progress=False,
+        **options,
+    )
 
 
 def features(task, data, tokenizer, **kw) -> FeatureDataset:
@@ -47,8 +61,9 @@ def _data(name: str, n: int):
 
 def test_features_sst2_arrays_labels_and_sdoi(minilm_tokenizer, cache):
     task, data = _data("sst2", 12)
-    ds = features(task, data, minilm_tokenizer, max_length=64, cache_dir=cache / "features",
-                  parse_cache=cache / "parses")
+    ds = features(
+        task, data, minilm_tokenizer, max_length=64, cache_dir=cache / "features", parse_cache=cache / "parses"
+    )
     assert len(ds) == 12 and ds.meta["cache"] == "miss" and ds.meta["n_parsed_texts"] == 12
     item = ds[0]
     assert set(item) == {"input_ids", "attention_mask", "token_type_ids", "labels", *SGNET_KEYS}
@@ -118,8 +133,11 @@ def test_features_snli_given_parses_need_no_parser(minilm_tokenizer, cache, monk
     import syntaxformer.data.annotators.spacy as annotate
     from syntaxformer.data.readers.snli import read_snli_examples
 
-    monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", lambda *a, **k: (_ for _ in ()).throw(
-        AssertionError("no parser for given parses")))
+    monkeypatch.setattr(
+        annotate.SpacyAnnotator,
+        "__init__",
+        lambda *a, **k: (_ for _ in ()).throw(AssertionError("no parser for given parses")),
+    )
     examples, files = read_snli_examples(data_path("snli", "snli_1.0_dev_partial.jsonl"), "dev")
     data = TaskData(examples[:8], files[0], "test-fingerprint", 8)
     ds = features(get_task("snli"), data, minilm_tokenizer, max_length=64, cache_dir=cache / "features")
@@ -134,8 +152,7 @@ def test_features_constituency_from_dependency_fallback(minilm_tokenizer, cache)
     from syntaxformer.masks.relations import relation_groups_from_features
 
     task, data = _data("rte", 4)
-    kw = dict(max_length=96, syntax_inputs=SYNTAX_BERT_KEYS, cache_dir=cache / "features",
-              parse_cache=cache / "parses")
+    kw = dict(max_length=96, syntax_inputs=SYNTAX_BERT_KEYS, cache_dir=cache / "features", parse_cache=cache / "parses")
     a = features(task, data, minilm_tokenizer, **kw)
     b = features(task, data, minilm_tokenizer, constituency="from_dependency", **kw)
     assert "read off the dependency" in b.meta["syntax_source"]["constituency"]
@@ -159,11 +176,22 @@ def test_features_only_declared_inputs_and_no_parser_without_syntax(minilm_token
     import syntaxformer.data.annotators.spacy as annotate
 
     task, data = _data("rte", 5)
-    few = features(task, data, minilm_tokenizer, syntax_inputs=("syntax_tree", "pos_ids"), pos_tags="upos",
-                   max_length=64, cache_dir=cache / "features", parse_cache=cache / "parses")
+    few = features(
+        task,
+        data,
+        minilm_tokenizer,
+        syntax_inputs=("syntax_tree", "pos_ids"),
+        pos_tags="upos",
+        max_length=64,
+        cache_dir=cache / "features",
+        parse_cache=cache / "parses",
+    )
     assert set(few[0]) == {"input_ids", "attention_mask", "token_type_ids", "labels", "syntax_tree", "pos_ids"}
-    monkeypatch.setattr(annotate.SpacyAnnotator, "__init__", lambda *a, **k: (_ for _ in ()).throw(
-        AssertionError("no parser for a model without syntax inputs")))
+    monkeypatch.setattr(
+        annotate.SpacyAnnotator,
+        "__init__",
+        lambda *a, **k: (_ for _ in ()).throw(AssertionError("no parser for a model without syntax inputs")),
+    )
     plain = features(task, data, minilm_tokenizer, syntax_inputs=(), max_length=64, use_cache=False)
     assert set(plain[0]) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
     assert plain.meta["parser"] == "none" and plain.meta["syntax_source"]["dependency"].startswith("none")

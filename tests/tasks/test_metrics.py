@@ -7,8 +7,15 @@ import math
 import numpy as np
 import pytest
 
-from syntaxformer.tasks.metrics import (accuracy, compute_metrics, f1_binary, matthews_corrcoef, pearson,
-                                        rankdata, spearman)
+from syntaxformer.tasks.metrics import (
+    accuracy,
+    compute_metrics,
+    f1_binary,
+    matthews_corrcoef,
+    pearson,
+    rankdata,
+    spearman,
+)
 
 
 def test_metrics_accuracy_hand_computed():

@@ -19,8 +19,9 @@ SDOI_CONTEXT = TaskContext(tokenizer=None, syntax_inputs=("syntax_tree", "dep_ti
 
 
 def test_race_accuracy_by_level():
-    ex = [RaceExample(f"m{i}", "m", "middle", "a", "q", ["x", "y"], label=i % 2) for i in range(4)] + \
-         [RaceExample(f"h{i}", "h", "high", "a", "q", ["x", "y"], label=0) for i in range(2)]
+    ex = [RaceExample(f"m{i}", "m", "middle", "a", "q", ["x", "y"], label=i % 2) for i in range(4)] + [
+        RaceExample(f"h{i}", "h", "high", "a", "q", ["x", "y"], label=0) for i in range(2)
+    ]
     preds = {"m0": 0, "m1": 1, "m2": 1, "m3": 1, "h0": 1}  # middle 3/4, high 0/2 (h1 missing), all 3/6
     acc = race_accuracy(ex, preds)
     assert acc["middle"] == 75.0 and acc["high"] == 0.0 and acc["all"] == 50.0
@@ -54,10 +55,10 @@ def test_race_features_layout_and_truncation(minilm_tokenizer, race_features):
             # [CLS] passage || question [SEP] option [SEP]: the question and the option are complete.
             q_ids = tok(e.question, add_special_tokens=False)["input_ids"]
             o_ids = tok(option, add_special_tokens=False)["input_ids"]
-            assert ids[sep - len(q_ids):sep] == q_ids and ids[sep + 1:-1] == o_ids
+            assert ids[sep - len(q_ids) : sep] == q_ids and ids[sep + 1 : -1] == o_ids
             # the kept passage is the start of the full passage
             p_ids = tok(e.article, add_special_tokens=False)["input_ids"]
-            assert ids[1:1 + kept] == p_ids[:kept] and kept == sep - 1 - len(q_ids)
+            assert ids[1 : 1 + kept] == p_ids[:kept] and kept == sep - 1 - len(q_ids)
             assert f.n_passage_total == len(p_ids)
         assert f.truncated  # these passages are longer than 96 tokens
 
@@ -105,8 +106,9 @@ def test_race_task_postprocess_metrics_and_files_on_hand_made_logits():
     from syntaxformer.tasks.base import get_task
     from syntaxformer.data.examples import TaskData
 
-    ex = [RaceExample(f"m{i}", "m", "middle", "a", "Who is it?", ["x", "y", "z"], label=i % 3) for i in range(4)] + \
-         [RaceExample(f"h{i}", "h", "high", "a", "Why?", ["x", "y", "z"], label=0) for i in range(2)]
+    ex = [RaceExample(f"m{i}", "m", "middle", "a", "Who is it?", ["x", "y", "z"], label=i % 3) for i in range(4)] + [
+        RaceExample(f"h{i}", "h", "high", "a", "Why?", ["x", "y", "z"], label=0) for i in range(2)
+    ]
     data = TaskData(ex, "hand", "0", len(ex))
     logits = np.array([[3, 1, 0], [0, 2, 1], [0, 0, 1], [5, 0, 0], [0, 1, 0], [2, 0, 0]], dtype=np.float32)
     task = get_task("race")
@@ -118,8 +120,14 @@ def test_race_task_postprocess_metrics_and_files_on_hand_made_logits():
     assert m["accuracy"] == want and m["accuracy_all"] == want["all"] == 100 * 5 / 6
     assert (m["accuracy_middle"], m["accuracy_high"]) == (want["middle"], want["high"])
     files = task.run_files(data, preds)["predictions.json"]
-    assert files["h0"] == {"prediction": "B", "gold": "A", "level": "high", "correct": False, "question_words": 1,
-                           "probs": files["h0"]["probs"]}
+    assert files["h0"] == {
+        "prediction": "B",
+        "gold": "A",
+        "level": "high",
+        "correct": False,
+        "question_words": 1,
+        "probs": files["h0"]["probs"],
+    }
     assert all(abs(sum(r["probs"]) - 1) < 1e-4 for r in files.values()) and files["h1"]["correct"]
     assert task.prediction_records(data, preds)[1]["option"] == "y"
     with pytest.raises(SyntaxformerError, match="takes no options"):
@@ -153,8 +161,13 @@ def test_race_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, race_
 
     task = get_task("race")
     data = TaskData(dev, "hand", "0", len(dev))
-    parsed = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, annotator=Parsed(),
-                                              syntax_inputs=SDOI_CONTEXT.syntax_inputs, max_length=96), "dev")
+    parsed = task.featurize(
+        data,
+        TaskContext(
+            tokenizer=minilm_tokenizer, annotator=Parsed(), syntax_inputs=SDOI_CONTEXT.syntax_inputs, max_length=96
+        ),
+        "dev",
+    )
     plain = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
     assert parsed.truncated == plain.truncated == len(dev)
     for a, b, f in zip(parsed.items, plain.items, feats):
@@ -173,9 +186,14 @@ def test_race_task_through_the_runner_contract(tiny_model, tmp_path):
 
     task = get_task("race")
     assert task.training_defaults()["group_by_length"] is False  # [B, C, L] items: random order, as before
-    out = run_task(task, tiny_model, {"data_dir": str(data_path("race")), "max_train_samples": 8,
-                                      "max_eval_samples": 8}, str(tmp_path),
-                   annotator=make_annotator(cache=None, progress=False), max_length=64)
+    out = run_task(
+        task,
+        tiny_model,
+        {"data_dir": str(data_path("race")), "max_train_samples": 8, "max_eval_samples": 8},
+        str(tmp_path),
+        annotator=make_annotator(cache=None, progress=False),
+        max_length=64,
+    )
     m, preds = out["metrics"], out["files"]["predictions.json"]
     acc = m["accuracy"]
     assert acc["n_all"] == 8 and acc["n_middle"] + acc["n_high"] == 8 and out["features"].truncated == 8

@@ -21,6 +21,7 @@ def load_split(task, split, *, data_file=None, **data):
 def read_glue_tsv(task, path, split="dev"):
     return _read_glue_tsv(task.spec.layout, path, split)
 
+
 # task, split, rows, label counts (class id -> count) or None for regression / unlabeled
 GLUE_COUNTS = [
     ("sst2", "train", 67349, {1: 37569, 0: 29780}),
@@ -74,8 +75,11 @@ def test_sentence_snli_real_tokenized_and_jsonl():
     task = get_task("snli")
     dev = load_split(task, "dev", data_dir=data_path("snli"))
     assert len(dev) == 9842
-    assert Counter(task.labels[e.label] for e in dev.examples) == {"entailment": 3329, "contradiction": 3278,
-                                                                    "neutral": 3235}
+    assert Counter(task.labels[e.label] for e in dev.examples) == {
+        "entailment": 3329,
+        "contradiction": 3278,
+        "neutral": 3235,
+    }
     assert dev.examples[0].text_a == "Two women are embracing while holding to go packages ."
     examples, files = read_snli_examples(data_path("snli", "snli_1.0_dev_partial.jsonl"), "dev")
     assert len(examples) == 1273  # 1,288 rows minus those without a gold label
@@ -93,8 +97,9 @@ def test_sentence_load_split_fingerprint_and_subsample():
     assert len(s1) == 50 and s1.total == 277 and "50 of 277" in s1.sample_note and "seed 1" in s1.sample_note
     assert s1.fingerprint != a.fingerprint != s3.fingerprint
     assert a.subsampled(None, 0) is a and a.subsampled(1000, 0) is a
-    assert [e.guid for e in load_split(task, "dev", data_dir=data_path("glue", "RTE"), max_samples=50,
-                                       data_seed=1).examples] == [e.guid for e in s1.examples]
+    assert [
+        e.guid for e in load_split(task, "dev", data_dir=data_path("glue", "RTE"), max_samples=50, data_seed=1).examples
+    ] == [e.guid for e in s1.examples]
 
 
 def test_sentence_glue_bad_files(tmp_path):
@@ -143,8 +148,10 @@ def test_sentence_hub_path_with_local_dataset_folder(tmp_path):
     for split in ("train", "validation"):
         (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     dev = load_split(get_task("sst2"), "dev", dataset=str(folder))
-    assert [(e.guid, e.text_a, e.label) for e in dev.examples] == [("dev-0", "a fine film .", 1),
-                                                                   ("dev-1", "dull .", 0)]
+    assert [(e.guid, e.text_a, e.label) for e in dev.examples] == [
+        ("dev-0", "a fine film .", 1),
+        ("dev-1", "dull .", 0),
+    ]
     assert dev.source.startswith("hub:") and len(dev.fingerprint) == 64
 
 
@@ -197,5 +204,9 @@ def test_sentence_postprocess_metrics_and_records():
     assert get_task("stsb").postprocess(data, Features(), np.array([[3.5], [1.0]])).values == [3.5, 1.0]
     assert get_task("snli").postprocess(data, Features(), (np.array([[0, 0, 1.0], [1.0, 0, 0]]),)).values == [2, 0]
     assert get_task("mrpc").model_options()["id2label"] == {0: "not_equivalent", 1: "equivalent"}
-    assert get_task("stsb").model_options() == {"num_labels": 1, "problem_type": "regression",
-                                                "id2label": {0: "score"}, "label2id": {"score": 0}}
+    assert get_task("stsb").model_options() == {
+        "num_labels": 1,
+        "problem_type": "regression",
+        "id2label": {0: "score"},
+        "label2id": {"score": 0},
+    }

@@ -64,16 +64,41 @@ def test_normalize_and_pairwise_scores():
 
 
 HAND_GOLD = {
-    "data": [{"title": "T", "paragraphs": [{"context": "The Normans came in the 10th century. Rollo led them.", "qas": [
-        {"id": "q1", "question": "Who?", "is_impossible": False,
-         "answers": [{"text": "Normans", "answer_start": 4}, {"text": "The Normans", "answer_start": 0}]},
-        {"id": "q2", "question": "When?", "is_impossible": False,
-         "answers": [{"text": "in the 10th century", "answer_start": 17}]},
-        {"id": "q3", "question": "Why?", "is_impossible": True, "answers": []},
-        {"id": "q4", "question": "Where?", "is_impossible": True, "answers": []},
-        {"id": "q5", "question": "Leader?", "is_impossible": False,
-         "answers": [{"text": "Rollo", "answer_start": 38}, {"text": ".", "answer_start": 36}]},
-    ]}]}],
+    "data": [
+        {
+            "title": "T",
+            "paragraphs": [
+                {
+                    "context": "The Normans came in the 10th century. Rollo led them.",
+                    "qas": [
+                        {
+                            "id": "q1",
+                            "question": "Who?",
+                            "is_impossible": False,
+                            "answers": [
+                                {"text": "Normans", "answer_start": 4},
+                                {"text": "The Normans", "answer_start": 0},
+                            ],
+                        },
+                        {
+                            "id": "q2",
+                            "question": "When?",
+                            "is_impossible": False,
+                            "answers": [{"text": "in the 10th century", "answer_start": 17}],
+                        },
+                        {"id": "q3", "question": "Why?", "is_impossible": True, "answers": []},
+                        {"id": "q4", "question": "Where?", "is_impossible": True, "answers": []},
+                        {
+                            "id": "q5",
+                            "question": "Leader?",
+                            "is_impossible": False,
+                            "answers": [{"text": "Rollo", "answer_start": 38}, {"text": ".", "answer_start": 36}],
+                        },
+                    ],
+                }
+            ],
+        }
+    ]
 }
 HAND_PREDS = {"q1": "normans.", "q2": "10th century", "q3": "", "q4": "France", "q5": ""}
 HAND_NA = {"q1": 0.1, "q2": 0.5, "q3": 0.9, "q4": 0.8, "q5": 0.3}
@@ -87,10 +112,10 @@ def test_metric_on_hand_made_file(tmp_path):
     (tmp_path / "na.json").write_text(json.dumps(HAND_NA))
     r = evaluate_files(tmp_path / "gold.json", tmp_path / "pred.json", tmp_path / "na.json")
     assert r["total"] == 5 and r["HasAns_total"] == 3 and r["NoAns_total"] == 2
-    assert r["exact"] == pytest.approx(40.0)                 # (1 + 0 + 1 + 0 + 0) / 5
-    assert r["f1"] == pytest.approx(56.0)                    # (1 + .8 + 1 + 0 + 0) / 5
+    assert r["exact"] == pytest.approx(40.0)  # (1 + 0 + 1 + 0 + 0) / 5
+    assert r["f1"] == pytest.approx(56.0)  # (1 + .8 + 1 + 0 + 0) / 5
     assert r["HasAns_exact"] == pytest.approx(100 / 3)
-    assert r["HasAns_f1"] == pytest.approx(60.0)             # 1.8 / 3
+    assert r["HasAns_f1"] == pytest.approx(60.0)  # 1.8 / 3
     assert r["NoAns_exact"] == r["NoAns_f1"] == pytest.approx(50.0)
     # Threshold sweep by increasing na prob, starting from 2 (all unanswerable):
     # F1: q1 +1 -> 3 (best, t=.1); q5 +0; q2 +.8 -> 3.8 (best, t=.5); q4 -1 ("France"); q3 0.
@@ -163,8 +188,13 @@ def test_reachable_sweep_matches_brute_force_on_random_data():
     hypothesis = pytest.importorskip("hypothesis")
     st = hypothesis.strategies
 
-    @hypothesis.given(st.lists(st.tuples(st.booleans(), st.sampled_from([0.0, 0.25, 0.5, 1.0]),
-                                         st.integers(-3, 3)), min_size=1, max_size=12))
+    @hypothesis.given(
+        st.lists(
+            st.tuples(st.booleans(), st.sampled_from([0.0, 0.25, 0.5, 1.0]), st.integers(-3, 3)),
+            min_size=1,
+            max_size=12,
+        )
+    )
     @hypothesis.settings(max_examples=300, deadline=None)
     def check(rows):
         qids = [f"q{i}" for i in range(len(rows))]
@@ -189,9 +219,11 @@ def test_reachable_sweep_matches_brute_force_on_random_data():
 # ---------------------------------------------------------------------------------------------------------------
 def test_squad_scores_per_question_agree_with_the_metric():
     ctx = "Paris is in France."
-    ex = [SquadExample("a", "t", ctx, "Where is Paris?", [{"text": "France", "answer_start": 12}]),
-          SquadExample("b", "t", ctx, "Why?", [], is_impossible=True),
-          SquadExample("c", "t", ctx, "What is in France?", [{"text": "Paris", "answer_start": 0}])]
+    ex = [
+        SquadExample("a", "t", ctx, "Where is Paris?", [{"text": "France", "answer_start": 12}]),
+        SquadExample("b", "t", ctx, "Why?", [], is_impossible=True),
+        SquadExample("c", "t", ctx, "What is in France?", [{"text": "Paris", "answer_start": 0}]),
+    ]
     best = {"a": "France", "b": "Paris", "c": "is in"}
     na = {"a": -2.0, "b": 1.0, "c": 0.5}
     s = squad_scores(ex, best, na, null_threshold=0.0)
@@ -302,7 +334,7 @@ def _check_labels(examples, features, passage_segment):
         assert not ex.is_impossible and f.start_position <= f.end_position
         assert seq[f.start_position] == seq[f.end_position] == passage_segment
         a = ex.answers[0]
-        text = ex.context[f.passage_offsets[f.start_position, 0]:f.passage_offsets[f.end_position, 1]]
+        text = ex.context[f.passage_offsets[f.start_position, 0] : f.passage_offsets[f.end_position, 1]]
         assert text == a["text"], (ex.qid, text, a["text"])
         labelled.add(f.example_index)
     return labelled
@@ -328,8 +360,7 @@ def test_windows_with_stride_keep_labels_and_sdoi_masks_valid(minilm_tokenizer, 
 
     examples, passages, questions, annotator = real_subset
     ex, pa, qu = examples[:12], passages[:12], questions[:12]
-    featurizer = SquadFeaturizer(minilm_tokenizer, annotator, max_length=64, stride=16,
-                                 question_first=question_first)
+    featurizer = SquadFeaturizer(minilm_tokenizer, annotator, max_length=64, stride=16, question_first=question_first)
     features = featurizer(ex, pa, qu)
     assert len(features) > 3 * len(ex)  # long passages are cut into many windows
     seg = 1 if question_first else 0
@@ -367,7 +398,7 @@ def test_windows_with_stride_keep_labels_and_sdoi_masks_valid(minilm_tokenizer, 
             while heads[k] >= 0:
                 k = int(heads[k])
                 anc.add(k)
-            keys = torch.nonzero(mask[b, i, :len(w)]).flatten().tolist()
+            keys = torch.nonzero(mask[b, i, : len(w)]).flatten().tolist()
             assert {int(w[j]) for j in keys} <= anc
 
 
@@ -385,8 +416,9 @@ def test_answer_token_span_edges():
 # ---------------------------------------------------------------------------------------------------------------
 def _hand_features():
     ctx = "Paris is in France."
-    ex = SquadExample(qid="q", title="t", context=ctx, question="Where?",
-                      answers=[{"text": "France", "answer_start": 12}])
+    ex = SquadExample(
+        qid="q", title="t", context=ctx, question="Where?", answers=[{"text": "France", "answer_start": 12}]
+    )
     no = -1
     # window 0: [CLS] Paris is in [SEP] Where [SEP]; window 1: [CLS] in France . [SEP] Where [SEP]
     w0 = np.array([[no, no], [0, 5], [6, 8], [9, 11], [no, no], [no, no], [no, no]])
@@ -399,8 +431,8 @@ def test_postprocess_picks_best_span_over_windows_and_min_null():
     ex, feats = _hand_features()
     # window 0: null 1 + 1 = 2; best valid span (1, 1) "Paris" = 3 + 2 = 5; the question token (5) scores 9 but
     # is not a passage token. Window 1: null .5 + .5 = 1; best (2, 2) "France" = 4 + 6 = 10; (2, 1) invalid.
-    start = [[1, 3, 0, 0, 0, 9, 0], [.5, 0, 4, 0, 0, 0, 0]]
-    end = [[1, 2, 0, 0, 0, 9, 0], [.5, 7, 6, 1, 0, 0, 0]]
+    start = [[1, 3, 0, 0, 0, 9, 0], [0.5, 0, 4, 0, 0, 0, 0]]
+    end = [[1, 2, 0, 0, 0, 9, 0], [0.5, 7, 6, 1, 0, 0, 0]]
     out = postprocess_predictions([ex], feats, np.array(start), np.array(end))
     assert out.best_texts == {"q": "France"} and out.predictions == {"q": "France"}
     assert out.na_scores["q"] == pytest.approx(1 - 10)  # min null over windows - best span
@@ -414,13 +446,14 @@ def test_postprocess_picks_best_span_over_windows_and_min_null():
     # max answer length 1 drops "France." (2 tokens) but keeps single tokens
     short = postprocess_predictions([ex], feats, start, end, max_answer_length=1)
     assert all(c["end"] - c["start"] <= 6 for c in short.nbest["q"]) and "France." not in [
-        c["text"] for c in short.nbest["q"]]
+        c["text"] for c in short.nbest["q"]
+    ]
 
 
 def test_postprocess_verifier_combination():
     ex, feats = _hand_features()
-    start = torch.tensor([[1, 3, 0, 0, 0, 9, 0], [.5, 0, 4, 0, 0, 0, 0]])
-    end = torch.tensor([[1, 2, 0, 0, 0, 9, 0], [.5, 7, 6, 1, 0, 0, 0]])
+    start = torch.tensor([[1, 3, 0, 0, 0, 9, 0], [0.5, 0, 4, 0, 0, 0, 0]])
+    end = torch.tensor([[1, 2, 0, 0, 0, 9, 0], [0.5, 7, 6, 1, 0, 0, 0]])
     ver = torch.tensor([[5.0, 0.0], [0.0, 20.0]])  # (logit_ans, logit_na); window 1 has the min null score
     out = postprocess_predictions([ex], feats, start, end, verifier_logits=ver)
     assert out.na_scores["q"] == pytest.approx(1.0 * (1 - 10) + 1.0 * (20 - 0))
@@ -451,8 +484,14 @@ def test_tiny_model_end_to_end_on_real_windows(minilm_tokenizer, real_subset):
     ex, pa, qu = examples[:6], passages[:6], questions[:6]
     features = SquadFeaturizer(minilm_tokenizer, annotator, max_length=96, stride=32)(ex, pa, qu)
     torch.manual_seed(0)
-    enc = BertConfig(vocab_size=minilm_tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                     num_attention_heads=4, intermediate_size=37, max_position_embeddings=128)
+    enc = BertConfig(
+        vocab_size=minilm_tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=128,
+    )
     model = SGNetForQuestionAnswering(SGNetConfig(encoder=enc, qa_verifier=True))
     batch = _batch(features, minilm_tokenizer)
     out = model(**batch)
@@ -461,8 +500,9 @@ def test_tiny_model_end_to_end_on_real_windows(minilm_tokenizer, real_subset):
     model.eval()
     with torch.no_grad():
         out = model(**batch)
-    res = postprocess_predictions(ex, features, out.start_logits, out.end_logits, out.verifier_logits,
-                                  beta1=1.0, beta2=1.0)
+    res = postprocess_predictions(
+        ex, features, out.start_logits, out.end_logits, out.verifier_logits, beta1=1.0, beta2=1.0
+    )
     assert set(res.predictions) == {e.qid for e in ex}
     for e in ex:  # every decoded text is a piece of its passage
         assert res.best_texts[e.qid] in e.context and res.best_texts[e.qid]
@@ -474,8 +514,8 @@ def test_postprocess_max_context_rule():
     ex, feats = _hand_features()
     # "in" is in both windows, at the right edge of window 0 and the left edge of window 1: a tie of context,
     # so its home is window 0 (the first). A start at "in" in window 1 is only used without the rule.
-    start = [[1, 3, 0, 0, 0, 0, 0], [.5, 5, 4, 0, 0, 0, 0]]
-    end = [[1, 2, 0, 0, 0, 0, 0], [.5, 7, 6, 1, 0, 0, 0]]
+    start = [[1, 3, 0, 0, 0, 0, 0], [0.5, 5, 4, 0, 0, 0, 0]]
+    end = [[1, 2, 0, 0, 0, 0, 0], [0.5, 7, 6, 1, 0, 0, 0]]
     with_rule = postprocess_predictions([ex], feats, start, end)
     without = postprocess_predictions([ex], feats, start, end, max_context=False)
     assert without.best_texts["q"] == "in"  # 5 + 7 in window 1
@@ -496,8 +536,10 @@ def test_squad_metric_matches_the_recorded_oracle_on_handmade_predictions():
     fixture = json.loads((Path(__file__).parents[1] / "fixtures" / "squad2_handmade_predictions.json").read_text())
     data = json.loads(data_path("squad2", "dev-v2.0-sample.json").read_text(encoding="utf-8"))
     oracle = fixture["oracle"]["numbers"]
-    ours = {"no_na": squad_evaluate(data, fixture["predictions"]),
-            "na": squad_evaluate(data, fixture["predictions"], fixture["na_probs"])}
+    ours = {
+        "no_na": squad_evaluate(data, fixture["predictions"]),
+        "na": squad_evaluate(data, fixture["predictions"], fixture["na_probs"]),
+    }
     compared = 0
     for mode in ("no_na", "na"):
         for key, value in oracle[mode].items():
@@ -529,18 +571,32 @@ def test_squad_task_options_model_options_and_errors():
     task = get_task("squad2", doc_stride=64, verifier="joint", beta2=0.5)
     assert isinstance(task, SquadTask) and task.head == "question_answering" and task.main_metric == "f1"
     assert get_task("squad2", **task.options()).options() == task.options()  # rebuilt in a fresh process
-    assert task.model_options() == {"qa_verifier": True, "verifier_loss_weight": 1.0, "verifier_beta1": 1.0,
-                                    "verifier_beta2": 0.5}
+    assert task.model_options() == {
+        "qa_verifier": True,
+        "verifier_loss_weight": 1.0,
+        "verifier_beta1": 1.0,
+        "verifier_beta2": 0.5,
+    }
     assert task.auxiliary_models() == {} and task.label_names == ["start_positions", "end_positions"]
     parallel = get_task("squad2", verifier="parallel")
     assert parallel.model_options() == {}
-    assert parallel.auxiliary_models() == {"verifier": {"qa_verifier": True, "verifier_loss_weight": 1.0,
-                                                        "verifier_beta1": 1.0, "verifier_beta2": 1.0,
-                                                        "span_loss_weight": 0.0}}
+    assert parallel.auxiliary_models() == {
+        "verifier": {
+            "qa_verifier": True,
+            "verifier_loss_weight": 1.0,
+            "verifier_beta1": 1.0,
+            "verifier_beta2": 1.0,
+            "span_loss_weight": 0.0,
+        }
+    }
     assert get_task("squad2").model_options() == {} == get_task("squad2").auxiliary_models()
-    for bad, message in (({"verifier": "both"}, "verifier"), ({"threshold_tuning_fraction": 1.0}, "threshold_tuning"),
-                         ({"held_out_fraction": -0.1}, "held_out_fraction"), ({"lisa_layer": 3}, "lisa_layer"),
-                         ({"n_best": 0}, "n_best")):
+    for bad, message in (
+        ({"verifier": "both"}, "verifier"),
+        ({"threshold_tuning_fraction": 1.0}, "threshold_tuning"),
+        ({"held_out_fraction": -0.1}, "held_out_fraction"),
+        ({"lisa_layer": 3}, "lisa_layer"),
+        ({"n_best": 0}, "n_best"),
+    ):
         with pytest.raises(SyntaxformerError, match=message):
             get_task("squad2", **bad)
     with pytest.raises(SyntaxformerError, match="test_file"):
@@ -560,8 +616,8 @@ def test_squad_task_postprocess_and_metrics_equal_the_functions(verifier):
     data = _hand_data([ex, other], tuning_fraction=0.5)
     tuning = data.metadata["tuning_qids"]
     assert len(tuning) == 1  # one article tunes, the other is scored
-    start = np.array([[1, 3, 0, 0, 0, 9, 0], [.5, 0, 4, 0, 0, 0, 0]], dtype=np.float32)
-    end = np.array([[1, 2, 0, 0, 0, 9, 0], [.5, 7, 6, 1, 0, 0, 0]], dtype=np.float32)
+    start = np.array([[1, 3, 0, 0, 0, 9, 0], [0.5, 0, 4, 0, 0, 0, 0]], dtype=np.float32)
+    end = np.array([[1, 2, 0, 0, 0, 9, 0], [0.5, 7, 6, 1, 0, 0, 0]], dtype=np.float32)
     ver = np.array([[5.0, 0.0], [0.0, 20.0]], dtype=np.float32)
     task = get_task("squad2", verifier=verifier, beta2=0.25)
     span_loss = np.array([0.3, 0.2], dtype=np.float32)  # a per-batch loss the Trainer may keep: skipped
@@ -576,8 +632,12 @@ def test_squad_task_postprocess_and_metrics_equal_the_functions(verifier):
     scores = squad_scores([ex, other], want.best_texts, want.na_scores, 0.0, tuning_qids=tuning)
     per_q = scores.pop("per_question")
     assert {k: metrics[k] for k in scores} == scores
-    assert metrics["f1"] == scores["best_f1_threshold"]["f1"] and metrics["exact"] == scores["best_f1_threshold"]["exact"]
-    assert metrics["threshold_protocol"]["threshold_tuning_fraction"] == 0.5 and "TEST part" in metrics["threshold_note"]
+    assert (
+        metrics["f1"] == scores["best_f1_threshold"]["f1"] and metrics["exact"] == scores["best_f1_threshold"]["exact"]
+    )
+    assert (
+        metrics["threshold_protocol"]["threshold_tuning_fraction"] == 0.5 and "TEST part" in metrics["threshold_note"]
+    )
     files = task.run_files(data, preds)
     assert sorted(files) == ["best_texts.json", "na_probs.json", "per_question.json", "predictions.json"]
     assert files["predictions.json"] == {q: r["prediction_best"] for q, r in per_q.items()}
@@ -635,8 +695,9 @@ def test_squad_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, real
     examples, _, _, annotator = real_subset
     data = _hand_data(examples[:8])
     task = get_task("squad2", doc_stride=32)
-    parsed = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=SDOI,
-                                              max_length=96), "dev")
+    parsed = task.featurize(
+        data, TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=SDOI, max_length=96), "dev"
+    )
     plain = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
     assert len(parsed) == len(plain) == len(parsed.windows) > 8
     labels = ["start_positions", "end_positions", "is_impossible"]
@@ -648,8 +709,11 @@ def test_squad_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, real
     with pytest.raises(SyntaxformerError, match=r"lower it with --set doc_stride=24 .* or raise --max-length"):
         get_task("squad2", doc_stride=96).featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
     with pytest.raises(SyntaxformerError, match="pos_ids"):
-        task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=("pos_ids",),
-                                         max_length=96), "dev")
+        task.featurize(
+            data,
+            TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=("pos_ids",), max_length=96),
+            "dev",
+        )
 
 
 @pytest.mark.parametrize("verifier, question_first", [("none", False), ("joint", True), ("parallel", False)])
@@ -660,8 +724,14 @@ def test_squad_task_through_the_runner_contract(tiny_model, tmp_path, spacy_anno
 
     path = data_path("squad2", "dev-v2.0-half.json")
     task = get_task("squad2", doc_stride=32, verifier=verifier, question_first=question_first)
-    out = run_task(task, tiny_model, {"train_file": str(path), "max_train_samples": 10, "max_eval_samples": 8},
-                   str(tmp_path), annotator=spacy_annotator, max_length=96)
+    out = run_task(
+        task,
+        tiny_model,
+        {"train_file": str(path), "max_train_samples": 10, "max_eval_samples": 8},
+        str(tmp_path),
+        annotator=spacy_annotator,
+        max_length=96,
+    )
     assert bool(getattr(out["model"].config, "qa_verifier", False)) == (verifier == "joint")
     assert ("verifier" in out["auxiliary"]) == (verifier == "parallel")
     m, files, dev = out["metrics"], out["files"], out["dev"]

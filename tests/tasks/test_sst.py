@@ -16,8 +16,16 @@ from tests.conftest import data_path
 
 #: What SG-Net reads, and Syntax-BERT with both trees (spelled out here, not imported from the library).
 SGNET_KEYS = ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
-SYNTAX_BERT_KEYS = SGNET_KEYS + ("dep_anc_lo", "dep_anc_hi", "dep_anc_head", "con_key", "con_depth", "con_anc_lo",
-                                 "con_anc_hi", "con_anc_head")
+SYNTAX_BERT_KEYS = SGNET_KEYS + (
+    "dep_anc_lo",
+    "dep_anc_hi",
+    "dep_anc_head",
+    "con_key",
+    "con_depth",
+    "con_anc_lo",
+    "con_anc_hi",
+    "con_anc_head",
+)
 
 
 def load_split(task, split, *, phrases=False, **data):
@@ -27,15 +35,21 @@ def load_split(task, split, *, phrases=False, **data):
 
 
 def features(task, data, tokenizer, cache, **options):
-    context = TaskContext(tokenizer=tokenizer, parser=DEFAULT_SPACY_MODEL, parse_cache=str(cache / "parses"),
-                          cache_dir=str(cache / "features"), progress=False, **options)
+    context = TaskContext(
+        tokenizer=tokenizer,
+        parser=DEFAULT_SPACY_MODEL,
+        parse_cache=str(cache / "parses"),
+        cache_dir=str(cache / "features"),
+        progress=False,
+        **options,
+    )
     return task.featurize(data, context, "dev")
+
 
 pytestmark = pytest.mark.slow
 
 # Root-label counts of the real files (../shared/data/sst_trees; PROVENANCE.txt: 8,544 / 1,101 trees).
-SST5_COUNTS = {"train": {0: 1092, 1: 2218, 2: 1624, 3: 2322, 4: 1288},
-               "dev": {0: 139, 1: 289, 2: 229, 3: 279, 4: 165}}
+SST5_COUNTS = {"train": {0: 1092, 1: 2218, 2: 1624, 3: 2322, 4: 1288}, "dev": {0: 139, 1: 289, 2: 229, 3: 279, 4: 165}}
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +123,10 @@ def test_sst_features_gold_constituency_and_spacy_dependencies(minilm_tokenizer,
     data = load_split(task, "dev", data_dir=data_path("sst_trees")).subsampled(6, seed=0)
     ds = features(task, data, minilm_tokenizer, cache, max_length=96, syntax_inputs=SYNTAX_BERT_KEYS)
     assert ds.meta["cache"] == "miss" and ds.meta["n_parsed_texts"] == 6 and ds.meta["parser"].startswith("spacy")
-    assert ds.meta["syntax_source"] == {"dependency": f"spaCy {DEFAULT_SPACY_MODEL} on gold tokens",
-                                        "constituency": "gold SST trees"}
+    assert ds.meta["syntax_source"] == {
+        "dependency": f"spaCy {DEFAULT_SPACY_MODEL} on gold tokens",
+        "constituency": "gold SST trees",
+    }
     for i in range(len(ds)):
         item = ds[i]
         words = item["syntax_tree"] >= 0
@@ -123,8 +139,13 @@ def test_sst_features_gold_constituency_and_spacy_dependencies(minilm_tokenizer,
 
     # SG-Net's keys and Syntax-BERT's keys are different cache entries
     sg = features(task, data, minilm_tokenizer, cache, max_length=96, syntax_inputs=SGNET_KEYS)
-    assert sg.meta["cache"] == "miss" and set(sg[0]) == {"input_ids", "attention_mask", "token_type_ids", "labels",
-                                                         *SGNET_KEYS}
+    assert sg.meta["cache"] == "miss" and set(sg[0]) == {
+        "input_ids",
+        "attention_mask",
+        "token_type_ids",
+        "labels",
+        *SGNET_KEYS,
+    }
     assert sg.meta["cache_file"] != ds.meta["cache_file"]
 
     # syntax="given": no parser at all, dependencies by the head rules from the gold trees

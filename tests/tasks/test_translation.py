@@ -39,8 +39,13 @@ def test_translation_is_registered_and_rebuilt_from_its_options():
         TranslationTask(train_source="a.en", train_target="a.de")
     own = TranslationTask(train_source="a.en", train_target="a.de", valid_source="v.en", valid_target="v.de")
     assert own.evaluation_splits() == ("dev",) and own.eval_sets == {}
-    named = TranslationTask(train_source="a.en", train_target="a.de", valid_source="v.en", valid_target="v.de",
-                            eval_sets={"test": ["t.en", "t.de"]})
+    named = TranslationTask(
+        train_source="a.en",
+        train_target="a.de",
+        valid_source="v.en",
+        valid_target="v.de",
+        eval_sets={"test": ["t.en", "t.de"]},
+    )
     assert named.evaluation_splits() == ("test",)  # the user's own test files, as named
     assert TranslationTask().evaluation_splits() == ("test2016",)  # Multi30k: the papers' test set
     assert set(ARMS) >= {"baseline", "syntax", "sgnet", "both"}
@@ -68,14 +73,22 @@ def test_translation_featurize_emits_only_the_models_syntax_inputs(annotator, to
         assert all(len(it[k]) == L for k in ALL_INPUTS)
         assert it["syntax_tree"][-1] == -1 and it["subword_ids"][-1] == 0 and np.all(it["upos_ids"][:-1] > 0)
     task = TranslationTask(arm="syntax")
-    context = TaskContext(tokenizer=src_tok, annotator=annotator, syntax_inputs=task.syntax_inputs,
-                          extra={"target_tokenizer": tgt_tok}, progress=False)
+    context = TaskContext(
+        tokenizer=src_tok,
+        annotator=annotator,
+        syntax_inputs=task.syntax_inputs,
+        extra={"target_tokenizer": tgt_tok},
+        progress=False,
+    )
     features = task.featurize(pairs, context, "train")
     assert set(features[0]) == {"input_ids", "upos_ids", "case_ids", "subword_ids", "labels"}
     for a, b in zip(features, items):
         assert all(np.array_equal(a[k], b[k]) for k in a)
-    baseline = TranslationTask(arm="baseline").featurize(pairs, TaskContext(
-        tokenizer=src_tok, annotator=None, extra={"target_tokenizer": tgt_tok}, progress=False), "train")
+    baseline = TranslationTask(arm="baseline").featurize(
+        pairs,
+        TaskContext(tokenizer=src_tok, annotator=None, extra={"target_tokenizer": tgt_tok}, progress=False),
+        "train",
+    )
     assert set(baseline[0]) == {"input_ids", "labels"}  # no parse needed, the same ids
     assert all(np.array_equal(a["input_ids"], b["input_ids"]) for a, b in zip(baseline, items))
     with pytest.raises(SyntaxformerError, match="cannot emit"):
@@ -85,8 +98,9 @@ def test_translation_featurize_emits_only_the_models_syntax_inputs(annotator, to
     assert batch["labels"].min() == -100 and batch["upos_ids"].min() == 0
     assert batch["attention_mask"].sum().item() == sum(len(it["input_ids"]) for it in features)
     assert (batch["decoder_input_ids"][:, 0] == 2).all() and (batch["decoder_input_ids"] >= 0).all()
-    assert np.array_equal(batch["decoder_input_ids"][:, 1:].numpy(),
-                          np.where(batch["labels"][:, :-1] < 0, 0, batch["labels"][:, :-1]))
+    assert np.array_equal(
+        batch["decoder_input_ids"][:, 1:].numpy(), np.where(batch["labels"][:, :-1] < 0, 0, batch["labels"][:, :-1])
+    )
     with pytest.raises(SyntaxformerError, match="empty batch"):
         collate_pairs([])
 
@@ -101,7 +115,7 @@ def test_translation_postprocess_and_bleu(tokenizers, m30k_small):
     raw = np.full((len(ids), width), -100)
     for i, row in enumerate(ids):
         raw[i, 0] = 2  # <s>
-        raw[i, 1:len(row) + 1] = row
+        raw[i, 1 : len(row) + 1] = row
     predictions = task.postprocess(valid, None, raw)
     assert predictions.ids == valid.ids
     assert predictions.values == [tgt_tok.decode(row, skip_special_tokens=True).strip() for row in ids]

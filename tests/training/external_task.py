@@ -18,19 +18,31 @@ SENTENCES = [
     ("it 's a charming and often affecting journey .", 1),
     ("unflinchingly bleak and desperate", 0),
     ("allows us to hope that nolan is poised to embark a major career as a commercial yet inventive filmmaker .", 1),
-    ("the acting , costumes , music , cinematography and sound are all astounding given the production 's "
-     "austere locales .", 1),
+    (
+        "the acting , costumes , music , cinematography and sound are all astounding given the production 's "
+        "austere locales .",
+        1,
+    ),
     ("it 's slow -- very , very slow .", 0),
-    ("although laced with humor and a few fanciful touches , the film is a refreshingly serious look at young "
-     "women .", 1),
+    (
+        "although laced with humor and a few fanciful touches , the film is a refreshingly serious look at young "
+        "women .",
+        1,
+    ),
     ("a sometimes tedious film .", 0),
     ("or doing last year 's taxes with your ex-wife .", 0),
     ("you do n't have to know about music to appreciate the film 's easygoing blend of comedy and romance .", 1),
-    ("in exactly 89 minutes , most of which passed as slowly as if i 'd been sitting naked on an igloo , "
-     "formula 51 sank from quirky to jerky to utter turkey .", 0),
+    (
+        "in exactly 89 minutes , most of which passed as slowly as if i 'd been sitting naked on an igloo , "
+        "formula 51 sank from quirky to jerky to utter turkey .",
+        0,
+    ),
     ("the mesmerizing performances of the leads keep the film grounded and keep the audience riveted .", 1),
-    ("it takes a strange kind of laziness to waste the talents of robert forster , anne meara , eugene levy , and "
-     "reginald veljohnson all in the same movie .", 0),
+    (
+        "it takes a strange kind of laziness to waste the talents of robert forster , anne meara , eugene levy , and "
+        "reginald veljohnson all in the same movie .",
+        0,
+    ),
 ]
 
 
@@ -65,8 +77,11 @@ class FilmReview(Task):
         path = Path(data.get(f"{split}_file") or Path(data["data_dir"]) / f"{split}.csv")
         with open(path, encoding="utf-8", newline="") as f:
             rows = list(csv.DictReader(f))
-        examples = [TaskExample(guid=f"{split}-{i}", text_a=r["text"], label=int(r["label"]))
-                    for i, r in enumerate(rows) if len(r["text"].split()) >= self.min_words]
+        examples = [
+            TaskExample(guid=f"{split}-{i}", text_a=r["text"], label=int(r["label"]))
+            for i, r in enumerate(rows)
+            if len(r["text"].split()) >= self.min_words
+        ]
         return TaskData(examples, str(path), file_fingerprint([path]), len(examples))
 
     def featurize(self, data: TaskData, context: TaskContext, split: str) -> Any:

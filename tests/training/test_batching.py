@@ -19,8 +19,8 @@ def test_batching_shuffled_batches_cover_every_item_once_and_group_lengths():
     perm = np.random.default_rng(7).permutation(1037)
     expected = []
     for s in range(0, 1037, 80):
-        chunk = sorted(perm[s:s + 80].tolist(), key=lambda i: (lengths[i], list(perm[s:s + 80]).index(i)))
-        expected += [chunk[k:k + 16] for k in range(0, len(chunk), 16)]
+        chunk = sorted(perm[s : s + 80].tolist(), key=lambda i: (lengths[i], list(perm[s : s + 80]).index(i)))
+        expected += [chunk[k : k + 16] for k in range(0, len(chunk), 16)]
     assert sorted(map(tuple, batches)) == sorted(map(tuple, expected))
     assert length_batches(lengths, 16, True, seed=7, bucket=5) == batches  # seeded
     assert length_batches(lengths, 16, True, seed=8, bucket=5) != batches

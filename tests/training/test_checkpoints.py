@@ -50,8 +50,10 @@ def test_checkpoints_intact_and_each_kind_of_damage(tmp_path):
         "no weights": (lambda p: (p / "model.safetensors").unlink(), "no model weights"),
         "bad state": (lambda p: (p / "trainer_state.json").write_text("{not json"), "trainer_state.json is not valid"),
         "no state": (lambda p: (p / "trainer_state.json").unlink(), "no trainer_state.json"),
-        "state of another step": (lambda p: (p / "trainer_state.json").write_text(
-            json.dumps({"global_step": 9, "log_history": []})), "at step 9, not 2"),
+        "state of another step": (
+            lambda p: (p / "trainer_state.json").write_text(json.dumps({"global_step": 9, "log_history": []})),
+            "at step 9, not 2",
+        ),
         "truncated optimizer": (lambda p: _truncate(p / "optimizer.pt"), "optimizer.pt is truncated"),
         "no optimizer": (lambda p: (p / "optimizer.pt").unlink(), "no optimizer.pt"),
         "no scheduler": (lambda p: (p / "scheduler.pt").unlink(), "no scheduler.pt"),
@@ -78,8 +80,11 @@ def test_checkpoints_fallback_to_newest_intact_and_set_aside(tmp_path, caplog):
     assert Path(chosen).name == "checkpoint-2" and "falling back to checkpoint-2" in caplog.text
     moved = set_aside_damaged(tmp_path, chosen)
     assert sorted(p.name for p in moved) == ["damaged-checkpoint-4", "damaged-checkpoint-6"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2", "damaged-checkpoint-4",
-                                                          "damaged-checkpoint-6"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "checkpoint-2",
+        "damaged-checkpoint-4",
+        "damaged-checkpoint-6",
+    ]
     # an explicitly named damaged checkpoint is refused with its problem, not resumed
     with pytest.raises(SyntaxformerError, match="no rng_state.pth"):
         resume_checkpoint(RunConfig(resume=str(tmp_path / "damaged-checkpoint-4")), str(tmp_path))
@@ -88,8 +93,11 @@ def test_checkpoints_fallback_to_newest_intact_and_set_aside(tmp_path, caplog):
 def test_checkpoints_none_intact_is_refused_with_the_reasons(tmp_path):
     for step in (1, 2):
         (make_checkpoint(tmp_path, step) / "optimizer.pt").unlink()  # e.g. save_only_model=True
-    with pytest.raises(SyntaxformerError, match=r"no checkpoint can be resumed exactly .*checkpoint-2: no "
-                                                r"optimizer.pt.*--overwrite-output-dir"):
+    with pytest.raises(
+        SyntaxformerError,
+        match=r"no checkpoint can be resumed exactly .*checkpoint-2: no "
+        r"optimizer.pt.*--overwrite-output-dir",
+    ):
         resume_checkpoint(RunConfig(resume=True), str(tmp_path))
 
 
@@ -101,8 +109,11 @@ def test_checkpoints_orphan_temp_files_removed(tmp_path):
     (tmp_path / ".tmp-model-q1w2" / "model.safetensors").write_bytes(b"\0" * 100)
     (tmp_path / "notes.tmp").write_text("mine")  # not an atomic-write temp file
     removed = remove_orphan_temp_files(tmp_path)
-    assert sorted(p.name for p in removed) == [".tmp-abcmodel.safetensors", ".tmp-model-q1w2",
-                                               ".tmp-xyztrainer_state.json"]
+    assert sorted(p.name for p in removed) == [
+        ".tmp-abcmodel.safetensors",
+        ".tmp-model-q1w2",
+        ".tmp-xyztrainer_state.json",
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-3", "notes.tmp"]
     assert (tmp_path / "notes.tmp").is_file() and checkpoint_problems(ck) == []
 
@@ -115,8 +126,7 @@ def test_checkpoints_fingerprint_refuses_other_options_or_data(tmp_path, caplog)
         check_fingerprint(tmp_path, run_fingerprint(config.to_dict(), "bbbb"))
     check_fingerprint(tmp_path, run_fingerprint(config.to_dict(), "bbbb"), check_data=False)
     with pytest.raises(SyntaxformerError, match=r'task_options: \{"arm": "both"\} -> \{"arm": "baseline"\}'):
-        check_fingerprint(tmp_path, run_fingerprint(config.replace(task_options={"arm": "baseline"}).to_dict(),
-                                                    "aaaa"))
+        check_fingerprint(tmp_path, run_fingerprint(config.replace(task_options={"arm": "baseline"}).to_dict(), "aaaa"))
     with pytest.raises(SyntaxformerError, match=r"max_train_samples: 100 -> 50"):
         check_fingerprint(tmp_path, run_fingerprint(config.replace(max_train_samples=50).to_dict(), "aaaa"))
     (tmp_path / FINGERPRINT_FILE).unlink()  # a run started by an older version: warned, not refused

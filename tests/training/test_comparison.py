@@ -11,8 +11,14 @@ from syntaxformer.training.comparison import SYSTEM_PRESETS, format_comparison, 
 
 
 def test_comparison_resolve_systems_by_name(tiny_model):
-    config = RunConfig.from_dict({"task": "sst2", "model_name_or_path": tiny_model, "model_type": "syntax_bert",
-                                  "model": {"use_dependency": True}})
+    config = RunConfig.from_dict(
+        {
+            "task": "sst2",
+            "model_name_or_path": tiny_model,
+            "model_type": "syntax_bert",
+            "model": {"use_dependency": True},
+        }
+    )
     assert [n for n, _ in resolve_systems(config, None)] == ["baseline", "sgnet"]
     named = dict(resolve_systems(config, " baseline , syntax_bert_lisa,lisa"))
     assert named["baseline"] == {"model_type": "sgnet", "model": {"use_sg_layer": False}}  # SB options dropped
@@ -22,8 +28,14 @@ def test_comparison_resolve_systems_by_name(tiny_model):
     assert named["lisa"]["model"]["syntax_layers"] == [] and named["lisa"]["model"]["aggregation"] == "mean"
     explicit = resolve_systems(config, ["sgnet", ("mine", {"model_type": "sgnet", "model": {"alpha": 0.3}})])
     assert explicit[1] == ("mine", {"model_type": "sgnet", "model": {"alpha": 0.3}})
-    assert set(SYSTEM_PRESETS) == {"baseline", "sgnet", "syntax_bert", "syntax_bert_lisa", "syntax_bert_baseline",
-                                   "lisa"}
+    assert set(SYSTEM_PRESETS) == {
+        "baseline",
+        "sgnet",
+        "syntax_bert",
+        "syntax_bert_lisa",
+        "syntax_bert_baseline",
+        "lisa",
+    }
 
 
 def test_comparison_resolve_systems_errors():
@@ -37,19 +49,34 @@ def test_comparison_resolve_systems_errors():
 
 
 def _metrics(accuracy: float, runtime: float) -> dict:
-    return {"task_title": "SST-2", "model_label": "tiny", "num_train_epochs": 1.0, "batch_size": 16,
-            "learning_rate": 1e-4, "new_params_lr": None, "max_length": 32, "parser_noise": 0.0,
-            "sizes": {"train": 8, "train_total": 100, "dev": 4, "dev_total": 50},
-            "subsample": {"train": "seed 3", "dev": None}, "dev": {"accuracy": accuracy},
-            "train": {"runtime_s": runtime}, "model_family": "sgnet"}
+    return {
+        "task_title": "SST-2",
+        "model_label": "tiny",
+        "num_train_epochs": 1.0,
+        "batch_size": 16,
+        "learning_rate": 1e-4,
+        "new_params_lr": None,
+        "max_length": 32,
+        "parser_noise": 0.0,
+        "sizes": {"train": 8, "train_total": 100, "dev": 4, "dev_total": 50},
+        "subsample": {"train": "seed 3", "dev": None},
+        "dev": {"accuracy": accuracy},
+        "train": {"runtime_s": runtime},
+        "model_family": "sgnet",
+    }
 
 
 def test_comparison_format_table():
-    summary = {"seed": 3, "main_metric": "accuracy",
-               "systems": {"baseline": _metrics(0.5, 1.0), "sgnet": _metrics(0.75, 2.25)}}
+    summary = {
+        "seed": 3,
+        "main_metric": "accuracy",
+        "systems": {"baseline": _metrics(0.5, 1.0), "sgnet": _metrics(0.75, 2.25)},
+    }
     lines = format_comparison(summary).splitlines()
-    assert lines[0] == ("SST-2: tiny fine-tuned on 8 of 100 train examples, scored on 4 of 50 dev examples; seed 3, "
-                        "1 epoch(s), batch 16, lr 0.0001 (new layers 0.0001), max length 32")
+    assert lines[0] == (
+        "SST-2: tiny fine-tuned on 8 of 100 train examples, scored on 4 of 50 dev examples; seed 3, "
+        "1 epoch(s), batch 16, lr 0.0001 (new layers 0.0001), max length 32"
+    )
     assert lines[1] == "subsample: train: seed 3"
     assert lines[2].split() == ["system", "accuracy", "train_s"]
     assert lines[3].split() == ["baseline", "0.5000", "1.0"] and lines[4].split() == ["sgnet", "0.7500", "2.2"]
@@ -74,20 +101,39 @@ def test_paired_tests_from_the_dev_predictions_of_two_runs(tmp_path):
     ids = [f"dev-{i}" for i in range(40)]
     for name, preds in (("baseline", base), ("sgnet", other)):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "dev_predictions.json").write_text(json.dumps(
-            {"ids": ids, "predictions": preds, "labels": labels}), encoding="utf-8")
+        (tmp_path / name / "dev_predictions.json").write_text(
+            json.dumps({"ids": ids, "predictions": preds, "labels": labels}), encoding="utf-8"
+        )
     tests = paired_tests(tmp_path, ["baseline", "sgnet"], "accuracy", n_resamples=200)
     mc = tests["sgnet"]["mcnemar"]
     assert mc["details"] == {"only_a_correct": 4, "only_b_correct": 1}
     assert mc["p_value"] == pytest.approx(binomtest(1, 5, 0.5).pvalue)
     boot = tests["sgnet"]["bootstrap"]
-    assert boot["difference"] == pytest.approx(-3 / 40) and boot["details"]["ci95"][0] < -3 / 40 < \
-        boot["details"]["ci95"][1]
-    summary = {"systems": {n: {"dev": {"accuracy": a}, "task_title": "T", "model_label": "m", "sizes": {
-        "train": 1, "train_total": 1, "dev": 40, "dev_total": 40}, "num_train_epochs": 1, "batch_size": 1,
-        "learning_rate": 1e-4, "new_params_lr": None, "max_length": 8, "parser_noise": 0.0,
-        "subsample": {"train": None, "dev": None}, "train": {"runtime_s": 1.0}}
-        for n, a in (("baseline", 39 / 40), ("sgnet", 36 / 40))}, "seed": 1, "main_metric": "accuracy",
-        "tests": tests}
+    assert (
+        boot["difference"] == pytest.approx(-3 / 40)
+        and boot["details"]["ci95"][0] < -3 / 40 < boot["details"]["ci95"][1]
+    )
+    summary = {
+        "systems": {
+            n: {
+                "dev": {"accuracy": a},
+                "task_title": "T",
+                "model_label": "m",
+                "sizes": {"train": 1, "train_total": 1, "dev": 40, "dev_total": 40},
+                "num_train_epochs": 1,
+                "batch_size": 1,
+                "learning_rate": 1e-4,
+                "new_params_lr": None,
+                "max_length": 8,
+                "parser_noise": 0.0,
+                "subsample": {"train": None, "dev": None},
+                "train": {"runtime_s": 1.0},
+            }
+            for n, a in (("baseline", 39 / 40), ("sgnet", 36 / 40))
+        },
+        "seed": 1,
+        "main_metric": "accuracy",
+        "tests": tests,
+    }
     assert "exact McNemar p = 0.375" in format_comparison(summary)
     assert paired_tests(tmp_path, ["baseline", "missing"], "accuracy") == {}

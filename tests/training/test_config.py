@@ -24,10 +24,16 @@ def test_config_override_values_are_typed():
 
 def test_config_yaml_json_precedence(tmp_path):
     yaml_file = tmp_path / "c.yaml"
-    yaml_file.write_text("task: rte\neval_strategy: no\nalpha: 0.3\nlearning_rate: 1.0e-4\n"
-                         "model_kwargs:\n  sg_num_heads: 4\n")
-    c = load_config(yaml_file, ["alpha=0.7", "model_kwargs.sg_dropout=0.2"], defaults={"max_length": 64,
-                    "alpha": 0.1}, seed=7, pooling=None)
+    yaml_file.write_text(
+        "task: rte\neval_strategy: no\nalpha: 0.3\nlearning_rate: 1.0e-4\nmodel_kwargs:\n  sg_num_heads: 4\n"
+    )
+    c = load_config(
+        yaml_file,
+        ["alpha=0.7", "model_kwargs.sg_dropout=0.2"],
+        defaults={"max_length": 64, "alpha": 0.1},
+        seed=7,
+        pooling=None,
+    )
     assert (c.task, c.learning_rate, c.max_length, c.seed) == ("rte", 1e-4, 64, 7)
     assert c.model == {"sg_num_heads": 4, "sg_dropout": 0.2, "alpha": 0.7} and c.eval_strategy == "no"
     json_file = tmp_path / "c.json"
@@ -43,11 +49,13 @@ def test_config_routes_model_options_and_shorthands():
     syntax_bert_options.*, trees / use_syntax, sst_phrases."""
     c = load_config(None, ["use_sg_layer=false", "pooling=mean", "model_kwargs.pos_embeddings=upos"])
     assert c.model == {"use_sg_layer": False, "pooling": "mean", "pos_embeddings": "upos"}
-    sb = load_config(None, ["model_type=syntax_bert", "syntax_bert_options.random_masks=true", "trees=dependency",
-                            "lisa_layer=1"])
+    sb = load_config(
+        None, ["model_type=syntax_bert", "syntax_bert_options.random_masks=true", "trees=dependency", "lisa_layer=1"]
+    )
     assert sb.model == {"random_masks": True, "use_dependency": True, "use_constituency": False, "lisa_layer": 1}
-    off = RunConfig.from_dict({"model_type": "syntax_bert", "use_syntax": False,
-                               "syntax_bert_options": {"syntax_layers": [0]}})
+    off = RunConfig.from_dict(
+        {"model_type": "syntax_bert", "use_syntax": False, "syntax_bert_options": {"syntax_layers": [0]}}
+    )
     assert off.model == {"syntax_layers": [], "aggregation": "mean"}  # no sub-networks, no topical query
     kept = RunConfig.from_dict({"model_type": "syntax_bert", "use_syntax": False, "model": {"aggregation": "sum"}})
     assert kept.model["aggregation"] == "sum"
@@ -100,8 +108,16 @@ def test_config_values_are_typed_by_the_field_annotations():
     """Booleans: YAML 1.1 words read as booleans everywhere (run options, model options, shorthands), never kept as
     truthy strings; other values rejected naming the key. Whole numbers, finite floats, choices."""
     for word, value in (("no", False), ("off", False), ("yes", True), ("on", True), ("False", False), ("1", True)):
-        c = load_config(None, [f"use_sg_layer={word}", f"save_model={word}", f"group_by_length={word}",
-                               f"overwrite_output_dir={word}", f"parse_cache={word}"])
+        c = load_config(
+            None,
+            [
+                f"use_sg_layer={word}",
+                f"save_model={word}",
+                f"group_by_length={word}",
+                f"overwrite_output_dir={word}",
+                f"parse_cache={word}",
+            ],
+        )
         assert c.model["use_sg_layer"] is value and c.save_model is value and c.group_by_length is value
         assert c.overwrite_output_dir is value and c.parse_cache is value
     assert load_config(None, ["model_type=syntax_bert", "use_syntax=no"]).model["syntax_layers"] == []
@@ -112,23 +128,43 @@ def test_config_values_are_typed_by_the_field_annotations():
     assert load_config(None, ["max_length=64.0", "max_steps=1e3"]).max_length == 64
     assert load_config(None, ["eval_strategy=no"]).eval_strategy == "no"
     assert RunConfig.from_dict({"eval_strategy": False}).eval_strategy == "no"  # YAML 1.1 `eval_strategy: no`
-    bad = {"use_sg_layer=maybe": "model.use_sg_layer='maybe' is not a boolean",
-           "save_model=2": "save_model=2 is not a boolean", "sst_phrases=maybe": "sst_phrases='maybe' is not a boolean",
-           "max_length=32.7": "max_length=32.7 is not valid; it must be a whole number",
-           "seed=true": "seed=True is not valid", "learning_rate=.nan": "learning_rate=nan is not valid",
-           "num_train_epochs=.inf": "num_train_epochs=inf", "max_train_samples=1.5": "max_train_samples=1.5",
-           "mixed_precision=fp8": "mixed_precision='fp8' is not valid; choose one of",
-           "syntax=gold": "syntax='gold' is not valid"}
+    bad = {
+        "use_sg_layer=maybe": "model.use_sg_layer='maybe' is not a boolean",
+        "save_model=2": "save_model=2 is not a boolean",
+        "sst_phrases=maybe": "sst_phrases='maybe' is not a boolean",
+        "max_length=32.7": "max_length=32.7 is not valid; it must be a whole number",
+        "seed=true": "seed=True is not valid",
+        "learning_rate=.nan": "learning_rate=nan is not valid",
+        "num_train_epochs=.inf": "num_train_epochs=inf",
+        "max_train_samples=1.5": "max_train_samples=1.5",
+        "mixed_precision=fp8": "mixed_precision='fp8' is not valid; choose one of",
+        "syntax=gold": "syntax='gold' is not valid",
+    }
     for override, message in bad.items():
         with pytest.raises(SyntaxformerError, match=message.replace("(", r"\(").replace(".", r"\.")):
             load_config(None, ["task=sst5", override])
 
 
 def test_config_values_are_bounded():
-    bad = {"num_train_epochs": -1, "per_device_train_batch_size": 0, "per_device_eval_batch_size": 0,
-           "gradient_accumulation_steps": 0, "learning_rate": -1, "new_params_lr": 0, "seed": -1, "logging_steps": 0,
-           "save_steps": 0, "eval_steps": 0, "save_total_limit": 0, "warmup_steps": -1, "weight_decay": -0.1,
-           "max_grad_norm": -1, "dataloader_num_workers": -1, "max_length": 4, "max_steps": -2}
+    bad = {
+        "num_train_epochs": -1,
+        "per_device_train_batch_size": 0,
+        "per_device_eval_batch_size": 0,
+        "gradient_accumulation_steps": 0,
+        "learning_rate": -1,
+        "new_params_lr": 0,
+        "seed": -1,
+        "logging_steps": 0,
+        "save_steps": 0,
+        "eval_steps": 0,
+        "save_total_limit": 0,
+        "warmup_steps": -1,
+        "weight_decay": -0.1,
+        "max_grad_norm": -1,
+        "dataloader_num_workers": -1,
+        "max_length": 4,
+        "max_steps": -2,
+    }
     for key, value in bad.items():
         with pytest.raises(SyntaxformerError, match=f"^{key}="):
             RunConfig.from_dict({key: value})

@@ -20,7 +20,7 @@ NAMES = {"0": "negative", "1": "positive"}
 
 def _sst2_rows(n: int, start: int = 0) -> list[tuple[str, str]]:
     lines = data_path("glue", "SST-2", "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
-    rows = [line.split("\t") for line in lines[start:start + n]]
+    rows = [line.split("\t") for line in lines[start : start + n]]
     return [(text.strip(), NAMES[label]) for text, label in rows]
 
 
@@ -41,12 +41,24 @@ def _env(tmp_path: Path) -> dict:
 
 
 def _cli(args, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "syntaxformer.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "syntaxformer.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
-_TINY = ["--max-steps", "2", "--batch-size", "8", "--eval-batch-size", "16", "--max-length", "64", "--seed", "3",
-         "--no-progress"]
+_TINY = [
+    "--max-steps",
+    "2",
+    "--batch-size",
+    "8",
+    "--eval-batch-size",
+    "16",
+    "--max-length",
+    "64",
+    "--seed",
+    "3",
+    "--no-progress",
+]
 
 
 @pytest.fixture
@@ -58,16 +70,31 @@ def sst2_csv(tmp_path):
     return work
 
 
-def test_custom_csv_train_then_evaluate_predict_in_a_fresh_process(tiny_model, sst2_csv, tmp_path, monkeypatch,
-                                                                    capsys):
+def test_custom_csv_train_then_evaluate_predict_in_a_fresh_process(tiny_model, sst2_csv, tmp_path, monkeypatch, capsys):
     """CSV with string labels -> train (relative paths, no --task) -> a fresh process elsewhere evaluates and
     predicts the validation split with the label names, from the run folder alone; every file is 0644."""
     monkeypatch.chdir(sst2_csv)
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
     old = os.umask(0o022)
     try:
-        code = main(["train", "--train-file", "train.csv", "--validation_file", "dev.csv", "--text-column",
-                     "review", "--label-column", "sentiment", "--model", tiny_model, "--output-dir", "run", *_TINY])
+        code = main(
+            [
+                "train",
+                "--train-file",
+                "train.csv",
+                "--validation_file",
+                "dev.csv",
+                "--text-column",
+                "review",
+                "--label-column",
+                "sentiment",
+                "--model",
+                tiny_model,
+                "--output-dir",
+                "run",
+                *_TINY,
+            ]
+        )
     finally:
         os.umask(old)
     assert code == 0, capsys.readouterr().err
@@ -105,10 +132,29 @@ def test_custom_jsonl_float_labels_train_a_regression(tiny_model, tmp_path, monk
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
     rows = _sst2_rows(24)
     path = tmp_path / "scores.jsonl"
-    path.write_text("".join(json.dumps({"text": t, "score": 0.25 + (0.5 if lab == "positive" else 0.0) + i / 100})
-                            + "\n" for i, (t, lab) in enumerate(rows)))
-    assert main(["train", "--train-file", str(path), "--label-column", "score", "--model", tiny_model,
-                 "--output-dir", str(tmp_path / "run"), *_TINY]) == 0
+    path.write_text(
+        "".join(
+            json.dumps({"text": t, "score": 0.25 + (0.5 if lab == "positive" else 0.0) + i / 100}) + "\n"
+            for i, (t, lab) in enumerate(rows)
+        )
+    )
+    assert (
+        main(
+            [
+                "train",
+                "--train-file",
+                str(path),
+                "--label-column",
+                "score",
+                "--model",
+                tiny_model,
+                "--output-dir",
+                str(tmp_path / "run"),
+                *_TINY,
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["task"] == "custom" and set(out["dev"]) >= {"pearson", "spearman"}
     config = json.loads((tmp_path / "run" / "config.json").read_text())
@@ -122,11 +168,38 @@ def test_custom_multiple_choice_jsonl_trains_without_a_task_name(tiny_model, tmp
     pos = [t for t, lab in _sst2_rows(40) if lab == "positive"]
     neg = [t for t, lab in _sst2_rows(40) if lab == "negative"]
     path = tmp_path / "quiz.jsonl"
-    path.write_text("".join(json.dumps({"question": "Which review is positive?", "options": [p, n] if i % 2 else
-                                        [n, p], "answer": i % 2 and 0 or 1}) + "\n"
-                            for i, (p, n) in enumerate(zip(pos, neg))))
-    assert main(["train", "--train-file", str(path), "--validation-file", str(path), "--model", tiny_model,
-                 "--model-type", "syntax_bert", "--output-dir", str(tmp_path / "run"), *_TINY]) == 0
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question": "Which review is positive?",
+                    "options": [p, n] if i % 2 else [n, p],
+                    "answer": i % 2 and 0 or 1,
+                }
+            )
+            + "\n"
+            for i, (p, n) in enumerate(zip(pos, neg))
+        )
+    )
+    assert (
+        main(
+            [
+                "train",
+                "--train-file",
+                str(path),
+                "--validation-file",
+                str(path),
+                "--model",
+                tiny_model,
+                "--model-type",
+                "syntax_bert",
+                "--output-dir",
+                str(tmp_path / "run"),
+                *_TINY,
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["task"] == "custom-mc" and 0 <= out["dev"]["accuracy"] <= 100
 
@@ -138,15 +211,41 @@ def test_custom_squad_json_trains_span_qa(tiny_model, tmp_path, monkeypatch, cap
     source = json.loads(data_path("squad2", "dev-v2.0-half.json").read_text(encoding="utf-8"))
 
     def cut(articles):
-        return {"version": "v2.0", "data": [
-            {"title": a["title"], "paragraphs": [{"context": p["context"], "qas": p["qas"][:3]}
-                                                 for p in a["paragraphs"][:2]]} for a in articles]}
+        return {
+            "version": "v2.0",
+            "data": [
+                {
+                    "title": a["title"],
+                    "paragraphs": [{"context": p["context"], "qas": p["qas"][:3]} for p in a["paragraphs"][:2]],
+                }
+                for a in articles
+            ],
+        }
 
     (tmp_path / "train.json").write_text(json.dumps(cut(source["data"][:2])))
     (tmp_path / "dev.json").write_text(json.dumps(cut(source["data"][2:4])))
-    assert main(["train", "--train-file", str(tmp_path / "train.json"), "--validation-file",
-                 str(tmp_path / "dev.json"), "--model", tiny_model, "--set", "doc_stride=32",
-                 "--output-dir", str(tmp_path / "run"), *_TINY[:-3], "--max-length", "96", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--train-file",
+                str(tmp_path / "train.json"),
+                "--validation-file",
+                str(tmp_path / "dev.json"),
+                "--model",
+                tiny_model,
+                "--set",
+                "doc_stride=32",
+                "--output-dir",
+                str(tmp_path / "run"),
+                *_TINY[:-3],
+                "--max-length",
+                "96",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert out["task"] == "custom-qa" and "f1" in out["dev"]

@@ -44,8 +44,9 @@ LOSS_TOLERANCE = 1e-5
 @pytest.fixture(scope="module")
 def tiny_model_no_dropout(tmp_path_factory) -> str:
     """A randomly initialised 2-layer BERT (hidden 32) without dropout, saved with the MiniLM tokenizer."""
-    return write_tiny_bert(tmp_path_factory.mktemp("tiny-bert-no-dropout"), hidden_dropout_prob=0.0,
-                           attention_probs_dropout_prob=0.0)
+    return write_tiny_bert(
+        tmp_path_factory.mktemp("tiny-bert-no-dropout"), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+    )
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +55,29 @@ def cache_dir(tmp_path_factory) -> Path:
 
 
 def _config(model: str, model_type: str, out: Path, **changes) -> dict:
-    config = dict(task="sst2", data_dir=str(data_path("glue", "SST-2")), model_name_or_path=model,
-                  model_type=model_type, max_train_samples=32, max_eval_samples=16, max_length=32,
-                  per_device_train_batch_size=8, per_device_eval_batch_size=8, max_steps=4,
-                  learning_rate=1e-3, new_params_lr=1e-3, lr_scheduler_type="constant", warmup_steps=0,
-                  logging_steps=1, save_strategy="steps", save_steps=2, eval_strategy="no", seed=3,
-                  disable_tqdm=True, output_dir=str(out))
+    config = dict(
+        task="sst2",
+        data_dir=str(data_path("glue", "SST-2")),
+        model_name_or_path=model,
+        model_type=model_type,
+        max_train_samples=32,
+        max_eval_samples=16,
+        max_length=32,
+        per_device_train_batch_size=8,
+        per_device_eval_batch_size=8,
+        max_steps=4,
+        learning_rate=1e-3,
+        new_params_lr=1e-3,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=2,
+        eval_strategy="no",
+        seed=3,
+        disable_tqdm=True,
+        output_dir=str(out),
+    )
     config.update(changes)
     return config
 
@@ -73,14 +91,34 @@ def _train_command(config: dict, folder: Path) -> list[str]:
 
 def _launch(arguments: list[str], folder: Path, cache: Path) -> subprocess.CompletedProcess:
     """``accelerate launch`` 2 processes of ``syntaxformer ARGUMENTS`` on the CPU, from ``folder``."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), str(REPO),
-                                                                    os.environ.get("PYTHONPATH")])),
-               SYNTAXFORMER_CACHE=str(cache), SYNTAXFORMER_NO_PROGRESS="1", HF_HUB_OFFLINE="1",
-               OMP_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH")])),
+        SYNTAXFORMER_CACHE=str(cache),
+        SYNTAXFORMER_NO_PROGRESS="1",
+        HF_HUB_OFFLINE="1",
+        OMP_NUM_THREADS="1",
+    )
     env.pop("WORLD_SIZE", None)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0",
-           "-m", "syntaxformer.cli", *arguments]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "0",
+        "-m",
+        "syntaxformer.cli",
+        *arguments,
+    ]
     run = subprocess.run(cmd, env=env, cwd=str(folder), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"launch failed ({run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}"
     return run
@@ -92,8 +130,9 @@ def _step_losses(checkpoint: Path) -> dict[int, float]:
 
 
 @pytest.mark.parametrize("model_type", ["sgnet", "syntax_bert"])
-def test_distributed_two_processes_match_one_and_resume(model_type, tiny_model_no_dropout, cache_dir, tmp_path,
-                                                        monkeypatch):
+def test_distributed_two_processes_match_one_and_resume(
+    model_type, tiny_model_no_dropout, cache_dir, tmp_path, monkeypatch
+):
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(cache_dir))
     monkeypatch.setenv("SYNTAXFORMER_NO_PROGRESS", "1")
     monkeypatch.delenv("WORLD_SIZE", raising=False)
@@ -104,10 +143,21 @@ def test_distributed_two_processes_match_one_and_resume(model_type, tiny_model_n
 
     # launch 1: 2 processes x batch 4, stopped after 2 steps (a finished run with checkpoint-2)
     # (its own features cache, so that it featurizes; the parse cache is shared and already holds the parses)
-    first = _launch(_train_command(_config(tiny_model_no_dropout, model_type, tmp_path / "two-a", max_steps=2,
-                                           per_device_train_batch_size=4,
-                                           features_cache=str(tmp_path / "features-a")), tmp_path),
-                    tmp_path, cache_dir)
+    first = _launch(
+        _train_command(
+            _config(
+                tiny_model_no_dropout,
+                model_type,
+                tmp_path / "two-a",
+                max_steps=2,
+                per_device_train_batch_size=4,
+                features_cache=str(tmp_path / "features-a"),
+            ),
+            tmp_path,
+        ),
+        tmp_path,
+        cache_dir,
+    )
     metrics_a = json.loads((tmp_path / "two-a" / "metrics.json").read_text())
     assert metrics_a["train"]["processes"] == 2 and metrics_a["train"]["global_step"] == 2
     assert metrics_a["sizes"]["train"] == 32 and metrics_a["sizes"]["dev"] == 16
@@ -118,12 +168,19 @@ def test_distributed_two_processes_match_one_and_resume(model_type, tiny_model_n
     assert {"rng_state_0.pth", "rng_state_1.pth", "optimizer.pt"} <= {p.name for p in ckpt.iterdir()}
     # the main process featurized first; the other loaded its features from the cache the main one wrote
     log = first.stdout + first.stderr
-    assert log.count("examples encoded") == 2 and log.count("examples loaded from the features cache") == 2, \
-        log[-3000:]
+    assert log.count("examples encoded") == 2 and log.count("examples loaded from the features cache") == 2, log[-3000:]
 
     # launch 2: resume from launch 1's checkpoint up to step 4, in another folder
-    _launch(_train_command(_config(tiny_model_no_dropout, model_type, tmp_path / "two-b",
-                                   per_device_train_batch_size=4, resume=str(ckpt)), tmp_path), tmp_path, cache_dir)
+    _launch(
+        _train_command(
+            _config(
+                tiny_model_no_dropout, model_type, tmp_path / "two-b", per_device_train_batch_size=4, resume=str(ckpt)
+            ),
+            tmp_path,
+        ),
+        tmp_path,
+        cache_dir,
+    )
     metrics_b = json.loads((tmp_path / "two-b" / "metrics.json").read_text())
     assert metrics_b["train"]["resumed_from"] == str(ckpt) and metrics_b["train"]["global_step"] == 4
     two = _step_losses(tmp_path / "two-b" / "checkpoint-4")  # steps 1-2 from launch 1, 3-4 after the resume

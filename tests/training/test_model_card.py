@@ -31,10 +31,14 @@ def test_model_card_of_a_trained_run(sst2_runs, system, paper):
 
 
 def test_model_card_command_line_and_plain_baseline():
-    assert cli_command(["/venv/bin/syntaxformer", "train", "--task", "sst2", "--set", "alpha=0.3"]) == \
-        "syntaxformer train --task sst2 --set alpha=0.3"
-    assert cli_command(["/repo/src/syntaxformer/cli.py", "train", "--output-dir", "my runs"]) == \
-        "syntaxformer train --output-dir 'my runs'"
+    assert (
+        cli_command(["/venv/bin/syntaxformer", "train", "--task", "sst2", "--set", "alpha=0.3"])
+        == "syntaxformer train --task sst2 --set alpha=0.3"
+    )
+    assert (
+        cli_command(["/repo/src/syntaxformer/cli.py", "train", "--output-dir", "my runs"])
+        == "syntaxformer train --output-dir 'my runs'"
+    )
     assert cli_command(["-c"]) is None and cli_command(["/usr/bin/pytest", "-q"]) is None
 
     class Config:  # a plain-encoder baseline that reads no syntax
@@ -45,10 +49,23 @@ def test_model_card_command_line_and_plain_baseline():
         def to_diff_dict(self):
             return {"pooling": "mean", "use_sg_layer": False, "id2label": self.id2label}
 
-    metrics = {"task": "sst2", "task_title": "SST-2", "model_type": "baseline", "model_family": "sgnet",
-               "syntax_keys": [], "seed": 3, "dev": {"accuracy": 0.75}, "eval": {"dev": {"accuracy": 0.75, "n": 4}}}
-    card = model_card(metrics, {"task": "sst2", "seed": 3}, Config(), "sequence_classification",
-                      command="syntaxformer train --task sst2 --use-sg-layer false")
+    metrics = {
+        "task": "sst2",
+        "task_title": "SST-2",
+        "model_type": "baseline",
+        "model_family": "sgnet",
+        "syntax_keys": [],
+        "seed": 3,
+        "dev": {"accuracy": 0.75},
+        "eval": {"dev": {"accuracy": 0.75, "n": 4}},
+    }
+    card = model_card(
+        metrics,
+        {"task": "sst2", "seed": 3},
+        Config(),
+        "sequence_classification",
+        command="syntaxformer train --task sst2 --use-sg-layer false",
+    )
     assert "baseline (the plain encoder under the same head: no syntax)" in card
     assert "none (the model reads no syntax; nothing is parsed)" in card
     assert "| dev | accuracy | 0.7500 | 3 |" in card and "| dev | n |" not in card

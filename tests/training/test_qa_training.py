@@ -17,8 +17,15 @@ from tests.conftest import data_path
 
 torch.set_num_threads(2)
 
-TINY = {"max_steps": 2, "per_device_train_batch_size": 4, "per_device_eval_batch_size": 16, "parse_cache": False,
-        "disable_tqdm": True, "logging_steps": 1, "learning_rate": 1e-3}
+TINY = {
+    "max_steps": 2,
+    "per_device_train_batch_size": 4,
+    "per_device_eval_batch_size": 16,
+    "parse_cache": False,
+    "disable_tqdm": True,
+    "logging_steps": 1,
+    "learning_rate": 1e-3,
+}
 
 
 def test_config_validation_names_the_bad_option():
@@ -41,8 +48,12 @@ def _check_squad_run(out, m):
     assert len(per_q) == len(preds) == len(na)
     proto = d["threshold_protocol"]
     test_q = {q for q, r in per_q.items() if r["part"] == "test"}
-    assert len(test_q) == proto["test_questions"] == d["best_f1_threshold"]["total"] == len(per_q) - \
-        proto["tuning_questions"]
+    assert (
+        len(test_q)
+        == proto["test_questions"]
+        == d["best_f1_threshold"]["total"]
+        == len(per_q) - proto["tuning_questions"]
+    )
     assert proto["tuning_articles"] and proto["test_articles"] and "test part" in d["threshold_note"]
     for key in ("fixed_threshold", "best_f1_threshold", "best_exact_threshold", "same_set_best_f1_threshold"):
         for k in ("exact", "f1"):
@@ -64,8 +75,16 @@ def _config(tiny_model, out, **options):
 def test_run_squad_tiny_end_to_end_with_parallel_verifier(tiny_model, tmp_path):
     data_path("squad2", "dev-v2.0-half.json")
     out = tmp_path / "squad"
-    config = _config(tiny_model, out, task="squad2", max_train_samples=10, max_eval_samples=8, max_length=96,
-                     doc_stride=32, verifier="parallel")
+    config = _config(
+        tiny_model,
+        out,
+        task="squad2",
+        max_train_samples=10,
+        max_eval_samples=8,
+        max_length=96,
+        doc_stride=32,
+        verifier="parallel",
+    )
     m = train(config)
     assert m["train"]["global_step"] == 2
     assert m["sizes"]["train"] > 10 and m["sizes"]["dev"] > 8  # long passages: several windows per question
@@ -96,10 +115,34 @@ def test_run_squad_joint_verifier_question_first_and_cli(tiny_model, tmp_path, c
     from syntaxformer.cli import main
 
     out = tmp_path / "cli"
-    argv = ["train", "--task", "squad2", "--model", tiny_model, "--output-dir", str(out), "--max-train-samples",
-            "8", "--max-eval-samples", "6", "--max-length", "96", "--max-steps", "2", "--batch-size", "4",
-            "--no-progress", "--set", "verifier=joint", "--set", "doc_stride=32", "--set", "question_first=true",
-            "--set", "parse_cache=false"]
+    argv = [
+        "train",
+        "--task",
+        "squad2",
+        "--model",
+        tiny_model,
+        "--output-dir",
+        str(out),
+        "--max-train-samples",
+        "8",
+        "--max-eval-samples",
+        "6",
+        "--max-length",
+        "96",
+        "--max-steps",
+        "2",
+        "--batch-size",
+        "4",
+        "--no-progress",
+        "--set",
+        "verifier=joint",
+        "--set",
+        "doc_stride=32",
+        "--set",
+        "question_first=true",
+        "--set",
+        "parse_cache=false",
+    ]
     assert main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["task"] == "squad2" and printed["dev"]["f1"] == pytest.approx(printed["dev"]["f1"])
@@ -136,8 +179,19 @@ def test_syntax_bert_reading_comprehension_through_the_runner(tiny_model, tmp_pa
     data_path("squad2", "dev-v2.0-half.json") if task == "squad2" else data_path("race", "RACE_train.tar.gz")
     out = tmp_path / task
     extra = {"doc_stride": 32} if task == "squad2" else {}
-    m = train(_config(tiny_model, out, task=task, model_type="syntax_bert", max_train_samples=6, max_eval_samples=4,
-                      max_length=96, lisa_layer=1, **extra))
+    m = train(
+        _config(
+            tiny_model,
+            out,
+            task=task,
+            model_type="syntax_bert",
+            max_train_samples=6,
+            max_eval_samples=4,
+            max_length=96,
+            lisa_layer=1,
+            **extra,
+        )
+    )
     assert m["model_family"] == "syntax_bert" and m["train"]["global_step"] == 2
     # the features carry real trees (the run's parser ran), not the empty syntax of an unparsed text
     from syntaxformer.training.run import build_context, load_run, load_tokenizer
@@ -173,22 +227,48 @@ def test_experiment_script_set_parsing_and_test_part_summary(tmp_path):
     assert script._parse_set("threshold_tuning_fraction=0") == ("threshold_tuning_fraction", 0)
     assert script._parse_set("question_first=true") == ("question_first", True)
     assert script._parse_set("parser=en_core_web_sm") == ("parser", "en_core_web_sm")
-    assert script._parse_set("model_kwargs={\"a\": 1}") == ("model_kwargs", {"a": 1})
+    assert script._parse_set('model_kwargs={"a": 1}') == ("model_kwargs", {"a": 1})
     assert script._parse_set("x=1e-4") == ("x", 1e-4) and script._parse_set("t=trees") == ("t", "trees")
     # Summary: only the test-part questions enter McNemar / bootstrap / buckets / examples.
     metric = {"exact": 50.0, "f1": 50.0, "total": 4}
     for variant, em_test, em_tune in (("baseline", [1, 0, 0, 0], [1, 1]), ("sgnet", [1, 1, 1, 0], [0, 0])):
         run = tmp_path / "squad" / variant / "seed1"
         run.mkdir(parents=True)
-        per_q = {f"t{i}": {"part": "test", "question_words": 4 + 5 * i, "em_best": e, "f1_best": float(e),
-                           "prediction_best": "x" if e else ""} for i, e in enumerate(em_test)}
-        per_q.update({f"u{i}": {"part": "tuning", "question_words": 3, "em_best": e, "f1_best": float(e),
-                                "prediction_best": ""} for i, e in enumerate(em_tune)})
+        per_q = {
+            f"t{i}": {
+                "part": "test",
+                "question_words": 4 + 5 * i,
+                "em_best": e,
+                "f1_best": float(e),
+                "prediction_best": "x" if e else "",
+            }
+            for i, e in enumerate(em_test)
+        }
+        per_q.update(
+            {
+                f"u{i}": {
+                    "part": "tuning",
+                    "question_words": 3,
+                    "em_best": e,
+                    "f1_best": float(e),
+                    "prediction_best": "",
+                }
+                for i, e in enumerate(em_tune)
+            }
+        )
         (run / "per_question.json").write_text(json.dumps(per_q))
-        (run / "metrics.json").write_text(json.dumps({
-            "data": {"eval": "missing.json (held-out articles)"}, "runtime_s": 1.0,
-            "threshold_protocol": {"test_questions": 4}, "fixed_threshold": metric, "best_f1_threshold": metric,
-            "same_set_best_f1_threshold": metric}))
+        (run / "metrics.json").write_text(
+            json.dumps(
+                {
+                    "data": {"eval": "missing.json (held-out articles)"},
+                    "runtime_s": 1.0,
+                    "threshold_protocol": {"test_questions": 4},
+                    "fixed_threshold": metric,
+                    "best_f1_threshold": metric,
+                    "same_set_best_f1_threshold": metric,
+                }
+            )
+        )
     import argparse
 
     summary = script._summarize(argparse.Namespace(out=str(tmp_path), resamples=50, examples=4))
@@ -216,17 +296,41 @@ def test_experiment_script_auroc_matches_pairwise_count():
 def test_experiment_script_threshold_free_diagnostics(tmp_path):
     """Span EM / F1 of answerable questions (as if always answering) and the no-answer AUROC, from a real file."""
     script = _experiment_script()
-    data = {"version": "v2.0", "data": [{"title": "T", "paragraphs": [{"context": "Paris is in France.", "qas": [
-        {"id": "a", "question": "Where is Paris?", "is_impossible": False,
-         "answers": [{"text": "France", "answer_start": 12}]},
-        {"id": "b", "question": "What is Paris?", "is_impossible": False,
-         "answers": [{"text": "Paris", "answer_start": 0}]},
-        {"id": "c", "question": "Who is Paris?", "is_impossible": True, "answers": []}]}]}]}
+    data = {
+        "version": "v2.0",
+        "data": [
+            {
+                "title": "T",
+                "paragraphs": [
+                    {
+                        "context": "Paris is in France.",
+                        "qas": [
+                            {
+                                "id": "a",
+                                "question": "Where is Paris?",
+                                "is_impossible": False,
+                                "answers": [{"text": "France", "answer_start": 12}],
+                            },
+                            {
+                                "id": "b",
+                                "question": "What is Paris?",
+                                "is_impossible": False,
+                                "answers": [{"text": "Paris", "answer_start": 0}],
+                            },
+                            {"id": "c", "question": "Who is Paris?", "is_impossible": True, "answers": []},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
     path = tmp_path / "d.json"
     path.write_text(json.dumps(data))
-    per_q = {"a": {"has_answer": True, "best_text": "in France", "na_score": 0.0},
-             "b": {"has_answer": True, "best_text": "Paris", "na_score": 2.0},
-             "c": {"has_answer": False, "best_text": "France", "na_score": 1.0}}
+    per_q = {
+        "a": {"has_answer": True, "best_text": "in France", "na_score": 0.0},
+        "b": {"has_answer": True, "best_text": "Paris", "na_score": 2.0},
+        "c": {"has_answer": False, "best_text": "France", "na_score": 1.0},
+    }
     runs = {1: {"metrics": {"data": {"eval": f"{path} (held-out articles)"}}, "per_q": per_q}}
     d = script._squad_diagnostics(["a", "b", "c"], runs)
     assert d["answerable"] == 2 and d["span_em"][1] == [0, 1]
@@ -248,17 +352,27 @@ def test_experiment_script_threshold_free_diagnostics(tmp_path):
     for variant, pq in (("baseline", base), ("sgnet", sg), ("vanilla_layer", base)):
         run = tmp_path / "sum" / "squad" / variant / "seed1"
         run.mkdir(parents=True)
-        (run / "per_question.json").write_text(json.dumps(
-            {q: {**r, "part": "test", "f1_best": 0.0} for q, r in pq.items()}))
-        (run / "metrics.json").write_text(json.dumps({
-            "data": {"eval": f"{path} (held-out articles)"}, "runtime_s": 1.0, "fixed_threshold": metric,
-            "best_f1_threshold": metric}))
+        (run / "per_question.json").write_text(
+            json.dumps({q: {**r, "part": "test", "f1_best": 0.0} for q, r in pq.items()})
+        )
+        (run / "metrics.json").write_text(
+            json.dumps(
+                {
+                    "data": {"eval": f"{path} (held-out articles)"},
+                    "runtime_s": 1.0,
+                    "fixed_threshold": metric,
+                    "best_f1_threshold": metric,
+                }
+            )
+        )
     summary = script._summarize(argparse.Namespace(out=str(tmp_path / "sum"), resamples=50, examples=2))
     t = summary["tasks"]["squad"]
     assert sum(b["n"] for b in t["span_length_buckets"]["sgnet"].values()) == 2
     assert t["variants"]["sgnet"]["span_em"]["mean"] == pytest.approx(100.0)  # a and b both exact
-    assert t["tests"]["sgnet"]["mcnemar_span_em"]["per_seed"][1]["details"] == {"only_a_correct": 0,
-                                                                                  "only_b_correct": 1}
+    assert t["tests"]["sgnet"]["mcnemar_span_em"]["per_seed"][1]["details"] == {
+        "only_a_correct": 0,
+        "only_b_correct": 1,
+    }
     pair = t["pairs"]["sgnet vs vanilla_layer"]  # the syntax layer against the unmasked-layer control
     assert pair["mcnemar_span_em"]["pooled"]["details"] == {"only_a_correct": 0, "only_b_correct": 1}
     md = script._markdown(summary)

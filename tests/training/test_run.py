@@ -27,11 +27,26 @@ def _env(monkeypatch, tmp_path_factory):
 
 
 def _config(tiny_model: str, out: Path, **changes) -> RunConfig:
-    base = dict(task="sst2", data_dir=str(data_path("glue", "SST-2")), model_name_or_path=tiny_model,
-                max_train_samples=64, max_eval_samples=32, max_length=32, num_train_epochs=1,
-                per_device_train_batch_size=16, per_device_eval_batch_size=32, learning_rate=1e-3,
-                new_params_lr=2e-3, save_strategy="steps", save_steps=2, eval_strategy="epoch",
-                logging_steps=1, disable_tqdm=True, output_dir=str(out), seed=3)
+    base = dict(
+        task="sst2",
+        data_dir=str(data_path("glue", "SST-2")),
+        model_name_or_path=tiny_model,
+        max_train_samples=64,
+        max_eval_samples=32,
+        max_length=32,
+        num_train_epochs=1,
+        per_device_train_batch_size=16,
+        per_device_eval_batch_size=32,
+        learning_rate=1e-3,
+        new_params_lr=2e-3,
+        save_strategy="steps",
+        save_steps=2,
+        eval_strategy="epoch",
+        logging_steps=1,
+        disable_tqdm=True,
+        output_dir=str(out),
+        seed=3,
+    )
     base.update(changes)
     return RunConfig.from_dict(base)
 
@@ -114,10 +129,36 @@ def test_end_to_end_train_interrupt_resume_evaluate_predict(tiny_model, tmp_path
 
 def test_end_to_end_cli_train_and_compare(tiny_model, tmp_path, capsys):
     out = tmp_path / "cli"
-    code = main(["train", "--task", "sst2", "--model", tiny_model, "--data-dir", str(data_path("glue", "SST-2")),
-                 "--max-train-samples", "64", "--max-eval-samples", "32", "--max-length", "32", "--epochs", "1",
-                 "--batch-size", "32", "--use-sg-layer", "false", "--output-dir", str(out), "--no-progress",
-                 "--set", "save_strategy=no", "--set", "per_device_eval_batch_size=32"])
+    code = main(
+        [
+            "train",
+            "--task",
+            "sst2",
+            "--model",
+            tiny_model,
+            "--data-dir",
+            str(data_path("glue", "SST-2")),
+            "--max-train-samples",
+            "64",
+            "--max-eval-samples",
+            "32",
+            "--max-length",
+            "32",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "32",
+            "--use-sg-layer",
+            "false",
+            "--output-dir",
+            str(out),
+            "--no-progress",
+            "--set",
+            "save_strategy=no",
+            "--set",
+            "per_device_eval_batch_size=32",
+        ]
+    )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["model_type"] == "baseline" and "accuracy" in printed["dev"]
@@ -153,8 +194,7 @@ def test_end_to_end_bert_pos_through_the_task_stack(tiny_model, tmp_path, capfd,
     from syntaxformer.training.run import load_tokenizer
 
     out = tmp_path / "pos"
-    config = _config(tiny_model, out, model_kwargs={"pos_embeddings": "upos"}, save_strategy="no",
-                     eval_strategy="no")
+    config = _config(tiny_model, out, model_kwargs={"pos_embeddings": "upos"}, save_strategy="no", eval_strategy="no")
     m = train(config)
     assert "new PAD/BOS/EOS" not in capfd.readouterr().err + caplog.text
     assert "pos_ids" in m["syntax_keys"]
@@ -219,10 +259,22 @@ def test_run_task_registered_outside_the_package(tiny_model, tmp_path):
     assert "film-review" in task_names()
     task = get_task("film_review", min_words=2)
     assert task.options() == {"min_words": 2}
-    config = RunConfig(task="film-review", task_options={"min_words": 2}, data_dir=str(data_dir),
-                       model_name_or_path=tiny_model, max_length=32, num_train_epochs=2,
-                       per_device_train_batch_size=4, learning_rate=1e-3, save_strategy="no", eval_strategy="epoch",
-                       disable_tqdm=True, output_dir=str(tmp_path / "run"), seed=1, model={"pooling": "mean"})
+    config = RunConfig(
+        task="film-review",
+        task_options={"min_words": 2},
+        data_dir=str(data_dir),
+        model_name_or_path=tiny_model,
+        max_length=32,
+        num_train_epochs=2,
+        per_device_train_batch_size=4,
+        learning_rate=1e-3,
+        save_strategy="no",
+        eval_strategy="epoch",
+        disable_tqdm=True,
+        output_dir=str(tmp_path / "run"),
+        seed=1,
+        model={"pooling": "mean"},
+    )
     m = train(config)
     assert m["task"] == "film-review" and m["task_options"] == {"min_words": 2}
     assert m["main_metric"] == "accuracy" and set(m["dev"]) == {"accuracy"} and len(m["history"]) == 2
@@ -260,17 +312,28 @@ def test_run_killed_while_checkpointing_then_resumed(tiny_model, tmp_path):
     from safetensors.torch import load_file
 
     def config(out, **changes):
-        base = dict(max_train_samples=16, max_eval_samples=8, per_device_train_batch_size=8,
-                    per_device_eval_batch_size=8, max_steps=4, save_steps=1, save_total_limit=None,
-                    eval_strategy="no", model={"use_sg_layer": False})
+        base = dict(
+            max_train_samples=16,
+            max_eval_samples=8,
+            per_device_train_batch_size=8,
+            per_device_eval_batch_size=8,
+            max_steps=4,
+            save_steps=1,
+            save_total_limit=None,
+            eval_strategy="no",
+            model={"use_sg_layer": False},
+        )
         return _config(tiny_model, out, **{**base, **changes})
 
     straight = train(config(tmp_path / "straight"))
     out = tmp_path / "killed"
-    proc = subprocess.run([sys.executable, "-c", _KILL_WHILE_CHECKPOINTING, json.dumps(config(out).to_dict())],
-                          capture_output=True, text=True,
-                          # the same thread count as this process: its steps must be bit-identical to ours
-                          env={**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())})
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILL_WHILE_CHECKPOINTING, json.dumps(config(out).to_dict())],
+        capture_output=True,
+        text=True,
+        # the same thread count as this process: its steps must be bit-identical to ours
+        env={**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())},
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert (out / "checkpoint-3" / "model.safetensors").is_file()
     assert not (out / "checkpoint-3" / "trainer_state.json").exists() and not (out / "metrics.json").exists()
@@ -344,8 +407,9 @@ def test_runner_trains_and_evaluates_in_bf16_on_cuda(model_type, tiny_model, tmp
 
     see = _SeeDevice()
     parser = {"parser": os.environ["SYNTAXFORMER_TEST_PARSER"]} if os.environ.get("SYNTAXFORMER_TEST_PARSER") else {}
-    config = _config(tiny_model, tmp_path / "run", model_type=model_type, mixed_precision="bf16",
-                     save_strategy="no", **parser)
+    config = _config(
+        tiny_model, tmp_path / "run", model_type=model_type, mixed_precision="bf16", save_strategy="no", **parser
+    )
     m = train(config, callbacks=[see])
     assert see.seen == {(True, "cuda")}
     assert math.isfinite(m["train"]["loss"]) and 0.0 <= m["dev"]["accuracy"] <= 1.0

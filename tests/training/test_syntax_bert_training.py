@@ -33,11 +33,26 @@ def _env(monkeypatch, tmp_path_factory):
 
 
 def _config(tiny_model: str, out: Path, **changes) -> RunConfig:
-    base = dict(task="sst5", data_dir=str(data_path("sst_trees")), model_name_or_path=tiny_model,
-                model_type="syntax_bert", max_train_samples=48, max_eval_samples=16, max_length=48,
-                num_train_epochs=1, per_device_train_batch_size=16, per_device_eval_batch_size=16,
-                learning_rate=1e-3, new_params_lr=2e-3, save_strategy="no", eval_strategy="epoch",
-                logging_steps=1, disable_tqdm=True, output_dir=str(out), seed=3)
+    base = dict(
+        task="sst5",
+        data_dir=str(data_path("sst_trees")),
+        model_name_or_path=tiny_model,
+        model_type="syntax_bert",
+        max_train_samples=48,
+        max_eval_samples=16,
+        max_length=48,
+        num_train_epochs=1,
+        per_device_train_batch_size=16,
+        per_device_eval_batch_size=16,
+        learning_rate=1e-3,
+        new_params_lr=2e-3,
+        save_strategy="no",
+        eval_strategy="epoch",
+        logging_steps=1,
+        disable_tqdm=True,
+        output_dir=str(out),
+        seed=3,
+    )
     base.update(changes)
     return RunConfig.from_dict(base)
 
@@ -45,8 +60,14 @@ def _config(tiny_model: str, out: Path, **changes) -> RunConfig:
 def test_syntax_bert_options_and_syntax_inputs(tiny_model, tmp_path, minilm_tokenizer):
     """The model section goes to SyntaxBertConfig; the features are what the built model reads: the ancestor tables
     of the trees used, SG-Net's keys (incl. dep_parent) without sub-networks, D = the model's max_distance."""
-    c = _config(tiny_model, tmp_path, trees="dependency", lisa_layer=1, lisa_loss_weight=0.5,
-                syntax_bert_options={"aggregation": "sum", "random_masks": True, "parent_masks": False})
+    c = _config(
+        tiny_model,
+        tmp_path,
+        trees="dependency",
+        lisa_layer=1,
+        lisa_loss_weight=0.5,
+        syntax_bert_options={"aggregation": "sum", "random_masks": True, "parent_masks": False},
+    )
     task = get_task("sst5")
     model = build_model(c, task)
     mc = model.config
@@ -55,8 +76,12 @@ def test_syntax_bert_options_and_syntax_inputs(tiny_model, tmp_path, minilm_toke
     # sub-networks on the dependency tree, plus the LISA parent
     assert set(build_context(c, minilm_tokenizer, mc).syntax_inputs) == {*TREE_KEYS, *DEP_KEYS, "dep_parent"}
     both = build_model(c.replace(trees="both"), task).config
-    assert set(build_context(c, minilm_tokenizer, both).syntax_inputs) == {*TREE_KEYS, *DEP_KEYS, *CON_KEYS,
-                                                                          "dep_parent"}
+    assert set(build_context(c, minilm_tokenizer, both).syntax_inputs) == {
+        *TREE_KEYS,
+        *DEP_KEYS,
+        *CON_KEYS,
+        "dep_parent",
+    }
     baseline = build_model(_config(tiny_model, tmp_path, use_syntax=False), task).config
     assert baseline.syntax_layers == [] and baseline.aggregation == "mean"
     assert build_context(c, minilm_tokenizer, baseline).syntax_inputs == ()  # reads no syntax: nothing is parsed
@@ -80,13 +105,20 @@ def test_syntax_bert_model_and_new_parameter_groups(tiny_model, tmp_path):
 
     task = get_task("sst5")
     model = build_model(_config(tiny_model, tmp_path, lisa_layer=1), task)
-    assert type(model).__name__ == "SyntaxBertForSequenceClassification" and system_kind("syntax_bert", model) == \
-        "Syntax-BERT + LISA"
+    assert (
+        type(model).__name__ == "SyntaxBertForSequenceClassification"
+        and system_kind("syntax_bert", model) == "Syntax-BERT + LISA"
+    )
     assert model.config.num_labels == 5 and model.config.lisa_layer == 1
     assert encoder_parameter_prefix(model) == "syntax_bert.encoder."
     new = new_parameter_names(model)
-    assert new == {"syntax_bert.topical.query", "pooler.dense.weight", "pooler.dense.bias", "classifier.weight",
-                   "classifier.bias"}
+    assert new == {
+        "syntax_bert.topical.query",
+        "pooler.dense.weight",
+        "pooler.dense.bias",
+        "classifier.weight",
+        "classifier.bias",
+    }
     args = TrainingArguments(output_dir=str(tmp_path), learning_rate=2e-5, report_to="none", use_cpu=True)
     opt = SyntaxTrainer(model=model, args=args, new_params_lr=1e-3).create_optimizer()
     by_id = {id(p): n for n, p in model.named_parameters()}
@@ -111,8 +143,9 @@ def test_gates_get_their_own_learning_rate_without_decay(tiny_model, tmp_path):
     model = build_model(_config(tiny_model, tmp_path, syntax_bert_options={"gate": "head"}), task)
     assert gate_parameter_names(model) == {"syntax_bert.gate.weight"}
     new = new_parameter_names(model)
-    args = TrainingArguments(output_dir=str(tmp_path), learning_rate=2e-5, weight_decay=0.1, report_to="none",
-                             use_cpu=True)
+    args = TrainingArguments(
+        output_dir=str(tmp_path), learning_rate=2e-5, weight_decay=0.1, report_to="none", use_cpu=True
+    )
     by_id = {id(p): n for n, p in model.named_parameters()}
     for new_lr, expected_new in ((1e-3, 1e-3), (None, 2e-5)):
         opt = SyntaxTrainer(model=model, args=args, new_params_lr=new_lr, gate_lr=5e-2).create_optimizer()
@@ -138,12 +171,22 @@ def test_syntax_bert_lisa_end_to_end_on_sst5_trees(tiny_model, tmp_path, capsys)
     metrics = train(_config(tiny_model, out, lisa_layer=1))
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["model_type"] == "Syntax-BERT + LISA" and saved["model_family"] == "syntax_bert"
-    assert saved["task"] == "sst5" and saved["sizes"] == {"train": 48, "train_total": 8544, "dev": 16,
-                                                          "dev_total": 1101}
-    assert saved["syntax_source"] == {"constituency": "gold SST trees",
-                                      "dependency": "spaCy en_core_web_sm on gold tokens"}
-    assert saved["examples"] == "sentences" and set(saved["syntax_keys"]) == {*TREE_KEYS, *DEP_KEYS, *CON_KEYS,
-                                                                             "dep_parent"}
+    assert saved["task"] == "sst5" and saved["sizes"] == {
+        "train": 48,
+        "train_total": 8544,
+        "dev": 16,
+        "dev_total": 1101,
+    }
+    assert saved["syntax_source"] == {
+        "constituency": "gold SST trees",
+        "dependency": "spaCy en_core_web_sm on gold tokens",
+    }
+    assert saved["examples"] == "sentences" and set(saved["syntax_keys"]) == {
+        *TREE_KEYS,
+        *DEP_KEYS,
+        *CON_KEYS,
+        "dep_parent",
+    }
     assert saved["model_options"]["lisa_layer"] == 1 and saved["model_options"]["num_labels"] == 5
     assert 0.0 <= saved["dev"]["accuracy"] <= 1.0 and saved["train"]["global_step"] == 3
     lisa = saved["lisa"]
@@ -168,10 +211,40 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
 
     sst2 = str(data_path("glue", "SST-2"))
     out = tmp_path / "cli"
-    code = main(["train", "--task", "sst2", "--model", tiny_model, "--data-dir", sst2, "--model-type", "syntax_bert",
-                 "--trees", "both", "--max-train-samples", "48", "--max-eval-samples", "16", "--max-length", "48",
-                 "--epochs", "1", "--batch-size", "16", "--output-dir", str(out), "--no-progress",
-                 "--set", "save_strategy=no", "--set", "save_model=false", "--set", "constituency_fallback=none"])
+    code = main(
+        [
+            "train",
+            "--task",
+            "sst2",
+            "--model",
+            tiny_model,
+            "--data-dir",
+            sst2,
+            "--model-type",
+            "syntax_bert",
+            "--trees",
+            "both",
+            "--max-train-samples",
+            "48",
+            "--max-eval-samples",
+            "16",
+            "--max-length",
+            "48",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "16",
+            "--output-dir",
+            str(out),
+            "--no-progress",
+            "--set",
+            "save_strategy=no",
+            "--set",
+            "save_model=false",
+            "--set",
+            "constituency_fallback=none",
+        ]
+    )
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["model_type"] == "Syntax-BERT" and "accuracy" in printed["dev"]
@@ -186,10 +259,29 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
     ds = task.featurize(data, context, "dev")
     assert ds.meta["cache"] == "hit"
     b = SyntaxCollator()([ds[i] for i in range(8)])
-    con = relation_groups(b["con_key"], b["con_depth"], b["con_anc_lo"], b["con_anc_hi"], b["con_anc_head"],
-                          b["syntax_tree"], b["syntax_segment"], 15, True)
-    dep = relation_groups(b["dep_tin"], b["dep_depth"], b["dep_anc_lo"], b["dep_anc_hi"], b["dep_anc_head"],
-                          b["syntax_tree"], b["syntax_segment"], 15, True, key_hi=b["dep_tout"])
+    con = relation_groups(
+        b["con_key"],
+        b["con_depth"],
+        b["con_anc_lo"],
+        b["con_anc_hi"],
+        b["con_anc_head"],
+        b["syntax_tree"],
+        b["syntax_segment"],
+        15,
+        True,
+    )
+    dep = relation_groups(
+        b["dep_tin"],
+        b["dep_depth"],
+        b["dep_anc_lo"],
+        b["dep_anc_hi"],
+        b["dep_anc_head"],
+        b["syntax_tree"],
+        b["syntax_segment"],
+        15,
+        True,
+        key_hi=b["dep_tout"],
+    )
     assert int((con != 0).sum()) == 0 and int((dep != 0).sum()) > 0
 
     # compare: systems by name
@@ -199,9 +291,32 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
     assert named["syntax_bert_lisa"]["model"]["lisa_layer"] == 1  # the tiny encoder's middle layer (2 // 2)
     with pytest.raises(SyntaxformerError, match="unknown system"):
         resolve_systems(config, "baseline,bert")
-    code = main(["compare", "--task", "sst2", "--model", tiny_model, "--data-dir", sst2, "--max-train-samples", "48",
-                 "--max-eval-samples", "16", "--max-length", "48", "--epochs", "1", "--batch-size", "16",
-                 "--output-dir", str(tmp_path / "cmp"), "--no-progress", "--systems", "sgnet,syntax_bert_lisa"])
+    code = main(
+        [
+            "compare",
+            "--task",
+            "sst2",
+            "--model",
+            tiny_model,
+            "--data-dir",
+            sst2,
+            "--max-train-samples",
+            "48",
+            "--max-eval-samples",
+            "16",
+            "--max-length",
+            "48",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "16",
+            "--output-dir",
+            str(tmp_path / "cmp"),
+            "--no-progress",
+            "--systems",
+            "sgnet,syntax_bert_lisa",
+        ]
+    )
     assert code == 0
     table = capsys.readouterr().out
     assert "syntax_bert_lisa" in table and "difference (syntax_bert_lisa - sgnet)" in table

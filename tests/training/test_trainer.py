@@ -10,12 +10,14 @@ from syntaxformer.training.trainer import SyntaxTrainer, encoder_parameter_prefi
 
 
 def _tiny(use_sg_layer: bool = True) -> SGNetForSequenceClassification:
-    enc = BertModel(BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                               intermediate_size=37))
+    enc = BertModel(
+        BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+    )
     from syntaxformer.modeling import SGNetConfig
 
-    return SGNetForSequenceClassification(SGNetConfig(encoder=enc.config, num_labels=2, use_sg_layer=use_sg_layer),
-                                          encoder=enc)
+    return SGNetForSequenceClassification(
+        SGNetConfig(encoder=enc.config, num_labels=2, use_sg_layer=use_sg_layer), encoder=enc
+    )
 
 
 def test_trainer_new_params_get_their_own_learning_rate(tmp_path):
@@ -24,8 +26,9 @@ def test_trainer_new_params_get_their_own_learning_rate(tmp_path):
     new = new_parameter_names(model)
     assert any(n.startswith("sgnet.sg_layer.") for n in new) and "classifier.weight" in new
     assert not any(n.startswith("sgnet.encoder.") for n in new)
-    args = TrainingArguments(output_dir=str(tmp_path), learning_rate=2e-5, weight_decay=0.01, report_to="none",
-                             use_cpu=True)
+    args = TrainingArguments(
+        output_dir=str(tmp_path), learning_rate=2e-5, weight_decay=0.01, report_to="none", use_cpu=True
+    )
     trainer = SyntaxTrainer(model=model, args=args, new_params_lr=1e-3)
     decay = set(trainer.get_decay_parameter_names(model))  # the Trainer's own rule: not biases and norms
     opt = trainer.create_optimizer()
@@ -63,8 +66,9 @@ def test_trainer_precision():
 def test_trainer_alpha_parameter_is_new(mode, tmp_path):
     from syntaxformer.modeling import SGNetConfig
 
-    enc = BertModel(BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                               intermediate_size=37))
+    enc = BertModel(
+        BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
+    )
     model = SGNetForSequenceClassification(SGNetConfig(encoder=enc.config, alpha_mode=mode), encoder=enc)
     learned = [n for n in new_parameter_names(model) if "alpha" in n]
     assert (len(learned) == 1) == (mode == "learned")
@@ -83,8 +87,13 @@ def test_trainer_predict_keeps_dataset_order_with_length_grouping(tmp_path):
     rows = []
     for n in rng.integers(3, 20, size=40):  # very different lengths: grouping would reorder them
         ids = rng.integers(5, 50, size=int(n))
-        rows.append({"input_ids": ids, "attention_mask": np.ones(int(n), dtype=np.int64),
-                     "labels": np.asarray(int(rng.integers(0, 2)))})
+        rows.append(
+            {
+                "input_ids": ids,
+                "attention_mask": np.ones(int(n), dtype=np.int64),
+                "labels": np.asarray(int(rng.integers(0, 2))),
+            }
+        )
 
     class _DS(torch.utils.data.Dataset):
         def __len__(self):
@@ -93,9 +102,15 @@ def test_trainer_predict_keeps_dataset_order_with_length_grouping(tmp_path):
         def __getitem__(self, i):
             return rows[i]
 
-    args = TrainingArguments(output_dir=str(tmp_path), per_device_eval_batch_size=4, report_to="none", use_cpu=True,
-                             train_sampling_strategy="group_by_length", label_names=["labels"],
-                             remove_unused_columns=False)
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_eval_batch_size=4,
+        report_to="none",
+        use_cpu=True,
+        train_sampling_strategy="group_by_length",
+        label_names=["labels"],
+        remove_unused_columns=False,
+    )
     trainer = SyntaxTrainer(model=model, args=args, data_collator=lambda f: pad_arrays(f))
     out = trainer.predict(_DS())
     with torch.no_grad():

@@ -34,9 +34,17 @@ def _files(tmp_path, m30k_small):
 
 
 def _task_options(paths, **options):
-    base = dict(train_source=paths["train_en"], train_target=paths["train_de"], valid_source=paths["valid_en"],
-                valid_target=paths["valid_de"], eval_sets={"val20": [paths["valid_en"], paths["valid_de"]]},
-                preset="tiny", feature_dim=8, source_vocab_size=300, target_vocab_size=300)
+    base = dict(
+        train_source=paths["train_en"],
+        train_target=paths["train_de"],
+        valid_source=paths["valid_en"],
+        valid_target=paths["valid_de"],
+        eval_sets={"val20": [paths["valid_en"], paths["valid_de"]]},
+        preset="tiny",
+        feature_dim=8,
+        source_vocab_size=300,
+        target_vocab_size=300,
+    )
     base.update(options)
     return base
 
@@ -47,15 +55,29 @@ def _train(out, paths, annotator, max_steps, resume=False):
     context = TaskContext(tokenizer=None, annotator=annotator, progress=False)
     train, valid = task.load_split("train"), task.load_split("dev")
     task.build_tokenizer(train, str(out), context)
-    training = {**task.training_defaults(), "max_steps": max_steps, "per_device_train_batch_size": 16,
-                "eval_steps": 3, "save_steps": 3, "logging_steps": 3, "warmup_steps": 2, "learning_rate": 3e-3,
-                "per_device_eval_batch_size": 8, "save_total_limit": None, "disable_tqdm": True, "seed": 1}
+    training = {
+        **task.training_defaults(),
+        "max_steps": max_steps,
+        "per_device_train_batch_size": 16,
+        "eval_steps": 3,
+        "save_steps": 3,
+        "logging_steps": 3,
+        "warmup_steps": 2,
+        "learning_rate": 3e-3,
+        "per_device_eval_batch_size": 8,
+        "save_total_limit": None,
+        "disable_tqdm": True,
+        "seed": 1,
+    }
     set_seed(training["seed"])
     model = task.build_model(None, {}, context)
-    trainer = SyntaxSeq2SeqTrainer(model=model, args=Seq2SeqTrainingArguments(output_dir=str(out), **training),
-                                   train_dataset=task.featurize(train, context, "train"),
-                                   eval_dataset=task.featurize(valid, context, "dev"),
-                                   data_collator=task.collator(context))
+    trainer = SyntaxSeq2SeqTrainer(
+        model=model,
+        args=Seq2SeqTrainingArguments(output_dir=str(out), **training),
+        train_dataset=task.featurize(train, context, "train"),
+        eval_dataset=task.featurize(valid, context, "dev"),
+        data_collator=task.collator(context),
+    )
     trainer.train(resume_from_checkpoint=True if resume else None)
     return task, context, trainer
 
@@ -110,13 +132,42 @@ def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small
     monkeypatch.setenv("SYNTAXFORMER_DATA", str(tmp_path / "no-shared-data"))
     # the `syntaxformer train --task translation` route: the one runner; task options and run-config options
     cfg = tmp_path / "tr.json"
-    cfg.write_text(json.dumps({**_task_options(paths, arm="syntax"), "max_steps": 3,
-                               "per_device_train_batch_size": 16, "eval_steps": 2, "save_steps": 2,
-                               "logging_steps": 2, "warmup_steps": 2, "per_device_eval_batch_size": 8}),
-                   encoding="utf-8")
-    assert main(["train", "--task", "translation", "--config", str(cfg), "--set", "eval_sets={}",
-                 "--output-dir", str(tmp_path / "cli_model"), "--max-steps", "2", "--seed", "3",
-                 "--no-progress"]) == 0
+    cfg.write_text(
+        json.dumps(
+            {
+                **_task_options(paths, arm="syntax"),
+                "max_steps": 3,
+                "per_device_train_batch_size": 16,
+                "eval_steps": 2,
+                "save_steps": 2,
+                "logging_steps": 2,
+                "warmup_steps": 2,
+                "per_device_eval_batch_size": 8,
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "translation",
+                "--config",
+                str(cfg),
+                "--set",
+                "eval_sets={}",
+                "--output-dir",
+                str(tmp_path / "cli_model"),
+                "--max-steps",
+                "2",
+                "--seed",
+                "3",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["model_type"] == "Syntax-Infused Transformer (syntax arm)"
     assert summary["output_dir"] == str(tmp_path / "cli_model")
@@ -133,25 +184,73 @@ def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small
     assert main(["evaluate", str(tmp_path / "cli_model"), "--split", "dev", "--no-progress"]) == 0
     scored = json.loads(capsys.readouterr().out)
     assert scored["task"] == "translation" and scored["size"] == 20 and 0.0 <= scored["scores"]["bleu"] <= 100.0
-    assert main(["train", "--task", "translation", "--config", str(cfg), "--set", "depth=3",
-                 "--output-dir", str(tmp_path / "bad")]) == 1
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "translation",
+                "--config",
+                str(cfg),
+                "--set",
+                "depth=3",
+                "--output-dir",
+                str(tmp_path / "bad"),
+            ]
+        )
+        == 1
+    )
     assert "unknown config option(s) ['depth']" in capsys.readouterr().err
 
     # `syntaxformer translate`: file in (plain text and .sgm), file out, BLEU with the signature
     out = tmp_path / "hyp.de"
-    assert main(["translate", str(tmp_path / "cli_model"), "--input", paths["valid_en"], "--output", str(out),
-                 "--reference", paths["valid_de"], "--batch-size", "7", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                str(tmp_path / "cli_model"),
+                "--input",
+                paths["valid_en"],
+                "--output",
+                str(out),
+                "--reference",
+                paths["valid_de"],
+                "--batch-size",
+                "7",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     assert result["sentences"] == 20 and "tok:13a" in result["signature"]
     assert len(out.read_text(encoding="utf-8").split("\n")) == 21
     sgm = tmp_path / "in.sgm"
-    sgm.write_text('<srcset>\n<doc docid="d1">\n<seg id="1">A man rides a bike.</seg>\n'
-                   '<seg id="2">Two dogs play.</seg>\n</doc>\n</srcset>\n', encoding="utf-8")
-    assert main(["translate", str(tmp_path / "cli_model"), "--input", str(sgm), "--output", str(out),
-                 "--no-progress"]) == 1  # an existing output is never replaced silently
+    sgm.write_text(
+        '<srcset>\n<doc docid="d1">\n<seg id="1">A man rides a bike.</seg>\n'
+        '<seg id="2">Two dogs play.</seg>\n</doc>\n</srcset>\n',
+        encoding="utf-8",
+    )
+    assert (
+        main(["translate", str(tmp_path / "cli_model"), "--input", str(sgm), "--output", str(out), "--no-progress"])
+        == 1
+    )  # an existing output is never replaced silently
     assert "--overwrite" in capsys.readouterr().err
-    assert main(["translate", str(tmp_path / "cli_model"), "--input", str(sgm), "--output", str(out),
-                 "--no-progress", "--overwrite"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                str(tmp_path / "cli_model"),
+                "--input",
+                str(sgm),
+                "--output",
+                str(out),
+                "--no-progress",
+                "--overwrite",
+            ]
+        )
+        == 0
+    )
     assert len(out.read_text(encoding="utf-8").split("\n")) == 3
     assert main(["translate", str(tmp_path), "--input", str(sgm), "--output", str(out), "--overwrite"]) == 1
     assert "config.json" in capsys.readouterr().err

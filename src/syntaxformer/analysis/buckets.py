@@ -28,8 +28,16 @@ import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError
 
-__all__ = ["LENGTH_BUCKETS", "length_bucket", "make_buckets", "assign_buckets", "run_lengths",
-           "length_buckets", "format_length_buckets", "BUCKET_MODES"]
+__all__ = [
+    "LENGTH_BUCKETS",
+    "length_bucket",
+    "make_buckets",
+    "assign_buckets",
+    "run_lengths",
+    "length_buckets",
+    "format_length_buckets",
+    "BUCKET_MODES",
+]
 
 #: Question-length buckets in words: ``(low, high)`` inclusive, ``high = None`` = no upper bound.
 LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((1, 5), (6, 10), (11, 15), (16, 20), (21, None))
@@ -47,8 +55,9 @@ def length_bucket(n_words: int, buckets: Sequence[tuple[int, int | None]] = LENG
     return f"<{buckets[0][0]}"
 
 
-def make_buckets(lengths: Sequence[int], n_buckets: int = 5, mode: str = "count",
-                 edges: Sequence[int] | None = None) -> list[tuple[int, int]]:
+def make_buckets(
+    lengths: Sequence[int], n_buckets: int = 5, mode: str = "count", edges: Sequence[int] | None = None
+) -> list[tuple[int, int]]:
     """Inclusive ``(low, high)`` length ranges covering ``min(lengths)..max(lengths)``, none empty of lengths.
 
     Args:
@@ -117,30 +126,54 @@ def run_lengths(run_dir: str | Path) -> dict[str, Any]:
     task = metrics["task"]
     per_q = per_question_scores(folder)  # SQuAD 2.0 / RACE
     if per_q is not None:
-        return {"task": task, "unit": "question words", "ids": per_q["ids"], "kind": "per_example",
-                "lengths": per_q["lengths"], "values": per_q["values"]}
+        return {
+            "task": task,
+            "unit": "question words",
+            "ids": per_q["ids"],
+            "kind": "per_example",
+            "lengths": per_q["lengths"],
+            "values": per_q["values"],
+        }
     ids = list(preds["ids"])
     if metrics.get("main_metric") == "bleu":
         split = preds.get("split", "dev")
         _, data = load_dev_data(folder, split)
-        return {"task": task, "unit": "source words", "ids": ids, "kind": "bleu",
-                "lengths": [len(s.split()) for s in data.sources], "predictions": list(preds["predictions"]),
-                "references": run_references(folder, ids, split)}
+        return {
+            "task": task,
+            "unit": "source words",
+            "ids": ids,
+            "kind": "bleu",
+            "lengths": [len(s.split()) for s in data.sources],
+            "predictions": list(preds["predictions"]),
+            "references": run_references(folder, ids, split),
+        }
     from syntaxformer.tasks.metrics import METRICS
 
     metric = metrics.get("main_metric")
     if preds.get("labels") is None or metric not in METRICS:
-        raise DataError(f"{run_dir} keeps no per-example labels for its {metric} (dev_predictions.json), so its "
-                        "examples cannot be scored by length")
+        raise DataError(
+            f"{run_dir} keeps no per-example labels for its {metric} (dev_predictions.json), so its "
+            "examples cannot be scored by length"
+        )
     _, data = load_dev_data(folder, preds.get("split", "dev"))
     examples = getattr(data, "examples", None)
     if examples is None or [str(e.guid) for e in examples] != [str(i) for i in ids]:
-        raise DataError(f"the dev data named in {folder}/run.json is not the data its dev_predictions.json was made "
-                        "on (other examples)")
+        raise DataError(
+            f"the dev data named in {folder}/run.json is not the data its dev_predictions.json was made "
+            "on (other examples)"
+        )
     lengths = [len(e.text_a.split()) + (len(e.text_b.split()) if e.text_b else 0) for e in examples]
     pair = any(e.text_b for e in examples)
-    return {"task": task, "unit": "words of both texts" if pair else "words", "ids": ids, "kind": "metric",
-            "lengths": lengths, "metric": metric, "predictions": preds["predictions"], "labels": preds["labels"]}
+    return {
+        "task": task,
+        "unit": "words of both texts" if pair else "words",
+        "ids": ids,
+        "kind": "metric",
+        "lengths": lengths,
+        "metric": metric,
+        "predictions": preds["predictions"],
+        "labels": preds["labels"],
+    }
 
 
 def _score(info: dict[str, Any], idx: np.ndarray) -> dict[str, float]:
@@ -149,16 +182,21 @@ def _score(info: dict[str, Any], idx: np.ndarray) -> dict[str, float]:
     if info["kind"] == "bleu":
         from syntaxformer.tasks.metrics import corpus_bleu
 
-        return {"bleu": corpus_bleu([info["predictions"][i] for i in idx],
-                                    [info["references"][i] for i in idx])["bleu"]}
+        return {
+            "bleu": corpus_bleu([info["predictions"][i] for i in idx], [info["references"][i] for i in idx])["bleu"]
+        }
     from syntaxformer.tasks.metrics import METRICS
 
-    return {info["metric"]: float(METRICS[info["metric"]](np.asarray(info["predictions"])[idx],
-                                                          np.asarray(info["labels"])[idx]))}
+    return {
+        info["metric"]: float(
+            METRICS[info["metric"]](np.asarray(info["predictions"])[idx], np.asarray(info["labels"])[idx])
+        )
+    }
 
 
-def length_buckets(run_dirs: Sequence[str | Path], n_buckets: int = 5, mode: str = "count",
-                   edges: Sequence[int] | None = None) -> dict[str, Any]:
+def length_buckets(
+    run_dirs: Sequence[str | Path], n_buckets: int = 5, mode: str = "count", edges: Sequence[int] | None = None
+) -> dict[str, Any]:
     """Scores per length bucket of one or more runs of one task on the same dev examples (side by side).
 
     The buckets are made from the first run's lengths (:func:`make_buckets`) and used for every run.
@@ -190,10 +228,22 @@ def length_buckets(run_dirs: Sequence[str | Path], n_buckets: int = 5, mode: str
     rows = []
     for b, (lo, hi) in enumerate(buckets):
         idx = np.flatnonzero(which == b)
-        rows.append({"low": lo, "high": hi, "label": f"{lo}-{hi}" if lo != hi else str(lo), "n": int(idx.size),
-                     "scores": [_score(info, idx) for info in infos]})
-    return {"task": first["task"], "unit": first["unit"], "mode": "edges" if edges is not None else mode,
-            "runs": [str(r) for r in run_dirs], "buckets": rows}
+        rows.append(
+            {
+                "low": lo,
+                "high": hi,
+                "label": f"{lo}-{hi}" if lo != hi else str(lo),
+                "n": int(idx.size),
+                "scores": [_score(info, idx) for info in infos],
+            }
+        )
+    return {
+        "task": first["task"],
+        "unit": first["unit"],
+        "mode": "edges" if edges is not None else mode,
+        "runs": [str(r) for r in run_dirs],
+        "buckets": rows,
+    }
 
 
 def format_length_buckets(result: dict[str, Any], names: Sequence[str] | None = None) -> str:
@@ -207,8 +257,7 @@ def format_length_buckets(result: dict[str, Any], names: Sequence[str] | None = 
     head = [f"{'length':>9}", f"{'n':>6}"] + [x.rjust(w) for x, w in zip(labels, widths)]
     if len(runs) == 2:
         head.append(f"{'B − A':>9}")
-    lines = [f"{result['task']}: dev {', '.join(metrics)} by length in {result['unit']} (buckets by "
-             f"{result['mode']})"]
+    lines = [f"{result['task']}: dev {', '.join(metrics)} by length in {result['unit']} (buckets by {result['mode']})"]
     lines += [f"  {n}: {r}" for n, r in zip(names, runs)]
     lines.append(" ".join(head))
     for row in result["buckets"]:

@@ -30,8 +30,16 @@ import numpy as np
 
 from syntaxformer.errors import DataError, InputError
 
-__all__ = ["compare_runs", "load_run_predictions", "load_dev_data", "run_references", "paired_prediction_tests",
-           "per_question_scores", "expand_run_dirs", "check_comparable"]
+__all__ = [
+    "compare_runs",
+    "load_run_predictions",
+    "load_dev_data",
+    "run_references",
+    "paired_prediction_tests",
+    "per_question_scores",
+    "expand_run_dirs",
+    "check_comparable",
+]
 
 
 def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -55,6 +63,7 @@ def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str,
 def _check_run_files(folder: Path, metrics: Any, preds: Any) -> None:
     """The parts of ``metrics.json`` and ``dev_predictions.json`` the analyses read have the types ``train``
     writes (a damaged or hand-edited file is named, not met as a ``KeyError`` / ``TypeError`` later)."""
+
     def bad(name: str, what: str) -> DataError:
         return DataError(f"{folder / name} is not the file `syntaxformer train` writes: {what}")
 
@@ -66,8 +75,7 @@ def _check_run_files(folder: Path, metrics: Any, preds: Any) -> None:
     if not isinstance(metrics.get("dev"), dict):
         raise bad("metrics.json", "no 'dev' scores")
     score = metrics["dev"].get(metrics["main_metric"])
-    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
-                              or not np.isfinite(score)):
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not np.isfinite(score)):
         raise bad("metrics.json", f"the dev {metrics['main_metric']} is {score!r}, not a number")
     if not isinstance(preds, dict):
         raise bad("dev_predictions.json", f"a JSON {type(preds).__name__}, not an object")
@@ -80,18 +88,31 @@ def _check_run_files(folder: Path, metrics: Any, preds: Any) -> None:
     if labels is not None and (not isinstance(labels, list) or len(labels) != len(ids)):
         raise bad("dev_predictions.json", "'labels' must be a list with one label per id")
     for name, column in (("predictions", values), ("labels", labels or [])):
-        kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else
-                 "text" if isinstance(v, str) else "other" for v in column}
-        if "other" in kinds or len(kinds) > 1 or (name == "labels" and "number" in kinds
-                                                   and not all(np.isfinite(column))):
+        kinds = {
+            "number"
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+            else "text"
+            if isinstance(v, str)
+            else "other"
+            for v in column
+        }
+        if (
+            "other" in kinds
+            or len(kinds) > 1
+            or (name == "labels" and "number" in kinds and not all(np.isfinite(column)))
+        ):
             raise bad("dev_predictions.json", f"{name!r} must be all numbers or all texts")
 
 
 def _task_identity(metrics: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two runs' scores comparable: the task, its headline metric, and the labels it predicts."""
     options = metrics.get("task_options") if isinstance(metrics.get("task_options"), dict) else {}
-    return (metrics["task"], metrics["main_metric"], options.get("problem_type"),
-            json.dumps(options.get("labels"), sort_keys=True))
+    return (
+        metrics["task"],
+        metrics["main_metric"],
+        options.get("problem_type"),
+        json.dumps(options.get("labels"), sort_keys=True),
+    )
 
 
 def _describe(metrics: dict[str, Any]) -> str:
@@ -110,8 +131,10 @@ def check_comparable(run_a: str | Path, run_b: str | Path) -> None:
     """
     (ma, pa), (mb, pb) = load_run_predictions(run_a), load_run_predictions(run_b)
     if _task_identity(ma) != _task_identity(mb):
-        raise InputError(f"{run_a} is a run of {_describe(ma)} but {run_b} of {_describe(mb)}: runs of different "
-                         "tasks cannot be compared")
+        raise InputError(
+            f"{run_a} is a run of {_describe(ma)} but {run_b} of {_describe(mb)}: runs of different "
+            "tasks cannot be compared"
+        )
     differ = None
     if pa.get("ids") != pb.get("ids"):
         differ = f"other example ids ({len(pa['ids'])} vs {len(pb['ids'])} examples)"
@@ -122,6 +145,7 @@ def check_comparable(run_a: str | Path, run_b: str | Path) -> None:
         if pa["data_fingerprint"] != pb["data_fingerprint"]:
             differ = "other dev data (content fingerprints differ)"
     else:
+
         def source(m: dict[str, Any]) -> Any:
             data = m.get("data") if isinstance(m.get("data"), dict) else {}
             sub = m.get("subsample") if isinstance(m.get("subsample"), dict) else {}
@@ -130,8 +154,10 @@ def check_comparable(run_a: str | Path, run_b: str | Path) -> None:
         if source(ma) != source(mb):
             differ = f"other dev data ({source(ma)[0]} vs {source(mb)[0]})"
     if differ:
-        raise InputError(f"{run_a} and {run_b} were scored on different dev examples: {differ}; compare runs "
-                         "evaluated on the same dev file and subsample")
+        raise InputError(
+            f"{run_a} and {run_b} were scored on different dev examples: {differ}; compare runs "
+            "evaluated on the same dev file and subsample"
+        )
 
 
 def expand_run_dirs(patterns: Sequence[str | Path]) -> list[str]:
@@ -179,8 +205,10 @@ def run_references(run_dir: str | Path, ids: Sequence[str] | None = None, split:
     if targets is None:
         raise InputError(f"the dev data of {run_dir} has no references")
     if ids is not None and list(ids) != list(getattr(data, "ids", ids)):
-        raise InputError(f"the dev data named in {run_dir}/run.json is no longer the data its dev_predictions.json "
-                         "was made on (other ids)")
+        raise InputError(
+            f"the dev data named in {run_dir}/run.json is no longer the data its dev_predictions.json "
+            "was made on (other ids)"
+        )
     return list(targets)
 
 
@@ -203,20 +231,32 @@ def per_question_scores(run_dir: str | Path) -> dict[str, Any] | None:
     if (folder / "per_question.json").is_file():
         per_q = _read_json(folder / "per_question.json")
         ids = [q for q, r in per_q.items() if r.get("part", "test") == "test"]
-        return {"ids": ids, "metric": "f1", "values": {"exact": [100.0 * per_q[q]["em_best"] for q in ids],
-                                                       "f1": [100.0 * per_q[q]["f1_best"] for q in ids]},
-                "correct": [bool(per_q[q]["em_best"]) for q in ids],
-                "lengths": [per_q[q]["question_words"] for q in ids]}
+        return {
+            "ids": ids,
+            "metric": "f1",
+            "values": {
+                "exact": [100.0 * per_q[q]["em_best"] for q in ids],
+                "f1": [100.0 * per_q[q]["f1_best"] for q in ids],
+            },
+            "correct": [bool(per_q[q]["em_best"]) for q in ids],
+            "lengths": [per_q[q]["question_words"] for q in ids],
+        }
     path = folder / "predictions.json"
     if path.is_file():
         records = _read_json(path)
-        if isinstance(records, dict) and records and all(
-                isinstance(r, dict) and {"correct", "question_words"} <= set(r) for r in records.values()):
+        if (
+            isinstance(records, dict)
+            and records
+            and all(isinstance(r, dict) and {"correct", "question_words"} <= set(r) for r in records.values())
+        ):
             ids = list(records)
-            return {"ids": ids, "metric": "accuracy",
-                    "values": {"accuracy": [100.0 * bool(records[q]["correct"]) for q in ids]},
-                    "correct": [bool(records[q]["correct"]) for q in ids],
-                    "lengths": [records[q]["question_words"] for q in ids]}
+            return {
+                "ids": ids,
+                "metric": "accuracy",
+                "values": {"accuracy": [100.0 * bool(records[q]["correct"]) for q in ids]},
+                "correct": [bool(records[q]["correct"]) for q in ids],
+                "lengths": [records[q]["question_words"] for q in ids],
+            }
     return None
 
 
@@ -225,14 +265,21 @@ def _per_question_tests(qa: dict[str, Any], qb: dict[str, Any], n_resamples: int
 
     metric = qa["metric"]
     a, b = np.asarray(qa["values"][metric]), np.asarray(qb["values"][metric])
-    boot = paired_bootstrap(lambda p, _y: float(np.mean(p)), a, b, np.zeros(len(a)), n_resamples=n_resamples,
-                            seed=seed, two_sided=True)
+    boot = paired_bootstrap(
+        lambda p, _y: float(np.mean(p)), a, b, np.zeros(len(a)), n_resamples=n_resamples, seed=seed, two_sided=True
+    )
     return {"bootstrap": boot.to_dict(), "mcnemar": mcnemar(qa["correct"], qb["correct"]).to_dict()}
 
 
-def paired_prediction_tests(preds_a: dict[str, Any], preds_b: dict[str, Any], metric: str, n_resamples: int = 1000,
-                            seed: int = 0, references: Sequence[str] | None = None,
-                            bleu_test: str = "bs") -> dict[str, Any]:
+def paired_prediction_tests(
+    preds_a: dict[str, Any],
+    preds_b: dict[str, Any],
+    metric: str,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    references: Sequence[str] | None = None,
+    bleu_test: str = "bs",
+) -> dict[str, Any]:
     """B against A on one pair of ``dev_predictions.json`` contents (same examples).
 
     With ``references`` (translation): ``{"bleu": ...}``, sacreBLEU's paired test ``bleu_test`` (``"bs"`` /
@@ -244,15 +291,26 @@ def paired_prediction_tests(preds_a: dict[str, Any], preds_b: dict[str, Any], me
     from syntaxformer.tasks.metrics import METRICS
 
     if references is not None:
-        return {"bleu": paired_bleu_test(preds_a["predictions"], preds_b["predictions"], references, test=bleu_test,
-                                         n_resamples=n_resamples, seed=seed or 12345).to_dict()}
+        return {
+            "bleu": paired_bleu_test(
+                preds_a["predictions"],
+                preds_b["predictions"],
+                references,
+                test=bleu_test,
+                n_resamples=n_resamples,
+                seed=seed or 12345,
+            ).to_dict()
+        }
     labels = preds_a.get("labels")
     if labels is None or metric not in METRICS:
         return {}
     y = np.asarray(labels)
     a, b = np.asarray(preds_a["predictions"]), np.asarray(preds_b["predictions"])
-    out = {"bootstrap": paired_bootstrap(METRICS[metric], a, b, y, n_resamples=n_resamples, seed=seed,
-                                         two_sided=True).to_dict()}
+    out = {
+        "bootstrap": paired_bootstrap(
+            METRICS[metric], a, b, y, n_resamples=n_resamples, seed=seed, two_sided=True
+        ).to_dict()
+    }
     if np.issubdtype(y.dtype, np.integer):
         out["mcnemar"] = mcnemar(a == y, b == y).to_dict()
     return out
@@ -261,8 +319,7 @@ def paired_prediction_tests(preds_a: dict[str, Any], preds_b: dict[str, Any], me
 def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> list[tuple[str, str]]:
     """Runs of A and B paired by recorded seed (when both have the same distinct seeds), else in order."""
     if not runs_a or len(runs_a) != len(runs_b):
-        raise InputError(f"give equally many runs of both systems (one per seed), got {len(runs_a)} and "
-                         f"{len(runs_b)}")
+        raise InputError(f"give equally many runs of both systems (one per seed), got {len(runs_a)} and {len(runs_b)}")
 
     def seeds(runs: Sequence[str]) -> list[Any]:
         return [load_run_predictions(r)[0].get("seed") for r in runs]
@@ -274,8 +331,13 @@ def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> list[tuple[str, str]
     return list(zip(runs_a, runs_b))
 
 
-def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_resamples: int = 1000,
-                 seed: int = 0, bleu_test: str = "bs") -> dict[str, Any]:
+def compare_runs(
+    runs_a: Sequence[str | Path],
+    runs_b: Sequence[str | Path],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    bleu_test: str = "bs",
+) -> dict[str, Any]:
     """System B against system A on the same dev examples.
 
     Args:
@@ -314,8 +376,9 @@ def compare_runs(runs_a: Sequence[str | Path], runs_b: Sequence[str | Path], n_r
         else:
             if metric == "bleu" and references is None:
                 references = run_references(ra, pa.get("ids"), pa.get("split", "dev"))
-            tests = paired_prediction_tests(pa, pb, metric, n_resamples, seed,
-                                            references if metric == "bleu" else None, bleu_test)
+            tests = paired_prediction_tests(
+                pa, pb, metric, n_resamples, seed, references if metric == "bleu" else None, bleu_test
+            )
         result["per_seed"].append({"run_a": str(ra), "run_b": str(rb), **tests})
     if len(result["a"]) >= 2 and None not in result["a"] + result["b"]:
         result["t_test"] = paired_t_test(result["a"], result["b"]).to_dict()

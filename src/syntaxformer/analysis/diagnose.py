@@ -38,16 +38,30 @@ logger = logging.getLogger(__name__)
 __all__ = ["diagnose", "SYNTAX_PARAMETERS"]
 
 #: Name endings of the parameters whose gradients :func:`diagnose` reports.
-SYNTAX_PARAMETERS: tuple[str, ...] = ("sg_layer.query.weight", "sg_layer.key.weight", "sg_layer.value.weight",
-                                      "topical.query", "gate.weight")
+SYNTAX_PARAMETERS: tuple[str, ...] = (
+    "sg_layer.query.weight",
+    "sg_layer.key.weight",
+    "sg_layer.value.weight",
+    "topical.query",
+    "gate.weight",
+)
 
 #: The syntax keys the diagnostic needs in every batch (pair segments for the zero-shot signal).
 _SEGMENT_KEYS = ("syntax_tree", "syntax_segment")
 
 
-def diagnose(model: str | None = None, system: str = "syntax_bert", options: Mapping[str, Any] | None = None, *,
-             task: str = "stsb", n: int = 200, seed: int = 0, max_length: int = 96, batch_size: int = 50,
-             data_dir: str | Path | None = None) -> dict[str, Any]:
+def diagnose(
+    model: str | None = None,
+    system: str = "syntax_bert",
+    options: Mapping[str, Any] | None = None,
+    *,
+    task: str = "stsb",
+    n: int = 200,
+    seed: int = 0,
+    max_length: int = 96,
+    batch_size: int = 50,
+    data_dir: str | Path | None = None,
+) -> dict[str, Any]:
     """Diagnose one configuration at initialisation (or a trained run) on a seeded dev subset.
 
     Args:
@@ -84,8 +98,15 @@ def diagnose(model: str | None = None, system: str = "syntax_bert", options: Map
     options = dict(options or {})
     if system not in ("syntax_bert", "sgnet"):
         raise ConfigError(f"diagnose --system must be 'syntax_bert' or 'sgnet', got {system!r}")
-    config = RunConfig(task=task, model_type=system, model_name_or_path=model, model=options, max_length=max_length,
-                       seed=seed, disable_tqdm=True)
+    config = RunConfig(
+        task=task,
+        model_type=system,
+        model_name_or_path=model,
+        model=options,
+        max_length=max_length,
+        seed=seed,
+        disable_tqdm=True,
+    )
     the_task = get_task(task)
     if the_task.head != "sequence_classification":
         raise ConfigError(f"diagnose needs a sentence-pair regression task (stsb), got {task!r}")
@@ -97,8 +118,7 @@ def diagnose(model: str | None = None, system: str = "syntax_bert", options: Map
     if data_dir is None and task == "stsb":
         root = shared_data_dir()
         if root is None:
-            raise DataError("STS-B not found: set SYNTAXFORMER_DATA to the shared data folder, or pass "
-                                    "data_dir")
+            raise DataError("STS-B not found: set SYNTAXFORMER_DATA to the shared data folder, or pass data_dir")
         data_dir = root / "glue" / "STS-B"
     if data_dir is not None:
         options_dir["data_dir"] = Path(data_dir)
@@ -109,8 +129,10 @@ def diagnose(model: str | None = None, system: str = "syntax_bert", options: Map
     context = dataclasses.replace(context, syntax_inputs=needed)
     features = the_task.featurize(data, context, "dev")
     collate = SyntaxCollator(pad_token_id=tokenizer.pad_token_id or 0)
-    batches = [collate([features[i] for i in range(s, min(s + batch_size, len(features)))])
-               for s in range(0, len(features), batch_size)]
+    batches = [
+        collate([features[i] for i in range(s, min(s + batch_size, len(features)))])
+        for s in range(0, len(features), batch_size)
+    ]
 
     gold, sims, plain_sims, cos_sum, n_tokens = [], [], [], 0.0, 0
     for batch in batches:
@@ -127,10 +149,15 @@ def diagnose(model: str | None = None, system: str = "syntax_bert", options: Map
     gradients = _syntax_gradients(net, batches, seed)
     candidates = _candidate_counts(net, system, batches)
     result = {
-        "system": system, "options": options, "model": config.resolved_model(), "task": task,
-        "n_pairs": len(gold), "seed": seed,
+        "system": system,
+        "options": options,
+        "model": config.resolved_model(),
+        "task": task,
+        "n_pairs": len(gold),
+        "seed": seed,
         "token_cosine_to_plain": round(cos_sum / max(n_tokens, 1), 4),
-        "zero_shot_pearson": _pearson(sims, gold), "plain_zero_shot_pearson": _pearson(plain_sims, gold),
+        "zero_shot_pearson": _pearson(sims, gold),
+        "plain_zero_shot_pearson": _pearson(plain_sims, gold),
         "syntax_gradients": gradients,
     }
     if candidates is not None:

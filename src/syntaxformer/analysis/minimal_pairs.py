@@ -33,10 +33,26 @@ import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError
 
-__all__ = ["MinimalPair", "LEVELS", "read_minimal_pairs", "acceptable_label", "score_minimal_pairs",
-           "minimal_pair_report", "compare_minimal_pairs", "holm", "wilson_interval", "write_suite_records",
-           "read_suite_records", "SUITES", "suite_folder", "evaluate_suite", "suite_records_of", "compact_records",
-           "expand_compact_records", "COMPACT_FILE"]
+__all__ = [
+    "MinimalPair",
+    "LEVELS",
+    "read_minimal_pairs",
+    "acceptable_label",
+    "score_minimal_pairs",
+    "minimal_pair_report",
+    "compare_minimal_pairs",
+    "holm",
+    "wilson_interval",
+    "write_suite_records",
+    "read_suite_records",
+    "SUITES",
+    "suite_folder",
+    "evaluate_suite",
+    "suite_records_of",
+    "compact_records",
+    "expand_compact_records",
+    "COMPACT_FILE",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +86,9 @@ class MinimalPair:
     phenomenon: str
 
 
-def read_minimal_pairs(path: str | os.PathLike, paradigms: Sequence[str] | None = None,
-                       max_pairs: int | None = None) -> list[MinimalPair]:
+def read_minimal_pairs(
+    path: str | os.PathLike, paradigms: Sequence[str] | None = None, max_pairs: int | None = None
+) -> list[MinimalPair]:
     """Read a BLiMP-format folder (every ``*.jsonl`` in it, in name order) or one such file.
 
     Args:
@@ -90,8 +107,10 @@ def read_minimal_pairs(path: str | os.PathLike, paradigms: Sequence[str] | None 
     if root.is_dir():
         files = sorted(p for p in root.iterdir() if p.suffix == ".jsonl" and p.is_file())
         if not files:
-            raise DataError(f"{root}: no .jsonl file of minimal pairs (BLiMP format: one JSON object per line with "
-                            f"'sentence_good' and 'sentence_bad')")
+            raise DataError(
+                f"{root}: no .jsonl file of minimal pairs (BLiMP format: one JSON object per line with "
+                f"'sentence_good' and 'sentence_bad')"
+            )
     elif root.is_file():
         files = [root]
     else:
@@ -106,8 +125,9 @@ def read_minimal_pairs(path: str | os.PathLike, paradigms: Sequence[str] | None 
                 lines = f.read().split("\n")
         except UnicodeDecodeError as e:
             raise DataError(f"{file}: not UTF-8 text ({e.reason} at byte {e.start})") from e
-        for line_no, obj in json_lines(lines, str(file), "one JSON object per line with 'sentence_good' and "
-                                                          "'sentence_bad'"):
+        for line_no, obj in json_lines(
+            lines, str(file), "one JSON object per line with 'sentence_good' and 'sentence_bad'"
+        ):
             where = f"{file}:{line_no}"
             texts = []
             for key in ("sentence_good", "sentence_bad"):
@@ -128,13 +148,18 @@ def read_minimal_pairs(path: str | os.PathLike, paradigms: Sequence[str] | None 
                 continue
             per_paradigm[paradigm] = per_paradigm.get(paradigm, 0) + 1
             field = _FIELD_SPELLING.sub("_", _label(obj, "field", "unspecified", where))
-            pairs.append(MinimalPair(paradigm, pair_id, texts[0], texts[1], field,
-                                     _label(obj, "linguistics_term", paradigm, where)))
+            pairs.append(
+                MinimalPair(
+                    paradigm, pair_id, texts[0], texts[1], field, _label(obj, "linguistics_term", paradigm, where)
+                )
+            )
     if paradigms is not None:
         missing = sorted(set(paradigms) - set(per_paradigm))
         if missing:
-            raise ConfigError(f"{root}: no pairs of paradigm(s) {missing}; the files hold {len(all_paradigms)} "
-                              f"paradigms: {', '.join(sorted(all_paradigms))}")
+            raise ConfigError(
+                f"{root}: no pairs of paradigm(s) {missing}; the files hold {len(all_paradigms)} "
+                f"paradigms: {', '.join(sorted(all_paradigms))}"
+            )
     if not pairs:
         raise DataError(f"{root}: no minimal pairs read")
     return pairs
@@ -165,13 +190,20 @@ def acceptable_label(label_names: Sequence[str], task_name: str | None, given: s
         return "acceptable"
     if task_name == "cola" and "1" in names:
         return "1"
-    raise ConfigError(f"which class means 'acceptable'? The model's classes are {names} (task {task_name!r}); "
-                      "name it with --acceptable-label (acceptable_label=...)")
+    raise ConfigError(
+        f"which class means 'acceptable'? The model's classes are {names} (task {task_name!r}); "
+        "name it with --acceptable-label (acceptable_label=...)"
+    )
 
 
-def score_minimal_pairs(predictor: Any, pairs: Sequence[MinimalPair], acceptable: str | None = None,
-                        batch_size: int = 64, chunk_size: int = 2048, progress: bool | None = None
-                        ) -> list[dict[str, Any]]:
+def score_minimal_pairs(
+    predictor: Any,
+    pairs: Sequence[MinimalPair],
+    acceptable: str | None = None,
+    batch_size: int = 64,
+    chunk_size: int = 2048,
+    progress: bool | None = None,
+) -> list[dict[str, Any]]:
     """One record per pair: ``paradigm``, ``pair_id``, ``field``, ``phenomenon``, ``p_good`` and ``p_bad`` (the
     probability of the acceptable class) and ``correct`` (``p_good > p_bad``).
 
@@ -192,24 +224,37 @@ def score_minimal_pairs(predictor: Any, pairs: Sequence[MinimalPair], acceptable
     from syntaxformer.utils import progress as progress_bar
 
     if predictor.head != "sequence_classification" or len(predictor.label_names) < 2:
-        raise ConfigError(f"a minimal-pair suite needs a sequence classifier of acceptability (e.g. a CoLA run); "
-                          f"this model's head is {predictor.head!r} with classes {predictor.label_names}")
+        raise ConfigError(
+            f"a minimal-pair suite needs a sequence classifier of acceptability (e.g. a CoLA run); "
+            f"this model's head is {predictor.head!r} with classes {predictor.label_names}"
+        )
     task_name = getattr(predictor.task, "name", None)
     label = acceptable_label(predictor.label_names, task_name, acceptable)
     texts = sorted({t for p in pairs for t in (p.good, p.bad)})
     prob: dict[str, float] = {}
-    bar = progress_bar(total=len(texts), desc="minimal pairs", disable=None if progress is None else not progress,
-                       unit="sentence")
+    bar = progress_bar(
+        total=len(texts), desc="minimal pairs", disable=None if progress is None else not progress, unit="sentence"
+    )
     try:
         for start in range(0, len(texts), chunk_size):
-            chunk = texts[start:start + chunk_size]
+            chunk = texts[start : start + chunk_size]
             for text, record in zip(chunk, predictor.predict(chunk, batch_size=batch_size)):
                 prob[text] = float(record["scores"][label])
             bar.update(len(chunk))
     finally:
         bar.close()
-    return [{"paradigm": p.paradigm, "pair_id": p.pair_id, "field": p.field, "phenomenon": p.phenomenon,
-             "p_good": prob[p.good], "p_bad": prob[p.bad], "correct": prob[p.good] > prob[p.bad]} for p in pairs]
+    return [
+        {
+            "paradigm": p.paradigm,
+            "pair_id": p.pair_id,
+            "field": p.field,
+            "phenomenon": p.phenomenon,
+            "p_good": prob[p.good],
+            "p_bad": prob[p.bad],
+            "correct": prob[p.good] > prob[p.bad],
+        }
+        for p in pairs
+    ]
 
 
 def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -272,14 +317,21 @@ def _correct_matrix(runs: Sequence[Sequence[Mapping[str, Any]]], side: str) -> t
     keys = [(str(r["paradigm"]), str(r["pair_id"])) for r in runs[0]]
     for i, run in enumerate(runs[1:], 2):
         if [(str(r["paradigm"]), str(r["pair_id"])) for r in run] != keys:
-            raise InputError(f"system {side}: run {i} scored other minimal pairs (or another order) than run 1; "
-                             "compare runs scored on the same suite")
+            raise InputError(
+                f"system {side}: run {i} scored other minimal pairs (or another order) than run 1; "
+                "compare runs scored on the same suite"
+            )
     return np.array([[bool(r["correct"]) for r in run] for run in runs], dtype=float), keys
 
 
-def compare_minimal_pairs(runs_a: Sequence[Sequence[Mapping[str, Any]]], runs_b: Sequence[Sequence[Mapping[str, Any]]],
-                          level: str = "field", resamples: int = 10000, seed: int = 0,
-                          names: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
+def compare_minimal_pairs(
+    runs_a: Sequence[Sequence[Mapping[str, Any]]],
+    runs_b: Sequence[Sequence[Mapping[str, Any]]],
+    level: str = "field",
+    resamples: int = 10000,
+    seed: int = 0,
+    names: tuple[str, str] = ("A", "B"),
+) -> dict[str, Any]:
     """Paired comparison of two systems on one suite: accuracy of B − A per group of ``level``.
 
     ``runs_a[i]`` and ``runs_b[i]`` are the records of seed ``i`` of each system (the same pairs, in the same
@@ -302,13 +354,17 @@ def compare_minimal_pairs(runs_a: Sequence[Sequence[Mapping[str, Any]]], runs_b:
     if level not in ("overall", *LEVELS):
         raise ConfigError(f"level must be one of {('overall', *LEVELS)}, got {level!r}")
     if len(runs_a) != len(runs_b):
-        raise InputError(f"{names[0]} has {len(runs_a)} run(s) and {names[1]} {len(runs_b)}: pair them by seed, one "
-                         "run of each per seed")
+        raise InputError(
+            f"{names[0]} has {len(runs_a)} run(s) and {names[1]} {len(runs_b)}: pair them by seed, one "
+            "run of each per seed"
+        )
     a, keys_a = _correct_matrix(runs_a, names[0])
     b, keys_b = _correct_matrix(runs_b, names[1])
     if keys_a != keys_b:
-        raise InputError(f"{names[0]} and {names[1]} were scored on different minimal pairs ({len(keys_a)} and "
-                         f"{len(keys_b)} pairs, or another order); score both on the same suite")
+        raise InputError(
+            f"{names[0]} and {names[1]} were scored on different minimal pairs ({len(keys_a)} and "
+            f"{len(keys_b)} pairs, or another order); score both on the same suite"
+        )
     groups: dict[str, list[int]] = {}
     for j, r in enumerate(runs_a[0]):
         groups.setdefault("all" if level == "overall" else str(r[level]), []).append(j)
@@ -317,9 +373,13 @@ def compare_minimal_pairs(runs_a: Sequence[Sequence[Mapping[str, Any]]], runs_b:
     for name in sorted(groups):
         cols = np.asarray(groups[name])
         da, db = a[:, cols], b[:, cols]
-        entry: dict[str, Any] = {"n": len(cols), "a": float(da.mean()), "b": float(db.mean()),
-                                 "difference": float(db.mean() - da.mean()),
-                                 "bootstrap": _two_level_bootstrap(db - da, resamples, rng)}
+        entry: dict[str, Any] = {
+            "n": len(cols),
+            "a": float(da.mean()),
+            "b": float(db.mean()),
+            "difference": float(db.mean() - da.mean()),
+            "bootstrap": _two_level_bootstrap(db - da, resamples, rng),
+        }
         if len(runs_a) >= 2:
             t = paired_t_test(da.mean(axis=1).tolist(), db.mean(axis=1).tolist())
             entry["t_test"] = {"p_value": t.p_value, "t": t.details.get("t")}
@@ -333,18 +393,18 @@ def compare_minimal_pairs(runs_a: Sequence[Sequence[Mapping[str, Any]]], runs_b:
     return result
 
 
-def _two_level_bootstrap(d: np.ndarray, resamples: int, rng: np.random.Generator, block: int = 256
-                         ) -> dict[str, Any]:
+def _two_level_bootstrap(d: np.ndarray, resamples: int, rng: np.random.Generator, block: int = 256) -> dict[str, Any]:
     """Bootstrap of ``mean(d)`` for ``d`` [seeds, pairs], resampling seeds and pairs with replacement."""
     k, n = d.shape
     stats = np.empty(resamples)
     for start in range(0, resamples, block):
         r = min(block, resamples - start)
         pair_w = rng.multinomial(n, np.full(n, 1.0 / n), size=r).astype(np.float32)  # [r, n] counts
-        seed_w = (rng.multinomial(k, np.full(k, 1.0 / k), size=r) if k > 1
-                  else np.ones((r, 1), dtype=np.int64)).astype(np.float32)  # [r, k] counts
+        seed_w = (rng.multinomial(k, np.full(k, 1.0 / k), size=r) if k > 1 else np.ones((r, 1), dtype=np.int64)).astype(
+            np.float32
+        )  # [r, k] counts
         per_seed = pair_w @ d.T.astype(np.float32)  # [r, k]: sum over resampled pairs, per seed
-        stats[start:start + r] = (per_seed * seed_w).sum(axis=1) / (k * n)
+        stats[start : start + r] = (per_seed * seed_w).sum(axis=1) / (k * n)
     lo, hi = np.quantile(stats, [0.025, 0.975])
     p = 2 * min(float((stats <= 0).mean()), float((stats >= 0).mean()))
     return {"ci95": [float(lo), float(hi)], "p_value": float(min(1.0, max(p, 1.0 / resamples)))}
@@ -382,7 +442,6 @@ def read_suite_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-
 #: Suites known by name: the folder under the shared data folder (``$SYNTAXFORMER_DATA``).
 SUITES: dict[str, str] = {"blimp": "blimp"}
 
@@ -402,8 +461,10 @@ def suite_folder(suite: str, data: str | os.PathLike | None = None) -> tuple[str
     if suite in SUITES:
         shared = shared_data_dir()
         if shared is None or not (shared / SUITES[suite]).is_dir():
-            raise DataError(f"suite {suite!r}: its data folder {SUITES[suite]!r} is not in the shared data folder "
-                            f"({shared or 'none found: set SYNTAXFORMER_DATA'}); give the folder with --suite-data DIR")
+            raise DataError(
+                f"suite {suite!r}: its data folder {SUITES[suite]!r} is not in the shared data folder "
+                f"({shared or 'none found: set SYNTAXFORMER_DATA'}); give the folder with --suite-data DIR"
+            )
         return suite, shared / SUITES[suite]
     path = Path(suite)
     if path.exists():
@@ -411,10 +472,18 @@ def suite_folder(suite: str, data: str | os.PathLike | None = None) -> tuple[str
     raise DataError(f"suite {suite!r}: not a known suite ({', '.join(SUITES)}) nor a BLiMP-format folder or file")
 
 
-def evaluate_suite(run_dir: str | os.PathLike, suite: str = "blimp", data: str | os.PathLike | None = None,
-                   output_dir: str | os.PathLike | None = None, acceptable: str | None = None,
-                   paradigms: Sequence[str] | None = None, max_pairs: int | None = None, batch_size: int = 64,
-                   overwrite: bool = False, predictor: Any = None) -> dict[str, Any]:
+def evaluate_suite(
+    run_dir: str | os.PathLike,
+    suite: str = "blimp",
+    data: str | os.PathLike | None = None,
+    output_dir: str | os.PathLike | None = None,
+    acceptable: str | None = None,
+    paradigms: Sequence[str] | None = None,
+    max_pairs: int | None = None,
+    batch_size: int = 64,
+    overwrite: bool = False,
+    predictor: Any = None,
+) -> dict[str, Any]:
     """Score a trained acceptability run on a minimal-pair suite; write ``pairs.jsonl`` (one record per pair) and
     ``report.json`` (:func:`minimal_pair_report` plus what was scored) to ``<output_dir>/suites/<name>/``.
 
@@ -447,8 +516,14 @@ def evaluate_suite(run_dir: str | os.PathLike, suite: str = "blimp", data: str |
     label = acceptable_label(predictor.label_names, getattr(predictor.task, "name", None), acceptable)
     logger.info("scoring %d minimal pairs of %s (%s) with %s", len(pairs), name, folder, run_dir)
     records = score_minimal_pairs(predictor, pairs, acceptable=label, batch_size=batch_size)
-    report = {"suite": name, "data": str(folder), "run": str(run_dir), "acceptable": label,
-              "pairs": len(records), **minimal_pair_report(records)}
+    report = {
+        "suite": name,
+        "data": str(folder),
+        "run": str(run_dir),
+        "acceptable": label,
+        "pairs": len(records),
+        **minimal_pair_report(records),
+    }
     out.mkdir(parents=True, exist_ok=True)
     write_suite_records(records, out / "pairs.jsonl")
     with atomic_write(out / "report.json") as f:
@@ -485,17 +560,25 @@ def compact_records(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         order[-1][1].append(str(r["pair_id"]))
         meta = groups.setdefault(paradigm, {"field": str(r["field"]), "phenomenon": str(r["phenomenon"])})
         if meta != {"field": str(r["field"]), "phenomenon": str(r["phenomenon"])}:
-            raise InputError(f"paradigm {paradigm!r} has pairs of different fields or phenomena ({meta} and pair "
-                             f"{r['pair_id']!r}: {r['field']!r}, {r['phenomenon']!r}); the compact form needs one each")
+            raise InputError(
+                f"paradigm {paradigm!r} has pairs of different fields or phenomena ({meta} and pair "
+                f"{r['pair_id']!r}: {r['field']!r}, {r['phenomenon']!r}); the compact form needs one each"
+            )
     for entry in order:
         ids = entry[1]
-        if all(i.isdigit() and not (len(i) > 1 and i[0] == "0") for i in ids) and \
-                [int(i) for i in ids] == list(range(int(ids[0]), int(ids[0]) + len(ids))):
+        if all(i.isdigit() and not (len(i) > 1 and i[0] == "0") for i in ids) and [int(i) for i in ids] == list(
+            range(int(ids[0]), int(ids[0]) + len(ids))
+        ):
             entry[1] = [int(ids[0]), len(ids)]
         else:
             entry[1] = {"ids": ids}
-    return {"format": "syntaxformer-minimal-pairs/1", "n": len(records), "paradigms": groups, "order": order,
-            "correct": "".join("1" if r["correct"] else "0" for r in records)}
+    return {
+        "format": "syntaxformer-minimal-pairs/1",
+        "n": len(records),
+        "paradigms": groups,
+        "order": order,
+        "correct": "".join("1" if r["correct"] else "0" for r in records),
+    }
 
 
 def expand_compact_records(obj: Mapping[str, Any], source: str = "compact records") -> list[dict[str, Any]]:
@@ -512,9 +595,15 @@ def expand_compact_records(obj: Mapping[str, Any], source: str = "compact record
         ids = ids["ids"] if isinstance(ids, Mapping) else [str(ids[0] + i) for i in range(ids[1])]
         meta = obj["paradigms"][paradigm]
         for pair_id in ids:
-            records.append({"paradigm": paradigm, "pair_id": pair_id, "field": meta["field"],
-                            "phenomenon": meta["phenomenon"], "correct": correct[len(records)] == "1"
-                            if len(records) < len(correct) else None})
+            records.append(
+                {
+                    "paradigm": paradigm,
+                    "pair_id": pair_id,
+                    "field": meta["field"],
+                    "phenomenon": meta["phenomenon"],
+                    "correct": correct[len(records)] == "1" if len(records) < len(correct) else None,
+                }
+            )
     if len(records) != obj["n"] or len(correct) != obj["n"]:
         raise DataError(f"{source}: {len(records)} pairs and {len(correct)} results for n = {obj['n']}")
     return records

@@ -32,8 +32,17 @@ import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError, MissingDependencyError
 
-__all__ = ["RunInfo", "find_runs", "plot_results", "plot_length_buckets", "plot_curve", "plot_attention",
-           "save_figure", "plot_runs", "PLOT_KINDS"]
+__all__ = [
+    "RunInfo",
+    "find_runs",
+    "plot_results",
+    "plot_length_buckets",
+    "plot_curve",
+    "plot_attention",
+    "save_figure",
+    "plot_runs",
+    "PLOT_KINDS",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +54,9 @@ def _figure(width: float, height: float) -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError as e:
-        raise MissingDependencyError("figures need matplotlib: pip install matplotlib "
-                                     "(or pip install 'syntaxformer[analysis]')") from e
+        raise MissingDependencyError(
+            "figures need matplotlib: pip install matplotlib (or pip install 'syntaxformer[analysis]')"
+        ) from e
     return Figure(figsize=(width, height), layout="constrained")
 
 
@@ -87,10 +97,19 @@ def _run_info(folder: Path) -> RunInfo:
         raise DataError(f"{folder}/metrics.json is not the file `syntaxformer train` writes ({e})") from None
     variant = folder.parent.name if folder.name.startswith("seed") and folder.parent.name else folder.name
     score = (m.get("dev") or {}).get(metric)
-    return RunInfo(path=str(folder), task=task, task_title=m.get("task_title") or task, variant=variant,
-                   model_type=str(m.get("model_type", "")), seed=m.get("seed"), metric=metric,
-                   score=None if score is None else float(score), train_size=(m.get("sizes") or {}).get("train"),
-                   parser_noise=float(m.get("parser_noise") or 0.0), dev=dict(m.get("dev") or {}))
+    return RunInfo(
+        path=str(folder),
+        task=task,
+        task_title=m.get("task_title") or task,
+        variant=variant,
+        model_type=str(m.get("model_type", "")),
+        seed=m.get("seed"),
+        metric=metric,
+        score=None if score is None else float(score),
+        train_size=(m.get("sizes") or {}).get("train"),
+        parser_noise=float(m.get("parser_noise") or 0.0),
+        dev=dict(m.get("dev") or {}),
+    )
 
 
 def find_runs(paths: Sequence[str | Path]) -> list[RunInfo]:
@@ -124,8 +143,9 @@ def _groups(runs: Sequence[RunInfo]) -> dict[str, dict[str, list[RunInfo]]]:
         sizes = len({r.train_size for r in mine}) > 1
         noises = len({r.parser_noise for r in mine}) > 1
         for r in mine:
-            label = r.variant + (f" n={r.train_size}" if sizes else "") + (f" noise={r.parser_noise:g}" if noises
-                                                                            else "")
+            label = (
+                r.variant + (f" n={r.train_size}" if sizes else "") + (f" noise={r.parser_noise:g}" if noises else "")
+            )
             out.setdefault(task, {}).setdefault(label, []).append(r)
     return out
 
@@ -200,8 +220,13 @@ def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0
     return fig
 
 
-def plot_length_buckets(run_dirs: Sequence[str | Path], names: Sequence[str] | None = None, n_buckets: int = 5,
-                        mode: str = "count", edges: Sequence[int] | None = None) -> Any:
+def plot_length_buckets(
+    run_dirs: Sequence[str | Path],
+    names: Sequence[str] | None = None,
+    n_buckets: int = 5,
+    mode: str = "count",
+    edges: Sequence[int] | None = None,
+) -> Any:
     """Scores by length bucket (:func:`syntaxformer.analysis.buckets.length_buckets`), one line per name and one
     panel per metric (SQuAD: EM and F1); runs that share a name (the seeds of a variant) make one line, their mean.
 
@@ -220,8 +245,13 @@ def plot_length_buckets(run_dirs: Sequence[str | Path], names: Sequence[str] | N
     lines = {name: [j for j, n in enumerate(names) if n == name] for name in dict.fromkeys(names)}  # name -> runs
     for ax, metric in zip(axes, metrics):
         for k, (name, runs) in enumerate(lines.items()):
-            ax.plot(x, [np.mean([row["scores"][j][metric] for j in runs]) for row in rows], "o-",
-                    color=f"C{k % 10}", label=name)
+            ax.plot(
+                x,
+                [np.mean([row["scores"][j][metric] for j in runs]) for row in rows],
+                "o-",
+                color=f"C{k % 10}",
+                label=name,
+            )
         ax.set_xticks(x, [f"{row['label']}\n(n={row['n']})" for row in rows], fontsize=8)
         ax.set_xlabel(f"length in {result['unit']}")
         ax.set_ylabel(metric)
@@ -256,8 +286,10 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
     tasks = [t for t in dict.fromkeys(r.task for r in runs) if len({getattr(r, x) for r in runs if r.task == t}) > 1]
     if not tasks:
         what = "train size" if x == "train_size" else "parser noise"
-        raise InputError(f"no task whose runs differ in {what}: give runs trained with different "
-                         f"{'--max_train_samples' if x == 'train_size' else 'parser_noise'}")
+        raise InputError(
+            f"no task whose runs differ in {what}: give runs trained with different "
+            f"{'--max_train_samples' if x == 'train_size' else 'parser_noise'}"
+        )
     fig = _figure(5.0, 3.4 * len(tasks))
     axes = fig.subplots(len(tasks), 1, squeeze=False)[:, 0]
     line = {id(r): _CURVE_SUFFIX[x].sub("", r.variant) for r in runs}  # run -> its line's name
@@ -303,8 +335,10 @@ def _attention_model(path: str) -> tuple[Any, str]:
     with loading_model(path):
         config = AutoConfig.from_pretrained(path)
     if isinstance(config, SyntaxBertConfig):
-        raise InputError(f"{path} is a Syntax-BERT model: its attention in every layer depends on the parse, which "
-                         "these heatmaps do not take; use `syntaxformer show` for it")
+        raise InputError(
+            f"{path} is a Syntax-BERT model: its attention in every layer depends on the parse, which "
+            "these heatmaps do not take; use `syntaxformer show` for it"
+        )
     with loading_model(path):
         if isinstance(config, SGNetConfig):
             model = AutoModel.from_pretrained(path)
@@ -312,8 +346,15 @@ def _attention_model(path: str) -> tuple[Any, str]:
         return AutoModel.from_pretrained(path, attn_implementation="eager"), ""
 
 
-def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int = -1,
-                   heads: Sequence[int] | None = None, tokenizer: Any = None, max_heads: int = 12) -> Any:
+def plot_attention(
+    model: Any,
+    text: str,
+    text_b: str | None = None,
+    layer: int = -1,
+    heads: Sequence[int] | None = None,
+    tokenizer: Any = None,
+    max_heads: int = 12,
+) -> Any:
     """Attention heatmaps of one layer of an encoder on ``text`` (or a pair), one panel per head.
 
     The model runs with ``attn_implementation="eager"`` and ``output_attentions=True``, so the weights are the
@@ -379,7 +420,7 @@ def plot_attention(model: Any, text: str, text_b: str | None = None, layer: int 
         ax.set_yticks(range(len(tokens)), tokens, fontsize=6)
         ax.set_title(f"layer {layer_index} head {h}", fontsize=8)
         ax.syntaxformer = {"layer": layer_index, "head": h, "tokens": tokens, "attention": att[h].tolist()}
-    for ax in axes[len(heads):]:
+    for ax in axes[len(heads) :]:
         ax.set_visible(False)
     fig.suptitle(f"attention weights{what}: row = query token, column = the token it attends to", fontsize=9)
     return fig
@@ -404,10 +445,19 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in text).strip("-") or "figure"
 
 
-def plot_runs(paths: Sequence[str | Path], output_dir: str | Path, kinds: Sequence[str] | None = None,
-              n_resamples: int = 1000, n_buckets: int = 5, bucket_mode: str = "count",
-              edges: Sequence[int] | None = None, model: str | None = None, text: str | None = None,
-              text_b: str | None = None, layer: int = -1) -> dict[str, list[Path]]:
+def plot_runs(
+    paths: Sequence[str | Path],
+    output_dir: str | Path,
+    kinds: Sequence[str] | None = None,
+    n_resamples: int = 1000,
+    n_buckets: int = 5,
+    bucket_mode: str = "count",
+    edges: Sequence[int] | None = None,
+    model: str | None = None,
+    text: str | None = None,
+    text_b: str | None = None,
+    layer: int = -1,
+) -> dict[str, list[Path]]:
     """Draw the figures that the runs under ``paths`` support into ``output_dir`` (PNG and SVG each).
 
     Without ``kinds``: ``results`` always; ``learning-curve`` where a task's runs differ in train size; ``noise``

@@ -49,12 +49,32 @@ from syntaxformer.training.saved import loading_model, model_folder_problem
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ProbeData", "ProbeSettings", "ProbedModel", "load_probe_data", "split_documents", "load_probed_model",
-           "word_representations", "tree_distance_matrix", "minimum_spanning_tree_edges", "uuas",
-           "distance_spearman", "root_accuracy", "depth_spearman", "train_distance_probe", "train_depth_probe",
-           "predict_distances", "predict_depths",
-           "linear_probe_accuracy", "probe_model", "probe_models", "format_probe_table", "PUNCTUATION_UPOS",
-           "SPEARMAN_LENGTHS", "UD_EWT_DEV"]
+__all__ = [
+    "ProbeData",
+    "ProbeSettings",
+    "ProbedModel",
+    "load_probe_data",
+    "split_documents",
+    "load_probed_model",
+    "word_representations",
+    "tree_distance_matrix",
+    "minimum_spanning_tree_edges",
+    "uuas",
+    "distance_spearman",
+    "root_accuracy",
+    "depth_spearman",
+    "train_distance_probe",
+    "train_depth_probe",
+    "predict_distances",
+    "predict_depths",
+    "linear_probe_accuracy",
+    "probe_model",
+    "probe_models",
+    "format_probe_table",
+    "PUNCTUATION_UPOS",
+    "SPEARMAN_LENGTHS",
+    "UD_EWT_DEV",
+]
 
 #: UPOS tags removed before the minimum spanning tree and from the root candidates.
 PUNCTUATION_UPOS: frozenset[str] = frozenset({"PUNCT"})
@@ -63,8 +83,14 @@ SPEARMAN_LENGTHS: tuple[int, int] = (5, 50)
 #: The EWT dev file under the shared data folder.
 UD_EWT_DEV = ("ud_ewt", "en_ewt-ud-dev.conllu")
 #: Metric names, in the order of the table.
-METRICS: tuple[str, ...] = ("uuas", "distance_spearman", "root_accuracy", "depth_spearman", "pos_accuracy",
-                            "label_accuracy")
+METRICS: tuple[str, ...] = (
+    "uuas",
+    "distance_spearman",
+    "root_accuracy",
+    "depth_spearman",
+    "pos_accuracy",
+    "label_accuracy",
+)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -89,8 +115,9 @@ class ProbeData:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def split_documents(sentences: Sequence[Sentence], test_every: int = 4
-                    ) -> tuple[list[list[Sentence]], list[list[Sentence]], list[str], list[str]]:
+def split_documents(
+    sentences: Sequence[Sentence], test_every: int = 4
+) -> tuple[list[list[Sentence]], list[list[Sentence]], list[str], list[str]]:
     """Split sentences into documents (a sentence with a ``newdoc id`` comment starts one) and the documents into
     probe-train and probe-test: in file order, document number ``k`` (0-based) is a test document when
     ``k % test_every == test_every - 1`` (every ``test_every``-th document, so every genre of EWT, whose documents
@@ -117,8 +144,14 @@ def split_documents(sentences: Sequence[Sentence], test_every: int = 4
     return [docs[k] for k in train], [docs[k] for k in test], [ids[k] for k in train], [ids[k] for k in test]
 
 
-def load_probe_data(path: str | os.PathLike | None = None, *, max_train_sentences: int | None = 1000,
-                    max_test_sentences: int | None = None, seed: int = 0, test_every: int = 4) -> ProbeData:
+def load_probe_data(
+    path: str | os.PathLike | None = None,
+    *,
+    max_train_sentences: int | None = 1000,
+    max_test_sentences: int | None = None,
+    seed: int = 0,
+    test_every: int = 4,
+) -> ProbeData:
     """Read a CoNLL-U file (default: UD English-EWT dev under the shared data folder) and split it by document.
 
     Args:
@@ -140,29 +173,38 @@ def load_probe_data(path: str | os.PathLike | None = None, *, max_train_sentence
     if path is None:
         root = shared_data_dir()
         if root is None or not root.joinpath(*UD_EWT_DEV).is_file():
-            raise DataError("UD English-EWT dev not found: set SYNTAXFORMER_DATA to the shared data folder (it has "
-                            f"{'/'.join(UD_EWT_DEV)}), or give a CoNLL-U file")
+            raise DataError(
+                "UD English-EWT dev not found: set SYNTAXFORMER_DATA to the shared data folder (it has "
+                f"{'/'.join(UD_EWT_DEV)}), or give a CoNLL-U file"
+            )
         path = root.joinpath(*UD_EWT_DEV)
     sentences = list(read_conllu(path))
     for s in sentences:
         if s.upos is None or s.deprels is None:
-            raise DataError(f"{path}: sentence {s.sent_id or '?'} has no UPOS or DEPREL column; the probes need "
-                            "both (a treebank in CoNLL-U with gold tags and labels)")
+            raise DataError(
+                f"{path}: sentence {s.sent_id or '?'} has no UPOS or DEPREL column; the probes need "
+                "both (a treebank in CoNLL-U with gold tags and labels)"
+            )
     train_docs, test_docs, train_ids, test_ids = split_documents(sentences, test_every)
     train_all = [s for d in train_docs for s in d]
     test_all = [s for d in test_docs for s in d]
     if not train_all or not test_all:
-        raise DataError(f"{path}: {len(train_docs) + len(test_docs)} document(s) give no probe-test or no "
-                        f"probe-train sentence with test_every={test_every}; the file needs # newdoc id comments")
+        raise DataError(
+            f"{path}: {len(train_docs) + len(test_docs)} document(s) give no probe-test or no "
+            f"probe-train sentence with test_every={test_every}; the file needs # newdoc id comments"
+        )
     train = subsample(train_all, max_train_sentences, seed)
     test = subsample(test_all, max_test_sentences, seed)
-    info = {"file": str(path), "split": f"documents in file order; document k (0-based) is probe-test when "
-                                         f"k % {test_every} == {test_every - 1}, else probe-train",
-            "documents": {"train": len(train_ids), "test": len(test_ids)},
-            "sentences_available": {"train": len(train_all), "test": len(test_all)},
-            "sentences": {"train": len(train), "test": len(test)},
-            "words": {"train": sum(len(s) for s in train), "test": sum(len(s) for s in test)},
-            "subsample_seed": seed}
+    info = {
+        "file": str(path),
+        "split": f"documents in file order; document k (0-based) is probe-test when "
+        f"k % {test_every} == {test_every - 1}, else probe-train",
+        "documents": {"train": len(train_ids), "test": len(test_ids)},
+        "sentences_available": {"train": len(train_all), "test": len(test_all)},
+        "sentences": {"train": len(train), "test": len(test)},
+        "words": {"train": sum(len(s) for s in train), "test": sum(len(s) for s in test)},
+        "subsample_seed": seed,
+    }
     return ProbeData(train, test, train_ids, test_ids, info)
 
 
@@ -209,8 +251,13 @@ class ProbedModel:
         return names
 
 
-def load_probed_model(model: str | os.PathLike | None = None, system: str | None = None,
-                      options: Mapping[str, Any] | None = None, *, seed: int = 0) -> ProbedModel:
+def load_probed_model(
+    model: str | os.PathLike | None = None,
+    system: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    *,
+    seed: int = 0,
+) -> ProbedModel:
     """Load what :func:`probe_model` probes.
 
     Args:
@@ -237,20 +284,35 @@ def load_probed_model(model: str | os.PathLike | None = None, system: str | None
     options = dict(options or {})
     if (Path(path) / "run.json").is_file():
         config, task = load_run(path)
-        if task.head not in ("sequence_classification", "question_answering", "multiple_choice",
-                             "token_classification"):
-            raise ConfigError(f"{path} is a {task.head} run; the probes read an encoder's word states (train a "
-                              "classification, QA or multiple-choice run)")
+        if task.head not in (
+            "sequence_classification",
+            "question_answering",
+            "multiple_choice",
+            "token_classification",
+        ):
+            raise ConfigError(
+                f"{path} is a {task.head} run; the probes read an encoder's word states (train a "
+                "classification, QA or multiple-choice run)"
+            )
         if not (Path(path) / "config.json").is_file():
             raise DataError(f"{path} holds no trained model (no config.json); was it trained with save_model=false?")
         with loading_model(path):
             net = model_class(config.model_type, task.head).from_pretrained(path).base_model
-        return ProbedModel(net.eval(), load_tokenizer(path), config.model_type,
-                           {"model": path, "run": path, "system": config.model_type, "options": dict(config.model),
-                            "task": config.task},
-                           criterion=config.criterion,
-                           constituency_from_dependency=config.constituency_fallback == "dependency",
-                           parser=config.parser)
+        return ProbedModel(
+            net.eval(),
+            load_tokenizer(path),
+            config.model_type,
+            {
+                "model": path,
+                "run": path,
+                "system": config.model_type,
+                "options": dict(config.model),
+                "task": config.task,
+            },
+            criterion=config.criterion,
+            constituency_from_dependency=config.constituency_fallback == "dependency",
+            parser=config.parser,
+        )
     problem = model_folder_problem(path, weights=False) if Path(path).is_dir() else None
     if problem:  # before the tokenizer: name what the folder lacks
         raise DataError(f"cannot load a model from {path}: {problem}")
@@ -278,10 +340,12 @@ def load_probed_model(model: str | os.PathLike | None = None, system: str | None
     try:
         net = classes[system].from_encoder_pretrained(path, **options)
     except (TypeError, ValueError) as e:
-        raise ConfigError(f"invalid model options {options} for {system} on {path!r}: "
-                          f"{' '.join(str(e).split())}") from e
-    return ProbedModel(net.eval(), tokenizer, system, {"model": path, "system": system, "options": options,
-                                                       "init_seed": seed})
+        raise ConfigError(
+            f"invalid model options {options} for {system} on {path!r}: {' '.join(str(e).split())}"
+        ) from e
+    return ProbedModel(
+        net.eval(), tokenizer, system, {"model": path, "system": system, "options": options, "init_seed": seed}
+    )
 
 
 def _syntax_sentences(probed: ProbedModel, sentences: Sequence[Sentence], syntax: str) -> list[Sentence]:
@@ -301,17 +365,26 @@ def _syntax_sentences(probed: ProbedModel, sentences: Sequence[Sentence], syntax
         out = list(annotator.annotate_pretokenized([s.words for s in sentences]))
         for gold, parsed in zip(sentences, out):
             if len(parsed) != len(gold):
-                raise DataError(f"the parser gave {len(parsed)} words for sentence {gold.sent_id} of "
-                                f"{len(gold)} words; it must keep the given tokens")
+                raise DataError(
+                    f"the parser gave {len(parsed)} words for sentence {gold.sent_id} of "
+                    f"{len(gold)} words; it must keep the given tokens"
+                )
     if probed.constituency_from_dependency and any(k.startswith("con_") for k in probed.syntax_inputs):
         out = [with_dependency_trees(s) for s in out]
     return out
 
 
-def word_representations(probed: ProbedModel, sentences: Sequence[Sentence], layers: Sequence[str] | None = None,
-                         *, word_vector: str = "mean", syntax: str = "gold", batch_size: int = 32,
-                         max_length: int | None = None, progress: bool = True
-                         ) -> tuple[dict[str, list[np.ndarray]], list[int]]:
+def word_representations(
+    probed: ProbedModel,
+    sentences: Sequence[Sentence],
+    layers: Sequence[str] | None = None,
+    *,
+    word_vector: str = "mean",
+    syntax: str = "gold",
+    batch_size: int = 32,
+    max_length: int | None = None,
+    progress: bool = True,
+) -> tuple[dict[str, list[np.ndarray]], list[int]]:
     """Word vectors of every sentence at every asked layer, computed once under ``torch.no_grad``.
 
     Args:
@@ -343,9 +416,12 @@ def word_representations(probed: ProbedModel, sentences: Sequence[Sentence], lay
         raise ConfigError(f"unknown layer(s) {unknown} for this model; it has {names}")
     inputs = _syntax_sentences(probed, sentences, syntax)
     aligner = SyntaxAligner(probed.tokenizer, max_length=max_length)
-    context = TaskContext(tokenizer=probed.tokenizer, syntax_inputs=probed.syntax_inputs,
-                          criterion=probed.criterion,
-                          max_distance=int(getattr(probed.net.config, "max_distance", 15) or 15))
+    context = TaskContext(
+        tokenizer=probed.tokenizer,
+        syntax_inputs=probed.syntax_inputs,
+        criterion=probed.criterion,
+        max_distance=int(getattr(probed.net.config, "max_distance", 15) or 15),
+    )
     windows, pools, kept = [], [], []
     for k, windows_k in enumerate(aligner.align_batch(inputs)):
         pool = _word_pooling(windows_k[0], inputs[k], word_vector) if len(windows_k) == 1 else None
@@ -355,21 +431,24 @@ def word_representations(probed: ProbedModel, sentences: Sequence[Sentence], lay
         pools.append(pool)
         kept.append(k)
     if len(kept) < len(sentences):
-        logger.info("left out %d of %d sentences (longer than the model's limit, or a word that overlaps no "
-                    "subword)", len(sentences) - len(kept), len(sentences))
+        logger.info(
+            "left out %d of %d sentences (longer than the model's limit, or a word that overlaps no subword)",
+            len(sentences) - len(kept),
+            len(sentences),
+        )
     order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
     out: dict[str, list[np.ndarray | None]] = {name: [None] * len(windows) for name in layers}
     pad = probed.tokenizer.pad_token_id or 0
     starts = range(0, len(order), batch_size)
     for start in progress_bar(starts, desc="word vectors", disable=None if progress else True):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         batch = pad_arrays([context.window_arrays(windows[i]) for i in idx], pad_token_id=pad)
         with torch.no_grad():
             states = _layer_states(probed, batch)
         for b, i in enumerate(idx):
             pool = torch.from_numpy(pools[i])  # (n, L_i)
             for name in layers:
-                h = states[name][b, :pool.shape[1]].float()  # (L_i, H)
+                h = states[name][b, : pool.shape[1]].float()  # (L_i, H)
                 out[name][i] = (pool @ h).numpy()  # (n, H)
     return {name: list(v) for name, v in out.items()}, kept  # type: ignore[arg-type]
 
@@ -470,8 +549,9 @@ def uuas(predicted: Sequence[np.ndarray], sentences: Sequence[Sentence]) -> floa
     for d, s in zip(predicted, sentences):
         mask = _keep(s)
         keep = np.flatnonzero(mask)
-        gold = {(min(int(i), s.heads[i]), max(int(i), s.heads[i])) for i in keep
-                if s.heads[i] >= 0 and mask[s.heads[i]]}
+        gold = {
+            (min(int(i), s.heads[i]), max(int(i), s.heads[i])) for i in keep if s.heads[i] >= 0 and mask[s.heads[i]]
+        }
         sub = np.asarray(d)[np.ix_(keep, keep)]
         pred = {(int(keep[i]), int(keep[j])) for i, j in minimum_spanning_tree_edges(sub)}
         correct += len(pred & gold)
@@ -505,8 +585,9 @@ def _by_length(values: Sequence[tuple[int, float]], lengths: tuple[int, int]) ->
     return float(np.mean([np.mean(v) for v in per.values()]))
 
 
-def distance_spearman(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray],
-                      lengths: tuple[int, int] = SPEARMAN_LENGTHS) -> float:
+def distance_spearman(
+    predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], lengths: tuple[int, int] = SPEARMAN_LENGTHS
+) -> float:
     """H&M's DSpr.: for every word, Spearman's rho of its row of predicted distances with its gold row (diagonal
     included); averaged over the words of all sentences of one length, then over the lengths in ``lengths``
     (inclusive; punctuation counted in the length). ``nan`` if no sentence has such a length."""
@@ -520,8 +601,9 @@ def distance_spearman(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray
     return _by_length(values, lengths)
 
 
-def depth_spearman(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray],
-                   lengths: tuple[int, int] = SPEARMAN_LENGTHS) -> float:
+def depth_spearman(
+    predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], lengths: tuple[int, int] = SPEARMAN_LENGTHS
+) -> float:
     """H&M's NSpr.: per sentence, Spearman's rho of predicted and gold depths; averaged per sentence length, then
     over the lengths in ``lengths``."""
     values = []
@@ -529,8 +611,9 @@ def depth_spearman(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray],
         n = len(g)
         if not lengths[0] <= n <= lengths[1]:
             continue
-        rho = _row_pearson(_rank_rows(np.asarray(p, dtype=np.float64)[None]),
-                           _rank_rows(np.asarray(g, dtype=np.float64)[None]))
+        rho = _row_pearson(
+            _rank_rows(np.asarray(p, dtype=np.float64)[None]), _rank_rows(np.asarray(g, dtype=np.float64)[None])
+        )
         values.append((n, float(rho[0])))
     return _by_length(values, lengths)
 
@@ -582,8 +665,8 @@ def _padded(vectors: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.zeros(len(vectors), n, vectors[0].shape[1])
     mask = torch.zeros(len(vectors), n, dtype=torch.bool)
     for b, v in enumerate(vectors):
-        x[b, :len(v)] = torch.from_numpy(np.asarray(v, dtype=np.float32))
-        mask[b, :len(v)] = True
+        x[b, : len(v)] = torch.from_numpy(np.asarray(v, dtype=np.float32))
+        mask[b, : len(v)] = True
     return x, mask
 
 
@@ -598,8 +681,9 @@ def _project_depths(proj: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return (t * t).sum(-1)  # (B, n)
 
 
-def _train_structural(vectors: Sequence[np.ndarray], targets: Sequence[np.ndarray], kind: str,
-                      settings: ProbeSettings) -> torch.Tensor:
+def _train_structural(
+    vectors: Sequence[np.ndarray], targets: Sequence[np.ndarray], kind: str, settings: ProbeSettings
+) -> torch.Tensor:
     gen = torch.Generator().manual_seed(settings.seed)
     dim = vectors[0].shape[1]
     proj = ((torch.rand(dim, settings.rank, generator=gen) * 2 - 1) * 0.05).requires_grad_(True)
@@ -608,7 +692,7 @@ def _train_structural(vectors: Sequence[np.ndarray], targets: Sequence[np.ndarra
     for _ in range(settings.epochs):
         order = rng.permutation(len(vectors))
         for start in range(0, len(order), settings.batch_size):
-            idx = order[start:start + settings.batch_size]
+            idx = order[start : start + settings.batch_size]
             x, mask = _padded([vectors[i] for i in idx])
             n = mask.sum(1).float()  # (B,)
             if kind == "distance":
@@ -621,7 +705,7 @@ def _train_structural(vectors: Sequence[np.ndarray], targets: Sequence[np.ndarra
             else:
                 y = torch.zeros(x.shape[:2])
                 for b, i in enumerate(idx):
-                    y[b, :len(targets[i])] = torch.from_numpy(np.asarray(targets[i], dtype=np.float32))
+                    y[b, : len(targets[i])] = torch.from_numpy(np.asarray(targets[i], dtype=np.float32))
                 err = ((_project_depths(proj, x) - y).abs() * mask).sum(1) / n
             loss = err.mean()
             opt.zero_grad()
@@ -630,8 +714,9 @@ def _train_structural(vectors: Sequence[np.ndarray], targets: Sequence[np.ndarra
     return proj.detach()
 
 
-def train_distance_probe(vectors: Sequence[np.ndarray], distances: Sequence[np.ndarray],
-                         settings: ProbeSettings | None = None) -> torch.Tensor:
+def train_distance_probe(
+    vectors: Sequence[np.ndarray], distances: Sequence[np.ndarray], settings: ProbeSettings | None = None
+) -> torch.Tensor:
     """Train H&M's distance probe. Returns ``B`` ``[H, rank]``; predicted distances are ``||(h_i - h_j) B||²``.
 
     Args:
@@ -642,8 +727,9 @@ def train_distance_probe(vectors: Sequence[np.ndarray], distances: Sequence[np.n
     return _train_structural(vectors, distances, "distance", settings or ProbeSettings())
 
 
-def train_depth_probe(vectors: Sequence[np.ndarray], depths: Sequence[np.ndarray],
-                      settings: ProbeSettings | None = None) -> torch.Tensor:
+def train_depth_probe(
+    vectors: Sequence[np.ndarray], depths: Sequence[np.ndarray], settings: ProbeSettings | None = None
+) -> torch.Tensor:
     """Train H&M's depth probe. Returns ``B`` ``[H, rank]``; predicted depths are ``||h_i B||²``."""
     return _train_structural(vectors, depths, "depth", settings or ProbeSettings())
 
@@ -651,19 +737,32 @@ def train_depth_probe(vectors: Sequence[np.ndarray], depths: Sequence[np.ndarray
 def predict_distances(proj: torch.Tensor, vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Per sentence, the ``[n, n]`` distances ``||(h_i - h_j) B||²`` of a distance probe ``B`` ``[H, rank]``."""
     with torch.no_grad():
-        return [_project_distances(proj, torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0))[0]
-                .numpy().astype(np.float64) for v in vectors]
+        return [
+            _project_distances(proj, torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0))[0]
+            .numpy()
+            .astype(np.float64)
+            for v in vectors
+        ]
 
 
 def predict_depths(proj: torch.Tensor, vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Per sentence, the ``[n]`` depths ``||h_i B||²`` of a depth probe ``B`` ``[H, rank]``."""
     with torch.no_grad():
-        return [_project_depths(proj, torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0))[0]
-                .numpy().astype(np.float64) for v in vectors]
+        return [
+            _project_depths(proj, torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0))[0]
+            .numpy()
+            .astype(np.float64)
+            for v in vectors
+        ]
 
 
-def linear_probe_accuracy(train_x: np.ndarray, train_y: Sequence[str], test_x: np.ndarray, test_y: Sequence[str],
-                          settings: ProbeSettings | None = None) -> float:
+def linear_probe_accuracy(
+    train_x: np.ndarray,
+    train_y: Sequence[str],
+    test_x: np.ndarray,
+    test_y: Sequence[str],
+    settings: ProbeSettings | None = None,
+) -> float:
     """Accuracy on ``test_x`` of a softmax regression (one linear layer) trained on ``train_x`` ``[N, H]`` with
     labels ``train_y`` (Adam, cross-entropy, ``settings.epochs`` passes; a test label never seen in training
     counts as an error)."""
@@ -683,7 +782,7 @@ def linear_probe_accuracy(train_x: np.ndarray, train_y: Sequence[str], test_x: n
     for _ in range(settings.epochs):
         order = torch.from_numpy(rng.permutation(len(y)))
         for start in range(0, len(order), settings.linear_batch_size):
-            idx = order[start:start + settings.linear_batch_size]
+            idx = order[start : start + settings.linear_batch_size]
             loss = torch.nn.functional.cross_entropy(layer(x[idx]), y[idx])
             opt.zero_grad()
             loss.backward()
@@ -698,8 +797,13 @@ def _universal(label: str) -> str:
     return label.split(":", 1)[0]
 
 
-def _layer_scores(train_v: list[np.ndarray], test_v: list[np.ndarray], train: list[Sentence], test: list[Sentence],
-                  settings: ProbeSettings) -> dict[str, float]:
+def _layer_scores(
+    train_v: list[np.ndarray],
+    test_v: list[np.ndarray],
+    train: list[Sentence],
+    test: list[Sentence],
+    settings: ProbeSettings,
+) -> dict[str, float]:
     from syntaxformer.data.tree import depths as tree_depths
 
     train_dist = [tree_distance_matrix(s.heads) for s in train]
@@ -711,19 +815,37 @@ def _layer_scores(train_v: list[np.ndarray], test_v: list[np.ndarray], train: li
     depth_probe = train_depth_probe(train_v, train_depth, settings)
     pred_depth = predict_depths(depth_probe, test_v)
     tx, vx = np.concatenate(train_v), np.concatenate(test_v)
-    pos = linear_probe_accuracy(tx, [t for s in train for t in s.upos], vx, [t for s in test for t in s.upos],
-                                settings)
-    lab = linear_probe_accuracy(tx, [_universal(t) for s in train for t in s.deprels], vx,
-                                [_universal(t) for s in test for t in s.deprels], settings)
-    scores = {"uuas": uuas(pred_dist, test), "distance_spearman": distance_spearman(pred_dist, test_dist),
-              "root_accuracy": root_accuracy(pred_depth, test),
-              "depth_spearman": depth_spearman(pred_depth, test_depth), "pos_accuracy": pos, "label_accuracy": lab}
+    pos = linear_probe_accuracy(tx, [t for s in train for t in s.upos], vx, [t for s in test for t in s.upos], settings)
+    lab = linear_probe_accuracy(
+        tx,
+        [_universal(t) for s in train for t in s.deprels],
+        vx,
+        [_universal(t) for s in test for t in s.deprels],
+        settings,
+    )
+    scores = {
+        "uuas": uuas(pred_dist, test),
+        "distance_spearman": distance_spearman(pred_dist, test_dist),
+        "root_accuracy": root_accuracy(pred_depth, test),
+        "depth_spearman": depth_spearman(pred_depth, test_depth),
+        "pos_accuracy": pos,
+        "label_accuracy": lab,
+    }
     return {k: round(float(v), 4) for k, v in scores.items()}
 
 
-def probe_model(probed: ProbedModel, data: ProbeData, layers: Sequence[str] | None = None,
-                settings: ProbeSettings | None = None, *, word_vector: str = "mean", syntax: str = "gold",
-                batch_size: int = 32, max_length: int | None = None, progress: bool = True) -> dict[str, Any]:
+def probe_model(
+    probed: ProbedModel,
+    data: ProbeData,
+    layers: Sequence[str] | None = None,
+    settings: ProbeSettings | None = None,
+    *,
+    word_vector: str = "mean",
+    syntax: str = "gold",
+    batch_size: int = 32,
+    max_length: int | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """All probes at every asked layer of one model.
 
     Args:
@@ -742,9 +864,16 @@ def probe_model(probed: ProbedModel, data: ProbeData, layers: Sequence[str] | No
 
     settings = settings or ProbeSettings()
     t0 = time.time()
-    vectors, kept_train = word_representations(probed, data.train + data.test, layers, word_vector=word_vector,
-                                               syntax=syntax, batch_size=batch_size, max_length=max_length,
-                                               progress=progress)
+    vectors, kept_train = word_representations(
+        probed,
+        data.train + data.test,
+        layers,
+        word_vector=word_vector,
+        syntax=syntax,
+        batch_size=batch_size,
+        max_length=max_length,
+        progress=progress,
+    )
     n_train = len(data.train)
     everyone = data.train + data.test
     train_pos = [k for k, i in enumerate(kept_train) if i < n_train]
@@ -758,16 +887,29 @@ def probe_model(probed: ProbedModel, data: ProbeData, layers: Sequence[str] | No
         scores = _layer_scores([v[k] for k in train_pos], [v[k] for k in test_pos], train, test, settings)
         rows.append({"layer": name, **scores})
         logger.info("probes %s %s", name, json.dumps(scores))
-    return {"model": probed.description, "sentences": {"train": len(train), "test": len(test)},
-            "words": {"train": sum(map(len, train)), "test": sum(map(len, test))},
-            "layers": rows, "seconds": {"word_vectors": round(t1 - t0, 1), "probes": round(time.time() - t1, 1)}}
+    return {
+        "model": probed.description,
+        "sentences": {"train": len(train), "test": len(test)},
+        "words": {"train": sum(map(len, train)), "test": sum(map(len, test))},
+        "layers": rows,
+        "seconds": {"word_vectors": round(t1 - t0, 1), "probes": round(time.time() - t1, 1)},
+    }
 
 
-def probe_models(models: Sequence[str | None], *, system: str | None = None, options: Mapping[str, Any] | None = None,
-                 data_file: str | os.PathLike | None = None, max_train_sentences: int | None = 1000,
-                 max_test_sentences: int | None = None, layers: Sequence[str] | None = None,
-                 settings: ProbeSettings | None = None, word_vector: str = "mean", syntax: str = "gold",
-                 progress: bool = True) -> dict[str, Any]:
+def probe_models(
+    models: Sequence[str | None],
+    *,
+    system: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    data_file: str | os.PathLike | None = None,
+    max_train_sentences: int | None = 1000,
+    max_test_sentences: int | None = None,
+    layers: Sequence[str] | None = None,
+    settings: ProbeSettings | None = None,
+    word_vector: str = "mean",
+    syntax: str = "gold",
+    progress: bool = True,
+) -> dict[str, Any]:
     """Probe several models on one data split: what ``syntaxformer probe`` runs.
 
     Args:
@@ -785,23 +927,36 @@ def probe_models(models: Sequence[str | None], *, system: str | None = None, opt
     import datetime
 
     settings = settings or ProbeSettings()
-    data = load_probe_data(data_file, max_train_sentences=max_train_sentences,
-                           max_test_sentences=max_test_sentences, seed=settings.seed)
+    data = load_probe_data(
+        data_file, max_train_sentences=max_train_sentences, max_test_sentences=max_test_sentences, seed=settings.seed
+    )
     results = []
     for model in models:
         probed = load_probed_model(model, system, options, seed=settings.seed)
-        results.append(probe_model(probed, data, layers, settings, word_vector=word_vector, syntax=syntax,
-                                   progress=progress))
-    return {"data": {**data.info, "train_documents": data.train_documents, "test_documents": data.test_documents},
-            "settings": {**dataclasses.asdict(settings), "word_vector": word_vector, "syntax": syntax,
-                         "punctuation_upos": sorted(PUNCTUATION_UPOS), "spearman_lengths": list(SPEARMAN_LENGTHS),
-                         "label": "universal relation (the part before ':')", "threads": torch.get_num_threads()},
-            "models": results, "date": datetime.date.today().isoformat()}
+        results.append(
+            probe_model(probed, data, layers, settings, word_vector=word_vector, syntax=syntax, progress=progress)
+        )
+    return {
+        "data": {**data.info, "train_documents": data.train_documents, "test_documents": data.test_documents},
+        "settings": {
+            **dataclasses.asdict(settings),
+            "word_vector": word_vector,
+            "syntax": syntax,
+            "punctuation_upos": sorted(PUNCTUATION_UPOS),
+            "spearman_lengths": list(SPEARMAN_LENGTHS),
+            "label": "universal relation (the part before ':')",
+            "threads": torch.get_num_threads(),
+        },
+        "models": results,
+        "date": datetime.date.today().isoformat(),
+    }
 
 
 def format_probe_table(result: Mapping[str, Any]) -> str:
     """One model's result (an item of ``probe_models(...)["models"]``) as a Markdown table, one row per layer."""
-    head = ("| layer | UUAS | dist. Spearman | root acc. | depth Spearman | POS acc. | label acc. |\n"
-            "|---|---|---|---|---|---|---|")
+    head = (
+        "| layer | UUAS | dist. Spearman | root acc. | depth Spearman | POS acc. | label acc. |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     rows = [f"| {r['layer']} | " + " | ".join(f"{r[m]:.3f}" for m in METRICS) + " |" for r in result["layers"]]
     return "\n".join([head, *rows])

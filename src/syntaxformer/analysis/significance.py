@@ -28,8 +28,16 @@ import numpy as np
 
 from syntaxformer.errors import InputError, MissingDependencyError
 
-__all__ = ["TestResult", "paired_bootstrap", "bootstrap_ci", "seed_ci", "mcnemar", "paired_t_test", "paired_bleu_test",
-           "BLEU_TESTS"]
+__all__ = [
+    "TestResult",
+    "paired_bootstrap",
+    "bootstrap_ci",
+    "seed_ci",
+    "mcnemar",
+    "paired_t_test",
+    "paired_bleu_test",
+    "BLEU_TESTS",
+]
 
 #: sacreBLEU's paired tests: ``"bs"`` paired bootstrap (1,000 resamples), ``"ar"`` approximate randomisation
 #: (10,000 trials).
@@ -56,14 +64,21 @@ def _stats() -> Any:
     try:
         from scipy import stats
     except ImportError as e:
-        raise MissingDependencyError("significance tests need scipy: pip install scipy "
-                                     "(or pip install 'syntaxformer[analysis]')") from e
+        raise MissingDependencyError(
+            "significance tests need scipy: pip install scipy (or pip install 'syntaxformer[analysis]')"
+        ) from e
     return stats
 
 
-def paired_bootstrap(metric: Callable[[np.ndarray, np.ndarray], float], preds_a: Sequence, preds_b: Sequence,
-                     labels: Sequence, n_resamples: int = 1000, seed: int = 0,
-                     two_sided: bool = False) -> TestResult:
+def paired_bootstrap(
+    metric: Callable[[np.ndarray, np.ndarray], float],
+    preds_a: Sequence,
+    preds_b: Sequence,
+    labels: Sequence,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    two_sided: bool = False,
+) -> TestResult:
     """Paired bootstrap over evaluation examples (``scipy.stats.bootstrap``, ``paired=True``).
 
     Each resample draws examples with replacement (the same draw for both systems) and scores
@@ -101,9 +116,17 @@ def paired_bootstrap(metric: Callable[[np.ndarray, np.ndarray], float], preds_a:
     deltas = np.full(n_resamples, observed)
     ci = [observed, observed]
     if len(y) >= 2:  # scipy resamples at least two observations
-        res = stats.bootstrap((np.arange(len(y)),), delta, n_resamples=n_resamples, paired=True, vectorized=True,
-                              batch=min(n_resamples, 100), confidence_level=0.95, method="percentile",
-                              rng=np.random.default_rng(seed))
+        res = stats.bootstrap(
+            (np.arange(len(y)),),
+            delta,
+            n_resamples=n_resamples,
+            paired=True,
+            vectorized=True,
+            batch=min(n_resamples, 100),
+            confidence_level=0.95,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
         deltas = np.asarray(res.bootstrap_distribution, dtype=float)
         ci = [float(res.confidence_interval.low), float(res.confidence_interval.high)]
         if not all(np.isfinite(ci)):  # every resample gave the same difference (scipy: degenerate)
@@ -112,12 +135,23 @@ def paired_bootstrap(metric: Callable[[np.ndarray, np.ndarray], float], preds_a:
         p = float(np.mean(np.abs(deltas - deltas.mean()) >= abs(observed)))
     else:
         p = float(np.mean(deltas <= 0))
-    return TestResult("paired_bootstrap" + ("_two_sided" if two_sided else ""), observed, p, len(y),
-                      {"n_resamples": n_resamples, "seed": seed, "ci95": ci})
+    return TestResult(
+        "paired_bootstrap" + ("_two_sided" if two_sided else ""),
+        observed,
+        p,
+        len(y),
+        {"n_resamples": n_resamples, "seed": seed, "ci95": ci},
+    )
 
 
-def bootstrap_ci(metric: Callable[[np.ndarray, np.ndarray], float], predictions: Sequence, labels: Sequence,
-                 n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> tuple[float, float]:
+def bootstrap_ci(
+    metric: Callable[[np.ndarray, np.ndarray], float],
+    predictions: Sequence,
+    labels: Sequence,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
     """Percentile bootstrap interval of ``metric(predictions, labels)`` over examples (``scipy.stats.bootstrap``).
 
     Raises:
@@ -132,9 +166,17 @@ def bootstrap_ci(metric: Callable[[np.ndarray, np.ndarray], float], predictions:
         rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
         return np.array([metric(p[i], y[i]) for i in rows], dtype=float).reshape(idx.shape[:-1])
 
-    res = _stats().bootstrap((np.arange(len(y)),), score, n_resamples=n_resamples, paired=True, vectorized=True,
-                             batch=min(n_resamples, 100), confidence_level=confidence, method="percentile",
-                             rng=np.random.default_rng(seed))
+    res = _stats().bootstrap(
+        (np.arange(len(y)),),
+        score,
+        n_resamples=n_resamples,
+        paired=True,
+        vectorized=True,
+        batch=min(n_resamples, 100),
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if not (np.isfinite(low) and np.isfinite(high)):  # every resample scored the same
         dist = np.asarray(res.bootstrap_distribution, dtype=float)
@@ -174,8 +216,9 @@ def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> TestResult:
     only_a = int(np.sum(a & ~b))
     only_b = int(np.sum(~a & b))
     p = 1.0 if only_a + only_b == 0 else float(_stats().binomtest(only_b, only_a + only_b, 0.5).pvalue)
-    return TestResult("mcnemar_exact", float(b.mean() - a.mean()), p, len(a),
-                      {"only_a_correct": only_a, "only_b_correct": only_b})
+    return TestResult(
+        "mcnemar_exact", float(b.mean() - a.mean()), p, len(a), {"only_a_correct": only_a, "only_b_correct": only_b}
+    )
 
 
 def paired_t_test(scores_a: Sequence[float], scores_b: Sequence[float]) -> TestResult:
@@ -203,8 +246,9 @@ def _bleu(**options: Any) -> Any:
     try:
         from sacrebleu.metrics import BLEU
     except ImportError as e:
-        raise MissingDependencyError("BLEU needs sacreBLEU: pip install sacrebleu "
-                                     "(or pip install 'syntaxformer[translation]')") from e
+        raise MissingDependencyError(
+            "BLEU needs sacreBLEU: pip install sacrebleu (or pip install 'syntaxformer[translation]')"
+        ) from e
     return BLEU(**options)
 
 
@@ -223,12 +267,23 @@ def _sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -
 def _corpus_bleu_of(stats: np.ndarray) -> float:
     """sacreBLEU's default corpus BLEU (exponential smoothing, 4-grams) of summed sentence statistics."""
     total = stats.sum(axis=0)
-    return float(_bleu().compute_bleu(correct=total[2:6].tolist(), total=total[6:10].tolist(),
-                                      sys_len=int(total[0]), ref_len=int(total[1])).score)
+    return float(
+        _bleu()
+        .compute_bleu(
+            correct=total[2:6].tolist(), total=total[6:10].tolist(), sys_len=int(total[0]), ref_len=int(total[1])
+        )
+        .score
+    )
 
 
-def paired_bleu_test(hyp_a: Sequence[str], hyp_b: Sequence[str], references: Sequence[str], test: str = "bs",
-                     n_resamples: int = 0, seed: int = 12345) -> TestResult:
+def paired_bleu_test(
+    hyp_a: Sequence[str],
+    hyp_b: Sequence[str],
+    references: Sequence[str],
+    test: str = "bs",
+    n_resamples: int = 0,
+    seed: int = 12345,
+) -> TestResult:
     """Corpus BLEU of system B against baseline A on the same sentences (one reference each).
 
     The p-value is sacreBLEU's two-sided paired test (``sacrebleu.significance.PairedTest``, default BLEU: 13a,
@@ -255,8 +310,10 @@ def paired_bleu_test(hyp_a: Sequence[str], hyp_b: Sequence[str], references: Seq
         InputError: different numbers of hypotheses and references, an unknown test or a seed below 1.
     """
     if not (len(hyp_a) == len(hyp_b) == len(references)) or not references:
-        raise InputError(f"a paired BLEU test needs outputs of the same sentences: {len(hyp_a)}, {len(hyp_b)} "
-                         f"hypotheses and {len(references)} references")
+        raise InputError(
+            f"a paired BLEU test needs outputs of the same sentences: {len(hyp_a)}, {len(hyp_b)} "
+            f"hypotheses and {len(references)} references"
+        )
     if test not in BLEU_TESTS:
         raise InputError(f"unknown BLEU test {test!r}; use one of {sorted(BLEU_TESTS)}")
     if seed < 1:
@@ -268,23 +325,41 @@ def paired_bleu_test(hyp_a: Sequence[str], hyp_b: Sequence[str], references: Seq
     os.environ["SACREBLEU_SEED"] = str(seed)
     try:
         # Only the bootstrap test needs a confidence run on the baseline; -1 keeps `ar` to its trials.
-        paired = PairedTest([("a", list(hyp_a)), ("b", list(hyp_b))], {"BLEU": _bleu()}, [list(references)],
-                            test_type=test, n_samples=n_resamples, n_ar_confidence=-1)
+        paired = PairedTest(
+            [("a", list(hyp_a)), ("b", list(hyp_b))],
+            {"BLEU": _bleu()},
+            [list(references)],
+            test_type=test,
+            n_samples=n_resamples,
+            n_ar_confidence=-1,
+        )
         signatures, scores = paired()
     finally:
         if old is None:
             os.environ.pop("SACREBLEU_SEED", None)
         else:
             os.environ["SACREBLEU_SEED"] = old
-    (name, (res_a, res_b)), = ((k, v) for k, v in scores.items() if k != "System")
+    ((name, (res_a, res_b)),) = ((k, v) for k, v in scores.items() if k != "System")
     p_value = float(res_b.p_value)
     if list(hyp_a) == list(hyp_b):  # sacreBLEU counts only strictly larger shuffled differences: p = 1/(n+1)
         p_value = 1.0
     n_ci = paired.n_samples if test == "bs" else 1000
     sa, sb = _sentence_statistics(hyp_a, references), _sentence_statistics(hyp_b, references)
-    boot = paired_bootstrap(lambda s, _y: _corpus_bleu_of(s), sa, sb, np.zeros(len(references)),
-                            n_resamples=n_ci, seed=seed)
-    return TestResult(BLEU_TESTS[test], float(res_b.score - res_a.score), p_value, len(references),
-                      {"bleu_a": float(res_a.score), "bleu_b": float(res_b.score), "ci95": boot.details["ci95"],
-                       "n_resamples": paired.n_samples, "ci_resamples": n_ci, "seed": seed,
-                       "signature": str(signatures[name])})
+    boot = paired_bootstrap(
+        lambda s, _y: _corpus_bleu_of(s), sa, sb, np.zeros(len(references)), n_resamples=n_ci, seed=seed
+    )
+    return TestResult(
+        BLEU_TESTS[test],
+        float(res_b.score - res_a.score),
+        p_value,
+        len(references),
+        {
+            "bleu_a": float(res_a.score),
+            "bleu_b": float(res_b.score),
+            "ci95": boot.details["ci95"],
+            "n_resamples": paired.n_samples,
+            "ci_resamples": n_ci,
+            "seed": seed,
+            "signature": str(signatures[name]),
+        },
+    )

@@ -103,8 +103,10 @@ class AttentionView:
 
     def _repr_html_(self) -> str:
         """Jupyter: the page in an ``iframe`` (``srcdoc``), so its scripts run inside the notebook output."""
-        return (f'<iframe srcdoc="{html.escape(self.html(), quote=True)}" style="width:100%;height:900px;'
-                f'border:1px solid #ddd" sandbox="allow-scripts"></iframe>')
+        return (
+            f'<iframe srcdoc="{html.escape(self.html(), quote=True)}" style="width:100%;height:900px;'
+            f'border:1px solid #ddd" sandbox="allow-scripts"></iframe>'
+        )
 
     def __repr__(self) -> str:
         names = ", ".join(m["name"] for m in self.data.get("models", []))
@@ -116,8 +118,7 @@ class AttentionView:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def load_view_models(specs: Sequence[str] | None = None, plain: str | None = None, seed: int = 0
-                     ) -> list[ViewModel]:
+def load_view_models(specs: Sequence[str] | None = None, plain: str | None = None, seed: int = 0) -> list[ViewModel]:
     """The models of a page: the plain encoder first, then the syntax models.
 
     Args:
@@ -173,16 +174,20 @@ def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
         name = f"{path.name} ({_system_title(saved, model)})"
         return [ViewModel(name, saved, model, str(path))], origin
     if run_file.is_file():
-        raise ConfigError(f"{spec} is a run folder without a saved syntaxformer model (trained with "
-                          "save_model=false?); give a run folder that holds config.json")
+        raise ConfigError(
+            f"{spec} is a run folder without a saved syntaxformer model (trained with "
+            "save_model=false?); give a run folder that holds config.json"
+        )
     try:
         with loading_model(spec, "encoder"):
             sg = SGNetModel.from_encoder_pretrained(spec)
             sb = SyntaxBertModel.from_encoder_pretrained(spec)
     except DataError as e:
         raise ConfigError(f"--model {spec!r} is neither a run folder nor a loadable encoder: {e}") from e
-    return [ViewModel(f"SG-Net (untrained, {_short(spec)})", "sgnet", sg, spec),
-            ViewModel(f"Syntax-BERT (untrained, {_short(spec)})", "syntax_bert", sb, spec)], spec
+    return [
+        ViewModel(f"SG-Net (untrained, {_short(spec)})", "sgnet", sg, spec),
+        ViewModel(f"Syntax-BERT (untrained, {_short(spec)})", "syntax_bert", sb, spec),
+    ], spec
 
 
 def _load_plain(spec: str) -> ViewModel:
@@ -197,8 +202,10 @@ def _load_plain(spec: str) -> ViewModel:
         with loading_model(spec):
             encoder = cls.from_pretrained(spec).encoder
         if saved == "syntax_bert":
-            raise ConfigError(f"--plain {spec}: a Syntax-BERT model has no plain encoder; give a checkpoint or a "
-                              "baseline / SG-Net run")
+            raise ConfigError(
+                f"--plain {spec}: a Syntax-BERT model has no plain encoder; give a checkpoint or a "
+                "baseline / SG-Net run"
+            )
         return ViewModel(f"plain encoder ({Path(spec).name})", "plain", encoder.eval(), spec)
     try:
         with loading_model(spec, "plain encoder"):
@@ -242,9 +249,18 @@ def _system_title(system: str, model: Any) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def build_view(text_a: str, text_b: str | None = None, models: Sequence[str] | Sequence[ViewModel] | None = None,
-               *, plain: str | None = None, parser: Any = None, max_length: int = 64,
-               criterion: str = "share", parse_cache: Any = True, seed: int = 0) -> AttentionView:
+def build_view(
+    text_a: str,
+    text_b: str | None = None,
+    models: Sequence[str] | Sequence[ViewModel] | None = None,
+    *,
+    plain: str | None = None,
+    parser: Any = None,
+    max_length: int = 64,
+    criterion: str = "share",
+    parse_cache: Any = True,
+    seed: int = 0,
+) -> AttentionView:
     """Annotate a text (or pair), run the models and collect what the viewer page shows.
 
     Args:
@@ -308,8 +324,9 @@ def build_view(text_a: str, text_b: str | None = None, models: Sequence[str] | S
     if sb is not None:
         backbone = sb.model.base_model
         built = backbone.build_groups(batch, torch.device("cpu"), batch["input_ids"])
-        names = (["dependency"] if backbone.config.use_dependency else []) + \
-                (["constituency"] if backbone.config.use_constituency else [])
+        names = (["dependency"] if backbone.config.use_dependency else []) + (
+            ["constituency"] if backbone.config.use_constituency else []
+        )
         groups = {n: g[0] for n, g in zip(names, built.partitions)}
         groups_note = f"as {sb.name} builds them (its options and ablations)"
 
@@ -330,8 +347,7 @@ def build_view(text_a: str, text_b: str | None = None, models: Sequence[str] | S
     }
     for m in loaded:
         data["models"].append(_model_data(m, batch, L, D))
-    logger.info("viewer: %d tokens, %d words, models %s", L, len(data["words"]),
-                ", ".join(m.name for m in loaded))
+    logger.info("viewer: %d tokens, %d words, models %s", L, len(data["words"]), ", ".join(m.name for m in loaded))
     return AttentionView(data)
 
 
@@ -343,8 +359,15 @@ def _words(docs: Sequence[Any]) -> list[dict[str, Any]]:
             start = len(out)
             for i, w in enumerate(s.words):
                 h = s.heads[i]
-                out.append({"text": w, "head": -1 if h < 0 else start + h, "deprel": (s.deprels or [""] * len(s))[i],
-                            "pos": (s.upos or [""] * len(s))[i], "segment": seg})
+                out.append(
+                    {
+                        "text": w,
+                        "head": -1 if h < 0 else start + h,
+                        "deprel": (s.deprels or [""] * len(s))[i],
+                        "pos": (s.upos or [""] * len(s))[i],
+                        "segment": seg,
+                    }
+                )
     return out
 
 
@@ -355,8 +378,14 @@ def _sentences(docs: Sequence[Any], derived: Sequence[bool]) -> list[dict[str, A
     for doc in docs:
         for s in doc.sentences:
             counter = iter(range(start, start + len(s)))
-            out.append({"start": start, "end": start + len(s), "tree": _tree_dict(s.tree, counter),
-                        "derived": bool(derived[k])})
+            out.append(
+                {
+                    "start": start,
+                    "end": start + len(s),
+                    "tree": _tree_dict(s.tree, counter),
+                    "derived": bool(derived[k]),
+                }
+            )
             start += len(s)
             k += 1
     return out
@@ -374,8 +403,14 @@ def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) ->
     net = m.model.base_model if hasattr(m.model, "base_model") else m.model
     device = next(net.parameters()).device
     inputs = {k: v.to(device) for k, v in batch.items() if k != "labels"}
-    out: dict[str, Any] = {"name": m.name, "system": m.system, "source": m.source, "layers": [],
-                           "topical": None, "gate": None}
+    out: dict[str, Any] = {
+        "name": m.name,
+        "system": m.system,
+        "source": m.source,
+        "layers": [],
+        "topical": None,
+        "gate": None,
+    }
     with torch.no_grad():
         if m.system == "syntax_bert":
             from syntaxformer.modeling.syntax_attention import SyntaxAttentionRecorder
@@ -403,9 +438,11 @@ def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) ->
             attentions = res.attentions
             n_layers = encoder.config.num_hidden_layers
             if not attentions or len(attentions) != n_layers or any(a is None for a in attentions):
-                raise ConfigError(f"{m.name} returned no attention weights (attention implementation "
-                                  f"{encoder.config._attn_implementation!r}); the viewer needs an encoder that "
-                                  "supports output_attentions with eager attention")
+                raise ConfigError(
+                    f"{m.name} returned no attention weights (attention implementation "
+                    f"{encoder.config._attn_implementation!r}); the viewer needs an encoder that "
+                    "supports output_attentions with eager attention"
+                )
             out["layers"] = [{"name": str(i), "attn": _round(a[0])} for i, a in enumerate(attentions)]
             if sg is not None:
                 out["layers"].append({"name": "SG", "attn": _round(sg[0])})
@@ -429,8 +466,11 @@ def _topical(rec: Any, D: int) -> dict[str, Any]:
     """Topical weights per layer ``[L, C']`` over the columns that are a candidate for some token."""
     from syntaxformer.masks.relations import group_name
 
-    names = ["dependency", "constituency"][:len(rec.num_buckets)] if len(rec.num_buckets) <= 2 else \
-        [f"partition {p}" for p in range(len(rec.num_buckets))]
+    names = (
+        ["dependency", "constituency"][: len(rec.num_buckets)]
+        if len(rec.num_buckets) <= 2
+        else [f"partition {p}" for p in range(len(rec.num_buckets))]
+    )
     columns = []
     for p, n in enumerate(rec.num_buckets):
         for g in range(n):
@@ -442,8 +482,14 @@ def _topical(rec: Any, D: int) -> dict[str, Any]:
     for layer in sorted(rec.topical):
         alpha, cand = rec.topical[layer][0], rec.candidates[layer][0]  # (L, C)
         keep = cand.any(0).nonzero().flatten().tolist()
-        layers.append({"layer": layer, "columns": [columns[c] for c in keep],
-                       "weights": _round(alpha[:, keep]), "candidate": cand[:, keep].int().tolist()})
+        layers.append(
+            {
+                "layer": layer,
+                "columns": [columns[c] for c in keep],
+                "weights": _round(alpha[:, keep]),
+                "candidate": cand[:, keep].int().tolist(),
+            }
+        )
     return {"layers": layers}
 
 

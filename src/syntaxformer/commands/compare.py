@@ -53,9 +53,13 @@ DEFAULT_SYSTEMS = "baseline,sgnet"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer compare`` to ``parser``."""
     add_config_arguments(parser)
-    parser.add_argument("--systems", default=DEFAULT_SYSTEMS, metavar="NAMES",
-                        help="comma-separated systems: baseline, sgnet, syntax_bert, syntax_bert_lisa, "
-                             f"syntax_bert_baseline, lisa (default {DEFAULT_SYSTEMS})")
+    parser.add_argument(
+        "--systems",
+        default=DEFAULT_SYSTEMS,
+        metavar="NAMES",
+        help="comma-separated systems: baseline, sgnet, syntax_bert, syntax_bert_lisa, "
+        f"syntax_bert_baseline, lisa (default {DEFAULT_SYSTEMS})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,16 +20,30 @@ BUILTIN = [
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--text", action="append", help="a text to annotate (repeatable); default: real SST-2 dev "
-                        "sentences from ../shared/data, else built-in examples")
+    parser.add_argument(
+        "--text",
+        action="append",
+        help="a text to annotate (repeatable); default: real SST-2 dev "
+        "sentences from ../shared/data, else built-in examples",
+    )
     parser.add_argument("--n", type=int, default=64, help="how many data sentences to annotate (default 64)")
     parser.add_argument("--index", type=int, default=None, help="which sentence to show (default: a mid-length one)")
-    parser.add_argument("--parser", default=None, help="spaCy pipeline (default en_core_web_sm) or another "
-                        "annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)")
-    parser.add_argument("--model", default=None, help="Hugging Face model name or folder for the tokenizer "
-                        "(default: the offline all-MiniLM-L6-v2)")
-    parser.add_argument("--criterion", choices=["share", "children"], default="share",
-                        help="subword criterion of SG-Net (default share)")
+    parser.add_argument(
+        "--parser",
+        default=None,
+        help="spaCy pipeline (default en_core_web_sm) or another annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)",
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="Hugging Face model name or folder for the tokenizer (default: the offline all-MiniLM-L6-v2)",
+    )
+    parser.add_argument(
+        "--criterion",
+        choices=["share", "children"],
+        default="share",
+        help="subword criterion of SG-Net (default share)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
 
 
@@ -80,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
     docs = annotator.annotate(texts)
     t_parse = time.perf_counter() - t0
     n_sent = sum(len(d) for d in docs)
-    print(f"annotated {len(texts)} texts ({n_sent} sentences) from {where} with {annotator.source} "
-          f"in {t_parse:.2f}s")
+    print(f"annotated {len(texts)} texts ({n_sent} sentences) from {where} with {annotator.source} in {t_parse:.2f}s")
 
     sentences = [s for d in docs for s in d]
     if not sentences:
@@ -104,8 +117,10 @@ def run(args: argparse.Namespace) -> int:
     dep_groups, con_groups = relation_groups_from_features(batch)
     groups = {"dependency": dep_groups, **({"constituency": con_groups} if con_groups is not None else {})}
     t_mask = time.perf_counter() - t1
-    print(f"aligned to {model} ({type(tok).__name__}); batch {tuple(batch['input_ids'].shape)}; "
-          f"SDOI masks + relation groups for the whole batch in {t_mask * 1e3:.1f} ms\n")
+    print(
+        f"aligned to {model} ({type(tok).__name__}); batch {tuple(batch['input_ids'].shape)}; "
+        f"SDOI masks + relation groups for the whole batch in {t_mask * 1e3:.1f} ms\n"
+    )
 
     print(f"sentence #{idx}: {' '.join(sent.words)}\n")
     print(sent.pretty())
@@ -121,8 +136,10 @@ def run(args: argparse.Namespace) -> int:
         row = " ".join("■" if m[i, j] else "·" for j in range(n))
         print(f"{t:>{width}} {row}")
     if "constituency" in groups and not (groups["constituency"] > 0).any():
-        print("(no constituency relations: spaCy gives dependency trees only; gold bracketed input "
-              "(PTB, SST, SNLI parses) carries constituency trees)")
+        print(
+            "(no constituency relations: spaCy gives dependency trees only; gold bracketed input "
+            "(PTB, SST, SNLI parses) carries constituency trees)"
+        )
         del groups["constituency"]
     for kind, g in groups.items():
         gi = g[idx, :n, :n]

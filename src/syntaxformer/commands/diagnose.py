@@ -25,14 +25,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer diagnose`` to ``parser``."""
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("model", nargs="?", default=None, metavar="MODEL_OR_RUN",
-                        help="pretrained encoder name or folder (default: the offline MiniLM), a saved model, or a "
-                             "run folder of `syntaxformer train`")
-    parser.add_argument("--system", choices=("syntax_bert", "sgnet"), default="syntax_bert",
-                        help="syntax system (ignored for a run folder; default syntax_bert)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a model option, e.g. gate=layer, pooling=cls, full_attention_candidate=true "
-                             "(repeatable; values are read as JSON when they parse, else as strings)")
+    parser.add_argument(
+        "model",
+        nargs="?",
+        default=None,
+        metavar="MODEL_OR_RUN",
+        help="pretrained encoder name or folder (default: the offline MiniLM), a saved model, or a "
+        "run folder of `syntaxformer train`",
+    )
+    parser.add_argument(
+        "--system",
+        choices=("syntax_bert", "sgnet"),
+        default="syntax_bert",
+        help="syntax system (ignored for a run folder; default syntax_bert)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a model option, e.g. gate=layer, pooling=cls, full_attention_candidate=true "
+        "(repeatable; values are read as JSON when they parse, else as strings)",
+    )
     parser.add_argument("--task", default="stsb", help="sentence-pair regression task (default stsb)")
     parser.add_argument("--n", type=int, default=200, help="dev pairs, seeded subsample (0 = all; default 200)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the subsample and the gradient probe")
@@ -46,16 +60,21 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.commands.arguments import model_options
 
     options = model_options(args.set)
-    result = diagnose(args.model, args.system, options, task=args.task, n=args.n, seed=args.seed,
-                      data_dir=args.data_dir)
+    result = diagnose(
+        args.model, args.system, options, task=args.task, n=args.n, seed=args.seed, data_dir=args.data_dir
+    )
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"{result['system']} {json.dumps(result['options'])} on {result['model']}: {result['n_pairs']} "
-          f"{result['task']} dev pairs (seed {result['seed']})")
+    print(
+        f"{result['system']} {json.dumps(result['options'])} on {result['model']}: {result['n_pairs']} "
+        f"{result['task']} dev pairs (seed {result['seed']})"
+    )
     print(f"  token cosine to the plain encoder  {result['token_cosine_to_plain']:.4f}")
-    print(f"  zero-shot Pearson                  {result['zero_shot_pearson']}  (plain encoder "
-          f"{result['plain_zero_shot_pearson']})")
+    print(
+        f"  zero-shot Pearson                  {result['zero_shot_pearson']}  (plain encoder "
+        f"{result['plain_zero_shot_pearson']})"
+    )
     if "subnetworks_per_token" in result:
         c = result["subnetworks_per_token"]
         print(f"  non-empty sub-networks per token   mean {c['mean']}, max {c['max']} ({c['tokens']} tokens)")

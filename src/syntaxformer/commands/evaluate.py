@@ -30,17 +30,25 @@ HELP = "score a trained model on a labeled split; writes eval_<split>.json"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer evaluate`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
-    parser.add_argument("--split", default="dev", choices=("train", "dev", "validation", "test"), help="split to score (dev)")
+    parser.add_argument(
+        "--split", default="dev", choices=("train", "dev", "validation", "test"), help="split to score (dev)"
+    )
     parser.add_argument("--file", dest="split_file", help="a file of the task's format to score instead")
     parser.add_argument("--output-dir", help="where eval_<split>.json goes (default: MODEL_DIR)")
     g = parser.add_argument_group("minimal-pair suites (acceptability runs)")
-    g.add_argument("--suite", metavar="NAME_OR_DIR",
-                   help="score minimal pairs instead of a split: 'blimp' (the shared data folder) or a folder / file "
-                        "of BLiMP-format JSON lines (sentence_good, sentence_bad[, UID, pairID, field, "
-                        "linguistics_term])")
+    g.add_argument(
+        "--suite",
+        metavar="NAME_OR_DIR",
+        help="score minimal pairs instead of a split: 'blimp' (the shared data folder) or a folder / file "
+        "of BLiMP-format JSON lines (sentence_good, sentence_bad[, UID, pairID, field, "
+        "linguistics_term])",
+    )
     g.add_argument("--suite-data", metavar="DIR", help="the suite's folder (instead of the shared data folder)")
-    g.add_argument("--acceptable-label", metavar="CLASS",
-                   help="the class that means acceptable (default: 'acceptable', or '1' for a CoLA run)")
+    g.add_argument(
+        "--acceptable-label",
+        metavar="CLASS",
+        help="the class that means acceptable (default: 'acceptable', or '1' for a CoLA run)",
+    )
     g.add_argument("--paradigms", metavar="UID,UID", help="score only these paradigms")
     g.add_argument("--max-pairs", type=int, metavar="N", help="score the first N pairs of each paradigm")
     g.add_argument("--overwrite", action="store_true", help="replace an earlier result of the same suite")
@@ -64,14 +72,25 @@ def run_suite(args: argparse.Namespace) -> int:
 
     if args.split_file or args.split != "dev":
         raise ConfigError("--suite scores minimal pairs, not a split: leave out --split / --file")
-    report = evaluate_suite(args.model, args.suite, data=args.suite_data, output_dir=args.output_dir,
-                            acceptable=args.acceptable_label,
-                            paradigms=args.paradigms.split(",") if args.paradigms else None,
-                            max_pairs=args.max_pairs, overwrite=args.overwrite)
-    summary = {"suite": report["suite"], "pairs": report["pairs"], "acceptable": report["acceptable"],
-               "accuracy": report["overall"]["accuracy"], "ci95": report["overall"]["ci95"],
-               "field": {k: round(v["accuracy"], 4) for k, v in report["field"].items()},
-               "records": report["records"]}
+    report = evaluate_suite(
+        args.model,
+        args.suite,
+        data=args.suite_data,
+        output_dir=args.output_dir,
+        acceptable=args.acceptable_label,
+        paradigms=args.paradigms.split(",") if args.paradigms else None,
+        max_pairs=args.max_pairs,
+        overwrite=args.overwrite,
+    )
+    summary = {
+        "suite": report["suite"],
+        "pairs": report["pairs"],
+        "acceptable": report["acceptable"],
+        "accuracy": report["overall"]["accuracy"],
+        "ci95": report["overall"]["ci95"],
+        "field": {k: round(v["accuracy"], 4) for k, v in report["field"].items()},
+        "records": report["records"],
+    }
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -84,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
 
     result = evaluate(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
     scores = {k: v for k, v in result["scores"].items() if isinstance(v, (int, float, str)) and k != "verbose"}
-    print(json.dumps({"task": result["task"], "split": result["split"], "size": result["size"],
-                      "scores": scores}, indent=2))
+    print(
+        json.dumps(
+            {"task": result["task"], "split": result["split"], "size": result["size"], "scores": scores}, indent=2
+        )
+    )
     return 0

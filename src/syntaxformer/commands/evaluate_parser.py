@@ -30,13 +30,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--gold", required=True, help="gold trees: a CoNLL-U file, or PTB trees (file or folder)")
-    parser.add_argument("--format", choices=("conllu", "ptb"), default=None,
-                        help="gold format (default: conllu for .conllu/.conll files, else ptb)")
-    parser.add_argument("--parser", default=None, help="spaCy pipeline (default en_core_web_sm), or conllu:FILE / "
-                        "jsonl:FILE to score another parser's output, or SCHEME:ARG")
+    parser.add_argument(
+        "--format",
+        choices=("conllu", "ptb"),
+        default=None,
+        help="gold format (default: conllu for .conllu/.conll files, else ptb)",
+    )
+    parser.add_argument(
+        "--parser",
+        default=None,
+        help="spaCy pipeline (default en_core_web_sm), or conllu:FILE / "
+        "jsonl:FILE to score another parser's output, or SCHEME:ARG",
+    )
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N gold sentences")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (uas, las, uas_no_punct, "
-                        "las_no_punct, counts, parser, gold file; las null + note when label schemes differ)")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (uas, las, uas_no_punct, "
+        "las_no_punct, counts, parser, gold file; las null + note when label schemes differ)",
+    )
     parser.add_argument("--batch-size", type=int, default=256, help="sentences per spaCy batch (default 256)")
     parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes (default 1)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
@@ -59,14 +71,20 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     scores = attachment_scores(gold, pred)
     result = {
-        "uas": _round(scores.uas), "las": _round(scores.las),
-        "uas_no_punct": _round(scores.uas_no_punct), "las_no_punct": _round(scores.las_no_punct),
-        "n_sentences": scores.n_sentences, "n_tokens": scores.n_tokens,
+        "uas": _round(scores.uas),
+        "las": _round(scores.las),
+        "uas_no_punct": _round(scores.uas_no_punct),
+        "las_no_punct": _round(scores.las_no_punct),
+        "n_sentences": scores.n_sentences,
+        "n_tokens": scores.n_tokens,
         "n_tokens_no_punct": scores.n_tokens_no_punct,
         # spaCy annotators have a package name and version; other parsers are named by their source
-        "parser": getattr(annotator, "name", annotator.source), "parser_version": getattr(annotator, "version", None),
-        "gold": os.path.normpath(args.gold), "gold_format": fmt,
-        "gold_label_scheme": scores.gold_scheme, "parser_label_scheme": scores.pred_scheme,
+        "parser": getattr(annotator, "name", annotator.source),
+        "parser_version": getattr(annotator, "version", None),
+        "gold": os.path.normpath(args.gold),
+        "gold_format": fmt,
+        "gold_label_scheme": scores.gold_scheme,
+        "parser_label_scheme": scores.pred_scheme,
         "parse_seconds": round(seconds, 2),
     }
     if scores.note:
@@ -74,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{annotator.source} on {result['gold']} ({fmt}): {scores.n_sentences} sentences, "
-              f"{scores.n_tokens} words")
+        print(
+            f"{annotator.source} on {result['gold']} ({fmt}): {scores.n_sentences} sentences, {scores.n_tokens} words"
+        )
         for key in ("uas", "las", "uas_no_punct", "las_no_punct"):
             value = result[key]
             print(f"  {key:<13} {'n/a' if value is None else f'{value:.4f}'}")

@@ -21,8 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", metavar="RUN_DIR", help="output folder of a finished `syntaxformer train` run")
     parser.add_argument("out_dir", metavar="OUT_DIR", help="the model folder to write (must not exist or be empty)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists and is not empty")
-    parser.add_argument("--license", help="license id for the model card (e.g. apache-2.0; default: the "
-                                          "encoder's when known, else 'other')")
+    parser.add_argument(
+        "--license",
+        help="license id for the model card (e.g. apache-2.0; default: the encoder's when known, else 'other')",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

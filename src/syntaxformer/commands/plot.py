@@ -23,13 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer plot`` to ``parser``."""
     from syntaxformer.analysis.plots import PLOT_KINDS
 
-    parser.add_argument("runs", nargs="*", metavar="RUN_DIR",
-                        help="run folders, folders holding run folders, or quoted glob patterns")
+    parser.add_argument(
+        "runs", nargs="*", metavar="RUN_DIR", help="run folders, folders holding run folders, or quoted glob patterns"
+    )
     parser.add_argument("--output", "-o", required=True, metavar="DIR", help="folder for the PNG and SVG files")
-    parser.add_argument("--kind", nargs="+", choices=PLOT_KINDS, default=None,
-                        help="figures to draw (default: inferred from the runs)")
-    parser.add_argument("--resamples", type=int, default=1000,
-                        help="bootstrap resamples of the interval of a single run (1000)")
+    parser.add_argument(
+        "--kind", nargs="+", choices=PLOT_KINDS, default=None, help="figures to draw (default: inferred from the runs)"
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=1000, help="bootstrap resamples of the interval of a single run (1000)"
+    )
     parser.add_argument("--buckets", type=int, default=5, help="length buckets (5)")
     parser.add_argument("--mode", choices=("count", "range"), default="count", help="length buckets by count / range")
     parser.add_argument("--edges", default=None, metavar="N,N,...", help="explicit upper bounds of the length buckets")
@@ -52,9 +55,19 @@ def run(args: argparse.Namespace) -> int:
         from syntaxformer.defaults import default_hf_model
 
         model = default_hf_model()
-    written = plot_runs(args.runs, args.output, kinds=args.kind, n_resamples=args.resamples, n_buckets=args.buckets,
-                        bucket_mode=args.mode, edges=edges, model=model, text=args.text, text_b=args.text_b,
-                        layer=args.layer)
+    written = plot_runs(
+        args.runs,
+        args.output,
+        kinds=args.kind,
+        n_resamples=args.resamples,
+        n_buckets=args.buckets,
+        bucket_mode=args.mode,
+        edges=edges,
+        model=model,
+        text=args.text,
+        text_b=args.text_b,
+        layer=args.layer,
+    )
     for name, paths in written.items():
         print(f"{name}: " + " ".join(str(p) for p in paths))
     return 0

@@ -39,21 +39,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer predict`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
     raw = parser.add_argument_group("raw texts")
-    raw.add_argument("--input", metavar="FILE", help="texts to predict: .txt (one per line, - = stdin), .csv / "
-                     ".tsv with a header, or .jsonl; parsed on the fly")
-    raw.add_argument("--text-column", metavar="C", help="column with the text (default text, else sentence; "
-                     "span QA: the question column, default question)")
-    raw.add_argument("--text-pair-column", metavar="C", help="column with the second text of a pair (span QA: the "
-                     "context column, default context)")
+    raw.add_argument(
+        "--input",
+        metavar="FILE",
+        help="texts to predict: .txt (one per line, - = stdin), .csv / "
+        ".tsv with a header, or .jsonl; parsed on the fly",
+    )
+    raw.add_argument(
+        "--text-column",
+        metavar="C",
+        help="column with the text (default text, else sentence; span QA: the question column, default question)",
+    )
+    raw.add_argument(
+        "--text-pair-column",
+        metavar="C",
+        help="column with the second text of a pair (span QA: the context column, default context)",
+    )
     raw.add_argument("--output", metavar="FILE", help="JSONL file for the records (default: standard output)")
-    raw.add_argument("--overwrite", action="store_true", help="replace --output if it exists (it is never the "
-                     "--input file)")
+    raw.add_argument(
+        "--overwrite", action="store_true", help="replace --output if it exists (it is never the --input file)"
+    )
     raw.add_argument("--batch-size", type=int, default=32, help="inputs per model call (32)")
     split = parser.add_argument_group("a split of the task")
-    split.add_argument("--split", default="test", choices=("train", "dev", "validation", "test"),
-                       help="split to predict (test)")
-    split.add_argument("--file", dest="split_file", help="a file of the task's format to predict instead "
-                       "(a TSV with the task's header, with or without the label column)")
+    split.add_argument(
+        "--split", default="test", choices=("train", "dev", "validation", "test"), help="split to predict (test)"
+    )
+    split.add_argument(
+        "--file",
+        dest="split_file",
+        help="a file of the task's format to predict instead "
+        "(a TSV with the task's header, with or without the label column)",
+    )
     split.add_argument("--output-dir", help="where predictions_<split>.tsv goes (default: MODEL_DIR)")
     add_config_arguments(parser, training=False)
 
@@ -64,14 +80,19 @@ def run(args: argparse.Namespace) -> int:
     if args.output or args.text_column or args.text_pair_column or args.overwrite:
         from syntaxformer.errors import ConfigError
 
-        raise ConfigError("--output, --overwrite, --text-column and --text-pair-column go with --input FILE (raw "
-                          "texts); a "
-                          "split's predictions go to --output-dir")
+        raise ConfigError(
+            "--output, --overwrite, --text-column and --text-pair-column go with --input FILE (raw "
+            "texts); a "
+            "split's predictions go to --output-dir"
+        )
     from syntaxformer.training.run import predict
 
     result = predict(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
-    print(json.dumps({k: result[k] for k in ("task", "split", "size", "predictions_file", "scores")
-                      if k in result}, indent=2))
+    print(
+        json.dumps(
+            {k: result[k] for k in ("task", "split", "size", "predictions_file", "scores") if k in result}, indent=2
+        )
+    )
     return 0
 
 
@@ -89,16 +110,26 @@ def _run_inputs(args: argparse.Namespace) -> int:
     # --text-column / --text-pair-column name the columns of the input file here, not the run's task options
     changes = {k: v for k, v in config_changes(args).items() if k not in ("text_column", "text_pair_column")}
     predictor = Predictor.from_run(args.model, changes=changes)
-    inputs = read_inputs(args.input, text_column=args.text_column, text_pair_column=args.text_pair_column,
-                         head=predictor.head)
+    inputs = read_inputs(
+        args.input, text_column=args.text_column, text_pair_column=args.text_pair_column, head=predictor.head
+    )
     records = predictor.predict(inputs, batch_size=args.batch_size)
     write_records(records, args.output)
     if args.output and args.output != "-":
         t = predictor.timings
-        print(json.dumps({"model": args.model, "input": args.input, "output": args.output, "size": len(records),
-                          "seconds": {k: round(v, 3) for k, v in t.items() if k.endswith("_s")},
-                          "texts_per_s": round(len(records) / t["total_s"], 1) if t.get("total_s") else None},
-                         indent=2))
+        print(
+            json.dumps(
+                {
+                    "model": args.model,
+                    "input": args.input,
+                    "output": args.output,
+                    "size": len(records),
+                    "seconds": {k: round(v, 3) for k, v in t.items() if k.endswith("_s")},
+                    "texts_per_s": round(len(records) / t["total_s"], 1) if t.get("total_s") else None,
+                },
+                indent=2,
+            )
+        )
     else:
         sys.stdout.flush()
     return 0

@@ -23,33 +23,65 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer probe`` to ``parser``."""
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.add_argument("models", nargs="*", metavar="MODEL_OR_RUN",
-                        help="run folders of `syntaxformer train`, saved models, or pretrained encoder names / "
-                             "folders (default: the offline MiniLM); all are probed on the same split")
-    parser.add_argument("--system", choices=("plain", "sgnet", "syntax_bert"), default="plain",
-                        help="for a pretrained encoder: probe it as is (plain, default) or an untrained SG-Net / "
-                             "Syntax-BERT built on it (ignored for run folders and saved models)")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a model option of that untrained system, e.g. gate=layer (repeatable; JSON values)")
-    parser.add_argument("--layers", default=None,
-                        help="comma-separated layer names (embeddings, layer1..layerN; SG-Net also sg, aggregated); "
-                             "default every layer")
+    parser.add_argument(
+        "models",
+        nargs="*",
+        metavar="MODEL_OR_RUN",
+        help="run folders of `syntaxformer train`, saved models, or pretrained encoder names / "
+        "folders (default: the offline MiniLM); all are probed on the same split",
+    )
+    parser.add_argument(
+        "--system",
+        choices=("plain", "sgnet", "syntax_bert"),
+        default="plain",
+        help="for a pretrained encoder: probe it as is (plain, default) or an untrained SG-Net / "
+        "Syntax-BERT built on it (ignored for run folders and saved models)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a model option of that untrained system, e.g. gate=layer (repeatable; JSON values)",
+    )
+    parser.add_argument(
+        "--layers",
+        default=None,
+        help="comma-separated layer names (embeddings, layer1..layerN; SG-Net also sg, aggregated); "
+        "default every layer",
+    )
     parser.add_argument("--output", default=None, help="write the results as JSON to this file")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
-    parser.add_argument("--data", default=None,
-                        help="CoNLL-U file with # newdoc id comments (default: UD English-EWT dev in the shared data)")
-    parser.add_argument("--train-sentences", type=int, default=1000,
-                        help="probe-train sentences, seeded subsample (0 = all 1,512; default 1000)")
-    parser.add_argument("--test-sentences", type=int, default=0,
-                        help="probe-test sentences, seeded subsample (0 = all 489; default 0)")
+    parser.add_argument(
+        "--data",
+        default=None,
+        help="CoNLL-U file with # newdoc id comments (default: UD English-EWT dev in the shared data)",
+    )
+    parser.add_argument(
+        "--train-sentences",
+        type=int,
+        default=1000,
+        help="probe-train sentences, seeded subsample (0 = all 1,512; default 1000)",
+    )
+    parser.add_argument(
+        "--test-sentences", type=int, default=0, help="probe-test sentences, seeded subsample (0 = all 489; default 0)"
+    )
     parser.add_argument("--epochs", type=int, default=10, help="training passes of every probe (default 10)")
     parser.add_argument("--rank", type=int, default=64, help="rank of the structural probes (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the subsamples, probes and new model parts")
-    parser.add_argument("--word-vector", choices=("mean", "first"), default="mean",
-                        help="a word's vector: mean of its subwords (default) or its first subword")
-    parser.add_argument("--syntax", choices=("gold", "parser"), default="gold",
-                        help="syntax input of a syntax model: the treebank's gold trees (default) or a parser's "
-                             "trees on the gold words (the run's parser, else spaCy)")
+    parser.add_argument(
+        "--word-vector",
+        choices=("mean", "first"),
+        default="mean",
+        help="a word's vector: mean of its subwords (default) or its first subword",
+    )
+    parser.add_argument(
+        "--syntax",
+        choices=("gold", "parser"),
+        default="gold",
+        help="syntax input of a syntax model: the treebank's gold trees (default) or a parser's "
+        "trees on the gold words (the run's parser, else spaCy)",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON instead of the tables")
 
 
@@ -73,19 +105,29 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--epochs and --rank must be positive, got {args.epochs} and {args.rank}")
     layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
     settings = ProbeSettings(rank=args.rank, epochs=args.epochs, seed=args.seed)
-    result = probe_models(args.models or [None], system=None if args.system == "plain" else args.system,
-                          options=options, data_file=args.data, max_train_sentences=args.train_sentences or None,
-                          max_test_sentences=args.test_sentences or None, layers=layers, settings=settings,
-                          word_vector=args.word_vector, syntax=args.syntax)
+    result = probe_models(
+        args.models or [None],
+        system=None if args.system == "plain" else args.system,
+        options=options,
+        data_file=args.data,
+        max_train_sentences=args.train_sentences or None,
+        max_test_sentences=args.test_sentences or None,
+        layers=layers,
+        settings=settings,
+        word_vector=args.word_vector,
+        syntax=args.syntax,
+    )
     if args.output:
         write_json(args.output, result)
     if args.json:
         print(json.dumps(result))
         return 0
     d = result["data"]
-    print(f"UD probes: {d['sentences']['train']} probe-train sentences ({d['documents']['train']} documents), "
-          f"{d['sentences']['test']} probe-test sentences ({d['documents']['test']} documents); rank "
-          f"{settings.rank}, {settings.epochs} epochs, seed {settings.seed}, {args.word_vector} of subwords")
+    print(
+        f"UD probes: {d['sentences']['train']} probe-train sentences ({d['documents']['train']} documents), "
+        f"{d['sentences']['test']} probe-test sentences ({d['documents']['test']} documents); rank "
+        f"{settings.rank}, {settings.epochs} epochs, seed {settings.seed}, {args.word_vector} of subwords"
+    )
     for m in result["models"]:
         desc = m["model"]
         opts = f" {json.dumps(desc['options'])}" if desc.get("options") else ""

@@ -14,18 +14,33 @@ HELP = "an HTML page of one text's trees, syntax masks, attention, topical weigh
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", help="the text to show (one or more sentences)")
     parser.add_argument("text_b", nargs="?", default=None, help="the second text of a pair (optional)")
-    parser.add_argument("--model", action="append", default=None, metavar="DIR",
-                        help="a run folder of `syntaxformer train`, or a pretrained encoder (then SG-Net and "
-                             "Syntax-BERT are built on it, untrained); repeatable; default: the offline MiniLM")
-    parser.add_argument("--plain", default=None, metavar="DIR",
-                        help="the plain encoder shown beside them: a checkpoint or a baseline / SG-Net run "
-                             "(default: the checkpoint the first model was built from)")
-    parser.add_argument("--parser", default=None, help="spaCy pipeline (default en_core_web_sm) or another "
-                        "annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)")
-    parser.add_argument("--max-length", type=int, default=64, help="tokens kept, special tokens included "
-                        "(default 64)")
-    parser.add_argument("--criterion", choices=["share", "children"], default="share",
-                        help="SG-Net subword criterion of the SDOI mask shown (default share)")
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=None,
+        metavar="DIR",
+        help="a run folder of `syntaxformer train`, or a pretrained encoder (then SG-Net and "
+        "Syntax-BERT are built on it, untrained); repeatable; default: the offline MiniLM",
+    )
+    parser.add_argument(
+        "--plain",
+        default=None,
+        metavar="DIR",
+        help="the plain encoder shown beside them: a checkpoint or a baseline / SG-Net run "
+        "(default: the checkpoint the first model was built from)",
+    )
+    parser.add_argument(
+        "--parser",
+        default=None,
+        help="spaCy pipeline (default en_core_web_sm) or another annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)",
+    )
+    parser.add_argument("--max-length", type=int, default=64, help="tokens kept, special tokens included (default 64)")
+    parser.add_argument(
+        "--criterion",
+        choices=["share", "children"],
+        default="share",
+        help="SG-Net subword criterion of the SDOI mask shown (default share)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="torch seed of untrained models' new layers (default 0)")
     parser.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
     parser.add_argument("--output", "-o", required=True, help="the HTML page to write")
@@ -37,10 +52,19 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.utils import check_output
 
     check_output(args.output, overwrite=args.overwrite)  # before any model is loaded
-    view = build_view(args.text, args.text_b, args.model, plain=args.plain, parser=args.parser,
-                      max_length=args.max_length, criterion=args.criterion,
-                      parse_cache=None if args.no_cache else True, seed=args.seed)
+    view = build_view(
+        args.text,
+        args.text_b,
+        args.model,
+        plain=args.plain,
+        parser=args.parser,
+        max_length=args.max_length,
+        criterion=args.criterion,
+        parse_cache=None if args.no_cache else True,
+        seed=args.seed,
+    )
     path = view.save(args.output)
-    print(f"wrote {path} ({len(view.data['tokens'])} tokens; models: "
-          f"{', '.join(m['name'] for m in view.data['models'])})")
+    print(
+        f"wrote {path} ({len(view.data['tokens'])} tokens; models: {', '.join(m['name'] for m in view.data['models'])})"
+    )
     return 0

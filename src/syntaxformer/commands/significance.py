@@ -31,23 +31,59 @@ HELP = "paired significance of two systems' dev scores (bootstrap CI, McNemar, t
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer significance`` to ``parser``."""
-    parser.add_argument("runs", nargs="*", metavar="RUN",
-                        help="RUN_A RUN_B: one run of each system (or, with --vs, the runs of system A)")
-    parser.add_argument("--a", dest="runs_a", nargs="+", metavar="RUN_A",
-                        help="run folders or quoted glob patterns of system A (one per seed)")
-    parser.add_argument("--b", "--vs", dest="runs_b", nargs="+", metavar="RUN_B",
-                        help="run folders or quoted glob patterns of system B, paired with A's by seed")
-    parser.add_argument("--resamples", type=int, default=None,
-                        help="bootstrap resamples (1000; --suite: 10000); BLEU: resamples or randomisation trials")
-    parser.add_argument("--bleu-test", choices=("bs", "ar"), default="bs",
-                        help="translation runs: sacreBLEU's paired bootstrap (bs) or approximate randomisation (ar)")
-    parser.add_argument("--suite", metavar="NAME",
-                        help="compare minimal-pair results (suites/NAME/pairs.jsonl in each run) instead of dev scores")
-    parser.add_argument("--level", choices=("overall", "field", "phenomenon", "paradigm"), default="field",
-                        help="--suite: the groups compared, one Holm family (field)")
+    parser.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="RUN_A RUN_B: one run of each system (or, with --vs, the runs of system A)",
+    )
+    parser.add_argument(
+        "--a",
+        dest="runs_a",
+        nargs="+",
+        metavar="RUN_A",
+        help="run folders or quoted glob patterns of system A (one per seed)",
+    )
+    parser.add_argument(
+        "--b",
+        "--vs",
+        dest="runs_b",
+        nargs="+",
+        metavar="RUN_B",
+        help="run folders or quoted glob patterns of system B, paired with A's by seed",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=None,
+        help="bootstrap resamples (1000; --suite: 10000); BLEU: resamples or randomisation trials",
+    )
+    parser.add_argument(
+        "--bleu-test",
+        choices=("bs", "ar"),
+        default="bs",
+        help="translation runs: sacreBLEU's paired bootstrap (bs) or approximate randomisation (ar)",
+    )
+    parser.add_argument(
+        "--suite",
+        metavar="NAME",
+        help="compare minimal-pair results (suites/NAME/pairs.jsonl in each run) instead of dev scores",
+    )
+    parser.add_argument(
+        "--level",
+        choices=("overall", "field", "phenomenon", "paradigm"),
+        default="field",
+        help="--suite: the groups compared, one Holm family (field)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace the --json file if it exists")
-    parser.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
-                        help="write the full result as JSON to FILE (no FILE: print it instead of the table)")
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="FILE",
+        help="write the full result as JSON to FILE (no FILE: print it instead of the table)",
+    )
 
 
 def _systems(args: argparse.Namespace) -> tuple[list[str], list[str]]:
@@ -91,8 +127,10 @@ def format_significance(r: dict) -> str:
         lines.append(line)
     if "t_test" in r:
         t = r["t_test"]
-        lines.append(f"paired t-test over seeds: mean B − A {t['difference']:+.4f}, t {t['details']['t']:.3f}, "
-                     f"p {t['p_value']:.3f}")
+        lines.append(
+            f"paired t-test over seeds: mean B − A {t['difference']:+.4f}, t {t['details']['t']:.3f}, "
+            f"p {t['p_value']:.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -145,12 +183,16 @@ def _by_seed(runs: list[str]) -> list[str]:
 
 def format_suite_comparison(r: dict) -> str:
     """The text table of a :func:`~syntaxformer.analysis.minimal_pairs.compare_minimal_pairs` result."""
-    lines = [f"{r['suite']}: accuracy B − A per {r['level']}, {r['seeds']} pair(s) of runs, "
-             f"two-level bootstrap ({r['resamples']} resamples), Holm over {len(r['groups'])} group(s)"]
+    lines = [
+        f"{r['suite']}: accuracy B − A per {r['level']}, {r['seeds']} pair(s) of runs, "
+        f"two-level bootstrap ({r['resamples']} resamples), Holm over {len(r['groups'])} group(s)"
+    ]
     for name, g in r["groups"].items():
         lo, hi = g["bootstrap"]["ci95"]
-        line = (f"{name:<40} n {g['n']:>6}  A {g['a']:.4f}  B {g['b']:.4f}  B − A {g['difference']:+.4f}  "
-                f"95% CI [{lo:+.4f}, {hi:+.4f}]  p {g['bootstrap']['p_value']:.4f}  Holm p {g['p_holm']:.4f}")
+        line = (
+            f"{name:<40} n {g['n']:>6}  A {g['a']:.4f}  B {g['b']:.4f}  B − A {g['difference']:+.4f}  "
+            f"95% CI [{lo:+.4f}, {hi:+.4f}]  p {g['bootstrap']['p_value']:.4f}  Holm p {g['p_holm']:.4f}"
+        )
         if "t_test" in g:
             line += f"  t-test p {g['t_test']['p_value']:.3f}"
         elif "mcnemar" in g:
@@ -163,7 +205,10 @@ def _run_suite(args: argparse.Namespace, runs_a: list[str], runs_b: list[str]) -
     from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, suite_records_of
 
     runs_a, runs_b = _by_seed(runs_a), _by_seed(runs_b)
-    r = compare_minimal_pairs([suite_records_of(d, args.suite) for d in runs_a],
-                              [suite_records_of(d, args.suite) for d in runs_b], level=args.level,
-                              resamples=args.resamples or 10000)
+    r = compare_minimal_pairs(
+        [suite_records_of(d, args.suite) for d in runs_a],
+        [suite_records_of(d, args.suite) for d in runs_b],
+        level=args.level,
+        resamples=args.resamples or 10000,
+    )
     return _report(args, {"suite": args.suite, "a": runs_a, "b": runs_b, **r}, format_suite_comparison)

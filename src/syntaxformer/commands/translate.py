@@ -39,8 +39,12 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
     from syntaxformer.utils import atomic_write, check_output
 
-    for flag, value in (("--batch-size", args.batch_size), ("--beams", args.beams),
-                        ("--max-source-length", args.max_source_length), ("--threads", args.threads)):
+    for flag, value in (
+        ("--batch-size", args.batch_size),
+        ("--beams", args.beams),
+        ("--max-source-length", args.max_source_length),
+        ("--threads", args.threads),
+    ):
         if value is not None and value < 1:
             raise ConfigError(f"{flag} {value} is not valid; it must be a positive whole number")
     if args.threads is not None:
@@ -56,11 +60,18 @@ def run(args: argparse.Namespace) -> int:
     if args.reference:
         references = read_corpus(args.reference).sources
         if len(references) != len(sources):
-            raise DataError(f"{args.reference} has {len(references)} references for {len(sources)} "
-                            f"sources in {args.input}")
+            raise DataError(
+                f"{args.reference} has {len(references)} references for {len(sources)} sources in {args.input}"
+            )
     tm = load_translation_model(args.model, max_source_length=args.max_source_length)
-    hyps = translate(tm, sources, batch_size=args.batch_size, num_beams=args.beams,
-                     show_progress=not args.no_progress, name=args.input)
+    hyps = translate(
+        tm,
+        sources,
+        batch_size=args.batch_size,
+        num_beams=args.beams,
+        show_progress=not args.no_progress,
+        name=args.input,
+    )
     with atomic_write(args.output) as f:
         f.write("".join(h + "\n" for h in hyps))
     summary = {"input": args.input, "output": args.output, "sentences": len(hyps)}

@@ -109,7 +109,8 @@ def _check_offsets(text: str, sentences: list[Sentence], offsets: list[tuple[int
         if not (0 <= a < b <= len(text)) or a < prev_end:
             raise AlignmentError(
                 f"word {w!r} has offsets ({a}, {b}) that are out of order or outside the text of length "
-                f"{len(text)}; word offsets must be increasing, non-overlapping spans of the text")
+                f"{len(text)}; word offsets must be increasing, non-overlapping spans of the text"
+            )
         prev_end = b
 
 
@@ -193,8 +194,10 @@ class _Template:
 
         # Encode tiny texts with special tokens and read off where the specials went. (``post_process`` on
         # pre-made encodings loses the first sequence id in tokenizers 0.23, so use ``encode`` itself.)
-        return _Template(layout(backend.encode("a", add_special_tokens=True)),
-                         layout(backend.encode("a", "b", add_special_tokens=True)))
+        return _Template(
+            layout(backend.encode("a", add_special_tokens=True)),
+            layout(backend.encode("a", "b", add_special_tokens=True)),
+        )
 
     def n_special(self, pair: bool) -> int:
         return sum(1 for item in (self.pair if pair else self.single) if item[0] == "special")
@@ -219,15 +222,22 @@ class SyntaxAligner:
         add_special_tokens: add [CLS]/[SEP]-style tokens.
     """
 
-    def __init__(self, tokenizer: Any, max_length: int | None = None, stride: int | None = None,
-                 window_segment: int | None = 0, add_special_tokens: bool = True):
+    def __init__(
+        self,
+        tokenizer: Any,
+        max_length: int | None = None,
+        stride: int | None = None,
+        window_segment: int | None = 0,
+        add_special_tokens: bool = True,
+    ):
         from tokenizers import Tokenizer
 
         backend = tokenizer if isinstance(tokenizer, Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
             raise AlignmentError(
                 f"{type(tokenizer).__name__} is not a fast tokenizer; load it with "
-                "AutoTokenizer.from_pretrained(name, use_fast=True) (character offsets are required)")
+                "AutoTokenizer.from_pretrained(name, use_fast=True) (character offsets are required)"
+            )
         # A private copy: the user's tokenizer may carry truncation/padding settings we must not use or change.
         self._backend = Tokenizer.from_str(backend.to_str())
         self._backend.no_truncation()
@@ -235,18 +245,23 @@ class SyntaxAligner:
         if max_length is None:
             limit = getattr(tokenizer, "model_max_length", None)
             max_length = int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else None
-        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer))
-                                       or max_length < 1):
+        if max_length is not None and (
+            isinstance(max_length, bool) or not isinstance(max_length, (int, np.integer)) or max_length < 1
+        ):
             raise ConfigError(f"max_length={max_length!r} must be a positive whole number of tokens (or None)")
         if stride is not None:
             if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 0:
-                raise ConfigError(f"stride={stride!r} (tokens shared by consecutive windows) must be a whole "
-                                  "number >= 0; a negative stride would skip the words between windows")
+                raise ConfigError(
+                    f"stride={stride!r} (tokens shared by consecutive windows) must be a whole "
+                    "number >= 0; a negative stride would skip the words between windows"
+                )
             if max_length is None:
                 raise ConfigError("sliding windows (stride) need a max_length")
             if stride >= max_length:
-                raise ConfigError(f"stride={stride} must be smaller than max_length={max_length} (windows overlap "
-                                  "by stride tokens, so each must move forward)")
+                raise ConfigError(
+                    f"stride={stride} must be smaller than max_length={max_length} (windows overlap "
+                    "by stride tokens, so each must move forward)"
+                )
         if window_segment not in (None, 0, 1):
             raise ConfigError(f"window_segment={window_segment!r} must be 0 (first text), 1 (second text) or None")
         self.max_length = max_length
@@ -260,8 +275,9 @@ class SyntaxAligner:
         """Align one example (a text or a pair of texts). Returns its windows (one unless ``stride`` is set)."""
         return self.align_batch([text_a], None if text_b is None else [text_b])[0]
 
-    def align_batch(self, texts_a: Sequence[TextLike],
-                    texts_b: Sequence[TextLike] | None = None) -> list[list[AlignedExample]]:
+    def align_batch(
+        self, texts_a: Sequence[TextLike], texts_b: Sequence[TextLike] | None = None
+    ) -> list[list[AlignedExample]]:
         """Align many examples; the tokenizer runs once over all texts (parallel in Rust)."""
         if texts_b is not None and len(texts_b) != len(texts_a):
             raise InputError(f"{len(texts_a)} first texts but {len(texts_b)} second texts")
@@ -300,7 +316,7 @@ class SyntaxAligner:
             else:
                 words = local + base
                 counts = np.bincount(local, minlength=n_w)
-                n_pieces[base:base + n_w] = counts
+                n_pieces[base : base + n_w] = counts
                 # k-th piece of its word: position minus the position of the word's first piece
                 first = np.zeros(n_w, dtype=np.int64)
                 order_first = np.unique(local, return_index=True)
@@ -341,7 +357,8 @@ class SyntaxAligner:
                 elif room <= 0:
                     raise ConfigError(
                         f"the text that is not windowed is {fixed} tokens long and fills max_length="
-                        f"{self.max_length}; raise max_length or truncate that text")
+                        f"{self.max_length}; raise max_length or truncate that text"
+                    )
                 else:
                     if self.stride is not None and self.stride >= room:
                         raise ConfigError(f"stride={self.stride} must be smaller than the window room {room}")
@@ -354,8 +371,11 @@ class SyntaxAligner:
                         spans = [(0, n) for n in lengths]
                         spans[seg] = (s, min(s + room, lengths[seg]))
                         spans_list.append(spans)
-        template = (self._template.pair if pair else self._template.single) if self.add_special_tokens else \
-            [("seq", k, 0) for k in range(len(ids))]
+        template = (
+            (self._template.pair if pair else self._template.single)
+            if self.add_special_tokens
+            else [("seq", k, 0) for k in range(len(ids))]
+        )
         out = []
         for w, spans in enumerate(spans_list):
             cols: dict[str, list[np.ndarray]] = {k: [] for k in ("ids", "tt", "word", "piece", "off", "seq")}
@@ -377,10 +397,19 @@ class SyntaxAligner:
                     cols["off"].append(offsets[value][a:b])
                     cols["seq"].append(np.full(b - a, value, dtype=np.int64))
             cat = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
-            out.append(AlignedExample(
-                input_ids=cat["ids"], word_index=cat["word"], piece_index=cat["piece"], n_pieces=n_pieces,
-                forest=forest, token_type_ids=cat["tt"], window=w, offsets=cat["off"].reshape(-1, 2),
-                sequence_ids=cat["seq"]))
+            out.append(
+                AlignedExample(
+                    input_ids=cat["ids"],
+                    word_index=cat["word"],
+                    piece_index=cat["piece"],
+                    n_pieces=n_pieces,
+                    forest=forest,
+                    token_type_ids=cat["tt"],
+                    window=w,
+                    offsets=cat["off"].reshape(-1, 2),
+                    sequence_ids=cat["seq"],
+                )
+            )
         return out
 
 

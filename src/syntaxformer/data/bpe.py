@@ -21,8 +21,17 @@ from transformers import PreTrainedTokenizerFast
 
 from syntaxformer.errors import DataError
 
-__all__ = ["SPECIAL_TOKENS", "PAD_ID", "UNK_ID", "BOS_ID", "EOS_ID", "train_bpe", "wrap", "save_tokenizers",
-           "load_tokenizers"]
+__all__ = [
+    "SPECIAL_TOKENS",
+    "PAD_ID",
+    "UNK_ID",
+    "BOS_ID",
+    "EOS_ID",
+    "train_bpe",
+    "wrap",
+    "save_tokenizers",
+    "load_tokenizers",
+]
 
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>")
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -44,27 +53,37 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 4000, min_frequency: int =
 
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
-        pre_tokenizers.Punctuation(behavior="isolated"),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+            pre_tokenizers.Punctuation(behavior="isolated"),
+        ]
+    )
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                  special_tokens=list(SPECIAL_TOKENS), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS), show_progress=False
+    )
     tok.train_from_iterator(list(texts), trainer=trainer)
     for i, t in enumerate(SPECIAL_TOKENS):
         # internal invariant (not user input), guaranteed by the trainer's special_tokens order
         if tok.token_to_id(t) != i:  # pragma: no cover
             raise RuntimeError(f"special token {t} got id {tok.token_to_id(t)}, expected {i}")
-    tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
-                                                       special_tokens=[("</s>", EOS_ID)])
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", EOS_ID)]
+    )
     return wrap(tok)
 
 
 def wrap(tokenizer) -> PreTrainedTokenizerFast:
     """A ``tokenizers.Tokenizer`` as a ``transformers`` fast tokenizer with our special tokens."""
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>",
-                                   bos_token="<s>", eos_token="</s>", model_max_length=1024)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        model_max_length=1024,
+    )
 
 
 def save_tokenizers(source, target, folder: str | Path) -> None:
@@ -85,8 +104,10 @@ def load_tokenizers(folder: str | Path) -> tuple[PreTrainedTokenizerFast, PreTra
     for side in ("source", "target"):
         path = Path(folder) / f"{side}_tokenizer"
         if local and not (path / "tokenizer.json").is_file():
-            raise DataError(f"{path}/tokenizer.json not found; {folder} is not a translation model folder "
-                            "(expected source_tokenizer/ and target_tokenizer/ beside config.json, as "
-                            "`syntaxformer train --task translation` writes them)")
+            raise DataError(
+                f"{path}/tokenizer.json not found; {folder} is not a translation model folder "
+                "(expected source_tokenizer/ and target_tokenizer/ beside config.json, as "
+                "`syntaxformer train --task translation` writes them)"
+            )
         out.append(PreTrainedTokenizerFast.from_pretrained(str(folder), subfolder=f"{side}_tokenizer"))
     return out[0], out[1]

@@ -20,8 +20,9 @@ from syntaxformer.errors import InputError
 _PAD_VALUES = {"attention_mask": 0, "token_type_ids": 0}
 
 
-def example_arrays(example: AlignedExample, criterion: str = "share", max_distance: int = 15,
-                   constituency: bool = True) -> dict[str, np.ndarray]:
+def example_arrays(
+    example: AlignedExample, criterion: str = "share", max_distance: int = 15, constituency: bool = True
+) -> dict[str, np.ndarray]:
     """Token arrays plus compact syntax tensors of one window (see :func:`syntaxformer.data.encode.encode_syntax`)."""
     from syntaxformer.data.encode import encode_syntax
 
@@ -35,8 +36,9 @@ def example_arrays(example: AlignedExample, criterion: str = "share", max_distan
     return out
 
 
-def pad_arrays(features: Sequence[Mapping[str, np.ndarray]], pad_token_id: int = 0,
-               pad_to_multiple_of: int | None = None) -> dict[str, torch.Tensor]:
+def pad_arrays(
+    features: Sequence[Mapping[str, np.ndarray]], pad_token_id: int = 0, pad_to_multiple_of: int | None = None
+) -> dict[str, torch.Tensor]:
     """Pad a list of per-example dicts of arrays (first dimension = sequence length) into batched tensors.
 
     Args:
@@ -62,9 +64,11 @@ def pad_arrays(features: Sequence[Mapping[str, np.ndarray]], pad_token_id: int =
     for key in keys:
         first = np.asarray(features[0][key])
         if first.dtype.kind in "USO":
-            raise InputError(f"field {key!r} holds {first.dtype.name} values ({features[0][key]!r:.40}), not numbers: "
-                             "it is not a model input; drop it (e.g. ds.remove_columns([...]), or the Trainer's "
-                             "remove_unused_columns=True) before collating")
+            raise InputError(
+                f"field {key!r} holds {first.dtype.name} values ({features[0][key]!r:.40}), not numbers: "
+                "it is not a model input; drop it (e.g. ds.remove_columns([...]), or the Trainer's "
+                "remove_unused_columns=True) before collating"
+            )
         if first.ndim == 0:
             batch[key] = torch.as_tensor(np.stack([np.asarray(f[key]) for f in features]))
             continue
@@ -103,7 +107,8 @@ class SyntaxCollator:
     def __call__(self, examples: Sequence[AlignedExample | Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         feats = [
             example_arrays(e, self.criterion, self.max_distance, self.constituency)
-            if isinstance(e, AlignedExample) else {_LABEL_NAMES.get(k, k): np.asarray(v) for k, v in e.items()}
+            if isinstance(e, AlignedExample)
+            else {_LABEL_NAMES.get(k, k): np.asarray(v) for k, v in e.items()}
             for e in examples
         ]
         return pad_arrays(feats, self.pad_token_id, self.pad_to_multiple_of)

@@ -42,9 +42,7 @@ EMPTY_TAGS: frozenset[str] = frozenset({"-NONE-"})
 WRAPPER_LABELS: frozenset[str] = frozenset({"", "ROOT", "TOP"})
 
 #: PTB escapes of brackets inside words, and their plain form.
-PTB_ESCAPES: dict[str, str] = {
-    "-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]",
-}
+PTB_ESCAPES: dict[str, str] = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]"}
 
 # Only ASCII white space separates tokens: SST has words such as "8\xa01\/2" with a no-break space inside.
 _ASCII_SPACE = frozenset(" \t\n\r\f\v")
@@ -157,14 +155,21 @@ class Tree:
             if words and len(words) < len(children):
                 raise FormatError(
                     f"node {label!r} mixes words {words[:3]} with sub-trees; a word must be the only child of a "
-                    f"pre-terminal such as (NN word), in {_clip(text)}", source, where(first_word))
+                    f"pre-terminal such as (NN word), in {_clip(text)}",
+                    source,
+                    where(first_word),
+                )
             if len(words) > 1:
                 raise FormatError(
                     f"node {label!r} has several words {words[:3]}; a pre-terminal holds exactly one word, "
-                    f"as in (NN word), in {_clip(text)}", source, where(first_word))
+                    f"as in (NN word), in {_clip(text)}",
+                    source,
+                    where(first_word),
+                )
             if not children:
-                raise FormatError(f"node {label!r} has no children (empty tree) in {_clip(text)}",
-                                  source, where(opened))
+                raise FormatError(
+                    f"node {label!r} has no children (empty tree) in {_clip(text)}", source, where(opened)
+                )
             return cls(label, children)
 
         # Iterative (an explicit stack of open nodes), so no input can exhaust Python's recursion limit here;
@@ -180,9 +185,12 @@ class Tree:
                 if tree is not None:
                     break  # text after the tree
                 if len(stack) >= MAX_TREE_DEPTH:
-                    raise FormatError(f"tree nested more than {MAX_TREE_DEPTH} levels deep in {_clip(text)}; "
-                                      f"treebank trees are far shallower (split or flatten the tree)",
-                                      source, where(pos))
+                    raise FormatError(
+                        f"tree nested more than {MAX_TREE_DEPTH} levels deep in {_clip(text)}; "
+                        f"treebank trees are far shallower (split or flatten the tree)",
+                        source,
+                        where(pos),
+                    )
                 opened = pos
                 pos += 1
                 label = ""
@@ -209,12 +217,18 @@ class Tree:
                 pos += 1
         if stack:
             label, _, opened, _ = stack[-1]
-            raise FormatError(f"unbalanced brackets: missing ')' for the {label or 'unlabelled'!r} node "
-                              f"opened on line {where(opened)} in {_clip(text)}" if line is not None else
-                              f"unbalanced brackets: missing ')' in {_clip(text)}", source, where(len(tokens)))
+            raise FormatError(
+                f"unbalanced brackets: missing ')' for the {label or 'unlabelled'!r} node "
+                f"opened on line {where(opened)} in {_clip(text)}"
+                if line is not None
+                else f"unbalanced brackets: missing ')' in {_clip(text)}",
+                source,
+                where(len(tokens)),
+            )
         if pos != len(tokens) or tree is None:
-            raise FormatError(f"unexpected text after the tree: {' '.join(tokens[pos:pos + 5])!r}",
-                              source, where(pos))
+            raise FormatError(
+                f"unexpected text after the tree: {' '.join(tokens[pos : pos + 5])!r}", source, where(pos)
+            )
         return tree
 
     def to_string(self) -> str:
@@ -314,7 +328,7 @@ def function_tags(label: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _function_tags(label: str) -> tuple[str, ...]:
-    rest = label[len(base_label(label)):]
+    rest = label[len(base_label(label)) :]
     return tuple(t for t in re.split(r"[-=|]", rest) if t and not t.isdigit())
 
 
@@ -351,8 +365,7 @@ def remove_empty(tree: Tree, empty_tags: frozenset[str] | set[str] = EMPTY_TAGS)
 
 def strip_function_tags(tree: Tree) -> Tree:
     """A copy of ``tree`` whose labels are reduced by :func:`base_label` (pre-terminal tags included)."""
-    return Tree(base_label(tree.label),
-                [c if isinstance(c, str) else strip_function_tags(c) for c in tree.children])
+    return Tree(base_label(tree.label), [c if isinstance(c, str) else strip_function_tags(c) for c in tree.children])
 
 
 def unwrap(tree: Tree, labels: frozenset[str] | set[str] = WRAPPER_LABELS) -> Tree:
@@ -365,8 +378,9 @@ def unwrap(tree: Tree, labels: frozenset[str] | set[str] = WRAPPER_LABELS) -> Tr
     return tree
 
 
-def clean_ptb(tree: Tree, *, strip_tags: bool = True, remove_empties: bool = True,
-              unwrap_root: bool = True) -> Tree | None:
+def clean_ptb(
+    tree: Tree, *, strip_tags: bool = True, remove_empties: bool = True, unwrap_root: bool = True
+) -> Tree | None:
     """Clean a treebank tree: drop empty elements, strip function tags, remove the root wrapper.
 
     Args:
@@ -426,15 +440,22 @@ def iter_bracketed(text: str, source: str | None = None, first_line: int = 1) ->
                 raise FormatError("unbalanced brackets: ')' without a matching '('", source, line)
             depth -= 1
             if depth == 0:
-                yield text[start:k + 1], start_line
+                yield text[start : k + 1], start_line
         elif depth == 0 and ch not in _ASCII_SPACE:
             end = text.find("\n", k)
-            stray = text[k:end if end >= 0 else len(text)].strip()
-            raise FormatError(f"text outside a bracketed tree: {_clip(stray, 40)}; each tree must be enclosed "
-                              "in '(' ... ')'", source, line)
+            stray = text[k : end if end >= 0 else len(text)].strip()
+            raise FormatError(
+                f"text outside a bracketed tree: {_clip(stray, 40)}; each tree must be enclosed in '(' ... ')'",
+                source,
+                line,
+            )
     if depth > 0:
-        raise FormatError(f"unbalanced brackets: the tree starting on line {start_line} is missing "
-                          f"{depth} ')' at the end of the input", source, start_line)
+        raise FormatError(
+            f"unbalanced brackets: the tree starting on line {start_line} is missing "
+            f"{depth} ')' at the end of the input",
+            source,
+            start_line,
+        )
 
 
 def read_bracketed(path: str | Path) -> Iterator[tuple[Tree, int]]:
@@ -511,8 +532,9 @@ def projectivize(heads: "list[int] | tuple[int, ...]") -> list[int]:
         out[d] = out[out[d]]
 
 
-def dependency_to_constituency(words: "list[str]", heads: "list[int]", pos: "list[str] | None" = None, *,
-                               root_label: str = "S") -> Tree:
+def dependency_to_constituency(
+    words: "list[str]", heads: "list[int]", pos: "list[str] | None" = None, *, root_label: str = "S"
+) -> Tree:
     """A constituency tree read off a dependency tree (the fallback where no constituency parse exists).
 
     Every word with dependents heads a phrase spanning its (projectivized, :func:`projectivize`) subtree; the
@@ -529,8 +551,9 @@ def dependency_to_constituency(words: "list[str]", heads: "list[int]", pos: "lis
     if n == 0:
         raise InputError("dependency_to_constituency: a sentence needs at least one word")
     if len(heads) != n or (pos is not None and len(pos) != n):
-        raise InputError(f"dependency_to_constituency: {len(heads)} heads / "
-                         f"{'-' if pos is None else len(pos)} tags for {n} words")
+        raise InputError(
+            f"dependency_to_constituency: {len(heads)} heads / {'-' if pos is None else len(pos)} tags for {n} words"
+        )
     proj = projectivize(heads)
     kids: list[list[int]] = [[] for _ in range(n)]
     for i, h in enumerate(proj):

@@ -68,16 +68,24 @@ CRITERIA = ("share", "children")
 #: Names of the arrays returned by :func:`encode_syntax` (all ``[L]`` or ``[L, D]``; padded with -1 by the
 #: collator).
 DEPENDENCY_KEYS = (
-    "syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent",
-    "dep_anc_lo", "dep_anc_hi", "dep_anc_head",
+    "syntax_tree",
+    "syntax_segment",
+    "dep_tin",
+    "dep_tout",
+    "dep_depth",
+    "dep_parent",
+    "dep_anc_lo",
+    "dep_anc_hi",
+    "dep_anc_head",
 )
 CONSTITUENCY_KEYS = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
 
 _DTYPE = np.int32
 
 
-def encode_syntax(example: AlignedExample, criterion: str = "share", max_distance: int = 15,
-                  constituency: bool = True) -> dict[str, np.ndarray]:
+def encode_syntax(
+    example: AlignedExample, criterion: str = "share", max_distance: int = 15, constituency: bool = True
+) -> dict[str, np.ndarray]:
     """Compact syntax arrays of one window (no L x L array anywhere).
 
     Args:
@@ -158,7 +166,8 @@ def encode_syntax(example: AlignedExample, criterion: str = "share", max_distanc
             bad = int(pos[np.flatnonzero(too_far)[0]])
             raise AlignmentError(
                 f"position {bad} is piece {int(piece_index[bad])} of word {int(word_index[bad])}, which has only "
-                f"{int(n_pieces[word_index[bad]])} pieces in the full tokenization (n_pieces)")
+                f"{int(n_pieces[word_index[bad]])} pieces in the full tokenization (n_pieces)"
+            )
         pos_node = word_node[words - a] + pieces
 
     tin, tout = euler_tour(node_heads)
@@ -191,8 +200,10 @@ def encode_syntax(example: AlignedExample, criterion: str = "share", max_distanc
 
 
 def _empty(L: int, D: int, constituency: bool) -> dict[str, np.ndarray]:
-    out = {k: np.full(L, -1, dtype=_DTYPE) for k in
-           ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")}
+    out = {
+        k: np.full(L, -1, dtype=_DTYPE)
+        for k in ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
+    }
     out["dep_anc_lo"] = np.zeros((L, D), dtype=_DTYPE)
     out["dep_anc_hi"] = np.full((L, D), -1, dtype=_DTYPE)
     out["dep_anc_head"] = np.full((L, D), -1, dtype=_DTYPE)
@@ -220,11 +231,12 @@ def _word_range(tree_id: np.ndarray, words: np.ndarray) -> tuple[int, int, np.nd
         bad = int(np.flatnonzero(np.diff(tree_id) < 0)[0]) + 1
         raise AlignmentError(
             f"forest word {bad} has tree_id {int(tree_id[bad])} after {int(tree_id[bad - 1])}; the words of a "
-            f"sentence must be contiguous and sentences in increasing tree_id order")
+            f"sentence must be contiguous and sentences in increasing tree_id order"
+        )
     bounds, ids = _runs(tree_id)
     r_lo = int(np.searchsorted(bounds, words.min(), side="right")) - 1
     r_hi = int(np.searchsorted(bounds, words.max(), side="right")) - 1
-    return int(bounds[r_lo]), int(bounds[r_hi + 1]), bounds[r_lo:r_hi + 2], ids[r_lo:r_hi + 1]
+    return int(bounds[r_lo]), int(bounds[r_hi + 1]), bounds[r_lo : r_hi + 2], ids[r_lo : r_hi + 1]
 
 
 def _check_heads_in_range(heads: np.ndarray, tree_id: np.ndarray, a: int, b: int) -> None:
@@ -236,7 +248,8 @@ def _check_heads_in_range(heads: np.ndarray, tree_id: np.ndarray, a: int, b: int
         w = a + int(np.flatnonzero(bad)[0])
         raise AlignmentError(
             f"word {w} (sentence {int(tree_id[w])}) has head {int(heads[w])}, which is not a word of the same "
-            f"sentence; heads must be forest indices of words of the same sentence, or -1 for a root")
+            f"sentence; heads must be forest indices of words of the same sentence, or -1 for a root"
+        )
 
 
 def _ancestor_table(heads: np.ndarray, D: int) -> np.ndarray:
@@ -279,8 +292,7 @@ class _Phrases:
                 end[node] = pos - 1
             elif isinstance(node, str) or node.is_preterminal():  # a word (under its pre-terminal, if any)
                 if pos >= stop:
-                    raise TreeError(f"{what}: constituency tree has more leaves than the sentence's {n_words} "
-                                    f"words")
+                    raise TreeError(f"{what}: constituency tree has more leaves than the sentence's {n_words} words")
                 leaf_parent[pos - s0] = par
                 pos += 1
             elif not node.children:
@@ -309,9 +321,18 @@ def _lexical_heads(start: np.ndarray, end: np.ndarray, word_depth: np.ndarray) -
     return np.minimum.reduceat(score, idx)[0::2] % n
 
 
-def _encode_constituency(out: dict[str, np.ndarray], trees: Sequence[Tree | None] | None, bounds: np.ndarray,
-                         run_ids: np.ndarray, a: int, b: int, word_depth: np.ndarray, pos: np.ndarray,
-                         words: np.ndarray, D: int) -> None:
+def _encode_constituency(
+    out: dict[str, np.ndarray],
+    trees: Sequence[Tree | None] | None,
+    bounds: np.ndarray,
+    run_ids: np.ndarray,
+    a: int,
+    b: int,
+    word_depth: np.ndarray,
+    pos: np.ndarray,
+    words: np.ndarray,
+    D: int,
+) -> None:
     """Fill the ``con_*`` arrays of the visible positions ``pos`` (words ``words``) in place.
 
     ``bounds`` / ``run_ids``: word boundaries and tree ids of the sentences in the range ``[a, b)``;
@@ -327,8 +348,8 @@ def _encode_constituency(out: dict[str, np.ndarray], trees: Sequence[Tree | None
         if tree is None:
             continue
         s0, s1 = int(bounds[r]), int(bounds[r + 1])
-        phrases.add(tree, s0 - a, s1 - s0, leaf_parent[s0 - a:s1 - a], f"sentence {t}")
-        con_depth[s0 - a:s1 - a] = 0
+        phrases.add(tree, s0 - a, s1 - s0, leaf_parent[s0 - a : s1 - a], f"sentence {t}")
+        con_depth[s0 - a : s1 - a] = 0
     out["con_key"][pos] = words
     r = words - a
     if not phrases.start:

@@ -33,8 +33,15 @@ from syntaxformer.data.constituency import Tree, base_label, function_tags
 from syntaxformer.errors import TreeError
 
 __all__ = [
-    "Dependencies", "PUNCT_TAGS", "PTB_TO_UPOS", "to_dependencies", "unlabeled_to_dependencies",
-    "head_child", "guess_tags", "ptb_to_upos", "is_punct_tag",
+    "Dependencies",
+    "PUNCT_TAGS",
+    "PTB_TO_UPOS",
+    "to_dependencies",
+    "unlabeled_to_dependencies",
+    "head_child",
+    "guess_tags",
+    "ptb_to_upos",
+    "is_punct_tag",
 ]
 
 #: PTB tags of punctuation (spaCy's ``punct``). ``$`` and ``#`` are symbols, not punctuation.
@@ -43,14 +50,59 @@ PUNCT_TAGS: frozenset[str] = frozenset({",", ".", ":", "``", "''", "-LRB-", "-RR
 #: PTB (and OntoNotes) tag -> Universal Dependencies UPOS. Context-dependent cases (auxiliaries, ``IN`` as a
 #: subordinating conjunction) are refined by :func:`ptb_to_upos` when words / labels are given.
 PTB_TO_UPOS: dict[str, str] = {
-    "CC": "CCONJ", "CD": "NUM", "DT": "DET", "EX": "PRON", "FW": "X", "IN": "ADP", "JJ": "ADJ", "JJR": "ADJ",
-    "JJS": "ADJ", "LS": "X", "MD": "AUX", "NN": "NOUN", "NNS": "NOUN", "NNP": "PROPN", "NNPS": "PROPN",
-    "PDT": "DET", "POS": "PART", "PRP": "PRON", "PRP$": "PRON", "RB": "ADV", "RBR": "ADV", "RBS": "ADV",
-    "RP": "ADP", "SYM": "SYM", "TO": "PART", "UH": "INTJ", "VB": "VERB", "VBD": "VERB", "VBG": "VERB",
-    "VBN": "VERB", "VBP": "VERB", "VBZ": "VERB", "WDT": "PRON", "WP": "PRON", "WP$": "PRON", "WRB": "ADV",
-    "$": "SYM", "#": "SYM", ",": "PUNCT", ".": "PUNCT", ":": "PUNCT", "``": "PUNCT", "''": "PUNCT",
-    "-LRB-": "PUNCT", "-RRB-": "PUNCT", "HYPH": "PUNCT", "NFP": "PUNCT", "ADD": "X", "AFX": "ADJ", "GW": "X",
-    "XX": "X", "NIL": "X", "_SP": "SPACE",
+    "CC": "CCONJ",
+    "CD": "NUM",
+    "DT": "DET",
+    "EX": "PRON",
+    "FW": "X",
+    "IN": "ADP",
+    "JJ": "ADJ",
+    "JJR": "ADJ",
+    "JJS": "ADJ",
+    "LS": "X",
+    "MD": "AUX",
+    "NN": "NOUN",
+    "NNS": "NOUN",
+    "NNP": "PROPN",
+    "NNPS": "PROPN",
+    "PDT": "DET",
+    "POS": "PART",
+    "PRP": "PRON",
+    "PRP$": "PRON",
+    "RB": "ADV",
+    "RBR": "ADV",
+    "RBS": "ADV",
+    "RP": "ADP",
+    "SYM": "SYM",
+    "TO": "PART",
+    "UH": "INTJ",
+    "VB": "VERB",
+    "VBD": "VERB",
+    "VBG": "VERB",
+    "VBN": "VERB",
+    "VBP": "VERB",
+    "VBZ": "VERB",
+    "WDT": "PRON",
+    "WP": "PRON",
+    "WP$": "PRON",
+    "WRB": "ADV",
+    "$": "SYM",
+    "#": "SYM",
+    ",": "PUNCT",
+    ".": "PUNCT",
+    ":": "PUNCT",
+    "``": "PUNCT",
+    "''": "PUNCT",
+    "-LRB-": "PUNCT",
+    "-RRB-": "PUNCT",
+    "HYPH": "PUNCT",
+    "NFP": "PUNCT",
+    "ADD": "X",
+    "AFX": "ADJ",
+    "GW": "X",
+    "XX": "X",
+    "NIL": "X",
+    "_SP": "SPACE",
 }
 
 _VERB_TAGS = frozenset({"VB", "VBD", "VBG", "VBN", "VBP", "VBZ"})
@@ -73,12 +125,18 @@ _COMPLEMENTIZERS = frozenset({"that", "whether", "if"})
 # children are scanned in that direction and the first whose category is listed wins. Written for semantic
 # heads (prepositions over their object, clauses over complementizers, adjectives over their adverbs).
 _RULES: dict[str, list[tuple[str, frozenset[str]]]] = {
-    k: [(d, frozenset(v)) for d, v in groups] for k, groups in {
-        "ADJP": [("left", ["JJ", "JJR", "JJS", "VBN", "VBG", "ADJP", "VBD"]),
-                 ("right", ["NN", "NNS", "NNP", "NNPS", "NX", "NP"]),
-                 ("right", ["QP", "CD", "$", "ADVP", "RB", "RBR", "RBS", "DT", "IN"])],
-        "ADVP": [("right", ["RB", "RBR", "RBS", "WRB", "ADVP", "JJ", "JJR", "JJS"]), ("right", ["IN"]),
-                 ("left", ["TO", "CD", "VBN", "VBG", "NP", "NN", "NNS", "PP", "DT"])],
+    k: [(d, frozenset(v)) for d, v in groups]
+    for k, groups in {
+        "ADJP": [
+            ("left", ["JJ", "JJR", "JJS", "VBN", "VBG", "ADJP", "VBD"]),
+            ("right", ["NN", "NNS", "NNP", "NNPS", "NX", "NP"]),
+            ("right", ["QP", "CD", "$", "ADVP", "RB", "RBR", "RBS", "DT", "IN"]),
+        ],
+        "ADVP": [
+            ("right", ["RB", "RBR", "RBS", "WRB", "ADVP", "JJ", "JJR", "JJS"]),
+            ("right", ["IN"]),
+            ("left", ["TO", "CD", "VBN", "VBG", "NP", "NN", "NNS", "PP", "DT"]),
+        ],
         "CONJP": [("left", ["CC", "RB", "IN"])],
         "FRAG": [("left", ["VP", "S", "SINV", "SQ", "SBAR", "SBARQ", "NP", "ADJP", "PP", "ADVP"])],
         "INTJ": [("left", ["UH", "INTJ"])],
@@ -91,10 +149,16 @@ _RULES: dict[str, list[tuple[str, frozenset[str]]]] = {
         "PRT": [("right", ["RP"])],
         "QP": [("right", ["CD"]), ("left", ["$", "#", "NNS", "NN", "JJ", "RB", "DT", "QP", "JJR", "JJS"])],
         "RRC": [("left", ["VP", "NP", "ADVP", "ADJP", "PP"])],
-        "S": [("left", ["VP"]), ("left", ["S", "SINV", "SQ", "SBARQ", "SBAR"]),
-              ("left", ["ADJP", "NP", "PP", "UCP", "FRAG", "ADVP", "X"])],
-        "SBAR": [("left", ["S", "SQ", "SINV", "SBAR", "SBARQ", "FRAG", "VP"]),
-                 ("left", ["NP", "ADJP", "PP", "ADVP"]), ("left", ["IN", "WHNP", "WHADVP", "WHPP", "DT"])],
+        "S": [
+            ("left", ["VP"]),
+            ("left", ["S", "SINV", "SQ", "SBARQ", "SBAR"]),
+            ("left", ["ADJP", "NP", "PP", "UCP", "FRAG", "ADVP", "X"]),
+        ],
+        "SBAR": [
+            ("left", ["S", "SQ", "SINV", "SBAR", "SBARQ", "FRAG", "VP"]),
+            ("left", ["NP", "ADJP", "PP", "ADVP"]),
+            ("left", ["IN", "WHNP", "WHADVP", "WHPP", "DT"]),
+        ],
         "SBARQ": [("left", ["SQ", "S", "SINV", "SBARQ", "FRAG", "VP"])],
         "UCP": [],
         "WHADJP": [("right", ["JJ", "JJR", "ADJP"]), ("left", ["WRB", "RB"])],
@@ -127,8 +191,9 @@ def is_punct_tag(tag: str) -> bool:
     return tag in PUNCT_TAGS
 
 
-def ptb_to_upos(tags: Sequence[str], words: Sequence[str] | None = None,
-                deprels: Sequence[str] | None = None) -> list[str]:
+def ptb_to_upos(
+    tags: Sequence[str], words: Sequence[str] | None = None, deprels: Sequence[str] | None = None
+) -> list[str]:
     """Map PTB tags to UD UPOS with :data:`PTB_TO_UPOS`.
 
     Args:
@@ -238,8 +303,10 @@ class _Converter:
         self.tags = [base_label(t) for t in (tags if tags is not None else [t for _, t in pairs])]
         for w, t in pairs:
             if base_label(t) == "-NONE-":
-                raise TreeError(f"the tree still has the empty element (-NONE- {w}); remove empty elements "
-                                "first (syntaxformer.data.constituency.remove_empty)")
+                raise TreeError(
+                    f"the tree still has the empty element (-NONE- {w}); remove empty elements "
+                    "first (syntaxformer.data.constituency.remove_empty)"
+                )
         n = len(self.words)
         self.heads = [-1] * n
         self.labels = labels
@@ -267,8 +334,9 @@ class _Converter:
             i = self._leaf
             self._leaf += 1
             tag = self.tags[i]
-            return _Node(tag, tuple(function_tags(node.label)), True, i, self.words[i].lower(), tag,
-                         punct=tag in PUNCT_TAGS)
+            return _Node(
+                tag, tuple(function_tags(node.label)), True, i, self.words[i].lower(), tag, punct=tag in PUNCT_TAGS
+            )
         kids = [self.visit(c, depth + 1) for c in node.children]  # type: ignore[arg-type]
         cat = base_label(node.label)
         pending: list[_Node] = []
@@ -288,8 +356,16 @@ class _Converter:
         for k in kids:
             for p in k.pending or ():
                 self._link(p, head, "punct")
-        info = _Node(cat, tuple(function_tags(node.label)), False, head.head, head.word, head.tag,
-                     punct=all(k.punct for k in kids), pending=pending or None)
+        info = _Node(
+            cat,
+            tuple(function_tags(node.label)),
+            False,
+            head.head,
+            head.word,
+            head.tag,
+            punct=all(k.punct for k in kids),
+            pending=pending or None,
+        )
         if cat in _CLAUSE or cat == "VP":
             info.has_subject = any(self._is_subject(i, kids) for i in range(len(kids)))
         if cat == "SBAR":
@@ -350,8 +426,7 @@ class _Converter:
     def _coordination(self, cat: str, kids: list[_Node], coords: list[int], attach: bool) -> int:
         content = [i for i, k in enumerate(kids) if not k.punct]
         first, last = content[0], content[-1]
-        separators = set(coords) | {i for i, k in enumerate(kids)
-                                    if k.cat in _SEPARATORS and first < i < last}
+        separators = set(coords) | {i for i, k in enumerate(kids) if k.cat in _SEPARATORS and first < i < last}
         segments: list[list[int]] = [[]]
         for i in range(len(kids)):
             if i in separators:
@@ -364,8 +439,13 @@ class _Converter:
         # A flat noun phrase whose coordinator joins two pre-modifiers ("the stock and bond markets",
         # "black and white cat"): the phrase head stays the last noun, the coordination stays local.
         flat = all(k.pre for k in kids)
-        if (flat and cat in _NOMINAL | {"ADJP", "QP"} and len(coords) == 1 and len(segments) == 2
-                and len([i for i in segments[-1] if not kids[i].punct]) > 1):
+        if (
+            flat
+            and cat in _NOMINAL | {"ADJP", "QP"}
+            and len(coords) == 1
+            and len(segments) == 2
+            and len([i for i in segments[-1] if not kids[i].punct]) > 1
+        ):
             c = coords[0]
             h = self._head_index(cat, kids, [i for i in range(len(kids)) if i != c])
             left, right = c - 1, c + 1
@@ -424,8 +504,12 @@ class _Converter:
             for i in cand:
                 if kids[i].cat in ("NP", "NML", "WHNP"):
                     return i
-            for group in (("CD", "QP"), ("$", "#"), ("ADJP", "PRN", "JJ", "JJS", "JJR", "VBG"),
-                          ("PRP", "EX", "WP", "WDT", "DT", "FW", "SYM", "RB", "ADVP")):
+            for group in (
+                ("CD", "QP"),
+                ("$", "#"),
+                ("ADJP", "PRN", "JJ", "JJS", "JJR", "VBG"),
+                ("PRP", "EX", "WP", "WDT", "DT", "FW", "SYM", "RB", "ADVP"),
+            ):
                 for i in reversed(cand):
                     if kids[i].cat in group:
                         return i
@@ -500,8 +584,7 @@ class _Converter:
             if i > h:
                 if dc in ("PP", "WHPP"):
                     return "prep"
-                return "pobj" if dc in _NOMINAL or dc in _NOUN_TAGS or dc in ("QP", "CD", "PRP", "ADJP") \
-                    else "pcomp"
+                return "pobj" if dc in _NOMINAL or dc in _NOUN_TAGS or dc in ("QP", "CD", "PRP", "ADJP") else "pcomp"
             if dc in ("RB", "ADVP"):
                 return "advmod"  # rather <-advmod- than
             return "amod" if dc in ("JJ", "JJR", "JJS", "ADJP") else "dep"  # such <-amod- as (spaCy)
@@ -642,13 +725,48 @@ class _Converter:
 # ======================================================================================================
 # Word classes of the category-free converter, from the POS tag of a constituent's head.
 _V, _P, _TO, _N, _NUM, _A, _PP, _R, _D, _POSS, _POS, _CC, _PUNCT, _O = (
-    "V", "P", "TO", "N", "NUM", "A", "PP", "R", "D", "POSS", "POS", "CC", "PUNCT", "O")
-_RANK = {_V: 8, _P: 7, _TO: 7, _N: 6, _NUM: 5, _A: 5, _PP: 4, _R: 3, _D: 2, _POSS: 2, _POS: 1, _CC: 1,
-         _O: 1, _PUNCT: 0}
-_SUBORDINATORS = frozenset({
-    "because", "if", "although", "though", "while", "whether", "unless", "since", "that", "once", "until",
-    "whereas", "lest", "so", "than", "as", "before", "after", "when", "whenever", "where", "wherever",
-})
+    "V",
+    "P",
+    "TO",
+    "N",
+    "NUM",
+    "A",
+    "PP",
+    "R",
+    "D",
+    "POSS",
+    "POS",
+    "CC",
+    "PUNCT",
+    "O",
+)
+_RANK = {_V: 8, _P: 7, _TO: 7, _N: 6, _NUM: 5, _A: 5, _PP: 4, _R: 3, _D: 2, _POSS: 2, _POS: 1, _CC: 1, _O: 1, _PUNCT: 0}
+_SUBORDINATORS = frozenset(
+    {
+        "because",
+        "if",
+        "although",
+        "though",
+        "while",
+        "whether",
+        "unless",
+        "since",
+        "that",
+        "once",
+        "until",
+        "whereas",
+        "lest",
+        "so",
+        "than",
+        "as",
+        "before",
+        "after",
+        "when",
+        "whenever",
+        "where",
+        "wherever",
+    }
+)
 
 
 def _kind(tag: str) -> str:
@@ -695,8 +813,7 @@ class _Sub:
     coord_right: bool = False  # ends with a coordinator ("John and")
 
 
-def unlabeled_to_dependencies(tree: Tree, tags: Sequence[str] | None = None,
-                              labels: bool = True) -> Dependencies:
+def unlabeled_to_dependencies(tree: Tree, tags: Sequence[str] | None = None, labels: bool = True) -> Dependencies:
     """Convert a tree whose labels are not categories (SST sentiment trees) into a dependency tree.
 
     Each constituent gets a word class from the tag of its head word (verb, preposition, noun, number,
@@ -798,8 +915,13 @@ def unlabeled_to_dependencies(tree: Tree, tags: Sequence[str] | None = None,
         rel = _unlabeled_rel(head.kind, dep.kind, left, tags[dep.head], lower[dep.head])
         link(dep, head, rel)
         aux = head.aux and dep.kind in (_R, _PUNCT)
-        return replace(head, pre=False, aux=aux, adverbs=head.adverbs + (dep.head,) if aux else (),
-                       bare=head.bare and dep.kind in (_A, _N, _V, _R, _PP))
+        return replace(
+            head,
+            pre=False,
+            aux=aux,
+            adverbs=head.adverbs + (dep.head,) if aux else (),
+            bare=head.bare and dep.kind in (_A, _N, _V, _R, _PP),
+        )
 
     def visit(node: Tree | str) -> _Sub:
         nonlocal leaf
@@ -854,12 +976,11 @@ def _unlabeled_rel(head: str, dep: str, dep_left: bool, dep_tag: str, dep_word: 
 _LEXICON: dict[str, str] = {}
 for _tag, _words in {
     "DT": "the a an this these those some any no every each all both either neither another",
-    "PRP": "i you he she it we they me him us them myself yourself himself herself itself ourselves themselves "
-           "one",
+    "PRP": "i you he she it we they me him us them myself yourself himself herself itself ourselves themselves one",
     "PRP$": "my your his its our their",
     "IN": "of in on at by for with from about as into like through after over between against during without "
-          "before under around among than because if although though while whether since unless until upon "
-          "within across behind beyond despite toward towards throughout near off above below via per",
+    "before under around among than because if although though while whether since unless until upon "
+    "within across behind beyond despite toward towards throughout near off above below via per",
     "TO": "to",
     "CC": "and or but nor yet &",
     "MD": "will would can could should may might must shall wo ca 'll",
@@ -870,7 +991,7 @@ for _tag, _words in {
     "VBN": "been",
     "VBG": "being",
     "RB": "not n't never very too so also just only even still really quite rather almost often always ever "
-          "here there now then well more most less least again perhaps maybe yet",
+    "here there now then well more most less least again perhaps maybe yet",
     "WDT": "which that",
     "WP": "who whom what",
     "WP$": "whose",
@@ -880,14 +1001,53 @@ for _tag, _words in {
 }.items():
     for _w in _words.split():
         _LEXICON[_w] = _tag
-_PUNCT_WORDS = {",": ",", ".": ".", "!": ".", "?": ".", ":": ":", ";": ":", "--": ":", "-": ":", "...": ":",
-                "``": "``", "''": "''", '"': "``", "`": "``", "'": "''", "-LRB-": "-LRB-", "-RRB-": "-RRB-",
-                "(": "-LRB-", ")": "-RRB-", "-LCB-": "-LRB-", "-RCB-": "-RRB-", "-LSB-": "-LRB-",
-                "-RSB-": "-RRB-"}
+_PUNCT_WORDS = {
+    ",": ",",
+    ".": ".",
+    "!": ".",
+    "?": ".",
+    ":": ":",
+    ";": ":",
+    "--": ":",
+    "-": ":",
+    "...": ":",
+    "``": "``",
+    "''": "''",
+    '"': "``",
+    "`": "``",
+    "'": "''",
+    "-LRB-": "-LRB-",
+    "-RRB-": "-RRB-",
+    "(": "-LRB-",
+    ")": "-RRB-",
+    "-LCB-": "-LRB-",
+    "-RCB-": "-RRB-",
+    "-LSB-": "-LRB-",
+    "-RSB-": "-RRB-",
+}
 _NUMBER = re.compile(r"^[+-]?(\d[\d,.:\\/]*|\d*\.\d+)(s|th|st|nd|rd)?$")
 _SUBJECT_PRONOUNS = frozenset({"i", "you", "we", "they"})
-_PRONOUN_BEFORE_IS = frozenset({"it", "he", "she", "that", "there", "what", "who", "here", "this", "where",
-                                "how", "let", "everything", "nothing", "something", "everyone", "one"})
+_PRONOUN_BEFORE_IS = frozenset(
+    {
+        "it",
+        "he",
+        "she",
+        "that",
+        "there",
+        "what",
+        "who",
+        "here",
+        "this",
+        "where",
+        "how",
+        "let",
+        "everything",
+        "nothing",
+        "something",
+        "everyone",
+        "one",
+    }
+)
 
 
 def guess_tags(words: Sequence[str]) -> list[str]:

@@ -41,13 +41,16 @@ def encode_window(window: Any, context: Any) -> dict[str, np.ndarray]:
         out["pos_ids"] = subword_feature_ids(window, None, [tags])[f"{tags}_ids"]
     missing = wanted - set(out)
     if missing:
-        raise ConfigError(f"the model reads syntax inputs {sorted(missing)} that featurization cannot make; "
-                          f"known: {sorted(set(arrays) - set(TOKEN_KEYS)) + ['pos_ids']}")
+        raise ConfigError(
+            f"the model reads syntax inputs {sorted(missing)} that featurization cannot make; "
+            f"known: {sorted(set(arrays) - set(TOKEN_KEYS)) + ['pos_ids']}"
+        )
     return out
 
 
-def window_arrays(window: Any, syntax_inputs: Sequence[str], criterion: str = "share",
-                  max_distance: int = 15) -> dict[str, Any]:
+def window_arrays(
+    window: Any, syntax_inputs: Sequence[str], criterion: str = "share", max_distance: int = 15
+) -> dict[str, Any]:
     """The model inputs of one aligned window (:class:`~syntaxformer.data.align.AlignedExample`): the
     :data:`TOKEN_KEYS` and the ``syntax_inputs`` the model reads, nothing else.
 
@@ -64,8 +67,10 @@ def window_arrays(window: Any, syntax_inputs: Sequence[str], criterion: str = "s
     arrays = example_arrays(window, criterion, max_distance if wants_table else 1, constituency)
     missing = [k for k in syntax_inputs if k not in arrays]
     if missing:
-        raise ConfigError(f"the model reads the syntax inputs {missing}, which syntax encoding does not "
-                          f"make (it makes {sorted(k for k in arrays if k not in TOKEN_KEYS)})")
+        raise ConfigError(
+            f"the model reads the syntax inputs {missing}, which syntax encoding does not "
+            f"make (it makes {sorted(k for k in arrays if k not in TOKEN_KEYS)})"
+        )
     return {k: arrays[k] for k in (*TOKEN_KEYS, *syntax_inputs) if k in arrays}
 
 

@@ -22,8 +22,7 @@ def _as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
     return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
 
-def corrupt_heads(heads: Sequence[int], fraction: float,
-                  rng: np.random.Generator | int | None = None) -> list[int]:
+def corrupt_heads(heads: Sequence[int], fraction: float, rng: np.random.Generator | int | None = None) -> list[int]:
     """Re-attach a fraction of the words of a sentence to random new heads, keeping a valid tree.
 
     ``round(fraction * n_attached)`` words are re-attached, where ``n_attached`` is the number of non-root words
@@ -86,8 +85,7 @@ def _subtree(heads: list[int], w: int) -> list[bool]:
     return inside
 
 
-def corrupt_sentence(sentence: Sentence, fraction: float,
-                     rng: np.random.Generator | int | None = None) -> Sentence:
+def corrupt_sentence(sentence: Sentence, fraction: float, rng: np.random.Generator | int | None = None) -> Sentence:
     """A copy of ``sentence`` with :func:`corrupt_heads` applied to its dependency heads.
 
     Dependency labels, POS tags and the constituency tree are kept (the tree is independent of the dependency

@@ -20,25 +20,112 @@ from typing import Any, Iterable, Sequence
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import DataError
 
-__all__ = ["AttachmentScores", "attachment_scores", "label_scheme", "is_punct", "PTB_PUNCT_TAGS",
-           "UD_RELATIONS", "CLEARNLP_RELATIONS"]
+__all__ = [
+    "AttachmentScores",
+    "attachment_scores",
+    "label_scheme",
+    "is_punct",
+    "PTB_PUNCT_TAGS",
+    "UD_RELATIONS",
+    "CLEARNLP_RELATIONS",
+]
 
 # PTB tags of punctuation (quotes, comma, period, colon/dash, brackets) plus the OntoNotes/EWT HYPH and NFP.
 PTB_PUNCT_TAGS = frozenset({"``", "''", ",", ".", ":", "-LRB-", "-RRB-", "-LCB-", "-RCB-", "HYPH", "NFP"})
 
 # Universal Dependencies v2 relations (universal part, before any ":subtype").
-UD_RELATIONS = frozenset({
-    "acl", "advcl", "advmod", "amod", "appos", "aux", "case", "cc", "ccomp", "clf", "compound", "conj", "cop",
-    "csubj", "dep", "det", "discourse", "dislocated", "expl", "fixed", "flat", "goeswith", "iobj", "list", "mark",
-    "nmod", "nsubj", "nummod", "obj", "obl", "orphan", "parataxis", "punct", "reparandum", "root", "vocative",
-    "xcomp"})
+UD_RELATIONS = frozenset(
+    {
+        "acl",
+        "advcl",
+        "advmod",
+        "amod",
+        "appos",
+        "aux",
+        "case",
+        "cc",
+        "ccomp",
+        "clf",
+        "compound",
+        "conj",
+        "cop",
+        "csubj",
+        "dep",
+        "det",
+        "discourse",
+        "dislocated",
+        "expl",
+        "fixed",
+        "flat",
+        "goeswith",
+        "iobj",
+        "list",
+        "mark",
+        "nmod",
+        "nsubj",
+        "nummod",
+        "obj",
+        "obl",
+        "orphan",
+        "parataxis",
+        "punct",
+        "reparandum",
+        "root",
+        "vocative",
+        "xcomp",
+    }
+)
 
 # ClearNLP dependency labels, as used by spaCy's English pipelines.
-CLEARNLP_RELATIONS = frozenset({
-    "ROOT", "acl", "acomp", "advcl", "advmod", "agent", "amod", "appos", "attr", "aux", "auxpass", "case", "cc",
-    "ccomp", "compound", "conj", "csubj", "csubjpass", "dative", "dep", "det", "dobj", "expl", "intj", "mark",
-    "meta", "neg", "nmod", "npadvmod", "nsubj", "nsubjpass", "nummod", "oprd", "parataxis", "pcomp", "pobj",
-    "poss", "preconj", "predet", "prep", "prt", "punct", "quantmod", "relcl", "xcomp"})
+CLEARNLP_RELATIONS = frozenset(
+    {
+        "ROOT",
+        "acl",
+        "acomp",
+        "advcl",
+        "advmod",
+        "agent",
+        "amod",
+        "appos",
+        "attr",
+        "aux",
+        "auxpass",
+        "case",
+        "cc",
+        "ccomp",
+        "compound",
+        "conj",
+        "csubj",
+        "csubjpass",
+        "dative",
+        "dep",
+        "det",
+        "dobj",
+        "expl",
+        "intj",
+        "mark",
+        "meta",
+        "neg",
+        "nmod",
+        "npadvmod",
+        "nsubj",
+        "nsubjpass",
+        "nummod",
+        "oprd",
+        "parataxis",
+        "pcomp",
+        "pobj",
+        "poss",
+        "preconj",
+        "predet",
+        "prep",
+        "prt",
+        "punct",
+        "quantmod",
+        "relcl",
+        "xcomp",
+    }
+)
 
 _SCHEMES = {"ud": UD_RELATIONS, "clearnlp": CLEARNLP_RELATIONS}
 _COVERAGE = 0.99  # share of label tokens a scheme must cover (tolerates a few stray labels in a corpus)
@@ -58,15 +145,19 @@ def label_scheme(labels: Iterable[str]) -> str | None:
     total = sum(counts.values())
     if not total:
         return None
-    matching = [name for name, inventory in _SCHEMES.items()
-                if sum(c for lab, c in counts.items() if lab in inventory) >= _COVERAGE * total]
+    matching = [
+        name
+        for name, inventory in _SCHEMES.items()
+        if sum(c for lab, c in counts.items() if lab in inventory) >= _COVERAGE * total
+    ]
     return matching[0] if len(matching) == 1 else None
 
 
 def is_punct(sentence: Sentence, i: int) -> bool:
     """Whether word ``i`` of a *gold* sentence is punctuation (UPOS ``PUNCT`` or a PTB punctuation XPOS)."""
-    return ((sentence.upos is not None and sentence.upos[i] == "PUNCT")
-            or (sentence.xpos is not None and sentence.xpos[i] in PTB_PUNCT_TAGS))
+    return (sentence.upos is not None and sentence.upos[i] == "PUNCT") or (
+        sentence.xpos is not None and sentence.xpos[i] in PTB_PUNCT_TAGS
+    )
 
 
 @dataclass
@@ -102,8 +193,13 @@ class AttachmentScores:
         return asdict(self)
 
 
-def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence], *,
-                      compare_labels: bool | None = None, strip_subtypes: bool = True) -> AttachmentScores:
+def attachment_scores(
+    gold: Sequence[Sentence],
+    pred: Sequence[Sentence],
+    *,
+    compare_labels: bool | None = None,
+    strip_subtypes: bool = True,
+) -> AttachmentScores:
     """UAS / LAS of ``pred`` against ``gold``, with and without punctuation.
 
     Args:
@@ -123,8 +219,10 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence], *,
         raise DataError(f"{len(gold)} gold sentences but {len(pred)} predicted ones; they must pair up")
     for k, (g, p) in enumerate(zip(gold, pred)):
         if len(g) != len(p):
-            raise DataError(f"sentence {k} ({g.sent_id or 'no id'}): gold has {len(g)} words, prediction "
-                            f"{len(p)}; evaluate predictions made on the gold tokens")
+            raise DataError(
+                f"sentence {k} ({g.sent_id or 'no id'}): gold has {len(g)} words, prediction "
+                f"{len(p)}; evaluate predictions made on the gold tokens"
+            )
 
     gold_labels = all(g.deprels is not None for g in gold)
     pred_labels = all(p.deprels is not None for p in pred)
@@ -141,8 +239,10 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence], *,
     else:
         labelled = gold_scheme is not None and gold_scheme == pred_scheme
         if not labelled:
-            note = (f"LAS not computed: gold labels are {_describe(gold_scheme)} but predicted labels are "
-                    f"{_describe(pred_scheme)}; the schemes differ, so label matches would be meaningless")
+            note = (
+                f"LAS not computed: gold labels are {_describe(gold_scheme)} but predicted labels are "
+                f"{_describe(pred_scheme)}; the schemes differ, so label matches would be meaningless"
+            )
 
     n = n_np = head_ok = head_ok_np = lab_ok = lab_ok_np = 0
     for g, p in zip(gold, pred):
@@ -167,12 +267,20 @@ def attachment_scores(gold: Sequence[Sentence], pred: Sequence[Sentence], *,
         return a / b if b and defined else None
 
     return AttachmentScores(
-        uas=frac(head_ok, n), las=frac(lab_ok, n, labelled),
-        uas_no_punct=frac(head_ok_np, n_np), las_no_punct=frac(lab_ok_np, n_np, labelled),
-        n_sentences=len(gold), n_tokens=n, n_tokens_no_punct=n_np,
-        gold_scheme=gold_scheme, pred_scheme=pred_scheme, note=note)
+        uas=frac(head_ok, n),
+        las=frac(lab_ok, n, labelled),
+        uas_no_punct=frac(head_ok_np, n_np),
+        las_no_punct=frac(lab_ok_np, n_np, labelled),
+        n_sentences=len(gold),
+        n_tokens=n,
+        n_tokens_no_punct=n_np,
+        gold_scheme=gold_scheme,
+        pred_scheme=pred_scheme,
+        note=note,
+    )
 
 
 def _describe(scheme: str | None) -> str:
     return {"ud": "Universal Dependencies", "clearnlp": "ClearNLP (spaCy English)"}.get(
-        scheme or "", "of an unrecognised scheme")
+        scheme or "", "of an unrecognised scheme"
+    )

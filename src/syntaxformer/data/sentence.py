@@ -232,8 +232,10 @@ class Document:
         if text is not None:
             for k, s in enumerate(sentences):
                 if s.text is None and s.offsets is not None and any(b > len(text) for _, b in s.offsets):
-                    raise FormatError(f"sentence {k}: word offsets {max(b for _, b in s.offsets)} past the end of "
-                                      f"the document text (length {len(text)})")
+                    raise FormatError(
+                        f"sentence {k}: word offsets {max(b for _, b in s.offsets)} past the end of "
+                        f"the document text (length {len(text)})"
+                    )
         metadata = data.get("metadata")
         if metadata is not None and not isinstance(metadata, dict):
             raise FormatError(f"'metadata' must be an object; got {metadata!r:.60}")
@@ -275,13 +277,18 @@ def _offsets(value: Any, text_length: int | None) -> list[tuple[int, int]] | Non
         raise FormatError(f"'offsets' must be a list of [start, end] pairs; got {value!r:.80}")
     out = []
     for i, pair in enumerate(value):
-        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
-                or not all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
+        if (
+            not isinstance(pair, (list, tuple))
+            or len(pair) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in pair)
+        ):
             raise FormatError(f"offsets[{i}] is {pair!r:.40}; expected a [start, end] pair of whole numbers")
         a, b = pair
         if not 0 <= a <= b or (text_length is not None and b > text_length):
-            raise FormatError(f"offsets[{i}] = [{a}, {b}] is not a span of the text (need 0 <= start <= end"
-                              + (f" <= {text_length}, the text's length)" if text_length is not None else ")"))
+            raise FormatError(
+                f"offsets[{i}] = [{a}, {b}] is not a span of the text (need 0 <= start <= end"
+                + (f" <= {text_length}, the text's length)" if text_length is not None else ")")
+            )
         out.append((a, b))
     return out
 

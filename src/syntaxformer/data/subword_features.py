@@ -26,19 +26,87 @@ from syntaxformer.data.align import AlignedExample
 from syntaxformer.errors import ConfigError, DataError, InputError
 
 #: The 17 Universal Dependencies POS tags (coarse tag set; spaCy's ``Token.pos_``).
-UPOS_TAGS: tuple[str, ...] = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
-                              "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X")
+UPOS_TAGS: tuple[str, ...] = (
+    "ADJ",
+    "ADP",
+    "ADV",
+    "AUX",
+    "CCONJ",
+    "DET",
+    "INTJ",
+    "NOUN",
+    "NUM",
+    "PART",
+    "PRON",
+    "PROPN",
+    "PUNCT",
+    "SCONJ",
+    "SYM",
+    "VERB",
+    "X",
+)
 #: Fine English tags (Penn Treebank + OntoNotes extras): the labels of spaCy's English taggers (``Token.tag_``).
-XPOS_TAGS: tuple[str, ...] = ("$", "''", ",", "-LRB-", "-RRB-", ".", ":", "ADD", "AFX", "CC", "CD", "DT", "EX", "FW",
-                              "HYPH", "IN", "JJ", "JJR", "JJS", "LS", "MD", "NFP", "NN", "NNP", "NNPS", "NNS", "PDT",
-                              "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM", "TO", "UH", "VB", "VBD", "VBG",
-                              "VBN", "VBP", "VBZ", "WDT", "WP", "WP$", "WRB", "XX", "_SP", "``")
+XPOS_TAGS: tuple[str, ...] = (
+    "$",
+    "''",
+    ",",
+    "-LRB-",
+    "-RRB-",
+    ".",
+    ":",
+    "ADD",
+    "AFX",
+    "CC",
+    "CD",
+    "DT",
+    "EX",
+    "FW",
+    "HYPH",
+    "IN",
+    "JJ",
+    "JJR",
+    "JJS",
+    "LS",
+    "MD",
+    "NFP",
+    "NN",
+    "NNP",
+    "NNPS",
+    "NNS",
+    "PDT",
+    "POS",
+    "PRP",
+    "PRP$",
+    "RB",
+    "RBR",
+    "RBS",
+    "RP",
+    "SYM",
+    "TO",
+    "UH",
+    "VB",
+    "VBD",
+    "VBG",
+    "VBN",
+    "VBP",
+    "VBZ",
+    "WDT",
+    "WP",
+    "WP$",
+    "WRB",
+    "XX",
+    "_SP",
+    "``",
+)
 CASE_VALUES: tuple[str, ...] = ("lower", "capitalised")
 SUBWORD_VALUES: tuple[str, ...] = ("B", "M", "E", "O")
 
 #: Feature name -> its values (ids 2.. in this order; 0 = no word, 1 = unknown).
 FEATURE_VALUES: dict[str, tuple[str, ...]] = {
-    "upos": UPOS_TAGS, "xpos": XPOS_TAGS, "case": CASE_VALUES, "subword": SUBWORD_VALUES,
+    "upos": UPOS_TAGS,
+    "xpos": XPOS_TAGS,
+    "case": CASE_VALUES,
+    "subword": SUBWORD_VALUES,
 }
 FEATURES: tuple[str, ...] = tuple(FEATURE_VALUES)
 UNKNOWN_ID = 1  # id 0 (no word: special tokens, padding) is what the arrays start as
@@ -80,7 +148,8 @@ def word_feature_ids(example: AlignedExample, words: Sequence[str], name: str) -
         if tags is None:
             raise DataError(
                 f"feature {name!r} needs {name} tags on every sentence, but the parse has none; annotate with a "
-                f"spaCy pipeline that has a tagger (e.g. en_core_web_sm) or read a CoNLL-U file with {name}")
+                f"spaCy pipeline that has a tagger (e.g. en_core_web_sm) or read a CoNLL-U file with {name}"
+            )
         return _tag_ids(tags, FEATURE_VALUES[name])
     if name == "case":
         if len(words) != W:
@@ -107,8 +176,9 @@ def subword_positions(example: AlignedExample) -> np.ndarray:
     return out
 
 
-def subword_feature_ids(example: AlignedExample, words: Sequence[str] | None, features: Sequence[str]
-                        ) -> dict[str, np.ndarray]:
+def subword_feature_ids(
+    example: AlignedExample, words: Sequence[str] | None, features: Sequence[str]
+) -> dict[str, np.ndarray]:
     """Per-position ids of the requested features for one aligned window.
 
     Args:
@@ -144,6 +214,6 @@ def forest_words(texts: Sequence[object]) -> list[str]:
         if isinstance(t, Sentence):
             words.extend(t.words)
         else:
-            for s in (t.sentences if isinstance(t, Document) else t):  # type: ignore[union-attr]
+            for s in t.sentences if isinstance(t, Document) else t:  # type: ignore[union-attr]
                 words.extend(s.words)
     return words

@@ -23,9 +23,16 @@ PAD_VALUES = {"labels": -100, "dep_tin": -1, "dep_tout": -1, "syntax_tree": -1}
 DEPENDENCY_KEYS = ("dep_tin", "dep_tout", "syntax_tree")
 
 
-def encode_pairs(corpus: Any, source_tokenizer: Any, target_tokenizer: Any | None, annotator: Any,
-                 syntax_inputs: Sequence[str], max_source_length: int = 64, max_target_length: int = 64,
-                 show_progress: bool = True) -> list[dict[str, np.ndarray]]:
+def encode_pairs(
+    corpus: Any,
+    source_tokenizer: Any,
+    target_tokenizer: Any | None,
+    annotator: Any,
+    syntax_inputs: Sequence[str],
+    max_source_length: int = 64,
+    max_target_length: int = 64,
+    show_progress: bool = True,
+) -> list[dict[str, np.ndarray]]:
     """Parse the sources (cached), align subwords, and build each pair's arrays.
 
     Args:
@@ -49,14 +56,18 @@ def encode_pairs(corpus: Any, source_tokenizer: Any, target_tokenizer: Any | Non
     from syntaxformer.utils import progress
 
     if max_source_length < 2 or max_target_length < 2:
-        raise ConfigError("max_source_length and max_target_length must be at least 2, got "
-                          f"{max_source_length} and {max_target_length}")
-    features = [k[:-len("_ids")] for k in syntax_inputs if k.endswith("_ids") and k[:-len("_ids")] in FEATURES]
+        raise ConfigError(
+            "max_source_length and max_target_length must be at least 2, got "
+            f"{max_source_length} and {max_target_length}"
+        )
+    features = [k[: -len("_ids")] for k in syntax_inputs if k.endswith("_ids") and k[: -len("_ids")] in FEATURES]
     dependency = [k for k in DEPENDENCY_KEYS if k in syntax_inputs]
     unknown = sorted(set(syntax_inputs) - {f"{f}_ids" for f in features} - set(dependency))
     if unknown:
-        raise ConfigError(f"translation featurization cannot emit {unknown}; it knows "
-                          f"{[f'{f}_ids' for f in FEATURES] + list(DEPENDENCY_KEYS)}")
+        raise ConfigError(
+            f"translation featurization cannot emit {unknown}; it knows "
+            f"{[f'{f}_ids' for f in FEATURES] + list(DEPENDENCY_KEYS)}"
+        )
     labels = None
     if target_tokenizer is not None and corpus.targets is not None:
         labels = target_tokenizer(corpus.targets, truncation=True, max_length=max_target_length)["input_ids"]
@@ -72,10 +83,14 @@ def encode_pairs(corpus: Any, source_tokenizer: Any, target_tokenizer: Any | Non
     docs = annotator.annotate(corpus.sources)
     aligner = SyntaxAligner(source_tokenizer, max_length=max_source_length)
     block = 1024
-    with progress(total=len(corpus), desc=f"encoding {corpus.name or 'corpus'}", unit="pair",
-                  disable=None if show_progress else True) as bar:
+    with progress(
+        total=len(corpus),
+        desc=f"encoding {corpus.name or 'corpus'}",
+        unit="pair",
+        disable=None if show_progress else True,
+    ) as bar:
         for start in range(0, len(corpus), block):
-            chunk = docs[start:start + block]
+            chunk = docs[start : start + block]
             for k, windows in enumerate(aligner.align_batch(chunk)):
                 ex = windows[0]
                 item: dict[str, np.ndarray] = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
@@ -97,8 +112,9 @@ def encode_pairs(corpus: Any, source_tokenizer: Any, target_tokenizer: Any | Non
     return out
 
 
-def collate_pairs(items: Sequence[Mapping[str, np.ndarray]], pad_token_id: int = 0,
-                  decoder_start_token_id: int | None = None) -> dict[str, Any]:
+def collate_pairs(
+    items: Sequence[Mapping[str, np.ndarray]], pad_token_id: int = 0, decoder_start_token_id: int | None = None
+) -> dict[str, Any]:
     """Right-pad pair arrays to ``[B, L]`` / ``[B, T]`` tensors (:data:`PAD_VALUES`), add ``attention_mask``
     (1 = real token) and, with labels and ``decoder_start_token_id``, ``decoder_input_ids`` (``<s>`` + labels
     shifted right, padding as ``pad_token_id``): the Trainer's label smoother takes the labels away from the model,
@@ -113,7 +129,7 @@ def collate_pairs(items: Sequence[Mapping[str, np.ndarray]], pad_token_id: int =
         pad = pad_token_id if key == "input_ids" else PAD_VALUES.get(key, 0)
         arr = np.full((len(items), L), pad, dtype=np.int64)
         for b, it in enumerate(items):
-            arr[b, :len(it[key])] = it[key]
+            arr[b, : len(it[key])] = it[key]
         batch[key] = torch.from_numpy(arr)
     lengths = torch.tensor([len(it["input_ids"]) for it in items])
     batch["attention_mask"] = (torch.arange(batch["input_ids"].shape[1]).unsqueeze(0) < lengths.unsqueeze(1)).long()

@@ -42,7 +42,7 @@ def find_cycle(heads: Sequence[int]) -> list[int] | None:
             path.append(i)
             i = heads[i]
         if i != -1 and state[i] == 1:
-            return path[path.index(i):]
+            return path[path.index(i) :]
         for j in path:
             state[j] = 2
     return None
@@ -142,7 +142,7 @@ def is_projective(heads: Sequence[int]) -> bool:
     arcs = [(min(i, h), max(i, h)) for i, h in enumerate(heads) if h >= 0]
     arcs += [(-1, i) for i, h in enumerate(heads) if h < 0]
     for a, (l1, r1) in enumerate(arcs):
-        for l2, r2 in arcs[a + 1:]:
+        for l2, r2 in arcs[a + 1 :]:
             if l1 < l2 < r1 < r2 or l2 < l1 < r2 < r1:
                 return False
     return True

@@ -19,8 +19,7 @@ def _eligible(valid: torch.Tensor) -> torch.Tensor:
     return valid.unsqueeze(-1) & valid.unsqueeze(-2) & ~eye
 
 
-def random_like_mask(mask: torch.Tensor, valid: torch.Tensor,
-                     generator: torch.Generator | None = None) -> torch.Tensor:
+def random_like_mask(mask: torch.Tensor, valid: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """A random mask with the same number of allowed keys per row.
 
     Only the entries between two valid positions off the diagonal are randomised: in each valid row, as many valid
@@ -44,8 +43,9 @@ def random_like_mask(mask: torch.Tensor, valid: torch.Tensor,
     return torch.where(elig, rank < count, mask)
 
 
-def random_like_groups(groups: torch.Tensor, valid: torch.Tensor,
-                       generator: torch.Generator | None = None) -> torch.Tensor:
+def random_like_groups(
+    groups: torch.Tensor, valid: torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Shuffle the group ids among the valid off-diagonal pairs of each example.
 
     Each example's ids (0 = no sub-network included) are permuted uniformly at random over its pairs of two

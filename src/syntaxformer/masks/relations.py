@@ -90,9 +90,18 @@ def group_name(group: int, max_distance: int = 15) -> tuple[str, int]:
     return KINDS[(group - 1) // D], (group - 1) % D + 1
 
 
-def relation_groups(key: torch.Tensor, depth: torch.Tensor, anc_lo: torch.Tensor, anc_hi: torch.Tensor,
-                    anc_head: torch.Tensor, tree: torch.Tensor, segment: torch.Tensor, max_distance: int = 15,
-                    pairwise: bool = True, key_hi: torch.Tensor | None = None) -> torch.Tensor:
+def relation_groups(
+    key: torch.Tensor,
+    depth: torch.Tensor,
+    anc_lo: torch.Tensor,
+    anc_hi: torch.Tensor,
+    anc_head: torch.Tensor,
+    tree: torch.Tensor,
+    segment: torch.Tensor,
+    max_distance: int = 15,
+    pairwise: bool = True,
+    key_hi: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Relation group id of every pair of positions, for a batch (see the module docstring).
 
     Args:
@@ -120,12 +129,21 @@ def relation_groups(key: torch.Tensor, depth: torch.Tensor, anc_lo: torch.Tensor
         raise ConfigError(f"max_distance must be in 1..84 (group ids are uint8), got {max_distance}")
     if anc_lo.shape[-1] < D:
         raise InputError(
-            f"the ancestor tables have {anc_lo.shape[-1]} columns but max_distance={D}; encode with "
-            f"max_distance >= {D}")
+            f"the ancestor tables have {anc_lo.shape[-1]} columns but max_distance={D}; encode with max_distance >= {D}"
+        )
     if key.dim() == 1:  # one unbatched example
         return relation_groups(
-            key[None], depth[None], anc_lo[None], anc_hi[None], anc_head[None], tree[None], segment[None],
-            max_distance, pairwise, None if key_hi is None else key_hi[None])[0]
+            key[None],
+            depth[None],
+            anc_lo[None],
+            anc_hi[None],
+            anc_head[None],
+            tree[None],
+            segment[None],
+            max_distance,
+            pairwise,
+            None if key_hi is None else key_hi[None],
+        )[0]
     B, L = key.shape
     device = key.device
     valid = tree >= 0
@@ -181,9 +199,9 @@ def relation_groups(key: torch.Tensor, depth: torch.Tensor, anc_lo: torch.Tensor
     return groups
 
 
-def relation_groups_from_features(features: Mapping[str, torch.Tensor], max_distance: int = 15,
-                                  pairwise: bool = True, constituency: bool = True
-                                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def relation_groups_from_features(
+    features: Mapping[str, torch.Tensor], max_distance: int = 15, pairwise: bool = True, constituency: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Both partitions from a collated batch of :func:`~syntaxformer.data.encode.encode_syntax` arrays.
 
     Args:
@@ -199,13 +217,30 @@ def relation_groups_from_features(features: Mapping[str, torch.Tensor], max_dist
     """
     tree, segment = features["syntax_tree"], features["syntax_segment"]
     dep = relation_groups(
-        features["dep_tin"], features["dep_depth"], features["dep_anc_lo"], features["dep_anc_hi"],
-        features["dep_anc_head"], tree, segment, max_distance, pairwise, key_hi=features["dep_tout"])
+        features["dep_tin"],
+        features["dep_depth"],
+        features["dep_anc_lo"],
+        features["dep_anc_hi"],
+        features["dep_anc_head"],
+        tree,
+        segment,
+        max_distance,
+        pairwise,
+        key_hi=features["dep_tout"],
+    )
     if not constituency:
         return dep, None
     if "con_key" not in features:
         raise InputError("constituency relation groups need the con_* arrays; encode with constituency=True")
     con = relation_groups(
-        features["con_key"], features["con_depth"], features["con_anc_lo"], features["con_anc_hi"],
-        features["con_anc_head"], tree, segment, max_distance, pairwise)
+        features["con_key"],
+        features["con_depth"],
+        features["con_anc_lo"],
+        features["con_anc_hi"],
+        features["con_anc_head"],
+        tree,
+        segment,
+        max_distance,
+        pairwise,
+    )
     return dep, con

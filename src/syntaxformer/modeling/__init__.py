@@ -101,8 +101,9 @@ def model_class(system: str, head: str) -> type:
         return MODEL_CLASSES[(system, head)]
     except KeyError:
         known = ", ".join(f"({s!r}, {h!r})" for s, h in MODEL_CLASSES)
-        raise ConfigError(f"no model for system={system!r}, head={head!r}; known (system, head) pairs: "
-                          f"{known}") from None
+        raise ConfigError(
+            f"no model for system={system!r}, head={head!r}; known (system, head) pairs: {known}"
+        ) from None
 
 
 _AUTO_CLASSES = {

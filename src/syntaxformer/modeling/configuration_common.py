@@ -84,8 +84,9 @@ def ordered_syntax_inputs(keys: set[str]) -> tuple[str, ...]:
     return tuple(k for k in SYNTAX_INPUT_KEYS if k in keys)
 
 
-def sub_config(value: PretrainedConfig | dict | None, default_model_type: str, name: str,
-               defaults: dict[str, Any] | None = None) -> PretrainedConfig:
+def sub_config(
+    value: PretrainedConfig | dict | None, default_model_type: str, name: str, defaults: dict[str, Any] | None = None
+) -> PretrainedConfig:
     """A wrapped model's config (a *sub-config*) from what a composite config was given.
 
     Our composite configs build their sub-configs here rather than through transformers' ``SubConfigSpec``, which
@@ -110,8 +111,10 @@ def sub_config(value: PretrainedConfig | dict | None, default_model_type: str, n
     try:
         return AutoConfig.for_model(model_type, **values)
     except ValueError as e:
-        raise ConfigError(f"{name} config has model_type {model_type!r}, which this transformers does not know; "
-                          f"give the model type of an installed architecture (e.g. {default_model_type!r})") from e
+        raise ConfigError(
+            f"{name} config has model_type {model_type!r}, which this transformers does not know; "
+            f"give the model type of an installed architecture (e.g. {default_model_type!r})"
+        ) from e
 
 
 @strict

@@ -157,7 +157,8 @@ class SGNetConfig(SyntaxModelConfig):
             self.sg_dropout = float(first_set(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1))
         if self.sg_attention_dropout is None:
             self.sg_attention_dropout = float(
-                first_set(enc, ("attention_probs_dropout_prob", "attention_dropout"), self.sg_dropout))
+                first_set(enc, ("attention_probs_dropout_prob", "attention_dropout"), self.sg_dropout)
+            )
         if self.sg_layer_norm_eps is None:
             self.sg_layer_norm_eps = float(first_set(enc, ("layer_norm_eps", "layer_norm_epsilon"), 1e-12))
         self.resolve_head_defaults(dropout_fallback=self.sg_dropout)
@@ -192,13 +193,12 @@ class SGNetConfig(SyntaxModelConfig):
         """Heads must divide the hidden size; sizes and rates must be positive / in [0, 1)."""
         hidden = self.encoder.hidden_size
         if self.sg_num_heads <= 0 or hidden % self.sg_num_heads:
-            raise ConfigError(f"SGNetConfig.sg_num_heads={self.sg_num_heads} must divide the encoder's hidden size "
-                              f"{hidden}")
+            raise ConfigError(
+                f"SGNetConfig.sg_num_heads={self.sg_num_heads} must divide the encoder's hidden size {hidden}"
+            )
         if self.sg_intermediate_size <= 0:
             raise ConfigError(f"SGNetConfig.sg_intermediate_size must be positive, got {self.sg_intermediate_size}")
         for name in ("sg_dropout", "sg_attention_dropout"):
             p = getattr(self, name)
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"SGNetConfig.{name} must lie in [0, 1), got {p}")
-
-

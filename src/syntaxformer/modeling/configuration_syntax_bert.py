@@ -155,9 +155,12 @@ class SyntaxBertConfig(SyntaxModelConfig):
         ``relation_names`` key) had ``parent_masks`` for what the paper calls the child relation and vice versa:
         the two flags are swapped so that the model keeps the sub-networks it was trained with."""
         if config_dict.get("model_type", cls.model_type) == cls.model_type and "relation_names" not in config_dict:
-            config_dict = {**config_dict, "relation_names": "paper",
-                           "parent_masks": config_dict.get("child_masks", True),
-                           "child_masks": config_dict.get("parent_masks", True)}
+            config_dict = {
+                **config_dict,
+                "relation_names": "paper",
+                "parent_masks": config_dict.get("child_masks", True),
+                "child_masks": config_dict.get("parent_masks", True),
+            }
         return super().from_dict(config_dict, **kwargs)
 
     def __post_init__(self, **kwargs: Any) -> None:
@@ -167,7 +170,8 @@ class SyntaxBertConfig(SyntaxModelConfig):
         if self.syntax_layers is not None:
             self.syntax_layers = [int(x) for x in self.syntax_layers]
         self.resolve_head_defaults(
-            dropout_fallback=first_set(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1))
+            dropout_fallback=first_set(enc, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1)
+        )
 
     # -- validators (run by ``@strict`` after ``__post_init__``) -------------------------------------------------
     def validate_syntax_options(self) -> None:
@@ -175,28 +179,39 @@ class SyntaxBertConfig(SyntaxModelConfig):
         if not 1 <= self.max_distance <= 84:
             raise ConfigError(f"SyntaxBertConfig.max_distance must be in 1..84 (paper: 15), got {self.max_distance}")
         if not (self.use_dependency or self.use_constituency):
-            raise ConfigError("SyntaxBertConfig: use_dependency and use_constituency are both False; keep at least one "
-                              "tree (or set syntax_layers=[] for a model without sub-networks)")
+            raise ConfigError(
+                "SyntaxBertConfig: use_dependency and use_constituency are both False; keep at least one "
+                "tree (or set syntax_layers=[] for a model without sub-networks)"
+            )
         if self.topical_projections == "own" and self.aggregation != "topical":
-            raise ConfigError(f"SyntaxBertConfig.topical_projections='own' needs aggregation='topical' (got "
-                              f"{self.aggregation!r}); use topical_projections='shared' without topical attention")
+            raise ConfigError(
+                f"SyntaxBertConfig.topical_projections='own' needs aggregation='topical' (got "
+                f"{self.aggregation!r}); use topical_projections='shared' without topical attention"
+            )
         n_layers, n_heads = self.encoder.num_hidden_layers, self.encoder.num_attention_heads
-        for name, layers in (("syntax_layers", self.syntax_layers or []),
-                             ("lisa_layer", [] if self.lisa_layer is None else [self.lisa_layer])):
+        for name, layers in (
+            ("syntax_layers", self.syntax_layers or []),
+            ("lisa_layer", [] if self.lisa_layer is None else [self.lisa_layer]),
+        ):
             bad = [x for x in layers if not 0 <= x < n_layers]
             if bad:
                 raise ConfigError(f"SyntaxBertConfig.{name}={bad} is outside the encoder's layers 0..{n_layers - 1}")
         if not 0 <= self.lisa_head < n_heads:
-            raise ConfigError(f"SyntaxBertConfig.lisa_head={self.lisa_head} is outside the encoder's heads "
-                              f"0..{n_heads - 1}")
+            raise ConfigError(
+                f"SyntaxBertConfig.lisa_head={self.lisa_head} is outside the encoder's heads 0..{n_heads - 1}"
+            )
 
     def attention_options(self) -> SyntaxAttentionOptions:
         """The options every layer's ``"syntax"`` attention runs with."""
         return SyntaxAttentionOptions(
-            aggregation=self.aggregation, empty_rows=self.empty_rows,
+            aggregation=self.aggregation,
+            empty_rows=self.empty_rows,
             full_attention_candidate=self.full_attention_candidate,
             layers=None if self.syntax_layers is None else tuple(self.syntax_layers),
-            implementation=self.implementation, lisa_layer=self.lisa_layer, lisa_head=self.lisa_head)
+            implementation=self.implementation,
+            lisa_layer=self.lisa_layer,
+            lisa_head=self.lisa_head,
+        )
 
     @property
     def uses_groups(self) -> bool:
@@ -231,5 +246,3 @@ class SyntaxBertConfig(SyntaxModelConfig):
         3D+3 (``special_keys``) when those are on."""
         extra = 2 if self.special_keys else 1 if self.self_group else 0
         return num_groups(self.max_distance, pairwise=True) + 1 + extra
-
-

@@ -57,8 +57,9 @@ class SyntaxFeatureEmbedding(nn.Module):
         self.dim = int(dim)
         self.combine = combine
         sizes = [self.dim] * len(features) if combine == "sum" else split_dim(self.dim, len(features))
-        self.embeddings = nn.ModuleDict({
-            f: nn.Embedding(feature_vocab_size(f), size, padding_idx=0) for f, size in zip(features, sizes)})
+        self.embeddings = nn.ModuleDict(
+            {f: nn.Embedding(feature_vocab_size(f), size, padding_idx=0) for f, size in zip(features, sizes)}
+        )
         self.init_std = init_std
         self.reset_parameters()
 
@@ -81,7 +82,8 @@ class SyntaxFeatureEmbedding(nn.Module):
             if ids is None:
                 raise InputError(
                     f"the model uses the syntax feature {name!r} but the batch has no '{name}_ids'; build the "
-                    f"batch with the same features ({', '.join(self.features)})")
+                    f"batch with the same features ({', '.join(self.features)})"
+                )
             parts.append(self.embeddings[name](ids.clamp(min=0)))  # (B, L, d_f)
         if self.combine == "sum":
             return torch.stack(parts, dim=0).sum(dim=0)  # (B, L, d)
@@ -105,8 +107,17 @@ class SyntaxInfusedEmbedding(nn.Module):
         init_std: normal init std of the token embedding.
     """
 
-    def __init__(self, vocab_size: int, hidden_size: int, features: Sequence[str] = (), feature_dim: int = 20,
-                 combine: str = "sum", padding_idx: int | None = None, scale: float = 1.0, init_std: float = 0.02):
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        features: Sequence[str] = (),
+        feature_dim: int = 20,
+        combine: str = "sum",
+        padding_idx: int | None = None,
+        scale: float = 1.0,
+        init_std: float = 0.02,
+    ):
         super().__init__()
         features = tuple(features)
         d = int(feature_dim) if features else 0
@@ -138,4 +149,3 @@ class SyntaxInfusedEmbedding(nn.Module):
         # the feature vector gets the same scale as the token part: both are initialised with the same std and
         # trained at the same rate, so neither half of [e ; f] starts (or stays) an order of magnitude weaker
         return torch.cat([e, self.features(feature_ids or {}) * self.scale], dim=-1)  # (B, L, D)
-

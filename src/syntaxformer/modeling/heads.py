@@ -80,8 +80,9 @@ def mean_pool(hidden_states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return (hidden_states * w).sum(1) / w.sum(1).clamp(min=1.0)
 
 
-def non_special_tokens(hidden_states: torch.Tensor, syntax_tree: torch.Tensor | None,
-                       attention_mask: torch.Tensor | None) -> torch.Tensor:
+def non_special_tokens(
+    hidden_states: torch.Tensor, syntax_tree: torch.Tensor | None, attention_mask: torch.Tensor | None
+) -> torch.Tensor:
     """``[B, L]`` bool, True at the positions mean pooling averages: ``syntax_tree >= 0`` (words, not special
     tokens or padding) when given (and never a padding position of ``attention_mask``), else
     ``attention_mask > 0``, else every position."""
@@ -93,8 +94,9 @@ def non_special_tokens(hidden_states: torch.Tensor, syntax_tree: torch.Tensor | 
     return torch.ones(hidden_states.shape[:2], dtype=torch.bool, device=hidden_states.device)
 
 
-def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, num_labels: int,
-                                 problem_type: str | None = None) -> torch.Tensor:
+def sequence_classification_loss(
+    logits: torch.Tensor, labels: torch.Tensor, num_labels: int, problem_type: str | None = None
+) -> torch.Tensor:
     """Hugging Face's sequence-classification loss for ``logits`` ``[B, num_labels]``.
 
     ``problem_type`` if set; else regression (MSE) when ``num_labels == 1``, single-label classification
@@ -117,8 +119,9 @@ def sequence_classification_loss(logits: torch.Tensor, labels: torch.Tensor, num
     return nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
 
 
-def span_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, start_positions: torch.Tensor,
-              end_positions: torch.Tensor) -> torch.Tensor:
+def span_loss(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, start_positions: torch.Tensor, end_positions: torch.Tensor
+) -> torch.Tensor:
     """Mean of the start and end cross-entropies; positions outside ``[0, L)`` are ignored (BERT's clamp)."""
     L = start_logits.size(1)
     sp = start_positions.to(start_logits.device).view(-1).clamp(0, L)
@@ -162,10 +165,17 @@ class TaskHead:
         setattr(self, self.base_model_prefix, self.build_backbone(config, encoder))
         return encoder_pooler
 
-    def run_backbone(self, input_ids: torch.Tensor | None, attention_mask: torch.Tensor | None,
-                     token_type_ids: torch.Tensor | None, position_ids: torch.Tensor | None,
-                     inputs_embeds: torch.Tensor | None, output_attentions: bool | None,
-                     output_hidden_states: bool | None, syntax_inputs: dict[str, Any]) -> ContextualStates:
+    def run_backbone(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        output_attentions: bool | None,
+        output_hidden_states: bool | None,
+        syntax_inputs: dict[str, Any],
+    ) -> ContextualStates:
         """The backbone's :class:`~syntaxformer.modeling.outputs.ContextualStates` for a batch.
 
         Raises:
@@ -176,9 +186,15 @@ class TaskHead:
         check_forward_inputs(self, syntax_inputs, backbone.syntax_keywords)
         syntax_inputs = {k: v for k, v in syntax_inputs.items() if k not in TOLERATED_KEYWORDS}
         return backbone.contextual_states(
-            input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, position_ids=position_ids,
-            inputs_embeds=inputs_embeds, output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states, **syntax_inputs)
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            **syntax_inputs,
+        )
 
     def return_dict_for(self, return_dict: bool | None) -> bool:
         """``return_dict`` or the config's default."""
@@ -196,8 +212,9 @@ class PooledScorer(TaskHead):
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.classifier = nn.Linear(config.hidden_size, num_outputs)
 
-    def pool(self, hidden: torch.Tensor, syntax_tree: torch.Tensor | None,
-             attention_mask: torch.Tensor | None) -> torch.Tensor:
+    def pool(
+        self, hidden: torch.Tensor, syntax_tree: torch.Tensor | None, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
         """``[B, L, H]`` -> ``[B, H]``: the first-token pooler, or the mean over non-special tokens."""
         if self.pooler is not None:
             return self.pooler(hidden)  # (B, H)
@@ -263,16 +280,25 @@ class SequenceClassificationHead(PooledScorer):
             and ``loss`` (0-d, or ``None``).
         """
         return_dict = self.return_dict_for(return_dict)
-        states = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                   output_attentions, output_hidden_states, syntax_inputs)
+        states = self.run_backbone(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
+            syntax_inputs,
+        )
         pooled = self.pool(states.hidden, syntax_inputs.get("syntax_tree"), attention_mask)  # (B, H)
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = None
         if labels is not None:
             loss = sequence_classification_loss(logits, labels, self.num_labels, self.config.problem_type)
             loss = with_auxiliary_loss(loss, states.auxiliary_loss)
-        result = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=states.hidden_states,
-                                          attentions=states.attentions, **states.extras)
+        result = SequenceClassifierOutput(
+            loss=loss, logits=logits, hidden_states=states.hidden_states, attentions=states.attentions, **states.extras
+        )
         return result if return_dict else result.to_tuple()
 
 
@@ -360,8 +386,16 @@ class QuestionAnsweringHead(TaskHead):
             ``end_logits`` ``[B, L]`` and ``verifier_logits`` ``[B, 2]`` (with the verifier).
         """
         return_dict = self.return_dict_for(return_dict)
-        states = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                   output_attentions, output_hidden_states, syntax_inputs)
+        states = self.run_backbone(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
+            syntax_inputs,
+        )
         hidden = states.hidden  # (B, L, H)
         logits = self.qa_outputs(hidden)  # (B, L, 2)
         start_logits, end_logits = logits[..., 0].contiguous(), logits[..., 1].contiguous()  # (B, L) each
@@ -384,9 +418,16 @@ class QuestionAnsweringHead(TaskHead):
                 loss = loss + float(self.config.verifier_loss_weight) * v_loss
             loss = with_auxiliary_loss(loss, states.auxiliary_loss)
         result = QuestionAnsweringOutput(
-            loss=loss, start_logits=start_logits, end_logits=end_logits, verifier_logits=verifier_logits,
-            span_loss=s_loss, verifier_loss=v_loss, hidden_states=states.hidden_states,
-            attentions=states.attentions, **states.extras)
+            loss=loss,
+            start_logits=start_logits,
+            end_logits=end_logits,
+            verifier_logits=verifier_logits,
+            span_loss=s_loss,
+            verifier_loss=v_loss,
+            hidden_states=states.hidden_states,
+            attentions=states.attentions,
+            **states.extras,
+        )
         return result if return_dict else result.to_tuple()
 
 
@@ -443,22 +484,32 @@ class MultipleChoiceHead(PooledScorer):
         return_dict = self.return_dict_for(return_dict)
         ref = input_ids if input_ids is not None else inputs_embeds
         if ref is None or ref.dim() < 3:
-            raise InputError(f"{type(self).__name__} expects input_ids [B, C, L] (or inputs_embeds [B, C, L, H]): "
-                             "one sequence per option")
+            raise InputError(
+                f"{type(self).__name__} expects input_ids [B, C, L] (or inputs_embeds [B, C, L, H]): "
+                "one sequence per option"
+            )
         B, C = ref.shape[:2]
         flat = {k: flatten_choices(v) for k, v in syntax_inputs.items()}
         attention_mask = flatten_choices(attention_mask)  # (B*C, L)
-        states = self.run_backbone(flatten_choices(input_ids), attention_mask, flatten_choices(token_type_ids),
-                                   flatten_choices(position_ids), flatten_choices(inputs_embeds),
-                                   output_attentions, output_hidden_states, flat)
+        states = self.run_backbone(
+            flatten_choices(input_ids),
+            attention_mask,
+            flatten_choices(token_type_ids),
+            flatten_choices(position_ids),
+            flatten_choices(inputs_embeds),
+            output_attentions,
+            output_hidden_states,
+            flat,
+        )
         pooled = self.pool(states.hidden, flat.get("syntax_tree"), attention_mask)  # (B*C, H)
         logits = self.classifier(self.dropout(pooled)).view(B, C)  # (B, C)
         loss = None
         if labels is not None:
             loss = nn.functional.cross_entropy(logits.float(), labels.to(logits.device).view(-1).long())
             loss = with_auxiliary_loss(loss, states.auxiliary_loss)
-        result = MultipleChoiceOutput(loss=loss, logits=logits, hidden_states=states.hidden_states,
-                                      attentions=states.attentions, **states.extras)
+        result = MultipleChoiceOutput(
+            loss=loss, logits=logits, hidden_states=states.hidden_states, attentions=states.attentions, **states.extras
+        )
         return result if return_dict else result.to_tuple()
 
 
@@ -508,14 +559,24 @@ class TokenClassificationHead(TaskHead):
             :class:`~syntaxformer.modeling.outputs.TokenClassifierOutput` with ``logits`` ``[B, L, num_labels]``.
         """
         return_dict = self.return_dict_for(return_dict)
-        states = self.run_backbone(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                                   output_attentions, output_hidden_states, syntax_inputs)
+        states = self.run_backbone(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
+            syntax_inputs,
+        )
         logits = self.classifier(self.dropout(states.hidden))  # (B, L, num_labels)
         loss = None
         if labels is not None:
-            loss = nn.functional.cross_entropy(logits.float().view(-1, self.num_labels),
-                                               labels.to(logits.device).view(-1).long(), ignore_index=-100)
+            loss = nn.functional.cross_entropy(
+                logits.float().view(-1, self.num_labels), labels.to(logits.device).view(-1).long(), ignore_index=-100
+            )
             loss = with_auxiliary_loss(loss, states.auxiliary_loss)
-        result = TokenClassifierOutput(loss=loss, logits=logits, hidden_states=states.hidden_states,
-                                       attentions=states.attentions, **states.extras)
+        result = TokenClassifierOutput(
+            loss=loss, logits=logits, hidden_states=states.hidden_states, attentions=states.attentions, **states.extras
+        )
         return result if return_dict else result.to_tuple()

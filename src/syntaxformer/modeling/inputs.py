@@ -31,8 +31,9 @@ TOLERATED_KEYWORDS: frozenset[str] = frozenset({"num_items_in_batch"})
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_SYNTAX_KEYS_DESCRIPTION = ("the syntax batch keys (syntax_tree, dep_tin, ...: "
-                            "syntaxformer.modeling.inputs.SYNTAX_INPUT_KEYS)")
+_SYNTAX_KEYS_DESCRIPTION = (
+    "the syntax batch keys (syntax_tree, dep_tin, ...: syntaxformer.modeling.inputs.SYNTAX_INPUT_KEYS)"
+)
 
 
 def syntax_forward_signature(forward: F) -> F:
@@ -46,14 +47,21 @@ def syntax_forward_signature(forward: F) -> F:
     signature = inspect.signature(forward)
     params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     named = {p.name for p in params}
-    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=torch.Tensor | None)
-               for k in SYNTAX_INPUT_KEYS if k not in named]
+    params += [
+        inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=torch.Tensor | None)
+        for k in SYNTAX_INPUT_KEYS
+        if k not in named
+    ]
     forward.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     return forward
 
 
-def check_forward_inputs(model: Any, extra: Mapping[str, Any], accepted: Iterable[str] = SYNTAX_INPUT_KEYS,
-                         accepted_description: str = _SYNTAX_KEYS_DESCRIPTION) -> None:
+def check_forward_inputs(
+    model: Any,
+    extra: Mapping[str, Any],
+    accepted: Iterable[str] = SYNTAX_INPUT_KEYS,
+    accepted_description: str = _SYNTAX_KEYS_DESCRIPTION,
+) -> None:
     """Raise if ``extra`` (the ``**kwargs`` a ``forward`` received) has a key that is not a syntax input.
 
     Args:
@@ -71,8 +79,9 @@ def check_forward_inputs(model: Any, extra: Mapping[str, Any], accepted: Iterabl
     if not unknown:
         return
     name = type(model).__name__
-    params = [p for p in inspect.signature(type(model).forward).parameters
-              if p != "self" and p not in SYNTAX_INPUT_KEYS]
+    params = [
+        p for p in inspect.signature(type(model).forward).parameters if p != "self" and p not in SYNTAX_INPUT_KEYS
+    ]
     hint = ""
     if "label" in unknown or "label_ids" in unknown:
         hint = " (the label key is 'labels': SyntaxCollator renames 'label' and 'label_ids' to it)"
@@ -81,7 +90,8 @@ def check_forward_inputs(model: Any, extra: Mapping[str, Any], accepted: Iterabl
     raise InputError(
         f"{name}.forward got unexpected keyword arguments {unknown}{hint}; it accepts {params} and "
         f"{accepted_description}. Remove the other columns from the batch (e.g. a data set's text columns: "
-        "ds.remove_columns([...]))")
+        "ds.remove_columns([...]))"
+    )
 
 
 #: Target keys of the task heads (named in the hint when a backbone is given one).

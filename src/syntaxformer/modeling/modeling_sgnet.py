@@ -74,8 +74,9 @@ class SGNetPreTrainedModel(PreTrainedModel):
             init.zeros_(module.weight)
 
     @classmethod
-    def from_encoder_pretrained(cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None,
-                                **config_overrides: Any) -> "SGNetPreTrainedModel":
+    def from_encoder_pretrained(
+        cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
+    ) -> "SGNetPreTrainedModel":
         """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
 
         Args:
@@ -165,8 +166,10 @@ class SGNetModel(SGNetPreTrainedModel):
             ) from None
         heads = self.config.encoder.num_attention_heads
         if self.config.sg_num_heads != heads:
-            raise ConfigError(f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
-                              f"({heads}), got {self.config.sg_num_heads}")
+            raise ConfigError(
+                f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
+                f"({heads}), got {self.config.sg_num_heads}"
+            )
         self.sg_layer.copy_from_bert_layer(layers[-1])
 
     @syntax_forward_signature
@@ -217,14 +220,20 @@ class SGNetModel(SGNetPreTrainedModel):
         return_dict = self.config.return_dict if return_dict is None else return_dict
         if self.pos_embeddings is not None:
             if pos_ids is None:
-                raise InputError(f"pos_embeddings={self.config.pos_embeddings!r} (BERT+POS) needs 'pos_ids' [B, L] "
-                                 "in the batch (syntaxformer.data.subword_features.subword_feature_ids)")
+                raise InputError(
+                    f"pos_embeddings={self.config.pos_embeddings!r} (BERT+POS) needs 'pos_ids' [B, L] "
+                    "in the batch (syntaxformer.data.subword_features.subword_feature_ids)"
+                )
             if inputs_embeds is None:
                 inputs_embeds = self.encoder.get_input_embeddings()(input_ids)  # (B, L, H)
                 input_ids = None
             inputs_embeds = inputs_embeds + self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
-        enc_inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids,
-                      "position_ids": position_ids, "inputs_embeds": inputs_embeds}
+        enc_inputs = {
+            "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids,
+            "position_ids": position_ids,
+            "inputs_embeds": inputs_embeds,
+        }
         enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
         if output_attentions:
             enc_inputs["output_attentions"] = True
@@ -242,8 +251,10 @@ class SGNetModel(SGNetPreTrainedModel):
             h_bar = self.aggregation(h, h_sg, key_valid)  # (B, L, H)
             if self.config.mask_special_in_aggregation:
                 if syntax_tree is None:
-                    raise InputError("mask_special_in_aggregation=True needs 'syntax_tree' (-1 marks special "
-                                     "tokens); pass a SyntaxCollator batch")
+                    raise InputError(
+                        "mask_special_in_aggregation=True needs 'syntax_tree' (-1 marks special "
+                        "tokens); pass a SyntaxCollator batch"
+                    )
                 special = (syntax_tree.to(h.device) < 0).unsqueeze(-1)  # (B, L, 1)
                 h_bar = torch.where(special, h, h_bar)
 
@@ -264,12 +275,21 @@ class SGNetModel(SGNetPreTrainedModel):
             input_ids, **inputs: as in :meth:`forward` (``return_dict`` is always True here).
         """
         out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
-        return ContextualStates(hidden=out.last_hidden_state, hidden_states=out.hidden_states,
-                                attentions=out.attentions, extras={"sg_attentions": out.sg_attentions})
+        return ContextualStates(
+            hidden=out.last_hidden_state,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
+            extras={"sg_attentions": out.sg_attentions},
+        )
 
-    def attention_mask_for_sg_layer(self, hidden: torch.Tensor, key_valid: torch.Tensor | None,
-                                    dep_tin: torch.Tensor | None, dep_tout: torch.Tensor | None,
-                                    syntax_tree: torch.Tensor | None) -> torch.Tensor:
+    def attention_mask_for_sg_layer(
+        self,
+        hidden: torch.Tensor,
+        key_valid: torch.Tensor | None,
+        dep_tin: torch.Tensor | None,
+        dep_tout: torch.Tensor | None,
+        syntax_tree: torch.Tensor | None,
+    ) -> torch.Tensor:
         """The bool mask of the extra layer (True = may attend), on ``hidden``'s device.
 
         Args:
@@ -287,17 +307,21 @@ class SGNetModel(SGNetPreTrainedModel):
             if key_valid is None:
                 return torch.ones(B, 1, L, dtype=torch.bool, device=device)
             return key_valid.unsqueeze(1)  # (B, 1, L)
-        missing = [n for n, t in (("dep_tin", dep_tin), ("dep_tout", dep_tout), ("syntax_tree", syntax_tree))
-                   if t is None]
+        missing = [
+            n for n, t in (("dep_tin", dep_tin), ("dep_tout", dep_tout), ("syntax_tree", syntax_tree)) if t is None
+        ]
         if missing:
             raise InputError(
                 f"SG-Net's syntax-guided layer needs the batch keys {missing} (built by "
                 "syntaxformer.data.collate.SyntaxCollator); pass them (if a Trainer dropped these columns, check that "
                 "the data set has them: syntaxformer.hf_datasets.add_syntax_features), or use use_sg_layer=False "
-                "for the baseline")
+                "for the baseline"
+            )
         if dep_tin.shape != (B, L):
-            raise InputError(f"dep_tin has shape {tuple(dep_tin.shape)} but the input is [B, L] = [{B}, {L}]; "
-                             "collate the syntax tensors with the same padding as input_ids")
+            raise InputError(
+                f"dep_tin has shape {tuple(dep_tin.shape)} but the input is [B, L] = [{B}, {L}]; "
+                "collate the syntax tensors with the same padding as input_ids"
+            )
         mask = sdoi_mask(dep_tin.to(device), dep_tout.to(device), syntax_tree.to(device))  # (B, L, L)
         if key_valid is not None:
             # Already true for consistent batches (padding has syntax_tree == -1); guards hand-made inputs.

@@ -29,8 +29,7 @@ from transformers import initialization as init
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
-from syntaxformer.masks.relations import (CHILD, PAIRWISE, PARENT, SELF, SIBLING, SPECIAL, group_id,
-                                          relation_groups)
+from syntaxformer.masks.relations import CHILD, PAIRWISE, PARENT, SELF, SIBLING, SPECIAL, group_id, relation_groups
 from syntaxformer.modeling.configuration_syntax_bert import RELATION_KINDS, SyntaxBertConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
@@ -73,8 +72,9 @@ def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.L
         if "cross" in type(module).__name__.lower():
             continue
         key = out = None
-        if isinstance(getattr(module, "query", None), nn.Linear) and isinstance(getattr(module, "key", None),
-                                                                                  nn.Linear):
+        if isinstance(getattr(module, "query", None), nn.Linear) and isinstance(
+            getattr(module, "key", None), nn.Linear
+        ):
             parent = encoder.get_submodule(name.rpartition(".")[0]) if "." in name else encoder
             out = getattr(getattr(parent, "output", None), "dense", None)
             key = module.key
@@ -87,7 +87,8 @@ def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.L
         raise ConfigError(
             f"Syntax-BERT found {len(sites)} self-attention modules in {type(encoder).__name__} "
             f"(expected one per layer, {n_layers}); supported are encoders with BERT-style "
-            "'attention.self' + 'attention.output.dense' (BERT, RoBERTa, ELECTRA, ...) or DistilBERT-style modules")
+            "'attention.self' + 'attention.output.dense' (BERT, RoBERTa, ELECTRA, ...) or DistilBERT-style modules"
+        )
     return sites
 
 
@@ -127,8 +128,9 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
             init.zeros_(module.weight)  # g = 0: the pretrained layer at initialisation
 
     @classmethod
-    def from_encoder_pretrained(cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None,
-                                **config_overrides: Any) -> "SyntaxBertPreTrainedModel":
+    def from_encoder_pretrained(
+        cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
+    ) -> "SyntaxBertPreTrainedModel":
         """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
 
         Args:
@@ -197,15 +199,17 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         for i, (module, _, _) in enumerate(sites):
             module.syntax_layer_idx = i  # the layer's topical query (architectures without layer_idx need it)
         if config.aggregation == "topical":
-            self.topical = TopicalAttention(len(sites), sites[0][1].out_features, config.hidden_size,
-                                            projections=config.topical_projections)
+            self.topical = TopicalAttention(
+                len(sites), sites[0][1].out_features, config.hidden_size, projections=config.topical_projections
+            )
             self.topical.bind([(key, out) for _, key, out in sites])
         else:
             self.topical = None
         if config.lisa_layer is not None and config.lisa_head_mode == "added":
             heads = config.encoder.num_attention_heads
-            self.lisa = AddedLisaHead(config.lisa_layer, heads, sites[0][1].out_features // heads,
-                                      init_head=config.lisa_head)
+            self.lisa = AddedLisaHead(
+                config.lisa_layer, heads, sites[0][1].out_features // heads, init_head=config.lisa_head
+            )
         else:
             self.lisa = None
         if config.gate == "none":
@@ -229,12 +233,17 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         """
         out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
         auxiliary = None if out.lisa_loss is None else self.config.lisa_loss_weight * out.lisa_loss
-        return ContextualStates(hidden=out.last_hidden_state, hidden_states=out.hidden_states,
-                                attentions=out.attentions, extras={"lisa_loss": out.lisa_loss},
-                                auxiliary_loss=auxiliary)
+        return ContextualStates(
+            hidden=out.last_hidden_state,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
+            extras={"lisa_loss": out.lisa_loss},
+            auxiliary_loss=auxiliary,
+        )
 
-    def build_groups(self, features: dict[str, torch.Tensor], device: torch.device,
-                     input_ids: torch.Tensor | None = None) -> SyntaxGroups:
+    def build_groups(
+        self, features: dict[str, torch.Tensor], device: torch.device, input_ids: torch.Tensor | None = None
+    ) -> SyntaxGroups:
         """Relation groups of a collated batch, with the configured ablations, ready for every layer.
 
         Args:
@@ -252,24 +261,53 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         missing = [k for k in base if features.get(k) is None]
         kinds = (["dep"] if c.use_dependency else []) + (["con"] if c.use_constituency else [])
         for kind in kinds:
-            missing += [f"{kind}_{n}" for n in (("tin", "tout", "depth") if kind == "dep" else ("key", "depth"))
-                        + ("anc_lo", "anc_hi", "anc_head") if features.get(f"{kind}_{n}") is None]
+            missing += [
+                f"{kind}_{n}"
+                for n in (("tin", "tout", "depth") if kind == "dep" else ("key", "depth"))
+                + ("anc_lo", "anc_hi", "anc_head")
+                if features.get(f"{kind}_{n}") is None
+            ]
         if missing:
-            raise InputError(f"Syntax-BERT needs the batch keys {missing} (built by "
-                             "syntaxformer.data.collate.SyntaxCollator; constituency needs constituency=True), or "
-                             "precomputed syntax_groups=...; if a Trainer dropped these columns, check that the "
-                             "data set has them (syntaxformer.hf_datasets.add_syntax_features) or pass "
-                             "TrainingArguments(remove_unused_columns=False)")
+            raise InputError(
+                f"Syntax-BERT needs the batch keys {missing} (built by "
+                "syntaxformer.data.collate.SyntaxCollator; constituency needs constituency=True), or "
+                "precomputed syntax_groups=...; if a Trainer dropped these columns, check that the "
+                "data set has them (syntaxformer.hf_datasets.add_syntax_features) or pass "
+                "TrainingArguments(remove_unused_columns=False)"
+            )
         f = {k: v.to(device) for k, v in features.items() if isinstance(v, torch.Tensor)}
         tree = f["syntax_tree"]
         segment = tree if c.pairwise == "sentence" else f["syntax_segment"]  # pairwise joins sentences / texts
         parts = []
         if c.use_dependency:
-            parts.append(relation_groups(f["dep_tin"], f["dep_depth"], f["dep_anc_lo"], f["dep_anc_hi"],
-                                         f["dep_anc_head"], tree, segment, D, c.pairwise_masks, key_hi=f["dep_tout"]))
+            parts.append(
+                relation_groups(
+                    f["dep_tin"],
+                    f["dep_depth"],
+                    f["dep_anc_lo"],
+                    f["dep_anc_hi"],
+                    f["dep_anc_head"],
+                    tree,
+                    segment,
+                    D,
+                    c.pairwise_masks,
+                    key_hi=f["dep_tout"],
+                )
+            )
         if c.use_constituency:
-            parts.append(relation_groups(f["con_key"], f["con_depth"], f["con_anc_lo"], f["con_anc_hi"],
-                                         f["con_anc_head"], tree, segment, D, c.pairwise_masks))
+            parts.append(
+                relation_groups(
+                    f["con_key"],
+                    f["con_depth"],
+                    f["con_anc_lo"],
+                    f["con_anc_hi"],
+                    f["con_anc_head"],
+                    tree,
+                    segment,
+                    D,
+                    c.pairwise_masks,
+                )
+            )
         keep = self._kept_groups(device)
         out = []
         for j, g in enumerate(parts):
@@ -309,7 +347,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             on = flags[kind]
             if not on:
                 lo, hi = group_id(kind, 1, D), group_id(kind, D, D)  # the ids of all distances of this kind
-                table[lo:hi + 1] = 0
+                table[lo : hi + 1] = 0
         return table
 
     @syntax_forward_signature
@@ -364,17 +402,28 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         recorder = None
         if self.config.lisa_layer is not None:
             recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head, added=self.lisa)
-        enc_inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids,
-                      "position_ids": position_ids, "inputs_embeds": inputs_embeds}
+        enc_inputs = {
+            "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids,
+            "position_ids": position_ids,
+            "inputs_embeds": inputs_embeds,
+        }
         enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
         if output_attentions:
             enc_inputs["output_attentions"] = True
         if output_hidden_states:
             enc_inputs["output_hidden_states"] = True
-        enc = self.encoder(input_ids=input_ids, return_dict=True, syntax_groups=syntax_groups,
-                           syntax_options=self.config.attention_options(), syntax_topical=self.topical,
-                           syntax_lisa=recorder, syntax_gate=self.gate, syntax_record=syntax_record,
-                           **enc_inputs)
+        enc = self.encoder(
+            input_ids=input_ids,
+            return_dict=True,
+            syntax_groups=syntax_groups,
+            syntax_options=self.config.attention_options(),
+            syntax_topical=self.topical,
+            syntax_lisa=recorder,
+            syntax_gate=self.gate,
+            syntax_record=syntax_record,
+            **enc_inputs,
+        )
         lisa_loss = None
         if recorder is not None and dep_parent is not None:
             lisa_loss = recorder.loss(dep_parent)
@@ -395,16 +444,18 @@ class _NoPooler(nn.Module):
         return None
 
 
-def _random_groups(groups: torch.Tensor, valid: torch.Tensor, input_ids: torch.Tensor | None, seed: int
-                   ) -> torch.Tensor:
+def _random_groups(
+    groups: torch.Tensor, valid: torch.Tensor, input_ids: torch.Tensor | None, seed: int
+) -> torch.Tensor:
     """Shuffle each example's group ids with a generator seeded by its token ids (fixed per example)."""
     out = torch.empty_like(groups)
     ids = None if input_ids is None else input_ids.detach().cpu()
     for b in range(groups.shape[0]):
         token_seed = 0 if ids is None else zlib.crc32(ids[b][valid[b].cpu()].numpy().tobytes())
-        gen = torch.Generator(device=groups.device).manual_seed((seed * 1_000_003 + token_seed + b * (ids is None))
-                                                                 % (2 ** 63))
-        out[b] = random_like_groups(groups[b:b + 1], valid[b:b + 1], generator=gen)[0]
+        gen = torch.Generator(device=groups.device).manual_seed(
+            (seed * 1_000_003 + token_seed + b * (ids is None)) % (2**63)
+        )
+        out[b] = random_like_groups(groups[b : b + 1], valid[b : b + 1], generator=gen)[0]
     return out
 
 

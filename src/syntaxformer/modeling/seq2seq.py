@@ -52,24 +52,54 @@ from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.inputs import check_forward_inputs
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 
-__all__ = ["PRESETS", "DEPENDENCY_INPUTS", "SyntaxInfusedTranslationConfig", "SyntaxInfusedForConditionalGeneration",
-           "SyntaxInfusedEncoder", "seq2seq_config", "build_config", "default_max_new_tokens"]
+__all__ = [
+    "PRESETS",
+    "DEPENDENCY_INPUTS",
+    "SyntaxInfusedTranslationConfig",
+    "SyntaxInfusedForConditionalGeneration",
+    "SyntaxInfusedEncoder",
+    "seq2seq_config",
+    "build_config",
+    "default_max_new_tokens",
+]
 
 #: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
 #: ``base``: Vaswani et al.'s base model (the papers' setting); ``tiny``: tests.
 PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
-             "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64},
-    "cpu": {"d_model": 128, "encoder_layers": 3, "decoder_layers": 3, "encoder_attention_heads": 4,
-            "decoder_attention_heads": 4, "encoder_ffn_dim": 512, "decoder_ffn_dim": 512},
-    "base": {"d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8,
-             "decoder_attention_heads": 8, "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048},
+    "tiny": {
+        "d_model": 32,
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 64,
+        "decoder_ffn_dim": 64,
+    },
+    "cpu": {
+        "d_model": 128,
+        "encoder_layers": 3,
+        "decoder_layers": 3,
+        "encoder_attention_heads": 4,
+        "decoder_attention_heads": 4,
+        "encoder_ffn_dim": 512,
+        "decoder_ffn_dim": 512,
+    },
+    "base": {
+        "d_model": 512,
+        "encoder_layers": 6,
+        "decoder_layers": 6,
+        "encoder_attention_heads": 8,
+        "decoder_attention_heads": 8,
+        "encoder_ffn_dim": 2048,
+        "decoder_ffn_dim": 2048,
+    },
 }
 
 #: Keyword arguments ``transformers`` passes to a model's ``forward`` besides its named parameters (``generate``,
 #: ``Trainer``): forwarded to the wrapped model (``return_dict`` and ``num_items_in_batch`` are dropped).
-_TRANSFORMERS_KEYWORDS = frozenset({"output_attentions", "output_hidden_states", "return_dict", "cache_position",
-                                    "num_items_in_batch"})
+_TRANSFORMERS_KEYWORDS = frozenset(
+    {"output_attentions", "output_hidden_states", "return_dict", "cache_position", "num_items_in_batch"}
+)
 #: The compact dependency tensors the SG-Net layer's SDOI mask is built from.
 DEPENDENCY_INPUTS: tuple[str, ...] = ("dep_tin", "dep_tout", "syntax_tree")
 
@@ -90,11 +120,23 @@ def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, 
     """
     if preset not in PRESETS:
         raise ConfigError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
-    options = dict(vocab_size=source_vocab_size, decoder_vocab_size=target_vocab_size,
-                   share_encoder_decoder_embeddings=False, tie_word_embeddings=True, scale_embedding=True,
-                   activation_function="relu", dropout=0.1, attention_dropout=0.1, activation_dropout=0.0,
-                   max_position_embeddings=512, pad_token_id=PAD_ID, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
-                   decoder_start_token_id=BOS_ID, forced_eos_token_id=EOS_ID)
+    options = dict(
+        vocab_size=source_vocab_size,
+        decoder_vocab_size=target_vocab_size,
+        share_encoder_decoder_embeddings=False,
+        tie_word_embeddings=True,
+        scale_embedding=True,
+        activation_function="relu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        activation_dropout=0.0,
+        max_position_embeddings=512,
+        pad_token_id=PAD_ID,
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        decoder_start_token_id=BOS_ID,
+        forced_eos_token_id=EOS_ID,
+    )
     options.update(PRESETS[preset])
     options.update(overrides)
     return MarianConfig(**options)
@@ -199,13 +241,21 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         if not 0.0 <= self.alpha <= 1.0:
             raise ConfigError(f"alpha must lie in [0, 1], got {self.alpha}")
         if getattr(self.seq2seq, "share_encoder_decoder_embeddings", False):
-            raise ConfigError("the source embeddings are replaced by syntax-infused ones; set "
-                              "share_encoder_decoder_embeddings=False in the seq2seq config")
+            raise ConfigError(
+                "the source embeddings are replaced by syntax-infused ones; set "
+                "share_encoder_decoder_embeddings=False in the seq2seq config"
+            )
 
 
-def build_config(preset: str = "cpu", source_vocab_size: int = 4000, target_vocab_size: int = 4000,
-                 features: list[str] | tuple[str, ...] = (), use_sg_layer: bool = False,
-                 seq2seq_overrides: dict[str, Any] | None = None, **options: Any) -> SyntaxInfusedTranslationConfig:
+def build_config(
+    preset: str = "cpu",
+    source_vocab_size: int = 4000,
+    target_vocab_size: int = 4000,
+    features: list[str] | tuple[str, ...] = (),
+    use_sg_layer: bool = False,
+    seq2seq_overrides: dict[str, Any] | None = None,
+    **options: Any,
+) -> SyntaxInfusedTranslationConfig:
     """A :class:`SyntaxInfusedTranslationConfig` for a preset size (see :data:`PRESETS`) and the syntax options."""
     s2s = seq2seq_config(preset, source_vocab_size, target_vocab_size, **(seq2seq_overrides or {}))
     return SyntaxInfusedTranslationConfig(seq2seq=s2s, features=list(features), use_sg_layer=use_sg_layer, **options)
@@ -218,8 +268,9 @@ class SyntaxInfusedEncoder:
     def __init__(self, model: "SyntaxInfusedForConditionalGeneration"):
         self.model = model
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                **kwargs: Any) -> BaseModelOutput:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
+    ) -> BaseModelOutput:
         """``input_ids`` ``[B, L]`` + the syntax inputs (other keyword arguments are ignored)."""
         return self.model.encode(input_ids, attention_mask, **kwargs)
 
@@ -254,12 +305,25 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             encoder.embed_tokens = None
         scale = float(getattr(encoder, "embed_scale", 1.0))
         self.source_embeddings = SyntaxInfusedEmbedding(
-            s2s.vocab_size, s2s.d_model, config.features, config.feature_dim, config.feature_combine,
-            padding_idx=s2s.pad_token_id, scale=scale, init_std=float(getattr(s2s, "init_std", 0.02)))
+            s2s.vocab_size,
+            s2s.d_model,
+            config.features,
+            config.feature_dim,
+            config.feature_combine,
+            padding_idx=s2s.pad_token_id,
+            scale=scale,
+            init_std=float(getattr(s2s, "init_std", 0.02)),
+        )
         if config.use_sg_layer:
-            self.sg_layer = SyntaxGuidedLayer(s2s.d_model, config.sg_num_heads, config.sg_intermediate_size,
-                                              config.sg_hidden_act, config.sg_dropout, config.sg_dropout,
-                                              layer_norm_eps=1e-5)
+            self.sg_layer = SyntaxGuidedLayer(
+                s2s.d_model,
+                config.sg_num_heads,
+                config.sg_intermediate_size,
+                config.sg_hidden_act,
+                config.sg_dropout,
+                config.sg_dropout,
+                layer_norm_eps=1e-5,
+            )
             self.aggregation = DualAggregation(config.alpha)
         else:
             self.sg_layer = None
@@ -299,9 +363,15 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         return self.seq2seq.get_decoder()
 
     # -- encoder side -------------------------------------------------------------------------------------------
-    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-               dep_tin: torch.Tensor | None = None, dep_tout: torch.Tensor | None = None,
-               syntax_tree: torch.Tensor | None = None, **features: Any) -> BaseModelOutput:
+    def encode(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        dep_tin: torch.Tensor | None = None,
+        dep_tout: torch.Tensor | None = None,
+        syntax_tree: torch.Tensor | None = None,
+        **features: Any,
+    ) -> BaseModelOutput:
         """Encode a source batch: syntax-infused embeddings -> Transformer encoder -> SG layer + aggregation.
 
         Args:
@@ -329,22 +399,35 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         else:
             missing = [n for n, t in zip(DEPENDENCY_INPUTS, (dep_tin, dep_tout, syntax_tree)) if t is None]
             if missing:
-                raise InputError(f"the SG-Net encoder layer needs the batch keys {missing}; featurize the "
-                                 "sources with syntaxformer.tasks.translation.TranslationTask for this model")
+                raise InputError(
+                    f"the SG-Net encoder layer needs the batch keys {missing}; featurize the "
+                    "sources with syntaxformer.tasks.translation.TranslationTask for this model"
+                )
             mask = sdoi_mask(dep_tin.to(h.device), dep_tout.to(h.device), syntax_tree.to(h.device))  # (B, L, L)
             mask = (mask & key_valid.unsqueeze(1)) | eye
         h_sg, _ = self.sg_layer(h, mask)  # (B, L, D)
         return BaseModelOutput(last_hidden_state=self.aggregation(h, h_sg))
 
     # -- training / decoding steps ------------------------------------------------------------------------------
-    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
-                decoder_input_ids: torch.Tensor | None = None, decoder_attention_mask: torch.Tensor | None = None,
-                encoder_outputs: BaseModelOutput | tuple | None = None, past_key_values: Any = None,
-                labels: torch.Tensor | None = None, use_cache: bool | None = None,
-                upos_ids: torch.Tensor | None = None, xpos_ids: torch.Tensor | None = None,
-                case_ids: torch.Tensor | None = None, subword_ids: torch.Tensor | None = None,
-                dep_tin: torch.Tensor | None = None, dep_tout: torch.Tensor | None = None,
-                syntax_tree: torch.Tensor | None = None, **kwargs: Any) -> Seq2SeqLMOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        decoder_input_ids: torch.Tensor | None = None,
+        decoder_attention_mask: torch.Tensor | None = None,
+        encoder_outputs: BaseModelOutput | tuple | None = None,
+        past_key_values: Any = None,
+        labels: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        upos_ids: torch.Tensor | None = None,
+        xpos_ids: torch.Tensor | None = None,
+        case_ids: torch.Tensor | None = None,
+        subword_ids: torch.Tensor | None = None,
+        dep_tin: torch.Tensor | None = None,
+        dep_tout: torch.Tensor | None = None,
+        syntax_tree: torch.Tensor | None = None,
+        **kwargs: Any,
+    ) -> Seq2SeqLMOutput:
         """Teacher-forced decoding of ``labels`` / ``decoder_input_ids``, or one ``generate`` step.
 
         Args:
@@ -363,13 +446,22 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             ``Seq2SeqLMOutput`` with ``logits`` ``[B, T, V]`` and, with labels, ``loss``: the mean cross-entropy
             over non-padding target tokens.
         """
-        check_forward_inputs(self, kwargs, self.wrapped_keywords(),
-                             f"the keyword arguments of {type(self.seq2seq).__name__}.forward")
+        check_forward_inputs(
+            self, kwargs, self.wrapped_keywords(), f"the keyword arguments of {type(self.seq2seq).__name__}.forward"
+        )
         if encoder_outputs is None:
             if input_ids is None:
                 raise InputError("forward needs input_ids or encoder_outputs")
-            features = {k: v for k, v in (("upos_ids", upos_ids), ("xpos_ids", xpos_ids), ("case_ids", case_ids),
-                                          ("subword_ids", subword_ids)) if v is not None}
+            features = {
+                k: v
+                for k, v in (
+                    ("upos_ids", upos_ids),
+                    ("xpos_ids", xpos_ids),
+                    ("case_ids", case_ids),
+                    ("subword_ids", subword_ids),
+                )
+                if v is not None
+            }
             encoder_outputs = self.encode(input_ids, attention_mask, dep_tin, dep_tout, syntax_tree, **features)
         elif isinstance(encoder_outputs, tuple):
             encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
@@ -379,22 +471,35 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             decoder_input_ids = self.seq2seq.prepare_decoder_input_ids_from_labels(labels)
         kwargs.pop("return_dict", None)
         kwargs.pop("num_items_in_batch", None)
-        out = self.seq2seq(encoder_outputs=encoder_outputs, attention_mask=attention_mask,
-                           decoder_input_ids=decoder_input_ids, decoder_attention_mask=decoder_attention_mask,
-                           past_key_values=past_key_values, use_cache=use_cache, return_dict=True, **kwargs)
+        out = self.seq2seq(
+            encoder_outputs=encoder_outputs,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+            return_dict=True,
+            **kwargs,
+        )
         loss = None
         if labels is not None:
             logits = out.logits  # (B, T, V)
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
-                                   ignore_index=-100)
-        return Seq2SeqLMOutput(loss=loss, logits=out.logits, past_key_values=out.past_key_values,
-                               encoder_last_hidden_state=encoder_outputs.last_hidden_state)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=-100)
+        return Seq2SeqLMOutput(
+            loss=loss,
+            logits=out.logits,
+            past_key_values=out.past_key_values,
+            encoder_last_hidden_state=encoder_outputs.last_hidden_state,
+        )
 
     def wrapped_keywords(self) -> frozenset[str]:
         """The keyword arguments :meth:`forward` passes on to the wrapped seq2seq model: the parameters its
         ``forward`` names, and the output / cache options ``transformers`` passes as its ``**kwargs``."""
-        named = {p.name for p in inspect.signature(self.seq2seq.forward).parameters.values()
-                 if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)}
+        named = {
+            p.name
+            for p in inspect.signature(self.seq2seq.forward).parameters.values()
+            if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+        }
         return frozenset(named | _TRANSFORMERS_KEYWORDS)
 
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:

@@ -22,9 +22,15 @@ from syntaxformer.errors import ConfigError
 from syntaxformer.modeling.configuration_sgnet import SGNetConfig
 
 
-def multi_head_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, num_heads: int,
-                         dropout_p: float = 0.0, need_weights: bool = False
-                         ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def multi_head_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor,
+    num_heads: int,
+    dropout_p: float = 0.0,
+    need_weights: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Scaled dot-product attention over ``num_heads`` heads with a bool mask.
 
     Args:
@@ -74,8 +80,16 @@ class SyntaxGuidedLayer(nn.Module):
         layer_norm_eps: LayerNorm epsilon.
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int, hidden_act: str = "gelu",
-                 dropout: float = 0.1, attention_dropout: float = 0.1, layer_norm_eps: float = 1e-12):
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        intermediate_size: int,
+        hidden_act: str = "gelu",
+        dropout: float = 0.1,
+        attention_dropout: float = 0.1,
+        layer_norm_eps: float = 1e-12,
+    ):
         super().__init__()
         if hidden_size % num_heads:
             raise ConfigError(f"num_heads={num_heads} must divide hidden_size={hidden_size}")
@@ -95,11 +109,19 @@ class SyntaxGuidedLayer(nn.Module):
     @classmethod
     def from_config(cls, config: SGNetConfig) -> "SyntaxGuidedLayer":
         """The layer described by a :class:`SGNetConfig` (``sg_*`` options)."""
-        return cls(config.hidden_size, config.sg_num_heads, config.sg_intermediate_size, config.sg_hidden_act,
-                   config.sg_dropout, config.sg_attention_dropout, config.sg_layer_norm_eps)
+        return cls(
+            config.hidden_size,
+            config.sg_num_heads,
+            config.sg_intermediate_size,
+            config.sg_hidden_act,
+            config.sg_dropout,
+            config.sg_attention_dropout,
+            config.sg_layer_norm_eps,
+        )
 
-    def forward(self, hidden_states: torch.Tensor, mask: torch.Tensor, output_attentions: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, hidden_states: torch.Tensor, mask: torch.Tensor, output_attentions: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Run the layer.
 
         Args:
@@ -113,8 +135,15 @@ class SyntaxGuidedLayer(nn.Module):
             ``([B, L, H] H', [B, num_heads, L, L] attention probabilities or None)``.
         """
         p = self.attention_dropout if self.training else 0.0
-        ctx, probs = multi_head_attention(self.query(hidden_states), self.key(hidden_states),
-                                          self.value(hidden_states), mask, self.num_heads, p, output_attentions)
+        ctx, probs = multi_head_attention(
+            self.query(hidden_states),
+            self.key(hidden_states),
+            self.value(hidden_states),
+            mask,
+            self.num_heads,
+            p,
+            output_attentions,
+        )
         a = self.attn_norm(hidden_states + self.dropout(self.attn_output(ctx)))  # (B, L, H)
         out = self.output_norm(a + self.dropout(self.output(self.act(self.intermediate(a)))))  # (B, L, H)
         return out, probs
@@ -131,9 +160,14 @@ class SyntaxGuidedLayer(nn.Module):
             ConfigError: the layer does not have that layout, or its shapes differ from this layer's.
         """
         pairs = {
-            "query": "attention.self.query", "key": "attention.self.key", "value": "attention.self.value",
-            "attn_output": "attention.output.dense", "attn_norm": "attention.output.LayerNorm",
-            "intermediate": "intermediate.dense", "output": "output.dense", "output_norm": "output.LayerNorm",
+            "query": "attention.self.query",
+            "key": "attention.self.key",
+            "value": "attention.self.value",
+            "attn_output": "attention.output.dense",
+            "attn_norm": "attention.output.LayerNorm",
+            "intermediate": "intermediate.dense",
+            "output": "output.dense",
+            "output_norm": "output.LayerNorm",
         }
         for mine, theirs in pairs.items():
             try:
@@ -141,7 +175,8 @@ class SyntaxGuidedLayer(nn.Module):
             except AttributeError:
                 raise ConfigError(
                     f"sg_init='copy_last' needs a BERT-like encoder layer with a submodule {theirs!r}; "
-                    f"{type(layer).__name__} has none. Use sg_init='random' for this encoder") from None
+                    f"{type(layer).__name__} has none. Use sg_init='random' for this encoder"
+                ) from None
             dst = getattr(self, mine)
             for name in ("weight", "bias"):
                 s, d = getattr(src, name, None), getattr(dst, name)
@@ -149,7 +184,8 @@ class SyntaxGuidedLayer(nn.Module):
                     raise ConfigError(
                         f"sg_init='copy_last': {theirs}.{name} of {type(layer).__name__} has shape "
                         f"{None if s is None else tuple(s.shape)}, the syntax-guided layer's {mine}.{name} has "
-                        f"{tuple(d.shape)}; set sg_intermediate_size to the encoder's intermediate_size")
+                        f"{tuple(d.shape)}; set sg_intermediate_size to the encoder's intermediate_size"
+                    )
                 d.copy_(s)
         eps = getattr(layer.get_submodule("output.LayerNorm"), "eps", None)
         if eps is not None:
@@ -255,8 +291,14 @@ class BiAttentionAggregation(nn.Module):
         layer_norm_eps: LayerNorm epsilon.
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.1, attention_dropout: float = 0.1,
-                 layer_norm_eps: float = 1e-12):
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.1,
+        layer_norm_eps: float = 1e-12,
+    ):
         super().__init__()
         self.num_heads = num_heads
         self.attention_dropout = attention_dropout
@@ -288,10 +330,16 @@ def build_aggregation(config: SGNetConfig) -> nn.Module:
     if kind == "concat":
         return ConcatAggregation(config.hidden_size, config.alpha)
     if kind == "biattention":
-        return BiAttentionAggregation(config.hidden_size, config.sg_num_heads, config.sg_dropout,
-                                      config.sg_attention_dropout, config.sg_layer_norm_eps)
-    raise ConfigError(f"unknown aggregation {kind!r}; expected one of dual, syntax_only, concat, vanilla_layer, "
-                      "biattention")
+        return BiAttentionAggregation(
+            config.hidden_size,
+            config.sg_num_heads,
+            config.sg_dropout,
+            config.sg_attention_dropout,
+            config.sg_layer_norm_eps,
+        )
+    raise ConfigError(
+        f"unknown aggregation {kind!r}; expected one of dual, syntax_only, concat, vanilla_layer, biattention"
+    )
 
 
 def _logit(p: float, bound: float = 10.0) -> float:

@@ -154,11 +154,15 @@ class SyntaxAttentionOptions:
     check_underflow: bool = True
 
     def __post_init__(self) -> None:
-        for name, allowed in (("aggregation", ("topical", "sum", "mean")), ("empty_rows", ("full", "self")),
-                              ("implementation", ("fast", "exact", "flex", "triton", "auto"))):
+        for name, allowed in (
+            ("aggregation", ("topical", "sum", "mean")),
+            ("empty_rows", ("full", "self")),
+            ("implementation", ("fast", "exact", "flex", "triton", "auto")),
+        ):
             if getattr(self, name) not in allowed:
-                raise ConfigError(f"SyntaxAttentionOptions.{name} must be one of {allowed}, got "
-                                  f"{getattr(self, name)!r}")
+                raise ConfigError(
+                    f"SyntaxAttentionOptions.{name} must be one of {allowed}, got {getattr(self, name)!r}"
+                )
         if self.layers is not None:
             object.__setattr__(self, "layers", tuple(int(x) for x in self.layers))
 
@@ -186,8 +190,10 @@ class SyntaxGroups(NamedTuple):
     cache: dict | None = None
 
 
-def prepare_groups(groups: torch.Tensor | Sequence[torch.Tensor | None] | SyntaxGroups | None,
-                   num_buckets: int | Sequence[int] | None = None) -> SyntaxGroups | None:
+def prepare_groups(
+    groups: torch.Tensor | Sequence[torch.Tensor | None] | SyntaxGroups | None,
+    num_buckets: int | Sequence[int] | None = None,
+) -> SyntaxGroups | None:
     """Turn ``[B, L, L]`` group ids (one tensor, or one per partition; ``None`` entries are skipped) into
     :class:`SyntaxGroups`.
 
@@ -252,8 +258,13 @@ class TopicalAttention(nn.Module):
     The queries start at zero, so that training starts from the average of the non-empty sub-networks.
     """
 
-    def __init__(self, num_layers: int, dim: int, hidden_size: int | None = None,
-                 projections: Literal["shared", "own"] = "shared"):
+    def __init__(
+        self,
+        num_layers: int,
+        dim: int,
+        hidden_size: int | None = None,
+        projections: Literal["shared", "own"] = "shared",
+    ):
         super().__init__()
         if projections not in ("shared", "own"):
             raise ConfigError(f"TopicalAttention projections must be 'shared' or 'own', got {projections!r}")
@@ -290,8 +301,11 @@ class TopicalAttention(nn.Module):
             return
         for layer, (key, _) in enumerate(self._sites):
             self.key_weight[layer].copy_(key.weight)
-        self.value_weight.copy_(torch.eye(self.value_weight.shape[-1], dtype=self.value_weight.dtype,
-                                          device=self.value_weight.device).expand_as(self.value_weight))
+        self.value_weight.copy_(
+            torch.eye(
+                self.value_weight.shape[-1], dtype=self.value_weight.dtype, device=self.value_weight.device
+            ).expand_as(self.value_weight)
+        )
 
     def site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
         """The ``(key projection, output projection)`` bound for ``layer``."""
@@ -383,7 +397,7 @@ class AddedLisaHead(nn.Module):
         d, h = self.head_dim, self.init_head
         for w in (self.query_weight, self.key_weight):
             w.zero_()
-            w[:, h * d:(h + 1) * d] = torch.eye(d, dtype=w.dtype, device=w.device)
+            w[:, h * d : (h + 1) * d] = torch.eye(d, dtype=w.dtype, device=w.device)
         self.mix.zero_()
 
     def scores(self, query: torch.Tensor, key: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -412,9 +426,11 @@ class LisaRecorder:
         syntactic parent; rows with ``parent < 0`` — roots, special tokens, padding — are ignored). 0 if no row
         counts."""
         if self.log_probs is None:
-            raise ConfigError(f"no attention was recorded for the LISA head (layer {self.layer}); is the model "
-                              f"running attn_implementation='{SYNTAX_ATTENTION}' with at least {self.layer + 1} "
-                              "layers?")
+            raise ConfigError(
+                f"no attention was recorded for the LISA head (layer {self.layer}); is the model "
+                f"running attn_implementation='{SYNTAX_ATTENTION}' with at least {self.layer + 1} "
+                "layers?"
+            )
         parent = parent.to(self.log_probs.device).long()
         logp = self.log_probs.float()
         keep = parent >= 0  # (B, L)
@@ -463,14 +479,22 @@ def layer_index(module: nn.Module) -> int | None:
     return getattr(module, "layer_idx", None) if idx is None else idx
 
 
-def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                             attention_mask: torch.Tensor | None, scaling: float | None = None,
-                             dropout: float = 0.0, syntax_groups: Any = None,
-                             syntax_options: SyntaxAttentionOptions | None = None,
-                             syntax_topical: TopicalAttention | None = None, syntax_lisa: LisaRecorder | None = None,
-                             syntax_gate: SyntaxGate | None = None,
-                             syntax_record: SyntaxAttentionRecorder | None = None,
-                             **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+def syntax_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    syntax_groups: Any = None,
+    syntax_options: SyntaxAttentionOptions | None = None,
+    syntax_topical: TopicalAttention | None = None,
+    syntax_lisa: LisaRecorder | None = None,
+    syntax_gate: SyntaxGate | None = None,
+    syntax_record: SyntaxAttentionRecorder | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention function for ``AttentionInterface`` (registered as ``"syntax"``).
 
     Args:
@@ -499,16 +523,18 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
         ``P_full V + g ((A V) W_Vt - P_full V)``), every row and head of the layer; the returned attention is
         still the effective ``A`` (gated as above), before ``W_Vt``.
     """
-    opts = _resolve_implementation(syntax_options or SyntaxAttentionOptions(), query, dropout, module,
-                                   gated=syntax_gate is not None)
+    opts = _resolve_implementation(
+        syntax_options or SyntaxAttentionOptions(), query, dropout, module, gated=syntax_gate is not None
+    )
     layer = layer_index(module)
     groups = prepare_groups(syntax_groups)
     lisa_here = syntax_lisa is not None and layer is not None and layer == syntax_lisa.layer
     use_syntax = groups is not None and opts.uses_syntax(layer)
     if not use_syntax and not lisa_here:
         # Not a syntax layer: the host's usual (fused) attention.
-        out, weights = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
-                                              scaling=scaling, is_causal=False)
+        out, weights = sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=False
+        )
         if syntax_record is not None and layer is not None:
             with torch.no_grad():  # the fused kernel returns no weights: the plain softmax, beside it
                 s = _scores(query, key, query.shape[-1] ** -0.5 if scaling is None else scaling)
@@ -517,14 +543,30 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
 
     B, H, L, d = query.shape
     if key.shape[2] != L or getattr(module, "is_causal", False):
-        raise ConfigError(f"the syntax attention is bidirectional self-attention (encoders); {type(module).__name__} "
-                          f"has {L} queries, {key.shape[2]} keys, is_causal={getattr(module, 'is_causal', False)}")
-    scaling = d ** -0.5 if scaling is None else scaling
+        raise ConfigError(
+            f"the syntax attention is bidirectional self-attention (encoders); {type(module).__name__} "
+            f"has {L} queries, {key.shape[2]} keys, is_causal={getattr(module, 'is_causal', False)}"
+        )
+    scaling = d**-0.5 if scaling is None else scaling
     if use_syntax and opts.implementation in ("flex", "triton"):
         passes = _triton_passes() if opts.implementation == "triton" else _FLEX_PASSES
-        out = _flex_attention_forward(module, query, key, value, attention_mask, scaling, dropout, groups, opts,
-                                      syntax_topical, syntax_lisa if lisa_here else None, syntax_gate,
-                                      syntax_record, layer, passes)
+        out = _flex_attention_forward(
+            module,
+            query,
+            key,
+            value,
+            attention_mask,
+            scaling,
+            dropout,
+            groups,
+            opts,
+            syntax_topical,
+            syntax_lisa if lisa_here else None,
+            syntax_gate,
+            syntax_record,
+            layer,
+            passes,
+        )
         return out, None
     scores = _scores(query, key, scaling)  # (B, H, L, L) fp32, unmasked
     allowed = _allowed(attention_mask, B, L)  # (B, L, L) or None
@@ -556,16 +598,25 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
             probs = gate_probs(probs, full, gate)
         if syntax_record is not None and layer is not None:
             with torch.no_grad():
-                _, alpha, cand = _exact_probs(_apply_mask(scores, attention_mask), allowed, groups,
-                                              _group_counts(groups, allowed), w, opts, full_heads, with_weights=True)
+                _, alpha, cand = _exact_probs(
+                    _apply_mask(scores, attention_mask),
+                    allowed,
+                    groups,
+                    _group_counts(groups, allowed),
+                    w,
+                    opts,
+                    full_heads,
+                    with_weights=True,
+                )
             syntax_record.topical[layer], syntax_record.candidates[layer] = alpha, cand
             syntax_record.num_buckets = tuple(groups.num_buckets)
             syntax_record.full_candidate = opts.full_attention_candidate
     if syntax_record is not None and layer is not None:
         syntax_record.attentions[layer] = probs.detach()
 
-    own_values = use_syntax and syntax_topical is not None and syntax_topical.own_projections \
-        and opts.aggregation == "topical"
+    own_values = (
+        use_syntax and syntax_topical is not None and syntax_topical.own_projections and opts.aggregation == "topical"
+    )
     if own_values:
         out = _own_value_output(module, probs_syntax, full, value, dropout, syntax_topical, layer, gate)
     else:
@@ -576,8 +627,9 @@ def syntax_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.
     return out.contiguous(), probs.to(value.dtype)
 
 
-def _resolve_implementation(opts: SyntaxAttentionOptions, query: torch.Tensor, dropout: float, module: nn.Module,
-                            gated: bool = False) -> SyntaxAttentionOptions:
+def _resolve_implementation(
+    opts: SyntaxAttentionOptions, query: torch.Tensor, dropout: float, module: nn.Module, gated: bool = False
+) -> SyntaxAttentionOptions:
     """``implementation="auto"`` made concrete for this call: ``"triton"`` on CUDA when triton is importable, no
     attention dropout is active (the fused kernels have none) and the layer is not gated in 16-bit precision,
     ``"fast"`` everywhere else (the CPU: the fused kernels run there only in Triton's interpreter). A gate in bf16
@@ -588,8 +640,12 @@ def _resolve_implementation(opts: SyntaxAttentionOptions, query: torch.Tensor, d
     if opts.implementation != "auto":
         return opts
     half = query.dtype in (torch.bfloat16, torch.float16)
-    fused = (query.device.type == "cuda" and not (dropout > 0 and module.training) and not (gated and half)
-             and _triton_importable())
+    fused = (
+        query.device.type == "cuda"
+        and not (dropout > 0 and module.training)
+        and not (gated and half)
+        and _triton_importable()
+    )
     return replace(opts, implementation="triton" if fused else "fast")
 
 
@@ -608,8 +664,9 @@ def _triton_passes() -> _PairPasses:
     return _PairPasses(check, prepass, context)
 
 
-def _added_head_context(module: nn.Module, added: AddedLisaHead, lisa: LisaRecorder, value: torch.Tensor,
-                        dropout: float) -> torch.Tensor:
+def _added_head_context(
+    module: nn.Module, added: AddedLisaHead, lisa: LisaRecorder, value: torch.Tensor, dropout: float
+) -> torch.Tensor:
     """``[B, L, H, d]`` what the added LISA head adds to each head's context: ``m_h P_a V_h``."""
     H = value.shape[1]
     p_a = lisa.log_probs.exp()  # (B, L, L)
@@ -618,9 +675,16 @@ def _added_head_context(module: nn.Module, added: AddedLisaHead, lisa: LisaRecor
     return extra.transpose(1, 2)  # (B, L, H, d)
 
 
-def _own_value_output(module: nn.Module, probs: torch.Tensor, full: torch.Tensor | None, value: torch.Tensor,
-                      dropout: float, topical: TopicalAttention, layer: int, gate: torch.Tensor | None
-                      ) -> torch.Tensor:
+def _own_value_output(
+    module: nn.Module,
+    probs: torch.Tensor,
+    full: torch.Tensor | None,
+    value: torch.Tensor,
+    dropout: float,
+    topical: TopicalAttention,
+    layer: int,
+    gate: torch.Tensor | None,
+) -> torch.Tensor:
     """``[B, L, H, d]`` context of a syntax layer with the topical attention's own value projection:
     ``(A V) W_Vt``, gated as ``P_full V + g ((A V) W_Vt - P_full V)`` (``gate`` ``[1, H | 1, 1, 1]`` or None)."""
     B, H, L, d = value.shape
@@ -637,17 +701,25 @@ def _own_value_output(module: nn.Module, probs: torch.Tensor, full: torch.Tensor
     return syn.transpose(1, 2).contiguous()
 
 
-def _topical_key_values(module: nn.Module, value: torch.Tensor, groups: SyntaxGroups,
-                        opts: SyntaxAttentionOptions, topical: TopicalAttention | None, layer: int | None,
-                        full_heads: torch.Tensor | None) -> torch.Tensor | None:
+def _topical_key_values(
+    module: nn.Module,
+    value: torch.Tensor,
+    groups: SyntaxGroups,
+    opts: SyntaxAttentionOptions,
+    topical: TopicalAttention | None,
+    layer: int | None,
+    full_heads: torch.Tensor | None,
+) -> torch.Tensor | None:
     """Checks the groups against the layer's ``[B, L]`` and returns ``w = V_h[k] · u_h`` ``[B, H, L]`` (each key's
     value along the folded task query ``u``; the LISA head, if any, takes no part), or ``None`` without topical
     attention. Shared by the fast / exact and flex paths."""
     B, H, L, d = value.shape
     for g in groups.partitions:
         if g.shape != (B, L, L):
-            raise InputError(f"syntax_groups has shape {tuple(g.shape)} but the layer sees [B, L, L] = "
-                             f"[{B}, {L}, {L}]; build the groups from the same padded batch")
+            raise InputError(
+                f"syntax_groups has shape {tuple(g.shape)} but the layer sees [B, L, L] = "
+                f"[{B}, {L}, {L}]; build the groups from the same padded batch"
+            )
     if opts.aggregation != "topical" or topical is None:
         return None
     if layer is None:
@@ -715,8 +787,9 @@ def _group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool
     return out
 
 
-def _cached_counts(groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None,
-                   fast: bool = False) -> list[torch.Tensor]:
+def _cached_counts(
+    groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None, fast: bool = False
+) -> list[torch.Tensor]:
     """:func:`_group_counts` computed once per forward: the layers of one forward share the groups and the host's
     mask object, so the first layer's result is kept in ``groups.cache`` (with the mask itself, so that a cached
     entry can never be taken for another mask)."""
@@ -744,8 +817,13 @@ def _topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregatio
     return e / e.sum(-1, keepdim=True).clamp(min=torch.finfo(torch.float32).tiny)
 
 
-def _full_weight(alpha_full: torch.Tensor | None, fallback: torch.Tensor, opts: SyntaxAttentionOptions,
-                 full_heads: torch.Tensor | None, H: int) -> torch.Tensor:
+def _full_weight(
+    alpha_full: torch.Tensor | None,
+    fallback: torch.Tensor,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None,
+    H: int,
+) -> torch.Tensor:
     """φ ``[B, H, L]``: weight of the full softmax P in the effective attention (the full candidate's α, plus 1 on
     fallback rows for ``empty_rows="full"``; 1 for full (LISA) heads)."""
     phi = torch.zeros_like(fallback, dtype=torch.float32)
@@ -774,8 +852,14 @@ def _self_fallback(fallback: torch.Tensor, full_heads: torch.Tensor | None, H: i
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: SyntaxGroups, w: torch.Tensor | None,
-                 opts: SyntaxAttentionOptions, full_heads: torch.Tensor | None = None) -> torch.Tensor:
+def syntax_probs(
+    scores: torch.Tensor,
+    mask: torch.Tensor | None,
+    groups: SyntaxGroups,
+    w: torch.Tensor | None,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``) of the sub-networks mixed by topical attention.
 
     Args:
@@ -793,8 +877,9 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
     B, H, L, _ = scores.shape
     allowed = _allowed(mask, B, L)
     if opts.implementation != "fast":
-        return _exact_probs(_apply_mask(scores, mask), allowed, groups, _cached_counts(groups, mask, allowed), w,
-                            opts, full_heads)
+        return _exact_probs(
+            _apply_mask(scores, mask), allowed, groups, _cached_counts(groups, mask, allowed), w, opts, full_heads
+        )
     if groups.scatter_index is None:
         groups = groups._replace(scatter_index=_scatter_index(groups.partitions, groups.num_buckets))
     cands = _cached_counts(groups, mask, allowed, fast=True)
@@ -807,16 +892,22 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
             torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
         joint = _cached_joint(groups)
         zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
-            3, _expand(joint.index, H), p)  # (B, H, L, J) sums of P per joint bucket
-        zs = [torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(m, H), zj)
-              for m, n in zip(joint.maps, groups.num_buckets)]  # (B, H, L, M+1+_TRASH) per partition
+            3, _expand(joint.index, H), p
+        )  # (B, H, L, J) sums of P per joint bucket
+        zs = [
+            torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(m, H), zj)
+            for m, n in zip(joint.maps, groups.num_buckets)
+        ]  # (B, H, L, M+1+_TRASH) per partition
         del zj
         # One host sync per layer: the smallest share of a non-empty group (empty buckets count as 1).
-        if opts.check_underflow and bool(torch.stack([torch.where(ne.unsqueeze(1), z, 1.0).amin()
-                                                      for z, ne in zip(zs, cands)]).min() < _UNDERFLOW):
-            live = (torch.ones(H, dtype=torch.bool, device=p.device) if full_heads is None else ~full_heads)
-            bad = [(z < _UNDERFLOW).logical_and_(ne.unsqueeze(1)).logical_and_(live.view(1, H, 1, 1))
-                   for z, ne in zip(zs, cands)]  # (B, H, L, M+1) each
+        if opts.check_underflow and bool(
+            torch.stack([torch.where(ne.unsqueeze(1), z, 1.0).amin() for z, ne in zip(zs, cands)]).min() < _UNDERFLOW
+        ):
+            live = torch.ones(H, dtype=torch.bool, device=p.device) if full_heads is None else ~full_heads
+            bad = [
+                (z < _UNDERFLOW).logical_and_(ne.unsqueeze(1)).logical_and_(live.view(1, H, 1, 1))
+                for z, ne in zip(zs, cands)
+            ]  # (B, H, L, M+1) each
             rows = torch.stack([b.any(-1).any(1) for b in bad]).any(0)  # (B, L)
             if bool(rows.any()):  # (only the LISA head's rows can make this False)
                 bad_rows = rows
@@ -833,9 +924,16 @@ def syntax_probs(scores: torch.Tensor, mask: torch.Tensor | None, groups: Syntax
     return a
 
 
-def _splice_exact_rows(a: torch.Tensor, scores: torch.Tensor, mask: torch.Tensor | None, groups: SyntaxGroups,
-                       w: torch.Tensor | None, opts: SyntaxAttentionOptions, full_heads: torch.Tensor | None,
-                       rows: torch.Tensor) -> torch.Tensor:
+def _splice_exact_rows(
+    a: torch.Tensor,
+    scores: torch.Tensor,
+    mask: torch.Tensor | None,
+    groups: SyntaxGroups,
+    w: torch.Tensor | None,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None,
+    rows: torch.Tensor,
+) -> torch.Tensor:
     """Replace the query rows ``rows`` (bool ``[B, L]``) of ``a`` by the exact computation (rows are independent:
     topical attention mixes heads and groups within a row only)."""
     B, H, L, _ = a.shape
@@ -916,8 +1014,9 @@ def _expand(g: torch.Tensor, H: int) -> torch.Tensor:
     return g.unsqueeze(1).expand(g.shape[0], H, *g.shape[1:])
 
 
-def _candidates(cands: list[torch.Tensor], allowed: torch.Tensor | None, opts: SyntaxAttentionOptions
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _candidates(
+    cands: list[torch.Tensor], allowed: torch.Tensor | None, opts: SyntaxAttentionOptions
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """All candidates ``[B, Lq, C]`` (partitions' groups, then the full candidate) and the full one ``[B, Lq]``."""
     if not opts.full_attention_candidate:
         return torch.cat(cands, -1), None
@@ -1006,7 +1105,7 @@ class _FastSyntaxProbs(torch.autograd.Function):
             start = 0
             for j, (iz, wp, y) in enumerate(zip(izs, ws, ys)):
                 n = iz.shape[-1]
-                a_p, dt_p = alpha[..., start:start + n].unsqueeze(1), dt[..., start:start + n].unsqueeze(1)
+                a_p, dt_p = alpha[..., start : start + n].unsqueeze(1), dt[..., start : start + n].unsqueeze(1)
                 t_dt = iz * dt_p  # (B, H, L, M+1)
                 t_r = torch.addcmul(a_p * wp, dt_p, y).mul_(iz).mul_(iz)  # iz_p * Σ_{k in g} P_p dP_p
                 if j == 0:
@@ -1021,7 +1120,7 @@ class _FastSyntaxProbs(torch.autograd.Function):
             start = 0
             for j, (iz, wp) in enumerate(zip(izs, ws)):
                 n = iz.shape[-1]
-                t_r = (alpha[..., start:start + n].unsqueeze(1) * wp).mul_(iz).mul_(iz)
+                t_r = (alpha[..., start : start + n].unsqueeze(1) * wp).mul_(iz).mul_(iz)
                 if j == 0:
                     t_r += rho.unsqueeze(-1)
                 t_r.neg_()
@@ -1047,7 +1146,7 @@ def _coef_tables(alpha: torch.Tensor, phi: torch.Tensor, izs: Sequence[torch.Ten
     tables, start = [], 0
     for j, iz in enumerate(izs):
         n = iz.shape[-1]
-        f = alpha[..., start:start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
+        f = alpha[..., start : start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
         if j == 0:
             f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
         tables.append(f)
@@ -1068,10 +1167,16 @@ def _joint_table(tables: list[torch.Tensor], maps: list[torch.Tensor]) -> torch.
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _exact_probs(scores: torch.Tensor, allowed: torch.Tensor | None, groups: SyntaxGroups,
-                 cands: list[torch.Tensor], w: torch.Tensor | None, opts: SyntaxAttentionOptions,
-                 full_heads: torch.Tensor | None, with_weights: bool = False
-                 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _exact_probs(
+    scores: torch.Tensor,
+    allowed: torch.Tensor | None,
+    groups: SyntaxGroups,
+    cands: list[torch.Tensor],
+    w: torch.Tensor | None,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None,
+    with_weights: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The fast path's algebra through autograd, each group normalised with its own maximum (never underflows).
 
     With ``with_weights`` also the topical weights α ``[B, L, C]`` and the candidates (bool ``[B, L, C]``)."""
@@ -1104,7 +1209,7 @@ def _exact_probs(scores: torch.Tensor, allowed: torch.Tensor | None, groups: Syn
     a = p * phi.unsqueeze(-1)
     start = 0
     for pp, idx, n in probs_p:
-        a = a + pp * alpha[..., start:start + n].unsqueeze(1).expand(B, H, L, n).gather(3, idx)
+        a = a + pp * alpha[..., start : start + n].unsqueeze(1).expand(B, H, L, n).gather(3, idx)
         start += n
     if opts.empty_rows == "self" and bool(fallback.any()):
         a = a + _self_fallback(fallback, full_heads, H)
@@ -1140,17 +1245,23 @@ def _compiled_flex_attention() -> Any:
 def _flex_check(query: torch.Tensor, dropout: float, module: nn.Module) -> None:
     """Refuse what the flex path cannot run, naming what would work."""
     if query.device.type not in ("cuda", "cpu"):
-        raise ConfigError(f"implementation='flex' runs on CUDA (and eagerly on the CPU, for tests), not on "
-                          f"{query.device.type}; use implementation='fast'")
+        raise ConfigError(
+            f"implementation='flex' runs on CUDA (and eagerly on the CPU, for tests), not on "
+            f"{query.device.type}; use implementation='fast'"
+        )
     try:
         import torch.nn.attention.flex_attention  # noqa: F401
     except ImportError as e:  # pragma: no cover - every torch this package supports has it
-        raise ConfigError(f"implementation='flex' needs torch.nn.attention.flex_attention (torch >= 2.5); torch "
-                          f"{torch.__version__} has none: use implementation='fast'") from e
+        raise ConfigError(
+            f"implementation='flex' needs torch.nn.attention.flex_attention (torch >= 2.5); torch "
+            f"{torch.__version__} has none: use implementation='fast'"
+        ) from e
     if dropout > 0 and module.training:
-        raise ConfigError(f"implementation='flex' has no attention-probability dropout (flex_attention has none); "
-                          f"set the encoder's attention_probs_dropout_prob=0 (got {dropout}) or use "
-                          "implementation='fast'")
+        raise ConfigError(
+            f"implementation='flex' has no attention-probability dropout (flex_attention has none); "
+            f"set the encoder's attention_probs_dropout_prob=0 (got {dropout}) or use "
+            "implementation='fast'"
+        )
 
 
 def _cached_flex_joint(groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None) -> _JointIndex:
@@ -1169,8 +1280,9 @@ def _cached_flex_joint(groups: SyntaxGroups, mask: torch.Tensor | None, allowed:
     return joint
 
 
-def _log_scatter(x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int,
-                 ok: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _log_scatter(
+    x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int, ok: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-sum-exp of ``x`` ``[..., K]`` per bucket ``index`` (``[..., K]``, ids below ``n``), each bucket with its
     own maximum, and the ``exp(x)``-weighted mean of ``y`` per bucket: ``([..., n] with -inf for empty buckets,
     [..., n] or None)``. Entries where ``ok`` is False (or ``x`` is -inf) count in no bucket."""
@@ -1210,12 +1322,18 @@ class _FlexPrepass(torch.autograd.Function):
             z = torch.zeros_like(m).scatter_add_(3, idx, e)
             lz[:, :, sl] = z.log().add_(m)  # empty buckets: log 0 + fmin = -inf
             if w is not None:
-                y[:, :, sl] = torch.zeros_like(m).scatter_add_(3, idx, e.mul_(w.unsqueeze(2))).div_(
-                    z.clamp_(min=torch.finfo(torch.float32).tiny))
+                y[:, :, sl] = (
+                    torch.zeros_like(m)
+                    .scatter_add_(3, idx, e.mul_(w.unsqueeze(2)))
+                    .div_(z.clamp_(min=torch.finfo(torch.float32).tiny))
+                )
         ctx.save_for_backward(query, key, w, index, lz, y)
         ctx.scaling = scaling
-        ctx.amp = (query.device.type, torch.is_autocast_enabled(query.device.type),
-                   torch.get_autocast_dtype(query.device.type))
+        ctx.amp = (
+            query.device.type,
+            torch.is_autocast_enabled(query.device.type),
+            torch.get_autocast_dtype(query.device.type),
+        )
         return (lz,) if w is None else (lz, y)
 
     @staticmethod
@@ -1251,8 +1369,9 @@ def _row_chunks(index: torch.Tensor, H: int):
         yield sl, _expand(index[:, sl], H)
 
 
-def _flex_prepass(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float,
-                  joint: _JointIndex) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _flex_prepass(
+    query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float, joint: _JointIndex
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(lz, Y)`` per joint bucket ``[B, H, L, J]`` (:class:`_FlexPrepass`; Y None without w)."""
     out = _FlexPrepass.apply(query, key, w, joint.index, joint.size, scaling)
     return out[0], (out[1] if w is not None else None)
@@ -1270,8 +1389,15 @@ def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggreg
     return lw.masked_fill(~cand, float("-inf"))
 
 
-def _flex_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor,
-                  index: torch.Tensor, scaling: float, lz: torch.Tensor) -> torch.Tensor:
+def _flex_context(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    bias: torch.Tensor,
+    index: torch.Tensor,
+    scaling: float,
+    lz: torch.Tensor,
+) -> torch.Tensor:
     """``softmax_k(S[b,h,i,k] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` through flex_attention (compiled on
     CUDA; ``lz`` ``[B, H, L, J]`` the log-sum-exp of ``S`` per bucket, for the bias gradient). flex_attention has
     no CPU backward: on the CPU under autograd the same softmax runs densely (tests).
@@ -1299,8 +1425,7 @@ def _flex_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, b
             warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
             out = flex_attention(query, key, value, score_mod=score_mod, scale=scaling)
     if bias_grad and not _FLEX_BIAS_GRAD_IN_KERNEL:
-        out = _FlexBiasGrad.apply(out, bias, lz.detach(), query.detach(), key.detach(), value.detach(), index,
-                                  scaling)
+        out = _FlexBiasGrad.apply(out, bias, lz.detach(), query.detach(), key.detach(), value.detach(), index, scaling)
     return out
 
 
@@ -1317,8 +1442,11 @@ class _FlexBiasGrad(torch.autograd.Function):
     def forward(ctx, out, bias, lz, query, key, value, index, scaling):  # noqa: D102
         ctx.save_for_backward(out, bias, lz, query, key, value, index)
         ctx.scaling = scaling
-        ctx.amp = (query.device.type, torch.is_autocast_enabled(query.device.type),
-                   torch.get_autocast_dtype(query.device.type))
+        ctx.amp = (
+            query.device.type,
+            torch.is_autocast_enabled(query.device.type),
+            torch.get_autocast_dtype(query.device.type),
+        )
         return out.view_as(out)
 
     @staticmethod
@@ -1336,7 +1464,8 @@ class _FlexBiasGrad(torch.autograd.Function):
                 s = _scores(query[:, :, sl], key, ctx.scaling)  # (B, H, R, L) fp32
             pi = s.sub_(lz[:, :, sl].gather(3, idx)).exp_()
             t[:, :, sl] = torch.zeros_like(t[:, :, sl]).scatter_add_(
-                3, idx, pi.mul_(torch.matmul(d_out[:, :, sl], v32.transpose(-1, -2))))
+                3, idx, pi.mul_(torch.matmul(d_out[:, :, sl], v32.transpose(-1, -2)))
+            )
         return d_out.to(out.dtype), share * (t - delta), None, None, None, None, None, None
 
 
@@ -1357,12 +1486,23 @@ _FLEX_PASSES = _PairPasses(
     _flex_check,
     lambda query, key, w, scaling, joint, cache: (*_flex_prepass(query, key, w, scaling, joint), None),
     lambda query, key, value, bias, joint, scaling, lz, shift, cache: _flex_context(
-        query, key, value, bias, joint.index, scaling, lz))
+        query, key, value, bias, joint.index, scaling, lz
+    ),
+)
 
 
-def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
-                         scaling: float, groups: SyntaxGroups, w: torch.Tensor | None, opts: SyntaxAttentionOptions,
-                         full_heads: torch.Tensor | None, passes: _PairPasses = _FLEX_PASSES) -> torch.Tensor:
+def _flex_syntax_context(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    scaling: float,
+    groups: SyntaxGroups,
+    w: torch.Tensor | None,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None,
+    passes: _PairPasses = _FLEX_PASSES,
+) -> torch.Tensor:
     """``A V`` ``[B, H, L, d]`` for the effective attention ``A`` of :func:`syntax_probs`, never building ``A``.
 
     Per head h, row i and key k, ``A[h,i,k] = Σ_p α_{i,p,g_p} exp(S_ik - log Z_{p,h,i,g_p}) + φ_{h,i} exp(S_ik -
@@ -1412,7 +1552,7 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
         for lz, ne, m in zip(logz, cands, joint.maps):
             n = lz.shape[-1]
             valid = ne.unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, M+1)
-            la = log_alpha[..., start:start + n].unsqueeze(1).masked_fill(~valid, 0.0)
+            la = log_alpha[..., start : start + n].unsqueeze(1).masked_fill(~valid, 0.0)
             t = torch.where(valid, la - lz.masked_fill(~valid, 0.0), neg_inf)  # log(α / Z) (B, H, L, M+1)
             terms.append(t.gather(3, _expand(m, H)))  # (B, H, L, J)
             start += n
@@ -1442,12 +1582,23 @@ def _flex_syntax_context(query: torch.Tensor, key: torch.Tensor, value: torch.Te
     return ctx
 
 
-def _flex_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                            mask: torch.Tensor | None, scaling: float, dropout: float, groups: SyntaxGroups,
-                            opts: SyntaxAttentionOptions, topical: TopicalAttention | None,
-                            lisa: LisaRecorder | None, gate_module: SyntaxGate | None,
-                            record: SyntaxAttentionRecorder | None, layer: int | None,
-                            passes: _PairPasses = _FLEX_PASSES) -> torch.Tensor:
+def _flex_attention_forward(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    scaling: float,
+    dropout: float,
+    groups: SyntaxGroups,
+    opts: SyntaxAttentionOptions,
+    topical: TopicalAttention | None,
+    lisa: LisaRecorder | None,
+    gate_module: SyntaxGate | None,
+    record: SyntaxAttentionRecorder | None,
+    layer: int | None,
+    passes: _PairPasses = _FLEX_PASSES,
+) -> torch.Tensor:
     """A syntax layer through :func:`_flex_syntax_context`: the same output ``[B, L, H, d]`` as the other
     implementations (LISA heads, topical attention with shared or own projections, gate, recorder), and no
     ``[B, H, L, L]`` tensor except the recorder's (analysis) and the CPU stand-in under autograd (tests)."""
@@ -1462,7 +1613,7 @@ def _flex_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.T
         if not 0 <= lisa.head < H:
             raise ConfigError(f"lisa_head={lisa.head} but the layer has {H} heads")
         h = lisa.head
-        s_head = _scores(query[:, h:h + 1], key[:, h:h + 1], scaling)[:, 0]  # (B, L, L) one head only
+        s_head = _scores(query[:, h : h + 1], key[:, h : h + 1], scaling)[:, 0]  # (B, L, L) one head only
         lisa.log_probs = torch.log_softmax(_apply_mask(s_head, head_mask), -1)
         full_heads = torch.zeros(H, dtype=torch.bool, device=query.device)
         full_heads[h] = True
@@ -1477,16 +1628,18 @@ def _flex_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.T
             raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
         gate = gate_module.value(layer)  # (1, H | 1, 1, 1)
         allowed = _allowed(mask, B, L)  # a bool mask whatever the host's form (SDPA wants bool or q's dtype)
-        base = F.scaled_dot_product_attention(query, key, value, scale=scaling,
-                                              attn_mask=None if allowed is None else allowed.unsqueeze(1))
+        base = F.scaled_dot_product_attention(
+            query, key, value, scale=scaling, attn_mask=None if allowed is None else allowed.unsqueeze(1)
+        )
         # base: (B, H, L, d)
         syn = base + gate.to(syn.dtype) * (syn.to(base.dtype) - base)
     if record is not None and layer is not None:
         with torch.no_grad():  # analysis only: the effective attention, densely, by the exact path
             s = _apply_mask(_scores(query, key, scaling), mask)
             allowed = _allowed(mask, B, L)
-            probs, alpha, cand = _exact_probs(s, allowed, groups, _group_counts(groups, allowed), w, opts,
-                                              full_heads, with_weights=True)
+            probs, alpha, cand = _exact_probs(
+                s, allowed, groups, _group_counts(groups, allowed), w, opts, full_heads, with_weights=True
+            )
             if gate is not None:
                 probs = gate_probs(probs, torch.softmax(s, -1), gate)
         record.attentions[layer] = probs

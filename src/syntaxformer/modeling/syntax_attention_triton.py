@@ -83,21 +83,30 @@ def available() -> bool:
 def check(query: torch.Tensor, dropout: float, module: nn.Module) -> None:
     """Refuse what the Triton path cannot run, naming what would work."""
     if triton is None:
-        raise ConfigError("implementation='triton' needs the triton package (pip install triton, or the dev extra "
-                          "of syntaxformer; CUDA builds of torch ship it); use implementation='fast' or 'auto'")
+        raise ConfigError(
+            "implementation='triton' needs the triton package (pip install triton, or the dev extra "
+            "of syntaxformer; CUDA builds of torch ship it); use implementation='fast' or 'auto'"
+        )
     if query.device.type == "cpu" and not INTERPRETED:
-        raise ConfigError("implementation='triton' runs on CUDA; on the CPU only under Triton's interpreter "
-                          "(TRITON_INTERPRET=1 set before syntaxformer.modeling.syntax_attention_triton is imported; "
-                          "for tests, slow); use implementation='fast' or 'auto' on the CPU")
+        raise ConfigError(
+            "implementation='triton' runs on CUDA; on the CPU only under Triton's interpreter "
+            "(TRITON_INTERPRET=1 set before syntaxformer.modeling.syntax_attention_triton is imported; "
+            "for tests, slow); use implementation='fast' or 'auto' on the CPU"
+        )
     if query.device.type == "cpu" and query.dtype not in (torch.float32, torch.float64):
-        raise ConfigError(f"implementation='triton' in Triton's CPU interpreter takes fp32 inputs, got {query.dtype} "
-                          "(the interpreter misreads bf16 tensors); run bf16 on CUDA or use implementation='fast'")
+        raise ConfigError(
+            f"implementation='triton' in Triton's CPU interpreter takes fp32 inputs, got {query.dtype} "
+            "(the interpreter misreads bf16 tensors); run bf16 on CUDA or use implementation='fast'"
+        )
     if query.device.type not in ("cuda", "cpu"):
-        raise ConfigError(f"implementation='triton' runs on CUDA, not on {query.device.type}; use "
-                          "implementation='fast'")
+        raise ConfigError(
+            f"implementation='triton' runs on CUDA, not on {query.device.type}; use implementation='fast'"
+        )
     if dropout > 0 and module.training:
-        raise ConfigError(f"implementation='triton' has no attention-probability dropout; set the encoder's "
-                          f"attention_probs_dropout_prob=0 (got {dropout}) or use implementation='fast'")
+        raise ConfigError(
+            f"implementation='triton' has no attention-probability dropout; set the encoder's "
+            f"attention_probs_dropout_prob=0 (got {dropout}) or use implementation='fast'"
+        )
 
 
 class _Compact(NamedTuple):
@@ -114,8 +123,10 @@ def compact_index(index: torch.Tensor, size: int, cache: dict | None = None) -> 
     if hit is not None and hit.source is index:
         return hit.index
     if size > torch.iinfo(torch.int16).max:
-        raise ConfigError(f"implementation='triton' takes at most {torch.iinfo(torch.int16).max} joint buckets per "
-                          f"row, got {size}; use implementation='fast'")
+        raise ConfigError(
+            f"implementation='triton' takes at most {torch.iinfo(torch.int16).max} joint buckets per "
+            f"row, got {size}; use implementation='fast'"
+        )
     dtype = torch.int8 if size <= torch.iinfo(torch.int8).max else torch.int16
     out = index.to(dtype).contiguous()
     if cache is not None:
@@ -185,9 +196,31 @@ if triton is not None:
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
 
     @triton.jit
-    def _prepass_max_kernel(Q, K, IDX, MX, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J, D: tl.constexpr, scale,
-                            BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, JP: tl.constexpr,
-                            PREC: tl.constexpr, ONE_HOT: tl.constexpr):
+    def _prepass_max_kernel(
+        Q,
+        K,
+        IDX,
+        MX,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        JP: tl.constexpr,
+        PREC: tl.constexpr,
+        ONE_HOT: tl.constexpr,
+    ):
         """Per (row, joint bucket) the largest score: ``MX`` ``[B, H, L, J]`` (-inf for empty buckets)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -196,26 +229,60 @@ if triton is not None:
         dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
-        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )  # (BM, BD)
         k_base = K + b * skb + h * skh
         idx_base = IDX + b * L * L
         mx = tl.full([BM, JP], float("-inf"), tl.float32)
         for start in range(0, L, BN):
             keys = start + offs_n
             key_ok = keys < L
-            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BN)
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BN)
             s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
-                         other=-1).to(tl.int32)
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
             mx = tl.maximum(mx, _bucket_max(s, jj, J, BM, JP, ONE_HOT))
         tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _prepass_sum_kernel(Q, K, W, IDX, MX, LZ, Y, SHIFT, sqb, sqh, sql, sqd, skb, skh, skl, skd, H, L, J,
-                            D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                            BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr, ONE_HOT: tl.constexpr):
+    def _prepass_sum_kernel(
+        Q,
+        K,
+        W,
+        IDX,
+        MX,
+        LZ,
+        Y,
+        SHIFT,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        HAS_W: tl.constexpr,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        JP: tl.constexpr,
+        PREC: tl.constexpr,
+        ONE_HOT: tl.constexpr,
+    ):
         """``LZ = log Σ_{k in j} exp(S_ik) - c_i`` and ``Y = Σ_{k in j} π_ik w_k`` per (row, joint bucket), each
         bucket shifted by its own maximum ``MX``; ``SHIFT`` ``c_i`` = the row's largest score."""
         pid, bh = tl.program_id(0), tl.program_id(1)
@@ -225,8 +292,11 @@ if triton is not None:
         dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
-        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )
         k_base = K + b * skb + h * skh
         idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
@@ -235,11 +305,15 @@ if triton is not None:
         for start in range(0, L, BN):
             keys = start + offs_n
             key_ok = keys < L
-            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )
             s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
-                         other=-1).to(tl.int32)
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
             ok = jj >= 0
             top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
             e = tl.where(ok, tl.exp(s - top), 0.0)
@@ -263,9 +337,35 @@ if triton is not None:
             tl.store(Y + row_tab + jcols[None, :], y / z_safe, mask=tab_ok)
 
     @triton.jit
-    def _prepass_bwd_rows_kernel(Q, K, W, IDX, LZ, SHIFT, A, DY, DQ, sqb, sqh, sql, sqd, skb, skh, skl, skd,
-                                 H, L, J, D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr,
-                                 BN: tl.constexpr, BD: tl.constexpr, PREC: tl.constexpr):
+    def _prepass_bwd_rows_kernel(
+        Q,
+        K,
+        W,
+        IDX,
+        LZ,
+        SHIFT,
+        A,
+        DY,
+        DQ,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        HAS_W: tl.constexpr,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        PREC: tl.constexpr,
+    ):
         """``dQ`` of the statistics pass: ``dS = π (a_j + dY_j w_k)`` with ``a = dlz - dY Y``."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -273,8 +373,11 @@ if triton is not None:
         offs_n = tl.arange(0, BN)
         dcols = tl.arange(0, BD)
         row_ok = rows < L
-        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )
         k_base = K + b * skb + h * skh
         idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J
@@ -283,26 +386,60 @@ if triton is not None:
         for start in range(0, L, BN):
             keys = start + offs_n
             key_ok = keys < L
-            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BN)
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BN)
             s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
-                         other=-1).to(tl.int32)
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
             ok = jj >= 0
             pi = tl.where(ok, tl.exp((s - shift[:, None]) - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
             coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
             if HAS_W:
                 w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
                 coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
-            k = tl.load(k_base + keys[:, None] * skl + dcols[None, :] * skd,
-                        mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+            k = tl.load(
+                k_base + keys[:, None] * skl + dcols[None, :] * skd,
+                mask=key_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BN, BD)
             dq += tl.dot((pi * coef).to(k.dtype), k, input_precision=PREC)
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
 
     @triton.jit
-    def _prepass_bwd_cols_kernel(Q, K, W, IDX, LZ, SHIFT, A, DY, DK, DW, sqb, sqh, sql, sqd, skb, skh, skl, skd,
-                                 H, L, J, D: tl.constexpr, scale, HAS_W: tl.constexpr, BM: tl.constexpr,
-                                 BN: tl.constexpr, BD: tl.constexpr, PREC: tl.constexpr):
+    def _prepass_bwd_cols_kernel(
+        Q,
+        K,
+        W,
+        IDX,
+        LZ,
+        SHIFT,
+        A,
+        DY,
+        DK,
+        DW,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        HAS_W: tl.constexpr,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        PREC: tl.constexpr,
+    ):
         """``dK`` and ``dw`` of the statistics pass, per block of keys (tiles transposed: ``[BN, BM]``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -310,8 +447,11 @@ if triton is not None:
         offs_m = tl.arange(0, BM)
         dcols = tl.arange(0, BD)
         key_ok = keys < L
-        k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+        k = tl.load(
+            K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
+            mask=key_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )  # (BN, BD)
         if HAS_W:
             w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
         q_base = Q + b * sqb + h * sqh
@@ -321,11 +461,15 @@ if triton is not None:
         for start in range(0, L, BM):
             rows = start + offs_m
             row_ok = rows < L
-            qt = tl.load(q_base + rows[None, :] * sql + dcols[:, None] * sqd,
-                         mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BM)
+            qt = tl.load(
+                q_base + rows[None, :] * sql + dcols[:, None] * sqd,
+                mask=row_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BM)
             st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-            jj = tl.load(idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None],
-                         other=-1).to(tl.int32)
+            jj = tl.load(
+                idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None], other=-1
+            ).to(tl.int32)
             ok = jj >= 0
             tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
             shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
@@ -335,17 +479,48 @@ if triton is not None:
                 pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
                 dw += tl.sum(pdy, 1)
                 dst += pdy * w[:, None]
-            q = tl.load(q_base + rows[:, None] * sql + dcols[None, :] * sqd,
-                        mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
+            q = tl.load(
+                q_base + rows[:, None] * sql + dcols[None, :] * sqd,
+                mask=row_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BM, BD)
             dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         if HAS_W:
             tl.store(DW + bh * L + keys, dw, mask=key_ok)
 
     @triton.jit
-    def _attn_fwd_kernel(Q, K, V, IDX, BIAS, SHIFT, O, LSE, sqb, sqh, sql, sqd, skb, skh, skl, skd, svb, svh, svl,
-                         svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
-                         PREC: tl.constexpr):
+    def _attn_fwd_kernel(
+        Q,
+        K,
+        V,
+        IDX,
+        BIAS,
+        SHIFT,
+        O,
+        LSE,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        svb,
+        svh,
+        svl,
+        svd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        PREC: tl.constexpr,
+    ):
         """``O = softmax(S - c + b[joint]) V`` (online softmax over key blocks) and its ``lse`` per row (+inf for
         a row of weight 0)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
@@ -354,8 +529,11 @@ if triton is not None:
         offs_n = tl.arange(0, BN)
         dcols = tl.arange(0, BD)
         row_ok = rows < L
-        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )
         k_base = K + b * skb + h * skh
         v_base = V + b * svb + h * svh
         idx_base = IDX + b * L * L
@@ -367,11 +545,15 @@ if triton is not None:
         for start in range(0, L, BN):
             keys = start + offs_n
             key_ok = keys < L
-            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )
             s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
-                         other=-1).to(tl.int32)
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
             ok = jj >= 0
             t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
             m_new = tl.maximum(m, tl.max(t, 1))
@@ -379,8 +561,11 @@ if triton is not None:
             p = tl.exp(t - m_safe[:, None])
             rescale = tl.exp(m - m_safe)
             total = total * rescale + tl.sum(p, 1)
-            v = tl.load(v_base + keys[:, None] * svl + dcols[None, :] * svd,
-                        mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+            v = tl.load(
+                v_base + keys[:, None] * svl + dcols[None, :] * svd,
+                mask=key_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BN, BD)
             acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
             m = m_new
         live = total > 0
@@ -390,10 +575,42 @@ if triton is not None:
         tl.store(LSE + bh * L + rows, lse, mask=row_ok)
 
     @triton.jit
-    def _attn_bwd_rows_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DQ, DB, sqb, sqh, sql, sqd, skb, skh, skl,
-                              skd, svb, svh, svl, svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr,
-                              BN: tl.constexpr, BD: tl.constexpr, JP: tl.constexpr, PREC: tl.constexpr,
-                              ONE_HOT: tl.constexpr):
+    def _attn_bwd_rows_kernel(
+        Q,
+        K,
+        V,
+        IDX,
+        BIAS,
+        SHIFT,
+        LSE,
+        DO,
+        DELTA,
+        DQ,
+        DB,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        svb,
+        svh,
+        svl,
+        svd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        JP: tl.constexpr,
+        PREC: tl.constexpr,
+        ONE_HOT: tl.constexpr,
+    ):
         """``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` per block of rows."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -402,8 +619,11 @@ if triton is not None:
         dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
-        q = tl.load(Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )
         do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
         do = do.to(q.dtype)
         lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
@@ -418,28 +638,69 @@ if triton is not None:
         for start in range(0, L, BN):
             keys = start + offs_n
             key_ok = keys < L
-            kt = tl.load(k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )
             s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :],
-                         other=-1).to(tl.int32)
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
             ok = jj >= 0
             t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
             p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
-            vt = tl.load(v_base + keys[None, :] * svl + dcols[:, None] * svd,
-                         mask=key_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BN)
+            vt = tl.load(
+                v_base + keys[None, :] * svl + dcols[:, None] * svd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BN)
             ds = p * (tl.dot(do, vt.to(q.dtype), input_precision=PREC) - delta[:, None])  # (BM, BN)
-            k = tl.load(k_base + keys[:, None] * skl + dcols[None, :] * skd,
-                        mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+            k = tl.load(
+                k_base + keys[:, None] * skl + dcols[None, :] * skd,
+                mask=key_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BN, BD)
             dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
             db += _bucket_sums(ds, jj, J, BM, JP, ONE_HOT)
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
         tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _attn_bwd_cols_kernel(Q, K, V, IDX, BIAS, SHIFT, LSE, DO, DELTA, DK, DV, sqb, sqh, sql, sqd, skb, skh, skl,
-                              skd, svb, svh, svl, svd, H, L, J, D: tl.constexpr, scale, BM: tl.constexpr,
-                              BN: tl.constexpr, BD: tl.constexpr, PREC: tl.constexpr):
+    def _attn_bwd_cols_kernel(
+        Q,
+        K,
+        V,
+        IDX,
+        BIAS,
+        SHIFT,
+        LSE,
+        DO,
+        DELTA,
+        DK,
+        DV,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        svb,
+        svh,
+        svl,
+        svd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        PREC: tl.constexpr,
+    ):
         """``dK`` and ``dV`` per block of keys (tiles transposed: ``[BN, BM]``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
@@ -447,10 +708,16 @@ if triton is not None:
         offs_m = tl.arange(0, BM)
         dcols = tl.arange(0, BD)
         key_ok = keys < L
-        k = tl.load(K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
-        v = tl.load(V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BN, BD)
+        k = tl.load(
+            K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
+            mask=key_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )  # (BN, BD)
+        v = tl.load(
+            V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
+            mask=key_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )  # (BN, BD)
         v = v.to(k.dtype)
         q_base = Q + b * sqb + h * sqh
         idx_base = IDX + b * L * L
@@ -460,11 +727,15 @@ if triton is not None:
         for start in range(0, L, BM):
             rows = start + offs_m
             row_ok = rows < L
-            qt = tl.load(q_base + rows[None, :] * sql + dcols[:, None] * sqd,
-                         mask=row_ok[None, :] & (dcols[:, None] < D), other=0.0)  # (BD, BM)
+            qt = tl.load(
+                q_base + rows[None, :] * sql + dcols[:, None] * sqd,
+                mask=row_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BM)
             st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-            jj = tl.load(idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None],
-                         other=-1).to(tl.int32)
+            jj = tl.load(
+                idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None], other=-1
+            ).to(tl.int32)
             ok = jj >= 0
             lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
             shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
@@ -477,8 +748,11 @@ if triton is not None:
             dpt = tl.dot(v, dot.to(k.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
             delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
             dst = pt * (dpt - delta[None, :])
-            q = tl.load(q_base + rows[:, None] * sql + dcols[None, :] * sqd,
-                        mask=row_ok[:, None] & (dcols[None, :] < D), other=0.0)  # (BM, BD)
+            q = tl.load(
+                q_base + rows[:, None] * sql + dcols[None, :] * sqd,
+                mask=row_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BM, BD)
             dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])
@@ -500,9 +774,13 @@ def _pow2(n: int, least: int = 16) -> int:
 #: is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
 #: tiles with 8 warps and 2 stages (no spill at head size <= 64).
 _HALF_CONFIGS = {
-    "prepass_max": (64, 64, 8, 2), "prepass_sum": (64, 64, 8, 2),
-    "prepass_bwd_rows": (32, 32, 8, 2), "prepass_bwd_cols": (64, 64, 8, 2),
-    "attn_fwd": (64, 32, 4, 2), "attn_bwd_rows": (32, 32, 8, 2), "attn_bwd_cols": (64, 64, 8, 2),
+    "prepass_max": (64, 64, 8, 2),
+    "prepass_sum": (64, 64, 8, 2),
+    "prepass_bwd_rows": (32, 32, 8, 2),
+    "prepass_bwd_cols": (64, 64, 8, 2),
+    "attn_fwd": (64, 32, 4, 2),
+    "attn_bwd_rows": (32, 32, 8, 2),
+    "attn_bwd_cols": (64, 64, 8, 2),
 }
 _SMALL_CONFIG = (32, 32, 8, 2)
 
@@ -561,12 +839,29 @@ class _TritonPrepass(torch.autograd.Function):
         wc = w.float().contiguous() if w is not None else None
         args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
         BM, BN, BD, launch = _config("prepass_max", d, query.dtype)
-        _prepass_max_kernel[(triton.cdiv(L, BM), B * H)](query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP,
-                                                         PREC=prec, ONE_HOT=ONE_HOT, **launch)
+        _prepass_max_kernel[(triton.cdiv(L, BM), B * H)](
+            query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP, PREC=prec, ONE_HOT=ONE_HOT, **launch
+        )
         BM, BN, BD, launch = _config("prepass_sum", d, query.dtype)
-        _prepass_sum_kernel[(triton.cdiv(L, BM), B * H)](query, key, wc if wc is not None else mx, index, mx, lz,
-                                  y if y is not None else mx, shift, *args, HAS_W=w is not None, BM=BM, BN=BN, BD=BD,
-                                  JP=JP, PREC=prec, ONE_HOT=ONE_HOT, **launch)
+        _prepass_sum_kernel[(triton.cdiv(L, BM), B * H)](
+            query,
+            key,
+            wc if wc is not None else mx,
+            index,
+            mx,
+            lz,
+            y if y is not None else mx,
+            shift,
+            *args,
+            HAS_W=w is not None,
+            BM=BM,
+            BN=BN,
+            BD=BD,
+            JP=JP,
+            PREC=prec,
+            ONE_HOT=ONE_HOT,
+            **launch,
+        )
         ctx.save_for_backward(query, key, wc, index, lz, y, shift)
         ctx.scaling = float(scaling)
         ctx.mark_non_differentiable(shift)
@@ -596,20 +891,57 @@ class _TritonPrepass(torch.autograd.Function):
         dy_arg = d_y if has_w_grad else lz
         BM, BN, BD, launch = _config("prepass_bwd_rows", d, query.dtype)
         _prepass_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
-            query, key, w_arg, index, lz, shift, a, dy_arg, dq, *args, HAS_W=has_w_grad, BM=BM, BN=BN, BD=BD, PREC=prec,
-            **launch)
+            query,
+            key,
+            w_arg,
+            index,
+            lz,
+            shift,
+            a,
+            dy_arg,
+            dq,
+            *args,
+            HAS_W=has_w_grad,
+            BM=BM,
+            BN=BN,
+            BD=BD,
+            PREC=prec,
+            **launch,
+        )
         BM, BN, BD, launch = _config("prepass_bwd_cols", d, query.dtype)
         _prepass_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
-            query, key, w_arg, index, lz, shift, a, dy_arg, dk, dw if dw is not None else lz, *args, HAS_W=has_w_grad,
-            BM=BM, BN=BN, BD=BD, PREC=prec, **launch)
+            query,
+            key,
+            w_arg,
+            index,
+            lz,
+            shift,
+            a,
+            dy_arg,
+            dk,
+            dw if dw is not None else lz,
+            *args,
+            HAS_W=has_w_grad,
+            BM=BM,
+            BN=BN,
+            BD=BD,
+            PREC=prec,
+            **launch,
+        )
         grad_w = None
         if has_w:
             grad_w = dw if dw is not None else torch.zeros_like(w)
         return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), grad_w, None, None, None)
 
 
-def prepass(query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float, joint: Any,
-            cache: dict | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+def prepass(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    w: torch.Tensor | None,
+    scaling: float,
+    joint: Any,
+    cache: dict | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """``(lz - c, Y, c)``: the flex path's ``_flex_prepass`` tables ``[B, H, L, J]`` (Y None without ``w``), fused,
     with the log-sums shifted by the per-row ``c`` ``[B, H, L]`` that :func:`context` takes back
     (:class:`_TritonPrepass`). ``joint`` is the flex path's joint index (its int64 index is converted once per
@@ -632,8 +964,28 @@ class _TritonBiasedAttention(torch.autograd.Function):
         out = torch.empty(B, H, L, BD, device=query.device, dtype=value.dtype)
         lse = torch.empty(B, H, L, device=query.device, dtype=torch.float32)
         _attn_fwd_kernel[(triton.cdiv(L, BM), B * H)](
-            query, key, value, index, bias_c, shift, out, lse, *_strides(query), *_strides(key), *_strides(value),
-            H, L, J, d, float(scaling), BM=BM, BN=BN, BD=BD, PREC=prec, **launch)
+            query,
+            key,
+            value,
+            index,
+            bias_c,
+            shift,
+            out,
+            lse,
+            *_strides(query),
+            *_strides(key),
+            *_strides(value),
+            H,
+            L,
+            J,
+            d,
+            float(scaling),
+            BM=BM,
+            BN=BN,
+            BD=BD,
+            PREC=prec,
+            **launch,
+        )
         ctx.save_for_backward(query, key, value, index, bias_c, shift, out, lse)
         ctx.scaling = float(scaling)
         return _unpad(out, d)
@@ -654,22 +1006,73 @@ class _TritonBiasedAttention(torch.autograd.Function):
         args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
         BM, BN, BD, launch = _config("attn_bwd_rows", d, query.dtype)
         _attn_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
-            query, key, value, index, bias, shift, lse, do, delta, dq, db, *args, BM=BM, BN=BN, BD=BD, JP=_pow2(J, 1),
-            PREC=prec, ONE_HOT=ONE_HOT, **launch)
+            query,
+            key,
+            value,
+            index,
+            bias,
+            shift,
+            lse,
+            do,
+            delta,
+            dq,
+            db,
+            *args,
+            BM=BM,
+            BN=BN,
+            BD=BD,
+            JP=_pow2(J, 1),
+            PREC=prec,
+            ONE_HOT=ONE_HOT,
+            **launch,
+        )
         BM, BN, BD, launch = _config("attn_bwd_cols", d, query.dtype)
         _attn_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
-            query, key, value, index, bias, shift, lse, do, delta, dk, dv, *args, BM=BM, BN=BN, BD=BD, PREC=prec,
-            **launch)
-        return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype), db,
-                None, None, None)
+            query,
+            key,
+            value,
+            index,
+            bias,
+            shift,
+            lse,
+            do,
+            delta,
+            dk,
+            dv,
+            *args,
+            BM=BM,
+            BN=BN,
+            BD=BD,
+            PREC=prec,
+            **launch,
+        )
+        return (
+            _unpad(dq, d).to(query.dtype),
+            _unpad(dk, d).to(key.dtype),
+            _unpad(dv, d).to(value.dtype),
+            db,
+            None,
+            None,
+            None,
+        )
 
 
-def context(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, bias: torch.Tensor, joint: Any,
-            scaling: float, lz: torch.Tensor, shift: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+def context(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    bias: torch.Tensor,
+    joint: Any,
+    scaling: float,
+    lz: torch.Tensor,
+    shift: torch.Tensor,
+    cache: dict | None = None,
+) -> torch.Tensor:
     """``softmax_k(S[b,h,i,k] - c[b,h,i] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (the flex path's
     ``_flex_context``, fused; ``c`` = ``shift`` from :func:`prepass`, a per-row constant that cancels in the
     softmax; ``lz`` is not needed: the bias gradient comes from the attention kernel's own backward)."""
     compact = compact_index(joint.index, joint.size, cache)
     # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
-    return _TritonBiasedAttention.apply(query, key.to(query.dtype), value.to(query.dtype), bias, shift, compact,
-                                        scaling)
+    return _TritonBiasedAttention.apply(
+        query, key.to(query.dtype), value.to(query.dtype), bias, shift, compact, scaling
+    )

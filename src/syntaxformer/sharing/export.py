@@ -47,29 +47,50 @@ logger = logging.getLogger(__name__)
 ENTRY_MODULE = "syntax_model"
 #: The library modules whose import closure is copied into every exported folder (all systems and heads, so one
 #: set of files serves every model).
-CODE_ROOTS: tuple[str, ...] = ("syntaxformer.sharing.syntax_pipeline", "syntaxformer.modeling.configuration_sgnet",
-                               "syntaxformer.modeling.modeling_sgnet",
-                               "syntaxformer.modeling.configuration_syntax_bert",
-                               "syntaxformer.modeling.modeling_syntax_bert", "syntaxformer.modeling.seq2seq")
+CODE_ROOTS: tuple[str, ...] = (
+    "syntaxformer.sharing.syntax_pipeline",
+    "syntaxformer.modeling.configuration_sgnet",
+    "syntaxformer.modeling.modeling_sgnet",
+    "syntaxformer.modeling.configuration_syntax_bert",
+    "syntaxformer.modeling.modeling_syntax_bert",
+    "syntaxformer.modeling.seq2seq",
+)
 #: Tokenizer files copied when the run folder has them.
-TOKENIZER_FILES: tuple[str, ...] = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                    "vocab.txt", "vocab.json", "merges.txt", "added_tokens.json", "spiece.model",
-                                    "sentencepiece.bpe.model", "tokenizer.model")
+TOKENIZER_FILES: tuple[str, ...] = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "added_tokens.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
 CARD_FILE = "README.md"
 _WEIGHTS = "model.safetensors"
 _WEIGHTS_INDEX = "model.safetensors.index.json"
-_HEAD_SUFFIXES = {"ForSequenceClassification": "sequence_classification",
-                  "ForQuestionAnswering": "question_answering", "ForConditionalGeneration": "seq2seq"}
+_HEAD_SUFFIXES = {
+    "ForSequenceClassification": "sequence_classification",
+    "ForQuestionAnswering": "question_answering",
+    "ForConditionalGeneration": "seq2seq",
+}
 #: The classes the entry module exports (``auto_map`` and ``custom_pipelines`` name them), by defining module.
 _ENTRY_EXPORTS: dict[str, list[str]] = {
     "syntaxformer.modeling.configuration_sgnet": ["SGNetConfig"],
     "syntaxformer.modeling.configuration_syntax_bert": ["SyntaxBertConfig"],
     "syntaxformer.modeling.modeling_sgnet": ["SGNetForSequenceClassification", "SGNetForQuestionAnswering"],
-    "syntaxformer.modeling.modeling_syntax_bert": ["SyntaxBertForSequenceClassification",
-                                                   "SyntaxBertForQuestionAnswering"],
+    "syntaxformer.modeling.modeling_syntax_bert": [
+        "SyntaxBertForSequenceClassification",
+        "SyntaxBertForQuestionAnswering",
+    ],
     "syntaxformer.modeling.seq2seq": ["SyntaxInfusedTranslationConfig", "SyntaxInfusedForConditionalGeneration"],
-    "syntaxformer.sharing.syntax_pipeline": ["SyntaxTextClassificationPipeline", "SyntaxQuestionAnsweringPipeline",
-                                             "SyntaxTranslationPipeline"],
+    "syntaxformer.sharing.syntax_pipeline": [
+        "SyntaxTextClassificationPipeline",
+        "SyntaxQuestionAnsweringPipeline",
+        "SyntaxTranslationPipeline",
+    ],
 }
 #: Third-party top-level modules a flat file must not shadow by its name.
 _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
@@ -79,8 +100,9 @@ _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingfa
 def _source(module: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ConfigError(f"cannot find the source of {module}; export needs syntaxformer installed from source "
-                          "files (.py)")
+        raise ConfigError(
+            f"cannot find the source of {module}; export needs syntaxformer installed from source files (.py)"
+        )
     return Path(spec.origin)
 
 
@@ -99,13 +121,21 @@ def _library_imports(tree: ast.AST, module: str) -> list[tuple[ast.stmt, str]]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "syntaxformer" for a in node.names):
-            raise ConfigError(f"{module} line {node.lineno}: `import syntaxformer...` cannot be made relative; "
-                              "use `from syntaxformer.x import y`")
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
-                and node.module.split(".")[0] == "syntaxformer":
+            raise ConfigError(
+                f"{module} line {node.lineno}: `import syntaxformer...` cannot be made relative; "
+                "use `from syntaxformer.x import y`"
+            )
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] == "syntaxformer"
+        ):
             if _is_package(node.module):
-                raise ConfigError(f"{module} line {node.lineno} imports from the package {node.module}; an exported "
-                                  "module must import from modules (the folder has no packages)")
+                raise ConfigError(
+                    f"{module} line {node.lineno} imports from the package {node.module}; an exported "
+                    "module must import from modules (the folder has no packages)"
+                )
             out.append((node, node.module))
     return out
 
@@ -145,11 +175,14 @@ def _rewrite(text: str, module: str, names: Mapping[str, str]) -> str:
     lines = text.splitlines(keepends=True)
     for node, target in _library_imports(ast.parse(text), module):
         i = node.lineno - 1
-        new, n = re.subn(rf"\bfrom\s+{re.escape(target)}\s+import\b", f"from .{names[target]} import", lines[i],
-                         count=1)
+        new, n = re.subn(
+            rf"\bfrom\s+{re.escape(target)}\s+import\b", f"from .{names[target]} import", lines[i], count=1
+        )
         if n != 1:
-            raise ConfigError(f"{module} line {node.lineno}: cannot rewrite the import of {target} (expected "
-                              f"`from {target} import` on that line)")
+            raise ConfigError(
+                f"{module} line {node.lineno}: cannot rewrite the import of {target} (expected "
+                f"`from {target} import` on that line)"
+            )
         lines[i] = new
     return "".join(lines)
 
@@ -166,21 +199,29 @@ def code_files(roots: tuple[str, ...] = CODE_ROOTS) -> dict[str, str]:
     files = {}
     for module, path in sorted(modules.items()):
         text = _rewrite(path.read_text(encoding="utf-8"), module, names)
-        header = (f"# Copied from {module} (syntaxformer) by `syntaxformer export`; imports made relative.\n")
+        header = f"# Copied from {module} (syntaxformer) by `syntaxformer export`; imports made relative.\n"
         files[f"{names[module]}.py"] = header + text
     exports = _ENTRY_EXPORTS
-    lines = ['"""The code entry point of this model folder (written by `syntaxformer export`).', "",
-             "config.json's `auto_map` and `custom_pipelines` name the classes below. This module imports every",
-             "code file of the folder directly, so that transformers' remote-code loader copies all of them.",
-             '"""', ""]
+    lines = [
+        '"""The code entry point of this model folder (written by `syntaxformer export`).',
+        "",
+        "config.json's `auto_map` and `custom_pipelines` name the classes below. This module imports every",
+        "code file of the folder directly, so that transformers' remote-code loader copies all of them.",
+        '"""',
+        "",
+    ]
     for module in sorted(modules):
         wanted = exports.get(module)
         if wanted:
             lines.append(f"from .{names[module]} import {', '.join(wanted)}  # noqa: F401")
         else:
             lines.append(f"from .{names[module]} import __name__ as _{names[module]}  # noqa: F401")
-    lines += ["from .syntax_attention import register_syntax_attention", "",
-              'register_syntax_attention()  # attn_implementation="syntax" (Syntax-BERT)', ""]
+    lines += [
+        "from .syntax_attention import register_syntax_attention",
+        "",
+        'register_syntax_attention()  # attn_implementation="syntax" (Syntax-BERT)',
+        "",
+    ]
     if "syntaxformer.modeling.syntax_attention" not in modules:
         raise ConfigError("the exported code lacks syntax_attention.py (Syntax-BERT's attention)")
     files[f"{ENTRY_MODULE}.py"] = "\n".join(lines)
@@ -194,19 +235,28 @@ def _check_run(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise DataError(f"{run_dir} is not a folder; give the output folder of a finished `syntaxformer train` run")
     if not (run_dir / RUN_FILE).is_file():
-        raise DataError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE}); give the "
-                        "--output-dir of a finished run")
+        raise DataError(
+            f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE}); give the "
+            "--output-dir of a finished run"
+        )
     if not (run_dir / "config.json").is_file():
-        raise DataError(f"{run_dir} holds no saved model (no config.json): the run was stopped before the end or "
-                        "trained with save_model=false; train it again with the model saved")
+        raise DataError(
+            f"{run_dir} holds no saved model (no config.json): the run was stopped before the end or "
+            "trained with save_model=false; train it again with the model saved"
+        )
     index = run_dir / _WEIGHTS_INDEX
-    shards = sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values())) \
-        if index.is_file() else [_WEIGHTS]
+    shards = (
+        sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()))
+        if index.is_file()
+        else [_WEIGHTS]
+    )
     for shard in shards:
         path = run_dir / shard
         if not path.is_file():
-            raise DataError(f"{run_dir} has no final weights ({shard} is missing): export needs the "
-                            "model.safetensors the run saves at the end")
+            raise DataError(
+                f"{run_dir} has no final weights ({shard} is missing): export needs the "
+                "model.safetensors the run saves at the end"
+            )
         try:
             from safetensors import safe_open
 
@@ -216,8 +266,10 @@ def _check_run(run_dir: Path) -> None:
         except DataError:
             raise
         except Exception as e:
-            raise DataError(f"{path} is not a readable safetensors file ({type(e).__name__}: {e}); the run's "
-                            "weights are damaged, train it again") from e
+            raise DataError(
+                f"{path} is not a readable safetensors file ({type(e).__name__}: {e}); the run's "
+                "weights are damaged, train it again"
+            ) from e
 
 
 def _head(config: Any) -> str:
@@ -225,9 +277,11 @@ def _head(config: Any) -> str:
     for suffix, head in _HEAD_SUFFIXES.items():
         if arch.endswith(suffix):
             return head
-    raise ConfigError(f"export makes pipelines for text classification, span QA and translation models; this run's "
-                      f"model is {arch or 'of no known head'} (multiple choice and token classification models load "
-                      "with the Auto classes of the run folder itself)")
+    raise ConfigError(
+        f"export makes pipelines for text classification, span QA and translation models; this run's "
+        f"model is {arch or 'of no known head'} (multiple choice and token classification models load "
+        "with the Auto classes of the run folder itself)"
+    )
 
 
 def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str) -> dict[str, Any]:
@@ -240,29 +294,46 @@ def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str
     context = build_context(config, None, model_config)
     parser = context.parser or (DEFAULT_SPACY_MODEL if context.syntax_inputs else None)
     if parser is not None and (not isinstance(parser, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", parser)):
-        raise ConfigError(f"the run parsed with {parser!r}; an exported model parses with a spaCy pipeline package "
-                          "named in the folder (e.g. en_core_web_sm), not a path or a pre-parsed file; train with "
-                          "--parser <package name>")
-    options = PipelineOptions(head=head, parser=parser if context.syntax_inputs else None,
-                              syntax_inputs=tuple(context.syntax_inputs), max_length=int(config.max_length),
-                              criterion=context.criterion, max_distance=int(context.max_distance),
-                              pos_tags=context.pos_tags, constituency=context.constituency)
+        raise ConfigError(
+            f"the run parsed with {parser!r}; an exported model parses with a spaCy pipeline package "
+            "named in the folder (e.g. en_core_web_sm), not a path or a pre-parsed file; train with "
+            "--parser <package name>"
+        )
+    options = PipelineOptions(
+        head=head,
+        parser=parser if context.syntax_inputs else None,
+        syntax_inputs=tuple(context.syntax_inputs),
+        max_length=int(config.max_length),
+        criterion=context.criterion,
+        max_distance=int(context.max_distance),
+        pos_tags=context.pos_tags,
+        constituency=context.constituency,
+    )
     if head == "question_answering":
         task_options = task.options()
         if task_options.get("verifier") == "parallel":
-            raise ConfigError("the run decodes with a second, parallel verifier model (verifier='parallel'); "
-                              "export supports one model per folder: train with verifier='joint' or 'none'")
+            raise ConfigError(
+                "the run decodes with a second, parallel verifier model (verifier='parallel'); "
+                "export supports one model per folder: train with verifier='joint' or 'none'"
+            )
         tuned = _tuned_null_threshold(run_dir)
-        options.qa = {k: task_options[k] for k in ("doc_stride", "question_first", "n_best", "max_answer_length",
-                                                   "beta1", "beta2", "verifier")}
+        options.qa = {
+            k: task_options[k]
+            for k in ("doc_stride", "question_first", "n_best", "max_answer_length", "beta1", "beta2", "verifier")
+        }
         options.qa["null_threshold"] = float(task_options["null_threshold"]) if tuned is None else tuned
-        options.qa["null_threshold_source"] = ("the task's fixed null_threshold" if tuned is None
-                                               else "the best-F1 threshold on the run's dev articles")
+        options.qa["null_threshold_source"] = (
+            "the task's fixed null_threshold" if tuned is None else "the best-F1 threshold on the run's dev articles"
+        )
     if head == "seq2seq":
         beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
-            "generation_num_beams", 5)
-        options.translation = {"max_source_length": int(task.max_eval_source_length),
-                               "max_target_length": int(task.max_target_length), "num_beams": int(beams)}
+            "generation_num_beams", 5
+        )
+        options.translation = {
+            "max_source_length": int(task.max_eval_source_length),
+            "max_target_length": int(task.max_target_length),
+            "num_beams": int(beams),
+        }
     return options.to_dict()
 
 
@@ -282,22 +353,31 @@ def _config_json(run_dir: Path, head: str) -> dict[str, Any]:
     cls, task_name, auto = PIPELINE_CLASSES[head]
     arch = data["architectures"][0]
     if not any(arch in names for names in _ENTRY_EXPORTS.values()):
-        raise ConfigError(f"{run_dir}/config.json names the model class {arch}, which export does not carry "
-                          f"(it carries {sorted(n for v in _ENTRY_EXPORTS.values() for n in v if 'For' in n)})")
-    config_class = {"syntaxformer": "SGNetConfig", "syntaxformer-syntax-bert": "SyntaxBertConfig",
-                    "syntax_infused_translation": "SyntaxInfusedTranslationConfig"}.get(data.get("model_type"))
+        raise ConfigError(
+            f"{run_dir}/config.json names the model class {arch}, which export does not carry "
+            f"(it carries {sorted(n for v in _ENTRY_EXPORTS.values() for n in v if 'For' in n)})"
+        )
+    config_class = {
+        "syntaxformer": "SGNetConfig",
+        "syntaxformer-syntax-bert": "SyntaxBertConfig",
+        "syntax_infused_translation": "SyntaxInfusedTranslationConfig",
+    }.get(data.get("model_type"))
     if config_class is None:
-        raise ConfigError(f"{run_dir}/config.json has model_type {data.get('model_type')!r}, not a syntaxformer "
-                          "model (syntaxformer, syntaxformer-syntax-bert, syntax_infused_translation)")
+        raise ConfigError(
+            f"{run_dir}/config.json has model_type {data.get('model_type')!r}, not a syntaxformer "
+            "model (syntaxformer, syntaxformer-syntax-bert, syntax_infused_translation)"
+        )
     data["auto_map"] = {"AutoConfig": f"{ENTRY_MODULE}.{config_class}", auto: f"{ENTRY_MODULE}.{arch}"}
-    data["custom_pipelines"] = {task_name: {"impl": f"{ENTRY_MODULE}.{cls.__name__}", "pt": [auto], "tf": [],
-                                            "type": "text"}}
+    data["custom_pipelines"] = {
+        task_name: {"impl": f"{ENTRY_MODULE}.{cls.__name__}", "pt": [auto], "tf": [], "type": "text"}
+    }
     return data
 
 
 # -- the folder ----------------------------------------------------------------------------------------------
-def export_model(run_dir: str | os.PathLike, out_dir: str | os.PathLike, *, overwrite: bool = False,
-                 license: str | None = None) -> Path:
+def export_model(
+    run_dir: str | os.PathLike, out_dir: str | os.PathLike, *, overwrite: bool = False, license: str | None = None
+) -> Path:
     """Write the final model of a finished run as a self-contained Hugging Face model folder.
 
     Args:
@@ -341,8 +421,11 @@ def export_model(run_dir: str | os.PathLike, out_dir: str | os.PathLike, *, over
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.export-", dir=out_dir.parent))
     try:
         index = run_dir / _WEIGHTS_INDEX
-        weights = ([_WEIGHTS_INDEX, *sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-                                                .values()))] if index.is_file() else [_WEIGHTS])
+        weights = (
+            [_WEIGHTS_INDEX, *sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))]
+            if index.is_file()
+            else [_WEIGHTS]
+        )
         for name in (*weights, "generation_config.json", *TOKENIZER_FILES):
             if (run_dir / name).is_file():
                 shutil.copyfile(run_dir / name, tmp / name)
@@ -356,8 +439,9 @@ def export_model(run_dir: str | os.PathLike, out_dir: str | os.PathLike, *, over
         write_json(tmp / OPTIONS_FILE, options)
         for name, text in code_files().items():
             (tmp / name).write_text(text, encoding="utf-8")
-        export_card(metrics, config, task, model_config, head, options, folder_name=out_dir.name,
-                    license=license).save(str(tmp / CARD_FILE))
+        export_card(metrics, config, task, model_config, head, options, folder_name=out_dir.name, license=license).save(
+            str(tmp / CARD_FILE)
+        )
         os.chmod(tmp, 0o755)
         _replace(tmp, out_dir)
     except BaseException:

@@ -49,8 +49,15 @@ from syntaxformer.errors import InputError
 from syntaxformer.modeling.seq2seq import default_max_new_tokens
 from syntaxformer.tasks.span_qa import SquadFeaturizer, postprocess_predictions
 
-__all__ = ["OPTIONS_FILE", "PipelineOptions", "SyntaxTextClassificationPipeline",
-           "SyntaxQuestionAnsweringPipeline", "SyntaxTranslationPipeline", "PIPELINE_CLASSES", "load_options"]
+__all__ = [
+    "OPTIONS_FILE",
+    "PipelineOptions",
+    "SyntaxTextClassificationPipeline",
+    "SyntaxQuestionAnsweringPipeline",
+    "SyntaxTranslationPipeline",
+    "PIPELINE_CLASSES",
+    "load_options",
+]
 
 #: The file in the model folder that holds the run's featurization options (:class:`PipelineOptions`).
 OPTIONS_FILE = "syntax_pipeline.json"
@@ -85,10 +92,18 @@ class PipelineOptions:
     translation: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"head": self.head, "parser": self.parser, "syntax_inputs": list(self.syntax_inputs),
-                "max_length": self.max_length, "criterion": self.criterion, "max_distance": self.max_distance,
-                "pos_tags": self.pos_tags, "constituency": self.constituency, "qa": dict(self.qa),
-                "translation": dict(self.translation)}
+        return {
+            "head": self.head,
+            "parser": self.parser,
+            "syntax_inputs": list(self.syntax_inputs),
+            "max_length": self.max_length,
+            "criterion": self.criterion,
+            "max_distance": self.max_distance,
+            "pos_tags": self.pos_tags,
+            "constituency": self.constituency,
+            "qa": dict(self.qa),
+            "translation": dict(self.translation),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PipelineOptions":
@@ -108,8 +123,10 @@ def load_options(model: Any) -> PipelineOptions:
     where = str(getattr(model, "name_or_path", "") or "")
     path = cached_file(where, OPTIONS_FILE, _raise_exceptions_for_missing_entries=False) if where else None
     if path is None:
-        raise InputError(f"the model folder {where or '(unknown)'} has no {OPTIONS_FILE}; export the run with "
-                         "`syntaxformer export RUN_DIR OUT_DIR`")
+        raise InputError(
+            f"the model folder {where or '(unknown)'} has no {OPTIONS_FILE}; export the run with "
+            "`syntaxformer export RUN_DIR OUT_DIR`"
+        )
     with open(path, encoding="utf-8") as f:
         return PipelineOptions.from_dict(json.load(f))
 
@@ -140,8 +157,9 @@ class _SyntaxPipeline(Pipeline):
     def _check_options(self, kwargs: dict[str, Any]) -> None:
         unknown = sorted(set(kwargs) - set(self._call_options))
         if unknown:
-            raise InputError(f"{type(self).__name__} takes no option(s) {unknown}; it takes "
-                             f"{sorted(self._call_options)}")
+            raise InputError(
+                f"{type(self).__name__} takes no option(s) {unknown}; it takes {sorted(self._call_options)}"
+            )
 
     def _batches(self, items: Sequence[dict[str, np.ndarray]], batch_size: int | None) -> list[np.ndarray]:
         """Item indices in batches of at most ``batch_size``, longest first."""
@@ -149,7 +167,7 @@ class _SyntaxPipeline(Pipeline):
         if size < 1:
             raise InputError(f"batch_size={batch_size} must be a positive number")
         order = sorted(range(len(items)), key=lambda i: -len(items[i]["input_ids"]))
-        return [np.asarray(order[k:k + size]) for k in range(0, len(order), size)]
+        return [np.asarray(order[k : k + size]) for k in range(0, len(order), size)]
 
     def _pad_id(self, tokenizer: Any) -> int:
         return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -204,8 +222,9 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
             if isinstance(item, str):
                 item = {"text": item}
             if not isinstance(item, dict) or set(item) - {"text", "text_pair"}:
-                raise InputError(f"input {i}: expected a text or a mapping with 'text' (and 'text_pair'), got "
-                                 f"{item!r:.80}")
+                raise InputError(
+                    f"input {i}: expected a text or a mapping with 'text' (and 'text_pair'), got {item!r:.80}"
+                )
             text, pair = item.get("text"), item.get("text_pair")
             if not isinstance(text, str) or not text.strip():
                 raise InputError(f"input {i}: 'text' must be a non-empty text, got {text!r:.80}")
@@ -222,20 +241,24 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
         opts = self.options
         is_pair = any(p is not None for p in pairs)
         if not opts.syntax_inputs:  # a model that reads no syntax: the tokenizer alone
-            enc = self.tokenizer(texts, [p or "" for p in pairs] if is_pair else None, truncation=True,
-                                 max_length=opts.max_length)
-            return [{k: np.asarray(enc[k][i], dtype=np.int64) for k in TOKEN_KEYS if k in enc}
-                    for i in range(len(texts))]
+            enc = self.tokenizer(
+                texts, [p or "" for p in pairs] if is_pair else None, truncation=True, max_length=opts.max_length
+            )
+            return [
+                {k: np.asarray(enc[k][i], dtype=np.int64) for k in TOKEN_KEYS if k in enc} for i in range(len(texts))
+            ]
         unique = list(dict.fromkeys(texts + [p for p in pairs if p is not None]))
         parsed = dict(zip(unique, self.annotator.annotate(unique)))
         docs_a: list[Any] = [parsed[t] for t in texts]
-        docs_b: list[Any] | None = ([parsed[p] if p is not None else Document([], text="") for p in pairs]
-                                    if is_pair else None)
+        docs_b: list[Any] | None = (
+            [parsed[p] if p is not None else Document([], text="") for p in pairs] if is_pair else None
+        )
         if opts.constituency == "from_dependency":
             docs_a = [with_dependency_trees(d) for d in docs_a]
             docs_b = None if docs_b is None else [with_dependency_trees(d) for d in docs_b]
-        aligner = SyntaxAligner(self.tokenizer, max_length=opts.max_length,
-                                window_segment=None if docs_b is not None else 0)
+        aligner = SyntaxAligner(
+            self.tokenizer, max_length=opts.max_length, window_segment=None if docs_b is not None else 0
+        )
         return [encode_window(windows[0], opts) for windows in aligner.align_batch(docs_a, docs_b)]
 
     def _predict(self, inputs: list[Any], batch_size: int | None, **kwargs: Any) -> list[dict[str, Any]]:
@@ -293,8 +316,9 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
     articles); ``score`` is the best span's score (start + end logits), ``best_answer`` that span's text either way.
     """
 
-    def __call__(self, inputs: Any = None, *, question: str | None = None, context: str | None = None,
-                 **kwargs: Any) -> Any:
+    def __call__(
+        self, inputs: Any = None, *, question: str | None = None, context: str | None = None, **kwargs: Any
+    ) -> Any:
         self._check_options(kwargs)
         if inputs is None:
             inputs = {"question": question, "context": context}
@@ -316,9 +340,13 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
         if not questions:
             return []
         opts, qa = self.options, self.options.qa
-        featurizer = SquadFeaturizer(self.tokenizer, self.annotator if opts.syntax_inputs else None,
-                                     max_length=opts.max_length, stride=int(qa.get("doc_stride", 128)),
-                                     question_first=bool(qa.get("question_first", False)))
+        featurizer = SquadFeaturizer(
+            self.tokenizer,
+            self.annotator if opts.syntax_inputs else None,
+            max_length=opts.max_length,
+            stride=int(qa.get("doc_stride", 128)),
+            question_first=bool(qa.get("question_first", False)),
+        )
         windows = featurizer(questions)
         items = [window_arrays(w.aligned, opts.syntax_inputs, opts.criterion, opts.max_distance) for w in windows]
         starts: list[Any] = [None] * len(items)
@@ -337,20 +365,33 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
                     verifier[int(i)] = None if v is None else v[j]
         use_verifier = qa.get("verifier", "none") != "none" and verifier[0] is not None
         threshold = float(qa.get("null_threshold", 0.0))
-        result = postprocess_predictions(questions, windows, starts, ends,
-                                         np.asarray(verifier) if use_verifier else None,
-                                         n_best=int(qa.get("n_best", 20)),
-                                         max_answer_length=int(qa.get("max_answer_length", 30)),
-                                         beta1=float(qa.get("beta1", 1.0)), beta2=float(qa.get("beta2", 1.0)),
-                                         null_threshold=threshold)
+        result = postprocess_predictions(
+            questions,
+            windows,
+            starts,
+            ends,
+            np.asarray(verifier) if use_verifier else None,
+            n_best=int(qa.get("n_best", 20)),
+            max_answer_length=int(qa.get("max_answer_length", 30)),
+            beta1=float(qa.get("beta1", 1.0)),
+            beta2=float(qa.get("beta2", 1.0)),
+            null_threshold=threshold,
+        )
         out = []
         for q in questions:
             best = (result.nbest.get(q.qid) or [None])[0]
             na = float(result.na_scores[q.qid])
             answer = best["text"] if best is not None and na <= threshold else ""
-            out.append({"answer": answer, "start": best["start"] if answer else None,
-                        "end": best["end"] if answer else None, "score": best["score"] if best else None,
-                        "null_score": na if np.isfinite(na) else None, "best_answer": best["text"] if best else ""})
+            out.append(
+                {
+                    "answer": answer,
+                    "start": best["start"] if answer else None,
+                    "end": best["end"] if answer else None,
+                    "score": best["score"] if best else None,
+                    "null_score": na if np.isfinite(na) else None,
+                    "best_answer": best["text"] if best else "",
+                }
+            )
         return out
 
 
@@ -389,18 +430,28 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
         if not inputs:
             return []
         opts, mt = self.options, self.options.translation
-        items = encode_pairs(_Sources(list(inputs)), self.source_tokenizer, None,
-                             self.annotator if opts.syntax_inputs else None, opts.syntax_inputs,
-                             int(mt.get("max_source_length", 64)), int(mt.get("max_target_length", 64)),
-                             show_progress=False)
+        items = encode_pairs(
+            _Sources(list(inputs)),
+            self.source_tokenizer,
+            None,
+            self.annotator if opts.syntax_inputs else None,
+            opts.syntax_inputs,
+            int(mt.get("max_source_length", 64)),
+            int(mt.get("max_target_length", 64)),
+            show_progress=False,
+        )
         texts: list[Any] = [None] * len(items)
         pad = self._pad_id(self.source_tokenizer)
         with torch.no_grad():
             for idx in self._batches(items, batch_size):
-                batch = {k: v.to(self.device) for k, v in collate_pairs([items[int(i)] for i in idx], pad,
-                                                                         BOS_ID).items()}
-                ids = self.model.generate(**batch, num_beams=int(mt.get("num_beams", 5)),
-                                          max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1]))
+                batch = {
+                    k: v.to(self.device) for k, v in collate_pairs([items[int(i)] for i in idx], pad, BOS_ID).items()
+                }
+                ids = self.model.generate(
+                    **batch,
+                    num_beams=int(mt.get("num_beams", 5)),
+                    max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1]),
+                )
                 for j, text in zip(idx, decode_translations(ids.cpu().numpy(), self.target_tokenizer)):
                     texts[int(j)] = text
         return [[{"translation_text": t}] for t in texts]
@@ -408,8 +459,11 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
 
 #: Head -> (pipeline class, the standard task name it is registered under, the Auto class of its model).
 PIPELINE_CLASSES: dict[str, tuple[type, str, str]] = {
-    "sequence_classification": (SyntaxTextClassificationPipeline, "text-classification",
-                                "AutoModelForSequenceClassification"),
+    "sequence_classification": (
+        SyntaxTextClassificationPipeline,
+        "text-classification",
+        "AutoModelForSequenceClassification",
+    ),
     "question_answering": (SyntaxQuestionAnsweringPipeline, "question-answering", "AutoModelForQuestionAnswering"),
     "seq2seq": (SyntaxTranslationPipeline, "translation", "AutoModelForSeq2SeqLM"),
 }

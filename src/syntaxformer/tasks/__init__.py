@@ -8,8 +8,24 @@ SQuAD 2.0 (:mod:`~syntaxformer.tasks.squad`), RACE (:mod:`~syntaxformer.tasks.ra
 (:mod:`~syntaxformer.tasks.translation`).
 """
 
-from syntaxformer.tasks.base import (HEADS, Predictions, Task, TaskContext, get_task, register_task, task_names,
-                                     task_option_names)
+from syntaxformer.tasks.base import (
+    HEADS,
+    Predictions,
+    Task,
+    TaskContext,
+    get_task,
+    register_task,
+    task_names,
+    task_option_names,
+)
 
-__all__ = ["HEADS", "Predictions", "Task", "TaskContext", "get_task", "register_task", "task_names",
-           "task_option_names"]
+__all__ = [
+    "HEADS",
+    "Predictions",
+    "Task",
+    "TaskContext",
+    "get_task",
+    "register_task",
+    "task_names",
+    "task_option_names",
+]

@@ -40,13 +40,28 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from syntaxformer.errors import ConfigError, InputError, UnknownTaskError
 
-__all__ = ["HEADS", "TOKEN_INPUTS", "Task", "TaskContext", "Predictions", "register_task", "get_task", "task_names",
-           "task_option_names", "text_inputs_data"]
+__all__ = [
+    "HEADS",
+    "TOKEN_INPUTS",
+    "Task",
+    "TaskContext",
+    "Predictions",
+    "register_task",
+    "get_task",
+    "task_names",
+    "task_option_names",
+    "text_inputs_data",
+]
 
 #: Heads a task can ask for; the model registry (:func:`syntaxformer.modeling.model_class`) serves the first four
 #: for every syntax system, ``seq2seq`` is the syntax-infused translation model.
-HEADS: tuple[str, ...] = ("sequence_classification", "question_answering", "multiple_choice",
-                          "token_classification", "seq2seq")
+HEADS: tuple[str, ...] = (
+    "sequence_classification",
+    "question_answering",
+    "multiple_choice",
+    "token_classification",
+    "seq2seq",
+)
 
 
 #: The token arrays every model reads (``token_type_ids`` only where the tokenizer makes them).
@@ -224,8 +239,9 @@ class Task(abc.ABC):
 
     # -- predictions -----------------------------------------------------------------------------------
     @abc.abstractmethod
-    def postprocess(self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
-                    ) -> Predictions:
+    def postprocess(
+        self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+    ) -> Predictions:
         """Raw model outputs for ``features`` (the Trainer's ``predictions``; ``auxiliary``: name -> raw outputs of
         the :meth:`auxiliary_models`) -> per-example predictions."""
 
@@ -280,9 +296,12 @@ def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> Any:
     ``text`` and optionally ``text_pair``; ids ``input-<position>``, fingerprinted by content."""
     from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
 
-    examples = [TaskExample(guid=f"input-{i}", text_a=str(r["text"]),
-                            text_b=None if r.get("text_pair") is None else str(r["text_pair"]))
-                for i, r in enumerate(inputs)]
+    examples = [
+        TaskExample(
+            guid=f"input-{i}", text_a=str(r["text"]), text_b=None if r.get("text_pair") is None else str(r["text_pair"])
+        )
+        for i, r in enumerate(inputs)
+    ]
     return TaskData(examples, "raw inputs", content_fingerprint([e.text_a, e.text_b] for e in examples), len(examples))
 
 
@@ -293,7 +312,9 @@ def _key(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def register_task(task: Callable[..., Task], name: str | None = None, *, overwrite: bool = False) -> Callable[..., Task]:
+def register_task(
+    task: Callable[..., Task], name: str | None = None, *, overwrite: bool = False
+) -> Callable[..., Task]:
     """Make a task known to :func:`get_task`, the runner and the CLI.
 
     Args:
@@ -308,8 +329,9 @@ def register_task(task: Callable[..., Task], name: str | None = None, *, overwri
     if not key:
         raise InputError(f"register_task({task!r}): give the task a name (class attribute `name` or name=...)")
     if key in _REGISTRY and not overwrite and _REGISTRY[key] is not task:
-        raise InputError(f"a task named {key!r} is already registered ({_REGISTRY[key]!r}); pass "
-                         "overwrite=True to replace it")
+        raise InputError(
+            f"a task named {key!r} is already registered ({_REGISTRY[key]!r}); pass overwrite=True to replace it"
+        )
     _REGISTRY[key] = task
     return task
 
@@ -350,14 +372,24 @@ def get_task(name: str | Task, **options: Any) -> Task:
     key = _key(str(name))
     key = _ALIASES.get(key, key)
     if key not in _REGISTRY:
-        raise UnknownTaskError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))} "
-                               "(register your own with syntaxformer.tasks.register_task)")
+        raise UnknownTaskError(
+            f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))} "
+            "(register your own with syntaxformer.tasks.register_task)"
+        )
     return _REGISTRY[key](**options)
 
 
 #: Other spellings of built-in task names.
-_ALIASES: dict[str, str] = {"sst-2": "sst2", "sts-b": "stsb", "sts": "stsb", "sst-5": "sst5", "sst-1": "sst5",
-                            "sst1": "sst5", "sst2trees": "sst2-trees", "sst-2-trees": "sst2-trees"}
+_ALIASES: dict[str, str] = {
+    "sst-2": "sst2",
+    "sts-b": "stsb",
+    "sts": "stsb",
+    "sst-5": "sst5",
+    "sst-1": "sst5",
+    "sst1": "sst5",
+    "sst2trees": "sst2-trees",
+    "sst-2-trees": "sst2-trees",
+}
 _BUILTIN_LOADED = False
 
 
@@ -374,6 +406,12 @@ def _load_builtin() -> None:
 
 
 #: The modules that define the built-in tasks (each calls :func:`register_task` at import).
-_BUILTIN_MODULES: tuple[str, ...] = ("syntaxformer.tasks.glue", "syntaxformer.tasks.snli", "syntaxformer.tasks.sst",
-                                    "syntaxformer.tasks.squad", "syntaxformer.tasks.race", "syntaxformer.tasks.translation",
-                                    "syntaxformer.tasks.custom")
+_BUILTIN_MODULES: tuple[str, ...] = (
+    "syntaxformer.tasks.glue",
+    "syntaxformer.tasks.snli",
+    "syntaxformer.tasks.sst",
+    "syntaxformer.tasks.squad",
+    "syntaxformer.tasks.race",
+    "syntaxformer.tasks.translation",
+    "syntaxformer.tasks.custom",
+)

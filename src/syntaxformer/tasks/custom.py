@@ -36,24 +36,43 @@ import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
 from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
-from syntaxformer.data.readers.table import (Table, TABLE_FORMATS, load_dataset_table, read_table, require_columns,
-                                             text_value)
+from syntaxformer.data.readers.table import (
+    Table,
+    TABLE_FORMATS,
+    load_dataset_table,
+    read_table,
+    require_columns,
+    text_value,
+)
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.tasks.base import Predictions, register_task
 from syntaxformer.tasks.race import RaceTask
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
 
-__all__ = ["CustomTextTask", "CustomQATask", "CustomChoiceTask", "PROBLEM_TYPES", "infer_labels", "split_names",
-           "SPLIT_ALIASES", "task_for_data", "is_squad_json", "check_labels"]
+__all__ = [
+    "CustomTextTask",
+    "CustomQATask",
+    "CustomChoiceTask",
+    "PROBLEM_TYPES",
+    "infer_labels",
+    "split_names",
+    "SPLIT_ALIASES",
+    "task_for_data",
+    "is_squad_json",
+    "check_labels",
+]
 
 #: ``problem_type`` values: ``auto`` infers it from the training labels.
 PROBLEM_TYPES: tuple[str, ...] = ("auto", "single_label_classification", "regression")
 #: Other names of the splits (Hugging Face's ``validation``).
 SPLIT_ALIASES: dict[str, str] = {"validation": "dev", "valid": "dev", "eval": "dev"}
 #: File names looked for in ``data_dir`` per split (with any extension of the table formats).
-_SPLIT_FILE_STEMS: dict[str, tuple[str, ...]] = {"train": ("train",), "dev": ("validation", "dev", "valid"),
-                                                 "test": ("test",)}
+_SPLIT_FILE_STEMS: dict[str, tuple[str, ...]] = {
+    "train": ("train",),
+    "dev": ("validation", "dev", "valid"),
+    "test": ("test",),
+}
 
 
 def split_names(split: str) -> str:
@@ -72,8 +91,12 @@ def is_squad_json(path: str | Path) -> bool:
     except (OSError, ValueError):
         return False  # read_table gives the real error
     articles = data.get("data") if isinstance(data, Mapping) else None
-    return bool(articles) and isinstance(articles, list) and isinstance(articles[0], Mapping) \
+    return (
+        bool(articles)
+        and isinstance(articles, list)
+        and isinstance(articles[0], Mapping)
         and "paragraphs" in articles[0]
+    )
 
 
 def task_for_data(train_file: str | None, dataset: str | None = None, columns_given: Sequence[str] = ()) -> str:
@@ -82,8 +105,12 @@ def task_for_data(train_file: str | None, dataset: str | None = None, columns_gi
     ``custom`` (text classification / regression)."""
     if train_file and is_squad_json(train_file):
         return "custom-qa"
-    if train_file and not columns_given and Path(train_file).is_file() \
-            and Path(train_file).suffix.lower() in TABLE_FORMATS:
+    if (
+        train_file
+        and not columns_given
+        and Path(train_file).is_file()
+        and Path(train_file).suffix.lower() in TABLE_FORMATS
+    ):
         try:
             columns = read_table(train_file).columns
         except (DataError, FormatError):
@@ -109,8 +136,11 @@ def _is_number(text: str) -> bool:
 
 
 def _present(value: Any) -> bool:
-    return value is not None and not (isinstance(value, str) and not value.strip()) and not (
-        isinstance(value, float) and math.isnan(value))
+    return (
+        value is not None
+        and not (isinstance(value, str) and not value.strip())
+        and not (isinstance(value, float) and math.isnan(value))
+    )
 
 
 def _distinct_columns(columns: Mapping[str, str | None]) -> None:
@@ -120,8 +150,10 @@ def _distinct_columns(columns: Mapping[str, str | None]) -> None:
         if not column:
             continue
         if column in seen:
-            raise ConfigError(f"{seen[column]} and {option} both name the column {column!r}; a column is either the "
-                              "text, the second text, the label or the id")
+            raise ConfigError(
+                f"{seen[column]} and {option} both name the column {column!r}; a column is either the "
+                "text, the second text, the label or the id"
+            )
         seen[column] = option
 
 
@@ -171,13 +203,20 @@ def check_labels(values: Sequence[Any], where: Sequence[str], column: str, regre
     for value, place in zip(values, where):
         kind = _label_kind(value)
         if kind is None:
-            shown = "no label" if value is None or (isinstance(value, str) and not value.strip()) \
+            shown = (
+                "no label"
+                if value is None or (isinstance(value, str) and not value.strip())
                 else f"the label {value!r} is not a value"
-            raise DataError(f"{place}: {shown} in column {column!r}; every training row needs its label (remove "
-                            "the row or fill in its label)")
+            )
+            raise DataError(
+                f"{place}: {shown} in column {column!r}; every training row needs its label (remove "
+                "the row or fill in its label)"
+            )
         if kind == "other":
-            raise DataError(f"{place}: the label {value!r} in column {column!r} is a {type(value).__name__}; a "
-                            "label is a class name or a number")
+            raise DataError(
+                f"{place}: the label {value!r} in column {column!r} is a {type(value).__name__}; a "
+                "label is a class name or a number"
+            )
         kinds.append(kind)
     words = [k == "word" for k in kinds]
     if regression:  # each label is read as a number, and one that is not is refused, naming its row
@@ -187,9 +226,11 @@ def check_labels(values: Sequence[Any], where: Sequence[str], column: str, regre
         k = words.index(odd)
         kind = "a number" if not odd else "a word"
         others = "class names" if odd is False else "numbers"
-        raise DataError(f"{where[k]}: the label {values[k]!r} in column {column!r} is {kind} among {others} "
-                        f"({sum(words)} word and {len(words) - sum(words)} number labels); labels must be all class "
-                        "names or all numbers")
+        raise DataError(
+            f"{where[k]}: the label {values[k]!r} in column {column!r} is {kind} among {others} "
+            f"({sum(words)} word and {len(words) - sum(words)} number labels); labels must be all class "
+            "names or all numbers"
+        )
 
 
 def infer_labels(values: Sequence[Any]) -> tuple[str, list[str] | None]:
@@ -202,8 +243,9 @@ def infer_labels(values: Sequence[Any]) -> tuple[str, list[str] | None]:
         ``("single_label_classification", names)`` or ``("regression", None)``.
     """
     present = [v for v in values if _present(v)]
-    if any(isinstance(v, float) for v in present) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                          for v in present):
+    if any(isinstance(v, float) for v in present) and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in present
+    ):
         return "regression", None
     texts = [str(v).strip() for v in present]
     if texts and all(_is_int(t) for t in texts):
@@ -251,14 +293,17 @@ def _split_table(split: str, data: Mapping[str, Any]) -> Table:
 def _held_out(n: int, fraction: float, seed: int) -> np.ndarray:
     """Sorted positions of the rows held out as ``dev`` (a seeded ``fraction`` of ``n``, at least 1)."""
     if n < 2:
-        raise DataError(f"cannot hold out validation rows from a training file of {n} row(s); give a validation "
-                        "file (--validation-file)")
+        raise DataError(
+            f"cannot hold out validation rows from a training file of {n} row(s); give a validation "
+            "file (--validation-file)"
+        )
     k = min(n - 1, max(1, round(fraction * n)))
     return np.sort(np.random.default_rng(seed).permutation(n)[:k])
 
 
-def _rows_for(split: str, data: Mapping[str, Any], fraction: float, seed: int, title: str
-              ) -> tuple[Table, list[int], str]:
+def _rows_for(
+    split: str, data: Mapping[str, Any], fraction: float, seed: int, title: str
+) -> tuple[Table, list[int], str]:
     """The table a split is read from, the row positions that belong to the split, and its source in words.
 
     Without a ``dev`` source, ``dev`` is a seeded ``fraction`` of the training rows and ``train`` the rest."""
@@ -267,17 +312,23 @@ def _rows_for(split: str, data: Mapping[str, Any], fraction: float, seed: int, t
         raise ConfigError(f"{title} has no split {split!r}; expected train, dev (validation) or test")
     if split == "test" or _has_source("dev", data) and (split == "dev" or _has_source("train", data)):
         if not _has_source(split, data):
-            flag = {"train": "train: --train-file / train_file",
-                    "test": "train: --test-file / test_file; evaluate and predict RUN: --file FILE"}.get(split, "")
+            flag = {
+                "train": "train: --train-file / train_file",
+                "test": "train: --test-file / test_file; evaluate and predict RUN: --file FILE",
+            }.get(split, "")
             raise DataError(f"{title}: no {split} data; give a {split} file ({flag})")
         table = _split_table(split, data)
         return table, list(range(len(table))), table.source
     if not _has_source("train", data):
-        raise DataError(f"{title}: no {split} data; give a training file (--train-file / train_file) and "
-                        "optionally a validation file (--validation-file / dev_file)")
+        raise DataError(
+            f"{title}: no {split} data; give a training file (--train-file / train_file) and "
+            "optionally a validation file (--validation-file / dev_file)"
+        )
     if fraction <= 0:
-        raise DataError(f"{title}: no validation data; give a validation file (--validation-file) or set "
-                        "validation_fraction > 0 to hold out part of the training rows")
+        raise DataError(
+            f"{title}: no validation data; give a validation file (--validation-file) or set "
+            "validation_fraction > 0 to hold out part of the training rows"
+        )
     train = _split_table("train", data)
     held = _held_out(len(train), fraction, seed)
     if split == "dev":
@@ -292,8 +343,9 @@ def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
     if unknown:
         from syntaxformer.tasks.base import task_option_names
 
-        raise ConfigError(f"option(s) {sorted(unknown)} do not apply to {task}; its options are "
-                          f"{list(task_option_names(task))}")
+        raise ConfigError(
+            f"option(s) {sorted(unknown)} do not apply to {task}; its options are {list(task_option_names(task))}"
+        )
 
 
 def _max_samples(split: str, data: Mapping[str, Any]) -> int | None:
@@ -322,9 +374,18 @@ class CustomTextTask(SentenceTask):
     title = "custom data"
     metric_names = ("accuracy",)
 
-    def __init__(self, text_column: str | None = None, text_pair_column: str | None = None,
-                 label_column: str = "label", id_column: str | None = None, labels: Sequence[Any] | None = None,
-                 problem_type: str = "auto", validation_fraction: float = 0.1, split_seed: int = 0, **unknown: Any):
+    def __init__(
+        self,
+        text_column: str | None = None,
+        text_pair_column: str | None = None,
+        label_column: str = "label",
+        id_column: str | None = None,
+        labels: Sequence[Any] | None = None,
+        problem_type: str = "auto",
+        validation_fraction: float = 0.1,
+        split_seed: int = 0,
+        **unknown: Any,
+    ):
         _no_unknown(self.name, unknown)
         if problem_type not in PROBLEM_TYPES:
             raise ConfigError(f"problem_type={problem_type!r} is not valid; choose one of {PROBLEM_TYPES}")
@@ -336,25 +397,37 @@ class CustomTextTask(SentenceTask):
             raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
         if not label_column:
             raise ConfigError("label_column must name the column of the labels (--label-column)")
-        _distinct_columns({"text_column (--text-column)": text_column,
-                           "text_pair_column (--text-pair-column)": text_pair_column,
-                           "label_column (--label-column)": label_column, "id_column (--id-column)": id_column})
+        _distinct_columns(
+            {
+                "text_column (--text-column)": text_column,
+                "text_pair_column (--text-pair-column)": text_pair_column,
+                "label_column (--label-column)": label_column,
+                "id_column (--id-column)": id_column,
+            }
+        )
         self.text_column, self.text_pair_column = text_column, text_pair_column
         self.label_column, self.id_column = label_column, id_column
         self.label_list: list[str] | None = None if labels is None else [_label_key(v) for v in labels]
         if self.label_list is not None and len(set(self.label_list)) != len(self.label_list):
             raise ConfigError(f"labels={list(labels)} names a class twice")
-        self.problem_type = ("single_label_classification" if self.label_list is not None and problem_type == "auto"
-                             else problem_type)
+        self.problem_type = (
+            "single_label_classification" if self.label_list is not None and problem_type == "auto" else problem_type
+        )
         self.validation_fraction, self.split_seed = float(validation_fraction), int(split_seed)
         self._update_spec()
 
     # -- identity ----------------------------------------------------------------------------------------
     def options(self) -> dict[str, Any]:
-        return {"text_column": self.text_column, "text_pair_column": self.text_pair_column,
-                "label_column": self.label_column, "id_column": self.id_column, "labels": self.label_list,
-                "problem_type": self.problem_type, "validation_fraction": self.validation_fraction,
-                "split_seed": self.split_seed}
+        return {
+            "text_column": self.text_column,
+            "text_pair_column": self.text_pair_column,
+            "label_column": self.label_column,
+            "id_column": self.id_column,
+            "labels": self.label_list,
+            "problem_type": self.problem_type,
+            "validation_fraction": self.validation_fraction,
+            "split_seed": self.split_seed,
+        }
 
     def _update_spec(self) -> None:
         """The instance's :class:`TaskSpec` (labels, metrics) from what is known so far."""
@@ -364,13 +437,23 @@ class CustomTextTask(SentenceTask):
             columns["text_b"] = self.text_pair_column
         metrics = ("pearson", "spearman") if regression else ("accuracy",)
         self.metric_names = metrics  # type: ignore[misc]  (per instance: the label kind is known late)
-        self.spec = TaskSpec(self.name, self.title, "", columns, None if regression else tuple(self.label_list or ()),
-                             metrics, ("", None), {})  # type: ignore[misc]
+        self.spec = TaskSpec(
+            self.name,
+            self.title,
+            "",
+            columns,
+            None if regression else tuple(self.label_list or ()),
+            metrics,
+            ("", None),
+            {},
+        )  # type: ignore[misc]
 
     def _check_known(self) -> None:
         if self.problem_type == "auto" or (self.problem_type != "regression" and self.label_list is None):
-            raise DataError("the custom task does not know its labels yet: read the training split first (or "
-                            "give labels=[...] and problem_type)")
+            raise DataError(
+                "the custom task does not know its labels yet: read the training split first (or "
+                "give labels=[...] and problem_type)"
+            )
 
     def model_options(self) -> dict[str, Any]:
         self._check_known()
@@ -396,13 +479,19 @@ class CustomTextTask(SentenceTask):
         else:
             rest = [c for c in cols if c not in (self.label_column, self.id_column, self.text_pair_column)]
             if len(rest) != 1:
-                raise DataError(f"{table.source}: which column holds the text? Its columns are {cols}; give "
-                                "--text-column (text_column), and --text-pair-column for pairs")
+                raise DataError(
+                    f"{table.source}: which column holds the text? Its columns are {cols}; give "
+                    "--text-column (text_column), and --text-pair-column for pairs"
+                )
             self.text_column = rest[0]
-        _distinct_columns({"text_column (--text-column)": self.text_column,
-                           "text_pair_column (--text-pair-column)": self.text_pair_column,
-                           "label_column (--label-column)": self.label_column,
-                           "id_column (--id-column)": self.id_column})
+        _distinct_columns(
+            {
+                "text_column (--text-column)": self.text_column,
+                "text_pair_column (--text-pair-column)": self.text_pair_column,
+                "label_column (--label-column)": self.label_column,
+                "id_column (--id-column)": self.id_column,
+            }
+        )
         self._update_spec()
 
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
@@ -423,30 +512,52 @@ class CustomTextTask(SentenceTask):
         if self.text_column is None:
             raise DataError(f"{self.title}: read the training split first, or give text_column (--text-column)")
         labeled = split != "test" or self.label_column in table.columns
-        require_columns(table, {"text": self.text_column, "text_pair": self.text_pair_column,
-                                "label": self.label_column if labeled else None, "id": self.id_column})
+        require_columns(
+            table,
+            {
+                "text": self.text_column,
+                "text_pair": self.text_pair_column,
+                "label": self.label_column if labeled else None,
+                "id": self.id_column,
+            },
+        )
         if split == "train":
-            check_labels([table.rows[i].get(self.label_column) for i in positions],
-                         [table.where(i) for i in positions], self.label_column,
-                         regression=self.problem_type == "regression")
+            check_labels(
+                [table.rows[i].get(self.label_column) for i in positions],
+                [table.where(i) for i in positions],
+                self.label_column,
+                regression=self.problem_type == "regression",
+            )
         if split == "train" and self.problem_type != "regression" and self.label_list is None:
             kind, names = infer_labels([table.rows[i].get(self.label_column) for i in positions])
             if self.problem_type == "auto":
                 self.problem_type = kind
             if self.problem_type != "regression":
-                self.label_list = names if kind != "regression" else sorted(
-                    {_label_key(table.rows[i][self.label_column]) for i in positions
-                     if _present(table.rows[i].get(self.label_column))})
+                self.label_list = (
+                    names
+                    if kind != "regression"
+                    else sorted(
+                        {
+                            _label_key(table.rows[i][self.label_column])
+                            for i in positions
+                            if _present(table.rows[i].get(self.label_column))
+                        }
+                    )
+                )
             self._update_spec()
             if self.label_list is not None and len(self.label_list) < 2:
-                raise DataError(f"{source}: every training label is {self.label_list}; classification needs at "
-                                "least two classes")
+                raise DataError(
+                    f"{source}: every training label is {self.label_list}; classification needs at least two classes"
+                )
         self._check_known()
         examples = [self._example(table, i, split, labeled) for i in positions]
         if not examples:
             raise DataError(f"{self.title} {split} data from {source} is empty")
-        fp = hashlib.sha256(json.dumps([table.fingerprint, positions if len(positions) != len(table) else None,
-                                        self.options()], sort_keys=True).encode()).hexdigest()
+        fp = hashlib.sha256(
+            json.dumps(
+                [table.fingerprint, positions if len(positions) != len(table) else None, self.options()], sort_keys=True
+            ).encode()
+        ).hexdigest()
         out = TaskData(examples, source, fp, len(examples), metadata={"problem_type": self.problem_type})
         seed = data.get("data_seed")
         return out.subsampled(_max_samples(split, data), int(seed) if seed is not None else 0)
@@ -472,8 +583,10 @@ class CustomTextTask(SentenceTask):
             try:
                 number = float(value)
             except (TypeError, ValueError):
-                raise FormatError(f"label {value!r} in column {self.label_column!r} is not a number (this task "
-                                  "is a regression)", table.where(i)) from None
+                raise FormatError(
+                    f"label {value!r} in column {self.label_column!r} is not a number (this task is a regression)",
+                    table.where(i),
+                ) from None
             if not math.isfinite(number):
                 raise FormatError(f"label {value!r} is not a finite number", table.where(i))
             return number
@@ -482,15 +595,18 @@ class CustomTextTask(SentenceTask):
             return self.label_list.index(key)  # type: ignore[union-attr]
         except ValueError:
             where = "training labels" if split != "train" else "labels given"
-            raise DataError(f"{table.where(i)}: label {key!r} is not one of the {where} {self.label_list}; a "
-                            f"{split} label must be a class seen in training") from None
+            raise DataError(
+                f"{table.where(i)}: label {key!r} is not one of the {where} {self.label_list}; a "
+                f"{split} label must be a class seen in training"
+            ) from None
 
     def fingerprint_extra(self, split: str) -> str:
         return json.dumps(self.options(), sort_keys=True)
 
     # -- predictions -------------------------------------------------------------------------------------
-    def postprocess(self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
-                    ) -> Predictions:
+    def postprocess(
+        self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+    ) -> Predictions:
         """Class ids (regression: values) with the class probabilities as ``scores``."""
         out = super().postprocess(data, features, raw, auxiliary)
         if self.problem_type != "regression":
@@ -524,8 +640,10 @@ class CustomQATask(SquadTask):
     def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
         split = split_names(split)
         if not data.get("dataset") and not data.get("train_file") and split != "test":
-            raise DataError("custom-qa: give a SQuAD-format JSON training file (--train-file; "
-                            "{\"data\": [{\"title\", \"paragraphs\": [{\"context\", \"qas\": [...]}]}]})")
+            raise DataError(
+                "custom-qa: give a SQuAD-format JSON training file (--train-file; "
+                '{"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]})'
+            )
         return super().load_split(split, data)
 
 
@@ -550,9 +668,17 @@ class CustomChoiceTask(RaceTask):
     title = "multiple choice"
     metric_names = ("accuracy",)
 
-    def __init__(self, question_column: str = "question", options_column: str = "options",
-                 answer_column: str = "answer", context_column: str | None = None, id_column: str | None = None,
-                 validation_fraction: float = 0.1, split_seed: int = 0, **unknown: Any):
+    def __init__(
+        self,
+        question_column: str = "question",
+        options_column: str = "options",
+        answer_column: str = "answer",
+        context_column: str | None = None,
+        id_column: str | None = None,
+        validation_fraction: float = 0.1,
+        split_seed: int = 0,
+        **unknown: Any,
+    ):
         _no_unknown(self.name, unknown)
         if not 0.0 <= float(validation_fraction) < 1.0:
             raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
@@ -561,10 +687,15 @@ class CustomChoiceTask(RaceTask):
         self.validation_fraction, self.split_seed = float(validation_fraction), int(split_seed)
 
     def options(self) -> dict[str, Any]:
-        return {"question_column": self.question_column, "options_column": self.options_column,
-                "answer_column": self.answer_column, "context_column": self.context_column,
-                "id_column": self.id_column, "validation_fraction": self.validation_fraction,
-                "split_seed": self.split_seed}
+        return {
+            "question_column": self.question_column,
+            "options_column": self.options_column,
+            "answer_column": self.answer_column,
+            "context_column": self.context_column,
+            "id_column": self.id_column,
+            "validation_fraction": self.validation_fraction,
+            "split_seed": self.split_seed,
+        }
 
     def training_defaults(self) -> dict[str, Any]:
         return {**super().training_defaults(), "max_length": 128}
@@ -581,9 +712,16 @@ class CustomChoiceTask(RaceTask):
         if split == "train" and self.context_column is None:
             self.context_column = next((c for c in ("context", "article", "passage") if c in table.columns), None)
         labeled = split != "test" or self.answer_column in table.columns
-        require_columns(table, {"question": self.question_column, "options": self.options_column,
-                                "answer": self.answer_column if labeled else None, "context": self.context_column,
-                                "id": self.id_column})
+        require_columns(
+            table,
+            {
+                "question": self.question_column,
+                "options": self.options_column,
+                "answer": self.answer_column if labeled else None,
+                "context": self.context_column,
+                "id": self.id_column,
+            },
+        )
         examples = [self._example(table, i, split, labeled) for i in positions]
         if not examples:
             raise DataError(f"{self.title} {split} data from {source} is empty")
@@ -599,11 +737,14 @@ class CustomChoiceTask(RaceTask):
             try:
                 options = json.loads(options)
             except json.JSONDecodeError:
-                raise FormatError(f"options {options!r} (column {self.options_column!r}) are not a JSON list",
-                                  table.where(i)) from None
+                raise FormatError(
+                    f"options {options!r} (column {self.options_column!r}) are not a JSON list", table.where(i)
+                ) from None
         if not isinstance(options, list) or len(options) < 2 or not all(_present(o) for o in options):
-            raise DataError(f"{table.where(i)}: column {self.options_column!r} must hold a list of at least two "
-                            f"non-empty options, got {options!r}")
+            raise DataError(
+                f"{table.where(i)}: column {self.options_column!r} must hold a list of at least two "
+                f"non-empty options, got {options!r}"
+            )
         options = [str(o) for o in options]
         question = row.get(self.question_column)
         if not _present(question):
@@ -616,20 +757,27 @@ class CustomChoiceTask(RaceTask):
         if label is None and split != "test":
             raise DataError(f"{table.where(i)}: no answer in column {self.answer_column!r}")
         qid = str(row[self.id_column]) if self.id_column else f"{split}-{i}"
-        return RaceExample(qid=qid, passage_id=qid, level="all", article=context, question=str(question),
-                           options=options, label=label)
+        return RaceExample(
+            qid=qid, passage_id=qid, level="all", article=context, question=str(question), options=options, label=label
+        )
 
     def _answer_index(self, answer: Any, options: list[str], table: Table, i: int) -> int:
         if isinstance(answer, int) and not isinstance(answer, bool) or (isinstance(answer, str) and _is_int(answer)):
             index = int(answer)
-        elif isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().upper() in OPTION_LETTERS \
-                and answer.strip() not in options:
+        elif (
+            isinstance(answer, str)
+            and len(answer.strip()) == 1
+            and answer.strip().upper() in OPTION_LETTERS
+            and answer.strip() not in options
+        ):
             index = OPTION_LETTERS.index(answer.strip().upper())
         elif str(answer) in options:
             index = options.index(str(answer))
         else:
-            raise DataError(f"{table.where(i)}: answer {answer!r} is neither an option's index, its letter nor "
-                            f"its text; options: {options}")
+            raise DataError(
+                f"{table.where(i)}: answer {answer!r} is neither an option's index, its letter nor "
+                f"its text; options: {options}"
+            )
         if not 0 <= index < len(options):
             raise DataError(f"{table.where(i)}: answer {answer!r} is out of range for {len(options)} options")
         return index
@@ -645,16 +793,31 @@ class CustomChoiceTask(RaceTask):
     def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
         """``predictions.json``: ``id -> {prediction (letter), option, gold, correct, probs}``."""
         scores = predictions.scores or [[] for _ in predictions.values]
-        return {"predictions.json": {
-            e.qid: {"prediction": OPTION_LETTERS[int(p)], "option": e.options[int(p)],
-                    "gold": e.answer, "correct": None if e.label is None else bool(int(p) == e.label),
-                    "probs": [round(float(x), 5) for x in pr]}
-            for e, p, pr in zip(data.examples, predictions.values, scores)}}
+        return {
+            "predictions.json": {
+                e.qid: {
+                    "prediction": OPTION_LETTERS[int(p)],
+                    "option": e.options[int(p)],
+                    "gold": e.answer,
+                    "correct": None if e.label is None else bool(int(p) == e.label),
+                    "probs": [round(float(x), 5) for x in pr],
+                }
+                for e, p, pr in zip(data.examples, predictions.values, scores)
+            }
+        }
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
         scores = predictions.scores or [None] * len(predictions.values)
-        return [{"id": e.qid, "question": e.question or e.article, "prediction": e.options[int(p)],
-                 "index": int(p), "probs": pr} for e, p, pr in zip(data.examples, predictions.values, scores)]
+        return [
+            {
+                "id": e.qid,
+                "question": e.question or e.article,
+                "prediction": e.options[int(p)],
+                "index": int(p),
+                "probs": pr,
+            }
+            for e, p, pr in zip(data.examples, predictions.values, scores)
+        ]
 
 
 register_task(CustomTextTask)

@@ -47,10 +47,26 @@ from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.utils import atomic_write
 from syntaxformer.utils import progress as progress_bar
 
-__all__ = ["FEATURE_VERSION", "TOKEN_KEYS", "FeatureDataset", "build_features", "features_cache_dir",
-           "tokenizer_fingerprint", "annotator_identity", "annotator_for", "annotate_texts",
-           "annotate_token_lists", "corrupt", "with_dependency_trees", "headrule_sentence", "encode_window",
-           "example_analyses", "syntax_source", "SYNTAX_MODES", "CONSTITUENCY_MODES"]
+__all__ = [
+    "FEATURE_VERSION",
+    "TOKEN_KEYS",
+    "FeatureDataset",
+    "build_features",
+    "features_cache_dir",
+    "tokenizer_fingerprint",
+    "annotator_identity",
+    "annotator_for",
+    "annotate_texts",
+    "annotate_token_lists",
+    "corrupt",
+    "with_dependency_trees",
+    "headrule_sentence",
+    "encode_window",
+    "example_analyses",
+    "syntax_source",
+    "SYNTAX_MODES",
+    "CONSTITUENCY_MODES",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -78,16 +94,23 @@ class FeatureDataset(torch.utils.data.Dataset):
         meta: how the features were made (sizes, truncation counts, cache file, parser, ...).
     """
 
-    def __init__(self, arrays: dict[str, np.ndarray], offsets: np.ndarray, labels: np.ndarray | None,
-                 guids: Sequence[str], meta: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        arrays: dict[str, np.ndarray],
+        offsets: np.ndarray,
+        labels: np.ndarray | None,
+        guids: Sequence[str],
+        meta: dict[str, Any] | None = None,
+    ):
         self.arrays = arrays
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.labels = labels
         self.guids = list(guids)
         self.meta = dict(meta or {})
         if len(self.offsets) != len(self.guids) + 1:
-            raise InputError(f"{len(self.offsets)} offsets for {len(self.guids)} examples; expected one more "
-                             "offset than examples")
+            raise InputError(
+                f"{len(self.offsets)} offsets for {len(self.guids)} examples; expected one more offset than examples"
+            )
 
     def __len__(self) -> int:
         return len(self.guids)
@@ -137,8 +160,10 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     try:
         text = backend.to_str()
     except AttributeError as e:
-        raise ConfigError(f"{type(tokenizer).__name__} is not a fast tokenizer; features need one "
-                          "(AutoTokenizer.from_pretrained(name, use_fast=True))") from e
+        raise ConfigError(
+            f"{type(tokenizer).__name__} is not a fast tokenizer; features need one "
+            "(AutoTokenizer.from_pretrained(name, use_fast=True))"
+        ) from e
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -175,8 +200,9 @@ def annotate_token_lists(annotator: Any, token_lists: Sequence[Sequence[str]]) -
     unique = list(dict.fromkeys(tuple(t) for t in token_lists))
     if not unique:
         return {}
-    logger.info("parsing the gold tokens of %d gold trees with %s (cached parses are reused)", len(unique),
-                annotator.source)
+    logger.info(
+        "parsing the gold tokens of %d gold trees with %s (cached parses are reused)", len(unique), annotator.source
+    )
     return dict(zip(unique, annotator.annotate_pretokenized([list(w) for w in unique])))
 
 
@@ -185,8 +211,9 @@ def headrule_sentence(tree: Any) -> Sentence:
     from syntaxformer.data.headrules import unlabeled_to_dependencies
 
     deps = unlabeled_to_dependencies(tree, None, labels=True)
-    return Sentence(words=tree.leaves(), heads=deps.heads, deprels=deps.deprels, tree=tree,
-                    source="gold-tree+headrules")
+    return Sentence(
+        words=tree.leaves(), heads=deps.heads, deprels=deps.deprels, tree=tree, source="gold-tree+headrules"
+    )
 
 
 def corrupt(doc: Document | Sentence, fraction: float, seed: int, key: str) -> Document | Sentence:
@@ -198,16 +225,19 @@ def corrupt(doc: Document | Sentence, fraction: float, seed: int, key: str) -> D
     rng = np.random.default_rng(example_seed(key, seed))
     if isinstance(doc, Sentence):
         return corrupt_sentence(doc, fraction, rng)
-    return Document([corrupt_sentence(s, fraction, rng) for s in doc.sentences], text=doc.text,
-                    doc_id=doc.doc_id, metadata=dict(doc.metadata))
+    return Document(
+        [corrupt_sentence(s, fraction, rng) for s in doc.sentences],
+        text=doc.text,
+        doc_id=doc.doc_id,
+        metadata=dict(doc.metadata),
+    )
 
 
 def _check_context(context: Any) -> None:
     if context.syntax not in SYNTAX_MODES:
         raise ConfigError(f"syntax={context.syntax!r} is not valid; choose one of {SYNTAX_MODES}")
     if context.constituency not in CONSTITUENCY_MODES:
-        raise ConfigError(f"constituency={context.constituency!r} is not valid; choose one of "
-                          f"{CONSTITUENCY_MODES}")
+        raise ConfigError(f"constituency={context.constituency!r} is not valid; choose one of {CONSTITUENCY_MODES}")
     if not 0.0 <= float(context.parser_noise) <= 1.0:
         raise ConfigError(f"parser_noise={context.parser_noise} must be a fraction in [0, 1]")
     if context.max_length is not None and int(context.max_length) < 4:
@@ -222,19 +252,34 @@ def _needs_parser(examples: Sequence[TaskExample], context: Any) -> bool:
     if context.syntax == "given" or not context.syntax_inputs:
         return False
     reparse = context.syntax == "parser"
-    return any((e.syntax_a is None or reparse) or (e.text_b is not None and (e.syntax_b is None or reparse))
-               for e in examples)
+    return any(
+        (e.syntax_a is None or reparse) or (e.text_b is not None and (e.syntax_b is None or reparse)) for e in examples
+    )
 
 
 def _cache_key(task_name: str, split: str, data: TaskData, tokenizer: Any, context: Any, parser_id: str) -> str:
-    options = {"max_length": context.max_length, "criterion": context.criterion,
-               "syntax_inputs": list(context.syntax_inputs), "max_distance": context.max_distance,
-               "syntax": context.syntax, "parser_noise": float(context.parser_noise),
-               "noise_seed": int(context.noise_seed), "constituency": context.constituency,
-               "pos_tags": context.pos_tags}
-    payload = {"version": FEATURE_VERSION, "task": task_name, "split": split, "data": data.fingerprint,
-               "examples": _examples_fingerprint(data.examples), "n": len(data),
-               "tokenizer": tokenizer_fingerprint(tokenizer), "parser": parser_id, "options": options}
+    options = {
+        "max_length": context.max_length,
+        "criterion": context.criterion,
+        "syntax_inputs": list(context.syntax_inputs),
+        "max_distance": context.max_distance,
+        "syntax": context.syntax,
+        "parser_noise": float(context.parser_noise),
+        "noise_seed": int(context.noise_seed),
+        "constituency": context.constituency,
+        "pos_tags": context.pos_tags,
+    }
+    payload = {
+        "version": FEATURE_VERSION,
+        "task": task_name,
+        "split": split,
+        "data": data.fingerprint,
+        "examples": _examples_fingerprint(data.examples),
+        "n": len(data),
+        "tokenizer": tokenizer_fingerprint(tokenizer),
+        "parser": parser_id,
+        "options": options,
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -244,16 +289,28 @@ def _examples_fingerprint(examples: Sequence[TaskExample]) -> str:
     it, two subsamples of the same size). Given analyses are covered by the data fingerprint (the files read)."""
     h = hashlib.sha256()
     for e in examples:
-        record = [e.guid, e.text_a, e.text_b, e.label,
-                  e.tree_a.leaves() if e.tree_a is not None else None,
-                  e.tree_b.leaves() if e.tree_b is not None else None]
+        record = [
+            e.guid,
+            e.text_a,
+            e.text_b,
+            e.label,
+            e.tree_a.leaves() if e.tree_a is not None else None,
+            e.tree_b.leaves() if e.tree_b is not None else None,
+        ]
         h.update(json.dumps(record, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
 
 
-def build_features(task_name: str, data: TaskData, context: Any, split: str, *,
-                   label_dtype: Any = np.int64, cache_dir: str | os.PathLike | None = None) -> FeatureDataset:
+def build_features(
+    task_name: str,
+    data: TaskData,
+    context: Any,
+    split: str,
+    *,
+    label_dtype: Any = np.int64,
+    cache_dir: str | os.PathLike | None = None,
+) -> FeatureDataset:
     """Features of one split of text (pair) examples, from the processed-features cache when possible.
 
     Args:
@@ -292,19 +349,36 @@ def build_features(task_name: str, data: TaskData, context: Any, split: str, *,
         ds = _encode_plain(data, context)
     if data.has_labels:
         ds.labels = np.asarray([e.label for e in data.examples], dtype=label_dtype)
-    ds.meta.update(task=task_name, split=split, n_examples=len(ds), n_parsed_texts=n_parsed, parser=parser_id,
-                   source=data.source, sample=data.sample_note, total_examples=data.total,
-                   parser_noise=context.parser_noise, syntax_source=syntax_source(data, context), cache="miss")
-    logger.info("%s %s: %d examples encoded (%d truncated to %s tokens)", task_name, split, len(ds),
-                ds.meta["n_truncated"], context.max_length)
+    ds.meta.update(
+        task=task_name,
+        split=split,
+        n_examples=len(ds),
+        n_parsed_texts=n_parsed,
+        parser=parser_id,
+        source=data.source,
+        sample=data.sample_note,
+        total_examples=data.total,
+        parser_noise=context.parser_noise,
+        syntax_source=syntax_source(data, context),
+        cache="miss",
+    )
+    logger.info(
+        "%s %s: %d examples encoded (%d truncated to %s tokens)",
+        task_name,
+        split,
+        len(ds),
+        ds.meta["n_truncated"],
+        context.max_length,
+    )
     if context.use_cache:
         ds.meta["cache_file"] = str(path)
         ds.save(path)
     return ds
 
 
-def example_analyses(examples: Sequence[TaskExample], context: Any, needs_parser: bool | None = None
-                     ) -> tuple[list[Any], list[Any] | None, int]:
+def example_analyses(
+    examples: Sequence[TaskExample], context: Any, needs_parser: bool | None = None
+) -> tuple[list[Any], list[Any] | None, int]:
     """Per example, the analysis of each text, after parser noise and constituency filling.
 
     An analysis is a given Sentence, a parsed Document (raw text), or a Sentence of the gold tokens of a gold tree
@@ -324,8 +398,10 @@ def example_analyses(examples: Sequence[TaskExample], context: Any, needs_parser
     if context.syntax == "given":
         missing = [e.guid for e in examples if not given(e, "a") or (e.text_b is not None and not given(e, "b"))]
         if missing:
-            raise DataError(f"syntax='given' but {len(missing)} examples have no given parse (first: "
-                            f"{missing[0]}); use syntax='auto' to parse them")
+            raise DataError(
+                f"syntax='given' but {len(missing)} examples have no given parse (first: "
+                f"{missing[0]}); use syntax='auto' to parse them"
+            )
     texts: list[str] = []
     token_lists: list[tuple[str, ...]] = []
     if needs_parser:
@@ -365,8 +441,9 @@ def example_analyses(examples: Sequence[TaskExample], context: Any, needs_parser
     if context.parser_noise > 0:
         docs_a = [corrupt(d, context.parser_noise, context.noise_seed, e.guid + ":a") for d, e in zip(docs_a, examples)]
         if docs_b is not None:
-            docs_b = [corrupt(d, context.parser_noise, context.noise_seed, e.guid + ":b")
-                      for d, e in zip(docs_b, examples)]
+            docs_b = [
+                corrupt(d, context.parser_noise, context.noise_seed, e.guid + ":b") for d, e in zip(docs_b, examples)
+            ]
     if context.constituency == "from_dependency":
         docs_a = [with_dependency_trees(d) for d in docs_a]
         if docs_b is not None:
@@ -374,21 +451,24 @@ def example_analyses(examples: Sequence[TaskExample], context: Any, needs_parser
     return docs_a, docs_b, len(parsed) + len(parsed_tokens)
 
 
-def _encode_aligned(task_name: str, data: TaskData, docs_a: list[Any], docs_b: list[Any] | None,
-                    context: Any) -> FeatureDataset:
+def _encode_aligned(
+    task_name: str, data: TaskData, docs_a: list[Any], docs_b: list[Any] | None, context: Any
+) -> FeatureDataset:
     from syntaxformer.data.align import SyntaxAligner
 
-    aligner = SyntaxAligner(context.tokenizer, max_length=context.max_length,
-                            window_segment=None if docs_b is not None else 0)
+    aligner = SyntaxAligner(
+        context.tokenizer, max_length=context.max_length, window_segment=None if docs_b is not None else 0
+    )
     columns: dict[str, list[np.ndarray]] = {}
     lengths: list[int] = []
     n_truncated = 0
     n = len(data.examples)
-    with progress_bar(total=n, desc=f"aligning {task_name}", disable=None if context.progress and n >= 2000 else True,
-                      unit="ex") as bar:
+    with progress_bar(
+        total=n, desc=f"aligning {task_name}", disable=None if context.progress and n >= 2000 else True, unit="ex"
+    ) as bar:
         for start in range(0, n, _ALIGN_BLOCK):
-            block_a = docs_a[start:start + _ALIGN_BLOCK]
-            block_b = docs_b[start:start + _ALIGN_BLOCK] if docs_b is not None else None
+            block_a = docs_a[start : start + _ALIGN_BLOCK]
+            block_b = docs_b[start : start + _ALIGN_BLOCK] if docs_b is not None else None
             for windows in aligner.align_batch(block_a, block_b):
                 ex = windows[0]  # no stride: exactly one (possibly truncated) window
                 if int(np.sum(ex.word_index >= 0)) < int(np.sum(ex.n_pieces)):
@@ -405,10 +485,16 @@ def _encode_plain(data: TaskData, context: Any) -> FeatureDataset:
     longest-first."""
     examples = data.examples
     pair = any(e.text_b is not None for e in examples)
-    enc = context.tokenizer([e.text_a for e in examples], [e.text_b or "" for e in examples] if pair else None,
-                            truncation=True, max_length=context.max_length, return_overflowing_tokens=False)
-    full = context.tokenizer([e.text_a for e in examples], [e.text_b or "" for e in examples] if pair else None,
-                             truncation=False)
+    enc = context.tokenizer(
+        [e.text_a for e in examples],
+        [e.text_b or "" for e in examples] if pair else None,
+        truncation=True,
+        max_length=context.max_length,
+        return_overflowing_tokens=False,
+    )
+    full = context.tokenizer(
+        [e.text_a for e in examples], [e.text_b or "" for e in examples] if pair else None, truncation=False
+    )
     columns: dict[str, list[np.ndarray]] = {}
     lengths: list[int] = []
     for i in range(len(examples)):
@@ -420,13 +506,22 @@ def _encode_plain(data: TaskData, context: Any) -> FeatureDataset:
     return _dataset(columns, lengths, data, n_truncated, context)
 
 
-def _dataset(columns: Mapping[str, list[np.ndarray]], lengths: list[int], data: TaskData, n_truncated: int,
-             context: Any) -> FeatureDataset:
+def _dataset(
+    columns: Mapping[str, list[np.ndarray]], lengths: list[int], data: TaskData, n_truncated: int, context: Any
+) -> FeatureDataset:
     arrays = {k: np.concatenate(v, axis=0) for k, v in columns.items()}
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return FeatureDataset(arrays, offsets, None, [e.guid for e in data.examples],
-                          {"n_truncated": n_truncated, "max_length": context.max_length,
-                           "mean_length": float(np.mean(lengths)) if lengths else 0.0})
+    return FeatureDataset(
+        arrays,
+        offsets,
+        None,
+        [e.guid for e in data.examples],
+        {
+            "n_truncated": n_truncated,
+            "max_length": context.max_length,
+            "mean_length": float(np.mean(lengths)) if lengths else 0.0,
+        },
+    )
 
 
 def syntax_source(data: TaskData, context: Any) -> dict[str, str]:
@@ -452,8 +547,9 @@ def syntax_source(data: TaskData, context: Any) -> dict[str, str]:
     con: list[str] = []
     if n_tree:
         con.append(str(data.metadata.get("constituency_source", "gold trees from the data file")))
-        dep.append("head rules on the gold trees (tags guessed)" if context.syntax == "given"
-                   else f"{parser} on gold tokens")
+        dep.append(
+            "head rules on the gold trees (tags guessed)" if context.syntax == "given" else f"{parser} on gold tokens"
+        )
     if n_sentence:
         first = next(e.syntax_a for e in examples if e.syntax_a is not None)
         origin = first.source or "the data file"
@@ -465,8 +561,11 @@ def syntax_source(data: TaskData, context: Any) -> dict[str, str]:
         con[-1] = fallback
     if n - n_sentence - n_tree > 0:
         dep.append(f"{parser} on raw text")
-        con.append(fallback if context.constituency == "from_dependency"
-                   else "none (no constituency parser: constituency relations are empty)")
+        con.append(
+            fallback
+            if context.constituency == "from_dependency"
+            else "none (no constituency parser: constituency relations are empty)"
+        )
     out = {"dependency": " + ".join(dict.fromkeys(dep)), "constituency": " + ".join(dict.fromkeys(con))}
     if float(context.parser_noise) > 0:
         out["dependency"] += f", {context.parser_noise:g} of the heads re-attached at random (parser noise)"

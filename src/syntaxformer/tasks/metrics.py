@@ -17,8 +17,18 @@ import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
 
-__all__ = ["bleu_metric", "corpus_bleu", "accuracy", "f1_binary", "matthews_corrcoef", "pearson", "spearman", "rankdata", "METRICS",
-           "compute_metrics"]
+__all__ = [
+    "bleu_metric",
+    "corpus_bleu",
+    "accuracy",
+    "f1_binary",
+    "matthews_corrcoef",
+    "pearson",
+    "spearman",
+    "rankdata",
+    "METRICS",
+    "compute_metrics",
+]
 
 
 def _pair(predictions: Sequence, labels: Sequence, dtype=None) -> tuple[np.ndarray, np.ndarray]:
@@ -146,8 +156,9 @@ def bleu_metric() -> Any:
     try:
         from sacrebleu.metrics import BLEU
     except ImportError as e:
-        raise MissingDependencyError("BLEU needs sacreBLEU: pip install sacrebleu "
-                                     "(or pip install 'syntaxformer[translation]')") from e
+        raise MissingDependencyError(
+            "BLEU needs sacreBLEU: pip install sacrebleu (or pip install 'syntaxformer[translation]')"
+        ) from e
     return BLEU()
 
 

@@ -51,8 +51,16 @@ from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 
-__all__ = ["RaceTask", "RaceFeature", "RaceFeatures", "RaceFeaturizer", "feature_arrays", "race_collate",
-           "race_accuracy", "snippet"]
+__all__ = [
+    "RaceTask",
+    "RaceFeature",
+    "RaceFeatures",
+    "RaceFeaturizer",
+    "feature_arrays",
+    "race_collate",
+    "race_accuracy",
+    "snippet",
+]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -101,10 +109,14 @@ def _joined(parts: Sequence[Document]) -> Document:
 def _keep_positions(w: AlignedExample, keep: np.ndarray) -> AlignedExample:
     """The window restricted to the positions where ``keep`` is True (the word forest is unchanged)."""
     return dataclasses.replace(
-        w, input_ids=w.input_ids[keep], word_index=w.word_index[keep], piece_index=w.piece_index[keep],
+        w,
+        input_ids=w.input_ids[keep],
+        word_index=w.word_index[keep],
+        piece_index=w.piece_index[keep],
         token_type_ids=None if w.token_type_ids is None else w.token_type_ids[keep],
         offsets=None if w.offsets is None else w.offsets[keep],
-        sequence_ids=None if w.sequence_ids is None else w.sequence_ids[keep])
+        sequence_ids=None if w.sequence_ids is None else w.sequence_ids[keep],
+    )
 
 
 class RaceFeaturizer:
@@ -136,8 +148,9 @@ class RaceFeaturizer:
             return {t: Document([], text=t) for t in texts}
         return dict(zip(texts, self.annotator.annotate(texts)))
 
-    def __call__(self, examples: Sequence[RaceExample], parses: Mapping[str, Document] | None = None
-                 ) -> list[RaceFeature]:
+    def __call__(
+        self, examples: Sequence[RaceExample], parses: Mapping[str, Document] | None = None
+    ) -> list[RaceFeature]:
         """One :class:`RaceFeature` per example (pre-computed ``parses`` from :meth:`parse` may be given)."""
         parses = self.parse(examples) if parses is None else parses
         firsts, seconds, n_passage_sents = [], [], []
@@ -162,9 +175,16 @@ class RaceFeaturizer:
                 opts.append(w)
                 kept.append(n_kept)
                 k += 1
-            out.append(RaceFeature(example_index=i, qid=e.qid, options=opts,
-                                   label=-100 if e.label is None else int(e.label), n_passage_tokens=kept,
-                                   n_passage_total=total))
+            out.append(
+                RaceFeature(
+                    example_index=i,
+                    qid=e.qid,
+                    options=opts,
+                    label=-100 if e.label is None else int(e.label),
+                    n_passage_tokens=kept,
+                    n_passage_total=total,
+                )
+            )
         return out
 
     def _truncate(self, w: AlignedExample, n_passage_sents: int) -> tuple[AlignedExample, int, int]:
@@ -187,7 +207,7 @@ class RaceFeaturizer:
         if excess > 0:
             cut = min(excess, total)
             if cut:
-                keep[passage_pos[total - cut:]] = False
+                keep[passage_pos[total - cut :]] = False
             excess -= cut
             if excess > 0:  # question + option alone are too long: cut them longest first, from their ends
                 q_pos = list(np.flatnonzero((seq == 0) & ~is_passage))
@@ -203,8 +223,10 @@ class RaceFeaturizer:
 def feature_arrays(feature: RaceFeature, context: TaskContext) -> dict[str, Any]:
     """Collator input of one question: per option the model's token and syntax arrays
     (:meth:`TaskContext.window_arrays`), and ``labels``."""
-    return {"options": [context.window_arrays(w) for w in feature.options],
-            "labels": np.asarray(feature.label, dtype=np.int64)}
+    return {
+        "options": [context.window_arrays(w) for w in feature.options],
+        "labels": np.asarray(feature.label, dtype=np.int64),
+    }
 
 
 class RaceFeatures:
@@ -254,8 +276,7 @@ def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labe
 # ----------------------------------------------------------------------------------------------------------
 # Metric
 # ----------------------------------------------------------------------------------------------------------
-def race_accuracy(examples: Sequence[RaceExample], predictions: Mapping[str, int] | Sequence[int]
-                  ) -> dict[str, float]:
+def race_accuracy(examples: Sequence[RaceExample], predictions: Mapping[str, int] | Sequence[int]) -> dict[str, float]:
     """Accuracy (percent) on RACE-M (``middle``), RACE-H (``high``) and all (``all``), plus counts ``n_*``.
 
     Args:
@@ -267,8 +288,11 @@ def race_accuracy(examples: Sequence[RaceExample], predictions: Mapping[str, int
             raise InputError(f"{len(examples)} examples but {len(predictions)} predictions")
         predictions = {e.qid: int(p) for e, p in zip(examples, predictions)}
     out: dict[str, float] = {}
-    for name, part in (("middle", [e for e in examples if e.level == "middle"]),
-                       ("high", [e for e in examples if e.level == "high"]), ("all", list(examples))):
+    for name, part in (
+        ("middle", [e for e in examples if e.level == "middle"]),
+        ("high", [e for e in examples if e.level == "high"]),
+        ("all", list(examples)),
+    ):
         correct = sum(int(predictions.get(e.qid, -1) == e.label) for e in part)
         out[name] = 100.0 * correct / len(part) if part else float("nan")
         out[f"n_{name}"] = len(part)
@@ -318,9 +342,18 @@ class RaceTask(Task):
     def training_defaults(self) -> dict[str, Any]:
         """The defaults of the RACE runs; the batches are ``[B, C, L]`` items without a top-level ``input_ids``,
         so the training order is random (``group_by_length`` off), as it always was."""
-        return {"max_length": 384, "learning_rate": 3e-5, "num_train_epochs": 2.0, "per_device_train_batch_size": 16,
-                "per_device_eval_batch_size": 32, "data_seed": 0, "eval_strategy": "no", "save_strategy": "no",
-                "save_total_limit": 1, "group_by_length": False}
+        return {
+            "max_length": 384,
+            "learning_rate": 3e-5,
+            "num_train_epochs": 2.0,
+            "per_device_train_batch_size": 16,
+            "per_device_eval_batch_size": 32,
+            "data_seed": 0,
+            "eval_strategy": "no",
+            "save_strategy": "no",
+            "save_total_limit": 1,
+            "group_by_length": False,
+        }
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
@@ -362,10 +395,8 @@ class RaceTask(Task):
                     tarball_note = f"passages of {path.name} in a seeded order (seed {seed}) until {n} questions"
                     n = None  # already taken
             else:
-                raise DataError(f"RACE data {path} not found (a split folder with middle/ and high/, or a "
-                                "tarball)")
-        fingerprint = content_fingerprint([e.qid, e.level, e.article, e.question, e.options, e.label]
-                                          for e in examples)
+                raise DataError(f"RACE data {path} not found (a split folder with middle/ and high/, or a tarball)")
+        fingerprint = content_fingerprint([e.qid, e.level, e.article, e.question, e.options, e.label] for e in examples)
         out = TaskData(examples, source, fingerprint, len(examples), tarball_note, {})
         out = out.subsampled(n, seed)
         out.metadata["counts"] = race_counts(out.examples)
@@ -382,18 +413,30 @@ class RaceTask(Task):
             context, question = str(r.get("context") or ""), str(r["question"])
             if not context.strip():
                 context, question = question, ""
-            return RaceExample(qid=str(r.get("id", f"input-{i}")), passage_id=f"input-{i}", level="input",
-                               article=context, question=question, options=[str(o) for o in r["options"]])
+            return RaceExample(
+                qid=str(r.get("id", f"input-{i}")),
+                passage_id=f"input-{i}",
+                level="input",
+                article=context,
+                question=question,
+                options=[str(o) for o in r["options"]],
+            )
 
         examples = [example(i, r) for i, r in enumerate(inputs)]
-        return TaskData(examples, "raw inputs",
-                        content_fingerprint([e.qid, e.article, e.question, e.options] for e in examples), len(examples))
+        return TaskData(
+            examples,
+            "raw inputs",
+            content_fingerprint([e.qid, e.article, e.question, e.options] for e in examples),
+            len(examples),
+        )
 
     def featurize(self, data: Any, context: TaskContext, split: str) -> RaceFeatures:
         """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""
         if context.parser_noise:
-            raise ConfigError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
-                              "sentence tasks only, not by RACE")
+            raise ConfigError(
+                f"parser_noise={context.parser_noise}: parser noise is supported by the "
+                "sentence tasks only, not by RACE"
+            )
         from syntaxformer.tasks.featurize import annotator_for
 
         annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
@@ -406,16 +449,20 @@ class RaceTask(Task):
         return lambda items: race_collate(items, pad)
 
     # -- predictions -------------------------------------------------------------------------------------
-    def postprocess(self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
-                    ) -> Predictions:
+    def postprocess(
+        self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+    ) -> Predictions:
         """``values``: the chosen option index per question; ``scores``: the softmax over the options."""
         logits = _logits(raw)
         if len(logits) != len(data.examples):
             raise InputError(f"{len(data.examples)} questions but {len(logits)} rows of logits")
         probs = np.exp(logits - logits.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
-        return Predictions([e.qid for e in data.examples], [int(p) for p in logits.argmax(-1)],
-                           [[float(x) for x in pr] for pr in probs])
+        return Predictions(
+            [e.qid for e in data.examples],
+            [int(p) for p in logits.argmax(-1)],
+            [[float(x) for x in pr] for pr in probs],
+        )
 
     def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
         """``accuracy_all`` / ``accuracy_middle`` / ``accuracy_high`` and the ``accuracy`` section of
@@ -426,15 +473,30 @@ class RaceTask(Task):
     def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
         """``predictions.json``: ``qid -> {prediction, gold, level, correct, question_words, probs}`` (letters)."""
         scores = predictions.scores or [[] for _ in predictions.values]
-        return {"predictions.json": {
-            e.qid: {"prediction": OPTION_LETTERS[int(p)], "gold": e.answer, "level": e.level,
-                    "correct": bool(int(p) == e.label), "question_words": question_words(e.question),
-                    "probs": [round(float(x), 5) for x in pr]}
-            for e, p, pr in zip(data.examples, predictions.values, scores)}}
+        return {
+            "predictions.json": {
+                e.qid: {
+                    "prediction": OPTION_LETTERS[int(p)],
+                    "gold": e.answer,
+                    "level": e.level,
+                    "correct": bool(int(p) == e.label),
+                    "question_words": question_words(e.question),
+                    "probs": [round(float(x), 5) for x in pr],
+                }
+                for e, p, pr in zip(data.examples, predictions.values, scores)
+            }
+        }
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
         """Per question: ``id``, ``question``, ``prediction`` (letter), ``option`` (its text), ``probs``."""
         scores = predictions.scores or [None] * len(predictions.values)
-        return [{"id": e.qid, "question": e.question, "prediction": OPTION_LETTERS[int(p)],
-                 "option": e.options[int(p)], "probs": pr}
-                for e, p, pr in zip(data.examples, predictions.values, scores)]
+        return [
+            {
+                "id": e.qid,
+                "question": e.question,
+                "prediction": OPTION_LETTERS[int(p)],
+                "option": e.options[int(p)],
+                "probs": pr,
+            }
+            for e, p, pr in zip(data.examples, predictions.values, scores)
+        ]

@@ -67,14 +67,16 @@ class TaskSpec:
     headerless: Mapping[str, int] | None = None
     test_columns: Mapping[str, str] | None = None
     split_files: Mapping[str, str] = field(
-        default_factory=lambda: {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"})
+        default_factory=lambda: {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
+    )
     tree_labels: Mapping[int, int | None] | None = None
     class_names: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.class_names is not None and (self.labels is None or len(self.class_names) != len(self.labels)):
-            raise ConfigError(f"task spec {self.name!r}: class_names {self.class_names} must name each of the labels "
-                              f"{self.labels}")
+            raise ConfigError(
+                f"task spec {self.name!r}: class_names {self.class_names} must name each of the labels {self.labels}"
+            )
 
     @property
     def is_pair(self) -> bool:
@@ -141,9 +143,12 @@ class SentenceTask(Task):
 
     def model_options(self) -> dict[str, Any]:
         labels = self.spec.class_names or self.spec.labels or ("score",)
-        return {"num_labels": self.num_labels,
-                "problem_type": "regression" if self.is_regression else "single_label_classification",
-                "id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
+        return {
+            "num_labels": self.num_labels,
+            "problem_type": "regression" if self.is_regression else "single_label_classification",
+            "id2label": dict(enumerate(labels)),
+            "label2id": {label: i for i, label in enumerate(labels)},
+        }
 
     # -- data ------------------------------------------------------------------------------------------
     def read_file(self, path: Path, split: str) -> tuple[list[TaskExample], list[str]]:
@@ -187,15 +192,17 @@ class SentenceTask(Task):
         """
         if split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; expected one of {SPLITS}")
-        out = self._read_split(split, data.get(f"{split}_file"), data.get("data_dir"), data.get("dataset"),
-                               data.get("dataset_config"))
+        out = self._read_split(
+            split, data.get(f"{split}_file"), data.get("data_dir"), data.get("dataset"), data.get("dataset_config")
+        )
         if not out.examples:
             raise DataError(f"{self.title} {split} data from {out.source} is empty")
         seed = data.get("data_seed")
         return out.subsampled(data.get("max_samples"), int(seed) if seed is not None else 0)
 
-    def _read_split(self, split: str, data_file: Any, data_dir: Any, dataset: str | None,
-                    dataset_config: str | None) -> TaskData:
+    def _read_split(
+        self, split: str, data_file: Any, data_dir: Any, dataset: str | None, dataset_config: str | None
+    ) -> TaskData:
         spec = self.spec
         if data_file is None and dataset is not None:
             return load_hub_split(spec, split, dataset, dataset_config)
@@ -205,18 +212,25 @@ class SentenceTask(Task):
                 if not spec.hub[0]:
                     raise DataError(
                         f"no data for {spec.title}: give data_dir (a folder with {dict(spec.split_files)}) or "
-                        f"{split}_file, or set SYNTAXFORMER_DATA to a folder holding {spec.folder}/")
+                        f"{split}_file, or set SYNTAXFORMER_DATA to a folder holding {spec.folder}/"
+                    )
                 # No local copy: fall back to the task's hub data set (needs `datasets` and network or a cache).
-                logger.warning("the shared data folder ../shared/data/%s was not found (set SYNTAXFORMER_DATA to "
-                               "its location); loading %s %s from the hub data set %r", spec.folder, spec.title,
-                               split, spec.hub[0])
+                logger.warning(
+                    "the shared data folder ../shared/data/%s was not found (set SYNTAXFORMER_DATA to "
+                    "its location); loading %s %s from the hub data set %r",
+                    spec.folder,
+                    spec.title,
+                    split,
+                    spec.hub[0],
+                )
                 try:
                     return load_hub_split(spec, split)
                 except SyntaxformerError as e:
                     raise DataError(
                         f"no data for {spec.title}: give data_dir (a folder with {dict(spec.split_files)}), a "
                         f"{split}_file, or a hub dataset name; ../shared/data/{spec.folder} was not found and the "
-                        f"hub fallback failed: {e}") from e
+                        f"hub fallback failed: {e}"
+                    ) from e
             data_file = self.split_file(folder, split)
         data_file = Path(data_file)
         if not data_file.exists():
@@ -240,8 +254,9 @@ class SentenceTask(Task):
         return build_features(self.name, data, context, split, label_dtype=self.label_dtype)
 
     # -- predictions -----------------------------------------------------------------------------------
-    def postprocess(self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
-                    ) -> Predictions:
+    def postprocess(
+        self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+    ) -> Predictions:
         values = logits_to_predictions(raw, self.is_regression)
         return Predictions(ids=list(features.guids), values=np.asarray(values).tolist())
 
@@ -260,8 +275,15 @@ class SentenceTask(Task):
         return self.spec.labels[int(value)]
 
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
-        return [{"id": e.guid, "text_a": e.text_a, **({"text_b": e.text_b} if e.text_b is not None else {}),
-                 "prediction": self.label_name(v)} for e, v in zip(data.examples, predictions.values)]
+        return [
+            {
+                "id": e.guid,
+                "text_a": e.text_a,
+                **({"text_b": e.text_b} if e.text_b is not None else {}),
+                "prediction": self.label_name(v),
+            }
+            for e, v in zip(data.examples, predictions.values)
+        ]
 
 
 def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:
@@ -271,9 +293,18 @@ def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:
 
     module = sys._getframe(1).f_globals.get("__name__", base.__module__)
     cls_name = "".join(part.capitalize() for part in spec.name.replace("-", "_").split("_")) + "Task"
-    return type(cls_name, (base,), {"spec": spec, "name": spec.name, "title": spec.title,
-                                    "metric_names": tuple(spec.metrics), "__module__": module,
-                                    "__doc__": f"{spec.title} ({base.__name__} over the spec ``{spec.name}``)."})
+    return type(
+        cls_name,
+        (base,),
+        {
+            "spec": spec,
+            "name": spec.name,
+            "title": spec.title,
+            "metric_names": tuple(spec.metrics),
+            "__module__": module,
+            "__doc__": f"{spec.title} ({base.__name__} over the spec ``{spec.name}``).",
+        },
+    )
 
 
 def _import_datasets() -> Any:
@@ -282,12 +313,14 @@ def _import_datasets() -> Any:
     except ImportError as e:
         raise MissingDependencyError(
             "reading a Hugging Face hub data set needs the 'datasets' package: pip install datasets "
-            "(or pip install 'syntaxformer[hub]'); local files need no extra package") from e
+            "(or pip install 'syntaxformer[hub]'); local files need no extra package"
+        ) from e
     return datasets
 
 
-def load_hub_split(spec: TaskSpec, split: str, dataset: str | None = None, config: str | None = None,
-                   **load_kwargs: Any) -> TaskData:
+def load_hub_split(
+    spec: TaskSpec, split: str, dataset: str | None = None, config: str | None = None, **load_kwargs: Any
+) -> TaskData:
     """Load one split of a Hugging Face hub data set (needs ``datasets`` and network, or a warm hub cache).
 
     Args:
@@ -307,12 +340,15 @@ def load_hub_split(spec: TaskSpec, split: str, dataset: str | None = None, confi
         raise DataError(
             f"could not load hub data set {name!r} (config {config!r}, split {_HUB_SPLIT.get(split, split)!r}): "
             f"{type(e).__name__}: {e}. Offline? Use the local files instead (data_dir / train_file / dev_file), "
-            f"e.g. the GLUE TSVs under ../shared/data/glue") from e
+            f"e.g. the GLUE TSVs under ../shared/data/glue"
+        ) from e
     cols = spec.hub_columns
     missing = [c for c in cols.values() if c not in ds.column_names and c != cols.get("id")]
     if missing:
-        raise DataError(f"hub data set {name!r} has columns {ds.column_names}; {spec.title} needs "
-                        f"{missing} (columns used: {dict(cols)})")
+        raise DataError(
+            f"hub data set {name!r} has columns {ds.column_names}; {spec.title} needs "
+            f"{missing} (columns used: {dict(cols)})"
+        )
     out = []
     for i, row in enumerate(ds):
         raw = row[cols["label"]]
@@ -326,8 +362,18 @@ def load_hub_split(spec: TaskSpec, split: str, dataset: str | None = None, confi
         if label is None and split != "test":
             continue  # SNLI pairs without annotator consensus
         rid = row.get(cols["id"], i) if "id" in cols else i
-        out.append(TaskExample(guid=f"{split}-{rid}", text_a=row[cols["text_a"]],
-                               text_b=row[cols["text_b"]] if "text_b" in cols else None, label=label))
+        out.append(
+            TaskExample(
+                guid=f"{split}-{rid}",
+                text_a=row[cols["text_a"]],
+                text_b=row[cols["text_b"]] if "text_b" in cols else None,
+                label=label,
+            )
+        )
     fingerprint = getattr(ds, "_fingerprint", None) or file_fingerprint([])
-    return TaskData(out, f"hub:{name}" + (f"/{config}" if config else "") + f"[{split}]",
-                    hashlib.sha256(f"hub|{name}|{config}|{split}|{fingerprint}".encode()).hexdigest(), len(out))
+    return TaskData(
+        out,
+        f"hub:{name}" + (f"/{config}" if config else "") + f"[{split}]",
+        hashlib.sha256(f"hub|{name}|{config}|{split}|{fingerprint}".encode()).hexdigest(),
+        len(out),
+    )

@@ -13,10 +13,17 @@ from syntaxformer.tasks.sentence import SentenceTask, TaskSpec, spec_task
 __all__ = ["SnliTask", "SNLI_SPEC"]
 
 #: Files: ``s1.<split>`` (with ``s2`` / ``labels`` beside it) or ``snli_1.0_<split>*.jsonl``.
-SNLI_SPEC = TaskSpec("snli", "SNLI", "snli", {"text_a": "premise", "text_b": "hypothesis", "label": "label"},
-                     ("entailment", "neutral", "contradiction"), ("accuracy",), ("stanfordnlp/snli", None),
-                     {"text_a": "premise", "text_b": "hypothesis", "label": "label"},
-                     split_files={"train": "s1.train", "dev": "s1.dev", "test": "s1.test"})
+SNLI_SPEC = TaskSpec(
+    "snli",
+    "SNLI",
+    "snli",
+    {"text_a": "premise", "text_b": "hypothesis", "label": "label"},
+    ("entailment", "neutral", "contradiction"),
+    ("accuracy",),
+    ("stanfordnlp/snli", None),
+    {"text_a": "premise", "text_b": "hypothesis", "label": "label"},
+    split_files={"train": "s1.train", "dev": "s1.dev", "test": "s1.test"},
+)
 
 
 class SnliTask(SentenceTask):

@@ -23,6 +23,7 @@ from syntaxformer.errors import InputError
 
 __all__ = ["SquadFeature", "SquadFeaturizer", "SquadPredictions", "answer_token_span", "postprocess_predictions"]
 
+
 # ----------------------------------------------------------------------------------------------------------
 # Features
 # ----------------------------------------------------------------------------------------------------------
@@ -93,16 +94,18 @@ class SquadFeaturizer:
             [SEP]``.
     """
 
-    def __init__(self, tokenizer: Any, annotator: Any, max_length: int = 384, stride: int = 128,
-                 question_first: bool = False):
+    def __init__(
+        self, tokenizer: Any, annotator: Any, max_length: int = 384, stride: int = 128, question_first: bool = False
+    ):
         self.tokenizer = tokenizer
         self.annotator = annotator
         self.max_length = max_length
         self.stride = stride
         self.question_first = question_first
         self.passage_segment = 1 if question_first else 0
-        self.aligner = SyntaxAligner(tokenizer, max_length=max_length, stride=stride,
-                                     window_segment=self.passage_segment)
+        self.aligner = SyntaxAligner(
+            tokenizer, max_length=max_length, stride=stride, window_segment=self.passage_segment
+        )
 
     def parse(self, examples: Sequence[Any]) -> tuple[list[Document], list[Document]]:
         """Passage and question Documents of the examples (each distinct passage parsed once). Without an
@@ -115,8 +118,12 @@ class SquadFeaturizer:
         questions = self.annotator.annotate([e.question for e in examples])
         return [docs[e.context] for e in examples], questions
 
-    def __call__(self, examples: Sequence[Any], passages: Sequence[Document] | None = None,
-                 questions: Sequence[Document] | None = None) -> list[SquadFeature]:
+    def __call__(
+        self,
+        examples: Sequence[Any],
+        passages: Sequence[Document] | None = None,
+        questions: Sequence[Document] | None = None,
+    ) -> list[SquadFeature]:
         """Features of all windows of all examples (pre-parsed ``passages`` / ``questions`` may be given)."""
         if passages is None or questions is None:
             passages, questions = self.parse(examples)
@@ -142,8 +149,6 @@ class SquadFeaturizer:
                 feat.start_position, feat.end_position = span
                 feat.is_impossible = 0
         return feat
-
-
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -188,11 +193,19 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def postprocess_predictions(examples: Sequence[Any], features: Sequence[SquadFeature],
-                            start_logits: Any, end_logits: Any, verifier_logits: Any | None = None,
-                            n_best: int = 20, max_answer_length: int = 30, beta1: float = 1.0,
-                            beta2: float = 1.0, null_threshold: float = 0.0,
-                            max_context: bool = True) -> SquadPredictions:
+def postprocess_predictions(
+    examples: Sequence[Any],
+    features: Sequence[SquadFeature],
+    start_logits: Any,
+    end_logits: Any,
+    verifier_logits: Any | None = None,
+    n_best: int = 20,
+    max_answer_length: int = 30,
+    beta1: float = 1.0,
+    beta2: float = 1.0,
+    null_threshold: float = 0.0,
+    max_context: bool = True,
+) -> SquadPredictions:
     """Decode spans over all windows of each question and score the null answer.
 
     Per window, ``score(k, l) = start[k] + end[l]`` over the ``n_best`` highest start and end logits among the
@@ -222,8 +235,10 @@ def postprocess_predictions(examples: Sequence[Any], features: Sequence[SquadFea
     ends = [_to_numpy(x) for x in end_logits]
     ver = None if verifier_logits is None else _to_numpy(verifier_logits)
     if len(starts) != len(features) or len(ends) != len(features):
-        raise InputError(f"{len(features)} features but {len(starts)} start / {len(ends)} end logit rows; the "
-                         "logits must follow the features")
+        raise InputError(
+            f"{len(features)} features but {len(starts)} start / {len(ends)} end logit rows; the "
+            "logits must follow the features"
+        )
     by_example: dict[int, list[int]] = {}
     for j, f in enumerate(features):
         by_example.setdefault(f.example_index, []).append(j)
@@ -253,8 +268,9 @@ def postprocess_predictions(examples: Sequence[Any], features: Sequence[SquadFea
                     if l < k or l - k + 1 > max_answer_length:
                         continue
                     a, b = int(poff[k, 0]), int(poff[l, 1])
-                    cands.append({"text": ex.context[a:b], "score": float(s[k] + e[l]), "start": a, "end": b,
-                                  "window": f.window})
+                    cands.append(
+                        {"text": ex.context[a:b], "score": float(s[k] + e[l]), "start": a, "end": b, "window": f.window}
+                    )
         cands.sort(key=lambda c: -c["score"])
         # Same text from overlapping windows: keep its best occurrence.
         seen, kept = set(), []

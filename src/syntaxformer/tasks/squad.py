@@ -42,13 +42,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from syntaxformer.data.readers.squad import (
-    SquadExample,
-    load_squad_hub,
-    read_squad,
-    split_by_article,
-    squad_counts,
-)
+from syntaxformer.data.readers.squad import SquadExample, load_squad_hub, read_squad, split_by_article, squad_counts
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
@@ -60,9 +54,21 @@ from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared
     postprocess_predictions,
 )
 
-__all__ = ["SquadTask", "SquadFeature", "SquadFeatures", "SquadFeaturizer", "SquadPredictions", "answer_token_span",
-           "feature_arrays", "postprocess_predictions", "threshold_split", "threshold_note", "json_safe_scores",
-           "VERIFIERS", "LABEL_KEYS"]
+__all__ = [
+    "SquadTask",
+    "SquadFeature",
+    "SquadFeatures",
+    "SquadFeaturizer",
+    "SquadPredictions",
+    "answer_token_span",
+    "feature_arrays",
+    "postprocess_predictions",
+    "threshold_split",
+    "threshold_note",
+    "json_safe_scores",
+    "VERIFIERS",
+    "LABEL_KEYS",
+]
 
 #: Answer-verifier modes: none, ``joint`` (a [CLS] answerability classifier trained with the span head on one
 #: encoder) or ``parallel`` (a second model trained only as verifier, paper §3.4.1).
@@ -99,8 +105,9 @@ class SquadFeatures:
 # ----------------------------------------------------------------------------------------------------------
 # The threshold protocol
 # ----------------------------------------------------------------------------------------------------------
-def threshold_split(examples: Sequence[SquadExample], fraction: float, seed: int = 0
-                    ) -> tuple[list[str], dict[str, Any]]:
+def threshold_split(
+    examples: Sequence[SquadExample], fraction: float, seed: int = 0
+) -> tuple[list[str], dict[str, Any]]:
     """The evaluation questions whose articles tune the no-answer threshold, and a description of the split.
 
     The articles of ``examples`` are split with :func:`~syntaxformer.data.readers.squad.split_by_article`
@@ -116,43 +123,58 @@ def threshold_split(examples: Sequence[SquadExample], fraction: float, seed: int
     """
     fraction = float(fraction)
     if fraction <= 0:
-        return [], {"threshold_tuning_fraction": 0.0, "tuned_on": "the scored (test) questions themselves",
-                    "test_articles": sorted({e.title for e in examples}), "test_questions": len(examples),
-                    "test_counts": squad_counts(examples),
-                    "note": "threshold_tuning_fraction=0: best_f1_threshold is tuned on the questions it scores "
-                            "(as the official script's best_f1), so it is optimistic."}
+        return [], {
+            "threshold_tuning_fraction": 0.0,
+            "tuned_on": "the scored (test) questions themselves",
+            "test_articles": sorted({e.title for e in examples}),
+            "test_questions": len(examples),
+            "test_counts": squad_counts(examples),
+            "note": "threshold_tuning_fraction=0: best_f1_threshold is tuned on the questions it scores "
+            "(as the official script's best_f1), so it is optimistic.",
+        }
     titles = sorted({e.title for e in examples})
     if len(titles) < 2:
-        raise DataError(f"threshold_tuning_fraction={fraction} splits the evaluation articles into a tuning "
-                        f"and a test part, but the evaluation questions come from {len(titles)} article(s); "
-                        "use more evaluation questions / articles or threshold_tuning_fraction=0 (tune on "
-                        "the scored questions themselves)")
+        raise DataError(
+            f"threshold_tuning_fraction={fraction} splits the evaluation articles into a tuning "
+            f"and a test part, but the evaluation questions come from {len(titles)} article(s); "
+            "use more evaluation questions / articles or threshold_tuning_fraction=0 (tune on "
+            "the scored questions themselves)"
+        )
     tuning, test = split_by_article(examples, 1.0 - fraction, seed=int(seed))
     return [e.qid for e in tuning], {
-        "threshold_tuning_fraction": fraction, "threshold_split_seed": int(seed),
+        "threshold_tuning_fraction": fraction,
+        "threshold_split_seed": int(seed),
         "tuned_on": "the tuning part (other articles than the scored test part)",
-        "tuning_articles": sorted({e.title for e in tuning}), "test_articles": sorted({e.title for e in test}),
-        "tuning_questions": len(tuning), "test_questions": len(test),
-        "tuning_counts": squad_counts(tuning), "test_counts": squad_counts(test),
+        "tuning_articles": sorted({e.title for e in tuning}),
+        "test_articles": sorted({e.title for e in test}),
+        "tuning_questions": len(tuning),
+        "test_questions": len(test),
+        "tuning_counts": squad_counts(tuning),
+        "test_counts": squad_counts(test),
         "note": "The evaluation (held-out) articles are split by article: no-answer thresholds are chosen on the "
-                "tuning part and applied to the test part; fixed_threshold, best_f1_threshold and "
-                "best_exact_threshold score the test part only. same_set_best_f1_threshold tunes on the test part "
-                "itself (optimistic; as the official script's best_f1). per_question.json marks each question's "
-                "part."}
+        "tuning part and applied to the test part; fixed_threshold, best_f1_threshold and "
+        "best_exact_threshold score the test part only. same_set_best_f1_threshold tunes on the test part "
+        "itself (optimistic; as the official script's best_f1). per_question.json marks each question's "
+        "part.",
+    }
 
 
 def threshold_note(fraction: float) -> str:
     """The sentence ``metrics.json`` carries to say which questions the reported SQuAD scores are on."""
     if fraction > 0:
-        return ("All SQuAD scores are on the TEST part of the evaluation articles (threshold_protocol). "
-                "best_f1_threshold (headline) / best_exact_threshold: the no-answer threshold with the best F1 / EM "
-                "on the TUNING part (other articles), applied to the test part. fixed_threshold: the untuned "
-                "null_threshold. same_set_best_f1_threshold and fixed_threshold.best_* / official_best_*: "
-                "thresholds tuned on the test part itself (optimistic; official_best_* are the official script's "
-                "numbers, which can be unreachable when no-answer scores tie).")
-    return ("threshold_tuning_fraction=0: best_f1_threshold / best_exact_threshold are tuned on the same evaluation "
-            "questions they score (as the official script's best_f1; optimistic). fixed_threshold: untuned. "
-            "official_best_*: the official script's sweep (can be unreachable when no-answer scores tie).")
+        return (
+            "All SQuAD scores are on the TEST part of the evaluation articles (threshold_protocol). "
+            "best_f1_threshold (headline) / best_exact_threshold: the no-answer threshold with the best F1 / EM "
+            "on the TUNING part (other articles), applied to the test part. fixed_threshold: the untuned "
+            "null_threshold. same_set_best_f1_threshold and fixed_threshold.best_* / official_best_*: "
+            "thresholds tuned on the test part itself (optimistic; official_best_* are the official script's "
+            "numbers, which can be unreachable when no-answer scores tie)."
+        )
+    return (
+        "threshold_tuning_fraction=0: best_f1_threshold / best_exact_threshold are tuned on the same evaluation "
+        "questions they score (as the official script's best_f1; optimistic). fixed_threshold: untuned. "
+        "official_best_*: the official script's sweep (can be unreachable when no-answer scores tie)."
+    )
 
 
 def json_safe_scores(scores: Mapping[str, float]) -> dict[str, float]:
@@ -171,8 +193,10 @@ def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
     if isinstance(raw, Mapping):
         return raw["start_logits"], raw["end_logits"], raw.get("verifier_logits")
     if not isinstance(raw, (tuple, list)) or len(raw) < 2:
-        raise InputError("SQuAD predictions must hold start and end logits (a tuple (start_logits, "
-                         f"end_logits[, verifier_logits]) or a mapping), got {type(raw).__name__}")
+        raise InputError(
+            "SQuAD predictions must hold start and end logits (a tuple (start_logits, "
+            f"end_logits[, verifier_logits]) or a mapping), got {type(raw).__name__}"
+        )
     verifier = next((x for x in raw[2:] if np.ndim(x) == 2 and np.shape(x)[-1] == 2), None)
     return raw[0], raw[1], verifier
 
@@ -208,14 +232,27 @@ class SquadTask(Task):
     #: The file of ``<data_dir>/`` (default ``<shared data>/squad2``) read when no ``train_file`` is given.
     default_file = "dev-v2.0-half.json"
 
-    def __init__(self, doc_stride: int = 128, question_first: bool = False, n_best: int = 20,
-                 max_answer_length: int = 30, null_threshold: float = 0.0, verifier: str = "none",
-                 verifier_loss_weight: float = 1.0, beta1: float = 1.0, beta2: float = 1.0,
-                 held_out_fraction: float = 0.25, split_seed: int = 0, threshold_tuning_fraction: float = 0.5,
-                 threshold_split_seed: int = 0, **unknown: Any):
+    def __init__(
+        self,
+        doc_stride: int = 128,
+        question_first: bool = False,
+        n_best: int = 20,
+        max_answer_length: int = 30,
+        null_threshold: float = 0.0,
+        verifier: str = "none",
+        verifier_loss_weight: float = 1.0,
+        beta1: float = 1.0,
+        beta2: float = 1.0,
+        held_out_fraction: float = 0.25,
+        split_seed: int = 0,
+        threshold_tuning_fraction: float = 0.5,
+        threshold_split_seed: int = 0,
+        **unknown: Any,
+    ):
         if unknown:
-            raise ConfigError(f"option(s) {sorted(unknown)} do not apply to squad2; its options are "
-                              f"{sorted(self._option_names())}")
+            raise ConfigError(
+                f"option(s) {sorted(unknown)} do not apply to squad2; its options are {sorted(self._option_names())}"
+            )
         if verifier not in VERIFIERS:
             raise ConfigError(f"verifier={verifier!r} is not valid; choose one of {VERIFIERS}")
         if int(doc_stride) < 0:
@@ -226,8 +263,10 @@ class SquadTask(Task):
         if not 0.0 <= float(held_out_fraction) < 1.0:
             raise ConfigError(f"held_out_fraction={held_out_fraction} must lie in [0, 1)")
         if not 0.0 <= float(threshold_tuning_fraction) < 1.0:
-            raise ConfigError(f"threshold_tuning_fraction={threshold_tuning_fraction} must lie in [0, 1) "
-                                    "(0 = tune the no-answer threshold on the scored questions themselves)")
+            raise ConfigError(
+                f"threshold_tuning_fraction={threshold_tuning_fraction} must lie in [0, 1) "
+                "(0 = tune the no-answer threshold on the scored questions themselves)"
+            )
         self.doc_stride = int(doc_stride)
         self.question_first = bool(question_first)
         self.n_best = int(n_best)
@@ -248,24 +287,40 @@ class SquadTask(Task):
         """The names of the task options."""
         import inspect
 
-        return [n for n, p in inspect.signature(cls.__init__).parameters.items()
-                if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD]
+        return [
+            n
+            for n, p in inspect.signature(cls.__init__).parameters.items()
+            if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
+        ]
 
     def options(self) -> dict[str, Any]:
-        return {"doc_stride": self.doc_stride, "question_first": self.question_first, "n_best": self.n_best,
-                "max_answer_length": self.max_answer_length, "null_threshold": self.null_threshold,
-                "verifier": self.verifier, "verifier_loss_weight": self.verifier_loss_weight, "beta1": self.beta1,
-                "beta2": self.beta2, "held_out_fraction": self.held_out_fraction, "split_seed": self.split_seed,
-                "threshold_tuning_fraction": self.threshold_tuning_fraction,
-                "threshold_split_seed": self.threshold_split_seed}
+        return {
+            "doc_stride": self.doc_stride,
+            "question_first": self.question_first,
+            "n_best": self.n_best,
+            "max_answer_length": self.max_answer_length,
+            "null_threshold": self.null_threshold,
+            "verifier": self.verifier,
+            "verifier_loss_weight": self.verifier_loss_weight,
+            "beta1": self.beta1,
+            "beta2": self.beta2,
+            "held_out_fraction": self.held_out_fraction,
+            "split_seed": self.split_seed,
+            "threshold_tuning_fraction": self.threshold_tuning_fraction,
+            "threshold_split_seed": self.threshold_split_seed,
+        }
 
     @property
     def label_names(self) -> list[str]:
         return ["start_positions", "end_positions"]
 
     def _verifier_options(self) -> dict[str, Any]:
-        return {"qa_verifier": True, "verifier_loss_weight": self.verifier_loss_weight,
-                "verifier_beta1": self.beta1, "verifier_beta2": self.beta2}
+        return {
+            "qa_verifier": True,
+            "verifier_loss_weight": self.verifier_loss_weight,
+            "verifier_beta1": self.beta1,
+            "verifier_beta2": self.beta2,
+        }
 
     def model_options(self) -> dict[str, Any]:
         """``joint``: the span model carries the verifier (``qa_verifier`` and its loss weight / betas)."""
@@ -280,9 +335,17 @@ class SquadTask(Task):
     def training_defaults(self) -> dict[str, Any]:
         """The defaults of the SQuAD runs (BERT-style fine-tuning; one evaluation at the end, since the scores
         need decoding over windows and the threshold protocol)."""
-        return {"max_length": 384, "learning_rate": 3e-5, "num_train_epochs": 2.0, "per_device_train_batch_size": 16,
-                "per_device_eval_batch_size": 32, "data_seed": 0, "eval_strategy": "no", "save_strategy": "no",
-                "save_total_limit": 1}
+        return {
+            "max_length": 384,
+            "learning_rate": 3e-5,
+            "num_train_epochs": 2.0,
+            "per_device_train_batch_size": 16,
+            "per_device_eval_batch_size": 32,
+            "data_seed": 0,
+            "eval_strategy": "no",
+            "save_strategy": "no",
+            "save_total_limit": 1,
+        }
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
@@ -307,13 +370,18 @@ class SquadTask(Task):
             examples = load_squad_hub(name, hub_split)
             source = f"hub:{name}/{hub_split}"
         else:
-            train_file = (Path(data["train_file"]) if data.get("train_file")
-                          else task_data_dir(data.get("data_dir"), "squad2", "squad2") / self.default_file)
+            train_file = (
+                Path(data["train_file"])
+                if data.get("train_file")
+                else task_data_dir(data.get("data_dir"), "squad2", "squad2") / self.default_file
+            )
             dev_file = Path(data["dev_file"]) if data.get("dev_file") else None
             if split == "test":
                 if not data.get("test_file"):
-                    raise ConfigError("SQuAD 2.0 split 'test' needs test_file (a SQuAD json); the held-out "
-                                      "articles of train_file are the 'dev' split")
+                    raise ConfigError(
+                        "SQuAD 2.0 split 'test' needs test_file (a SQuAD json); the held-out "
+                        "articles of train_file are the 'dev' split"
+                    )
                 path = Path(data["test_file"])
             else:
                 path = train_file if split == "train" or dev_file is None else dev_file
@@ -324,19 +392,24 @@ class SquadTask(Task):
             source = str(path)
             if split != "test" and dev_file is None:  # one file: split by article
                 if self.held_out_fraction <= 0:
-                    raise ConfigError("held_out_fraction must be > 0 when no dev_file is given (the held-out "
-                                      "articles are the evaluation set)")
+                    raise ConfigError(
+                        "held_out_fraction must be > 0 when no dev_file is given (the held-out "
+                        "articles are the evaluation set)"
+                    )
                 train, held = split_by_article(examples, self.held_out_fraction, seed=self.split_seed)
                 examples = train if split == "train" else held
                 source = f"{path} (train articles)" if split == "train" else f"{path} (held-out articles)"
                 n_titles = len(dict.fromkeys(e.title for e in train + held))
-                metadata["split"] = (f"by article: {len({e.title for e in held})} of {n_titles} articles held out "
-                                     f"(held_out_fraction {self.held_out_fraction}, split_seed {self.split_seed})")
+                metadata["split"] = (
+                    f"by article: {len({e.title for e in held})} of {n_titles} articles held out "
+                    f"(held_out_fraction {self.held_out_fraction}, split_seed {self.split_seed})"
+                )
                 metadata["held_out_titles"] = sorted({e.title for e in held})
         if not examples:
             raise DataError(f"the SQuAD {split} part is empty ({source})")
-        fingerprint = content_fingerprint([e.qid, e.title, e.context, e.question, e.answers, e.is_impossible]
-                                          for e in examples)
+        fingerprint = content_fingerprint(
+            [e.qid, e.title, e.context, e.question, e.answers, e.is_impossible] for e in examples
+        )
         out = TaskData(examples, source, fingerprint, len(examples), None, metadata)
         key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
         if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
@@ -347,8 +420,9 @@ class SquadTask(Task):
         out = out.subsampled(None if data.get(key) is None else int(data[key]), seed)
         out.metadata["counts"] = squad_counts(out.examples)
         if split != "train":
-            tuning_qids, protocol = threshold_split(out.examples, self.threshold_tuning_fraction,
-                                                    self.threshold_split_seed)
+            tuning_qids, protocol = threshold_split(
+                out.examples, self.threshold_tuning_fraction, self.threshold_split_seed
+            )
             out.metadata.update(tuning_qids=tuning_qids, threshold_protocol=protocol)
         return out
 
@@ -357,36 +431,56 @@ class SquadTask(Task):
         :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
         from syntaxformer.data.examples import TaskData, content_fingerprint
 
-        examples = [SquadExample(qid=str(r.get("id", f"input-{i}")), title=f"input-{i}", context=str(r["context"]),
-                                 question=str(r["question"])) for i, r in enumerate(inputs)]
-        return TaskData(examples, "raw inputs", content_fingerprint([e.qid, e.context, e.question] for e in examples),
-                        len(examples))
+        examples = [
+            SquadExample(
+                qid=str(r.get("id", f"input-{i}")),
+                title=f"input-{i}",
+                context=str(r["context"]),
+                question=str(r["question"]),
+            )
+            for i, r in enumerate(inputs)
+        ]
+        return TaskData(
+            examples, "raw inputs", content_fingerprint([e.qid, e.context, e.question] for e in examples), len(examples)
+        )
 
     def featurize(self, data: Any, context: TaskContext, split: str) -> SquadFeatures:
         """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""
         if context.parser_noise:
-            raise ConfigError(f"parser_noise={context.parser_noise}: parser noise is supported by the "
-                              "sentence tasks only, not by SQuAD 2.0")
+            raise ConfigError(
+                f"parser_noise={context.parser_noise}: parser noise is supported by the "
+                "sentence tasks only, not by SQuAD 2.0"
+            )
         if self.doc_stride >= context.max_length:
-            raise ConfigError(f"doc_stride={self.doc_stride} (tokens shared by consecutive windows; default 128) must "
-                              f"be below max_length={context.max_length}: lower it with --set doc_stride="
-                              f"{max(1, context.max_length // 4)} (task_options doc_stride) or raise --max-length")
+            raise ConfigError(
+                f"doc_stride={self.doc_stride} (tokens shared by consecutive windows; default 128) must "
+                f"be below max_length={context.max_length}: lower it with --set doc_stride="
+                f"{max(1, context.max_length // 4)} (task_options doc_stride) or raise --max-length"
+            )
         from syntaxformer.tasks.featurize import annotator_for
 
         annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
-        featurizer = SquadFeaturizer(context.tokenizer, annotator, max_length=context.max_length,
-                                     stride=self.doc_stride, question_first=self.question_first)
+        featurizer = SquadFeaturizer(
+            context.tokenizer,
+            annotator,
+            max_length=context.max_length,
+            stride=self.doc_stride,
+            question_first=self.question_first,
+        )
         try:
             windows = featurizer(data.examples)
         except ValueError as e:  # window room (max_length - question - specials) too small for the stride
-            raise ConfigError(f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
-                              f"{self.doc_stride}); raise --max-length or lower the overlap with --set doc_stride=N "
-                              "(task_options doc_stride)") from e
+            raise ConfigError(
+                f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
+                f"{self.doc_stride}); raise --max-length or lower the overlap with --set doc_stride=N "
+                "(task_options doc_stride)"
+            ) from e
         return SquadFeatures([feature_arrays(w, context) for w in windows], windows)
 
     # -- predictions -------------------------------------------------------------------------------------
-    def postprocess(self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
-                    ) -> Predictions:
+    def postprocess(
+        self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+    ) -> Predictions:
         """Decode spans (:func:`postprocess_predictions`); the verifier logits come from the model (``joint``) or
         from ``auxiliary["verifier"]`` (``parallel``).
 
@@ -399,25 +493,47 @@ class SquadTask(Task):
             verifier = None
         elif self.verifier == "parallel":
             if not auxiliary or "verifier" not in auxiliary:
-                raise InputError("verifier='parallel' decodes with the verifier model's outputs: pass "
-                                 "auxiliary={'verifier': <its raw predictions>}")
+                raise InputError(
+                    "verifier='parallel' decodes with the verifier model's outputs: pass "
+                    "auxiliary={'verifier': <its raw predictions>}"
+                )
             verifier = _qa_outputs(auxiliary["verifier"])[2]
         if self.verifier != "none" and verifier is None:
-            raise ConfigError(f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
-                              "logits (was the model built with qa_verifier=True?)")
+            raise ConfigError(
+                f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
+                "logits (was the model built with qa_verifier=True?)"
+            )
         windows = features.windows if isinstance(features, SquadFeatures) else features
-        result = postprocess_predictions(data.examples, windows, start, end, verifier, n_best=self.n_best,
-                                         max_answer_length=self.max_answer_length, beta1=self.beta1,
-                                         beta2=self.beta2, null_threshold=self.null_threshold)
+        result = postprocess_predictions(
+            data.examples,
+            windows,
+            start,
+            end,
+            verifier,
+            n_best=self.n_best,
+            max_answer_length=self.max_answer_length,
+            beta1=self.beta1,
+            beta2=self.beta2,
+            null_threshold=self.null_threshold,
+        )
         ids = [e.qid for e in data.examples]
-        return Predictions(ids, [result.predictions[q] for q in ids], [result.na_scores[q] for q in ids],
-                           {"best_texts": result.best_texts, "na_scores": result.na_scores, "nbest": result.nbest})
+        return Predictions(
+            ids,
+            [result.predictions[q] for q in ids],
+            [result.na_scores[q] for q in ids],
+            {"best_texts": result.best_texts, "na_scores": result.na_scores, "nbest": result.nbest},
+        )
 
     def _scores(self, data: Any, predictions: Predictions) -> dict[str, Any]:
         from syntaxformer.tasks.squad_metric import squad_scores
 
-        return squad_scores(data.examples, predictions.extra["best_texts"], predictions.extra["na_scores"],
-                            self.null_threshold, tuning_qids=data.metadata.get("tuning_qids"))
+        return squad_scores(
+            data.examples,
+            predictions.extra["best_texts"],
+            predictions.extra["na_scores"],
+            self.null_threshold,
+            tuning_qids=data.metadata.get("tuning_qids"),
+        )
 
     def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
         """The headline numbers (:attr:`metric_names`, on the test part at the ``best_f1_threshold``) and the
@@ -431,9 +547,14 @@ class SquadTask(Task):
         protocol = data.metadata.get("threshold_protocol")
         if protocol is None:  # a split read without the protocol: tuned on the scored questions
             protocol = threshold_split(data.examples, 0.0)[1]
-        return {**head, **scores, "threshold_protocol": protocol,
-                "threshold_note": threshold_note(self.threshold_tuning_fraction if data.metadata.get("tuning_qids")
-                                                 else 0.0)}
+        return {
+            **head,
+            **scores,
+            "threshold_protocol": protocol,
+            "threshold_note": threshold_note(
+                self.threshold_tuning_fraction if data.metadata.get("tuning_qids") else 0.0
+            ),
+        }
 
     def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
         """``predictions.json`` (``qid -> answer`` at the headline ``best_f1_threshold``), ``best_texts.json``
@@ -442,15 +563,25 @@ class SquadTask(Task):
         ``per_question.json`` (per question: ``part``, ``question_words``, ``has_answer``, ``best_text``,
         ``na_score`` and prediction / EM / F1 at the fixed and the headline threshold)."""
         per_q = self._scores(data, predictions)["per_question"]
-        return {"predictions.json": {q: r["prediction_best"] for q, r in per_q.items()},
-                "best_texts.json": dict(predictions.extra["best_texts"]),
-                "na_probs.json": json_safe_scores(predictions.extra["na_scores"]),
-                "per_question.json": {q: {**r, "na_score": r["na_score"] if math.isfinite(r["na_score"]) else 1e30}
-                                      for q, r in per_q.items()}}
+        return {
+            "predictions.json": {q: r["prediction_best"] for q, r in per_q.items()},
+            "best_texts.json": dict(predictions.extra["best_texts"]),
+            "na_probs.json": json_safe_scores(predictions.extra["na_scores"]),
+            "per_question.json": {
+                q: {**r, "na_score": r["na_score"] if math.isfinite(r["na_score"]) else 1e30} for q, r in per_q.items()
+            },
+        }
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
         """Per question: ``id``, ``question``, ``prediction`` (at ``null_threshold``), ``best_text``, ``na_score``."""
         best = predictions.extra["best_texts"]
-        return [{"id": e.qid, "question": e.question, "prediction": v, "best_text": best[e.qid],
-                 "na_score": json_safe_scores({"s": s})["s"]}
-                for e, v, s in zip(data.examples, predictions.values, predictions.scores or [])]
+        return [
+            {
+                "id": e.qid,
+                "question": e.question,
+                "prediction": v,
+                "best_text": best[e.qid],
+                "na_score": json_safe_scores({"s": s})["s"],
+            }
+            for e, v, s in zip(data.examples, predictions.values, predictions.scores or [])
+        ]

@@ -107,8 +107,9 @@ def raw_scores(gold: Mapping[str, list[str]], preds: Mapping[str, str]) -> tuple
     return em, f1
 
 
-def apply_no_answer_threshold(scores: Mapping[str, float], na_probs: Mapping[str, float],
-                              has_answer: Mapping[str, bool], threshold: float) -> dict[str, float]:
+def apply_no_answer_threshold(
+    scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool], threshold: float
+) -> dict[str, float]:
     """Questions with ``na_prob > threshold`` are predicted unanswerable: score 1 if they are, else 0."""
     out = {}
     for qid, s in scores.items():
@@ -126,8 +127,9 @@ def _totals(em: Mapping[str, float], f1: Mapping[str, float], qids: list[str]) -
     return {"exact": 100.0 * sum(em[q] for q in qids) / n, "f1": 100.0 * sum(f1[q] for q in qids) / n, "total": n}
 
 
-def find_best_threshold(preds: Mapping[str, str], scores: Mapping[str, float], na_probs: Mapping[str, float],
-                        has_answer: Mapping[str, bool]) -> tuple[float, float]:
+def find_best_threshold(
+    preds: Mapping[str, str], scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool]
+) -> tuple[float, float]:
     """The official script's sweep: best total score (percent) and its threshold (see the module doc).
 
     On tied no-answer scores the best point can be unreachable by any threshold, and "answer nobody" is reported
@@ -158,8 +160,9 @@ def answer_nobody_threshold(na_probs: Any) -> float:
     return (min(finite) - 1.0) if finite else 0.0
 
 
-def find_reachable_best_threshold(scores: Mapping[str, float], na_probs: Mapping[str, float],
-                                  has_answer: Mapping[str, bool]) -> tuple[float, float]:
+def find_reachable_best_threshold(
+    scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool]
+) -> tuple[float, float]:
     """Best total score (percent) that a real threshold reaches, and that threshold (see the module doc, *Ties*).
 
     The questions are those of ``scores`` (missing no-answer scores count as 0.0). Starting from "answer nobody",
@@ -196,8 +199,12 @@ def _is_dataset(obj: Any) -> bool:
     return isinstance(obj, (list, tuple))
 
 
-def squad_evaluate(gold: Mapping[str, list[str]] | Any, preds: Mapping[str, str],
-                   na_probs: Mapping[str, float] | None = None, na_prob_thresh: float = 1.0) -> dict[str, float]:
+def squad_evaluate(
+    gold: Mapping[str, list[str]] | Any,
+    preds: Mapping[str, str],
+    na_probs: Mapping[str, float] | None = None,
+    na_prob_thresh: float = 1.0,
+) -> dict[str, float]:
     """The SQuAD 2.0 metrics.
 
     Args:
@@ -230,14 +237,16 @@ def squad_evaluate(gold: Mapping[str, list[str]] | Any, preds: Mapping[str, str]
     if na_probs is not None:
         out["best_exact"], out["best_exact_thresh"] = find_best_threshold(preds, em, probs, has_answer)
         out["best_f1"], out["best_f1_thresh"] = find_best_threshold(preds, f1, probs, has_answer)
-        out["reachable_best_exact"], out["reachable_best_exact_thresh"] = \
-            find_reachable_best_threshold(em, probs, has_answer)
+        out["reachable_best_exact"], out["reachable_best_exact_thresh"] = find_reachable_best_threshold(
+            em, probs, has_answer
+        )
         out["reachable_best_f1"], out["reachable_best_f1_thresh"] = find_reachable_best_threshold(f1, probs, has_answer)
     return out
 
 
-def evaluate_files(data_file: str | Path, pred_file: str | Path, na_prob_file: str | Path | None = None,
-                   na_prob_thresh: float = 1.0) -> dict[str, float]:
+def evaluate_files(
+    data_file: str | Path, pred_file: str | Path, na_prob_file: str | Path | None = None, na_prob_thresh: float = 1.0
+) -> dict[str, float]:
     """:func:`squad_evaluate` on a SQuAD json, a ``{qid: text}`` prediction json and an optional no-answer json."""
     with open_text(data_file) as f:
         dataset = json.load(f)
@@ -250,8 +259,13 @@ def evaluate_files(data_file: str | Path, pred_file: str | Path, na_prob_file: s
     return squad_evaluate(dataset, preds, na_probs, na_prob_thresh)
 
 
-def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scores: Mapping[str, float],
-                 null_threshold: float = 0.0, tuning_qids: Sequence[str] | None = None) -> dict[str, Any]:
+def squad_scores(
+    examples: Sequence[Any],
+    best_texts: Mapping[str, str],
+    na_scores: Mapping[str, float],
+    null_threshold: float = 0.0,
+    tuning_qids: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """SQuAD 2.0 metrics at the fixed threshold and at no-answer thresholds tuned on the tuning questions.
 
     The questions in ``tuning_qids`` only choose thresholds; all other questions (the *test* part) are scored.
@@ -292,8 +306,16 @@ def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scor
     scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
     em, f1 = raw_scores(scored, best_texts)
     nobody = answer_nobody_threshold(probs.values())  # below every evaluation question: nobody answered anywhere
-    sweep_keys = ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh", "reachable_best_exact",
-                  "reachable_best_exact_thresh", "reachable_best_f1", "reachable_best_f1_thresh")
+    sweep_keys = (
+        "best_exact",
+        "best_exact_thresh",
+        "best_f1",
+        "best_f1_thresh",
+        "reachable_best_exact",
+        "reachable_best_exact_thresh",
+        "reachable_best_f1",
+        "reachable_best_f1_thresh",
+    )
 
     def tuned(per_q: Mapping[str, float], qids: list[str]) -> tuple[float, float]:
         best, t = find_reachable_best_threshold({q: per_q[q] for q in qids}, probs, has)
@@ -311,33 +333,62 @@ def squad_scores(examples: Sequence[Any], best_texts: Mapping[str, str], na_scor
     same_f1, same_t = tuned(f1, test_q)
     same_em, same_em_t = tuned(em, test_q)
     official = {f"official_{k}": sweeps[k] for k in ("best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh")}
-    fixed.update({"best_exact": same_em, "best_exact_thresh": same_em_t, "best_f1": same_f1, "best_f1_thresh": same_t,
-                  **official})
+    fixed.update(
+        {
+            "best_exact": same_em,
+            "best_exact_thresh": same_em_t,
+            "best_f1": same_f1,
+            "best_f1_thresh": same_t,
+            **official,
+        }
+    )
     tuned_on = ("the same (test) questions" if same_set else "the tuning part") + f" ({len(tune_q)} questions)"
     tune_f1, t_f1 = tuned(f1, tune_q)
     tune_em, t_em = tuned(em, tune_q)
     best_f1, _ = at(test_q, t_f1)
-    best_f1.update({"tuned_on": tuned_on, "tuning_questions": len(tune_q), "tuning_f1": tune_f1,
-                    "tuning_exact": 100.0 * sum(apply_no_answer_threshold({q: em[q] for q in tune_q}, probs, has,
-                                                                          t_f1).values()) / len(tune_q)})
+    best_f1.update(
+        {
+            "tuned_on": tuned_on,
+            "tuning_questions": len(tune_q),
+            "tuning_f1": tune_f1,
+            "tuning_exact": 100.0
+            * sum(apply_no_answer_threshold({q: em[q] for q in tune_q}, probs, has, t_f1).values())
+            / len(tune_q),
+        }
+    )
     best_em, _ = at(test_q, t_em)
     best_em.update({"tuned_on": tuned_on, "tuning_questions": len(tune_q), "tuning_exact": tune_em})
     same, _ = at(test_q, same_t)
-    same.update({"tuned_on": f"the scored (test) questions themselves ({len(test_q)} questions; optimistic)",
-                 **official})
+    same.update(
+        {"tuned_on": f"the scored (test) questions themselves ({len(test_q)} questions; optimistic)", **official}
+    )
 
     per_q: dict[str, dict[str, Any]] = {}
-    at_t = {name: (apply_no_answer_threshold(em, probs, has, t), apply_no_answer_threshold(f1, probs, has, t))
-            for name, t in (("fixed", null_threshold), ("best", t_f1))}
+    at_t = {
+        name: (apply_no_answer_threshold(em, probs, has, t), apply_no_answer_threshold(f1, probs, has, t))
+        for name, t in (("fixed", null_threshold), ("best", t_f1))
+    }
     test_set = set(test_q)
     for e in examples:
         q = e.qid
         text = best_texts.get(q, "")
-        per_q[q] = {"part": "test" if q in test_set else "tuning", "question_words": question_words(e.question),
-                    "has_answer": has[q], "best_text": text, "na_score": probs[q],
-                    "prediction_fixed": "" if probs[q] > null_threshold else text,
-                    "prediction_best": "" if probs[q] > t_f1 else text,
-                    "em_fixed": int(at_t["fixed"][0][q]), "f1_fixed": float(at_t["fixed"][1][q]),
-                    "em_best": int(at_t["best"][0][q]), "f1_best": float(at_t["best"][1][q])}
-    return {"fixed_threshold": fixed, "best_f1_threshold": best_f1, "best_exact_threshold": best_em,
-            "same_set_best_f1_threshold": same, "per_question": per_q}
+        per_q[q] = {
+            "part": "test" if q in test_set else "tuning",
+            "question_words": question_words(e.question),
+            "has_answer": has[q],
+            "best_text": text,
+            "na_score": probs[q],
+            "prediction_fixed": "" if probs[q] > null_threshold else text,
+            "prediction_best": "" if probs[q] > t_f1 else text,
+            "em_fixed": int(at_t["fixed"][0][q]),
+            "f1_fixed": float(at_t["fixed"][1][q]),
+            "em_best": int(at_t["best"][0][q]),
+            "f1_best": float(at_t["best"][1][q]),
+        }
+    return {
+        "fixed_threshold": fixed,
+        "best_f1_threshold": best_f1,
+        "best_exact_threshold": best_em,
+        "same_set_best_f1_threshold": same,
+        "per_question": per_q,
+    }

@@ -32,12 +32,31 @@ _SST_FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 
 # ``columns`` / ``hub_columns`` name the fields of the examples for messages; they are not file columns.
 SST_SPECS: tuple[TaskSpec, ...] = (
-    TaskSpec("sst5", "SST-5", "sst_trees", {"text_a": "sentence", "label": "label"}, ("0", "1", "2", "3", "4"),
-             ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"}, split_files=_SST_FILES,
-             class_names=("very negative", "negative", "neutral", "positive", "very positive")),
-    TaskSpec("sst2_trees", "SST-2 (trees)", "sst_trees", {"text_a": "sentence", "label": "label"}, ("0", "1"),
-             ("accuracy",), ("", None), {"text_a": "sentence", "label": "label"}, split_files=_SST_FILES,
-             tree_labels={0: 0, 1: 0, 2: None, 3: 1, 4: 1}, class_names=("negative", "positive")),
+    TaskSpec(
+        "sst5",
+        "SST-5",
+        "sst_trees",
+        {"text_a": "sentence", "label": "label"},
+        ("0", "1", "2", "3", "4"),
+        ("accuracy",),
+        ("", None),
+        {"text_a": "sentence", "label": "label"},
+        split_files=_SST_FILES,
+        class_names=("very negative", "negative", "neutral", "positive", "very positive"),
+    ),
+    TaskSpec(
+        "sst2_trees",
+        "SST-2 (trees)",
+        "sst_trees",
+        {"text_a": "sentence", "label": "label"},
+        ("0", "1"),
+        ("accuracy",),
+        ("", None),
+        {"text_a": "sentence", "label": "label"},
+        split_files=_SST_FILES,
+        tree_labels={0: 0, 1: 0, 2: None, 3: 1, 4: 1},
+        class_names=("negative", "positive"),
+    ),
 )
 
 
@@ -61,24 +80,29 @@ class SstTreeTask(SentenceTask):
         return self.phrases and split == "train"  # the paper uses phrases for training only
 
     def load_split(self, split: str, data: Any) -> Any:
-        if data.get(f"{split}_file") is None and (data.get("dataset") is not None or
-                                                 (data.get("data_dir") is None and self.default_data_dir() is None)):
+        if data.get(f"{split}_file") is None and (
+            data.get("dataset") is not None or (data.get("data_dir") is None and self.default_data_dir() is None)
+        ):
             raise ConfigError(
                 f"{self.title} reads the PTB-bracketed SST tree files ({dict(self.spec.split_files)}); the hub "
                 f"copies of SST have no trees. Give data_dir (a folder with those files) or {split}_file, or set "
-                f"SYNTAXFORMER_DATA to a folder holding {self.spec.folder}/")
+                f"SYNTAXFORMER_DATA to a folder holding {self.spec.folder}/"
+            )
         return super().load_split(split, data)
 
     def read_file(self, path: Path, split: str) -> tuple[list[TaskExample], list[str]]:
-        return read_sst_examples(path, split, tree_labels=self.spec.tree_labels,
-                                 phrases=self._phrases(split)), [str(path)]
+        return read_sst_examples(path, split, tree_labels=self.spec.tree_labels, phrases=self._phrases(split)), [
+            str(path)
+        ]
 
     def fingerprint_extra(self, split: str) -> str:
         return f"sst{_SST_READER_VERSION}|phrases={self._phrases(split)}"
 
     def data_metadata(self, split: str) -> dict[str, Any]:
-        return {"constituency_source": SST_CONSTITUENCY_SOURCE,
-                "examples": "sentences+phrases" if self._phrases(split) else "sentences"}
+        return {
+            "constituency_source": SST_CONSTITUENCY_SOURCE,
+            "examples": "sentences+phrases" if self._phrases(split) else "sentences",
+        }
 
 
 for _spec in SST_SPECS:

@@ -53,6 +53,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "syntax_xpos": {"features": ["xpos", "case", "subword"], "use_sg_layer": False},
 }
 
+
 class TranslationTask(Task):
     """Sentence-level translation with the Syntax-Infused Transformer (any parallel text; Multi30k by default).
 
@@ -95,14 +96,32 @@ class TranslationTask(Task):
         "dataset": "use parallel text files (--set train_source=... train_target=...)",
     }
 
-    def __init__(self, arm: str | None = None, features: Sequence[str] | str = (), feature_dim: int | None = None,
-                 feature_combine: str = "sum", use_sg_layer: bool = False, sg_mask: str = "sdoi", alpha: float = 0.5,
-                 preset: str = "cpu", seq2seq_overrides: Mapping[str, Any] | None = None, fraction: float = 1.0,
-                 data_seed: int = 0, train_source: str | None = None, train_target: str | None = None,
-                 valid_source: str | None = None, valid_target: str | None = None,
-                 eval_sets: Mapping[str, Sequence[str]] | None = None, tokenizer_dir: str | None = None,
-                 source_vocab_size: int = 4000, target_vocab_size: int = 4000, max_source_length: int = 64,
-                 max_target_length: int = 64, max_eval_source_length: int = 256, data_dir: str | None = None):
+    def __init__(
+        self,
+        arm: str | None = None,
+        features: Sequence[str] | str = (),
+        feature_dim: int | None = None,
+        feature_combine: str = "sum",
+        use_sg_layer: bool = False,
+        sg_mask: str = "sdoi",
+        alpha: float = 0.5,
+        preset: str = "cpu",
+        seq2seq_overrides: Mapping[str, Any] | None = None,
+        fraction: float = 1.0,
+        data_seed: int = 0,
+        train_source: str | None = None,
+        train_target: str | None = None,
+        valid_source: str | None = None,
+        valid_target: str | None = None,
+        eval_sets: Mapping[str, Sequence[str]] | None = None,
+        tokenizer_dir: str | None = None,
+        source_vocab_size: int = 4000,
+        target_vocab_size: int = 4000,
+        max_source_length: int = 64,
+        max_target_length: int = 64,
+        max_eval_source_length: int = 256,
+        data_dir: str | None = None,
+    ):
         from syntaxformer.modeling.seq2seq import PRESETS
 
         if isinstance(features, str):
@@ -125,9 +144,11 @@ class TranslationTask(Task):
         # The user's own parallel files are never scored against Multi30k: they need their own validation files,
         # and the Multi30k test set is an evaluation set only when training on Multi30k (or when named).
         if train_source and not valid_source:
-            raise ConfigError(f"training on your own files (train_source={train_source!r}) needs your validation "
-                              "files too: --set valid_source=FILE --set valid_target=FILE (Multi30k's validation set "
-                              "stands in only when training on Multi30k)")
+            raise ConfigError(
+                f"training on your own files (train_source={train_source!r}) needs your validation "
+                "files too: --set valid_source=FILE --set valid_target=FILE (Multi30k's validation set "
+                "stands in only when training on Multi30k)"
+            )
         if eval_sets is None:
             sets = {} if train_source else {"test2016": None}
         else:
@@ -159,16 +180,31 @@ class TranslationTask(Task):
         self.target_tokenizer: Any = None
 
     def options(self) -> dict[str, Any]:
-        return {"arm": self.arm, "features": list(self.features), "feature_dim": self.feature_dim,
-                "feature_combine": self.feature_combine, "use_sg_layer": self.use_sg_layer, "sg_mask": self.sg_mask,
-                "alpha": self.alpha, "preset": self.preset, "seq2seq_overrides": dict(self.seq2seq_overrides),
-                "fraction": self.fraction, "data_seed": self.data_seed, "train_source": self.train_source,
-                "train_target": self.train_target, "valid_source": self.valid_source,
-                "valid_target": self.valid_target, "eval_sets": dict(self.eval_sets),
-                "tokenizer_dir": self.tokenizer_dir, "source_vocab_size": self.source_vocab_size,
-                "target_vocab_size": self.target_vocab_size, "max_source_length": self.max_source_length,
-                "max_target_length": self.max_target_length, "max_eval_source_length": self.max_eval_source_length,
-                "data_dir": self.data_dir}
+        return {
+            "arm": self.arm,
+            "features": list(self.features),
+            "feature_dim": self.feature_dim,
+            "feature_combine": self.feature_combine,
+            "use_sg_layer": self.use_sg_layer,
+            "sg_mask": self.sg_mask,
+            "alpha": self.alpha,
+            "preset": self.preset,
+            "seq2seq_overrides": dict(self.seq2seq_overrides),
+            "fraction": self.fraction,
+            "data_seed": self.data_seed,
+            "train_source": self.train_source,
+            "train_target": self.train_target,
+            "valid_source": self.valid_source,
+            "valid_target": self.valid_target,
+            "eval_sets": dict(self.eval_sets),
+            "tokenizer_dir": self.tokenizer_dir,
+            "source_vocab_size": self.source_vocab_size,
+            "target_vocab_size": self.target_vocab_size,
+            "max_source_length": self.max_source_length,
+            "max_target_length": self.max_target_length,
+            "max_eval_source_length": self.max_eval_source_length,
+            "data_dir": self.data_dir,
+        }
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
@@ -195,16 +231,19 @@ class TranslationTask(Task):
                 corpus = multi30k("train", data_dir)
             return corpus_fraction(corpus, self.fraction, self.data_seed)
         if split in ("dev", "valid", "validation"):
-            return (read_corpus(self.valid_source, self.valid_target) if self.valid_source
-                    else multi30k("val", data_dir))
+            return read_corpus(self.valid_source, self.valid_target) if self.valid_source else multi30k("val", data_dir)
         if split == "test":
             if not self.eval_sets:
-                raise ConfigError("this translation run has no evaluation sets, so no 'test' split: name your test "
-                                  "files with --set eval_sets='{\"test\": [SOURCE, REFERENCE]}'")
+                raise ConfigError(
+                    "this translation run has no evaluation sets, so no 'test' split: name your test "
+                    "files with --set eval_sets='{\"test\": [SOURCE, REFERENCE]}'"
+                )
             split = next(iter(self.eval_sets))
         if split not in self.eval_sets:
-            raise ConfigError(f"unknown translation split {split!r}; expected train, dev, test or an eval set "
-                              f"({', '.join(self.eval_sets) or 'none configured'})")
+            raise ConfigError(
+                f"unknown translation split {split!r}; expected train, dev, test or an eval set "
+                f"({', '.join(self.eval_sets) or 'none configured'})"
+            )
         files = self.eval_sets[split]
         if files is None:  # the default test2016
             corpus = multi30k("test2016", data_dir)
@@ -216,8 +255,12 @@ class TranslationTask(Task):
 
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> ParallelCorpus:
         """Source sentences (mappings with ``text``) as a corpus without references."""
-        return ParallelCorpus([str(r["text"]) for r in inputs], None, [str(r.get("id", f"input-{i}"))
-                                                                       for i, r in enumerate(inputs)], "inputs")
+        return ParallelCorpus(
+            [str(r["text"]) for r in inputs],
+            None,
+            [str(r.get("id", f"input-{i}")) for i, r in enumerate(inputs)],
+            "inputs",
+        )
 
     def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
         """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation
@@ -227,8 +270,16 @@ class TranslationTask(Task):
         max_source = self.max_source_length if split in ("train", "dev", "valid") else self.max_eval_source_length
         syntax = tuple(context.syntax_inputs)
         annotator = annotator_for(context) if syntax else None
-        return encode_pairs(data, context.tokenizer, target, annotator, syntax, max_source,
-                            self.max_target_length, show_progress=context.progress)
+        return encode_pairs(
+            data,
+            context.tokenizer,
+            target,
+            annotator,
+            syntax,
+            max_source,
+            self.max_target_length,
+            show_progress=context.progress,
+        )
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """:func:`collate_pairs` with the source pad id and the decoder start id (``<s>``)."""
@@ -243,14 +294,33 @@ class TranslationTask(Task):
         128 pairs, Adam (0.9, 0.98), peak lr 1.5e-3 after 100 warm-up updates then inverse square root, label
         smoothing 0.1, clipping 1.0, validation loss and a checkpoint every 50 updates, the best checkpoint by
         validation loss kept, beam 5."""
-        return {"max_steps": 400, "per_device_train_batch_size": 128, "per_device_eval_batch_size": 64,
-                "learning_rate": 1.5e-3, "warmup_steps": 100, "lr_scheduler_type": "inverse_sqrt",
-                "optim": "adamw_torch", "adam_beta1": 0.9, "adam_beta2": 0.98, "adam_epsilon": 1e-8,
-                "weight_decay": 0.0, "max_grad_norm": 1.0, "label_smoothing_factor": 0.1,
-                "eval_strategy": "steps", "eval_steps": 50, "save_strategy": "steps", "save_steps": 50,
-                "logging_steps": 50, "save_total_limit": 1, "load_best_model_at_end": True,
-                "metric_for_best_model": "loss", "greater_is_better": False, "predict_with_generate": True,
-                "generation_num_beams": 5, "report_to": []}
+        return {
+            "max_steps": 400,
+            "per_device_train_batch_size": 128,
+            "per_device_eval_batch_size": 64,
+            "learning_rate": 1.5e-3,
+            "warmup_steps": 100,
+            "lr_scheduler_type": "inverse_sqrt",
+            "optim": "adamw_torch",
+            "adam_beta1": 0.9,
+            "adam_beta2": 0.98,
+            "adam_epsilon": 1e-8,
+            "weight_decay": 0.0,
+            "max_grad_norm": 1.0,
+            "label_smoothing_factor": 0.1,
+            "eval_strategy": "steps",
+            "eval_steps": 50,
+            "save_strategy": "steps",
+            "save_steps": 50,
+            "logging_steps": 50,
+            "save_total_limit": 1,
+            "load_best_model_at_end": True,
+            "metric_for_best_model": "loss",
+            "greater_is_better": False,
+            "predict_with_generate": True,
+            "generation_num_beams": 5,
+            "report_to": [],
+        }
 
     def build_tokenizer(self, train_data: ParallelCorpus, output_dir: str, context: TaskContext) -> Any:
         """BPE learned on the training split (or read from ``tokenizer_dir``), saved in ``output_dir``.
@@ -300,10 +370,16 @@ class TranslationTask(Task):
         """
         from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration, build_config
 
-        options: dict[str, Any] = {"features": list(self.features), "use_sg_layer": self.use_sg_layer,
-                                   "sg_mask": self.sg_mask, "feature_dim": self.feature_dim,
-                                   "feature_combine": self.feature_combine, "alpha": self.alpha,
-                                   "preset": self.preset, "seq2seq_overrides": dict(self.seq2seq_overrides)}
+        options: dict[str, Any] = {
+            "features": list(self.features),
+            "use_sg_layer": self.use_sg_layer,
+            "sg_mask": self.sg_mask,
+            "feature_dim": self.feature_dim,
+            "feature_combine": self.feature_combine,
+            "alpha": self.alpha,
+            "preset": self.preset,
+            "seq2seq_overrides": dict(self.seq2seq_overrides),
+        }
         if self.arm is None and system in ARMS:
             options.update(ARMS[system])
         options.update(model_options)
@@ -318,8 +394,9 @@ class TranslationTask(Task):
         return model
 
     # -- predictions -----------------------------------------------------------------------------------
-    def postprocess(self, data: ParallelCorpus, features: Any, raw: Any,
-                    auxiliary: Mapping[str, Any] | None = None) -> Predictions:
+    def postprocess(
+        self, data: ParallelCorpus, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+    ) -> Predictions:
         """Generated ids ``[N, T]`` (-100 / pad padded; or a ``PredictionOutput``) -> detokenised translations."""
         if self.target_tokenizer is None:
             raise InputError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizers)")
@@ -353,20 +430,30 @@ class TranslationTask(Task):
     def describe_run(self, model: Any) -> dict[str, Any]:
         """The arm, its features and layer, the training fraction and the vocabulary sizes."""
         arm = self.arm or "custom"
-        return {"model_type": f"Syntax-Infused Transformer ({arm} arm)", "model_family": "translation",
-                "arm": self.arm, "features": list(self.features), "use_sg_layer": self.use_sg_layer,
-                "sg_mask": self.sg_mask if self.use_sg_layer else None, "fraction": self.fraction,
-                "preset": self.preset,
-                "vocab": {"source": len(self.source_tokenizer) if self.source_tokenizer is not None else None,
-                          "target": len(self.target_tokenizer) if self.target_tokenizer is not None else None}}
+        return {
+            "model_type": f"Syntax-Infused Transformer ({arm} arm)",
+            "model_family": "translation",
+            "arm": self.arm,
+            "features": list(self.features),
+            "use_sg_layer": self.use_sg_layer,
+            "sg_mask": self.sg_mask if self.use_sg_layer else None,
+            "fraction": self.fraction,
+            "preset": self.preset,
+            "vocab": {
+                "source": len(self.source_tokenizer) if self.source_tokenizer is not None else None,
+                "target": len(self.target_tokenizer) if self.target_tokenizer is not None else None,
+            },
+        }
 
     def run_files(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
         """``hyp.<set>.txt``: the translations, one per line."""
         return {f"hyp.{data.name}.txt": "".join(v + "\n" for v in predictions.values)}
 
     def prediction_records(self, data: ParallelCorpus, predictions: Predictions) -> list[dict[str, Any]]:
-        return [{"id": i, "source": s, "prediction": v}
-                for i, s, v in zip(predictions.ids, data.sources, predictions.values)]
+        return [
+            {"id": i, "source": s, "prediction": v}
+            for i, s, v in zip(predictions.ids, data.sources, predictions.values)
+        ]
 
 
 register_task(TranslationTask)

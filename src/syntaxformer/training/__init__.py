@@ -13,8 +13,7 @@ from syntaxformer.training.config import RunConfig, load_config
 from syntaxformer.training.comparison import compare, format_comparison
 from syntaxformer.training.run import evaluate, predict, train
 
-__all__ = ["RunConfig", "SyntaxTrainer", "compare", "evaluate", "format_comparison", "load_config", "predict",
-           "train"]
+__all__ = ["RunConfig", "SyntaxTrainer", "compare", "evaluate", "format_comparison", "load_config", "predict", "train"]
 
 
 def __getattr__(name: str) -> Any:  # SyntaxTrainer imports transformers.Trainer: load it only when asked for

@@ -19,8 +19,9 @@ from syntaxformer.errors import ConfigError
 __all__ = ["length_batches", "LengthGroupedBatchSampler"]
 
 
-def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0,
-                   bucket: int = 50) -> list[list[int]]:
+def length_batches(
+    lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0, bucket: int = 50
+) -> list[list[int]]:
     """Indices grouped into batches of similar length.
 
     With ``shuffle``: a seeded permutation is cut into chunks of ``bucket * batch_size`` items, each chunk is
@@ -33,15 +34,15 @@ def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, seed:
     lengths = np.asarray(lengths)
     if not shuffle:
         order = np.argsort(-lengths, kind="stable")
-        return [order[i:i + batch_size].tolist() for i in range(0, n, batch_size)]
+        return [order[i : i + batch_size].tolist() for i in range(0, n, batch_size)]
     rng = np.random.default_rng(seed)
     perm = rng.permutation(n)
     batches: list[list[int]] = []
     step = bucket * batch_size
     for s in range(0, n, step):
-        chunk = perm[s:s + step]
+        chunk = perm[s : s + step]
         chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
-        batches.extend(chunk[i:i + batch_size].tolist() for i in range(0, len(chunk), batch_size))
+        batches.extend(chunk[i : i + batch_size].tolist() for i in range(0, len(chunk), batch_size))
     rng.shuffle(batches)  # type: ignore[arg-type]
     return batches
 

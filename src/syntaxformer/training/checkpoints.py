@@ -25,20 +25,49 @@ from typing import Any, Mapping
 
 from syntaxformer.errors import DataError
 
-__all__ = ["checkpoint_problems", "checkpoint_step", "list_checkpoints", "latest_intact_checkpoint",
-           "set_aside_damaged", "remove_orphan_temp_files", "run_fingerprint", "write_fingerprint",
-           "check_fingerprint", "FINGERPRINT_FILE", "RESUME_FREE_OPTIONS"]
+__all__ = [
+    "checkpoint_problems",
+    "checkpoint_step",
+    "list_checkpoints",
+    "latest_intact_checkpoint",
+    "set_aside_damaged",
+    "remove_orphan_temp_files",
+    "run_fingerprint",
+    "write_fingerprint",
+    "check_fingerprint",
+    "FINGERPRINT_FILE",
+    "RESUME_FREE_OPTIONS",
+]
 
 logger = logging.getLogger(__name__)
 
 #: The run fingerprint in a run folder (written when a run starts; read by a resume).
 FINGERPRINT_FILE = "run_fingerprint.json"
 #: Run-config options a resume may change: where and how often results are written, evaluation, display.
-RESUME_FREE_OPTIONS = frozenset({
-    "output_dir", "overwrite_output_dir", "resume", "save_model", "disable_tqdm", "dataloader_num_workers",
-    "eval_strategy", "eval_steps", "save_strategy", "save_steps", "save_total_limit", "logging_steps",
-    "dev_file", "test_file", "max_eval_samples", "max_predict_samples", "per_device_eval_batch_size",
-    "features_cache", "parse_cache", "predict_with_generate"})
+RESUME_FREE_OPTIONS = frozenset(
+    {
+        "output_dir",
+        "overwrite_output_dir",
+        "resume",
+        "save_model",
+        "disable_tqdm",
+        "dataloader_num_workers",
+        "eval_strategy",
+        "eval_steps",
+        "save_strategy",
+        "save_steps",
+        "save_total_limit",
+        "logging_steps",
+        "dev_file",
+        "test_file",
+        "max_eval_samples",
+        "max_predict_samples",
+        "per_device_eval_batch_size",
+        "features_cache",
+        "parse_cache",
+        "predict_with_generate",
+    }
+)
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
@@ -76,8 +105,11 @@ def _weights_problem(path: Path) -> str | None:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             return f"{path.name} is not a valid weight index ({type(e).__name__})"
         for shard in sorted(shards):
-            problem = _weights_problem(path.parent / shard) if (path.parent / shard).is_file() else \
-                f"weight shard {shard} is missing"
+            problem = (
+                _weights_problem(path.parent / shard)
+                if (path.parent / shard).is_file()
+                else f"weight shard {shard} is missing"
+            )
             if problem:
                 return problem
         return None
@@ -177,8 +209,12 @@ def remove_orphan_temp_files(output_dir: str | os.PathLike) -> list[Path]:
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
-    found = [p for d in [folder, *list_checkpoints(folder)] for p in d.glob(".tmp-*")
-             if p.is_file() or (p.is_dir() and p.name.startswith(".tmp-model-"))]
+    found = [
+        p
+        for d in [folder, *list_checkpoints(folder)]
+        for p in d.glob(".tmp-*")
+        if p.is_file() or (p.is_dir() and p.name.startswith(".tmp-model-"))
+    ]
     for p in found:
         if p.is_dir():
             shutil.rmtree(p, ignore_errors=True)
@@ -195,8 +231,10 @@ def _plain(value: Any) -> Any:
 def run_fingerprint(config: Mapping[str, Any], data_fingerprint: str | None) -> dict[str, Any]:
     """What a resume must find unchanged: the run-config options (a ``RunConfig.to_dict()``) except
     :data:`RESUME_FREE_OPTIONS`, and the content fingerprint of the training data (``None``: unknown)."""
-    return {"config": _plain({k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS}),
-            "train_data": data_fingerprint}
+    return {
+        "config": _plain({k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS}),
+        "train_data": data_fingerprint,
+    }
 
 
 def write_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, Any]) -> None:
@@ -206,8 +244,9 @@ def write_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, A
     write_json(Path(output_dir) / FINGERPRINT_FILE, dict(fingerprint))
 
 
-def check_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, Any], *,
-                      check_data: bool = True) -> None:
+def check_fingerprint(
+    output_dir: str | os.PathLike, fingerprint: Mapping[str, Any], *, check_data: bool = True
+) -> None:
     """Refuse to resume the run in ``output_dir`` with other options or other training data.
 
     Args:
@@ -220,24 +259,34 @@ def check_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, A
     """
     path = Path(output_dir) / FINGERPRINT_FILE
     if not path.is_file():
-        logger.warning("%s has no %s (a run started by an older version): cannot check that --resume continues it "
-                       "with the same options and data", output_dir, FINGERPRINT_FILE)
+        logger.warning(
+            "%s has no %s (a run started by an older version): cannot check that --resume continues it "
+            "with the same options and data",
+            output_dir,
+            FINGERPRINT_FILE,
+        )
         return
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
         old_config, old_data = dict(saved["config"]), saved.get("train_data")
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise DataError(f"{path} is not readable ({type(e).__name__}); cannot check that --resume continues the same "
-                        "run. Start again with --overwrite-output-dir") from None
+        raise DataError(
+            f"{path} is not readable ({type(e).__name__}); cannot check that --resume continues the same "
+            "run. Start again with --overwrite-output-dir"
+        ) from None
     new_config = dict(fingerprint["config"])
-    changed = sorted(k for k in set(old_config) | set(new_config)
-                     if k not in RESUME_FREE_OPTIONS and old_config.get(k) != new_config.get(k))
+    changed = sorted(
+        k
+        for k in set(old_config) | set(new_config)
+        if k not in RESUME_FREE_OPTIONS and old_config.get(k) != new_config.get(k)
+    )
     reasons = [f"{k}: {json.dumps(old_config.get(k))} -> {json.dumps(new_config.get(k))}" for k in changed]
     new_data = fingerprint.get("train_data")
     if check_data and old_data and new_data and old_data != new_data:
-        reasons.append("the training data changed (content fingerprint "
-                       f"{str(old_data)[:12]} -> {str(new_data)[:12]})")
+        reasons.append(f"the training data changed (content fingerprint {str(old_data)[:12]} -> {str(new_data)[:12]})")
     if reasons:
-        raise DataError(f"cannot --resume the run in {output_dir} with other settings ({'; '.join(reasons)}): its "
-                        "checkpoints belong to the run as it started. Resume with the original options and data, "
-                        "or start again with --overwrite-output-dir (or another --output-dir)")
+        raise DataError(
+            f"cannot --resume the run in {output_dir} with other settings ({'; '.join(reasons)}): its "
+            "checkpoints belong to the run as it started. Resume with the original options and data, "
+            "or start again with --overwrite-output-dir (or another --output-dir)"
+        )

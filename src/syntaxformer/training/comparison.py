@@ -53,8 +53,9 @@ SYSTEM_PRESETS: dict[str, Callable[[RunConfig], tuple[str, dict[str, Any]]]] = {
 }
 
 
-def resolve_systems(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None
-                    ) -> list[tuple[str, dict[str, Any]]]:
+def resolve_systems(
+    config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None
+) -> list[tuple[str, dict[str, Any]]]:
     """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, or a comma-separated string of
     them) and / or explicit ``(name, changes)`` pairs; ``None`` = ``baseline,sgnet``.
 
@@ -94,8 +95,9 @@ def resolve_systems(config: RunConfig, systems: Sequence[str | tuple[str, dict[s
     return out
 
 
-def compare(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None
-            ) -> dict[str, Any]:
+def compare(
+    config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None
+) -> dict[str, Any]:
     """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data;
     report their dev scores side by side.
 
@@ -120,9 +122,15 @@ def compare(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]
         results[name] = train(sub)
     task = config.build_task()
     first = next(iter(results.values()))
-    summary = {"task": task.name, "seed": config.seed, "main_metric": task.main_metric,
-               "sizes": first["sizes"], "subsample": first["subsample"], "systems": results,
-               "runtime_s": round(time.time() - t0, 2)}
+    summary = {
+        "task": task.name,
+        "seed": config.seed,
+        "main_metric": task.main_metric,
+        "sizes": first["sizes"],
+        "subsample": first["subsample"],
+        "systems": results,
+        "runtime_s": round(time.time() - t0, 2),
+    }
     summary["tests"] = paired_tests(config.output_dir, list(results), task.main_metric)
     summary["table"] = format_comparison(summary)
     os.makedirs(config.output_dir, exist_ok=True)
@@ -130,8 +138,9 @@ def compare(config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]
     return summary
 
 
-def paired_tests(output_dir: str | os.PathLike, names: Sequence[str], metric: str, n_resamples: int = 1000,
-                 seed: int = 0) -> dict[str, dict[str, Any]]:
+def paired_tests(
+    output_dir: str | os.PathLike, names: Sequence[str], metric: str, n_resamples: int = 1000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
     """Each system against the first on the same dev examples, from their ``dev_predictions.json``: a two-sided
     paired bootstrap of ``metric`` (its 95% interval of the difference) and, for classification, the exact
     McNemar test on per-example correctness; for BLEU, sacreBLEU's paired bootstrap against the references.
@@ -174,18 +183,19 @@ def format_comparison(summary: dict[str, Any]) -> str:
         metric_names += [k for k in m["dev"] if k not in metric_names]
     first = systems[names[0]]
     sizes = first["sizes"]
-    lines = [f"{first['task_title']}: {first['model_label']} fine-tuned on {sizes['train']} of "
-             f"{sizes['train_total']} train examples, scored on {sizes['dev']} of {sizes['dev_total']} dev "
-             f"examples; seed {summary['seed']}, {first['num_train_epochs']:g} epoch(s), batch {first['batch_size']}, "
-             f"lr {first['learning_rate']:g} (new layers {first['new_params_lr'] or first['learning_rate']:g}), "
-             f"max length {first['max_length']}" + (f", parser noise {first['parser_noise']:g}"
-                                                    if first["parser_noise"] else "")]
+    lines = [
+        f"{first['task_title']}: {first['model_label']} fine-tuned on {sizes['train']} of "
+        f"{sizes['train_total']} train examples, scored on {sizes['dev']} of {sizes['dev_total']} dev "
+        f"examples; seed {summary['seed']}, {first['num_train_epochs']:g} epoch(s), batch {first['batch_size']}, "
+        f"lr {first['learning_rate']:g} (new layers {first['new_params_lr'] or first['learning_rate']:g}), "
+        f"max length {first['max_length']}"
+        + (f", parser noise {first['parser_noise']:g}" if first["parser_noise"] else "")
+    ]
     if first["subsample"]["train"] or first["subsample"]["dev"]:
         lines.append("subsample: " + "; ".join(f"{k}: {v}" for k, v in first["subsample"].items() if v))
     source = first.get("syntax_source")
     if source and any(m.get("model_family") == "syntax_bert" for m in systems.values()):
-        lines.append(f"syntax: dependency trees: {source['dependency']}; constituency trees: "
-                     f"{source['constituency']}")
+        lines.append(f"syntax: dependency trees: {source['dependency']}; constituency trees: {source['constituency']}")
     w = max(10, *(len(n) for n in metric_names))
     nw = max(10, *(len(n) for n in names))
     lines.append(f"{'system':<{nw}} " + " ".join(f"{n:>{w}}" for n in metric_names) + f" {'train_s':>9}")

@@ -52,9 +52,23 @@ from typing import Any, Iterable, Literal, Mapping
 
 from syntaxformer.errors import ConfigError, DataError, FormatError
 
-__all__ = ["RunConfig", "load_config", "config_data", "apply_overrides", "parse_override", "read_config_file",
-           "SYSTEMS", "model_config_class", "model_option_names", "validate_model_options", "MODEL_SHORTHANDS",
-           "typed_value", "normalise_model_options", "BOUNDS", "BOOLEAN_WORDS"]
+__all__ = [
+    "RunConfig",
+    "load_config",
+    "config_data",
+    "apply_overrides",
+    "parse_override",
+    "read_config_file",
+    "SYSTEMS",
+    "model_config_class",
+    "model_option_names",
+    "validate_model_options",
+    "MODEL_SHORTHANDS",
+    "typed_value",
+    "normalise_model_options",
+    "BOUNDS",
+    "BOOLEAN_WORDS",
+]
 
 #: The syntax systems a run can train (``model_type``).
 SYSTEMS: tuple[str, ...] = ("sgnet", "syntax_bert")
@@ -66,8 +80,13 @@ MODEL_SHORTHANDS: dict[str, str] = {
     "syntax_bert_options": "nested model options (Syntax-BERT)",
 }
 #: Model config options the task or the encoder sets; a config may not set them.
-_TASK_SET = {"num_labels": "the task", "problem_type": "the task", "id2label": "the task",
-             "label2id": "the task", "encoder": "model_name_or_path"}
+_TASK_SET = {
+    "num_labels": "the task",
+    "problem_type": "the task",
+    "id2label": "the task",
+    "label2id": "the task",
+    "encoder": "model_name_or_path",
+}
 
 
 def model_config_class(system: str) -> type:
@@ -103,8 +122,10 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
         if key in _TASK_SET:
             raise ConfigError(f"model.{key} is set by {_TASK_SET[key]}; remove it from the model options")
         if key not in known:
-            raise ConfigError(f"model.{key} is not an option of {model_config_class(system).__name__} "
-                              f"(model_type={system}); known options: {sorted(known)}")
+            raise ConfigError(
+                f"model.{key} is not an option of {model_config_class(system).__name__} "
+                f"(model_type={system}); known options: {sorted(known)}"
+            )
     try:
         model_config_class(system)(**dict(options))
     except Exception as e:  # strict dataclass type / value checks, the config's own __post_init__ checks
@@ -256,13 +277,16 @@ class RunConfig:
             v = getattr(self, name, None)
             if v is not None and (v < low if inclusive else v <= low):
                 what = f"at least {low}" if inclusive else f"greater than {low}"
-                raise ConfigError(f"{name}={v} is not valid; it must be {what}"
-                                  + (" (or null)" if _optional(hints[name]) else ""))
+                raise ConfigError(
+                    f"{name}={v} is not valid; it must be {what}" + (" (or null)" if _optional(hints[name]) else "")
+                )
         if not 0.0 <= self.parser_noise <= 1.0:
             raise ConfigError(f"parser_noise={self.parser_noise} must be a fraction in [0, 1]")
         if self.max_steps <= 0 and self.num_train_epochs <= 0:
-            raise ConfigError(f"num_train_epochs={self.num_train_epochs} trains nothing; give a positive number of "
-                              "epochs (or max_steps > 0)")
+            raise ConfigError(
+                f"num_train_epochs={self.num_train_epochs} trains nothing; give a positive number of "
+                "epochs (or max_steps > 0)"
+            )
         self.model = normalise_model_options(self.model_type, self.model)
         validate_model_options(self.model_type, self.model)
         self.build_task()  # checks the task name and its options
@@ -296,9 +320,16 @@ class RunConfig:
         """The data section a task's ``load_split`` reads for ``split`` (``max_samples`` for this purpose). Every
         split's file is in it: a task may read one split off another's file (a held-out part of ``train_file``
         only when no ``dev_file`` is given)."""
-        return {"data_dir": self.data_dir, "train_file": self.train_file, "dev_file": self.dev_file,
-                "test_file": self.test_file, "dataset": self.dataset, "dataset_config": self.dataset_config,
-                "max_samples": max_samples, "data_seed": self.resolved_data_seed}
+        return {
+            "data_dir": self.data_dir,
+            "train_file": self.train_file,
+            "dev_file": self.dev_file,
+            "test_file": self.test_file,
+            "dataset": self.dataset,
+            "dataset_config": self.dataset_config,
+            "max_samples": max_samples,
+            "data_seed": self.resolved_data_seed,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-serialisable)."""
@@ -315,11 +346,17 @@ class RunConfig:
 
             system = str(data.get("model_type", "sgnet"))
             candidates = sorted(known | set(model_option_names(system if system in SYSTEMS else "sgnet")))
-            hints = [f"{k!r} -> did you mean {m[0]!r}?" for k in unknown
-                     if (m := difflib.get_close_matches(k, candidates, n=1, cutoff=0.75))]
-            raise ConfigError(f"unknown config option(s) {unknown}" + (f" ({'; '.join(hints)})" if hints else "")
-                              + f"; known options: {sorted(known)}, plus the task's options and the model "
-                              f"options of model_type={system} (put other TrainingArguments under training_args)")
+            hints = [
+                f"{k!r} -> did you mean {m[0]!r}?"
+                for k in unknown
+                if (m := difflib.get_close_matches(k, candidates, n=1, cutoff=0.75))
+            ]
+            raise ConfigError(
+                f"unknown config option(s) {unknown}"
+                + (f" ({'; '.join(hints)})" if hints else "")
+                + f"; known options: {sorted(known)}, plus the task's options and the model "
+                f"options of model_type={system} (put other TrainingArguments under training_args)"
+            )
         config = cls(**data)
         config.given = frozenset(data)
         return config
@@ -372,8 +409,7 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
     trees = out.pop("trees", None)
     if trees is not None:
         if trees not in ("both", "dependency", "constituency"):
-            raise ConfigError(f"trees={trees!r} is not valid; choose one of ('both', 'dependency', "
-                              "'constituency')")
+            raise ConfigError(f"trees={trees!r} is not valid; choose one of ('both', 'dependency', 'constituency')")
         model["use_dependency"] = trees in ("both", "dependency")
         model["use_constituency"] = trees in ("both", "constituency")
     use_syntax = out.pop("use_syntax", None)
@@ -392,17 +428,43 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
 
 #: Lower bounds of numeric options, ``name -> (bound, inclusive)``; ``None`` values (where allowed) pass.
 BOUNDS: dict[str, tuple[float, bool]] = {
-    "max_train_samples": (1, True), "max_eval_samples": (1, True), "max_predict_samples": (1, True),
-    "data_seed": (0, True), "noise_seed": (0, True), "seed": (0, True), "max_length": (8, True),
-    "learning_rate": (0, False), "new_params_lr": (0, False), "gate_lr": (0, False), "num_train_epochs": (0, True), "max_steps": (-1, True),
-    "per_device_train_batch_size": (1, True), "per_device_eval_batch_size": (1, True),
-    "gradient_accumulation_steps": (1, True), "weight_decay": (0, True), "warmup_steps": (0, True),
-    "max_grad_norm": (0, True), "eval_steps": (1, True), "save_steps": (1, True), "save_total_limit": (1, True),
-    "logging_steps": (1, True), "dataloader_num_workers": (0, True),
+    "max_train_samples": (1, True),
+    "max_eval_samples": (1, True),
+    "max_predict_samples": (1, True),
+    "data_seed": (0, True),
+    "noise_seed": (0, True),
+    "seed": (0, True),
+    "max_length": (8, True),
+    "learning_rate": (0, False),
+    "new_params_lr": (0, False),
+    "gate_lr": (0, False),
+    "num_train_epochs": (0, True),
+    "max_steps": (-1, True),
+    "per_device_train_batch_size": (1, True),
+    "per_device_eval_batch_size": (1, True),
+    "gradient_accumulation_steps": (1, True),
+    "weight_decay": (0, True),
+    "warmup_steps": (0, True),
+    "max_grad_norm": (0, True),
+    "eval_steps": (1, True),
+    "save_steps": (1, True),
+    "save_total_limit": (1, True),
+    "logging_steps": (1, True),
+    "dataloader_num_workers": (0, True),
 }
 #: Spellings of a boolean in a config value or an override (YAML 1.1 words included), case-insensitive.
-BOOLEAN_WORDS: dict[str, bool] = {"true": True, "yes": True, "on": True, "y": True, "1": True,
-                                  "false": False, "no": False, "off": False, "n": False, "0": False}
+BOOLEAN_WORDS: dict[str, bool] = {
+    "true": True,
+    "yes": True,
+    "on": True,
+    "y": True,
+    "1": True,
+    "false": False,
+    "no": False,
+    "off": False,
+    "n": False,
+    "0": False,
+}
 
 
 def _field_types(cls: type) -> dict[str, Any]:
@@ -462,8 +524,9 @@ def typed_value(name: str, value: Any, hint: Any) -> Any:
             return value
         if isinstance(value, (str, int)) and str(value).strip().lower() in BOOLEAN_WORDS:
             return BOOLEAN_WORDS[str(value).strip().lower()]
-        raise ConfigError(f"{name}={value!r} is not a boolean; use true or false (yes/no, on/off, 1/0 are read "
-                          "the same way)")
+        raise ConfigError(
+            f"{name}={value!r} is not a boolean; use true or false (yes/no, on/off, 1/0 are read the same way)"
+        )
     if hint is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -544,8 +607,7 @@ def _parse_scalar(raw: str) -> Any:
     # YAML 1.1 reads "1e-4" as a string (it wants "1.0e-4"); accept the usual float spellings.
     if isinstance(value, str):
         try:
-            return float(value) if any(c in value for c in ".eE") and value.strip("+-.eE0123456789") == "" \
-                else value
+            return float(value) if any(c in value for c in ".eE") and value.strip("+-.eE0123456789") == "" else value
         except ValueError:
             return value
     return value
@@ -573,8 +635,9 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise FormatError(f"config file {path} is not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8 "
-                          "JSON or YAML") from e
+        raise FormatError(
+            f"config file {path} is not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8 JSON or YAML"
+        ) from e
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
             import yaml
@@ -590,8 +653,12 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     return data
 
 
-def load_config(path: str | os.PathLike | None = None, overrides: Iterable[str] = (),
-                defaults: Mapping[str, Any] | None = None, **explicit: Any) -> "RunConfig":
+def load_config(
+    path: str | os.PathLike | None = None,
+    overrides: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    **explicit: Any,
+) -> "RunConfig":
     """Config from defaults, then a file (optional), then ``key=value`` overrides, then explicit options.
 
     Args:
@@ -607,8 +674,12 @@ def load_config(path: str | os.PathLike | None = None, overrides: Iterable[str] 
     return RunConfig.from_dict(config_data(path, overrides, defaults, **explicit))
 
 
-def config_data(path: str | os.PathLike | None = None, overrides: Iterable[str] = (),
-                defaults: Mapping[str, Any] | None = None, **explicit: Any) -> dict[str, Any]:
+def config_data(
+    path: str | os.PathLike | None = None,
+    overrides: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    **explicit: Any,
+) -> dict[str, Any]:
     """The merged option dict of :func:`load_config` (before routing and validation)."""
     data = dict(defaults or {})
     if path is not None:

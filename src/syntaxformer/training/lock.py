@@ -69,8 +69,9 @@ def _describe(owner: dict[str, Any] | None) -> str:
     if not owner:
         return "another process"
     started = owner.get("started")
-    when = time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(started)) if isinstance(started, (int, float)) \
-        else ""
+    when = (
+        time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(started)) if isinstance(started, (int, float)) else ""
+    )
     return f"process {owner.get('pid')} on {owner.get('host')}{when}"
 
 
@@ -107,8 +108,9 @@ class RunLock:
         previous = lock_owner(self.folder)
         fd = self._flock() if fcntl is not None else self._exclusive()
         if previous and previous.get("pid") != os.getpid():
-            logger.warning("%s: taking over the lock left by %s, which no longer runs", self.folder,
-                           _describe(previous))
+            logger.warning(
+                "%s: taking over the lock left by %s, which no longer runs", self.folder, _describe(previous)
+            )
         record = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
         try:
             os.ftruncate(fd, 0)
@@ -128,8 +130,10 @@ class RunLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
-                raise DataError(f"{self.folder} is being written by {_describe(lock_owner(self.folder))} (lock file "
-                                f"{LOCK_FILE}); wait until that run ends, or choose another --output-dir") from None
+                raise DataError(
+                    f"{self.folder} is being written by {_describe(lock_owner(self.folder))} (lock file "
+                    f"{LOCK_FILE}); wait until that run ends, or choose another --output-dir"
+                ) from None
             try:  # the file may have been released and removed between open and flock: lock the current one
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
@@ -145,8 +149,10 @@ class RunLock:
             except FileExistsError:
                 owner = lock_owner(self.folder)
                 if owner is not None and _alive(owner.get("pid"), owner.get("host")):
-                    raise DataError(f"{self.folder} is being written by {_describe(owner)} (lock file {LOCK_FILE}); "
-                                    "wait until that run ends, or choose another --output-dir") from None
+                    raise DataError(
+                        f"{self.folder} is being written by {_describe(owner)} (lock file {LOCK_FILE}); "
+                        "wait until that run ends, or choose another --output-dir"
+                    ) from None
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
         raise DataError(f"cannot take the lock file {self.path}")

@@ -49,9 +49,25 @@ from syntaxformer.training.config import RunConfig
 from syntaxformer.training.saved import loading_model, model_folder_problem
 from syntaxformer.utils import atomic_write, disk_full, little_room, readable_outputs, write_json
 
-__all__ = ["train", "evaluate", "predict", "load_run", "build_context", "build_model", "load_tokenizer",
-           "training_arguments", "resume_checkpoint", "check_encoder", "environment", "system_kind", "model_label",
-           "count_parameters", "METRICS_FILE", "DEV_PREDICTIONS_FILE", "RUN_FILE"]
+__all__ = [
+    "train",
+    "evaluate",
+    "predict",
+    "load_run",
+    "build_context",
+    "build_model",
+    "load_tokenizer",
+    "training_arguments",
+    "resume_checkpoint",
+    "check_encoder",
+    "environment",
+    "system_kind",
+    "model_label",
+    "count_parameters",
+    "METRICS_FILE",
+    "DEV_PREDICTIONS_FILE",
+    "RUN_FILE",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -114,8 +130,14 @@ def environment() -> dict[str, Any]:
     device = "cpu"
     if torch.cuda.is_available():
         device = f"cuda ({torch.cuda.get_device_name(0)})"
-    return {"syntaxformer": __version__, "transformers": transformers.__version__, "torch": torch.__version__,
-            "python": platform.python_version(), "device": device, "cpu_threads": torch.get_num_threads()}
+    return {
+        "syntaxformer": __version__,
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "device": device,
+        "cpu_threads": torch.get_num_threads(),
+    }
 
 
 def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, **overrides: Any) -> Any:
@@ -128,18 +150,27 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
 
     args_class = Seq2SeqTrainingArguments if seq2seq else TrainingArguments
     kwargs: dict[str, Any] = dict(
-        output_dir=output_dir, learning_rate=float(config.learning_rate),
-        num_train_epochs=float(config.num_train_epochs), max_steps=int(config.max_steps),
+        output_dir=output_dir,
+        learning_rate=float(config.learning_rate),
+        num_train_epochs=float(config.num_train_epochs),
+        max_steps=int(config.max_steps),
         per_device_train_batch_size=int(config.per_device_train_batch_size),
         per_device_eval_batch_size=int(config.per_device_eval_batch_size),
         gradient_accumulation_steps=int(config.gradient_accumulation_steps),
-        weight_decay=float(config.weight_decay), warmup_steps=float(config.warmup_steps),
-        lr_scheduler_type=config.lr_scheduler_type, max_grad_norm=float(config.max_grad_norm),
-        seed=int(config.seed), data_seed=config.resolved_data_seed,
-        eval_strategy=config.eval_strategy, save_strategy=config.save_strategy,
-        save_total_limit=config.save_total_limit, logging_steps=int(config.logging_steps),
-        dataloader_num_workers=int(config.dataloader_num_workers), report_to="none",
-        label_names=["labels"], remove_unused_columns=False,
+        weight_decay=float(config.weight_decay),
+        warmup_steps=float(config.warmup_steps),
+        lr_scheduler_type=config.lr_scheduler_type,
+        max_grad_norm=float(config.max_grad_norm),
+        seed=int(config.seed),
+        data_seed=config.resolved_data_seed,
+        eval_strategy=config.eval_strategy,
+        save_strategy=config.save_strategy,
+        save_total_limit=config.save_total_limit,
+        logging_steps=int(config.logging_steps),
+        dataloader_num_workers=int(config.dataloader_num_workers),
+        report_to="none",
+        label_names=["labels"],
+        remove_unused_columns=False,
         dataloader_pin_memory=torch.cuda.is_available(),
         **precision_flags(config.mixed_precision),
     )
@@ -170,8 +201,9 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
         return args_class(**kwargs)
     except (TypeError, ValueError) as e:
         named = [f"{k}={v!r}" for k, v in kwargs.items() if isinstance(v, str) and len(v) > 1 and v in str(e)]
-        raise ConfigError(f"invalid training arguments{' (' + ', '.join(named) + ')' if named else ''}: "
-                          f"{' '.join(str(e).split())}") from e
+        raise ConfigError(
+            f"invalid training arguments{' (' + ', '.join(named) + ')' if named else ''}: {' '.join(str(e).split())}"
+        ) from e
 
 
 def _launched_processes() -> int:
@@ -211,8 +243,10 @@ def resume_checkpoint(config: Any, output_dir: str) -> str | None:
             raise DataError(f"resume checkpoint {config.resume} not found")
         problems = checkpoint_problems(config.resume)
         if problems:
-            raise DataError(f"cannot resume from {config.resume}: {'; '.join(problems)}. Resume from an earlier "
-                            "checkpoint, or start again with --overwrite-output-dir")
+            raise DataError(
+                f"cannot resume from {config.resume}: {'; '.join(problems)}. Resume from an earlier "
+                "checkpoint, or start again with --overwrite-output-dir"
+            )
         return config.resume
     found = list_checkpoints(output_dir)
     if config.resume:
@@ -221,17 +255,24 @@ def resume_checkpoint(config: Any, output_dir: str) -> str | None:
             return None
         intact, skipped = latest_intact_checkpoint(output_dir)
         for path, problems in skipped:
-            logger.warning("checkpoint %s cannot be resumed (%s)%s", path.name, "; ".join(problems),
-                           f"; falling back to {intact.name}" if intact is not None else "")
+            logger.warning(
+                "checkpoint %s cannot be resumed (%s)%s",
+                path.name,
+                "; ".join(problems),
+                f"; falling back to {intact.name}" if intact is not None else "",
+            )
         if intact is None:
-            raise DataError(f"{output_dir}: no checkpoint can be resumed exactly ("
-                            + "; ".join(f"{p.name}: {', '.join(pr)}" for p, pr in skipped)
-                            + "). Start again with --overwrite-output-dir")
+            raise DataError(
+                f"{output_dir}: no checkpoint can be resumed exactly ("
+                + "; ".join(f"{p.name}: {', '.join(pr)}" for p, pr in skipped)
+                + "). Start again with --overwrite-output-dir"
+            )
         return str(intact)
     if found and not config.overwrite_output_dir:
         raise DataError(
             f"{output_dir} already holds checkpoints (last: {found[0].name}); use --resume to continue that run "
-            "or --overwrite-output-dir to start again there")
+            "or --overwrite-output-dir to start again there"
+        )
     return None
 
 
@@ -245,8 +286,12 @@ def _clear_previous_run(output_dir: str) -> None:
     old = list_checkpoints(output_dir)
     results = [Path(output_dir) / n for n in _RESULT_FILES if (Path(output_dir) / n).is_file()]
     if old or results:
-        logger.info("overwrite_output_dir: removing %d old checkpoint folder(s) and %d result file(s) in %s",
-                    len(old), len(results), output_dir)
+        logger.info(
+            "overwrite_output_dir: removing %d old checkpoint folder(s) and %d result file(s) in %s",
+            len(old),
+            len(results),
+            output_dir,
+        )
     for p in old:
         shutil.rmtree(p)
     for p in results:
@@ -264,8 +309,10 @@ def check_encoder(config: RunConfig, task: Task) -> None:
         return
     path = config.resolved_model()
     if Path(path).is_dir() and not (Path(path) / "config.json").is_file():
-        raise ConfigError(f"--model {path} is not a model folder (no config.json in it); give a pretrained model "
-                          "folder or hub name, or a folder written by `syntaxformer train`")
+        raise ConfigError(
+            f"--model {path} is not a model folder (no config.json in it); give a pretrained model "
+            "folder or hub name, or a folder written by `syntaxformer train`"
+        )
     from transformers import AutoConfig
 
     import syntaxformer.modeling  # noqa: F401  (registers the syntax configs with the Auto classes)
@@ -273,8 +320,7 @@ def check_encoder(config: RunConfig, task: Task) -> None:
     try:
         model_config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError, KeyError) as e:
-        raise ConfigError(f"cannot load the model configuration of {path!r}: {' '.join(str(e).split())[:300]}") \
-            from e
+        raise ConfigError(f"cannot load the model configuration of {path!r}: {' '.join(str(e).split())[:300]}") from e
     check_max_length(config.max_length, model_config, path)
 
 
@@ -300,8 +346,10 @@ def check_max_length(max_length: Any, model_config: Any, path: Any) -> None:
     """
     limit = position_limit(model_config)
     if limit is not None and max_length is not None and int(max_length) > limit:
-        raise ConfigError(f"max_length={max_length} is longer than {path} can read "
-                          f"(max_position_embeddings {limit}); use --max-length {limit} or less")
+        raise ConfigError(
+            f"max_length={max_length} is longer than {path} can read "
+            f"(max_position_embeddings {limit}); use --max-length {limit} or less"
+        )
 
 
 def _data_fingerprint(data: Any) -> str | None:
@@ -329,17 +377,27 @@ def build_context(config: RunConfig, tokenizer: Any, model_config: Any) -> TaskC
     fc = config.features_cache
     wants_con = any(k.startswith("con_") for k in inputs)
     return TaskContext(
-        tokenizer=tokenizer, syntax_inputs=inputs, parser=config.parser if inputs else None,
-        parse_cache=config.parse_cache, max_length=int(config.max_length), criterion=config.criterion,
-        max_distance=int(getattr(model_config, "max_distance", 15) or 15), parser_noise=float(config.parser_noise),
-        noise_seed=config.resolved_noise_seed, syntax=config.syntax,
+        tokenizer=tokenizer,
+        syntax_inputs=inputs,
+        parser=config.parser if inputs else None,
+        parse_cache=config.parse_cache,
+        max_length=int(config.max_length),
+        criterion=config.criterion,
+        max_distance=int(getattr(model_config, "max_distance", 15) or 15),
+        parser_noise=float(config.parser_noise),
+        noise_seed=config.resolved_noise_seed,
+        syntax=config.syntax,
         constituency="from_dependency" if wants_con and config.constituency_fallback == "dependency" else "given",
         pos_tags=getattr(model_config, "pos_embeddings", None) if "pos_ids" in inputs else None,
-        use_cache=bool(fc), cache_dir=fc if isinstance(fc, str) else None, progress=not config.disable_tqdm)
+        use_cache=bool(fc),
+        cache_dir=fc if isinstance(fc, str) else None,
+        progress=not config.disable_tqdm,
+    )
 
 
-def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] | None = None,
-                context: TaskContext | None = None) -> Any:
+def build_model(
+    config: RunConfig, task: Task, model_options: Mapping[str, Any] | None = None, context: TaskContext | None = None
+) -> Any:
     """The task's own model (:meth:`Task.build_model`), else ``model_class(system, task.head)`` around the pretrained
     encoder with the task's and the config's model options; a folder holding a model trained by this library is
     loaded as it is (it must be of the configured system)."""
@@ -357,8 +415,7 @@ def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] 
             model = cls.from_pretrained(path)
         want = task.model_options().get("num_labels")
         if want is not None and model.config.num_labels != want:
-            raise ConfigError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs "
-                                    f"{want}")
+            raise ConfigError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs {want}")
         return model
     problem = model_folder_problem(path) if Path(path).is_dir() else None
     if problem:  # not "invalid model options": the folder holds no encoder
@@ -369,8 +426,9 @@ def build_model(config: RunConfig, task: Task, model_options: Mapping[str, Any] 
         raise ConfigError(f"cannot load the encoder {path!r}: {e}") from e
     except Exception as e:  # config validation against the real encoder (LISA head outside it, ...)
         if isinstance(e, ValueError) or type(e).__name__.startswith("StrictDataclass"):
-            raise ConfigError(f"invalid model options for {config.model_type} on {path!r}: "
-                                    f"{' '.join(str(e).split())}") from e
+            raise ConfigError(
+                f"invalid model options for {config.model_type} on {path!r}: {' '.join(str(e).split())}"
+            ) from e
         raise
 
 
@@ -388,13 +446,29 @@ def _align_special_tokens(model: Any, tokenizer: Any) -> None:
             setattr(config, name, value)
 
 
-def _trainer(config: RunConfig, task: Task, model: Any, tokenizer: Any, args: Any, context: TaskContext,
-             train_ds: Any = None, eval_ds: Any = None, compute_metrics: Callable | None = None,
-             callbacks: Sequence[Any] = ()) -> Any:
+def _trainer(
+    config: RunConfig,
+    task: Task,
+    model: Any,
+    tokenizer: Any,
+    args: Any,
+    context: TaskContext,
+    train_ds: Any = None,
+    eval_ds: Any = None,
+    compute_metrics: Callable | None = None,
+    callbacks: Sequence[Any] = (),
+) -> Any:
     _align_special_tokens(model, tokenizer)
-    kwargs = dict(model=model, args=args, data_collator=task.collator(context), train_dataset=train_ds,
-                  eval_dataset=eval_ds, processing_class=tokenizer, compute_metrics=compute_metrics,
-                  callbacks=list(callbacks) or None)
+    kwargs = dict(
+        model=model,
+        args=args,
+        data_collator=task.collator(context),
+        train_dataset=train_ds,
+        eval_dataset=eval_ds,
+        processing_class=tokenizer,
+        compute_metrics=compute_metrics,
+        callbacks=list(callbacks) or None,
+    )
     if _uses_generation(config, task):
         # The task saves its own tokenizers (translation: source_tokenizer/ and target_tokenizer/); a
         # processing_class would be written loose beside them. Models trained from scratch have no encoder, so
@@ -403,9 +477,11 @@ def _trainer(config: RunConfig, task: Task, model: Any, tokenizer: Any, args: An
         try:
             from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
         except ImportError as e:
-            raise MissingDependencyError(f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
-                                    "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
-                                    "(translation runs need it)") from e
+            raise MissingDependencyError(
+                f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
+                "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
+                "(translation runs need it)"
+            ) from e
         return SyntaxSeq2SeqTrainer(**kwargs)
     from syntaxformer.training.trainer import SyntaxTrainer
 
@@ -455,7 +531,7 @@ def _has_labels(data: Any) -> bool:
 
 
 def _strip(metrics: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    return {k[len(prefix):] if k.startswith(prefix) else k: v for k, v in metrics.items()}
+    return {k[len(prefix) :] if k.startswith(prefix) else k: v for k, v in metrics.items()}
 
 
 def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[str, float]]:
@@ -499,11 +575,15 @@ def _guard_finished_run(config: RunConfig, output_dir: str) -> None:
     if not (folder / METRICS_FILE).is_file():
         return
     if config.resume:
-        raise DataError(f"{output_dir} holds a finished run ({METRICS_FILE}); there is nothing to resume. Use "
-                        "`syntaxformer evaluate` on it, or --overwrite-output-dir to train again there")
+        raise DataError(
+            f"{output_dir} holds a finished run ({METRICS_FILE}); there is nothing to resume. Use "
+            "`syntaxformer evaluate` on it, or --overwrite-output-dir to train again there"
+        )
     if not config.overwrite_output_dir:
-        raise DataError(f"{output_dir} already holds a finished run ({METRICS_FILE}); choose another --output-dir "
-                        "or pass --overwrite-output-dir to replace it")
+        raise DataError(
+            f"{output_dir} already holds a finished run ({METRICS_FILE}); choose another --output-dir "
+            "or pass --overwrite-output-dir to replace it"
+        )
 
 
 # -- train ----------------------------------------------------------------------------------------------------
@@ -534,9 +614,11 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
             return _train(config, callbacks=callbacks)
         except Exception as e:
             if not isinstance(e, SyntaxformerError) and (disk_full(e) or little_room(output_dir)):
-                raise DataError(f"cannot write the run in {output_dir}: the disk is full ({type(e).__name__}: "
-                                f"{' '.join(str(e).split())[:160]}); free some space and train again (an earlier "
-                                "finished run there is kept)") from e
+                raise DataError(
+                    f"cannot write the run in {output_dir}: the disk is full ({type(e).__name__}: "
+                    f"{' '.join(str(e).split())[:160]}); free some space and train again (an earlier "
+                    "finished run there is kept)"
+                ) from e
             raise
 
 
@@ -552,12 +634,13 @@ def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any
     _reject_unused_options(config, task)
     config = _with_task_defaults(config, task)
     output_dir = os.path.abspath(config.output_dir)
-    args = training_arguments(config, output_dir, seq2seq=_uses_generation(config, task),
-                              label_names=task.label_names)
+    args = training_arguments(config, output_dir, seq2seq=_uses_generation(config, task), label_names=task.label_names)
     if _launched_processes() > 1 and args.world_size == 1:
-        raise ConfigError(f"launched as {_launched_processes()} processes (WORLD_SIZE), but the Trainer sees one: "
-                          "each would train alone and write the same run folder; on a machine without CUDA keep "
-                          "use_cpu=true (the default there), else check the launcher's device settings")
+        raise ConfigError(
+            f"launched as {_launched_processes()} processes (WORLD_SIZE), but the Trainer sees one: "
+            "each would train alone and write the same run folder; on a machine without CUDA keep "
+            "use_cpu=true (the default there), else check the launcher's device settings"
+        )
     # Several processes (accelerate launch / torchrun): the main process of each machine checks the run folder,
     # parses and featurizes first, filling the parse and features caches; the others wait, then find both filled.
     # Everything that can be refused is checked before anything in output_dir changes, and only process zero
@@ -566,8 +649,9 @@ def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any
         _guard_finished_run(config, output_dir)
         resume_from = resume_checkpoint(config, output_dir)
         if resume_from:
-            checkpoints.check_fingerprint(output_dir, checkpoints.run_fingerprint(config.to_dict(), None),
-                                          check_data=False)
+            checkpoints.check_fingerprint(
+                output_dir, checkpoints.run_fingerprint(config.to_dict(), None), check_data=False
+            )
         model_path = config.resolved_model()
         check_encoder(config, task)
 
@@ -590,8 +674,9 @@ def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any
                 checkpoints.write_fingerprint(output_dir, fingerprint)
         # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what
         # they prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
-        prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
-                           progress=not config.disable_tqdm)
+        prep = TaskContext(
+            tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
+        )
         tokenizer = task.build_tokenizer(train_data, output_dir, prep) or load_tokenizer(model_path)
 
         transformers.set_seed(int(config.seed))  # the new layers' initialisation depends on it
@@ -611,19 +696,31 @@ def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any
     meta = getattr(train_ds, "meta", {})
     sources = meta.get("syntax_source") or task.syntax_source(train_data, context)
     if sources:
-        logger.info("syntax: dependency trees: %s; constituency trees: %s", sources["dependency"],
-                    sources["constituency"])
+        logger.info(
+            "syntax: dependency trees: %s; constituency trees: %s", sources["dependency"], sources["constituency"]
+        )
         if any(k.startswith("con_") for k in context.syntax_inputs) and sources["constituency"].startswith("none"):
-            logger.info("note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks "
-                        "are empty")
-    logger.info("training %s on %s: %d train / %d dev examples, model %s%s", kind, task.title, len(train_ds),
-                len(dev_ds), model_path, f", resuming from {resume_from}" if resume_from else "")
+            logger.info(
+                "note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks are empty"
+            )
+    logger.info(
+        "training %s on %s: %d train / %d dev examples, model %s%s",
+        kind,
+        task.title,
+        len(train_ds),
+        len(dev_ds),
+        model_path,
+        f", resuming from {resume_from}" if resume_from else "",
+    )
     t_train = time.time()
     result = trainer.train(resume_from_checkpoint=resume_from)
     train_s = time.time() - t_train
 
-    history = [dict(_strip({k: v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")},
-                           "eval_")) for e in trainer.state.log_history if "eval_loss" in e]
+    history = [
+        dict(_strip({k: v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")}, "eval_"))
+        for e in trainer.state.log_history
+        if "eval_loss" in e
+    ]
     # Final pass over the evaluation splits through `predict`, so the per-example predictions are kept (paired
     # significance tests). The first split is the headline (`dev`).
     trainer.compute_metrics = None
@@ -656,11 +753,19 @@ def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any
             dev_scores, final = scores, out.metrics or {}
             labels = getattr(ds, "labels", None)
         if i == 0 and writer:
-            write_json(Path(output_dir) / DEV_PREDICTIONS_FILE, {
-                "task": task.name, "split": split, "seed": config.seed, "order": "dataset",
-                "ids": list(predictions.ids), "predictions": list(predictions.values),
-                **({"labels": np.asarray(labels).tolist()} if labels is not None else {}),
-                "data_fingerprint": _data_fingerprint(data)})
+            write_json(
+                Path(output_dir) / DEV_PREDICTIONS_FILE,
+                {
+                    "task": task.name,
+                    "split": split,
+                    "seed": config.seed,
+                    "order": "dataset",
+                    "ids": list(predictions.ids),
+                    "predictions": list(predictions.values),
+                    **({"labels": np.asarray(labels).tolist()} if labels is not None else {}),
+                    "data_fingerprint": _data_fingerprint(data),
+                },
+            )
     if config.save_model:
         _save_model(trainer, output_dir)
         readable_outputs(output_dir)  # model weights are written owner-only (0600) through a temporary file
@@ -668,36 +773,69 @@ def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any
     lisa_log = [e["lisa_loss"] for e in trainer.state.log_history if "lisa_loss" in e]
     dev_meta = getattr(dev_ds, "meta", {})
     metrics: dict[str, Any] = {
-        "task": task.name, "task_title": task.title, "task_options": task.options(), "model": model_path,
-        "model_label": model_label(model_path), "model_type": kind, "model_family": config.model_type,
-        "model_options": {**{k: v for k, v in task.model_options().items() if k not in ("id2label", "label2id")},
-                          **config.model},
-        "new_params_lr": config.new_params_lr, "gate_lr": config.gate_lr, "learning_rate": config.learning_rate,
-        "num_train_epochs": config.num_train_epochs, "batch_size": config.per_device_train_batch_size,
-        "seed": config.seed, "data_seed": config.resolved_data_seed,
-        "sizes": {"train": len(train_ds), "train_total": getattr(train_data, "total", len(train_ds)),
-                  "dev": len(dev_ds), "dev_total": getattr(dev_data, "total", len(dev_ds))},
-        "subsample": {"train": getattr(train_data, "sample_note", None),
-                      "dev": getattr(dev_data, "sample_note", None)},
+        "task": task.name,
+        "task_title": task.title,
+        "task_options": task.options(),
+        "model": model_path,
+        "model_label": model_label(model_path),
+        "model_type": kind,
+        "model_family": config.model_type,
+        "model_options": {
+            **{k: v for k, v in task.model_options().items() if k not in ("id2label", "label2id")},
+            **config.model,
+        },
+        "new_params_lr": config.new_params_lr,
+        "gate_lr": config.gate_lr,
+        "learning_rate": config.learning_rate,
+        "num_train_epochs": config.num_train_epochs,
+        "batch_size": config.per_device_train_batch_size,
+        "seed": config.seed,
+        "data_seed": config.resolved_data_seed,
+        "sizes": {
+            "train": len(train_ds),
+            "train_total": getattr(train_data, "total", len(train_ds)),
+            "dev": len(dev_ds),
+            "dev_total": getattr(dev_data, "total", len(dev_ds)),
+        },
+        "subsample": {"train": getattr(train_data, "sample_note", None), "dev": getattr(dev_data, "sample_note", None)},
         "data": {"train": getattr(train_data, "source", None), "dev": getattr(dev_data, "source", None)},
-        "max_length": config.max_length, "parser": meta.get("parser"), "parser_noise": config.parser_noise,
-        "syntax_source": sources, "syntax_keys": list(context.syntax_inputs),
+        "max_length": config.max_length,
+        "parser": meta.get("parser"),
+        "parser_noise": config.parser_noise,
+        "syntax_source": sources,
+        "syntax_keys": list(context.syntax_inputs),
         "examples": getattr(train_data, "metadata", {}).get("examples"),
         "truncated": {"train": meta.get("n_truncated"), "dev": dev_meta.get("n_truncated")},
         "features": {"train": meta.get("cache"), "dev": dev_meta.get("cache")},
-        "main_metric": task.main_metric, "dev": dev_scores, "dev_loss": final.get("eval_loss"),
-        "eval": evaluations, "history": history,
-        "train": {"loss": _training_loss(trainer, result), "global_step": trainer.state.global_step,
-                  "epochs": trainer.state.epoch, "runtime_s": round(train_s, 2), "processes": args.world_size,
-                  "resumed_from": resume_from, **_best_checkpoint(trainer)},
-        "parameters": count_parameters(model), **task.describe_run(model),
-        "lisa": None if getattr(model.config, "lisa_layer", None) is None else {
-            "layer": model.config.lisa_layer, "head": model.config.lisa_head,
+        "main_metric": task.main_metric,
+        "dev": dev_scores,
+        "dev_loss": final.get("eval_loss"),
+        "eval": evaluations,
+        "history": history,
+        "train": {
+            "loss": _training_loss(trainer, result),
+            "global_step": trainer.state.global_step,
+            "epochs": trainer.state.epoch,
+            "runtime_s": round(train_s, 2),
+            "processes": args.world_size,
+            "resumed_from": resume_from,
+            **_best_checkpoint(trainer),
+        },
+        "parameters": count_parameters(model),
+        **task.describe_run(model),
+        "lisa": None
+        if getattr(model.config, "lisa_layer", None) is None
+        else {
+            "layer": model.config.lisa_layer,
+            "head": model.config.lisa_head,
             "loss_weight": model.config.lisa_loss_weight,
             "train_loss_first": lisa_log[0] if lisa_log else None,
-            "train_loss_last": lisa_log[-1] if lisa_log else None, "train_loss_logged": lisa_log,
-            "dev_loss": final.get("eval_lisa_loss")},
-        "data_prep_s": round(data_s, 2), "runtime_s": round(time.time() - t0, 2),
+            "train_loss_last": lisa_log[-1] if lisa_log else None,
+            "train_loss_logged": lisa_log,
+            "dev_loss": final.get("eval_lisa_loss"),
+        },
+        "data_prep_s": round(data_s, 2),
+        "runtime_s": round(time.time() - t0, 2),
         "environment": environment(),
     }
     # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
@@ -709,15 +847,34 @@ def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any
 
         write_model_card(output_dir, metrics, config.to_dict(), model.config, task.head, annotator=context.annotator)
     main = dev_scores.get(task.main_metric, float("nan"))
-    logger.info("%s %s dev %s = %.4f  (metrics in %s)", kind, task.title, task.main_metric, main,
-                Path(output_dir) / METRICS_FILE)
+    logger.info(
+        "%s %s dev %s = %.4f  (metrics in %s)",
+        kind,
+        task.title,
+        task.main_metric,
+        main,
+        Path(output_dir) / METRICS_FILE,
+    )
     return metrics
 
 
 #: Model outputs that are not predictions (losses, attention maps): left out of `Trainer.predict`.
-_IGNORE_OUTPUTS = ["loss", "span_loss", "verifier_loss", "lisa_loss", "hidden_states", "attentions", "sg_attentions",
-                   "past_key_values", "encoder_last_hidden_state", "encoder_hidden_states", "encoder_attentions",
-                   "decoder_hidden_states", "decoder_attentions", "cross_attentions"]
+_IGNORE_OUTPUTS = [
+    "loss",
+    "span_loss",
+    "verifier_loss",
+    "lisa_loss",
+    "hidden_states",
+    "attentions",
+    "sg_attentions",
+    "past_key_values",
+    "encoder_last_hidden_state",
+    "encoder_hidden_states",
+    "encoder_attentions",
+    "decoder_hidden_states",
+    "decoder_attentions",
+    "cross_attentions",
+]
 
 
 def _write_file(path: Path, content: Any) -> None:
@@ -766,8 +923,9 @@ def count_parameters(model: Any) -> int:
     return n
 
 
-def _train_auxiliary(config: RunConfig, task: Task, context: TaskContext, tokenizer: Any, train_ds: Any,
-                     dev_ds: Any, output_dir: str) -> dict[str, Any]:
+def _train_auxiliary(
+    config: RunConfig, task: Task, context: TaskContext, tokenizer: Any, train_ds: Any, dev_ds: Any, output_dir: str
+) -> dict[str, Any]:
     """Train the task's auxiliary models (:meth:`Task.auxiliary_models`) on the same features, each in
     ``<output_dir>/<name>``; name -> raw dev outputs."""
     import transformers
@@ -778,8 +936,13 @@ def _train_auxiliary(config: RunConfig, task: Task, context: TaskContext, tokeni
         transformers.set_seed(int(sub.seed))
         model = build_model(sub, task)
         model.train()
-        args = training_arguments(sub, str(Path(output_dir) / name), seq2seq=_uses_generation(sub, task),
-                                  label_names=task.label_names, eval_strategy="no")
+        args = training_arguments(
+            sub,
+            str(Path(output_dir) / name),
+            seq2seq=_uses_generation(sub, task),
+            label_names=task.label_names,
+            eval_strategy="no",
+        )
         trainer = _trainer(sub, task, model, tokenizer, args, context, train_ds, None)
         logger.info("training the auxiliary model %r of %s", name, task.title)
         trainer.train()
@@ -807,8 +970,10 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
         record = saved["task"]
         saved["config"]
     except (ValueError, KeyError, TypeError) as e:  # not UTF-8, not JSON, or not a run record
-        raise FormatError(f"not the run record `syntaxformer train` writes ({type(e).__name__}: {e}); train "
-                          "again into a new folder", source=str(path)) from None
+        raise FormatError(
+            f"not the run record `syntaxformer train` writes ({type(e).__name__}: {e}); train again into a new folder",
+            source=str(path),
+        ) from None
     module = record.get("module")
     if module and module != "__main__" and not module.startswith("syntaxformer."):
         try:
@@ -839,26 +1004,33 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
         import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
 
         if not (Path(run_dir) / "config.json").is_file():
-            raise DataError(f"{run_dir} holds no trained model (no config.json); was it trained with "
-                                    "save_model=false?")
+            raise DataError(f"{run_dir} holds no trained model (no config.json); was it trained with save_model=false?")
         with loading_model(run_dir):
             model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
         return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
     saved = _saved_system(run_dir)
     if saved is None:
-        raise DataError(f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
-                                f"{' or '.join(map(repr, _SAVED_TYPES))}); was it trained with save_model=false?")
+        raise DataError(
+            f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
+            f"{' or '.join(map(repr, _SAVED_TYPES))}); was it trained with save_model=false?"
+        )
     with loading_model(run_dir):
         model = _model_class(saved, task.head).from_pretrained(run_dir)
     return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
 
 
-def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None,
-               max_samples_field: str) -> tuple[RunConfig, Task, Any, Any, Any, str]:
+def _run_split(
+    run_dir: str | os.PathLike,
+    split: str,
+    changes: Mapping[str, Any] | None,
+    output_dir: str | None,
+    max_samples_field: str,
+) -> tuple[RunConfig, Task, Any, Any, Any, str]:
     config, task = load_run(run_dir, changes)
     config = _with_task_defaults(config, task)
-    prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache,
-                       progress=not config.disable_tqdm)
+    prep = TaskContext(
+        tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
+    )
     model, tokenizer = _trained(str(run_dir), config, task, prep)
     if task.head != "seq2seq":
         check_max_length(config.max_length, model.config, run_dir)
@@ -866,8 +1038,15 @@ def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any
     context = build_context(config, tokenizer, model.config)
     context.extra.update(prep.extra)
     out_dir = os.path.abspath(output_dir or str(run_dir))
-    args = training_arguments(config, out_dir, seq2seq=_uses_generation(config, task), label_names=task.label_names,
-                              eval_strategy="no", save_strategy="no", load_best_model_at_end=False)
+    args = training_arguments(
+        config,
+        out_dir,
+        seq2seq=_uses_generation(config, task),
+        label_names=task.label_names,
+        eval_strategy="no",
+        save_strategy="no",
+        load_best_model_at_end=False,
+    )
     with args.main_process_first(desc=f"featurizing {split}"):  # several processes: one parses, the others wait
         features = task.featurize(data, context, split)
     trainer = _trainer(config, task, model, tokenizer, args, context)
@@ -876,8 +1055,10 @@ def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any
     for name in task.auxiliary_models():  # e.g. SQuAD's parallel verifier, saved in <run_dir>/<name>
         sub_dir = Path(run_dir) / name
         if not (sub_dir / "config.json").is_file():
-            raise DataError(f"{run_dir}: the auxiliary model {name!r} is missing ({sub_dir}); it is saved "
-                                    "there by `train` with save_model=true")
+            raise DataError(
+                f"{run_dir}: the auxiliary model {name!r} is missing ({sub_dir}); it is saved "
+                "there by `train` with save_model=true"
+            )
         sub_model, _ = _trained(str(sub_dir), config, task, prep)
         sub = _trainer(config, task, sub_model, tokenizer, args, context)
         auxiliary[name] = sub.predict(features, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
@@ -885,8 +1066,13 @@ def _run_split(run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any
     return config, task, data, features, (out, auxiliary or None), out_dir
 
 
-def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping[str, Any] | None = None,
-             output_dir: str | None = None) -> dict[str, Any]:
+def evaluate(
+    run_dir: str | os.PathLike,
+    split: str = "dev",
+    *,
+    changes: Mapping[str, Any] | None = None,
+    output_dir: str | None = None,
+) -> dict[str, Any]:
     """Score the model of a run folder on a labeled split; writes ``eval_<split>.json``.
 
     Args:
@@ -900,35 +1086,57 @@ def evaluate(run_dir: str | os.PathLike, split: str = "dev", *, changes: Mapping
     """
     t0 = time.time()
     split = _split_name(split)
-    config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir,
-                                                                         "max_eval_samples")
+    config, task, data, features, (out, auxiliary), out_dir = _run_split(
+        run_dir, split, changes, output_dir, "max_eval_samples"
+    )
     if not _has_labels(data):
-        raise DataError(f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use "
-                                "`predict` instead")
+        raise DataError(
+            f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use `predict` instead"
+        )
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     result = {
-        "task": task.name, "model": str(run_dir), "split": split, "size": len(features),
-        "total": getattr(data, "total", len(features)), "subsample": getattr(data, "sample_note", None),
-        "data": getattr(data, "source", None), "parser_noise": config.parser_noise, "main_metric": task.main_metric,
-        "scores": task.compute_metrics(data, predictions), "loss": (out.metrics or {}).get("eval_loss"),
-        "runtime_s": round(time.time() - t0, 2), "environment": environment(),
+        "task": task.name,
+        "model": str(run_dir),
+        "split": split,
+        "size": len(features),
+        "total": getattr(data, "total", len(features)),
+        "subsample": getattr(data, "sample_note", None),
+        "data": getattr(data, "source", None),
+        "parser_noise": config.parser_noise,
+        "main_metric": task.main_metric,
+        "scores": task.compute_metrics(data, predictions),
+        "loss": (out.metrics or {}).get("eval_loss"),
+        "runtime_s": round(time.time() - t0, 2),
+        "environment": environment(),
     }
     if _is_main_process():
         write_json(Path(out_dir) / f"eval_{split}.json", result)
-    logger.info("%s %s %s = %.4f (%s)", task.title, split, task.main_metric,
-                result["scores"].get(task.main_metric, float("nan")), Path(out_dir) / f"eval_{split}.json")
+    logger.info(
+        "%s %s %s = %.4f (%s)",
+        task.title,
+        split,
+        task.main_metric,
+        result["scores"].get(task.main_metric, float("nan")),
+        Path(out_dir) / f"eval_{split}.json",
+    )
     return result
 
 
-def predict(run_dir: str | os.PathLike, split: str = "test", *, changes: Mapping[str, Any] | None = None,
-            output_dir: str | None = None) -> dict[str, Any]:
+def predict(
+    run_dir: str | os.PathLike,
+    split: str = "test",
+    *,
+    changes: Mapping[str, Any] | None = None,
+    output_dir: str | None = None,
+) -> dict[str, Any]:
     """Predict a split with the model of a run folder; writes ``predictions_<split>.tsv`` (``index``, ``id``,
     ``prediction``: label strings, or values for regression) and ``predictions_<split>.jsonl`` (the task's full
     records). If the split has labels, scores are reported too."""
     t0 = time.time()
     split = _split_name(split)
-    config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir,
-                                                                         "max_predict_samples")
+    config, task, data, features, (out, auxiliary), out_dir = _run_split(
+        run_dir, split, changes, output_dir, "max_predict_samples"
+    )
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
     path = Path(out_dir) / f"predictions_{split}.tsv"
@@ -941,10 +1149,15 @@ def predict(run_dir: str | os.PathLike, split: str = "test", *, changes: Mapping
             for r in records:
                 f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
     result: dict[str, Any] = {
-        "task": task.name, "model": str(run_dir), "split": split, "size": len(records),
-        "subsample": getattr(data, "sample_note", None), "predictions_file": str(path),
+        "task": task.name,
+        "model": str(run_dir),
+        "split": split,
+        "size": len(records),
+        "subsample": getattr(data, "sample_note", None),
+        "predictions_file": str(path),
         "scores": task.compute_metrics(data, predictions) if _has_labels(data) else None,
-        "runtime_s": round(time.time() - t0, 2)}
+        "runtime_s": round(time.time() - t0, 2),
+    }
     values = [r["prediction"] for r in records]
     if values and all(isinstance(v, str) for v in values):
         result["predicted_distribution"] = dict(sorted(Counter(values).items()))

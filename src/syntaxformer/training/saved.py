@@ -27,8 +27,12 @@ from syntaxformer.errors import DataError, SyntaxformerError
 __all__ = ["model_folder_problem", "loading_model", "WEIGHT_FILES"]
 
 #: The files that hold a saved model's weights (one of them, or a sharded index with its shards).
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
-                "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 
 
 def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> str | None:
@@ -41,8 +45,10 @@ def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> 
     folder = Path(folder)
     config = folder / "config.json"
     if not config.is_file():
-        return "no config.json: not a model folder nor a run folder of `syntaxformer train` (or a run trained " \
-               "with save_model=false)"
+        return (
+            "no config.json: not a model folder nor a run folder of `syntaxformer train` (or a run trained "
+            "with save_model=false)"
+        )
     try:
         record = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:

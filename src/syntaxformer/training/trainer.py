@@ -21,8 +21,17 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from syntaxformer.errors import InputError
 
-__all__ = ["SyntaxTrainer", "encoder_parameter_prefix", "gate_parameter_names", "new_parameter_names",
-           "precision_flags", "LoggingCallback", "SyntaxSeq2SeqTrainer", "LOSS_FILE", "EPOCH_RNG_FILE"]
+__all__ = [
+    "SyntaxTrainer",
+    "encoder_parameter_prefix",
+    "gate_parameter_names",
+    "new_parameter_names",
+    "precision_flags",
+    "LoggingCallback",
+    "SyntaxSeq2SeqTrainer",
+    "LOSS_FILE",
+    "EPOCH_RNG_FILE",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +76,11 @@ def gate_parameter_names(model: nn.Module) -> set[str]:
     model stays the plain encoder (measured in the issue-16 sweep: CoLA predictions identical with real and random
     masks). Never weight-decayed.
     """
-    return {n for n, p in model.named_parameters() if p.requires_grad and n.endswith("gate.weight")
-            and n.split(".")[-2] == "gate"}
+    return {
+        n
+        for n, p in model.named_parameters()
+        if p.requires_grad and n.endswith("gate.weight") and n.split(".")[-2] == "gate"
+    }
 
 
 def _kind(name: str, new: set[str], gates: set[str]) -> str:
@@ -141,8 +153,10 @@ class _Resumable:
             return
         if self.loss_sum_before is not None:
             here = self._total_loss_scalar + float(self._tr_loss.item())
-            write_json(os.path.join(folder, LOSS_FILE), {"global_step": self.state.global_step,
-                                                         "loss_sum": self.loss_sum_before + here})
+            write_json(
+                os.path.join(folder, LOSS_FILE),
+                {"global_step": self.state.global_step, "loss_sum": self.loss_sum_before + here},
+            )
         if self._epoch_start is not None:
             with atomic_write(os.path.join(folder, EPOCH_RNG_FILE), "wb") as f:
                 torch.save({"epoch_start_step": self._epoch_start[0], "cpu_rng_state": self._epoch_start[1]}, f)
@@ -167,8 +181,9 @@ def _read_loss_sum(checkpoint: str) -> float | None:
         with open(os.path.join(checkpoint, LOSS_FILE), encoding="utf-8") as f:
             return float(json.load(f)["loss_sum"])
     except (OSError, ValueError, KeyError, TypeError):
-        logger.info("%s has no readable %s: the reported training loss covers the resumed steps only",
-                    checkpoint, LOSS_FILE)
+        logger.info(
+            "%s has no readable %s: the reported training loss covers the resumed steps only", checkpoint, LOSS_FILE
+        )
         return None
 
 
@@ -180,8 +195,11 @@ def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
         saved = torch.load(os.path.join(checkpoint, EPOCH_RNG_FILE), weights_only=True)
         return int(saved["epoch_start_step"]), saved["cpu_rng_state"]
     except Exception:  # absent (an older version's checkpoint) or unreadable: the Trainer's own behaviour
-        logger.info("%s has no readable %s: a resume in the middle of an epoch may see another data order",
-                    checkpoint, EPOCH_RNG_FILE)
+        logger.info(
+            "%s has no readable %s: a resume in the middle of an epoch may see another data order",
+            checkpoint,
+            EPOCH_RNG_FILE,
+        )
         return None
 
 
@@ -207,8 +225,7 @@ class SyntaxTrainer(_Resumable, Trainer):
     them (their ``**kwargs`` would otherwise make it skip the division by the gradient-accumulation steps).
     """
 
-    def __init__(self, *args: Any, new_params_lr: float | None = None, gate_lr: float | None = None,
-                 **kwargs: Any):
+    def __init__(self, *args: Any, new_params_lr: float | None = None, gate_lr: float | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.new_params_lr = new_params_lr
         self.gate_lr = gate_lr
@@ -232,8 +249,11 @@ class SyntaxTrainer(_Resumable, Trainer):
             groups: list[dict[str, Any]] = []
             for kind, lr in rates.items():
                 for wd in (True, False):
-                    params = [p for n, p in opt_model.named_parameters()
-                              if p.requires_grad and _kind(n, new, gates) == kind and (n in decay) == wd]
+                    params = [
+                        p
+                        for n, p in opt_model.named_parameters()
+                        if p.requires_grad and _kind(n, new, gates) == kind and (n in decay) == wd
+                    ]
                     if not params:
                         continue
                     group: dict[str, Any] = {"params": params, "weight_decay": self.args.weight_decay if wd else 0.0}
@@ -248,10 +268,10 @@ class SyntaxTrainer(_Resumable, Trainer):
             self.optimizer = optimizer_cls(groups, **optimizer_kwargs)
         return super().create_optimizer(model)
 
-
     # -- LISA loss logging ------------------------------------------------------------------------------------
-    def compute_loss(self, model: nn.Module, inputs: dict[str, Any], return_outputs: bool = False,
-                     num_items_in_batch: Any = None) -> Any:
+    def compute_loss(
+        self, model: nn.Module, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+    ) -> Any:
         loss, outputs = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=num_items_in_batch)
         lisa = outputs.get("lisa_loss") if isinstance(outputs, dict) else None
         if lisa is not None:  # kept on the device: no host sync per step
@@ -260,11 +280,13 @@ class SyntaxTrainer(_Resumable, Trainer):
             acc[1] += 1
         return (loss, outputs) if return_outputs else loss
 
-    def prediction_step(self, model: nn.Module, inputs: dict[str, Any], prediction_loss_only: bool,
-                        ignore_keys: list[str] | None = None) -> Any:
+    def prediction_step(
+        self, model: nn.Module, inputs: dict[str, Any], prediction_loss_only: bool, ignore_keys: list[str] | None = None
+    ) -> Any:
         if ignore_keys is None:  # the 0-d LISA loss is not a prediction
-            ignore_keys = list(getattr(getattr(self.model, "config", None), "keys_to_ignore_at_inference",
-                                       ["past_key_values"]))
+            ignore_keys = list(
+                getattr(getattr(self.model, "config", None), "keys_to_ignore_at_inference", ["past_key_values"])
+            )
             ignore_keys.append("lisa_loss")
         return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
 
@@ -296,8 +318,7 @@ class SyntaxTrainer(_Resumable, Trainer):
         self._lisa_sums["eval"] = [0.0, 0]
         return super().evaluate(*args, **kwargs)
 
-    def predict(self, test_dataset: Any, ignore_keys: list[str] | None = None,
-                metric_key_prefix: str = "test") -> Any:
+    def predict(self, test_dataset: Any, ignore_keys: list[str] | None = None, metric_key_prefix: str = "test") -> Any:
         self._lisa_sums["eval"] = [0.0, 0]
         out = super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
         lisa = self._take_lisa("eval")
@@ -387,9 +408,13 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         lengths = [len(dataset[i]["input_ids"]) + len(dataset[i].get("labels", ())) for i in range(len(dataset))]
         sampler = LengthGroupedBatchSampler(lengths, self._train_batch_size, self.args.seed, self.length_bucket)
         collator = self._get_collator_with_removed_columns(self.data_collator, description="training")
-        loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collator,
-                            num_workers=self.args.dataloader_num_workers,
-                            pin_memory=self.args.dataloader_pin_memory and torch.cuda.is_available())
+        loader = DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=collator,
+            num_workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory and torch.cuda.is_available(),
+        )
         return self.accelerator.prepare(loader)
 
     def _get_eval_sampler(self, eval_dataset: Any) -> Any:
@@ -401,11 +426,15 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         self._eval_orders[id(eval_dataset)] = order
         return order.tolist()
 
-    def predict(self, test_dataset: Any, ignore_keys: list[str] | None = None, metric_key_prefix: str = "test",
-                **gen_kwargs: Any) -> Any:
+    def predict(
+        self,
+        test_dataset: Any,
+        ignore_keys: list[str] | None = None,
+        metric_key_prefix: str = "test",
+        **gen_kwargs: Any,
+    ) -> Any:
         """``Seq2SeqTrainer.predict`` with predictions and label ids in dataset order."""
-        out = super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix,
-                              **gen_kwargs)
+        out = super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix, **gen_kwargs)
         order = self._eval_orders.pop(id(test_dataset), None)
         if order is None:
             return out
@@ -420,8 +449,14 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         return out._replace(predictions=restore(out.predictions), label_ids=restore(out.label_ids))
 
     # -- decoding ----------------------------------------------------------------------------------------------
-    def prediction_step(self, model: nn.Module, inputs: dict[str, Any], prediction_loss_only: bool,
-                        ignore_keys: list[str] | None = None, **gen_kwargs: Any) -> Any:
+    def prediction_step(
+        self,
+        model: nn.Module,
+        inputs: dict[str, Any],
+        prediction_loss_only: bool,
+        ignore_keys: list[str] | None = None,
+        **gen_kwargs: Any,
+    ) -> Any:
         from syntaxformer.modeling.seq2seq import default_max_new_tokens
 
         if not gen_kwargs and hasattr(self, "_gen_kwargs"):
@@ -433,13 +468,16 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
 
     # -- schedule ----------------------------------------------------------------------------------------------
     def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None) -> Any:
-        if self.lr_scheduler is None and str(getattr(self.args.lr_scheduler_type, "value",
-                                                     self.args.lr_scheduler_type)) == "inverse_sqrt":
+        if (
+            self.lr_scheduler is None
+            and str(getattr(self.args.lr_scheduler_type, "value", self.args.lr_scheduler_type)) == "inverse_sqrt"
+        ):
             from transformers import get_inverse_sqrt_schedule
 
             optimizer = self.optimizer if optimizer is None else optimizer
             schedule = get_inverse_sqrt_schedule(
-                optimizer, num_warmup_steps=self.args.get_warmup_steps(num_training_steps)).lr_lambdas[0]
+                optimizer, num_warmup_steps=self.args.get_warmup_steps(num_training_steps)
+            ).lr_lambdas[0]
             self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule(step + 1))
             self._created_lr_scheduler = True
             return self.lr_scheduler

@@ -15,8 +15,11 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "translate": "evaluate", "translate_and_score": "evaluate", "load_translation_model": "evaluate",
-    "TranslationModel": "evaluate", "corpus_bleu": "evaluate",
+    "translate": "evaluate",
+    "translate_and_score": "evaluate",
+    "load_translation_model": "evaluate",
+    "TranslationModel": "evaluate",
+    "corpus_bleu": "evaluate",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -35,8 +35,14 @@ class TranslationModel:
             use and only for a model that reads syntax).
     """
 
-    def __init__(self, model: Any, source_tokenizer: Any, target_tokenizer: Any, max_source_length: int = 256,
-                 annotator: Any = None):
+    def __init__(
+        self,
+        model: Any,
+        source_tokenizer: Any,
+        target_tokenizer: Any,
+        max_source_length: int = 256,
+        annotator: Any = None,
+    ):
         self.model = model
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
@@ -53,8 +59,7 @@ class TranslationModel:
         return self._annotator
 
 
-def load_translation_model(folder: str | Path, annotator: Any = None, max_source_length: int = 256
-                           ) -> TranslationModel:
+def load_translation_model(folder: str | Path, annotator: Any = None, max_source_length: int = 256) -> TranslationModel:
     """Load a model folder written by ``syntaxformer train --task translation``: ``AutoModelForSeq2SeqLM`` plus
     ``source_tokenizer/`` and ``target_tokenizer/``.
 
@@ -68,8 +73,9 @@ def load_translation_model(folder: str | Path, annotator: Any = None, max_source
 
     folder = Path(folder)
     if not (folder / "config.json").is_file():
-        raise DataError(f"{folder} holds no config.json; expected a folder written by "
-                        "`syntaxformer train --task translation`")
+        raise DataError(
+            f"{folder} holds no config.json; expected a folder written by `syntaxformer train --task translation`"
+        )
     src_tok, tgt_tok = load_tokenizers(folder)
     from syntaxformer.training.saved import loading_model
 
@@ -80,8 +86,15 @@ def load_translation_model(folder: str | Path, annotator: Any = None, max_source
 
 
 @torch.no_grad()
-def translate(tm: TranslationModel, sources: Sequence[str], batch_size: int = 64, num_beams: int = 5,
-              show_progress: bool = True, name: str = "sources", **generate_options: Any) -> list[str]:
+def translate(
+    tm: TranslationModel,
+    sources: Sequence[str],
+    batch_size: int = 64,
+    num_beams: int = 5,
+    show_progress: bool = True,
+    name: str = "sources",
+    **generate_options: Any,
+) -> list[str]:
     """Translate raw sentences (batched beam search with ``model.generate``), detokenised, in input order.
 
     The sources get the syntax inputs the model reads (``model.config.syntax_inputs``), as in training; batches
@@ -111,15 +124,23 @@ def translate(tm: TranslationModel, sources: Sequence[str], batch_size: int = 64
         return out
     corpus = ParallelCorpus([sources[i] for i in keep], None, [str(i) for i in keep], name)
     syntax = tuple(tm.model.config.syntax_inputs)
-    items = encode_pairs(corpus, tm.source_tokenizer, None, tm.annotator if syntax else None, syntax, tm.max_source_length,
-                         show_progress=False)
+    items = encode_pairs(
+        corpus,
+        tm.source_tokenizer,
+        None,
+        tm.annotator if syntax else None,
+        syntax,
+        tm.max_source_length,
+        show_progress=False,
+    )
     model = tm.model
     model.eval()
     device = next(model.parameters()).device
     pad = tm.source_tokenizer.pad_token_id or 0
     batches = length_batches([len(it["input_ids"]) for it in items], batch_size, shuffle=False)
-    with progress(total=len(items), desc=f"translating {name}", unit="sent",
-                  disable=None if show_progress else True) as bar:
+    with progress(
+        total=len(items), desc=f"translating {name}", unit="sent", disable=None if show_progress else True
+    ) as bar:
         for idx in batches:
             batch = {k: v.to(device) for k, v in collate_pairs([items[i] for i in idx], pad, BOS_ID).items()}
             options = dict(generate_options)
@@ -133,9 +154,15 @@ def translate(tm: TranslationModel, sources: Sequence[str], batch_size: int = 64
     return out
 
 
-def translate_and_score(tm: TranslationModel, sources: Sequence[str], references: Sequence[str] | None,
-                        batch_size: int = 64, num_beams: int = 5, show_progress: bool = True,
-                        name: str = "sources") -> dict[str, Any]:
+def translate_and_score(
+    tm: TranslationModel,
+    sources: Sequence[str],
+    references: Sequence[str] | None,
+    batch_size: int = 64,
+    num_beams: int = 5,
+    show_progress: bool = True,
+    name: str = "sources",
+) -> dict[str, Any]:
     """:func:`translate` plus BLEU (when references are given) and the decoding time.
 
     Returns:

@@ -21,7 +21,7 @@ datasets = pytest.importorskip("datasets", reason="pip install datasets (the dev
 
 def sst2_sentences(n: int, start: int = 0) -> list[str]:
     """``n`` sentences of the real SST-2 training file, in file order from row ``start``."""
-    lines = data_path("glue", "SST-2", "train.tsv").read_text(encoding="utf-8").splitlines()[1 + start:1 + start + n]
+    lines = data_path("glue", "SST-2", "train.tsv").read_text(encoding="utf-8").splitlines()[1 + start : 1 + start + n]
     return [line.split("\t")[0] for line in lines]
 
 
@@ -59,8 +59,9 @@ def test_batch_datasets_num_proc_gives_the_documents_of_annotate(reference, tmp_
     keys = [make_key(t, parse.parser_key, "text") for t in texts]
     assert set(ParseCache(cache_path).get_many(keys)) == set(keys)
     # a second pass (datasets' own map cache off) reads them back from the parse cache: the same Documents
-    again = ds.map(parse, batched=True, batch_size=16, num_proc=2, features=parse.features(ds.features),
-                   load_from_cache_file=False)
+    again = ds.map(
+        parse, batched=True, batch_size=16, num_proc=2, features=parse.features(ds.features), load_from_cache_file=False
+    )
     assert [document_from_row(row, text_column="sentence") for row in again] == want
 
 
@@ -87,8 +88,10 @@ def test_batch_annotator_pickles_without_its_parser_and_rebuilds_it():
     assert Hasher.hash(parse) == Hasher.hash(BatchAnnotator(column="sentence", cache=None))
     assert Hasher.hash(parse) != Hasher.hash(BatchAnnotator(column="text", cache=None))
     out = copy({"sentence": ["A short test."]})
-    assert document_from_row({k: v[0] for k, v in out.items()}, text_column="sentence") == \
-        parse.annotator.annotate(["A short test."])[0]
+    assert (
+        document_from_row({k: v[0] for k, v in out.items()}, text_column="sentence")
+        == parse.annotator.annotate(["A short test."])[0]
+    )
 
 
 def test_batch_annotator_errors_name_the_input():

@@ -27,8 +27,12 @@ def local_ray():
 
     src = str(Path(syntaxformer.__file__).resolve().parents[1])
     path = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "SYNTAXFORMER_NO_PROGRESS": "1"}})
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path, "OMP_NUM_THREADS": "1", "SYNTAXFORMER_NO_PROGRESS": "1"}},
+    )
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     yield ray
@@ -42,8 +46,12 @@ def test_batch_ray_map_batches_gives_the_documents_of_annotate(local_ray, tmp_pa
     cache_path = tmp_path / "parses.sqlite3"
     ds = ray.data.from_items([{"idx": i, "sentence": t} for i, t in enumerate(texts)], override_num_blocks=4)
     # a callable class: Ray builds one BatchAnnotator per actor, which loads the parser once
-    out = ds.map_batches(BatchAnnotator, fn_constructor_kwargs={"column": "sentence", "cache": str(cache_path)},
-                         batch_size=12, compute=ray.data.ActorPoolStrategy(size=2)).take_all()
+    out = ds.map_batches(
+        BatchAnnotator,
+        fn_constructor_kwargs={"column": "sentence", "cache": str(cache_path)},
+        batch_size=12,
+        compute=ray.data.ActorPoolStrategy(size=2),
+    ).take_all()
 
     rows = sorted(out, key=lambda r: int(r["idx"]))
     assert [r["sentence"] for r in rows] == texts

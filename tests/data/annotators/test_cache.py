@@ -32,8 +32,12 @@ def test_cache_hit_and_miss(tmp_path):
 def test_cache_key_changes_with_every_component():
     base = _key()
     assert base == _key()
-    variants = [_key(text="A text!"), _key(annotator="spacy|files:abd|spacy-3.8|conv1"), _key(mode="pretokenized"),
-                make_key(["A", "text."], "spacy|files:abc|spacy-3.8|conv1", "text")]
+    variants = [
+        _key(text="A text!"),
+        _key(annotator="spacy|files:abd|spacy-3.8|conv1"),
+        _key(mode="pretokenized"),
+        make_key(["A", "text."], "spacy|files:abc|spacy-3.8|conv1", "text"),
+    ]
     assert len({base, *variants}) == len(variants) + 1
 
 

@@ -50,8 +50,13 @@ class ChainAnnotator(Annotator):
         return [self._sentence(list(w), None) for w in words]
 
     def _sentence(self, words: list[str], offsets) -> Sentence:
-        return Sentence(list(words), [-1] + list(range(len(words) - 1)), deprels=["root"] + [self.label] * (
-            len(words) - 1), offsets=offsets, source=self.source)
+        return Sentence(
+            list(words),
+            [-1] + list(range(len(words) - 1)),
+            deprels=["root"] + [self.label] * (len(words) - 1),
+            offsets=offsets,
+            source=self.source,
+        )
 
 
 @pytest.fixture(scope="module", autouse=True)

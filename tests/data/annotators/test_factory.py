@@ -16,8 +16,9 @@ def files(tmp_path):
     conllu = tmp_path / "p.conllu"
     conllu.write_text(CONLLU, encoding="utf-8")
     jsonl = tmp_path / "p.jsonl"
-    jsonl.write_text('{"words": ["Hi", "!"], "heads": [-1, 0], "text": "Hi!", "offsets": [[0, 2], [2, 3]]}\n',
-                     encoding="utf-8")
+    jsonl.write_text(
+        '{"words": ["Hi", "!"], "heads": [-1, 0], "text": "Hi!", "offsets": [[0, 2], [2, 3]]}\n', encoding="utf-8"
+    )
     odd = tmp_path / "parses.txt"
     odd.write_text(CONLLU, encoding="utf-8")
     return conllu, jsonl, odd
@@ -49,8 +50,14 @@ def test_make_annotator_spacy_language_and_folder(tmp_path):
 
 def test_make_annotator_preparsed_forms(files):
     conllu, jsonl, odd = files
-    for spec, fmt in ((f"conllu:{conllu}", "conllu"), (str(conllu), "conllu"), (conllu, "conllu"),
-                      (f"jsonl:{jsonl}", "jsonl"), (str(jsonl), "jsonl"), (f"conllu:{odd}", "conllu")):
+    for spec, fmt in (
+        (f"conllu:{conllu}", "conllu"),
+        (str(conllu), "conllu"),
+        (conllu, "conllu"),
+        (f"jsonl:{jsonl}", "jsonl"),
+        (str(jsonl), "jsonl"),
+        (f"conllu:{odd}", "conllu"),
+    ):
         ann = make_annotator(spec, cache=None, batch_size=3)  # spaCy's options do not apply and are ignored
         assert isinstance(ann, PreparsedAnnotator) and ann.format == fmt, spec
     assert make_annotator(f"jsonl:{jsonl}").annotate([" Hi!"])[0].sentences[0].words == ["Hi", "!"]

@@ -61,8 +61,11 @@ def test_preparsed_matches_single_sentences_up_to_whitespace(conllu):
 def test_preparsed_matches_a_passage_to_consecutive_sentences(conllu):
     text = "The cat sat. It purred.  I don't know."
     (doc,) = conllu.annotate([text])
-    assert [s.words for s in doc] == [["The", "cat", "sat", "."], ["It", "purred", "."],
-                                      ["I", "do", "n't", "know", "."]]
+    assert [s.words for s in doc] == [
+        ["The", "cat", "sat", "."],
+        ["It", "purred", "."],
+        ["I", "do", "n't", "know", "."],
+    ]
     _spells(doc)
     assert doc.sentences[1].offsets[0][0] == text.index("It")
     # a run that starts in the middle of the file, and the empty text
@@ -91,8 +94,14 @@ def test_preparsed_missing_parse_names_the_text_and_the_file(conllu):
 
 
 def test_preparsed_jsonl_documents_and_sentences(tmp_path):
-    doc = Document([Sentence(["Hi", "!"], [-1, 0], offsets=[(0, 2), (2, 3)]),
-                    Sentence(["Bye", "."], [-1, 0], offsets=[(4, 7), (7, 8)])], text="Hi! Bye.", doc_id="d1")
+    doc = Document(
+        [
+            Sentence(["Hi", "!"], [-1, 0], offsets=[(0, 2), (2, 3)]),
+            Sentence(["Bye", "."], [-1, 0], offsets=[(4, 7), (7, 8)]),
+        ],
+        text="Hi! Bye.",
+        doc_id="d1",
+    )
     alone = Sentence(["Just", "words"], [1, -1])  # no text, no offsets: words joined by spaces
     path = tmp_path / "parsed.jsonl"
     write_jsonl([doc, alone], str(path))

@@ -49,9 +49,21 @@ def test_annotate_splits_passages_into_sentences(annotator):
     assert doc.sentences[2].offsets[0][0] == text.index("Then")
 
 
-@pytest.mark.parametrize("text", ["", " ", "\n\n\t ", "\u00a0", "\u200b", "e\u0301\u0301 cafe\u0301!",
-                                  "I ❤️ 🐍🐍 so much 👍🏽.", "Hello\u00a0 \u00a0world.\n\nNew\u2028line here.",
-                                  "\u202eright-to-left\u202c and \ufeffBOM", "x" * 3000])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " ",
+        "\n\n\t ",
+        "\u00a0",
+        "\u200b",
+        "e\u0301\u0301 cafe\u0301!",
+        "I ❤️ 🐍🐍 so much 👍🏽.",
+        "Hello\u00a0 \u00a0world.\n\nNew\u2028line here.",
+        "\u202eright-to-left\u202c and \ufeffBOM",
+        "x" * 3000,
+    ],
+)
 def test_annotate_odd_texts_do_not_crash(annotator, text):
     (doc,) = annotator.annotate([text])
     _check_document(doc, text)
@@ -146,7 +158,7 @@ def test_chunks_are_contiguous_and_bounded():
     pieces = _chunks(text, 100)
     assert "".join(p for _, p in pieces) == text
     assert all(len(p) <= 100 for _, p in pieces)
-    assert all(text[s: s + len(p)] == p for s, p in pieces)
+    assert all(text[s : s + len(p)] == p for s, p in pieces)
     assert _chunks("short", 100) == [(0, "short")]
 
 
@@ -166,8 +178,9 @@ def _tiny_pipeline(seed: int):
     nlp = spacy.blank("en")
     nlp.meta.update(name="tiny", version="1.0.0")
     nlp.add_pipe("parser")
-    example = Example.from_dict(nlp.make_doc("I like cats ."),
-                                {"heads": [1, 1, 1, 1], "deps": ["nsubj", "ROOT", "dobj", "punct"]})
+    example = Example.from_dict(
+        nlp.make_doc("I like cats ."), {"heads": [1, 1, 1, 1], "deps": ["nsubj", "ROOT", "dobj", "punct"]}
+    )
     nlp.initialize(lambda: [example])
     return nlp
 
@@ -255,6 +268,8 @@ def _with_source(docs: list[Document], source: str) -> list[Document]:
     import dataclasses
 
     return [Document([dataclasses.replace(s, source=source) for s in d], text=d.text) for d in docs]
+
+
 def test_cache_key_sees_a_weight_file_rewritten_with_its_old_size_and_mtime(tmp_path):
     """A copy of a pipeline whose weights change in place, same size, mtime restored (``cp -p`` / ``rsync -t``):
     the same name and version, so only the content can tell; the in-process digest memo must not hide it."""
@@ -284,15 +299,16 @@ def test_cache_row_with_a_valid_checksum_but_no_heads_is_parsed_again(nlp, tmp_p
     cache = ParseCache(tmp_path / "c.sqlite3")
     SpacyAnnotator(nlp, cache=cache, progress=False).annotate(["The cat sat."])
     with sqlite3.connect(cache.path) as conn:
-        (key, value), = conn.execute("SELECT key, value FROM parses").fetchall()
+        ((key, value),) = conn.execute("SELECT key, value FROM parses").fetchall()
         record = json.loads(value)
         del record["sentences"][0]["heads"]
         value = json.dumps(record)
-        conn.execute("UPDATE parses SET value = ?, checksum = ? WHERE key = ?",
-                     (value, cache_module._checksum(key, value), key))
+        conn.execute(
+            "UPDATE parses SET value = ?, checksum = ? WHERE key = ?", (value, cache_module._checksum(key, value), key)
+        )
     annotator = SpacyAnnotator(nlp, cache=cache, progress=False)
     with caplog.at_level(logging.WARNING, logger="syntaxformer.data.annotators.spacy"):
-        doc, = annotator.annotate(["The cat sat."])
+        (doc,) = annotator.annotate(["The cat sat."])
     assert doc.sentences[0].words == ["The", "cat", "sat", "."] and len(doc.sentences[0].heads) == 4
     assert any("parsing it again" in r.getMessage() for r in caplog.records)
     assert "heads" in cache.get(key)["sentences"][0]  # the bad row was overwritten by the new parse

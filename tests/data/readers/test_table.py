@@ -76,8 +76,11 @@ def test_table_missing_column_lists_the_columns_and_suggests_one(tmp_path):
     _write(path, "csv")
     table = read_table(path)
     require_columns(table, {"text": "review", "label": "stars", "id": None})
-    with pytest.raises(DataError, match=r"no column 'reveiw' \(--text-column\); its columns are \['review', "
-                                         r"'stars'\]; did you mean 'review'\?"):
+    with pytest.raises(
+        DataError,
+        match=r"no column 'reveiw' \(--text-column\); its columns are \['review', "
+        r"'stars'\]; did you mean 'review'\?",
+    ):
         require_columns(table, {"text": "reveiw"})
     require_columns(table, {"label": "gold"}, optional=("label",))
 
@@ -94,8 +97,9 @@ def test_table_datasets_folder_needs_the_datasets_package(tmp_path, monkeypatch)
 
 def test_table_datasets_folder_round_trip(tmp_path):
     datasets = pytest.importorskip("datasets", reason="the datasets package is not installed")
-    dd = datasets.DatasetDict({"train": datasets.Dataset.from_list(ROWS),
-                               "validation": datasets.Dataset.from_list(ROWS[:1])})
+    dd = datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(ROWS), "validation": datasets.Dataset.from_list(ROWS[:1])}
+    )
     dd.save_to_disk(str(tmp_path / "saved"))
     assert read_table(tmp_path / "saved", "train").rows == ROWS
     assert read_table(tmp_path / "saved", "dev").rows == ROWS[:1]

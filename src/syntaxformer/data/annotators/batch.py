@@ -44,8 +44,18 @@ from syntaxformer.errors import AnnotatorError, MissingDependencyError
 __all__ = ["BatchAnnotator", "document_from_row", "sentence_from_row", "SENTENCE_FIELDS", "MODES"]
 
 #: The Sentence fields stored as columns (``text`` too in pretokenized mode), and the row-level ``source``.
-SENTENCE_FIELDS: tuple[str, ...] = ("words", "heads", "deprels", "upos", "xpos", "lemmas", "offsets", "sent_id",
-                                    "tree", "metadata")
+SENTENCE_FIELDS: tuple[str, ...] = (
+    "words",
+    "heads",
+    "deprels",
+    "upos",
+    "xpos",
+    "lemmas",
+    "offsets",
+    "sent_id",
+    "tree",
+    "metadata",
+)
 #: ``"text"``: the column holds raw texts (one Document each); ``"pretokenized"``: word lists (one Sentence each).
 MODES: tuple[str, ...] = ("text", "pretokenized")
 
@@ -69,8 +79,16 @@ class BatchAnnotator:
             driver, not in the workers).
     """
 
-    def __init__(self, spec: Any = None, *, column: str = "text", mode: str = "text", cache: Any = True,
-                 prefix: str = "", **options: Any):
+    def __init__(
+        self,
+        spec: Any = None,
+        *,
+        column: str = "text",
+        mode: str = "text",
+        cache: Any = True,
+        prefix: str = "",
+        **options: Any,
+    ):
         if mode not in MODES:
             raise AnnotatorError(f"BatchAnnotator mode={mode!r} is not valid; choose one of {MODES}")
         self.spec = spec
@@ -119,8 +137,10 @@ class BatchAnnotator:
             AnnotatorError: the batch has no column ``column``, or a value is not a text / word list.
         """
         if self.column not in batch:
-            raise AnnotatorError(f"the batch has no column {self.column!r} to parse (columns: {sorted(batch)}); "
-                                 "pass BatchAnnotator(column=...)")
+            raise AnnotatorError(
+                f"the batch has no column {self.column!r} to parse (columns: {sorted(batch)}); "
+                "pass BatchAnnotator(column=...)"
+            )
         values = _plain(batch[self.column])
         out = {name: _plain(value) for name, value in batch.items()}
         p = self.prefix
@@ -149,17 +169,26 @@ class BatchAnnotator:
         try:
             from datasets import Features, Value
         except ImportError as e:
-            raise MissingDependencyError("BatchAnnotator.features needs the `datasets` package: pip install "
-                                         "'syntaxformer[hub]'") from e
+            raise MissingDependencyError(
+                "BatchAnnotator.features needs the `datasets` package: pip install 'syntaxformer[hub]'"
+            ) from e
         try:
             from datasets import List
         except ImportError:  # datasets < 4: the same list type under its old name
             from datasets import Sequence as List
         string, integer = Value("string"), Value("int64")
-        per_sentence = {"words": List(string), "heads": List(integer), "deprels": List(string),
-                        "upos": List(string), "xpos": List(string), "lemmas": List(string),
-                        "offsets": List(List(integer, length=2)), "sent_id": string, "tree": string,
-                        "metadata": string}
+        per_sentence = {
+            "words": List(string),
+            "heads": List(integer),
+            "deprels": List(string),
+            "upos": List(string),
+            "xpos": List(string),
+            "lemmas": List(string),
+            "offsets": List(List(integer, length=2)),
+            "sent_id": string,
+            "tree": string,
+            "metadata": string,
+        }
         out = dict(input_features or {})
         p = self.prefix
         if self.mode == "text":
@@ -219,12 +248,19 @@ def _sentence(record: Mapping[str, Any], source: str | None) -> Sentence:
     offsets = record.get("offsets")
     tree = record.get("tree")
     return Sentence(
-        words=list(record["words"]), heads=[int(h) for h in record["heads"]],
-        deprels=_list(record.get("deprels")), upos=_list(record.get("upos")), xpos=_list(record.get("xpos")),
+        words=list(record["words"]),
+        heads=[int(h) for h in record["heads"]],
+        deprels=_list(record.get("deprels")),
+        upos=_list(record.get("upos")),
+        xpos=_list(record.get("xpos")),
         lemmas=_list(record.get("lemmas")),
         offsets=None if offsets is None else [(int(a), int(b)) for a, b in offsets],
-        text=record.get("text"), tree=Tree.from_string(tree) if tree else None, sent_id=record.get("sent_id"),
-        source=source, metadata=json.loads(record["metadata"]) if record.get("metadata") else {})
+        text=record.get("text"),
+        tree=Tree.from_string(tree) if tree else None,
+        sent_id=record.get("sent_id"),
+        source=source,
+        metadata=json.loads(record["metadata"]) if record.get("metadata") else {},
+    )
 
 
 def _document_source(doc: Document, annotator: Annotator) -> str:
@@ -249,19 +285,25 @@ def _plain(value: Any) -> Any:
 
 def _text(value: Any, i: int, column: str) -> str:
     if not isinstance(value, str):
-        raise AnnotatorError(f"row {i} of the batch: column {column!r} holds a {type(value).__name__}, expected a "
-                             "text (use mode='pretokenized' for word lists)")
+        raise AnnotatorError(
+            f"row {i} of the batch: column {column!r} holds a {type(value).__name__}, expected a "
+            "text (use mode='pretokenized' for word lists)"
+        )
     return value
 
 
 def _words(value: Any, i: int, column: str) -> list[str]:
     if isinstance(value, str) or not isinstance(value, Iterable):
-        raise AnnotatorError(f"row {i} of the batch: column {column!r} holds {value!r:.60}, expected a list of "
-                             "words (use mode='text' for raw texts)")
+        raise AnnotatorError(
+            f"row {i} of the batch: column {column!r} holds {value!r:.60}, expected a list of "
+            "words (use mode='text' for raw texts)"
+        )
     return list(value)
 
 
 def _require(row: Mapping[str, Any], name: str, prefix: str) -> None:
     if name not in row:
-        raise AnnotatorError(f"the row has no parse column {name!r} (columns: {sorted(row)}); was it parsed by a "
-                             f"BatchAnnotator with prefix={prefix!r}?")
+        raise AnnotatorError(
+            f"the row has no parse column {name!r} (columns: {sorted(row)}); was it parsed by a "
+            f"BatchAnnotator with prefix={prefix!r}?"
+        )

@@ -174,7 +174,8 @@ class ParseCache:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, "
-                "value TEXT NOT NULL, checksum TEXT NOT NULL, created REAL NOT NULL)")
+                "value TEXT NOT NULL, checksum TEXT NOT NULL, created REAL NOT NULL)"
+            )
             conn.commit()
         except BaseException:
             conn.close()
@@ -214,7 +215,8 @@ class ParseCache:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(
                     "CREATE TABLE parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, value TEXT NOT NULL, "
-                    "checksum TEXT NOT NULL, created REAL NOT NULL)")
+                    "checksum TEXT NOT NULL, created REAL NOT NULL)"
+                )
                 conn.executemany("INSERT OR REPLACE INTO parses VALUES (?, ?, ?, ?, ?)", rows)
                 conn.commit()
             finally:
@@ -229,8 +231,14 @@ class ParseCache:
                     os.unlink(self.path + suffix)
             os.replace(fresh, self.path)
         self.recovered += 1
-        logger.warning("parse cache %s was unreadable (%s); kept its %d intact entries in a repaired cache and moved "
-                       "the damaged file to %s (lost entries will be parsed again)", self.path, error, len(rows), moved)
+        logger.warning(
+            "parse cache %s was unreadable (%s); kept its %d intact entries in a repaired cache and moved "
+            "the damaged file to %s (lost entries will be parsed again)",
+            self.path,
+            error,
+            len(rows),
+            moved,
+        )
 
     def _healthy(self) -> bool:
         """Whether the file opens and passes SQLite's quick check (a missing file counts as healthy)."""
@@ -270,11 +278,16 @@ class ParseCache:
             except (OSError, sqlite3.OperationalError) as e:
                 if _unwritable(e):  # a full disk, a read-only or missing folder: never repaired, never fatal
                     if default is _RAISE:
-                        raise DataError(f"parse cache {self.path} cannot be written ({e}); free some space, or give "
-                                        "another --cache / --no-cache") from e
+                        raise DataError(
+                            f"parse cache {self.path} cannot be written ({e}); free some space, or give "
+                            "another --cache / --no-cache"
+                        ) from e
                     if not self._bypassed:
-                        logger.warning("parse cache %s cannot be written (%s); going on without it (texts are "
-                                       "parsed, not stored)", self.path, e)
+                        logger.warning(
+                            "parse cache %s cannot be written (%s); going on without it (texts are parsed, not stored)",
+                            self.path,
+                            e,
+                        )
                     self._bypassed = True
                     return default
                 if isinstance(e, OSError):
@@ -285,20 +298,27 @@ class ParseCache:
                         pause = min(2 * pause, 1.0)
                         continue
                     if default is _RAISE:
-                        raise DataError(f"parse cache {self.path} stayed locked by another process for "
-                                        f"{_BUSY_TIMEOUT:.0f} s; try again, or give another --cache") from e
-                    logger.warning("parse cache %s is locked by another process (%s); going on without it",
-                                   self.path, e)
+                        raise DataError(
+                            f"parse cache {self.path} stayed locked by another process for "
+                            f"{_BUSY_TIMEOUT:.0f} s; try again, or give another --cache"
+                        ) from e
+                    logger.warning(
+                        "parse cache %s is locked by another process (%s); going on without it", self.path, e
+                    )
                     return default
                 if repaired:
-                    raise DataError(f"parse cache {self.path} cannot be used ({e}); check that its folder is "
-                                    "writable, or give another --cache / --no-cache") from e
+                    raise DataError(
+                        f"parse cache {self.path} cannot be used ({e}); check that its folder is "
+                        "writable, or give another --cache / --no-cache"
+                    ) from e
                 self._repair(e)
                 repaired = True
             except sqlite3.DatabaseError as e:
                 if repaired:
-                    raise DataError(f"parse cache {self.path} is still unreadable after a repair ({e}); delete "
-                                    "it, or give another --cache / --no-cache") from e
+                    raise DataError(
+                        f"parse cache {self.path} is still unreadable after a repair ({e}); delete "
+                        "it, or give another --cache / --no-cache"
+                    ) from e
                 self._repair(e)
                 repaired = True
 
@@ -312,10 +332,11 @@ class ParseCache:
         out: dict[str, dict[str, Any]] = {}
         bad: list[str] = []
         for i in range(0, len(keys), _CHUNK):
-            chunk = keys[i:i + _CHUNK]
+            chunk = keys[i : i + _CHUNK]
             marks = ",".join("?" * len(chunk))
             for key, value, checksum in conn.execute(
-                    f"SELECT key, value, checksum FROM parses WHERE key IN ({marks})", chunk):
+                f"SELECT key, value, checksum FROM parses WHERE key IN ({marks})", chunk
+            ):
                 try:
                     if not isinstance(value, str) or _checksum(key, value) != checksum:
                         raise ValueError("checksum mismatch")  # caught just below: the entry is parsed again
@@ -323,8 +344,9 @@ class ParseCache:
                     if not isinstance(data, dict):
                         raise ValueError("value is not a JSON object")  # caught just below, as above
                 except (ValueError, TypeError, UnicodeError) as e:
-                    logger.warning("parse cache %s: entry %s is corrupt (%s); it will be parsed again",
-                                   self.path, key[:12], e)
+                    logger.warning(
+                        "parse cache %s: entry %s is corrupt (%s); it will be parsed again", self.path, key[:12], e
+                    )
                     bad.append(key)
                     continue
                 out[key] = data
@@ -365,6 +387,7 @@ class ParseCache:
 
     def clear(self, parser: str | None = None) -> int:
         """Delete all entries (or those of one parser). Returns the number deleted."""
+
         def _clear(conn: sqlite3.Connection) -> int:
             with conn:
                 if parser is None:

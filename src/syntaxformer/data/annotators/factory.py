@@ -63,8 +63,9 @@ def register_annotator(scheme: str, factory: AnnotatorFactory, *, overwrite: boo
         AnnotatorError: ``scheme`` is not a valid name, or is taken and ``overwrite`` is false.
     """
     if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_.+-]*", scheme or ""):
-        raise AnnotatorError(f"annotator scheme {scheme!r} must start with a letter and hold only letters, digits "
-                             "and _ . + -")
+        raise AnnotatorError(
+            f"annotator scheme {scheme!r} must start with a letter and hold only letters, digits and _ . + -"
+        )
     if scheme in _REGISTRY and not overwrite:
         raise AnnotatorError(f"annotator scheme {scheme!r} is already registered; pass overwrite=True to replace it")
     if not callable(factory):
@@ -105,8 +106,7 @@ def make_annotator(spec: Any = None, *, cache: Any = True, progress: bool = True
     if isinstance(spec, os.PathLike):
         spec = os.fspath(spec)
     if not isinstance(spec, str):
-        raise AnnotatorError(f"cannot make an annotator from a {type(spec).__name__} ({spec!r:.60}); "
-                             f"{_ACCEPTED}")
+        raise AnnotatorError(f"cannot make an annotator from a {type(spec).__name__} ({spec!r:.60}); {_ACCEPTED}")
     match = _SCHEME.match(spec)
     if match and match.group(1) in _REGISTRY and not os.path.exists(spec):
         return _REGISTRY[match.group(1)](match.group(2), **options)
@@ -116,11 +116,15 @@ def make_annotator(spec: Any = None, *, cache: Any = True, progress: bool = True
             return _REGISTRY[format](spec, **options)
     if pipeline_location(spec) is not None:
         return _REGISTRY["spacy"](spec, **options)
-    raise AnnotatorError(f"no annotator for {spec!r}: it is not a registered scheme "
-                         f"({', '.join(annotator_schemes())}), a pre-parsed file or an installed spaCy pipeline; "
-                         f"{_ACCEPTED}")
+    raise AnnotatorError(
+        f"no annotator for {spec!r}: it is not a registered scheme "
+        f"({', '.join(annotator_schemes())}), a pre-parsed file or an installed spaCy pipeline; "
+        f"{_ACCEPTED}"
+    )
 
 
-_ACCEPTED = ("expected None (the default spaCy pipeline), an Annotator, a spacy.Language, 'spacy:NAME_OR_PATH' or an "
-             "installed spaCy pipeline name or folder, 'conllu:FILE' / 'jsonl:FILE' or a .conllu / .jsonl file, or "
-             "'SCHEME:ARG' for a scheme added with register_annotator")
+_ACCEPTED = (
+    "expected None (the default spaCy pipeline), an Annotator, a spacy.Language, 'spacy:NAME_OR_PATH' or an "
+    "installed spaCy pipeline name or folder, 'conllu:FILE' / 'jsonl:FILE' or a .conllu / .jsonl file, or "
+    "'SCHEME:ARG' for a scheme added with register_annotator"
+)

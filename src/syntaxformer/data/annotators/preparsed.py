@@ -72,11 +72,14 @@ class PreparsedAnnotator(Annotator):
             ext = os.path.splitext(self.path)[1].lower()
             format = next((f for f, exts in PREPARSED_FORMATS.items() if ext in exts), None)
             if format is None:
-                raise AnnotatorError(f"cannot tell the format of pre-parsed file {self.path!r} from its extension: "
-                                     "use .conllu or .jsonl, or say format='conllu' / 'jsonl'")
+                raise AnnotatorError(
+                    f"cannot tell the format of pre-parsed file {self.path!r} from its extension: "
+                    "use .conllu or .jsonl, or say format='conllu' / 'jsonl'"
+                )
         if format not in PREPARSED_FORMATS:
-            raise AnnotatorError(f"unknown pre-parsed format {format!r}; expected one of "
-                                 f"{', '.join(PREPARSED_FORMATS)}")
+            raise AnnotatorError(
+                f"unknown pre-parsed format {format!r}; expected one of {', '.join(PREPARSED_FORMATS)}"
+            )
         if not os.path.isfile(self.path):
             raise AnnotatorError(f"pre-parsed file not found: {self.path}")
         self.format = format
@@ -144,14 +147,20 @@ class PreparsedAnnotator(Annotator):
         spelled, target = "".join("".join(t.split()) for t in tokens), "".join(text.split())
         if spelled != target:
             at = next((i for i, (x, y) in enumerate(zip(spelled, target)) if x != y), min(len(spelled), len(target)))
-            raise FormatError(f"the words {_clip(' '.join(sentence.words))} do not spell the text {_clip(text)} "
-                              f"(they differ from character {at} of the text without spaces: "
-                              f"{spelled[at:at + 12]!r} vs {target[at:at + 12]!r}); a parse must cover exactly its "
-                              "text", self.path)
+            raise FormatError(
+                f"the words {_clip(' '.join(sentence.words))} do not spell the text {_clip(text)} "
+                f"(they differ from character {at} of the text without spaces: "
+                f"{spelled[at : at + 12]!r} vs {target[at : at + 12]!r}); a parse must cover exactly its "
+                "text",
+                self.path,
+            )
         for k, (word, (a, b)) in enumerate(zip(sentence.words, spans or ())):
             if k not in inside and text[a:b] != word:
-                raise FormatError(f"the offsets [{a}, {b}] of word {k} {word!r} point at {text[a:b]!r} in the text "
-                                  f"{_clip(text)}; offsets must point at their words", self.path)
+                raise FormatError(
+                    f"the offsets [{a}, {b}] of word {k} {word!r} point at {text[a:b]!r} in the text "
+                    f"{_clip(text)}; offsets must point at their words",
+                    self.path,
+                )
 
     def __len__(self) -> int:
         """Number of sentences in the file."""
@@ -185,8 +194,10 @@ class PreparsedAnnotator(Annotator):
         found = self._by_text.get(key)
         run = found[:1] if found is not None else self._find_run(key)
         if run is None:
-            raise ParseNotFoundError(f"no parse of the text {_clip(text)} in {self.path} ({len(self)} sentences; "
-                                     "texts are matched on their whitespace-normalised text)")
+            raise ParseNotFoundError(
+                f"no parse of the text {_clip(text)} in {self.path} ({len(self)} sentences; "
+                "texts are matched on their whitespace-normalised text)"
+            )
         return Document(self._place(run, text), text=text)
 
     def _find_run(self, key: str) -> list[int] | None:
@@ -219,8 +230,9 @@ class PreparsedAnnotator(Annotator):
             target = self._texts[k].replace(" ", "")
             at = squeezed.find(target, cursor)
             if at < 0:
-                raise ParseNotFoundError(f"the parsed sentence {_clip(self._texts[k])} of {self.path} is not in "
-                                         f"the text {_clip(text)}")
+                raise ParseNotFoundError(
+                    f"the parsed sentence {_clip(self._texts[k])} of {self.path} is not in the text {_clip(text)}"
+                )
             if own is not None and spans is not None:
                 rank = [0] * (len(own) + 1)  # rank[i]: non-whitespace characters of ``own`` before position i
                 for i, ch in enumerate(own):
@@ -229,8 +241,11 @@ class PreparsedAnnotator(Annotator):
             else:
                 offsets = _search(sentence.words, text, dense[at] if at < len(dense) else len(text), self.path)
             cursor = at + len(target)
-            out.append(dataclasses.replace(sentence, text=None, offsets=offsets, source=self.source,
-                                           metadata=dict(sentence.metadata)))
+            out.append(
+                dataclasses.replace(
+                    sentence, text=None, offsets=offsets, source=self.source, metadata=dict(sentence.metadata)
+                )
+            )
         return out
 
     # -- gold tokens -----------------------------------------------------------------------------------
@@ -248,14 +263,24 @@ class PreparsedAnnotator(Annotator):
             ws = list(ws)
             k = self._by_words.get(tuple(ws))
             if k is None:
-                raise ParseNotFoundError(f"no sentence with the words {_clip(' '.join(ws))} in {self.path} "
-                                         f"({len(self)} sentences; word lists are matched exactly)")
+                raise ParseNotFoundError(
+                    f"no sentence with the words {_clip(' '.join(ws))} in {self.path} "
+                    f"({len(self)} sentences; word lists are matched exactly)"
+                )
             offsets, pos = [], 0
             for w in ws:
                 offsets.append((pos, pos + len(w)))
                 pos += len(w) + 1
-            out.append(dataclasses.replace(self._sentences[k], words=ws, offsets=offsets, text=" ".join(ws),
-                                           source=self.source, metadata=dict(self._sentences[k].metadata)))
+            out.append(
+                dataclasses.replace(
+                    self._sentences[k],
+                    words=ws,
+                    offsets=offsets,
+                    text=" ".join(ws),
+                    source=self.source,
+                    metadata=dict(self._sentences[k].metadata),
+                )
+            )
         return out
 
     def __repr__(self) -> str:
@@ -290,8 +315,10 @@ def _search(words: list[str], text: str, pos: int, path: str) -> list[tuple[int,
     for w in words:
         start = text.find(w, pos)
         if start < 0:
-            raise ParseNotFoundError(f"the word {w!r} of a parsed sentence of {path} is not in the text "
-                                     f"{_clip(text)}: the file's words must spell its texts")
+            raise ParseNotFoundError(
+                f"the word {w!r} of a parsed sentence of {path} is not in the text "
+                f"{_clip(text)}: the file's words must spell its texts"
+            )
         out.append((start, start + len(w)))
         pos = start + len(w)
     return out

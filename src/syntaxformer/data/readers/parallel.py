@@ -24,8 +24,19 @@ import numpy as np
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.utils import open_text
 
-__all__ = ["ParallelCorpus", "Segment", "read_parallel", "read_sgm", "read_sgm_pair", "corpus_fraction", "multi30k",
-           "newstest2013", "read_lines", "read_corpus", "MULTI30K_SPLITS"]
+__all__ = [
+    "ParallelCorpus",
+    "Segment",
+    "read_parallel",
+    "read_sgm",
+    "read_sgm_pair",
+    "corpus_fraction",
+    "multi30k",
+    "newstest2013",
+    "read_lines",
+    "read_corpus",
+    "MULTI30K_SPLITS",
+]
 
 
 @dataclass
@@ -46,8 +57,7 @@ class ParallelCorpus:
 
     def __post_init__(self) -> None:
         if self.targets is not None and len(self.targets) != len(self.sources):
-            raise DataError(f"{self.name or 'corpus'}: {len(self.sources)} sources but "
-                            f"{len(self.targets)} targets")
+            raise DataError(f"{self.name or 'corpus'}: {len(self.sources)} sources but {len(self.targets)} targets")
         if len(self.ids) != len(self.sources):
             raise DataError(f"{self.name or 'corpus'}: {len(self.ids)} ids for {len(self.sources)} sentences")
 
@@ -57,9 +67,12 @@ class ParallelCorpus:
     def select(self, indices: Sequence[int], name: str | None = None) -> "ParallelCorpus":
         """The pairs at ``indices`` (in that order)."""
         idx = [int(i) for i in indices]
-        return ParallelCorpus([self.sources[i] for i in idx],
-                              None if self.targets is None else [self.targets[i] for i in idx],
-                              [self.ids[i] for i in idx], name or self.name)
+        return ParallelCorpus(
+            [self.sources[i] for i in idx],
+            None if self.targets is None else [self.targets[i] for i in idx],
+            [self.ids[i] for i in idx],
+            name or self.name,
+        )
 
 
 def read_lines(path: str | Path) -> list[str]:
@@ -93,8 +106,11 @@ def read_parallel(source: str | Path, target: str | Path | None = None) -> Paral
     src = read_lines(source)
     tgt = read_lines(target) if target is not None else None
     if tgt is not None and len(tgt) != len(src):
-        raise FormatError(f"{len(src)} lines in the source file but {len(tgt)} lines in the target file {target}; "
-                          "parallel files must have one sentence per line, aligned line by line", str(source))
+        raise FormatError(
+            f"{len(src)} lines in the source file but {len(tgt)} lines in the target file {target}; "
+            "parallel files must have one sentence per line, aligned line by line",
+            str(source),
+        )
     for name, lines in ((source, src), (target, tgt)):
         if lines is None:
             continue
@@ -154,7 +170,7 @@ def read_sgm(path: str | Path) -> list[Segment]:
                 raise FormatError("<seg> outside a <doc docid=...> element", str(path), n)
             attrs = _attrs(attr_text)
             if "id" not in attrs:
-                raise FormatError("<seg> without an id attribute (expected <seg id=\"N\">)", str(path), n)
+                raise FormatError('<seg> without an id attribute (expected <seg id="N">)', str(path), n)
             if attrs["id"] in seen:
                 raise FormatError(f"segment id {attrs['id']!r} repeated in document {doc!r}", str(path), n)
             seen.add(attrs["id"])
@@ -177,15 +193,23 @@ def read_sgm_pair(source: str | Path, reference: str | Path | None = None) -> Pa
     ref = read_sgm(reference) if reference is not None else None
     if ref is not None:
         if len(ref) != len(src):
-            raise FormatError(f"{len(src)} segments in the source but {len(ref)} in the reference {reference}",
-                              str(source))
+            raise FormatError(
+                f"{len(src)} segments in the source but {len(ref)} in the reference {reference}", str(source)
+            )
         for a, b in zip(src, ref):
             if (a.doc_id, a.seg_id) != (b.doc_id, b.seg_id):
-                raise FormatError(f"segment {a.doc_id}:{a.seg_id} (line {a.line}) faces {b.doc_id}:{b.seg_id} "
-                                  f"(line {b.line}) of the reference {reference}; the files are not parallel",
-                                  str(source), a.line)
-    return ParallelCorpus([s.text for s in src], None if ref is None else [s.text for s in ref],
-                          [f"{s.doc_id}:{s.seg_id}" for s in src], str(source))
+                raise FormatError(
+                    f"segment {a.doc_id}:{a.seg_id} (line {a.line}) faces {b.doc_id}:{b.seg_id} "
+                    f"(line {b.line}) of the reference {reference}; the files are not parallel",
+                    str(source),
+                    a.line,
+                )
+    return ParallelCorpus(
+        [s.text for s in src],
+        None if ref is None else [s.text for s in ref],
+        [f"{s.doc_id}:{s.seg_id}" for s in src],
+        str(source),
+    )
 
 
 def read_corpus(source: str | Path, target: str | Path | None = None) -> ParallelCorpus:
@@ -217,16 +241,16 @@ def _shared(*parts: str) -> Path:
 
     root = shared_data_dir()
     if root is None:
-        raise DataError("../shared/data not found; set SYNTAXFORMER_DATA to the folder that holds "
-                          f"{'/'.join(parts)}")
+        raise DataError(f"../shared/data not found; set SYNTAXFORMER_DATA to the folder that holds {'/'.join(parts)}")
     path = root.joinpath(*parts)
     if not path.exists():
         raise DataError(f"{path} not found")
     return path
 
 
-def multi30k(split: str, data_dir: str | Path | None = None, source_lang: str = "en",
-             target_lang: str = "de") -> ParallelCorpus:
+def multi30k(
+    split: str, data_dir: str | Path | None = None, source_lang: str = "en", target_lang: str = "de"
+) -> ParallelCorpus:
     """A Multi30k task-1 split (``train`` 29,000, ``val`` 1,014, ``test2016`` 1,000 pairs)."""
     if split not in MULTI30K_SPLITS:
         raise ConfigError(f"unknown Multi30k split {split!r}; expected one of {', '.join(MULTI30K_SPLITS)}")

@@ -44,13 +44,20 @@ def ptb_files(path: str | Path | Iterable[str | Path], pattern: str = "*.mrg") -
     else:
         files = sorted(Path(f) for f in glob.glob(str(path)) if os.path.isfile(f))
     if not files:
-        raise DataError(f"no PTB files at {str(path)!r} (expected a .mrg file, a folder of "
-                        f"{pattern} files or a glob pattern)")
+        raise DataError(
+            f"no PTB files at {str(path)!r} (expected a .mrg file, a folder of {pattern} files or a glob pattern)"
+        )
     return files
 
 
-def sentence_from_tree(tree: Tree, *, sent_id: str | None = None, source: str | None = "gold:ptb",
-                       metadata: dict[str, Any] | None = None, labels: bool = True) -> Sentence:
+def sentence_from_tree(
+    tree: Tree,
+    *,
+    sent_id: str | None = None,
+    source: str | None = "gold:ptb",
+    metadata: dict[str, Any] | None = None,
+    labels: bool = True,
+) -> Sentence:
     """Clean a treebank tree and turn it into a :class:`Sentence` with converted dependencies.
 
     Args:
@@ -69,21 +76,29 @@ def sentence_from_tree(tree: Tree, *, sent_id: str | None = None, source: str | 
     """
     pruned = remove_empty(tree)
     if pruned is None:
-        raise DataError(f"tree {sent_id or ''} has no words once empty elements (-NONE-) are removed: "
-                        f"{tree.to_string()[:80]}")
+        raise DataError(
+            f"tree {sent_id or ''} has no words once empty elements (-NONE-) are removed: {tree.to_string()[:80]}"
+        )
     pruned = unwrap(pruned)
     deps = to_dependencies(pruned, labels=labels)
     clean = strip_function_tags(pruned)
     words, xpos = zip(*clean.pos())
     return Sentence(
-        words=list(words), heads=deps.heads, deprels=deps.deprels, xpos=list(xpos),
-        upos=ptb_to_upos(xpos, words, deps.deprels), tree=clean, sent_id=sent_id, source=source,
+        words=list(words),
+        heads=deps.heads,
+        deprels=deps.deprels,
+        xpos=list(xpos),
+        upos=ptb_to_upos(xpos, words, deps.deprels),
+        tree=clean,
+        sent_id=sent_id,
+        source=source,
         metadata=dict(metadata or {}),
     )
 
 
-def read_ptb(path: str | Path | Iterable[str | Path], *, labels: bool = True, source: str = "gold:ptb",
-             pattern: str = "*.mrg") -> Iterator[Sentence]:
+def read_ptb(
+    path: str | Path | Iterable[str | Path], *, labels: bool = True, source: str = "gold:ptb", pattern: str = "*.mrg"
+) -> Iterator[Sentence]:
     """Read PTB bracketed trees lazily, one :class:`Sentence` per tree.
 
     Args:
@@ -104,8 +119,7 @@ def read_ptb(path: str | Path | Iterable[str | Path], *, labels: bool = True, so
         for k, (tree, line) in enumerate(read_bracketed(file)):
             sent_id = f"{file.name}#{k}"
             try:
-                yield sentence_from_tree(tree, sent_id=sent_id, source=source, metadata={"line": line},
-                                         labels=labels)
+                yield sentence_from_tree(tree, sent_id=sent_id, source=source, metadata={"line": line}, labels=labels)
             except ValueError as e:
                 if isinstance(e, FormatError):
                     raise

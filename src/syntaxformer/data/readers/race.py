@@ -22,8 +22,18 @@ from typing import Any, Iterable, Mapping, Sequence
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
 from syntaxformer.utils import open_text
 
-__all__ = ["RaceExample", "LEVELS", "OPTION_LETTERS", "read_race_file", "parse_race_record", "read_race_dir",
-           "read_race_tarball", "load_race_hub", "examples_from_hub_rows", "race_counts"]
+__all__ = [
+    "RaceExample",
+    "LEVELS",
+    "OPTION_LETTERS",
+    "read_race_file",
+    "parse_race_record",
+    "read_race_dir",
+    "read_race_tarball",
+    "load_race_hub",
+    "examples_from_hub_rows",
+    "race_counts",
+]
 
 #: The two RACE subsets (RACE-M: middle school, RACE-H: high school).
 LEVELS: tuple[str, ...] = ("middle", "high")
@@ -80,36 +90,67 @@ def parse_race_record(record: Any, source: str, level: str | None = None) -> lis
             than two options, or an answer letter that names no option.
     """
     if not isinstance(record, Mapping):
-        raise FormatError(f"expected a JSON object with article/questions/options/answers, got "
-                          f"{type(record).__name__}", source)
+        raise FormatError(
+            f"expected a JSON object with article/questions/options/answers, got {type(record).__name__}", source
+        )
     missing = [k for k in ("article", "questions", "options", "answers") if k not in record]
     if missing:
-        raise FormatError(f"RACE record lacks the field(s) {missing}; each file must be one JSON object with "
-                          "'article', 'questions', 'options', 'answers' (and 'id')", source)
-    article, questions, options, answers = (record["article"], record["questions"], record["options"],
-                                            record["answers"])
+        raise FormatError(
+            f"RACE record lacks the field(s) {missing}; each file must be one JSON object with "
+            "'article', 'questions', 'options', 'answers' (and 'id')",
+            source,
+        )
+    article, questions, options, answers = (
+        record["article"],
+        record["questions"],
+        record["options"],
+        record["answers"],
+    )
     if not isinstance(article, str) or not article.strip():
         raise FormatError("RACE record has an empty 'article' (the passage)", source)
     if not (isinstance(questions, list) and isinstance(options, list) and isinstance(answers, list)):
         raise FormatError("'questions', 'options' and 'answers' must be lists", source)
     if not (len(questions) == len(options) == len(answers)):
-        raise FormatError(f"{len(questions)} questions, {len(options)} option lists and {len(answers)} answers; "
-                          "they must be equally many", source)
+        raise FormatError(
+            f"{len(questions)} questions, {len(options)} option lists and {len(answers)} answers; "
+            "they must be equally many",
+            source,
+        )
     passage_id = str(record.get("id") or Path(source).name)
     level = level or _level_of(passage_id) or _level_of(source)
     if level not in LEVELS:
         raise FormatError(f"cannot tell the RACE level (middle / high) of passage {passage_id!r}", source)
     out = []
     for k, (q, opts, ans) in enumerate(zip(questions, options, answers)):
-        if not isinstance(q, str) or not isinstance(opts, list) or len(opts) < 2 or \
-                not all(isinstance(o, str) for o in opts):
-            raise FormatError(f"question {k}: needs a question string and a list of at least two option strings",
-                              source)
-        if not isinstance(ans, str) or len(ans.strip()) != 1 or OPTION_LETTERS.find(ans.strip().upper()) < 0 or \
-                OPTION_LETTERS.index(ans.strip().upper()) >= len(opts):
-            raise FormatError(f"question {k}: answer {ans!r} is not a letter A..{OPTION_LETTERS[len(opts) - 1]}", source)
-        out.append(RaceExample(qid=f"{passage_id}#{k}", passage_id=passage_id, level=level, article=article,
-                               question=q, options=list(opts), label=OPTION_LETTERS.index(ans.strip().upper())))
+        if (
+            not isinstance(q, str)
+            or not isinstance(opts, list)
+            or len(opts) < 2
+            or not all(isinstance(o, str) for o in opts)
+        ):
+            raise FormatError(
+                f"question {k}: needs a question string and a list of at least two option strings", source
+            )
+        if (
+            not isinstance(ans, str)
+            or len(ans.strip()) != 1
+            or OPTION_LETTERS.find(ans.strip().upper()) < 0
+            or OPTION_LETTERS.index(ans.strip().upper()) >= len(opts)
+        ):
+            raise FormatError(
+                f"question {k}: answer {ans!r} is not a letter A..{OPTION_LETTERS[len(opts) - 1]}", source
+            )
+        out.append(
+            RaceExample(
+                qid=f"{passage_id}#{k}",
+                passage_id=passage_id,
+                level=level,
+                article=article,
+                question=q,
+                options=list(opts),
+                label=OPTION_LETTERS.index(ans.strip().upper()),
+            )
+        )
     return out
 
 
@@ -120,8 +161,10 @@ def read_race_file(path: str | Path, level: str | None = None) -> list[RaceExamp
         with open_text(path) as f:
             record = json.loads(f.read())
     except json.JSONDecodeError as e:
-        raise FormatError(f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one "
-                          "JSON object", str(path)) from None
+        raise FormatError(
+            f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one JSON object",
+            str(path),
+        ) from None
     return parse_race_record(record, str(path), level)
 
 
@@ -136,8 +179,9 @@ def read_race_dir(folder: str | Path, levels: Sequence[str] = LEVELS) -> list[Ra
     for level in levels:
         sub = folder / level
         if not sub.is_dir():
-            raise DataError(f"RACE folder {sub} not found (expected {folder}/{{middle,high}}/*.txt, the "
-                            "original per-passage files)")
+            raise DataError(
+                f"RACE folder {sub} not found (expected {folder}/{{middle,high}}/*.txt, the original per-passage files)"
+            )
         files = sorted(sub.glob("*.txt"), key=lambda p: (len(p.stem), p.stem))
         if not files:
             raise DataError(f"RACE folder {sub} holds no .txt passage files")
@@ -146,8 +190,9 @@ def read_race_dir(folder: str | Path, levels: Sequence[str] = LEVELS) -> list[Ra
     return out
 
 
-def read_race_tarball(path: str | Path, levels: Sequence[str] = LEVELS, max_questions: int | None = None,
-                      seed: int = 0) -> list[RaceExample]:
+def read_race_tarball(
+    path: str | Path, levels: Sequence[str] = LEVELS, max_questions: int | None = None, seed: int = 0
+) -> list[RaceExample]:
     """Questions read straight from a tarball of the original files (``RACE/<split>/{middle,high}/*.txt``).
 
     Nothing is extracted to disk. With ``max_questions`` a seeded subset is taken: passages in a random order
@@ -170,8 +215,9 @@ def read_race_tarball(path: str | Path, levels: Sequence[str] = LEVELS, max_ques
                 if f is not None:
                     records.append((member.name, level, f.read()))
     except tarfile.TarError as e:
-        raise FormatError(f"not a readable tar archive ({e}); expected the RACE tarball (RACE.tar.gz)",
-                          str(path)) from e
+        raise FormatError(
+            f"not a readable tar archive ({e}); expected the RACE tarball (RACE.tar.gz)", str(path)
+        ) from e
     if not records:
         raise DataError(f"tarball {path} holds no RACE .txt files under {'/'.join(levels)} folders")
     if max_questions is not None:
@@ -197,15 +243,21 @@ def examples_from_hub_rows(rows: Iterable[Mapping[str, Any]], level: str | None 
         pid = str(r["example_id"])
         k = counters.get(pid, 0)
         counters[pid] = k + 1
-        record = {"article": r["article"], "questions": [r["question"]], "options": [list(r["options"])],
-                  "answers": [r["answer"]], "id": pid}
+        record = {
+            "article": r["article"],
+            "questions": [r["question"]],
+            "options": [list(r["options"])],
+            "answers": [r["answer"]],
+            "id": pid,
+        }
         ex = parse_race_record(record, f"hub:{pid}", level or _level_of(pid))[0]
         out.append(dataclasses.replace(ex, qid=f"{pid}#{k}"))
     return out
 
 
-def load_race_hub(name: str = "ehovy/race", config: str = "all", split: str = "validation",
-                  **kwargs: Any) -> list[RaceExample]:
+def load_race_hub(
+    name: str = "ehovy/race", config: str = "all", split: str = "validation", **kwargs: Any
+) -> list[RaceExample]:
     """Load RACE by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache).
 
     Args:

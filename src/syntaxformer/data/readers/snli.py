@@ -21,8 +21,15 @@ from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import json_lines, open_text
 
-__all__ = ["NLIPair", "TextPair", "SNLI_LABELS", "UNLABELED", "read_snli_jsonl", "read_snli_tokenized",
-           "read_snli_examples"]
+__all__ = [
+    "NLIPair",
+    "TextPair",
+    "SNLI_LABELS",
+    "UNLABELED",
+    "read_snli_jsonl",
+    "read_snli_tokenized",
+    "read_snli_examples",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +63,9 @@ class TextPair(NamedTuple):
     label: str
 
 
-def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: bool = True,
-                    source: str = "stanford-parser:snli") -> Iterator[NLIPair]:
+def read_snli_jsonl(
+    path: str | Path, *, skip_unlabeled: bool = False, labels: bool = True, source: str = "stanford-parser:snli"
+) -> Iterator[NLIPair]:
     """Read SNLI JSONL rows lazily, parsing both sentences' constituency trees.
 
     Args:
@@ -78,18 +86,22 @@ def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: b
         for lineno, row in json_lines(f, str(path), "an SNLI row (an object with the fields of snli_1.0_*.jsonl)"):
             missing = [k for k in ("pairID", "gold_label", "sentence1_parse", "sentence2_parse") if k not in row]
             if missing:
-                raise FormatError(f"SNLI row lacks {missing}; expected the fields of snli_1.0_*.jsonl",
-                                  str(path), lineno)
+                raise FormatError(
+                    f"SNLI row lacks {missing}; expected the fields of snli_1.0_*.jsonl", str(path), lineno
+                )
             for k in ("gold_label", "sentence1_parse", "sentence2_parse"):
                 if not isinstance(row[k], str):
                     raise FormatError(f"SNLI field {k!r} is {row[k]!r:.40}; expected a string", str(path), lineno)
             if not isinstance(row["pairID"], (str, int)) or isinstance(row["pairID"], bool):
-                raise FormatError(f"SNLI field 'pairID' is {row['pairID']!r:.40}; expected a string", str(path),
-                                  lineno)
+                raise FormatError(f"SNLI field 'pairID' is {row['pairID']!r:.40}; expected a string", str(path), lineno)
             gold = row["gold_label"]
             if gold not in SNLI_LABELS and gold != UNLABELED:
-                raise FormatError(f"unknown SNLI gold_label {gold!r}; expected one of {list(SNLI_LABELS)} or "
-                                  f"{UNLABELED!r} (no annotator consensus)", str(path), lineno)
+                raise FormatError(
+                    f"unknown SNLI gold_label {gold!r}; expected one of {list(SNLI_LABELS)} or "
+                    f"{UNLABELED!r} (no annotator consensus)",
+                    str(path),
+                    lineno,
+                )
             if skip_unlabeled and gold == UNLABELED:
                 continue
             pair_id = str(row["pairID"])
@@ -98,8 +110,11 @@ def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: b
                 tree = Tree.from_string(row[f"{key}_parse"], f"{path} ({key}_parse)", lineno)
                 meta = {"pairID": pair_id, "gold_label": gold, "line": lineno}
                 try:
-                    sentences.append(sentence_from_tree(tree, sent_id=f"{pair_id}:s{key[-1]}", source=source,
-                                                        metadata=meta, labels=labels))
+                    sentences.append(
+                        sentence_from_tree(
+                            tree, sent_id=f"{pair_id}:s{key[-1]}", source=source, metadata=meta, labels=labels
+                        )
+                    )
                 except ValueError as e:
                     if isinstance(e, FormatError):
                         raise
@@ -107,8 +122,7 @@ def read_snli_jsonl(path: str | Path, *, skip_unlabeled: bool = False, labels: b
             yield NLIPair(sentences[0], sentences[1], gold, pair_id)
 
 
-def read_snli_tokenized(folder: str | Path, split: str = "dev", *,
-                        check_labels: bool = True) -> Iterator[TextPair]:
+def read_snli_tokenized(folder: str | Path, split: str = "dev", *, check_labels: bool = True) -> Iterator[TextPair]:
     """Read the ``s1.<split>`` / ``s2.<split>`` / ``labels.<split>`` triple lazily.
 
     Args:
@@ -127,8 +141,7 @@ def read_snli_tokenized(folder: str | Path, split: str = "dev", *,
     paths = [folder / f"{name}.{split}" for name in ("s1", "s2", "labels")]
     for p in paths:
         if not p.is_file():
-            raise DataError(f"SNLI file {p} not found (expected s1.{split}, s2.{split} and "
-                            f"labels.{split} in {folder})")
+            raise DataError(f"SNLI file {p} not found (expected s1.{split}, s2.{split} and labels.{split} in {folder})")
     with open_text(paths[0]) as f1, open_text(paths[1]) as f2, open_text(paths[2]) as f3:
         lineno = 0
         while True:
@@ -139,12 +152,17 @@ def read_snli_tokenized(folder: str | Path, split: str = "dev", *,
                 return
             if any(ended):
                 short = paths[ended.index(True)]
-                raise FormatError(f"{short.name} ends before the other SNLI files (line {lineno} is missing "
-                                  "there); s1, s2 and labels must have one line per pair", str(short), lineno)
+                raise FormatError(
+                    f"{short.name} ends before the other SNLI files (line {lineno} is missing "
+                    "there); s1, s2 and labels must have one line per pair",
+                    str(short),
+                    lineno,
+                )
             premise, hypothesis, label = (line.strip() for line in lines)
             if check_labels and label not in SNLI_LABELS:
-                raise FormatError(f"unknown SNLI label {label!r}; expected one of {list(SNLI_LABELS)}",
-                                  str(paths[2]), lineno)
+                raise FormatError(
+                    f"unknown SNLI label {label!r}; expected one of {list(SNLI_LABELS)}", str(paths[2]), lineno
+                )
             yield TextPair(premise, hypothesis, label)
 
 
@@ -168,13 +186,23 @@ def read_snli_examples(path: str | os.PathLike, split: str = "dev") -> tuple[lis
             if pair.label == UNLABELED:
                 unlabeled += 1
                 continue
-            out.append(TaskExample(
-                guid=f"{split}-{pair.pair_id}", text_a=pair.premise.detokenized()[0],
-                text_b=pair.hypothesis.detokenized()[0], label=labels.index(pair.label),
-                syntax_a=pair.premise, syntax_b=pair.hypothesis))
+            out.append(
+                TaskExample(
+                    guid=f"{split}-{pair.pair_id}",
+                    text_a=pair.premise.detokenized()[0],
+                    text_b=pair.hypothesis.detokenized()[0],
+                    label=labels.index(pair.label),
+                    syntax_a=pair.premise,
+                    syntax_b=pair.hypothesis,
+                )
+            )
         if unlabeled:
-            logger.info("%s: %d pairs without a gold label ('-', no annotator consensus) left out; %d kept", path,
-                        unlabeled, len(out))
+            logger.info(
+                "%s: %d pairs without a gold label ('-', no annotator consensus) left out; %d kept",
+                path,
+                unlabeled,
+                len(out),
+            )
         return out, [str(path)]
     if path.is_file() and path.name.startswith("s1."):
         split_suffix = path.name[3:]
@@ -182,6 +210,8 @@ def read_snli_examples(path: str | os.PathLike, split: str = "dev") -> tuple[lis
     else:
         folder, split_suffix = path, split
     files = [str(folder / f"{n}.{split_suffix}") for n in ("s1", "s2", "labels")]
-    out = [TaskExample(guid=f"{split}-{i}", text_a=p.premise, text_b=p.hypothesis, label=labels.index(p.label))
-           for i, p in enumerate(read_snli_tokenized(folder, split_suffix))]
+    out = [
+        TaskExample(guid=f"{split}-{i}", text_a=p.premise, text_b=p.hypothesis, label=labels.index(p.label))
+        for i, p in enumerate(read_snli_tokenized(folder, split_suffix))
+    ]
     return out, files

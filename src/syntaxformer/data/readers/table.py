@@ -48,19 +48,34 @@ from syntaxformer.data.examples import file_fingerprint
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
 from syntaxformer.utils import DuplicateKeyError, json_lines, open_text, unique_keys
 
-__all__ = ["Table", "TABLE_FORMATS", "TEXT_FORMATS", "table_format", "read_table", "load_dataset_table",
-           "require_columns", "HUB_SPLITS", "text_value", "split_lines"]
+__all__ = [
+    "Table",
+    "TABLE_FORMATS",
+    "TEXT_FORMATS",
+    "table_format",
+    "read_table",
+    "load_dataset_table",
+    "require_columns",
+    "HUB_SPLITS",
+    "text_value",
+    "split_lines",
+]
 
 #: File extension -> format.
-TABLE_FORMATS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".json": "json", ".jsonl": "jsonl",
-                                 ".ndjson": "jsonl"}
+TABLE_FORMATS: dict[str, str] = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+}
 #: File extensions read as one text per line (with ``read_table(..., lines=True)``; ``-`` is standard input).
 TEXT_FORMATS: tuple[str, ...] = (".txt",)
 #: The largest CSV / TSV field read (the ``csv`` module's default, 131,072 characters, refuses valid files).
-_FIELD_LIMIT = 2 ** 31 - 1
+_FIELD_LIMIT = 2**31 - 1
 #: Split names of this library -> the names a ``datasets`` DatasetDict may use for them, in order of preference.
-HUB_SPLITS: dict[str, tuple[str, ...]] = {"train": ("train",), "dev": ("validation", "dev", "valid"),
-                                          "test": ("test",)}
+HUB_SPLITS: dict[str, tuple[str, ...]] = {"train": ("train",), "dev": ("validation", "dev", "valid"), "test": ("test",)}
 
 
 @dataclass
@@ -99,13 +114,16 @@ def table_format(path: str | os.PathLike) -> str:
     """
     suffix = Path(path).suffix.lower()
     if suffix not in TABLE_FORMATS:
-        raise FormatError(f"cannot tell the format of {path} from its extension {suffix or '(none)'!r}; name it "
-                          f"with one of {', '.join(TABLE_FORMATS)}")
+        raise FormatError(
+            f"cannot tell the format of {path} from its extension {suffix or '(none)'!r}; name it "
+            f"with one of {', '.join(TABLE_FORMATS)}"
+        )
     return TABLE_FORMATS[suffix]
 
 
-def read_table(path: str | os.PathLike, split: str = "train", *, lines: bool = False, allow_empty: bool = False
-               ) -> Table:
+def read_table(
+    path: str | os.PathLike, split: str = "train", *, lines: bool = False, allow_empty: bool = False
+) -> Table:
     """Read a CSV / TSV / JSON / JSONL file, or a ``datasets`` folder (``split`` picks its part).
 
     Args:
@@ -120,10 +138,12 @@ def read_table(path: str | os.PathLike, split: str = "train", *, lines: bool = F
         MissingDependencyError: a ``datasets`` folder without the ``datasets`` package.
     """
     if lines and str(path) == "-":
-        columns, rows, numbers = _text_rows(_decoded(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer")
-                                                     else sys.stdin.read(), "<stdin>"))
-        return _table(columns, rows, "<stdin>", hashlib.sha256(json.dumps(rows).encode()).hexdigest(), numbers,
-                      allow_empty)
+        columns, rows, numbers = _text_rows(
+            _decoded(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
+        )
+        return _table(
+            columns, rows, "<stdin>", hashlib.sha256(json.dumps(rows).encode()).hexdigest(), numbers, allow_empty
+        )
     p = Path(path)
     if p.is_dir():
         return load_dataset_table(str(p), split=split)
@@ -139,8 +159,14 @@ def read_table(path: str | os.PathLike, split: str = "train", *, lines: bool = F
     return _table(columns, rows, str(p), file_fingerprint([p]), numbers, allow_empty)
 
 
-def _table(columns: list[str], rows: list[dict[str, Any]], source: str, fingerprint: str,
-           lines: list[int] | None, allow_empty: bool) -> Table:
+def _table(
+    columns: list[str],
+    rows: list[dict[str, Any]],
+    source: str,
+    fingerprint: str,
+    lines: list[int] | None,
+    allow_empty: bool,
+) -> Table:
     if not rows and not allow_empty:
         raise DataError(f"{source} holds no rows" + (f" (only the header {columns})" if columns else " (empty file)"))
     return Table(columns, rows, source, fingerprint, lines)
@@ -175,8 +201,7 @@ def _text_rows(text: str) -> tuple[list[str], list[dict[str, Any]], list[int]]:
     return ["text"], rows, numbers
 
 
-def text_value(value: Any, where: str, column: str, *, required: bool = True, error: type | None = None
-               ) -> str | None:
+def text_value(value: Any, where: str, column: str, *, required: bool = True, error: type | None = None) -> str | None:
     """The text in a field, checked: a string (non-blank when ``required``), else one clear error.
 
     Args:
@@ -196,12 +221,14 @@ def text_value(value: Any, where: str, column: str, *, required: bool = True, er
         return None
     if not isinstance(value, str):
         kind = {list: "a list", tuple: "a list", dict: "an object", bool: "a boolean"}.get(
-            type(value), "a number" if isinstance(value, (int, float)) else f"a {type(value).__name__}")
+            type(value), "a number" if isinstance(value, (int, float)) else f"a {type(value).__name__}"
+        )
         message = f"{column!r} holds {kind} ({_clip(value)}), not a text; give the text as a string"
         raise error(f"{where}: {message}") if error else FormatError(message, where)
     if required and not value.strip():
-        raise (error or DataError)(f"{where}: no text in column {column!r} (blank); {column!r} must be a non-empty "
-                                  "text")
+        raise (error or DataError)(
+            f"{where}: no text in column {column!r} (blank); {column!r} must be a non-empty text"
+        )
     return value
 
 
@@ -232,9 +259,12 @@ def _read_delimited(path: Path, kind: str) -> tuple[list[str], list[dict[str, An
             if not values or (len(values) == 1 and not values[0].strip()):
                 continue  # blank line
             if len(values) != len(header):
-                raise FormatError(f"{len(values)} values for the {len(header)} columns of the header {header}"
-                                  + ("" if kind == "tsv" else "; quote values that contain commas"),
-                                  str(path), reader.line_num)
+                raise FormatError(
+                    f"{len(values)} values for the {len(header)} columns of the header {header}"
+                    + ("" if kind == "tsv" else "; quote values that contain commas"),
+                    str(path),
+                    reader.line_num,
+                )
             rows.append(dict(zip(header, values)))
             lines.append(reader.line_num)
     except csv.Error as e:
@@ -254,15 +284,18 @@ def _read_json(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]], 
     try:
         data = json.loads(text, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e:
-        raise FormatError(f"not valid JSON: {e.msg} (one object per line? name the file .jsonl)", str(path),
-                          e.lineno) from None
+        raise FormatError(
+            f"not valid JSON: {e.msg} (one object per line? name the file .jsonl)", str(path), e.lineno
+        ) from None
     except DuplicateKeyError as e:
         raise FormatError(str(e), str(path)) from None
     if isinstance(data, Mapping) and isinstance(data.get("data"), list):
         data = data["data"]
     if not isinstance(data, list):
-        raise FormatError("expected a list of objects (or an object whose \"data\" member is one), got "
-                          f"{type(data).__name__}", str(path))
+        raise FormatError(
+            f'expected a list of objects (or an object whose "data" member is one), got {type(data).__name__}',
+            str(path),
+        )
     for i, row in enumerate(data):
         if not isinstance(row, Mapping):
             raise FormatError(f"item {i} is a {type(row).__name__}, not an object of column values", str(path))
@@ -285,7 +318,8 @@ def _import_datasets(what: str) -> Any:
     except ImportError as e:
         raise MissingDependencyError(
             f"{what} needs the 'datasets' package: pip install datasets (or pip install 'syntaxformer[hub]'); "
-            "CSV, TSV, JSON and JSONL files need no extra package") from e
+            "CSV, TSV, JSON and JSONL files need no extra package"
+        ) from e
     return datasets
 
 
@@ -306,24 +340,34 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
     try:
         ds = datasets.load_from_disk(name) if folder else datasets.load_dataset(name, config)
     except Exception as e:  # offline, unknown name, not a saved data set ... : one clear line
-        raise DataError(f"could not load {'the datasets folder' if folder else 'the hub data set'} {name!r}: "
-                        f"{type(e).__name__}: {e}") from e
+        raise DataError(
+            f"could not load {'the datasets folder' if folder else 'the hub data set'} {name!r}: "
+            f"{type(e).__name__}: {e}"
+        ) from e
     if isinstance(ds, Mapping):  # a DatasetDict (a dict of splits)
         names = list(ds.keys())
         wanted = next((s for s in HUB_SPLITS.get(split, (split,)) if s in names), None)
         if wanted is None:
-            raise DataError(f"{name} has the splits {names}, none of them {split!r} "
-                            f"(looked for {list(HUB_SPLITS.get(split, (split,)))})")
+            raise DataError(
+                f"{name} has the splits {names}, none of them {split!r} "
+                f"(looked for {list(HUB_SPLITS.get(split, (split,)))})"
+            )
         ds, source = ds[wanted], f"{name}[{wanted}]"
     else:  # one Dataset: it is every split asked for
         source = name
     rows = [dict(r) for r in ds]
     if not rows:
         raise DataError(f"{source} holds no rows")
-    fp = getattr(ds, "_fingerprint", None) or hashlib.sha256(
-        json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
-    return Table(list(ds.column_names), rows, source if folder else f"hub:{source}",
-                 hashlib.sha256(f"datasets|{source}|{config}|{fp}".encode()).hexdigest())
+    fp = (
+        getattr(ds, "_fingerprint", None)
+        or hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
+    )
+    return Table(
+        list(ds.column_names),
+        rows,
+        source if folder else f"hub:{source}",
+        hashlib.sha256(f"datasets|{source}|{config}|{fp}".encode()).hexdigest(),
+    )
 
 
 def require_columns(table: Table, columns: Mapping[str, str | None], *, optional: tuple[str, ...] = ()) -> None:
