@@ -23,7 +23,7 @@ from syntaxformer.analysis.plots import (  # noqa: E402
     plot_runs,
 )
 from syntaxformer.cli import main  # noqa: E402
-from syntaxformer.errors import SyntaxformerError  # noqa: E402
+from syntaxformer.errors import DataError, SyntaxformerError  # noqa: E402
 
 LABELS = [0, 1, 1, 0, 1, 0, 0, 1, 1, 1] * 4
 
@@ -292,3 +292,20 @@ def test_plot_attention_of_an_sgnet_folder_is_its_fine_tuned_encoder(tiny_model,
     tok.save_pretrained(tmp_path / "sb")
     with pytest.raises(SyntaxformerError, match="Syntax-BERT model"):
         plot_attention(str(tmp_path / "sb"), text)
+
+
+def test_plot_refuses_existing_figures_before_drawing_and_replaces_them_with_overwrite(tmp_path, capsys):
+    for s in (1, 2):
+        _run(tmp_path / "runs" / "sgnet" / f"seed{s}", 0.6 + 0.01 * s, s)
+    fig = tmp_path / "fig"
+    fig.mkdir()
+    (fig / "results.svg").write_text("mine", encoding="utf-8")  # a file of the user's with a figure's name
+    with pytest.raises(DataError, match=r"results\.svg.*--overwrite"):
+        plot_runs([tmp_path / "runs"], fig)
+    assert not (fig / "results.png").exists()  # refused before anything was drawn
+    assert (fig / "results.svg").read_text(encoding="utf-8") == "mine"
+    assert main(["plot", str(tmp_path / "runs"), "--output", str(fig)]) == 1
+    assert "already exist" in capsys.readouterr().err
+    assert (fig / "results.svg").read_text(encoding="utf-8") == "mine"
+    assert main(["plot", str(tmp_path / "runs"), "--output", str(fig), "--overwrite"]) == 0
+    _valid_png_and_svg([fig / "results.png", fig / "results.svg"])

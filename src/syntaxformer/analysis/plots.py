@@ -26,7 +26,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -457,6 +457,7 @@ def plot_runs(
     text: str | None = None,
     text_b: str | None = None,
     layer: int = -1,
+    overwrite: bool = False,
 ) -> dict[str, list[Path]]:
     """Draw the figures that the runs under ``paths`` support into ``output_dir`` (PNG and SVG each).
 
@@ -464,11 +465,15 @@ def plot_runs(
     where they differ in parser noise; ``attention`` when ``model`` and ``text`` are given. ``buckets`` (which
     reads the dev data again) only when asked for: one figure per task, its runs side by side.
 
+    Existing figure files are replaced only with ``overwrite``; without it they are refused before anything is
+    drawn.
+
     Returns:
         figure name -> files written.
 
     Raises:
         ConfigError: an unknown kind, or ``attention`` without ``model`` and ``text``.
+        DataError: a figure file exists and ``overwrite`` is false.
     """
     unknown = [k for k in (kinds or []) if k not in PLOT_KINDS]
     if unknown:
@@ -482,27 +487,47 @@ def plot_runs(
                 wanted.append(kind)
         if model and text:
             wanted.append("attention")
-    written: dict[str, list[Path]] = {}
-
-    def save(fig: Any, name: str) -> None:
-        written[name] = save_figure(fig, output_dir, name)
-        logger.info("wrote %s", ", ".join(map(str, written[name])))
-
+    # every figure is planned (name -> how to draw it) before any is drawn, so that existing files are refused
+    # before anything is written
+    plan: list[tuple[str, Callable[[], Any]]] = []
     if runs and "results" in wanted:
-        save(plot_results(runs, n_resamples=n_resamples), "results")
+        plan.append(("results", lambda: plot_results(runs, n_resamples=n_resamples)))
     if "learning-curve" in wanted:
-        save(plot_curve(runs, "train_size"), "learning_curve")
+        plan.append(("learning_curve", lambda: plot_curve(runs, "train_size")))
     if "noise" in wanted:
-        save(plot_curve(runs, "parser_noise"), "parser_noise")
+        plan.append(("parser_noise", lambda: plot_curve(runs, "parser_noise")))
     if "buckets" in wanted:
         for task in dict.fromkeys(r.task for r in runs):
             mine = [r for r in runs if r.task == task]
-            fig = plot_length_buckets([r.path for r in mine], [r.variant for r in mine], n_buckets, bucket_mode, edges)
-            save(fig, f"length_buckets_{_slug(task)}")
+            plan.append(
+                (
+                    f"length_buckets_{_slug(task)}",
+                    lambda mine=mine: plot_length_buckets(
+                        [r.path for r in mine], [r.variant for r in mine], n_buckets, bucket_mode, edges
+                    ),
+                )
+            )
     if "attention" in wanted:
         if not (model and text):
             raise ConfigError("the attention figure needs a model (--model) and a text (--text)")
-        save(plot_attention(model, text, text_b, layer=layer), f"attention_layer{layer}")
+        plan.append((f"attention_layer{layer}", lambda: plot_attention(model, text, text_b, layer=layer)))
+    if not overwrite:
+        existing = [
+            str(Path(output_dir) / f"{name}.{fmt}")
+            for name, _ in plan
+            for fmt in ("png", "svg")
+            if (Path(output_dir) / f"{name}.{fmt}").exists()
+        ]
+        if existing:
+            raise DataError(
+                f"{len(existing)} figure file(s) already exist ({', '.join(existing[:4])}"
+                f"{' ...' if len(existing) > 4 else ''}); choose another --output folder or pass --overwrite "
+                "to replace them"
+            )
+    written: dict[str, list[Path]] = {}
+    for name, draw in plan:
+        written[name] = save_figure(draw(), output_dir, name)
+        logger.info("wrote %s", ", ".join(map(str, written[name])))
     if not written:
         raise InputError("nothing to plot: give run folders, or --model and --text for attention maps")
     return written

@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", default=None, help="attention: the text")
     parser.add_argument("--text-b", default=None, help="attention: the second text of a pair")
     parser.add_argument("--layer", type=int, default=-1, help="attention: the layer (default the last)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace figure files that exist in --output (default: refuse)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         text=args.text,
         text_b=args.text_b,
         layer=args.layer,
+        overwrite=args.overwrite,
     )
     for name, paths in written.items():
         print(f"{name}: " + " ".join(str(p) for p in paths))
