@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -162,6 +163,13 @@ def _run(args: argparse.Namespace) -> None:
                         options["parser_noise"] = noise
                     if size != "preset":
                         options["max_train_samples"] = size
+                    n_train = options.get("max_train_samples")
+                    if args.min_steps and n_train:  # a small training set trains at least --min-steps steps
+                        steps = (
+                            math.ceil(n_train / options["per_device_train_batch_size"]) * options["num_train_epochs"]
+                        )
+                        if steps < args.min_steps:
+                            options["max_steps"] = args.min_steps
                     if seed in save_seeds or args.suite:
                         options["save_model"] = True
                     t0 = time.time()
@@ -569,6 +577,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="learning curve: comma-separated training-set sizes, "
         "'all' for the whole set (run folders <variant>_n<size>)",
+    )
+    parser.add_argument(
+        "--min-steps",
+        type=int,
+        default=0,
+        help="learning curves: a run whose training subset gives fewer optimisation steps than this (subset / batch "
+        "x epochs) trains this many steps instead (max_steps), e.g. 200: 100 sentences = 64 epochs",
     )
     parser.add_argument("--out", default="runs/sgnet_glue")
     parser.add_argument(

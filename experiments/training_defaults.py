@@ -1,0 +1,142 @@
+"""Do the library's training defaults give a usable model? `syntaxformer train --task T` with every default but the
+learning rate and the seed, on the full training set, scored on the full dev set.
+
+    python experiments/training_defaults.py run [--tasks cola,stsb] [--lrs 1e-4,2e-5] [--seeds 1,2,3] [--out DIR]
+    python experiments/training_defaults.py table [--archive docs/results/training_defaults.json]
+
+`run` trains each (task, learning rate, seed) with the CLI exactly as a user would (one process per run, one CPU
+thread: OMP_NUM_THREADS=1), skips a run whose `metrics.json` exists (resumable), and after every run adds its
+record (dev score, learning rate, seed, sizes, wall time, library version) to the archive file, which is committed.
+The learning rate is given explicitly for each run, so the runs measure a setting, not whatever the default is at
+the time; `table` prints mean, standard deviation and a 95 % t-interval per (task, learning rate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ARCHIVE = ROOT / "docs" / "results" / "training_defaults.json"
+
+
+def _record(run_dir: Path, task: str, lr: str, seed: int, wall_s: float | None) -> dict:
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    config = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["config"]
+    main = metrics["main_metric"]
+    return {
+        "task": task,
+        "learning_rate": float(lr),
+        "seed": seed,
+        "main_metric": main,
+        "dev": metrics["dev"][main],
+        "num_train_epochs": config["num_train_epochs"],
+        "max_length": config["max_length"],
+        "batch_size": config["per_device_train_batch_size"],
+        "model_type": config["model_type"],
+        "model_kind": metrics.get("model_type"),
+        "sizes": metrics.get("sizes"),
+        "runtime_s": metrics.get("runtime_s"),
+        "wall_s": wall_s,
+        "environment": metrics.get("environment"),
+        "command": f"syntaxformer train --task {task} --learning-rate {lr} --seed {seed} --output-dir RUN",
+    }
+
+
+def _save(records: list[dict], path: Path) -> None:
+    records = sorted(records, key=lambda r: (r["task"], r["learning_rate"], r["seed"]))
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"runs": records}, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _load(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["runs"] if path.is_file() else []
+
+
+def run(args: argparse.Namespace) -> None:
+    import time
+
+    out = Path(args.out)
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "SYNTAXFORMER_NO_PROGRESS": "1",
+    }
+    exe = str(Path(sys.executable).with_name("syntaxformer"))
+    for task in args.tasks.split(","):
+        for lr in args.lrs.split(","):
+            for seed in map(int, args.seeds.split(",")):
+                run_dir = out / f"{task}_lr{lr}_seed{seed}"
+                key = (task, float(lr), seed)
+                records = _load(Path(args.archive))
+                if any((r["task"], r["learning_rate"], r["seed"]) == key for r in records):
+                    continue
+                wall = None
+                if not (run_dir / "metrics.json").is_file():
+                    t0 = time.time()
+                    cmd = [
+                        exe,
+                        "train",
+                        "--task",
+                        task,
+                        "--learning-rate",
+                        lr,
+                        "--seed",
+                        str(seed),
+                        "--output-dir",
+                        str(run_dir),
+                        "--overwrite-output-dir",
+                    ]
+                    print(" ".join(cmd), flush=True)
+                    subprocess.run(cmd, check=True, env=env)
+                    wall = round(time.time() - t0, 1)
+                rec = _record(run_dir, task, lr, seed, wall)
+                print(json.dumps(rec), flush=True)
+                _save(_load(Path(args.archive)) + [rec], Path(args.archive))
+
+
+def table(args: argparse.Namespace) -> None:
+    from scipy import stats
+
+    records = _load(Path(args.archive))
+    groups: dict[tuple, list[float]] = {}
+    for r in records:
+        groups.setdefault((r["task"], r["main_metric"], r["learning_rate"]), []).append(r["dev"])
+    print("| task | metric | learning rate | seeds | mean | sd | 95% t-interval |")
+    print("|---|---|---|---|---|---|---|")
+    for (task, metric, lr), xs in sorted(groups.items()):
+        m = statistics.fmean(xs)
+        sd = statistics.stdev(xs) if len(xs) > 1 else float("nan")
+        if len(xs) > 1:
+            h = stats.t.ppf(0.975, len(xs) - 1) * sd / len(xs) ** 0.5
+            ci = f"[{m - h:.3f}, {m + h:.3f}]"
+        else:
+            ci = "n/a"
+        print(f"| {task} | {metric} | {lr:g} | {len(xs)} | {m:.3f} | {sd:.3f} | {ci} |")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--tasks", default="cola,stsb")
+    r.add_argument("--lrs", default="1e-4,2e-5")
+    r.add_argument("--seeds", default="1,2,3")
+    r.add_argument("--out", default="runs/training_defaults")
+    r.add_argument("--archive", default=str(ARCHIVE))
+    t = sub.add_parser("table")
+    t.add_argument("--archive", default=str(ARCHIVE))
+    args = p.parse_args()
+    (run if args.cmd == "run" else table)(args)
+
+
+if __name__ == "__main__":
+    main()
