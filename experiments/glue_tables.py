@@ -1,4 +1,4 @@
-"""Markdown tables of the issue-16 sweep for docs/results.md, from the JSON that ``sgnet_glue.py summarize`` wrote.
+"""Markdown tables of the GLUE sweep on full training sets for docs/results.md, from the JSON that ``sgnet_glue.py summarize`` wrote.
 
 Usage (from the repository root)::
 

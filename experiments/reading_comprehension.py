@@ -101,7 +101,7 @@ TASK_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 # `pooling: cls` (the paper's h0 for the verifier and RACE's option scores) is pinned since mean pooling became the
-# SGNetConfig default (issue 16), so the recorded results keep reproducing; span QA itself is per token.
+# SGNetConfig default, so the recorded results keep reproducing; span QA itself is per token.
 COMMON: dict[str, Any] = {
     "pooling": "cls",
     "learning_rate": 1e-4,

@@ -1,4 +1,4 @@
-"""The issue-16 sweep's summary flags runs whose dev predictions collapsed (experiments/ scripts, read as modules)."""
+"""The GLUE sweep's summary flags runs whose dev predictions collapsed (experiments/ scripts, read as modules)."""
 
 from __future__ import annotations
 

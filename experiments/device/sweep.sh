@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (issue 16): the sweep in N processes sharing the GPU, started in its own session so that it
+# On the GPU machine: the GLUE sweep (docs/results.md) in N processes sharing the GPU, started in its own session so that it
 # outlives this call while the machine stays warm; waits up to WAIT seconds, then packs every finished run (no
 # weights) into $OUT/runs.tgz. Call it again within the machine's 30 s warm window to keep waiting; a run whose
 # metrics came back in an earlier call is skipped when runs/ is carried back (the sweep resumes per run).
