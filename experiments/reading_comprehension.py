@@ -1,4 +1,4 @@
-"""SG-Net on reading comprehension (issue: SQuAD 2.0 span QA + RACE multiple choice), seeds and paired tests.
+"""SG-Net on reading comprehension (SQuAD 2.0 span QA, RACE multiple choice), with seeds and paired tests.
 
 Runs every (task, variant, seed) through the one runner, :func:`syntaxformer.training.run.train` (a run whose
 ``metrics.json`` exists is skipped, so an interrupted sweep resumes), then summarises.
