@@ -11,7 +11,7 @@ Three things are timed on the same texts with the same loaded pipeline (NER excl
 so drift in machine load hits both alike. ``ratio_ours_vs_raw`` is our throughput divided by raw throughput
 (goal: >= 0.9).
 
-Workers (issue 15, corpus-scale parsing; ``scaling`` in the JSON): the first ``--scale-n`` sentences of the SST-2
+Workers (corpus-scale parsing; ``scaling`` in the JSON): the first ``--scale-n`` sentences of the SST-2
 *training* file (more texts than dev, so that starting workers does not dominate), parsed at 1 and 2 workers by
 
 * ``spacy_pipe``: raw ``nlp.pipe(texts, n_process=k)`` — the reference; its 1-worker throughput is the baseline of

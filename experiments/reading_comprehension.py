@@ -1,4 +1,4 @@
-"""SG-Net on reading comprehension (issue: SQuAD 2.0 span QA + RACE multiple choice), seeds and paired tests.
+"""SG-Net on reading comprehension (SQuAD 2.0 span QA, RACE multiple choice), with seeds and paired tests.
 
 Runs every (task, variant, seed) through the one runner, :func:`syntaxformer.training.run.train` (a run whose
 ``metrics.json`` exists is skipped, so an interrupted sweep resumes), then summarises.
@@ -101,7 +101,7 @@ TASK_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 # `pooling: cls` (the paper's h0 for the verifier and RACE's option scores) is pinned since mean pooling became the
-# SGNetConfig default (issue 16), so the recorded results keep reproducing; span QA itself is per token.
+# SGNetConfig default, so the recorded results keep reproducing; span QA itself is per token.
 COMMON: dict[str, Any] = {
     "pooling": "cls",
     "learning_rate": 1e-4,

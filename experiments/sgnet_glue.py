@@ -1,4 +1,4 @@
-"""SG-Net vs baseline on GLUE dev sets (issue: SG-Net results), with seeds and paired significance tests.
+"""SG-Net and Syntax-BERT vs their baselines on GLUE dev sets, with seeds and paired significance tests.
 
 Runs every (task, variant, seed) with :func:`syntaxformer.training.train` (skipping runs whose
 ``metrics.json`` exists, so an interrupted sweep resumes), then summarises: mean / std over seeds, paired t-test
@@ -9,9 +9,9 @@ Usage (from the repository root, in the project environment)::
     python experiments/sgnet_glue.py run --tasks sst2,cola,rte,mrpc,stsb --variants baseline,sgnet --seeds 1,2,3
     python experiments/sgnet_glue.py summarize --out runs/sgnet_glue --json docs/results/sgnet_glue.json
     python experiments/sgnet_glue.py run --tasks sst2 --variants sgnet --seeds 1 --noise 0,0.2,0.4,0.6,0.8,1.0
-    python experiments/sgnet_glue.py run --tasks sst2 --variants baseline_default,sgnet_default --seeds 1,2,3 --sizes 500,2000,8000,all --out runs/issue16_curve
-    python experiments/sgnet_glue.py archive --out runs/issue16 --to docs/results/runs/issue16
-    python experiments/sgnet_glue.py summarize --out docs/results/runs/issue16 --json docs/results/issue16_archived.json
+    python experiments/sgnet_glue.py run --tasks sst2 --variants baseline_default,sgnet_default --seeds 1,2,3 --sizes 500,2000,8000,all --out runs/sst2_learning_curve
+    python experiments/sgnet_glue.py archive --out runs/glue_sweep --to docs/results/runs/glue_sweep
+    python experiments/sgnet_glue.py summarize --out docs/results/runs/glue_sweep --json docs/results/glue_sweep_archived.json
 
 ``runs/`` is not committed, and a new checkout starts without it: ``archive`` copies what the summaries and figures
 read of each finished run (``metrics.json``, ``run.json``, ``dev_predictions.json``; no weights) into a folder that
@@ -57,7 +57,7 @@ COMMON = {
 GATE_LR = 1e-2  # CoLA 2k, 126 steps: mean |g| 0.05 (max 0.21) at 1e-2, 0.17 (max 0.61) at 3e-2; 0.00x at 1e-4
 VARIANTS: dict[str, dict] = {
     # The paper's classifier reads h0 ([CLS]); `pooling: cls` is pinned since mean pooling became the SGNetConfig
-    # default (issue 16), so these variants keep reproducing the recorded results.
+    # default, so these variants keep reproducing the recorded results.
     "baseline": {"use_sg_layer": False, "pooling": "cls"},
     "sgnet": {"use_sg_layer": True, "pooling": "cls"},  # paper defaults: alpha 0.5, cls pooling
     "baseline_mean": {"use_sg_layer": False, "pooling": "mean"},
@@ -67,7 +67,7 @@ VARIANTS: dict[str, dict] = {
     "sgnet_mean_lr": {"use_sg_layer": True, "pooling": "mean", "new_params_lr": 3e-4},
     # Table 6 control: the extra layer without the SDOI mask (H̄ = H'), to separate capacity from syntax.
     "vanilla_layer_mean": {"use_sg_layer": True, "pooling": "mean", "aggregation": "vanilla_layer"},
-    # Syntax-BERT (issue 4): the plain encoder with the Syntax-BERT head, Syntax-BERT, Syntax-BERT + LISA.
+    # Syntax-BERT: the plain encoder with the Syntax-BERT head, Syntax-BERT, Syntax-BERT + LISA.
     "sbert_baseline": {"model_type": "syntax_bert", "use_syntax": False},
     "sbert": {"model_type": "syntax_bert"},
     "sbert_lisa": {"model_type": "syntax_bert", "lisa_layer": 3},
@@ -77,12 +77,12 @@ VARIANTS: dict[str, dict] = {
     "sbert_dep": {"model_type": "syntax_bert", "trees": "dependency"},
     "sbert_const": {"model_type": "syntax_bert", "trees": "constituency"},
     "sbert_full": {"model_type": "syntax_bert", "syntax_bert_options": {"full_attention_candidate": True}},
-    # Issue 16: syntax that can act (SG-Net's default mean pooling; the gated Syntax-BERT, zero at init, and its
+    # The GLUE sweep: syntax that can act (SG-Net's default mean pooling; the gated Syntax-BERT, zero at init, and its
     # random-mask control). `sgnet_default` / `baseline_default` take the library's defaults as they are.
     "baseline_default": {"use_sg_layer": False},
     "sgnet_default": {"use_sg_layer": True},
     # The gates train at their own rate (GATE_LR): at the encoder's 1e-4 they barely leave 0 in ~500 steps (first
-    # issue-16 CoLA runs: gated predictions identical with real and random masks; kept in runs/issue16_gate_lr_none).
+    # gated CoLA runs: predictions identical with real and random masks; docs/results.md).
     "sbert_gate": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "head"}, "gate_lr": GATE_LR},
     "sbert_gate_layer": {"model_type": "syntax_bert", "syntax_bert_options": {"gate": "layer"}, "gate_lr": GATE_LR},
     "sbert_gate_random": {
@@ -91,7 +91,7 @@ VARIANTS: dict[str, dict] = {
         "gate_lr": GATE_LR,
     },
 }
-# Syntax-BERT Table 5 ablations re-run with the gated model (issue 16): each removes one part of sbert_gate.
+# Syntax-BERT Table 5 ablations re-run with the gated model: each removes one part of sbert_gate.
 _TABLE5 = {
     "sum": {"aggregation": "sum"},
     "nodep": {"use_dependency": False},
@@ -107,11 +107,11 @@ for _name, _opts in _TABLE5.items():
         "gate_lr": GATE_LR,
         "syntax_bert_options": {"gate": "head", **_opts},
     }
-#: `--full` (issue 16 sweep): the full training sets (SST-2: 10,000 sentences), 2 epochs, full dev sets.
+#: `--full` (the GLUE sweep): the full training sets (SST-2: 10,000 sentences), 2 epochs, full dev sets.
 FULL_PRESETS: dict[str, dict] = {
     task: {**preset, "max_train_samples": 10000 if task == "sst2" else None} for task, preset in TASK_PRESETS.items()
 }
-#: `--preset gpu` (issue 16 on a GPU): every training set whole (SST-2: all 67,349 sentences), 3 epochs.
+#: `--preset gpu` (the GLUE sweep on a GPU): every training set whole (SST-2: all 67,349 sentences), 3 epochs.
 GPU_PRESETS: dict[str, dict] = {
     task: {**preset, "max_train_samples": None, "num_train_epochs": 3.0} for task, preset in TASK_PRESETS.items()
 }
@@ -455,12 +455,12 @@ def _summarize(args: argparse.Namespace) -> dict:
 def _pairs(runs: dict) -> list[tuple[str, str]]:
     """Which variant is compared with which: sgnet* with the baseline of the same pooling; noise with clean."""
     out = []
-    issue16 = any(re.fullmatch(r"(baseline_default|sbert_gate)(_n(\d+|all))?", v) for v in runs)
+    glue_sweep = any(re.fullmatch(r"(baseline_default|sbert_gate)(_n(\d+|all))?", v) for v in runs)
     for v in runs:
         m = re.fullmatch(r"(.+?)(_n(?:\d+|all))?", v)
         base, suffix = m.group(1), m.group(2) or ""  # learning-curve runs pair with the same training-set size
-        if issue16 and "_noise" not in v and base != "baseline_default":
-            # Issue-16 sweep: every system vs the plain model with the same head and pooling, and the controls.
+        if glue_sweep and "_noise" not in v and base != "baseline_default":
+            # The GLUE sweep: every system vs the plain model with the same head and pooling, and the controls.
             ref = "sbert_baseline" if base.startswith("sbert") and base != "sbert_baseline" else "baseline_default"
             if ref + suffix in runs:
                 out.append((v, ref + suffix))
@@ -587,9 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", default="runs/sgnet_glue")
     parser.add_argument(
-        "--full",
-        action="store_true",
-        help="full training sets (SST-2: 10,000), for the issue-16 sweep; use its own --out",
+        "--full", action="store_true", help="full training sets (SST-2: 10,000), for the GLUE sweep; use its own --out"
     )
     parser.add_argument(
         "--preset",

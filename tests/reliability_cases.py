@@ -1,4 +1,4 @@
-"""The cases listed in issue 14, classes 4-6 (caches, readers, alignment): each run and its outcome classified as
+"""The listed reliability cases, classes 4-6 (caches, readers, alignment): each run and its outcome classified as
 ok / ok-error (a clear SyntaxformerError) / traceback / hang / wrong / lost. docs/reliability.md gives the counts on
 the tree before the fixes (a42940c) and after. Run from the repository root:
 

@@ -1,4 +1,4 @@
-"""The issue-16 sweep's summary flags runs whose dev predictions collapsed (experiments/ scripts, read as modules)."""
+"""The GLUE sweep's summary flags runs whose dev predictions collapsed (experiments/ scripts, read as modules)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _run(folder: Path, task: str, metric: str, predictions: list, labels: list, 
 
 
 def test_summarize_measures_spread_and_the_tables_list_collapsed_runs(tmp_path):
-    glue, tables = _module("sgnet_glue"), _module("issue16_tables")
+    glue, tables = _module("sgnet_glue"), _module("glue_tables")
     labels = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     _run(tmp_path / "stsb" / "sbert_baseline" / "seed1", "stsb", "pearson", [0.5, 1, 2, 3, 4, 4.5], labels, 0.99)
     _run(tmp_path / "stsb" / "sbert_baseline" / "seed2", "stsb", "pearson", [2.4, 2.5, 2.5, 2.5, 2.6, 2.5], labels, 0.2)
@@ -116,7 +116,7 @@ def _summary(task: str, variants: dict[str, dict[int, float]], tests: list[tuple
 def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them():
     from scipy.stats import ttest_rel
 
-    tables = _module("issue16_tables")
+    tables = _module("glue_tables")
     base = {1: 0.50, 2: 0.56}
     sg = {1: 0.55, 2: 0.57}
     old = _summary(

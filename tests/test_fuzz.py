@@ -449,7 +449,7 @@ COMMAND_INPUTS = {  # command -> (file name, valid sample, argv built from the f
     "diagnose": ("m/config.json", json.dumps({"model_type": "bert"}), lambda p, d: ["diagnose", str(p.parent)]),
 }
 # a command whose input is a run / model folder names the folder, not the file inside it; a config error names the
-# config file or the option that is wrong (issue 14 class 1), so only the one-line form is required there
+# config file or the option that is wrong (reliability class 1, docs/reliability.md), so only the one-line form is required there
 _NAMED = {k: (lambda p: p.parent.name) if "/" in v[0] else (lambda p: p.name) for k, v in COMMAND_INPUTS.items()}
 _NAMED.update({"train-config": lambda p: None, "compare-config": lambda p: None})
 _FEW = {"annotate-text": 10, "diagnose": 10, "translate-run": 10, "train-config": 15, "compare-config": 15}

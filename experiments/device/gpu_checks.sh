@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the GPU machine (issue 15 item 2): the gpu-marked tests (flex path included), then the SG-Net and Syntax-BERT
+# On the GPU machine: the gpu-marked tests (flex path included), then the SG-Net and Syntax-BERT
 # (fast vs flex) benchmarks at 128 / 512 tokens.
 # Device call: command `bash experiments/device/gpu_checks.sh`, carry [".device/model", ".device/testdata"].
 source experiments/device/setup.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepare, on this machine (spaCy, the parse cache, ../shared/data), what a GPU lease needs in .device/ (ignored by
 # git; a call carries at most 64 MiB): the MiniLM weights as fp16 (~45 MB), the GLUE / SST train+dev files, the
-# parses of every text of the issue-16 sweep as one xz-compressed JSONL (~10 MB), and a 96-sentence SST-2 slice
+# parses of every text of the GLUE sweep as one xz-compressed JSONL (~10 MB), and a 96-sentence SST-2 slice
 # with its parses for the gpu-marked tests. Run from the repository root after `make setup`:
 #     bash experiments/device/pack.sh
 set -euo pipefail

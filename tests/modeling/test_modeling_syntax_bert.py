@@ -497,7 +497,7 @@ def test_config_rejects_bad_options(bad):
 
 
 def test_config_saved_with_the_old_relation_names_keeps_its_meaning(tmp_path):
-    """Before issue 16 ``parent_masks`` named the paper's child relation: an old config (no ``relation_names``)
+    """Before 2026-11-23 ``parent_masks`` named the paper's child relation: an old config (no ``relation_names``)
     with ``parent_masks=False`` dropped ids 1..D, which are now ``child_masks``."""
     c = SyntaxBertConfig(encoder=tiny_bert(), child_masks=False)
     c.save_pretrained(tmp_path)

@@ -243,7 +243,7 @@ def test_squad_scores_per_question_agree_with_the_metric():
     assert wrong["fixed_threshold"]["official_best_f1_thresh"] == 0.0
     assert wrong["fixed_threshold"]["official_best_exact_thresh"] == 0.0
     assert wrong["best_f1_threshold"]["threshold"] < -3.0
-    # the EM threshold is the reachable one too (issue: it kept the official 0.0)
+    # the EM threshold is the reachable one too (it used to keep the official 0.0)
     assert wrong["fixed_threshold"]["best_exact_thresh"] < -3.0
     assert wrong["fixed_threshold"]["best_f1_thresh"] < -3.0
     assert wrong["best_exact_threshold"]["threshold"] < -3.0

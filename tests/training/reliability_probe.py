@@ -1,4 +1,4 @@
-"""Issue 14, classes 1-3 (config values, runs never lost, resume): every listed case run through the CLI against the
+"""Reliability classes 1-3 (config values, runs never lost, resume): every listed case run through the CLI against the
 package on ``PYTHONPATH``, each classified as ``ok`` (a clear one-line error, or a correct result), ``traceback``,
 ``silent`` (exit 0 with a wrong result), ``lost`` (a finished run or checkpoint gone or changed), ``unclear`` (an
 error that does not name the option) or ``no-fallback`` (an error where an intact checkpoint was there to resume).

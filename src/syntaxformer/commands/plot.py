@@ -2,7 +2,7 @@
 
 Examples::
 
-    syntaxformer plot runs/issue16 --output figures                       # results with 95% CIs (+ curves)
+    syntaxformer plot runs/glue_sweep --output figures                       # results with 95% CIs (+ curves)
     syntaxformer plot 'runs/rte/*/seed*' --kind results buckets --output figures
     syntaxformer plot runs/noise --kind noise --output figures           # runs differing in parser_noise
     syntaxformer plot --kind attention --model MODEL_DIR --text "The cat sat on the mat." --layer -1 --output figures
