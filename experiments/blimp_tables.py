@@ -5,7 +5,7 @@ Usage (from the repository root)::
     python experiments/blimp_tables.py [--archive docs/results/runs/cola_blimp] [--level field] [--resamples 10000]
 
 Prints (1) CoLA dev MCC and BLiMP accuracy per field for every system, mean over the seeds archived so far (the
-seeds are listed per row), and (2) the paired comparisons of the issue's questions per field: two-level bootstrap
+seeds are listed per row), and (2) the paired comparisons of the questions per field: two-level bootstrap
 over seeds and pairs, Holm's correction across the table's whole family (every comparison x field), the t-test over
 seeds where two or more seeds are paired. Only seeds that both systems of a comparison have are paired.
 """

@@ -73,7 +73,7 @@ def gate_parameter_names(model: nn.Module) -> set[str]:
 
     They get their own learning rate (``gate_lr``): a gate is one scalar per layer (or head) that starts at 0 and
     moves about one learning rate per Adam step, so at an encoder rate (1e-4 x ~500 steps) it stays near 0 and the
-    model stays the plain encoder (measured in the issue-16 sweep: CoLA predictions identical with real and random
+    model stays the plain encoder (measured in the GLUE sweep: CoLA predictions identical with real and random
     masks). Never weight-decayed.
     """
     return {
