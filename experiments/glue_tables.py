@@ -3,15 +3,17 @@
 Usage (from the repository root)::
 
     python experiments/sgnet_glue.py summarize --out runs/glue_sweep --json docs/results/glue_sweep.json
-    python experiments/sgnet_glue.py summarize --out runs/syntax_bert_gated_ablations --json docs/results/syntax_bert_gated_ablations.json
-    python experiments/glue_tables.py            # prints the main table, the paired tests and Table 5
+    python experiments/glue_tables.py            # prints the main table and the paired tests
+
+The other comparison tables of docs/results.md (the first round, both Table 5 ablations, parser noise, the learning
+curve, translation, SQuAD / RACE) are made by ``results_tables.py``.
 
 The main table may come from several summaries (``--main A.json,B.json``): a sweep whose seeds were summarised at
 different times, when the earlier run folders are gone (``runs/`` is not committed; ``sgnet_glue.py archive``
 now keeps them). The seeds are then put together per variant: the mean, the standard deviation, the difference and
 the paired t-test over seeds are recomputed from the per-seed scores (:func:`merge_summaries`); the paired
 bootstrap needs every seed's predictions, so each summary's own bootstrap is shown with the seeds it covers.
-Table 5 and a single summary are formatted as they are. A cell whose run has not finished shows "–"; the seeds
+A single summary is formatted as it is. A cell whose run has not finished shows "–"; the seeds
 behind every cell are printed.
 """
 
@@ -46,17 +48,6 @@ PAIRS = [
     ("sbert_gate", "sbert_baseline", "SB gated − SB head baseline"),
     ("sbert_gate", "sbert_gate_random", "SB gated − SB gated with random masks"),
     ("sbert", "sbert_baseline", "Syntax-BERT (paper) − SB head baseline"),
-]
-TABLE5 = [
-    ("sbert_gate_sum", "w/o topical attention (sum)"),
-    ("sbert_gate_nodep", "w/o dependency tree"),
-    ("sbert_gate_noconst", "w/o constituency tree"),
-    ("sbert_gate_noparent", "w/o parent"),
-    ("sbert_gate_nochild", "w/o child"),
-    ("sbert_gate_nosibling", "w/o sibling"),
-    ("sbert_gate_nopairwise", "w/o pairwise"),
-    ("sbert_gate_random", "random masks (control)"),
-    ("sbert", "Syntax-BERT, paper (no gate)"),
 ]
 
 
@@ -289,37 +280,6 @@ def runs_below(summary: dict, variant: str = "sbert_gate", ref: str = "sbert_bas
     return f"{len(lines)} of {n} paired runs below:\n" + ("\n".join(lines) or "* none")
 
 
-def table5(summary: dict) -> str:
-    task = summary["tasks"]["sst2_trees"]
-    v, tests = task["variants"], task["tests"]
-    lines = [
-        "| variant | seeds | accuracy mean ± std | Δ vs whole gated | bootstrap p | t-test p |",
-        "|---|---|---|---|---|---|",
-    ]
-
-    def row(key: str, name: str, against: str) -> str:
-        if key not in v:
-            return f"| {name} | – | (not run) | | | |"
-        t = _test(tests, key, against) or {}
-        if not t and _test(tests, against, key):  # summarize tested it the other way round: A − B = −(B − A)
-            back = _test(tests, against, key)
-            t = {**back, "difference": -back["difference"]}
-        if not t and against != "sbert_baseline":
-            against, t = "sbert_baseline", _test(tests, key, "sbert_baseline") or {}
-        diff = f"{t['difference']:+.4f}" if t else ""
-        if against != "sbert_gate" and t:
-            diff = f"(vs SB head baseline {diff})"
-        return (
-            f"| {name} | {len(v[key]['seeds'])} | {v[key]['mean']:.4f} ± {v[key]['std']:.4f} | {diff} | "
-            f"{_p(t.get('bootstrap_p')) if t else ''} | {_p(t.get('t_test_p')) if t else ''} |"
-        )
-
-    lines.append(row("sbert_baseline", "SB head baseline (no syntax)", "none"))
-    lines.append(row("sbert_gate", "**gated Syntax-BERT (whole)**", "sbert_baseline"))
-    lines += [row(key, name, "sbert_gate") for key, name in TABLE5]
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -327,7 +287,6 @@ def main() -> None:
         default="docs/results/glue_sweep.json",
         help="the main sweep's summary JSON, or several, comma-separated, whose seeds are joined",
     )
-    parser.add_argument("--table5", default="docs/results/syntax_bert_gated_ablations.json")
     parser.add_argument(
         "--later-replaces",
         action="store_true",
@@ -346,8 +305,6 @@ def main() -> None:
     if replaced is not None:
         print("Seeds re-run with another score (the later run is used):\n")
         print("\n".join(f"* {line}" for line in replaced) or "* none")
-        print()
-    print(table5(json.loads(Path(args.table5).read_text(encoding="utf-8"))))
 
 
 if __name__ == "__main__":

@@ -193,3 +193,120 @@ def test_merged_summaries_join_seeds_and_recompute_the_t_test_over_all_of_them()
     assert test["difference"] == pytest.approx((0.05 + 0.17 + 0.08) / 3)
     # the old summary's bootstrap over seeds 1-2 paired the replaced run: dropped; seed 3's and the new one's stay
     assert [(b["seeds"], b["p"]) for b in test["bootstrap"]] == [([2], 0.03), ([3], 0.01)]
+
+
+# --- the corrected comparison tables of docs/results.md (experiments/results_tables.py) ---------------------------
+
+RESULTS_MD = ROOT / "docs" / "results.md"
+SUMMARIES = ROOT / "docs" / "results"
+
+
+def _holm(ps: list[float]) -> list[float]:
+    """Holm's step-down adjustment, written out here so the tables' own is checked against it."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out, running = [0.0] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def _p(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _rows(table: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+
+
+def _results_tables():
+    needed = [
+        "sgnet_glue.json",
+        "syntax_bert.json",
+        "syntax_bert_gated_ablations.json",
+        "stsb_parser_noise.json",
+        "sst2_learning_curve.json",
+        "glue_sweep.json",
+        "translation.json",
+        "reading_comprehension.json",
+    ]
+    missing = [n for n in needed if not (SUMMARIES / n).exists()]
+    if missing or not RESULTS_MD.exists():
+        pytest.skip(f"result summaries not found: {missing or RESULTS_MD}")
+    return _module("results_tables")
+
+
+def test_every_corrected_table_in_results_md_is_made_from_the_committed_summaries():
+    """Every table printed by results_tables.py appears, verbatim, in docs/results.md."""
+    tables = _results_tables().tables()
+    text = RESULTS_MD.read_text(encoding="utf-8")
+    assert len(tables) == 11
+    for name, table in tables.items():
+        assert table in text, f"docs/results.md does not show the current {name} table"
+
+
+def test_seed_tables_are_recomputed_with_scipy_and_bold_only_holm_survivors():
+    """Per cell: Δ, its 95% t-interval (scipy.stats.t.interval) and the paired t-test (scipy.stats.ttest_rel) from
+    the per-seed scores in the summaries; Holm over the table's cells; bold exactly where Holm's p < 0.05."""
+    from scipy import stats
+
+    rt = _results_tables()
+    tables = rt.tables()
+    bold_anywhere = 0
+    for name, (summary_file, rows) in rt.SEED_TABLES.items():
+        summary = json.loads((SUMMARIES / summary_file).read_text(encoding="utf-8"))
+        shown = _rows(tables[name])
+        assert len(shown) == len(rows)
+        ps, expected = [], []
+        for task, a, b, label in rows:
+            v = summary["tasks"][task]["variants"]
+            sa, sb = dict(zip(v[a]["seeds"], v[a]["scores"])), dict(zip(v[b]["seeds"], v[b]["scores"]))
+            seeds = sorted(set(sa) & set(sb))
+            assert len(seeds) >= 3, (name, label)
+            d = [sa[s] - sb[s] for s in seeds]
+            mean = sum(d) / len(d)
+            if all(x == 0 for x in d):  # identical runs: no difference, no evidence (scipy answers nan)
+                p, lo, hi = 1.0, 0.0, 0.0
+            else:
+                p = stats.ttest_rel([sa[s] for s in seeds], [sb[s] for s in seeds]).pvalue
+                lo, hi = stats.t.interval(0.95, len(d) - 1, loc=mean, scale=stats.sem(d))
+            ps.append(p)
+            expected.append((label, f"{mean:+.4f} [{lo:+.4f}, {hi:+.4f}]", _p(p)))
+        for (label, delta, p), holm, row in zip(expected, _holm(ps), shown):
+            survives = holm < 0.05
+            bold_anywhere += survives
+            assert row[0] == label
+            assert row[4] == (f"**{delta}**" if survives else delta), (name, label)
+            assert row[6] == p, (name, label)
+            assert row[7] == (f"**{_p(holm)}**" if survives else _p(holm)), (name, label)
+    assert bold_anywhere == 2  # Syntax-BERT's STS-B collapse; summed sub-networks vs the plain baseline
+
+
+def test_example_level_tables_holm_over_their_family_and_no_bold():
+    """Translation and SQuAD: Holm's adjustment over each table's tests (a bootstrap p of 0 counted as 1/1,000),
+    recomputed from the summaries; one or two seeds per cell, so nothing is bold."""
+    rt = _results_tables()
+    tables = rt.tables()
+    translation = json.loads((SUMMARIES / "translation.json").read_text(encoding="utf-8"))
+    ps = []
+    for fraction in sorted(translation["fractions"], key=float):
+        for arm in sorted(translation["fractions"][fraction]):
+            for run in translation["fractions"][fraction][arm]:
+                for split in ("test2016", "newstest2013"):
+                    if split in run.get("vs_baseline", {}):
+                        ps.append(max(run["vs_baseline"][split]["p"], 1e-3))
+    assert len(ps) == 19
+    shown = [c for row in _rows(tables["translation"]) for c in (row[9], row[13]) if c]
+    assert shown == [_p(h) for h in _holm(ps)]
+    assert "**" not in tables["translation"]
+
+    squad = json.loads((SUMMARIES / "reading_comprehension.json").read_text(encoding="utf-8"))["tasks"]["squad"]
+    comparisons = [squad["tests"][k] for k in ("sgnet", "sgnet_verifier", "vanilla_layer")] + [
+        squad["pairs"][k] for k in ("sgnet vs vanilla_layer", "sgnet_verifier vs sgnet")
+    ]
+    ps = []
+    for c in comparisons:
+        ps += [max(c["bootstrap_span_f1"]["p_two_sided"], 1e-3), c["mcnemar_span_em"]["pooled"]["p_value"]]
+    shown = [c for row in _rows(tables["squad_threshold_free"]) for c in (row[4], row[7])]
+    assert shown == [_p(h) for h in _holm(ps)]
+    assert "**" not in tables["squad_threshold_free"]
