@@ -14,6 +14,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassificati
 from transformers.models.bert.modeling_bert import BertLayer
 
 import syntaxformer.modeling.syntax_attention as SA
+import syntaxformer.modeling.syntax_attention_fast as SA_fast
 from syntaxformer.data.collate import SyntaxCollator
 from syntaxformer.masks import relation_groups_from_features
 from syntaxformer.modeling.syntax_attention import (
@@ -363,8 +364,8 @@ def test_attention_fast_recomputes_underflowing_rows_exactly(monkeypatch, full_c
     q = q.clone()
     q[0, 1, 4] *= 400.0  # row 4 of head 1: score gaps of hundreds of nats
     calls = []
-    exact = SA._exact_probs
-    monkeypatch.setattr(SA, "_exact_probs", lambda *a, **kw: calls.append(a[0].shape) or exact(*a, **kw))
+    exact = SA_fast._exact_probs  # the fast path's own reference to the exact path
+    monkeypatch.setattr(SA_fast, "_exact_probs", lambda *a, **kw: calls.append(a[0].shape) or exact(*a, **kw))
     opts = dict(full_attention_candidate=full_candidate)
     ref = run_attention("reference", (q, k, v), topical, parts, mask, **opts)
     _assert_close(run_attention("fast", (q, k, v), topical, parts, mask, **opts), ref, tol=5e-4)

@@ -195,32 +195,32 @@ def test_flex_large_score_gaps_lose_no_group():
 
 def test_flex_pre_pass_in_row_chunks_is_the_same(monkeypatch):
     """Chunks of a few query rows (each checkpointed) give the same outputs and gradients as one chunk."""
-    import syntaxformer.modeling.syntax_attention as SA
+    import syntaxformer.modeling.syntax_attention_flex as SF
 
     inputs, topical, parts, mask = random_setup(seed=5)
     whole = _run("flex", inputs, topical, parts, mask, gate=_gate(True))
-    monkeypatch.setattr(SA, "_FLEX_CHUNK_BYTES", 4 * 2 * 3 * 9 * 2)  # two rows per chunk
+    monkeypatch.setattr(SF, "_FLEX_CHUNK_BYTES", 4 * 2 * 3 * 9 * 2)  # two rows per chunk
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True)), whole, tol=1e-6)
 
 
 def test_flex_bias_gradient_pass_equals_autograd_through_the_bias(monkeypatch):
     """The bias table's gradient from ``_FlexBiasGrad``'s chunked pass equals autograd through the bias (what the
     compiled kernel computes with ``_FLEX_BIAS_GRAD_IN_KERNEL``), also with chunks of a few rows."""
-    import syntaxformer.modeling.syntax_attention as SA
+    import syntaxformer.modeling.syntax_attention_flex as SF
 
     inputs, topical, parts, mask = random_setup(seed=14)
     opts = dict(full_attention_candidate=True)
     passes = _run("flex", inputs, topical, parts, mask, gate=_gate(True), **opts)
-    monkeypatch.setattr(SA, "_FLEX_CHUNK_BYTES", 4 * 2 * 3 * 9 * 3)  # three rows per chunk
+    monkeypatch.setattr(SF, "_FLEX_CHUNK_BYTES", 4 * 2 * 3 * 9 * 3)  # three rows per chunk
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True), **opts), passes, tol=1e-6)
-    monkeypatch.setattr(SA, "_FLEX_BIAS_GRAD_IN_KERNEL", True)
+    monkeypatch.setattr(SF, "_FLEX_BIAS_GRAD_IN_KERNEL", True)
     _assert_close(_run("flex", inputs, topical, parts, mask, gate=_gate(True), **opts), passes, tol=1e-5)
 
 
 def test_flex_passes_keep_no_float_tensor_of_the_attention_size():
     """What the pre-pass and the bias-gradient pass keep for the backward: the inputs, the joint index and
     ``[B, H, L, J]`` tables, never a float ``[B, H, L, L]`` (on the GPU the flex kernel keeps q, k, v, out, lse)."""
-    import syntaxformer.modeling.syntax_attention as SA
+    import syntaxformer.modeling.syntax_attention_flex as SF
 
     B, H, L, d = 2, 3, 40, 4
     g = torch.Generator().manual_seed(0)
@@ -228,7 +228,7 @@ def test_flex_passes_keep_no_float_tensor_of_the_attention_size():
     w = torch.randn(B, H, L, generator=g, requires_grad=True)
     parts = [torch.randint(0, 4, (B, L, L), generator=g) for _ in range(2)]
     groups = prepare_groups(parts, 4)
-    joint = SA._cached_flex_joint(groups, None, None)
+    joint = SF._cached_flex_joint(groups, None, None)
     assert joint.size < L, "the test needs fewer joint buckets than keys"
     saved = []
 
@@ -237,9 +237,9 @@ def test_flex_passes_keep_no_float_tensor_of_the_attention_size():
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        lz, y = SA._flex_prepass(q, k, w, 0.5, joint)
+        lz, y = SF._flex_prepass(q, k, w, 0.5, joint)
         bias = (lz.nan_to_num(0.0, 0.0, 0.0) + y).requires_grad_()
-        out = SA._FlexBiasGrad.apply(
+        out = SF._FlexBiasGrad.apply(
             torch.randn(B, H, L, d, requires_grad=True),
             bias,
             lz.detach(),
@@ -338,9 +338,9 @@ def _check_flex_matches_reference_on(device, aggregation: str, empty_rows: str, 
 def test_flex_bias_gradient_in_kernel_matches_reference_on_cuda_in_fp32(monkeypatch, cuda_fp32):
     """The alternative ``_FLEX_BIAS_GRAD_IN_KERNEL`` (Inductor computes the bias table's gradient with atomic adds):
     if this fails and the test above passes, keep the default (the chunked pass)."""
-    import syntaxformer.modeling.syntax_attention as SA
+    import syntaxformer.modeling.syntax_attention_flex as SF
 
-    monkeypatch.setattr(SA, "_FLEX_BIAS_GRAD_IN_KERNEL", True)
+    monkeypatch.setattr(SF, "_FLEX_BIAS_GRAD_IN_KERNEL", True)
     _check_flex_matches_reference_on(cuda_fp32, "topical", "full", True, True)
 
 

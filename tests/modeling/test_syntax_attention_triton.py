@@ -25,6 +25,7 @@ pytest.importorskip("triton", reason="implementation='triton' needs triton (pip 
 from syntaxformer.errors import ConfigError  # noqa: E402
 from syntaxformer.modeling import SyntaxBertConfig  # noqa: E402
 from syntaxformer.modeling import syntax_attention as SA  # noqa: E402
+from syntaxformer.modeling import syntax_attention_fast as SA_fast  # noqa: E402
 from syntaxformer.modeling import syntax_attention_triton as T  # noqa: E402
 from syntaxformer.modeling.syntax_attention import (  # noqa: E402
     AddedLisaHead,
@@ -221,7 +222,7 @@ def test_triton_underflowing_rows_match_reference(device, full_candidate):
     q, k, v = inputs
     q = q.clone()
     q[0, 1, 4] *= 80.0
-    assert _min_group_share(q, k, parts, mask, 0, 1, 4) < SA._UNDERFLOW, "the row should underflow"
+    assert _min_group_share(q, k, parts, mask, 0, 1, 4) < SA_fast._UNDERFLOW, "the row should underflow"
     opts = dict(full_attention_candidate=full_candidate)
     ref = _run("reference", (q, k, v), topical, parts, mask, **opts)
     _assert_close(_run("triton", (q, k, v), topical, parts, mask, **opts), ref)

@@ -114,12 +114,8 @@ def run_lengths(run_dir: str | Path) -> dict[str, Any]:
     Raises:
         DataError: not a finished run, or it keeps nothing to score examples with.
     """
-    from syntaxformer.analysis.compare_runs import (
-        load_dev_data,
-        load_run_predictions,
-        per_question_scores,
-        run_references,
-    )
+    from syntaxformer.analysis.compare_runs import load_run_predictions, per_question_scores
+    from syntaxformer.training.run_data import load_dev_data, run_references
 
     folder = Path(run_dir)
     metrics, preds = load_run_predictions(folder)

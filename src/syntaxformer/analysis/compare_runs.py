@@ -29,6 +29,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from syntaxformer.errors import DataError, InputError
+from syntaxformer.tasks.significance import mcnemar, paired_bootstrap, paired_prediction_tests, paired_t_test
+from syntaxformer.training.run_data import load_dev_data, run_references
 
 __all__ = [
     "compare_runs",
@@ -179,39 +181,6 @@ def expand_run_dirs(patterns: Sequence[str | Path]) -> list[str]:
     return out
 
 
-def load_dev_data(run_dir: str | Path, split: str = "dev") -> tuple[Any, Any]:
-    """``(task, data)``: the task of a run folder and its ``split`` as the run read it (the same files and
-    subsample, from ``run.json``), e.g. for the texts and references that ``dev_predictions.json`` does not keep.
-
-    Raises:
-        DataError: the folder has no ``run.json``; FormatError: it is not the one ``train`` writes.
-    """
-    from syntaxformer.training.run import load_run
-
-    config, task = load_run(run_dir)
-    max_samples = config.max_eval_samples
-    return task, task.load_split(split, config.data_options(split, max_samples))
-
-
-def run_references(run_dir: str | Path, ids: Sequence[str] | None = None, split: str = "dev") -> list[str]:
-    """The references of a translation run's ``split`` (the one its ``dev_predictions.json`` names: the first
-    evaluation set), read again from the data named in its ``run.json``.
-
-    Raises:
-        InputError: the data has no references, or not the examples of ``ids``.
-    """
-    _, data = load_dev_data(run_dir, split)
-    targets = getattr(data, "targets", None)
-    if targets is None:
-        raise InputError(f"the dev data of {run_dir} has no references")
-    if ids is not None and list(ids) != list(getattr(data, "ids", ids)):
-        raise InputError(
-            f"the dev data named in {run_dir}/run.json is no longer the data its dev_predictions.json "
-            "was made on (other ids)"
-        )
-    return list(targets)
-
-
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -261,59 +230,12 @@ def per_question_scores(run_dir: str | Path) -> dict[str, Any] | None:
 
 
 def _per_question_tests(qa: dict[str, Any], qb: dict[str, Any], n_resamples: int, seed: int) -> dict[str, Any]:
-    from syntaxformer.analysis.significance import mcnemar, paired_bootstrap
-
     metric = qa["metric"]
     a, b = np.asarray(qa["values"][metric]), np.asarray(qb["values"][metric])
     boot = paired_bootstrap(
         lambda p, _y: float(np.mean(p)), a, b, np.zeros(len(a)), n_resamples=n_resamples, seed=seed, two_sided=True
     )
     return {"bootstrap": boot.to_dict(), "mcnemar": mcnemar(qa["correct"], qb["correct"]).to_dict()}
-
-
-def paired_prediction_tests(
-    preds_a: dict[str, Any],
-    preds_b: dict[str, Any],
-    metric: str,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    references: Sequence[str] | None = None,
-    bleu_test: str = "bs",
-) -> dict[str, Any]:
-    """B against A on one pair of ``dev_predictions.json`` contents (same examples).
-
-    With ``references`` (translation): ``{"bleu": ...}``, sacreBLEU's paired test ``bleu_test`` (``"bs"`` /
-    ``"ar"``) with the 95% interval of the BLEU difference. Else, when there are labels and ``metric`` is a
-    per-example metric of :data:`~syntaxformer.tasks.metrics.METRICS`: ``{"bootstrap": ...}``, the two-sided paired
-    bootstrap of ``metric``, and for integer labels ``"mcnemar"``, the exact McNemar test. ``{}`` otherwise.
-    """
-    from syntaxformer.analysis.significance import mcnemar, paired_bleu_test, paired_bootstrap
-    from syntaxformer.tasks.metrics import METRICS
-
-    if references is not None:
-        return {
-            "bleu": paired_bleu_test(
-                preds_a["predictions"],
-                preds_b["predictions"],
-                references,
-                test=bleu_test,
-                n_resamples=n_resamples,
-                seed=seed or 12345,
-            ).to_dict()
-        }
-    labels = preds_a.get("labels")
-    if labels is None or metric not in METRICS:
-        return {}
-    y = np.asarray(labels)
-    a, b = np.asarray(preds_a["predictions"]), np.asarray(preds_b["predictions"])
-    out = {
-        "bootstrap": paired_bootstrap(
-            METRICS[metric], a, b, y, n_resamples=n_resamples, seed=seed, two_sided=True
-        ).to_dict()
-    }
-    if np.issubdtype(y.dtype, np.integer):
-        out["mcnemar"] = mcnemar(a == y, b == y).to_dict()
-    return out
 
 
 def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> list[tuple[str, str]]:
@@ -350,13 +272,11 @@ def compare_runs(
     Returns:
         ``{"task", "metric", "a": [scores], "b": [scores], "seeds": [seed of A's run], "per_seed": [{"run_a",
         "run_b", "bootstrap"?, "mcnemar"?, "bleu"?}], "t_test"?: ...}`` (test dicts of
-        :class:`~syntaxformer.analysis.significance.TestResult`).
+        :class:`~syntaxformer.tasks.significance.TestResult`).
 
     Raises:
         InputError: unequal numbers of runs, runs of different tasks or dev examples.
     """
-    from syntaxformer.analysis.significance import paired_t_test
-
     pairs = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
     result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": []}
     references = None

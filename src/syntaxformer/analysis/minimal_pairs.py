@@ -349,7 +349,7 @@ def compare_minimal_pairs(
         InputError: different numbers of runs, or runs scored on different pairs (names both systems).
         ConfigError: an unknown level.
     """
-    from syntaxformer.analysis.significance import mcnemar, paired_t_test
+    from syntaxformer.tasks.significance import mcnemar, paired_t_test
 
     if level not in ("overall", *LEVELS):
         raise ConfigError(f"level must be one of {('overall', *LEVELS)}, got {level!r}")

@@ -157,8 +157,8 @@ def _colors(names: Any) -> dict[str, str]:
 
 def _single_run_ci(run: RunInfo, n_resamples: int, seed: int) -> tuple[float, float] | None:
     """Bootstrap interval over dev examples of one run's headline metric, or ``None`` when it keeps no labels."""
-    from syntaxformer.analysis.significance import bootstrap_ci
     from syntaxformer.tasks.metrics import METRICS
+    from syntaxformer.tasks.significance import bootstrap_ci
 
     path = Path(run.path) / "dev_predictions.json"
     if run.metric not in METRICS or not path.is_file():
@@ -170,7 +170,7 @@ def _single_run_ci(run: RunInfo, n_resamples: int, seed: int) -> tuple[float, fl
 
 
 def _interval(runs: Sequence[RunInfo], n_resamples: int, seed: int) -> tuple[float, tuple[float, float] | None, str]:
-    from syntaxformer.analysis.significance import seed_ci
+    from syntaxformer.tasks.significance import seed_ci
 
     scores = [r.score for r in runs if r.score is not None]
     mean = float(np.mean(scores))
@@ -278,7 +278,7 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
     Raises:
         ConfigError: an unknown ``x``; InputError: no task whose runs differ in ``x``.
     """
-    from syntaxformer.analysis.significance import seed_ci
+    from syntaxformer.tasks.significance import seed_ci
 
     if x not in ("train_size", "parser_noise"):
         raise ConfigError(f"unknown curve axis {x!r}; use train_size or parser_noise")

@@ -13,7 +13,7 @@ from transformers import PretrainedConfig
 from syntaxformer.errors import ConfigError
 from syntaxformer.masks.relations import KINDS, num_groups
 from syntaxformer.modeling.configuration_common import SyntaxModelConfig, first_set, ordered_syntax_inputs
-from syntaxformer.modeling.syntax_attention import SyntaxAttentionOptions
+from syntaxformer.modeling.syntax_attention_options import SyntaxAttentionOptions
 
 RELATION_KINDS: tuple[str, ...] = KINDS
 TopicalAggregation = Literal["topical", "sum", "mean"]

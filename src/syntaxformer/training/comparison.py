@@ -8,6 +8,7 @@ Systems are named by :data:`SYSTEM_PRESETS` (``baseline``, ``sgnet``, ``syntax_b
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -15,8 +16,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from syntaxformer.errors import ConfigError
+from syntaxformer.tasks.significance import paired_prediction_tests
 from syntaxformer.training.config import RunConfig, model_option_names
 from syntaxformer.training.run import train
+from syntaxformer.training.run_data import run_references
 from syntaxformer.utils import write_json
 
 __all__ = ["SYSTEM_PRESETS", "compare", "format_comparison", "resolve_systems"]
@@ -146,10 +149,6 @@ def paired_tests(
     McNemar test on per-example correctness; for BLEU, sacreBLEU's paired bootstrap against the references.
     Name -> ``{"bootstrap": ..., "mcnemar": ...}`` / ``{"bleu": ...}``; systems without per-example predictions
     and labels (or a metric that is not a per-example one) are left out."""
-    import json
-
-    from syntaxformer.analysis.compare_runs import paired_prediction_tests, run_references
-
     if len(names) < 2:
         return {}
     runs = {}

@@ -1,5 +1,5 @@
 """Translation with a trained Syntax-Infused Transformer: beam-search translation of raw text and sacreBLEU
-(:mod:`.evaluate`; paired BLEU tests are :func:`syntaxformer.analysis.significance.paired_bleu_test`). Training
+(:mod:`.evaluate`; paired BLEU tests are :func:`syntaxformer.tasks.significance.paired_bleu_test`). Training
 goes through the one runner (``syntaxformer.training.run.train`` with ``task="translation"``).
 
 The parts live where their kind lives: readers in :mod:`syntaxformer.data.readers.parallel`, BPE in

@@ -5,7 +5,7 @@
 * :func:`~syntaxformer.tasks.metrics.corpus_bleu` (a task metric, imported here) — sacreBLEU corpus BLEU on detokenised output against raw references (default 13a
   tokenisation, mixed case) with its signature, e.g. ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``.
 
-Two systems' BLEU are compared with :func:`syntaxformer.analysis.significance.paired_bleu_test` (sacreBLEU's paired
+Two systems' BLEU are compared with :func:`syntaxformer.tasks.significance.paired_bleu_test` (sacreBLEU's paired
 bootstrap or approximate randomisation).
 """
 

@@ -1,0 +1,299 @@
+"""The ``"fast"`` implementation of the ``"syntax"`` attention: the effective attention ``A`` ``[B, H, L, L]``
+from one full softmax per layer and small per-group tables, with a hand-written backward
+(:func:`syntax_probs`, :class:`_FastSyntaxProbs`).
+
+It never builds ``[B, H, M, L, L]`` or ``[B, L, M, d]``: per partition the group sums ``Z`` of the full softmax
+``P`` are scatters into ``[B, H, L, M+1]`` tables (over the joint buckets of all partitions at once), the topical
+scores are linear in the sub-network outputs, and the output is one ``A V`` product with
+``A = P * (α / Z)[group]``. Query rows where a non-empty group's share of ``P`` underflows are recomputed by the
+``"exact"`` path (:mod:`syntaxformer.modeling.syntax_attention_exact`) and spliced in. The full derivation is in
+:mod:`syntaxformer.modeling.syntax_attention`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from syntaxformer.modeling.syntax_attention_common import (
+    _allowed,
+    _apply_mask,
+    _cached_counts,
+    _candidates,
+    _expand,
+    _full_weight,
+    _group_counts,
+    _joint_buckets,
+    _JointIndex,
+    _self_fallback,
+    _topical_weights,
+)
+from syntaxformer.modeling.syntax_attention_exact import _exact_probs
+from syntaxformer.modeling.syntax_attention_options import _TRASH, SyntaxAttentionOptions, SyntaxGroups, _scatter_index
+
+#: A non-empty group whose share of the full softmax is below this is recomputed exactly (float32 keeps full
+#: relative precision down to ~1e-38; this leaves a margin of 1e-13 for the group's smaller entries).
+_UNDERFLOW = 1e-25
+
+
+def syntax_probs(
+    scores: torch.Tensor,
+    mask: torch.Tensor | None,
+    groups: SyntaxGroups,
+    w: torch.Tensor | None,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``) of the sub-networks mixed by topical attention.
+
+    Args:
+        scores: fp32 ``[B, H, L, L]`` scaled scores, not masked.
+        mask: the host's mask (bool or additive, ``[B, 1, L, L]``) or None.
+        groups: the partitions.
+        w: ``[B, H, L]`` per key ``V_h[k] · u_h`` (topical scores), or None (zero query / no topical attention).
+        opts: options (``implementation`` ``"fast"`` or ``"exact"``).
+        full_heads: bool ``[H]``: heads that keep full attention (LISA), or None.
+
+    In ``"fast"`` mode, query rows where a non-empty group's share of the full softmax underflows (its best score
+    is ~58 nats or more below the row's best; pretrained models have such rows, mostly in the first layer) are
+    recomputed with the exact per-group normalisation and spliced in, so no group is ever lost.
+    """
+    B, H, L, _ = scores.shape
+    allowed = _allowed(mask, B, L)
+    if opts.implementation != "fast":
+        return _exact_probs(
+            _apply_mask(scores, mask), allowed, groups, _cached_counts(groups, mask, allowed), w, opts, full_heads
+        )
+    if groups.scatter_index is None:
+        groups = groups._replace(scatter_index=_scatter_index(groups.partitions, groups.num_buckets))
+    cands = _cached_counts(groups, mask, allowed, fast=True)
+    bad_rows = None
+    with torch.no_grad():
+        if mask is None:
+            p = torch.softmax(scores, dim=-1)  # (B, H, L, L)
+        else:  # the masked copy is a fresh tensor: normalise it in place (one [B, H, L, L] allocation, not two)
+            p = _apply_mask(scores, mask)
+            torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
+        joint = _cached_joint(groups)
+        zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
+            3, _expand(joint.index, H), p
+        )  # (B, H, L, J) sums of P per joint bucket
+        zs = [
+            torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(m, H), zj)
+            for m, n in zip(joint.maps, groups.num_buckets)
+        ]  # (B, H, L, M+1+_TRASH) per partition
+        del zj
+        # One host sync per layer: the smallest share of a non-empty group (empty buckets count as 1).
+        if opts.check_underflow and bool(
+            torch.stack([torch.where(ne.unsqueeze(1), z, 1.0).amin() for z, ne in zip(zs, cands)]).min() < _UNDERFLOW
+        ):
+            live = torch.ones(H, dtype=torch.bool, device=p.device) if full_heads is None else ~full_heads
+            bad = [
+                (z < _UNDERFLOW).logical_and_(ne.unsqueeze(1)).logical_and_(live.view(1, H, 1, 1))
+                for z, ne in zip(zs, cands)
+            ]  # (B, H, L, M+1) each
+            rows = torch.stack([b.any(-1).any(1) for b in bad]).any(0)  # (B, L)
+            if bool(rows.any()):  # (only the LISA head's rows can make this False)
+                bad_rows = rows
+                for z, b in zip(zs, bad):
+                    z.masked_fill_(b, float("inf"))  # 1 / Z = 0: those rows stay finite until replaced
+    cand, cand_full = _candidates(cands, allowed, opts)
+    a = _FastSyntaxProbs.apply(scores, w, p, zs, joint, cands, cand, cand_full is not None, opts, full_heads)
+    if opts.empty_rows == "self":
+        fallback = ~cand.any(-1)  # (B, L)
+        if bool(fallback.any()):
+            a = a + _self_fallback(fallback, full_heads, H)
+    if bad_rows is not None:
+        a = _splice_exact_rows(a, scores, mask, groups, w, opts, full_heads, bad_rows)
+    return a
+
+
+def _splice_exact_rows(
+    a: torch.Tensor,
+    scores: torch.Tensor,
+    mask: torch.Tensor | None,
+    groups: SyntaxGroups,
+    w: torch.Tensor | None,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None,
+    rows: torch.Tensor,
+) -> torch.Tensor:
+    """Replace the query rows ``rows`` (bool ``[B, L]``) of ``a`` by the exact computation (rows are independent:
+    topical attention mixes heads and groups within a row only)."""
+    B, H, L, _ = a.shape
+    bi, li = rows.nonzero(as_tuple=True)
+    R = bi.shape[0]
+    s_rows = scores[bi, :, li, :].unsqueeze(2)  # (R, H, 1, L)
+    m_rows = None if mask is None else mask.expand(B, 1, L, L)[bi, :, li, :].unsqueeze(2)  # (R, 1, 1, L)
+    g_rows = SyntaxGroups(tuple(g[bi, li, :].unsqueeze(1) for g in groups.partitions), groups.num_buckets)
+    allowed = _allowed(mask, B, L)
+    ok_rows = None if allowed is None else allowed[bi, li, :].unsqueeze(1)  # (R, 1, L)
+    counts = _group_counts(g_rows, ok_rows)
+    w_rows = None if w is None else w[bi]  # (R, H, L)
+
+    def exact_rows(s: torch.Tensor, w_r: torch.Tensor | None) -> torch.Tensor:
+        return _exact_probs(_apply_mask(s, m_rows), ok_rows, g_rows, counts, w_r, opts, full_heads)  # (R, H, 1, L)
+
+    if torch.is_grad_enabled() and (s_rows.requires_grad or (w_rows is not None and w_rows.requires_grad)):
+        # Recomputed in the backward: the exact path's autograd intermediates of these rows (a dozen [R, H, 1, L]
+        # per partition) are not kept; the result is the same (deterministic ops).
+        a_rows = checkpoint(exact_rows, s_rows, w_rows, use_reentrant=False)
+    else:
+        a_rows = exact_rows(s_rows, w_rows)
+    heads = torch.arange(H, device=a.device)
+    # (bi, h, li) broadcast to (R, H): a contiguous copy of a with those rows replaced (no transposed copies)
+    return a.index_put((bi.unsqueeze(1), heads.unsqueeze(0), li.unsqueeze(1)), a_rows.view(R, H, L))
+
+
+def _joint_index(groups: SyntaxGroups) -> _JointIndex:
+    """:class:`_JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``)."""
+    return _joint_buckets(groups.scatter_index, [n + _TRASH for n in groups.num_buckets])
+
+
+def _cached_joint(groups: SyntaxGroups) -> _JointIndex:
+    """:func:`_joint_index` once per forward (kept in ``groups.cache``; it depends on the groups only)."""
+    if groups.cache is None:
+        return _joint_index(groups)
+    if "joint" not in groups.cache:
+        groups.cache["joint"] = _joint_index(groups)
+    return groups.cache["joint"]
+
+
+class _FastSyntaxProbs(torch.autograd.Function):
+    """``A = P * (Σ_p (α_p / Z_p)[group_p] + φ)`` with a hand-written backward (see the docstring of
+    :mod:`syntaxformer.modeling.syntax_attention`).
+
+    Notation (per batch b, head h, row i, key k; partition p, group g): ``P`` full softmax, ``Z_p`` group sums of
+    ``P``, ``iz_p = 1 / Z_p`` on non-empty groups (0 elsewhere and for full heads), ``P_p = P iz_p[g]`` the
+    softmax within each group, ``Y_p = Σ_{k in g} P w`` so ``t_p = Σ_h iz_p Y_p`` are the topical scores, φ the
+    weight of ``P`` itself (full candidate, fallback rows, LISA head). Small ``[B, H, L, M+1]`` tables carry
+    everything per group; each ``[B, H, L, L]`` pass is a gather, a scatter_add or one elementwise op.
+
+    The scores enter only through ``P`` (computed beforehand, without autograd, from the masked scores), so the
+    gradient at masked keys is 0 without masking it again.
+    """
+
+    @staticmethod
+    def forward(ctx, scores, w, p, zs, joint, cands, cand, has_full, opts, full_heads):  # noqa: D102
+        B, H, L, _ = p.shape
+        jidx = _expand(joint.index, H)  # (B, H, L, L)
+        maps = [_expand(m, H) for m in joint.maps]  # (B, H, L, J) each
+        izs = []
+        for z, ne in zip(zs, cands):  # zs are scratch tensors of syntax_probs: reuse them in place
+            iz = z.clamp_(min=torch.finfo(z.dtype).tiny).reciprocal_().mul_(ne.unsqueeze(1))
+            if full_heads is not None:
+                iz.mul_((~full_heads).to(iz.dtype).view(1, H, 1, 1))
+            izs.append(iz)
+        # The only [B, H, L, L] tensor written here is the output ``a`` (P w goes there first): a fresh tensor of
+        # that size costs as much as a pass over it (page faults), so none is allocated per pass.
+        a = torch.empty_like(p)
+        ys, logits = [], None
+        if w is not None:
+            pw = torch.mul(p, w.unsqueeze(2), out=a)  # (B, H, L, L)
+            yj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, pw)
+            logits = []
+            for m, iz in zip(maps, izs):
+                y = torch.zeros_like(iz).scatter_add_(3, m, yj)  # (B, H, L, M+1)
+                ys.append(y)
+                logits.append((y * iz).sum(1))  # (B, L, M+1)
+            del pw, yj
+            if has_full:  # Σ_h Σ_k P w over every key (w is 0 on full heads): the sum of any partition's buckets
+                logits.append(ys[0].sum(-1).sum(1).unsqueeze(-1))  # (B, L, 1)
+            logits = torch.cat(logits, -1)
+        alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
+        fallback = ~cand.any(-1)  # (B, L)
+        phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
+        torch.gather(_joint_table(_coef_tables(alpha, phi, izs), maps), 3, jidx, out=a)  # coefficients (B, H, L, L)
+        a.mul_(p)  # A = P * coef
+        # Not saved: A (or coef). The backward gathers coef again: one [B, H, L, L] tensor less per layer.
+        ctx.save_for_backward(p, w, alpha, phi, *izs, *ys)
+        ctx.meta = (joint, len(izs), opts, full_heads, has_full)
+        return a
+
+    @staticmethod
+    def backward(ctx, da):  # noqa: D102
+        p, w, alpha, phi, *rest = ctx.saved_tensors
+        joint, n_parts, opts, full_heads, has_full = ctx.meta
+        izs, ys = rest[:n_parts], rest[n_parts:]
+        B, H, L, _ = p.shape
+        jidx = _expand(joint.index, H)
+        maps = [_expand(m, H) for m in joint.maps]
+        topical = w is not None and opts.aggregation == "topical"
+        scratch = torch.mul(p, da)  # (B, H, L, L) P dA
+        wj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, scratch)
+        ws = [torch.zeros_like(iz).scatter_add_(3, m, wj) for m, iz in zip(maps, izs)]  # Σ_{k in g} P dA
+        del wj
+        q_sum = ws[0].sum(-1)  # (B, H, L): Σ_k P dA
+        rho = phi * q_sum  # full part of Σ_k P dP: φ Σ P dA (+ ψ Σ P w below)
+        r_tables, dt_tables = [], []
+        if topical:
+            live = torch.ones(H, dtype=p.dtype, device=p.device) if full_heads is None else (~full_heads).to(p.dtype)
+            d_alpha = [(wp * iz).sum(1) for wp, iz in zip(ws, izs)]  # (B, L, M+1) each
+            if has_full:
+                d_alpha.append((q_sum * live.view(1, H, 1)).sum(1).unsqueeze(-1))  # (B, L, 1)
+            d_alpha = torch.cat(d_alpha, -1)
+            dt = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdim=True))  # (B, L, C) softmax backward
+            psi = None
+            if has_full:
+                psi = dt[..., -1].unsqueeze(1) * live.view(1, H, 1)  # (B, H, L)
+                rho = rho + psi * ys[0].sum(-1)
+            start = 0
+            for j, (iz, wp, y) in enumerate(zip(izs, ws, ys)):
+                n = iz.shape[-1]
+                a_p, dt_p = alpha[..., start : start + n].unsqueeze(1), dt[..., start : start + n].unsqueeze(1)
+                t_dt = iz * dt_p  # (B, H, L, M+1)
+                t_r = torch.addcmul(a_p * wp, dt_p, y).mul_(iz).mul_(iz)  # iz_p * Σ_{k in g} P_p dP_p
+                if j == 0:
+                    t_r += rho.unsqueeze(-1)
+                    if psi is not None:
+                        t_dt += psi.unsqueeze(-1)
+                t_r.neg_()
+                dt_tables.append(t_dt)
+                r_tables.append(t_r)
+                start += n
+        else:
+            start = 0
+            for j, (iz, wp) in enumerate(zip(izs, ws)):
+                n = iz.shape[-1]
+                t_r = (alpha[..., start : start + n].unsqueeze(1) * wp).mul_(iz).mul_(iz)
+                if j == 0:
+                    t_r += rho.unsqueeze(-1)
+                t_r.neg_()
+                r_tables.append(t_r)
+                start += n
+        # dS = P * (dA coef - Σ_p r_p[group_p] + dt[group] w), built in g; scratch holds one gathered term at a time
+        g = _joint_table(_coef_tables(alpha, phi, izs), maps).gather(3, jidx).mul_(da)  # (B, H, L, L) dA coef
+        g.add_(torch.gather(_joint_table(r_tables, maps), 3, jidx, out=scratch))  # - Σ_p r_p[group_p]
+        grad_w = None
+        if topical:
+            dt_gath = torch.gather(_joint_table(dt_tables, maps), 3, jidx, out=scratch)  # Σ_p (iz_p dt_p)[g_p] + ψ
+            g.addcmul_(dt_gath, w.unsqueeze(2))
+            grad_w = dt_gath.mul_(p).sum(2)  # (B, H, L): sum over query rows
+        elif w is not None:
+            grad_w = torch.zeros_like(w)
+        del scratch
+        grad_scores = g.mul_(p)
+        return grad_scores, grad_w, None, None, None, None, None, None, None, None
+
+
+def _coef_tables(alpha: torch.Tensor, phi: torch.Tensor, izs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """Per partition, the coefficient of ``P`` per bucket ``α_g / Z_g`` (``[B, H, L, M+1]``), φ added to the first."""
+    tables, start = [], 0
+    for j, iz in enumerate(izs):
+        n = iz.shape[-1]
+        f = alpha[..., start : start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
+        if j == 0:
+            f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
+        tables.append(f)
+        start += n
+    return tables
+
+
+def _joint_table(tables: list[torch.Tensor], maps: list[torch.Tensor]) -> torch.Tensor:
+    """``Σ_p tables[p][maps[p]]``: per-partition ``[B, H, L, M+1]`` tables on the joint buckets, ``[B, H, L, J]``."""
+    out = tables[0].gather(3, maps[0])
+    for t, m in zip(tables[1:], maps[1:]):
+        out.add_(t.gather(3, m))
+    return out

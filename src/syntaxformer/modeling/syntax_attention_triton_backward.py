@@ -1,0 +1,366 @@
+"""The backward Triton kernels of the ``"triton"`` Syntax-BERT attention
+(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): for the statistics pass a row kernel (``dQ``)
+and a column kernel (``dK``, ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``; for the biased attention a
+row kernel (``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)``) and a column kernel
+(``dK``, ``dV``), flash-style.
+
+Defined only where triton is importable (the module imports without it). The per-bucket sums come from
+:mod:`syntaxformer.modeling.syntax_attention_triton_forward`.
+"""
+
+from __future__ import annotations
+
+try:  # triton is optional (the ``dev`` extra installs it; CUDA builds of torch ship it)
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised where triton is absent
+    triton = None
+    tl = None
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernels. Index conventions: q / k / v / dO ``[B, H, L, d]`` with any strides; the joint index ``[B, L, L]``
+# (contiguous); per-bucket tables ``[B, H, L, J]`` and per-row vectors ``[B, H, L]`` contiguous fp32. One program
+# per (block of rows or keys, batch * head). ``BD`` is the head size rounded up to a power of two >= 16 (tl.dot).
+# ---------------------------------------------------------------------------------------------------------------
+
+if triton is not None:
+    from syntaxformer.modeling.syntax_attention_triton_forward import _bucket_sums
+
+    # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
+    # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
+
+    @triton.jit
+    def _prepass_bwd_rows_kernel(
+        Q,
+        K,
+        W,
+        IDX,
+        LZ,
+        SHIFT,
+        A,
+        DY,
+        DQ,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        HAS_W: tl.constexpr,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        PREC: tl.constexpr,
+    ):
+        """``dQ`` of the statistics pass: ``dS = π (a_j + dY_j w_k)`` with ``a = dlz - dY Y``."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
+        dcols = tl.arange(0, BD)
+        row_ok = rows < L
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )
+        k_base = K + b * skb + h * skh
+        idx_base = IDX + b * L * L
+        row_tab = (bh * L + rows[:, None]) * J
+        shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+        dq = tl.zeros([BM, BD], tl.float32)
+        for start in range(0, L, BN):
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BN)
+            s = tl.dot(q, kt, input_precision=PREC) * scale
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
+            ok = jj >= 0
+            pi = tl.where(ok, tl.exp((s - shift[:, None]) - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
+            coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
+            if HAS_W:
+                w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+                coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
+            k = tl.load(
+                k_base + keys[:, None] * skl + dcols[None, :] * skd,
+                mask=key_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BN, BD)
+            dq += tl.dot((pi * coef).to(k.dtype), k, input_precision=PREC)
+        tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
+
+    @triton.jit
+    def _prepass_bwd_cols_kernel(
+        Q,
+        K,
+        W,
+        IDX,
+        LZ,
+        SHIFT,
+        A,
+        DY,
+        DK,
+        DW,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        HAS_W: tl.constexpr,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        PREC: tl.constexpr,
+    ):
+        """``dK`` and ``dw`` of the statistics pass, per block of keys (tiles transposed: ``[BN, BM]``)."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        keys = pid * BN + tl.arange(0, BN)
+        offs_m = tl.arange(0, BM)
+        dcols = tl.arange(0, BD)
+        key_ok = keys < L
+        k = tl.load(
+            K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
+            mask=key_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )  # (BN, BD)
+        if HAS_W:
+            w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+        q_base = Q + b * sqb + h * sqh
+        idx_base = IDX + b * L * L
+        dk = tl.zeros([BN, BD], tl.float32)
+        dw = tl.zeros([BN], tl.float32)
+        for start in range(0, L, BM):
+            rows = start + offs_m
+            row_ok = rows < L
+            qt = tl.load(
+                q_base + rows[None, :] * sql + dcols[:, None] * sqd,
+                mask=row_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BM)
+            st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
+            jj = tl.load(
+                idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None], other=-1
+            ).to(tl.int32)
+            ok = jj >= 0
+            tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
+            shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+            pi = tl.where(ok, tl.exp((st - shift[None, :]) - tl.load(LZ + tab, mask=ok, other=0.0)), 0.0)
+            dst = pi * tl.load(A + tab, mask=ok, other=0.0)
+            if HAS_W:
+                pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
+                dw += tl.sum(pdy, 1)
+                dst += pdy * w[:, None]
+            q = tl.load(
+                q_base + rows[:, None] * sql + dcols[None, :] * sqd,
+                mask=row_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BM, BD)
+            dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+        tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
+        if HAS_W:
+            tl.store(DW + bh * L + keys, dw, mask=key_ok)
+
+    @triton.jit
+    def _attn_bwd_rows_kernel(
+        Q,
+        K,
+        V,
+        IDX,
+        BIAS,
+        SHIFT,
+        LSE,
+        DO,
+        DELTA,
+        DQ,
+        DB,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        svb,
+        svh,
+        svl,
+        svd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        JP: tl.constexpr,
+        PREC: tl.constexpr,
+        ONE_HOT: tl.constexpr,
+    ):
+        """``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` per block of rows."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
+        dcols = tl.arange(0, BD)
+        jcols = tl.arange(0, JP)
+        row_ok = rows < L
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )
+        do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+        do = do.to(q.dtype)
+        lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
+        delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
+        shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+        k_base = K + b * skb + h * skh
+        v_base = V + b * svb + h * svh
+        idx_base = IDX + b * L * L
+        row_tab = (bh * L + rows[:, None]) * J
+        dq = tl.zeros([BM, BD], tl.float32)
+        db = tl.zeros([BM, JP], tl.float32)
+        for start in range(0, L, BN):
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )
+            s = tl.dot(q, kt, input_precision=PREC) * scale
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
+            ok = jj >= 0
+            t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
+            p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
+            vt = tl.load(
+                v_base + keys[None, :] * svl + dcols[:, None] * svd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BN)
+            ds = p * (tl.dot(do, vt.to(q.dtype), input_precision=PREC) - delta[:, None])  # (BM, BN)
+            k = tl.load(
+                k_base + keys[:, None] * skl + dcols[None, :] * skd,
+                mask=key_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BN, BD)
+            dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
+            db += _bucket_sums(ds, jj, J, BM, JP, ONE_HOT)
+        tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
+        tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
+
+    @triton.jit
+    def _attn_bwd_cols_kernel(
+        Q,
+        K,
+        V,
+        IDX,
+        BIAS,
+        SHIFT,
+        LSE,
+        DO,
+        DELTA,
+        DK,
+        DV,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        svb,
+        svh,
+        svl,
+        svd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        PREC: tl.constexpr,
+    ):
+        """``dK`` and ``dV`` per block of keys (tiles transposed: ``[BN, BM]``)."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        keys = pid * BN + tl.arange(0, BN)
+        offs_m = tl.arange(0, BM)
+        dcols = tl.arange(0, BD)
+        key_ok = keys < L
+        k = tl.load(
+            K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
+            mask=key_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )  # (BN, BD)
+        v = tl.load(
+            V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
+            mask=key_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )  # (BN, BD)
+        v = v.to(k.dtype)
+        q_base = Q + b * sqb + h * sqh
+        idx_base = IDX + b * L * L
+        do_base = DO + bh * L * BD
+        dk = tl.zeros([BN, BD], tl.float32)
+        dv = tl.zeros([BN, BD], tl.float32)
+        for start in range(0, L, BM):
+            rows = start + offs_m
+            row_ok = rows < L
+            qt = tl.load(
+                q_base + rows[None, :] * sql + dcols[:, None] * sqd,
+                mask=row_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BM)
+            st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
+            jj = tl.load(
+                idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None], other=-1
+            ).to(tl.int32)
+            ok = jj >= 0
+            lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
+            shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+            bias = tl.load(BIAS + (bh * L + rows[None, :]) * J + jj, mask=ok, other=0.0)
+            pt = tl.where(ok, tl.exp((st - shift[None, :]) + bias - lse[None, :]), 0.0)  # (BN, BM)
+            do = tl.load(do_base + rows[:, None] * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+            do = do.to(k.dtype)  # (BM, BD)
+            dv += tl.dot(pt.to(k.dtype), do, input_precision=PREC)
+            dot = tl.load(do_base + rows[None, :] * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
+            dpt = tl.dot(v, dot.to(k.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
+            delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
+            dst = pt * (dpt - delta[None, :])
+            q = tl.load(
+                q_base + rows[:, None] * sql + dcols[None, :] * sqd,
+                mask=row_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BM, BD)
+            dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+        tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
+        tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])

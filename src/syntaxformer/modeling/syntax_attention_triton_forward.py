@@ -1,0 +1,306 @@
+"""The forward Triton kernels of the ``"triton"`` Syntax-BERT attention
+(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): the statistics pass (the per-(row, joint
+bucket) maximum, then the sums ``z_j`` and ``Σ exp(S - max) w`` per bucket) and the biased flash-attention forward
+``softmax(S - c + b[joint]) V`` with its per-row ``lse``; and the per-bucket tile reductions they (and the attention
+backward) share.
+
+Defined only where triton is importable (the module imports without it, as every copied module of an exported
+model folder must). Which kernel computes what, and why, is in the docstring of
+:mod:`syntaxformer.modeling.syntax_attention_triton`.
+"""
+
+from __future__ import annotations
+
+try:  # triton is optional (the ``dev`` extra installs it; CUDA builds of torch ship it)
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised where triton is absent
+    triton = None
+    tl = None
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernels. Index conventions: q / k / v / dO ``[B, H, L, d]`` with any strides; the joint index ``[B, L, L]``
+# (contiguous); per-bucket tables ``[B, H, L, J]`` and per-row vectors ``[B, H, L]`` contiguous fp32. One program
+# per (block of rows or keys, batch * head). ``BD`` is the head size rounded up to a power of two >= 16 (tl.dot).
+# ---------------------------------------------------------------------------------------------------------------
+
+if triton is not None:
+
+    @triton.jit
+    def _bucket_sums(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none).
+        ``ONE_HOT``: one ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); else a loop over the buckets
+        up to the largest id in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no
+        ``[BM, BN, JP]`` registers). Bucket ids are ranks of the pairs' group tuples within their row, and the
+        tuple "no group, allowed key" ranks first: a tile of pairs without any relation (rows and keys in different
+        sentences, most tiles of a long passage) takes one iteration."""
+        jcols = tl.arange(0, JP)
+        if ONE_HOT:
+            out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], 0.0), 1)
+        else:
+            out = tl.zeros([BM, JP], tl.float32)
+            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
+            for j in range(0, top):
+                out = tl.where(jcols[None, :] == j, tl.sum(tl.where(jj == j, x, 0.0), 1)[:, None], out)
+        return out
+
+    @triton.jit
+    def _bucket_sums2(x, y, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """:func:`_bucket_sums` of two tiles at once (one bucket comparison for both)."""
+        jcols = tl.arange(0, JP)
+        if ONE_HOT:
+            hit = jj[:, :, None] == jcols[None, None, :]
+            out_x = tl.sum(tl.where(hit, x[:, :, None], 0.0), 1)
+            out_y = tl.sum(tl.where(hit, y[:, :, None], 0.0), 1)
+        else:
+            out_x = tl.zeros([BM, JP], tl.float32)
+            out_y = tl.zeros([BM, JP], tl.float32)
+            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
+            for j in range(0, top):
+                sel = jj == j
+                here = jcols[None, :] == j
+                out_x = tl.where(here, tl.sum(tl.where(sel, x, 0.0), 1)[:, None], out_x)
+                out_y = tl.where(here, tl.sum(tl.where(sel, y, 0.0), 1)[:, None], out_y)
+        return out_x, out_y
+
+    @triton.jit
+    def _bucket_max(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """``[BM, JP]`` per row the maximum of ``x`` over each bucket's entries (-inf for none)."""
+        jcols = tl.arange(0, JP)
+        if ONE_HOT:
+            out = tl.max(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], float("-inf")), 1)
+        else:
+            out = tl.full([BM, JP], float("-inf"), tl.float32)
+            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
+            for j in range(0, top):
+                out = tl.where(jcols[None, :] == j, tl.max(tl.where(jj == j, x, float("-inf")), 1)[:, None], out)
+        return out
+
+    # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
+    # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
+
+    @triton.jit
+    def _prepass_max_kernel(
+        Q,
+        K,
+        IDX,
+        MX,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        JP: tl.constexpr,
+        PREC: tl.constexpr,
+        ONE_HOT: tl.constexpr,
+    ):
+        """Per (row, joint bucket) the largest score: ``MX`` ``[B, H, L, J]`` (-inf for empty buckets)."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
+        dcols = tl.arange(0, BD)
+        jcols = tl.arange(0, JP)
+        row_ok = rows < L
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )  # (BM, BD)
+        k_base = K + b * skb + h * skh
+        idx_base = IDX + b * L * L
+        mx = tl.full([BM, JP], float("-inf"), tl.float32)
+        for start in range(0, L, BN):
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )  # (BD, BN)
+            s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
+            mx = tl.maximum(mx, _bucket_max(s, jj, J, BM, JP, ONE_HOT))
+        tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
+
+    @triton.jit
+    def _prepass_sum_kernel(
+        Q,
+        K,
+        W,
+        IDX,
+        MX,
+        LZ,
+        Y,
+        SHIFT,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        HAS_W: tl.constexpr,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        JP: tl.constexpr,
+        PREC: tl.constexpr,
+        ONE_HOT: tl.constexpr,
+    ):
+        """``LZ = log Σ_{k in j} exp(S_ik) - c_i`` and ``Y = Σ_{k in j} π_ik w_k`` per (row, joint bucket), each
+        bucket shifted by its own maximum ``MX``; ``SHIFT`` ``c_i`` = the row's largest score."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
+        dcols = tl.arange(0, BD)
+        jcols = tl.arange(0, JP)
+        row_ok = rows < L
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )
+        k_base = K + b * skb + h * skh
+        idx_base = IDX + b * L * L
+        row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
+        z = tl.zeros([BM, JP], tl.float32)
+        y = tl.zeros([BM, JP], tl.float32)
+        for start in range(0, L, BN):
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )
+            s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
+            ok = jj >= 0
+            top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
+            e = tl.where(ok, tl.exp(s - top), 0.0)
+            if HAS_W:
+                w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+                z_tile, y_tile = _bucket_sums2(e, e * w[None, :], jj, J, BM, JP, ONE_HOT)
+                z += z_tile
+                y += y_tile
+            else:
+                z += _bucket_sums(e, jj, J, BM, JP, ONE_HOT)
+        tab_ok = row_ok[:, None] & (jcols[None, :] < J)
+        mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=float("-inf"))
+        top = tl.max(mx, 1)
+        shift = tl.where(top == float("-inf"), 0.0, top)  # (BM,)
+        tl.store(SHIFT + bh * L + rows, shift, mask=row_ok)
+        live = z > 0
+        z_safe = tl.where(live, z, 1.0)
+        lz = tl.where(live, tl.log(z_safe) + (mx - shift[:, None]), float("-inf"))
+        tl.store(LZ + row_tab + jcols[None, :], lz, mask=tab_ok)
+        if HAS_W:
+            tl.store(Y + row_tab + jcols[None, :], y / z_safe, mask=tab_ok)
+
+    @triton.jit
+    def _attn_fwd_kernel(
+        Q,
+        K,
+        V,
+        IDX,
+        BIAS,
+        SHIFT,
+        O,
+        LSE,
+        sqb,
+        sqh,
+        sql,
+        sqd,
+        skb,
+        skh,
+        skl,
+        skd,
+        svb,
+        svh,
+        svl,
+        svd,
+        H,
+        L,
+        J,
+        D: tl.constexpr,
+        scale,
+        BM: tl.constexpr,
+        BN: tl.constexpr,
+        BD: tl.constexpr,
+        PREC: tl.constexpr,
+    ):
+        """``O = softmax(S - c + b[joint]) V`` (online softmax over key blocks) and its ``lse`` per row (+inf for
+        a row of weight 0)."""
+        pid, bh = tl.program_id(0), tl.program_id(1)
+        b, h = bh // H, bh % H
+        rows = pid * BM + tl.arange(0, BM)
+        offs_n = tl.arange(0, BN)
+        dcols = tl.arange(0, BD)
+        row_ok = rows < L
+        q = tl.load(
+            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
+            mask=row_ok[:, None] & (dcols[None, :] < D),
+            other=0.0,
+        )
+        k_base = K + b * skb + h * skh
+        v_base = V + b * svb + h * svh
+        idx_base = IDX + b * L * L
+        row_tab = (bh * L + rows[:, None]) * J
+        shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+        acc = tl.zeros([BM, BD], tl.float32)
+        m = tl.full([BM], float("-inf"), tl.float32)
+        total = tl.zeros([BM], tl.float32)
+        for start in range(0, L, BN):
+            keys = start + offs_n
+            key_ok = keys < L
+            kt = tl.load(
+                k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                mask=key_ok[None, :] & (dcols[:, None] < D),
+                other=0.0,
+            )
+            s = tl.dot(q, kt, input_precision=PREC) * scale
+            jj = tl.load(
+                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
+            ).to(tl.int32)
+            ok = jj >= 0
+            t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
+            m_new = tl.maximum(m, tl.max(t, 1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp(t - m_safe[:, None])
+            rescale = tl.exp(m - m_safe)
+            total = total * rescale + tl.sum(p, 1)
+            v = tl.load(
+                v_base + keys[:, None] * svl + dcols[None, :] * svd,
+                mask=key_ok[:, None] & (dcols[None, :] < D),
+                other=0.0,
+            )  # (BN, BD)
+            acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+            m = m_new
+        live = total > 0
+        total_safe = tl.where(live, total, 1.0)
+        tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], acc / total_safe[:, None], mask=row_ok[:, None])
+        lse = tl.where(live, tl.where(m == float("-inf"), 0.0, m) + tl.log(total_safe), float("inf"))
+        tl.store(LSE + bh * L + rows, lse, mask=row_ok)

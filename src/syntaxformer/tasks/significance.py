@@ -1,0 +1,415 @@
+"""Significance tests for comparing a syntax model with its baseline, through ``scipy.stats`` and sacreBLEU.
+
+* :func:`paired_bootstrap` — per-example paired bootstrap of any metric (accuracy, F1, Matthews, Pearson, ...) on
+  the same evaluation set, resampled by ``scipy.stats.bootstrap`` (``paired=True``, percentile interval): the 95%
+  interval of the difference ``B - A`` and a p-value read off the bootstrap distribution (one-sided, Koehn 2004
+  style: the fraction of resamples in which B is not better; or two-sided).
+* :func:`bootstrap_ci` — the 95% interval of one system's score by the same resampling over examples;
+  :func:`seed_ci` — the t interval of a mean over seeds (``scipy.stats.t.interval``).
+* :func:`mcnemar` — exact (binomial) McNemar test on per-example correctness (SG-Net paper, ref. [74]):
+  ``scipy.stats.binomtest`` on the discordant pairs. Exact, not the chi-square approximation with continuity
+  correction: it is valid for any number of discordant pairs.
+* :func:`paired_t_test` — paired t-test over seeds (``scipy.stats.ttest_rel`` on the scores of matched runs; SG-Net
+  paper ref. [76]).
+* :func:`paired_bleu_test` — corpus BLEU of two systems on the same sentences: sacreBLEU's own paired bootstrap or
+  approximate randomisation (``sacrebleu.significance.PairedTest``, the test of ``sacrebleu --paired-bs / --paired-ar``)
+  for the p-value, and the 95% interval of the BLEU difference from :func:`paired_bootstrap` over sentence-level
+  BLEU statistics (public ``BLEU.sentence_score`` counts, summed per resample and scored with ``BLEU.compute_bleu``,
+  so every resampled score is sacreBLEU's corpus BLEU of that sample).
+* :func:`paired_prediction_tests` — the tests above that fit one pair of ``dev_predictions.json`` contents (the
+  same dev examples of two runs): what ``compare`` (:mod:`syntaxformer.training.comparison`) and
+  ``syntaxformer significance`` (:mod:`syntaxformer.analysis.compare_runs`) report.
+
+The tests sit beside the task metrics (:mod:`syntaxformer.tasks.metrics`) they compare, below the training and
+analysis code that uses them; :mod:`syntaxformer.analysis.significance` keeps the older import path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from syntaxformer.errors import InputError, MissingDependencyError
+from syntaxformer.tasks.metrics import METRICS
+
+__all__ = [
+    "TestResult",
+    "paired_bootstrap",
+    "bootstrap_ci",
+    "seed_ci",
+    "mcnemar",
+    "paired_t_test",
+    "paired_bleu_test",
+    "paired_prediction_tests",
+    "BLEU_TESTS",
+]
+
+#: sacreBLEU's paired tests: ``"bs"`` paired bootstrap (1,000 resamples), ``"ar"`` approximate randomisation
+#: (10,000 trials).
+BLEU_TESTS: dict[str, str] = {"bs": "bleu_paired_bootstrap", "ar": "bleu_approximate_randomization"}
+
+
+@dataclass
+class TestResult:
+    """Outcome of a paired test: the observed difference ``b - a`` and its p-value."""
+
+    __test__ = False  # not a pytest test class
+
+    test: str
+    difference: float
+    p_value: float
+    n: int
+    details: dict
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _stats() -> Any:
+    try:
+        from scipy import stats
+    except ImportError as e:
+        raise MissingDependencyError(
+            "significance tests need scipy: pip install scipy (or pip install 'syntaxformer[analysis]')"
+        ) from e
+    return stats
+
+
+def paired_bootstrap(
+    metric: Callable[[np.ndarray, np.ndarray], float],
+    preds_a: Sequence,
+    preds_b: Sequence,
+    labels: Sequence,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    two_sided: bool = False,
+) -> TestResult:
+    """Paired bootstrap over evaluation examples (``scipy.stats.bootstrap``, ``paired=True``).
+
+    Each resample draws examples with replacement (the same draw for both systems) and scores
+    ``metric(b[idx], y[idx]) - metric(a[idx], y[idx])``.
+
+    Args:
+        metric: ``metric(predictions, labels) -> float``, higher is better; called with the examples of one
+            resample (arrays indexed along their first axis, so predictions may be ``[N, ...]``).
+        preds_a: predictions of the baseline, one per example.
+        preds_b: predictions of the compared system on the same examples.
+        labels: gold labels (anything indexable along the first axis; zeros when the metric ignores them).
+        n_resamples: bootstrap resamples (1,000 is the usual choice; p-values below 1/n_resamples read as < that).
+        seed: resampling seed (``numpy.random.default_rng(seed)``).
+        two_sided: test ``|delta|`` against its centred bootstrap distribution instead of "B better than A".
+
+    Returns:
+        :class:`TestResult` with ``difference = metric(b) - metric(a)`` and ``details["ci95"]``, the 2.5 and 97.5
+        percentiles of the resampled differences.
+
+    Raises:
+        InputError: unequal numbers of predictions and labels, or none.
+    """
+    a, b, y = np.asarray(preds_a), np.asarray(preds_b), np.asarray(labels)
+    if not (len(a) == len(b) == len(y)) or len(y) == 0:
+        raise InputError(f"need equally many predictions and labels, got {len(a)}, {len(b)}, {len(y)}")
+    stats = _stats()
+
+    def delta(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        idx = np.asarray(idx)
+        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
+        out = np.array([metric(b[i], y[i]) - metric(a[i], y[i]) for i in rows], dtype=float)
+        return out.reshape(idx.shape[:-1])
+
+    observed = float(delta(np.arange(len(y))))
+    deltas = np.full(n_resamples, observed)
+    ci = [observed, observed]
+    if len(y) >= 2:  # scipy resamples at least two observations
+        res = stats.bootstrap(
+            (np.arange(len(y)),),
+            delta,
+            n_resamples=n_resamples,
+            paired=True,
+            vectorized=True,
+            batch=min(n_resamples, 100),
+            confidence_level=0.95,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+        deltas = np.asarray(res.bootstrap_distribution, dtype=float)
+        ci = [float(res.confidence_interval.low), float(res.confidence_interval.high)]
+        if not all(np.isfinite(ci)):  # every resample gave the same difference (scipy: degenerate)
+            ci = [float(deltas.min()), float(deltas.max())]
+    if two_sided:
+        p = float(np.mean(np.abs(deltas - deltas.mean()) >= abs(observed)))
+    else:
+        p = float(np.mean(deltas <= 0))
+    return TestResult(
+        "paired_bootstrap" + ("_two_sided" if two_sided else ""),
+        observed,
+        p,
+        len(y),
+        {"n_resamples": n_resamples, "seed": seed, "ci95": ci},
+    )
+
+
+def bootstrap_ci(
+    metric: Callable[[np.ndarray, np.ndarray], float],
+    predictions: Sequence,
+    labels: Sequence,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``metric(predictions, labels)`` over examples (``scipy.stats.bootstrap``).
+
+    Raises:
+        InputError: unequal numbers of predictions and labels, or fewer than two.
+    """
+    p, y = np.asarray(predictions), np.asarray(labels)
+    if len(p) != len(y) or len(y) < 2:
+        raise InputError(f"need equally many predictions and labels (two or more), got {len(p)} and {len(y)}")
+
+    def score(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        idx = np.asarray(idx)
+        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
+        return np.array([metric(p[i], y[i]) for i in rows], dtype=float).reshape(idx.shape[:-1])
+
+    res = _stats().bootstrap(
+        (np.arange(len(y)),),
+        score,
+        n_resamples=n_resamples,
+        paired=True,
+        vectorized=True,
+        batch=min(n_resamples, 100),
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (np.isfinite(low) and np.isfinite(high)):  # every resample scored the same
+        dist = np.asarray(res.bootstrap_distribution, dtype=float)
+        low, high = float(dist.min()), float(dist.max())
+    return low, high
+
+
+def seed_ci(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of scores over seeds (``scipy.stats.t.interval``, ``n - 1`` degrees of
+    freedom); equal scores give the point itself.
+
+    Raises:
+        InputError: fewer than two scores.
+    """
+    x = np.asarray(scores, dtype=float)
+    if len(x) < 2:
+        raise InputError(f"an interval over seeds needs two or more scores, got {len(x)}")
+    sem = float(np.std(x, ddof=1) / np.sqrt(len(x)))
+    if sem == 0:
+        return float(x.mean()), float(x.mean())
+    low, high = _stats().t.interval(confidence, len(x) - 1, loc=float(x.mean()), scale=sem)
+    return float(low), float(high)
+
+
+def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> TestResult:
+    """Exact (binomial) two-sided McNemar test on paired per-example correctness: ``scipy.stats.binomtest`` of the
+    ``only_b_correct`` discordant pairs out of all discordant pairs against p = 1/2.
+
+    ``difference`` is accuracy(b) - accuracy(a); ``details`` holds the discordant counts.
+
+    Raises:
+        InputError: unequal numbers of outcomes, or none.
+    """
+    a, b = np.asarray(correct_a, dtype=bool), np.asarray(correct_b, dtype=bool)
+    if len(a) != len(b) or len(a) == 0:
+        raise InputError(f"need equally many paired outcomes, got {len(a)} and {len(b)}")
+    only_a = int(np.sum(a & ~b))
+    only_b = int(np.sum(~a & b))
+    p = 1.0 if only_a + only_b == 0 else float(_stats().binomtest(only_b, only_a + only_b, 0.5).pvalue)
+    return TestResult(
+        "mcnemar_exact", float(b.mean() - a.mean()), p, len(a), {"only_a_correct": only_a, "only_b_correct": only_b}
+    )
+
+
+def paired_t_test(scores_a: Sequence[float], scores_b: Sequence[float]) -> TestResult:
+    """Two-sided paired t-test over matched runs (e.g. the same seeds for baseline and syntax model):
+    ``scipy.stats.ttest_rel(scores_b, scores_a)``.
+
+    Differences that are all equal have no variance: p = 1 when they are all zero, else 0 (``t`` infinite).
+
+    Raises:
+        InputError: fewer than two matched pairs.
+    """
+    a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
+    if len(a) != len(b) or len(a) < 2:
+        raise InputError(f"need at least two matched pairs, got {len(a)} and {len(b)}")
+    d = b - a
+    if np.all(d == d[0]):  # scipy answers nan for 0/0
+        t, p = (0.0, 1.0) if d[0] == 0 else (float(np.copysign(np.inf, d[0])), 0.0)
+    else:
+        r = _stats().ttest_rel(b, a)
+        t, p = float(r.statistic), float(r.pvalue)
+    return TestResult("paired_t", float(d.mean()), p, len(d), {"t": t, "df": len(d) - 1})
+
+
+def _bleu(**options: Any) -> Any:
+    try:
+        from sacrebleu.metrics import BLEU
+    except ImportError as e:
+        raise MissingDependencyError(
+            "BLEU needs sacreBLEU: pip install sacrebleu (or pip install 'syntaxformer[translation]')"
+        ) from e
+    return BLEU(**options)
+
+
+def _sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
+    """``[N, 10]`` BLEU counts per sentence: hyp length, ref length, matches 1..4, totals 1..4 (public
+    ``BLEU.sentence_score``; the counts do not depend on smoothing, ``effective_order`` only silences its
+    warning)."""
+    metric = _bleu(effective_order=True)
+    rows = []
+    for h, r in zip(hypotheses, references):
+        s = metric.sentence_score(h, [r])
+        rows.append([s.sys_len, s.ref_len, *s.counts, *s.totals])
+    return np.asarray(rows, dtype=np.int64)
+
+
+def _corpus_bleu_of(stats: np.ndarray) -> float:
+    """sacreBLEU's default corpus BLEU (exponential smoothing, 4-grams) of summed sentence statistics."""
+    total = stats.sum(axis=0)
+    return float(
+        _bleu()
+        .compute_bleu(
+            correct=total[2:6].tolist(), total=total[6:10].tolist(), sys_len=int(total[0]), ref_len=int(total[1])
+        )
+        .score
+    )
+
+
+def paired_bleu_test(
+    hyp_a: Sequence[str],
+    hyp_b: Sequence[str],
+    references: Sequence[str],
+    test: str = "bs",
+    n_resamples: int = 0,
+    seed: int = 12345,
+) -> TestResult:
+    """Corpus BLEU of system B against baseline A on the same sentences (one reference each).
+
+    The p-value is sacreBLEU's two-sided paired test (``sacrebleu.significance.PairedTest``, default BLEU: 13a,
+    mixed case, exponential smoothing): ``test="bs"`` the paired bootstrap of Koehn (2004) (as Moses'
+    ``bootstrap-hypothesis-difference-significance.pl``), ``test="ar"`` approximate randomisation (Riezler and
+    Maxwell 2005). The 95% interval of the difference comes from :func:`paired_bootstrap` over sentence statistics.
+    Identical outputs get p = 1 (sacreBLEU's tests count only strictly larger differences, so they would give the
+    smallest p they can, 1 / (n_resamples + 1)).
+
+    Args:
+        hyp_a, hyp_b: detokenised outputs of the two systems, one per reference.
+        references: raw references.
+        test: ``"bs"`` or ``"ar"``.
+        n_resamples: resamples / trials (0 = sacreBLEU's defaults: 1,000 for ``bs``, 10,000 for ``ar``); the
+            interval uses the bootstrap's resamples (1,000 with ``ar``).
+        seed: the seed of both (sacreBLEU reads it from ``SACREBLEU_SEED`` and treats 0 as "no seed", so it must
+            be positive).
+
+    Returns:
+        :class:`TestResult` (``test`` = :data:`BLEU_TESTS` value) with ``details``: ``bleu_a``, ``bleu_b``,
+        ``ci95`` (of B - A), ``n_resamples``, ``seed``, ``signature`` (sacreBLEU's, with the test and seed).
+
+    Raises:
+        InputError: different numbers of hypotheses and references, an unknown test or a seed below 1.
+    """
+    if not (len(hyp_a) == len(hyp_b) == len(references)) or not references:
+        raise InputError(
+            f"a paired BLEU test needs outputs of the same sentences: {len(hyp_a)}, {len(hyp_b)} "
+            f"hypotheses and {len(references)} references"
+        )
+    if test not in BLEU_TESTS:
+        raise InputError(f"unknown BLEU test {test!r}; use one of {sorted(BLEU_TESTS)}")
+    if seed < 1:
+        raise InputError(f"seed {seed} must be a positive integer (sacreBLEU treats 0 as no seed)")
+    _bleu()
+    from sacrebleu.significance import PairedTest
+
+    old = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        # Only the bootstrap test needs a confidence run on the baseline; -1 keeps `ar` to its trials.
+        paired = PairedTest(
+            [("a", list(hyp_a)), ("b", list(hyp_b))],
+            {"BLEU": _bleu()},
+            [list(references)],
+            test_type=test,
+            n_samples=n_resamples,
+            n_ar_confidence=-1,
+        )
+        signatures, scores = paired()
+    finally:
+        if old is None:
+            os.environ.pop("SACREBLEU_SEED", None)
+        else:
+            os.environ["SACREBLEU_SEED"] = old
+    ((name, (res_a, res_b)),) = ((k, v) for k, v in scores.items() if k != "System")
+    p_value = float(res_b.p_value)
+    if list(hyp_a) == list(hyp_b):  # sacreBLEU counts only strictly larger shuffled differences: p = 1/(n+1)
+        p_value = 1.0
+    n_ci = paired.n_samples if test == "bs" else 1000
+    sa, sb = _sentence_statistics(hyp_a, references), _sentence_statistics(hyp_b, references)
+    boot = paired_bootstrap(
+        lambda s, _y: _corpus_bleu_of(s), sa, sb, np.zeros(len(references)), n_resamples=n_ci, seed=seed
+    )
+    return TestResult(
+        BLEU_TESTS[test],
+        float(res_b.score - res_a.score),
+        p_value,
+        len(references),
+        {
+            "bleu_a": float(res_a.score),
+            "bleu_b": float(res_b.score),
+            "ci95": boot.details["ci95"],
+            "n_resamples": paired.n_samples,
+            "ci_resamples": n_ci,
+            "seed": seed,
+            "signature": str(signatures[name]),
+        },
+    )
+
+
+def paired_prediction_tests(
+    preds_a: dict[str, Any],
+    preds_b: dict[str, Any],
+    metric: str,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    references: Sequence[str] | None = None,
+    bleu_test: str = "bs",
+) -> dict[str, Any]:
+    """B against A on one pair of ``dev_predictions.json`` contents (same examples).
+
+    With ``references`` (translation): ``{"bleu": ...}``, sacreBLEU's paired test ``bleu_test`` (``"bs"`` /
+    ``"ar"``) with the 95% interval of the BLEU difference. Else, when there are labels and ``metric`` is a
+    per-example metric of :data:`~syntaxformer.tasks.metrics.METRICS`: ``{"bootstrap": ...}``, the two-sided paired
+    bootstrap of ``metric``, and for integer labels ``"mcnemar"``, the exact McNemar test. ``{}`` otherwise.
+    """
+    if references is not None:
+        return {
+            "bleu": paired_bleu_test(
+                preds_a["predictions"],
+                preds_b["predictions"],
+                references,
+                test=bleu_test,
+                n_resamples=n_resamples,
+                seed=seed or 12345,
+            ).to_dict()
+        }
+    labels = preds_a.get("labels")
+    if labels is None or metric not in METRICS:
+        return {}
+    y = np.asarray(labels)
+    a, b = np.asarray(preds_a["predictions"]), np.asarray(preds_b["predictions"])
+    out = {
+        "bootstrap": paired_bootstrap(
+            METRICS[metric], a, b, y, n_resamples=n_resamples, seed=seed, two_sided=True
+        ).to_dict()
+    }
+    if np.issubdtype(y.dtype, np.integer):
+        out["mcnemar"] = mcnemar(a == y, b == y).to_dict()
+    return out

@@ -1,0 +1,199 @@
+"""The package's layers: data flows one way (text -> Sentence -> aligned tensors -> masks -> model -> head ->
+metrics), so no module imports a module of a higher layer, and no two subpackages import each other.
+
+Read from the source with ``ast``: every ``import`` / ``from ... import`` statement of every module under
+``src/syntaxformer``, at module level or inside a function (an import inside a function is still a dependency;
+only its time differs). Modules loaded by name through ``importlib.import_module`` (the lazy attributes of the
+package roots) are not statements and are not seen.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = "syntaxformer"
+
+#: The layers, lowest first. A module belongs to the layer of its longest listed prefix; it may import modules of
+#: its own layer and of lower layers only.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("syntaxformer.errors", "syntaxformer.utils", "syntaxformer.defaults"),
+    ("syntaxformer.data", "syntaxformer.masks"),
+    ("syntaxformer.modeling",),
+    ("syntaxformer.tasks", "syntaxformer.hf_datasets"),
+    ("syntaxformer.training",),
+    (
+        "syntaxformer.analysis",
+        "syntaxformer.inference",
+        "syntaxformer.sharing",
+        "syntaxformer.translation",
+        "syntaxformer.pipelines",
+    ),
+    ("syntaxformer.commands", "syntaxformer.cli", "syntaxformer.registration"),
+)
+
+#: Upward imports that are known and allowed, each with its reason.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {
+    # ``import syntaxformer`` installs the transformers registrations (Auto classes, pipelines) so that a saved
+    # model loads after a bare ``import syntaxformer``; the registration module itself imports the model and
+    # pipeline code only when transformers asks for it.
+    ("syntaxformer", "syntaxformer.registration"): "the package root installs the registrations"
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted((SRC / ROOT).rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def _resolve(name: str) -> str:
+    """The module of ``name`` (a module, or an attribute of one: its nearest enclosing module)."""
+    while name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imports_of(module: str) -> list[tuple[int, str]]:
+    """``(line, imported module)`` for every ``syntaxformer`` import of ``module``, at any depth."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, _resolve(a.name)) for a in node.names if a.name.split(".")[0] == ROOT]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package
+                package = module if _is_package(module) else module.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}" if base else package
+            if base.split(".")[0] != ROOT:
+                continue
+            out += [(node.lineno, _resolve(f"{base}.{a.name}")) for a in node.names]
+    return out
+
+
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module``'s longest listed prefix. The package root sits with the data model
+    it re-exports (``Sentence``, ``Document``, ``Tree``; the rest of its names load lazily, by name)."""
+    if module == ROOT:
+        return layer_of("syntaxformer.data")
+    best = None
+    for k, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > len(best[1])):
+                best = (k, p)
+    if best is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS in {__file__}")
+    return best[0]
+
+
+def unit_of(module: str) -> str:
+    """The subpackage (or top-level module) that ``module`` belongs to: ``syntaxformer.x``."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_layers_cover_every_module():
+    for module in MODULES:
+        layer_of(module)  # raises for a module of no layer
+
+
+def test_no_module_imports_a_higher_layer():
+    wrong = []
+    for module in MODULES:
+        for line, target in sorted(set(imports_of(module))):
+            # Importing the package root adds no dependency: Python has run it before any of its modules.
+            if target == ROOT or (module, target) in ALLOWED_UPWARD:
+                continue
+            if layer_of(target) > layer_of(module):
+                wrong.append(
+                    f"{_shown(MODULES[module])}:{line} {module} (layer {layer_of(module)}) "
+                    f"imports {target} (layer {layer_of(target)})"
+                )
+    assert not wrong, "imports that run up the layers:\n" + "\n".join(wrong)
+
+
+def test_no_cycle_between_subpackages():
+    graph: dict[str, set[str]] = {}
+    for module in MODULES:
+        for _, target in imports_of(module):
+            a, b = unit_of(module), unit_of(target)
+            if a != b and target != ROOT and (module, target) not in ALLOWED_UPWARD:
+                graph.setdefault(a, set()).add(b)
+    cycles = []
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(unit: str) -> None:
+        state[unit] = 1
+        path.append(unit)
+        for nxt in sorted(graph.get(unit, ())):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join(path[path.index(nxt) :] + [nxt]))
+            elif nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[unit] = 2
+
+    for unit in sorted(graph):
+        if unit not in state:
+            visit(unit)
+    assert not cycles, "subpackages that import each other:\n" + "\n".join(cycles)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from syntaxformer.modeling.syntax_attention import SyntaxGroups", "syntaxformer.modeling.syntax_attention"),
+        (
+            "from syntaxformer.modeling import syntax_attention_triton as T",
+            "syntaxformer.modeling.syntax_attention_triton",
+        ),
+        ("import syntaxformer.analysis.probes", "syntaxformer.analysis.probes"),
+        ("from syntaxformer.training import RunConfig", "syntaxformer.training"),
+        (
+            "def f():\n    from syntaxformer.analysis.compare_runs import compare_runs",
+            "syntaxformer.analysis.compare_runs",
+        ),
+    ],
+)
+def test_import_reader_resolves_modules(monkeypatch, tmp_path, source, expected):
+    """The reader sees imports inside functions and resolves an imported name to its module."""
+    monkeypatch.setitem(MODULES, "syntaxformer.errors", _write(tmp_path, source))
+    assert [t for _, t in imports_of("syntaxformer.errors")] == [expected]
+
+
+def test_an_upward_import_is_reported(monkeypatch, tmp_path):
+    """A low module that imports the runner (inside a function) fails the layer check, naming the line."""
+    monkeypatch.setitem(
+        MODULES, "syntaxformer.utils", _write(tmp_path, "def f():\n    from syntaxformer.training import run\n")
+    )
+    with pytest.raises(
+        AssertionError, match=r"utils.py:2 syntaxformer.utils \(layer 0\) imports syntaxformer.training.run"
+    ):
+        test_no_module_imports_a_higher_layer()
+
+
+def _write(folder: Path, source: str) -> Path:
+    path = folder / "utils.py"
+    path.write_text(source, encoding="utf-8")
+    return path
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(SRC.parent)) if path.is_relative_to(SRC.parent) else str(path)
