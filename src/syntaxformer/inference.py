@@ -22,6 +22,9 @@ What a record holds, by the model's head:
   (the option's letter), ``option`` (its text), ``index`` and ``scores`` (the softmax over the options);
 * translation: ``text`` and ``translation``.
 
+On request (:meth:`Predictor.predict`): ``logits`` (classification: the model's outputs as they are) and
+``answers`` (span QA: the ``top_k`` best spans, best first); ``max_answer_length`` bounds span QA's answers.
+
 An input's ``id`` is copied to its record. Inputs are parsed with the run's parser (the parse cache as the run
 says), featurized by the task (:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing
 goes to the features cache), batched longest first, and given to the model on its device. ``read_inputs`` reads
