@@ -134,8 +134,8 @@ def rows_for(
                 "test": "train: --test-file / test_file; evaluate and predict RUN: --file FILE",
             }.get(split, "")
             source = datasets_source(data)
-            held = f" ({source[0]} has no {split} split)" if source is not None else ""
-            raise DataError(f"{title}: no {split} data{held}; give a {split} file ({flag})")
+            note = f" ({source[0]} has no {split} split)" if source is not None else ""
+            raise DataError(f"{title}: no {split} data{note}; give a {split} file ({flag})")
         table = split_table(split, data)
         return table, list(range(len(table))), table.source
     if not has_source("train", data):
