@@ -174,3 +174,43 @@ m = AutoModelForSequenceClassification.from_pretrained({sb!r}, trust_remote_code
 print(json.dumps({{"model": type(m).__name__, "labels": m.config.id2label}}))
 """)
     assert out == {"model": "SyntaxBertForSequenceClassification", "labels": {"0": "negative", "1": "positive"}}
+
+
+def test_pipelines_options_give_text_classifications_outputs_on_a_plain_classifier(tiny_model, tmp_path, one_thread):
+    """On a plain transformers classifier (tokenized, nothing parsed) the syntax pipeline and ``text-classification``
+    give the same output for every combination of ``top_k`` and ``function_to_apply``, given per call or when the
+    pipeline is built: the same shapes (a list around one text's answer only without a call's ``top_k``), labels
+    and scores."""
+    import syntaxformer  # noqa: F401
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    torch.manual_seed(0)
+    folder = tmp_path / "plain"
+    labels = {0: "negative", 1: "neutral", 2: "positive"}
+    AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=3, id2label=labels).save_pretrained(
+        folder
+    )
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    texts = ["A fine film.", "Dull and far too long."]
+
+    def same(got, want):
+        if isinstance(want, list):
+            assert isinstance(got, list) and len(got) == len(want)
+            for g, w in zip(got, want):
+                same(g, w)
+        else:
+            assert got == {"label": want["label"], "score": pytest.approx(want["score"], abs=1e-5)}
+
+    for built in ({}, {"top_k": None}, {"function_to_apply": "none"}, {"top_k": 2, "function_to_apply": "sigmoid"}):
+        ours = pipeline("syntax-text-classification", model=str(folder), **built)
+        theirs = pipeline("text-classification", model=str(folder), **built)
+        for call in (
+            {},
+            {"top_k": None},
+            {"top_k": 1},
+            {"function_to_apply": "softmax"},
+            {"function_to_apply": "none"},
+        ):
+            for inputs in (texts[0], texts):
+                same(ours(inputs, **call), theirs(inputs, **call))
