@@ -23,6 +23,14 @@ def _quiet(monkeypatch):
 def _reference_probabilities(run_dir: str, texts: list[str]) -> np.ndarray:
     """Each text alone: the task's featurization of one example, the task's collator, the model, a softmax."""
     import torch
+
+    return torch.softmax(torch.from_numpy(reference_logits(run_dir, texts)), -1).numpy()
+
+
+def reference_logits(run_dir: str, texts: list[str]) -> np.ndarray:
+    """Each text alone: the task's featurization of one example, the task's collator, the model's logits
+    (float64, ``[N, num_labels]``)."""
+    import torch
     from transformers import AutoModelForSequenceClassification
 
     from syntaxformer.data.examples import TaskData, TaskExample
@@ -38,8 +46,7 @@ def _reference_probabilities(run_dir: str, texts: list[str]) -> np.ndarray:
         features = task.featurize(data, context, "reference")
         batch = task.collator(context)([features[0]])
         with torch.no_grad():
-            logits = model(**batch).logits[0].double()
-        rows.append(torch.softmax(logits, -1).numpy())
+            rows.append(model(**batch).logits[0].double().numpy())
     return np.stack(rows)
 
 
@@ -207,6 +214,38 @@ def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, veri
     assert one["null_score"] == pytest.approx(records[0]["null_score"], abs=1e-4)
     assert set(one) == {"answer", "start", "end", "score", "null_score", "best_answer"}
     assert len(qa(inputs[:2])) == 2
+
+    # top_k: the k best spans of different positions, best first, the first the best answer
+    context = inputs[0]["context"]
+    top = qa(question=inputs[0]["question"], context=context, top_k=3)
+    assert len(top) == 3 and all(set(a) == {"answer", "start", "end", "score"} for a in top)
+    assert len({(a["start"], a["end"]) for a in top}) == 3
+    assert [a["score"] for a in top] == sorted((a["score"] for a in top), reverse=True)
+    assert top[0]["answer"] == one["best_answer"] and top[0]["score"] == pytest.approx(one["score"])
+    assert all(context[a["start"] : a["end"]] == a["answer"] for a in top)
+    assert qa(question=inputs[0]["question"], context=context, top_k=1) == one  # one answer: the usual dict
+    assert [len(x) for x in qa(inputs[:2], top_k=2)] == [2, 2]
+    # max_answer_len (transformers' name; max_answer_length too): every span is one token of the passage's windows
+    task_data = task.inference_data(inputs[:1])
+    windows = task.featurize(task_data, predictor.context, "tokens").windows
+    tokens = {(int(a), int(b)) for w in windows for a, b in w.passage_offsets if a >= 0}
+    wide = qa(question=inputs[0]["question"], context=context, top_k=5)
+    assert any((a["start"], a["end"]) not in tokens for a in wide)  # without it, spans of several tokens
+    short = qa(question=inputs[0]["question"], context=context, top_k=5, max_answer_len=1)
+    assert len(short) == 5 and all((a["start"], a["end"]) in tokens for a in short)
+    assert qa(question=inputs[0]["question"], context=context, top_k=5, max_answer_length=1) == short
+    from syntaxformer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"takes no option\(s\) \['doc_stride'\]"):
+        qa(question="Who?", context="Ann.", doc_stride=8)
+    with pytest.raises(ConfigError, match="max_answer_len=0"):
+        qa(question="Who?", context="Ann.", max_answer_len=0)
+    # the classification pipeline on a span-QA run: refused, naming the QA pipeline (no untrained classifier)
+    with pytest.raises(ConfigError, match=r'holds a span QA model .*pipeline\("syntax-question-answering"'):
+        pipeline("syntax-text-classification", model=run)
+    # transformers 5 has no "question-answering" task; its message names the syntax pipeline
+    with pytest.raises(KeyError, match="syntax-question-answering"):
+        pipeline("question-answering", model=run)
 
 
 def test_inference_multiple_choice_matches_the_runner(tiny_model, tmp_path, one_thread):

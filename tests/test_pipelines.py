@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,9 +39,80 @@ def test_pipelines_text_classification_outputs_like_text_classification(sst2_run
     # an option the pipeline does not take is refused, naming it and what it takes (never silently ignored)
     from syntaxformer.errors import ConfigError
 
-    for option in ({"foo": 1}, {"function_to_apply": "sigmoid"}):
-        with pytest.raises(ConfigError, match=rf"takes no option\(s\) \['{next(iter(option))}'\]; it takes top_k"):
-            clf(texts[0], **option)
+    with pytest.raises(ConfigError, match=r"takes no option\(s\) \['foo'\]; it takes top_k, function_to_apply"):
+        clf(texts[0], foo=1)
+    with pytest.raises(ConfigError, match=r"takes no option\(s\) \['foo'\]"):  # when built, too
+        pipeline("syntax-text-classification", model=run, foo=1)
+    for bad, match in (({"function_to_apply": "relu"}, "function_to_apply='relu'"), ({"top_k": 0}, "top_k=0")):
+        with pytest.raises(ConfigError, match=match):
+            clf(texts[0], **bad)
+
+
+def test_pipelines_function_to_apply_and_top_k_as_text_classification(sst2_runs, one_thread):
+    """``function_to_apply="none"`` gives the model's logits (each text alone through the task's featurization),
+    ``"sigmoid"`` their sigmoid, ``"softmax"`` the default scores; options given when the pipeline is built are
+    the defaults of its calls, with ``text-classification``'s output shapes."""
+    import syntaxformer  # noqa: F401
+    import torch
+    from transformers import pipeline
+
+    from tests.test_inference import reference_logits
+
+    run = sst2_runs["sgnet"]
+    texts = ["A fine film.", "Dull and far too long.", "It is neither good nor bad."]
+    logits = torch.from_numpy(reference_logits(run, texts))  # (N, 2), labels negative, positive
+    clf = pipeline("syntax-text-classification", model=run)
+    names = ["negative", "positive"]
+
+    def by_label(rows):  # (N, labels) scores in label order
+        return np.array([[{d["label"]: d["score"] for d in row}[n] for n in names] for row in rows])
+
+    raw = clf(texts, function_to_apply="none", top_k=None, batch_size=2)
+    assert by_label(raw) == pytest.approx(logits.numpy(), abs=1e-5)
+    assert all(row[0]["score"] >= row[1]["score"] for row in raw)  # best first
+    assert by_label(clf(texts, function_to_apply="sigmoid", top_k=None)) == pytest.approx(
+        torch.sigmoid(logits).numpy(), abs=1e-6
+    )
+    soft = clf(texts, function_to_apply="SOFTMAX", top_k=None)  # any letter case, as text-classification
+    assert by_label(soft) == pytest.approx(torch.softmax(logits, -1).numpy(), abs=1e-6)
+    assert by_label(soft) == pytest.approx(by_label(clf(texts, top_k=None)), abs=1e-9)
+    best = clf(texts, function_to_apply="none")  # no top_k: the best label per text, its logit
+    assert [b["label"] for b in best] == [names[i] for i in logits.argmax(-1).tolist()]
+    assert [b["score"] for b in best] == pytest.approx(logits.max(-1).values.tolist(), abs=1e-5)
+    one = clf(texts[0], function_to_apply="none")  # one text: in a list
+    assert one == [{"label": best[0]["label"], "score": pytest.approx(best[0]["score"], abs=1e-6)}]
+
+    built = pipeline("syntax-text-classification", model=run, function_to_apply="none", top_k=1)
+    assert [[(d["label"], pytest.approx(d["score"], abs=1e-6)) for d in row] for row in built(texts)] == [
+        [(b["label"], b["score"])] for b in best
+    ]
+    assert by_label(built(texts, top_k=None)) == pytest.approx(logits.numpy(), abs=1e-5)
+    assert built(texts[0], top_k=None, function_to_apply="sigmoid")[0]["score"] == pytest.approx(
+        float(torch.sigmoid(logits[0]).max()), abs=1e-6
+    )
+
+
+def test_pipelines_refuse_a_model_they_cannot_run_naming_the_right_pipeline(sst2_runs, one_thread):
+    """The QA pipeline on a classification run (an untrained QA head) is refused; text-classification, which
+    tokenizes but never parses, fails at its first call naming syntax-text-classification."""
+    import syntaxformer  # noqa: F401
+    from transformers import pipeline
+
+    from syntaxformer.errors import ConfigError, InputError
+
+    run = sst2_runs["syntax_bert"]
+    with pytest.raises(ConfigError, match=r'holds a sequence classification model .*"syntax-text-classification"'):
+        pipeline("syntax-question-answering", model=run)
+    plain = pipeline("text-classification", model=run)
+    with pytest.raises(InputError, match=r'no syntax input at all.*pipeline\("syntax-text-classification"'):
+        plain("A fine film.")
+    with pytest.raises(KeyError, match="syntax-translation"):
+        pipeline("translation", model=run)
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(run)
+    with pytest.raises(ConfigError, match=r'does not run SyntaxBertForSequenceClassification.*"syntax-text-class'):
+        pipeline("syntax-question-answering", model=model, tokenizer=run)
 
 
 def _run_fresh(code: str) -> dict:
@@ -102,3 +174,43 @@ m = AutoModelForSequenceClassification.from_pretrained({sb!r}, trust_remote_code
 print(json.dumps({{"model": type(m).__name__, "labels": m.config.id2label}}))
 """)
     assert out == {"model": "SyntaxBertForSequenceClassification", "labels": {"0": "negative", "1": "positive"}}
+
+
+def test_pipelines_options_give_text_classifications_outputs_on_a_plain_classifier(tiny_model, tmp_path, one_thread):
+    """On a plain transformers classifier (tokenized, nothing parsed) the syntax pipeline and ``text-classification``
+    give the same output for every combination of ``top_k`` and ``function_to_apply``, given per call or when the
+    pipeline is built: the same shapes (a list around one text's answer only without a call's ``top_k``), labels
+    and scores."""
+    import syntaxformer  # noqa: F401
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    torch.manual_seed(0)
+    folder = tmp_path / "plain"
+    labels = {0: "negative", 1: "neutral", 2: "positive"}
+    AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=3, id2label=labels).save_pretrained(
+        folder
+    )
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    texts = ["A fine film.", "Dull and far too long."]
+
+    def same(got, want):
+        if isinstance(want, list):
+            assert isinstance(got, list) and len(got) == len(want)
+            for g, w in zip(got, want):
+                same(g, w)
+        else:
+            assert got == {"label": want["label"], "score": pytest.approx(want["score"], abs=1e-5)}
+
+    for built in ({}, {"top_k": None}, {"function_to_apply": "none"}, {"top_k": 2, "function_to_apply": "sigmoid"}):
+        ours = pipeline("syntax-text-classification", model=str(folder), **built)
+        theirs = pipeline("text-classification", model=str(folder), **built)
+        for call in (
+            {},
+            {"top_k": None},
+            {"top_k": 1},
+            {"function_to_apply": "softmax"},
+            {"function_to_apply": "none"},
+        ):
+            for inputs in (texts[0], texts):
+                same(ours(inputs, **call), theirs(inputs, **call))

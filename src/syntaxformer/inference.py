@@ -22,6 +22,9 @@ What a record holds, by the model's head:
   (the option's letter), ``option`` (its text), ``index`` and ``scores`` (the softmax over the options);
 * translation: ``text`` and ``translation``.
 
+On request (:meth:`Predictor.predict`): ``logits`` (classification: the model's outputs as they are) and
+``answers`` (span QA: the ``top_k`` best spans, best first); ``max_answer_length`` bounds span QA's answers.
+
 An input's ``id`` is copied to its record. Inputs are parsed with the run's parser (the parse cache as the run
 says), featurized by the task (:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing
 goes to the features cache), batched longest first, and given to the model on its device. ``read_inputs`` reads
@@ -150,6 +153,7 @@ class Predictor:
         self.null_threshold = null_threshold
         self.num_beams = int(num_beams)
         self.timings: dict[str, float] = {}
+        self._options: dict[str, Any] = {}  # the options of the current predict() call
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod
@@ -358,14 +362,45 @@ class Predictor:
             out.append(item)
         return out
 
-    def predict(self, inputs: Iterable[Any], batch_size: int = 32) -> list[dict[str, Any]]:
+    def predict(
+        self,
+        inputs: Iterable[Any],
+        batch_size: int = 32,
+        *,
+        logits: bool = False,
+        top_k: int | None = None,
+        max_answer_length: int | None = None,
+    ) -> list[dict[str, Any]]:
         """One record per input, in input order (see the module docstring for the fields).
 
         ``self.timings`` then holds ``parse_s`` (the parser), ``featurize_s`` (alignment and syntax arrays, without
         parsing), ``forward_s`` (batching and the model, generation for translation), ``total_s`` and ``n``.
+
+        Args:
+            inputs: texts or mappings (:meth:`normalize`).
+            batch_size: inputs per forward pass.
+            logits: sequence classification: each record also holds ``logits``, the model's outputs as they are.
+            top_k: span QA: each record also holds ``answers``, the ``top_k`` best spans of different positions
+                (``{"answer", "start", "end", "score"}``, best first; fewer when the passage has fewer).
+            max_answer_length: span QA: the longest answer span in tokens (default: the task's).
+
+        Raises:
+            InputError: an option for another head, or a value that is not a positive number.
         """
         import torch
 
+        for name, value, head in (
+            ("logits", logits or None, "sequence_classification"),
+            ("top_k", top_k, "question_answering"),
+            ("max_answer_length", max_answer_length, "question_answering"),
+        ):
+            if value is None:
+                continue
+            if self.head != head:
+                raise InputError(f"{name}= applies to {head} models, not to this {self.head} model")
+            if name != "logits" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InputError(f"{name}={value!r} must be a positive whole number")
+        self._options = {"logits": bool(logits), "top_k": top_k, "max_answer_length": max_answer_length}
         records = self.normalize(inputs)
         clock = {"parse_s": 0.0}
         t0 = time.perf_counter()
@@ -480,6 +515,8 @@ class Predictor:
         out = {**_id(record), "text": record["text"]}
         if record.get("text_pair") is not None:
             out["text_pair"] = record["text_pair"]
+        if self._options.get("logits"):
+            out["logits"] = [float(x) for x in logits]
         config = self.model.config
         if getattr(config, "problem_type", None) == "regression" or len(logits) == 1:
             out["value"] = float(logits[0])
@@ -504,7 +541,14 @@ class Predictor:
         for name in self.auxiliary:
             aux = np.asarray(_gather(outputs, f"aux:{name}", n)) if outputs[0][f"aux:{name}"] is not None else None
             auxiliary[name] = (starts, ends) if aux is None else (starts, ends, aux)
-        predictions = self.task.postprocess(data, features, raw, auxiliary or None)
+        task, top_k, longest = self.task, self._options.get("top_k"), self._options.get("max_answer_length")
+        if top_k is not None or longest is not None:  # this call's decoding options on a copy of the task
+            import copy
+
+            task = copy.copy(task)
+            task.n_best = max(int(task.n_best), int(top_k or 1))
+            task.max_answer_length = int(longest or task.max_answer_length)
+        predictions = task.postprocess(data, features, raw, auxiliary or None)
         threshold = (
             self.null_threshold if self.null_threshold is not None else float(getattr(self.task, "null_threshold", 0.0))
         )
@@ -529,6 +573,11 @@ class Predictor:
                     "null_threshold": threshold,
                 }
             )
+            if top_k is not None:
+                out[-1]["answers"] = [
+                    {"answer": c["text"], "start": c["start"], "end": c["end"], "score": c["score"]}
+                    for c in (predictions.extra["nbest"].get(qid) or [])[:top_k]
+                ]
         return out
 
 

@@ -10,10 +10,12 @@ Registered with ``transformers.pipelines.PIPELINE_REGISTRY`` when ``transformers
     clf("A fine film.")                      # [{"label": "positive", "score": 0.93}]
     clf(["A fine film.", "Dull."])           # [{"label": ...}, {"label": ...}]
     clf("A fine film.", top_k=None)          # every label, best first
+    clf("A fine film.", function_to_apply="none")   # the model's logits as scores ("sigmoid", "softmax")
     clf({"text": "A man sleeps.", "text_pair": "Nobody sleeps."})   # sentence pairs
 
     qa = pipeline("syntax-question-answering", model="runs/squad-sg")
     qa(question="Who wrote it?", context="...")   # {"answer", "start", "end", "score", "null_score"}
+    qa(question=..., context=..., top_k=3, max_answer_len=5)   # the 3 best spans of at most 5 tokens
 
     mt = pipeline("syntax-translation", model="runs/nmt-both")
     mt("A man rides a horse.")               # [{"translation_text": "..."}]
@@ -23,7 +25,15 @@ folder (the default parser, ``max_length`` 128, 384 for span QA); ``parser=`` / 
 change them. All three share :class:`syntaxformer.inference.Predictor` with ``syntaxformer predict``: a call
 parses all its texts at once (spaCy batches them), featurizes them and runs them through the model in batches of
 ``batch_size`` (default 32), longest first. Outputs follow ``text-classification`` / ``question-answering`` /
-``translation``.
+``translation``; their options (``top_k``, ``function_to_apply``, ``max_answer_len``, ``batch_size``) are taken
+as there, when the pipeline is built or per call (:mod:`syntaxformer.pipeline_options`), and any other is refused.
+
+A syntax pipeline refuses a model of another head, and a run of another head (the classification pipeline on a
+span-QA run would put an untrained classifier on its encoder), naming the pipeline to use
+(:func:`syntaxformer.modeling.pipeline_check.check_pipeline_model`). ``transformers``' own pipelines tokenize but
+never parse: ``pipeline("text-classification", model=RUN)`` loads, and its first call fails with a message naming
+``"syntax-text-classification"``; ``"question-answering"`` and ``"translation"`` are task names ``transformers`` 5
+refuses, and its message then names the syntax pipeline too (:func:`register`).
 """
 
 from __future__ import annotations
@@ -31,6 +41,15 @@ from __future__ import annotations
 from typing import Any
 
 from transformers.pipelines.base import Pipeline
+
+from syntaxformer.pipeline_options import (
+    CLASSIFICATION_OPTIONS,
+    QA_OPTIONS,
+    TRANSLATION_OPTIONS,
+    check_options,
+    class_scores,
+    ranked_labels,
+)
 
 __all__ = [
     "SyntaxTextClassificationPipeline",
@@ -51,6 +70,10 @@ class _SyntaxPipeline(Pipeline):
     _load_image_processor = False
     _load_feature_extractor = False
     _load_tokenizer = True
+    #: The call options this pipeline takes (:mod:`syntaxformer.pipeline_options`).
+    _call_options: tuple[str, ...] = TRANSLATION_OPTIONS
+    #: The name this pipeline is registered under.
+    _task = ""
 
     def __init__(
         self,
@@ -62,7 +85,9 @@ class _SyntaxPipeline(Pipeline):
     ):
         super().__init__(*args, **kwargs)
         from syntaxformer.inference import Predictor
+        from syntaxformer.modeling.pipeline_check import check_pipeline_model
 
+        check_pipeline_model(self._task, self.model)
         self.predictor = Predictor.from_pretrained(
             self.model,
             self.tokenizer,
@@ -73,7 +98,12 @@ class _SyntaxPipeline(Pipeline):
         )
 
     def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
-        return {}, {}, kwargs
+        # the options given when the pipeline is built: checked now, the defaults of every call
+        return {}, {}, check_options(type(self).__name__, kwargs, self._call_options)
+
+    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The options of a call: those given when the pipeline was built, then the call's, checked."""
+        return check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
 
     def preprocess(self, inputs: Any, **kwargs: Any) -> Any:  # one input through the whole predictor
         return {"inputs": [inputs]}
@@ -82,19 +112,10 @@ class _SyntaxPipeline(Pipeline):
         return {"records": self.predictor.predict(model_inputs["inputs"])}
 
     def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
-        return self._format(model_outputs["records"][0], **kwargs)
+        return self._format(model_outputs["records"][0], {})
 
-    def _format(self, record: dict[str, Any], **kwargs: Any) -> Any:
+    def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
         raise NotImplementedError
-
-    def _refuse_unknown(self, kwargs: dict[str, Any], accepted: tuple[str, ...]) -> None:
-        """An option this pipeline does not take is refused, naming it and the ones it takes (never ignored)."""
-        if kwargs:
-            from syntaxformer.errors import ConfigError
-
-            raise ConfigError(
-                f"{type(self).__name__} takes no option(s) {sorted(kwargs)}; it takes {', '.join(accepted)}"
-            )
 
     def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
         """``(the inputs as a list, whether one input was given)``; anything that is neither one input (of a type in
@@ -112,9 +133,10 @@ class _SyntaxPipeline(Pipeline):
             )
         return list(inputs), False
 
-    def _run(self, inputs: list[Any], batch_size: int | None, **kwargs: Any) -> list[Any]:
-        records = self.predictor.predict(inputs, batch_size=int(batch_size or self._batch_size or _DEFAULT_BATCH))
-        return [self._format(r, **kwargs) for r in records]
+    def _run(self, inputs: list[Any], options: dict[str, Any], **predict_options: Any) -> list[Any]:
+        size = int(options.get("batch_size") or self._batch_size or _DEFAULT_BATCH)
+        records = self.predictor.predict(inputs, batch_size=size, **predict_options)
+        return [self._format(r, options) for r in records]
 
 
 class SyntaxTextClassificationPipeline(_SyntaxPipeline):
@@ -122,29 +144,37 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
 
     Inputs: a text, a ``{"text", "text_pair"}`` mapping, or a list of them. Returns, like ``text-classification``,
     ``[{"label", "score"}]`` for one text, one dict per text for a list, and with ``top_k`` (``None`` = all) the
-    ``top_k`` best labels per text. A regression model gives ``{"label", "score": value}``.
+    ``top_k`` best labels per text. ``function_to_apply`` (``"softmax"``, ``"sigmoid"``, ``"none"``: the logits)
+    makes the scores; without it they are the softmax probabilities, and a regression model gives
+    ``{"label", "score": value}``.
     """
 
-    def __call__(self, inputs: Any, top_k: int | None | str = "", batch_size: int | None = None, **kwargs: Any) -> Any:
-        self._refuse_unknown(kwargs, ("top_k", "batch_size"))
-        legacy = top_k == ""  # as text-classification: no top_k = the best label as a dict, else lists
+    _call_options = CLASSIFICATION_OPTIONS
+    _task = "syntax-text-classification"
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        options = self._options(kwargs)
+        # as text-classification: without top_k the best label as a dict (one text: in a list), else lists
+        options["legacy"] = "top_k" not in options
         items, single = self._inputs(inputs, (str, dict))
-        out = self._run(items, batch_size, top_k=1 if legacy else top_k, legacy=legacy)
+        out = self._run(items, options, logits=options.get("function_to_apply") is not None)
         if single:
-            return [out[0]] if legacy else out[0]
+            return [out[0]] if "top_k" not in kwargs else out[0]
         return out
 
-    def _format(self, record: dict[str, Any], top_k: int | None = 1, legacy: bool = True, **kwargs: Any) -> Any:
-        if "value" in record:  # regression
-            names = self.predictor.label_names
-            result = {"label": names[0] if names else "score", "score": record["value"]}
-            return result if legacy else [result]
-        if legacy:
-            return {"label": record["label"], "score": record["score"]}
-        ranked = sorted(record["scores"].items(), key=lambda kv: -kv[1])
-        if top_k is not None:
-            ranked = ranked[: int(top_k)]
-        return [{"label": k, "score": v} for k, v in ranked]
+    def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
+        legacy, top_k = options.get("legacy", True), options.get("top_k", 1)
+        function = options.get("function_to_apply")
+        names = self.predictor.label_names
+        if function is not None:
+            logits = record["logits"]
+            names = names if len(names) == len(logits) else [f"LABEL_{i}" for i in range(len(logits))]
+            ranked = ranked_labels(names, class_scores(logits, function), None if legacy else top_k)
+        elif "value" in record:  # regression
+            ranked = [{"label": names[0] if names else "score", "score": record["value"]}]
+        else:
+            ranked = ranked_labels(list(record["scores"]), list(record["scores"].values()), None if legacy else top_k)
+        return ranked[0] if legacy else ranked
 
 
 class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
@@ -154,25 +184,33 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
     question ``{"answer", "start", "end", "score", "null_score"}``: ``answer`` is ``""`` (and ``start`` / ``end``
     ``None``) when the no-answer score exceeds the threshold (the one tuned on the run's dev articles);
     ``score`` is the best span's score (start + end logits), ``best_answer`` that span's text either way.
+    With ``top_k`` above 1, a list of the ``top_k`` best spans per question instead (``{"answer", "start", "end",
+    "score"}``, best first, different positions; the no-answer verdict is the one-answer output's);
+    ``max_answer_len`` bounds a span's length in tokens (default: the run's ``max_answer_length``).
     """
 
+    _call_options = QA_OPTIONS
+    _task = "syntax-question-answering"
+
     def __call__(
-        self,
-        inputs: Any = None,
-        *,
-        question: str | None = None,
-        context: str | None = None,
-        batch_size: int | None = None,
-        **kwargs: Any,
+        self, inputs: Any = None, *, question: str | None = None, context: str | None = None, **kwargs: Any
     ) -> Any:
-        self._refuse_unknown(kwargs, ("question", "context", "batch_size"))
+        options = self._options(kwargs)
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
         items, single = self._inputs(inputs, (dict,))
-        out = self._run(items, batch_size)
+        top_k = options.get("top_k")
+        out = self._run(
+            items,
+            options,
+            top_k=top_k if top_k is not None and top_k > 1 else None,
+            max_answer_length=options.get("max_answer_len"),
+        )
         return out[0] if single else out
 
-    def _format(self, record: dict[str, Any], **kwargs: Any) -> Any:
+    def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
+        if "answers" in record:
+            return [dict(a) for a in record["answers"]]
         return {
             "answer": record["answer"],
             "start": record["start"],
@@ -188,14 +226,15 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
     ``source_tokenizer/`` and ``target_tokenizer/``). Returns ``[{"translation_text"}]`` per input text."""
 
     _load_tokenizer = False
+    _task = "syntax-translation"
 
-    def __call__(self, inputs: Any, batch_size: int | None = None, **kwargs: Any) -> Any:
-        self._refuse_unknown(kwargs, ("batch_size",))
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+        options = self._options(kwargs)
         items, single = self._inputs(inputs, (str,))
-        out = self._run(items, batch_size)
+        out = self._run(items, options)
         return out[0] if single else out
 
-    def _format(self, record: dict[str, Any], **kwargs: Any) -> Any:
+    def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
         return [{"translation_text": record["translation"]}]
 
 
@@ -207,12 +246,28 @@ PIPELINES: dict[str, tuple[type, str]] = {
 }
 
 
+#: ``transformers`` task names that ``transformers`` 5 removed -> the syntax pipeline for such a model.
+_REMOVED_TASK_PIPELINES = {"question-answering": "syntax-question-answering", "translation": "syntax-translation"}
+
+
 def register() -> None:
-    """Register the pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (once)."""
+    """Register the pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (once).
+
+    ``transformers`` 5 refuses the task names ``"question-answering"`` and ``"translation"`` before it looks at the
+    model (a ``KeyError`` that suggests a chat model); its message then also names the syntax pipeline for a
+    syntaxformer model.
+    """
     import transformers
+    from transformers import pipelines
     from transformers.pipelines import PIPELINE_REGISTRY
 
     for name, (cls, auto) in PIPELINES.items():
         if PIPELINE_REGISTRY.supported_tasks.get(name, {}).get("impl") is cls:
             continue
         PIPELINE_REGISTRY.register_pipeline(name, pipeline_class=cls, pt_model=getattr(transformers, auto), type="text")
+    removed = getattr(pipelines, "REMOVED_TASKS", None)
+    if isinstance(removed, dict):
+        for task, ours in _REMOVED_TASK_PIPELINES.items():
+            hint = f'For a syntaxformer model: pipeline("{ours}", model=...) after `import syntaxformer`.'
+            if isinstance(removed.get(task), str) and hint not in removed[task]:
+                removed[task] = f"{removed[task]} {hint}"

@@ -14,6 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import data_path
@@ -41,13 +42,18 @@ out["classification"] = clf(texts, top_k=None)
 out["classification_one"] = clf(texts[0])
 out["classification_tag"] = pipeline("text-classification", model=folders["classification"],
                                      trust_remote_code=True)(texts[0])
+out["classification_logits"] = clf(texts, function_to_apply="none", top_k=None)
+out["classification_sigmoid"] = pipeline(model=folders["classification"], trust_remote_code=True,
+                                         function_to_apply="sigmoid", top_k=None)(texts)
 try:
-    clf(texts[0], function_to_apply="none")
+    clf(texts[0], foo=1)
 except ValueError as e:
     out["unknown_option"] = str(e)
 qa = pipeline(model=folders["qa"], trust_remote_code=True)
 questions = json.loads(sys.argv[2])
 out["qa"] = [qa(question=q["question"], context=q["context"]) for q in questions]
+out["qa_top3"] = qa(questions, top_k=3)
+out["qa_short"] = qa(questions, top_k=3, max_answer_len=1)
 out["qa_tag"] = pipeline("question-answering", model=folders["qa"], trust_remote_code=True)(questions)
 mt = pipeline(model=folders["translation"], trust_remote_code=True)
 out["translation"] = mt(["A man rides a horse.", "Two dogs play in the snow."])
@@ -175,7 +181,28 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
         {"label": want[0]["label"], "score": pytest.approx(want[0]["score"], abs=1e-5)}
     ]
     assert out["classification_tag"] == out["classification_one"]  # pipeline("text-classification", ...) too
-    assert "takes no option(s) ['function_to_apply']" in out["unknown_option"]
+    assert "takes no option(s) ['foo']" in out["unknown_option"]
+    # function_to_apply: the logits ("none") and their sigmoid, as the library's pipeline gives them
+    import torch
+    from transformers import pipeline
+
+    ours = pipeline("syntax-text-classification", model=runs["classification"])
+    logits = np.array(
+        [
+            [r["logits"][k] for k in range(2)]
+            for r in Predictor.from_run(runs["classification"]).predict(texts, logits=True)
+        ]
+    )
+    names = ["negative", "positive"]
+    for key, want_scores in (
+        ("classification_logits", logits),
+        ("classification_sigmoid", torch.sigmoid(torch.from_numpy(logits)).numpy()),
+    ):
+        got = np.array([[{d["label"]: d["score"] for d in row}[n] for n in names] for row in out[key]])
+        assert got == pytest.approx(want_scores, abs=1e-5)
+    assert out["classification_logits"][0][0]["score"] == pytest.approx(
+        ours(texts[0], function_to_apply="none")[0]["score"], abs=1e-5
+    )
 
     # span QA: the same best span, no-answer score and answer at the run's tuned threshold
     ref_qa = Predictor.from_run(runs["qa"]).predict(questions)
@@ -190,6 +217,20 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
             "score": pytest.approx(one["score"], abs=1e-5),
             "null_score": pytest.approx(one["null_score"], abs=1e-5),
         }
+
+    # top_k and max_answer_len: the library pipeline's spans
+    ours_qa = pipeline("syntax-question-answering", model=runs["qa"])
+    for key, options in (("qa_top3", {"top_k": 3}), ("qa_short", {"top_k": 3, "max_answer_len": 1})):
+        want = ours_qa(questions, **options)
+        assert [[(a["answer"], a["start"], a["end"]) for a in q] for q in out[key]] == [
+            [(a["answer"], a["start"], a["end"]) for a in q] for q in want
+        ]
+        assert [[a["score"] for a in q] for q in out[key]] == [
+            pytest.approx([a["score"] for a in q], abs=1e-4) for q in want
+        ]
+    assert all(len(q) == 3 for q in out["qa_top3"])
+    assert any(" " in a["answer"] for q in out["qa_top3"] for a in q)  # spans of several words, unlike:
+    assert all(" " not in a["answer"] for q in out["qa_short"] for a in q)
 
     # translation: the same beam-search output
     ref_mt = Predictor.from_run(runs["translation"]).predict(["A man rides a horse.", "Two dogs play in the snow."])

@@ -221,3 +221,82 @@ def test_custom_datasets_folder_splits(tmp_path):
     assert [e.label for e in task.load_split("train", data).examples] == [1, 0, 1]
     dev = task.load_split("validation", data)
     assert [e.text_a for e in dev.examples] == ["bad", "fine"] and dev.source == f"{tmp_path / 'ds'}[validation]"
+
+
+def _datasets_folder(tmp_path, name="ds", validation=True, test=False, single=False):
+    """A ``datasets`` folder saved with ``save_to_disk``: 120 training rows (texts ``t0`` ... ``t119``), with a
+    validation split of 30 rows (``v0`` ...) and a test split of 10 when asked; ``single``: one ``Dataset``."""
+    datasets = pytest.importorskip("datasets", reason="the datasets package is not installed")
+    train = datasets.Dataset.from_list([{"text": f"t{i}", "label": "ab"[i % 2]} for i in range(120)])
+    if single:
+        train.save_to_disk(str(tmp_path / name))
+        return str(tmp_path / name)
+    splits = {"train": train}
+    if validation:
+        splits["validation"] = datasets.Dataset.from_list([{"text": f"v{i}", "label": "ab"[i % 2]} for i in range(30)])
+    if test:
+        splits["test"] = datasets.Dataset.from_list([{"text": f"s{i}"} for i in range(10)])
+    datasets.DatasetDict(splits).save_to_disk(str(tmp_path / name))
+    return str(tmp_path / name)
+
+
+def test_custom_datasets_folder_splits_are_the_same_under_train_file_and_dataset(tmp_path):
+    """A DatasetDict folder with a validation (and a test) split: --train-file FOLDER reads its splits as
+    --dataset FOLDER does (no rows held out of the 120 training rows)."""
+    folder = _datasets_folder(tmp_path, test=True)
+    read = {}
+    for option in ("train_file", "dataset"):
+        task = get_task("custom")
+        data = {option: folder}
+        read[option] = {s: task.load_split(s, data) for s in ("train", "validation", "test")}
+        train, dev, test = read[option]["train"], read[option]["validation"], read[option]["test"]
+        assert [e.text_a for e in train.examples] == [f"t{i}" for i in range(120)]
+        assert [e.text_a for e in dev.examples] == [f"v{i}" for i in range(30)]
+        assert dev.source == f"{folder}[validation]" and "held-out" not in train.source
+        assert [e.text_a for e in test.examples] == [f"s{i}" for i in range(10)] and test.examples[0].label is None
+    for split in ("train", "validation", "test"):
+        assert read["train_file"][split].fingerprint == read["dataset"][split].fingerprint
+    # an explicit validation file still wins over the folder's split
+    dev_file = _csv(tmp_path / "dev.csv", ["text", "label"], [["x", "a"], ["y", "b"]])
+    task, data = get_task("custom"), {"train_file": folder, "dev_file": dev_file}
+    assert len(task.load_split("train", data)) == 120
+    dev = task.load_split("validation", data)
+    assert [e.text_a for e in dev.examples] == ["x", "y"]
+
+
+def test_custom_datasets_without_validation_hold_out_rows_and_say_so(tmp_path, caplog):
+    """Without a validation split (a DatasetDict of train only, or one saved Dataset, under either option), dev is
+    held out of the training rows, in one log line and in the source; a single Dataset is never its own dev set
+    (it used to stand for every split: evaluation on the training rows); a test split it lacks is refused."""
+    import logging
+
+    for folder in (_datasets_folder(tmp_path, "train-only", validation=False), _datasets_folder(tmp_path, single=True)):
+        for option in ("train_file", "dataset"):
+            task = get_task("custom")
+            data = {option: folder}
+            train = task.load_split("train", data)
+            with caplog.at_level(logging.INFO, logger="syntaxformer.tasks.custom_splits"):
+                caplog.clear()
+                dev = task.load_split("validation", data)
+            assert len(train) == 108 and len(dev) == 12
+            assert not {e.text_a for e in train.examples} & {e.text_a for e in dev.examples}
+            assert "held-out 12 of 120 rows, seed 0" in dev.source
+            lines = [r.getMessage() for r in caplog.records if "held out of training" in r.getMessage()]
+            assert len(lines) == 1 and "12 of the 120 rows" in lines[0]
+            with pytest.raises(DataError, match="no test split"):
+                task.load_split("test", data)
+
+
+def test_custom_datasets_folder_trains_on_its_splits(tmp_path, tiny_model, monkeypatch):
+    """``syntaxformer train --train-file FOLDER``: the folder's validation split is the dev set (recorded with the
+    run's metrics), and all 120 training rows are trained on."""
+    from syntaxformer.cli import main
+
+    monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
+    folder = _datasets_folder(tmp_path)
+    out = tmp_path / "run"
+    argv = ["train", "--train-file", folder, "--model", tiny_model, "--output-dir", str(out), "--no-progress"]
+    assert main([*argv, "--max-steps", "1", "--batch-size", "8", "--max-length", "16", "--eval-batch-size", "32"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["data"] == {"train": f"{folder}[train]", "dev": f"{folder}[validation]"}
+    assert metrics["sizes"]["train"] == 120 and metrics["sizes"]["dev"] == 30

@@ -40,6 +40,7 @@ from syntaxformer.modeling.outputs import (
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
+from syntaxformer.modeling.pipeline_check import raw_text_hint
 
 # ---------------------------------------------------------------------------------------------------------------
 # Pooling and losses
@@ -180,21 +181,28 @@ class TaskHead:
 
         Raises:
             InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone (a misspelt key, a
-                data set column): :func:`~syntaxformer.modeling.inputs.check_forward_inputs`.
+                data set column): :func:`~syntaxformer.modeling.inputs.check_forward_inputs`; a syntax input the
+                backbone needs is missing (with no syntax input at all, the message names the pipeline for raw
+                text: :func:`~syntaxformer.modeling.pipeline_check.raw_text_hint`).
         """
         backbone = getattr(self, self.base_model_prefix)
         check_forward_inputs(self, syntax_inputs, backbone.syntax_keywords)
         syntax_inputs = {k: v for k, v in syntax_inputs.items() if k not in TOLERATED_KEYWORDS}
-        return backbone.contextual_states(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            output_attentions=output_attentions,
-            output_hidden_states=output_hidden_states,
-            **syntax_inputs,
-        )
+        try:
+            return backbone.contextual_states(
+                input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=token_type_ids,
+                position_ids=position_ids,
+                inputs_embeds=inputs_embeds,
+                output_attentions=output_attentions,
+                output_hidden_states=output_hidden_states,
+                **syntax_inputs,
+            )
+        except InputError as e:  # token ids alone (a pipeline that never parses): say which pipeline parses
+            if any(v is not None for v in syntax_inputs.values()):
+                raise
+            raise InputError(f"{e}. {raw_text_hint(type(self).__name__)}") from e
 
     def return_dict_for(self, return_dict: bool | None) -> bool:
         """``return_dict`` or the config's default."""

@@ -10,10 +10,12 @@ every module it needs (imports made relative) and registers the class for the mo
     clf = pipeline(model="sst2-sg-export", trust_remote_code=True)    # or pipeline("text-classification", ...)
     clf("A fine film.")                       # [{"label": "positive", "score": 0.93}]
     clf(["A fine film.", "Dull."], top_k=None)  # every label per text, best first
+    clf("A fine film.", function_to_apply="none")   # the logits as scores ("sigmoid", "softmax")
     clf({"text": "A man sleeps.", "text_pair": "Nobody sleeps."})
 
     qa = pipeline(model="squad-sg-export", trust_remote_code=True)
     qa(question="Who wrote it?", context="It was written by Ann.")   # {"answer", "start", "end", "score", ...}
+    qa(question=..., context=..., top_k=3, max_answer_len=5)   # the 3 best spans of at most 5 tokens
 
     mt = pipeline(model="nmt-both-export", trust_remote_code=True)
     mt("A man rides a horse.")                # [{"translation_text": "..."}]
@@ -24,7 +26,9 @@ The steps are the library's own (:class:`~syntaxformer.data.annotators.spacy.Spa
 :class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.model_inputs`,
 :mod:`syntaxformer.tasks.span_qa`, :mod:`syntaxformer.data.translation_pairs`), so the answers are those of
 ``syntaxformer predict`` on the run folder. A call parses all its texts at once and runs the model in batches of
-``batch_size`` (default 32); other keyword arguments are refused. In an exported folder this module's imports of
+``batch_size`` (default 32). The options of ``transformers``' own pipelines that apply (``top_k``,
+``function_to_apply``, ``max_answer_len``) are taken as there, when the pipeline is built or per call
+(:mod:`syntaxformer.pipeline_options`); other keyword arguments are refused. In an exported folder this module's imports of
 the library are relative (``from .align import SyntaxAligner``): the modules it imports lie beside it.
 """
 
@@ -47,6 +51,14 @@ from syntaxformer.data.sentence import Document
 from syntaxformer.data.translation_pairs import collate_pairs, decode_translations, encode_pairs
 from syntaxformer.errors import InputError
 from syntaxformer.modeling.seq2seq import default_max_new_tokens
+from syntaxformer.pipeline_options import (
+    CLASSIFICATION_OPTIONS,
+    QA_OPTIONS,
+    TRANSLATION_OPTIONS,
+    check_options,
+    class_scores,
+    ranked_labels,
+)
 from syntaxformer.tasks.span_qa import SquadFeaturizer, postprocess_predictions
 
 __all__ = [
@@ -139,7 +151,7 @@ class _SyntaxPipeline(Pipeline):
     _load_image_processor = False
     _load_feature_extractor = False
     _load_tokenizer = True
-    _call_options: tuple[str, ...] = ("batch_size",)
+    _call_options: tuple[str, ...] = TRANSLATION_OPTIONS
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -154,18 +166,13 @@ class _SyntaxPipeline(Pipeline):
             self._annotator = SpacyAnnotator(self.options.parser or "en_core_web_sm", cache=False, progress=False)
         return self._annotator
 
-    def _check_options(self, kwargs: dict[str, Any]) -> None:
-        unknown = sorted(set(kwargs) - set(self._call_options))
-        if unknown:
-            raise InputError(
-                f"{type(self).__name__} takes no option(s) {unknown}; it takes {sorted(self._call_options)}"
-            )
+    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The options of a call: those given when the pipeline was built, then the call's, checked."""
+        return check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
 
     def _batches(self, items: Sequence[dict[str, np.ndarray]], batch_size: int | None) -> list[np.ndarray]:
-        """Item indices in batches of at most ``batch_size``, longest first."""
-        size = int(batch_size or _DEFAULT_BATCH)
-        if size < 1:
-            raise InputError(f"batch_size={batch_size} must be a positive number")
+        """Item indices in batches of at most ``batch_size`` (else the pipeline's, else 32), longest first."""
+        size = int(batch_size or self._batch_size or _DEFAULT_BATCH)
         order = sorted(range(len(items)), key=lambda i: -len(items[i]["input_ids"]))
         return [np.asarray(order[k : k + size]) for k in range(0, len(order), size)]
 
@@ -174,18 +181,19 @@ class _SyntaxPipeline(Pipeline):
 
     # the Pipeline interface, for one input (``__call__`` below runs whole lists through ``_predict``)
     def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
-        return {}, {}, kwargs
+        # the options given when the pipeline is built: checked now, the defaults of every call
+        return {}, {}, check_options(type(self).__name__, kwargs, self._call_options)
 
     def preprocess(self, inputs: Any, **kwargs: Any) -> Any:
         return {"inputs": [inputs]}
 
     def _forward(self, model_inputs: Any, **kwargs: Any) -> Any:
-        return {"records": self._predict(model_inputs["inputs"], None)}
+        return {"records": self._predict(model_inputs["inputs"], {})}
 
     def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
         return model_outputs["records"][0]
 
-    def _predict(self, inputs: list[Any], batch_size: int | None, **kwargs: Any) -> list[Any]:
+    def _predict(self, inputs: list[Any], options: dict[str, Any]) -> list[Any]:
         raise NotImplementedError
 
 
@@ -194,26 +202,25 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
 
     Inputs: a text, a ``{"text", "text_pair"}`` mapping, or a list of them. Returns ``[{"label", "score"}]`` for
     one text and one ``{"label", "score"}`` per text for a list; with ``top_k`` (``None`` = all labels) a list of
-    the ``top_k`` best labels per text. A regression model gives ``{"label", "score": value}``.
+    the ``top_k`` best labels per text. ``function_to_apply`` (``"softmax"``, ``"sigmoid"``, ``"none"``: the
+    logits) makes the scores; without it they are the softmax probabilities, and a regression model gives
+    ``{"label", "score": value}``.
     """
 
-    _call_options = ("batch_size", "top_k")
+    _call_options = CLASSIFICATION_OPTIONS
 
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:
-        self._check_options(kwargs)
-        legacy = "top_k" not in kwargs  # as text-classification: no top_k = the best label as a dict
-        top_k = kwargs.get("top_k", 1)
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-            raise InputError(f"top_k={top_k!r} must be a positive number or None (every label)")
+        options = self._options(kwargs)
+        options["legacy"] = "top_k" not in options  # as text-classification: no top_k = the best label as a dict
         single = isinstance(inputs, (str, dict))
         items = [inputs] if single else list(inputs)
-        out = [self._format(r, top_k, legacy) for r in self._predict(items, kwargs.get("batch_size"))]
+        out = [self._format(r, options) for r in self._predict(items, options)]
         if single:
-            return [out[0]] if legacy else out[0]
+            return [out[0]] if "top_k" not in kwargs else out[0]
         return out
 
     def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
-        return self._format(model_outputs["records"][0], 1, True)
+        return self._format(model_outputs["records"][0], {})
 
     def _texts(self, items: list[Any]) -> tuple[list[str], list[str | None]]:
         texts: list[str] = []
@@ -261,7 +268,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
         )
         return [encode_window(windows[0], opts) for windows in aligner.align_batch(docs_a, docs_b)]
 
-    def _predict(self, inputs: list[Any], batch_size: int | None, **kwargs: Any) -> list[dict[str, Any]]:
+    def _predict(self, inputs: list[Any], options: dict[str, Any]) -> list[dict[str, Any]]:
         texts, pairs = self._texts(inputs)
         if not texts:
             return []
@@ -269,7 +276,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
         logits: list[Any] = [None] * len(items)
         pad = self._pad_id(self.tokenizer)
         with torch.no_grad():
-            for idx in self._batches(items, batch_size):
+            for idx in self._batches(items, options.get("batch_size")):
                 batch = {k: v.to(self.device) for k, v in pad_arrays([items[int(i)] for i in idx], pad).items()}
                 out = self.model(**batch).logits.float().cpu().numpy()
                 for j, i in enumerate(idx):
@@ -280,20 +287,20 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
         config = self.model.config
         id2label = getattr(config, "id2label", None) or {}
         names = [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(logits))]
+        record: dict[str, Any] = {"names": names, "logits": logits.astype(np.float64)}
         if getattr(config, "problem_type", None) == "regression" or len(logits) == 1:
-            return {"value": float(logits[0]), "names": names}
-        z = logits.astype(np.float64) - logits.max()
-        p = np.exp(z) / np.exp(z).sum()
-        return {"scores": {names[i]: float(p[i]) for i in range(len(p))}}
+            record["value"] = float(logits[0])
+        return record
 
-    def _format(self, record: dict[str, Any], top_k: int | None, legacy: bool) -> Any:
-        if "value" in record:
-            result = {"label": record["names"][0] if record["names"] else "score", "score": record["value"]}
-            return result if legacy else [result]
-        ranked = sorted(record["scores"].items(), key=lambda kv: -kv[1])
-        if legacy:
-            return {"label": ranked[0][0], "score": ranked[0][1]}
-        return [{"label": k, "score": v} for k, v in (ranked if top_k is None else ranked[:top_k])]
+    def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
+        legacy, top_k = options.get("legacy", True), options.get("top_k", 1)
+        function = options.get("function_to_apply")
+        if function is None and "value" in record:  # regression: the value itself
+            ranked = [{"label": record["names"][0] if record["names"] else "score", "score": record["value"]}]
+        else:
+            scores = class_scores(record["logits"], function or "softmax")
+            ranked = ranked_labels(record["names"], scores, None if legacy else top_k)
+        return ranked[0] if legacy else ranked
 
 
 @dataclass
@@ -314,21 +321,26 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
     question ``{"answer", "start", "end", "score", "null_score", "best_answer"}``: ``answer`` is ``""`` (and
     ``start`` / ``end`` ``None``) when the no-answer score exceeds the run's threshold (tuned on its dev
     articles); ``score`` is the best span's score (start + end logits), ``best_answer`` that span's text either way.
+    With ``top_k`` above 1, a list of the ``top_k`` best spans per question instead (``{"answer", "start", "end",
+    "score"}``, best first, different positions); ``max_answer_len`` bounds a span's length in tokens (default:
+    the run's ``max_answer_length``).
     """
+
+    _call_options = QA_OPTIONS
 
     def __call__(
         self, inputs: Any = None, *, question: str | None = None, context: str | None = None, **kwargs: Any
     ) -> Any:
-        self._check_options(kwargs)
+        options = self._options(kwargs)
         if inputs is None:
             inputs = {"question": question, "context": context}
         elif question is not None or context is not None:
             raise InputError("give either the inputs or question= and context=, not both")
         single = isinstance(inputs, dict)
-        out = self._predict([inputs] if single else list(inputs), kwargs.get("batch_size"))
+        out = self._predict([inputs] if single else list(inputs), options)
         return out[0] if single else out
 
-    def _predict(self, inputs: list[Any], batch_size: int | None, **kwargs: Any) -> list[dict[str, Any]]:
+    def _predict(self, inputs: list[Any], options: dict[str, Any]) -> list[Any]:
         questions = []
         for i, item in enumerate(inputs):
             if not isinstance(item, dict) or set(item) - {"question", "context", "id"}:
@@ -354,7 +366,7 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
         verifier: list[Any] = [None] * len(items)
         pad = self._pad_id(self.tokenizer)
         with torch.no_grad():
-            for idx in self._batches(items, batch_size):
+            for idx in self._batches(items, options.get("batch_size")):
                 batch = {k: v.to(self.device) for k, v in pad_arrays([items[int(i)] for i in idx], pad).items()}
                 out = self.model(**batch)
                 s, e = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
@@ -365,20 +377,27 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
                     verifier[int(i)] = None if v is None else v[j]
         use_verifier = qa.get("verifier", "none") != "none" and verifier[0] is not None
         threshold = float(qa.get("null_threshold", 0.0))
+        top_k = options.get("top_k")
         result = postprocess_predictions(
             questions,
             windows,
             starts,
             ends,
             np.asarray(verifier) if use_verifier else None,
-            n_best=int(qa.get("n_best", 20)),
-            max_answer_length=int(qa.get("max_answer_length", 30)),
+            n_best=max(int(qa.get("n_best", 20)), int(top_k or 1)),
+            max_answer_length=int(options.get("max_answer_len") or qa.get("max_answer_length", 30)),
             beta1=float(qa.get("beta1", 1.0)),
             beta2=float(qa.get("beta2", 1.0)),
             null_threshold=threshold,
         )
-        out = []
+        out: list[Any] = []
         for q in questions:
+            if top_k is not None and top_k > 1:  # the top_k best spans
+                spans = (result.nbest.get(q.qid) or [])[:top_k]
+                out.append(
+                    [{"answer": c["text"], "start": c["start"], "end": c["end"], "score": c["score"]} for c in spans]
+                )
+                continue
             best = (result.nbest.get(q.qid) or [None])[0]
             na = float(result.na_scores[q.qid])
             answer = best["text"] if best is not None and na <= threshold else ""
@@ -418,12 +437,12 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
         self.source_tokenizer, self.target_tokenizer = load_tokenizers(self.model.name_or_path)
 
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:
-        self._check_options(kwargs)
+        options = self._options(kwargs)
         single = isinstance(inputs, str)
-        out = self._predict([inputs] if single else list(inputs), kwargs.get("batch_size"))
+        out = self._predict([inputs] if single else list(inputs), options)
         return out[0] if single else out
 
-    def _predict(self, inputs: list[Any], batch_size: int | None, **kwargs: Any) -> list[list[dict[str, str]]]:
+    def _predict(self, inputs: list[Any], options: dict[str, Any]) -> list[list[dict[str, str]]]:
         for i, text in enumerate(inputs):
             if not isinstance(text, str) or not text.strip():
                 raise InputError(f"input {i}: expected a non-empty source text, got {text!r:.80}")
@@ -443,7 +462,7 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
         texts: list[Any] = [None] * len(items)
         pad = self._pad_id(self.source_tokenizer)
         with torch.no_grad():
-            for idx in self._batches(items, batch_size):
+            for idx in self._batches(items, options.get("batch_size")):
                 batch = {
                     k: v.to(self.device) for k, v in collate_pairs([items[int(i)] for i in idx], pad, BOS_ID).items()
                 }

@@ -16,7 +16,9 @@
 
 Everything that defines the task (columns, the label list in class-id order, the label kind, the held-out
 fraction) is a task option, recorded in the run folder's ``run.json`` once the training labels are known, so
-``evaluate`` / ``predict`` rebuild the same task in a fresh process from the folder alone. From the command
+``evaluate`` / ``predict`` rebuild the same task in a fresh process from the folder alone. Where each split comes
+from (its file, the split of a ``datasets`` folder or hub data set, rows held out of the training data) is
+:mod:`syntaxformer.tasks.custom_splits`. From the command
 line::
 
     syntaxformer train --train-file reviews.csv --validation-file dev.csv --text-column review \\
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -36,16 +39,10 @@ import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
 from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
-from syntaxformer.data.readers.table import (
-    Table,
-    TABLE_FORMATS,
-    load_dataset_table,
-    read_table,
-    require_columns,
-    text_value,
-)
+from syntaxformer.data.readers.table import Table, TABLE_FORMATS, read_table, require_columns, text_value
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.tasks.base import Predictions, register_task
+from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, max_samples, rows_for, split_names
 from syntaxformer.tasks.race import RaceTask
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
@@ -63,21 +60,10 @@ __all__ = [
     "check_labels",
 ]
 
+logger = logging.getLogger(__name__)
+
 #: ``problem_type`` values: ``auto`` infers it from the training labels.
 PROBLEM_TYPES: tuple[str, ...] = ("auto", "single_label_classification", "regression")
-#: Other names of the splits (Hugging Face's ``validation``).
-SPLIT_ALIASES: dict[str, str] = {"validation": "dev", "valid": "dev", "eval": "dev"}
-#: File names looked for in ``data_dir`` per split (with any extension of the table formats).
-_SPLIT_FILE_STEMS: dict[str, tuple[str, ...]] = {
-    "train": ("train",),
-    "dev": ("validation", "dev", "valid"),
-    "test": ("test",),
-}
-
-
-def split_names(split: str) -> str:
-    """The split name the tasks use (``validation`` -> ``dev``)."""
-    return SPLIT_ALIASES.get(split, split)
 
 
 def is_squad_json(path: str | Path) -> bool:
@@ -261,83 +247,6 @@ def _label_key(value: Any) -> str:
     return str(int(text)) if _is_int(text) else text
 
 
-def _split_file(data_dir: Any, split: str) -> Path | None:
-    """``<data_dir>/<train|validation|dev|valid|test>.<csv|tsv|json|jsonl ...>`` if there is one."""
-    if not data_dir:
-        return None
-    folder = Path(data_dir)
-    if not folder.is_dir():
-        raise DataError(f"data_dir {data_dir} is not a folder")
-    for stem in _SPLIT_FILE_STEMS[split]:
-        for ext in TABLE_FORMATS:
-            if (folder / f"{stem}{ext}").is_file():
-                return folder / f"{stem}{ext}"
-    return None
-
-
-def _has_source(split: str, data: Mapping[str, Any]) -> bool:
-    """Whether the data section names a source for ``split`` (its file, a data set, a file in ``data_dir``)."""
-    return bool(data.get(f"{split}_file") or data.get("dataset") or _split_file(data.get("data_dir"), split))
-
-
-def _split_table(split: str, data: Mapping[str, Any]) -> Table:
-    """The table of ``split`` from its file, the data set or ``data_dir`` (:func:`_has_source` must hold)."""
-    given = data.get(f"{split}_file")
-    if given:
-        return read_table(given, split)
-    if data.get("dataset"):
-        return load_dataset_table(str(data["dataset"]), data.get("dataset_config"), split)
-    return read_table(_split_file(data.get("data_dir"), split), split)  # type: ignore[arg-type]
-
-
-def _held_out(n: int, fraction: float, seed: int) -> np.ndarray:
-    """Sorted positions of the rows held out as ``dev`` (a seeded ``fraction`` of ``n``, at least 1)."""
-    if n < 2:
-        raise DataError(
-            f"cannot hold out validation rows from a training file of {n} row(s); give a validation "
-            "file (--validation-file)"
-        )
-    k = min(n - 1, max(1, round(fraction * n)))
-    return np.sort(np.random.default_rng(seed).permutation(n)[:k])
-
-
-def _rows_for(
-    split: str, data: Mapping[str, Any], fraction: float, seed: int, title: str
-) -> tuple[Table, list[int], str]:
-    """The table a split is read from, the row positions that belong to the split, and its source in words.
-
-    Without a ``dev`` source, ``dev`` is a seeded ``fraction`` of the training rows and ``train`` the rest."""
-    split = split_names(split)
-    if split not in ("train", "dev", "test"):
-        raise ConfigError(f"{title} has no split {split!r}; expected train, dev (validation) or test")
-    if split == "test" or _has_source("dev", data) and (split == "dev" or _has_source("train", data)):
-        if not _has_source(split, data):
-            flag = {
-                "train": "train: --train-file / train_file",
-                "test": "train: --test-file / test_file; evaluate and predict RUN: --file FILE",
-            }.get(split, "")
-            raise DataError(f"{title}: no {split} data; give a {split} file ({flag})")
-        table = _split_table(split, data)
-        return table, list(range(len(table))), table.source
-    if not _has_source("train", data):
-        raise DataError(
-            f"{title}: no {split} data; give a training file (--train-file / train_file) and "
-            "optionally a validation file (--validation-file / dev_file)"
-        )
-    if fraction <= 0:
-        raise DataError(
-            f"{title}: no validation data; give a validation file (--validation-file) or set "
-            "validation_fraction > 0 to hold out part of the training rows"
-        )
-    train = _split_table("train", data)
-    held = _held_out(len(train), fraction, seed)
-    if split == "dev":
-        return train, held.tolist(), f"{train.source} (held-out {len(held)} of {len(train)} rows, seed {seed})"
-    keep = np.ones(len(train), dtype=bool)
-    keep[held] = False
-    return train, np.flatnonzero(keep).tolist(), f"{train.source} (without {len(held)} held-out rows, seed {seed})"
-
-
 def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
     """Options a custom task does not take: an error naming the ones it does."""
     if unknown:
@@ -346,12 +255,6 @@ def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"option(s) {sorted(unknown)} do not apply to {task}; its options are {list(task_option_names(task))}"
         )
-
-
-def _max_samples(split: str, data: Mapping[str, Any]) -> int | None:
-    key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
-    value = data.get("max_samples", data.get(key))
-    return None if value is None else int(value)
 
 
 class CustomTextTask(SentenceTask):
@@ -506,7 +409,7 @@ class CustomTextTask(SentenceTask):
             FormatError: a malformed file; a regression label that is not a number.
         """
         split = split_names(split)
-        table, positions, source = _rows_for(split, data, self.validation_fraction, self.split_seed, self.title)
+        table, positions, source = rows_for(split, data, self.validation_fraction, self.split_seed, self.title)
         if split == "train" or (self.text_column is None and split == "dev"):
             self._resolve_columns(table)
         if self.text_column is None:
@@ -560,7 +463,7 @@ class CustomTextTask(SentenceTask):
         ).hexdigest()
         out = TaskData(examples, source, fp, len(examples), metadata={"problem_type": self.problem_type})
         seed = data.get("data_seed")
-        return out.subsampled(_max_samples(split, data), int(seed) if seed is not None else 0)
+        return out.subsampled(max_samples(split, data), int(seed) if seed is not None else 0)
 
     def _example(self, table: Table, i: int, split: str, labeled: bool) -> TaskExample:
         row = table.rows[i]
@@ -644,7 +547,12 @@ class CustomQATask(SquadTask):
                 "custom-qa: give a SQuAD-format JSON training file (--train-file; "
                 '{"data": [{"title", "paragraphs": [{"context", "qas": [...]}]}]})'
             )
-        return super().load_split(split, data)
+        out = super().load_split(split, data)
+        if split == "dev" and out.metadata.get("split"):  # no dev file: articles held out of the training file
+            logger.info(
+                "%s: no validation file given (--validation-file): dev is %s", self.title, out.metadata["split"]
+            )
+        return out
 
 
 class CustomChoiceTask(RaceTask):
@@ -708,7 +616,7 @@ class CustomChoiceTask(RaceTask):
             DataError: no data, a missing column, fewer than two options, an answer that names no option.
         """
         split = split_names(split)
-        table, positions, source = _rows_for(split, data, self.validation_fraction, self.split_seed, self.title)
+        table, positions, source = rows_for(split, data, self.validation_fraction, self.split_seed, self.title)
         if split == "train" and self.context_column is None:
             self.context_column = next((c for c in ("context", "article", "passage") if c in table.columns), None)
         labeled = split != "test" or self.answer_column in table.columns
@@ -728,7 +636,7 @@ class CustomChoiceTask(RaceTask):
         fp = content_fingerprint([e.qid, e.article, e.question, e.options, e.label] for e in examples)
         out = TaskData(examples, source, fp, len(examples), None, {})
         seed = data.get("data_seed")
-        return out.subsampled(_max_samples(split, data), int(seed) if seed is not None else 0)
+        return out.subsampled(max_samples(split, data), int(seed) if seed is not None else 0)
 
     def _example(self, table: Table, i: int, split: str, labeled: bool) -> RaceExample:
         row = table.rows[i]

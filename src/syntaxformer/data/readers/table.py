@@ -55,6 +55,7 @@ __all__ = [
     "table_format",
     "read_table",
     "load_dataset_table",
+    "dataset_splits",
     "require_columns",
     "HUB_SPLITS",
     "text_value",
@@ -336,14 +337,7 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         DataError: the data set cannot be loaded, lacks the split (the message lists its splits) or is empty.
     """
     folder = Path(name).is_dir()
-    datasets = _import_datasets(f"reading the datasets folder {name}" if folder else f"the hub data set {name!r}")
-    try:
-        ds = datasets.load_from_disk(name) if folder else datasets.load_dataset(name, config)
-    except Exception as e:  # offline, unknown name, not a saved data set ... : one clear line
-        raise DataError(
-            f"could not load {'the datasets folder' if folder else 'the hub data set'} {name!r}: "
-            f"{type(e).__name__}: {e}"
-        ) from e
+    ds = _load_dataset(name, config)
     if isinstance(ds, Mapping):  # a DatasetDict (a dict of splits)
         names = list(ds.keys())
         wanted = next((s for s in HUB_SPLITS.get(split, (split,)) if s in names), None)
@@ -368,6 +362,45 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         source if folder else f"hub:{source}",
         hashlib.sha256(f"datasets|{source}|{config}|{fp}".encode()).hexdigest(),
     )
+
+
+def _load_dataset(name: str, config: str | None) -> Any:
+    """A ``datasets`` folder (``load_from_disk``: memory-mapped, cheap) or a hub data set (``load_dataset``, kept
+    for this process: the custom tasks ask for its splits several times)."""
+    folder = Path(name).is_dir()
+    if not folder and (name, config) in _HUB_LOADED:
+        return _HUB_LOADED[(name, config)]
+    datasets = _import_datasets(f"reading the datasets folder {name}" if folder else f"the hub data set {name!r}")
+    try:
+        ds = datasets.load_from_disk(name) if folder else datasets.load_dataset(name, config)
+    except Exception as e:  # offline, unknown name, not a saved data set ... : one clear line
+        raise DataError(
+            f"could not load {'the datasets folder' if folder else 'the hub data set'} {name!r}: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+    if not folder:
+        _HUB_LOADED[(name, config)] = ds
+    return ds
+
+
+#: Hub data sets loaded by this process: (name, config) -> the data set.
+_HUB_LOADED: dict[tuple[str, str | None], Any] = {}
+
+
+def dataset_splits(name: str, config: str | None = None) -> tuple[str, ...]:
+    """The splits of this library (``train``, ``dev``, ``test``) that a ``datasets`` folder or hub data set holds.
+
+    A ``DatasetDict`` holds those its split names give (:data:`HUB_SPLITS`: ``validation`` is ``dev``); one saved
+    ``Dataset`` is ``train`` alone (:func:`load_dataset_table` still reads it for any split it is named for).
+
+    Raises:
+        MissingDependencyError, DataError: as :func:`load_dataset_table`.
+    """
+    ds = _load_dataset(name, config)
+    if not isinstance(ds, Mapping):
+        return ("train",)
+    names = set(ds.keys())
+    return tuple(split for split, aliases in HUB_SPLITS.items() if names & set(aliases))
 
 
 def require_columns(table: Table, columns: Mapping[str, str | None], *, optional: tuple[str, ...] = ()) -> None:
