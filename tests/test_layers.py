@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "syntaxformer.sharing",
         "syntaxformer.translation",
         "syntaxformer.pipelines",
+        "syntaxformer.pipeline_options",
     ),
     ("syntaxformer.commands", "syntaxformer.cli", "syntaxformer.registration"),
 )
