@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_pipelines_text_classification_outputs_like_text_classification(sst2_runs, one_thread):
-    import syntaxformer  # noqa: F401
     from transformers import pipeline
 
+    import syntaxformer  # noqa: F401
     from syntaxformer.inference import Predictor
 
     run = sst2_runs["syntax_bert"]

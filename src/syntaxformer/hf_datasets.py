@@ -34,7 +34,7 @@ import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
 
-__all__ = ["add_syntax_features", "syntax_features", "SyntaxFeaturizer"]
+__all__ = ["SyntaxFeaturizer", "add_syntax_features", "syntax_features"]
 
 logger = logging.getLogger(__name__)
 

@@ -8,24 +8,25 @@ import json
 import logging
 import os
 import tempfile
-from typing import IO, Any, Iterable, Iterator, Sequence, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any, TypeVar
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
 __all__ = [
+    "DISK_FULL_ERRNOS",
+    "DuplicateKeyError",
     "atomic_write",
-    "open_text",
+    "check_output",
     "check_unicode",
-    "write_json",
-    "subsample",
+    "disk_full",
+    "json_lines",
+    "open_text",
     "progress",
     "readable_outputs",
-    "check_output",
-    "disk_full",
-    "DISK_FULL_ERRNOS",
-    "json_lines",
+    "subsample",
     "unique_keys",
-    "DuplicateKeyError",
+    "write_json",
 ]
 
 logger = logging.getLogger(__name__)
@@ -192,11 +193,10 @@ def readable_outputs(folder: str | os.PathLike) -> None:
 def _umask() -> int:
     """The process's umask: from ``/proc/self/status`` where there is one (no change to process state, so safe
     with threads), else by setting it and putting it back."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -216,7 +216,7 @@ def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: An
     """
     name = os.fspath(path)
     try:
-        f = open(path, encoding=encoding, **kwargs)
+        f = open(path, encoding=encoding, **kwargs)  # noqa: SIM115 - closed by the `with f:` below, after errors are named
     except FileNotFoundError:
         raise DataError(f"file not found: {name}") from None
     except IsADirectoryError:

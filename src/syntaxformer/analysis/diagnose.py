@@ -25,8 +25,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,7 +36,7 @@ from syntaxformer.errors import ConfigError, DataError, InputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["diagnose", "SYNTAX_PARAMETERS"]
+__all__ = ["SYNTAX_PARAMETERS", "diagnose"]
 
 #: Name endings of the parameters whose gradients :func:`diagnose` reports.
 SYNTAX_PARAMETERS: tuple[str, ...] = (

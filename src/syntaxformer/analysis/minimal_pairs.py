@@ -25,33 +25,34 @@ import logging
 import math
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError
 
 __all__ = [
-    "MinimalPair",
+    "COMPACT_FILE",
     "LEVELS",
-    "read_minimal_pairs",
+    "SUITES",
+    "MinimalPair",
     "acceptable_label",
-    "score_minimal_pairs",
-    "minimal_pair_report",
+    "compact_records",
     "compare_minimal_pairs",
+    "evaluate_suite",
+    "expand_compact_records",
     "holm",
+    "minimal_pair_report",
+    "read_minimal_pairs",
+    "read_suite_records",
+    "score_minimal_pairs",
+    "suite_folder",
+    "suite_records_of",
     "wilson_interval",
     "write_suite_records",
-    "read_suite_records",
-    "SUITES",
-    "suite_folder",
-    "evaluate_suite",
-    "suite_records_of",
-    "compact_records",
-    "expand_compact_records",
-    "COMPACT_FILE",
 ]
 
 logger = logging.getLogger(__name__)

@@ -24,24 +24,25 @@ import json
 import logging
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError, MissingDependencyError
 
 __all__ = [
+    "PLOT_KINDS",
     "RunInfo",
     "find_runs",
-    "plot_results",
-    "plot_length_buckets",
-    "plot_curve",
     "plot_attention",
-    "save_figure",
+    "plot_curve",
+    "plot_length_buckets",
+    "plot_results",
     "plot_runs",
-    "PLOT_KINDS",
+    "save_figure",
 ]
 
 logger = logging.getLogger(__name__)
@@ -198,7 +199,7 @@ def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0
     n_max = max(len(g) for g in groups.values())
     fig = _figure(max(5.0, 1.0 + 0.9 * n_max), 3.4 * len(groups))
     axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
-    for ax, (task, by_label) in zip(axes, groups.items()):
+    for ax, by_label in zip(axes, groups.values()):
         labels = list(by_label)
         first = by_label[labels[0]][0]
         record = {}
@@ -329,7 +330,6 @@ def _attention_model(path: str) -> tuple[Any, str]:
 
     import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
     from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
-
     from syntaxformer.training.saved import loading_model
 
     with loading_model(path):

@@ -54,7 +54,7 @@ The relation definitions built from these arrays are in :mod:`syntaxformer.masks
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

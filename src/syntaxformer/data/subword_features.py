@@ -18,7 +18,7 @@ its tag in the whole word.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -8,13 +8,14 @@ an exported model folder.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError
 
-__all__ = ["encode_pairs", "collate_pairs", "decode_translations", "PAD_VALUES", "DEPENDENCY_KEYS"]
+__all__ = ["DEPENDENCY_KEYS", "PAD_VALUES", "collate_pairs", "decode_translations", "encode_pairs"]
 
 #: Padding of each batch key (keys not listed pad with 0: the feature ids' "no word").
 PAD_VALUES = {"labels": -100, "dep_tin": -1, "dep_tout": -1, "syntax_tree": -1}

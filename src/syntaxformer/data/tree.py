@@ -6,7 +6,7 @@ within the same sentence, and ``-1`` marks a root. A sentence may have several r
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

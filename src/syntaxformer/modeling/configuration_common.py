@@ -7,7 +7,7 @@ declaration of the batch keys a model reads (:attr:`SyntaxModelConfig.syntax_inp
 same names, defaults and meaning for every system.
 """
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PretrainedConfig
@@ -148,7 +148,7 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
 
     # The wrapped encoder (any ``AutoConfig`` model type, BERT by default), built in ``__post_init__`` by
     # :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.20 lacks).
-    sub_configs = {"encoder": AutoConfig}
+    sub_configs: ClassVar[dict[str, Any]] = {"encoder": AutoConfig}
 
     pooling: Pooling = "cls"
     classifier_dropout: float | int | None = None

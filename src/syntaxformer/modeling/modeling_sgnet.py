@@ -76,7 +76,7 @@ class SGNetPreTrainedModel(PreTrainedModel):
     @classmethod
     def from_encoder_pretrained(
         cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
-    ) -> "SGNetPreTrainedModel":
+    ) -> SGNetPreTrainedModel:
         """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
 
         Args:
@@ -104,7 +104,7 @@ class SGNetPreTrainedModel(PreTrainedModel):
         """Replace the wrapped encoder's token embeddings."""
         self.base_model.encoder.set_input_embeddings(value)
 
-    def build_backbone(self, config: SGNetConfig, encoder: PreTrainedModel | None) -> "SGNetModel":
+    def build_backbone(self, config: SGNetConfig, encoder: PreTrainedModel | None) -> SGNetModel:
         """The backbone of the task models: an :class:`SGNetModel` around ``encoder``."""
         return SGNetModel(config, encoder=encoder)
 

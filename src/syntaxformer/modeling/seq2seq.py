@@ -33,14 +33,20 @@ from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
 from huggingface_hub.dataclasses import strict
 from torch import nn
-from transformers import AutoConfig, AutoModelForSeq2SeqLM, GenerationMixin, MarianConfig, PretrainedConfig
-from transformers import PreTrainedModel
+from transformers import (
+    AutoConfig,
+    AutoModelForSeq2SeqLM,
+    GenerationMixin,
+    MarianConfig,
+    PretrainedConfig,
+    PreTrainedModel,
+)
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from syntaxformer.data.bpe import BOS_ID, EOS_ID, PAD_ID
@@ -53,14 +59,14 @@ from syntaxformer.modeling.inputs import check_forward_inputs
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 
 __all__ = [
-    "PRESETS",
     "DEPENDENCY_INPUTS",
-    "SyntaxInfusedTranslationConfig",
-    "SyntaxInfusedForConditionalGeneration",
+    "PRESETS",
     "SyntaxInfusedEncoder",
-    "seq2seq_config",
+    "SyntaxInfusedForConditionalGeneration",
+    "SyntaxInfusedTranslationConfig",
     "build_config",
     "default_max_new_tokens",
+    "seq2seq_config",
 ]
 
 #: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
@@ -172,7 +178,7 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
 
     model_type = "syntax_infused_translation"
     # built in ``__post_init__`` by :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.20 lacks)
-    sub_configs = {"seq2seq": AutoConfig}
+    sub_configs: ClassVar[dict[str, Any]] = {"seq2seq": AutoConfig}
 
     seq2seq: PretrainedConfig | dict | None = None
     features: list | tuple | None = None
@@ -265,7 +271,7 @@ class SyntaxInfusedEncoder:
     """The model's encoder as ``generate`` calls it (``get_encoder()``): syntax-infused embeddings -> the
     Transformer encoder -> SG layer + aggregation. A view on the model's own modules (no parameters of its own)."""
 
-    def __init__(self, model: "SyntaxInfusedForConditionalGeneration"):
+    def __init__(self, model: SyntaxInfusedForConditionalGeneration):
         self.model = model
 
     def forward(
@@ -392,7 +398,7 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         if self.sg_layer is None:
             return BaseModelOutput(last_hidden_state=h)
         key_valid = attention_mask.to(h.device) > 0  # (B, L)
-        B, L, _ = h.shape
+        L = h.shape[1]
         eye = torch.eye(L, dtype=torch.bool, device=h.device)
         if self.config.sg_mask == "none":
             mask = key_valid.unsqueeze(1) | eye  # (B, L, L): every token sees every non-padding token

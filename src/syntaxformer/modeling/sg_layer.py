@@ -107,7 +107,7 @@ class SyntaxGuidedLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     @classmethod
-    def from_config(cls, config: SGNetConfig) -> "SyntaxGuidedLayer":
+    def from_config(cls, config: SGNetConfig) -> SyntaxGuidedLayer:
         """The layer described by a :class:`SGNetConfig` (``sg_*`` options)."""
         return cls(
             config.hidden_size,

@@ -10,10 +10,11 @@ how to call the pipeline, with the folder's own name as the only path.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-__all__ = ["export_card", "TASK_DATASETS", "INSTALL"]
+__all__ = ["INSTALL", "TASK_DATASETS", "export_card"]
 
 #: Task -> (hub data set, its configuration) of the data the task reads by default.
 TASK_DATASETS: dict[str, tuple[str, str | None]] = {

@@ -35,19 +35,20 @@ fresh process.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from syntaxformer.errors import ConfigError, InputError, UnknownTaskError
 
 __all__ = [
     "HEADS",
     "TOKEN_INPUTS",
+    "Predictions",
     "Task",
     "TaskContext",
-    "Predictions",
-    "register_task",
     "get_task",
+    "register_task",
     "task_names",
     "task_option_names",
     "text_inputs_data",

@@ -11,23 +11,24 @@ constant input is ``nan`` (a warning-free ``nan``: the score really is undefined
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
 
 __all__ = [
-    "bleu_metric",
-    "corpus_bleu",
+    "METRICS",
     "accuracy",
+    "bleu_metric",
+    "compute_metrics",
+    "corpus_bleu",
     "f1_binary",
     "matthews_corrcoef",
     "pearson",
-    "spearman",
     "rankdata",
-    "METRICS",
-    "compute_metrics",
+    "spearman",
 ]
 
 

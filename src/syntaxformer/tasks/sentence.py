@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from syntaxformer.data.readers.glue import TsvLayout
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError, SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext
 
-__all__ = ["TaskSpec", "SentenceTask", "spec_task", "load_hub_split", "logits_to_predictions", "SPLITS"]
+__all__ = ["SPLITS", "SentenceTask", "TaskSpec", "load_hub_split", "logits_to_predictions", "spec_task"]
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,9 @@ Data flow (the runner's, see :mod:`syntaxformer.tasks.base`)::
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 from syntaxformer.tasks.featurize import annotator_for
 
-__all__ = ["ARMS", "TranslationTask", "encode_pairs", "collate_pairs", "PAD_VALUES"]
+__all__ = ["ARMS", "PAD_VALUES", "TranslationTask", "collate_pairs", "encode_pairs"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class TranslationTask(Task):
     head = "seq2seq"
     metric_names = ("bleu",)
     splits = ("train", "dev", "test")
-    unused_options = {
+    unused_options: ClassVar[Mapping[str, str]] = {
         "model_name_or_path": "the translation model is trained from scratch (its size: --set preset=NAME)",
         "model_type": "the arm chooses the model (--set arm=baseline|syntax|sgnet|both)",
         "max_length": "use --set max_source_length=N / max_target_length=N / max_eval_source_length=N",

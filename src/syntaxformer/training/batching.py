@@ -9,14 +9,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from torch.utils.data import Sampler
 
 from syntaxformer.errors import ConfigError
 
-__all__ = ["length_batches", "LengthGroupedBatchSampler"]
+__all__ = ["LengthGroupedBatchSampler", "length_batches"]
 
 
 def length_batches(

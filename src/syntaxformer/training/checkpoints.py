@@ -20,23 +20,24 @@ import logging
 import os
 import re
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from syntaxformer.errors import DataError
 
 __all__ = [
-    "checkpoint_problems",
-    "checkpoint_step",
-    "list_checkpoints",
-    "latest_intact_checkpoint",
-    "set_aside_damaged",
-    "remove_orphan_temp_files",
-    "run_fingerprint",
-    "write_fingerprint",
-    "check_fingerprint",
     "FINGERPRINT_FILE",
     "RESUME_FREE_OPTIONS",
+    "check_fingerprint",
+    "checkpoint_problems",
+    "checkpoint_step",
+    "latest_intact_checkpoint",
+    "list_checkpoints",
+    "remove_orphan_temp_files",
+    "run_fingerprint",
+    "set_aside_damaged",
+    "write_fingerprint",
 ]
 
 logger = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ def _weights_problem(path: Path) -> str | None:
 
             with safe_open(str(path), framework="pt") as f:
                 list(f.keys())
-        except Exception as e:  # safetensors raises its own error type for a truncated or garbled file
+        except Exception as e:  # noqa: BLE001 - safetensors raises its own error type for a truncated or garbled file
             return f"{path.name} is truncated or damaged ({' '.join(str(e).split())[:120]})"
         return None
     return _archive_problem(path)

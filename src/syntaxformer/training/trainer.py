@@ -14,23 +14,21 @@ import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
-from transformers import PreTrainedModel, Trainer, TrainerCallback
-from transformers import Seq2SeqTrainer
+from transformers import PreTrainedModel, Seq2SeqTrainer, Trainer, TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
 
 from syntaxformer.errors import InputError
 
 __all__ = [
+    "EPOCH_RNG_FILE",
+    "LOSS_FILE",
+    "LoggingCallback",
+    "SyntaxSeq2SeqTrainer",
     "SyntaxTrainer",
     "encoder_parameter_prefix",
     "gate_parameter_names",
     "new_parameter_names",
     "precision_flags",
-    "LoggingCallback",
-    "SyntaxSeq2SeqTrainer",
-    "LOSS_FILE",
-    "EPOCH_RNG_FILE",
 ]
 
 logger = logging.getLogger(__name__)
@@ -194,7 +192,7 @@ def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
     try:
         saved = torch.load(os.path.join(checkpoint, EPOCH_RNG_FILE), weights_only=True)
         return int(saved["epoch_start_step"]), saved["cpu_rng_state"]
-    except Exception:  # absent (an older version's checkpoint) or unreadable: the Trainer's own behaviour
+    except Exception:  # noqa: BLE001 - absent (an older version's checkpoint) or unreadable: the Trainer's own behaviour
         logger.info(
             "%s has no readable %s: a resume in the middle of an epoch may see another data order",
             checkpoint,

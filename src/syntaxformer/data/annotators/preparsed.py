@@ -28,13 +28,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import AnnotatorError, FormatError, ParseNotFoundError
 
-__all__ = ["PreparsedAnnotator", "PREPARSED_FORMATS"]
+__all__ = ["PREPARSED_FORMATS", "PreparsedAnnotator"]
 
 #: File formats and the extensions that select them.
 PREPARSED_FORMATS: dict[str, tuple[str, ...]] = {"conllu": (".conllu", ".conll"), "jsonl": (".jsonl",)}

@@ -30,14 +30,15 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import IO, Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
-from syntaxformer.data.tree import find_cycle
 from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.data.tree import find_cycle
 from syntaxformer.errors import FormatError, TreeError
 from syntaxformer.utils import open_text
 
-__all__ = ["read_conllu", "parse_conllu", "format_conllu", "sentence_to_conllu", "write_conllu"]
+__all__ = ["format_conllu", "parse_conllu", "read_conllu", "sentence_to_conllu", "write_conllu"]
 
 SOURCE = "gold:conllu"
 # metadata keys that hold columns / structure rather than comments (never written as "# key = value")

@@ -40,25 +40,26 @@ import io
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from syntaxformer.data.examples import file_fingerprint
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
 from syntaxformer.utils import DuplicateKeyError, json_lines, open_text, unique_keys
 
 __all__ = [
-    "Table",
+    "HUB_SPLITS",
     "TABLE_FORMATS",
     "TEXT_FORMATS",
-    "table_format",
-    "read_table",
+    "Table",
     "load_dataset_table",
+    "read_table",
     "require_columns",
-    "HUB_SPLITS",
-    "text_value",
     "split_lines",
+    "table_format",
+    "text_value",
 ]
 
 #: File extension -> format.
