@@ -54,13 +54,14 @@ def disk_full(error: BaseException) -> bool:
     ``OSError`` with an errno of :data:`DISK_FULL_ERRNOS`, or an error of another library (safetensors, torch's
     ``PytorchStreamWriter``, SQLite) whose message says so."""
     seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
             return True
-        if any(w in str(error).lower() for w in _DISK_FULL_WORDS):
+        if any(w in str(e).lower() for w in _DISK_FULL_WORDS):
             return True
-        error = error.__cause__ or error.__context__
+        e = e.__cause__ or e.__context__
     return False
 
 
@@ -182,7 +183,7 @@ def readable_outputs(folder: str | os.PathLike) -> None:
     """Give the files under ``folder`` that other libraries wrote owner-only (``0600``: e.g. model weights
     written through a temporary file) the mode of an ordinary new file (``0666`` less the umask)."""
     mode = 0o666 & ~_umask()
-    for root, _, files in os.walk(folder):
+    for root, _, files in os.walk(os.fspath(folder)):
         for name in files:
             path = os.path.join(root, name)
             with contextlib.suppress(OSError):

@@ -141,10 +141,12 @@ def read_minimal_pairs(
             if paradigms is not None and paradigm not in paradigms:
                 continue
             pair_id = _label(obj, "pairID", str(line_no), where)
-            key = (paradigm, pair_id)
-            if key in seen:
-                raise DataError(f"{where}: pair {pair_id!r} of paradigm {paradigm!r} was already read at {seen[key]}")
-            seen[key] = where
+            pair_key = (paradigm, pair_id)
+            if pair_key in seen:
+                raise DataError(
+                    f"{where}: pair {pair_id!r} of paradigm {paradigm!r} was already read at {seen[pair_key]}"
+                )
+            seen[pair_key] = where
             if max_pairs is not None and per_paradigm.get(paradigm, 0) >= max_pairs:
                 continue
             per_paradigm[paradigm] = per_paradigm.get(paradigm, 0) + 1

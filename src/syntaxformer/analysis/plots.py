@@ -202,7 +202,7 @@ def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0
     for ax, by_label in zip(axes, groups.values()):
         labels = list(by_label)
         first = by_label[labels[0]][0]
-        record = {}
+        record: dict[str, dict[str, Any]] = {}
         for i, label in enumerate(labels):
             mean, ci, how = _interval(by_label[label], n_resamples, seed)
             scores = [r.score for r in by_label[label]]
@@ -297,12 +297,15 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
     colors = _colors(line[id(r)] for r in runs if r.task in tasks)
     for ax, task in zip(axes, tasks):
         mine = [r for r in runs if r.task == task]
-        record = {}
+        record: dict[str, Any] = {}
         for variant in dict.fromkeys(line[id(r)] for r in mine):
             pts = sorted({getattr(r, x) for r in mine if line[id(r)] == variant})
-            means, cis = [], []
+            means: list[float] = []
+            cis: list[list[float] | None] = []
             for v in pts:
-                scores = [r.score for r in mine if line[id(r)] == variant and getattr(r, x) == v]
+                scores = [
+                    r.score for r in mine if r.score is not None and line[id(r)] == variant and getattr(r, x) == v
+                ]
                 means.append(float(np.mean(scores)))
                 cis.append(list(seed_ci(scores)) if len(scores) >= 2 else None)
             low = [m - (c[0] if c else m) for m, c in zip(means, cis)]

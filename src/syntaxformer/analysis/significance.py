@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from syntaxformer.errors import InputError, MissingDependencyError
 
@@ -73,9 +74,9 @@ def _stats() -> Any:
 
 def paired_bootstrap(
     metric: Callable[[np.ndarray, np.ndarray], float],
-    preds_a: Sequence,
-    preds_b: Sequence,
-    labels: Sequence,
+    preds_a: ArrayLike,
+    preds_b: ArrayLike,
+    labels: ArrayLike,
     n_resamples: int = 1000,
     seed: int = 0,
     two_sided: bool = False,
@@ -147,8 +148,8 @@ def paired_bootstrap(
 
 def bootstrap_ci(
     metric: Callable[[np.ndarray, np.ndarray], float],
-    predictions: Sequence,
-    labels: Sequence,
+    predictions: ArrayLike,
+    labels: ArrayLike,
     n_resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
@@ -340,7 +341,9 @@ def paired_bleu_test(
             os.environ.pop("SACREBLEU_SEED", None)
         else:
             os.environ["SACREBLEU_SEED"] = old
-    ((name, (res_a, res_b)),) = ((k, v) for k, v in scores.items() if k != "System")
+    # one metric besides "System" (the names): its results of a and b (sacreBLEU types them as str | Result)
+    results: dict[str, Any] = {k: v for k, v in scores.items() if k != "System"}
+    ((name, (res_a, res_b)),) = results.items()
     p_value = float(res_b.p_value)
     if list(hyp_a) == list(hyp_b):  # sacreBLEU counts only strictly larger shuffled differences: p = 1/(n+1)
         p_value = 1.0

@@ -114,7 +114,11 @@ def _check_offsets(text: str, sentences: list[Sentence], offsets: list[tuple[int
 
 
 def _build_forest(passages: list[tuple[str, list[Sentence], list[tuple[int, int]]]]) -> WordForest:
-    heads, tree_id, segment, trees, starts = [], [], [], [], []
+    heads: list[int] = []
+    tree_id: list[int] = []
+    segment: list[int] = []
+    trees: list[Tree | None] = []
+    starts: list[int] = []
     upos: list[str] = []
     xpos: list[str] = []
     has_upos = has_xpos = True

@@ -392,11 +392,12 @@ def clean_ptb(
     Returns:
         A new tree, or ``None`` when the tree holds no words once empty elements are gone.
     """
-    out: Tree | None = tree
+    out = tree
     if remove_empties:
-        out = remove_empty(tree)
-        if out is None:
+        pruned = remove_empty(tree)
+        if pruned is None:
             return None
+        out = pruned
     if unwrap_root:
         out = unwrap(out)
     if strip_tags:
@@ -559,23 +560,24 @@ def dependency_to_constituency(
     for i, h in enumerate(proj):
         if h >= 0:
             kids[h].append(i)
-    tag = [(p or "X") if pos is not None else "X" for p in (pos or [None] * n)]
+    tag = [p or "X" for p in pos] if pos is not None else ["X"] * n
 
     # bottom-up without recursion (a parse of a huge text can be a very deep chain)
     from syntaxformer.data.tree import depths
 
     built: list[Tree | None] = [None] * n
+
+    def node(i: int) -> Tree:
+        return built[i]  # type: ignore[return-value]  # built before it is read: children are deeper
+
     order = np.argsort(-depths(proj), kind="stable")
     for i in (int(k) for k in order):
         pre = Tree(tag[i], [words[i]])
         if not kids[i]:
             built[i] = pre
             continue
-        parts: list[Tree | str] = [built[c] for c in kids[i] if c < i] + [pre] + [built[c] for c in kids[i] if c > i]
+        parts: list[Tree | str] = [*(node(c) for c in kids[i] if c < i), pre, *(node(c) for c in kids[i] if c > i)]
         built[i] = Tree(f"{tag[i]}P" if pos is not None else "XP", parts)
-
-    def node(i: int) -> Tree:
-        return built[i]  # type: ignore[return-value]
 
     top = [i for i, h in enumerate(proj) if h < 0]
     if len(top) == 1:

@@ -55,7 +55,8 @@ class TaskData:
     """The examples of one split and where they came from.
 
     Attributes:
-        examples: the examples, in file order (after subsampling, in sampled order).
+        examples: the examples, in file order (after subsampling, in sampled order): :class:`TaskExample` s, or a
+            task's own example type (SQuAD's and RACE's readers have theirs).
         source: human-readable origin (file paths or ``hub:<name>``).
         fingerprint: hex digest of the content read (file bytes, or the hub data set's fingerprint).
         total: number of examples before subsampling.
@@ -64,7 +65,7 @@ class TaskData:
             ``"examples"`` (``"sentences"`` or ``"sentences+phrases"``) for SST.
     """
 
-    examples: list[TaskExample]
+    examples: list[Any]
     source: str
     fingerprint: str
     total: int = 0

@@ -510,14 +510,14 @@ class _Converter:
             for i in cand:
                 if kids[i].cat in ("NP", "NML", "WHNP"):
                     return i
-            for group in (
+            for tag_group in (
                 ("CD", "QP"),
                 ("$", "#"),
                 ("ADJP", "PRN", "JJ", "JJS", "JJR", "VBG"),
                 ("PRP", "EX", "WP", "WDT", "DT", "FW", "SYM", "RB", "ADVP"),
             ):
                 for i in reversed(cand):
-                    if kids[i].cat in group:
+                    if kids[i].cat in tag_group:
                         return i
             return cand[-1]
         for direction, labels in _RULES.get(cat, ()):
@@ -549,10 +549,11 @@ class _Converter:
     def _facts(self, kids: list[_Node]) -> _PhraseFacts:
         """Facts about one phrase's children, computed once per phrase (so that labelling a phrase of n children
         takes O(n log n), not O(n^2): a flat tree of 150,000 children must not take hours)."""
-        if self._facts_of is not kids:
+        facts = self._facts_cache
+        if self._facts_of is not kids or facts is None:
             self._facts_of = kids
-            self._facts_cache = _PhraseFacts(kids)
-        return self._facts_cache
+            facts = self._facts_cache = _PhraseFacts(kids)
+        return facts
 
     # -- arcs and labels -------------------------------------------------------------------------------
     def _link(self, dep: _Node, head: _Node, label: str) -> None:

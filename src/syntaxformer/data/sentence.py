@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from syntaxformer.data.constituency import Tree
 from syntaxformer.data.tree import ancestors as _ancestors
@@ -258,6 +258,14 @@ class Document:
             shifted.append(Sentence.from_dict(d))
             pos += len(text) + 1
         return cls(shifted, text=" ".join(parts), doc_id=doc_id)
+
+
+@overload
+def _str_list(value: Any, name: str, required: Literal[True]) -> list[str]: ...
+
+
+@overload
+def _str_list(value: Any, name: str, required: bool = False) -> list[str] | None: ...
 
 
 def _str_list(value: Any, name: str, required: bool = False) -> list[str] | None:

@@ -67,6 +67,7 @@ class SyntaxFeatureEmbedding(nn.Module):
     def reset_parameters(self) -> None:
         """Normal(0, ``init_std``) rows, row 0 zero."""
         for emb in self.embeddings.values():
+            assert isinstance(emb, nn.Embedding)  # for the type checker: ModuleDict holds nn.Module
             emb.weight.normal_(0.0, self.init_std)
             emb.weight[0].zero_()
 

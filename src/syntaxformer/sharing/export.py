@@ -119,7 +119,7 @@ def _library_imports(tree: ast.AST, module: str) -> list[tuple[ast.stmt, str]]:
         ConfigError: an ``import syntaxformer...`` statement or an import from a package (``__init__``): the flat
             folder has no packages, so copied modules import names from modules only.
     """
-    out = []
+    out: list[tuple[ast.stmt, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "syntaxformer" for a in node.names):
             raise ConfigError(

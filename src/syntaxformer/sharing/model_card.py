@@ -138,7 +138,7 @@ def export_card(
         model_name=f"{kind} on {title}",
         eval_results=results or None,
     )
-    data.tags = [t for t in dict.fromkeys(data.tags) if t]
+    data.tags = [t for t in dict.fromkeys(data.tags or []) if t]
 
     parser = options.get("parser")
     papers = _papers(metrics)

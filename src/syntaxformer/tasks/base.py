@@ -345,7 +345,8 @@ def task_option_names(name: str) -> tuple[str, ...]:
     factory = _REGISTRY.get(_ALIASES.get(_key(str(name)), _key(str(name))))
     if factory is None:
         return ()
-    target = factory.__init__ if isinstance(factory, type) else factory
+    # a class: its own __init__ (mypy's unsoundness warning is about instances, not this)
+    target = factory.__init__ if isinstance(factory, type) else factory  # type: ignore[misc]
     try:
         params = inspect.signature(target).parameters.values()
     except (TypeError, ValueError):

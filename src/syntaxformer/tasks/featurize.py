@@ -130,7 +130,7 @@ class FeatureDataset(torch.utils.data.Dataset):
     # -- storage ---------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Write to one ``.npz`` file atomically (a crash leaves no partial file)."""
-        payload = {f"a_{k}": v for k, v in self.arrays.items()}
+        payload: dict[str, Any] = {f"a_{k}": v for k, v in self.arrays.items()}
         payload["offsets"] = self.offsets
         payload["guids"] = np.asarray(self.guids, dtype=str)
         payload["meta"] = np.asarray(json.dumps(self.meta))

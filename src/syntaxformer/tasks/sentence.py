@@ -271,9 +271,10 @@ class SentenceTask(Task):
 
     def label_name(self, value: Any) -> Any:
         """A prediction as written in output files: the label string, or the value to 4 decimals."""
-        if self.is_regression:
+        labels = self.spec.labels
+        if labels is None:  # regression
             return round(float(value), 4)
-        return self.spec.labels[int(value)]
+        return labels[int(value)]
 
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
         return [

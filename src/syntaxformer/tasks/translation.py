@@ -127,7 +127,7 @@ class TranslationTask(Task):
 
         if isinstance(features, str):
             features = [f for f in features.split(",") if f]
-        model = {"features": list(features), "use_sg_layer": bool(use_sg_layer), "sg_mask": sg_mask}
+        model: dict[str, Any] = {"features": list(features), "use_sg_layer": bool(use_sg_layer), "sg_mask": sg_mask}
         if arm is not None:
             if arm not in ARMS:
                 raise ConfigError(f"unknown translation arm {arm!r}; expected one of {', '.join(ARMS)}")
@@ -150,6 +150,7 @@ class TranslationTask(Task):
                 "files too: --set valid_source=FILE --set valid_target=FILE (Multi30k's validation set "
                 "stands in only when training on Multi30k)"
             )
+        sets: dict[str, Sequence[str] | None]
         if eval_sets is None:
             sets = {} if train_source else {"test2016": None}
         else:
@@ -336,6 +337,10 @@ class TranslationTask(Task):
         if shared is not None and (shared / "source_tokenizer" / "tokenizer.json").is_file():
             src, tgt = load_tokenizers(shared)
         else:
+            if train_data.targets is None:
+                raise DataError(
+                    f"the training data {train_data.name!r} has no target sentences to train a tokenizer on"
+                )
             src = train_bpe(train_data.sources, self.source_vocab_size)
             tgt = train_bpe(train_data.targets, self.target_vocab_size)
             if shared is not None:

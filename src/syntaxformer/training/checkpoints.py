@@ -85,8 +85,8 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
-    found = [p for p in folder.iterdir() if p.is_dir() and checkpoint_step(p) is not None]
-    return sorted(found, key=checkpoint_step, reverse=True)
+    steps = {p: step for p in folder.iterdir() if p.is_dir() and (step := checkpoint_step(p)) is not None}
+    return sorted(steps, key=steps.__getitem__, reverse=True)
 
 
 def _archive_problem(path: Path) -> str | None:
@@ -188,7 +188,8 @@ def set_aside_damaged(output_dir: str | os.PathLike, resume_from: str | os.PathL
     start = checkpoint_step(resume_from)
     moved = []
     for path in list_checkpoints(output_dir):
-        if start is None or checkpoint_step(path) <= start or not checkpoint_problems(path):
+        step = checkpoint_step(path)
+        if start is None or step is None or step <= start or not checkpoint_problems(path):
             continue
         target = path.with_name(f"damaged-{path.name}")
         n = 1

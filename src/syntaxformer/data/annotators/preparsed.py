@@ -192,13 +192,13 @@ class PreparsedAnnotator(Annotator):
             record, run = self._docs[key]
             return Document(self._place(run, text), text=text, doc_id=record.doc_id, metadata=dict(record.metadata))
         found = self._by_text.get(key)
-        run = found[:1] if found is not None else self._find_run(key)
-        if run is None:
+        matched = found[:1] if found is not None else self._find_run(key)
+        if matched is None:
             raise ParseNotFoundError(
                 f"no parse of the text {_clip(text)} in {self.path} ({len(self)} sentences; "
                 "texts are matched on their whitespace-normalised text)"
             )
-        return Document(self._place(run, text), text=text)
+        return Document(self._place(matched, text), text=text)
 
     def _find_run(self, key: str) -> list[int] | None:
         """Indices of consecutive sentences whose texts, joined by spaces, are ``key``."""

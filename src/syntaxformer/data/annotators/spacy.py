@@ -269,7 +269,8 @@ class SpacyAnnotator(Annotator):
             location = pipeline_location(model)
             if location is None:
                 raise _not_installed(model, _candidates(model))
-            self._load_name, self._folder = location
+            self._load_name: str | None = location[0]
+            self._folder: str | None = location[1]
             with open(os.path.join(self._folder, "meta.json"), encoding="utf-8") as f:
                 meta = json.load(f)
         else:
@@ -292,6 +293,7 @@ class SpacyAnnotator(Annotator):
     def nlp(self) -> Language:
         """The spaCy pipeline (loaded on first use when given by name or path)."""
         if self._nlp is None:
+            assert self._load_name is not None  # given a Language, _use() set _nlp in the constructor
             self._use(load_pipeline(self._load_name, self.exclude))
         return self._nlp  # type: ignore[return-value]
 
@@ -319,7 +321,8 @@ class SpacyAnnotator(Annotator):
             if self._folder is not None:
                 content = f"files:{folder_digest(self._folder)}|exclude:{','.join(sorted(self.exclude))}"
             else:
-                content = f"bytes:{pipeline_digest(self._nlp)}|pipes:{','.join(self._nlp.pipe_names)}"
+                nlp = self.nlp  # given as a Language object: already set
+                content = f"bytes:{pipeline_digest(nlp)}|pipes:{','.join(nlp.pipe_names)}"
             self._key = f"spacy|{content}|spacy-{_spacy_version()}|conv{_CONVERSION}"
         return self._key
 
@@ -383,7 +386,7 @@ class SpacyAnnotator(Annotator):
 
     def _cached_run(self, keys: list[str], todo_fn, to_result, from_record) -> list[Any]:
         """Look keys up in the cache, compute the missing ones once each, store them, return results in order."""
-        found = self.cache.get_many(keys) if self.cache is not None else {}
+        found: dict[str, Any] = self.cache.get_many(keys) if self.cache is not None else {}
         for k in list(found):  # a row with a valid checksum but a record that does not load is a miss
             try:
                 found[k] = from_record(found[k])

@@ -71,7 +71,7 @@ def read_conllu(path: str | os.PathLike | IO[str], source: str | None = None) ->
         with open_text(path, encoding="utf-8-sig") as f:
             yield from _read_lines(f, name)
     else:
-        yield from _read_lines(path, source or getattr(path, "name", "<stream>"))
+        yield from _read_lines(path, source or str(getattr(path, "name", "<stream>")))
 
 
 def parse_conllu(text: str, source: str = "<string>") -> list[Sentence]:
@@ -451,7 +451,7 @@ def _derived_misc(n: int, offsets: list[tuple[int, int]] | None, mwts: list[dict
     misc = ["_"] * n
     if offsets is None:
         return misc
-    inside = set()
+    inside: set[int] = set()
     for t in mwts or []:
         inside.update(range(int(t["first"]), int(t["last"]) + 1))
     for i in range(n - 1):

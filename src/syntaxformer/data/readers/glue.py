@@ -36,7 +36,7 @@ class TsvLayout:
     title: str
     columns: Mapping[str, str]
     labels: tuple[str, ...] | None
-    headerless: Mapping[int, int] | Mapping[str, int] | None = None
+    headerless: Mapping[str, int] | None = None
     test_columns: Mapping[str, str] | None = None
 
 

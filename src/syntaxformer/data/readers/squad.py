@@ -82,7 +82,7 @@ def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, An
                 ) from None
     where = "the top level"
     try:
-        articles = source["data"] if isinstance(source, Mapping) else source
+        articles: Any = source["data"] if isinstance(source, Mapping) else source  # checked just below
         _expect(articles, list, where)
         out: list[SquadExample] = []
         for a_idx, article in enumerate(articles):

@@ -138,6 +138,7 @@ def read_table(
         FormatError: a malformed file (the message names the file and line).
         MissingDependencyError: a ``datasets`` folder without the ``datasets`` package.
     """
+    numbers: list[int] | None  # line numbers of the rows, where the format has lines
     if lines and str(path) == "-":
         columns, rows, numbers = _text_rows(
             _decoded(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
