@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.syntaxformer-installed
 
-.PHONY: demo test test-min setup bench clean
+.PHONY: demo test lint test-min setup bench clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,15 @@ demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/syntaxformer demo
 	HF_HUB_OFFLINE=1 $(BIN)/syntaxformer compare --task sst2 --output-dir runs/compare --overwrite-output-dir
 
-test: $(STAMP)
+# The quality gate, run first by `make test`: lint and formatting (ruff) and types (mypy over src/syntaxformer);
+# configuration in pyproject.toml.
+LINT_PATHS = src tests benchmarks experiments
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy
+
+test: $(STAMP) lint
 	HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 $(BIN)/python -m pytest -p no:cacheprovider
 
 # The declared minimum versions (.ci/min-versions.txt) in a second environment, with a fast subset of the suite:
@@ -54,4 +62,4 @@ bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b --quick | tail -n 1; done
 
 clean:
-	rm -rf $(VENV) $(VENV_MIN) build dist src/*.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV_MIN) build dist src/*.egg-info .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -38,6 +38,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -242,12 +243,12 @@ def scaling(args, nlp) -> dict:
     fixed = {}
     for name, k in runs:  # warm-up, then the start-up cost on a few texts
         methods[name](texts[:_SMALL], k)
-        fixed[name, k] = _time(lambda: methods[name](texts[:_SMALL], k))
+        fixed[name, k] = _time(functools.partial(methods[name], texts[:_SMALL], k))
     times: dict[tuple[str, int], list[float]] = {run: [] for run in runs}
     for r in range(args.scale_repeats):
         shift = r % len(runs)
         for name, k in runs[shift:] + runs[:shift]:
-            times[name, k].append(_time(lambda: methods[name](texts, k)))
+            times[name, k].append(_time(functools.partial(methods[name], texts, k)))
     base = statistics.median(times["spacy_pipe", 1]) if ("spacy_pipe", 1) in times else None
     table: dict[str, dict[str, dict]] = {}
     for name, k in runs:
@@ -278,7 +279,7 @@ def scaling(args, nlp) -> dict:
         "repeats": args.scale_repeats,
         "parse_cache": "off",
         "baseline": "spacy_pipe x1",
-        "ray": ray_note or "local instance, ray.init(num_cpus=%d)" % max(workers),
+        "ray": ray_note or f"local instance, ray.init(num_cpus={max(workers)})",
         "load_average": [round(x, 1) for x in os.getloadavg()],
         "methods": table,
     }

@@ -97,9 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    import syntaxformer  # noqa: F401  (registers the syntax pipelines)
     from transformers import pipeline
     from transformers.utils import logging as hf_logging
+
+    import syntaxformer  # noqa: F401  (registers the syntax pipelines)
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 parse_cache=False,
                 max_length=args.max_length,
             )
-        for name, pipe in pipes.items():  # warm-up: spaCy, weights, first-call allocations
+        for pipe in pipes.values():  # warm-up: spaCy, weights, first-call allocations
             pipe(texts[:8])
         times: dict[str, list[float]] = {name: [] for name in pipes}
         parts: dict[str, list[dict[str, float]]] = {s: [] for s in [*systems, "plain_sorted"]}

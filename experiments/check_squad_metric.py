@@ -148,7 +148,7 @@ def _oracle(path: Path, data_file: Path, preds: dict, na: dict) -> dict:
         p.write_text(json.dumps(preds), encoding="utf-8")
         n.write_text(json.dumps(na), encoding="utf-8")
         run = lambda *extra: json.loads(
-            subprocess.run(  # noqa: E731
+            subprocess.run(
                 [sys.executable, str(path), str(data_file), str(p), *extra], check=True, capture_output=True, text=True
             ).stdout
         )

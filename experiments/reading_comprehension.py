@@ -259,7 +259,7 @@ def _buckets(per_q: dict[str, dict[str, Any]], key_em: str, key_f1: str | None) 
     from syntaxformer.analysis.buckets import LENGTH_BUCKETS, length_bucket
 
     out: dict[str, dict[str, Any]] = {}
-    for lo, hi in LENGTH_BUCKETS:
+    for lo, _hi in LENGTH_BUCKETS:
         name = length_bucket(lo)
         rows = [r for r in per_q.values() if length_bucket(r["question_words"]) == name]
         out[name] = {"n": len(rows), "em": 100.0 * float(np.mean([r[key_em] for r in rows])) if rows else None}
@@ -271,7 +271,6 @@ def _buckets(per_q: dict[str, dict[str, Any]], key_em: str, key_f1: str | None) 
 def _squad_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int) -> list[dict[str, Any]]:
     """Table 9: questions where exactly one of the two systems is exactly right (half each where possible)."""
     from syntaxformer.tasks.race import snippet
-
     from syntaxformer.tasks.squad_metric import exact_score
 
     by_id = _squad_by_id(metrics["data"]["eval"].split(" (")[0])
@@ -331,7 +330,7 @@ def _race_examples(qids: list[str], base: dict, sg: dict, metrics: dict, k: int)
     for side in ("sgnet", "baseline"):
         for q in sorted(wins[side], key=lambda q: (-base[q]["question_words"], q))[: (k + 1) // 2]:
             e = by_id.get(q)
-            opt = lambda letter: f"{letter}. {e.options['ABCDEFGHIJ'.index(letter)]}" if e else letter
+            opt = lambda letter, e=e: f"{letter}. {e.options['ABCDEFGHIJ'.index(letter)]}" if e else letter
             out.append(
                 {
                     "qid": q,

@@ -435,7 +435,13 @@ def _summarize(args: argparse.Namespace) -> dict:
             b = np.array([runs[variant][s]["pred"]["predictions"] for s in common])
             y = np.array(runs[ref][common[0]]["pred"]["labels"])
             boot = paired_bootstrap(
-                lambda p, l: fn(p.T, l), a.T, b.T, y, n_resamples=args.resamples, seed=0, two_sided=True
+                lambda p, labels, fn=fn: fn(p.T, labels),
+                a.T,
+                b.T,
+                y,
+                n_resamples=args.resamples,
+                seed=0,
+                two_sided=True,
             )
             entry = {
                 "vs": ref,
@@ -475,7 +481,7 @@ def _pairs(runs: dict) -> list[tuple[str, str]]:
                 out.append((v, "sbert_baseline"))
             if v not in ("sbert", "sbert_lisa") and "sbert" in runs:  # Table 5 ablations: also vs full Syntax-BERT
                 out.append((v, "sbert"))
-        elif (v.startswith("sgnet") or v.startswith("vanilla_layer")) and "_noise" not in v:
+        elif v.startswith(("sgnet", "vanilla_layer")) and "_noise" not in v:
             ref = "baseline_mean" if "_mean" in v else "baseline"
             if ref in runs:
                 out.append((v, ref))

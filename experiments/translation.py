@@ -142,8 +142,8 @@ def _run(args: argparse.Namespace) -> None:
 
 
 def _summarize(args: argparse.Namespace) -> dict:
-    from syntaxformer.data.readers.parallel import read_corpus
     from syntaxformer.analysis.significance import paired_bleu_test
+    from syntaxformer.data.readers.parallel import read_corpus
 
     root = Path(args.out)
     runs: dict = {}

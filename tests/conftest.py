@@ -124,7 +124,7 @@ def annotator(tmp_path_factory):
 
     try:
         return make_annotator(cache=tmp_path_factory.mktemp("parse-cache") / "parses.sqlite3", progress=False)
-    except Exception as e:  # pragma: no cover - the offline pipeline is a dev dependency
+    except Exception as e:  # noqa: BLE001  # pragma: no cover - the offline pipeline is a dev dependency
         pytest.skip(f"spaCy pipeline not available: {e}")
 
 

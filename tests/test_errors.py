@@ -162,12 +162,10 @@ def test_errors_atomic_write_names_the_output(tmp_path):
 
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
-    with pytest.raises(DataError, match="cannot write .*file/out.json"):
-        with atomic_write(blocker / "out.json") as f:
-            f.write("{}")
-    with pytest.raises(KeyError):  # the caller's own errors pass through
-        with atomic_write(tmp_path / "ok.json") as f:
-            raise KeyError("caller")
+    with pytest.raises(DataError, match="cannot write .*file/out.json"), atomic_write(blocker / "out.json") as f:
+        f.write("{}")
+    with pytest.raises(KeyError), atomic_write(tmp_path / "ok.json") as f:  # the caller's own errors pass through
+        raise KeyError("caller")
     assert not (tmp_path / "ok.json").exists()
 
 

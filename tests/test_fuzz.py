@@ -20,8 +20,9 @@ import io
 import json
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -306,7 +307,7 @@ def _tsv(path):
 
 def _check_labels(examples, data):
     labels = {e.label for e in examples}
-    assert labels <= {0, 1} or labels == {None}, f"labels are class ids (or none: a file without a label column)"
+    assert labels <= {0, 1} or labels == {None}, "labels are class ids (or none: a file without a label column)"
 
 
 def _preparsed(path):
@@ -321,7 +322,7 @@ def _check_preparsed(docs, data):
             assert "The cat sat."[a:b].replace(" ", "") == w.replace(" ", ""), "offsets point at the words"
 
 
-_NOTHING = lambda result, data: None  # noqa: E731 - success is enough (a FormatError is the other outcome)
+_NOTHING = lambda result, data: None
 
 READERS: dict[str, tuple[str, str, Callable, Callable]] = {
     "conllu": ("x.conllu", _CONLLU, _conllu, _check_conllu),
@@ -608,9 +609,9 @@ def test_fuzz_preparsed_matcher(tmp_path_factory, words, gaps, change, k):
 @pytest.fixture(scope="module")
 def _classifier(tmp_path_factory):
     """``syntax-text-classification`` on a tiny plain classifier (tokenized only: the input handling is tested)."""
-    import syntaxformer  # noqa: F401
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
 
+    import syntaxformer  # noqa: F401
     from tests.conftest import write_tiny_bert
 
     folder = tmp_path_factory.mktemp("clf")
@@ -662,6 +663,7 @@ def test_fuzz_pipeline_inputs(_classifier, value):
 def _tiny_run(tmp_path_factory):
     """A tiny custom-data run (one step) whose files the analyses read."""
     import csv as _csv
+
     from syntaxformer.cli import main
     from tests.conftest import write_tiny_bert
 

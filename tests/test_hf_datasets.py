@@ -11,12 +11,11 @@ import pytest
 from syntaxformer.data.annotators import Annotator
 from syntaxformer.data.examples import TaskData, TaskExample
 from syntaxformer.errors import ConfigError, InputError
+from syntaxformer.hf_datasets import add_syntax_features, syntax_features
 from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
 from syntaxformer.tasks.base import TaskContext
 from syntaxformer.tasks.featurize import TOKEN_KEYS, build_features
 from tests.conftest import minilm_path
-
-from syntaxformer.hf_datasets import add_syntax_features, syntax_features
 
 ROWS = [
     ("A gripping, beautifully shot film.", "It is good.", 1),

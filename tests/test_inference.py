@@ -205,8 +205,9 @@ def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, veri
         if r["answer"]:
             assert e.context[r["start"] : r["end"]] == r["answer"]
     # the pipeline answers like the predictor (threshold: the one tuned on the run's dev articles)
-    import syntaxformer  # noqa: F401
     from transformers import pipeline
+
+    import syntaxformer  # noqa: F401
 
     qa = pipeline("syntax-question-answering", model=run)
     one = qa(question=inputs[0]["question"], context=inputs[0]["context"])
@@ -347,8 +348,9 @@ def test_inference_translation_matches_translate(tmp_path, one_thread):
     tm = load_translation_model(out, annotator=predictor.context.annotator)
     assert [r["translation"] for r in records] == translate(tm, sources, num_beams=2, show_progress=False)
     assert [r["text"] for r in records] == sources and (out / "README.md").is_file()
-    import syntaxformer  # noqa: F401
     from transformers import pipeline
+
+    import syntaxformer  # noqa: F401
 
     mt = pipeline("syntax-translation", model=str(out))
     assert mt(sources) == [[{"translation_text": r["translation"]}] for r in records]

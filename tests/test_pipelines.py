@@ -16,9 +16,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_pipelines_text_classification_outputs_like_text_classification(sst2_runs, one_thread):
-    import syntaxformer  # noqa: F401
     from transformers import pipeline
 
+    import syntaxformer  # noqa: F401
     from syntaxformer.inference import Predictor
 
     run = sst2_runs["syntax_bert"]
@@ -52,10 +52,10 @@ def test_pipelines_function_to_apply_and_top_k_as_text_classification(sst2_runs,
     """``function_to_apply="none"`` gives the model's logits (each text alone through the task's featurization),
     ``"sigmoid"`` their sigmoid, ``"softmax"`` the default scores; options given when the pipeline is built are
     the defaults of its calls, with ``text-classification``'s output shapes."""
-    import syntaxformer  # noqa: F401
     import torch
     from transformers import pipeline
 
+    import syntaxformer  # noqa: F401
     from tests.test_inference import reference_logits
 
     run = sst2_runs["sgnet"]
@@ -95,9 +95,9 @@ def test_pipelines_function_to_apply_and_top_k_as_text_classification(sst2_runs,
 def test_pipelines_refuse_a_model_they_cannot_run_naming_the_right_pipeline(sst2_runs, one_thread):
     """The QA pipeline on a classification run (an untrained QA head) is refused; text-classification, which
     tokenizes but never parses, fails at its first call naming syntax-text-classification."""
-    import syntaxformer  # noqa: F401
     from transformers import pipeline
 
+    import syntaxformer  # noqa: F401
     from syntaxformer.errors import ConfigError, InputError
 
     run = sst2_runs["syntax_bert"]
@@ -181,9 +181,10 @@ def test_pipelines_options_give_text_classifications_outputs_on_a_plain_classifi
     give the same output for every combination of ``top_k`` and ``function_to_apply``, given per call or when the
     pipeline is built: the same shapes (a list around one text's answer only without a call's ``top_k``), labels
     and scores."""
-    import syntaxformer  # noqa: F401
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    import syntaxformer  # noqa: F401
 
     torch.manual_seed(0)
     folder = tmp_path / "plain"

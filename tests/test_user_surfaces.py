@@ -685,8 +685,9 @@ def test_preparsed_jsonl_offsets_must_point_at_their_words(tmp_path):
 # -- 9. the Python API -------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("value", [None, 5, 2.5, b"bytes"], ids=["None", "int", "float", "bytes"])
 def test_pipeline_non_text_input_is_an_input_error(runs, value):
-    import syntaxformer  # noqa: F401
     from transformers import pipeline
+
+    import syntaxformer  # noqa: F401
 
     clf = pipeline("syntax-text-classification", model=runs["a"])
     with pytest.raises(InputError, match="takes a str or dict or a list of them"):

@@ -28,13 +28,16 @@ is called.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
 
-__all__ = ["add_syntax_features", "syntax_features", "SyntaxFeaturizer"]
+if TYPE_CHECKING:
+    from syntaxformer.data.align import SyntaxAligner
+
+__all__ = ["SyntaxFeaturizer", "add_syntax_features", "syntax_features"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +105,7 @@ class SyntaxFeaturizer:
         if self.syntax_inputs:
             _ANNOTATORS[self.annotator_key] = annotator
         self._annotator = annotator
-        self._aligner = None
+        self._aligner: SyntaxAligner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Deterministic and light: no parser object, no aligner (both are rebuilt where needed).

@@ -8,24 +8,25 @@ import json
 import logging
 import os
 import tempfile
-from typing import IO, Any, Iterable, Iterator, Sequence, TypeVar
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any, TypeVar
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
 __all__ = [
+    "DISK_FULL_ERRNOS",
+    "DuplicateKeyError",
     "atomic_write",
-    "open_text",
+    "check_output",
     "check_unicode",
-    "write_json",
-    "subsample",
+    "disk_full",
+    "json_lines",
+    "open_text",
     "progress",
     "readable_outputs",
-    "check_output",
-    "disk_full",
-    "DISK_FULL_ERRNOS",
-    "json_lines",
+    "subsample",
     "unique_keys",
-    "DuplicateKeyError",
+    "write_json",
 ]
 
 logger = logging.getLogger(__name__)
@@ -53,13 +54,14 @@ def disk_full(error: BaseException) -> bool:
     ``OSError`` with an errno of :data:`DISK_FULL_ERRNOS`, or an error of another library (safetensors, torch's
     ``PytorchStreamWriter``, SQLite) whose message says so."""
     seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS:
             return True
-        if any(w in str(error).lower() for w in _DISK_FULL_WORDS):
+        if any(w in str(e).lower() for w in _DISK_FULL_WORDS):
             return True
-        error = error.__cause__ or error.__context__
+        e = e.__cause__ or e.__context__
     return False
 
 
@@ -181,7 +183,7 @@ def readable_outputs(folder: str | os.PathLike) -> None:
     """Give the files under ``folder`` that other libraries wrote owner-only (``0600``: e.g. model weights
     written through a temporary file) the mode of an ordinary new file (``0666`` less the umask)."""
     mode = 0o666 & ~_umask()
-    for root, _, files in os.walk(folder):
+    for root, _, files in os.walk(os.fspath(folder)):
         for name in files:
             path = os.path.join(root, name)
             with contextlib.suppress(OSError):
@@ -192,11 +194,10 @@ def readable_outputs(folder: str | os.PathLike) -> None:
 def _umask() -> int:
     """The process's umask: from ``/proc/self/status`` where there is one (no change to process state, so safe
     with threads), else by setting it and putting it back."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -216,7 +217,7 @@ def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: An
     """
     name = os.fspath(path)
     try:
-        f = open(path, encoding=encoding, **kwargs)
+        f = open(path, encoding=encoding, **kwargs)  # noqa: SIM115 - closed by the `with f:` below, after errors are named
     except FileNotFoundError:
         raise DataError(f"file not found: {name}") from None
     except IsADirectoryError:

@@ -39,7 +39,7 @@ def brute_force_minimum_weight(distances: np.ndarray) -> float:
     for subset in itertools.combinations(pairs, n - 1):
         parent = list(range(n))
 
-        def find(a):
+        def find(a, parent=parent):
             while parent[a] != a:
                 a = parent[a]
             return a

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -53,7 +54,7 @@ def test_make_buckets_count_range_and_edges():
         for n in (1, 3, 7):
             b = make_buckets(x, n, mode)
             assert len(b) <= n and b[0][0] == x.min() and b[-1][1] == x.max()
-            assert all(hi + 1 == lo for (_, hi), (lo, _) in zip(b, b[1:]))
+            assert all(hi + 1 == lo for (_, hi), (lo, _) in itertools.pairwise(b))
             assert (assign_buckets(x, b) >= 0).all()
     with pytest.raises(SyntaxformerError, match="unknown bucket mode"):
         make_buckets(x, 3, "quantile")

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="figures need matplotlib (the 'analysis' / 'dev' extras)")
 
-from syntaxformer.analysis.plots import (  # noqa: E402
+from syntaxformer.analysis.plots import (
     find_runs,
     plot_attention,
     plot_curve,
@@ -22,8 +22,8 @@ from syntaxformer.analysis.plots import (  # noqa: E402
     plot_results,
     plot_runs,
 )
-from syntaxformer.cli import main  # noqa: E402
-from syntaxformer.errors import DataError, SyntaxformerError  # noqa: E402
+from syntaxformer.cli import main
+from syntaxformer.errors import DataError, SyntaxformerError
 
 LABELS = [0, 1, 1, 0, 1, 0, 0, 1, 1, 1] * 4
 
@@ -80,8 +80,10 @@ def _error_bars(ax):
 
 
 def test_plot_results_bars_intervals_and_seed_dots(tmp_path):
-    base = [_run(tmp_path / "rte" / "baseline" / f"seed{s}", v, s) for s, v in ((1, 0.60), (2, 0.64), (3, 0.59))]
-    sg = [_run(tmp_path / "rte" / "sgnet" / f"seed{s}", v, s) for s, v in ((1, 0.66), (2, 0.65), (3, 0.70))]
+    for s, v in ((1, 0.60), (2, 0.64), (3, 0.59)):
+        _run(tmp_path / "rte" / "baseline" / f"seed{s}", v, s)
+    for s, v in ((1, 0.66), (2, 0.65), (3, 0.70)):
+        _run(tmp_path / "rte" / "sgnet" / f"seed{s}", v, s)
     preds = list(LABELS)
     for i in range(0, 40, 4):
         preds[i] = 1 - preds[i]  # 75% right

@@ -100,7 +100,7 @@ def test_significance_bootstrap_predictions_with_more_axes():
     y = np.array([0, 1, 1, 0, 1, 0, 0, 1])
     a = np.stack([y, 1 - y], axis=1)  # half right
     b = np.stack([y, y], axis=1)  # all right
-    r = paired_bootstrap(lambda p, l: float(np.mean(p == l[:, None])), a, b, y, n_resamples=50)
+    r = paired_bootstrap(lambda p, labels: float(np.mean(p == labels[:, None])), a, b, y, n_resamples=50)
     assert r.difference == pytest.approx(0.5) and r.details["ci95"] == pytest.approx([0.5, 0.5])
 
 

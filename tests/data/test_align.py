@@ -20,7 +20,7 @@ CORPUS = [
 
 
 def _train_bpe():
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers, decoders
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -32,7 +32,7 @@ def _train_bpe():
 
 
 def _train_unigram():
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers, decoders
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.Unigram())
@@ -75,7 +75,7 @@ def _check_example(tok, examples, passages):
 
 
 def test_align_single_text_maps_pieces_to_words(tokenizer):
-    s = _sentence("The quick brown fox jumps over the lazy dog .".split())
+    s = _sentence(["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "."])
     [ex] = SyntaxAligner(tokenizer)(s)
     text, offsets = s.detokenized()
     _check_example(tokenizer, [ex], [(text, s.words, offsets)])
@@ -87,8 +87,8 @@ def test_align_single_text_maps_pieces_to_words(tokenizer):
 
 
 def test_align_pair_uses_tokenizer_template(tokenizer):
-    a = _sentence("Unbelievably , tokenizers split words .".split())
-    b = _sentence("Researchers align pieces .".split())
+    a = _sentence(["Unbelievably", ",", "tokenizers", "split", "words", "."])
+    b = _sentence(["Researchers", "align", "pieces", "."])
     [ex] = SyntaxAligner(tokenizer)(a, b)
     ref = tokenizer(" ".join(a.words), " ".join(b.words))
     assert ex.input_ids.tolist() == ref["input_ids"]
@@ -100,13 +100,20 @@ def test_align_pair_uses_tokenizer_template(tokenizer):
 
 
 def test_align_passage_each_sentence_own_tree(minilm_tokenizer):
-    doc = Document.from_sentences([_sentence("The fox jumps .".split()), _sentence("It ran away .".split())])
+    doc = Document.from_sentences([_sentence(["The", "fox", "jumps", "."]), _sentence(["It", "ran", "away", "."])])
     [ex] = SyntaxAligner(minilm_tokenizer)(doc)
     assert ex.forest.tree_id.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     assert ex.forest.heads.tolist() == [1, 2, 3, -1, 5, 6, 7, -1]
-    assert (
-        minilm_tokenizer.convert_ids_to_tokens(ex.input_ids.tolist())[1:-1] == "the fox jumps . it ran away .".split()
-    )
+    assert minilm_tokenizer.convert_ids_to_tokens(ex.input_ids.tolist())[1:-1] == [
+        "the",
+        "fox",
+        "jumps",
+        ".",
+        "it",
+        "ran",
+        "away",
+        ".",
+    ]
 
 
 @settings(max_examples=25, deadline=None)

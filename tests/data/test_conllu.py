@@ -56,7 +56,7 @@ def test_conllu_reads_all_ud_ewt_dev(ud_dev):
     # every sentence's words are found in its # text, including multiword tokens
     assert all(s.offsets is not None for s in sents)
     for s in sents:
-        for (a, b), prev in zip(s.offsets[1:], s.offsets[:-1]):
+        for (a, _), prev in zip(s.offsets[1:], s.offsets[:-1]):
             assert a >= prev[1]
     mwt = [s for s in sents if "multiword_tokens" in s.metadata]
     assert len(mwt) > 300

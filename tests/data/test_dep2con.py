@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from syntaxformer.data.constituency import dependency_to_constituency, projectivize
 from syntaxformer.data.tree import check_heads, is_projective
+from syntaxformer.errors import TreeError
 
 
 def _descendants(heads: list[int], h: int) -> set[int]:
@@ -81,7 +82,7 @@ def test_dependency_to_constituency_phrases_are_the_subtrees(heads):
 
 def test_dependency_to_constituency_example_and_errors():
     tree = dependency_to_constituency(
-        "The cat sat on the mat .".split(),
+        ["The", "cat", "sat", "on", "the", "mat", "."],
         [1, 2, -1, 2, 5, 3, 2],
         ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"],
     )
@@ -91,8 +92,8 @@ def test_dependency_to_constituency_example_and_errors():
     assert dependency_to_constituency(["a", "b"], [-1, -1]).to_string() == "(S (X a) (X b))"
     with pytest.raises(ValueError, match="heads"):
         dependency_to_constituency(["a"], [-1, 0])
-    with pytest.raises(Exception):
-        dependency_to_constituency(["a", "b"], [1, 0])  # a cycle
+    with pytest.raises(TreeError, match="cycle"):
+        dependency_to_constituency(["a", "b"], [1, 0])
     # a very deep chain (no recursion limit)
     n = 3000
     deep = dependency_to_constituency(["x"] * n, [i + 1 if i + 1 < n else -1 for i in range(n)])

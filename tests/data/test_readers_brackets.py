@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
 
 import pytest
 
@@ -230,7 +229,7 @@ def test_readers_ptb_sample_all_trees():
     n = 0
     for s in read_ptb(folder):
         check_sentence(s)
-        assert "-NONE-" not in s.xpos and "ROOT" != s.tree.label and s.tree.label
+        assert "-NONE-" not in s.xpos and s.tree.label != "ROOT" and s.tree.label
         n += 1
     assert n == 3914
 
@@ -250,7 +249,8 @@ def test_readers_sst_all_trees(split, count):
 @pytest.mark.slow
 def test_readers_snli_all_parses():
     path = data_path("snli", "snli_1.0_dev_partial.jsonl")
-    rows = sum(1 for line in open(path, encoding="utf-8") if line.strip())
+    with open(path, encoding="utf-8") as f:
+        rows = sum(1 for line in f if line.strip())
     pairs = 0
     for pair in read_snli_jsonl(path):
         check_sentence(pair.premise)

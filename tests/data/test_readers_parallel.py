@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from syntaxformer.errors import FormatError, SyntaxformerError
 from syntaxformer.data.readers.parallel import (
     corpus_fraction,
     multi30k,
@@ -14,6 +13,7 @@ from syntaxformer.data.readers.parallel import (
     read_sgm,
     read_sgm_pair,
 )
+from syntaxformer.errors import FormatError, SyntaxformerError
 from tests.conftest import data_path
 
 
@@ -53,7 +53,9 @@ def test_data_malformed_sgm_gives_clear_errors(tmp_path):
         with pytest.raises(FormatError, match=message) as err:
             read_sgm(path)
         assert str(path) in str(err.value)
-    assert "noid.sgm:3" in str(pytest.raises(FormatError, read_sgm, tmp_path / "noid.sgm").value)
+    with pytest.raises(FormatError) as err:
+        read_sgm(tmp_path / "noid.sgm")
+    assert "noid.sgm:3" in str(err.value)
 
 
 def test_data_sgm_pair_with_different_segment_ids_is_rejected(tmp_path):

@@ -33,7 +33,7 @@ def aligned(annotator, tokenizers):
 
 
 def test_subword_features_bmeo_inherited_pos_and_case_match_a_reference(aligned):
-    src_tok, docs, examples = aligned
+    _, docs, examples = aligned
     long_words = 0
     for doc, ex in zip(docs, examples):
         words = forest_words([doc])
@@ -62,13 +62,13 @@ def test_subword_features_bmeo_inherited_pos_and_case_match_a_reference(aligned)
     w = words.index("amalgamation")
     pieces = [p for p, x in enumerate(ex.word_index) if x == w]
     ids = subword_feature_ids(ex, words, ["upos", "subword", "case"])
-    assert [SUBWORD_VALUES[i - N_RESERVED] for i in ids["subword_ids"][pieces]][0] == "B"
+    assert SUBWORD_VALUES[ids["subword_ids"][pieces[0]] - N_RESERVED] == "B"
     assert {UPOS_TAGS[i - N_RESERVED] for i in ids["upos_ids"][pieces]} == {"NOUN"}
     assert ids["case_ids"][pieces[0]] == N_RESERVED and ids["case_ids"][0] == N_RESERVED + 1  # "amalg..", "A"
 
 
 def test_subword_features_missing_tags_and_unknown_features_are_clear_errors(aligned):
-    _, docs, examples = aligned
+    _, _, examples = aligned
     ex = examples[0]
     ex.forest.xpos, saved = None, ex.forest.xpos
     try:

@@ -7,6 +7,7 @@ The references work on explicit node-level trees with :mod:`syntaxformer.data.tr
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -57,7 +58,7 @@ def make_example(spec: Spec, extra_specials: tuple[int, ...] = ()) -> AlignedExa
     forest = make_forest(spec)
     wi, pi = [-1], [-1]
     w = 0
-    for seg, sentences in enumerate(spec.texts):
+    for sentences in spec.texts:
         for h, _ in sentences:
             for _ in h:
                 for k in range(spec.n_pieces[w]):
@@ -124,7 +125,7 @@ def random_tree(n: int, rng: random.Random, max_children: int = 4, deep: bool = 
                 k = rng.randint(2, min(max_children, hi - lo))
                 cuts = sorted(rng.sample(range(lo + 1, hi), k - 1))
             bounds = [lo] + cuts + [hi]
-            node = Tree("P", [build(a, b) for a, b in zip(bounds, bounds[1:])])
+            node = Tree("P", [build(a, b) for a, b in itertools.pairwise(bounds)])
         while rng.random() < 0.15:
             node = Tree("U", [node])
         return node
@@ -203,7 +204,7 @@ def constituency_nodes(example: AlignedExample) -> tuple[list[int], list[int], l
         depth = T.depths(local)
         pos = [s0]
 
-        def visit(node, parent: int) -> list[int]:
+        def visit(node, parent: int, pos=pos, depth=depth, s0=s0) -> list[int]:
             """Add ``node``; return the words below it."""
             if isinstance(node, str) or node.is_preterminal():
                 w = pos[0]

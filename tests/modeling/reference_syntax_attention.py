@@ -18,8 +18,9 @@ given recorder.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from transformers import AttentionInterface

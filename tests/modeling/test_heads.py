@@ -174,7 +174,7 @@ def test_token_classification_ignores_minus_100():
 
 def qa_batch(seed: int = 0):
     batch = make_batch(seed)
-    B, L = batch["input_ids"].shape
+    B, _L = batch["input_ids"].shape
     batch["start_positions"] = torch.tensor([0, 2, 3])[:B]
     batch["end_positions"] = torch.tensor([0, 3, 3])[:B]
     batch["is_impossible"] = (batch["start_positions"] == 0).long()

@@ -22,11 +22,11 @@ from syntaxformer.errors import InputError
 from syntaxformer.masks import sdoi_mask
 from syntaxformer.modeling import (
     AGGREGATIONS,
+    SequenceClassifierOutput,
+    SGNetConfig,
     SGNetForSequenceClassification,
     SGNetModel,
     SGNetModelOutput,
-    SequenceClassifierOutput,
-    SGNetConfig,
     SyntaxGuidedLayer,
 )
 from tests.conftest import enable_checkpointing, minilm_path

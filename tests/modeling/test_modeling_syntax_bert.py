@@ -17,6 +17,14 @@ import syntaxformer.modeling.syntax_attention as SA
 import syntaxformer.modeling.syntax_attention_fast as SA_fast
 from syntaxformer.data.collate import SyntaxCollator
 from syntaxformer.masks import relation_groups_from_features
+from syntaxformer.modeling import (
+    SequenceClassifierOutput,
+    SyntaxBertConfig,
+    SyntaxBertForSequenceClassification,
+    SyntaxBertModel,
+    SyntaxBertModelOutput,
+)
+from syntaxformer.modeling.modeling_syntax_bert import attention_sites
 from syntaxformer.modeling.syntax_attention import (
     AddedLisaHead,
     LisaRecorder,
@@ -27,21 +35,13 @@ from syntaxformer.modeling.syntax_attention import (
     prepare_groups,
     syntax_attention_forward,
 )
-from syntaxformer.modeling import (
-    SequenceClassifierOutput,
-    SyntaxBertConfig,
-    SyntaxBertForSequenceClassification,
-    SyntaxBertModel,
-    SyntaxBertModelOutput,
-)
-from syntaxformer.modeling.modeling_syntax_bert import attention_sites
 from tests.conftest import enable_checkpointing, minilm_path
+from tests.masks.reference import random_example
 from tests.modeling.reference_syntax_attention import (
     reference_attention,
     reference_option_groups,
     reference_syntax_attention,
 )
-from tests.masks.reference import random_example
 
 VOCAB = 100
 TOL = 1e-4
@@ -293,7 +293,7 @@ def test_prepared_groups_shared_by_calls_with_other_masks(impl):
 def test_attention_group_sums_and_empty_groups():
     """Effective attention: rows sum to 1 (topical), no weight on padding keys or on pairs outside every group."""
     inputs, topical, parts, mask = random_setup(seed=5)
-    out, probs, _ = run_attention("fast", inputs, topical, parts, mask)
+    _, probs, _ = run_attention("fast", inputs, topical, parts, mask)
     assert torch.allclose(probs.sum(-1), torch.ones_like(probs.sum(-1)), atol=1e-5)
     assert (probs[1, :, :, -3:] == 0).all(), "padding keys get no attention"
     outside = (parts[0] == 0) & (parts[1] == 0)  # (B, L, L)
@@ -307,7 +307,7 @@ def test_attention_rows_without_groups_fall_back(empty_rows):
     """A row with no non-empty sub-network (row 0 here) attends like vanilla attention, or to itself."""
     inputs, topical, parts, mask = random_setup(seed=2)
     q, k, v = inputs
-    out, probs, _ = run_attention("fast", inputs, topical, parts, mask, empty_rows=empty_rows)  # out: (B, L, H, d)
+    out, _, _ = run_attention("fast", inputs, topical, parts, mask, empty_rows=empty_rows)  # out: (B, L, H, d)
     scores = (q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5
     vanilla = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1) @ v  # (B, H, L, d)
     expected = vanilla[:, :, 0] if empty_rows == "full" else v[:, :, 0]
@@ -381,7 +381,7 @@ def test_attention_without_groups_is_the_hosts_attention():
 
 
 def test_attention_skips_layers_not_selected():
-    inputs, topical, parts, mask = random_setup(seed=1)
+    inputs, _topical, parts, mask = random_setup(seed=1)
     q, k, v = inputs
     out, _ = syntax_attention_forward(
         AttnStub(layer_idx=0), q, k, v, mask, syntax_groups=parts, syntax_options=SyntaxAttentionOptions(layers=(1,))
@@ -622,9 +622,11 @@ def check_fast_under_bf16_autocast_on(device, opts: dict) -> tuple[float, float]
 
     def run(model, bf16: bool):
         model.zero_grad()
-        with reference_attention() if model is ref else nullcontext():
-            with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16):
-                out = model(**batch, output_hidden_states=True)
+        with (
+            reference_attention() if model is ref else nullcontext(),
+            torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16),
+        ):
+            out = model(**batch, output_hidden_states=True)
         h = out.hidden_states[-1].float()
         (out.loss.float() + h.square().mean()).backward()
         named = sorted((n, p) for n, p in model.named_parameters() if p.grad is not None)
@@ -639,14 +641,14 @@ def check_fast_under_bf16_autocast_on(device, opts: dict) -> tuple[float, float]
     err_fast, err_ref = (h_fast - h_exact).abs().max().item(), (h_ref - h_exact).abs().max().item()
     assert err_fast <= 2 * err_ref + 2e-3, (err_fast, err_ref)
     for name in g_exact:  # all gradients together, and the gate's alone (its gradient is a small difference)
-        rel = lambda g: ((g[name] - g_exact[name]).norm() / g_exact[name].norm()).item()  # noqa: E731
+        rel = lambda g, name=name: ((g[name] - g_exact[name]).norm() / g_exact[name].norm()).item()
         assert rel(g_fast) <= 2 * rel(g_ref) + 2e-3, (name, rel(g_fast), rel(g_ref))
     return err_fast, err_ref
 
 
 @pytest.mark.parametrize("opts", [dict(), dict(gate="head")])
 def test_model_fast_under_bf16_autocast_on_cpu(opts):
-    err_fast, err_ref = check_fast_under_bf16_autocast_on("cpu", opts)
+    _, err_ref = check_fast_under_bf16_autocast_on("cpu", opts)
     assert err_ref > 0  # autocast did round: the test compares something
 
 

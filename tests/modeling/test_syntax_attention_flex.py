@@ -275,7 +275,7 @@ def test_flex_recorder_matches_fast_recorder():
 
 
 def test_flex_refuses_attention_dropout_in_training_and_other_devices():
-    inputs, topical, parts, mask = random_setup(seed=0)
+    inputs, _topical, parts, mask = random_setup(seed=0)
     opts = SyntaxAttentionOptions(implementation="flex")
     module = AttnStub().train()
     with pytest.raises(ConfigError, match="attention_probs_dropout_prob=0"):

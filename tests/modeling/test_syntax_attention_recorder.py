@@ -89,7 +89,7 @@ def test_recorder_topical_weights_follow_eq3_and_outputs_are_unchanged():
 
 
 def test_recorder_fills_layers_without_sub_networks_with_their_softmax():
-    (q, k, v), topical, ids, mask = _setup(seed=1)
+    (q, k, v), _topical, ids, mask = _setup(seed=1)
     opts = SyntaxAttentionOptions(layers=(1,))  # layer 0 runs the host's fused attention (no weights returned)
     out, weights = syntax_attention_forward(_Attn(0), q, k, v, mask, syntax_groups=[ids], syntax_options=opts)
     rec = SyntaxAttentionRecorder()

@@ -22,12 +22,12 @@ if not torch.cuda.is_available():  # before the kernels are built (at the import
 
 pytest.importorskip("triton", reason="implementation='triton' needs triton (pip install -e '.[dev]')")
 
-from syntaxformer.errors import ConfigError  # noqa: E402
-from syntaxformer.modeling import SyntaxBertConfig  # noqa: E402
-from syntaxformer.modeling import syntax_attention as SA  # noqa: E402
-from syntaxformer.modeling import syntax_attention_fast as SA_fast  # noqa: E402
-from syntaxformer.modeling import syntax_attention_triton as T  # noqa: E402
-from syntaxformer.modeling.syntax_attention import (  # noqa: E402
+from syntaxformer.errors import ConfigError
+from syntaxformer.modeling import SyntaxBertConfig
+from syntaxformer.modeling import syntax_attention as SA
+from syntaxformer.modeling import syntax_attention_fast as SA_fast
+from syntaxformer.modeling import syntax_attention_triton as T
+from syntaxformer.modeling.syntax_attention import (
     AddedLisaHead,
     LisaRecorder,
     SyntaxAttentionOptions,
@@ -35,7 +35,7 @@ from syntaxformer.modeling.syntax_attention import (  # noqa: E402
     prepare_groups,
     syntax_attention_forward,
 )
-from tests.modeling.test_modeling_syntax_bert import (  # noqa: E402
+from tests.modeling.test_modeling_syntax_bert import (
     AttnStub,
     check_fast_matches_reference_on,
     random_setup,
@@ -298,7 +298,7 @@ def test_triton_compact_index_dtype_and_cache():
 
 
 def test_triton_refuses_attention_dropout_in_training(device):
-    inputs, topical, parts, mask = random_setup(device=device, seed=0)
+    inputs, _topical, parts, mask = random_setup(device=device, seed=0)
     opts = SyntaxAttentionOptions(implementation="triton")
     module = AttnStub().train()
     with pytest.raises(ConfigError, match="attention_probs_dropout_prob=0"):
@@ -307,7 +307,7 @@ def test_triton_refuses_attention_dropout_in_training(device):
 
 
 def test_triton_on_the_cpu_without_the_interpreter_names_the_alternatives(monkeypatch):
-    inputs, topical, parts, mask = random_setup(seed=0)
+    inputs, _topical, parts, mask = random_setup(seed=0)
     monkeypatch.setattr(T, "INTERPRETED", False)
     with pytest.raises(ConfigError, match="implementation='fast' or 'auto'"):
         syntax_attention_forward(
@@ -323,7 +323,7 @@ def test_triton_interpreter_refuses_bf16():
     """Triton's CPU interpreter misreads bf16 tensors (silently wrong results): refused; bf16 is tested on CUDA."""
     if not T.INTERPRETED:
         pytest.skip("only the CPU interpreter refuses bf16")
-    inputs, topical, parts, mask = random_setup(seed=0)
+    inputs, _topical, parts, mask = random_setup(seed=0)
     with pytest.raises(ConfigError, match="bf16"):
         syntax_attention_forward(
             AttnStub(),

@@ -8,7 +8,8 @@ more model per ``auxiliary_models()`` entry) → ``compute_metrics`` / ``run_fil
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 #: SG-Net's syntax inputs (the SDOI arrays).
 SGNET_INPUTS = ("syntax_tree", "dep_tin", "dep_tout")

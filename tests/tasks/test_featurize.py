@@ -12,7 +12,7 @@ from syntaxformer.data.examples import TaskData
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
 from syntaxformer.masks.sdoi import sdoi_mask_from_features
 from syntaxformer.tasks import TaskContext, get_task
-from syntaxformer.tasks.featurize import FeatureDataset, build_features, syntax_source
+from syntaxformer.tasks.featurize import FeatureDataset, syntax_source
 from tests.conftest import data_path
 
 #: What SG-Net reads, and Syntax-BERT with both trees (spelled out here, not imported from the library).

@@ -43,7 +43,7 @@ def race_features(minilm_tokenizer):
 
 
 def test_race_features_layout_and_truncation(minilm_tokenizer, race_features):
-    dev, feats, parses = race_features
+    dev, feats, _parses = race_features
     tok = minilm_tokenizer
     for e, f in zip(dev, feats):
         assert f.label == e.label and len(f.options) == len(e.options)
@@ -69,7 +69,7 @@ def test_race_sdoi_masks_keep_in_window_ancestors_only(race_features):
     dev, feats, _ = race_features
     batch = race_collate([feature_arrays(f, SDOI_CONTEXT) for f in feats])
     B, C, L = batch["input_ids"].shape
-    assert (B, C) == (len(feats), 4) and batch["labels"].tolist() == [e.label for e in dev]
+    assert (len(feats), 4) == (B, C) and batch["labels"].tolist() == [e.label for e in dev]
     flat = {k: v.reshape(B * C, L) for k, v in batch.items() if k != "labels"}
     mask = sdoi_mask_from_features(flat)  # (B*C, L, L)
     for n, w in enumerate(o for f in feats for o in f.options):
@@ -103,8 +103,8 @@ def test_race_collate_rejects_mixed_option_counts(race_features):
 # RaceTask
 # ---------------------------------------------------------------------------------------------------------------
 def test_race_task_postprocess_metrics_and_files_on_hand_made_logits():
-    from syntaxformer.tasks.base import get_task
     from syntaxformer.data.examples import TaskData
+    from syntaxformer.tasks.base import get_task
 
     ex = [RaceExample(f"m{i}", "m", "middle", "a", "Who is it?", ["x", "y", "z"], label=i % 3) for i in range(4)] + [
         RaceExample(f"h{i}", "h", "high", "a", "Why?", ["x", "y", "z"], label=0) for i in range(2)
@@ -150,8 +150,8 @@ def test_race_task_load_split_sources_and_subsets(tmp_path):
 
 
 def test_race_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, race_features):
-    from syntaxformer.tasks.base import get_task
     from syntaxformer.data.examples import TaskData
+    from syntaxformer.tasks.base import get_task
 
     dev, feats, parses = race_features
 

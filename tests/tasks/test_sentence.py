@@ -4,12 +4,13 @@ PROVENANCE.txt), on hand-made files for the layout rules, and the hub route."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import ClassVar
 
 import pytest
 
-from syntaxformer.errors import FormatError, SyntaxformerError
 from syntaxformer.data.readers.glue import read_glue_tsv as _read_glue_tsv
 from syntaxformer.data.readers.snli import read_snli_examples
+from syntaxformer.errors import FormatError, SyntaxformerError
 from syntaxformer.tasks import get_task
 from tests.conftest import data_path
 
@@ -81,7 +82,7 @@ def test_sentence_snli_real_tokenized_and_jsonl():
         "neutral": 3235,
     }
     assert dev.examples[0].text_a == "Two women are embracing while holding to go packages ."
-    examples, files = read_snli_examples(data_path("snli", "snli_1.0_dev_partial.jsonl"), "dev")
+    examples, _files = read_snli_examples(data_path("snli", "snli_1.0_dev_partial.jsonl"), "dev")
     assert len(examples) == 1273  # 1,288 rows minus those without a gold label
     assert all(e.syntax_a is not None and e.syntax_b is not None for e in examples)
     assert examples[0].syntax_a.words[:2] == ["Two", "women"]
@@ -193,7 +194,7 @@ def test_sentence_postprocess_metrics_and_records():
     from syntaxformer.data.examples import TaskData, TaskExample
 
     class Features:
-        guids = ["dev-0", "dev-1"]
+        guids: ClassVar[list[str]] = ["dev-0", "dev-1"]
 
     data = TaskData([TaskExample("dev-0", "good .", label=1), TaskExample("dev-1", "bad .", label=1)], "mem", "fp")
     sst2 = get_task("sst2")

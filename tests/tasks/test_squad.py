@@ -3,6 +3,7 @@ SquadTask through the runner's contract (tests/tasks/task_driver.py)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from types import SimpleNamespace
@@ -371,7 +372,7 @@ def test_windows_with_stride_keep_labels_and_sdoi_masks_valid(minilm_tokenizer, 
         assert [f.window for f in wins] == list(range(len(wins)))
         q_ids = [f.aligned.input_ids[f.aligned.sequence_ids == 1 - seg] for f in wins]
         assert all(np.array_equal(q, q_ids[0]) for q in q_ids)
-        for a, b in zip(wins, wins[1:]):
+        for a, b in itertools.pairwise(wins):
             ia = a.aligned.input_ids[a.aligned.sequence_ids == seg]
             ib = b.aligned.input_ids[b.aligned.sequence_ids == seg]
             assert np.array_equal(ia[-16:], ib[:16])  # consecutive windows share `stride` passage tokens
@@ -477,8 +478,7 @@ def test_postprocess_question_without_windows_or_spans():
 def test_tiny_model_end_to_end_on_real_windows(minilm_tokenizer, real_subset):
     from transformers import BertConfig
 
-    from syntaxformer.modeling import SGNetConfig
-    from syntaxformer.modeling import SGNetForQuestionAnswering
+    from syntaxformer.modeling import SGNetConfig, SGNetForQuestionAnswering
 
     examples, passages, questions, annotator = real_subset
     ex, pa, qu = examples[:6], passages[:6], questions[:6]

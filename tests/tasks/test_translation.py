@@ -106,7 +106,7 @@ def test_translation_featurize_emits_only_the_models_syntax_inputs(annotator, to
 
 
 def test_translation_postprocess_and_bleu(tokenizers, m30k_small):
-    src_tok, tgt_tok = tokenizers
+    _src_tok, tgt_tok = tokenizers
     _, valid = m30k_small
     task = TranslationTask()
     task.target_tokenizer = tgt_tok

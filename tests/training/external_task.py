@@ -5,8 +5,9 @@ import; :func:`write_csv` writes the files."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

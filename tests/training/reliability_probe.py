@@ -26,8 +26,9 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 DATA = Path(os.environ.get("SYNTAXFORMER_DATA", "/work/shared/data"))
 SST2 = DATA / "glue" / "SST-2"

@@ -60,7 +60,7 @@ def test_checkpoints_intact_and_each_kind_of_damage(tmp_path):
         "no rng state": (lambda p: (p / "rng_state.pth").unlink(), "no rng_state.pth"),
         "truncated rng state": (lambda p: _truncate(p / "rng_state.pth"), "rng_state.pth is truncated"),
     }
-    for i, (name, (damage, expected)) in enumerate(cases.items()):
+    for name, (damage, expected) in cases.items():
         path = make_checkpoint(tmp_path / name.replace(" ", "_"), 2)
         damage(path)
         problems = checkpoint_problems(path)

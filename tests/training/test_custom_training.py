@@ -174,7 +174,7 @@ def test_custom_multiple_choice_jsonl_trains_without_a_task_name(tiny_model, tmp
                 {
                     "question": "Which review is positive?",
                     "options": [p, n] if i % 2 else [n, p],
-                    "answer": i % 2 and 0 or 1,
+                    "answer": (i % 2 and 0) or 1,
                 }
             )
             + "\n"

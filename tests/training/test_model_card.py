@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -42,7 +43,7 @@ def test_model_card_command_line_and_plain_baseline():
     assert cli_command(["-c"]) is None and cli_command(["/usr/bin/pytest", "-q"]) is None
 
     class Config:  # a plain-encoder baseline that reads no syntax
-        id2label = {0: "negative", 1: "positive"}
+        id2label: ClassVar[dict[int, str]] = {0: "negative", 1: "positive"}
         problem_type = "single_label_classification"
         pooling = "mean"
 

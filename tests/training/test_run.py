@@ -236,7 +236,7 @@ def test_run_context_follows_the_model_config(minilm_tokenizer):
     constituency inputs (and constituency_fallback allows it), no parser when it reads no syntax."""
     from transformers import BertConfig
 
-    from syntaxformer.modeling import SyntaxBertConfig, SGNetConfig
+    from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
 
     enc = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
     sb, dep = SyntaxBertConfig(encoder=enc), SyntaxBertConfig(encoder=enc, use_constituency=False)
@@ -251,9 +251,8 @@ def test_run_context_follows_the_model_config(minilm_tokenizer):
 def test_run_task_registered_outside_the_package(tiny_model, tmp_path):
     """A user's task (one file, tests/training/external_task.py: a 2-class task read from a CSV) trains and
     evaluates through the runner, and `evaluate` rebuilds it from the run folder."""
-    from tests.training.external_task import write_csv
-
     from syntaxformer.tasks import get_task, task_names
+    from tests.training.external_task import write_csv
 
     data_dir = write_csv(tmp_path / "data")
     assert "film-review" in task_names()

@@ -8,7 +8,6 @@ import math
 from pathlib import Path
 
 import pytest
-import torch
 
 from syntaxformer.cli import main
 from syntaxformer.errors import SyntaxformerError

@@ -11,12 +11,12 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainingArguments, set_seed
 
+from syntaxformer.analysis.significance import paired_bleu_test
 from syntaxformer.cli import main
 from syntaxformer.data.bpe import load_tokenizers
 from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration
 from syntaxformer.tasks.base import TaskContext, get_task
 from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
-from syntaxformer.analysis.significance import paired_bleu_test
 from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
@@ -113,7 +113,7 @@ def test_translation_training_checkpoint_resume_predict_bleu_and_reload(tmp_path
 
     # interrupted after 3 steps, then resumed to 6: the same weights as the straight run
     _train(tmp_path / "resumed", paths, annotator, 3)
-    _, _, resumed = _train(tmp_path / "resumed", paths, annotator, 6, resume=True)
+    _, _, _resumed = _train(tmp_path / "resumed", paths, annotator, 6, resume=True)
     w_full = load_file(str(tmp_path / "full" / "checkpoint-6" / "model.safetensors"))
     w_resumed = load_file(str(tmp_path / "resumed" / "checkpoint-6" / "model.safetensors"))
     assert set(w_full) == set(w_resumed)

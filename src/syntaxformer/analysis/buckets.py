@@ -21,22 +21,23 @@ Lengths are counted in words, never in subword tokens (a run folder need not kee
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError
 
 __all__ = [
-    "LENGTH_BUCKETS",
-    "length_bucket",
-    "make_buckets",
-    "assign_buckets",
-    "run_lengths",
-    "length_buckets",
-    "format_length_buckets",
     "BUCKET_MODES",
+    "LENGTH_BUCKETS",
+    "assign_buckets",
+    "format_length_buckets",
+    "length_bucket",
+    "length_buckets",
+    "make_buckets",
+    "run_lengths",
 ]
 
 #: Question-length buckets in words: ``(low, high)`` inclusive, ``high = None`` = no upper bound.

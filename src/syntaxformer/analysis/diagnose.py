@@ -25,17 +25,23 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import torch
 
 from syntaxformer.errors import ConfigError, DataError, InputError
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from syntaxformer.modeling.modeling_syntax_bert import SyntaxBertModel
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["diagnose", "SYNTAX_PARAMETERS"]
+__all__ = ["SYNTAX_PARAMETERS", "diagnose"]
 
 #: Name endings of the parameters whose gradients :func:`diagnose` reports.
 SYNTAX_PARAMETERS: tuple[str, ...] = (
@@ -92,15 +98,16 @@ def diagnose(
     from syntaxformer.training.run import build_context, build_model, load_run, load_tokenizer
 
     run_file = None if model is None else Path(model) / "run.json"
-    if run_file is not None and run_file.is_file():
+    if model is not None and run_file is not None and run_file.is_file():
         run_config, _ = load_run(model)
         system, options = run_config.model_type, dict(run_config.model)
     options = dict(options or {})
     if system not in ("syntax_bert", "sgnet"):
         raise ConfigError(f"diagnose --system must be 'syntax_bert' or 'sgnet', got {system!r}")
+    model_type: Literal["sgnet", "syntax_bert"] = "sgnet" if system == "sgnet" else "syntax_bert"
     config = RunConfig(
         task=task,
-        model_type=system,
+        model_type=model_type,
         model_name_or_path=model,
         model=options,
         max_length=max_length,
@@ -166,9 +173,9 @@ def diagnose(
     return result
 
 
-def _states(net: torch.nn.Module, system: str, batch: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+def _states(net: PreTrainedModel, system: str, batch: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
     """Last hidden states ``[B, L, H]`` of the system and of the plain encoder (same weights, no syntax)."""
-    backbone = net.base_model
+    backbone: Any = net.base_model  # an SGNetModel or a SyntaxBertModel
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     if system == "sgnet":
         out = backbone(**inputs)
@@ -183,12 +190,14 @@ def _states(net: torch.nn.Module, system: str, batch: Mapping[str, Any]) -> tupl
     return h, h_plain
 
 
-def _candidate_counts(net: torch.nn.Module, system: str, batches: list[dict[str, Any]]) -> dict[str, float] | None:
+def _candidate_counts(net: PreTrainedModel, system: str, batches: list[dict[str, Any]]) -> dict[str, float] | None:
     """Syntax-BERT: mean and max number of non-empty sub-networks (candidates of the topical softmax, both
     partitions) per word token; ``None`` for other systems or without sub-networks."""
-    if system != "syntax_bert" or not net.config.uses_groups:
+    if system != "syntax_bert":
         return None
-    backbone = net.base_model
+    backbone = cast("SyntaxBertModel", net.base_model)
+    if not backbone.config.uses_groups:  # the task model's config object
+        return None
     counts = []
     for batch in batches:
         groups = backbone.build_groups(batch, torch.device("cpu"), batch["input_ids"])
@@ -232,6 +241,9 @@ def _syntax_gradients(net: torch.nn.Module, batches: list[dict[str, Any]], seed:
         probe = torch.randn(logits.shape, generator=gen).to(logits.device, logits.dtype)
         (logits * probe).sum().backward()
     params = dict(net.named_parameters())
-    grads = {n: (0.0 if params[n].grad is None else float(params[n].grad.norm())) for n in names}
+    grads = {}
+    for n in names:
+        grad = params[n].grad
+        grads[n] = 0.0 if grad is None else float(grad.norm())
     net.zero_grad()
     return {n: float(f"{g:.3g}") for n, g in grads.items()}

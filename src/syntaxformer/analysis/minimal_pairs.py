@@ -25,33 +25,34 @@ import logging
 import math
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError
 
 __all__ = [
-    "MinimalPair",
+    "COMPACT_FILE",
     "LEVELS",
-    "read_minimal_pairs",
+    "SUITES",
+    "MinimalPair",
     "acceptable_label",
-    "score_minimal_pairs",
-    "minimal_pair_report",
+    "compact_records",
     "compare_minimal_pairs",
+    "evaluate_suite",
+    "expand_compact_records",
     "holm",
+    "minimal_pair_report",
+    "read_minimal_pairs",
+    "read_suite_records",
+    "score_minimal_pairs",
+    "suite_folder",
+    "suite_records_of",
     "wilson_interval",
     "write_suite_records",
-    "read_suite_records",
-    "SUITES",
-    "suite_folder",
-    "evaluate_suite",
-    "suite_records_of",
-    "compact_records",
-    "expand_compact_records",
-    "COMPACT_FILE",
 ]
 
 logger = logging.getLogger(__name__)
@@ -140,10 +141,12 @@ def read_minimal_pairs(
             if paradigms is not None and paradigm not in paradigms:
                 continue
             pair_id = _label(obj, "pairID", str(line_no), where)
-            key = (paradigm, pair_id)
-            if key in seen:
-                raise DataError(f"{where}: pair {pair_id!r} of paradigm {paradigm!r} was already read at {seen[key]}")
-            seen[key] = where
+            pair_key = (paradigm, pair_id)
+            if pair_key in seen:
+                raise DataError(
+                    f"{where}: pair {pair_id!r} of paradigm {paradigm!r} was already read at {seen[pair_key]}"
+                )
+            seen[pair_key] = where
             if max_pairs is not None and per_paradigm.get(paradigm, 0) >= max_pairs:
                 continue
             per_paradigm[paradigm] = per_paradigm.get(paradigm, 0) + 1

@@ -19,29 +19,31 @@ functions return the figure, so its values can be read back from its Axes.
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import logging
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError, MissingDependencyError
 
 __all__ = [
+    "PLOT_KINDS",
     "RunInfo",
     "find_runs",
-    "plot_results",
-    "plot_length_buckets",
-    "plot_curve",
     "plot_attention",
-    "save_figure",
+    "plot_curve",
+    "plot_length_buckets",
+    "plot_results",
     "plot_runs",
-    "PLOT_KINDS",
+    "save_figure",
 ]
 
 logger = logging.getLogger(__name__)
@@ -198,10 +200,10 @@ def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0
     n_max = max(len(g) for g in groups.values())
     fig = _figure(max(5.0, 1.0 + 0.9 * n_max), 3.4 * len(groups))
     axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
-    for ax, (task, by_label) in zip(axes, groups.items()):
+    for ax, by_label in zip(axes, groups.values()):
         labels = list(by_label)
         first = by_label[labels[0]][0]
-        record = {}
+        record: dict[str, dict[str, Any]] = {}
         for i, label in enumerate(labels):
             mean, ci, how = _interval(by_label[label], n_resamples, seed)
             scores = [r.score for r in by_label[label]]
@@ -296,12 +298,15 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
     colors = _colors(line[id(r)] for r in runs if r.task in tasks)
     for ax, task in zip(axes, tasks):
         mine = [r for r in runs if r.task == task]
-        record = {}
+        record: dict[str, Any] = {}
         for variant in dict.fromkeys(line[id(r)] for r in mine):
             pts = sorted({getattr(r, x) for r in mine if line[id(r)] == variant})
-            means, cis = [], []
+            means: list[float] = []
+            cis: list[list[float] | None] = []
             for v in pts:
-                scores = [r.score for r in mine if line[id(r)] == variant and getattr(r, x) == v]
+                scores = [
+                    r.score for r in mine if r.score is not None and line[id(r)] == variant and getattr(r, x) == v
+                ]
                 means.append(float(np.mean(scores)))
                 cis.append(list(seed_ci(scores)) if len(scores) >= 2 else None)
             low = [m - (c[0] if c else m) for m, c in zip(means, cis)]
@@ -329,7 +334,6 @@ def _attention_model(path: str) -> tuple[Any, str]:
 
     import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
     from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
-
     from syntaxformer.training.saved import loading_model
 
     with loading_model(path):
@@ -499,14 +503,10 @@ def plot_runs(
     if "buckets" in wanted:
         for task in dict.fromkeys(r.task for r in runs):
             mine = [r for r in runs if r.task == task]
-            plan.append(
-                (
-                    f"length_buckets_{_slug(task)}",
-                    lambda mine=mine: plot_length_buckets(
-                        [r.path for r in mine], [r.variant for r in mine], n_buckets, bucket_mode, edges
-                    ),
-                )
+            draw = functools.partial(
+                plot_length_buckets, [r.path for r in mine], [r.variant for r in mine], n_buckets, bucket_mode, edges
             )
+            plan.append((f"length_buckets_{_slug(task)}", draw))
     if "attention" in wanted:
         if not (model and text):
             raise ConfigError("the attention figure needs a model (--model) and a text (--text)")
@@ -525,8 +525,8 @@ def plot_runs(
                 "to replace them"
             )
     written: dict[str, list[Path]] = {}
-    for name, draw in plan:
-        written[name] = save_figure(draw(), output_dir, name)
+    for name, drawer in plan:
+        written[name] = save_figure(drawer(), output_dir, name)
         logger.info("wrote %s", ", ".join(map(str, written[name])))
     if not written:
         raise InputError("nothing to plot: give run folders, or --model and --text for attention maps")

@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import ConfigError, DataError
 
-__all__ = ["ProbeData", "load_probe_data", "split_documents", "UD_EWT_DEV"]
+__all__ = ["UD_EWT_DEV", "ProbeData", "load_probe_data", "split_documents"]
 
 
 #: The EWT dev file under the shared data folder.

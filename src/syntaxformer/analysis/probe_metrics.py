@@ -4,7 +4,8 @@ spanning tree, UUAS, root accuracy and Hewitt & Manning's Spearman correlations 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -12,14 +13,14 @@ from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import DataError, MissingDependencyError
 
 __all__ = [
-    "tree_distance_matrix",
-    "minimum_spanning_tree_edges",
-    "uuas",
-    "distance_spearman",
-    "root_accuracy",
-    "depth_spearman",
     "PUNCTUATION_UPOS",
     "SPEARMAN_LENGTHS",
+    "depth_spearman",
+    "distance_spearman",
+    "minimum_spanning_tree_edges",
+    "root_accuracy",
+    "tree_distance_matrix",
+    "uuas",
 ]
 
 
@@ -32,8 +33,8 @@ SPEARMAN_LENGTHS: tuple[int, int] = (5, 50)
 
 def _scipy(what: str) -> Any:
     try:
-        import scipy.sparse.csgraph  # noqa: F401
-        import scipy.stats  # noqa: F401
+        import scipy.sparse.csgraph
+        import scipy.stats
     except ImportError as e:
         raise MissingDependencyError(f"{what} needs scipy: pip install 'syntaxformer[analysis]'") from e
     import scipy

@@ -4,19 +4,19 @@ probes (:func:`linear_probe_accuracy`), under one budget (:class:`ProbeSettings`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
 
 __all__ = [
     "ProbeSettings",
-    "train_distance_probe",
-    "train_depth_probe",
-    "predict_distances",
-    "predict_depths",
     "linear_probe_accuracy",
+    "predict_depths",
+    "predict_distances",
+    "train_depth_probe",
+    "train_distance_probe",
 ]
 
 

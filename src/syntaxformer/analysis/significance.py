@@ -17,13 +17,13 @@ from syntaxformer.tasks.significance import (
 )
 
 __all__ = [
-    "TestResult",
-    "paired_bootstrap",
-    "bootstrap_ci",
-    "seed_ci",
-    "mcnemar",
-    "paired_t_test",
-    "paired_bleu_test",
-    "paired_prediction_tests",
     "BLEU_TESTS",
+    "TestResult",
+    "bootstrap_ci",
+    "mcnemar",
+    "paired_bleu_test",
+    "paired_bootstrap",
+    "paired_prediction_tests",
+    "paired_t_test",
+    "seed_ci",
 ]

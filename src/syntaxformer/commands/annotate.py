@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
 from syntaxformer.utils import check_output, open_text

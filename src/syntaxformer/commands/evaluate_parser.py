@@ -59,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
     """Parse the gold words, score against the gold trees, print the scores; returns the exit status."""
     from syntaxformer.commands.annotate import annotator_from_args, input_format, read_gold
     from syntaxformer.data.parser_eval import attachment_scores
-    from syntaxformer.errors import SyntaxformerError
 
     fmt = args.format or ("conllu" if input_format(args.gold, None) == "conllu" else "ptb")
     if args.limit is not None and args.limit < 1:

@@ -34,7 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.errors import SyntaxformerError
     from syntaxformer.data.readers.parallel import read_corpus, read_lines, read_sgm
     from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
     from syntaxformer.utils import atomic_write, check_output
@@ -76,6 +75,6 @@ def run(args: argparse.Namespace) -> int:
         f.write("".join(h + "\n" for h in hyps))
     summary = {"input": args.input, "output": args.output, "sentences": len(hyps)}
     if references is not None:
-        summary.update({k: v for k, v in corpus_bleu(hyps, references).items()})
+        summary.update(corpus_bleu(hyps, references))
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return 0

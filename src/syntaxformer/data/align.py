@@ -7,11 +7,16 @@ all texts of the example, in order). Syntax tensors are derived from it by :mod:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.data.constituency import Tree
+from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.errors import AlignmentError, ConfigError, InputError
+from syntaxformer.utils import check_unicode
 
 
 @dataclass
@@ -75,13 +80,7 @@ class AlignedExample:
 # Inputs: a "text" of an example is a Sentence, a Document, or a sequence of Sentences (one passage).
 # ----------------------------------------------------------------------------------------------------------
 
-from typing import Any, Sequence, Union  # noqa: E402
-
-from syntaxformer.data.sentence import Document, Sentence  # noqa: E402
-from syntaxformer.errors import AlignmentError, ConfigError, InputError  # noqa: E402
-from syntaxformer.utils import check_unicode  # noqa: E402
-
-TextLike = Union[Sentence, Document, Sequence[Sentence]]
+TextLike = Sentence | Document | Sequence[Sentence]
 
 
 def _as_passage(text: TextLike) -> tuple[str, list[Sentence], list[tuple[int, int]]]:
@@ -115,7 +114,11 @@ def _check_offsets(text: str, sentences: list[Sentence], offsets: list[tuple[int
 
 
 def _build_forest(passages: list[tuple[str, list[Sentence], list[tuple[int, int]]]]) -> WordForest:
-    heads, tree_id, segment, trees, starts = [], [], [], [], []
+    heads: list[int] = []
+    tree_id: list[int] = []
+    segment: list[int] = []
+    trees: list[Tree | None] = []
+    starts: list[int] = []
     upos: list[str] = []
     xpos: list[str] = []
     has_upos = has_xpos = True
@@ -182,7 +185,7 @@ class _Template:
     pair: list[tuple[str, int, int]]
 
     @staticmethod
-    def learn(backend: Any) -> "_Template":
+    def learn(backend: Any) -> _Template:
         def layout(e: Any) -> list[tuple[str, int, int]]:
             out: list[tuple[str, int, int]] = []
             for tok_id, type_id, seq, special in zip(e.ids, e.type_ids, e.sequence_ids, e.special_tokens_mask):
@@ -304,7 +307,7 @@ class SyntaxAligner:
         seg_ids, seg_word, seg_piece, seg_offsets = [], [], [], []
         n_pieces = np.zeros(n_words_total, dtype=np.int64)
         base = 0
-        for (text, sentences, offsets), enc in zip(parts, encs):
+        for (text, _sentences, offsets), enc in zip(parts, encs):
             n_w = len(offsets)
             ids = np.asarray(enc.ids, dtype=np.int64)
             poff = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)

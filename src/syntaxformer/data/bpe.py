@@ -14,23 +14,23 @@ Text is NFC-normalised. Special tokens, identical ids on both sides: ``<pad>`` 0
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from transformers import PreTrainedTokenizerFast
 
 from syntaxformer.errors import DataError
 
 __all__ = [
-    "SPECIAL_TOKENS",
-    "PAD_ID",
-    "UNK_ID",
     "BOS_ID",
     "EOS_ID",
+    "PAD_ID",
+    "SPECIAL_TOKENS",
+    "UNK_ID",
+    "load_tokenizers",
+    "save_tokenizers",
     "train_bpe",
     "wrap",
-    "save_tokenizers",
-    "load_tokenizers",
 ]
 
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>")

@@ -7,8 +7,9 @@ Padding conventions (the mask builders rely on them): ``input_ids`` with the tok
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch

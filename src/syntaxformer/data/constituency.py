@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -65,7 +65,7 @@ class Tree:
     """
 
     label: str
-    children: list["Tree | str"] = field(default_factory=list)
+    children: list[Tree | str] = field(default_factory=list)
 
     # -- structure ------------------------------------------------------------------------------------
     def is_preterminal(self) -> bool:
@@ -84,7 +84,7 @@ class Tree:
                 stack.extend(reversed(node.children))
         return out
 
-    def preterminals(self) -> list["Tree"]:
+    def preterminals(self) -> list[Tree]:
         """Pre-terminal nodes left to right (one per leaf)."""
         return [n for n in self.subtrees() if n.is_preterminal()]
 
@@ -92,7 +92,7 @@ class Tree:
         """``(word, tag)`` pairs of the pre-terminals, left to right."""
         return [(n.children[0], n.label) for n in self.preterminals()]  # type: ignore[misc]
 
-    def subtrees(self) -> Iterator["Tree"]:
+    def subtrees(self) -> Iterator[Tree]:
         """All nodes in pre-order (this node first)."""
         stack: list[Tree] = [self]
         while stack:
@@ -116,7 +116,7 @@ class Tree:
         visit(self, 0)
         return out
 
-    def copy(self) -> "Tree":
+    def copy(self) -> Tree:
         """A deep copy (the words are shared; they are immutable strings)."""
         return Tree(self.label, [c if isinstance(c, str) else c.copy() for c in self.children])
 
@@ -125,7 +125,7 @@ class Tree:
 
     # -- I/O ------------------------------------------------------------------------------------------
     @classmethod
-    def from_string(cls, text: str, source: str | None = None, line: int | None = None) -> "Tree":
+    def from_string(cls, text: str, source: str | None = None, line: int | None = None) -> Tree:
         """Parse one bracketed tree, e.g. ``(S (NP (DT The) (NN cat)) (VP (VBD sat)))``.
 
         A PTB wrapper without label, ``( (S ...) )``, is kept as a node with label ``""``; readers decide
@@ -392,11 +392,12 @@ def clean_ptb(
     Returns:
         A new tree, or ``None`` when the tree holds no words once empty elements are gone.
     """
-    out: Tree | None = tree
+    out = tree
     if remove_empties:
-        out = remove_empty(tree)
-        if out is None:
+        pruned = remove_empty(tree)
+        if pruned is None:
             return None
+        out = pruned
     if unwrap_root:
         out = unwrap(out)
     if strip_tags:
@@ -496,7 +497,7 @@ def _clip(text: str, n: int = 80) -> str:
 
 
 # -- dependency -> constituency (the fallback for texts without a constituency parse) -------------------------
-def projectivize(heads: "list[int] | tuple[int, ...]") -> list[int]:
+def projectivize(heads: list[int] | tuple[int, ...]) -> list[int]:
     """Heads of a projective tree close to ``heads``: lift non-projective arcs until none is left.
 
     An arc ``h -> d`` is non-projective when a word strictly between ``h`` and ``d`` is not a descendant of ``h``
@@ -533,7 +534,7 @@ def projectivize(heads: "list[int] | tuple[int, ...]") -> list[int]:
 
 
 def dependency_to_constituency(
-    words: "list[str]", heads: "list[int]", pos: "list[str] | None" = None, *, root_label: str = "S"
+    words: list[str], heads: list[int], pos: list[str] | None = None, *, root_label: str = "S"
 ) -> Tree:
     """A constituency tree read off a dependency tree (the fallback where no constituency parse exists).
 
@@ -559,23 +560,24 @@ def dependency_to_constituency(
     for i, h in enumerate(proj):
         if h >= 0:
             kids[h].append(i)
-    tag = [(p or "X") if pos is not None else "X" for p in (pos or [None] * n)]
+    tag = [p or "X" for p in pos] if pos is not None else ["X"] * n
 
     # bottom-up without recursion (a parse of a huge text can be a very deep chain)
     from syntaxformer.data.tree import depths
 
     built: list[Tree | None] = [None] * n
+
+    def node(i: int) -> Tree:
+        return built[i]  # type: ignore[return-value]  # built before it is read: children are deeper
+
     order = np.argsort(-depths(proj), kind="stable")
     for i in (int(k) for k in order):
         pre = Tree(tag[i], [words[i]])
         if not kids[i]:
             built[i] = pre
             continue
-        parts: list[Tree | str] = [built[c] for c in kids[i] if c < i] + [pre] + [built[c] for c in kids[i] if c > i]
+        parts: list[Tree | str] = [*(node(c) for c in kids[i] if c < i), pre, *(node(c) for c in kids[i] if c > i)]
         built[i] = Tree(f"{tag[i]}P" if pos is not None else "XP", parts)
-
-    def node(i: int) -> Tree:
-        return built[i]  # type: ignore[return-value]
 
     top = [i for i, h in enumerate(proj) if h < 0]
     if len(top) == 1:

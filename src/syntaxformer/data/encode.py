@@ -54,7 +54,7 @@ The relation definitions built from these arrays are in :mod:`syntaxformer.masks
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -351,9 +351,9 @@ def _encode_constituency(
         phrases.add(tree, s0 - a, s1 - s0, leaf_parent[s0 - a : s1 - a], f"sentence {t}")
         con_depth[s0 - a : s1 - a] = 0
     out["con_key"][pos] = words
-    r = words - a
+    rel = words - a  # positions of the words in the range
     if not phrases.start:
-        out["con_depth"][pos] = con_depth[r]
+        out["con_depth"][pos] = con_depth[rel]
         return
     P = len(phrases.start)
     # one sentinel phrase at index P: the empty interval, head -1, its own parent
@@ -365,10 +365,10 @@ def _encode_constituency(
     lex = np.append(_lexical_heads(start[:P], end[:P], word_depth) + a, -1)
     start[:P] += a
     end[:P] += a
-    cur = leaf_parent[r]
+    cur = leaf_parent[rel]
     has = cur >= 0
     cur[~has] = P
-    con_depth_pos = np.where(has, depth[cur] + 1, con_depth[r])
+    con_depth_pos = np.where(has, depth[cur] + 1, con_depth[rel])
     out["con_depth"][pos] = con_depth_pos
     lo, hi, hd = out["con_anc_lo"], out["con_anc_hi"], out["con_anc_head"]
     for k in range(min(D, int(con_depth_pos.max()))):

@@ -12,14 +12,15 @@ import hashlib
 import json
 import os
 import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from syntaxformer.data.constituency import Tree
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.utils import subsample
 
-__all__ = ["TaskExample", "TaskData", "file_fingerprint", "content_fingerprint", "example_seed", "question_words"]
+__all__ = ["TaskData", "TaskExample", "content_fingerprint", "example_seed", "file_fingerprint", "question_words"]
 
 
 @dataclass
@@ -54,7 +55,8 @@ class TaskData:
     """The examples of one split and where they came from.
 
     Attributes:
-        examples: the examples, in file order (after subsampling, in sampled order).
+        examples: the examples, in file order (after subsampling, in sampled order): :class:`TaskExample` s, or a
+            task's own example type (SQuAD's and RACE's readers have theirs).
         source: human-readable origin (file paths or ``hub:<name>``).
         fingerprint: hex digest of the content read (file bytes, or the hub data set's fingerprint).
         total: number of examples before subsampling.
@@ -63,7 +65,7 @@ class TaskData:
             ``"examples"`` (``"sentences"`` or ``"sentences+phrases"``) for SST.
     """
 
-    examples: list[TaskExample]
+    examples: list[Any]
     source: str
     fingerprint: str
     total: int = 0
@@ -78,7 +80,7 @@ class TaskData:
         """True if every example has a label."""
         return bool(self.examples) and all(e.label is not None for e in self.examples)
 
-    def subsampled(self, max_samples: int | None, seed: int) -> "TaskData":
+    def subsampled(self, max_samples: int | None, seed: int) -> TaskData:
         """A seeded random subset of ``max_samples`` examples (:func:`syntaxformer.utils.subsample`; ``self`` if
         ``None`` or not smaller); the fingerprint and ``sample_note`` say which subset it is."""
         n = len(self.examples)

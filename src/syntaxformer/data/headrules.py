@@ -24,24 +24,24 @@ PTB tag classes and word lists; split apart, those private tables would be impor
 from __future__ import annotations
 
 import bisect
-
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 from syntaxformer.data.constituency import Tree, base_label, function_tags
 from syntaxformer.errors import TreeError
 
 __all__ = [
-    "Dependencies",
-    "PUNCT_TAGS",
     "PTB_TO_UPOS",
+    "PUNCT_TAGS",
+    "Dependencies",
+    "guess_tags",
+    "head_child",
+    "is_punct_tag",
+    "ptb_to_upos",
     "to_dependencies",
     "unlabeled_to_dependencies",
-    "head_child",
-    "guess_tags",
-    "ptb_to_upos",
-    "is_punct_tag",
 ]
 
 #: PTB tags of punctuation (spaCy's ``punct``). ``$`` and ``#`` are symbols, not punctuation.
@@ -210,9 +210,9 @@ def ptb_to_upos(
         tag = base_label(tag)
         upos = PTB_TO_UPOS.get(tag, "X")
         if upos == "VERB":
-            if words is not None and words[i].lower() in _BE:
-                upos = "AUX"
-            elif deprels is not None and deprels[i] in ("aux", "auxpass"):
+            if (words is not None and words[i].lower() in _BE) or (
+                deprels is not None and deprels[i] in ("aux", "auxpass")
+            ):
                 upos = "AUX"
         elif tag == "IN" and deprels is not None and deprels[i] == "mark":
             upos = "SCONJ"
@@ -238,7 +238,7 @@ class _Node:
     comp: str = ""  # for SBAR: the complementizer / WH word ("" when none is left)
     wh: bool = False  # for SBAR: introduced by a WH phrase (relative / embedded question)
     poss: bool = False  # an NP that ends in a possessive 's
-    pending: list["_Node"] | None = None  # trailing punctuation handed up to the parent's head
+    pending: list[_Node] | None = None  # trailing punctuation handed up to the parent's head
 
 
 class _PhraseFacts:
@@ -348,9 +348,15 @@ class _Converter:
             if kids[-1].pending:
                 pending = kids[-1].pending + pending
                 kids[-1].pending = None
-        if depth > 0 and cat in _RAISE_LEADING_PUNCT:
-            if len(kids) > 1 and kids[0].punct and kids[0].cat in _RAISED_PUNCT and not kids[1].punct:
-                pending.insert(0, kids.pop(0))
+        if (
+            depth > 0
+            and cat in _RAISE_LEADING_PUNCT
+            and len(kids) > 1
+            and kids[0].punct
+            and kids[0].cat in _RAISED_PUNCT
+            and not kids[1].punct
+        ):
+            pending.insert(0, kids.pop(0))
         h = self._phrase_head(cat, kids, attach=True)
         head = kids[h]
         for k in kids:
@@ -504,14 +510,14 @@ class _Converter:
             for i in cand:
                 if kids[i].cat in ("NP", "NML", "WHNP"):
                     return i
-            for group in (
+            for tag_group in (
                 ("CD", "QP"),
                 ("$", "#"),
                 ("ADJP", "PRN", "JJ", "JJS", "JJR", "VBG"),
                 ("PRP", "EX", "WP", "WDT", "DT", "FW", "SYM", "RB", "ADVP"),
             ):
                 for i in reversed(cand):
-                    if kids[i].cat in group:
+                    if kids[i].cat in tag_group:
                         return i
             return cand[-1]
         for direction, labels in _RULES.get(cat, ()):
@@ -540,13 +546,14 @@ class _Converter:
             return False
         return k.cat == "NP" and facts.first_vp is not None and i < facts.first_vp
 
-    def _facts(self, kids: list[_Node]) -> "_PhraseFacts":
+    def _facts(self, kids: list[_Node]) -> _PhraseFacts:
         """Facts about one phrase's children, computed once per phrase (so that labelling a phrase of n children
         takes O(n log n), not O(n^2): a flat tree of 150,000 children must not take hours)."""
-        if self._facts_of is not kids:
+        facts = self._facts_cache
+        if self._facts_of is not kids or facts is None:
             self._facts_of = kids
-            self._facts_cache = _PhraseFacts(kids)
-        return self._facts_cache
+            facts = self._facts_cache = _PhraseFacts(kids)
+        return facts
 
     # -- arcs and labels -------------------------------------------------------------------------------
     def _link(self, dep: _Node, head: _Node, label: str) -> None:
@@ -672,7 +679,7 @@ class _Converter:
         if dc in ("ADJP", "JJ", "JJR", "JJS"):
             return "acomp" if i > h else "advcl" if dc == "ADJP" else "amod"
         if dc in ("S", "SQ", "SINV", "SBARQ"):
-            if "SBJ" in ft or "NOM" in ft and i < h:
+            if "SBJ" in ft or ("NOM" in ft and i < h):
                 return "csubj"
             if ft & _ADVERBIAL_FTAGS:
                 return "advcl"
@@ -896,7 +903,7 @@ def unlabeled_to_dependencies(tree: Tree, tags: Sequence[str] | None = None, lab
                 return replace(a, pre=False)
             link(a, b, "nsubj")  # the subject (or a relative pronoun) completes the clause
             return replace(b, pre=False, aux=False, clause=True)
-        if ka == _V and a.pre and tags[a.head] in ("VBN", "VBG") and (kb == _A or kb == _N and b.bare):
+        if ka == _V and a.pre and tags[a.head] in ("VBN", "VBG") and (kb == _A or (kb == _N and b.bare)):
             link(a, b, "amod")  # "(centered storytelling)": a participle before a bare noun modifies it
             return replace(b, pre=False)
         if ka == _N and kb == _N:
@@ -955,7 +962,7 @@ def _unlabeled_rel(head: str, dep: str, dep_left: bool, dep_tag: str, dep_word: 
     if dep == _R:
         return "neg" if dep_word in _NEG else "advmod"
     if head == _V:
-        if dep == _N or dep == _NUM:
+        if dep in (_N, _NUM):
             return "nsubj" if dep_left else "dobj"
         if dep == _A:
             return "acomp" if not dep_left else "advcl"

@@ -10,7 +10,8 @@ model folder.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
 
@@ -72,6 +73,14 @@ def window_arrays(
             f"make (it makes {sorted(k for k in arrays if k not in TOKEN_KEYS)})"
         )
     return {k: arrays[k] for k in (*TOKEN_KEYS, *syntax_inputs) if k in arrays}
+
+
+@overload
+def with_dependency_trees(doc: Document) -> Document: ...
+
+
+@overload
+def with_dependency_trees(doc: Sentence) -> Sentence: ...
 
 
 def with_dependency_trees(doc: Document | Sentence) -> Document | Sentence:

@@ -7,7 +7,7 @@ errors. :func:`corrupt_heads` / :func:`corrupt_sentence` re-attach a given fract
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -14,20 +14,21 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import DataError
 
 __all__ = [
-    "AttachmentScores",
-    "attachment_scores",
-    "label_scheme",
-    "is_punct",
+    "CLEARNLP_RELATIONS",
     "PTB_PUNCT_TAGS",
     "UD_RELATIONS",
-    "CLEARNLP_RELATIONS",
+    "AttachmentScores",
+    "attachment_scores",
+    "is_punct",
+    "label_scheme",
 ]
 
 # PTB tags of punctuation (quotes, comma, period, colon/dash, brackets) plus the OntoNotes/EWT HYPH and NFP.

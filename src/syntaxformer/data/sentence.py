@@ -14,13 +14,14 @@ them. Conventions, stated once:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Literal, overload
 
+from syntaxformer.data.constituency import Tree
 from syntaxformer.data.tree import ancestors as _ancestors
 from syntaxformer.data.tree import check_heads as _check_heads
 from syntaxformer.data.tree import roots as _roots
-from syntaxformer.data.constituency import Tree
 from syntaxformer.errors import FormatError, InputError, TreeError
 
 
@@ -124,7 +125,7 @@ class Sentence:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Sentence":
+    def from_dict(cls, data: dict[str, Any]) -> Sentence:
         """Inverse of :meth:`to_dict`; the record's types and offsets are checked (it may come from a file).
 
         Raises:
@@ -216,7 +217,7 @@ class Document:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Document":
+    def from_dict(cls, data: dict[str, Any]) -> Document:
         """Inverse of :meth:`to_dict`; sentence offsets (relative to the document text) are checked against it.
 
         Raises:
@@ -245,7 +246,7 @@ class Document:
         return cls(sentences=sentences, text=text, doc_id=doc_id, metadata=dict(metadata or {}))
 
     @classmethod
-    def from_sentences(cls, sentences: Sequence[Sentence], doc_id: str | None = None) -> "Document":
+    def from_sentences(cls, sentences: Sequence[Sentence], doc_id: str | None = None) -> Document:
         """Join stand-alone sentences into one document text (single spaces), shifting word offsets."""
         parts, shifted, pos = [], [], 0
         for s in sentences:
@@ -257,6 +258,14 @@ class Document:
             shifted.append(Sentence.from_dict(d))
             pos += len(text) + 1
         return cls(shifted, text=" ".join(parts), doc_id=doc_id)
+
+
+@overload
+def _str_list(value: Any, name: str, required: Literal[True]) -> list[str]: ...
+
+
+@overload
+def _str_list(value: Any, name: str, required: bool = False) -> list[str] | None: ...
 
 
 def _str_list(value: Any, name: str, required: bool = False) -> list[str] | None:

@@ -18,7 +18,8 @@ its tag in the whole word.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -214,6 +215,7 @@ def forest_words(texts: Sequence[object]) -> list[str]:
         if isinstance(t, Sentence):
             words.extend(t.words)
         else:
-            for s in t.sentences if isinstance(t, Document) else t:  # type: ignore[union-attr]
+            sentences = t.sentences if isinstance(t, Document) else cast("Sequence[Sentence]", t)
+            for s in sentences:
                 words.extend(s.words)
     return words

@@ -8,13 +8,14 @@ an exported model folder.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError
 
-__all__ = ["encode_pairs", "collate_pairs", "decode_translations", "PAD_VALUES", "DEPENDENCY_KEYS"]
+__all__ = ["DEPENDENCY_KEYS", "PAD_VALUES", "collate_pairs", "decode_translations", "encode_pairs"]
 
 #: Padding of each batch key (keys not listed pad with 0: the feature ids' "no word").
 PAD_VALUES = {"labels": -100, "dep_tin": -1, "dep_tout": -1, "syntax_tree": -1}
@@ -75,7 +76,7 @@ def encode_pairs(
     if not features and not dependency:  # no parse needed: the tokenizer alone
         ids = source_tokenizer(corpus.sources, truncation=True, max_length=max_source_length)["input_ids"]
         for i, row in enumerate(ids):
-            item = {"input_ids": np.asarray(row, dtype=np.int64)}
+            item: dict[str, np.ndarray] = {"input_ids": np.asarray(row, dtype=np.int64)}
             if labels is not None:
                 item["labels"] = np.asarray(labels[i], dtype=np.int64)
             out.append(item)
@@ -93,7 +94,7 @@ def encode_pairs(
             chunk = docs[start : start + block]
             for k, windows in enumerate(aligner.align_batch(chunk)):
                 ex = windows[0]
-                item: dict[str, np.ndarray] = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
+                item = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
                 if len(ex.forest) == 0:  # nothing parsed (e.g. whitespace only): features and syntax stay empty
                     L = len(ex)
                     item.update({f"{f}_ids": np.zeros(L, dtype=np.int64) for f in features})

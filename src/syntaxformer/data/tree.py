@@ -6,7 +6,7 @@ within the same sentence, and ``-1`` marks a root. A sentence may have several r
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def find_cycle(heads: Sequence[int]) -> list[int] | None:
     return None
 
 
-def children(heads: Sequence[int]) -> list[list[int]]:
+def children(heads: Sequence[int] | np.ndarray) -> list[list[int]]:
     """Children of every word, in increasing order."""
     out: list[list[int]] = [[] for _ in heads]
     for i, h in enumerate(heads):
@@ -57,12 +57,12 @@ def children(heads: Sequence[int]) -> list[list[int]]:
     return out
 
 
-def roots(heads: Sequence[int]) -> list[int]:
+def roots(heads: Sequence[int] | np.ndarray) -> list[int]:
     """Indices of the root words."""
     return [i for i, h in enumerate(heads) if h < 0]
 
 
-def depths(heads: Sequence[int]) -> np.ndarray:
+def depths(heads: Sequence[int] | np.ndarray) -> np.ndarray:
     """Depth of every word (roots have depth 0). Assumes a valid forest."""
     n = len(heads)
     depth = np.full(n, -1, dtype=np.int64)
@@ -79,7 +79,7 @@ def depths(heads: Sequence[int]) -> np.ndarray:
     return depth
 
 
-def euler_tour(heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def euler_tour(heads: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pre-order entry times ``tin`` and subtree exit times ``tout`` (inclusive) of every word.
 
     Roots are visited left to right, children in increasing index. ``j`` is an ancestor-or-self of ``i`` iff

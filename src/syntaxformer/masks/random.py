@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["random_like_mask", "random_like_groups"]
+__all__ = ["random_like_groups", "random_like_mask"]
 
 
 def _eligible(valid: torch.Tensor) -> torch.Tensor:

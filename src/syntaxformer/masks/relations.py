@@ -37,7 +37,7 @@ the row's head side; the ids did not change.)
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import torch
 

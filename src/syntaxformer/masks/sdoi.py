@@ -14,7 +14,7 @@ positions (see :func:`syntaxformer.data.encode.encode_syntax` for the two subwor
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import torch
 

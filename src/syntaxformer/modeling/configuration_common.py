@@ -7,7 +7,7 @@ declaration of the batch keys a model reads (:attr:`SyntaxModelConfig.syntax_inp
 same names, defaults and meaning for every system.
 """
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, TypeVar, cast
 
 from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PretrainedConfig
@@ -24,43 +24,58 @@ class EncoderViewsMixin:
     ``num_hidden_layers``, ``vocab_size``), for code that expects a plain text config (e.g.
     ``resize_token_embeddings``)."""
 
-    encoder: PretrainedConfig
+    # The constructor takes a config, a dict or None; ``__post_init__`` makes a config of it (:func:`sub_config`).
+    encoder: PretrainedConfig | dict | None
+
+    @property
+    def _encoder(self) -> PretrainedConfig:
+        """``encoder`` as ``__post_init__`` left it: always a config (a type checker cannot know that)."""
+        return cast(PretrainedConfig, self.encoder)
 
     @property
     def hidden_size(self) -> int:
         """The encoder's hidden size (every head reads states of this size)."""
-        return self.encoder.hidden_size
+        return self._encoder.hidden_size
 
     @hidden_size.setter
     def hidden_size(self, value: int) -> None:
-        self.encoder.hidden_size = value
+        self._encoder.hidden_size = value
 
     @property
     def num_attention_heads(self) -> int:
         """The encoder's number of attention heads."""
-        return self.encoder.num_attention_heads
+        return self._encoder.num_attention_heads
 
     @num_attention_heads.setter
     def num_attention_heads(self, value: int) -> None:
-        self.encoder.num_attention_heads = value
+        self._encoder.num_attention_heads = value
 
     @property
     def num_hidden_layers(self) -> int:
         """The encoder's number of layers (an extra syntax layer is not counted)."""
-        return self.encoder.num_hidden_layers
+        return self._encoder.num_hidden_layers
 
     @num_hidden_layers.setter
     def num_hidden_layers(self, value: int) -> None:
-        self.encoder.num_hidden_layers = value
+        self._encoder.num_hidden_layers = value
 
     @property
     def vocab_size(self) -> int:
         """The encoder's vocabulary size."""
-        return self.encoder.vocab_size
+        return self._encoder.vocab_size
 
     @vocab_size.setter
     def vocab_size(self, value: int) -> None:
-        self.encoder.vocab_size = value
+        self._encoder.vocab_size = value
+
+
+_T = TypeVar("_T")
+
+
+def filled(value: _T | None) -> _T:
+    """A config option that ``__post_init__`` fills in when it is left at ``None``, typed without the ``None``."""
+    assert value is not None, "a config option read before __post_init__ filled it in"
+    return value
 
 
 def first_set(config: PretrainedConfig, names: tuple[str, ...], default: Any) -> Any:
@@ -148,7 +163,7 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
 
     # The wrapped encoder (any ``AutoConfig`` model type, BERT by default), built in ``__post_init__`` by
     # :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.20 lacks).
-    sub_configs = {"encoder": AutoConfig}
+    sub_configs: ClassVar[dict[str, Any]] = {"encoder": AutoConfig}
 
     pooling: Pooling = "cls"
     classifier_dropout: float | int | None = None
@@ -169,7 +184,7 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
         Args:
             dropout_fallback: ``classifier_dropout`` when the encoder sets none (the system's hidden dropout).
         """
-        enc = self.encoder
+        enc = self._encoder
         if self.classifier_dropout is None:
             self.classifier_dropout = float(first_set(enc, ("classifier_dropout",), dropout_fallback))
         if self.initializer_range is None:
@@ -183,7 +198,7 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
         named so that they sort first: a bad ``sg_dropout`` is reported as such, not as the classifier dropout
         derived from it)."""
         name = type(self).__name__
-        if not 0.0 <= self.classifier_dropout < 1.0:
+        if not 0.0 <= filled(self.classifier_dropout) < 1.0:
             raise ConfigError(f"{name}.classifier_dropout must lie in [0, 1), got {self.classifier_dropout}")
         for option in ("verifier_loss_weight", "span_loss_weight"):
             if getattr(self, option) < 0:

@@ -14,7 +14,13 @@ from transformers import PretrainedConfig
 
 from syntaxformer.data.subword_features import feature_vocab_size
 from syntaxformer.errors import ConfigError
-from syntaxformer.modeling.configuration_common import Pooling, SyntaxModelConfig, first_set, ordered_syntax_inputs
+from syntaxformer.modeling.configuration_common import (
+    Pooling,
+    SyntaxModelConfig,
+    filled,
+    first_set,
+    ordered_syntax_inputs,
+)
 
 #: Ways to combine the encoder output H and the syntax-guided output H' (see :class:`SGNetConfig`).
 Aggregation = Literal["dual", "syntax_only", "concat", "vanilla_layer", "biattention"]
@@ -142,8 +148,8 @@ class SGNetConfig(SyntaxModelConfig):
         enc_attn = getattr(self.encoder, "_attn_implementation_internal", None)
         super().__post_init__(**kwargs)
         if enc_attn is not None and kwargs.get("attn_implementation") is None:
-            self.encoder._attn_implementation_internal = enc_attn
-        enc = self.encoder
+            self._encoder._attn_implementation_internal = enc_attn
+        enc = self._encoder
         self.alpha = float(self.alpha)
         hidden = enc.hidden_size
         if self.sg_num_heads is None:
@@ -191,12 +197,12 @@ class SGNetConfig(SyntaxModelConfig):
 
     def validate_sg_shapes(self) -> None:
         """Heads must divide the hidden size; sizes and rates must be positive / in [0, 1)."""
-        hidden = self.encoder.hidden_size
-        if self.sg_num_heads <= 0 or hidden % self.sg_num_heads:
+        hidden, heads = self.hidden_size, filled(self.sg_num_heads)
+        if heads <= 0 or hidden % heads:
             raise ConfigError(
                 f"SGNetConfig.sg_num_heads={self.sg_num_heads} must divide the encoder's hidden size {hidden}"
             )
-        if self.sg_intermediate_size <= 0:
+        if filled(self.sg_intermediate_size) <= 0:
             raise ConfigError(f"SGNetConfig.sg_intermediate_size must be positive, got {self.sg_intermediate_size}")
         for name in ("sg_dropout", "sg_attention_dropout"):
             p = getattr(self, name)

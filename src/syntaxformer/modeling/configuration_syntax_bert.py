@@ -165,7 +165,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
 
     def __post_init__(self, **kwargs: Any) -> None:
         super().__post_init__(**kwargs)
-        enc = self.encoder
+        enc = self._encoder
         self.lisa_loss_weight = float(self.lisa_loss_weight)
         if self.syntax_layers is not None:
             self.syntax_layers = [int(x) for x in self.syntax_layers]
@@ -188,7 +188,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
                 f"SyntaxBertConfig.topical_projections='own' needs aggregation='topical' (got "
                 f"{self.aggregation!r}); use topical_projections='shared' without topical attention"
             )
-        n_layers, n_heads = self.encoder.num_hidden_layers, self.encoder.num_attention_heads
+        n_layers, n_heads = self.num_hidden_layers, self.num_attention_heads
         for name, layers in (
             ("syntax_layers", self.syntax_layers or []),
             ("lisa_layer", [] if self.lisa_layer is None else [self.lisa_layer]),

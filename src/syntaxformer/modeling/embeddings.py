@@ -13,7 +13,7 @@ are read as 0.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import nn
@@ -67,6 +67,7 @@ class SyntaxFeatureEmbedding(nn.Module):
     def reset_parameters(self) -> None:
         """Normal(0, ``init_std``) rows, row 0 zero."""
         for emb in self.embeddings.values():
+            assert isinstance(emb, nn.Embedding)  # for the type checker: ModuleDict holds nn.Module
             emb.weight.normal_(0.0, self.init_std)
             emb.weight[0].zero_()
 

@@ -26,7 +26,7 @@ every head's loss.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -155,6 +155,15 @@ class TaskHead:
 
     base_model_prefix: str
     config: Any
+
+    if TYPE_CHECKING:  # what the class a head is mixed with (a system's PreTrainedModel subclass) provides
+
+        def __init__(self, config: Any) -> None: ...
+
+        def post_init(self) -> None: ...
+
+        def build_backbone(self, config: Any, encoder: Any) -> Any: ...
+
     #: The heads return per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch`` and
     #: divides the loss by the gradient accumulation steps itself.
     accepts_loss_kwargs = False

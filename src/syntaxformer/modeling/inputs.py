@@ -17,7 +17,8 @@ rules follow:
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import torch
 

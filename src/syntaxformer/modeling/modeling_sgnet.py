@@ -17,7 +17,7 @@ Typical use::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -26,6 +26,7 @@ from transformers import initialization as init
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
+from syntaxformer.modeling.configuration_common import filled
 from syntaxformer.modeling.configuration_sgnet import SGNetConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
@@ -46,6 +47,7 @@ class SGNetPreTrainedModel(PreTrainedModel):
     """
 
     config_class = SGNetConfig
+    config: SGNetConfig
     base_model_prefix = "sgnet"
     supports_gradient_checkpointing = True
     # The encoder's attention implementation is chosen by (and checked against) the encoder itself; the
@@ -76,7 +78,7 @@ class SGNetPreTrainedModel(PreTrainedModel):
     @classmethod
     def from_encoder_pretrained(
         cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
-    ) -> "SGNetPreTrainedModel":
+    ) -> SGNetPreTrainedModel:
         """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
 
         Args:
@@ -92,19 +94,25 @@ class SGNetPreTrainedModel(PreTrainedModel):
         """
         encoder = AutoModel.from_pretrained(name_or_path, **(encoder_kwargs or {}))
         config = SGNetConfig(encoder=encoder.config, **config_overrides)
-        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # new layers in the encoder's dtype
+        # new layers in the encoder's dtype (transformers wraps `to` with functools.wraps, which mypy cannot bind)
+        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # type: ignore[call-arg]
         model.eval()
         return model
 
     def get_input_embeddings(self) -> nn.Module:
         """The wrapped encoder's token embeddings."""
-        return self.base_model.encoder.get_input_embeddings()
+        return self._backbone.encoder.get_input_embeddings()
 
     def set_input_embeddings(self, value: nn.Module) -> None:
         """Replace the wrapped encoder's token embeddings."""
-        self.base_model.encoder.set_input_embeddings(value)
+        self._backbone.encoder.set_input_embeddings(value)
 
-    def build_backbone(self, config: SGNetConfig, encoder: PreTrainedModel | None) -> "SGNetModel":
+    @property
+    def _backbone(self) -> SGNetModel:
+        """``base_model``: the :class:`SGNetModel` itself or the one a task model holds."""
+        return cast(SGNetModel, self.base_model)
+
+    def build_backbone(self, config: SGNetConfig, encoder: PreTrainedModel | None) -> SGNetModel:
         """The backbone of the task models: an :class:`SGNetModel` around ``encoder``."""
         return SGNetModel(config, encoder=encoder)
 
@@ -126,6 +134,10 @@ class SGNetModel(SGNetPreTrainedModel):
     #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those SG-Net does
     #: not read are ignored, so a whole collated batch can be passed).
     syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS
+    encoder: PreTrainedModel
+    pos_embeddings: PosEmbedding | None
+    sg_layer: SyntaxGuidedLayer | None
+    aggregation: nn.Module | None
 
     def __init__(self, config: SGNetConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)
@@ -138,7 +150,7 @@ class SGNetModel(SGNetPreTrainedModel):
         self.encoder = encoder
         self.pos_embeddings = None
         if self.config.pos_embeddings is not None:
-            self.pos_embeddings = PosEmbedding(self.config.pos_vocab_size, config.hidden_size, padding_idx=0)
+            self.pos_embeddings = PosEmbedding(filled(self.config.pos_vocab_size), config.hidden_size, padding_idx=0)
         if self.config.use_sg_layer:
             self.sg_layer = SyntaxGuidedLayer.from_config(self.config)
             self.aggregation = build_aggregation(self.config)
@@ -158,13 +170,17 @@ class SGNetModel(SGNetPreTrainedModel):
                 or the layer's number of heads or sizes differ from the encoder's.
         """
         try:
-            layers = self.encoder.get_submodule("encoder.layer")
+            layers = cast(nn.ModuleList, self.encoder.get_submodule("encoder.layer"))
         except AttributeError:
             raise ConfigError(
                 f"sg_init='copy_last' supports BERT-like encoders (BERT, RoBERTa, ELECTRA, MiniLM: modules "
                 f"encoder.layer[i]); {type(self.encoder).__name__} has no 'encoder.layer'. Use sg_init='random'"
             ) from None
-        heads = self.config.encoder.num_attention_heads
+        heads = self.config.num_attention_heads
+        if self.sg_layer is None:
+            raise ConfigError(
+                "sg_init='copy_last' copies the encoder's last layer into the syntax-guided layer: use_sg_layer=True"
+            )
         if self.config.sg_num_heads != heads:
             raise ConfigError(
                 f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
@@ -228,7 +244,7 @@ class SGNetModel(SGNetPreTrainedModel):
                 inputs_embeds = self.encoder.get_input_embeddings()(input_ids)  # (B, L, H)
                 input_ids = None
             inputs_embeds = inputs_embeds + self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
-        enc_inputs = {
+        enc_inputs: dict[str, Any] = {
             "attention_mask": attention_mask,
             "token_type_ids": token_type_ids,
             "position_ids": position_ids,
@@ -244,7 +260,7 @@ class SGNetModel(SGNetPreTrainedModel):
 
         h_sg = probs = None
         h_bar = h
-        if self.sg_layer is not None:
+        if self.sg_layer is not None and self.aggregation is not None:  # both or neither (use_sg_layer)
             key_valid = None if attention_mask is None else attention_mask.to(h.device) > 0  # (B, L)
             mask = self.attention_mask_for_sg_layer(h, key_valid, dep_tin, dep_tout, syntax_tree)
             h_sg, probs = self.sg_layer(h, mask, output_attentions=bool(output_attentions))  # (B, L, H)
@@ -310,7 +326,7 @@ class SGNetModel(SGNetPreTrainedModel):
         missing = [
             n for n, t in (("dep_tin", dep_tin), ("dep_tout", dep_tout), ("syntax_tree", syntax_tree)) if t is None
         ]
-        if missing:
+        if dep_tin is None or dep_tout is None or syntax_tree is None:
             raise InputError(
                 f"SG-Net's syntax-guided layer needs the batch keys {missing} (built by "
                 "syntaxformer.data.collate.SyntaxCollator); pass them (if a Trainer dropped these columns, check that "

@@ -20,7 +20,7 @@ Typical use::
 """
 
 import zlib
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -49,7 +49,6 @@ from syntaxformer.modeling.syntax_attention import (
     TopicalAttention,
     prepare_groups,
 )
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Finding the attention layers of a host model
@@ -105,6 +104,7 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
     """
 
     config_class = SyntaxBertConfig
+    config: SyntaxBertConfig
     base_model_prefix = "syntax_bert"
     supports_gradient_checkpointing = True
     _supports_sdpa = True
@@ -147,17 +147,23 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
         kwargs["attn_implementation"] = SYNTAX_ATTENTION
         encoder = AutoModel.from_pretrained(name_or_path, **kwargs)
         config = SyntaxBertConfig(encoder=encoder.config, **config_overrides)
-        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)
+        # (transformers wraps `to` with functools.wraps, which mypy cannot bind)
+        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # type: ignore[call-arg]
         model.eval()
         return model
 
     def get_input_embeddings(self) -> nn.Module:
         """The wrapped encoder's token embeddings."""
-        return self.base_model.encoder.get_input_embeddings()
+        return self._backbone.encoder.get_input_embeddings()
 
     def set_input_embeddings(self, value: nn.Module) -> None:
         """Replace the wrapped encoder's token embeddings."""
-        self.base_model.encoder.set_input_embeddings(value)
+        self._backbone.encoder.set_input_embeddings(value)
+
+    @property
+    def _backbone(self) -> "SyntaxBertModel":
+        """``base_model``: the :class:`SyntaxBertModel` itself or the one a task model holds."""
+        return cast(SyntaxBertModel, self.base_model)
 
     def post_init(self) -> None:
         """Hugging Face's post-init, then make sure the encoder runs the ``"syntax"`` attention (the base class
@@ -185,6 +191,10 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
     #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those the model
     #: does not read are ignored, so a whole collated batch can be passed) and precomputed ``syntax_groups``.
     syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS + ("syntax_groups",)
+    encoder: PreTrainedModel
+    topical: TopicalAttention | None
+    lisa: AddedLisaHead | None
+    gate: SyntaxGate | None
 
     def __init__(self, config: SyntaxBertConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)
@@ -197,7 +207,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         self.encoder = encoder
         sites = attention_sites(encoder)
         for i, (module, _, _) in enumerate(sites):
-            module.syntax_layer_idx = i  # the layer's topical query (architectures without layer_idx need it)
+            module.syntax_layer_idx = i  # type: ignore[assignment]  # (torch types Module attributes as tensors or modules) the layer's topical query (architectures without layer_idx need it)
         if config.aggregation == "topical":
             self.topical = TopicalAttention(
                 len(sites), sites[0][1].out_features, config.hidden_size, projections=config.topical_projections
@@ -206,7 +216,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         else:
             self.topical = None
         if config.lisa_layer is not None and config.lisa_head_mode == "added":
-            heads = config.encoder.num_attention_heads
+            heads = config.num_attention_heads
             self.lisa = AddedLisaHead(
                 config.lisa_layer, heads, sites[0][1].out_features // heads, init_head=config.lisa_head
             )
@@ -215,7 +225,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         if config.gate == "none":
             self.gate = None
         else:
-            self.gate = SyntaxGate(len(sites), config.encoder.num_attention_heads, per_head=config.gate == "head")
+            self.gate = SyntaxGate(len(sites), config.num_attention_heads, per_head=config.gate == "head")
         self.post_init()
 
     def use_syntax_attention(self) -> None:
@@ -319,7 +329,10 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             out.append(g)
         if c.self_group or c.special_keys:
             out[0] = self._extra_groups(out[0], tree)
-        return prepare_groups(out, c.num_buckets)
+        groups = prepare_groups(out, c.num_buckets)
+        if groups is None:  # validate_syntax_options keeps at least one tree
+            raise ConfigError("SyntaxBertConfig: no tree to build groups from (use_dependency and use_constituency)")
+        return groups
 
     def _extra_groups(self, groups: torch.Tensor, tree: torch.Tensor) -> torch.Tensor:
         """Add the optional ``self`` / ``special`` sub-networks to one partition ``[B, L, L]`` (rows of words only;
@@ -395,14 +408,14 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         check_forward_inputs(self, features, self.syntax_keywords)
         return_dict = self.config.return_dict if return_dict is None else return_dict
         self.use_syntax_attention()
-        device = self.encoder.get_input_embeddings().weight.device
+        device = cast(torch.Tensor, self.encoder.get_input_embeddings().weight).device
         uses_syntax = self.config.syntax_layers is None or len(self.config.syntax_layers) > 0
         if syntax_groups is None and uses_syntax:
             syntax_groups = self.build_groups(features, device, input_ids)
         recorder = None
         if self.config.lisa_layer is not None:
             recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head, added=self.lisa)
-        enc_inputs = {
+        enc_inputs: dict[str, Any] = {
             "attention_mask": attention_mask,
             "token_type_ids": token_type_ids,
             "position_ids": position_ids,

@@ -58,12 +58,12 @@ class SGNetModelOutput(ModelOutput):
             ``output_attentions=True``; zero wherever the SDOI mask forbids attention.
     """
 
-    last_hidden_state: torch.FloatTensor | None = None
-    encoder_hidden_state: torch.FloatTensor | None = None
-    syntax_hidden_state: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
-    sg_attentions: torch.FloatTensor | None = None
+    last_hidden_state: torch.Tensor | None = None
+    encoder_hidden_state: torch.Tensor | None = None
+    syntax_hidden_state: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    sg_attentions: torch.Tensor | None = None
 
 
 @dataclass
@@ -79,11 +79,11 @@ class SyntaxBertModelOutput(ModelOutput):
         lisa_log_probs: ``[B, L, L]`` log attention of the LISA head (row = token, column = candidate parent).
     """
 
-    last_hidden_state: torch.FloatTensor | None = None
-    lisa_loss: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
-    lisa_log_probs: torch.FloatTensor | None = None
+    last_hidden_state: torch.Tensor | None = None
+    lisa_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    lisa_log_probs: torch.Tensor | None = None
 
 
 @dataclass
@@ -102,12 +102,12 @@ class SequenceClassifierOutput(ModelOutput):
             ``output_attentions=True``; ``None`` otherwise.
     """
 
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    lisa_loss: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
-    sg_attentions: torch.FloatTensor | None = None
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    lisa_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    sg_attentions: torch.Tensor | None = None
 
 
 @dataclass
@@ -124,16 +124,16 @@ class QuestionAnsweringOutput(ModelOutput):
         lisa_loss, hidden_states, attentions, sg_attentions: as in :class:`SequenceClassifierOutput`.
     """
 
-    loss: torch.FloatTensor | None = None
-    start_logits: torch.FloatTensor | None = None
-    end_logits: torch.FloatTensor | None = None
-    verifier_logits: torch.FloatTensor | None = None
-    span_loss: torch.FloatTensor | None = None
-    verifier_loss: torch.FloatTensor | None = None
-    lisa_loss: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
-    sg_attentions: torch.FloatTensor | None = None
+    loss: torch.Tensor | None = None
+    start_logits: torch.Tensor | None = None
+    end_logits: torch.Tensor | None = None
+    verifier_logits: torch.Tensor | None = None
+    span_loss: torch.Tensor | None = None
+    verifier_loss: torch.Tensor | None = None
+    lisa_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    sg_attentions: torch.Tensor | None = None
 
 
 @dataclass
@@ -147,12 +147,12 @@ class MultipleChoiceOutput(ModelOutput):
             ``B * C`` flattened sequences.
     """
 
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    lisa_loss: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
-    sg_attentions: torch.FloatTensor | None = None
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    lisa_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    sg_attentions: torch.Tensor | None = None
 
 
 @dataclass
@@ -166,9 +166,9 @@ class TokenClassifierOutput(ModelOutput):
         lisa_loss, hidden_states, attentions, sg_attentions: as in :class:`SequenceClassifierOutput`.
     """
 
-    loss: torch.FloatTensor | None = None
-    logits: torch.FloatTensor | None = None
-    lisa_loss: torch.FloatTensor | None = None
-    hidden_states: tuple[torch.FloatTensor, ...] | None = None
-    attentions: tuple[torch.FloatTensor, ...] | None = None
-    sg_attentions: torch.FloatTensor | None = None
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    lisa_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    sg_attentions: torch.Tensor | None = None

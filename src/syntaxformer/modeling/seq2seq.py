@@ -33,34 +33,40 @@ from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any
+from typing import Any, ClassVar, cast
 
 import torch
 import torch.nn.functional as F
 from huggingface_hub.dataclasses import strict
 from torch import nn
-from transformers import AutoConfig, AutoModelForSeq2SeqLM, GenerationMixin, MarianConfig, PretrainedConfig
-from transformers import PreTrainedModel
+from transformers import (
+    AutoConfig,
+    AutoModelForSeq2SeqLM,
+    GenerationMixin,
+    MarianConfig,
+    PretrainedConfig,
+    PreTrainedModel,
+)
 from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from syntaxformer.data.bpe import BOS_ID, EOS_ID, PAD_ID
 from syntaxformer.data.subword_features import FEATURES
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.configuration_common import sub_config
+from syntaxformer.modeling.configuration_common import filled, sub_config
 from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.inputs import check_forward_inputs
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 
 __all__ = [
-    "PRESETS",
     "DEPENDENCY_INPUTS",
-    "SyntaxInfusedTranslationConfig",
-    "SyntaxInfusedForConditionalGeneration",
+    "PRESETS",
     "SyntaxInfusedEncoder",
-    "seq2seq_config",
+    "SyntaxInfusedForConditionalGeneration",
+    "SyntaxInfusedTranslationConfig",
     "build_config",
     "default_max_new_tokens",
+    "seq2seq_config",
 ]
 
 #: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
@@ -120,7 +126,7 @@ def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, 
     """
     if preset not in PRESETS:
         raise ConfigError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
-    options = dict(
+    options: dict[str, Any] = dict(
         vocab_size=source_vocab_size,
         decoder_vocab_size=target_vocab_size,
         share_encoder_decoder_embeddings=False,
@@ -172,7 +178,7 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
 
     model_type = "syntax_infused_translation"
     # built in ``__post_init__`` by :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.20 lacks)
-    sub_configs = {"seq2seq": AutoConfig}
+    sub_configs: ClassVar[dict[str, Any]] = {"seq2seq": AutoConfig}
 
     seq2seq: PretrainedConfig | dict | None = None
     features: list | tuple | None = None
@@ -199,7 +205,7 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         # the default keeps separate source / target embeddings (the syntax-infused ones replace the source side)
         self.seq2seq = sub_config(self.seq2seq, "marian", "seq2seq", {"share_encoder_decoder_embeddings": False})
         super().__post_init__(**kwargs)
-        s = self.seq2seq
+        s = self._seq2seq
         self.features = list(self.features or [])
         self.alpha = float(self.alpha)
         if self.sg_num_heads is None:
@@ -214,28 +220,39 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
             setattr(self, name, getattr(s, name, None))
 
+    @property
+    def _seq2seq(self) -> PretrainedConfig:
+        """``seq2seq`` as ``__post_init__`` left it: always a config (a type checker cannot know that)."""
+        return cast(PretrainedConfig, self.seq2seq)
+
+    @property
+    def _features(self) -> list[str]:
+        """``features`` as ``__post_init__`` left it: always a list."""
+        return cast(list[str], self.features)
+
     def get_text_config(self, decoder: bool | None = None, encoder: bool | None = None) -> PretrainedConfig:
         """The wrapped encoder-decoder's config (``generate`` sizes its decoder cache from it)."""
-        return self.seq2seq.get_text_config(decoder=decoder, encoder=encoder)
+        return self._seq2seq.get_text_config(decoder=decoder, encoder=encoder)
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
         """The syntax batch keys the model reads: ``{feature}_ids`` of its features, the dependency tensors with
         the SDOI-masked SG layer; featurization emits these and nothing else."""
-        keys = tuple(f"{f}_ids" for f in self.features)
+        keys = tuple(f"{f}_ids" for f in self._features)
         if self.use_sg_layer and self.sg_mask == "sdoi":
             keys += DEPENDENCY_INPUTS
         return keys
 
     def validate_options(self) -> None:
         """Known features and combinations, sizes that fit."""
-        bad = [f for f in self.features if f not in FEATURES]
-        if bad or len(set(self.features)) != len(self.features):
+        bad = [f for f in self._features if f not in FEATURES]
+        if bad or len(set(self._features)) != len(self._features):
             raise ConfigError(f"features must be distinct names among {FEATURES}, got {self.features}")
         if self.feature_combine not in COMBINE:
             raise ConfigError(f"feature_combine must be one of {COMBINE}, got {self.feature_combine!r}")
-        if self.features and not 0 < self.feature_dim < self.seq2seq.d_model:
-            raise ConfigError(f"feature_dim must lie in (0, d_model={self.seq2seq.d_model}), got {self.feature_dim}")
+        d_model = self._seq2seq.d_model
+        if self.features and not 0 < self.feature_dim < d_model:
+            raise ConfigError(f"feature_dim must lie in (0, d_model={d_model}), got {self.feature_dim}")
         if self.sg_mask not in ("sdoi", "none"):
             raise ConfigError(f"sg_mask must be 'sdoi' or 'none', got {self.sg_mask!r}")
         if not 0.0 <= self.alpha <= 1.0:
@@ -265,7 +282,7 @@ class SyntaxInfusedEncoder:
     """The model's encoder as ``generate`` calls it (``get_encoder()``): syntax-infused embeddings -> the
     Transformer encoder -> SG layer + aggregation. A view on the model's own modules (no parameters of its own)."""
 
-    def __init__(self, model: "SyntaxInfusedForConditionalGeneration"):
+    def __init__(self, model: SyntaxInfusedForConditionalGeneration):
         self.model = model
 
     def forward(
@@ -296,7 +313,7 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
 
     def __init__(self, config: SyntaxInfusedTranslationConfig):
         super().__init__(config)
-        s2s = config.seq2seq
+        s2s = config._seq2seq
         # construction order (seq2seq, source embeddings, SG layer) fixes the random init: keep it
         self.seq2seq = AutoModelForSeq2SeqLM.from_config(s2s)
         encoder = self.seq2seq.get_encoder()
@@ -307,7 +324,7 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         self.source_embeddings = SyntaxInfusedEmbedding(
             s2s.vocab_size,
             s2s.d_model,
-            config.features,
+            config._features,
             config.feature_dim,
             config.feature_combine,
             padding_idx=s2s.pad_token_id,
@@ -315,16 +332,16 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             init_std=float(getattr(s2s, "init_std", 0.02)),
         )
         if config.use_sg_layer:
-            self.sg_layer = SyntaxGuidedLayer(
+            self.sg_layer: SyntaxGuidedLayer | None = SyntaxGuidedLayer(
                 s2s.d_model,
-                config.sg_num_heads,
-                config.sg_intermediate_size,
+                filled(config.sg_num_heads),
+                filled(config.sg_intermediate_size),
                 config.sg_hidden_act,
-                config.sg_dropout,
-                config.sg_dropout,
+                filled(config.sg_dropout),
+                filled(config.sg_dropout),
                 layer_norm_eps=1e-5,
             )
-            self.aggregation = DualAggregation(config.alpha)
+            self.aggregation: DualAggregation | None = DualAggregation(config.alpha)
         else:
             self.sg_layer = None
             self.aggregation = None
@@ -389,16 +406,16 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         embeds = self.source_embeddings(input_ids, features)  # (B, L, D)
         enc = self.seq2seq.get_encoder()(inputs_embeds=embeds, attention_mask=attention_mask, return_dict=True)
         h = enc.last_hidden_state  # (B, L, D)
-        if self.sg_layer is None:
+        if self.sg_layer is None or self.aggregation is None:  # both or neither (use_sg_layer)
             return BaseModelOutput(last_hidden_state=h)
         key_valid = attention_mask.to(h.device) > 0  # (B, L)
-        B, L, _ = h.shape
+        L = h.shape[1]
         eye = torch.eye(L, dtype=torch.bool, device=h.device)
         if self.config.sg_mask == "none":
             mask = key_valid.unsqueeze(1) | eye  # (B, L, L): every token sees every non-padding token
         else:
-            missing = [n for n, t in zip(DEPENDENCY_INPUTS, (dep_tin, dep_tout, syntax_tree)) if t is None]
-            if missing:
+            if dep_tin is None or dep_tout is None or syntax_tree is None:
+                missing = [n for n, t in zip(DEPENDENCY_INPUTS, (dep_tin, dep_tout, syntax_tree)) if t is None]
                 raise InputError(
                     f"the SG-Net encoder layer needs the batch keys {missing}; featurize the "
                     "sources with syntaxformer.tasks.translation.TranslationTask for this model"
@@ -488,7 +505,8 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         return Seq2SeqLMOutput(
             loss=loss,
             logits=out.logits,
-            past_key_values=out.past_key_values,
+            # transformers 5.24 renamed this field to ``cache`` (the old keyword is still taken); 5.4 needs the old one
+            past_key_values=out.past_key_values,  # type: ignore[call-arg]
             encoder_last_hidden_state=encoder_outputs.last_hidden_state,
         )
 

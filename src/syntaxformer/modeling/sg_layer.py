@@ -19,6 +19,7 @@ from torch import nn
 from transformers.activations import ACT2FN
 
 from syntaxformer.errors import ConfigError
+from syntaxformer.modeling.configuration_common import filled
 from syntaxformer.modeling.configuration_sgnet import SGNetConfig
 
 
@@ -107,16 +108,16 @@ class SyntaxGuidedLayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     @classmethod
-    def from_config(cls, config: SGNetConfig) -> "SyntaxGuidedLayer":
+    def from_config(cls, config: SGNetConfig) -> SyntaxGuidedLayer:
         """The layer described by a :class:`SGNetConfig` (``sg_*`` options)."""
         return cls(
             config.hidden_size,
-            config.sg_num_heads,
-            config.sg_intermediate_size,
-            config.sg_hidden_act,
-            config.sg_dropout,
-            config.sg_attention_dropout,
-            config.sg_layer_norm_eps,
+            filled(config.sg_num_heads),
+            filled(config.sg_intermediate_size),
+            filled(config.sg_hidden_act),
+            filled(config.sg_dropout),
+            filled(config.sg_attention_dropout),
+            filled(config.sg_layer_norm_eps),
         )
 
     def forward(
@@ -332,10 +333,10 @@ def build_aggregation(config: SGNetConfig) -> nn.Module:
     if kind == "biattention":
         return BiAttentionAggregation(
             config.hidden_size,
-            config.sg_num_heads,
-            config.sg_dropout,
-            config.sg_attention_dropout,
-            config.sg_layer_norm_eps,
+            filled(config.sg_num_heads),
+            filled(config.sg_dropout),
+            filled(config.sg_attention_dropout),
+            filled(config.sg_layer_norm_eps),
         )
     raise ConfigError(
         f"unknown aggregation {kind!r}; expected one of dual, syntax_only, concat, vanilla_layer, biattention"

@@ -8,7 +8,8 @@ The notation (``S``, ``P``, ``Z``, ``α``, ``φ``, joint buckets) is the one of
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F

@@ -12,7 +12,7 @@ scores are linear in the sub-network outputs, and the output is one ``A V`` prod
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch.utils.checkpoint import checkpoint

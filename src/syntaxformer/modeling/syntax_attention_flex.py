@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -73,7 +74,7 @@ def _flex_check(query: torch.Tensor, dropout: float, module: nn.Module) -> None:
             f"{query.device.type}; use implementation='fast'"
         )
     try:
-        import torch.nn.attention.flex_attention  # noqa: F401
+        import torch.nn.attention.flex_attention
     except ImportError as e:  # pragma: no cover - every torch this package supports has it
         raise ConfigError(
             f"implementation='flex' needs torch.nn.attention.flex_attention (torch >= 2.5); torch "
@@ -228,7 +229,7 @@ def _flex_context(
     The gradient of ``bias`` comes from :class:`_FlexBiasGrad` (a chunked pass in the backward): flex_attention
     itself only ever sees a bias that needs no gradient, its most-used form. With ``_FLEX_BIAS_GRAD_IN_KERNEL``
     the compiled kernel computes it instead (Inductor's learnable-bias support: atomic adds into the table)."""
-    B, H, L, _ = query.shape
+    H = query.shape[1]
     bias_grad = torch.is_grad_enabled() and bias.requires_grad
     table = bias if _FLEX_BIAS_GRAD_IN_KERNEL else bias.detach()
 

@@ -9,7 +9,8 @@ The models own them and pass them to the attention function as ``syntax_topical=
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import torch
 import torch.nn.functional as F

@@ -40,7 +40,7 @@ if triton is not None:
         else:
             out = tl.zeros([BM, JP], tl.float32)
             top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
-            for j in range(0, top):
+            for j in range(top):
                 out = tl.where(jcols[None, :] == j, tl.sum(tl.where(jj == j, x, 0.0), 1)[:, None], out)
         return out
 
@@ -56,7 +56,7 @@ if triton is not None:
             out_x = tl.zeros([BM, JP], tl.float32)
             out_y = tl.zeros([BM, JP], tl.float32)
             top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
-            for j in range(0, top):
+            for j in range(top):
                 sel = jj == j
                 here = jcols[None, :] == j
                 out_x = tl.where(here, tl.sum(tl.where(sel, x, 0.0), 1)[:, None], out_x)
@@ -72,7 +72,7 @@ if triton is not None:
         else:
             out = tl.full([BM, JP], float("-inf"), tl.float32)
             top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
-            for j in range(0, top):
+            for j in range(top):
                 out = tl.where(jcols[None, :] == j, tl.max(tl.where(jj == j, x, float("-inf")), 1)[:, None], out)
         return out
 
@@ -228,7 +228,7 @@ if triton is not None:
         IDX,
         BIAS,
         SHIFT,
-        O,
+        O,  # noqa: E741  (the output tile, named as in the kernel literature)
         LSE,
         sqb,
         sqh,

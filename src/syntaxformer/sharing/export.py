@@ -34,12 +34,13 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from syntaxformer.errors import ConfigError, DataError
 
-__all__ = ["export_model", "code_files", "ENTRY_MODULE", "CODE_ROOTS", "TOKENIZER_FILES", "CARD_FILE"]
+__all__ = ["CARD_FILE", "CODE_ROOTS", "ENTRY_MODULE", "TOKENIZER_FILES", "code_files", "export_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ def _library_imports(tree: ast.AST, module: str) -> list[tuple[ast.stmt, str]]:
         ConfigError: an ``import syntaxformer...`` statement or an import from a package (``__init__``): the flat
             folder has no packages, so copied modules import names from modules only.
     """
-    out = []
+    out: list[tuple[ast.stmt, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "syntaxformer" for a in node.names):
             raise ConfigError(
@@ -397,8 +398,8 @@ def export_model(
     """
     import transformers
 
-    import syntaxformer.modeling  # noqa: F401  (registers the configs with AutoConfig)
-    import syntaxformer.modeling.seq2seq  # noqa: F401,F811
+    import syntaxformer.modeling
+    import syntaxformer.modeling.seq2seq  # noqa: F401
     from syntaxformer.sharing.model_card import export_card
     from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
     from syntaxformer.training.run import load_run

@@ -10,10 +10,11 @@ how to call the pipeline, with the folder's own name as the only path.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-__all__ = ["export_card", "TASK_DATASETS", "INSTALL"]
+__all__ = ["INSTALL", "TASK_DATASETS", "export_card"]
 
 #: Task -> (hub data set, its configuration) of the data the task reads by default.
 TASK_DATASETS: dict[str, tuple[str, str | None]] = {
@@ -137,7 +138,7 @@ def export_card(
         model_name=f"{kind} on {title}",
         eval_results=results or None,
     )
-    data.tags = [t for t in dict.fromkeys(data.tags) if t]
+    data.tags = [t for t in dict.fromkeys(data.tags or []) if t]
 
     parser = options.get("parser")
     papers = _papers(metrics)

@@ -35,19 +35,20 @@ fresh process.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from syntaxformer.errors import ConfigError, InputError, UnknownTaskError
 
 __all__ = [
     "HEADS",
     "TOKEN_INPUTS",
+    "Predictions",
     "Task",
     "TaskContext",
-    "Predictions",
-    "register_task",
     "get_task",
+    "register_task",
     "task_names",
     "task_option_names",
     "text_inputs_data",
@@ -344,7 +345,8 @@ def task_option_names(name: str) -> tuple[str, ...]:
     factory = _REGISTRY.get(_ALIASES.get(_key(str(name)), _key(str(name))))
     if factory is None:
         return ()
-    target = factory.__init__ if isinstance(factory, type) else factory
+    # a class: its own __init__ (mypy's unsoundness warning is about instances, not this)
+    target = factory.__init__ if isinstance(factory, type) else factory  # type: ignore[misc]
     try:
         params = inspect.signature(target).parameters.values()
     except (TypeError, ValueError):

@@ -127,7 +127,7 @@ def rows_for(
     split = split_names(split)
     if split not in ("train", "dev", "test"):
         raise ConfigError(f"{title} has no split {split!r}; expected train, dev (validation) or test")
-    if split == "test" or has_source("dev", data) and (split == "dev" or has_source("train", data)):
+    if split == "test" or (has_source("dev", data) and (split == "dev" or has_source("train", data))):
         if not has_source(split, data):
             flag = {
                 "train": "train: --train-file / train_file",

@@ -34,38 +34,39 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from syntaxformer.data.examples import TaskData, TaskExample, example_seed
-from syntaxformer.data.model_inputs import TOKEN_KEYS, encode_window, with_dependency_trees  # noqa: F401 (public here too)
+from syntaxformer.data.model_inputs import TOKEN_KEYS, encode_window, with_dependency_trees
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.utils import atomic_write
 from syntaxformer.utils import progress as progress_bar
 
 __all__ = [
+    "CONSTITUENCY_MODES",
     "FEATURE_VERSION",
+    "SYNTAX_MODES",
     "TOKEN_KEYS",
     "FeatureDataset",
-    "build_features",
-    "features_cache_dir",
-    "tokenizer_fingerprint",
-    "annotator_identity",
-    "annotator_for",
     "annotate_texts",
     "annotate_token_lists",
+    "annotator_for",
+    "annotator_identity",
+    "build_features",
     "corrupt",
-    "with_dependency_trees",
-    "headrule_sentence",
     "encode_window",
     "example_analyses",
+    "features_cache_dir",
+    "headrule_sentence",
     "syntax_source",
-    "SYNTAX_MODES",
-    "CONSTITUENCY_MODES",
+    "tokenizer_fingerprint",
+    "with_dependency_trees",
 ]
 
 logger = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ class FeatureDataset(torch.utils.data.Dataset):
     # -- storage ---------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Write to one ``.npz`` file atomically (a crash leaves no partial file)."""
-        payload = {f"a_{k}": v for k, v in self.arrays.items()}
+        payload: dict[str, Any] = {f"a_{k}": v for k, v in self.arrays.items()}
         payload["offsets"] = self.offsets
         payload["guids"] = np.asarray(self.guids, dtype=str)
         payload["meta"] = np.asarray(json.dumps(self.meta))
@@ -139,7 +140,7 @@ class FeatureDataset(torch.utils.data.Dataset):
             np.savez(f, **payload)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "FeatureDataset":
+    def load(cls, path: str | os.PathLike) -> FeatureDataset:
         """Read a file written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as z:
             arrays = {k[2:]: z[k] for k in z.files if k.startswith("a_")}
@@ -338,7 +339,7 @@ def build_features(
                 ds.meta.update(cache="hit", cache_file=str(path))
                 logger.info("%s %s: %d examples loaded from the features cache %s", task_name, split, len(ds), path)
                 return ds
-        except Exception as e:  # unreadable / truncated file: rebuild it
+        except Exception as e:  # noqa: BLE001 - unreadable / truncated file: rebuild it
             logger.warning("features cache %s is unreadable (%s: %s); rebuilding it", path, type(e).__name__, e)
 
     if context.syntax_inputs:

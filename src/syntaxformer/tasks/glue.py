@@ -14,7 +14,7 @@ from syntaxformer.data.readers.glue import read_glue_tsv
 from syntaxformer.tasks.base import register_task
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec, spec_task
 
-__all__ = ["GlueTask", "GLUE_SPECS"]
+__all__ = ["GLUE_SPECS", "GlueTask"]
 
 
 class GlueTask(SentenceTask):

@@ -11,27 +11,29 @@ constant input is ``nan`` (a warning-free ``nan``: the score really is undefined
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
 
 __all__ = [
-    "bleu_metric",
-    "corpus_bleu",
+    "METRICS",
     "accuracy",
+    "bleu_metric",
+    "compute_metrics",
+    "corpus_bleu",
     "f1_binary",
     "matthews_corrcoef",
     "pearson",
-    "spearman",
     "rankdata",
-    "METRICS",
-    "compute_metrics",
+    "spearman",
 ]
 
 
-def _pair(predictions: Sequence, labels: Sequence, dtype=None) -> tuple[np.ndarray, np.ndarray]:
+def _pair(predictions: ArrayLike, labels: ArrayLike, dtype=None) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(predictions, dtype=dtype).reshape(-1)
     y = np.asarray(labels, dtype=dtype).reshape(-1)
     if p.shape != y.shape:
@@ -41,13 +43,13 @@ def _pair(predictions: Sequence, labels: Sequence, dtype=None) -> tuple[np.ndarr
     return p, y
 
 
-def accuracy(predictions: Sequence, labels: Sequence) -> float:
+def accuracy(predictions: ArrayLike, labels: ArrayLike) -> float:
     """Fraction of predictions equal to the label."""
     p, y = _pair(predictions, labels)
     return float(np.mean(p == y))
 
 
-def f1_binary(predictions: Sequence, labels: Sequence, positive: int = 1) -> float:
+def f1_binary(predictions: ArrayLike, labels: ArrayLike, positive: int = 1) -> float:
     """F1 of the positive class: ``2 TP / (2 TP + FP + FN)`` (0.0 if there is no true or predicted positive)."""
     p, y = _pair(predictions, labels)
     tp = np.sum((p == positive) & (y == positive))
@@ -57,7 +59,7 @@ def f1_binary(predictions: Sequence, labels: Sequence, positive: int = 1) -> flo
     return float(2 * tp / denom) if denom else 0.0
 
 
-def matthews_corrcoef(predictions: Sequence, labels: Sequence) -> float:
+def matthews_corrcoef(predictions: ArrayLike, labels: ArrayLike) -> float:
     """Matthews correlation coefficient (multi-class form of Gorodkin, 2004; the binary MCC for two classes).
 
     ``(c s - sum_k p_k t_k) / sqrt((s^2 - sum_k p_k^2) (s^2 - sum_k t_k^2))`` with ``c`` the number of correct
@@ -80,7 +82,7 @@ def matthews_corrcoef(predictions: Sequence, labels: Sequence) -> float:
     return float(cov_yp / denom) if denom > 0 else 0.0
 
 
-def pearson(predictions: Sequence, labels: Sequence) -> float:
+def pearson(predictions: ArrayLike, labels: ArrayLike) -> float:
     """Pearson correlation coefficient (``nan`` if either input is constant)."""
     p, y = _pair(predictions, labels, np.float64)
     dp, dy = p - p.mean(), y - y.mean()
@@ -90,7 +92,7 @@ def pearson(predictions: Sequence, labels: Sequence) -> float:
     return float(np.clip(np.sum(dp * dy) / denom, -1.0, 1.0))
 
 
-def rankdata(values: Sequence) -> np.ndarray:
+def rankdata(values: ArrayLike) -> np.ndarray:
     """Ranks 1..n, ties given the mean of the ranks they span (scipy's ``rankdata(method="average")``)."""
     a = np.asarray(values, dtype=np.float64).reshape(-1)
     order = np.argsort(a, kind="mergesort")
@@ -106,14 +108,14 @@ def rankdata(values: Sequence) -> np.ndarray:
     return ranks
 
 
-def spearman(predictions: Sequence, labels: Sequence) -> float:
+def spearman(predictions: ArrayLike, labels: ArrayLike) -> float:
     """Spearman rank correlation: Pearson correlation of the (tie-averaged) ranks."""
     p, y = _pair(predictions, labels, np.float64)
     return pearson(rankdata(p), rankdata(y))
 
 
 #: Metric name -> function(predictions, labels).
-METRICS: dict[str, Callable[[Sequence, Sequence], float]] = {
+METRICS: dict[str, Callable[[ArrayLike, ArrayLike], float]] = {
     "accuracy": accuracy,
     "f1": f1_binary,
     "matthews_correlation": matthews_corrcoef,
@@ -122,7 +124,7 @@ METRICS: dict[str, Callable[[Sequence, Sequence], float]] = {
 }
 
 
-def compute_metrics(names: Sequence[str], predictions: Sequence, labels: Sequence) -> dict[str, float]:
+def compute_metrics(names: Sequence[str], predictions: ArrayLike, labels: ArrayLike) -> dict[str, float]:
     """Several metrics at once; with two correlation metrics, also their mean (``"combined_score"``).
 
     Args:

@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from syntaxformer.data.examples import question_words
 from syntaxformer.data.align import AlignedExample, SyntaxAligner
+from syntaxformer.data.examples import question_words
 from syntaxformer.data.readers.race import (
     LEVELS,
     OPTION_LETTERS,
@@ -52,13 +53,13 @@ from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 
 __all__ = [
-    "RaceTask",
     "RaceFeature",
     "RaceFeatures",
     "RaceFeaturizer",
+    "RaceTask",
     "feature_arrays",
-    "race_collate",
     "race_accuracy",
+    "race_collate",
     "snippet",
 ]
 
@@ -337,7 +338,7 @@ class RaceTask(Task):
     metric_names = ("accuracy_all", "accuracy_middle", "accuracy_high")
     splits = ("train", "dev", "test")
     #: Default sources under ``<data_dir>/`` (default ``<shared data>/race``).
-    default_files = {"train": "RACE_train.tar.gz", "dev": "dev", "test": "test"}
+    default_files: ClassVar[dict[str, str]] = {"train": "RACE_train.tar.gz", "dev": "dev", "test": "test"}
 
     def training_defaults(self) -> dict[str, Any]:
         """The defaults of the RACE runs; the batches are ``[B, C, L]`` items without a top-level ``input_ids``,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from syntaxformer.data.readers.glue import TsvLayout
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError, SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext
 
-__all__ = ["TaskSpec", "SentenceTask", "spec_task", "load_hub_split", "logits_to_predictions", "SPLITS"]
+__all__ = ["SPLITS", "SentenceTask", "TaskSpec", "load_hub_split", "logits_to_predictions", "spec_task"]
 
 logger = logging.getLogger(__name__)
 
@@ -270,9 +271,10 @@ class SentenceTask(Task):
 
     def label_name(self, value: Any) -> Any:
         """A prediction as written in output files: the label string, or the value to 4 decimals."""
-        if self.is_regression:
+        labels = self.spec.labels
+        if labels is None:  # regression
             return round(float(value), 4)
-        return self.spec.labels[int(value)]
+        return labels[int(value)]
 
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
         return [

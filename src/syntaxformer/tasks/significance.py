@@ -27,8 +27,9 @@ analysis code that uses them; :mod:`syntaxformer.analysis.significance` keeps th
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,15 +37,15 @@ from syntaxformer.errors import InputError, MissingDependencyError
 from syntaxformer.tasks.metrics import METRICS
 
 __all__ = [
-    "TestResult",
-    "paired_bootstrap",
-    "bootstrap_ci",
-    "seed_ci",
-    "mcnemar",
-    "paired_t_test",
-    "paired_bleu_test",
-    "paired_prediction_tests",
     "BLEU_TESTS",
+    "TestResult",
+    "bootstrap_ci",
+    "mcnemar",
+    "paired_bleu_test",
+    "paired_bootstrap",
+    "paired_prediction_tests",
+    "paired_t_test",
+    "seed_ci",
 ]
 
 #: sacreBLEU's paired tests: ``"bs"`` paired bootstrap (1,000 resamples), ``"ar"`` approximate randomisation

@@ -10,7 +10,7 @@ from syntaxformer.data.readers.snli import read_snli_examples
 from syntaxformer.tasks.base import register_task
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec, spec_task
 
-__all__ = ["SnliTask", "SNLI_SPEC"]
+__all__ = ["SNLI_SPEC", "SnliTask"]
 
 #: Files: ``s1.<split>`` (with ``s2`` / ``labels`` beside it) or ``snli_1.0_<split>*.jsonl``.
 SNLI_SPEC = TaskSpec(

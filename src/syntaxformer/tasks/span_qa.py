@@ -12,8 +12,9 @@ can travel in an exported model folder.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -263,13 +264,19 @@ def postprocess_predictions(
             cand_s, cand_e = np.flatnonzero(start_ok), np.flatnonzero(valid)  # n-best among passage tokens
             top_s = cand_s[np.argsort(-s[cand_s], kind="stable")[:n_best]].tolist()
             top_e = cand_e[np.argsort(-e[cand_e], kind="stable")[:n_best]].tolist()
-            for k in top_s:
-                for l in top_e:
-                    if l < k or l - k + 1 > max_answer_length:
+            for ps in top_s:
+                for pe in top_e:
+                    if pe < ps or pe - ps + 1 > max_answer_length:
                         continue
-                    a, b = int(poff[k, 0]), int(poff[l, 1])
+                    a, b = int(poff[ps, 0]), int(poff[pe, 1])
                     cands.append(
-                        {"text": ex.context[a:b], "score": float(s[k] + e[l]), "start": a, "end": b, "window": f.window}
+                        {
+                            "text": ex.context[a:b],
+                            "score": float(s[ps] + e[pe]),
+                            "start": a,
+                            "end": b,
+                            "window": f.window,
+                        }
                     )
         cands.sort(key=lambda c: -c["score"])
         # Same text from overlapping windows: keep its best occurrence.

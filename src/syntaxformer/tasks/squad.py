@@ -37,8 +37,9 @@ questions themselves.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,19 +56,19 @@ from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared
 )
 
 __all__ = [
-    "SquadTask",
+    "LABEL_KEYS",
+    "VERIFIERS",
     "SquadFeature",
     "SquadFeatures",
     "SquadFeaturizer",
     "SquadPredictions",
+    "SquadTask",
     "answer_token_span",
     "feature_arrays",
-    "postprocess_predictions",
-    "threshold_split",
-    "threshold_note",
     "json_safe_scores",
-    "VERIFIERS",
-    "LABEL_KEYS",
+    "postprocess_predictions",
+    "threshold_note",
+    "threshold_split",
 ]
 
 #: Answer-verifier modes: none, ``joint`` (a [CLS] answerability classifier trained with the span head on one

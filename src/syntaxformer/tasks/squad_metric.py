@@ -43,8 +43,9 @@ import json
 import math
 import re
 import string
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from syntaxformer.errors import DataError
 from syntaxformer.utils import open_text
@@ -225,7 +226,7 @@ def squad_evaluate(
     has_answer = {q: any(a for a in answers) for q, answers in gold.items()}
     scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
     em, f1 = raw_scores(scored, preds)
-    probs = {q: float(na_probs.get(q, 0.0)) for q in gold} if na_probs is not None else {q: 0.0 for q in gold}
+    probs = {q: float(na_probs.get(q, 0.0)) for q in gold} if na_probs is not None else dict.fromkeys(gold, 0.0)
     em_t = apply_no_answer_threshold(em, probs, has_answer, na_prob_thresh)
     f1_t = apply_no_answer_threshold(f1, probs, has_answer, na_prob_thresh)
     qids = list(gold)

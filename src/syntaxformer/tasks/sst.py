@@ -22,7 +22,7 @@ from syntaxformer.errors import ConfigError
 from syntaxformer.tasks.base import register_task
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec, spec_task
 
-__all__ = ["SstTreeTask", "SST_SPECS", "SST_CONSTITUENCY_SOURCE"]
+__all__ = ["SST_CONSTITUENCY_SOURCE", "SST_SPECS", "SstTreeTask"]
 
 #: How the constituency trees of the SST tree tasks are described in ``metrics.json``.
 SST_CONSTITUENCY_SOURCE = "gold SST trees"

@@ -21,8 +21,9 @@ Data flow (the runner's, see :mod:`syntaxformer.tasks.base`)::
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 from syntaxformer.tasks.featurize import annotator_for
 
-__all__ = ["ARMS", "TranslationTask", "encode_pairs", "collate_pairs", "PAD_VALUES"]
+__all__ = ["ARMS", "PAD_VALUES", "TranslationTask", "collate_pairs", "encode_pairs"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class TranslationTask(Task):
     head = "seq2seq"
     metric_names = ("bleu",)
     splits = ("train", "dev", "test")
-    unused_options = {
+    unused_options: ClassVar[Mapping[str, str]] = {
         "model_name_or_path": "the translation model is trained from scratch (its size: --set preset=NAME)",
         "model_type": "the arm chooses the model (--set arm=baseline|syntax|sgnet|both)",
         "max_length": "use --set max_source_length=N / max_target_length=N / max_eval_source_length=N",
@@ -126,7 +127,7 @@ class TranslationTask(Task):
 
         if isinstance(features, str):
             features = [f for f in features.split(",") if f]
-        model = {"features": list(features), "use_sg_layer": bool(use_sg_layer), "sg_mask": sg_mask}
+        model: dict[str, Any] = {"features": list(features), "use_sg_layer": bool(use_sg_layer), "sg_mask": sg_mask}
         if arm is not None:
             if arm not in ARMS:
                 raise ConfigError(f"unknown translation arm {arm!r}; expected one of {', '.join(ARMS)}")
@@ -149,6 +150,7 @@ class TranslationTask(Task):
                 "files too: --set valid_source=FILE --set valid_target=FILE (Multi30k's validation set "
                 "stands in only when training on Multi30k)"
             )
+        sets: dict[str, Sequence[str] | None]
         if eval_sets is None:
             sets = {} if train_source else {"test2016": None}
         else:
@@ -335,6 +337,10 @@ class TranslationTask(Task):
         if shared is not None and (shared / "source_tokenizer" / "tokenizer.json").is_file():
             src, tgt = load_tokenizers(shared)
         else:
+            if train_data.targets is None:
+                raise DataError(
+                    f"the training data {train_data.name!r} has no target sentences to train a tokenizer on"
+                )
             src = train_bpe(train_data.sources, self.source_vocab_size)
             tgt = train_bpe(train_data.targets, self.target_vocab_size)
             if shared is not None:

@@ -9,8 +9,8 @@ Typical use::
 
 from typing import Any
 
-from syntaxformer.training.config import RunConfig, load_config
 from syntaxformer.training.comparison import compare, format_comparison
+from syntaxformer.training.config import RunConfig, load_config
 from syntaxformer.training.run import evaluate, predict, train
 
 __all__ = ["RunConfig", "SyntaxTrainer", "compare", "evaluate", "format_comparison", "load_config", "predict", "train"]

@@ -9,14 +9,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from torch.utils.data import Sampler
 
 from syntaxformer.errors import ConfigError
 
-__all__ = ["length_batches", "LengthGroupedBatchSampler"]
+__all__ = ["LengthGroupedBatchSampler", "length_batches"]
 
 
 def length_batches(
@@ -31,9 +31,9 @@ def length_batches(
     n = len(lengths)
     if batch_size < 1:
         raise ConfigError(f"batch_size must be positive, got {batch_size}")
-    lengths = np.asarray(lengths)
+    sizes = np.asarray(lengths)
     if not shuffle:
-        order = np.argsort(-lengths, kind="stable")
+        order = np.argsort(-sizes, kind="stable")
         return [order[i : i + batch_size].tolist() for i in range(0, n, batch_size)]
     rng = np.random.default_rng(seed)
     perm = rng.permutation(n)
@@ -41,9 +41,9 @@ def length_batches(
     step = bucket * batch_size
     for s in range(0, n, step):
         chunk = perm[s : s + step]
-        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        chunk = chunk[np.argsort(sizes[chunk], kind="stable")]
         batches.extend(chunk[i : i + batch_size].tolist() for i in range(0, len(chunk), batch_size))
-    rng.shuffle(batches)  # type: ignore[arg-type]
+    rng.shuffle(batches)
     return batches
 
 

@@ -20,23 +20,24 @@ import logging
 import os
 import re
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from syntaxformer.errors import DataError
 
 __all__ = [
-    "checkpoint_problems",
-    "checkpoint_step",
-    "list_checkpoints",
-    "latest_intact_checkpoint",
-    "set_aside_damaged",
-    "remove_orphan_temp_files",
-    "run_fingerprint",
-    "write_fingerprint",
-    "check_fingerprint",
     "FINGERPRINT_FILE",
     "RESUME_FREE_OPTIONS",
+    "check_fingerprint",
+    "checkpoint_problems",
+    "checkpoint_step",
+    "latest_intact_checkpoint",
+    "list_checkpoints",
+    "remove_orphan_temp_files",
+    "run_fingerprint",
+    "set_aside_damaged",
+    "write_fingerprint",
 ]
 
 logger = logging.getLogger(__name__)
@@ -84,8 +85,8 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
-    found = [p for p in folder.iterdir() if p.is_dir() and checkpoint_step(p) is not None]
-    return sorted(found, key=checkpoint_step, reverse=True)
+    steps = {p: step for p in folder.iterdir() if p.is_dir() and (step := checkpoint_step(p)) is not None}
+    return sorted(steps, key=steps.__getitem__, reverse=True)
 
 
 def _archive_problem(path: Path) -> str | None:
@@ -119,7 +120,7 @@ def _weights_problem(path: Path) -> str | None:
 
             with safe_open(str(path), framework="pt") as f:
                 list(f.keys())
-        except Exception as e:  # safetensors raises its own error type for a truncated or garbled file
+        except Exception as e:  # noqa: BLE001 - safetensors raises its own error type for a truncated or garbled file
             return f"{path.name} is truncated or damaged ({' '.join(str(e).split())[:120]})"
         return None
     return _archive_problem(path)
@@ -187,7 +188,8 @@ def set_aside_damaged(output_dir: str | os.PathLike, resume_from: str | os.PathL
     start = checkpoint_step(resume_from)
     moved = []
     for path in list_checkpoints(output_dir):
-        if start is None or checkpoint_step(path) <= start or not checkpoint_problems(path):
+        step = checkpoint_step(path)
+        if start is None or step is None or step <= start or not checkpoint_problems(path):
             continue
         target = path.with_name(f"damaged-{path.name}")
         n = 1

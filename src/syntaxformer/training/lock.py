@@ -31,7 +31,7 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["RunLock", "LOCK_FILE", "lock_owner"]
+__all__ = ["LOCK_FILE", "RunLock", "lock_owner"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class RunLock:
         self._fd: int | None = None
         self._created = False
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         self.acquire()
         return self
 

@@ -16,10 +16,11 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-__all__ = ["MODEL_CARD_FILE", "PAPERS", "model_card", "write_model_card", "cli_command"]
+__all__ = ["MODEL_CARD_FILE", "PAPERS", "cli_command", "model_card", "write_model_card"]
 
 MODEL_CARD_FILE = "README.md"
 
@@ -99,7 +100,7 @@ def _short(value: Any) -> str:
 def _model_options(model_config: Any) -> dict[str, Any]:
     try:
         data = model_config.to_diff_dict()
-    except Exception:  # a config that cannot diff itself: every key
+    except Exception:  # noqa: BLE001 - a config that cannot diff itself: every key
         data = model_config.to_dict()
     return {k: v for k, v in sorted(data.items()) if k not in _NOT_OPTIONS and not k.startswith("_")}
 

@@ -8,8 +8,9 @@ Used by ``compare`` (:mod:`syntaxformer.training.comparison`) and by the run-fol
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from syntaxformer.errors import InputError
 

@@ -19,12 +19,12 @@ import contextlib
 import json
 import os
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from syntaxformer.errors import DataError, SyntaxformerError
 
-__all__ = ["model_folder_problem", "loading_model", "WEIGHT_FILES"]
+__all__ = ["WEIGHT_FILES", "loading_model", "model_folder_problem"]
 
 #: The files that hold a saved model's weights (one of them, or a sharded index with its shards).
 WEIGHT_FILES = (

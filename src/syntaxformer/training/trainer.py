@@ -8,29 +8,27 @@ the new parameters' learning rate, and the LISA loss of Syntax-BERT logged besid
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
-from transformers import PreTrainedModel, Trainer, TrainerCallback
-from transformers import Seq2SeqTrainer
+from transformers import PreTrainedModel, Seq2SeqTrainer, Trainer, TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
 
 from syntaxformer.errors import InputError
 
 __all__ = [
+    "EPOCH_RNG_FILE",
+    "LOSS_FILE",
+    "LoggingCallback",
+    "SyntaxSeq2SeqTrainer",
     "SyntaxTrainer",
     "encoder_parameter_prefix",
     "gate_parameter_names",
     "new_parameter_names",
     "precision_flags",
-    "LoggingCallback",
-    "SyntaxSeq2SeqTrainer",
-    "LOSS_FILE",
-    "EPOCH_RNG_FILE",
 ]
 
 logger = logging.getLogger(__name__)
@@ -93,7 +91,13 @@ LOSS_FILE = "loss_sum.json"
 EPOCH_RNG_FILE = "epoch_rng_state.pt"
 
 
-class _Resumable:
+if TYPE_CHECKING:
+    _TrainerBase = Trainer  # what the mixin below is mixed into
+else:
+    _TrainerBase = object
+
+
+class _Resumable(_TrainerBase):
     """What a run needs to be resumed as if it had never stopped, on top of the Trainer's checkpoints.
 
     * **Training loss over all steps.** ``Trainer.train`` reports the mean loss of the steps it ran itself, so a
@@ -194,7 +198,7 @@ def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
     try:
         saved = torch.load(os.path.join(checkpoint, EPOCH_RNG_FILE), weights_only=True)
         return int(saved["epoch_start_step"]), saved["cpu_rng_state"]
-    except Exception:  # absent (an older version's checkpoint) or unreadable: the Trainer's own behaviour
+    except Exception:  # noqa: BLE001 - absent (an older version's checkpoint) or unreadable: the Trainer's own behaviour
         logger.info(
             "%s has no readable %s: a resume in the middle of an epoch may see another data order",
             checkpoint,
@@ -241,6 +245,8 @@ class SyntaxTrainer(_Resumable, Trainer):
 
     def create_optimizer(self, model: nn.Module | None = None) -> torch.optim.Optimizer:
         opt_model = self.model if model is None else model
+        if opt_model is None:
+            raise InputError("create_optimizer needs a model (the Trainer was built without one)")
         gates = gate_parameter_names(opt_model) if self.gate_lr is not None else set()
         if self.optimizer is None and (self.new_params_lr is not None or gates):
             decay = set(self.get_decay_parameter_names(opt_model)) - gates
@@ -263,7 +269,11 @@ class SyntaxTrainer(_Resumable, Trainer):
             if self.optimizer_cls_and_kwargs is not None:
                 optimizer_cls, optimizer_kwargs = self.optimizer_cls_and_kwargs
             else:
-                optimizer_cls, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(self.args, opt_model)
+                # transformers annotates the model as a PreTrainedModel; any module works (its own Trainer passes one)
+                optimizer_cls, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(
+                    self.args,
+                    opt_model,  # type: ignore[arg-type]
+                )
             optimizer_kwargs = {k: v for k, v in optimizer_kwargs.items() if k not in ("params", "model")}
             self.optimizer = optimizer_cls(groups, **optimizer_kwargs)
         return super().create_optimizer(model)
@@ -296,10 +306,10 @@ class SyntaxTrainer(_Resumable, Trainer):
         return float(total) / n if n else None
 
     def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
-        if "loss" in logs and self._lisa_sums["train"][1]:
-            logs["lisa_loss"] = self._take_lisa("train")
-        if "eval_loss" in logs and self._lisa_sums["eval"][1]:
-            logs["eval_lisa_loss"] = self._take_lisa("eval")
+        if "loss" in logs and self._lisa_sums["train"][1] and (lisa := self._take_lisa("train")) is not None:
+            logs["lisa_loss"] = lisa
+        if "eval_loss" in logs and self._lisa_sums["eval"][1] and (lisa := self._take_lisa("eval")) is not None:
+            logs["eval_lisa_loss"] = lisa
         super().log(logs, *args, **kwargs)
 
     def _get_eval_sampler(self, eval_dataset: Any) -> Any:
@@ -404,7 +414,7 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
 
         if self.train_dataset is None:
             raise InputError("SyntaxSeq2SeqTrainer.train needs a train_dataset")
-        dataset = self.train_dataset
+        dataset: Any = self.train_dataset  # map-style: indexable, with a length
         lengths = [len(dataset[i]["input_ids"]) + len(dataset[i].get("labels", ())) for i in range(len(dataset))]
         sampler = LengthGroupedBatchSampler(lengths, self._train_batch_size, self.args.seed, self.length_bucket)
         collator = self._get_collator_with_removed_columns(self.data_collator, description="training")
@@ -475,6 +485,8 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
             from transformers import get_inverse_sqrt_schedule
 
             optimizer = self.optimizer if optimizer is None else optimizer
+            if optimizer is None:
+                raise InputError("create_scheduler needs the optimizer (create_optimizer runs first)")
             schedule = get_inverse_sqrt_schedule(
                 optimizer, num_warmup_steps=self.args.get_warmup_steps(num_training_steps)
             ).lr_lambdas[0]

@@ -12,8 +12,9 @@ bootstrap or approximate randomisation).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -21,7 +22,7 @@ from syntaxformer.errors import DataError
 from syntaxformer.tasks.metrics import corpus_bleu
 from syntaxformer.utils import progress
 
-__all__ = ["TranslationModel", "translate", "translate_and_score", "corpus_bleu", "load_translation_model"]
+__all__ = ["TranslationModel", "corpus_bleu", "load_translation_model", "translate", "translate_and_score"]
 
 
 class TranslationModel:
@@ -113,8 +114,8 @@ def translate(
     """
     from syntaxformer.data.bpe import BOS_ID
     from syntaxformer.data.readers.parallel import ParallelCorpus
-    from syntaxformer.modeling.seq2seq import default_max_new_tokens
     from syntaxformer.data.translation_pairs import collate_pairs, encode_pairs
+    from syntaxformer.modeling.seq2seq import default_max_new_tokens
     from syntaxformer.training.batching import length_batches
 
     sources = list(sources)

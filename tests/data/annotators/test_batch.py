@@ -30,7 +30,7 @@ def reference():
     """The default spaCy annotator without a cache: every call parses."""
     try:
         return make_annotator(cache=None, progress=False)
-    except Exception as e:  # pragma: no cover - the offline pipeline is a dev dependency
+    except Exception as e:  # noqa: BLE001  # pragma: no cover - the offline pipeline is a dev dependency
         pytest.skip(f"spaCy pipeline not available: {e}")
 
 

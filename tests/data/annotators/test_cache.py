@@ -106,7 +106,7 @@ def _cache_worker(path: str, n: int, go, results) -> None:
         found = len(cache.get_many([_key(str(i)) for i in range(n)]))
         cache.put_many({_key(f"{os.getpid()}-{i}"): {"i": i} for i in range(50)})
         results.put(("ok", os.getpid(), found))
-    except Exception as e:  # reported to the parent, which fails the test
+    except Exception as e:  # noqa: BLE001 - reported to the parent, which fails the test
         results.put(("error", os.getpid(), f"{type(e).__name__}: {e}"))
 
 

@@ -7,7 +7,7 @@ scheme ``chain``, and runs it through ``make_annotator`` and the aligner / colla
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest

@@ -7,7 +7,6 @@ import pytest
 from syntaxformer.data import Annotator, make_annotator
 from syntaxformer.data.annotators import PreparsedAnnotator, SpacyAnnotator, annotator_schemes, register_annotator
 from syntaxformer.errors import AnnotatorError, MissingDependencyError, SyntaxformerError
-
 from tests.data.annotators.test_preparsed import CONLLU
 
 

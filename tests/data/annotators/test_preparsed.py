@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from syntaxformer.data.annotators import PreparsedAnnotator
-from syntaxformer.errors import ParseNotFoundError
 from syntaxformer.data.sentence import Document, Sentence, write_jsonl
+from syntaxformer.errors import ParseNotFoundError
 
 # What Stanza / UDPipe write: one block per sentence, each with its own "# text".
 CONLLU = """\
@@ -124,8 +124,7 @@ def test_preparsed_cache_key_is_the_file_content(tmp_path):
 
 
 def test_preparsed_bad_file_or_format(tmp_path):
-    from syntaxformer.errors import AnnotatorError
-    from syntaxformer.errors import FormatError
+    from syntaxformer.errors import AnnotatorError, FormatError
 
     with pytest.raises(AnnotatorError, match="not found"):
         PreparsedAnnotator(tmp_path / "missing.conllu")

@@ -7,8 +7,7 @@ import pytest
 from syntaxformer.data.annotators.cache import ParseCache, make_key
 from syntaxformer.data.annotators.spacy import SpacyAnnotator, _chunks, load_pipeline
 from syntaxformer.data.sentence import Document, Sentence
-from syntaxformer.errors import AnnotatorError
-from syntaxformer.errors import MissingDependencyError
+from syntaxformer.errors import AnnotatorError, MissingDependencyError
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +78,7 @@ def test_annotate_drops_whitespace_tokens_and_keeps_the_tree(annotator):
 
 
 def test_annotate_pretokenized_gives_one_tree_per_input(annotator, nlp):
-    words = "The dog barked . The cat ran away . It was fun".split()
+    words = ["The", "dog", "barked", ".", "The", "cat", "ran", "away", ".", "It", "was", "fun"]
     free = nlp(" ".join(words))
     assert len(list(free.sents)) > 1  # left alone, the parser would split these words
     (s,) = annotator.annotate_pretokenized([words])

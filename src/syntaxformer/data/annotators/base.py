@@ -24,7 +24,7 @@ to make it available by name, :func:`~syntaxformer.data.annotators.factory.regis
 from __future__ import annotations
 
 import abc
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from syntaxformer.data.sentence import Document, Sentence
 

@@ -34,14 +34,15 @@ Columns (``prefix`` + name) per row:
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.constituency import Tree
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import AnnotatorError, MissingDependencyError
 
-__all__ = ["BatchAnnotator", "document_from_row", "sentence_from_row", "SENTENCE_FIELDS", "MODES"]
+__all__ = ["MODES", "SENTENCE_FIELDS", "BatchAnnotator", "document_from_row", "sentence_from_row"]
 
 #: The Sentence fields stored as columns (``text`` too in pretokenized mode), and the row-level ``source``.
 SENTENCE_FIELDS: tuple[str, ...] = (

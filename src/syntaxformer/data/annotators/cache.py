@@ -35,7 +35,8 @@ import logging
 import os
 import sqlite3
 import time
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from syntaxformer.errors import DataError
 
@@ -405,7 +406,7 @@ class ParseCache:
     def close(self) -> None:
         """Nothing to release: every operation opens and closes its own connection (kept for ``with``)."""
 
-    def __enter__(self) -> "ParseCache":
+    def __enter__(self) -> ParseCache:
         return self
 
     def __exit__(self, *exc: object) -> None:

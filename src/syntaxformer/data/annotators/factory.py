@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.preparsed import PREPARSED_FORMATS, PreparsedAnnotator
@@ -26,7 +27,7 @@ from syntaxformer.data.annotators.spacy import SpacyAnnotator, pipeline_location
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
 from syntaxformer.errors import AnnotatorError
 
-__all__ = ["make_annotator", "register_annotator", "annotator_schemes"]
+__all__ = ["annotator_schemes", "make_annotator", "register_annotator"]
 
 #: ``factory(arg, **options) -> Annotator``: ``arg`` is the spec after ``"scheme:"``, ``options`` are
 #: :func:`make_annotator`'s keyword arguments (``cache``, ``progress`` and any others).

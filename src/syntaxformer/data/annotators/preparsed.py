@@ -28,13 +28,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import AnnotatorError, FormatError, ParseNotFoundError
 
-__all__ = ["PreparsedAnnotator", "PREPARSED_FORMATS"]
+__all__ = ["PREPARSED_FORMATS", "PreparsedAnnotator"]
 
 #: File formats and the extensions that select them.
 PREPARSED_FORMATS: dict[str, tuple[str, ...]] = {"conllu": (".conllu", ".conll"), "jsonl": (".jsonl",)}
@@ -192,13 +192,13 @@ class PreparsedAnnotator(Annotator):
             record, run = self._docs[key]
             return Document(self._place(run, text), text=text, doc_id=record.doc_id, metadata=dict(record.metadata))
         found = self._by_text.get(key)
-        run = found[:1] if found is not None else self._find_run(key)
-        if run is None:
+        matched = found[:1] if found is not None else self._find_run(key)
+        if matched is None:
             raise ParseNotFoundError(
                 f"no parse of the text {_clip(text)} in {self.path} ({len(self)} sentences; "
                 "texts are matched on their whitespace-normalised text)"
             )
-        return Document(self._place(run, text), text=text)
+        return Document(self._place(matched, text), text=text)
 
     def _find_run(self, key: str) -> list[int] | None:
         """Indices of consecutive sentences whose texts, joined by spaces, are ``key``."""

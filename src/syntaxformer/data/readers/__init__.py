@@ -13,6 +13,7 @@ from syntaxformer.data.readers.table import Table, read_table
 
 __all__ = [
     "ParallelCorpus",
+    "Table",
     "TsvLayout",
     "read_conllu",
     "read_corpus",
@@ -27,6 +28,5 @@ __all__ = [
     "read_sst",
     "read_sst_examples",
     "read_table",
-    "Table",
     "write_conllu",
 ]

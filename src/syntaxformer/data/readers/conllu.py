@@ -30,14 +30,15 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import IO, Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
-from syntaxformer.data.tree import find_cycle
 from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.data.tree import find_cycle
 from syntaxformer.errors import FormatError, TreeError
 from syntaxformer.utils import open_text
 
-__all__ = ["read_conllu", "parse_conllu", "format_conllu", "sentence_to_conllu", "write_conllu"]
+__all__ = ["format_conllu", "parse_conllu", "read_conllu", "sentence_to_conllu", "write_conllu"]
 
 SOURCE = "gold:conllu"
 # metadata keys that hold columns / structure rather than comments (never written as "# key = value")
@@ -70,7 +71,7 @@ def read_conllu(path: str | os.PathLike | IO[str], source: str | None = None) ->
         with open_text(path, encoding="utf-8-sig") as f:
             yield from _read_lines(f, name)
     else:
-        yield from _read_lines(path, source or getattr(path, "name", "<stream>"))
+        yield from _read_lines(path, source or str(getattr(path, "name", "<stream>")))
 
 
 def parse_conllu(text: str, source: str = "<string>") -> list[Sentence]:
@@ -450,7 +451,7 @@ def _derived_misc(n: int, offsets: list[tuple[int, int]] | None, mwts: list[dict
     misc = ["_"] * n
     if offsets is None:
         return misc
-    inside = set()
+    inside: set[int] = set()
     for t in mwts or []:
         inside.update(range(int(t["first"]), int(t["last"]) + 1))
     for i in range(n - 1):

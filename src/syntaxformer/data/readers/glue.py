@@ -8,8 +8,8 @@ characters that a CSV reader would merge across lines. Where the texts, labels a
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from syntaxformer.data.examples import TaskExample
 from syntaxformer.errors import FormatError
@@ -36,7 +36,7 @@ class TsvLayout:
     title: str
     columns: Mapping[str, str]
     labels: tuple[str, ...] | None
-    headerless: Mapping[int, int] | Mapping[str, int] | None = None
+    headerless: Mapping[str, int] | None = None
     test_columns: Mapping[str, str] | None = None
 
 

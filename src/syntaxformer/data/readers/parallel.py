@@ -15,9 +15,9 @@ and seeded subsets.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -25,17 +25,17 @@ from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.utils import open_text
 
 __all__ = [
+    "MULTI30K_SPLITS",
     "ParallelCorpus",
     "Segment",
-    "read_parallel",
-    "read_sgm",
-    "read_sgm_pair",
     "corpus_fraction",
     "multi30k",
     "newstest2013",
-    "read_lines",
     "read_corpus",
-    "MULTI30K_SPLITS",
+    "read_lines",
+    "read_parallel",
+    "read_sgm",
+    "read_sgm_pair",
 ]
 
 
@@ -64,7 +64,7 @@ class ParallelCorpus:
     def __len__(self) -> int:
         return len(self.sources)
 
-    def select(self, indices: Sequence[int], name: str | None = None) -> "ParallelCorpus":
+    def select(self, indices: Sequence[int], name: str | None = None) -> ParallelCorpus:
         """The pairs at ``indices`` (in that order)."""
         idx = [int(i) for i in indices]
         return ParallelCorpus(
@@ -158,9 +158,8 @@ def read_sgm(path: str | Path) -> list[Segment]:
             if "docid" not in attrs:
                 raise FormatError("<doc> without a docid attribute", str(path), n)
             doc, seen = attrs["docid"], set()
-        if re.search(r"</doc>", line, re.IGNORECASE):
-            if doc is None:
-                raise FormatError("</doc> without an open <doc>", str(path), n)
+        if re.search(r"</doc>", line, re.IGNORECASE) and doc is None:
+            raise FormatError("</doc> without an open <doc>", str(path), n)
         opens = len(re.findall(r"<seg\b", line, re.IGNORECASE))
         segs = _SEG.findall(line)
         if opens != len(segs):
@@ -228,7 +227,7 @@ def corpus_fraction(corpus: ParallelCorpus, fraction: float, seed: int = 0) -> P
         raise ConfigError(f"fraction must lie in (0, 1], got {fraction}")
     if fraction == 1.0:
         return corpus
-    n = max(1, int(round(fraction * len(corpus))))
+    n = max(1, round(fraction * len(corpus)))
     order = np.random.default_rng(seed).permutation(len(corpus))
     return corpus.select(sorted(order[:n].tolist()), f"{corpus.name} ({fraction:g}, seed {seed})")
 

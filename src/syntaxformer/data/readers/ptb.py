@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from syntaxformer.data.constituency import Tree, read_bracketed, remove_empty, strip_function_tags, unwrap
 from syntaxformer.data.headrules import ptb_to_upos, to_dependencies
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import DataError, FormatError
 
-__all__ = ["read_ptb", "ptb_files", "sentence_from_tree"]
+__all__ = ["ptb_files", "read_ptb", "sentence_from_tree"]
 
 
 def ptb_files(path: str | Path | Iterable[str | Path], pattern: str = "*.mrg") -> list[Path]:

@@ -15,24 +15,25 @@ import dataclasses
 import json
 import random
 import tarfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
 from syntaxformer.utils import open_text
 
 __all__ = [
-    "RaceExample",
     "LEVELS",
     "OPTION_LETTERS",
-    "read_race_file",
-    "parse_race_record",
-    "read_race_dir",
-    "read_race_tarball",
-    "load_race_hub",
+    "RaceExample",
     "examples_from_hub_rows",
+    "load_race_hub",
+    "parse_race_record",
     "race_counts",
+    "read_race_dir",
+    "read_race_file",
+    "read_race_tarball",
 ]
 
 #: The two RACE subsets (RACE-M: middle school, RACE-H: high school).

@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from syntaxformer.data.constituency import Tree
 from syntaxformer.data.examples import TaskExample
@@ -22,13 +24,13 @@ from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import json_lines, open_text
 
 __all__ = [
-    "NLIPair",
-    "TextPair",
     "SNLI_LABELS",
     "UNLABELED",
+    "NLIPair",
+    "TextPair",
+    "read_snli_examples",
     "read_snli_jsonl",
     "read_snli_tokenized",
-    "read_snli_examples",
 ]
 
 logger = logging.getLogger(__name__)

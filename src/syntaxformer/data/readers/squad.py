@@ -14,21 +14,22 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from syntaxformer.errors import ConfigError, FormatError
 from syntaxformer.utils import open_text
 
 __all__ = [
     "SquadExample",
-    "read_squad",
     "examples_from_rows",
-    "load_squad_hub",
-    "squad_counts",
     "gold_answers",
+    "load_squad_hub",
+    "read_squad",
     "split_by_article",
+    "squad_counts",
 ]
 
 
@@ -81,7 +82,7 @@ def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, An
                 ) from None
     where = "the top level"
     try:
-        articles = source["data"] if isinstance(source, Mapping) else source
+        articles: Any = source["data"] if isinstance(source, Mapping) else source  # checked just below
         _expect(articles, list, where)
         out: list[SquadExample] = []
         for a_idx, article in enumerate(articles):
@@ -201,7 +202,7 @@ def split_by_article(
             f"held_out_fraction must lie in [0, 1) (the share of articles held out), got {held_out_fraction}"
         )
     titles = list(dict.fromkeys(e.title for e in examples))
-    ranked = sorted(titles, key=lambda t: hashlib.sha1(f"{seed}:{t}".encode("utf-8")).hexdigest())
+    ranked = sorted(titles, key=lambda t: hashlib.sha1(f"{seed}:{t}".encode()).hexdigest())
     n_held = math.ceil(held_out_fraction * len(titles)) if held_out_fraction > 0 else 0
     if held_out_fraction > 0 and len(titles) >= 2:
         n_held = min(max(n_held, 1), len(titles) - 1)

@@ -13,9 +13,9 @@ classification), each with its gold tree over the unescaped gold tokens.
 
 from __future__ import annotations
 
-from pathlib import Path
 import os
-from typing import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 
 from syntaxformer.data.constituency import Tree, unescape_word
 from syntaxformer.data.examples import TaskExample
@@ -24,7 +24,7 @@ from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import FormatError, InputError, MissingDependencyError
 from syntaxformer.utils import open_text
 
-__all__ = ["read_sst", "read_sst_examples", "spacy_tagger", "SST_LABELS", "SST_MIN_PHRASE_WORDS"]
+__all__ = ["SST_LABELS", "SST_MIN_PHRASE_WORDS", "read_sst", "read_sst_examples", "spacy_tagger"]
 
 #: Phrases (``phrases=True``) must have more than this many words (Syntax-BERT §4.1: "lengths larger than 3").
 SST_MIN_PHRASE_WORDS = 3

@@ -40,26 +40,27 @@ import io
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from syntaxformer.data.examples import file_fingerprint
 from syntaxformer.errors import DataError, FormatError, MissingDependencyError
 from syntaxformer.utils import DuplicateKeyError, json_lines, open_text, unique_keys
 
 __all__ = [
-    "Table",
+    "HUB_SPLITS",
     "TABLE_FORMATS",
     "TEXT_FORMATS",
-    "table_format",
-    "read_table",
-    "load_dataset_table",
+    "Table",
     "dataset_splits",
+    "load_dataset_table",
+    "read_table",
     "require_columns",
-    "HUB_SPLITS",
-    "text_value",
     "split_lines",
+    "table_format",
+    "text_value",
 ]
 
 #: File extension -> format.
@@ -138,6 +139,7 @@ def read_table(
         FormatError: a malformed file (the message names the file and line).
         MissingDependencyError: a ``datasets`` folder without the ``datasets`` package.
     """
+    numbers: list[int] | None  # line numbers of the rows, where the format has lines
     if lines and str(path) == "-":
         columns, rows, numbers = _text_rows(
             _decoded(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
