@@ -70,7 +70,7 @@ class _StderrHandler(logging.StreamHandler):
     """A handler that writes to whatever ``sys.stderr`` is at the time of the message (tests swap it)."""
 
     @property  # type: ignore[override]
-    def stream(self):  # noqa: D102
+    def stream(self):
         return sys.stderr
 
     @stream.setter
