@@ -1,15 +1,19 @@
 """``syntaxformer train``: train SG-Net, Syntax-BERT (or a plain-encoder baseline) on any registered task: GLUE,
 SNLI, SST, SQuAD 2.0, RACE, or the Syntax-Infused Transformer on translation.
 
-Options come from a JSON / YAML config file (``--config``), then ``--set key=value`` overrides, then the explicit
-flags below; see :class:`syntaxformer.training.RunConfig` for every option (model options given at the top level,
-``--set alpha=0.3``, go to its ``model`` section). Runs :func:`syntaxformer.training.run.train`: writes the model,
-``run.json`` and ``metrics.json`` to ``--output-dir`` and prints the dev scores as JSON.
+Every run option is a flag, with dashes or underscores (:mod:`syntaxformer.training.options` generates them): the
+fields of :class:`syntaxformer.training.RunConfig`, the tasks' and the models' options, and every
+``transformers.TrainingArguments`` field under its Hugging Face spelling (``--warmup_ratio``, ``--bf16``,
+``--report_to``, ``--push_to_hub`` ...). The flags win over a JSON / YAML config file (``--config``) with its
+``--set key=value`` overrides, which win over the task's training defaults, which win over the library's. Runs
+:func:`syntaxformer.training.run.train`: writes the model, ``run.json`` and ``metrics.json`` to ``--output-dir`` and
+prints the dev scores as JSON.
 
 Examples::
 
     syntaxformer train --task sst2 --max-train-samples 2000 --epochs 1 --output-dir runs/sst2-sg
     syntaxformer train --config sst2.yaml --set alpha=0.3 --set new_params_lr=1e-4
+    syntaxformer train --task rte --warmup_ratio 0.1 --bf16 --eval_strategy steps --eval_steps 100 --report_to none
     syntaxformer train --config sst2.yaml --resume          # continue after an interrupt
     syntaxformer train --task sst5 --model-type syntax_bert --lisa-layer 3 --output-dir runs/sst5-sbert
     syntaxformer train --task sst2_trees --model-type syntax_bert --set syntax_bert_options.aggregation=sum

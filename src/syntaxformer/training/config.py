@@ -16,8 +16,12 @@ Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--
 ``--set use_sg_layer=false`` and ``--set max_train_samples=null`` do what they look like.
 ``training_args.<name>=value`` sets any ``transformers.TrainingArguments`` field not covered here.
 
-**Routing** (:meth:`RunConfig.from_dict`), so that older configs and command lines keep working:
+**Routing** (:meth:`RunConfig.from_dict`; the order is in :mod:`syntaxformer.training.options`), so that older configs,
+command lines and Hugging Face habits keep working:
 
+* Hugging Face spellings of run options (``max_seq_length``, ``validation_file``, ``warmup_ratio``, ``bf16`` /
+  ``fp16``, ``resume_from_checkpoint`` ...: :data:`~syntaxformer.training.options.HF_SPELLINGS`) become the options
+  they set;
 * a top-level key that is an option of the task (``doc_stride``, ``verifier`` for ``squad2``; ``arm``, ``fraction``
   for ``translation``: a keyword of the task's constructor) goes to ``task_options``;
 * any other top-level key that is an option of a model config (``use_sg_layer``, ``alpha``, ``pooling``, ``aggregation``,
@@ -25,7 +29,9 @@ Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--
 * ``model_kwargs.<name>`` and ``syntax_bert_options.<name>`` go to ``model.<name>``;
 * shorthands: ``trees: both|dependency|constituency`` -> ``model.use_dependency`` / ``model.use_constituency``;
   ``use_syntax: false`` -> ``model.syntax_layers: []`` and, unless set, ``model.aggregation: mean`` (no
-  sub-networks, so no topical query to train); ``sst_phrases`` -> ``task_options.phrases``.
+  sub-networks, so no topical query to train); ``sst_phrases`` -> ``task_options.phrases``;
+* any other top-level key that is a ``transformers.TrainingArguments`` field (``report_to``, ``optim``,
+  ``push_to_hub`` ...) goes to ``training_args``.
 
 The ``model`` section is validated by the model's own config class (unknown names and invalid values are a
 :class:`~syntaxformer.errors.ConfigError` naming them).
@@ -46,7 +52,7 @@ import math
 import os
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -73,6 +79,13 @@ __all__ = [
 
 #: The syntax systems a run can train (``model_type``).
 SYSTEMS: tuple[str, ...] = ("sgnet", "syntax_bert")
+
+
+def _system_choices() -> tuple[str, ...]:
+    """The systems ``model_type`` may name (the command line's choices of ``--model-type``)."""
+    return SYSTEMS
+
+
 #: Shorthand keys and the model options they set (see the module docstring).
 MODEL_SHORTHANDS: dict[str, str] = {
     "trees": "use_dependency / use_constituency (both | dependency | constituency)",
@@ -134,11 +147,16 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
         raise ConfigError(f"invalid model options for model_type={system}: {message}") from e
 
 
-def _cli(*flags: str, evaluate: bool = False, switches: tuple[str, ...] = ()) -> dict[str, Any]:
+def _cli(
+    *flags: str,
+    evaluate: bool = False,
+    switches: tuple[str, ...] = (),
+    choices: Callable[[], tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
     """Field metadata for the command line (:mod:`syntaxformer.training.options`): extra ``flags`` (short or older
-    spellings), ``switches`` that set the option to true without a value, and whether ``evaluate`` / ``predict``
-    offer the option too."""
-    return {"cli": {"flags": flags, "evaluate": evaluate, "switches": switches}}
+    spellings), ``switches`` that set the option to true without a value, whether ``evaluate`` / ``predict`` offer
+    the option too, and a function giving its ``choices`` (when they are known only at run time)."""
+    return {"cli": {"flags": flags, "evaluate": evaluate, "switches": switches, "choices": choices}}
 
 
 @dataclass
@@ -233,7 +251,7 @@ class RunConfig:
     features_cache: bool | str = True
     max_length: int = field(default=128, metadata=_cli(evaluate=True))
     # model
-    model_type: Literal["sgnet", "syntax_bert"] = "sgnet"
+    model_type: Literal["sgnet", "syntax_bert"] = field(default="sgnet", metadata=_cli(choices=_system_choices))
     model_name_or_path: str | None = field(default=None, metadata=_cli("--model"))
     model: dict[str, Any] = field(default_factory=dict)
     # training
@@ -372,7 +390,7 @@ class RunConfig:
                 f"unknown config option(s) {unknown}"
                 + (f" ({'; '.join(hints)})" if hints else "")
                 + f"; known options: {sorted(known)}, plus the task's options and the model "
-                f"options of model_type={system} (put other TrainingArguments under training_args)"
+                f"options of model_type={system}, and the fields of transformers.TrainingArguments"
             )
         config = cls.__new__(cls)
         if task is not None:

@@ -327,7 +327,8 @@ def _options(training: bool) -> list[_Option]:
         if not training and f.name not in evaluate_fields:
             continue
         text, group = helps.get(f.name, ("", "options"))
-        out[f.name] = _Option(f.name, hints[f.name], text, group, meta.get("flags", ()), meta.get("switches", ()))
+        hint = typing.Literal[meta["choices"]()] if meta.get("choices") else hints[f.name]  # type: ignore[misc]
+        out[f.name] = _Option(f.name, hint, text, group, meta.get("flags", ()), meta.get("switches", ()))
     for hf, ours in HF_SPELLINGS.items():
         if training or ours in evaluate_fields:
             hint = bool if hf in ("bf16", "fp16") else float if hf == "warmup_ratio" else hints.get(ours, str)
@@ -379,13 +380,13 @@ def _model_options() -> dict[str, tuple[Any, str]]:
     """Option name -> (annotation, help) of the systems' own config fields (not the ``PretrainedConfig`` ones)."""
     from transformers import PretrainedConfig
 
-    from syntaxformer.training.config import SYSTEMS, _field_types, model_config_class, model_option_names
+    from syntaxformer.training.config import _field_types, _system_choices, model_config_class, model_option_names
 
     base = (
         {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
     )
     out: dict[str, tuple[Any, str]] = {}
-    for system in SYSTEMS:
+    for system in _system_choices():
         cls = model_config_class(system)
         hints, docs = _field_types(cls), _docstring_entries(cls)
         for name in model_option_names(system):
