@@ -70,7 +70,7 @@ class _StderrHandler(logging.StreamHandler):
     """A handler that writes to whatever ``sys.stderr`` is at the time of the message (tests swap it)."""
 
     @property  # type: ignore[override]
-    def stream(self):  # noqa: D102
+    def stream(self):
         return sys.stderr
 
     @stream.setter
@@ -144,8 +144,9 @@ def unicode_error_message(error: UnicodeDecodeError, tb: types.TracebackType | N
         tb = tb.tb_next
     for frame in reversed(frames):
         for value in frame.f_locals.values():
-            if isinstance(value, io.TextIOBase) and isinstance(getattr(value, "name", None), str):
-                return f"{value.name} is not {error.encoding} text ({error.reason}); save it as UTF-8"
+            name = getattr(value, "name", None) if isinstance(value, io.TextIOBase) else None
+            if isinstance(name, str):
+                return f"{name} is not {error.encoding} text ({error.reason}); save it as UTF-8"
     return f"an input file is not {error.encoding} text ({error.reason}); save it as UTF-8"
 
 
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except SyntaxformerError as e:  # user-facing errors: one clear line, no traceback
-        print(f"syntaxformer {name}: error: {one_line(e)}", file=sys.stderr)
+        print(f"syntaxformer {name}: error: {one_line(str(e))}", file=sys.stderr)
         return 1
     except OSError as e:  # a file the user named that cannot be read or written
         message = os_error_message(e)

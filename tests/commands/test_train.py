@@ -123,7 +123,7 @@ def test_train_own_data_errors_are_one_line(tmp_path, capsys):
 
 def test_train_records_task_option_files_as_absolute_paths(tmp_path, monkeypatch):
     """Parallel text files given as task options (--set train_source=train.en) are recorded absolute."""
-    from syntaxformer.commands.train import _absolute_files
+    from syntaxformer.training.options import _absolute_files
 
     (tmp_path / "train.en").write_text("a\n")
     (tmp_path / "dev.de").write_text("b\n")

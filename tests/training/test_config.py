@@ -177,7 +177,7 @@ def test_config_values_are_bounded():
 def test_task_defaults_fill_only_the_options_not_given():
     """SQuAD's training defaults (max_length 384, lr 3e-5) fill what the user did not give; an explicit value equal
     to the global default (max_length 128) is kept, not replaced (it used to be, silently)."""
-    from syntaxformer.training.run import _with_task_defaults
+    from syntaxformer.training.options import with_task_defaults as _with_task_defaults
 
     config = RunConfig.from_dict({"task": "squad2", "max_length": 128})
     task = config.build_task()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from syntaxformer.errors import ConfigError
 
-__all__ = ["model_options", "int_list"]
+__all__ = ["int_list", "model_options"]
 
 
 def model_options(items: Iterable[str]) -> dict[str, Any]:

@@ -22,8 +22,10 @@ Examples::
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from typing import Any
 
-from syntaxformer.commands.train import add_config_arguments, config_from_args, require_task
+from syntaxformer.commands.train import add_config_arguments, config_from_args, task_or_data
 
 HELP = "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed/data; print the dev scores"
 
@@ -62,13 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _own_data(given: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The user's own data without a task is a custom task (:func:`~syntaxformer.commands.train.task_or_data`);
+    otherwise the preset task (SST-2) stands."""
+    return task_or_data(given) if given.get("train_file") or given.get("dataset") else {}
+
+
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.training.comparison import compare, resolve_systems
 
-    if getattr(args, "train_file", None) or getattr(args, "dataset", None):  # own data without --task: custom
-        for key, value in require_task(args).items():
-            setattr(args, key, value)
-    config = config_from_args(args, defaults=PRESETS)
+    config = config_from_args(args, defaults=PRESETS, check=_own_data)
     systems = resolve_systems(config, getattr(args, "systems", None) or DEFAULT_SYSTEMS)  # errors before training
     print(compare(config, systems)["table"])
     return 0

@@ -16,8 +16,12 @@ Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--
 ``--set use_sg_layer=false`` and ``--set max_train_samples=null`` do what they look like.
 ``training_args.<name>=value`` sets any ``transformers.TrainingArguments`` field not covered here.
 
-**Routing** (:meth:`RunConfig.from_dict`), so that older configs and command lines keep working:
+**Routing** (:meth:`RunConfig.from_dict`; the order is in :mod:`syntaxformer.training.options`), so that older configs,
+command lines and Hugging Face habits keep working:
 
+* Hugging Face spellings of run options (``max_seq_length``, ``validation_file``, ``warmup_ratio``, ``bf16`` /
+  ``fp16``, ``resume_from_checkpoint`` ...: :data:`~syntaxformer.training.options.HF_SPELLINGS`) become the options
+  they set;
 * a top-level key that is an option of the task (``doc_stride``, ``verifier`` for ``squad2``; ``arm``, ``fraction``
   for ``translation``: a keyword of the task's constructor) goes to ``task_options``;
 * any other top-level key that is an option of a model config (``use_sg_layer``, ``alpha``, ``pooling``, ``aggregation``,
@@ -25,7 +29,9 @@ Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--
 * ``model_kwargs.<name>`` and ``syntax_bert_options.<name>`` go to ``model.<name>``;
 * shorthands: ``trees: both|dependency|constituency`` -> ``model.use_dependency`` / ``model.use_constituency``;
   ``use_syntax: false`` -> ``model.syntax_layers: []`` and, unless set, ``model.aggregation: mean`` (no
-  sub-networks, so no topical query to train); ``sst_phrases`` -> ``task_options.phrases``.
+  sub-networks, so no topical query to train); ``sst_phrases`` -> ``task_options.phrases``;
+* any other top-level key that is a ``transformers.TrainingArguments`` field (``report_to``, ``optim``,
+  ``push_to_hub`` ...) goes to ``training_args``.
 
 The ``model`` section is validated by the model's own config class (unknown names and invalid values are a
 :class:`~syntaxformer.errors.ConfigError` naming them).
@@ -42,36 +48,44 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
 import math
+import os
 import types
 import typing
-from typing import Any, Iterable, Literal, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
 from syntaxformer.errors import ConfigError, DataError, FormatError
 
 __all__ = [
-    "RunConfig",
-    "load_config",
-    "config_data",
-    "apply_overrides",
-    "parse_override",
-    "read_config_file",
+    "BOOLEAN_WORDS",
+    "BOUNDS",
+    "MODEL_SHORTHANDS",
     "SYSTEMS",
+    "RunConfig",
+    "apply_overrides",
+    "config_data",
+    "load_config",
     "model_config_class",
     "model_option_names",
-    "validate_model_options",
-    "MODEL_SHORTHANDS",
-    "typed_value",
     "normalise_model_options",
-    "BOUNDS",
-    "BOOLEAN_WORDS",
+    "parse_override",
+    "read_config_file",
+    "typed_value",
+    "validate_model_options",
 ]
 
 #: The syntax systems a run can train (``model_type``).
 SYSTEMS: tuple[str, ...] = ("sgnet", "syntax_bert")
+
+
+def _system_choices() -> tuple[str, ...]:
+    """The systems ``model_type`` may name (the command line's choices of ``--model-type``)."""
+    return SYSTEMS
+
+
 #: Shorthand keys and the model options they set (see the module docstring).
 MODEL_SHORTHANDS: dict[str, str] = {
     "trees": "use_dependency / use_constituency (both | dependency | constituency)",
@@ -133,6 +147,18 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
         raise ConfigError(f"invalid model options for model_type={system}: {message}") from e
 
 
+def _cli(
+    *flags: str,
+    evaluate: bool = False,
+    switches: tuple[str, ...] = (),
+    choices: Callable[[], tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
+    """Field metadata for the command line (:mod:`syntaxformer.training.options`): extra ``flags`` (short or older
+    spellings), ``switches`` that set the option to true without a value, whether ``evaluate`` / ``predict`` offer
+    the option too, and a function giving its ``choices`` (when they are known only at run time)."""
+    return {"cli": {"flags": flags, "evaluate": evaluate, "switches": switches, "choices": choices}}
+
+
 @dataclass
 class RunConfig:
     """Everything one train / evaluate / predict / compare run needs, for every task and every system.
@@ -179,16 +205,17 @@ class RunConfig:
         gate_lr: learning rate of Syntax-BERT's zero-initialised gates (``gate="layer"|"head"``); ``None`` = as
             the other new parameters. A gate moves about one learning rate per Adam step, so at encoder rates it
             stays near 0 (the plain model): give it ~1e-2.
-        num_train_epochs, max_steps (overrides epochs when > 0), per_device_train_batch_size,
-        per_device_eval_batch_size, gradient_accumulation_steps, weight_decay, lr_scheduler_type, max_grad_norm:
-        as in ``TrainingArguments``.
+        num_train_epochs, max_steps, per_device_train_batch_size, per_device_eval_batch_size,
+            gradient_accumulation_steps, weight_decay, lr_scheduler_type, max_grad_norm: as in
+            ``TrainingArguments`` (``max_steps`` > 0 overrides the epochs).
         warmup_steps: linear warm-up; a number of steps, or below 1 a fraction of all steps (default 0.1).
         seed: seed of model init, data order and dropout.
         group_by_length: batch training examples of similar length together.
         mixed_precision: ``auto`` (bf16 on a GPU that supports it, else fp16 on GPU, else none), ``no``, ``bf16``
             or ``fp16``.
         eval_strategy, save_strategy, eval_steps, save_steps, save_total_limit, logging_steps,
-        dataloader_num_workers, disable_tqdm: as in ``TrainingArguments``.
+            dataloader_num_workers: as in ``TrainingArguments``.
+        disable_tqdm: hide the progress bars.
         predict_with_generate: seq2seq tasks: evaluate generated outputs (``Seq2SeqTrainer``).
         training_args: any other ``TrainingArguments`` (``Seq2SeqTrainingArguments``) field.
 
@@ -201,40 +228,40 @@ class RunConfig:
     """
 
     # data
-    task: str = "sst2"
+    task: str = field(default="sst2", metadata=_cli(evaluate=True))
     task_options: dict[str, Any] = field(default_factory=dict)
-    data_dir: str | None = None
+    data_dir: str | None = field(default=None, metadata=_cli(evaluate=True))
     train_file: str | None = None
-    dev_file: str | None = None
+    dev_file: str | None = field(default=None, metadata=_cli("--validation-file"))
     test_file: str | None = None
-    dataset: str | None = None
-    dataset_config: str | None = None
+    dataset: str | None = field(default=None, metadata=_cli(evaluate=True))
+    dataset_config: str | None = field(default=None, metadata=_cli(evaluate=True))
     max_train_samples: int | None = None
-    max_eval_samples: int | None = None
-    max_predict_samples: int | None = None
+    max_eval_samples: int | None = field(default=None, metadata=_cli(evaluate=True))
+    max_predict_samples: int | None = field(default=None, metadata=_cli(evaluate=True))
     data_seed: int | None = None
     # syntax / features
-    parser: str = "en_core_web_sm"
+    parser: str = field(default="en_core_web_sm", metadata=_cli(evaluate=True))
     syntax: Literal["auto", "parser", "given"] = "auto"
     criterion: Literal["share", "children"] = "share"
     constituency_fallback: Literal["dependency", "none"] = "dependency"
-    parser_noise: float = 0.0
+    parser_noise: float = field(default=0.0, metadata=_cli(evaluate=True))
     noise_seed: int | None = None
     parse_cache: bool | str = True
     features_cache: bool | str = True
-    max_length: int = 128
+    max_length: int = field(default=128, metadata=_cli(evaluate=True))
     # model
-    model_type: Literal["sgnet", "syntax_bert"] = "sgnet"
-    model_name_or_path: str | None = None
+    model_type: Literal["sgnet", "syntax_bert"] = field(default="sgnet", metadata=_cli(choices=_system_choices))
+    model_name_or_path: str | None = field(default=None, metadata=_cli("--model"))
     model: dict[str, Any] = field(default_factory=dict)
     # training
     learning_rate: float = 2e-5
     new_params_lr: float | None = None
     gate_lr: float | None = None
-    num_train_epochs: float = 3.0
+    num_train_epochs: float = field(default=3.0, metadata=_cli("--epochs"))
     max_steps: int = -1
-    per_device_train_batch_size: int = 32
-    per_device_eval_batch_size: int = 64
+    per_device_train_batch_size: int = field(default=32, metadata=_cli("--batch-size"))
+    per_device_eval_batch_size: int = field(default=64, metadata=_cli("--eval-batch-size"))
     gradient_accumulation_steps: int = 1
     weight_decay: float = 0.01
     warmup_steps: float = 0.1
@@ -250,7 +277,7 @@ class RunConfig:
     save_total_limit: int | None = 2
     logging_steps: int = 50
     dataloader_num_workers: int = 0
-    disable_tqdm: bool | None = None
+    disable_tqdm: bool | None = field(default=None, metadata=_cli(evaluate=True, switches=("--no-progress",)))
     predict_with_generate: bool = True
     training_args: dict[str, Any] = field(default_factory=dict)
     # output
@@ -289,14 +316,21 @@ class RunConfig:
             )
         self.model = normalise_model_options(self.model_type, self.model)
         validate_model_options(self.model_type, self.model)
-        self.build_task()  # checks the task name and its options
+        self._built_task = (self._task_key(), self.build_task())  # checks the task name and its options
 
     # -- derived -----------------------------------------------------------------------------------------
     def build_task(self) -> Any:
-        """``get_task(task, **task_options)``."""
+        """``get_task(task, **task_options)``. The task built when the config was checked is handed out once (so
+        a run builds its task once); later calls build a new one."""
         from syntaxformer.tasks import get_task
 
+        built = self.__dict__.pop("_built_task", None)
+        if built is not None and built[0] == self._task_key():
+            return built[1]
         return get_task(self.task, **self.task_options)
+
+    def _task_key(self) -> str:
+        return json.dumps([self.task, self.task_options], sort_keys=True, default=str)
 
     @property
     def resolved_data_seed(self) -> int:
@@ -336,8 +370,9 @@ class RunConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RunConfig":
-        """Build from a dict, routing older spellings (module docstring); unknown keys are an error naming them."""
+    def from_dict(cls, data: Mapping[str, Any], *, task: Any = None) -> RunConfig:
+        """Build from a dict, routing older spellings (module docstring); unknown keys are an error naming them.
+        ``task``: the task already built from ``data``'s task and task options (it is not built again)."""
         data = route_options(data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
@@ -355,9 +390,15 @@ class RunConfig:
                 f"unknown config option(s) {unknown}"
                 + (f" ({'; '.join(hints)})" if hints else "")
                 + f"; known options: {sorted(known)}, plus the task's options and the model "
-                f"options of model_type={system} (put other TrainingArguments under training_args)"
+                f"options of model_type={system}, and the fields of transformers.TrainingArguments"
             )
-        config = cls(**data)
+        config = cls.__new__(cls)
+        if task is not None:
+            config._built_task = (
+                json.dumps([data.get("task", cls.task), data.get("task_options", {})], sort_keys=True, default=str),
+                task,
+            )
+        config.__init__(**data)  # type: ignore[misc]
         config.given = frozenset(data)
         return config
 
@@ -365,9 +406,9 @@ class RunConfig:
     #: ``None`` for a config constructed directly. A task's training defaults (e.g. SQuAD's ``max_length`` 384)
     #: fill only the options not given, so ``--max-length 128`` (the global default) is kept, not replaced;
     #: without the record, an option still at its global default counts as not given.
-    given = None  # not a dataclass field (no annotation): frozenset[str] | None
+    given = typing.cast("frozenset[str] | None", None)  # not a dataclass field (no annotation)
 
-    def replace(self, **changes: Any) -> "RunConfig":
+    def replace(self, **changes: Any) -> RunConfig:
         """A copy with some options changed (routed and validated as in :meth:`from_dict`)."""
         config = self.from_dict({**self.to_dict(), **changes})
         config.given = None if self.given is None else self.given | set(route_options(changes))
@@ -384,7 +425,9 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
     """``data`` with top-level task options and model options, ``model_kwargs`` / ``syntax_bert_options``, the
     ``trees`` / ``use_syntax`` shorthands and ``sst_phrases`` moved into ``task_options`` / ``model`` (module
     docstring)."""
-    out = dict(data)
+    from syntaxformer.training.options import from_hf_spellings
+
+    out = from_hf_spellings(data)
     model: dict[str, Any] = {}
     for nested in ("model_kwargs", "syntax_bert_options"):
         value = out.pop(nested, None) or {}
@@ -416,6 +459,17 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
     if use_syntax is not None and not typed_value("use_syntax", use_syntax, bool):
         model["syntax_layers"] = []
         model.setdefault("aggregation", "mean")
+    training_names = [k for k in out if k not in known and k not in ("trees", "use_syntax", "sst_phrases")]
+    if training_names:  # other TrainingArguments fields given at top level: passed to the Trainer
+        from syntaxformer.training.options import training_argument_names
+
+        hf = training_argument_names()
+        extra = {k: out.pop(k) for k in training_names if k in hf}
+        if extra:
+            section = out.get("training_args") or {}
+            if not isinstance(section, Mapping):
+                raise ConfigError(f"training_args must be a mapping of TrainingArguments, got {section!r}")
+            out["training_args"] = {**section, **extra}
     phrases = out.pop("sst_phrases", None)
     if phrases is not None:
         phrases = typed_value("sst_phrases", phrases, bool)
@@ -477,8 +531,8 @@ def _field_types(cls: type) -> dict[str, Any]:
         t = f.type
         if isinstance(t, str):
             try:
-                t = eval(t, {**vars(typing), **(vars(module) if module else {})})  # noqa: S307 - annotations
-            except Exception:  # an annotation naming what this module does not import (torch.dtype ...)
+                t = eval(t, {**vars(typing), **(vars(module) if module else {})})
+            except (NameError, AttributeError, SyntaxError, TypeError):  # names this module lacks (torch.dtype)
                 t = None
         out[f.name] = t
     return out
@@ -596,11 +650,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def _parse_scalar(raw: str) -> Any:
-    try:
-        import yaml
+    import yaml
 
+    try:
         value = yaml.safe_load(raw) if raw else None
-    except Exception:
+    except (yaml.YAMLError, ValueError, OverflowError):  # not YAML, or a date / number YAML cannot build
         return raw
     if isinstance(value, bool) and raw.lower() not in ("true", "false"):
         return raw  # YAML 1.1 booleans such as `no` / `off` stay strings (save_strategy=no)
@@ -658,7 +712,7 @@ def load_config(
     overrides: Iterable[str] = (),
     defaults: Mapping[str, Any] | None = None,
     **explicit: Any,
-) -> "RunConfig":
+) -> RunConfig:
     """Config from defaults, then a file (optional), then ``key=value`` overrides, then explicit options.
 
     Args:
@@ -680,10 +734,9 @@ def config_data(
     defaults: Mapping[str, Any] | None = None,
     **explicit: Any,
 ) -> dict[str, Any]:
-    """The merged option dict of :func:`load_config` (before routing and validation)."""
-    data = dict(defaults or {})
-    if path is not None:
-        data.update(read_config_file(path))
-    data = apply_overrides(data, overrides)
-    data.update({k: v for k, v in explicit.items() if v is not None})
-    return data
+    """The merged option dict of :func:`load_config` (before routing and validation): the layers of
+    :func:`syntaxformer.training.options.merge_options`, ``defaults`` < file with ``overrides`` < ``explicit``."""
+    from syntaxformer.training.options import merge_options
+
+    file_layer = apply_overrides(read_config_file(path) if path is not None else {}, overrides)
+    return merge_options(defaults, file_layer, {k: v for k, v in explicit.items() if v is not None})

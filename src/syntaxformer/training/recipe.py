@@ -1,0 +1,476 @@
+"""``train`` as a recipe: one method per stage, each callable (and testable) on its own, in this order::
+
+    recipe = TrainRecipe(config)
+    recipe.resolve()          # the task (built once), its training defaults, the TrainingArguments
+    recipe.check_folder()     # a finished run is not replaced; the checkpoint to resume; the encoder loads
+    recipe.prepare_data()     # train / dev splits read, the run folder prepared (fingerprint, old run cleared)
+    recipe.build_model()      # tokenizer, model, featurization context
+    recipe.featurize()        # train / dev features
+    recipe.fit()              # Trainer.train
+    recipe.evaluate()         # final predictions on the evaluation splits (+ the task's auxiliary models)
+    recipe.save()             # model, run.json, metrics.json, model card
+
+:meth:`TrainRecipe.run` runs them all (the four preparing ones with the main process first when several processes
+were launched); :func:`syntaxformer.training.run.train` runs it inside the run folder's lock. Nothing in the run
+folder changes before :meth:`prepare_data` has read the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.tasks.base import Task, TaskContext
+from syntaxformer.training import arguments, checkpoints
+from syntaxformer.training.arguments import training_arguments
+from syntaxformer.training.config import RunConfig
+from syntaxformer.training.options import with_task_defaults
+from syntaxformer.training.run import (
+    _IGNORE_OUTPUTS,
+    _has_labels,
+    _load_data,
+    _task_record,
+    _trainer,
+    _uses_generation,
+    build_context,
+    build_model,
+    check_encoder,
+    count_parameters,
+    environment,
+    load_tokenizer,
+    model_label,
+    system_kind,
+)
+from syntaxformer.training.run_folder import (
+    DEV_PREDICTIONS_FILE,
+    METRICS_FILE,
+    RUN_FILE,
+    _clear_previous_run,
+    _guard_finished_run,
+    _save_model,
+    _write_file,
+    resume_checkpoint,
+)
+from syntaxformer.utils import readable_outputs, write_json
+
+__all__ = ["TrainRecipe"]
+
+logger = logging.getLogger(__name__)
+
+
+class TrainRecipe:
+    """One training run of a :class:`~syntaxformer.training.config.RunConfig`, stage by stage (module docstring).
+
+    Each stage reads what the earlier ones left on the recipe (``task``, ``args``, ``train_data``, ``model``,
+    ``trainer`` ...) and adds its own; :attr:`metrics` is the content of ``metrics.json`` once :meth:`save` ran.
+
+    Args:
+        config: the run.
+        callbacks: extra ``transformers.TrainerCallback`` objects.
+    """
+
+    def __init__(self, config: RunConfig, callbacks: Sequence[Any] = ()) -> None:
+        self.config = config
+        self.callbacks = list(callbacks)
+        self.t0 = time.time()
+        self.output_dir = os.path.abspath(config.output_dir)
+        self.resume_from: str | None = None
+        self.metrics: dict[str, Any] = {}
+
+    def run(self) -> dict[str, Any]:
+        """All stages; returns the content of ``metrics.json``."""
+        self.resolve()
+        # Several processes (accelerate launch / torchrun): the main process of each machine checks the run folder,
+        # parses and featurizes first, filling the parse and features caches; the others wait, then find both
+        # filled. Everything that can be refused is checked before anything in output_dir changes, and only process
+        # zero changes it.
+        with self.args.main_process_first(desc="run folder checks, parsing and featurization"):
+            self.check_folder()
+            self.prepare_data()
+            self.build_model()
+            self.featurize()
+        self.fit()
+        self.evaluate()
+        self.save()
+        return self.metrics
+
+    # -- stages -------------------------------------------------------------------------------------------------
+    def resolve(self) -> None:
+        """The task (the one the config built when it was checked), the options it ignores refused, its training
+        defaults for the options not given, and the ``TrainingArguments``."""
+        config = self.config
+        task = config.build_task()
+        _reject_unused_options(config, task)
+        self.config = config = with_task_defaults(config, task)
+        self.task = task
+        self.output_dir = os.path.abspath(config.output_dir)
+        self.args = training_arguments(
+            config, self.output_dir, seq2seq=_uses_generation(config, task), label_names=task.label_names
+        )
+        launched = arguments._launched_processes()
+        if launched > 1 and self.args.world_size == 1:
+            raise ConfigError(
+                f"launched as {launched} processes (WORLD_SIZE), but the Trainer sees one: "
+                "each would train alone and write the same run folder; on a machine without CUDA keep "
+                "use_cpu=true (the default there), else check the launcher's device settings"
+            )
+
+    def check_folder(self) -> None:
+        """Refuse to replace a finished run; find the checkpoint to resume (its options must be this run's); check
+        that the encoder's configuration loads and ``max_length`` fits it. Changes nothing on disk."""
+        config, output_dir = self.config, self.output_dir
+        _guard_finished_run(config, output_dir)
+        self.resume_from = resume_checkpoint(config, output_dir)
+        if self.resume_from:
+            checkpoints.check_fingerprint(
+                output_dir, checkpoints.run_fingerprint(config.to_dict(), None), check_data=False
+            )
+        check_encoder(config, self.task)
+
+    def prepare_data(self) -> None:
+        """Read the train and dev splits (subsampled as the config says), then prepare the run folder: the
+        fingerprint of options and training data written (or, resuming, checked), an old run cleared with
+        ``overwrite_output_dir``."""
+        config, task, output_dir = self.config, self.task, self.output_dir
+        self.t_data = time.time()
+        self.train_data = _load_data(config, task, "train", config.max_train_samples)
+        self.dev_data = _load_data(config, task, "dev", config.max_eval_samples)
+        if not _has_labels(self.train_data) or not _has_labels(self.dev_data):
+            raise DataError(f"{task.title}: training needs labeled train and dev data")
+        fingerprint = checkpoints.run_fingerprint(config.to_dict(), _data_fingerprint(self.train_data))
+        if self.resume_from:  # before the task rebuilds anything in the folder (translation: its BPE tokenizers)
+            checkpoints.check_fingerprint(output_dir, fingerprint)
+        os.makedirs(output_dir, exist_ok=True)
+        if self.args.should_save:
+            checkpoints.remove_orphan_temp_files(output_dir)
+            if self.resume_from:
+                checkpoints.set_aside_damaged(output_dir, self.resume_from)
+            else:
+                if config.overwrite_output_dir:
+                    _clear_previous_run(output_dir)
+                checkpoints.write_fingerprint(output_dir, fingerprint)
+
+    def build_model(self) -> None:
+        """The tokenizer (the task's own, learned from the training data, or the pretrained model's), the model
+        (seeded) and the featurization context of what the model reads."""
+        import transformers
+
+        config, task = self.config, self.task
+        # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what
+        # they prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
+        prep = TaskContext(
+            tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
+        )
+        self.tokenizer = task.build_tokenizer(self.train_data, self.output_dir, prep) or load_tokenizer(
+            config.resolved_model()
+        )
+        transformers.set_seed(int(config.seed))  # the new layers' initialisation depends on it
+        self.model = build_model(config, task, context=prep)
+        self.model.train()
+        self.context = build_context(config, self.tokenizer, self.model.config)
+        self.context.extra.update(prep.extra)
+
+    def featurize(self) -> None:
+        """The train and dev features (parsed and aligned; cached as the config says)."""
+        self.train_ds = self.task.featurize(self.train_data, self.context, "train")
+        self.dev_ds = self.task.featurize(self.dev_data, self.context, "dev")
+        self.data_s = time.time() - self.t_data
+
+    def fit(self) -> None:
+        """Train (from the checkpoint to resume, if any); the dev scores of the evaluations during training go to
+        :attr:`history`."""
+        config, task = self.config, self.task
+        # Evaluations during training report the task's metrics; generation tasks only the validation loss
+        # (decoding every evaluation would multiply the cost), their metrics come after training.
+        metrics_fn = None if task.head == "seq2seq" else _metrics_fn(task, self.dev_data, self.dev_ds)
+        self.trainer = _trainer(
+            config,
+            task,
+            self.model,
+            self.tokenizer,
+            self.args,
+            self.context,
+            self.train_ds,
+            self.dev_ds,
+            metrics_fn,
+            self.callbacks,
+        )
+        self.kind = system_kind(config.model_type, self.model)
+        meta = getattr(self.train_ds, "meta", {})
+        self.sources = meta.get("syntax_source") or task.syntax_source(self.train_data, self.context)
+        if self.sources:
+            logger.info(
+                "syntax: dependency trees: %s; constituency trees: %s",
+                self.sources["dependency"],
+                self.sources["constituency"],
+            )
+            if any(k.startswith("con_") for k in self.context.syntax_inputs) and self.sources[
+                "constituency"
+            ].startswith("none"):
+                logger.info(
+                    "note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks are empty"
+                )
+        logger.info(
+            "training %s on %s: %d train / %d dev examples, model %s%s",
+            self.kind,
+            task.title,
+            len(self.train_ds),
+            len(self.dev_ds),
+            config.resolved_model(),
+            f", resuming from {self.resume_from}" if self.resume_from else "",
+        )
+        t_train = time.time()
+        self.result = self.trainer.train(resume_from_checkpoint=self.resume_from)
+        self.train_s = time.time() - t_train
+        self.history = [
+            dict(_strip({k: v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")}, "eval_"))
+            for e in self.trainer.state.log_history
+            if "eval_loss" in e
+        ]
+
+    def evaluate(self) -> None:
+        """A final pass over the task's evaluation splits through ``predict``, so that the per-example predictions
+        are kept (paired significance tests): scores per split in :attr:`evaluations`; the first split (``dev``)
+        is the headline (:attr:`dev_scores`, ``dev_predictions.json``). The task's auxiliary models (SQuAD's
+        parallel verifier) are trained here, on the same features, and read with the dev predictions."""
+        import numpy as np
+
+        config, task, trainer, output_dir = self.config, self.task, self.trainer, self.output_dir
+        trainer.compute_metrics = None
+        # Every process takes part in prediction (its outputs are gathered onto all of them); one writes the files.
+        self.writer = writer = trainer.is_world_process_zero()
+        self.evaluations: dict[str, Any] = {}
+        self.dev_scores: dict[str, Any] = {}
+        self.final: dict[str, Any] = {}
+        auxiliary_models = None
+        for i, split in enumerate(task.evaluation_splits()):
+            data, ds = (self.dev_data, self.dev_ds) if split == "dev" else (None, None)
+            if data is None:
+                with self.args.main_process_first(desc=f"featurizing {split}"):
+                    data = _load_data(config, task, split, config.max_eval_samples)
+                    ds = task.featurize(data, self.context, split)
+            t_eval = time.time()
+            out = trainer.predict(ds, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval")
+            auxiliary = None
+            if split == "dev":
+                if auxiliary_models is None:
+                    auxiliary_models = _train_auxiliary(
+                        config, task, self.context, self.tokenizer, self.train_ds, self.dev_ds, output_dir
+                    )
+                auxiliary = auxiliary_models or None
+            predictions = task.postprocess(data, ds, out.predictions, auxiliary)
+            scores = task.compute_metrics(data, predictions)
+            self.evaluations[split] = {**scores, "seconds": round(time.time() - t_eval, 2), "n": len(predictions.ids)}
+            for name, content in (task.run_files(data, predictions) if writer else {}).items():
+                _write_file(Path(output_dir) / name, content)
+            if i == 0:
+                self.dev_scores, self.final = scores, out.metrics or {}
+            if i == 0 and writer:
+                labels = getattr(ds, "labels", None)
+                write_json(
+                    Path(output_dir) / DEV_PREDICTIONS_FILE,
+                    {
+                        "task": task.name,
+                        "split": split,
+                        "seed": config.seed,
+                        "order": "dataset",
+                        "ids": list(predictions.ids),
+                        "predictions": list(predictions.values),
+                        **({"labels": np.asarray(labels).tolist()} if labels is not None else {}),
+                        "data_fingerprint": _data_fingerprint(data),
+                    },
+                )
+
+    def save(self) -> None:
+        """The final model (with ``save_model``), then ``run.json`` and ``metrics.json`` (a folder with both holds
+        a finished run), then the model card."""
+        config, task, output_dir = self.config, self.task, self.output_dir
+        if config.save_model:
+            _save_model(self.trainer, output_dir)
+            readable_outputs(output_dir)  # model weights are written owner-only (0600) through a temporary file
+        self.metrics = self._metrics()
+        # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
+        if self.writer:
+            write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
+            write_json(Path(output_dir) / METRICS_FILE, self.metrics)
+        if self.writer and config.save_model:  # the model card beside the saved model (README.md)
+            from syntaxformer.training.model_card import write_model_card
+
+            write_model_card(
+                output_dir,
+                self.metrics,
+                config.to_dict(),
+                self.model.config,
+                task.head,
+                annotator=self.context.annotator,
+            )
+        logger.info(
+            "%s %s dev %s = %.4f  (metrics in %s)",
+            self.kind,
+            task.title,
+            task.main_metric,
+            self.dev_scores.get(task.main_metric, float("nan")),
+            Path(output_dir) / METRICS_FILE,
+        )
+
+    # -- metrics.json ---------------------------------------------------------------------------------------------
+    def _metrics(self) -> dict[str, Any]:
+        """The content of ``metrics.json`` (:func:`syntaxformer.training.run.train`)."""
+        config, task = self.config, self.task
+        meta = getattr(self.train_ds, "meta", {})
+        lisa_log = [e["lisa_loss"] for e in self.trainer.state.log_history if "lisa_loss" in e]
+        dev_meta = getattr(self.dev_ds, "meta", {})
+        return {
+            "task": task.name,
+            "task_title": task.title,
+            "task_options": task.options(),
+            "model": config.resolved_model(),
+            "model_label": model_label(config.resolved_model()),
+            "model_type": self.kind,
+            "model_family": config.model_type,
+            "model_options": {
+                **{k: v for k, v in task.model_options().items() if k not in ("id2label", "label2id")},
+                **config.model,
+            },
+            "new_params_lr": config.new_params_lr,
+            "gate_lr": config.gate_lr,
+            "learning_rate": config.learning_rate,
+            "num_train_epochs": config.num_train_epochs,
+            "batch_size": config.per_device_train_batch_size,
+            "seed": config.seed,
+            "data_seed": config.resolved_data_seed,
+            "sizes": {
+                "train": len(self.train_ds),
+                "train_total": getattr(self.train_data, "total", len(self.train_ds)),
+                "dev": len(self.dev_ds),
+                "dev_total": getattr(self.dev_data, "total", len(self.dev_ds)),
+            },
+            "subsample": {
+                "train": getattr(self.train_data, "sample_note", None),
+                "dev": getattr(self.dev_data, "sample_note", None),
+            },
+            "data": {"train": getattr(self.train_data, "source", None), "dev": getattr(self.dev_data, "source", None)},
+            "max_length": config.max_length,
+            "parser": meta.get("parser"),
+            "parser_noise": config.parser_noise,
+            "syntax_source": self.sources,
+            "syntax_keys": list(self.context.syntax_inputs),
+            "examples": getattr(self.train_data, "metadata", {}).get("examples"),
+            "truncated": {"train": meta.get("n_truncated"), "dev": dev_meta.get("n_truncated")},
+            "features": {"train": meta.get("cache"), "dev": dev_meta.get("cache")},
+            "main_metric": task.main_metric,
+            "dev": self.dev_scores,
+            "dev_loss": self.final.get("eval_loss"),
+            "eval": self.evaluations,
+            "history": self.history,
+            "train": {
+                "loss": _training_loss(self.trainer, self.result),
+                "global_step": self.trainer.state.global_step,
+                "epochs": self.trainer.state.epoch,
+                "runtime_s": round(self.train_s, 2),
+                "processes": self.args.world_size,
+                "resumed_from": self.resume_from,
+                **_best_checkpoint(self.trainer),
+            },
+            "parameters": count_parameters(self.model),
+            **task.describe_run(self.model),
+            "lisa": None
+            if getattr(self.model.config, "lisa_layer", None) is None
+            else {
+                "layer": self.model.config.lisa_layer,
+                "head": self.model.config.lisa_head,
+                "loss_weight": self.model.config.lisa_loss_weight,
+                "train_loss_first": lisa_log[0] if lisa_log else None,
+                "train_loss_last": lisa_log[-1] if lisa_log else None,
+                "train_loss_logged": lisa_log,
+                "dev_loss": self.final.get("eval_lisa_loss"),
+            },
+            "data_prep_s": round(self.data_s, 2),
+            "runtime_s": round(time.time() - self.t0, 2),
+            "environment": environment(),
+        }
+
+
+def _data_fingerprint(data: Any) -> str | None:
+    """The content fingerprint of a split (``TaskData.fingerprint``; for parallel corpora a hash of the pairs)."""
+    fp = getattr(data, "fingerprint", None)
+    if isinstance(fp, str):
+        return fp
+    sources, targets = getattr(data, "sources", None), getattr(data, "targets", None)
+    if isinstance(sources, list):
+        from syntaxformer.data.examples import content_fingerprint
+
+        return content_fingerprint(zip(sources, targets or [None] * len(sources)))
+    return None
+
+
+def _training_loss(trainer: Any, result: Any) -> float:
+    """The mean training loss over all steps of the run, resumed or not (``SyntaxTrainer.loss_over_all_steps``)."""
+    loss = getattr(trainer, "loss_over_all_steps", None)
+    return result.training_loss if loss is None else loss
+
+
+def _strip(metrics: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    return {k.removeprefix(prefix): v for k, v in metrics.items()}
+
+
+def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[str, float]]:
+    """``compute_metrics`` for the Trainer's evaluations on ``features`` (of ``data``, in dataset order)."""
+
+    def compute(eval_pred: Any) -> dict[str, float]:
+        return task.compute_metrics(data, task.postprocess(data, features, eval_pred.predictions))
+
+    return compute
+
+
+def _reject_unused_options(config: RunConfig, task: Task) -> None:
+    """A run option the task ignores (:attr:`Task.unused_options`) set to anything but its default is an error."""
+    fields = {f.name: f for f in dataclasses.fields(RunConfig)}
+    for name, instead in task.unused_options.items():
+        f = fields[name]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc,operator]
+        if getattr(config, name) != default:
+            raise ConfigError(f"{task.name} does not use {name}={getattr(config, name)!r}: {instead}")
+
+
+def _best_checkpoint(trainer: Any) -> dict[str, Any]:
+    """The best checkpoint's step and metric, when the Trainer kept the best model (``load_best_model_at_end``)."""
+    best = trainer.state.best_model_checkpoint
+    if not best:
+        return {}
+    return {"best_step": int(str(best).rsplit("-", 1)[1]), "best_metric": trainer.state.best_metric}
+
+
+def _train_auxiliary(
+    config: RunConfig, task: Task, context: TaskContext, tokenizer: Any, train_ds: Any, dev_ds: Any, output_dir: str
+) -> dict[str, Any]:
+    """Train the task's auxiliary models (:meth:`Task.auxiliary_models`) on the same features, each in
+    ``<output_dir>/<name>``; name -> raw dev outputs."""
+    import transformers
+
+    out: dict[str, Any] = {}
+    for name, changes in task.auxiliary_models().items():
+        sub = config.replace(model={**config.model, **changes}, output_dir=str(Path(output_dir) / name))
+        transformers.set_seed(int(sub.seed))
+        model = build_model(sub, task)
+        model.train()
+        args = training_arguments(
+            sub,
+            str(Path(output_dir) / name),
+            seq2seq=_uses_generation(sub, task),
+            label_names=task.label_names,
+            eval_strategy="no",
+        )
+        trainer = _trainer(sub, task, model, tokenizer, args, context, train_ds, None)
+        logger.info("training the auxiliary model %r of %s", name, task.title)
+        trainer.train()
+        out[name] = trainer.predict(dev_ds, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
+        if sub.save_model:
+            trainer.save_model(str(Path(output_dir) / name))
+    return out
