@@ -236,7 +236,7 @@ def with_task_defaults(config: Any, task: Any) -> Any:
                 changes[key] = value
             continue
         f = fields[key]
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc,operator]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[operator]
         if getattr(config, key) == default and default != value:
             changes[key] = value
     if extra != config.training_args:
@@ -327,7 +327,7 @@ def _options(training: bool) -> list[_Option]:
         if not training and f.name not in evaluate_fields:
             continue
         text, group = helps.get(f.name, ("", "options"))
-        hint = typing.Literal[meta["choices"]()] if meta.get("choices") else hints[f.name]  # type: ignore[misc]
+        hint = typing.Literal[meta["choices"]()] if meta.get("choices") else hints[f.name]
         out[f.name] = _Option(f.name, hint, text, group, meta.get("flags", ()), meta.get("switches", ()))
     for hf, ours in HF_SPELLINGS.items():
         if training or ours in evaluate_fields:

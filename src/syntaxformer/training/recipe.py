@@ -434,7 +434,7 @@ def _reject_unused_options(config: RunConfig, task: Task) -> None:
     fields = {f.name: f for f in dataclasses.fields(RunConfig)}
     for name, instead in task.unused_options.items():
         f = fields[name]
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc,operator]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[operator]
         if getattr(config, name) != default:
             raise ConfigError(f"{task.name} does not use {name}={getattr(config, name)!r}: {instead}")
 
