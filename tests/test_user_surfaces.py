@@ -450,6 +450,48 @@ def test_second_writer_of_a_run_folder_is_refused_at_once(runs, tmp_path, capsys
         holder.wait()
 
 
+def test_evaluate_into_a_folder_being_written_is_refused_at_once(runs, tmp_path, capsys):
+    out = tmp_path / "scores"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, SRC, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        argv = ["evaluate", runs["a"], "--output-dir", str(out), "--no-progress"]
+        line = _one_line(*_cli(argv, capsys)[::2], "evaluate", str(out), f"process {holder.pid}")
+        assert "being written by" in line
+        assert sorted(p.name for p in out.iterdir()) == [".syntaxformer.lock"]  # nothing written
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize(
+    ("command", "files"),
+    [
+        (["evaluate", "--split", "dev"], ["eval_dev.json"]),
+        (["predict", "--split", "dev"], ["predictions_dev.tsv", "predictions_dev.jsonl"]),
+    ],
+)
+def test_split_results_are_replaced_only_with_overwrite(runs, tmp_path, capsys, command, files):
+    out = tmp_path / "out"
+    argv = [command[0], runs["a"], *command[1:], "--output-dir", str(out), "--no-progress"]
+    code, _, err = _cli(argv, capsys)
+    assert code == 0, err
+
+    def written() -> dict[str, object]:  # what the outputs say (an eval file also records its run time)
+        return {
+            n: json.loads((out / n).read_text())["scores"] if n.endswith(".json") else (out / n).read_bytes()
+            for n in files
+        }
+
+    first = written()
+    (out / files[0]).write_text("kept", encoding="utf-8")  # an earlier result the user may still need
+    _one_line(*_cli(argv, capsys)[::2], command[0], str(out / files[0]), "--overwrite")
+    assert (out / files[0]).read_text(encoding="utf-8") == "kept"
+    code, _, err = _cli([*argv, "--overwrite"], capsys)
+    assert code == 0, err
+    assert written() == first  # the same model, data and outputs
+
+
 def test_stale_lock_of_a_dead_process_is_taken_over(runs, tmp_path, capsys, caplog):
     folder = tmp_path / "run"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -20,6 +20,7 @@ folder; ``syntaxformer significance --suite blimp --a RUNS --b RUNS`` runs the c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -508,29 +509,34 @@ def evaluate_suite(
         InputError: an earlier result exists and ``overwrite`` is false.
     """
     from syntaxformer.inference import Predictor
+    from syntaxformer.training.lock import RunLock
     from syntaxformer.utils import atomic_write
 
     name, folder = suite_folder(suite, data)
     out = Path(output_dir or run_dir) / "suites" / name
     if not overwrite and ((out / "pairs.jsonl").exists() or (out / "report.json").exists()):
         raise InputError(f"{out} already holds a {name!r} result; pass --overwrite (overwrite=True) to replace it")
-    pairs = read_minimal_pairs(folder, paradigms=paradigms, max_pairs=max_pairs)
-    predictor = predictor or Predictor.from_run(run_dir)
-    label = acceptable_label(predictor.label_names, getattr(predictor.task, "name", None), acceptable)
-    logger.info("scoring %d minimal pairs of %s (%s) with %s", len(pairs), name, folder, run_dir)
-    records = score_minimal_pairs(predictor, pairs, acceptable=label, batch_size=batch_size)
-    report = {
-        "suite": name,
-        "data": str(folder),
-        "run": str(run_dir),
-        "acceptable": label,
-        "pairs": len(records),
-        **minimal_pair_report(records),
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    write_suite_records(records, out / "pairs.jsonl")
-    with atomic_write(out / "report.json") as f:
-        json.dump(report, f, indent=1)
+    # the folder that receives suites/<name>/ is locked while the suite is scored and written (one writer); a run
+    # folder that does not exist is not created here: loading its model names the problem
+    writes = Path(output_dir or run_dir)
+    with RunLock(writes) if output_dir or writes.is_dir() else contextlib.nullcontext():
+        pairs = read_minimal_pairs(folder, paradigms=paradigms, max_pairs=max_pairs)
+        predictor = predictor or Predictor.from_run(run_dir)
+        label = acceptable_label(predictor.label_names, getattr(predictor.task, "name", None), acceptable)
+        logger.info("scoring %d minimal pairs of %s (%s) with %s", len(pairs), name, folder, run_dir)
+        records = score_minimal_pairs(predictor, pairs, acceptable=label, batch_size=batch_size)
+        report = {
+            "suite": name,
+            "data": str(folder),
+            "run": str(run_dir),
+            "acceptable": label,
+            "pairs": len(records),
+            **minimal_pair_report(records),
+        }
+        out.mkdir(parents=True, exist_ok=True)
+        write_suite_records(records, out / "pairs.jsonl")
+        with atomic_write(out / "report.json") as f:
+            json.dump(report, f, indent=1)
     report["records"] = str(out / "pairs.jsonl")
     return report
 

@@ -3,7 +3,8 @@
 The task and feature options (max length, parser, parser noise ...) are read from the ``run.json`` saved with the
 model; ``--config``, ``--set`` and the flags change them (e.g. ``--parser-noise 0.4`` to test a clean
 model on noisy parses). Writes ``eval_<split>.json`` to ``--output-dir`` (default: the model folder) and prints
-the scores as JSON.
+the scores as JSON. An existing ``eval_<split>.json`` is replaced only with ``--overwrite``, and the folder is
+locked while it is written (a ``train`` or ``evaluate`` writing it at the same time is refused).
 
 With ``--suite``, scores an acceptability run (e.g. CoLA) on a minimal-pair suite instead: BLiMP from the shared
 data folder, or any folder of BLiMP-format JSON lines (``--suite DIR``); writes ``suites/<name>/pairs.jsonl`` (one
@@ -51,7 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--paradigms", metavar="UID,UID", help="score only these paradigms")
     g.add_argument("--max-pairs", type=int, metavar="N", help="score the first N pairs of each paradigm")
-    g.add_argument("--overwrite", action="store_true", help="replace an earlier result of the same suite")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier eval_<split>.json (or an earlier result of the same --suite); default: refuse",
+    )
     add_config_arguments(parser, training=False)
 
 
@@ -101,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if args.suite:
         return run_suite(args)
 
-    result = evaluate(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
+    result = evaluate(
+        args.model, args.split, changes=config_changes(args), output_dir=args.output_dir, overwrite=args.overwrite
+    )
     scores = {k: v for k, v in result["scores"].items() if isinstance(v, (int, float, str)) and k != "verbose"}
     print(
         json.dumps(

@@ -9,7 +9,8 @@ the value (regression), the answer span, its text and the no-answer score (span 
 probability of every option (multiple choice), or the translation. Records go to ``--output`` (JSONL) or standard output.
 
 A split (``--split``, ``--file``): writes ``predictions_<split>.tsv`` (columns ``index``, ``id``, ``prediction``;
-the task's label strings, or scores for STS-B) and ``.jsonl`` to ``--output-dir`` (default: the model folder).
+the task's label strings, or scores for STS-B) and ``.jsonl`` to ``--output-dir`` (default: the model folder);
+existing ones are replaced only with ``--overwrite``, and the folder is locked while it is written.
 
 Feature options come from the model's ``run.json``, as for ``evaluate``.
 
@@ -56,8 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="column with the second text of a pair (span QA: the context column, default context)",
     )
     raw.add_argument("--output", metavar="FILE", help="JSONL file for the records (default: standard output)")
-    raw.add_argument(
-        "--overwrite", action="store_true", help="replace --output if it exists (it is never the --input file)"
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace --output (raw texts; never the --input file) or a split's predictions_<split>.* if they exist",
     )
     raw.add_argument("--batch-size", type=int, default=32, help="inputs per model call (32)")
     split = parser.add_argument_group("a split of the task")
@@ -77,17 +80,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.input is not None:
         return _run_inputs(args)
-    if args.output or args.text_column or args.text_pair_column or args.overwrite:
+    if args.output or args.text_column or args.text_pair_column:
         from syntaxformer.errors import ConfigError
 
         raise ConfigError(
-            "--output, --overwrite, --text-column and --text-pair-column go with --input FILE (raw "
-            "texts); a "
-            "split's predictions go to --output-dir"
+            "--output, --text-column and --text-pair-column go with --input FILE (raw texts); a split's "
+            "predictions go to --output-dir"
         )
     from syntaxformer.training.run import predict
 
-    result = predict(args.model, args.split, changes=config_changes(args), output_dir=args.output_dir)
+    result = predict(
+        args.model, args.split, changes=config_changes(args), output_dir=args.output_dir, overwrite=args.overwrite
+    )
     print(
         json.dumps(
             {k: result[k] for k in ("task", "split", "size", "predictions_file", "scores") if k in result}, indent=2

@@ -524,12 +524,35 @@ def _run_split(
     return config, task, data, features, (out, auxiliary or None), out_dir
 
 
+def _split_outputs(
+    run_dir: str | os.PathLike, output_dir: str | None, names: Sequence[str], overwrite: bool
+) -> contextlib.AbstractContextManager[Any]:
+    """Before any work is done for :func:`evaluate` / :func:`predict`: the files they would write are refused if
+    they exist (unless ``overwrite``), and the folder they go to is locked (:class:`RunLock`) while it is written, so
+    that a ``train`` or another ``evaluate`` writing the same folder is refused at once."""
+    from syntaxformer.training.lock import RunLock
+
+    if not (Path(run_dir) / RUN_FILE).is_file():
+        load_run(run_dir)  # raises the error that names what is wrong with the folder
+    out_dir = Path(os.path.abspath(output_dir or str(run_dir)))
+    existing = [str(out_dir / name) for name in names if (out_dir / name).exists()]
+    if existing and not overwrite:
+        raise DataError(
+            f"{' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''} (an earlier result); pass "
+            "--overwrite (overwrite=True) to replace it, or choose another --output-dir"
+        )
+    # world process zero takes the lock for all (RANK is set by torchrun / accelerate launch; the distributed state
+    # is not set up yet here), as train does
+    return RunLock(out_dir) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()
+
+
 def evaluate(
     run_dir: str | os.PathLike,
     split: str = "dev",
     *,
     changes: Mapping[str, Any] | None = None,
     output_dir: str | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Score the model of a run folder on a labeled split; writes ``eval_<split>.json``.
 
@@ -538,12 +561,24 @@ def evaluate(
         split: the split to score.
         changes: run-config changes (e.g. ``{"parser_noise": 0.4}``, ``{"dev_file": "my.tsv"}``).
         output_dir: where ``eval_<split>.json`` goes (default ``run_dir``).
+        overwrite: replace an existing ``eval_<split>.json`` (default: refuse before anything is computed).
 
     Returns:
         ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", "runtime_s", ...}``.
+
+    Raises:
+        DataError: ``eval_<split>.json`` exists and ``overwrite`` is false; the output folder is being written by
+            another process (its lock is held).
     """
-    t0 = time.time()
     split = _split_name(split)
+    with _split_outputs(run_dir, output_dir, [f"eval_{split}.json"], overwrite):
+        return _evaluate(run_dir, split, changes, output_dir)
+
+
+def _evaluate(
+    run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
+) -> dict[str, Any]:
+    t0 = time.time()
     config, task, data, features, (out, auxiliary), out_dir = _run_split(
         run_dir, split, changes, output_dir, "max_eval_samples"
     )
@@ -586,12 +621,22 @@ def predict(
     *,
     changes: Mapping[str, Any] | None = None,
     output_dir: str | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Predict a split with the model of a run folder; writes ``predictions_<split>.tsv`` (``index``, ``id``,
     ``prediction``: label strings, or values for regression) and ``predictions_<split>.jsonl`` (the task's full
-    records). If the split has labels, scores are reported too."""
-    t0 = time.time()
+    records). If the split has labels, scores are reported too. Existing prediction files are replaced only with
+    ``overwrite`` (refused before anything is computed), and the output folder is locked while it is written."""
     split = _split_name(split)
+    names = [f"predictions_{split}.tsv", f"predictions_{split}.jsonl"]
+    with _split_outputs(run_dir, output_dir, names, overwrite):
+        return _predict(run_dir, split, changes, output_dir)
+
+
+def _predict(
+    run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
+) -> dict[str, Any]:
+    t0 = time.time()
     _, task, data, features, (out, auxiliary), out_dir = _run_split(
         run_dir, split, changes, output_dir, "max_predict_samples"
     )
