@@ -301,10 +301,11 @@ def build_view(
     for k, t in enumerate(texts):
         if not str(t).strip():
             raise InputError(f"text {'AB'[k]} is empty; give the words to show")
+    loaded: list[ViewModel]
     if models and all(isinstance(m, ViewModel) for m in models):
-        loaded = list(models)  # type: ignore[arg-type]
+        loaded = [m for m in models if isinstance(m, ViewModel)]
     else:
-        loaded = load_view_models(models, plain, seed)  # type: ignore[arg-type]
+        loaded = load_view_models([str(m) for m in models or []], plain, seed)
     syntax_models = [m for m in loaded if m.system != "plain"]
     tokenizer_source = syntax_models[0].source if syntax_models else loaded[0].source
     tokenizer = load_tokenizer(tokenizer_source)
