@@ -151,17 +151,13 @@ def test_viewer_pair_marks_the_second_text(sdpa_models, annotator):
     assert (torch.tensor(d["groups"]["dependency"]) == pairwise).any()
 
 
-@pytest.mark.slow
-def test_viewer_loads_a_trained_run_folder(tmp_path, tiny_model, annotator, one_thread):
-    """A run folder of `train` (a gated Syntax-BERT on 8 SST-2 sentences, tiny model): its saved task model, the
-    plain encoder it was built from, its trained gates."""
-    from syntaxformer.analysis.viewer import build_view, load_view_models
+def train_tiny_run(run, tiny_model) -> None:
+    """A gated Syntax-BERT run folder of `train` on 8 SST-2 sentences with the tiny model (a few seconds)."""
     from syntaxformer.training import RunConfig
     from syntaxformer.training.run import train
     from tests.conftest import data_path
 
     data_path("glue", "SST-2")
-    run = tmp_path / "run"
     train(
         RunConfig(
             task="sst2",
@@ -182,6 +178,19 @@ def test_viewer_loads_a_trained_run_folder(tmp_path, tiny_model, annotator, one_
             seed=1,
         )
     )
+
+
+@pytest.mark.slow
+def test_viewer_loads_a_trained_run_folder_and_shows_its_prediction(
+    tmp_path, tiny_model, annotator, one_thread, capsys
+):
+    """A run folder of `train` (a gated Syntax-BERT on 8 SST-2 sentences, tiny model): its saved task model, the
+    plain encoder it was built from, its trained gates, and its prediction for the text as `predict` makes it."""
+    from syntaxformer.analysis.viewer import build_view, load_view_models
+    from syntaxformer.inference import Predictor
+
+    run = tmp_path / "run"
+    train_tiny_run(run, tiny_model)
     models = load_view_models([str(run)])
     assert [m.system for m in models] == ["plain", "syntax_bert"]
     assert models[0].source == tiny_model  # the plain encoder is the checkpoint the run was built from
@@ -192,6 +201,95 @@ def test_viewer_loads_a_trained_run_folder(tmp_path, tiny_model, annotator, one_
     sb = view.data["models"][1]
     assert torch.allclose(torch.tensor(sb["gate"]), gates, atol=5e-4)
     assert len(sb["layers"]) == 2 and len(sb["layers"][0]["attn"]) == 4 and sb["name"].startswith("run (")
+
+    # the prediction: the run's own Predictor (loaded afresh from the folder) gives the same label and scores
+    assert view.data["models"][0]["prediction"] is None  # the plain encoder has no head
+    prediction = sb["prediction"]
+    assert prediction["head"] == "sequence_classification" and prediction["note"] is None
+    assert prediction["max_length"] == 32 and "en_core_web_sm" in prediction["parser"]
+    (expected,) = Predictor.from_run(run, parse_cache=False).predict([TEXT])
+    record = prediction["record"]
+    assert record["label"] == expected["label"] and set(record["scores"]) == {"negative", "positive"}
+    for name, p in expected["scores"].items():
+        assert record["scores"][name] == pytest.approx(p, abs=1e-5)
+    assert record["score"] == max(record["scores"].values())
+    assert "text" not in record
+    # the model is left as it was: on the CPU, in eval mode
+    assert not models[1].model.training and next(models[1].model.parameters()).device.type == "cpu"
+
+    # the command line prints it
+    out = tmp_path / "page.html"
+    from syntaxformer.cli import main
+
+    assert main(["show", TEXT, "--model", str(run), "--output", str(out), "--no-cache"]) == 0
+    page = _page_data(out.read_text(encoding="utf-8"))
+    assert page["models"][1]["prediction"]["record"]["label"] == expected["label"]
+    assert f"predicted {expected['label']} (p = " in capsys.readouterr().out
+
+
+def test_viewer_marks_phrases_derived_from_the_dependency_tree(view, sdpa_models, tmp_path, annotator):
+    """spaCy gives no constituency tree: every phrase of the tree the page draws is marked derived (the
+    pre-terminals are the tagger's tags, not derived), and the page says what derived means. A tree given by the
+    parser (a pre-parsed JSONL file with a constituency tree) has no derived node."""
+    import dataclasses
+
+    from syntaxformer.analysis.viewer import build_view
+    from syntaxformer.data.constituency import Tree
+
+    def nodes(node):
+        if "leaf" in node:
+            return []
+        return [node] + [x for c in node["children"] for x in nodes(c)]
+
+    tree = view.data["sentences"][0]["tree"]
+    phrases = [n for n in nodes(tree) if any("leaf" not in c for c in n["children"])]
+    tags = [n for n in nodes(tree) if all("leaf" in c for c in n["children"])]
+    assert phrases and tags
+    assert all(n["derived"] for n in phrases) and not any(n["derived"] for n in tags)
+    assert all(n["label"].endswith("P") for n in phrases)  # NOUNP, VERBP, ...: the head's tag + P
+    assert {n["label"] for n in tags} <= {w["pos"] for w in view.data["words"]}
+    page = view.html()
+    assert "derived from the dependency tree" in page and "not a constituency parse" in page
+
+    text = "Dogs bark loudly."
+    (doc,) = annotator.annotate([text])
+    gold = Tree.from_string("(S (NP (NNS Dogs)) (VP (VBP bark) (ADVP (RB loudly))) (. .))")
+    parses = tmp_path / "gold.jsonl"
+    doc.sentences[0] = dataclasses.replace(doc.sentences[0], tree=gold)
+    parses.write_text(json.dumps(doc.to_dict()) + "\n")
+    given = build_view(text, models=sdpa_models[:1], parser=f"jsonl:{parses}")
+    (sentence,) = given.data["sentences"]
+    assert sentence["derived"] is False and sentence["tree"]["label"] == "S"
+    assert not any(n["derived"] for n in nodes(sentence["tree"]))
+
+
+def test_viewer_says_how_much_of_a_long_text_it_shows(sdpa_models, annotator, minilm_tokenizer, caplog):
+    """A text longer than max_length is cut: the page data holds tokens shown and in the whole text (counted here
+    by the tokenizer itself) and words shown, and a warning names the option that raises the limit."""
+    import logging
+
+    from syntaxformer.analysis.viewer import build_view
+
+    text = " ".join([TEXT] * 3)
+    total = len(minilm_tokenizer(text)["input_ids"])
+    with caplog.at_level(logging.WARNING, logger="syntaxformer.analysis.viewer"):
+        view = build_view(text, models=sdpa_models[:1], parser=annotator, max_length=16)
+    n = view.data["length"]
+    assert total > 16 and n == {
+        "shown": 16,
+        "total": total,
+        "words_shown": len({w for w in view.data["token_word"] if w >= 0}),
+        "words_total": len(view.data["words"]),
+        "max_length": 16,
+        "cut": True,
+    }
+    assert n["words_shown"] < n["words_total"] and len(view.data["tokens"]) == 16
+    assert f"first 16 of {total} tokens" in caplog.text and "--max-length" in caplog.text
+    page = view.html()
+    assert "--max-length" in page and "Text cut" in page
+    whole = build_view(text, models=sdpa_models[:1], parser=annotator, max_length=128)
+    assert whole.data["length"]["cut"] is False and whole.data["length"]["shown"] == total
+    assert whole.data["length"]["words_shown"] == whole.data["length"]["words_total"]
 
 
 def test_viewer_rejects_bad_inputs(tmp_path, annotator):
@@ -214,7 +312,11 @@ def test_show_cli_writes_the_page(tmp_path, tiny_model, capsys, monkeypatch):
     assert main(["show", "Dogs bark loudly.", "--model", tiny_model, "--output", str(out), "--no-cache"]) == 0
     data = _page_data(out.read_text(encoding="utf-8"))
     assert [m["system"] for m in data["models"]] == ["plain", "sgnet", "syntax_bert"]
+    assert all(m["prediction"] is None for m in data["models"])  # untrained: no head, no prediction
     assert "wrote" in capsys.readouterr().out
+    cut = tmp_path / "cut.html"
+    assert main(["show", "Dogs bark loudly at night.", "--model", tiny_model, "-o", str(cut), "--max-length", "5"]) == 0
+    assert "5 of 8 tokens: the text is cut, --max-length raises the limit" in capsys.readouterr().out
     assert main(["show", "Dogs bark.", "--model", str(tiny_model), "--output", str(out)]) == 1  # exists
     assert "--overwrite" in capsys.readouterr().err
     assert main(["show", "Dogs bark.", "--model", str(tmp_path / "nope"), "--output", str(out), "--overwrite"]) == 1

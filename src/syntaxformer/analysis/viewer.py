@@ -3,15 +3,20 @@
 :func:`build_view` annotates one text (or a pair), aligns it to the models' tokenizer and runs every model once,
 collecting:
 
-* the dependency tree (drawn as arcs) and the constituency tree of every sentence (the parser's, else one read off
-  the dependency tree with :func:`~syntaxformer.data.constituency.dependency_to_constituency`, as training does by
-  default; the page says which);
+* the dependency tree (drawn as arcs) and the constituency tree of every sentence (the parser's, else one derived
+  from the dependency tree with :func:`~syntaxformer.data.constituency.dependency_to_constituency`, as training does
+  by default; the page marks every derived phrase, ``NOUNP``, ``VERBP`` ..., as derived);
 * SG-Net's SDOI mask (:func:`~syntaxformer.masks.sdoi.sdoi_mask`) and Syntax-BERT's relation groups
   (:func:`~syntaxformer.masks.relations.relation_groups_from_features`, or the Syntax-BERT model's own groups with
   its ablations), coloured by kind and distance;
 * per layer and head, the attention of the plain encoder and of each syntax model: SG-Net's encoder layers plus its
   syntax-guided layer (``"SG"``), Syntax-BERT's effective attention in every layer;
-* Syntax-BERT's topical-attention weights per token (which sub-networks each token uses) and its gate values.
+* Syntax-BERT's topical-attention weights per token (which sub-networks each token uses) and its gate values;
+* for a trained run folder with a task head, the model's prediction for the text (label and class probabilities,
+  a regression value, or a span-QA answer), made by :class:`~syntaxformer.inference.Predictor` as
+  ``syntaxformer predict`` makes it;
+* how many tokens were kept: a text longer than ``max_length`` tokens is cut, and the page says so (shown of total
+  tokens and words, and the option that raises the limit).
 
 Attention is collected whatever attention implementation a model was loaded with: plain and SG-Net encoders are
 switched to ``"eager"`` for the pass (and back), Syntax-BERT records every layer through
@@ -44,7 +49,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
-from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.errors import ConfigError, DataError, InputError, SyntaxformerError
 from syntaxformer.training.saved import loading_model
 
 logger = logging.getLogger(__name__)
@@ -271,7 +276,8 @@ def build_view(
             Syntax-BERT built on it.
         plain: the plain encoder (see :func:`load_view_models`); ignored when ``models`` are loaded already.
         parser: annotator spec (:func:`~syntaxformer.data.annotators.make_annotator`; default spaCy).
-        max_length: tokens kept, special tokens included (the page's heat maps are ``max_length`` squared).
+        max_length: tokens kept, special tokens included (the page's heat maps are ``max_length`` squared); a
+            longer text is cut, the page says how many tokens it shows of how many, and a warning is logged.
         criterion: SG-Net's subword criterion (``"share"`` or ``"children"``) for the SDOI mask shown; an SG-Net
             model uses its own batch arrays.
         parse_cache: the parse cache of the annotator (as in :func:`make_annotator`).
@@ -295,10 +301,11 @@ def build_view(
     for k, t in enumerate(texts):
         if not str(t).strip():
             raise InputError(f"text {'AB'[k]} is empty; give the words to show")
+    loaded: list[ViewModel]
     if models and all(isinstance(m, ViewModel) for m in models):
-        loaded = list(models)  # type: ignore[arg-type]
+        loaded = [m for m in models if isinstance(m, ViewModel)]
     else:
-        loaded = load_view_models(models, plain, seed)  # type: ignore[arg-type]
+        loaded = load_view_models([str(m) for m in models or []], plain, seed)
     syntax_models = [m for m in loaded if m.system != "plain"]
     tokenizer_source = syntax_models[0].source if syntax_models else loaded[0].source
     tokenizer = load_tokenizer(tokenizer_source)
@@ -343,12 +350,91 @@ def build_view(
         "groups": {n: g.int().tolist() for n, g in groups.items()},
         "groups_note": groups_note,
         "max_distance": D,
+        "length": _length(window, L, max_length),
         "models": [],
     }
+    if data["length"]["cut"]:
+        n = data["length"]
+        logger.warning(
+            "viewer: the text is cut to its first %d of %d tokens (max_length=%d); raise max_length "
+            "(syntaxformer show --max-length) to see all of it",
+            n["shown"],
+            n["total"],
+            max_length,
+        )
     for m in loaded:
-        data["models"].append(_model_data(m, batch, L, D))
+        entry = _model_data(m, batch, L, D)
+        entry["prediction"] = _prediction(m, texts, parser, parse_cache)
+        data["models"].append(entry)
     logger.info("viewer: %d tokens, %d words, models %s", L, len(data["words"]), ", ".join(m.name for m in loaded))
     return AttentionView(data)
+
+
+def _length(window: Any, shown: int, max_length: int) -> dict[str, Any]:
+    """How much of the text the page's tokens cover: tokens shown and in the whole text (special tokens
+    included), words with a token shown and all words, and whether the text was cut at ``max_length``."""
+    specials = int((window.word_index < 0).sum())
+    total = int(window.n_pieces.sum()) + specials  # n_pieces counts every word's pieces in the full tokenization
+    words = len(window.n_pieces)
+    words_shown = len({int(w) for w in window.word_index.tolist() if w >= 0})
+    return {
+        "shown": shown,
+        "total": max(total, shown),
+        "words_shown": words_shown,
+        "words_total": words,
+        "max_length": int(max_length),
+        "cut": total > shown,
+    }
+
+
+def _prediction(m: ViewModel, texts: Sequence[str], parser: Any, parse_cache: Any) -> dict[str, Any] | None:
+    """The prediction of a trained run's task model for the page's text (``None`` for other models).
+
+    Made by :meth:`Predictor.from_run <syntaxformer.inference.Predictor.from_run>` with the model already loaded,
+    so it is what ``syntaxformer predict`` gives for the text: the run's feature options and ``max_length`` (not
+    the page's), and the page's parser where one was named. A text the model cannot predict (a span-QA model
+    without a second text, a head the predictor does not support) gets a note instead of a record.
+    """
+    from syntaxformer.inference import Predictor, model_head
+    from syntaxformer.training.run import RUN_FILE
+
+    if m.system == "plain" or not (Path(m.source) / RUN_FILE).is_file():
+        return None
+    try:
+        head = model_head(m.model)
+    except ConfigError:  # the backbone alone: nothing to predict with
+        return None
+    out: dict[str, Any] = {"head": head, "record": None, "note": None, "parser": None, "max_length": None}
+    if head == "sequence_classification":
+        inputs: list[Any] = [texts[0] if len(texts) == 1 else (texts[0], texts[1])]
+    elif head == "question_answering":
+        if len(texts) < 2:
+            out["note"] = "a span-QA model answers a question about a passage: give two texts, the question first"
+            return out
+        inputs = [{"question": texts[0], "context": texts[1]}]
+    else:
+        out["note"] = f"the page shows no prediction of a {head} model"
+        return out
+    device = next(m.model.parameters()).device
+    cache = None if parse_cache is True else (parse_cache or False)
+    try:
+        predictor = Predictor.from_run(
+            m.source,
+            changes={"parser": parser} if isinstance(parser, str) else None,
+            model=m.model,
+            device=device,
+            parse_cache=cache,
+        )
+        (record,) = predictor.predict(inputs)
+    except SyntaxformerError as e:
+        logger.warning("viewer: no prediction of %s: %s", m.name, e)
+        out["note"] = f"no prediction: {e}"
+        return out
+    drop = ("text", "text_pair", "question", "context", "id")
+    out["record"] = {k: v for k, v in record.items() if k not in drop}
+    out["parser"] = str(getattr(predictor.context, "parser", None))
+    out["max_length"] = int(predictor.context.max_length)
+    return out
 
 
 def _words(docs: Sequence[Any]) -> list[dict[str, Any]]:
@@ -382,7 +468,7 @@ def _sentences(docs: Sequence[Any], derived: Sequence[bool]) -> list[dict[str, A
                 {
                     "start": start,
                     "end": start + len(s),
-                    "tree": _tree_dict(s.tree, counter),
+                    "tree": _tree_dict(s.tree, counter, bool(derived[k])),
                     "derived": bool(derived[k]),
                 }
             )
@@ -391,11 +477,14 @@ def _sentences(docs: Sequence[Any], derived: Sequence[bool]) -> list[dict[str, A
     return out
 
 
-def _tree_dict(tree: Any, leaves: Iterator[int]) -> dict[str, Any]:
+def _tree_dict(tree: Any, leaves: Iterator[int], derived: bool = False) -> dict[str, Any]:
+    """A tree as nested dicts; ``derived`` marks the phrases of a tree derived from the dependency tree (every node
+    above the pre-terminals, whose labels are the words' tags)."""
     children = []
     for c in tree.children:
-        children.append({"leaf": next(leaves)} if isinstance(c, str) else _tree_dict(c, leaves))
-    return {"label": tree.label, "children": children}
+        children.append({"leaf": next(leaves)} if isinstance(c, str) else _tree_dict(c, leaves, derived))
+    phrase = any(not isinstance(c, str) for c in tree.children)
+    return {"label": tree.label, "children": children, "derived": bool(derived and phrase)}
 
 
 def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) -> dict[str, Any]:

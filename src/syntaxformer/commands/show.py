@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "an HTML page of one text's trees, syntax masks, attention, topical weights and gates"
+HELP = "an HTML page of one text's trees, syntax masks, attention, topical weights, gates and a run's prediction"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="spaCy pipeline (default en_core_web_sm) or another annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)",
     )
-    parser.add_argument("--max-length", type=int, default=64, help="tokens kept, special tokens included (default 64)")
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=64,
+        help="tokens kept, special tokens included (default 64); a longer text is cut and the page says so",
+    )
     parser.add_argument(
         "--criterion",
         choices=["share", "children"],
@@ -64,7 +69,25 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     path = view.save(args.output)
-    print(
-        f"wrote {path} ({len(view.data['tokens'])} tokens; models: {', '.join(m['name'] for m in view.data['models'])})"
-    )
+    n = view.data["length"]
+    shown = f"{n['shown']} tokens"
+    if n["cut"]:
+        shown = f"{n['shown']} of {n['total']} tokens: the text is cut, --max-length raises the limit"
+    print(f"wrote {path} ({shown}; models: {', '.join(m['name'] for m in view.data['models'])})")
+    for m in view.data["models"]:
+        prediction = m.get("prediction")
+        if prediction:
+            print(f"  {m['name']}: {_prediction_line(prediction)}")
     return 0
+
+
+def _prediction_line(prediction: dict) -> str:
+    """One line for a run's prediction on the page (label, regression value, answer) or why there is none."""
+    record = prediction["record"]
+    if not record:
+        return str(prediction["note"])
+    if "label" in record:
+        return f"predicted {record['label']} (p = {record['score']:.3f})"
+    if "value" in record:
+        return f"predicted value {record['value']:.3f}"
+    return f"answer {record.get('answer')!r}"
