@@ -280,7 +280,18 @@ def test_run_task_registered_outside_the_package(tiny_model, tmp_path):
     assert m["main_metric"] == "accuracy" and set(m["dev"]) == {"accuracy"} and len(m["history"]) == 2
     assert m["sizes"]["train"] == 8 and m["sizes"]["dev"] == 4
     run = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert run["task"] == {"name": "film-review", "options": {"min_words": 2}, "module": "tests.training.external_task"}
+    assert run["task"] == {
+        "name": "film-review",
+        "options": {"min_words": 2},
+        "module": "tests.training.external_task",
+        "entry_point": None,
+    }
+    assert run["system"] == {
+        "name": "sgnet",
+        "module": "syntaxformer.registry",
+        "entry_point": None,
+        "model_type": "sgnet",
+    }
     again = evaluate(tmp_path / "run", "dev")
     assert again["scores"] == m["dev"] and again["size"] == 4
 

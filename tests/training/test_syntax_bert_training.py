@@ -194,8 +194,8 @@ def test_syntax_bert_lisa_end_to_end_on_sst5_trees(tiny_model, tmp_path, capsys)
     assert all(math.isfinite(x) and x > 0 for x in lisa["train_loss_logged"])
     assert math.isfinite(lisa["dev_loss"]) and saved["history"][-1]["lisa_loss"] > 0
     assert metrics["lisa"] == lisa
-    # the saved model (config.json model_type "syntaxformer-syntax-bert") is scored again by `evaluate`
-    assert json.loads((out / "config.json").read_text())["model_type"] == "syntaxformer-syntax-bert"
+    # the saved model (config.json model_type "syntax_bert") is scored again by `evaluate`
+    assert json.loads((out / "config.json").read_text())["model_type"] == "syntax_bert"
     capsys.readouterr()
     assert main(["evaluate", str(out), "--split", "dev"]) == 0
     printed = json.loads(capsys.readouterr().out)

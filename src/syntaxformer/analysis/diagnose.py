@@ -69,7 +69,8 @@ def diagnose(
             :func:`syntaxformer.defaults.default_hf_model`), a folder holding a model saved by this library, or a
             run folder of ``syntaxformer train`` (its system and options are used; ``system`` / ``options`` are
             ignored).
-        system: ``"syntax_bert"`` or ``"sgnet"``.
+        system: a registered system (``"syntax_bert"``, ``"sgnet"``, ``"plain"`` or one of
+            :mod:`syntaxformer.registry`).
         options: model-config options (``{"gate": "layer"}``, ``{"pooling": "cls"}`` ...).
         task: a registered sentence-pair regression task with a dev split (``"stsb"``).
         n: dev pairs (seeded subsample; ``0`` = all).
@@ -96,8 +97,10 @@ def diagnose(
         run_config, _ = load_run(model)
         system, options = run_config.model_type, dict(run_config.model)
     options = dict(options or {})
-    if system not in ("syntax_bert", "sgnet"):
-        raise ConfigError(f"diagnose --system must be 'syntax_bert' or 'sgnet', got {system!r}")
+    from syntaxformer.registry import SYSTEMS
+
+    if system not in SYSTEMS:
+        raise ConfigError(f"diagnose --system must be one of {', '.join(SYSTEMS)}, got {system!r}")
     config = RunConfig(
         task=task,
         model_type=system,
@@ -173,6 +176,13 @@ def _states(net: torch.nn.Module, system: str, batch: Mapping[str, Any]) -> tupl
     if system == "sgnet":
         out = backbone(**inputs)
         return out.last_hidden_state, out.encoder_hidden_state
+    if system != "syntax_bert":  # the plain encoder, or another system: its wrapped encoder alone is the reference
+        h = backbone(**inputs).last_hidden_state
+        encoder = getattr(backbone, "encoder", None)
+        if encoder is None:
+            raise ConfigError(f"diagnose: the {system} backbone {type(backbone).__name__} has no wrapped `encoder`")
+        token_inputs = {k: inputs[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in inputs}
+        return h, encoder(**token_inputs, return_dict=True).last_hidden_state
     h = backbone(**inputs).last_hidden_state
     saved = backbone.config.syntax_layers
     try:

@@ -34,6 +34,8 @@ import logging
 import os
 from typing import Any, Mapping
 
+from syntaxformer import registry as _registry
+
 HELP = (
     "fine-tune SG-Net, Syntax-BERT or a baseline on any registered task (GLUE, SNLI, SST, SQuAD 2.0, RACE, "
     "translation; Trainer; config file + overrides)"
@@ -163,7 +165,12 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
             "phrase of more than 3 words (the paper's setting; default false: sentences only)",
         )
         m = parser.add_argument_group("model")
-        m.add_argument("--model-type", choices=("sgnet", "syntax_bert"), help="syntax system (default sgnet)")
+        m.add_argument(
+            "--model-type",
+            choices=_registry.SYSTEMS,  # read when checked or shown: packages' systems (entry points) included
+            help="syntax system: sgnet, syntax_bert, plain (the encoder alone, the baseline) or one a package adds "
+            "(default sgnet)",
+        )
         m.add_argument(
             "--model",
             "--model_name_or_path",

@@ -15,8 +15,10 @@ interface::
 
 Files in ``output_dir`` after :func:`train`:
 
-* ``run.json``: the task definition (name, options, defining module) and the resolved run config, so that
-  :func:`evaluate` / :func:`predict` rebuild the same task and features from the folder alone;
+* ``run.json``: the task definition (name, options, defining module or entry point), the system and the
+  annotator scheme (each with its defining module or entry point: :mod:`syntaxformer.registry`) and the resolved
+  run config, so that :func:`evaluate` / :func:`predict` rebuild the same task, model and features from the folder
+  alone, in a fresh process too;
 * ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
   evaluation and final), the LISA loss (Syntax-BERT with LISA), runtime;
 * ``dev_predictions.json``: the final model's dev predictions in dataset order (paired significance tests);
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import json
 import logging
 import os
@@ -43,6 +44,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDependencyError, SyntaxformerError
 from syntaxformer.tasks.base import Task, TaskContext, get_task
 from syntaxformer.training.config import RunConfig
@@ -91,19 +93,18 @@ def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
     return tuple(model_config.syntax_inputs)
 
 
-#: ``config.json`` model types of the saved models this library trains, and their system.
-_SAVED_TYPES = {"syntaxformer": "sgnet", "syntaxformer-syntax-bert": "syntax_bert"}
-
-
 def _saved_system(path: str) -> str | None:
-    """``"sgnet"`` / ``"syntax_bert"`` for a folder holding a model trained by this library, else ``None``."""
+    """The system of a folder holding a model trained by this library (its ``config.json`` ``model_type``, or an
+    older spelling of it: :func:`syntaxformer.registry.system_for_model_type`), else ``None``."""
     cfg = Path(path) / "config.json"
     if not cfg.is_file():
         return None
     try:
-        return _SAVED_TYPES.get(json.loads(cfg.read_text(encoding="utf-8")).get("model_type"))
-    except (OSError, ValueError):
+        model_type = json.loads(cfg.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
         return None
+    spec = _registry.system_for_model_type(model_type)
+    return None if spec is None else spec.name
 
 
 # -- building blocks (public: experiments and tests rebuild a run's tokenizer, model, features with them) -----
@@ -559,7 +560,24 @@ def _split_name(split: str) -> str:
 
 
 def _task_record(task: Task) -> dict[str, Any]:
-    return {"name": task.name, "options": task.options(), "module": type(task).__module__}
+    origin = _registry.TASKS.origin(task.name) if task.name in _registry.TASKS else {}
+    return {
+        "name": task.name,
+        "options": task.options(),
+        "module": type(task).__module__,
+        "entry_point": origin.get("entry_point"),
+    }
+
+
+def _parts_record(config: RunConfig) -> dict[str, Any]:
+    """What ``run.json`` records besides the task: the system and the annotator scheme, each with the module or
+    entry point that defines it (:meth:`syntaxformer.registry.Registry.origin`), so that a fresh process finds
+    parts added from outside the package again."""
+    from syntaxformer.data.annotators import annotator_origin
+
+    system = _registry.SYSTEMS.origin(config.model_type)
+    spec = _registry.system(config.model_type)
+    return {"system": {**system, "model_type": spec.saved_model_type}, "annotator": annotator_origin(config.parser)}
 
 
 #: Result files of a finished run (removed when a run is started again there with overwrite_output_dir).
@@ -840,7 +858,10 @@ def _train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any
     }
     # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
     if writer:
-        write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
+        write_json(
+            Path(output_dir) / RUN_FILE,
+            {"task": _task_record(task), **_parts_record(config), "config": config.to_dict()},
+        )
         write_json(Path(output_dir) / METRICS_FILE, metrics)
     if writer and config.save_model:  # the model card beside the saved model (README.md)
         from syntaxformer.training.model_card import write_model_card
@@ -974,12 +995,19 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
             f"not the run record `syntaxformer train` writes ({type(e).__name__}: {e}); train again into a new folder",
             source=str(path),
         ) from None
-    module = record.get("module")
-    if module and module != "__main__" and not module.startswith("syntaxformer."):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            logger.info("could not import %s, the module that defined task %r", module, record["name"])
+    # Parts registered in code outside the package (task, system, annotator scheme) are found by importing the
+    # module that defined them; entry points are found without it.
+    parts = (("task", record, _registry.TASKS), ("system", saved.get("system"), _registry.SYSTEMS))
+    parts += (("annotator", saved.get("annotator"), _registry.ANNOTATORS),)
+    for kind, part, known in parts:
+        _registry.import_origin(part, kind)
+        name = part.get("name") if isinstance(part, Mapping) else None
+        if isinstance(name, str) and name not in known:
+            where = part.get("entry_point") or part.get("module") or "code that is not importable here"
+            raise ConfigError(
+                f"{run_dir} was trained with the {kind} {name!r} defined by {where}, which is not available in this "
+                f"Python environment; install the package that provides it (known {kind}s: {', '.join(known)})"
+            )
     changes = dict(changes or {})
     data = {**saved["config"], **changes}
     # The task as it was trained: the recorded options include what the task fixed while reading the training
@@ -1012,7 +1040,7 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
     if saved is None:
         raise DataError(
             f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
-            f"{' or '.join(map(repr, _SAVED_TYPES))}); was it trained with save_model=false?"
+            f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
         )
     with loading_model(run_dir):
         model = _model_class(saved, task.head).from_pretrained(run_dir)
@@ -1167,16 +1195,11 @@ def predict(
 
 # -- names of what a run trained (metrics.json, the comparison table) -----------------------------------------
 def system_kind(system: str, model: Any) -> str:
-    """A short name of what a model is: ``SG-Net``, ``baseline``, ``Syntax-BERT``, ``Syntax-BERT + LISA``,
-    ``LISA`` (LISA head, no sub-networks) or ``baseline (Syntax-BERT head)``."""
-    c = model.config
-    if system != "syntax_bert":
-        return "SG-Net" if getattr(c, "use_sg_layer", False) else "baseline"
-    sub = c.syntax_layers is None or len(c.syntax_layers) > 0
-    lisa = c.lisa_layer is not None
-    if sub:
-        return "Syntax-BERT + LISA" if lisa else "Syntax-BERT"
-    return "LISA" if lisa else "baseline (Syntax-BERT head)"
+    """A short name of what a model is, for tables and ``metrics.json``: the label its system declares
+    (:meth:`syntaxformer.registry.SystemSpec.label_for`): ``SG-Net``, ``baseline`` (the plain encoder, or an
+    SG-Net config saved without its layer), ``Syntax-BERT``, ``Syntax-BERT + LISA``, ``LISA`` (LISA head, no
+    sub-networks), ``baseline (Syntax-BERT head)``, or an outside system's own."""
+    return _registry.system(system).label_for(model.config)
 
 
 def model_label(path: str) -> str:
