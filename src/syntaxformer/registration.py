@@ -34,17 +34,9 @@ import sys
 import threading
 from typing import Any, Callable
 
-__all__ = ["AUTO_MODEL_CLASSES", "PendingConfig", "install", "register_pipelines", "system_added"]
+__all__ = ["PendingConfig", "install", "register_pipelines", "system_added"]
 
 logger = logging.getLogger(__name__)
-
-#: Head -> the ``transformers`` Auto class that loads a model with that head.
-AUTO_MODEL_CLASSES: dict[str, str] = {
-    "sequence_classification": "AutoModelForSequenceClassification",
-    "question_answering": "AutoModelForQuestionAnswering",
-    "multiple_choice": "AutoModelForMultipleChoice",
-    "token_classification": "AutoModelForTokenClassification",
-}
 
 _CONFIG_AUTO = "transformers.models.auto.configuration_auto"
 _PIPELINES = "transformers.pipelines"

@@ -35,6 +35,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
@@ -43,6 +44,7 @@ from syntaxformer.errors import AnnotatorError, ConfigError, InputError, Unknown
 
 __all__ = [
     "ANNOTATORS",
+    "AUTO_MODEL_CLASSES",
     "ENTRY_POINT_GROUPS",
     "HEADS",
     "SYSTEMS",
@@ -68,6 +70,13 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
 
 #: The heads every system serves (the ``XFor...`` classes a :class:`SystemSpec` names).
 HEADS: tuple[str, ...] = ("sequence_classification", "question_answering", "multiple_choice", "token_classification")
+#: Head -> the ``transformers`` Auto class that loads a model with that head.
+AUTO_MODEL_CLASSES: dict[str, str] = {
+    "sequence_classification": "AutoModelForSequenceClassification",
+    "question_answering": "AutoModelForQuestionAnswering",
+    "multiple_choice": "AutoModelForMultipleChoice",
+    "token_classification": "AutoModelForTokenClassification",
+}
 
 _REF = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*\Z")
 
@@ -366,8 +375,6 @@ class SystemSpec:
             return
         from transformers import AutoConfig, AutoModel
 
-        from syntaxformer.registration import AUTO_MODEL_CLASSES
-
         config_class = self.config_class()
         AutoConfig.register(self.saved_model_type, config_class, exist_ok=True)
         if self.auto_map:
@@ -528,15 +535,15 @@ def register_system(spec: SystemSpec, *, overwrite: bool = False) -> SystemSpec:
     if not isinstance(spec, SystemSpec):
         raise ConfigError(f"register_system needs a syntaxformer.registry.SystemSpec, got {spec!r}")
     SYSTEMS.register(spec.name, spec, overwrite=overwrite, module=_caller_module())
-    from syntaxformer import registration
-
-    registration.system_added(spec)
+    # Known to AutoConfig at once if transformers has loaded it (`import syntaxformer` has imported registration;
+    # looked up, not imported, so that this module imports nothing of the library but its errors).
+    registration = sys.modules.get("syntaxformer.registration")
+    if registration is not None:
+        registration.system_added(spec)
     return spec
 
 
 def _caller_module() -> str | None:
-    import sys
-
     frame = sys._getframe(2)
     return frame.f_globals.get("__name__")
 

@@ -80,7 +80,7 @@ def test_end_to_end_train_interrupt_resume_evaluate_predict(tiny_model, tmp_path
     accuracy = sum(p == y for p, y in zip(dev_pred["predictions"], dev_pred["labels"])) / 32
     assert accuracy == pytest.approx(saved["dev"]["accuracy"])
     run = json.loads((out / "run.json").read_text())
-    assert run["task"] == {"name": "sst2", "options": {}, "module": "syntaxformer.tasks.glue"}
+    assert run["task"] == {"name": "sst2", "options": {}, "module": "syntaxformer.tasks.glue", "entry_point": None}
     assert run["config"]["parser_noise"] == 0.4
     for name in ("config.json", "model.safetensors", "tokenizer.json", "run.json"):
         assert (out / name).is_file(), name

@@ -287,7 +287,7 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
     # compare: systems by name
     assert [n for n, _ in resolve_systems(config, None)] == ["baseline", "sgnet"]
     named = dict(resolve_systems(config, "baseline,syntax_bert_lisa"))
-    assert named["baseline"] == {"model_type": "sgnet", "model": {"use_sg_layer": False}}  # SB options dropped
+    assert named["baseline"] == {"model_type": "plain", "model": {}}  # the plain encoder; SB options dropped
     assert named["syntax_bert_lisa"]["model"]["lisa_layer"] == 1  # the tiny encoder's middle layer (2 // 2)
     with pytest.raises(SyntaxformerError, match="unknown system"):
         resolve_systems(config, "baseline,bert")
