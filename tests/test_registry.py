@@ -219,3 +219,17 @@ def test_registry_lookups_and_errors():
         reg.get("c")
     with pytest.raises(SyntaxformerError, match="no attribute 'nope'"):
         registry.resolve("json:nope")
+
+
+def test_a_run_record_written_before_the_registry_still_loads(tmp_path):
+    """run.json as `train` wrote it before the system and annotator were recorded (the baseline as SG-Net without
+    its layer): the run config and the task come back as they were."""
+    from syntaxformer.training.run import load_run
+
+    old = {
+        "task": {"name": "sst2", "options": {}, "module": "syntaxformer.tasks.glue"},
+        "config": {"task": "sst2", "model_type": "sgnet", "model": {"use_sg_layer": False}, "max_length": 64},
+    }
+    (tmp_path / "run.json").write_text(json.dumps(old))
+    config, task = load_run(tmp_path)
+    assert (config.model_type, config.model, task.name) == ("sgnet", {"use_sg_layer": False}, "sst2")

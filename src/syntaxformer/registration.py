@@ -52,13 +52,13 @@ class PendingConfig:
     """
 
     model_type: str = ""
-    load: Callable[[], type]
+    load: Callable[[], Any]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         return cls.real()(*args, **kwargs)
 
     @classmethod
-    def real(cls) -> type:
+    def real(cls) -> Any:
         """The real config class (imported and registered with the Auto classes on first use)."""
         with _lock:
             return cls.load()

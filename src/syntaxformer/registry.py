@@ -157,6 +157,7 @@ class Registry:
                     from importlib.metadata import entry_points
 
                     found: dict[str, Any] = {}
+                    eps: Iterable[Any]
                     try:
                         eps = entry_points(group=self.group)
                     except Exception as e:  # a broken distribution must not break the library
@@ -341,11 +342,11 @@ class SystemSpec:
         """The ``model_type`` its configs are saved with."""
         return self.model_type or self.name
 
-    def config_class(self) -> type:
+    def config_class(self) -> Any:
         """The config class (imported on first use)."""
         return resolve(self.config)
 
-    def model_class(self, head: str) -> type:
+    def model_class(self, head: str) -> Any:
         """The model class of ``head``.
 
         Raises:
@@ -357,7 +358,7 @@ class SystemSpec:
             )
         return resolve(self.models[head])
 
-    def backbone_class(self) -> type | None:
+    def backbone_class(self) -> Any:
         """The backbone class, or ``None``."""
         return None if self.backbone is None else resolve(self.backbone)
 

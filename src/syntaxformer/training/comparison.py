@@ -82,8 +82,8 @@ def resolve_systems(
             elif item in _registry.SYSTEMS:
                 system, changes = item, {}
             else:
-                known = dict.fromkeys([*SYSTEM_PRESETS, *_registry.SYSTEMS.names()])
-                raise ConfigError(f"unknown system {item!r}; known systems: {', '.join(known)}")
+                names = dict.fromkeys([*SYSTEM_PRESETS, *_registry.SYSTEMS.names()])
+                raise ConfigError(f"unknown system {item!r}; known systems: {', '.join(names)}")
             known = set(model_option_names(system))
             model = {k: v for k, v in config.model.items() if k in known}
             if system == "syntax_bert" and "syntax_layers" not in changes and model.get("syntax_layers") == []:

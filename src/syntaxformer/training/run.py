@@ -997,8 +997,11 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
         ) from None
     # Parts registered in code outside the package (task, system, annotator scheme) are found by importing the
     # module that defined them; entry points are found without it.
-    parts = (("task", record, _registry.TASKS), ("system", saved.get("system"), _registry.SYSTEMS))
-    parts += (("annotator", saved.get("annotator"), _registry.ANNOTATORS),)
+    parts: list[tuple[str, Any, _registry.Registry]] = [
+        ("task", record, _registry.TASKS),
+        ("system", saved.get("system"), _registry.SYSTEMS),
+        ("annotator", saved.get("annotator"), _registry.ANNOTATORS),
+    ]
     for kind, part, known in parts:
         _registry.import_origin(part, kind)
         name = part.get("name") if isinstance(part, Mapping) else None
