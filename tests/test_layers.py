@@ -20,7 +20,7 @@ ROOT = "syntaxformer"
 #: The layers, lowest first. A module belongs to the layer of its longest listed prefix; it may import modules of
 #: its own layer and of lower layers only.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("syntaxformer.errors", "syntaxformer.utils", "syntaxformer.defaults"),
+    ("syntaxformer.errors", "syntaxformer.utils", "syntaxformer.defaults", "syntaxformer.registry"),
     ("syntaxformer.data", "syntaxformer.masks"),
     ("syntaxformer.modeling",),
     ("syntaxformer.tasks", "syntaxformer.hf_datasets"),

@@ -7,7 +7,8 @@ Syntax-Infused Transformer (syntactic feature embeddings) on top of Hugging Face
 ``syntaxformer.SGNetForSequenceClassification``. ``import syntaxformer`` is enough for ``transformers`` to load a
 saved model (``AutoModelForSequenceClassification.from_pretrained(folder)`` ...) and to build the syntax pipelines
 (``pipeline("syntax-text-classification", model=folder)``): they are registered when ``transformers`` loads its
-registries (:mod:`syntaxformer.registration`).
+registries (:mod:`syntaxformer.registration`). Systems, tasks and parsers are found by name in one registry that
+other packages extend through entry points (:mod:`syntaxformer.registry`).
 """
 
 from typing import Any
@@ -30,6 +31,12 @@ _LAZY = {
     "SyntaxBertForQuestionAnswering": "syntaxformer.modeling",
     "SyntaxBertForMultipleChoice": "syntaxformer.modeling",
     "SyntaxBertForTokenClassification": "syntaxformer.modeling",
+    "PlainEncoderConfig": "syntaxformer.modeling",
+    "PlainEncoderModel": "syntaxformer.modeling",
+    "PlainEncoderForSequenceClassification": "syntaxformer.modeling",
+    "PlainEncoderForQuestionAnswering": "syntaxformer.modeling",
+    "PlainEncoderForMultipleChoice": "syntaxformer.modeling",
+    "PlainEncoderForTokenClassification": "syntaxformer.modeling",
     "model_class": "syntaxformer.modeling",
     "SyntaxAligner": "syntaxformer.data.align",
     "SyntaxCollator": "syntaxformer.data.collate",

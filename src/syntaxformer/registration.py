@@ -3,23 +3,27 @@
 Two things become available after a plain ``import syntaxformer``:
 
 * the **Auto classes**: ``AutoConfig`` / ``AutoModel`` / ``AutoModelFor{SequenceClassification, QuestionAnswering,
-  MultipleChoice, TokenClassification, Seq2SeqLM}.from_pretrained(folder)`` load a saved syntaxformer model;
+  MultipleChoice, TokenClassification, Seq2SeqLM}.from_pretrained(folder)`` load a saved syntaxformer model, of a
+  built-in system or of one a package adds through an entry point (:mod:`syntaxformer.registry`);
 * the **pipelines** ``"syntax-text-classification"``, ``"syntax-question-answering"`` and ``"syntax-translation"``
   (:mod:`syntaxformer.pipelines`).
 
 Registering them eagerly would import torch and every model module (about 10 s), so they are registered when
-``transformers`` itself loads the registries they go into, through an import hook (:data:`sys.meta_path`):
+``transformers`` itself loads the registries they go into, through an import hook (:data:`sys.meta_path`) that
+runs an action after the module has loaded, and only through ``transformers``' public registration functions:
 
-* when ``transformers.models.auto.configuration_auto`` loads, the ``model_type`` names of our configs are put into
-  its ``CONFIG_MAPPING`` as placeholders; the first lookup of one of them (``AutoConfig.from_pretrained`` of a saved
-  folder, which every ``AutoModel*.from_pretrained`` and ``pipeline(...)`` does first) imports
-  :mod:`syntaxformer.modeling` (and :mod:`syntaxformer.modeling.seq2seq`), whose import registers the real classes
-  with every Auto class;
+* when ``transformers.models.auto.configuration_auto`` loads, every ``model_type`` of every system (and the older
+  spellings a system declares, :attr:`~syntaxformer.registry.SystemSpec.aliases`) is registered with
+  ``AutoConfig.register`` as a small stand-in class, :class:`PendingConfig`. Its ``from_dict`` (what
+  ``AutoConfig.from_pretrained`` of a saved folder calls, and so every ``AutoModel*.from_pretrained`` and
+  ``pipeline(...)``) imports the system's classes, registers them with every Auto class
+  (:meth:`~syntaxformer.registry.SystemSpec.register_auto`; the real config class then replaces the stand-in
+  under the system's own ``model_type``) and builds the real config;
 * when ``transformers.pipelines`` loads, the three pipelines are registered with its ``PIPELINE_REGISTRY``
   (:mod:`syntaxformer.pipelines` itself imports nothing heavier than ``transformers.pipelines``).
 
 If a registry is already loaded when ``syntaxformer`` is imported, the same is done at once. Importing
-:mod:`syntaxformer.modeling` directly registers everything too (as before).
+:mod:`syntaxformer.modeling` directly registers the built-in systems too.
 """
 
 from __future__ import annotations
@@ -30,74 +34,115 @@ import sys
 import threading
 from typing import Any, Callable
 
-__all__ = ["CONFIG_MODULES", "install", "register_pipelines"]
+__all__ = ["PendingConfig", "install", "register_pipelines", "system_added"]
 
 logger = logging.getLogger(__name__)
-
-#: ``model_type`` of each saved syntaxformer config -> the module whose import registers it with the Auto classes.
-CONFIG_MODULES: dict[str, str] = {
-    "syntaxformer": "syntaxformer.modeling",
-    "syntaxformer-syntax-bert": "syntaxformer.modeling",
-    "syntax_infused_translation": "syntaxformer.modeling.seq2seq",
-}
 
 _CONFIG_AUTO = "transformers.models.auto.configuration_auto"
 _PIPELINES = "transformers.pipelines"
 _lock = threading.RLock()
 
 
-class _PendingConfig:
-    """A placeholder in ``CONFIG_MAPPING`` for a config class that is imported on first lookup."""
+class PendingConfig:
+    """Stands in, in ``AutoConfig``'s registry, for the config class of a model type until it is first used.
 
-    def __init__(self, model_type: str):
-        self.model_type = model_type
+    Subclasses made by :func:`_pending` set :attr:`model_type` and :attr:`load` (a function that imports and
+    registers the real class and returns it). Building one (``from_dict``, ``for_model``, calling it) builds
+    the real config; a config saved under an older ``model_type`` (an alias) is read as the system's own.
+    """
 
-    def __repr__(self) -> str:
-        return f"<syntaxformer config {self.model_type!r}, imported on first use>"
+    model_type: str = ""
+    load: Callable[[], Any]
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.real()(*args, **kwargs)
 
-class _LazyConfigs(dict):
-    """``CONFIG_MAPPING._extra_content`` that resolves our placeholders (by importing the module that registers the
-    real class) whenever a value is read."""
+    @classmethod
+    def real(cls) -> Any:
+        """The real config class (imported and registered with the Auto classes on first use)."""
+        with _lock:
+            return cls.load()
 
-    def _resolve(self, key: Any) -> Any:
-        value = dict.__getitem__(self, key)
-        if isinstance(value, _PendingConfig):
-            with _lock:
-                importlib.import_module(CONFIG_MODULES[value.model_type])  # registers: replaces our placeholder
-            value = dict.__getitem__(self, key)
-            if isinstance(value, _PendingConfig):  # the module did not register it: an internal inconsistency
-                raise KeyError(key)
-        return value
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
+        real = cls.real()
+        if config_dict.get("model_type") != getattr(real, "model_type", None):
+            config_dict = {**config_dict, "model_type": real.model_type}
+        return real.from_dict(config_dict, **kwargs)
 
-    def __getitem__(self, key: Any) -> Any:
-        return self._resolve(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._resolve(key) if key in self else default
-
-    def values(self) -> list[Any]:  # type: ignore[override]
-        return [self._resolve(k) for k in list(self)]
-
-    def items(self) -> list[tuple[Any, Any]]:  # type: ignore[override]
-        return [(k, self._resolve(k)) for k in list(self)]
+    @classmethod
+    def from_pretrained(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.real().from_pretrained(*args, **kwargs)
 
 
-def _add_config_placeholders(module: Any) -> None:
-    """Put our model types into ``CONFIG_MAPPING`` (cheap: imports nothing)."""
-    mapping = getattr(module, "CONFIG_MAPPING", None)
-    extra = getattr(mapping, "_extra_content", None)
-    if not isinstance(extra, dict):
-        logger.debug(
-            "transformers' CONFIG_MAPPING has no _extra_content dict; import syntaxformer.modeling to "
-            "register the syntaxformer models"
-        )
+def _pending(model_type: str, load: Callable[[], type]) -> type:
+    return type(
+        f"PendingConfig[{model_type}]",
+        (PendingConfig,),
+        {"model_type": model_type, "load": staticmethod(load), "__module__": __name__},
+    )
+
+
+def _system_loader(name: str) -> Callable[[], type]:
+    def load() -> type:
+        from syntaxformer.registry import system
+
+        spec = system(name)
+        spec.register_auto()
+        return spec.config_class()
+
+    return load
+
+
+def _module_loader(model_type: str, module: str) -> Callable[[], type]:
+    def load() -> type:
+        importlib.import_module(module)  # registers the real class in place of the stand-in
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+        return CONFIG_MAPPING[model_type]
+
+    return load
+
+
+def _register_pending(module: Any, model_type: str, load: Callable[[], type]) -> None:
+    """Register a stand-in for ``model_type`` unless a class is registered for it already (ours, or one of
+    ``transformers``' own, which a system may not take over)."""
+    mapping = module.CONFIG_MAPPING
+    if model_type in mapping:
+        current = mapping[model_type]
+        if not (isinstance(current, type) and issubclass(current, PendingConfig)) and str(
+            getattr(current, "__module__", "")
+        ).startswith("transformers."):
+            logger.warning("model_type %r is taken by transformers' %s; not registered", model_type, current)
         return
-    if not isinstance(extra, _LazyConfigs):
-        extra = _LazyConfigs(extra)
-        mapping._extra_content = extra
-    for model_type in CONFIG_MODULES:
-        extra.setdefault(model_type, _PendingConfig(model_type))
+    module.AutoConfig.register(model_type, _pending(model_type, load), exist_ok=True)
+
+
+def _register_configs(module: Any) -> None:
+    """Register a stand-in config for every system's model types (cheap: reads the registry, imports no model)."""
+    from syntaxformer.registry import OTHER_MODEL_TYPES, SYSTEMS, system
+
+    for name in SYSTEMS.names():
+        try:
+            spec = system(name)
+        except Exception as e:  # one broken outside system must not break the others
+            logger.warning("syntaxformer system %r cannot be registered: %s: %s", name, type(e).__name__, e)
+            continue
+        for model_type in (spec.saved_model_type, *spec.aliases):
+            _register_pending(module, model_type, _system_loader(spec.name))
+    for model_type, defining in OTHER_MODEL_TYPES.items():
+        _register_pending(module, model_type, _module_loader(model_type, defining))
+
+
+def system_added(spec: Any) -> None:
+    """Register a system added in code (:func:`syntaxformer.registry.register_system`) with ``AutoConfig``, if
+    ``transformers`` has loaded it already (else the import hook does it)."""
+    module = sys.modules.get(_CONFIG_AUTO)
+    if module is None or not hasattr(module, "AutoConfig"):
+        return
+    with _lock:
+        for model_type in (spec.saved_model_type, *spec.aliases):
+            _register_pending(module, model_type, _system_loader(spec.name))
 
 
 def register_pipelines(module: Any = None) -> None:
@@ -107,7 +152,7 @@ def register_pipelines(module: Any = None) -> None:
     register()
 
 
-_ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _add_config_placeholders, _PIPELINES: register_pipelines}
+_ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _register_configs, _PIPELINES: register_pipelines}
 
 
 class _AfterLoad:

@@ -51,7 +51,7 @@ def test_config_sgnet_pos_vocab_size_and_head_options_round_trip(tmp_path):
     assert c.classifier_dropout == c.sg_dropout == 0.1 and c.initializer_range == 0.02
     c.save_pretrained(tmp_path)
     loaded = AutoConfig.from_pretrained(tmp_path)
-    assert isinstance(loaded, SGNetConfig) and loaded.model_type == "syntaxformer"
+    assert isinstance(loaded, SGNetConfig) and loaded.model_type == "sgnet"
     assert loaded.syntax_inputs == c.syntax_inputs and loaded.pos_vocab_size == c.pos_vocab_size
     assert loaded.verifier_beta2 == 2.0
 

@@ -62,7 +62,7 @@ def test_config_syntax_bert_shares_the_head_options():
         0.2,
     )
     assert config().classifier_dropout == 0.1  # the encoder's hidden dropout
-    assert config().model_type == "syntaxformer-syntax-bert"
+    assert config().model_type == "syntax_bert"
 
 
 def test_config_topical_projections_default_and_inputs():

@@ -21,6 +21,8 @@ from syntaxformer.modeling import (
     HEADS,
     MODEL_CLASSES,
     MultipleChoiceOutput,
+    PlainEncoderConfig,
+    PlainEncoderModel,
     QuestionAnsweringOutput,
     SequenceClassifierOutput,
     SGNetConfig,
@@ -52,14 +54,14 @@ OUTPUTS = {
     "token_classification": TokenClassifierOutput,
 }
 #: Options per system for the matrix: SG-Net with its layer; Syntax-BERT with both trees and LISA.
-SYSTEM_OPTIONS = {"sgnet": {}, "syntax_bert": {"lisa_layer": 1, "lisa_head": 1, "max_distance": 15}}
+SYSTEM_OPTIONS = {"sgnet": {}, "syntax_bert": {"lisa_layer": 1, "lisa_head": 1, "max_distance": 15}, "plain": {}}
 LABEL_KEYS = ("labels", "start_positions", "end_positions", "is_impossible")
 
 
 def build(system: str, head: str, seed: int = 0, **kw):
     """A tiny random (system, head) model (dropout off, so outputs are deterministic in train mode)."""
     torch.manual_seed(seed)
-    config_class = SGNetConfig if system == "sgnet" else SyntaxBertConfig
+    config_class = {"sgnet": SGNetConfig, "syntax_bert": SyntaxBertConfig, "plain": PlainEncoderConfig}[system]
     options = {**SYSTEM_OPTIONS[system], "num_labels": 3, **kw}
     enc = tiny_bert(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     return model_class(system, head)(config_class(encoder=enc, **options))
@@ -87,16 +89,18 @@ def main_logits(out) -> torch.Tensor:
 
 
 def test_model_classes_cover_every_system_and_head():
-    assert set(MODEL_CLASSES) == {(s, h) for s in ("sgnet", "syntax_bert") for h in HEADS}
+    assert set(MODEL_CLASSES) == {(s, h) for s in ("sgnet", "syntax_bert", "plain") for h in HEADS}
     for (system, head), cls in MODEL_CLASSES.items():
         assert model_class(system, head) is cls
-        prefix = "SGNet" if system == "sgnet" else "SyntaxBert"
+        prefix = {"sgnet": "SGNet", "syntax_bert": "SyntaxBert", "plain": "PlainEncoder"}[system]
         assert cls.__name__ == prefix + "For" + "".join(w.title() for w in head.split("_"))
-    with pytest.raises(SyntaxformerError, match="known.*'syntax_bert', 'multiple_choice'"):
+    with pytest.raises(SyntaxformerError, match="known.*'sgnet', 'multiple_choice'"):
         model_class("sgnet", "summarization")
+    with pytest.raises(SyntaxformerError, match="unknown system 'nope'; known systems: plain, sgnet, syntax_bert"):
+        model_class("nope", "sequence_classification")
 
 
-@pytest.mark.parametrize("system", ["sgnet", "syntax_bert"])
+@pytest.mark.parametrize("system", ["sgnet", "syntax_bert", "plain"])
 @pytest.mark.parametrize("head", HEADS)
 def test_every_system_head_trains_and_round_trips(system, head, tmp_path):
     model = build(system, head).train()
@@ -105,7 +109,7 @@ def test_every_system_head_trains_and_round_trips(system, head, tmp_path):
     assert isinstance(out, OUTPUTS[head]) and out.loss.dim() == 0 and torch.isfinite(out.loss)
     out.loss.backward()
     named = dict(model.named_parameters())
-    backbone = "sgnet" if system == "sgnet" else "syntax_bert"
+    backbone = system
     assert all(
         k.startswith(backbone + ".") or k.split(".")[0] in ("pooler", "classifier", "qa_outputs") for k in named
     ), sorted(named)
@@ -131,7 +135,7 @@ def test_every_system_head_trains_and_round_trips(system, head, tmp_path):
     with torch.no_grad():
         assert torch.allclose(main_logits(loaded(**unlabelled)), main_logits(b), atol=1e-6)
     base = AutoModel.from_pretrained(tmp_path)
-    assert isinstance(base, SGNetModel if system == "sgnet" else SyntaxBertModel)
+    assert isinstance(base, {"sgnet": SGNetModel, "syntax_bert": SyntaxBertModel, "plain": PlainEncoderModel}[system])
 
 
 @pytest.mark.parametrize("system", ["sgnet", "syntax_bert"])

@@ -21,7 +21,7 @@ def test_comparison_resolve_systems_by_name(tiny_model):
     )
     assert [n for n, _ in resolve_systems(config, None)] == ["baseline", "sgnet"]
     named = dict(resolve_systems(config, " baseline , syntax_bert_lisa,lisa"))
-    assert named["baseline"] == {"model_type": "sgnet", "model": {"use_sg_layer": False}}  # SB options dropped
+    assert named["baseline"] == {"model_type": "plain", "model": {}}  # the plain encoder; SB options dropped
     assert named["syntax_bert_lisa"]["model_type"] == "syntax_bert"
     assert named["syntax_bert_lisa"]["model"]["lisa_layer"] == 1  # the tiny encoder's middle layer (2 // 2)
     assert named["syntax_bert_lisa"]["model"]["use_dependency"] is True  # shared options kept

@@ -80,7 +80,7 @@ def test_end_to_end_train_interrupt_resume_evaluate_predict(tiny_model, tmp_path
     accuracy = sum(p == y for p, y in zip(dev_pred["predictions"], dev_pred["labels"])) / 32
     assert accuracy == pytest.approx(saved["dev"]["accuracy"])
     run = json.loads((out / "run.json").read_text())
-    assert run["task"] == {"name": "sst2", "options": {}, "module": "syntaxformer.tasks.glue"}
+    assert run["task"] == {"name": "sst2", "options": {}, "module": "syntaxformer.tasks.glue", "entry_point": None}
     assert run["config"]["parser_noise"] == 0.4
     for name in ("config.json", "model.safetensors", "tokenizer.json", "run.json"):
         assert (out / name).is_file(), name
@@ -279,7 +279,18 @@ def test_run_task_registered_outside_the_package(tiny_model, tmp_path):
     assert m["main_metric"] == "accuracy" and set(m["dev"]) == {"accuracy"} and len(m["history"]) == 2
     assert m["sizes"]["train"] == 8 and m["sizes"]["dev"] == 4
     run = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert run["task"] == {"name": "film-review", "options": {"min_words": 2}, "module": "tests.training.external_task"}
+    assert run["task"] == {
+        "name": "film-review",
+        "options": {"min_words": 2},
+        "module": "tests.training.external_task",
+        "entry_point": None,
+    }
+    assert run["system"] == {
+        "name": "sgnet",
+        "module": "syntaxformer.registry",
+        "entry_point": None,
+        "model_type": "sgnet",
+    }
     again = evaluate(tmp_path / "run", "dev")
     assert again["scores"] == m["dev"] and again["size"] == 4
 

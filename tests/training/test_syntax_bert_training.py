@@ -193,8 +193,8 @@ def test_syntax_bert_lisa_end_to_end_on_sst5_trees(tiny_model, tmp_path, capsys)
     assert all(math.isfinite(x) and x > 0 for x in lisa["train_loss_logged"])
     assert math.isfinite(lisa["dev_loss"]) and saved["history"][-1]["lisa_loss"] > 0
     assert metrics["lisa"] == lisa
-    # the saved model (config.json model_type "syntaxformer-syntax-bert") is scored again by `evaluate`
-    assert json.loads((out / "config.json").read_text())["model_type"] == "syntaxformer-syntax-bert"
+    # the saved model (config.json model_type "syntax_bert") is scored again by `evaluate`
+    assert json.loads((out / "config.json").read_text())["model_type"] == "syntax_bert"
     capsys.readouterr()
     assert main(["evaluate", str(out), "--split", "dev"]) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -286,7 +286,7 @@ def test_syntax_bert_cli_on_glue_without_constituency_and_compare(tiny_model, tm
     # compare: systems by name
     assert [n for n, _ in resolve_systems(config, None)] == ["baseline", "sgnet"]
     named = dict(resolve_systems(config, "baseline,syntax_bert_lisa"))
-    assert named["baseline"] == {"model_type": "sgnet", "model": {"use_sg_layer": False}}  # SB options dropped
+    assert named["baseline"] == {"model_type": "plain", "model": {}}  # the plain encoder; SB options dropped
     assert named["syntax_bert_lisa"]["model"]["lisa_layer"] == 1  # the tiny encoder's middle layer (2 // 2)
     with pytest.raises(SyntaxformerError, match="unknown system"):
         resolve_systems(config, "baseline,bert")

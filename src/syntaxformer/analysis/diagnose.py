@@ -27,7 +27,7 @@ import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -75,7 +75,8 @@ def diagnose(
             :func:`syntaxformer.defaults.default_hf_model`), a folder holding a model saved by this library, or a
             run folder of ``syntaxformer train`` (its system and options are used; ``system`` / ``options`` are
             ignored).
-        system: ``"syntax_bert"`` or ``"sgnet"``.
+        system: a registered system (``"syntax_bert"``, ``"sgnet"``, ``"plain"`` or one of
+            :mod:`syntaxformer.registry`).
         options: model-config options (``{"gate": "layer"}``, ``{"pooling": "cls"}`` ...).
         task: a registered sentence-pair regression task with a dev split (``"stsb"``).
         n: dev pairs (seeded subsample; ``0`` = all).
@@ -102,12 +103,13 @@ def diagnose(
         run_config, _ = load_run(model)
         system, options = run_config.model_type, dict(run_config.model)
     options = dict(options or {})
-    if system not in ("syntax_bert", "sgnet"):
-        raise ConfigError(f"diagnose --system must be 'syntax_bert' or 'sgnet', got {system!r}")
-    model_type: Literal["sgnet", "syntax_bert"] = "sgnet" if system == "sgnet" else "syntax_bert"
+    from syntaxformer.registry import SYSTEMS
+
+    if system not in SYSTEMS:
+        raise ConfigError(f"diagnose --system must be one of {', '.join(SYSTEMS)}, got {system!r}")
     config = RunConfig(
         task=task,
-        model_type=model_type,
+        model_type=system,
         model_name_or_path=model,
         model=options,
         max_length=max_length,
@@ -180,6 +182,13 @@ def _states(net: PreTrainedModel, system: str, batch: Mapping[str, Any]) -> tupl
     if system == "sgnet":
         out = backbone(**inputs)
         return out.last_hidden_state, out.encoder_hidden_state
+    if system != "syntax_bert":  # the plain encoder, or another system: its wrapped encoder alone is the reference
+        h = backbone(**inputs).last_hidden_state
+        encoder = getattr(backbone, "encoder", None)
+        if encoder is None:
+            raise ConfigError(f"diagnose: the {system} backbone {type(backbone).__name__} has no wrapped `encoder`")
+        token_inputs = {k: inputs[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in inputs}
+        return h, encoder(**token_inputs, return_dict=True).last_hidden_state
     h = backbone(**inputs).last_hidden_state
     saved = backbone.config.syntax_layers
     try:

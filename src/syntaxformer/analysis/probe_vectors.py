@@ -89,8 +89,9 @@ def load_probed_model(
     from transformers import AutoConfig, AutoModel
 
     import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
+    from syntaxformer import registry as _registry
     from syntaxformer.defaults import default_hf_model
-    from syntaxformer.modeling import SGNetModel, SyntaxBertModel, SyntaxModelConfig, model_class
+    from syntaxformer.modeling import SyntaxModelConfig, model_class
     from syntaxformer.training.run import load_run, load_tokenizer
 
     path = str(model) if model is not None else default_hf_model()
@@ -111,10 +112,13 @@ def load_probed_model(
             raise DataError(f"{path} holds no trained model (no config.json); was it trained with save_model=false?")
         with loading_model(path):
             net = model_class(config.model_type, task.head).from_pretrained(path).base_model
+        kind = config.model_type
+        if kind not in ("sgnet", "syntax_bert"):  # the plain encoder or another system: its wrapped encoder's layers
+            net, kind = net.encoder, "plain"
         return ProbedModel(
             net.eval(),
             load_tokenizer(path),
-            config.model_type,
+            kind,
             {
                 "model": path,
                 "run": path,
@@ -137,21 +141,22 @@ def load_probed_model(
     if isinstance(saved, SyntaxModelConfig):
         with loading_model(path):
             net = AutoModel.from_pretrained(path)
-        kind = "sgnet" if isinstance(net, SGNetModel) else "syntax_bert"
+        kind = _registry.system_for_model_type(saved.model_type).name
+        if kind not in ("sgnet", "syntax_bert"):
+            net, kind = net.encoder, "plain"
         return ProbedModel(net.eval(), tokenizer, kind, {"model": path, "system": kind, "options": {}})
     if system is None or system == "plain":
         with loading_model(path):
             net = AutoModel.from_pretrained(path)
         return ProbedModel(net.eval(), tokenizer, "plain", {"model": path, "system": "plain", "options": {}})
-    classes = {"sgnet": SGNetModel, "syntax_bert": SyntaxBertModel}
-    if system not in classes:
-        raise ConfigError(f"system={system!r} is not valid; choose one of ['plain', 'sgnet', 'syntax_bert']")
+    if system not in _registry.SYSTEMS:
+        raise ConfigError(f"system={system!r} is not valid; choose one of {', '.join(_registry.SYSTEMS)}")
     torch.manual_seed(seed)
     problem = model_folder_problem(path) if Path(path).is_dir() else None
     if problem:  # not "invalid model options": the folder is no encoder
         raise DataError(f"cannot load the encoder in {path}: {problem}")
     try:
-        net = classes[system].from_encoder_pretrained(path, **options)
+        net = _registry.system(system).backbone_class().from_encoder_pretrained(path, **options)
     except (TypeError, ValueError) as e:
         raise ConfigError(
             f"invalid model options {options} for {system} on {path!r}: {' '.join(str(e).split())}"

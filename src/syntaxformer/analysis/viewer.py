@@ -49,6 +49,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
+from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, InputError, SyntaxformerError
 from syntaxformer.training.saved import loading_model
 
@@ -173,10 +174,13 @@ def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
                 head = get_task(record["task"]["name"], **record["task"].get("options", {})).head
             except Exception:  # a task registered outside the package: the backbone alone is enough
                 head = None
-        cls = model_class(saved, head) if head else (SGNetModel if saved == "sgnet" else SyntaxBertModel)
+        spec_ = _registry.system(saved)
+        cls = model_class(saved, head) if head else spec_.backbone_class()
         with loading_model(path):
             model = cls.from_pretrained(str(path)).eval()
         name = f"{path.name} ({_system_title(saved, model)})"
+        if saved not in ("sgnet", "syntax_bert"):  # the plain encoder, or a system the page has no view of: its encoder
+            return [ViewModel(name, "plain", model.base_model.encoder.eval(), str(path))], origin
         return [ViewModel(name, saved, model, str(path))], origin
     if run_file.is_file():
         raise ConfigError(
@@ -199,11 +203,9 @@ def _load_plain(spec: str) -> ViewModel:
     """The plain encoder: a pretrained checkpoint (``AutoModel``) or the encoder of a saved model / run."""
     from transformers import AutoModel
 
-    from syntaxformer.modeling import SGNetModel, SyntaxBertModel
-
     saved = _saved_system(Path(spec))
     if saved is not None:
-        cls = SGNetModel if saved == "sgnet" else SyntaxBertModel
+        cls = _registry.system(saved).backbone_class()
         with loading_model(spec):
             encoder = cls.from_pretrained(spec).encoder
         if saved == "syntax_bert":
@@ -221,17 +223,16 @@ def _load_plain(spec: str) -> ViewModel:
 
 
 def _saved_system(path: Path) -> str | None:
-    """``"sgnet"`` / ``"syntax_bert"`` for a folder holding a model saved by this library, else ``None``."""
-    from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
-
+    """The system of a folder holding a model saved by this library (:mod:`syntaxformer.registry`), else ``None``."""
     cfg = path / "config.json"
     if not cfg.is_file():
         return None
     try:
         model_type = json.loads(cfg.read_text(encoding="utf-8")).get("model_type")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return None
-    return {SGNetConfig.model_type: "sgnet", SyntaxBertConfig.model_type: "syntax_bert"}.get(model_type)
+    spec = _registry.system_for_model_type(model_type)
+    return None if spec is None else spec.name
 
 
 def _short(spec: str) -> str:
@@ -243,10 +244,10 @@ def _short(spec: str) -> str:
 
 def _system_title(system: str, model: Any) -> str:
     cfg = model.config
-    if system == "sgnet":
-        return "SG-Net" if getattr(cfg, "use_sg_layer", True) else "baseline"
-    gate = getattr(cfg, "gate", "none")
-    return "Syntax-BERT" + ("" if gate == "none" else f", gate={gate}")
+    if system == "syntax_bert":
+        gate = getattr(cfg, "gate", "none")
+        return "Syntax-BERT" + ("" if gate == "none" else f", gate={gate}")
+    return _registry.system(system).label_for(cfg)
 
 
 # ---------------------------------------------------------------------------------------------------------------

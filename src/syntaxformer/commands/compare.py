@@ -59,8 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--systems",
         default=DEFAULT_SYSTEMS,
         metavar="NAMES",
-        help="comma-separated systems: baseline, sgnet, syntax_bert, syntax_bert_lisa, "
-        f"syntax_bert_baseline, lisa (default {DEFAULT_SYSTEMS})",
+        help="comma-separated systems: baseline (the plain encoder), sgnet, syntax_bert, syntax_bert_lisa, "
+        f"syntax_bert_baseline, lisa, or any registered system by its name (default {DEFAULT_SYSTEMS})",
     )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from syntaxformer import registry as _registry
+
 HELP = "token-state drift and zero-shot similarity of a syntax configuration at initialisation"
 
 _EPILOG = """\
@@ -35,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--system",
-        choices=("syntax_bert", "sgnet"),
+        choices=_registry.SYSTEMS,  # read when checked or shown: packages' systems included
         default="syntax_bert",
         help="syntax system (ignored for a run folder; default syntax_bert)",
     )

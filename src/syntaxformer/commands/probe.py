@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from syntaxformer import registry as _registry
+
 HELP = "structural (distance / depth) and POS / label probes per layer, on UD English-EWT dev split by document"
 
 _EPILOG = """\
@@ -32,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--system",
-        choices=("plain", "sgnet", "syntax_bert"),
+        choices=_registry.SYSTEMS,  # read when checked or shown: packages' systems included
         default="plain",
         help="for a pretrained encoder: probe it as is (plain, default) or an untrained SG-Net / "
         "Syntax-BERT built on it (ignored for run folders and saved models)",

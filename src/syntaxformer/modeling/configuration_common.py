@@ -178,6 +178,20 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
         self.encoder = sub_config(self.encoder, "bert", "encoder")
         super().__post_init__(**kwargs)
 
+    @classmethod
+    def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
+        """``PretrainedConfig.from_dict``; a config saved under an older ``model_type`` of this system (an alias
+        its :class:`~syntaxformer.registry.SystemSpec` declares, e.g. ``"syntaxformer"`` for SG-Net) is read as
+        one of this class's own ``model_type``."""
+        saved = config_dict.get("model_type")
+        if saved and saved != cls.model_type:
+            from syntaxformer.registry import system_for_model_type
+
+            spec = system_for_model_type(saved)
+            if spec is not None and spec.saved_model_type == cls.model_type:
+                config_dict = {**config_dict, "model_type": cls.model_type}
+        return super().from_dict(config_dict, **kwargs)
+
     def resolve_head_defaults(self, dropout_fallback: float) -> None:
         """Fill the head options left at ``None`` from the encoder and turn the weights into floats.
 

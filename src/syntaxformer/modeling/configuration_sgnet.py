@@ -123,7 +123,7 @@ class SGNetConfig(SyntaxModelConfig):
         (4, 0.5, 'dual')
     """
 
-    model_type = "syntaxformer"
+    model_type = "sgnet"
 
     encoder: PretrainedConfig | dict | None = None
     pooling: Pooling = "mean"

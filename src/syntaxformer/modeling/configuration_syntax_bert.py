@@ -121,7 +121,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
         (15, True, True, 'topical')
     """
 
-    model_type = "syntaxformer-syntax-bert"
+    model_type = "syntax_bert"
 
     encoder: PretrainedConfig | dict | None = None
     max_distance: int = 15

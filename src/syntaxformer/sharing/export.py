@@ -54,6 +54,8 @@ CODE_ROOTS: tuple[str, ...] = (
     "syntaxformer.modeling.modeling_sgnet",
     "syntaxformer.modeling.configuration_syntax_bert",
     "syntaxformer.modeling.modeling_syntax_bert",
+    "syntaxformer.modeling.configuration_plain",
+    "syntaxformer.modeling.modeling_plain",
     "syntaxformer.modeling.seq2seq",
 )
 #: Tokenizer files copied when the run folder has them.
@@ -85,6 +87,11 @@ _ENTRY_EXPORTS: dict[str, list[str]] = {
     "syntaxformer.modeling.modeling_syntax_bert": [
         "SyntaxBertForSequenceClassification",
         "SyntaxBertForQuestionAnswering",
+    ],
+    "syntaxformer.modeling.configuration_plain": ["PlainEncoderConfig"],
+    "syntaxformer.modeling.modeling_plain": [
+        "PlainEncoderForSequenceClassification",
+        "PlainEncoderForQuestionAnswering",
     ],
     "syntaxformer.modeling.seq2seq": ["SyntaxInfusedTranslationConfig", "SyntaxInfusedForConditionalGeneration"],
     "syntaxformer.sharing.syntax_pipeline": [
@@ -358,15 +365,20 @@ def _config_json(run_dir: Path, head: str) -> dict[str, Any]:
             f"{run_dir}/config.json names the model class {arch}, which export does not carry "
             f"(it carries {sorted(n for v in _ENTRY_EXPORTS.values() for n in v if 'For' in n)})"
         )
-    config_class = {
-        "syntaxformer": "SGNetConfig",
-        "syntaxformer-syntax-bert": "SyntaxBertConfig",
-        "syntax_infused_translation": "SyntaxInfusedTranslationConfig",
-    }.get(data.get("model_type"))
+    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
+
+    spec = system_for_model_type(data.get("model_type"))
+    config_class = None
+    if spec is not None and spec.name in BUILTIN_SYSTEMS:
+        data["model_type"] = spec.saved_model_type  # a config saved under an older name: the system's own
+        config_class = str(spec.config).rsplit(":", 1)[-1]
+    elif data.get("model_type") == "syntax_infused_translation":
+        config_class = "SyntaxInfusedTranslationConfig"
     if config_class is None:
+        known = [t for s in BUILTIN_SYSTEMS.values() for t in (s.saved_model_type, *s.aliases)]
         raise ConfigError(
-            f"{run_dir}/config.json has model_type {data.get('model_type')!r}, not a syntaxformer "
-            "model (syntaxformer, syntaxformer-syntax-bert, syntax_infused_translation)"
+            f"{run_dir}/config.json has model_type {data.get('model_type')!r}, not a model export can carry "
+            f"({', '.join([*known, 'syntax_infused_translation'])}; systems of other packages are not exported)"
         )
     data["auto_map"] = {"AutoConfig": f"{ENTRY_MODULE}.{config_class}", auto: f"{ENTRY_MODULE}.{arch}"}
     data["custom_pipelines"] = {

@@ -39,7 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from syntaxformer.errors import ConfigError, InputError, UnknownTaskError
+from syntaxformer.errors import ConfigError, InputError, SyntaxformerError
+from syntaxformer.registry import TASKS
 
 __all__ = [
     "HEADS",
@@ -306,17 +307,15 @@ def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> Any:
     return TaskData(examples, "raw inputs", content_fingerprint([e.text_a, e.text_b] for e in examples), len(examples))
 
 
-_REGISTRY: dict[str, Callable[..., Task]] = {}
-
-
 def _key(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
+    return TASKS.key(name)
 
 
 def register_task(
     task: Callable[..., Task], name: str | None = None, *, overwrite: bool = False
 ) -> Callable[..., Task]:
-    """Make a task known to :func:`get_task`, the runner and the CLI.
+    """Make a task known to :func:`get_task`, the runner and the CLI (in this process; a package makes a task known
+    to every process with an entry point of group ``syntaxformer.tasks``, see :mod:`syntaxformer.registry`).
 
     Args:
         task: a :class:`Task` subclass, or any callable returning a Task from keyword options.
@@ -329,11 +328,7 @@ def register_task(
     key = _key(name or getattr(task, "name", "") or "")
     if not key:
         raise InputError(f"register_task({task!r}): give the task a name (class attribute `name` or name=...)")
-    if key in _REGISTRY and not overwrite and _REGISTRY[key] is not task:
-        raise InputError(
-            f"a task named {key!r} is already registered ({_REGISTRY[key]!r}); pass overwrite=True to replace it"
-        )
-    _REGISTRY[key] = task
+    TASKS.register(key, task, overwrite=overwrite)
     return task
 
 
@@ -341,9 +336,12 @@ def task_option_names(name: str) -> tuple[str, ...]:
     """The keyword options a registered task takes (from its constructor's signature), or ``()``."""
     import inspect
 
-    _load_builtin()
-    factory = _REGISTRY.get(_ALIASES.get(_key(str(name)), _key(str(name))))
-    if factory is None:
+    key = _ALIASES.get(_key(str(name)), _key(str(name)))
+    if key not in TASKS:
+        return ()
+    try:
+        factory = TASKS.get(key)
+    except SyntaxformerError:
         return ()
     # a class: its own __init__ (mypy's unsoundness warning is about instances, not this)
     target = factory.__init__ if isinstance(factory, type) else factory  # type: ignore[misc]
@@ -355,9 +353,8 @@ def task_option_names(name: str) -> tuple[str, ...]:
 
 
 def task_names() -> list[str]:
-    """Names of the registered tasks (built-in ones included), sorted."""
-    _load_builtin()
-    return sorted(_REGISTRY)
+    """Names of the registered tasks (built-in ones and entry points included), sorted."""
+    return TASKS.names()
 
 
 def get_task(name: str | Task, **options: Any) -> Task:
@@ -370,15 +367,11 @@ def get_task(name: str | Task, **options: Any) -> Task:
         if options:
             raise InputError(f"get_task: options {sorted(options)} given with an already built task")
         return name
-    _load_builtin()
     key = _key(str(name))
     key = _ALIASES.get(key, key)
-    if key not in _REGISTRY:
-        raise UnknownTaskError(
-            f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))} "
-            "(register your own with syntaxformer.tasks.register_task)"
-        )
-    return _REGISTRY[key](**options)
+    if key not in TASKS:
+        raise TASKS.unknown(name)
+    return TASKS.get(key)(**options)
 
 
 #: Other spellings of built-in task names.
@@ -392,28 +385,3 @@ _ALIASES: dict[str, str] = {
     "sst2trees": "sst2-trees",
     "sst-2-trees": "sst2-trees",
 }
-_BUILTIN_LOADED = False
-
-
-def _load_builtin() -> None:
-    """Import the built-in task modules once (each registers its tasks on import)."""
-    global _BUILTIN_LOADED
-    if _BUILTIN_LOADED:
-        return
-    _BUILTIN_LOADED = True
-    import importlib
-
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
-
-
-#: The modules that define the built-in tasks (each calls :func:`register_task` at import).
-_BUILTIN_MODULES: tuple[str, ...] = (
-    "syntaxformer.tasks.glue",
-    "syntaxformer.tasks.snli",
-    "syntaxformer.tasks.sst",
-    "syntaxformer.tasks.squad",
-    "syntaxformer.tasks.race",
-    "syntaxformer.tasks.translation",
-    "syntaxformer.tasks.custom",
-)

@@ -2,7 +2,9 @@
 side.
 
 Systems are named by :data:`SYSTEM_PRESETS` (``baseline``, ``sgnet``, ``syntax_bert``, ``syntax_bert_lisa``,
-``syntax_bert_baseline``, ``lisa``) or given as ``(name, run config changes)`` pairs; each one is an ordinary
+``syntax_bert_baseline``, ``lisa``), by the name of any registered system (:mod:`syntaxformer.registry`: ``plain``,
+or one a package adds, run with its default options), or given as ``(name, run config changes)`` pairs; each one
+is an ordinary
 :func:`syntaxformer.training.run.train` run in ``<output_dir>/<name>``.
 """
 
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError
 from syntaxformer.tasks.significance import paired_prediction_tests
 from syntaxformer.training.config import RunConfig, model_option_names
@@ -45,9 +48,10 @@ def _system(system: str, **changes: Any) -> Callable[[RunConfig], tuple[str, dic
 
 
 #: The systems ``compare`` knows by name: ``config -> (model_type, model option changes)``; a value ``None``
-#: removes the option. The shared ``model`` options that the system's config class has are kept.
+#: removes the option. The shared ``model`` options that the system's config class has are kept. ``baseline`` is the
+#: plain encoder under the same head (system ``plain``); every registered system is also known by its own name.
 SYSTEM_PRESETS: dict[str, Callable[[RunConfig], tuple[str, dict[str, Any]]]] = {
-    "baseline": _system("sgnet", use_sg_layer=False),
+    "baseline": _system("plain"),
     "sgnet": _system("sgnet", use_sg_layer=True),
     "syntax_bert": _system("syntax_bert", lisa_layer=None),
     "syntax_bert_lisa": _system("syntax_bert", lisa_layer=_default_lisa_layer),
@@ -76,9 +80,13 @@ def resolve_systems(
     out: list[tuple[str, dict[str, Any]]] = []
     for item in systems:
         if isinstance(item, str):
-            if item not in SYSTEM_PRESETS:
-                raise ConfigError(f"unknown system {item!r}; known systems: {', '.join(SYSTEM_PRESETS)}")
-            system, changes = SYSTEM_PRESETS[item](config)
+            if item in SYSTEM_PRESETS:
+                system, changes = SYSTEM_PRESETS[item](config)
+            elif item in _registry.SYSTEMS:
+                system, changes = item, {}
+            else:
+                names = dict.fromkeys([*SYSTEM_PRESETS, *_registry.SYSTEMS.names()])
+                raise ConfigError(f"unknown system {item!r}; known systems: {', '.join(names)}")
             known = set(model_option_names(system))
             model = {k: v for k, v in config.model.items() if k in known}
             if system == "syntax_bert" and "syntax_layers" not in changes and model.get("syntax_layers") == []:

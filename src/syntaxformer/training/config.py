@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
 
 __all__ = [
@@ -77,13 +78,15 @@ __all__ = [
     "validate_model_options",
 ]
 
-#: The syntax systems a run can train (``model_type``).
-SYSTEMS: tuple[str, ...] = ("sgnet", "syntax_bert")
+#: The syntax systems a run can train (``model_type``): the system registry (:mod:`syntaxformer.registry`; ``in``
+#: and iteration read the built-in systems, those registered in code and those of installed packages).
+SYSTEMS = _registry.SYSTEMS
 
 
 def _system_choices() -> tuple[str, ...]:
-    """The systems ``model_type`` may name (the command line's choices of ``--model-type``)."""
-    return SYSTEMS
+    """The systems ``model_type`` may name (the command line's choices of ``--model-type``): read from the registry
+    when the parser is built, so that systems of installed packages are included."""
+    return tuple(SYSTEMS)
 
 
 #: Shorthand keys and the model options they set (see the module docstring).
@@ -104,16 +107,11 @@ _TASK_SET = {
 
 
 def model_config_class(system: str) -> type:
-    """The ``PretrainedConfig`` class of a syntax system (``sgnet`` / ``syntax_bert``)."""
-    if system == "syntax_bert":
-        from syntaxformer.modeling import SyntaxBertConfig
-
-        return SyntaxBertConfig
-    if system == "sgnet":
-        from syntaxformer.modeling import SGNetConfig
-
-        return SGNetConfig
-    raise ConfigError(f"model_type={system!r} is not a syntax system; choose one of {SYSTEMS}")
+    """The ``PretrainedConfig`` class of a syntax system (``sgnet``, ``syntax_bert``, ``plain``, or one from the
+    registry)."""
+    if system not in SYSTEMS:
+        raise ConfigError(f"model_type={system!r} is not a syntax system; choose one of {', '.join(SYSTEMS)}")
+    return _registry.system(system).config_class()
 
 
 def model_option_names(system: str) -> tuple[str, ...]:
@@ -192,10 +190,11 @@ class RunConfig:
         max_length: tokens per input incl. special tokens (pairs are truncated longest-first).
 
     Model:
-        model_type: the syntax system, ``sgnet`` or ``syntax_bert``.
+        model_type: the syntax system: ``sgnet``, ``syntax_bert``, ``plain`` (the encoder alone under the same head,
+            the baseline), or one added by a package (:mod:`syntaxformer.registry`).
         model_name_or_path: pretrained encoder name or folder (default: the offline MiniLM checkpoint); a folder
             of a model trained by this library continues from it.
-        model: options of the system's config class (``SGNetConfig`` / ``SyntaxBertConfig``: ``use_sg_layer``,
+        model: options of the system's config class (``SGNetConfig`` / ``SyntaxBertConfig`` ...: ``use_sg_layer``,
             ``alpha``, ``pooling``, ``aggregation``, ``lisa_layer``, ``random_masks`` ...), validated by it; see
             the module docstring for the top-level keys that are routed here.
 
@@ -251,7 +250,7 @@ class RunConfig:
     features_cache: bool | str = True
     max_length: int = field(default=128, metadata=_cli(evaluate=True))
     # model
-    model_type: Literal["sgnet", "syntax_bert"] = field(default="sgnet", metadata=_cli(choices=_system_choices))
+    model_type: str = field(default="sgnet", metadata=_cli(choices=_system_choices))
     model_name_or_path: str | None = field(default=None, metadata=_cli("--model"))
     model: dict[str, Any] = field(default_factory=dict)
     # training
@@ -314,6 +313,8 @@ class RunConfig:
                 f"num_train_epochs={self.num_train_epochs} trains nothing; give a positive number of "
                 "epochs (or max_steps > 0)"
             )
+        if self.model_type not in SYSTEMS:
+            raise ConfigError(f"model_type={self.model_type!r} is not valid; choose one of {', '.join(SYSTEMS)}")
         self.model = normalise_model_options(self.model_type, self.model)
         validate_model_options(self.model_type, self.model)
         self._built_task = (self._task_key(), self.build_task())  # checks the task name and its options
@@ -447,6 +448,8 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
     for key in [k for k in out if k in task_keys]:
         out["task_options"] = {**(out.get("task_options") or {}), key: out.pop(key)}
     model_keys = set(model_option_names("sgnet")) | set(model_option_names("syntax_bert"))
+    if isinstance(out.get("model_type"), str) and out["model_type"] in SYSTEMS:  # the options of the chosen system
+        model_keys |= set(model_option_names(out["model_type"]))
     for key in [k for k in out if k not in known and k in model_keys]:
         model[key] = out.pop(key)
     trees = out.pop("trees", None)

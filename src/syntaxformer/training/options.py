@@ -350,13 +350,17 @@ def _options(training: bool) -> list[_Option]:
 
 def _task_options() -> dict[str, tuple[Any, str]]:
     """Option name -> (annotation, help) over the built-in tasks' constructors (:func:`task_option_names`)."""
+    from syntaxformer.errors import SyntaxformerError
+    from syntaxformer.registry import TASKS
     from syntaxformer.tasks import task_names
-    from syntaxformer.tasks.base import _REGISTRY
 
     found: dict[str, tuple[Any, str]] = {}
     users: dict[str, list[str]] = {}
     for name in task_names():
-        factory: Any = _REGISTRY.get(name)
+        try:
+            factory: Any = TASKS.get(name)
+        except SyntaxformerError:  # an entry point that cannot be loaded: its options are not offered as flags
+            continue
         target = factory.__init__ if isinstance(factory, type) else factory  # type: ignore[misc]
         try:
             params = inspect.signature(target).parameters

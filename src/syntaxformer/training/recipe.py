@@ -35,6 +35,7 @@ from syntaxformer.training.run import (
     _IGNORE_OUTPUTS,
     _has_labels,
     _load_data,
+    _parts_record,
     _task_record,
     _trainer,
     _uses_generation,
@@ -297,7 +298,10 @@ class TrainRecipe:
         self.metrics = self._metrics()
         # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
         if self.writer:
-            write_json(Path(output_dir) / RUN_FILE, {"task": _task_record(task), "config": config.to_dict()})
+            write_json(
+                Path(output_dir) / RUN_FILE,
+                {"task": _task_record(task), **_parts_record(config), "config": config.to_dict()},
+            )
             write_json(Path(output_dir) / METRICS_FILE, self.metrics)
         if self.writer and config.save_model:  # the model card beside the saved model (README.md)
             from syntaxformer.training.model_card import write_model_card

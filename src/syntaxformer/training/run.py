@@ -19,8 +19,10 @@ folder, prepare data, build the model, featurize, fit, evaluate, save); the run 
 
 Files in ``output_dir`` after :func:`train`:
 
-* ``run.json``: the task definition (name, options, defining module) and the resolved run config, so that
-  :func:`evaluate` / :func:`predict` rebuild the same task and features from the folder alone;
+* ``run.json``: the task definition (name, options, defining module or entry point), the system and the
+  annotator scheme (each with its defining module or entry point: :mod:`syntaxformer.registry`) and the resolved
+  run config, so that :func:`evaluate` / :func:`predict` rebuild the same task, model and features from the folder
+  alone, in a fresh process too;
 * ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
   evaluation and final), the LISA loss (Syntax-BERT with LISA), runtime;
 * ``dev_predictions.json``: the final model's dev predictions in dataset order (paired significance tests);
@@ -47,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDependencyError, SyntaxformerError
 from syntaxformer.tasks.base import Task, TaskContext, get_task
 from syntaxformer.training.arguments import _is_main_process, training_arguments
@@ -91,19 +94,18 @@ def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
     return tuple(model_config.syntax_inputs)
 
 
-#: ``config.json`` model types of the saved models this library trains, and their system.
-_SAVED_TYPES = {"syntaxformer": "sgnet", "syntaxformer-syntax-bert": "syntax_bert"}
-
-
 def _saved_system(path: str) -> str | None:
-    """``"sgnet"`` / ``"syntax_bert"`` for a folder holding a model trained by this library, else ``None``."""
+    """The system of a folder holding a model trained by this library (its ``config.json`` ``model_type``, or an
+    older spelling of it: :func:`syntaxformer.registry.system_for_model_type`), else ``None``."""
     cfg = Path(path) / "config.json"
     if not cfg.is_file():
         return None
     try:
-        return _SAVED_TYPES.get(json.loads(cfg.read_text(encoding="utf-8")).get("model_type"))
-    except (OSError, ValueError):
+        model_type = json.loads(cfg.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
         return None
+    spec = _registry.system_for_model_type(model_type)
+    return None if spec is None else spec.name
 
 
 # -- building blocks (public: experiments and tests rebuild a run's tokenizer, model, features with them) -----
@@ -340,7 +342,24 @@ def _split_name(split: str) -> str:
 
 
 def _task_record(task: Task) -> dict[str, Any]:
-    return {"name": task.name, "options": task.options(), "module": type(task).__module__}
+    origin = _registry.TASKS.origin(task.name) if task.name in _registry.TASKS else {}
+    return {
+        "name": task.name,
+        "options": task.options(),
+        "module": type(task).__module__,
+        "entry_point": origin.get("entry_point"),
+    }
+
+
+def _parts_record(config: RunConfig) -> dict[str, Any]:
+    """What ``run.json`` records besides the task: the system and the annotator scheme, each with the module or
+    entry point that defines it (:meth:`syntaxformer.registry.Registry.origin`), so that a fresh process finds
+    parts added from outside the package again."""
+    from syntaxformer.data.annotators import annotator_origin
+
+    system = _registry.SYSTEMS.origin(config.model_type)
+    spec = _registry.system(config.model_type)
+    return {"system": {**system, "model_type": spec.saved_model_type}, "annotator": annotator_origin(config.parser)}
 
 
 # -- train ----------------------------------------------------------------------------------------------------
@@ -432,12 +451,22 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
             f"not the run record `syntaxformer train` writes ({type(e).__name__}: {e}); train again into a new folder",
             source=str(path),
         ) from None
-    module = record.get("module")
-    if module and module != "__main__" and not module.startswith("syntaxformer."):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            logger.info("could not import %s, the module that defined task %r", module, record["name"])
+    # Parts registered in code outside the package (task, system, annotator scheme) are found by importing the
+    # module that defined them; entry points are found without it.
+    parts: list[tuple[str, Any, _registry.Registry]] = [
+        ("task", record, _registry.TASKS),
+        ("system", saved.get("system"), _registry.SYSTEMS),
+        ("annotator", saved.get("annotator"), _registry.ANNOTATORS),
+    ]
+    for kind, part, known in parts:
+        _registry.import_origin(part, kind)
+        name = part.get("name") if isinstance(part, Mapping) else None
+        if isinstance(name, str) and name not in known:
+            where = part.get("entry_point") or part.get("module") or "code that is not importable here"
+            raise ConfigError(
+                f"{run_dir} was trained with the {kind} {name!r} defined by {where}, which is not available in this "
+                f"Python environment; install the package that provides it (known {kind}s: {', '.join(known)})"
+            )
     changes = dict(changes or {})
     data = {**saved["config"], **changes}
     # The task as it was trained: the recorded options include what the task fixed while reading the training
@@ -470,7 +499,7 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
     if saved is None:
         raise DataError(
             f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
-            f"{' or '.join(map(repr, _SAVED_TYPES))}); was it trained with save_model=false?"
+            f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
         )
     with loading_model(run_dir):
         model = _model_class(saved, task.head).from_pretrained(run_dir)
@@ -532,8 +561,7 @@ def _split_outputs(
     that a ``train`` or another ``evaluate`` writing the same folder is refused at once."""
     from syntaxformer.training.lock import RunLock
 
-    if not (Path(run_dir) / RUN_FILE).is_file():
-        load_run(run_dir)  # raises the error that names what is wrong with the folder
+    load_run(run_dir)  # first, what is wrong with the folder itself (not a run, a part that is not installed)
     out_dir = Path(os.path.abspath(output_dir or str(run_dir)))
     existing = [str(out_dir / name) for name in names if (out_dir / name).exists()]
     if existing and not overwrite:
@@ -670,16 +698,11 @@ def _predict(
 
 # -- names of what a run trained (metrics.json, the comparison table) -----------------------------------------
 def system_kind(system: str, model: Any) -> str:
-    """A short name of what a model is: ``SG-Net``, ``baseline``, ``Syntax-BERT``, ``Syntax-BERT + LISA``,
-    ``LISA`` (LISA head, no sub-networks) or ``baseline (Syntax-BERT head)``."""
-    c = model.config
-    if system != "syntax_bert":
-        return "SG-Net" if getattr(c, "use_sg_layer", False) else "baseline"
-    sub = c.syntax_layers is None or len(c.syntax_layers) > 0
-    lisa = c.lisa_layer is not None
-    if sub:
-        return "Syntax-BERT + LISA" if lisa else "Syntax-BERT"
-    return "LISA" if lisa else "baseline (Syntax-BERT head)"
+    """A short name of what a model is, for tables and ``metrics.json``: the label its system declares
+    (:meth:`syntaxformer.registry.SystemSpec.label_for`): ``SG-Net``, ``baseline`` (the plain encoder, or an
+    SG-Net config saved without its layer), ``Syntax-BERT``, ``Syntax-BERT + LISA``, ``LISA`` (LISA head, no
+    sub-networks), ``baseline (Syntax-BERT head)``, or an outside system's own."""
+    return _registry.system(system).label_for(model.config)
 
 
 def model_label(path: str) -> str:

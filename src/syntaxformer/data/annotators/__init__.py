@@ -8,7 +8,7 @@ the package (see :mod:`syntaxformer.data.annotators.base` for a complete example
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.batch import BatchAnnotator, document_from_row, sentence_from_row
 from syntaxformer.data.annotators.cache import ParseCache
-from syntaxformer.data.annotators.factory import annotator_schemes, make_annotator, register_annotator
+from syntaxformer.data.annotators.factory import annotator_origin, annotator_schemes, make_annotator, register_annotator
 from syntaxformer.data.annotators.preparsed import PreparsedAnnotator
 from syntaxformer.data.annotators.spacy import SpacyAnnotator
 
@@ -18,6 +18,7 @@ __all__ = [
     "ParseCache",
     "PreparsedAnnotator",
     "SpacyAnnotator",
+    "annotator_origin",
     "annotator_schemes",
     "document_from_row",
     "make_annotator",

@@ -11,6 +11,15 @@ Specs (what ``--parser`` and every ``parser`` option accept):
 
       register_annotator("stanza", lambda arg, **options: StanzaAnnotator(arg or "en"))
       make_annotator("stanza:de")
+
+  or by a package, through an entry point of group ``syntaxformer.annotators`` (found in every process, the CLI's
+  ``--parser stanza:de`` included; see :mod:`syntaxformer.registry`)::
+
+      [project.entry-points."syntaxformer.annotators"]
+      stanza = "my_package.parsers:make_stanza"     # make_stanza(arg, **options) -> Annotator
+
+The schemes live in :data:`syntaxformer.registry.ANNOTATORS`; :func:`annotator_origin` says where the scheme of a
+spec comes from (``run.json`` records it, so that ``evaluate`` / ``predict`` find it again in a fresh process).
 """
 
 from __future__ import annotations
@@ -26,8 +35,9 @@ from syntaxformer.data.annotators.preparsed import PREPARSED_FORMATS, PreparsedA
 from syntaxformer.data.annotators.spacy import SpacyAnnotator, pipeline_location
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
 from syntaxformer.errors import AnnotatorError
+from syntaxformer.registry import ANNOTATORS
 
-__all__ = ["annotator_schemes", "make_annotator", "register_annotator"]
+__all__ = ["annotator_origin", "annotator_schemes", "make_annotator", "register_annotator"]
 
 #: ``factory(arg, **options) -> Annotator``: ``arg`` is the spec after ``"scheme:"``, ``options`` are
 #: :func:`make_annotator`'s keyword arguments (``cache``, ``progress`` and any others).
@@ -36,19 +46,19 @@ AnnotatorFactory = Callable[..., Annotator]
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9_.+-]*):(.*)\Z", re.DOTALL)
 
 
-def _spacy(arg: str, **options: Any) -> Annotator:
+def spacy_annotator(arg: str, **options: Any) -> Annotator:
+    """``spacy:NAME_OR_PATH``: a :class:`SpacyAnnotator` (the default pipeline for an empty ``arg``)."""
     return SpacyAnnotator(arg or DEFAULT_SPACY_MODEL, **options)
 
 
-def _preparsed(format: str) -> AnnotatorFactory:
-    def factory(arg: str, **options: Any) -> Annotator:
-        # cache, progress and spaCy's batch options do not apply to reading a file
-        return PreparsedAnnotator(arg, format=format)
-
-    return factory
+def conllu_annotator(arg: str, **options: Any) -> Annotator:
+    """``conllu:FILE``: the parses in a CoNLL-U file (cache, progress and spaCy's options do not apply)."""
+    return PreparsedAnnotator(arg, format="conllu")
 
 
-_REGISTRY: dict[str, AnnotatorFactory] = {"spacy": _spacy, **{f: _preparsed(f) for f in PREPARSED_FORMATS}}
+def jsonl_annotator(arg: str, **options: Any) -> Annotator:
+    """``jsonl:FILE``: the parses in a JSONL file."""
+    return PreparsedAnnotator(arg, format="jsonl")
 
 
 def register_annotator(scheme: str, factory: AnnotatorFactory, *, overwrite: bool = False) -> None:
@@ -67,16 +77,28 @@ def register_annotator(scheme: str, factory: AnnotatorFactory, *, overwrite: boo
         raise AnnotatorError(
             f"annotator scheme {scheme!r} must start with a letter and hold only letters, digits and _ . + -"
         )
-    if scheme in _REGISTRY and not overwrite:
-        raise AnnotatorError(f"annotator scheme {scheme!r} is already registered; pass overwrite=True to replace it")
     if not callable(factory):
         raise AnnotatorError(f"the factory of annotator scheme {scheme!r} must be callable, got {factory!r}")
-    _REGISTRY[scheme] = factory
+    if ANNOTATORS.registered(scheme) and not overwrite:
+        raise AnnotatorError(f"annotator scheme {scheme!r} is already registered; pass overwrite=True to replace it")
+    ANNOTATORS.register(scheme, factory, overwrite=True)
 
 
 def annotator_schemes() -> list[str]:
-    """The registered schemes, built-in ones (``spacy``, ``conllu``, ``jsonl``) included."""
-    return sorted(_REGISTRY)
+    """The registered schemes, built-in ones (``spacy``, ``conllu``, ``jsonl``) and entry points included."""
+    return ANNOTATORS.names()
+
+
+def annotator_origin(spec: Any) -> dict[str, Any] | None:
+    """Where the annotator of a ``"SCHEME:ARG"`` spec comes from, for ``run.json``: ``{"name", "module",
+    "entry_point", "spec"}`` (:meth:`syntaxformer.registry.Registry.origin`); ``None`` for any other spec (the
+    default spaCy pipeline, a file, an object)."""
+    if not isinstance(spec, str):
+        return None
+    match = _SCHEME.match(spec)
+    if not match or match.group(1) not in ANNOTATORS or os.path.exists(spec):
+        return None
+    return {**ANNOTATORS.origin(match.group(1)), "spec": spec}
 
 
 def make_annotator(spec: Any = None, *, cache: Any = True, progress: bool = True, **options: Any) -> Annotator:
@@ -109,14 +131,14 @@ def make_annotator(spec: Any = None, *, cache: Any = True, progress: bool = True
     if not isinstance(spec, str):
         raise AnnotatorError(f"cannot make an annotator from a {type(spec).__name__} ({spec!r:.60}); {_ACCEPTED}")
     match = _SCHEME.match(spec)
-    if match and match.group(1) in _REGISTRY and not os.path.exists(spec):
-        return _REGISTRY[match.group(1)](match.group(2), **options)
+    if match and match.group(1) in ANNOTATORS and not os.path.exists(spec):
+        return ANNOTATORS.get(match.group(1))(match.group(2), **options)
     ext = os.path.splitext(spec)[1].lower()
     for format, extensions in PREPARSED_FORMATS.items():
         if ext in extensions:
-            return _REGISTRY[format](spec, **options)
+            return ANNOTATORS.get(format)(spec, **options)
     if pipeline_location(spec) is not None:
-        return _REGISTRY["spacy"](spec, **options)
+        return ANNOTATORS.get("spacy")(spec, **options)
     raise AnnotatorError(
         f"no annotator for {spec!r}: it is not a registered scheme "
         f"({', '.join(annotator_schemes())}), a pre-parsed file or an installed spaCy pipeline; "
@@ -127,5 +149,5 @@ def make_annotator(spec: Any = None, *, cache: Any = True, progress: bool = True
 _ACCEPTED = (
     "expected None (the default spaCy pipeline), an Annotator, a spacy.Language, 'spacy:NAME_OR_PATH' or an "
     "installed spaCy pipeline name or folder, 'conllu:FILE' / 'jsonl:FILE' or a .conllu / .jsonl file, or "
-    "'SCHEME:ARG' for a scheme added with register_annotator"
+    "'SCHEME:ARG' for a scheme added with register_annotator or an entry point of syntaxformer.annotators"
 )

@@ -1,0 +1,170 @@
+"""The plain encoder under syntaxformer's task heads: the baseline system (``plain``).
+
+``PlainEncoderModel`` runs any ``AutoModel`` encoder and hands its last hidden states to the heads of
+:mod:`syntaxformer.modeling.heads`, so ``PlainEncoderFor{SequenceClassification, QuestionAnswering,
+MultipleChoice, TokenClassification}`` are exactly the syntax systems' task models without the syntax: the
+reference every system is compared with (``compare``'s ``baseline``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import torch
+from torch import nn
+from transformers import AutoModel, PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput
+
+from syntaxformer.modeling.configuration_plain import PlainEncoderConfig
+from syntaxformer.modeling.heads import (
+    MultipleChoiceHead,
+    QuestionAnsweringHead,
+    SequenceClassificationHead,
+    TokenClassificationHead,
+)
+from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
+from syntaxformer.modeling.outputs import ContextualStates
+
+__all__ = [
+    "PlainEncoderForMultipleChoice",
+    "PlainEncoderForQuestionAnswering",
+    "PlainEncoderForSequenceClassification",
+    "PlainEncoderForTokenClassification",
+    "PlainEncoderModel",
+    "PlainEncoderPreTrainedModel",
+]
+
+
+class PlainEncoderPreTrainedModel(PreTrainedModel):
+    """Base of the plain-encoder models: config class, weight init (the heads'; the encoder initialises its own),
+    loading from a pretrained encoder."""
+
+    config_class = PlainEncoderConfig
+    base_model_prefix = "plain"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_flex_attn = True
+    _supports_attention_backend = True
+    #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
+    accepts_loss_kwargs = False
+
+    @classmethod
+    def from_encoder_pretrained(
+        cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
+    ) -> PlainEncoderPreTrainedModel:
+        """Build the model around a pretrained encoder (its weights loaded, the head initialised).
+
+        Args:
+            name_or_path: a model name or folder ``AutoModel.from_pretrained`` can load.
+            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained``.
+            **config_overrides: :class:`PlainEncoderConfig` options (``num_labels=2``, ``pooling="cls"`` ...).
+
+        Returns:
+            the model in evaluation mode.
+        """
+        encoder = AutoModel.from_pretrained(name_or_path, **(encoder_kwargs or {}))
+        config = PlainEncoderConfig(encoder=encoder.config, **config_overrides)
+        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # type: ignore[call-arg]
+        model.eval()
+        return model
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The wrapped encoder's token embeddings."""
+        return self._backbone.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        """Replace the wrapped encoder's token embeddings."""
+        self._backbone.encoder.set_input_embeddings(value)
+
+    @property
+    def _backbone(self) -> PlainEncoderModel:
+        """``base_model``: the :class:`PlainEncoderModel` itself or the one a task model holds."""
+        return cast(PlainEncoderModel, self.base_model)
+
+    def build_backbone(self, config: PlainEncoderConfig, encoder: PreTrainedModel | None) -> PlainEncoderModel:
+        """The backbone of the task models: a :class:`PlainEncoderModel` around ``encoder``."""
+        return PlainEncoderModel(config, encoder=encoder)
+
+
+class PlainEncoderModel(PlainEncoderPreTrainedModel):
+    """The wrapped encoder, without a head; syntax batch keys are accepted and ignored.
+
+    Args:
+        config: the model's :class:`PlainEncoderConfig`.
+        encoder: an already built encoder to wrap; ``None`` builds ``AutoModel.from_config(config.encoder)``. Its
+            pooler, if any, is removed (the heads own their poolers).
+    """
+
+    #: Every syntax batch key is accepted (and ignored), so a whole collated batch can be passed.
+    syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS
+
+    def __init__(self, config: PlainEncoderConfig, encoder: PreTrainedModel | None = None):
+        super().__init__(config)
+        if encoder is None:
+            encoder = AutoModel.from_config(config.encoder)
+        else:
+            self.config.encoder = encoder.config
+        if getattr(encoder, "pooler", None) is not None:
+            encoder.pooler = None
+        self.encoder = encoder
+        self.post_init()
+
+    @syntax_forward_signature
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **other_syntax: Any,
+    ) -> BaseModelOutput | tuple[torch.Tensor, ...]:
+        """Encode a batch: the encoder's output (``last_hidden_state`` ``[B, L, H]``, per-layer states and
+        attentions when asked). Syntax batch keys are ignored; any other keyword raises an ``InputError``."""
+        check_forward_inputs(self, other_syntax, self.syntax_keywords)
+        return_dict = self.config.return_dict if return_dict is None else return_dict
+        enc_inputs: dict[str, Any] = {
+            "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids,
+            "position_ids": position_ids,
+            "inputs_embeds": inputs_embeds,
+        }
+        enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
+        if output_attentions:
+            enc_inputs["output_attentions"] = True
+        if output_hidden_states:
+            enc_inputs["output_hidden_states"] = True
+        enc = self.encoder(input_ids=input_ids, return_dict=True, **enc_inputs)
+        out = BaseModelOutput(
+            last_hidden_state=enc.last_hidden_state,
+            hidden_states=getattr(enc, "hidden_states", None),
+            attentions=getattr(enc, "attentions", None),
+        )
+        return out if return_dict else out.to_tuple()
+
+    def contextual_states(self, input_ids: torch.Tensor | None = None, **inputs: Any) -> ContextualStates:
+        """What the task heads read: the encoder's last hidden states ``[B, L, H]`` and per-layer outputs."""
+        out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
+        return ContextualStates(
+            hidden=out.last_hidden_state, hidden_states=out.hidden_states, attentions=out.attentions
+        )
+
+
+class PlainEncoderForSequenceClassification(SequenceClassificationHead, PlainEncoderPreTrainedModel):
+    """The plain encoder with a sequence classification / regression head."""
+
+
+class PlainEncoderForQuestionAnswering(QuestionAnsweringHead, PlainEncoderPreTrainedModel):
+    """The plain encoder for span question answering (with the optional answer verifier)."""
+
+
+class PlainEncoderForMultipleChoice(MultipleChoiceHead, PlainEncoderPreTrainedModel):
+    """The plain encoder for multiple choice (inputs ``[B, C, L]``)."""
+
+
+class PlainEncoderForTokenClassification(TokenClassificationHead, PlainEncoderPreTrainedModel):
+    """The plain encoder with a per-token classifier."""

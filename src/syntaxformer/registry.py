@@ -1,0 +1,579 @@
+"""The one registry of syntaxformer's extension points: syntax systems, tasks and annotators (parsers).
+
+Every part the library can be extended with is found here by name, and every consumer (the Auto classes, the run
+options and the CLI, the runner's labels and ``run.json``, ``compare``'s presets, the model card, ``show``,
+``probe`` and ``diagnose``) asks this module, so a new part is known everywhere at once.
+
+Three kinds, each a :class:`Registry`:
+
+* :data:`SYSTEMS`: syntax systems (``sgnet``, ``syntax_bert``, ``plain``), each declared once by a
+  :class:`SystemSpec` (config class, model class per head, ``model_type`` and older spellings of it, the label in
+  result tables);
+* :data:`TASKS`: task families (:class:`syntaxformer.tasks.Task` subclasses or factories);
+* :data:`ANNOTATORS`: parser schemes, ``factory(arg, **options) -> Annotator`` for ``--parser SCHEME:ARG``.
+
+Entries are resolved lazily: the built-in ones are ``"module:attr"`` strings imported on first use, so
+``import syntaxformer`` imports neither torch nor the model code. Other packages add entries without any code in
+this library, through package entry points read (once, on first use) with :mod:`importlib.metadata`::
+
+    # pyproject.toml of a package that extends syntaxformer
+    [project.entry-points."syntaxformer.systems"]
+    distance = "my_package.spec:SYSTEM"          # a SystemSpec (keep that module light: no torch at import)
+    [project.entry-points."syntaxformer.tasks"]
+    film-review = "my_package.tasks:FilmReview"  # a Task subclass or a factory of one
+    [project.entry-points."syntaxformer.annotators"]
+    next = "my_package.parser:make_parser"       # factory(arg, **options) -> Annotator, for --parser next:ARG
+
+A part registered in code instead (:func:`syntaxformer.tasks.register_task`,
+:func:`syntaxformer.data.annotators.register_annotator`, :func:`register_system`) works in the process that
+registered it; the runner records in ``run.json`` where every part of a run came from (:meth:`Registry.origin`)
+and imports that module again (:func:`import_origin`) when ``evaluate`` / ``predict`` reload the run elsewhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from syntaxformer.errors import AnnotatorError, ConfigError, InputError, UnknownTaskError
+
+__all__ = [
+    "ANNOTATORS",
+    "AUTO_MODEL_CLASSES",
+    "ENTRY_POINT_GROUPS",
+    "HEADS",
+    "SYSTEMS",
+    "TASKS",
+    "Registry",
+    "SystemSpec",
+    "import_origin",
+    "register_system",
+    "resolve",
+    "system",
+    "system_for_model_type",
+    "system_names",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The entry-point group of each kind.
+ENTRY_POINT_GROUPS: dict[str, str] = {
+    "systems": "syntaxformer.systems",
+    "tasks": "syntaxformer.tasks",
+    "annotators": "syntaxformer.annotators",
+}
+
+#: The heads every system serves (the ``XFor...`` classes a :class:`SystemSpec` names).
+HEADS: tuple[str, ...] = ("sequence_classification", "question_answering", "multiple_choice", "token_classification")
+#: Head -> the ``transformers`` Auto class that loads a model with that head.
+AUTO_MODEL_CLASSES: dict[str, str] = {
+    "sequence_classification": "AutoModelForSequenceClassification",
+    "question_answering": "AutoModelForQuestionAnswering",
+    "multiple_choice": "AutoModelForMultipleChoice",
+    "token_classification": "AutoModelForTokenClassification",
+}
+
+_REF = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*\Z")
+
+
+def resolve(ref: Any) -> Any:
+    """The object a ``"module:attr"`` reference names (``attr`` may be dotted); anything else is returned as is.
+
+    Raises:
+        ConfigError: the module cannot be imported or has no such attribute.
+    """
+    if not isinstance(ref, str) or not _REF.match(ref):
+        return ref
+    module_name, attr = ref.split(":", 1)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ConfigError(f"cannot import {module_name!r} (named by {ref!r}): {e}") from e
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(f"{module_name!r} has no attribute {attr!r} (named by {ref!r})") from None
+    return obj
+
+
+def _module_of(obj: Any) -> str | None:
+    if isinstance(obj, str):
+        return obj.split(":", 1)[0] if _REF.match(obj) else None
+    return getattr(obj, "__module__", None) or getattr(type(obj), "__module__", None)
+
+
+class Registry:
+    """Named entries of one kind: built-in ``"module:attr"`` references, entries registered in code, and the
+    package entry points of :attr:`group`, all resolved on first use.
+
+    Args:
+        kind: what the entries are, for messages (``"system"``, ``"task"``, ``"annotator"``).
+        group: the entry-point group (``"syntaxformer.systems"`` ...).
+        builtin: name -> ``"module:attr"`` (or the object itself).
+        normalise: maps a name to its registry key (tasks ignore case and ``-`` / ``_``).
+        builtin_modules: modules to import before the first lookup (each registers its entries in code).
+        hint: how to add an entry, appended to the "unknown name" message.
+        error: the error class for a bad registration or an entry that cannot be loaded.
+        unknown_error: the error class for an unknown name (default ``error``).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        group: str,
+        builtin: Mapping[str, Any] | None = None,
+        *,
+        normalise: Callable[[str], str] = str,
+        builtin_modules: Iterable[str] = (),
+        hint: str = "",
+        error: type[Exception] = ConfigError,
+        unknown_error: type[Exception] | None = None,
+    ):
+        self.kind = kind
+        self.error = error
+        self.unknown_error = unknown_error or error
+        self.group = group
+        self.normalise = normalise
+        self.hint = hint
+        self._entries: dict[str, Any] = {normalise(k): v for k, v in (builtin or {}).items()}
+        self._modules: dict[str, str | None] = {normalise(k): _module_of(v) for k, v in (builtin or {}).items()}
+        self._builtin_modules = tuple(builtin_modules)
+        self._entry_points: dict[str, Any] | None = None
+        self._loaded_modules = False
+        self._lock = threading.RLock()
+
+    # -- entry points --------------------------------------------------------------------------------------------
+    def entry_points(self) -> dict[str, Any]:
+        """``name -> importlib.metadata.EntryPoint`` of :attr:`group` (read once; later lookups reuse it)."""
+        if self._entry_points is None:
+            with self._lock:
+                if self._entry_points is None:
+                    from importlib.metadata import entry_points
+
+                    found: dict[str, Any] = {}
+                    eps: Iterable[Any]
+                    try:
+                        eps = entry_points(group=self.group)
+                    except Exception as e:  # noqa: BLE001  (a broken distribution must not break the library)
+                        logger.warning("could not read the %s entry points: %s: %s", self.group, type(e).__name__, e)
+                        eps = ()
+                    for ep in eps:
+                        found.setdefault(self.normalise(ep.name), ep)
+                    self._entry_points = found
+        return self._entry_points
+
+    def refresh(self) -> None:
+        """Read the entry points again (after installing a package in a running process)."""
+        with self._lock:
+            self._entry_points = None
+
+    def _load_modules(self) -> None:
+        if self._loaded_modules:
+            return
+        with self._lock:
+            if self._loaded_modules:
+                return
+            self._loaded_modules = True
+            for module in self._builtin_modules:
+                importlib.import_module(module)
+
+    # -- lookups -------------------------------------------------------------------------------------------------
+    def register(self, name: str, obj: Any, *, overwrite: bool = False, module: str | None = None) -> Any:
+        """Add ``obj`` (or a ``"module:attr"`` reference) under ``name``.
+
+        Args:
+            name: the registry name.
+            obj: the entry, or a ``"module:attr"`` string imported on first use.
+            overwrite: replace an entry of that name (default: refuse, naming it).
+            module: the module that defines the entry (default: ``obj.__module__``); recorded in ``run.json``.
+
+        Returns:
+            ``obj``.
+
+        Raises:
+            ConfigError: ``name`` is empty, or taken by another entry and ``overwrite`` is false.
+        """
+        key = self.normalise(name or "")
+        if not key:
+            raise self.error(f"a {self.kind} needs a name to be registered ({obj!r})")
+        with self._lock:
+            old = self._entries.get(key)
+            if old is not None and old is not obj and not overwrite:
+                raise self.error(
+                    f"a {self.kind} named {key!r} is already registered ({old!r}); pass overwrite=True to replace it"
+                )
+            self._entries[key] = obj
+            self._modules[key] = module or _module_of(obj)
+        return obj
+
+    def key(self, name: str) -> str:
+        """The registry key of ``name``."""
+        return self.normalise(str(name))
+
+    def registered(self, name: str) -> bool:
+        """Whether ``name`` is built in or registered in code (entry points not counted)."""
+        return self.normalise(name) in self._entries
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        key = self.normalise(name)
+        if key in self._entries:
+            return True
+        self._load_modules()
+        return key in self._entries or key in self.entry_points()
+
+    def __iter__(self) -> Any:
+        return iter(self.names())
+
+    def names(self) -> list[str]:
+        """Every known name (built-in, registered in code, entry points), sorted."""
+        self._load_modules()
+        return sorted(set(self._entries) | set(self.entry_points()))
+
+    def get(self, name: str) -> Any:
+        """The entry called ``name``, imported on first use.
+
+        Raises:
+            ConfigError: no such entry (the message lists the known ones), or its module cannot be imported.
+        """
+        key = self.normalise(str(name))
+        if key not in self._entries:
+            self._load_modules()
+        with self._lock:
+            if key not in self._entries:
+                ep = self.entry_points().get(key)
+                if ep is None:
+                    raise self.unknown(name)
+                try:
+                    obj = ep.load()
+                except Exception as e:
+                    raise self.error(
+                        f"the {self.kind} {name!r} of entry point {ep.value!r} ({self.group}) cannot be loaded: "
+                        f"{type(e).__name__}: {e}"
+                    ) from e
+                self._entries[key] = obj
+                self._modules[key] = ep.value.split(":", 1)[0]
+            value = self._entries[key]
+            if isinstance(value, str):
+                value = resolve(value)
+                self._entries[key] = value
+            return value
+
+    def unknown(self, name: Any) -> Exception:
+        """The error for a name that is not registered, listing the known ones."""
+        return self.unknown_error(
+            f"unknown {self.kind} {name!r}; known {self.kind}s: {', '.join(self.names())}{self.hint}"
+        )
+
+    def origin(self, name: str) -> dict[str, Any]:
+        """Where the entry ``name`` comes from, for ``run.json``: ``{"name", "module", "entry_point"}`` (the
+        defining module; ``"distribution: group name = value"`` for an entry point, else ``None``)."""
+        key = self.normalise(str(name))
+        self.get(key)  # loads it (and so knows its module)
+        ep = self.entry_points().get(key)
+        entry_point = None
+        if ep is not None and self._modules.get(key) == ep.value.split(":", 1)[0]:
+            dist = getattr(getattr(ep, "dist", None), "name", None)
+            entry_point = f"{dist + ': ' if dist else ''}{self.group} {ep.name} = {ep.value}"
+        return {"name": key, "module": self._modules.get(key), "entry_point": entry_point}
+
+
+def import_origin(record: Any, kind: str = "part") -> None:
+    """Import the module a ``run.json`` origin record names (:meth:`Registry.origin`), so that a part registered
+    in code by that module is known again in this process. Built-in modules and parts found through entry points
+    need nothing; a module that cannot be imported is logged, not raised (the lookup that follows names what is
+    missing)."""
+    if not isinstance(record, Mapping):
+        return
+    module = record.get("module")
+    if not module or module == "__main__" or module.startswith("syntaxformer."):
+        return
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        logger.info("could not import %s, the module that defined %s %r: %s", module, kind, record.get("name"), e)
+
+
+# -- systems -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SystemSpec:
+    """Everything the library needs to know about a syntax system, in one place.
+
+    The classes are ``"module:attr"`` references (or the classes themselves), imported on first use, so the
+    module that defines a spec can stay light (an entry point of group ``syntaxformer.systems`` is loaded when the
+    Auto classes first look up a model type).
+
+    Attributes:
+        name: the system's name (``RunConfig.model_type``, ``--model-type``).
+        config: its ``PretrainedConfig`` class (a :class:`~syntaxformer.modeling.SyntaxModelConfig` subclass):
+            its options are the run's ``model`` options, and its ``syntax_inputs`` property declares the syntax
+            batch keys the model reads (featurization emits exactly those; none = nothing is parsed).
+        models: head -> ``XFor<Head>`` class (heads of :data:`HEADS`; a system may serve fewer).
+        backbone: the model without a head (``AutoModel``), or ``None``.
+        model_type: the config's ``model_type`` (saved in ``config.json``); defaults to ``name``.
+        aliases: older ``model_type`` strings that load as this system (saved before a rename).
+        label: the name in result tables and ``metrics.json``: a string, or a function (or ``"module:attr"``)
+            ``config -> str`` for a system whose options change what it is.
+        title: a readable name (model cards, ``show``).
+        auto_map: also make every saved config carry ``auto_map`` (the folder then loads with
+            ``trust_remote_code=True`` where syntaxformer is installed but not imported).
+    """
+
+    name: str
+    config: Any
+    models: Mapping[str, Any]
+    backbone: Any = None
+    model_type: str = ""
+    aliases: tuple[str, ...] = ()
+    label: Any = ""
+    title: str = ""
+    auto_map: bool = False
+    _registered: list[bool] = field(default_factory=lambda: [False], init=False, repr=False, compare=False)
+
+    @property
+    def saved_model_type(self) -> str:
+        """The ``model_type`` its configs are saved with."""
+        return self.model_type or self.name
+
+    def config_class(self) -> Any:
+        """The config class (imported on first use)."""
+        return resolve(self.config)
+
+    def model_class(self, head: str) -> Any:
+        """The model class of ``head``.
+
+        Raises:
+            ConfigError: the system has no model for that head.
+        """
+        if head not in self.models:
+            raise ConfigError(
+                f"system {self.name!r} has no model for head {head!r}; it serves {', '.join(self.models)}"
+            )
+        return resolve(self.models[head])
+
+    def backbone_class(self) -> Any:
+        """The backbone class, or ``None``."""
+        return None if self.backbone is None else resolve(self.backbone)
+
+    def label_for(self, config: Any) -> str:
+        """The name of a model of this system in tables (:attr:`label`, or its title / name)."""
+        label = resolve(self.label)
+        if callable(label):
+            return str(label(config))
+        return str(label or self.title or self.name)
+
+    def register_auto(self) -> None:
+        """Register the config and model classes with the ``transformers`` Auto classes (public API; imports the
+        classes and transformers' model auto module; idempotent)."""
+        if self._registered[0]:
+            return
+        from transformers import AutoConfig, AutoModel
+
+        config_class = self.config_class()
+        AutoConfig.register(self.saved_model_type, config_class, exist_ok=True)
+        if self.auto_map:
+            config_class.register_for_auto_class("AutoConfig")
+        backbone = self.backbone_class()
+        if backbone is not None:
+            AutoModel.register(config_class, backbone, exist_ok=True)
+            if self.auto_map:
+                backbone.register_for_auto_class("AutoModel")
+        import transformers
+
+        for head, auto_name in AUTO_MODEL_CLASSES.items():
+            if head in self.models:
+                auto = getattr(transformers, auto_name)
+                cls = self.model_class(head)
+                auto.register(config_class, cls, exist_ok=True)
+                if self.auto_map:
+                    cls.register_for_auto_class(auto_name)
+        self._registered[0] = True
+
+
+def _sgnet_label(config: Any) -> str:
+    # configs saved before "plain" was a system of its own made the baseline as SG-Net without its layer
+    return "SG-Net" if getattr(config, "use_sg_layer", True) else "baseline"
+
+
+def _syntax_bert_label(config: Any) -> str:
+    sub = config.syntax_layers is None or len(config.syntax_layers) > 0
+    lisa = config.lisa_layer is not None
+    if sub:
+        return "Syntax-BERT + LISA" if lisa else "Syntax-BERT"
+    return "LISA" if lisa else "baseline (Syntax-BERT head)"
+
+
+def _heads(module: str, prefix: str) -> dict[str, str]:
+    names = {
+        "sequence_classification": "ForSequenceClassification",
+        "question_answering": "ForQuestionAnswering",
+        "multiple_choice": "ForMultipleChoice",
+        "token_classification": "ForTokenClassification",
+    }
+    return {head: f"{module}:{prefix}{suffix}" for head, suffix in names.items()}
+
+
+_M = "syntaxformer.modeling"
+#: The built-in systems.
+BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
+    "sgnet": SystemSpec(
+        name="sgnet",
+        config=f"{_M}.configuration_sgnet:SGNetConfig",
+        models=_heads(f"{_M}.modeling_sgnet", "SGNet"),
+        backbone=f"{_M}.modeling_sgnet:SGNetModel",
+        model_type="sgnet",
+        aliases=("syntaxformer",),
+        label=_sgnet_label,
+        title="SG-Net",
+        auto_map=True,
+    ),
+    "syntax_bert": SystemSpec(
+        name="syntax_bert",
+        config=f"{_M}.configuration_syntax_bert:SyntaxBertConfig",
+        models=_heads(f"{_M}.modeling_syntax_bert", "SyntaxBert"),
+        backbone=f"{_M}.modeling_syntax_bert:SyntaxBertModel",
+        model_type="syntax_bert",
+        aliases=("syntaxformer-syntax-bert",),
+        label=_syntax_bert_label,
+        title="Syntax-BERT",
+        auto_map=True,
+    ),
+    "plain": SystemSpec(
+        name="plain",
+        config=f"{_M}.configuration_plain:PlainEncoderConfig",
+        models=_heads(f"{_M}.modeling_plain", "PlainEncoder"),
+        backbone=f"{_M}.modeling_plain:PlainEncoderModel",
+        model_type="plain_encoder",
+        label="baseline",
+        title="plain encoder (baseline)",
+        auto_map=True,
+    ),
+}
+
+#: ``model_type`` -> the module whose import registers it, for the models that are not systems of the runner.
+OTHER_MODEL_TYPES: dict[str, str] = {"syntax_infused_translation": "syntaxformer.modeling.seq2seq"}
+
+
+def _system_key(name: str) -> str:
+    return name.strip()
+
+
+SYSTEMS = Registry(
+    "system",
+    ENTRY_POINT_GROUPS["systems"],
+    BUILTIN_SYSTEMS,
+    normalise=_system_key,
+    hint=f" (add one with syntaxformer.registry.register_system or an entry point of {ENTRY_POINT_GROUPS['systems']})",
+)
+
+
+def _task_key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+TASKS = Registry(
+    "task",
+    ENTRY_POINT_GROUPS["tasks"],
+    normalise=_task_key,
+    builtin_modules=(
+        "syntaxformer.tasks.glue",
+        "syntaxformer.tasks.snli",
+        "syntaxformer.tasks.sst",
+        "syntaxformer.tasks.squad",
+        "syntaxformer.tasks.race",
+        "syntaxformer.tasks.translation",
+        "syntaxformer.tasks.custom",
+    ),
+    hint=f" (register your own with syntaxformer.tasks.register_task or an entry point of {ENTRY_POINT_GROUPS['tasks']})",
+    error=InputError,
+    unknown_error=UnknownTaskError,
+)
+
+_A = "syntaxformer.data.annotators.factory"
+ANNOTATORS = Registry(
+    "annotator",
+    ENTRY_POINT_GROUPS["annotators"],
+    {"spacy": f"{_A}:spacy_annotator", "conllu": f"{_A}:conllu_annotator", "jsonl": f"{_A}:jsonl_annotator"},
+    hint=(
+        " (add one with syntaxformer.data.annotators.register_annotator or an entry point of "
+        f"{ENTRY_POINT_GROUPS['annotators']})"
+    ),
+    error=AnnotatorError,
+)
+
+
+def system(name: str) -> SystemSpec:
+    """The :class:`SystemSpec` of a system name.
+
+    Raises:
+        ConfigError: an unknown system (the message lists the known ones), or an entry that is not a SystemSpec.
+    """
+    spec = SYSTEMS.get(name)
+    if not isinstance(spec, SystemSpec):
+        raise ConfigError(f"the system {name!r} is registered as {spec!r}, not a syntaxformer.registry.SystemSpec")
+    return spec
+
+
+def system_names() -> list[str]:
+    """The known systems (built-in, registered, entry points), sorted."""
+    return SYSTEMS.names()
+
+
+def register_system(spec: SystemSpec, *, overwrite: bool = False) -> SystemSpec:
+    """Make a system known to the runner, the CLI and the Auto classes of this process (a package makes it known
+    to every process with an entry point of group ``syntaxformer.systems`` instead).
+
+    Returns:
+        ``spec``.
+    """
+    if not isinstance(spec, SystemSpec):
+        raise ConfigError(f"register_system needs a syntaxformer.registry.SystemSpec, got {spec!r}")
+    SYSTEMS.register(spec.name, spec, overwrite=overwrite, module=_caller_module())
+    # Known to AutoConfig at once if transformers has loaded it (`import syntaxformer` has imported registration;
+    # looked up, not imported, so that this module imports nothing of the library but its errors).
+    registration = sys.modules.get("syntaxformer.registration")
+    if registration is not None:
+        registration.system_added(spec)
+    return spec
+
+
+def _caller_module() -> str | None:
+    frame = sys._getframe(2)
+    return frame.f_globals.get("__name__")
+
+
+def system_for_model_type(model_type: Any) -> SystemSpec | None:
+    """The system whose configs are saved with ``model_type`` (its current one or an older alias), or ``None``."""
+    if not isinstance(model_type, str):
+        return None
+    for name in SYSTEMS.names():
+        try:
+            spec = system(name)
+        except ConfigError as e:
+            logger.warning("%s", e)
+            continue
+        if model_type == spec.saved_model_type or model_type in spec.aliases:
+            return spec
+    return None
+
+
+def model_types() -> dict[str, str]:
+    """Every ``model_type`` a saved syntaxformer system model may have (aliases included) -> its system."""
+    out: dict[str, str] = {}
+    for name in SYSTEMS.names():
+        try:
+            spec = system(name)
+        except ConfigError as e:
+            logger.warning("%s", e)
+            continue
+        for t in (spec.saved_model_type, *spec.aliases):
+            out.setdefault(t, spec.name)
+    return out
