@@ -52,10 +52,10 @@ from syntaxformer.pipeline_options import (
 )
 
 __all__ = [
-    "SyntaxTextClassificationPipeline",
-    "SyntaxQuestionAnsweringPipeline",
-    "SyntaxTranslationPipeline",
     "PIPELINES",
+    "SyntaxQuestionAnsweringPipeline",
+    "SyntaxTextClassificationPipeline",
+    "SyntaxTranslationPipeline",
     "register",
 ]
 

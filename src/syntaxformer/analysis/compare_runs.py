@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,14 +34,14 @@ from syntaxformer.tasks.significance import mcnemar, paired_bootstrap, paired_pr
 from syntaxformer.training.run_data import load_dev_data, run_references
 
 __all__ = [
+    "check_comparable",
     "compare_runs",
-    "load_run_predictions",
+    "expand_run_dirs",
     "load_dev_data",
-    "run_references",
+    "load_run_predictions",
     "paired_prediction_tests",
     "per_question_scores",
-    "expand_run_dirs",
-    "check_comparable",
+    "run_references",
 ]
 
 

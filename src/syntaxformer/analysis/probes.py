@@ -41,7 +41,8 @@ import json
 import logging
 import os
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,30 +72,30 @@ from syntaxformer.data.sentence import Sentence
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ProbeData",
-    "ProbeSettings",
-    "ProbedModel",
-    "load_probe_data",
-    "split_documents",
-    "load_probed_model",
-    "word_representations",
-    "tree_distance_matrix",
-    "minimum_spanning_tree_edges",
-    "uuas",
-    "distance_spearman",
-    "root_accuracy",
-    "depth_spearman",
-    "train_distance_probe",
-    "train_depth_probe",
-    "predict_distances",
-    "predict_depths",
-    "linear_probe_accuracy",
-    "probe_model",
-    "probe_models",
-    "format_probe_table",
     "PUNCTUATION_UPOS",
     "SPEARMAN_LENGTHS",
     "UD_EWT_DEV",
+    "ProbeData",
+    "ProbeSettings",
+    "ProbedModel",
+    "depth_spearman",
+    "distance_spearman",
+    "format_probe_table",
+    "linear_probe_accuracy",
+    "load_probe_data",
+    "load_probed_model",
+    "minimum_spanning_tree_edges",
+    "predict_depths",
+    "predict_distances",
+    "probe_model",
+    "probe_models",
+    "root_accuracy",
+    "split_documents",
+    "train_depth_probe",
+    "train_distance_probe",
+    "tree_distance_matrix",
+    "uuas",
+    "word_representations",
 ]
 
 

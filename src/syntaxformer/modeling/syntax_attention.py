@@ -137,22 +137,22 @@ from syntaxformer.modeling.syntax_attention_recorders import LisaRecorder, Synta
 
 __all__ = [
     "SYNTAX_ATTENTION",
+    "AddedLisaHead",
     "Aggregation",
     "EmptyRows",
     "Implementation",
-    "SyntaxAttentionOptions",
-    "SyntaxGroups",
-    "prepare_groups",
-    "TopicalAttention",
-    "SyntaxGate",
-    "gate_probs",
-    "AddedLisaHead",
     "LisaRecorder",
+    "SyntaxAttentionOptions",
     "SyntaxAttentionRecorder",
+    "SyntaxGate",
+    "SyntaxGroups",
+    "TopicalAttention",
+    "gate_probs",
     "layer_index",
+    "prepare_groups",
+    "register_syntax_attention",
     "syntax_attention_forward",
     "syntax_probs",
-    "register_syntax_attention",
 ]
 
 

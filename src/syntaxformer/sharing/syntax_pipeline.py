@@ -35,8 +35,9 @@ the library are relative (``from .align import SyntaxAligner``): the modules it 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,11 +64,11 @@ from syntaxformer.tasks.span_qa import SquadFeaturizer, postprocess_predictions
 
 __all__ = [
     "OPTIONS_FILE",
-    "PipelineOptions",
-    "SyntaxTextClassificationPipeline",
-    "SyntaxQuestionAnsweringPipeline",
-    "SyntaxTranslationPipeline",
     "PIPELINE_CLASSES",
+    "PipelineOptions",
+    "SyntaxQuestionAnsweringPipeline",
+    "SyntaxTextClassificationPipeline",
+    "SyntaxTranslationPipeline",
     "load_options",
 ]
 
@@ -118,7 +119,7 @@ class PipelineOptions:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PipelineOptions":
+    def from_dict(cls, data: dict[str, Any]) -> PipelineOptions:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:

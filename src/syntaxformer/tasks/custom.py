@@ -32,14 +32,15 @@ import hashlib
 import json
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
 from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
-from syntaxformer.data.readers.table import Table, TABLE_FORMATS, read_table, require_columns, text_value
+from syntaxformer.data.readers.table import TABLE_FORMATS, Table, read_table, require_columns, text_value
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.tasks.base import Predictions, register_task
 from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, max_samples, rows_for, split_names
@@ -48,16 +49,16 @@ from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
 
 __all__ = [
-    "CustomTextTask",
-    "CustomQATask",
-    "CustomChoiceTask",
     "PROBLEM_TYPES",
-    "infer_labels",
-    "split_names",
     "SPLIT_ALIASES",
-    "task_for_data",
-    "is_squad_json",
+    "CustomChoiceTask",
+    "CustomQATask",
+    "CustomTextTask",
     "check_labels",
+    "infer_labels",
+    "is_squad_json",
+    "split_names",
+    "task_for_data",
 ]
 
 logger = logging.getLogger(__name__)
@@ -670,7 +671,7 @@ class CustomChoiceTask(RaceTask):
         )
 
     def _answer_index(self, answer: Any, options: list[str], table: Table, i: int) -> int:
-        if isinstance(answer, int) and not isinstance(answer, bool) or (isinstance(answer, str) and _is_int(answer)):
+        if (isinstance(answer, int) and not isinstance(answer, bool)) or (isinstance(answer, str) and _is_int(answer)):
             index = int(answer)
         elif (
             isinstance(answer, str)

@@ -12,8 +12,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from syntaxformer.errors import ConfigError
 from syntaxformer.tasks.significance import paired_prediction_tests
