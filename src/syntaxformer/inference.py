@@ -480,8 +480,8 @@ class Predictor:
     ) -> list[dict[str, Any]]:
         n = len(features)
         if self.head == "sequence_classification":
-            logits = _gather(outputs, "logits", n)
-            return [self._classification_record(r, row) for r, row in zip(records, logits)]
+            rows = _gather(outputs, "logits", n)
+            return [self._classification_record(r, row) for r, row in zip(records, rows)]
         if self.head == "question_answering":
             return self._qa_records(records, data, features, outputs)
         if self.head == "multiple_choice":

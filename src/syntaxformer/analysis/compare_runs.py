@@ -109,7 +109,9 @@ def _check_run_files(folder: Path, metrics: Any, preds: Any) -> None:
 
 def _task_identity(metrics: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two runs' scores comparable: the task, its headline metric, and the labels it predicts."""
-    options = metrics.get("task_options") if isinstance(metrics.get("task_options"), dict) else {}
+    options = metrics.get("task_options")
+    if not isinstance(options, dict):
+        options = {}
     return (
         metrics["task"],
         metrics["main_metric"],
@@ -150,8 +152,9 @@ def check_comparable(run_a: str | Path, run_b: str | Path) -> None:
     else:
 
         def source(m: dict[str, Any]) -> Any:
-            data = m.get("data") if isinstance(m.get("data"), dict) else {}
-            sub = m.get("subsample") if isinstance(m.get("subsample"), dict) else {}
+            data, sub = m.get("data"), m.get("subsample")
+            data = data if isinstance(data, dict) else {}
+            sub = sub if isinstance(sub, dict) else {}
             return data.get("dev"), sub.get("dev")
 
         if source(ma) != source(mb):

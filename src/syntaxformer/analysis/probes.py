@@ -114,6 +114,12 @@ def _universal(label: str) -> str:
     return label.split(":", 1)[0]
 
 
+def _tags(values: list[str] | None) -> list[str]:
+    """A sentence's UPOS or DEPREL column, which every probe sentence has."""
+    assert values is not None  # for the type checker: load_probe_data refuses sentences without UPOS or DEPREL
+    return values
+
+
 def _layer_scores(
     train_v: list[np.ndarray],
     test_v: list[np.ndarray],
@@ -132,12 +138,14 @@ def _layer_scores(
     depth_probe = train_depth_probe(train_v, train_depth, settings)
     pred_depth = predict_depths(depth_probe, test_v)
     tx, vx = np.concatenate(train_v), np.concatenate(test_v)
-    pos = linear_probe_accuracy(tx, [t for s in train for t in s.upos], vx, [t for s in test for t in s.upos], settings)
+    pos = linear_probe_accuracy(
+        tx, [t for s in train for t in _tags(s.upos)], vx, [t for s in test for t in _tags(s.upos)], settings
+    )
     lab = linear_probe_accuracy(
         tx,
-        [_universal(t) for s in train for t in s.deprels],
+        [_universal(t) for s in train for t in _tags(s.deprels)],
         vx,
-        [_universal(t) for s in test for t in s.deprels],
+        [_universal(t) for s in test for t in _tags(s.deprels)],
         settings,
     )
     scores = {
