@@ -39,14 +39,15 @@ import math
 import os
 import sys
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 
-__all__ = ["Predictor", "read_inputs", "write_records", "model_head", "INPUT_FORMATS"]
+__all__ = ["INPUT_FORMATS", "Predictor", "model_head", "read_inputs", "write_records"]
 
 logger = logging.getLogger(__name__)
 
@@ -167,7 +168,7 @@ class Predictor:
         device: Any = None,
         parse_cache: bool | str | None = None,
         null_threshold: float | None = None,
-    ) -> "Predictor":
+    ) -> Predictor:
         """The model of a run folder with the run's task, parser and feature options.
 
         Args:
@@ -222,7 +223,7 @@ class Predictor:
         parse_cache: bool | str | None = None,
         device: Any = None,
         **options: Any,
-    ) -> "Predictor":
+    ) -> Predictor:
         """A predictor for a model folder or a loaded model: :meth:`from_run` when the folder holds ``run.json``,
         else the default parser and options (``max_length`` 128; 384 for span QA). A plain ``transformers``
         classifier (no ``syntax_inputs`` in its config) works too: its texts are tokenized, not parsed.
@@ -288,7 +289,7 @@ class Predictor:
         predictor.to(device if device is not None else _default_device(model))
         return predictor
 
-    def to(self, device: Any) -> "Predictor":
+    def to(self, device: Any) -> Predictor:
         """Move the model (and auxiliary models) to ``device``."""
         self.model.to(device)
         for m in self.auxiliary.values():
@@ -479,8 +480,8 @@ class Predictor:
     ) -> list[dict[str, Any]]:
         n = len(features)
         if self.head == "sequence_classification":
-            logits = _gather(outputs, "logits", n)
-            return [self._classification_record(r, row) for r, row in zip(records, logits)]
+            rows = _gather(outputs, "logits", n)
+            return [self._classification_record(r, row) for r, row in zip(records, rows)]
         if self.head == "question_answering":
             return self._qa_records(records, data, features, outputs)
         if self.head == "multiple_choice":
@@ -707,9 +708,9 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
     ``architectures``)."""
     import transformers
 
-    import syntaxformer.modeling  # noqa: F401  (registers the models with the Auto classes)
+    # imported for their side effect: they register the models with the Auto classes
+    import syntaxformer.modeling
     import syntaxformer.modeling.seq2seq  # noqa: F401
-
     from syntaxformer.training.saved import loading_model
 
     folder = Path(folder)

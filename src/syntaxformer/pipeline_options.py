@@ -100,7 +100,9 @@ def class_scores(logits: Sequence[float] | np.ndarray, function: str) -> np.ndar
     raise ConfigError(f"function_to_apply={function!r} must be one of {', '.join(FUNCTIONS)}")
 
 
-def ranked_labels(names: Sequence[str], scores: Sequence[float], top_k: int | None) -> list[dict[str, Any]]:
+def ranked_labels(
+    names: Sequence[str], scores: Sequence[float] | np.ndarray, top_k: int | None
+) -> list[dict[str, Any]]:
     """``[{"label", "score"}]`` best first (ties in label order), the ``top_k`` first (``None``: all)."""
     order = sorted(range(len(scores)), key=lambda i: -float(scores[i]))
     if top_k is not None:

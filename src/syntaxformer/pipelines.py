@@ -52,10 +52,10 @@ from syntaxformer.pipeline_options import (
 )
 
 __all__ = [
-    "SyntaxTextClassificationPipeline",
-    "SyntaxQuestionAnsweringPipeline",
-    "SyntaxTranslationPipeline",
     "PIPELINES",
+    "SyntaxQuestionAnsweringPipeline",
+    "SyntaxTextClassificationPipeline",
+    "SyntaxTranslationPipeline",
     "register",
 ]
 
@@ -66,10 +66,11 @@ class _SyntaxPipeline(Pipeline):
     """What the three pipelines share: a :class:`~syntaxformer.inference.Predictor` built from the loaded model,
     and ``__call__`` that hands a whole list to it (parse once, batch, restore the order)."""
 
-    _load_processor = False
-    _load_image_processor = False
-    _load_feature_extractor = False
-    _load_tokenizer = True
+    # transformers declares these as `= None` (so their inferred type is None); the values it reads are booleans
+    _load_processor = False  # type: ignore[assignment]
+    _load_image_processor = False  # type: ignore[assignment]
+    _load_feature_extractor = False  # type: ignore[assignment]
+    _load_tokenizer = True  # type: ignore[assignment]
     #: The call options this pipeline takes (:mod:`syntaxformer.pipeline_options`).
     _call_options: tuple[str, ...] = TRANSLATION_OPTIONS
     #: The name this pipeline is registered under.
@@ -105,11 +106,11 @@ class _SyntaxPipeline(Pipeline):
         """The options of a call: those given when the pipeline was built, then the call's, checked."""
         return check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
 
-    def preprocess(self, inputs: Any, **kwargs: Any) -> Any:  # one input through the whole predictor
-        return {"inputs": [inputs]}
+    def preprocess(self, input_: Any, **kwargs: Any) -> Any:  # one input through the whole predictor
+        return {"inputs": [input_]}
 
-    def _forward(self, model_inputs: Any, **kwargs: Any) -> Any:
-        return {"records": self.predictor.predict(model_inputs["inputs"])}
+    def _forward(self, input_tensors: Any, **kwargs: Any) -> Any:
+        return {"records": self.predictor.predict(input_tensors["inputs"])}
 
     def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
         return self._format(model_outputs["records"][0], {})
@@ -152,7 +153,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
     _call_options = CLASSIFICATION_OPTIONS
     _task = "syntax-text-classification"
 
-    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
         # as text-classification: without top_k the best label as a dict (one text: in a list), else lists
         options["legacy"] = "top_k" not in options
@@ -192,7 +193,7 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
     _call_options = QA_OPTIONS
     _task = "syntax-question-answering"
 
-    def __call__(
+    def __call__(  # type: ignore[override]  # no *args, as text-classification
         self, inputs: Any = None, *, question: str | None = None, context: str | None = None, **kwargs: Any
     ) -> Any:
         options = self._options(kwargs)
@@ -228,7 +229,7 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
     _load_tokenizer = False
     _task = "syntax-translation"
 
-    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
         items, single = self._inputs(inputs, (str,))
         out = self._run(items, options)

@@ -246,7 +246,7 @@ def test_flex_passes_keep_no_float_tensor_of_the_attention_size():
             q.detach(),
             k.detach(),
             v.detach(),
-            joint.index,
+            joint.buckets,
             0.5,
         )
     assert saved and all(not (dtype.is_floating_point and n >= B * H * L * L) for dtype, n in saved), saved

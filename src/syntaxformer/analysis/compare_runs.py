@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,14 +34,14 @@ from syntaxformer.tasks.significance import mcnemar, paired_bootstrap, paired_pr
 from syntaxformer.training.run_data import load_dev_data, run_references
 
 __all__ = [
+    "check_comparable",
     "compare_runs",
-    "load_run_predictions",
+    "expand_run_dirs",
     "load_dev_data",
-    "run_references",
+    "load_run_predictions",
     "paired_prediction_tests",
     "per_question_scores",
-    "expand_run_dirs",
-    "check_comparable",
+    "run_references",
 ]
 
 
@@ -108,7 +109,9 @@ def _check_run_files(folder: Path, metrics: Any, preds: Any) -> None:
 
 def _task_identity(metrics: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two runs' scores comparable: the task, its headline metric, and the labels it predicts."""
-    options = metrics.get("task_options") if isinstance(metrics.get("task_options"), dict) else {}
+    options = metrics.get("task_options")
+    if not isinstance(options, dict):
+        options = {}
     return (
         metrics["task"],
         metrics["main_metric"],
@@ -149,8 +152,9 @@ def check_comparable(run_a: str | Path, run_b: str | Path) -> None:
     else:
 
         def source(m: dict[str, Any]) -> Any:
-            data = m.get("data") if isinstance(m.get("data"), dict) else {}
-            sub = m.get("subsample") if isinstance(m.get("subsample"), dict) else {}
+            data, sub = m.get("data"), m.get("subsample")
+            data = data if isinstance(data, dict) else {}
+            sub = sub if isinstance(sub, dict) else {}
             return data.get("dev"), sub.get("dev")
 
         if source(ma) != source(mb):

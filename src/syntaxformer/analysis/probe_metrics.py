@@ -128,7 +128,7 @@ def distance_spearman(
     """H&M's DSpr.: for every word, Spearman's rho of its row of predicted distances with its gold row (diagonal
     included); averaged over the words of all sentences of one length, then over the lengths in ``lengths``
     (inclusive; punctuation counted in the length). ``nan`` if no sentence has such a length."""
-    values = []
+    values: list[tuple[int, float]] = []
     for p, g in zip(predicted, gold):
         n = len(g)
         if not lengths[0] <= n <= lengths[1]:
@@ -143,7 +143,7 @@ def depth_spearman(
 ) -> float:
     """H&M's NSpr.: per sentence, Spearman's rho of predicted and gold depths; averaged per sentence length, then
     over the lengths in ``lengths``."""
-    values = []
+    values: list[tuple[int, float]] = []
     for p, g in zip(predicted, gold):
         n = len(g)
         if not lengths[0] <= n <= lengths[1]:

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -86,7 +86,7 @@ def load_probed_model(
         ConfigError: an unknown system, a translation run, an encoder that cannot be loaded.
         DataError: a run folder without a saved model.
     """
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoConfig, AutoModel, PreTrainedModel
 
     import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
     from syntaxformer import registry as _registry
@@ -111,10 +111,12 @@ def load_probed_model(
         if not (Path(path) / "config.json").is_file():
             raise DataError(f"{path} holds no trained model (no config.json); was it trained with save_model=false?")
         with loading_model(path):
-            net = model_class(config.model_type, task.head).from_pretrained(path).base_model
+            # model_class is annotated as returning a bare ``type``; every class it returns is a PreTrainedModel
+            task_class = cast("type[PreTrainedModel]", model_class(config.model_type, task.head))
+            net = task_class.from_pretrained(path).base_model
         kind = config.model_type
         if kind not in ("sgnet", "syntax_bert"):  # the plain encoder or another system: its wrapped encoder's layers
-            net, kind = net.encoder, "plain"
+            net, kind = cast("torch.nn.Module", net.encoder), "plain"
         return ProbedModel(
             net.eval(),
             load_tokenizer(path),
@@ -141,7 +143,8 @@ def load_probed_model(
     if isinstance(saved, SyntaxModelConfig):
         with loading_model(path):
             net = AutoModel.from_pretrained(path)
-        kind = _registry.system_for_model_type(saved.model_type).name
+        spec = _registry.system_for_model_type(saved.model_type)
+        kind = spec.name if spec is not None else "plain"
         if kind not in ("sgnet", "syntax_bert"):
             net, kind = net.encoder, "plain"
         return ProbedModel(net.eval(), tokenizer, kind, {"model": path, "system": kind, "options": {}})
@@ -264,11 +267,11 @@ def word_representations(
         with torch.no_grad():
             states = _layer_states(probed, batch)
         for b, i in enumerate(idx):
-            pool = torch.from_numpy(pools[i])  # (n, L_i)
+            weights = torch.from_numpy(pools[i])  # (n, L_i)
             for name in layers:
-                h = states[name][b, : pool.shape[1]].float()  # (L_i, H)
-                out[name][i] = (pool @ h).numpy()  # (n, H)
-    return {name: list(v) for name, v in out.items()}, kept  # type: ignore[arg-type]
+                h = states[name][b, : weights.shape[1]].float()  # (L_i, H)
+                out[name][i] = (weights @ h).numpy()  # (n, H)
+    return {name: list(v) for name, v in out.items()}, kept  # type: ignore[arg-type]  # the loop filled every slot
 
 
 def _word_pooling(window: Any, sentence: Sentence, word_vector: str) -> np.ndarray | None:

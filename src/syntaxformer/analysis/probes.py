@@ -41,7 +41,8 @@ import json
 import logging
 import os
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,30 +72,30 @@ from syntaxformer.data.sentence import Sentence
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "ProbeData",
-    "ProbeSettings",
-    "ProbedModel",
-    "load_probe_data",
-    "split_documents",
-    "load_probed_model",
-    "word_representations",
-    "tree_distance_matrix",
-    "minimum_spanning_tree_edges",
-    "uuas",
-    "distance_spearman",
-    "root_accuracy",
-    "depth_spearman",
-    "train_distance_probe",
-    "train_depth_probe",
-    "predict_distances",
-    "predict_depths",
-    "linear_probe_accuracy",
-    "probe_model",
-    "probe_models",
-    "format_probe_table",
     "PUNCTUATION_UPOS",
     "SPEARMAN_LENGTHS",
     "UD_EWT_DEV",
+    "ProbeData",
+    "ProbeSettings",
+    "ProbedModel",
+    "depth_spearman",
+    "distance_spearman",
+    "format_probe_table",
+    "linear_probe_accuracy",
+    "load_probe_data",
+    "load_probed_model",
+    "minimum_spanning_tree_edges",
+    "predict_depths",
+    "predict_distances",
+    "probe_model",
+    "probe_models",
+    "root_accuracy",
+    "split_documents",
+    "train_depth_probe",
+    "train_distance_probe",
+    "tree_distance_matrix",
+    "uuas",
+    "word_representations",
 ]
 
 
@@ -111,6 +112,12 @@ METRICS: tuple[str, ...] = (
 
 def _universal(label: str) -> str:
     return label.split(":", 1)[0]
+
+
+def _tags(values: list[str] | None) -> list[str]:
+    """A sentence's UPOS or DEPREL column, which every probe sentence has."""
+    assert values is not None  # for the type checker: load_probe_data refuses sentences without UPOS or DEPREL
+    return values
 
 
 def _layer_scores(
@@ -131,12 +138,14 @@ def _layer_scores(
     depth_probe = train_depth_probe(train_v, train_depth, settings)
     pred_depth = predict_depths(depth_probe, test_v)
     tx, vx = np.concatenate(train_v), np.concatenate(test_v)
-    pos = linear_probe_accuracy(tx, [t for s in train for t in s.upos], vx, [t for s in test for t in s.upos], settings)
+    pos = linear_probe_accuracy(
+        tx, [t for s in train for t in _tags(s.upos)], vx, [t for s in test for t in _tags(s.upos)], settings
+    )
     lab = linear_probe_accuracy(
         tx,
-        [_universal(t) for s in train for t in s.deprels],
+        [_universal(t) for s in train for t in _tags(s.deprels)],
         vx,
-        [_universal(t) for s in test for t in s.deprels],
+        [_universal(t) for s in test for t in _tags(s.deprels)],
         settings,
     )
     scores = {

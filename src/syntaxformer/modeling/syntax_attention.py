@@ -137,22 +137,22 @@ from syntaxformer.modeling.syntax_attention_recorders import LisaRecorder, Synta
 
 __all__ = [
     "SYNTAX_ATTENTION",
+    "AddedLisaHead",
     "Aggregation",
     "EmptyRows",
     "Implementation",
-    "SyntaxAttentionOptions",
-    "SyntaxGroups",
-    "prepare_groups",
-    "TopicalAttention",
-    "SyntaxGate",
-    "gate_probs",
-    "AddedLisaHead",
     "LisaRecorder",
+    "SyntaxAttentionOptions",
     "SyntaxAttentionRecorder",
+    "SyntaxGate",
+    "SyntaxGroups",
+    "TopicalAttention",
+    "gate_probs",
     "layer_index",
+    "prepare_groups",
+    "register_syntax_attention",
     "syntax_attention_forward",
     "syntax_probs",
-    "register_syntax_attention",
 ]
 
 
@@ -211,10 +211,11 @@ def syntax_attention_forward(
         syntax_options or SyntaxAttentionOptions(), query, dropout, module, gated=syntax_gate is not None
     )
     layer = layer_index(module)
-    groups = prepare_groups(syntax_groups)
-    lisa_here = syntax_lisa is not None and layer is not None and layer == syntax_lisa.layer
-    use_syntax = groups is not None and opts.uses_syntax(layer)
-    if not use_syntax and not lisa_here:
+    prepared = prepare_groups(syntax_groups)
+    # the groups of a syntax layer (None: the layer attends as usual) and the LISA recorder of the LISA layer
+    groups = prepared if prepared is not None and opts.uses_syntax(layer) else None
+    lisa = syntax_lisa if syntax_lisa is not None and layer is not None and layer == syntax_lisa.layer else None
+    if groups is None and lisa is None:
         # Not a syntax layer: the host's usual (fused) attention.
         out, weights = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=False
@@ -232,7 +233,7 @@ def syntax_attention_forward(
             f"has {L} queries, {key.shape[2]} keys, is_causal={getattr(module, 'is_causal', False)}"
         )
     scaling = d**-0.5 if scaling is None else scaling
-    if use_syntax and opts.implementation in ("flex", "triton"):
+    if groups is not None and opts.implementation in ("flex", "triton"):
         passes = _triton_passes() if opts.implementation == "triton" else _FLEX_PASSES
         out = _flex_attention_forward(
             module,
@@ -245,7 +246,7 @@ def syntax_attention_forward(
             groups,
             opts,
             syntax_topical,
-            syntax_lisa if lisa_here else None,
+            lisa,
             syntax_gate,
             syntax_record,
             layer,
@@ -255,20 +256,22 @@ def syntax_attention_forward(
     scores = _scores(query, key, scaling)  # (B, H, L, L) fp32, unmasked
     allowed = _allowed(attention_mask, B, L)  # (B, L, L) or None
     full_heads = None
-    added = syntax_lisa.added if lisa_here else None
-    if added is not None:  # LISA as an added head: the pretrained heads all stay as they are
+    added = lisa.added if lisa is not None else None
+    if lisa is not None and added is not None:  # LISA as an added head: the pretrained heads all stay as they are
         head_mask = None if attention_mask is None else attention_mask[:, 0]
-        syntax_lisa.log_probs = torch.log_softmax(_apply_mask(added.scores(query, key, scaling), head_mask), -1)
-    elif lisa_here:
-        if not 0 <= syntax_lisa.head < H:
-            raise ConfigError(f"lisa_head={syntax_lisa.head} but the layer has {H} heads")
+        lisa.log_probs = torch.log_softmax(_apply_mask(added.scores(query, key, scaling), head_mask), -1)
+    elif lisa is not None:
+        if not 0 <= lisa.head < H:
+            raise ConfigError(f"lisa_head={lisa.head} but the layer has {H} heads")
         head_mask = None if attention_mask is None else attention_mask[:, 0]
-        syntax_lisa.log_probs = torch.log_softmax(_apply_mask(scores[:, syntax_lisa.head], head_mask), -1)  # (B, L, L)
+        lisa.log_probs = torch.log_softmax(_apply_mask(scores[:, lisa.head], head_mask), -1)  # (B, L, L)
         full_heads = torch.zeros(H, dtype=torch.bool, device=query.device)
-        full_heads[syntax_lisa.head] = True
+        full_heads[lisa.head] = True
 
-    probs_syntax = full = gate = None
-    if not use_syntax:
+    probs_syntax: torch.Tensor | None = None
+    full: torch.Tensor | None = None
+    gate: torch.Tensor | None = None
+    if groups is None:
         probs = torch.softmax(_apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L)
     else:
         w = _topical_key_values(module, value, groups, opts, syntax_topical, layer, full_heads)  # (B, H, L)
@@ -298,16 +301,19 @@ def syntax_attention_forward(
     if syntax_record is not None and layer is not None:
         syntax_record.attentions[layer] = probs.detach()
 
-    own_values = (
-        use_syntax and syntax_topical is not None and syntax_topical.own_projections and opts.aggregation == "topical"
-    )
-    if own_values:
+    if (
+        probs_syntax is not None  # a syntax layer
+        and syntax_topical is not None
+        and syntax_topical.own_projections
+        and opts.aggregation == "topical"
+    ):
+        assert layer is not None  # for the type checker: _topical_key_values refused a topical layer without one
         out = _own_value_output(module, probs_syntax, full, value, dropout, syntax_topical, layer, gate)
     else:
         attn = F.dropout(probs, p=dropout, training=module.training) if dropout > 0 else probs
         out = torch.matmul(attn.to(value.dtype), value).transpose(1, 2)  # (B, L, H, d)
-    if added is not None:  # ctx_h += m_h P_a V_h
-        out = out + _added_head_context(module, added, syntax_lisa, value, dropout)
+    if lisa is not None and added is not None:  # ctx_h += m_h P_a V_h
+        out = out + _added_head_context(module, added, lisa, value, dropout)
     return out.contiguous(), probs.to(value.dtype)
 
 
@@ -369,6 +375,7 @@ def _own_value_output(
     syn = context(probs).transpose(1, 2).reshape(B, L, H * d)  # (B, L, H*d)
     syn = topical.values(layer, syn).view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
     if gate is not None:
+        assert full is not None  # for the type checker: the caller computes the full softmax with the gate
         base = context(full)  # (B, H, L, d)
         syn = base + gate.to(syn.dtype) * (syn - base)
     return syn.transpose(1, 2).contiguous()

@@ -55,7 +55,11 @@ def _group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool
     """Per partition, ``[B, Lq, M+1]`` bool: group g has an allowed key in row i (bucket 0 is never a group).
     ``fast``: over the scatter index, ``[B, Lq, M+1+_TRASH]`` (the trash buckets are never groups either)."""
     out = []
-    index = groups.scatter_index if fast else groups.partitions
+    if fast:
+        assert groups.scatter_index is not None  # for the type checker: syntax_probs builds it before the fast path
+        index = groups.scatter_index
+    else:
+        index = groups.partitions
     sizes = [n + _TRASH for n in groups.num_buckets] if fast else groups.num_buckets
     for g, n, real in zip(index, sizes, groups.num_buckets):
         B, Lq, Lk = g.shape
@@ -148,13 +152,13 @@ def _candidates(
 
 
 class _JointIndex(NamedTuple):
-    """The partitions' scatter buckets combined: pair ``(i, k)`` goes to joint bucket ``index[b, i, k]`` of row
+    """The partitions' scatter buckets combined: pair ``(i, k)`` goes to joint bucket ``buckets[b, i, k]`` of row
     ``i`` (its tuple of buckets, one per partition, numbered per row), and joint bucket ``j`` of row ``i`` lies in
     bucket ``maps[p][b, i, j]`` of partition ``p``. Every ``[B, H, L, L]`` gather / scatter of the fast path then
     runs once over the joint buckets instead of once per partition; the per-partition tables are small
     ``[B, H, L, J]`` gathers / scatters of them."""
 
-    index: torch.Tensor  # (B, L, L) int64
+    buckets: torch.Tensor  # (B, L, L) int64
     maps: tuple[torch.Tensor, ...]  # (B, L, J) int64 each
     size: int  # J: the largest number of joint buckets of a row
 
@@ -225,6 +229,7 @@ def _added_head_context(
 ) -> torch.Tensor:
     """``[B, L, H, d]`` what the added LISA head adds to each head's context: ``m_h P_a V_h``."""
     H = value.shape[1]
+    assert lisa.log_probs is not None  # for the type checker: the caller recorded them in this forward
     p_a = lisa.log_probs.exp()  # (B, L, L)
     p_a = F.dropout(p_a, p=dropout, training=module.training) if dropout > 0 else p_a
     extra = torch.matmul(p_a.unsqueeze(1).to(value.dtype), value) * added.mix.to(value.dtype).view(1, H, 1, 1)

@@ -8,6 +8,8 @@ topical weights from; see :mod:`syntaxformer.modeling.syntax_attention`.
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import torch
 
 from syntaxformer.modeling.syntax_attention_common import (
@@ -18,6 +20,32 @@ from syntaxformer.modeling.syntax_attention_common import (
     _topical_weights,
 )
 from syntaxformer.modeling.syntax_attention_options import SyntaxAttentionOptions, SyntaxGroups
+
+
+@overload
+def _exact_probs(
+    scores: torch.Tensor,
+    allowed: torch.Tensor | None,
+    groups: SyntaxGroups,
+    cands: list[torch.Tensor],
+    w: torch.Tensor | None,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None,
+    with_weights: Literal[False] = False,
+) -> torch.Tensor: ...
+
+
+@overload
+def _exact_probs(
+    scores: torch.Tensor,
+    allowed: torch.Tensor | None,
+    groups: SyntaxGroups,
+    cands: list[torch.Tensor],
+    w: torch.Tensor | None,
+    opts: SyntaxAttentionOptions,
+    full_heads: torch.Tensor | None,
+    with_weights: Literal[True],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
 
 
 def _exact_probs(

@@ -78,7 +78,7 @@ def syntax_probs(
             torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
         joint = _cached_joint(groups)
         zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
-            3, _expand(joint.index, H), p
+            3, _expand(joint.buckets, H), p
         )  # (B, H, L, J) sums of P per joint bucket
         zs = [
             torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(m, H), zj)
@@ -149,6 +149,7 @@ def _splice_exact_rows(
 
 def _joint_index(groups: SyntaxGroups) -> _JointIndex:
     """:class:`_JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``)."""
+    assert groups.scatter_index is not None  # for the type checker: syntax_probs builds it before the fast path
     return _joint_buckets(groups.scatter_index, [n + _TRASH for n in groups.num_buckets])
 
 
@@ -178,7 +179,7 @@ class _FastSyntaxProbs(torch.autograd.Function):
     @staticmethod
     def forward(ctx, scores, w, p, zs, joint, cands, cand, has_full, opts, full_heads):  # noqa: D102
         B, H, L, _ = p.shape
-        jidx = _expand(joint.index, H)  # (B, H, L, L)
+        jidx = _expand(joint.buckets, H)  # (B, H, L, L)
         maps = [_expand(m, H) for m in joint.maps]  # (B, H, L, J) each
         izs = []
         for z, ne in zip(zs, cands):  # zs are scratch tensors of syntax_probs: reuse them in place
@@ -189,19 +190,20 @@ class _FastSyntaxProbs(torch.autograd.Function):
         # The only [B, H, L, L] tensor written here is the output ``a`` (P w goes there first): a fresh tensor of
         # that size costs as much as a pass over it (page faults), so none is allocated per pass.
         a = torch.empty_like(p)
-        ys, logits = [], None
+        ys: list[torch.Tensor] = []
+        logits: torch.Tensor | None = None
         if w is not None:
             pw = torch.mul(p, w.unsqueeze(2), out=a)  # (B, H, L, L)
             yj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, pw)
-            logits = []
+            parts = []
             for m, iz in zip(maps, izs):
                 y = torch.zeros_like(iz).scatter_add_(3, m, yj)  # (B, H, L, M+1)
                 ys.append(y)
-                logits.append((y * iz).sum(1))  # (B, L, M+1)
+                parts.append((y * iz).sum(1))  # (B, L, M+1)
             del pw, yj
             if has_full:  # Σ_h Σ_k P w over every key (w is 0 on full heads): the sum of any partition's buckets
-                logits.append(ys[0].sum(-1).sum(1).unsqueeze(-1))  # (B, L, 1)
-            logits = torch.cat(logits, -1)
+                parts.append(ys[0].sum(-1).sum(1).unsqueeze(-1))  # (B, L, 1)
+            logits = torch.cat(parts, -1)
         alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         fallback = ~cand.any(-1)  # (B, L)
         phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
@@ -218,7 +220,7 @@ class _FastSyntaxProbs(torch.autograd.Function):
         joint, n_parts, opts, full_heads, has_full = ctx.meta
         izs, ys = rest[:n_parts], rest[n_parts:]
         B, H, L, _ = p.shape
-        jidx = _expand(joint.index, H)
+        jidx = _expand(joint.buckets, H)
         maps = [_expand(m, H) for m in joint.maps]
         topical = w is not None and opts.aggregation == "topical"
         scratch = torch.mul(p, da)  # (B, H, L, L) P dA
@@ -230,10 +232,10 @@ class _FastSyntaxProbs(torch.autograd.Function):
         r_tables, dt_tables = [], []
         if topical:
             live = torch.ones(H, dtype=p.dtype, device=p.device) if full_heads is None else (~full_heads).to(p.dtype)
-            d_alpha = [(wp * iz).sum(1) for wp, iz in zip(ws, izs)]  # (B, L, M+1) each
+            d_parts = [(wp * iz).sum(1) for wp, iz in zip(ws, izs)]  # (B, L, M+1) each
             if has_full:
-                d_alpha.append((q_sum * live.view(1, H, 1)).sum(1).unsqueeze(-1))  # (B, L, 1)
-            d_alpha = torch.cat(d_alpha, -1)
+                d_parts.append((q_sum * live.view(1, H, 1)).sum(1).unsqueeze(-1))  # (B, L, 1)
+            d_alpha = torch.cat(d_parts, -1)
             dt = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdim=True))  # (B, L, C) softmax backward
             psi = None
             if has_full:

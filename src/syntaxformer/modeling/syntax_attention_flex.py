@@ -145,7 +145,7 @@ class _FlexPrepass(torch.autograd.Function):
             e = s.sub_(m.gather(3, idx)).exp_()  # (B, H, R, L) in place of s
             z = torch.zeros_like(m).scatter_add_(3, idx, e)
             lz[:, :, sl] = z.log().add_(m)  # empty buckets: log 0 + fmin = -inf
-            if w is not None:
+            if y is not None:  # (set when w is)
                 y[:, :, sl] = (
                     torch.zeros_like(m)
                     .scatter_add_(3, idx, e.mul_(w.unsqueeze(2)))
@@ -197,7 +197,7 @@ def _flex_prepass(
     query: torch.Tensor, key: torch.Tensor, w: torch.Tensor | None, scaling: float, joint: _JointIndex
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(lz, Y)`` per joint bucket ``[B, H, L, J]`` (:class:`_FlexPrepass`; Y None without w)."""
-    out = _FlexPrepass.apply(query, key, w, joint.index, joint.size, scaling)
+    out = _FlexPrepass.apply(query, key, w, joint.buckets, joint.size, scaling)
     return out[0], (out[1] if w is not None else None)
 
 
@@ -310,7 +310,7 @@ _FLEX_PASSES = _PairPasses(
     _flex_check,
     lambda query, key, w, scaling, joint, cache: (*_flex_prepass(query, key, w, scaling, joint), None),
     lambda query, key, value, bias, joint, scaling, lz, shift, cache: _flex_context(
-        query, key, value, bias, joint.index, scaling, lz
+        query, key, value, bias, joint.buckets, scaling, lz
     ),
 )
 
@@ -354,19 +354,23 @@ def _flex_syntax_context(
     def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]``."""
         ok = None if allowed is None else ~_expand(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
-        logz, ys = [], []  # per partition (B, H, L, M+1): the joint buckets' tables combined by group
+        # per partition (B, H, L, M+1): the joint buckets' tables combined by group (Y only when yj is given)
+        logz: list[torch.Tensor] = []
+        ys: list[torch.Tensor] = []
         for m, n in zip(joint.maps, groups.num_buckets):
             lz, y = _log_scatter(lzj, yj, _expand(m, H), n, ok)
             logz.append(lz)
-            ys.append(y)
+            if y is not None:
+                ys.append(y)
         zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
         lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
         lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
         has_full = cand_full is not None
         logits = None
         if w is not None:
-            logits = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
-            logits = torch.cat(logits, -1)  # (B, L, C)
+            assert y_full is not None  # for the type checker: the pre-pass returns yj (so Y) whenever w is given
+            parts = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
+            logits = torch.cat(parts, -1)  # (B, L, C)
         log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         alpha = log_alpha.exp()
         phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
@@ -382,9 +386,9 @@ def _flex_syntax_context(
             start += n
         phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
         terms.append(phi_term.unsqueeze(-1).expand_as(terms[0]))
-        terms = torch.stack(terms, -1)  # (B, H, L, J, P+1)
-        some = (terms > float("-inf")).any(-1)  # (B, H, L, J)
-        bias = torch.where(some, torch.logsumexp(terms.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
+        stacked = torch.stack(terms, -1)  # (B, H, L, J, P+1)
+        some = (stacked > float("-inf")).any(-1)  # (B, H, L, J)
+        bias = torch.where(some, torch.logsumexp(stacked.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
         empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
         bias = bias.masked_fill(empty, 0.0)
         if allowed is not None:
@@ -431,7 +435,7 @@ def _flex_attention_forward(
     full_heads = None
     added = lisa.added if lisa is not None else None
     head_mask = None if mask is None else mask[:, 0]
-    if added is not None:
+    if lisa is not None and added is not None:
         lisa.log_probs = torch.log_softmax(_apply_mask(added.scores(query, key, scaling), head_mask), -1)
     elif lisa is not None:
         if not 0 <= lisa.head < H:
@@ -444,6 +448,7 @@ def _flex_attention_forward(
     w = _topical_key_values(module, value, groups, opts, topical, layer, full_heads)  # (B, H, L) or None
     syn = _flex_syntax_context(query, key, value, mask, scaling, groups, w, opts, full_heads, passes)  # (B, H, L, d)
     if topical is not None and topical.own_projections and opts.aggregation == "topical":
+        assert layer is not None  # for the type checker: _topical_key_values refused a topical layer without one
         flat = topical.values(layer, syn.transpose(1, 2).reshape(B, L, H * d))  # (B, L, H*d)
         syn = flat.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
     gate = None
@@ -471,6 +476,6 @@ def _flex_attention_forward(
         record.num_buckets = tuple(groups.num_buckets)
         record.full_candidate = opts.full_attention_candidate
     out = syn.to(value.dtype).transpose(1, 2)  # (B, L, H, d)
-    if added is not None:
+    if lisa is not None and added is not None:
         out = out + _added_head_context(module, added, lisa, value, dropout)
     return out.contiguous()

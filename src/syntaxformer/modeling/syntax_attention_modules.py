@@ -57,6 +57,8 @@ class TopicalAttention(nn.Module):
         hidden = int(hidden_size or dim)
         self.query = nn.Parameter(torch.zeros(num_layers, dim))
         self.scale = float(hidden) ** -0.5
+        self.key_weight: nn.Parameter | None
+        self.value_weight: nn.Parameter | None
         if projections == "own":
             # Plain parameters (not nn.Linear): Hugging Face's default init never touches them; see reset_projections.
             self.key_weight = nn.Parameter(torch.zeros(num_layers, dim, hidden))  # W_Kt as nn.Linear weights
@@ -83,14 +85,15 @@ class TopicalAttention(nn.Module):
     def reset_projections(self) -> None:
         """Own projections only: ``W_Kt`` = a copy of each bound layer's key projection, ``W_Vt`` = identity (the
         model then equals ``projections="shared"`` at initialisation)."""
-        if not self.own_projections or not self._sites:
+        key_weight, value_weight = self.key_weight, self.value_weight
+        if key_weight is None or value_weight is None or not self._sites:  # shared projections, or none bound
             return
         for layer, (key, _) in enumerate(self._sites):
-            self.key_weight[layer].copy_(key.weight)
-        self.value_weight.copy_(
-            torch.eye(
-                self.value_weight.shape[-1], dtype=self.value_weight.dtype, device=self.value_weight.device
-            ).expand_as(self.value_weight)
+            key_weight[layer].copy_(key.weight)
+        value_weight.copy_(
+            torch.eye(value_weight.shape[-1], dtype=value_weight.dtype, device=value_weight.device).expand_as(
+                value_weight
+            )
         )
 
     def site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
@@ -102,7 +105,7 @@ class TopicalAttention(nn.Module):
 
     def key_matrix(self, layer: int) -> torch.Tensor:
         """The key projection's weight ``[dim, hidden]`` used by the scores of ``layer`` (own or the layer's)."""
-        return self.key_weight[layer] if self.own_projections else self.site(layer)[0].weight
+        return self.key_weight[layer] if self.key_weight is not None else self.site(layer)[0].weight
 
     def folded(self, layer: int) -> torch.Tensor:
         """``u_l`` ``[dim]`` such that the score of a sub-network output ``o`` is ``o · u_l``."""
@@ -113,12 +116,12 @@ class TopicalAttention(nn.Module):
         """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``
         (the key bias, shared projections only, adds the same constant to every score: it cancels in Eq. 3)."""
         key, out = self.site(layer)
-        keyed = F.linear(out(outputs), self.key_weight[layer]) if self.own_projections else key(out(outputs))
+        keyed = F.linear(out(outputs), self.key_weight[layer]) if self.key_weight is not None else key(out(outputs))
         return keyed @ self.query[layer] * self.scale
 
     def values(self, layer: int, context: torch.Tensor) -> torch.Tensor:
         """Own projections: ``context W_Vt`` for ``context`` ``[..., dim]``; shared: ``context`` unchanged."""
-        return F.linear(context, self.value_weight[layer]) if self.own_projections else context
+        return F.linear(context, self.value_weight[layer]) if self.value_weight is not None else context
 
 
 class SyntaxGate(nn.Module):

@@ -129,7 +129,7 @@ class _Compact(NamedTuple):
     """The joint-bucket index of a forward in the kernels' dtype (kept in ``SyntaxGroups.cache``)."""
 
     source: torch.Tensor  # the int64 index it was made from (identity = cache key)
-    index: torch.Tensor  # (B, L, L) int8 / int16, contiguous
+    compact: torch.Tensor  # (B, L, L) int8 / int16, contiguous
 
 
 def compact_index(index: torch.Tensor, size: int, cache: dict | None = None) -> torch.Tensor:
@@ -137,7 +137,7 @@ def compact_index(index: torch.Tensor, size: int, cache: dict | None = None) -> 
     when ``cache`` (the groups' per-forward memo) is given."""
     hit = None if cache is None else cache.get("triton")
     if hit is not None and hit.source is index:
-        return hit.index
+        return hit.compact
     if size > torch.iinfo(torch.int16).max:
         raise ConfigError(
             f"implementation='triton' takes at most {torch.iinfo(torch.int16).max} joint buckets per "
@@ -200,7 +200,8 @@ def _precision(x: torch.Tensor) -> str:
 
 
 def _strides(x: torch.Tensor) -> tuple[int, int, int, int]:
-    return tuple(int(s) for s in x.stride())
+    s0, s1, s2, s3 = (int(s) for s in x.stride())
+    return s0, s1, s2, s3
 
 
 def _unpad(x: torch.Tensor, d: int) -> torch.Tensor:
@@ -338,7 +339,7 @@ def prepass(
     with the log-sums shifted by the per-row ``c`` ``[B, H, L]`` that :func:`context` takes back
     (:class:`_TritonPrepass`). ``joint`` is the flex path's joint index (its int64 index is converted once per
     forward, kept in ``cache``, the groups' per-forward memo)."""
-    index = compact_index(joint.index, joint.size, cache)
+    index = compact_index(joint.buckets, joint.size, cache)
     lz, y, shift = _TritonPrepass.apply(query, key.to(query.dtype), w, index, joint.size, scaling)
     return lz, (y if w is not None else None), shift
 
@@ -463,7 +464,7 @@ def context(
     """``softmax_k(S[b,h,i,k] - c[b,h,i] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (the flex path's
     ``_flex_context``, fused; ``c`` = ``shift`` from :func:`prepass`, a per-row constant that cancels in the
     softmax; ``lz`` is not needed: the bias gradient comes from the attention kernel's own backward)."""
-    compact = compact_index(joint.index, joint.size, cache)
+    compact = compact_index(joint.buckets, joint.size, cache)
     # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
     return _TritonBiasedAttention.apply(
         query, key.to(query.dtype), value.to(query.dtype), bias, shift, compact, scaling

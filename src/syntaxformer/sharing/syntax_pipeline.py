@@ -35,8 +35,9 @@ the library are relative (``from .align import SyntaxAligner``): the modules it 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -61,13 +62,16 @@ from syntaxformer.pipeline_options import (
 )
 from syntaxformer.tasks.span_qa import SquadFeaturizer, postprocess_predictions
 
+if TYPE_CHECKING:
+    from transformers import GenerationMixin
+
 __all__ = [
     "OPTIONS_FILE",
-    "PipelineOptions",
-    "SyntaxTextClassificationPipeline",
-    "SyntaxQuestionAnsweringPipeline",
-    "SyntaxTranslationPipeline",
     "PIPELINE_CLASSES",
+    "PipelineOptions",
+    "SyntaxQuestionAnsweringPipeline",
+    "SyntaxTextClassificationPipeline",
+    "SyntaxTranslationPipeline",
     "load_options",
 ]
 
@@ -118,7 +122,7 @@ class PipelineOptions:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "PipelineOptions":
+    def from_dict(cls, data: dict[str, Any]) -> PipelineOptions:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
@@ -147,10 +151,11 @@ class _SyntaxPipeline(Pipeline):
     """What the three pipelines share: the run's options, the spaCy parser (built on first use) and ``__call__``
     that hands a whole list to :meth:`_predict` (parse once, batch, restore the order)."""
 
-    _load_processor = False
-    _load_image_processor = False
-    _load_feature_extractor = False
-    _load_tokenizer = True
+    # transformers declares these as `= None` (so their inferred type is None); the values it reads are booleans
+    _load_processor = False  # type: ignore[assignment]
+    _load_image_processor = False  # type: ignore[assignment]
+    _load_feature_extractor = False  # type: ignore[assignment]
+    _load_tokenizer = True  # type: ignore[assignment]
     _call_options: tuple[str, ...] = TRANSLATION_OPTIONS
 
     def __init__(self, *args: Any, **kwargs: Any):
@@ -184,11 +189,11 @@ class _SyntaxPipeline(Pipeline):
         # the options given when the pipeline is built: checked now, the defaults of every call
         return {}, {}, check_options(type(self).__name__, kwargs, self._call_options)
 
-    def preprocess(self, inputs: Any, **kwargs: Any) -> Any:
-        return {"inputs": [inputs]}
+    def preprocess(self, input_: Any, **kwargs: Any) -> Any:
+        return {"inputs": [input_]}
 
-    def _forward(self, model_inputs: Any, **kwargs: Any) -> Any:
-        return {"records": self._predict(model_inputs["inputs"], {})}
+    def _forward(self, input_tensors: Any, **kwargs: Any) -> Any:
+        return {"records": self._predict(input_tensors["inputs"], {})}
 
     def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
         return model_outputs["records"][0]
@@ -209,7 +214,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
 
     _call_options = CLASSIFICATION_OPTIONS
 
-    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
         options["legacy"] = "top_k" not in options  # as text-classification: no top_k = the best label as a dict
         single = isinstance(inputs, (str, dict))
@@ -247,6 +252,8 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
         run did so, aligned into one (truncated) window, only the syntax inputs the model reads."""
         opts = self.options
         is_pair = any(p is not None for p in pairs)
+        # for the type checker: this pipeline loads its tokenizer (_load_tokenizer), so Pipeline set one
+        assert self.tokenizer is not None
         if not opts.syntax_inputs:  # a model that reads no syntax: the tokenizer alone
             enc = self.tokenizer(
                 texts, [p or "" for p in pairs] if is_pair else None, truncation=True, max_length=opts.max_length
@@ -328,7 +335,7 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
 
     _call_options = QA_OPTIONS
 
-    def __call__(
+    def __call__(  # type: ignore[override]  # no *args, as text-classification
         self, inputs: Any = None, *, question: str | None = None, context: str | None = None, **kwargs: Any
     ) -> Any:
         options = self._options(kwargs)
@@ -368,9 +375,9 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
         with torch.no_grad():
             for idx in self._batches(items, options.get("batch_size")):
                 batch = {k: v.to(self.device) for k, v in pad_arrays([items[int(i)] for i in idx], pad).items()}
-                out = self.model(**batch)
-                s, e = out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()
-                v = getattr(out, "verifier_logits", None)
+                outputs = self.model(**batch)
+                s, e = outputs.start_logits.float().cpu().numpy(), outputs.end_logits.float().cpu().numpy()
+                v = getattr(outputs, "verifier_logits", None)
                 v = None if v is None else v.float().cpu().numpy()
                 for j, i in enumerate(idx):
                     starts[int(i)], ends[int(i)] = s[j], e[j]
@@ -398,14 +405,15 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
                     [{"answer": c["text"], "start": c["start"], "end": c["end"], "score": c["score"]} for c in spans]
                 )
                 continue
-            best = (result.nbest.get(q.qid) or [None])[0]
+            candidates = result.nbest.get(q.qid)
+            best = candidates[0] if candidates else None
             na = float(result.na_scores[q.qid])
             answer = best["text"] if best is not None and na <= threshold else ""
             out.append(
                 {
                     "answer": answer,
-                    "start": best["start"] if answer else None,
-                    "end": best["end"] if answer else None,
+                    "start": best["start"] if best is not None and answer else None,
+                    "end": best["end"] if best is not None and answer else None,
                     "score": best["score"] if best else None,
                     "null_score": na if np.isfinite(na) else None,
                     "best_answer": best["text"] if best else "",
@@ -434,9 +442,11 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        # for the type checker: load_options() in super().__init__ refused a model without a folder
+        assert self.model.name_or_path
         self.source_tokenizer, self.target_tokenizer = load_tokenizers(self.model.name_or_path)
 
-    def __call__(self, inputs: Any, **kwargs: Any) -> Any:
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
         single = isinstance(inputs, str)
         out = self._predict([inputs] if single else list(inputs), options)
@@ -466,7 +476,8 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
                 batch = {
                     k: v.to(self.device) for k, v in collate_pairs([items[int(i)] for i in idx], pad, BOS_ID).items()
                 }
-                ids = self.model.generate(
+                # the model is a seq2seq model (AutoModelForSeq2SeqLM), which Pipeline types as a PreTrainedModel
+                ids = cast("GenerationMixin", self.model).generate(
                     **batch,
                     num_beams=int(mt.get("num_beams", 5)),
                     max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1]),

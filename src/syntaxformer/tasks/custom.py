@@ -32,14 +32,15 @@ import hashlib
 import json
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
 from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
-from syntaxformer.data.readers.table import Table, TABLE_FORMATS, read_table, require_columns, text_value
+from syntaxformer.data.readers.table import TABLE_FORMATS, Table, read_table, require_columns, text_value
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.tasks.base import Predictions, register_task
 from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, max_samples, rows_for, split_names
@@ -48,16 +49,16 @@ from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
 
 __all__ = [
-    "CustomTextTask",
-    "CustomQATask",
-    "CustomChoiceTask",
     "PROBLEM_TYPES",
-    "infer_labels",
-    "split_names",
     "SPLIT_ALIASES",
-    "task_for_data",
-    "is_squad_json",
+    "CustomChoiceTask",
+    "CustomQATask",
+    "CustomTextTask",
     "check_labels",
+    "infer_labels",
+    "is_squad_json",
+    "split_names",
+    "task_for_data",
 ]
 
 logger = logging.getLogger(__name__)
@@ -275,7 +276,7 @@ class CustomTextTask(SentenceTask):
 
     name = "custom"
     title = "custom data"
-    metric_names = ("accuracy",)
+    metric_names: ClassVar[tuple[str, ...]] = ("accuracy",)
 
     def __init__(
         self,
@@ -310,9 +311,11 @@ class CustomTextTask(SentenceTask):
         )
         self.text_column, self.text_pair_column = text_column, text_pair_column
         self.label_column, self.id_column = label_column, id_column
-        self.label_list: list[str] | None = None if labels is None else [_label_key(v) for v in labels]
-        if self.label_list is not None and len(set(self.label_list)) != len(self.label_list):
-            raise ConfigError(f"labels={list(labels)} names a class twice")
+        self.label_list: list[str] | None = None
+        if labels is not None:
+            self.label_list = [_label_key(v) for v in labels]
+            if len(set(self.label_list)) != len(self.label_list):
+                raise ConfigError(f"labels={list(labels)} names a class twice")
         self.problem_type = (
             "single_label_classification" if self.label_list is not None and problem_type == "auto" else problem_type
         )
@@ -339,8 +342,9 @@ class CustomTextTask(SentenceTask):
         if self.text_pair_column:
             columns["text_b"] = self.text_pair_column
         metrics = ("pearson", "spearman") if regression else ("accuracy",)
-        self.metric_names = metrics  # type: ignore[misc]  (per instance: the label kind is known late)
-        self.spec = TaskSpec(
+        # per instance, though declared as class variables: the label kind is known late
+        self.metric_names = metrics  # type: ignore[misc]  # ClassVar set on the instance, on purpose
+        self.spec = TaskSpec(  # type: ignore[misc]  # ClassVar set on the instance, on purpose
             self.name,
             self.title,
             "",
@@ -349,7 +353,7 @@ class CustomTextTask(SentenceTask):
             metrics,
             ("", None),
             {},
-        )  # type: ignore[misc]
+        )
 
     def _check_known(self) -> None:
         if self.problem_type == "auto" or (self.problem_type != "regression" and self.label_list is None):
@@ -467,6 +471,7 @@ class CustomTextTask(SentenceTask):
 
     def _example(self, table: Table, i: int, split: str, labeled: bool) -> TaskExample:
         row = table.rows[i]
+        assert self.text_column is not None  # for the type checker: load_split() refuses a task without a text column
         text = text_value(row.get(self.text_column), table.where(i), self.text_column)
         pair = None
         if self.text_pair_column:
@@ -494,8 +499,10 @@ class CustomTextTask(SentenceTask):
                 raise FormatError(f"label {value!r} is not a finite number", table.where(i))
             return number
         key = _label_key(value)
+        # for the type checker: _check_known() refuses a classification without labels
+        assert self.label_list is not None
         try:
-            return self.label_list.index(key)  # type: ignore[union-attr]
+            return self.label_list.index(key)
         except ValueError:
             where = "training labels" if split != "train" else "labels given"
             raise DataError(
@@ -574,7 +581,7 @@ class CustomChoiceTask(RaceTask):
 
     name = "custom-mc"
     title = "multiple choice"
-    metric_names = ("accuracy",)
+    metric_names: ClassVar[tuple[str, ...]] = ("accuracy",)
 
     def __init__(
         self,
@@ -670,7 +677,7 @@ class CustomChoiceTask(RaceTask):
         )
 
     def _answer_index(self, answer: Any, options: list[str], table: Table, i: int) -> int:
-        if isinstance(answer, int) and not isinstance(answer, bool) or (isinstance(answer, str) and _is_int(answer)):
+        if (isinstance(answer, int) and not isinstance(answer, bool)) or (isinstance(answer, str) and _is_int(answer)):
             index = int(answer)
         elif (
             isinstance(answer, str)

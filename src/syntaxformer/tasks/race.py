@@ -335,7 +335,7 @@ class RaceTask(Task):
     name = "race"
     title = "RACE"
     head = "multiple_choice"
-    metric_names = ("accuracy_all", "accuracy_middle", "accuracy_high")
+    metric_names: ClassVar[tuple[str, ...]] = ("accuracy_all", "accuracy_middle", "accuracy_high")
     splits = ("train", "dev", "test")
     #: Default sources under ``<data_dir>/`` (default ``<shared data>/race``).
     default_files: ClassVar[dict[str, str]] = {"train": "RACE_train.tar.gz", "dev": "dev", "test": "test"}

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from syntaxformer.errors import InputError, MissingDependencyError
 from syntaxformer.tasks.metrics import METRICS
@@ -81,9 +82,9 @@ def _stats() -> Any:
 
 def paired_bootstrap(
     metric: Callable[[np.ndarray, np.ndarray], float],
-    preds_a: Sequence,
-    preds_b: Sequence,
-    labels: Sequence,
+    preds_a: npt.ArrayLike,
+    preds_b: npt.ArrayLike,
+    labels: npt.ArrayLike,
     n_resamples: int = 1000,
     seed: int = 0,
     two_sided: bool = False,
@@ -155,8 +156,8 @@ def paired_bootstrap(
 
 def bootstrap_ci(
     metric: Callable[[np.ndarray, np.ndarray], float],
-    predictions: Sequence,
-    labels: Sequence,
+    predictions: npt.ArrayLike,
+    labels: npt.ArrayLike,
     n_resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
@@ -328,7 +329,7 @@ def paired_bleu_test(
     if seed < 1:
         raise InputError(f"seed {seed} must be a positive integer (sacreBLEU treats 0 as no seed)")
     _bleu()
-    from sacrebleu.significance import PairedTest
+    from sacrebleu.significance import PairedTest, Result
 
     old = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(seed)
@@ -349,6 +350,9 @@ def paired_bleu_test(
         else:
             os.environ["SACREBLEU_SEED"] = old
     ((name, (res_a, res_b)),) = ((k, v) for k, v in scores.items() if k != "System")
+    # for the type checker: "System" holds the names, the metric's entry the Results (a p-value for B, the
+    # system tested against the baseline)
+    assert isinstance(res_a, Result) and isinstance(res_b, Result) and res_b.p_value is not None
     p_value = float(res_b.p_value)
     if list(hyp_a) == list(hyp_b):  # sacreBLEU counts only strictly larger shuffled differences: p = 1/(n+1)
         p_value = 1.0

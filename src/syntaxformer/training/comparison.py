@@ -14,8 +14,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError
@@ -36,7 +37,9 @@ def _default_lisa_layer(config: RunConfig) -> int:
     from transformers import AutoConfig
 
     enc = AutoConfig.from_pretrained(config.resolved_model())
-    n = getattr(enc, "num_hidden_layers", None) or getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
+    n: int | None = getattr(enc, "num_hidden_layers", None)
+    if not n:
+        n = getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
     return int(n) // 2
 
 
@@ -85,8 +88,8 @@ def resolve_systems(
             elif item in _registry.SYSTEMS:
                 system, changes = item, {}
             else:
-                names = dict.fromkeys([*SYSTEM_PRESETS, *_registry.SYSTEMS.names()])
-                raise ConfigError(f"unknown system {item!r}; known systems: {', '.join(names)}")
+                known_names = dict.fromkeys([*SYSTEM_PRESETS, *_registry.SYSTEMS.names()])
+                raise ConfigError(f"unknown system {item!r}; known systems: {', '.join(known_names)}")
             known = set(model_option_names(system))
             model = {k: v for k, v in config.model.items() if k in known}
             if system == "syntax_bert" and "syntax_layers" not in changes and model.get("syntax_layers") == []:
