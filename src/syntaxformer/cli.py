@@ -69,7 +69,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 class _StderrHandler(logging.StreamHandler):
     """A handler that writes to whatever ``sys.stderr`` is at the time of the message (tests swap it)."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self):
         return sys.stderr
 
@@ -100,7 +100,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """An ``argparse`` parser whose errors are one line (``PROG: error: MESSAGE (see PROG --help)``), raised as
     :class:`UsageError` so that :func:`main` returns 2 instead of exiting from inside the parser."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise UsageError(f"{self.prog}: error: {message}{self._did_you_mean(message)} (see `{self.prog} --help`)")
 
     def _did_you_mean(self, message: str) -> str:

@@ -32,7 +32,8 @@ import importlib
 import logging
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["PendingConfig", "install", "register_pipelines", "system_added"]
 
@@ -125,7 +126,7 @@ def _register_configs(module: Any) -> None:
     for name in SYSTEMS.names():
         try:
             spec = system(name)
-        except Exception as e:  # one broken outside system must not break the others
+        except Exception as e:  # noqa: BLE001  (one broken outside system must not break the others)
             logger.warning("syntaxformer system %r cannot be registered: %s: %s", name, type(e).__name__, e)
             continue
         for model_type in (spec.saved_model_type, *spec.aliases):
@@ -170,7 +171,7 @@ class _AfterLoad:
         self._loader.exec_module(module)
         try:
             self._action(module)
-        except Exception as e:  # never break the user's import of transformers
+        except Exception as e:  # noqa: BLE001  (never break the user's import of transformers)
             logger.warning("syntaxformer could not register with %s: %s: %s", module.__name__, type(e).__name__, e)
 
     def __getattr__(self, name: str) -> Any:  # get_source, is_package, get_resource_reader ...
@@ -191,7 +192,7 @@ class _Hook:
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _AfterLoad(spec.loader, action)
+                    spec.loader = _AfterLoad(spec.loader, action)  # type: ignore[assignment]  # delegates to it
                 return spec
         return None
 
@@ -208,7 +209,7 @@ def install() -> None:
             if module is not None:
                 try:
                     action(module)
-                except Exception as e:
+                except Exception as e:  # noqa: BLE001  (never break the user's import of transformers)
                     logger.warning("syntaxformer could not register with %s: %s: %s", name, type(e).__name__, e)
         if _HOOK not in sys.meta_path:
             sys.meta_path.insert(0, _HOOK)

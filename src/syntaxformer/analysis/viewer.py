@@ -41,10 +41,11 @@ import dataclasses
 import html
 import json
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -172,10 +173,10 @@ def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
 
             try:
                 head = get_task(record["task"]["name"], **record["task"].get("options", {})).head
-            except Exception:  # a task registered outside the package: the backbone alone is enough
+            except Exception:  # noqa: BLE001  (a task registered outside the package: the backbone alone is enough)
                 head = None
         spec_ = _registry.system(saved)
-        cls = model_class(saved, head) if head else spec_.backbone_class()
+        cls: Any = model_class(saved, head) if head else spec_.backbone_class()
         with loading_model(path):
             model = cls.from_pretrained(str(path)).eval()
         name = f"{path.name} ({_system_title(saved, model)})"
@@ -326,6 +327,7 @@ def build_view(
 
     sdoi = sdoi_mask(batch["dep_tin"], batch["dep_tout"], batch["syntax_tree"])[0]  # (L, L)
     dep_groups, con_groups = relation_groups_from_features(batch, max_distance=D)
+    assert con_groups is not None  # constituency=True (the default) always builds the constituency partition
     groups = {"dependency": dep_groups[0], "constituency": con_groups[0]}
     sb = next((m for m in syntax_models if m.system == "syntax_bert"), None)
     groups_note = "relation_groups_from_features (all kinds, pairwise on)"
@@ -442,7 +444,7 @@ def _words(docs: Sequence[Any]) -> list[dict[str, Any]]:
     """Every word of the example in forest order (the aligner's word index), with its head in that order."""
     out: list[dict[str, Any]] = []
     for seg, doc in enumerate(docs):
-        for t, s in enumerate(doc.sentences):
+        for s in doc.sentences:
             start = len(out)
             for i, w in enumerate(s.words):
                 h = s.heads[i]

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from syntaxformer.training.config import RunConfig
 
-from syntaxformer import registry as _registry
 
 HELP = (
     "fine-tune SG-Net, Syntax-BERT or a baseline on any registered task (GLUE, SNLI, SST, SQuAD 2.0, RACE, "

@@ -32,14 +32,6 @@ from syntaxformer.modeling.heads import (
     sequence_classification_loss,
     span_loss,
 )
-from syntaxformer.modeling.modeling_sgnet import (
-    SGNetForMultipleChoice,
-    SGNetForQuestionAnswering,
-    SGNetForSequenceClassification,
-    SGNetForTokenClassification,
-    SGNetModel,
-    SGNetPreTrainedModel,
-)
 from syntaxformer.modeling.modeling_plain import (
     PlainEncoderForMultipleChoice,
     PlainEncoderForQuestionAnswering,
@@ -47,6 +39,14 @@ from syntaxformer.modeling.modeling_plain import (
     PlainEncoderForTokenClassification,
     PlainEncoderModel,
     PlainEncoderPreTrainedModel,
+)
+from syntaxformer.modeling.modeling_sgnet import (
+    SGNetForMultipleChoice,
+    SGNetForQuestionAnswering,
+    SGNetForSequenceClassification,
+    SGNetForTokenClassification,
+    SGNetModel,
+    SGNetPreTrainedModel,
 )
 from syntaxformer.modeling.modeling_syntax_bert import (
     SyntaxBertForMultipleChoice,

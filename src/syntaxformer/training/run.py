@@ -38,7 +38,6 @@ is refused or fails on a missing file leaves the folder as it was.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import os
