@@ -186,3 +186,42 @@ def test_run_config_fields_all_have_flags_with_help():
             continue
         assert f.name in by_dest, f.name
         assert by_dest[f.name].help, f.name
+
+
+def _encoder_folder(path, hidden: int):
+    """A folder with only an encoder's config.json (what the learning-rate default reads)."""
+    from transformers import BertConfig
+
+    BertConfig(
+        hidden_size=hidden, num_hidden_layers=1, num_attention_heads=2, intermediate_size=4 * hidden
+    ).save_pretrained(path)
+    return str(path)
+
+
+def test_small_encoder_learning_rate_default_only_when_nobody_chose_one(tmp_path, caplog):
+    from syntaxformer.training.options import SMALL_ENCODER_LEARNING_RATE, with_encoder_defaults, with_task_defaults
+
+    small = _encoder_folder(tmp_path / "small", 384)
+    large = _encoder_folder(tmp_path / "large", 768)
+    assert RunConfig.learning_rate == 2e-5 and SMALL_ENCODER_LEARNING_RATE == 1e-4
+
+    def resolved(cli: dict):
+        config = resolve_config(cli)
+        return with_encoder_defaults(with_task_defaults(config, config.build_task())).learning_rate
+
+    with caplog.at_level("INFO", logger="syntaxformer.training.options"):
+        assert resolved({"task": "cola", "model_name_or_path": small}) == 1e-4
+    assert "default for small encoders (hidden size 384" in caplog.text
+    assert resolved({"task": "cola", "model_name_or_path": large}) == 2e-5  # the library default
+    assert resolved({"task": "cola", "model_name_or_path": small, "learning_rate": 2e-5}) == 2e-5  # the user's
+    assert resolved({"task": "squad2", "model_name_or_path": small}) == 3e-5  # the task's own default
+    config_file = tmp_path / "run.yaml"
+    config_file.write_text("learning_rate: 5.0e-5\n", encoding="utf-8")
+    config = resolve_config({"task": "cola", "model_name_or_path": small}, config_file=config_file)
+    assert with_encoder_defaults(config).learning_rate == 5e-5  # a config file's
+    # a config built directly: a learning rate still at the library default counts as not chosen
+    assert with_encoder_defaults(RunConfig(task="cola", model_name_or_path=small)).learning_rate == 1e-4
+    assert (
+        with_encoder_defaults(RunConfig(task="cola", model_name_or_path=small, learning_rate=3e-4)).learning_rate
+        == 3e-4
+    )

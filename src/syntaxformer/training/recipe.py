@@ -30,7 +30,7 @@ from syntaxformer.tasks.base import Task, TaskContext
 from syntaxformer.training import arguments, checkpoints
 from syntaxformer.training.arguments import training_arguments
 from syntaxformer.training.config import RunConfig
-from syntaxformer.training.options import with_task_defaults
+from syntaxformer.training.options import with_encoder_defaults, with_task_defaults
 from syntaxformer.training.run import (
     _IGNORE_OUTPUTS,
     _has_labels,
@@ -108,7 +108,7 @@ class TrainRecipe:
         config = self.config
         task = config.build_task()
         _reject_unused_options(config, task)
-        self.config = config = with_task_defaults(config, task)
+        self.config = config = with_encoder_defaults(with_task_defaults(config, task))
         self.task = task
         self.output_dir = os.path.abspath(config.output_dir)
         self.args = training_arguments(
