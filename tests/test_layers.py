@@ -198,3 +198,18 @@ def _write(folder: Path, source: str) -> Path:
 
 def _shown(path: Path) -> str:
     return str(path.relative_to(SRC.parent)) if path.is_relative_to(SRC.parent) else str(path)
+
+
+#: Files allowed over :data:`MAX_LINES`, each with its reason.
+LONG_FILES = {"syntaxformer.data.headrules": "the head-rule tables: data, one table per category"}
+MAX_LINES = 800
+
+
+def test_no_source_file_over_800_lines():
+    """One job per module: a file that grows past 800 lines has more than one (the head-rule tables excepted)."""
+    long = {
+        module: n
+        for module, path in MODULES.items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES and module not in LONG_FILES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}; split them by job"
