@@ -155,6 +155,29 @@ def test_the_plain_system_is_sgnet_without_its_layer():
     assert sum(p.numel() for p in new.parameters()) == sum(p.numel() for p in old.parameters())
 
 
+def test_the_plain_system_trains_as_sgnet_without_its_layer(tmp_path):
+    """Built on a pretrained encoder, the two draw the same dropout masks in training (the encoder keeps the
+    attention implementation it was loaded with in both), so a run reproduces the old baseline's numbers."""
+    from syntaxformer.modeling import model_class
+    from tests.conftest import write_tiny_bert
+    from tests.modeling.test_heads import head_batch
+
+    encoder = write_tiny_bert(tmp_path / "enc")
+    torch.manual_seed(0)
+    old = model_class("sgnet", "sequence_classification").from_encoder_pretrained(
+        encoder, use_sg_layer=False, num_labels=3
+    )
+    torch.manual_seed(0)
+    new = model_class("plain", "sequence_classification").from_encoder_pretrained(encoder, num_labels=3)
+    assert new.plain.encoder.config._attn_implementation == old.sgnet.encoder.config._attn_implementation
+    batch = head_batch("sequence_classification")
+    outs = []
+    for model in (old.train(), new.train()):
+        torch.manual_seed(7)
+        outs.append(model(**batch))
+    assert torch.equal(outs[0].logits, outs[1].logits) and outs[0].loss.item() == outs[1].loss.item()
+
+
 def test_compare_baseline_is_the_plain_system_and_registered_systems_are_known_by_name():
     from syntaxformer.training.comparison import resolve_systems
     from syntaxformer.training.config import RunConfig
