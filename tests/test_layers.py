@@ -20,7 +20,13 @@ ROOT = "syntaxformer"
 #: The layers, lowest first. A module belongs to the layer of its longest listed prefix; it may import modules of
 #: its own layer and of lower layers only.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("syntaxformer.errors", "syntaxformer.utils", "syntaxformer.defaults", "syntaxformer.registry"),
+    (
+        "syntaxformer.errors",
+        "syntaxformer.utils",
+        "syntaxformer.defaults",
+        "syntaxformer.registry",
+        "syntaxformer.registration",
+    ),
     ("syntaxformer.data", "syntaxformer.masks"),
     ("syntaxformer.modeling",),
     ("syntaxformer.tasks", "syntaxformer.hf_datasets"),
@@ -33,16 +39,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "syntaxformer.pipelines",
         "syntaxformer.pipeline_options",
     ),
-    ("syntaxformer.commands", "syntaxformer.cli", "syntaxformer.registration"),
+    ("syntaxformer.commands", "syntaxformer.cli"),
 )
 
 #: Upward imports that are known and allowed, each with its reason.
-ALLOWED_UPWARD: dict[tuple[str, str], str] = {
-    # ``import syntaxformer`` installs the transformers registrations (Auto classes, pipelines) so that a saved
-    # model loads after a bare ``import syntaxformer``; the registration module itself imports the model and
-    # pipeline code only when transformers asks for it.
-    ("syntaxformer", "syntaxformer.registration"): "the package root installs the registrations"
-}
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}  # none: the registrations name the modules above them by string
 
 
 def _modules() -> dict[str, Path]:

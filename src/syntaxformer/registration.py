@@ -147,10 +147,12 @@ def system_added(spec: Any) -> None:
 
 
 def register_pipelines(module: Any = None) -> None:
-    """Register the syntax pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (idempotent)."""
-    from syntaxformer.pipelines import register
+    """Register the syntax pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (idempotent). The pipelines
+    module is named, not imported at the top (as the registry names its entries): this module sits at the bottom
+    of the package's layers, so that the package root may install it."""
+    from syntaxformer.registry import resolve
 
-    register()
+    resolve("syntaxformer.pipelines:register")()
 
 
 _ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _register_configs, _PIPELINES: register_pipelines}
