@@ -158,6 +158,83 @@ def test_no_cycle_between_subpackages():
     assert not cycles, "subpackages that import each other:\n" + "\n".join(cycles)
 
 
+def test_no_import_cycle_between_modules():
+    """No two modules import each other, directly or through others (``a -> b -> c -> a``): every module can be read
+    (and imported) after the modules it uses. Imports inside functions count (module docstring)."""
+    graph = {
+        module: {t for _, t in imports_of(module) if t != ROOT and t != module and (module, t) not in ALLOWED_UPWARD}
+        for module in MODULES
+    }
+    assert not _cycles(graph), "modules that import each other:\n" + "\n".join(_cycles(graph))
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle (``a -> b -> a``) per group of modules that reach each other (Tarjan's strongly connected
+    components, each shown as one path through it)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return [" -> ".join(_path_round(graph, group)) for group in sorted(groups)]
+
+
+def _path_round(graph: dict[str, set[str]], group: list[str]) -> list[str]:
+    """A path from the group's first module back to it, through the group (breadth first: the shortest)."""
+    start, members = group[0], set(group)
+    previous: dict[str, str] = {}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for nxt in sorted(graph.get(node, set()) & members):
+            if nxt == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(previous[path[-1]])
+                return [*reversed(path), start]
+            if nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    return group  # not reached: the members of a group reach each other
+
+
+def test_an_import_cycle_is_reported(monkeypatch, tmp_path):
+    """Two modules that import each other (one of them inside a function) fail the cycle check, naming both."""
+    low = tmp_path / "low"
+    low.mkdir()
+    monkeypatch.setitem(MODULES, "syntaxformer.errors", _write(tmp_path, "import syntaxformer.utils\n"))
+    monkeypatch.setitem(
+        MODULES, "syntaxformer.utils", _write(low, "def f():\n    from syntaxformer.errors import ConfigError\n")
+    )
+    with pytest.raises(AssertionError, match=r"syntaxformer.errors -> syntaxformer.utils -> syntaxformer.errors"):
+        test_no_import_cycle_between_modules()
+
+
 @pytest.mark.parametrize(
     ("source", "expected"),
     [

@@ -48,9 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
-import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +57,8 @@ from typing import Any, Literal
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.training.spellings import from_hf_spellings, merge_options, training_argument_names
+from syntaxformer.training.values import BOOLEAN_WORDS, _field_types, _optional, _parse_scalar, typed_value
 
 __all__ = [
     "BOOLEAN_WORDS",
@@ -427,8 +427,6 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
     """``data`` with top-level task options and model options, ``model_kwargs`` / ``syntax_bert_options``, the
     ``trees`` / ``use_syntax`` shorthands and ``sst_phrases`` moved into ``task_options`` / ``model`` (module
     docstring)."""
-    from syntaxformer.training.options import from_hf_spellings
-
     out = from_hf_spellings(data)
     model: dict[str, Any] = {}
     for nested in ("model_kwargs", "syntax_bert_options"):
@@ -465,8 +463,6 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
         model.setdefault("aggregation", "mean")
     training_names = [k for k in out if k not in known and k not in ("trees", "use_syntax", "sst_phrases")]
     if training_names:  # other TrainingArguments fields given at top level: passed to the Trainer
-        from syntaxformer.training.options import training_argument_names
-
         hf = training_argument_names()
         extra = {k: out.pop(k) for k in training_names if k in hf}
         if extra:
@@ -510,122 +506,6 @@ BOUNDS: dict[str, tuple[float, bool]] = {
     "logging_steps": (1, True),
     "dataloader_num_workers": (0, True),
 }
-#: Spellings of a boolean in a config value or an override (YAML 1.1 words included), case-insensitive.
-BOOLEAN_WORDS: dict[str, bool] = {
-    "true": True,
-    "yes": True,
-    "on": True,
-    "y": True,
-    "1": True,
-    "false": False,
-    "no": False,
-    "off": False,
-    "n": False,
-    "0": False,
-}
-
-
-def _field_types(cls: type) -> dict[str, Any]:
-    """Field name -> resolved annotation (``None`` where it cannot be resolved: the value is not checked)."""
-    import sys
-
-    module = sys.modules.get(cls.__module__)
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        t = f.type
-        if isinstance(t, str):
-            try:
-                t = eval(t, {**vars(typing), **(vars(module) if module else {})})
-            except (NameError, AttributeError, SyntaxError, TypeError):  # names this module lacks (torch.dtype)
-                t = None
-        out[f.name] = t
-    return out
-
-
-def _optional(hint: Any) -> bool:
-    return type(None) in typing.get_args(hint)
-
-
-def typed_value(name: str, value: Any, hint: Any) -> Any:
-    """``value`` checked against the annotation ``hint`` and normalised, or a :class:`ConfigError` naming ``name``.
-
-    * ``bool``: ``True`` / ``False``, or a word of :data:`BOOLEAN_WORDS` (``"no"``, ``"off"``, ``"yes"`` ... as the
-      YAML 1.1 words come from ``--set``); anything else (``"maybe"``, ``2``) is an error;
-    * ``int``: an integer, an integral float (``1e3``) or integer text; ``32.7`` and booleans are errors;
-    * ``float``: a finite number or number text (``nan`` / ``inf`` are errors);
-    * ``str``: text (numbers are turned into text); ``Literal[...]``: one of its values (YAML 1.1's ``no`` / ``yes``
-      read as booleans become ``"no"`` / ``"yes"`` again);
-    * ``X | None``: ``None`` or an ``X``; ``bool | str``: a boolean (word) or else text; ``dict``: a mapping.
-    """
-    if hint is None or hint is Any:
-        return value
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None:
-            if type(None) in args:
-                return None
-            raise ConfigError(f"{name} may not be null; expected {_describe(hint)}")
-        for member in sorted((a for a in args if a is not type(None)), key=lambda a: a is str):  # str last
-            try:
-                return typed_value(name, value, member)
-            except ConfigError:
-                continue
-        raise ConfigError(f"{name}={value!r} is not valid; expected {_describe(hint)}")
-    if origin is Literal:
-        if isinstance(value, bool) and ("no" if value is False else "yes") in args:
-            value = "no" if value is False else "yes"  # YAML 1.1 reads an unquoted `no` as False
-        if value not in args:
-            raise ConfigError(f"{name}={value!r} is not valid; choose one of {args}")
-        return value
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, (str, int)) and str(value).strip().lower() in BOOLEAN_WORDS:
-            return BOOLEAN_WORDS[str(value).strip().lower()]
-        raise ConfigError(
-            f"{name}={value!r} is not a boolean; use true or false (yes/no, on/off, 1/0 are read the same way)"
-        )
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                pass
-        raise ConfigError(f"{name}={value!r} is not valid; it must be a whole number")
-    if hint is float:
-        number = value
-        if isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                number = None
-        if isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number):
-            return float(number)
-        raise ConfigError(f"{name}={value!r} is not valid; it must be a finite number")
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)
-        raise ConfigError(f"{name}={value!r} is not valid; it must be text")
-    if origin is dict or hint is dict:
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{name} must be a mapping, got {value!r}")
-        return dict(value)
-    return value
-
-
-def _describe(hint: Any) -> str:
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is Literal:
-        return f"one of {args}"
-    if args:
-        return " or ".join("null" if a is type(None) else _describe(a) for a in args)
-    return {bool: "true or false", int: "a whole number", float: "a number", str: "text"}.get(hint, str(hint))
 
 
 def normalise_model_options(system: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -651,24 +531,6 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if not key:
         raise ConfigError(f"override {text!r} has an empty key")
     return key.split("."), _parse_scalar(raw.strip())
-
-
-def _parse_scalar(raw: str) -> Any:
-    import yaml
-
-    try:
-        value = yaml.safe_load(raw) if raw else None
-    except (yaml.YAMLError, ValueError, OverflowError):  # not YAML, or a date / number YAML cannot build
-        return raw
-    if isinstance(value, bool) and raw.lower() not in ("true", "false"):
-        return raw  # YAML 1.1 booleans such as `no` / `off` stay strings (save_strategy=no)
-    # YAML 1.1 reads "1e-4" as a string (it wants "1.0e-4"); accept the usual float spellings.
-    if isinstance(value, str):
-        try:
-            return float(value) if any(c in value for c in ".eE") and value.strip("+-.eE0123456789") == "" else value
-        except ValueError:
-            return value
-    return value
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
@@ -740,7 +602,5 @@ def config_data(
 ) -> dict[str, Any]:
     """The merged option dict of :func:`load_config` (before routing and validation): the layers of
     :func:`syntaxformer.training.options.merge_options`, ``defaults`` < file with ``overrides`` < ``explicit``."""
-    from syntaxformer.training.options import merge_options
-
     file_layer = apply_overrides(read_config_file(path) if path is not None else {}, overrides)
     return merge_options(defaults, file_layer, {k: v for k, v in explicit.items() if v is not None})

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import inspect
 import logging
 import os
@@ -39,6 +38,23 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from syntaxformer.errors import ConfigError
+from syntaxformer.training.config import (
+    RunConfig,
+    _system_choices,
+    apply_overrides,
+    model_config_class,
+    model_option_names,
+    read_config_file,
+    route_options,
+)
+from syntaxformer.training.spellings import (
+    HF_SPELLINGS,
+    _training_argument_fields,
+    from_hf_spellings,
+    merge_options,
+    training_argument_names,
+)
+from syntaxformer.training.values import BOOLEAN_WORDS, _field_types, _parse_scalar
 
 __all__ = [
     "HF_SPELLINGS",
@@ -52,21 +68,6 @@ __all__ = [
     "with_task_defaults",
 ]
 
-#: Hugging Face spellings (``TrainingArguments`` and the ``run_glue.py`` / ``run_qa.py`` example scripts) of run
-#: options that this library names otherwise, and the option they set.
-HF_SPELLINGS: dict[str, str] = {
-    "max_seq_length": "max_length",
-    "validation_file": "dev_file",
-    "dataset_name": "dataset",
-    "dataset_config_name": "dataset_config",
-    "text_column_name": "text_column",
-    "label_column_name": "label_column",
-    "evaluation_strategy": "eval_strategy",
-    "resume_from_checkpoint": "resume",
-    "warmup_ratio": "warmup_steps",
-    "bf16": "mixed_precision",
-    "fp16": "mixed_precision",
-}
 #: Shorthand options (:func:`~syntaxformer.training.config.route_options`) -> (type, help).
 SHORTHANDS: dict[str, tuple[Any, str]] = {
     "trees": (
@@ -87,81 +88,13 @@ SHORTHANDS: dict[str, tuple[Any, str]] = {
 }
 #: The data files a flag names: recorded as absolute paths, so `evaluate` / `predict` find them from any folder.
 _FILES = ("train_file", "dev_file", "test_file")
-#: The nested sections of a config, merged key by key across the layers.
-_SECTIONS = ("model", "task_options", "training_args")
 #: The namespace attribute that lists the run options a parser has (set by :func:`add_run_options`).
 _NAMES = "_run_option_names"
 
 logger = logging.getLogger(__name__)
 
 
-# -- Hugging Face spellings -------------------------------------------------------------------------------------
-def from_hf_spellings(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with the Hugging Face spellings of :data:`HF_SPELLINGS` replaced by the options they set.
-
-    ``warmup_ratio`` (a fraction below 1) becomes ``warmup_steps`` (below 1 it is a fraction); ``bf16: true`` /
-    ``fp16: true`` become ``mixed_precision: bf16`` / ``fp16``, and ``false`` (with the other not true) ``no``.
-
-    Raises:
-        ConfigError: a spelling given beside the option it sets with another value; ``warmup_ratio`` of 1 or more;
-            ``bf16`` and ``fp16`` both true.
-    """
-    from syntaxformer.training.config import typed_value
-
-    out = {k: v for k, v in data.items() if k not in HF_SPELLINGS}
-    if typed_value("bf16", data.get("bf16", False), bool) and typed_value("fp16", data.get("fp16", False), bool):
-        raise ConfigError("bf16 and fp16 are both true; choose one (or --mixed-precision auto|no|bf16|fp16)")
-    for hf, ours in HF_SPELLINGS.items():
-        if hf not in data:
-            continue
-        value = data[hf]
-        if hf in ("bf16", "fp16"):
-            other = "fp16" if hf == "bf16" else "bf16"
-            if not typed_value(hf, value, bool):
-                if typed_value(other, data.get(other, False), bool):
-                    continue
-                value = "no"
-            else:
-                value = hf
-        elif hf == "warmup_ratio":
-            value = typed_value(hf, value, float)
-            if not 0 <= value < 1:
-                raise ConfigError(
-                    f"warmup_ratio={value} is not a fraction below 1; for a number of steps use warmup_steps"
-                )
-        if ours in out and out[ours] != value:
-            raise ConfigError(f"{hf}={data[hf]!r} and {ours}={out[ours]!r} both given; keep one of them")
-        out[ours] = value
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _training_argument_fields() -> tuple[dataclasses.Field, ...]:
-    from transformers import Seq2SeqTrainingArguments
-
-    return tuple(f for f in dataclasses.fields(Seq2SeqTrainingArguments) if f.init and not f.name.startswith("_"))
-
-
-def training_argument_names() -> frozenset[str]:
-    """The fields of ``transformers.Seq2SeqTrainingArguments`` (a superset of ``TrainingArguments``)."""
-    return frozenset(f.name for f in _training_argument_fields())
-
-
 # -- which value wins -------------------------------------------------------------------------------------------
-def merge_options(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The layers merged, later ones winning; the nested sections (``model``, ``task_options``, ``training_args``)
-    are merged key by key, and each layer's Hugging Face spellings are read first (:func:`from_hf_spellings`), so
-    a later layer's ``--bf16`` wins over an earlier ``mixed_precision``."""
-    out: dict[str, Any] = {}
-    for layer in layers:
-        for key, value in from_hf_spellings(layer or {}).items():
-            if key in _SECTIONS and isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-                out[key] = {**out[key], **value}
-            else:
-                out[key] = value
-    return out
-
-
 def resolve_config(
     cli: Mapping[str, Any] | None = None,
     *,
@@ -191,8 +124,6 @@ def resolve_config(
     Raises:
         ConfigError: an unknown option, an invalid value, or an option the task ignores (even at its default).
     """
-    from syntaxformer.training.config import RunConfig, apply_overrides, read_config_file, route_options
-
     file_layer = apply_overrides(read_config_file(config_file) if config_file is not None else {}, overrides)
     user = merge_options(file_layer, cli)
     if check is not None:
@@ -224,8 +155,6 @@ def with_task_defaults(config: Any, task: Any) -> Any:
     """``config`` with the task's training defaults for the options it was not given (:attr:`RunConfig.given`; a
     config constructed directly: those still at their global defaults). The same config when nothing changes (a
     config from :func:`resolve_config` has them already)."""
-    from syntaxformer.training.config import RunConfig
-
     defaults = task.training_defaults()
     fields = {f.name: f for f in dataclasses.fields(RunConfig)}
     changes = {}
@@ -272,8 +201,6 @@ def with_encoder_defaults(config: Any) -> Any:
     given none (:attr:`RunConfig.given`, which includes the task's training defaults; a config constructed directly:
     a learning rate still at the library default) and its encoder's hidden size is at most
     :data:`SMALL_ENCODER_HIDDEN`; announced in one log line. The same config otherwise."""
-    from syntaxformer.training.config import RunConfig
-
     if config.given is not None and "learning_rate" in config.given:
         return config
     if config.given is None and config.learning_rate != RunConfig.learning_rate:
@@ -358,8 +285,6 @@ def given_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _options(training: bool) -> list[_Option]:
     """The run options, in the order of the module docstring (a name appears once: the first source wins)."""
-    from syntaxformer.training.config import RunConfig, _field_types
-
     out: dict[str, _Option] = {}
     hints = _field_types(RunConfig)
     helps = _docstring_entries(RunConfig)
@@ -430,8 +355,6 @@ def _model_options() -> dict[str, tuple[Any, str]]:
     """Option name -> (annotation, help) of the systems' own config fields (not the ``PretrainedConfig`` ones)."""
     from transformers import PretrainedConfig
 
-    from syntaxformer.training.config import _field_types, _system_choices, model_config_class, model_option_names
-
     base = (
         {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
     )
@@ -446,8 +369,6 @@ def _model_options() -> dict[str, tuple[Any, str]]:
 
 
 def _bool(text: str) -> bool:
-    from syntaxformer.training.config import BOOLEAN_WORDS
-
     value = BOOLEAN_WORDS.get(text.strip().lower())
     if value is None:
         raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
@@ -456,8 +377,6 @@ def _bool(text: str) -> bool:
 
 def _value(text: str) -> Any:
     """A flag value read as a YAML scalar (``null``, ``false``, ``[1, 2]``), as ``--set`` reads it."""
-    from syntaxformer.training.config import _parse_scalar
-
     return _parse_scalar(text)
 
 

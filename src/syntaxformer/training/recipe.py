@@ -29,9 +29,7 @@ from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.tasks.base import Task, TaskContext
 from syntaxformer.training import arguments, checkpoints
 from syntaxformer.training.arguments import training_arguments
-from syntaxformer.training.config import RunConfig
-from syntaxformer.training.options import with_encoder_defaults, with_task_defaults
-from syntaxformer.training.run import (
+from syntaxformer.training.blocks import (
     _IGNORE_OUTPUTS,
     _has_labels,
     _load_data,
@@ -48,6 +46,8 @@ from syntaxformer.training.run import (
     model_label,
     system_kind,
 )
+from syntaxformer.training.config import RunConfig
+from syntaxformer.training.options import with_encoder_defaults, with_task_defaults
 from syntaxformer.training.run_folder import (
     DEV_PREDICTIONS_FILE,
     METRICS_FILE,

@@ -14,8 +14,10 @@ interface::
     train -> predict dev -> task.postprocess (+ auxiliary models' raw outputs) -> task.compute_metrics
 
 :func:`train` runs :class:`~syntaxformer.training.recipe.TrainRecipe`, one method per stage (resolve, check the
-folder, prepare data, build the model, featurize, fit, evaluate, save); the run folder's files and checks are in
-:mod:`syntaxformer.training.run_folder`, the ``TrainingArguments`` in :mod:`syntaxformer.training.arguments`.
+folder, prepare data, build the model, featurize, fit, evaluate, save); the building blocks both use (tokenizer,
+model, featurization context, Trainer) are in :mod:`syntaxformer.training.blocks` (re-exported here), the run
+folder's files and checks in :mod:`syntaxformer.training.run_folder`, the ``TrainingArguments`` in
+:mod:`syntaxformer.training.arguments`.
 
 Files in ``output_dir`` after :func:`train`:
 
@@ -41,20 +43,39 @@ import contextlib
 import json
 import logging
 import os
-import platform
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from syntaxformer import registry as _registry
-from syntaxformer.errors import ConfigError, DataError, FormatError, MissingDependencyError, SyntaxformerError
+from syntaxformer.errors import ConfigError, DataError, FormatError, SyntaxformerError
 from syntaxformer.tasks.base import Task, TaskContext, get_task
 from syntaxformer.training.arguments import _is_main_process, training_arguments
+from syntaxformer.training.blocks import (
+    _IGNORE_OUTPUTS,
+    _has_labels,
+    _load_data,
+    _model_class,
+    _saved_system,
+    _trainer,
+    _uses_generation,
+    build_context,
+    build_model,
+    check_encoder,
+    check_max_length,
+    count_parameters,
+    environment,
+    load_tokenizer,
+    model_label,
+    position_limit,
+    system_kind,
+)
 from syntaxformer.training.config import RunConfig
+from syntaxformer.training.recipe import TrainRecipe
 from syntaxformer.training.run_folder import DEV_PREDICTIONS_FILE, METRICS_FILE, RUN_FILE, resume_checkpoint
-from syntaxformer.training.saved import loading_model, model_folder_problem
+from syntaxformer.training.saved import loading_model
 from syntaxformer.utils import atomic_write, disk_full, little_room, write_json
 
 __all__ = [
@@ -64,12 +85,14 @@ __all__ = [
     "build_context",
     "build_model",
     "check_encoder",
+    "check_max_length",
     "count_parameters",
     "environment",
     "evaluate",
     "load_run",
     "load_tokenizer",
     "model_label",
+    "position_limit",
     "predict",
     "resume_checkpoint",
     "system_kind",
@@ -80,242 +103,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-# -- the model registry, as this runner uses it ---------------------------------------------------------------
-def _model_class(system: str, head: str) -> Any:
-    """The ``XForY`` class of a syntax system under a head (:func:`syntaxformer.modeling.model_class`)."""
-    from syntaxformer.modeling import model_class
-
-    return model_class(system, head)
-
-
-def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
-    """The batch keys a model reads besides the token arrays (the model config declares them)."""
-    return tuple(model_config.syntax_inputs)
-
-
-def _saved_system(path: str) -> str | None:
-    """The system of a folder holding a model trained by this library (its ``config.json`` ``model_type``, or an
-    older spelling of it: :func:`syntaxformer.registry.system_for_model_type`), else ``None``."""
-    cfg = Path(path) / "config.json"
-    if not cfg.is_file():
-        return None
-    try:
-        model_type = json.loads(cfg.read_text(encoding="utf-8")).get("model_type")
-    except (OSError, ValueError, AttributeError):
-        return None
-    spec = _registry.system_for_model_type(model_type)
-    return None if spec is None else spec.name
-
-
-# -- building blocks (public: experiments and tests rebuild a run's tokenizer, model, features with them) -----
-def load_tokenizer(path: str) -> Any:
-    """The fast tokenizer of a pretrained model or run folder."""
-    from transformers import AutoTokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(path, use_fast=True)
-    except (OSError, ValueError) as e:  # ValueError: a folder with no tokenizer files in it
-        raise ConfigError(f"cannot load a tokenizer from {path!r}: {' '.join(str(e).split())[:300]}") from e
-    if not getattr(tok, "is_fast", False):
-        raise ConfigError(f"the tokenizer of {path!r} is not a fast tokenizer; syntax alignment needs one")
-    return tok
-
-
-def environment() -> dict[str, Any]:
-    """Versions and device of this process (for the output files)."""
-    import torch
-    import transformers
-
-    from syntaxformer import __version__
-
-    device = "cpu"
-    if torch.cuda.is_available():
-        device = f"cuda ({torch.cuda.get_device_name(0)})"
-    return {
-        "syntaxformer": __version__,
-        "transformers": transformers.__version__,
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "device": device,
-        "cpu_threads": torch.get_num_threads(),
-    }
-
-
-def check_encoder(config: RunConfig, task: Task) -> None:
-    """Before any data is prepared: the pretrained model (``model_name_or_path``) is a model whose configuration
-    loads, and ``max_length`` fits its position embeddings. Tasks that build their own model are not checked.
-
-    Raises:
-        ConfigError: naming the folder or the ``max_length`` and the limit.
-    """
-    if type(task).build_model is not Task.build_model:
-        return
-    path = config.resolved_model()
-    if Path(path).is_dir() and not (Path(path) / "config.json").is_file():
-        raise ConfigError(
-            f"--model {path} is not a model folder (no config.json in it); give a pretrained model "
-            "folder or hub name, or a folder written by `syntaxformer train`"
-        )
-    from transformers import AutoConfig
-
-    import syntaxformer.modeling  # noqa: F401  (registers the syntax configs with the Auto classes)
-
-    try:
-        model_config = AutoConfig.from_pretrained(path)
-    except (OSError, ValueError, KeyError) as e:
-        raise ConfigError(f"cannot load the model configuration of {path!r}: {' '.join(str(e).split())[:300]}") from e
-    check_max_length(config.max_length, model_config, path)
-
-
-def position_limit(model_config: Any) -> int | None:
-    """The longest input (tokens) a model's encoder can read: its ``max_position_embeddings`` (RoBERTa-style
-    encoders: less the two positions before the padding index), or ``None`` when the config has no such limit."""
-    encoder = getattr(model_config, "encoder", None) or model_config
-    encoder = encoder if isinstance(encoder, Mapping) else vars(encoder)
-    limit = encoder.get("max_position_embeddings")
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        return None
-    if "roberta" in str(encoder.get("model_type", "")):  # positions start after the padding index
-        limit -= 2
-    return limit
-
-
-def check_max_length(max_length: Any, model_config: Any, path: Any) -> None:
-    """``max_length`` fits the model's positions (:func:`position_limit`); checked by ``train`` before any data is
-    read, and by ``evaluate`` / ``predict`` / :class:`~syntaxformer.inference.Predictor` before any input is read.
-
-    Raises:
-        ConfigError: naming the ``max_length``, the model and the limit.
-    """
-    limit = position_limit(model_config)
-    if limit is not None and max_length is not None and int(max_length) > limit:
-        raise ConfigError(
-            f"max_length={max_length} is longer than {path} can read "
-            f"(max_position_embeddings {limit}); use --max-length {limit} or less"
-        )
-
-
-def build_context(config: RunConfig, tokenizer: Any, model_config: Any) -> TaskContext:
-    """The featurization context of a model: the syntax inputs it reads, and a parser only if it reads any."""
-    inputs = _syntax_inputs(model_config)
-    fc = config.features_cache
-    wants_con = any(k.startswith("con_") for k in inputs)
-    return TaskContext(
-        tokenizer=tokenizer,
-        syntax_inputs=inputs,
-        parser=config.parser if inputs else None,
-        parse_cache=config.parse_cache,
-        max_length=int(config.max_length),
-        criterion=config.criterion,
-        max_distance=int(getattr(model_config, "max_distance", 15) or 15),
-        parser_noise=float(config.parser_noise),
-        noise_seed=config.resolved_noise_seed,
-        syntax=config.syntax,
-        constituency="from_dependency" if wants_con and config.constituency_fallback == "dependency" else "given",
-        pos_tags=getattr(model_config, "pos_embeddings", None) if "pos_ids" in inputs else None,
-        use_cache=bool(fc),
-        cache_dir=fc if isinstance(fc, str) else None,
-        progress=not config.disable_tqdm,
-    )
-
-
-def build_model(
-    config: RunConfig, task: Task, model_options: Mapping[str, Any] | None = None, context: TaskContext | None = None
-) -> Any:
-    """The task's own model (:meth:`Task.build_model`), else ``model_class(system, task.head)`` around the pretrained
-    encoder with the task's and the config's model options; a folder holding a model trained by this library is
-    loaded as it is (it must be of the configured system)."""
-    options = dict(config.model if model_options is None else model_options)
-    own = task.build_model(config.model_type, options, context)  # type: ignore[arg-type]  # None: auxiliary models
-    if own is not None:
-        return own
-    path = config.resolved_model()
-    saved = _saved_system(path)
-    cls = _model_class(config.model_type, task.head)
-    if saved is not None:
-        if saved != config.model_type:
-            raise ConfigError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")
-        with loading_model(path):
-            model = cls.from_pretrained(path)
-        want = task.model_options().get("num_labels")
-        if want is not None and model.config.num_labels != want:
-            raise ConfigError(f"model {path} has {model.config.num_labels} outputs but {task.title} needs {want}")
-        return model
-    problem = model_folder_problem(path) if Path(path).is_dir() else None
-    if problem:  # not "invalid model options": the folder holds no encoder
-        raise DataError(f"cannot load the encoder in {path}: {problem}")
-    try:
-        return cls.from_encoder_pretrained(path, **task.model_options(), **options)
-    except OSError as e:
-        raise ConfigError(f"cannot load the encoder {path!r}: {e}") from e
-    except Exception as e:  # config validation against the real encoder (LISA head outside it, ...)
-        if isinstance(e, ValueError) or type(e).__name__.startswith("StrictDataclass"):
-            raise ConfigError(
-                f"invalid model options for {config.model_type} on {path!r}: {' '.join(str(e).split())}"
-            ) from e
-        raise
-
-
-def _align_special_tokens(model: Any, tokenizer: Any) -> None:
-    """Write the tokenizer's PAD/BOS/EOS ids into the model config where they differ, as the Trainer would, but
-    quietly: our configs are built from the encoder's, which often leaves them unset, and the Trainer's warning
-    about it on every run says nothing a user can act on."""
-    if tokenizer is None or not hasattr(model, "config"):
-        return
-    config = model.config
-    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
-        value = getattr(tokenizer, name, None)
-        if value is not None and getattr(config, name, None) != value:
-            logger.debug("model config %s: %s -> %s (the tokenizer's)", name, getattr(config, name, None), value)
-            setattr(config, name, value)
-
-
-def _trainer(
-    config: RunConfig,
-    task: Task,
-    model: Any,
-    tokenizer: Any,
-    args: Any,
-    context: TaskContext,
-    train_ds: Any = None,
-    eval_ds: Any = None,
-    compute_metrics: Callable | None = None,
-    callbacks: Sequence[Any] = (),
-) -> Any:
-    _align_special_tokens(model, tokenizer)
-    kwargs = {
-        "model": model,
-        "args": args,
-        "data_collator": task.collator(context),
-        "train_dataset": train_ds,
-        "eval_dataset": eval_ds,
-        "processing_class": tokenizer,
-        "compute_metrics": compute_metrics,
-        "callbacks": list(callbacks) or None,
-    }
-    if _uses_generation(config, task):
-        # The task saves its own tokenizers (translation: source_tokenizer/ and target_tokenizer/); a
-        # processing_class would be written loose beside them. Models trained from scratch have no encoder, so
-        # there is no separate learning rate for new parameters.
-        kwargs["processing_class"] = None
-        try:
-            from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
-        except ImportError as e:
-            raise MissingDependencyError(
-                f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
-                "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
-                "(translation runs need it)"
-            ) from e
-        return SyntaxSeq2SeqTrainer(**kwargs)
-    from syntaxformer.training.trainer import SyntaxTrainer
-
-    return SyntaxTrainer(**kwargs, new_params_lr=config.new_params_lr, gate_lr=config.gate_lr)
-
-
-def _uses_generation(config: RunConfig, task: Task) -> bool:
-    return task.head == "seq2seq" and bool(config.predict_with_generate)
-
-
 def _with_task_defaults(config: RunConfig, task: Task) -> RunConfig:
     """:func:`syntaxformer.training.options.with_task_defaults`."""
     from syntaxformer.training.options import with_task_defaults
@@ -323,42 +110,9 @@ def _with_task_defaults(config: RunConfig, task: Task) -> RunConfig:
     return with_task_defaults(config, task)
 
 
-def _load_data(config: RunConfig, task: Task, split: str, max_samples: int | None) -> Any:
-    data = task.load_split(split, config.data_options(split, max_samples))
-    note = getattr(data, "sample_note", None)
-    if note:
-        logger.info("%s %s: %s", task.title, split, note)
-    return data
-
-
-def _has_labels(data: Any) -> bool:
-    return bool(getattr(data, "has_labels", True))
-
-
 def _split_name(split: str) -> str:
     """``validation`` (Hugging Face's name) is the ``dev`` split."""
     return "dev" if split in ("validation", "valid") else split
-
-
-def _task_record(task: Task) -> dict[str, Any]:
-    origin = _registry.TASKS.origin(task.name) if task.name in _registry.TASKS else {}
-    return {
-        "name": task.name,
-        "options": task.options(),
-        "module": type(task).__module__,
-        "entry_point": origin.get("entry_point"),
-    }
-
-
-def _parts_record(config: RunConfig) -> dict[str, Any]:
-    """What ``run.json`` records besides the task: the system and the annotator scheme, each with the module or
-    entry point that defines it (:meth:`syntaxformer.registry.Registry.origin`), so that a fresh process finds
-    parts added from outside the package again."""
-    from syntaxformer.data.annotators import annotator_origin
-
-    system = _registry.SYSTEMS.origin(config.model_type)
-    spec = _registry.system(config.model_type)
-    return {"system": {**system, "model_type": spec.saved_model_type}, "annotator": annotator_origin(config.parser)}
 
 
 # -- train ----------------------------------------------------------------------------------------------------
@@ -386,8 +140,6 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     lock = RunLock(output_dir) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()
     with lock:
         try:
-            from syntaxformer.training.recipe import TrainRecipe
-
             return TrainRecipe(config, callbacks).run()
         except Exception as e:
             if not isinstance(e, SyntaxformerError) and (disk_full(e) or little_room(output_dir)):
@@ -397,35 +149,6 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
                     "finished run there is kept)"
                 ) from e
             raise
-
-
-#: Model outputs that are not predictions (losses, attention maps): left out of `Trainer.predict`.
-_IGNORE_OUTPUTS = [
-    "loss",
-    "span_loss",
-    "verifier_loss",
-    "lisa_loss",
-    "hidden_states",
-    "attentions",
-    "sg_attentions",
-    "past_key_values",
-    "encoder_last_hidden_state",
-    "encoder_hidden_states",
-    "encoder_attentions",
-    "decoder_hidden_states",
-    "decoder_attentions",
-    "cross_attentions",
-]
-
-
-def count_parameters(model: Any) -> int:
-    """Number of distinct trainable parameters (tied weights counted once)."""
-    seen, n = set(), 0
-    for p in model.parameters():
-        if p.requires_grad and p.data_ptr() not in seen:
-            seen.add(p.data_ptr())
-            n += p.numel()
-    return n
 
 
 # -- evaluate / predict -----------------------------------------------------------------------------------------
@@ -693,22 +416,3 @@ def _predict(
         result["predicted_distribution"] = dict(sorted(Counter(values).items()))
     logger.info("wrote %d predictions to %s", len(records), path)
     return result
-
-
-# -- names of what a run trained (metrics.json, the comparison table) -----------------------------------------
-def system_kind(system: str, model: Any) -> str:
-    """A short name of what a model is, for tables and ``metrics.json``: the label its system declares
-    (:meth:`syntaxformer.registry.SystemSpec.label_for`): ``SG-Net``, ``baseline`` (the plain encoder, or an
-    SG-Net config saved without its layer), ``Syntax-BERT``, ``Syntax-BERT + LISA``, ``LISA`` (LISA head, no
-    sub-networks), ``baseline (Syntax-BERT head)``, or an outside system's own."""
-    return _registry.system(system).label_for(model.config)
-
-
-def model_label(path: str) -> str:
-    """A short readable name of a model path (the offline MiniLM folder is shown as ``all-MiniLM-L6-v2``)."""
-    from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
-
-    if path in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
-        return DEFAULT_HF_MODEL_HUB.split("/")[-1]
-    p = Path(path)
-    return "/".join(p.parts[-2:]) if p.is_dir() else path
