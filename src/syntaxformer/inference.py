@@ -114,6 +114,12 @@ class _TimedAnnotator:
         return getattr(self._annotator, name)
 
 
+def _shown_id(ident: Any) -> str:
+    """An input's id as messages show it: as given when it prints on one line, else its ``repr``."""
+    text = str(ident)
+    return text if text.isprintable() else repr(ident)
+
+
 class Predictor:
     """A trained model ready for raw inputs.
 
@@ -337,7 +343,7 @@ class Predictor:
                 )
             item = dict(item)
             required = keys[:2] if self.head == "question_answering" else keys[:1]
-            where = f"input {i}" + (f" ({item['id']})" if "id" in item else "")
+            where = f"input {i}" + (f" ({_shown_id(item['id'])})" if "id" in item else "")
             for key in required:
                 if key not in item:
                     raise InputError(
@@ -356,7 +362,7 @@ class Predictor:
                     or not all(isinstance(o, str) and o.strip() for o in options)
                 ):
                     raise InputError(
-                        f"input {i} ({item.get('id', i)}): 'options' must be a list of at least two "
+                        f"input {i} ({_shown_id(item.get('id', i))}): 'options' must be a list of at least two "
                         f"non-empty texts, got {options!r} (keys: {sorted(item)})"
                     )
                 item["options"] = list(options)

@@ -107,7 +107,7 @@ def test_run_squad_tiny_end_to_end_with_parallel_verifier(tiny_model, tmp_path):
 
     shutil.rmtree(out / "verifier")
     with pytest.raises(SyntaxformerError, match="verifier"):
-        evaluate(out, output_dir=str(tmp_path / "again"))
+        evaluate(out, output_dir=str(tmp_path / "again"), overwrite=True)
 
 
 def test_run_squad_joint_verifier_question_first_and_cli(tiny_model, tmp_path, capsys):

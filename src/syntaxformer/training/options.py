@@ -196,11 +196,12 @@ def _encoder_hidden_size(path: str) -> int | None:
     return int(size) if isinstance(size, int) and size > 0 else None
 
 
-def with_encoder_defaults(config: Any) -> Any:
+def with_encoder_defaults(config: Any, *, announce: bool = True) -> Any:
     """``config`` with the learning rate for small encoders (:data:`SMALL_ENCODER_LEARNING_RATE`) when the run was
     given none (:attr:`RunConfig.given`, which includes the task's training defaults; a config constructed directly:
     a learning rate still at the library default) and its encoder's hidden size is at most
-    :data:`SMALL_ENCODER_HIDDEN`; announced in one log line. The same config otherwise."""
+    :data:`SMALL_ENCODER_HIDDEN`; announced in one log line (``announce``; :class:`TrainRecipe` announces it when
+    training starts, after every check of the run could refuse it). The same config otherwise."""
     if config.given is not None and "learning_rate" in config.given:
         return config
     if config.given is None and config.learning_rate != RunConfig.learning_rate:
@@ -208,13 +209,17 @@ def with_encoder_defaults(config: Any) -> Any:
     hidden = _encoder_hidden_size(config.resolved_model())
     if hidden is None or hidden > SMALL_ENCODER_HIDDEN:
         return config
-    logger.info(
-        "learning rate %g: the default for small encoders (hidden size %d <= %d; --learning-rate sets another)",
-        SMALL_ENCODER_LEARNING_RATE,
-        hidden,
-        SMALL_ENCODER_HIDDEN,
-    )
+    if announce:
+        logger.info(small_encoder_note(hidden))
     return config.replace(learning_rate=SMALL_ENCODER_LEARNING_RATE)
+
+
+def small_encoder_note(hidden: int) -> str:
+    """The log line that announces the small-encoder learning rate."""
+    return (
+        f"learning rate {SMALL_ENCODER_LEARNING_RATE:g}: the default for small encoders (hidden size {hidden} <= "
+        f"{SMALL_ENCODER_HIDDEN}; --learning-rate sets another)"
+    )
 
 
 def _absolute_files(value: Any) -> Any:

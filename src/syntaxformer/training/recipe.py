@@ -47,7 +47,7 @@ from syntaxformer.training.blocks import (
     system_kind,
 )
 from syntaxformer.training.config import RunConfig
-from syntaxformer.training.options import with_encoder_defaults, with_task_defaults
+from syntaxformer.training.options import small_encoder_note, with_encoder_defaults, with_task_defaults
 from syntaxformer.training.run_folder import (
     DEV_PREDICTIONS_FILE,
     METRICS_FILE,
@@ -108,7 +108,10 @@ class TrainRecipe:
         config = self.config
         task = config.build_task()
         _reject_unused_options(config, task)
-        self.config = config = with_encoder_defaults(with_task_defaults(config, task))
+        config = with_task_defaults(config, task)
+        self.config = with_encoder_defaults(config, announce=False)  # announced when training starts
+        self.lr_note = self.config.learning_rate != config.learning_rate
+        config = self.config
         self.task = task
         self.output_dir = os.path.abspath(config.output_dir)
         self.args = training_arguments(
@@ -217,6 +220,8 @@ class TrainRecipe:
                 logger.info(
                     "note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks are empty"
                 )
+        if getattr(self, "lr_note", False):
+            logger.info(small_encoder_note(int(getattr(self.model.config, "hidden_size", 0))))
         logger.info(
             "training %s on %s: %d train / %d dev examples, model %s%s",
             self.kind,
