@@ -161,6 +161,8 @@ def test_custom_jsonl_float_labels_train_a_regression(tiny_model, tmp_path, monk
     assert config["problem_type"] == "regression" and len(config["id2label"]) == 1
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["sizes"]["dev"] == 2 and "held-out 2 of 24 rows" in metrics["data"]["dev"]
+    record = json.loads((tmp_path / "run" / "run.json").read_text())  # the run's own record says so too
+    assert "held-out 2 of 24 rows" in record["data"]["dev"] and "without 2 held-out rows" in record["data"]["train"]
 
 
 def test_custom_multiple_choice_jsonl_trains_without_a_task_name(tiny_model, tmp_path, monkeypatch, capsys):

@@ -305,7 +305,13 @@ class TrainRecipe:
         if self.writer:
             write_json(
                 Path(output_dir) / RUN_FILE,
-                {"task": _task_record(task), **_parts_record(config), "config": config.to_dict()},
+                {
+                    "task": _task_record(task),
+                    **_parts_record(config),
+                    # where each split came from, as read: a held-out part of the training file says so here
+                    "data": self.metrics.get("data"),
+                    "config": config.to_dict(),
+                },
             )
             write_json(Path(output_dir) / METRICS_FILE, self.metrics)
         if self.writer and config.save_model:  # the model card beside the saved model (README.md)
