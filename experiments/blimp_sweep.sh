@@ -5,6 +5,8 @@
 # Resumable: a finished run is skipped, a trained run without its BLiMP result is only scored.
 #   bash experiments/blimp_sweep.sh [SEEDS] [OUT]        (default: 1,2,3,4,5 runs/cola_blimp)
 # Threads: one per job (OMP_NUM_THREADS=1), as the CPU sweeps before it.
+# Commit an archived run together with the refreshed tables of docs/results.md (python experiments/blimp_tables.py):
+# tests/test_results_archive.py holds every cell of that section to the archive, and the seeds each row names to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEEDS=${1:-1,2,3,4,5}

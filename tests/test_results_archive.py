@@ -84,3 +84,100 @@ def test_an_archived_blimp_result_is_recomputed_from_its_pairs(suite: Path):
         rows = [json.loads(x) for x in (DATA / "blimp" / f"{paradigm}.jsonl").read_text().splitlines() if x.strip()]
         assert ids == [0, len(rows)] and [int(r["pairID"]) for r in rows] == list(range(len(rows)))
         assert compact["paradigms"][paradigm]["field"] == rows[0]["field"].replace("/", "_")
+
+
+# -- the BLiMP section of docs/results.md: every accuracy and every difference, from the archive alone ----------
+_BLIMP_NAMES = {
+    "plain encoder": "baseline_default",
+    "SG-Net": "sgnet_default",
+    "extra layer, no mask": "vanilla_layer_mean",
+    "SG-Net, random trees": "sgnet_default_noise1",
+    "SB head baseline": "sbert_baseline",
+    "SB gated": "sbert_gate",
+    "SB gated, random trees": "sbert_gate_random",
+}
+_BLIMP_PAIRS = {
+    "SG-Net − plain": ("sgnet_default", "baseline_default"),
+    "SG-Net − extra layer without mask": ("sgnet_default", "vanilla_layer_mean"),
+    "SG-Net − SG-Net with random trees": ("sgnet_default", "sgnet_default_noise1"),
+    "SB gated − SB head baseline": ("sbert_gate", "sbert_baseline"),
+    "SB gated − SB gated with random trees": ("sbert_gate", "sbert_gate_random"),
+}
+
+
+def _blimp_section_tables() -> list[list[list[str]]]:
+    text = (ARCHIVE.parents[1] / "results.md").read_text(encoding="utf-8")
+    section = text[text.index("## Syntactic generalisation: BLiMP") :]
+    section = section[: section.index("\n## ", 1)]
+    tables, rows = [], []
+    for line in section.splitlines() + [""]:
+        if line.startswith("|"):
+            rows.append([c.strip() for c in line.strip("|").split("|")])
+        elif rows:
+            tables.append(rows)
+            rows = []
+    return tables
+
+
+def _blimp_accuracies(run: Path) -> dict[str, float]:
+    """Overall and per-field accuracy of one archived run, from its compact per-pair file (plain Python)."""
+    from syntaxformer.analysis.minimal_pairs import suite_records_of  # the reader of the compact form only
+
+    records = suite_records_of(run, "blimp")
+    by_field: dict[str, list[bool]] = {}
+    for r in records:
+        by_field.setdefault(r["field"], []).append(bool(r["correct"]))
+    out = {f: sum(v) / len(v) for f, v in by_field.items()}
+    out["all"] = sum(bool(r["correct"]) for r in records) / len(records)
+    return out
+
+
+def test_blimp_section_cells_are_the_archive():
+    """Each accuracy cell (mean over the seeds named in its row) and each difference (mean over the seeds both
+    systems share) of the BLiMP section, recomputed from the archived per-pair results; the intervals and p-values
+    come from `experiments/blimp_tables.py` (bootstrap) and are not recomputed here."""
+    root = ARCHIVE / "cola_blimp" / "cola"
+    if not root.is_dir():
+        pytest.skip("no BLiMP archive")
+    accuracy, comparison = _blimp_section_tables()[:2]
+    fields = accuracy[0][4:]
+    acc: dict[tuple[str, int], dict[str, float]] = {}
+
+    def of(variant: str, seed: int) -> dict[str, float]:
+        if (variant, seed) not in acc:
+            acc[variant, seed] = _blimp_accuracies(root / variant / f"seed{seed}")
+        return acc[variant, seed]
+
+    archived = {
+        v.name: sorted(int(s.name[4:]) for s in v.glob("seed*") if (s / "suites" / "blimp" / "report.json").exists())
+        for v in root.iterdir()
+    }
+    shown = set()
+    for row in accuracy[2:]:
+        variant, seeds = _BLIMP_NAMES[row[0]], [int(s) for s in row[1].split(",")]
+        assert seeds == archived[variant], (
+            f"{row[0]}: the table names seeds {seeds}, the archive has {archived[variant]}"
+        )
+        shown.add(variant)
+        dev = np.mean(
+            [
+                json.loads((root / variant / f"seed{s}" / "metrics.json").read_text())["dev"]["matthews_correlation"]
+                for s in seeds
+            ]
+        )
+        assert float(row[2]) == pytest.approx(dev, abs=5e-5)
+        for name, cell in zip(["all", *fields], row[3:]):
+            assert float(cell) == pytest.approx(np.mean([of(variant, s)[name] for s in seeds]), abs=5e-5), (
+                row[0],
+                name,
+            )
+    assert shown == {v for v, s in archived.items() if s}, "an archived system is missing from the table"
+    groups = comparison[0][2:]
+    for row in comparison[2:]:
+        b, a = _BLIMP_PAIRS[row[0]]
+        seeds = [int(s) for s in row[1].split(",")]
+        assert seeds == sorted(set(archived[a]) & set(archived[b]))
+        for group, cell in zip(groups, row[2:]):
+            diff = float(cell.strip("*").split(" ")[0])
+            want = np.mean([of(b, s)[group] - of(a, s)[group] for s in seeds])
+            assert diff == pytest.approx(want, abs=5e-5), (row[0], group)
