@@ -90,6 +90,24 @@ VARIANTS: dict[str, dict] = {
         "syntax_bert_options": {"gate": "head", "random_masks": True},
         "gate_lr": GATE_LR,
     },
+    # Where a data set has gold trees (the SST tree tasks): the same systems on the gold trees only (`given`: the
+    # annotated constituency tree, dependencies from it by head rules) and on the parser's trees only (`parser`: spaCy
+    # on the raw text, constituency read off its dependency tree); the default (`auto`) mixes gold constituency with
+    # parsed dependencies. The random-tree controls are `sgnet_default --noise 1.0` and `sbert_gate_random`.
+    "sgnet_default_gold": {"use_sg_layer": True, "syntax": "given"},
+    "sgnet_default_parsed": {"use_sg_layer": True, "syntax": "parser"},
+    "sbert_gate_gold": {
+        "model_type": "syntax_bert",
+        "syntax_bert_options": {"gate": "head"},
+        "gate_lr": GATE_LR,
+        "syntax": "given",
+    },
+    "sbert_gate_parsed": {
+        "model_type": "syntax_bert",
+        "syntax_bert_options": {"gate": "head"},
+        "gate_lr": GATE_LR,
+        "syntax": "parser",
+    },
 }
 # Syntax-BERT Table 5 ablations re-run with the gated model: each removes one part of sbert_gate.
 _TABLE5 = {
