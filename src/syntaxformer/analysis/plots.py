@@ -10,9 +10,13 @@ seed, data sizes, parser noise, dev scores; ``dev_predictions.json``; ``run.json
 * :func:`plot_curve` — the score against the number of training examples (learning curve) or against the
   parser noise (SG-Net §7.6), one line per variant, mean over seeds with its t interval.
 * :func:`plot_attention` — attention heatmaps of one layer (every head) of an encoder on a text.
+* :func:`syntaxformer.analysis.plot_suites.plot_suite` — minimal-pair suite accuracy (BLiMP) per field or
+  phenomenon, one marker per variant, from the ``suites/<name>/report.json`` of ``syntaxformer evaluate --suite``.
 
 A variant is named by its run folder: ``runs/<task>/<variant>/seed<k>`` (the seed folder's parent), else the
-folder's own name. :func:`plot_runs` (``syntaxformer plot``) infers which figures the runs support.
+folder's own name (:mod:`syntaxformer.analysis.plot_base` reads the folders; :class:`RunInfo` and
+:func:`find_runs` are importable from here too). :func:`plot_runs` (``syntaxformer plot``) infers which figures
+the runs support.
 The figures use matplotlib's object API (``matplotlib.figure.Figure``, no pyplot, no global backend state); the
 functions return the figure, so its values can be read back from its Axes.
 """
@@ -20,19 +24,22 @@ functions return the figure, so its values can be read back from its Axes.
 from __future__ import annotations
 
 import functools
-import glob
 import json
 import logging
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from syntaxformer.errors import ConfigError, DataError, InputError, MissingDependencyError
+from syntaxformer.analysis.plot_base import RunInfo, find_runs
+from syntaxformer.analysis.plot_base import new_figure as _figure
+from syntaxformer.analysis.plot_base import run_info as _run_info
+from syntaxformer.analysis.plot_base import system_colors as _colors
+from syntaxformer.analysis.plot_base import system_groups as _groups
+from syntaxformer.errors import ConfigError, DataError, InputError
 
 __all__ = [
     "PLOT_KINDS",
@@ -49,112 +56,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: The figures :func:`plot_runs` draws (``syntaxformer plot --kind``).
-PLOT_KINDS: tuple[str, ...] = ("results", "buckets", "learning-curve", "noise", "attention")
-
-
-def _figure(width: float, height: float) -> Any:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as e:
-        raise MissingDependencyError(
-            "figures need matplotlib: pip install matplotlib (or pip install 'syntaxformer[analysis]')"
-        ) from e
-    return Figure(figsize=(width, height), layout="constrained")
-
-
-@dataclass
-class RunInfo:
-    """What a finished run folder records, as the figures use it.
-
-    Attributes:
-        path: the run folder.
-        task: task name (``metrics.json`` ``task``); ``task_title`` its usual name.
-        variant: the system's name (the seed folder's parent folder, else the folder's name).
-        model_type: the model's kind as ``metrics.json`` names it (``SG-Net``, ``Syntax-BERT``, ``baseline`` ...).
-        seed: the training seed.
-        metric: the headline metric; ``score`` its dev value.
-        train_size: training examples used; ``parser_noise``: the fraction of heads re-attached at random.
-        dev: every dev score.
-    """
-
-    path: str
-    task: str
-    task_title: str
-    variant: str
-    model_type: str
-    seed: int | None
-    metric: str
-    score: float | None
-    train_size: int | None
-    parser_noise: float
-    dev: dict[str, Any] = field(default_factory=dict)
-
-
-def _run_info(folder: Path) -> RunInfo:
-    try:
-        m = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-        metric = m["main_metric"]
-        task = m["task"]
-    except (ValueError, UnicodeDecodeError, KeyError) as e:
-        raise DataError(f"{folder}/metrics.json is not the file `syntaxformer train` writes ({e})") from None
-    variant = folder.parent.name if folder.name.startswith("seed") and folder.parent.name else folder.name
-    score = (m.get("dev") or {}).get(metric)
-    return RunInfo(
-        path=str(folder),
-        task=task,
-        task_title=m.get("task_title") or task,
-        variant=variant,
-        model_type=str(m.get("model_type", "")),
-        seed=m.get("seed"),
-        metric=metric,
-        score=None if score is None else float(score),
-        train_size=(m.get("sizes") or {}).get("train"),
-        parser_noise=float(m.get("parser_noise") or 0.0),
-        dev=dict(m.get("dev") or {}),
-    )
-
-
-def find_runs(paths: Sequence[str | Path]) -> list[RunInfo]:
-    """The finished runs under ``paths``: run folders (with ``metrics.json``), glob patterns, or folders searched
-    recursively for run folders; in path order, each once.
-
-    Raises:
-        InputError: a path that holds no finished run.
-    """
-    out: dict[str, RunInfo] = {}
-    for p in map(str, paths):
-        matches = sorted(glob.glob(p)) if glob.has_magic(p) else [p]
-        found = []
-        for m in map(Path, matches):
-            if (m / "metrics.json").is_file():
-                found.append(m)
-            elif m.is_dir():
-                found += sorted(f.parent for f in m.rglob("metrics.json"))
-        if not found:
-            raise InputError(f"{p} holds no finished run of `syntaxformer train` (no metrics.json)")
-        for f in found:
-            out.setdefault(str(f), _run_info(f))
-    return list(out.values())
-
-
-def _groups(runs: Sequence[RunInfo]) -> dict[str, dict[str, list[RunInfo]]]:
-    """task -> label -> seed runs; the label adds train size / parser noise where a task's runs differ in them."""
-    out: dict[str, dict[str, list[RunInfo]]] = {}
-    for task in dict.fromkeys(r.task for r in runs):
-        mine = [r for r in runs if r.task == task]
-        sizes = len({r.train_size for r in mine}) > 1
-        noises = len({r.parser_noise for r in mine}) > 1
-        for r in mine:
-            label = (
-                r.variant + (f" n={r.train_size}" if sizes else "") + (f" noise={r.parser_noise:g}" if noises else "")
-            )
-            out.setdefault(task, {}).setdefault(label, []).append(r)
-    return out
-
-
-def _colors(names: Any) -> dict[str, str]:
-    """One colour per name (first-seen order), the same in every panel."""
-    return {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(names))}
+PLOT_KINDS: tuple[str, ...] = ("results", "buckets", "learning-curve", "noise", "attention", "suite")
 
 
 def _single_run_ci(run: RunInfo, n_resamples: int, seed: int) -> tuple[float, float] | None:
@@ -462,12 +364,19 @@ def plot_runs(
     text_b: str | None = None,
     layer: int = -1,
     overwrite: bool = False,
+    suite: str | None = None,
+    suite_level: str = "field",
 ) -> dict[str, list[Path]]:
     """Draw the figures that the runs under ``paths`` support into ``output_dir`` (PNG and SVG each).
 
     Without ``kinds``: ``results`` always; ``learning-curve`` where a task's runs differ in train size; ``noise``
-    where they differ in parser noise; ``attention`` when ``model`` and ``text`` are given. ``buckets`` (which
-    reads the dev data again) only when asked for: one figure per task, its runs side by side.
+    where they differ in parser noise; ``suite`` where runs hold a minimal-pair suite report (of one suite, or of
+    ``suite`` when given); ``attention`` when ``model`` and ``text`` are given. ``buckets`` (which reads the dev
+    data again) only when asked for: one figure per task, its runs side by side.
+
+    ``suite`` (the suite figure: :func:`syntaxformer.analysis.plot_suites.plot_suite`, file
+    ``suite_<name>_<suite_level>``) draws the suite named ``suite`` (default: the only one the runs hold) by
+    ``suite_level`` (``"field"`` or ``"phenomenon"``); runs without its report are skipped.
 
     Existing figure files are replaced only with ``overwrite``; without it they are refused before anything is
     drawn.
@@ -476,9 +385,13 @@ def plot_runs(
         figure name -> files written.
 
     Raises:
-        ConfigError: an unknown kind, or ``attention`` without ``model`` and ``text``.
+        ConfigError: an unknown kind, or ``attention`` without ``model`` and ``text``; ``suite`` without a suite
+            name when the runs hold several suites.
+        InputError: ``suite`` and no run holds a report of the suite.
         DataError: a figure file exists and ``overwrite`` is false.
     """
+    from syntaxformer.analysis.plot_suites import find_suite_reports, suite_names
+
     unknown = [k for k in (kinds or []) if k not in PLOT_KINDS]
     if unknown:
         raise ConfigError(f"unknown figure kind(s) {unknown}; use {', '.join(PLOT_KINDS)}")
@@ -489,6 +402,13 @@ def plot_runs(
         for kind, attr in (("learning-curve", "train_size"), ("noise", "parser_noise")):
             if any(len({getattr(r, attr) for r in runs if r.task == t}) > 1 for t in {r.task for r in runs}):
                 wanted.append(kind)
+        held = {s for r in runs for s in suite_names(r)}
+        if runs and (suite is not None or len(held) == 1):
+            wanted.append("suite")
+        elif held:
+            logger.info(
+                "the runs hold reports of several suites (%s): choose one with --suite NAME", ", ".join(sorted(held))
+            )
         if model and text:
             wanted.append("attention")
     # every figure is planned (name -> how to draw it) before any is drawn, so that existing files are refused
@@ -507,6 +427,12 @@ def plot_runs(
                 plot_length_buckets, [r.path for r in mine], [r.variant for r in mine], n_buckets, bucket_mode, edges
             )
             plan.append((f"length_buckets_{_slug(task)}", draw))
+    if "suite" in wanted:
+        from syntaxformer.analysis.plot_suites import plot_suite_reports
+
+        suite_name, found = find_suite_reports(runs, suite, suite_level)
+        draw_suite = functools.partial(plot_suite_reports, suite_name, found, suite_level)
+        plan.append((f"suite_{_slug(suite_name)}_{suite_level}", draw_suite))
     if "attention" in wanted:
         if not (model and text):
             raise ConfigError("the attention figure needs a model (--model) and a text (--text)")

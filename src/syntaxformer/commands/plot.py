@@ -5,22 +5,29 @@ Examples::
     syntaxformer plot runs/glue_sweep --output figures                       # results with 95% CIs (+ curves)
     syntaxformer plot 'runs/rte/*/seed*' --kind results buckets --output figures
     syntaxformer plot runs/noise --kind noise --output figures           # runs differing in parser_noise
+    syntaxformer plot runs/cola --kind suite --output figures            # BLiMP accuracy per field (evaluate --suite)
+    syntaxformer plot runs/cola --kind suite --suite blimp --suite-level phenomenon --output figures
     syntaxformer plot --kind attention --model MODEL_DIR --text "The cat sat on the mat." --layer -1 --output figures
 
 Without ``--kind`` the figures are inferred from what the runs record (``metrics.json``): results always, a
 learning curve where a task's runs differ in train size, a parser-noise curve where they differ in parser noise,
-attention maps when ``--model`` and ``--text`` are given (:func:`syntaxformer.analysis.plots.plot_runs`).
+the minimal-pair suite figure where runs hold a suite report (``syntaxformer evaluate RUN --suite blimp``), attention
+maps when ``--model`` and ``--text`` are given (:func:`syntaxformer.analysis.plots.plot_runs`).
 """
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "figures (PNG + SVG) from run folders: results with CIs, length buckets, learning / noise curves, attention"
+HELP = (
+    "figures (PNG + SVG) from run folders: results with CIs, length buckets, learning / noise curves, minimal-pair "
+    "suites, attention"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer plot`` to ``parser``."""
+    from syntaxformer.analysis.plot_suites import SUITE_LEVELS
     from syntaxformer.analysis.plots import PLOT_KINDS
 
     parser.add_argument(
@@ -40,6 +47,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--text", default=None, help="attention: the text")
     parser.add_argument("--text-b", default=None, help="attention: the second text of a pair")
     parser.add_argument("--layer", type=int, default=-1, help="attention: the layer (default the last)")
+    parser.add_argument(
+        "--suite",
+        default=None,
+        metavar="NAME",
+        help="suite: which minimal-pair suite (a folder under RUN/suites/; default the only one the runs hold)",
+    )
+    parser.add_argument(
+        "--suite-level",
+        choices=SUITE_LEVELS,
+        default="field",
+        help="suite: one column per field (default) or per phenomenon, plus all pairs",
+    )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace figure files that exist in --output (default: refuse)"
     )
@@ -71,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         text_b=args.text_b,
         layer=args.layer,
         overwrite=args.overwrite,
+        suite=args.suite,
+        suite_level=args.suite_level,
     )
     for name, paths in written.items():
         print(f"{name}: " + " ".join(str(p) for p in paths))
