@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -180,3 +183,19 @@ def test_cli_train_needs_a_task_and_takes_hf_spellings(tmp_path, capsys, monkeyp
     ) == (64, 8, 3e-5, 2.0, "runs/y")
     assert main(["train", "--task", "rte", "--set", "learning_rat=1e-4", "--output-dir", str(tmp_path / "z")]) == 1
     assert "did you mean 'learning_rate'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("switch", "bars"), [("1", False), ("", True)])
+def test_no_progress_switch_silences_hugging_face_bars_too(switch, bars):
+    """SYNTAXFORMER_NO_PROGRESS=1 also turns off transformers' and huggingface_hub's bars (weights loading and
+    writing), whether they were imported before the command ran or not; unset, they stay on."""
+    code = (
+        "import transformers.utils.logging as hl, huggingface_hub.utils as hu\n"
+        "from syntaxformer.cli import quiet_progress_if_asked\n"
+        "quiet_progress_if_asked()\n"
+        "print(hl.is_progress_bar_enabled(), not hu.are_progress_bars_disabled())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_DISABLE_PROGRESS_BARS", "SYNTAXFORMER_NO_PROGRESS")}
+    env["SYNTAXFORMER_NO_PROGRESS"] = switch
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [str(bars), str(bars)]

@@ -16,6 +16,7 @@ import argparse
 import importlib
 import io
 import logging
+import os
 import sys
 import types
 
@@ -90,6 +91,23 @@ def configure_logging() -> None:
     lg.addHandler(handler)
     lg.setLevel(logging.INFO)
     lg.propagate = False
+
+
+def quiet_progress_if_asked() -> None:
+    """``SYNTAXFORMER_NO_PROGRESS=1`` turns off every progress bar of a command, Hugging Face's too (loading and
+    writing weights): through ``HF_HUB_DISABLE_PROGRESS_BARS`` before huggingface_hub and transformers are imported,
+    through their switches after."""
+    if os.environ.get("SYNTAXFORMER_NO_PROGRESS", "") in ("", "0"):
+        return
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
 
 class UsageError(Exception):
@@ -177,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if not argv else 2
     name = argv[0]
     configure_logging()
+    quiet_progress_if_asked()
     module = importlib.import_module(COMMANDS[name][0])
     sub = ArgumentParser(prog=f"syntaxformer {name}", description=COMMANDS[name][1])
     module.add_arguments(sub)
