@@ -89,7 +89,7 @@ class PlainEncoderModel(PlainEncoderPreTrainedModel):
         check_forward_inputs(self, other_syntax, self.syntax_keywords)
         return_dict = self.config.return_dict if return_dict is None else return_dict
         enc_inputs = encoder_inputs(
-            attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
         )
         enc = self.encoder(input_ids=input_ids, return_dict=True, **enc_inputs)
         out = BaseModelOutput(

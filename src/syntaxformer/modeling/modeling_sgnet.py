@@ -204,7 +204,7 @@ class SGNetModel(SGNetPreTrainedModel):
                 input_ids = None
             inputs_embeds = inputs_embeds + self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
         enc_inputs = encoder_inputs(
-            attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
         )
         enc = self.encoder(input_ids=input_ids, return_dict=True, **enc_inputs)
         h = enc.last_hidden_state  # (B, L, H)

@@ -378,7 +378,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         if self.config.lisa_layer is not None:
             recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head, added=self.lisa)
         enc_inputs = encoder_inputs(
-            attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions, output_hidden_states
+            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
         )
         enc = self.encoder(
             input_ids=input_ids,

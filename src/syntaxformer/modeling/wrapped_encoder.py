@@ -105,15 +105,16 @@ class WrappedEncoderMixin:
 
 
 def encoder_inputs(
+    output_attentions: bool | None,
+    output_hidden_states: bool | None,
     attention_mask: torch.Tensor | None,
     token_type_ids: torch.Tensor | None,
     position_ids: torch.Tensor | None,
     inputs_embeds: torch.Tensor | None,
-    output_attentions: bool | None,
-    output_hidden_states: bool | None,
 ) -> dict[str, Any]:
-    """The keyword arguments of the encoder's call besides ``input_ids``: the tensors that are given, and
-    ``output_attentions`` / ``output_hidden_states`` when asked (never False, so the encoder's defaults hold)."""
+    """The keyword arguments of the encoder's call besides ``input_ids``: the tensors that are given (in the order
+    ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``), then ``output_attentions`` /
+    ``output_hidden_states`` when asked (never False, so the encoder's defaults hold)."""
     inputs: dict[str, Any] = {
         "attention_mask": attention_mask,
         "token_type_ids": token_type_ids,
