@@ -164,6 +164,11 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
     # The wrapped encoder (any ``AutoConfig`` model type, BERT by default), built in ``__post_init__`` by
     # :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.20 lacks).
     sub_configs: ClassVar[dict[str, Any]] = {"encoder": AutoConfig}
+    #: Keep the attention implementation a given encoder config carries (``PretrainedConfig.__post_init__`` sets
+    #: ``attn_implementation``, ``None`` unless given, on every sub-config, which would silently reset the
+    #: implementation a loaded encoder runs with, e.g. sdpa -> eager fallback). SG-Net and the plain encoder keep
+    #: it; Syntax-BERT does not (its model switches the encoder to the ``"syntax"`` attention itself).
+    keeps_encoder_attn_implementation: ClassVar[bool] = False
 
     pooling: Pooling = "cls"
     classifier_dropout: float | int | None = None
@@ -175,8 +180,13 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
     verifier_beta2: float | int = 1.0
 
     def __post_init__(self, **kwargs: Any) -> None:
+        enc_attn = None
+        if self.keeps_encoder_attn_implementation:
+            enc_attn = getattr(self.encoder, "_attn_implementation_internal", None)
         self.encoder = sub_config(self.encoder, "bert", "encoder")
         super().__post_init__(**kwargs)
+        if enc_attn is not None and kwargs.get("attn_implementation") is None:
+            self._encoder._attn_implementation_internal = enc_attn
 
     @classmethod
     def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:

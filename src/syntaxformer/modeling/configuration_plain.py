@@ -40,17 +40,14 @@ class PlainEncoderConfig(SyntaxModelConfig):
     """
 
     model_type = "plain_encoder"
+    #: As SG-Net: the encoder runs with the attention implementation it was loaded with.
+    keeps_encoder_attn_implementation = True
 
     encoder: PretrainedConfig | dict | None = None
     pooling: Pooling = "mean"
 
     def __post_init__(self, **kwargs: Any) -> None:
-        # As SGNetConfig: keep the attention implementation a loaded encoder runs with (the base class would reset
-        # it to None on the sub-config; the encoder would then dispatch differently from SG-Net's).
-        enc_attn = getattr(self.encoder, "_attn_implementation_internal", None)
         super().__post_init__(**kwargs)
-        if enc_attn is not None and kwargs.get("attn_implementation") is None:
-            self._encoder._attn_implementation_internal = enc_attn
         hidden_dropout = float(first_set(self._encoder, ("hidden_dropout_prob", "hidden_dropout", "dropout"), 0.1))
         self.resolve_head_defaults(dropout_fallback=hidden_dropout)
 

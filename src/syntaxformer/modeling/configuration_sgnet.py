@@ -124,6 +124,8 @@ class SGNetConfig(SyntaxModelConfig):
     """
 
     model_type = "sgnet"
+    #: The encoder runs with the attention implementation it was loaded with (not reset by ``__post_init__``).
+    keeps_encoder_attn_implementation = True
 
     encoder: PretrainedConfig | dict | None = None
     pooling: Pooling = "mean"
@@ -143,12 +145,7 @@ class SGNetConfig(SyntaxModelConfig):
     pos_vocab_size: int | None = None
 
     def __post_init__(self, **kwargs: Any) -> None:
-        # The base class sets ``attn_implementation`` (None unless given) recursively on the sub-configs, which
-        # would silently reset the implementation a loaded encoder runs with (e.g. sdpa -> eager fallback).
-        enc_attn = getattr(self.encoder, "_attn_implementation_internal", None)
         super().__post_init__(**kwargs)
-        if enc_attn is not None and kwargs.get("attn_implementation") is None:
-            self._encoder._attn_implementation_internal = enc_attn
         enc = self._encoder
         self.alpha = float(self.alpha)
         hidden = enc.hidden_size

@@ -223,11 +223,17 @@ class PooledScorer(TaskHead):
 
     pooler: FirstTokenPooler | None
 
-    def build_pooled_scorer(self, config: Any, num_outputs: int) -> None:
-        """Add ``pooler`` (``pooling="cls"``; else ``None``), ``dropout`` and ``classifier`` (``H -> num_outputs``)."""
+    def build_pooled_scorer(self, config: Any, encoder: nn.Module | None, num_outputs: int) -> None:
+        """The rest of the head's ``__init__``: the backbone around ``encoder`` (:meth:`TaskHead.attach_backbone`),
+        ``pooler`` (``pooling="cls"``; else ``None``), ``dropout`` and ``classifier`` (``H -> num_outputs``), then
+        ``post_init`` and the pooler initialised from the encoder's pooler when it has one."""
+        encoder_pooler = self.attach_backbone(config, encoder)
         self.pooler = FirstTokenPooler(config.hidden_size) if config.pooling == "cls" else None
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.classifier = nn.Linear(config.hidden_size, num_outputs)
+        self.post_init()
+        if self.pooler is not None:
+            self.pooler.copy_from(encoder_pooler)
 
     def pool(
         self, hidden: torch.Tensor, syntax_tree: torch.Tensor | None, attention_mask: torch.Tensor | None
@@ -253,11 +259,7 @@ class SequenceClassificationHead(PooledScorer):
     def __init__(self, config: Any, encoder: nn.Module | None = None):
         super().__init__(config)
         self.num_labels = config.num_labels
-        encoder_pooler = self.attach_backbone(config, encoder)
-        self.build_pooled_scorer(config, config.num_labels)
-        self.post_init()
-        if self.pooler is not None:
-            self.pooler.copy_from(encoder_pooler)
+        self.build_pooled_scorer(config, encoder, config.num_labels)
 
     @syntax_forward_signature
     def forward(
@@ -463,11 +465,7 @@ class MultipleChoiceHead(PooledScorer):
 
     def __init__(self, config: Any, encoder: nn.Module | None = None):
         super().__init__(config)
-        encoder_pooler = self.attach_backbone(config, encoder)
-        self.build_pooled_scorer(config, 1)
-        self.post_init()
-        if self.pooler is not None:
-            self.pooler.copy_from(encoder_pooler)
+        self.build_pooled_scorer(config, encoder, 1)
 
     @syntax_forward_signature
     def forward(

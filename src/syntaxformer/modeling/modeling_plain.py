@@ -8,11 +8,10 @@ reference every system is compared with (``compare``'s ``baseline``).
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import torch
-from torch import nn
-from transformers import AutoModel, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from syntaxformer.modeling.configuration_plain import PlainEncoderConfig
@@ -24,6 +23,7 @@ from syntaxformer.modeling.heads import (
 )
 from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import ContextualStates
+from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin, encoder_inputs
 
 __all__ = [
     "PlainEncoderForMultipleChoice",
@@ -35,9 +35,9 @@ __all__ = [
 ]
 
 
-class PlainEncoderPreTrainedModel(PreTrainedModel):
+class PlainEncoderPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
     """Base of the plain-encoder models: config class, weight init (the heads'; the encoder initialises its own),
-    loading from a pretrained encoder."""
+    loading from a pretrained encoder (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`)."""
 
     config_class = PlainEncoderConfig
     base_model_prefix = "plain"
@@ -48,39 +48,6 @@ class PlainEncoderPreTrainedModel(PreTrainedModel):
     _supports_attention_backend = True
     #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
     accepts_loss_kwargs = False
-
-    @classmethod
-    def from_encoder_pretrained(
-        cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
-    ) -> PlainEncoderPreTrainedModel:
-        """Build the model around a pretrained encoder (its weights loaded, the head initialised).
-
-        Args:
-            name_or_path: a model name or folder ``AutoModel.from_pretrained`` can load.
-            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained``.
-            **config_overrides: :class:`PlainEncoderConfig` options (``num_labels=2``, ``pooling="cls"`` ...).
-
-        Returns:
-            the model in evaluation mode.
-        """
-        encoder = AutoModel.from_pretrained(name_or_path, **(encoder_kwargs or {}))
-        config = PlainEncoderConfig(encoder=encoder.config, **config_overrides)
-        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # type: ignore[call-arg]
-        model.eval()
-        return model
-
-    def get_input_embeddings(self) -> nn.Module:
-        """The wrapped encoder's token embeddings."""
-        return self._backbone.encoder.get_input_embeddings()
-
-    def set_input_embeddings(self, value: nn.Module) -> None:
-        """Replace the wrapped encoder's token embeddings."""
-        self._backbone.encoder.set_input_embeddings(value)
-
-    @property
-    def _backbone(self) -> PlainEncoderModel:
-        """``base_model``: the :class:`PlainEncoderModel` itself or the one a task model holds."""
-        return cast(PlainEncoderModel, self.base_model)
 
     def build_backbone(self, config: PlainEncoderConfig, encoder: PreTrainedModel | None) -> PlainEncoderModel:
         """The backbone of the task models: a :class:`PlainEncoderModel` around ``encoder``."""
@@ -101,13 +68,7 @@ class PlainEncoderModel(PlainEncoderPreTrainedModel):
 
     def __init__(self, config: PlainEncoderConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)
-        if encoder is None:
-            encoder = AutoModel.from_config(config.encoder)
-        else:
-            self.config.encoder = encoder.config
-        if getattr(encoder, "pooler", None) is not None:
-            encoder.pooler = None
-        self.encoder = encoder
+        self.encoder = self.wrap_encoder(config, encoder)
         self.post_init()
 
     @syntax_forward_signature
@@ -127,17 +88,9 @@ class PlainEncoderModel(PlainEncoderPreTrainedModel):
         attentions when asked). Syntax batch keys are ignored; any other keyword raises an ``InputError``."""
         check_forward_inputs(self, other_syntax, self.syntax_keywords)
         return_dict = self.config.return_dict if return_dict is None else return_dict
-        enc_inputs: dict[str, Any] = {
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-            "position_ids": position_ids,
-            "inputs_embeds": inputs_embeds,
-        }
-        enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
-        if output_attentions:
-            enc_inputs["output_attentions"] = True
-        if output_hidden_states:
-            enc_inputs["output_hidden_states"] = True
+        enc_inputs = encoder_inputs(
+            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
+        )
         enc = self.encoder(input_ids=input_ids, return_dict=True, **enc_inputs)
         out = BaseModelOutput(
             last_hidden_state=enc.last_hidden_state,

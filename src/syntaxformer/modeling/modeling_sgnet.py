@@ -21,7 +21,7 @@ from typing import Any, cast
 
 import torch
 from torch import nn
-from transformers import AutoModel, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers import initialization as init
 
 from syntaxformer.errors import ConfigError, InputError
@@ -37,10 +37,12 @@ from syntaxformer.modeling.heads import (
 from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import ContextualStates, SGNetModelOutput
 from syntaxformer.modeling.sg_layer import ConcatAggregation, DualAggregation, SyntaxGuidedLayer, build_aggregation
+from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin, encoder_inputs
 
 
-class SGNetPreTrainedModel(PreTrainedModel):
-    """Base of the SG-Net models: config class, weight init, loading from a pretrained encoder.
+class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
+    """Base of the SG-Net models: config class, weight init, loading from a pretrained encoder
+    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`).
 
     :class:`SGNetModel` is the backbone; every task model (``SGNetFor...``) holds one as ``self.sgnet`` and puts a
     head of :mod:`syntaxformer.modeling.heads` on its output H̄.
@@ -75,43 +77,6 @@ class SGNetPreTrainedModel(PreTrainedModel):
         elif isinstance(module, PosEmbedding):
             init.zeros_(module.weight)
 
-    @classmethod
-    def from_encoder_pretrained(
-        cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
-    ) -> SGNetPreTrainedModel:
-        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
-
-        Args:
-            name_or_path: a Hugging Face model name or folder that ``AutoModel.from_pretrained`` can load (e.g.
-                :func:`syntaxformer.defaults.default_hf_model`).
-            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``,
-                ``attn_implementation``, ``revision`` ...).
-            **config_overrides: :class:`SGNetConfig` options (``num_labels=2``, ``use_sg_layer=True``,
-                ``aggregation="dual"`` ...).
-
-        Returns:
-            the model in evaluation mode (as ``from_pretrained`` returns models); call ``.train()`` to fine-tune.
-        """
-        encoder = AutoModel.from_pretrained(name_or_path, **(encoder_kwargs or {}))
-        config = SGNetConfig(encoder=encoder.config, **config_overrides)
-        # new layers in the encoder's dtype (transformers wraps `to` with functools.wraps, which mypy cannot bind)
-        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # type: ignore[call-arg]
-        model.eval()
-        return model
-
-    def get_input_embeddings(self) -> nn.Module:
-        """The wrapped encoder's token embeddings."""
-        return self._backbone.encoder.get_input_embeddings()
-
-    def set_input_embeddings(self, value: nn.Module) -> None:
-        """Replace the wrapped encoder's token embeddings."""
-        self._backbone.encoder.set_input_embeddings(value)
-
-    @property
-    def _backbone(self) -> SGNetModel:
-        """``base_model``: the :class:`SGNetModel` itself or the one a task model holds."""
-        return cast(SGNetModel, self.base_model)
-
     def build_backbone(self, config: SGNetConfig, encoder: PreTrainedModel | None) -> SGNetModel:
         """The backbone of the task models: an :class:`SGNetModel` around ``encoder``."""
         return SGNetModel(config, encoder=encoder)
@@ -141,13 +106,7 @@ class SGNetModel(SGNetPreTrainedModel):
 
     def __init__(self, config: SGNetConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)
-        if encoder is None:
-            encoder = AutoModel.from_config(config.encoder)
-        else:
-            self.config.encoder = encoder.config  # one config object, so changes to either are seen by both
-        if getattr(encoder, "pooler", None) is not None:
-            encoder.pooler = None
-        self.encoder = encoder
+        self.encoder = self.wrap_encoder(config, encoder)
         self.pos_embeddings = None
         if self.config.pos_embeddings is not None:
             self.pos_embeddings = PosEmbedding(filled(self.config.pos_vocab_size), config.hidden_size, padding_idx=0)
@@ -244,17 +203,9 @@ class SGNetModel(SGNetPreTrainedModel):
                 inputs_embeds = self.encoder.get_input_embeddings()(input_ids)  # (B, L, H)
                 input_ids = None
             inputs_embeds = inputs_embeds + self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
-        enc_inputs: dict[str, Any] = {
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-            "position_ids": position_ids,
-            "inputs_embeds": inputs_embeds,
-        }
-        enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
-        if output_attentions:
-            enc_inputs["output_attentions"] = True
-        if output_hidden_states:
-            enc_inputs["output_hidden_states"] = True
+        enc_inputs = encoder_inputs(
+            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
+        )
         enc = self.encoder(input_ids=input_ids, return_dict=True, **enc_inputs)
         h = enc.last_hidden_state  # (B, L, H)
 

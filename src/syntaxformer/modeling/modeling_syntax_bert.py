@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import torch
 from torch import nn
-from transformers import AutoModel, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers import initialization as init
 
 from syntaxformer.errors import ConfigError, InputError
@@ -49,6 +49,7 @@ from syntaxformer.modeling.syntax_attention import (
     TopicalAttention,
     prepare_groups,
 )
+from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin, encoder_inputs
 
 # ---------------------------------------------------------------------------------------------------------------
 # Finding the attention layers of a host model
@@ -96,8 +97,10 @@ def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.L
 # ---------------------------------------------------------------------------------------------------------------
 
 
-class SyntaxBertPreTrainedModel(PreTrainedModel):
-    """Base of the Syntax-BERT models: config class, weight init, loading from a pretrained encoder.
+class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
+    """Base of the Syntax-BERT models: config class, weight init, loading from a pretrained encoder
+    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`; the encoder always runs the ``"syntax"``
+    attention).
 
     :class:`SyntaxBertModel` is the backbone; every task model (``SyntaxBertFor...``) holds one as
     ``self.syntax_bert`` and puts a head of :mod:`syntaxformer.modeling.heads` on its last hidden states.
@@ -111,6 +114,8 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
     _supports_attention_backend = True
     #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
     accepts_loss_kwargs = False
+    #: The encoder is loaded and built with the ``"syntax"`` attention, whatever ``encoder_kwargs`` say.
+    encoder_attn_implementation = SYNTAX_ATTENTION
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
@@ -126,44 +131,6 @@ class SyntaxBertPreTrainedModel(PreTrainedModel):
             module.reset_parameters()  # a copy of head lisa_head's projections, mixing weights 0
         if isinstance(module, SyntaxGate):
             init.zeros_(module.weight)  # g = 0: the pretrained layer at initialisation
-
-    @classmethod
-    def from_encoder_pretrained(
-        cls, name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
-    ) -> "SyntaxBertPreTrainedModel":
-        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
-
-        Args:
-            name_or_path: a Hugging Face model name or folder ``AutoModel.from_pretrained`` can load (e.g.
-                :func:`syntaxformer.defaults.default_hf_model`).
-            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``, ``revision`` ...;
-                the attention implementation is always ``"syntax"``).
-            **config_overrides: :class:`SyntaxBertConfig` options (``num_labels=2``, ``aggregation="sum"`` ...).
-
-        Returns:
-            the model in evaluation mode (as ``from_pretrained`` returns models); call ``.train()`` to fine-tune.
-        """
-        kwargs = dict(encoder_kwargs or {})
-        kwargs["attn_implementation"] = SYNTAX_ATTENTION
-        encoder = AutoModel.from_pretrained(name_or_path, **kwargs)
-        config = SyntaxBertConfig(encoder=encoder.config, **config_overrides)
-        # (transformers wraps `to` with functools.wraps, which mypy cannot bind)
-        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # type: ignore[call-arg]
-        model.eval()
-        return model
-
-    def get_input_embeddings(self) -> nn.Module:
-        """The wrapped encoder's token embeddings."""
-        return self._backbone.encoder.get_input_embeddings()
-
-    def set_input_embeddings(self, value: nn.Module) -> None:
-        """Replace the wrapped encoder's token embeddings."""
-        self._backbone.encoder.set_input_embeddings(value)
-
-    @property
-    def _backbone(self) -> "SyntaxBertModel":
-        """``base_model``: the :class:`SyntaxBertModel` itself or the one a task model holds."""
-        return cast(SyntaxBertModel, self.base_model)
 
     def post_init(self) -> None:
         """Hugging Face's post-init, then make sure the encoder runs the ``"syntax"`` attention (the base class
@@ -198,13 +165,8 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
 
     def __init__(self, config: SyntaxBertConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)
-        if encoder is None:
-            encoder = AutoModel.from_config(config.encoder, attn_implementation=SYNTAX_ATTENTION)
-        else:
-            self.config.encoder = encoder.config  # one config object, so changes to either are seen by both
-        if getattr(encoder, "pooler", None) is not None:
-            encoder.pooler = _NoPooler()  # some encoders (LayoutLM) call their pooler unconditionally
-        self.encoder = encoder
+        # a stand-in for the pooler: some encoders (LayoutLM) call their pooler unconditionally
+        self.encoder = encoder = self.wrap_encoder(config, encoder, pooler=_NoPooler())
         sites = attention_sites(encoder)
         for i, (module, _, _) in enumerate(sites):
             module.syntax_layer_idx = i  # type: ignore[assignment]  # (torch types Module attributes as tensors or modules) the layer's topical query (architectures without layer_idx need it)
@@ -415,17 +377,9 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         recorder = None
         if self.config.lisa_layer is not None:
             recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head, added=self.lisa)
-        enc_inputs: dict[str, Any] = {
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-            "position_ids": position_ids,
-            "inputs_embeds": inputs_embeds,
-        }
-        enc_inputs = {k: v for k, v in enc_inputs.items() if v is not None}
-        if output_attentions:
-            enc_inputs["output_attentions"] = True
-        if output_hidden_states:
-            enc_inputs["output_hidden_states"] = True
+        enc_inputs = encoder_inputs(
+            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
+        )
         enc = self.encoder(
             input_ids=input_ids,
             return_dict=True,

@@ -1,0 +1,129 @@
+"""What every system built around a pretrained encoder shares: loading that encoder, wrapping it, its embeddings
+and the keyword arguments of its call.
+
+:class:`WrappedEncoderMixin` goes before ``PreTrainedModel`` in a system's base class (``SGNetPreTrainedModel``,
+``SyntaxBertPreTrainedModel``, ``PlainEncoderPreTrainedModel``): it gives ``from_encoder_pretrained``, the token
+embedding accessors and :meth:`~WrappedEncoderMixin.wrap_encoder`, which the backbone's ``__init__`` calls.
+:func:`encoder_inputs` builds the keyword arguments a backbone's ``forward`` passes to the encoder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+
+import torch
+from torch import nn
+from transformers import AutoModel, PreTrainedModel
+
+__all__ = ["WrappedEncoderMixin", "encoder_inputs"]
+
+_M = TypeVar("_M", bound="WrappedEncoderMixin")
+
+
+class WrappedEncoderMixin:
+    """Mixin of a system's ``PreTrainedModel`` base class whose backbone holds a pretrained encoder as ``encoder``.
+
+    The class it is mixed with provides ``config_class`` (built by :meth:`from_encoder_pretrained`) and
+    ``base_model_prefix`` (where a task model keeps its backbone, Hugging Face's ``base_model``).
+    """
+
+    #: The attention implementation the encoder is always loaded and built with, whatever the caller asks
+    #: (Syntax-BERT: ``"syntax"``); ``None``: the caller's choice, else the encoder's default.
+    encoder_attn_implementation: ClassVar[str | None] = None
+
+    if TYPE_CHECKING:  # what the class this is mixed with (a PreTrainedModel subclass) provides
+        config_class: Any
+        config: Any
+
+        def __init__(self, config: Any, encoder: PreTrainedModel | None = None) -> None: ...
+
+        @property
+        def base_model(self) -> nn.Module: ...
+
+    @classmethod
+    def from_encoder_pretrained(
+        cls: type[_M], name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
+    ) -> _M:
+        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
+
+        Args:
+            name_or_path: a Hugging Face model name or folder that ``AutoModel.from_pretrained`` can load (e.g.
+                :func:`syntaxformer.defaults.default_hf_model`).
+            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``,
+                ``attn_implementation``, ``revision`` ...; a system with its own attention sets
+                ``attn_implementation`` itself: :attr:`encoder_attn_implementation`).
+            **config_overrides: options of the system's config (``config_class``: ``num_labels=2``,
+                ``pooling="cls"``, the system's own options ...).
+
+        Returns:
+            the model in evaluation mode (as ``from_pretrained`` returns models); call ``.train()`` to fine-tune.
+        """
+        kwargs = dict(encoder_kwargs or {})
+        if cls.encoder_attn_implementation is not None:
+            kwargs["attn_implementation"] = cls.encoder_attn_implementation
+        encoder = AutoModel.from_pretrained(name_or_path, **kwargs)
+        config = cls.config_class(encoder=encoder.config, **config_overrides)
+        # new layers in the encoder's dtype (transformers wraps `to` with functools.wraps, which mypy cannot bind)
+        model = cls(config, encoder=encoder).to(dtype=encoder.dtype)  # type: ignore[attr-defined]
+        model.eval()
+        return cast(_M, model)
+
+    def wrap_encoder(
+        self, config: Any, encoder: PreTrainedModel | None, pooler: nn.Module | None = None
+    ) -> PreTrainedModel:
+        """The encoder a backbone wraps, for its ``__init__`` to store as ``self.encoder``.
+
+        Args:
+            config: the backbone's config.
+            encoder: an already built (e.g. pretrained) encoder; the config then holds its config object, so that
+                changes to either are seen by both. ``None`` builds ``AutoModel.from_config(config.encoder)`` (with
+                :attr:`encoder_attn_implementation` when set).
+            pooler: what replaces the encoder's pooler, if it has one (heads own their poolers, and an unused pooler
+                would leave parameters without gradients, which breaks DDP); default ``None``, none at all.
+        """
+        if encoder is None:
+            attn = self.encoder_attn_implementation
+            encoder = AutoModel.from_config(config.encoder, **({} if attn is None else {"attn_implementation": attn}))
+        else:
+            self.config.encoder = encoder.config
+        if getattr(encoder, "pooler", None) is not None:
+            encoder.pooler = pooler
+        return cast(PreTrainedModel, encoder)
+
+    def get_input_embeddings(self) -> nn.Module:
+        """The wrapped encoder's token embeddings."""
+        return self._wrapped_encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module) -> None:
+        """Replace the wrapped encoder's token embeddings."""
+        self._wrapped_encoder.set_input_embeddings(value)
+
+    @property
+    def _wrapped_encoder(self) -> PreTrainedModel:
+        """The encoder of ``base_model`` (the backbone itself or the one a task model holds)."""
+        return cast(PreTrainedModel, self.base_model.encoder)
+
+
+def encoder_inputs(
+    output_attentions: bool | None,
+    output_hidden_states: bool | None,
+    attention_mask: torch.Tensor | None,
+    token_type_ids: torch.Tensor | None,
+    position_ids: torch.Tensor | None,
+    inputs_embeds: torch.Tensor | None,
+) -> dict[str, Any]:
+    """The keyword arguments of the encoder's call besides ``input_ids``: the tensors that are given (in the order
+    ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``), then ``output_attentions`` /
+    ``output_hidden_states`` when asked (never False, so the encoder's defaults hold)."""
+    inputs: dict[str, Any] = {
+        "attention_mask": attention_mask,
+        "token_type_ids": token_type_ids,
+        "position_ids": position_ids,
+        "inputs_embeds": inputs_embeds,
+    }
+    inputs = {k: v for k, v in inputs.items() if v is not None}
+    if output_attentions:
+        inputs["output_attentions"] = True
+    if output_hidden_states:
+        inputs["output_hidden_states"] = True
+    return inputs
