@@ -114,6 +114,19 @@ def run(args: argparse.Namespace) -> None:
                 _save(_load(Path(args.archive)) + [rec], Path(args.archive))
 
 
+#: The full-data GLUE sweep's summaries (docs/results.md), joined as `glue_tables.py --later-replaces` joins them.
+SWEEP = ["docs/results/glue_sweep.json", "docs/results/glue_sweep_archived.json"]
+
+
+def sweep_level(task: str, variant: str = "sgnet_default") -> list[float]:
+    """Per-seed dev scores of ``variant`` on ``task`` in the full-data GLUE sweep (SST-2: 10,000 sentences)."""
+    sys.path.insert(0, str(ROOT / "experiments"))
+    from glue_tables import merge_summaries
+
+    summary = merge_summaries([json.loads((ROOT / f).read_text(encoding="utf-8")) for f in SWEEP], [])
+    return list(summary["tasks"].get(task, {}).get("variants", {}).get(variant, {}).get("scores", []))
+
+
 def table(args: argparse.Namespace) -> None:
     from scipy import stats
 
@@ -122,8 +135,11 @@ def table(args: argparse.Namespace) -> None:
     for r in records:
         train = (r.get("sizes") or {}).get("train")
         groups.setdefault((r["task"], r["main_metric"], r["learning_rate"], train), []).append(r["dev"])
-    print("| task | metric | learning rate | train examples | seeds | mean | sd | 95% t-interval |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| task | metric | learning rate | train examples | seeds | mean | sd | 95% t-interval "
+        "| sweep's SG-Net (seeds) | Δ vs sweep (Welch t p) |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for (task, metric, lr, train), xs in sorted(groups.items()):
         m = statistics.fmean(xs)
         sd = statistics.stdev(xs) if len(xs) > 1 else float("nan")
@@ -132,7 +148,13 @@ def table(args: argparse.Namespace) -> None:
             ci = f"[{m - h:.3f}, {m + h:.3f}]"
         else:
             ci = "n/a"
-        print(f"| {task} | {metric} | {lr:g} | {train:,} | {len(xs)} | {m:.3f} | {sd:.3f} | {ci} |")
+        ref = sweep_level(task)
+        if ref and len(xs) > 1 and len(ref) > 1:
+            p = stats.ttest_ind(xs, ref, equal_var=False).pvalue
+            vs = f"{statistics.fmean(ref):.3f} ({len(ref)}) | {m - statistics.fmean(ref):+.3f} ({p:.3f})"
+        else:
+            vs = "n/a | n/a"
+        print(f"| {task} | {metric} | {lr:g} | {train:,} | {len(xs)} | {m:.3f} | {sd:.3f} | {ci} | {vs} |")
 
 
 def main() -> None:
