@@ -4,7 +4,10 @@
 # random; gated Syntax-BERT with random trees) at the smallest size. Seed-major (a stopped sweep has whole seeds),
 # each finished run archived into the repository at once (metrics, dev predictions; no weights).
 # CoLA's "all" point is the syntactic-generalisation sweep's runs (experiments/blimp_sweep.sh: the same command
-# without --sizes), so it is not trained again here.
+# without --sizes), so it is not trained again here. Nor is SST-2's 10,000 point where the full-data GLUE sweep
+# (experiments/glue_sweep.sh, docs/results/runs/glue_sweep/sst2/) has the seed: at 10,000 sentences --min-steps 200
+# changes nothing (626 steps), so its run configuration is this sweep's but for the output folder; seeds it lacks
+# are trained here (experiments/curve_tables.py joins the two).
 # Training: the full preset of experiments/sgnet_glue.py (batch 32, lr 1e-4, warm-up 10%, 2 epochs, max_length 64),
 # except that a subset giving fewer than 200 optimisation steps trains 200 steps (--min-steps 200: 100 sentences =
 # 64 epochs, 1,000 = 6.4 epochs); a seeded subset (data seed 0), the same for every system; full dev sets.
@@ -27,6 +30,10 @@ for seed in ${SEEDS//,/ }; do
         sizes=${task_sizes#*:}
         for size in ${sizes//,/ }; do  # small sizes first: they finish first
             for variant in baseline_default sgnet_default sbert_gate; do
+                if [ "$task:$size" = sst2:10000 ] &&
+                    [ -f "docs/results/runs/glue_sweep/sst2/$variant/seed$seed/dev_predictions.json" ]; then
+                    continue  # the GLUE sweep's run (the same configuration)
+                fi
                 run --tasks "$task" --variants "$variant" --sizes "$size" --seeds "$seed"
             done
             if [ "$size" = 100 ]; then  # random-tree controls at the smallest size
