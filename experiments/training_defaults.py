@@ -155,6 +155,18 @@ def table(args: argparse.Namespace) -> None:
         else:
             vs = "n/a | n/a"
         print(f"| {task} | {metric} | {lr:g} | {train:,} | {len(xs)} | {m:.3f} | {sd:.3f} | {ci} | {vs} |")
+    pairs = []
+    for (task, metric, lr, train), xs in sorted(groups.items()):
+        for (task2, _, lr2, train2), ys in sorted(groups.items()):
+            if (task2, train2) == (task, train) and lr > lr2 and len(xs) > 1 and len(ys) > 1:
+                p = stats.ttest_ind(xs, ys, equal_var=False).pvalue
+                d = statistics.fmean(xs) - statistics.fmean(ys)
+                pairs.append(f"| {task} | {metric} | {lr:g} − {lr2:g} | {d:+.3f} | {len(xs)} / {len(ys)} | {p:.4f} |")
+    if pairs:
+        print()
+        print("| task | metric | learning rates | Δ mean | seeds | Welch t p |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(pairs))
 
 
 def main() -> None:
