@@ -297,6 +297,17 @@ def _size_label(size: int | None, runs_at_size: dict) -> str:
     return f"all ({next(iter(sizes)):,})" if len(sizes) == 1 else "all"
 
 
+def _paired(ra: Runs | None, rb: Runs | None, task: str, resamples: int, label: str, notes: list[str]) -> dict | None:
+    """The comparison of two systems' archived runs (:func:`compare`); ``None`` when either has none, and also, with
+    a note under the table, when they share no seed."""
+    if not ra or not rb:
+        return None
+    r = compare(ra, rb, task, resamples)
+    if r is None:
+        notes.append(f"{label}: left out, no shared seed (A {seeds_text(sorted(ra))}, B {seeds_text(sorted(rb))})")
+    return r
+
+
 def curve_table(task: str, curves: Path, blimp: Path, glue: Path, resamples: int = RESAMPLES) -> tuple[str, dict, dict]:
     """The learning-curve table of one task: Markdown, the comparisons {(size, A, B): result} and their Holm p."""
     title, metric, sizes = CURVE_TASKS[task]
@@ -304,17 +315,10 @@ def curve_table(task: str, curves: Path, blimp: Path, glue: Path, resamples: int
     results = {}
     for size in sizes:
         for a, b, name in CURVE_COMPARISONS:
-            ra, rb = points[size].get(a), points[size].get(b)
-            if not ra or not rb:
-                continue
-            r = compare(ra, rb, task, resamples)
-            if r is None:
-                notes.append(
-                    f"{name} at {_size_label(size, points[size])}: left out, no shared seed "
-                    f"(A {seeds_text(sorted(ra))}, B {seeds_text(sorted(rb))})"
-                )
-                continue
-            results[size, a, b] = r
+            label = f"{name} at {_size_label(size, points[size])}"
+            r = _paired(points[size].get(a), points[size].get(b), task, resamples, label, notes)
+            if r is not None:
+                results[size, a, b] = r
     adjusted = holm_family(results, resamples)
     seeds = sorted({s for at in points.values() for runs in at.values() for s in runs})
     size_names = ", ".join(_size_label(s, points[s]) for s in sizes)
@@ -358,17 +362,9 @@ def trees_table(trees: Path, resamples: int = RESAMPLES) -> tuple[str, dict, dic
     for system, sources in TREES_SYSTEMS:
         variants = {**sources, "plain": TREES_PLAIN}
         for a, b, name in TREES_COMPARISONS:
-            ra, rb = runs.get(variants[a]), runs.get(variants[b])
-            if not ra or not rb:
-                continue
-            r = compare(ra, rb, TREES_TASK, resamples)
-            if r is None:
-                notes.append(
-                    f"{system}, {name}: left out, no shared seed (A {seeds_text(sorted(ra))}, "
-                    f"B {seeds_text(sorted(rb))})"
-                )
-                continue
-            results[system, a, b] = r
+            r = _paired(runs.get(variants[a]), runs.get(variants[b]), TREES_TASK, resamples, f"{system}, {name}", notes)
+            if r is not None:
+                results[system, a, b] = r
     adjusted = holm_family(results, resamples)
     seeds = sorted({s for by_seed in runs.values() for s in by_seed})
     caption = (
