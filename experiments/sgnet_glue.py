@@ -177,6 +177,8 @@ def _run(args: argparse.Namespace) -> None:
                     }
                     if args.parser:
                         options["parser"] = args.parser
+                    if args.mixed_precision:
+                        options["mixed_precision"] = args.mixed_precision
                     if noise is not None:
                         options["parser_noise"] = noise
                     if size != "preset":
@@ -244,10 +246,13 @@ def _export_parses(args: argparse.Namespace) -> None:
 
     texts: dict[str, None] = {}
     token_lists: dict[tuple[str, ...], None] = {}
-    for task_name in args.tasks.split(","):
+    # --sizes: the learning curves' training subsets (seeded, not nested: each size is its own draw)
+    sizes = [None if x == "all" else int(x) for x in args.sizes.split(",")] if args.sizes else ["preset"]
+    for task_name in filter(None, args.tasks.split(",")):  # --tasks "" with --suite: the suite's sentences alone
         task = get_task(task_name)
         config = RunConfig.from_dict({**COMMON, **_presets(args)[task_name], "task": task_name})
-        for split, n in (("train", config.max_train_samples), ("dev", config.max_eval_samples)):
+        splits = [("train", config.max_train_samples if z == "preset" else z) for z in sizes]
+        for split, n in [*dict.fromkeys(splits), ("dev", config.max_eval_samples)]:
             for e in task.load_split(split, config.data_options(split, n)).examples:
                 for side in ("a", "b"):
                     text, tree = getattr(e, f"text_{side}"), getattr(e, f"tree_{side}")
@@ -257,6 +262,11 @@ def _export_parses(args: argparse.Namespace) -> None:
                         token_lists[tuple(tree.leaves())] = None
                     else:
                         texts[text] = None
+    if args.suite:  # every sentence of a minimal-pair suite (both sides of each pair), as the suite runner parses it
+        from syntaxformer.analysis.minimal_pairs import read_minimal_pairs, suite_folder
+
+        for pair in read_minimal_pairs(suite_folder(args.suite)[1]):
+            texts[pair.good] = texts[pair.bad] = None
     annotator = make_annotator(None)
     docs = annotator.annotate(list(texts))
     sentences = annotator.annotate_pretokenized([list(w) for w in token_lists])
@@ -626,6 +636,12 @@ def main(argv: list[str] | None = None) -> int:
         help="annotator spec for every run, e.g. jsonl:parses.jsonl (made by export-parses) on a machine without spaCy",
     )
     parser.add_argument(
+        "--mixed-precision",
+        choices=["auto", "no", "bf16", "fp16"],
+        default=None,
+        help="run: the runs' mixed_precision (default: the library's, auto = bf16 on a GPU that supports it)",
+    )
+    parser.add_argument(
         "--shard", default=None, help="I/N: run only every N-th run, starting at the I-th (N processes share one GPU)"
     )
     parser.add_argument("--out-file", default="parses.jsonl", help="export-parses: the JSONL file to write")
@@ -646,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         "--suite",
         default=None,
         help="run: after training, score each run on this minimal-pair "
-        "suite (e.g. blimp; the model is saved for it); archive keeps the results",
+        "suite (e.g. blimp; the model is saved for it); archive keeps the results; export-parses: parse its sentences",
     )
     args = parser.parse_args(argv)
     if args.action == "run":
