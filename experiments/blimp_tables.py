@@ -77,27 +77,7 @@ def accuracy_table(runs: dict, fields: list[str]) -> str:
 
 
 def comparison_table(runs: dict, level: str, resamples: int) -> tuple[str, dict]:
-    from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, holm
-
-    results = {}
-    for a, b, name in COMPARISONS:
-        if a not in runs or b not in runs:
-            continue
-        seeds = sorted(set(runs[a]) & set(runs[b]))
-        if not seeds:
-            continue
-        results[name] = (
-            seeds,
-            compare_minimal_pairs(
-                [runs[b][s]["records"] for s in seeds],
-                [runs[a][s]["records"] for s in seeds],
-                level=level,
-                resamples=resamples,
-            ),
-        )
-    # Holm over the whole table: every comparison x group
-    keys = [(n, g) for n, (_, r) in results.items() for g in r["groups"]]
-    adjusted = dict(zip(keys, holm([results[n][1]["groups"][g]["bootstrap"]["p_value"] for n, g in keys])))
+    results, adjusted = _comparisons(runs, level, resamples)  # Holm over the whole table: every comparison x group
     groups = sorted({g for _, r in results.values() for g in r["groups"]})
     lines = ["| comparison (B − A) | seeds | " + " | ".join(groups) + " |", "|---" * (len(groups) + 2) + "|"]
     for name, (seeds, r) in results.items():
@@ -117,6 +97,63 @@ def comparison_table(runs: dict, level: str, resamples: int) -> tuple[str, dict]
     return "\n".join(lines), {"adjusted": {f"{n} / {g}": p for (n, g), p in adjusted.items()}}
 
 
+def _comparisons(runs: dict, level: str, resamples: int) -> tuple[dict, dict]:
+    """{name: (seeds, compare_minimal_pairs result)} of every comparison whose systems share a seed, and Holm's
+    adjustment over the whole family (every comparison x group) keyed (name, group)."""
+    from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, holm
+
+    results = {}
+    for a, b, name in COMPARISONS:
+        seeds = sorted(set(runs.get(a, {})) & set(runs.get(b, {})))
+        if seeds:
+            results[name] = (
+                seeds,
+                compare_minimal_pairs(
+                    [runs[b][s]["records"] for s in seeds],
+                    [runs[a][s]["records"] for s in seeds],
+                    level=level,
+                    resamples=resamples,
+                ),
+            )
+    keys = [(n, g) for n, (_, r) in results.items() for g in r["groups"]]
+    return results, dict(zip(keys, holm([results[n][1]["groups"][g]["bootstrap"]["p_value"] for n, g in keys])))
+
+
+def phenomenon_tables(runs: dict, resamples: int) -> str:
+    """The per-phenomenon view, transposed (a row per phenomenon, in field order): (1) accuracy of every system,
+    mean over its seeds; (2) each comparison's difference with its 95% interval and Holm p (the two-level bootstrap
+    over seeds and pairs; Holm over every comparison x phenomenon)."""
+    from syntaxformer.analysis.minimal_pairs import minimal_pair_report
+
+    field_of = {r["phenomenon"]: r["field"] for v in runs.values() for s in v.values() for r in s["records"]}
+    order = sorted(field_of, key=lambda ph: (field_of[ph], ph))
+    systems = [(k, n) for k, n in SYSTEMS if k in runs]
+    acc = {k: [minimal_pair_report(runs[k][s]["records"])["phenomenon"] for s in sorted(runs[k])] for k, _ in systems}
+    lines = [
+        "| phenomenon | field | pairs | " + " | ".join(f"{n} ({_seeds(sorted(runs[k]))})" for k, n in systems) + " |",
+        "|---" * (len(systems) + 3) + "|",
+    ]
+    for ph in order:
+        pairs = next(iter(acc.values()))[0][ph]["n"]
+        cells = [f"{np.mean([rep[ph]['accuracy'] for rep in acc[k]]):.4f}" for k, _ in systems]
+        lines.append(f"| {ph} | {field_of[ph]} | {pairs} | " + " | ".join(cells) + " |")
+    results, adjusted = _comparisons(runs, "phenomenon", resamples)
+    lines += ["", "| phenomenon | " + " | ".join(f"{n} ({_seeds(r[0])})" for n, r in results.items()) + " |"]
+    lines.append("|---" * (len(results) + 1) + "|")
+    for ph in order:
+        cells = []
+        for name, (_, r) in results.items():
+            e = r["groups"].get(ph)
+            if e is None:
+                cells.append("–")
+                continue
+            lo, hi = e["bootstrap"]["ci95"]
+            text = f"{e['difference']:+.4f} [{lo:+.3f}, {hi:+.3f}] Holm {adjusted[name, ph]:.3f}"
+            cells.append(f"**{text}**" if adjusted[name, ph] < 0.05 else text)
+        lines.append(f"| {ph} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--archive", default="docs/results/runs/cola_blimp")
@@ -124,6 +161,9 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=10000)
     args = parser.parse_args()
     runs = load_archive(Path(args.archive))
+    if args.level == "phenomenon":
+        print(phenomenon_tables(runs, args.resamples))
+        return
     fields = sorted({r["field"] for v in runs.values() for s in v.values() for r in s["records"]})
     print(accuracy_table(runs, fields))
     print()

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -141,7 +142,7 @@ def _same_config(a: dict, b: dict) -> bool:
     return {k: v for k, v in a.items() if k not in ignore} == {k: v for k, v in b.items() if k not in ignore}
 
 
-def curve_runs(task: str, curves: Path, blimp: Path, glue: Path) -> tuple[dict, list[str]]:
+def curve_runs(task: str, curves: Path, blimp: Path, glue: Path | None) -> tuple[dict, list[str]]:
     """size -> variant -> seed -> run for one task of the learning curves, and notes on how points were joined."""
     notes: list[str] = []
     points: dict = {}
@@ -152,7 +153,7 @@ def curve_runs(task: str, curves: Path, blimp: Path, glue: Path) -> tuple[dict, 
                 runs = read_variant(blimp / task / variant, task)
             else:
                 runs = read_variant(curves / task / f"{variant}_n{size}", task)
-            if size is not None and GLUE_SWEEP_SIZE.get(task) == size:
+            if glue is not None and size is not None and GLUE_SWEEP_SIZE.get(task) == size:
                 full = read_variant(glue / task / variant, task)
                 for seed, own in sorted(runs.items()):
                     if seed in full and not (
@@ -308,10 +309,14 @@ def _paired(ra: Runs | None, rb: Runs | None, task: str, resamples: int, label: 
     return r
 
 
-def curve_table(task: str, curves: Path, blimp: Path, glue: Path, resamples: int = RESAMPLES) -> tuple[str, dict, dict]:
-    """The learning-curve table of one task: Markdown, the comparisons {(size, A, B): result} and their Holm p."""
+def curve_table(
+    task: str, curves: Path, blimp: Path, glue: Path | None, resamples: int = RESAMPLES, preset: str = "cpu"
+) -> tuple[str, dict, dict]:
+    """The learning-curve table of one task: Markdown, the comparisons {(size, A, B): result} and their Holm p.
+    ``preset``: which sweep's runs the archives hold ("cpu": the CPU sweeps, 2 epochs; "gpu": the GPU preset's
+    study, every training set whole, 3 epochs), for the caption; ``glue`` None: no run is joined from the GLUE sweep."""
     title, metric, sizes = CURVE_TASKS[task]
-    points, notes = curve_runs(task, curves, blimp, glue)
+    points, notes = curve_runs(task, curves, blimp, glue if preset == "cpu" else None)
     results = {}
     for size in sizes:
         for a, b, name in CURVE_COMPARISONS:
@@ -327,7 +332,13 @@ def curve_table(task: str, curves: Path, blimp: Path, glue: Path, resamples: int
         if None in sizes
         else ""
     )
-    if task in GLUE_SWEEP_SIZE:
+    if preset == "gpu":
+        sources = (
+            "`bash experiments/device/study.sh` on a GPU (the GPU preset: 3 epochs, fp32, MiniLM weights rounded to "
+            "fp16 for the transfer)"
+            + (", the whole training set being the BLiMP study's runs" if None in sizes else "")
+        )
+    elif task in GLUE_SWEEP_SIZE:
         sources += (
             f", {GLUE_SWEEP_SIZE[task]:,} from the full-data GLUE sweep (`bash experiments/glue_sweep.sh`; the same "
             "configuration)"
@@ -340,7 +351,9 @@ def curve_table(task: str, curves: Path, blimp: Path, glue: Path, resamples: int
         "so that column measures the head and the syntax together. Random-tree controls: SG-Net with every head "
         "re-attached at random (parser noise 1.0), gated Syntax-BERT with random masks. "
         + _statistics_caption(len(results), resamples)
-        + " Made by `python experiments/curve_tables.py --table curves`."
+        + " Made by `python experiments/curve_tables.py --table curves"
+        + (" --preset gpu" if preset == "gpu" else "")
+        + "`."
     )
     header = ["training sentences"] + [n for _, n in CURVE_SYSTEMS] + [n for _, _, n in CURVE_COMPARISONS]
     lines = [caption, "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
@@ -403,11 +416,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--glue", default=str(RUNS / "glue_sweep"), help="the GLUE sweep's archive (SST-2 10,000)")
     parser.add_argument("--trees", default=str(RUNS / "sst_trees"), help="the gold/parsed/random trees' archive")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap resamples (one-seed comparisons)")
+    parser.add_argument(
+        "--preset",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="gpu: the GPU preset's study (experiments/device/study.sh; archives learning_curves_gpu_preset and "
+        "cola_blimp_gpu_preset unless --curves / --blimp say otherwise; nothing joined from the GLUE sweep)",
+    )
     args = parser.parse_args(argv)
+    if args.preset == "gpu":
+        args.curves = str(RUNS / "learning_curves_gpu_preset") if "--curves" not in (argv or sys.argv) else args.curves
+        args.blimp = str(RUNS / "cola_blimp_gpu_preset") if "--blimp" not in (argv or sys.argv) else args.blimp
     out = []
     if args.table in ("all", "curves"):
         for task in CURVE_TASKS:
-            out.append(curve_table(task, Path(args.curves), Path(args.blimp), Path(args.glue), args.resamples)[0])
+            out.append(
+                curve_table(task, Path(args.curves), Path(args.blimp), Path(args.glue), args.resamples, args.preset)[0]
+            )
     if args.table in ("all", "trees"):
         out.append(trees_table(Path(args.trees), args.resamples)[0])
     print("\n\n".join(out))

@@ -105,10 +105,23 @@ _BLIMP_PAIRS = {
 }
 
 
-def _blimp_section_tables() -> list[list[list[str]]]:
+#: a printed 4-decimal value is within half a unit of its last digit (plus float slack: a tie such as -0.00785 may
+#: print either way)
+_HALF_UNIT = 5e-5 + 1e-9
+
+#: the BLiMP sections of docs/results.md (the heading that opens each) and the archive each is made from
+BLIMP_SECTIONS = {
+    "## Syntactic generalisation: BLiMP": "cola_blimp_gpu_preset",
+    "### Earlier, on the CPU preset": "cola_blimp",
+}
+
+
+def _blimp_section_tables(heading: str) -> list[list[list[str]]]:
+    """The Markdown tables (rows of cells) under ``heading``, up to the next heading."""
     text = (ARCHIVE.parents[1] / "results.md").read_text(encoding="utf-8")
-    section = text[text.index("## Syntactic generalisation: BLiMP") :]
-    section = section[: section.index("\n## ", 1)]
+    section = text[text.index(heading) :]
+    ends = [i for i in (section.find("\n## ", 1), section.find("\n### ", 1)) if i > 0]
+    section = section[: min(ends)]
     tables, rows = [], []
     for line in section.splitlines() + [""]:
         if line.startswith("|"):
@@ -120,26 +133,35 @@ def _blimp_section_tables() -> list[list[list[str]]]:
 
 
 def _blimp_accuracies(run: Path) -> dict[str, float]:
-    """Overall and per-field accuracy of one archived run, from its compact per-pair file (plain Python)."""
+    """Overall, per-field and per-phenomenon accuracy of one archived run, from its compact per-pair file (plain
+    Python)."""
     from syntaxformer.analysis.minimal_pairs import suite_records_of  # the reader of the compact form only
 
     records = suite_records_of(run, "blimp")
-    by_field: dict[str, list[bool]] = {}
+    by_group: dict[str, list[bool]] = {}
     for r in records:
-        by_field.setdefault(r["field"], []).append(bool(r["correct"]))
-    out = {f: sum(v) / len(v) for f, v in by_field.items()}
+        by_group.setdefault(r["field"], []).append(bool(r["correct"]))
+        by_group.setdefault(r["phenomenon"], []).append(bool(r["correct"]))
+    out = {f: sum(v) / len(v) for f, v in by_group.items()}
     out["all"] = sum(bool(r["correct"]) for r in records) / len(records)
     return out
 
 
-def test_blimp_section_cells_are_the_archive():
-    """Each accuracy cell (mean over the seeds named in its row) and each difference (mean over the seeds both
-    systems share) of the BLiMP section, recomputed from the archived per-pair results; the intervals and p-values
-    come from `experiments/blimp_tables.py` (bootstrap) and are not recomputed here."""
-    root = ARCHIVE / "cola_blimp" / "cola"
+def _seeds_of(text: str) -> list[int]:
+    return [int(s) for s in text.split(",")]
+
+
+@pytest.mark.parametrize("heading", sorted(BLIMP_SECTIONS))
+def test_blimp_section_cells_are_the_archive(heading: str):
+    """Each accuracy cell (mean over the seeds named in its row or column) and each difference (mean over the seeds
+    both systems share) of a BLiMP section, per field and, where the section has them, per phenomenon, recomputed
+    from the archived per-pair results; the intervals and p-values come from `experiments/blimp_tables.py`
+    (bootstrap) and are not recomputed here."""
+    root = ARCHIVE / BLIMP_SECTIONS[heading] / "cola"
     if not root.is_dir():
         pytest.skip("no BLiMP archive")
-    accuracy, comparison = _blimp_section_tables()[:2]
+    tables = _blimp_section_tables(heading)
+    accuracy, comparison = tables[:2]
     fields = accuracy[0][4:]
     acc: dict[tuple[str, int], dict[str, float]] = {}
 
@@ -154,7 +176,7 @@ def test_blimp_section_cells_are_the_archive():
     }
     shown = set()
     for row in accuracy[2:]:
-        variant, seeds = _BLIMP_NAMES[row[0]], [int(s) for s in row[1].split(",")]
+        variant, seeds = _BLIMP_NAMES[row[0]], _seeds_of(row[1])
         assert seeds == archived[variant], (
             f"{row[0]}: the table names seeds {seeds}, the archive has {archived[variant]}"
         )
@@ -165,9 +187,9 @@ def test_blimp_section_cells_are_the_archive():
                 for s in seeds
             ]
         )
-        assert float(row[2]) == pytest.approx(dev, abs=5e-5)
+        assert float(row[2]) == pytest.approx(dev, abs=_HALF_UNIT)
         for name, cell in zip(["all", *fields], row[3:]):
-            assert float(cell) == pytest.approx(np.mean([of(variant, s)[name] for s in seeds]), abs=5e-5), (
+            assert float(cell) == pytest.approx(np.mean([of(variant, s)[name] for s in seeds]), abs=_HALF_UNIT), (
                 row[0],
                 name,
             )
@@ -175,9 +197,29 @@ def test_blimp_section_cells_are_the_archive():
     groups = comparison[0][2:]
     for row in comparison[2:]:
         b, a = _BLIMP_PAIRS[row[0]]
-        seeds = [int(s) for s in row[1].split(",")]
+        seeds = _seeds_of(row[1])
         assert seeds == sorted(set(archived[a]) & set(archived[b]))
         for group, cell in zip(groups, row[2:]):
             diff = float(cell.strip("*").split(" ")[0])
             want = np.mean([of(b, s)[group] - of(a, s)[group] for s in seeds])
-            assert diff == pytest.approx(want, abs=5e-5), (row[0], group)
+            assert diff == pytest.approx(want, abs=_HALF_UNIT), (row[0], group)
+    if len(tables) < 4:
+        return
+    # per phenomenon (transposed: a row per phenomenon, a column per system "name (seeds)" / comparison)
+    by_phenomenon, phenomenon_comparison = tables[2:4]
+    columns = [(c.rsplit(" (", 1)[0], _seeds_of(c.rsplit(" (", 1)[1].rstrip(")"))) for c in by_phenomenon[0][3:]]
+    assert {_BLIMP_NAMES[n] for n, _ in columns} == shown
+    for row in by_phenomenon[2:]:
+        for (name, seeds), cell in zip(columns, row[3:]):
+            assert seeds == archived[_BLIMP_NAMES[name]]
+            want = np.mean([of(_BLIMP_NAMES[name], s)[row[0]] for s in seeds])
+            assert float(cell) == pytest.approx(want, abs=_HALF_UNIT), (name, row[0])
+    columns = [
+        (c.rsplit(" (", 1)[0], _seeds_of(c.rsplit(" (", 1)[1].rstrip(")"))) for c in phenomenon_comparison[0][1:]
+    ]
+    for row in phenomenon_comparison[2:]:
+        for (name, seeds), cell in zip(columns, row[1:]):
+            b, a = _BLIMP_PAIRS[name]
+            assert seeds == sorted(set(archived[a]) & set(archived[b]))
+            want = np.mean([of(b, s)[row[0]] - of(a, s)[row[0]] for s in seeds])
+            assert float(cell.strip("*").split(" ")[0]) == pytest.approx(want, abs=_HALF_UNIT), (name, row[0])
