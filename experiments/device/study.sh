@@ -11,7 +11,9 @@
 # records; no weights) into $OUT/study.tgz. Calling it again while the machine is warm only waits and archives.
 #     bash experiments/device/study.sh [N] [WAIT]          (default 16 workers, 540 s)
 # carry [".device/model", ".device/studydata"] (made here by experiments/device/pack_study.sh).
-# Extract study.tgz here into docs/results/runs/ (cola_blimp_gpu/, learning_curves_gpu/).
+# Runs already in the committed archive (docs/results/runs/cola_blimp_gpu_preset/, learning_curves_gpu_preset/) are
+# not queued. Extract study.tgz here and copy its folders into those two (cola_blimp_gpu -> cola_blimp_gpu_preset,
+# learning_curves_gpu -> learning_curves_gpu_preset).
 N=${1:-16}; WAIT=${2:-540}
 source experiments/device/setup.sh
 export SYNTAXFORMER_DATA=/tmp/studydata SYNTAXFORMER_CACHE=/tmp/sfc OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -25,21 +27,31 @@ if [ ! -f $Q/jobs ]; then
         | tee -a "$OUT/device.txt"
     B="--tasks cola --suite blimp --out runs/gpu/cola_blimp"
     L="--min-steps 200 --out runs/gpu/learning_curves"
+    A=docs/results/runs  # a run already in the committed archive is not queued again
+    job() {  # ARCHIVE_FOLDER ARGS...: queue ARGS unless the archive holds that run (its suite result too, for BLiMP)
+        local done=$A/$1/metrics.json; shift
+        [[ "$*" == *--suite* ]] && done=${done%metrics.json}suites/blimp/report.json
+        [ -f "$done" ] || echo "$*"
+    }
     {
-        for s in 1 2 3 4 5; do
-            for v in baseline_default sgnet_default vanilla_layer_mean sbert_baseline sbert_gate sbert_gate_random; do
-                echo "$B --variants $v --seeds $s"
+        for s in 1 2 3 4 5; do  # the slowest to score first (random trees: their features are built per sentence)
+            job cola_blimp_gpu_preset/cola/sbert_gate_random/seed$s "$B --variants sbert_gate_random --seeds $s"
+            for v in sbert_gate baseline_default sgnet_default vanilla_layer_mean sbert_baseline; do
+                job cola_blimp_gpu_preset/cola/$v/seed$s "$B --variants $v --seeds $s"
             done
-            echo "$B --variants sgnet_default --noise 1.0 --seeds $s"
+            job cola_blimp_gpu_preset/cola/sgnet_default_noise1/seed$s "$B --variants sgnet_default --noise 1.0 --seeds $s"
         done
         for task_sizes in cola:100,1000 sst2:100,1000,10000; do
             t=${task_sizes%%:*}
+            C=learning_curves_gpu_preset/$t
             for s in 1 2 3 4 5; do
                 for z in $(echo "${task_sizes#*:}" | tr , ' '); do
-                    for v in baseline_default sgnet_default sbert_gate; do echo "$L --tasks $t --variants $v --sizes $z --seeds $s"; done
+                    for v in baseline_default sgnet_default sbert_gate; do
+                        job $C/${v}_n$z/seed$s "$L --tasks $t --variants $v --sizes $z --seeds $s"
+                    done
                 done
-                echo "$L --tasks $t --variants sgnet_default --noise 1.0 --sizes 100 --seeds $s"
-                echo "$L --tasks $t --variants sbert_gate_random --sizes 100 --seeds $s"
+                job $C/sgnet_default_noise1_n100/seed$s "$L --tasks $t --variants sgnet_default --noise 1.0 --sizes 100 --seeds $s"
+                job $C/sbert_gate_random_n100/seed$s "$L --tasks $t --variants sbert_gate_random --sizes 100 --seeds $s"
             done
         done
     } > $Q/jobs
