@@ -241,3 +241,51 @@ def test_the_committed_archive_makes_the_tables():
     assert _row(table, "10,000")[2] == f"{np.mean([r['score'] for r in by_seed.values()]):.4f} " + (
         f"({ct.seeds_text(sorted(by_seed))})"
     )
+
+
+def _doc_table_rows(heading: str, first_header: str) -> list[list[str]]:
+    """The rows of every table under ``heading`` in docs/results.md (up to the next heading) whose header starts
+    with ``first_header``, in order."""
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    section = section[: min(i for i in (section.find("\n## ", 1), section.find("\n### ", 1)) if i > 0)]
+    rows, inside = [], False
+    for line in section.splitlines():
+        if line.startswith(f"| {first_header} |"):
+            inside = True
+        if inside and line.startswith("|"):
+            rows.append([c.strip() for c in line.strip("|").split("|")])
+        elif not line.startswith("|"):
+            inside = False
+    return rows
+
+
+def _script_rows(markdown: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in markdown.splitlines() if line.startswith("|")]
+
+
+def test_results_md_learning_curves_are_the_archive():
+    """Every cell of the GPU-preset learning-curve tables in docs/results.md is what curve_tables.py computes from
+    the committed archive now (means, t-tests over seeds, Holm): a run archived without refreshing the tables, or a
+    hand-edited cell, fails here."""
+    ct = _module()
+    runs = ROOT / "docs" / "results" / "runs"
+    if not (runs / "learning_curves_gpu_preset").is_dir():
+        pytest.skip("no GPU-preset learning-curve archive")
+    want = []
+    for task in ct.CURVE_TASKS:
+        table, _, _ = ct.curve_table(
+            task, runs / "learning_curves_gpu_preset", runs / "cola_blimp_gpu_preset", None, preset="gpu"
+        )
+        want += _script_rows(table)
+    assert _doc_table_rows("### Learning curves, CoLA and SST-2 (GPU preset", "training sentences") == want
+
+
+def test_results_md_trees_table_is_the_archive():
+    """The same for the gold / parsed / random trees table (its one-seed cells use the script's seeded bootstrap)."""
+    ct = _module()
+    runs = ROOT / "docs" / "results" / "runs"
+    if not (runs / "sst_trees").is_dir():
+        pytest.skip("no SST-trees archive")
+    table, _, _ = ct.trees_table(runs / "sst_trees")
+    assert _doc_table_rows("### Gold vs parsed vs random trees", "system") == _script_rows(table)
