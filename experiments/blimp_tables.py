@@ -125,7 +125,12 @@ def phenomenon_tables(runs: dict, resamples: int) -> str:
     over seeds and pairs; Holm over every comparison x phenomenon)."""
     from syntaxformer.analysis.minimal_pairs import minimal_pair_report
 
-    field_of = {r["phenomenon"]: r["field"] for v in runs.values() for s in v.values() for r in s["records"]}
+    fields_of: dict[str, set[str]] = {}  # a phenomenon may span fields (npi_licensing: semantics and syntax_semantics)
+    for v in runs.values():
+        for s in v.values():
+            for r in s["records"]:
+                fields_of.setdefault(r["phenomenon"], set()).add(r["field"])
+    field_of = {ph: ", ".join(sorted(f)) for ph, f in fields_of.items()}
     order = sorted(field_of, key=lambda ph: (field_of[ph], ph))
     systems = [(k, n) for k, n in SYSTEMS if k in runs]
     acc = {k: [minimal_pair_report(runs[k][s]["records"])["phenomenon"] for s in sorted(runs[k])] for k, _ in systems}

@@ -311,3 +311,19 @@ def test_plot_refuses_existing_figures_before_drawing_and_replaces_them_with_ove
     assert (fig / "results.svg").read_text(encoding="utf-8") == "mine"
     assert main(["plot", str(tmp_path / "runs"), "--output", str(fig), "--overwrite"]) == 0
     _valid_png_and_svg([fig / "results.png", fig / "results.svg"])
+
+
+def test_system_labels_add_noise_or_size_only_where_the_variant_name_does_not_tell_runs_apart():
+    """A sweep's folder names (``sgnet_noise1``) already separate its runs: no ``noise=`` suffix then; one variant
+    name run at two noise levels or sizes still gets the suffix that tells them apart."""
+    from syntaxformer.analysis.plot_base import RunInfo, system_groups
+
+    def info(variant: str, noise: float = 0.0, size: int = 100, seed: int = 1) -> RunInfo:
+        return RunInfo(f"/r/{variant}/{seed}", "cola", "CoLA", variant, "SG-Net", seed, "mcc", 0.1, size, noise)
+
+    named = system_groups([info("sgnet"), info("sgnet", seed=2), info("sgnet_noise1", noise=1.0)])
+    assert sorted(named["cola"]) == ["sgnet", "sgnet_noise1"]
+    mixed = system_groups([info("sgnet"), info("sgnet", noise=1.0), info("base")])
+    assert sorted(mixed["cola"]) == ["base noise=0", "sgnet noise=0", "sgnet noise=1"]
+    sized = system_groups([info("sgnet", size=100), info("sgnet", size=1000), info("base", size=100)])
+    assert sorted(sized["cola"]) == ["base n=100", "sgnet n=100", "sgnet n=1000"]

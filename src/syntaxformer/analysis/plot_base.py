@@ -116,12 +116,14 @@ def find_runs(paths: Sequence[str | Path]) -> list[RunInfo]:
 
 
 def system_groups(runs: Sequence[RunInfo]) -> dict[str, dict[str, list[RunInfo]]]:
-    """task -> label -> seed runs; the label adds train size / parser noise where a task's runs differ in them."""
+    """task -> label -> seed runs; the label adds train size / parser noise where runs of one variant name differ in
+    them (a sweep's folder names such as ``sgnet_default_noise1`` already tell those runs apart)."""
     out: dict[str, dict[str, list[RunInfo]]] = {}
     for task in dict.fromkeys(r.task for r in runs):
         mine = [r for r in runs if r.task == task]
-        sizes = len({r.train_size for r in mine}) > 1
-        noises = len({r.parser_noise for r in mine}) > 1
+        variants = len({r.variant for r in mine})
+        sizes = len({(r.variant, r.train_size) for r in mine}) > variants
+        noises = len({(r.variant, r.parser_noise) for r in mine}) > variants
         for r in mine:
             label = (
                 r.variant + (f" n={r.train_size}" if sizes else "") + (f" noise={r.parser_noise:g}" if noises else "")
