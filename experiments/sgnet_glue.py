@@ -136,12 +136,17 @@ GPU_PRESETS: dict[str, dict] = {
 PRESETS = {"cpu": TASK_PRESETS, "full": FULL_PRESETS, "gpu": GPU_PRESETS}
 
 
+def _sizes(args: argparse.Namespace) -> list:
+    """--sizes as a list: training-set sizes, None for "all" (the whole set); ["preset"] when not given."""
+    return [None if x == "all" else int(x) for x in args.sizes.split(",")] if args.sizes else ["preset"]
+
+
 def _run(args: argparse.Namespace) -> None:
     from syntaxformer.training import RunConfig, train
 
     noises = [float(x) for x in args.noise.split(",")] if args.noise else [None]
     # learning curve: training-set sizes ("all" = the whole training set); None = the preset's size
-    sizes = [None if x == "all" else int(x) for x in args.sizes.split(",")] if args.sizes else ["preset"]
+    sizes = _sizes(args)
     save_seeds = {int(s) for s in args.save_model_seeds.split(",")} if args.save_model_seeds else set()
     shard, n_shards = (int(x) for x in args.shard.split("/")) if args.shard else (0, 1)
     k = -1
@@ -247,7 +252,7 @@ def _export_parses(args: argparse.Namespace) -> None:
     texts: dict[str, None] = {}
     token_lists: dict[tuple[str, ...], None] = {}
     # --sizes: the learning curves' training subsets (seeded, not nested: each size is its own draw)
-    sizes = [None if x == "all" else int(x) for x in args.sizes.split(",")] if args.sizes else ["preset"]
+    sizes = _sizes(args)
     for task_name in filter(None, args.tasks.split(",")):  # --tasks "" with --suite: the suite's sentences alone
         task = get_task(task_name)
         config = RunConfig.from_dict({**COMMON, **_presets(args)[task_name], "task": task_name})
