@@ -8,7 +8,8 @@
 #   random trees  (SG-Net: every head re-attached at random, --noise 1.0; Syntax-BERT: random masks).
 # Training: the full preset of experiments/sgnet_glue.py (batch 32, lr 1e-4, warm-up 10%, max_length 64) for at
 # least 200 optimisation steps (--min-steps 200), as the learning curves. Seed-major, resumable (a finished run is
-# skipped), each run archived into docs/results/runs/sst_trees/ as soon as it finishes (metrics, dev predictions).
+# skipped, and so is one the committed archive holds), each run archived into docs/results/runs/sst_trees/ as soon
+# as it finishes (metrics, dev predictions).
 #   bash experiments/sst_trees_sweep.sh [SEEDS] [OUT]        (default: 1,2,3,4,5 runs/sst_trees)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,14 +18,16 @@ OUT=${2:-runs/sst_trees}
 TO=docs/results/runs/sst_trees
 PY=${PYTHON:-.venv/bin/python}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1
-run() {  # one run of one seed, archived at once
+run() {  # one run of one seed, archived at once; skipped where the committed archive holds it
+    local dir=$1 seed=$2; shift 2
+    if [ -f "$TO/sst2_trees/${dir}_n100/seed$seed/dev_predictions.json" ]; then return; fi
     $PY experiments/sgnet_glue.py run --full --min-steps 200 --tasks sst2_trees --sizes 100 --out "$OUT" "$@"
     $PY experiments/sgnet_glue.py archive --out "$OUT" --to "$TO"
 }
 for seed in ${SEEDS//,/ }; do
     for variant in baseline_default sgnet_default_gold sgnet_default_parsed sbert_gate_gold sbert_gate_parsed \
         sbert_gate_random; do
-        run --variants "$variant" --seeds "$seed"
+        run "$variant" "$seed" --variants "$variant" --seeds "$seed"
     done
-    run --variants sgnet_default_gold --noise 1.0 --seeds "$seed"
+    run sgnet_default_gold_noise1 "$seed" --variants sgnet_default_gold --noise 1.0 --seeds "$seed"
 done
