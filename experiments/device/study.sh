@@ -25,36 +25,7 @@ if [ ! -f $Q/jobs ]; then
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/device.txt"
     python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)" \
         | tee -a "$OUT/device.txt"
-    B="--tasks cola --suite blimp --out runs/gpu/cola_blimp"
-    L="--min-steps 200 --out runs/gpu/learning_curves"
-    A=docs/results/runs  # a run already in the committed archive is not queued again
-    job() {  # ARCHIVE_FOLDER ARGS...: queue ARGS unless the archive holds that run (its suite result too, for BLiMP)
-        local done=$A/$1/metrics.json; shift
-        [[ "$*" == *--suite* ]] && done=${done%metrics.json}suites/blimp/report.json
-        [ -f "$done" ] || echo "$*"
-    }
-    {
-        for s in 1 2 3 4 5; do  # the slowest to score first (random trees: their features are built per sentence)
-            job cola_blimp_gpu_preset/cola/sbert_gate_random/seed$s "$B --variants sbert_gate_random --seeds $s"
-            for v in sbert_gate baseline_default sgnet_default vanilla_layer_mean sbert_baseline; do
-                job cola_blimp_gpu_preset/cola/$v/seed$s "$B --variants $v --seeds $s"
-            done
-            job cola_blimp_gpu_preset/cola/sgnet_default_noise1/seed$s "$B --variants sgnet_default --noise 1.0 --seeds $s"
-        done
-        for task_sizes in cola:100,1000 sst2:100,1000,10000; do
-            t=${task_sizes%%:*}
-            C=learning_curves_gpu_preset/$t
-            for s in 1 2 3 4 5; do
-                for z in $(echo "${task_sizes#*:}" | tr , ' '); do
-                    for v in baseline_default sgnet_default sbert_gate; do
-                        job $C/${v}_n$z/seed$s "$L --tasks $t --variants $v --sizes $z --seeds $s"
-                    done
-                done
-                job $C/sgnet_default_noise1_n100/seed$s "$L --tasks $t --variants sgnet_default --noise 1.0 --sizes 100 --seeds $s"
-                job $C/sbert_gate_random_n100/seed$s "$L --tasks $t --variants sbert_gate_random --sizes 100 --seeds $s"
-            done
-        done
-    } > $Q/jobs
+    bash experiments/device/study_jobs.sh all > $Q/jobs  # what the committed archive lacks, in order
     echo 0 > $Q/next
     cat > $Q/worker.sh <<'EOF'
 # one worker: take the next line of the queue (under a lock) until none is left
