@@ -71,7 +71,7 @@ CURVE_COMPARISONS = [
 # task -> (title, metric name in the caption, sizes; None = the whole training set)
 CURVE_TASKS = {
     "cola": ("CoLA", "dev Matthews correlation", [100, 1000, None]),
-    "sst2": ("SST-2", "dev accuracy", [100, 1000, 10000]),
+    "sst2": ("SST-2", "dev accuracy", [100, 1000, 10000, None]),  # "all": shown where runs of it are archived
 }
 GLUE_SWEEP_SIZE = {"sst2": 10000}  # the full-data GLUE sweep's training-set size, where it is a curve point
 
@@ -149,10 +149,10 @@ def curve_runs(task: str, curves: Path, blimp: Path, glue: Path | None) -> tuple
     for size in CURVE_TASKS[task][2]:
         points[size] = {}
         for variant, _ in CURVE_SYSTEMS:
-            if size is None:  # CoLA's whole training set: the BLiMP sweep's runs
+            if size is None and task == "cola":  # CoLA's whole training set: the BLiMP sweep's runs
                 runs = read_variant(blimp / task / variant, task)
             else:
-                runs = read_variant(curves / task / f"{variant}_n{size}", task)
+                runs = read_variant(curves / task / f"{variant}_n{size or 'all'}", task)
             if glue is not None and size is not None and GLUE_SWEEP_SIZE.get(task) == size:
                 full = read_variant(glue / task / variant, task)
                 for seed, own in sorted(runs.items()):
@@ -317,6 +317,7 @@ def curve_table(
     study, every training set whole, 3 epochs), for the caption; ``glue`` None: no run is joined from the GLUE sweep."""
     title, metric, sizes = CURVE_TASKS[task]
     points, notes = curve_runs(task, curves, blimp, glue if preset == "cpu" else None)
+    sizes = [z for z in sizes if z is not None or task == "cola" or points[z]]  # SST-2 "all": once run
     results = {}
     for size in sizes:
         for a, b, name in CURVE_COMPARISONS:
@@ -329,14 +330,14 @@ def curve_table(
     size_names = ", ".join(_size_label(s, points[s]) for s in sizes)
     sources = "`bash experiments/learning_curve_sweep.sh`" + (
         ", the whole training set from the syntactic-generalisation sweep (`bash experiments/blimp_sweep.sh`)"
-        if None in sizes
+        if None in sizes and task == "cola"
         else ""
     )
     if preset == "gpu":
         sources = (
             "`bash experiments/device/study.sh` on a GPU (the GPU preset: 3 epochs, fp32, MiniLM weights rounded to "
             "fp16 for the transfer)"
-            + (", the whole training set being the BLiMP study's runs" if None in sizes else "")
+            + (", the whole training set being the BLiMP study's runs" if None in sizes and task == "cola" else "")
         )
     elif task in GLUE_SWEEP_SIZE:
         sources += (

@@ -180,6 +180,22 @@ def test_sst2_10000_is_the_glue_sweeps_runs_and_the_curves_own_runs_only_add_see
     assert _row(table, "100")[1:] == ["–"] * 9
 
 
+def test_sst2_whole_training_set_is_a_row_once_its_runs_are_archived(tmp_path):
+    ct = _module()
+    curves, blimp = tmp_path / "curves", tmp_path / "blimp"
+    _seeds(curves, "sst2", "baseline_default_n100", {1: 0.70, 2: 0.72})
+    table, _, _ = ct.curve_table("sst2", curves, blimp, None, resamples=50, preset="gpu")
+    assert not any(line.startswith("| all") for line in table.splitlines())  # not run: no row of dashes
+    config = {"max_train_samples": 67349}
+    _seeds(curves, "sst2", "baseline_default_nall", {1: 0.90, 2: 0.92}, **config)
+    _seeds(curves, "sst2", "sgnet_default_nall", {1: 0.91, 2: 0.90}, **config)
+    _seeds(blimp, "sst2", "baseline_default", {1: 0.10})  # CoLA's whole set comes from the BLiMP runs, SST-2's not
+    table, results, _ = ct.curve_table("sst2", curves, blimp, None, resamples=50, preset="gpu")
+    assert _row(table, "all (67,349)")[1:3] == ["0.9100 (s1,2)", "0.9050 (s1,2)"]
+    assert results[None, "sgnet_default", "baseline_default"]["seeds"] == [1, 2]
+    assert "BLiMP" not in table.split("\n")[0]
+
+
 def test_gold_parsed_random_table(tmp_path):
     ct = _module()
     root = tmp_path / "sst_trees"

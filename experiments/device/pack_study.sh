@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prepare, on this machine (spaCy, the parse cache, ../shared/data), what experiments/device/study.sh needs on a GPU
-# lease, under the git-ignored .device/: the MiniLM weights as fp16 (.device/model) and .device/studydata: CoLA and
-# SST-2 (train, dev), BLiMP, and the parses of every text the study reads (CoLA whole and its 100 / 1,000 subsets,
-# SST-2's 100 / 1,000 / 10,000 subsets and dev, every BLiMP sentence), xz-compressed (a call carries 64 MiB in all).
+# lease, under the git-ignored .device/: the MiniLM weights as fp16 (.device/model) and .device/studydata: the data
+# and the parses of every text the queued runs read (experiments/device/study_jobs.sh: only the runs the committed
+# archive lacks), xz-compressed. CoLA (whole, and its 100 / 1,000 subsets) where a CoLA run is queued, SST-2 (the
+# queued sizes and dev) where an SST-2 run is, BLiMP's sentences where a BLiMP run is. A call carries 64 MiB in all,
+# the checkout included: the script adds it up and stops if the carry would not fit.
 #     bash experiments/device/pack_study.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,11 +13,35 @@ DATA=${SYNTAXFORMER_DATA:-../shared/data}
 export HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 SYNTAXFORMER_DATA="$DATA"
 [ -f .device/model/model.safetensors ] || ../shared/tools/device-pack model
 S=.device/studydata
+queue=$(bash experiments/device/study_jobs.sh all)
+[ -n "$queue" ] || { echo "nothing queued: the committed archive holds every run of the study"; exit 0; }
+sizes() {  # the training-set sizes queued for task $1, comma-separated
+    grep -e "--tasks $1 " <<< "$queue" | grep -o -e "--sizes [^ ]*" | cut -d' ' -f2 | sort -u | paste -sd, -
+}
 rm -rf $S && mkdir -p $S
-tar cJf $S/data.tar.xz -C "$DATA" glue/CoLA/train.tsv glue/CoLA/dev.tsv glue/SST-2/train.tsv glue/SST-2/dev.tsv blimp
-$PY experiments/sgnet_glue.py export-parses --preset gpu --tasks cola --sizes 100,1000,all --out-file $S/p_cola.jsonl
-$PY experiments/sgnet_glue.py export-parses --preset gpu --tasks sst2 --sizes 100,1000,10000 --out-file $S/p_sst2.jsonl
-$PY experiments/sgnet_glue.py export-parses --tasks "" --suite blimp --out-file $S/p_blimp.jsonl
-cat $S/p_cola.jsonl $S/p_sst2.jsonl $S/p_blimp.jsonl | xz -T2 -9e > $S/parses.jsonl.xz
+files=() parts=()
+if grep -q -e "--tasks cola " <<< "$queue"; then
+    files+=(glue/CoLA/train.tsv glue/CoLA/dev.tsv)
+    $PY experiments/sgnet_glue.py export-parses --preset gpu --tasks cola --sizes 100,1000,all --out-file $S/p_cola.jsonl
+    parts+=(cola)
+fi
+if grep -q -e "--tasks sst2 " <<< "$queue"; then
+    files+=(glue/SST-2/train.tsv glue/SST-2/dev.tsv)
+    $PY experiments/sgnet_glue.py export-parses --preset gpu --tasks sst2 --sizes "$(sizes sst2)" --out-file $S/p_sst2.jsonl
+    parts+=("sst2 ($(sizes sst2))")
+fi
+if grep -q -e "--suite blimp" <<< "$queue"; then
+    files+=(blimp)
+    $PY experiments/sgnet_glue.py export-parses --tasks "" --suite blimp --out-file $S/p_blimp.jsonl
+    parts+=(blimp)
+fi
+tar cJf $S/data.tar.xz -C "$DATA" "${files[@]}"
+cat $S/p_*.jsonl | awk '!seen[$0]++' | xz -T2 -9e > $S/parses.jsonl.xz
 rm $S/p_*.jsonl
-du -sh .device/model $S/*; echo 'carry: [".device/model", ".device/studydata"]'
+echo "$(wc -l <<< "$queue") runs queued; packed: ${parts[*]}"
+du -sh .device/model $S/*
+# what a call carries: the checkout (tracked and untracked, not ignored) and the two carried folders
+total=$(( $(git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s+=$1} END {print s}') \
+    + $(du -sb .device/model | cut -f1) + $(du -sb $S | cut -f1) ))
+echo "carry: [\".device/model\", \".device/studydata\"], $((total / 1048576)) MiB with the checkout (limit 64)"
+[ $total -le $((64 * 1048576)) ] || { echo "too large to carry"; exit 1; }

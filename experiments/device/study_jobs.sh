@@ -3,7 +3,9 @@
 # per line, in the order they should run (seed-major; the slowest BLiMP scorers first), leaving out every run the
 # committed archive (docs/results/runs/) already holds. Read by experiments/device/study.sh (on the GPU) and by
 # experiments/gpu_preset_cpu_fill.sh (the same runs on the CPU).
-#     bash experiments/device/study_jobs.sh [blimp|curves|all]
+#     bash experiments/device/study_jobs.sh [blimp|curves|sst2all|all]
+# sst2all: SST-2's whole training set (67,349 sentences, 3 epochs) for the three systems of the curves, 5 seeds;
+# a GPU's work (not part of "curves", which experiments/curve_cpu_fill.sh runs on the CPU).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PART=${1:-all}
@@ -36,6 +38,13 @@ if [ "$PART" = all ] || [ "$PART" = curves ]; then
             done
             job $C/sgnet_default_noise1_n100/seed$s "$L --tasks $t --variants sgnet_default --noise 1.0 --sizes 100 --seeds $s"
             job $C/sbert_gate_random_n100/seed$s "$L --tasks $t --variants sbert_gate_random --sizes 100 --seeds $s"
+        done
+    done
+fi
+if [ "$PART" = all ] || [ "$PART" = sst2all ]; then  # after the curves: the longest runs
+    for s in 1 2 3 4 5; do
+        for v in baseline_default sgnet_default sbert_gate; do
+            job learning_curves_gpu_preset/sst2/${v}_nall/seed$s "$L --tasks sst2 --variants $v --sizes all --seeds $s"
         done
     done
 fi
