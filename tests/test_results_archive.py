@@ -16,6 +16,8 @@ from tests.conftest import DATA
 
 ARCHIVE = Path(__file__).resolve().parents[1] / "docs" / "results" / "runs"
 RECORDS = sorted(ARCHIVE.glob("*/*/*/seed*"))  # SWEEP/TASK/VARIANT/seedN folders
+#: the headline dev metric of a GLUE task (accuracy where not named)
+_METRIC_OF = {"cola": "matthews_correlation", "mrpc": "f1", "stsb": "pearson"}
 REFERENCE = {
     "accuracy": accuracy_score,
     "f1": f1_score,
@@ -32,7 +34,7 @@ def test_the_archive_is_there():
 def test_an_archived_runs_score_is_recomputed_from_its_predictions(record: Path):
     metrics = json.loads((record / "metrics.json").read_text())
     pred = json.loads((record / "dev_predictions.json").read_text())
-    metric = {"cola": "matthews_correlation", "mrpc": "f1", "stsb": "pearson"}.get(pred["task"], "accuracy")
+    metric = _METRIC_OF.get(pred["task"], "accuracy")
     p, y = np.asarray(pred["predictions"]), np.asarray(pred["labels"])
     assert pred["order"] == "dataset" and len(p) == len(y) == len(pred["ids"]) == metrics["sizes"]["dev"]
     assert REFERENCE[metric](p, y) == pytest.approx(metrics["dev"][metric], abs=1e-9)
@@ -264,7 +266,7 @@ def _holm(ps: list[float]) -> list[float]:
 def _glue_seed_scores(task: str, variant: str) -> dict[int, float]:
     """The archived seeds (of 1-3) of one cell, each scored from its archived predictions with scikit-learn /
     SciPy."""
-    metric = {"cola": "matthews_correlation", "mrpc": "f1", "stsb": "pearson"}.get(task, "accuracy")
+    metric = _METRIC_OF.get(task, "accuracy")
     out = {}
     for seed in (1, 2, 3):
         path = ARCHIVE / "glue_sweep" / task / variant / f"seed{seed}" / "dev_predictions.json"
