@@ -32,8 +32,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy
 
+# Two pytest-xdist workers (CI has 2 cores; `make test WORKERS=auto` uses every core, WORKERS=0 runs in one process);
+# tests/conftest.py keeps each test module on one worker.
+WORKERS ?= 2
 test: $(STAMP) lint
-	HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 $(BIN)/python -m pytest -p no:cacheprovider
+	HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 $(BIN)/python -m pytest -p no:cacheprovider -n $(WORKERS) --dist loadgroup
 
 # The declared minimum versions (.ci/min-versions.txt) in a second environment, with a fast subset of the suite:
 # modeling, data, the runner and inference. `.ci/run` runs it after `make test`. syntaxformer itself is NOT installed

@@ -18,8 +18,23 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SYNTAXFORMER_DATA", REPO.parent / "shared" / "data"))
 
 
+# Under pytest-xdist (`make test` runs two workers: -n 2 --dist loadgroup) each worker is one process on a CPU shared
+# with the other: one torch thread each (and in the processes the tests start), instead of two threads per worker
+# competing for two cores.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Skip the tests marked ``gpu`` where CUDA is not available, saying so."""
+    """Skip the tests marked ``gpu`` where CUDA is not available, saying so. Under ``--dist loadgroup``, give every
+    test its module as xdist group (a module's fixtures are then built on one worker only), except the tests marked
+    ``own_work_unit``, which are each a group of their own (the long documentation pages run side by side)."""
+    if getattr(config.option, "dist", "no") == "loadgroup":
+        for item in items:
+            unit = item.nodeid if item.get_closest_marker("own_work_unit") else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(unit.replace("@", "_")))
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return

@@ -75,6 +75,7 @@ def _pages_with_code() -> list[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.own_work_unit
 @pytest.mark.parametrize("page", _pages_with_code(), ids=lambda p: str(p.relative_to(REPO)))
 def test_python_blocks_run(page: Path, tmp_path: Path) -> None:
     blocks = [(line, code) for line, code, runnable in python_blocks(page) if runnable]

@@ -342,7 +342,11 @@ def test_run_killed_while_checkpointing_then_resumed(tiny_model, tmp_path):
         capture_output=True,
         text=True,
         # the same thread count as this process: its steps must be bit-identical to ours
-        env={**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())},
+        env={
+            **os.environ,
+            "OMP_NUM_THREADS": str(torch.get_num_threads()),
+            "MKL_NUM_THREADS": str(torch.get_num_threads()),
+        },
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert (out / "checkpoint-3" / "model.safetensors").is_file()
