@@ -122,6 +122,7 @@ def read_run(folder: Path, task: str) -> Run | None:
         "ids": pred.get("ids"),
         "config": config,
         "train_size": metrics.get("sizes", {}).get("train"),
+        "device": metrics.get("environment", {}).get("device"),
         "folder": folder,
     }
 
@@ -254,12 +255,15 @@ def p_text(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def mean_cell(runs: Runs | None) -> str:
-    """The mean dev score over the archived seeds and the seeds, or "–"."""
+def mean_cell(runs: Runs | None, mark_cpu: bool = False) -> str:
+    """The mean dev score over the archived seeds and the seeds, or "–"; ``mark_cpu`` (a GPU study's table): the
+    seeds whose run recorded the CPU as its device are named ("s1–5; s4,5 on CPU", "s1–5; all on CPU")."""
     if not runs:
         return "–"
     seeds = sorted(runs)
-    return f"{np.mean([runs[s]['score'] for s in seeds]):.4f} ({seeds_text(seeds)})"
+    cpu = [s for s in seeds if runs[s].get("device") == "cpu"] if mark_cpu else []
+    on_cpu = "" if not cpu else "; all on CPU" if cpu == seeds else f"; {seeds_text(cpu)} on CPU"
+    return f"{np.mean([runs[s]['score'] for s in seeds]):.4f} ({seeds_text(seeds)}{on_cpu})"
 
 
 def comparison_cell(result: dict | None, adjusted: float | None) -> str:
@@ -338,6 +342,10 @@ def curve_table(
             "`bash experiments/device/study.sh` on a GPU (the GPU preset: 3 epochs, fp32, MiniLM weights rounded to "
             "fp16 for the transfer)"
             + (", the whole training set being the BLiMP study's runs" if None in sizes and task == "cola" else "")
+            + '; seeds marked "on CPU" ran on the CPU with the same command, weights and parse file '
+            "(`bash experiments/curve_cpu_fill.sh`"
+            + (", for the BLiMP study's runs `blimp_cpu_fill.sh`" if None in sizes and task == "cola" else "")
+            + "; one thread)"
         )
     elif task in GLUE_SWEEP_SIZE:
         sources += (
@@ -359,7 +367,9 @@ def curve_table(
     header = ["training sentences"] + [n for _, n in CURVE_SYSTEMS] + [n for _, _, n in CURVE_COMPARISONS]
     lines = [caption, "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for size in sizes:
-        cells = [_size_label(size, points[size])] + [mean_cell(points[size].get(v)) for v, _ in CURVE_SYSTEMS]
+        cells = [_size_label(size, points[size])] + [
+            mean_cell(points[size].get(v), mark_cpu=preset == "gpu") for v, _ in CURVE_SYSTEMS
+        ]
         for a, b, _ in CURVE_COMPARISONS:
             key = (size, a, b)
             cells.append(comparison_cell(results.get(key), adjusted.get(key)))

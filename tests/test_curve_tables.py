@@ -27,6 +27,7 @@ def _module():
 def _run(folder: Path, task: str, seed: int, score: float | None = None, predictions=None, labels=None, **config):
     """One archived run folder as `sgnet_glue.py archive` writes it (metrics.json, run.json, dev_predictions.json)."""
     metric = "matthews_correlation" if task == "cola" else "accuracy"
+    device = config.pop("device", "cuda (NVIDIA H200)")
     labels = [0, 1, 1, 0, 1, 0, 1, 1] if labels is None else labels
     predictions = labels if predictions is None else predictions
     if score is None:
@@ -40,6 +41,7 @@ def _run(folder: Path, task: str, seed: int, score: float | None = None, predict
                 "dev": {metric: score},
                 "sizes": {"train": config.get("max_train_samples"), "dev": len(labels)},
                 "train": {"runtime_s": 1.0},
+                "environment": {"device": device},
             }
         )
     )
@@ -194,6 +196,23 @@ def test_sst2_whole_training_set_is_a_row_once_its_runs_are_archived(tmp_path):
     assert _row(table, "all (67,349)")[1:3] == ["0.9100 (s1,2)", "0.9050 (s1,2)"]
     assert results[None, "sgnet_default", "baseline_default"]["seeds"] == [1, 2]
     assert "BLiMP" not in table.split("\n")[0]
+
+
+def test_a_gpu_study_table_names_the_seeds_that_ran_on_the_cpu(tmp_path):
+    ct = _module()
+    curves, blimp = tmp_path / "curves", tmp_path / "blimp"
+    _seeds(curves, "sst2", "baseline_default_n100", {1: 0.70, 2: 0.72, 3: 0.74})
+    _seeds(curves, "sst2", "baseline_default_n100", {4: 0.71, 5: 0.73}, device="cpu")
+    _seeds(curves, "sst2", "sgnet_default_n100", {1: 0.71, 2: 0.70, 3: 0.72, 4: 0.75})
+    table, _, _ = ct.curve_table("sst2", curves, blimp, None, resamples=50, preset="gpu")
+    assert _row(table, "100")[1:3] == ["0.7200 (s1–5; s4,5 on CPU)", "0.7200 (s1–4)"]
+    assert '"on CPU" ran on the CPU' in table.split("\n")[0]
+    _seeds(curves, "sst2", "sbert_gate_n100", {1: 0.70, 2: 0.71}, device="cpu")
+    assert _row(ct.curve_table("sst2", curves, blimp, None, resamples=50, preset="gpu")[0], "100")[4] == (
+        "0.7050 (s1,2; all on CPU)"
+    )
+    table, _, _ = ct.curve_table("sst2", curves, blimp, None, resamples=50, preset="cpu")  # a CPU sweep: all on CPU
+    assert _row(table, "100")[1] == "0.7200 (s1–5)"
 
 
 def test_gold_parsed_random_table(tmp_path):
