@@ -332,19 +332,20 @@ def curve_table(
     adjusted = holm_family(results, resamples)
     seeds = sorted({s for at in points.values() for runs in at.values() for s in runs})
     size_names = ", ".join(_size_label(s, points[s]) for s in sizes)
+    cola_all = None in sizes and task == "cola"  # CoLA's whole training set: the BLiMP study's runs
     sources = "`bash experiments/learning_curve_sweep.sh`" + (
         ", the whole training set from the syntactic-generalisation sweep (`bash experiments/blimp_sweep.sh`)"
-        if None in sizes and task == "cola"
+        if cola_all
         else ""
     )
     if preset == "gpu":
         sources = (
             "`bash experiments/device/study.sh` on a GPU (the GPU preset: 3 epochs, fp32, MiniLM weights rounded to "
             "fp16 for the transfer)"
-            + (", the whole training set being the BLiMP study's runs" if None in sizes and task == "cola" else "")
+            + (", the whole training set being the BLiMP study's runs" if cola_all else "")
             + '; seeds marked "on CPU" ran on the CPU with the same command, weights and parse file '
             "(`bash experiments/curve_cpu_fill.sh`"
-            + (", for the BLiMP study's runs `blimp_cpu_fill.sh`" if None in sizes and task == "cola" else "")
+            + (", for the BLiMP study's runs `blimp_cpu_fill.sh`" if cola_all else "")
             + "; one thread)"
         )
     elif task in GLUE_SWEEP_SIZE:

@@ -337,16 +337,13 @@ def test_run_killed_while_checkpointing_then_resumed(tiny_model, tmp_path):
 
     straight = train(config(tmp_path / "straight"))
     out = tmp_path / "killed"
+    threads = str(torch.get_num_threads())
     proc = subprocess.run(
         [sys.executable, "-c", _KILL_WHILE_CHECKPOINTING, json.dumps(config(out).to_dict())],
         capture_output=True,
         text=True,
         # the same thread count as this process: its steps must be bit-identical to ours
-        env={
-            **os.environ,
-            "OMP_NUM_THREADS": str(torch.get_num_threads()),
-            "MKL_NUM_THREADS": str(torch.get_num_threads()),
-        },
+        env={**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads},
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     assert (out / "checkpoint-3" / "model.safetensors").is_file()
