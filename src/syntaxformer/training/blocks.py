@@ -25,6 +25,7 @@ __all__ = [
     "build_model",
     "check_encoder",
     "check_max_length",
+    "code_revision",
     "count_parameters",
     "environment",
     "load_tokenizer",
@@ -77,8 +78,37 @@ def load_tokenizer(path: str) -> Any:
     return tok
 
 
+def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | None:
+    """The git commit of the checkout that ``package_dir`` (default: syntaxformer's own folder) lies in, and whether
+    that folder has uncommitted changes to tracked files: ``{"commit": "<40 hex>", "modified": bool}``.
+
+    ``None`` where the package is not in a git work tree (an installed wheel: its version says what ran) or git is
+    not available. A development version number is the same for every commit, so a run made from a checkout records
+    this too: two runs of one configuration that differ can then be traced to the code each ran.
+    """
+    import subprocess
+
+    folder = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--verify", "HEAD")
+    if commit is None:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".")
+    return {"commit": commit.strip(), "modified": None if status is None else bool(status.strip())}
+
+
 def environment() -> dict[str, Any]:
-    """Versions and device of this process (for the output files)."""
+    """Versions and device of this process (for the output files); ``code`` is :func:`code_revision` (present only
+    where syntaxformer runs from a git checkout)."""
     import torch
     import transformers
 
@@ -87,7 +117,7 @@ def environment() -> dict[str, Any]:
     device = "cpu"
     if torch.cuda.is_available():
         device = f"cuda ({torch.cuda.get_device_name(0)})"
-    return {
+    env: dict[str, Any] = {
         "syntaxformer": __version__,
         "transformers": transformers.__version__,
         "torch": torch.__version__,
@@ -95,6 +125,10 @@ def environment() -> dict[str, Any]:
         "device": device,
         "cpu_threads": torch.get_num_threads(),
     }
+    revision = code_revision()
+    if revision is not None:
+        env["code"] = revision
+    return env
 
 
 def check_encoder(config: RunConfig, task: Task) -> None:
