@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/syntax_bert_attention.py [--quick] [--batch 8] [--length 128 [256 512 ...]]
-        [--implementations fast,exact,flex,triton] [--device cpu|cuda] [--autocast bf16]
+        [--implementations fast,exact,triton] [--device cpu|cuda] [--autocast bf16]
         [--shape minilm|bert-base] [--out FILE]
 
 Inputs: batch 8 x 128 positions (``--batch``, ``--length``; several lengths run one after the other) packed from
@@ -16,7 +16,7 @@ dependency + constituency relation groups with D = 15 (M = 90 sub-networks), ran
    hidden 768, 12 heads, FFN 3072), training mode: a
    ``BertLayer`` with transformers' default SDPA attention (vanilla) against the same layer with the syntax
    attention — ``fast`` (default) and ``exact`` (autograd, per-group maximum; the library's slow path), and with
-   ``--implementations ...,flex`` the flex_attention path, with ``...,triton`` the fused Triton kernels (CUDA only:
+   ``--implementations ...,triton`` the fused Triton kernels (CUDA only:
    on the CPU they run only in Triton's interpreter, whose timings say nothing about speed). Interleaved repeats,
    median times, ratios to vanilla, tokens/s. Each implementation's output and input gradient are checked against
    the exact path in the same run (the slow loop over the sub-networks is tested in ``tests/``, not timed here).
@@ -28,13 +28,12 @@ dependency + constituency relation groups with D = 15 (M = 90 sub-networks), ran
    backward by one forward (exact, from autograd's saved-tensor hooks, unique storages) and the peak RSS growth of
    a training step, each variant in a fresh process.
 
-With ``flex`` or ``triton`` among the implementations every variant (vanilla included) runs without
-attention-probability dropout (neither has any), so that the comparison is like for like; the JSON says
-``attention_dropout``. With ``flex`` / ``triton`` the whole-model step also times a ``syntax_flex`` /
-``syntax_triton`` model.
+With ``triton`` among the implementations every variant (vanilla included) runs without attention-probability
+dropout (the kernels have none), so that the comparison is like for like; the JSON says ``attention_dropout``.
+With ``triton`` the whole-model step also times a ``syntax_triton`` model.
 
 ``--device cuda``: every timed call is wrapped in ``torch.cuda.synchronize()``; the first call of each variant
-(warm-up; for ``flex`` it includes ``torch.compile``) is reported separately as ``first_call_ms`` and never enters
+(warm-up: kernel compilation) is reported separately as ``first_call_ms`` and never enters
 the medians; peak CUDA memory of one layer forward + backward and of one model training step per variant (above
 what is allocated before it); no RSS child processes. ``--quick``
 keeps the GPU run to a few repeats (lengths 128 and 512, batch 8: about a minute on one GPU plus the compiles).
@@ -154,12 +153,9 @@ def _interleaved(
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def _saved_bytes(fn: Callable[[], torch.Tensor], kind: str = "") -> int | None:
-    """Bytes of the unique storages autograd saves for backward during ``fn()`` (activation memory); None for a
-    flex variant on CUDA (saved-tensor hooks around a compiled graph measure nothing reliable there; see the peak
-    CUDA memory instead). The triton variant's autograd functions save through the same hooks."""
-    if DEVICE.type == "cuda" and "flex" in kind:
-        return None
+def _saved_bytes(fn: Callable[[], torch.Tensor]) -> int:
+    """Bytes of the unique storages autograd saves for backward during ``fn()`` (activation memory; the triton
+    variant's autograd functions save through the same hooks)."""
     seen: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -181,7 +177,7 @@ def _saved_bytes(fn: Callable[[], torch.Tensor], kind: str = "") -> int | None:
 def bench_groups(batch: dict[str, torch.Tensor], repeats: int) -> dict:
     """Median ms per example to build both partitions' relation groups and prepare them for the layers."""
     from syntaxformer.masks import relation_groups_from_features
-    from syntaxformer.modeling.syntax_attention import prepare_groups
+    from syntaxformer.modeling.syntax_attention_core import prepare_groups
 
     def build() -> None:
         prepare_groups(list(relation_groups_from_features(batch, 15)), 3 * 15 + 2)
@@ -199,7 +195,7 @@ def bench_layer(
     from transformers.models.bert.modeling_bert import BertLayer
 
     from syntaxformer.masks import relation_groups_from_features
-    from syntaxformer.modeling.syntax_attention import SyntaxAttentionOptions, TopicalAttention, prepare_groups
+    from syntaxformer.modeling.syntax_attention_core import SyntaxAttentionOptions, TopicalAttention, prepare_groups
 
     torch.manual_seed(0)
     base = _encoder_config()
@@ -260,7 +256,7 @@ def bench_layer(
     variants = {"vanilla": None, **{impl: impl for impl in impls}}
     first: dict[str, float] = {}
     t = _interleaved({k: (lambda impl=impl: run(impl)) for k, impl in variants.items()}, repeats, first=first)
-    mem = {k: _saved_bytes(lambda impl=impl: forward(impl), k) for k, impl in variants.items()}
+    mem = {k: _saved_bytes(lambda impl=impl: forward(impl)) for k, impl in variants.items()}
     out = {
         "shape": {
             "batch": B,
@@ -303,7 +299,7 @@ def bench_layer(
 
 
 #: Whole-model variants: ``syntax`` runs the default ``fast`` implementation, ``syntax_<impl>`` the others.
-MODEL_KINDS = {"syntax": "fast", "syntax_flex": "flex", "syntax_triton": "triton"}
+MODEL_KINDS = {"syntax": "fast", "syntax_triton": "triton"}
 
 
 def _model(kind: str, attention_dropout: float | None = None):
@@ -358,8 +354,8 @@ def bench_model(
     batch: dict[str, torch.Tensor], repeats: int, impls: tuple[str, ...] = (), attention_dropout: float | None = None
 ) -> dict:
     """Training steps of the vanilla model, the ``fast`` Syntax-BERT model and one per implementation of
-    ``impls`` among ``flex`` / ``triton``."""
-    extra = tuple(f"syntax_{impl}" for impl in impls if impl in ("flex", "triton"))
+    ``impls`` other than ``fast`` / ``exact`` (``triton``)."""
+    extra = tuple(f"syntax_{impl}" for impl in impls if impl == "triton")
     kinds = ("vanilla", "syntax") + extra
     models = {k: _model(k, attention_dropout) for k in kinds}
     opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-5) for k, m in models.items()}
@@ -373,7 +369,7 @@ def bench_model(
             else {n: batch[n] for n in ("input_ids", "attention_mask", "token_type_ids", "labels")}
         )
         with _autocast():
-            saved[k] = _saved_bytes(lambda m=m, inputs=inputs: m(**inputs).loss, k)
+            saved[k] = _saved_bytes(lambda m=m, inputs=inputs: m(**inputs).loss)
     B, L = batch["input_ids"].shape
     out = {
         "step_ms": {k: round(v * 1e3, 1) for k, v in t.items()},
@@ -476,9 +472,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--implementations",
         default="fast,exact",
-        help="comma-separated syntax implementations timed in the layer benchmark (fast, exact, flex,"
-        " triton; default fast,exact); with flex / triton the model step also times a flex / "
-        "triton model",
+        help="comma-separated syntax implementations timed in the layer benchmark (fast, exact, triton;"
+        " default fast,exact); with triton the model step also times a triton model",
     )
     parser.add_argument(
         "--shape",
@@ -506,9 +501,9 @@ def main(argv: list[str] | None = None) -> dict:
 
     global DEVICE, AUTOCAST, SHAPE
     impls = tuple(x.strip() for x in args.implementations.split(",") if x.strip())
-    bad = [x for x in impls if x not in ("fast", "exact", "flex", "triton")]
+    bad = [x for x in impls if x not in ("fast", "exact", "triton")]
     if bad or not impls:
-        parser.error(f"--implementations takes fast, exact, flex and/or triton, got {args.implementations!r}")
+        parser.error(f"--implementations takes fast, exact and/or triton, got {args.implementations!r}")
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda but torch.cuda.is_available() is False")
     if "triton" in impls and args.device != "cuda":
@@ -521,8 +516,8 @@ def main(argv: list[str] | None = None) -> dict:
     DEVICE = torch.device(args.device)
     AUTOCAST = torch.bfloat16 if args.autocast == "bf16" else None
     SHAPE = args.shape
-    # flex_attention and the Triton kernels have no attention dropout: none for any variant then
-    dropout = 0.0 if {"flex", "triton"} & set(impls) else None
+    # the Triton kernels have no attention dropout: none for any variant then
+    dropout = 0.0 if "triton" in impls else None
 
     layer_reps, model_reps = (5, 3) if args.quick else (15, 7)
     model_reps = args.model_repeats or model_reps

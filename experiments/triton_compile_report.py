@@ -60,34 +60,34 @@ def main() -> dict:
     if T.INTERPRETED:
         parser.error("unset TRITON_INTERPRET: the interpreter's kernels cannot be compiled")
     kernels = {  # name: (kernel, pointer arguments, extra constexprs, has a JP table)
-        "prepass_max": (T._prepass_max_kernel, ["Q", "K", "IDX", "MX"], {"ONE_HOT": False}, True),
+        "prepass_max": (T.prepass_max_kernel, ["Q", "K", "IDX", "MX"], {"ONE_HOT": False}, True),
         "prepass_sum": (
-            T._prepass_sum_kernel,
+            T.prepass_sum_kernel,
             ["Q", "K", "W", "IDX", "MX", "LZ", "Y", "SHIFT"],
             {"ONE_HOT": False, "HAS_W": True},
             True,
         ),
         "prepass_bwd_rows": (
-            T._prepass_bwd_rows_kernel,
+            T.prepass_bwd_rows_kernel,
             ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DQ"],
             {"HAS_W": True},
             False,
         ),
         "prepass_bwd_cols": (
-            T._prepass_bwd_cols_kernel,
+            T.prepass_bwd_cols_kernel,
             ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DK", "DW"],
             {"HAS_W": True},
             False,
         ),
-        "attn_fwd": (T._attn_fwd_kernel, ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "O", "LSE"], {}, False),
+        "attn_fwd": (T.attn_fwd_kernel, ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "O", "LSE"], {}, False),
         "attn_bwd_rows": (
-            T._attn_bwd_rows_kernel,
+            T.attn_bwd_rows_kernel,
             ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DQ", "DB"],
             {"ONE_HOT": False},
             True,
         ),
         "attn_bwd_cols": (
-            T._attn_bwd_cols_kernel,
+            T.attn_bwd_cols_kernel,
             ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DK", "DV"],
             {},
             False,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# On the GPU machine: the gpu-marked tests (flex path included), then the SG-Net and Syntax-BERT
-# (fast vs flex) benchmarks at 128 / 512 tokens.
+# On the GPU machine: the gpu-marked tests, then the SG-Net and Syntax-BERT
+# (fast vs triton) benchmarks at 128 / 512 tokens.
 # Device call: command `bash experiments/device/gpu_checks.sh`, carry [".device/model", ".device/testdata"].
 source experiments/device/setup.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -14,5 +14,5 @@ for L in 128 512; do
 done
 for L in 128 512; do
     SYNTAXFORMER_DATA=.device/testdata timeout 200 python3 benchmarks/syntax_bert_attention.py --device cuda --quick \
-        --batch 8 --length $L --implementations fast,flex --no-rss 2>&1 | tail -1 | tee "$OUT/syntax_bert_$L.json"
+        --batch 8 --length $L --implementations fast,triton --no-rss 2>&1 | tail -1 | tee "$OUT/syntax_bert_$L.json"
 done

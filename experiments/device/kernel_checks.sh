@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: the fused Triton kernels of the Syntax-BERT attention (implementation="triton") in one call of
 # under 6 minutes: their gpu-marked tests (fp32 and bf16 against the float64 reference, whole models), then
-# benchmarks/syntax_bert_attention.py --device cuda with fast, flex and triton beside plain SDPA at 8x128 fp32,
+# benchmarks/syntax_bert_attention.py --device cuda with fast and triton beside plain SDPA at 8x128 fp32,
 # 64x128 bf16, 8x512 bf16 and 32x512 bf16, MiniLM shape (the carried checkpoint) then BERT-base shape (random
 # weights), then every other gpu-marked test in the time that is left. Each benchmark JSON (its command, device,
 # commit inside) goes to $OUT/gpu/<name>.json, ready to be committed under docs/results/gpu/; logs beside them.
@@ -54,8 +54,7 @@ for part in $PARTS; do
             2>&1 | tee "$OUT/gpu/gpu_tests_triton.log" | tail -15 ;;
     minilm|bert-base)
         shape=$part; tag=${part/-/}
-        impls=fast,flex,triton
-        [ "$part" = bert-base ] && impls=fast,triton  # flex (compiled, 4-9x plain) would not fit the budget
+        impls=fast,triton
         bench "${tag}_b8_l128_fp32" --shape "$shape" --implementations "$impls" --batch 8 --length 128
         bench "${tag}_b64_l128_bf16" --shape "$shape" --implementations "$impls" --batch 64 --length 128 --autocast bf16
         bench "${tag}_b8_l512_bf16" --shape "$shape" --implementations "$impls" --batch 8 --length 512 --autocast bf16

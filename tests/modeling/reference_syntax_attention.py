@@ -25,12 +25,8 @@ from typing import Any
 import torch
 from transformers import AttentionInterface
 
-from syntaxformer.modeling.syntax_attention import (
-    SYNTAX_ATTENTION,
-    SyntaxAttentionOptions,
-    SyntaxGroups,
-    register_syntax_attention,
-)
+from syntaxformer.modeling.syntax_attention import register_syntax_attention
+from syntaxformer.modeling.syntax_attention_core import SYNTAX_ATTENTION, SyntaxAttentionOptions, SyntaxGroups
 
 
 def _partitions(groups: Any) -> list[torch.Tensor]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from transformers import BertConfig
 
+from syntaxformer.errors import ConfigError
 from syntaxformer.modeling import SyntaxBertConfig
+from syntaxformer.modeling.syntax_attention_core import SyntaxAttentionOptions
 
 BASE = ("syntax_tree", "syntax_segment")
 DEP = ("dep_tin", "dep_tout", "dep_depth", "dep_anc_lo", "dep_anc_hi", "dep_anc_head")
@@ -77,3 +79,14 @@ def test_config_lisa_head_mode_default_and_inputs():
     added = config(lisa_layer=1, lisa_head_mode="added")
     assert added.syntax_inputs == config(lisa_layer=1).syntax_inputs, "the added head reads the same dep_parent"
     assert SyntaxBertConfig.from_dict(added.to_dict()).lisa_head_mode == "added"
+
+
+def test_config_refuses_the_removed_flex_naming_the_choices(tmp_path):
+    """``"flex"`` was removed: options and a saved config that name it get a ConfigError listing the choices."""
+    with pytest.raises(ConfigError, match=r"'flex' was removed.*'fast', 'exact', 'triton', 'auto'"):
+        SyntaxAttentionOptions(implementation="flex")
+    config().save_pretrained(tmp_path)
+    saved = tmp_path / "config.json"
+    saved.write_text(saved.read_text().replace('"implementation": "fast"', '"implementation": "flex"'))
+    with pytest.raises(ConfigError, match=r"SyntaxBertConfig.implementation='flex' was removed"):
+        SyntaxBertConfig.from_pretrained(tmp_path)

@@ -11,9 +11,9 @@ import pytest
 import torch
 from torch import nn
 from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, BertConfig
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.models.bert.modeling_bert import BertLayer
 
-import syntaxformer.modeling.syntax_attention as SA
 import syntaxformer.modeling.syntax_attention_fast as SA_fast
 from syntaxformer.data.collate import SyntaxCollator
 from syntaxformer.masks import relation_groups_from_features
@@ -25,7 +25,8 @@ from syntaxformer.modeling import (
     SyntaxBertModelOutput,
 )
 from syntaxformer.modeling.modeling_syntax_bert import attention_sites
-from syntaxformer.modeling.syntax_attention import (
+from syntaxformer.modeling.syntax_attention import syntax_attention_forward
+from syntaxformer.modeling.syntax_attention_core import (
     AddedLisaHead,
     LisaRecorder,
     SyntaxAttentionOptions,
@@ -33,7 +34,6 @@ from syntaxformer.modeling.syntax_attention import (
     SyntaxGroups,
     TopicalAttention,
     prepare_groups,
-    syntax_attention_forward,
 )
 from tests.conftest import enable_checkpointing, minilm_path
 from tests.masks.reference import random_example
@@ -157,7 +157,7 @@ def run_attention(
 ):
     """Output, effective attention (``None`` where the path returns none) and gradients (q, k, v, task query, W_K,
     W_O[, own projections, added LISA head, gate]) of a fixed random linear loss (+ the LISA loss); ``autocast``:
-    under bf16 autocast (also used by the flex tests)."""
+    under bf16 autocast (also used by the triton tests)."""
     q, k, v = (x.detach().clone().requires_grad_() for x in inputs)
     params = [topical.query] + [m.weight for m in topical.site(0)]
     if topical.own_projections:
@@ -251,7 +251,7 @@ def test_gated_attention_with_lisa_matches_reference():
 def test_zero_gate_is_the_pretrained_attention_and_one_is_ungated():
     inputs, topical, parts, mask = random_setup(seed=8)
     q, k, v = inputs
-    vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
+    vanilla, _ = sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     out0, _, grads = run_attention("fast", inputs, topical, parts, mask, gate=SyntaxGate(1, 3, per_head=True))
     assert torch.allclose(out0, vanilla, atol=1e-6)
     assert grads[-1].abs().min() > 0, "the zero gate still gets a gradient"
@@ -319,7 +319,7 @@ def test_attention_one_group_covering_all_pairs_is_vanilla_attention():
     q, k, v = inputs
     ones = torch.ones(2, 9, 9, dtype=torch.long)
     out, _, _ = run_attention("fast", inputs, topical, [ones], mask)
-    vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
+    vanilla, _ = sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     assert torch.allclose(out, vanilla, atol=1e-5)
 
 
@@ -364,8 +364,8 @@ def test_attention_fast_recomputes_underflowing_rows_exactly(monkeypatch, full_c
     q = q.clone()
     q[0, 1, 4] *= 400.0  # row 4 of head 1: score gaps of hundreds of nats
     calls = []
-    exact = SA_fast._exact_probs  # the fast path's own reference to the exact path
-    monkeypatch.setattr(SA_fast, "_exact_probs", lambda *a, **kw: calls.append(a[0].shape) or exact(*a, **kw))
+    exact = SA_fast.exact_probs  # the fast path's own reference to the exact path
+    monkeypatch.setattr(SA_fast, "exact_probs", lambda *a, **kw: calls.append(a[0].shape) or exact(*a, **kw))
     opts = dict(full_attention_candidate=full_candidate)
     ref = run_attention("reference", (q, k, v), topical, parts, mask, **opts)
     _assert_close(run_attention("fast", (q, k, v), topical, parts, mask, **opts), ref, tol=5e-4)
@@ -376,7 +376,7 @@ def test_attention_without_groups_is_the_hosts_attention():
     inputs, _, _, mask = random_setup(seed=1)
     q, k, v = inputs
     out, weights = syntax_attention_forward(AttnStub(), q, k, v, mask)
-    vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
+    vanilla, _ = sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     assert weights is None and torch.equal(out, vanilla)
 
 
@@ -386,7 +386,7 @@ def test_attention_skips_layers_not_selected():
     out, _ = syntax_attention_forward(
         AttnStub(layer_idx=0), q, k, v, mask, syntax_groups=parts, syntax_options=SyntaxAttentionOptions(layers=(1,))
     )
-    vanilla, _ = SA.sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
+    vanilla, _ = sdpa_attention_forward(AttnStub(), q, k, v, mask, is_causal=False)
     assert torch.equal(out, vanilla)
 
 
@@ -697,8 +697,8 @@ def test_architectures_receive_groups_in_every_layer(model_type, monkeypatch):
     model = tiny_model(SyntaxBertModel, encoder=cfg)
     assert len(attention_sites(model.encoder)) == 2
     layers = []
-    probs = SA.syntax_probs
-    monkeypatch.setattr(SA, "syntax_probs", lambda *a, **kw: layers.append(a[0].shape) or probs(*a, **kw))
+    probs = SA_fast.fast_syntax_probs
+    monkeypatch.setattr(SA_fast, "fast_syntax_probs", lambda *a, **kw: layers.append(a[0].shape) or probs(*a, **kw))
     h = model(**batch).last_hidden_state
     assert len(layers) == 2
     with reference_attention():

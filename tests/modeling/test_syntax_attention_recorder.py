@@ -6,12 +6,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from syntaxformer.modeling.syntax_attention import (
+from syntaxformer.modeling.syntax_attention import syntax_attention_forward
+from syntaxformer.modeling.syntax_attention_core import (
     SyntaxAttentionOptions,
     SyntaxAttentionRecorder,
     SyntaxGate,
     TopicalAttention,
-    syntax_attention_forward,
 )
 
 

@@ -27,13 +27,14 @@ from syntaxformer.modeling import SyntaxBertConfig
 from syntaxformer.modeling import syntax_attention as SA
 from syntaxformer.modeling import syntax_attention_fast as SA_fast
 from syntaxformer.modeling import syntax_attention_triton as T
-from syntaxformer.modeling.syntax_attention import (
+from syntaxformer.modeling.syntax_attention import syntax_attention_forward
+from syntaxformer.modeling.syntax_attention_core import (
     AddedLisaHead,
     LisaRecorder,
     SyntaxAttentionOptions,
+    SyntaxAttentionRecorder,
     SyntaxGate,
     prepare_groups,
-    syntax_attention_forward,
 )
 from tests.modeling.test_modeling_syntax_bert import (
     AttnStub,
@@ -47,8 +48,9 @@ from tests.modeling.test_modeling_syntax_bert import (
 pytestmark = [] if T.INTERPRETED else [pytest.mark.gpu]
 
 TOL = 1e-4
-#: bf16 autocast, as the flex path's bf16 tests: the largest absolute output error against the float64 reference of
-#: the same bf16-rounded inputs, and the largest relative (Frobenius) error of each gradient.
+#: bf16 autocast: the largest absolute output error against the float64 reference of the same bf16-rounded inputs,
+#: and the largest relative (Frobenius) error of each gradient. bf16 keeps 8 significant bits (relative rounding
+#: 2^-9 ~ 2e-3 per operation); the scores, probabilities and A V each round once or twice.
 BF16_OUT_ATOL = 3e-2
 BF16_GRAD_RTOL = 5e-2
 
@@ -232,7 +234,7 @@ def test_triton_huge_score_gaps_lose_no_group(device):
     """Score gaps of ~1,000 nats in one row: outputs within 1e-4, gradients within 2e-4 (measured 9e-5 under the
     interpreter; the fast path's own test allows 5e-4 here). The attention pass computes ``(S - c) + b`` with a
     per-row shift ``c``; ``S + b`` unshifted would round at ~6e-5, the ulp of the scores, which ``dK = dSᵀ Q``
-    multiplies by the 400x query (the flex path, which adds them unshifted, errs by 8.5e-3 here)."""
+    multiplies by the 400x query (adding them unshifted erred by 8.5e-3 here)."""
     inputs, topical, parts, mask = random_setup(device=device, seed=4, H=2)
     q, k, v = inputs
     q = q.clone()
@@ -306,6 +308,39 @@ def test_triton_refuses_attention_dropout_in_training(device):
     syntax_attention_forward(module.eval(), *inputs, mask, dropout=0.1, syntax_groups=parts, syntax_options=opts)
 
 
+def test_triton_refuses_other_devices():
+    inputs, _topical, parts, _mask = random_setup(seed=0)
+    with pytest.raises(ConfigError, match="implementation='fast'"):
+        syntax_attention_forward(
+            AttnStub(),
+            *(x.to("meta") for x in inputs),
+            None,
+            syntax_options=SyntaxAttentionOptions(implementation="triton"),
+            syntax_groups=prepare_groups([p.to("meta") for p in parts], num_buckets=6),
+        )
+
+
+def test_triton_recorder_matches_fast_recorder(device):
+    """The recorder of a triton layer (computed beside it, densely) is the fast path's: attention, α, candidates."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=6)
+    recs = {}
+    for impl in ("fast", "triton"):
+        recs[impl] = SyntaxAttentionRecorder()
+        syntax_attention_forward(
+            AttnStub(),
+            *inputs,
+            mask,
+            syntax_groups=parts,
+            syntax_topical=topical,
+            syntax_options=SyntaxAttentionOptions(implementation=impl),
+            syntax_gate=_gate(False, H=3, device=device),
+            syntax_record=recs[impl],
+        )
+    for name in ("attentions", "topical", "candidates"):
+        a, b = getattr(recs["fast"], name)[0], getattr(recs["triton"], name)[0]
+        assert a.shape == b.shape and torch.allclose(a.float(), b.float(), atol=1e-5), name
+
+
 def test_triton_on_the_cpu_without_the_interpreter_names_the_alternatives(monkeypatch):
     inputs, _topical, parts, mask = random_setup(seed=0)
     monkeypatch.setattr(T, "INTERPRETED", False)
@@ -337,7 +372,7 @@ def test_triton_interpreter_refuses_bf16():
 def test_auto_keeps_fast_on_the_cpu_and_when_dropout_is_active():
     inputs, topical, parts, mask = random_setup(seed=2)
     auto = SyntaxAttentionOptions(implementation="auto")
-    assert SA._resolve_implementation(auto, inputs[0], 0.0, AttnStub()).implementation == "fast"
+    assert SA.resolve_implementation(auto, inputs[0], 0.0, AttnStub()).implementation == "fast"
     got, probs = syntax_attention_forward(
         AttnStub(), *inputs, mask, syntax_groups=parts, syntax_topical=topical, syntax_options=auto
     )
@@ -351,10 +386,10 @@ def test_auto_keeps_fast_on_the_cpu_and_when_dropout_is_active():
     )
     assert probs is not None and torch.equal(got, want), "auto on the CPU is the fast path"
     meta = inputs[0].to("meta")
-    assert SA._resolve_implementation(auto, meta, 0.0, AttnStub()).implementation == "fast"
-    for impl in ("fast", "exact", "flex", "triton"):  # a concrete choice is never changed
+    assert SA.resolve_implementation(auto, meta, 0.0, AttnStub()).implementation == "fast"
+    for impl in ("fast", "exact", "triton"):  # a concrete choice is never changed
         opts = SyntaxAttentionOptions(implementation=impl)
-        assert SA._resolve_implementation(opts, inputs[0], 0.0, AttnStub()) is opts
+        assert SA.resolve_implementation(opts, inputs[0], 0.0, AttnStub()) is opts
 
 
 def test_config_accepts_triton_and_auto():
@@ -373,13 +408,13 @@ def test_config_accepts_triton_and_auto():
 def test_auto_picks_triton_on_cuda_without_dropout_or_a_bf16_gate():
     q = torch.zeros(1, 1, 2, 16, device="cuda")
     auto = SyntaxAttentionOptions(implementation="auto")
-    assert SA._resolve_implementation(auto, q, 0.0, AttnStub()).implementation == "triton"
-    assert SA._resolve_implementation(auto, q, 0.1, AttnStub().train()).implementation == "fast"
-    assert SA._resolve_implementation(auto, q, 0.1, AttnStub().eval()).implementation == "triton"
-    assert SA._resolve_implementation(auto, q, 0.0, AttnStub(), gated=True).implementation == "triton"
+    assert SA.resolve_implementation(auto, q, 0.0, AttnStub()).implementation == "triton"
+    assert SA.resolve_implementation(auto, q, 0.1, AttnStub().train()).implementation == "fast"
+    assert SA.resolve_implementation(auto, q, 0.1, AttnStub().eval()).implementation == "triton"
+    assert SA.resolve_implementation(auto, q, 0.0, AttnStub(), gated=True).implementation == "triton"
     half = q.bfloat16()
-    assert SA._resolve_implementation(auto, half, 0.0, AttnStub()).implementation == "triton"
-    assert SA._resolve_implementation(auto, half, 0.0, AttnStub(), gated=True).implementation == "fast"
+    assert SA.resolve_implementation(auto, half, 0.0, AttnStub()).implementation == "triton"
+    assert SA.resolve_implementation(auto, half, 0.0, AttnStub(), gated=True).implementation == "fast"
 
 
 @pytest.mark.gpu
@@ -406,8 +441,7 @@ def test_triton_matches_reference_on_cuda_in_fp32_long_rows(device, aggregation,
 @pytest.mark.parametrize("L,d", [(64, 16), (100, 32)])
 def test_triton_under_bf16_autocast_on_cuda_within_tolerance(device, gated, L, d):
     """bf16 q / k / v under autocast against the float64 reference of the same bf16-rounded inputs: outputs within
-    ``BF16_OUT_ATOL``, each gradient within ``BF16_GRAD_RTOL`` relative (Frobenius) error (the flex path's
-    bf16 tolerances)."""
+    ``BF16_OUT_ATOL``, each gradient within ``BF16_GRAD_RTOL`` relative (Frobenius) error."""
     inputs, topical, parts, mask = random_setup(seed=33, L=L, d=d, device=device, H=2)
     inputs = tuple(x.bfloat16() for x in inputs)
     gate = _gate(False, device=device) if gated else None
@@ -438,7 +472,7 @@ def test_triton_model_under_bf16_autocast_on_cuda(device, opts):
 @pytest.mark.gpu
 @pytest.mark.xfail(
     strict=False,
-    reason="known weakness shared with flex: the gate mixes two separately rounded "
+    reason="known weakness: the gate mixes two separately rounded "
     "bf16 outputs, so its gradient loses precision; auto uses fast there",
 )
 def test_triton_gated_model_under_bf16_autocast_on_cuda(device):

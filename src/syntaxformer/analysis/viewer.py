@@ -20,7 +20,7 @@ collecting:
 
 Attention is collected whatever attention implementation a model was loaded with: plain and SG-Net encoders are
 switched to ``"eager"`` for the pass (and back), Syntax-BERT records every layer through
-:class:`~syntaxformer.modeling.syntax_attention.SyntaxAttentionRecorder` (also the layers that run fused attention).
+:class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionRecorder` (also the layers that run fused attention).
 A model that still returns no attention raises an error instead of drawing an empty map.
 
 The page (:class:`AttentionView`) carries its data as JSON and draws itself with inline SVG and JavaScript (the
@@ -505,7 +505,7 @@ def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) ->
     }
     with torch.no_grad():
         if m.system == "syntax_bert":
-            from syntaxformer.modeling.syntax_attention import SyntaxAttentionRecorder
+            from syntaxformer.modeling.syntax_attention_core import SyntaxAttentionRecorder
 
             rec = SyntaxAttentionRecorder()
             net(**inputs, syntax_record=rec)

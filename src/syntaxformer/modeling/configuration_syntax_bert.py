@@ -13,7 +13,7 @@ from transformers import PretrainedConfig
 from syntaxformer.errors import ConfigError
 from syntaxformer.masks.relations import KINDS, num_groups
 from syntaxformer.modeling.configuration_common import SyntaxModelConfig, first_set, ordered_syntax_inputs
-from syntaxformer.modeling.syntax_attention_options import SyntaxAttentionOptions
+from syntaxformer.modeling.syntax_attention_core import Implementation, SyntaxAttentionOptions, check_implementation
 
 RELATION_KINDS: tuple[str, ...] = KINDS
 TopicalAggregation = Literal["topical", "sum", "mean"]
@@ -85,10 +85,9 @@ class SyntaxBertConfig(SyntaxModelConfig):
             ``new_params_lr``). The paper claims to "retain the pre-trained knowledge" but gives no mechanism.
         syntax_layers: indices of the layers that use sub-networks; ``None`` = every layer (the paper). Other
             layers run their ordinary attention (e.g. ``[]`` for a LISA-only baseline).
-        implementation: ``"fast"`` (default), ``"exact"``, ``"flex"`` (flex_attention; CUDA, no attention
-            dropout), ``"triton"`` (fused Triton kernels; CUDA, no attention dropout) or ``"auto"`` (``"triton"``
-            on CUDA with triton installed and no attention dropout in training, else ``"fast"``); see
-            :mod:`syntaxformer.modeling.syntax_attention` and ``docs/syntax_bert.md``.
+        implementation: ``"fast"`` (default), ``"exact"``, ``"triton"`` (fused Triton kernels; CUDA, no attention
+            dropout) or ``"auto"`` (the table :data:`syntaxformer.modeling.syntax_attention.AUTO`); see
+            ``docs/syntax_bert.md``. A saved config with the removed ``"flex"`` is refused, naming these.
         lisa_layer: LISA (Strubell et al., 2018; Syntax-BERT §4 "+ LISA"): index of the layer whose head
             ``lisa_head`` is trained to attend to each token's dependency parent (``None`` = no LISA). That head
             attends to all non-padding tokens (it is not split into sub-networks); the model returns the
@@ -102,7 +101,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
             loss, every pretrained head stays as it is, and the new head's attention enters the layer as
             ``ctx_h += m_h P_a V_h`` with zero-initialised mixing weights ``m`` (new parameters
             ``syntax_bert.lisa.*``, trained at ``new_params_lr``); see
-            :class:`~syntaxformer.modeling.syntax_attention.AddedLisaHead`. Ignored without ``lisa_layer``.
+            :class:`~syntaxformer.modeling.syntax_attention_core.AddedLisaHead`. Ignored without ``lisa_layer``.
         lisa_loss_weight: weight of the LISA loss in the total loss.
         classifier_dropout: dropout before the heads' output layers; default the encoder's ``classifier_dropout``
             if set, else its hidden dropout.
@@ -143,7 +142,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     empty_rows: Literal["full", "self"] = "full"
     gate: Literal["none", "layer", "head"] = "none"
     syntax_layers: list[int] | None = None
-    implementation: Literal["fast", "exact", "flex", "triton", "auto"] = "fast"
+    implementation: Implementation = "fast"
     lisa_layer: int | None = None
     lisa_head: int = 0
     lisa_head_mode: Literal["existing", "added"] = "existing"
@@ -161,6 +160,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
                 "parent_masks": config_dict.get("child_masks", True),
                 "child_masks": config_dict.get("parent_masks", True),
             }
+        check_implementation(config_dict.get("implementation", "fast"), cls.__name__)
         return super().from_dict(config_dict, **kwargs)
 
     def __post_init__(self, **kwargs: Any) -> None:

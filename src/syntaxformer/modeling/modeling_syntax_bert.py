@@ -39,7 +39,8 @@ from syntaxformer.modeling.heads import (
 )
 from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import ContextualStates, SyntaxBertModelOutput
-from syntaxformer.modeling.syntax_attention import (
+from syntaxformer.modeling.syntax_attention import syntax_attention_forward  # noqa: F401 (registers "syntax")
+from syntaxformer.modeling.syntax_attention_core import (
     SYNTAX_ATTENTION,
     AddedLisaHead,
     LisaRecorder,
@@ -350,12 +351,12 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             position_ids: ``[B, L]`` passed to the encoder.
             inputs_embeds: ``[B, L, H]`` passed to the encoder instead of ``input_ids``.
             dep_parent: ``[B, L]`` key position of each token's dependency parent (-1: none), for the LISA loss.
-            syntax_groups: precomputed groups (:class:`~syntaxformer.modeling.syntax_attention.SyntaxGroups`);
+            syntax_groups: precomputed groups (:class:`~syntaxformer.modeling.syntax_attention_core.SyntaxGroups`);
                 default: built from ``features``.
             output_attentions: also return every layer's effective attention ``[B, heads, L, L]``.
             output_hidden_states: also return every layer's hidden states.
             return_dict: return a :class:`SyntaxBertModelOutput` (default) or a tuple.
-            syntax_record: a :class:`~syntaxformer.modeling.syntax_attention.SyntaxAttentionRecorder` to fill with
+            syntax_record: a :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionRecorder` to fill with
                 every layer's effective attention and topical weights (analysis: ``syntaxformer show``); the
                 outputs are unchanged, whatever the attention implementation of layers without sub-networks.
             **features: the other collator keys: ``syntax_tree``, ``syntax_segment`` ``[B, L]`` (-1 for special

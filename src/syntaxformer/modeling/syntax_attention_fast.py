@@ -1,44 +1,67 @@
-"""The ``"fast"`` implementation of the ``"syntax"`` attention: the effective attention ``A`` ``[B, H, L, L]``
-from one full softmax per layer and small per-group tables, with a hand-written backward
-(:func:`syntax_probs`, :class:`_FastSyntaxProbs`).
+"""The ``"fast"`` backend of the Syntax-BERT attention: the effective attention ``A`` ``[B, H, L, L]`` from one full
+softmax per layer and small per-group tables, with a hand-written backward (:func:`fast_syntax_probs`); the layer
+around ``A`` is the exact backend's (:func:`~syntaxformer.modeling.syntax_attention_exact.dense_attention`).
 
-It never builds ``[B, H, M, L, L]`` or ``[B, L, M, d]``: per partition the group sums ``Z`` of the full softmax
-``P`` are scatters into ``[B, H, L, M+1]`` tables (over the joint buckets of all partitions at once), the topical
-scores are linear in the sub-network outputs, and the output is one ``A V`` product with
-``A = P * (α / Z)[group]``. Query rows where a non-empty group's share of ``P`` underflows are recomputed by the
-``"exact"`` path (:mod:`syntaxformer.modeling.syntax_attention_exact`) and spliced in. The full derivation is in
-:mod:`syntaxformer.modeling.syntax_attention`.
+It never builds ``[B, H, M, L, L]`` or ``[B, L, M, d]``. Per partition the group sums ``Z`` of the full softmax
+``P`` are scatters into ``[B, H, L, M+1]`` tables (over the joint buckets of all partitions at once), so
+``P / Z[group]`` is the softmax within each group (the full normaliser cancels); the topical scores are linear in
+the sub-network outputs (a scatter of ``P w`` into the same tables); the output is one ``A V`` product with
+``A = P * (α / Z)[group]``. The backward reuses the tables; only ``P`` is kept (the coefficients are gathered
+again), so memory is ~1 extra ``[B, H, L, L]`` per layer, and each pass writes into one of two ``[B, H, L, L]``
+buffers (fresh memory costs as much as a pass). Query rows where a non-empty group's share of ``P`` underflows (a
+group whose best score is ~58 nats below the row's best; pretrained MiniLM has such rows in its first layer) are
+recomputed by :func:`~syntaxformer.modeling.syntax_attention_exact.exact_probs` and spliced in, so no group is lost.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
+from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from syntaxformer.modeling.syntax_attention_common import (
-    _allowed,
-    _apply_mask,
-    _cached_counts,
-    _candidates,
-    _expand,
-    _full_weight,
-    _group_counts,
-    _joint_buckets,
-    _JointIndex,
-    _self_fallback,
-    _topical_weights,
+from syntaxformer.modeling.syntax_attention_core import (
+    TRASH_BUCKETS,
+    JointIndex,
+    SyntaxAttentionOptions,
+    SyntaxGroups,
+    allowed_keys,
+    apply_mask,
+    cached_group_counts,
+    candidates,
+    expand_heads,
+    full_weight,
+    group_counts,
+    joint_buckets,
+    scatter_index_of,
+    self_fallback,
+    topical_weights,
 )
-from syntaxformer.modeling.syntax_attention_exact import _exact_probs
-from syntaxformer.modeling.syntax_attention_options import _TRASH, SyntaxAttentionOptions, SyntaxGroups, _scatter_index
+from syntaxformer.modeling.syntax_attention_exact import dense_attention, exact_probs
 
 #: A non-empty group whose share of the full softmax is below this is recomputed exactly (float32 keeps full
 #: relative precision down to ~1e-38; this leaves a margin of 1e-13 for the group's smaller entries).
 _UNDERFLOW = 1e-25
 
 
-def syntax_probs(
+def fast_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The ``"syntax_fast"`` attention function (``AttentionInterface`` signature; the syntax keyword arguments
+    are those of :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward`)."""
+    return dense_attention(fast_syntax_probs, module, query, key, value, attention_mask, scaling, dropout, **kwargs)
+
+
+def fast_syntax_probs(
     scores: torch.Tensor,
     mask: torch.Tensor | None,
     groups: SyntaxGroups,
@@ -53,37 +76,33 @@ def syntax_probs(
         mask: the host's mask (bool or additive, ``[B, 1, L, L]``) or None.
         groups: the partitions.
         w: ``[B, H, L]`` per key ``V_h[k] · u_h`` (topical scores), or None (zero query / no topical attention).
-        opts: options (``implementation`` ``"fast"`` or ``"exact"``).
+        opts: the options.
         full_heads: bool ``[H]``: heads that keep full attention (LISA), or None.
 
-    In ``"fast"`` mode, query rows where a non-empty group's share of the full softmax underflows (its best score
-    is ~58 nats or more below the row's best; pretrained models have such rows, mostly in the first layer) are
-    recomputed with the exact per-group normalisation and spliced in, so no group is ever lost.
+    Query rows where a non-empty group's share of the full softmax underflows are recomputed exactly.
     """
     B, H, L, _ = scores.shape
-    allowed = _allowed(mask, B, L)
-    if opts.implementation != "fast":
-        return _exact_probs(
-            _apply_mask(scores, mask), allowed, groups, _cached_counts(groups, mask, allowed), w, opts, full_heads
-        )
+    allowed = allowed_keys(mask, B, L)
     if groups.scatter_index is None:
-        groups = groups._replace(scatter_index=_scatter_index(groups.partitions, groups.num_buckets))
-    cands = _cached_counts(groups, mask, allowed, fast=True)
+        groups = groups._replace(scatter_index=scatter_index_of(groups.partitions, groups.num_buckets))
+    cands = cached_group_counts(groups, mask, allowed, fast=True)
     bad_rows = None
     with torch.no_grad():
         if mask is None:
             p = torch.softmax(scores, dim=-1)  # (B, H, L, L)
         else:  # the masked copy is a fresh tensor: normalise it in place (one [B, H, L, L] allocation, not two)
-            p = _apply_mask(scores, mask)
+            p = apply_mask(scores, mask)
             torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
         joint = _cached_joint(groups)
         zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
-            3, _expand(joint.buckets, H), p
+            3, expand_heads(joint.buckets, H), p
         )  # (B, H, L, J) sums of P per joint bucket
         zs = [
-            torch.zeros(B, H, L, n + _TRASH, dtype=p.dtype, device=p.device).scatter_add_(3, _expand(m, H), zj)
+            torch.zeros(B, H, L, n + TRASH_BUCKETS, dtype=p.dtype, device=p.device).scatter_add_(
+                3, expand_heads(m, H), zj
+            )
             for m, n in zip(joint.maps, groups.num_buckets)
-        ]  # (B, H, L, M+1+_TRASH) per partition
+        ]  # (B, H, L, M+1+TRASH_BUCKETS) per partition
         del zj
         # One host sync per layer: the smallest share of a non-empty group (empty buckets count as 1).
         if opts.check_underflow and bool(
@@ -99,12 +118,12 @@ def syntax_probs(
                 bad_rows = rows
                 for z, b in zip(zs, bad):
                     z.masked_fill_(b, float("inf"))  # 1 / Z = 0: those rows stay finite until replaced
-    cand, cand_full = _candidates(cands, allowed, opts)
+    cand, cand_full = candidates(cands, allowed, opts)
     a = _FastSyntaxProbs.apply(scores, w, p, zs, joint, cands, cand, cand_full is not None, opts, full_heads)
     if opts.empty_rows == "self":
         fallback = ~cand.any(-1)  # (B, L)
         if bool(fallback.any()):
-            a = a + _self_fallback(fallback, full_heads, H)
+            a = a + self_fallback(fallback, full_heads, H)
     if bad_rows is not None:
         a = _splice_exact_rows(a, scores, mask, groups, w, opts, full_heads, bad_rows)
     return a
@@ -128,13 +147,13 @@ def _splice_exact_rows(
     s_rows = scores[bi, :, li, :].unsqueeze(2)  # (R, H, 1, L)
     m_rows = None if mask is None else mask.expand(B, 1, L, L)[bi, :, li, :].unsqueeze(2)  # (R, 1, 1, L)
     g_rows = SyntaxGroups(tuple(g[bi, li, :].unsqueeze(1) for g in groups.partitions), groups.num_buckets)
-    allowed = _allowed(mask, B, L)
+    allowed = allowed_keys(mask, B, L)
     ok_rows = None if allowed is None else allowed[bi, li, :].unsqueeze(1)  # (R, 1, L)
-    counts = _group_counts(g_rows, ok_rows)
+    counts = group_counts(g_rows, ok_rows)
     w_rows = None if w is None else w[bi]  # (R, H, L)
 
     def exact_rows(s: torch.Tensor, w_r: torch.Tensor | None) -> torch.Tensor:
-        return _exact_probs(_apply_mask(s, m_rows), ok_rows, g_rows, counts, w_r, opts, full_heads)  # (R, H, 1, L)
+        return exact_probs(apply_mask(s, m_rows), ok_rows, g_rows, counts, w_r, opts, full_heads)  # (R, H, 1, L)
 
     if torch.is_grad_enabled() and (s_rows.requires_grad or (w_rows is not None and w_rows.requires_grad)):
         # Recomputed in the backward: the exact path's autograd intermediates of these rows (a dozen [R, H, 1, L]
@@ -147,13 +166,13 @@ def _splice_exact_rows(
     return a.index_put((bi.unsqueeze(1), heads.unsqueeze(0), li.unsqueeze(1)), a_rows.view(R, H, L))
 
 
-def _joint_index(groups: SyntaxGroups) -> _JointIndex:
-    """:class:`_JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``)."""
+def _joint_index(groups: SyntaxGroups) -> JointIndex:
+    """:class:`JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``)."""
     assert groups.scatter_index is not None  # for the type checker: syntax_probs builds it before the fast path
-    return _joint_buckets(groups.scatter_index, [n + _TRASH for n in groups.num_buckets])
+    return joint_buckets(groups.scatter_index, [n + TRASH_BUCKETS for n in groups.num_buckets])
 
 
-def _cached_joint(groups: SyntaxGroups) -> _JointIndex:
+def _cached_joint(groups: SyntaxGroups) -> JointIndex:
     """:func:`_joint_index` once per forward (kept in ``groups.cache``; it depends on the groups only)."""
     if groups.cache is None:
         return _joint_index(groups)
@@ -163,8 +182,7 @@ def _cached_joint(groups: SyntaxGroups) -> _JointIndex:
 
 
 class _FastSyntaxProbs(torch.autograd.Function):
-    """``A = P * (Σ_p (α_p / Z_p)[group_p] + φ)`` with a hand-written backward (see the docstring of
-    :mod:`syntaxformer.modeling.syntax_attention`).
+    """``A = P * (Σ_p (α_p / Z_p)[group_p] + φ)`` with a hand-written backward (see the module docstring).
 
     Notation (per batch b, head h, row i, key k; partition p, group g): ``P`` full softmax, ``Z_p`` group sums of
     ``P``, ``iz_p = 1 / Z_p`` on non-empty groups (0 elsewhere and for full heads), ``P_p = P iz_p[g]`` the
@@ -179,8 +197,8 @@ class _FastSyntaxProbs(torch.autograd.Function):
     @staticmethod
     def forward(ctx, scores, w, p, zs, joint, cands, cand, has_full, opts, full_heads):  # noqa: D102
         B, H, L, _ = p.shape
-        jidx = _expand(joint.buckets, H)  # (B, H, L, L)
-        maps = [_expand(m, H) for m in joint.maps]  # (B, H, L, J) each
+        jidx = expand_heads(joint.buckets, H)  # (B, H, L, L)
+        maps = [expand_heads(m, H) for m in joint.maps]  # (B, H, L, J) each
         izs = []
         for z, ne in zip(zs, cands):  # zs are scratch tensors of syntax_probs: reuse them in place
             iz = z.clamp_(min=torch.finfo(z.dtype).tiny).reciprocal_().mul_(ne.unsqueeze(1))
@@ -204,9 +222,9 @@ class _FastSyntaxProbs(torch.autograd.Function):
             if has_full:  # Σ_h Σ_k P w over every key (w is 0 on full heads): the sum of any partition's buckets
                 parts.append(ys[0].sum(-1).sum(1).unsqueeze(-1))  # (B, L, 1)
             logits = torch.cat(parts, -1)
-        alpha = _topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
+        alpha = topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         fallback = ~cand.any(-1)  # (B, L)
-        phi = _full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
+        phi = full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
         torch.gather(_joint_table(_coef_tables(alpha, phi, izs), maps), 3, jidx, out=a)  # coefficients (B, H, L, L)
         a.mul_(p)  # A = P * coef
         # Not saved: A (or coef). The backward gathers coef again: one [B, H, L, L] tensor less per layer.
@@ -220,8 +238,8 @@ class _FastSyntaxProbs(torch.autograd.Function):
         joint, n_parts, opts, full_heads, has_full = ctx.meta
         izs, ys = rest[:n_parts], rest[n_parts:]
         B, H, L, _ = p.shape
-        jidx = _expand(joint.buckets, H)
-        maps = [_expand(m, H) for m in joint.maps]
+        jidx = expand_heads(joint.buckets, H)
+        maps = [expand_heads(m, H) for m in joint.maps]
         topical = w is not None and opts.aggregation == "topical"
         scratch = torch.mul(p, da)  # (B, H, L, L) P dA
         wj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(3, jidx, scratch)

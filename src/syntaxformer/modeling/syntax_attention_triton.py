@@ -1,9 +1,13 @@
-"""Syntax-BERT attention as fused Triton kernels (``SyntaxAttentionOptions(implementation="triton")``).
+"""The ``"triton"`` backend of the Syntax-BERT attention: fused Triton kernels that never write a ``[B, H, L, L]``
+tensor (CUDA; on the CPU only under Triton's interpreter, for tests).
 
-The algebra is the ``"flex"`` path's (see :mod:`syntaxformer.modeling.syntax_attention`, "A third, flex"): per query
-row, the weighted mix of per-group softmaxes is one softmax with a per-(head, row, joint bucket) log-weight bias,
-times the row's total weight. This module supplies the two passes over the ``L x L`` pairs that the flex path runs
-with PyTorch ops and ``flex_attention``, as Triton kernels that never write a ``[B, H, L, L]`` tensor:
+**The algebra.** Per head h, row i and key k, ``A[h,i,k] = Σ_p α_{i,p,g_p} exp(S_ik - log Z_{p,h,i,g_p}) + φ_{h,i}
+exp(S_ik - lse_{h,i})`` (``g_p = g_p(i, k)`` the pair's group in partition p; notation of
+:mod:`syntaxformer.modeling.syntax_attention_core`). The factor of ``exp(S_ik)`` depends on the pair only through
+its joint bucket ``j = (g_1, ..., g_P, disallowed)``, so ``A V = W · softmax_k(S + b[j]) V`` with one bias
+``b = log(Σ_p α_p / Z_p + φ / Z_full)`` per (head, row, joint bucket) (-inf for pairs of no candidate group, the
+fp32 minimum for disallowed pairs) and the row's total weight ``W = Σ α + φ`` (1 for ``"topical"`` / ``"mean"``).
+Two passes over the ``L x L`` pairs compute it:
 
 * **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) two sweeps over the key
   blocks, ``S = Q Kᵀ · scale`` recomputed in each: the per-(row, joint bucket) maximum, then the sums
@@ -18,8 +22,8 @@ with PyTorch ops and ``flex_attention``, as Triton kernels that never write a ``
   kernel for ``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of
   flash attention, summed per bucket), a column kernel for ``dK`` and ``dV``.
 
-Between the two passes the ``[B, H, L, J]`` tables go through the flex path's PyTorch algebra (log-sum-exp per
-group, topical weights, the bias), with autograd.
+Between the two passes the ``[B, H, L, J]`` tables go through small PyTorch ops (log-sum-exp per group, topical
+weights, the bias; :func:`_syntax_context`), recomputed in the backward instead of kept.
 
 **Relation ids: a compact table, not recomputed per pair.** The kernels read the joint-bucket index of every pair
 (``[B, L, L]``; int8 when there are at most 127 joint buckets per row, else int16), built once per forward from the
@@ -42,13 +46,10 @@ kernel were chosen by compiling for sm_90 without a GPU and reading ptxas' regis
 (:data:`_HALF_CONFIGS`).
 
 The kernels themselves are in :mod:`syntaxformer.modeling.syntax_attention_triton_forward` and
-:mod:`syntaxformer.modeling.syntax_attention_triton_backward`; this module checks the inputs, picks the tiles,
-launches the kernels and wraps them in autograd functions (:func:`prepass`, :func:`context`).
-
-Not supported (refused with :class:`~syntaxformer.errors.ConfigError`): attention-probability dropout in training.
-Everything else of the ``fast`` path (aggregations, empty-row modes, ``full_attention_candidate``, gate per layer or
-head, LISA existing or added, padding, any partitions) runs through the flex path's wrapper, which this module
-plugs into. On the CPU the kernels run only under Triton's interpreter (``TRITON_INTERPRET=1`` set before this
+:mod:`syntaxformer.modeling.syntax_attention_triton_backward`; this module is the layer around them
+(:func:`triton_attention`), checks the inputs, picks the tiles, launches the kernels and wraps them in autograd
+functions. Not supported (refused with :class:`~syntaxformer.errors.ConfigError`): attention-probability dropout
+in training. The kernels run on the CPU only under Triton's interpreter (``TRITON_INTERPRET=1`` set before this
 module is imported; the tests do), which is for correctness only.
 """
 
@@ -58,9 +59,29 @@ import os
 from typing import Any, NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from syntaxformer.errors import ConfigError
+from syntaxformer.modeling.syntax_attention_core import (
+    JointIndex,
+    SyntaxCall,
+    SyntaxGroups,
+    added_head_context,
+    allowed_keys,
+    attention_scores,
+    cached_group_counts,
+    candidates,
+    expand_heads,
+    full_weight,
+    joint_buckets,
+    layer_gate,
+    plain_attention,
+    read_call,
+    topical_key_values,
+)
+from syntaxformer.modeling.syntax_attention_exact import dense_attention, exact_syntax_probs, record_syntax_layer
 
 try:  # triton is optional (the ``dev`` extra installs it; CUDA builds of torch ship it)
     import triton
@@ -69,15 +90,15 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 
 if triton is not None:  # the kernels are built here, at import (under the interpreter with TRITON_INTERPRET=1)
     from syntaxformer.modeling.syntax_attention_triton_backward import (
-        _attn_bwd_cols_kernel,
-        _attn_bwd_rows_kernel,
-        _prepass_bwd_cols_kernel,
-        _prepass_bwd_rows_kernel,
+        attn_bwd_cols_kernel,
+        attn_bwd_rows_kernel,
+        prepass_bwd_cols_kernel,
+        prepass_bwd_rows_kernel,
     )
     from syntaxformer.modeling.syntax_attention_triton_forward import (
-        _attn_fwd_kernel,
-        _prepass_max_kernel,
-        _prepass_sum_kernel,
+        attn_fwd_kernel,
+        prepass_max_kernel,
+        prepass_sum_kernel,
     )
 
 
@@ -90,10 +111,56 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET", "0") == "1"
 #: loop under the interpreter too.
 ONE_HOT = INTERPRETED
 
+#: The joint-bucket tables are padded to a multiple of this many buckets (a handful of table shapes, not one per
+#: batch).
+_PAD = 16
 
-def available() -> bool:
-    """Whether triton can be imported (the fused kernels exist)."""
-    return triton is not None
+
+def triton_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The ``"syntax_triton"`` attention function (``AttentionInterface`` signature; the syntax keyword arguments
+    are those of :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward`): the same output
+    ``[B, L, H, d]`` as the dense backends (LISA heads, topical attention with shared or own projections, gate,
+    recorder) and no attention weights (as SDPA; the LISA layer outside the syntax layers runs densely); no ``[B, H, L, L]`` tensor except the recorder's (analysis)."""
+    call = read_call(module, query, key, scaling, **kwargs)
+    if call.plain:
+        return plain_attention(module, query, key, value, attention_mask, dropout, call)
+    if call.groups is None:  # the LISA layer outside the syntax layers: every head attends as usual, densely
+        return dense_attention(
+            exact_syntax_probs, module, query, key, value, attention_mask, scaling, dropout, **kwargs
+        )
+    check(query, dropout, module)
+    B, H, L, d = query.shape
+    scaling = call.scaling
+    full_heads = None if call.lisa is None else call.lisa.record(query, key, attention_mask, scaling)
+    w = topical_key_values(module, value, call, full_heads)  # (B, H, L) or None
+    syn = _syntax_context(query, key, value, attention_mask, call, w, full_heads)  # (B, H, L, d)
+    topical = call.topical
+    if topical is not None and topical.own_projections and call.opts.aggregation == "topical":
+        assert call.layer is not None  # for the type checker: topical_key_values refused a layer without one
+        flat = topical.values(call.layer, syn.transpose(1, 2).reshape(B, L, H * d))  # (B, L, H*d)
+        syn = flat.view(B, L, H, d).transpose(1, 2)  # (B, H, L, d)
+    gate = layer_gate(module, call)
+    if gate is not None:
+        allowed = allowed_keys(attention_mask, B, L)  # a bool mask whatever the host's form (SDPA: bool or q's dtype)
+        base = F.scaled_dot_product_attention(
+            query, key, value, scale=scaling, attn_mask=None if allowed is None else allowed.unsqueeze(1)
+        )  # (B, H, L, d)
+        syn = base + gate.to(syn.dtype) * (syn.to(base.dtype) - base)
+    if call.record is not None and call.layer is not None:
+        record_syntax_layer(call, attention_scores(query, key, scaling), attention_mask, w, full_heads, gate=gate)
+    out = syn.to(value.dtype).transpose(1, 2)  # (B, L, H, d)
+    if call.lisa is not None and call.lisa.added is not None:
+        out = out + added_head_context(module, call.lisa, value, dropout)
+    return out.contiguous(), None
 
 
 def check(query: torch.Tensor, dropout: float, module: nn.Module) -> None:
@@ -123,6 +190,138 @@ def check(query: torch.Tensor, dropout: float, module: nn.Module) -> None:
             f"implementation='triton' has no attention-probability dropout; set the encoder's "
             f"attention_probs_dropout_prob=0 (got {dropout}) or use implementation='fast'"
         )
+
+
+def _joint_with_mask(groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None) -> JointIndex:
+    """Joint buckets of the partitions' raw group ids and the mask (a last component: 1 = disallowed pair), ``J``
+    padded to ``_PAD``; once per forward and mask (kept in ``groups.cache`` with the mask, as the counts)."""
+    hit = None if groups.cache is None else groups.cache.get("pairs")
+    if hit is not None and hit[0] is mask:
+        return hit[1]
+    index, sizes = list(groups.partitions), list(groups.num_buckets)
+    if allowed is not None:
+        index.append((~allowed).long())
+        sizes.append(2)
+    joint = joint_buckets(index, sizes, pad=_PAD)
+    if groups.cache is not None:
+        groups.cache["pairs"] = (mask, joint)
+    return joint
+
+
+def _log_scatter(
+    x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int, ok: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-sum-exp of ``x`` ``[..., K]`` per bucket ``index`` (``[..., K]``, ids below ``n``), each bucket with its
+    own maximum, and the ``exp(x)``-weighted mean of ``y`` per bucket: ``([..., n] with -inf for empty buckets,
+    [..., n] or None)``. Entries where ``ok`` is False (or ``x`` is -inf) count in no bucket."""
+    fmin = torch.finfo(torch.float32).min
+    finite = x > float("-inf") if ok is None else ok & (x > float("-inf"))
+    xf = x.masked_fill(~finite, fmin)
+    m = torch.full((*x.shape[:-1], n), fmin, device=x.device).scatter_reduce(-1, index, xf.detach(), "amax")
+    e = torch.exp(xf - m.gather(-1, index)) * finite
+    z = torch.zeros_like(m).scatter_add(-1, index, e)
+    live = z > 0
+    z_safe = torch.where(live, z, torch.ones_like(z))
+    lz = torch.where(live, z_safe.log() + m, torch.full_like(z, float("-inf")))
+    mean = None if y is None else torch.zeros_like(m).scatter_add(-1, index, e * y) / z_safe
+    return lz, mean
+
+
+def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
+    """``log α`` ``[B, L, C]`` (as :func:`~syntaxformer.modeling.syntax_attention_core.topical_weights`), -inf for
+    non-candidates, with finite gradients."""
+    c = cand.to(torch.float32)
+    if aggregation == "sum":
+        lw = torch.zeros_like(c)
+    elif aggregation == "mean" or logits is None:
+        lw = -c.sum(-1, keepdim=True).clamp(min=1.0).log().expand_as(c)
+    else:  # a finite fill keeps rows without candidates finite; they are set to -inf just below
+        lw = torch.log_softmax(logits.masked_fill(~cand, torch.finfo(torch.float32).min), -1)
+    return lw.masked_fill(~cand, float("-inf"))
+
+
+def _syntax_context(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    call: SyntaxCall,
+    w: torch.Tensor | None,
+    full_heads: torch.Tensor | None,
+) -> torch.Tensor:
+    """``A V`` ``[B, H, L, d]`` for the effective attention ``A`` of the dense backends, never building ``A``: the
+    statistics pass gives ``log Z`` per joint bucket and the topical sums, small ``[B, H, L, J]`` log-sum-exp
+    scatters give each partition's groups and the full row, then the bias ``b`` and weight ``W`` (module
+    docstring), and the attention pass ``W · softmax(S - c + b) V``."""
+    groups, opts, scaling = call.groups, call.opts, call.scaling
+    assert groups is not None  # for the type checker: a syntax layer
+    B, H, L, _ = query.shape
+    allowed = allowed_keys(mask, B, L)  # (B, L, L) or None
+    joint = _joint_with_mask(groups, mask, allowed)
+    # (B, H, L, J) each: per joint bucket, the log-sums shifted by a per-row constant
+    lzj, yj, shift = _prepass(query, key, w, scaling, joint, groups.cache)
+    cands = cached_group_counts(groups, mask, allowed)  # (B, L, M+1) per partition
+    cand, cand_full = candidates(cands, allowed, opts)  # (B, L, C)
+    fallback = ~cand.any(-1)  # (B, L)
+    live = torch.ones(H, dtype=torch.bool, device=query.device) if full_heads is None else ~full_heads  # (H,)
+
+    def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]``."""
+        ok = None if allowed is None else ~expand_heads(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
+        # per partition (B, H, L, M+1): the joint buckets' tables combined by group (Y only when yj is given)
+        logz: list[torch.Tensor] = []
+        ys: list[torch.Tensor] = []
+        for m, n in zip(joint.maps, groups.num_buckets):
+            lz, y = _log_scatter(lzj, yj, expand_heads(m, H), n, ok)
+            logz.append(lz)
+            if y is not None:
+                ys.append(y)
+        zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
+        lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
+        lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
+        has_full = cand_full is not None
+        logits = None
+        if w is not None:
+            assert y_full is not None  # for the type checker: the pre-pass returns yj (so Y) whenever w is given
+            parts = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
+            logits = torch.cat(parts, -1)  # (B, L, C)
+        log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
+        alpha = log_alpha.exp()
+        phi = full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
+
+        neg_inf = torch.tensor(float("-inf"), device=query.device)
+        terms, start = [], 0
+        for lz, ne, m in zip(logz, cands, joint.maps):
+            n = lz.shape[-1]
+            valid = ne.unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, M+1)
+            la = log_alpha[..., start : start + n].unsqueeze(1).masked_fill(~valid, 0.0)
+            t = torch.where(valid, la - lz.masked_fill(~valid, 0.0), neg_inf)  # log(α / Z) (B, H, L, M+1)
+            terms.append(t.gather(3, expand_heads(m, H)))  # (B, H, L, J)
+            start += n
+        phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
+        terms.append(phi_term.unsqueeze(-1).expand_as(terms[0]))
+        stacked = torch.stack(terms, -1)  # (B, H, L, J, P+1)
+        some = (stacked > float("-inf")).any(-1)  # (B, H, L, J)
+        bias = torch.where(some, torch.logsumexp(stacked.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
+        empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
+        bias = bias.masked_fill(empty, 0.0)
+        if allowed is not None:
+            bias = bias.masked_fill(expand_heads(joint.maps[-1], H).bool(), torch.finfo(torch.float32).min)
+        weight = alpha[..., :start].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
+        return bias, weight
+
+    if torch.is_grad_enabled() and (lzj.requires_grad or (yj is not None and yj.requires_grad)):
+        # Recomputed in the backward: the table algebra's two dozen [B, H, L, J]-sized intermediates are not kept
+        # (at 128 tokens with J = 32 they would be several [B, H, L, L] tensors' worth); it is cheap to redo.
+        bias, weight = checkpoint(bias_and_weight, lzj, yj, use_reentrant=False)
+    else:
+        bias, weight = bias_and_weight(lzj, yj)
+    ctx = _context(query, key, value, bias, joint, scaling, shift, groups.cache)  # (B, H, L, d)
+    ctx = ctx * weight.unsqueeze(-1).to(ctx.dtype)
+    if opts.empty_rows == "self":
+        rows = fallback.unsqueeze(1) & live.view(1, H, 1)  # (B, H, L)
+        ctx = torch.where(rows.unsqueeze(-1), value.to(ctx.dtype), ctx)
+    return ctx
 
 
 class _Compact(NamedTuple):
@@ -210,12 +409,12 @@ def _unpad(x: torch.Tensor, d: int) -> torch.Tensor:
 
 
 class _TritonPrepass(torch.autograd.Function):
-    """``(lz - c, Y, c)``: the flex pre-pass's tables ``[B, H, L, J]`` per joint bucket from the statistics kernels,
+    """``(lz - c, Y, c)``: the tables ``[B, H, L, J]`` per joint bucket from the statistics kernels,
     the log-sums shifted by a per-row constant ``c`` ``[B, H, L]`` (the row's largest score; no gradient).
 
     The shift keeps the attention pass exact at large scores: it computes ``(S - c) + b`` with ``b`` built from
     the shifted log-sums, all of the size of the score *gaps*, where ``S + b`` would add two numbers of the size of
-    the scores (and their rounding). The flex algebra between the passes is shift-equivariant (log-sum-exps and
+    the scores (and their rounding). The table algebra between the passes is shift-equivariant (log-sum-exps and
     differences of them), and the attention pass subtracts the same ``c``, so the result is unchanged."""
 
     @staticmethod
@@ -232,11 +431,11 @@ class _TritonPrepass(torch.autograd.Function):
         wc = w.float().contiguous() if w is not None else None
         args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
         BM, BN, BD, launch = _config("prepass_max", d, query.dtype)
-        _prepass_max_kernel[(triton.cdiv(L, BM), B * H)](
+        prepass_max_kernel[(triton.cdiv(L, BM), B * H)](
             query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP, PREC=prec, ONE_HOT=ONE_HOT, **launch
         )
         BM, BN, BD, launch = _config("prepass_sum", d, query.dtype)
-        _prepass_sum_kernel[(triton.cdiv(L, BM), B * H)](
+        prepass_sum_kernel[(triton.cdiv(L, BM), B * H)](
             query,
             key,
             wc if wc is not None else mx,
@@ -283,7 +482,7 @@ class _TritonPrepass(torch.autograd.Function):
         w_arg = w if has_w_grad else lz
         dy_arg = d_y if has_w_grad else lz
         BM, BN, BD, launch = _config("prepass_bwd_rows", d, query.dtype)
-        _prepass_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
+        prepass_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
             query,
             key,
             w_arg,
@@ -302,7 +501,7 @@ class _TritonPrepass(torch.autograd.Function):
             **launch,
         )
         BM, BN, BD, launch = _config("prepass_bwd_cols", d, query.dtype)
-        _prepass_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
+        prepass_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
             query,
             key,
             w_arg,
@@ -327,18 +526,18 @@ class _TritonPrepass(torch.autograd.Function):
         return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), grad_w, None, None, None)
 
 
-def prepass(
+def _prepass(
     query: torch.Tensor,
     key: torch.Tensor,
     w: torch.Tensor | None,
     scaling: float,
-    joint: Any,
+    joint: JointIndex,
     cache: dict | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """``(lz - c, Y, c)``: the flex path's ``_flex_prepass`` tables ``[B, H, L, J]`` (Y None without ``w``), fused,
-    with the log-sums shifted by the per-row ``c`` ``[B, H, L]`` that :func:`context` takes back
-    (:class:`_TritonPrepass`). ``joint`` is the flex path's joint index (its int64 index is converted once per
-    forward, kept in ``cache``, the groups' per-forward memo)."""
+    """``(lz - c, Y, c)``: the log-sums and topical sums per joint bucket ``[B, H, L, J]`` (Y None without ``w``),
+    the log-sums shifted by the per-row ``c`` ``[B, H, L]`` that :func:`_context` takes back
+    (:class:`_TritonPrepass`; the int64 joint index is converted once per forward, kept in ``cache``, the groups'
+    per-forward memo)."""
     index = compact_index(joint.buckets, joint.size, cache)
     lz, y, shift = _TritonPrepass.apply(query, key.to(query.dtype), w, index, joint.size, scaling)
     return lz, (y if w is not None else None), shift
@@ -356,7 +555,7 @@ class _TritonBiasedAttention(torch.autograd.Function):
         bias_c = bias.float().contiguous()
         out = torch.empty(B, H, L, BD, device=query.device, dtype=value.dtype)
         lse = torch.empty(B, H, L, device=query.device, dtype=torch.float32)
-        _attn_fwd_kernel[(triton.cdiv(L, BM), B * H)](
+        attn_fwd_kernel[(triton.cdiv(L, BM), B * H)](
             query,
             key,
             value,
@@ -398,7 +597,7 @@ class _TritonBiasedAttention(torch.autograd.Function):
         db = torch.empty_like(bias)
         args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
         BM, BN, BD, launch = _config("attn_bwd_rows", d, query.dtype)
-        _attn_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
+        attn_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
             query,
             key,
             value,
@@ -420,7 +619,7 @@ class _TritonBiasedAttention(torch.autograd.Function):
             **launch,
         )
         BM, BN, BD, launch = _config("attn_bwd_cols", d, query.dtype)
-        _attn_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
+        attn_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
             query,
             key,
             value,
@@ -450,20 +649,18 @@ class _TritonBiasedAttention(torch.autograd.Function):
         )
 
 
-def context(
+def _context(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
     bias: torch.Tensor,
-    joint: Any,
+    joint: JointIndex,
     scaling: float,
-    lz: torch.Tensor,
     shift: torch.Tensor,
     cache: dict | None = None,
 ) -> torch.Tensor:
-    """``softmax_k(S[b,h,i,k] - c[b,h,i] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (the flex path's
-    ``_flex_context``, fused; ``c`` = ``shift`` from :func:`prepass`, a per-row constant that cancels in the
-    softmax; ``lz`` is not needed: the bias gradient comes from the attention kernel's own backward)."""
+    """``softmax_k(S[b,h,i,k] - c[b,h,i] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (``c`` = ``shift`` from
+    :func:`_prepass`, a per-row constant that cancels in the softmax; :class:`_TritonBiasedAttention`)."""
     compact = compact_index(joint.buckets, joint.size, cache)
     # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
     return _TritonBiasedAttention.apply(

@@ -24,13 +24,13 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 # ---------------------------------------------------------------------------------------------------------------
 
 if triton is not None:
-    from syntaxformer.modeling.syntax_attention_triton_forward import _bucket_sums
+    from syntaxformer.modeling.syntax_attention_triton_forward import bucket_sums
 
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
 
     @triton.jit
-    def _prepass_bwd_rows_kernel(
+    def prepass_bwd_rows_kernel(
         Q,
         K,
         W,
@@ -103,7 +103,7 @@ if triton is not None:
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
 
     @triton.jit
-    def _prepass_bwd_cols_kernel(
+    def prepass_bwd_cols_kernel(
         Q,
         K,
         W,
@@ -183,7 +183,7 @@ if triton is not None:
             tl.store(DW + bh * L + keys, dw, mask=key_ok)
 
     @triton.jit
-    def _attn_bwd_rows_kernel(
+    def attn_bwd_rows_kernel(
         Q,
         K,
         V,
@@ -270,12 +270,12 @@ if triton is not None:
                 other=0.0,
             )  # (BN, BD)
             dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
-            db += _bucket_sums(ds, jj, J, BM, JP, ONE_HOT)
+            db += bucket_sums(ds, jj, J, BM, JP, ONE_HOT)
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
         tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _attn_bwd_cols_kernel(
+    def attn_bwd_cols_kernel(
         Q,
         K,
         V,

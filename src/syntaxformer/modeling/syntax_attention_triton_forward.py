@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 if triton is not None:
 
     @triton.jit
-    def _bucket_sums(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+    def bucket_sums(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
         """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none).
         ``ONE_HOT``: one ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); else a loop over the buckets
         up to the largest id in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no
@@ -46,7 +46,7 @@ if triton is not None:
 
     @triton.jit
     def _bucket_sums2(x, y, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """:func:`_bucket_sums` of two tiles at once (one bucket comparison for both)."""
+        """:func:`bucket_sums` of two tiles at once (one bucket comparison for both)."""
         jcols = tl.arange(0, JP)
         if ONE_HOT:
             hit = jj[:, :, None] == jcols[None, None, :]
@@ -80,7 +80,7 @@ if triton is not None:
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
 
     @triton.jit
-    def _prepass_max_kernel(
+    def prepass_max_kernel(
         Q,
         K,
         IDX,
@@ -137,7 +137,7 @@ if triton is not None:
         tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def _prepass_sum_kernel(
+    def prepass_sum_kernel(
         Q,
         K,
         W,
@@ -207,7 +207,7 @@ if triton is not None:
                 z += z_tile
                 y += y_tile
             else:
-                z += _bucket_sums(e, jj, J, BM, JP, ONE_HOT)
+                z += bucket_sums(e, jj, J, BM, JP, ONE_HOT)
         tab_ok = row_ok[:, None] & (jcols[None, :] < J)
         mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=float("-inf"))
         top = tl.max(mx, 1)
@@ -221,7 +221,7 @@ if triton is not None:
             tl.store(Y + row_tab + jcols[None, :], y / z_safe, mask=tab_ok)
 
     @triton.jit
-    def _attn_fwd_kernel(
+    def attn_fwd_kernel(
         Q,
         K,
         V,
