@@ -7,7 +7,7 @@ ever underflows; and the layer around a dense ``A`` (LISA, gate, recorder, own v
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, overload
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -66,33 +66,7 @@ def exact_syntax_probs(
     keys' topical values ``w`` ``[B, H, L]`` (or None); ``full_heads`` bool ``[H]`` (LISA) or None."""
     allowed = allowed_keys(mask, scores.shape[0], scores.shape[2])
     counts = cached_group_counts(groups, mask, allowed)
-    return exact_probs(apply_mask(scores, mask), allowed, groups, counts, w, opts, full_heads)
-
-
-@overload
-def exact_probs(
-    scores: torch.Tensor,
-    allowed: torch.Tensor | None,
-    groups: SyntaxGroups,
-    cands: list[torch.Tensor],
-    w: torch.Tensor | None,
-    opts: SyntaxAttentionOptions,
-    full_heads: torch.Tensor | None,
-    with_weights: Literal[False] = False,
-) -> torch.Tensor: ...
-
-
-@overload
-def exact_probs(
-    scores: torch.Tensor,
-    allowed: torch.Tensor | None,
-    groups: SyntaxGroups,
-    cands: list[torch.Tensor],
-    w: torch.Tensor | None,
-    opts: SyntaxAttentionOptions,
-    full_heads: torch.Tensor | None,
-    with_weights: Literal[True],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
+    return exact_probs(apply_mask(scores, mask), allowed, groups, counts, w, opts, full_heads)[0]
 
 
 def exact_probs(
@@ -103,12 +77,11 @@ def exact_probs(
     w: torch.Tensor | None,
     opts: SyntaxAttentionOptions,
     full_heads: torch.Tensor | None,
-    with_weights: bool = False,
-) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``A`` from masked ``scores`` ``[B, H, L, Lk]``, the allowed keys and the candidate groups ``cands`` of every
-    row (:func:`~syntaxformer.modeling.syntax_attention_core.group_counts`); ``L`` may be a subset of the rows.
-
-    With ``with_weights`` also the topical weights α ``[B, L, C]`` and the candidates (bool ``[B, L, C]``)."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(A, α, candidates)`` from masked ``scores`` ``[B, H, L, Lk]``, the allowed keys and the candidate groups
+    ``cands`` of every row (:func:`~syntaxformer.modeling.syntax_attention_core.group_counts`; ``L`` may be a
+    subset of the rows): the effective attention, the topical weights ``[B, L, C]`` and the candidates (bool
+    ``[B, L, C]``)."""
     B, H, L, _ = scores.shape
     live = None if full_heads is None else (~full_heads).float().view(1, H, 1, 1)
     p = torch.softmax(scores, dim=-1)
@@ -142,7 +115,7 @@ def exact_probs(
         start += n
     if opts.empty_rows == "self" and bool(fallback.any()):
         a = a + self_fallback(fallback, full_heads, H)
-    return (a, alpha, cand) if with_weights else a
+    return a, alpha, cand
 
 
 def record_syntax_layer(
@@ -161,9 +134,7 @@ def record_syntax_layer(
     with torch.no_grad():
         s = apply_mask(scores, mask)
         allowed = allowed_keys(mask, s.shape[0], s.shape[2])
-        exact, alpha, cand = exact_probs(
-            s, allowed, groups, group_counts(groups, allowed), w, call.opts, full_heads, with_weights=True
-        )
+        exact, alpha, cand = exact_probs(s, allowed, groups, group_counts(groups, allowed), w, call.opts, full_heads)
         if probs is None:
             probs = exact if gate is None else gate_probs(exact, torch.softmax(s, -1), gate)
     record.attentions[call.layer] = probs.detach()

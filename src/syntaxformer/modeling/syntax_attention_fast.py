@@ -153,7 +153,7 @@ def _splice_exact_rows(
     w_rows = None if w is None else w[bi]  # (R, H, L)
 
     def exact_rows(s: torch.Tensor, w_r: torch.Tensor | None) -> torch.Tensor:
-        return exact_probs(apply_mask(s, m_rows), ok_rows, g_rows, counts, w_r, opts, full_heads)  # (R, H, 1, L)
+        return exact_probs(apply_mask(s, m_rows), ok_rows, g_rows, counts, w_r, opts, full_heads)[0]  # (R, H, 1, L)
 
     if torch.is_grad_enabled() and (s_rows.requires_grad or (w_rows is not None and w_rows.requires_grad)):
         # Recomputed in the backward: the exact path's autograd intermediates of these rows (a dozen [R, H, 1, L]

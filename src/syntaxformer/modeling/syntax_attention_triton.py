@@ -25,25 +25,11 @@ Two passes over the ``L x L`` pairs compute it:
 Between the two passes the ``[B, H, L, J]`` tables go through small PyTorch ops (log-sum-exp per group, topical
 weights, the bias; :func:`_syntax_context`), recomputed in the backward instead of kept.
 
-**Relation ids: a compact table, not recomputed per pair.** The kernels read the joint-bucket index of every pair
-(``[B, L, L]``; int8 when there are at most 127 joint buckets per row, else int16), built once per forward from the
-partitions and the padding mask and shared by every layer. The alternative, recomputing each pair's groups from the
-per-token tree features (``dep_*`` / ``con_*``, O(L·D) inputs), costs about ``4 (D + 1)`` integer comparisons per
-pair and partition per sweep (the ancestor-interval test of :func:`syntaxformer.masks.relations.relation_groups`,
-D = 15), then the joint combination of the partitions, in each of the seven sweeps; it would also tie the kernels
-to one relation definition, while the attention takes any ``[B, L, L]`` partitions (the tests use random ones). One
-byte per pair read per sweep is ``B·L²`` bytes (8 MB at 32 x 512), against the ``B·H·L²`` fp32 entries that the
-``fast`` path writes and reads per pass. This choice is argued, not measured: the table against on-the-fly ids can
-only be timed on a GPU (the CPU interpreter's timings say nothing about GPU speed).
-
-**Cost** (argued from the structure; no GPU has timed it): seven sweeps over the pairs per layer forward + backward
-(flash attention: three), each with one ``Q Kᵀ`` tile product on the tensor cores. The per-bucket reductions (both
-statistics sweeps and the attention backward's row kernel) loop over the joint buckets of a tile on the GPU (a
-``[BM, BN, J]`` one-hot tile does not fit in registers) up to the tile's largest bucket id, about 3 simple
-operations per pair and bucket: one iteration for a tile without any relation (ids rank "no group" first), up to
-``J`` (~48-64) near the diagonal, where they, not the matrix products, are expected to dominate. Tile sizes per
-kernel were chosen by compiling for sm_90 without a GPU and reading ptxas' register / spill report
-(:data:`_HALF_CONFIGS`).
+The kernels read the joint-bucket index of every pair (``[B, L, L]``, int8 up to 127 joint buckets per row, else
+int16), built once per forward and shared by every layer, rather than recomputing each pair's groups from the tree
+features in every sweep (why, and the expected cost of the seven sweeps: ``docs/syntax_bert.md`` and
+``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90 without a GPU and reading ptxas'
+register / spill report (:data:`_HALF_CONFIGS`).
 
 The kernels themselves are in :mod:`syntaxformer.modeling.syntax_attention_triton_forward` and
 :mod:`syntaxformer.modeling.syntax_attention_triton_backward`; this module is the layer around them
@@ -403,6 +389,15 @@ def _strides(x: torch.Tensor) -> tuple[int, int, int, int]:
     return s0, s1, s2, s3
 
 
+def _launch(name: str, kernel: Any, query: torch.Tensor, *args: Any, **meta: Any) -> None:
+    """Launch ``kernel`` with the tiles of ``name`` (:func:`_config`) and ``tl.dot``'s precision for ``query``: one
+    program per (block of query rows, or of keys for a ``..._cols`` kernel, batch * head)."""
+    B, H, L, d = query.shape
+    BM, BN, BD, launch = _config(name, d, query.dtype)
+    grid = (triton.cdiv(L, BN if name.endswith("_cols") else BM), B * H)
+    kernel[grid](*args, BM=BM, BN=BN, BD=BD, PREC=_precision(query), **meta, **launch)
+
+
 def _unpad(x: torch.Tensor, d: int) -> torch.Tensor:
     """``[B, H, L, BD]`` kernel output -> ``[B, H, L, d]``."""
     return x if x.shape[-1] == d else x[..., :d]
@@ -422,7 +417,6 @@ class _TritonPrepass(torch.autograd.Function):
         B, H, L, d = query.shape
         J = int(size)
         JP = _pow2(J, 1)
-        prec = _precision(query)
         dev = query.device
         mx = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
         lz = torch.empty_like(mx)
@@ -430,30 +424,10 @@ class _TritonPrepass(torch.autograd.Function):
         y = torch.zeros_like(mx) if w is not None else None
         wc = w.float().contiguous() if w is not None else None
         args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
-        BM, BN, BD, launch = _config("prepass_max", d, query.dtype)
-        prepass_max_kernel[(triton.cdiv(L, BM), B * H)](
-            query, key, index, mx, *args, BM=BM, BN=BN, BD=BD, JP=JP, PREC=prec, ONE_HOT=ONE_HOT, **launch
-        )
-        BM, BN, BD, launch = _config("prepass_sum", d, query.dtype)
-        prepass_sum_kernel[(triton.cdiv(L, BM), B * H)](
-            query,
-            key,
-            wc if wc is not None else mx,
-            index,
-            mx,
-            lz,
-            y if y is not None else mx,
-            shift,
-            *args,
-            HAS_W=w is not None,
-            BM=BM,
-            BN=BN,
-            BD=BD,
-            JP=JP,
-            PREC=prec,
-            ONE_HOT=ONE_HOT,
-            **launch,
-        )
+        _launch("prepass_max", prepass_max_kernel, query, query, key, index, mx, *args, JP=JP, ONE_HOT=ONE_HOT)
+        w_arg, y_arg = wc if wc is not None else mx, y if y is not None else mx
+        sums = (query, key, w_arg, index, mx, lz, y_arg, shift, *args)
+        _launch("prepass_sum", prepass_sum_kernel, query, *sums, HAS_W=w is not None, JP=JP, ONE_HOT=ONE_HOT)
         ctx.save_for_backward(query, key, wc, index, lz, y, shift)
         ctx.scaling = float(scaling)
         ctx.mark_non_differentiable(shift)
@@ -465,7 +439,6 @@ class _TritonPrepass(torch.autograd.Function):
         B, H, L, d = query.shape
         J = lz.shape[-1]
         BD = _pow2(d)
-        prec = _precision(query)
         has_w = w is not None
         d_lz = torch.zeros_like(lz) if d_lz is None else d_lz.float()
         has_w_grad = has_w and d_y is not None and d_y.numel() > 0
@@ -481,45 +454,10 @@ class _TritonPrepass(torch.autograd.Function):
         args = (*_strides(query), *_strides(key), H, L, J, d, ctx.scaling)
         w_arg = w if has_w_grad else lz
         dy_arg = d_y if has_w_grad else lz
-        BM, BN, BD, launch = _config("prepass_bwd_rows", d, query.dtype)
-        prepass_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
-            query,
-            key,
-            w_arg,
-            index,
-            lz,
-            shift,
-            a,
-            dy_arg,
-            dq,
-            *args,
-            HAS_W=has_w_grad,
-            BM=BM,
-            BN=BN,
-            BD=BD,
-            PREC=prec,
-            **launch,
-        )
-        BM, BN, BD, launch = _config("prepass_bwd_cols", d, query.dtype)
-        prepass_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
-            query,
-            key,
-            w_arg,
-            index,
-            lz,
-            shift,
-            a,
-            dy_arg,
-            dk,
-            dw if dw is not None else lz,
-            *args,
-            HAS_W=has_w_grad,
-            BM=BM,
-            BN=BN,
-            BD=BD,
-            PREC=prec,
-            **launch,
-        )
+        common = (query, key, w_arg, index, lz, shift, a, dy_arg)
+        _launch("prepass_bwd_rows", prepass_bwd_rows_kernel, query, *common, dq, *args, HAS_W=has_w_grad)
+        dw_arg = dw if dw is not None else lz
+        _launch("prepass_bwd_cols", prepass_bwd_cols_kernel, query, *common, dk, dw_arg, *args, HAS_W=has_w_grad)
         grad_w = None
         if has_w:
             grad_w = dw if dw is not None else torch.zeros_like(w)
@@ -550,34 +488,11 @@ class _TritonBiasedAttention(torch.autograd.Function):
     def forward(ctx, query, key, value, bias, shift, index, scaling):  # noqa: D102
         B, H, L, d = query.shape
         J = bias.shape[-1]
-        BM, BN, BD, launch = _config("attn_fwd", d, query.dtype)
-        prec = _precision(query)
         bias_c = bias.float().contiguous()
-        out = torch.empty(B, H, L, BD, device=query.device, dtype=value.dtype)
+        out = torch.empty(B, H, L, _pow2(d), device=query.device, dtype=value.dtype)
         lse = torch.empty(B, H, L, device=query.device, dtype=torch.float32)
-        attn_fwd_kernel[(triton.cdiv(L, BM), B * H)](
-            query,
-            key,
-            value,
-            index,
-            bias_c,
-            shift,
-            out,
-            lse,
-            *_strides(query),
-            *_strides(key),
-            *_strides(value),
-            H,
-            L,
-            J,
-            d,
-            float(scaling),
-            BM=BM,
-            BN=BN,
-            BD=BD,
-            PREC=prec,
-            **launch,
-        )
+        args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, float(scaling))
+        _launch("attn_fwd", attn_fwd_kernel, query, query, key, value, index, bias_c, shift, out, lse, *args)
         ctx.save_for_backward(query, key, value, index, bias_c, shift, out, lse)
         ctx.scaling = float(scaling)
         return _unpad(out, d)
@@ -588,7 +503,6 @@ class _TritonBiasedAttention(torch.autograd.Function):
         B, H, L, d = query.shape
         J = bias.shape[-1]
         BD = _pow2(d)
-        prec = _precision(query)
         do = torch.zeros(B, H, L, BD, device=query.device, dtype=torch.float32)
         do[..., :d] = d_out
         delta = (do * out.float()).sum(-1).contiguous()  # (B, H, L) D_i = dO_i · O_i
@@ -596,57 +510,11 @@ class _TritonBiasedAttention(torch.autograd.Function):
         dk, dv = torch.empty_like(dq), torch.empty_like(dq)
         db = torch.empty_like(bias)
         args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
-        BM, BN, BD, launch = _config("attn_bwd_rows", d, query.dtype)
-        attn_bwd_rows_kernel[(triton.cdiv(L, BM), B * H)](
-            query,
-            key,
-            value,
-            index,
-            bias,
-            shift,
-            lse,
-            do,
-            delta,
-            dq,
-            db,
-            *args,
-            BM=BM,
-            BN=BN,
-            BD=BD,
-            JP=_pow2(J, 1),
-            PREC=prec,
-            ONE_HOT=ONE_HOT,
-            **launch,
-        )
-        BM, BN, BD, launch = _config("attn_bwd_cols", d, query.dtype)
-        attn_bwd_cols_kernel[(triton.cdiv(L, BN), B * H)](
-            query,
-            key,
-            value,
-            index,
-            bias,
-            shift,
-            lse,
-            do,
-            delta,
-            dk,
-            dv,
-            *args,
-            BM=BM,
-            BN=BN,
-            BD=BD,
-            PREC=prec,
-            **launch,
-        )
-        return (
-            _unpad(dq, d).to(query.dtype),
-            _unpad(dk, d).to(key.dtype),
-            _unpad(dv, d).to(value.dtype),
-            db,
-            None,
-            None,
-            None,
-        )
+        common = (query, key, value, index, bias, shift, lse, do, delta)
+        _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, *common, dq, db, *args, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        _launch("attn_bwd_cols", attn_bwd_cols_kernel, query, *common, dk, dv, *args)
+        grads = _unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype)
+        return (*grads, db, None, None, None)
 
 
 def _context(
