@@ -28,6 +28,7 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from syntaxformer.modeling.syntax_attention_core import (
     SYNTAX_ATTENTION,
+    Implementation,
     LisaRecorder,
     SyntaxAttentionOptions,
     SyntaxAttentionRecorder,
@@ -38,10 +39,16 @@ from syntaxformer.modeling.syntax_attention_exact import exact_attention
 from syntaxformer.modeling.syntax_attention_fast import fast_attention
 
 
+@functools.cache
+def _triton_importable() -> bool:
+    """Whether the triton package is installed (looked up once per process, not imported)."""
+    return importlib.util.find_spec("triton") is not None
+
+
 class AutoRule(NamedTuple):
     """One row of :data:`AUTO`: ``backend`` when ``applies(query, dropout_active, gated)``, for ``reason``."""
 
-    backend: str
+    backend: Implementation
     applies: Callable[[torch.Tensor, bool, bool], bool]
     reason: str
 
@@ -78,12 +85,6 @@ def resolve_implementation(
         return opts
     active = dropout > 0 and module.training
     return replace(opts, implementation=next(r.backend for r in AUTO if r.applies(query, active, gated)))
-
-
-@functools.cache
-def _triton_importable() -> bool:
-    """Whether the triton package is installed (looked up once per process, not imported)."""
-    return importlib.util.find_spec("triton") is not None
 
 
 def syntax_attention_forward(

@@ -168,7 +168,7 @@ def _splice_exact_rows(
 
 def _joint_index(groups: SyntaxGroups) -> JointIndex:
     """:class:`JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``)."""
-    assert groups.scatter_index is not None  # for the type checker: syntax_probs builds it before the fast path
+    assert groups.scatter_index is not None  # for the type checker: fast_syntax_probs builds it first
     return joint_buckets(groups.scatter_index, [n + TRASH_BUCKETS for n in groups.num_buckets])
 
 
@@ -200,7 +200,7 @@ class _FastSyntaxProbs(torch.autograd.Function):
         jidx = expand_heads(joint.buckets, H)  # (B, H, L, L)
         maps = [expand_heads(m, H) for m in joint.maps]  # (B, H, L, J) each
         izs = []
-        for z, ne in zip(zs, cands):  # zs are scratch tensors of syntax_probs: reuse them in place
+        for z, ne in zip(zs, cands):  # zs are scratch tensors of fast_syntax_probs: reuse them in place
             iz = z.clamp_(min=torch.finfo(z.dtype).tiny).reciprocal_().mul_(ne.unsqueeze(1))
             if full_heads is not None:
                 iz.mul_((~full_heads).to(iz.dtype).view(1, H, 1, 1))
