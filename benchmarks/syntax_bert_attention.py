@@ -28,15 +28,22 @@ dependency + constituency relation groups with D = 15 (M = 90 sub-networks), ran
    backward by one forward (exact, from autograd's saved-tensor hooks, unique storages) and the peak RSS growth of
    a training step, each variant in a fresh process.
 
-With ``triton`` among the implementations every variant (vanilla included) runs without attention-probability
-dropout (the kernels have none), so that the comparison is like for like; the JSON says ``attention_dropout``.
-With ``triton`` the whole-model step also times a ``syntax_triton`` model.
+**Two baselines.** With the checkpoint's attention dropout (0.1) the plain layer's SDPA call runs the math path
+on the CPU, which materialises the attention matrix as the syntax attention does; without dropout it runs a fused
+(flash) kernel, which is what a GPU runs with or without dropout. So the layer and the model step are timed twice,
+each variant with the same dropout as its baseline: ``layer`` / ``model`` with the checkpoint's dropout and
+``layer_no_dropout`` / ``model_no_dropout`` without; each layer result names the SDPA backend the plain layer ran
+(``sdpa_backend``, from ``torch._fused_sdp_choice``). With ``triton`` among the implementations only the
+no-dropout runs happen (the kernels have no dropout), as ``layer`` / ``model``; the JSON says
+``attention_dropout``. With ``triton`` the whole-model step also times a ``syntax_triton`` model.
 
 ``--device cuda``: every timed call is wrapped in ``torch.cuda.synchronize()``; the first call of each variant
 (warm-up: kernel compilation) is reported separately as ``first_call_ms`` and never enters
 the medians; peak CUDA memory of one layer forward + backward and of one model training step per variant (above
 what is allocated before it); no RSS child processes. ``--quick``
 keeps the GPU run to a few repeats (lengths 128 and 512, batch 8: about a minute on one GPU plus the compiles).
+On the CPU ``--quick`` (5 layer repeats, 3 model steps, no RSS child processes) takes under a minute at the
+default batch 8 x 128.
 ``--autocast bf16`` runs every forward under ``torch.autocast(dtype=torch.bfloat16)``.
 
 1 torch thread by default (stable on a shared machine). The last line printed is one JSON object (with the command
@@ -209,6 +216,7 @@ def bench_layer(
 
     vanilla, syntax = layer("sdpa"), layer("syntax")
     syntax.load_state_dict(vanilla.state_dict())
+    dropout_p = base.attention_probs_dropout_prob if attention_dropout is None else attention_dropout
     topical = TopicalAttention(1, base.hidden_size, base.hidden_size).to(DEVICE)
     topical.bind([(syntax.attention.self.key, syntax.attention.output.dense)])
     with torch.no_grad():
@@ -258,6 +266,10 @@ def bench_layer(
     t = _interleaved({k: (lambda impl=impl: run(impl)) for k, impl in variants.items()}, repeats, first=first)
     mem = {k: _saved_bytes(lambda impl=impl: forward(impl)) for k, impl in variants.items()}
     out = {
+        "attention_dropout": dropout_p,
+        "sdpa_backend": _sdpa_backend(
+            B, base.num_attention_heads, L, base.hidden_size // base.num_attention_heads, mask, dropout_p
+        ),
         "shape": {
             "batch": B,
             "length": L,
@@ -291,6 +303,16 @@ def bench_layer(
         out["peak_cuda_mb"] = peak
         out.update({f"peak_{impl}_over_vanilla": round(peak[impl] / peak["vanilla"], 3) for impl in impls})
     return out
+
+
+def _sdpa_backend(B: int, H: int, L: int, d: int, mask: torch.Tensor, dropout: float) -> str:
+    """The backend torch's SDPA picks for the plain layer's call (``MATH`` materialises the attention matrix, as it
+    does on the CPU with attention dropout; ``FLASH_ATTENTION`` / ``EFFICIENT_ATTENTION`` / ``CUDNN_ATTENTION`` do
+    not): ``torch._fused_sdp_choice`` on tensors of the layer's shape, dtype and device."""
+    from torch.nn.attention import SDPBackend
+
+    q = torch.empty(B, H, L, d, device=DEVICE, dtype=AUTOCAST or torch.float32)
+    return SDPBackend(torch._fused_sdp_choice(q, q, q, mask, dropout, False)).name
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -458,7 +480,9 @@ def bench_rss(n: int, length: int, steps: int, threads: int) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats (< 1 minute per length at 128)")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repeats, no RSS processes (< 1 minute per length at 8 x 128)"
+    )
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--length", type=int, nargs="+", default=[128], help="one or more sequence lengths")
     parser.add_argument(
@@ -516,8 +540,10 @@ def main(argv: list[str] | None = None) -> dict:
     DEVICE = torch.device(args.device)
     AUTOCAST = torch.bfloat16 if args.autocast == "bf16" else None
     SHAPE = args.shape
-    # the Triton kernels have no attention dropout: none for any variant then
-    dropout = 0.0 if "triton" in impls else None
+    # The plain baseline with the checkpoint's attention dropout runs SDPA's math path on the CPU (it materialises
+    # the attention matrix), without dropout a fused (flash) kernel: every ratio is reported against both, each
+    # variant with the same dropout as its baseline. The Triton kernels have no attention dropout: none then.
+    dropouts: tuple[float | None, ...] = (0.0,) if "triton" in impls else (None, 0.0)
 
     layer_reps, model_reps = (5, 3) if args.quick else (15, 7)
     model_reps = args.model_repeats or model_reps
@@ -533,7 +559,12 @@ def main(argv: list[str] | None = None) -> dict:
         "device": args.device if args.device == "cpu" else torch.cuda.get_device_name(),
         "autocast": args.autocast,
         "implementations": list(impls),
-        "attention_dropout": "checkpoint's (0.1)" if dropout is None else dropout,
+        "attention_dropout": {
+            "layer, model": "the checkpoint's (0.1)" if dropouts[0] is None else 0.0,
+            "layer_no_dropout, model_no_dropout": 0.0,
+        }
+        if len(dropouts) == 2
+        else {"layer, model": 0.0},
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "triton": _triton_version(),
@@ -544,13 +575,13 @@ def main(argv: list[str] | None = None) -> dict:
     }
     for length in args.length:
         batch = {k: v.to(DEVICE) for k, v in _batch(args.batch, length).items()}
-        res = (
-            {}
-            if args.model_only
-            else {"groups": bench_groups(batch, layer_reps), "layer": bench_layer(batch, layer_reps, impls, dropout)}
-        )
-        res["model"] = bench_model(batch, model_reps, impls, dropout)
-        if not (args.no_rss or args.model_only or DEVICE.type == "cuda"):
+        res = {} if args.model_only else {"groups": bench_groups(batch, layer_reps)}
+        for i, dropout in enumerate(dropouts):
+            suffix = "_no_dropout" if i == 1 else ""
+            if not args.model_only:
+                res["layer" + suffix] = bench_layer(batch, layer_reps, impls, dropout)
+            res["model" + suffix] = bench_model(batch, model_reps, impls, dropout)
+        if not (args.no_rss or args.quick or args.model_only or DEVICE.type == "cuda"):
             res["memory_rss"] = bench_rss(args.batch, length, args.steps, args.threads)
         result["lengths"][str(length)] = res
         print(json.dumps({"length": length, **res}), file=sys.stderr, flush=True)
