@@ -372,6 +372,22 @@ def test_attention_fast_recomputes_underflowing_rows_exactly(monkeypatch, full_c
     assert calls and calls[-1][0] < 2 * 9, "only the affected rows go through the exact path"
 
 
+@pytest.mark.parametrize("impl", ["fast", "exact"])
+def test_each_backend_is_an_attention_function_of_its_own(impl):
+    """``"syntax_<impl>"`` is registered with transformers' AttentionInterface and, called directly, gives what
+    ``"syntax"`` gives with ``implementation=impl`` (outputs and effective attention, bit for bit)."""
+    from transformers import AttentionInterface
+
+    inputs, topical, parts, mask = random_setup(seed=13)
+    gate = _gate(True)
+    kwargs = dict(syntax_groups=parts, syntax_topical=topical, syntax_gate=gate)
+    opts = SyntaxAttentionOptions(implementation=impl)
+    direct = AttentionInterface()[f"syntax_{impl}"](AttnStub(), *inputs, mask, syntax_options=opts, **kwargs)
+    via = syntax_attention_forward(AttnStub(), *inputs, mask, syntax_options=opts, **kwargs)
+    assert torch.equal(direct[0], via[0]) and torch.equal(direct[1], via[1])
+    assert "syntax_triton" in AttentionInterface()._global_mapping
+
+
 def test_attention_without_groups_is_the_hosts_attention():
     inputs, _, _, mask = random_setup(seed=1)
     q, k, v = inputs
