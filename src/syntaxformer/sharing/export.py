@@ -489,8 +489,8 @@ def export_model(
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     token = check_hub_push(push_to_hub) if push_to_hub else None
-    _check_output(run_dir, out_dir)
     _check_run(run_dir)
+    _check_output(run_dir, out_dir)
     config, task = load_run(run_dir)
     model_config = transformers.AutoConfig.from_pretrained(str(run_dir), trust_remote_code=False)
     head = _head(model_config)

@@ -188,12 +188,18 @@ def annotator_for(context: Any) -> Any:
     return context.annotator
 
 
-def parser_label(annotator: Any) -> str:
+def parser_label(annotator: Any, spec: Any = None) -> str:
     """How reports (``metrics.json``, the model card) name a parser, read from the annotator's own ``source``:
-    ``spaCy en_core_web_sm`` for a spaCy pipeline (source ``spacy:en_core_web_sm@3.8.0``), else the source as the
-    annotator gives it (``next-word``, ``conll:parses.conll``). Takes an annotator or a ``source`` string."""
+    ``spaCy en_core_web_sm`` for a spaCy pipeline (source ``spacy:en_core_web_sm@3.8.0``; named as the run's
+    ``spec`` gave it when that is a package name), else the source as the annotator gives it (``next-word``,
+    ``conll:parses.conll``). Takes an annotator or a ``source`` string."""
     source = str(getattr(annotator, "source", annotator) or "")
-    return "spaCy " + source.removeprefix("spacy:").split("@")[0] if source.startswith("spacy:") else source
+    if not source.startswith("spacy:"):
+        return source
+    name = source.removeprefix("spacy:").split("@")[0]
+    if isinstance(spec, str) and spec and not any(c in spec for c in "/\\"):  # a package name, not a folder
+        name = spec.removeprefix("spacy:")
+    return f"spaCy {name}"
 
 
 def annotate_texts(annotator: Any, texts: Sequence[str]) -> dict[str, Document]:
@@ -552,7 +558,7 @@ def syntax_source(data: TaskData, context: Any) -> dict[str, str]:
     n_sentence = sum(e.syntax_a is not None for e in examples) if use_given else 0
     n_tree = sum(e.syntax_a is None and e.tree_a is not None for e in examples) if use_given else 0
     parsed = n_sentence + n_tree < n or (n_tree and context.syntax != "given")  # the parser made some trees
-    parser = parser_label(annotator_for(context)) if parsed else ""
+    parser = parser_label(annotator_for(context), context.parser) if parsed else ""
     dep: list[str] = []
     con: list[str] = []
     if n_tree:
