@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-
 from huggingface_hub import ModelCard
 
 from syntaxformer.training.model_card import MODEL_CARD_FILE, PAPERS, cli_command, model_card
