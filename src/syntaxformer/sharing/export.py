@@ -739,7 +739,7 @@ def push_export(
     try:
         api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
         stale = sorted(set(api.list_repo_files(repo_id, repo_type="model")) - {*files, ".gitattributes"})
-        operations = [CommitOperationAdd(path_in_repo=f, path_or_fileobj=str(root / f)) for f in files]
+        operations: list[Any] = [CommitOperationAdd(path_in_repo=f, path_or_fileobj=str(root / f)) for f in files]
         operations += [CommitOperationDelete(path_in_repo=f) for f in stale]
         info = api.create_commit(
             repo_id, operations=operations, commit_message="Upload model exported by syntaxformer", repo_type="model"

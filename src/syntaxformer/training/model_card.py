@@ -278,12 +278,12 @@ def _model(metrics, model_config, head, export) -> list[str]:
     for key in ("arm", "features", "use_sg_layer", "sg_mask", "preset", "vocab"):  # translation's describe_run
         if metrics.get("model_family") == "translation" and metrics.get(key) not in (None, [], {}):
             rows.append((key, _short(metrics[key])))
-    qa = (export or {}).get("qa")
+    qa, translation = (export or {}).get("qa"), (export or {}).get("translation")
     if qa:
         rows += [("window stride", qa["doc_stride"]), ("answer verifier", qa["verifier"])]
         rows.append(("no-answer threshold", f"{qa['null_threshold']:.4f} ({qa['null_threshold_source']})"))
-    if (export or {}).get("translation"):
-        rows.append(("beam size", export["translation"]["num_beams"]))  # type: ignore[index]
+    if translation:
+        rows.append(("beam size", translation["num_beams"]))
     try:
         data = model_config.to_diff_dict()
     except Exception:  # noqa: BLE001 - a config that cannot diff itself: every key
