@@ -7,8 +7,8 @@ syntaxformer is not installed (``syntaxformer export RUN_DIR OUT_DIR``; ``docs/i
 * :mod:`syntaxformer.sharing.syntax_pipeline`: the pipelines the folder carries;
 * the model card: :mod:`syntaxformer.training.model_card` (the one writer of run folders' and exports' cards).
 
-:func:`check_hub_push` says, before any work, whether a push to the hub can happen (online, a token); other code
-that pushes (``train --push_to_hub``) calls it before training.
+:mod:`syntaxformer.sharing.hub`: the push of an exported folder to the hub; :func:`check_hub_push` says, before
+any work, whether a push can happen (online, a token), for any command that pushes (``train --push_to_hub`` too).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ def export_model(*args: Any, **kwargs: Any) -> Any:
 
 def check_hub_push(repo_id: str, token: str | None = None) -> str:
     """:func:`syntaxformer.sharing.export.check_hub_push` (imported on first use)."""
-    from syntaxformer.sharing.export import check_hub_push as check
+    from syntaxformer.sharing.hub import check_hub_push as check
 
     return check(repo_id, token)
 
 
 def push_export(*args: Any, **kwargs: Any) -> Any:
     """:func:`syntaxformer.sharing.export.push_export` (imported on first use)."""
-    from syntaxformer.sharing.export import push_export as push
+    from syntaxformer.sharing.hub import push_export as push
 
     return push(*args, **kwargs)

@@ -22,7 +22,7 @@ followed recursively); importing all of them from the entry module gets every fi
 An export is a transaction (:func:`export_model`): the run and the output are checked first (a finished, complete
 run; an output that is not the run, inside it or above it), the folder is built beside ``OUT_DIR`` under its lock
 and put in place in one atomic step; an existing non-empty ``OUT_DIR`` is replaced only with ``overwrite=True``.
-``push_to_hub=REPO`` then pushes the folder to the Hugging Face hub (:func:`push_export`).
+``push_to_hub=REPO`` then pushes the folder to the Hugging Face hub (:mod:`syntaxformer.sharing.hub`).
 """
 
 from __future__ import annotations
@@ -45,17 +45,7 @@ from typing import Any
 
 from syntaxformer.errors import ConfigError, DataError
 
-__all__ = [
-    "CARD_FILE",
-    "CODE_ROOTS",
-    "ENTRY_MODULE",
-    "TOKENIZER_FILES",
-    "check_hub_push",
-    "code_files",
-    "export_model",
-    "hub_files",
-    "push_export",
-]
+__all__ = ["CARD_FILE", "CODE_ROOTS", "ENTRY_MODULE", "TOKENIZER_FILES", "code_files", "export_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -467,7 +457,8 @@ def export_model(
         license: the card's license (an id of the Hugging Face hub, e.g. ``apache-2.0``); default: the encoder's
             when it is the offline MiniLM (``apache-2.0``), else ``other``.
         push_to_hub: a hub repository id (``NAME`` or ``OWNER/NAME``): push the written folder there
-            (:func:`push_export`); checked (online, a token) before anything is done (:func:`check_hub_push`).
+            (:func:`~syntaxformer.sharing.hub.push_export`); checked (online, a token) before anything is done
+            (:func:`~syntaxformer.sharing.hub.check_hub_push`).
 
     Returns:
         the written folder.
@@ -482,6 +473,7 @@ def export_model(
 
     import syntaxformer.modeling
     import syntaxformer.modeling.seq2seq  # noqa: F401
+    from syntaxformer.sharing.hub import check_hub_push, push_export
     from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
     from syntaxformer.training.model_card import write_model_card
     from syntaxformer.training.run import load_run
@@ -661,95 +653,3 @@ def _replace(tmp: Path, out_dir: Path) -> None:
         os.replace(out_dir, old)
         os.replace(tmp, out_dir)
         _remove(old)
-
-
-# -- the hub -------------------------------------------------------------------------------------------------
-def check_hub_push(repo_id: str, token: str | None = None) -> str:
-    """Check, before any work, that a folder can be pushed to the hub repository ``repo_id``: a valid id, not
-    offline (``HF_HUB_OFFLINE``), and an access token (``token``, ``HF_TOKEN`` or ``hf auth login``'s).
-
-    Returns:
-        the token to push with.
-
-    Raises:
-        ConfigError: one line saying which of the three is missing and what to do.
-    """
-    from huggingface_hub import constants, get_token
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as e:
-        raise ConfigError(
-            f"push to hub: {repo_id!r} is not a hub repository id ({e}); give NAME or OWNER/NAME"
-        ) from None
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
-    if offline or constants.HF_HUB_OFFLINE:
-        raise ConfigError(
-            f"cannot push to the hub repository {repo_id}: HF_HUB_OFFLINE is set (offline); unset it to push, or "
-            "leave out the push and upload the exported folder later"
-        )
-    token = token or get_token()
-    if not token:
-        raise ConfigError(
-            f"cannot push to the hub repository {repo_id}: no Hugging Face access token; log in with `hf auth login` "
-            "or set HF_TOKEN"
-        )
-    return token
-
-
-def hub_files(folder: str | os.PathLike) -> list[str]:
-    """The files :func:`push_export` uploads: every file of the exported folder, as sorted relative paths."""
-    root = Path(folder)
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-
-
-def push_export(
-    folder: str | os.PathLike, repo_id: str, *, token: str | None = None, private: bool | None = None, api: Any = None
-) -> str:
-    """Push an exported folder (never a run folder) to the hub model repository ``repo_id`` in one commit: every
-    file of the folder (:func:`hub_files`); files of an earlier push that the folder no longer has are deleted.
-
-    Args:
-        folder: a folder written by :func:`export_model`.
-        repo_id: the hub repository (created if missing).
-        token: the access token (default: :func:`check_hub_push`'s).
-        private: create a new repository private.
-        api: the ``huggingface_hub.HfApi`` to use (default: a new one with ``token``).
-
-    Returns:
-        the URL of the commit.
-
-    Raises:
-        ConfigError: the push cannot happen (:func:`check_hub_push`), or ``folder`` is not an exported folder.
-        DataError: the hub refused or could not be reached (the folder stays as it is).
-    """
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
-
-    root = Path(folder)
-    if not (root / ENTRY_MODULE).with_suffix(".py").is_file() or not (root / "config.json").is_file():
-        raise ConfigError(
-            f"{folder} is not a folder written by `syntaxformer export` (no {ENTRY_MODULE}.py); export the run "
-            "first: only self-contained folders are pushed"
-        )
-    token = check_hub_push(repo_id, token)
-    api = api if api is not None else HfApi(token=token)
-    files = hub_files(root)
-    try:
-        api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
-        stale = sorted(set(api.list_repo_files(repo_id, repo_type="model")) - {*files, ".gitattributes"})
-        operations: list[Any] = [CommitOperationAdd(path_in_repo=f, path_or_fileobj=str(root / f)) for f in files]
-        operations += [CommitOperationDelete(path_in_repo=f) for f in stale]
-        info = api.create_commit(
-            repo_id, operations=operations, commit_message="Upload model exported by syntaxformer", repo_type="model"
-        )
-    except Exception as e:  # noqa: BLE001 - the hub's and the network's errors: one line, the folder is kept
-        first = (str(e).splitlines() or [""])[0]
-        raise DataError(
-            f"pushing {folder} to the hub repository {repo_id} failed ({type(e).__name__}: {first}); the folder "
-            "is complete: push it again later"
-        ) from None
-    url = str(getattr(info, "commit_url", None) or f"https://huggingface.co/{repo_id}")
-    logger.info("pushed %s (%d files) to %s", folder, len(files), url)
-    return url
