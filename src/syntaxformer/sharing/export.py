@@ -542,7 +542,7 @@ def _annotator(parser: str | None) -> Any:
 
     try:
         return make_annotator(parser, cache=False, progress=False)
-    except SyntaxformerError:
+    except (SyntaxformerError, OSError, ValueError):
         return f"spacy:{parser}"
 
 
@@ -580,7 +580,9 @@ def _output_lock(out_dir: Path) -> Iterator[None]:
     lock = RunLock(folder)
     try:
         lock.acquire()
-    except DataError:
+    except DataError as e:
+        if "is being written" not in str(e):  # not another export: the folder cannot be written at all
+            raise
         owner = lock_owner(folder) or {}
         raise DataError(
             f"{out_dir} is being written by another export (process {owner.get('pid', '?')} on "

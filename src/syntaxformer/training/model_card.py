@@ -16,6 +16,7 @@ run folder, and access tokens are redacted (:func:`syntaxformer.utils.redact_sec
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -436,7 +437,9 @@ def model_card(
     metrics = _relative(redact_secrets(dict(metrics)), parent)
     run_config = _relative(redact_secrets(dict(run_config)), parent)
     if command:
-        command = redact_secrets(shlex.join(_relative(shlex.split(command), parent)))
+        with contextlib.suppress(ValueError):  # not a shell command line (unbalanced quotes): as given
+            command = shlex.join(_relative(shlex.split(command), parent))
+        command = redact_secrets(command)
     kind, title = str(metrics.get("model_type", "model")), str(metrics.get("task_title") or metrics.get("task"))
     license = license or _LICENSES.get(base or "", "other")
     papers = _papers(metrics)
