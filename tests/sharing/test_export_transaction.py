@@ -249,3 +249,32 @@ def test_push_uploads_exactly_the_exported_folder(run, tmp_path, monkeypatch, on
     ):
         push_export(out, "me/sst2-sg", api=FakeHub(fail=ConnectionError("down\nmore")))
     assert (out / "model.safetensors").is_file()
+
+
+def _train_args(tiny_model: str, out: Path) -> list[str]:
+    return ["train", "--task", "sst2", "--model", tiny_model, "--max-train-samples", "16", "--max-eval-samples", "8",
+            "--max-steps", "2", "--max-length", "32", "--batch-size", "8", "--eval_strategy", "no",
+            "--save_strategy", "no", "--no-progress", "--output-dir", str(out)]  # fmt: skip
+
+
+def test_train_push_to_hub_pushes_the_exported_folder_never_the_run(tiny_model, tmp_path, monkeypatch, online):
+    """``train --push_to_hub``: refused before any work offline (nothing written); online, the Trainer does not
+    push the run folder: after training the run is exported and that folder pushed."""
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    from syntaxformer.cli import main
+
+    out = tmp_path / "run"
+    hub = FakeHub()
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda token=None: hub)
+    args = [*_train_args(tiny_model, out), "--push_to_hub", "--hub_model_id", "me/sst2-sg"]
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert main(args) == 1 and not out.exists() and hub.calls == []
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    assert main(args) == 0
+    (_, repo, _), (_, _, operations) = hub.calls
+    pushed = {op.path_in_repo for op in operations}
+    assert repo == "me/sst2-sg" and {"syntax_model.py", "syntax_pipeline.json", "model.safetensors"} <= pushed
+    assert not pushed & {"run.json", "metrics.json", "training_args.bin", "run_fingerprint.json"}
+    assert (out / "run.json").is_file() and _dotfiles(tmp_path) == []

@@ -440,6 +440,7 @@ def export_model(
     overwrite: bool = False,
     license: str | None = None,
     push_to_hub: str | None = None,
+    token: str | None = None,
 ) -> Path:
     """Write the final model of a finished run as a self-contained Hugging Face model folder (a transaction).
 
@@ -459,6 +460,7 @@ def export_model(
         push_to_hub: a hub repository id (``NAME`` or ``OWNER/NAME``): push the written folder there
             (:func:`~syntaxformer.sharing.hub.push_export`); checked (online, a token) before anything is done
             (:func:`~syntaxformer.sharing.hub.check_hub_push`).
+        token: the hub access token (default: ``HF_TOKEN`` or the one ``hf auth login`` saved).
 
     Returns:
         the written folder.
@@ -480,7 +482,7 @@ def export_model(
     from syntaxformer.utils import write_json
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
-    token = check_hub_push(push_to_hub) if push_to_hub else None
+    token = check_hub_push(push_to_hub, token) if push_to_hub else None
     _check_run(run_dir)
     _check_output(run_dir, out_dir)
     config, task = load_run(run_dir)
