@@ -152,3 +152,20 @@ def test_requires_marker_runs_a_block_only_where_its_package_is_installed(tmp_pa
         "<!-- requires: json -->\n```python\nimport json\n```\n\n```python\nx = 1\n```\n"
     )
     assert [runnable for _, _, runnable in python_blocks(page)] == [False, True, True]
+
+
+def test_architecture_module_map_names_every_module() -> None:
+    """The module map of docs/architecture.md has a row for every module of the package (``__init__.py`` aside);
+    a row's first cell names modules by path, a bare name meaning the folder of the path before it, and its
+    second cell may name the parts of a module the same way."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text.split("## Module map", 1)[1].split("\n\n", 2)[2].split("\n\n", 1)[0]
+    named = set()
+    for row in table.splitlines()[2:]:
+        folder = ""
+        for name in re.findall(r"`([\w/.]+\.py)`", "|".join(row.split("|")[1:3])):
+            folder = name.rpartition("/")[0] + "/" if "/" in name else folder
+            named.add(name if "/" in name else folder + name)
+    package = REPO / "src" / "syntaxformer"
+    modules = {p.relative_to(package).as_posix() for p in package.rglob("*.py") if p.name != "__init__.py"}
+    assert not sorted(modules - named), f"docs/architecture.md's module map misses {sorted(modules - named)}"

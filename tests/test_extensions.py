@@ -33,6 +33,7 @@ class DistanceConfig(SyntaxModelConfig):
     """An encoder plus one attention layer whose scores fall with the tree-depth distance of two tokens."""
 
     model_type = "distance_attention"
+    keeps_encoder_attn_implementation = True  # the encoder runs with the attention it was loaded with (sdpa)
     encoder: PretrainedConfig | dict | None = None
     pooling: Pooling = "mean"
     decay: float = 0.5
@@ -48,23 +49,20 @@ class DistanceConfig(SyntaxModelConfig):
 
 DISTANCE_MODELING = """
 from torch import nn
-from transformers import AutoModel, PreTrainedModel
+from transformers import PreTrainedModel
 
 from syntaxformer.modeling.heads import SequenceClassificationHead
 from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS
 from syntaxformer.modeling.outputs import ContextualStates
+from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin
 from sfx_distance.configuration import DistanceConfig
 
 
-class DistancePreTrainedModel(PreTrainedModel):
+class DistancePreTrainedModel(WrappedEncoderMixin, PreTrainedModel):  # from_encoder_pretrained, wrap_encoder
     config_class = DistanceConfig
     base_model_prefix = "distance"
+    _supports_sdpa = True
     accepts_loss_kwargs = False
-
-    @classmethod
-    def from_encoder_pretrained(cls, name_or_path, **options):
-        encoder = AutoModel.from_pretrained(name_or_path)
-        return cls(DistanceConfig(encoder=encoder.config, **options), encoder=encoder).eval()
 
     def build_backbone(self, config, encoder):
         return DistanceModel(config, encoder=encoder)
@@ -75,8 +73,7 @@ class DistanceModel(DistancePreTrainedModel):
 
     def __init__(self, config, encoder=None):
         super().__init__(config)
-        self.encoder = encoder if encoder is not None else AutoModel.from_config(config.encoder)
-        self.encoder.pooler = None
+        self.encoder = self.wrap_encoder(config, encoder)
         h = config.hidden_size
         self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
         self.post_init()
@@ -258,7 +255,11 @@ batch["syntax_tree"] = torch.where(batch["dep_depth"] >= 0, 0, -1)
 with torch.no_grad():
     logits, ref = model(**batch).logits, reference(**batch).logits
     states = base(**batch)
+# the encoder's attention as `train` builds the model (from the pretrained encoder) and as the run reloads
+trained = model_class("distance", "sequence_classification").from_encoder_pretrained(sys.argv[2], num_labels=2)
 print(json.dumps({
+    "attention": [trained.base_model.encoder.config._attn_implementation,
+                  model.base_model.encoder.config._attn_implementation],
     "config": type(config).__module__ + "." + type(config).__name__, "decay": config.decay,
     "model": type(model).__module__ + "." + type(model).__name__, "base": type(base).__name__,
     "same_logits": bool(torch.equal(logits, ref)), "states": list(states.shape),
@@ -293,10 +294,11 @@ def test_a_fourth_system_from_a_package_trains_evaluates_predicts_and_reloads(ti
     _ok(_cli(["predict", str(run), "--split", "validation"], elsewhere, env))
     records = [json.loads(line) for line in (run / "predictions_dev.jsonl").read_text().splitlines()]
     assert len(records) == 12 and {r["prediction"] for r in records} <= {"negative", "positive"}
-    done = _ok(subprocess.run([sys.executable, "-c", _RELOAD, str(run)], cwd=elsewhere, env=env,
+    done = _ok(subprocess.run([sys.executable, "-c", _RELOAD, str(run), tiny_model], cwd=elsewhere, env=env,
                               capture_output=True, text=True, timeout=600))  # fmt: skip
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded == {
+        "attention": ["sdpa", "sdpa"],  # the same at train and at reload (keeps_encoder_attn_implementation)
         "config": "sfx_distance.configuration.DistanceConfig",
         "decay": 0.5,
         "model": "sfx_distance.modeling.DistanceForSequenceClassification",
@@ -316,7 +318,9 @@ def test_a_parser_from_a_package_survives_evaluate_and_predict_in_a_fresh_proces
     its entry point, and `evaluate` / `predict` in a fresh process find it again (and parse the same way: same
     scores)."""
     folder, env = work
-    _ok(_cli(["train", "--parser", "next:", *_custom("run", tiny_model)], folder, env))
+    token = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3f"
+    args = ["--gradient-accumulation-steps", "2", "--hub_token", token]  # the card: batch 8 x 2, no token
+    _ok(_cli(["train", "--parser", "next:", *_custom("run", tiny_model), *args], folder, env))
     run = folder / "run"
     record = json.loads((run / "run.json").read_text())
     assert record["annotator"] == {
@@ -327,6 +331,12 @@ def test_a_parser_from_a_package_survives_evaluate_and_predict_in_a_fresh_proces
     }
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["parser"].startswith("next-word-v1|next")
+    assert metrics["syntax_source"]["dependency"] == "next-word on raw text"  # the parser's own source, no "spaCy"
+    card = (run / "README.md").read_text()
+    assert "| parser | `next-word` |" in card and "| dependency trees | next-word on raw text |" in card
+    assert "spaCy" not in card and token not in card and "--hub_token <REDACTED>" in card
+    assert "| effective batch size | 16 (8 per device x 2 accumulation steps x 1 device) |" in card
+    assert str(folder) not in card and '"output_dir": "run"' in card  # paths relative to the run's parent
     elsewhere = folder.parent / "elsewhere"
     elsewhere.mkdir()
     done = _ok(_cli(["evaluate", str(run), "--split", "validation"], elsewhere, env))

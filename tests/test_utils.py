@@ -60,3 +60,24 @@ def test_utils_readable_outputs_opens_owner_only_files(tmp_path):
     finally:
         os.umask(old)
     assert _mode(weights) == 0o644 and _mode(private) == 0o640
+
+
+def test_redact_secrets_in_records_and_command_lines():
+    from syntaxformer.utils import redact_secrets
+
+    token = "hf_" + "Ab1" * 12
+    record = {
+        "hub_token": "my-secret",
+        "push_to_hub_token": None,  # nothing to hide
+        "training_args": {"hub_token": token, "hub_model_id": "me/model"},
+        "notes": [f"uploaded with {token}", ("syntaxformer.hf_datasets", 3)],
+        "command": f"syntaxformer train --hub_token {token} --hub-token='a b' --tokenizer bert --seed 1",
+    }
+    assert redact_secrets(record) == {
+        "hub_token": "<REDACTED>",
+        "push_to_hub_token": None,
+        "training_args": {"hub_token": "<REDACTED>", "hub_model_id": "me/model"},
+        "notes": ["uploaded with <REDACTED>", ("syntaxformer.hf_datasets", 3)],
+        "command": "syntaxformer train --hub_token <REDACTED> --hub-token=<REDACTED> --tokenizer bert --seed 1",
+    }
+    assert record["hub_token"] == "my-secret"  # a copy: the input is not changed

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from huggingface_hub import ModelCard
 
 from syntaxformer.training.model_card import MODEL_CARD_FILE, PAPERS, cli_command, model_card
 
@@ -16,8 +17,15 @@ def test_model_card_of_a_trained_run(sst2_runs, system, paper):
     run = Path(sst2_runs[system])
     card = (run / MODEL_CARD_FILE).read_text(encoding="utf-8")
     metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
-    assert card.startswith("---\nlibrary_name: transformers\n")
+    data = ModelCard.load(run / MODEL_CARD_FILE).data
+    assert data.library_name == "transformers" and data.base_model is None and "syntaxformer" in data.tags
     assert "pipeline_tag" not in card  # the standard pipelines reject a run folder's model: no tag that fails
+    [result] = data.eval_results  # the model-index: the final dev score with its seed
+    assert (result.metric_type, result.metric_value, result.metric_args) == (
+        "accuracy",
+        metrics["dev"]["accuracy"],
+        {"seed": 42},
+    )
     assert f"# {paper} on SST-2" in card and PAPERS[paper] in card
     pooling = json.loads((run / "config.json").read_text(encoding="utf-8"))["pooling"]
     assert "| labels | 0: negative, 1: positive |" in card and f"| pooling | {pooling} |" in card
@@ -28,7 +36,9 @@ def test_model_card_of_a_trained_run(sst2_runs, system, paper):
     config = json.loads(card.split("```json\n", 1)[1].split("```", 1)[0])
     assert config["model_type"] == system and config["max_train_samples"] == 16 and config["seed"] == 42
     assert f'pipeline("syntax-text-classification", model="{run.name}")' in card  # the folder's name, no path
-    assert f"syntaxformer export {run.name} OUT_DIR" in card and str(run) not in card.split("## Model")[0]
+    assert f"syntaxformer export {run.name} OUT_DIR" in card and str(run.parent) not in card  # relative paths only
+    assert config["output_dir"] == run.name and not Path(config["model_name_or_path"]).is_absolute()
+    assert "| effective batch size | 8 (8 per device x 1 accumulation steps x 1 device) |" in card
 
 
 def test_model_card_command_line_and_plain_baseline():
@@ -66,7 +76,7 @@ def test_model_card_command_line_and_plain_baseline():
         Config(),
         "sequence_classification",
         command="syntaxformer train --task sst2 --use-sg-layer false",
-    )
+    ).content
     assert "baseline (the plain encoder under the same head: no syntax)" in card
     assert "none (the model reads no syntax; nothing is parsed)" in card
     assert "| dev | accuracy | 0.7500 | 3 |" in card and "| dev | n |" not in card

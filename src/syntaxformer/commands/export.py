@@ -3,10 +3,12 @@
 The folder (weights, config, tokenizer, model card, the model's code with relative imports and its pipeline)
 loads without syntaxformer: ``pipeline(model=OUT_DIR, trust_remote_code=True)`` where only torch, transformers,
 spaCy and the run's spaCy pipeline package are installed. No checkpoints, no optimizer state. Prints the folder.
+``--push-to-hub REPO`` then pushes that folder (never the run folder) to the Hugging Face hub; offline or without
+a token it is refused before anything is written.
 
 Example::
 
-    syntaxformer export runs/sst2-sg shared/sst2-sg --license apache-2.0
+    syntaxformer export runs/sst2-sg shared/sst2-sg --license apache-2.0 --push-to-hub me/sst2-sg
 """
 
 from __future__ import annotations
@@ -25,11 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--license",
         help="license id for the model card (e.g. apache-2.0; default: the encoder's when known, else 'other')",
     )
+    parser.add_argument(
+        "--push-to-hub",
+        metavar="REPO",
+        help="then push OUT_DIR to this Hugging Face hub model repository (NAME or OWNER/NAME; needs a token)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.sharing import export_model
 
-    out = export_model(args.run_dir, args.out_dir, overwrite=args.overwrite, license=args.license)
+    out = export_model(
+        args.run_dir, args.out_dir, overwrite=args.overwrite, license=args.license, push_to_hub=args.push_to_hub
+    )
     print(out)
     return 0

@@ -35,7 +35,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -168,6 +170,32 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger(__name__).warning(
             "no --output-dir given: the run goes to %s (the default)", config.output_dir
         )
+    hub = _hub_push(config)
     metrics = train(config)
     print(json.dumps(summary(metrics, config.output_dir), indent=2))
+    if hub is not None and os.environ.get("RANK", "0") == "0":  # one push, from the main process
+        import tempfile
+
+        from syntaxformer.sharing import export_model
+
+        with tempfile.TemporaryDirectory() as tmp:
+            export_model(config.output_dir, Path(tmp) / Path(config.output_dir).name, push_to_hub=hub[0], token=hub[1])
     return 0
+
+
+def _hub_push(config: Any) -> tuple[str, str] | None:
+    """``--push_to_hub``: the hub repository (``--hub_model_id``, else the run folder's name) and the token, checked
+    before any work. The Trainer is kept from pushing the run folder (which needs syntaxformer installed): after
+    training, the run is exported to a temporary folder and that self-contained folder is pushed."""
+    args = config.training_args
+    if not args.get("push_to_hub"):
+        return None
+    from syntaxformer.errors import ConfigError
+    from syntaxformer.sharing import check_hub_push
+
+    if not config.save_model:
+        raise ConfigError("--push_to_hub pushes the exported model: it needs the model saved (drop save_model=false)")
+    repo = str(args.get("hub_model_id") or Path(config.output_dir).name)
+    token = check_hub_push(repo, args.get("hub_token"))
+    config.training_args = {k: v for k, v in args.items() if k != "push_to_hub"}
+    return repo, token

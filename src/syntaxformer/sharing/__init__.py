@@ -5,14 +5,17 @@ syntaxformer is not installed (``syntaxformer export RUN_DIR OUT_DIR``; ``docs/i
 * :mod:`syntaxformer.sharing.export`: the folder (weights, config with ``auto_map`` and ``custom_pipelines``,
   tokenizer, the code copied with relative imports, the pipeline options, the card);
 * :mod:`syntaxformer.sharing.syntax_pipeline`: the pipelines the folder carries;
-* :mod:`syntaxformer.sharing.model_card`: its ``huggingface_hub`` model card.
+* the model card: :mod:`syntaxformer.training.model_card` (the one writer of run folders' and exports' cards).
+
+:mod:`syntaxformer.sharing.hub`: the push of an exported folder to the hub; :func:`check_hub_push` says, before
+any work, whether a push can happen (online, a token), for any command that pushes (``train --push_to_hub`` too).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["export_model"]
+__all__ = ["check_hub_push", "export_model", "push_export"]
 
 
 def export_model(*args: Any, **kwargs: Any) -> Any:
@@ -20,3 +23,17 @@ def export_model(*args: Any, **kwargs: Any) -> Any:
     from syntaxformer.sharing.export import export_model as export
 
     return export(*args, **kwargs)
+
+
+def check_hub_push(repo_id: str, token: str | None = None) -> str:
+    """:func:`syntaxformer.sharing.export.check_hub_push` (imported on first use)."""
+    from syntaxformer.sharing.hub import check_hub_push as check
+
+    return check(repo_id, token)
+
+
+def push_export(*args: Any, **kwargs: Any) -> Any:
+    """:func:`syntaxformer.sharing.export.push_export` (imported on first use)."""
+    from syntaxformer.sharing.hub import push_export as push
+
+    return push(*args, **kwargs)

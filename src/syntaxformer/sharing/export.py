@@ -19,13 +19,18 @@ The entry module imports every copied module directly because transformers' load
 into its module cache by following the *direct* relative imports of the module it loads (a hub repository's are
 followed recursively); importing all of them from the entry module gets every file copied either way.
 
-The folder is built in a temporary folder beside ``OUT_DIR`` and renamed into place at the end; an existing
-non-empty ``OUT_DIR`` is replaced only with ``overwrite=True``.
+An export is a transaction (:func:`export_model`): the run and the output are checked first (a finished, complete
+run; an output that is not the run, inside it or above it), the folder is built beside ``OUT_DIR`` under its lock
+and put in place in one atomic step; an existing non-empty ``OUT_DIR`` is replaced only with ``overwrite=True``.
+``push_to_hub=REPO`` then pushes the folder to the Hugging Face hub (:mod:`syntaxformer.sharing.hub`).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import errno
+import glob
 import importlib.util
 import json
 import logging
@@ -34,7 +39,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +77,8 @@ TOKENIZER_FILES: tuple[str, ...] = (
     "tokenizer.model",
 )
 CARD_FILE = "README.md"
+#: Tokenizer files that hold no vocabulary (a tokenizer folder needs one of the others).
+_TOKENIZER_EXTRAS = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "merges.txt")
 _WEIGHTS = "model.safetensors"
 _WEIGHTS_INDEX = "model.safetensors.index.json"
 _HEAD_SUFFIXES = {
@@ -237,8 +244,17 @@ def code_files(roots: tuple[str, ...] = CODE_ROOTS) -> dict[str, str]:
 
 
 # -- the run -------------------------------------------------------------------------------------------------
-def _check_run(run_dir: Path) -> None:
-    from syntaxformer.training.run import RUN_FILE
+def _check_run(run_dir: Path) -> dict[str, Any]:
+    """Refuse, with one line naming what is missing, a run that is not finished or not complete; its
+    ``config.json`` content otherwise.
+
+    Raises:
+        DataError: not a run folder, unfinished (no ``metrics.json``), no saved model, an unreadable
+            ``config.json``, missing or damaged weights, missing tokenizer files. ConfigError: a ``model_type``
+            export does not carry (checked before transformers reads the folder, which would ask on stdin
+            whether to run code).
+    """
+    from syntaxformer.training.run import METRICS_FILE, RUN_FILE
 
     if not run_dir.is_dir():
         raise DataError(f"{run_dir} is not a folder; give the output folder of a finished `syntaxformer train` run")
@@ -247,11 +263,23 @@ def _check_run(run_dir: Path) -> None:
             f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE}); give the "
             "--output-dir of a finished run"
         )
+    if not (run_dir / METRICS_FILE).is_file():
+        raise DataError(
+            f"{run_dir} holds an unfinished run (no {METRICS_FILE}, which train writes last); let it finish, "
+            "or train it again"
+        )
     if not (run_dir / "config.json").is_file():
         raise DataError(
             f"{run_dir} holds no saved model (no config.json): the run was stopped before the end or "
             "trained with save_model=false; train it again with the model saved"
         )
+    try:
+        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        if not isinstance(config, dict):
+            raise ValueError(f"a JSON {type(config).__name__}, not an object")
+    except (OSError, ValueError) as e:
+        raise DataError(f"{run_dir}/config.json is not a readable model config ({e}); train the run again") from None
+    _config_class(run_dir, config)
     index = run_dir / _WEIGHTS_INDEX
     shards = (
         sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()))
@@ -278,6 +306,32 @@ def _check_run(run_dir: Path) -> None:
                 f"{path} is not a readable safetensors file ({type(e).__name__}: {e}); the run's "
                 "weights are damaged, train it again"
             ) from e
+    two = config.get("model_type") == "syntax_infused_translation"  # translation: one tokenizer per language
+    for folder in (run_dir / "source_tokenizer", run_dir / "target_tokenizer") if two else (run_dir,):
+        if not (folder / "tokenizer_config.json").is_file() or not any(
+            (folder / name).is_file() for name in TOKENIZER_FILES if name not in _TOKENIZER_EXTRAS
+        ):
+            raise DataError(
+                f"{folder} has no tokenizer (tokenizer_config.json and a vocabulary such as tokenizer.json are "
+                "needed); the run's tokenizer files were removed: train it again"
+            )
+    return config
+
+
+def _config_class(run_dir: Path, data: Mapping[str, Any]) -> str:
+    """The config class an exported folder names for ``model_type`` (a built-in system's, or translation's)."""
+    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
+
+    spec = system_for_model_type(data.get("model_type"))
+    if spec is not None and spec.name in BUILTIN_SYSTEMS:
+        return str(spec.config).rsplit(":", 1)[-1]
+    if data.get("model_type") == "syntax_infused_translation":
+        return "SyntaxInfusedTranslationConfig"
+    known = [t for s in BUILTIN_SYSTEMS.values() for t in (s.saved_model_type, *s.aliases)]
+    raise ConfigError(
+        f"{run_dir}/config.json has model_type {data.get('model_type')!r}, not a model export can carry "
+        f"({', '.join([*known, 'syntax_infused_translation'])}; systems of other packages are not exported)"
+    )
 
 
 def _head(config: Any) -> str:
@@ -365,21 +419,12 @@ def _config_json(run_dir: Path, head: str) -> dict[str, Any]:
             f"{run_dir}/config.json names the model class {arch}, which export does not carry "
             f"(it carries {sorted(n for v in _ENTRY_EXPORTS.values() for n in v if 'For' in n)})"
         )
-    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
+    from syntaxformer.registry import system_for_model_type
 
+    config_class = _config_class(run_dir, data)
     spec = system_for_model_type(data.get("model_type"))
-    config_class = None
-    if spec is not None and spec.name in BUILTIN_SYSTEMS:
+    if spec is not None:
         data["model_type"] = spec.saved_model_type  # a config saved under an older name: the system's own
-        config_class = str(spec.config).rsplit(":", 1)[-1]
-    elif data.get("model_type") == "syntax_infused_translation":
-        config_class = "SyntaxInfusedTranslationConfig"
-    if config_class is None:
-        known = [t for s in BUILTIN_SYSTEMS.values() for t in (s.saved_model_type, *s.aliases)]
-        raise ConfigError(
-            f"{run_dir}/config.json has model_type {data.get('model_type')!r}, not a model export can carry "
-            f"({', '.join([*known, 'syntax_infused_translation'])}; systems of other packages are not exported)"
-        )
     data["auto_map"] = {"AutoConfig": f"{ENTRY_MODULE}.{config_class}", auto: f"{ENTRY_MODULE}.{arch}"}
     data["custom_pipelines"] = {
         task_name: {"impl": f"{ENTRY_MODULE}.{cls.__name__}", "pt": [auto], "tf": [], "type": "text"}
@@ -389,93 +434,226 @@ def _config_json(run_dir: Path, head: str) -> dict[str, Any]:
 
 # -- the folder ----------------------------------------------------------------------------------------------
 def export_model(
-    run_dir: str | os.PathLike, out_dir: str | os.PathLike, *, overwrite: bool = False, license: str | None = None
+    run_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    license: str | None = None,
+    push_to_hub: str | None = None,
+    token: str | None = None,
 ) -> Path:
-    """Write the final model of a finished run as a self-contained Hugging Face model folder.
+    """Write the final model of a finished run as a self-contained Hugging Face model folder (a transaction).
+
+    Everything is checked before anything is written; the folder is built in a temporary folder beside
+    ``out_dir`` while this process holds ``out_dir``'s lock (a second export into it is refused), and replaces an
+    old ``out_dir`` in one atomic exchange where the system has one (Linux), else by two renames whose
+    interruption the next export into ``out_dir`` repairs. An export's own temporaries left by a killed export
+    are removed by the next one.
 
     Args:
-        run_dir: the output folder of a finished ``syntaxformer train`` run (``run.json`` and the saved model).
-        out_dir: the folder to write (built beside it, then renamed into place).
+        run_dir: the output folder of a finished ``syntaxformer train`` run (``run.json``, ``metrics.json``, the
+            saved model and tokenizer).
+        out_dir: the folder to write; never the run, a folder inside it or a folder that holds it, nor a link.
         overwrite: replace an existing non-empty ``out_dir``.
         license: the card's license (an id of the Hugging Face hub, e.g. ``apache-2.0``); default: the encoder's
             when it is the offline MiniLM (``apache-2.0``), else ``other``.
+        push_to_hub: a hub repository id (``NAME`` or ``OWNER/NAME``): push the written folder there
+            (:func:`~syntaxformer.sharing.hub.push_export`); checked (online, a token) before anything is done
+            (:func:`~syntaxformer.sharing.hub.check_hub_push`).
+        token: the hub access token (default: ``HF_TOKEN`` or the one ``hf auth login`` saved).
 
     Returns:
         the written folder.
 
     Raises:
-        DataError: ``run_dir`` is not a finished run with readable final weights, or ``out_dir`` exists, is not
-            empty and ``overwrite`` is false. ConfigError: a run export does not support (a head without a
-            pipeline, two models, a parser that is a path).
+        DataError: ``run_dir`` is not a finished, complete run with readable final weights, ``out_dir`` is one
+            export must not write, exists and is not empty without ``overwrite``, or is being written by another
+            export. ConfigError: a run export does not support (a head without a pipeline, two models, a parser
+            that is a path, a system of another package); a push that cannot happen.
     """
     import transformers
 
     import syntaxformer.modeling
     import syntaxformer.modeling.seq2seq  # noqa: F401
-    from syntaxformer.sharing.model_card import export_card
+    from syntaxformer.sharing.hub import check_hub_push, push_export
     from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
+    from syntaxformer.training.model_card import write_model_card
     from syntaxformer.training.run import load_run
     from syntaxformer.utils import write_json
 
     run_dir, out_dir = Path(run_dir), Path(out_dir)
+    token = check_hub_push(push_to_hub, token) if push_to_hub else None
     _check_run(run_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())) and not overwrite:
-        raise DataError(f"{out_dir} exists and is not empty; choose a new folder or pass --overwrite to replace it")
-    if out_dir.resolve() == run_dir.resolve() or run_dir.resolve() in out_dir.resolve().parents:
-        raise DataError(f"{out_dir} is the run folder or inside it; export to a folder of its own")
+    _check_output(run_dir, out_dir)
     config, task = load_run(run_dir)
-    model_config = transformers.AutoConfig.from_pretrained(str(run_dir))
+    model_config = transformers.AutoConfig.from_pretrained(str(run_dir), trust_remote_code=False)
     head = _head(model_config)
     options = _options(run_dir, config, task, model_config, head)
-    metrics_path = run_dir / "metrics.json"
-    metrics = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else {}
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.export-", dir=out_dir.parent))
-    try:
-        index = run_dir / _WEIGHTS_INDEX
-        weights = (
-            [_WEIGHTS_INDEX, *sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))]
-            if index.is_file()
-            else [_WEIGHTS]
-        )
-        for name in (*weights, "generation_config.json", *TOKENIZER_FILES):
-            if (run_dir / name).is_file():
-                shutil.copyfile(run_dir / name, tmp / name)
-        for sub in ("source_tokenizer", "target_tokenizer"):
-            if (run_dir / sub).is_dir():
-                (tmp / sub).mkdir()
-                for name in TOKENIZER_FILES:
-                    if (run_dir / sub / name).is_file():
-                        shutil.copyfile(run_dir / sub / name, tmp / sub / name)
-        write_json(tmp / "config.json", _config_json(run_dir, head))
-        write_json(tmp / OPTIONS_FILE, options)
-        for name, text in code_files().items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        export_card(metrics, config, task, model_config, head, options, folder_name=out_dir.name, license=license).save(
-            str(tmp / CARD_FILE)
-        )
-        os.chmod(tmp, 0o755)
-        _replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with _output_lock(out_dir):
+        _clean_temporaries(out_dir)
+        if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())) and not overwrite:
+            raise DataError(f"{out_dir} exists and is not empty; choose a new folder or pass --overwrite to replace it")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}{_BUILDING}", dir=out_dir.parent))
+        try:
+            index = run_dir / _WEIGHTS_INDEX
+            weights = (
+                [_WEIGHTS_INDEX, *sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))]
+                if index.is_file()
+                else [_WEIGHTS]
+            )
+            for name in (*weights, "generation_config.json", *TOKENIZER_FILES):
+                if (run_dir / name).is_file():
+                    shutil.copyfile(run_dir / name, tmp / name)
+            for sub in ("source_tokenizer", "target_tokenizer"):
+                if (run_dir / sub).is_dir():
+                    (tmp / sub).mkdir()
+                    for name in TOKENIZER_FILES:
+                        if (run_dir / sub / name).is_file():
+                            shutil.copyfile(run_dir / sub / name, tmp / sub / name)
+            write_json(tmp / "config.json", _config_json(run_dir, head))
+            write_json(tmp / OPTIONS_FILE, options)
+            for name, text in code_files().items():
+                (tmp / name).write_text(text, encoding="utf-8")
+            annotator = _annotator(options.get("parser"))
+            run_config = config.to_dict()
+            write_model_card(
+                tmp, metrics, run_config, model_config, head, annotator=annotator, export=options, license=license,
+                folder=out_dir,
+            )  # fmt: skip
+            os.chmod(tmp, 0o755)
+            _replace(tmp, out_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     logger.info("exported %s to %s (%s, %d files)", run_dir, out_dir, head, sum(1 for _ in out_dir.rglob("*")))
+    if push_to_hub:
+        push_export(out_dir, push_to_hub, token=token)
     return out_dir
 
 
-def _replace(tmp: Path, out_dir: Path) -> None:
-    """Rename ``tmp`` to ``out_dir``; an existing ``out_dir`` is moved aside first and removed after."""
-    old = None
-    if out_dir.exists():
-        if out_dir.is_dir() and not any(out_dir.iterdir()):
-            out_dir.rmdir()
+def _annotator(parser: str | None) -> Any:
+    """The spaCy annotator an exported folder parses with (for the card's parser name and version), or its name
+    alone where the pipeline is not installed here."""
+    if not parser:
+        return None
+    from syntaxformer.data.annotators import make_annotator
+    from syntaxformer.errors import SyntaxformerError
+
+    try:
+        return make_annotator(parser, cache=False, progress=False)
+    except (SyntaxformerError, OSError, ValueError):
+        return f"spacy:{parser}"
+
+
+#: The name parts of an export's temporaries beside ``OUT_DIR``: ``.OUT.export-*`` (the folder being built; after an
+#: atomic exchange, the old folder being removed), ``.OUT.old-*`` (the old folder moved aside by the two-rename
+#: fallback), ``.OUT.lock`` (the lock).
+_BUILDING, _OLD, _LOCK = ".export-", ".old-", ".lock"
+
+
+def _check_output(run_dir: Path, out_dir: Path) -> None:
+    """Refuse an output whose writing or replacing would touch the run: the run itself, a folder inside it, a
+    folder that holds it (``export runs/a runs --overwrite`` would remove every run), and a symbolic link."""
+    if out_dir.is_symlink():
+        raise DataError(
+            f"{out_dir} is a symbolic link (to {os.readlink(out_dir)}); give a real folder: the folder it points to "
+            "or a new one"
+        )
+    run, out = run_dir.resolve(), out_dir.resolve()
+    if out == run or run in out.parents:
+        raise DataError(f"{out_dir} is the run folder or inside it; export to a folder of its own")
+    if out in run.parents:
+        raise DataError(
+            f"{out_dir} holds the run folder {run_dir}; replacing it would remove the run: export to a folder of "
+            "its own"
+        )
+
+
+@contextlib.contextmanager
+def _output_lock(out_dir: Path) -> Iterator[None]:
+    """Hold the lock of ``out_dir`` (the run lock of :mod:`syntaxformer.training.lock` on ``.OUT.lock`` beside it),
+    or refuse at once when another export writes ``out_dir``."""
+    from syntaxformer.training.lock import RunLock, lock_owner
+
+    folder = out_dir.parent / f".{out_dir.name}{_LOCK}"
+    lock = RunLock(folder)
+    try:
+        lock.acquire()
+    except DataError as e:
+        if "is being written" not in str(e):  # not another export: the folder cannot be written at all
+            raise
+        owner = lock_owner(folder) or {}
+        raise DataError(
+            f"{out_dir} is being written by another export (process {owner.get('pid', '?')} on "
+            f"{owner.get('host', '?')}); wait until it ends, or choose another OUT_DIR"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # a lock folder left by a killed export
+
+
+def _clean_temporaries(out_dir: Path) -> None:
+    """Remove what an interrupted export into ``out_dir`` left beside it (called under the lock, so nothing of a
+    running export): half-built folders, and an old folder moved aside, which goes back in place when the new one
+    never arrived."""
+    for path in sorted(out_dir.parent.glob(f".{glob.escape(out_dir.name)}{_OLD}*")):
+        if not out_dir.exists() and not out_dir.is_symlink():
+            logger.warning("%s: an interrupted export left the old folder in %s; restoring it", out_dir, path.name)
+            os.replace(path, out_dir)
         else:
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))
-            old.rmdir()
-            os.replace(out_dir, old)
-    os.replace(tmp, out_dir)
-    if old is not None and old.is_dir():
-        shutil.rmtree(old)
-    elif old is not None:
-        old.unlink()
+            _remove(path)
+    for path in out_dir.parent.glob(f".{glob.escape(out_dir.name)}{_BUILDING}*"):
+        logger.info("%s: removing %s, left by an interrupted export", out_dir, path.name)
+        _remove(path)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap ``a`` and ``b`` in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); ``False`` where the system
+    or file system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # a C library without it
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _replace(tmp: Path, out_dir: Path) -> None:
+    """Put the complete folder ``tmp`` at ``out_dir``: a rename when ``out_dir`` is new or empty; else one atomic
+    exchange (then the old folder, now at ``tmp``, is removed), or where there is none, the old folder is moved
+    aside, the new one renamed in and the old one removed (:func:`_clean_temporaries` repairs an interruption)."""
+    if not out_dir.exists():
+        os.replace(tmp, out_dir)
+    elif out_dir.is_dir() and not any(out_dir.iterdir()):
+        out_dir.rmdir()
+        os.replace(tmp, out_dir)
+    elif _exchange(tmp, out_dir):
+        _remove(tmp)
+    else:
+        old = out_dir.parent / f".{out_dir.name}{_OLD}{os.getpid()}"
+        os.replace(out_dir, old)
+        os.replace(tmp, out_dir)
+        _remove(old)

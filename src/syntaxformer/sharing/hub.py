@@ -1,0 +1,114 @@
+"""Pushing an exported model folder to the Hugging Face hub (``syntaxformer export RUN OUT --push-to-hub REPO``).
+
+:func:`check_hub_push` says, before any work, whether a push can happen (a valid repository id, online, an access
+token): ``export`` calls it before it writes anything, and so should any other command that pushes after long work
+(``train --push_to_hub``). :func:`push_export` uploads the self-contained exported folder (never a run folder, which
+needs syntaxformer installed) in one commit, through ``huggingface_hub.HfApi``; :func:`hub_files` lists what it
+uploads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from syntaxformer.errors import ConfigError, DataError
+
+__all__ = ["check_hub_push", "hub_files", "push_export"]
+
+logger = logging.getLogger(__name__)
+
+
+def check_hub_push(repo_id: str, token: str | None = None) -> str:
+    """Check, before any work, that a folder can be pushed to the hub repository ``repo_id``: a valid id, not
+    offline (``HF_HUB_OFFLINE``), and an access token (``token``, ``HF_TOKEN`` or ``hf auth login``'s).
+
+    Returns:
+        the token to push with.
+
+    Raises:
+        ConfigError: one line saying which of the three is missing and what to do.
+    """
+    from huggingface_hub import constants, get_token
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise ConfigError(
+            f"push to hub: {repo_id!r} is not a hub repository id ({e}); give NAME or OWNER/NAME"
+        ) from None
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+    if offline or constants.HF_HUB_OFFLINE:
+        raise ConfigError(
+            f"cannot push to the hub repository {repo_id}: HF_HUB_OFFLINE is set (offline); unset it to push, or "
+            "leave out the push and upload the exported folder later"
+        )
+    token = token or get_token()
+    if not token:
+        raise ConfigError(
+            f"cannot push to the hub repository {repo_id}: no Hugging Face access token; log in with `hf auth login` "
+            "or set HF_TOKEN"
+        )
+    return token
+
+
+def hub_files(folder: str | os.PathLike) -> list[str]:
+    """The files :func:`push_export` uploads: every file of the exported folder, as sorted relative paths."""
+    root = Path(folder)
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def push_export(
+    folder: str | os.PathLike, repo_id: str, *, token: str | None = None, private: bool | None = None, api: Any = None
+) -> str:
+    """Push an exported folder (never a run folder) to the hub model repository ``repo_id`` in one commit: every
+    file of the folder (:func:`hub_files`); files of an earlier push that the folder no longer has are deleted.
+
+    Args:
+        folder: a folder written by :func:`export_model`.
+        repo_id: the hub repository (created if missing).
+        token: the access token (default: :func:`check_hub_push`'s).
+        private: create a new repository private.
+        api: the ``huggingface_hub.HfApi`` to use (default: a new one with ``token``).
+
+    Returns:
+        the URL of the commit.
+
+    Raises:
+        ConfigError: the push cannot happen (:func:`check_hub_push`), or ``folder`` is not an exported folder.
+        DataError: the hub refused or could not be reached (the folder stays as it is).
+    """
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+
+    from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
+
+    root = Path(folder)
+    if not (root / OPTIONS_FILE).is_file() or (root / "run.json").exists():
+        raise ConfigError(
+            f"{folder} is not a folder written by `syntaxformer export` (no {OPTIONS_FILE}); export the run "
+            "first: only self-contained folders are pushed"
+        )
+    token = check_hub_push(repo_id, token)
+    api = api if api is not None else HfApi(token=token)
+    files = hub_files(root)
+    try:
+        api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
+        stale = sorted(set(api.list_repo_files(repo_id, repo_type="model")) - {*files, ".gitattributes"})
+        operations: list[Any] = [CommitOperationAdd(path_in_repo=f, path_or_fileobj=str(root / f)) for f in files]
+        operations += [CommitOperationDelete(path_in_repo=f) for f in stale]
+        info = api.create_commit(
+            repo_id, operations=operations, commit_message="Upload model exported by syntaxformer", repo_type="model"
+        )
+    except Exception as e:  # noqa: BLE001 - the hub's and the network's errors: one line, the folder is kept
+        first = (str(e).splitlines() or [""])[0]
+        raise DataError(
+            f"pushing {folder} to the hub repository {repo_id} failed ({type(e).__name__}: {first}); the folder "
+            "is complete: push it again later"
+        ) from None
+    url = str(getattr(info, "commit_url", None) or f"https://huggingface.co/{repo_id}")
+    logger.info("pushed %s (%d files) to %s", folder, len(files), url)
+    return url
