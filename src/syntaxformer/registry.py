@@ -32,12 +32,14 @@ and imports that module again (:func:`import_origin`) when ``evaluate`` / ``pred
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import logging
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +60,7 @@ __all__ = [
     "system",
     "system_for_model_type",
     "system_names",
+    "trust_run_code",
 ]
 
 logger = logging.getLogger(__name__)
@@ -267,6 +270,14 @@ class Registry:
                 self._entries[key] = value
             return value
 
+    def defined_by(self, name: str) -> str | None:
+        """The module that defines the entry ``name`` (an entry point's, without importing it), or ``None``."""
+        key = self.normalise(str(name))
+        if key in self._entries or key in self._modules:
+            return self._modules.get(key)
+        ep = self.entry_points().get(key)
+        return ep.value.split(":", 1)[0] if ep is not None else None
+
     def unknown(self, name: Any) -> Exception:
         """The error for a name that is not registered, listing the known ones."""
         return self.unknown_error(
@@ -286,20 +297,52 @@ class Registry:
         return {"name": key, "module": self._modules.get(key), "entry_point": entry_point}
 
 
-def import_origin(record: Any, kind: str = "part") -> None:
+#: Whether a run folder may import the modules its ``run.json`` names (:func:`trust_run_code`).
+_TRUST_RUN_CODE: contextvars.ContextVar[bool] = contextvars.ContextVar("trust_run_code", default=False)
+
+
+@contextlib.contextmanager
+def trust_run_code(trusted: bool = True) -> Iterator[None]:
+    """Within the block, loading a run may import the modules its ``run.json`` names (``--trust-run-code``;
+    ``load_run(..., trust_remote_code=True)``). Only for run folders whose code you trust: importing a module runs
+    it."""
+    token = _TRUST_RUN_CODE.set(bool(trusted))
+    try:
+        yield
+    finally:
+        _TRUST_RUN_CODE.reset(token)
+
+
+def import_origin(
+    record: Any, kind: str = "part", known: Registry | None = None, *, trusted: bool | None = None
+) -> None:
     """Import the module a ``run.json`` origin record names (:meth:`Registry.origin`), so that a part registered
-    in code by that module is known again in this process. Built-in modules and parts found through entry points
-    need nothing; a module that cannot be imported is logged, not raised (the lookup that follows names what is
-    missing)."""
+    in code by that module is known again in this process. Nothing is imported for a part ``known`` already has
+    from that module (built in, registered in this process, an installed entry point), nor for a module of this
+    package or one already imported; any other module only when ``trusted`` (default: inside :func:`trust_run_code`). A module
+    that cannot be imported is logged, not raised (the lookup that follows names what is missing).
+
+    Raises:
+        ConfigError: the module would be imported and the run's code is not trusted.
+    """
     if not isinstance(record, Mapping):
         return
-    module = record.get("module")
-    if not module or module == "__main__" or module.startswith("syntaxformer."):
+    module, name = record.get("module"), record.get("name")
+    if not isinstance(module, str) or not module or module == "__main__" or module.startswith("syntaxformer."):
         return
+    if module in sys.modules:
+        return
+    if known is not None and isinstance(name, str) and name in known and known.defined_by(name) == module:
+        return
+    if not (_TRUST_RUN_CODE.get() if trusted is None else trusted):
+        raise ConfigError(
+            f"the run names the module {module!r} for its {kind} {name!r}; loading it would run that module's code. "
+            "Pass --trust-run-code (trust_remote_code=True) only if you trust where this run folder comes from"
+        )
     try:
         importlib.import_module(module)
     except ImportError as e:
-        logger.info("could not import %s, the module that defined %s %r: %s", module, kind, record.get("name"), e)
+        logger.info("could not import %s, the module that defined %s %r: %s", module, kind, name, e)
 
 
 # -- systems -----------------------------------------------------------------------------------------------------
