@@ -65,3 +65,55 @@ def test_trust_built_in_parts_load_without_the_flag(plain_run):
 
     config, task = load_run(plain_run)
     assert config.model_type == "plain" and task.name == "sst2"
+
+
+# -- outputs never land on inputs -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("target", ["model.safetensors", "run.json", "new.jsonl", ".", "sub/new.jsonl"])
+def test_trust_predict_never_writes_into_the_run_it_reads(plain_run, tmp_path, monkeypatch, capsys, target):
+    from syntaxformer.cli import main
+
+    run = _copy(plain_run, tmp_path)
+    (tmp_path / "x.txt").write_text("A fine film.\n")
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    code = main(["predict", "run", "--input", "x.txt", "--output", f"run/{target}", "--overwrite"])
+    err = capsys.readouterr().err
+    assert code == 1 and "which this command reads" in err and err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+    assert not (run / "sub").exists()
+
+
+def test_trust_an_output_through_a_link_or_dots_is_still_inside(plain_run, tmp_path):
+    from syntaxformer.utils import check_not_inside, check_output
+
+    run = _copy(plain_run, tmp_path)
+    (tmp_path / "link").symlink_to(run, target_is_directory=True)
+    for out in (tmp_path / "link" / "model.safetensors", tmp_path / "other" / ".." / "run" / "config.json"):
+        with pytest.raises(ConfigError, match="inside the folder"):
+            check_output(out, overwrite=True, folders=[run])
+    with pytest.raises(ConfigError, match="is the folder"):
+        check_not_inside(tmp_path / "link", [run])
+    check_not_inside(tmp_path / "runs-figures", [run])  # beside it, or a prefix of its name: fine
+    check_not_inside(str(run) + "2", [run])
+    check_output("-", folders=[run])
+
+
+def test_trust_plot_and_annotate_refuse_an_output_in_what_they_read(plain_run, tmp_path, monkeypatch, capsys):
+    from syntaxformer.cli import main
+
+    run = _copy(plain_run, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for out in ("run", "run/figures"):
+        assert main(["plot", "run", "--output", out, "--overwrite"]) == 1
+        assert "which this command reads" in capsys.readouterr().err
+    assert not (run / "figures").exists() and not list(run.glob("*.png"))
+    gold = tmp_path / "wsj"
+    gold.mkdir()
+    (gold / "wsj_0001.mrg").write_text("( (S (NP (DT The) (NN film)) (VP (VBD ended)) (. .)) )\n")
+    assert main(["annotate", "wsj", "--format", "ptb", "--output", "wsj/out.jsonl"]) == 1
+    assert "which this command reads" in capsys.readouterr().err and not (gold / "out.jsonl").exists()
+    (tmp_path / "t.txt").write_text("A film.\n")
+    (tmp_path / "parses.sqlite3").write_bytes(b"")
+    code = main(["annotate", "t.txt", "--cache", "parses.sqlite3", "--output", "parses.sqlite3", "--output-format", "jsonl",
+                 "--overwrite"])  # fmt: skip
+    assert code == 1 and "destroy the input" in capsys.readouterr().err

@@ -17,6 +17,7 @@ __all__ = [
     "DISK_FULL_ERRNOS",
     "DuplicateKeyError",
     "atomic_write",
+    "check_not_inside",
     "check_output",
     "check_unicode",
     "disk_full",
@@ -86,23 +87,26 @@ def check_output(
     *,
     overwrite: bool = True,
     option: str = "--output",
+    folders: Iterable[str | os.PathLike | None] = (),
 ) -> None:
-    """Before anything is computed: an output file never replaces an input, and replaces an existing file only
-    with ``overwrite``.
+    """Before anything is computed: an output file never replaces an input nor lands in a folder the command
+    reads (:func:`check_not_inside`), and replaces an existing file only with ``overwrite``.
 
     Args:
         path: the output file (``-`` = standard output: nothing to check).
         inputs: the files read (``-`` and ``None`` are skipped).
         overwrite: whether an existing ``path`` may be replaced.
         option: the option that named ``path``, for messages.
+        folders: the folders read (a run folder): ``path`` may not be one of them or inside one.
 
     Raises:
-        ConfigError: ``path`` is one of ``inputs`` (the same file, by path or by inode).
+        ConfigError: ``path`` is one of ``inputs`` (the same file, by path or by inode), or in ``folders``.
         DataError: ``path`` exists and ``overwrite`` is false, or is a folder.
     """
     out = os.fspath(path)
     if out == "-":
         return
+    check_not_inside(out, [*folders, *(i for i in inputs if i is not None and os.path.isdir(i))], option)
     for given in inputs:
         if given is None or os.fspath(given) == "-":
             continue
@@ -343,3 +347,28 @@ def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]
         raise ConfigError(f"max samples must be a positive number of examples, got {max_samples}")
     keep = np.sort(np.random.default_rng(seed).choice(n, size=max_samples, replace=False))
     return [items[i] for i in keep]
+
+
+def check_not_inside(
+    path: str | os.PathLike, folders: Iterable[str | os.PathLike | None], option: str = "--output"
+) -> None:
+    """An output never lands on what a command reads: ``path`` is refused when it is one of ``folders`` (the run
+    or model folder a command reads, a folder of inputs) or lies inside one, whatever ``--overwrite`` says (links
+    and ``..`` resolved; ``-`` = standard output and ``None`` folders are skipped).
+
+    Raises:
+        ConfigError: ``path`` is a read folder or inside one.
+    """
+    out = os.fspath(path)
+    if out == "-":
+        return
+    real = os.path.realpath(out)
+    for folder in folders:
+        if folder is None or not os.path.isdir(folder):
+            continue
+        base = os.path.realpath(os.fspath(folder))
+        if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+            raise ConfigError(
+                f"{option} {out} is {'the folder' if real == base else 'inside the folder'} {os.fspath(folder)}, "
+                "which this command reads; writing there could destroy what it reads: give a path outside it"
+            )
