@@ -2,7 +2,9 @@
 ``training_args.bin`` of the run and of its checkpoints) and logs it nowhere."""
 
 import logging
+import os
 import pickle
+import stat
 
 import torch
 
@@ -46,6 +48,7 @@ def test_secrets_training_arguments_pickle_without_the_token_but_keep_it(tmp_pat
 def test_secrets_no_file_of_a_run_trained_with_a_token_holds_it(tiny_model, tmp_path, monkeypatch, caplog, capsys):
     monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "run"
+    old = os.umask(0o027)  # the user's umask: group may read, others nothing
     with caplog.at_level(logging.DEBUG):
         code = main(
             ["train", "--task", "sst2", "--data-dir", str(data_path("glue", "SST-2")), "--model-type", "plain",
@@ -53,6 +56,7 @@ def test_secrets_no_file_of_a_run_trained_with_a_token_holds_it(tiny_model, tmp_
              "--max-steps", "2", "--batch-size", "8", "--max-length", "32", "--save-strategy", "steps",
              "--save-steps", "1", "--no-progress", "--hub_token", TOKEN]
         )  # fmt: skip
+    os.umask(old)
     out = capsys.readouterr()
     assert code == 0, out.err[-3000:]
     files = [p for p in run.rglob("*") if p.is_file()]
@@ -62,5 +66,8 @@ def test_secrets_no_file_of_a_run_trained_with_a_token_holds_it(tiny_model, tmp_
     leaked = [p.relative_to(run).as_posix() for p in files if TOKEN.encode() in p.read_bytes()]
     assert leaked == []
     assert TOKEN not in out.out + out.err + caplog.text
+    # written with the user's umask (027): group-readable, never world-readable; folders likewise
+    assert {p.relative_to(run).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in files} == dict.fromkeys(names, 0o640)
+    assert {stat.S_IMODE(p.stat().st_mode) for p in [run, *run.rglob("*")] if p.is_dir()} == {0o750}
     saved = torch.load(run / "training_args.bin", weights_only=False)
     assert saved.hub_token is None and saved.max_steps == 2

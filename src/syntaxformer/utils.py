@@ -133,8 +133,9 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     """Write to a temporary file in the same folder and rename it over ``path`` only on success.
 
     An interrupted write never leaves a truncated ``path`` behind. The file gets the permissions an ordinary
-    ``open(path, "w")`` would give it (``0o666`` less the umask, so ``0644`` under the usual umask ``022``), not
-    the owner-only ``0600`` of a temporary file.
+    ``open(path, "w")`` would give it: those of the file it replaces (a file its owner made private stays
+    private), else ``0o666`` less the umask (``0644`` under the usual umask ``022``), not the owner-only ``0600``
+    of a temporary file.
 
     Raises:
         DataError: ``path`` cannot be written (no permission, a file where its folder should be, disk full ...);
@@ -148,8 +149,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     except OSError as e:
         raise DataError(f"cannot write {path}: {e.strerror or e}") from e
-    with contextlib.suppress(OSError):  # mkstemp makes 0600 files; output files are for everyone to read
-        os.fchmod(fd, 0o666 & ~_umask())
+    with contextlib.suppress(OSError):  # mkstemp makes 0600 files; as open(path, "w") would: the old file's mode
+        os.fchmod(fd, _mode_of(path))
     try:
         try:
             with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
@@ -372,3 +373,14 @@ def check_not_inside(
                 f"{option} {out} is {'the folder' if real == base else 'inside the folder'} {os.fspath(folder)}, "
                 "which this command reads; writing there could destroy what it reads: give a path outside it"
             )
+
+
+def _mode_of(path: str) -> int:
+    """The permissions ``open(path, "w")`` leaves ``path`` with: those of the existing file, else ``0o666`` less
+    the umask."""
+    import stat
+
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
