@@ -53,18 +53,13 @@ def test_trust_a_run_naming_another_module_is_refused_unless_trusted(plain_run, 
         with pytest.raises(ConfigError, match="'this'"):
             load_run(run)
         assert "this" not in sys.modules
+    config, task = load_run(plain_run)  # built-in parts load without being trusted
+    assert config.model_type == "plain" and task.name == "sst2"
 
     trusted = _cli(["predict", str(run), "--input", "x.txt", "--trust-run-code"], tmp_path)
     assert trusted.returncode == 0, trusted.stderr[-2000:]
     assert "Beautiful is better" in trusted.stdout  # what loading such a run did before, now only when asked
     assert json.loads(trusted.stdout.strip().splitlines()[-1])["text"] == "A fine film."
-
-
-def test_trust_built_in_parts_load_without_the_flag(plain_run):
-    from syntaxformer.training.run import load_run
-
-    config, task = load_run(plain_run)
-    assert config.model_type == "plain" and task.name == "sst2"
 
 
 # -- outputs never land on inputs -----------------------------------------------------------------------------------

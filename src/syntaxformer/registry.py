@@ -27,7 +27,12 @@ this library, through package entry points read (once, on first use) with :mod:`
 A part registered in code instead (:func:`syntaxformer.tasks.register_task`,
 :func:`syntaxformer.data.annotators.register_annotator`, :func:`register_system`) works in the process that
 registered it; the runner records in ``run.json`` where every part of a run came from (:meth:`Registry.origin`)
-and imports that module again (:func:`import_origin`) when ``evaluate`` / ``predict`` reload the run elsewhere.
+and imports that module again (:func:`import_origin`) when ``evaluate`` / ``predict`` reload the run elsewhere, only
+when the user trusts the run's code (:func:`trust_run_code`, ``--trust-run-code``).
+
+A plugin is isolated: an entry point is loaded when its name is asked for (or when every system is listed, e.g. for
+the Auto classes' model types); one that cannot be loaded is named once in a warning (:meth:`Registry.report`) and
+blocks no other entry; a name claimed twice keeps its first owner, a built-in before any plugin.
 """
 
 from __future__ import annotations
