@@ -112,3 +112,23 @@ def test_trust_plot_and_annotate_refuse_an_output_in_what_they_read(plain_run, t
     code = main(["annotate", "t.txt", "--cache", "parses.sqlite3", "--output", "parses.sqlite3", "--output-format", "jsonl",
                  "--overwrite"])  # fmt: skip
     assert code == 1 and "destroy the input" in capsys.readouterr().err
+
+
+def test_trust_the_python_api_asks_for_trust_too(plain_run, tmp_path, capsys):
+    from syntaxformer.inference import Predictor
+    from syntaxformer.registry import trust_run_code
+
+    run = _copy(plain_run, tmp_path)
+    record = json.loads((run / "run.json").read_text())
+    record["task"]["module"] = "tests.trusted_part"  # importable here, not imported yet
+    (run / "run.json").write_text(json.dumps(record))
+    assert "tests.trusted_part" not in sys.modules
+    with pytest.raises(ConfigError, match="tests.trusted_part"):
+        Predictor.from_run(run)
+    assert "tests.trusted_part" not in sys.modules
+    assert Predictor.from_run(run, trust_remote_code=True).predict(["A fine film."])[0]["label"]
+    assert "tests.trusted_part" in sys.modules
+    del sys.modules["tests.trusted_part"]
+    with trust_run_code():
+        Predictor.from_run(run)
+    assert "tests.trusted_part" in sys.modules
