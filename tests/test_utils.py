@@ -32,17 +32,23 @@ def test_utils_atomic_write_mode_follows_the_umask(tmp_path, umask):
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".tmp-")]
 
 
-def test_utils_atomic_write_replaces_a_file_with_the_new_mode(tmp_path):
-    path = tmp_path / "old.txt"
-    path.write_text("old")
-    os.chmod(path, 0o600)
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o644])
+def test_utils_atomic_write_keeps_the_mode_of_the_file_it_replaces(tmp_path, mode):
+    """As ``open(path, "w")`` does: a file its owner made private (it may hold a secret) stays private when it is
+    replaced; a new file gets 0666 less the umask."""
+    path, reference = tmp_path / "old.txt", tmp_path / "reference.txt"
+    for p in (path, reference):
+        p.write_text("old")
+        os.chmod(p, mode)
     old = os.umask(0o022)
     try:
         with atomic_write(path) as f:
             f.write("new")
+        with open(reference, "w") as f:
+            f.write("new")
     finally:
         os.umask(old)
-    assert path.read_text() == "new" and _mode(path) == 0o644
+    assert path.read_text() == "new" and _mode(path) == _mode(reference) == mode
 
 
 def test_utils_readable_outputs_opens_owner_only_files(tmp_path):

@@ -168,6 +168,12 @@ def unicode_error_message(error: UnicodeDecodeError, tb: types.TracebackType | N
     return f"an input file is not {error.encoding} text ({error.reason}); save it as UTF-8"
 
 
+#: The commands that load run folders: they take ``--trust-run-code`` (:func:`syntaxformer.registry.trust_run_code`).
+RUN_COMMANDS = frozenset(
+    ("evaluate", "predict", "export", "analyze", "significance", "plot", "show", "probe", "diagnose", "translate")
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(prog="syntaxformer", description="Make any pretrained Transformer syntax-aware.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
@@ -199,15 +205,24 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[name][0])
     sub = ArgumentParser(prog=f"syntaxformer {name}", description=COMMANDS[name][1])
     module.add_arguments(sub)
+    if name in RUN_COMMANDS:
+        sub.add_argument(
+            "--trust-run-code",
+            action="store_true",
+            help="let a run folder import the modules its run.json names (parts defined outside syntaxformer and "
+            "its installed plugins): only for run folders from a source you trust",
+        )
     try:
         args = sub.parse_args(argv[1:])
     except UsageError as e:
         print(e, file=sys.stderr)
         return 2
     from syntaxformer.errors import SyntaxformerError
+    from syntaxformer.registry import trust_run_code
 
     try:
-        return int(module.run(args) or 0)
+        with trust_run_code(bool(getattr(args, "trust_run_code", False))):
+            return int(module.run(args) or 0)
     except SyntaxformerError as e:  # user-facing errors: one clear line, no traceback
         print(f"syntaxformer {name}: error: {one_line(str(e))}", file=sys.stderr)
         return 1

@@ -174,6 +174,7 @@ class Predictor:
         device: Any = None,
         parse_cache: bool | str | None = None,
         null_threshold: float | None = None,
+        trust_remote_code: bool | None = None,
     ) -> Predictor:
         """The model of a run folder with the run's task, parser and feature options.
 
@@ -185,6 +186,8 @@ class Predictor:
             parse_cache: override the run's parse cache (``False``: parse every text afresh).
             null_threshold: span QA: the no-answer threshold (default: the one tuned on the run's dev articles,
                 ``metrics.json``, else the task's ``null_threshold``).
+            trust_remote_code: let the run import the modules its ``run.json`` names (a part registered in code
+                outside syntaxformer; :func:`~syntaxformer.training.run.load_run`).
 
         Raises:
             DataError: ``run_dir`` is not a finished run with a saved model.
@@ -192,7 +195,7 @@ class Predictor:
         from syntaxformer.tasks.base import TaskContext
         from syntaxformer.training.run import build_context, check_max_length, load_run, load_tokenizer
 
-        config, task = load_run(run_dir, changes)
+        config, task = load_run(run_dir, changes, trust_remote_code=trust_remote_code)
         prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=False)
         if model is None:
             model = _load_model(run_dir, task.head)

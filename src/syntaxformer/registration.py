@@ -121,16 +121,10 @@ def _register_pending(module: Any, model_type: str, load: Callable[[], type]) ->
 
 def _register_configs(module: Any) -> None:
     """Register a stand-in config for every system's model types (cheap: reads the registry, imports no model)."""
-    from syntaxformer.registry import OTHER_MODEL_TYPES, SYSTEMS, system
+    from syntaxformer.registry import OTHER_MODEL_TYPES, model_types
 
-    for name in SYSTEMS.names():
-        try:
-            spec = system(name)
-        except Exception as e:  # noqa: BLE001  (one broken outside system must not break the others)
-            logger.warning("syntaxformer system %r cannot be registered: %s: %s", name, type(e).__name__, e)
-            continue
-        for model_type in (spec.saved_model_type, *spec.aliases):
-            _register_pending(module, model_type, _system_loader(spec.name))
+    for model_type, name in model_types().items():  # a broken plugin is left out, with a warning naming it
+        _register_pending(module, model_type, _system_loader(name))
     for model_type, defining in OTHER_MODEL_TYPES.items():
         _register_pending(module, model_type, _module_loader(model_type, defining))
 

@@ -27,17 +27,24 @@ this library, through package entry points read (once, on first use) with :mod:`
 A part registered in code instead (:func:`syntaxformer.tasks.register_task`,
 :func:`syntaxformer.data.annotators.register_annotator`, :func:`register_system`) works in the process that
 registered it; the runner records in ``run.json`` where every part of a run came from (:meth:`Registry.origin`)
-and imports that module again (:func:`import_origin`) when ``evaluate`` / ``predict`` reload the run elsewhere.
+and imports that module again (:func:`import_origin`) when ``evaluate`` / ``predict`` reload the run elsewhere, only
+when the user trusts the run's code (:func:`trust_run_code`, ``--trust-run-code``).
+
+A plugin is isolated: an entry point is loaded when its name is asked for (or when every system is listed, e.g. for
+the Auto classes' model types); one that cannot be loaded is named once in a warning (:meth:`Registry.report`) and
+blocks no other entry; a name claimed twice keeps its first owner, a built-in before any plugin.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import logging
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +65,7 @@ __all__ = [
     "system",
     "system_for_model_type",
     "system_names",
+    "trust_run_code",
 ]
 
 logger = logging.getLogger(__name__)
@@ -103,6 +111,12 @@ def resolve(ref: Any) -> Any:
     return obj
 
 
+def plugin_source(ep: Any) -> str:
+    """An entry point as ``"distribution: group name = value"`` (how messages and ``run.json`` name a plugin)."""
+    dist = getattr(getattr(ep, "dist", None), "name", None)
+    return f"{dist + ': ' if dist else ''}{ep.group} {ep.name} = {ep.value}"
+
+
 def _module_of(obj: Any) -> str | None:
     if isinstance(obj, str):
         return obj.split(":", 1)[0] if _REF.match(obj) else None
@@ -122,6 +136,7 @@ class Registry:
         hint: how to add an entry, appended to the "unknown name" message.
         error: the error class for a bad registration or an entry that cannot be loaded.
         unknown_error: the error class for an unknown name (default ``error``).
+        check: what is wrong with a loaded entry point's object (``None``: nothing), e.g. not a SystemSpec.
     """
 
     def __init__(
@@ -135,6 +150,7 @@ class Registry:
         hint: str = "",
         error: type[Exception] = ConfigError,
         unknown_error: type[Exception] | None = None,
+        check: Callable[[Any], str | None] | None = None,
     ):
         self.kind = kind
         self.error = error
@@ -148,6 +164,9 @@ class Registry:
         self._entry_points: dict[str, Any] | None = None
         self._loaded_modules = False
         self._lock = threading.RLock()
+        self.check = check
+        self._failed: dict[str, str] = {}  # key -> why its plugin cannot be loaded
+        self._reported: set[str] = set()  # problems already warned about (each once)
 
     # -- entry points --------------------------------------------------------------------------------------------
     def entry_points(self) -> dict[str, Any]:
@@ -164,8 +183,21 @@ class Registry:
                     except Exception as e:  # noqa: BLE001  (a broken distribution must not break the library)
                         logger.warning("could not read the %s entry points: %s: %s", self.group, type(e).__name__, e)
                         eps = ()
+                    self._load_modules()
                     for ep in eps:
-                        found.setdefault(self.normalise(ep.name), ep)
+                        key = self.normalise(ep.name)
+                        if key in self._entries:  # a built-in (or registered) entry keeps its name
+                            self.report(
+                                f"the {self.kind} plugin {plugin_source(ep)} is ignored: {key!r} is also "
+                                f"syntaxformer's {self.kind} from {self._modules.get(key)}, which is used"
+                            )
+                        elif key in found:
+                            self.report(
+                                f"two {self.kind} plugins are named {key!r}: {plugin_source(found[key])} (used) and "
+                                f"{plugin_source(ep)} (ignored); uninstall one"
+                            )
+                        else:
+                            found[key] = ep
                     self._entry_points = found
         return self._entry_points
 
@@ -173,6 +205,13 @@ class Registry:
         """Read the entry points again (after installing a package in a running process)."""
         with self._lock:
             self._entry_points = None
+            self._failed.clear()
+
+    def report(self, message: str) -> None:
+        """Log ``message`` as a warning, once per process (a broken or clashing plugin is named once)."""
+        if message not in self._reported:
+            self._reported.add(message)
+            logger.warning("%s", message)
 
     def _load_modules(self) -> None:
         if self._loaded_modules:
@@ -252,20 +291,57 @@ class Registry:
                 ep = self.entry_points().get(key)
                 if ep is None:
                     raise self.unknown(name)
-                try:
-                    obj = ep.load()
-                except Exception as e:
-                    raise self.error(
-                        f"the {self.kind} {name!r} of entry point {ep.value!r} ({self.group}) cannot be loaded: "
-                        f"{type(e).__name__}: {e}"
-                    ) from e
-                self._entries[key] = obj
+                self._entries[key] = self._load_plugin(key, ep)
                 self._modules[key] = ep.value.split(":", 1)[0]
             value = self._entries[key]
             if isinstance(value, str):
                 value = resolve(value)
                 self._entries[key] = value
             return value
+
+    def defined_by(self, name: str) -> str | None:
+        """The module that defines the entry ``name`` (an entry point's, without importing it), or ``None``."""
+        key = self.normalise(str(name))
+        if key in self._entries or key in self._modules:
+            return self._modules.get(key)
+        ep = self.entry_points().get(key)
+        return ep.value.split(":", 1)[0] if ep is not None else None
+
+    def _load_plugin(self, key: str, ep: Any) -> Any:
+        """The object of entry point ``ep``; a plugin that cannot be loaded (raises on import, even ``SystemExit``;
+        names a missing attribute or package; fails :attr:`check`) raises :attr:`error` naming its distribution and
+        entry point, now and at every later lookup, without importing it again."""
+        if key in self._failed:
+            raise self.error(self._failed[key])
+        try:
+            obj = ep.load()
+        except KeyboardInterrupt:
+            logger.error("interrupted while importing the %s plugin %s", self.kind, plugin_source(ep))
+            raise
+        except SystemExit as e:  # a plugin must not end the process that merely looked it up
+            problem: str | None = f"it called sys.exit({e.code!r}) while being imported"
+        except BaseException as e:  # noqa: BLE001  (any error of a plugin's import stays the plugin's)
+            problem = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        else:
+            problem = self.check(obj) if self.check is not None else None
+        if problem is None:
+            return obj
+        self._failed[key] = f"the {self.kind} plugin {plugin_source(ep)} cannot be loaded: {problem}"
+        raise self.error(self._failed[key])
+
+    def loaded(self, *, plugins: bool = True) -> list[tuple[str, Any]]:
+        """``(name, entry)`` of every entry that loads: built-in and registered ones first, then (with ``plugins``)
+        the entry points; one that cannot be loaded is left out, with one warning naming it (the others are
+        unaffected)."""
+        self._load_modules()
+        keys = sorted(self._entries)
+        out = []
+        for key in [*keys, *(sorted(set(self.entry_points()) - set(keys)) if plugins else [])]:
+            try:
+                out.append((key, self.get(key)))
+            except self.error as e:
+                self.report(str(e))
+        return out
 
     def unknown(self, name: Any) -> Exception:
         """The error for a name that is not registered, listing the known ones."""
@@ -281,25 +357,58 @@ class Registry:
         ep = self.entry_points().get(key)
         entry_point = None
         if ep is not None and self._modules.get(key) == ep.value.split(":", 1)[0]:
-            dist = getattr(getattr(ep, "dist", None), "name", None)
-            entry_point = f"{dist + ': ' if dist else ''}{self.group} {ep.name} = {ep.value}"
+            entry_point = plugin_source(ep)
         return {"name": key, "module": self._modules.get(key), "entry_point": entry_point}
 
 
-def import_origin(record: Any, kind: str = "part") -> None:
+#: Whether a run folder may import the modules its ``run.json`` names (:func:`trust_run_code`).
+_TRUST_RUN_CODE: contextvars.ContextVar[bool] = contextvars.ContextVar("trust_run_code", default=False)
+
+
+@contextlib.contextmanager
+def trust_run_code(trusted: bool = True) -> Iterator[None]:
+    """Within the block, loading a run may import the modules its ``run.json`` names (``--trust-run-code``;
+    ``load_run(..., trust_remote_code=True)``). Only for run folders whose code you trust: importing a module runs
+    it."""
+    token = _TRUST_RUN_CODE.set(bool(trusted))
+    try:
+        yield
+    finally:
+        _TRUST_RUN_CODE.reset(token)
+
+
+def import_origin(
+    record: Any, kind: str = "part", known: Registry | None = None, *, trusted: bool | None = None
+) -> None:
     """Import the module a ``run.json`` origin record names (:meth:`Registry.origin`), so that a part registered
-    in code by that module is known again in this process. Built-in modules and parts found through entry points
-    need nothing; a module that cannot be imported is logged, not raised (the lookup that follows names what is
-    missing)."""
+    in code by that module is known again in this process. Nothing is imported for a part ``known`` already has
+    from that module (built in, registered in this process, an installed entry point), nor for a module of this
+    package or one already imported; any other module only when ``trusted`` (default: inside :func:`trust_run_code`). A module
+    that cannot be imported is logged, not raised (the lookup that follows names what is missing).
+
+    Raises:
+        ConfigError: the module would be imported and the run's code is not trusted.
+    """
     if not isinstance(record, Mapping):
         return
-    module = record.get("module")
-    if not module or module == "__main__" or module.startswith("syntaxformer."):
+    module, name = record.get("module"), record.get("name")
+    if not isinstance(module, str) or not module or module == "__main__" or module.startswith("syntaxformer."):
         return
+    if module in sys.modules:
+        return
+    if known is not None and isinstance(name, str) and name in known and known.defined_by(name) == module:
+        return
+    if not (_TRUST_RUN_CODE.get() if trusted is None else trusted):
+        if record.get("entry_point"):  # a plugin that is not installed here: the lookup that follows says so
+            return
+        raise ConfigError(
+            f"the run names the module {module!r} for its {kind} {name!r}; loading it would run that module's code. "
+            "Pass --trust-run-code (trust_remote_code=True) only if you trust where this run folder comes from"
+        )
     try:
         importlib.import_module(module)
     except ImportError as e:
-        logger.info("could not import %s, the module that defined %s %r: %s", module, kind, record.get("name"), e)
+        logger.info("could not import %s, the module that defined %s %r: %s", module, kind, name, e)
 
 
 # -- systems -----------------------------------------------------------------------------------------------------
@@ -466,11 +575,16 @@ def _system_key(name: str) -> str:
     return name.strip()
 
 
+def _spec_problem(obj: Any) -> str | None:
+    return None if isinstance(obj, SystemSpec) else f"{obj!r} is not a syntaxformer.registry.SystemSpec"
+
+
 SYSTEMS = Registry(
     "system",
     ENTRY_POINT_GROUPS["systems"],
     BUILTIN_SYSTEMS,
     normalise=_system_key,
+    check=_spec_problem,
     hint=f" (add one with syntaxformer.registry.register_system or an entry point of {ENTRY_POINT_GROUPS['systems']})",
 )
 
@@ -551,29 +665,33 @@ def _caller_module() -> str | None:
 
 
 def system_for_model_type(model_type: Any) -> SystemSpec | None:
-    """The system whose configs are saved with ``model_type`` (its current one or an older alias), or ``None``."""
+    """The system whose configs are saved with ``model_type`` (its current one or an older alias), or ``None``.
+    Built-in and registered systems are looked at first: their model types load no plugin."""
     if not isinstance(model_type, str):
         return None
-    for name in SYSTEMS.names():
-        try:
-            spec = system(name)
-        except ConfigError as e:
-            logger.warning("%s", e)
-            continue
-        if model_type == spec.saved_model_type or model_type in spec.aliases:
-            return spec
-    return None
+    return model_types(specs=True, plugins=False).get(model_type) or model_types(specs=True).get(model_type)
 
 
-def model_types() -> dict[str, str]:
-    """Every ``model_type`` a saved syntaxformer system model may have (aliases included) -> its system."""
-    out: dict[str, str] = {}
-    for name in SYSTEMS.names():
-        try:
-            spec = system(name)
-        except ConfigError as e:
-            logger.warning("%s", e)
+def model_types(*, specs: bool = False, plugins: bool = True) -> dict[str, Any]:
+    """Every ``model_type`` a saved syntaxformer system model may have (aliases included) -> its system's name
+    (with ``specs``: its :class:`SystemSpec`). Built-in and registered systems come first and keep their types; a
+    plugin that claims a type already taken is reported (both sources) and ignored for it; a plugin that cannot be
+    loaded is left out with a warning (:meth:`Registry.loaded`)."""
+    out: dict[str, Any] = {}
+    for name, spec in SYSTEMS.loaded(plugins=plugins):
+        if not isinstance(spec, SystemSpec):
+            SYSTEMS.report(f"the system {name!r} is registered as {spec!r}, not a syntaxformer.registry.SystemSpec")
             continue
         for t in (spec.saved_model_type, *spec.aliases):
-            out.setdefault(t, spec.name)
-    return out
+            first = out.setdefault(t, spec)
+            if first is not spec:
+                SYSTEMS.report(
+                    f"the systems {first.name!r} ({_source(first.name)}) and {spec.name!r} ({_source(spec.name)}) "
+                    f"both save model_type {t!r}; {first.name!r} is used"
+                )
+    return out if specs else {t: spec.name for t, spec in out.items()}
+
+
+def _source(name: str) -> str:
+    origin = SYSTEMS.origin(name)
+    return str(origin["entry_point"] or origin["module"])

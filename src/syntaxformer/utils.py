@@ -18,6 +18,7 @@ __all__ = [
     "DISK_FULL_ERRNOS",
     "DuplicateKeyError",
     "atomic_write",
+    "check_not_inside",
     "check_output",
     "check_unicode",
     "disk_full",
@@ -88,23 +89,26 @@ def check_output(
     *,
     overwrite: bool = True,
     option: str = "--output",
+    folders: Iterable[str | os.PathLike | None] = (),
 ) -> None:
-    """Before anything is computed: an output file never replaces an input, and replaces an existing file only
-    with ``overwrite``.
+    """Before anything is computed: an output file never replaces an input nor lands in a folder the command
+    reads (:func:`check_not_inside`), and replaces an existing file only with ``overwrite``.
 
     Args:
         path: the output file (``-`` = standard output: nothing to check).
         inputs: the files read (``-`` and ``None`` are skipped).
         overwrite: whether an existing ``path`` may be replaced.
         option: the option that named ``path``, for messages.
+        folders: the folders read (a run folder): ``path`` may not be one of them or inside one.
 
     Raises:
-        ConfigError: ``path`` is one of ``inputs`` (the same file, by path or by inode).
+        ConfigError: ``path`` is one of ``inputs`` (the same file, by path or by inode), or in ``folders``.
         DataError: ``path`` exists and ``overwrite`` is false, or is a folder.
     """
     out = os.fspath(path)
     if out == "-":
         return
+    check_not_inside(out, [*folders, *(i for i in inputs if i is not None and os.path.isdir(i))], option)
     for given in inputs:
         if given is None or os.fspath(given) == "-":
             continue
@@ -131,8 +135,9 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     """Write to a temporary file in the same folder and rename it over ``path`` only on success.
 
     An interrupted write never leaves a truncated ``path`` behind. The file gets the permissions an ordinary
-    ``open(path, "w")`` would give it (``0o666`` less the umask, so ``0644`` under the usual umask ``022``), not
-    the owner-only ``0600`` of a temporary file.
+    ``open(path, "w")`` would give it: those of the file it replaces (a file its owner made private stays
+    private), else ``0o666`` less the umask (``0644`` under the usual umask ``022``), not the owner-only ``0600``
+    of a temporary file.
 
     Raises:
         DataError: ``path`` cannot be written (no permission, a file where its folder should be, disk full ...);
@@ -146,8 +151,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
     except OSError as e:
         raise DataError(f"cannot write {path}: {e.strerror or e}") from e
-    with contextlib.suppress(OSError):  # mkstemp makes 0600 files; output files are for everyone to read
-        os.fchmod(fd, 0o666 & ~_umask())
+    with contextlib.suppress(OSError):  # mkstemp makes 0600 files; as open(path, "w") would: the old file's mode
+        os.fchmod(fd, _mode_of(path))
     try:
         try:
             with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
@@ -369,3 +374,39 @@ def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]
         raise ConfigError(f"max samples must be a positive number of examples, got {max_samples}")
     keep = np.sort(np.random.default_rng(seed).choice(n, size=max_samples, replace=False))
     return [items[i] for i in keep]
+
+
+def check_not_inside(
+    path: str | os.PathLike, folders: Iterable[str | os.PathLike | None], option: str = "--output"
+) -> None:
+    """An output never lands on what a command reads: ``path`` is refused when it is one of ``folders`` (the run
+    or model folder a command reads, a folder of inputs) or lies inside one, whatever ``--overwrite`` says (links
+    and ``..`` resolved; ``-`` = standard output and ``None`` folders are skipped).
+
+    Raises:
+        ConfigError: ``path`` is a read folder or inside one.
+    """
+    out = os.fspath(path)
+    if out == "-":
+        return
+    real = os.path.realpath(out)
+    for folder in folders:
+        if folder is None or not os.path.isdir(folder):
+            continue
+        base = os.path.realpath(os.fspath(folder))
+        if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+            raise ConfigError(
+                f"{option} {out} is {'the folder' if real == base else 'inside the folder'} {os.fspath(folder)}, "
+                "which this command reads; writing there could destroy what it reads: give a path outside it"
+            )
+
+
+def _mode_of(path: str) -> int:
+    """The permissions ``open(path, "w")`` leaves ``path`` with: those of the existing file, else ``0o666`` less
+    the umask."""
+    import stat
+
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()

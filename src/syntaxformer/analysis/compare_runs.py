@@ -39,6 +39,7 @@ __all__ = [
     "expand_run_dirs",
     "load_dev_data",
     "load_run_predictions",
+    "pair_by_seed",
     "paired_prediction_tests",
     "per_question_scores",
     "run_references",
@@ -242,19 +243,40 @@ def _per_question_tests(qa: dict[str, Any], qb: dict[str, Any], n_resamples: int
     return {"bootstrap": boot.to_dict(), "mcnemar": mcnemar(qa["correct"], qb["correct"]).to_dict()}
 
 
-def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> list[tuple[str, str]]:
-    """Runs of A and B paired by recorded seed (when both have the same distinct seeds), else in order."""
-    if not runs_a or len(runs_a) != len(runs_b):
-        raise InputError(f"give equally many runs of both systems (one per seed), got {len(runs_a)} and {len(runs_b)}")
-
+def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> tuple[list[tuple[str, str]], str]:
     def seeds(runs: Sequence[str]) -> list[Any]:
         return [load_run_predictions(r)[0].get("seed") for r in runs]
 
-    sa, sb = seeds(runs_a), seeds(runs_b)
-    if None not in sa and len(set(sa)) == len(sa) and set(sa) == set(sb):
-        by_seed = dict(zip(sb, runs_b))
-        return [(ra, by_seed[s]) for ra, s in zip(runs_a, sa)]
-    return list(zip(runs_a, runs_b))
+    return pair_by_seed(runs_a, runs_b, seeds(runs_a), seeds(runs_b))
+
+
+def pair_by_seed(
+    runs_a: Sequence[str], runs_b: Sequence[str], seeds_a: Sequence[Any], seeds_b: Sequence[Any]
+) -> tuple[list[tuple[str, str]], str]:
+    """The runs of systems A and B paired by their seeds (in A's order), and a sentence saying how; when a run
+    records no seed, in the order given.
+
+    Raises:
+        InputError: unequally many runs; a run given twice for one system (it would count as two seeds); seeds that
+            differ between the systems, or one seed twice.
+    """
+    if not runs_a or len(runs_a) != len(runs_b):
+        raise InputError(f"give equally many runs of both systems (one per seed), got {len(runs_a)} and {len(runs_b)}")
+    for side, runs in (("A", runs_a), ("B", runs_b)):
+        real = [str(Path(r).resolve()) for r in runs]
+        twice = next((r for r, key in zip(runs, real) if real.count(key) > 1), None)
+        if twice is not None:
+            raise InputError(f"system {side}: the run {twice} is given twice; each run counts once, as one seed")
+    if None in seeds_a or None in seeds_b:
+        return list(zip(runs_a, runs_b)), "runs paired in the order given (a run records no seed)"
+    if sorted(seeds_a, key=str) != sorted(seeds_b, key=str) or len(set(seeds_a)) != len(seeds_a):
+        raise InputError(
+            f"the runs are paired by seed, but A has seeds {sorted(seeds_a, key=str)} and B "
+            f"{sorted(seeds_b, key=str)}: give one run of each system per seed, the same seeds for both"
+        )
+    by_seed = dict(zip(seeds_b, runs_b))
+    pairs = [(ra, by_seed[s]) for ra, s in zip(runs_a, seeds_a)]
+    return pairs, f"runs paired by seed ({', '.join(str(s) for s in seeds_a)})"
 
 
 def compare_runs(
@@ -268,21 +290,22 @@ def compare_runs(
 
     Args:
         runs_a, runs_b: run folders (or glob patterns) of the two systems, one per seed; paired by the seed in
-            their ``metrics.json`` when both have the same seeds, else in order (then equally many).
+            their ``metrics.json`` (:func:`pair_by_seed`; in order when a run records none).
         n_resamples: bootstrap resamples (BLEU: resamples or randomisation trials; 0 = sacreBLEU's default).
         seed: bootstrap seed (BLEU tests: 0 = sacreBLEU's default seed 12345).
         bleu_test: ``"bs"`` (paired bootstrap) or ``"ar"`` (approximate randomisation) for translation runs.
 
     Returns:
-        ``{"task", "metric", "a": [scores], "b": [scores], "seeds": [seed of A's run], "per_seed": [{"run_a",
+        ``{"task", "metric", "pairing", "a": [scores], "b": [scores], "seeds": [seed of A's run], "per_seed": [{"run_a",
         "run_b", "bootstrap"?, "mcnemar"?, "bleu"?}], "t_test"?: ...}`` (test dicts of
         :class:`~syntaxformer.tasks.significance.TestResult`).
 
     Raises:
-        InputError: unequal numbers of runs, runs of different tasks or dev examples.
+        InputError: unequal numbers of runs, a run given twice, seeds that differ, runs of different tasks or dev
+            examples.
     """
-    pairs = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
-    result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": []}
+    pairs, pairing = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
+    result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": [], "pairing": pairing}
     references = None
     for ra, rb in pairs:
         check_comparable(ra, rb)

@@ -47,6 +47,8 @@ __all__ = [
     "expand_compact_records",
     "holm",
     "minimal_pair_report",
+    "paired_suite_records",
+    "pairs_fingerprint",
     "read_minimal_pairs",
     "read_suite_records",
     "score_minimal_pairs",
@@ -325,6 +327,13 @@ def _correct_matrix(runs: Sequence[Sequence[Mapping[str, Any]]], side: str) -> t
                 f"system {side}: run {i} scored other minimal pairs (or another order) than run 1; "
                 "compare runs scored on the same suite"
             )
+    for run in runs:
+        for r in run:
+            if not isinstance(r["correct"], (bool, np.bool_)):
+                raise InputError(
+                    f"system {side}: pair {r['pair_id']!r} of {r['paradigm']!r} has correct = {r['correct']!r}; "
+                    "it must be true or false"
+                )
     return np.array([[bool(r["correct"]) for r in run] for run in runs], dtype=float), keys
 
 
@@ -440,6 +449,8 @@ def read_suite_records(path: str | os.PathLike) -> list[dict[str, Any]]:
             missing = {"paradigm", "pair_id", "field", "phenomenon", "correct"} - set(obj)
             if missing:
                 raise DataError(f"{p}:{line_no}: not a minimal-pair record (missing {sorted(missing)})")
+            if not isinstance(obj["correct"], bool):  # "false" (a string) would count as correct
+                raise DataError(f"{p}:{line_no}: 'correct' must be true or false, got {obj['correct']!r}")
             records.append(obj)
     if not records:
         raise DataError(f"{p}: no records")
@@ -461,7 +472,7 @@ def suite_folder(suite: str, data: str | os.PathLike | None = None) -> tuple[str
     from syntaxformer.defaults import shared_data_dir
 
     if data is not None:
-        return suite, Path(data)
+        return _suite_name(suite), Path(data)
     if suite in SUITES:
         shared = shared_data_dir()
         if shared is None or not (shared / SUITES[suite]).is_dir():
@@ -472,8 +483,29 @@ def suite_folder(suite: str, data: str | os.PathLike | None = None) -> tuple[str
         return suite, shared / SUITES[suite]
     path = Path(suite)
     if path.exists():
-        return path.stem, path
+        return _suite_name(path.stem or path.resolve().name), path
     raise DataError(f"suite {suite!r}: not a known suite ({', '.join(SUITES)}) nor a BLiMP-format folder or file")
+
+
+def _suite_name(name: str) -> str:
+    """``name`` if it can name a folder under ``RUN/suites/`` (a name, not a path: no separator, not ``.``/``..``)."""
+    if not re.fullmatch(r"[\w][\w.+-]*", name or "") or name in (".", ".."):
+        raise ConfigError(
+            f"suite name {name!r}: a suite name is a name (letters, digits, '_', '-', '.'), not a path; its results "
+            "go to RUN/suites/NAME/"
+        )
+    return name
+
+
+def pairs_fingerprint(pairs: Iterable[MinimalPair]) -> str:
+    """A SHA-256 of the pairs a suite was scored on (ids, fields and both sentences, in order): two results are
+    comparable pair by pair only when their fingerprints agree, whatever their suites' folders are called."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for p in pairs:
+        digest.update(json.dumps([p.paradigm, p.pair_id, p.field, p.phenomenon, p.good, p.bad]).encode() + b"\n")
+    return digest.hexdigest()
 
 
 def evaluate_suite(
@@ -531,6 +563,7 @@ def evaluate_suite(
             "run": str(run_dir),
             "acceptable": label,
             "pairs": len(records),
+            "pairs_sha256": pairs_fingerprint(pairs),
             **minimal_pair_report(records),
         }
         out.mkdir(parents=True, exist_ok=True)
@@ -616,3 +649,66 @@ def expand_compact_records(obj: Mapping[str, Any], source: str = "compact record
     if len(records) != obj["n"] or len(correct) != obj["n"]:
         raise DataError(f"{source}: {len(records)} pairs and {len(correct)} results for n = {obj['n']}")
     return records
+
+
+def paired_suite_records(runs_a: Sequence[str], runs_b: Sequence[str], suite: str) -> dict[str, Any]:
+    """The records two systems' runs hold for ``suite`` (:func:`suite_records_of`), checked comparable and paired
+    by seed: ``{"a": [records per run], "b": [...], "runs_a", "runs_b", "seeds": [[seed a, seed b]], "pairing":
+    a sentence saying how the runs were paired and how the pairs were checked}``.
+
+    Runs are paired by the seed their ``run.json`` records (in the order of ``runs_a``); when a run records none,
+    in the order given (and the pairing says so). Results whose ``report.json`` records the pairs' fingerprint
+    (:func:`pairs_fingerprint`) must all have the same one.
+
+    Raises:
+        InputError: a run given twice for one system; the two systems' seeds differ (or one seed twice); results
+            scored on other pairs (names two runs).
+    """
+    from syntaxformer.analysis.compare_runs import pair_by_seed
+
+    runs_a, runs_b = [str(r) for r in runs_a], [str(r) for r in runs_b]
+    pairs, pairing = pair_by_seed(runs_a, runs_b, [_run_seed(r) for r in runs_a], [_run_seed(r) for r in runs_b])
+    prints = {run: _pairs_sha256(run, suite) for run in [*runs_a, *runs_b]}
+    known = {run: h for run, h in prints.items() if h is not None}
+    if len(set(known.values())) > 1:
+        first = next(iter(known))
+        other = next(r for r, h in known.items() if h != known[first])
+        raise InputError(
+            f"{first} and {other} were scored on different minimal pairs (their {suite!r} results have other pairs' "
+            "fingerprints, whatever the suite folders are called); compare results of one suite"
+        )
+    if len(known) == len(prints):
+        pairing += "; every result scored on the same pairs (fingerprint)"
+    else:
+        unchecked = len(prints) - len(known)
+        logger.info(
+            "%d of the %d results record no fingerprint of their pairs (scored before it was recorded): their pairs "
+            "are matched by paradigm and pair id only",
+            unchecked,
+            len(prints),
+        )
+        pairing += f"; pairs matched by id ({unchecked} result(s) record no fingerprint of their pairs)"
+    return {
+        "a": [suite_records_of(ra, suite) for ra, _ in pairs],
+        "b": [suite_records_of(rb, suite) for _, rb in pairs],
+        "runs_a": [ra for ra, _ in pairs],
+        "runs_b": [rb for _, rb in pairs],
+        "seeds": [[_run_seed(ra), _run_seed(rb)] for ra, rb in pairs],
+        "pairing": pairing,
+    }
+
+
+def _run_seed(run_dir: str) -> Any:
+    try:
+        return json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))["config"]["seed"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _pairs_sha256(run_dir: str, suite: str) -> str | None:
+    name = suite if suite in SUITES else Path(suite).stem
+    try:
+        value = json.loads((Path(run_dir) / "suites" / name / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value.get("pairs_sha256") if isinstance(value, dict) else None

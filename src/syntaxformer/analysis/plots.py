@@ -27,6 +27,7 @@ import functools
 import json
 import logging
 import math
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ from syntaxformer.analysis.plot_base import run_info as _run_info
 from syntaxformer.analysis.plot_base import system_colors as _colors
 from syntaxformer.analysis.plot_base import system_groups as _groups
 from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.utils import check_not_inside
 
 __all__ = [
     "PLOT_KINDS",
@@ -397,6 +399,7 @@ def plot_runs(
         raise ConfigError(f"unknown figure kind(s) {unknown}; use {', '.join(PLOT_KINDS)}")
     wanted = list(kinds or [])
     runs = find_runs(paths) if paths else []
+    check_not_inside(output_dir, [*(r.path for r in runs), model if model and os.path.isdir(model) else None])
     if not wanted:
         wanted = ["results"] if runs else []
         for kind, attr in (("learning-curve", "train_size"), ("noise", "parser_noise")):

@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--format ptb reads a file or a folder of .mrg files, not standard input")
     if not stdin and fmt != "ptb" and not os.path.isfile(args.input):
         raise DataError(f"input file not found: {args.input}")
-    check_output(args.output, [args.input], overwrite=args.overwrite)
+    check_output(args.output, [args.input, args.cache or None], overwrite=args.overwrite)
     name = "stdin" if stdin else os.path.basename(os.path.normpath(args.input))
     source = "gold"
     if stdin and fmt in ("conllu", "jsonl"):

@@ -109,8 +109,8 @@ def _run_inputs(args: argparse.Namespace) -> int:
         raise ConfigError("--file and --output-dir predict a split; with --input use --output")
     if args.batch_size < 1:
         raise ConfigError(f"--batch-size {args.batch_size} must be at least 1")
-    if args.output:  # before the model is loaded: never the input, never an existing file without --overwrite
-        check_output(args.output, [args.input], overwrite=args.overwrite)
+    if args.output:  # before the model is loaded: never the input nor the run, never an existing file unasked
+        check_output(args.output, [args.input], overwrite=args.overwrite, folders=[args.model])
     # --text-column / --text-pair-column name the columns of the input file here, not the run's task options
     changes = {k: v for k, v in config_changes(args).items() if k not in ("text_column", "text_pair_column")}
     predictor = Predictor.from_run(args.model, changes=changes)

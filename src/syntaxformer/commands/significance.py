@@ -113,6 +113,8 @@ def _score(value: float | None) -> str:
 def format_significance(r: dict) -> str:
     """The text table of a :func:`~syntaxformer.analysis.compare_runs.compare_runs` result."""
     lines = [f"{r['task']}: {r['metric']}, B − A over {len(r['a'])} pair(s) of runs"]
+    if r.get("pairing"):
+        lines.append(r["pairing"])
     for a, b, seed, e in zip(r["a"], r["b"], r["seeds"], r["per_seed"]):
         if a is None or b is None:  # a run without its headline score (the per-example tests still apply)
             line = f"seed {seed}: A {_score(a)}  B {_score(b)}"
@@ -202,13 +204,9 @@ def format_suite_comparison(r: dict) -> str:
 
 
 def _run_suite(args: argparse.Namespace, runs_a: list[str], runs_b: list[str]) -> int:
-    from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, suite_records_of
+    from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, paired_suite_records
 
-    runs_a, runs_b = _by_seed(runs_a), _by_seed(runs_b)
-    r = compare_minimal_pairs(
-        [suite_records_of(d, args.suite) for d in runs_a],
-        [suite_records_of(d, args.suite) for d in runs_b],
-        level=args.level,
-        resamples=args.resamples or 10000,
-    )
-    return _report(args, {"suite": args.suite, "a": runs_a, "b": runs_b, **r}, format_suite_comparison)
+    paired = paired_suite_records(_by_seed(runs_a), _by_seed(runs_b), args.suite)
+    r = compare_minimal_pairs(paired["a"], paired["b"], level=args.level, resamples=args.resamples or 10000)
+    result = {"suite": args.suite, "a": paired["runs_a"], "b": paired["runs_b"], "pairing": paired["pairing"], **r}
+    return _report(args, result, lambda r: f"{r['pairing']}\n{format_suite_comparison(r)}")

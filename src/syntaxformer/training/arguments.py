@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from syntaxformer.errors import ConfigError
+from syntaxformer.secrets import redact_secrets, redacting_arguments
 
 __all__ = ["training_arguments"]
 
@@ -71,12 +72,13 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
     kwargs.update(config.training_args)
     kwargs.update(overrides)
     try:
-        return args_class(**kwargs)
+        return redacting_arguments(args_class(**kwargs))  # training_args.bin is saved without tokens
     except (TypeError, ValueError) as e:
         named = [f"{k}={v!r}" for k, v in kwargs.items() if isinstance(v, str) and len(v) > 1 and v in str(e)]
-        raise ConfigError(
+        message = (
             f"invalid training arguments{' (' + ', '.join(named) + ')' if named else ''}: {' '.join(str(e).split())}"
-        ) from e
+        )
+        raise ConfigError(redact_secrets(message)) from e
 
 
 def _launched_processes() -> int:

@@ -232,9 +232,11 @@ def _plain(value: Any) -> Any:
 
 def run_fingerprint(config: Mapping[str, Any], data_fingerprint: str | None) -> dict[str, Any]:
     """What a resume must find unchanged: the run-config options (a ``RunConfig.to_dict()``) except
-    :data:`RESUME_FREE_OPTIONS`, and the content fingerprint of the training data (``None``: unknown)."""
+    :data:`RESUME_FREE_OPTIONS`, and the content fingerprint of the training data (``None``: unknown); no secrets."""
+    from syntaxformer.secrets import redact_secrets
+
     return {
-        "config": _plain({k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS}),
+        "config": _plain(redact_secrets({k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS})),
         "train_data": data_fingerprint,
     }
 

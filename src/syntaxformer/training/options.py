@@ -37,6 +37,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError
 from syntaxformer.training.config import (
     RunConfig,
@@ -365,7 +366,11 @@ def _model_options() -> dict[str, tuple[Any, str]]:
     )
     out: dict[str, tuple[Any, str]] = {}
     for system in _system_choices():
-        cls = model_config_class(system)
+        try:
+            cls = model_config_class(system)
+        except ConfigError as e:  # a plugin that cannot be loaded blocks no other system (warned once)
+            _registry.SYSTEMS.report(str(e))
+            continue
         hints, docs = _field_types(cls), _docstring_entries(cls)
         for name in model_option_names(system):
             if name not in base and name not in out:

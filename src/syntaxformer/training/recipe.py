@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.secrets import redact_secrets
 from syntaxformer.tasks.base import Task, TaskContext
 from syntaxformer.training import arguments, checkpoints
 from syntaxformer.training.arguments import training_arguments
@@ -301,6 +302,7 @@ class TrainRecipe:
             _save_model(self.trainer, output_dir)
             readable_outputs(output_dir)  # model weights are written owner-only (0600) through a temporary file
         self.metrics = self._metrics()
+        record = redact_secrets(config.to_dict())  # no access token in the files a run writes
         # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
         if self.writer:
             write_json(
@@ -310,7 +312,7 @@ class TrainRecipe:
                     **_parts_record(config),
                     # where each split came from, as read: a held-out part of the training file says so here
                     "data": self.metrics.get("data"),
-                    "config": config.to_dict(),
+                    "config": record,
                 },
             )
             write_json(Path(output_dir) / METRICS_FILE, self.metrics)
@@ -318,12 +320,7 @@ class TrainRecipe:
             from syntaxformer.training.model_card import write_model_card
 
             write_model_card(
-                output_dir,
-                self.metrics,
-                config.to_dict(),
-                self.model.config,
-                task.head,
-                annotator=self.context.annotator,
+                output_dir, self.metrics, record, self.model.config, task.head, annotator=self.context.annotator
             )
         logger.info(
             "%s %s dev %s = %.4f  (metrics in %s)",

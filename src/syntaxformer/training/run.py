@@ -152,14 +152,18 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
 
 
 # -- evaluate / predict -----------------------------------------------------------------------------------------
-def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None) -> tuple[RunConfig, Task]:
+def load_run(
+    run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None, *, trust_remote_code: bool | None = None
+) -> tuple[RunConfig, Task]:
     """The run config (with ``changes``) and the task of a run folder written by :func:`train`.
 
-    The task is rebuilt from its name and options; a task registered outside the package is found by importing
-    the module that defined it, when that module is importable.
+    The task is rebuilt from its name and options; a part (task, system, annotator) registered outside the package
+    and not installed as an entry point is found by importing the module that defined it, only with
+    ``trust_remote_code`` (default: inside :func:`syntaxformer.registry.trust_run_code`, ``--trust-run-code``).
 
     Raises:
         DataError: the folder has no ``run.json``. FormatError: its ``run.json`` is not the JSON ``train`` wrote.
+        ConfigError: it names a module to import and ``trust_remote_code`` is not given.
     """
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
@@ -181,7 +185,7 @@ def load_run(run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = Non
         ("annotator", saved.get("annotator"), _registry.ANNOTATORS),
     ]
     for kind, part, known in parts:
-        _registry.import_origin(part, kind)
+        _registry.import_origin(part, kind, known, trusted=trust_remote_code)
         name = part.get("name") if isinstance(part, Mapping) else None
         if isinstance(name, str) and name not in known:
             where = part.get("entry_point") or part.get("module") or "code that is not importable here"
