@@ -69,7 +69,7 @@ def test_utils_readable_outputs_opens_owner_only_files(tmp_path):
 
 
 def test_redact_secrets_in_records_and_command_lines():
-    from syntaxformer.utils import redact_secrets
+    from syntaxformer.secrets import redact_secrets
 
     token = "hf_" + "Ab1" * 12
     record = {

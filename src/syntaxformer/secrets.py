@@ -17,9 +17,11 @@ from typing import Any
 __all__ = ["REDACTED", "redact_secrets", "redacting_arguments"]
 
 #: What a secret is replaced with in the files a run writes.
-REDACTED = "<redacted>"
+REDACTED = "<REDACTED>"
 #: A Hugging Face access token (``hf_`` and at least 30 letters or digits).
-_HF_TOKEN = re.compile(r"hf_[A-Za-z0-9]{30,}")
+_HF_TOKEN = re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])")
+#: A command-line option whose name ends in ``token`` and its value (``--hub_token X``, ``--hub-token=X``).
+_TOKEN_OPTION = re.compile(r"(--[\w-]*?[_-]?token)(=|\s+)('[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE)
 
 
 def _secret_key(key: Any) -> bool:
@@ -28,10 +30,11 @@ def _secret_key(key: Any) -> bool:
 
 def redact_secrets(value: Any, replacement: Any = REDACTED) -> Any:
     """``value`` with its secrets replaced: in mappings (at any depth) the non-empty string of every key ending
-    in ``_token`` becomes ``replacement``, and in every string an ``hf_...`` token becomes :data:`REDACTED`.
-    Lists and tuples are walked; other values are returned as they are. The input is not changed."""
+    in ``_token`` becomes ``replacement``, and in every string an ``hf_...`` token and the value after a
+    command-line option ending in ``token`` (``--hub_token X``) become :data:`REDACTED`. Lists and tuples are
+    walked; other values are returned as they are. The input is not changed."""
     if isinstance(value, str):
-        return _HF_TOKEN.sub(REDACTED, value)
+        return _HF_TOKEN.sub(REDACTED, _TOKEN_OPTION.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", value))
     if isinstance(value, Mapping):
         return {
             k: replacement if _secret_key(k) and isinstance(v, str) and v else redact_secrets(v, replacement)

@@ -7,7 +7,6 @@ import errno
 import json
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
@@ -26,7 +25,6 @@ __all__ = [
     "open_text",
     "progress",
     "readable_outputs",
-    "redact_secrets",
     "subsample",
     "unique_keys",
     "write_json",
@@ -311,30 +309,6 @@ def progress(iterable=None, total: int | None = None, desc: str | None = None, d
     if disable is None:
         disable = os.environ.get("SYNTAXFORMER_NO_PROGRESS", "") not in ("", "0")
     return tqdm(iterable, total=total, desc=desc, disable=disable, mininterval=1.0, **kw)
-
-
-#: A Hugging Face access token (``hf_`` and 30 or more letters and digits).
-_HF_TOKEN = re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])")
-#: A command-line option whose name ends in ``token`` and its value (``--hub_token X``, ``--hub-token=X``).
-_TOKEN_OPTION = re.compile(r"(--[\w-]*?[_-]?token)(=|\s+)('[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE)
-REDACTED = "<REDACTED>"
-
-
-def redact_secrets(value: Any, key: str | None = None) -> Any:
-    """``value`` with every secret replaced by ``<REDACTED>``, for anything a run writes (JSON, the model card):
-    the value of every mapping key ending in ``_token`` (as ``TrainingArguments.to_dict`` does for
-    ``hub_token``), every string that looks like a Hugging Face token (``hf_...``), and the value after a
-    command-line option ending in ``token`` (``--hub_token X``). Mappings, lists and tuples are walked (copied);
-    other values are returned as they are. ``key``: the name ``value`` is stored under."""
-    if key is not None and key.lower().endswith("_token") and value not in (None, ""):
-        return REDACTED
-    if isinstance(value, str):
-        return _HF_TOKEN.sub(REDACTED, _TOKEN_OPTION.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", value))
-    if isinstance(value, dict):
-        return {k: redact_secrets(v, str(k)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(redact_secrets(v) for v in value)
-    return value
 
 
 def write_json(path: str | os.PathLike, data: Any, *, indent: int = 2) -> None:

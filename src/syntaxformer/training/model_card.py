@@ -11,7 +11,7 @@ an export adds its ``pipeline_tag``, ``license`` and ``datasets`` (a run folder'
 syntaxformer's pipelines, not a standard one: no ``pipeline_tag``).
 
 No path of this machine and no secret goes into a card: paths are written relative to the folder that holds the
-run folder, and access tokens are redacted (:func:`syntaxformer.utils.redact_secrets`).
+run folder, and access tokens are redacted (:func:`syntaxformer.secrets.redact_secrets`).
 """
 
 from __future__ import annotations
@@ -429,7 +429,7 @@ def model_card(
     """
     from huggingface_hub import ModelCard
 
-    from syntaxformer.utils import redact_secrets
+    from syntaxformer.secrets import redact_secrets
 
     base = None if head == "seq2seq" else _base_model(str(metrics.get("model", "")))
     folder_path = Path(folder or "MODEL_DIR").absolute()
