@@ -143,11 +143,6 @@ def pool(
     return mean_pool(hidden, non_special_tokens(hidden, syntax_tree, attention_mask))  # (B, H)
 
 
-def with_auxiliary_loss(loss: torch.Tensor, auxiliary: torch.Tensor | None) -> torch.Tensor:
-    """``loss + auxiliary`` (the backbone's auxiliary loss, e.g. the weighted LISA loss), or ``loss`` without one."""
-    return loss if auxiliary is None else loss + auxiliary
-
-
 def flatten_choices(x: Any) -> Any:
     """``[B, C, L, ...]`` -> ``[B * C, L, ...]`` for a tensor; anything else (``None``, precomputed groups) as is."""
     return x.reshape(-1, *x.shape[2:]) if isinstance(x, torch.Tensor) else x
@@ -231,8 +226,8 @@ class TaskHead:
         """``output_class`` with ``loss`` plus the backbone's auxiliary loss (when a loss was computed), the head's
         ``fields`` and the backbone's per-layer outputs and extras; a tuple when ``return_dict`` (or the config's
         default) is false."""
-        if loss is not None:
-            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
+        if loss is not None and states.auxiliary_loss is not None:  # e.g. Syntax-BERT's weighted LISA loss
+            loss = loss + states.auxiliary_loss
         result = output_class(
             loss=loss, hidden_states=states.hidden_states, attentions=states.attentions, **fields, **states.extras
         )
