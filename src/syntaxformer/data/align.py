@@ -430,4 +430,3 @@ def _longest_first(lengths: list[int], budget: int) -> list[tuple[int, int]]:
         rest = excess - d
         la, lb = la - (rest + 1) // 2, lb - rest // 2
     return [(0, la), (0, lb)]
-
