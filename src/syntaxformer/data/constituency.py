@@ -505,21 +505,13 @@ def projectivize(heads: list[int] | tuple[int, ...]) -> list[int]:
     re-attached to its grandparent, or becomes a root), as in pseudo-projective parsing (Nivre & Nilsson, 2005);
     every lift shortens a path to the root, so the loop ends. Projective input is returned unchanged (as a copy).
     """
-    from syntaxformer.data.tree import check_heads
+    from syntaxformer.data.tree import ancestors, check_heads
 
     out = [int(h) for h in heads]
     check_heads(out, "dependency tree")
     n = len(out)
     while True:
-        # ancestors as sets (n is a sentence: tens of words)
-        anc: list[set[int]] = []
-        for i in range(n):
-            s: set[int] = set()
-            j = out[i]
-            while j >= 0:
-                s.add(j)
-                j = out[j]
-            anc.append(s)
+        anc = [set(ancestors(out, i)) for i in range(n)]  # n is a sentence: tens of words
         worst: tuple[int, int] | None = None  # (arc length, dependent)
         for d, h in enumerate(out):
             if h < 0:  # an arc from the virtual root crosses nothing that the other arcs do not already report
