@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from syntaxformer.data.sentence import Sentence
+from syntaxformer.data.tree import roots
 from syntaxformer.errors import DataError, MissingDependencyError
 
 __all__ = [
@@ -150,7 +151,7 @@ def root_accuracy(predicted: Sequence[np.ndarray], sentences: Sequence[Sentence]
     hits = total = 0
     for p, s in zip(predicted, sentences):
         keep = _keep(s)
-        root = [i for i, h in enumerate(s.heads) if h < 0]
+        root = roots(s.heads)
         if len(root) != 1 or not keep[root[0]]:
             continue
         cand = np.flatnonzero(keep)

@@ -547,16 +547,13 @@ def dependency_to_constituency(
         raise InputError(
             f"dependency_to_constituency: {len(heads)} heads / {'-' if pos is None else len(pos)} tags for {n} words"
         )
+    from syntaxformer.data.tree import children, depths, roots
+
     proj = projectivize(heads)
-    kids: list[list[int]] = [[] for _ in range(n)]
-    for i, h in enumerate(proj):
-        if h >= 0:
-            kids[h].append(i)
+    kids = children(proj)
     tag = [p or "X" for p in pos] if pos is not None else ["X"] * n
 
     # bottom-up without recursion (a parse of a huge text can be a very deep chain)
-    from syntaxformer.data.tree import depths
-
     built: list[Tree | None] = [None] * n
 
     def node(i: int) -> Tree:
@@ -571,7 +568,7 @@ def dependency_to_constituency(
         parts: list[Tree | str] = [*(node(c) for c in kids[i] if c < i), pre, *(node(c) for c in kids[i] if c > i)]
         built[i] = Tree(f"{tag[i]}P" if pos is not None else "XP", parts)
 
-    top = [i for i, h in enumerate(proj) if h < 0]
+    top = roots(proj)
     if len(top) == 1:
         return node(top[0])
     return Tree(root_label, [node(r) for r in top])
