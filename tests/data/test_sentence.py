@@ -50,19 +50,6 @@ def test_tree_euler_depth_match_brute_force(heads):
             assert (tin[j] <= tin[i] <= tout[j]) == is_anc_or_self
 
 
-@settings(max_examples=100, deadline=None)
-@given(forests(max_words=12))
-def test_tree_distance_and_lca(heads):
-    n = len(heads)
-    for i in range(n):
-        for j in range(n):
-            ai, aj = [i] + _brute_ancestors(heads, i), [j] + _brute_ancestors(heads, j)
-            common = [a for a in ai if a in aj]
-            assert T.lca(heads, i, j) == (common[0] if common else -1)
-            d = T.tree_distance(heads, i, j)
-            assert d == (ai.index(common[0]) + aj.index(common[0]) if common else -1)
-
-
 def test_tree_check_heads_errors():
     with pytest.raises(TreeError, match="cycle"):
         T.check_heads([1, 0, -1])

@@ -1,7 +1,7 @@
 """Slow, obvious references for the mask builders, and generators of aligned test examples.
 
-The references work on explicit node-level trees with :mod:`syntaxformer.data.tree` (``ancestors``, ``lca``,
-``depths``) and loop over all pairs of positions; they share no code with :mod:`syntaxformer.data.encode` or
+The references work on explicit node-level trees with :mod:`syntaxformer.data.tree` (``ancestors``, ``depths``)
+and :func:`lca` below and loop over all pairs of positions; they share no code with :mod:`syntaxformer.data.encode` or
 :mod:`syntaxformer.masks`.
 """
 
@@ -17,6 +17,13 @@ import torch
 from syntaxformer.data import tree as T
 from syntaxformer.data.align import AlignedExample, WordForest
 from syntaxformer.data.constituency import Tree
+
+
+def lca(heads, i: int, j: int) -> int:
+    """Lowest common ancestor-or-self of ``i`` and ``j``; -1 if they lie in different trees of the forest."""
+    anc_j = {j, *T.ancestors(heads, j)}
+    return next((a for a in [i, *T.ancestors(heads, i)] if a in anc_j), -1)
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Building examples
@@ -266,7 +273,7 @@ def _groups(
                 continue
             if a == b or not (has_tree(a) and has_tree(b)):
                 continue
-            c = T.lca(heads, a, b)
+            c = lca(heads, a, b)
             if c < 0:
                 continue
             dist = int(depth[a] + depth[b] - 2 * depth[c])

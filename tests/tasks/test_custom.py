@@ -133,6 +133,15 @@ def test_custom_errors_name_the_file_row_and_columns(tmp_path):
         get_task("custom", problem_type="multi")
 
 
+def test_custom_column_with_two_roles_refused_naming_both_options(tmp_path):
+    with pytest.raises(ConfigError, match=r"text_column \(--text-column\) and label_column \(--label-column\) both"):
+        get_task("custom", text_column="review", label_column="review")
+    # a text pair found in the file's columns (sentence1 / sentence2) that is also the label column
+    pairs = _csv(tmp_path / "pairs.csv", ["sentence1", "sentence2"], [["a", "b"], ["c", "d"]])
+    with pytest.raises(ConfigError, match=r"text_pair_column \(--text-pair-column\) and label_column"):
+        get_task("custom", label_column="sentence2").load_split("train", {"train_file": pairs})
+
+
 def test_custom_test_file_without_labels(tmp_path):
     train = _csv(tmp_path / "train.csv", ["text", "label"], [["a", "x"], ["b", "y"], ["c", "x"]])
     test = _csv(tmp_path / "test.csv", ["id", "text"], [["u1", "d"], ["u2", "e"]])

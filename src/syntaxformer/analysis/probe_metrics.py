@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from syntaxformer.data.sentence import Sentence
+from syntaxformer.data.tree import roots
 from syntaxformer.errors import DataError, MissingDependencyError
 
 __all__ = [
@@ -111,12 +112,17 @@ def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(den > 0, r, 0.0)
 
 
-def _by_length(values: Sequence[tuple[int, float]], lengths: tuple[int, int]) -> float:
+def _spearman_by_length(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], lengths: tuple[int, int]) -> float:
+    """Spearman's rho of every row of each predicted array (a ``[n, n]`` distance matrix: one row per word; ``[n]``
+    depths: one row per sentence) with the same gold row; averaged per sentence length ``n``, then over the lengths
+    in ``lengths`` (inclusive). ``nan`` if no sentence has such a length."""
     lo, hi = lengths
     per: dict[int, list[float]] = {}
-    for n, v in values:
+    for p, g in zip(predicted, gold):
+        n = len(g)
         if lo <= n <= hi:
-            per.setdefault(n, []).append(v)
+            p2, g2 = np.atleast_2d(np.asarray(p, dtype=np.float64)), np.atleast_2d(np.asarray(g, dtype=np.float64))
+            per.setdefault(n, []).extend(float(r) for r in _row_pearson(_rank_rows(p2), _rank_rows(g2)))
     if not per:
         return float("nan")
     return float(np.mean([np.mean(v) for v in per.values()]))
@@ -128,14 +134,7 @@ def distance_spearman(
     """H&M's DSpr.: for every word, Spearman's rho of its row of predicted distances with its gold row (diagonal
     included); averaged over the words of all sentences of one length, then over the lengths in ``lengths``
     (inclusive; punctuation counted in the length). ``nan`` if no sentence has such a length."""
-    values: list[tuple[int, float]] = []
-    for p, g in zip(predicted, gold):
-        n = len(g)
-        if not lengths[0] <= n <= lengths[1]:
-            continue
-        rho = _row_pearson(_rank_rows(np.asarray(p, dtype=np.float64)), _rank_rows(np.asarray(g, dtype=np.float64)))
-        values.extend((n, float(r)) for r in rho)
-    return _by_length(values, lengths)
+    return _spearman_by_length(predicted, gold, lengths)
 
 
 def depth_spearman(
@@ -143,16 +142,7 @@ def depth_spearman(
 ) -> float:
     """H&M's NSpr.: per sentence, Spearman's rho of predicted and gold depths; averaged per sentence length, then
     over the lengths in ``lengths``."""
-    values: list[tuple[int, float]] = []
-    for p, g in zip(predicted, gold):
-        n = len(g)
-        if not lengths[0] <= n <= lengths[1]:
-            continue
-        rho = _row_pearson(
-            _rank_rows(np.asarray(p, dtype=np.float64)[None]), _rank_rows(np.asarray(g, dtype=np.float64)[None])
-        )
-        values.append((n, float(rho[0])))
-    return _by_length(values, lengths)
+    return _spearman_by_length(predicted, gold, lengths)
 
 
 def root_accuracy(predicted: Sequence[np.ndarray], sentences: Sequence[Sentence]) -> float:
@@ -161,7 +151,7 @@ def root_accuracy(predicted: Sequence[np.ndarray], sentences: Sequence[Sentence]
     hits = total = 0
     for p, s in zip(predicted, sentences):
         keep = _keep(s)
-        root = [i for i, h in enumerate(s.heads) if h < 0]
+        root = roots(s.heads)
         if len(root) != 1 or not keep[root[0]]:
             continue
         cand = np.flatnonzero(keep)

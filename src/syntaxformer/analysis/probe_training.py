@@ -45,13 +45,10 @@ class ProbeSettings:
 
 def _padded(vectors: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
     """``[B, n, H]`` zero-padded vectors and the ``[B, n]`` word mask."""
-    n = max(len(v) for v in vectors)
-    x = torch.zeros(len(vectors), n, vectors[0].shape[1])
-    mask = torch.zeros(len(vectors), n, dtype=torch.bool)
-    for b, v in enumerate(vectors):
-        x[b, : len(v)] = torch.from_numpy(np.asarray(v, dtype=np.float32))
-        mask[b, : len(v)] = True
-    return x, mask
+    x = torch.nn.utils.rnn.pad_sequence(
+        [torch.from_numpy(np.asarray(v, dtype=np.float32)) for v in vectors], batch_first=True
+    )
+    return x, torch.arange(x.shape[1]) < torch.tensor([len(v) for v in vectors])[:, None]
 
 
 def _project_distances(proj: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

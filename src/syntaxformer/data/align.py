@@ -430,8 +430,3 @@ def _longest_first(lengths: list[int], budget: int) -> list[tuple[int, int]]:
         rest = excess - d
         la, lb = la - (rest + 1) // 2, lb - rest // 2
     return [(0, la), (0, lb)]
-
-
-def align(tokenizer: Any, text_a: TextLike, text_b: TextLike | None = None, **kwargs: Any) -> list[AlignedExample]:
-    """One-off convenience: ``SyntaxAligner(tokenizer, **kwargs)(text_a, text_b)``."""
-    return SyntaxAligner(tokenizer, **kwargs)(text_a, text_b)

@@ -505,21 +505,13 @@ def projectivize(heads: list[int] | tuple[int, ...]) -> list[int]:
     re-attached to its grandparent, or becomes a root), as in pseudo-projective parsing (Nivre & Nilsson, 2005);
     every lift shortens a path to the root, so the loop ends. Projective input is returned unchanged (as a copy).
     """
-    from syntaxformer.data.tree import check_heads
+    from syntaxformer.data.tree import ancestors, check_heads
 
     out = [int(h) for h in heads]
     check_heads(out, "dependency tree")
     n = len(out)
     while True:
-        # ancestors as sets (n is a sentence: tens of words)
-        anc: list[set[int]] = []
-        for i in range(n):
-            s: set[int] = set()
-            j = out[i]
-            while j >= 0:
-                s.add(j)
-                j = out[j]
-            anc.append(s)
+        anc = [set(ancestors(out, i)) for i in range(n)]  # n is a sentence: tens of words
         worst: tuple[int, int] | None = None  # (arc length, dependent)
         for d, h in enumerate(out):
             if h < 0:  # an arc from the virtual root crosses nothing that the other arcs do not already report
@@ -555,16 +547,13 @@ def dependency_to_constituency(
         raise InputError(
             f"dependency_to_constituency: {len(heads)} heads / {'-' if pos is None else len(pos)} tags for {n} words"
         )
+    from syntaxformer.data.tree import children, depths, roots
+
     proj = projectivize(heads)
-    kids: list[list[int]] = [[] for _ in range(n)]
-    for i, h in enumerate(proj):
-        if h >= 0:
-            kids[h].append(i)
+    kids = children(proj)
     tag = [p or "X" for p in pos] if pos is not None else ["X"] * n
 
     # bottom-up without recursion (a parse of a huge text can be a very deep chain)
-    from syntaxformer.data.tree import depths
-
     built: list[Tree | None] = [None] * n
 
     def node(i: int) -> Tree:
@@ -579,7 +568,7 @@ def dependency_to_constituency(
         parts: list[Tree | str] = [*(node(c) for c in kids[i] if c < i), pre, *(node(c) for c in kids[i] if c > i)]
         built[i] = Tree(f"{tag[i]}P" if pos is not None else "XP", parts)
 
-    top = [i for i, h in enumerate(proj) if h < 0]
+    top = roots(proj)
     if len(top) == 1:
         return node(top[0])
     return Tree(root_label, [node(r) for r in top])

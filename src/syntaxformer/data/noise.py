@@ -58,8 +58,8 @@ def corrupt_heads(heads: Sequence[int], fraction: float, rng: np.random.Generato
         for w in order:
             if changed == target:
                 return out
-            inside = _subtree(out, w)
-            candidates = [v for v in range(n) if not inside[v] and v != out[w]]
+            # v is in w's subtree when w is v or one of its ancestors
+            candidates = [v for v in range(n) if v != out[w] and v != w and w not in _tree.ancestors(out, v)]
             if candidates:
                 out[w] = int(candidates[int(rng.integers(len(candidates)))])
                 changed += 1
@@ -67,22 +67,6 @@ def corrupt_heads(heads: Sequence[int], fraction: float, rng: np.random.Generato
                 skipped.append(w)
         order = skipped
     return out
-
-
-def _subtree(heads: list[int], w: int) -> list[bool]:
-    """``inside[v]``: v is ``w`` or a descendant of ``w``."""
-    inside = [False] * len(heads)
-    inside[w] = True
-    for v in range(len(heads)):
-        path = []
-        u = v
-        while u >= 0 and not inside[u] and u != w:
-            path.append(u)
-            u = heads[u]
-        if u >= 0 and inside[u]:
-            for p in path:
-                inside[p] = True
-    return inside
 
 
 def corrupt_sentence(sentence: Sentence, fraction: float, rng: np.random.Generator | int | None = None) -> Sentence:

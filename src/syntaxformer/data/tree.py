@@ -118,25 +118,6 @@ def ancestors(heads: Sequence[int], i: int) -> list[int]:
     return out
 
 
-def lca(heads: Sequence[int], i: int, j: int) -> int:
-    """Lowest common ancestor-or-self of ``i`` and ``j``; -1 if they lie in different trees of the forest."""
-    anc_i = [i] + ancestors(heads, i)
-    anc_j = set([j] + ancestors(heads, j))
-    for a in anc_i:
-        if a in anc_j:
-            return a
-    return -1
-
-
-def tree_distance(heads: Sequence[int], i: int, j: int) -> int:
-    """Number of edges on the path between ``i`` and ``j``; -1 if they lie in different trees."""
-    a = lca(heads, i, j)
-    if a < 0:
-        return -1
-    d = depths(heads)
-    return int(d[i] + d[j] - 2 * d[a])
-
-
 def is_projective(heads: Sequence[int]) -> bool:
     """True if no two arcs cross (roots attached to a virtual node before the sentence)."""
     arcs = [(min(i, h), max(i, h)) for i, h in enumerate(heads) if h >= 0]

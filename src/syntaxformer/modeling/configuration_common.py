@@ -19,6 +19,13 @@ from syntaxformer.errors import ConfigError
 Pooling = Literal["cls", "mean"]
 
 
+def _encoder_view(name: str, doc: str) -> Any:
+    """A property that reads and writes ``self.encoder.<name>``."""
+    return property(
+        lambda self: getattr(self._encoder, name), lambda self, value: setattr(self._encoder, name, value), doc=doc
+    )
+
+
 class EncoderViewsMixin:
     """Flat views of a wrapper config's ``encoder`` sub-config (``hidden_size``, ``num_attention_heads``,
     ``num_hidden_layers``, ``vocab_size``), for code that expects a plain text config (e.g.
@@ -32,41 +39,12 @@ class EncoderViewsMixin:
         """``encoder`` as ``__post_init__`` left it: always a config (a type checker cannot know that)."""
         return cast(PretrainedConfig, self.encoder)
 
-    @property
-    def hidden_size(self) -> int:
-        """The encoder's hidden size (every head reads states of this size)."""
-        return self._encoder.hidden_size
-
-    @hidden_size.setter
-    def hidden_size(self, value: int) -> None:
-        self._encoder.hidden_size = value
-
-    @property
-    def num_attention_heads(self) -> int:
-        """The encoder's number of attention heads."""
-        return self._encoder.num_attention_heads
-
-    @num_attention_heads.setter
-    def num_attention_heads(self, value: int) -> None:
-        self._encoder.num_attention_heads = value
-
-    @property
-    def num_hidden_layers(self) -> int:
-        """The encoder's number of layers (an extra syntax layer is not counted)."""
-        return self._encoder.num_hidden_layers
-
-    @num_hidden_layers.setter
-    def num_hidden_layers(self, value: int) -> None:
-        self._encoder.num_hidden_layers = value
-
-    @property
-    def vocab_size(self) -> int:
-        """The encoder's vocabulary size."""
-        return self._encoder.vocab_size
-
-    @vocab_size.setter
-    def vocab_size(self, value: int) -> None:
-        self._encoder.vocab_size = value
+    hidden_size = _encoder_view("hidden_size", "The encoder's hidden size (every head reads states of this size).")
+    num_attention_heads = _encoder_view("num_attention_heads", "The encoder's number of attention heads.")
+    num_hidden_layers = _encoder_view(
+        "num_hidden_layers", "The encoder's number of layers (an extra syntax layer is not counted)."
+    )
+    vocab_size = _encoder_view("vocab_size", "The encoder's vocabulary size.")
 
 
 _T = TypeVar("_T")

@@ -5,7 +5,7 @@ options of the sub-network attention (Bai et al., 2021, §3-4; the ablations of 
 options come from :class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`.
 """
 
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from huggingface_hub.dataclasses import strict
 from transformers import PretrainedConfig
@@ -17,7 +17,6 @@ from syntaxformer.modeling.syntax_attention_core import Implementation, SyntaxAt
 
 RELATION_KINDS: tuple[str, ...] = KINDS
 TopicalAggregation = Literal["topical", "sum", "mean"]
-TOPICAL_AGGREGATIONS: tuple[str, ...] = get_args(TopicalAggregation)
 
 
 @strict

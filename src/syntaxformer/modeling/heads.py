@@ -131,9 +131,16 @@ def span_loss(
     return (ce(start_logits.float(), sp) + ce(end_logits.float(), ep)) / 2
 
 
-def with_auxiliary_loss(loss: torch.Tensor, auxiliary: torch.Tensor | None) -> torch.Tensor:
-    """``loss + auxiliary`` (the backbone's auxiliary loss, e.g. the weighted LISA loss), or ``loss`` without one."""
-    return loss if auxiliary is None else loss + auxiliary
+def pool(
+    pooler: FirstTokenPooler | None,
+    hidden: torch.Tensor,
+    syntax_tree: torch.Tensor | None,
+    attention_mask: torch.Tensor | None,
+) -> torch.Tensor:
+    """``[B, L, H]`` -> ``[B, H]``: ``pooler`` (``pooling="cls"``), or without one the mean over non-special tokens."""
+    if pooler is not None:
+        return pooler(hidden)  # (B, H)
+    return mean_pool(hidden, non_special_tokens(hidden, syntax_tree, attention_mask))  # (B, H)
 
 
 def flatten_choices(x: Any) -> Any:
@@ -213,9 +220,18 @@ class TaskHead:
                 raise
             raise InputError(f"{e}. {raw_text_hint(type(self).__name__)}") from e
 
-    def return_dict_for(self, return_dict: bool | None) -> bool:
-        """``return_dict`` or the config's default."""
-        return self.config.return_dict if return_dict is None else return_dict
+    def head_output(
+        self, output_class: type, return_dict: bool | None, states: ContextualStates, loss: Any, **fields: Any
+    ) -> Any:
+        """``output_class`` with ``loss`` plus the backbone's auxiliary loss (when a loss was computed), the head's
+        ``fields`` and the backbone's per-layer outputs and extras; a tuple when ``return_dict`` (or the config's
+        default) is false."""
+        if loss is not None and states.auxiliary_loss is not None:  # e.g. Syntax-BERT's weighted LISA loss
+            loss = loss + states.auxiliary_loss
+        result = output_class(
+            loss=loss, hidden_states=states.hidden_states, attentions=states.attentions, **fields, **states.extras
+        )
+        return result if (self.config.return_dict if return_dict is None else return_dict) else result.to_tuple()
 
 
 class PooledScorer(TaskHead):
@@ -234,14 +250,6 @@ class PooledScorer(TaskHead):
         self.post_init()
         if self.pooler is not None:
             self.pooler.copy_from(encoder_pooler)
-
-    def pool(
-        self, hidden: torch.Tensor, syntax_tree: torch.Tensor | None, attention_mask: torch.Tensor | None
-    ) -> torch.Tensor:
-        """``[B, L, H]`` -> ``[B, H]``: the first-token pooler, or the mean over non-special tokens."""
-        if self.pooler is not None:
-            return self.pooler(hidden)  # (B, H)
-        return mean_pool(hidden, non_special_tokens(hidden, syntax_tree, attention_mask))  # (B, H)
 
 
 class SequenceClassificationHead(PooledScorer):
@@ -298,7 +306,6 @@ class SequenceClassificationHead(PooledScorer):
             :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput` with ``logits`` ``[B, num_labels]``
             and ``loss`` (0-d, or ``None``).
         """
-        return_dict = self.return_dict_for(return_dict)
         states = self.run_backbone(
             input_ids,
             attention_mask,
@@ -309,16 +316,12 @@ class SequenceClassificationHead(PooledScorer):
             output_hidden_states,
             syntax_inputs,
         )
-        pooled = self.pool(states.hidden, syntax_inputs.get("syntax_tree"), attention_mask)  # (B, H)
+        pooled = pool(self.pooler, states.hidden, syntax_inputs.get("syntax_tree"), attention_mask)  # (B, H)
         logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
         loss = None
         if labels is not None:
             loss = sequence_classification_loss(logits, labels, self.num_labels, self.config.problem_type)
-            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
-        result = SequenceClassifierOutput(
-            loss=loss, logits=logits, hidden_states=states.hidden_states, attentions=states.attentions, **states.extras
-        )
-        return result if return_dict else result.to_tuple()
+        return self.head_output(SequenceClassifierOutput, return_dict, states, loss, logits=logits)
 
 
 class QuestionAnsweringHead(TaskHead):
@@ -404,7 +407,6 @@ class QuestionAnsweringHead(TaskHead):
             :class:`~syntaxformer.modeling.outputs.QuestionAnsweringOutput` with ``start_logits`` /
             ``end_logits`` ``[B, L]`` and ``verifier_logits`` ``[B, 2]`` (with the verifier).
         """
-        return_dict = self.return_dict_for(return_dict)
         states = self.run_backbone(
             input_ids,
             attention_mask,
@@ -420,10 +422,7 @@ class QuestionAnsweringHead(TaskHead):
         start_logits, end_logits = logits[..., 0].contiguous(), logits[..., 1].contiguous()  # (B, L) each
         verifier_logits = None
         if self.use_verifier:
-            if self.verifier_pooler is not None:
-                pooled = self.verifier_pooler(hidden)  # (B, H)
-            else:
-                pooled = mean_pool(hidden, non_special_tokens(hidden, syntax_inputs.get("syntax_tree"), attention_mask))
+            pooled = pool(self.verifier_pooler, hidden, syntax_inputs.get("syntax_tree"), attention_mask)  # (B, H)
             verifier_logits = self.verifier(self.verifier_dropout(pooled))  # (B, 2)
 
         loss = s_loss = v_loss = None
@@ -435,19 +434,17 @@ class QuestionAnsweringHead(TaskHead):
                 target = target.to(verifier_logits.device).view(-1).long()
                 v_loss = nn.functional.cross_entropy(verifier_logits.float(), target)
                 loss = loss + float(self.config.verifier_loss_weight) * v_loss
-            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
-        result = QuestionAnsweringOutput(
-            loss=loss,
+        return self.head_output(
+            QuestionAnsweringOutput,
+            return_dict,
+            states,
+            loss,
             start_logits=start_logits,
             end_logits=end_logits,
             verifier_logits=verifier_logits,
             span_loss=s_loss,
             verifier_loss=v_loss,
-            hidden_states=states.hidden_states,
-            attentions=states.attentions,
-            **states.extras,
         )
-        return result if return_dict else result.to_tuple()
 
 
 class MultipleChoiceHead(PooledScorer):
@@ -496,7 +493,6 @@ class MultipleChoiceHead(PooledScorer):
         Returns:
             :class:`~syntaxformer.modeling.outputs.MultipleChoiceOutput` with ``logits`` ``[B, C]``.
         """
-        return_dict = self.return_dict_for(return_dict)
         ref = input_ids if input_ids is not None else inputs_embeds
         if ref is None or ref.dim() < 3:
             raise InputError(
@@ -516,16 +512,12 @@ class MultipleChoiceHead(PooledScorer):
             output_hidden_states,
             flat,
         )
-        pooled = self.pool(states.hidden, flat.get("syntax_tree"), attention_mask)  # (B*C, H)
+        pooled = pool(self.pooler, states.hidden, flat.get("syntax_tree"), attention_mask)  # (B*C, H)
         logits = self.classifier(self.dropout(pooled)).view(B, C)  # (B, C)
         loss = None
         if labels is not None:
             loss = nn.functional.cross_entropy(logits.float(), labels.to(logits.device).view(-1).long())
-            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
-        result = MultipleChoiceOutput(
-            loss=loss, logits=logits, hidden_states=states.hidden_states, attentions=states.attentions, **states.extras
-        )
-        return result if return_dict else result.to_tuple()
+        return self.head_output(MultipleChoiceOutput, return_dict, states, loss, logits=logits)
 
 
 class TokenClassificationHead(TaskHead):
@@ -573,7 +565,6 @@ class TokenClassificationHead(TaskHead):
         Returns:
             :class:`~syntaxformer.modeling.outputs.TokenClassifierOutput` with ``logits`` ``[B, L, num_labels]``.
         """
-        return_dict = self.return_dict_for(return_dict)
         states = self.run_backbone(
             input_ids,
             attention_mask,
@@ -590,8 +581,4 @@ class TokenClassificationHead(TaskHead):
             loss = nn.functional.cross_entropy(
                 logits.float().view(-1, self.num_labels), labels.to(logits.device).view(-1).long(), ignore_index=-100
             )
-            loss = with_auxiliary_loss(loss, states.auxiliary_loss)
-        result = TokenClassifierOutput(
-            loss=loss, logits=logits, hidden_states=states.hidden_states, attentions=states.attentions, **states.extras
-        )
-        return result if return_dict else result.to_tuple()
+        return self.head_output(TokenClassifierOutput, return_dict, states, loss, logits=logits)

@@ -41,13 +41,6 @@ class PlainEncoderPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
 
     config_class = PlainEncoderConfig
     base_model_prefix = "plain"
-    supports_gradient_checkpointing = True
-    _supports_sdpa = True
-    _supports_flash_attn = True
-    _supports_flex_attn = True
-    _supports_attention_backend = True
-    #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
-    accepts_loss_kwargs = False
 
     def build_backbone(self, config: PlainEncoderConfig, encoder: PreTrainedModel | None) -> PlainEncoderModel:
         """The backbone of the task models: a :class:`PlainEncoderModel` around ``encoder``."""

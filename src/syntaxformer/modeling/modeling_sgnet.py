@@ -51,15 +51,6 @@ class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
     config_class = SGNetConfig
     config: SGNetConfig
     base_model_prefix = "sgnet"
-    supports_gradient_checkpointing = True
-    # The encoder's attention implementation is chosen by (and checked against) the encoder itself; the
-    # syntax-guided layer always uses torch's scaled_dot_product_attention.
-    _supports_sdpa = True
-    _supports_flash_attn = True
-    _supports_flex_attn = True
-    _supports_attention_backend = True
-    #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
-    accepts_loss_kwargs = False
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:

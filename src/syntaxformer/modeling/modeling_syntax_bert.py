@@ -110,11 +110,8 @@ class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
     config_class = SyntaxBertConfig
     config: SyntaxBertConfig
     base_model_prefix = "syntax_bert"
-    supports_gradient_checkpointing = True
-    _supports_sdpa = True
-    _supports_attention_backend = True
-    #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
-    accepts_loss_kwargs = False
+    _supports_flash_attn = False  # the encoder always runs the "syntax" attention
+    _supports_flex_attn = False
     #: The encoder is loaded and built with the ``"syntax"`` attention, whatever ``encoder_kwargs`` say.
     encoder_attn_implementation = SYNTAX_ATTENTION
 

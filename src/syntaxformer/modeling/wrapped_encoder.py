@@ -30,6 +30,15 @@ class WrappedEncoderMixin:
     #: The attention implementation the encoder is always loaded and built with, whatever the caller asks
     #: (Syntax-BERT: ``"syntax"``); ``None``: the caller's choice, else the encoder's default.
     encoder_attn_implementation: ClassVar[str | None] = None
+    # The encoder's attention implementation is chosen by (and checked against) the encoder itself (SG-Net's
+    # syntax-guided layer always uses torch's scaled_dot_product_attention).
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+    _supports_flex_attn = True
+    _supports_attention_backend = True
+    #: Per-batch mean losses: ``transformers.Trainer`` must not pass ``num_items_in_batch``.
+    accepts_loss_kwargs = False
 
     if TYPE_CHECKING:  # what the class this is mixed with (a PreTrainedModel subclass) provides
         config_class: Any

@@ -44,6 +44,7 @@ from syntaxformer.registry import TASKS
 
 __all__ = [
     "HEADS",
+    "READING_DEFAULTS",
     "TOKEN_INPUTS",
     "Predictions",
     "Task",
@@ -65,6 +66,20 @@ HEADS: tuple[str, ...] = (
     "seq2seq",
 )
 
+
+#: Run-config defaults of the reading-comprehension tasks (SQuAD, RACE; BERT-style fine-tuning, one evaluation at
+#: the end, since their scores need decoding over windows / options).
+READING_DEFAULTS: dict[str, Any] = {
+    "max_length": 384,
+    "learning_rate": 3e-5,
+    "num_train_epochs": 2.0,
+    "per_device_train_batch_size": 16,
+    "per_device_eval_batch_size": 32,
+    "data_seed": 0,
+    "eval_strategy": "no",
+    "save_strategy": "no",
+    "save_total_limit": 1,
+}
 
 #: The token arrays every model reads (``token_type_ids`` only where the tokenizer makes them).
 TOKEN_INPUTS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")

@@ -130,10 +130,16 @@ def _present(value: Any) -> bool:
     )
 
 
-def _distinct_columns(columns: Mapping[str, str | None]) -> None:
-    """Each column has one role: the same column as text and label (or id) is refused, naming both options."""
+def _distinct_columns(task: Any) -> None:
+    """Each column of a :class:`CustomTextTask` has one role: the same column as text and label (or id) is
+    refused, naming both options."""
     seen: dict[str, str] = {}
-    for option, column in columns.items():
+    for option, column in {
+        "text_column (--text-column)": task.text_column,
+        "text_pair_column (--text-pair-column)": task.text_pair_column,
+        "label_column (--label-column)": task.label_column,
+        "id_column (--id-column)": task.id_column,
+    }.items():
         if not column:
             continue
         if column in seen:
@@ -301,16 +307,9 @@ class CustomTextTask(SentenceTask):
             raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
         if not label_column:
             raise ConfigError("label_column must name the column of the labels (--label-column)")
-        _distinct_columns(
-            {
-                "text_column (--text-column)": text_column,
-                "text_pair_column (--text-pair-column)": text_pair_column,
-                "label_column (--label-column)": label_column,
-                "id_column (--id-column)": id_column,
-            }
-        )
         self.text_column, self.text_pair_column = text_column, text_pair_column
         self.label_column, self.id_column = label_column, id_column
+        _distinct_columns(self)
         self.label_list: list[str] | None = None
         if labels is not None:
             self.label_list = [_label_key(v) for v in labels]
@@ -391,14 +390,7 @@ class CustomTextTask(SentenceTask):
                     "--text-column (text_column), and --text-pair-column for pairs"
                 )
             self.text_column = rest[0]
-        _distinct_columns(
-            {
-                "text_column (--text-column)": self.text_column,
-                "text_pair_column (--text-pair-column)": self.text_pair_column,
-                "label_column (--label-column)": self.label_column,
-                "id_column (--id-column)": self.id_column,
-            }
-        )
+        _distinct_columns(self)
         self._update_spec()
 
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:

@@ -50,7 +50,7 @@ from syntaxformer.data.readers.race import (
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task
 
 __all__ = [
     "RaceFeature",
@@ -341,20 +341,9 @@ class RaceTask(Task):
     default_files: ClassVar[dict[str, str]] = {"train": "RACE_train.tar.gz", "dev": "dev", "test": "test"}
 
     def training_defaults(self) -> dict[str, Any]:
-        """The defaults of the RACE runs; the batches are ``[B, C, L]`` items without a top-level ``input_ids``,
-        so the training order is random (``group_by_length`` off), as it always was."""
-        return {
-            "max_length": 384,
-            "learning_rate": 3e-5,
-            "num_train_epochs": 2.0,
-            "per_device_train_batch_size": 16,
-            "per_device_eval_batch_size": 32,
-            "data_seed": 0,
-            "eval_strategy": "no",
-            "save_strategy": "no",
-            "save_total_limit": 1,
-            "group_by_length": False,
-        }
+        """:data:`~syntaxformer.tasks.base.READING_DEFAULTS`; the batches are ``[B, C, L]`` items without a
+        top-level ``input_ids``, so the training order is random (``group_by_length`` off), as it always was."""
+        return {**READING_DEFAULTS, "group_by_length": False}
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> Any:

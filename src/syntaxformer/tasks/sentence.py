@@ -19,7 +19,8 @@ import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
 from syntaxformer.data.readers.glue import TsvLayout
-from syntaxformer.errors import ConfigError, DataError, MissingDependencyError, SyntaxformerError
+from syntaxformer.data.readers.table import import_datasets
+from syntaxformer.errors import ConfigError, DataError, SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext
 
 __all__ = ["SPLITS", "SentenceTask", "TaskSpec", "load_hub_split", "logits_to_predictions", "spec_task"]
@@ -309,17 +310,6 @@ def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:
     )
 
 
-def _import_datasets() -> Any:
-    try:
-        import datasets
-    except ImportError as e:
-        raise MissingDependencyError(
-            "reading a Hugging Face hub data set needs the 'datasets' package: pip install datasets "
-            "(or pip install 'syntaxformer[hub]'); local files need no extra package"
-        ) from e
-    return datasets
-
-
 def load_hub_split(
     spec: TaskSpec, split: str, dataset: str | None = None, config: str | None = None, **load_kwargs: Any
 ) -> TaskData:
@@ -332,7 +322,7 @@ def load_hub_split(
         config: hub config name (default ``spec.hub[1]``, e.g. ``"sst2"``).
         load_kwargs: passed to ``datasets.load_dataset``.
     """
-    datasets = _import_datasets()
+    datasets = import_datasets("reading a Hugging Face hub data set")
     name = dataset or spec.hub[0]
     same = dataset is None or name.split("/")[-1] == spec.hub[0].split("/")[-1]  # "glue" or "nyu-mll/glue"
     config = config if config is not None else (spec.hub[1] if same else None)

@@ -46,7 +46,7 @@ import numpy as np
 from syntaxformer.data.readers.squad import SquadExample, load_squad_hub, read_squad, split_by_article, squad_counts
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task
 from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared with exported model folders
     SquadFeature,
     SquadFeaturizer,
@@ -334,19 +334,8 @@ class SquadTask(Task):
         return {"verifier": {**self._verifier_options(), "span_loss_weight": 0.0}}
 
     def training_defaults(self) -> dict[str, Any]:
-        """The defaults of the SQuAD runs (BERT-style fine-tuning; one evaluation at the end, since the scores
-        need decoding over windows and the threshold protocol)."""
-        return {
-            "max_length": 384,
-            "learning_rate": 3e-5,
-            "num_train_epochs": 2.0,
-            "per_device_train_batch_size": 16,
-            "per_device_eval_batch_size": 32,
-            "data_seed": 0,
-            "eval_strategy": "no",
-            "save_strategy": "no",
-            "save_total_limit": 1,
-        }
+        """:data:`~syntaxformer.tasks.base.READING_DEFAULTS` (the threshold protocol decodes over windows)."""
+        return dict(READING_DEFAULTS)
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> Any:

@@ -93,6 +93,14 @@ def test_table_datasets_folder_needs_the_datasets_package(tmp_path, monkeypatch)
         read_table(folder)
     with pytest.raises(MissingDependencyError, match="hub data set 'imdb'.*pip install datasets"):
         load_dataset_table("imdb")
+    # the SQuAD and RACE hub loaders say the same (SQuAD's raised a bare ImportError)
+    from syntaxformer.data.readers.race import load_race_hub
+    from syntaxformer.data.readers.squad import load_squad_hub
+
+    with pytest.raises(MissingDependencyError, match="loading SQuAD from the hub needs .*pip install datasets"):
+        load_squad_hub()
+    with pytest.raises(MissingDependencyError, match="loading RACE from the hub needs .*pip install datasets"):
+        load_race_hub()
 
 
 def test_table_datasets_folder_round_trip(tmp_path):

@@ -52,6 +52,11 @@ logger = logging.getLogger(__name__)
 SCHEMA = 1  # bump when the stored value format changes: old entries then miss instead of being misread
 _FILENAME = "parses.sqlite3"
 _CHUNK = 500  # keys per "IN (...)" query, well below SQLite's variable limit
+#: The one table: a parse per content key, with the parser that made it and the checksum of its value.
+_CREATE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, value TEXT NOT NULL, "
+    "checksum TEXT NOT NULL, created REAL NOT NULL)"
+)
 _BUSY_TIMEOUT = 60.0  # seconds a connection waits for another process's write to finish
 _SALVAGE_WINDOW = 256  # rowids read at once when copying the intact rows out of a damaged file
 _RAISE = object()
@@ -173,10 +178,7 @@ class ParseCache:
             conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT * 1000)}")
             conn.execute("PRAGMA journal_mode=WAL")  # readers never block the writer, nor it them
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, "
-                "value TEXT NOT NULL, checksum TEXT NOT NULL, created REAL NOT NULL)"
-            )
+            conn.execute(_CREATE_TABLE)
             conn.commit()
         except BaseException:
             conn.close()
@@ -214,10 +216,7 @@ class ParseCache:
                 # must be switched by one of them, and SQLite answers "locked" at once, without waiting, to a
                 # reader that wants to switch while another one holds the file.
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(
-                    "CREATE TABLE parses (key TEXT PRIMARY KEY, parser TEXT NOT NULL, value TEXT NOT NULL, "
-                    "checksum TEXT NOT NULL, created REAL NOT NULL)"
-                )
+                conn.execute(_CREATE_TABLE)
                 conn.executemany("INSERT OR REPLACE INTO parses VALUES (?, ?, ?, ?, ?)", rows)
                 conn.commit()
             finally:

@@ -384,7 +384,7 @@ class SpacyAnnotator(Annotator):
                 yield from block_fn(block, start)
                 bar.update(len(block))
 
-    def _cached_run(self, keys: list[str], todo_fn, to_result, from_record) -> list[Any]:
+    def _cached_run(self, keys: list[str], todo_fn, from_record) -> list[Any]:
         """Look keys up in the cache, compute the missing ones once each, store them, return results in order."""
         found: dict[str, Any] = self.cache.get_many(keys) if self.cache is not None else {}
         for k in list(found):  # a row with a valid checksum but a record that does not load is a miss
@@ -404,16 +404,10 @@ class SpacyAnnotator(Annotator):
             self.cache.put_many({k: v.to_dict() for k, v in fresh.items()}, parser=self.source)
         out, used = [], set()
         for k in keys:
-            if k in fresh and k not in used:
-                out.append(fresh[k])
-                used.add(k)
-            elif k in fresh:  # the same content twice: a separate object, so callers may edit one
-                out.append(from_record(fresh[k].to_dict()))
-            elif k not in used:
-                out.append(found[k])
-                used.add(k)
-            else:  # the same content twice: a separate object, so callers may edit one
-                out.append(from_record(found[k].to_dict()))
+            value = fresh[k] if k in fresh else found[k]
+            # the same content twice: a separate object, so callers may edit one
+            out.append(from_record(value.to_dict()) if k in used else value)
+            used.add(k)
         return out
 
     def _texts_block(self, texts: list[Any], start: int) -> list[Document]:
@@ -451,7 +445,7 @@ class SpacyAnnotator(Annotator):
                 result[k].sentences.extend(self._sentences(doc, base))
             return result
 
-        return self._cached_run(keys, parse, lambda d: d, Document.from_dict)
+        return self._cached_run(keys, parse, Document.from_dict)
 
     def _words_block(self, sentences: list[Sequence[str]], start: int) -> list[Sentence]:
         from spacy.tokens import Doc
@@ -481,7 +475,7 @@ class SpacyAnnotator(Annotator):
             )
             return {k: self._pretokenized_sentence(doc, by_key[k]) for k, doc in zip(missing, docs)}
 
-        return self._cached_run(keys, parse, lambda s: s, Sentence.from_dict)
+        return self._cached_run(keys, parse, Sentence.from_dict)
 
     # -- Doc -> data model -----------------------------------------------------------------------------
     def _given_doc(self, doc: Doc, index: int) -> Document:

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from syntaxformer.errors import DataError, FormatError, MissingDependencyError
+from syntaxformer.data.readers.table import import_datasets
+from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import open_text
 
 __all__ = [
@@ -266,11 +267,7 @@ def load_race_hub(
         config: ``all``, ``middle`` or ``high``.
         split: ``train``, ``validation`` or ``test``.
     """
-    try:
-        from datasets import load_dataset
-    except ImportError as e:  # pragma: no cover - datasets is a dependency
-        raise MissingDependencyError("loading RACE from the hub needs `pip install datasets`") from e
-    rows = load_dataset(name, config, split=split, **kwargs)
+    rows = import_datasets("loading RACE from the hub").load_dataset(name, config, split=split, **kwargs)
     return examples_from_hub_rows(rows, level=config if config in LEVELS else None)
 
 

