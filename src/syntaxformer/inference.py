@@ -25,9 +25,12 @@ What a record holds, by the model's head:
 On request (:meth:`Predictor.predict`): ``logits`` (classification: the model's outputs as they are) and
 ``answers`` (span QA: the ``top_k`` best spans, best first); ``max_answer_length`` bounds span QA's answers.
 
-An input's ``id`` is copied to its record. Inputs are parsed with the run's parser (the parse cache as the run
-says), featurized by the task (:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing
-goes to the features cache), batched longest first, and given to the model on its device. ``read_inputs`` reads
+An input's ``id`` is copied to its record. Inputs are checked (:func:`~syntaxformer.modeling.raw_text.check_inputs`),
+parsed with the run's parser (the parse cache as the run says), featurized by the task
+(:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing goes to the features cache),
+batched longest first and given to the model on its device (:func:`~syntaxformer.modeling.raw_text.run_batches`);
+the task makes the records (:meth:`~syntaxformer.tasks.base.Task.raw_records`). The exported folder's pipelines
+run the same :mod:`syntaxformer.modeling.raw_text` steps. ``read_inputs`` reads
 the inputs from a ``.txt`` (one text per line), ``.csv`` / ``.tsv`` (a header row) or ``.jsonl`` file.
 """
 
@@ -416,6 +419,7 @@ def read_inputs(
     text_pair_column: str | None = None,
     head: str = "sequence_classification",
     id_column: str | None = None,
+    run_columns: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
     ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects).
@@ -426,12 +430,15 @@ def read_inputs(
 
     Args:
         path: the file.
-        text_column: the column with the text (default ``text``, else ``sentence``, else the only column); span QA
+        text_column: the column with the text (default ``sentence1`` with ``sentence2`` as the pair, as ``train``
+            reads them, else ``text``, else ``sentence``, else the only column); span QA
             reads ``question`` and ``context`` (``text_column`` / ``text_pair_column`` rename them); multiple
             choice reads them and ``options``, a list (so ``.jsonl`` / ``.json`` only).
         text_pair_column: the column with the second text of a pair (classification of pairs).
         head: the model's head (what the inputs are for).
         id_column: a column copied to the records as ``id`` (default ``id`` when the file has one).
+        run_columns: the run's own ``text_column`` / ``text_pair_column`` (a task's options), the default when
+            the file has them.
 
     Raises:
         DataError: no such file, a row without its text; FormatError: an unknown format, a missing column, a text
@@ -460,6 +467,15 @@ def read_inputs(
     if head in ("question_answering", "multiple_choice"):
         wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
     else:
+        run = run_columns or {}
+        if text_column is None and run.get("text_column") in columns:
+            text_column = run["text_column"]
+            pair = run.get("text_pair_column")
+            text_pair_column = text_pair_column or (pair if pair in columns else None)
+        # as `train` reads a file of its own: sentence1 (with sentence2 as the pair), text, sentence, the only column
+        if text_column is None and "sentence1" in columns:
+            text_column = "sentence1"
+            text_pair_column = text_pair_column or ("sentence2" if "sentence2" in columns else None)
         first = text_column or next(
             (c for c in ("text", "sentence") if c in columns), columns[0] if len(columns) == 1 else None
         )

@@ -9,7 +9,8 @@ imports nothing but numpy, torch and :mod:`syntaxformer.errors`):
   blank text, a mapping without its text ...);
 * :func:`check_options`: the call options, taken as ``transformers``' own pipelines take them:
   text classification ``top_k`` (the ``top_k`` best labels, best first; ``None``: every label) and
-  ``function_to_apply`` (``"softmax"``, ``"sigmoid"`` or ``"none"``: the logits as they are); span QA ``top_k``
+  ``function_to_apply`` (``"softmax"``, ``"sigmoid"`` or ``"none"``: the logits as they are) and ``truncation``
+  (``True``: texts are always truncated at ``max_length``); span QA ``top_k``
   (the best answer spans) and ``max_answer_len`` (``max_answer_length``, the task option's name, is taken too);
   every pipeline ``batch_size``. An option may be given when a pipeline is built (the default of every call) or
   per call; any other is refused, naming it and the ones the pipeline takes;
@@ -66,7 +67,7 @@ HEAD_INPUTS: dict[str, tuple[str, ...]] = {
 #: Batch keys that hold labels: never given to the model at inference.
 LABEL_KEYS: tuple[str, ...] = ("labels", "start_positions", "end_positions", "is_impossible")
 #: The options each pipeline takes.
-CLASSIFICATION_OPTIONS: tuple[str, ...] = ("top_k", "function_to_apply", "batch_size")
+CLASSIFICATION_OPTIONS: tuple[str, ...] = ("top_k", "function_to_apply", "batch_size", "truncation")
 QA_OPTIONS: tuple[str, ...] = ("top_k", "max_answer_len", "max_answer_length", "batch_size")
 TRANSLATION_OPTIONS: tuple[str, ...] = ("batch_size",)
 #: ``function_to_apply`` values (as ``text-classification``'s, in any letter case).
@@ -184,6 +185,13 @@ def check_options(pipeline: str, options: Mapping[str, Any], accepted: Sequence[
         if name not in FUNCTIONS:
             raise ConfigError(f"function_to_apply={out['function_to_apply']!r} must be one of {', '.join(FUNCTIONS)}")
         out["function_to_apply"] = name
+    if "truncation" in out:  # texts are always truncated at max_length: True (or its strategy) asks for that
+        value = out.pop("truncation")
+        if value not in (True, "longest_first", "only_first"):
+            raise ConfigError(
+                f"truncation={value!r}: a syntax pipeline always truncates a text (pair) at the model's max_length; "
+                "give truncation=True or leave it out"
+            )
     if "max_answer_length" in out:
         length = out.pop("max_answer_length")
         if out.get("max_answer_len", length) != length:
