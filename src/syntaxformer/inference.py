@@ -316,7 +316,7 @@ class Predictor:
                 not read, or multiple-choice options that are not a list of at least two non-empty texts (names the
                 input's position).
         """
-        return check_inputs(inputs, self.head)[0]
+        return check_inputs(inputs, self.head, name="Predictor.predict")[0]
 
     def predict(
         self,

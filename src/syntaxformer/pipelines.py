@@ -122,7 +122,7 @@ class _SyntaxPipeline(Pipeline):
     def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
         """``(the inputs as a list, whether one input was given)``, checked
         (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
-        return check_inputs(inputs, self.predictor.head, single)
+        return check_inputs(inputs, self.predictor.head, single, type(self).__name__)
 
     def _run(self, inputs: list[Any], options: dict[str, Any], **predict_options: Any) -> list[Any]:
         size = int(options.get("batch_size") or self._batch_size or _DEFAULT_BATCH)

@@ -91,7 +91,9 @@ def _text(value: Any, where: str, key: str, required: bool) -> None:
         raise InputError(f"{where}: {key!r} must be a non-empty text, got a blank one")
 
 
-def check_inputs(inputs: Any, head: str, single: tuple[type, ...] = ()) -> tuple[list[dict[str, Any]], bool]:
+def check_inputs(
+    inputs: Any, head: str, single: tuple[type, ...] = (), name: str = "predict"
+) -> tuple[list[dict[str, Any]], bool]:
     """The inputs as mappings with the keys the head reads (:data:`HEAD_INPUTS`), checked, and whether one input
     was given.
 
@@ -104,6 +106,7 @@ def check_inputs(inputs: Any, head: str, single: tuple[type, ...] = ()) -> tuple
         inputs: a list (any iterable) of inputs, or one input of a type in ``single``.
         head: the model's head.
         single: the types that count as one input (a pipeline's ``"A text."``); ``()``: only lists.
+        name: who takes the inputs, for messages (a pipeline's class name).
 
     Raises:
         InputError: neither one input nor a list of them, or an input without its text, with a blank one or with a
@@ -112,9 +115,9 @@ def check_inputs(inputs: Any, head: str, single: tuple[type, ...] = ()) -> tuple
     if isinstance(inputs, single):
         items, one = [inputs], True
     elif inputs is None or isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
-        what = " or ".join({str: "text", dict: "mapping"}.get(t, t.__name__) for t in single) or "list"
+        what = " or ".join(t.__name__ for t in single) + " or a list of them" if single else "a list of inputs"
         raise InputError(
-            f"inputs must be a {what} or a list of them, got {type(inputs).__name__} ({_shown(inputs)})"
+            f"{name} takes a {what}, got {type(inputs).__name__} ({_shown(inputs)})"
             + ("; a single text goes in a list: [text]" if not single and isinstance(inputs, str) else "")
         )
     else:

@@ -61,7 +61,7 @@ class SyntaxQuestionAnsweringPipeline(SyntaxPipeline):
         out, single = self._call(inputs, kwargs)
         return out[0] if single else out
 
-    def predict(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
+    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         opts, qa = self.options, self.options.qa
         questions = [
             _Question(str(r.get("id", f"input-{i}")), r["question"], r["context"]) for i, r in enumerate(inputs)

@@ -153,7 +153,7 @@ def load_options(model: Any) -> PipelineOptions:
 class SyntaxPipeline(Pipeline):
     """What the pipelines of an exported folder share: the run's options, the spaCy parser (built on first use),
     the checked options of a call and the batched forward pass (:func:`~syntaxformer.modeling.raw_text.run_batches`).
-    ``__call__`` hands a whole list to :meth:`predict` (parse once, batch, restore the order)."""
+    ``__call__`` hands a whole list to :meth:`answers` (parse once, batch, restore the order)."""
 
     # transformers declares these as `= None` (so their inferred type is None); the values it reads are booleans
     _load_processor = False  # type: ignore[assignment]
@@ -192,24 +192,24 @@ class SyntaxPipeline(Pipeline):
     def _call(self, inputs: Any, kwargs: dict[str, Any]) -> tuple[list[Any], bool]:
         """``(the answers, whether one input was given)`` of a call."""
         options = self._options(kwargs)
-        items, single = check_inputs(inputs, self.options.head, self._single)
-        return (self.predict(items, options) if items else []), single
+        items, single = check_inputs(inputs, self.options.head, self._single, type(self).__name__)
+        return (self.answers(items, options) if items else []), single
 
-    # the Pipeline interface, for one input (``__call__`` runs whole lists through ``predict``)
+    # the Pipeline interface, for one input (``__call__`` runs whole lists through ``answers``)
     def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
         # the options given when the pipeline is built: checked now, the defaults of every call
         return {}, {}, check_options(type(self).__name__, kwargs, self._call_options)
 
     def preprocess(self, input_: Any, **kwargs: Any) -> Any:
-        return {"inputs": check_inputs([input_], self.options.head)[0]}
+        return {"inputs": check_inputs([input_], self.options.head, name=type(self).__name__)[0]}
 
     def _forward(self, input_tensors: Any, **kwargs: Any) -> Any:
-        return {"answers": self.predict(input_tensors["inputs"], {})}
+        return {"answers": self.answers(input_tensors["inputs"], {})}
 
     def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
         return model_outputs["answers"][0]
 
-    def predict(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
+    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         """The answers of checked inputs (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
         raise NotImplementedError
 
@@ -264,7 +264,7 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
         )
         return [encode_window(windows[0], opts) for windows in aligner.align_batch(docs_a, docs_b)]
 
-    def predict(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
+    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
         collate = functools.partial(pad_arrays, pad_token_id=pad)
         outputs = self._outputs(self.features(inputs), collate, options.get("batch_size"))

@@ -49,7 +49,7 @@ class SyntaxTranslationPipeline(SyntaxPipeline):
         out, single = self._call(inputs, kwargs)
         return out[0] if single else out
 
-    def predict(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
+    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         opts, mt = self.options, self.options.translation
         items = encode_pairs(
             _Sources([r["text"] for r in inputs]),
