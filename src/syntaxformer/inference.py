@@ -50,6 +50,7 @@ from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 from syntaxformer.modeling.raw_text import (
     HEAD_INPUTS,
     check_inputs,
+    class_head,
     classification_records,
     label_names,
     model_outputs,
@@ -63,14 +64,6 @@ logger = logging.getLogger(__name__)
 #: File suffixes :func:`read_inputs` reads.
 INPUT_FORMATS: tuple[str, ...] = (".txt", ".csv", ".tsv", ".jsonl", ".json")
 
-_HEAD_SUFFIXES = {
-    "ForSequenceClassification": "sequence_classification",
-    "ForQuestionAnswering": "question_answering",
-    "ForMultipleChoice": "multiple_choice",
-    "ForTokenClassification": "token_classification",
-    "ForConditionalGeneration": "seq2seq",
-}
-
 
 def model_head(model: Any) -> str:
     """The head of a model (``"sequence_classification"``, ``"question_answering"``, ``"seq2seq"`` ...), from its
@@ -80,9 +73,9 @@ def model_head(model: Any) -> str:
         ConfigError: a model class of no known head.
     """
     name = type(model).__name__
-    for suffix, head in _HEAD_SUFFIXES.items():
-        if name.endswith(suffix):
-            return head
+    head = class_head(name)
+    if head is not None:
+        return head
     raise ConfigError(
         f"{name} is not a task model (expected a class named ...ForSequenceClassification, "
         "...ForQuestionAnswering, ...ForMultipleChoice or ...ForConditionalGeneration)"
@@ -558,7 +551,7 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
         if head is None:
             config = transformers.AutoConfig.from_pretrained(str(folder))
             arch = (getattr(config, "architectures", None) or [""])[0]
-            head = next((h for s, h in _HEAD_SUFFIXES.items() if arch.endswith(s)), "sequence_classification")
+            head = class_head(arch) or "sequence_classification"
         auto = {
             "sequence_classification": "AutoModelForSequenceClassification",
             "question_answering": "AutoModelForQuestionAnswering",

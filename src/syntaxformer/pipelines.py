@@ -30,7 +30,7 @@ as there, when the pipeline is built or per call (:mod:`syntaxformer.modeling.ra
 
 A syntax pipeline refuses a model of another head, and a run of another head (the classification pipeline on a
 span-QA run would put an untrained classifier on its encoder), naming the pipeline to use
-(:func:`syntaxformer.modeling.pipeline_check.check_pipeline_model`). ``transformers``' own pipelines tokenize but
+(:func:`syntaxformer.modeling.raw_text.check_pipeline_model`). ``transformers``' own pipelines tokenize but
 never parse: ``pipeline("text-classification", model=RUN)`` loads, and its first call fails with a message naming
 ``"syntax-text-classification"``; ``"question-answering"`` and ``"translation"`` are task names ``transformers`` 5
 refuses, and its message then names the syntax pipeline too (:func:`register`).
@@ -87,7 +87,7 @@ class _SyntaxPipeline(Pipeline):
     ):
         super().__init__(*args, **kwargs)
         from syntaxformer.inference import Predictor
-        from syntaxformer.modeling.pipeline_check import check_pipeline_model
+        from syntaxformer.modeling.raw_text import check_pipeline_model
 
         check_pipeline_model(self._task, self.model)
         self.predictor = Predictor.from_pretrained(

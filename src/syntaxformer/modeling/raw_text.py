@@ -18,7 +18,12 @@ imports nothing but numpy, torch and :mod:`syntaxformer.errors`):
 * :func:`model_outputs`: the forward pass (or beam search) of one batch as numpy arrays;
 * :func:`classification_record` / :func:`answer_record` and their pipeline forms :func:`ranked_classes` /
   :func:`pipeline_answer`: the records and the ``top_k`` ranking;
-* :func:`position_limit` / :func:`capped_max_length`: the longest input a model's positions take.
+* :func:`position_limit` / :func:`capped_max_length`: the longest input a model's positions take;
+* :func:`check_pipeline_model`: a syntax pipeline refuses a model of another head, and a model loaded for another
+  head than the one it was trained with (``pipeline("syntax-text-classification", model=QA_RUN)`` would put a new,
+  untrained classifier on the span-QA encoder: the saved ``config.architectures`` say which head was trained),
+  naming the pipeline to use; :func:`raw_text_hint` ends the message of a task model that got token ids but no
+  syntax input (``transformers``' own ``text-classification`` tokenizes and never parses).
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ __all__ = [
     "CLASSIFICATION_OPTIONS",
     "FUNCTIONS",
     "HEAD_INPUTS",
+    "HEAD_PIPELINES",
+    "HEAD_SUFFIXES",
     "LABEL_KEYS",
     "QA_OPTIONS",
     "TRANSLATION_OPTIONS",
@@ -43,6 +50,8 @@ __all__ = [
     "capped_max_length",
     "check_inputs",
     "check_options",
+    "check_pipeline_model",
+    "class_head",
     "class_scores",
     "classification_record",
     "classification_records",
@@ -51,12 +60,30 @@ __all__ = [
     "model_outputs",
     "padded",
     "pipeline_answer",
+    "pipeline_for_class",
     "position_limit",
     "ranked_classes",
     "ranked_labels",
+    "raw_text_hint",
     "run_batches",
 ]
 
+#: Model class name suffix -> its head.
+HEAD_SUFFIXES: dict[str, str] = {
+    "ForSequenceClassification": "sequence_classification",
+    "ForQuestionAnswering": "question_answering",
+    "ForMultipleChoice": "multiple_choice",
+    "ForTokenClassification": "token_classification",
+    "ForConditionalGeneration": "seq2seq",
+}
+#: Head -> (the head in words, the syntax pipeline that runs it or ``None``).
+HEAD_PIPELINES: dict[str, tuple[str, str | None]] = {
+    "sequence_classification": ("sequence classification", "syntax-text-classification"),
+    "question_answering": ("span QA", "syntax-question-answering"),
+    "multiple_choice": ("multiple choice", None),
+    "token_classification": ("token classification", None),
+    "seq2seq": ("translation", "syntax-translation"),
+}
 #: Input keys each head reads: the required ones first (span QA: two; the others: one), then the optional ones.
 HEAD_INPUTS: dict[str, tuple[str, ...]] = {
     "sequence_classification": ("text", "text_pair"),
@@ -72,6 +99,64 @@ QA_OPTIONS: tuple[str, ...] = ("top_k", "max_answer_len", "max_answer_length", "
 TRANSLATION_OPTIONS: tuple[str, ...] = ("batch_size",)
 #: ``function_to_apply`` values (as ``text-classification``'s, in any letter case).
 FUNCTIONS: tuple[str, ...] = ("softmax", "sigmoid", "none")
+
+
+def class_head(class_name: str) -> str | None:
+    """The head of a model class by its name (``"SGNetForQuestionAnswering"`` -> ``"question_answering"``), or
+    ``None``."""
+    return next((head for suffix, head in HEAD_SUFFIXES.items() if class_name.endswith(suffix)), None)
+
+
+def pipeline_for_class(class_name: str) -> str | None:
+    """The syntax pipeline that runs models of ``class_name`` (``"SGNetForQuestionAnswering"`` ->
+    ``"syntax-question-answering"``), or ``None``."""
+    head = class_head(class_name)
+    return HEAD_PIPELINES[head][1] if head else None
+
+
+def _use(class_name: str, where: str) -> str:
+    pipeline = pipeline_for_class(class_name)
+    if pipeline is None:
+        return "no pipeline runs these models: use `syntaxformer predict RUN_DIR --input FILE` (or its Predictor)"
+    return f'use pipeline("{pipeline}", model={where}) after `import syntaxformer`'
+
+
+def check_pipeline_model(task: str, model: Any) -> None:
+    """Refuse to run ``model`` in the syntax pipeline ``task`` when that pipeline is not the one for it.
+
+    Args:
+        task: the pipeline's name (``"syntax-text-classification"`` ...).
+        model: the loaded model (its class and its saved ``config.architectures``; a folder's name is its
+            ``name_or_path``).
+
+    Raises:
+        ConfigError: a model of another head, or loaded for another head than the saved one; the message names the
+            pipeline to use.
+    """
+    loaded = type(model).__name__
+    name = str(getattr(model, "name_or_path", "") or "")
+    where = repr(name) if name else "..."
+    saved = (getattr(getattr(model, "config", None), "architectures", None) or [None])[0]
+    saved_head, loaded_head = class_head(saved or ""), class_head(loaded)
+    if saved_head and loaded_head and saved_head != loaded_head:
+        raise ConfigError(
+            f'pipeline("{task}") loaded {where} as {loaded}, but it holds a {HEAD_PIPELINES[saved_head][0]} '
+            f"model ({saved}): its {HEAD_PIPELINES[loaded_head][0]} head would be new, untrained weights; "
+            f"{_use(str(saved), where)}"
+        )
+    if pipeline_for_class(loaded) != task:
+        raise ConfigError(f'pipeline("{task}") does not run {loaded} models; {_use(loaded, where)}')
+
+
+def raw_text_hint(class_name: str) -> str:
+    """What to do when a batch holds token ids but none of the model's syntax inputs (a pipeline that tokenizes
+    and never parses made it)."""
+    pipeline = pipeline_for_class(class_name)
+    use = f'pipeline("{pipeline}", model=...) after `import syntaxformer`' if pipeline else "`syntaxformer predict`"
+    return (
+        f"The batch holds no syntax input at all, as transformers' own pipelines (text-classification ...) make "
+        f"batches: they tokenize raw text but never parse it. For raw text use {use}"
+    )
 
 
 # -- inputs --------------------------------------------------------------------------------------------------

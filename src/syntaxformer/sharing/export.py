@@ -64,11 +64,6 @@ TOKENIZER_FILES: tuple[str, ...] = (
 CARD_FILE = "README.md"
 _WEIGHTS = "model.safetensors"
 _WEIGHTS_INDEX = "model.safetensors.index.json"
-_HEAD_SUFFIXES = {
-    "ForSequenceClassification": "sequence_classification",
-    "ForQuestionAnswering": "question_answering",
-    "ForConditionalGeneration": "seq2seq",
-}
 #: The model of a translation run (not a system of the registry): its config and model class.
 _TRANSLATION = (
     "syntaxformer.modeling.seq2seq",
@@ -307,10 +302,12 @@ def _check_run(run_dir: Path) -> None:
 
 
 def _head(config: Any) -> str:
+    from syntaxformer.modeling.raw_text import class_head
+
     arch = (getattr(config, "architectures", None) or [""])[0]
-    for suffix, head in _HEAD_SUFFIXES.items():
-        if arch.endswith(suffix):
-            return head
+    head = class_head(arch)
+    if head in ("sequence_classification", "question_answering", "seq2seq"):
+        return head
     raise ConfigError(
         f"export makes pipelines for text classification, span QA and translation models; this run's "
         f"model is {arch or 'of no known head'} (multiple choice and token classification models load "
