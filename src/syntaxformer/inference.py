@@ -147,7 +147,6 @@ class Predictor:
         self.null_threshold = null_threshold
         self.num_beams = int(num_beams)
         self.timings: dict[str, float] = {}
-        self._options: dict[str, Any] = {}  # the options of the current predict() call
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod
