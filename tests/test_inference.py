@@ -126,6 +126,15 @@ def test_inference_read_inputs_formats(tmp_path):
     qa = tmp_path / "q.json"
     qa.write_text(json.dumps([{"question": "Who?", "context": "Ann did."}]), encoding="utf-8")
     assert read_inputs(qa, head="question_answering") == [{"question": "Who?", "context": "Ann did."}]
+    glue = tmp_path / "glue.csv"  # the columns `train` reads without being told: sentence1 / sentence2
+    glue.write_text("sentence1,sentence2,label\nA man sleeps.,Nobody sleeps.,0\n", encoding="utf-8")
+    assert read_inputs(glue) == [{"text": "A man sleeps.", "text_pair": "Nobody sleeps."}]
+    own = tmp_path / "own.csv"  # a run trained on columns of its own names reads them by default
+    own.write_text("review,other,more\nGood.,x,y\n", encoding="utf-8")
+    assert read_inputs(own, run_columns={"text_column": "review", "text_pair_column": "other"}) == [
+        {"text": "Good.", "text_pair": "x"}
+    ]
+    assert read_inputs(own, text_column="more", run_columns={"text_column": "review"}) == [{"text": "y"}]
     one = tmp_path / "one.csv"
     one.write_text("review\nGood.\n", encoding="utf-8")
     assert read_inputs(one) == [{"text": "Good."}]  # the only column

@@ -37,7 +37,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "syntaxformer.sharing",
         "syntaxformer.translation",
         "syntaxformer.pipelines",
-        "syntaxformer.pipeline_options",
     ),
     ("syntaxformer.commands", "syntaxformer.cli"),
 )

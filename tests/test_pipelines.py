@@ -90,6 +90,13 @@ def test_pipelines_function_to_apply_and_top_k_as_text_classification(sst2_runs,
     assert built(texts[0], top_k=None, function_to_apply="sigmoid")[0]["score"] == pytest.approx(
         float(torch.sigmoid(logits[0]).max()), abs=1e-6
     )
+    # truncation=True, as text-classification takes it (a syntax pipeline always truncates at max_length)
+    truncating = pipeline("syntax-text-classification", model=run, truncation=True)
+    assert by_label(truncating(texts, top_k=None, truncation="longest_first")) == pytest.approx(by_label(soft))
+    from syntaxformer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="truncation=False: a syntax pipeline always truncates"):
+        clf(texts, truncation=False)
 
 
 def test_pipelines_refuse_a_model_they_cannot_run_naming_the_right_pipeline(sst2_runs, one_thread):

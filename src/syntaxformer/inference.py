@@ -25,9 +25,12 @@ What a record holds, by the model's head:
 On request (:meth:`Predictor.predict`): ``logits`` (classification: the model's outputs as they are) and
 ``answers`` (span QA: the ``top_k`` best spans, best first); ``max_answer_length`` bounds span QA's answers.
 
-An input's ``id`` is copied to its record. Inputs are parsed with the run's parser (the parse cache as the run
-says), featurized by the task (:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing
-goes to the features cache), batched longest first, and given to the model on its device. ``read_inputs`` reads
+An input's ``id`` is copied to its record. Inputs are checked (:func:`~syntaxformer.modeling.raw_text.check_inputs`),
+parsed with the run's parser (the parse cache as the run says), featurized by the task
+(:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing goes to the features cache),
+batched longest first and given to the model on its device (:func:`~syntaxformer.modeling.raw_text.run_batches`);
+the task makes the records (:meth:`~syntaxformer.tasks.base.Task.raw_records`). The exported folder's pipelines
+run the same :mod:`syntaxformer.modeling.raw_text` steps. ``read_inputs`` reads
 the inputs from a ``.txt`` (one text per line), ``.csv`` / ``.tsv`` (a header row) or ``.jsonl`` file.
 """
 
@@ -43,33 +46,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
+from syntaxformer.modeling.raw_text import (
+    HEAD_INPUTS,
+    check_inputs,
+    class_head,
+    classification_records,
+    label_names,
+    model_outputs,
+    run_batches,
+)
 
-__all__ = ["INPUT_FORMATS", "Predictor", "model_head", "read_inputs", "write_records"]
+__all__ = ["INPUT_FORMATS", "Predictor", "model_head", "read_inputs", "tuned_null_threshold", "write_records"]
 
 logger = logging.getLogger(__name__)
 
 #: File suffixes :func:`read_inputs` reads.
 INPUT_FORMATS: tuple[str, ...] = (".txt", ".csv", ".tsv", ".jsonl", ".json")
-
-_HEAD_SUFFIXES = {
-    "ForSequenceClassification": "sequence_classification",
-    "ForQuestionAnswering": "question_answering",
-    "ForMultipleChoice": "multiple_choice",
-    "ForTokenClassification": "token_classification",
-    "ForConditionalGeneration": "seq2seq",
-}
-#: Input keys each head reads (the first ones are required).
-_INPUT_KEYS = {
-    "sequence_classification": ("text", "text_pair"),
-    "question_answering": ("question", "context"),
-    "multiple_choice": ("question", "context", "options"),
-    "seq2seq": ("text",),
-}
-#: Batch keys that hold labels: never given to the model at inference.
-_LABEL_KEYS = ("labels", "start_positions", "end_positions", "is_impossible")
 
 
 def model_head(model: Any) -> str:
@@ -80,9 +73,9 @@ def model_head(model: Any) -> str:
         ConfigError: a model class of no known head.
     """
     name = type(model).__name__
-    for suffix, head in _HEAD_SUFFIXES.items():
-        if name.endswith(suffix):
-            return head
+    head = class_head(name)
+    if head is not None:
+        return head
     raise ConfigError(
         f"{name} is not a task model (expected a class named ...ForSequenceClassification, "
         "...ForQuestionAnswering, ...ForMultipleChoice or ...ForConditionalGeneration)"
@@ -114,12 +107,6 @@ class _TimedAnnotator:
         return getattr(self._annotator, name)
 
 
-def _shown_id(ident: Any) -> str:
-    """An input's id as messages show it: as given when it prints on one line, else its ``repr``."""
-    text = str(ident)
-    return text if text.isprintable() else repr(ident)
-
-
 class Predictor:
     """A trained model ready for raw inputs.
 
@@ -149,7 +136,7 @@ class Predictor:
         self.context = context
         self.task = task
         self.head = task.head if task is not None else model_head(model)
-        if self.head not in _INPUT_KEYS:
+        if self.head not in HEAD_INPUTS:
             raise ConfigError(
                 f"predicting raw inputs supports sequence classification, span QA, multiple choice "
                 f"and translation models, not {self.head} ({type(model).__name__})"
@@ -160,7 +147,6 @@ class Predictor:
         self.null_threshold = null_threshold
         self.num_beams = int(num_beams)
         self.timings: dict[str, float] = {}
-        self._options: dict[str, Any] = {}  # the options of the current predict() call
 
     # -- construction ------------------------------------------------------------------------------------
     @classmethod
@@ -212,7 +198,7 @@ class Predictor:
         for name in task.auxiliary_models():  # SQuAD's parallel verifier, saved in <run_dir>/<name>
             auxiliary[name] = _load_model(Path(run_dir) / name, task.head)
         if null_threshold is None and task.head == "question_answering":
-            null_threshold = _tuned_null_threshold(run_dir)
+            null_threshold = tuned_null_threshold(run_dir)
         beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
             "generation_num_beams", 5
         )
@@ -312,65 +298,20 @@ class Predictor:
     @property
     def label_names(self) -> list[str]:
         """Class names in class-id order (``config.id2label``) of a classification model."""
-        id2label = getattr(self.model.config, "id2label", None) or {}
-        return [str(id2label.get(i, id2label.get(str(i), f"LABEL_{i}"))) for i in range(len(id2label))]
+        return label_names(self.model.config)
 
     # -- prediction --------------------------------------------------------------------------------------
     def normalize(self, inputs: Iterable[Any]) -> list[dict[str, Any]]:
-        """Inputs as mappings with the keys the head reads: a string is a ``text`` (span QA: needs mappings with
-        ``question`` and ``context``; multiple choice: with ``question`` and ``options``, and ``context`` when
-        the question is about a passage);
-        ``(text, text_pair)`` tuples are pairs.
+        """Inputs as mappings with the keys the head reads (:func:`~syntaxformer.modeling.raw_text.check_inputs`:
+        a string is a ``text``, a ``(text, text_pair)`` tuple a pair; span QA needs ``question`` and ``context``;
+        multiple choice ``question`` and ``options``, and ``context`` when the question is about a passage).
 
         Raises:
-            InputError: an input without its text, or with an empty one, or multiple-choice options that are not a
-                list of at least two non-empty texts (names the input's position).
+            InputError: not a list of inputs, an input without its text, with an empty one, with a key the head does
+                not read, or multiple-choice options that are not a list of at least two non-empty texts (names the
+                input's position).
         """
-        from syntaxformer.data.readers.table import text_value
-
-        if isinstance(inputs, (str, bytes, Mapping)) or not isinstance(inputs, Iterable):
-            raise InputError(
-                f"inputs must be a list of texts or mappings, got {type(inputs).__name__} "
-                f"({inputs!r:.60}); a single text goes in a list: [text]"
-            )
-        keys = _INPUT_KEYS[self.head]
-        out = []
-        for i, item in enumerate(inputs):
-            if isinstance(item, str):
-                item = {keys[0]: item}
-            elif isinstance(item, (tuple, list)) and self.head == "sequence_classification" and len(item) == 2:
-                item = {"text": item[0], "text_pair": item[1]}
-            elif not isinstance(item, Mapping):
-                raise InputError(
-                    f"input {i}: expected a text or a mapping with {list(keys)}, got {type(item).__name__}"
-                )
-            item = dict(item)
-            required = keys[:2] if self.head == "question_answering" else keys[:1]
-            where = f"input {i}" + (f" ({_shown_id(item['id'])})" if "id" in item else "")
-            for key in required:
-                if key not in item:
-                    raise InputError(
-                        f"{where}: {key!r} must be a non-empty text, got none (keys: {sorted(item)}; "
-                        f"an input has {list(keys)})"
-                    )
-                text_value(item[key], where, key, error=InputError)
-            for key in keys[len(required) :]:  # optional texts (a pair's second text, a passage): strings if given
-                if key != "options" and item.get(key) is not None:
-                    text_value(item[key], where, key, required=key != "context", error=InputError)
-            if self.head == "multiple_choice":
-                options = item.get("options")
-                if (
-                    not isinstance(options, (list, tuple))
-                    or len(options) < 2
-                    or not all(isinstance(o, str) and o.strip() for o in options)
-                ):
-                    raise InputError(
-                        f"input {i} ({_shown_id(item.get('id', i))}): 'options' must be a list of at least two "
-                        f"non-empty texts, got {options!r} (keys: {sorted(item)})"
-                    )
-                item["options"] = list(options)
-            out.append(item)
-        return out
+        return check_inputs(inputs, self.head, name="Predictor.predict")[0]
 
     def predict(
         self,
@@ -397,8 +338,6 @@ class Predictor:
         Raises:
             InputError: an option for another head, or a value that is not a positive number.
         """
-        import torch
-
         for name, value, head in (
             ("logits", logits or None, "sequence_classification"),
             ("top_k", top_k, "question_answering"),
@@ -410,7 +349,6 @@ class Predictor:
                 raise InputError(f"{name}= applies to {head} models, not to this {self.head} model")
             if name != "logits" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"{name}={value!r} must be a positive whole number")
-        self._options = {"logits": bool(logits), "top_k": top_k, "max_answer_length": max_answer_length}
         records = self.normalize(inputs)
         clock = {"parse_s": 0.0}
         t0 = time.perf_counter()
@@ -430,20 +368,28 @@ class Predictor:
                 context.annotator = inner
         t1 = time.perf_counter()
         collate = self.task.collator(context) if self.task is not None else _default_collator(context)
-        device = self.device
-        outputs: list[dict[str, Any]] = []
-        with torch.no_grad():
-            for idx in _batches(features, int(batch_size)):
-                batch = collate([features[int(i)] for i in idx])
-                batch = {k: v.to(device) for k, v in batch.items() if k not in _LABEL_KEYS and hasattr(v, "to")}
-                outputs.append({"index": idx, **self._forward(batch)})
-        t2 = time.perf_counter()
-        result = self._records(records, data, features, outputs)
+        outputs = run_batches(
+            features,
+            collate,
+            lambda batch: model_outputs(self.model, batch, self.num_beams, **self.auxiliary),
+            int(batch_size),
+            self.device,
+        )
+        options = {
+            "logits": bool(logits),
+            "top_k": top_k,
+            "max_answer_length": max_answer_length,
+            "null_threshold": self.null_threshold,
+        }
+        if self.task is not None:
+            result = self.task.raw_records(records, data, features, outputs, self.model.config, options)
+        else:  # a classifier without a run record
+            result = classification_records(records, outputs["logits"], self.model.config, bool(logits))
         t3 = time.perf_counter()
         self.timings = {
             "parse_s": clock["parse_s"],
             "featurize_s": t1 - t0 - clock["parse_s"],
-            "forward_s": t2 - t1 + (t3 - t2),
+            "forward_s": t3 - t1,
             "total_s": t3 - t0,
             "n": len(records),
         }
@@ -459,137 +405,6 @@ class Predictor:
         data = text_inputs_data(records)
         return data, build_features("inputs", data, self.context, "predict")
 
-    def _forward(self, batch: dict[str, Any]) -> dict[str, Any]:
-        if self.head == "seq2seq":
-            from syntaxformer.modeling.seq2seq import default_max_new_tokens
-
-            ids = self.model.generate(
-                **batch, num_beams=self.num_beams, max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1])
-            )
-            return {"ids": ids.cpu().numpy()}
-        out = self.model(**batch)
-        if self.head == "question_answering":
-            res = {
-                "start": out.start_logits.float().cpu().numpy(),
-                "end": out.end_logits.float().cpu().numpy(),
-                "verifier": None
-                if getattr(out, "verifier_logits", None) is None
-                else out.verifier_logits.float().cpu().numpy(),
-            }
-            for name, model in self.auxiliary.items():
-                aux = model(**batch)
-                res[f"aux:{name}"] = (
-                    None if getattr(aux, "verifier_logits", None) is None else aux.verifier_logits.float().cpu().numpy()
-                )
-            return res
-        return {"logits": out.logits.float().cpu().numpy()}
-
-    def _records(
-        self, records: list[dict[str, Any]], data: Any, features: Any, outputs: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        n = len(features)
-        if self.head == "sequence_classification":
-            rows = _gather(outputs, "logits", n)
-            return [self._classification_record(r, row) for r, row in zip(records, rows)]
-        if self.head == "question_answering":
-            return self._qa_records(records, data, features, outputs)
-        if self.head == "multiple_choice":
-            rows = _gather(outputs, "logits", n)
-            logits = np.full((n, max(len(r) for r in rows)), -np.inf)  # (N, C), -inf: no such option
-            for i, r in enumerate(rows):
-                logits[i, : len(r)] = r
-            predictions = self.task.postprocess(data, features, logits)
-            from syntaxformer.data.readers.race import OPTION_LETTERS as letters
-
-            return [
-                {
-                    **_id(r),
-                    "question": r["question"],
-                    **({"context": r["context"]} if r.get("context") else {}),
-                    "options": r["options"],
-                    "prediction": letters[k] if k < len(letters) else str(k),
-                    "index": k,
-                    "option": r["options"][k],
-                    "scores": scores[: len(r["options"])],
-                }
-                for r, k, scores in zip(records, predictions.values, predictions.scores)
-            ]
-        rows = _gather(outputs, "ids", n)
-        ids = np.full((n, max(len(r) for r in rows)), -100, dtype=np.int64)  # (N, T), -100 = padding
-        for i, r in enumerate(rows):
-            ids[i, : len(r)] = r
-        texts = self.task.postprocess(data, features, ids).values
-        return [{**_id(r), "text": r["text"], "translation": t} for r, t in zip(records, texts)]
-
-    def _classification_record(self, record: Mapping[str, Any], logits: np.ndarray) -> dict[str, Any]:
-        out = {**_id(record), "text": record["text"]}
-        if record.get("text_pair") is not None:
-            out["text_pair"] = record["text_pair"]
-        if self._options.get("logits"):
-            out["logits"] = [float(x) for x in logits]
-        config = self.model.config
-        if getattr(config, "problem_type", None) == "regression" or len(logits) == 1:
-            out["value"] = float(logits[0])
-            return out
-        z = logits.astype(np.float64) - logits.max()
-        p = np.exp(z) / np.exp(z).sum()
-        names = self.label_names
-        best = int(p.argmax())
-        out.update(label=names[best], score=float(p[best]), scores={names[i]: float(p[i]) for i in range(len(p))})
-        return out
-
-    def _qa_records(
-        self, records: list[dict[str, Any]], data: Any, features: Any, outputs: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        n = len(features)
-        starts, ends = _gather_rows(outputs, "start", n), _gather_rows(outputs, "end", n)
-        raw: tuple[Any, ...] = (starts, ends)
-        verifier = np.asarray(_gather(outputs, "verifier", n)) if outputs[0]["verifier"] is not None else None
-        if verifier is not None:
-            raw = (starts, ends, verifier)
-        auxiliary = {}
-        for name in self.auxiliary:
-            aux = np.asarray(_gather(outputs, f"aux:{name}", n)) if outputs[0][f"aux:{name}"] is not None else None
-            auxiliary[name] = (starts, ends) if aux is None else (starts, ends, aux)
-        task, top_k, longest = self.task, self._options.get("top_k"), self._options.get("max_answer_length")
-        if top_k is not None or longest is not None:  # this call's decoding options on a copy of the task
-            import copy
-
-            task = copy.copy(task)
-            task.n_best = max(int(task.n_best), int(top_k or 1))
-            task.max_answer_length = int(longest or task.max_answer_length)
-        predictions = task.postprocess(data, features, raw, auxiliary or None)
-        threshold = (
-            self.null_threshold if self.null_threshold is not None else float(getattr(self.task, "null_threshold", 0.0))
-        )
-        out = []
-        for r, qid in zip(records, predictions.ids):
-            best = (predictions.extra["nbest"].get(qid) or [None])[0]
-            na = float(predictions.extra["na_scores"][qid])
-            answer = best["text"] if best is not None and na <= threshold else ""
-            out.append(
-                {
-                    **_id(r),
-                    "question": r["question"],
-                    "context": r["context"],
-                    "answer": answer,
-                    "start": best["start"] if answer else None,
-                    "end": best["end"] if answer else None,
-                    "best_answer": best["text"] if best else "",
-                    "best_start": best["start"] if best else None,
-                    "best_end": best["end"] if best else None,
-                    "span_score": best["score"] if best else None,
-                    "null_score": na if math.isfinite(na) else None,
-                    "null_threshold": threshold,
-                }
-            )
-            if top_k is not None:
-                out[-1]["answers"] = [
-                    {"answer": c["text"], "start": c["start"], "end": c["end"], "score": c["score"]}
-                    for c in (predictions.extra["nbest"].get(qid) or [])[:top_k]
-                ]
-        return out
-
 
 # -- reading and writing ---------------------------------------------------------------------------------
 def read_inputs(
@@ -599,6 +414,7 @@ def read_inputs(
     text_pair_column: str | None = None,
     head: str = "sequence_classification",
     id_column: str | None = None,
+    run_columns: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
     ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects).
@@ -609,12 +425,15 @@ def read_inputs(
 
     Args:
         path: the file.
-        text_column: the column with the text (default ``text``, else ``sentence``, else the only column); span QA
+        text_column: the column with the text (default ``sentence1`` with ``sentence2`` as the pair, as ``train``
+            reads them, else ``text``, else ``sentence``, else the only column); span QA
             reads ``question`` and ``context`` (``text_column`` / ``text_pair_column`` rename them); multiple
             choice reads them and ``options``, a list (so ``.jsonl`` / ``.json`` only).
         text_pair_column: the column with the second text of a pair (classification of pairs).
         head: the model's head (what the inputs are for).
         id_column: a column copied to the records as ``id`` (default ``id`` when the file has one).
+        run_columns: the run's own ``text_column`` / ``text_pair_column`` (a task's options), the default when
+            the file has them.
 
     Raises:
         DataError: no such file, a row without its text; FormatError: an unknown format, a missing column, a text
@@ -643,6 +462,15 @@ def read_inputs(
     if head in ("question_answering", "multiple_choice"):
         wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
     else:
+        run = run_columns or {}
+        if text_column is None and run.get("text_column") in columns:
+            text_column = run["text_column"]
+            pair = run.get("text_pair_column")
+            text_pair_column = text_pair_column or (pair if pair in columns else None)
+        # as `train` reads a file of its own: sentence1 (with sentence2 as the pair), text, sentence, the only column
+        if text_column is None and "sentence1" in columns:
+            text_column = "sentence1"
+            text_pair_column = text_pair_column or ("sentence2" if "sentence2" in columns else None)
         first = text_column or next(
             (c for c in ("text", "sentence") if c in columns), columns[0] if len(columns) == 1 else None
         )
@@ -708,10 +536,6 @@ def _one_record_line(text: str) -> str:
     return text
 
 
-def _id(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": record["id"]} if "id" in record else {}
-
-
 def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
     """A saved task model through the ``transformers`` Auto classes (``head``: ``None`` = from the config's
     ``architectures``)."""
@@ -729,7 +553,7 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
         if head is None:
             config = transformers.AutoConfig.from_pretrained(str(folder))
             arch = (getattr(config, "architectures", None) or [""])[0]
-            head = next((h for s, h in _HEAD_SUFFIXES.items() if arch.endswith(s)), "sequence_classification")
+            head = class_head(arch) or "sequence_classification"
         auto = {
             "sequence_classification": "AutoModelForSequenceClassification",
             "question_answering": "AutoModelForQuestionAnswering",
@@ -749,7 +573,7 @@ def _default_device(model: Any) -> Any:
     return device
 
 
-def _tuned_null_threshold(run_dir: str | os.PathLike) -> float | None:
+def tuned_null_threshold(run_dir: str | os.PathLike) -> float | None:
     """The no-answer threshold tuned on the run's dev articles (``metrics.json`` ``dev.best_f1_threshold``)."""
     path = Path(run_dir) / "metrics.json"
     try:
@@ -767,33 +591,3 @@ def _default_collator(context: Any) -> Any:
 
     pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
     return functools.partial(pad_arrays, pad_token_id=pad)
-
-
-def _batches(features: Any, batch_size: int) -> list[np.ndarray]:
-    """Feature indices in batches of at most ``batch_size``, longest first; multiple-choice items (``options``)
-    are batched with items of the same number of options only (a batch is ``[B, C, L]``)."""
-    n = len(features)
-    if n and "options" in features[0]:
-        groups = [len(features[i]["options"]) for i in range(n)]
-        lengths = [max(len(o["input_ids"]) for o in features[i]["options"]) for i in range(n)]
-    else:
-        groups, lengths = [0] * n, [len(features[i]["input_ids"]) for i in range(n)]
-    order = sorted(range(n), key=lambda i: (groups[i], -lengths[i]))
-    out: list[np.ndarray] = []
-    for group in dict.fromkeys(groups[i] for i in order):
-        mine = [i for i in order if groups[i] == group]
-        out += [np.asarray(mine[k : k + batch_size]) for k in range(0, len(mine), batch_size)]
-    return out
-
-
-def _gather(outputs: list[dict[str, Any]], key: str, n: int) -> list[Any]:
-    """Per-example rows of ``key`` back in input order (batches were sorted by length)."""
-    rows: list[Any] = [None] * n
-    for out in outputs:
-        for j, i in enumerate(out["index"]):
-            rows[int(i)] = out[key][j]
-    return rows
-
-
-def _gather_rows(outputs: list[dict[str, Any]], key: str, n: int) -> list[np.ndarray]:
-    return [np.asarray(r) for r in _gather(outputs, key, n)]

@@ -26,11 +26,11 @@ change them. All three share :class:`syntaxformer.inference.Predictor` with ``sy
 parses all its texts at once (spaCy batches them), featurizes them and runs them through the model in batches of
 ``batch_size`` (default 32), longest first. Outputs follow ``text-classification`` / ``question-answering`` /
 ``translation``; their options (``top_k``, ``function_to_apply``, ``max_answer_len``, ``batch_size``) are taken
-as there, when the pipeline is built or per call (:mod:`syntaxformer.pipeline_options`), and any other is refused.
+as there, when the pipeline is built or per call (:mod:`syntaxformer.modeling.raw_text`), and any other is refused.
 
 A syntax pipeline refuses a model of another head, and a run of another head (the classification pipeline on a
 span-QA run would put an untrained classifier on its encoder), naming the pipeline to use
-(:func:`syntaxformer.modeling.pipeline_check.check_pipeline_model`). ``transformers``' own pipelines tokenize but
+(:func:`syntaxformer.modeling.raw_text.check_pipeline_model`). ``transformers``' own pipelines tokenize but
 never parse: ``pipeline("text-classification", model=RUN)`` loads, and its first call fails with a message naming
 ``"syntax-text-classification"``; ``"question-answering"`` and ``"translation"`` are task names ``transformers`` 5
 refuses, and its message then names the syntax pipeline too (:func:`register`).
@@ -42,13 +42,14 @@ from typing import Any
 
 from transformers.pipelines.base import Pipeline
 
-from syntaxformer.pipeline_options import (
+from syntaxformer.modeling.raw_text import (
     CLASSIFICATION_OPTIONS,
     QA_OPTIONS,
     TRANSLATION_OPTIONS,
+    check_inputs,
     check_options,
-    class_scores,
-    ranked_labels,
+    pipeline_answer,
+    ranked_classes,
 )
 
 __all__ = [
@@ -71,7 +72,7 @@ class _SyntaxPipeline(Pipeline):
     _load_image_processor = False  # type: ignore[assignment]
     _load_feature_extractor = False  # type: ignore[assignment]
     _load_tokenizer = True  # type: ignore[assignment]
-    #: The call options this pipeline takes (:mod:`syntaxformer.pipeline_options`).
+    #: The call options this pipeline takes (:mod:`syntaxformer.modeling.raw_text`).
     _call_options: tuple[str, ...] = TRANSLATION_OPTIONS
     #: The name this pipeline is registered under.
     _task = ""
@@ -86,7 +87,7 @@ class _SyntaxPipeline(Pipeline):
     ):
         super().__init__(*args, **kwargs)
         from syntaxformer.inference import Predictor
-        from syntaxformer.modeling.pipeline_check import check_pipeline_model
+        from syntaxformer.modeling.raw_text import check_pipeline_model
 
         check_pipeline_model(self._task, self.model)
         self.predictor = Predictor.from_pretrained(
@@ -119,20 +120,9 @@ class _SyntaxPipeline(Pipeline):
         raise NotImplementedError
 
     def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
-        """``(the inputs as a list, whether one input was given)``; anything that is neither one input (of a type in
-        ``single``) nor a list / tuple / iterator of inputs is an :class:`~syntaxformer.errors.InputError`."""
-        from collections.abc import Iterable, Mapping
-
-        from syntaxformer.errors import InputError
-
-        if isinstance(inputs, single):
-            return [inputs], True
-        if inputs is None or isinstance(inputs, (bytes, Mapping)) or not isinstance(inputs, Iterable):
-            what = " or ".join(t.__name__ for t in single)
-            raise InputError(
-                f"{type(self).__name__} takes a {what} or a list of them, got {type(inputs).__name__} ({inputs!r:.60})"
-            )
-        return list(inputs), False
+        """``(the inputs as a list, whether one input was given)``, checked
+        (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
+        return check_inputs(inputs, self.predictor.head, single, type(self).__name__)
 
     def _run(self, inputs: list[Any], options: dict[str, Any], **predict_options: Any) -> list[Any]:
         size = int(options.get("batch_size") or self._batch_size or _DEFAULT_BATCH)
@@ -156,7 +146,6 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
         # as text-classification: without top_k the best label as a dict (one text: in a list), else lists
-        options["legacy"] = "top_k" not in options
         items, single = self._inputs(inputs, (str, dict))
         out = self._run(items, options, logits=options.get("function_to_apply") is not None)
         if single:
@@ -164,18 +153,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
         return out
 
     def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
-        legacy, top_k = options.get("legacy", True), options.get("top_k", 1)
-        function = options.get("function_to_apply")
-        names = self.predictor.label_names
-        if function is not None:
-            logits = record["logits"]
-            names = names if len(names) == len(logits) else [f"LABEL_{i}" for i in range(len(logits))]
-            ranked = ranked_labels(names, class_scores(logits, function), None if legacy else top_k)
-        elif "value" in record:  # regression
-            ranked = [{"label": names[0] if names else "score", "score": record["value"]}]
-        else:
-            ranked = ranked_labels(list(record["scores"]), list(record["scores"].values()), None if legacy else top_k)
-        return ranked[0] if legacy else ranked
+        return ranked_classes(record, self.model.config, options)
 
 
 class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
@@ -210,16 +188,7 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
         return out[0] if single else out
 
     def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
-        if "answers" in record:
-            return [dict(a) for a in record["answers"]]
-        return {
-            "answer": record["answer"],
-            "start": record["start"],
-            "end": record["end"],
-            "score": record["span_score"],
-            "null_score": record["null_score"],
-            "best_answer": record["best_answer"],
-        }
+        return pipeline_answer(record)
 
 
 class SyntaxTranslationPipeline(_SyntaxPipeline):

@@ -210,3 +210,81 @@ print(json.dumps({{"out": out, "loaded": sorted(m for m in sys.modules if m.star
         assert len(result["out"][name]) == len(want) == 2
         for got, ref in zip(result["out"][name], want):
             assert {d["label"]: d["score"] for d in got} == pytest.approx(ref["scores"], abs=1e-5), name
+
+
+def test_export_carries_only_the_code_of_its_system_and_head(exported):
+    """An SG-Net classifier carries no Syntax-BERT attention (Triton kernels included), translation or span-QA
+    code; a Syntax-BERT classifier no SG-Net code: exactly the modules its config, model and pipeline import."""
+    from syntaxformer.sharing.export import code_exports, code_files
+
+    files = {s: {p.name for p in folder.glob("*.py")} for s, folder in exported.items()}
+    assert files["sgnet"] == set(
+        code_files(code_exports("sgnet", "SGNetForSequenceClassification", "sequence_classification"))
+    )
+    foreign = {
+        "modeling_syntax_bert.py",
+        "seq2seq.py",
+        "span_qa.py",
+        "qa_pipeline.py",
+        "translation_pipeline.py",
+        "bpe.py",
+    }
+    assert not files["sgnet"] & foreign and not [n for n in files["sgnet"] if "attention" in n or "triton" in n]
+    assert {"syntax_attention.py", "modeling_syntax_bert.py"} <= files["syntax_bert"]
+    assert not files["syntax_bert"] & {"modeling_sgnet.py", "sg_layer.py", "seq2seq.py", "qa_pipeline.py"}
+    assert "register_syntax_attention()" in (exported["syntax_bert"] / "syntax_model.py").read_text(encoding="utf-8")
+    assert "register_syntax_attention" not in (exported["sgnet"] / "syntax_model.py").read_text(encoding="utf-8")
+
+
+def test_export_pipeline_refuses_inputs_as_the_library_and_caps_max_length(exported, sst2_runs, tmp_path, one_thread):
+    """The exported pipeline checks its inputs with the library's own check (the same message for ``None``, ``5``
+    ...), and a ``max_length`` above the model's positions in ``syntax_pipeline.json`` is capped: a 2,400-word text
+    is truncated at the model's limit and answered as the library answers it at that ``max_length``."""
+    import shutil
+
+    from transformers import AutoConfig, pipeline
+
+    from syntaxformer.inference import Predictor
+    from syntaxformer.modeling.raw_text import position_limit
+
+    folder = tmp_path / "long"
+    shutil.copytree(exported["sgnet"], folder)
+    options = json.loads((folder / "syntax_pipeline.json").read_text(encoding="utf-8"))
+    (folder / "syntax_pipeline.json").write_text(json.dumps({**options, "max_length": 2000}), encoding="utf-8")
+    long_text = " ".join(["The film is long , slow and far too dull ."] * 240)  # 2,400 words (and commas)
+    bad = [None, 5, ["A fine film.", 5], ["  "], [{"txt": "A fine film."}], b"bytes"]
+    code = f"""
+import json, sys
+from transformers import pipeline
+clf = pipeline(model={str(folder)!r}, trust_remote_code=True)
+errors = []
+for bad in {bad!r}:
+    try:
+        clf(bad)
+        errors.append(None)
+    except Exception as e:
+        errors.append([type(e).__name__, str(e)])
+out = {{"errors": errors, "long": clf({long_text!r}, top_k=None), "max_length": clf.options.max_length}}
+print(json.dumps({{**out, "loaded": sorted(m for m in sys.modules if m.startswith("syntaxformer"))}}))
+"""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["loaded"] == []
+    ours = pipeline("syntax-text-classification", model=sst2_runs["sgnet"])
+    want = []
+    for x in bad:
+        with pytest.raises(SyntaxformerError) as e:
+            ours(x)
+        want.append([type(e.value).__name__, str(e.value)])
+    assert result["errors"] == want
+    assert "SyntaxTextClassificationPipeline takes a str or dict or a list of them, got NoneType (None)" in want[0][1]
+    assert "input 1" in want[2][1]
+    limit = position_limit(AutoConfig.from_pretrained(sst2_runs["sgnet"]))
+    assert limit is not None and limit < 2000 and result["max_length"] == limit
+    ref = Predictor.from_run(sst2_runs["sgnet"], changes={"max_length": limit}).predict([long_text])[0]
+    assert {d["label"]: d["score"] for d in result["long"]} == pytest.approx(ref["scores"], abs=1e-5)

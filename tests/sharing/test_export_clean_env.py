@@ -40,6 +40,7 @@ out = {"transformers": transformers.__version__}
 clf = pipeline(model=folders["classification"], trust_remote_code=True)
 out["classification"] = clf(texts, top_k=None)
 out["classification_one"] = clf(texts[0])
+out["classification_sg"] = pipeline(model=folders["classification_sg"], trust_remote_code=True)(texts, top_k=None)
 out["classification_tag"] = pipeline("text-classification", model=folders["classification"],
                                      trust_remote_code=True)(texts[0])
 out["classification_logits"] = clf(texts, function_to_apply="none", top_k=None)
@@ -137,6 +138,7 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
 
     runs = {
         "classification": sst2_runs["syntax_bert"],
+        "classification_sg": sst2_runs["sgnet"],
         "qa": _qa_run(tmp_path, tiny_model),
         "translation": _translation_run(tmp_path),
     }
@@ -180,7 +182,13 @@ def test_export_clean_env_pipelines_answer_as_the_library(sst2_runs, tiny_model,
     assert out["classification_one"] == [
         {"label": want[0]["label"], "score": pytest.approx(want[0]["score"], abs=1e-5)}
     ]
-    assert out["classification_tag"] == out["classification_one"]  # pipeline("text-classification", ...) too
+    assert out["classification_tag"] == out["classification_one"]
+    # an SG-Net classifier, whose folder carries no Syntax-BERT code
+    assert not [p for p in Path(folders["classification_sg"]).glob("*.py") if "attention" in p.name]
+    for got, ref in zip(out["classification_sg"], Predictor.from_run(runs["classification_sg"]).predict(texts)):
+        assert {d["label"]: d["score"] for d in got} == pytest.approx(
+            ref["scores"], abs=1e-5
+        )  # pipeline("text-classification", ...) too
     assert "takes no option(s) ['foo']" in out["unknown_option"]
     # function_to_apply: the logits ("none") and their sigmoid, as the library's pipeline gives them
     import torch

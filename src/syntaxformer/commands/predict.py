@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     raw.add_argument(
         "--text-column",
         metavar="C",
-        help="column with the text (default text, else sentence; span QA: the question column, default question)",
+        help="column with the text (default: the run's own text column, else sentence1 with sentence2 as the pair, "
+        "else text, else sentence; span QA: the question column, default question)",
     )
     raw.add_argument(
         "--text-pair-column",
@@ -115,7 +116,11 @@ def _run_inputs(args: argparse.Namespace) -> int:
     changes = {k: v for k, v in config_changes(args).items() if k not in ("text_column", "text_pair_column")}
     predictor = Predictor.from_run(args.model, changes=changes)
     inputs = read_inputs(
-        args.input, text_column=args.text_column, text_pair_column=args.text_pair_column, head=predictor.head
+        args.input,
+        text_column=args.text_column,
+        text_pair_column=args.text_pair_column,
+        head=predictor.head,
+        run_columns=predictor.task.options() if predictor.task is not None else None,
     )
     records = predictor.predict(inputs, batch_size=args.batch_size)
     write_records(records, args.output)

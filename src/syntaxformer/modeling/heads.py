@@ -40,7 +40,7 @@ from syntaxformer.modeling.outputs import (
     SequenceClassifierOutput,
     TokenClassifierOutput,
 )
-from syntaxformer.modeling.pipeline_check import raw_text_hint
+from syntaxformer.modeling.raw_text import raw_text_hint
 
 # ---------------------------------------------------------------------------------------------------------------
 # Pooling and losses
@@ -199,7 +199,7 @@ class TaskHead:
             InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone (a misspelt key, a
                 data set column): :func:`~syntaxformer.modeling.inputs.check_forward_inputs`; a syntax input the
                 backbone needs is missing (with no syntax input at all, the message names the pipeline for raw
-                text: :func:`~syntaxformer.modeling.pipeline_check.raw_text_hint`).
+                text: :func:`~syntaxformer.modeling.raw_text.raw_text_hint`).
         """
         backbone = getattr(self, self.base_model_prefix)
         check_forward_inputs(self, syntax_inputs, backbone.syntax_keywords)

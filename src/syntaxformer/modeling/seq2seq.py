@@ -56,6 +56,7 @@ from syntaxformer.masks.sdoi import sdoi_mask
 from syntaxformer.modeling.configuration_common import filled, sub_config
 from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.inputs import check_forward_inputs
+from syntaxformer.modeling.raw_text import default_max_new_tokens
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 
 __all__ = [
@@ -108,11 +109,6 @@ _TRANSFORMERS_KEYWORDS = frozenset(
 )
 #: The compact dependency tensors the SG-Net layer's SDOI mask is built from.
 DEPENDENCY_INPUTS: tuple[str, ...] = ("dep_tin", "dep_tout", "syntax_tree")
-
-
-def default_max_new_tokens(source_length: int) -> int:
-    """Longest output for a batch of padded source length ``L``: ``min(1.5 L + 10, 200)``."""
-    return min(int(1.5 * source_length) + 10, 200)
 
 
 def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, **overrides: Any) -> MarianConfig:

@@ -4,7 +4,9 @@ syntaxformer is not installed (``syntaxformer export RUN_DIR OUT_DIR``; ``docs/i
 
 * :mod:`syntaxformer.sharing.export`: the folder (weights, config with ``auto_map`` and ``custom_pipelines``,
   tokenizer, the code copied with relative imports, the pipeline options, the card);
-* :mod:`syntaxformer.sharing.syntax_pipeline`: the pipelines the folder carries;
+* :mod:`syntaxformer.sharing.syntax_pipeline` (classification and what the pipelines share),
+  :mod:`syntaxformer.sharing.qa_pipeline`, :mod:`syntaxformer.sharing.translation_pipeline`: the pipelines a folder
+  carries (the one of its head);
 * the model card: :mod:`syntaxformer.training.model_card` (the one writer of run folders' and exports' cards).
 
 :mod:`syntaxformer.sharing.hub`: the push of an exported folder to the hub; :func:`check_hub_push` says, before

@@ -3,9 +3,11 @@
 The folder holds what a user of the model needs and nothing of the training: the final weights
 (``model.safetensors``), ``config.json``, the tokenizer files (translation: ``source_tokenizer/`` and
 ``target_tokenizer/``), the model card ``README.md``, the run's featurization options
-(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code: the library modules the model and its
-pipeline need, copied flat beside ``config.json`` with every ``from syntaxformer.x.y import z`` rewritten to
-``from .y import z`` (:func:`code_files`), plus one entry module (:data:`ENTRY_MODULE`) that imports all of them.
+(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code: the library modules that the model's
+config, its model class and the pipeline of its head import (:func:`code_exports`: an SG-Net classifier carries no
+Syntax-BERT, translation or span-QA code), copied flat beside ``config.json`` with every
+``from syntaxformer.x.y import z`` rewritten to ``from .y import z`` (:func:`code_files`), plus one entry module
+(:data:`ENTRY_MODULE`) that imports all of them.
 No checkpoints, optimizer state, metrics files or absolute paths of this machine.
 
 ``config.json`` names the code the transformers way: ``auto_map`` (``AutoConfig`` and the head's Auto class) and
@@ -39,30 +41,18 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import ConfigError, DataError
 
-__all__ = ["CARD_FILE", "CODE_ROOTS", "ENTRY_MODULE", "TOKENIZER_FILES", "code_files", "export_model"]
+__all__ = ["CARD_FILE", "ENTRY_MODULE", "TOKENIZER_FILES", "code_exports", "code_files", "export_model"]
 
 logger = logging.getLogger(__name__)
 
 #: The generated module that ``auto_map`` and ``custom_pipelines`` name (it imports every copied module).
 ENTRY_MODULE = "syntax_model"
-#: The library modules whose import closure is copied into every exported folder (all systems and heads, so one
-#: set of files serves every model).
-CODE_ROOTS: tuple[str, ...] = (
-    "syntaxformer.sharing.syntax_pipeline",
-    "syntaxformer.modeling.configuration_sgnet",
-    "syntaxformer.modeling.modeling_sgnet",
-    "syntaxformer.modeling.configuration_syntax_bert",
-    "syntaxformer.modeling.modeling_syntax_bert",
-    "syntaxformer.modeling.configuration_plain",
-    "syntaxformer.modeling.modeling_plain",
-    "syntaxformer.modeling.seq2seq",
-)
 #: Tokenizer files copied when the run folder has them.
 TOKENIZER_FILES: tuple[str, ...] = (
     "tokenizer.json",
@@ -81,32 +71,12 @@ CARD_FILE = "README.md"
 _TOKENIZER_EXTRAS = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "merges.txt")
 _WEIGHTS = "model.safetensors"
 _WEIGHTS_INDEX = "model.safetensors.index.json"
-_HEAD_SUFFIXES = {
-    "ForSequenceClassification": "sequence_classification",
-    "ForQuestionAnswering": "question_answering",
-    "ForConditionalGeneration": "seq2seq",
-}
-#: The classes the entry module exports (``auto_map`` and ``custom_pipelines`` name them), by defining module.
-_ENTRY_EXPORTS: dict[str, list[str]] = {
-    "syntaxformer.modeling.configuration_sgnet": ["SGNetConfig"],
-    "syntaxformer.modeling.configuration_syntax_bert": ["SyntaxBertConfig"],
-    "syntaxformer.modeling.modeling_sgnet": ["SGNetForSequenceClassification", "SGNetForQuestionAnswering"],
-    "syntaxformer.modeling.modeling_syntax_bert": [
-        "SyntaxBertForSequenceClassification",
-        "SyntaxBertForQuestionAnswering",
-    ],
-    "syntaxformer.modeling.configuration_plain": ["PlainEncoderConfig"],
-    "syntaxformer.modeling.modeling_plain": [
-        "PlainEncoderForSequenceClassification",
-        "PlainEncoderForQuestionAnswering",
-    ],
-    "syntaxformer.modeling.seq2seq": ["SyntaxInfusedTranslationConfig", "SyntaxInfusedForConditionalGeneration"],
-    "syntaxformer.sharing.syntax_pipeline": [
-        "SyntaxTextClassificationPipeline",
-        "SyntaxQuestionAnsweringPipeline",
-        "SyntaxTranslationPipeline",
-    ],
-}
+#: The model of a translation run (not a system of the registry): its config and model class.
+_TRANSLATION = (
+    "syntaxformer.modeling.seq2seq",
+    "SyntaxInfusedTranslationConfig",
+    "SyntaxInfusedForConditionalGeneration",
+)
 #: Third-party top-level modules a flat file must not shadow by its name.
 _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
 
@@ -126,15 +96,28 @@ def _is_package(module: str) -> bool:
     return bool(spec is not None and spec.submodule_search_locations is not None)
 
 
-def _library_imports(tree: ast.AST, module: str) -> list[tuple[ast.stmt, str]]:
-    """Every ``syntaxformer`` import statement of a module (at any depth) with the module it imports from.
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for the type checker, never run)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def _library_imports(tree: ast.AST, module: str, runtime: bool = False) -> list[tuple[ast.stmt, str]]:
+    """Every ``syntaxformer`` import statement of a module (at any depth; ``runtime``: not those under
+    ``if TYPE_CHECKING:``) with the module it imports from.
 
     Raises:
         ConfigError: an ``import syntaxformer...`` statement or an import from a package (``__init__``): the flat
             folder has no packages, so copied modules import names from modules only.
     """
     out: list[tuple[ast.stmt, str]] = []
+    skip = _type_checking_only(tree) if runtime else set()
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "syntaxformer" for a in node.names):
             raise ConfigError(
                 f"{module} line {node.lineno}: `import syntaxformer...` cannot be made relative; "
@@ -155,8 +138,9 @@ def _library_imports(tree: ast.AST, module: str) -> list[tuple[ast.stmt, str]]:
     return out
 
 
-def _closure(roots: tuple[str, ...]) -> dict[str, Path]:
-    """The library modules ``roots`` import, directly or not, at module level or inside functions."""
+def _closure(roots: Iterable[str]) -> dict[str, Path]:
+    """The library modules ``roots`` import, directly or not, at module level or inside functions (not for the
+    type checker only)."""
     seen: dict[str, Path] = {}
     todo = list(roots)
     while todo:
@@ -165,7 +149,7 @@ def _closure(roots: tuple[str, ...]) -> dict[str, Path]:
             continue
         path = _source(module)
         seen[module] = path
-        todo += [m for _, m in _library_imports(ast.parse(path.read_text(encoding="utf-8")), module)]
+        todo += [m for _, m in _library_imports(ast.parse(path.read_text(encoding="utf-8")), module, runtime=True)]
     return seen
 
 
@@ -202,21 +186,59 @@ def _rewrite(text: str, module: str, names: Mapping[str, str]) -> str:
     return "".join(lines)
 
 
-def code_files(roots: tuple[str, ...] = CODE_ROOTS) -> dict[str, str]:
+def code_exports(model_type: str | None, architecture: str, head: str) -> dict[str, list[str]]:
+    """What the exported code of one model exports: defining module -> the classes ``auto_map`` and
+    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``).
+
+    Raises:
+        ConfigError: a model export does not carry (a system of another package, a class its system has not).
+    """
+    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
+    from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
+
+    spec = system_for_model_type(model_type)
+    if spec is not None and spec.name in BUILTIN_SYSTEMS:
+        config_module, config_class = str(spec.config).split(":")
+        model_module, model_class = str(spec.models.get(head, ":")).split(":")
+    elif model_type == "syntax_infused_translation":
+        config_module, config_class, model_class = _TRANSLATION
+        model_module = config_module
+    else:
+        known = [t for s in BUILTIN_SYSTEMS.values() for t in (s.saved_model_type, *s.aliases)]
+        raise ConfigError(
+            f"model_type {model_type!r} is not a model export can carry "
+            f"({', '.join([*known, 'syntax_infused_translation'])}; systems of other packages are not exported)"
+        )
+    if model_class != architecture:
+        raise ConfigError(
+            f"the model class {architecture} is not the {head} model of model_type {model_type!r} "
+            f"({model_class or 'none'}), which export carries"
+        )
+    pipeline_module, pipeline_class = PIPELINE_CLASSES[head][:2]
+    out: dict[str, list[str]] = {}
+    for module, name in ((config_module, config_class), (model_module, model_class), (pipeline_module, pipeline_class)):
+        out.setdefault(module, []).append(name)
+    return out
+
+
+def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
     """The code of an exported folder: file name -> text (the rewritten library modules and the entry module).
 
+    Args:
+        exports: defining module -> the classes the entry module exports (:func:`code_exports`); the folder
+            carries these modules and every library module they import, at module level or inside functions.
+
     Every ``from syntaxformer.a.b import x`` becomes ``from .b import x``; the result imports nothing named
-    ``syntaxformer``. The entry module (:data:`ENTRY_MODULE`) imports every copied module and registers the
-    Syntax-BERT attention function (as :mod:`syntaxformer.modeling` does on import).
+    ``syntaxformer``. The entry module (:data:`ENTRY_MODULE`) imports every copied module and, when the folder
+    carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does on import).
     """
-    modules = _closure(roots)
+    modules = _closure(exports)
     names = _flat_names(sorted(modules))
     files = {}
     for module, path in sorted(modules.items()):
         text = _rewrite(path.read_text(encoding="utf-8"), module, names)
         header = f"# Copied from {module} (syntaxformer) by `syntaxformer export`; imports made relative.\n"
         files[f"{names[module]}.py"] = header + text
-    exports = _ENTRY_EXPORTS
     lines = [
         '"""The code entry point of this model folder (written by `syntaxformer export`).',
         "",
@@ -231,15 +253,14 @@ def code_files(roots: tuple[str, ...] = CODE_ROOTS) -> dict[str, str]:
             lines.append(f"from .{names[module]} import {', '.join(wanted)}  # noqa: F401")
         else:
             lines.append(f"from .{names[module]} import __name__ as _{names[module]}  # noqa: F401")
-    lines += [
-        "from .syntax_attention import register_syntax_attention",
-        "",
-        'register_syntax_attention()  # attn_implementation="syntax" (Syntax-BERT)',
-        "",
-    ]
-    if "syntaxformer.modeling.syntax_attention" not in modules:
-        raise ConfigError("the exported code lacks syntax_attention.py (Syntax-BERT's attention)")
-    files[f"{ENTRY_MODULE}.py"] = "\n".join(lines)
+    attention = "syntaxformer.modeling.syntax_attention"
+    if attention in modules:
+        lines += [
+            f"from .{names[attention]} import register_syntax_attention",
+            "",
+            'register_syntax_attention()  # attn_implementation="syntax" (Syntax-BERT)',
+        ]
+    files[f"{ENTRY_MODULE}.py"] = "\n".join([*lines, ""])
     return files
 
 
@@ -335,10 +356,12 @@ def _config_class(run_dir: Path, data: Mapping[str, Any]) -> str:
 
 
 def _head(config: Any) -> str:
+    from syntaxformer.modeling.raw_text import class_head
+
     arch = (getattr(config, "architectures", None) or [""])[0]
-    for suffix, head in _HEAD_SUFFIXES.items():
-        if arch.endswith(suffix):
-            return head
+    head = class_head(arch)
+    if head in ("sequence_classification", "question_answering", "seq2seq"):
+        return head
     raise ConfigError(
         f"export makes pipelines for text classification, span QA and translation models; this run's "
         f"model is {arch or 'of no known head'} (multiple choice and token classification models load "
@@ -349,7 +372,7 @@ def _head(config: Any) -> str:
 def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str) -> dict[str, Any]:
     """The run's featurization options for the exported pipeline (as :meth:`Predictor.from_run` builds them)."""
     from syntaxformer.defaults import DEFAULT_SPACY_MODEL
-    from syntaxformer.inference import _tuned_null_threshold
+    from syntaxformer.inference import tuned_null_threshold
     from syntaxformer.sharing.syntax_pipeline import PipelineOptions
     from syntaxformer.training.run import build_context
 
@@ -378,7 +401,7 @@ def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str
                 "the run decodes with a second, parallel verifier model (verifier='parallel'); "
                 "export supports one model per folder: train with verifier='joint' or 'none'"
             )
-        tuned = _tuned_null_threshold(run_dir)
+        tuned = tuned_null_threshold(run_dir)
         options.qa = {
             k: task_options[k]
             for k in ("doc_stride", "question_first", "n_best", "max_answer_length", "beta1", "beta2", "verifier")
@@ -408,28 +431,28 @@ def _scrub_paths(data: Any) -> Any:
     return data
 
 
-def _config_json(run_dir: Path, head: str) -> dict[str, Any]:
+def _config_json(run_dir: Path, head: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The exported ``config.json`` (``auto_map``, ``custom_pipelines``) and the code it names
+    (:func:`code_exports`)."""
+    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
     from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
 
     data = _scrub_paths(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))
-    cls, task_name, auto = PIPELINE_CLASSES[head]
+    _, pipeline_class, task_name, auto = PIPELINE_CLASSES[head]
     arch = data["architectures"][0]
-    if not any(arch in names for names in _ENTRY_EXPORTS.values()):
-        raise ConfigError(
-            f"{run_dir}/config.json names the model class {arch}, which export does not carry "
-            f"(it carries {sorted(n for v in _ENTRY_EXPORTS.values() for n in v if 'For' in n)})"
-        )
-    from syntaxformer.registry import system_for_model_type
-
-    config_class = _config_class(run_dir, data)
+    try:
+        exports = code_exports(data.get("model_type"), arch, head)
+    except ConfigError as e:
+        raise ConfigError(f"{run_dir}/config.json: {e}") from None
     spec = system_for_model_type(data.get("model_type"))
-    if spec is not None:
+    if spec is not None and spec.name in BUILTIN_SYSTEMS:
         data["model_type"] = spec.saved_model_type  # a config saved under an older name: the system's own
+    config_class = next(iter(exports.values()))[0]
     data["auto_map"] = {"AutoConfig": f"{ENTRY_MODULE}.{config_class}", auto: f"{ENTRY_MODULE}.{arch}"}
     data["custom_pipelines"] = {
-        task_name: {"impl": f"{ENTRY_MODULE}.{cls.__name__}", "pt": [auto], "tf": [], "type": "text"}
+        task_name: {"impl": f"{ENTRY_MODULE}.{pipeline_class}", "pt": [auto], "tf": [], "type": "text"}
     }
-    return data
+    return data, exports
 
 
 # -- the folder ----------------------------------------------------------------------------------------------
@@ -513,9 +536,10 @@ def export_model(
                     for name in TOKENIZER_FILES:
                         if (run_dir / sub / name).is_file():
                             shutil.copyfile(run_dir / sub / name, tmp / sub / name)
-            write_json(tmp / "config.json", _config_json(run_dir, head))
+            config_json, exports = _config_json(run_dir, head)
+            write_json(tmp / "config.json", config_json)
             write_json(tmp / OPTIONS_FILE, options)
-            for name, text in code_files().items():
+            for name, text in code_files(exports).items():
                 (tmp / name).write_text(text, encoding="utf-8")
             annotator = _annotator(options.get("parser"))
             run_config = config.to_dict()

@@ -302,10 +302,113 @@ class Task(abc.ABC):
         """
         return text_inputs_data(inputs)
 
+    def raw_records(
+        self,
+        inputs: Sequence[Mapping[str, Any]],
+        data: Any,
+        features: Any,
+        outputs: Mapping[str, Sequence[Any]],
+        model_config: Any,
+        options: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """One record per raw input (``syntaxformer predict --input``, the pipelines; the fields are listed in
+        :mod:`syntaxformer.inference`) from the model's outputs.
+
+        Args:
+            inputs: the checked inputs (:func:`~syntaxformer.modeling.raw_text.check_inputs`), in order.
+            data, features: what :meth:`inference_data` and :meth:`featurize` made of them.
+            outputs: output key -> one row per feature (:func:`~syntaxformer.modeling.raw_text.run_batches`:
+                ``logits``; span QA ``start_logits`` / ``end_logits`` / ``verifier_logits`` / ``aux:<name>``;
+                translation ``ids``).
+            model_config: the model's config (label names, regression).
+            options: ``logits`` (classification: keep them), ``top_k`` / ``max_answer_length`` /
+                ``null_threshold`` (span QA).
+
+        Default: by the task's :attr:`head`, through :meth:`postprocess` for span QA, multiple choice and
+        translation.
+        """
+        import numpy as np
+
+        from syntaxformer.modeling import raw_text
+
+        if self.head == "sequence_classification":
+            return raw_text.classification_records(inputs, outputs["logits"], model_config, bool(options.get("logits")))
+        if self.head == "question_answering":
+            return _answer_records(self, inputs, data, features, outputs, options)
+        if self.head == "multiple_choice":
+            from syntaxformer.data.readers.race import OPTION_LETTERS as letters
+
+            predictions = self.postprocess(data, features, raw_text.padded(outputs["logits"], -np.inf))
+            scores = predictions.scores or []
+            return [
+                {
+                    **({"id": r["id"]} if "id" in r else {}),
+                    "question": r["question"],
+                    **({"context": r["context"]} if r.get("context") else {}),
+                    "options": r["options"],
+                    "prediction": letters[k] if k < len(letters) else str(k),
+                    "index": k,
+                    "option": r["options"][k],
+                    "scores": s[: len(r["options"])],
+                }
+                for r, k, s in zip(inputs, predictions.values, scores)
+            ]
+        if self.head == "seq2seq":
+            texts = self.postprocess(data, features, raw_text.padded(outputs["ids"], -100, np.int64)).values
+            return [
+                {**({"id": r["id"]} if "id" in r else {}), "text": r["text"], "translation": t}
+                for r, t in zip(inputs, texts)
+            ]
+        raise ConfigError(f"task {self.name!r} ({self.head}) makes no records of raw inputs")
+
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
         """One JSON record per example for ``predict`` output files (id, input text, prediction, score)."""
         scores = predictions.scores or [None] * len(predictions.ids)
         return [{"id": i, "prediction": v, "score": s} for i, v, s in zip(predictions.ids, predictions.values, scores)]
+
+
+def _answer_records(
+    task: Any,
+    inputs: Sequence[Mapping[str, Any]],
+    data: Any,
+    features: Any,
+    outputs: Mapping[str, Sequence[Any]],
+    options: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """Span QA's :meth:`Task.raw_records`: the task's decoding (with this call's ``top_k`` / ``max_answer_length``
+    on a copy of it), the answer at ``options["null_threshold"]`` (default: the task's)."""
+    import copy
+
+    import numpy as np
+
+    from syntaxformer.modeling.raw_text import answer_record
+
+    def rows(key: str) -> Any:
+        values = outputs.get(key)
+        return None if values is None or values[0] is None else np.asarray(values)
+
+    starts, ends = [np.asarray(r) for r in outputs["start_logits"]], [np.asarray(r) for r in outputs["end_logits"]]
+    verifier = rows("verifier_logits")
+    raw = (starts, ends) if verifier is None else (starts, ends, verifier)
+    auxiliary = {}
+    for key in outputs:
+        if key.startswith("aux:"):
+            aux = rows(key)
+            auxiliary[key[4:]] = (starts, ends) if aux is None else (starts, ends, aux)
+    top_k, longest = options.get("top_k"), options.get("max_answer_length")
+    if top_k is not None or longest is not None:
+        task = copy.copy(task)
+        task.n_best = max(int(task.n_best), int(top_k or 1))
+        task.max_answer_length = int(longest or task.max_answer_length)
+    predictions = task.postprocess(data, features, raw, auxiliary or None)
+    threshold = options.get("null_threshold")
+    threshold = float(getattr(task, "null_threshold", 0.0)) if threshold is None else float(threshold)
+    return [
+        answer_record(
+            r, predictions.extra["nbest"].get(qid) or [], float(predictions.extra["na_scores"][qid]), threshold, top_k
+        )
+        for r, qid in zip(inputs, predictions.ids)
+    ]
 
 
 def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> Any:

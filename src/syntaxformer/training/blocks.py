@@ -16,6 +16,7 @@ from typing import Any
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
+from syntaxformer.modeling.raw_text import position_limit
 from syntaxformer.tasks.base import Task, TaskContext
 from syntaxformer.training.config import RunConfig
 from syntaxformer.training.saved import loading_model, model_folder_problem
@@ -155,19 +156,6 @@ def check_encoder(config: RunConfig, task: Task) -> None:
     except (OSError, ValueError, KeyError) as e:
         raise ConfigError(f"cannot load the model configuration of {path!r}: {' '.join(str(e).split())[:300]}") from e
     check_max_length(config.max_length, model_config, path)
-
-
-def position_limit(model_config: Any) -> int | None:
-    """The longest input (tokens) a model's encoder can read: its ``max_position_embeddings`` (RoBERTa-style
-    encoders: less the two positions before the padding index), or ``None`` when the config has no such limit."""
-    encoder = getattr(model_config, "encoder", None) or model_config
-    encoder = encoder if isinstance(encoder, Mapping) else vars(encoder)
-    limit = encoder.get("max_position_embeddings")
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        return None
-    if "roberta" in str(encoder.get("model_type", "")):  # positions start after the padding index
-        limit -= 2
-    return limit
 
 
 def check_max_length(max_length: Any, model_config: Any, path: Any) -> None:
