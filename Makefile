@@ -19,10 +19,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job: show the syntax one model sees, then fine-tune the baseline and SG-Net on a subsample of real
-# SST-2 (../shared/data, else the hub) with the offline MiniLM and print both dev scores (~3-5 min on 2 cores).
+# SST-2 (the shared data folder, else the hub) with the offline MiniLM and print both dev scores (~3-5 min on 2 cores).
+# The library reads data only where SYNTAXFORMER_DATA points: here the checkout's neighbour ../shared/data unless set.
+SYNTAXFORMER_DATA ?= $(abspath ../shared/data)
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/syntaxformer demo
-	HF_HUB_OFFLINE=1 $(BIN)/syntaxformer compare --task sst2 --output-dir runs/compare --overwrite-output-dir
+	SYNTAXFORMER_DATA=$(SYNTAXFORMER_DATA) HF_HUB_OFFLINE=1 $(BIN)/syntaxformer demo
+	SYNTAXFORMER_DATA=$(SYNTAXFORMER_DATA) HF_HUB_OFFLINE=1 $(BIN)/syntaxformer compare --task sst2 --output-dir runs/compare --overwrite-output-dir
 
 # The quality gate, run first by `make test`: lint and formatting (ruff) and types (mypy over src/syntaxformer);
 # configuration in pyproject.toml.
