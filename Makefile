@@ -59,7 +59,7 @@ $(STAMP_MIN): pyproject.toml .ci/min-versions.txt
 	touch $(STAMP_MIN)
 
 test-min: $(STAMP_MIN)
-	$(VENV_MIN)/bin/python -c "import importlib.metadata as m; print('minimum versions:', *(f'{p} {m.version(p)}' for p in ('torch', 'transformers', 'tokenizers', 'huggingface-hub', 'numpy', 'spacy', 'accelerate', 'tqdm')))"
+	$(VENV_MIN)/bin/python -c "import importlib.metadata as m; print('minimum versions:', *(f'{p} {m.version(p)}' for p in ('torch', 'transformers', 'tokenizers', 'huggingface-hub', 'numpy', 'spacy', 'accelerate', 'tqdm', 'scipy', 'scikit-learn')))"
 	PYTHONPATH=src HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 SYNTAXFORMER_CLEAN_PYTHON=$(abspath $(VENV_MIN))/bin/python \
 		$(VENV_MIN)/bin/python -m pytest -p no:cacheprovider $(MIN_TESTS)
 

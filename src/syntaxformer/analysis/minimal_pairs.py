@@ -262,16 +262,14 @@ def score_minimal_pairs(
 
 
 def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (good coverage near 0 and 1, unlike the normal one)."""
+    """Wilson score interval of a binomial proportion (good coverage near 0 and 1, unlike the normal one), as
+    SciPy's ``binomtest(correct, n).proportion_ci(method="wilson")``; ``(nan, nan)`` for no pairs."""
     if n == 0:
         return (math.nan, math.nan)
-    from statistics import NormalDist
+    from scipy.stats import binomtest
 
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    p = correct / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    ci = binomtest(correct, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return (float(ci.low), float(ci.high))
 
 
 def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
