@@ -358,14 +358,14 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
     if not len(ds):
         raise DataError(f"{source} holds no rows")
     datasets = _import_datasets(f"reading {source}")
-    names = {c: list(f.names) for c, f in ds.features.items() if isinstance(f, datasets.ClassLabel)}
+    classes = {c: list(f.names) for c, f in ds.features.items() if isinstance(f, datasets.ClassLabel)}
     fp = ds._fingerprint  # datasets fingerprints each data set by its content and history
     return Table(
         list(ds.column_names),
-        DatasetRows(ds, names),
+        DatasetRows(ds, classes),
         source if folder else f"hub:{source}",
         hashlib.sha256(f"datasets|{source}|{config}|{fp}".encode()).hexdigest(),
-        label_names=names,
+        label_names=classes,
     )
 
 
