@@ -50,7 +50,8 @@ def run_shell(code: str, folder: Path, wheel: Path | None = None, **env_vars: st
     """Run ``code`` (bash, ``set -euo pipefail``) in ``folder`` with the wheel's environment ``wheel`` (its
     ``bin`` first on ``PATH``, no ``PYTHONPATH``) or, for ``None``, this checkout; offline, one torch thread, a parse
     cache and a transformers module cache of the folder's own."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # a user's shell: no PYTHONPATH, no shared data folder unless the code is given one
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SYNTAXFORMER_DATA")}
     env.update(
         HF_HUB_OFFLINE="1",
         SYNTAXFORMER_NO_PROGRESS="1",
