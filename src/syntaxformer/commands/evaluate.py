@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from syntaxformer.commands.train import add_config_arguments, explicit_options
 
@@ -88,7 +89,7 @@ def run_suite(args: argparse.Namespace) -> int:
         max_pairs=args.max_pairs,
         overwrite=args.overwrite,
     )
-    summary = {
+    summary: dict[str, Any] = {
         "suite": report["suite"],
         "pairs": report["pairs"],
         "acceptable": report["acceptable"],
