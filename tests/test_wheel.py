@@ -35,7 +35,11 @@ def _run(folder: Path, wheel: Path | None) -> tuple[str, list[dict], list]:
     assert result.returncode == 0, f"the README's block fails:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     preds = [json.loads(line) for line in (folder / "preds.jsonl").read_text(encoding="utf-8").splitlines()]
     state = json.loads((folder / "runs" / "reviews" / "trainer_state.json").read_text())
-    return result.stdout.strip().splitlines()[-1], preds, [e.get("loss", e.get("train_loss")) for e in state["log_history"]]
+    return (
+        result.stdout.strip().splitlines()[-1],
+        preds,
+        [e.get("loss", e.get("train_loss")) for e in state["log_history"]],
+    )
 
 
 @pytest.fixture(scope="module")
