@@ -16,6 +16,10 @@ if not torch.cuda.is_available():
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("SYNTAXFORMER_DATA", REPO.parent / "shared" / "data"))
+# The library reads shared data only where SYNTAXFORMER_DATA points (never a folder beside the current one): name the
+# checkout's neighbour ../shared/data for the tests that train on it, when it is there.
+if DATA.is_dir():
+    os.environ.setdefault("SYNTAXFORMER_DATA", str(DATA))
 
 
 # Under pytest-xdist (`make test` runs two workers: -n 2 --dist loadgroup) each worker is one process on a CPU shared

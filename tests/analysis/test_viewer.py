@@ -321,3 +321,22 @@ def test_show_cli_writes_the_page(tmp_path, tiny_model, capsys, monkeypatch):
     assert "--overwrite" in capsys.readouterr().err
     assert main(["show", "Dogs bark.", "--model", str(tmp_path / "nope"), "--output", str(out), "--overwrite"]) == 1
     assert "neither a run folder nor a loadable encoder" in capsys.readouterr().err
+
+
+def test_viewer_sgnet_only_page_has_no_syntax_bert_parts(sdpa_models, annotator):
+    """A page of the plain encoder and SG-Net: no Syntax-BERT relation groups (the page hides their panels, their
+    legend and the topical section); the encoder is named by its model, not by the package folder it ships in."""
+    from syntaxformer.analysis.viewer import _short, build_view
+    from syntaxformer.defaults import default_hf_model
+
+    page = build_view(TEXT, models=sdpa_models[:2], parser=annotator)
+    assert page.data["groups"] == {} and [m["system"] for m in page.data["models"]] == ["plain", "sgnet"]
+    assert all(m["topical"] is None and not m.get("gate") for m in page.data["models"])
+    html = page.html()
+    assert 'id="topical-section"' in html and "Object.keys(DATA.groups).length" in html
+    assert _short(default_hf_model()) == "all-MiniLM-L6-v2" and _short("/x/my-encoder") == "my-encoder"
+    # with a Syntax-BERT model the groups are there again
+    assert set(build_view(TEXT, models=sdpa_models[1:], parser=annotator).data["groups"]) == {
+        "dependency",
+        "constituency",
+    }

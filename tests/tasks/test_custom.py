@@ -309,3 +309,60 @@ def test_custom_datasets_folder_trains_on_its_splits(tmp_path, tiny_model, monke
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["data"] == {"train": f"{folder}[train]", "dev": f"{folder}[validation]"}
     assert metrics["sizes"]["train"] == 120 and metrics["sizes"]["dev"] == 30
+
+
+def _classlabel_folder(tmp_path, names, label_type=None, n=24):
+    """A DatasetDict (train: ``n`` rows, validation: 6, test: 4 with label -1) whose label column is a ClassLabel
+    of ``names`` (or a ``Value(label_type)``)."""
+    datasets = pytest.importorskip("datasets", reason="the datasets package is not installed")
+    label = datasets.Value(label_type) if label_type else datasets.ClassLabel(names=names)
+    features = datasets.Features({"text": datasets.Value("string"), "label": label})
+    value = (lambda i: i % 2 * 0.5 + 1.0) if label_type else (lambda i: i % 2)
+    texts = ["A fine and warm film.", "A dull mess of a film."]
+    splits = {
+        "train": [{"text": texts[i % 2], "label": value(i)} for i in range(n)],
+        "validation": [{"text": texts[i % 2], "label": value(i)} for i in range(6)],
+        "test": [{"text": texts[i % 2], "label": -1 if not label_type else value(i)} for i in range(4)],
+    }
+    folder = tmp_path / "classlabel"
+    datasets.DatasetDict(
+        {s: datasets.Dataset.from_list(rows, features=features) for s, rows in splits.items()}
+    ).save_to_disk(str(folder))
+    return str(folder)
+
+
+def test_custom_datasets_classlabel_names_are_the_labels_in_their_order(tmp_path):
+    """A ClassLabel's names, in its class-id order (not sorted), are the labels; -1 (no label) is no label; the rows
+    are read from Arrow, not copied into a list."""
+    from syntaxformer.data.readers.table import DatasetRows, read_table
+
+    folder = _classlabel_folder(tmp_path, ["good", "bad"])
+    table = read_table(folder, "train")
+    assert isinstance(table.rows, DatasetRows) and table.label_names == {"label": ["good", "bad"]}
+    assert table.rows[1] == {"text": "A dull mess of a film.", "label": "bad"} and len(list(table.rows)) == 24
+    task = get_task("custom")
+    train = task.load_split("train", {"train_file": folder})
+    assert task.label_list == ["good", "bad"] and [e.label for e in train.examples[:4]] == [0, 1, 0, 1]
+    assert task.model_options()["id2label"] == {0: "good", 1: "bad"}
+    assert [e.label for e in task.load_split("test", {"train_file": folder}).examples] == [None] * 4
+
+
+def test_custom_datasets_float_value_labels_are_a_regression(tmp_path):
+    folder = _classlabel_folder(tmp_path, None, label_type="float32")
+    task = get_task("custom")
+    train = task.load_split("train", {"train_file": folder})
+    assert task.problem_type == "regression" and [e.label for e in train.examples[:2]] == [1.0, 1.5]
+
+
+def test_custom_datasets_classlabel_trains_a_model_with_those_names(tmp_path, tiny_model, monkeypatch):
+    """``train --train-file FOLDER`` on a DatasetDict with ``ClassLabel(names=["bad", "good"])``: the model's
+    ``id2label`` holds the names (it used to hold '0', '1')."""
+    from syntaxformer.cli import main
+
+    monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
+    folder, out = _classlabel_folder(tmp_path, ["bad", "good"]), tmp_path / "run"
+    argv = ["train", "--train-file", folder, "--model", tiny_model, "--output-dir", str(out), "--no-progress"]
+    assert main([*argv, "--max-steps", "2", "--batch-size", "8", "--max-length", "16"]) == 0
+    config = json.loads((out / "config.json").read_text(encoding="utf-8"))
+    assert config["id2label"] == {"0": "bad", "1": "good"} and config["label2id"] == {"bad": 0, "good": 1}
+    assert json.loads((out / "run.json").read_text())["task"]["options"]["labels"] == ["bad", "good"]

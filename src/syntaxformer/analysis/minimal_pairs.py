@@ -49,6 +49,7 @@ __all__ = [
     "minimal_pair_report",
     "paired_suite_records",
     "pairs_fingerprint",
+    "paradigm_table",
     "read_minimal_pairs",
     "read_suite_records",
     "score_minimal_pairs",
@@ -210,8 +211,9 @@ def score_minimal_pairs(
     chunk_size: int = 2048,
     progress: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per pair: ``paradigm``, ``pair_id``, ``field``, ``phenomenon``, ``p_good`` and ``p_bad`` (the
-    probability of the acceptable class) and ``correct`` (``p_good > p_bad``).
+    """One record per pair: ``paradigm``, ``pair_id``, ``field``, ``phenomenon``, the sentences ``good`` and
+    ``bad``, ``p_good`` and ``p_bad`` (the probability of the acceptable class) and ``correct`` (``p_good > p_bad``:
+    a tie is wrong).
 
     Each distinct sentence is parsed and scored once (with the predictor's parser, the run's), in chunks of
     ``chunk_size`` sentences behind a progress bar.
@@ -255,6 +257,8 @@ def score_minimal_pairs(
             "pair_id": p.pair_id,
             "field": p.field,
             "phenomenon": p.phenomenon,
+            "good": p.good,
+            "bad": p.bad,
             "p_good": prob[p.good],
             "p_bad": prob[p.bad],
             "correct": prob[p.good] > prob[p.bad],
@@ -264,16 +268,14 @@ def score_minimal_pairs(
 
 
 def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (good coverage near 0 and 1, unlike the normal one)."""
+    """Wilson score interval of a binomial proportion (good coverage near 0 and 1, unlike the normal one), as
+    SciPy's ``binomtest(correct, n).proportion_ci(method="wilson")``; ``(nan, nan)`` for no pairs."""
     if n == 0:
         return (math.nan, math.nan)
-    from statistics import NormalDist
+    from scipy.stats import binomtest
 
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    p = correct / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    ci = binomtest(correct, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return (float(ci.low), float(ci.high))
 
 
 def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
@@ -281,7 +283,10 @@ def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float 
 
     Returns:
         ``{"overall": {...}, "field": {name: {...}}, "phenomenon": {...}, "paradigm": {...}}``, each entry
-        ``{"accuracy", "ci95": [lo, hi], "n", "correct"}`` (and ``"field"`` for phenomena and paradigms).
+        ``{"accuracy", "ci95": [lo, hi], "n", "correct"}`` (and ``"field"`` for phenomena and paradigms);
+        ``"chance"`` (0.5: a model that cannot tell the sentences apart); where the records keep the probabilities,
+        ``"ties"`` (pairs with ``p_good == p_bad``, counted wrong) and ``"median_abs_difference"`` (the median
+        ``|p_good - p_bad|``: how far the acceptable class's probability moves between the two sentences).
     """
     if not records:
         raise InputError("no minimal-pair records to report on")
@@ -291,7 +296,11 @@ def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float 
         lo, hi = wilson_interval(k, len(rows), confidence)
         return {"accuracy": k / len(rows), "ci95": [lo, hi], "n": len(rows), "correct": k}
 
-    report: dict[str, Any] = {"overall": entry(list(records)), "confidence": confidence}
+    report: dict[str, Any] = {"overall": entry(list(records)), "confidence": confidence, "chance": 0.5}
+    if all("p_good" in r and "p_bad" in r for r in records):  # compact (archived) records keep no probabilities
+        gaps = np.abs([float(r["p_good"]) - float(r["p_bad"]) for r in records])
+        report["ties"] = int(np.sum(gaps == 0))
+        report["median_abs_difference"] = float(np.median(gaps))
     for level in LEVELS:
         groups: dict[str, list[Mapping[str, Any]]] = {}
         for r in records:
@@ -302,6 +311,25 @@ def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float 
             if level != "field":
                 report[level][name]["field"] = "/".join(sorted({str(r["field"]) for r in groups[name]}))
     return report
+
+
+def paradigm_table(report: Mapping[str, Any]) -> str:
+    """A text table of a :func:`minimal_pair_report`: one line per paradigm (field, accuracy, interval, pairs),
+    then the overall line and what chance, ties and the median probability gap are."""
+    rows = [("paradigm", "field", "accuracy", "95% interval", "pairs")]
+    for name, e in report["paradigm"].items():
+        rows.append((name, e["field"], f"{e['accuracy']:.3f}", f"{e['ci95'][0]:.3f}-{e['ci95'][1]:.3f}", str(e["n"])))
+    e = report["overall"]
+    rows.append(("all", "", f"{e['accuracy']:.3f}", f"{e['ci95'][0]:.3f}-{e['ci95'][1]:.3f}", str(e["n"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    note = f"chance is {report.get('chance', 0.5)} (a pair is right when p_good > p_bad"
+    if "ties" in report:
+        note += f"; ties, counted wrong: {report['ties']}"
+        note += f"); median |p_good - p_bad| = {report['median_abs_difference']:.4f}"
+    else:
+        note += ")"
+    return "\n".join([*lines, note])
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -37,7 +37,7 @@ def _scipy(what: str) -> Any:
         import scipy.sparse.csgraph
         import scipy.stats
     except ImportError as e:
-        raise MissingDependencyError(f"{what} needs scipy: pip install 'syntaxformer[analysis]'") from e
+        raise MissingDependencyError(f"{what} needs scipy (a dependency of syntaxformer): pip install scipy") from e
     import scipy
 
     return scipy

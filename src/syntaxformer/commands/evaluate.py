@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from typing import Any
 
 from syntaxformer.commands.train import add_config_arguments, explicit_options
 
@@ -72,7 +74,7 @@ def config_changes(args: argparse.Namespace) -> dict:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``evaluate --suite``: score the run on a minimal-pair suite and print the report's summary as JSON."""
-    from syntaxformer.analysis.minimal_pairs import evaluate_suite
+    from syntaxformer.analysis.minimal_pairs import evaluate_suite, paradigm_table
     from syntaxformer.errors import ConfigError
 
     if args.split_file or args.split != "dev":
@@ -87,15 +89,17 @@ def run_suite(args: argparse.Namespace) -> int:
         max_pairs=args.max_pairs,
         overwrite=args.overwrite,
     )
-    summary = {
+    summary: dict[str, Any] = {
         "suite": report["suite"],
         "pairs": report["pairs"],
         "acceptable": report["acceptable"],
         "accuracy": report["overall"]["accuracy"],
         "ci95": report["overall"]["ci95"],
         "field": {k: round(v["accuracy"], 4) for k, v in report["field"].items()},
+        **{k: report[k] for k in ("chance", "ties", "median_abs_difference") if k in report},
         "records": report["records"],
     }
+    print(paradigm_table(report), file=sys.stderr)  # for the reader; standard output stays one JSON object
     print(json.dumps(summary, indent=2))
     return 0
 

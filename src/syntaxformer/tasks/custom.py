@@ -427,6 +427,12 @@ class CustomTextTask(SentenceTask):
                 self.label_column,
                 regression=self.problem_type == "regression",
             )
+        declared = table.label_names.get(self.label_column or "")
+        if split == "train" and self.problem_type != "regression" and self.label_list is None and declared:
+            # the data set names its classes (a datasets ClassLabel): those names, in its class-id order
+            self.label_list = [_label_key(v) for v in declared]
+            self.problem_type = "single_label_classification" if self.problem_type == "auto" else self.problem_type
+            self._update_spec()
         if split == "train" and self.problem_type != "regression" and self.label_list is None:
             kind, names = infer_labels([table.rows[i].get(self.label_column) for i in positions])
             if self.problem_type == "auto":

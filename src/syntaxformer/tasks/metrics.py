@@ -1,12 +1,12 @@
-"""Evaluation metrics of the GLUE tasks and SNLI, written out with numpy (no scikit-learn).
+"""Evaluation metrics of the GLUE tasks and SNLI, from scikit-learn and SciPy.
 
 As GLUE defines them (Wang et al., 2019, Table 1): accuracy for SST-2, QNLI, RTE, WNLI (and SNLI); F1 of the
 positive class and accuracy for MRPC; Matthews correlation for CoLA; Pearson and Spearman correlation for STS-B.
 Every function takes predictions and gold labels as array-likes of the same length and returns a Python float.
 
-Degenerate inputs follow scikit-learn / scipy conventions where a value is undefined: F1 with no true or predicted
-positive is 0.0, Matthews correlation with a constant prediction or gold column is 0.0, and a correlation with a
-constant input is ``nan`` (a warning-free ``nan``: the score really is undefined).
+Degenerate inputs follow scikit-learn / SciPy: F1 with no true or predicted positive is 0.0, Matthews correlation
+with a constant prediction or gold column is 0.0, and a correlation with a constant input is ``nan`` (without
+SciPy's warning: the score really is undefined).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ __all__ = [
     "f1_binary",
     "matthews_corrcoef",
     "pearson",
-    "rankdata",
     "spearman",
 ]
 
@@ -45,73 +44,47 @@ def _pair(predictions: ArrayLike, labels: ArrayLike, dtype=None) -> tuple[np.nda
 
 def accuracy(predictions: ArrayLike, labels: ArrayLike) -> float:
     """Fraction of predictions equal to the label."""
+    from sklearn.metrics import accuracy_score
+
     p, y = _pair(predictions, labels)
-    return float(np.mean(p == y))
+    return float(accuracy_score(y, p))
 
 
 def f1_binary(predictions: ArrayLike, labels: ArrayLike, positive: int = 1) -> float:
     """F1 of the positive class: ``2 TP / (2 TP + FP + FN)`` (0.0 if there is no true or predicted positive)."""
+    from sklearn.metrics import f1_score
+
     p, y = _pair(predictions, labels)
-    tp = np.sum((p == positive) & (y == positive))
-    fp = np.sum((p == positive) & (y != positive))
-    fn = np.sum((p != positive) & (y == positive))
-    denom = 2 * tp + fp + fn
-    return float(2 * tp / denom) if denom else 0.0
+    # labels=[positive] with average="micro": the positive class's F1 even where it never occurs
+    return float(f1_score(y, p, labels=[positive], average="micro", zero_division=0.0))
 
 
 def matthews_corrcoef(predictions: ArrayLike, labels: ArrayLike) -> float:
-    """Matthews correlation coefficient (multi-class form of Gorodkin, 2004; the binary MCC for two classes).
+    """Matthews correlation coefficient (multi-class form of Gorodkin, 2004; the binary MCC for two classes);
+    0.0 for a constant prediction or a constant gold column."""
+    from sklearn.metrics import matthews_corrcoef as mcc
 
-    ``(c s - sum_k p_k t_k) / sqrt((s^2 - sum_k p_k^2) (s^2 - sum_k t_k^2))`` with ``c`` the number of correct
-    predictions, ``s`` the number of examples, ``p_k`` / ``t_k`` how often class ``k`` is predicted / true.
-    0.0 when the denominator is 0 (a constant prediction or a constant gold column).
-    """
     p, y = _pair(predictions, labels)
-    classes = np.unique(np.concatenate([p, y]))
-    pi = np.searchsorted(classes, p)
-    yi = np.searchsorted(classes, y)
-    k = len(classes)
-    t_k = np.bincount(yi, minlength=k).astype(np.float64)
-    p_k = np.bincount(pi, minlength=k).astype(np.float64)
-    c = float(np.sum(pi == yi))
-    s = float(len(p))
-    cov_yp = c * s - float(t_k @ p_k)
-    cov_pp = s * s - float(p_k @ p_k)
-    cov_yy = s * s - float(t_k @ t_k)
-    denom = np.sqrt(cov_pp * cov_yy)
-    return float(cov_yp / denom) if denom > 0 else 0.0
+    return float(mcc(y, p))
+
+
+def _correlation(kind: str, predictions: ArrayLike, labels: ArrayLike) -> float:
+    from scipy import stats
+
+    p, y = _pair(predictions, labels, np.float64)
+    if np.all(p == p[0]) or np.all(y == y[0]):  # undefined; SciPy would warn
+        return float("nan")
+    return float((stats.pearsonr if kind == "pearson" else stats.spearmanr)(p, y)[0])
 
 
 def pearson(predictions: ArrayLike, labels: ArrayLike) -> float:
     """Pearson correlation coefficient (``nan`` if either input is constant)."""
-    p, y = _pair(predictions, labels, np.float64)
-    dp, dy = p - p.mean(), y - y.mean()
-    denom = np.sqrt(np.sum(dp * dp) * np.sum(dy * dy))
-    if denom == 0:
-        return float("nan")
-    return float(np.clip(np.sum(dp * dy) / denom, -1.0, 1.0))
-
-
-def rankdata(values: ArrayLike) -> np.ndarray:
-    """Ranks 1..n, ties given the mean of the ranks they span (scipy's ``rankdata(method="average")``)."""
-    a = np.asarray(values, dtype=np.float64).reshape(-1)
-    order = np.argsort(a, kind="mergesort")
-    sorted_a = a[order]
-    # Start index of each run of equal values in sorted order.
-    new_run = np.concatenate([[True], sorted_a[1:] != sorted_a[:-1]])
-    run_id = np.cumsum(new_run) - 1
-    starts = np.flatnonzero(new_run)
-    ends = np.concatenate([starts[1:], [len(a)]])  # exclusive
-    mean_rank = (starts + ends - 1) / 2.0 + 1.0  # mean of ranks starts+1 .. ends
-    ranks = np.empty(len(a), dtype=np.float64)
-    ranks[order] = mean_rank[run_id]
-    return ranks
+    return _correlation("pearson", predictions, labels)
 
 
 def spearman(predictions: ArrayLike, labels: ArrayLike) -> float:
-    """Spearman rank correlation: Pearson correlation of the (tie-averaged) ranks."""
-    p, y = _pair(predictions, labels, np.float64)
-    return pearson(rankdata(p), rankdata(y))
+    """Spearman rank correlation: Pearson correlation of the (tie-averaged) ranks (``nan`` if either is constant)."""
+    return _correlation("spearman", predictions, labels)
 
 
 #: Metric name -> function(predictions, labels).

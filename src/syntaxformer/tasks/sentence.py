@@ -218,8 +218,8 @@ class SentenceTask(Task):
                     )
                 # No local copy: fall back to the task's hub data set (needs `datasets` and network or a cache).
                 logger.warning(
-                    "the shared data folder ../shared/data/%s was not found (set SYNTAXFORMER_DATA to "
-                    "its location); loading %s %s from the hub data set %r",
+                    "no local copy: SYNTAXFORMER_DATA names no folder holding %s (set it to the shared data "
+                    "folder); loading %s %s from the hub data set %r",
                     spec.folder,
                     spec.title,
                     split,
@@ -230,7 +230,7 @@ class SentenceTask(Task):
                 except SyntaxformerError as e:
                     raise DataError(
                         f"no data for {spec.title}: give data_dir (a folder with {dict(spec.split_files)}), a "
-                        f"{split}_file, or a hub dataset name; ../shared/data/{spec.folder} was not found and the "
+                        f"{split}_file, or a hub dataset name; $SYNTAXFORMER_DATA/{spec.folder} was not found and the "
                         f"hub fallback failed: {e}"
                     ) from e
             data_file = self.split_file(folder, split)

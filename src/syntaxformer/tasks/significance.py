@@ -75,7 +75,7 @@ def _stats() -> Any:
         from scipy import stats
     except ImportError as e:
         raise MissingDependencyError(
-            "significance tests need scipy: pip install scipy (or pip install 'syntaxformer[analysis]')"
+            "significance tests need scipy (a dependency of syntaxformer): pip install scipy"
         ) from e
     return stats
 

@@ -80,13 +80,17 @@ def load_tokenizer(path: str) -> Any:
 
 
 def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | None:
-    """The git commit of the checkout that ``package_dir`` (default: syntaxformer's own folder) lies in, and whether
-    that folder has uncommitted changes to tracked files: ``{"commit": "<40 hex>", "modified": bool}``.
+    """The git commit of syntaxformer's own checkout that ``package_dir`` (default: syntaxformer's own folder) is
+    the ``src/syntaxformer`` of, and whether that folder has uncommitted changes to tracked files:
+    ``{"commit": "<40 hex>", "modified": bool}``.
 
-    ``None`` where the package is not in a git work tree (an installed wheel: its version says what ran) or git is
-    not available. A development version number is the same for every commit, so a run made from a checkout records
-    this too: two runs of one configuration that differ can then be traced to the code each ran.
+    ``None`` where the package is not the ``src/syntaxformer`` folder at the top of a git work tree whose
+    ``pyproject.toml`` names the project ``syntaxformer`` (an installed wheel, even in a virtual environment inside
+    someone else's repository: its version says what ran), or git is not available. A development version number is
+    the same for every commit, so a run made from a checkout records this too: two runs of one configuration that
+    differ can then be traced to the code each ran.
     """
+    import re
     import subprocess
 
     folder = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent.parent
@@ -100,8 +104,15 @@ def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | Non
             return None
         return done.stdout if done.returncode == 0 else None
 
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or folder.resolve() != (Path(top.strip()) / "src" / "syntaxformer").resolve():
+        return None
+    try:  # tomllib is Python >= 3.11; the project's name line is enough
+        pyproject = (Path(top.strip()) / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
     commit = git("rev-parse", "--verify", "HEAD")
-    if commit is None:
+    if not re.search(r'(?m)^name\s*=\s*"syntaxformer"\s*$', pyproject) or commit is None:
         return None
     status = git("status", "--porcelain", "--untracked-files=no", "--", ".")
     return {"commit": commit.strip(), "modified": None if status is None else bool(status.strip())}

@@ -302,6 +302,8 @@ class TrainRecipe:
             _save_model(self.trainer, output_dir)
             readable_outputs(output_dir)  # model weights are written owner-only (0600) through a temporary file
         self.metrics = self._metrics()
+        if self.writer:
+            self._write_trainer_files()
         record = redact_secrets(config.to_dict())  # no access token in the files a run writes
         # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
         if self.writer:
@@ -330,6 +332,19 @@ class TrainRecipe:
             self.dev_scores.get(task.main_metric, float("nan")),
             Path(output_dir) / METRICS_FILE,
         )
+
+    def _write_trainer_files(self) -> None:
+        """The files transformers' run_glue example leaves in its output folder: ``trainer_state.json`` (the log
+        history, also under ``save_strategy no``), ``train_results.json`` (the ``train()`` metrics and
+        ``train_samples``), ``eval_results.json`` (the dev evaluation as ``eval_*`` and ``eval_samples``) and
+        ``all_results.json`` (both)."""
+        folder = Path(self.output_dir)
+        write_json(folder / "trainer_state.json", dataclasses.asdict(self.trainer.state))
+        train = {**(getattr(self.result, "metrics", None) or {}), "train_samples": len(self.train_ds)}
+        scores = {f"eval_{k}": v for k, v in self.dev_scores.items() if isinstance(v, (int, float))}
+        evaluation = {**self.final, **scores, "eval_samples": len(self.dev_ds)}
+        for name, content in (("train", train), ("eval", evaluation), ("all", {**train, **evaluation})):
+            write_json(folder / f"{name}_results.json", dict(sorted(content.items())), indent=4)
 
     # -- metrics.json ---------------------------------------------------------------------------------------------
     def _metrics(self) -> dict[str, Any]:

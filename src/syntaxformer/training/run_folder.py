@@ -99,7 +99,17 @@ def _clear_previous_run(output_dir: str) -> None:
 
 
 #: Result files of a finished run (removed when a run is started again there with overwrite_output_dir).
-_RESULT_FILES = (METRICS_FILE, RUN_FILE, DEV_PREDICTIONS_FILE, "run_fingerprint.json")
+_RESULT_FILES = (
+    METRICS_FILE,
+    RUN_FILE,
+    DEV_PREDICTIONS_FILE,
+    "run_fingerprint.json",
+    # the Trainer's (transformers' run_glue conventions)
+    "trainer_state.json",
+    "train_results.json",
+    "eval_results.json",
+    "all_results.json",
+)
 
 
 def _guard_finished_run(config: RunConfig, output_dir: str) -> None:

@@ -109,7 +109,7 @@ def test_table_datasets_folder_round_trip(tmp_path):
         {"train": datasets.Dataset.from_list(ROWS), "validation": datasets.Dataset.from_list(ROWS[:1])}
     )
     dd.save_to_disk(str(tmp_path / "saved"))
-    assert read_table(tmp_path / "saved", "train").rows == ROWS
-    assert read_table(tmp_path / "saved", "dev").rows == ROWS[:1]
+    assert list(read_table(tmp_path / "saved", "train").rows) == ROWS
+    assert list(read_table(tmp_path / "saved", "dev").rows) == ROWS[:1]
     with pytest.raises(DataError, match="none of them 'test'"):
         read_table(tmp_path / "saved", "test")

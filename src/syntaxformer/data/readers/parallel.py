@@ -240,7 +240,7 @@ def _shared(*parts: str) -> Path:
 
     root = shared_data_dir()
     if root is None:
-        raise DataError(f"../shared/data not found; set SYNTAXFORMER_DATA to the folder that holds {'/'.join(parts)}")
+        raise DataError(f"no shared data folder: set SYNTAXFORMER_DATA to the folder that holds {'/'.join(parts)}")
     path = root.joinpath(*parts)
     if not path.exists():
         raise DataError(f"{path} not found")

@@ -40,8 +40,8 @@ import io
 import json
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ __all__ = [
     "HUB_SPLITS",
     "TABLE_FORMATS",
     "TEXT_FORMATS",
+    "DatasetRows",
     "Table",
     "dataset_splits",
     "import_datasets",
@@ -91,13 +92,16 @@ class Table:
         source: where the rows came from (a path, ``hub:<name>[split]``).
         fingerprint: hex digest of the content (the file's bytes, or the data set's own fingerprint).
         lines: the 1-based line of each row in the file (for messages), or ``None`` when rows are not lines.
+        label_names: the class names of a column that declares them (a ``datasets`` ``ClassLabel``), in class-id
+            order; its rows hold the names.
     """
 
     columns: list[str]
-    rows: list[dict[str, Any]]
+    rows: Sequence[dict[str, Any]]
     source: str
     fingerprint: str
     lines: list[int] | None = None
+    label_names: dict[str, list[str]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -353,19 +357,58 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         ds, source = ds[wanted], f"{name}[{wanted}]"
     else:  # one Dataset: it is every split asked for
         source = name
-    rows = [dict(r) for r in ds]
-    if not rows:
+    if not len(ds):
         raise DataError(f"{source} holds no rows")
-    fp = (
-        getattr(ds, "_fingerprint", None)
-        or hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
-    )
+    datasets = _import_datasets(f"reading {source}")
+    classes = {c: list(f.names) for c, f in ds.features.items() if isinstance(f, datasets.ClassLabel)}
+    fp = ds._fingerprint  # datasets fingerprints each data set by its content and history
     return Table(
         list(ds.column_names),
-        rows,
+        DatasetRows(ds, classes),
         source if folder else f"hub:{source}",
         hashlib.sha256(f"datasets|{source}|{config}|{fp}".encode()).hexdigest(),
+        label_names=classes,
     )
+
+
+class DatasetRows(Sequence):
+    """The rows of a ``datasets.Dataset`` as a sequence of dicts, read from its Arrow table when asked, a block of
+    rows at a time (nothing is copied into Python objects up front, so reading does not grow with the data set).
+    A ``ClassLabel`` column holds its class names (``-1``, "no label", is ``None``); other columns their values
+    with their types (``Value("float32")`` a float, ``Value("int64")`` an int)."""
+
+    _BLOCK = 1024
+
+    def __init__(self, dataset: Any, label_names: Mapping[str, list[str]] | None = None):
+        self._ds = dataset
+        self._names = dict(label_names or {})
+        self._block: tuple[int, list[dict[str, Any]]] | None = None
+
+    def __len__(self) -> int:
+        return int(self._ds.num_rows)
+
+    def _rows(self, batch: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
+        columns = {
+            c: [None if v is None or v < 0 else self._names[c][v] for v in values] if c in self._names else values
+            for c, values in batch.items()
+        }
+        n = len(next(iter(columns.values()), []))
+        return [{c: values[i] for c, values in columns.items()} for i in range(n)]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        i = int(index) + (len(self) if int(index) < 0 else 0)
+        if not 0 <= i < len(self):
+            raise IndexError(index)
+        start = i - i % self._BLOCK
+        if self._block is None or self._block[0] != start:
+            self._block = (start, self._rows(self._ds[start : start + self._BLOCK]))
+        return self._block[1][i - start]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for batch in self._ds.iter(batch_size=self._BLOCK):
+            yield from self._rows(batch)
 
 
 def _load_dataset(name: str, config: str | None) -> Any:
