@@ -123,25 +123,19 @@ def test_train_own_data_errors_are_one_line(tmp_path, capsys):
 
 def test_train_records_task_option_files_as_absolute_paths(tmp_path, monkeypatch):
     """Parallel text files given as task options (--set train_source=train.en) are recorded absolute."""
-    from syntaxformer.training.options import _absolute_files
-
     (tmp_path / "train.en").write_text("a\n")
     (tmp_path / "dev.de").write_text("b\n")
     monkeypatch.chdir(tmp_path)
-    options = {
-        "train_source": "train.en",
-        "eval_sets": {"dev": ["train.en", "dev.de"]},
-        "arm": "syntax",
-        "tokenizer_dir": "not-a-file",
-        "fraction": 0.5,
-    }
-    assert _absolute_files(options) == {
-        "train_source": str(tmp_path / "train.en"),
-        "eval_sets": {"dev": [str(tmp_path / "train.en"), str(tmp_path / "dev.de")]},
-        "arm": "syntax",
-        "tokenizer_dir": "not-a-file",
-        "fraction": 0.5,
-    }
+    args = _args(
+        "--task", "translation", "--set", "train_source=train.en", "--set", "train_target=dev.de",
+        "--set", "valid_source=train.en", "--set", "valid_target=dev.de",
+        "--set", "eval_sets={dev: [train.en, dev.de]}",
+        "--set", "arm=syntax", "--set", "tokenizer_dir=not-a-file", "--set", "fraction=0.5",
+    )  # fmt: skip
+    options = config_from_args(args).task_options
+    assert options["train_source"] == str(tmp_path / "train.en") and options["tokenizer_dir"] == "not-a-file"
+    assert options["eval_sets"] == {"dev": [str(tmp_path / "train.en"), str(tmp_path / "dev.de")]}
+    assert (options["arm"], options["fraction"]) == ("syntax", 0.5)
 
 
 def test_train_announces_the_default_output_dir(monkeypatch, capsys):

@@ -102,7 +102,12 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
         groups[group].add_argument(*strings, dest=name, default=argparse.SUPPRESS, help=help_, **kwargs)
         for switch in switches:
             groups[group].add_argument(
-                switch, dest=name, action="store_const", const=True, default=argparse.SUPPRESS, help=f"= {strings[0]} true"
+                switch,
+                dest=name,
+                action="store_const",
+                const=True,
+                default=argparse.SUPPRESS,
+                help=f"= {strings[0]} true",
             )
         names.append(name)
     parser.set_defaults(**{_NAMES: tuple(names)})
@@ -286,7 +291,9 @@ def _model_options() -> dict[str, tuple[Any, str]]:
 
     from syntaxformer.training.config import field_types, model_config_class, model_option_names, system_choices
 
-    base = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
+    base = (
+        {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
+    )
     out: dict[str, tuple[Any, str]] = {}
     for system in system_choices():
         cls = model_config_class(system)

@@ -348,13 +348,16 @@ class RunConfig:
     # data
     task: str = field(
         default="sst2",
-        metadata=_opt(DATA, "a registered task (syntaxformer.tasks.task_names(): sst2, cola, squad2 ...)", evaluate=True),
+        metadata=_opt(
+            DATA, "a registered task (syntaxformer.tasks.task_names(): sst2, cola, squad2 ...)", evaluate=True
+        ),
     )
     task_options: dict[str, Any] = field(
         default_factory=dict, metadata=_opt(DATA, "options of the task (get_task(task, **task_options))")
     )
     data_dir: str | None = field(
-        default=None, metadata=_opt(DATA, "folder with the task's files (default: under the shared data root)", evaluate=True)
+        default=None,
+        metadata=_opt(DATA, "folder with the task's files (default: under the shared data root)", evaluate=True),
     )
     train_file: str | None = field(default=None, metadata=_opt(DATA, "training file (overrides data_dir)"))
     dev_file: str | None = field(
@@ -455,7 +458,8 @@ class RunConfig:
         ),
     )
     new_params_lr: float | None = field(
-        default=None, metadata=_opt(TRAIN, "learning rate of the parameters outside the encoder (default: learning_rate)")
+        default=None,
+        metadata=_opt(TRAIN, "learning rate of the parameters outside the encoder (default: learning_rate)"),
     )
     gate_lr: float | None = field(
         default=None,
@@ -476,7 +480,9 @@ class RunConfig:
     gradient_accumulation_steps: int = field(default=1, metadata=_opt(TRAIN, "batches per optimizer step"))
     weight_decay: float = field(
         default=0.01,
-        metadata=_opt(TRAIN, "AdamW weight decay; 0.01 here (BERT's fine-tuning setting), the Trainer's default is 0.0"),
+        metadata=_opt(
+            TRAIN, "AdamW weight decay; 0.01 here (BERT's fine-tuning setting), the Trainer's default is 0.0"
+        ),
     )
     warmup_steps: float = field(
         default=0.1, metadata=_opt(TRAIN, "linear warm-up: a number of steps, or below 1 a fraction of all steps")
@@ -495,8 +501,12 @@ class RunConfig:
     save_strategy: Literal["no", "steps", "epoch"] = field(
         default="epoch", metadata=_opt(TRAIN, "when to save checkpoints")
     )
-    eval_steps: int | None = field(default=None, metadata=_opt(TRAIN, "steps between evaluations (eval_strategy steps)"))
-    save_steps: int | None = field(default=None, metadata=_opt(TRAIN, "steps between checkpoints (save_strategy steps)"))
+    eval_steps: int | None = field(
+        default=None, metadata=_opt(TRAIN, "steps between evaluations (eval_strategy steps)")
+    )
+    save_steps: int | None = field(
+        default=None, metadata=_opt(TRAIN, "steps between checkpoints (save_strategy steps)")
+    )
     save_total_limit: int | None = field(default=2, metadata=_opt(TRAIN, "checkpoints kept"))
     logging_steps: int = field(default=50, metadata=_opt(TRAIN, "steps between loss logs"))
     dataloader_num_workers: int = field(default=0, metadata=_opt(TRAIN, "data-loader worker processes"))
@@ -903,4 +913,3 @@ def load_config(
     """The :class:`RunConfig` of :func:`config_data`: ``defaults`` (e.g. a command's presets) < a JSON / YAML file
     with ``key=value`` overrides (``--set``) < ``explicit`` options."""
     return RunConfig.from_dict(config_data(path, overrides, defaults, **explicit))
-

@@ -670,7 +670,6 @@ def uses_generation(config: RunConfig, task: Task) -> bool:
     return task.head == "seq2seq" and bool(config.predict_with_generate)
 
 
-
 #: Model outputs that are not predictions (losses, attention maps): left out of `Trainer.predict`.
 IGNORE_OUTPUTS = [
     "loss",
