@@ -523,7 +523,7 @@ class RunConfig:
         if self.given is not None:
             return name in self.given
         f = next(f for f in dataclasses.fields(self) if f.name == name)
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[operator]
         return bool(getattr(self, name) != default)
 
     def for_task(self, task: Any, *, training: bool = True) -> RunConfig:

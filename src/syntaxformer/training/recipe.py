@@ -60,6 +60,7 @@ __all__ = [
     "IGNORE_OUTPUTS",
     "TrainRecipe",
     "build_trainer",
+    "check_trainer_options",
     "is_main_process",
     "launched_processes",
     "train",
@@ -128,6 +129,7 @@ class TrainRecipe:
                 "each would train alone and write the same run folder; on a machine without CUDA keep "
                 "use_cpu=true (the default there), else check the launcher's device settings"
             )
+        check_trainer_options(self.args)
 
     def check_folder(self) -> None:
         """Refuse to replace a finished run; find the checkpoint to resume (its options must be this run's); check
@@ -520,6 +522,46 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
                     "finished run there is kept)"
                 ) from e
             raise
+
+
+#: pip names of the reporting integrations whose package is named otherwise.
+_REPORTING_PACKAGES = {"azure_ml": "azureml-core", "comet_ml": "comet-ml", "flyte": "flytekit"}
+
+
+def check_trainer_options(args: Any) -> None:
+    """Refuse, before any data is read or model built, what the Trainer would refuse only once it starts (with a
+    traceback, after the run folder got its fingerprint): ``report_to`` an integration that is unknown or whose
+    package is not installed; ``push_to_hub`` offline (``HF_HUB_OFFLINE``) or without a token; ``fp16`` on the
+    CPU (as ``TrainingArguments`` refuses ``bf16`` there).
+
+    Raises:
+        ConfigError, MissingDependencyError: naming the option and what would be right.
+    """
+    from transformers.integrations import get_available_reporting_integrations
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    for name in args.report_to or ():
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise ConfigError(
+                f"report_to={name!r} is not a reporting integration; choose from {sorted(INTEGRATION_TO_CALLBACK)} or none"
+            )
+        if name not in get_available_reporting_integrations():
+            raise MissingDependencyError(
+                f"--report_to {name} needs the {name} package, which is not installed: pip install "
+                f"{_REPORTING_PACKAGES.get(name, name)} (or --report_to none)"
+            )
+    if args.push_to_hub:
+        from huggingface_hub import constants, get_token
+
+        if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+            raise ConfigError("--push_to_hub needs the Hugging Face Hub, but HF_HUB_OFFLINE is set; leave it out")
+        if not (args.hub_token or get_token()):
+            raise ConfigError("--push_to_hub needs a Hugging Face token: `hf auth login`, or set HF_TOKEN")
+    if args.fp16 and args.device.type == "cpu":
+        raise ConfigError(
+            "mixed_precision=fp16 (--fp16) needs a GPU, and this run trains on the CPU; leave it out "
+            "(mixed_precision auto trains in full precision on the CPU)"
+        )
 
 
 # -- TrainingArguments and the Trainer ------------------------------------------------------------------------
