@@ -46,9 +46,9 @@ logger = logging.getLogger(__name__)
 # -- the model registry, as this runner uses it ---------------------------------------------------------------
 def model_class(system: str, head: str) -> Any:
     """The ``XForY`` class of a syntax system under a head (:func:`syntaxformer.modeling.model_class`)."""
-    from syntaxformer.modeling import model_class
+    from syntaxformer import modeling
 
-    return model_class(system, head)
+    return modeling.model_class(system, head)
 
 
 def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
@@ -253,6 +253,7 @@ def build_model(
 
 
 def load_data(config: RunConfig, task: Task, split: str, max_samples: int | None) -> Any:
+    """The task's ``split`` as the config names it, subsampled to ``max_samples`` (the subsample logged)."""
     data = task.load_split(split, config.data_options(split, max_samples))
     note = getattr(data, "sample_note", None)
     if note:
@@ -261,10 +262,12 @@ def load_data(config: RunConfig, task: Task, split: str, max_samples: int | None
 
 
 def has_labels(data: Any) -> bool:
+    """Whether a split's data carries labels (``TaskData.has_labels``; data without the flag does)."""
     return bool(getattr(data, "has_labels", True))
 
 
 def task_record(task: Task) -> dict[str, Any]:
+    """What ``run.json`` records of the task: its name, options and the module or entry point that defines it."""
     origin = _registry.TASKS.origin(task.name) if task.name in _registry.TASKS else {}
     return {
         "name": task.name,

@@ -1,7 +1,7 @@
 """``train`` as a recipe: one method per stage, each callable (and testable) on its own, in this order::
 
     recipe = TrainRecipe(config)
-    recipe.resolve()          # the task (built once), its training defaults, the TrainingArguments
+    recipe.resolve()          # the task (built once), the final config (RunConfig.for_task), the TrainingArguments
     recipe.check_folder()     # a finished run is not replaced; the checkpoint to resume; the encoder loads
     recipe.prepare_data()     # train / dev splits read, the run folder prepared (fingerprint, old run cleared)
     recipe.build_model()      # tokenizer, model, featurization context
@@ -11,8 +11,9 @@
     recipe.save()             # model, run.json, metrics.json, model card
 
 :meth:`TrainRecipe.run` runs them all (the four preparing ones with the main process first when several processes
-were launched); :func:`syntaxformer.training.run.train` runs it inside the run folder's lock. Nothing in the run
-folder changes before :meth:`prepare_data` has read the data.
+were launched); :func:`train` runs it inside the run folder's lock. Nothing in the run folder changes before
+:meth:`prepare_data` has read the data. The ``TrainingArguments`` (:func:`training_arguments`) and the Trainer
+(:func:`build_trainer`) of a run are made here too; ``evaluate`` / ``predict`` use the same ones.
 """
 
 from __future__ import annotations
