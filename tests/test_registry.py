@@ -93,7 +93,7 @@ import json
 import syntaxformer
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForSequenceClassification
-from syntaxformer.training.run import _saved_system, system_kind
+from syntaxformer.training.run import saved_system, system_kind
 res = {{}}
 for name in ("baseline_sgnet_layer_off", "syntax_bert"):
     path = "{SAVED}/" + name
@@ -104,7 +104,7 @@ for name in ("baseline_sgnet_layer_off", "syntax_bert"):
     res[name] = {{
         "config": type(config).__name__, "model_type": config.model_type, "model": type(model).__name__,
         "weights": sorted(weights) == sorted(state) and all(bool((state[k] == v).all()) for k, v in weights.items()),
-        "system": _saved_system(path), "label": system_kind(_saved_system(path), model),
+        "system": saved_system(path), "label": system_kind(saved_system(path), model),
         "saved_as": config.to_dict()["model_type"],
     }}
 print(json.dumps(res))

@@ -123,25 +123,19 @@ def test_train_own_data_errors_are_one_line(tmp_path, capsys):
 
 def test_train_records_task_option_files_as_absolute_paths(tmp_path, monkeypatch):
     """Parallel text files given as task options (--set train_source=train.en) are recorded absolute."""
-    from syntaxformer.training.options import _absolute_files
-
     (tmp_path / "train.en").write_text("a\n")
     (tmp_path / "dev.de").write_text("b\n")
     monkeypatch.chdir(tmp_path)
-    options = {
-        "train_source": "train.en",
-        "eval_sets": {"dev": ["train.en", "dev.de"]},
-        "arm": "syntax",
-        "tokenizer_dir": "not-a-file",
-        "fraction": 0.5,
-    }
-    assert _absolute_files(options) == {
-        "train_source": str(tmp_path / "train.en"),
-        "eval_sets": {"dev": [str(tmp_path / "train.en"), str(tmp_path / "dev.de")]},
-        "arm": "syntax",
-        "tokenizer_dir": "not-a-file",
-        "fraction": 0.5,
-    }
+    args = _args(
+        "--task", "translation", "--set", "train_source=train.en", "--set", "train_target=dev.de",
+        "--set", "valid_source=train.en", "--set", "valid_target=dev.de",
+        "--set", "eval_sets={dev: [train.en, dev.de]}",
+        "--set", "arm=syntax", "--set", "tokenizer_dir=not-a-file", "--set", "fraction=0.5",
+    )  # fmt: skip
+    options = config_from_args(args).task_options
+    assert options["train_source"] == str(tmp_path / "train.en") and options["tokenizer_dir"] == "not-a-file"
+    assert options["eval_sets"] == {"dev": [str(tmp_path / "train.en"), str(tmp_path / "dev.de")]}
+    assert (options["arm"], options["fraction"]) == ("syntax", 0.5)
 
 
 def test_train_announces_the_default_output_dir(monkeypatch, capsys):
@@ -161,3 +155,61 @@ def test_train_announces_the_default_output_dir(monkeypatch, capsys):
     seen.clear()
     assert main(["train", "--task", "sst2", "--output-dir", "runs/x"]) == 130
     assert seen == ["runs/x"] and "no --output-dir" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--report_to", "wandb"],
+            "--report_to wandb needs the wandb package, which is not installed: pip install wandb",
+        ),
+        (["--report_to", "nonsense"], "report_to='nonsense' is not a reporting integration"),
+        (["--push_to_hub"], "--push_to_hub needs the Hugging Face Hub, but HF_HUB_OFFLINE is set"),
+        (["--push_to_hub", "--hub_model_id", "me/x"], "--push_to_hub needs a Hugging Face token"),
+        (["--seed", "4294967296"], "seed=4294967296 is not valid; it must be at most 2**32 - 1"),
+        (["--fp16"], "mixed_precision=fp16 (--fp16) needs a GPU"),
+    ],
+)
+def test_train_refuses_trainer_options_before_any_data_is_read(tmp_path, monkeypatch, capsys, flags, message):
+    """What the Trainer would refuse only once it starts (a traceback after the data was featurized and the model
+    built, with run_fingerprint.json left behind) is one line before the first stage that reads anything."""
+    import importlib.util
+
+    import huggingface_hub
+    import torch
+
+    from syntaxformer.training.recipe import TrainRecipe
+
+    if "wandb" in flags and importlib.util.find_spec("wandb") is not None:
+        pytest.skip("wandb is installed here")
+    if "--fp16" in flags and torch.cuda.is_available():
+        pytest.skip("a GPU trains in fp16")
+    if "--hub_model_id" in flags:  # online, with no token stored
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    elif "--push_to_hub" in flags:
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def no_data(self):
+        raise AssertionError("the data was read before the options were refused")
+
+    monkeypatch.setattr(TrainRecipe, "prepare_data", no_data)
+    out = tmp_path / "run"
+    assert main(["train", "--task", "sst2", "--output-dir", str(out), *flags]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not out.exists()  # nothing left behind (no run_fingerprint.json)
+
+
+def test_train_takes_run_glue_task_name(monkeypatch):
+    """run_glue.py's --task_name is our --task (it used to be refused with a hint towards --dataset_name)."""
+    import syntaxformer.training.run as run_module
+
+    seen = []
+    monkeypatch.setattr(
+        run_module, "train", lambda config: seen.append(config.task) or (_ for _ in ()).throw(KeyboardInterrupt)
+    )
+    assert main(["train", "--task_name", "cola", "--output-dir", "runs/x"]) == 130
+    assert seen == ["cola"]

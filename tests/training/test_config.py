@@ -177,14 +177,13 @@ def test_config_values_are_bounded():
 def test_task_defaults_fill_only_the_options_not_given():
     """SQuAD's training defaults (max_length 384, lr 3e-5) fill what the user did not give; an explicit value equal
     to the global default (max_length 128) is kept, not replaced (it used to be, silently)."""
-    from syntaxformer.training.options import with_task_defaults as _with_task_defaults
-
     config = RunConfig.from_dict({"task": "squad2", "max_length": 128})
     task = config.build_task()
-    resolved = _with_task_defaults(config, task)
+    resolved = config.for_task(task)
     assert resolved.max_length == 128 and resolved.learning_rate == 3e-5
-    assert _with_task_defaults(config.replace(seed=3), task).max_length == 128
-    assert _with_task_defaults(RunConfig.from_dict({"task": "squad2"}), task).max_length == 384
+    assert config.replace(seed=3).for_task(task).max_length == 128
+    assert RunConfig.from_dict({"task": "squad2"}).for_task(task).max_length == 384
     # constructed directly: no record of what was given, values at the global default count as not given
-    assert _with_task_defaults(RunConfig(task="squad2", max_length=128), task).max_length == 384
+    assert RunConfig(task="squad2", max_length=128).for_task(task).max_length == 384
+    assert resolved.for_task(task) is resolved  # decided once: a second pass changes nothing
     assert "given" not in config.to_dict()

@@ -204,11 +204,11 @@ def test_distributed_launch_the_trainer_does_not_see_is_refused(monkeypatch, tmp
     import torch
 
     from syntaxformer.errors import ConfigError
-    from syntaxformer.training import arguments
+    from syntaxformer.training import recipe
 
-    monkeypatch.setattr(arguments, "_launched_processes", lambda: 2)  # a launcher's count, not its process group
+    monkeypatch.setattr(recipe, "launched_processes", lambda: 2)  # a launcher's count, not its process group
     if not torch.cuda.is_available():
-        assert arguments.training_arguments(RunConfig(), str(tmp_path)).use_cpu
+        assert recipe.training_arguments(RunConfig(), str(tmp_path)).use_cpu
     with pytest.raises(ConfigError, match="launched as 2 processes .* the Trainer sees one"):
         train(RunConfig(task="sst2", output_dir=str(tmp_path / "run")))
     assert not (tmp_path / "run").exists()

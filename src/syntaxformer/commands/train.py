@@ -1,13 +1,16 @@
 """``syntaxformer train``: train SG-Net, Syntax-BERT (or a plain-encoder baseline) on any registered task: GLUE,
 SNLI, SST, SQuAD 2.0, RACE, or the Syntax-Infused Transformer on translation.
 
-Every run option is a flag, with dashes or underscores (:mod:`syntaxformer.training.options` generates them): the
-fields of :class:`syntaxformer.training.RunConfig`, the tasks' and the models' options, and every
-``transformers.TrainingArguments`` field under its Hugging Face spelling (``--warmup_ratio``, ``--bf16``,
-``--report_to``, ``--push_to_hub`` ...). The flags win over a JSON / YAML config file (``--config``) with its
-``--set key=value`` overrides, which win over the task's training defaults, which win over the library's. Runs
-:func:`syntaxformer.training.run.train`: writes the model, ``run.json`` and ``metrics.json`` to ``--output-dir`` and
-prints the dev scores as JSON.
+Every run option is a flag, with dashes or underscores, built here from one description (as
+``transformers.HfArgumentParser`` builds its flags from dataclass fields): the fields of
+:class:`syntaxformer.training.RunConfig` (help, group and short spellings in their metadata), their Hugging Face
+spellings (``--max_seq_length``, ``--warmup_ratio``, ``--bf16``, ``--task_name`` ...), the tasks' and the systems'
+options, and every other ``transformers.TrainingArguments`` field (``--report_to``, ``--optim`` ...), listed last
+in ``--help``. A flag the user does not give stays out of the parsed arguments, so :func:`explicit_options` is
+exactly what the command line set. The flags win over a JSON / YAML config file (``--config``) with its
+``--set key=value`` overrides, which win over a command's presets, the task's training defaults and the library's
+(:func:`config_from_args`). Runs :func:`syntaxformer.training.run.train`: writes the model, ``run.json`` and
+``metrics.json`` to ``--output-dir`` and prints the dev scores as JSON.
 
 Examples::
 
@@ -25,17 +28,20 @@ Examples::
     syntaxformer train --train-file my_squad.json --output-dir runs/my-qa          # SQuAD format: `custom-qa`
     syntaxformer train --train-file quiz.jsonl --output-dir runs/quiz   # question / options / answer: `custom-mc`
 
-Every task goes through the same runner; options of the task itself (``--set doc_stride=128``,
-``--set verifier=joint``, ``--set arm=syntax``) go to ``task_options`` (see the task's class:
-``syntaxformer.tasks.squad.SquadTask``, ``syntaxformer.tasks.translation.TranslationTask`` ...).
+Options of the task itself (``--doc-stride 128``, ``--set verifier=joint``, ``--set arm=syntax``) go to
+``task_options`` (see the task's class: ``syntaxformer.tasks.squad.SquadTask`` ...).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import inspect
 import json
 import logging
 import os
+import types
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,15 +54,27 @@ HELP = (
     "fine-tune SG-Net, Syntax-BERT or a baseline on any registered task (GLUE, SNLI, SST, SQuAD 2.0, RACE, "
     "translation; Trainer; config file + overrides)"
 )
+#: The option groups of ``--help``, in order: ours first, the Trainer's last.
+TASK_GROUP, MODEL_GROUP = "your own data and the tasks' options", "model options (any other: --set model.NAME=VALUE)"
+TRAINER_GROUP = "other Hugging Face TrainingArguments (passed to the Trainer as they are)"
+GROUPS = ("task and data", "training", "model", "syntax and features", "output", TASK_GROUP, MODEL_GROUP, TRAINER_GROUP)
+#: Options of the user's own data (task options of `custom` / `custom-mc`) -> their flags.
+_COLUMN_FLAGS = {
+    "text_column": "--text-column",
+    "text_pair_column": "--text-pair-column",
+    "label_column": "--label-column",
+    "id_column": "--id-column",
+}
+#: The data files a flag names: recorded as absolute paths, so `evaluate` / `predict` find them from any folder.
+_FILES = ("train_file", "dev_file", "test_file")
+#: The namespace attribute that lists the run options a parser has (set by :func:`add_config_arguments`).
+_NAMES = "_run_option_names"
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = True) -> None:
-    """Options shared by train / compare (and, without the training ones, evaluate / predict): ``--config``,
-    ``--set`` and a flag for every run option (:func:`syntaxformer.training.options.add_run_options`: generated from
-    :class:`~syntaxformer.training.RunConfig`, the tasks' and the systems' options and ``TrainingArguments``, under
-    their Hugging Face spellings and with dashes)."""
-    from syntaxformer.training.options import add_run_options
-
+    """``--config``, ``--set`` and a flag for every run option (module docstring), in :data:`GROUPS`; without
+    ``training`` only the options an evaluation may change (the :class:`RunConfig` fields marked ``evaluate``, and
+    their Hugging Face spellings). Options the user does not give stay out of the parsed namespace."""
     g = parser.add_argument_group("configuration")
     g.add_argument("--config", metavar="FILE", help="JSON or YAML file of RunConfig options")
     g.add_argument(
@@ -68,23 +86,42 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
         help="override one option (repeatable; dotted keys reach model.*, task_options.*, "
         "training_args.*), e.g. --set alpha=0.3 --set training_args.optim=adamw_torch",
     )
-    add_run_options(parser, training=training)
-
-
-#: Options of the user's own data (task options of `custom` / `custom-mc`) -> their flags.
-_COLUMN_FLAGS = {
-    "text_column": "--text-column",
-    "text_pair_column": "--text-pair-column",
-    "label_column": "--label-column",
-    "id_column": "--id-column",
-}
+    if training and parser.usage is None:  # the option list is long: the usage line names the main ones
+        parser.usage = (
+            "%(prog)s [--config FILE] [--set KEY=VALUE ...] [--task TASK] [--learning-rate X] [--epochs X] "
+            "[--OPTION VALUE ...]"
+        )
+    groups = {title: parser.add_argument_group(title) for title in GROUPS}
+    names: list[str] = []
+    for name, hint, text, group, flags, switches in _options(training):
+        spellings = [f"--{name.replace('_', '-')}", f"--{name}", *flags]
+        strings = [s for s in dict.fromkeys(spellings) if s not in parser._option_string_actions]
+        if not strings:
+            continue
+        kwargs = _argparse_kwargs(hint)
+        help_ = text.replace("%", "%%")
+        groups[group].add_argument(*strings, dest=name, default=argparse.SUPPRESS, help=help_, **kwargs)
+        for switch in switches:
+            groups[group].add_argument(
+                switch,
+                dest=name,
+                action="store_const",
+                const=True,
+                default=argparse.SUPPRESS,
+                help=f"= {strings[0]} true",
+            )
+        names.append(name)
+    parser.set_defaults(**{_NAMES: tuple(names)})
 
 
 def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The config options given as flags (those left unset are absent)."""
-    from syntaxformer.training.options import given_options
-
-    return given_options(args)
+    """The run options given on the command line (those not given are absent); the data files named there as
+    absolute paths."""
+    out = {name: getattr(args, name) for name in getattr(args, _NAMES, ()) if hasattr(args, name)}
+    for key in (*_FILES, "validation_file"):
+        if isinstance(out.get(key), str) and os.path.exists(out[key]):
+            out[key] = os.path.abspath(out[key])
+    return out
 
 
 def config_from_args(
@@ -93,13 +130,23 @@ def config_from_args(
     *,
     check: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
 ) -> RunConfig:
-    """The :class:`~syntaxformer.training.RunConfig` of the flags, ``--config`` and ``--set`` over ``defaults``
-    (a command's presets) and the task's defaults (:func:`syntaxformer.training.options.resolve_config`)."""
-    from syntaxformer.training.options import resolve_config
+    """The :class:`~syntaxformer.training.RunConfig` of a command line: the flags over ``--config`` with its
+    ``--set`` overrides over ``defaults`` (a command's presets; they count as given, so the task's defaults do not
+    replace them). ``check`` is called with what the user gave (flags over the file) and returns options to add at
+    the flags' rank (the task inferred from ``--train-file``). Task option values naming existing files are made
+    absolute, so ``run.json`` finds them from any folder. Routed and checked once (``RunConfig.from_dict``); the
+    task's and the encoder's defaults come when the run starts (``RunConfig.for_task``)."""
+    from syntaxformer.tasks.base import task_option_names
+    from syntaxformer.training.config import RunConfig, config_data, merge_options
 
-    return resolve_config(
-        explicit_options(args), config_file=args.config, overrides=args.overrides, presets=defaults, check=check
-    )
+    user = config_data(args.config, args.overrides, **explicit_options(args))
+    if check is not None:
+        user = merge_options(user, check(user))
+    data = merge_options(defaults, user)
+    for key in [*task_option_names(str(data.get("task", RunConfig.task))), "task_options"]:
+        if key in data:
+            data[key] = _absolute_files(data[key])
+    return RunConfig.from_dict(data)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -199,3 +246,145 @@ def _hub_push(config: Any) -> tuple[str, str] | None:
     token = check_hub_push(repo, args.get("hub_token"))
     config.training_args = {k: v for k, v in args.items() if k != "push_to_hub"}
     return repo, token
+
+
+# -- the flags, from the one description ------------------------------------------------------------------------
+_Option = tuple[str, Any, str, str, tuple[str, ...], tuple[str, ...]]  # name, hint, help, group, flags, switches
+
+
+def _options(training: bool) -> list[_Option]:
+    """Every run option once (the first source of a name wins): the :class:`RunConfig` fields, their Hugging Face
+    spellings, the shorthands, the tasks' options, the systems' model options, the other ``TrainingArguments``."""
+    from syntaxformer.training.config import HF_SPELLINGS, SHORTHANDS, RunConfig, field_types, training_argument_fields
+
+    hints = field_types(RunConfig)
+    out: dict[str, _Option] = {}
+    fields = {f.name: f for f in dataclasses.fields(RunConfig)}
+    for f in fields.values():
+        meta = f.metadata
+        if typing.get_origin(hints[f.name]) is dict or not (training or meta["evaluate"]):
+            continue  # nested sections: --set section.name=value
+        hint = typing.Literal[meta["choices"]()] if meta.get("choices") else hints[f.name]
+        out[f.name] = (f.name, hint, meta["help"], meta["group"], meta["flags"], meta.get("switches", ()))
+    for hf, ours in HF_SPELLINGS.items():
+        if ours in fields and (training or fields[ours].metadata["evaluate"]):
+            hint = bool if hf in ("bf16", "fp16") else float if hf == "warmup_ratio" else hints[ours]
+            text = f"Hugging Face spelling of --{ours.replace('_', '-')}" + (f" {hf}" if hf in ("bf16", "fp16") else "")
+            out.setdefault(hf, (hf, hint, text, fields[ours].metadata["group"], (), ()))
+        elif training:
+            out.setdefault(hf, (hf, str, f"Hugging Face spelling of --{ours.replace('_', '-')}", TASK_GROUP, (), ()))
+    if not training:
+        return list(out.values())
+    for name, (hint, text) in SHORTHANDS.items():
+        out.setdefault(name, (name, hint, text, MODEL_GROUP, (), ()))
+    for name, (hint, text) in {**_task_options(), **_model_options()}.items():
+        out.setdefault(name, (name, hint, text, TASK_GROUP if "task option" in text else MODEL_GROUP, (), ()))
+    for f in training_argument_fields():
+        text = " ".join(str(f.metadata.get("help", "")).split())
+        end = text.find(". ")
+        out.setdefault(f.name, (f.name, f.type, text[: end + 1] if end > 0 else text, TRAINER_GROUP, (), ()))
+    return list(out.values())
+
+
+def _task_options() -> dict[str, tuple[Any, str]]:
+    """Option name -> (annotation, help) over the registered tasks' constructors."""
+    from syntaxformer.errors import SyntaxformerError
+    from syntaxformer.registry import TASKS
+    from syntaxformer.tasks import task_names
+
+    found: dict[str, Any] = {}
+    users: dict[str, list[str]] = {}
+    for name in task_names():
+        try:
+            factory: Any = TASKS.get(name)
+        except SyntaxformerError:  # an entry point that cannot be loaded: its options are not offered as flags
+            continue
+        target = factory.__init__ if isinstance(factory, type) else factory  # type: ignore[misc]
+        try:
+            params = inspect.signature(target).parameters
+            hints = typing.get_type_hints(target)
+        except (NameError, TypeError, ValueError):  # an annotation that does not resolve: --set still gives it
+            continue
+        for p in params.values():
+            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                users.setdefault(p.name, []).append(f"{name} ({getattr(factory, '__qualname__', name)})")
+                found.setdefault(p.name, hints.get(p.name, str))
+    return {k: (hint, f"task option of {', '.join(users[k])}") for k, hint in found.items()}
+
+
+def _model_options() -> dict[str, tuple[Any, str]]:
+    """Option name -> (annotation, help) of the systems' own config fields (not the ``PretrainedConfig`` ones)."""
+    from transformers import PretrainedConfig
+
+    from syntaxformer.errors import ConfigError
+    from syntaxformer.registry import SYSTEMS
+    from syntaxformer.training.config import field_types, model_config_class, model_option_names, system_choices
+
+    base = (
+        {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
+    )
+    out: dict[str, tuple[Any, str]] = {}
+    for system in system_choices():
+        try:
+            cls = model_config_class(system)
+        except ConfigError as e:  # a plugin that cannot be loaded blocks no other system (warned once)
+            SYSTEMS.report(str(e))
+            continue
+        hints = field_types(cls)
+        for name in model_option_names(system):
+            if name not in base and name not in out:
+                out[name] = (hints.get(name), f"model option of {cls.__name__} (model_type={system}; see its docs)")
+    return out
+
+
+def _bool(text: str) -> bool:
+    from syntaxformer.training.config import BOOLEAN_WORDS
+
+    value = BOOLEAN_WORDS.get(text.strip().lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+    return value
+
+
+def _value(text: str) -> Any:
+    """A flag value read as a YAML scalar (``null``, ``false``, ``[1, 2]``), as ``--set`` reads it."""
+    from syntaxformer.training.config import parse_scalar
+
+    return parse_scalar(text)
+
+
+def _argparse_kwargs(hint: Any) -> dict[str, Any]:
+    """``add_argument`` keywords for an option of annotation ``hint``: booleans take an optional value
+    (``--bf16`` = ``--bf16 true``), ``Literal`` its choices, numbers their type, lists one or more values; other
+    values are read as YAML scalars and checked when the config is built."""
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    args = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
+    if len(args) == 1 and typing.get_origin(args[0]) is typing.Literal:
+        choices = typing.get_args(args[0])
+        if all(isinstance(c, str) for c in choices):
+            return {"choices": choices}
+    if args == [bool]:
+        return {"type": _bool, "nargs": "?", "const": True, "metavar": "BOOL"}
+    if args == [int]:
+        return {"type": int, "metavar": "N"}
+    if set(args) in ({float}, {float, int}):
+        return {"type": float, "metavar": "X"}
+    if args == [str]:
+        return {"metavar": "TEXT"}
+    if bool in args and str in args:  # a switch or a path (resume, parse_cache)
+        return {"type": _value, "nargs": "?", "const": True}
+    if any(typing.get_origin(a) is list for a in args) and all(typing.get_origin(a) is list or a is str for a in args):
+        return {"nargs": "+", "metavar": "VALUE"}
+    return {"type": _value, "metavar": "VALUE"}
+
+
+def _absolute_files(value: Any) -> Any:
+    """``value`` with every relative path of an existing file made absolute (``train_source=train.en`` ...), so the
+    run folder's ``run.json`` finds them from any working folder; other values unchanged."""
+    if isinstance(value, str):
+        return os.path.abspath(value) if value and not os.path.isabs(value) and os.path.isfile(value) else value
+    if isinstance(value, list):
+        return [_absolute_files(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _absolute_files(v) for k, v in value.items()}
+    return value

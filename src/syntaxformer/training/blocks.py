@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import logging
 import platform
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from syntaxformer import registry as _registry
-from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
+from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.modeling.raw_text import position_limit
 from syntaxformer.tasks.base import Task, TaskContext
 from syntaxformer.training.config import RunConfig
@@ -29,21 +29,27 @@ __all__ = [
     "code_revision",
     "count_parameters",
     "environment",
+    "has_labels",
+    "load_data",
     "load_tokenizer",
+    "model_class",
     "model_label",
+    "parts_record",
     "position_limit",
+    "saved_system",
     "system_kind",
+    "task_record",
 ]
 
 logger = logging.getLogger(__name__)
 
 
 # -- the model registry, as this runner uses it ---------------------------------------------------------------
-def _model_class(system: str, head: str) -> Any:
+def model_class(system: str, head: str) -> Any:
     """The ``XForY`` class of a syntax system under a head (:func:`syntaxformer.modeling.model_class`)."""
-    from syntaxformer.modeling import model_class
+    from syntaxformer import modeling
 
-    return model_class(system, head)
+    return modeling.model_class(system, head)
 
 
 def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
@@ -51,7 +57,7 @@ def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
     return tuple(model_config.syntax_inputs)
 
 
-def _saved_system(path: str) -> str | None:
+def saved_system(path: str) -> str | None:
     """The system of a folder holding a model trained by this library (its ``config.json`` ``model_type``, or an
     older spelling of it: :func:`syntaxformer.registry.system_for_model_type`), else ``None``."""
     cfg = Path(path) / "config.json"
@@ -219,8 +225,8 @@ def build_model(
     if own is not None:
         return own
     path = config.resolved_model()
-    saved = _saved_system(path)
-    cls = _model_class(config.model_type, task.head)
+    saved = saved_system(path)
+    cls = model_class(config.model_type, task.head)
     if saved is not None:
         if saved != config.model_type:
             raise ConfigError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")
@@ -245,67 +251,8 @@ def build_model(
         raise
 
 
-def _align_special_tokens(model: Any, tokenizer: Any) -> None:
-    """Write the tokenizer's PAD/BOS/EOS ids into the model config where they differ, as the Trainer would, but
-    quietly: our configs are built from the encoder's, which often leaves them unset, and the Trainer's warning
-    about it on every run says nothing a user can act on."""
-    if tokenizer is None or not hasattr(model, "config"):
-        return
-    config = model.config
-    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
-        value = getattr(tokenizer, name, None)
-        if value is not None and getattr(config, name, None) != value:
-            logger.debug("model config %s: %s -> %s (the tokenizer's)", name, getattr(config, name, None), value)
-            setattr(config, name, value)
-
-
-def _trainer(
-    config: RunConfig,
-    task: Task,
-    model: Any,
-    tokenizer: Any,
-    args: Any,
-    context: TaskContext,
-    train_ds: Any = None,
-    eval_ds: Any = None,
-    compute_metrics: Callable | None = None,
-    callbacks: Sequence[Any] = (),
-) -> Any:
-    _align_special_tokens(model, tokenizer)
-    kwargs = {
-        "model": model,
-        "args": args,
-        "data_collator": task.collator(context),
-        "train_dataset": train_ds,
-        "eval_dataset": eval_ds,
-        "processing_class": tokenizer,
-        "compute_metrics": compute_metrics,
-        "callbacks": list(callbacks) or None,
-    }
-    if _uses_generation(config, task):
-        # The task saves its own tokenizers (translation: source_tokenizer/ and target_tokenizer/); a
-        # processing_class would be written loose beside them. Models trained from scratch have no encoder, so
-        # there is no separate learning rate for new parameters.
-        kwargs["processing_class"] = None
-        try:
-            from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
-        except ImportError as e:
-            raise MissingDependencyError(
-                f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
-                "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
-                "(translation runs need it)"
-            ) from e
-        return SyntaxSeq2SeqTrainer(**kwargs)
-    from syntaxformer.training.trainer import SyntaxTrainer
-
-    return SyntaxTrainer(**kwargs, new_params_lr=config.new_params_lr, gate_lr=config.gate_lr)
-
-
-def _uses_generation(config: RunConfig, task: Task) -> bool:
-    return task.head == "seq2seq" and bool(config.predict_with_generate)
-
-
-def _load_data(config: RunConfig, task: Task, split: str, max_samples: int | None) -> Any:
+def load_data(config: RunConfig, task: Task, split: str, max_samples: int | None) -> Any:
+    """The task's ``split`` as the config names it, subsampled to ``max_samples`` (the subsample logged)."""
     data = task.load_split(split, config.data_options(split, max_samples))
     note = getattr(data, "sample_note", None)
     if note:
@@ -313,11 +260,13 @@ def _load_data(config: RunConfig, task: Task, split: str, max_samples: int | Non
     return data
 
 
-def _has_labels(data: Any) -> bool:
+def has_labels(data: Any) -> bool:
+    """Whether a split's data carries labels (``TaskData.has_labels``; data without the flag does)."""
     return bool(getattr(data, "has_labels", True))
 
 
-def _task_record(task: Task) -> dict[str, Any]:
+def task_record(task: Task) -> dict[str, Any]:
+    """What ``run.json`` records of the task: its name, options and the module or entry point that defines it."""
     origin = _registry.TASKS.origin(task.name) if task.name in _registry.TASKS else {}
     return {
         "name": task.name,
@@ -327,7 +276,7 @@ def _task_record(task: Task) -> dict[str, Any]:
     }
 
 
-def _parts_record(config: RunConfig) -> dict[str, Any]:
+def parts_record(config: RunConfig) -> dict[str, Any]:
     """What ``run.json`` records besides the task: the system and the annotator scheme, each with the module or
     entry point that defines it (:meth:`syntaxformer.registry.Registry.origin`), so that a fresh process finds
     parts added from outside the package again."""
@@ -336,25 +285,6 @@ def _parts_record(config: RunConfig) -> dict[str, Any]:
     system = _registry.SYSTEMS.origin(config.model_type)
     spec = _registry.system(config.model_type)
     return {"system": {**system, "model_type": spec.saved_model_type}, "annotator": annotator_origin(config.parser)}
-
-
-#: Model outputs that are not predictions (losses, attention maps): left out of `Trainer.predict`.
-_IGNORE_OUTPUTS = [
-    "loss",
-    "span_loss",
-    "verifier_loss",
-    "lisa_loss",
-    "hidden_states",
-    "attentions",
-    "sg_attentions",
-    "past_key_values",
-    "encoder_last_hidden_state",
-    "encoder_hidden_states",
-    "encoder_attentions",
-    "decoder_hidden_states",
-    "decoder_attentions",
-    "cross_attentions",
-]
 
 
 def count_parameters(model: Any) -> int:

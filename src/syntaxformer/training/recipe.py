@@ -1,7 +1,7 @@
 """``train`` as a recipe: one method per stage, each callable (and testable) on its own, in this order::
 
     recipe = TrainRecipe(config)
-    recipe.resolve()          # the task (built once), its training defaults, the TrainingArguments
+    recipe.resolve()          # the task (built once), the final config (RunConfig.for_task), the TrainingArguments
     recipe.check_folder()     # a finished run is not replaced; the checkpoint to resume; the encoder loads
     recipe.prepare_data()     # train / dev splits read, the run folder prepared (fingerprint, old run cleared)
     recipe.build_model()      # tokenizer, model, featurization context
@@ -11,12 +11,14 @@
     recipe.save()             # model, run.json, metrics.json, model card
 
 :meth:`TrainRecipe.run` runs them all (the four preparing ones with the main process first when several processes
-were launched); :func:`syntaxformer.training.run.train` runs it inside the run folder's lock. Nothing in the run
-folder changes before :meth:`prepare_data` has read the data.
+were launched); :func:`train` runs it inside the run folder's lock. Nothing in the run folder changes before
+:meth:`prepare_data` has read the data. The ``TrainingArguments`` (:func:`training_arguments`) and the Trainer
+(:func:`build_trainer`) of a run are made here too; ``evaluate`` / ``predict`` use the same ones.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -25,43 +27,48 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from syntaxformer.errors import ConfigError, DataError
-from syntaxformer.secrets import redact_secrets
+from syntaxformer.errors import ConfigError, DataError, MissingDependencyError, SyntaxformerError
+from syntaxformer.secrets import redact_secrets, redacting_arguments
 from syntaxformer.tasks.base import Task, TaskContext
-from syntaxformer.training import arguments, checkpoints
-from syntaxformer.training.arguments import training_arguments
+from syntaxformer.training import checkpoints
 from syntaxformer.training.blocks import (
-    _IGNORE_OUTPUTS,
-    _has_labels,
-    _load_data,
-    _parts_record,
-    _task_record,
-    _trainer,
-    _uses_generation,
     build_context,
     build_model,
     check_encoder,
     count_parameters,
     environment,
+    has_labels,
+    load_data,
     load_tokenizer,
     model_label,
+    parts_record,
     system_kind,
+    task_record,
 )
-from syntaxformer.training.config import RunConfig
-from syntaxformer.training.options import small_encoder_note, with_encoder_defaults, with_task_defaults
+from syntaxformer.training.config import RunConfig, small_encoder_note
 from syntaxformer.training.run_folder import (
     DEV_PREDICTIONS_FILE,
     METRICS_FILE,
     RUN_FILE,
-    _clear_previous_run,
-    _guard_finished_run,
-    _save_model,
-    _write_file,
+    clear_previous_run,
+    guard_finished_run,
     resume_checkpoint,
+    save_final_model,
+    write_run_file,
 )
-from syntaxformer.utils import readable_outputs, write_json
+from syntaxformer.utils import disk_full, little_room, readable_outputs, write_json
 
-__all__ = ["TrainRecipe"]
+__all__ = [
+    "IGNORE_OUTPUTS",
+    "TrainRecipe",
+    "build_trainer",
+    "check_trainer_options",
+    "is_main_process",
+    "launched_processes",
+    "train",
+    "training_arguments",
+    "uses_generation",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -104,33 +111,33 @@ class TrainRecipe:
 
     # -- stages -------------------------------------------------------------------------------------------------
     def resolve(self) -> None:
-        """The task (the one the config built when it was checked), the options it ignores refused, its training
-        defaults for the options not given, and the ``TrainingArguments``."""
-        config = self.config
-        task = config.build_task()
-        _reject_unused_options(config, task)
-        config = with_task_defaults(config, task)
-        self.config = with_encoder_defaults(config, announce=False)  # announced when training starts
-        self.lr_note = self.config.learning_rate != config.learning_rate
-        config = self.config
+        """The task (the one the config built when it was checked) and the final config
+        (:meth:`~syntaxformer.training.config.RunConfig.for_task`: options the task ignores refused, its training
+        defaults and the encoder's learning rate for the options not given), then the ``TrainingArguments``."""
+        task = self.config.build_task()
+        config = self.config.for_task(task)  # the one place the task's and the encoder's defaults are decided
+        chosen = config.learning_rate != self.config.learning_rate and "learning_rate" not in task.training_defaults()
+        self.lr_note = chosen  # announced when training starts, after every check that could refuse the run
+        self.config = config
         self.task = task
         self.output_dir = os.path.abspath(config.output_dir)
         self.args = training_arguments(
-            config, self.output_dir, seq2seq=_uses_generation(config, task), label_names=task.label_names
+            config, self.output_dir, seq2seq=uses_generation(config, task), label_names=task.label_names
         )
-        launched = arguments._launched_processes()
+        launched = launched_processes()
         if launched > 1 and self.args.world_size == 1:
             raise ConfigError(
                 f"launched as {launched} processes (WORLD_SIZE), but the Trainer sees one: "
                 "each would train alone and write the same run folder; on a machine without CUDA keep "
                 "use_cpu=true (the default there), else check the launcher's device settings"
             )
+        check_trainer_options(self.args)
 
     def check_folder(self) -> None:
         """Refuse to replace a finished run; find the checkpoint to resume (its options must be this run's); check
         that the encoder's configuration loads and ``max_length`` fits it. Changes nothing on disk."""
         config, output_dir = self.config, self.output_dir
-        _guard_finished_run(config, output_dir)
+        guard_finished_run(config, output_dir)
         self.resume_from = resume_checkpoint(config, output_dir)
         if self.resume_from:
             checkpoints.check_fingerprint(
@@ -144,9 +151,9 @@ class TrainRecipe:
         ``overwrite_output_dir``."""
         config, task, output_dir = self.config, self.task, self.output_dir
         self.t_data = time.time()
-        self.train_data = _load_data(config, task, "train", config.max_train_samples)
-        self.dev_data = _load_data(config, task, "dev", config.max_eval_samples)
-        if not _has_labels(self.train_data) or not _has_labels(self.dev_data):
+        self.train_data = load_data(config, task, "train", config.max_train_samples)
+        self.dev_data = load_data(config, task, "dev", config.max_eval_samples)
+        if not has_labels(self.train_data) or not has_labels(self.dev_data):
             raise DataError(f"{task.title}: training needs labeled train and dev data")
         fingerprint = checkpoints.run_fingerprint(config.to_dict(), _data_fingerprint(self.train_data))
         if self.resume_from:  # before the task rebuilds anything in the folder (translation: its BPE tokenizers)
@@ -158,7 +165,7 @@ class TrainRecipe:
                 checkpoints.set_aside_damaged(output_dir, self.resume_from)
             else:
                 if config.overwrite_output_dir:
-                    _clear_previous_run(output_dir)
+                    clear_previous_run(output_dir)
                 checkpoints.write_fingerprint(output_dir, fingerprint)
 
     def build_model(self) -> None:
@@ -194,7 +201,7 @@ class TrainRecipe:
         # Evaluations during training report the task's metrics; generation tasks only the validation loss
         # (decoding every evaluation would multiply the cost), their metrics come after training.
         metrics_fn = None if task.head == "seq2seq" else _metrics_fn(task, self.dev_data, self.dev_ds)
-        self.trainer = _trainer(
+        self.trainer = build_trainer(
             config,
             task,
             self.model,
@@ -260,10 +267,10 @@ class TrainRecipe:
             data, ds = (self.dev_data, self.dev_ds) if split == "dev" else (None, None)
             if data is None:
                 with self.args.main_process_first(desc=f"featurizing {split}"):
-                    data = _load_data(config, task, split, config.max_eval_samples)
+                    data = load_data(config, task, split, config.max_eval_samples)
                     ds = task.featurize(data, self.context, split)
             t_eval = time.time()
-            out = trainer.predict(ds, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval")
+            out = trainer.predict(ds, ignore_keys=IGNORE_OUTPUTS, metric_key_prefix="eval")
             auxiliary = None
             if split == "dev":
                 if auxiliary_models is None:
@@ -275,7 +282,7 @@ class TrainRecipe:
             scores = task.compute_metrics(data, predictions)
             self.evaluations[split] = {**scores, "seconds": round(time.time() - t_eval, 2), "n": len(predictions.ids)}
             for name, content in (task.run_files(data, predictions) if writer else {}).items():
-                _write_file(Path(output_dir) / name, content)
+                write_run_file(Path(output_dir) / name, content)
             if i == 0:
                 self.dev_scores, self.final = scores, out.metrics or {}
             if i == 0 and writer:
@@ -299,7 +306,7 @@ class TrainRecipe:
         a finished run), then the model card."""
         config, task, output_dir = self.config, self.task, self.output_dir
         if config.save_model:
-            _save_model(self.trainer, output_dir)
+            save_final_model(self.trainer, output_dir)
             readable_outputs(output_dir)  # model weights are written owner-only (0600) through a temporary file
         self.metrics = self._metrics()
         if self.writer:
@@ -310,8 +317,8 @@ class TrainRecipe:
             write_json(
                 Path(output_dir) / RUN_FILE,
                 {
-                    "task": _task_record(task),
-                    **_parts_record(config),
+                    "task": task_record(task),
+                    **parts_record(config),
                     # where each split came from, as read: a held-out part of the training file says so here
                     "data": self.metrics.get("data"),
                     "config": record,
@@ -456,16 +463,6 @@ def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[st
     return compute
 
 
-def _reject_unused_options(config: RunConfig, task: Task) -> None:
-    """A run option the task ignores (:attr:`Task.unused_options`) set to anything but its default is an error."""
-    fields = {f.name: f for f in dataclasses.fields(RunConfig)}
-    for name, instead in task.unused_options.items():
-        f = fields[name]
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[operator]
-        if getattr(config, name) != default:
-            raise ConfigError(f"{task.name} does not use {name}={getattr(config, name)!r}: {instead}")
-
-
 def _best_checkpoint(trainer: Any) -> dict[str, Any]:
     """The best checkpoint's step and metric, when the Trainer kept the best model (``load_best_model_at_end``)."""
     best = trainer.state.best_model_checkpoint
@@ -490,14 +487,259 @@ def _train_auxiliary(
         args = training_arguments(
             sub,
             str(Path(output_dir) / name),
-            seq2seq=_uses_generation(sub, task),
+            seq2seq=uses_generation(sub, task),
             label_names=task.label_names,
             eval_strategy="no",
         )
-        trainer = _trainer(sub, task, model, tokenizer, args, context, train_ds, None)
+        trainer = build_trainer(sub, task, model, tokenizer, args, context, train_ds, None)
         logger.info("training the auxiliary model %r of %s", name, task.title)
         trainer.train()
-        out[name] = trainer.predict(dev_ds, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
+        out[name] = trainer.predict(dev_ds, ignore_keys=IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
         if sub.save_model:
             trainer.save_model(str(Path(output_dir) / name))
     return out
+
+
+# -- train ----------------------------------------------------------------------------------------------------
+def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
+    """Fine-tune on the task's train split, evaluate on dev, save the model, ``run.json`` and ``metrics.json``
+    (:class:`TrainRecipe`).
+
+    The run folder is locked while the run writes it (:class:`~syntaxformer.training.lock.RunLock`): a second
+    ``train`` into the same folder is refused at once, and a lock left by a killed run is taken over. A disk that
+    fills up while the run writes ends in one :class:`~syntaxformer.errors.DataError` naming the folder (the files
+    of an earlier finished run there stay as they were until the new run's own are complete).
+
+    Args:
+        config: the run.
+        callbacks: extra ``transformers.TrainerCallback`` objects.
+
+    Returns:
+        The content of ``metrics.json``: ``task``, ``model``, ``seed``, ``sizes``, ``subsample``, ``dev`` (final
+        scores), ``main_metric``, ``history`` (dev scores per evaluation), ``train`` (loss, steps, runtime),
+        ``runtime_s`` (whole run incl. data preparation), ``features`` (cache hits), ``environment``.
+    """
+    from syntaxformer.training.lock import RunLock
+
+    output_dir = os.path.abspath(config.output_dir)
+    # one lock per run: world process zero (RANK, set by torchrun / accelerate launch) takes it for all of them
+    lock = RunLock(output_dir) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()
+    with lock:
+        try:
+            return TrainRecipe(config, callbacks).run()
+        except Exception as e:
+            if not isinstance(e, SyntaxformerError) and (disk_full(e) or little_room(output_dir)):
+                raise DataError(
+                    f"cannot write the run in {output_dir}: the disk is full ({type(e).__name__}: "
+                    f"{' '.join(str(e).split())[:160]}); free some space and train again (an earlier "
+                    "finished run there is kept)"
+                ) from e
+            raise
+
+
+#: pip names of the reporting integrations whose package is named otherwise.
+_REPORTING_PACKAGES = {"azure_ml": "azureml-core", "comet_ml": "comet-ml", "flyte": "flytekit"}
+
+
+def check_trainer_options(args: Any) -> None:
+    """Refuse, before any data is read or model built, what the Trainer would refuse only once it starts (with a
+    traceback, after the run folder got its fingerprint): ``report_to`` an integration that is unknown or whose
+    package is not installed; ``push_to_hub`` offline (``HF_HUB_OFFLINE``) or without a token; ``fp16`` on the
+    CPU (as ``TrainingArguments`` refuses ``bf16`` there).
+
+    Raises:
+        ConfigError, MissingDependencyError: naming the option and what would be right.
+    """
+    from transformers.integrations import get_available_reporting_integrations
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
+    for name in args.report_to or ():
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise ConfigError(
+                f"report_to={name!r} is not a reporting integration; choose from {sorted(INTEGRATION_TO_CALLBACK)} or none"
+            )
+        if name not in get_available_reporting_integrations():
+            raise MissingDependencyError(
+                f"--report_to {name} needs the {name} package, which is not installed: pip install "
+                f"{_REPORTING_PACKAGES.get(name, name)} (or --report_to none)"
+            )
+    if args.push_to_hub:
+        from huggingface_hub import constants, get_token
+
+        if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+            raise ConfigError("--push_to_hub needs the Hugging Face Hub, but HF_HUB_OFFLINE is set; leave it out")
+        if not (args.hub_token or get_token()):
+            raise ConfigError("--push_to_hub needs a Hugging Face token: `hf auth login`, or set HF_TOKEN")
+    if args.fp16 and args.device.type == "cpu":
+        raise ConfigError(
+            "mixed_precision=fp16 (--fp16) needs a GPU, and this run trains on the CPU; leave it out "
+            "(mixed_precision auto trains in full precision on the CPU)"
+        )
+
+
+# -- TrainingArguments and the Trainer ------------------------------------------------------------------------
+def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, **overrides: Any) -> Any:
+    """``TrainingArguments`` (``Seq2SeqTrainingArguments`` with ``seq2seq``) from a run config; ``overrides`` and
+    then ``config.training_args`` win over the config's own fields."""
+    import torch
+    from transformers import Seq2SeqTrainingArguments, TrainingArguments
+
+    from syntaxformer.training.trainer import precision_flags
+
+    args_class = Seq2SeqTrainingArguments if seq2seq else TrainingArguments
+    kwargs: dict[str, Any] = dict(
+        output_dir=output_dir,
+        learning_rate=float(config.learning_rate),
+        num_train_epochs=float(config.num_train_epochs),
+        max_steps=int(config.max_steps),
+        per_device_train_batch_size=int(config.per_device_train_batch_size),
+        per_device_eval_batch_size=int(config.per_device_eval_batch_size),
+        gradient_accumulation_steps=int(config.gradient_accumulation_steps),
+        weight_decay=float(config.weight_decay),
+        warmup_steps=float(config.warmup_steps),
+        lr_scheduler_type=config.lr_scheduler_type,
+        max_grad_norm=float(config.max_grad_norm),
+        seed=int(config.seed),
+        data_seed=config.resolved_data_seed,
+        eval_strategy=config.eval_strategy,
+        save_strategy=config.save_strategy,
+        save_total_limit=config.save_total_limit,
+        logging_steps=int(config.logging_steps),
+        dataloader_num_workers=int(config.dataloader_num_workers),
+        report_to="none",
+        label_names=["labels"],
+        remove_unused_columns=False,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        **precision_flags(config.mixed_precision),
+    )
+    if seq2seq:
+        kwargs["predict_with_generate"] = bool(getattr(config, "predict_with_generate", True))
+    if launched_processes() > 1 and not torch.cuda.is_available():
+        # Several processes (accelerate launch / torchrun) without CUDA: DDP on the CPU over gloo. Without use_cpu,
+        # accelerate would see no device to distribute over and run each process as a separate one-process job.
+        kwargs["use_cpu"] = True
+    fields = {f.name for f in dataclasses.fields(args_class)}
+    if "train_sampling_strategy" in fields:  # transformers 5
+        kwargs["train_sampling_strategy"] = "group_by_length" if config.group_by_length else "random"
+    else:  # transformers 4
+        kwargs["group_by_length"] = bool(config.group_by_length)
+    if "warmup_ratio" in fields and 0 < kwargs["warmup_steps"] < 1:  # transformers 4 takes a ratio separately
+        kwargs["warmup_ratio"] = kwargs.pop("warmup_steps")
+    if config.eval_steps is not None:
+        kwargs["eval_steps"] = config.eval_steps
+    if config.save_steps is not None:
+        kwargs["save_steps"] = config.save_steps
+    if config.disable_tqdm is not None:
+        kwargs["disable_tqdm"] = bool(config.disable_tqdm)
+    elif os.environ.get("SYNTAXFORMER_NO_PROGRESS", "") not in ("", "0"):  # the library-wide switch (CI, logs)
+        kwargs["disable_tqdm"] = True
+    kwargs.update(config.training_args)
+    kwargs.update(overrides)
+    try:
+        return redacting_arguments(args_class(**kwargs))  # training_args.bin is saved without tokens
+    except (TypeError, ValueError) as e:
+        named = [f"{k}={v!r}" for k, v in kwargs.items() if isinstance(v, str) and len(v) > 1 and v in str(e)]
+        message = (
+            f"invalid training arguments{' (' + ', '.join(named) + ')' if named else ''}: {' '.join(str(e).split())}"
+        )
+        raise ConfigError(redact_secrets(message)) from e
+
+
+def launched_processes() -> int:
+    """Number of processes the launcher started (``WORLD_SIZE`` of torchrun / accelerate launch; 1 otherwise)."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 1
+
+
+def is_main_process() -> bool:
+    """Whether this process writes the output files: the only one, or world process zero of several (the
+    distributed state the Trainer set up, ``accelerate.PartialState``)."""
+    if launched_processes() <= 1:
+        return True
+    from accelerate import PartialState
+
+    return PartialState().is_main_process
+
+
+def _align_special_tokens(model: Any, tokenizer: Any) -> None:
+    """Write the tokenizer's PAD/BOS/EOS ids into the model config where they differ, as the Trainer would, but
+    quietly: our configs are built from the encoder's, which often leaves them unset, and the Trainer's warning
+    about it on every run says nothing a user can act on."""
+    if tokenizer is None or not hasattr(model, "config"):
+        return
+    config = model.config
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = getattr(tokenizer, name, None)
+        if value is not None and getattr(config, name, None) != value:
+            logger.debug("model config %s: %s -> %s (the tokenizer's)", name, getattr(config, name, None), value)
+            setattr(config, name, value)
+
+
+def build_trainer(
+    config: RunConfig,
+    task: Task,
+    model: Any,
+    tokenizer: Any,
+    args: Any,
+    context: TaskContext,
+    train_ds: Any = None,
+    eval_ds: Any = None,
+    compute_metrics: Callable | None = None,
+    callbacks: Sequence[Any] = (),
+) -> Any:
+    """The Trainer of a run (``SyntaxSeq2SeqTrainer`` for a seq2seq task evaluated by generation, else
+    ``SyntaxTrainer`` with the config's learning rates of new parameters and gates) over ``args``."""
+    _align_special_tokens(model, tokenizer)
+    kwargs = {
+        "model": model,
+        "args": args,
+        "data_collator": task.collator(context),
+        "train_dataset": train_ds,
+        "eval_dataset": eval_ds,
+        "processing_class": tokenizer,
+        "compute_metrics": compute_metrics,
+        "callbacks": list(callbacks) or None,
+    }
+    if uses_generation(config, task):
+        # The task saves its own tokenizers (translation: source_tokenizer/ and target_tokenizer/); a
+        # processing_class would be written loose beside them. Models trained from scratch have no encoder, so
+        # there is no separate learning rate for new parameters.
+        kwargs["processing_class"] = None
+        try:
+            from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
+        except ImportError as e:
+            raise MissingDependencyError(
+                f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
+                "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
+                "(translation runs need it)"
+            ) from e
+        return SyntaxSeq2SeqTrainer(**kwargs)
+    from syntaxformer.training.trainer import SyntaxTrainer
+
+    return SyntaxTrainer(**kwargs, new_params_lr=config.new_params_lr, gate_lr=config.gate_lr)
+
+
+def uses_generation(config: RunConfig, task: Task) -> bool:
+    """Whether a run evaluates by generating (a seq2seq task with ``predict_with_generate``)."""
+    return task.head == "seq2seq" and bool(config.predict_with_generate)
+
+
+#: Model outputs that are not predictions (losses, attention maps): left out of `Trainer.predict`.
+IGNORE_OUTPUTS = [
+    "loss",
+    "span_loss",
+    "verifier_loss",
+    "lisa_loss",
+    "hidden_states",
+    "attentions",
+    "sg_attentions",
+    "past_key_values",
+    "encoder_last_hidden_state",
+    "encoder_hidden_states",
+    "encoder_attentions",
+    "decoder_hidden_states",
+    "decoder_attentions",
+    "cross_attentions",
+]

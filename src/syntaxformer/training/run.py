@@ -15,9 +15,9 @@ interface::
 
 :func:`train` runs :class:`~syntaxformer.training.recipe.TrainRecipe`, one method per stage (resolve, check the
 folder, prepare data, build the model, featurize, fit, evaluate, save); the building blocks both use (tokenizer,
-model, featurization context, Trainer) are in :mod:`syntaxformer.training.blocks` (re-exported here), the run
-folder's files and checks in :mod:`syntaxformer.training.run_folder`, the ``TrainingArguments`` in
-:mod:`syntaxformer.training.arguments`.
+model, featurization context) are in :mod:`syntaxformer.training.blocks` (re-exported here), the run folder's
+files and checks in :mod:`syntaxformer.training.run_folder`; :func:`train`, the ``TrainingArguments`` and the
+Trainer of a run are in :mod:`syntaxformer.training.recipe` (re-exported here).
 
 Files in ``output_dir`` after :func:`train`:
 
@@ -50,38 +50,43 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer import registry as _registry
-from syntaxformer.errors import ConfigError, DataError, FormatError, SyntaxformerError
-from syntaxformer.tasks.base import Task, TaskContext, get_task
-from syntaxformer.training.arguments import _is_main_process, training_arguments
+from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.tasks.base import Task, TaskContext
 from syntaxformer.training.blocks import (
-    _IGNORE_OUTPUTS,
-    _has_labels,
-    _load_data,
-    _model_class,
-    _saved_system,
-    _trainer,
-    _uses_generation,
     build_context,
     build_model,
     check_encoder,
     check_max_length,
     count_parameters,
     environment,
+    has_labels,
+    load_data,
     load_tokenizer,
+    model_class,
     model_label,
     position_limit,
+    saved_system,
     system_kind,
 )
 from syntaxformer.training.config import RunConfig
-from syntaxformer.training.recipe import TrainRecipe
+from syntaxformer.training.recipe import (
+    IGNORE_OUTPUTS,
+    TrainRecipe,
+    build_trainer,
+    is_main_process,
+    train,
+    training_arguments,
+    uses_generation,
+)
 from syntaxformer.training.run_folder import DEV_PREDICTIONS_FILE, METRICS_FILE, RUN_FILE, resume_checkpoint
 from syntaxformer.training.saved import loading_model
-from syntaxformer.utils import atomic_write, disk_full, little_room, write_json
+from syntaxformer.utils import atomic_write, write_json
 
 __all__ = [
     "DEV_PREDICTIONS_FILE",
     "METRICS_FILE",
     "RUN_FILE",
+    "TrainRecipe",
     "build_context",
     "build_model",
     "check_encoder",
@@ -95,6 +100,7 @@ __all__ = [
     "position_limit",
     "predict",
     "resume_checkpoint",
+    "saved_system",
     "system_kind",
     "train",
     "training_arguments",
@@ -103,59 +109,17 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def _with_task_defaults(config: RunConfig, task: Task) -> RunConfig:
-    """:func:`syntaxformer.training.options.with_task_defaults`."""
-    from syntaxformer.training.options import with_task_defaults
-
-    return with_task_defaults(config, task)
-
-
 def _split_name(split: str) -> str:
     """``validation`` (Hugging Face's name) is the ``dev`` split."""
     return "dev" if split in ("validation", "valid") else split
-
-
-# -- train ----------------------------------------------------------------------------------------------------
-def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
-    """Fine-tune on the task's train split, evaluate on dev, save the model, ``run.json`` and ``metrics.json``.
-
-    The run folder is locked while the run writes it (:class:`~syntaxformer.training.lock.RunLock`): a second
-    ``train`` into the same folder is refused at once, and a lock left by a killed run is taken over. A disk that
-    fills up while the run writes ends in one :class:`~syntaxformer.errors.DataError` naming the folder (the files
-    of an earlier finished run there stay as they were until the new run's own are complete).
-
-    Args:
-        config: the run.
-        callbacks: extra ``transformers.TrainerCallback`` objects.
-
-    Returns:
-        The content of ``metrics.json``: ``task``, ``model``, ``seed``, ``sizes``, ``subsample``, ``dev`` (final
-        scores), ``main_metric``, ``history`` (dev scores per evaluation), ``train`` (loss, steps, runtime),
-        ``runtime_s`` (whole run incl. data preparation), ``features`` (cache hits), ``environment``.
-    """
-    from syntaxformer.training.lock import RunLock
-
-    output_dir = os.path.abspath(config.output_dir)
-    # one lock per run: world process zero (RANK, set by torchrun / accelerate launch) takes it for all of them
-    lock = RunLock(output_dir) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()
-    with lock:
-        try:
-            return TrainRecipe(config, callbacks).run()
-        except Exception as e:
-            if not isinstance(e, SyntaxformerError) and (disk_full(e) or little_room(output_dir)):
-                raise DataError(
-                    f"cannot write the run in {output_dir}: the disk is full ({type(e).__name__}: "
-                    f"{' '.join(str(e).split())[:160]}); free some space and train again (an earlier "
-                    "finished run there is kept)"
-                ) from e
-            raise
 
 
 # -- evaluate / predict -----------------------------------------------------------------------------------------
 def load_run(
     run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None, *, trust_remote_code: bool | None = None
 ) -> tuple[RunConfig, Task]:
-    """The run config (with ``changes``) and the task of a run folder written by :func:`train`.
+    """The run config (with ``changes``; the task's defaults for what it does not hold:
+    :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a run folder written by :func:`train`.
 
     The task is rebuilt from its name and options; a part (task, system, annotator) registered outside the package
     and not installed as an entry point is found by importing the module that defined it, only with
@@ -204,8 +168,8 @@ def load_run(
             data[section] = {**data.get(section, {}), **changes[section]}
     data["model_name_or_path"] = str(run_dir)
     config = RunConfig.from_dict(data)
-    task = get_task(config.task, **config.task_options)
-    return config, task
+    task = config.build_task()
+    return config.for_task(task, training=False), task
 
 
 def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> tuple[Any, Any]:
@@ -221,14 +185,14 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
         with loading_model(run_dir):
             model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
         return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
-    saved = _saved_system(run_dir)
+    saved = saved_system(run_dir)
     if saved is None:
         raise DataError(
             f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
             f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
         )
     with loading_model(run_dir):
-        model = _model_class(saved, task.head).from_pretrained(run_dir)
+        model = model_class(saved, task.head).from_pretrained(run_dir)
     return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
 
 
@@ -240,21 +204,20 @@ def _run_split(
     max_samples_field: str,
 ) -> tuple[RunConfig, Task, Any, Any, Any, str]:
     config, task = load_run(run_dir, changes)
-    config = _with_task_defaults(config, task)
     prep = TaskContext(
         tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
     )
     model, tokenizer = _trained(str(run_dir), config, task, prep)
     if task.head != "seq2seq":
         check_max_length(config.max_length, model.config, run_dir)
-    data = _load_data(config, task, split, getattr(config, max_samples_field))
+    data = load_data(config, task, split, getattr(config, max_samples_field))
     context = build_context(config, tokenizer, model.config)
     context.extra.update(prep.extra)
     out_dir = os.path.abspath(output_dir or str(run_dir))
     args = training_arguments(
         config,
         out_dir,
-        seq2seq=_uses_generation(config, task),
+        seq2seq=uses_generation(config, task),
         label_names=task.label_names,
         eval_strategy="no",
         save_strategy="no",
@@ -262,8 +225,8 @@ def _run_split(
     )
     with args.main_process_first(desc=f"featurizing {split}"):  # several processes: one parses, the others wait
         features = task.featurize(data, context, split)
-    trainer = _trainer(config, task, model, tokenizer, args, context)
-    out = trainer.predict(features, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval")
+    trainer = build_trainer(config, task, model, tokenizer, args, context)
+    out = trainer.predict(features, ignore_keys=IGNORE_OUTPUTS, metric_key_prefix="eval")
     auxiliary = {}
     for name in task.auxiliary_models():  # e.g. SQuAD's parallel verifier, saved in <run_dir>/<name>
         sub_dir = Path(run_dir) / name
@@ -273,8 +236,8 @@ def _run_split(
                 "there by `train` with save_model=true"
             )
         sub_model, _ = _trained(str(sub_dir), config, task, prep)
-        sub = _trainer(config, task, sub_model, tokenizer, args, context)
-        auxiliary[name] = sub.predict(features, ignore_keys=_IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
+        sub = build_trainer(config, task, sub_model, tokenizer, args, context)
+        auxiliary[name] = sub.predict(features, ignore_keys=IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
     os.makedirs(out_dir, exist_ok=True)
     return config, task, data, features, (out, auxiliary or None), out_dir
 
@@ -336,7 +299,7 @@ def _evaluate(
     config, task, data, features, (out, auxiliary), out_dir = _run_split(
         run_dir, split, changes, output_dir, "max_eval_samples"
     )
-    if not _has_labels(data):
+    if not has_labels(data):
         raise DataError(
             f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use `predict` instead"
         )
@@ -356,7 +319,7 @@ def _evaluate(
         "runtime_s": round(time.time() - t0, 2),
         "environment": environment(),
     }
-    if _is_main_process():
+    if is_main_process():
         write_json(Path(out_dir) / f"eval_{split}.json", result)
     logger.info(
         "%s %s %s = %.4f (%s)",
@@ -397,7 +360,7 @@ def _predict(
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
     path = Path(out_dir) / f"predictions_{split}.tsv"
-    if _is_main_process():
+    if is_main_process():
         with atomic_write(path) as f:
             f.write("index\tid\tprediction\n")
             for i, r in enumerate(records):
@@ -412,7 +375,7 @@ def _predict(
         "size": len(records),
         "subsample": getattr(data, "sample_note", None),
         "predictions_file": str(path),
-        "scores": task.compute_metrics(data, predictions) if _has_labels(data) else None,
+        "scores": task.compute_metrics(data, predictions) if has_labels(data) else None,
         "runtime_s": round(time.time() - t0, 2),
     }
     values = [r["prediction"] for r in records]

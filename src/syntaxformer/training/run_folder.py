@@ -13,7 +13,16 @@ from syntaxformer.errors import DataError
 from syntaxformer.training.config import RunConfig
 from syntaxformer.utils import atomic_write, write_json
 
-__all__ = ["DEV_PREDICTIONS_FILE", "METRICS_FILE", "RUN_FILE", "resume_checkpoint"]
+__all__ = [
+    "DEV_PREDICTIONS_FILE",
+    "METRICS_FILE",
+    "RUN_FILE",
+    "clear_previous_run",
+    "guard_finished_run",
+    "resume_checkpoint",
+    "save_final_model",
+    "write_run_file",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +85,7 @@ def resume_checkpoint(config: Any, output_dir: str) -> str | None:
     return None
 
 
-def _clear_previous_run(output_dir: str) -> None:
+def clear_previous_run(output_dir: str) -> None:
     """Starting again with ``overwrite_output_dir``: the old run's checkpoints and result files go (a later
     ``--resume`` would mistake the checkpoints for this run's; the folder must never show another run's scores)."""
     import shutil
@@ -112,10 +121,10 @@ _RESULT_FILES = (
 )
 
 
-def _guard_finished_run(config: RunConfig, output_dir: str) -> None:
+def guard_finished_run(config: RunConfig, output_dir: str) -> None:
     """A finished run (``metrics.json`` in ``output_dir``) is never replaced silently: ``resume`` has nothing to
     continue and is refused; a new run there needs ``overwrite_output_dir``. Nothing is removed here: the old run's
-    files go only once the new run has read its data (:func:`_clear_previous_run`), so a run that fails on its
+    files go only once the new run has read its data (:func:`clear_previous_run`), so a run that fails on its
     options or files leaves the folder as it was."""
     folder = Path(output_dir)
     if not (folder / METRICS_FILE).is_file():
@@ -132,7 +141,7 @@ def _guard_finished_run(config: RunConfig, output_dir: str) -> None:
         )
 
 
-def _write_file(path: Path, content: Any) -> None:
+def write_run_file(path: Path, content: Any) -> None:
     """A run file: text as it is, anything else as JSON (atomically)."""
     if isinstance(content, str):
         with atomic_write(path) as f:
@@ -141,7 +150,7 @@ def _write_file(path: Path, content: Any) -> None:
         write_json(path, content)
 
 
-def _save_model(trainer: Any, output_dir: str) -> None:
+def save_final_model(trainer: Any, output_dir: str) -> None:
     """``trainer.save_model`` into a temporary folder beside the run's files, then each file renamed into place: a
     kill while saving leaves the previous files or the new ones, never a truncated weights file (the temporary
     folder, ``.tmp-model-*``, is removed when a run starts there again)."""

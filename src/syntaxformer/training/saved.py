@@ -60,7 +60,7 @@ def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> 
     present = [folder / name for name in WEIGHT_FILES if (folder / name).is_file()]
     if not present:
         return f"no model weights ({' / '.join(WEIGHT_FILES[:2])}); the save was interrupted or the files were moved"
-    from syntaxformer.training.checkpoints import _weights_problem
+    from syntaxformer.training.checkpoints import weights_problem
 
     path = present[0]
     if path.name == "pytorch_model.bin":  # the whole-archive checksum is the resume check's; a load needs the index
@@ -69,7 +69,7 @@ def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> 
                 return None
         except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
             return f"{path.name} is truncated or not a torch archive ({type(e).__name__})"
-    return _weights_problem(path)
+    return weights_problem(path)
 
 
 @contextlib.contextmanager

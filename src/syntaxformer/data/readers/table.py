@@ -359,7 +359,7 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         source = name
     if not len(ds):
         raise DataError(f"{source} holds no rows")
-    datasets = _import_datasets(f"reading {source}")
+    datasets = import_datasets(f"reading {source}")
     classes = {c: list(f.names) for c, f in ds.features.items() if isinstance(f, datasets.ClassLabel)}
     fp = ds._fingerprint  # datasets fingerprints each data set by its content and history
     return Table(
