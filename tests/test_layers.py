@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "syntaxformer.errors",
         "syntaxformer.utils",
+        "syntaxformer.secrets",
         "syntaxformer.defaults",
         "syntaxformer.registry",
         "syntaxformer.registration",

@@ -1,5 +1,5 @@
 """No secret at rest: what a run writes (``run.json``, ``run_fingerprint.json``, the model card,
-``training_args.bin``) never holds an access token.
+``training_args.bin``) never holds an access token, and a command that needs one to push finds out before any work.
 
 :func:`redact_secrets` blanks every field whose name ends in ``_token`` (``hub_token`` ...; ``transformers``
 redacts the same fields in ``TrainingArguments.to_dict()``) and every ``hf_...`` token found in a string.
@@ -10,11 +10,14 @@ every checkpoint) without them, while the running Trainer keeps the token it pus
 from __future__ import annotations
 
 import copy
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "redact_secrets", "redacting_arguments"]
+from syntaxformer.errors import ConfigError
+
+__all__ = ["REDACTED", "check_hub_push", "redact_secrets", "redacting_arguments"]
 
 #: What a secret is replaced with in the files a run writes.
 REDACTED = "<REDACTED>"
@@ -77,3 +80,38 @@ def redacting_arguments(args: Any) -> Any:
             _CLASSES[cls] = type(cls.__name__, (_Redacting, cls), {"__module__": cls.__module__})
         args.__class__ = _CLASSES[cls]
     return args
+
+
+def check_hub_push(repo_id: str, token: str | None = None) -> str:
+    """Check, before any work, that a folder can be pushed to the hub repository ``repo_id``: a valid id, not
+    offline (``HF_HUB_OFFLINE``), and an access token (``token``, ``HF_TOKEN`` or ``hf auth login``'s).
+
+    Returns:
+        the token to push with.
+
+    Raises:
+        ConfigError: one line saying which of the three is missing and what to do.
+    """
+    from huggingface_hub import constants, get_token
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise ConfigError(
+            f"push to hub: {repo_id!r} is not a hub repository id ({e}); give NAME or OWNER/NAME"
+        ) from None
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+    if offline or constants.HF_HUB_OFFLINE:
+        raise ConfigError(
+            f"cannot push to the hub repository {repo_id}: HF_HUB_OFFLINE is set (offline); unset it to push, or "
+            "leave out the push and upload the exported folder later"
+        )
+    token = token or get_token()
+    if not token:
+        raise ConfigError(
+            f"cannot push to the hub repository {repo_id}: no Hugging Face access token; log in with `hf auth login` "
+            "or set HF_TOKEN"
+        )
+    return token

@@ -165,8 +165,11 @@ def test_train_announces_the_default_output_dir(monkeypatch, capsys):
             "--report_to wandb needs the wandb package, which is not installed: pip install wandb",
         ),
         (["--report_to", "nonsense"], "report_to='nonsense' is not a reporting integration"),
-        (["--push_to_hub"], "--push_to_hub needs the Hugging Face Hub, but HF_HUB_OFFLINE is set"),
-        (["--push_to_hub", "--hub_model_id", "me/x"], "--push_to_hub needs a Hugging Face token"),
+        (["--push_to_hub"], "cannot push to the hub repository run: HF_HUB_OFFLINE is set"),
+        (
+            ["--push_to_hub", "--hub_model_id", "me/x"],
+            "cannot push to the hub repository me/x: no Hugging Face access token",
+        ),
         (["--seed", "4294967296"], "seed=4294967296 is not valid; it must be at most 2**32 - 1"),
         (["--fp16"], "mixed_precision=fp16 (--fp16) needs a GPU"),
     ],

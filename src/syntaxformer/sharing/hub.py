@@ -15,45 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.secrets import check_hub_push
 
 __all__ = ["check_hub_push", "hub_files", "push_export"]
 
 logger = logging.getLogger(__name__)
-
-
-def check_hub_push(repo_id: str, token: str | None = None) -> str:
-    """Check, before any work, that a folder can be pushed to the hub repository ``repo_id``: a valid id, not
-    offline (``HF_HUB_OFFLINE``), and an access token (``token``, ``HF_TOKEN`` or ``hf auth login``'s).
-
-    Returns:
-        the token to push with.
-
-    Raises:
-        ConfigError: one line saying which of the three is missing and what to do.
-    """
-    from huggingface_hub import constants, get_token
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as e:
-        raise ConfigError(
-            f"push to hub: {repo_id!r} is not a hub repository id ({e}); give NAME or OWNER/NAME"
-        ) from None
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
-    if offline or constants.HF_HUB_OFFLINE:
-        raise ConfigError(
-            f"cannot push to the hub repository {repo_id}: HF_HUB_OFFLINE is set (offline); unset it to push, or "
-            "leave out the push and upload the exported folder later"
-        )
-    token = token or get_token()
-    if not token:
-        raise ConfigError(
-            f"cannot push to the hub repository {repo_id}: no Hugging Face access token; log in with `hf auth login` "
-            "or set HF_TOKEN"
-        )
-    return token
 
 
 def hub_files(folder: str | os.PathLike) -> list[str]:

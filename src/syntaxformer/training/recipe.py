@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError, SyntaxformerError
-from syntaxformer.secrets import redact_secrets, redacting_arguments
+from syntaxformer.secrets import check_hub_push, redact_secrets, redacting_arguments
 from syntaxformer.tasks.base import Task, TaskContext
 from syntaxformer.training import checkpoints
 from syntaxformer.training.blocks import (
@@ -564,12 +564,7 @@ def check_trainer_options(args: Any) -> None:
                 f"{_REPORTING_PACKAGES.get(name, name)} (or --report_to none)"
             )
     if args.push_to_hub:
-        from huggingface_hub import constants, get_token
-
-        if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
-            raise ConfigError("--push_to_hub needs the Hugging Face Hub, but HF_HUB_OFFLINE is set; leave it out")
-        if not (args.hub_token or get_token()):
-            raise ConfigError("--push_to_hub needs a Hugging Face token: `hf auth login`, or set HF_TOKEN")
+        check_hub_push(args.hub_model_id or Path(args.output_dir).name, args.hub_token)
     if args.fp16 and args.device.type == "cpu":
         raise ConfigError(
             "mixed_precision=fp16 (--fp16) needs a GPU, and this run trains on the CPU; leave it out "
