@@ -56,6 +56,7 @@ import time
 from pathlib import Path
 
 FRACTION_TAG = "f{:g}"
+ARCHIVE = "docs/results/runs/translation"
 
 
 def _run_dir(out: Path, fraction: float, arm: str, seed: int) -> Path:
@@ -69,6 +70,59 @@ def _feature_dim(preset: str) -> int:
     from syntaxformer.modeling.seq2seq import PRESETS
 
     return max(1, round(20 * PRESETS[preset]["d_model"] / 512))
+
+
+class DevBleuCurve:
+    """A ``TrainerCallback``: after each validation (every 50 updates) the model translates the validation set
+    greedily and the corpus BLEU against the validation references as the model sees them (the target pieces,
+    at most 64, detokenised) is appended to :attr:`curve` as ``{"step", "dev_bleu"}``. It reads the evaluation
+    batches the trainer made and restores torch's random state, so the training itself is unchanged.
+
+    Args:
+        run_dir: the run folder (``target_tokenizer/`` is written there before training; ``dev_bleu.json`` goes
+            there after each point).
+    """
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        path = run_dir / "dev_bleu.json"  # a resumed run keeps the points before its checkpoint
+        self.curve: list[dict] = json.loads(path.read_text()) if path.is_file() else []
+
+    def __getattr__(self, name: str):  # the other TrainerCallback events: nothing to do
+        if name.startswith("on_"):
+            return lambda *a, **k: None
+        raise AttributeError(name)
+
+    def on_evaluate(self, args, state, control, model=None, eval_dataloader=None, **kwargs) -> None:
+        import torch
+
+        from syntaxformer.data.bpe import load_tokenizers
+        from syntaxformer.data.translation_pairs import decode_translations
+        from syntaxformer.modeling.seq2seq import default_max_new_tokens
+        from syntaxformer.tasks.metrics import corpus_bleu
+        from syntaxformer.utils import write_json
+
+        if model is None or eval_dataloader is None:
+            return
+        target = load_tokenizers(self.run_dir)[1]
+        rng, was_training = torch.get_rng_state(), model.training
+        model.eval()
+        hyps: list[str] = []
+        refs: list[str] = []
+        with torch.no_grad():
+            for batch in eval_dataloader:
+                labels = batch.pop("labels")
+                batch.pop("decoder_input_ids", None)
+                out = model.generate(
+                    **batch, num_beams=1, max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1])
+                )
+                hyps += decode_translations(out.cpu().numpy(), target)
+                refs += decode_translations(labels.cpu().numpy(), target)
+        model.train(was_training)
+        torch.set_rng_state(rng)
+        self.curve = [c for c in self.curve if c["step"] < state.global_step]
+        self.curve.append({"step": state.global_step, "dev_bleu": round(corpus_bleu(hyps, refs)["bleu"], 2)})
+        write_json(self.run_dir / "dev_bleu.json", self.curve, indent=1)
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -122,7 +176,7 @@ def _run(args: argparse.Namespace) -> None:
                     resume=True,
                 )  # an interrupted run continues from its last checkpoint
                 t0 = time.time()
-                m = train(config)
+                m = train(config, callbacks=[DevBleuCurve(run)])
                 if not args.keep_checkpoints:
                     for folder in run.glob("checkpoint-*"):
                         shutil.rmtree(folder)
@@ -139,6 +193,32 @@ def _run(args: argparse.Namespace) -> None:
                     ),
                     flush=True,
                 )
+
+
+#: What the archive keeps of a finished run: enough to recompute every BLEU and read the dev curve.
+ARCHIVED_FILES = ("metrics.json", "dev_bleu.json", "hyp.*.txt")
+
+
+def _archive(args: argparse.Namespace) -> None:
+    """Copy each finished run's :data:`ARCHIVED_FILES` from ``--out`` into ``--to`` (same layout); a run already
+    archived is left as it is unless its files differ, which is an error (an archive is never overwritten)."""
+    out, to = Path(args.out), Path(args.to)
+    for mf in sorted(out.glob("f*/*/seed*/metrics.json")):
+        run = mf.parent
+        dest = to / run.relative_to(out)
+        files = [f for pattern in ARCHIVED_FILES for f in sorted(run.glob(pattern))]
+        if dest.is_dir():
+            differ = [f.name for f in files if not (dest / f.name).is_file() or (dest / f.name).read_bytes() != f.read_bytes()]
+            if differ:
+                raise SystemExit(f"{dest} is archived already and differs from {run} in {differ}; not overwritten")
+            continue
+        tmp = dest.with_name(dest.name + ".part")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for f in files:
+            shutil.copyfile(f, tmp / f.name)
+        tmp.rename(dest)
+        print(f"archived {dest}", flush=True)
 
 
 def _summarize(args: argparse.Namespace) -> dict:
@@ -232,7 +312,7 @@ def _markdown(summary: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["run", "summarize"])
+    parser.add_argument("action", choices=["run", "archive", "summarize"])
     parser.add_argument("--fractions", default="0.1,0.25,0.5,1.0")
     parser.add_argument("--arms", default="baseline,syntax,sgnet,both")
     parser.add_argument("--seeds", default="1")
@@ -242,12 +322,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-newstest", action="store_true", help="skip newstest2013 for the 100%% models")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep the checkpoint-* folders after a run")
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--out", default="runs/translation")
+    parser.add_argument("--out", default="runs/translation", help="the runs (run, archive)")
+    parser.add_argument("--to", default=ARCHIVE, help="the archive (archive: where to; summarize: what to read)")
     parser.add_argument("--json", default="docs/results/translation.json", help="where the summary JSON goes")
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args(argv)
     if args.action == "run":
         _run(args)
+        return 0
+    if args.action == "archive":
+        _archive(args)
         return 0
     summary = _summarize(args)
     if args.json:
