@@ -208,7 +208,9 @@ def _archive(args: argparse.Namespace) -> None:
         dest = to / run.relative_to(out)
         files = [f for pattern in ARCHIVED_FILES for f in sorted(run.glob(pattern))]
         if dest.is_dir():
-            differ = [f.name for f in files if not (dest / f.name).is_file() or (dest / f.name).read_bytes() != f.read_bytes()]
+            differ = [
+                f.name for f in files if not (dest / f.name).is_file() or (dest / f.name).read_bytes() != f.read_bytes()
+            ]
             if differ:
                 raise SystemExit(f"{dest} is archived already and differs from {run} in {differ}; not overwritten")
             continue
