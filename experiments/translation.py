@@ -223,91 +223,183 @@ def _archive(args: argparse.Namespace) -> None:
         print(f"archived {dest}", flush=True)
 
 
-def _summarize(args: argparse.Namespace) -> dict:
-    from syntaxformer.analysis.significance import paired_bleu_test
+def references(run_metrics: dict, name: str) -> list[str]:
+    """The references of eval set ``name`` of a run (its recorded files; where they are not on this machine, the file
+    of the same name in the shared data folder)."""
     from syntaxformer.data.readers.parallel import read_corpus
+    from syntaxformer.defaults import shared_data_dir
 
-    root = Path(args.out)
+    files = [Path(f) for f in run_metrics["task_options"]["eval_sets"][name]]
+    if not files[1].is_file():
+        data = shared_data_dir()
+        found = [next(iter(sorted(data.rglob(f.name))), None) if data else None for f in files]
+        if None in found:
+            raise SystemExit(f"the references of {name!r} ({files[1]}) are not on this machine")
+        files = [Path(f) for f in found if f is not None]
+    targets = read_corpus(str(files[0]), str(files[1])).targets
+    assert targets is not None
+    return targets
+
+
+def read_archive(root: Path) -> dict:
+    """fraction -> arm -> seed -> {"dir", "metrics", "hyps": {set: lines}, "curve"} of every archived run."""
     runs: dict = {}
     for mf in sorted(root.glob("f*/*/seed*/metrics.json")):
-        m = json.loads(mf.read_text())
-        runs.setdefault(m["fraction"], {}).setdefault(m["arm"], {})[m["seed"]] = (mf.parent, m)
-    refs_cache: dict = {}
+        m = json.loads(mf.read_text(encoding="utf-8"))
+        hyps = {
+            f.name[len("hyp.") : -len(".txt")]: f.read_text(encoding="utf-8").split("\n")[:-1]
+            for f in sorted(mf.parent.glob("hyp.*.txt"))
+        }
+        curve_file = mf.parent / "dev_bleu.json"
+        curve = json.loads(curve_file.read_text()) if curve_file.is_file() else []
+        runs.setdefault(m["fraction"], {}).setdefault(m["arm"], {})[m["seed"]] = {
+            "dir": mf.parent,
+            "metrics": m,
+            "hyps": hyps,
+            "curve": curve,
+        }
+    return runs
 
-    def refs(run_dir: Path, name: str) -> list[str]:
-        files = json.loads((run_dir / "translation.json").read_text())["eval_sets"][name]
-        if files[1] not in refs_cache:
-            refs_cache[files[1]] = read_corpus(files[0], files[1]).targets
-        return refs_cache[files[1]]
 
-    summary: dict = {
-        "out": str(root),
-        "date": time.strftime("%Y-%m-%d"),
-        "signature": None,
-        "resamples": args.resamples,
-        "fractions": {},
-    }
+def _summarize(args: argparse.Namespace) -> dict:
+    """Every BLEU recomputed from the archived hypotheses; per pair of arms the tests over seeds (Holm across all
+    of them); per run against the baseline of its seed, sacreBLEU's paired bootstrap (about those trained models)."""
+    from syntaxformer.analysis.minimal_pairs import holm
+    from syntaxformer.tasks.metrics import corpus_bleu
+    from syntaxformer.tasks.significance import paired_bleu_test, seed_comparison
+
+    root = Path(args.to)
+    runs = read_archive(root)
+    refs: dict = {}
+    summary: dict = {"archive": str(root), "signature": None, "resamples": args.resamples, "fractions": {}}
+    tests = []  # (fraction, set, arm_a, arm_b, result): the family Holm adjusts
     for fraction in sorted(runs):
+        exact: dict = {}
         arms = runs[fraction]
-        rows = {}
-        for arm, by_seed in arms.items():
-            for seed, (run_dir, m) in sorted(by_seed.items()):
-                t = m.get("train", {})  # runs of the one runner keep the training facts under "train"
+        out: dict = {"arms": {}, "comparisons": []}
+        for arm in sorted(arms, key=_arm_order):
+            rows = []
+            for seed, run in sorted(arms[arm].items()):
+                m = run["metrics"]
                 row = {
                     "seed": seed,
                     "parameters": m["parameters"],
-                    "train_seconds": t.get("runtime_s", m.get("train_seconds")),
-                    "epochs": round(t.get("epochs", m.get("epochs")), 2),
-                    "best_step": t.get("best_step", m.get("best_step")),
-                    "best_valid_loss": round(t.get("best_metric", m.get("best_valid_loss")), 4),
+                    "train_seconds": m["train"]["runtime_s"],
+                    "epochs": round(m["train"]["epochs"], 2),
+                    "best_step": m["train"]["best_step"],
                     "train_pairs": m["sizes"]["train"],
-                    "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
-                    "decode_seconds": {k: v["seconds"] for k, v in m["eval"].items()},
+                    "bleu": {},
+                    "dev_bleu_curve": run["curve"],
                 }
-                summary["signature"] = summary["signature"] or next((v["signature"] for v in m["eval"].values()), None)
+                for name, hyps in run["hyps"].items():
+                    if name not in refs:
+                        refs[name] = references(m, name)
+                    score = corpus_bleu(hyps, refs[name])
+                    summary["signature"] = summary["signature"] or score["signature"]
+                    row["bleu"][name] = round(score["bleu"], 2)
+                    exact[arm, seed, name] = score["bleu"]  # the tests use the unrounded scores
+                    if abs(score["bleu"] - m["eval"][name]["bleu"]) > 1e-6:
+                        raise SystemExit(
+                            f"{run['dir']}: BLEU {score['bleu']} from hyp.{name}.txt, recorded {m['eval'][name]['bleu']}"
+                        )
                 base = arms.get("baseline", {}).get(seed)
                 if base is not None and arm != "baseline":
-                    row["vs_baseline"] = {}
-                    for name in m["eval"]:
-                        if name not in base[1]["eval"]:
-                            continue
-                        hyp_a = (base[0] / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
-                        hyp_b = (run_dir / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
-                        t = paired_bleu_test(hyp_a, hyp_b, refs(run_dir, name), n_resamples=args.resamples)
-                        row["vs_baseline"][name] = {
-                            "delta": round(t.difference, 2),
-                            "p": t.p_value,
-                            "ci95": [round(x, 2) for x in t.details["ci95"]],
-                        }
-                rows.setdefault(arm, []).append(row)
-        summary["fractions"][str(fraction)] = rows
+                    row["vs_baseline_fixed_models"] = {}
+                    for name, hyps in run["hyps"].items():
+                        if name in base["hyps"]:
+                            t = paired_bleu_test(base["hyps"][name], hyps, refs[name], n_resamples=args.resamples)
+                            row["vs_baseline_fixed_models"][name] = {
+                                "delta": round(t.difference, 2),
+                                "p_two_sided": t.p_value,
+                                "ci95": [round(x, 2) for x in t.details["ci95"]],
+                            }
+                rows.append(row)
+            out["arms"][arm] = rows
+        names = sorted({n for arm in arms.values() for r in arm.values() for n in r["hyps"]})
+        ordered = sorted(arms, key=_arm_order)
+        for k, arm_b in enumerate(ordered):
+            for arm_a in ordered[:k]:
+                seeds = sorted(set(arms[arm_a]) & set(arms[arm_b]))
+                for name in names:
+                    have = [s for s in seeds if name in arms[arm_a][s]["hyps"] and name in arms[arm_b][s]["hyps"]]
+                    if len(have) < 2:
+                        continue
+                    score = {arm: [exact[arm, seed, name] for seed in have] for arm in (arm_a, arm_b)}
+                    r = seed_comparison(score[arm_a], score[arm_b])
+                    entry = {**r, "set": name, "a": arm_a, "b": arm_b, "seeds": have}
+                    out["comparisons"].append(entry)
+                    tests.append(entry)
+        summary["fractions"][f"{fraction:g}"] = out
+    for entry, adjusted in zip(tests, holm([t["t_p"] for t in tests])):
+        entry["holm"] = adjusted
+    summary["holm_family"] = len(tests)
     return summary
 
 
+ARM_ORDER = ("baseline", "syntax", "shuffled_tags", "random_tags")
+
+
+def _arm_order(arm: str) -> tuple[int, str]:
+    return (ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)
+
+
 def _markdown(summary: dict) -> str:
-    lines = [
-        f"sacreBLEU signature: `{summary['signature']}`",
-        "",
-        "| fraction | arm | seed | params | train s | best step | test2016 BLEU | Δ vs baseline | p (bootstrap) "
-        "| newstest2013 BLEU | Δ | p |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    """The tables of docs/results.md's translation study: BLEU per run, the tests over seeds, the paired tests of
+    fixed models, the dev-BLEU curves."""
 
     def pv(p: float) -> str:
-        return f"<{1 / summary.get('resamples', 1000):g}" if p <= 0 else f"{p:.3f}"
+        return "<0.001" if p < 0.001 else f"{p:.3f}"
 
-    for fraction, arms in summary["fractions"].items():
-        for arm, rows in arms.items():
+    lines = [f"sacreBLEU signature: `{summary['signature']}`"]
+    for fraction, f in summary["fractions"].items():
+        sets = sorted({n for rows in f["arms"].values() for r in rows for n in r["bleu"]})
+        lines += ["", f"Fraction {fraction} — BLEU per run, recomputed from the archived hypotheses:", ""]
+        lines += ["| arm | seed | params | train s | best step | " + " | ".join(f"{n} BLEU" for n in sets) + " |"]
+        lines += ["|---" * (5 + len(sets)) + "|"]
+        for arm, rows in f["arms"].items():
             for r in rows:
-                vs = r.get("vs_baseline", {})
-                t, n = vs.get("test2016", {}), vs.get("newstest2013", {})
+                cells = [f"{r['bleu'][n]:.2f}" if n in r["bleu"] else "–" for n in sets]
                 lines.append(
-                    f"| {float(fraction):g} | {arm} | {r['seed']} | {r['parameters'] / 1e6:.2f}M | "
-                    f"{r['train_seconds']:.0f} | "
-                    f"{r['best_step']} | {r['bleu'].get('test2016', float('nan')):.2f} | "
-                    + (f"{t['delta']:+.2f} | {pv(t['p'])} | " if t else " | | ")
-                    + (f"{r['bleu']['newstest2013']:.2f} | " if "newstest2013" in r["bleu"] else " | ")
-                    + (f"{n['delta']:+.2f} | {pv(n['p'])} |" if n else " | |")
+                    f"| {arm} | {r['seed']} | {r['parameters'] / 1e6:.2f}M | {r['train_seconds']:.0f} | "
+                    f"{r['best_step']} | " + " | ".join(cells) + " |"
+                )
+        lines += ["", "Tests over seeds (B − A; 95% t-interval; paired t-test; exact sign flip; Holm over all):", ""]
+        if f["comparisons"]:
+            lines += ["| set | B − A | seeds | Δ BLEU [95% t-interval] | t p | sign-flip p | Holm p |"]
+            lines += ["|---|---|---|---|---|---|---|"]
+            for c in f["comparisons"]:
+                lo, hi = c["ci95"]
+                lines.append(
+                    f"| {c['set']} | {c['b']} − {c['a']} | {','.join(map(str, c['seeds']))} | "
+                    f"{c['difference']:+.2f} [{lo:+.2f}, {hi:+.2f}] | {pv(c['t_p'])} | {pv(c['sign_flip_p'])} | "
+                    f"{pv(c['holm'])} |"
+                )
+        else:
+            lines.append("none yet: no pair of arms shares two seeds.")
+        lines += [
+            "",
+            "Against the baseline of the same seed, for these trained models only (sacreBLEU's paired bootstrap, "
+            f"{summary['resamples']:,} resamples, two-sided; it resamples test sentences, not training):",
+            "",
+            "| arm | seed | set | Δ BLEU [95% CI] | p (two-sided) |",
+            "|---|---|---|---|---|",
+        ]
+        for arm, rows in f["arms"].items():
+            for r in rows:
+                for name, t in r.get("vs_baseline_fixed_models", {}).items():
+                    lo, hi = t["ci95"]
+                    lines.append(
+                        f"| {arm} | {r['seed']} | {name} | {t['delta']:+.2f} [{lo:+.2f}, {hi:+.2f}] | "
+                        f"{pv(t['p_two_sided'])} |"
+                    )
+        steps = sorted({c["step"] for rows in f["arms"].values() for r in rows for c in r["dev_bleu_curve"]})
+        lines += ["", "Dev BLEU (greedy, Multi30k val) after each validation:", ""]
+        lines += ["| arm | seed | " + " | ".join(str(s) for s in steps) + " |", "|---" * (2 + len(steps)) + "|"]
+        for arm, rows in f["arms"].items():
+            for r in rows:
+                at = {c["step"]: c["dev_bleu"] for c in r["dev_bleu_curve"]}
+                lines.append(
+                    f"| {arm} | {r['seed']} | " + " | ".join(f"{at[s]:.2f}" if s in at else "–" for s in steps) + " |"
                 )
     return "\n".join(lines)
 
@@ -326,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--out", default="runs/translation", help="the runs (run, archive)")
     parser.add_argument("--to", default=ARCHIVE, help="the archive (archive: where to; summarize: what to read)")
-    parser.add_argument("--json", default="docs/results/translation.json", help="where the summary JSON goes")
+    parser.add_argument(
+        "--json", default="docs/results/translation_study.json", help="where the summary JSON goes ('' = nowhere)"
+    )
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args(argv)
     if args.action == "run":
