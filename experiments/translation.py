@@ -381,9 +381,11 @@ def _markdown(summary: dict) -> str:
             "Against the baseline of the same seed, for these trained models only (sacreBLEU's paired bootstrap, "
             f"{summary['resamples']:,} resamples, two-sided; it resamples test sentences, not training):",
             "",
-            "| arm | seed | set | Δ BLEU [95% CI] | p (two-sided) |",
-            "|---|---|---|---|---|",
         ]
+        if any(r.get("vs_baseline_fixed_models") for rows in f["arms"].values() for r in rows):
+            lines += ["| arm | seed | set | Δ BLEU [95% CI] | p (two-sided) |", "|---|---|---|---|---|"]
+        else:
+            lines.append("none yet: no arm has a run of the same seed as a baseline run.")
         for arm, rows in f["arms"].items():
             for r in rows:
                 for name, t in r.get("vs_baseline_fixed_models", {}).items():
