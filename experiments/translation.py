@@ -8,8 +8,20 @@ of the updates and confound "little data" with "little training"). Small fractio
 epochs; the checkpoint kept is the best by validation loss (Multi30k val, every 50 steps), which guards against
 over-fitting. Test set: Multi30k test2016 (1,000 pairs; beam 5; sacreBLEU, signature printed); the 100% models
 also translate WMT newstest2013 (3,000 segments, from the ``.sgm`` release; far out of domain for a 29k-sentence
-image-caption corpus, so expect low scores). Significance: sacreBLEU's paired bootstrap on corpus BLEU (1,000 resamples,
-two-sided p; ``syntaxformer.analysis.significance.paired_bleu_test``).
+image-caption corpus, so expect low scores). After every validation the model also translates the validation set
+greedily (:class:`DevBleuCurve`, ``dev_bleu.json``: the dev-BLEU curve, to check that training went on until dev
+BLEU stopped rising; the training itself is unchanged by it).
+
+Arms (``syntaxformer.tasks.translation.ARMS``): ``baseline``, ``syntax`` (UPOS, case, subword position), ``sgnet``,
+``both``, controls ``vanilla_layer``, ``syntax_xpos`` and the tag controls of ``syntax``: ``shuffled_tags`` (each
+sentence's UPOS tags permuted among its words) and ``random_tags`` (tags drawn uniformly from the UPOS tags).
+
+``archive`` copies each finished run's hypotheses, ``metrics.json`` and curve into ``docs/results/runs/translation/``
+(never overwriting); ``summarize`` reads that archive, recomputes every BLEU from the hypotheses and gives per pair
+of arms the tests over seeds (95% t-interval, paired t-test, exact sign-flip test; Holm across all pairs) and per
+run against the baseline of its seed sacreBLEU's paired bootstrap (1,000 resamples, two-sided;
+``syntaxformer.tasks.significance.paired_bleu_test``), which resamples test sentences and so speaks about those
+trained models only.
 
 Model and budget (preset ``cpu``), the same for every run:
     Marian-style post-LN Transformer from random init (``transformers.MarianMTModel``), d_model 128, 3 + 3 layers,
@@ -38,8 +50,10 @@ one, OpenMP threads waiting on each other):
 
 Usage (from the repository root, in the project environment)::
 
-    python experiments/translation.py run --fractions 0.1,0.25,0.5,1.0 --arms baseline,syntax,sgnet,both --seeds 1
-    python experiments/translation.py summarize --json docs/results/translation.json
+    bash experiments/translation_sweep.sh     # the study: 4 arms, 10% x seeds 1-5, 100% x seeds 1-3, each archived
+    python experiments/translation.py run --fractions 0.1 --arms baseline,syntax,shuffled_tags,random_tags --seeds 1
+    python experiments/translation.py archive                  # runs/translation -> docs/results/runs/translation
+    python experiments/translation.py summarize                # tables + docs/results/translation_study.json
     # controls: the extra layer without the SDOI mask (capacity, no syntax); fine PTB tags instead of UPOS
     python experiments/translation.py run --fractions 0.1,1.0 --arms vanilla_layer,syntax_xpos
     # quick check of the whole pipeline (a few minutes):

@@ -293,3 +293,15 @@ def test_compact_records_round_trip_and_are_read_from_an_archived_run(tmp_path):
     compact["correct"] = compact["correct"][:-1]
     with pytest.raises(DataError, match="results for n"):
         expand_compact_records(compact)
+
+
+def test_suite_comparison_text_names_the_seed_level_tests_or_the_fixed_models():
+    from syntaxformer.commands.significance import format_suite_comparison
+
+    rng = np.random.default_rng(3)
+    runs_a = [_records(rng.random(200) < 0.6) for _ in range(3)]
+    runs_b = [_records(rng.random(200) < 0.7) for _ in range(3)]
+    seeds = format_suite_comparison({"suite": "blimp", **compare_minimal_pairs(runs_a, runs_b, resamples=200)})
+    assert "t-interval, paired t-test and exact sign-flip test over seeds" in seeds and "sign-flip p 0.2500" in seeds
+    one = format_suite_comparison({"suite": "blimp", **compare_minimal_pairs(runs_a[:1], runs_b[:1], resamples=200)})
+    assert "for these trained models only" in one and "McNemar p" in one
