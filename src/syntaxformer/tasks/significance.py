@@ -297,7 +297,7 @@ def seed_comparison(scores_a: Sequence[float], scores_b: Sequence[float], confid
         InputError: fewer than two matched seeds.
     """
     a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
-    t = paired_t_test(a, b)
+    t = paired_t_test(a.tolist(), b.tolist())
     d = b - a
     return {
         "seeds": len(d),
