@@ -5,9 +5,11 @@ Usage (from the repository root)::
     python experiments/blimp_tables.py [--archive docs/results/runs/cola_blimp] [--level field] [--resamples 10000]
 
 Prints (1) CoLA dev MCC and BLiMP accuracy per field for every system, mean over the seeds archived so far (the
-seeds are listed per row), and (2) the paired comparisons of the questions per field: two-level bootstrap
-over seeds and pairs, Holm's correction across the table's whole family (every comparison x field), the t-test over
-seeds where two or more seeds are paired. Only seeds that both systems of a comparison have are paired.
+seeds are listed per row), and (2) the paired comparisons of the questions per field. Only seeds that both systems
+of a comparison have are paired. With two or more: the 95% t-interval of the mean per-seed difference, the paired
+t-test and the exact sign-flip test over seeds (``compare_minimal_pairs``, seed level); with one: the bootstrap over
+pairs, which speaks about those two trained models only (marked "these models"). Holm's correction runs across the
+table's whole family (every comparison x field) on the t-test p (one seed: the bootstrap p).
 """
 
 from __future__ import annotations
@@ -87,14 +89,25 @@ def comparison_table(runs: dict, level: str, resamples: int) -> tuple[str, dict]
             if e is None:
                 cells.append("–")
                 continue
-            lo, hi = e["bootstrap"]["ci95"]
-            text = (
-                f"{e['difference']:+.4f} [{lo:+.3f}, {hi:+.3f}] (p {e['bootstrap']['p_value']:.4f}, "
-                f"Holm {adjusted[name, g]:.4f}" + (f", t {e['t_test']['p_value']:.3f}" if "t_test" in e else "") + ")"
-            )
-            cells.append(f"**{text}**" if adjusted[name, g] < 0.05 else text)
+            cells.append(_cell(e, adjusted[name, g], 4))
         lines.append(f"| {name} | {_seeds(seeds)} | " + " | ".join(cells) + " |")
     return "\n".join(lines), {"adjusted": {f"{n} / {g}": p for (n, g), p in adjusted.items()}}
+
+
+def _cell(e: dict, adjusted: float, digits: int) -> str:
+    """Δ [95% interval] (tests; Holm), bold where Holm p < 0.05 on a test over seeds."""
+    if "seed_level" in e:
+        lo, hi = e["seed_level"]["ci95"]
+        tests = f"t {e['seed_level']['t_p']:.3f}, sign flip {e['seed_level']['sign_flip_p']:.3f}"
+    else:
+        lo, hi = e["bootstrap"]["ci95"]
+        tests = f"these models: bootstrap {e['bootstrap']['p_value']:.4f}"
+    text = f"{e['difference']:+.4f} [{lo:+.3f}, {hi:+.3f}] ({tests}, Holm {adjusted:.{digits}f})"
+    return f"**{text}**" if adjusted < 0.05 and "seed_level" in e else text
+
+
+def _p(e: dict) -> float:
+    return e["t_test"]["p_value"] if "t_test" in e else e["bootstrap"]["p_value"]
 
 
 def _comparisons(runs: dict, level: str, resamples: int) -> tuple[dict, dict]:
@@ -116,13 +129,13 @@ def _comparisons(runs: dict, level: str, resamples: int) -> tuple[dict, dict]:
                 ),
             )
     keys = [(n, g) for n, (_, r) in results.items() for g in r["groups"]]
-    return results, dict(zip(keys, holm([results[n][1]["groups"][g]["bootstrap"]["p_value"] for n, g in keys])))
+    return results, dict(zip(keys, holm([_p(results[n][1]["groups"][g]) for n, g in keys])))
 
 
 def phenomenon_tables(runs: dict, resamples: int) -> str:
     """The per-phenomenon view, transposed (a row per phenomenon, in field order): (1) accuracy of every system,
-    mean over its seeds; (2) each comparison's difference with its 95% interval and Holm p (the two-level bootstrap
-    over seeds and pairs; Holm over every comparison x phenomenon)."""
+    mean over its seeds; (2) each comparison's difference with its 95% interval, its tests and Holm p (as the field
+    table; Holm over every comparison x phenomenon)."""
     from syntaxformer.analysis.minimal_pairs import minimal_pair_report
 
     fields_of: dict[str, set[str]] = {}  # a phenomenon may span fields (npi_licensing: semantics and syntax_semantics)
@@ -152,9 +165,7 @@ def phenomenon_tables(runs: dict, resamples: int) -> str:
             if e is None:
                 cells.append("–")
                 continue
-            lo, hi = e["bootstrap"]["ci95"]
-            text = f"{e['difference']:+.4f} [{lo:+.3f}, {hi:+.3f}] Holm {adjusted[name, ph]:.3f}"
-            cells.append(f"**{text}**" if adjusted[name, ph] < 0.05 else text)
+            cells.append(_cell(e, adjusted[name, ph], 3))
         lines.append(f"| {ph} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

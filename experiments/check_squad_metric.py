@@ -30,12 +30,17 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import random
 import subprocess
 import sys
 import tempfile
 import types
 from pathlib import Path
+
+os.environ.setdefault(
+    "SYNTAXFORMER_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
+)  # the library reads data only where told
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "squad2_handmade_predictions.json"

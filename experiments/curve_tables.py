@@ -29,8 +29,10 @@ plain encoder and the system on gold, parsed and random trees, then gold − par
 and system on gold trees − plain encoder.
 
 Statistics per comparison (A − B): only the seeds both systems have are paired. Δ is the mean over those seeds of
-score(A) − score(B). With 2 or more shared seeds: the 95% t-interval of the per-seed differences and the two-sided
-paired t-test over seeds (``syntaxformer.analysis.significance``). With 1 shared seed: the two-sided paired bootstrap
+score(A) − score(B). With 2 or more shared seeds: the 95% t-interval of the per-seed differences, the two-sided
+paired t-test over seeds and the exact two-sided sign-flip test over seeds (``syntaxformer.tasks.significance.
+seed_comparison``; with k seeds the sign-flip p is at least 2 / 2**k: 0.0625 for 5 seeds, so it alone cannot reach
+0.05). With 1 shared seed: the two-sided paired bootstrap
 over dev examples from the runs' dev_predictions.json (``--resamples``, resampling seed 0) and its 95% percentile
 interval, labelled "bootstrap"; it holds the two trained models fixed, so it says nothing about training again.
 Holm's adjustment runs over every test of a table (its family; a bootstrap p of 0 counts as 1/resamples). Bold: Holm
@@ -195,22 +197,28 @@ def _metric_fn(task: str) -> Callable[[np.ndarray, np.ndarray], float]:
 def compare(a: Runs, b: Runs, task: str, resamples: int = RESAMPLES) -> dict | None:
     """A − B over the seeds both have, or None where they share none.
 
-    Returns ``{"seeds", "difference", "ci95", "test", "p"}``; ``test`` is ``"t"`` (paired t-test over 2 or more
-    seeds, ``ci95`` the t-interval of the per-seed differences) or ``"bootstrap"`` (one seed: the two-sided paired
+    Returns ``{"seeds", "difference", "ci95", "test", "p"}`` (and ``"sign_flip_p"`` with 2 or more seeds); ``test``
+    is ``"t"`` (paired t-test over 2 or more seeds, ``ci95`` the t-interval of the per-seed differences) or ``"bootstrap"`` (one seed: the two-sided paired
     bootstrap over dev examples, ``ci95`` its percentile interval).
 
     Raises:
         SystemExit: a one-seed pair whose runs were evaluated on different dev examples.
     """
-    from syntaxformer.analysis.significance import paired_bootstrap, paired_t_test, seed_ci
+    from syntaxformer.tasks.significance import paired_bootstrap, seed_comparison
 
     seeds = sorted(set(a) & set(b))
     if not seeds:
         return None
     if len(seeds) > 1:
-        d = np.array([a[s]["score"] - b[s]["score"] for s in seeds])
-        t = paired_t_test([b[s]["score"] for s in seeds], [a[s]["score"] for s in seeds])
-        return {"seeds": seeds, "difference": float(d.mean()), "ci95": list(seed_ci(d)), "test": "t", "p": t.p_value}
+        r = seed_comparison([b[s]["score"] for s in seeds], [a[s]["score"] for s in seeds])
+        return {
+            "seeds": seeds,
+            "difference": r["difference"],
+            "ci95": r["ci95"],
+            "test": "t",
+            "p": r["t_p"],
+            "sign_flip_p": r["sign_flip_p"],
+        }
     ra, rb = a[seeds[0]], b[seeds[0]]
     if (ra["ids"] is not None and rb["ids"] is not None and ra["ids"] != rb["ids"]) or ra["labels"] != rb["labels"]:
         raise SystemExit(f"{ra['folder']} and {rb['folder']} were evaluated on different dev examples")
@@ -267,30 +275,35 @@ def mean_cell(runs: Runs | None, mark_cpu: bool = False) -> str:
 
 
 def comparison_cell(result: dict | None, adjusted: float | None) -> str:
-    """Δ [95% CI] (seeds; test p; Holm p), bold where a t-test over seeds survives Holm; "–" without a result."""
+    """Δ [95% CI] (seeds; test p; sign-flip p; Holm p), bold where a t-test over seeds survives Holm; "–" without a
+    result."""
     if result is None:
         return "–"
     lo, hi = result["ci95"]
     test = "t" if result["test"] == "t" else "bootstrap"
+    flip = f"; sign flip {p_text(result['sign_flip_p'])}" if "sign_flip_p" in result else ""
     text = (
         f"{result['difference']:+.4f} [{lo:+.4f}, {hi:+.4f}] ({seeds_text(result['seeds'])}; {test} "
-        f"{p_text(result['p'])}; Holm {p_text(adjusted)})"
+        f"{p_text(result['p'])}{flip}; Holm {p_text(adjusted)})"
     )
     return f"**{text}**" if result["test"] == "t" and adjusted < 0.05 else text
 
 
 def _statistics_caption(n_tests: int, resamples: int) -> str:
     return (
-        "Comparisons A − B over the seeds both have: Δ [95% interval] (seeds; test p; Holm p). With 2 or more shared "
-        "seeds the interval is the t-interval of the per-seed differences and the test the two-sided paired t-test "
-        'over seeds; with 1 shared seed (marked "bootstrap") both come from the two-sided paired bootstrap over dev '
-        f"examples ({resamples:,} resamples), which holds the trained models fixed. "
+        "Comparisons A − B over the seeds both have: Δ [95% interval] (seeds; test p; sign-flip p; Holm p). With 2 "
+        "or more shared seeds the interval is the t-interval of the per-seed differences, the test the two-sided "
+        "paired t-test over seeds, and the sign-flip p that of the exact two-sided sign-flip test over the same seeds "
+        "(no normality assumed; its smallest possible p with k seeds is 2/2^k, 0.0625 for 5 seeds); with 1 shared "
+        'seed (marked "bootstrap") the interval and p come from the two-sided paired bootstrap over dev examples '
+        f"({resamples:,} resamples), which holds the trained models fixed: it speaks about these trained models, not "
+        "about the systems. "
         + (
             f"Holm's adjustment over the table's {n_tests} test{'s' if n_tests != 1 else ''}"
             if n_tests
             else "No test yet"
         )
-        + "; bold: Holm p < 0.05 on a t-test over seeds. "
+        + " (on the t-test p); bold: Holm p < 0.05 on a t-test over seeds. "
         "Planned seeds " + PLANNED_SEEDS + '; a cell shows the seeds archived so far, "–" where none is.'
     )
 

@@ -35,6 +35,8 @@ where exactly one system is exactly right, longest questions first, half won by 
 from before the tuning / test split have no ``part`` in ``per_question.json``: all their questions count.)
 Threshold-free views of the same questions are added because a small model's tuned threshold can collapse to
 "answer nobody" (every system then scores the unanswerable share): span EM / F1 of the best non-null span of each
+
+os.environ.setdefault("SYNTAXFORMER_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))  # the library reads data only where told
 answerable question (as if always answering; McNemar on span EM, bootstrap on span F1) and the AUROC of the
 no-answer score (unanswerable vs answerable; 0.5 = chance). When no question differs at the tuned thresholds, the
 Table 9 examples are chosen from the best spans instead (the table says which).

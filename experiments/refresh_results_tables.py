@@ -9,7 +9,8 @@ Each section ``<!-- NAME -->`` … ``<!-- /NAME -->`` of docs/results.md holds e
 
 Sections: ``glue`` (GLUE-MAIN-TABLE, GLUE-TESTS-TABLE: ``glue_tables.py --later-replaces``), ``trees``
 (TREES-TABLE: ``curve_tables.py --table trees``), ``curves`` (CURVES-GPU-TABLES: ``curve_tables.py --table curves
---preset gpu``). The BLiMP tables take minutes (``blimp_tables.py``) and are pasted by hand.
+--preset gpu``), ``translation`` (TRANSLATION-TABLES: ``translation.py summarize`` of the archive in
+docs/results/runs/translation/). The BLiMP tables (``blimp_tables.py``) are pasted by hand.
 
 The GLUE tables join ``docs/results/glue_sweep.json`` (the per-seed scores recorded before the archive existed) with
 the archive's summary, which this script writes first (``sgnet_glue.py summarize`` of docs/results/runs/glue_sweep
@@ -78,7 +79,11 @@ def curves(doc: str) -> str:
     return _put(doc, "CURVES-GPU-TABLES", "\n\n".join(blocks))
 
 
-SECTIONS = {"glue": glue, "trees": trees, "curves": curves}
+def translation(doc: str) -> str:
+    return _put(doc, "TRANSLATION-TABLES", _run("experiments/translation.py", "summarize", "--json", ""))
+
+
+SECTIONS = {"glue": glue, "trees": trees, "curves": curves, "translation": translation}
 
 
 def main() -> None:

@@ -16,6 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
+
+os.environ.setdefault(
+    "SYNTAXFORMER_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
+)  # the library reads data only where told
 
 CONFIGURATIONS = [
     ("syntax_bert", {"gate": "none"}),

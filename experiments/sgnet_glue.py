@@ -24,12 +24,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+os.environ.setdefault(
+    "SYNTAXFORMER_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
+)  # the library reads data only where told
 
 # Per-task budget for 2 CPU cores (training sets subsampled with the run's seed-independent data_seed=0).
 TASK_PRESETS: dict[str, dict] = {

@@ -11,9 +11,15 @@ Usage: ``python experiments/squad_sanity.py`` (about 2 minutes on 2 cores); prin
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import torch
+
+os.environ.setdefault(
+    "SYNTAXFORMER_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
+)  # the library reads data only where told
 
 
 def _data(examples):

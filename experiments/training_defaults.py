@@ -23,6 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+os.environ.setdefault(
+    "SYNTAXFORMER_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
+)  # the library reads data only where told
+
 ROOT = Path(__file__).resolve().parents[1]
 ARCHIVE = ROOT / "docs" / "results" / "training_defaults.json"
 

@@ -8,8 +8,20 @@ of the updates and confound "little data" with "little training"). Small fractio
 epochs; the checkpoint kept is the best by validation loss (Multi30k val, every 50 steps), which guards against
 over-fitting. Test set: Multi30k test2016 (1,000 pairs; beam 5; sacreBLEU, signature printed); the 100% models
 also translate WMT newstest2013 (3,000 segments, from the ``.sgm`` release; far out of domain for a 29k-sentence
-image-caption corpus, so expect low scores). Significance: sacreBLEU's paired bootstrap on corpus BLEU (1,000 resamples,
-two-sided p; ``syntaxformer.analysis.significance.paired_bleu_test``).
+image-caption corpus, so expect low scores). After every validation the model also translates the validation set
+greedily (:class:`DevBleuCurve`, ``dev_bleu.json``: the dev-BLEU curve, to check that training went on until dev
+BLEU stopped rising; the training itself is unchanged by it).
+
+Arms (``syntaxformer.tasks.translation.ARMS``): ``baseline``, ``syntax`` (UPOS, case, subword position), ``sgnet``,
+``both``, controls ``vanilla_layer``, ``syntax_xpos`` and the tag controls of ``syntax``: ``shuffled_tags`` (each
+sentence's UPOS tags permuted among its words) and ``random_tags`` (tags drawn uniformly from the UPOS tags).
+
+``archive`` copies each finished run's hypotheses, ``metrics.json`` and curve into ``docs/results/runs/translation/``
+(never overwriting); ``summarize`` reads that archive, recomputes every BLEU from the hypotheses and gives per pair
+of arms the tests over seeds (95% t-interval, paired t-test, exact sign-flip test; Holm across all pairs) and per
+run against the baseline of its seed sacreBLEU's paired bootstrap (1,000 resamples, two-sided;
+``syntaxformer.tasks.significance.paired_bleu_test``), which resamples test sentences and so speaks about those
+trained models only.
 
 Model and budget (preset ``cpu``), the same for every run:
     Marian-style post-LN Transformer from random init (``transformers.MarianMTModel``), d_model 128, 3 + 3 layers,
@@ -38,8 +50,10 @@ one, OpenMP threads waiting on each other):
 
 Usage (from the repository root, in the project environment)::
 
-    python experiments/translation.py run --fractions 0.1,0.25,0.5,1.0 --arms baseline,syntax,sgnet,both --seeds 1
-    python experiments/translation.py summarize --json docs/results/translation.json
+    bash experiments/translation_sweep.sh     # the study: 4 arms, 10% x seeds 1-5, 100% x seeds 1-3, each archived
+    python experiments/translation.py run --fractions 0.1 --arms baseline,syntax,shuffled_tags,random_tags --seeds 1
+    python experiments/translation.py archive                  # runs/translation -> docs/results/runs/translation
+    python experiments/translation.py summarize                # tables + docs/results/translation_study.json
     # controls: the extra layer without the SDOI mask (capacity, no syntax); fine PTB tags instead of UPOS
     python experiments/translation.py run --fractions 0.1,1.0 --arms vanilla_layer,syntax_xpos
     # quick check of the whole pipeline (a few minutes):
@@ -50,12 +64,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
+os.environ.setdefault(
+    "SYNTAXFORMER_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data")
+)  # the library reads data only where told
+
 FRACTION_TAG = "f{:g}"
+ARCHIVE = "docs/results/runs/translation"
 
 
 def _run_dir(out: Path, fraction: float, arm: str, seed: int) -> Path:
@@ -69,6 +89,59 @@ def _feature_dim(preset: str) -> int:
     from syntaxformer.modeling.seq2seq import PRESETS
 
     return max(1, round(20 * PRESETS[preset]["d_model"] / 512))
+
+
+class DevBleuCurve:
+    """A ``TrainerCallback``: after each validation (every 50 updates) the model translates the validation set
+    greedily and the corpus BLEU against the validation references as the model sees them (the target pieces,
+    at most 64, detokenised) is appended to :attr:`curve` as ``{"step", "dev_bleu"}``. It reads the evaluation
+    batches the trainer made and restores torch's random state, so the training itself is unchanged.
+
+    Args:
+        run_dir: the run folder (``target_tokenizer/`` is written there before training; ``dev_bleu.json`` goes
+            there after each point).
+    """
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        path = run_dir / "dev_bleu.json"  # a resumed run keeps the points before its checkpoint
+        self.curve: list[dict] = json.loads(path.read_text()) if path.is_file() else []
+
+    def __getattr__(self, name: str):  # the other TrainerCallback events: nothing to do
+        if name.startswith("on_"):
+            return lambda *a, **k: None
+        raise AttributeError(name)
+
+    def on_evaluate(self, args, state, control, model=None, eval_dataloader=None, **kwargs) -> None:
+        import torch
+
+        from syntaxformer.data.bpe import load_tokenizers
+        from syntaxformer.data.translation_pairs import decode_translations
+        from syntaxformer.modeling.seq2seq import default_max_new_tokens
+        from syntaxformer.tasks.metrics import corpus_bleu
+        from syntaxformer.utils import write_json
+
+        if model is None or eval_dataloader is None:
+            return
+        target = load_tokenizers(self.run_dir)[1]
+        rng, was_training = torch.get_rng_state(), model.training
+        model.eval()
+        hyps: list[str] = []
+        refs: list[str] = []
+        with torch.no_grad():
+            for batch in eval_dataloader:
+                labels = batch.pop("labels")
+                batch.pop("decoder_input_ids", None)
+                out = model.generate(
+                    **batch, num_beams=1, max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1])
+                )
+                hyps += decode_translations(out.cpu().numpy(), target)
+                refs += decode_translations(labels.cpu().numpy(), target)
+        model.train(was_training)
+        torch.set_rng_state(rng)
+        self.curve = [c for c in self.curve if c["step"] < state.global_step]
+        self.curve.append({"step": state.global_step, "dev_bleu": round(corpus_bleu(hyps, refs)["bleu"], 2)})
+        write_json(self.run_dir / "dev_bleu.json", self.curve, indent=1)
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -122,7 +195,7 @@ def _run(args: argparse.Namespace) -> None:
                     resume=True,
                 )  # an interrupted run continues from its last checkpoint
                 t0 = time.time()
-                m = train(config)
+                m = train(config, callbacks=[DevBleuCurve(run)])
                 if not args.keep_checkpoints:
                     for folder in run.glob("checkpoint-*"):
                         shutil.rmtree(folder)
@@ -141,98 +214,220 @@ def _run(args: argparse.Namespace) -> None:
                 )
 
 
-def _summarize(args: argparse.Namespace) -> dict:
-    from syntaxformer.analysis.significance import paired_bleu_test
-    from syntaxformer.data.readers.parallel import read_corpus
+#: What the archive keeps of a finished run: enough to recompute every BLEU and read the dev curve.
+ARCHIVED_FILES = ("metrics.json", "dev_bleu.json", "hyp.*.txt")
 
-    root = Path(args.out)
+
+def _archive(args: argparse.Namespace) -> None:
+    """Copy each finished run's :data:`ARCHIVED_FILES` from ``--out`` into ``--to`` (same layout); a run already
+    archived is left as it is unless its files differ, which is an error (an archive is never overwritten)."""
+    out, to = Path(args.out), Path(args.to)
+    for mf in sorted(out.glob("f*/*/seed*/metrics.json")):
+        run = mf.parent
+        dest = to / run.relative_to(out)
+        files = [f for pattern in ARCHIVED_FILES for f in sorted(run.glob(pattern))]
+        if dest.is_dir():
+            differ = [
+                f.name for f in files if not (dest / f.name).is_file() or (dest / f.name).read_bytes() != f.read_bytes()
+            ]
+            if differ:
+                raise SystemExit(f"{dest} is archived already and differs from {run} in {differ}; not overwritten")
+            continue
+        tmp = dest.with_name(dest.name + ".part")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for f in files:
+            shutil.copyfile(f, tmp / f.name)
+        tmp.rename(dest)
+        print(f"archived {dest}", flush=True)
+
+
+def references(run_metrics: dict, name: str) -> list[str]:
+    """The references of eval set ``name`` of a run (its recorded files; where they are not on this machine, the file
+    of the same name in the shared data folder)."""
+    from syntaxformer.data.readers.parallel import read_corpus
+    from syntaxformer.defaults import shared_data_dir
+
+    files = [Path(f) for f in run_metrics["task_options"]["eval_sets"][name]]
+    if not files[1].is_file():
+        data = shared_data_dir()
+        found = [next(iter(sorted(data.rglob(f.name))), None) if data else None for f in files]
+        if None in found:
+            raise SystemExit(f"the references of {name!r} ({files[1]}) are not on this machine")
+        files = [Path(f) for f in found if f is not None]
+    targets = read_corpus(str(files[0]), str(files[1])).targets
+    assert targets is not None
+    return targets
+
+
+def read_archive(root: Path) -> dict:
+    """fraction -> arm -> seed -> {"dir", "metrics", "hyps": {set: lines}, "curve"} of every archived run."""
     runs: dict = {}
     for mf in sorted(root.glob("f*/*/seed*/metrics.json")):
-        m = json.loads(mf.read_text())
-        runs.setdefault(m["fraction"], {}).setdefault(m["arm"], {})[m["seed"]] = (mf.parent, m)
-    refs_cache: dict = {}
+        m = json.loads(mf.read_text(encoding="utf-8"))
+        hyps = {
+            f.name[len("hyp.") : -len(".txt")]: f.read_text(encoding="utf-8").split("\n")[:-1]
+            for f in sorted(mf.parent.glob("hyp.*.txt"))
+        }
+        curve_file = mf.parent / "dev_bleu.json"
+        curve = json.loads(curve_file.read_text()) if curve_file.is_file() else []
+        runs.setdefault(m["fraction"], {}).setdefault(m["arm"], {})[m["seed"]] = {
+            "dir": mf.parent,
+            "metrics": m,
+            "hyps": hyps,
+            "curve": curve,
+        }
+    return runs
 
-    def refs(run_dir: Path, name: str) -> list[str]:
-        files = json.loads((run_dir / "translation.json").read_text())["eval_sets"][name]
-        if files[1] not in refs_cache:
-            refs_cache[files[1]] = read_corpus(files[0], files[1]).targets
-        return refs_cache[files[1]]
 
-    summary: dict = {
-        "out": str(root),
-        "date": time.strftime("%Y-%m-%d"),
-        "signature": None,
-        "resamples": args.resamples,
-        "fractions": {},
-    }
+def _summarize(args: argparse.Namespace) -> dict:
+    """Every BLEU recomputed from the archived hypotheses; per pair of arms the tests over seeds (Holm across all
+    of them); per run against the baseline of its seed, sacreBLEU's paired bootstrap (about those trained models)."""
+    from syntaxformer.analysis.minimal_pairs import holm
+    from syntaxformer.tasks.metrics import corpus_bleu
+    from syntaxformer.tasks.significance import paired_bleu_test, seed_comparison
+
+    root = Path(args.to)
+    runs = read_archive(root)
+    refs: dict = {}
+    summary: dict = {"archive": str(root), "signature": None, "resamples": args.resamples, "fractions": {}}
+    tests = []  # (fraction, set, arm_a, arm_b, result): the family Holm adjusts
     for fraction in sorted(runs):
+        exact: dict = {}
         arms = runs[fraction]
-        rows = {}
-        for arm, by_seed in arms.items():
-            for seed, (run_dir, m) in sorted(by_seed.items()):
-                t = m.get("train", {})  # runs of the one runner keep the training facts under "train"
+        out: dict = {"arms": {}, "comparisons": []}
+        for arm in sorted(arms, key=_arm_order):
+            rows = []
+            for seed, run in sorted(arms[arm].items()):
+                m = run["metrics"]
                 row = {
                     "seed": seed,
                     "parameters": m["parameters"],
-                    "train_seconds": t.get("runtime_s", m.get("train_seconds")),
-                    "epochs": round(t.get("epochs", m.get("epochs")), 2),
-                    "best_step": t.get("best_step", m.get("best_step")),
-                    "best_valid_loss": round(t.get("best_metric", m.get("best_valid_loss")), 4),
+                    "train_seconds": m["train"]["runtime_s"],
+                    "epochs": round(m["train"]["epochs"], 2),
+                    "best_step": m["train"]["best_step"],
                     "train_pairs": m["sizes"]["train"],
-                    "bleu": {k: round(v["bleu"], 2) for k, v in m["eval"].items()},
-                    "decode_seconds": {k: v["seconds"] for k, v in m["eval"].items()},
+                    "bleu": {},
+                    "dev_bleu_curve": run["curve"],
                 }
-                summary["signature"] = summary["signature"] or next((v["signature"] for v in m["eval"].values()), None)
+                for name, hyps in run["hyps"].items():
+                    if name not in refs:
+                        refs[name] = references(m, name)
+                    score = corpus_bleu(hyps, refs[name])
+                    summary["signature"] = summary["signature"] or score["signature"]
+                    row["bleu"][name] = round(score["bleu"], 2)
+                    exact[arm, seed, name] = score["bleu"]  # the tests use the unrounded scores
+                    if abs(score["bleu"] - m["eval"][name]["bleu"]) > 1e-6:
+                        raise SystemExit(
+                            f"{run['dir']}: BLEU {score['bleu']} from hyp.{name}.txt, recorded {m['eval'][name]['bleu']}"
+                        )
                 base = arms.get("baseline", {}).get(seed)
                 if base is not None and arm != "baseline":
-                    row["vs_baseline"] = {}
-                    for name in m["eval"]:
-                        if name not in base[1]["eval"]:
-                            continue
-                        hyp_a = (base[0] / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
-                        hyp_b = (run_dir / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
-                        t = paired_bleu_test(hyp_a, hyp_b, refs(run_dir, name), n_resamples=args.resamples)
-                        row["vs_baseline"][name] = {
-                            "delta": round(t.difference, 2),
-                            "p": t.p_value,
-                            "ci95": [round(x, 2) for x in t.details["ci95"]],
-                        }
-                rows.setdefault(arm, []).append(row)
-        summary["fractions"][str(fraction)] = rows
+                    row["vs_baseline_fixed_models"] = {}
+                    for name, hyps in run["hyps"].items():
+                        if name in base["hyps"]:
+                            t = paired_bleu_test(base["hyps"][name], hyps, refs[name], n_resamples=args.resamples)
+                            row["vs_baseline_fixed_models"][name] = {
+                                "delta": round(t.difference, 2),
+                                "p_two_sided": t.p_value,
+                                "ci95": [round(x, 2) for x in t.details["ci95"]],
+                            }
+                rows.append(row)
+            out["arms"][arm] = rows
+        names = sorted({n for arm in arms.values() for r in arm.values() for n in r["hyps"]})
+        ordered = sorted(arms, key=_arm_order)
+        for k, arm_b in enumerate(ordered):
+            for arm_a in ordered[:k]:
+                seeds = sorted(set(arms[arm_a]) & set(arms[arm_b]))
+                for name in names:
+                    have = [s for s in seeds if name in arms[arm_a][s]["hyps"] and name in arms[arm_b][s]["hyps"]]
+                    if len(have) < 2:
+                        continue
+                    score = {arm: [exact[arm, seed, name] for seed in have] for arm in (arm_a, arm_b)}
+                    r = seed_comparison(score[arm_a], score[arm_b])
+                    entry = {**r, "set": name, "a": arm_a, "b": arm_b, "seeds": have}
+                    out["comparisons"].append(entry)
+                    tests.append(entry)
+        summary["fractions"][f"{fraction:g}"] = out
+    for entry, adjusted in zip(tests, holm([t["t_p"] for t in tests])):
+        entry["holm"] = adjusted
+    summary["holm_family"] = len(tests)
     return summary
 
 
+ARM_ORDER = ("baseline", "syntax", "shuffled_tags", "random_tags")
+
+
+def _arm_order(arm: str) -> tuple[int, str]:
+    return (ARM_ORDER.index(arm) if arm in ARM_ORDER else len(ARM_ORDER), arm)
+
+
 def _markdown(summary: dict) -> str:
-    lines = [
-        f"sacreBLEU signature: `{summary['signature']}`",
-        "",
-        "| fraction | arm | seed | params | train s | best step | test2016 BLEU | Δ vs baseline | p (bootstrap) "
-        "| newstest2013 BLEU | Δ | p |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    """The tables of docs/results.md's translation study: BLEU per run, the tests over seeds, the paired tests of
+    fixed models, the dev-BLEU curves."""
 
     def pv(p: float) -> str:
-        return f"<{1 / summary.get('resamples', 1000):g}" if p <= 0 else f"{p:.3f}"
+        return "<0.001" if p < 0.001 else f"{p:.3f}"
 
-    for fraction, arms in summary["fractions"].items():
-        for arm, rows in arms.items():
+    lines = [f"sacreBLEU signature: `{summary['signature']}`"]
+    for fraction, f in summary["fractions"].items():
+        sets = sorted({n for rows in f["arms"].values() for r in rows for n in r["bleu"]})
+        lines += ["", f"Fraction {fraction} — BLEU per run, recomputed from the archived hypotheses:", ""]
+        lines += ["| arm | seed | params | train s | best step | " + " | ".join(f"{n} BLEU" for n in sets) + " |"]
+        lines += ["|---" * (5 + len(sets)) + "|"]
+        for arm, rows in f["arms"].items():
             for r in rows:
-                vs = r.get("vs_baseline", {})
-                t, n = vs.get("test2016", {}), vs.get("newstest2013", {})
+                cells = [f"{r['bleu'][n]:.2f}" if n in r["bleu"] else "–" for n in sets]
                 lines.append(
-                    f"| {float(fraction):g} | {arm} | {r['seed']} | {r['parameters'] / 1e6:.2f}M | "
-                    f"{r['train_seconds']:.0f} | "
-                    f"{r['best_step']} | {r['bleu'].get('test2016', float('nan')):.2f} | "
-                    + (f"{t['delta']:+.2f} | {pv(t['p'])} | " if t else " | | ")
-                    + (f"{r['bleu']['newstest2013']:.2f} | " if "newstest2013" in r["bleu"] else " | ")
-                    + (f"{n['delta']:+.2f} | {pv(n['p'])} |" if n else " | |")
+                    f"| {arm} | {r['seed']} | {r['parameters'] / 1e6:.2f}M | {r['train_seconds']:.0f} | "
+                    f"{r['best_step']} | " + " | ".join(cells) + " |"
+                )
+        lines += ["", "Tests over seeds (B − A; 95% t-interval; paired t-test; exact sign flip; Holm over all):", ""]
+        if f["comparisons"]:
+            lines += ["| set | B − A | seeds | Δ BLEU [95% t-interval] | t p | sign-flip p | Holm p |"]
+            lines += ["|---|---|---|---|---|---|---|"]
+            for c in f["comparisons"]:
+                lo, hi = c["ci95"]
+                lines.append(
+                    f"| {c['set']} | {c['b']} − {c['a']} | {','.join(map(str, c['seeds']))} | "
+                    f"{c['difference']:+.2f} [{lo:+.2f}, {hi:+.2f}] | {pv(c['t_p'])} | {pv(c['sign_flip_p'])} | "
+                    f"{pv(c['holm'])} |"
+                )
+        else:
+            lines.append("none yet: no pair of arms shares two seeds.")
+        lines += [
+            "",
+            "Against the baseline of the same seed, for these trained models only (sacreBLEU's paired bootstrap, "
+            f"{summary['resamples']:,} resamples, two-sided; it resamples test sentences, not training):",
+            "",
+        ]
+        if any(r.get("vs_baseline_fixed_models") for rows in f["arms"].values() for r in rows):
+            lines += ["| arm | seed | set | Δ BLEU [95% CI] | p (two-sided) |", "|---|---|---|---|---|"]
+        else:
+            lines.append("none yet: no arm has a run of the same seed as a baseline run.")
+        for arm, rows in f["arms"].items():
+            for r in rows:
+                for name, t in r.get("vs_baseline_fixed_models", {}).items():
+                    lo, hi = t["ci95"]
+                    lines.append(
+                        f"| {arm} | {r['seed']} | {name} | {t['delta']:+.2f} [{lo:+.2f}, {hi:+.2f}] | "
+                        f"{pv(t['p_two_sided'])} |"
+                    )
+        steps = sorted({c["step"] for rows in f["arms"].values() for r in rows for c in r["dev_bleu_curve"]})
+        lines += ["", "Dev BLEU (greedy, Multi30k val) after each validation:", ""]
+        lines += ["| arm | seed | " + " | ".join(str(s) for s in steps) + " |", "|---" * (2 + len(steps)) + "|"]
+        for arm, rows in f["arms"].items():
+            for r in rows:
+                at = {c["step"]: c["dev_bleu"] for c in r["dev_bleu_curve"]}
+                lines.append(
+                    f"| {arm} | {r['seed']} | " + " | ".join(f"{at[s]:.2f}" if s in at else "–" for s in steps) + " |"
                 )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["run", "summarize"])
+    parser.add_argument("action", choices=["run", "archive", "summarize"])
     parser.add_argument("--fractions", default="0.1,0.25,0.5,1.0")
     parser.add_argument("--arms", default="baseline,syntax,sgnet,both")
     parser.add_argument("--seeds", default="1")
@@ -242,12 +437,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-newstest", action="store_true", help="skip newstest2013 for the 100%% models")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep the checkpoint-* folders after a run")
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--out", default="runs/translation")
-    parser.add_argument("--json", default="docs/results/translation.json", help="where the summary JSON goes")
+    parser.add_argument("--out", default="runs/translation", help="the runs (run, archive)")
+    parser.add_argument("--to", default=ARCHIVE, help="the archive (archive: where to; summarize: what to read)")
+    parser.add_argument(
+        "--json", default="docs/results/translation_study.json", help="where the summary JSON goes ('' = nowhere)"
+    )
     parser.add_argument("--resamples", type=int, default=1000)
     args = parser.parse_args(argv)
     if args.action == "run":
         _run(args)
+        return 0
+    if args.action == "archive":
+        _archive(args)
         return 0
     summary = _summarize(args)
     if args.json:

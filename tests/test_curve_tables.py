@@ -136,6 +136,8 @@ def test_learning_curve_means_t_tests_holm_bold_and_missing_runs(tmp_path):
         assert r["p"] == pytest.approx(expected_p[key])
         lo, hi = stats.t.interval(0.95, len(d) - 1, loc=np.mean(d), scale=stats.sem(d))
         assert r["ci95"] == pytest.approx([lo, hi])
+        # the exact sign-flip test: every difference shares a sign, so 2 of the 2^k patterns are as extreme
+        assert r["sign_flip_p"] == pytest.approx(2 / 2 ** len(d))
     # one shared seed: the bootstrap over dev examples; its difference is the dev metric's
     boot = results[1000, "sgnet_default", "baseline_default"]
     assert boot["test"] == "bootstrap" and boot["seeds"] == [1]
@@ -156,8 +158,10 @@ def test_learning_curve_means_t_tests_holm_bold_and_missing_runs(tmp_path):
     assert adjusted[1000, "sgnet_default", "baseline_default"] < 0.05
     assert _row(table, "100")[6].startswith("**") and _row(table, "100")[6].endswith("**")
     assert results[sg_key]["p"] < 0.001  # printed as such
-    assert f"(s1–3; t <0.001; Holm {adjusted[sg_key]:.3f})**" in _row(table, "100")[6]
-    assert f"(s1–3; t {results[sb_key]['p']:.3f}; Holm {adjusted[sb_key]:.3f})" in _row(table, "100")[7]
+    assert f"(s1–3; t <0.001; sign flip 0.250; Holm {adjusted[sg_key]:.3f})**" in _row(table, "100")[6]
+    assert (
+        f"(s1–3; t {results[sb_key]['p']:.3f}; sign flip 0.250; Holm {adjusted[sb_key]:.3f})" in _row(table, "100")[7]
+    )
     assert "**" not in _row(table, "100")[7]
     assert "bootstrap" in _row(table, "1,000")[6] and "**" not in _row(table, "1,000")[6]
     assert _row(table, "100")[8:] == ["–", "–"]

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -310,3 +311,68 @@ def test_example_level_tables_holm_over_their_family_and_no_bold():
     shown = [c for row in _rows(tables["squad_threshold_free"]) for c in (row[4], row[7])]
     assert shown == [_p(h) for h in _holm(ps)]
     assert "**" not in tables["squad_threshold_free"]
+
+
+def _translation_run(root: Path, arm: str, seed: int, hyps: list[str], src: Path, ref: Path, bleu: float) -> None:
+    run = root / "f0.1" / arm / f"seed{seed}"
+    run.mkdir(parents=True)
+    metrics = {
+        "fraction": 0.1,
+        "arm": arm,
+        "seed": seed,
+        "parameters": 1000,
+        "sizes": {"train": 10},
+        "train": {"runtime_s": 1.0, "epochs": 1.0, "best_step": 4},
+        "task_options": {"eval_sets": {"test2016": [str(src), str(ref)]}},
+        "eval": {"test2016": {"bleu": bleu}},
+    }
+    (run / "metrics.json").write_text(json.dumps(metrics))
+    (run / "hyp.test2016.txt").write_text("".join(h + "\n" for h in hyps))
+    (run / "dev_bleu.json").write_text(json.dumps([{"step": 2, "dev_bleu": 1.0}, {"step": 4, "dev_bleu": bleu}]))
+
+
+def test_translation_summary_recomputes_bleu_and_tests_arms_over_seeds(tmp_path):
+    """BLEU from the archived hypotheses (a hypothesis file that disagrees with its recorded BLEU is refused), the
+    tests over seeds per pair of arms against SciPy, Holm over them, and the fixed-model test two-sided."""
+    from scipy import stats
+
+    from syntaxformer.tasks.metrics import corpus_bleu
+
+    tr = _module("translation")
+    refs = [f"ein mann mit hut steht vor dem haus nummer {i} ." for i in range(30)]
+    src, ref = tmp_path / "t.en", tmp_path / "t.de"
+    src.write_text("".join(f"a man {i}\n" for i in range(30)))
+    ref.write_text("".join(r + "\n" for r in refs))
+    root = tmp_path / "archive"
+    rng = np.random.default_rng(0)
+    bleu = {}
+    for arm, drop in (("baseline", 0.5), ("syntax", 0.3), ("random_tags", 0.45)):
+        for seed in (1, 2, 3):
+            hyps = [" ".join(w for w in r.split() if rng.random() > drop) or "x" for r in refs]
+            bleu[arm, seed] = corpus_bleu(hyps, refs)["bleu"]
+            _translation_run(root, arm, seed, hyps, src, ref, bleu[arm, seed])
+    args = argparse.Namespace(to=str(root), resamples=200)
+    summary = tr._summarize(args)
+    f = summary["fractions"]["0.1"]
+    assert [r["bleu"]["test2016"] for r in f["arms"]["syntax"]] == [round(bleu["syntax", s], 2) for s in (1, 2, 3)]
+    assert list(f["arms"]) == ["baseline", "syntax", "random_tags"]
+    pairs = {(c["b"], c["a"]): c for c in f["comparisons"]}
+    assert set(pairs) == {("syntax", "baseline"), ("random_tags", "baseline"), ("random_tags", "syntax")}
+    ps = []
+    for (b, a), c in pairs.items():
+        want = stats.ttest_rel([bleu[b, s] for s in (1, 2, 3)], [bleu[a, s] for s in (1, 2, 3)]).pvalue
+        assert c["t_p"] == pytest.approx(want) and c["seeds"] == [1, 2, 3]
+        ps.append(c["t_p"])
+    order = np.argsort(ps)  # Holm written out: the k-th smallest p times (3 - k), running maximum
+    want_holm = np.maximum.accumulate([min(1.0, (3 - k) * ps[i]) for k, i in enumerate(order)])
+    assert [list(pairs.values())[i]["holm"] for i in order] == pytest.approx(want_holm)
+    assert summary["holm_family"] == 3
+    fixed = f["arms"]["syntax"][0]["vs_baseline_fixed_models"]["test2016"]
+    assert fixed["delta"] == pytest.approx(bleu["syntax", 1] - bleu["baseline", 1], abs=0.01)
+    assert 0 <= fixed["p_two_sided"] <= 1
+    table = tr._markdown(summary)
+    assert "for these trained models only" in table and "two-sided" in table
+    # a hypothesis file edited after the run no longer matches its recorded BLEU: refused
+    (root / "f0.1" / "syntax" / "seed2" / "hyp.test2016.txt").write_text("".join("x\n" for _ in refs))
+    with pytest.raises(SystemExit, match="from hyp.test2016.txt, recorded"):
+        tr._summarize(args)

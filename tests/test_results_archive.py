@@ -4,6 +4,7 @@ with scikit-learn / SciPy (not the library's metric code), and the archived labe
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -15,7 +16,10 @@ from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 from tests.conftest import DATA
 
 ARCHIVE = Path(__file__).resolve().parents[1] / "docs" / "results" / "runs"
-RECORDS = sorted(ARCHIVE.glob("*/*/*/seed*"))  # SWEEP/TASK/VARIANT/seedN folders
+#: SWEEP/TASK/VARIANT/seedN folders of the classification sweeps (the translation study's FRACTION/ARM/seedN runs
+#: hold hypotheses instead: tested below)
+RECORDS = sorted(p for p in ARCHIVE.glob("*/*/*/seed*") if not p.parents[2].name.startswith("translation"))
+TRANSLATION_RUNS = sorted(ARCHIVE.glob("translation*/f*/*/seed*"))
 #: the headline dev metric of a GLUE task (accuracy where not named)
 _METRIC_OF = {"cola": "matthews_correlation", "mrpc": "f1", "stsb": "pearson"}
 REFERENCE = {
@@ -347,3 +351,47 @@ def test_glue_main_table_cells_are_the_archive():
             task,
         )
         assert cell.startswith("**") == (adjusted < 0.05), (name, task)
+
+
+# -- the translation study: every BLEU from the archived hypotheses, the tables from the archive ----------------------
+
+
+@pytest.mark.parametrize("run", TRANSLATION_RUNS, ids=lambda p: p.relative_to(ARCHIVE).as_posix())
+def test_an_archived_translation_runs_bleu_is_recomputed_from_its_hypotheses(run: Path):
+    """sacreBLEU itself (not the library's wrapper) on the archived hypotheses against the references: the BLEU
+    recorded in metrics.json, for every evaluation set; the dev-BLEU curve has a point per validation up to the
+    last update."""
+    from sacrebleu.metrics import BLEU
+
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["eval"], run
+    for name, scores in metrics["eval"].items():
+        reference = DATA / "multi30k" / Path(metrics["task_options"]["eval_sets"][name][1]).name
+        if not reference.exists():
+            pytest.skip(f"references not found at {reference}")
+        refs = reference.read_text(encoding="utf-8").split("\n")[:-1]
+        hyps = (run / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        assert len(hyps) == len(refs) == scores["n"]
+        assert BLEU().corpus_score(hyps, [refs]).score == pytest.approx(scores["bleu"], abs=1e-9), (run, name)
+    curve = json.loads((run / "dev_bleu.json").read_text())
+    steps = [c["step"] for c in curve]
+    assert steps == list(range(50, metrics["train"]["global_step"] + 1, 50)), run
+
+
+def test_results_md_translation_tables_are_the_archive():
+    """The translation study's tables in docs/results.md are what `translation.py summarize` makes from the archive
+    now (BLEU from the hypotheses, the tests over seeds, the fixed-model paired bootstraps, the curves)."""
+    import importlib.util
+    import sys
+
+    if not TRANSLATION_RUNS:
+        pytest.skip("no translation archive")
+    spec = importlib.util.spec_from_file_location("translation", ARCHIVE.parents[2] / "experiments" / "translation.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["translation"] = module
+    spec.loader.exec_module(module)
+    summary = module._summarize(argparse.Namespace(to=str(ARCHIVE / "translation"), resamples=1000))
+    text = (ARCHIVE.parents[1] / "results.md").read_text(encoding="utf-8")
+    start, end = "<!-- TRANSLATION-TABLES -->", "<!-- /TRANSLATION-TABLES -->"
+    shown = text[text.index(start) + len(start) : text.index(end)].strip()
+    assert shown == module._markdown(summary).strip()

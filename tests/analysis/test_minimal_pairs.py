@@ -164,7 +164,8 @@ def test_report_counts_each_level_and_its_interval():
     assert report["paradigm"]["p1"]["n"] == 3 and report["paradigm"]["p1"]["field"] == "semantics/syntax"
 
 
-def test_comparison_bootstrap_agrees_with_a_slow_two_level_resampling():
+def test_comparison_over_seeds_is_seed_level_and_one_seed_bootstraps_pairs():
+    stats = pytest.importorskip("scipy.stats")
     rng = np.random.default_rng(0)
     n, k = 400, 3
     a = [rng.random(n) < 0.70 for _ in range(k)]
@@ -173,19 +174,22 @@ def test_comparison_bootstrap_agrees_with_a_slow_two_level_resampling():
     g = r["groups"]["all"]
     d = np.array(b, float) - np.array(a, float)
     assert g["difference"] == pytest.approx(d.mean())
-    # slow reference: draw seeds, then pairs, with replacement, and average
+    # seeds: the t-interval and paired t-test of the per-seed accuracies (SciPy), the exact sign-flip test, no
+    # bootstrap (a bootstrap over seeds and pairs rejects too often with 3-5 seeds)
+    per_seed = d.mean(axis=1)
+    assert "bootstrap" not in g
+    assert g["seed_level"]["ci95"] == pytest.approx(
+        stats.t.interval(0.95, k - 1, loc=per_seed.mean(), scale=stats.sem(per_seed))
+    )
+    want = stats.ttest_rel(np.array(b, float).mean(1), np.array(a, float).mean(1)).pvalue
+    assert g["t_test"]["p_value"] == pytest.approx(want) == g["p_holm"]
+    assert g["seed_level"]["sign_flip_p"] == pytest.approx(2 / 2**k)  # every seed's difference is positive
+    # one seed: the bootstrap over pairs, against a slow resampling
+    one = compare_minimal_pairs([_records(a[0])], [_records(b[0])], level="overall", resamples=4000)["groups"]["all"]
     slow_rng = np.random.default_rng(1)
-    stats = []
-    for _ in range(4000):
-        s = slow_rng.integers(0, k, size=k)
-        j = slow_rng.integers(0, n, size=n)
-        stats.append(d[s][:, j].mean())
-    lo, hi = np.quantile(stats, [0.025, 0.975])
-    assert g["bootstrap"]["ci95"] == pytest.approx([lo, hi], abs=0.01)
-    assert g["bootstrap"]["p_value"] < 0.05 and g["p_holm"] == g["bootstrap"]["p_value"]
-    stats_t = pytest.importorskip("scipy.stats")
-    want = stats_t.ttest_rel(np.array(b, float).mean(1), np.array(a, float).mean(1)).pvalue
-    assert g["t_test"]["p_value"] == pytest.approx(want)
+    boots = [d[0][slow_rng.integers(0, n, size=n)].mean() for _ in range(4000)]
+    assert one["bootstrap"]["ci95"] == pytest.approx(np.quantile(boots, [0.025, 0.975]), abs=0.01)
+    assert one["p_holm"] == one["bootstrap"]["p_value"] and "seed_level" not in one
 
 
 def test_comparison_of_a_system_with_itself_finds_nothing_and_holm_covers_the_family():
@@ -194,7 +198,7 @@ def test_comparison_of_a_system_with_itself_finds_nothing_and_holm_covers_the_fa
     r = compare_minimal_pairs(runs, runs, level="field", resamples=500)
     assert set(r["groups"]) == {"semantics", "syntax"}
     for g in r["groups"].values():
-        assert g["difference"] == 0 and g["bootstrap"]["p_value"] == 1.0 and g["p_holm"] == 1.0
+        assert g["difference"] == 0 and g["t_test"]["p_value"] == 1.0 and g["p_holm"] == 1.0
     one = compare_minimal_pairs(runs[:1], [_records(rng.random(300) < 0.6)], level="field", resamples=500)
     ps = [one["groups"][f]["bootstrap"]["p_value"] for f in sorted(one["groups"])]
     assert [one["groups"][f]["p_holm"] for f in sorted(one["groups"])] == pytest.approx(holm(ps))
@@ -298,3 +302,15 @@ def test_compact_records_round_trip_and_are_read_from_an_archived_run(tmp_path):
     compact["correct"] = compact["correct"][:-1]
     with pytest.raises(DataError, match="results for n"):
         expand_compact_records(compact)
+
+
+def test_suite_comparison_text_names_the_seed_level_tests_or_the_fixed_models():
+    from syntaxformer.commands.significance import format_suite_comparison
+
+    rng = np.random.default_rng(3)
+    runs_a = [_records(rng.random(200) < 0.6) for _ in range(3)]
+    runs_b = [_records(rng.random(200) < 0.7) for _ in range(3)]
+    seeds = format_suite_comparison({"suite": "blimp", **compare_minimal_pairs(runs_a, runs_b, resamples=200)})
+    assert "t-interval, paired t-test and exact sign-flip test over seeds" in seeds and "sign-flip p 0.2500" in seeds
+    one = format_suite_comparison({"suite": "blimp", **compare_minimal_pairs(runs_a[:1], runs_b[:1], resamples=200)})
+    assert "for these trained models only" in one and "McNemar p" in one

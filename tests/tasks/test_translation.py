@@ -8,7 +8,7 @@ import pytest
 
 from syntaxformer.errors import SyntaxformerError
 from syntaxformer.tasks.base import Predictions, TaskContext, get_task
-from syntaxformer.tasks.translation import ARMS, TranslationTask, collate_pairs, encode_pairs
+from syntaxformer.tasks.translation import ARMS, TranslationTask, collate_pairs, control_tags, encode_pairs
 from tests.conftest import data_path
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -103,6 +103,60 @@ def test_translation_featurize_emits_only_the_models_syntax_inputs(annotator, to
     )
     with pytest.raises(SyntaxformerError, match="empty batch"):
         collate_pairs([])
+
+
+def _word_tags(upos, subword):
+    """Slow reference: the tag of each word, walking the pieces (a word starts at B = 2 or O = 5)."""
+    return [int(t) for t, s in zip(upos, subword) if s in (2, 5)]
+
+
+def test_translation_tag_controls_keep_features_and_words_but_not_the_tags(annotator, tokenizers, m30k_small):
+    src_tok, tgt_tok = tokenizers
+    pairs = m30k_small[0].select(range(16))
+
+    def features(arm, seed=0):
+        task = TranslationTask(arm=arm, tag_seed=seed)
+        context = TaskContext(
+            tokenizer=src_tok,
+            annotator=annotator,
+            syntax_inputs=task.syntax_inputs,
+            extra={"target_tokenizer": tgt_tok},
+            progress=False,
+        )
+        return task.featurize(pairs, context, "train")
+
+    real, shuffled, rand = features("syntax"), features("shuffled_tags"), features("random_tags")
+    assert ARMS["shuffled_tags"]["features"] == ARMS["syntax"]["features"]
+    changed = 0
+    for a, s, r in zip(real, shuffled, rand):
+        for k in ("input_ids", "case_ids", "subword_ids", "labels"):
+            assert np.array_equal(a[k], s[k]) and np.array_equal(a[k], r[k])
+        words = _word_tags(a["upos_ids"], a["subword_ids"])
+        assert sorted(_word_tags(s["upos_ids"], s["subword_ids"])) == sorted(words)  # the sentence's own tags
+        for ids in (s["upos_ids"], r["upos_ids"]):
+            assert np.array_equal(ids == 0, a["upos_ids"] == 0)  # special tokens untouched
+            # every piece of a word carries the word's (new) tag
+            tag = None
+            for t, sub in zip(ids, a["subword_ids"]):
+                if sub in (2, 5):
+                    tag = t
+                elif sub in (3, 4):
+                    assert t == tag
+        assert all(2 <= t < 2 + 17 for t in _word_tags(r["upos_ids"], r["subword_ids"]))
+        changed += int(not np.array_equal(a["upos_ids"], r["upos_ids"]))
+    assert changed >= 14  # 16 sentences, random tags: almost surely not the parser's
+    assert sum(not np.array_equal(a["upos_ids"], s["upos_ids"]) for a, s in zip(real, shuffled)) >= 12
+    # seeded: the same tags again, other ones under another tag seed
+    assert all(np.array_equal(a["upos_ids"], b["upos_ids"]) for a, b in zip(rand, features("random_tags")))
+    assert any(not np.array_equal(a["upos_ids"], b["upos_ids"]) for a, b in zip(rand, features("random_tags", 1)))
+    # a word of several pieces keeps one tag (hand-built sentence: O, B M E, O, then </s>)
+    upos, sub = np.array([3, 4, 4, 4, 7, 0]), np.array([5, 2, 3, 4, 5, 0])
+    out = control_tags(upos, sub, "shuffle", np.random.default_rng(3))
+    assert out[-1] == 0 and len(set(out[1:4])) == 1 and sorted([out[0], out[1], out[4]]) == [3, 4, 7]
+    with pytest.raises(SyntaxformerError, match="needs features upos and subword"):
+        TranslationTask(features=["case"], tag_control="shuffle")
+    with pytest.raises(SyntaxformerError, match="unknown tag_control"):
+        TranslationTask(arm="syntax", tag_control="reverse")
 
 
 def test_translation_postprocess_and_bleu(tokenizers, m30k_small):

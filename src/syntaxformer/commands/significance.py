@@ -13,9 +13,10 @@ sacreBLEU's paired bootstrap (``--bleu-test bs``) or approximate randomisation (
 more pairs, the paired t-test over seeds (:func:`syntaxformer.analysis.compare_runs.compare_runs`).
 
 With ``--suite blimp`` (or a suite folder's name), compares the two systems' minimal-pair results instead (written by
-``syntaxformer evaluate RUN --suite ...``): accuracy of B − A per field (``--level``), a two-level bootstrap over
-seeds and pairs with Holm's correction across the level's groups, and the t-test over seeds
-(:func:`syntaxformer.analysis.minimal_pairs.compare_minimal_pairs`)::
+``syntaxformer evaluate RUN --suite ...``): accuracy of B − A per field (``--level``); with two or more seeds the
+t-interval, the paired t-test and the exact sign-flip test over seeds, Holm's correction (on the t-test) across the
+level's groups; with one pair of runs a bootstrap over pairs and McNemar's test, which speak about those two trained
+models only (:func:`syntaxformer.analysis.minimal_pairs.compare_minimal_pairs`)::
 
     syntaxformer significance --suite blimp --a 'runs/cola/baseline/seed*' --b 'runs/cola/sgnet/seed*'
 """
@@ -185,20 +186,25 @@ def _by_seed(runs: list[str]) -> list[str]:
 
 def format_suite_comparison(r: dict) -> str:
     """The text table of a :func:`~syntaxformer.analysis.minimal_pairs.compare_minimal_pairs` result."""
-    lines = [
-        f"{r['suite']}: accuracy B − A per {r['level']}, {r['seeds']} pair(s) of runs, "
-        f"two-level bootstrap ({r['resamples']} resamples), Holm over {len(r['groups'])} group(s)"
-    ]
+    how = (
+        "t-interval, paired t-test and exact sign-flip test over seeds"
+        if r["seeds"] >= 2
+        else f"one pair of runs: bootstrap over pairs ({r['resamples']} resamples), for these trained models only"
+    )
+    lines = [f"{r['suite']}: accuracy B − A per {r['level']}, {how}; Holm over {len(r['groups'])} group(s)"]
     for name, g in r["groups"].items():
-        lo, hi = g["bootstrap"]["ci95"]
+        test = g.get("seed_level") or {"ci95": g["bootstrap"]["ci95"]}
+        lo, hi = test["ci95"]
         line = (
             f"{name:<40} n {g['n']:>6}  A {g['a']:.4f}  B {g['b']:.4f}  B − A {g['difference']:+.4f}  "
-            f"95% CI [{lo:+.4f}, {hi:+.4f}]  p {g['bootstrap']['p_value']:.4f}  Holm p {g['p_holm']:.4f}"
+            f"95% CI [{lo:+.4f}, {hi:+.4f}]  "
         )
-        if "t_test" in g:
-            line += f"  t-test p {g['t_test']['p_value']:.3f}"
-        elif "mcnemar" in g:
-            line += f"  McNemar p {g['mcnemar']['p_value']:.3f}"
+        if "seed_level" in g:
+            line += f"t-test p {test['t_p']:.4f}  sign-flip p {test['sign_flip_p']:.4f}  Holm p {g['p_holm']:.4f}"
+        else:
+            line += (
+                f"p {g['bootstrap']['p_value']:.4f}  Holm p {g['p_holm']:.4f}  McNemar p {g['mcnemar']['p_value']:.3f}"
+            )
         lines.append(line)
     return "\n".join(lines)
 

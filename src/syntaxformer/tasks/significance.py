@@ -11,6 +11,15 @@
   correction: it is valid for any number of discordant pairs.
 * :func:`paired_t_test` — paired t-test over seeds (``scipy.stats.ttest_rel`` on the scores of matched runs; SG-Net
   paper ref. [76]).
+* :func:`sign_flip_test` — the exact sign-flip (permutation) test of per-seed differences: all ``2**k`` sign
+  patterns enumerated. It needs only that a difference is as likely to be negative as positive under the null (no
+  normality), but with ``k`` seeds its smallest p is ``2 / 2**k``: 0.25 for 3 seeds, 0.0625 for 5, so it cannot
+  reject at 0.05 below 6 seeds.
+* :func:`seed_comparison` — what the tables report for a claim about two *systems* trained with several seeds: the
+  mean per-seed difference, its t-interval (:func:`seed_ci`), the paired t-test and the sign-flip test. A bootstrap
+  over evaluation examples holds each trained model fixed: it speaks about those models, not about the systems, and
+  a two-level bootstrap over seeds and examples rejects far too often with 3-5 seeds (see
+  ``tests/tasks/test_significance_null.py``), so neither is used for claims about systems.
 * :func:`paired_bleu_test` — corpus BLEU of two systems on the same sentences: sacreBLEU's own paired bootstrap or
   approximate randomisation (``sacrebleu.significance.PairedTest``, the test of ``sacrebleu --paired-bs / --paired-ar``)
   for the p-value, and the 95% interval of the BLEU difference from :func:`paired_bootstrap` over sentence-level
@@ -47,6 +56,8 @@ __all__ = [
     "paired_prediction_tests",
     "paired_t_test",
     "seed_ci",
+    "seed_comparison",
+    "sign_flip_test",
 ]
 
 #: sacreBLEU's paired tests: ``"bs"`` paired bootstrap (1,000 resamples), ``"ar"`` approximate randomisation
@@ -250,6 +261,51 @@ def paired_t_test(scores_a: Sequence[float], scores_b: Sequence[float]) -> TestR
         r = _stats().ttest_rel(b, a)
         t, p = float(r.statistic), float(r.pvalue)
     return TestResult("paired_t", float(d.mean()), p, len(d), {"t": t, "df": len(d) - 1})
+
+
+def sign_flip_test(differences: Sequence[float]) -> TestResult:
+    """Exact two-sided sign-flip test of per-seed differences (``B - A`` of matched runs) against a zero mean.
+
+    Every one of the ``2**k`` sign patterns is applied to the differences; p is the share of patterns whose mean is
+    at least as far from 0 as the observed mean (the observed pattern included, so p >= ``2 / 2**k`` unless every
+    difference is 0, which gives 1). The same as ``scipy.stats.permutation_test`` with ``permutation_type=
+    "samples"`` on one sample, exact (checked in the tests), without its cost.
+
+    Raises:
+        InputError: no difference, or more than 20 (enumeration would be too large; use a t-test).
+    """
+    d = np.asarray(differences, dtype=float)
+    k = len(d)
+    if not 1 <= k <= 20:
+        raise InputError(f"an exact sign-flip test takes 1 to 20 per-seed differences, got {k}")
+    signs = 1 - 2 * ((np.arange(2**k)[:, None] >> np.arange(k)) & 1)  # [2**k, k] every pattern of +-1
+    means = np.abs(signs @ d) / k
+    observed = abs(float(d.mean()))
+    p = float(np.mean(means >= observed - 1e-12 * max(1.0, observed)))  # ties: float sums of equal values
+    return TestResult("sign_flip_exact", float(d.mean()), p, k, {"patterns": 2**k, "smallest_p": min(1.0, 2 / 2**k)})
+
+
+def seed_comparison(scores_a: Sequence[float], scores_b: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
+    """B - A over matched seeds (the same seeds, in the same order): the seed-level inference of the tables.
+
+    Returns:
+        ``{"seeds": k, "difference": mean(B - A), "ci95": t-interval of the mean difference (:func:`seed_ci`),
+        "t_p": two-sided paired t-test p (:func:`paired_t_test`), "sign_flip_p": exact sign-flip p
+        (:func:`sign_flip_test`)}``.
+
+    Raises:
+        InputError: fewer than two matched seeds.
+    """
+    a, b = np.asarray(scores_a, dtype=float), np.asarray(scores_b, dtype=float)
+    t = paired_t_test(a.tolist(), b.tolist())
+    d = b - a
+    return {
+        "seeds": len(d),
+        "difference": float(d.mean()),
+        "ci95": list(seed_ci(d, confidence)),
+        "t_p": t.p_value,
+        "sign_flip_p": sign_flip_test(d).p_value,
+    }
 
 
 def _bleu(**options: Any) -> Any:

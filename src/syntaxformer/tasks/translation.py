@@ -21,6 +21,7 @@ Data flow (the runner's, see :mod:`syntaxformer.tasks.base`)::
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,7 +40,7 @@ from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
 from syntaxformer.tasks.featurize import annotator_for
 
-__all__ = ["ARMS", "PAD_VALUES", "TranslationTask", "collate_pairs", "encode_pairs"]
+__all__ = ["ARMS", "PAD_VALUES", "TAG_CONTROLS", "TranslationTask", "collate_pairs", "control_tags", "encode_pairs"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,15 +53,25 @@ ARMS: dict[str, dict[str, Any]] = {
     # controls: the extra layer without the SDOI mask (capacity without syntax); fine POS tags
     "vanilla_layer": {"features": [], "use_sg_layer": True, "sg_mask": "none"},
     "syntax_xpos": {"features": ["xpos", "case", "subword"], "use_sg_layer": False},
+    # controls of the syntax arm: the same features and width, the UPOS tags carrying no syntax -- the sentence's own
+    # tags permuted among its words, or tags drawn uniformly from the UPOS vocabulary (both seeded, see tag_control)
+    "shuffled_tags": {"features": ["upos", "case", "subword"], "use_sg_layer": False, "tag_control": "shuffle"},
+    "random_tags": {"features": ["upos", "case", "subword"], "use_sg_layer": False, "tag_control": "random"},
 }
+
+#: Values of the ``tag_control`` option: what replaces each sentence's UPOS tags (``None`` = the parser's tags).
+TAG_CONTROLS = ("shuffle", "random")
 
 
 class TranslationTask(Task):
     """Sentence-level translation with the Syntax-Infused Transformer (any parallel text; Multi30k by default).
 
     Options (all JSON-serialisable; :meth:`options` returns them):
-        arm: a key of :data:`ARMS` setting ``features`` / ``use_sg_layer`` / ``sg_mask``; ``None`` = use those
-            options as given.
+        arm: a key of :data:`ARMS` setting ``features`` / ``use_sg_layer`` / ``sg_mask`` / ``tag_control``;
+            ``None`` = use those options as given.
+        tag_control, tag_seed: ``"shuffle"`` permutes each source sentence's UPOS tags among its words,
+            ``"random"`` draws each word's tag uniformly from the UPOS vocabulary (:func:`control_tags`), seeded by
+            ``tag_seed``, the split and the sentence's index (the same tags in every run); ``None`` = the parser's.
         features, feature_dim, feature_combine, use_sg_layer, sg_mask, alpha: model options (see
             :class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedTranslationConfig`); ``feature_dim`` ``None`` =
             the paper's share of the width, 20 of 512, at the preset's ``d_model`` (5 for ``cpu``).
@@ -105,6 +116,8 @@ class TranslationTask(Task):
         feature_combine: str = "sum",
         use_sg_layer: bool = False,
         sg_mask: str = "sdoi",
+        tag_control: str | None = None,
+        tag_seed: int = 0,
         alpha: float = 0.5,
         preset: str = "cpu",
         seq2seq_overrides: Mapping[str, Any] | None = None,
@@ -127,7 +140,12 @@ class TranslationTask(Task):
 
         if isinstance(features, str):
             features = [f for f in features.split(",") if f]
-        model: dict[str, Any] = {"features": list(features), "use_sg_layer": bool(use_sg_layer), "sg_mask": sg_mask}
+        model: dict[str, Any] = {
+            "features": list(features),
+            "use_sg_layer": bool(use_sg_layer),
+            "sg_mask": sg_mask,
+            "tag_control": tag_control,
+        }
         if arm is not None:
             if arm not in ARMS:
                 raise ConfigError(f"unknown translation arm {arm!r}; expected one of {', '.join(ARMS)}")
@@ -162,6 +180,8 @@ class TranslationTask(Task):
         self.features: list[str] = model["features"]
         self.use_sg_layer: bool = model["use_sg_layer"]
         self.sg_mask: str = model["sg_mask"]
+        self.tag_control: str | None = _check_tag_control(model["tag_control"], self.features)
+        self.tag_seed = int(tag_seed)
         self.feature_dim = int(feature_dim)
         self.feature_combine = feature_combine
         self.alpha = float(alpha)
@@ -189,6 +209,8 @@ class TranslationTask(Task):
             "feature_combine": self.feature_combine,
             "use_sg_layer": self.use_sg_layer,
             "sg_mask": self.sg_mask,
+            "tag_control": self.tag_control,
+            "tag_seed": self.tag_seed,
             "alpha": self.alpha,
             "preset": self.preset,
             "seq2seq_overrides": dict(self.seq2seq_overrides),
@@ -272,7 +294,7 @@ class TranslationTask(Task):
         max_source = self.max_source_length if split in ("train", "dev", "valid") else self.max_eval_source_length
         syntax = tuple(context.syntax_inputs)
         annotator = annotator_for(context) if syntax else None
-        return encode_pairs(
+        items = encode_pairs(
             data,
             context.tokenizer,
             target,
@@ -282,6 +304,11 @@ class TranslationTask(Task):
             self.max_target_length,
             show_progress=context.progress,
         )
+        if self.tag_control is not None and "upos_ids" in syntax:
+            for i, item in enumerate(items):
+                rng = np.random.default_rng([self.tag_seed, zlib.crc32(split.encode()), i])
+                item["upos_ids"] = control_tags(item["upos_ids"], item["subword_ids"], self.tag_control, rng)
+        return items
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """:func:`collate_pairs` with the source pad id and the decoder start id (``<s>``)."""
@@ -389,6 +416,8 @@ class TranslationTask(Task):
         if self.arm is None and system in ARMS:
             options.update(ARMS[system])
         options.update(model_options)
+        if "tag_control" in options:  # a data option: featurize (after this) reads it from the task
+            self.tag_control = _check_tag_control(options.pop("tag_control"), options["features"])
         src = context.tokenizer or self.source_tokenizer
         tgt = context.extra.get("target_tokenizer", self.target_tokenizer)
         if src is None or tgt is None:
@@ -443,6 +472,7 @@ class TranslationTask(Task):
             "features": list(self.features),
             "use_sg_layer": self.use_sg_layer,
             "sg_mask": self.sg_mask if self.use_sg_layer else None,
+            "tag_control": self.tag_control,
             "fraction": self.fraction,
             "preset": self.preset,
             "vocab": {
@@ -460,6 +490,49 @@ class TranslationTask(Task):
             {"id": i, "source": s, "prediction": v}
             for i, s, v in zip(predictions.ids, data.sources, predictions.values)
         ]
+
+
+def _check_tag_control(tag_control: str | None, features: Sequence[str]) -> str | None:
+    if tag_control is None:
+        return None
+    if tag_control not in TAG_CONTROLS:
+        raise ConfigError(f"unknown tag_control {tag_control!r}; expected one of {', '.join(TAG_CONTROLS)} or None")
+    if not {"upos", "subword"} <= set(features):
+        raise ConfigError(
+            f"tag_control={tag_control!r} replaces the UPOS tags and finds words by the subword feature: it needs "
+            f"features upos and subword, got {list(features)}"
+        )
+    return tag_control
+
+
+def control_tags(upos_ids: np.ndarray, subword_ids: np.ndarray, control: str, rng: np.random.Generator) -> np.ndarray:
+    """One sentence's UPOS ids ``[L]`` with the tags replaced word by word (every piece of a word keeps one tag).
+
+    Args:
+        upos_ids: ``[L]`` tag ids per piece (0 at special tokens).
+        subword_ids: ``[L]`` B/M/E/O ids per piece (0 at special tokens): a word starts at ``B`` or ``O``.
+        control: ``"shuffle"``: the sentence's word tags in a random order (the same multiset of tags);
+            ``"random"``: each word's tag drawn uniformly from the UPOS tags.
+        rng: the generator of this sentence.
+
+    Returns:
+        the new ``[L]`` ids; special tokens stay 0.
+    """
+    from syntaxformer.data.subword_features import N_RESERVED, SUBWORD_VALUES, UPOS_TAGS
+
+    starts = np.isin(subword_ids, [N_RESERVED + SUBWORD_VALUES.index(v) for v in ("B", "O")])
+    visible = subword_ids > 0
+    word = np.cumsum(starts) - 1  # [L] word number of each piece (-1 before the first word)
+    inside = visible & (word >= 0)
+    first = np.flatnonzero(starts & visible)
+    tags = upos_ids[first]  # [W] one tag per word
+    if control == "shuffle":
+        new = rng.permutation(tags)
+    else:
+        new = rng.integers(N_RESERVED, N_RESERVED + len(UPOS_TAGS), size=len(tags))
+    out = upos_ids.copy()
+    out[inside] = new[word[inside]]
+    return out
 
 
 register_task(TranslationTask)
