@@ -278,15 +278,22 @@ class SentenceTask(Task):
         return labels[int(value)]
 
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": e.guid,
-                "text_a": e.text_a,
-                **({"text_b": e.text_b} if e.text_b is not None else {}),
-                "prediction": self.label_name(v),
-            }
-            for e, v in zip(data.examples, predictions.values)
-        ]
+        """Per example, named as ``predict --input`` names them: ``id``, ``text`` (and ``text_pair``), the
+        prediction as ``label`` (the class name; regression: ``value``), ``score`` / ``scores`` (its and every
+        class's probability, where the task keeps them) and ``gold_label`` (the gold class name or value, when
+        known)."""
+        key = "value" if self.is_regression else "label"
+        scores = predictions.scores or [None] * len(predictions.values)
+        records = []
+        for e, v, s in zip(data.examples, predictions.values, scores):
+            r = {"id": e.guid, "text": e.text_a, **({"text_pair": e.text_b} if e.text_b is not None else {})}
+            r[key] = self.label_name(v)
+            if isinstance(s, Mapping):
+                r.update(score=s.get(r[key]), scores=s)
+            if e.label is not None:
+                r["gold_label"] = self.label_name(e.label)
+            records.append(r)
+        return records
 
 
 def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:
