@@ -137,7 +137,8 @@ def test_inference_split_and_input_records_name_their_fields_alike(sst2_runs, tm
         assert set(s) - {"gold_label"} <= set(r) and s["gold_label"] in ("negative", "positive")
         assert (s["id"], s["text"], s["label"]) == (r["id"], r["text"], r["label"])
     tsv = (tmp_path / "predictions_dev.tsv").read_text(encoding="utf-8").splitlines()
-    assert [line.split("\t")[2] for line in tsv[1:]] == [r["label"] for r in raw]
+    # the TSV keeps the data's own label strings (GLUE's submission format: SST-2's 0 / 1)
+    assert [line.split("\t")[2] for line in tsv[1:]] == [str(("negative", "positive").index(r["label"])) for r in raw]
 
 
 def test_inference_read_inputs_formats(tmp_path):
@@ -315,9 +316,11 @@ def test_inference_multiple_choice_matches_the_runner(tiny_model, tmp_path, one_
     predictor = Predictor.from_run(out)
     records = predictor.predict(inputs, batch_size=4)
     assert [r["id"] for r in records] == [e.qid for e in dev.examples]
-    predict(out, "dev", output_dir=str(tmp_path / "split"))
-    split = _jsonl(tmp_path / "split" / "predictions_dev.jsonl")
-    for r, e, s in zip(records, dev.examples, split):
+    predict(out, "dev", changes={"max_predict_samples": 6}, output_dir=str(tmp_path / "split"))
+    split = {s["id"]: s for s in _jsonl(tmp_path / "split" / "predictions_dev.jsonl")}
+    assert set(split) == {e.qid for e in dev.examples}
+    for r, e in zip(records, dev.examples):
+        s = split[e.qid]
         assert r["prediction"] == ref[e.qid]["prediction"] and r["option"] == e.options[r["index"]]
         assert r["scores"] == pytest.approx(ref[e.qid]["probs"], abs=1e-4)
         assert set(s) - {"gold_label"} <= set(r) and s["gold_label"] == e.answer  # the split's records: same names

@@ -371,6 +371,12 @@ class Task(abc.ABC):
         scores = predictions.scores or [None] * len(predictions.ids)
         return [{"id": i, "prediction": v, "score": s} for i, v, s in zip(predictions.ids, predictions.values, scores)]
 
+    def submission_value(self, value: Any, record: Mapping[str, Any]) -> Any:
+        """The ``prediction`` column of ``predictions_<split>.tsv`` for one example, from its value in
+        :class:`Predictions` and its :meth:`prediction_records` record. Default: the record's prediction
+        (:func:`record_prediction`)."""
+        return record_prediction(record)
+
 
 #: The field that holds the prediction in a record of :meth:`Task.raw_records` or :meth:`Task.prediction_records`,
 #: by head: the class name (``label``), a regression's ``value``, span QA's ``answer``, multiple choice's option

@@ -51,7 +51,7 @@ from typing import Any
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
-from syntaxformer.tasks.base import Task, TaskContext, record_prediction
+from syntaxformer.tasks.base import Task, TaskContext
 from syntaxformer.training.blocks import (
     build_context,
     build_model,
@@ -360,12 +360,13 @@ def _predict(
     )
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
+    values = [task.submission_value(v, r) for v, r in zip(predictions.values, records)]
     path = Path(out_dir) / f"predictions_{split}.tsv"
     if is_main_process():
         with atomic_write(path) as f:
             f.write("index\tid\tprediction\n")
-            for i, r in enumerate(records):
-                f.write(f"{i}\t{r['id']}\t{record_prediction(r)}\n")
+            for i, (r, v) in enumerate(zip(records, values)):
+                f.write(f"{i}\t{r['id']}\t{v}\n")
         with atomic_write(path.with_suffix(".jsonl")) as f:
             for r in records:
                 f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
@@ -379,7 +380,6 @@ def _predict(
         "scores": task.compute_metrics(data, predictions) if has_labels(data) else None,
         "runtime_s": round(time.time() - t0, 2),
     }
-    values = [record_prediction(r) for r in records]
     if values and all(isinstance(v, str) for v in values):
         result["predicted_distribution"] = dict(sorted(Counter(values).items()))
     logger.info("wrote %d predictions to %s", len(records), path)
