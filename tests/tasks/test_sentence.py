@@ -203,7 +203,10 @@ def test_sentence_postprocess_metrics_and_records():
     assert preds.values == [1, 0] and preds.ids == ["dev-0", "dev-1"]
     assert sst2.compute_metrics(data, preds) == {"accuracy": 0.5}
     records = sst2.prediction_records(data, preds)
-    assert [(r["text"], r["label"], r["gold_label"]) for r in records] == [("good .", "1", "1"), ("bad .", "0", "1")]
+    assert [(r["text"], r["label"], r["gold_label"]) for r in records] == [
+        ("good .", "positive", "positive"),
+        ("bad .", "negative", "positive"),
+    ]
     stsb_records = get_task("stsb").prediction_records(data, Predictions(["dev-0", "dev-1"], [3.5, 1.0]))
     assert [(r["value"], r["gold_label"]) for r in stsb_records] == [(3.5, 1.0), (1.0, 1.0)]
     assert get_task("stsb").postprocess(data, Features(), np.array([[3.5], [1.0]])).values == [3.5, 1.0]
