@@ -458,7 +458,7 @@ class TranslationTask(Task):
     def prediction_records(self, data: ParallelCorpus, predictions: Predictions) -> list[dict[str, Any]]:
         """Per sentence, named as ``predict --input`` names them: ``id``, ``text`` (the source), ``translation``
         and ``reference`` (the target, when the corpus has one)."""
-        targets = data.targets or [None] * len(predictions.values)
+        targets: list[str | None] = [None] * len(predictions.values) if data.targets is None else list(data.targets)
         return [
             {"id": i, "text": s, "translation": v, **({"reference": t} if t is not None else {})}
             for i, s, v, t in zip(predictions.ids, data.sources, predictions.values, targets)
