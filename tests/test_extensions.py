@@ -293,7 +293,7 @@ def test_a_fourth_system_from_a_package_trains_evaluates_predicts_and_reloads(ti
     assert json.loads(done.stdout)["scores"]["accuracy"] == pytest.approx(metrics["dev"]["accuracy"])
     _ok(_cli(["predict", str(run), "--split", "validation"], elsewhere, env))
     records = [json.loads(line) for line in (run / "predictions_dev.jsonl").read_text().splitlines()]
-    assert len(records) == 12 and {r["prediction"] for r in records} <= {"negative", "positive"}
+    assert len(records) == 12 and {r["label"] for r in records} <= {"negative", "positive"}
     done = _ok(subprocess.run([sys.executable, "-c", _RELOAD, str(run), tiny_model], cwd=elsewhere, env=env,
                               capture_output=True, text=True, timeout=600))  # fmt: skip
     loaded = json.loads(done.stdout.strip().splitlines()[-1])

@@ -115,6 +115,32 @@ def test_inference_cli_predict_input_txt_csv_jsonl_and_stdout(sst2_runs, tmp_pat
     assert "--input" in capsys.readouterr().err
 
 
+def _jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_inference_split_and_input_records_name_their_fields_alike(sst2_runs, tmp_path, one_thread):
+    """``predict --split`` and ``predict --input`` on the same texts: the prediction is ``label`` in both (the
+    same class), the text ``text``; the split's records add only the gold answer (``gold_label``)."""
+    from syntaxformer.cli import main
+    from syntaxformer.training.run import predict
+
+    run = sst2_runs["sgnet"]
+    predict(run, "dev", changes={"max_predict_samples": 4}, output_dir=str(tmp_path))
+    split = _jsonl(tmp_path / "predictions_dev.jsonl")
+    inputs = tmp_path / "dev.jsonl"
+    inputs.write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n" for r in split), encoding="utf-8")
+    assert main(["predict", run, "--input", str(inputs), "--output", str(tmp_path / "raw.jsonl")]) == 0
+    raw = _jsonl(tmp_path / "raw.jsonl")
+    assert len(split) == len(raw) == 4
+    for s, r in zip(split, raw):
+        assert set(s) - {"gold_label"} <= set(r) and s["gold_label"] in ("negative", "positive")
+        assert (s["id"], s["text"], s["label"]) == (r["id"], r["text"], r["label"])
+    tsv = (tmp_path / "predictions_dev.tsv").read_text(encoding="utf-8").splitlines()
+    # the TSV keeps the data's own label strings (GLUE's submission format: SST-2's 0 / 1)
+    assert [line.split("\t")[2] for line in tsv[1:]] == [str(("negative", "positive").index(r["label"])) for r in raw]
+
+
 def test_inference_read_inputs_formats(tmp_path):
     from syntaxformer.inference import read_inputs
 
@@ -207,9 +233,10 @@ def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, veri
     assert [r["id"] for r in records] == [e.qid for e in dev.examples]
     for r, e in zip(records, dev.examples):
         ref = by_id[e.qid]
-        assert r["best_answer"] == ref["best_text"]
-        assert r["null_score"] == pytest.approx(ref["na_score"], abs=1e-4)
-        assert r["answer"] == ref["prediction"]
+        assert set(ref) - {"gold_answers"} <= set(r)  # the split's records name their fields as these do
+        assert r["best_answer"] == ref["best_answer"]
+        assert r["null_score"] == pytest.approx(ref["null_score"], abs=1e-4)
+        assert r["answer"] == ref["answer"] and ref["gold_answers"] == e.answer_texts
         assert r["best_answer"] == e.context[r["best_start"] : r["best_end"]]
         if r["answer"]:
             assert e.context[r["start"] : r["end"]] == r["answer"]
@@ -263,7 +290,7 @@ def test_inference_multiple_choice_matches_the_runner(tiny_model, tmp_path, one_
     predictions; questions with different numbers of options are batched apart, each scored as when alone."""
     from syntaxformer.inference import Predictor
     from syntaxformer.training import RunConfig
-    from syntaxformer.training.run import load_run, train
+    from syntaxformer.training.run import load_run, predict, train
 
     data_path("race", "RACE_train.tar.gz")
     out = tmp_path / "race"
@@ -289,9 +316,16 @@ def test_inference_multiple_choice_matches_the_runner(tiny_model, tmp_path, one_
     predictor = Predictor.from_run(out)
     records = predictor.predict(inputs, batch_size=4)
     assert [r["id"] for r in records] == [e.qid for e in dev.examples]
+    predict(out, "dev", changes={"max_predict_samples": 6}, output_dir=str(tmp_path / "split"))
+    split = {s["id"]: s for s in _jsonl(tmp_path / "split" / "predictions_dev.jsonl")}
+    assert set(split) == {e.qid for e in dev.examples}
     for r, e in zip(records, dev.examples):
+        s = split[e.qid]
         assert r["prediction"] == ref[e.qid]["prediction"] and r["option"] == e.options[r["index"]]
         assert r["scores"] == pytest.approx(ref[e.qid]["probs"], abs=1e-4)
+        assert set(s) - {"gold_label"} <= set(r) and s["gold_label"] == e.answer  # the split's records: same names
+        assert (s["prediction"], s["index"], s["option"]) == (r["prediction"], r["index"], r["option"])
+        assert s["scores"] == pytest.approx(r["scores"], abs=1e-4)
     three = {**inputs[1], "id": "three", "options": inputs[1]["options"][:3]}
     mixed = predictor.predict([inputs[0], three, inputs[2]], batch_size=8)
     alone = predictor.predict([three])[0]
@@ -357,6 +391,14 @@ def test_inference_translation_matches_translate(tmp_path, one_thread):
     tm = load_translation_model(out, annotator=predictor.context.annotator)
     assert [r["translation"] for r in records] == translate(tm, sources, num_beams=2, show_progress=False)
     assert [r["text"] for r in records] == sources and (out / "README.md").is_file()
+    # the split's records name their fields as these do, and add the reference
+    from syntaxformer.training.run import predict
+
+    predict(out, "dev", output_dir=str(tmp_path / "split"))
+    split = _jsonl(tmp_path / "split" / "predictions_dev.jsonl")
+    lines = {x: files[f"va.{x}"].read_text(encoding="utf-8").splitlines() for x in ("en", "de")}
+    assert [(s["text"], s["reference"]) for s in split] == list(zip(lines["en"], lines["de"]))
+    assert all(set(s) - {"id", "reference"} == set(records[0]) for s in split)
     from transformers import pipeline
 
     import syntaxformer  # noqa: F401

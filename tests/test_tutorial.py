@@ -80,7 +80,7 @@ def test_tutorial_csv_train_evaluate_predict(tutorial_run):
     out = _ok(results, "evaluate").stdout
     assert '"split": "dev"' in out
     first = json.loads((run / "predictions_dev.jsonl").read_text().splitlines()[0])
-    assert first["prediction"] in ("negative", "positive") and first["label"] in ("negative", "positive")
+    assert first["label"] in ("negative", "positive") and first["gold_label"] in ("negative", "positive")
 
 
 @pytest.mark.slow

@@ -22,6 +22,10 @@ What a record holds, by the model's head:
   (the option's letter), ``option`` (its text), ``index`` and ``scores`` (the softmax over the options);
 * translation: ``text`` and ``translation``.
 
+A split's records (``predict --split``: :meth:`~syntaxformer.tasks.base.Task.prediction_records`) use the same
+names and add the gold answer where known: ``gold_label`` (classification, regression, multiple choice),
+``gold_answers`` (span QA), ``reference`` (translation).
+
 On request (:meth:`Predictor.predict`): ``logits`` (classification: the model's outputs as they are) and
 ``answers`` (span QA: the ``top_k`` best spans, best first); ``max_answer_length`` bounds span QA's answers.
 

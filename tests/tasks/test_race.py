@@ -129,7 +129,11 @@ def test_race_task_postprocess_metrics_and_files_on_hand_made_logits():
         "probs": files["h0"]["probs"],
     }
     assert all(abs(sum(r["probs"]) - 1) < 1e-4 for r in files.values()) and files["h1"]["correct"]
-    assert task.prediction_records(data, preds)[1]["option"] == "y"
+    records = task.prediction_records(data, preds)
+    assert records[1]["option"] == "y" and records[1]["options"][records[1]["index"]] == "y"
+    h0 = next(i for i, r in enumerate(records) if r["id"] == "h0")
+    assert (records[h0]["prediction"], records[h0]["gold_label"]) == ("B", "A")
+    assert records[h0]["scores"] == pytest.approx(list(preds.scores[h0])[: len(records[h0]["options"])])
     with pytest.raises(SyntaxformerError, match="takes no options"):
         get_task("race", verifier="joint")
     with pytest.raises(SyntaxformerError, match="rows of logits"):

@@ -192,6 +192,7 @@ def test_sentence_postprocess_metrics_and_records():
     import numpy as np
 
     from syntaxformer.data.examples import TaskData, TaskExample
+    from syntaxformer.tasks.base import Predictions
 
     class Features:
         guids: ClassVar[list[str]] = ["dev-0", "dev-1"]
@@ -201,7 +202,13 @@ def test_sentence_postprocess_metrics_and_records():
     preds = sst2.postprocess(data, Features(), np.array([[0.1, 0.9], [2.0, -1.0]]))
     assert preds.values == [1, 0] and preds.ids == ["dev-0", "dev-1"]
     assert sst2.compute_metrics(data, preds) == {"accuracy": 0.5}
-    assert [r["prediction"] for r in sst2.prediction_records(data, preds)] == ["1", "0"]
+    records = sst2.prediction_records(data, preds)
+    assert [(r["text"], r["label"], r["gold_label"]) for r in records] == [
+        ("good .", "positive", "positive"),
+        ("bad .", "negative", "positive"),
+    ]
+    stsb_records = get_task("stsb").prediction_records(data, Predictions(["dev-0", "dev-1"], [3.5, 1.0]))
+    assert [(r["value"], r["gold_label"]) for r in stsb_records] == [(3.5, 1.0), (1.0, 1.0)]
     assert get_task("stsb").postprocess(data, Features(), np.array([[3.5], [1.0]])).values == [3.5, 1.0]
     assert get_task("snli").postprocess(data, Features(), (np.array([[0, 0, 1.0], [1.0, 0, 0]]),)).values == [2, 0]
     assert get_task("mrpc").model_options()["id2label"] == {0: "not_equivalent", 1: "equivalent"}

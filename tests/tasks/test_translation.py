@@ -179,4 +179,6 @@ def test_translation_postprocess_and_bleu(tokenizers, m30k_small):
     with pytest.raises(SyntaxformerError, match="translations for the"):
         task.postprocess(valid, None, raw[:3])
     records = task.prediction_records(valid, Predictions(valid.ids[:1], ["x"]))
-    assert records == [{"id": valid.ids[0], "source": valid.sources[0], "prediction": "x"}]
+    assert records == [
+        {"id": valid.ids[0], "text": valid.sources[0], "translation": "x", "reference": valid.targets[0]}
+    ]

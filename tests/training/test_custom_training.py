@@ -120,10 +120,11 @@ def test_custom_csv_train_then_evaluate_predict_in_a_fresh_process(tiny_model, s
     done = _cli(["predict", str(run), "--split", "validation"], elsewhere, env)
     assert done.returncode == 0, done.stderr[-3000:]
     records = [json.loads(line) for line in (run / "predictions_dev.jsonl").read_text().splitlines()]
-    assert len(records) == 16 and {r["prediction"] for r in records} <= {"negative", "positive"}
-    assert records[0]["text_a"] == _sst2_rows(1, start=32)[0][0] and records[0]["label"] in NAMES.values()
-    assert sum(r["prediction"] == r["label"] for r in records) / 16 == pytest.approx(trained)
+    assert len(records) == 16 and {r["label"] for r in records} <= {"negative", "positive"}
+    assert records[0]["text"] == _sst2_rows(1, start=32)[0][0] and records[0]["gold_label"] in NAMES.values()
+    assert sum(r["label"] == r["gold_label"] for r in records) / 16 == pytest.approx(trained)
     assert set(records[0]["scores"]) == {"negative", "positive"}
+    assert records[0]["score"] == records[0]["scores"][records[0]["label"]]
     assert sum(records[0]["scores"].values()) == pytest.approx(1.0, abs=1e-4)
     assert stat.S_IMODE((run / "predictions_dev.jsonl").stat().st_mode) == 0o644
 

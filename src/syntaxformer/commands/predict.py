@@ -9,7 +9,8 @@ the value (regression), the answer span, its text and the no-answer score (span 
 probability of every option (multiple choice), or the translation. Records go to ``--output`` (JSONL) or standard output.
 
 A split (``--split``, ``--file``): writes ``predictions_<split>.tsv`` (columns ``index``, ``id``, ``prediction``;
-the task's label strings, or scores for STS-B) and ``.jsonl`` to ``--output-dir`` (default: the model folder);
+the task's label strings, or scores for STS-B) and ``.jsonl`` (records named as ``--input``'s, with the gold
+``gold_label`` / ``gold_answers`` / ``reference`` where known) to ``--output-dir`` (default: the model folder);
 existing ones are replaced only with ``--overwrite``, and the folder is locked while it is written.
 
 Feature options come from the model's ``run.json``, as for ``evaluate``.

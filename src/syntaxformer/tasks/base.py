@@ -44,12 +44,14 @@ from syntaxformer.registry import TASKS
 
 __all__ = [
     "HEADS",
+    "PREDICTION_FIELDS",
     "READING_DEFAULTS",
     "TOKEN_INPUTS",
     "Predictions",
     "Task",
     "TaskContext",
     "get_task",
+    "record_prediction",
     "register_task",
     "task_names",
     "task_option_names",
@@ -362,9 +364,37 @@ class Task(abc.ABC):
         raise ConfigError(f"task {self.name!r} ({self.head}) makes no records of raw inputs")
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
-        """One JSON record per example for ``predict`` output files (id, input text, prediction, score)."""
+        """One JSON record per example of a split (``predict --split``: ``predictions_<split>.jsonl``), with the
+        fields of :meth:`raw_records` (:mod:`syntaxformer.inference`: the prediction under one of
+        :data:`PREDICTION_FIELDS`) and the gold answer, where known, as ``gold_label`` (span QA ``gold_answers``,
+        translation ``reference``). Default: ``id``, ``prediction`` and ``score``."""
         scores = predictions.scores or [None] * len(predictions.ids)
         return [{"id": i, "prediction": v, "score": s} for i, v, s in zip(predictions.ids, predictions.values, scores)]
+
+    def submission_value(self, value: Any, record: Mapping[str, Any]) -> Any:
+        """The ``prediction`` column of ``predictions_<split>.tsv`` for one example, from its value in
+        :class:`Predictions` and its :meth:`prediction_records` record. Default: the record's prediction
+        (:func:`record_prediction`)."""
+        return record_prediction(record)
+
+
+#: The field that holds the prediction in a record of :meth:`Task.raw_records` or :meth:`Task.prediction_records`,
+#: by head: the class name (``label``), a regression's ``value``, span QA's ``answer``, multiple choice's option
+#: letter (``prediction``, also the default records' field) and the ``translation``.
+PREDICTION_FIELDS: tuple[str, ...] = ("label", "value", "answer", "prediction", "translation")
+
+
+def record_prediction(record: Mapping[str, Any]) -> Any:
+    """The prediction of a record (the first of :data:`PREDICTION_FIELDS` it has; the ``prediction`` column of
+    ``predictions_<split>.tsv``).
+
+    Raises:
+        InputError: a record with none of them.
+    """
+    for key in PREDICTION_FIELDS:
+        if key in record:
+            return record[key]
+    raise InputError(f"record {dict(record)!r} has no prediction field (one of {', '.join(PREDICTION_FIELDS)})")
 
 
 def _answer_records(

@@ -44,7 +44,7 @@ from syntaxformer.data.readers.table import TABLE_FORMATS, Table, read_table, re
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.tasks.base import Predictions, register_task
 from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, max_samples, rows_for, split_names
-from syntaxformer.tasks.race import RaceTask
+from syntaxformer.tasks.race import RaceTask, choice_records
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
 
@@ -524,18 +524,6 @@ class CustomTextTask(SentenceTask):
             out.scores = [{n: round(float(p), 6) for n, p in zip(self.label_list or (), row)} for row in probs]
         return out
 
-    def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per example: ``id``, the text(s), ``label`` (the gold one, when known), ``prediction`` (the class name,
-        or the value) and ``scores`` (class probabilities)."""
-        records = super().prediction_records(data, predictions)
-        scores = predictions.scores or [None] * len(records)
-        for r, e, s in zip(records, data.examples, scores):
-            if e.label is not None:
-                r["label"] = self.label_name(e.label)
-            if s is not None:
-                r["scores"] = s
-        return records
-
 
 class CustomQATask(SquadTask):
     """Extractive QA on the user's own SQuAD-format JSON (1.1 or 2.0): :class:`~syntaxformer.tasks.squad.SquadTask`
@@ -720,17 +708,9 @@ class CustomChoiceTask(RaceTask):
         }
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
-        scores = predictions.scores or [None] * len(predictions.values)
-        return [
-            {
-                "id": e.qid,
-                "question": e.question or e.article,
-                "prediction": e.options[int(p)],
-                "index": int(p),
-                "probs": pr,
-            }
-            for e, p, pr in zip(data.examples, predictions.values, scores)
-        ]
+        """Per question, as RACE's (:func:`~syntaxformer.tasks.race.choice_records`); the question is the
+        passage where the data has no question column."""
+        return choice_records(data.examples, predictions, lambda e: e.question or e.article)
 
 
 register_task(CustomTextTask)

@@ -57,6 +57,7 @@ __all__ = [
     "RaceFeatures",
     "RaceFeaturizer",
     "RaceTask",
+    "choice_records",
     "feature_arrays",
     "race_accuracy",
     "race_collate",
@@ -277,6 +278,30 @@ def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labe
 # ----------------------------------------------------------------------------------------------------------
 # Metric
 # ----------------------------------------------------------------------------------------------------------
+def choice_records(
+    examples: Sequence[Any], predictions: Predictions, question: Callable[[Any], str]
+) -> list[dict[str, Any]]:
+    """:meth:`RaceTask.prediction_records` of multiple-choice examples (``qid``, ``options``, ``label``: the right
+    option's index or ``None``); ``question`` gives an example's question text."""
+    scores = predictions.scores or [None] * len(predictions.values)
+    records = []
+    for e, p, s in zip(examples, predictions.values, scores):
+        k = int(p)
+        r = {
+            "id": e.qid,
+            "question": question(e),
+            "options": list(e.options),
+            "prediction": OPTION_LETTERS[k],
+            "index": k,
+            "option": e.options[k],
+            "scores": None if s is None else list(s)[: len(e.options)],
+        }
+        if e.label is not None:
+            r["gold_label"] = OPTION_LETTERS[int(e.label)]
+        records.append(r)
+    return records
+
+
 def race_accuracy(examples: Sequence[RaceExample], predictions: Mapping[str, int] | Sequence[int]) -> dict[str, float]:
     """Accuracy (percent) on RACE-M (``middle``), RACE-H (``high``) and all (``all``), plus counts ``n_*``.
 
@@ -478,15 +503,7 @@ class RaceTask(Task):
         }
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per question: ``id``, ``question``, ``prediction`` (letter), ``option`` (its text), ``probs``."""
-        scores = predictions.scores or [None] * len(predictions.values)
-        return [
-            {
-                "id": e.qid,
-                "question": e.question,
-                "prediction": OPTION_LETTERS[int(p)],
-                "option": e.options[int(p)],
-                "probs": pr,
-            }
-            for e, p, pr in zip(data.examples, predictions.values, scores)
-        ]
+        """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``options``,
+        ``prediction`` (the option's letter), ``index``, ``option`` (its text), ``scores`` (the softmax over the
+        options) and ``gold_label`` (the right option's letter, when known)."""
+        return choice_records(data.examples, predictions, lambda e: e.question)

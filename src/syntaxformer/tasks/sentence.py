@@ -143,8 +143,14 @@ class SentenceTask(Task):
         """dtype of the label arrays (``int64`` class ids, ``float32`` values)."""
         return np.float32 if self.is_regression else np.int64
 
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """The model's class names in class-id order (``config.id2label``: what each class means where the task
+        says, else the label strings; regression: ``("score",)``)."""
+        return self.spec.class_names or self.spec.labels or ("score",)
+
     def model_options(self) -> dict[str, Any]:
-        labels = self.spec.class_names or self.spec.labels or ("score",)
+        labels = self.class_names
         return {
             "num_labels": self.num_labels,
             "problem_type": "regression" if self.is_regression else "single_label_classification",
@@ -271,22 +277,37 @@ class SentenceTask(Task):
         return compute_metrics(self.metric_names, predictions.values, labels)
 
     def label_name(self, value: Any) -> Any:
-        """A prediction as written in output files: the label string, or the value to 4 decimals."""
+        """A prediction as the data writes it (``predictions_<split>.tsv``, GLUE's submission format): the label
+        string, or the value to 4 decimals."""
         labels = self.spec.labels
         if labels is None:  # regression
             return round(float(value), 4)
         return labels[int(value)]
 
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": e.guid,
-                "text_a": e.text_a,
-                **({"text_b": e.text_b} if e.text_b is not None else {}),
-                "prediction": self.label_name(v),
-            }
-            for e, v in zip(data.examples, predictions.values)
-        ]
+        """Per example, named as ``predict --input`` names them: ``id``, ``text`` (and ``text_pair``), the
+        prediction as ``label`` (the model's class name, :attr:`class_names`; regression: ``value``), ``score`` /
+        ``scores`` (its and every class's probability, where the task keeps them) and ``gold_label`` (the gold
+        class name or value, when known)."""
+        key = "value" if self.is_regression else "label"
+        scores = predictions.scores or [None] * len(predictions.values)
+        records = []
+        for e, v, s in zip(data.examples, predictions.values, scores):
+            r = {"id": e.guid, "text": e.text_a, **({"text_pair": e.text_b} if e.text_b is not None else {})}
+            r[key] = self._class_name(v)
+            if isinstance(s, Mapping):
+                r.update(score=s.get(r[key]), scores=s)
+            if e.label is not None:
+                r["gold_label"] = self._class_name(e.label)
+            records.append(r)
+        return records
+
+    def submission_value(self, value: Any, record: Mapping[str, Any]) -> Any:
+        """The label string as the data writes it (:meth:`label_name`)."""
+        return self.label_name(value)
+
+    def _class_name(self, value: Any) -> Any:
+        return float(value) if self.is_regression else self.class_names[int(value)]
 
 
 def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:

@@ -563,15 +563,18 @@ class SquadTask(Task):
         }
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per question: ``id``, ``question``, ``prediction`` (at ``null_threshold``), ``best_text``, ``na_score``."""
+        """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``answer`` (at
+        ``null_threshold``; ``""`` = no answer), ``best_answer`` (the best non-null span), ``null_score`` and
+        ``gold_answers`` (the gold texts, ``[]`` for an unanswerable question; left out when unknown)."""
         best = predictions.extra["best_texts"]
         return [
             {
                 "id": e.qid,
                 "question": e.question,
-                "prediction": v,
-                "best_text": best[e.qid],
-                "na_score": json_safe_scores({"s": s})["s"],
+                "answer": v,
+                "best_answer": best[e.qid],
+                "null_score": json_safe_scores({"s": s})["s"],
+                **({"gold_answers": e.answer_texts} if e.answers or e.is_impossible else {}),
             }
             for e, v, s in zip(data.examples, predictions.values, predictions.scores or [])
         ]

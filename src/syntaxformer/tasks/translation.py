@@ -486,9 +486,12 @@ class TranslationTask(Task):
         return {f"hyp.{data.name}.txt": "".join(v + "\n" for v in predictions.values)}
 
     def prediction_records(self, data: ParallelCorpus, predictions: Predictions) -> list[dict[str, Any]]:
+        """Per sentence, named as ``predict --input`` names them: ``id``, ``text`` (the source), ``translation``
+        and ``reference`` (the target, when the corpus has one)."""
+        targets: list[str | None] = [None] * len(predictions.values) if data.targets is None else list(data.targets)
         return [
-            {"id": i, "source": s, "prediction": v}
-            for i, s, v in zip(predictions.ids, data.sources, predictions.values)
+            {"id": i, "text": s, "translation": v, **({"reference": t} if t is not None else {})}
+            for i, s, v, t in zip(predictions.ids, data.sources, predictions.values, targets)
         ]
 
 

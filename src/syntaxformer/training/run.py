@@ -342,7 +342,8 @@ def predict(
 ) -> dict[str, Any]:
     """Predict a split with the model of a run folder; writes ``predictions_<split>.tsv`` (``index``, ``id``,
     ``prediction``: label strings, or values for regression) and ``predictions_<split>.jsonl`` (the task's full
-    records). If the split has labels, scores are reported too. Existing prediction files are replaced only with
+    records, :meth:`~syntaxformer.tasks.base.Task.prediction_records`: the fields of ``predict --input`` and the
+    gold answer). If the split has labels, scores are reported too. Existing prediction files are replaced only with
     ``overwrite`` (refused before anything is computed), and the output folder is locked while it is written."""
     split = _split_name(split)
     names = [f"predictions_{split}.tsv", f"predictions_{split}.jsonl"]
@@ -359,12 +360,13 @@ def _predict(
     )
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
+    values = [task.submission_value(v, r) for v, r in zip(predictions.values, records)]
     path = Path(out_dir) / f"predictions_{split}.tsv"
     if is_main_process():
         with atomic_write(path) as f:
             f.write("index\tid\tprediction\n")
-            for i, r in enumerate(records):
-                f.write(f"{i}\t{r['id']}\t{r['prediction']}\n")
+            for i, (r, v) in enumerate(zip(records, values)):
+                f.write(f"{i}\t{r['id']}\t{v}\n")
         with atomic_write(path.with_suffix(".jsonl")) as f:
             for r in records:
                 f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
@@ -378,7 +380,6 @@ def _predict(
         "scores": task.compute_metrics(data, predictions) if has_labels(data) else None,
         "runtime_s": round(time.time() - t0, 2),
     }
-    values = [r["prediction"] for r in records]
     if values and all(isinstance(v, str) for v in values):
         result["predicted_distribution"] = dict(sorted(Counter(values).items()))
     logger.info("wrote %d predictions to %s", len(records), path)
