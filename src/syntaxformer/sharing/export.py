@@ -193,22 +193,10 @@ def code_exports(model_type: str | None, architecture: str, head: str) -> dict[s
     Raises:
         ConfigError: a model export does not carry (a system of another package, a class its system has not).
     """
-    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
     from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
 
-    spec = system_for_model_type(model_type)
-    if spec is not None and spec.name in BUILTIN_SYSTEMS:
-        config_module, config_class = str(spec.config).split(":")
-        model_module, model_class = str(spec.models.get(head, ":")).split(":")
-    elif model_type == "syntax_infused_translation":
-        config_module, config_class, model_class = _TRANSLATION
-        model_module = config_module
-    else:
-        known = [t for s in BUILTIN_SYSTEMS.values() for t in (s.saved_model_type, *s.aliases)]
-        raise ConfigError(
-            f"model_type {model_type!r} is not a model export can carry "
-            f"({', '.join([*known, 'syntax_infused_translation'])}; systems of other packages are not exported)"
-        )
+    config_module, config_class, models = _model_classes(model_type)
+    model_module, model_class = models.get(head, ":").split(":")
     if model_class != architecture:
         raise ConfigError(
             f"the model class {architecture} is not the {head} model of model_type {model_type!r} "
@@ -300,7 +288,10 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
             raise ValueError(f"a JSON {type(config).__name__}, not an object")
     except (OSError, ValueError) as e:
         raise DataError(f"{run_dir}/config.json is not a readable model config ({e}); train the run again") from None
-    _config_class(run_dir, config)
+    try:
+        _model_classes(config.get("model_type"))
+    except ConfigError as e:
+        raise ConfigError(f"{run_dir}/config.json has {e}") from None
     index = run_dir / _WEIGHTS_INDEX
     shards = (
         sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()))
@@ -339,18 +330,25 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
     return config
 
 
-def _config_class(run_dir: Path, data: Mapping[str, Any]) -> str:
-    """The config class an exported folder names for ``model_type`` (a built-in system's, or translation's)."""
+def _model_classes(model_type: str | None) -> tuple[str, str, dict[str, str]]:
+    """The config's defining module and class of ``model_type`` (a built-in system's, or translation's) and its model
+    classes by head (``"module:Class"``).
+
+    Raises:
+        ConfigError: a model type export does not carry.
+    """
     from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
 
-    spec = system_for_model_type(data.get("model_type"))
+    spec = system_for_model_type(model_type)
     if spec is not None and spec.name in BUILTIN_SYSTEMS:
-        return str(spec.config).rsplit(":", 1)[-1]
-    if data.get("model_type") == "syntax_infused_translation":
-        return "SyntaxInfusedTranslationConfig"
+        config_module, config_class = str(spec.config).split(":")
+        return config_module, config_class, {head: str(model) for head, model in spec.models.items()}
+    if model_type == "syntax_infused_translation":
+        module, config_class, model_class = _TRANSLATION
+        return module, config_class, {"seq2seq": f"{module}:{model_class}"}
     known = [t for s in BUILTIN_SYSTEMS.values() for t in (s.saved_model_type, *s.aliases)]
     raise ConfigError(
-        f"{run_dir}/config.json has model_type {data.get('model_type')!r}, not a model export can carry "
+        f"model_type {model_type!r}, not a model export can carry "
         f"({', '.join([*known, 'syntax_infused_translation'])}; systems of other packages are not exported)"
     )
 
