@@ -56,6 +56,9 @@ Usage (from the repository root, in the project environment)::
     python experiments/translation.py summarize                # tables + docs/results/translation_study.json
     # controls: the extra layer without the SDOI mask (capacity, no syntax); fine PTB tags instead of UPOS
     python experiments/translation.py run --fractions 0.1,1.0 --arms vanilla_layer,syntax_xpos
+    # the parses of every source sentence for a machine without spaCy (the GPU runs: experiments/device/README.md)
+    python experiments/translation.py export-parses --fractions 1.0 --out-file parses.jsonl
+    python experiments/translation.py run --fractions 1.0 --arms syntax --parser jsonl:parses.jsonl
     # quick check of the whole pipeline (a few minutes):
     python experiments/translation.py run --fractions 0.1 --arms baseline,both --max-steps 50 --out runs/tr_smoke
 """
@@ -130,6 +133,7 @@ class DevBleuCurve:
         refs: list[str] = []
         with torch.no_grad():
             for batch in eval_dataloader:
+                batch = {k: v.to(model.device) for k, v in batch.items()}  # where the trainer has not moved it
                 labels = batch.pop("labels")
                 batch.pop("decoder_input_ids", None)
                 out = model.generate(
@@ -144,19 +148,42 @@ class DevBleuCurve:
         write_json(self.run_dir / "dev_bleu.json", self.curve, indent=1)
 
 
-def _run(args: argparse.Namespace) -> None:
-    import torch
-
+def _task_options(args: argparse.Namespace, fraction: float, arm: str) -> dict:
+    """The translation task's options of one run: Multi30k from the shared data folder, test2016 (and, at 100%,
+    newstest2013 unless ``--no-newstest``), the preset, and the BPE vocabularies of the fraction shared by its arms."""
     from syntaxformer.defaults import shared_data_dir
-    from syntaxformer.training import RunConfig
-    from syntaxformer.training.run import train
 
-    torch.set_num_threads(args.threads)
     data = shared_data_dir()
     if data is None:
         raise SystemExit("../shared/data not found (set SYNTAXFORMER_DATA)")
     m30k = data / "multi30k"
     nt13 = data / "wmt14_ende" / "newstest2013"
+    eval_sets = {"test2016": [str(m30k / "test_2016_flickr.en"), str(m30k / "test_2016_flickr.de")]}
+    if fraction == 1.0 and not args.no_newstest:
+        eval_sets["newstest2013"] = [str(nt13 / "newstest2013-src.en.sgm"), str(nt13 / "newstest2013-ref.de.sgm")]
+    return {
+        "arm": arm,
+        "fraction": fraction,
+        "data_seed": 0,
+        "train_source": str(m30k / "train.en"),
+        "train_target": str(m30k / "train.de"),
+        "valid_source": str(m30k / "val.en"),
+        "valid_target": str(m30k / "val.de"),
+        "eval_sets": eval_sets,
+        "preset": args.preset,
+        "feature_dim": _feature_dim(args.preset),
+        # one vocabulary per (fraction, data seed), shared by the arms
+        "tokenizer_dir": str(Path(args.out) / FRACTION_TAG.format(fraction) / "tokenizers"),
+    }
+
+
+def _run(args: argparse.Namespace) -> None:
+    import torch
+
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
+
+    torch.set_num_threads(args.threads)
     out = Path(args.out)
     for fraction in [float(x) for x in args.fractions.split(",")]:
         for seed in [int(s) for s in args.seeds.split(",")]:
@@ -165,35 +192,19 @@ def _run(args: argparse.Namespace) -> None:
                 if (run / "metrics.json").is_file():
                     print(f"skip {run} (finished)", flush=True)
                     continue
-                eval_sets = {"test2016": [str(m30k / "test_2016_flickr.en"), str(m30k / "test_2016_flickr.de")]}
-                if fraction == 1.0 and not args.no_newstest:
-                    eval_sets["newstest2013"] = [
-                        str(nt13 / "newstest2013-src.en.sgm"),
-                        str(nt13 / "newstest2013-ref.de.sgm"),
-                    ]
-                task_options = {
-                    "arm": arm,
-                    "fraction": fraction,
-                    "data_seed": 0,
-                    "train_source": str(m30k / "train.en"),
-                    "train_target": str(m30k / "train.de"),
-                    "valid_source": str(m30k / "val.en"),
-                    "valid_target": str(m30k / "val.de"),
-                    "eval_sets": eval_sets,
-                    "preset": args.preset,
-                    "feature_dim": _feature_dim(args.preset),
-                    # one vocabulary per (fraction, data seed), shared by the arms
-                    "tokenizer_dir": str(out / FRACTION_TAG.format(fraction) / "tokenizers"),
-                }
+                every = {"eval_steps": args.eval_steps, "save_steps": args.eval_steps, "logging_steps": args.eval_steps}
                 config = RunConfig(
                     task="translation",
-                    task_options=task_options,
+                    task_options=_task_options(args, fraction, arm),
                     output_dir=str(run),
                     max_steps=args.max_steps,
                     seed=seed,
                     disable_tqdm=args.no_progress,
-                    resume=True,
-                )  # an interrupted run continues from its last checkpoint
+                    resume=True,  # an interrupted run continues from its last checkpoint
+                    mixed_precision="no",  # fp32 on every device ("auto" would train in bf16 on a GPU)
+                    **({"training_args": every} if args.eval_steps else {}),
+                    **({"parser": args.parser} if args.parser else {}),
+                )
                 t0 = time.time()
                 m = train(config, callbacks=[DevBleuCurve(run)])
                 if not args.keep_checkpoints:
@@ -212,6 +223,24 @@ def _run(args: argparse.Namespace) -> None:
                     ),
                     flush=True,
                 )
+
+
+def _export_parses(args: argparse.Namespace) -> None:
+    """Parse here (spaCy, with its parse cache) every source sentence the runs of ``--fractions`` read -- training
+    subset, validation set, evaluation sets -- into one syntaxformer JSONL file, for a machine without spaCy (the GPU
+    machine), where ``run --parser jsonl:FILE`` looks each sentence up instead of parsing it."""
+    from syntaxformer.data import make_annotator
+    from syntaxformer.data.sentence import write_jsonl
+    from syntaxformer.tasks import get_task
+
+    texts: dict[str, None] = {}
+    for fraction in [float(x) for x in args.fractions.split(",")]:
+        task = get_task("translation", **_task_options(args, fraction, "syntax"))
+        for split in ("train", "dev", *task.eval_set_names()):
+            texts.update(dict.fromkeys(task.load_split(split).sources))
+    docs = make_annotator(args.parser or None, progress=not args.no_progress).annotate(list(texts))
+    n = write_jsonl(docs, args.out_file)
+    print(json.dumps({"file": args.out_file, "records": n}), flush=True)
 
 
 #: What the archive keeps of a finished run: enough to recompute every BLEU and read the dev curve.
@@ -427,13 +456,20 @@ def _markdown(summary: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["run", "archive", "summarize"])
+    parser.add_argument("action", choices=["run", "archive", "summarize", "export-parses"])
     parser.add_argument("--fractions", default="0.1,0.25,0.5,1.0")
     parser.add_argument("--arms", default="baseline,syntax,sgnet,both")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--max-steps", type=int, default=400, help="updates per run, the same for every run (400)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1; see the docstring)")
+    parser.add_argument(
+        "--eval-steps", type=int, default=None, help="validation and checkpoint every N updates (the recipe's 50)"
+    )
+    parser.add_argument(
+        "--parser", default=None, help="annotator spec (default spaCy), e.g. jsonl:FILE made by export-parses"
+    )
+    parser.add_argument("--out-file", default="parses.jsonl", help="export-parses: the JSONL file to write")
     parser.add_argument("--no-newstest", action="store_true", help="skip newstest2013 for the 100%% models")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep the checkpoint-* folders after a run")
     parser.add_argument("--no-progress", action="store_true")
@@ -449,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.action == "archive":
         _archive(args)
+        return 0
+    if args.action == "export-parses":
+        _export_parses(args)
         return 0
     summary = _summarize(args)
     if args.json:

