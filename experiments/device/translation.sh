@@ -13,7 +13,8 @@
 # it again while the machine is warm only waits and copies; on a fresh machine the queue starts again from the archive.
 #     bash experiments/device/translation.sh [STEPS] [WORKERS] [LIMIT]      (default 3000 updates, 12 workers, 560 s)
 # carry [".device/trdata"] (made here by experiments/device/pack_translation.sh). Environment: SEEDS ("1 2 3 4 5"),
-# ARMS, EVAL_STEPS (200), FRACTION (1.0; 0.1 for a check on the CPU), STOP=1 (end the workers before returning),
+# ARMS, EVAL_STEPS (200), FRACTION (1.0; 0.1 for a check on the CPU), STOP=1 (end the workers before returning; a
+# next call on the same machine queues again what is not archived, an interrupted run going on from its checkpoint),
 # TR_ROOT (the machine's working folder, /tmp/translation_device), PY (python3).
 STEPS=${1:-3000}; N=${2:-12}; LIMIT=${3:-560}
 source experiments/device/setup.sh
@@ -32,7 +33,8 @@ if [ ! -f $Q/jobs ]; then
     } | tee "$OUT/device.txt"
     for seed in ${SEEDS:-1 2 3 4 5}; do
         for arm in ${ARMS:-baseline syntax shuffled_tags random_tags}; do
-            [ -f docs/results/runs/$NAME/$F/$arm/seed$seed/metrics.json ] || echo "$arm $seed"
+            [ -f docs/results/runs/$NAME/$F/$arm/seed$seed/metrics.json ] || [ -f $ARCHIVE/$F/$arm/seed$seed/metrics.json ] \
+                || echo "$arm $seed"
         done
     done > $Q/jobs
     echo 0 > $Q/next
@@ -61,13 +63,15 @@ EOF
     done
 fi
 while pgrep -f "$Q/worker.sh" >/dev/null && [ $SECONDS -lt $((LIMIT - 25)) ]; do sleep 5; done
-if [ "${STOP:-0}" = 1 ]; then  # each worker is the leader of its own session: end its process group
+queued=$(wc -l < $Q/jobs)
+if [ "${STOP:-0}" = 1 ] && [ -f $Q/pids ]; then  # each worker leads its own session: end its process group
     while read -r pid; do kill -- -"$pid" 2>/dev/null; done < $Q/pids
+    mv $Q/jobs $Q/jobs.stopped && rm $Q/pids  # a next call queues again what is not archived (resuming checkpoints)
 fi
 mkdir -p "$OUT"
 [ -d $ARCHIVE ] && cp -r $ARCHIVE "$OUT/"
 {
-    echo "$(date -u +%T) queue position $(cat $Q/next) of $(wc -l < $Q/jobs); workers running: $(pgrep -fc "$Q/worker.sh")"
+    echo "$(date -u +%T) queue position $(cat $Q/next) of $queued; workers running: $(pgrep -fc "$Q/worker.sh")"
     for run in $RUNS/$F/*/seed*; do
         [ -d "$run" ] || continue
         state=running; [ -f $run/metrics.json ] && state=finished
