@@ -376,3 +376,38 @@ def test_translation_summary_recomputes_bleu_and_tests_arms_over_seeds(tmp_path)
     (root / "f0.1" / "syntax" / "seed2" / "hyp.test2016.txt").write_text("".join("x\n" for _ in refs))
     with pytest.raises(SystemExit, match="from hyp.test2016.txt, recorded"):
         tr._summarize(args)
+
+
+def test_translation_export_parses_gives_the_runs_the_spacy_features(tmp_path, monkeypatch, annotator, tokenizers):
+    """`translation.py export-parses` writes the parse of every source sentence a run reads (training subset,
+    validation, evaluation sets), once each; looked up with `--parser jsonl:FILE` (the GPU machine has no spaCy) they
+    give every syntax input exactly as spaCy does."""
+    from syntaxformer.data import make_annotator
+    from syntaxformer.tasks import get_task
+    from syntaxformer.tasks.translation import encode_pairs
+    from tests.conftest import data_path
+
+    m30k = tmp_path / "data" / "multi30k"
+    m30k.mkdir(parents=True)
+    for name, n in (("train", 40), ("val", 10), ("test_2016_flickr", 10)):
+        for lang in ("en", "de"):
+            lines = data_path("multi30k", f"{name}.{lang}").read_text(encoding="utf-8").splitlines()[:n]
+            (m30k / f"{name}.{lang}").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    monkeypatch.setenv("SYNTAXFORMER_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("SYNTAXFORMER_CACHE", str(tmp_path / "cache"))
+    tr = _module("translation")
+    parses = tmp_path / "parses.jsonl"
+    common = ["--fractions", "1.0", "--no-newstest", "--out", str(tmp_path / "runs")]
+    assert tr.main(["export-parses", *common, "--no-progress", "--out-file", str(parses)]) == 0
+    args = argparse.Namespace(no_newstest=True, preset="cpu", out=str(tmp_path / "runs"))
+    task = get_task("translation", **tr._task_options(args, 1.0, "syntax"))
+    splits = {split: task.load_split(split) for split in ("train", "dev", "test2016")}
+    assert sum(len(c) for c in splits.values()) == 60
+    sources = {s for c in splits.values() for s in c.sources}
+    assert len(parses.read_text(encoding="utf-8").splitlines()) == len(sources)  # each sentence once
+    looked_up = make_annotator(f"jsonl:{parses}")
+    inputs = ("upos_ids", "xpos_ids", "case_ids", "subword_ids", "dep_tin", "dep_tout", "syntax_tree")
+    for corpus in splits.values():
+        a, b = (encode_pairs(corpus, *tokenizers, p, inputs, show_progress=False) for p in (annotator, looked_up))
+        assert len(a) == len(b) == len(corpus)
+        assert all(x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x) for x, y in zip(a, b))
