@@ -12,7 +12,7 @@
 # $OUT/translation_steps<STEPS>/ and reports progress (the dev-BLEU curve so far of each unfinished run too). Calling
 # it again while the machine is warm only waits and copies; on a fresh machine the queue starts again from the archive.
 #     bash experiments/device/translation.sh [STEPS] [WORKERS] [LIMIT]      (default 3000 updates, 12 workers, 560 s)
-# carry [".device/trdata"] (made here by experiments/device/pack_translation.sh). Environment: SEEDS ("1 2 3 4 5"),
+# carry [".device/trdata", ".device/wheels"] (made here by experiments/device/pack_translation.sh). Environment: SEEDS ("1 2 3 4 5"),
 # ARMS, EVAL_STEPS (200), FRACTION (1.0; 0.1 for a check on the CPU), STOP=1 (end the workers before returning; a
 # next call on the same machine queues again what is not archived, an interrupted run going on from its checkpoint),
 # TR_ROOT (the machine's working folder, /tmp/translation_device), PY (python3).
