@@ -17,12 +17,13 @@
 # next call on the same machine queues again what is not archived, an interrupted run going on from its checkpoint),
 # TR_ROOT (the machine's working folder, /tmp/translation_device), PY (python3).
 STEPS=${1:-3000}; N=${2:-12}; LIMIT=${3:-560}
+: "${OUT:?set OUT, the folder whose files come back (the device machine sets it)}"
 source experiments/device/setup.sh
 export PY=${PY:-python3} STEPS EVAL=${EVAL_STEPS:-200} FRACTION=${FRACTION:-1.0}
 export ROOT=${TR_ROOT:-/tmp/translation_device}
 NAME=translation$([ "$STEPS" = 400 ] || echo "_steps$STEPS")
 F=f$(printf %g "$FRACTION")  # translation.py's folder name of the fraction
-export RUNS=$ROOT/runs/$NAME ARCHIVE=$ROOT/archive/$NAME Q=$ROOT/queue
+export RUNS=$ROOT/runs/$NAME ARCHIVE=$ROOT/archive/$NAME Q=$ROOT/queue/$NAME.$F
 export SYNTAXFORMER_DATA=$ROOT/data SYNTAXFORMER_CACHE=$ROOT/cache OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 if [ ! -f $Q/jobs ]; then
     mkdir -p $Q $SYNTAXFORMER_DATA "$OUT"
