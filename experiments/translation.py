@@ -201,9 +201,9 @@ def _run(args: argparse.Namespace) -> None:
                     seed=seed,
                     disable_tqdm=args.no_progress,
                     resume=True,  # an interrupted run continues from its last checkpoint
-                    mixed_precision="no",  # fp32 on every device ("auto" would train in bf16 on a GPU)
                     **({"training_args": every} if args.eval_steps else {}),
                     **({"parser": args.parser} if args.parser else {}),
+                    **({"mixed_precision": args.mixed_precision} if args.mixed_precision else {}),
                 )
                 t0 = time.time()
                 m = train(config, callbacks=[DevBleuCurve(run)])
@@ -470,6 +470,12 @@ def main(argv: list[str] | None = None) -> int:
         "--parser", default=None, help="annotator spec (default spaCy), e.g. jsonl:FILE made by export-parses"
     )
     parser.add_argument("--out-file", default="parses.jsonl", help="export-parses: the JSONL file to write")
+    parser.add_argument(
+        "--mixed-precision",
+        choices=["auto", "no", "bf16", "fp16"],
+        default=None,
+        help="the runs' mixed_precision (default: the library's auto, bf16 on a GPU; `no` = fp32 on any device)",
+    )
     parser.add_argument("--no-newstest", action="store_true", help="skip newstest2013 for the 100%% models")
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep the checkpoint-* folders after a run")
     parser.add_argument("--no-progress", action="store_true")

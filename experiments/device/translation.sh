@@ -12,10 +12,10 @@
 # $OUT/translation_steps<STEPS>/ and reports progress (the dev-BLEU curve so far of each unfinished run too). Calling
 # it again while the machine is warm only waits and copies; on a fresh machine the queue starts again from the archive.
 #     bash experiments/device/translation.sh [STEPS] [WORKERS] [LIMIT]      (default 3000 updates, 12 workers, 560 s)
-# carry [".device/trdata", ".device/wheels"] (made here by experiments/device/pack_translation.sh). Environment: SEEDS ("1 2 3 4 5"),
-# ARMS, EVAL_STEPS (200), FRACTION (1.0; 0.1 for a check on the CPU), STOP=1 (end the workers before returning; a
-# next call on the same machine queues again what is not archived, an interrupted run going on from its checkpoint),
-# TR_ROOT (the machine's working folder, /tmp/translation_device), PY (python3).
+# carry [".device/trdata", ".device/wheels"] (made here by experiments/device/pack_translation.sh).
+# Environment: SEEDS ("1 2 3 4 5"), ARMS, EVAL_STEPS (200), FRACTION (1.0; 0.1 for a check on the CPU), STOP=1
+# (end the workers before returning; a next call on the same machine queues again what is not archived, an
+# interrupted run going on from its checkpoint), TR_ROOT (the machine's working folder, /tmp/translation_device), PY (python3).
 STEPS=${1:-3000}; N=${2:-12}; LIMIT=${3:-560}
 : "${OUT:?set OUT, the folder whose files come back (the device machine sets it)}"
 source experiments/device/setup.sh
@@ -34,8 +34,8 @@ if [ ! -f $Q/jobs ]; then
     } | tee "$OUT/device.txt"
     for seed in ${SEEDS:-1 2 3 4 5}; do
         for arm in ${ARMS:-baseline syntax shuffled_tags random_tags}; do
-            [ -f docs/results/runs/$NAME/$F/$arm/seed$seed/metrics.json ] || [ -f $ARCHIVE/$F/$arm/seed$seed/metrics.json ] \
-                || echo "$arm $seed"
+            rec=$F/$arm/seed$seed/metrics.json
+            [ -f docs/results/runs/$NAME/$rec ] || [ -f $ARCHIVE/$rec ] || echo "$arm $seed"
         done
     done > $Q/jobs
     echo 0 > $Q/next
@@ -48,7 +48,8 @@ while true; do
     set -- $job
     echo "start $1 seed$2 $(date -u +%T)"
     $PY experiments/translation.py run --fractions $FRACTION --arms $1 --seeds $2 --max-steps $STEPS \
-        --eval-steps $EVAL --parser jsonl:$ROOT/parses.jsonl --out $RUNS --no-progress || echo "FAILED $1 seed$2"
+        --eval-steps $EVAL --mixed-precision no --parser jsonl:$ROOT/parses.jsonl --out $RUNS --no-progress \
+        || echo "FAILED $1 seed$2"
     flock $Q/lock $PY experiments/translation.py archive --out $RUNS --to $ARCHIVE
 done
 EOF
@@ -59,8 +60,8 @@ EOF
     for i in $(seq 1 $((N < jobs ? N : jobs))); do
         setsid nohup bash $Q/worker.sh > $ROOT/worker$i.log 2>&1 &
         echo $! >> $Q/pids
-        while [ "$i" = 1 ] && [ "$jobs" -gt 1 ] && ! ls $RUNS/$F/*/seed*/target_tokenizer/tokenizer.json >/dev/null 2>&1 \
-            && pgrep -f "$Q/worker.sh" >/dev/null && [ $SECONDS -lt $((LIMIT - 30)) ]; do sleep 2; done
+        while [ "$i" = 1 ] && [ "$jobs" -gt 1 ] && ! ls $RUNS/$F/*/seed*/target_tokenizer/tokenizer.json \
+            >/dev/null 2>&1 && pgrep -f "$Q/worker.sh" >/dev/null && [ $SECONDS -lt $((LIMIT - 30)) ]; do sleep 2; done
     done
 fi
 while pgrep -f "$Q/worker.sh" >/dev/null && [ $SECONDS -lt $((LIMIT - 25)) ]; do sleep 5; done
@@ -76,8 +77,7 @@ mkdir -p "$OUT"
     for run in $RUNS/$F/*/seed*; do
         [ -d "$run" ] || continue
         state=running; [ -f $run/metrics.json ] && state=finished
-        echo "$state ${run#$RUNS/} $($PY -c "import json,sys; c=json.load(open(sys.argv[1])); print(c[-1] if c else '')" \
-            $run/dev_bleu.json 2>/dev/null)"
+        echo "$state ${run#$RUNS/} $(tail -c 40 $run/dev_bleu.json 2>/dev/null | tr -d ' \n')"
         if [ $state = running ] && [ -f $run/dev_bleu.json ]; then
             mkdir -p "$OUT/partial/${run#$RUNS/}" && cp $run/dev_bleu.json "$OUT/partial/${run#$RUNS/}/"
         fi
