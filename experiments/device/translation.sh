@@ -15,7 +15,8 @@
 # carry [".device/trdata", ".device/wheels"] (made here by experiments/device/pack_translation.sh).
 # Environment: SEEDS ("1 2 3 4 5"), ARMS, EVAL_STEPS (200), FRACTION (1.0; 0.1 for a check on the CPU), STOP=1
 # (end the workers before returning; a next call on the same machine queues again what is not archived, an
-# interrupted run going on from its checkpoint), TR_ROOT (the machine's working folder, /tmp/translation_device), PY (python3).
+# interrupted run going on from its checkpoint), TR_ROOT (the machine's working folder, /tmp/translation_device),
+# PY (python3).
 STEPS=${1:-3000}; N=${2:-12}; LIMIT=${3:-560}
 : "${OUT:?set OUT, the folder whose files come back (the device machine sets it)}"
 source experiments/device/setup.sh
