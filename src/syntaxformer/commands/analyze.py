@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "a run's dev scores by input length (SG-Net §7.1); two runs side by side"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer analyze`` to ``parser``."""

@@ -27,8 +27,6 @@ from collections.abc import Iterable, Iterator
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
 from syntaxformer.utils import check_output, open_text
 
-HELP = "parse raw text or read gold trees; write JSONL / CoNLL-U"
-
 INPUT_FORMATS = ("text", "conllu", "ptb", "jsonl")
 _EXT_INPUT = {
     ".conllu": "conllu",

@@ -27,8 +27,6 @@ from typing import Any
 
 from syntaxformer.commands.train import add_config_arguments, config_from_args, task_or_data
 
-HELP = "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed/data; print the dev scores"
-
 #: Presets of the quick comparison (the README's main job: real SST-2, offline MiniLM, 2 CPU cores).
 PRESETS = {
     "task": "sst2",

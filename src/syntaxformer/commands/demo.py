@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import time
 
-HELP = "annotate real sentences and show the syntax one model would see"
-
 BUILTIN = [
     "The movie's sharp script makes up for its slow start.",
     "Researchers who parse sentences often align subwords with words.",

@@ -12,8 +12,6 @@ import json
 
 from syntaxformer import registry as _registry
 
-HELP = "token-state drift and zero-shot similarity of a syntax configuration at initialisation"
-
 _EPILOG = """\
 examples:
   syntaxformer diagnose --system syntax_bert                       # the paper's Syntax-BERT on MiniLM

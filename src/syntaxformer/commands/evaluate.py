@@ -27,8 +27,6 @@ from typing import Any
 
 from syntaxformer.commands.train import add_config_arguments, explicit_options
 
-HELP = "score a trained model on a labeled split; writes eval_<split>.json"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer evaluate`` to ``parser``."""

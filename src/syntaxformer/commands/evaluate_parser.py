@@ -13,8 +13,6 @@ import time
 
 from syntaxformer.errors import ConfigError
 
-HELP = "UAS/LAS of a parser against gold trees"
-
 _EPILOG = """\
 Labels are compared only where gold and parser use the same label scheme. UD gold (e.g. English EWT) and spaCy's
 English pipelines (ClearNLP labels: dobj, pobj, prep, ROOT ...) do not, so LAS is null there and the JSON has a

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "write a run's final model as a self-contained Hugging Face folder (loads without syntaxformer)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer export`` to ``parser``."""

@@ -19,11 +19,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = (
-    "figures (PNG + SVG) from run folders: results with CIs, length buckets, learning / noise curves, minimal-pair "
-    "suites, attention"
-)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer plot`` to ``parser``."""

@@ -34,8 +34,6 @@ import sys
 from syntaxformer.commands.evaluate import config_changes
 from syntaxformer.commands.train import add_config_arguments
 
-HELP = "predict raw texts (--input FILE; JSONL records with label names and scores) or a split with a trained model"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer predict`` to ``parser``."""

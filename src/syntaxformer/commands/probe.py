@@ -10,8 +10,6 @@ import json
 
 from syntaxformer import registry as _registry
 
-HELP = "structural (distance / depth) and POS / label probes per layer, on UD English-EWT dev split by document"
-
 _EPILOG = """\
 examples:
   syntaxformer probe                                   # the plain offline MiniLM, every layer

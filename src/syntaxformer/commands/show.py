@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "an HTML page of one text's trees, syntax masks, attention, topical weights, gates and a run's prediction"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", help="the text to show (one or more sentences)")

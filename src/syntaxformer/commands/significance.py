@@ -27,8 +27,6 @@ import argparse
 import json
 from typing import Any
 
-HELP = "paired significance of two systems' dev scores (bootstrap CI, McNemar, t-test over seeds) from run folders"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer significance`` to ``parser``."""

@@ -16,8 +16,6 @@ import json
 
 from syntaxformer.errors import ConfigError, DataError
 
-HELP = "translate a text or .sgm file with a trained translation model (beam search); optional BLEU"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer translate`` to ``parser``."""
