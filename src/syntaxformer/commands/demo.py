@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from syntaxformer.commands.arguments import add_parser_options
+
 BUILTIN = [
     "The movie's sharp script makes up for its slow start.",
     "Researchers who parse sentences often align subwords with words.",
@@ -26,11 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--n", type=int, default=64, help="how many data sentences to annotate (default 64)")
     parser.add_argument("--index", type=int, default=None, help="which sentence to show (default: a mid-length one)")
-    parser.add_argument(
-        "--parser",
-        default=None,
-        help="spaCy pipeline (default en_core_web_sm) or another annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)",
-    )
+    add_parser_options(parser, batches=False)
     parser.add_argument(
         "--model",
         default=None,
@@ -42,7 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="share",
         help="subword criterion of SG-Net (default share)",
     )
-    parser.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
 
 
 def _load_texts(args: argparse.Namespace) -> tuple[list[str], str]:

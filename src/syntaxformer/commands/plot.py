@@ -61,12 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.plots import plot_runs
-    from syntaxformer.commands.arguments import int_list
-    from syntaxformer.errors import ConfigError
+    from syntaxformer.commands.arguments import int_list, positive
 
     edges = int_list(args.edges, "--edges")
-    if args.resamples < 1:
-        raise ConfigError(f"--resamples {args.resamples} must be a positive number")
+    positive(resamples=args.resamples)
     model = args.model
     if model == "minilm":
         from syntaxformer.defaults import default_hf_model

@@ -101,14 +101,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_inputs(args: argparse.Namespace) -> int:
+    from syntaxformer.commands.arguments import positive
     from syntaxformer.errors import ConfigError
     from syntaxformer.inference import Predictor, read_inputs, write_records
     from syntaxformer.utils import check_output
 
     if args.split_file or args.output_dir:
         raise ConfigError("--file and --output-dir predict a split; with --input use --output")
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size {args.batch_size} must be at least 1")
+    positive(batch_size=args.batch_size)
     if args.output:  # before the model is loaded: never the input nor the run, never an existing file unasked
         check_output(args.output, [args.input], overwrite=args.overwrite, folders=[args.model])
     # --text-column / --text-pair-column name the columns of the input file here, not the run's task options

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from syntaxformer.commands.arguments import add_parser_options
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", help="the text to show (one or more sentences)")
@@ -27,11 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the plain encoder shown beside them: a checkpoint or a baseline / SG-Net run "
         "(default: the checkpoint the first model was built from)",
     )
-    parser.add_argument(
-        "--parser",
-        default=None,
-        help="spaCy pipeline (default en_core_web_sm) or another annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)",
-    )
+    add_parser_options(parser, batches=False)
     parser.add_argument(
         "--max-length",
         type=int,
@@ -45,7 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SG-Net subword criterion of the SDOI mask shown (default share)",
     )
     parser.add_argument("--seed", type=int, default=0, help="torch seed of untrained models' new layers (default 0)")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
     parser.add_argument("--output", "-o", required=True, help="the HTML page to write")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
 

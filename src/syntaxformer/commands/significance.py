@@ -137,10 +137,9 @@ def format_significance(r: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.compare_runs import compare_runs
-    from syntaxformer.errors import ConfigError
+    from syntaxformer.commands.arguments import positive
 
-    if args.resamples is not None and args.resamples < 1:
-        raise ConfigError(f"--resamples {args.resamples} must be a positive number")
+    positive(resamples=args.resamples)
     runs_a, runs_b = _systems(args)
     if args.json not in (None, "-"):
         from syntaxformer.utils import check_output

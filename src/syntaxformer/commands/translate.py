@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.commands.arguments import positive
+from syntaxformer.errors import DataError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,14 +37,9 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
     from syntaxformer.utils import atomic_write, check_output
 
-    for flag, value in (
-        ("--batch-size", args.batch_size),
-        ("--beams", args.beams),
-        ("--max-source-length", args.max_source_length),
-        ("--threads", args.threads),
-    ):
-        if value is not None and value < 1:
-            raise ConfigError(f"{flag} {value} is not valid; it must be a positive whole number")
+    positive(
+        batch_size=args.batch_size, beams=args.beams, max_source_length=args.max_source_length, threads=args.threads
+    )
     if args.threads is not None:
         import torch
 
