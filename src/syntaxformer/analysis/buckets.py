@@ -1,22 +1,5 @@
-"""Length buckets (SG-Net TPAMI §7.1, Fig. 4 and 5): scores of a trained run grouped by input length.
-
-SG-Net groups SQuAD 2.0 questions by length, both by equal ranges of length and by equal numbers of questions,
-and NMT sentences by length, and shows the score per group. :func:`length_buckets` does that for any task from a
-run folder of ``syntaxformer train``:
-
-=====================  =========================================  ============================================
-task                   length of (in words = whitespace tokens)   score per bucket
-=====================  =========================================  ============================================
-SQuAD 2.0              the question (``per_question.json``)       EM and F1 (×100) at the headline threshold,
-                                                                  on the scored ("test") part of the dev set
-RACE                   the question (``predictions.json``)        accuracy (×100)
-translation            the source sentence (data from run.json)   sacreBLEU corpus BLEU of the bucket
-any other (GLUE, SST,  ``text_a`` (+ ``text_b`` of a pair), read   the task's headline metric on the bucket's
-SNLI, custom ...)      again from the data named in run.json      ``dev_predictions.json`` predictions
-=====================  =========================================  ============================================
-
-Lengths are counted in words, never in subword tokens (a run folder need not keep its tokenizer).
-"""
+"""Length buckets (SG-Net TPAMI §7.1, Fig. 4 and 5): a run's dev scores grouped by input length in words
+(``syntaxformer analyze --by length``; what is counted and scored per task: ``docs/analysis.md``)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,8 @@
-"""Significance of the difference between two trained systems, from their run folders.
+"""Significance of the difference between two trained systems, from their run folders (``syntaxformer
+significance``; the tests per kind of task: ``docs/analysis.md``).
 
-Each run folder written by :func:`syntaxformer.training.run.train` keeps its final dev predictions
-(``dev_predictions.json``: ids, predictions, labels, in dataset order), its scores (``metrics.json``) and its task
-and config (``run.json``). Given the runs of system A and of system B (one per seed), :func:`compare_runs` reports,
-for every pair of runs:
-
-* classification, regression, multiple choice (labels in ``dev_predictions.json``): the two-sided paired bootstrap
-  over dev examples of the task's headline metric (its 95% interval of the difference) and, for integer labels,
-  the exact McNemar test on per-example correctness;
-* SQuAD 2.0 and RACE (per-question files ``per_question.json`` / ``predictions.json``): the paired bootstrap of the
-  headline F1 / accuracy (×100; SQuAD: the scored "test" part of the dev set at the headline threshold) and the exact
-  McNemar test on exact match / correctness;
-* translation (BLEU): sacreBLEU's paired bootstrap or approximate randomisation on corpus BLEU against the dev
-  references, which are read again from the data the run names in ``run.json``;
-
-and with two or more pairs, the paired t-test over seeds of the headline scores. Runs are paired by the seed their
-``metrics.json`` records when both systems have the same set of seeds, else in the order given.
-``syntaxformer significance`` prints it.
+:func:`compare_runs` pairs the runs of systems A and B by seed and tests every pair (paired bootstrap, McNemar,
+sacreBLEU's BLEU tests), with the paired t-test over seeds for two or more pairs.
 """
 
 from __future__ import annotations

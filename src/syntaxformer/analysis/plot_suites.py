@@ -1,13 +1,6 @@
-"""The minimal-pair suite figure: accuracy on BLiMP (or any BLiMP-format suite) per field or phenomenon, one marker
-per system, from the ``suites/<name>/report.json`` that ``syntaxformer evaluate RUN --suite blimp`` writes into a
-run folder (:mod:`syntaxformer.analysis.minimal_pairs`).
-
-A system is a variant as the ``results`` figure names it (the seed folder's parent:
-:func:`syntaxformer.analysis.plot_base.system_groups`). Its marker is the mean accuracy over its seed runs with a
-95% interval: the Student-t interval of that mean over seeds when it has two or more seed runs (the seed-to-seed
-spread, which the pairs' own intervals leave out), else the Wilson interval over pairs that its one report holds.
-:func:`suite_summary` computes these numbers from the reports alone; :func:`plot_suite` draws them.
-"""
+"""The minimal-pair suite figure: accuracy per field or phenomenon, one marker per system (mean over its seed runs,
+95% t interval over seeds, or the Wilson interval of its one report), from the ``suites/<name>/report.json`` of
+``syntaxformer evaluate RUN --suite``."""
 
 from __future__ import annotations
 

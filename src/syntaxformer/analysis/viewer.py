@@ -1,37 +1,8 @@
-"""See what the model sees: one self-contained HTML page per text or pair (``syntaxformer show``).
+"""See what the model sees: one self-contained HTML page per text or pair (``syntaxformer show``; ``docs/viewer.md``).
 
-:func:`build_view` annotates one text (or a pair), aligns it to the models' tokenizer and runs every model once,
-collecting:
-
-* the dependency tree (drawn as arcs) and the constituency tree of every sentence (the parser's, else one derived
-  from the dependency tree with :func:`~syntaxformer.data.constituency.dependency_to_constituency`, as training does
-  by default; the page marks every derived phrase, ``NOUNP``, ``VERBP`` ..., as derived);
-* SG-Net's SDOI mask (:func:`~syntaxformer.masks.sdoi.sdoi_mask`) and Syntax-BERT's relation groups
-  (:func:`~syntaxformer.masks.relations.relation_groups_from_features`, or the Syntax-BERT model's own groups with
-  its ablations), coloured by kind and distance;
-* per layer and head, the attention of the plain encoder and of each syntax model: SG-Net's encoder layers plus its
-  syntax-guided layer (``"SG"``), Syntax-BERT's effective attention in every layer;
-* Syntax-BERT's topical-attention weights per token (which sub-networks each token uses) and its gate values;
-* for a trained run folder with a task head, the model's prediction for the text (label and class probabilities,
-  a regression value, or a span-QA answer), made by :class:`~syntaxformer.inference.Predictor` as
-  ``syntaxformer predict`` makes it;
-* how many tokens were kept: a text longer than ``max_length`` tokens is cut, and the page says so (shown of total
-  tokens and words, and the option that raises the limit).
-
-Attention is collected whatever attention implementation a model was loaded with: plain and SG-Net encoders are
-switched to ``"eager"`` for the pass (and back), Syntax-BERT records every layer through
-:class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionRecorder` (also the layers that run fused attention).
-A model that still returns no attention raises an error instead of drawing an empty map.
-
-The page (:class:`AttentionView`) carries its data as JSON and draws itself with inline SVG and JavaScript (the
-template ``viewer.html`` next to this module); it needs no network. Hover or click a token to highlight its
-ancestors in both trees and its row in every mask and heat map. In Jupyter the returned object displays inline.
-
-Typical use::
-
-    from syntaxformer.analysis.viewer import build_view
-    view = build_view("The movie's sharp script makes up for its slow start.")   # MiniLM + SG-Net + Syntax-BERT
-    view.save("page.html")
+:func:`build_view` annotates the text, aligns it to the models' tokenizer, runs every model once and collects the
+trees, SG-Net's SDOI mask, Syntax-BERT's relation groups, attention per layer and head, topical weights, gates and a
+trained run's prediction; :class:`AttentionView` is the page (template ``viewer.html``, no network).
 """
 
 from __future__ import annotations
