@@ -1,15 +1,5 @@
-"""``syntaxformer analyze``: a trained run's dev scores broken down, e.g. by input length (SG-Net §7.1).
-
-Examples::
-
-    syntaxformer analyze runs/cola/sgnet/seed1 --by length
-    syntaxformer analyze runs/cola/baseline/seed1 runs/cola/sgnet/seed1 --by length --buckets 6 --mode range \\
-        --output cola_lengths.json
-
-Lengths are in words (whitespace tokens): the question for SQuAD 2.0 and RACE, the source sentence for
-translation, ``text_a`` (+ ``text_b``) otherwise (:mod:`syntaxformer.analysis.buckets`). Prints a table; writes the
-result as JSON to ``--output`` (default ``length_buckets.json`` in the first run folder).
-"""
+"""``syntaxformer analyze``: a trained run's dev scores by input length in words (SG-Net §7.1), two runs side by
+side; prints a table and writes JSON (:mod:`syntaxformer.analysis.buckets`; ``docs/analysis.md``)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""``syntaxformer annotate``: parse raw text with any annotator (spaCy by default, or parses from an external parser
-via ``--parser conllu:FILE`` / ``jsonl:FILE``), or read gold trees; write JSONL or CoNLL-U.
-
-Input formats (``--format``, default from the file extension):
-
-* ``text``: one passage per line; each line is parsed (split into sentences) into one Document
-  (``doc_id = "<file>:<line>"``, sentence ids ``"<file>:<line>:<k>"``). An empty line gives an empty Document in
-  JSONL (so output records stay aligned with input lines) and nothing in CoNLL-U.
-* ``conllu`` / ``ptb``: gold trees, read and converted (not parsed again).
-* ``jsonl``: syntaxformer's own JSONL (sentences or documents), e.g. to convert it to CoNLL-U.
-
-The output format comes from ``--output``'s extension: ``.jsonl`` or ``.conllu`` (or ``--output-format``). Files
-are written atomically. ``-`` as the input reads standard input (text, CoNLL-U or JSONL; give ``--format`` for
-the latter two) and ``-o -`` writes to standard output (JSONL unless ``--output-format conllu``), so the command
-works in a pipe::
-
-    echo "The cat sat on the mat." | syntaxformer annotate - -o - > parsed.jsonl
-"""
+"""``syntaxformer annotate``: parse raw text (one passage per line, one Document each) with any annotator, or read
+gold trees (CoNLL-U, PTB) or syntaxformer JSONL; write JSONL or CoNLL-U atomically. ``-`` reads standard input and
+``-o -`` writes standard output, so it works in a pipe (``docs/parsing.md``)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,5 @@
-"""``syntaxformer plot``: figures (PNG and SVG) from run folders of ``syntaxformer train``.
-
-Examples::
-
-    syntaxformer plot runs/glue_sweep --output figures                       # results with 95% CIs (+ curves)
-    syntaxformer plot 'runs/rte/*/seed*' --kind results buckets --output figures
-    syntaxformer plot runs/noise --kind noise --output figures           # runs differing in parser_noise
-    syntaxformer plot runs/cola --kind suite --output figures            # BLiMP accuracy per field (evaluate --suite)
-    syntaxformer plot runs/cola --kind suite --suite blimp --suite-level phenomenon --output figures
-    syntaxformer plot --kind attention --model MODEL_DIR --text "The cat sat on the mat." --layer -1 --output figures
-
-Without ``--kind`` the figures are inferred from what the runs record (``metrics.json``): results always, a
-learning curve where a task's runs differ in train size, a parser-noise curve where they differ in parser noise,
-the minimal-pair suite figure where runs hold a suite report (``syntaxformer evaluate RUN --suite blimp``), attention
-maps when ``--model`` and ``--text`` are given (:func:`syntaxformer.analysis.plots.plot_runs`).
-"""
+"""``syntaxformer plot``: figures (PNG and SVG) from run folders, inferred from what the runs record unless
+``--kind`` names them (:func:`syntaxformer.analysis.plots.plot_runs`; ``docs/analysis.md``)."""
 
 from __future__ import annotations
 

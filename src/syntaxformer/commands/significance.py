@@ -1,24 +1,6 @@
-"""``syntaxformer significance``: is system B's dev score different from system A's? From their run folders.
-
-Examples::
-
-    syntaxformer significance runs/rte/baseline/seed1 runs/rte/sgnet/seed1            # one run each
-    syntaxformer significance --a runs/rte/baseline/seed1 runs/rte/baseline/seed2 \\
-        --b runs/rte/sgnet/seed1 runs/rte/sgnet/seed2                                  # seed runs
-    syntaxformer significance --a 'runs/rte/baseline/seed*' --b 'runs/rte/sgnet/seed*' --json out.json
-
-Per pair of runs (paired by the seed in ``metrics.json``): the two-sided paired bootstrap of the headline metric
-over dev examples (95% interval of B − A) and, for classification, the exact McNemar test; for translation,
-sacreBLEU's paired bootstrap (``--bleu-test bs``) or approximate randomisation (``ar``) on corpus BLEU; with two or
-more pairs, the paired t-test over seeds (:func:`syntaxformer.analysis.compare_runs.compare_runs`).
-
-With ``--suite blimp`` (or a suite folder's name), compares the two systems' minimal-pair results instead (written by
-``syntaxformer evaluate RUN --suite ...``): accuracy of B − A per field (``--level``); with two or more seeds the
-t-interval, the paired t-test and the exact sign-flip test over seeds, Holm's correction (on the t-test) across the
-level's groups; with one pair of runs a bootstrap over pairs and McNemar's test, which speak about those two trained
-models only (:func:`syntaxformer.analysis.minimal_pairs.compare_minimal_pairs`)::
-
-    syntaxformer significance --suite blimp --a 'runs/cola/baseline/seed*' --b 'runs/cola/sgnet/seed*'
+"""``syntaxformer significance``: is system B's dev score different from system A's? From their run folders, paired
+by seed (:func:`syntaxformer.analysis.compare_runs.compare_runs`); with ``--suite``, their minimal-pair results
+(:func:`syntaxformer.analysis.minimal_pairs.compare_minimal_pairs`). ``docs/analysis.md``, ``docs/minimal_pairs.md``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""``syntaxformer translate``: translate a file with a trained translation model (batched beam search).
-
-Input: plain text, one sentence per line, or a WMT ``.sgm`` file (by extension). Output: one translation per line
-(detokenised), in input order. With ``--reference`` the BLEU score and sacreBLEU signature are printed too.
-
-Examples::
-
-    syntaxformer translate runs/translation/f1/both/seed1 --input newstest2013.en --output hyp.de
-    syntaxformer translate MODEL --input newstest2013-src.en.sgm --output hyp.de --reference newstest2013-ref.de.sgm
-"""
+"""``syntaxformer translate``: translate a plain-text (one sentence per line) or WMT ``.sgm`` file with a trained
+translation model (batched beam search); with ``--reference`` also BLEU and the sacreBLEU signature."""
 
 from __future__ import annotations
 
