@@ -17,18 +17,16 @@ import numpy as np
 
 from syntaxformer.errors import DataError, InputError
 from syntaxformer.tasks.significance import mcnemar, paired_bootstrap, paired_prediction_tests, paired_t_test
-from syntaxformer.training.run_data import load_dev_data, run_references
+from syntaxformer.training.run_data import run_references
 
 __all__ = [
     "check_comparable",
     "compare_runs",
     "expand_run_dirs",
-    "load_dev_data",
     "load_run_predictions",
     "pair_by_seed",
-    "paired_prediction_tests",
     "per_question_scores",
-    "run_references",
+    "run_seed",
 ]
 
 
@@ -234,6 +232,14 @@ def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> tuple[list[tuple[str
         return [load_run_predictions(r)[0].get("seed") for r in runs]
 
     return pair_by_seed(runs_a, runs_b, seeds(runs_a), seeds(runs_b))
+
+
+def run_seed(run_dir: str | Path) -> Any:
+    """The training seed a run folder's ``run.json`` records, or ``None``."""
+    try:
+        return json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))["config"]["seed"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def pair_by_seed(

@@ -628,10 +628,10 @@ def paired_suite_records(runs_a: Sequence[str], runs_b: Sequence[str], suite: st
     Raises:
         InputError: a run given twice, seeds that differ, or results scored on other pairs (names two runs).
     """
-    from syntaxformer.analysis.compare_runs import pair_by_seed
+    from syntaxformer.analysis.compare_runs import pair_by_seed, run_seed
 
     runs_a, runs_b = [str(r) for r in runs_a], [str(r) for r in runs_b]
-    pairs, pairing = pair_by_seed(runs_a, runs_b, [_run_seed(r) for r in runs_a], [_run_seed(r) for r in runs_b])
+    pairs, pairing = pair_by_seed(runs_a, runs_b, [run_seed(r) for r in runs_a], [run_seed(r) for r in runs_b])
     prints = {run: _pairs_sha256(run, suite) for run in [*runs_a, *runs_b]}
     known = {run: h for run, h in prints.items() if h is not None}
     if len(set(known.values())) > 1:
@@ -657,16 +657,9 @@ def paired_suite_records(runs_a: Sequence[str], runs_b: Sequence[str], suite: st
         "b": [suite_records_of(rb, suite) for _, rb in pairs],
         "runs_a": [ra for ra, _ in pairs],
         "runs_b": [rb for _, rb in pairs],
-        "seeds": [[_run_seed(ra), _run_seed(rb)] for ra, rb in pairs],
+        "seeds": [[run_seed(ra), run_seed(rb)] for ra, rb in pairs],
         "pairing": pairing,
     }
-
-
-def _run_seed(run_dir: str) -> Any:
-    try:
-        return json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))["config"]["seed"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def _pairs_sha256(run_dir: str, suite: str) -> str | None:

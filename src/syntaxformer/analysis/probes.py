@@ -19,13 +19,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from syntaxformer.analysis.probe_data import UD_EWT_DEV, ProbeData, load_probe_data, split_documents
+from syntaxformer.analysis.probe_data import ProbeData, load_probe_data
 from syntaxformer.analysis.probe_metrics import (
     PUNCTUATION_UPOS,
     SPEARMAN_LENGTHS,
     depth_spearman,
     distance_spearman,
-    minimum_spanning_tree_edges,
     root_accuracy,
     tree_distance_matrix,
     uuas,
@@ -43,32 +42,7 @@ from syntaxformer.data.sentence import Sentence
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "PUNCTUATION_UPOS",
-    "SPEARMAN_LENGTHS",
-    "UD_EWT_DEV",
-    "ProbeData",
-    "ProbeSettings",
-    "ProbedModel",
-    "depth_spearman",
-    "distance_spearman",
-    "format_probe_table",
-    "linear_probe_accuracy",
-    "load_probe_data",
-    "load_probed_model",
-    "minimum_spanning_tree_edges",
-    "predict_depths",
-    "predict_distances",
-    "probe_model",
-    "probe_models",
-    "root_accuracy",
-    "split_documents",
-    "train_depth_probe",
-    "train_distance_probe",
-    "tree_distance_matrix",
-    "uuas",
-    "word_representations",
-]
+__all__ = ["METRICS", "format_probe_table", "probe_model", "probe_models"]
 
 
 #: Metric names, in the order of the table.

@@ -148,19 +148,15 @@ def _report(args: argparse.Namespace, result: dict, table: Any) -> int:
 
 def _by_seed(runs: list[str]) -> list[str]:
     """Run folders (globs expanded) ordered by the seed their ``run.json`` records (else as given)."""
-    from pathlib import Path
-
-    from syntaxformer.analysis.compare_runs import expand_run_dirs
-
-    dirs = expand_run_dirs(runs)
+    from syntaxformer.analysis.compare_runs import expand_run_dirs, run_seed
 
     def seed(d: str) -> float:
         try:
-            return float(json.loads((Path(d) / "run.json").read_text(encoding="utf-8"))["config"]["seed"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return float(run_seed(d))
+        except (ValueError, TypeError):  # no seed recorded (None) or not a number
             return float("inf")
 
-    return sorted(dirs, key=seed)
+    return sorted(expand_run_dirs(runs), key=seed)
 
 
 def format_suite_comparison(r: dict) -> str:
