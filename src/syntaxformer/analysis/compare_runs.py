@@ -278,23 +278,19 @@ def compare_runs(
     seed: int = 0,
     bleu_test: str = "bs",
 ) -> dict[str, Any]:
-    """System B against system A on the same dev examples.
+    """System B against system A on the same dev examples, the runs (folders or glob patterns, one per seed) paired by
+    seed (:func:`pair_by_seed`).
 
     Args:
-        runs_a, runs_b: run folders (or glob patterns) of the two systems, one per seed; paired by the seed in
-            their ``metrics.json`` (:func:`pair_by_seed`; in order when a run records none).
         n_resamples: bootstrap resamples (BLEU: resamples or randomisation trials; 0 = sacreBLEU's default).
-        seed: bootstrap seed (BLEU tests: 0 = sacreBLEU's default seed 12345).
-        bleu_test: ``"bs"`` (paired bootstrap) or ``"ar"`` (approximate randomisation) for translation runs.
+        seed: bootstrap seed (BLEU: 0 = sacreBLEU's default 12345); bleu_test: ``"bs"`` or ``"ar"``.
 
     Returns:
-        ``{"task", "metric", "pairing", "a": [scores], "b": [scores], "seeds": [seed of A's run], "per_seed": [{"run_a",
-        "run_b", "bootstrap"?, "mcnemar"?, "bleu"?}], "t_test"?: ...}`` (test dicts of
-        :class:`~syntaxformer.tasks.significance.TestResult`).
+        ``{"task", "metric", "pairing", "a", "b" (scores), "seeds", "per_seed": [{"run_a", "run_b", "bootstrap"?,
+        "mcnemar"?, "bleu"?}], "t_test"?}``.
 
     Raises:
-        InputError: unequal numbers of runs, a run given twice, seeds that differ, runs of different tasks or dev
-            examples.
+        InputError: runs that cannot be paired, or runs of different tasks or dev examples.
     """
     pairs, pairing = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
     result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": [], "pairing": pairing}

@@ -49,26 +49,18 @@ def diagnose(
     batch_size: int = 50,
     data_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Diagnose one configuration at initialisation (or a trained run) on a seeded dev subset.
+    """Diagnose one configuration at initialisation (or a trained run) on a seeded dev subset (``docs/analysis.md``).
 
     Args:
-        model: a pretrained encoder name or folder (default: the offline MiniLM,
-            :func:`syntaxformer.defaults.default_hf_model`), a folder holding a model saved by this library, or a
-            run folder of ``syntaxformer train`` (its system and options are used; ``system`` / ``options`` are
-            ignored).
-        system: a registered system (``"syntax_bert"``, ``"sgnet"``, ``"plain"`` or one of
-            :mod:`syntaxformer.registry`).
-        options: model-config options (``{"gate": "layer"}``, ``{"pooling": "cls"}`` ...).
-        task: a registered sentence-pair regression task with a dev split (``"stsb"``).
-        n: dev pairs (seeded subsample; ``0`` = all).
+        model: a pretrained encoder (default the offline MiniLM), a saved model, or a run folder (then its own system
+            and options are used).
+        system, options: a registered system and its model-config options (``{"gate": "layer"}`` ...).
+        task: a registered sentence-pair regression task with a dev split; n: dev pairs (seeded; ``0`` = all).
         seed: seed of the subsample and of the gradient probe.
-        max_length: tokens per pair.
-        batch_size: pairs per forward pass.
-        data_dir: the task's data folder (default ``<shared data>/glue/STS-B`` for STS-B, via the task's defaults).
 
     Returns:
-        a JSON-ready dict: ``system``, ``options``, ``model``, ``n_pairs``, ``token_cosine_to_plain``,
-        ``zero_shot_pearson``, ``plain_zero_shot_pearson``, ``syntax_gradients`` (name -> norm).
+        JSON-ready: ``system``, ``options``, ``model``, ``n_pairs``, ``token_cosine_to_plain``, ``zero_shot_pearson``,
+        ``plain_zero_shot_pearson``, ``syntax_gradients`` (name -> norm).
 
     Raises:
         SyntaxformerError: unknown system or task, data not found, a model that cannot be loaded.
