@@ -117,19 +117,12 @@ def probe_model(
     max_length: int | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """All probes at every asked layer of one model.
-
-    Args:
-        probed: the model (:func:`load_probed_model`).
-        data: probe-train / probe-test sentences (:func:`load_probe_data`).
-        layers: layer names (default all, :meth:`ProbedModel.layer_names`).
-        settings: probe budget and seed.
-        word_vector, syntax, batch_size, max_length: see :func:`word_representations`.
-        progress: show progress bars.
+    """All probes at every asked layer (default all) of one model; ``word_vector``, ``syntax``, ``batch_size``,
+    ``max_length`` as :func:`~syntaxformer.analysis.probe_vectors.word_representations`.
 
     Returns:
-        JSON-ready: ``model`` (what was loaded), ``sentences`` (train / test kept), ``layers`` (one dict per
-        layer: ``layer`` and the :data:`METRICS`), ``seconds``.
+        JSON-ready: ``model`` (what was loaded), ``sentences`` (train / test kept), ``layers`` (one dict per layer:
+        ``layer`` and the :data:`METRICS`), ``seconds``.
     """
     from syntaxformer.utils import progress as progress_bar
 
@@ -181,19 +174,13 @@ def probe_models(
     syntax: str = "gold",
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Probe several models on one data split: what ``syntaxformer probe`` runs.
-
-    Args:
-        models: run folders, saved models or pretrained encoders (``None`` = the offline MiniLM); see
-            :func:`load_probed_model` (``system`` / ``options`` apply to pretrained encoders).
-        data_file, max_train_sentences, max_test_sentences: see :func:`load_probe_data` (subsample seed =
-            ``settings.seed``).
-        layers: layer names to probe (each must exist in every model; default all of each).
-        settings, word_vector, syntax: see :func:`probe_model`.
+    """Probe several models (:func:`~syntaxformer.analysis.probe_vectors.load_probed_model`; ``None`` = the offline
+    MiniLM) on one data split (:func:`~syntaxformer.analysis.probe_data.load_probe_data`, subsample seed
+    ``settings.seed``): what ``syntaxformer probe`` runs. Every asked layer must exist in every model.
 
     Returns:
-        JSON-ready: ``data`` (file, split rule, sizes, the probe-train and probe-test document ids), ``settings``,
-        ``models`` (one :func:`probe_model` result each), ``date``.
+        JSON-ready: ``data`` (file, split rule, sizes, document ids of both parts), ``settings``, ``models`` (one
+        :func:`probe_model` result each), ``date``.
     """
     import datetime
 

@@ -29,10 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--names", default=None, metavar="A,B", help="column names of the runs (default run1, run2)")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
     parser.add_argument(
-        "--output",
-        default=None,
-        metavar="FILE",
-        help="JSON result (default: length_buckets.json in the first run folder)",
+        "--output", metavar="FILE", help="JSON result (default: length_buckets.json in the first run folder)"
     )
 
 

@@ -30,9 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", type=int, default=None, help="which sentence to show (default: a mid-length one)")
     add_parser_options(parser, batches=False)
     parser.add_argument(
-        "--model",
-        default=None,
-        help="Hugging Face model name or folder for the tokenizer (default: the offline all-MiniLM-L6-v2)",
+        "--model", help="Hugging Face model name or folder for the tokenizer (default: the offline all-MiniLM-L6-v2)"
     )
     parser.add_argument(
         "--criterion",

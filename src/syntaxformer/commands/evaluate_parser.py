@@ -29,10 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--gold", required=True, help="gold trees: a CoNLL-U file, or PTB trees (file or folder)")
     parser.add_argument(
-        "--format",
-        choices=("conllu", "ptb"),
-        default=None,
-        help="gold format (default: conllu for .conllu/.conll files, else ptb)",
+        "--format", choices=("conllu", "ptb"), help="gold format (default: conllu for .conllu/.conll files, else ptb)"
     )
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N gold sentences")
     parser.add_argument(

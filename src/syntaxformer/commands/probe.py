@@ -46,9 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default=None, help="write the results as JSON to this file")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
     parser.add_argument(
-        "--data",
-        default=None,
-        help="CoNLL-U file with # newdoc id comments (default: UD English-EWT dev in the shared data)",
+        "--data", help="CoNLL-U file with # newdoc id comments (default: UD English-EWT dev in the shared data)"
     )
     parser.add_argument(
         "--train-sentences",
