@@ -20,11 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from syntaxformer.analysis.plot_base import RunInfo, find_runs
-from syntaxformer.analysis.plot_base import new_figure as _figure
-from syntaxformer.analysis.plot_base import run_info as _run_info
-from syntaxformer.analysis.plot_base import system_colors as _colors
-from syntaxformer.analysis.plot_base import system_groups as _groups
+from syntaxformer.analysis.plot_base import RunInfo, find_runs, new_figure, run_info, system_colors, system_groups
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.utils import check_not_inside
 
@@ -77,10 +73,10 @@ def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0
     runs = [r for r in runs if r.score is not None]
     if not runs:
         raise InputError("no run with a dev score to plot")
-    groups = _groups(runs)
-    colors = _colors(label for by_label in groups.values() for label in by_label)
+    groups = system_groups(runs)
+    colors = system_colors(label for by_label in groups.values() for label in by_label)
     n_max = max(len(g) for g in groups.values())
-    fig = _figure(max(5.0, 1.0 + 0.9 * n_max), 3.4 * len(groups))
+    fig = new_figure(max(5.0, 1.0 + 0.9 * n_max), 3.4 * len(groups))
     axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
     for ax, by_label in zip(axes, groups.values()):
         labels = list(by_label)
@@ -117,10 +113,10 @@ def plot_length_buckets(
     from syntaxformer.analysis.buckets import length_buckets
 
     result = length_buckets(run_dirs, n_buckets=n_buckets, mode=mode, edges=edges)
-    names = list(names or [_run_info(Path(r)).variant for r in run_dirs])
+    names = list(names or [run_info(Path(r)).variant for r in run_dirs])
     rows = result["buckets"]
     metrics = list(rows[0]["scores"][0])
-    fig = _figure(max(4.5, 0.9 * len(rows) + 2), 3.2 * len(metrics))
+    fig = new_figure(max(4.5, 0.9 * len(rows) + 2), 3.2 * len(metrics))
     axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
     x = np.arange(len(rows))
     lines = {name: [j for j, n in enumerate(names) if n == name] for name in dict.fromkeys(names)}  # name -> runs
@@ -167,10 +163,10 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
             f"no task whose runs differ in {what}: give runs trained with different "
             f"{'--max_train_samples' if x == 'train_size' else 'parser_noise'}"
         )
-    fig = _figure(5.0, 3.4 * len(tasks))
+    fig = new_figure(5.0, 3.4 * len(tasks))
     axes = fig.subplots(len(tasks), 1, squeeze=False)[:, 0]
     line = {id(r): _CURVE_SUFFIX[x].sub("", r.variant) for r in runs}  # run -> its line's name
-    colors = _colors(line[id(r)] for r in runs if r.task in tasks)
+    colors = system_colors(line[id(r)] for r in runs if r.task in tasks)
     for ax, task in zip(axes, tasks):
         mine = [r for r in runs if r.task == task]
         record: dict[str, Any] = {}
@@ -283,7 +279,7 @@ def plot_attention(
     cols = min(4, len(heads))
     rows = math.ceil(len(heads) / cols)
     size = 1.2 + 0.18 * len(tokens)
-    fig = _figure(size * cols, size * rows)
+    fig = new_figure(size * cols, size * rows)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     layer_index = layer % n_layers
     for ax, h in zip(axes, heads):

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable, Iterator
 
 from syntaxformer.commands.arguments import add_parser_options, annotator_from_args
-from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
+from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.utils import check_output, open_text
 
 INPUT_FORMATS = ("text", "conllu", "ptb", "jsonl")
@@ -93,21 +93,10 @@ def read_gold(path: str, fmt: str) -> Iterator:
             raise DataError(f"input file not found: {path}")
         return read_conllu(path)
     if fmt == "ptb":
-        return _read_ptb(path)
+        from syntaxformer.data.readers.ptb import read_ptb
+
+        return read_ptb(path)
     raise ConfigError(f"--format {fmt!r} is not a gold-tree format; expected conllu or ptb")
-
-
-def _read_ptb(path: str) -> Iterator:
-    # The PTB reader is a separate module; import it only when PTB input is asked for.
-    try:
-        from syntaxformer.data.readers import ptb
-    except ImportError as e:
-        if getattr(e, "name", None) != "syntaxformer.data.readers.ptb":
-            raise
-        raise MissingDependencyError(
-            "PTB input needs syntaxformer.data.readers.ptb, which this installation does not have"
-        ) from e
-    yield from ptb.read_ptb(path)
 
 
 def _line_passages(path: str) -> list[str]:
@@ -115,18 +104,6 @@ def _line_passages(path: str) -> list[str]:
         return [line.rstrip("\r\n") for line in sys.stdin]
     with open_text(path, encoding="utf-8-sig") as f:
         return [line.rstrip("\r\n") for line in f]
-
-
-def _stdin_records(fmt: str) -> Iterator:
-    """Sentences / documents of CoNLL-U or syntaxformer JSONL on standard input."""
-    if fmt == "conllu":
-        from syntaxformer.data.readers.conllu import read_conllu
-
-        yield from read_conllu(sys.stdin, source="<stdin>")
-        return
-    from syntaxformer.data.sentence import records_from_lines
-
-    yield from records_from_lines(sys.stdin, "<stdin>")
 
 
 def _write_stdout(items: Iterable, fmt: str) -> None:
@@ -170,18 +147,20 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, [args.input, args.cache or None], overwrite=args.overwrite)
     name = "stdin" if stdin else os.path.basename(os.path.normpath(args.input))
     source = "gold"
-    if stdin and fmt in ("conllu", "jsonl"):
-        items: Iterable = _stdin_records(fmt)
-        source = fmt
-    elif fmt == "text":
+    if fmt == "text":
         annotator = annotator_from_args(args)
         source = annotator.source
-        items = _documents(_line_passages(args.input), annotator, name)
+        items: Iterable = _documents(_line_passages(args.input), annotator, name)
     elif fmt == "jsonl":
-        from syntaxformer.data.sentence import read_jsonl
+        from syntaxformer.data.sentence import read_jsonl, records_from_lines
 
-        items = read_jsonl(args.input)
+        items = records_from_lines(sys.stdin, "<stdin>") if stdin else read_jsonl(args.input)
         source = "jsonl"
+    elif stdin:  # CoNLL-U
+        from syntaxformer.data.readers.conllu import read_conllu
+
+        items = read_conllu(sys.stdin, source="<stdin>")
+        source = "conllu"
     else:
         items = read_gold(args.input, fmt)
     counts = {"records": 0, "sentences": 0}
