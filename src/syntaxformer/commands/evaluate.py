@@ -24,9 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--suite",
         metavar="NAME_OR_DIR",
-        help="score minimal pairs instead of a split: 'blimp' (the shared data folder) or a folder / file "
-        "of BLiMP-format JSON lines (sentence_good, sentence_bad[, UID, pairID, field, "
-        "linguistics_term])",
+        help="score minimal pairs instead of a split: 'blimp' (the shared data folder) or a folder / file of "
+        "BLiMP-format JSON lines (sentence_good, sentence_bad[, UID, pairID, field, linguistics_term])",
     )
     g.add_argument("--suite-data", metavar="DIR", help="the suite's folder (instead of the shared data folder)")
     g.add_argument(

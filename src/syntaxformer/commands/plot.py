@@ -30,7 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layer", type=int, default=-1, help="attention: the layer (default the last)")
     parser.add_argument(
         "--suite",
-        default=None,
         metavar="NAME",
         help="suite: which minimal-pair suite (a folder under RUN/suites/; default the only one the runs hold)",
     )

@@ -39,9 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--layers",
-        default=None,
-        help="comma-separated layer names (embeddings, layer1..layerN; SG-Net also sg, aggregated); "
-        "default every layer",
+        help="comma-separated layer names (embeddings, layer1..layerN; SG-Net also sg, aggregated); default every "
+        "layer",
     )
     parser.add_argument("--output", default=None, help="write the results as JSON to this file")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")

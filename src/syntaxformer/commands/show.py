@@ -17,17 +17,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         action="append",
-        default=None,
         metavar="DIR",
-        help="a run folder of `syntaxformer train`, or a pretrained encoder (then SG-Net and "
-        "Syntax-BERT are built on it, untrained); repeatable; default: the offline MiniLM",
+        help="a run folder of `syntaxformer train`, or a pretrained encoder (then SG-Net and Syntax-BERT are built on "
+        "it, untrained); repeatable; default: the offline MiniLM",
     )
     parser.add_argument(
         "--plain",
-        default=None,
         metavar="DIR",
-        help="the plain encoder shown beside them: a checkpoint or a baseline / SG-Net run "
-        "(default: the checkpoint the first model was built from)",
+        help="the plain encoder shown beside them: a checkpoint or a baseline / SG-Net run (default: the checkpoint "
+        "the first model was built from)",
     )
     add_parser_options(parser, batches=False)
     parser.add_argument(

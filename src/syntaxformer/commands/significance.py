@@ -36,7 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resamples",
         type=int,
-        default=None,
         help="bootstrap resamples (1000; --suite: 10000); BLEU: resamples or randomisation trials",
     )
     parser.add_argument(
@@ -61,7 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json",
         nargs="?",
         const="-",
-        default=None,
         metavar="FILE",
         help="write the full result as JSON to FILE (no FILE: print it instead of the table)",
     )
