@@ -76,19 +76,10 @@ def _check_run_files(folder: Path, metrics: Any, preds: Any) -> None:
     if labels is not None and (not isinstance(labels, list) or len(labels) != len(ids)):
         raise bad("dev_predictions.json", "'labels' must be a list with one label per id")
     for name, column in (("predictions", values), ("labels", labels or [])):
-        kinds = {
-            "number"
-            if isinstance(v, (int, float)) and not isinstance(v, bool)
-            else "text"
-            if isinstance(v, str)
-            else "other"
-            for v in column
-        }
-        if (
-            "other" in kinds
-            or len(kinds) > 1
-            or (name == "labels" and "number" in kinds and not all(np.isfinite(column)))
-        ):
+        # JSON values: exactly int or float is a number (a bool is not)
+        kinds = {"number" if type(v) in (int, float) else "text" if isinstance(v, str) else "other" for v in column}
+        infinite = name == "labels" and kinds == {"number"} and not all(np.isfinite(column))
+        if "other" in kinds or len(kinds) > 1 or infinite:
             raise bad("dev_predictions.json", f"{name!r} must be all numbers or all texts")
 
 
