@@ -48,11 +48,8 @@ def add_system_options(parser: argparse.ArgumentParser, default: str, system_hel
 
 
 def model_options(items: Iterable[str]) -> dict[str, Any]:
-    """``--set KEY=VALUE`` items as a dict; a value is read as JSON when it parses, else kept as a string.
-
-    Raises:
-        ConfigError: an item without ``=`` or without a key.
-    """
+    """``--set KEY=VALUE`` items as a dict (a value is read as JSON when it parses, else kept as a string); ConfigError
+    for an item without ``=`` or a key."""
     options: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -66,11 +63,8 @@ def model_options(items: Iterable[str]) -> dict[str, Any]:
 
 
 def int_list(text: str | None, flag: str) -> list[int] | None:
-    """``"5,10,15"`` as ``[5, 10, 15]`` (``None`` for no value).
-
-    Raises:
-        ConfigError: a part that is not a whole number, naming ``flag``.
-    """
+    """``"5,10,15"`` as ``[5, 10, 15]`` (``None`` for no value); ConfigError naming ``flag`` for a part that is not a
+    whole number."""
     if not text:
         return None
     try:
@@ -80,12 +74,8 @@ def int_list(text: str | None, flag: str) -> list[int] | None:
 
 
 def positive(**values: int | None) -> None:
-    """Check counts given on the command line (``batch_size=args.batch_size``: the option ``--batch-size``); ``None``
-    is not given.
-
-    Raises:
-        ConfigError: a value below 1, naming its option.
-    """
+    """Refuse a count below 1 (``batch_size=args.batch_size`` checks ``--batch-size``; ``None`` = not given) with a
+    ConfigError naming the option."""
     for name, value in values.items():
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} {value} is not valid; it must be a positive whole number")
