@@ -1,7 +1,7 @@
 """``syntaxformer`` command line. Thin: parse arguments, call library code.
 
-Each sub-command lives in ``syntaxformer/commands/<name>.py`` and exposes ``HELP`` (one line),
-``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their command runs, so
+Each sub-command lives in ``syntaxformer/commands/<name>.py`` and exposes ``add_arguments(parser)`` and
+``run(args) -> int``; its one-line help is in :data:`COMMANDS`. Modules are imported only when their command runs, so
 ``syntaxformer --help`` stays fast and heavy dependencies load lazily.
 
 Errors a user causes end as one line on stderr, ``syntaxformer <command>: error: <message>``, never a traceback:

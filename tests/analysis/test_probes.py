@@ -12,24 +12,24 @@ import pytest
 import torch
 
 from syntaxformer.analysis import probes
-from syntaxformer.analysis.probes import (
-    ProbeSettings,
+from syntaxformer.analysis.probe_data import load_probe_data, split_documents
+from syntaxformer.analysis.probe_metrics import (
     depth_spearman,
     distance_spearman,
-    linear_probe_accuracy,
-    load_probe_data,
-    load_probed_model,
     minimum_spanning_tree_edges,
-    predict_depths,
-    predict_distances,
     root_accuracy,
-    split_documents,
-    train_depth_probe,
-    train_distance_probe,
     tree_distance_matrix,
     uuas,
-    word_representations,
 )
+from syntaxformer.analysis.probe_training import (
+    ProbeSettings,
+    linear_probe_accuracy,
+    predict_depths,
+    predict_distances,
+    train_depth_probe,
+    train_distance_probe,
+)
+from syntaxformer.analysis.probe_vectors import load_probed_model, word_representations
 from syntaxformer.cli import main
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import ConfigError, DataError

@@ -1,22 +1,5 @@
-"""Length buckets (SG-Net TPAMI §7.1, Fig. 4 and 5): scores of a trained run grouped by input length.
-
-SG-Net groups SQuAD 2.0 questions by length, both by equal ranges of length and by equal numbers of questions,
-and NMT sentences by length, and shows the score per group. :func:`length_buckets` does that for any task from a
-run folder of ``syntaxformer train``:
-
-=====================  =========================================  ============================================
-task                   length of (in words = whitespace tokens)   score per bucket
-=====================  =========================================  ============================================
-SQuAD 2.0              the question (``per_question.json``)       EM and F1 (×100) at the headline threshold,
-                                                                  on the scored ("test") part of the dev set
-RACE                   the question (``predictions.json``)        accuracy (×100)
-translation            the source sentence (data from run.json)   sacreBLEU corpus BLEU of the bucket
-any other (GLUE, SST,  ``text_a`` (+ ``text_b`` of a pair), read   the task's headline metric on the bucket's
-SNLI, custom ...)      again from the data named in run.json      ``dev_predictions.json`` predictions
-=====================  =========================================  ============================================
-
-Lengths are counted in words, never in subword tokens (a run folder need not keep its tokenizer).
-"""
+"""Length buckets (SG-Net TPAMI §7.1, Fig. 4 and 5): a run's dev scores grouped by input length in words
+(``syntaxformer analyze --by length``; what is counted and scored per task: ``docs/analysis.md``)."""
 
 from __future__ import annotations
 
@@ -59,13 +42,9 @@ def length_bucket(n_words: int, buckets: Sequence[tuple[int, int | None]] = LENG
 def make_buckets(
     lengths: Sequence[int], n_buckets: int = 5, mode: str = "count", edges: Sequence[int] | None = None
 ) -> list[tuple[int, int]]:
-    """Inclusive ``(low, high)`` length ranges covering ``min(lengths)..max(lengths)``, none empty of lengths.
-
-    Args:
-        lengths: one length per example.
-        n_buckets: how many buckets at most (equal lengths stay together, so ``count`` may give fewer).
-        mode: ``"count"`` (bounds at the quantiles of the lengths) or ``"range"`` (equal widths).
-        edges: explicit upper bounds instead (``[10, 20]`` -> ``min..10``, ``11..20``, ``21..max``).
+    """Inclusive ``(low, high)`` length ranges covering ``min(lengths)..max(lengths)``, none empty: at most
+    ``n_buckets``, bounded at the quantiles (``"count"``; equal lengths stay together) or of equal widths
+    (``"range"``), or at explicit upper ``edges`` (``[10, 20]`` -> ``min..10``, ``11..20``, ``21..max``).
 
     Raises:
         ConfigError: an unknown mode, fewer than one bucket or unsorted edges; InputError: no lengths.
@@ -194,17 +173,12 @@ def _score(info: dict[str, Any], idx: np.ndarray) -> dict[str, float]:
 def length_buckets(
     run_dirs: Sequence[str | Path], n_buckets: int = 5, mode: str = "count", edges: Sequence[int] | None = None
 ) -> dict[str, Any]:
-    """Scores per length bucket of one or more runs of one task on the same dev examples (side by side).
-
-    The buckets are made from the first run's lengths (:func:`make_buckets`) and used for every run.
-
-    Args:
-        run_dirs: run folders of ``syntaxformer train``.
-        n_buckets, mode, edges: as :func:`make_buckets`.
+    """Scores per length bucket of runs of one task on the same dev examples, side by side; the buckets
+    (:func:`make_buckets`) come from the first run's lengths.
 
     Returns:
-        ``{"task", "unit", "mode", "runs": [folder], "buckets": [{"low", "high", "label", "n", "scores":
-        [{metric: value} per run]}]}``.
+        ``{"task", "unit", "mode", "runs", "buckets": [{"low", "high", "label", "n", "scores": [{metric: value} per
+        run]}]}``.
 
     Raises:
         InputError: runs of different tasks or dev examples.

@@ -1,22 +1,8 @@
-"""Significance of the difference between two trained systems, from their run folders.
+"""Significance of the difference between two trained systems, from their run folders (``syntaxformer
+significance``; the tests per kind of task: ``docs/analysis.md``).
 
-Each run folder written by :func:`syntaxformer.training.run.train` keeps its final dev predictions
-(``dev_predictions.json``: ids, predictions, labels, in dataset order), its scores (``metrics.json``) and its task
-and config (``run.json``). Given the runs of system A and of system B (one per seed), :func:`compare_runs` reports,
-for every pair of runs:
-
-* classification, regression, multiple choice (labels in ``dev_predictions.json``): the two-sided paired bootstrap
-  over dev examples of the task's headline metric (its 95% interval of the difference) and, for integer labels,
-  the exact McNemar test on per-example correctness;
-* SQuAD 2.0 and RACE (per-question files ``per_question.json`` / ``predictions.json``): the paired bootstrap of the
-  headline F1 / accuracy (×100; SQuAD: the scored "test" part of the dev set at the headline threshold) and the exact
-  McNemar test on exact match / correctness;
-* translation (BLEU): sacreBLEU's paired bootstrap or approximate randomisation on corpus BLEU against the dev
-  references, which are read again from the data the run names in ``run.json``;
-
-and with two or more pairs, the paired t-test over seeds of the headline scores. Runs are paired by the seed their
-``metrics.json`` records when both systems have the same set of seeds, else in the order given.
-``syntaxformer significance`` prints it.
+:func:`compare_runs` pairs the runs of systems A and B by seed and tests every pair (paired bootstrap, McNemar,
+sacreBLEU's BLEU tests), with the paired t-test over seeds for two or more pairs.
 """
 
 from __future__ import annotations
@@ -31,18 +17,16 @@ import numpy as np
 
 from syntaxformer.errors import DataError, InputError
 from syntaxformer.tasks.significance import mcnemar, paired_bootstrap, paired_prediction_tests, paired_t_test
-from syntaxformer.training.run_data import load_dev_data, run_references
+from syntaxformer.training.run_data import run_references
 
 __all__ = [
     "check_comparable",
     "compare_runs",
     "expand_run_dirs",
-    "load_dev_data",
     "load_run_predictions",
     "pair_by_seed",
-    "paired_prediction_tests",
     "per_question_scores",
-    "run_references",
+    "run_seed",
 ]
 
 
@@ -92,19 +76,10 @@ def _check_run_files(folder: Path, metrics: Any, preds: Any) -> None:
     if labels is not None and (not isinstance(labels, list) or len(labels) != len(ids)):
         raise bad("dev_predictions.json", "'labels' must be a list with one label per id")
     for name, column in (("predictions", values), ("labels", labels or [])):
-        kinds = {
-            "number"
-            if isinstance(v, (int, float)) and not isinstance(v, bool)
-            else "text"
-            if isinstance(v, str)
-            else "other"
-            for v in column
-        }
-        if (
-            "other" in kinds
-            or len(kinds) > 1
-            or (name == "labels" and "number" in kinds and not all(np.isfinite(column)))
-        ):
+        # JSON values: exactly int or float is a number (a bool is not)
+        kinds = {"number" if type(v) in (int, float) else "text" if isinstance(v, str) else "other" for v in column}
+        infinite = name == "labels" and kinds == {"number"} and not all(np.isfinite(column))
+        if "other" in kinds or len(kinds) > 1 or infinite:
             raise bad("dev_predictions.json", f"{name!r} must be all numbers or all texts")
 
 
@@ -250,6 +225,14 @@ def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> tuple[list[tuple[str
     return pair_by_seed(runs_a, runs_b, seeds(runs_a), seeds(runs_b))
 
 
+def run_seed(run_dir: str | Path) -> Any:
+    """The training seed a run folder's ``run.json`` records, or ``None``."""
+    try:
+        return json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))["config"]["seed"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def pair_by_seed(
     runs_a: Sequence[str], runs_b: Sequence[str], seeds_a: Sequence[Any], seeds_b: Sequence[Any]
 ) -> tuple[list[tuple[str, str]], str]:
@@ -286,23 +269,19 @@ def compare_runs(
     seed: int = 0,
     bleu_test: str = "bs",
 ) -> dict[str, Any]:
-    """System B against system A on the same dev examples.
+    """System B against system A on the same dev examples, the runs (folders or glob patterns, one per seed) paired by
+    seed (:func:`pair_by_seed`).
 
     Args:
-        runs_a, runs_b: run folders (or glob patterns) of the two systems, one per seed; paired by the seed in
-            their ``metrics.json`` (:func:`pair_by_seed`; in order when a run records none).
         n_resamples: bootstrap resamples (BLEU: resamples or randomisation trials; 0 = sacreBLEU's default).
-        seed: bootstrap seed (BLEU tests: 0 = sacreBLEU's default seed 12345).
-        bleu_test: ``"bs"`` (paired bootstrap) or ``"ar"`` (approximate randomisation) for translation runs.
+        seed: bootstrap seed (BLEU: 0 = sacreBLEU's default 12345); bleu_test: ``"bs"`` or ``"ar"``.
 
     Returns:
-        ``{"task", "metric", "pairing", "a": [scores], "b": [scores], "seeds": [seed of A's run], "per_seed": [{"run_a",
-        "run_b", "bootstrap"?, "mcnemar"?, "bleu"?}], "t_test"?: ...}`` (test dicts of
-        :class:`~syntaxformer.tasks.significance.TestResult`).
+        ``{"task", "metric", "pairing", "a", "b" (scores), "seeds", "per_seed": [{"run_a", "run_b", "bootstrap"?,
+        "mcnemar"?, "bleu"?}], "t_test"?}``.
 
     Raises:
-        InputError: unequal numbers of runs, a run given twice, seeds that differ, runs of different tasks or dev
-            examples.
+        InputError: runs that cannot be paired, or runs of different tasks or dev examples.
     """
     pairs, pairing = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
     result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": [], "pairing": pairing}

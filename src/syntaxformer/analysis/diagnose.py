@@ -1,24 +1,5 @@
-"""What a syntax configuration does to a pretrained encoder *before training*: ``syntaxformer diagnose``.
-
-For a model (a pretrained encoder plus system options, or a trained run folder) and a seeded subset of a sentence
-pair task's dev set (STS-B by default), :func:`diagnose` reports:
-
-* ``token_cosine_to_plain``: mean cosine, over every non-padding token, between the system's last hidden states and
-  the plain encoder's (the same weights with the syntax switched off: SG-Net's encoder output H; Syntax-BERT with
-  no syntax layer). 1.0 = the system starts exactly at the checkpoint.
-* ``zero_shot_pearson`` / ``plain_zero_shot_pearson``: the zero-shot similarity signal, Pearson r between the gold
-  score and the cosine of the mean last-layer states of the two texts' tokens (``syntax_segment`` 0 and 1 of the
-  pair encoding), for the system and for the plain encoder. A sentence-embedding checkpoint (all-MiniLM-L6-v2) has
-  a strong one; a configuration that destroys it starts from further away.
-* ``subnetworks_per_token`` (Syntax-BERT): mean / max number of non-empty sub-networks per word token, i.e. the
-  candidates a zero task query averages (the paper's M = 90 / 92 is the number of *possible* ones).
-* ``syntax_gradients``: the gradient norm that one backward pass of a fixed random probe of the task head's
-  outputs (``Σ probe · logits``) sends to the syntax parameters (SG-Net: the syntax-guided layer's W_Q, W_K, W_V;
-  Syntax-BERT: the topical queries and the gates). A zero W_Q / W_K gradient means that syntax cannot reach the
-  head (SG-Net with ``pooling="cls"``).
-
-Everything is deterministic for a given ``seed`` (subset and probe).
-"""
+"""What a syntax configuration does to a pretrained encoder before training (``syntaxformer diagnose``;
+the measures: ``docs/analysis.md``)."""
 
 from __future__ import annotations
 
@@ -68,26 +49,18 @@ def diagnose(
     batch_size: int = 50,
     data_dir: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Diagnose one configuration at initialisation (or a trained run) on a seeded dev subset.
+    """Diagnose one configuration at initialisation (or a trained run) on a seeded dev subset (``docs/analysis.md``).
 
     Args:
-        model: a pretrained encoder name or folder (default: the offline MiniLM,
-            :func:`syntaxformer.defaults.default_hf_model`), a folder holding a model saved by this library, or a
-            run folder of ``syntaxformer train`` (its system and options are used; ``system`` / ``options`` are
-            ignored).
-        system: a registered system (``"syntax_bert"``, ``"sgnet"``, ``"plain"`` or one of
-            :mod:`syntaxformer.registry`).
-        options: model-config options (``{"gate": "layer"}``, ``{"pooling": "cls"}`` ...).
-        task: a registered sentence-pair regression task with a dev split (``"stsb"``).
-        n: dev pairs (seeded subsample; ``0`` = all).
+        model: a pretrained encoder (default the offline MiniLM), a saved model, or a run folder (then its own system
+            and options are used).
+        system, options: a registered system and its model-config options (``{"gate": "layer"}`` ...).
+        task: a registered sentence-pair regression task with a dev split; n: dev pairs (seeded; ``0`` = all).
         seed: seed of the subsample and of the gradient probe.
-        max_length: tokens per pair.
-        batch_size: pairs per forward pass.
-        data_dir: the task's data folder (default ``<shared data>/glue/STS-B`` for STS-B, via the task's defaults).
 
     Returns:
-        a JSON-ready dict: ``system``, ``options``, ``model``, ``n_pairs``, ``token_cosine_to_plain``,
-        ``zero_shot_pearson``, ``plain_zero_shot_pearson``, ``syntax_gradients`` (name -> norm).
+        JSON-ready: ``system``, ``options``, ``model``, ``n_pairs``, ``token_cosine_to_plain``, ``zero_shot_pearson``,
+        ``plain_zero_shot_pearson``, ``syntax_gradients`` (name -> norm).
 
     Raises:
         SyntaxformerError: unknown system or task, data not found, a model that cannot be loaded.

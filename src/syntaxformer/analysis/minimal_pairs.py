@@ -1,21 +1,10 @@
-"""Minimal-pair suites: does an acceptability classifier prefer the acceptable sentence of each pair?
+"""Minimal-pair suites (BLiMP, Warstadt et al. 2020, or any folder in its format): does an acceptability
+classifier give the acceptable sentence of each pair a strictly higher probability of the acceptable class (a tie
+counts as wrong)? ``docs/minimal_pairs.md``.
 
-BLiMP (Warstadt et al., TACL 2020) and any folder in its format: JSON lines with ``sentence_good`` and
-``sentence_bad`` (required), and optionally ``UID`` (the paradigm; default the file name), ``pairID``, ``field``
-(syntax, morphology, syntax_semantics, semantics) and ``linguistics_term`` (the phenomenon). A model trained on an
-acceptability task (CoLA) scores a pair **correct** when it gives the acceptable sentence a strictly higher
-probability of the acceptable class than the unacceptable one (BLiMP scores language models by sentence
-probability; a classifier's class probability is the usual substitute). A tie counts as wrong.
-
-Three steps, each usable alone::
-
-    pairs = read_minimal_pairs("../shared/data/blimp")                     # 33,500 MinimalPair
-    records = score_minimal_pairs(Predictor.from_run("runs/cola"), pairs)  # one record per pair
-    report = minimal_pair_report(records)                                  # accuracy + 95% CI per group
-    compare_minimal_pairs([records_a_seed1, ...], [records_b_seed1, ...])  # B - A per group, Holm-corrected
-
-``syntaxformer evaluate RUN --suite blimp`` runs the first three and writes the records and the report into the run
-folder; ``syntaxformer significance --suite blimp --a RUNS --b RUNS`` runs the comparison.
+:func:`read_minimal_pairs` -> :func:`score_minimal_pairs` -> :func:`minimal_pair_report` (``syntaxformer evaluate
+RUN --suite blimp``: :func:`evaluate_suite`); :func:`compare_minimal_pairs` compares two systems (``syntaxformer
+significance --suite blimp``).
 """
 
 from __future__ import annotations
@@ -71,16 +60,12 @@ LEVELS: tuple[str, ...] = ("field", "phenomenon", "paradigm")
 
 @dataclass(frozen=True)
 class MinimalPair:
-    """One minimal pair: an acceptable sentence and an unacceptable one that differ in one phenomenon.
+    """One minimal pair: an acceptable and an unacceptable sentence that differ in one phenomenon.
 
     Attributes:
-        paradigm: BLiMP's ``UID`` (e.g. ``"anaphor_gender_agreement"``), else the file's name.
-        pair_id: ``pairID`` (else the line number), unique within the paradigm.
-        good: the acceptable sentence.
-        bad: the unacceptable sentence.
-        field: ``syntax`` / ``morphology`` / ``syntax_semantics`` / ``semantics`` (``"unspecified"`` if absent;
-            ``/``, ``-`` and spaces become ``_``, so BLiMP's one ``syntax/semantics`` is ``syntax_semantics``).
-        phenomenon: BLiMP's ``linguistics_term`` (e.g. ``"anaphor_agreement"``), else the paradigm.
+        paradigm: BLiMP's ``UID``, else the file's name; pair_id: ``pairID``, else the line number.
+        field: ``syntax`` / ``morphology`` / ``syntax_semantics`` / ``semantics`` (``"unspecified"`` if absent).
+        phenomenon: BLiMP's ``linguistics_term``, else the paradigm.
     """
 
     paradigm: str
@@ -94,17 +79,12 @@ class MinimalPair:
 def read_minimal_pairs(
     path: str | os.PathLike, paradigms: Sequence[str] | None = None, max_pairs: int | None = None
 ) -> list[MinimalPair]:
-    """Read a BLiMP-format folder (every ``*.jsonl`` in it, in name order) or one such file.
-
-    Args:
-        path: a folder of ``.jsonl`` files or one file.
-        paradigms: keep only these paradigms (``UID`` values); every one must exist.
-        max_pairs: keep the first ``max_pairs`` pairs of each paradigm (file order).
+    """Read a BLiMP-format folder (every ``*.jsonl`` in it, in name order) or one such file, keeping only
+    ``paradigms`` (each must exist) and the first ``max_pairs`` pairs of each paradigm.
 
     Raises:
-        DataError: no such path, no ``.jsonl`` file, a line that is not a JSON object, a sentence that is missing,
-            not a text or empty, or a (paradigm, pair id) seen twice (each names the file and line).
-        ConfigError: a paradigm asked for that the files do not hold.
+        DataError: no such path or no ``.jsonl`` file; a bad line, sentence or label, or a pair seen twice (names the
+            file and line). ConfigError: a paradigm asked for that the files do not hold.
     """
     from syntaxformer.utils import json_lines
 
@@ -180,14 +160,8 @@ def _label(obj: Mapping[str, Any], key: str, default: str, where: str) -> str:
 
 
 def acceptable_label(label_names: Sequence[str], task_name: str | None, given: str | None = None) -> str:
-    """The class name that means *acceptable*.
-
-    ``given`` if set (it must be a class of the model); else ``"acceptable"`` if the model has that class; else
-    CoLA's ``"1"`` for a run of the ``cola`` task (its labels are 0 = unacceptable, 1 = acceptable).
-
-    Raises:
-        ConfigError: ``given`` is not a class, or nothing says which class is acceptable.
-    """
+    """The class name that means *acceptable*: ``given`` (a class of the model), else ``"acceptable"``, else CoLA's
+    ``"1"`` for a ``cola`` run. ConfigError: ``given`` is not a class, or nothing says which class."""
     names = list(label_names)
     if given is not None:
         if given not in names:
@@ -211,20 +185,9 @@ def score_minimal_pairs(
     chunk_size: int = 2048,
     progress: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per pair: ``paradigm``, ``pair_id``, ``field``, ``phenomenon``, the sentences ``good`` and
-    ``bad``, ``p_good`` and ``p_bad`` (the probability of the acceptable class) and ``correct`` (``p_good > p_bad``:
-    a tie is wrong).
-
-    Each distinct sentence is parsed and scored once (with the predictor's parser, the run's), in chunks of
-    ``chunk_size`` sentences behind a progress bar.
-
-    Args:
-        predictor: a :class:`~syntaxformer.inference.Predictor` of a sequence-classification run.
-        pairs: from :func:`read_minimal_pairs`.
-        acceptable: the acceptable class name (see :func:`acceptable_label`).
-        batch_size: sentences per forward pass.
-        chunk_size: sentences per parse-and-predict call (bounds memory; the progress bar moves per chunk).
-        progress: show a progress bar (default: unless ``SYNTAXFORMER_NO_PROGRESS`` is set).
+    """One record per pair: ``paradigm``, ``pair_id``, ``field``, ``phenomenon``, ``good``, ``bad``, ``p_good`` and
+    ``p_bad`` (the probability of the acceptable class) and ``correct`` (``p_good > p_bad``: a tie is wrong). Each
+    distinct sentence is parsed and scored once, in chunks of ``chunk_size`` behind a progress bar.
 
     Raises:
         ConfigError: the run is not a sequence classifier, or its acceptable class is unknown.
@@ -279,15 +242,10 @@ def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[flo
 
 
 def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
-    """Accuracy with its Wilson interval over all pairs and per field, phenomenon and paradigm.
-
-    Returns:
-        ``{"overall": {...}, "field": {name: {...}}, "phenomenon": {...}, "paradigm": {...}}``, each entry
-        ``{"accuracy", "ci95": [lo, hi], "n", "correct"}`` (and ``"field"`` for phenomena and paradigms);
-        ``"chance"`` (0.5: a model that cannot tell the sentences apart); where the records keep the probabilities,
-        ``"ties"`` (pairs with ``p_good == p_bad``, counted wrong) and ``"median_abs_difference"`` (the median
-        ``|p_good - p_bad|``: how far the acceptable class's probability moves between the two sentences).
-    """
+    """Accuracy with its Wilson interval over all pairs and per field, phenomenon and paradigm: ``{"overall",
+    "field": {name: {"accuracy", "ci95", "n", "correct"(, "field")}}, "phenomenon", "paradigm", "chance": 0.5}``, and
+    where the records keep the probabilities ``"ties"`` (counted wrong) and ``"median_abs_difference"`` of
+    ``|p_good - p_bad|``."""
     if not records:
         raise InputError("no minimal-pair records to report on")
 
@@ -375,25 +333,16 @@ def compare_minimal_pairs(
 ) -> dict[str, Any]:
     """Paired comparison of two systems on one suite: accuracy of B − A per group of ``level``.
 
-    ``runs_a[i]`` and ``runs_b[i]`` are the records of seed ``i`` of each system (the same pairs, in the same
-    order). Per group:
-
-    * ``difference``: mean over seeds and pairs of B's accuracy minus A's;
-    * two or more seeds, a claim about the systems: ``seed_level``, the seed-level inference on the group's accuracy
-      per seed (:func:`~syntaxformer.tasks.significance.seed_comparison`: the 95% t-interval of the mean
-      difference, the paired t-test p and the exact sign-flip p) and ``t_test`` (its p and t);
-    * one seed, a claim about these two trained models only: ``bootstrap``, a paired bootstrap over pairs (95%
-      interval and two-sided p, ``2 * min(P(d* <= 0), P(d* >= 0))`` floored at ``1 / resamples``), and
-      ``mcnemar``, the exact McNemar test over pairs;
-    * ``p_holm``: the t-test p (one seed: the bootstrap p) after Holm's correction over all groups of the level.
-
-    No bootstrap over seeds *and* pairs: with 3-5 seeds, when every seed's difference has the same sign (2 in 2^k
-    of null experiments) its seed layer puts all its mass on one side and the pairs alone set p, so it rejects
-    far more often than its level (about 16% at 0.05 with 5 seeds).
+    ``runs_a[i]`` and ``runs_b[i]`` are the records of seed ``i`` of each system (same pairs, same order). Per group:
+    ``difference`` (mean over seeds and pairs); with two or more seeds ``seed_level``
+    (:func:`~syntaxformer.tasks.significance.seed_comparison`: t-interval, paired t-test p, exact sign-flip p) and
+    ``t_test``; with one seed, about these two trained models only, ``bootstrap`` over pairs (95% interval, two-sided
+    p floored at ``1 / resamples``) and exact ``mcnemar``; ``p_holm``: the t-test (one seed: bootstrap) p after Holm
+    over the level's groups. No bootstrap over seeds *and* pairs: with 3-5 seeds of one sign it rejects far more often
+    than its level (about 16% at 0.05 with 5 seeds).
 
     Raises:
-        InputError: different numbers of runs, or runs scored on different pairs (names both systems).
-        ConfigError: an unknown level.
+        InputError: different numbers of runs, or runs scored on different pairs. ConfigError: an unknown level.
     """
     from syntaxformer.tasks.significance import mcnemar, seed_comparison
 
@@ -493,13 +442,9 @@ SUITES: dict[str, str] = {"blimp": "blimp"}
 
 
 def suite_folder(suite: str, data: str | os.PathLike | None = None) -> tuple[str, Path]:
-    """``(name, folder)`` of a suite: ``data`` if given (named by ``suite``), a known suite name (its folder in the
-    shared data folder) or a path to a BLiMP-format folder or file (named by its stem).
-
-    Raises:
-        DataError: a known suite whose folder is absent (says where it was looked for), or an unknown name that is
-            not a path either.
-    """
+    """``(name, folder)`` of a suite: ``data`` if given (named by ``suite``), a known suite's folder in the shared data
+    folder, or a BLiMP-format folder or file (named by its stem). DataError: a known suite's folder is absent, or an
+    unknown name that is not a path."""
     from syntaxformer.defaults import shared_data_dir
 
     if data is not None:
@@ -552,24 +497,16 @@ def evaluate_suite(
     predictor: Any = None,
 ) -> dict[str, Any]:
     """Score a trained acceptability run on a minimal-pair suite; write ``pairs.jsonl`` (one record per pair) and
-    ``report.json`` (:func:`minimal_pair_report` plus what was scored) to ``<output_dir>/suites/<name>/``.
+    ``report.json`` (:func:`minimal_pair_report` plus what was scored) to ``<output_dir or run_dir>/suites/<name>/``.
 
     Args:
-        run_dir: a run folder of a sequence-classification task (``syntaxformer train --task cola``).
-        suite: ``"blimp"`` or a BLiMP-format folder or file (see :func:`suite_folder`).
-        data: the suite's folder, instead of the shared data folder.
-        output_dir: where ``suites/<name>/`` goes (default ``run_dir``).
-        acceptable: the acceptable class name (default: see :func:`acceptable_label`).
-        paradigms, max_pairs: as in :func:`read_minimal_pairs`.
-        batch_size: sentences per forward pass.
-        overwrite: replace an earlier result of the same suite (else refused).
+        suite, data: as :func:`suite_folder`; acceptable: as :func:`acceptable_label`; paradigms, max_pairs: as
+            :func:`read_minimal_pairs`.
+        overwrite: replace an earlier result of the same suite (else InputError).
         predictor: a ready :class:`~syntaxformer.inference.Predictor` of ``run_dir`` (default: built from it).
 
     Returns:
         the report, with ``"suite"``, ``"run"``, ``"records"`` (the ``pairs.jsonl`` path) and ``"acceptable"``.
-
-    Raises:
-        InputError: an earlier result exists and ``overwrite`` is false.
     """
     from syntaxformer.inference import Predictor
     from syntaxformer.training.lock import RunLock
@@ -683,22 +620,18 @@ def expand_compact_records(obj: Mapping[str, Any], source: str = "compact record
 
 
 def paired_suite_records(runs_a: Sequence[str], runs_b: Sequence[str], suite: str) -> dict[str, Any]:
-    """The records two systems' runs hold for ``suite`` (:func:`suite_records_of`), checked comparable and paired
-    by seed: ``{"a": [records per run], "b": [...], "runs_a", "runs_b", "seeds": [[seed a, seed b]], "pairing":
-    a sentence saying how the runs were paired and how the pairs were checked}``.
-
-    Runs are paired by the seed their ``run.json`` records (in the order of ``runs_a``); when a run records none,
-    in the order given (and the pairing says so). Results whose ``report.json`` records the pairs' fingerprint
-    (:func:`pairs_fingerprint`) must all have the same one.
+    """The records two systems' runs hold for ``suite``, paired by the seed their ``run.json`` records (in the order
+    given when a run records none) and checked to be scored on the same pairs (:func:`pairs_fingerprint`, where
+    recorded): ``{"a": [records per run], "b", "runs_a", "runs_b", "seeds", "pairing": how they were paired and
+    checked}``.
 
     Raises:
-        InputError: a run given twice for one system; the two systems' seeds differ (or one seed twice); results
-            scored on other pairs (names two runs).
+        InputError: a run given twice, seeds that differ, or results scored on other pairs (names two runs).
     """
-    from syntaxformer.analysis.compare_runs import pair_by_seed
+    from syntaxformer.analysis.compare_runs import pair_by_seed, run_seed
 
     runs_a, runs_b = [str(r) for r in runs_a], [str(r) for r in runs_b]
-    pairs, pairing = pair_by_seed(runs_a, runs_b, [_run_seed(r) for r in runs_a], [_run_seed(r) for r in runs_b])
+    pairs, pairing = pair_by_seed(runs_a, runs_b, [run_seed(r) for r in runs_a], [run_seed(r) for r in runs_b])
     prints = {run: _pairs_sha256(run, suite) for run in [*runs_a, *runs_b]}
     known = {run: h for run, h in prints.items() if h is not None}
     if len(set(known.values())) > 1:
@@ -724,16 +657,9 @@ def paired_suite_records(runs_a: Sequence[str], runs_b: Sequence[str], suite: st
         "b": [suite_records_of(rb, suite) for _, rb in pairs],
         "runs_a": [ra for ra, _ in pairs],
         "runs_b": [rb for _, rb in pairs],
-        "seeds": [[_run_seed(ra), _run_seed(rb)] for ra, rb in pairs],
+        "seeds": [[run_seed(ra), run_seed(rb)] for ra, rb in pairs],
         "pairing": pairing,
     }
-
-
-def _run_seed(run_dir: str) -> Any:
-    try:
-        return json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))["config"]["seed"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def _pairs_sha256(run_dir: str, suite: str) -> str | None:

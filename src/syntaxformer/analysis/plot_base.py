@@ -1,10 +1,6 @@
-"""What every figure of run folders shares: the runs (:class:`RunInfo`, :func:`find_runs`), the systems they
-group into (:func:`system_groups`: one label per variant, as every figure names it), one colour per system, and
-a matplotlib ``Figure`` (object API, no pyplot).
-
-A variant is named by its run folder: ``runs/<task>/<variant>/seed<k>`` (the seed folder's parent), else the
-folder's own name. :mod:`syntaxformer.analysis.plots` and :mod:`syntaxformer.analysis.plot_suites` draw from these.
-"""
+"""What every figure of run folders shares: the runs (:class:`RunInfo`, :func:`find_runs`; a variant is named by
+its seed folder's parent, else the folder), their labels (:func:`system_groups`), colours and a matplotlib
+``Figure``."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""The minimal-pair suite figure: accuracy on BLiMP (or any BLiMP-format suite) per field or phenomenon, one marker
-per system, from the ``suites/<name>/report.json`` that ``syntaxformer evaluate RUN --suite blimp`` writes into a
-run folder (:mod:`syntaxformer.analysis.minimal_pairs`).
-
-A system is a variant as the ``results`` figure names it (the seed folder's parent:
-:func:`syntaxformer.analysis.plot_base.system_groups`). Its marker is the mean accuracy over its seed runs with a
-95% interval: the Student-t interval of that mean over seeds when it has two or more seed runs (the seed-to-seed
-spread, which the pairs' own intervals leave out), else the Wilson interval over pairs that its one report holds.
-:func:`suite_summary` computes these numbers from the reports alone; :func:`plot_suite` draws them.
-"""
+"""The minimal-pair suite figure: accuracy per field or phenomenon, one marker per system (mean over its seed runs,
+95% t interval over seeds, or the Wilson interval of its one report), from the ``suites/<name>/report.json`` of
+``syntaxformer evaluate RUN --suite``."""
 
 from __future__ import annotations
 
@@ -68,18 +61,12 @@ def _read_report(path: Path, level: str) -> dict[str, Any]:
 def find_suite_reports(
     runs: Sequence[RunInfo], suite: str | None = None, level: str = "field"
 ) -> tuple[str, list[tuple[RunInfo, dict[str, Any]]]]:
-    """The suite to draw and the runs that hold its report, each with the report; runs without it are skipped
-    (one log line names them).
-
-    Args:
-        runs: run folders (:func:`~syntaxformer.analysis.plot_base.find_runs`).
-        suite: the suite's name (its folder under ``suites/``); default the only one the runs hold.
-        level: the report level that must be there (``"field"`` or ``"phenomenon"``).
+    """The suite to draw (``suite``, default the only one the runs hold) and the runs that hold its report, each
+    with the report checked for ``level``; runs without it are skipped (logged).
 
     Raises:
-        ConfigError: an unknown level, or no ``suite`` given while the runs hold several suites.
-        InputError: no run holds a report of the suite.
-        DataError: a report that is not the file ``syntaxformer evaluate`` writes.
+        ConfigError: an unknown level, or no ``suite`` while the runs hold several. InputError: no run holds the
+            suite. DataError: a report that is not the file ``syntaxformer evaluate`` writes.
     """
     if level not in SUITE_LEVELS:
         raise ConfigError(f"unknown suite level {level!r}; use {' or '.join(SUITE_LEVELS)}")
@@ -113,18 +100,13 @@ def find_suite_reports(
 def suite_summary(
     reports: Mapping[str, Sequence[Mapping[str, Any]]], level: str = "field"
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """Mean accuracy and 95% interval of each system per group of ``level`` (plus ``"all"``: every pair).
-
-    Args:
-        reports: system -> the suite reports of its seed runs (``report.json`` as read).
-        level: ``"field"`` or ``"phenomenon"``.
+    """Mean accuracy and 95% interval of each system per group of ``level`` (plus ``"all"``: every pair), from
+    ``reports`` (system -> the ``report.json`` of each seed run).
 
     Returns:
-        system -> group (``"all"`` first, then the groups in sorted order) -> ``{"mean", "ci" ([low, high]),
-        "scores" (one accuracy per seed run), "seeds", "interval"}``. With two or more seed runs the interval is
-        the Student-t interval of the mean over those runs' accuracies (``n - 1`` degrees of freedom); with one it
-        is that report's own interval over pairs (Wilson). A group that a seed run's report lacks (a run scored
-        on some paradigms only) is averaged over the runs that have it.
+        system -> group (``"all"`` first, then sorted) -> ``{"mean", "ci", "scores" (per seed run), "seeds",
+        "interval"}``: the Student-t interval over two or more seed runs, else the one report's Wilson interval. A group
+        a seed run lacks is averaged over the runs that have it.
 
     Raises:
         ConfigError: an unknown level; InputError: a system without reports.
@@ -166,23 +148,10 @@ def _seeds(n: int) -> str:
 
 
 def plot_suite(runs: Sequence[RunInfo], suite: str | None = None, level: str = "field") -> Any:
-    """Minimal-pair suite accuracy per field (or phenomenon) and system: a dot plot, one panel per task, one
-    column per group plus ``all``, one marker per system (mean over its seed runs, 95% interval as in
-    :func:`suite_summary`, its seed runs as small dots) and chance (0.5) as a dashed line. Runs without a report
-    of the suite are skipped (logged).
-
-    Args:
-        runs: run folders (:func:`~syntaxformer.analysis.plot_base.find_runs`).
-        suite: the suite (its folder under ``suites/``); default the only one the runs hold.
-        level: ``"field"`` or ``"phenomenon"``.
-
-    Returns:
-        the figure; ``ax.syntaxformer`` = :func:`suite_summary` of the panel's systems (system -> group -> mean,
-        interval, seed scores), in legend order; the columns are ``"all"`` and the level's groups, sorted.
-
-    Raises:
-        as :func:`find_suite_reports`.
-    """
+    """Minimal-pair suite accuracy per ``level`` group (``"field"`` / ``"phenomenon"``, plus ``all``) and system, one
+    panel per task: one marker per system (mean and 95% interval of :func:`suite_summary`, seed runs as dots), chance
+    (0.5) dashed; ``ax.syntaxformer`` is the panel's :func:`suite_summary`. Runs and errors as
+    :func:`find_suite_reports`."""
     name, found = find_suite_reports(runs, suite, level)
     return plot_suite_reports(name, found, level)
 

@@ -1,24 +1,9 @@
-"""Figures from run folders (matplotlib, PNG and SVG): what the papers show and a reader wants to look at.
+"""Figures from run folders (matplotlib object API, PNG and SVG; ``syntaxformer plot``; ``docs/analysis.md``).
 
-Every figure is drawn from what ``syntaxformer train`` records in a run folder (``metrics.json``: task, model,
-seed, data sizes, parser noise, dev scores; ``dev_predictions.json``; ``run.json``):
-
-* :func:`plot_results` — the headline dev score per task and variant, with a 95% interval: the Student-t interval
-  of the mean over seeds when a variant has two or more seed runs, else the bootstrap interval over dev examples
-  of its one run (``dev_predictions.json``); the seed runs are drawn as dots.
-* :func:`plot_length_buckets` — scores by input length (SG-Net §7.1; :mod:`syntaxformer.analysis.buckets`).
-* :func:`plot_curve` — the score against the number of training examples (learning curve) or against the
-  parser noise (SG-Net §7.6), one line per variant, mean over seeds with its t interval.
-* :func:`plot_attention` — attention heatmaps of one layer (every head) of an encoder on a text.
-* :func:`syntaxformer.analysis.plot_suites.plot_suite` — minimal-pair suite accuracy (BLiMP) per field or
-  phenomenon, one marker per variant, from the ``suites/<name>/report.json`` of ``syntaxformer evaluate --suite``.
-
-A variant is named by its run folder: ``runs/<task>/<variant>/seed<k>`` (the seed folder's parent), else the
-folder's own name (:mod:`syntaxformer.analysis.plot_base` reads the folders; :class:`RunInfo` and
-:func:`find_runs` are importable from here too). :func:`plot_runs` (``syntaxformer plot``) infers which figures
-the runs support.
-The figures use matplotlib's object API (``matplotlib.figure.Figure``, no pyplot, no global backend state); the
-functions return the figure, so its values can be read back from its Axes.
+Results with 95% intervals (:func:`plot_results`), length buckets (:func:`plot_length_buckets`), learning and
+parser-noise curves (:func:`plot_curve`), attention heatmaps (:func:`plot_attention`); :func:`plot_runs` infers
+which figures the runs support. Each function returns the figure; every Axes keeps its numbers in
+``ax.syntaxformer``.
 """
 
 from __future__ import annotations
@@ -35,11 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from syntaxformer.analysis.plot_base import RunInfo, find_runs
-from syntaxformer.analysis.plot_base import new_figure as _figure
-from syntaxformer.analysis.plot_base import run_info as _run_info
-from syntaxformer.analysis.plot_base import system_colors as _colors
-from syntaxformer.analysis.plot_base import system_groups as _groups
+from syntaxformer.analysis.plot_base import RunInfo, find_runs, new_figure, run_info, system_colors, system_groups
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.utils import check_not_inside
 
@@ -87,22 +68,15 @@ def _interval(runs: Sequence[RunInfo], n_resamples: int, seed: int) -> tuple[flo
 
 
 def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0) -> Any:
-    """Bars of the headline dev score per variant (one panel per task), with 95% intervals and seed dots.
-
-    Returns:
-        the figure; panel ``i`` holds one bar per variant in order, its error bars and ``ax.syntaxformer`` =
-        ``{label: {"mean", "ci", "scores", "interval"}}``.
-
-    Raises:
-        InputError: no run with a dev score.
-    """
+    """Bars of the headline dev score per variant (one panel per task), with 95% intervals and seed dots;
+    ``ax.syntaxformer`` = ``{label: {"mean", "ci", "scores", "interval"}}``. InputError: no run with a dev score."""
     runs = [r for r in runs if r.score is not None]
     if not runs:
         raise InputError("no run with a dev score to plot")
-    groups = _groups(runs)
-    colors = _colors(label for by_label in groups.values() for label in by_label)
+    groups = system_groups(runs)
+    colors = system_colors(label for by_label in groups.values() for label in by_label)
     n_max = max(len(g) for g in groups.values())
-    fig = _figure(max(5.0, 1.0 + 0.9 * n_max), 3.4 * len(groups))
+    fig = new_figure(max(5.0, 1.0 + 0.9 * n_max), 3.4 * len(groups))
     axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
     for ax, by_label in zip(axes, groups.values()):
         labels = list(by_label)
@@ -133,19 +107,16 @@ def plot_length_buckets(
     mode: str = "count",
     edges: Sequence[int] | None = None,
 ) -> Any:
-    """Scores by length bucket (:func:`syntaxformer.analysis.buckets.length_buckets`), one line per name and one
-    panel per metric (SQuAD: EM and F1); runs that share a name (the seeds of a variant) make one line, their mean.
-
-    Returns:
-        the figure; ``fig.axes[0].syntaxformer`` is the :func:`length_buckets` result.
-    """
+    """Scores by length bucket (:func:`~syntaxformer.analysis.buckets.length_buckets`), one line per name (runs that
+    share one, a variant's seeds, make one line: their mean), one panel per metric; ``fig.axes[0].syntaxformer`` is
+    the :func:`length_buckets` result."""
     from syntaxformer.analysis.buckets import length_buckets
 
     result = length_buckets(run_dirs, n_buckets=n_buckets, mode=mode, edges=edges)
-    names = list(names or [_run_info(Path(r)).variant for r in run_dirs])
+    names = list(names or [run_info(Path(r)).variant for r in run_dirs])
     rows = result["buckets"]
     metrics = list(rows[0]["scores"][0])
-    fig = _figure(max(4.5, 0.9 * len(rows) + 2), 3.2 * len(metrics))
+    fig = new_figure(max(4.5, 0.9 * len(rows) + 2), 3.2 * len(metrics))
     axes = fig.subplots(len(metrics), 1, squeeze=False)[:, 0]
     x = np.arange(len(rows))
     lines = {name: [j for j, n in enumerate(names) if n == name] for name in dict.fromkeys(names)}  # name -> runs
@@ -173,13 +144,9 @@ _CURVE_SUFFIX = {"train_size": re.compile(r"_n(?:\d+|all)$"), "parser_noise": re
 
 
 def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
-    """The headline dev score against ``x`` (``"train_size"``: learning curve; ``"parser_noise"``: parser-noise
-    curve, SG-Net §7.6), one line per variant, one panel per task; mean over seeds with the 95% t interval.
-    A variant's name loses a suffix that only places it on the curve (``_n2000``, ``_nall``; ``_noise0.2``), so
-    ``baseline_n500`` and ``baseline_n2000`` are two points of the line ``baseline``.
-
-    Returns:
-        the figure; ``ax.syntaxformer`` = ``{variant: {"x": [...], "mean": [...], "ci": [...]}}`` per panel.
+    """The headline dev score against ``x`` (``"train_size"`` or ``"parser_noise"``, SG-Net §7.6), one line per variant
+    (a name suffix that only places it on the curve, ``_n2000`` / ``_noise0.2``, is dropped), one panel per task; mean
+    over seeds with the 95% t interval. ``ax.syntaxformer`` = ``{variant: {"x", "mean", "ci"}}``.
 
     Raises:
         ConfigError: an unknown ``x``; InputError: no task whose runs differ in ``x``.
@@ -196,10 +163,10 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
             f"no task whose runs differ in {what}: give runs trained with different "
             f"{'--max_train_samples' if x == 'train_size' else 'parser_noise'}"
         )
-    fig = _figure(5.0, 3.4 * len(tasks))
+    fig = new_figure(5.0, 3.4 * len(tasks))
     axes = fig.subplots(len(tasks), 1, squeeze=False)[:, 0]
     line = {id(r): _CURVE_SUFFIX[x].sub("", r.variant) for r in runs}  # run -> its line's name
-    colors = _colors(line[id(r)] for r in runs if r.task in tasks)
+    colors = system_colors(line[id(r)] for r in runs if r.task in tasks)
     for ax, task in zip(axes, tasks):
         mine = [r for r in runs if r.task == task]
         record: dict[str, Any] = {}
@@ -263,20 +230,13 @@ def plot_attention(
     tokenizer: Any = None,
     max_heads: int = 12,
 ) -> Any:
-    """Attention heatmaps of one layer of an encoder on ``text`` (or a pair), one panel per head.
-
-    The model runs with ``attn_implementation="eager"`` and ``output_attentions=True``, so the weights are the
-    ones the layer used (an SDPA / flash implementation returns none). For an SG-Net model folder these are the
-    heads of its fine-tuned encoder (the SG layer's syntax-restricted attention needs the parse: ``syntaxformer
-    show``); a Syntax-BERT folder is refused for the same reason.
+    """Attention heatmaps of one layer of an encoder on ``text`` (or a pair), one panel per head (eager attention, so
+    the weights are the ones the layer used). An SG-Net folder shows its fine-tuned encoder's heads; a Syntax-BERT
+    folder is refused (its attention needs the parse: ``syntaxformer show``).
 
     Args:
-        model: a model folder or hub name (loaded with ``AutoModel``), or a loaded model (then ``tokenizer``).
-        text, text_b: the input (``text_b`` the second text of a pair).
-        layer: layer index (negative from the end).
-        heads: the heads to draw (default: all, at most ``max_heads``).
-        tokenizer: the tokenizer of a loaded model (default: from ``model``'s folder).
-        max_heads: panel limit when ``heads`` is not given.
+        model: a model folder or hub name, or a loaded model (then give ``tokenizer``).
+        layer: layer index (negative from the end); heads: the heads to draw (default the first ``max_heads``).
 
     Returns:
         the figure; ``ax.syntaxformer`` = ``{"layer", "head", "tokens", "attention" ([L, L] list)}`` per panel.
@@ -319,7 +279,7 @@ def plot_attention(
     cols = min(4, len(heads))
     rows = math.ceil(len(heads) / cols)
     size = 1.2 + 0.18 * len(tokens)
-    fig = _figure(size * cols, size * rows)
+    fig = new_figure(size * cols, size * rows)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     layer_index = layer % n_layers
     for ax, h in zip(axes, heads):
@@ -371,26 +331,17 @@ def plot_runs(
 ) -> dict[str, list[Path]]:
     """Draw the figures that the runs under ``paths`` support into ``output_dir`` (PNG and SVG each).
 
-    Without ``kinds``: ``results`` always; ``learning-curve`` where a task's runs differ in train size; ``noise``
-    where they differ in parser noise; ``suite`` where runs hold a minimal-pair suite report (of one suite, or of
-    ``suite`` when given); ``attention`` when ``model`` and ``text`` are given. ``buckets`` (which reads the dev
-    data again) only when asked for: one figure per task, its runs side by side.
-
-    ``suite`` (the suite figure: :func:`syntaxformer.analysis.plot_suites.plot_suite`, file
-    ``suite_<name>_<suite_level>``) draws the suite named ``suite`` (default: the only one the runs hold) by
-    ``suite_level`` (``"field"`` or ``"phenomenon"``); runs without its report are skipped.
-
-    Existing figure files are replaced only with ``overwrite``; without it they are refused before anything is
-    drawn.
+    Without ``kinds``: ``results``; ``learning-curve`` / ``noise`` where a task's runs differ in train size / parser
+    noise; ``suite`` where runs hold a report of one suite (or of ``suite``; by ``suite_level``); ``attention`` when
+    ``model`` and ``text`` are given. ``buckets`` reads the dev data again, so only when asked for. Existing figure
+    files are refused, before anything is drawn, unless ``overwrite``.
 
     Returns:
         figure name -> files written.
 
     Raises:
-        ConfigError: an unknown kind, or ``attention`` without ``model`` and ``text``; ``suite`` without a suite
-            name when the runs hold several suites.
-        InputError: ``suite`` and no run holds a report of the suite.
-        DataError: a figure file exists and ``overwrite`` is false.
+        ConfigError: an unknown kind; ``attention`` without ``model`` and ``text``; several suites and no ``suite``.
+        InputError: nothing to plot, or no run holds the suite. DataError: a figure file exists.
     """
     from syntaxformer.analysis.plot_suites import find_suite_reports, suite_names
 

@@ -21,15 +21,8 @@ UD_EWT_DEV = ("ud_ewt", "en_ewt-ud-dev.conllu")
 
 @dataclass
 class ProbeData:
-    """The probe-train and probe-test sentences and where they came from.
-
-    Attributes:
-        train: probe-train sentences (gold trees; after the ``max_train_sentences`` subsample).
-        test: probe-test sentences.
-        train_documents: ``# newdoc id`` of every document of the probe-train part (before subsampling).
-        test_documents: the same for the probe-test part.
-        info: file, split rule, sizes (JSON-ready).
-    """
+    """The probe-train and probe-test sentences (after subsampling), the ``# newdoc id`` of every document of each part
+    (before), and ``info`` (file, split rule, sizes; JSON-ready)."""
 
     train: list[Sentence]
     test: list[Sentence]
@@ -41,17 +34,10 @@ class ProbeData:
 def split_documents(
     sentences: Sequence[Sentence], test_every: int = 4
 ) -> tuple[list[list[Sentence]], list[list[Sentence]], list[str], list[str]]:
-    """Split sentences into documents (a sentence with a ``newdoc id`` comment starts one) and the documents into
-    probe-train and probe-test: in file order, document number ``k`` (0-based) is a test document when
-    ``k % test_every == test_every - 1`` (every ``test_every``-th document, so every genre of EWT, whose documents
-    come grouped by genre, is in both parts).
-
-    Returns:
-        ``(train documents, test documents, train ids, test ids)``; a document is a list of sentences.
-
-    Raises:
-        ConfigError: ``test_every`` is smaller than 2.
-    """
+    """Split sentences into documents (a ``newdoc id`` comment starts one) and those into probe-train and probe-test:
+    document ``k`` (0-based, file order) is a test document when ``k % test_every == test_every - 1`` (so every
+    genre of EWT, grouped in the file, is in both parts). Returns ``(train documents, test documents, train ids,
+    test ids)``; ConfigError: ``test_every`` below 2."""
     if test_every < 2:
         raise ConfigError(f"test_every={test_every} must be at least 2 (one test document in every test_every)")
     docs: list[list[Sentence]] = []
@@ -75,19 +61,11 @@ def load_probe_data(
     seed: int = 0,
     test_every: int = 4,
 ) -> ProbeData:
-    """Read a CoNLL-U file (default: UD English-EWT dev under the shared data folder) and split it by document.
-
-    Args:
-        path: a CoNLL-U file with ``# newdoc id`` comments.
-        max_train_sentences: a seeded subsample (:func:`syntaxformer.utils.subsample`) of the probe-train
-            sentences; ``None`` = all.
-        max_test_sentences: the same for the probe-test sentences (default all).
-        seed: seed of the subsamples.
-        test_every: see :func:`split_documents`.
+    """Read a CoNLL-U file with ``# newdoc id`` comments (default: UD English-EWT dev in the shared data folder), split
+    it by document (:func:`split_documents`) and take seeded subsamples (``None`` = all) of both parts.
 
     Raises:
-        DataError: no file given and the shared data folder (``SYNTAXFORMER_DATA``) has no EWT dev file; a file
-            whose sentences lack UPOS or dependency labels.
+        DataError: no file given and no EWT dev file in the shared data folder; sentences without UPOS or labels.
     """
     from syntaxformer.data.readers.conllu import read_conllu
     from syntaxformer.defaults import shared_data_dir

@@ -22,17 +22,10 @@ __all__ = [
 
 @dataclass
 class ProbeSettings:
-    """Budget and hyper-parameters of the probes (defaults: small enough for a shared CPU).
-
-    Attributes:
-        rank: rank ``k`` of the structural probes' ``B`` (H&M find 64 enough for BERT).
-        epochs: passes over the probe-train sentences (structural probes) / words (linear probes).
-        lr: Adam learning rate of the structural probes (H&M: 0.001).
-        linear_lr: Adam learning rate of the linear probes.
-        batch_size: sentences per step (structural probes).
-        linear_batch_size: words per step (linear probes).
-        seed: seed of every probe's initialisation and batch order.
-    """
+    """Budget and hyper-parameters of the probes (defaults: small enough for a shared CPU): ``rank`` of the structural
+    probes' ``B`` (H&M find 64 enough for BERT), ``epochs`` over the probe-train sentences / words, Adam ``lr`` of the
+    structural probes (H&M: 0.001) and ``linear_lr`` of the linear ones, ``batch_size`` in sentences and
+    ``linear_batch_size`` in words, and the ``seed`` of every initialisation and batch order."""
 
     rank: int = 64
     epochs: int = 10

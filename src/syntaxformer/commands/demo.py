@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
-HELP = "annotate real sentences and show the syntax one model would see"
+from syntaxformer.commands.arguments import add_parser_options
 
 BUILTIN = [
     "The movie's sharp script makes up for its slow start.",
@@ -28,15 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--n", type=int, default=64, help="how many data sentences to annotate (default 64)")
     parser.add_argument("--index", type=int, default=None, help="which sentence to show (default: a mid-length one)")
+    add_parser_options(parser, batches=False)
     parser.add_argument(
-        "--parser",
-        default=None,
-        help="spaCy pipeline (default en_core_web_sm) or another annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)",
-    )
-    parser.add_argument(
-        "--model",
-        default=None,
-        help="Hugging Face model name or folder for the tokenizer (default: the offline all-MiniLM-L6-v2)",
+        "--model", help="Hugging Face model name or folder for the tokenizer (default: the offline all-MiniLM-L6-v2)"
     )
     parser.add_argument(
         "--criterion",
@@ -44,7 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="share",
         help="subword criterion of SG-Net (default share)",
     )
-    parser.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
 
 
 def _load_texts(args: argparse.Namespace) -> tuple[list[str], str]:

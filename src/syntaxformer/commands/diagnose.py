@@ -10,9 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from syntaxformer import registry as _registry
-
-HELP = "token-state drift and zero-shot similarity of a syntax configuration at initialisation"
+from syntaxformer.commands.arguments import add_system_options, model_options
 
 _EPILOG = """\
 examples:
@@ -30,23 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model",
         nargs="?",
-        default=None,
         metavar="MODEL_OR_RUN",
-        help="pretrained encoder name or folder (default: the offline MiniLM), a saved model, or a "
-        "run folder of `syntaxformer train`",
+        help="pretrained encoder name or folder (default: the offline MiniLM), a saved model, or a run folder of "
+        "`syntaxformer train`",
     )
-    parser.add_argument(
-        "--system",
-        choices=_registry.SYSTEMS,  # read when checked or shown: packages' systems included
-        default="syntax_bert",
-        help="syntax system (ignored for a run folder; default syntax_bert)",
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a model option, e.g. gate=layer, pooling=cls, full_attention_candidate=true "
+    add_system_options(
+        parser,
+        "syntax_bert",
+        "syntax system (ignored for a run folder; default syntax_bert)",
+        "a model option, e.g. gate=layer, pooling=cls, full_attention_candidate=true "
         "(repeatable; values are read as JSON when they parse, else as strings)",
     )
     parser.add_argument("--task", default="stsb", help="sentence-pair regression task (default stsb)")
@@ -59,7 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the diagnostic and print it; returns the exit status."""
     from syntaxformer.analysis.diagnose import diagnose
-    from syntaxformer.commands.arguments import model_options
 
     options = model_options(args.set)
     result = diagnose(

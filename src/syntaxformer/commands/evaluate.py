@@ -1,22 +1,6 @@
-"""``syntaxformer evaluate``: score a trained model on a labeled split (dev by default).
-
-The task and feature options (max length, parser, parser noise ...) are read from the ``run.json`` saved with the
-model; ``--config``, ``--set`` and the flags change them (e.g. ``--parser-noise 0.4`` to test a clean
-model on noisy parses). Writes ``eval_<split>.json`` to ``--output-dir`` (default: the model folder) and prints
-the scores as JSON. An existing ``eval_<split>.json`` is replaced only with ``--overwrite``, and the folder is
-locked while it is written (a ``train`` or ``evaluate`` writing it at the same time is refused).
-
-With ``--suite``, scores an acceptability run (e.g. CoLA) on a minimal-pair suite instead: BLiMP from the shared
-data folder, or any folder of BLiMP-format JSON lines (``--suite DIR``); writes ``suites/<name>/pairs.jsonl`` (one
-record per pair) and ``suites/<name>/report.json`` (accuracy and 95% interval per field, phenomenon and paradigm;
-:mod:`syntaxformer.analysis.minimal_pairs`).
-
-Examples::
-
-    syntaxformer evaluate runs/sst2-sg --split dev
-    syntaxformer evaluate runs/cola-sg --suite blimp
-    syntaxformer evaluate runs/cola-sg --suite my_pairs/ --acceptable-label 1
-"""
+"""``syntaxformer evaluate``: score a trained model on a labeled split (``eval_<split>.json``, the run's own feature
+options unless changed), or with ``--suite`` an acceptability run on a minimal-pair suite
+(``suites/<name>/``; ``docs/minimal_pairs.md``)."""
 
 from __future__ import annotations
 
@@ -26,8 +10,6 @@ import sys
 from typing import Any
 
 from syntaxformer.commands.train import add_config_arguments, explicit_options
-
-HELP = "score a trained model on a labeled split; writes eval_<split>.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,9 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--suite",
         metavar="NAME_OR_DIR",
-        help="score minimal pairs instead of a split: 'blimp' (the shared data folder) or a folder / file "
-        "of BLiMP-format JSON lines (sentence_good, sentence_bad[, UID, pairID, field, "
-        "linguistics_term])",
+        help="score minimal pairs instead of a split: 'blimp' (the shared data folder) or a folder / file of "
+        "BLiMP-format JSON lines (sentence_good, sentence_bad[, UID, pairID, field, linguistics_term])",
     )
     g.add_argument("--suite-data", metavar="DIR", help="the suite's folder (instead of the shared data folder)")
     g.add_argument(

@@ -11,9 +11,7 @@ import json
 import os
 import time
 
-from syntaxformer.errors import ConfigError
-
-HELP = "UAS/LAS of a parser against gold trees"
+from syntaxformer.commands.arguments import add_parser_options, positive
 
 _EPILOG = """\
 Labels are compared only where gold and parser use the same label scheme. UD gold (e.g. English EWT) and spaCy's
@@ -31,16 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--gold", required=True, help="gold trees: a CoNLL-U file, or PTB trees (file or folder)")
     parser.add_argument(
-        "--format",
-        choices=("conllu", "ptb"),
-        default=None,
-        help="gold format (default: conllu for .conllu/.conll files, else ptb)",
-    )
-    parser.add_argument(
-        "--parser",
-        default=None,
-        help="spaCy pipeline (default en_core_web_sm), or conllu:FILE / "
-        "jsonl:FILE to score another parser's output, or SCHEME:ARG",
+        "--format", choices=("conllu", "ptb"), help="gold format (default: conllu for .conllu/.conll files, else ptb)"
     )
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N gold sentences")
     parser.add_argument(
@@ -49,20 +38,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print one JSON object (uas, las, uas_no_punct, "
         "las_no_punct, counts, parser, gold file; las null + note when label schemes differ)",
     )
-    parser.add_argument("--batch-size", type=int, default=256, help="sentences per spaCy batch (default 256)")
-    parser.add_argument("--n-process", type=int, default=1, help="spaCy worker processes (default 1)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the parse cache")
-    parser.add_argument("--cache", default=None, metavar="PATH", help="parse cache file or folder")
+    add_parser_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Parse the gold words, score against the gold trees, print the scores; returns the exit status."""
-    from syntaxformer.commands.annotate import annotator_from_args, input_format, read_gold
+    from syntaxformer.commands.annotate import input_format, read_gold
+    from syntaxformer.commands.arguments import annotator_from_args
     from syntaxformer.data.parser_eval import attachment_scores
 
     fmt = args.format or ("conllu" if input_format(args.gold, None) == "conllu" else "ptb")
-    if args.limit is not None and args.limit < 1:
-        raise ConfigError(f"--limit must be positive, got {args.limit}")
+    positive(limit=args.limit)
     gold = list(itertools.islice(read_gold(args.gold, fmt), args.limit))
     annotator = annotator_from_args(args)
     start = time.perf_counter()

@@ -1,21 +1,9 @@
-"""``syntaxformer export``: write a finished run's final model as a self-contained Hugging Face model folder.
-
-The folder (weights, config, tokenizer, model card, the model's code with relative imports and its pipeline)
-loads without syntaxformer: ``pipeline(model=OUT_DIR, trust_remote_code=True)`` where only torch, transformers,
-spaCy and the run's spaCy pipeline package are installed. No checkpoints, no optimizer state. Prints the folder.
-``--push-to-hub REPO`` then pushes that folder (never the run folder) to the Hugging Face hub; offline or without
-a token it is refused before anything is written.
-
-Example::
-
-    syntaxformer export runs/sst2-sg shared/sst2-sg --license apache-2.0 --push-to-hub me/sst2-sg
-"""
+"""``syntaxformer export``: write a finished run's final model as a self-contained Hugging Face model folder that
+loads without syntaxformer, optionally pushed to the hub (``docs/inference.md``)."""
 
 from __future__ import annotations
 
 import argparse
-
-HELP = "write a run's final model as a self-contained Hugging Face folder (loads without syntaxformer)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

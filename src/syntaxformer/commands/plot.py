@@ -1,28 +1,9 @@
-"""``syntaxformer plot``: figures (PNG and SVG) from run folders of ``syntaxformer train``.
-
-Examples::
-
-    syntaxformer plot runs/glue_sweep --output figures                       # results with 95% CIs (+ curves)
-    syntaxformer plot 'runs/rte/*/seed*' --kind results buckets --output figures
-    syntaxformer plot runs/noise --kind noise --output figures           # runs differing in parser_noise
-    syntaxformer plot runs/cola --kind suite --output figures            # BLiMP accuracy per field (evaluate --suite)
-    syntaxformer plot runs/cola --kind suite --suite blimp --suite-level phenomenon --output figures
-    syntaxformer plot --kind attention --model MODEL_DIR --text "The cat sat on the mat." --layer -1 --output figures
-
-Without ``--kind`` the figures are inferred from what the runs record (``metrics.json``): results always, a
-learning curve where a task's runs differ in train size, a parser-noise curve where they differ in parser noise,
-the minimal-pair suite figure where runs hold a suite report (``syntaxformer evaluate RUN --suite blimp``), attention
-maps when ``--model`` and ``--text`` are given (:func:`syntaxformer.analysis.plots.plot_runs`).
-"""
+"""``syntaxformer plot``: figures (PNG and SVG) from run folders, inferred from what the runs record unless
+``--kind`` names them (:func:`syntaxformer.analysis.plots.plot_runs`; ``docs/analysis.md``)."""
 
 from __future__ import annotations
 
 import argparse
-
-HELP = (
-    "figures (PNG + SVG) from run folders: results with CIs, length buckets, learning / noise curves, minimal-pair "
-    "suites, attention"
-)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--layer", type=int, default=-1, help="attention: the layer (default the last)")
     parser.add_argument(
         "--suite",
-        default=None,
         metavar="NAME",
         help="suite: which minimal-pair suite (a folder under RUN/suites/; default the only one the runs hold)",
     )
@@ -66,12 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.plots import plot_runs
-    from syntaxformer.commands.arguments import int_list
-    from syntaxformer.errors import ConfigError
+    from syntaxformer.commands.arguments import int_list, positive
 
     edges = int_list(args.edges, "--edges")
-    if args.resamples < 1:
-        raise ConfigError(f"--resamples {args.resamples} must be a positive number")
+    positive(resamples=args.resamples)
     model = args.model
     if model == "minilm":
         from syntaxformer.defaults import default_hf_model

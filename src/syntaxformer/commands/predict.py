@@ -1,29 +1,5 @@
-"""``syntaxformer predict``: label raw texts, a split or a file with a trained model.
-
-Raw texts (``--input``): a ``.txt`` file (one text per line; ``-`` reads standard input), ``.csv`` / ``.tsv`` (a
-header row; ``--text-column``, ``--text-pair-column``) or ``.jsonl``; span QA reads ``question`` and ``context``
-columns, multiple choice (RACE) ``question``, ``context`` and a list ``options`` (``.jsonl``), translation one
-source per line. Each text is parsed on the fly with the run's parser and written as one JSON record
-(:mod:`syntaxformer.inference`): the text, the label name and the probability of every label (classification),
-the value (regression), the answer span, its text and the no-answer score (span QA), the chosen option and the
-probability of every option (multiple choice), or the translation. Records go to ``--output`` (JSONL) or standard output.
-
-A split (``--split``, ``--file``): writes ``predictions_<split>.tsv`` (columns ``index``, ``id``, ``prediction``;
-the task's label strings, or scores for STS-B) and ``.jsonl`` (records named as ``--input``'s, with the gold
-``gold_label`` / ``gold_answers`` / ``reference`` where known) to ``--output-dir`` (default: the model folder);
-existing ones are replaced only with ``--overwrite``, and the folder is locked while it is written.
-
-Feature options come from the model's ``run.json``, as for ``evaluate``.
-
-Examples::
-
-    syntaxformer predict runs/sst2-sg --input reviews.txt --output preds.jsonl
-    syntaxformer predict runs/rte-sg --input pairs.csv --text-column premise --text-pair-column hypothesis
-    syntaxformer predict runs/squad-sg --input questions.jsonl
-    syntaxformer predict runs/race-sg --input questions_with_options.jsonl
-    syntaxformer predict runs/rte-sg --split test
-    syntaxformer predict runs/sst2-sg --split dev --file my_sentences.tsv
-"""
+"""``syntaxformer predict``: label raw texts (``--input``: JSONL records, :mod:`syntaxformer.inference`) or a split
+or file of the task (``predictions_<split>.tsv`` / ``.jsonl``) with a trained model (``docs/inference.md``)."""
 
 from __future__ import annotations
 
@@ -33,8 +9,6 @@ import sys
 
 from syntaxformer.commands.evaluate import config_changes
 from syntaxformer.commands.train import add_config_arguments
-
-HELP = "predict raw texts (--input FILE; JSONL records with label names and scores) or a split with a trained model"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,14 +77,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_inputs(args: argparse.Namespace) -> int:
+    from syntaxformer.commands.arguments import positive
     from syntaxformer.errors import ConfigError
     from syntaxformer.inference import Predictor, read_inputs, write_records
     from syntaxformer.utils import check_output
 
     if args.split_file or args.output_dir:
         raise ConfigError("--file and --output-dir predict a split; with --input use --output")
-    if args.batch_size < 1:
-        raise ConfigError(f"--batch-size {args.batch_size} must be at least 1")
+    positive(batch_size=args.batch_size)
     if args.output:  # before the model is loaded: never the input nor the run, never an existing file unasked
         check_output(args.output, [args.input], overwrite=args.overwrite, folders=[args.model])
     # --text-column / --text-pair-column name the columns of the input file here, not the run's task options

@@ -8,9 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from syntaxformer import registry as _registry
-
-HELP = "structural (distance / depth) and POS / label probes per layer, on UD English-EWT dev split by document"
+from syntaxformer.commands.arguments import add_system_options, model_options, positive
 
 _EPILOG = """\
 examples:
@@ -32,32 +30,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run folders of `syntaxformer train`, saved models, or pretrained encoder names / "
         "folders (default: the offline MiniLM); all are probed on the same split",
     )
-    parser.add_argument(
-        "--system",
-        choices=_registry.SYSTEMS,  # read when checked or shown: packages' systems included
-        default="plain",
-        help="for a pretrained encoder: probe it as is (plain, default) or an untrained SG-Net / "
+    add_system_options(
+        parser,
+        "plain",
+        "for a pretrained encoder: probe it as is (plain, default) or an untrained SG-Net / "
         "Syntax-BERT built on it (ignored for run folders and saved models)",
-    )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a model option of that untrained system, e.g. gate=layer (repeatable; JSON values)",
+        "a model option of that untrained system, e.g. gate=layer (repeatable; JSON values)",
     )
     parser.add_argument(
         "--layers",
-        default=None,
-        help="comma-separated layer names (embeddings, layer1..layerN; SG-Net also sg, aggregated); "
-        "default every layer",
+        help="comma-separated layer names (embeddings, layer1..layerN; SG-Net also sg, aggregated); default every "
+        "layer",
     )
     parser.add_argument("--output", default=None, help="write the results as JSON to this file")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
     parser.add_argument(
-        "--data",
-        default=None,
-        help="CoNLL-U file with # newdoc id comments (default: UD English-EWT dev in the shared data)",
+        "--data", help="CoNLL-U file with # newdoc id comments (default: UD English-EWT dev in the shared data)"
     )
     parser.add_argument(
         "--train-sentences",
@@ -90,7 +78,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the probes; print a table per model; returns the exit status."""
     from syntaxformer.analysis.probes import ProbeSettings, format_probe_table, probe_models
-    from syntaxformer.commands.arguments import model_options
     from syntaxformer.errors import ConfigError
     from syntaxformer.training.run import model_label
     from syntaxformer.utils import check_output, write_json
@@ -103,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
     for name in ("train_sentences", "test_sentences"):
         if getattr(args, name) < 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be 0 (all) or a positive number of sentences")
-    if args.epochs < 1 or args.rank < 1:
-        raise ConfigError(f"--epochs and --rank must be positive, got {args.epochs} and {args.rank}")
+    positive(epochs=args.epochs, rank=args.rank)
     layers = [x.strip() for x in args.layers.split(",") if x.strip()] if args.layers else None
     settings = ProbeSettings(rank=args.rank, epochs=args.epochs, seed=args.seed)
     result = probe_models(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "an HTML page of one text's trees, syntax masks, attention, topical weights, gates and a run's prediction"
+from syntaxformer.commands.arguments import add_parser_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,23 +17,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         action="append",
-        default=None,
         metavar="DIR",
-        help="a run folder of `syntaxformer train`, or a pretrained encoder (then SG-Net and "
-        "Syntax-BERT are built on it, untrained); repeatable; default: the offline MiniLM",
+        help="a run folder of `syntaxformer train`, or a pretrained encoder (then SG-Net and Syntax-BERT are built on "
+        "it, untrained); repeatable; default: the offline MiniLM",
     )
     parser.add_argument(
         "--plain",
-        default=None,
         metavar="DIR",
-        help="the plain encoder shown beside them: a checkpoint or a baseline / SG-Net run "
-        "(default: the checkpoint the first model was built from)",
+        help="the plain encoder shown beside them: a checkpoint or a baseline / SG-Net run (default: the checkpoint "
+        "the first model was built from)",
     )
-    parser.add_argument(
-        "--parser",
-        default=None,
-        help="spaCy pipeline (default en_core_web_sm) or another annotator spec (conllu:FILE, jsonl:FILE, SCHEME:ARG)",
-    )
+    add_parser_options(parser, batches=False)
     parser.add_argument(
         "--max-length",
         type=int,
@@ -47,7 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SG-Net subword criterion of the SDOI mask shown (default share)",
     )
     parser.add_argument("--seed", type=int, default=0, help="torch seed of untrained models' new layers (default 0)")
-    parser.add_argument("--no-cache", action="store_true", help="do not use the parse cache")
     parser.add_argument("--output", "-o", required=True, help="the HTML page to write")
     parser.add_argument("--overwrite", action="store_true", help="replace the output file if it exists")
 

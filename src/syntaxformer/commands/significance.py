@@ -1,24 +1,6 @@
-"""``syntaxformer significance``: is system B's dev score different from system A's? From their run folders.
-
-Examples::
-
-    syntaxformer significance runs/rte/baseline/seed1 runs/rte/sgnet/seed1            # one run each
-    syntaxformer significance --a runs/rte/baseline/seed1 runs/rte/baseline/seed2 \\
-        --b runs/rte/sgnet/seed1 runs/rte/sgnet/seed2                                  # seed runs
-    syntaxformer significance --a 'runs/rte/baseline/seed*' --b 'runs/rte/sgnet/seed*' --json out.json
-
-Per pair of runs (paired by the seed in ``metrics.json``): the two-sided paired bootstrap of the headline metric
-over dev examples (95% interval of B − A) and, for classification, the exact McNemar test; for translation,
-sacreBLEU's paired bootstrap (``--bleu-test bs``) or approximate randomisation (``ar``) on corpus BLEU; with two or
-more pairs, the paired t-test over seeds (:func:`syntaxformer.analysis.compare_runs.compare_runs`).
-
-With ``--suite blimp`` (or a suite folder's name), compares the two systems' minimal-pair results instead (written by
-``syntaxformer evaluate RUN --suite ...``): accuracy of B − A per field (``--level``); with two or more seeds the
-t-interval, the paired t-test and the exact sign-flip test over seeds, Holm's correction (on the t-test) across the
-level's groups; with one pair of runs a bootstrap over pairs and McNemar's test, which speak about those two trained
-models only (:func:`syntaxformer.analysis.minimal_pairs.compare_minimal_pairs`)::
-
-    syntaxformer significance --suite blimp --a 'runs/cola/baseline/seed*' --b 'runs/cola/sgnet/seed*'
+"""``syntaxformer significance``: is system B's dev score different from system A's? From their run folders, paired
+by seed (:func:`syntaxformer.analysis.compare_runs.compare_runs`); with ``--suite``, their minimal-pair results
+(:func:`syntaxformer.analysis.minimal_pairs.compare_minimal_pairs`). ``docs/analysis.md``, ``docs/minimal_pairs.md``.
 """
 
 from __future__ import annotations
@@ -26,8 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any
-
-HELP = "paired significance of two systems' dev scores (bootstrap CI, McNemar, t-test over seeds) from run folders"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,7 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resamples",
         type=int,
-        default=None,
         help="bootstrap resamples (1000; --suite: 10000); BLEU: resamples or randomisation trials",
     )
     parser.add_argument(
@@ -81,7 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json",
         nargs="?",
         const="-",
-        default=None,
         metavar="FILE",
         help="write the full result as JSON to FILE (no FILE: print it instead of the table)",
     )
@@ -139,10 +117,9 @@ def format_significance(r: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.analysis.compare_runs import compare_runs
-    from syntaxformer.errors import ConfigError
+    from syntaxformer.commands.arguments import positive
 
-    if args.resamples is not None and args.resamples < 1:
-        raise ConfigError(f"--resamples {args.resamples} must be a positive number")
+    positive(resamples=args.resamples)
     runs_a, runs_b = _systems(args)
     if args.json not in (None, "-"):
         from syntaxformer.utils import check_output
@@ -169,19 +146,15 @@ def _report(args: argparse.Namespace, result: dict, table: Any) -> int:
 
 def _by_seed(runs: list[str]) -> list[str]:
     """Run folders (globs expanded) ordered by the seed their ``run.json`` records (else as given)."""
-    from pathlib import Path
-
-    from syntaxformer.analysis.compare_runs import expand_run_dirs
-
-    dirs = expand_run_dirs(runs)
+    from syntaxformer.analysis.compare_runs import expand_run_dirs, run_seed
 
     def seed(d: str) -> float:
         try:
-            return float(json.loads((Path(d) / "run.json").read_text(encoding="utf-8"))["config"]["seed"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return float(run_seed(d))
+        except (ValueError, TypeError):  # no seed recorded (None) or not a number
             return float("inf")
 
-    return sorted(dirs, key=seed)
+    return sorted(expand_run_dirs(runs), key=seed)
 
 
 def format_suite_comparison(r: dict) -> str:

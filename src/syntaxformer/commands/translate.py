@@ -1,22 +1,13 @@
-"""``syntaxformer translate``: translate a file with a trained translation model (batched beam search).
-
-Input: plain text, one sentence per line, or a WMT ``.sgm`` file (by extension). Output: one translation per line
-(detokenised), in input order. With ``--reference`` the BLEU score and sacreBLEU signature are printed too.
-
-Examples::
-
-    syntaxformer translate runs/translation/f1/both/seed1 --input newstest2013.en --output hyp.de
-    syntaxformer translate MODEL --input newstest2013-src.en.sgm --output hyp.de --reference newstest2013-ref.de.sgm
-"""
+"""``syntaxformer translate``: translate a plain-text (one sentence per line) or WMT ``.sgm`` file with a trained
+translation model (batched beam search); with ``--reference`` also BLEU and the sacreBLEU signature."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from syntaxformer.errors import ConfigError, DataError
-
-HELP = "translate a text or .sgm file with a trained translation model (beam search); optional BLEU"
+from syntaxformer.commands.arguments import positive
+from syntaxformer.errors import DataError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,14 +29,9 @@ def run(args: argparse.Namespace) -> int:
     from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
     from syntaxformer.utils import atomic_write, check_output
 
-    for flag, value in (
-        ("--batch-size", args.batch_size),
-        ("--beams", args.beams),
-        ("--max-source-length", args.max_source_length),
-        ("--threads", args.threads),
-    ):
-        if value is not None and value < 1:
-            raise ConfigError(f"{flag} {value} is not valid; it must be a positive whole number")
+    positive(
+        batch_size=args.batch_size, beams=args.beams, max_source_length=args.max_source_length, threads=args.threads
+    )
     if args.threads is not None:
         import torch
 
