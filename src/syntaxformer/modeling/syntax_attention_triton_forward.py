@@ -27,53 +27,87 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 if triton is not None:
 
     @triton.jit
-    def bucket_sums(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none).
-        ``ONE_HOT``: one ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); else a loop over the buckets
-        up to the largest id in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no
-        ``[BM, BN, JP]`` registers). Bucket ids are ranks of the pairs' group tuples within their row, and the
-        tuple "no group, allowed key" ranks first: a tile of pairs without any relation (rows and keys in different
-        sentences, most tiles of a long passage) takes one iteration."""
-        jcols = tl.arange(0, JP)
-        if ONE_HOT:
-            out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], 0.0), 1)
+    def tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, TRANS: tl.constexpr):
+        """The joint bucket of every pair of a tile, -1 outside the sequence: ``[BM, BN]`` (``TRANS``: ``[BN, BM]``,
+        the keys along the first axis). A ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) reads one
+        id per row, from its first key."""
+        if TRANS:
+            ok = row_ok[None, :] & key_ok[:, None]
+            if uniform:
+                first = tl.load(idx_base + rows * L + tl.min(keys, 0), mask=row_ok, other=-1).to(tl.int32)
+                jj = tl.where(ok, first[None, :], -1)
+            else:
+                jj = tl.load(idx_base + rows[None, :] * L + keys[:, None], mask=ok, other=-1).to(tl.int32)
         else:
-            out = tl.zeros([BM, JP], tl.float32)
-            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
-            for j in range(top):
-                out = tl.where(jcols[None, :] == j, tl.sum(tl.where(jj == j, x, 0.0), 1)[:, None], out)
+            ok = row_ok[:, None] & key_ok[None, :]
+            if uniform:
+                first = tl.load(idx_base + rows * L + tl.min(keys, 0), mask=row_ok, other=-1).to(tl.int32)
+                jj = tl.where(ok, first[:, None], -1)
+            else:
+                jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=ok, other=-1).to(tl.int32)
+        return jj
+
+    @triton.jit
+    def bucket_sums(x, jj, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none).
+        A ``uniform`` tile (one bucket per row): one row sum, put in the row's bucket. Else ``ONE_HOT``: one
+        ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); or a loop over the buckets up to the largest id
+        in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no ``[BM, BN, JP]`` registers)."""
+        jcols = tl.arange(0, JP)
+        if uniform:
+            here = jcols[None, :] == tl.max(jj, 1)[:, None]
+            out = tl.where(here, tl.sum(tl.where(jj >= 0, x, 0.0), 1)[:, None], 0.0)
+        else:
+            if ONE_HOT:
+                out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], 0.0), 1)
+            else:
+                out = tl.zeros([BM, JP], tl.float32)
+                top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
+                for j in range(top):
+                    out = tl.where(jcols[None, :] == j, tl.sum(tl.where(jj == j, x, 0.0), 1)[:, None], out)
         return out
 
     @triton.jit
-    def _bucket_sums2(x, y, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+    def _bucket_sums2(x, y, jj, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
         """:func:`bucket_sums` of two tiles at once (one bucket comparison for both)."""
         jcols = tl.arange(0, JP)
-        if ONE_HOT:
-            hit = jj[:, :, None] == jcols[None, None, :]
-            out_x = tl.sum(tl.where(hit, x[:, :, None], 0.0), 1)
-            out_y = tl.sum(tl.where(hit, y[:, :, None], 0.0), 1)
+        if uniform:
+            here = jcols[None, :] == tl.max(jj, 1)[:, None]
+            ok = jj >= 0
+            out_x = tl.where(here, tl.sum(tl.where(ok, x, 0.0), 1)[:, None], 0.0)
+            out_y = tl.where(here, tl.sum(tl.where(ok, y, 0.0), 1)[:, None], 0.0)
         else:
-            out_x = tl.zeros([BM, JP], tl.float32)
-            out_y = tl.zeros([BM, JP], tl.float32)
-            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
-            for j in range(top):
-                sel = jj == j
-                here = jcols[None, :] == j
-                out_x = tl.where(here, tl.sum(tl.where(sel, x, 0.0), 1)[:, None], out_x)
-                out_y = tl.where(here, tl.sum(tl.where(sel, y, 0.0), 1)[:, None], out_y)
+            if ONE_HOT:
+                hit = jj[:, :, None] == jcols[None, None, :]
+                out_x = tl.sum(tl.where(hit, x[:, :, None], 0.0), 1)
+                out_y = tl.sum(tl.where(hit, y[:, :, None], 0.0), 1)
+            else:
+                out_x = tl.zeros([BM, JP], tl.float32)
+                out_y = tl.zeros([BM, JP], tl.float32)
+                top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
+                for j in range(top):
+                    sel = jj == j
+                    here = jcols[None, :] == j
+                    out_x = tl.where(here, tl.sum(tl.where(sel, x, 0.0), 1)[:, None], out_x)
+                    out_y = tl.where(here, tl.sum(tl.where(sel, y, 0.0), 1)[:, None], out_y)
         return out_x, out_y
 
     @triton.jit
-    def _bucket_max(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+    def _bucket_max(x, jj, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
         """``[BM, JP]`` per row the maximum of ``x`` over each bucket's entries (-inf for none)."""
         jcols = tl.arange(0, JP)
-        if ONE_HOT:
-            out = tl.max(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], float("-inf")), 1)
+        if uniform:
+            here = jcols[None, :] == tl.max(jj, 1)[:, None]
+            out = tl.where(here, tl.max(tl.where(jj >= 0, x, float("-inf")), 1)[:, None], float("-inf"))
         else:
-            out = tl.full([BM, JP], float("-inf"), tl.float32)
-            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
-            for j in range(top):
-                out = tl.where(jcols[None, :] == j, tl.max(tl.where(jj == j, x, float("-inf")), 1)[:, None], out)
+            if ONE_HOT:
+                out = tl.max(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], float("-inf")), 1)
+            else:
+                out = tl.full([BM, JP], float("-inf"), tl.float32)
+                top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
+                for j in range(top):
+                    m = tl.max(tl.where(jj == j, x, float("-inf")), 1)
+                    out = tl.where(jcols[None, :] == j, m[:, None], out)
         return out
 
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
@@ -81,6 +115,7 @@ if triton is not None:
 
     @triton.jit
     def prepass_max_kernel(
+        DESC,
         Q,
         K,
         IDX,
@@ -121,23 +156,26 @@ if triton is not None:
         k_base = K + b * skb + h * skh
         idx_base = IDX + b * L * L
         mx = tl.full([BM, JP], float("-inf"), tl.float32)
+        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            keys = start + offs_n
-            key_ok = keys < L
-            kt = tl.load(
-                k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )  # (BD, BN)
-            s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-            jj = tl.load(
-                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
-            ).to(tl.int32)
-            mx = tl.maximum(mx, _bucket_max(s, jj, J, BM, JP, ONE_HOT))
+            desc = tl.load(desc_row + start // BN)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                keys = start + offs_n
+                key_ok = keys < L
+                kt = tl.load(
+                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                    mask=key_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )  # (BD, BN)
+                s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
+                mx = tl.maximum(mx, _bucket_max(s, jj, J, uniform, BM, JP, ONE_HOT))
         tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
     def prepass_sum_kernel(
+        DESC,
         Q,
         K,
         W,
@@ -186,28 +224,30 @@ if triton is not None:
         row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
         z = tl.zeros([BM, JP], tl.float32)
         y = tl.zeros([BM, JP], tl.float32)
+        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            keys = start + offs_n
-            key_ok = keys < L
-            kt = tl.load(
-                k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )
-            s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-            jj = tl.load(
-                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
-            ).to(tl.int32)
-            ok = jj >= 0
-            top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
-            e = tl.where(ok, tl.exp(s - top), 0.0)
-            if HAS_W:
-                w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-                z_tile, y_tile = _bucket_sums2(e, e * w[None, :], jj, J, BM, JP, ONE_HOT)
-                z += z_tile
-                y += y_tile
-            else:
-                z += bucket_sums(e, jj, J, BM, JP, ONE_HOT)
+            desc = tl.load(desc_row + start // BN)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                keys = start + offs_n
+                key_ok = keys < L
+                kt = tl.load(
+                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                    mask=key_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )
+                s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
+                ok = jj >= 0
+                top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
+                e = tl.where(ok, tl.exp(s - top), 0.0)
+                if HAS_W:
+                    w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+                    z_tile, y_tile = _bucket_sums2(e, e * w[None, :], jj, J, uniform, BM, JP, ONE_HOT)
+                    z += z_tile
+                    y += y_tile
+                else:
+                    z += bucket_sums(e, jj, J, uniform, BM, JP, ONE_HOT)
         tab_ok = row_ok[:, None] & (jcols[None, :] < J)
         mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=float("-inf"))
         top = tl.max(mx, 1)
@@ -222,6 +262,7 @@ if triton is not None:
 
     @triton.jit
     def attn_fwd_kernel(
+        DESC,
         Q,
         K,
         V,
@@ -273,32 +314,34 @@ if triton is not None:
         acc = tl.zeros([BM, BD], tl.float32)
         m = tl.full([BM], float("-inf"), tl.float32)
         total = tl.zeros([BM], tl.float32)
+        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            keys = start + offs_n
-            key_ok = keys < L
-            kt = tl.load(
-                k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )
-            s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(
-                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
-            ).to(tl.int32)
-            ok = jj >= 0
-            t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
-            m_new = tl.maximum(m, tl.max(t, 1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            p = tl.exp(t - m_safe[:, None])
-            rescale = tl.exp(m - m_safe)
-            total = total * rescale + tl.sum(p, 1)
-            v = tl.load(
-                v_base + keys[:, None] * svl + dcols[None, :] * svd,
-                mask=key_ok[:, None] & (dcols[None, :] < D),
-                other=0.0,
-            )  # (BN, BD)
-            acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
-            m = m_new
+            desc = tl.load(desc_row + start // BN)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                keys = start + offs_n
+                key_ok = keys < L
+                kt = tl.load(
+                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                    mask=key_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )
+                s = tl.dot(q, kt, input_precision=PREC) * scale
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
+                ok = jj >= 0
+                t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
+                m_new = tl.maximum(m, tl.max(t, 1))
+                m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+                p = tl.exp(t - m_safe[:, None])
+                rescale = tl.exp(m - m_safe)
+                total = total * rescale + tl.sum(p, 1)
+                v = tl.load(
+                    v_base + keys[:, None] * svl + dcols[None, :] * svd,
+                    mask=key_ok[:, None] & (dcols[None, :] < D),
+                    other=0.0,
+                )  # (BN, BD)
+                acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+                m = m_new
         live = total > 0
         total_safe = tl.where(live, total, 1.0)
         tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], acc / total_safe[:, None], mask=row_ok[:, None])
