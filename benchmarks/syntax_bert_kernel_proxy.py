@@ -12,9 +12,10 @@ Triton kernels replaced by no-ops, as a later layer of a forward (the groups' pe
   a GPU, and the bytes they read and write (inputs: storage bytes, at most their elements; outputs: their
   elements), forward + backward (``glue`` splits them by direction);
 * ``sweeps_fwd`` / ``sweeps_bwd``: kernel launches per direction, each a sweep over the ``L x L`` pairs;
-* ``tiles_skipped``: the fraction of 64 x 64 (query, key) tiles the kernels skip (none today: they have no tile
-  skipping), beside ``tiles_without_relation``, the fraction in which no allowed pair has a group of either tree,
-  i.e. what tile skipping could skip.
+* ``tiles_skipped``: the fraction of 64 x 64 (query, key) tiles the kernels skip (their descriptors, from
+  ``tile_descriptors``), beside ``tiles_without_relation``, the fraction in which no allowed pair has a group of
+  either tree; ``tiles_uniform``: computed tiles with one joint bucket per row (the per-row path);
+  ``plain_rows``: the fraction of rows without any group (plain attention, outside the kernels).
 
 ``kernels`` counts, per kernel, the matrix products, exponentials and loads in its source (per tile iteration, as
 written; loops over buckets count once). Registers and spills per kernel come from compiling for sm_90 without a
@@ -188,13 +189,22 @@ def measure(B: int, L: int) -> dict:
     padded = torch.zeros(B, n * TILE, n * TILE, dtype=torch.bool)
     padded[:, :L, :L] = related
     tiles = padded.view(B, n, TILE, n, TILE).any(4).any(2)  # (B, n, n): a tile holds a related pair
+    # the descriptors the kernels read, at 64 x 64, as the layer asked for them (skipping allowed or not)
+    asked = {k[3] for k in groups.cache if isinstance(k, tuple) and k[0] == "tiles"}
+    assert len(asked) == 1, asked
+    joint = groups.cache["pairs"][1]
+    desc = T.tile_descriptors(groups, joint, allowed, TILE, TILE, asked.pop())
+    skipped = (desc & T.SKIP).bool()
+    plain = ~torch.cat(groups.cache[False][1], -1).any(-1)  # (B, L) rows without any group
     return {
         "glue_ops": glue["forward"]["ops"] + glue["backward"]["ops"],
         "glue_gb": round(glue["forward"]["gb"] + glue["backward"]["gb"], 3),
         "glue": glue,
         "sweeps_fwd": launches["forward"],
         "sweeps_bwd": launches["backward"],
-        "tiles_skipped": 0.0,
+        "tiles_skipped": round(skipped.float().mean().item(), 3),
+        "tiles_uniform": round(((desc & T.UNIFORM).bool() & ~skipped).float().mean().item(), 3),
+        "plain_rows": round(plain.float().mean().item(), 3),
         "tiles_without_relation": round(1.0 - tiles.float().mean().item(), 3),
         "top_glue_ops": collections.Counter(o[1] for o in log.ops).most_common(6),
     }

@@ -266,8 +266,8 @@ def _plain_rows(
     cache: dict | None = None,
     source: object = None,
 ) -> torch.Tensor:
-    """``context`` ``[B, H, L, d]`` with the rows ``rows`` (``[B, L]`` bool) replaced by plain attention over their
-    allowed keys (SDPA on those rows only: the rows are gathered, padded to the largest count of an example; one
+    """``context`` ``[B, H, L, d]`` with the rows ``rows`` (``[B, L]`` bool; zero in ``context``) set to plain
+    attention over their allowed keys (SDPA on those rows only: the rows are gathered, padded to the largest count of an example; one
     host sync per forward when ``cache`` is given, keyed with ``source``, the object ``rows`` derive from)."""
     hit = None if cache is None or source is None else cache.get("plain_rows")
     if hit is not None and hit[0] is source:
@@ -288,9 +288,8 @@ def _plain_rows(
     q = query.gather(2, safe.view(B, 1, n, 1).expand(B, H, n, query.shape[-1]))
     mask = None if allowed is None else allowed.gather(1, safe.unsqueeze(-1).expand(B, n, L)).unsqueeze(1)
     out = F.scaled_dot_product_attention(q, key.to(q.dtype), value.to(q.dtype), attn_mask=mask, scale=scaling)
-    spread = torch.zeros(B, H, L + 1, d, dtype=context.dtype, device=context.device)
-    spread = spread.scatter(2, index.view(B, 1, n, 1).expand(B, H, n, d), out.to(context.dtype))[:, :, :L]
-    return torch.where(rows.view(B, 1, L, 1), spread, context)
+    out = out.to(context.dtype) * (index < L).view(B, 1, n, 1)  # the padding adds 0 (to row L - 1)
+    return context.scatter_add(2, safe.view(B, 1, n, 1).expand(B, H, n, d), out)
 
 
 def _log_scatter(
