@@ -46,7 +46,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 HEADS, HEAD_SIZE, TILE = 12, 64, 64
 KERNELS = (
-    "prepass_max_kernel",
     "prepass_sum_kernel",
     "attn_fwd_kernel",
     "prepass_bwd_rows_kernel",

@@ -50,6 +50,7 @@ def main() -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--arch", type=int, default=90, help="compute capability x 10 (90 = H100 / H200)")
     parser.add_argument("--joint-buckets", type=int, default=64, help="JP: joint buckets per row, a power of two")
+    parser.add_argument("--only", nargs="+", default=None, help="compile only these kernels (e.g. attn_bwd_cols)")
     args = parser.parse_args()
     import triton
     from triton.backends.compiler import GPUTarget
@@ -60,10 +61,9 @@ def main() -> dict:
     if T.INTERPRETED:
         parser.error("unset TRITON_INTERPRET: the interpreter's kernels cannot be compiled")
     kernels = {  # name: (kernel, pointer arguments, extra constexprs, has a JP table)
-        "prepass_max": (T.prepass_max_kernel, ["Q", "K", "IDX", "MX"], {"ONE_HOT": False}, True),
         "prepass_sum": (
             T.prepass_sum_kernel,
-            ["Q", "K", "W", "IDX", "MX", "LZ", "Y", "SHIFT"],
+            ["Q", "K", "W", "IDX", "LZ", "Y", "SHIFT"],
             {"ONE_HOT": False, "HAS_W": True},
             True,
         ),
@@ -97,9 +97,11 @@ def main() -> dict:
     result = {"triton": triton.__version__, "arch": args.arch, "joint_buckets": args.joint_buckets, "kernels": {}}
     for dtype, d in ((torch.bfloat16, 32), (torch.bfloat16, 64), (torch.float32, 32), (torch.float32, 64)):
         ptr = "*fp32" if dtype == torch.float32 else "*bf16"
-        types = {"Q": ptr, "K": ptr, "V": ptr, "O": ptr, "IDX": "*i8"}
+        types = {"Q": ptr, "K": ptr, "V": ptr, "O": ptr, "IDX": "*i8", "DESC": "*i8"}
         row = {}
         for name, (fn, ptrs, extra, has_jp) in kernels.items():
+            if args.only is not None and name not in args.only:
+                continue
             BM, BN, BD, launch = T._config(name, d, dtype)
             consts = {**extra, "BM": BM, "BN": BN, "BD": BD, "D": BD, "PREC": "ieee", "sqd": 1, "skd": 1, "svd": 1}
             if has_jp:
@@ -109,7 +111,7 @@ def main() -> dict:
             for n in fn.arg_names:
                 if n in consts:
                     sig[n] = "constexpr"
-                elif n in ptrs:
+                elif n in ptrs or n == "DESC":
                     sig[n] = types.get(n, "*fp32")
                 elif n == "scale":
                     sig[n] = "fp32"

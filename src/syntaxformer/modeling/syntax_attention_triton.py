@@ -9,10 +9,10 @@ its joint bucket ``j = (g_1, ..., g_P, disallowed)``, so ``A V = W · softmax_k(
 fp32 minimum for disallowed pairs) and the row's total weight ``W = Σ α + φ`` (1 for ``"topical"`` / ``"mean"``).
 Two passes over the ``L x L`` pairs compute it:
 
-* **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) two sweeps over the key
-  blocks, ``S = Q Kᵀ · scale`` recomputed in each: the per-(row, joint bucket) maximum, then the sums
-  ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k`` (``w_k = V_h[k] · u_h``, the
-  topical scores are linear in the group outputs). Out come ``lz = log z + max - c`` and ``Y = Σ π w`` per joint
+* **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) one sweep over the key
+  blocks: the sums ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k``
+  (``w_k = V_h[k] · u_h``, the topical scores are linear in the group outputs), each bucket's sums rescaled when a
+  tile raises its running maximum ``max_j`` (flash attention's online softmax, per bucket). Out come ``lz = log z + max - c`` and ``Y = Σ π w`` per joint
   bucket (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows) and the per-row shift ``c``
   (the row's largest score). Backward: a row kernel (``dQ``) and a column kernel (``dK`` and ``dw``) with
   ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - c_i - lz_j)``.
@@ -27,8 +27,8 @@ weights, the bias; :func:`_syntax_context`), recomputed in the backward instead 
 
 The kernels read the joint-bucket index of every pair (``[B, L, L]``, int8 up to 127 joint buckets per row, else
 int16), built once per forward and shared by every layer, rather than recomputing each pair's groups from the tree
-features in every sweep (why, and the expected cost of the seven sweeps: ``docs/syntax_bert.md`` and
-``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90 without a GPU and reading ptxas'
+features in every sweep (why, and the expected cost of the six sweeps, two forward and four backward:
+``docs/syntax_bert.md`` and ``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90 without a GPU and reading ptxas'
 register / spill report (:data:`_HALF_CONFIGS`).
 
 **Tile skipping.** Per (example, block of query rows, block of keys) an int8 descriptor, computed once per forward
@@ -90,11 +90,7 @@ if triton is not None:  # the kernels are built here, at import (under the inter
         prepass_bwd_cols_kernel,
         prepass_bwd_rows_kernel,
     )
-    from syntaxformer.modeling.syntax_attention_triton_forward import (
-        attn_fwd_kernel,
-        prepass_max_kernel,
-        prepass_sum_kernel,
-    )
+    from syntaxformer.modeling.syntax_attention_triton_forward import attn_fwd_kernel, prepass_sum_kernel
 
 
 #: The kernels were built for Triton's CPU interpreter (``TRITON_INTERPRET=1`` when this module was imported).
@@ -458,7 +454,6 @@ def _pow2(n: int, least: int = 16) -> int:
 #: is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
 #: tiles with 8 warps and 2 stages (no spill at head size <= 64).
 _HALF_CONFIGS = {
-    "prepass_max": (64, 64, 8, 2),
     "prepass_sum": (64, 64, 8, 2),
     "prepass_bwd_rows": (32, 32, 8, 2),
     "prepass_bwd_cols": (64, 64, 8, 2),
@@ -538,15 +533,13 @@ class _TritonPrepass(torch.autograd.Function):
         J = int(size)
         JP = _pow2(J, 1)
         dev = query.device
-        mx = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
-        lz = torch.empty_like(mx)
+        lz = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
         shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
-        y = torch.zeros_like(mx) if w is not None else None
+        y = torch.zeros_like(lz) if w is not None else None
         wc = w.float().contiguous() if w is not None else None
         args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
-        _launch("prepass_max", prepass_max_kernel, query, tiles, query, key, index, mx, *args, JP=JP, ONE_HOT=ONE_HOT)
-        w_arg, y_arg = wc if wc is not None else mx, y if y is not None else mx
-        sums = (query, key, w_arg, index, mx, lz, y_arg, shift, *args)
+        w_arg, y_arg = wc if wc is not None else lz, y if y is not None else lz
+        sums = (query, key, w_arg, index, lz, y_arg, shift, *args)
         _launch("prepass_sum", prepass_sum_kernel, query, tiles, *sums, HAS_W=w is not None, JP=JP, ONE_HOT=ONE_HOT)
         ctx.save_for_backward(query, key, wc, index, lz, y, shift)
         ctx.scaling, ctx.tiles = float(scaling), tiles

@@ -110,68 +110,28 @@ if triton is not None:
                     out = tl.where(jcols[None, :] == j, m[:, None], out)
         return out
 
+    @triton.jit
+    def _bucket_gather(table, x, jj, J, uniform, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """``[BM, BN]`` (the shape of ``x``): per pair its bucket's entry of the row's ``table`` ``[BM, JP]`` (0 for
+        ``jj`` -1), from registers: the per-row entry in a ``uniform`` tile, else a one-hot sum or a loop over the
+        tile's buckets (as :func:`bucket_sums`)."""
+        jcols = tl.arange(0, JP)
+        if uniform:
+            here = jcols[None, :] == tl.max(jj, 1)[:, None]
+            out = tl.zeros_like(x) + tl.sum(tl.where(here, table, 0.0), 1)[:, None]
+        else:
+            if ONE_HOT:
+                out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], table[:, None, :], 0.0), 2)
+            else:
+                out = tl.zeros_like(x)
+                top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
+                for j in range(top):
+                    col = tl.sum(tl.where(jcols[None, :] == j, table, 0.0), 1)
+                    out = tl.where(jj == j, col[:, None], out)
+        return out
+
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
-
-    @triton.jit
-    def prepass_max_kernel(
-        DESC,
-        Q,
-        K,
-        IDX,
-        MX,
-        sqb,
-        sqh,
-        sql,
-        sqd,
-        skb,
-        skh,
-        skl,
-        skd,
-        H,
-        L,
-        J,
-        D: tl.constexpr,
-        scale,
-        BM: tl.constexpr,
-        BN: tl.constexpr,
-        BD: tl.constexpr,
-        JP: tl.constexpr,
-        PREC: tl.constexpr,
-        ONE_HOT: tl.constexpr,
-    ):
-        """Per (row, joint bucket) the largest score: ``MX`` ``[B, H, L, J]`` (-inf for empty buckets)."""
-        pid, bh = tl.program_id(0), tl.program_id(1)
-        b, h = bh // H, bh % H
-        rows = pid * BM + tl.arange(0, BM)
-        offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
-        jcols = tl.arange(0, JP)
-        row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )  # (BM, BD)
-        k_base = K + b * skb + h * skh
-        idx_base = IDX + b * L * L
-        mx = tl.full([BM, JP], float("-inf"), tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
-        for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
-                keys = start + offs_n
-                key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BN)
-                s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
-                mx = tl.maximum(mx, _bucket_max(s, jj, J, uniform, BM, JP, ONE_HOT))
-        tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
     def prepass_sum_kernel(
@@ -180,7 +140,6 @@ if triton is not None:
         K,
         W,
         IDX,
-        MX,
         LZ,
         Y,
         SHIFT,
@@ -206,7 +165,8 @@ if triton is not None:
         ONE_HOT: tl.constexpr,
     ):
         """``LZ = log Σ_{k in j} exp(S_ik) - c_i`` and ``Y = Σ_{k in j} π_ik w_k`` per (row, joint bucket), each
-        bucket shifted by its own maximum ``MX``; ``SHIFT`` ``c_i`` = the row's largest score."""
+        bucket's sums kept relative to its own running maximum (rescaled when a tile raises it, as flash attention's
+        online softmax, per bucket); ``SHIFT`` ``c_i`` = the row's largest score. One sweep over the keys."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
@@ -222,6 +182,7 @@ if triton is not None:
         k_base = K + b * skb + h * skh
         idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
+        mx = tl.full([BM, JP], float("-inf"), tl.float32)
         z = tl.zeros([BM, JP], tl.float32)
         y = tl.zeros([BM, JP], tl.float32)
         desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
@@ -239,7 +200,13 @@ if triton is not None:
                 s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
                 jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
                 ok = jj >= 0
-                top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
+                new = tl.maximum(mx, _bucket_max(s, jj, J, uniform, BM, JP, ONE_HOT))
+                new_safe = tl.where(new == float("-inf"), 0.0, new)
+                rescale = tl.exp(mx - new_safe)  # (BM, JP); 0 for buckets seen for the first time
+                z *= rescale
+                y *= rescale
+                mx = new
+                top = _bucket_gather(new_safe, s, jj, J, uniform, JP, ONE_HOT)  # the maximum of the pair's bucket
                 e = tl.where(ok, tl.exp(s - top), 0.0)
                 if HAS_W:
                     w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
@@ -249,7 +216,6 @@ if triton is not None:
                 else:
                     z += bucket_sums(e, jj, J, uniform, BM, JP, ONE_HOT)
         tab_ok = row_ok[:, None] & (jcols[None, :] < J)
-        mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=float("-inf"))
         top = tl.max(mx, 1)
         shift = tl.where(top == float("-inf"), 0.0, top)  # (BM,)
         tl.store(SHIFT + bh * L + rows, shift, mask=row_ok)
