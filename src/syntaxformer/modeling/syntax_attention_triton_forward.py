@@ -47,12 +47,14 @@ if triton is not None:
                 jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=ok, other=-1).to(tl.int32)
         return jj
 
+    # The bucket reductions: a ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) takes one reduction
+    # per row; any other tile either one ``[BM, BN, JP]`` one-hot comparison (``ONE_HOT``, the interpreter: one numpy
+    # op) or a loop over the buckets up to the largest id in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]``
+    # passes per bucket, no ``[BM, BN, JP]`` registers).
+
     @triton.jit
     def bucket_sums(x, jj, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none).
-        A ``uniform`` tile (one bucket per row): one row sum, put in the row's bucket. Else ``ONE_HOT``: one
-        ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); or a loop over the buckets up to the largest id
-        in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no ``[BM, BN, JP]`` registers)."""
+        """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none)."""
         jcols = tl.arange(0, JP)
         if uniform:
             here = jcols[None, :] == tl.max(jj, 1)[:, None]
@@ -68,67 +70,57 @@ if triton is not None:
         return out
 
     @triton.jit
-    def _bucket_sums2(x, y, jj, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """:func:`bucket_sums` of two tiles at once (one bucket comparison for both)."""
+    def _bucket_sums2(x, y, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """:func:`bucket_sums` of two tiles at once (one bucket comparison for both), without the per-row path for
+        uniform tiles: in the statistics sweep that branch doubled the compiled bucket loop (218 -> 511 sm_90
+        instructions per bucket, ``experiments/triton_compile_report.py``), and on real trees no tile that is
+        computed is uniform."""
         jcols = tl.arange(0, JP)
-        if uniform:
-            here = jcols[None, :] == tl.max(jj, 1)[:, None]
-            ok = jj >= 0
-            out_x = tl.where(here, tl.sum(tl.where(ok, x, 0.0), 1)[:, None], 0.0)
-            out_y = tl.where(here, tl.sum(tl.where(ok, y, 0.0), 1)[:, None], 0.0)
+        if ONE_HOT:
+            hit = jj[:, :, None] == jcols[None, None, :]
+            out_x = tl.sum(tl.where(hit, x[:, :, None], 0.0), 1)
+            out_y = tl.sum(tl.where(hit, y[:, :, None], 0.0), 1)
         else:
-            if ONE_HOT:
-                hit = jj[:, :, None] == jcols[None, None, :]
-                out_x = tl.sum(tl.where(hit, x[:, :, None], 0.0), 1)
-                out_y = tl.sum(tl.where(hit, y[:, :, None], 0.0), 1)
-            else:
-                out_x = tl.zeros([BM, JP], tl.float32)
-                out_y = tl.zeros([BM, JP], tl.float32)
-                top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
-                for j in range(top):
-                    sel = jj == j
-                    here = jcols[None, :] == j
-                    out_x = tl.where(here, tl.sum(tl.where(sel, x, 0.0), 1)[:, None], out_x)
-                    out_y = tl.where(here, tl.sum(tl.where(sel, y, 0.0), 1)[:, None], out_y)
+            out_x = tl.zeros([BM, JP], tl.float32)
+            out_y = tl.zeros([BM, JP], tl.float32)
+            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
+            for j in range(top):
+                sel = jj == j
+                here = jcols[None, :] == j
+                out_x = tl.where(here, tl.sum(tl.where(sel, x, 0.0), 1)[:, None], out_x)
+                out_y = tl.where(here, tl.sum(tl.where(sel, y, 0.0), 1)[:, None], out_y)
         return out_x, out_y
 
     @triton.jit
-    def _bucket_max(x, jj, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """``[BM, JP]`` per row the maximum of ``x`` over each bucket's entries (-inf for none)."""
+    def _bucket_max_update(x, jj, mx, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """The running per-bucket maximum ``mx`` ``[BM, JP]`` raised by a tile ``x`` ``[BM, BN]`` (buckets ``jj``,
+        -1 = none), and per pair its bucket's new maximum ``[BM, BN]`` (0 for none), in one pass over the tile's
+        buckets."""
         jcols = tl.arange(0, JP)
         if uniform:
             here = jcols[None, :] == tl.max(jj, 1)[:, None]
-            out = tl.where(here, tl.max(tl.where(jj >= 0, x, float("-inf")), 1)[:, None], float("-inf"))
+            tile = tl.max(tl.where(jj >= 0, x, float("-inf")), 1)  # (BM,)
+            new = tl.where(here, tl.maximum(mx, tile[:, None]), mx)
+            row = tl.max(tl.where(here, new, float("-inf")), 1)
+            top = tl.zeros_like(x) + tl.where(row == float("-inf"), 0.0, row)[:, None]
         else:
             if ONE_HOT:
-                out = tl.max(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], float("-inf")), 1)
+                hit = jj[:, :, None] == jcols[None, None, :]
+                new = tl.maximum(mx, tl.max(tl.where(hit, x[:, :, None], float("-inf")), 1))
+                top = tl.sum(tl.where(hit, tl.where(new == float("-inf"), 0.0, new)[:, None, :], 0.0), 2)
             else:
-                out = tl.full([BM, JP], float("-inf"), tl.float32)
-                top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
-                for j in range(top):
-                    m = tl.max(tl.where(jj == j, x, float("-inf")), 1)
-                    out = tl.where(jcols[None, :] == j, m[:, None], out)
-        return out
-
-    @triton.jit
-    def _bucket_gather(table, x, jj, J, uniform, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """``[BM, BN]`` (the shape of ``x``): per pair its bucket's entry of the row's ``table`` ``[BM, JP]`` (0 for
-        ``jj`` -1), from registers: the per-row entry in a ``uniform`` tile, else a one-hot sum or a loop over the
-        tile's buckets (as :func:`bucket_sums`)."""
-        jcols = tl.arange(0, JP)
-        if uniform:
-            here = jcols[None, :] == tl.max(jj, 1)[:, None]
-            out = tl.zeros_like(x) + tl.sum(tl.where(here, table, 0.0), 1)[:, None]
-        else:
-            if ONE_HOT:
-                out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], table[:, None, :], 0.0), 2)
-            else:
-                out = tl.zeros_like(x)
-                top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
-                for j in range(top):
-                    col = tl.sum(tl.where(jcols[None, :] == j, table, 0.0), 1)
-                    out = tl.where(jj == j, col[:, None], out)
-        return out
+                new = mx
+                top = tl.zeros_like(x)
+                last = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
+                for j in range(last):
+                    sel = jj == j
+                    here = jcols[None, :] == j
+                    col = tl.maximum(
+                        tl.max(tl.where(here, new, float("-inf")), 1), tl.max(tl.where(sel, x, float("-inf")), 1)
+                    )  # (BM,) bucket j's new maximum
+                    new = tl.where(here, col[:, None], new)
+                    top = tl.where(sel, col[:, None], top)
+        return new, top
 
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
@@ -200,17 +192,15 @@ if triton is not None:
                 s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
                 jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
                 ok = jj >= 0
-                new = tl.maximum(mx, _bucket_max(s, jj, J, uniform, BM, JP, ONE_HOT))
-                new_safe = tl.where(new == float("-inf"), 0.0, new)
-                rescale = tl.exp(mx - new_safe)  # (BM, JP); 0 for buckets seen for the first time
+                new, top = _bucket_max_update(s, jj, mx, J, uniform, BM, JP, ONE_HOT)  # top: the pair's bucket's
+                rescale = tl.exp(mx - tl.where(new == float("-inf"), 0.0, new))  # (BM, JP); 0 for new buckets
                 z *= rescale
                 y *= rescale
                 mx = new
-                top = _bucket_gather(new_safe, s, jj, J, uniform, JP, ONE_HOT)  # the maximum of the pair's bucket
                 e = tl.where(ok, tl.exp(s - top), 0.0)
                 if HAS_W:
                     w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-                    z_tile, y_tile = _bucket_sums2(e, e * w[None, :], jj, J, uniform, BM, JP, ONE_HOT)
+                    z_tile, y_tile = _bucket_sums2(e, e * w[None, :], jj, J, BM, JP, ONE_HOT)
                     z += z_tile
                     y += y_tile
                 else:
