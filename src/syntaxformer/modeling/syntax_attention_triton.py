@@ -450,8 +450,9 @@ def _pow2(n: int, least: int = 16) -> int:
 #: Tiles and launch settings per kernel for 16-bit inputs with head size <= 64: ``(BM, BN, num_warps, num_stages)``
 #: (BM: query rows, BN: keys). Chosen without a GPU, by compiling every kernel for sm_90 here and reading ptxas'
 #: register / spill report (bf16, head size 32 and 64, 64 joint-bucket columns;
-#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register. Whether they are the fastest
-#: is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
+#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register (since tile skipping, 44 bytes
+#: in the statistics column kernel at head size 64; ``docs/benchmarks.md``). Whether they are the fastest is for a
+#: GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
 #: tiles with 8 warps and 2 stages (no spill at head size <= 64).
 _HALF_CONFIGS = {
     "prepass_sum": (64, 64, 8, 2),
