@@ -226,7 +226,7 @@ def tile_descriptors(
     hit = None if cache is None else cache.get(key)
     if hit is not None and hit[0] is joint.buckets:
         return hit[1]
-    buckets = joint.buckets
+    buckets = compact_index(joint.buckets, joint.size, cache)  # int8 / int16: the padded copies below stay small
     B, L, _ = buckets.shape
     nq, nk = -(-L // BM), -(-L // BN)
     grid = (B, nq, BM, nk, BN)
