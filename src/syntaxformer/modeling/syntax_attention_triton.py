@@ -12,10 +12,11 @@ Two passes over the ``L x L`` pairs compute it:
 * **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) one sweep over the key
   blocks: the sums ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k``
   (``w_k = V_h[k] · u_h``, the topical scores are linear in the group outputs), each bucket's sums rescaled when a
-  tile raises its running maximum ``max_j`` (flash attention's online softmax, per bucket). Out come ``lz = log z + max - c`` and ``Y = Σ π w`` per joint
-  bucket (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows) and the per-row shift ``c``
-  (the row's largest score). Backward: a row kernel (``dQ``) and a column kernel (``dK`` and ``dw``) with
-  ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - c_i - lz_j)``.
+  tile raises its running maximum ``max_j`` (flash attention's online softmax, per bucket). Out come
+  ``lz = log z + max - c`` and ``Y = Σ π w`` per joint bucket (``[B, H, L, J]``; each bucket with its own maximum,
+  so no group underflows) and the per-row shift ``c`` (the row's largest score). Backward: a row kernel (``dQ``)
+  and a column kernel (``dK`` and ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``,
+  ``π_ik = exp(S_ik - c_i - lz_j)``.
 * **attention pass** (:class:`_TritonBiasedAttention`): flash-attention forward of ``softmax(S - c + b[joint]) V``
   (the bias gathered per pair from the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b``
   at the size of the score gaps: ``S + b`` would round at the ulp of the scores themselves. Backward flash-style: a row
@@ -28,8 +29,8 @@ weights, the bias; :func:`_syntax_context`), recomputed in the backward instead 
 The kernels read the joint-bucket index of every pair (``[B, L, L]``, int8 up to 127 joint buckets per row, else
 int16), built once per forward and shared by every layer, rather than recomputing each pair's groups from the tree
 features in every sweep (why, and the expected cost of the six sweeps, two forward and four backward:
-``docs/syntax_bert.md`` and ``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90 without a GPU and reading ptxas'
-register / spill report (:data:`_HALF_CONFIGS`).
+``docs/syntax_bert.md`` and ``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90
+without a GPU and reading ptxas' register / spill report (:data:`_HALF_CONFIGS`).
 
 **Tile skipping.** Per (example, block of query rows, block of keys) an int8 descriptor, computed once per forward
 and tile shape (:func:`tile_descriptors`), says whether the tile holds a related pair (an allowed pair with a
@@ -37,8 +38,9 @@ group in some partition) and whether it is uniform (one joint bucket per row). P
 the full softmax (bucket 0 is never a candidate group), so where no row reads it (no full candidate, no LISA full
 head) every kernel skips the tiles without a related pair, and the rows without any group, which attend to all
 keys with ``empty_rows="full"``, get plain attention (SDPA on those rows alone, :func:`_plain_rows`). A uniform
-tile reads one bucket id per row and sums per row instead of per bucket. On the benchmark's real UD EWT trees most
-tiles of a long passage hold no related pair (``benchmarks/syntax_bert_kernel_proxy.py``, ``tiles_skipped``).
+tile reads one bucket id per row and takes its bucket maxima and bias-gradient sums per row instead of per bucket.
+On the benchmark's real UD EWT trees most tiles of a long passage hold no related pair
+(``benchmarks/syntax_bert_kernel_proxy.py``, ``tiles_skipped``).
 
 The kernels themselves are in :mod:`syntaxformer.modeling.syntax_attention_triton_forward` and
 :mod:`syntaxformer.modeling.syntax_attention_triton_backward`; this module is the layer around them
@@ -200,7 +202,7 @@ def _joint_with_mask(groups: SyntaxGroups, mask: torch.Tensor | None, allowed: t
 
 
 #: Tile descriptor bits (:func:`tile_descriptors`): the kernels skip a tile with ``SKIP`` and read one bucket id per
-#: row (a per-row scalar instead of a per-pair index; one reduction instead of the bucket loop) in a ``UNIFORM`` one.
+#: row (a per-row scalar instead of a per-pair index; one reduction instead of a bucket loop) in a ``UNIFORM`` one.
 SKIP, UNIFORM = 1, 2
 
 
@@ -263,8 +265,8 @@ def _plain_rows(
     source: object = None,
 ) -> torch.Tensor:
     """``context`` ``[B, H, L, d]`` with the rows ``rows`` (``[B, L]`` bool; zero in ``context``) set to plain
-    attention over their allowed keys (SDPA on those rows only: the rows are gathered, padded to the largest count of an example; one
-    host sync per forward when ``cache`` is given, keyed with ``source``, the object ``rows`` derive from)."""
+    attention over their allowed keys: SDPA on those rows only, gathered and padded to the largest count of an
+    example (one host sync per forward when ``cache`` is given, keyed with ``source``, what ``rows`` derive from)."""
     hit = None if cache is None or source is None else cache.get("plain_rows")
     if hit is not None and hit[0] is source:
         index = hit[1]
