@@ -12,13 +12,16 @@ Triton kernels replaced by no-ops, as a later layer of a forward (the groups' pe
   a GPU, and the bytes they read and write (inputs: storage bytes, at most their elements; outputs: their
   elements), forward + backward (``glue`` splits them by direction);
 * ``sweeps_fwd`` / ``sweeps_bwd``: kernel launches per direction, each a sweep over the ``L x L`` pairs;
-* ``tiles_skipped``: the fraction of 64 x 64 (query, key) tiles the kernels skip (none today: they have no tile
-  skipping), beside ``tiles_without_relation``, the fraction in which no allowed pair has a group of either tree,
-  i.e. what tile skipping could skip.
+* ``tiles_skipped``: the fraction of 64 x 64 (query, key) tiles the kernels skip (their descriptors, from
+  ``tile_descriptors``), beside ``tiles_without_relation``, the fraction in which no allowed pair has a group of
+  either tree; ``tiles_uniform``: computed tiles with one joint bucket per row (the per-row path);
+  ``plain_rows``: the fraction of rows without any group (plain attention, outside the kernels).
 
 ``kernels`` counts, per kernel, the matrix products, exponentials and loads in its source (per tile iteration, as
-written; loops over buckets count once). Registers and spills per kernel come from compiling for sm_90 without a
-GPU: ``PYTHONPATH=src python experiments/triton_compile_report.py``. The last line printed is one JSON object.
+written; loops over buckets count once); ``per_pair`` sums them per direction (sweeps, matrix products,
+exponentials of score tiles, gathers from the per-bucket tables). With ``--compile``, ``compiled`` holds registers,
+spills and machine instructions per pair per kernel from compiling for sm_90 without a GPU (Triton's bundled
+ptxas and nvdisasm; ``experiments/triton_compile_report.py``). The last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -45,7 +48,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 HEADS, HEAD_SIZE, TILE = 12, 64, 64
 KERNELS = (
-    "prepass_max_kernel",
     "prepass_sum_kernel",
     "attn_fwd_kernel",
     "prepass_bwd_rows_kernel",
@@ -126,6 +128,39 @@ def kernel_source_counts() -> dict[str, dict[str, int]]:
     return out
 
 
+def per_pair_counts() -> dict[str, dict[str, int]]:
+    """Per direction, the matrix products, exponentials and per-pair table gathers each (query, key) pair costs,
+    summed over the kernels of that direction, from the sources (a skipped tile costs none)."""
+    direction = {"prepass_sum_kernel": "forward", "attn_fwd_kernel": "forward"}
+    out: dict[str, dict[str, int]] = {
+        d: {"sweeps": 0, "matmuls": 0, "exps": 0, "gathers": 0} for d in ("forward", "backward")
+    }
+    from syntaxformer.modeling import syntax_attention_triton_backward as bwd
+    from syntaxformer.modeling import syntax_attention_triton_forward as fwd
+
+    for name in KERNELS:
+        kernel = getattr(fwd, name, None) or getattr(bwd, name)
+        src = inspect.getsource(getattr(kernel, "fn", kernel))
+        row = out[direction.get(name, "backward")]
+        row["sweeps"] += 1
+        row["matmuls"] += len(re.findall(r"tl\.dot\(", src))
+        # per-pair exponentials: those of [BM, BN] tiles (not the per-bucket rescaling of [BM, JP] tables)
+        row["exps"] += len(re.findall(r"tl\.exp2?\((?!mx - |m - )", src))
+        row["gathers"] += len(re.findall(r"tl\.load\([A-Z]+ \+ (?:[^,]*\bjj\b|tab\b)", src))
+    return out
+
+
+def compiled(run: bool) -> dict | str:
+    """The compile report at bf16, head size 64 (a subprocess: the report needs the compiler, the proxy runs under
+    the interpreter), or how to get it."""
+    command = [sys.executable, str(ROOT / "experiments" / "triton_compile_report.py"), "--configs", "bfloat16_d64"]
+    if not run:
+        return "--compile, or PYTHONPATH=src python experiments/triton_compile_report.py (ptxas, sm_90, no GPU)"
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def measure(B: int, L: int) -> dict:
     """The proxy figures of one layer at ``B x L`` (see the module docstring)."""
     import syntax_bert_attention as bench
@@ -188,13 +223,22 @@ def measure(B: int, L: int) -> dict:
     padded = torch.zeros(B, n * TILE, n * TILE, dtype=torch.bool)
     padded[:, :L, :L] = related
     tiles = padded.view(B, n, TILE, n, TILE).any(4).any(2)  # (B, n, n): a tile holds a related pair
+    # the descriptors the kernels read, at 64 x 64, as the layer asked for them (skipping allowed or not)
+    asked = {k[3] for k in groups.cache if isinstance(k, tuple) and k[0] == "tiles"}
+    assert len(asked) == 1, asked
+    joint = groups.cache["pairs"][1]
+    desc = T.tile_descriptors(groups, joint, allowed, TILE, TILE, asked.pop())
+    skipped = (desc & T.SKIP).bool()
+    plain = ~torch.cat(groups.cache[False][1], -1).any(-1)  # (B, L) rows without any group
     return {
         "glue_ops": glue["forward"]["ops"] + glue["backward"]["ops"],
         "glue_gb": round(glue["forward"]["gb"] + glue["backward"]["gb"], 3),
         "glue": glue,
         "sweeps_fwd": launches["forward"],
         "sweeps_bwd": launches["backward"],
-        "tiles_skipped": 0.0,
+        "tiles_skipped": round(skipped.float().mean().item(), 3),
+        "tiles_uniform": round(((desc & T.UNIFORM).bool() & ~skipped).float().mean().item(), 3),
+        "plain_rows": round(plain.float().mean().item(), 3),
         "tiles_without_relation": round(1.0 - tiles.float().mean().item(), 3),
         "top_glue_ops": collections.Counter(o[1] for o in log.ops).most_common(6),
     }
@@ -204,6 +248,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shapes", nargs="+", default=["8x128", "32x512"], help="BxL shapes (default 8x128 32x512)")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON to this new file")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="also compile the kernels for sm_90 (bf16, head size 64; no GPU needed, a few minutes): registers, "
+        "spills and machine instructions per pair (experiments/triton_compile_report.py)",
+    )
     args = parser.parse_args(argv)
     if args.out is not None and args.out.exists():
         parser.error(f"--out {args.out} exists; choose a new file (results are never overwritten)")
@@ -229,7 +279,8 @@ def main(argv: list[str] | None = None) -> dict:
         "tile": TILE,
         "shapes": shapes,
         "kernels": kernel_source_counts(),
-        "registers": "PYTHONPATH=src python experiments/triton_compile_report.py (ptxas, sm_90, no GPU needed)",
+        "per_pair": per_pair_counts(),
+        "compiled": compiled(args.compile),
     }
     text = json.dumps(result)
     if args.out is not None:

@@ -11,6 +11,9 @@
 # ".device/wheels" holding a transformers wheel that can (setup.sh installs it), made here with
 #     .venv/bin/python -m pip download --no-deps --only-binary=:all: -d .device/wheels \
 #         "transformers==$(.venv/bin/python -c 'import transformers; print(transformers.__version__)')"
+# The tests include the tile-skipping ones (skipped and uniform tiles, rows without any group sent to plain
+# attention); `proxy` (not in the default parts: no GPU needed) also writes the CPU proxy JSON of the kernels
+# (benchmarks/syntax_bert_kernel_proxy.py --compile: glue, sweeps, tiles skipped, sm_90 registers / instructions).
 # Parts (default: all, in this order, each skipped when the time budget is spent): tests minilm bert-base others,
 # e.g. `bash experiments/device/kernel_checks.sh bert-base` in a second call.
 source experiments/device/setup.sh
@@ -67,7 +70,11 @@ for part in $PARTS; do
             timeout "$t" $PYTEST -m gpu --continue-on-collection-errors tests/ \
                 --ignore=tests/modeling/test_syntax_attention_triton.py 2>&1 | tee "$OUT/gpu/gpu_tests_others.log" | tail -8
         fi ;;
-    *) echo "unknown part $part (tests, minilm, bert-base, others)"; exit 2 ;;
+    proxy)
+        echo "== kernel proxy (CPU; 2 minutes at most)"
+        timeout $(( $(left) < 120 ? $(left) : 120 )) env TRITON_INTERPRET=1 python3 benchmarks/syntax_bert_kernel_proxy.py \
+            --compile --out "$OUT/gpu/kernel_proxy.json" 2> "$OUT/gpu/kernel_proxy.log" | tail -c 400 ;;
+    *) echo "unknown part $part (tests, minilm, bert-base, others, proxy)"; exit 2 ;;
     esac
 done
 echo "done in $(( SECONDS - START )) s; files in \$OUT/gpu: $(ls "$OUT/gpu" | tr '\n' ' ')"

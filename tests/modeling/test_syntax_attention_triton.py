@@ -34,6 +34,7 @@ from syntaxformer.modeling.syntax_attention_core import (
     SyntaxAttentionOptions,
     SyntaxAttentionRecorder,
     SyntaxGate,
+    joint_buckets,
     prepare_groups,
 )
 from tests.modeling.test_modeling_syntax_bert import (
@@ -158,6 +159,89 @@ def test_triton_gpu_tiles_and_bucket_loop_match_reference(device, monkeypatch, s
         monkeypatch.setattr(T, "_config", lambda kernel, d, dtype: (*T._HALF_CONFIGS[kernel][:2], T._pow2(d), {}))
     ref = _run("reference", inputs, topical, parts, mask, gate=_gate(False, H=2, device=device))
     _assert_close(_run("triton", inputs, topical, parts, mask, gate=_gate(False, H=2, device=device)), ref)
+
+
+def _sentences_setup(device, seed: int = 23):
+    """70 tokens (three 32-row blocks under the interpreter, the last one partial) in two "sentences", 0-31 and
+    32-69, related only within each: tiles across them hold no related pair. Rows 32-63 against keys 32-63 hold one
+    group tuple per row (a uniform tile); rows 0 and 40-43 have no group at all."""
+    inputs, topical, parts, mask = random_setup(device=device, seed=seed, H=2, L=70, d=16)
+    per_row = torch.tensor([1, 2, 4, 5], device=device).repeat(8)  # (32,) one group per row, never 3 (empty)
+    for shift, p in enumerate(parts):
+        p[:, :32, 32:] = 0
+        p[:, 32:, :32] = 0
+        p[:, 32:64, 32:64] = per_row.roll(shift).view(32, 1)
+        p[:, 40:44, :] = 0
+    return inputs, topical, parts, mask
+
+
+def _slow_descriptors(parts, joint, allowed, BM: int, BN: int, skip: bool) -> torch.Tensor:
+    """:func:`~syntaxformer.modeling.syntax_attention_triton.tile_descriptors`, one tile at a time."""
+    B, L, _ = joint.shape
+    nq, nk = -(-L // BM), -(-L // BN)
+    out = torch.zeros(B, nq, nk, dtype=torch.int8)
+    for b in range(B):
+        for i in range(nq):
+            for j in range(nk):
+                rows, keys = slice(i * BM, (i + 1) * BM), slice(j * BN, (j + 1) * BN)
+                tile = joint[b, rows, keys]
+                uniform = all(len(set(row.tolist())) == 1 for row in tile)
+                related = any(((p[b, rows, keys] > 0) & allowed[b, rows, keys]).any() for p in parts)
+                out[b, i, j] = T.UNIFORM * uniform + T.SKIP * (skip and not related)
+    return out
+
+
+def test_triton_tile_descriptors_match_a_tile_by_tile_count():
+    _inputs, _topical, parts, mask = _sentences_setup("cpu")
+    groups = prepare_groups(parts, 6)
+    allowed = mask[:, 0]
+    joint = joint_buckets([*parts, (~allowed).long()], [6, 6, 2])
+    for BM, BN, skip in ((32, 32, True), (64, 32, True), (32, 64, False), (16, 16, True)):
+        got = T.tile_descriptors(groups, joint, allowed, BM, BN, skip)
+        assert torch.equal(got, _slow_descriptors(parts, joint.buckets, allowed, BM, BN, skip)), (BM, BN, skip)
+    got = T.tile_descriptors(groups, joint, allowed, 32, 32, True)
+    assert (got & T.SKIP).bool()[:, 0, 1:].all() and (got & T.SKIP).bool()[:, 1:, 0].all(), "across sentences"
+    assert not (got & T.SKIP).bool()[:, 1, 1].any() and (got & T.UNIFORM).bool()[:, 1, 1].all()
+    cache: dict = {}
+    first = T.tile_descriptors(groups, joint, allowed, 32, 32, True, cache)
+    assert T.tile_descriptors(groups, joint, allowed, 32, 32, True, cache) is first, "once per forward"
+
+
+@pytest.mark.parametrize(
+    "empty_rows,full_candidate,one_hot", [("full", False, True), ("self", False, False), ("full", True, True)]
+)
+def test_triton_skipped_and_uniform_tiles_match_reference(device, monkeypatch, empty_rows, full_candidate, one_hot):
+    """Tiles without a related pair skipped (not with a full candidate, whose rows read the whole softmax), a
+    uniform tile on the per-row path, rows without any group (plain attention for ``empty_rows="full"``): outputs
+    and every gradient against the float64 reference, with the bucket sums one-hot and as the GPU's loop."""
+    inputs, topical, parts, mask = _sentences_setup(device)
+    monkeypatch.setattr(T, "ONE_HOT", one_hot)
+    opts = dict(empty_rows=empty_rows, full_attention_candidate=full_candidate)
+    gate = _gate(True, device=device)
+    ref = _run("reference", inputs, topical, parts, mask, gate=gate, **opts)
+    seen = []
+    real = T.tile_descriptors
+
+    def spy(*args, **kwargs):
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(T, "tile_descriptors", spy)
+    _assert_close(_run("triton", inputs, topical, parts, mask, gate=gate, **opts), ref)
+    assert any((d & T.UNIFORM).any() for d in seen), "a uniform tile ran"
+    assert any((d & T.SKIP).any() for d in seen) != full_candidate, "tiles were skipped, except with a full candidate"
+
+
+def test_triton_kernels_read_the_skip_bit(device, monkeypatch):
+    """Marking every tile skipped changes the syntax context (the kernels honour the descriptors, so the test
+    above exercises skipping): only the rows sent to plain attention keep their output."""
+    inputs, topical, parts, mask = _sentences_setup(device)
+    want, _ = _run("triton", inputs, topical, parts, mask)
+    real = T.tile_descriptors
+    monkeypatch.setattr(T, "tile_descriptors", lambda *a, **k: real(*a, **k) | T.SKIP)
+    got, _ = _run("triton", inputs, topical, parts, mask)
+    changed = (got - want).abs().amax((-1, -2))  # (B, L)
+    assert changed[:, 40:44].max() == 0 and changed[:, 44:].min() > 1e-3
 
 
 @pytest.mark.parametrize("mode,full_candidate", [("existing", False), ("added", True)])

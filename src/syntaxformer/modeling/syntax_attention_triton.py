@@ -9,13 +9,14 @@ its joint bucket ``j = (g_1, ..., g_P, disallowed)``, so ``A V = W · softmax_k(
 fp32 minimum for disallowed pairs) and the row's total weight ``W = Σ α + φ`` (1 for ``"topical"`` / ``"mean"``).
 Two passes over the ``L x L`` pairs compute it:
 
-* **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) two sweeps over the key
-  blocks, ``S = Q Kᵀ · scale`` recomputed in each: the per-(row, joint bucket) maximum, then the sums
-  ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k`` (``w_k = V_h[k] · u_h``, the
-  topical scores are linear in the group outputs). Out come ``lz = log z + max - c`` and ``Y = Σ π w`` per joint
-  bucket (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows) and the per-row shift ``c``
-  (the row's largest score). Backward: a row kernel (``dQ``) and a column kernel (``dK`` and ``dw``) with
-  ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - c_i - lz_j)``.
+* **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) one sweep over the key
+  blocks: the sums ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k``
+  (``w_k = V_h[k] · u_h``, the topical scores are linear in the group outputs), each bucket's sums rescaled when a
+  tile raises its running maximum ``max_j`` (flash attention's online softmax, per bucket). Out come
+  ``lz = log z + max - c`` and ``Y = Σ π w`` per joint bucket (``[B, H, L, J]``; each bucket with its own maximum,
+  so no group underflows) and the per-row shift ``c`` (the row's largest score). Backward: a row kernel (``dQ``)
+  and a column kernel (``dK`` and ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``,
+  ``π_ik = exp(S_ik - c_i - lz_j)``.
 * **attention pass** (:class:`_TritonBiasedAttention`): flash-attention forward of ``softmax(S - c + b[joint]) V``
   (the bias gathered per pair from the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b``
   at the size of the score gaps: ``S + b`` would round at the ulp of the scores themselves. Backward flash-style: a row
@@ -27,9 +28,19 @@ weights, the bias; :func:`_syntax_context`), recomputed in the backward instead 
 
 The kernels read the joint-bucket index of every pair (``[B, L, L]``, int8 up to 127 joint buckets per row, else
 int16), built once per forward and shared by every layer, rather than recomputing each pair's groups from the tree
-features in every sweep (why, and the expected cost of the seven sweeps: ``docs/syntax_bert.md`` and
-``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90 without a GPU and reading ptxas'
-register / spill report (:data:`_HALF_CONFIGS`).
+features in every sweep (why, and the expected cost of the six sweeps, two forward and four backward:
+``docs/syntax_bert.md`` and ``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90
+without a GPU and reading ptxas' register / spill report (:data:`_HALF_CONFIGS`).
+
+**Tile skipping.** Per (example, block of query rows, block of keys) an int8 descriptor, computed once per forward
+and tile shape (:func:`tile_descriptors`), says whether the tile holds a related pair (an allowed pair with a
+group in some partition) and whether it is uniform (one joint bucket per row). Pairs without any group only feed
+the full softmax (bucket 0 is never a candidate group), so where no row reads it (no full candidate, no LISA full
+head) every kernel skips the tiles without a related pair, and the rows without any group, which attend to all
+keys with ``empty_rows="full"``, get plain attention (SDPA on those rows alone, :func:`_plain_rows`). A uniform
+tile reads one bucket id per row and takes its bucket maxima and bias-gradient sums per row instead of per bucket.
+On the benchmark's real UD EWT trees most tiles of a long passage hold no related pair
+(``benchmarks/syntax_bert_kernel_proxy.py``, ``tiles_skipped``).
 
 The kernels themselves are in :mod:`syntaxformer.modeling.syntax_attention_triton_forward` and
 :mod:`syntaxformer.modeling.syntax_attention_triton_backward`; this module is the layer around them
@@ -81,11 +92,7 @@ if triton is not None:  # the kernels are built here, at import (under the inter
         prepass_bwd_cols_kernel,
         prepass_bwd_rows_kernel,
     )
-    from syntaxformer.modeling.syntax_attention_triton_forward import (
-        attn_fwd_kernel,
-        prepass_max_kernel,
-        prepass_sum_kernel,
-    )
+    from syntaxformer.modeling.syntax_attention_triton_forward import attn_fwd_kernel, prepass_sum_kernel
 
 
 #: The kernels were built for Triton's CPU interpreter (``TRITON_INTERPRET=1`` when this module was imported).
@@ -194,6 +201,95 @@ def _joint_with_mask(groups: SyntaxGroups, mask: torch.Tensor | None, allowed: t
     return joint
 
 
+#: Tile descriptor bits (:func:`tile_descriptors`): the kernels skip a tile with ``SKIP`` and read one bucket id per
+#: row (a per-row scalar instead of a per-pair index; one reduction instead of a bucket loop) in a ``UNIFORM`` one.
+SKIP, UNIFORM = 1, 2
+
+
+def tile_descriptors(
+    groups: SyntaxGroups,
+    joint: JointIndex,
+    allowed: torch.Tensor | None,
+    BM: int,
+    BN: int,
+    skip: bool,
+    cache: dict | None = None,
+) -> torch.Tensor:
+    """Per (example, block of ``BM`` query rows, block of ``BN`` keys) an int8 of :data:`SKIP` / :data:`UNIFORM`
+    bits ``[B, ceil(L / BM), ceil(L / BN)]``, contiguous; once per forward, tile shape and ``skip`` when ``cache``
+    (the groups' per-forward memo, keyed with the joint index it was made from) is given.
+
+    ``SKIP`` (only when ``skip``): no allowed pair of the tile has a group in any partition. Such pairs sit in the
+    joint buckets "no group" whose statistics only the full softmax reads (bucket 0 is never a candidate group),
+    so a layer whose rows never need the full softmax (no full candidate, no LISA full head, rows without any group
+    sent to plain attention) gets exactly the same result without them. ``UNIFORM``: every row of the tile holds
+    one joint bucket (over its keys below ``L``)."""
+    key = ("tiles", BM, BN, skip)
+    hit = None if cache is None else cache.get(key)
+    if hit is not None and hit[0] is joint.buckets:
+        return hit[1]
+    buckets = compact_index(joint.buckets, joint.size, cache)  # int8 / int16: the padded copies below stay small
+    B, L, _ = buckets.shape
+    nq, nk = -(-L // BM), -(-L // BN)
+    grid = (B, nq, BM, nk, BN)
+    hi = buckets.new_full((B, nq * BM, nk * BN), -1)
+    hi[:, :L, :L] = buckets
+    lo = buckets.new_full((B, nq * BM, nk * BN), torch.iinfo(buckets.dtype).max)
+    lo[:, :L, :L] = buckets
+    top, bottom = hi.view(grid).amax(4), lo.view(grid).amin(4)  # (B, nq, BM, nk) per row of each tile
+    uniform = ((top == bottom) | (top < 0)).all(2)  # (B, nq, nk); rows beyond L hold no pair
+    desc = uniform.to(torch.int8) * UNIFORM
+    if skip:
+        related = torch.zeros(B, nq * BM, nk * BN, dtype=torch.bool, device=buckets.device)
+        inner = related[:, :L, :L]
+        for g in groups.partitions:
+            inner |= g > 0
+        if allowed is not None:
+            inner &= allowed
+        desc = desc | (~related.view(grid).any(4).any(2)).to(torch.int8) * SKIP
+    desc = desc.contiguous()
+    if cache is not None:
+        cache[key] = (joint.buckets, desc)
+    return desc
+
+
+def _plain_rows(
+    context: torch.Tensor,
+    rows: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    allowed: torch.Tensor | None,
+    scaling: float,
+    cache: dict | None = None,
+    source: object = None,
+) -> torch.Tensor:
+    """``context`` ``[B, H, L, d]`` with the rows ``rows`` (``[B, L]`` bool; zero in ``context``) set to plain
+    attention over their allowed keys: SDPA on those rows only, gathered and padded to the largest count of an
+    example (one host sync per forward when ``cache`` is given, keyed with ``source``, what ``rows`` derive from)."""
+    hit = None if cache is None or source is None else cache.get("plain_rows")
+    if hit is not None and hit[0] is source:
+        index = hit[1]
+    else:
+        B, L = rows.shape
+        n = int(rows.sum(-1).max()) if rows.numel() else 0
+        # each example's rows first, in order, then L (a dummy row beyond the sequence) as padding
+        order = torch.where(rows, torch.arange(L, device=rows.device), L).sort(-1).values
+        index = order[:, :n]  # (B, n)
+        if cache is not None and source is not None:
+            cache["plain_rows"] = (source, index)
+    B, H, L, d = context.shape
+    n = index.shape[1]
+    if n == 0:
+        return context
+    safe = index.clamp(max=L - 1)
+    q = query.gather(2, safe.view(B, 1, n, 1).expand(B, H, n, query.shape[-1]))
+    mask = None if allowed is None else allowed.gather(1, safe.unsqueeze(-1).expand(B, n, L)).unsqueeze(1)
+    out = F.scaled_dot_product_attention(q, key.to(q.dtype), value.to(q.dtype), attn_mask=mask, scale=scaling)
+    out = out.to(context.dtype) * (index < L).view(B, 1, n, 1)  # the padding adds 0 (to row L - 1)
+    return context.scatter_add(2, safe.view(B, 1, n, 1).expand(B, H, n, d), out)
+
+
 def _log_scatter(
     x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int, ok: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -244,12 +340,17 @@ def _syntax_context(
     B, H, L, _ = query.shape
     allowed = allowed_keys(mask, B, L)  # (B, L, L) or None
     joint = _joint_with_mask(groups, mask, allowed)
-    # (B, H, L, J) each: per joint bucket, the log-sums shifted by a per-row constant
-    lzj, yj, shift = _prepass(query, key, w, scaling, joint, groups.cache)
     cands = cached_group_counts(groups, mask, allowed)  # (B, L, M+1) per partition
     cand, cand_full = candidates(cands, allowed, opts)  # (B, L, C)
     fallback = ~cand.any(-1)  # (B, L)
     live = torch.ones(H, dtype=torch.bool, device=query.device) if full_heads is None else ~full_heads  # (H,)
+    # Tiles without a related pair are skipped where no row reads the full softmax: no full candidate, no LISA full
+    # head, and the rows without any group (which attend to all keys with empty_rows="full") sent to plain attention
+    skip = cand_full is None and full_heads is None
+    plain = fallback if skip and opts.empty_rows == "full" else None  # (B, L)
+    tiles = Tiles(groups, joint, allowed, skip)
+    # (B, H, L, J) each: per joint bucket, the log-sums shifted by a per-row constant
+    lzj, yj, shift = _prepass(query, key, w, scaling, joint, tiles, groups.cache)
 
     def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]``."""
@@ -274,6 +375,8 @@ def _syntax_context(
         log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         alpha = log_alpha.exp()
         phi = full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
+        if plain is not None:  # those rows get plain attention below; weight 0 here
+            phi = phi.masked_fill(plain.unsqueeze(1), 0.0)
 
         neg_inf = torch.tensor(float("-inf"), device=query.device)
         terms, start = [], 0
@@ -302,8 +405,10 @@ def _syntax_context(
         bias, weight = checkpoint(bias_and_weight, lzj, yj, use_reentrant=False)
     else:
         bias, weight = bias_and_weight(lzj, yj)
-    ctx = _context(query, key, value, bias, joint, scaling, shift, groups.cache)  # (B, H, L, d)
+    ctx = _context(query, key, value, bias, joint, scaling, shift, tiles, groups.cache)  # (B, H, L, d)
     ctx = ctx * weight.unsqueeze(-1).to(ctx.dtype)
+    if plain is not None:
+        ctx = _plain_rows(ctx, plain, query, key, value, allowed, scaling, groups.cache, source=cands)
     if opts.empty_rows == "self":
         rows = fallback.unsqueeze(1) & live.view(1, H, 1)  # (B, H, L)
         ctx = torch.where(rows.unsqueeze(-1), value.to(ctx.dtype), ctx)
@@ -347,11 +452,11 @@ def _pow2(n: int, least: int = 16) -> int:
 #: Tiles and launch settings per kernel for 16-bit inputs with head size <= 64: ``(BM, BN, num_warps, num_stages)``
 #: (BM: query rows, BN: keys). Chosen without a GPU, by compiling every kernel for sm_90 here and reading ptxas'
 #: register / spill report (bf16, head size 32 and 64, 64 joint-bucket columns;
-#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register. Whether they are the fastest
-#: is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
+#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register (since tile skipping, 44 bytes
+#: in the statistics column kernel at head size 64; ``docs/benchmarks.md``). Whether they are the fastest is for a
+#: GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
 #: tiles with 8 warps and 2 stages (no spill at head size <= 64).
 _HALF_CONFIGS = {
-    "prepass_max": (64, 64, 8, 2),
     "prepass_sum": (64, 64, 8, 2),
     "prepass_bwd_rows": (32, 32, 8, 2),
     "prepass_bwd_cols": (64, 64, 8, 2),
@@ -389,13 +494,26 @@ def _strides(x: torch.Tensor) -> tuple[int, int, int, int]:
     return s0, s1, s2, s3
 
 
-def _launch(name: str, kernel: Any, query: torch.Tensor, *args: Any, **meta: Any) -> None:
-    """Launch ``kernel`` with the tiles of ``name`` (:func:`_config`) and ``tl.dot``'s precision for ``query``: one
-    program per (block of query rows, or of keys for a ``..._cols`` kernel, batch * head)."""
+class Tiles(NamedTuple):
+    """What :func:`tile_descriptors` needs, passed to the kernel launches (each picks its own tile shape)."""
+
+    groups: SyntaxGroups
+    joint: JointIndex
+    allowed: torch.Tensor | None
+    skip: bool  # the layer's rows never read the full softmax: tiles without a related pair may be skipped
+
+    def descriptors(self, BM: int, BN: int) -> torch.Tensor:
+        return tile_descriptors(self.groups, self.joint, self.allowed, BM, BN, self.skip, self.groups.cache)
+
+
+def _launch(name: str, kernel: Any, query: torch.Tensor, tiles: Tiles, *args: Any, **meta: Any) -> None:
+    """Launch ``kernel`` with the tiles of ``name`` (:func:`_config`), their descriptors and ``tl.dot``'s precision
+    for ``query``: one program per (block of query rows, or of keys for a ``..._cols`` kernel, batch * head)."""
     B, H, L, d = query.shape
     BM, BN, BD, launch = _config(name, d, query.dtype)
     grid = (triton.cdiv(L, BN if name.endswith("_cols") else BM), B * H)
-    kernel[grid](*args, BM=BM, BN=BN, BD=BD, PREC=_precision(query), **meta, **launch)
+    desc = tiles.descriptors(BM, BN)
+    kernel[grid](desc, *args, BM=BM, BN=BN, BD=BD, PREC=_precision(query), **meta, **launch)
 
 
 def _unpad(x: torch.Tensor, d: int) -> torch.Tensor:
@@ -413,23 +531,21 @@ class _TritonPrepass(torch.autograd.Function):
     differences of them), and the attention pass subtracts the same ``c``, so the result is unchanged."""
 
     @staticmethod
-    def forward(ctx, query, key, w, index, size, scaling):  # noqa: D102
+    def forward(ctx, query, key, w, index, size, scaling, tiles):  # noqa: D102
         B, H, L, d = query.shape
         J = int(size)
         JP = _pow2(J, 1)
         dev = query.device
-        mx = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
-        lz = torch.empty_like(mx)
+        lz = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
         shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
-        y = torch.zeros_like(mx) if w is not None else None
+        y = torch.zeros_like(lz) if w is not None else None
         wc = w.float().contiguous() if w is not None else None
         args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
-        _launch("prepass_max", prepass_max_kernel, query, query, key, index, mx, *args, JP=JP, ONE_HOT=ONE_HOT)
-        w_arg, y_arg = wc if wc is not None else mx, y if y is not None else mx
-        sums = (query, key, w_arg, index, mx, lz, y_arg, shift, *args)
-        _launch("prepass_sum", prepass_sum_kernel, query, *sums, HAS_W=w is not None, JP=JP, ONE_HOT=ONE_HOT)
+        w_arg, y_arg = wc if wc is not None else lz, y if y is not None else lz
+        sums = (query, key, w_arg, index, lz, y_arg, shift, *args)
+        _launch("prepass_sum", prepass_sum_kernel, query, tiles, *sums, HAS_W=w is not None, JP=JP, ONE_HOT=ONE_HOT)
         ctx.save_for_backward(query, key, wc, index, lz, y, shift)
-        ctx.scaling = float(scaling)
+        ctx.scaling, ctx.tiles = float(scaling), tiles
         ctx.mark_non_differentiable(shift)
         return lz, (y if y is not None else torch.zeros(0, device=dev)), shift
 
@@ -455,13 +571,15 @@ class _TritonPrepass(torch.autograd.Function):
         w_arg = w if has_w_grad else lz
         dy_arg = d_y if has_w_grad else lz
         common = (query, key, w_arg, index, lz, shift, a, dy_arg)
-        _launch("prepass_bwd_rows", prepass_bwd_rows_kernel, query, *common, dq, *args, HAS_W=has_w_grad)
+        _launch("prepass_bwd_rows", prepass_bwd_rows_kernel, query, ctx.tiles, *common, dq, *args, HAS_W=has_w_grad)
         dw_arg = dw if dw is not None else lz
-        _launch("prepass_bwd_cols", prepass_bwd_cols_kernel, query, *common, dk, dw_arg, *args, HAS_W=has_w_grad)
+        _launch(
+            "prepass_bwd_cols", prepass_bwd_cols_kernel, query, ctx.tiles, *common, dk, dw_arg, *args, HAS_W=has_w_grad
+        )
         grad_w = None
         if has_w:
             grad_w = dw if dw is not None else torch.zeros_like(w)
-        return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), grad_w, None, None, None)
+        return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), grad_w, None, None, None, None)
 
 
 def _prepass(
@@ -470,6 +588,7 @@ def _prepass(
     w: torch.Tensor | None,
     scaling: float,
     joint: JointIndex,
+    tiles: Tiles,
     cache: dict | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """``(lz - c, Y, c)``: the log-sums and topical sums per joint bucket ``[B, H, L, J]`` (Y None without ``w``),
@@ -477,7 +596,7 @@ def _prepass(
     (:class:`_TritonPrepass`; the int64 joint index is converted once per forward, kept in ``cache``, the groups'
     per-forward memo)."""
     index = compact_index(joint.buckets, joint.size, cache)
-    lz, y, shift = _TritonPrepass.apply(query, key.to(query.dtype), w, index, joint.size, scaling)
+    lz, y, shift = _TritonPrepass.apply(query, key.to(query.dtype), w, index, joint.size, scaling, tiles)
     return lz, (y if w is not None else None), shift
 
 
@@ -485,16 +604,16 @@ class _TritonBiasedAttention(torch.autograd.Function):
     """``softmax(S + bias[b, h, i, index[b, i, k]]) V`` ``[B, H, L, d]`` with gradients for q, k, v and the bias."""
 
     @staticmethod
-    def forward(ctx, query, key, value, bias, shift, index, scaling):  # noqa: D102
+    def forward(ctx, query, key, value, bias, shift, index, scaling, tiles):  # noqa: D102
         B, H, L, d = query.shape
         J = bias.shape[-1]
         bias_c = bias.float().contiguous()
         out = torch.empty(B, H, L, _pow2(d), device=query.device, dtype=value.dtype)
         lse = torch.empty(B, H, L, device=query.device, dtype=torch.float32)
         args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, float(scaling))
-        _launch("attn_fwd", attn_fwd_kernel, query, query, key, value, index, bias_c, shift, out, lse, *args)
+        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias_c, shift, out, lse, *args)
         ctx.save_for_backward(query, key, value, index, bias_c, shift, out, lse)
-        ctx.scaling = float(scaling)
+        ctx.scaling, ctx.tiles = float(scaling), tiles
         return _unpad(out, d)
 
     @staticmethod
@@ -511,10 +630,21 @@ class _TritonBiasedAttention(torch.autograd.Function):
         db = torch.empty_like(bias)
         args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
         common = (query, key, value, index, bias, shift, lse, do, delta)
-        _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, *common, dq, db, *args, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
-        _launch("attn_bwd_cols", attn_bwd_cols_kernel, query, *common, dk, dv, *args)
+        _launch(
+            "attn_bwd_rows",
+            attn_bwd_rows_kernel,
+            query,
+            ctx.tiles,
+            *common,
+            dq,
+            db,
+            *args,
+            JP=_pow2(J, 1),
+            ONE_HOT=ONE_HOT,
+        )
+        _launch("attn_bwd_cols", attn_bwd_cols_kernel, query, ctx.tiles, *common, dk, dv, *args)
         grads = _unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype)
-        return (*grads, db, None, None, None)
+        return (*grads, db, None, None, None, None)
 
 
 def _context(
@@ -525,6 +655,7 @@ def _context(
     joint: JointIndex,
     scaling: float,
     shift: torch.Tensor,
+    tiles: Tiles,
     cache: dict | None = None,
 ) -> torch.Tensor:
     """``softmax_k(S[b,h,i,k] - c[b,h,i] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (``c`` = ``shift`` from
@@ -532,5 +663,5 @@ def _context(
     compact = compact_index(joint.buckets, joint.size, cache)
     # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
     return _TritonBiasedAttention.apply(
-        query, key.to(query.dtype), value.to(query.dtype), bias, shift, compact, scaling
+        query, key.to(query.dtype), value.to(query.dtype), bias, shift, compact, scaling, tiles
     )

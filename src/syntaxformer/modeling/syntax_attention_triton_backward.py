@@ -24,13 +24,14 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 # ---------------------------------------------------------------------------------------------------------------
 
 if triton is not None:
-    from syntaxformer.modeling.syntax_attention_triton_forward import bucket_sums
+    from syntaxformer.modeling.syntax_attention_triton_forward import bucket_sums, tile_buckets
 
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
 
     @triton.jit
     def prepass_bwd_rows_kernel(
+        DESC,
         Q,
         K,
         W,
@@ -76,34 +77,37 @@ if triton is not None:
         row_tab = (bh * L + rows[:, None]) * J
         shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
         dq = tl.zeros([BM, BD], tl.float32)
+        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            keys = start + offs_n
-            key_ok = keys < L
-            kt = tl.load(
-                k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )  # (BD, BN)
-            s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(
-                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
-            ).to(tl.int32)
-            ok = jj >= 0
-            pi = tl.where(ok, tl.exp((s - shift[:, None]) - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
-            coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
-            if HAS_W:
-                w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-                coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
-            k = tl.load(
-                k_base + keys[:, None] * skl + dcols[None, :] * skd,
-                mask=key_ok[:, None] & (dcols[None, :] < D),
-                other=0.0,
-            )  # (BN, BD)
-            dq += tl.dot((pi * coef).to(k.dtype), k, input_precision=PREC)
+            desc = tl.load(desc_row + start // BN)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                keys = start + offs_n
+                key_ok = keys < L
+                kt = tl.load(
+                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                    mask=key_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )  # (BD, BN)
+                s = tl.dot(q, kt, input_precision=PREC) * scale
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
+                ok = jj >= 0
+                pi = tl.where(ok, tl.exp((s - shift[:, None]) - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
+                coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
+                if HAS_W:
+                    w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+                    coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
+                k = tl.load(
+                    k_base + keys[:, None] * skl + dcols[None, :] * skd,
+                    mask=key_ok[:, None] & (dcols[None, :] < D),
+                    other=0.0,
+                )  # (BN, BD)
+                dq += tl.dot((pi * coef).to(k.dtype), k, input_precision=PREC)
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
 
     @triton.jit
     def prepass_bwd_cols_kernel(
+        DESC,
         Q,
         K,
         W,
@@ -152,38 +156,40 @@ if triton is not None:
         dk = tl.zeros([BN, BD], tl.float32)
         dw = tl.zeros([BN], tl.float32)
         for start in range(0, L, BM):
-            rows = start + offs_m
-            row_ok = rows < L
-            qt = tl.load(
-                q_base + rows[None, :] * sql + dcols[:, None] * sqd,
-                mask=row_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )  # (BD, BM)
-            st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-            jj = tl.load(
-                idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None], other=-1
-            ).to(tl.int32)
-            ok = jj >= 0
-            tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
-            shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-            pi = tl.where(ok, tl.exp((st - shift[None, :]) - tl.load(LZ + tab, mask=ok, other=0.0)), 0.0)
-            dst = pi * tl.load(A + tab, mask=ok, other=0.0)
-            if HAS_W:
-                pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
-                dw += tl.sum(pdy, 1)
-                dst += pdy * w[:, None]
-            q = tl.load(
-                q_base + rows[:, None] * sql + dcols[None, :] * sqd,
-                mask=row_ok[:, None] & (dcols[None, :] < D),
-                other=0.0,
-            )  # (BM, BD)
-            dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+            desc = tl.load(DESC + (b * tl.cdiv(L, BM) + start // BM) * tl.cdiv(L, BN) + pid)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                rows = start + offs_m
+                row_ok = rows < L
+                qt = tl.load(
+                    q_base + rows[None, :] * sql + dcols[:, None] * sqd,
+                    mask=row_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )  # (BD, BM)
+                st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, True)
+                ok = jj >= 0
+                tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
+                shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+                pi = tl.where(ok, tl.exp((st - shift[None, :]) - tl.load(LZ + tab, mask=ok, other=0.0)), 0.0)
+                dst = pi * tl.load(A + tab, mask=ok, other=0.0)
+                if HAS_W:
+                    pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
+                    dw += tl.sum(pdy, 1)
+                    dst += pdy * w[:, None]
+                q = tl.load(
+                    q_base + rows[:, None] * sql + dcols[None, :] * sqd,
+                    mask=row_ok[:, None] & (dcols[None, :] < D),
+                    other=0.0,
+                )  # (BM, BD)
+                dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         if HAS_W:
             tl.store(DW + bh * L + keys, dw, mask=key_ok)
 
     @triton.jit
     def attn_bwd_rows_kernel(
+        DESC,
         Q,
         K,
         V,
@@ -243,39 +249,42 @@ if triton is not None:
         row_tab = (bh * L + rows[:, None]) * J
         dq = tl.zeros([BM, BD], tl.float32)
         db = tl.zeros([BM, JP], tl.float32)
+        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            keys = start + offs_n
-            key_ok = keys < L
-            kt = tl.load(
-                k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )
-            s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(
-                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
-            ).to(tl.int32)
-            ok = jj >= 0
-            t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
-            p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
-            vt = tl.load(
-                v_base + keys[None, :] * svl + dcols[:, None] * svd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )  # (BD, BN)
-            ds = p * (tl.dot(do, vt.to(q.dtype), input_precision=PREC) - delta[:, None])  # (BM, BN)
-            k = tl.load(
-                k_base + keys[:, None] * skl + dcols[None, :] * skd,
-                mask=key_ok[:, None] & (dcols[None, :] < D),
-                other=0.0,
-            )  # (BN, BD)
-            dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
-            db += bucket_sums(ds, jj, J, BM, JP, ONE_HOT)
+            desc = tl.load(desc_row + start // BN)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                keys = start + offs_n
+                key_ok = keys < L
+                kt = tl.load(
+                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                    mask=key_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )
+                s = tl.dot(q, kt, input_precision=PREC) * scale
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
+                ok = jj >= 0
+                t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
+                p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
+                vt = tl.load(
+                    v_base + keys[None, :] * svl + dcols[:, None] * svd,
+                    mask=key_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )  # (BD, BN)
+                ds = p * (tl.dot(do, vt.to(q.dtype), input_precision=PREC) - delta[:, None])  # (BM, BN)
+                k = tl.load(
+                    k_base + keys[:, None] * skl + dcols[None, :] * skd,
+                    mask=key_ok[:, None] & (dcols[None, :] < D),
+                    other=0.0,
+                )  # (BN, BD)
+                dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
+                db += bucket_sums(ds, jj, J, uniform, BM, JP, ONE_HOT)
         tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
         tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
     def attn_bwd_cols_kernel(
+        DESC,
         Q,
         K,
         V,
@@ -333,34 +342,35 @@ if triton is not None:
         dk = tl.zeros([BN, BD], tl.float32)
         dv = tl.zeros([BN, BD], tl.float32)
         for start in range(0, L, BM):
-            rows = start + offs_m
-            row_ok = rows < L
-            qt = tl.load(
-                q_base + rows[None, :] * sql + dcols[:, None] * sqd,
-                mask=row_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )  # (BD, BM)
-            st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-            jj = tl.load(
-                idx_base + rows[None, :] * L + keys[:, None], mask=row_ok[None, :] & key_ok[:, None], other=-1
-            ).to(tl.int32)
-            ok = jj >= 0
-            lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
-            shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-            bias = tl.load(BIAS + (bh * L + rows[None, :]) * J + jj, mask=ok, other=0.0)
-            pt = tl.where(ok, tl.exp((st - shift[None, :]) + bias - lse[None, :]), 0.0)  # (BN, BM)
-            do = tl.load(do_base + rows[:, None] * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
-            do = do.to(k.dtype)  # (BM, BD)
-            dv += tl.dot(pt.to(k.dtype), do, input_precision=PREC)
-            dot = tl.load(do_base + rows[None, :] * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
-            dpt = tl.dot(v, dot.to(k.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
-            delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
-            dst = pt * (dpt - delta[None, :])
-            q = tl.load(
-                q_base + rows[:, None] * sql + dcols[None, :] * sqd,
-                mask=row_ok[:, None] & (dcols[None, :] < D),
-                other=0.0,
-            )  # (BM, BD)
-            dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+            desc = tl.load(DESC + (b * tl.cdiv(L, BM) + start // BM) * tl.cdiv(L, BN) + pid)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                rows = start + offs_m
+                row_ok = rows < L
+                qt = tl.load(
+                    q_base + rows[None, :] * sql + dcols[:, None] * sqd,
+                    mask=row_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )  # (BD, BM)
+                st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, True)
+                ok = jj >= 0
+                lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
+                shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
+                bias = tl.load(BIAS + (bh * L + rows[None, :]) * J + jj, mask=ok, other=0.0)
+                pt = tl.where(ok, tl.exp((st - shift[None, :]) + bias - lse[None, :]), 0.0)  # (BN, BM)
+                do = tl.load(do_base + rows[:, None] * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+                do = do.to(k.dtype)  # (BM, BD)
+                dv += tl.dot(pt.to(k.dtype), do, input_precision=PREC)
+                dot = tl.load(do_base + rows[None, :] * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
+                dpt = tl.dot(v, dot.to(k.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
+                delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
+                dst = pt * (dpt - delta[None, :])
+                q = tl.load(
+                    q_base + rows[:, None] * sql + dcols[None, :] * sqd,
+                    mask=row_ok[:, None] & (dcols[None, :] < D),
+                    other=0.0,
+                )  # (BM, BD)
+                dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])

@@ -27,26 +27,54 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 if triton is not None:
 
     @triton.jit
-    def bucket_sums(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none).
-        ``ONE_HOT``: one ``[BM, BN, JP]`` comparison (the interpreter: one numpy op); else a loop over the buckets
-        up to the largest id in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]`` passes per bucket, no
-        ``[BM, BN, JP]`` registers). Bucket ids are ranks of the pairs' group tuples within their row, and the
-        tuple "no group, allowed key" ranks first: a tile of pairs without any relation (rows and keys in different
-        sentences, most tiles of a long passage) takes one iteration."""
-        jcols = tl.arange(0, JP)
-        if ONE_HOT:
-            out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], 0.0), 1)
+    def tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, TRANS: tl.constexpr):
+        """The joint bucket of every pair of a tile, -1 outside the sequence: ``[BM, BN]`` (``TRANS``: ``[BN, BM]``,
+        the keys along the first axis). A ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) reads one
+        id per row, from its first key."""
+        if TRANS:
+            ok = row_ok[None, :] & key_ok[:, None]
+            if uniform:
+                first = tl.load(idx_base + rows * L + tl.min(keys, 0), mask=row_ok, other=-1).to(tl.int32)
+                jj = tl.where(ok, first[None, :], -1)
+            else:
+                jj = tl.load(idx_base + rows[None, :] * L + keys[:, None], mask=ok, other=-1).to(tl.int32)
         else:
-            out = tl.zeros([BM, JP], tl.float32)
-            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
-            for j in range(top):
-                out = tl.where(jcols[None, :] == j, tl.sum(tl.where(jj == j, x, 0.0), 1)[:, None], out)
+            ok = row_ok[:, None] & key_ok[None, :]
+            if uniform:
+                first = tl.load(idx_base + rows * L + tl.min(keys, 0), mask=row_ok, other=-1).to(tl.int32)
+                jj = tl.where(ok, first[:, None], -1)
+            else:
+                jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=ok, other=-1).to(tl.int32)
+        return jj
+
+    # The bucket reductions: a ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) takes one reduction
+    # per row; any other tile either one ``[BM, BN, JP]`` one-hot comparison (``ONE_HOT``, the interpreter: one numpy
+    # op) or a loop over the buckets up to the largest id in the tile (the GPU: two ``[BM, BN]`` / ``[BM, JP]``
+    # passes per bucket, no ``[BM, BN, JP]`` registers).
+
+    @triton.jit
+    def bucket_sums(x, jj, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """``[BM, JP]`` per row the sum of ``x`` ``[BM, BN]`` over the entries of each bucket (``jj``, -1 = none)."""
+        jcols = tl.arange(0, JP)
+        if uniform:
+            here = jcols[None, :] == tl.max(jj, 1)[:, None]
+            out = tl.where(here, tl.sum(tl.where(jj >= 0, x, 0.0), 1)[:, None], 0.0)
+        else:
+            if ONE_HOT:
+                out = tl.sum(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], 0.0), 1)
+            else:
+                out = tl.zeros([BM, JP], tl.float32)
+                top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
+                for j in range(top):
+                    out = tl.where(jcols[None, :] == j, tl.sum(tl.where(jj == j, x, 0.0), 1)[:, None], out)
         return out
 
     @triton.jit
     def _bucket_sums2(x, y, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """:func:`bucket_sums` of two tiles at once (one bucket comparison for both)."""
+        """:func:`bucket_sums` of two tiles at once (one bucket comparison for both), without the per-row path for
+        uniform tiles: in the statistics sweep that branch doubled the compiled bucket loop (218 -> 511 sm_90
+        instructions per bucket, ``experiments/triton_compile_report.py``), and on real trees no tile that is
+        computed is uniform."""
         jcols = tl.arange(0, JP)
         if ONE_HOT:
             hit = jj[:, :, None] == jcols[None, None, :]
@@ -55,7 +83,7 @@ if triton is not None:
         else:
             out_x = tl.zeros([BM, JP], tl.float32)
             out_y = tl.zeros([BM, JP], tl.float32)
-            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
+            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
             for j in range(top):
                 sel = jj == j
                 here = jcols[None, :] == j
@@ -64,85 +92,46 @@ if triton is not None:
         return out_x, out_y
 
     @triton.jit
-    def _bucket_max(x, jj, J, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
-        """``[BM, JP]`` per row the maximum of ``x`` over each bucket's entries (-inf for none)."""
+    def _bucket_max_update(x, jj, mx, J, uniform, BM: tl.constexpr, JP: tl.constexpr, ONE_HOT: tl.constexpr):
+        """The running per-bucket maximum ``mx`` ``[BM, JP]`` raised by a tile ``x`` ``[BM, BN]`` (buckets ``jj``,
+        -1 = none), and per pair its bucket's new maximum ``[BM, BN]`` (0 for none), in one pass over the tile's
+        buckets."""
         jcols = tl.arange(0, JP)
-        if ONE_HOT:
-            out = tl.max(tl.where(jj[:, :, None] == jcols[None, None, :], x[:, :, None], float("-inf")), 1)
+        if uniform:
+            here = jcols[None, :] == tl.max(jj, 1)[:, None]
+            tile = tl.max(tl.where(jj >= 0, x, float("-inf")), 1)  # (BM,)
+            new = tl.where(here, tl.maximum(mx, tile[:, None]), mx)
+            row = tl.max(tl.where(here, new, float("-inf")), 1)
+            top = tl.zeros_like(x) + tl.where(row == float("-inf"), 0.0, row)[:, None]
         else:
-            out = tl.full([BM, JP], float("-inf"), tl.float32)
-            top = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id hold nothing
-            for j in range(top):
-                out = tl.where(jcols[None, :] == j, tl.max(tl.where(jj == j, x, float("-inf")), 1)[:, None], out)
-        return out
+            if ONE_HOT:
+                hit = jj[:, :, None] == jcols[None, None, :]
+                new = tl.maximum(mx, tl.max(tl.where(hit, x[:, :, None], float("-inf")), 1))
+                top = tl.sum(tl.where(hit, tl.where(new == float("-inf"), 0.0, new)[:, None, :], 0.0), 2)
+            else:
+                new = mx
+                top = tl.zeros_like(x)
+                last = tl.minimum(tl.max(tl.max(jj, 1), 0) + 1, J)  # buckets above the tile's largest id: empty
+                for j in range(last):
+                    sel = jj == j
+                    here = jcols[None, :] == j
+                    col = tl.maximum(
+                        tl.max(tl.where(here, new, float("-inf")), 1), tl.max(tl.where(sel, x, float("-inf")), 1)
+                    )  # (BM,) bucket j's new maximum
+                    new = tl.where(here, col[:, None], new)
+                    top = tl.where(sel, col[:, None], top)
+        return new, top
 
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
 
     @triton.jit
-    def prepass_max_kernel(
-        Q,
-        K,
-        IDX,
-        MX,
-        sqb,
-        sqh,
-        sql,
-        sqd,
-        skb,
-        skh,
-        skl,
-        skd,
-        H,
-        L,
-        J,
-        D: tl.constexpr,
-        scale,
-        BM: tl.constexpr,
-        BN: tl.constexpr,
-        BD: tl.constexpr,
-        JP: tl.constexpr,
-        PREC: tl.constexpr,
-        ONE_HOT: tl.constexpr,
-    ):
-        """Per (row, joint bucket) the largest score: ``MX`` ``[B, H, L, J]`` (-inf for empty buckets)."""
-        pid, bh = tl.program_id(0), tl.program_id(1)
-        b, h = bh // H, bh % H
-        rows = pid * BM + tl.arange(0, BM)
-        offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
-        jcols = tl.arange(0, JP)
-        row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )  # (BM, BD)
-        k_base = K + b * skb + h * skh
-        idx_base = IDX + b * L * L
-        mx = tl.full([BM, JP], float("-inf"), tl.float32)
-        for start in range(0, L, BN):
-            keys = start + offs_n
-            key_ok = keys < L
-            kt = tl.load(
-                k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )  # (BD, BN)
-            s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-            jj = tl.load(
-                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
-            ).to(tl.int32)
-            mx = tl.maximum(mx, _bucket_max(s, jj, J, BM, JP, ONE_HOT))
-        tl.store(MX + (bh * L + rows[:, None]) * J + jcols[None, :], mx, mask=row_ok[:, None] & (jcols[None, :] < J))
-
-    @triton.jit
     def prepass_sum_kernel(
+        DESC,
         Q,
         K,
         W,
         IDX,
-        MX,
         LZ,
         Y,
         SHIFT,
@@ -168,7 +157,8 @@ if triton is not None:
         ONE_HOT: tl.constexpr,
     ):
         """``LZ = log Σ_{k in j} exp(S_ik) - c_i`` and ``Y = Σ_{k in j} π_ik w_k`` per (row, joint bucket), each
-        bucket shifted by its own maximum ``MX``; ``SHIFT`` ``c_i`` = the row's largest score."""
+        bucket's sums kept relative to its own running maximum (rescaled when a tile raises it, as flash attention's
+        online softmax, per bucket); ``SHIFT`` ``c_i`` = the row's largest score. One sweep over the keys."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
@@ -184,32 +174,38 @@ if triton is not None:
         k_base = K + b * skb + h * skh
         idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
+        mx = tl.full([BM, JP], float("-inf"), tl.float32)
         z = tl.zeros([BM, JP], tl.float32)
         y = tl.zeros([BM, JP], tl.float32)
+        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            keys = start + offs_n
-            key_ok = keys < L
-            kt = tl.load(
-                k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )
-            s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-            jj = tl.load(
-                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
-            ).to(tl.int32)
-            ok = jj >= 0
-            top = tl.load(MX + row_tab + jj, mask=ok, other=0.0)  # the maximum of the pair's bucket
-            e = tl.where(ok, tl.exp(s - top), 0.0)
-            if HAS_W:
-                w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-                z_tile, y_tile = _bucket_sums2(e, e * w[None, :], jj, J, BM, JP, ONE_HOT)
-                z += z_tile
-                y += y_tile
-            else:
-                z += bucket_sums(e, jj, J, BM, JP, ONE_HOT)
+            desc = tl.load(desc_row + start // BN)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                keys = start + offs_n
+                key_ok = keys < L
+                kt = tl.load(
+                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                    mask=key_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )
+                s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
+                ok = jj >= 0
+                new, top = _bucket_max_update(s, jj, mx, J, uniform, BM, JP, ONE_HOT)  # top: the pair's bucket's
+                rescale = tl.exp(mx - tl.where(new == float("-inf"), 0.0, new))  # (BM, JP); 0 for new buckets
+                z *= rescale
+                y *= rescale
+                mx = new
+                e = tl.where(ok, tl.exp(s - top), 0.0)
+                if HAS_W:
+                    w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
+                    z_tile, y_tile = _bucket_sums2(e, e * w[None, :], jj, J, BM, JP, ONE_HOT)
+                    z += z_tile
+                    y += y_tile
+                else:
+                    z += bucket_sums(e, jj, J, uniform, BM, JP, ONE_HOT)
         tab_ok = row_ok[:, None] & (jcols[None, :] < J)
-        mx = tl.load(MX + row_tab + jcols[None, :], mask=tab_ok, other=float("-inf"))
         top = tl.max(mx, 1)
         shift = tl.where(top == float("-inf"), 0.0, top)  # (BM,)
         tl.store(SHIFT + bh * L + rows, shift, mask=row_ok)
@@ -222,6 +218,7 @@ if triton is not None:
 
     @triton.jit
     def attn_fwd_kernel(
+        DESC,
         Q,
         K,
         V,
@@ -273,32 +270,34 @@ if triton is not None:
         acc = tl.zeros([BM, BD], tl.float32)
         m = tl.full([BM], float("-inf"), tl.float32)
         total = tl.zeros([BM], tl.float32)
+        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            keys = start + offs_n
-            key_ok = keys < L
-            kt = tl.load(
-                k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                mask=key_ok[None, :] & (dcols[:, None] < D),
-                other=0.0,
-            )
-            s = tl.dot(q, kt, input_precision=PREC) * scale
-            jj = tl.load(
-                idx_base + rows[:, None] * L + keys[None, :], mask=row_ok[:, None] & key_ok[None, :], other=-1
-            ).to(tl.int32)
-            ok = jj >= 0
-            t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
-            m_new = tl.maximum(m, tl.max(t, 1))
-            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-            p = tl.exp(t - m_safe[:, None])
-            rescale = tl.exp(m - m_safe)
-            total = total * rescale + tl.sum(p, 1)
-            v = tl.load(
-                v_base + keys[:, None] * svl + dcols[None, :] * svd,
-                mask=key_ok[:, None] & (dcols[None, :] < D),
-                other=0.0,
-            )  # (BN, BD)
-            acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
-            m = m_new
+            desc = tl.load(desc_row + start // BN)
+            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
+                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+                keys = start + offs_n
+                key_ok = keys < L
+                kt = tl.load(
+                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
+                    mask=key_ok[None, :] & (dcols[:, None] < D),
+                    other=0.0,
+                )
+                s = tl.dot(q, kt, input_precision=PREC) * scale
+                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
+                ok = jj >= 0
+                t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
+                m_new = tl.maximum(m, tl.max(t, 1))
+                m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+                p = tl.exp(t - m_safe[:, None])
+                rescale = tl.exp(m - m_safe)
+                total = total * rescale + tl.sum(p, 1)
+                v = tl.load(
+                    v_base + keys[:, None] * svl + dcols[None, :] * svd,
+                    mask=key_ok[:, None] & (dcols[None, :] < D),
+                    other=0.0,
+                )  # (BN, BD)
+                acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
+                m = m_new
         live = total > 0
         total_safe = tl.where(live, total, 1.0)
         tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], acc / total_safe[:, None], mask=row_ok[:, None])
