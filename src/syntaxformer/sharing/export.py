@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import errno
+import functools
 import glob
 import importlib.util
 import json
@@ -41,7 +42,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,19 +139,154 @@ def _library_imports(tree: ast.AST, module: str, runtime: bool = False) -> list[
     return out
 
 
-def _closure(roots: Iterable[str]) -> dict[str, Path]:
-    """The library modules ``roots`` import, directly or not, at module level or inside functions (not for the
-    type checker only)."""
-    seen: dict[str, Path] = {}
-    todo = list(roots)
-    while todo:
-        module = todo.pop()
-        if module in seen:
+def _bound(stmt: ast.stmt) -> set[str]:
+    """The module-level names a top-level statement binds."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {a.asname or a.name.split(".")[0] for a in stmt.names}
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    out: set[str] = set()
+    todo: list[ast.AST] = [stmt]
+    while todo:  # names stored at module level (not inside the functions and classes a compound statement defines)
+        node = todo.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not stmt:
+            out.add(node.name)
             continue
-        path = _source(module)
-        seen[module] = path
-        todo += [m for _, m in _library_imports(ast.parse(path.read_text(encoding="utf-8")), module, runtime=True)]
-    return seen
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {a.asname or a.name.split(".")[0] for a in node.names}
+        todo += ast.iter_child_nodes(node)
+    return out
+
+
+def _is_type_checking(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id == "TYPE_CHECKING"
+
+
+def _uses(stmt: ast.stmt, module: str) -> tuple[set[str], list[tuple[str, str]]]:
+    """What a kept statement needs: the names it reads (string constants that are identifiers too, for names
+    looked up by name), and the ``(module, name)`` pairs its nested library imports take (not those for the type
+    checker only)."""
+    skip = _type_checking_only(stmt)
+    names: set[str] = set()
+    for node in ast.walk(stmt):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)
+    nested = [
+        (target, a.name)
+        for node, target in _library_imports(stmt, module, runtime=True)
+        if node is not stmt
+        for a in node.names
+    ]
+    return names, nested
+
+
+def _runs_for_effect(stmt: ast.stmt) -> bool:
+    """A top-level statement that is not a definition or an import (a call, a loop, a conditional)."""
+    defines = (
+        ast.Import,
+        ast.ImportFrom,
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.ClassDef,
+        ast.Assign,
+        ast.AnnAssign,
+    )
+    is_doc = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+    return not (isinstance(stmt, defines) or is_doc or _is_type_checking(stmt)) and not (
+        isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "__all__"
+    )
+
+
+@functools.cache
+def _effects(module: str) -> bool:
+    """Whether a library module runs statements for their effect on import (e.g. registers an attention
+    function): a copied module that imports it keeps that import."""
+    if module.split(".")[0] != "syntaxformer" or _is_package(module):
+        return False
+    return any(_runs_for_effect(stmt) for stmt in ast.parse(_source(module).read_text(encoding="utf-8")).body)
+
+
+class _Shaker:
+    """The definitions an exported model uses: from the classes the entry module exports, every top-level
+    definition they reach, across modules, through names, imports at any depth and identifiers written as strings.
+    A module's statements that are not definitions (calls, loops, conditionals) are always kept."""
+
+    def __init__(self) -> None:
+        self.trees: dict[str, ast.Module] = {}
+        self.paths: dict[str, Path] = {}
+        self.binders: dict[str, dict[str, list[int]]] = {}
+        self.kept: dict[str, dict[int, set[str] | None]] = {}  # module -> statement -> kept import aliases
+        self.todo: list[tuple[str, str]] = []
+
+    def module(self, module: str) -> ast.Module:
+        if module not in self.trees:
+            path = _source(module)
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            _library_imports(tree, module)  # refuse what a flat folder cannot hold
+            self.trees[module], self.paths[module], self.kept[module] = tree, path, {}
+            binders: dict[str, list[int]] = {}
+            for i, stmt in enumerate(tree.body):
+                for name in _bound(stmt):
+                    binders.setdefault(name, []).append(i)
+            self.binders[module] = binders
+            for i, stmt in enumerate(tree.body):
+                is_doc = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                if is_doc or _is_type_checking(stmt):
+                    self.kept[module][i] = None
+                    self.todo += [(module, "TYPE_CHECKING")] if not is_doc else []
+                elif isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+                    self.kept[module][i] = None
+                elif _runs_for_effect(stmt):
+                    self.keep(module, i)
+                elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and _effects(stmt.module or ""):
+                    self.todo.append((module, stmt.names[0].asname or stmt.names[0].name))  # imported to run it
+        return self.trees[module]
+
+    def keep(self, module: str, i: int) -> None:
+        if i in self.kept[module]:
+            return
+        self.kept[module][i] = None
+        names, nested = _uses(self.trees[module].body[i], module)
+        self.todo += [(module, n) for n in names] + nested
+
+    def need(self, module: str, name: str) -> None:
+        tree = self.module(module)
+        for i in self.binders[module].get(name, []):
+            stmt = tree.body[i]
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                aliases = self.kept[module].setdefault(i, set())
+                if aliases is None or name in aliases:
+                    continue
+                aliases.add(name)
+                if (
+                    isinstance(stmt, ast.ImportFrom)
+                    and stmt.level == 0
+                    and (stmt.module or "").startswith("syntaxformer")
+                ):
+                    self.todo += [(stmt.module, a.name) for a in stmt.names if (a.asname or a.name) == name]
+            elif not (isinstance(stmt, (ast.Assign, ast.AugAssign)) and name == "__all__"):
+                self.keep(module, i)
+
+    def run(self, exports: Mapping[str, Sequence[str]]) -> None:
+        self.todo = [(module, name) for module, names in exports.items() for name in names]
+        while self.todo:
+            self.need(*self.todo.pop())
+
+
+def _closure(roots: Mapping[str, Sequence[str]]) -> dict[str, Path]:
+    """The library modules the exported classes ``roots`` (module -> names) use, directly or not, at module level
+    or inside functions (not for the type checker only)."""
+    shaker = _Shaker()
+    shaker.run(roots)
+    return dict(shaker.paths)
 
 
 def _flat_names(modules: list[str]) -> dict[str, str]:
@@ -175,7 +311,7 @@ def _rewrite(text: str, module: str, names: Mapping[str, str]) -> str:
     for node, target in _library_imports(ast.parse(text), module):
         i = node.lineno - 1
         new, n = re.subn(
-            rf"\bfrom\s+{re.escape(target)}\s+import\b", f"from .{names[target]} import", lines[i], count=1
+            rf"\bfrom\s+{re.escape(target)}\s+import\b", f"from .{_flat(target, names)} import", lines[i], count=1
         )
         if n != 1:
             raise ConfigError(
@@ -184,6 +320,40 @@ def _rewrite(text: str, module: str, names: Mapping[str, str]) -> str:
             )
         lines[i] = new
     return "".join(lines)
+
+
+def _flat(module: str, names: Mapping[str, str]) -> str:
+    """The flat name of a carried module; the last name of one the folder does not carry (imported only for the
+    type checker, or by a statement the copy leaves out)."""
+    return names.get(module, module.rsplit(".", 1)[-1])
+
+
+def _kept_text(
+    text: str, module: str, tree: ast.Module, kept: Mapping[int, set[str] | None], names: Mapping[str, str]
+) -> str:
+    """The copy of a module: its kept top-level statements (each with the comments above it), imports made
+    relative and cut to the names the kept code uses."""
+    lines = _rewrite(text, module, names).splitlines(keepends=True)
+    out: list[str] = []
+    start = 0
+    for i, stmt in enumerate(tree.body):
+        first, start = start, stmt.end_lineno or stmt.lineno
+        if i not in kept:
+            continue
+        aliases = kept[i]
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and aliases is not None:
+            used = [a for a in stmt.names if (a.asname or a.name.split(".")[0]) in aliases]
+            if len(used) < len(stmt.names):
+                if isinstance(stmt, ast.Import):
+                    node: ast.stmt = ast.Import(names=used)
+                elif stmt.level == 0 and (stmt.module or "").startswith("syntaxformer"):
+                    node = ast.ImportFrom(module=_flat(stmt.module or "", names), names=used, level=1)
+                else:
+                    node = ast.ImportFrom(module=stmt.module, names=used, level=stmt.level)
+                out += [*lines[first : stmt.lineno - 1], ast.unparse(node) + "\n"]
+                continue
+        out += lines[first:start]
+    return "".join(out)
 
 
 def code_exports(model_type: str | None, architecture: str, head: str) -> dict[str, list[str]]:
@@ -220,12 +390,20 @@ def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
     ``syntaxformer``. The entry module (:data:`ENTRY_MODULE`) imports every copied module and, when the folder
     carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does on import).
     """
-    modules = _closure(exports)
+    shaker = _Shaker()
+    shaker.run(exports)
+    attention = "syntaxformer.modeling.syntax_attention"
+    if attention in shaker.trees:
+        shaker.run({attention: ["register_syntax_attention"]})
+    modules = shaker.paths
     names = _flat_names(sorted(modules))
     files = {}
     for module, path in sorted(modules.items()):
-        text = _rewrite(path.read_text(encoding="utf-8"), module, names)
-        header = f"# Copied from {module} (syntaxformer) by `syntaxformer export`; imports made relative.\n"
+        text = _kept_text(path.read_text(encoding="utf-8"), module, shaker.trees[module], shaker.kept[module], names)
+        header = (
+            f"# Copied from {module} (syntaxformer) by `syntaxformer export`: the definitions this model uses, "
+            "imports made relative.\n"
+        )
         files[f"{names[module]}.py"] = header + text
     lines = [
         '"""The code entry point of this model folder (written by `syntaxformer export`).',
