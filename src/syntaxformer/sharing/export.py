@@ -207,11 +207,12 @@ def _runs_for_effect(stmt: ast.stmt) -> bool:
 
 @functools.cache
 def _effects(module: str) -> bool:
-    """Whether a library module runs statements for their effect on import (e.g. registers an attention
+    """Whether a library module calls something at the top level on import (e.g. registers an attention
     function): a copied module that imports it keeps that import."""
     if module.split(".")[0] != "syntaxformer" or _is_package(module):
         return False
-    return any(_runs_for_effect(stmt) for stmt in ast.parse(_source(module).read_text(encoding="utf-8")).body)
+    body = ast.parse(_source(module).read_text(encoding="utf-8")).body
+    return any(isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) for stmt in body)
 
 
 class _Shaker:
