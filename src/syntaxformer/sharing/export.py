@@ -3,11 +3,11 @@
 The folder holds what a user of the model needs and nothing of the training: the final weights
 (``model.safetensors``), ``config.json``, the tokenizer files (translation: ``source_tokenizer/`` and
 ``target_tokenizer/``), the model card ``README.md``, the run's featurization options
-(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code: the library modules that the model's
-config, its model class and the pipeline of its head import (:func:`code_exports`: an SG-Net classifier carries no
-Syntax-BERT, translation or span-QA code), copied flat beside ``config.json`` with every
-``from syntaxformer.x.y import z`` rewritten to ``from .y import z`` (:func:`code_files`), plus one entry module
-(:data:`ENTRY_MODULE`) that imports all of them.
+(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code: the definitions that the model's config,
+its model class and the pipeline of its head use, directly or not (:func:`code_exports`: an SG-Net classifier
+carries no Syntax-BERT, translation or span-QA code, no other head, no parse cache), each in a copy of its library
+module cut to them, copied flat beside ``config.json`` with every ``from syntaxformer.x.y import z`` rewritten to
+``from .y import z`` (:func:`code_files`), plus one entry module (:data:`ENTRY_MODULE`) that imports all of them.
 No checkpoints, optimizer state, metrics files or absolute paths of this machine.
 
 ``config.json`` names the code the transformers way: ``auto_map`` (``AutoConfig`` and the head's Auto class) and
@@ -385,7 +385,9 @@ def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
 
     Args:
         exports: defining module -> the classes the entry module exports (:func:`code_exports`); the folder
-            carries these modules and every library module they import, at module level or inside functions.
+            carries every top-level definition they use, directly or not (:class:`_Shaker`), each module cut to
+            its used definitions in their order (with the comments above them) and its statements run for their
+            effect.
 
     Every ``from syntaxformer.a.b import x`` becomes ``from .b import x``; the result imports nothing named
     ``syntaxformer``. The entry module (:data:`ENTRY_MODULE`) imports every copied module and, when the folder

@@ -392,8 +392,7 @@ class SpacyParser(Annotator):
                 raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str or a parsed spaCy Doc")
             check_unicode(t, f"texts[{start + i}]")
         keys = [
-            self._parse_key(t, "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}")
-            for t in texts
+            self._parse_key(t, "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts
         ]
         by_key = dict(zip(keys, texts))
 
