@@ -215,7 +215,7 @@ print(json.dumps({{"out": out, "loaded": sorted(m for m in sys.modules if m.star
 def test_export_carries_only_the_code_of_its_system_and_head(exported):
     """An SG-Net classifier carries no Syntax-BERT attention (Triton kernels included), translation or span-QA
     code; a Syntax-BERT classifier no SG-Net code: exactly the modules its config, model and pipeline import."""
-    from syntaxformer.sharing.export import code_exports, code_files
+    from syntaxformer.sharing.export_code import code_exports, code_files
 
     files = {s: {p.name for p in folder.glob("*.py")} for s, folder in exported.items()}
     assert files["sgnet"] == set(
@@ -273,7 +273,7 @@ def test_export_code_keeps_every_definition_it_uses_and_drops_the_others(model_t
     """The exported code of every model: each file defines every global name it reads (a definition left out
     that the code uses would fail only when that line runs), is a part of its library module (definitions kept
     in their order, none added) and none is empty of definitions."""
-    from syntaxformer.sharing.export import ENTRY_MODULE, code_exports, code_files
+    from syntaxformer.sharing.export_code import ENTRY_MODULE, code_exports, code_files
 
     exports = code_exports(model_type, model_class, head)
     files = code_files(exports)
@@ -297,7 +297,7 @@ def test_export_code_of_an_sgnet_classifier_leaves_out_other_heads_the_registry_
     """What the SG-Net classifier's pipeline and model never reach is not in its folder: the other heads, the
     registry (a config saved under an older model_type is recognised without it), the parse cache and its
     progress bar; a Syntax-BERT model keeps the import that registers its attention function."""
-    from syntaxformer.sharing.export import code_exports, code_files
+    from syntaxformer.sharing.export_code import code_exports, code_files
 
     files = code_files(code_exports("sgnet", "SGNetForSequenceClassification", "sequence_classification"))
     assert "registry.py" not in files and "cache.py" not in files and "annotators_cache.py" not in files
