@@ -453,8 +453,12 @@ class SystemSpec:
         return self.model_type or self.name
 
     def config_class(self) -> Any:
-        """The config class (imported on first use)."""
-        return resolve(self.config)
+        """The config class (imported on first use; it learns the system's older model types, its
+        ``older_model_types``, where it has them)."""
+        cls = resolve(self.config)
+        if self.aliases and isinstance(getattr(cls, "older_model_types", None), dict):
+            cls.older_model_types = {**cls.older_model_types, **dict.fromkeys(self.aliases, self.saved_model_type)}
+        return cls
 
     def model_class(self, head: str) -> Any:
         """The model class of ``head``.

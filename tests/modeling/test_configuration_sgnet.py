@@ -63,3 +63,15 @@ def test_config_sgnet_rejects_bad_head_options(bad):
     with pytest.raises(Exception) as err:
         config(**bad)
     assert next(iter(bad)) in str(err.value)
+
+
+def test_config_sgnet_saved_under_its_older_model_type_is_read_as_sgnet():
+    """A config saved as ``"syntaxformer"`` (SG-Net's model type before the rename) read by the class itself is an
+    SG-Net config; the alias comes from the system's registry entry, the one place that declares it."""
+    from syntaxformer.registry import system
+
+    assert SGNetConfig.older_model_types == dict.fromkeys(system("sgnet").aliases, "sgnet")
+    old = {**config().to_dict(), "model_type": "syntaxformer"}
+    loaded = SGNetConfig.from_dict(old)
+    assert loaded.model_type == "sgnet" and loaded.to_dict()["model_type"] == "sgnet"
+    assert SGNetConfig.from_dict({**old, "model_type": "syntax_bert"}).model_type == "syntax_bert"  # not an alias

@@ -215,7 +215,7 @@ print(json.dumps({{"out": out, "loaded": sorted(m for m in sys.modules if m.star
 def test_export_carries_only_the_code_of_its_system_and_head(exported):
     """An SG-Net classifier carries no Syntax-BERT attention (Triton kernels included), translation or span-QA
     code; a Syntax-BERT classifier no SG-Net code: exactly the modules its config, model and pipeline import."""
-    from syntaxformer.sharing.export import code_exports, code_files
+    from syntaxformer.sharing.export_code import code_exports, code_files
 
     files = {s: {p.name for p in folder.glob("*.py")} for s, folder in exported.items()}
     assert files["sgnet"] == set(
@@ -234,6 +234,80 @@ def test_export_carries_only_the_code_of_its_system_and_head(exported):
     assert not files["syntax_bert"] & {"modeling_sgnet.py", "sg_layer.py", "seq2seq.py", "qa_pipeline.py"}
     assert "register_syntax_attention()" in (exported["syntax_bert"] / "syntax_model.py").read_text(encoding="utf-8")
     assert "register_syntax_attention" not in (exported["sgnet"] / "syntax_model.py").read_text(encoding="utf-8")
+
+
+#: Every model export carries: (model_type, model class, head).
+EXPORTS = [
+    ("sgnet", "SGNetForSequenceClassification", "sequence_classification"),
+    ("plain_encoder", "PlainEncoderForSequenceClassification", "sequence_classification"),
+    ("syntax_bert", "SyntaxBertForSequenceClassification", "sequence_classification"),
+    ("sgnet", "SGNetForQuestionAnswering", "question_answering"),
+    ("syntax_bert", "SyntaxBertForQuestionAnswering", "question_answering"),
+    ("syntax_infused_translation", "SyntaxInfusedForConditionalGeneration", "seq2seq"),
+]
+
+
+def _undefined_names(text: str, name: str) -> set[str]:
+    """The global names a module reads (at module level, in classes or functions) that nothing in it defines
+    and that are no builtins (the reference check of a cut copy: every definition it uses is still there)."""
+    import builtins
+    import symtable
+
+    top = symtable.symtable(text, name, "exec")
+    defined = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    defined |= set(dir(builtins)) | {"__file__", "__name__", "__doc__", "__spec__"}
+    missing: set[str] = set()
+    todo = [top]
+    while todo:
+        table = todo.pop()
+        for symbol in table.get_symbols():
+            implicit = table is top or symbol.is_global() or (table.get_type() == "class" and not symbol.is_local())
+            if implicit and symbol.is_referenced() and symbol.get_name() not in defined:
+                missing.add(symbol.get_name())
+        todo += table.get_children()
+    return missing
+
+
+@pytest.mark.parametrize("model_type,model_class,head", EXPORTS)
+def test_export_code_keeps_every_definition_it_uses_and_drops_the_others(model_type, model_class, head):
+    """The exported code of every model: each file defines every global name it reads (a definition left out
+    that the code uses would fail only when that line runs), is a part of its library module (definitions kept
+    in their order, none added) and none is empty of definitions."""
+    from syntaxformer.sharing.export_code import ENTRY_MODULE, code_exports, code_files
+
+    exports = code_exports(model_type, model_class, head)
+    files = code_files(exports)
+    full = 0
+    for name, text in files.items():
+        assert _undefined_names(text, name) == set(), name
+        if name == f"{ENTRY_MODULE}.py":
+            continue
+        module = text.splitlines()[0].split()[3]  # "# Copied from syntaxformer.x.y (syntaxformer) ..."
+        import importlib.util
+
+        source = Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
+        full += len(source.splitlines())
+        kept = [n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        defined = [n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert kept == [n for n in defined if n in kept], name  # a subsequence of the module's own definitions
+    assert sum(len(t.splitlines()) for t in files.values()) < full  # something was left out
+
+
+def test_export_code_of_an_sgnet_classifier_leaves_out_other_heads_the_registry_and_the_parse_cache():
+    """What the SG-Net classifier's pipeline and model never reach is not in its folder: the other heads, the
+    registry (a config saved under an older model_type is recognised without it), the parse cache and its
+    progress bar; a Syntax-BERT model keeps the import that registers its attention function."""
+    from syntaxformer.sharing.export_code import code_exports, code_files
+
+    files = code_files(code_exports("sgnet", "SGNetForSequenceClassification", "sequence_classification"))
+    assert "registry.py" not in files and "cache.py" not in files and "annotators_cache.py" not in files
+    heads = {n.name for n in ast.parse(files["heads.py"]).body if isinstance(n, ast.ClassDef)}
+    assert "SequenceClassificationHead" in heads and not heads & {"QuestionAnsweringHead", "MultipleChoiceHead"}
+    spacy = {n.name for n in ast.parse(files["annotators_spacy.py"]).body if isinstance(n, ast.ClassDef)}
+    assert "SpacyParser" in spacy and "SpacyAnnotator" not in spacy
+    bert = code_files(code_exports("syntax_bert", "SyntaxBertForSequenceClassification", "sequence_classification"))
+    assert "from .syntax_attention import syntax_attention_forward" in bert["modeling_syntax_bert.py"]
+    assert "\nregister_syntax_attention()" in bert["syntax_attention.py"]
 
 
 def test_export_pipeline_refuses_inputs_as_the_library_and_caps_max_length(exported, sst2_runs, tmp_path, one_thread):

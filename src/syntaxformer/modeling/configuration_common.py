@@ -147,6 +147,10 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
     #: implementation a loaded encoder runs with, e.g. sdpa -> eager fallback). SG-Net and the plain encoder keep
     #: it; Syntax-BERT does not (its model switches the encoder to the ``"syntax"`` attention itself).
     keeps_encoder_attn_implementation: ClassVar[bool] = False
+    #: Older ``model_type`` spellings -> the model type they now load as (the :class:`~syntaxformer.registry.SystemSpec`
+    #: ``aliases`` of the system, which the registry sets here when it loads the class): a config saved under one is
+    #: read as one of this class's own.
+    older_model_types: ClassVar[dict[str, str]] = {}
 
     pooling: Pooling = "cls"
     classifier_dropout: float | int | None = None
@@ -168,16 +172,10 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
 
     @classmethod
     def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
-        """``PretrainedConfig.from_dict``; a config saved under an older ``model_type`` of this system (an alias
-        its :class:`~syntaxformer.registry.SystemSpec` declares, e.g. ``"syntaxformer"`` for SG-Net) is read as
-        one of this class's own ``model_type``."""
-        saved = config_dict.get("model_type")
-        if saved and saved != cls.model_type:
-            from syntaxformer.registry import system_for_model_type
-
-            spec = system_for_model_type(saved)
-            if spec is not None and spec.saved_model_type == cls.model_type:
-                config_dict = {**config_dict, "model_type": cls.model_type}
+        """``PretrainedConfig.from_dict``; a config saved under an older ``model_type`` of this system
+        (:attr:`older_model_types`, e.g. ``"syntaxformer"`` for SG-Net) is read as one of this class's own."""
+        if cls.older_model_types.get(config_dict.get("model_type", "")) == cls.model_type:
+            config_dict = {**config_dict, "model_type": cls.model_type}
         return super().from_dict(config_dict, **kwargs)
 
     def resolve_head_defaults(self, dropout_fallback: float) -> None:

@@ -3,7 +3,8 @@ folder that loads, and predicts on raw text through ``pipeline(model=FOLDER, tru
 syntaxformer is not installed (``syntaxformer export RUN_DIR OUT_DIR``; ``docs/inference.md``).
 
 * :mod:`syntaxformer.sharing.export`: the folder (weights, config with ``auto_map`` and ``custom_pipelines``,
-  tokenizer, the code copied with relative imports, the pipeline options, the card);
+  tokenizer, the pipeline options, the card); :mod:`syntaxformer.sharing.export_code`: its code (the library
+  definitions the model uses, copied with relative imports);
 * :mod:`syntaxformer.sharing.syntax_pipeline` (classification and what the pipelines share),
   :mod:`syntaxformer.sharing.qa_pipeline`, :mod:`syntaxformer.sharing.translation_pipeline`: the pipelines a folder
   carries (the one of its head);

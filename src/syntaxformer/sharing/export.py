@@ -3,11 +3,11 @@
 The folder holds what a user of the model needs and nothing of the training: the final weights
 (``model.safetensors``), ``config.json``, the tokenizer files (translation: ``source_tokenizer/`` and
 ``target_tokenizer/``), the model card ``README.md``, the run's featurization options
-(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code: the library modules that the model's
-config, its model class and the pipeline of its head import (:func:`code_exports`: an SG-Net classifier carries no
-Syntax-BERT, translation or span-QA code), copied flat beside ``config.json`` with every
-``from syntaxformer.x.y import z`` rewritten to ``from .y import z`` (:func:`code_files`), plus one entry module
-(:data:`ENTRY_MODULE`) that imports all of them.
+(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code (:mod:`syntaxformer.sharing.export_code`):
+the definitions that the model's config, its model class and the pipeline of its head use, directly or not (an
+SG-Net classifier carries no Syntax-BERT, translation or span-QA code, no other head, no parse cache), each in a
+copy of its library module cut to them, flat beside ``config.json`` with every ``from syntaxformer.x.y import z``
+rewritten to ``from .y import z``, plus one entry module that imports all of them.
 No checkpoints, optimizer state, metrics files or absolute paths of this machine.
 
 ``config.json`` names the code the transformers way: ``auto_map`` (``AutoConfig`` and the head's Auto class) and
@@ -29,11 +29,9 @@ and put in place in one atomic step; an existing non-empty ``OUT_DIR`` is replac
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import errno
 import glob
-import importlib.util
 import json
 import logging
 import os
@@ -41,18 +39,17 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.sharing.export_code import ENTRY_MODULE, code_exports, code_files, model_classes
 
-__all__ = ["CARD_FILE", "ENTRY_MODULE", "TOKENIZER_FILES", "code_exports", "code_files", "export_model"]
+__all__ = ["CARD_FILE", "TOKENIZER_FILES", "export_model"]
 
 logger = logging.getLogger(__name__)
 
-#: The generated module that ``auto_map`` and ``custom_pipelines`` name (it imports every copied module).
-ENTRY_MODULE = "syntax_model"
 #: Tokenizer files copied when the run folder has them.
 TOKENIZER_FILES: tuple[str, ...] = (
     "tokenizer.json",
@@ -71,185 +68,6 @@ CARD_FILE = "README.md"
 _TOKENIZER_EXTRAS = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "merges.txt")
 _WEIGHTS = "model.safetensors"
 _WEIGHTS_INDEX = "model.safetensors.index.json"
-#: The model of a translation run (not a system of the registry): its config and model class.
-_TRANSLATION = (
-    "syntaxformer.modeling.seq2seq",
-    "SyntaxInfusedTranslationConfig",
-    "SyntaxInfusedForConditionalGeneration",
-)
-#: Third-party top-level modules a flat file must not shadow by its name.
-_RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
-
-
-# -- the code ------------------------------------------------------------------------------------------------
-def _source(module: str) -> Path:
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise ConfigError(
-            f"cannot find the source of {module}; export needs syntaxformer installed from source files (.py)"
-        )
-    return Path(spec.origin)
-
-
-def _is_package(module: str) -> bool:
-    spec = importlib.util.find_spec(module)
-    return bool(spec is not None and spec.submodule_search_locations is not None)
-
-
-def _type_checking_only(tree: ast.AST) -> set[int]:
-    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for the type checker, never run)."""
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-    return out
-
-
-def _library_imports(tree: ast.AST, module: str, runtime: bool = False) -> list[tuple[ast.stmt, str]]:
-    """Every ``syntaxformer`` import statement of a module (at any depth; ``runtime``: not those under
-    ``if TYPE_CHECKING:``) with the module it imports from.
-
-    Raises:
-        ConfigError: an ``import syntaxformer...`` statement or an import from a package (``__init__``): the flat
-            folder has no packages, so copied modules import names from modules only.
-    """
-    out: list[tuple[ast.stmt, str]] = []
-    skip = _type_checking_only(tree) if runtime else set()
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "syntaxformer" for a in node.names):
-            raise ConfigError(
-                f"{module} line {node.lineno}: `import syntaxformer...` cannot be made relative; "
-                "use `from syntaxformer.x import y`"
-            )
-        if (
-            isinstance(node, ast.ImportFrom)
-            and node.level == 0
-            and node.module
-            and node.module.split(".")[0] == "syntaxformer"
-        ):
-            if _is_package(node.module):
-                raise ConfigError(
-                    f"{module} line {node.lineno} imports from the package {node.module}; an exported "
-                    "module must import from modules (the folder has no packages)"
-                )
-            out.append((node, node.module))
-    return out
-
-
-def _closure(roots: Iterable[str]) -> dict[str, Path]:
-    """The library modules ``roots`` import, directly or not, at module level or inside functions (not for the
-    type checker only)."""
-    seen: dict[str, Path] = {}
-    todo = list(roots)
-    while todo:
-        module = todo.pop()
-        if module in seen:
-            continue
-        path = _source(module)
-        seen[module] = path
-        todo += [m for _, m in _library_imports(ast.parse(path.read_text(encoding="utf-8")), module, runtime=True)]
-    return seen
-
-
-def _flat_names(modules: list[str]) -> dict[str, str]:
-    """``syntaxformer.a.b`` -> ``b`` (``a_b`` where two modules share a last name or ``b`` is the name of a
-    standard or third-party module)."""
-    last = [m.rsplit(".", 1)[-1] for m in modules]
-    out = {}
-    for module, name in zip(modules, last):
-        if last.count(name) > 1 or name in _RESERVED or name in sys.stdlib_module_names or name == ENTRY_MODULE:
-            parts = module.split(".")
-            name = f"{parts[-2]}_{parts[-1]}"
-        out[module] = name
-    if len(set(out.values())) != len(out):
-        raise ConfigError(f"flat module names collide: {sorted(out.values())}")
-    return out
-
-
-def _rewrite(text: str, module: str, names: Mapping[str, str]) -> str:
-    """``text`` with each ``from syntaxformer.a.b import`` statement turned into ``from .<flat> import`` (only real
-    import statements, found with the parser: docstrings and comments stay as they are)."""
-    lines = text.splitlines(keepends=True)
-    for node, target in _library_imports(ast.parse(text), module):
-        i = node.lineno - 1
-        new, n = re.subn(
-            rf"\bfrom\s+{re.escape(target)}\s+import\b", f"from .{names[target]} import", lines[i], count=1
-        )
-        if n != 1:
-            raise ConfigError(
-                f"{module} line {node.lineno}: cannot rewrite the import of {target} (expected "
-                f"`from {target} import` on that line)"
-            )
-        lines[i] = new
-    return "".join(lines)
-
-
-def code_exports(model_type: str | None, architecture: str, head: str) -> dict[str, list[str]]:
-    """What the exported code of one model exports: defining module -> the classes ``auto_map`` and
-    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``).
-
-    Raises:
-        ConfigError: a model export does not carry (a system of another package, a class its system has not).
-    """
-    from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
-
-    config_module, config_class, models = _model_classes(model_type)
-    model_module, model_class = models.get(head, ":").split(":")
-    if model_class != architecture:
-        raise ConfigError(
-            f"the model class {architecture} is not the {head} model of model_type {model_type!r} "
-            f"({model_class or 'none'}), which export carries"
-        )
-    pipeline_module, pipeline_class = PIPELINE_CLASSES[head][:2]
-    out: dict[str, list[str]] = {}
-    for module, name in ((config_module, config_class), (model_module, model_class), (pipeline_module, pipeline_class)):
-        out.setdefault(module, []).append(name)
-    return out
-
-
-def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
-    """The code of an exported folder: file name -> text (the rewritten library modules and the entry module).
-
-    Args:
-        exports: defining module -> the classes the entry module exports (:func:`code_exports`); the folder
-            carries these modules and every library module they import, at module level or inside functions.
-
-    Every ``from syntaxformer.a.b import x`` becomes ``from .b import x``; the result imports nothing named
-    ``syntaxformer``. The entry module (:data:`ENTRY_MODULE`) imports every copied module and, when the folder
-    carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does on import).
-    """
-    modules = _closure(exports)
-    names = _flat_names(sorted(modules))
-    files = {}
-    for module, path in sorted(modules.items()):
-        text = _rewrite(path.read_text(encoding="utf-8"), module, names)
-        header = f"# Copied from {module} (syntaxformer) by `syntaxformer export`; imports made relative.\n"
-        files[f"{names[module]}.py"] = header + text
-    lines = [
-        '"""The code entry point of this model folder (written by `syntaxformer export`).',
-        "",
-        "config.json's `auto_map` and `custom_pipelines` name the classes below. This module imports every",
-        "code file of the folder directly, so that transformers' remote-code loader copies all of them.",
-        '"""',
-        "",
-    ]
-    for module in sorted(modules):
-        wanted = exports.get(module)
-        if wanted:
-            lines.append(f"from .{names[module]} import {', '.join(wanted)}  # noqa: F401")
-        else:
-            lines.append(f"from .{names[module]} import __name__ as _{names[module]}  # noqa: F401")
-    attention = "syntaxformer.modeling.syntax_attention"
-    if attention in modules:
-        lines += [
-            f"from .{names[attention]} import register_syntax_attention",
-            "",
-            'register_syntax_attention()  # attn_implementation="syntax" (Syntax-BERT)',
-        ]
-    files[f"{ENTRY_MODULE}.py"] = "\n".join([*lines, ""])
-    return files
 
 
 # -- the run -------------------------------------------------------------------------------------------------
@@ -289,7 +107,7 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError) as e:
         raise DataError(f"{run_dir}/config.json is not a readable model config ({e}); train the run again") from None
     try:
-        _model_classes(config.get("model_type"))
+        model_classes(config.get("model_type"))
     except ConfigError as e:
         raise ConfigError(f"{run_dir}/config.json has {e}") from None
     index = run_dir / _WEIGHTS_INDEX
@@ -328,29 +146,6 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
                 "needed); the run's tokenizer files were removed: train it again"
             )
     return config
-
-
-def _model_classes(model_type: str | None) -> tuple[str, str, dict[str, str]]:
-    """The config's defining module and class of ``model_type`` (a built-in system's, or translation's) and its model
-    classes by head (``"module:Class"``).
-
-    Raises:
-        ConfigError: a model type export does not carry.
-    """
-    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
-
-    spec = system_for_model_type(model_type)
-    if spec is not None and spec.name in BUILTIN_SYSTEMS:
-        config_module, config_class = str(spec.config).split(":")
-        return config_module, config_class, {head: str(model) for head, model in spec.models.items()}
-    if model_type == "syntax_infused_translation":
-        module, config_class, model_class = _TRANSLATION
-        return module, config_class, {"seq2seq": f"{module}:{model_class}"}
-    known = [t for s in BUILTIN_SYSTEMS.values() for t in (s.saved_model_type, *s.aliases)]
-    raise ConfigError(
-        f"model_type {model_type!r}, not a model export can carry "
-        f"({', '.join([*known, 'syntax_infused_translation'])}; systems of other packages are not exported)"
-    )
 
 
 def _head(config: Any) -> str:
@@ -431,7 +226,7 @@ def _scrub_paths(data: Any) -> Any:
 
 def _config_json(run_dir: Path, head: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """The exported ``config.json`` (``auto_map``, ``custom_pipelines``) and the code it names
-    (:func:`code_exports`)."""
+    (:func:`~syntaxformer.sharing.export_code.code_exports`)."""
     from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
     from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
 

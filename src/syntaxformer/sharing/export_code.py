@@ -1,0 +1,393 @@
+"""The code of an exported model folder (:mod:`syntaxformer.sharing.export`): which library definitions it
+carries and their flat, relative-import copies.
+
+:func:`code_exports` names the classes ``auto_map`` and ``custom_pipelines`` point at (the config class, the model
+class, the head's pipeline); :func:`code_files` copies every top-level definition they use, directly or not, across
+modules (through names, imports at any depth, identifiers written as strings), each module cut to its used
+definitions in their order with the comments above them, and keeps every statement a module runs for its effect
+(and the imports of modules that call something on import, e.g. register an attention function). Every
+``from syntaxformer.x.y import z`` becomes ``from .y import z``; one entry module (:data:`ENTRY_MODULE`) imports all
+the copies.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from syntaxformer.errors import ConfigError
+
+__all__ = ["ENTRY_MODULE", "code_exports", "code_files", "model_classes"]
+
+#: The generated module that ``auto_map`` and ``custom_pipelines`` name (it imports every copied module).
+ENTRY_MODULE = "syntax_model"
+#: The model of a translation run (not a system of the registry): its config and model class.
+_TRANSLATION = (
+    "syntaxformer.modeling.seq2seq",
+    "SyntaxInfusedTranslationConfig",
+    "SyntaxInfusedForConditionalGeneration",
+)
+#: Third-party top-level modules a flat file must not shadow by its name.
+_RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
+
+
+def _source(module: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ConfigError(
+            f"cannot find the source of {module}; export needs syntaxformer installed from source files (.py)"
+        )
+    return Path(spec.origin)
+
+
+def _is_package(module: str) -> bool:
+    spec = importlib.util.find_spec(module)
+    return bool(spec is not None and spec.submodule_search_locations is not None)
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for the type checker, never run)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def _library_imports(tree: ast.AST, module: str, runtime: bool = False) -> list[tuple[ast.ImportFrom, str]]:
+    """Every ``syntaxformer`` import statement of a module (at any depth; ``runtime``: not those under
+    ``if TYPE_CHECKING:``) with the module it imports from.
+
+    Raises:
+        ConfigError: an ``import syntaxformer...`` statement or an import from a package (``__init__``): the flat
+            folder has no packages, so copied modules import names from modules only.
+    """
+    out: list[tuple[ast.ImportFrom, str]] = []
+    skip = _type_checking_only(tree) if runtime else set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "syntaxformer" for a in node.names):
+            raise ConfigError(
+                f"{module} line {node.lineno}: `import syntaxformer...` cannot be made relative; "
+                "use `from syntaxformer.x import y`"
+            )
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] == "syntaxformer"
+        ):
+            if _is_package(node.module):
+                raise ConfigError(
+                    f"{module} line {node.lineno} imports from the package {node.module}; an exported "
+                    "module must import from modules (the folder has no packages)"
+                )
+            out.append((node, node.module))
+    return out
+
+
+def _bound(stmt: ast.stmt) -> set[str]:
+    """The module-level names a top-level statement binds."""
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {a.asname or a.name.split(".")[0] for a in stmt.names}
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    out: set[str] = set()
+    todo: list[ast.AST] = [stmt]
+    while todo:  # names stored at module level (not inside the functions and classes a compound statement defines)
+        node = todo.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not stmt:
+            out.add(node.name)
+            continue
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {a.asname or a.name.split(".")[0] for a in node.names}
+        todo += ast.iter_child_nodes(node)
+    return out
+
+
+def _is_library(module: str | None) -> bool:
+    return (module or "").split(".")[0] == "syntaxformer"
+
+
+def _is_type_checking(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id == "TYPE_CHECKING"
+
+
+def _uses(stmt: ast.stmt, module: str) -> tuple[set[str], list[tuple[str, str]]]:
+    """What a kept statement needs: the names it reads (string constants that are identifiers too, for names
+    looked up by name), and the ``(module, name)`` pairs its nested library imports take (not those for the type
+    checker only)."""
+    skip = _type_checking_only(stmt)
+    names: set[str] = set()
+    for node in ast.walk(stmt):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)
+    nested = [
+        (target, a.name)
+        for node, target in _library_imports(stmt, module, runtime=True)
+        if node is not stmt
+        for a in node.names
+    ]
+    return names, nested
+
+
+def _runs_for_effect(stmt: ast.stmt) -> bool:
+    """A top-level statement that is not a definition, an import or a docstring (a call, a loop, a conditional)."""
+    defines = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    is_doc = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+    assigns = isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+    return not (isinstance(stmt, defines) or assigns or is_doc or _is_type_checking(stmt))
+
+
+@functools.cache
+def _effects(module: str | None) -> bool:
+    """Whether a library module calls something at the top level on import (e.g. registers an attention
+    function): a copied module that imports it keeps that import."""
+    if module is None or not _is_library(module) or _is_package(module):
+        return False
+    body = ast.parse(_source(module).read_text(encoding="utf-8")).body
+    return any(isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) for stmt in body)
+
+
+class _Shaker:
+    """The definitions an exported model uses: from the classes the entry module exports, every top-level
+    definition they reach, across modules, through names, imports at any depth and identifiers written as strings.
+    A module's statements that are not definitions (calls, loops, conditionals) are always kept."""
+
+    def __init__(self) -> None:
+        self.trees: dict[str, ast.Module] = {}
+        self.paths: dict[str, Path] = {}
+        self.binders: dict[str, dict[str, list[int]]] = {}
+        self.kept: dict[str, dict[int, set[str] | None]] = {}  # module -> statement -> kept import aliases
+        self.todo: list[tuple[str, str]] = []
+
+    def module(self, module: str) -> ast.Module:
+        if module not in self.trees:
+            path = _source(module)
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            _library_imports(tree, module)  # refuse what a flat folder cannot hold
+            self.trees[module], self.paths[module], self.kept[module] = tree, path, {}
+            binders: dict[str, list[int]] = {}
+            for i, stmt in enumerate(tree.body):
+                for name in _bound(stmt):
+                    binders.setdefault(name, []).append(i)
+            self.binders[module] = binders
+            for i, stmt in enumerate(tree.body):
+                is_doc = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                if is_doc or _is_type_checking(stmt):
+                    self.kept[module][i] = None
+                    self.todo += [(module, "TYPE_CHECKING")] if not is_doc else []
+                elif isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+                    self.kept[module][i] = None
+                elif _runs_for_effect(stmt):
+                    self.keep(module, i)
+                elif isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and _effects(stmt.module):
+                    self.todo.append((module, stmt.names[0].asname or stmt.names[0].name))  # imported to run it
+        return self.trees[module]
+
+    def keep(self, module: str, i: int) -> None:
+        if i in self.kept[module]:
+            return
+        self.kept[module][i] = None
+        names, nested = _uses(self.trees[module].body[i], module)
+        self.todo += [(module, n) for n in names] + nested
+
+    def need(self, module: str, name: str) -> None:
+        tree = self.module(module)
+        for i in self.binders[module].get(name, []):
+            stmt = tree.body[i]
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                aliases = self.kept[module].setdefault(i, set())
+                if aliases is None or name in aliases:
+                    continue
+                aliases.add(name)
+                source = stmt.module if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 else None
+                if source is not None and _is_library(source):
+                    self.todo += [(source, a.name) for a in stmt.names if (a.asname or a.name) == name]
+            elif not (isinstance(stmt, (ast.Assign, ast.AugAssign)) and name == "__all__"):
+                self.keep(module, i)
+
+    def run(self, exports: Mapping[str, Sequence[str]]) -> None:
+        self.todo = [(module, name) for module, names in exports.items() for name in names]
+        while self.todo:
+            self.need(*self.todo.pop())
+
+
+def _flat_names(modules: list[str]) -> dict[str, str]:
+    """``syntaxformer.a.b`` -> ``b`` (``a_b`` where two modules share a last name or ``b`` is the name of a
+    standard or third-party module)."""
+    last = [m.rsplit(".", 1)[-1] for m in modules]
+    out = {}
+    for module, name in zip(modules, last):
+        if last.count(name) > 1 or name in _RESERVED or name in sys.stdlib_module_names or name == ENTRY_MODULE:
+            parts = module.split(".")
+            name = f"{parts[-2]}_{parts[-1]}"
+        out[module] = name
+    if len(set(out.values())) != len(out):
+        raise ConfigError(f"flat module names collide: {sorted(out.values())}")
+    return out
+
+
+def _rewrite(text: str, module: str, names: Mapping[str, str]) -> str:
+    """``text`` with each ``from syntaxformer.a.b import`` statement turned into ``from .<flat> import`` (only real
+    import statements, found with the parser: docstrings and comments stay as they are)."""
+    lines = text.splitlines(keepends=True)
+    for node, target in _library_imports(ast.parse(text), module):
+        i = node.lineno - 1
+        new, n = re.subn(
+            rf"\bfrom\s+{re.escape(target)}\s+import\b", f"from .{_flat(target, names)} import", lines[i], count=1
+        )
+        if n != 1:
+            raise ConfigError(
+                f"{module} line {node.lineno}: cannot rewrite the import of {target} (expected "
+                f"`from {target} import` on that line)"
+            )
+        lines[i] = new
+    return "".join(lines)
+
+
+def _flat(module: str, names: Mapping[str, str]) -> str:
+    """The flat name of a carried module; the last name of one the folder does not carry (imported only for the
+    type checker, or by a statement the copy leaves out)."""
+    return names.get(module, module.rsplit(".", 1)[-1])
+
+
+def _kept_text(
+    text: str, module: str, tree: ast.Module, kept: Mapping[int, set[str] | None], names: Mapping[str, str]
+) -> str:
+    """The copy of a module: its kept top-level statements (each with the comments above it), imports made
+    relative and cut to the names the kept code uses."""
+    lines = _rewrite(text, module, names).splitlines(keepends=True)
+    out: list[str] = []
+    start = 0
+    for i, stmt in enumerate(tree.body):
+        first, start = start, stmt.end_lineno or stmt.lineno
+        if i not in kept:
+            continue
+        aliases = kept[i]
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and aliases is not None:
+            used = [a for a in stmt.names if (a.asname or a.name.split(".")[0]) in aliases]
+            if len(used) < len(stmt.names):
+                if isinstance(stmt, ast.Import):
+                    node: ast.stmt = ast.Import(names=used)
+                elif stmt.level == 0 and _is_library(stmt.module):
+                    node = ast.ImportFrom(module=_flat(stmt.module or "", names), names=used, level=1)
+                else:
+                    node = ast.ImportFrom(module=stmt.module, names=used, level=stmt.level)
+                out += [*lines[first : stmt.lineno - 1], ast.unparse(node) + "\n"]
+                continue
+        out += lines[first:start]
+    return "".join(out)
+
+
+def code_exports(model_type: str | None, architecture: str, head: str) -> dict[str, list[str]]:
+    """What the exported code of one model exports: defining module -> the classes ``auto_map`` and
+    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``).
+
+    Raises:
+        ConfigError: a model export does not carry (a system of another package, a class its system has not).
+    """
+    from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
+
+    config_module, config_class, models = model_classes(model_type)
+    model_module, model_class = models.get(head, ":").split(":")
+    if model_class != architecture:
+        raise ConfigError(
+            f"the model class {architecture} is not the {head} model of model_type {model_type!r} "
+            f"({model_class or 'none'}), which export carries"
+        )
+    pipeline_module, pipeline_class = PIPELINE_CLASSES[head][:2]
+    out: dict[str, list[str]] = {}
+    for module, name in ((config_module, config_class), (model_module, model_class), (pipeline_module, pipeline_class)):
+        out.setdefault(module, []).append(name)
+    return out
+
+
+def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """The code of an exported folder: file name -> text (the rewritten library modules and the entry module).
+
+    Args:
+        exports: defining module -> the classes the entry module exports (:func:`code_exports`); the folder
+            carries every top-level definition they use, directly or not (:class:`_Shaker`), each module cut to
+            its used definitions in their order (with the comments above them) and its statements run for their
+            effect.
+
+    Every ``from syntaxformer.a.b import x`` becomes ``from .b import x``; the result imports nothing named
+    ``syntaxformer``. The entry module (:data:`ENTRY_MODULE`) imports every copied module and, when the folder
+    carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does on import).
+    """
+    shaker = _Shaker()
+    shaker.run(exports)
+    attention = "syntaxformer.modeling.syntax_attention"
+    if attention in shaker.trees:
+        shaker.run({attention: ["register_syntax_attention"]})
+    modules = shaker.paths
+    names = _flat_names(sorted(modules))
+    files = {}
+    for module, path in sorted(modules.items()):
+        text = _kept_text(path.read_text(encoding="utf-8"), module, shaker.trees[module], shaker.kept[module], names)
+        header = (
+            f"# Copied from {module} (syntaxformer) by `syntaxformer export`: the definitions this model uses, "
+            "imports made relative.\n"
+        )
+        files[f"{names[module]}.py"] = header + text
+    lines = [
+        '"""The code entry point of this model folder (written by `syntaxformer export`).',
+        "",
+        "config.json's `auto_map` and `custom_pipelines` name the classes below. This module imports every",
+        "code file of the folder directly, so that transformers' remote-code loader copies all of them.",
+        '"""',
+        "",
+    ]
+    for module in sorted(modules):
+        wanted = exports.get(module)
+        if wanted:
+            lines.append(f"from .{names[module]} import {', '.join(wanted)}  # noqa: F401")
+        else:
+            lines.append(f"from .{names[module]} import __name__ as _{names[module]}  # noqa: F401")
+    attention = "syntaxformer.modeling.syntax_attention"
+    if attention in modules:
+        lines += [
+            f"from .{names[attention]} import register_syntax_attention",
+            "",
+            'register_syntax_attention()  # attn_implementation="syntax" (Syntax-BERT)',
+        ]
+    files[f"{ENTRY_MODULE}.py"] = "\n".join([*lines, ""])
+    return files
+
+
+def model_classes(model_type: str | None) -> tuple[str, str, dict[str, str]]:
+    """The config's defining module and class of ``model_type`` (a built-in system's, or translation's) and its model
+    classes by head (``"module:Class"``).
+
+    Raises:
+        ConfigError: a model type export does not carry.
+    """
+    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
+
+    spec = system_for_model_type(model_type)
+    if spec is not None and spec.name in BUILTIN_SYSTEMS:
+        config_module, config_class = str(spec.config).split(":")
+        return config_module, config_class, {head: str(model) for head, model in spec.models.items()}
+    if model_type == "syntax_infused_translation":
+        module, config_class, model_class = _TRANSLATION
+        return module, config_class, {"seq2seq": f"{module}:{model_class}"}
+    known = [t for s in BUILTIN_SYSTEMS.values() for t in (s.saved_model_type, *s.aliases)]
+    raise ConfigError(
+        f"model_type {model_type!r}, not a model export can carry "
+        f"({', '.join([*known, 'syntax_infused_translation'])}; systems of other packages are not exported)"
+    )
