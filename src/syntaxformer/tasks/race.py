@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from syntaxformer.data.align import AlignedExample, SyntaxAligner
-from syntaxformer.data.examples import question_words
+from syntaxformer.data.examples import TaskData, question_words
 from syntaxformer.data.readers.race import (
     LEVELS,
     OPTION_LETTERS,
@@ -354,7 +354,7 @@ def _logits(raw: Any) -> np.ndarray:
 
 
 @register_task
-class RaceTask(Task):
+class RaceTask(Task[TaskData]):
     """RACE multiple choice (head ``multiple_choice``): accuracy on RACE-M, RACE-H and all (percent). No options."""
 
     name = "race"
@@ -378,7 +378,7 @@ class RaceTask(Task):
         Raises:
             ConfigError / DataError: an unknown split or a missing / unreadable source.
         """
-        from syntaxformer.data.examples import TaskData, content_fingerprint
+        from syntaxformer.data.examples import content_fingerprint
 
         if split not in self.splits:
             raise ConfigError(f"RACE has no split {split!r}; expected one of {self.splits}")
@@ -417,12 +417,39 @@ class RaceTask(Task):
         out.metadata["counts"] = race_counts(out.examples)
         return out
 
+    def raw_records(
+        self,
+        inputs: Sequence[Mapping[str, Any]],
+        data: TaskData,
+        features: Any,
+        outputs: Mapping[str, Sequence[Any]],
+        model_config: Any,
+        options: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """Per question: the chosen option's letter (``prediction``), ``index`` and text, and the option scores."""
+        from syntaxformer.modeling.raw_text import padded
+
+        predictions = self.postprocess(data, features, padded(outputs["logits"], -np.inf))
+        return [
+            {
+                **({"id": r["id"]} if "id" in r else {}),
+                "question": r["question"],
+                **({"context": r["context"]} if r.get("context") else {}),
+                "options": r["options"],
+                "prediction": OPTION_LETTERS[k] if k < len(OPTION_LETTERS) else str(k),
+                "index": k,
+                "option": r["options"][k],
+                "scores": s[: len(r["options"])],
+            }
+            for r, k, s in zip(inputs, predictions.values, predictions.scores or [])
+        ]
+
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
         """Questions with their options (mappings with ``question``, ``options``, the ``context`` passage and
         optionally ``id``) as unlabeled :class:`RaceExample` s (ids ``input-<position>`` unless given; level
         ``"input"``). Without a context the question is the first text and is scored with each option
         (``custom-mc``'s rule)."""
-        from syntaxformer.data.examples import TaskData, content_fingerprint
+        from syntaxformer.data.examples import content_fingerprint
 
         def example(i: int, r: Mapping[str, Any]) -> RaceExample:
             context, question = str(r.get("context") or ""), str(r["question"])

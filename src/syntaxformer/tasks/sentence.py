@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +21,10 @@ from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
 from syntaxformer.data.readers.glue import TsvLayout
 from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import ConfigError, DataError, SyntaxformerError
-from syntaxformer.tasks.base import Predictions, Task, TaskContext
+from syntaxformer.tasks.base import Features, Predictions, Task, TaskContext
+
+if TYPE_CHECKING:
+    from syntaxformer.tasks.featurize import FeatureDataset
 
 __all__ = ["SPLITS", "SentenceTask", "TaskSpec", "load_hub_split", "logits_to_predictions", "spec_task"]
 
@@ -111,7 +114,7 @@ def logits_to_predictions(logits: Any, regression: bool) -> np.ndarray:
     return logits.argmax(-1)
 
 
-class SentenceTask(Task):
+class SentenceTask(Task[TaskData]):
     """A sentence(-pair) classification / regression task described by :attr:`spec`.
 
     Subclasses set ``spec`` and implement :meth:`read_file` (one file of the task's format -> examples and the files
@@ -256,10 +259,15 @@ class SentenceTask(Task):
 
         return syntax_source(data, context) if context.syntax_inputs else None
 
-    def featurize(self, data: TaskData, context: TaskContext, split: str) -> Any:
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
         from syntaxformer.tasks.featurize import build_features
 
         return build_features(self.name, data, context, split, label_dtype=self.label_dtype)
+
+    def feature_facts(self, features: Features) -> dict[str, Any]:
+        from syntaxformer.tasks.featurize import FeatureDataset
+
+        return {**features.meta, "labels": features.labels} if isinstance(features, FeatureDataset) else {}
 
     # -- predictions -----------------------------------------------------------------------------------
     def postprocess(

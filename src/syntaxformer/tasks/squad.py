@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from syntaxformer.data.examples import TaskData
 from syntaxformer.data.readers.squad import SquadExample, load_squad_hub, read_squad, split_by_article, squad_counts
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
@@ -203,7 +204,7 @@ def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
 
 
 @register_task
-class SquadTask(Task):
+class SquadTask(Task[TaskData]):
     """SQuAD 2.0 extractive QA with unanswerable questions (head ``question_answering``).
 
     Args:
@@ -349,7 +350,7 @@ class SquadTask(Task):
         Raises:
             ConfigError / DataError: an unknown split, a missing file, an empty part, or too few articles to split.
         """
-        from syntaxformer.data.examples import TaskData, content_fingerprint
+        from syntaxformer.data.examples import content_fingerprint
 
         if split not in self.splits:
             raise ConfigError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
@@ -419,7 +420,7 @@ class SquadTask(Task):
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
         """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
         :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
-        from syntaxformer.data.examples import TaskData, content_fingerprint
+        from syntaxformer.data.examples import content_fingerprint
 
         examples = [
             SquadExample(
@@ -433,6 +434,48 @@ class SquadTask(Task):
         return TaskData(
             examples, "raw inputs", content_fingerprint([e.qid, e.context, e.question] for e in examples), len(examples)
         )
+
+    def raw_records(
+        self,
+        inputs: Sequence[Mapping[str, Any]],
+        data: TaskData,
+        features: Any,
+        outputs: Mapping[str, Sequence[Any]],
+        model_config: Any,
+        options: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """This task's decoding (with the call's ``top_k`` / ``max_answer_length`` on a copy of it) and the answer at
+        ``options["null_threshold"]`` (default: the task's)."""
+        import copy
+
+        from syntaxformer.modeling.raw_text import answer_record
+
+        def rows(key: str) -> Any:
+            values = outputs.get(key)
+            return None if values is None or values[0] is None else np.asarray(values)
+
+        starts, ends = [np.asarray(r) for r in outputs["start_logits"]], [np.asarray(r) for r in outputs["end_logits"]]
+        verifier = rows("verifier_logits")
+        raw = (starts, ends) if verifier is None else (starts, ends, verifier)
+        auxiliary = {}
+        for key in outputs:
+            if key.startswith("aux:"):
+                aux = rows(key)
+                auxiliary[key[4:]] = (starts, ends) if aux is None else (starts, ends, aux)
+        top_k, longest = options.get("top_k"), options.get("max_answer_length")
+        task = self
+        if top_k is not None or longest is not None:
+            task = copy.copy(self)
+            task.n_best = max(self.n_best, int(top_k or 1))
+            task.max_answer_length = int(longest or self.max_answer_length)
+        predictions = task.postprocess(data, features, raw, auxiliary or None)
+        given = options.get("null_threshold")
+        threshold = self.null_threshold if given is None else float(given)
+        nbest, na_scores = predictions.extra["nbest"], predictions.extra["na_scores"]
+        return [
+            answer_record(r, nbest.get(qid) or [], float(na_scores[qid]), threshold, top_k)
+            for r, qid in zip(inputs, predictions.ids)
+        ]
 
     def featurize(self, data: Any, context: TaskContext, split: str) -> SquadFeatures:
         """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""

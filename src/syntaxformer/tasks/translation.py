@@ -63,7 +63,7 @@ ARMS: dict[str, dict[str, Any]] = {
 TAG_CONTROLS = ("shuffle", "random")
 
 
-class TranslationTask(Task):
+class TranslationTask(Task[ParallelCorpus]):
     """Sentence-level translation with the Syntax-Infused Transformer (any parallel text; Multi30k by default).
 
     Options (all JSON-serialisable; :meth:`options` returns them):
@@ -285,6 +285,24 @@ class TranslationTask(Task):
             [str(r.get("id", f"input-{i}")) for i, r in enumerate(inputs)],
             "inputs",
         )
+
+    def raw_records(
+        self,
+        inputs: Sequence[Mapping[str, Any]],
+        data: ParallelCorpus,
+        features: Any,
+        outputs: Mapping[str, Sequence[Any]],
+        model_config: Any,
+        options: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """Per source sentence: its ``translation``."""
+        from syntaxformer.modeling.raw_text import padded
+
+        texts = self.postprocess(data, features, padded(outputs["ids"], -100, np.int64)).values
+        return [
+            {**({"id": r["id"]} if "id" in r else {}), "text": r["text"], "translation": t}
+            for r, t in zip(inputs, texts)
+        ]
 
     def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
         """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation

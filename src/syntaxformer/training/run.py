@@ -51,7 +51,7 @@ from typing import Any
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
-from syntaxformer.tasks.base import Task, TaskContext
+from syntaxformer.tasks.base import SplitData, Task, TaskContext
 from syntaxformer.training.blocks import (
     build_context,
     build_model,
@@ -59,7 +59,6 @@ from syntaxformer.training.blocks import (
     check_max_length,
     count_parameters,
     environment,
-    has_labels,
     load_data,
     load_tokenizer,
     model_class,
@@ -197,12 +196,8 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
 
 
 def _run_split(
-    run_dir: str | os.PathLike,
-    split: str,
-    changes: Mapping[str, Any] | None,
-    output_dir: str | None,
-    max_samples_field: str,
-) -> tuple[RunConfig, Task, Any, Any, Any, str]:
+    run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None, scoring: bool
+) -> tuple[RunConfig, Task, SplitData, Any, Any, str]:
     config, task = load_run(run_dir, changes)
     prep = TaskContext(
         tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
@@ -210,7 +205,7 @@ def _run_split(
     model, tokenizer = _trained(str(run_dir), config, task, prep)
     if task.head != "seq2seq":
         check_max_length(config.max_length, model.config, run_dir)
-    data = load_data(config, task, split, getattr(config, max_samples_field))
+    data = load_data(config, task, split, config.max_eval_samples if scoring else config.max_predict_samples)
     context = build_context(config, tokenizer, model.config)
     context.extra.update(prep.extra)
     out_dir = os.path.abspath(output_dir or str(run_dir))
@@ -296,22 +291,18 @@ def _evaluate(
     run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
 ) -> dict[str, Any]:
     t0 = time.time()
-    config, task, data, features, (out, auxiliary), out_dir = _run_split(
-        run_dir, split, changes, output_dir, "max_eval_samples"
-    )
-    if not has_labels(data):
-        raise DataError(
-            f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use `predict` instead"
-        )
+    config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, True)
+    if not data.has_labels:
+        raise DataError(f"{task.title} {split} data ({data.source}) has no labels; use `predict` instead")
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     result: dict[str, Any] = {
         "task": task.name,
         "model": str(run_dir),
         "split": split,
         "size": len(features),
-        "total": getattr(data, "total", len(features)),
-        "subsample": getattr(data, "sample_note", None),
-        "data": getattr(data, "source", None),
+        "total": data.total,
+        "subsample": data.sample_note,
+        "data": data.source,
         "parser_noise": config.parser_noise,
         "main_metric": task.main_metric,
         "scores": task.compute_metrics(data, predictions),
@@ -355,9 +346,7 @@ def _predict(
     run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
 ) -> dict[str, Any]:
     t0 = time.time()
-    _, task, data, features, (out, auxiliary), out_dir = _run_split(
-        run_dir, split, changes, output_dir, "max_predict_samples"
-    )
+    _, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, False)
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
     values = [task.submission_value(v, r) for v, r in zip(predictions.values, records)]
@@ -375,9 +364,9 @@ def _predict(
         "model": str(run_dir),
         "split": split,
         "size": len(records),
-        "subsample": getattr(data, "sample_note", None),
+        "subsample": data.sample_note,
         "predictions_file": str(path),
-        "scores": task.compute_metrics(data, predictions) if has_labels(data) else None,
+        "scores": task.compute_metrics(data, predictions) if data.has_labels else None,
         "runtime_s": round(time.time() - t0, 2),
     }
     if values and all(isinstance(v, str) for v in values):
