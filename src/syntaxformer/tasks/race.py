@@ -1,15 +1,6 @@
 """RACE multiple-choice reading comprehension as a :class:`~syntaxformer.tasks.base.Task`: per-option
 syntax-aligned sequences, ``[B, C, L]`` batches, accuracy on RACE-M / RACE-H / all.
 
-Pipeline (what the runner does with :class:`RaceTask`)::
-
-    task = get_task("race")
-    dev = task.load_split("dev", data)                        # TaskData of RaceExamples (race/dev/{middle,high})
-    features = task.featurize(dev, context, "dev")            # one item per question: {"options": [...], "labels"}
-    batch = task.collator(context)(items)                     # [B, C, L] tensors + labels [B]
-    ... model(**batch).logits                                 # [B, C], softmax over options
-    task.compute_metrics(dev, task.postprocess(dev, features, logits))   # accuracy middle / high / all
-
 Input per option (SG-Net TPAMI §3.4.1): ``[CLS] passage || question [SEP] option [SEP]``. The passage is cut
 from its end when the sequence is too long; the question and the option are kept whole (only if they alone do
 not fit are they cut too, longest first). The passage is parsed sentence by sentence, the question and each
@@ -17,12 +8,10 @@ option on their own: every sentence is its own tree and no syntax link crosses s
 question / option. The syntax arrays are computed on the *whole* example, so a passage word whose ancestor was
 cut off by the truncation keeps its remaining ancestors and simply loses the cut one (never attention to all).
 
-Data (:meth:`RaceTask.load_split`; the run config's data section): ``train`` from ``train_file`` (default
-``<data_dir or shared data>/race/RACE_train.tar.gz``; a tarball or a split folder), ``dev`` / ``test`` from
-``dev_file`` / ``test_file`` (default ``race/dev`` / ``race/test``, folders of the original per-passage files);
-``dataset`` (``ehovy/race``, ``dataset_config`` ``all``) loads the hub splits. ``max_{train,eval,predict}_samples``
-keep a seeded subset (``data_seed``): whole passages in a seeded order for a tarball, questions otherwise.
-Readers: :mod:`syntaxformer.data.readers.race`.
+Data (:meth:`RaceTask.load_split`): ``train_file`` (default ``race/RACE_train.tar.gz`` under the data root; a
+tarball or a split folder), ``dev_file`` / ``test_file`` (default ``race/dev`` / ``race/test``); ``dataset``
+(``ehovy/race``) loads the hub splits. ``max_*_samples`` keep a seeded subset: whole passages in a seeded order for
+a tarball, questions otherwise.
 """
 
 from __future__ import annotations

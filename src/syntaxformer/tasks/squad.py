@@ -1,37 +1,17 @@
 """SQuAD 2.0 span QA as a :class:`~syntaxformer.tasks.base.Task`: windows with start/end labels, span decoding with
-the null answer (and an answer verifier), and the threshold protocol.
-
-Pipeline (what the runner does with :class:`SquadTask`)::
-
-    task = get_task("squad2", doc_stride=128, verifier="joint")
-    train, dev = task.load_split("train", data), task.load_split("dev", data)   # TaskData of SquadExamples
-    features = task.featurize(dev, context, "dev")             # one window per item (SquadFeatures)
-    ... model(**task.collator(context)(batch)) -> start_logits, end_logits [, verifier_logits]
-    predictions = task.postprocess(dev, features, raw)          # n-best over windows, null score, verifier
-    task.compute_metrics(dev, predictions)                      # EM / F1 at the fixed and the tuned thresholds
-
-The building blocks are public too: :class:`SquadFeaturizer` (parse + align into windows),
-:func:`postprocess_predictions` (decoding; both live in :mod:`syntaxformer.tasks.span_qa`) and
-:func:`threshold_split` (the tuning / test article split); reading lives in :mod:`syntaxformer.data.readers.squad`, the metric in :mod:`syntaxformer.tasks.squad_metric`.
+the null answer (and an answer verifier), and the threshold protocol. The windows and the decoding live in
+:mod:`syntaxformer.tasks.span_qa`, reading in :mod:`syntaxformer.data.readers.squad`, the metric in
+:mod:`syntaxformer.tasks.squad_metric`.
 
 Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's
-``[CLS] question [SEP] passage [SEP]``). Long passages are cut into windows (the question is complete in every
-window); each passage sentence is its own dependency tree and the question is parsed on its own, so no syntax
-link crosses sentences or passage/question.
+order). Long passages are cut into windows (the question is complete in every window); each passage sentence is its
+own dependency tree and the question is parsed on its own, so no syntax link crosses sentences or passage/question.
 
-Data (:meth:`SquadTask.load_split`; the run config's data section): ``train_file`` (default
-``<data_dir or shared data>/squad2/dev-v2.0-half.json``) split **by article** (``held_out_fraction``, ``split_seed``)
-into the ``train`` articles and the held-out ``dev`` articles; with ``dev_file`` both files are read as they are;
-``dataset`` (e.g. ``rajpurkar/squad_v2``) loads the hub ``train`` / ``validation`` splits. ``max_train_samples``
-/ ``max_eval_samples`` keep a seeded subset (``data_seed``) of the questions.
-
-The no-answer threshold. The ``dev`` articles are split again by article (``threshold_tuning_fraction``, default
-0.5, ``threshold_split_seed``; :func:`threshold_split`) into a *tuning* part and a *test* part (recorded in the
-split's ``metadata``); every score is on the **test part** (:func:`~syntaxformer.tasks.squad_metric.squad_scores`):
-``best_f1_threshold`` (the headline) / ``best_exact_threshold`` at the threshold with the best F1 / EM on the tuning
-part; ``fixed_threshold`` at ``null_threshold``; ``same_set_best_f1_threshold`` tuned on the test part itself
-(optimistic, as the official script's ``best_f1``). ``threshold_tuning_fraction=0``: thresholds tuned on the scored
-questions themselves.
+Data (:meth:`SquadTask.load_split`): ``train_file`` (default ``squad2/dev-v2.0-half.json`` under the data root) split
+**by article** (``held_out_fraction``, ``split_seed``) into ``train`` and held-out ``dev``; with ``dev_file`` both
+files are read as they are; ``dataset`` loads the hub splits. The ``dev`` articles are split again by article
+(``threshold_tuning_fraction``, :func:`threshold_split`) into a *tuning* and a *test* part; every score is on the
+test part (:func:`~syntaxformer.tasks.squad_metric.squad_scores`), docs/reading_comprehension.md has the protocol.
 """
 
 from __future__ import annotations

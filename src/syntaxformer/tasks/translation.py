@@ -1,21 +1,8 @@
 """Translation (English→German Multi30k / WMT by default) with the Syntax-Infused Transformer: the ``translation``
-task.
-
-The model is trained from scratch (:mod:`syntaxformer.modeling.seq2seq`), so the task builds what a pretrained
-encoder would bring: BPE vocabularies learned on the (subsampled) training split (:meth:`TranslationTask.
-build_tokenizer`, saved as ``source_tokenizer/`` and ``target_tokenizer/`` in the run folder) and the model
-(:meth:`TranslationTask.build_model`, one of the :data:`ARMS`).
-
-Data flow (the runner's, see :mod:`syntaxformer.tasks.base`)::
-
-    load_split("train" | "dev" | <eval set>)   -> ParallelCorpus (subsampled train split: fraction, data_seed)
-    build_tokenizer(train, out_dir, context)    -> source tokenizer; target tokenizer in context.extra
-    build_model(system, model_options, context) -> SyntaxInfusedForConditionalGeneration (seed torch first)
-    featurize(corpus, context, split)           -> list of per-pair dicts: input_ids (+ </s>), the syntax inputs the
-                                                   model reads (context.syntax_inputs), labels (+ </s>)
-    collator(context)                           -> padded batches + attention_mask + decoder_input_ids
-    SyntaxSeq2SeqTrainer.predict(features)      -> generated ids (beam search)
-    postprocess -> Predictions (detokenised translations); compute_metrics -> sacreBLEU BLEU + signature
+task. The model is trained from scratch (:mod:`syntaxformer.modeling.seq2seq`), so the task builds what a
+pretrained encoder would bring: BPE vocabularies learned on the (subsampled) training split
+(:meth:`TranslationTask.build_tokenizer`, saved as ``source_tokenizer/`` and ``target_tokenizer/`` in the run folder)
+and the model (:meth:`TranslationTask.build_model`, one of the :data:`ARMS`). Scores: sacreBLEU BLEU + signature.
 """
 
 from __future__ import annotations

@@ -1,30 +1,15 @@
 """The run configuration: every option of a run described once, as a field of :class:`RunConfig` whose metadata
 holds its help text, its group and its extra command-line spellings (as ``transformers.HfArgumentParser`` reads
-dataclass fields); read from JSON / YAML, overridable with ``key=value``.
+dataclass fields); read from JSON / YAML, overridable with ``key=value`` (parsed as YAML scalars:
+``--set model.alpha=0.3``, ``--set max_train_samples=null``).
 
-Example config (YAML)::
-
-    task: sst2
-    model_type: sgnet                # the syntax system: sgnet | syntax_bert | plain
-    model_name_or_path: /path/to/all-MiniLM-L6-v2
-    model: {use_sg_layer: true, pooling: mean}   # options of the model's own PretrainedConfig
-    max_train_samples: 2000
-    num_train_epochs: 2
-    learning_rate: 5.0e-5
-    output_dir: runs/sst2-sgnet
-
-Overrides (``--set key=value``) are parsed as YAML scalars, so ``--set model.alpha=0.3``,
-``--set use_sg_layer=false`` and ``--set max_train_samples=null`` do what they look like.
-
-**Routing** (:func:`route_options`, once per dict by :meth:`RunConfig.from_dict`: a file, ``--set``, the flags, a
-Python dict), first match wins: a :class:`RunConfig` field; a Hugging Face spelling of one (:data:`HF_SPELLINGS`);
-a shorthand (:data:`SHORTHANDS`); an option of the task (``doc_stride`` ...: ``task_options``); an option of a
-system's config class (``alpha`` ...: ``model``; also ``model_kwargs.*`` / ``syntax_bert_options.*``); any other
-``Seq2SeqTrainingArguments`` field (``report_to`` ...: ``training_args``, passed to the Trainer as it is). Values
-are checked against the field annotations (:func:`typed_value`) and :data:`BOUNDS`, the ``model`` section by the
-system's config class, the task options by building the task. The task's and the encoder's defaults are decided
-once, when a run starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command line
-to the optimizer.
+**Routing** (:func:`route_options`, once per dict by :meth:`RunConfig.from_dict`), first match wins: a
+:class:`RunConfig` field; a Hugging Face spelling (:data:`HF_SPELLINGS`); a shorthand (:data:`SHORTHANDS`); a task
+option (``task_options``); an option of a system's config class (``model``; also ``model_kwargs.*`` /
+``syntax_bert_options.*``); any other ``Seq2SeqTrainingArguments`` field (``training_args``). Values are checked
+against the field annotations (:func:`typed_value`) and :data:`BOUNDS`. The task's and the encoder's defaults are
+decided once, when a run starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command
+line to the optimizer.
 """
 
 from __future__ import annotations

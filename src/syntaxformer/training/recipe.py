@@ -23,7 +23,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -244,7 +244,7 @@ class TrainRecipe:
         self.result = self.trainer.train(resume_from_checkpoint=self.resume_from)
         self.train_s = time.time() - t_train
         self.history = [
-            dict(_strip({k: v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")}, "eval_"))
+            {k.removeprefix("eval_"): v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")}
             for e in self.trainer.state.log_history
             if "eval_loss" in e
         ]
@@ -431,10 +431,6 @@ class TrainRecipe:
         }
 
 
-def _strip(metrics: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    return {k.removeprefix(prefix): v for k, v in metrics.items()}
-
-
 def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[str, float]]:
     """``compute_metrics`` for the Trainer's evaluations on ``features`` (of ``data``, in dataset order)."""
 
@@ -483,22 +479,13 @@ def _train_auxiliary(
 
 # -- train ----------------------------------------------------------------------------------------------------
 def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
-    """Fine-tune on the task's train split, evaluate on dev, save the model, ``run.json`` and ``metrics.json``
-    (:class:`TrainRecipe`).
+    """Fine-tune on the task's train split, evaluate, save the model, ``run.json`` and ``metrics.json``
+    (:class:`TrainRecipe`; ``callbacks``: extra ``transformers.TrainerCallback`` objects); returns the content of
+    ``metrics.json``.
 
     The run folder is locked while the run writes it (:class:`~syntaxformer.training.lock.RunLock`): a second
-    ``train`` into the same folder is refused at once, and a lock left by a killed run is taken over. A disk that
-    fills up while the run writes ends in one :class:`~syntaxformer.errors.DataError` naming the folder (the files
-    of an earlier finished run there stay as they were until the new run's own are complete).
-
-    Args:
-        config: the run.
-        callbacks: extra ``transformers.TrainerCallback`` objects.
-
-    Returns:
-        The content of ``metrics.json``: ``task``, ``model``, ``seed``, ``sizes``, ``subsample``, ``dev`` (final
-        scores), ``main_metric``, ``history`` (dev scores per evaluation), ``train`` (loss, steps, runtime),
-        ``runtime_s`` (whole run incl. data preparation), ``features`` (cache hits), ``environment``.
+    ``train`` into the same folder is refused at once, a lock left by a killed run is taken over. A disk that fills
+    up ends in one :class:`~syntaxformer.errors.DataError` naming the folder (an earlier finished run there is kept).
     """
     from syntaxformer.training.lock import RunLock
 
@@ -678,22 +665,13 @@ def build_trainer(
         "compute_metrics": compute_metrics,
         "callbacks": list(callbacks) or None,
     }
+    from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer, SyntaxTrainer
+
     if uses_generation(config, task):
         # The task saves its own tokenizers (translation: source_tokenizer/ and target_tokenizer/); a
         # processing_class would be written loose beside them. Models trained from scratch have no encoder, so
         # there is no separate learning rate for new parameters.
-        kwargs["processing_class"] = None
-        try:
-            from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
-        except ImportError as e:
-            raise MissingDependencyError(
-                f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
-                "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
-                "(translation runs need it)"
-            ) from e
-        return SyntaxSeq2SeqTrainer(**kwargs)
-    from syntaxformer.training.trainer import SyntaxTrainer
-
+        return SyntaxSeq2SeqTrainer(**{**kwargs, "processing_class": None})
     return SyntaxTrainer(**kwargs, new_params_lr=config.new_params_lr, gate_lr=config.gate_lr)
 
 
@@ -704,18 +682,7 @@ def uses_generation(config: RunConfig, task: Task) -> bool:
 
 #: Model outputs that are not predictions (losses, attention maps): left out of `Trainer.predict`.
 IGNORE_OUTPUTS = [
-    "loss",
-    "span_loss",
-    "verifier_loss",
-    "lisa_loss",
-    "hidden_states",
-    "attentions",
-    "sg_attentions",
-    "past_key_values",
-    "encoder_last_hidden_state",
-    "encoder_hidden_states",
-    "encoder_attentions",
-    "decoder_hidden_states",
-    "decoder_attentions",
-    "cross_attentions",
-]
+    "loss", "span_loss", "verifier_loss", "lisa_loss", "hidden_states", "attentions", "sg_attentions",
+    "past_key_values", "encoder_last_hidden_state", "encoder_hidden_states", "encoder_attentions",
+    "decoder_hidden_states", "decoder_attentions", "cross_attentions",
+]  # fmt: skip

@@ -1,40 +1,14 @@
-"""The runner: ``train`` / ``evaluate`` / ``predict`` for every task and every syntax system (``compare``, several
-systems side by side, is :mod:`syntaxformer.training.comparison`).
+"""The runner: ``train`` / ``evaluate`` / ``predict`` for every task and every syntax system (``compare`` is
+:mod:`syntaxformer.training.comparison`). Everything task-specific goes through the typed
+:class:`~syntaxformer.tasks.Task` contract; :func:`train` runs :class:`~syntaxformer.training.recipe.TrainRecipe`
+stage by stage, on the building blocks of :mod:`syntaxformer.training.blocks` (re-exported here).
 
-The head of every function is generic; everything task-specific goes through the :class:`~syntaxformer.tasks.Task`
-interface::
-
-    task = get_task(config.task, **config.task_options)
-    train / dev = task.load_split(...)                        # subsampled as the config says
-    config <- task.training_defaults() (explicit config values win)
-    tokenizer = task.build_tokenizer(...) or the pretrained model's
-    model = task.build_model(...) or model_class(system, task.head).from_encoder_pretrained(path, **options)
-    context = TaskContext(tokenizer, syntax_inputs=<what the model reads>, parser=<only if it reads syntax>, ...)
-    features = task.featurize(split, context); SyntaxTrainer (SyntaxSeq2SeqTrainer for seq2seq + generation)
-    train -> predict dev -> task.postprocess (+ auxiliary models' raw outputs) -> task.compute_metrics
-
-:func:`train` runs :class:`~syntaxformer.training.recipe.TrainRecipe`, one method per stage (resolve, check the
-folder, prepare data, build the model, featurize, fit, evaluate, save); the building blocks both use (tokenizer,
-model, featurization context) are in :mod:`syntaxformer.training.blocks` (re-exported here), the run folder's
-files and checks in :mod:`syntaxformer.training.run_folder`; :func:`train`, the ``TrainingArguments`` and the
-Trainer of a run are in :mod:`syntaxformer.training.recipe` (re-exported here).
-
-Files in ``output_dir`` after :func:`train`:
-
-* ``run.json``: the task definition (name, options, defining module or entry point), the system and the
-  annotator scheme (each with its defining module or entry point: :mod:`syntaxformer.registry`) and the resolved
-  run config, so that :func:`evaluate` / :func:`predict` rebuild the same task, model and features from the folder
-  alone, in a fresh process too;
-* ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
-  evaluation and final), the LISA loss (Syntax-BERT with LISA), runtime;
-* ``dev_predictions.json``: the final model's dev predictions in dataset order (paired significance tests);
-* the final model and tokenizer, and the model card ``README.md`` (:mod:`syntaxformer.training.model_card`);
-  ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues from the newest intact one:
-  :mod:`syntaxformer.training.checkpoints`); ``run_fingerprint.json``: the options and training data a ``resume``
-  must find unchanged.
-
-Nothing in ``output_dir`` changes before the run's options, model and data have been checked and read: a run that
-is refused or fails on a missing file leaves the folder as it was.
+Files in ``output_dir`` after :func:`train`: ``run.json`` (the task definition, the system and the annotator scheme
+with the module or entry point defining each, and the resolved run config: :func:`evaluate` / :func:`predict`
+rebuild the same task, model and features from the folder alone); ``metrics.json``; ``dev_predictions.json`` (the
+final model's dev predictions in dataset order, for paired significance tests); the final model, tokenizer and
+model card; ``checkpoint-<step>/`` folders and ``run_fingerprint.json`` (what a ``resume`` must find unchanged).
+Nothing in ``output_dir`` changes before the run's options, model and data have been checked and read.
 """
 
 from __future__ import annotations
