@@ -52,6 +52,7 @@ __all__ = [
     "get_task",
     "record_prediction",
     "register_task",
+    "sample_limit",
     "task_names",
     "task_option_names",
     "text_inputs_data",
@@ -399,6 +400,21 @@ def record_prediction(record: Mapping[str, Any]) -> Any:
         if key in record:
             return record[key]
     raise InputError(f"record {dict(record)!r} has no prediction field (one of {', '.join(PREDICTION_FIELDS)})")
+
+
+def sample_limit(data: Mapping[str, Any], split: str, unit: str = "examples") -> tuple[int | None, int]:
+    """``(max_samples, data_seed)`` of a split from the runner's data section: ``max_samples``, else the split's own
+    ``max_{train,eval,predict}_samples``; the seed 0 when none is given.
+
+    Raises:
+        ConfigError: a limit below 1, naming its key.
+    """
+    key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
+    n = data.get("max_samples")
+    n = data.get(key) if n is None else n
+    if n is not None and int(n) < 1:
+        raise ConfigError(f"{key}={n} must be a positive number of {unit} (or null for all)")
+    return (None if n is None else int(n)), (0 if data.get("data_seed") is None else int(data["data_seed"]))
 
 
 def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:

@@ -39,7 +39,7 @@ from syntaxformer.data.readers.race import (
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
 
 __all__ = [
     "RaceFeature",
@@ -360,7 +360,7 @@ class RaceTask(Task[TaskData]):
         return {**READING_DEFAULTS, "group_by_length": False}
 
     # -- data --------------------------------------------------------------------------------------------
-    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+    def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
         """The questions of ``split`` as :class:`~syntaxformer.data.examples.TaskData` of :class:`RaceExample`
         (``metadata["counts"]``: :func:`race_counts`).
 
@@ -371,13 +371,7 @@ class RaceTask(Task[TaskData]):
 
         if split not in self.splits:
             raise ConfigError(f"RACE has no split {split!r}; expected one of {self.splits}")
-        key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
-        if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
-            data = {**data, key: data["max_samples"]}
-        n = None if data.get(key) is None else int(data[key])
-        if n is not None and n < 1:
-            raise ConfigError(f"{key}={n} must be a positive number of questions (or null for all)")
-        seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
+        n, seed = sample_limit(data, split, "questions")
         tarball_note = None
         if data.get("dataset"):
             name, config = str(data["dataset"]), str(data.get("dataset_config") or "all")
@@ -433,7 +427,7 @@ class RaceTask(Task[TaskData]):
             for r, k, s in zip(inputs, predictions.values, predictions.scores or [])
         ]
 
-    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         """Questions with their options (mappings with ``question``, ``options``, the ``context`` passage and
         optionally ``id``) as unlabeled :class:`RaceExample` s (ids ``input-<position>`` unless given; level
         ``"input"``). Without a context the question is the first text and is scored with each option
@@ -461,7 +455,7 @@ class RaceTask(Task[TaskData]):
             len(examples),
         )
 
-    def featurize(self, data: Any, context: TaskContext, split: str) -> RaceFeatures:
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> RaceFeatures:
         """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""
         if context.parser_noise:
             raise ConfigError(
@@ -481,7 +475,7 @@ class RaceTask(Task[TaskData]):
 
     # -- predictions -------------------------------------------------------------------------------------
     def postprocess(
-        self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+        self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
     ) -> Predictions:
         """``values``: the chosen option index per question; ``scores``: the softmax over the options."""
         logits = _logits(raw)
@@ -495,13 +489,13 @@ class RaceTask(Task[TaskData]):
             [[float(x) for x in pr] for pr in probs],
         )
 
-    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         """``accuracy_all`` / ``accuracy_middle`` / ``accuracy_high`` and the ``accuracy`` section of
         ``metrics.json`` (:func:`race_accuracy`: the three and their counts ``n_*``)."""
         acc = race_accuracy(data.examples, predictions.values)
         return {**{f"accuracy_{k}": acc[k] for k in ("all", *LEVELS)}, "accuracy": acc}
 
-    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def run_files(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         """``predictions.json``: ``qid -> {prediction, gold, level, correct, question_words, probs}`` (letters)."""
         scores = predictions.scores or [[] for _ in predictions.values]
         return {
@@ -518,7 +512,7 @@ class RaceTask(Task[TaskData]):
             }
         }
 
-    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+    def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
         """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``options``,
         ``prediction`` (the option's letter), ``index``, ``option`` (its text), ``scores`` (the softmax over the
         options) and ``gold_label`` (the right option's letter, when known)."""

@@ -27,7 +27,7 @@ from syntaxformer.data.examples import TaskData
 from syntaxformer.data.readers.squad import SquadExample, load_squad_hub, read_squad, split_by_article, squad_counts
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
 from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared with exported model folders
     SquadFeature,
     SquadFeaturizer,
@@ -319,7 +319,7 @@ class SquadTask(Task[TaskData]):
         return dict(READING_DEFAULTS)
 
     # -- data --------------------------------------------------------------------------------------------
-    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+    def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
         """The questions of ``split`` (``train`` / ``dev`` / ``test``) as :class:`~syntaxformer.data.examples.TaskData`
         of :class:`SquadExample`.
 
@@ -382,13 +382,7 @@ class SquadTask(Task[TaskData]):
             [e.qid, e.title, e.context, e.question, e.answers, e.is_impossible] for e in examples
         )
         out = TaskData(examples, source, fingerprint, len(examples), None, metadata)
-        key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
-        if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
-            data = {**data, key: data["max_samples"]}
-        seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
-        if data.get(key) is not None and int(data[key]) < 1:
-            raise ConfigError(f"{key}={data[key]} must be a positive number of questions (or null for all)")
-        out = out.subsampled(None if data.get(key) is None else int(data[key]), seed)
+        out = out.subsampled(*sample_limit(data, split, "questions"))
         out.metadata["counts"] = squad_counts(out.examples)
         if split != "train":
             tuning_qids, protocol = threshold_split(
@@ -397,7 +391,7 @@ class SquadTask(Task[TaskData]):
             out.metadata.update(tuning_qids=tuning_qids, threshold_protocol=protocol)
         return out
 
-    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
         :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
         from syntaxformer.data.examples import content_fingerprint
@@ -457,7 +451,7 @@ class SquadTask(Task[TaskData]):
             for r, qid in zip(inputs, predictions.ids)
         ]
 
-    def featurize(self, data: Any, context: TaskContext, split: str) -> SquadFeatures:
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> SquadFeatures:
         """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""
         if context.parser_noise:
             raise ConfigError(
@@ -492,7 +486,7 @@ class SquadTask(Task[TaskData]):
 
     # -- predictions -------------------------------------------------------------------------------------
     def postprocess(
-        self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+        self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
     ) -> Predictions:
         """Decode spans (:func:`postprocess_predictions`); the verifier logits come from the model (``joint``) or
         from ``auxiliary["verifier"]`` (``parallel``).
@@ -537,7 +531,7 @@ class SquadTask(Task[TaskData]):
             {"best_texts": result.best_texts, "na_scores": result.na_scores, "nbest": result.nbest},
         )
 
-    def _scores(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def _scores(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         from syntaxformer.tasks.squad_metric import squad_scores
 
         return squad_scores(
@@ -548,7 +542,7 @@ class SquadTask(Task[TaskData]):
             tuning_qids=data.metadata.get("tuning_qids"),
         )
 
-    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         """The headline numbers (:attr:`metric_names`, on the test part at the ``best_f1_threshold``) and the
         sections of ``metrics.json``: ``fixed_threshold``, ``best_f1_threshold``, ``best_exact_threshold``,
         ``same_set_best_f1_threshold`` (:func:`~syntaxformer.tasks.squad_metric.squad_scores`),
@@ -569,7 +563,7 @@ class SquadTask(Task[TaskData]):
             ),
         }
 
-    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def run_files(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         """``predictions.json`` (``qid -> answer`` at the headline ``best_f1_threshold``), ``best_texts.json``
         (best non-null span), ``na_probs.json`` (no-answer scores; with ``best_texts.json`` restricted to the test
         part, the official ``evaluate-v2.0.py --na-prob-file`` gives the ``official_best_*`` numbers) and
@@ -585,7 +579,7 @@ class SquadTask(Task[TaskData]):
             },
         }
 
-    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+    def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
         """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``answer`` (at
         ``null_threshold``; ``""`` = no answer), ``best_answer`` (the best non-null span), ``null_score`` and
         ``gold_answers`` (the gold texts, ``[]`` for an unanswerable question; left out when unknown)."""

@@ -46,30 +46,12 @@ logger = logging.getLogger(__name__)
 #: The run fingerprint in a run folder (written when a run starts; read by a resume).
 FINGERPRINT_FILE = "run_fingerprint.json"
 #: Run-config options a resume may change: where and how often results are written, evaluation, display.
-RESUME_FREE_OPTIONS = frozenset(
-    {
-        "output_dir",
-        "overwrite_output_dir",
-        "resume",
-        "save_model",
-        "disable_tqdm",
-        "dataloader_num_workers",
-        "eval_strategy",
-        "eval_steps",
-        "save_strategy",
-        "save_steps",
-        "save_total_limit",
-        "logging_steps",
-        "dev_file",
-        "test_file",
-        "max_eval_samples",
-        "max_predict_samples",
-        "per_device_eval_batch_size",
-        "features_cache",
-        "parse_cache",
-        "predict_with_generate",
-    }
-)
+RESUME_FREE_OPTIONS = frozenset({
+    "output_dir", "overwrite_output_dir", "resume", "save_model", "disable_tqdm", "dataloader_num_workers",
+    "eval_strategy", "eval_steps", "save_strategy", "save_steps", "save_total_limit", "logging_steps", "dev_file",
+    "test_file", "max_eval_samples", "max_predict_samples", "per_device_eval_batch_size", "features_cache",
+    "parse_cache", "predict_with_generate",
+})  # fmt: skip
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")

@@ -31,6 +31,9 @@ from typing import Any, Literal
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
 
+if typing.TYPE_CHECKING:
+    from syntaxformer.tasks.base import Task
+
 __all__ = [
     "BOOLEAN_WORDS",
     "BOUNDS",
@@ -456,7 +459,7 @@ class RunConfig:
         self._built_task = (self._task_key(), self.build_task())  # checks the task name and its options
 
     # -- derived -----------------------------------------------------------------------------------------
-    def build_task(self) -> Any:
+    def build_task(self) -> Task:
         """``get_task(task, **task_options)``. The task built when the config was checked is handed out once (so
         a run builds its task once); later calls build a new one."""
         from syntaxformer.tasks import get_task
@@ -511,7 +514,7 @@ class RunConfig:
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[operator]
         return bool(getattr(self, name) != default)
 
-    def for_task(self, task: Any, *, training: bool = True) -> RunConfig:
+    def for_task(self, task: Task, *, training: bool = True) -> RunConfig:
         """The config a run of ``task`` uses (``self`` when nothing changes): the one place where the task's and the
         encoder's defaults are decided, before any ``TrainingArguments`` are built. With ``training``, an option
         the task ignores (``Task.unused_options``) that was given (:meth:`is_given`) is a :class:`ConfigError`, even

@@ -265,8 +265,9 @@ class TrainRecipe:
         self.final: dict[str, Any] = {}
         auxiliary_models = None
         for i, split in enumerate(task.evaluation_splits()):
-            data, ds = (self.dev_data, self.dev_ds) if split == "dev" else (None, None)
-            if data is None:
+            if split == "dev":
+                data, ds = self.dev_data, self.dev_ds
+            else:
                 with self.args.main_process_first(desc=f"featurizing {split}"):
                     data = load_data(config, task, split, config.max_eval_samples)
                     ds = task.featurize(data, self.context, split)
