@@ -276,21 +276,7 @@ class SquadTask(Task[TaskData]):
         ]
 
     def options(self) -> dict[str, Any]:
-        return {
-            "doc_stride": self.doc_stride,
-            "question_first": self.question_first,
-            "n_best": self.n_best,
-            "max_answer_length": self.max_answer_length,
-            "null_threshold": self.null_threshold,
-            "verifier": self.verifier,
-            "verifier_loss_weight": self.verifier_loss_weight,
-            "beta1": self.beta1,
-            "beta2": self.beta2,
-            "held_out_fraction": self.held_out_fraction,
-            "split_seed": self.split_seed,
-            "threshold_tuning_fraction": self.threshold_tuning_fraction,
-            "threshold_split_seed": self.threshold_split_seed,
-        }
+        return {name: getattr(self, name) for name in self._option_names()}  # each option is an attribute
 
     @property
     def label_names(self) -> list[str]:

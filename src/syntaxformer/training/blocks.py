@@ -51,11 +51,6 @@ def model_class(system: str, head: str) -> Any:
     return modeling.model_class(system, head)
 
 
-def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
-    """The batch keys a model reads besides the token arrays (the model config declares them)."""
-    return tuple(model_config.syntax_inputs)
-
-
 def saved_system(path: str) -> str | None:
     """The system of a folder holding a model trained by this library (its ``config.json`` ``model_type``, or an
     older spelling of it: :func:`syntaxformer.registry.system_for_model_type`), else ``None``."""
@@ -191,7 +186,7 @@ def check_max_length(max_length: Any, model_config: Any, path: Any) -> None:
 
 def build_context(config: RunConfig, tokenizer: Any, model_config: Any) -> TaskContext:
     """The featurization context of a model: the syntax inputs it reads, and a parser only if it reads any."""
-    inputs = _syntax_inputs(model_config)
+    inputs = tuple(model_config.syntax_inputs)  # the batch keys the model reads besides the token arrays
     fc = config.features_cache
     wants_con = any(k.startswith("con_") for k in inputs)
     return TaskContext(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import DataError
+from syntaxformer.training.saved import WEIGHT_FILES
 
 __all__ = [
     "FINGERPRINT_FILE",
@@ -54,7 +55,6 @@ RESUME_FREE_OPTIONS = frozenset({
 })  # fmt: skip
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
 def checkpoint_step(path: str | os.PathLike) -> int | None:
@@ -136,7 +136,7 @@ def checkpoint_problems(path: str | os.PathLike) -> list[str]:
                 problems.append(f"trainer_state.json is at step {state.get('global_step')}, not {step}")
         except (OSError, ValueError) as e:
             problems.append(f"trainer_state.json is not valid ({type(e).__name__})")
-    weights = [folder / w for w in _WEIGHTS if (folder / w).is_file()]
+    weights = [folder / w for w in WEIGHT_FILES if (folder / w).is_file()]
     if not weights and not any(folder.glob("pytorch_model_fsdp*")):
         problems.append("no model weights (model.safetensors)")
     problems += [p for p in map(weights_problem, weights) if p]

@@ -153,19 +153,17 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
 
         import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
 
-        if not (Path(run_dir) / "config.json").is_file():
-            raise DataError(f"{run_dir} holds no trained model (no config.json); was it trained with save_model=false?")
-        with loading_model(run_dir):
-            model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
-        return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
-    saved = saved_system(run_dir)
-    if saved is None:
-        raise DataError(
-            f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
-            f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
-        )
+        cls: Any = AutoModelForSeq2SeqLM  # loading_model names a folder without config.json
+    else:
+        saved = saved_system(run_dir)
+        if saved is None:
+            raise DataError(
+                f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
+                f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
+            )
+        cls = model_class(saved, task.head)
     with loading_model(run_dir):
-        model = model_class(saved, task.head).from_pretrained(run_dir)
+        model = cls.from_pretrained(run_dir)
     return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
 
 
