@@ -274,8 +274,11 @@ class Task(abc.ABC, Generic[DataT]):
 
     def feature_facts(self, features: Features) -> dict[str, Any]:
         """How features were made, for ``metrics.json`` (``cache``, ``parser``, ``n_truncated``, ``syntax_source``)
-        and the gold ``labels`` array for ``dev_predictions.json``, where the task keeps them. Default: none."""
-        return {}
+        and the gold ``labels`` array for ``dev_predictions.json``. Default: those of the shared pipeline's
+        :class:`~syntaxformer.tasks.featurize.FeatureDataset` (``meta``, ``labels``), else none."""
+        from syntaxformer.tasks.featurize import FeatureDataset
+
+        return {**features.meta, "labels": features.labels} if isinstance(features, FeatureDataset) else {}
 
     # -- hooks the runner calls ------------------------------------------------------------------------
     def training_defaults(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
 from syntaxformer.data.readers.glue import TsvLayout
 from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import ConfigError, DataError, SyntaxformerError
-from syntaxformer.tasks.base import Features, Predictions, Task, TaskContext
+from syntaxformer.tasks.base import Predictions, Task, TaskContext
 
 if TYPE_CHECKING:
     from syntaxformer.tasks.featurize import FeatureDataset
@@ -263,11 +263,6 @@ class SentenceTask(Task[TaskData]):
         from syntaxformer.tasks.featurize import build_features
 
         return build_features(self.name, data, context, split, label_dtype=self.label_dtype)
-
-    def feature_facts(self, features: Features) -> dict[str, Any]:
-        from syntaxformer.tasks.featurize import FeatureDataset
-
-        return {**features.meta, "labels": features.labels} if isinstance(features, FeatureDataset) else {}
 
     # -- predictions -----------------------------------------------------------------------------------
     def postprocess(
