@@ -352,20 +352,10 @@ class Task(abc.ABC, Generic[DataT]):
         options: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """One record per raw input (``syntaxformer predict --input``, the pipelines; the fields are listed in
-        :mod:`syntaxformer.inference`) from the model's outputs.
-
-        Args:
-            inputs: the checked inputs (:func:`~syntaxformer.modeling.raw_text.check_inputs`), in order.
-            data, features: what :meth:`inference_data` and :meth:`featurize` made of them.
-            outputs: output key -> one row per feature (:func:`~syntaxformer.modeling.raw_text.run_batches`:
-                ``logits``; span QA ``start_logits`` / ``end_logits`` / ``verifier_logits`` / ``aux:<name>``;
-                translation ``ids``).
-            model_config: the model's config (label names, regression).
-            options: ``logits`` (classification: keep them), ``top_k`` / ``max_answer_length`` /
-                ``null_threshold`` (span QA).
-
-        Default: sequence classification records; span QA, multiple choice and translation make their own.
-        """
+        :mod:`syntaxformer.inference`) from the model's outputs: output key -> one row per feature
+        (:func:`~syntaxformer.modeling.raw_text.run_batches`). ``options``: ``logits`` (classification: keep them),
+        ``top_k`` / ``max_answer_length`` / ``null_threshold`` (span QA). Default: sequence classification records;
+        span QA, multiple choice and translation make their own."""
         from syntaxformer.modeling import raw_text
 
         if self.head == "sequence_classification":
