@@ -176,15 +176,8 @@ class TaskContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def window_arrays(self, window: Any) -> dict[str, Any]:
-        """The model inputs of one aligned window (:class:`~syntaxformer.data.align.AlignedExample`): the
-        :data:`TOKEN_INPUTS` and the :attr:`syntax_inputs` the model reads, nothing else.
-
-        :func:`syntaxformer.data.model_inputs.window_arrays` with this context's ``criterion`` and
-        ``max_distance``.
-
-        Raises:
-            ConfigError: the model asks for a syntax input that the encoder does not make.
-        """
+        """The model inputs of one aligned window: the :data:`TOKEN_INPUTS` and the :attr:`syntax_inputs` the model
+        reads, nothing else (:func:`syntaxformer.data.model_inputs.window_arrays` with this context's options)."""
         from syntaxformer.data.model_inputs import window_arrays
 
         return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance)
