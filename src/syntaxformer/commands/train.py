@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _hub_push(config: Any) -> tuple[str, str] | None:
+def _hub_push(config: RunConfig) -> tuple[str, str] | None:
     """``--push_to_hub``: the hub repository (``--hub_model_id``, else the run folder's name) and the token, checked
     before any work. The Trainer is kept from pushing the run folder (which needs syntaxformer installed): after
     training, the run is exported to a temporary folder and that self-contained folder is pushed."""
