@@ -21,7 +21,7 @@ from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
 from syntaxformer.data.readers.glue import TsvLayout
 from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import ConfigError, DataError, SyntaxformerError
-from syntaxformer.tasks.base import Predictions, Task, TaskContext
+from syntaxformer.tasks.base import Predictions, Task, TaskContext, sample_limit
 
 if TYPE_CHECKING:
     from syntaxformer.tasks.featurize import FeatureDataset
@@ -195,7 +195,7 @@ class SentenceTask(Task[TaskData]):
         Precedence: ``data["<split>_file"]`` (a file of the task's format), then ``data["dataset"]`` (hub name,
         ``data["dataset_config"]``), then ``data["data_dir"]`` (a folder with the task's split files), then the
         task's folder under the shared data root, then the task's hub data set. ``data["max_samples"]`` keeps a
-        seeded random subset (seed ``data["data_seed"]``).
+        seeded random subset (seed ``data["data_seed"]``; :func:`~syntaxformer.tasks.base.sample_limit`).
 
         Raises:
             ConfigError / DataError: unknown split, the split's file cannot be found (the message says where it
@@ -208,8 +208,7 @@ class SentenceTask(Task[TaskData]):
         )
         if not out.examples:
             raise DataError(f"{self.title} {split} data from {out.source} is empty")
-        seed = data.get("data_seed")
-        return out.subsampled(data.get("max_samples"), int(seed) if seed is not None else 0)
+        return out.subsampled(*sample_limit(data, split))
 
     def _read_split(
         self, split: str, data_file: Any, data_dir: Any, dataset: str | None, dataset_config: str | None
