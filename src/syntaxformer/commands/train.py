@@ -1,35 +1,21 @@
-"""``syntaxformer train``: train SG-Net, Syntax-BERT (or a plain-encoder baseline) on any registered task: GLUE,
-SNLI, SST, SQuAD 2.0, RACE, or the Syntax-Infused Transformer on translation.
+"""``syntaxformer train``: train SG-Net, Syntax-BERT (or a plain-encoder baseline) on any registered task, or the
+Syntax-Infused Transformer on translation.
 
 Every run option is a flag, with dashes or underscores, built here from one description (as
 ``transformers.HfArgumentParser`` builds its flags from dataclass fields): the fields of
-:class:`syntaxformer.training.RunConfig` (help, group and short spellings in their metadata), their Hugging Face
-spellings (``--max_seq_length``, ``--warmup_ratio``, ``--bf16``, ``--task_name`` ...), the tasks' and the systems'
-options, and every other ``transformers.TrainingArguments`` field (``--report_to``, ``--optim`` ...), listed last
-in ``--help``. A flag the user does not give stays out of the parsed arguments, so :func:`explicit_options` is
-exactly what the command line set. The flags win over a JSON / YAML config file (``--config``) with its
-``--set key=value`` overrides, which win over a command's presets, the task's training defaults and the library's
-(:func:`config_from_args`). Runs :func:`syntaxformer.training.run.train`: writes the model, ``run.json`` and
-``metrics.json`` to ``--output-dir`` and prints the dev scores as JSON.
+:class:`syntaxformer.training.RunConfig`, their Hugging Face spellings (``--max_seq_length``, ``--bf16`` ...), the
+tasks' and the systems' options, and every other ``transformers.TrainingArguments`` field (listed last in
+``--help``). A flag the user does not give stays out of the parsed arguments, so :func:`explicit_options` is exactly
+what the command line set. The flags win over a config file (``--config``) with its ``--set key=value`` overrides,
+which win over a command's presets, the task's training defaults and the library's (:func:`config_from_args`).
 
 Examples::
 
     syntaxformer train --task sst2 --max-train-samples 2000 --epochs 1 --output-dir runs/sst2-sg
-    syntaxformer train --config sst2.yaml --set alpha=0.3 --set new_params_lr=1e-4
-    syntaxformer train --task rte --warmup_ratio 0.1 --bf16 --eval_strategy steps --eval_steps 100 --report_to none
-    syntaxformer train --config sst2.yaml --resume          # continue after an interrupt
-    syntaxformer train --task sst5 --model-type syntax_bert --lisa-layer 3 --output-dir runs/sst5-sbert
-    syntaxformer train --task sst2_trees --model-type syntax_bert --set syntax_bert_options.aggregation=sum
+    syntaxformer train --config sst2.yaml --set alpha=0.3 --resume
     syntaxformer train --task squad2 --set verifier=joint --max-train-samples 2000 --output-dir runs/squad-sg
-    syntaxformer train --task race --max-train-samples 400 --max-length 128 --output-dir runs/race-sg
-    syntaxformer train --task translation --set arm=both --set fraction=0.1 --output-dir runs/nmt-both
     syntaxformer train --train-file reviews.csv --validation-file dev.csv --text-column review \
         --label-column sentiment --output-dir runs/reviews          # your own data (task `custom`)
-    syntaxformer train --train-file my_squad.json --output-dir runs/my-qa          # SQuAD format: `custom-qa`
-    syntaxformer train --train-file quiz.jsonl --output-dir runs/quiz   # question / options / answer: `custom-mc`
-
-Options of the task itself (``--doc-stride 128``, ``--set verifier=joint``, ``--set arm=syntax``) go to
-``task_options`` (see the task's class: ``syntaxformer.tasks.squad.SquadTask`` ...).
 """
 
 from __future__ import annotations
@@ -230,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _hub_push(config: Any) -> tuple[str, str] | None:
+def _hub_push(config: RunConfig) -> tuple[str, str] | None:
     """``--push_to_hub``: the hub repository (``--hub_model_id``, else the run folder's name) and the token, checked
     before any work. The Trainer is kept from pushing the run folder (which needs syntaxformer installed): after
     training, the run is exported to a temporary folder and that self-contained folder is pushed."""

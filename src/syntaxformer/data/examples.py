@@ -77,8 +77,8 @@ class TaskData:
 
     @property
     def has_labels(self) -> bool:
-        """True if every example has a label."""
-        return bool(self.examples) and all(e.label is not None for e in self.examples)
+        """True if every example has a label (examples without a ``label`` field, SQuAD's, count as labeled)."""
+        return bool(self.examples) and all(getattr(e, "label", 0) is not None for e in self.examples)
 
     def subsampled(self, max_samples: int | None, seed: int) -> TaskData:
         """A seeded random subset of ``max_samples`` examples (:func:`syntaxformer.utils.subsample`; ``self`` if

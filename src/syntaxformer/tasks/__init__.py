@@ -10,7 +10,9 @@ SQuAD 2.0 (:mod:`~syntaxformer.tasks.squad`), RACE (:mod:`~syntaxformer.tasks.ra
 
 from syntaxformer.tasks.base import (
     HEADS,
+    Features,
     Predictions,
+    SplitData,
     Task,
     TaskContext,
     get_task,
@@ -21,7 +23,9 @@ from syntaxformer.tasks.base import (
 
 __all__ = [
     "HEADS",
+    "Features",
     "Predictions",
+    "SplitData",
     "Task",
     "TaskContext",
     "get_task",

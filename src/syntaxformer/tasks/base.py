@@ -1,14 +1,10 @@
 """The task interface: what a task is, and the public registry that makes a new task one file.
 
 A :class:`Task` knows everything about one task family that the runner (:mod:`syntaxformer.training.run`) must
-not: how to read a split into examples, how to turn examples into model features for a *given* model (the model
-declares the syntax inputs it reads, ``config.syntax_inputs``, and featurization emits only those), which head
-the model needs, how raw model outputs become predictions, and how predictions are scored.
+not. The runner's data flow for every task and every system::
 
-The runner's data flow for every task and every system::
-
-    task.load_split(split, data)          -> TaskData (examples + where they came from + content fingerprint)
-    task.featurize(data, context)         -> a torch Dataset of per-example dicts of arrays
+    task.load_split(split, data)          -> SplitData (examples + where they came from + content fingerprint)
+    task.featurize(data, context)         -> Features: a map-style dataset of per-example dicts of arrays
     task.collator(context)                -> batches for the model (input_ids, attention_mask, syntax_inputs, labels)
     model_class(system, task.head)        -> the XForY model (any syntax system under any head)
     Trainer.predict(features)             -> raw outputs (logits / start-end logits / generated ids)
@@ -20,12 +16,10 @@ Adding a task from outside the package::
 
     from syntaxformer.tasks import Task, register_task
 
+    @register_task                   # or register_task(MyTask, name="alias")
     class MyTask(Task):
         name = "my-task"
         ...
-
-    register_task(MyTask)            # or register_task(MyTask, name="alias")
-    # syntaxformer.tasks.get_task("my-task") now returns MyTask(); the runner and CLI accept --task my-task
 
 Tasks are built with options (``get_task("squad2", doc_stride=128)``); :meth:`Task.options` returns them so
 that the run folder can record the task definition and ``evaluate`` / ``predict`` rebuild the same task in a
@@ -37,22 +31,28 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from syntaxformer.errors import ConfigError, InputError, SyntaxformerError
 from syntaxformer.registry import TASKS
+
+if TYPE_CHECKING:
+    from syntaxformer.data.examples import TaskData
 
 __all__ = [
     "HEADS",
     "PREDICTION_FIELDS",
     "READING_DEFAULTS",
     "TOKEN_INPUTS",
+    "Features",
     "Predictions",
+    "SplitData",
     "Task",
     "TaskContext",
     "get_task",
     "record_prediction",
     "register_task",
+    "sample_limit",
     "task_names",
     "task_option_names",
     "text_inputs_data",
@@ -85,6 +85,49 @@ READING_DEFAULTS: dict[str, Any] = {
 
 #: The token arrays every model reads (``token_type_ids`` only where the tokenizer makes them).
 TOKEN_INPUTS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
+
+
+class SplitData(Protocol):
+    """What the runner reads of a split that :meth:`Task.load_split` returns, besides what the task itself reads
+    (:class:`~syntaxformer.data.examples.TaskData`, :class:`~syntaxformer.data.readers.parallel.ParallelCorpus`)."""
+
+    @property
+    def source(self) -> str:
+        """Where it came from, in words (file paths or ``hub:<name>``)."""
+
+    @property
+    def fingerprint(self) -> str:
+        """Hex digest of the content read (``dev_predictions.json``, the run fingerprint)."""
+
+    @property
+    def total(self) -> int:
+        """Number of examples before subsampling."""
+
+    @property
+    def sample_note(self) -> str | None:
+        """The subsampling applied, in words, or ``None``."""
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        """Other facts about the data (SST: ``"examples"``; ``"constituency_source"``)."""
+
+    @property
+    def has_labels(self) -> bool:
+        """Whether every example has a label (a reference, a gold answer)."""
+
+    def __len__(self) -> int: ...
+
+
+class Features(Protocol):
+    """A split's model features (:meth:`Task.featurize`): a map-style dataset of per-example dicts of arrays."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int, /) -> Mapping[str, Any]: ...
+
+
+#: The split data a task reads and scores (a :class:`SplitData`).
+DataT = TypeVar("DataT", bound=SplitData)
 
 
 @dataclass
@@ -133,15 +176,8 @@ class TaskContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def window_arrays(self, window: Any) -> dict[str, Any]:
-        """The model inputs of one aligned window (:class:`~syntaxformer.data.align.AlignedExample`): the
-        :data:`TOKEN_INPUTS` and the :attr:`syntax_inputs` the model reads, nothing else.
-
-        :func:`syntaxformer.data.model_inputs.window_arrays` with this context's ``criterion`` and
-        ``max_distance``.
-
-        Raises:
-            ConfigError: the model asks for a syntax input that the encoder does not make.
-        """
+        """The model inputs of one aligned window: the :data:`TOKEN_INPUTS` and the :attr:`syntax_inputs` the model
+        reads, nothing else (:func:`syntaxformer.data.model_inputs.window_arrays` with this context's options)."""
         from syntaxformer.data.model_inputs import window_arrays
 
         return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance)
@@ -165,8 +201,9 @@ class Predictions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Task(abc.ABC):
-    """One task (family). Subclasses set the class attributes and implement the abstract methods.
+class Task(abc.ABC, Generic[DataT]):
+    """One task (family), over split data of type ``DataT``. Subclasses set the class attributes and implement the
+    abstract methods; every other hook has a default that suits a task on a pretrained encoder.
 
     Class attributes:
         name: registry name (lower case, e.g. ``"sst2"``).
@@ -174,7 +211,8 @@ class Task(abc.ABC):
         head: one of :data:`HEADS`.
         metric_names: metric names; the first is the headline number.
         splits: the split names the task knows (``train`` / ``dev`` / ``test`` by default).
-        unused_options: run-config options the task ignores, each with what to use instead (rejected by ``train``).
+        unused_options: run-config options the task ignores -> what to use instead; ``train`` rejects a run that
+            sets one (a value other than the config's default) instead of dropping it silently.
     """
 
     name: ClassVar[str] = ""
@@ -182,8 +220,6 @@ class Task(abc.ABC):
     head: ClassVar[str] = "sequence_classification"
     metric_names: ClassVar[tuple[str, ...]] = ()
     splits: ClassVar[tuple[str, ...]] = ("train", "dev", "test")
-    #: Run-config options this task does not use -> what to use instead. ``train`` rejects a run that sets one
-    #: (a value other than the config's default) instead of dropping it silently.
     unused_options: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, **options: Any):
@@ -211,21 +247,14 @@ class Task(abc.ABC):
 
     # -- data ------------------------------------------------------------------------------------------
     @abc.abstractmethod
-    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
-        """Read one split.
-
-        Args:
-            split: a name from :attr:`splits`.
-            data: the run config's data section (``data_dir``, ``{split}_file``, ``dataset``, ``max_{split}_samples``,
-                ``data_seed`` ...); keys a task does not use are ignored.
-
-        Returns:
-            the split's examples with their source and content fingerprint (``TaskData`` for sentence tasks).
-        """
+    def load_split(self, split: str, data: Mapping[str, Any]) -> DataT:
+        """Read one split (a name from :attr:`splits`); ``data`` is the run config's data section (``data_dir``,
+        ``{split}_file``, ``dataset``, ``max_{split}_samples``, ``data_seed`` ...), keys a task does not use are
+        ignored."""
 
     @abc.abstractmethod
-    def featurize(self, data: Any, context: TaskContext, split: str) -> Any:
-        """Model features of a split (a ``torch.utils.data.Dataset`` of per-example dicts of arrays)."""
+    def featurize(self, data: DataT, context: TaskContext, split: str) -> Features:
+        """Model features of a split."""
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """Batches features (pads token ids with the tokenizer's pad id, syntax arrays with -1)."""
@@ -236,13 +265,21 @@ class Task(abc.ABC):
         pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
         return functools.partial(pad_arrays, pad_token_id=pad)  # picklable for data-loader workers
 
-    # -- hooks the runner calls (defaults suit tasks on a pretrained encoder) ---------------------------
+    def feature_facts(self, features: Features) -> dict[str, Any]:
+        """How features were made, for ``metrics.json`` (``cache``, ``parser``, ``n_truncated``, ``syntax_source``)
+        and the gold ``labels`` array for ``dev_predictions.json``. Default: those of the shared pipeline's
+        :class:`~syntaxformer.tasks.featurize.FeatureDataset` (``meta``, ``labels``), else none."""
+        from syntaxformer.tasks.featurize import FeatureDataset
+
+        return {**features.meta, "labels": features.labels} if isinstance(features, FeatureDataset) else {}
+
+    # -- hooks the runner calls ------------------------------------------------------------------------
     def training_defaults(self) -> dict[str, Any]:
         """Run-config defaults of this task (e.g. ``max_length``, ``learning_rate``, ``label_smoothing_factor``,
         ``lr_scheduler_type``); explicit config values win over them."""
         return {}
 
-    def build_tokenizer(self, train_data: Any, output_dir: str, context: TaskContext) -> Any:
+    def build_tokenizer(self, train_data: DataT, output_dir: str, context: TaskContext) -> Any:
         """A tokenizer learned from the training data (translation: BPE), or ``None`` = the pretrained model's."""
         return None
 
@@ -259,20 +296,18 @@ class Task(abc.ABC):
     # -- predictions -----------------------------------------------------------------------------------
     @abc.abstractmethod
     def postprocess(
-        self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+        self, data: DataT, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
     ) -> Predictions:
         """Raw model outputs for ``features`` (the Trainer's ``predictions``; ``auxiliary``: name -> raw outputs of
         the :meth:`auxiliary_models`) -> per-example predictions."""
 
     @abc.abstractmethod
-    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, float]:
+    def compute_metrics(self, data: DataT, predictions: Predictions) -> dict[str, Any]:
         """Scores of ``predictions`` against the labels of ``data`` (every name in :attr:`metric_names`)."""
 
-    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def run_files(self, data: DataT, predictions: Predictions) -> dict[str, Any]:
         """Extra files for the run (or evaluation) folder: file name -> content (a ``str`` is written as text,
-        anything else as JSON), next to ``metrics.json``. Default: none. SQuAD writes ``predictions.json``,
-        ``best_texts.json``, ``na_probs.json`` and ``per_question.json``; RACE ``predictions.json``; translation
-        ``hyp.<set>.txt``."""
+        anything else as JSON), next to ``metrics.json``. Default: none."""
         return {}
 
     def evaluation_splits(self) -> tuple[str, ...]:
@@ -281,100 +316,56 @@ class Task(abc.ABC):
         return ("dev",)
 
     def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
-        """The tokenizer of a trained run folder for :meth:`build_tokenizer` tasks (translation: both BPE
-        vocabularies), or ``None`` = ``AutoTokenizer.from_pretrained(run_dir)``."""
+        """The tokenizer of a trained run folder for :meth:`build_tokenizer` tasks, or ``None`` =
+        ``AutoTokenizer.from_pretrained(run_dir)``."""
         return None
 
-    def syntax_source(self, data: Any, context: TaskContext) -> dict[str, str] | None:
+    def syntax_source(self, data: DataT, context: TaskContext) -> dict[str, str] | None:
         """Where the dependency and constituency trees of ``data`` come from, in words (``metrics.json``), or
         ``None`` when the task does not say."""
         return None
 
     def describe_run(self, model: Any) -> dict[str, Any]:
-        """Task-specific facts about a trained model for ``metrics.json`` (translation: arm, features, vocabulary
-        sizes). Default: none."""
+        """Task-specific facts about a trained model for ``metrics.json``. Default: none."""
         return {}
 
-    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> DataT:
         """Raw inputs (one mapping per input, without labels) -> what :meth:`featurize` takes, in input order
-        (:mod:`syntaxformer.inference`: ``syntaxformer predict --input``, the pipelines).
-
-        Default: text (pair) examples from the keys ``text`` and ``text_pair`` (:func:`text_inputs_data`); span QA
-        reads ``question`` / ``context``, translation ``text``.
-        """
-        return text_inputs_data(inputs)
+        (:mod:`syntaxformer.inference`). Default: text (pair) examples from the keys ``text`` and ``text_pair``
+        (:func:`text_inputs_data`)."""
+        return text_inputs_data(inputs)  # type: ignore[return-value]  # DataT is TaskData for text tasks
 
     def raw_records(
         self,
         inputs: Sequence[Mapping[str, Any]],
-        data: Any,
+        data: DataT,
         features: Any,
         outputs: Mapping[str, Sequence[Any]],
         model_config: Any,
         options: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """One record per raw input (``syntaxformer predict --input``, the pipelines; the fields are listed in
-        :mod:`syntaxformer.inference`) from the model's outputs.
-
-        Args:
-            inputs: the checked inputs (:func:`~syntaxformer.modeling.raw_text.check_inputs`), in order.
-            data, features: what :meth:`inference_data` and :meth:`featurize` made of them.
-            outputs: output key -> one row per feature (:func:`~syntaxformer.modeling.raw_text.run_batches`:
-                ``logits``; span QA ``start_logits`` / ``end_logits`` / ``verifier_logits`` / ``aux:<name>``;
-                translation ``ids``).
-            model_config: the model's config (label names, regression).
-            options: ``logits`` (classification: keep them), ``top_k`` / ``max_answer_length`` /
-                ``null_threshold`` (span QA).
-
-        Default: by the task's :attr:`head`, through :meth:`postprocess` for span QA, multiple choice and
-        translation.
-        """
-        import numpy as np
-
+        :mod:`syntaxformer.inference`) from the model's outputs: output key -> one row per feature
+        (:func:`~syntaxformer.modeling.raw_text.run_batches`). ``options``: ``logits`` (classification: keep them),
+        ``top_k`` / ``max_answer_length`` / ``null_threshold`` (span QA). Default: sequence classification records;
+        span QA, multiple choice and translation make their own."""
         from syntaxformer.modeling import raw_text
 
         if self.head == "sequence_classification":
             return raw_text.classification_records(inputs, outputs["logits"], model_config, bool(options.get("logits")))
-        if self.head == "question_answering":
-            return _answer_records(self, inputs, data, features, outputs, options)
-        if self.head == "multiple_choice":
-            from syntaxformer.data.readers.race import OPTION_LETTERS as letters
-
-            predictions = self.postprocess(data, features, raw_text.padded(outputs["logits"], -np.inf))
-            scores = predictions.scores or []
-            return [
-                {
-                    **({"id": r["id"]} if "id" in r else {}),
-                    "question": r["question"],
-                    **({"context": r["context"]} if r.get("context") else {}),
-                    "options": r["options"],
-                    "prediction": letters[k] if k < len(letters) else str(k),
-                    "index": k,
-                    "option": r["options"][k],
-                    "scores": s[: len(r["options"])],
-                }
-                for r, k, s in zip(inputs, predictions.values, scores)
-            ]
-        if self.head == "seq2seq":
-            texts = self.postprocess(data, features, raw_text.padded(outputs["ids"], -100, np.int64)).values
-            return [
-                {**({"id": r["id"]} if "id" in r else {}), "text": r["text"], "translation": t}
-                for r, t in zip(inputs, texts)
-            ]
         raise ConfigError(f"task {self.name!r} ({self.head}) makes no records of raw inputs")
 
-    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+    def prediction_records(self, data: DataT, predictions: Predictions) -> list[dict[str, Any]]:
         """One JSON record per example of a split (``predict --split``: ``predictions_<split>.jsonl``), with the
-        fields of :meth:`raw_records` (:mod:`syntaxformer.inference`: the prediction under one of
-        :data:`PREDICTION_FIELDS`) and the gold answer, where known, as ``gold_label`` (span QA ``gold_answers``,
-        translation ``reference``). Default: ``id``, ``prediction`` and ``score``."""
+        fields of :meth:`raw_records` (the prediction under one of :data:`PREDICTION_FIELDS`) and the gold answer,
+        where known, as ``gold_label`` (span QA ``gold_answers``, translation ``reference``). Default: ``id``,
+        ``prediction`` and ``score``."""
         scores = predictions.scores or [None] * len(predictions.ids)
         return [{"id": i, "prediction": v, "score": s} for i, v, s in zip(predictions.ids, predictions.values, scores)]
 
     def submission_value(self, value: Any, record: Mapping[str, Any]) -> Any:
         """The ``prediction`` column of ``predictions_<split>.tsv`` for one example, from its value in
-        :class:`Predictions` and its :meth:`prediction_records` record. Default: the record's prediction
-        (:func:`record_prediction`)."""
+        :class:`Predictions` and its :meth:`prediction_records` record. Default: :func:`record_prediction`."""
         return record_prediction(record)
 
 
@@ -397,51 +388,22 @@ def record_prediction(record: Mapping[str, Any]) -> Any:
     raise InputError(f"record {dict(record)!r} has no prediction field (one of {', '.join(PREDICTION_FIELDS)})")
 
 
-def _answer_records(
-    task: Any,
-    inputs: Sequence[Mapping[str, Any]],
-    data: Any,
-    features: Any,
-    outputs: Mapping[str, Sequence[Any]],
-    options: Mapping[str, Any],
-) -> list[dict[str, Any]]:
-    """Span QA's :meth:`Task.raw_records`: the task's decoding (with this call's ``top_k`` / ``max_answer_length``
-    on a copy of it), the answer at ``options["null_threshold"]`` (default: the task's)."""
-    import copy
+def sample_limit(data: Mapping[str, Any], split: str, unit: str = "examples") -> tuple[int | None, int]:
+    """``(max_samples, data_seed)`` of a split from the runner's data section: ``max_samples``, else the split's own
+    ``max_{train,eval,predict}_samples``; the seed 0 when none is given.
 
-    import numpy as np
-
-    from syntaxformer.modeling.raw_text import answer_record
-
-    def rows(key: str) -> Any:
-        values = outputs.get(key)
-        return None if values is None or values[0] is None else np.asarray(values)
-
-    starts, ends = [np.asarray(r) for r in outputs["start_logits"]], [np.asarray(r) for r in outputs["end_logits"]]
-    verifier = rows("verifier_logits")
-    raw = (starts, ends) if verifier is None else (starts, ends, verifier)
-    auxiliary = {}
-    for key in outputs:
-        if key.startswith("aux:"):
-            aux = rows(key)
-            auxiliary[key[4:]] = (starts, ends) if aux is None else (starts, ends, aux)
-    top_k, longest = options.get("top_k"), options.get("max_answer_length")
-    if top_k is not None or longest is not None:
-        task = copy.copy(task)
-        task.n_best = max(int(task.n_best), int(top_k or 1))
-        task.max_answer_length = int(longest or task.max_answer_length)
-    predictions = task.postprocess(data, features, raw, auxiliary or None)
-    threshold = options.get("null_threshold")
-    threshold = float(getattr(task, "null_threshold", 0.0)) if threshold is None else float(threshold)
-    return [
-        answer_record(
-            r, predictions.extra["nbest"].get(qid) or [], float(predictions.extra["na_scores"][qid]), threshold, top_k
-        )
-        for r, qid in zip(inputs, predictions.ids)
-    ]
+    Raises:
+        ConfigError: a limit below 1, naming its key.
+    """
+    key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
+    n = data.get("max_samples")
+    n = data.get(key) if n is None else n
+    if n is not None and int(n) < 1:
+        raise ConfigError(f"{key}={n} must be a positive number of {unit} (or null for all)")
+    return (None if n is None else int(n)), (0 if data.get("data_seed") is None else int(data["data_seed"]))
 
 
-def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> Any:
+def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:
     """Unlabeled text (pair) examples (:class:`~syntaxformer.data.examples.TaskData`) of raw inputs with the keys
     ``text`` and optionally ``text_pair``; ids ``input-<position>``, fingerprinted by content."""
     from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
@@ -473,7 +435,7 @@ def register_task(
     Returns:
         ``task`` (so this works as a class decorator).
     """
-    key = _key(name or getattr(task, "name", "") or "")
+    key = _key(name or (task.name if isinstance(task, type) and issubclass(task, Task) else ""))
     if not key:
         raise InputError(f"register_task({task!r}): give the task a name (class attribute `name` or name=...)")
     TASKS.register(key, task, overwrite=overwrite)

@@ -1,15 +1,6 @@
 """RACE multiple-choice reading comprehension as a :class:`~syntaxformer.tasks.base.Task`: per-option
 syntax-aligned sequences, ``[B, C, L]`` batches, accuracy on RACE-M / RACE-H / all.
 
-Pipeline (what the runner does with :class:`RaceTask`)::
-
-    task = get_task("race")
-    dev = task.load_split("dev", data)                        # TaskData of RaceExamples (race/dev/{middle,high})
-    features = task.featurize(dev, context, "dev")            # one item per question: {"options": [...], "labels"}
-    batch = task.collator(context)(items)                     # [B, C, L] tensors + labels [B]
-    ... model(**batch).logits                                 # [B, C], softmax over options
-    task.compute_metrics(dev, task.postprocess(dev, features, logits))   # accuracy middle / high / all
-
 Input per option (SG-Net TPAMI §3.4.1): ``[CLS] passage || question [SEP] option [SEP]``. The passage is cut
 from its end when the sequence is too long; the question and the option are kept whole (only if they alone do
 not fit are they cut too, longest first). The passage is parsed sentence by sentence, the question and each
@@ -17,12 +8,10 @@ option on their own: every sentence is its own tree and no syntax link crosses s
 question / option. The syntax arrays are computed on the *whole* example, so a passage word whose ancestor was
 cut off by the truncation keeps its remaining ancestors and simply loses the cut one (never attention to all).
 
-Data (:meth:`RaceTask.load_split`; the run config's data section): ``train`` from ``train_file`` (default
-``<data_dir or shared data>/race/RACE_train.tar.gz``; a tarball or a split folder), ``dev`` / ``test`` from
-``dev_file`` / ``test_file`` (default ``race/dev`` / ``race/test``, folders of the original per-passage files);
-``dataset`` (``ehovy/race``, ``dataset_config`` ``all``) loads the hub splits. ``max_{train,eval,predict}_samples``
-keep a seeded subset (``data_seed``): whole passages in a seeded order for a tarball, questions otherwise.
-Readers: :mod:`syntaxformer.data.readers.race`.
+Data (:meth:`RaceTask.load_split`): ``train_file`` (default ``race/RACE_train.tar.gz`` under the data root; a
+tarball or a split folder), ``dev_file`` / ``test_file`` (default ``race/dev`` / ``race/test``); ``dataset``
+(``ehovy/race``) loads the hub splits. ``max_*_samples`` keep a seeded subset: whole passages in a seeded order for
+a tarball, questions otherwise.
 """
 
 from __future__ import annotations
@@ -37,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from syntaxformer.data.align import AlignedExample, SyntaxAligner
-from syntaxformer.data.examples import question_words
+from syntaxformer.data.examples import TaskData, question_words
 from syntaxformer.data.readers.race import (
     LEVELS,
     OPTION_LETTERS,
@@ -50,7 +39,7 @@ from syntaxformer.data.readers.race import (
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
 
 __all__ = [
     "RaceFeature",
@@ -354,7 +343,7 @@ def _logits(raw: Any) -> np.ndarray:
 
 
 @register_task
-class RaceTask(Task):
+class RaceTask(Task[TaskData]):
     """RACE multiple choice (head ``multiple_choice``): accuracy on RACE-M, RACE-H and all (percent). No options."""
 
     name = "race"
@@ -371,24 +360,18 @@ class RaceTask(Task):
         return {**READING_DEFAULTS, "group_by_length": False}
 
     # -- data --------------------------------------------------------------------------------------------
-    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+    def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
         """The questions of ``split`` as :class:`~syntaxformer.data.examples.TaskData` of :class:`RaceExample`
         (``metadata["counts"]``: :func:`race_counts`).
 
         Raises:
             ConfigError / DataError: an unknown split or a missing / unreadable source.
         """
-        from syntaxformer.data.examples import TaskData, content_fingerprint
+        from syntaxformer.data.examples import content_fingerprint
 
         if split not in self.splits:
             raise ConfigError(f"RACE has no split {split!r}; expected one of {self.splits}")
-        key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
-        if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
-            data = {**data, key: data["max_samples"]}
-        n = None if data.get(key) is None else int(data[key])
-        if n is not None and n < 1:
-            raise ConfigError(f"{key}={n} must be a positive number of questions (or null for all)")
-        seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
+        n, seed = sample_limit(data, split, "questions")
         tarball_note = None
         if data.get("dataset"):
             name, config = str(data["dataset"]), str(data.get("dataset_config") or "all")
@@ -417,12 +400,39 @@ class RaceTask(Task):
         out.metadata["counts"] = race_counts(out.examples)
         return out
 
-    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
+    def raw_records(
+        self,
+        inputs: Sequence[Mapping[str, Any]],
+        data: TaskData,
+        features: Any,
+        outputs: Mapping[str, Sequence[Any]],
+        model_config: Any,
+        options: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """Per question: the chosen option's letter (``prediction``), ``index`` and text, and the option scores."""
+        from syntaxformer.modeling.raw_text import padded
+
+        predictions = self.postprocess(data, features, padded(outputs["logits"], -np.inf))
+        return [
+            {
+                **({"id": r["id"]} if "id" in r else {}),
+                "question": r["question"],
+                **({"context": r["context"]} if r.get("context") else {}),
+                "options": r["options"],
+                "prediction": OPTION_LETTERS[k] if k < len(OPTION_LETTERS) else str(k),
+                "index": k,
+                "option": r["options"][k],
+                "scores": s[: len(r["options"])],
+            }
+            for r, k, s in zip(inputs, predictions.values, predictions.scores or [])
+        ]
+
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         """Questions with their options (mappings with ``question``, ``options``, the ``context`` passage and
         optionally ``id``) as unlabeled :class:`RaceExample` s (ids ``input-<position>`` unless given; level
         ``"input"``). Without a context the question is the first text and is scored with each option
         (``custom-mc``'s rule)."""
-        from syntaxformer.data.examples import TaskData, content_fingerprint
+        from syntaxformer.data.examples import content_fingerprint
 
         def example(i: int, r: Mapping[str, Any]) -> RaceExample:
             context, question = str(r.get("context") or ""), str(r["question"])
@@ -445,7 +455,7 @@ class RaceTask(Task):
             len(examples),
         )
 
-    def featurize(self, data: Any, context: TaskContext, split: str) -> RaceFeatures:
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> RaceFeatures:
         """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""
         if context.parser_noise:
             raise ConfigError(
@@ -465,7 +475,7 @@ class RaceTask(Task):
 
     # -- predictions -------------------------------------------------------------------------------------
     def postprocess(
-        self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+        self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
     ) -> Predictions:
         """``values``: the chosen option index per question; ``scores``: the softmax over the options."""
         logits = _logits(raw)
@@ -479,13 +489,13 @@ class RaceTask(Task):
             [[float(x) for x in pr] for pr in probs],
         )
 
-    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         """``accuracy_all`` / ``accuracy_middle`` / ``accuracy_high`` and the ``accuracy`` section of
         ``metrics.json`` (:func:`race_accuracy`: the three and their counts ``n_*``)."""
         acc = race_accuracy(data.examples, predictions.values)
         return {**{f"accuracy_{k}": acc[k] for k in ("all", *LEVELS)}, "accuracy": acc}
 
-    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def run_files(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         """``predictions.json``: ``qid -> {prediction, gold, level, correct, question_words, probs}`` (letters)."""
         scores = predictions.scores or [[] for _ in predictions.values]
         return {
@@ -502,7 +512,7 @@ class RaceTask(Task):
             }
         }
 
-    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+    def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
         """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``options``,
         ``prediction`` (the option's letter), ``index``, ``option`` (its text), ``scores`` (the softmax over the
         options) and ``gold_label`` (the right option's letter, when known)."""

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +21,10 @@ from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
 from syntaxformer.data.readers.glue import TsvLayout
 from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import ConfigError, DataError, SyntaxformerError
-from syntaxformer.tasks.base import Predictions, Task, TaskContext
+from syntaxformer.tasks.base import Predictions, Task, TaskContext, sample_limit
+
+if TYPE_CHECKING:
+    from syntaxformer.tasks.featurize import FeatureDataset
 
 __all__ = ["SPLITS", "SentenceTask", "TaskSpec", "load_hub_split", "logits_to_predictions", "spec_task"]
 
@@ -111,7 +114,7 @@ def logits_to_predictions(logits: Any, regression: bool) -> np.ndarray:
     return logits.argmax(-1)
 
 
-class SentenceTask(Task):
+class SentenceTask(Task[TaskData]):
     """A sentence(-pair) classification / regression task described by :attr:`spec`.
 
     Subclasses set ``spec`` and implement :meth:`read_file` (one file of the task's format -> examples and the files
@@ -192,7 +195,7 @@ class SentenceTask(Task):
         Precedence: ``data["<split>_file"]`` (a file of the task's format), then ``data["dataset"]`` (hub name,
         ``data["dataset_config"]``), then ``data["data_dir"]`` (a folder with the task's split files), then the
         task's folder under the shared data root, then the task's hub data set. ``data["max_samples"]`` keeps a
-        seeded random subset (seed ``data["data_seed"]``).
+        seeded random subset (seed ``data["data_seed"]``; :func:`~syntaxformer.tasks.base.sample_limit`).
 
         Raises:
             ConfigError / DataError: unknown split, the split's file cannot be found (the message says where it
@@ -205,8 +208,7 @@ class SentenceTask(Task):
         )
         if not out.examples:
             raise DataError(f"{self.title} {split} data from {out.source} is empty")
-        seed = data.get("data_seed")
-        return out.subsampled(data.get("max_samples"), int(seed) if seed is not None else 0)
+        return out.subsampled(*sample_limit(data, split))
 
     def _read_split(
         self, split: str, data_file: Any, data_dir: Any, dataset: str | None, dataset_config: str | None
@@ -256,7 +258,7 @@ class SentenceTask(Task):
 
         return syntax_source(data, context) if context.syntax_inputs else None
 
-    def featurize(self, data: TaskData, context: TaskContext, split: str) -> Any:
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
         from syntaxformer.tasks.featurize import build_features
 
         return build_features(self.name, data, context, split, label_dtype=self.label_dtype)

@@ -1,36 +1,12 @@
 """Significance tests for comparing a syntax model with its baseline, through ``scipy.stats`` and sacreBLEU.
 
-* :func:`paired_bootstrap` — per-example paired bootstrap of any metric (accuracy, F1, Matthews, Pearson, ...) on
-  the same evaluation set, resampled by ``scipy.stats.bootstrap`` (``paired=True``, percentile interval): the 95%
-  interval of the difference ``B - A`` and a p-value read off the bootstrap distribution (one-sided, Koehn 2004
-  style: the fraction of resamples in which B is not better; or two-sided).
-* :func:`bootstrap_ci` — the 95% interval of one system's score by the same resampling over examples;
-  :func:`seed_ci` — the t interval of a mean over seeds (``scipy.stats.t.interval``).
-* :func:`mcnemar` — exact (binomial) McNemar test on per-example correctness (SG-Net paper, ref. [74]):
-  ``scipy.stats.binomtest`` on the discordant pairs. Exact, not the chi-square approximation with continuity
-  correction: it is valid for any number of discordant pairs.
-* :func:`paired_t_test` — paired t-test over seeds (``scipy.stats.ttest_rel`` on the scores of matched runs; SG-Net
-  paper ref. [76]).
-* :func:`sign_flip_test` — the exact sign-flip (permutation) test of per-seed differences: all ``2**k`` sign
-  patterns enumerated. It needs only that a difference is as likely to be negative as positive under the null (no
-  normality), but with ``k`` seeds its smallest p is ``2 / 2**k``: 0.25 for 3 seeds, 0.0625 for 5, so it cannot
-  reject at 0.05 below 6 seeds.
-* :func:`seed_comparison` — what the tables report for a claim about two *systems* trained with several seeds: the
-  mean per-seed difference, its t-interval (:func:`seed_ci`), the paired t-test and the sign-flip test. A bootstrap
-  over evaluation examples holds each trained model fixed: it speaks about those models, not about the systems, and
-  a two-level bootstrap over seeds and examples rejects far too often with 3-5 seeds (see
-  ``tests/tasks/test_significance_null.py``), so neither is used for claims about systems.
-* :func:`paired_bleu_test` — corpus BLEU of two systems on the same sentences: sacreBLEU's own paired bootstrap or
-  approximate randomisation (``sacrebleu.significance.PairedTest``, the test of ``sacrebleu --paired-bs / --paired-ar``)
-  for the p-value, and the 95% interval of the BLEU difference from :func:`paired_bootstrap` over sentence-level
-  BLEU statistics (public ``BLEU.sentence_score`` counts, summed per resample and scored with ``BLEU.compute_bleu``,
-  so every resampled score is sacreBLEU's corpus BLEU of that sample).
-* :func:`paired_prediction_tests` — the tests above that fit one pair of ``dev_predictions.json`` contents (the
-  same dev examples of two runs): what ``compare`` (:mod:`syntaxformer.training.comparison`) and
-  ``syntaxformer significance`` (:mod:`syntaxformer.analysis.compare_runs`) report.
-
-The tests sit beside the task metrics (:mod:`syntaxformer.tasks.metrics`) they compare, below the training and
-analysis code that uses them; :mod:`syntaxformer.analysis.significance` keeps the older import path.
+Over evaluation examples of two fixed models: :func:`paired_bootstrap` (any metric), :func:`bootstrap_ci`,
+:func:`mcnemar` (exact, on per-example correctness), :func:`paired_bleu_test` (sacreBLEU's paired tests).
+Over seeds, for claims about *systems*: :func:`seed_ci`, :func:`paired_t_test`, :func:`sign_flip_test` and
+:func:`seed_comparison`, which reports them together (a bootstrap over examples speaks about the trained models,
+not the systems; ``tests/tasks/test_significance_null.py`` shows a two-level bootstrap rejects far too often with
+3-5 seeds). :func:`paired_prediction_tests` runs those that fit two ``dev_predictions.json`` files (``compare``,
+``syntaxformer significance``).
 """
 
 from __future__ import annotations

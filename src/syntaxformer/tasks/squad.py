@@ -1,37 +1,17 @@
 """SQuAD 2.0 span QA as a :class:`~syntaxformer.tasks.base.Task`: windows with start/end labels, span decoding with
-the null answer (and an answer verifier), and the threshold protocol.
-
-Pipeline (what the runner does with :class:`SquadTask`)::
-
-    task = get_task("squad2", doc_stride=128, verifier="joint")
-    train, dev = task.load_split("train", data), task.load_split("dev", data)   # TaskData of SquadExamples
-    features = task.featurize(dev, context, "dev")             # one window per item (SquadFeatures)
-    ... model(**task.collator(context)(batch)) -> start_logits, end_logits [, verifier_logits]
-    predictions = task.postprocess(dev, features, raw)          # n-best over windows, null score, verifier
-    task.compute_metrics(dev, predictions)                      # EM / F1 at the fixed and the tuned thresholds
-
-The building blocks are public too: :class:`SquadFeaturizer` (parse + align into windows),
-:func:`postprocess_predictions` (decoding; both live in :mod:`syntaxformer.tasks.span_qa`) and
-:func:`threshold_split` (the tuning / test article split); reading lives in :mod:`syntaxformer.data.readers.squad`, the metric in :mod:`syntaxformer.tasks.squad_metric`.
+the null answer (and an answer verifier), and the threshold protocol. The windows and the decoding live in
+:mod:`syntaxformer.tasks.span_qa`, reading in :mod:`syntaxformer.data.readers.squad`, the metric in
+:mod:`syntaxformer.tasks.squad_metric`.
 
 Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's
-``[CLS] question [SEP] passage [SEP]``). Long passages are cut into windows (the question is complete in every
-window); each passage sentence is its own dependency tree and the question is parsed on its own, so no syntax
-link crosses sentences or passage/question.
+order). Long passages are cut into windows (the question is complete in every window); each passage sentence is its
+own dependency tree and the question is parsed on its own, so no syntax link crosses sentences or passage/question.
 
-Data (:meth:`SquadTask.load_split`; the run config's data section): ``train_file`` (default
-``<data_dir or shared data>/squad2/dev-v2.0-half.json``) split **by article** (``held_out_fraction``, ``split_seed``)
-into the ``train`` articles and the held-out ``dev`` articles; with ``dev_file`` both files are read as they are;
-``dataset`` (e.g. ``rajpurkar/squad_v2``) loads the hub ``train`` / ``validation`` splits. ``max_train_samples``
-/ ``max_eval_samples`` keep a seeded subset (``data_seed``) of the questions.
-
-The no-answer threshold. The ``dev`` articles are split again by article (``threshold_tuning_fraction``, default
-0.5, ``threshold_split_seed``; :func:`threshold_split`) into a *tuning* part and a *test* part (recorded in the
-split's ``metadata``); every score is on the **test part** (:func:`~syntaxformer.tasks.squad_metric.squad_scores`):
-``best_f1_threshold`` (the headline) / ``best_exact_threshold`` at the threshold with the best F1 / EM on the tuning
-part; ``fixed_threshold`` at ``null_threshold``; ``same_set_best_f1_threshold`` tuned on the test part itself
-(optimistic, as the official script's ``best_f1``). ``threshold_tuning_fraction=0``: thresholds tuned on the scored
-questions themselves.
+Data (:meth:`SquadTask.load_split`): ``train_file`` (default ``squad2/dev-v2.0-half.json`` under the data root) split
+**by article** (``held_out_fraction``, ``split_seed``) into ``train`` and held-out ``dev``; with ``dev_file`` both
+files are read as they are; ``dataset`` loads the hub splits. The ``dev`` articles are split again by article
+(``threshold_tuning_fraction``, :func:`threshold_split`) into a *tuning* and a *test* part; every score is on the
+test part (:func:`~syntaxformer.tasks.squad_metric.squad_scores`), docs/reading_comprehension.md has the protocol.
 """
 
 from __future__ import annotations
@@ -43,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from syntaxformer.data.examples import TaskData
 from syntaxformer.data.readers.squad import SquadExample, load_squad_hub, read_squad, split_by_article, squad_counts
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
 from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared with exported model folders
     SquadFeature,
     SquadFeaturizer,
@@ -203,7 +184,7 @@ def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
 
 
 @register_task
-class SquadTask(Task):
+class SquadTask(Task[TaskData]):
     """SQuAD 2.0 extractive QA with unanswerable questions (head ``question_answering``).
 
     Args:
@@ -295,21 +276,7 @@ class SquadTask(Task):
         ]
 
     def options(self) -> dict[str, Any]:
-        return {
-            "doc_stride": self.doc_stride,
-            "question_first": self.question_first,
-            "n_best": self.n_best,
-            "max_answer_length": self.max_answer_length,
-            "null_threshold": self.null_threshold,
-            "verifier": self.verifier,
-            "verifier_loss_weight": self.verifier_loss_weight,
-            "beta1": self.beta1,
-            "beta2": self.beta2,
-            "held_out_fraction": self.held_out_fraction,
-            "split_seed": self.split_seed,
-            "threshold_tuning_fraction": self.threshold_tuning_fraction,
-            "threshold_split_seed": self.threshold_split_seed,
-        }
+        return {name: getattr(self, name) for name in self._option_names()}  # each option is an attribute
 
     @property
     def label_names(self) -> list[str]:
@@ -338,7 +305,7 @@ class SquadTask(Task):
         return dict(READING_DEFAULTS)
 
     # -- data --------------------------------------------------------------------------------------------
-    def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
+    def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
         """The questions of ``split`` (``train`` / ``dev`` / ``test``) as :class:`~syntaxformer.data.examples.TaskData`
         of :class:`SquadExample`.
 
@@ -349,7 +316,7 @@ class SquadTask(Task):
         Raises:
             ConfigError / DataError: an unknown split, a missing file, an empty part, or too few articles to split.
         """
-        from syntaxformer.data.examples import TaskData, content_fingerprint
+        from syntaxformer.data.examples import content_fingerprint
 
         if split not in self.splits:
             raise ConfigError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
@@ -401,13 +368,7 @@ class SquadTask(Task):
             [e.qid, e.title, e.context, e.question, e.answers, e.is_impossible] for e in examples
         )
         out = TaskData(examples, source, fingerprint, len(examples), None, metadata)
-        key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
-        if data.get("max_samples") is not None:  # the runner's data section names the split's limit so
-            data = {**data, key: data["max_samples"]}
-        seed = 0 if data.get("data_seed") is None else int(data["data_seed"])
-        if data.get(key) is not None and int(data[key]) < 1:
-            raise ConfigError(f"{key}={data[key]} must be a positive number of questions (or null for all)")
-        out = out.subsampled(None if data.get(key) is None else int(data[key]), seed)
+        out = out.subsampled(*sample_limit(data, split, "questions"))
         out.metadata["counts"] = squad_counts(out.examples)
         if split != "train":
             tuning_qids, protocol = threshold_split(
@@ -416,10 +377,10 @@ class SquadTask(Task):
             out.metadata.update(tuning_qids=tuning_qids, threshold_protocol=protocol)
         return out
 
-    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> Any:
+    def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
         :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
-        from syntaxformer.data.examples import TaskData, content_fingerprint
+        from syntaxformer.data.examples import content_fingerprint
 
         examples = [
             SquadExample(
@@ -434,7 +395,49 @@ class SquadTask(Task):
             examples, "raw inputs", content_fingerprint([e.qid, e.context, e.question] for e in examples), len(examples)
         )
 
-    def featurize(self, data: Any, context: TaskContext, split: str) -> SquadFeatures:
+    def raw_records(
+        self,
+        inputs: Sequence[Mapping[str, Any]],
+        data: TaskData,
+        features: Any,
+        outputs: Mapping[str, Sequence[Any]],
+        model_config: Any,
+        options: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """This task's decoding (with the call's ``top_k`` / ``max_answer_length`` on a copy of it) and the answer at
+        ``options["null_threshold"]`` (default: the task's)."""
+        import copy
+
+        from syntaxformer.modeling.raw_text import answer_record
+
+        def rows(key: str) -> Any:
+            values = outputs.get(key)
+            return None if values is None or values[0] is None else np.asarray(values)
+
+        starts, ends = [np.asarray(r) for r in outputs["start_logits"]], [np.asarray(r) for r in outputs["end_logits"]]
+        verifier = rows("verifier_logits")
+        raw = (starts, ends) if verifier is None else (starts, ends, verifier)
+        auxiliary = {}
+        for key in outputs:
+            if key.startswith("aux:"):
+                aux = rows(key)
+                auxiliary[key[4:]] = (starts, ends) if aux is None else (starts, ends, aux)
+        top_k, longest = options.get("top_k"), options.get("max_answer_length")
+        task = self
+        if top_k is not None or longest is not None:
+            task = copy.copy(self)
+            task.n_best = max(self.n_best, int(top_k or 1))
+            task.max_answer_length = int(longest or self.max_answer_length)
+        predictions = task.postprocess(data, features, raw, auxiliary or None)
+        given = options.get("null_threshold")
+        threshold = self.null_threshold if given is None else float(given)
+        nbest, na_scores = predictions.extra["nbest"], predictions.extra["na_scores"]
+        return [
+            answer_record(r, nbest.get(qid) or [], float(na_scores[qid]), threshold, top_k)
+            for r, qid in zip(inputs, predictions.ids)
+        ]
+
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> SquadFeatures:
         """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""
         if context.parser_noise:
             raise ConfigError(
@@ -469,7 +472,7 @@ class SquadTask(Task):
 
     # -- predictions -------------------------------------------------------------------------------------
     def postprocess(
-        self, data: Any, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
+        self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
     ) -> Predictions:
         """Decode spans (:func:`postprocess_predictions`); the verifier logits come from the model (``joint``) or
         from ``auxiliary["verifier"]`` (``parallel``).
@@ -514,7 +517,7 @@ class SquadTask(Task):
             {"best_texts": result.best_texts, "na_scores": result.na_scores, "nbest": result.nbest},
         )
 
-    def _scores(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def _scores(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         from syntaxformer.tasks.squad_metric import squad_scores
 
         return squad_scores(
@@ -525,7 +528,7 @@ class SquadTask(Task):
             tuning_qids=data.metadata.get("tuning_qids"),
         )
 
-    def compute_metrics(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         """The headline numbers (:attr:`metric_names`, on the test part at the ``best_f1_threshold``) and the
         sections of ``metrics.json``: ``fixed_threshold``, ``best_f1_threshold``, ``best_exact_threshold``,
         ``same_set_best_f1_threshold`` (:func:`~syntaxformer.tasks.squad_metric.squad_scores`),
@@ -546,7 +549,7 @@ class SquadTask(Task):
             ),
         }
 
-    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
+    def run_files(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
         """``predictions.json`` (``qid -> answer`` at the headline ``best_f1_threshold``), ``best_texts.json``
         (best non-null span), ``na_probs.json`` (no-answer scores; with ``best_texts.json`` restricted to the test
         part, the official ``evaluate-v2.0.py --na-prob-file`` gives the ``official_best_*`` numbers) and
@@ -562,7 +565,7 @@ class SquadTask(Task):
             },
         }
 
-    def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
+    def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
         """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``answer`` (at
         ``null_threshold``; ``""`` = no answer), ``best_answer`` (the best non-null span), ``null_score`` and
         ``gold_answers`` (the gold texts, ``[]`` for an unanswerable question; left out when unknown)."""

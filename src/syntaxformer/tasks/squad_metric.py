@@ -1,39 +1,14 @@
 """SQuAD 2.0 evaluation (EM / F1, HasAns / NoAns, best no-answer thresholds), re-implemented from its definition,
 and the run protocol on top of it (:func:`squad_scores`: thresholds tuned on other articles than the scored ones).
 
-Behaviour (as documented for the official SQuAD 2.0 evaluation):
-
-* **Normalisation** of a string: lower-case, drop ASCII punctuation (``string.punctuation``), drop the articles
-  *a*, *an*, *the* as whole words, collapse whitespace.
-* **EM** of a prediction against one gold answer: 1 if the normalised strings are equal.
-* **F1**: bag-of-tokens overlap of the normalised strings (split on whitespace). If either side has no token, F1 is
-  1 when both are empty and 0 otherwise.
-* Per question the score is the **max over its gold answers**; an unanswerable question has the single gold
-  answer ``""`` (so predicting ``""`` scores 1, anything else 0). Gold answers that normalise to ``""`` are
-  dropped from an answerable question's list (if all do, ``[""]`` is used); such a question still counts as
-  HasAns (a question is HasAns when it has any non-empty gold text). Example: a gold list ``["the", "Normans"]``
-  is scored against ``["Normans"]`` only, so an empty prediction gets 0, not 1.
-* **Totals** are percentages (0-100): ``exact``, ``f1``, ``total`` over all questions; ``HasAns_*`` over answerable,
-  ``NoAns_*`` over unanswerable ones (omitted when there are none).
-* **No-answer probabilities** (optional, ``qid -> score``; higher = more likely unanswerable): a question is
-  predicted unanswerable when its score exceeds a threshold (default 1.0, i.e. the prediction text is used as is).
-  ``best_exact`` / ``best_f1`` are the scores at the best threshold found on the data, with ``best_exact_thresh``
-  / ``best_f1_thresh``: questions are swept in increasing order of no-answer score; starting from "all
-  unanswerable" (score = share of unanswerable questions), each question in turn switches to its predicted text.
-  The running score changes by (its score with the text) - (its score with "") — for an unanswerable question
-  that is -1 when the text is non-empty, 0 if the text is empty. The best point and the score of the question
-  that reached it give the threshold (questions with a score ≤ threshold are answered). This is the official
-  script's sweep (:func:`find_best_threshold`), kept so that ``best_*`` match what it prints.
-* **Ties.** The official sweep moves one question at a time even when several questions share a no-answer score,
-  so its best point can lie *inside* a group of tied scores, which no threshold reaches (``na > t`` answers all of
-  a tie group or none of it); then ``best_*`` is not attainable and ``best_*_thresh`` does not give it. Example:
-  answerable q1 (score -2, right) and q4 (0.5, right), unanswerable q2 (0.5, predicted "x") and q3 (3): the
-  official sweep reports F1 100 at 0.5, but threshold 0.5 gives 75 (q2 is answered with q4). The **reachable**
-  sweep (:func:`find_reachable_best_threshold`, keys ``reachable_best_exact`` / ``reachable_best_f1`` and their
-  ``_thresh``) moves whole tie groups, starts from "answer nobody" (threshold below the smallest score), and
-  returns a threshold ``t`` at which :func:`apply_no_answer_threshold` (``na > t`` → no answer) gives exactly the
-  reported score. It also scores an answered question by its text (an unanswerable question whose text
-  normalises to ``""`` keeps 1), exactly as :func:`apply_no_answer_threshold` does.
+As the official script: normalisation (lower case, ASCII punctuation and the articles a/an/the dropped, whitespace
+collapsed), EM, bag-of-tokens F1 (1 when both sides are empty), the max over gold answers (an unanswerable question
+has the single gold answer ``""``; gold answers that normalise to ``""`` are dropped), percentages, and ``best_*``
+by the official one-question-at-a-time sweep (:func:`find_best_threshold`). On tied no-answer scores that sweep's
+best point can lie inside a tie group that no threshold reaches (``na > t`` answers all of a group or none), so
+:func:`find_reachable_best_threshold` (``reachable_best_*``) moves whole tie groups, starts from "answer nobody",
+and returns a threshold at which :func:`apply_no_answer_threshold` gives exactly the reported score
+(docs/reading_comprehension.md, "Metric").
 """
 
 from __future__ import annotations

@@ -13,10 +13,11 @@ are always full sentences.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from syntaxformer.data.examples import TaskExample
+from syntaxformer.data.examples import TaskData, TaskExample
 from syntaxformer.data.readers.sst import read_sst_examples
 from syntaxformer.errors import ConfigError
 from syntaxformer.tasks.base import register_task
@@ -79,7 +80,7 @@ class SstTreeTask(SentenceTask):
     def _phrases(self, split: str) -> bool:
         return self.phrases and split == "train"  # the paper uses phrases for training only
 
-    def load_split(self, split: str, data: Any) -> Any:
+    def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
         if data.get(f"{split}_file") is None and (
             data.get("dataset") is not None or (data.get("data_dir") is None and self.default_data_dir() is None)
         ):

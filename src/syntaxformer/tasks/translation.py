@@ -1,21 +1,8 @@
 """Translation (English→German Multi30k / WMT by default) with the Syntax-Infused Transformer: the ``translation``
-task.
-
-The model is trained from scratch (:mod:`syntaxformer.modeling.seq2seq`), so the task builds what a pretrained
-encoder would bring: BPE vocabularies learned on the (subsampled) training split (:meth:`TranslationTask.
-build_tokenizer`, saved as ``source_tokenizer/`` and ``target_tokenizer/`` in the run folder) and the model
-(:meth:`TranslationTask.build_model`, one of the :data:`ARMS`).
-
-Data flow (the runner's, see :mod:`syntaxformer.tasks.base`)::
-
-    load_split("train" | "dev" | <eval set>)   -> ParallelCorpus (subsampled train split: fraction, data_seed)
-    build_tokenizer(train, out_dir, context)    -> source tokenizer; target tokenizer in context.extra
-    build_model(system, model_options, context) -> SyntaxInfusedForConditionalGeneration (seed torch first)
-    featurize(corpus, context, split)           -> list of per-pair dicts: input_ids (+ </s>), the syntax inputs the
-                                                   model reads (context.syntax_inputs), labels (+ </s>)
-    collator(context)                           -> padded batches + attention_mask + decoder_input_ids
-    SyntaxSeq2SeqTrainer.predict(features)      -> generated ids (beam search)
-    postprocess -> Predictions (detokenised translations); compute_metrics -> sacreBLEU BLEU + signature
+task. The model is trained from scratch (:mod:`syntaxformer.modeling.seq2seq`), so the task builds what a
+pretrained encoder would bring: BPE vocabularies learned on the (subsampled) training split
+(:meth:`TranslationTask.build_tokenizer`, saved as ``source_tokenizer/`` and ``target_tokenizer/`` in the run folder)
+and the model (:meth:`TranslationTask.build_model`, one of the :data:`ARMS`). Scores: sacreBLEU BLEU + signature.
 """
 
 from __future__ import annotations
@@ -63,7 +50,7 @@ ARMS: dict[str, dict[str, Any]] = {
 TAG_CONTROLS = ("shuffle", "random")
 
 
-class TranslationTask(Task):
+class TranslationTask(Task[ParallelCorpus]):
     """Sentence-level translation with the Syntax-Infused Transformer (any parallel text; Multi30k by default).
 
     Options (all JSON-serialisable; :meth:`options` returns them):
@@ -285,6 +272,24 @@ class TranslationTask(Task):
             [str(r.get("id", f"input-{i}")) for i, r in enumerate(inputs)],
             "inputs",
         )
+
+    def raw_records(
+        self,
+        inputs: Sequence[Mapping[str, Any]],
+        data: ParallelCorpus,
+        features: Any,
+        outputs: Mapping[str, Sequence[Any]],
+        model_config: Any,
+        options: Mapping[str, Any],
+    ) -> list[dict[str, Any]]:
+        """Per source sentence: its ``translation``."""
+        from syntaxformer.modeling.raw_text import padded
+
+        texts = self.postprocess(data, features, padded(outputs["ids"], -100, np.int64)).values
+        return [
+            {**({"id": r["id"]} if "id" in r else {}), "text": r["text"], "translation": t}
+            for r, t in zip(inputs, texts)
+        ]
 
     def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
         """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation

@@ -17,7 +17,7 @@ from typing import Any
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.modeling.raw_text import position_limit
-from syntaxformer.tasks.base import Task, TaskContext
+from syntaxformer.tasks.base import SplitData, Task, TaskContext
 from syntaxformer.training.config import RunConfig
 from syntaxformer.training.saved import loading_model, model_folder_problem
 
@@ -29,7 +29,6 @@ __all__ = [
     "code_revision",
     "count_parameters",
     "environment",
-    "has_labels",
     "load_data",
     "load_tokenizer",
     "model_class",
@@ -50,11 +49,6 @@ def model_class(system: str, head: str) -> Any:
     from syntaxformer import modeling
 
     return modeling.model_class(system, head)
-
-
-def _syntax_inputs(model_config: Any) -> tuple[str, ...]:
-    """The batch keys a model reads besides the token arrays (the model config declares them)."""
-    return tuple(model_config.syntax_inputs)
 
 
 def saved_system(path: str) -> str | None:
@@ -192,7 +186,7 @@ def check_max_length(max_length: Any, model_config: Any, path: Any) -> None:
 
 def build_context(config: RunConfig, tokenizer: Any, model_config: Any) -> TaskContext:
     """The featurization context of a model: the syntax inputs it reads, and a parser only if it reads any."""
-    inputs = _syntax_inputs(model_config)
+    inputs = tuple(model_config.syntax_inputs)  # the batch keys the model reads besides the token arrays
     fc = config.features_cache
     wants_con = any(k.startswith("con_") for k in inputs)
     return TaskContext(
@@ -251,18 +245,12 @@ def build_model(
         raise
 
 
-def load_data(config: RunConfig, task: Task, split: str, max_samples: int | None) -> Any:
+def load_data(config: RunConfig, task: Task, split: str, max_samples: int | None) -> SplitData:
     """The task's ``split`` as the config names it, subsampled to ``max_samples`` (the subsample logged)."""
-    data = task.load_split(split, config.data_options(split, max_samples))
-    note = getattr(data, "sample_note", None)
-    if note:
-        logger.info("%s %s: %s", task.title, split, note)
+    data: SplitData = task.load_split(split, config.data_options(split, max_samples))
+    if data.sample_note:
+        logger.info("%s %s: %s", task.title, split, data.sample_note)
     return data
-
-
-def has_labels(data: Any) -> bool:
-    """Whether a split's data carries labels (``TaskData.has_labels``; data without the flag does)."""
-    return bool(getattr(data, "has_labels", True))
 
 
 def task_record(task: Task) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import DataError
+from syntaxformer.training.saved import WEIGHT_FILES
 
 __all__ = [
     "FINGERPRINT_FILE",
@@ -46,33 +47,14 @@ logger = logging.getLogger(__name__)
 #: The run fingerprint in a run folder (written when a run starts; read by a resume).
 FINGERPRINT_FILE = "run_fingerprint.json"
 #: Run-config options a resume may change: where and how often results are written, evaluation, display.
-RESUME_FREE_OPTIONS = frozenset(
-    {
-        "output_dir",
-        "overwrite_output_dir",
-        "resume",
-        "save_model",
-        "disable_tqdm",
-        "dataloader_num_workers",
-        "eval_strategy",
-        "eval_steps",
-        "save_strategy",
-        "save_steps",
-        "save_total_limit",
-        "logging_steps",
-        "dev_file",
-        "test_file",
-        "max_eval_samples",
-        "max_predict_samples",
-        "per_device_eval_batch_size",
-        "features_cache",
-        "parse_cache",
-        "predict_with_generate",
-    }
-)
+RESUME_FREE_OPTIONS = frozenset({
+    "output_dir", "overwrite_output_dir", "resume", "save_model", "disable_tqdm", "dataloader_num_workers",
+    "eval_strategy", "eval_steps", "save_strategy", "save_steps", "save_total_limit", "logging_steps", "dev_file",
+    "test_file", "max_eval_samples", "max_predict_samples", "per_device_eval_batch_size", "features_cache",
+    "parse_cache", "predict_with_generate",
+})  # fmt: skip
 
 _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
-_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
 def checkpoint_step(path: str | os.PathLike) -> int | None:
@@ -154,7 +136,7 @@ def checkpoint_problems(path: str | os.PathLike) -> list[str]:
                 problems.append(f"trainer_state.json is at step {state.get('global_step')}, not {step}")
         except (OSError, ValueError) as e:
             problems.append(f"trainer_state.json is not valid ({type(e).__name__})")
-    weights = [folder / w for w in _WEIGHTS if (folder / w).is_file()]
+    weights = [folder / w for w in WEIGHT_FILES if (folder / w).is_file()]
     if not weights and not any(folder.glob("pytorch_model_fsdp*")):
         problems.append("no model weights (model.safetensors)")
     problems += [p for p in map(weights_problem, weights) if p]

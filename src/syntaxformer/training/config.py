@@ -1,30 +1,15 @@
 """The run configuration: every option of a run described once, as a field of :class:`RunConfig` whose metadata
 holds its help text, its group and its extra command-line spellings (as ``transformers.HfArgumentParser`` reads
-dataclass fields); read from JSON / YAML, overridable with ``key=value``.
+dataclass fields); read from JSON / YAML, overridable with ``key=value`` (parsed as YAML scalars:
+``--set model.alpha=0.3``, ``--set max_train_samples=null``).
 
-Example config (YAML)::
-
-    task: sst2
-    model_type: sgnet                # the syntax system: sgnet | syntax_bert | plain
-    model_name_or_path: /path/to/all-MiniLM-L6-v2
-    model: {use_sg_layer: true, pooling: mean}   # options of the model's own PretrainedConfig
-    max_train_samples: 2000
-    num_train_epochs: 2
-    learning_rate: 5.0e-5
-    output_dir: runs/sst2-sgnet
-
-Overrides (``--set key=value``) are parsed as YAML scalars, so ``--set model.alpha=0.3``,
-``--set use_sg_layer=false`` and ``--set max_train_samples=null`` do what they look like.
-
-**Routing** (:func:`route_options`, once per dict by :meth:`RunConfig.from_dict`: a file, ``--set``, the flags, a
-Python dict), first match wins: a :class:`RunConfig` field; a Hugging Face spelling of one (:data:`HF_SPELLINGS`);
-a shorthand (:data:`SHORTHANDS`); an option of the task (``doc_stride`` ...: ``task_options``); an option of a
-system's config class (``alpha`` ...: ``model``; also ``model_kwargs.*`` / ``syntax_bert_options.*``); any other
-``Seq2SeqTrainingArguments`` field (``report_to`` ...: ``training_args``, passed to the Trainer as it is). Values
-are checked against the field annotations (:func:`typed_value`) and :data:`BOUNDS`, the ``model`` section by the
-system's config class, the task options by building the task. The task's and the encoder's defaults are decided
-once, when a run starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command line
-to the optimizer.
+**Routing** (:func:`route_options`, once per dict by :meth:`RunConfig.from_dict`), first match wins: a
+:class:`RunConfig` field; a Hugging Face spelling (:data:`HF_SPELLINGS`); a shorthand (:data:`SHORTHANDS`); a task
+option (``task_options``); an option of a system's config class (``model``; also ``model_kwargs.*`` /
+``syntax_bert_options.*``); any other ``Seq2SeqTrainingArguments`` field (``training_args``). Values are checked
+against the field annotations (:func:`typed_value`) and :data:`BOUNDS`. The task's and the encoder's defaults are
+decided once, when a run starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command
+line to the optimizer.
 """
 
 from __future__ import annotations
@@ -45,6 +30,9 @@ from typing import Any, Literal
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
+
+if typing.TYPE_CHECKING:
+    from syntaxformer.tasks.base import Task
 
 __all__ = [
     "BOOLEAN_WORDS",
@@ -471,7 +459,7 @@ class RunConfig:
         self._built_task = (self._task_key(), self.build_task())  # checks the task name and its options
 
     # -- derived -----------------------------------------------------------------------------------------
-    def build_task(self) -> Any:
+    def build_task(self) -> Task:
         """``get_task(task, **task_options)``. The task built when the config was checked is handed out once (so
         a run builds its task once); later calls build a new one."""
         from syntaxformer.tasks import get_task
@@ -526,7 +514,7 @@ class RunConfig:
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[operator]
         return bool(getattr(self, name) != default)
 
-    def for_task(self, task: Any, *, training: bool = True) -> RunConfig:
+    def for_task(self, task: Task, *, training: bool = True) -> RunConfig:
         """The config a run of ``task`` uses (``self`` when nothing changes): the one place where the task's and the
         encoder's defaults are decided, before any ``TrainingArguments`` are built. With ``training``, an option
         the task ignores (``Task.unused_options``) that was given (:meth:`is_given`) is a :class:`ConfigError`, even

@@ -1,17 +1,8 @@
-"""The model card (``README.md``): one writer, on ``huggingface_hub.ModelCard``, for a run folder and an export.
-
-:func:`write_model_card` is called by :func:`syntaxformer.training.run.train` at the end of a run that saved its
-model, and by ``syntaxformer export`` (:mod:`syntaxformer.sharing.export`) for the folder it writes. The card says,
-from the run's own records (``metrics.json``, the run config, the model config): the system and its paper, how to
-use the folder, the encoder, head, labels and model options, the parser (named from the annotator's own
-``source``) and where the trees come from, the data with its subsampling, the scores with the seed, the training
-settings (the effective batch size: per device x accumulation x devices) and the command with the resolved run
-config. The metadata is the hub's: ``library_name``, ``tags``, ``base_model`` and a ``model-index`` of the scores;
-an export adds its ``pipeline_tag``, ``license`` and ``datasets`` (a run folder's model answers through
-syntaxformer's pipelines, not a standard one: no ``pipeline_tag``).
-
-No path of this machine and no secret goes into a card: paths are written relative to the folder that holds the
-run folder, and access tokens are redacted (:func:`syntaxformer.secrets.redact_secrets`).
+"""The model card (``README.md``): one writer, on ``huggingface_hub.ModelCard``, for a run folder (``train``) and
+an export (``syntaxformer export``). It says, from the run's own records: the system and its paper, how to use the
+folder, the model, the parser and where the trees come from, the data, the scores with the seed, the training
+settings and the command with the resolved run config; the hub metadata holds a ``model-index`` of the scores. No
+path of this machine (paths are made relative to the run folder's parent) and no secret goes into a card.
 """
 
 from __future__ import annotations

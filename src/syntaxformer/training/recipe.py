@@ -23,7 +23,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,6 @@ from syntaxformer.training.blocks import (
     check_encoder,
     count_parameters,
     environment,
-    has_labels,
     load_data,
     load_tokenizer,
     model_label,
@@ -90,6 +89,7 @@ class TrainRecipe:
         self.t0 = time.time()
         self.output_dir = os.path.abspath(config.output_dir)
         self.resume_from: str | None = None
+        self.lr_note = False
         self.metrics: dict[str, Any] = {}
 
     def run(self) -> dict[str, Any]:
@@ -153,9 +153,9 @@ class TrainRecipe:
         self.t_data = time.time()
         self.train_data = load_data(config, task, "train", config.max_train_samples)
         self.dev_data = load_data(config, task, "dev", config.max_eval_samples)
-        if not has_labels(self.train_data) or not has_labels(self.dev_data):
+        if not self.train_data.has_labels or not self.dev_data.has_labels:
             raise DataError(f"{task.title}: training needs labeled train and dev data")
-        fingerprint = checkpoints.run_fingerprint(config.to_dict(), _data_fingerprint(self.train_data))
+        fingerprint = checkpoints.run_fingerprint(config.to_dict(), self.train_data.fingerprint)
         if self.resume_from:  # before the task rebuilds anything in the folder (translation: its BPE tokenizers)
             checkpoints.check_fingerprint(output_dir, fingerprint)
         os.makedirs(output_dir, exist_ok=True)
@@ -192,6 +192,8 @@ class TrainRecipe:
         """The train and dev features (parsed and aligned; cached as the config says)."""
         self.train_ds = self.task.featurize(self.train_data, self.context, "train")
         self.dev_ds = self.task.featurize(self.dev_data, self.context, "dev")
+        self.train_facts = self.task.feature_facts(self.train_ds)
+        self.dev_facts = self.task.feature_facts(self.dev_ds)
         self.data_s = time.time() - self.t_data
 
     def fit(self) -> None:
@@ -214,8 +216,7 @@ class TrainRecipe:
             self.callbacks,
         )
         self.kind = system_kind(config.model_type, self.model)
-        meta = getattr(self.train_ds, "meta", {})
-        self.sources = meta.get("syntax_source") or task.syntax_source(self.train_data, self.context)
+        self.sources = self.train_facts.get("syntax_source") or task.syntax_source(self.train_data, self.context)
         if self.sources:
             logger.info(
                 "syntax: dependency trees: %s; constituency trees: %s",
@@ -228,7 +229,7 @@ class TrainRecipe:
                 logger.info(
                     "note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks are empty"
                 )
-        if getattr(self, "lr_note", False):
+        if self.lr_note:
             logger.info(small_encoder_note(int(getattr(self.model.config, "hidden_size", 0))))
         logger.info(
             "training %s on %s: %d train / %d dev examples, model %s%s",
@@ -243,7 +244,7 @@ class TrainRecipe:
         self.result = self.trainer.train(resume_from_checkpoint=self.resume_from)
         self.train_s = time.time() - t_train
         self.history = [
-            dict(_strip({k: v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")}, "eval_"))
+            {k.removeprefix("eval_"): v for k, v in e.items() if k.startswith("eval_") or k in ("epoch", "step")}
             for e in self.trainer.state.log_history
             if "eval_loss" in e
         ]
@@ -264,8 +265,9 @@ class TrainRecipe:
         self.final: dict[str, Any] = {}
         auxiliary_models = None
         for i, split in enumerate(task.evaluation_splits()):
-            data, ds = (self.dev_data, self.dev_ds) if split == "dev" else (None, None)
-            if data is None:
+            if split == "dev":
+                data, ds = self.dev_data, self.dev_ds
+            else:
                 with self.args.main_process_first(desc=f"featurizing {split}"):
                     data = load_data(config, task, split, config.max_eval_samples)
                     ds = task.featurize(data, self.context, split)
@@ -286,7 +288,7 @@ class TrainRecipe:
             if i == 0:
                 self.dev_scores, self.final = scores, out.metrics or {}
             if i == 0 and writer:
-                labels = getattr(ds, "labels", None)
+                labels = task.feature_facts(ds).get("labels")
                 write_json(
                     Path(output_dir) / DEV_PREDICTIONS_FILE,
                     {
@@ -297,7 +299,7 @@ class TrainRecipe:
                         "ids": list(predictions.ids),
                         "predictions": list(predictions.values),
                         **({"labels": np.asarray(labels).tolist()} if labels is not None else {}),
-                        "data_fingerprint": _data_fingerprint(data),
+                        "data_fingerprint": data.fingerprint,
                     },
                 )
 
@@ -347,7 +349,7 @@ class TrainRecipe:
         ``all_results.json`` (both)."""
         folder = Path(self.output_dir)
         write_json(folder / "trainer_state.json", dataclasses.asdict(self.trainer.state))
-        train = {**(getattr(self.result, "metrics", None) or {}), "train_samples": len(self.train_ds)}
+        train = {**(self.result.metrics or {}), "train_samples": len(self.train_ds)}
         scores = {f"eval_{k}": v for k, v in self.dev_scores.items() if isinstance(v, (int, float))}
         evaluation = {**self.final, **scores, "eval_samples": len(self.dev_ds)}
         for name, content in (("train", train), ("eval", evaluation), ("all", {**train, **evaluation})):
@@ -357,9 +359,9 @@ class TrainRecipe:
     def _metrics(self) -> dict[str, Any]:
         """The content of ``metrics.json`` (:func:`syntaxformer.training.run.train`)."""
         config, task = self.config, self.task
-        meta = getattr(self.train_ds, "meta", {})
+        meta, dev_meta = self.train_facts, self.dev_facts
+        train_data, dev_data = self.train_data, self.dev_data
         lisa_log = [e["lisa_loss"] for e in self.trainer.state.log_history if "lisa_loss" in e]
-        dev_meta = getattr(self.dev_ds, "meta", {})
         return {
             "task": task.name,
             "task_title": task.title,
@@ -381,21 +383,18 @@ class TrainRecipe:
             "data_seed": config.resolved_data_seed,
             "sizes": {
                 "train": len(self.train_ds),
-                "train_total": getattr(self.train_data, "total", len(self.train_ds)),
+                "train_total": train_data.total,
                 "dev": len(self.dev_ds),
-                "dev_total": getattr(self.dev_data, "total", len(self.dev_ds)),
+                "dev_total": dev_data.total,
             },
-            "subsample": {
-                "train": getattr(self.train_data, "sample_note", None),
-                "dev": getattr(self.dev_data, "sample_note", None),
-            },
-            "data": {"train": getattr(self.train_data, "source", None), "dev": getattr(self.dev_data, "source", None)},
+            "subsample": {"train": train_data.sample_note, "dev": dev_data.sample_note},
+            "data": {"train": train_data.source, "dev": dev_data.source},
             "max_length": config.max_length,
             "parser": meta.get("parser"),
             "parser_noise": config.parser_noise,
             "syntax_source": self.sources,
             "syntax_keys": list(self.context.syntax_inputs),
-            "examples": getattr(self.train_data, "metadata", {}).get("examples"),
+            "examples": train_data.metadata.get("examples"),
             "truncated": {"train": meta.get("n_truncated"), "dev": dev_meta.get("n_truncated")},
             "features": {"train": meta.get("cache"), "dev": dev_meta.get("cache")},
             "main_metric": task.main_metric,
@@ -404,7 +403,9 @@ class TrainRecipe:
             "eval": self.evaluations,
             "history": self.history,
             "train": {
-                "loss": _training_loss(self.trainer, self.result),
+                "loss": self.result.training_loss
+                if self.trainer.loss_over_all_steps is None
+                else self.trainer.loss_over_all_steps,
                 "global_step": self.trainer.state.global_step,
                 "epochs": self.trainer.state.epoch,
                 "runtime_s": round(self.train_s, 2),
@@ -429,29 +430,6 @@ class TrainRecipe:
             "runtime_s": round(time.time() - self.t0, 2),
             "environment": environment(),
         }
-
-
-def _data_fingerprint(data: Any) -> str | None:
-    """The content fingerprint of a split (``TaskData.fingerprint``; for parallel corpora a hash of the pairs)."""
-    fp = getattr(data, "fingerprint", None)
-    if isinstance(fp, str):
-        return fp
-    sources, targets = getattr(data, "sources", None), getattr(data, "targets", None)
-    if isinstance(sources, list):
-        from syntaxformer.data.examples import content_fingerprint
-
-        return content_fingerprint(zip(sources, targets or [None] * len(sources)))
-    return None
-
-
-def _training_loss(trainer: Any, result: Any) -> float:
-    """The mean training loss over all steps of the run, resumed or not (``SyntaxTrainer.loss_over_all_steps``)."""
-    loss = getattr(trainer, "loss_over_all_steps", None)
-    return result.training_loss if loss is None else loss
-
-
-def _strip(metrics: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    return {k.removeprefix(prefix): v for k, v in metrics.items()}
 
 
 def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[str, float]]:
@@ -502,22 +480,13 @@ def _train_auxiliary(
 
 # -- train ----------------------------------------------------------------------------------------------------
 def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
-    """Fine-tune on the task's train split, evaluate on dev, save the model, ``run.json`` and ``metrics.json``
-    (:class:`TrainRecipe`).
+    """Fine-tune on the task's train split, evaluate, save the model, ``run.json`` and ``metrics.json``
+    (:class:`TrainRecipe`; ``callbacks``: extra ``transformers.TrainerCallback`` objects); returns the content of
+    ``metrics.json``.
 
     The run folder is locked while the run writes it (:class:`~syntaxformer.training.lock.RunLock`): a second
-    ``train`` into the same folder is refused at once, and a lock left by a killed run is taken over. A disk that
-    fills up while the run writes ends in one :class:`~syntaxformer.errors.DataError` naming the folder (the files
-    of an earlier finished run there stay as they were until the new run's own are complete).
-
-    Args:
-        config: the run.
-        callbacks: extra ``transformers.TrainerCallback`` objects.
-
-    Returns:
-        The content of ``metrics.json``: ``task``, ``model``, ``seed``, ``sizes``, ``subsample``, ``dev`` (final
-        scores), ``main_metric``, ``history`` (dev scores per evaluation), ``train`` (loss, steps, runtime),
-        ``runtime_s`` (whole run incl. data preparation), ``features`` (cache hits), ``environment``.
+    ``train`` into the same folder is refused at once, a lock left by a killed run is taken over. A disk that fills
+    up ends in one :class:`~syntaxformer.errors.DataError` naming the folder (an earlier finished run there is kept).
     """
     from syntaxformer.training.lock import RunLock
 
@@ -573,7 +542,7 @@ def check_trainer_options(args: Any) -> None:
 
 
 # -- TrainingArguments and the Trainer ------------------------------------------------------------------------
-def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, **overrides: Any) -> Any:
+def training_arguments(config: RunConfig, output_dir: str, *, seq2seq: bool = False, **overrides: Any) -> Any:
     """``TrainingArguments`` (``Seq2SeqTrainingArguments`` with ``seq2seq``) from a run config; ``overrides`` and
     then ``config.training_args`` win over the config's own fields."""
     import torch
@@ -608,7 +577,7 @@ def training_arguments(config: Any, output_dir: str, *, seq2seq: bool = False, *
         **precision_flags(config.mixed_precision),
     )
     if seq2seq:
-        kwargs["predict_with_generate"] = bool(getattr(config, "predict_with_generate", True))
+        kwargs["predict_with_generate"] = bool(config.predict_with_generate)
     if launched_processes() > 1 and not torch.cuda.is_available():
         # Several processes (accelerate launch / torchrun) without CUDA: DDP on the CPU over gloo. Without use_cpu,
         # accelerate would see no device to distribute over and run each process as a separate one-process job.
@@ -697,22 +666,13 @@ def build_trainer(
         "compute_metrics": compute_metrics,
         "callbacks": list(callbacks) or None,
     }
+    from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer, SyntaxTrainer
+
     if uses_generation(config, task):
         # The task saves its own tokenizers (translation: source_tokenizer/ and target_tokenizer/); a
         # processing_class would be written loose beside them. Models trained from scratch have no encoder, so
         # there is no separate learning rate for new parameters.
-        kwargs["processing_class"] = None
-        try:
-            from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
-        except ImportError as e:
-            raise MissingDependencyError(
-                f"{task.title} is a seq2seq task: training it with predict_with_generate needs "
-                "syntaxformer.training.trainer.SyntaxSeq2SeqTrainer, which this version lacks "
-                "(translation runs need it)"
-            ) from e
-        return SyntaxSeq2SeqTrainer(**kwargs)
-    from syntaxformer.training.trainer import SyntaxTrainer
-
+        return SyntaxSeq2SeqTrainer(**{**kwargs, "processing_class": None})
     return SyntaxTrainer(**kwargs, new_params_lr=config.new_params_lr, gate_lr=config.gate_lr)
 
 
@@ -723,18 +683,7 @@ def uses_generation(config: RunConfig, task: Task) -> bool:
 
 #: Model outputs that are not predictions (losses, attention maps): left out of `Trainer.predict`.
 IGNORE_OUTPUTS = [
-    "loss",
-    "span_loss",
-    "verifier_loss",
-    "lisa_loss",
-    "hidden_states",
-    "attentions",
-    "sg_attentions",
-    "past_key_values",
-    "encoder_last_hidden_state",
-    "encoder_hidden_states",
-    "encoder_attentions",
-    "decoder_hidden_states",
-    "decoder_attentions",
-    "cross_attentions",
-]
+    "loss", "span_loss", "verifier_loss", "lisa_loss", "hidden_states", "attentions", "sg_attentions",
+    "past_key_values", "encoder_last_hidden_state", "encoder_hidden_states", "encoder_attentions",
+    "decoder_hidden_states", "decoder_attentions", "cross_attentions",
+]  # fmt: skip

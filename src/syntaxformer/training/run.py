@@ -1,40 +1,14 @@
-"""The runner: ``train`` / ``evaluate`` / ``predict`` for every task and every syntax system (``compare``, several
-systems side by side, is :mod:`syntaxformer.training.comparison`).
+"""The runner: ``train`` / ``evaluate`` / ``predict`` for every task and every syntax system (``compare`` is
+:mod:`syntaxformer.training.comparison`). Everything task-specific goes through the typed
+:class:`~syntaxformer.tasks.Task` contract; :func:`train` runs :class:`~syntaxformer.training.recipe.TrainRecipe`
+stage by stage, on the building blocks of :mod:`syntaxformer.training.blocks` (re-exported here).
 
-The head of every function is generic; everything task-specific goes through the :class:`~syntaxformer.tasks.Task`
-interface::
-
-    task = get_task(config.task, **config.task_options)
-    train / dev = task.load_split(...)                        # subsampled as the config says
-    config <- task.training_defaults() (explicit config values win)
-    tokenizer = task.build_tokenizer(...) or the pretrained model's
-    model = task.build_model(...) or model_class(system, task.head).from_encoder_pretrained(path, **options)
-    context = TaskContext(tokenizer, syntax_inputs=<what the model reads>, parser=<only if it reads syntax>, ...)
-    features = task.featurize(split, context); SyntaxTrainer (SyntaxSeq2SeqTrainer for seq2seq + generation)
-    train -> predict dev -> task.postprocess (+ auxiliary models' raw outputs) -> task.compute_metrics
-
-:func:`train` runs :class:`~syntaxformer.training.recipe.TrainRecipe`, one method per stage (resolve, check the
-folder, prepare data, build the model, featurize, fit, evaluate, save); the building blocks both use (tokenizer,
-model, featurization context) are in :mod:`syntaxformer.training.blocks` (re-exported here), the run folder's
-files and checks in :mod:`syntaxformer.training.run_folder`; :func:`train`, the ``TrainingArguments`` and the
-Trainer of a run are in :mod:`syntaxformer.training.recipe` (re-exported here).
-
-Files in ``output_dir`` after :func:`train`:
-
-* ``run.json``: the task definition (name, options, defining module or entry point), the system and the
-  annotator scheme (each with its defining module or entry point: :mod:`syntaxformer.registry`) and the resolved
-  run config, so that :func:`evaluate` / :func:`predict` rebuild the same task, model and features from the folder
-  alone, in a fresh process too;
-* ``metrics.json``: task, model, seed, data sizes and subsampling, where the syntax came from, dev scores (per
-  evaluation and final), the LISA loss (Syntax-BERT with LISA), runtime;
-* ``dev_predictions.json``: the final model's dev predictions in dataset order (paired significance tests);
-* the final model and tokenizer, and the model card ``README.md`` (:mod:`syntaxformer.training.model_card`);
-  ``checkpoint-<step>/`` folders from the Trainer (``resume`` continues from the newest intact one:
-  :mod:`syntaxformer.training.checkpoints`); ``run_fingerprint.json``: the options and training data a ``resume``
-  must find unchanged.
-
-Nothing in ``output_dir`` changes before the run's options, model and data have been checked and read: a run that
-is refused or fails on a missing file leaves the folder as it was.
+Files in ``output_dir`` after :func:`train`: ``run.json`` (the task definition, the system and the annotator scheme
+with the module or entry point defining each, and the resolved run config: :func:`evaluate` / :func:`predict`
+rebuild the same task, model and features from the folder alone); ``metrics.json``; ``dev_predictions.json`` (the
+final model's dev predictions in dataset order, for paired significance tests); the final model, tokenizer and
+model card; ``checkpoint-<step>/`` folders and ``run_fingerprint.json`` (what a ``resume`` must find unchanged).
+Nothing in ``output_dir`` changes before the run's options, model and data have been checked and read.
 """
 
 from __future__ import annotations
@@ -51,7 +25,7 @@ from typing import Any
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
-from syntaxformer.tasks.base import Task, TaskContext
+from syntaxformer.tasks.base import SplitData, Task, TaskContext
 from syntaxformer.training.blocks import (
     build_context,
     build_model,
@@ -59,7 +33,6 @@ from syntaxformer.training.blocks import (
     check_max_length,
     count_parameters,
     environment,
-    has_labels,
     load_data,
     load_tokenizer,
     model_class,
@@ -180,29 +153,23 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
 
         import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
 
-        if not (Path(run_dir) / "config.json").is_file():
-            raise DataError(f"{run_dir} holds no trained model (no config.json); was it trained with save_model=false?")
-        with loading_model(run_dir):
-            model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
-        return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
-    saved = saved_system(run_dir)
-    if saved is None:
-        raise DataError(
-            f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
-            f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
-        )
+        cls: Any = AutoModelForSeq2SeqLM  # loading_model names a folder without config.json
+    else:
+        saved = saved_system(run_dir)
+        if saved is None:
+            raise DataError(
+                f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
+                f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
+            )
+        cls = model_class(saved, task.head)
     with loading_model(run_dir):
-        model = model_class(saved, task.head).from_pretrained(run_dir)
+        model = cls.from_pretrained(run_dir)
     return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
 
 
 def _run_split(
-    run_dir: str | os.PathLike,
-    split: str,
-    changes: Mapping[str, Any] | None,
-    output_dir: str | None,
-    max_samples_field: str,
-) -> tuple[RunConfig, Task, Any, Any, Any, str]:
+    run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None, scoring: bool
+) -> tuple[RunConfig, Task, SplitData, Any, Any, str]:
     config, task = load_run(run_dir, changes)
     prep = TaskContext(
         tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
@@ -210,7 +177,7 @@ def _run_split(
     model, tokenizer = _trained(str(run_dir), config, task, prep)
     if task.head != "seq2seq":
         check_max_length(config.max_length, model.config, run_dir)
-    data = load_data(config, task, split, getattr(config, max_samples_field))
+    data = load_data(config, task, split, config.max_eval_samples if scoring else config.max_predict_samples)
     context = build_context(config, tokenizer, model.config)
     context.extra.update(prep.extra)
     out_dir = os.path.abspath(output_dir or str(run_dir))
@@ -296,22 +263,18 @@ def _evaluate(
     run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
 ) -> dict[str, Any]:
     t0 = time.time()
-    config, task, data, features, (out, auxiliary), out_dir = _run_split(
-        run_dir, split, changes, output_dir, "max_eval_samples"
-    )
-    if not has_labels(data):
-        raise DataError(
-            f"{task.title} {split} data ({getattr(data, 'source', split)}) has no labels; use `predict` instead"
-        )
+    config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, True)
+    if not data.has_labels:
+        raise DataError(f"{task.title} {split} data ({data.source}) has no labels; use `predict` instead")
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     result: dict[str, Any] = {
         "task": task.name,
         "model": str(run_dir),
         "split": split,
         "size": len(features),
-        "total": getattr(data, "total", len(features)),
-        "subsample": getattr(data, "sample_note", None),
-        "data": getattr(data, "source", None),
+        "total": data.total,
+        "subsample": data.sample_note,
+        "data": data.source,
         "parser_noise": config.parser_noise,
         "main_metric": task.main_metric,
         "scores": task.compute_metrics(data, predictions),
@@ -355,9 +318,7 @@ def _predict(
     run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
 ) -> dict[str, Any]:
     t0 = time.time()
-    _, task, data, features, (out, auxiliary), out_dir = _run_split(
-        run_dir, split, changes, output_dir, "max_predict_samples"
-    )
+    _, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, False)
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
     records = task.prediction_records(data, predictions)
     values = [task.submission_value(v, r) for v, r in zip(predictions.values, records)]
@@ -375,9 +336,9 @@ def _predict(
         "model": str(run_dir),
         "split": split,
         "size": len(records),
-        "subsample": getattr(data, "sample_note", None),
+        "subsample": data.sample_note,
         "predictions_file": str(path),
-        "scores": task.compute_metrics(data, predictions) if has_labels(data) else None,
+        "scores": task.compute_metrics(data, predictions) if data.has_labels else None,
         "runtime_s": round(time.time() - t0, 2),
     }
     if values and all(isinstance(v, str) for v in values):

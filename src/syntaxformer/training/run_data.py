@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from syntaxformer.data.readers.parallel import ParallelCorpus
 from syntaxformer.errors import InputError
 
 __all__ = ["load_dev_data", "run_references"]
@@ -39,12 +40,11 @@ def run_references(run_dir: str | Path, ids: Sequence[str] | None = None, split:
         InputError: the data has no references, or not the examples of ``ids``.
     """
     _, data = load_dev_data(run_dir, split)
-    targets = getattr(data, "targets", None)
-    if targets is None:
+    if not isinstance(data, ParallelCorpus) or data.targets is None:
         raise InputError(f"the dev data of {run_dir} has no references")
-    if ids is not None and list(ids) != list(getattr(data, "ids", ids)):
+    if ids is not None and list(ids) != data.ids:
         raise InputError(
             f"the dev data named in {run_dir}/run.json is no longer the data its dev_predictions.json "
             "was made on (other ids)"
         )
-    return list(targets)
+    return list(data.targets)

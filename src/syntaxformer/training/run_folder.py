@@ -33,7 +33,7 @@ DEV_PREDICTIONS_FILE = "dev_predictions.json"
 RUN_FILE = "run.json"
 
 
-def resume_checkpoint(config: Any, output_dir: str) -> str | None:
+def resume_checkpoint(config: RunConfig, output_dir: str) -> str | None:
     """The checkpoint to resume from (``config.resume``), or ``None``; refuses to mix runs in one folder unless
     ``config.overwrite_output_dir`` (the old checkpoints are removed when training starts: :func:`train`).
 

@@ -15,9 +15,10 @@ and seeded subsets.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,6 +64,35 @@ class ParallelCorpus:
 
     def __len__(self) -> int:
         return len(self.sources)
+
+    # -- what the runner reads of a split (syntaxformer.tasks.base.SplitData) --
+    @property
+    def source(self) -> str:
+        return self.name
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the pairs (:func:`~syntaxformer.data.examples.content_fingerprint`)."""
+        from syntaxformer.data.examples import content_fingerprint
+
+        targets: Sequence[str | None] = self.targets or [None] * len(self.sources)
+        return content_fingerprint(zip(self.sources, targets))
+
+    @property
+    def total(self) -> int:
+        return len(self.sources)
+
+    @property
+    def sample_note(self) -> str | None:
+        return None
+
+    @property
+    def metadata(self) -> Mapping[str, Any]:
+        return {}
+
+    @property
+    def has_labels(self) -> bool:
+        return self.targets is not None
 
     def select(self, indices: Sequence[int], name: str | None = None) -> ParallelCorpus:
         """The pairs at ``indices`` (in that order)."""
