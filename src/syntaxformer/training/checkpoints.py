@@ -19,13 +19,12 @@ import json
 import logging
 import os
 import re
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import DataError
-from syntaxformer.training.saved import WEIGHT_FILES
+from syntaxformer.training.saved import WEIGHT_FILES, archive_problem, weights_problem
 
 __all__ = [
     "FINGERPRINT_FILE",
@@ -38,7 +37,6 @@ __all__ = [
     "remove_orphan_temp_files",
     "run_fingerprint",
     "set_aside_damaged",
-    "weights_problem",
     "write_fingerprint",
 ]
 
@@ -70,45 +68,6 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
         return []
     steps = {p: step for p in folder.iterdir() if p.is_dir() and (step := checkpoint_step(p)) is not None}
     return sorted(steps, key=steps.__getitem__, reverse=True)
-
-
-def _archive_problem(path: Path) -> str | None:
-    """``None`` if ``path`` is a complete torch archive (a zip whose every member passes its CRC check)."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            bad = z.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-        return f"{path.name} is truncated or not a torch archive ({type(e).__name__})"
-    return None if bad is None else f"{path.name} is damaged (member {bad} fails its checksum)"
-
-
-def weights_problem(path: Path) -> str | None:
-    """What is wrong with a weights file (safetensors, torch archive, or a sharded index and its shards), or
-    ``None``."""
-    if path.name.endswith(".index.json"):
-        try:
-            shards = set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values())
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            return f"{path.name} is not a valid weight index ({type(e).__name__})"
-        for shard in sorted(shards):
-            problem = (
-                weights_problem(path.parent / shard)
-                if (path.parent / shard).is_file()
-                else f"weight shard {shard} is missing"
-            )
-            if problem:
-                return problem
-        return None
-    if path.suffix == ".safetensors":
-        try:
-            from safetensors import safe_open
-
-            with safe_open(str(path), framework="pt") as f:
-                list(f.keys())
-        except Exception as e:  # noqa: BLE001 - safetensors raises its own error type for a truncated or garbled file
-            return f"{path.name} is truncated or damaged ({' '.join(str(e).split())[:120]})"
-        return None
-    return _archive_problem(path)
 
 
 def checkpoint_problems(path: str | os.PathLike) -> list[str]:
@@ -143,7 +102,7 @@ def checkpoint_problems(path: str | os.PathLike) -> list[str]:
     for name in ("optimizer.pt", "scheduler.pt"):
         file = folder / name
         if file.is_file():
-            problem = _archive_problem(file)
+            problem = archive_problem(file)
             if problem:
                 problems.append(problem)
         elif not (name == "optimizer.pt" and any(p.is_dir() for p in folder.glob("optimizer*"))):
@@ -151,7 +110,7 @@ def checkpoint_problems(path: str | os.PathLike) -> list[str]:
     rng = sorted(folder.glob("rng_state*.pth"))
     if not rng:
         problems.append("no rng_state.pth")
-    problems += [p for p in map(_archive_problem, rng + [f for f in [folder / "scaler.pt"] if f.is_file()]) if p]
+    problems += [p for p in map(archive_problem, rng + [f for f in [folder / "scaler.pt"] if f.is_file()]) if p]
     return problems
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from syntaxformer.errors import DataError, SyntaxformerError
 
-__all__ = ["WEIGHT_FILES", "loading_model", "model_folder_problem"]
+__all__ = ["WEIGHT_FILES", "archive_problem", "loading_model", "model_folder_problem", "weights_problem"]
 
 #: The files that hold a saved model's weights (one of them, or a sharded index with its shards).
 WEIGHT_FILES = (
@@ -60,8 +60,6 @@ def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> 
     present = [folder / name for name in WEIGHT_FILES if (folder / name).is_file()]
     if not present:
         return f"no model weights ({' / '.join(WEIGHT_FILES[:2])}); the save was interrupted or the files were moved"
-    from syntaxformer.training.checkpoints import weights_problem
-
     path = present[0]
     if path.name == "pytorch_model.bin":  # the whole-archive checksum is the resume check's; a load needs the index
         try:
@@ -97,3 +95,42 @@ def loading_model(path: str | os.PathLike, what: str = "model", *, weights: bool
     except Exception as e:  # transformers / safetensors / torch: each raises its own types for a bad folder
         message = " ".join(str(e).split())[:300]
         raise DataError(f"cannot load the {what} in {name}: {type(e).__name__}: {message}") from e
+
+
+def archive_problem(path: Path) -> str | None:
+    """``None`` if ``path`` is a complete torch archive (a zip whose every member passes its CRC check)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        return f"{path.name} is truncated or not a torch archive ({type(e).__name__})"
+    return None if bad is None else f"{path.name} is damaged (member {bad} fails its checksum)"
+
+
+def weights_problem(path: Path) -> str | None:
+    """What is wrong with a weights file (safetensors, torch archive, or a sharded index and its shards), or
+    ``None``."""
+    if path.name.endswith(".index.json"):
+        try:
+            shards = set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            return f"{path.name} is not a valid weight index ({type(e).__name__})"
+        for shard in sorted(shards):
+            problem = (
+                weights_problem(path.parent / shard)
+                if (path.parent / shard).is_file()
+                else f"weight shard {shard} is missing"
+            )
+            if problem:
+                return problem
+        return None
+    if path.suffix == ".safetensors":
+        try:
+            from safetensors import safe_open
+
+            with safe_open(str(path), framework="pt") as f:
+                list(f.keys())
+        except Exception as e:  # noqa: BLE001 - safetensors raises its own error type for a truncated or garbled file
+            return f"{path.name} is truncated or damaged ({' '.join(str(e).split())[:120]})"
+        return None
+    return archive_problem(path)
