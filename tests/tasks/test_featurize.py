@@ -108,11 +108,12 @@ def test_features_corrupt_cache_file_is_rebuilt(minilm_tokenizer, cache):
     task, data = _data("sst2", 5)
     kw = dict(max_length=32, cache_dir=cache / "f2", parse_cache=cache / "parses")
     ds = features(task, data, minilm_tokenizer, **kw)
-    path = ds.meta["cache_file"]
+    path, guids = ds.meta["cache_file"], ds.guids
+    del ds  # its rows are memory-mapped from the file overwritten next
     with open(path, "wb") as f:
-        f.write(b"not an npz file")
+        f.write(b"not an arrow file")
     again = features(task, data, minilm_tokenizer, **kw)
-    assert again.meta["cache"] == "miss" and FeatureDataset.load(path).guids == ds.guids
+    assert again.meta["cache"] == "miss" and FeatureDataset.load(path).guids == guids
 
 
 def test_features_parser_noise_is_seeded_and_changes_trees(minilm_tokenizer, cache):
