@@ -113,8 +113,11 @@ class FeatureDataset(torch.utils.data.Dataset):
         table = self.dataset.data.table
         names = table.column_names
         self.keys = [k for k in names if k not in ("guid", "labels")]
-        shapes = self.meta.get("shapes", {})
+        shapes, dtypes = self.meta.get("shapes", {}), self.meta.get("dtypes", {})
         self._trail = {k: tuple(shapes.get(k, ())) for k in self.keys}
+        # datasets stores some token columns narrower (input_ids as int32, attention_mask as int8): rows are
+        # given back in the dtype they were made with
+        self._dtype = {k: np.dtype(dtypes.get(k, "<i8")) for k in [*self.keys, "labels"]}
         self._starts: list[int] = []
         self._blocks: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
         row = 0
@@ -128,7 +131,8 @@ class FeatureDataset(torch.utils.data.Dataset):
                 block[k] = (column.offsets.to_numpy(), column.values.to_numpy(zero_copy_only=False))
             self._blocks.append(block)
             row += batch.num_rows
-        self.labels = table.column("labels").to_numpy() if "labels" in names else None
+        labels = table.column("labels").to_numpy() if "labels" in names else None
+        self.labels = None if labels is None else labels.astype(self._dtype["labels"], copy=False)
 
     def __getstate__(self) -> dict[str, Any]:
         # The views are rebuilt from the data set (pickling them would copy every row).
@@ -149,7 +153,7 @@ class FeatureDataset(torch.utils.data.Dataset):
         j = i - self._starts[b]
         out = {}
         for k, (offsets, values) in self._blocks[b].items():
-            v = values[offsets[j] : offsets[j + 1]]
+            v = values[offsets[j] : offsets[j + 1]].astype(self._dtype[k], copy=False)
             trail = self._trail[k]
             out[k] = v.reshape(-1, *trail) if trail else v
         if self.labels is not None:
@@ -180,7 +184,7 @@ class FeatureDataset(torch.utils.data.Dataset):
         for k in self.keys:
             trail = self._trail[k]
             parts = [values[offsets[0] : offsets[-1]] for offsets, values in (b[k] for b in self._blocks)]
-            flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            flat = np.concatenate(parts).astype(self._dtype[k], copy=False) if parts else np.zeros(0, self._dtype[k])
             out[k] = flat.reshape(-1, *trail) if trail else flat
         return out
 
@@ -208,7 +212,9 @@ def features_cache_dir() -> Path:
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
-    """SHA-256 of the tokenizer's full serialisation (vocabulary, normaliser, template ...)."""
+    """SHA-256 of the tokenizer's full serialisation (vocabulary, normaliser, template ...), without its current
+    truncation and padding settings: each call sets those anew (featurization passes its own), so they say
+    nothing about the features, and a tokenizer that was just used keeps the same fingerprint."""
     backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
     try:
         text = backend.to_str()
@@ -217,7 +223,10 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
             f"{type(tokenizer).__name__} is not a fast tokenizer; features need one "
             "(AutoTokenizer.from_pretrained(name, use_fast=True))"
         ) from e
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    state = json.loads(text)
+    for setting in ("truncation", "padding"):
+        state.pop(setting, None)
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def annotator_identity(context: Any) -> str:
@@ -422,6 +431,7 @@ def build_features(
     labeled = data.has_labels
     counts = {"n_truncated": 0, "n_parsed_texts": 0, "positions": 0}
     shapes: dict[str, list[int]] = {}
+    dtypes: dict[str, str] = {}
     n = len(examples)
     with progress_bar(
         total=n, desc=f"encoding {task_name}", disable=None if context.progress and n >= 2000 else True, unit="ex"
@@ -435,9 +445,11 @@ def build_features(
             counts["positions"] += sum(len(v) for v in columns["input_ids"])
             for k, arrays in columns.items():  # [L, D] tables are stored flat; meta["shapes"] keeps D
                 shapes.setdefault(k, list(arrays[0].shape[1:]))
+                dtypes.setdefault(k, arrays[0].dtype.str)
                 columns[k] = [a.reshape(-1) for a in arrays]
             if labeled:
                 columns["labels"] = np.asarray([e.label for e in block], dtype=label_dtype)
+                dtypes.setdefault("labels", columns["labels"].dtype.str)
             bar.update(len(block))
             return columns
 
@@ -454,6 +466,7 @@ def build_features(
                 cache_file_name=str(path) if context.use_cache else None,
                 load_from_cache_file=False,  # a hit is read above, with its description
                 keep_in_memory=not context.use_cache,
+                writer_batch_size=BLOCK_SIZE,
             )
         finally:
             if enabled:
@@ -463,6 +476,7 @@ def build_features(
         "max_length": context.max_length,
         "mean_length": counts["positions"] / n if n else 0.0,
         "shapes": shapes,
+        "dtypes": dtypes,
         "task": task_name,
         "split": split,
         "n_examples": n,
