@@ -443,15 +443,16 @@ def build_features(
             counts["n_truncated"] += n_truncated
             counts["n_parsed_texts"] += n_parsed
             counts["positions"] += sum(len(v) for v in columns["input_ids"])
+            out: dict[str, Any] = {}
             for k, arrays in columns.items():  # [L, D] tables are stored flat; meta["shapes"] keeps D
                 shapes.setdefault(k, list(arrays[0].shape[1:]))
                 dtypes.setdefault(k, arrays[0].dtype.str)
-                columns[k] = [a.reshape(-1) for a in arrays]
+                out[k] = [a.reshape(-1) for a in arrays]
             if labeled:
-                columns["labels"] = np.asarray([e.label for e in block], dtype=label_dtype)
-                dtypes.setdefault("labels", columns["labels"].dtype.str)
+                out["labels"] = np.asarray([e.label for e in block], dtype=label_dtype)
+                dtypes.setdefault("labels", out["labels"].dtype.str)
             bar.update(len(block))
-            return columns
+            return out
 
         rows = datasets.Dataset.from_dict({"guid": [e.guid for e in examples]})
         enabled = datasets.utils.logging.is_progress_bar_enabled()
