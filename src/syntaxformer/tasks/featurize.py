@@ -9,10 +9,13 @@ The pieces are public so that every task family calls the same code:
   (constituency trees read off dependency trees) and :func:`headrule_sentence` (dependencies from a gold tree);
 * :func:`encode_window` turns one aligned window into arrays, keeping only the token arrays and the syntax keys
   the model declares (``context.syntax_inputs``; ``pos_ids`` when it is one of them);
-* :func:`build_features` runs the whole pipeline for a split of text (pair) examples
-  (:class:`~syntaxformer.data.examples.TaskData`) and keeps the result in the *processed-features* cache: the
-  finished arrays of a whole split in one ``.npz`` file, keyed by the data's content fingerprint, the tokenizer
-  (its full serialisation), the parser identity and every option that changes the arrays, written atomically.
+* :func:`encode_examples` runs the whole pipeline for a block of examples;
+* :func:`build_features` runs it for a split of text (pair) examples
+  (:class:`~syntaxformer.data.examples.TaskData`) as one batched ``datasets.Dataset.map``, :data:`BLOCK_SIZE`
+  examples at a time, and keeps the rows in Arrow (:class:`FeatureDataset`): in the *processed-features* cache,
+  one ``.arrow`` file per split (memory-mapped when read) keyed by the examples, the data's content fingerprint,
+  the tokenizer (its serialisation), the parser identity and every option that changes the arrays, written
+  atomically; or in memory when the cache is off. Memory grows with one block of parses, not with the split.
 
 With no syntax inputs (``context.syntax_inputs == ()``) no parser is built at all: the texts are only tokenized.
 
