@@ -21,8 +21,8 @@ so calling it again on a data set loaded from files reuses ``datasets``' cache i
 :func:`syntax_features` does the same for a plain list of texts (no ``datasets`` needed): one dict of arrays per
 text, ready for a ``Trainer`` or a ``DataLoader``.
 
-``datasets`` is an optional dependency (``pip install datasets``); it is imported when :func:`add_syntax_features`
-is called.
+``datasets`` (a dependency: the runner's featurization is a ``Dataset.map`` too) is imported when
+:func:`add_syntax_features` is called.
 """
 
 from __future__ import annotations
