@@ -174,23 +174,6 @@ class FeatureDataset(torch.utils.data.Dataset):
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([np.diff(block["input_ids"][0]) for block in self._blocks]).astype(np.int64)
 
-    @property
-    def offsets(self) -> np.ndarray:
-        """``[N + 1]`` start of each example in :attr:`arrays`."""
-        return np.concatenate([[0], np.cumsum(self.lengths())]).astype(np.int64)
-
-    @property
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Key -> concatenation over examples along the first axis (a copy of the whole column: for checks and
-        small splits; training reads rows)."""
-        out = {}
-        for k in self.keys:
-            trail = self._trail[k]
-            parts = [values[offsets[0] : offsets[-1]] for offsets, values in (b[k] for b in self._blocks)]
-            flat = np.concatenate(parts).astype(self._dtype[k], copy=False) if parts else np.zeros(0, self._dtype[k])
-            out[k] = flat.reshape(-1, *trail) if trail else flat
-        return out
-
     # -- storage ---------------------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike) -> FeatureDataset:
