@@ -3,6 +3,8 @@ the offline MiniLM tokenizer and spaCy parser."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -298,7 +300,9 @@ def test_features_arrow_rows_equal_the_reference_sst2_and_custom_csv(
         in_memory = features(task, data, minilm_tokenizer, **{**kw, "use_cache": False})
         assert (built.meta["cache"], hit.meta["cache"], in_memory.meta["cache"]) == ("miss", "hit", "miss")
         assert "cache_file" not in in_memory.meta and not in_memory.dataset.cache_files
-        for ds in (built, hit, in_memory):
+        sent = pickle.dumps(hit)  # what a DataLoader worker receives: the file's name, not its rows
+        assert len(sent) < 20_000
+        for ds in (built, hit, in_memory, pickle.loads(sent)):
             _assert_same_rows(ds, reference)
             assert ds.guids == [e.guid for e in data.examples]
             assert ds.lengths().tolist() == [len(r["input_ids"]) for r in reference]
