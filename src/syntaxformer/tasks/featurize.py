@@ -203,16 +203,22 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     nothing about the features, and a tokenizer that was just used keeps the same fingerprint."""
     backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
     try:
-        text = backend.to_str()
+        truncation, padding = backend.truncation, backend.padding
     except AttributeError as e:
         raise ConfigError(
             f"{type(tokenizer).__name__} is not a fast tokenizer; features need one "
             "(AutoTokenizer.from_pretrained(name, use_fast=True))"
         ) from e
-    state = json.loads(text)
-    for setting in ("truncation", "padding"):
-        state.pop(setting, None)
-    return hashlib.sha256(json.dumps(state, sort_keys=True).encode("utf-8")).hexdigest()
+    backend.no_truncation()
+    backend.no_padding()
+    try:
+        text = backend.to_str()
+    finally:  # as it was: the next call of the tokenizer sets both again anyway
+        if truncation is not None:
+            backend.enable_truncation(**truncation)
+        if padding is not None:
+            backend.enable_padding(**padding)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def annotator_identity(context: Any) -> str:
