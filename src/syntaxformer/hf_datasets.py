@@ -21,21 +21,18 @@ so calling it again on a data set loaded from files reuses ``datasets``' cache i
 :func:`syntax_features` does the same for a plain list of texts (no ``datasets`` needed): one dict of arrays per
 text, ready for a ``Trainer`` or a ``DataLoader``.
 
-``datasets`` is an optional dependency (``pip install datasets``); it is imported when :func:`add_syntax_features`
-is called.
+``datasets`` (a dependency: the runner's featurization is a ``Dataset.map`` too) is imported when
+:func:`add_syntax_features` is called.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
-
-if TYPE_CHECKING:
-    from syntaxformer.data.align import SyntaxAligner
 
 __all__ = ["SyntaxFeaturizer", "add_syntax_features", "syntax_features"]
 
@@ -105,16 +102,14 @@ class SyntaxFeaturizer:
         if self.syntax_inputs:
             _ANNOTATORS[self.annotator_key] = annotator
         self._annotator = annotator
-        self._aligner: SyntaxAligner | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # Deterministic and light: no parser object, no aligner (both are rebuilt where needed).
-        return {k: v for k, v in self.__dict__.items() if k not in ("_annotator", "_aligner")}
+        # Deterministic and light: no parser object (found again or rebuilt where needed).
+        return {k: v for k, v in self.__dict__.items() if k != "_annotator"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._annotator = None
-        self._aligner = None
 
     def annotator(self) -> Any:
         """The parser: the one given, else this process's annotator of the same identity, else rebuilt from the
@@ -133,47 +128,27 @@ class SyntaxFeaturizer:
         return self._annotator
 
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[np.ndarray]]:
-        """Model inputs of a batch of rows: ``{key: [array per row]}``."""
-        texts_a = _column(batch, self.text_column)
-        texts_b = _column(batch, self.text_pair_column) if self.text_pair_column else None
-        if not self.syntax_inputs:
-            return self._tokens_only(texts_a, texts_b)
-        from syntaxformer.data.align import SyntaxAligner
+        """Model inputs of a batch of rows: ``{key: [array per row]}``, made by the runner's encoder
+        (:func:`~syntaxformer.tasks.featurize.encode_examples`)."""
+        from syntaxformer.data.examples import TaskExample
         from syntaxformer.tasks.base import TaskContext
-        from syntaxformer.tasks.featurize import annotate_texts, encode_window, with_dependency_trees
+        from syntaxformer.tasks.featurize import encode_examples
 
-        annotator = self.annotator()
-        parsed = annotate_texts(annotator, list(texts_a) + list(texts_b or []))
-        docs_a = [parsed[t] for t in texts_a]
-        docs_b = [parsed[t] for t in texts_b] if texts_b is not None else None
-        if self.constituency == "from_dependency" and any(k.startswith("con_") for k in self.syntax_inputs):
-            docs_a = [with_dependency_trees(d) for d in docs_a]
-            docs_b = None if docs_b is None else [with_dependency_trees(d) for d in docs_b]
-        if self._aligner is None:
-            self._aligner = SyntaxAligner(
-                self.tokenizer, max_length=self.max_length, window_segment=None if texts_b is not None else 0
-            )
+        texts_a = _column(batch, self.text_column)
+        texts_b = _column(batch, self.text_pair_column) if self.text_pair_column else [None] * len(texts_a)
         context = TaskContext(
             self.tokenizer,
-            annotator=annotator,
+            annotator=self.annotator() if self.syntax_inputs else None,
             syntax_inputs=self.syntax_inputs,
             max_length=self.max_length,
             criterion=self.criterion,
             max_distance=self.max_distance,
+            constituency=self.constituency,
             pos_tags=self.pos_tags,
+            progress=False,
         )
-        out: dict[str, list[np.ndarray]] = {}
-        for windows in self._aligner.align_batch(docs_a, docs_b):
-            for k, v in encode_window(windows[0], context).items():  # no stride: one (truncated) window
-                out.setdefault(k, []).append(v)
-        return out
-
-    def _tokens_only(self, texts_a: list[str], texts_b: list[str] | None) -> dict[str, list[np.ndarray]]:
-        """A model that reads no syntax: the tokenizer alone (as the runner's featurization does)."""
-        from syntaxformer.tasks.featurize import TOKEN_KEYS
-
-        enc = self.tokenizer(texts_a, texts_b, truncation=True, max_length=self.max_length)
-        return {k: [np.asarray(x, dtype=np.int64) for x in enc[k]] for k in TOKEN_KEYS if k in enc}
+        examples = [TaskExample(str(i), a, b) for i, (a, b) in enumerate(zip(texts_a, texts_b))]
+        return encode_examples(examples, context)[0]
 
 
 def _column(batch: dict[str, list[Any]], name: str) -> list[str]:

@@ -366,3 +366,19 @@ def test_custom_datasets_classlabel_trains_a_model_with_those_names(tmp_path, ti
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert config["id2label"] == {"0": "bad", "1": "good"} and config["label2id"] == {"bad": 0, "good": 1}
     assert json.loads((out / "run.json").read_text())["task"]["options"]["labels"] == ["bad", "good"]
+
+
+def test_custom_datasets_folder_examples_are_a_view_of_the_arrow_rows(tmp_path):
+    """The examples of a datasets folder are made from its Arrow rows when read (no list of one object per row):
+    indexing, negative indexing, slicing and iterating give the rows in order; a held-out split is a view of its
+    own rows."""
+    from syntaxformer.tasks.custom import TableExamples
+
+    folder = _datasets_folder(tmp_path, "train-only", validation=False)
+    task = get_task("custom", validation_fraction=0.25)
+    train, dev = task.load_split("train", {"train_file": folder}), task.load_split("dev", {"train_file": folder})
+    assert isinstance(train.examples, TableExamples) and len(train) == 90 and len(dev) == 30
+    texts = [e.text_a for e in train.examples]
+    assert sorted(texts + [e.text_a for e in dev.examples], key=lambda t: int(t[1:])) == [f"t{i}" for i in range(120)]
+    assert train.examples[-1].text_a == texts[-1] and [e.text_a for e in train.examples[10:13]] == texts[10:13]
+    assert train.examples[0].label == "ab".index(["a", "b"][int(texts[0][1:]) % 2])

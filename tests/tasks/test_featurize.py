@@ -3,6 +3,8 @@ the offline MiniLM tokenizer and spaCy parser."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -44,6 +46,11 @@ def context(tokenizer, cache_dir=None, parse_cache=False, use_cache=True, **opti
 
 def features(task, data, tokenizer, **kw) -> FeatureDataset:
     return task.featurize(data, context(tokenizer, **kw), "dev")
+
+
+def _column(ds: FeatureDataset, key: str) -> np.ndarray:
+    """``key`` of every row, concatenated."""
+    return np.concatenate([ds[i][key] for i in range(len(ds))])
 
 
 pytestmark = pytest.mark.slow
@@ -92,9 +99,8 @@ def test_features_cache_hit_skips_annotation(minilm_tokenizer, cache, monkeypatc
     monkeypatch.setattr(annotate, "load_pipeline", no_parsing)
     second = features(task, data, minilm_tokenizer, **kw)
     assert second.meta["cache"] == "hit"
-    assert second.guids == first.guids and np.array_equal(second.offsets, first.offsets)
-    for k in first.arrays:
-        assert np.array_equal(first.arrays[k], second.arrays[k]), k
+    assert second.guids == first.guids
+    _assert_same_rows(second, [first[i] for i in range(len(first))])
     assert max(len(second[i]["input_ids"]) for i in range(len(second))) <= 48
     # Another option is another key: it is built from the parse cache (still without loading spaCy) ...
     third = features(task, data, minilm_tokenizer, **{**kw, "max_length": 40})
@@ -108,11 +114,12 @@ def test_features_corrupt_cache_file_is_rebuilt(minilm_tokenizer, cache):
     task, data = _data("sst2", 5)
     kw = dict(max_length=32, cache_dir=cache / "f2", parse_cache=cache / "parses")
     ds = features(task, data, minilm_tokenizer, **kw)
-    path = ds.meta["cache_file"]
+    path, guids = ds.meta["cache_file"], ds.guids
+    del ds  # its rows are memory-mapped from the file overwritten next
     with open(path, "wb") as f:
-        f.write(b"not an npz file")
+        f.write(b"not an arrow file")
     again = features(task, data, minilm_tokenizer, **kw)
-    assert again.meta["cache"] == "miss" and FeatureDataset.load(path).guids == ds.guids
+    assert again.meta["cache"] == "miss" and FeatureDataset.load(path).guids == guids
 
 
 def test_features_parser_noise_is_seeded_and_changes_trees(minilm_tokenizer, cache):
@@ -122,10 +129,10 @@ def test_features_parser_noise_is_seeded_and_changes_trees(minilm_tokenizer, cac
     noisy = features(task, data, minilm_tokenizer, parser_noise=0.4, **kw)
     again = features(task, data, minilm_tokenizer, parser_noise=0.4, **{**kw, "use_cache": False})
     other = features(task, data, minilm_tokenizer, parser_noise=0.4, noise_seed=1, **kw)
-    assert np.array_equal(clean.arrays["input_ids"], noisy.arrays["input_ids"])  # same tokens
-    assert not np.array_equal(clean.arrays["dep_tout"], noisy.arrays["dep_tout"])  # other trees
-    assert np.array_equal(noisy.arrays["dep_tout"], again.arrays["dep_tout"])  # seeded
-    assert not np.array_equal(noisy.arrays["dep_tout"], other.arrays["dep_tout"])
+    assert np.array_equal(_column(clean, "input_ids"), _column(noisy, "input_ids"))  # same tokens
+    assert not np.array_equal(_column(clean, "dep_tout"), _column(noisy, "dep_tout"))  # other trees
+    assert np.array_equal(_column(noisy, "dep_tout"), _column(again, "dep_tout"))  # seeded
+    assert not np.array_equal(_column(noisy, "dep_tout"), _column(other, "dep_tout"))
     assert noisy.meta["parser_noise"] == 0.4
 
 
@@ -219,3 +226,83 @@ def test_features_cache_keyed_by_the_exact_examples(minilm_tokenizer, cache):
     assert second.guids == [e.guid for e in b.examples]
     assert second.labels.tolist() == [e.label for e in b.examples]
     assert features(task, a, minilm_tokenizer, **kw).meta["cache"] == "hit"  # the same examples still hit
+
+
+def _reference_rows(data, ctx) -> list[dict[str, np.ndarray]]:
+    """The featurization before Arrow, kept here as the slow reference: every example analysed at once, one
+    aligner over the whole split, one dict of arrays per example (token arrays only from the tokenizer itself
+    when the model reads no syntax)."""
+    from syntaxformer.data.align import SyntaxAligner
+    from syntaxformer.tasks.featurize import encode_window, example_analyses
+
+    if not ctx.syntax_inputs:
+        rows = []
+        for e in data.examples:
+            enc = ctx.tokenizer(e.text_a, e.text_b, truncation=True, max_length=ctx.max_length)
+            rows.append(
+                {k: np.asarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
+            )
+    else:
+        docs_a, docs_b, _ = example_analyses(data.examples, ctx)
+        aligner = SyntaxAligner(ctx.tokenizer, max_length=ctx.max_length, window_segment=None if docs_b else 0)
+        rows = [encode_window(w[0], ctx) for w in aligner.align_batch(docs_a, docs_b)]
+    if data.has_labels:
+        for row, e in zip(rows, data.examples):
+            row["labels"] = np.asarray(e.label, dtype=np.float32 if isinstance(e.label, float) else np.int64)
+    return rows
+
+
+def _assert_same_rows(ds, reference) -> None:
+    assert len(ds) == len(reference)
+    for i, want in enumerate(reference):
+        got = ds[i]
+        assert set(got) == set(want), i
+        for k, v in want.items():
+            g = np.asarray(got[k])
+            assert g.dtype == v.dtype and g.shape == v.shape and np.array_equal(g, v), (i, k)
+
+
+@pytest.fixture()
+def rte_csv(tmp_path):
+    """RTE dev (277 premise / hypothesis pairs) rewritten as the user's own CSV file."""
+    import csv
+
+    with open(data_path("glue", "RTE", "dev.tsv"), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    path = tmp_path / "pairs.csv"
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, ["premise", "hypothesis", "label"])
+        writer.writeheader()
+        writer.writerows({"premise": r["sentence1"], "hypothesis": r["sentence2"], "label": r["label"]} for r in rows)
+    return path
+
+
+@pytest.mark.parametrize("keys", [SYNTAX_BERT_KEYS, ()], ids=["syntax-bert", "tokens-only"])
+def test_features_arrow_rows_equal_the_reference_sst2_and_custom_csv(
+    minilm_tokenizer, tmp_path, rte_csv, monkeypatch, keys
+):
+    """Rows written by Dataset.map in blocks and read back from Arrow (from the cache file, again on a hit, and
+    from memory without a cache) are the reference's arrays, element by element, with their dtypes and shapes."""
+    import syntaxformer.tasks.featurize as featurize
+
+    monkeypatch.setattr(featurize, "BLOCK_SIZE", 64)  # several map batches and Arrow record batches
+    sst2, sst2_data = _data("sst2", 300)
+    custom = get_task("custom", text_column="premise", text_pair_column="hypothesis", label_column="label")
+    custom_data = custom.load_split("train", {"train_file": str(rte_csv), "dev_file": str(rte_csv)})
+    assert len(custom_data) == 277 and custom_data.examples[0].text_b is not None
+    for task, data in ((sst2, sst2_data), (custom, custom_data)):
+        kw = dict(max_length=64, syntax_inputs=keys, constituency="from_dependency", cache_dir=tmp_path / task.name)
+        reference = _reference_rows(data, context(minilm_tokenizer, **kw))
+        if task is custom and keys:
+            assert any(len(r["input_ids"]) == 64 for r in reference)  # truncated pairs are part of the check
+        built = features(task, data, minilm_tokenizer, **kw)
+        hit = features(task, data, minilm_tokenizer, **kw)
+        in_memory = features(task, data, minilm_tokenizer, **{**kw, "use_cache": False})
+        assert (built.meta["cache"], hit.meta["cache"], in_memory.meta["cache"]) == ("miss", "hit", "miss")
+        assert "cache_file" not in in_memory.meta and not in_memory.dataset.cache_files
+        sent = pickle.dumps(hit)  # what a DataLoader worker receives: the file's name, not its rows
+        assert len(sent) < 20_000
+        for ds in (built, hit, in_memory, pickle.loads(sent)):
+            _assert_same_rows(ds, reference)
+            assert ds.guids == [e.guid for e in data.examples]
+            assert ds.lengths().tolist() == [len(r["input_ids"]) for r in reference]

@@ -65,7 +65,7 @@ class TaskData:
             ``"examples"`` (``"sentences"`` or ``"sentences+phrases"``) for SST.
     """
 
-    examples: list[Any]
+    examples: Sequence[Any]
     source: str
     fingerprint: str
     total: int = 0

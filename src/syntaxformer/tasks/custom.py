@@ -28,13 +28,14 @@ line::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 
@@ -54,6 +55,7 @@ __all__ = [
     "CustomChoiceTask",
     "CustomQATask",
     "CustomTextTask",
+    "TableExamples",
     "check_labels",
     "infer_labels",
     "is_squad_json",
@@ -264,6 +266,35 @@ def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
         )
 
 
+class TableExamples(Sequence[TaskExample]):
+    """The examples of a split as a view of its table's rows: each :class:`TaskExample` is made when it is read,
+    so the rows stay where the reader keeps them (Arrow for a ``datasets`` folder) instead of becoming one Python
+    object per row for the life of the split.
+
+    Args:
+        make: the example of the table row at a position.
+        positions: the table rows of the split, in order.
+    """
+
+    def __init__(self, make: Callable[[int], TaskExample], positions: Sequence[int]):
+        self._make = make
+        self._positions = np.asarray(positions, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> TaskExample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TaskExample]: ...
+
+    def __getitem__(self, index: int | slice) -> TaskExample | list[TaskExample]:
+        if isinstance(index, slice):
+            return [self._make(int(i)) for i in self._positions[index]]
+        return self._make(int(self._positions[index]))
+
+
 class CustomTextTask(SentenceTask):
     """Text (pair) classification or regression on the user's own files (``run_glue`` conventions).
 
@@ -455,9 +486,11 @@ class CustomTextTask(SentenceTask):
                     f"{source}: every training label is {self.label_list}; classification needs at least two classes"
                 )
         self._check_known()
-        examples = [self._example(table, i, split, labeled) for i in positions]
-        if not examples:
+        if not len(positions):
             raise DataError(f"{self.title} {split} data from {source} is empty")
+        for i in positions:  # every row is checked now; its example is made again when it is read
+            self._example(table, i, split, labeled)
+        examples = TableExamples(functools.partial(self._example, table, split=split, labeled=labeled), positions)
         fp = hashlib.sha256(
             json.dumps(
                 [table.fingerprint, positions if len(positions) != len(table) else None, self.options()], sort_keys=True

@@ -9,10 +9,13 @@ The pieces are public so that every task family calls the same code:
   (constituency trees read off dependency trees) and :func:`headrule_sentence` (dependencies from a gold tree);
 * :func:`encode_window` turns one aligned window into arrays, keeping only the token arrays and the syntax keys
   the model declares (``context.syntax_inputs``; ``pos_ids`` when it is one of them);
-* :func:`build_features` runs the whole pipeline for a split of text (pair) examples
-  (:class:`~syntaxformer.data.examples.TaskData`) and keeps the result in the *processed-features* cache: the
-  finished arrays of a whole split in one ``.npz`` file, keyed by the data's content fingerprint, the tokenizer
-  (its full serialisation), the parser identity and every option that changes the arrays, written atomically.
+* :func:`encode_examples` runs the whole pipeline for a block of examples;
+* :func:`build_features` runs it for a split of text (pair) examples
+  (:class:`~syntaxformer.data.examples.TaskData`) as one batched ``datasets.Dataset.map``, :data:`BLOCK_SIZE`
+  examples at a time, and keeps the rows in Arrow (:class:`FeatureDataset`): in the *processed-features* cache,
+  one ``.arrow`` file per split (memory-mapped when read) keyed by the examples, the data's content fingerprint,
+  the tokenizer (its serialisation), the parser identity and every option that changes the arrays, written
+  atomically; or in memory when the cache is off. Memory grows with one block of parses, not with the split.
 
 With no syntax inputs (``context.syntax_inputs == ()``) no parser is built at all: the texts are only tokenized.
 
@@ -29,12 +32,13 @@ Where the syntax comes from (:func:`syntax_source` describes it for ``metrics.js
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +48,12 @@ import torch
 from syntaxformer.data.examples import TaskData, TaskExample, example_seed
 from syntaxformer.data.model_inputs import TOKEN_KEYS, encode_window, with_dependency_trees
 from syntaxformer.data.sentence import Document, Sentence
-from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.utils import atomic_write
 from syntaxformer.utils import progress as progress_bar
 
 __all__ = [
+    "BLOCK_SIZE",
     "CONSTITUENCY_MODES",
     "FEATURE_VERSION",
     "SYNTAX_MODES",
@@ -60,6 +65,7 @@ __all__ = [
     "annotator_identity",
     "build_features",
     "corrupt",
+    "encode_examples",
     "encode_window",
     "example_analyses",
     "features_cache_dir",
@@ -73,80 +79,115 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Version of the stored feature format; part of the cache key (bump when the arrays change meaning).
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 #: ``TaskContext.syntax``: use given parses / gold trees where the data has them (``auto``), always parse the raw
 #: text (``parser``), or never parse (``given``).
 SYNTAX_MODES: tuple[str, ...] = ("auto", "parser", "given")
 #: ``TaskContext.constituency``: constituency trees only where the data gives them, or read off the dependency
 #: trees for the other texts.
 CONSTITUENCY_MODES: tuple[str, ...] = ("given", "from_dependency")
-_ALIGN_BLOCK = 1024
+#: Examples encoded together (one ``Dataset.map`` batch): parsed, aligned and written as one block of rows.
+BLOCK_SIZE = 1024
 
 
 class FeatureDataset(torch.utils.data.Dataset):
-    """Features of one split, stored as one flat array per key plus per-example offsets (no per-example objects).
+    """Features of one split in Arrow: one row per example, one list column per key, read a row at a time.
 
-    ``dataset[i]`` is a dict ``{key: array [L_i, ...]}`` plus ``labels`` (0-d) when the split is labeled.
+    The rows are those of a ``datasets.Dataset`` (memory-mapped from the features cache file, or held in memory
+    when there is no cache): columns ``guid``, ``labels`` (when the split is labeled) and one per feature key,
+    each flattened to a list of numbers (``meta["shapes"]`` restores the trailing dimensions of the ``[L, D]``
+    ancestor tables). ``dataset[i]`` is a dict ``{key: array [L_i, ...]}`` plus ``labels`` (0-d), each array a
+    read-only view of the Arrow buffers: reading a row copies nothing, and the process's memory does not grow with
+    the number of rows.
 
     Attributes:
-        arrays: key -> concatenation over examples along the first axis.
-        offsets: ``[N + 1]`` start of each example in the flat arrays.
+        dataset: the ``datasets.Dataset`` of the rows.
         labels: ``[N]`` int64 class ids or float32 values, or ``None``.
-        guids: example ids.
         meta: how the features were made (sizes, truncation counts, cache file, parser, ...).
     """
 
-    def __init__(
-        self,
-        arrays: dict[str, np.ndarray],
-        offsets: np.ndarray,
-        labels: np.ndarray | None,
-        guids: Sequence[str],
-        meta: dict[str, Any] | None = None,
-    ):
-        self.arrays = arrays
-        self.offsets = np.asarray(offsets, dtype=np.int64)
-        self.labels = labels
-        self.guids = list(guids)
+    def __init__(self, dataset: Any, meta: dict[str, Any] | None = None):
+        self.dataset = dataset
         self.meta = dict(meta or {})
-        if len(self.offsets) != len(self.guids) + 1:
-            raise InputError(
-                f"{len(self.offsets)} offsets for {len(self.guids)} examples; expected one more offset than examples"
-            )
+        self._index()
+
+    def _index(self) -> None:
+        """Per Arrow record batch: its first row and each key's (offsets, values) as numpy views (no copy)."""
+        table = self.dataset.data.table
+        names = table.column_names
+        self.keys = [k for k in names if k not in ("guid", "labels")]
+        shapes, dtypes = self.meta.get("shapes", {}), self.meta.get("dtypes", {})
+        self._trail = {k: tuple(shapes.get(k, ())) for k in self.keys}
+        # datasets stores some token columns narrower (input_ids as int32, attention_mask as int8): rows are
+        # given back in the dtype they were made with
+        self._dtype = {k: np.dtype(dtypes.get(k, "<i8")) for k in [*self.keys, "labels"]}
+        self._starts: list[int] = []
+        self._blocks: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
+        row = 0
+        for batch in table.to_batches():
+            if not batch.num_rows:
+                continue
+            self._starts.append(row)
+            block = {}
+            for k in self.keys:
+                column = batch.column(names.index(k))
+                block[k] = (column.offsets.to_numpy(), column.values.to_numpy(zero_copy_only=False))
+            self._blocks.append(block)
+            row += batch.num_rows
+        labels = table.column("labels").to_numpy() if "labels" in names else None
+        self.labels = None if labels is None else labels.astype(self._dtype["labels"], copy=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The views are rebuilt from the data set (pickling them would copy every row).
+        return {"dataset": self.dataset, "meta": self.meta}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._index()
 
     def __len__(self) -> int:
-        return len(self.guids)
+        return int(self.dataset.num_rows)
 
     def __getitem__(self, i: int) -> dict[str, np.ndarray]:
-        a, b = self.offsets[i], self.offsets[i + 1]
-        out = {k: v[a:b] for k, v in self.arrays.items()}
+        i = int(i)
+        if not 0 <= i < len(self):
+            raise IndexError(f"row {i} of a split of {len(self)} examples")
+        b = bisect.bisect_right(self._starts, i) - 1
+        j = i - self._starts[b]
+        out = {}
+        for k, (offsets, values) in self._blocks[b].items():
+            v = values[offsets[j] : offsets[j + 1]].astype(self._dtype[k], copy=False)
+            trail = self._trail[k]
+            out[k] = v.reshape(-1, *trail) if trail else v
         if self.labels is not None:
             out["labels"] = self.labels[i]
         return out
 
+    @property
+    def guids(self) -> list[str]:
+        """The example ids, in row order."""
+        return [str(g) for g in self.dataset.data.table.column("guid").to_pylist()]
+
     def lengths(self) -> np.ndarray:
         """``[N]`` number of positions of each example."""
-        return np.diff(self.offsets)
+        if not self._blocks:
+            return np.zeros(0, dtype=np.int64)
+        return np.concatenate([np.diff(block["input_ids"][0]) for block in self._blocks]).astype(np.int64)
 
     # -- storage ---------------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike) -> None:
-        """Write to one ``.npz`` file atomically (a crash leaves no partial file)."""
-        payload: dict[str, Any] = {f"a_{k}": v for k, v in self.arrays.items()}
-        payload["offsets"] = self.offsets
-        payload["guids"] = np.asarray(self.guids, dtype=str)
-        payload["meta"] = np.asarray(json.dumps(self.meta))
-        if self.labels is not None:
-            payload["labels"] = self.labels
-        with atomic_write(path, "wb") as f:
-            np.savez(f, **payload)
-
     @classmethod
     def load(cls, path: str | os.PathLike) -> FeatureDataset:
-        """Read a file written by :meth:`save`."""
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k[2:]: z[k] for k in z.files if k.startswith("a_")}
-            labels = z["labels"] if "labels" in z.files else None
-            return cls(arrays, z["offsets"], labels, [str(g) for g in z["guids"]], json.loads(str(z["meta"])))
+        """Read the features cache file ``path`` (Arrow, memory-mapped) and its ``.json`` description, as
+        :func:`build_features` writes them."""
+        import datasets
+
+        with open(_meta_path(path), encoding="utf-8") as f:
+            meta = json.load(f)
+        return cls(datasets.Dataset.from_file(str(path)), meta)
+
+
+def _meta_path(path: str | os.PathLike) -> Path:
+    return Path(path).with_suffix(".json")
 
 
 def features_cache_dir() -> Path:
@@ -157,15 +198,26 @@ def features_cache_dir() -> Path:
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
-    """SHA-256 of the tokenizer's full serialisation (vocabulary, normaliser, template ...)."""
+    """SHA-256 of the tokenizer's full serialisation (vocabulary, normaliser, template ...), without its current
+    truncation and padding settings: each call sets those anew (featurization passes its own), so they say
+    nothing about the features, and a tokenizer that was just used keeps the same fingerprint."""
     backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
     try:
-        text = backend.to_str()
+        truncation, padding = backend.truncation, backend.padding
     except AttributeError as e:
         raise ConfigError(
             f"{type(tokenizer).__name__} is not a fast tokenizer; features need one "
             "(AutoTokenizer.from_pretrained(name, use_fast=True))"
         ) from e
+    backend.no_truncation()
+    backend.no_padding()
+    try:
+        text = backend.to_str()
+    finally:  # as it was: the next call of the tokenizer sets both again anyway
+        if truncation is not None:
+            backend.enable_truncation(**truncation)
+        if padding is not None:
+            backend.enable_padding(**padding)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -329,6 +381,14 @@ def build_features(
 ) -> FeatureDataset:
     """Features of one split of text (pair) examples, from the processed-features cache when possible.
 
+    One batched ``datasets.Dataset.map`` over the examples, :data:`BLOCK_SIZE` at a time (:func:`encode_examples`:
+    parse, align, encode), writes the rows as Arrow: to the features cache file
+    ``<cache_dir>/<task>-<split>-<key>.arrow`` (the key is our own fingerprint of the examples, the data, the
+    tokenizer, the parser and every option, given to ``map`` as ``new_fingerprint``, so ``datasets`` never hashes
+    or reuses anything by itself; ``map`` writes a temporary file and moves it into place, so a crash leaves no
+    partial file), or, with ``context.use_cache`` off, into memory (``keep_in_memory``: no file to key or clean
+    up). Either way only one block of parses exists at a time, and the rows are read back from Arrow.
+
     Args:
         task_name: the task's name (part of the cache key and file name).
         data: the split's examples.
@@ -340,14 +400,17 @@ def build_features(
     Returns:
         A :class:`FeatureDataset`; ``meta`` tells whether it came from the cache (``"cache": "hit"``).
     """
+    import datasets
+
     _check_context(context)
-    tokenizer = context.tokenizer
-    needs_parser = _needs_parser(data.examples, context)
+    examples = data.examples
+    _check_given(examples, context)
+    needs_parser = _needs_parser(examples, context)
     parser_id = annotator_identity(context) if needs_parser else ("given" if context.syntax_inputs else "none")
-    key = _cache_key(task_name, split, data, tokenizer, context, parser_id)
+    key = _cache_key(task_name, split, data, context.tokenizer, context, parser_id)
     folder = Path(cache_dir or context.cache_dir or features_cache_dir())
-    path = folder / f"{task_name}-{split}-{key[:20]}.npz"
-    if context.use_cache and path.is_file():
+    path = folder / f"{task_name}-{split}-{key[:20]}.arrow"
+    if context.use_cache and path.is_file() and _meta_path(path).is_file():
         try:
             ds = FeatureDataset.load(path)
             if len(ds) == len(data):
@@ -357,39 +420,126 @@ def build_features(
         except Exception as e:  # noqa: BLE001 - unreadable / truncated file: rebuild it
             logger.warning("features cache %s is unreadable (%s: %s); rebuilding it", path, type(e).__name__, e)
 
-    if context.syntax_inputs:
-        docs_a, docs_b, n_parsed = example_analyses(data.examples, context, needs_parser)
-        ds = _encode_aligned(task_name, data, docs_a, docs_b, context)
-    else:
-        n_parsed = 0
-        ds = _encode_plain(data, context)
-    if data.has_labels:
-        ds.labels = np.asarray([e.label for e in data.examples], dtype=label_dtype)
-    ds.meta.update(
-        task=task_name,
-        split=split,
-        n_examples=len(ds),
-        n_parsed_texts=n_parsed,
-        parser=parser_id,
-        source=data.source,
-        sample=data.sample_note,
-        total_examples=data.total,
-        parser_noise=context.parser_noise,
-        syntax_source=syntax_source(data, context),
-        cache="miss",
-    )
+    labeled = data.has_labels
+    counts = {"n_truncated": 0, "n_parsed_texts": 0, "positions": 0}
+    shapes: dict[str, list[int]] = {}
+    dtypes: dict[str, str] = {}
+    n = len(examples)
+    with progress_bar(
+        total=n, desc=f"encoding {task_name}", disable=None if context.progress and n >= 2000 else True, unit="ex"
+    ) as bar:
+
+        def encode(batch: dict[str, list[Any]], indices: list[int]) -> dict[str, Any]:
+            block = [examples[i] for i in indices]
+            columns, n_truncated, n_parsed = encode_examples(block, context, needs_parser)
+            counts["n_truncated"] += n_truncated
+            counts["n_parsed_texts"] += n_parsed
+            counts["positions"] += sum(len(v) for v in columns["input_ids"])
+            out: dict[str, Any] = {}
+            for k, arrays in columns.items():  # [L, D] tables are stored flat; meta["shapes"] keeps D
+                shapes.setdefault(k, list(arrays[0].shape[1:]))
+                dtypes.setdefault(k, arrays[0].dtype.str)
+                out[k] = [a.reshape(-1) for a in arrays]
+            if labeled:
+                out["labels"] = np.asarray([e.label for e in block], dtype=label_dtype)
+                dtypes.setdefault("labels", out["labels"].dtype.str)
+            bar.update(len(block))
+            return out
+
+        rows = datasets.Dataset.from_dict({"guid": [e.guid for e in examples]})
+        enabled = datasets.utils.logging.is_progress_bar_enabled()
+        datasets.utils.logging.disable_progress_bar()  # ours counts the examples
+        try:
+            mapped = rows.map(
+                encode,
+                batched=True,
+                batch_size=BLOCK_SIZE,
+                with_indices=True,
+                new_fingerprint=key,
+                cache_file_name=str(path) if context.use_cache else None,
+                load_from_cache_file=False,  # a hit is read above, with its description
+                keep_in_memory=not context.use_cache,
+                writer_batch_size=BLOCK_SIZE,
+            )
+        finally:
+            if enabled:
+                datasets.utils.logging.enable_progress_bar()
+    meta = {
+        "n_truncated": counts["n_truncated"],
+        "max_length": context.max_length,
+        "mean_length": counts["positions"] / n if n else 0.0,
+        "shapes": shapes,
+        "dtypes": dtypes,
+        "task": task_name,
+        "split": split,
+        "n_examples": n,
+        "n_parsed_texts": counts["n_parsed_texts"],
+        "parser": parser_id,
+        "source": data.source,
+        "sample": data.sample_note,
+        "total_examples": data.total,
+        "parser_noise": context.parser_noise,
+        "syntax_source": syntax_source(data, context),
+        "cache": "miss",
+    }
+    if context.use_cache:
+        meta["cache_file"] = str(path)
+        with atomic_write(_meta_path(path), "w") as f:
+            json.dump(meta, f)
+    ds = FeatureDataset(mapped, meta)
     logger.info(
         "%s %s: %d examples encoded (%d truncated to %s tokens)",
         task_name,
         split,
         len(ds),
-        ds.meta["n_truncated"],
+        meta["n_truncated"],
         context.max_length,
     )
-    if context.use_cache:
-        ds.meta["cache_file"] = str(path)
-        ds.save(path)
     return ds
+
+
+def _check_given(examples: Sequence[TaskExample], context: Any) -> None:
+    """With ``syntax="given"`` every text must have a given parse or a gold tree."""
+    if context.syntax != "given":
+        return
+
+    def given(e: TaskExample, side: str) -> bool:
+        return getattr(e, f"syntax_{side}") is not None or getattr(e, f"tree_{side}") is not None
+
+    missing = [e.guid for e in examples if not given(e, "a") or (e.text_b is not None and not given(e, "b"))]
+    if missing:
+        raise DataError(
+            f"syntax='given' but {len(missing)} examples have no given parse (first: "
+            f"{missing[0]}); use syntax='auto' to parse them"
+        )
+
+
+def encode_examples(
+    examples: Sequence[TaskExample], context: Any, needs_parser: bool | None = None
+) -> tuple[dict[str, list[np.ndarray]], int, int]:
+    """The features of a block of examples: analyses (:func:`example_analyses`), aligned and encoded
+    (:func:`encode_window`), or only tokenized when the model reads no syntax.
+
+    Returns:
+        ``({key: [array [L_i, ...] per example]}, number of examples truncated, number of texts parsed)``.
+    """
+    if not context.syntax_inputs:
+        return (*_encode_plain(examples, context), 0)
+    from syntaxformer.data.align import SyntaxAligner
+
+    docs_a, docs_b, n_parsed = example_analyses(examples, context, needs_parser)
+    aligner = SyntaxAligner(
+        context.tokenizer, max_length=context.max_length, window_segment=None if docs_b is not None else 0
+    )
+    columns: dict[str, list[np.ndarray]] = {}
+    n_truncated = 0
+    for windows in aligner.align_batch(docs_a, docs_b):
+        ex = windows[0]  # no stride: exactly one (possibly truncated) window
+        if int(np.sum(ex.word_index >= 0)) < int(np.sum(ex.n_pieces)):
+            n_truncated += 1
+        for k, v in encode_window(ex, context).items():
+            columns.setdefault(k, []).append(v)
+    return columns, n_truncated, n_parsed
 
 
 def example_analyses(
@@ -407,17 +557,7 @@ def example_analyses(
         needs_parser = _needs_parser(examples, context)
     pair = any(e.text_b is not None for e in examples)
     use_given = context.syntax != "parser"
-
-    def given(e: TaskExample, side: str) -> bool:  # a given Sentence or a gold tree (use_given only)
-        return getattr(e, f"syntax_{side}") is not None or getattr(e, f"tree_{side}") is not None
-
-    if context.syntax == "given":
-        missing = [e.guid for e in examples if not given(e, "a") or (e.text_b is not None and not given(e, "b"))]
-        if missing:
-            raise DataError(
-                f"syntax='given' but {len(missing)} examples have no given parse (first: "
-                f"{missing[0]}); use syntax='auto' to parse them"
-            )
+    _check_given(examples, context)
     texts: list[str] = []
     token_lists: list[tuple[str, ...]] = []
     if needs_parser:
@@ -467,77 +607,19 @@ def example_analyses(
     return docs_a, docs_b, len(parsed) + len(parsed_tokens)
 
 
-def _encode_aligned(
-    task_name: str, data: TaskData, docs_a: list[Any], docs_b: list[Any] | None, context: Any
-) -> FeatureDataset:
-    from syntaxformer.data.align import SyntaxAligner
-
-    aligner = SyntaxAligner(
-        context.tokenizer, max_length=context.max_length, window_segment=None if docs_b is not None else 0
-    )
-    columns: dict[str, list[np.ndarray]] = {}
-    lengths: list[int] = []
-    n_truncated = 0
-    n = len(data.examples)
-    with progress_bar(
-        total=n, desc=f"aligning {task_name}", disable=None if context.progress and n >= 2000 else True, unit="ex"
-    ) as bar:
-        for start in range(0, n, _ALIGN_BLOCK):
-            block_a = docs_a[start : start + _ALIGN_BLOCK]
-            block_b = docs_b[start : start + _ALIGN_BLOCK] if docs_b is not None else None
-            for windows in aligner.align_batch(block_a, block_b):
-                ex = windows[0]  # no stride: exactly one (possibly truncated) window
-                if int(np.sum(ex.word_index >= 0)) < int(np.sum(ex.n_pieces)):
-                    n_truncated += 1
-                for k, v in encode_window(ex, context).items():
-                    columns.setdefault(k, []).append(v)
-                lengths.append(len(ex))
-            bar.update(len(block_a))
-    return _dataset(columns, lengths, data, n_truncated, context)
-
-
-def _encode_plain(data: TaskData, context: Any) -> FeatureDataset:
+def _encode_plain(examples: Sequence[TaskExample], context: Any) -> tuple[dict[str, list[np.ndarray]], int]:
     """Token arrays only (a model that reads no syntax): the tokenizer on the raw texts, pairs truncated
-    longest-first."""
-    examples = data.examples
+    longest-first; and the number of examples truncated."""
     pair = any(e.text_b is not None for e in examples)
+    texts_a = [e.text_a for e in examples]
+    texts_b = [e.text_b or "" for e in examples] if pair else None
     enc = context.tokenizer(
-        [e.text_a for e in examples],
-        [e.text_b or "" for e in examples] if pair else None,
-        truncation=True,
-        max_length=context.max_length,
-        return_overflowing_tokens=False,
+        texts_a, texts_b, truncation=True, max_length=context.max_length, return_overflowing_tokens=False
     )
-    full = context.tokenizer(
-        [e.text_a for e in examples], [e.text_b or "" for e in examples] if pair else None, truncation=False
-    )
-    columns: dict[str, list[np.ndarray]] = {}
-    lengths: list[int] = []
-    for i in range(len(examples)):
-        for k in TOKEN_KEYS:
-            if k in enc:
-                columns.setdefault(k, []).append(np.asarray(enc[k][i], dtype=np.int64))
-        lengths.append(len(enc["input_ids"][i]))
+    full = context.tokenizer(texts_a, texts_b, truncation=False)
+    columns = {k: [np.asarray(x, dtype=np.int64) for x in enc[k]] for k in TOKEN_KEYS if k in enc}
     n_truncated = sum(len(a) > len(b) for a, b in zip(full["input_ids"], enc["input_ids"]))
-    return _dataset(columns, lengths, data, n_truncated, context)
-
-
-def _dataset(
-    columns: Mapping[str, list[np.ndarray]], lengths: list[int], data: TaskData, n_truncated: int, context: Any
-) -> FeatureDataset:
-    arrays = {k: np.concatenate(v, axis=0) for k, v in columns.items()}
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return FeatureDataset(
-        arrays,
-        offsets,
-        None,
-        [e.guid for e in data.examples],
-        {
-            "n_truncated": n_truncated,
-            "max_length": context.max_length,
-            "mean_length": float(np.mean(lengths)) if lengths else 0.0,
-        },
-    )
+    return columns, n_truncated
 
 
 def syntax_source(data: TaskData, context: Any) -> dict[str, str]:
