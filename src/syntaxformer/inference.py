@@ -1,41 +1,12 @@
 """Predictions on raw text with a trained model: parse on the fly, featurize, batch, forward, one record per input.
 
 The one code path behind ``syntaxformer predict MODEL --input FILE`` and the ``transformers`` pipelines
-(:mod:`syntaxformer.pipelines`)::
+(:mod:`syntaxformer.pipelines`); the steps themselves are :mod:`syntaxformer.modeling.raw_text`'s, shared with an
+exported folder's pipelines. The fields of a record, per head, are listed in ``docs/inference.md``::
 
     predictor = Predictor.from_run("runs/sst2-sg")            # the run's task, parser, max_length, tokenizer, model
-    predictor.predict(["A fine film.", "Dull."])
-    # [{"text": "A fine film.", "label": "positive", "score": 0.93, "scores": {"negative": 0.07, "positive": 0.93}},
-    #  ...]
+    predictor.predict(["A fine film.", "Dull."])              # [{"text", "label", "score", "scores"}, ...]
     predictor.timings                                         # {"parse_s": ..., "featurize_s": ..., "forward_s": ...}
-
-What a record holds, by the model's head:
-
-* sequence classification: ``text`` (and ``text_pair``), ``label`` (the class name, ``config.id2label``),
-  ``score`` (its probability) and ``scores`` (probability per class name); regression: ``value``;
-* span QA (inputs with ``question`` and ``context``): ``answer`` (``""`` = no answer), ``start`` / ``end`` (character
-  offsets of the best span in the context), ``best_answer`` (the best non-null span), ``span_score`` and
-  ``null_score`` (the no-answer score; the answer is ``""`` when it exceeds ``null_threshold``, by default the
-  threshold tuned on the run's dev articles, else the task's fixed one);
-* multiple choice (inputs with ``question``, a list of ``options`` and optionally a ``context`` passage, as RACE
-  and ``custom-mc`` runs read them): ``prediction``
-  (the option's letter), ``option`` (its text), ``index`` and ``scores`` (the softmax over the options);
-* translation: ``text`` and ``translation``.
-
-A split's records (``predict --split``: :meth:`~syntaxformer.tasks.base.Task.prediction_records`) use the same
-names and add the gold answer where known: ``gold_label`` (classification, regression, multiple choice),
-``gold_answers`` (span QA), ``reference`` (translation).
-
-On request (:meth:`Predictor.predict`): ``logits`` (classification: the model's outputs as they are) and
-``answers`` (span QA: the ``top_k`` best spans, best first); ``max_answer_length`` bounds span QA's answers.
-
-An input's ``id`` is copied to its record. Inputs are checked (:func:`~syntaxformer.modeling.raw_text.check_inputs`),
-parsed with the run's parser (the parse cache as the run says), featurized by the task
-(:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing goes to the features cache),
-batched longest first and given to the model on its device (:func:`~syntaxformer.modeling.raw_text.run_batches`);
-the task makes the records (:meth:`~syntaxformer.tasks.base.Task.raw_records`). The exported folder's pipelines
-run the same :mod:`syntaxformer.modeling.raw_text` steps. ``read_inputs`` reads
-the inputs from a ``.txt`` (one text per line), ``.csv`` / ``.tsv`` (a header row) or ``.jsonl`` file.
 """
 
 from __future__ import annotations
@@ -87,28 +58,26 @@ def model_head(model: Any) -> str:
 
 
 class _TimedAnnotator:
-    """An annotator that adds the seconds spent parsing to a counter (everything else is the wrapped one's)."""
+    """An annotator that adds the seconds spent parsing to ``clock["parse_s"]`` (everything else is the wrapped
+    one's: source, cache_key, name ...)."""
 
     def __init__(self, annotator: Any, clock: dict[str, float]):
         self._annotator = annotator
         self._clock = clock
 
-    def annotate(self, texts: Sequence[str]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self._annotator.annotate(texts)
-        finally:
-            self._clock["parse_s"] += time.perf_counter() - t0
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._annotator, name)
+        if name not in ("annotate", "annotate_pretokenized"):
+            return value
 
-    def annotate_pretokenized(self, words: Sequence[Sequence[str]]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self._annotator.annotate_pretokenized(words)
-        finally:
-            self._clock["parse_s"] += time.perf_counter() - t0
+        def timed(texts: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return value(texts)
+            finally:
+                self._clock["parse_s"] += time.perf_counter() - t0
 
-    def __getattr__(self, name: str) -> Any:  # source, cache_key, name ...
-        return getattr(self._annotator, name)
+        return timed
 
 
 class Predictor:
@@ -548,6 +517,7 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
     # imported for their side effect: they register the models with the Auto classes
     import syntaxformer.modeling
     import syntaxformer.modeling.seq2seq  # noqa: F401
+    from syntaxformer.registry import AUTO_MODEL_CLASSES
     from syntaxformer.training.saved import loading_model
 
     folder = Path(folder)
@@ -558,13 +528,7 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
             config = transformers.AutoConfig.from_pretrained(str(folder))
             arch = (getattr(config, "architectures", None) or [""])[0]
             head = class_head(arch) or "sequence_classification"
-        auto = {
-            "sequence_classification": "AutoModelForSequenceClassification",
-            "question_answering": "AutoModelForQuestionAnswering",
-            "multiple_choice": "AutoModelForMultipleChoice",
-            "token_classification": "AutoModelForTokenClassification",
-            "seq2seq": "AutoModelForSeq2SeqLM",
-        }[head]
+        auto = {**AUTO_MODEL_CLASSES, "seq2seq": "AutoModelForSeq2SeqLM"}[head]
         return getattr(transformers, auto).from_pretrained(str(folder))
 
 
