@@ -1,29 +1,16 @@
 """How ``import syntaxformer`` plugs the library into ``transformers`` without importing torch.
 
-Two things become available after a plain ``import syntaxformer``:
+After a plain ``import syntaxformer`` the Auto classes (``AutoConfig`` / ``AutoModelFor*.from_pretrained(folder)``)
+load a saved syntaxformer model of any registered system (:mod:`syntaxformer.registry`), and the pipelines of
+:mod:`syntaxformer.pipelines` exist. Registering them eagerly would import torch and every model module (about
+10 s), so an import hook (:data:`sys.meta_path`) registers them, through ``transformers``' public functions, when
+``transformers`` loads the registry they go into (at once if it is loaded already):
 
-* the **Auto classes**: ``AutoConfig`` / ``AutoModel`` / ``AutoModelFor{SequenceClassification, QuestionAnswering,
-  MultipleChoice, TokenClassification, Seq2SeqLM}.from_pretrained(folder)`` load a saved syntaxformer model, of a
-  built-in system or of one a package adds through an entry point (:mod:`syntaxformer.registry`);
-* the **pipelines** ``"syntax-text-classification"``, ``"syntax-question-answering"`` and ``"syntax-translation"``
-  (:mod:`syntaxformer.pipelines`).
-
-Registering them eagerly would import torch and every model module (about 10 s), so they are registered when
-``transformers`` itself loads the registries they go into, through an import hook (:data:`sys.meta_path`) that
-runs an action after the module has loaded, and only through ``transformers``' public registration functions:
-
-* when ``transformers.models.auto.configuration_auto`` loads, every ``model_type`` of every system (and the older
-  spellings a system declares, :attr:`~syntaxformer.registry.SystemSpec.aliases`) is registered with
-  ``AutoConfig.register`` as a small stand-in class, :class:`PendingConfig`. Its ``from_dict`` (what
-  ``AutoConfig.from_pretrained`` of a saved folder calls, and so every ``AutoModel*.from_pretrained`` and
-  ``pipeline(...)``) imports the system's classes, registers them with every Auto class
-  (:meth:`~syntaxformer.registry.SystemSpec.register_auto`; the real config class then replaces the stand-in
-  under the system's own ``model_type``) and builds the real config;
-* when ``transformers.pipelines`` loads, the three pipelines are registered with its ``PIPELINE_REGISTRY``
-  (:mod:`syntaxformer.pipelines` itself imports nothing heavier than ``transformers.pipelines``).
-
-If a registry is already loaded when ``syntaxformer`` is imported, the same is done at once. Importing
-:mod:`syntaxformer.modeling` directly registers the built-in systems too.
+* ``transformers.models.auto.configuration_auto``: every ``model_type`` of every system (and its
+  :attr:`~syntaxformer.registry.SystemSpec.aliases`) gets a stand-in config class, :class:`PendingConfig`, whose
+  ``from_dict`` (what every ``from_pretrained`` of a saved folder calls) imports the system's classes, registers
+  them with every Auto class (:meth:`~syntaxformer.registry.SystemSpec.register_auto`) and builds the real config;
+* ``transformers.pipelines``: the three pipelines go into its ``PIPELINE_REGISTRY``.
 """
 
 from __future__ import annotations

@@ -38,7 +38,6 @@ __all__ = [
     "Dependencies",
     "guess_tags",
     "head_child",
-    "is_punct_tag",
     "ptb_to_upos",
     "to_dependencies",
     "unlabeled_to_dependencies",
@@ -184,11 +183,6 @@ class Dependencies(NamedTuple):
 
     heads: list[int]
     deprels: list[str] | None
-
-
-def is_punct_tag(tag: str) -> bool:
-    """True for PTB punctuation tags (``,`` ``.`` ``:`` quotes, brackets, ``HYPH``, ``NFP``)."""
-    return tag in PUNCT_TAGS
 
 
 def ptb_to_upos(
@@ -732,47 +726,14 @@ class _Converter:
 # ======================================================================================================
 # Word classes of the category-free converter, from the POS tag of a constituent's head.
 _V, _P, _TO, _N, _NUM, _A, _PP, _R, _D, _POSS, _POS, _CC, _PUNCT, _O = (
-    "V",
-    "P",
-    "TO",
-    "N",
-    "NUM",
-    "A",
-    "PP",
-    "R",
-    "D",
-    "POSS",
-    "POS",
-    "CC",
-    "PUNCT",
-    "O",
+    "V P TO N NUM A PP R D POSS POS CC PUNCT O".split()  # noqa: SIM905 (a word list)
 )
 _RANK = {_V: 8, _P: 7, _TO: 7, _N: 6, _NUM: 5, _A: 5, _PP: 4, _R: 3, _D: 2, _POSS: 2, _POS: 1, _CC: 1, _O: 1, _PUNCT: 0}
 _SUBORDINATORS = frozenset(
-    {
-        "because",
-        "if",
-        "although",
-        "though",
-        "while",
-        "whether",
-        "unless",
-        "since",
-        "that",
-        "once",
-        "until",
-        "whereas",
-        "lest",
-        "so",
-        "than",
-        "as",
-        "before",
-        "after",
-        "when",
-        "whenever",
-        "where",
-        "wherever",
-    }
+    (  # noqa: SIM905 (a word list)
+        "because if although though while whether unless since that once until whereas lest so than as before after "
+        "when whenever where wherever"
+    ).split()
 )
 
 
@@ -1035,25 +996,9 @@ _PUNCT_WORDS = {
 _NUMBER = re.compile(r"^[+-]?(\d[\d,.:\\/]*|\d*\.\d+)(s|th|st|nd|rd)?$")
 _SUBJECT_PRONOUNS = frozenset({"i", "you", "we", "they"})
 _PRONOUN_BEFORE_IS = frozenset(
-    {
-        "it",
-        "he",
-        "she",
-        "that",
-        "there",
-        "what",
-        "who",
-        "here",
-        "this",
-        "where",
-        "how",
-        "let",
-        "everything",
-        "nothing",
-        "something",
-        "everyone",
-        "one",
-    }
+    (  # noqa: SIM905 (a word list)
+        "it he she that there what who here this where how let everything nothing something everyone one"
+    ).split()
 )
 
 

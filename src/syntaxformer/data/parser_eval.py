@@ -36,7 +36,7 @@ PTB_PUNCT_TAGS = frozenset({"``", "''", ",", ".", ":", "-LRB-", "-RRB-", "-LCB-"
 
 # Universal Dependencies v2 relations (universal part, before any ":subtype").
 UD_RELATIONS = frozenset(
-    (
+    (  # noqa: SIM905 (a word list)
         "acl advcl advmod amod appos aux case cc ccomp clf compound conj cop csubj dep det discourse dislocated expl "
         "fixed flat goeswith iobj list mark nmod nsubj nummod obj obl orphan parataxis punct reparandum root "
         "vocative xcomp"
@@ -45,7 +45,7 @@ UD_RELATIONS = frozenset(
 
 # ClearNLP dependency labels, as used by spaCy's English pipelines.
 CLEARNLP_RELATIONS = frozenset(
-    (
+    (  # noqa: SIM905 (a word list)
         "ROOT acl acomp advcl advmod agent amod appos attr aux auxpass case cc ccomp compound conj csubj csubjpass "
         "dative dep det dobj expl intj mark meta neg nmod npadvmod nsubj nsubjpass nummod oprd parataxis pcomp pobj "
         "poss preconj predet prep prt punct quantmod relcl xcomp"
