@@ -167,17 +167,15 @@ class Predictor:
         context.use_cache, context.progress, context.parser_noise = False, False, 0.0
         if parse_cache is not None:
             context.parse_cache = parse_cache
-        auxiliary = {}
-        for name in task.auxiliary_models():  # SQuAD's parallel verifier, saved in <run_dir>/<name>
-            auxiliary[name] = _load_model(Path(run_dir) / name, task.head)
+        # SQuAD's parallel verifier, saved in <run_dir>/<name>
+        auxiliary = {name: _load_model(Path(run_dir) / name, task.head) for name in task.auxiliary_models()}
         if null_threshold is None and task.head == "question_answering":
             null_threshold = tuned_null_threshold(run_dir)
         beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
             "generation_num_beams", 5
         )
         predictor = cls(model, context, task, auxiliary, null_threshold, int(beams))
-        predictor.to(device if device is not None else _default_device(model))
-        return predictor
+        return predictor.to(device if device is not None else _default_device(model))
 
     @classmethod
     def from_pretrained(
@@ -254,8 +252,7 @@ class Predictor:
         if parse_cache is not None:
             context.parse_cache = parse_cache
         predictor = cls(model, context, task, None, None, int(defaults.get("generation_num_beams", 5)))
-        predictor.to(device if device is not None else _default_device(model))
-        return predictor
+        return predictor.to(device if device is not None else _default_device(model))
 
     def to(self, device: Any) -> Predictor:
         """Move the model (and auxiliary models) to ``device``."""
@@ -274,18 +271,6 @@ class Predictor:
         return label_names(self.model.config)
 
     # -- prediction --------------------------------------------------------------------------------------
-    def normalize(self, inputs: Iterable[Any]) -> list[dict[str, Any]]:
-        """Inputs as mappings with the keys the head reads (:func:`~syntaxformer.modeling.raw_text.check_inputs`:
-        a string is a ``text``, a ``(text, text_pair)`` tuple a pair; span QA needs ``question`` and ``context``;
-        multiple choice ``question`` and ``options``, and ``context`` when the question is about a passage).
-
-        Raises:
-            InputError: not a list of inputs, an input without its text, with an empty one, with a key the head does
-                not read, or multiple-choice options that are not a list of at least two non-empty texts (names the
-                input's position).
-        """
-        return check_inputs(inputs, self.head, name="Predictor.predict")[0]
-
     def predict(
         self,
         inputs: Iterable[Any],
@@ -295,13 +280,14 @@ class Predictor:
         top_k: int | None = None,
         max_answer_length: int | None = None,
     ) -> list[dict[str, Any]]:
-        """One record per input, in input order (see the module docstring for the fields).
+        """One record per input, in input order (the fields per head: ``docs/inference.md``).
 
         ``self.timings`` then holds ``parse_s`` (the parser), ``featurize_s`` (alignment and syntax arrays, without
         parsing), ``forward_s`` (batching and the model, generation for translation), ``total_s`` and ``n``.
 
         Args:
-            inputs: texts or mappings (:meth:`normalize`).
+            inputs: texts, ``(text, text_pair)`` tuples or mappings with the keys the head reads
+                (:func:`~syntaxformer.modeling.raw_text.check_inputs`).
             batch_size: inputs per forward pass.
             logits: sequence classification: each record also holds ``logits``, the model's outputs as they are.
             top_k: span QA: each record also holds ``answers``, the ``top_k`` best spans of different positions
@@ -309,7 +295,8 @@ class Predictor:
             max_answer_length: span QA: the longest answer span in tokens (default: the task's).
 
         Raises:
-            InputError: an option for another head, or a value that is not a positive number.
+            InputError: an option for another head, a value that is not a positive number, or a bad input (its
+                position named).
         """
         for name, value, head in (
             ("logits", logits or None, "sequence_classification"),
@@ -322,7 +309,7 @@ class Predictor:
                 raise InputError(f"{name}= applies to {head} models, not to this {self.head} model")
             if name != "logits" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"{name}={value!r} must be a positive whole number")
-        records = self.normalize(inputs)
+        records = check_inputs(inputs, self.head, name="Predictor.predict")[0]
         clock = {"parse_s": 0.0}
         t0 = time.perf_counter()
         if not records:
@@ -348,24 +335,15 @@ class Predictor:
             int(batch_size),
             self.device,
         )
-        options = {
-            "logits": bool(logits),
-            "top_k": top_k,
-            "max_answer_length": max_answer_length,
-            "null_threshold": self.null_threshold,
-        }
+        options: dict[str, Any] = {"logits": bool(logits), "top_k": top_k, "max_answer_length": max_answer_length}
+        options["null_threshold"] = self.null_threshold
         if self.task is not None:
             result = self.task.raw_records(records, data, features, outputs, self.model.config, options)
         else:  # a classifier without a run record
             result = classification_records(records, outputs["logits"], self.model.config, bool(logits))
-        t3 = time.perf_counter()
-        self.timings = {
-            "parse_s": clock["parse_s"],
-            "featurize_s": t1 - t0 - clock["parse_s"],
-            "forward_s": t3 - t1,
-            "total_s": t3 - t0,
-            "n": len(records),
-        }
+        t2, parse = time.perf_counter(), clock["parse_s"]
+        self.timings = {"parse_s": parse, "featurize_s": t1 - t0 - parse, "forward_s": t2 - t1, "total_s": t2 - t0}
+        self.timings["n"] = len(records)
         return result
 
     def _featurize(self, records: list[dict[str, Any]]) -> tuple[Any, Any]:
@@ -392,9 +370,8 @@ def read_inputs(
     """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
     ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects).
 
-    Read by the reader of every user file (:func:`syntaxformer.data.readers.table.read_table`: the same decoding,
-    CSV / TSV dialects, line splitting at ``\\n`` / ``\\r\\n`` only and header rules as ``train --train-file``);
-    each text field must be a string (:func:`~syntaxformer.data.readers.table.text_value`).
+    Read as ``train --train-file`` reads a file (:func:`~syntaxformer.data.readers.table.read_table`); each text
+    field must be a string.
 
     Args:
         path: the file.

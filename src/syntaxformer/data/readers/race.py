@@ -72,11 +72,7 @@ class RaceExample:
 
 
 def _level_of(name: str) -> str | None:
-    low = name.lower()
-    for level in LEVELS:
-        if level in low:
-            return level
-    return None
+    return next((level for level in LEVELS if level in name.lower()), None)
 
 
 def parse_race_record(record: Any, source: str, level: str | None = None) -> list[RaceExample]:
@@ -102,12 +98,7 @@ def parse_race_record(record: Any, source: str, level: str | None = None) -> lis
             "'article', 'questions', 'options', 'answers' (and 'id')",
             source,
         )
-    article, questions, options, answers = (
-        record["article"],
-        record["questions"],
-        record["options"],
-        record["answers"],
-    )
+    article, questions, options, answers = (record[k] for k in ("article", "questions", "options", "answers"))
     if not isinstance(article, str) or not article.strip():
         raise FormatError("RACE record has an empty 'article' (the passage)", source)
     if not (isinstance(questions, list) and isinstance(options, list) and isinstance(answers, list)):
@@ -124,50 +115,36 @@ def parse_race_record(record: Any, source: str, level: str | None = None) -> lis
         raise FormatError(f"cannot tell the RACE level (middle / high) of passage {passage_id!r}", source)
     out = []
     for k, (q, opts, ans) in enumerate(zip(questions, options, answers)):
-        if (
-            not isinstance(q, str)
-            or not isinstance(opts, list)
-            or len(opts) < 2
-            or not all(isinstance(o, str) for o in opts)
+        if not (
+            isinstance(q, str) and isinstance(opts, list) and len(opts) >= 2 and all(isinstance(o, str) for o in opts)
         ):
             raise FormatError(
                 f"question {k}: needs a question string and a list of at least two option strings", source
             )
-        if (
-            not isinstance(ans, str)
-            or len(ans.strip()) != 1
-            or OPTION_LETTERS.find(ans.strip().upper()) < 0
-            or OPTION_LETTERS.index(ans.strip().upper()) >= len(opts)
-        ):
+        letter = ans.strip().upper() if isinstance(ans, str) else ""
+        if len(letter) != 1 or not 0 <= OPTION_LETTERS.find(letter) < len(opts):
             raise FormatError(
                 f"question {k}: answer {ans!r} is not a letter A..{OPTION_LETTERS[len(opts) - 1]}", source
             )
-        out.append(
-            RaceExample(
-                qid=f"{passage_id}#{k}",
-                passage_id=passage_id,
-                level=level,
-                article=article,
-                question=q,
-                options=list(opts),
-                label=OPTION_LETTERS.index(ans.strip().upper()),
-            )
-        )
+        label = OPTION_LETTERS.index(letter)
+        out.append(RaceExample(f"{passage_id}#{k}", passage_id, level, article, q, list(opts), label))
     return out
 
 
 def read_race_file(path: str | Path, level: str | None = None) -> list[RaceExample]:
     """The questions of one original RACE passage file (one JSON object per ``.txt`` file)."""
-    path = Path(path)
+    with open_text(path) as f:
+        record = _json_record(f.read(), str(path))
+    return parse_race_record(record, str(path), level)
+
+
+def _json_record(text: str, source: str) -> Any:
     try:
-        with open_text(path) as f:
-            record = json.loads(f.read())
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise FormatError(
-            f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one JSON object",
-            str(path),
+            f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one JSON object", source
         ) from None
-    return parse_race_record(record, str(path), level)
 
 
 def read_race_dir(folder: str | Path, levels: Sequence[str] = LEVELS) -> list[RaceExample]:
@@ -227,9 +204,9 @@ def read_race_tarball(
     out: list[RaceExample] = []
     for name, level, raw in records:
         try:
-            record = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise FormatError(f"not a valid JSON RACE record: {e}", f"{path}:{name}") from None
+            record = _json_record(raw.decode("utf-8-sig"), f"{path}:{name}")
+        except UnicodeDecodeError as e:
+            raise FormatError(f"not UTF-8 text ({e.reason}); save the file as UTF-8", f"{path}:{name}") from None
         out.extend(parse_race_record(record, f"{path}:{name}", level))
         if max_questions is not None and len(out) >= max_questions:
             return out[:max_questions]
