@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from syntaxformer.data.examples import TaskExample
+from syntaxformer.data.readers.table import split_lines
 from syntaxformer.errors import FormatError
 from syntaxformer.utils import open_text
 
@@ -74,10 +75,8 @@ def read_glue_tsv(layout: TsvLayout, path: str | os.PathLike, split: str = "dev"
         FormatError: the layout is not the layout's, a row has too few fields, or a label is unknown (file, line).
     """
     path = os.fspath(path)
-    with open_text(path, encoding="utf-8-sig", newline="") as f:
-        lines = f.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    with open_text(path, newline="") as f:
+        lines = split_lines(f.read())
     if not lines:
         return []
     first = lines[0].rstrip("\r").split("\t")

