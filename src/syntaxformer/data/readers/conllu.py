@@ -54,14 +54,8 @@ _HEAD = re.compile(r"-?[0-9]+\Z")
 # reading
 # ---------------------------------------------------------------------------------------------------------
 def read_conllu(path: str | os.PathLike | IO[str], source: str | None = None) -> Iterator[Sentence]:
-    """Read sentences from a CoNLL-U file, lazily.
-
-    Args:
-        path: file name, or an open text stream.
-        source: name used in error messages (default: the file name).
-
-    Yields:
-        One :class:`Sentence` per sentence block, with ``source="gold:conllu"``.
+    """Read sentences (one per block, ``source="gold:conllu"``) from a CoNLL-U file or open text stream, lazily;
+    ``source`` names it in error messages (default: the file name).
 
     Raises:
         FormatError: malformed input; the message names the file and line.
@@ -370,23 +364,9 @@ def sentence_to_conllu(sentence: Sentence) -> str:
             lines.append(
                 "\t".join([f"{i + 1}-{int(t['last']) + 1}", _field(t["form"]), *middle, _field(t.get("misc") or "_")])
             )
-        head = sentence.heads[i] + 1
-        lines.append(
-            "\t".join(
-                [
-                    str(i + 1),
-                    _field(sentence.words[i]),
-                    col(sentence.lemmas, i),
-                    col(sentence.upos, i),
-                    col(sentence.xpos, i),
-                    col(feats, i),
-                    str(head),
-                    col(sentence.deprels, i),
-                    col(deps, i),
-                    col(misc, i),
-                ]
-            )
-        )
+        left = [col(values, i) for values in (sentence.lemmas, sentence.upos, sentence.xpos, feats)]
+        right = [col(values, i) for values in (sentence.deprels, deps, misc)]
+        lines.append("\t".join([str(i + 1), _field(sentence.words[i]), *left, str(sentence.heads[i] + 1), *right]))
         lines.extend(empty.get(i + 1, []))
     return "\n".join(lines) + "\n\n"
 
@@ -397,14 +377,11 @@ def format_conllu(items: Iterable[Sentence | Document]) -> str:
 
 
 def write_conllu(items: Iterable[Sentence | Document], path: str | os.PathLike) -> int:
-    """Write sentences and/or documents as CoNLL-U, atomically (temp file + rename).
+    """Write sentences and/or documents as CoNLL-U, atomically; returns the number of sentences written.
 
     A :class:`Document` is written sentence by sentence; its first sentence carries ``# newdoc`` (with
     ``id = doc_id`` if set) and each sentence gets ``# text`` cut from the document text, with offsets made
     relative to it. A document without sentences writes nothing.
-
-    Returns:
-        The number of sentences written.
     """
     from syntaxformer.utils import atomic_write
 
