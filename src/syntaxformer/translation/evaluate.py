@@ -23,9 +23,9 @@ __all__ = ["TranslationModel", "corpus_bleu", "load_translation_model", "transla
 class TranslationModel:
     """A loaded translation model folder.
 
-    The model (:class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedForConditionalGeneration`), its two tokenizers, the source
-    pieces kept (``max_source_length``, incl. ``</s>``) and the parser of the sources (``annotator``; default:
-    :func:`syntaxformer.data.make_annotator`'s, made on first use by a model that reads syntax).
+    The model (:class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedForConditionalGeneration`), its two tokenizers,
+    the source pieces kept (``max_source_length``, incl. ``</s>``) and the parser of the sources (``annotator``;
+    default: :func:`syntaxformer.data.make_annotator`'s, made on first use by a model that reads syntax).
     """
 
     def __init__(
