@@ -109,14 +109,9 @@ class _SyntaxPipeline(Pipeline):
 
 
 class SyntaxTextClassificationPipeline(_SyntaxPipeline):
-    """``"syntax-text-classification"``: as ``text-classification``, with the model's parser.
-
-    Inputs: a text, a ``{"text", "text_pair"}`` mapping, or a list of them. Returns, like ``text-classification``,
-    ``[{"label", "score"}]`` for one text, one dict per text for a list, and with ``top_k`` (``None`` = all) the
-    ``top_k`` best labels per text. ``function_to_apply`` (``"softmax"``, ``"sigmoid"``, ``"none"``: the logits)
-    makes the scores; without it they are the softmax probabilities, and a regression model gives
-    ``{"label", "score": value}``.
-    """
+    """``"syntax-text-classification"``: as ``text-classification`` (inputs, outputs, ``top_k``,
+    ``function_to_apply``), with the model's parser; a text may be a ``{"text", "text_pair"}`` mapping, and a
+    regression model gives ``{"label", "score": value}``."""
 
     _call_options = CLASSIFICATION_OPTIONS
     _task = "syntax-text-classification"
@@ -138,11 +133,9 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
     """``"syntax-question-answering"``: span QA with unanswerable questions (SQuAD 2.0 models).
 
     Inputs: ``question=..., context=...``, a ``{"question", "context"}`` mapping or a list of them. Returns per
-    question ``{"answer", "start", "end", "score", "null_score"}``: ``answer`` is ``""`` (and ``start`` / ``end``
-    ``None``) when the no-answer score exceeds the threshold (the one tuned on the run's dev articles);
-    ``score`` is the best span's score (start + end logits), ``best_answer`` that span's text either way.
-    With ``top_k`` above 1, a list of the ``top_k`` best spans per question instead (``{"answer", "start", "end",
-    "score"}``, best first, different positions; the no-answer verdict is the one-answer output's);
+    question ``{"answer", "start", "end", "score", "null_score", "best_answer"}``: ``answer`` is ``""`` (``start`` /
+    ``end`` ``None``) when the no-answer score exceeds the threshold tuned on the run's dev articles; ``score`` is
+    the best span's (start + end logits). ``top_k`` above 1 gives the ``top_k`` best spans per question instead;
     ``max_answer_len`` bounds a span's length in tokens (default: the run's ``max_answer_length``).
     """
 

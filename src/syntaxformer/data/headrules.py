@@ -15,10 +15,8 @@ Two converters share one output type, :class:`Dependencies`:
   :func:`syntaxformer.data.readers.sst.spacy_tagger`) or, as a documented fallback, :func:`guess_tags` (a small
   closed-class lexicon plus suffix guesses). Every tree yields a valid single-root dependency tree either way.
 
-See ``docs/headrules.md`` for the rules, the measured agreement with spaCy and which labels are reliable.
-
-One concept, one file (~900 lines): both converters and the tag guesser the unlabeled one falls back on read the same
-PTB tag classes and word lists; split apart, those private tables would be imported across modules.
+See ``docs/headrules.md`` for the rules, the measured agreement with spaCy and which labels are reliable. One file,
+as both converters and the tag guesser read the same private PTB tag classes and word lists.
 """
 
 from __future__ import annotations
@@ -174,12 +172,8 @@ _DEFAULT_RIGHT = frozenset({"ADVP", "LST", "PRT", "WHADVP", "X", "QP", "NP", "NX
 
 
 class Dependencies(NamedTuple):
-    """The result of a conversion.
-
-    Attributes:
-        heads: 0-based head of every word, -1 for the single root.
-        deprels: a label per word in spaCy / ClearNLP names (``ROOT``, ``punct``, ``nsubj``, ...), or ``None``.
-    """
+    """The result of a conversion: the 0-based head of every word (-1 for the single root) and, or ``None``, a label
+    per word in spaCy / ClearNLP names (``ROOT``, ``punct``, ``nsubj``, ...)."""
 
     heads: list[int]
     deprels: list[str] | None
@@ -188,16 +182,10 @@ class Dependencies(NamedTuple):
 def ptb_to_upos(
     tags: Sequence[str], words: Sequence[str] | None = None, deprels: Sequence[str] | None = None
 ) -> list[str]:
-    """Map PTB tags to UD UPOS with :data:`PTB_TO_UPOS`.
+    """One UD UPOS tag per PTB tag by :data:`PTB_TO_UPOS` (``X`` for others; ``NN-HLN`` counts as ``NN``).
 
-    Args:
-        tags: PTB tags (function tags are ignored: ``NN-HLN`` counts as ``NN``).
-        words: optional words; with them forms of *be* are ``AUX`` (UD tags the copula ``AUX``).
-        deprels: optional labels from :func:`to_dependencies`; with them verbs labelled ``aux`` / ``auxpass``
-            are ``AUX`` and ``IN`` labelled ``mark`` is ``SCONJ``.
-
-    Returns:
-        One UPOS tag per input tag (``X`` for tags not in the table).
+    With ``words``, forms of *be* are ``AUX`` (UD tags the copula ``AUX``); with ``deprels`` (of
+    :func:`to_dependencies`), verbs labelled ``aux`` / ``auxpass`` are ``AUX`` and ``IN`` labelled ``mark`` ``SCONJ``.
     """
     out = []
     for i, tag in enumerate(tags):
@@ -1003,17 +991,12 @@ _PRONOUN_BEFORE_IS = frozenset(
 
 
 def guess_tags(words: Sequence[str]) -> list[str]:
-    """Guess PTB tags without a tagger: a closed-class lexicon, number / punctuation patterns, suffixes.
+    """One PTB tag per word (PTB escapes such as ``-LRB-`` understood) without a tagger: a closed-class lexicon,
+    number / punctuation patterns, suffixes.
 
-    This is the documented fallback of :func:`unlabeled_to_dependencies`; it knows function words well and
-    content words poorly (``-ly`` adverbs, ``-ing`` / ``-ed`` verbs, ``-ous`` / ``-ful`` / ... adjectives,
-    otherwise nouns). Prefer real tags (``tags=`` / ``tagger=``).
-
-    Args:
-        words: the tokens (PTB escapes such as ``-LRB-`` are understood).
-
-    Returns:
-        One tag per word.
+    The documented fallback of :func:`unlabeled_to_dependencies`: it knows function words well and content words
+    poorly (``-ly`` adverbs, ``-ing`` / ``-ed`` verbs, ``-ous`` / ``-ful`` / ... adjectives, otherwise nouns).
+    Prefer real tags (``tags=`` / ``tagger=``).
     """
     out: list[str] = []
     for i, w in enumerate(words):

@@ -45,16 +45,11 @@ OPTION_LETTERS = "ABCDEFGHIJ"
 
 @dataclass
 class RaceExample:
-    """One multiple-choice question over one passage.
+    """One multiple-choice question over one passage (``article``).
 
-    Attributes:
-        qid: question id, ``"<passage id>#<k>"`` (``k`` = 0-based question index in the passage file).
-        passage_id: the file's ``id`` (e.g. ``"middle1011.txt"``).
-        level: ``"middle"`` or ``"high"``.
-        article: the passage text.
-        question: the question (RACE cloze questions contain ``_`` for the blank; kept as is).
-        options: the candidate answers (4 in RACE).
-        label: index of the right option (``None`` when unknown).
+    ``qid`` is ``"<passage id>#<k>"`` (``k``: the question's 0-based index in the passage file ``passage_id``, e.g.
+    ``"middle1011.txt"``); ``level`` ``"middle"`` or ``"high"``; cloze questions keep their ``_`` blank; ``label``
+    is the right option's index (``None`` when unknown).
     """
 
     qid: str
@@ -76,12 +71,9 @@ def _level_of(name: str) -> str | None:
 
 
 def parse_race_record(record: Any, source: str, level: str | None = None) -> list[RaceExample]:
-    """Examples of one RACE passage record ``{"article", "questions", "options", "answers", "id"}``.
-
-    Args:
-        record: the parsed JSON object of one passage file.
-        source: where it came from (named in error messages; its path also gives the level if ``level`` is None).
-        level: ``"middle"`` / ``"high"``; default: from the record id or the source path.
+    """Examples of one RACE passage record ``{"article", "questions", "options", "answers", "id"}`` read from
+    ``source`` (named in errors); ``level`` (``"middle"`` / ``"high"``) defaults to the one the record id or the
+    source path names.
 
     Raises:
         FormatError: a missing field, an empty passage, unequal numbers of questions / options / answers, fewer
@@ -237,13 +229,8 @@ def examples_from_hub_rows(rows: Iterable[Mapping[str, Any]], level: str | None 
 def load_race_hub(
     name: str = "ehovy/race", config: str = "all", split: str = "validation", **kwargs: Any
 ) -> list[RaceExample]:
-    """Load RACE by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache).
-
-    Args:
-        name: the hub data set (``ehovy/race``).
-        config: ``all``, ``middle`` or ``high``.
-        split: ``train``, ``validation`` or ``test``.
-    """
+    """Load RACE (``config``: ``all``, ``middle`` or ``high``) by name through the ``datasets`` hub (needs
+    ``datasets`` and a network or its cache)."""
     rows = import_datasets("loading RACE from the hub").load_dataset(name, config, split=split, **kwargs)
     return examples_from_hub_rows(rows, level=config if config in LEVELS else None)
 
