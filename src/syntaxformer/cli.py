@@ -197,17 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with trust_run_code(bool(getattr(args, "trust_run_code", False))):
             return int(module.run(args) or 0)
-    except SyntaxformerError as e:  # user-facing errors: one clear line, no traceback
-        print(f"syntaxformer {name}: error: {one_line(str(e))}", file=sys.stderr)
-        return 1
-    except OSError as e:  # a file the user named that cannot be read or written
-        message = os_error_message(e)
-        if message is None:  # not about a file: a bug, keep the traceback
+    except (SyntaxformerError, OSError, UnicodeDecodeError) as e:
+        if isinstance(e, SyntaxformerError):  # user-facing errors: one clear line, no traceback
+            message: str | None = str(e)
+        elif isinstance(e, OSError):  # a file the user named that cannot be read or written, else a bug
+            message = os_error_message(e)
+        else:  # a text file in another encoding, read by code that does not check it
+            message = unicode_error_message(e, e.__traceback__)
+        if message is None:  # an OSError not about a file: a bug, keep the traceback
             raise
         print(f"syntaxformer {name}: error: {one_line(message)}", file=sys.stderr)
-        return 1
-    except UnicodeDecodeError as e:  # a text file in another encoding, read by code that does not check it
-        print(f"syntaxformer {name}: error: {one_line(unicode_error_message(e, e.__traceback__))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"syntaxformer {name}: interrupted", file=sys.stderr)

@@ -34,9 +34,8 @@ _lock = threading.RLock()
 class PendingConfig:
     """Stands in, in ``AutoConfig``'s registry, for the config class of a model type until it is first used.
 
-    Subclasses made by :func:`_pending` set :attr:`model_type` and :attr:`load` (a function that imports and
-    registers the real class and returns it). Building one (``from_dict``, ``for_model``, calling it) builds
-    the real config; a config saved under an older ``model_type`` (an alias) is read as the system's own.
+    Subclasses (:func:`_pending`) set :attr:`model_type` and :attr:`load` (imports, registers and returns the real
+    class). Building one builds the real config; one saved under an alias ``model_type`` is read as the system's.
     """
 
     model_type: str = ""
@@ -139,6 +138,13 @@ def register_pipelines(module: Any = None) -> None:
 _ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _register_configs, _PIPELINES: register_pipelines}
 
 
+def _act(action: Callable[[Any], None], module: Any) -> None:
+    try:
+        action(module)
+    except Exception as e:  # noqa: BLE001  (never break the user's import of transformers)
+        logger.warning("syntaxformer could not register with %s: %s: %s", module.__name__, type(e).__name__, e)
+
+
 class _AfterLoad:
     """A loader (``importlib.abc.Loader`` protocol; not subclassed, to keep the import light) that runs an action
     once the wrapped loader has executed a module."""
@@ -152,10 +158,7 @@ class _AfterLoad:
 
     def exec_module(self, module: Any) -> None:
         self._loader.exec_module(module)
-        try:
-            self._action(module)
-        except Exception as e:  # noqa: BLE001  (never break the user's import of transformers)
-            logger.warning("syntaxformer could not register with %s: %s: %s", module.__name__, type(e).__name__, e)
+        _act(self._action, module)
 
     def __getattr__(self, name: str) -> Any:  # get_source, is_package, get_resource_reader ...
         return getattr(self._loader, name)
@@ -188,11 +191,7 @@ def install() -> None:
     (idempotent; called by ``import syntaxformer``)."""
     with _lock:
         for name, action in _ACTIONS.items():
-            module = sys.modules.get(name)
-            if module is not None:
-                try:
-                    action(module)
-                except Exception as e:  # noqa: BLE001  (never break the user's import of transformers)
-                    logger.warning("syntaxformer could not register with %s: %s: %s", name, type(e).__name__, e)
+            if sys.modules.get(name) is not None:
+                _act(action, sys.modules[name])
         if _HOOK not in sys.meta_path:
             sys.meta_path.insert(0, _HOOK)
