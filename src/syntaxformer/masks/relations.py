@@ -193,19 +193,9 @@ def relation_groups(
 def relation_groups_from_features(
     features: Mapping[str, torch.Tensor], max_distance: int = 15, pairwise: bool = True, constituency: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Both partitions from a collated batch of :func:`~syntaxformer.data.encode.encode_syntax` arrays.
-
-    Args:
-        features: dict with ``syntax_tree``, ``syntax_segment``, ``dep_*`` and (for constituency) ``con_*``
-            tensors, ``[B, L]`` / ``[B, L, D']``.
-        max_distance: D (must not exceed the encoded table width D').
-        pairwise: add the pairwise group to both partitions.
-        constituency: also build the constituency partition (requires the ``con_*`` keys).
-
-    Returns:
-        ``(dependency_groups, constituency_groups)``, uint8 ``[B, L, L]`` each; the second is ``None`` when
-        ``constituency`` is False.
-    """
+    """``(dependency_groups, constituency_groups)``, uint8 ``[B, L, L]`` each, of :func:`relation_groups` from a
+    collated batch of :func:`~syntaxformer.data.encode.encode_syntax` arrays (``syntax_tree``, ``syntax_segment``,
+    ``dep_*`` and, for ``constituency``, ``con_*``; else the second is ``None``)."""
 
     def partition(prefix: str, key: str, key_hi: torch.Tensor | None) -> torch.Tensor:
         depth, lo, hi, head = (features[f"{prefix}_{name}"] for name in ("depth", "anc_lo", "anc_hi", "anc_head"))

@@ -13,16 +13,13 @@ import torch
 
 
 def sdoi_mask(tin: torch.Tensor, tout: torch.Tensor, tree: torch.Tensor) -> torch.Tensor:
-    """Ancestor-or-self mask of every position, for a batch.
+    """Ancestor-or-self mask of every position: bool ``[B, L, L]`` (``[L, L]`` for unbatched input) on the inputs'
+    device, True = the row position may attend to the column position.
 
     Args:
         tin: ``[B, L]`` (or ``[L]``) pre-order entry time of each position's node (``dep_tin``).
         tout: ``[B, L]`` subtree exit time, inclusive (``dep_tout``).
         tree: ``[B, L]`` sentence id; -1 for special tokens and padding (the collator pads with -1).
-
-    Returns:
-        bool ``[B, L, L]`` (``[L, L]`` for unbatched input), True = row position may attend to column position.
-        Built on the inputs' device.
     """
     valid = tree >= 0
     L = tin.shape[-1]

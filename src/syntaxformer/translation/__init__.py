@@ -9,17 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {
-    "translate": "evaluate",
-    "translate_and_score": "evaluate",
-    "load_translation_model": "evaluate",
-    "TranslationModel": "evaluate",
-    "corpus_bleu": "evaluate",
-}
-__all__ = sorted(_EXPORTS)
+__all__ = ["TranslationModel", "corpus_bleu", "load_translation_model", "translate", "translate_and_score"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"syntaxformer.translation.{_EXPORTS[name]}"), name)
+    if name in __all__:
+        return getattr(importlib.import_module("syntaxformer.translation.evaluate"), name)
     raise AttributeError(f"module 'syntaxformer.translation' has no attribute {name!r}")
