@@ -725,32 +725,28 @@ _SUBORDINATORS = frozenset(
 )
 
 
+# PTB tag -> word class (punctuation first: NFP is punctuation; any other tag is _O)
+_TAG_KINDS = {
+    tag: kind
+    for kind, tags in (
+        (_V, "VB VBD VBG VBN VBP VBZ MD"),
+        (_TO, "TO"),
+        (_P, "IN"),
+        (_N, "NN NNS NNP NNPS NX NML PRP EX WP FW SYM $ # NFP ADD XX GW"),
+        (_NUM, "CD"),
+        (_A, "JJ JJR JJS AFX"),
+        (_R, "RB RBR RBS WRB RP UH"),
+        (_D, "DT PDT WDT"),
+        (_POSS, "PRP$ WP$"),
+        (_POS, "POS"),
+        (_CC, "CC"),
+    )
+    for tag in tags.split()
+}
+
+
 def _kind(tag: str) -> str:
-    if tag in PUNCT_TAGS:
-        return _PUNCT
-    if tag in _VERB_TAGS or tag == "MD":
-        return _V
-    if tag == "TO":
-        return _TO
-    if tag == "IN":
-        return _P
-    if tag in _NOUN_TAGS or tag in ("PRP", "EX", "WP", "FW", "SYM", "$", "#", "NFP", "ADD", "XX", "GW"):
-        return _N
-    if tag == "CD":
-        return _NUM
-    if tag in ("JJ", "JJR", "JJS", "AFX"):
-        return _A
-    if tag in ("RB", "RBR", "RBS", "WRB", "RP", "UH"):
-        return _R
-    if tag in ("DT", "PDT", "WDT"):
-        return _D
-    if tag in ("PRP$", "WP$"):
-        return _POSS
-    if tag == "POS":
-        return _POS
-    if tag == "CC":
-        return _CC
-    return _O
+    return _PUNCT if tag in PUNCT_TAGS else _TAG_KINDS.get(tag, _O)
 
 
 @dataclass
