@@ -464,7 +464,7 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
     record per line."""
     from syntaxformer.utils import atomic_write
 
-    lines = "".join(_one_record_line(json.dumps(r, ensure_ascii=False)) + "\n" for r in records)
+    lines = "".join(json.dumps(r, ensure_ascii=False).translate(_LINE_BREAKS) + "\n" for r in records)
     if path is None or str(path) == "-":
         sys.stdout.write(lines)
         sys.stdout.flush()
@@ -474,16 +474,9 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-#: Characters that ``str.splitlines`` (and so many JSONL readers) take for line ends; JSON lets them be escaped.
-_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
-
-
-def _one_record_line(text: str) -> str:
-    """A JSON record as one line for every reader: U+2028, U+2029 and NEL (only ever inside its strings) escaped."""
-    for char, escaped in _LINE_BREAKS.items():
-        if char in text:
-            text = text.replace(char, escaped)
-    return text
+#: Characters that ``str.splitlines`` (and so many JSONL readers) take for line ends, escaped (as JSON lets them be;
+#: they only ever stand inside a record's strings).
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
 def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
