@@ -3,17 +3,11 @@
 Two converters share one output type, :class:`Dependencies`:
 
 * :func:`to_dependencies` for trees with phrase categories and POS tags (PTB ``.mrg``, Stanford parses such as
-  SNLI's). Function tags may still be on the labels (``NP-SBJ``, ``SBAR-ADV``): they only sharpen the
-  dependency labels. Head choice follows the conventions the English spaCy pipelines were trained on
-  (ClearNLP's conversion of OntoNotes): main verbs head auxiliaries and modals, prepositions head their objects,
-  the copula heads its predicate, the first conjunct heads a coordination (later conjuncts chain, each on the one
-  before, with ``cc`` and separating commas on the conjunct before them), complementizers and infinitival *to*
-  depend on the clause verb, possessive *'s* on the possessor, noun phrases are headed by their last noun and
-  punctuation attaches to the head of its constituent.
+  SNLI's; function tags such as ``NP-SBJ`` only sharpen the labels). Head choice follows the conventions the
+  English spaCy pipelines were trained on (ClearNLP's conversion of OntoNotes).
 * :func:`unlabeled_to_dependencies` for trees without categories (the Stanford Sentiment Treebank, whose node
-  labels are sentiment scores). It needs POS tags: ``tags=`` (e.g. spaCy's tagger run on the gold words, see
-  :func:`syntaxformer.data.readers.sst.spacy_tagger`) or, as a documented fallback, :func:`guess_tags` (a small
-  closed-class lexicon plus suffix guesses). Every tree yields a valid single-root dependency tree either way.
+  labels are sentiment scores). It needs POS tags: ``tags=`` (e.g. :func:`syntaxformer.data.readers.sst.spacy_tagger`)
+  or, as a documented fallback, :func:`guess_tags`. Every tree yields a valid single-root dependency tree.
 
 See ``docs/headrules.md`` for the rules, the measured agreement with spaCy and which labels are reliable. One file,
 as both converters and the tag guesser read the same private PTB tag classes and word lists.

@@ -1,14 +1,7 @@
-"""Stanford Sentiment Treebank trees -> :class:`~syntaxformer.data.Sentence`.
-
-One tree per line, e.g. ``(3 (2 It) (4 (4 (2 's) ...)) (2 .))``: every node label is a sentiment score 0-4
-(0 = very negative, 4 = very positive); there are no phrase categories and no POS tags. The reader keeps the
-sentiment tree as ``Sentence.tree``, puts the root's score in ``metadata["label"]`` and derives a dependency
-tree with :func:`syntaxformer.data.headrules.unlabeled_to_dependencies`, using POS tags from ``tagger`` when one
-is given (recommended: :func:`spacy_tagger`) and the label-free fallback (:func:`~syntaxformer.data.headrules
-.guess_tags`) otherwise. Words keep the treebank spelling (``-LRB-``, ``1\\/2``; a few contain a no-break space).
-
-:func:`read_sst_examples` reads the same files as task examples (sentence and, optionally, phrase
-classification), each with its gold tree over the unescaped gold tokens.
+"""Stanford Sentiment Treebank trees (one per line, every node label a sentiment score 0-4, no categories or POS
+tags): :func:`read_sst` reads them as :class:`~syntaxformer.data.Sentence` objects with dependencies by
+:func:`syntaxformer.data.headrules.unlabeled_to_dependencies`, :func:`read_sst_examples` as task examples. Words
+keep the treebank spelling (``-LRB-``, ``1\\/2``; a few contain a no-break space).
 """
 
 from __future__ import annotations
