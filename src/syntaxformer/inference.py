@@ -88,12 +88,10 @@ class Predictor:
 
     Args:
         model: the task model (``...ForSequenceClassification``, ``...ForQuestionAnswering``, the translation model).
-        context: the featurization context (:class:`~syntaxformer.tasks.base.TaskContext`: tokenizer, parser,
-            syntax inputs, ``max_length`` ...).
+        context: the featurization context (:class:`~syntaxformer.tasks.base.TaskContext`).
         task: the run's task, or ``None`` (sentence classification without a run record).
-        auxiliary: auxiliary models of the task (SQuAD's parallel verifier): name -> model.
-        null_threshold: span QA: the no-answer threshold (``None``: the task's).
-        num_beams: translation: beam size.
+        auxiliary: the task's auxiliary models by name (SQuAD's parallel verifier).
+        null_threshold, num_beams: span QA's no-answer threshold (``None``: the task's); translation's beam size.
     """
 
     def __init__(

@@ -762,13 +762,9 @@ class _Sub:
 def unlabeled_to_dependencies(tree: Tree, tags: Sequence[str] | None = None, labels: bool = True) -> Dependencies:
     """Convert a tree whose labels are not categories (SST sentiment trees) into a dependency tree.
 
-    Each constituent gets a word class from the tag of its head word (verb, preposition, noun, number,
-    adjective, adverb, determiner, ...); two sister constituents are combined by fixed preferences
-    (documented in ``docs/headrules.md``): a verb heads its subject, objects and modifiers, but an auxiliary,
-    modal or infinitival *to* yields to a following verb; a preposition heads its object unless it is a
-    subordinator before a clause (then it is a ``mark``); a noun heads determiners, adjectives, numbers and
-    possessors; a bare noun before a noun is a compound; the first conjunct heads a coordination; punctuation
-    never heads. The result is a valid tree with one root for any binary or n-ary tree.
+    Each constituent gets a word class from the tag of its head word; two sister constituents are joined by fixed
+    preferences (``docs/headrules.md``, "Trees without categories (SST)"). The result is a valid tree with one root for
+    any binary or n-ary tree.
 
     Args:
         tree: the tree; only its shape and words are used.

@@ -128,14 +128,10 @@ def attachment_scores(
     """UAS / LAS of ``pred`` against ``gold``, with and without punctuation.
 
     Args:
-        gold: gold sentences.
-        pred: predicted sentences, one per gold sentence, over the same words (same length).
+        gold, pred: gold sentences and one predicted sentence per gold one, over the same words.
         compare_labels: ``None`` (default) compares labels only when both sides are recognised as the same label
             scheme; ``True`` always compares them (when both have labels); ``False`` never (LAS is ``None``).
         strip_subtypes: compare only the part of a label before ``:`` (``nmod:poss`` == ``nmod``).
-
-    Returns:
-        The :class:`AttachmentScores`.
 
     Raises:
         DataError: different numbers of sentences, or a predicted sentence of another length than its gold one.
