@@ -15,6 +15,7 @@ load a saved syntaxformer model of any registered system (:mod:`syntaxformer.reg
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
@@ -70,25 +71,19 @@ def _pending(model_type: str, load: Callable[[], type]) -> type:
     )
 
 
-def _system_loader(name: str) -> Callable[[], type]:
-    def load() -> type:
-        from syntaxformer.registry import system
+def _load_system(name: str) -> type:
+    from syntaxformer.registry import system
 
-        spec = system(name)
-        spec.register_auto()
-        return spec.config_class()
-
-    return load
+    spec = system(name)
+    spec.register_auto()
+    return spec.config_class()
 
 
-def _module_loader(model_type: str, module: str) -> Callable[[], type]:
-    def load() -> type:
-        importlib.import_module(module)  # registers the real class in place of the stand-in
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+def _load_module(model_type: str, module: str) -> type:
+    importlib.import_module(module)  # registers the real class in place of the stand-in
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-        return CONFIG_MAPPING[model_type]
-
-    return load
+    return CONFIG_MAPPING[model_type]
 
 
 def _register_pending(module: Any, model_type: str, load: Callable[[], type]) -> None:
@@ -110,9 +105,9 @@ def _register_configs(module: Any) -> None:
     from syntaxformer.registry import OTHER_MODEL_TYPES, model_types
 
     for model_type, name in model_types().items():  # a broken plugin is left out, with a warning naming it
-        _register_pending(module, model_type, _system_loader(name))
+        _register_pending(module, model_type, functools.partial(_load_system, name))
     for model_type, defining in OTHER_MODEL_TYPES.items():
-        _register_pending(module, model_type, _module_loader(model_type, defining))
+        _register_pending(module, model_type, functools.partial(_load_module, model_type, defining))
 
 
 def system_added(spec: Any) -> None:
@@ -123,7 +118,7 @@ def system_added(spec: Any) -> None:
         return
     with _lock:
         for model_type in (spec.saved_model_type, *spec.aliases):
-            _register_pending(module, model_type, _system_loader(spec.name))
+            _register_pending(module, model_type, functools.partial(_load_system, spec.name))
 
 
 def register_pipelines(module: Any = None) -> None:
