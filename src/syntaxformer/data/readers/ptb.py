@@ -54,14 +54,23 @@ def sentence_from_tree(
     source: str | None = "gold:ptb",
     metadata: dict[str, Any] | None = None,
     labels: bool = True,
+    where: tuple[str, int] | None = None,
 ) -> Sentence:
     """A treebank tree as read (wrapper, function tags and empty elements allowed) as a :class:`Sentence`: words =
     leaves of the cleaned tree, heads / deprels (with ``labels``; spaCy / ClearNLP names) by head rules, xpos = PTB
     tags, upos from :data:`~syntaxformer.data.headrules.PTB_TO_UPOS`, tree = the cleaned tree.
 
     Raises:
-        DataError: nothing but empty elements in the tree.
+        DataError: nothing but empty elements in the tree; with ``where`` (file, line), a FormatError naming them
+            for this and any other fault of the tree.
     """
+    if where is not None:
+        try:
+            return sentence_from_tree(tree, sent_id=sent_id, source=source, metadata=metadata, labels=labels)
+        except ValueError as e:
+            if isinstance(e, FormatError):
+                raise
+            raise FormatError(f"{sent_id}: {e}", *where) from e
     pruned = remove_empty(tree)
     if pruned is None:
         raise DataError(
@@ -97,10 +106,7 @@ def read_ptb(
     """
     for file in ptb_files(path, pattern):
         for k, (tree, line) in enumerate(read_bracketed(file)):
-            sent_id = f"{file.name}#{k}"
-            try:
-                yield sentence_from_tree(tree, sent_id=sent_id, source=source, metadata={"line": line}, labels=labels)
-            except ValueError as e:
-                if isinstance(e, FormatError):
-                    raise
-                raise FormatError(f"tree {k}: {e}", str(file), line) from e
+            meta = {"line": line}
+            yield sentence_from_tree(
+                tree, sent_id=f"{file.name}#{k}", source=source, metadata=meta, labels=labels, where=(str(file), line)
+            )

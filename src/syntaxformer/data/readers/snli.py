@@ -92,16 +92,10 @@ def read_snli_jsonl(
             for key in ("sentence1", "sentence2"):
                 tree = Tree.from_string(row[f"{key}_parse"], f"{path} ({key}_parse)", lineno)
                 meta = {"pairID": pair_id, "gold_label": gold, "line": lineno}
-                try:
-                    sentences.append(
-                        sentence_from_tree(
-                            tree, sent_id=f"{pair_id}:s{key[-1]}", source=source, metadata=meta, labels=labels
-                        )
-                    )
-                except ValueError as e:
-                    if isinstance(e, FormatError):
-                        raise
-                    raise FormatError(f"{key}_parse: {e}", str(path), lineno) from e
+                sent_id, where = f"{pair_id}:s{key[-1]}", (str(path), lineno)
+                sentences.append(
+                    sentence_from_tree(tree, sent_id=sent_id, source=source, metadata=meta, labels=labels, where=where)
+                )
             yield NLIPair(sentences[0], sentences[1], gold, pair_id)
 
 
