@@ -20,50 +20,24 @@ import os
 import sys
 import types
 
-# command name -> (module, one-line help). Keep the help here so `--help` imports nothing heavy.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "annotate": ("syntaxformer.commands.annotate", "parse raw text or read gold trees; write JSONL / CoNLL-U"),
-    "evaluate-parser": ("syntaxformer.commands.evaluate_parser", "UAS/LAS of a parser against gold trees"),
-    "demo": ("syntaxformer.commands.demo", "annotate real sentences and show the syntax one model would see"),
-    "train": ("syntaxformer.commands.train", "fine-tune SG-Net / Syntax-BERT / baseline: GLUE, SST, SQuAD2, RACE"),
-    "evaluate": ("syntaxformer.commands.evaluate", "score a trained model on a labeled split"),
-    "predict": (
-        "syntaxformer.commands.predict",
-        "predict raw texts (--input; label names, scores) or a split with a trained model",
-    ),
-    "compare": (
-        "syntaxformer.commands.compare",
-        "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores",
-    ),
-    "significance": (
-        "syntaxformer.commands.significance",
-        "paired significance of two systems' dev scores from their run folders",
-    ),
-    "analyze": (
-        "syntaxformer.commands.analyze",
-        "a run's dev scores by input length (SG-Net §7.1); two runs side by side",
-    ),
-    "plot": (
-        "syntaxformer.commands.plot",
-        "figures (PNG + SVG) from run folders: results with CIs, length buckets, curves, attention",
-    ),
-    "diagnose": (
-        "syntaxformer.commands.diagnose",
-        "token-state drift and zero-shot similarity of a syntax configuration at init",
-    ),
-    "show": (
-        "syntaxformer.commands.show",
-        "an HTML page of one text's trees, syntax masks, attention, topical weights and gates",
-    ),
-    "probe": (
-        "syntaxformer.commands.probe",
-        "structural (distance / depth) and POS / label probes per layer on UD EWT dev",
-    ),
-    "translate": ("syntaxformer.commands.translate", "translate a text / .sgm file with a trained translation model"),
-    "export": (
-        "syntaxformer.commands.export",
-        "write a run's final model as a self-contained Hugging Face folder (loads without syntaxformer)",
-    ),
+# command name -> one-line help; the command lives in syntaxformer.commands.<name with "_" for "-">. Keep the
+# help here so `--help` imports nothing heavy.
+COMMANDS: dict[str, str] = {
+    "annotate": "parse raw text or read gold trees; write JSONL / CoNLL-U",
+    "evaluate-parser": "UAS/LAS of a parser against gold trees",
+    "demo": "annotate real sentences and show the syntax one model would see",
+    "train": "fine-tune SG-Net / Syntax-BERT / baseline: GLUE, SST, SQuAD2, RACE",
+    "evaluate": "score a trained model on a labeled split",
+    "predict": "predict raw texts (--input; label names, scores) or a split with a trained model",
+    "compare": "fine-tune baseline, SG-Net, Syntax-BERT ... with the same seed; dev scores",
+    "significance": "paired significance of two systems' dev scores from their run folders",
+    "analyze": "a run's dev scores by input length (SG-Net §7.1); two runs side by side",
+    "plot": "figures (PNG + SVG) from run folders: results with CIs, length buckets, curves, attention",
+    "diagnose": "token-state drift and zero-shot similarity of a syntax configuration at init",
+    "show": "an HTML page of one text's trees, syntax masks, attention, topical weights and gates",
+    "probe": "structural (distance / depth) and POS / label probes per layer on UD EWT dev",
+    "translate": "translate a text / .sgm file with a trained translation model",
+    "export": "write a run's final model as a self-contained Hugging Face folder (loads without syntaxformer)",
 }
 
 
@@ -178,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(prog="syntaxformer", description="Make any pretrained Transformer syntax-aware.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (_, help_) in COMMANDS.items():
+    for name, help_ in COMMANDS.items():
         sub.add_parser(name, help=help_, description=help_, add_help=False)
     return parser
 
@@ -202,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     name = argv[0]
     configure_logging()
     quiet_progress_if_asked()
-    module = importlib.import_module(COMMANDS[name][0])
-    sub = ArgumentParser(prog=f"syntaxformer {name}", description=COMMANDS[name][1])
+    module = importlib.import_module("syntaxformer.commands." + name.replace("-", "_"))
+    sub = ArgumentParser(prog=f"syntaxformer {name}", description=COMMANDS[name])
     module.add_arguments(sub)
     if name in RUN_COMMANDS:
         sub.add_argument(
@@ -223,17 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with trust_run_code(bool(getattr(args, "trust_run_code", False))):
             return int(module.run(args) or 0)
-    except SyntaxformerError as e:  # user-facing errors: one clear line, no traceback
-        print(f"syntaxformer {name}: error: {one_line(str(e))}", file=sys.stderr)
-        return 1
-    except OSError as e:  # a file the user named that cannot be read or written
-        message = os_error_message(e)
-        if message is None:  # not about a file: a bug, keep the traceback
+    except (SyntaxformerError, OSError, UnicodeDecodeError) as e:
+        if isinstance(e, SyntaxformerError):  # user-facing errors: one clear line, no traceback
+            message: str | None = str(e)
+        elif isinstance(e, OSError):  # a file the user named that cannot be read or written, else a bug
+            message = os_error_message(e)
+        else:  # a text file in another encoding, read by code that does not check it
+            message = unicode_error_message(e, e.__traceback__)
+        if message is None:  # an OSError not about a file: a bug, keep the traceback
             raise
         print(f"syntaxformer {name}: error: {one_line(message)}", file=sys.stderr)
-        return 1
-    except UnicodeDecodeError as e:  # a text file in another encoding, read by code that does not check it
-        print(f"syntaxformer {name}: error: {one_line(unicode_error_message(e, e.__traceback__))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"syntaxformer {name}: interrupted", file=sys.stderr)

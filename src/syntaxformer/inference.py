@@ -1,41 +1,12 @@
 """Predictions on raw text with a trained model: parse on the fly, featurize, batch, forward, one record per input.
 
 The one code path behind ``syntaxformer predict MODEL --input FILE`` and the ``transformers`` pipelines
-(:mod:`syntaxformer.pipelines`)::
+(:mod:`syntaxformer.pipelines`); the steps themselves are :mod:`syntaxformer.modeling.raw_text`'s, shared with an
+exported folder's pipelines. The fields of a record, per head, are listed in ``docs/inference.md``::
 
     predictor = Predictor.from_run("runs/sst2-sg")            # the run's task, parser, max_length, tokenizer, model
-    predictor.predict(["A fine film.", "Dull."])
-    # [{"text": "A fine film.", "label": "positive", "score": 0.93, "scores": {"negative": 0.07, "positive": 0.93}},
-    #  ...]
+    predictor.predict(["A fine film.", "Dull."])              # [{"text", "label", "score", "scores"}, ...]
     predictor.timings                                         # {"parse_s": ..., "featurize_s": ..., "forward_s": ...}
-
-What a record holds, by the model's head:
-
-* sequence classification: ``text`` (and ``text_pair``), ``label`` (the class name, ``config.id2label``),
-  ``score`` (its probability) and ``scores`` (probability per class name); regression: ``value``;
-* span QA (inputs with ``question`` and ``context``): ``answer`` (``""`` = no answer), ``start`` / ``end`` (character
-  offsets of the best span in the context), ``best_answer`` (the best non-null span), ``span_score`` and
-  ``null_score`` (the no-answer score; the answer is ``""`` when it exceeds ``null_threshold``, by default the
-  threshold tuned on the run's dev articles, else the task's fixed one);
-* multiple choice (inputs with ``question``, a list of ``options`` and optionally a ``context`` passage, as RACE
-  and ``custom-mc`` runs read them): ``prediction``
-  (the option's letter), ``option`` (its text), ``index`` and ``scores`` (the softmax over the options);
-* translation: ``text`` and ``translation``.
-
-A split's records (``predict --split``: :meth:`~syntaxformer.tasks.base.Task.prediction_records`) use the same
-names and add the gold answer where known: ``gold_label`` (classification, regression, multiple choice),
-``gold_answers`` (span QA), ``reference`` (translation).
-
-On request (:meth:`Predictor.predict`): ``logits`` (classification: the model's outputs as they are) and
-``answers`` (span QA: the ``top_k`` best spans, best first); ``max_answer_length`` bounds span QA's answers.
-
-An input's ``id`` is copied to its record. Inputs are checked (:func:`~syntaxformer.modeling.raw_text.check_inputs`),
-parsed with the run's parser (the parse cache as the run says), featurized by the task
-(:meth:`~syntaxformer.tasks.base.Task.inference_data` then ``featurize``; nothing goes to the features cache),
-batched longest first and given to the model on its device (:func:`~syntaxformer.modeling.raw_text.run_batches`);
-the task makes the records (:meth:`~syntaxformer.tasks.base.Task.raw_records`). The exported folder's pipelines
-run the same :mod:`syntaxformer.modeling.raw_text` steps. ``read_inputs`` reads
-the inputs from a ``.txt`` (one text per line), ``.csv`` / ``.tsv`` (a header row) or ``.jsonl`` file.
 """
 
 from __future__ import annotations
@@ -87,28 +58,26 @@ def model_head(model: Any) -> str:
 
 
 class _TimedAnnotator:
-    """An annotator that adds the seconds spent parsing to a counter (everything else is the wrapped one's)."""
+    """An annotator that adds the seconds spent parsing to ``clock["parse_s"]`` (everything else is the wrapped
+    one's: source, cache_key, name ...)."""
 
     def __init__(self, annotator: Any, clock: dict[str, float]):
         self._annotator = annotator
         self._clock = clock
 
-    def annotate(self, texts: Sequence[str]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self._annotator.annotate(texts)
-        finally:
-            self._clock["parse_s"] += time.perf_counter() - t0
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._annotator, name)
+        if name not in ("annotate", "annotate_pretokenized"):
+            return value
 
-    def annotate_pretokenized(self, words: Sequence[Sequence[str]]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self._annotator.annotate_pretokenized(words)
-        finally:
-            self._clock["parse_s"] += time.perf_counter() - t0
+        def timed(texts: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return value(texts)
+            finally:
+                self._clock["parse_s"] += time.perf_counter() - t0
 
-    def __getattr__(self, name: str) -> Any:  # source, cache_key, name ...
-        return getattr(self._annotator, name)
+        return timed
 
 
 class Predictor:
@@ -119,12 +88,10 @@ class Predictor:
 
     Args:
         model: the task model (``...ForSequenceClassification``, ``...ForQuestionAnswering``, the translation model).
-        context: the featurization context (:class:`~syntaxformer.tasks.base.TaskContext`: tokenizer, parser,
-            syntax inputs, ``max_length`` ...).
+        context: the featurization context (:class:`~syntaxformer.tasks.base.TaskContext`).
         task: the run's task, or ``None`` (sentence classification without a run record).
-        auxiliary: auxiliary models of the task (SQuAD's parallel verifier): name -> model.
-        null_threshold: span QA: the no-answer threshold (``None``: the task's).
-        num_beams: translation: beam size.
+        auxiliary: the task's auxiliary models by name (SQuAD's parallel verifier).
+        null_threshold, num_beams: span QA's no-answer threshold (``None``: the task's); translation's beam size.
     """
 
     def __init__(
@@ -198,17 +165,15 @@ class Predictor:
         context.use_cache, context.progress, context.parser_noise = False, False, 0.0
         if parse_cache is not None:
             context.parse_cache = parse_cache
-        auxiliary = {}
-        for name in task.auxiliary_models():  # SQuAD's parallel verifier, saved in <run_dir>/<name>
-            auxiliary[name] = _load_model(Path(run_dir) / name, task.head)
+        # SQuAD's parallel verifier, saved in <run_dir>/<name>
+        auxiliary = {name: _load_model(Path(run_dir) / name, task.head) for name in task.auxiliary_models()}
         if null_threshold is None and task.head == "question_answering":
             null_threshold = tuned_null_threshold(run_dir)
         beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
             "generation_num_beams", 5
         )
         predictor = cls(model, context, task, auxiliary, null_threshold, int(beams))
-        predictor.to(device if device is not None else _default_device(model))
-        return predictor
+        return predictor.to(device if device is not None else _default_device(model))
 
     @classmethod
     def from_pretrained(
@@ -285,8 +250,7 @@ class Predictor:
         if parse_cache is not None:
             context.parse_cache = parse_cache
         predictor = cls(model, context, task, None, None, int(defaults.get("generation_num_beams", 5)))
-        predictor.to(device if device is not None else _default_device(model))
-        return predictor
+        return predictor.to(device if device is not None else _default_device(model))
 
     def to(self, device: Any) -> Predictor:
         """Move the model (and auxiliary models) to ``device``."""
@@ -305,18 +269,6 @@ class Predictor:
         return label_names(self.model.config)
 
     # -- prediction --------------------------------------------------------------------------------------
-    def normalize(self, inputs: Iterable[Any]) -> list[dict[str, Any]]:
-        """Inputs as mappings with the keys the head reads (:func:`~syntaxformer.modeling.raw_text.check_inputs`:
-        a string is a ``text``, a ``(text, text_pair)`` tuple a pair; span QA needs ``question`` and ``context``;
-        multiple choice ``question`` and ``options``, and ``context`` when the question is about a passage).
-
-        Raises:
-            InputError: not a list of inputs, an input without its text, with an empty one, with a key the head does
-                not read, or multiple-choice options that are not a list of at least two non-empty texts (names the
-                input's position).
-        """
-        return check_inputs(inputs, self.head, name="Predictor.predict")[0]
-
     def predict(
         self,
         inputs: Iterable[Any],
@@ -326,13 +278,14 @@ class Predictor:
         top_k: int | None = None,
         max_answer_length: int | None = None,
     ) -> list[dict[str, Any]]:
-        """One record per input, in input order (see the module docstring for the fields).
+        """One record per input, in input order (the fields per head: ``docs/inference.md``).
 
         ``self.timings`` then holds ``parse_s`` (the parser), ``featurize_s`` (alignment and syntax arrays, without
         parsing), ``forward_s`` (batching and the model, generation for translation), ``total_s`` and ``n``.
 
         Args:
-            inputs: texts or mappings (:meth:`normalize`).
+            inputs: texts, ``(text, text_pair)`` tuples or mappings with the keys the head reads
+                (:func:`~syntaxformer.modeling.raw_text.check_inputs`).
             batch_size: inputs per forward pass.
             logits: sequence classification: each record also holds ``logits``, the model's outputs as they are.
             top_k: span QA: each record also holds ``answers``, the ``top_k`` best spans of different positions
@@ -340,7 +293,8 @@ class Predictor:
             max_answer_length: span QA: the longest answer span in tokens (default: the task's).
 
         Raises:
-            InputError: an option for another head, or a value that is not a positive number.
+            InputError: an option for another head, a value that is not a positive number, or a bad input (its
+                position named).
         """
         for name, value, head in (
             ("logits", logits or None, "sequence_classification"),
@@ -353,7 +307,7 @@ class Predictor:
                 raise InputError(f"{name}= applies to {head} models, not to this {self.head} model")
             if name != "logits" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise InputError(f"{name}={value!r} must be a positive whole number")
-        records = self.normalize(inputs)
+        records = check_inputs(inputs, self.head, name="Predictor.predict")[0]
         clock = {"parse_s": 0.0}
         t0 = time.perf_counter()
         if not records:
@@ -379,24 +333,15 @@ class Predictor:
             int(batch_size),
             self.device,
         )
-        options = {
-            "logits": bool(logits),
-            "top_k": top_k,
-            "max_answer_length": max_answer_length,
-            "null_threshold": self.null_threshold,
-        }
+        options: dict[str, Any] = {"logits": bool(logits), "top_k": top_k, "max_answer_length": max_answer_length}
+        options["null_threshold"] = self.null_threshold
         if self.task is not None:
             result = self.task.raw_records(records, data, features, outputs, self.model.config, options)
         else:  # a classifier without a run record
             result = classification_records(records, outputs["logits"], self.model.config, bool(logits))
-        t3 = time.perf_counter()
-        self.timings = {
-            "parse_s": clock["parse_s"],
-            "featurize_s": t1 - t0 - clock["parse_s"],
-            "forward_s": t3 - t1,
-            "total_s": t3 - t0,
-            "n": len(records),
-        }
+        t2, parse = time.perf_counter(), clock["parse_s"]
+        self.timings = {"parse_s": parse, "featurize_s": t1 - t0 - parse, "forward_s": t2 - t1, "total_s": t2 - t0}
+        self.timings["n"] = len(records)
         return result
 
     def _featurize(self, records: list[dict[str, Any]]) -> tuple[Any, Any]:
@@ -423,9 +368,8 @@ def read_inputs(
     """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
     ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects).
 
-    Read by the reader of every user file (:func:`syntaxformer.data.readers.table.read_table`: the same decoding,
-    CSV / TSV dialects, line splitting at ``\\n`` / ``\\r\\n`` only and header rules as ``train --train-file``);
-    each text field must be a string (:func:`~syntaxformer.data.readers.table.text_value`).
+    Read as ``train --train-file`` reads a file (:func:`~syntaxformer.data.readers.table.read_table`); each text
+    field must be a string.
 
     Args:
         path: the file.
@@ -518,7 +462,7 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
     record per line."""
     from syntaxformer.utils import atomic_write
 
-    lines = "".join(_one_record_line(json.dumps(r, ensure_ascii=False)) + "\n" for r in records)
+    lines = "".join(json.dumps(r, ensure_ascii=False).translate(_LINE_BREAKS) + "\n" for r in records)
     if path is None or str(path) == "-":
         sys.stdout.write(lines)
         sys.stdout.flush()
@@ -528,16 +472,9 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-#: Characters that ``str.splitlines`` (and so many JSONL readers) take for line ends; JSON lets them be escaped.
-_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
-
-
-def _one_record_line(text: str) -> str:
-    """A JSON record as one line for every reader: U+2028, U+2029 and NEL (only ever inside its strings) escaped."""
-    for char, escaped in _LINE_BREAKS.items():
-        if char in text:
-            text = text.replace(char, escaped)
-    return text
+#: Characters that ``str.splitlines`` (and so many JSONL readers) take for line ends, escaped (as JSON lets them be;
+#: they only ever stand inside a record's strings).
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
 def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
@@ -548,6 +485,7 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
     # imported for their side effect: they register the models with the Auto classes
     import syntaxformer.modeling
     import syntaxformer.modeling.seq2seq  # noqa: F401
+    from syntaxformer.registry import AUTO_MODEL_CLASSES
     from syntaxformer.training.saved import loading_model
 
     folder = Path(folder)
@@ -558,13 +496,7 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
             config = transformers.AutoConfig.from_pretrained(str(folder))
             arch = (getattr(config, "architectures", None) or [""])[0]
             head = class_head(arch) or "sequence_classification"
-        auto = {
-            "sequence_classification": "AutoModelForSequenceClassification",
-            "question_answering": "AutoModelForQuestionAnswering",
-            "multiple_choice": "AutoModelForMultipleChoice",
-            "token_classification": "AutoModelForTokenClassification",
-            "seq2seq": "AutoModelForSeq2SeqLM",
-        }[head]
+        auto = {**AUTO_MODEL_CLASSES, "seq2seq": "AutoModelForSeq2SeqLM"}[head]
         return getattr(transformers, auto).from_pretrained(str(folder))
 
 

@@ -3,37 +3,15 @@
 Registered with ``transformers.pipelines.PIPELINE_REGISTRY`` when ``transformers.pipelines`` loads after
 ``import syntaxformer`` (:mod:`syntaxformer.registration`)::
 
-    import syntaxformer
-    from transformers import pipeline
-
     clf = pipeline("syntax-text-classification", model="runs/sst2-sg")
-    clf("A fine film.")                      # [{"label": "positive", "score": 0.93}]
-    clf(["A fine film.", "Dull."])           # [{"label": ...}, {"label": ...}]
     clf("A fine film.", top_k=None)          # every label, best first
-    clf("A fine film.", function_to_apply="none")   # the model's logits as scores ("sigmoid", "softmax")
-    clf({"text": "A man sleeps.", "text_pair": "Nobody sleeps."})   # sentence pairs
-
     qa = pipeline("syntax-question-answering", model="runs/squad-sg")
-    qa(question="Who wrote it?", context="...")   # {"answer", "start", "end", "score", "null_score"}
-    qa(question=..., context=..., top_k=3, max_answer_len=5)   # the 3 best spans of at most 5 tokens
-
+    qa(question="Who wrote it?", context="...", top_k=3)   # the 3 best spans
     mt = pipeline("syntax-translation", model="runs/nmt-both")
-    mt("A man rides a horse.")               # [{"translation_text": "..."}]
 
-``model`` is a run folder of ``syntaxformer train`` (its task, parser and feature options are used) or a saved model
-folder (the default parser, ``max_length`` 128, 384 for span QA); ``parser=`` / ``max_length=`` / ``parse_cache=``
-change them. All three share :class:`syntaxformer.inference.Predictor` with ``syntaxformer predict``: a call
-parses all its texts at once (spaCy batches them), featurizes them and runs them through the model in batches of
-``batch_size`` (default 32), longest first. Outputs follow ``text-classification`` / ``question-answering`` /
-``translation``; their options (``top_k``, ``function_to_apply``, ``max_answer_len``, ``batch_size``) are taken
-as there, when the pipeline is built or per call (:mod:`syntaxformer.modeling.raw_text`), and any other is refused.
-
-A syntax pipeline refuses a model of another head, and a run of another head (the classification pipeline on a
-span-QA run would put an untrained classifier on its encoder), naming the pipeline to use
-(:func:`syntaxformer.modeling.raw_text.check_pipeline_model`). ``transformers``' own pipelines tokenize but
-never parse: ``pipeline("text-classification", model=RUN)`` loads, and its first call fails with a message naming
-``"syntax-text-classification"``; ``"question-answering"`` and ``"translation"`` are task names ``transformers`` 5
-refuses, and its message then names the syntax pipeline too (:func:`register`).
+All three share :class:`syntaxformer.inference.Predictor` with ``syntaxformer predict``; their inputs, options
+(as ``transformers``' own pipelines take them, checked by :mod:`syntaxformer.modeling.raw_text`) and outputs are
+described in ``docs/inference.md``.
 """
 
 from __future__ import annotations
@@ -131,14 +109,9 @@ class _SyntaxPipeline(Pipeline):
 
 
 class SyntaxTextClassificationPipeline(_SyntaxPipeline):
-    """``"syntax-text-classification"``: as ``text-classification``, with the model's parser.
-
-    Inputs: a text, a ``{"text", "text_pair"}`` mapping, or a list of them. Returns, like ``text-classification``,
-    ``[{"label", "score"}]`` for one text, one dict per text for a list, and with ``top_k`` (``None`` = all) the
-    ``top_k`` best labels per text. ``function_to_apply`` (``"softmax"``, ``"sigmoid"``, ``"none"``: the logits)
-    makes the scores; without it they are the softmax probabilities, and a regression model gives
-    ``{"label", "score": value}``.
-    """
+    """``"syntax-text-classification"``: as ``text-classification`` (inputs, outputs, ``top_k``,
+    ``function_to_apply``), with the model's parser; a text may be a ``{"text", "text_pair"}`` mapping, and a
+    regression model gives ``{"label", "score": value}``."""
 
     _call_options = CLASSIFICATION_OPTIONS
     _task = "syntax-text-classification"
@@ -160,11 +133,9 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
     """``"syntax-question-answering"``: span QA with unanswerable questions (SQuAD 2.0 models).
 
     Inputs: ``question=..., context=...``, a ``{"question", "context"}`` mapping or a list of them. Returns per
-    question ``{"answer", "start", "end", "score", "null_score"}``: ``answer`` is ``""`` (and ``start`` / ``end``
-    ``None``) when the no-answer score exceeds the threshold (the one tuned on the run's dev articles);
-    ``score`` is the best span's score (start + end logits), ``best_answer`` that span's text either way.
-    With ``top_k`` above 1, a list of the ``top_k`` best spans per question instead (``{"answer", "start", "end",
-    "score"}``, best first, different positions; the no-answer verdict is the one-answer output's);
+    question ``{"answer", "start", "end", "score", "null_score", "best_answer"}``: ``answer`` is ``""`` (``start`` /
+    ``end`` ``None``) when the no-answer score exceeds the threshold tuned on the run's dev articles; ``score`` is
+    the best span's (start + end logits). ``top_k`` above 1 gives the ``top_k`` best spans per question instead;
     ``max_answer_len`` bounds a span's length in tokens (default: the run's ``max_answer_length``).
     """
 

@@ -1,33 +1,21 @@
 """How ``import syntaxformer`` plugs the library into ``transformers`` without importing torch.
 
-Two things become available after a plain ``import syntaxformer``:
+After a plain ``import syntaxformer`` the Auto classes (``AutoConfig`` / ``AutoModelFor*.from_pretrained(folder)``)
+load a saved syntaxformer model of any registered system (:mod:`syntaxformer.registry`), and the pipelines of
+:mod:`syntaxformer.pipelines` exist. Registering them eagerly would import torch and every model module (about
+10 s), so an import hook (:data:`sys.meta_path`) registers them, through ``transformers``' public functions, when
+``transformers`` loads the registry they go into (at once if it is loaded already):
 
-* the **Auto classes**: ``AutoConfig`` / ``AutoModel`` / ``AutoModelFor{SequenceClassification, QuestionAnswering,
-  MultipleChoice, TokenClassification, Seq2SeqLM}.from_pretrained(folder)`` load a saved syntaxformer model, of a
-  built-in system or of one a package adds through an entry point (:mod:`syntaxformer.registry`);
-* the **pipelines** ``"syntax-text-classification"``, ``"syntax-question-answering"`` and ``"syntax-translation"``
-  (:mod:`syntaxformer.pipelines`).
-
-Registering them eagerly would import torch and every model module (about 10 s), so they are registered when
-``transformers`` itself loads the registries they go into, through an import hook (:data:`sys.meta_path`) that
-runs an action after the module has loaded, and only through ``transformers``' public registration functions:
-
-* when ``transformers.models.auto.configuration_auto`` loads, every ``model_type`` of every system (and the older
-  spellings a system declares, :attr:`~syntaxformer.registry.SystemSpec.aliases`) is registered with
-  ``AutoConfig.register`` as a small stand-in class, :class:`PendingConfig`. Its ``from_dict`` (what
-  ``AutoConfig.from_pretrained`` of a saved folder calls, and so every ``AutoModel*.from_pretrained`` and
-  ``pipeline(...)``) imports the system's classes, registers them with every Auto class
-  (:meth:`~syntaxformer.registry.SystemSpec.register_auto`; the real config class then replaces the stand-in
-  under the system's own ``model_type``) and builds the real config;
-* when ``transformers.pipelines`` loads, the three pipelines are registered with its ``PIPELINE_REGISTRY``
-  (:mod:`syntaxformer.pipelines` itself imports nothing heavier than ``transformers.pipelines``).
-
-If a registry is already loaded when ``syntaxformer`` is imported, the same is done at once. Importing
-:mod:`syntaxformer.modeling` directly registers the built-in systems too.
+* ``transformers.models.auto.configuration_auto``: every ``model_type`` of every system (and its
+  :attr:`~syntaxformer.registry.SystemSpec.aliases`) gets a stand-in config class, :class:`PendingConfig`, whose
+  ``from_dict`` (what every ``from_pretrained`` of a saved folder calls) imports the system's classes, registers
+  them with every Auto class (:meth:`~syntaxformer.registry.SystemSpec.register_auto`) and builds the real config;
+* ``transformers.pipelines``: the three pipelines go into its ``PIPELINE_REGISTRY``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
@@ -47,9 +35,8 @@ _lock = threading.RLock()
 class PendingConfig:
     """Stands in, in ``AutoConfig``'s registry, for the config class of a model type until it is first used.
 
-    Subclasses made by :func:`_pending` set :attr:`model_type` and :attr:`load` (a function that imports and
-    registers the real class and returns it). Building one (``from_dict``, ``for_model``, calling it) builds
-    the real config; a config saved under an older ``model_type`` (an alias) is read as the system's own.
+    Subclasses (:func:`_pending`) set :attr:`model_type` and :attr:`load` (imports, registers and returns the real
+    class). Building one builds the real config; one saved under an alias ``model_type`` is read as the system's.
     """
 
     model_type: str = ""
@@ -84,25 +71,19 @@ def _pending(model_type: str, load: Callable[[], type]) -> type:
     )
 
 
-def _system_loader(name: str) -> Callable[[], type]:
-    def load() -> type:
-        from syntaxformer.registry import system
+def _load_system(name: str) -> type:
+    from syntaxformer.registry import system
 
-        spec = system(name)
-        spec.register_auto()
-        return spec.config_class()
-
-    return load
+    spec = system(name)
+    spec.register_auto()
+    return spec.config_class()
 
 
-def _module_loader(model_type: str, module: str) -> Callable[[], type]:
-    def load() -> type:
-        importlib.import_module(module)  # registers the real class in place of the stand-in
-        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+def _load_module(model_type: str, module: str) -> type:
+    importlib.import_module(module)  # registers the real class in place of the stand-in
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-        return CONFIG_MAPPING[model_type]
-
-    return load
+    return CONFIG_MAPPING[model_type]
 
 
 def _register_pending(module: Any, model_type: str, load: Callable[[], type]) -> None:
@@ -124,9 +105,9 @@ def _register_configs(module: Any) -> None:
     from syntaxformer.registry import OTHER_MODEL_TYPES, model_types
 
     for model_type, name in model_types().items():  # a broken plugin is left out, with a warning naming it
-        _register_pending(module, model_type, _system_loader(name))
+        _register_pending(module, model_type, functools.partial(_load_system, name))
     for model_type, defining in OTHER_MODEL_TYPES.items():
-        _register_pending(module, model_type, _module_loader(model_type, defining))
+        _register_pending(module, model_type, functools.partial(_load_module, model_type, defining))
 
 
 def system_added(spec: Any) -> None:
@@ -137,7 +118,7 @@ def system_added(spec: Any) -> None:
         return
     with _lock:
         for model_type in (spec.saved_model_type, *spec.aliases):
-            _register_pending(module, model_type, _system_loader(spec.name))
+            _register_pending(module, model_type, functools.partial(_load_system, spec.name))
 
 
 def register_pipelines(module: Any = None) -> None:
@@ -150,6 +131,13 @@ def register_pipelines(module: Any = None) -> None:
 
 
 _ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _register_configs, _PIPELINES: register_pipelines}
+
+
+def _act(action: Callable[[Any], None], module: Any) -> None:
+    try:
+        action(module)
+    except Exception as e:  # noqa: BLE001  (never break the user's import of transformers)
+        logger.warning("syntaxformer could not register with %s: %s: %s", module.__name__, type(e).__name__, e)
 
 
 class _AfterLoad:
@@ -165,10 +153,7 @@ class _AfterLoad:
 
     def exec_module(self, module: Any) -> None:
         self._loader.exec_module(module)
-        try:
-            self._action(module)
-        except Exception as e:  # noqa: BLE001  (never break the user's import of transformers)
-            logger.warning("syntaxformer could not register with %s: %s: %s", module.__name__, type(e).__name__, e)
+        _act(self._action, module)
 
     def __getattr__(self, name: str) -> Any:  # get_source, is_package, get_resource_reader ...
         return getattr(self._loader, name)
@@ -201,11 +186,7 @@ def install() -> None:
     (idempotent; called by ``import syntaxformer``)."""
     with _lock:
         for name, action in _ACTIONS.items():
-            module = sys.modules.get(name)
-            if module is not None:
-                try:
-                    action(module)
-                except Exception as e:  # noqa: BLE001  (never break the user's import of transformers)
-                    logger.warning("syntaxformer could not register with %s: %s: %s", name, type(e).__name__, e)
+            if sys.modules.get(name) is not None:
+                _act(action, sys.modules[name])
         if _HOOK not in sys.meta_path:
             sys.meta_path.insert(0, _HOOK)

@@ -3,22 +3,14 @@
 Two converters share one output type, :class:`Dependencies`:
 
 * :func:`to_dependencies` for trees with phrase categories and POS tags (PTB ``.mrg``, Stanford parses such as
-  SNLI's). Function tags may still be on the labels (``NP-SBJ``, ``SBAR-ADV``): they only sharpen the
-  dependency labels. Head choice follows the conventions the English spaCy pipelines were trained on
-  (ClearNLP's conversion of OntoNotes): main verbs head auxiliaries and modals, prepositions head their objects,
-  the copula heads its predicate, the first conjunct heads a coordination (later conjuncts chain, each on the one
-  before, with ``cc`` and separating commas on the conjunct before them), complementizers and infinitival *to*
-  depend on the clause verb, possessive *'s* on the possessor, noun phrases are headed by their last noun and
-  punctuation attaches to the head of its constituent.
+  SNLI's; function tags such as ``NP-SBJ`` only sharpen the labels). Head choice follows the conventions the
+  English spaCy pipelines were trained on (ClearNLP's conversion of OntoNotes).
 * :func:`unlabeled_to_dependencies` for trees without categories (the Stanford Sentiment Treebank, whose node
-  labels are sentiment scores). It needs POS tags: ``tags=`` (e.g. spaCy's tagger run on the gold words, see
-  :func:`syntaxformer.data.readers.sst.spacy_tagger`) or, as a documented fallback, :func:`guess_tags` (a small
-  closed-class lexicon plus suffix guesses). Every tree yields a valid single-root dependency tree either way.
+  labels are sentiment scores). It needs POS tags: ``tags=`` (e.g. :func:`syntaxformer.data.readers.sst.spacy_tagger`)
+  or, as a documented fallback, :func:`guess_tags`. Every tree yields a valid single-root dependency tree.
 
-See ``docs/headrules.md`` for the rules, the measured agreement with spaCy and which labels are reliable.
-
-One concept, one file (~900 lines): both converters and the tag guesser the unlabeled one falls back on read the same
-PTB tag classes and word lists; split apart, those private tables would be imported across modules.
+See ``docs/headrules.md`` for the rules, the measured agreement with spaCy and which labels are reliable. One file,
+as both converters and the tag guesser read the same private PTB tag classes and word lists.
 """
 
 from __future__ import annotations
@@ -38,7 +30,6 @@ __all__ = [
     "Dependencies",
     "guess_tags",
     "head_child",
-    "is_punct_tag",
     "ptb_to_upos",
     "to_dependencies",
     "unlabeled_to_dependencies",
@@ -175,35 +166,20 @@ _DEFAULT_RIGHT = frozenset({"ADVP", "LST", "PRT", "WHADVP", "X", "QP", "NP", "NX
 
 
 class Dependencies(NamedTuple):
-    """The result of a conversion.
-
-    Attributes:
-        heads: 0-based head of every word, -1 for the single root.
-        deprels: a label per word in spaCy / ClearNLP names (``ROOT``, ``punct``, ``nsubj``, ...), or ``None``.
-    """
+    """The result of a conversion: the 0-based head of every word (-1 for the single root) and, or ``None``, a label
+    per word in spaCy / ClearNLP names (``ROOT``, ``punct``, ``nsubj``, ...)."""
 
     heads: list[int]
     deprels: list[str] | None
 
 
-def is_punct_tag(tag: str) -> bool:
-    """True for PTB punctuation tags (``,`` ``.`` ``:`` quotes, brackets, ``HYPH``, ``NFP``)."""
-    return tag in PUNCT_TAGS
-
-
 def ptb_to_upos(
     tags: Sequence[str], words: Sequence[str] | None = None, deprels: Sequence[str] | None = None
 ) -> list[str]:
-    """Map PTB tags to UD UPOS with :data:`PTB_TO_UPOS`.
+    """One UD UPOS tag per PTB tag by :data:`PTB_TO_UPOS` (``X`` for others; ``NN-HLN`` counts as ``NN``).
 
-    Args:
-        tags: PTB tags (function tags are ignored: ``NN-HLN`` counts as ``NN``).
-        words: optional words; with them forms of *be* are ``AUX`` (UD tags the copula ``AUX``).
-        deprels: optional labels from :func:`to_dependencies`; with them verbs labelled ``aux`` / ``auxpass``
-            are ``AUX`` and ``IN`` labelled ``mark`` is ``SCONJ``.
-
-    Returns:
-        One UPOS tag per input tag (``X`` for tags not in the table).
+    With ``words``, forms of *be* are ``AUX`` (UD tags the copula ``AUX``); with ``deprels`` (of
+    :func:`to_dependencies`), verbs labelled ``aux`` / ``auxpass`` are ``AUX`` and ``IN`` labelled ``mark`` ``SCONJ``.
     """
     out = []
     for i, tag in enumerate(tags):
@@ -732,76 +708,39 @@ class _Converter:
 # ======================================================================================================
 # Word classes of the category-free converter, from the POS tag of a constituent's head.
 _V, _P, _TO, _N, _NUM, _A, _PP, _R, _D, _POSS, _POS, _CC, _PUNCT, _O = (
-    "V",
-    "P",
-    "TO",
-    "N",
-    "NUM",
-    "A",
-    "PP",
-    "R",
-    "D",
-    "POSS",
-    "POS",
-    "CC",
-    "PUNCT",
-    "O",
+    "V P TO N NUM A PP R D POSS POS CC PUNCT O".split()  # noqa: SIM905 (a word list)
 )
 _RANK = {_V: 8, _P: 7, _TO: 7, _N: 6, _NUM: 5, _A: 5, _PP: 4, _R: 3, _D: 2, _POSS: 2, _POS: 1, _CC: 1, _O: 1, _PUNCT: 0}
 _SUBORDINATORS = frozenset(
-    {
-        "because",
-        "if",
-        "although",
-        "though",
-        "while",
-        "whether",
-        "unless",
-        "since",
-        "that",
-        "once",
-        "until",
-        "whereas",
-        "lest",
-        "so",
-        "than",
-        "as",
-        "before",
-        "after",
-        "when",
-        "whenever",
-        "where",
-        "wherever",
-    }
+    (  # noqa: SIM905 (a word list)
+        "because if although though while whether unless since that once until whereas lest so than as before after "
+        "when whenever where wherever"
+    ).split()
 )
 
 
+# PTB tag -> word class (punctuation first: NFP is punctuation; any other tag is _O)
+_TAG_KINDS = {
+    tag: kind
+    for kind, tags in (
+        (_V, "VB VBD VBG VBN VBP VBZ MD"),
+        (_TO, "TO"),
+        (_P, "IN"),
+        (_N, "NN NNS NNP NNPS NX NML PRP EX WP FW SYM $ # NFP ADD XX GW"),
+        (_NUM, "CD"),
+        (_A, "JJ JJR JJS AFX"),
+        (_R, "RB RBR RBS WRB RP UH"),
+        (_D, "DT PDT WDT"),
+        (_POSS, "PRP$ WP$"),
+        (_POS, "POS"),
+        (_CC, "CC"),
+    )
+    for tag in tags.split()
+}
+
+
 def _kind(tag: str) -> str:
-    if tag in PUNCT_TAGS:
-        return _PUNCT
-    if tag in _VERB_TAGS or tag == "MD":
-        return _V
-    if tag == "TO":
-        return _TO
-    if tag == "IN":
-        return _P
-    if tag in _NOUN_TAGS or tag in ("PRP", "EX", "WP", "FW", "SYM", "$", "#", "NFP", "ADD", "XX", "GW"):
-        return _N
-    if tag == "CD":
-        return _NUM
-    if tag in ("JJ", "JJR", "JJS", "AFX"):
-        return _A
-    if tag in ("RB", "RBR", "RBS", "WRB", "RP", "UH"):
-        return _R
-    if tag in ("DT", "PDT", "WDT"):
-        return _D
-    if tag in ("PRP$", "WP$"):
-        return _POSS
-    if tag == "POS":
-        return _POS
-    if tag == "CC":
-        return _CC
-    return _O
+    return _PUNCT if tag in PUNCT_TAGS else _TAG_KINDS.get(tag, _O)
 
 
 @dataclass
@@ -823,13 +762,9 @@ class _Sub:
 def unlabeled_to_dependencies(tree: Tree, tags: Sequence[str] | None = None, labels: bool = True) -> Dependencies:
     """Convert a tree whose labels are not categories (SST sentiment trees) into a dependency tree.
 
-    Each constituent gets a word class from the tag of its head word (verb, preposition, noun, number,
-    adjective, adverb, determiner, ...); two sister constituents are combined by fixed preferences
-    (documented in ``docs/headrules.md``): a verb heads its subject, objects and modifiers, but an auxiliary,
-    modal or infinitival *to* yields to a following verb; a preposition heads its object unless it is a
-    subordinator before a clause (then it is a ``mark``); a noun heads determiners, adjectives, numbers and
-    possessors; a bare noun before a noun is a compound; the first conjunct heads a coordination; punctuation
-    never heads. The result is a valid tree with one root for any binary or n-ary tree.
+    Each constituent gets a word class from the tag of its head word; two sister constituents are joined by fixed
+    preferences (``docs/headrules.md``, "Trees without categories (SST)"). The result is a valid tree with one root for
+    any binary or n-ary tree.
 
     Args:
         tree: the tree; only its shape and words are used.
@@ -1035,40 +970,19 @@ _PUNCT_WORDS = {
 _NUMBER = re.compile(r"^[+-]?(\d[\d,.:\\/]*|\d*\.\d+)(s|th|st|nd|rd)?$")
 _SUBJECT_PRONOUNS = frozenset({"i", "you", "we", "they"})
 _PRONOUN_BEFORE_IS = frozenset(
-    {
-        "it",
-        "he",
-        "she",
-        "that",
-        "there",
-        "what",
-        "who",
-        "here",
-        "this",
-        "where",
-        "how",
-        "let",
-        "everything",
-        "nothing",
-        "something",
-        "everyone",
-        "one",
-    }
+    (  # noqa: SIM905 (a word list)
+        "it he she that there what who here this where how let everything nothing something everyone one"
+    ).split()
 )
 
 
 def guess_tags(words: Sequence[str]) -> list[str]:
-    """Guess PTB tags without a tagger: a closed-class lexicon, number / punctuation patterns, suffixes.
+    """One PTB tag per word (PTB escapes such as ``-LRB-`` understood) without a tagger: a closed-class lexicon,
+    number / punctuation patterns, suffixes.
 
-    This is the documented fallback of :func:`unlabeled_to_dependencies`; it knows function words well and
-    content words poorly (``-ly`` adverbs, ``-ing`` / ``-ed`` verbs, ``-ous`` / ``-ful`` / ... adjectives,
-    otherwise nouns). Prefer real tags (``tags=`` / ``tagger=``).
-
-    Args:
-        words: the tokens (PTB escapes such as ``-LRB-`` are understood).
-
-    Returns:
-        One tag per word.
+    The documented fallback of :func:`unlabeled_to_dependencies`: it knows function words well and content words
+    poorly (``-ly`` adverbs, ``-ing`` / ``-ed`` verbs, ``-ous`` / ``-ful`` / ... adjectives, otherwise nouns).
+    Prefer real tags (``tags=`` / ``tagger=``).
     """
     out: list[str] = []
     for i, w in enumerate(words):

@@ -36,96 +36,20 @@ PTB_PUNCT_TAGS = frozenset({"``", "''", ",", ".", ":", "-LRB-", "-RRB-", "-LCB-"
 
 # Universal Dependencies v2 relations (universal part, before any ":subtype").
 UD_RELATIONS = frozenset(
-    {
-        "acl",
-        "advcl",
-        "advmod",
-        "amod",
-        "appos",
-        "aux",
-        "case",
-        "cc",
-        "ccomp",
-        "clf",
-        "compound",
-        "conj",
-        "cop",
-        "csubj",
-        "dep",
-        "det",
-        "discourse",
-        "dislocated",
-        "expl",
-        "fixed",
-        "flat",
-        "goeswith",
-        "iobj",
-        "list",
-        "mark",
-        "nmod",
-        "nsubj",
-        "nummod",
-        "obj",
-        "obl",
-        "orphan",
-        "parataxis",
-        "punct",
-        "reparandum",
-        "root",
-        "vocative",
-        "xcomp",
-    }
+    (  # noqa: SIM905 (a word list)
+        "acl advcl advmod amod appos aux case cc ccomp clf compound conj cop csubj dep det discourse dislocated expl "
+        "fixed flat goeswith iobj list mark nmod nsubj nummod obj obl orphan parataxis punct reparandum root "
+        "vocative xcomp"
+    ).split()
 )
 
 # ClearNLP dependency labels, as used by spaCy's English pipelines.
 CLEARNLP_RELATIONS = frozenset(
-    {
-        "ROOT",
-        "acl",
-        "acomp",
-        "advcl",
-        "advmod",
-        "agent",
-        "amod",
-        "appos",
-        "attr",
-        "aux",
-        "auxpass",
-        "case",
-        "cc",
-        "ccomp",
-        "compound",
-        "conj",
-        "csubj",
-        "csubjpass",
-        "dative",
-        "dep",
-        "det",
-        "dobj",
-        "expl",
-        "intj",
-        "mark",
-        "meta",
-        "neg",
-        "nmod",
-        "npadvmod",
-        "nsubj",
-        "nsubjpass",
-        "nummod",
-        "oprd",
-        "parataxis",
-        "pcomp",
-        "pobj",
-        "poss",
-        "preconj",
-        "predet",
-        "prep",
-        "prt",
-        "punct",
-        "quantmod",
-        "relcl",
-        "xcomp",
-    }
+    (  # noqa: SIM905 (a word list)
+        "ROOT acl acomp advcl advmod agent amod appos attr aux auxpass case cc ccomp compound conj csubj csubjpass "
+        "dative dep det dobj expl intj mark meta neg nmod npadvmod nsubj nsubjpass nummod oprd parataxis pcomp pobj "
+        "poss preconj predet prep prt punct quantmod relcl xcomp"
+    ).split()
 )
 
 _SCHEMES = {"ud": UD_RELATIONS, "clearnlp": CLEARNLP_RELATIONS}
@@ -204,14 +128,10 @@ def attachment_scores(
     """UAS / LAS of ``pred`` against ``gold``, with and without punctuation.
 
     Args:
-        gold: gold sentences.
-        pred: predicted sentences, one per gold sentence, over the same words (same length).
+        gold, pred: gold sentences and one predicted sentence per gold one, over the same words.
         compare_labels: ``None`` (default) compares labels only when both sides are recognised as the same label
             scheme; ``True`` always compares them (when both have labels); ``False`` never (LAS is ``None``).
         strip_subtypes: compare only the part of a label before ``:`` (``nmod:poss`` == ``nmod``).
-
-    Returns:
-        The :class:`AttachmentScores`.
 
     Raises:
         DataError: different numbers of sentences, or a predicted sentence of another length than its gold one.
@@ -248,21 +168,12 @@ def attachment_scores(
     n = n_np = head_ok = head_ok_np = lab_ok = lab_ok_np = 0
     for g, p in zip(gold, pred):
         for i in range(len(g)):
-            punct = is_punct(g, i)
             hit = g.heads[i] == p.heads[i]
-            lhit = False
-            if labelled and hit:
-                gl, pl = g.deprels[i], p.deprels[i]  # type: ignore[index]
-                if strip_subtypes:
-                    gl, pl = _base(gl), _base(pl)
-                lhit = gl == pl
-            n += 1
-            head_ok += hit
-            lab_ok += lhit
-            if not punct:
-                n_np += 1
-                head_ok_np += hit
-                lab_ok_np += lhit
+            gl, pl = (g.deprels[i], p.deprels[i]) if labelled else ("", "")  # type: ignore[index]
+            lhit = hit and labelled and (_base(gl) == _base(pl) if strip_subtypes else gl == pl)
+            n, head_ok, lab_ok = n + 1, head_ok + hit, lab_ok + lhit
+            if not is_punct(g, i):
+                n_np, head_ok_np, lab_ok_np = n_np + 1, head_ok_np + hit, lab_ok_np + lhit
 
     def frac(a: int, b: int, defined: bool = True) -> float | None:
         return a / b if b and defined else None

@@ -20,20 +20,13 @@ def _eligible(valid: torch.Tensor) -> torch.Tensor:
 
 
 def random_like_mask(mask: torch.Tensor, valid: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """A random mask with the same number of allowed keys per row.
+    """A random bool ``[B, L, L]`` mask (True = may attend) with as many allowed keys per row as ``mask``.
 
-    Only the entries between two valid positions off the diagonal are randomised: in each valid row, as many valid
-    off-diagonal columns as ``mask`` allows there are drawn uniformly without replacement. The diagonal (self) and
-    every entry in a row or column of an invalid position (special tokens, padding) are copied from ``mask``, so
-    a mask whose rows are never empty (e.g. SDOI) stays so.
-
-    Args:
-        mask: bool ``[B, L, L]``, True = may attend.
-        valid: bool ``[B, L]``, e.g. ``syntax_tree >= 0``.
-        generator: torch random generator on the mask's device (``None``: the global one).
-
-    Returns:
-        bool ``[B, L, L]`` on the mask's device.
+    Only the entries between two ``valid`` (bool ``[B, L]``, e.g. ``syntax_tree >= 0``) positions off the diagonal
+    are randomised: in each valid row, as many valid off-diagonal columns as ``mask`` allows there are drawn
+    uniformly without replacement (``generator``: on the mask's device, ``None`` = the global one). The diagonal and
+    every entry in a row or column of an invalid position are copied from ``mask``, so a mask whose rows are never
+    empty (e.g. SDOI) stays so.
     """
     elig = _eligible(valid)  # (B, L, L)
     count = (mask & elig).sum(-1, keepdim=True)  # (B, L, 1)
@@ -46,19 +39,12 @@ def random_like_mask(mask: torch.Tensor, valid: torch.Tensor, generator: torch.G
 def random_like_groups(
     groups: torch.Tensor, valid: torch.Tensor, generator: torch.Generator | None = None
 ) -> torch.Tensor:
-    """Shuffle the group ids among the valid off-diagonal pairs of each example.
+    """Integer ``[B, L, L]`` group ids (:func:`~syntaxformer.masks.relations.relation_groups`) shuffled among the
+    ``valid`` off-diagonal pairs of each example.
 
     Each example's ids (0 = no sub-network included) are permuted uniformly at random over its pairs of two
     distinct valid positions, so every group keeps its size; the diagonal and pairs with a special token or
-    padding are left as they are.
-
-    Args:
-        groups: integer ``[B, L, L]`` group ids (e.g. from :func:`~syntaxformer.masks.relations.relation_groups`).
-        valid: bool ``[B, L]``.
-        generator: torch random generator on the groups' device.
-
-    Returns:
-        ``[B, L, L]`` shuffled ids, same dtype and device.
+    padding are left as they are. Same dtype and device; ``generator`` on the groups' device.
     """
     B, L, _ = groups.shape
     flat = groups.reshape(B, L * L)

@@ -31,8 +31,8 @@ Definition (query row ``i``, key column ``j``; both from :func:`syntaxformer.dat
 Group ids (``D`` = ``max_distance``): 0 = no sub-network; child at distance d = ``d`` (the row attends to its
 head side, like LISA's parent head); parent = ``D + d``; sibling = ``2D + d``; pairwise = ``3D + 1``. So there
 are M = 3D + 1 sub-networks per tree kind (Syntax-BERT: "(15 x 3 + 1) x 2 = 92" for pair tasks), and dependency
-and constituency give two partitions. (Until 2026-11-23 these two kinds were named the other way round, "parent" =
-the row's head side; the ids did not change.)
+and constituency give two partitions (docs/syntax_bert.md, "Naming of the relations", for the names before
+2026-11-23).
 """
 
 from __future__ import annotations
@@ -132,18 +132,9 @@ def relation_groups(
             f"the ancestor tables have {anc_lo.shape[-1]} columns but max_distance={D}; encode with max_distance >= {D}"
         )
     if key.dim() == 1:  # one unbatched example
-        return relation_groups(
-            key[None],
-            depth[None],
-            anc_lo[None],
-            anc_hi[None],
-            anc_head[None],
-            tree[None],
-            segment[None],
-            max_distance,
-            pairwise,
-            None if key_hi is None else key_hi[None],
-        )[0]
+        k, d, lo, hi, head, t, seg = (x[None] for x in (key, depth, anc_lo, anc_hi, anc_head, tree, segment))
+        own_hi = None if key_hi is None else key_hi[None]
+        return relation_groups(k, d, lo, hi, head, t, seg, max_distance, pairwise, own_hi)[0]
     B, L = key.shape
     device = key.device
     valid = tree >= 0
@@ -202,45 +193,18 @@ def relation_groups(
 def relation_groups_from_features(
     features: Mapping[str, torch.Tensor], max_distance: int = 15, pairwise: bool = True, constituency: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Both partitions from a collated batch of :func:`~syntaxformer.data.encode.encode_syntax` arrays.
+    """``(dependency_groups, constituency_groups)``, uint8 ``[B, L, L]`` each, of :func:`relation_groups` from a
+    collated batch of :func:`~syntaxformer.data.encode.encode_syntax` arrays (``syntax_tree``, ``syntax_segment``,
+    ``dep_*`` and, for ``constituency``, ``con_*``; else the second is ``None``)."""
 
-    Args:
-        features: dict with ``syntax_tree``, ``syntax_segment``, ``dep_*`` and (for constituency) ``con_*``
-            tensors, ``[B, L]`` / ``[B, L, D']``.
-        max_distance: D (must not exceed the encoded table width D').
-        pairwise: add the pairwise group to both partitions.
-        constituency: also build the constituency partition (requires the ``con_*`` keys).
+    def partition(prefix: str, key: str, key_hi: torch.Tensor | None) -> torch.Tensor:
+        depth, lo, hi, head = (features[f"{prefix}_{name}"] for name in ("depth", "anc_lo", "anc_hi", "anc_head"))
+        tree, segment = features["syntax_tree"], features["syntax_segment"]
+        return relation_groups(features[key], depth, lo, hi, head, tree, segment, max_distance, pairwise, key_hi)
 
-    Returns:
-        ``(dependency_groups, constituency_groups)``, uint8 ``[B, L, L]`` each; the second is ``None`` when
-        ``constituency`` is False.
-    """
-    tree, segment = features["syntax_tree"], features["syntax_segment"]
-    dep = relation_groups(
-        features["dep_tin"],
-        features["dep_depth"],
-        features["dep_anc_lo"],
-        features["dep_anc_hi"],
-        features["dep_anc_head"],
-        tree,
-        segment,
-        max_distance,
-        pairwise,
-        key_hi=features["dep_tout"],
-    )
+    dep = partition("dep", "dep_tin", features["dep_tout"])
     if not constituency:
         return dep, None
     if "con_key" not in features:
         raise InputError("constituency relation groups need the con_* arrays; encode with constituency=True")
-    con = relation_groups(
-        features["con_key"],
-        features["con_depth"],
-        features["con_anc_lo"],
-        features["con_anc_hi"],
-        features["con_anc_head"],
-        tree,
-        segment,
-        max_distance,
-        pairwise,
-    )
-    return dep, con
+    return dep, partition("con", "con_key", None)

@@ -1,15 +1,8 @@
-"""SG-Net's SDOI (syntactic dependency of interest) mask, built batched from Euler-tour intervals.
+"""SG-Net's SDOI (syntactic dependency of interest) mask, built batched from Euler-tour intervals (``docs/sgnet.md``).
 
-SG-Net (TPAMI, section 3.2 and Fig. 1): the SDOI of a word "consists [of] all its ancestor nodes and itself in
-the dependency parsing tree"; row ``i`` of the mask marks the positions ``i`` may attend to. Here, for subword
-positions (see :func:`syntaxformer.data.encode.encode_syntax` for the two subword criteria):
-
-* ``mask[i, j]`` is True iff the node of ``j`` is an ancestor-or-self of the node of ``i`` in the same
-  dependency tree: ``tin[j] <= tin[i] <= tout[j]``. Under the ``"share"`` criterion the pieces of one word are
-  one node, so they all see each other.
-* special tokens and padding (``tree == -1``) attend to themselves only, and nobody attends to them. So no row
-  is empty, and padding is never attended (unlike the official code, whose all-zero rows fall back to attending
-  everywhere).
+Row ``i`` may attend to ``j`` iff ``j``'s node is an ancestor-or-self of ``i``'s in the same dependency tree. Special
+tokens and padding (``tree == -1``) attend to themselves only and nobody attends to them, so no row is empty and
+padding is never attended (unlike the official code, whose all-zero rows fall back to attending everywhere).
 """
 
 from __future__ import annotations
@@ -20,16 +13,13 @@ import torch
 
 
 def sdoi_mask(tin: torch.Tensor, tout: torch.Tensor, tree: torch.Tensor) -> torch.Tensor:
-    """Ancestor-or-self mask of every position, for a batch.
+    """Ancestor-or-self mask of every position: bool ``[B, L, L]`` (``[L, L]`` for unbatched input) on the inputs'
+    device, True = the row position may attend to the column position.
 
     Args:
         tin: ``[B, L]`` (or ``[L]``) pre-order entry time of each position's node (``dep_tin``).
         tout: ``[B, L]`` subtree exit time, inclusive (``dep_tout``).
         tree: ``[B, L]`` sentence id; -1 for special tokens and padding (the collator pads with -1).
-
-    Returns:
-        bool ``[B, L, L]`` (``[L, L]`` for unbatched input), True = row position may attend to column position.
-        Built on the inputs' device.
     """
     valid = tree >= 0
     L = tin.shape[-1]

@@ -1,12 +1,7 @@
-"""Translation with a trained Syntax-Infused Transformer: beam-search translation of raw text and sacreBLEU
-(:mod:`.evaluate`; paired BLEU tests are :func:`syntaxformer.tasks.significance.paired_bleu_test`). Training
-goes through the one runner (``syntaxformer.training.run.train`` with ``task="translation"``).
-
-The parts live where their kind lives: readers in :mod:`syntaxformer.data.readers.parallel`, BPE in
-:mod:`syntaxformer.data.bpe`, the model in :mod:`syntaxformer.modeling.seq2seq` (feature embeddings in
-:mod:`syntaxformer.modeling.embeddings`), the task (featurization, metrics) in :mod:`syntaxformer.tasks.translation`,
-the trainer in :class:`syntaxformer.training.trainer.SyntaxSeq2SeqTrainer`.
-Heavy modules are imported lazily: ``from syntaxformer.translation import translate`` works.
+"""Translation with a trained Syntax-Infused Transformer: beam search on raw text and sacreBLEU (:mod:`.evaluate`,
+imported lazily: ``from syntaxformer.translation import translate`` works). Training goes through the one runner
+(``syntaxformer.training.run.train`` with ``task="translation"``); the other parts live where their kind lives
+(``docs/architecture.md``): readers, BPE, the model, the task and the trainer.
 """
 
 from __future__ import annotations
@@ -14,17 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {
-    "translate": "evaluate",
-    "translate_and_score": "evaluate",
-    "load_translation_model": "evaluate",
-    "TranslationModel": "evaluate",
-    "corpus_bleu": "evaluate",
-}
-__all__ = sorted(_EXPORTS)
+__all__ = ["TranslationModel", "corpus_bleu", "load_translation_model", "translate", "translate_and_score"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"syntaxformer.translation.{_EXPORTS[name]}"), name)
+    if name in __all__:
+        return getattr(importlib.import_module("syntaxformer.translation.evaluate"), name)
     raise AttributeError(f"module 'syntaxformer.translation' has no attribute {name!r}")

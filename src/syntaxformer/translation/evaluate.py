@@ -1,12 +1,7 @@
-"""Translate with a trained model and score with sacreBLEU.
-
-* :func:`translate` — batched beam search (``generate``, beam 5) over raw source sentences, with a progress bar;
-  the sources are parsed (cached) and given the same syntax inputs as in training. Output is detokenised text.
-* :func:`~syntaxformer.tasks.metrics.corpus_bleu` (a task metric, imported here) — sacreBLEU corpus BLEU on detokenised output against raw references (default 13a
-  tokenisation, mixed case) with its signature, e.g. ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0``.
-
-Two systems' BLEU are compared with :func:`syntaxformer.tasks.significance.paired_bleu_test` (sacreBLEU's paired
-bootstrap or approximate randomisation).
+"""Translate with a trained model (:func:`translate`: batched beam search over raw source sentences, parsed as in
+training, detokenised output) and score with sacreBLEU (:func:`~syntaxformer.tasks.metrics.corpus_bleu`, a task
+metric imported here); ``docs/translation.md`` shows both. Two systems' BLEU are compared with
+:func:`syntaxformer.tasks.significance.paired_bleu_test`.
 """
 
 from __future__ import annotations
@@ -26,14 +21,11 @@ __all__ = ["TranslationModel", "corpus_bleu", "load_translation_model", "transla
 
 
 class TranslationModel:
-    """A trained model folder: the model, its two tokenizers and the parser of the sources.
+    """A loaded translation model folder.
 
-    Args:
-        model: the model (:class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedForConditionalGeneration`).
-        source_tokenizer, target_tokenizer: its tokenizers.
-        max_source_length: source pieces kept (incl. ``</s>``).
-        annotator: the parser (default: the default spaCy pipeline via :func:`syntaxformer.data.make_annotator`, loaded on first
-            use and only for a model that reads syntax).
+    The model (:class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedForConditionalGeneration`), its two tokenizers,
+    the source pieces kept (``max_source_length``, incl. ``</s>``) and the parser of the sources (``annotator``;
+    default: :func:`syntaxformer.data.make_annotator`'s, made on first use by a model that reads syntax).
     """
 
     def __init__(
@@ -104,11 +96,9 @@ def translate(
 
     Args:
         tm: the loaded model (:func:`load_translation_model`).
-        sources: raw source sentences (one per item; an empty string gives an empty translation).
-        batch_size: sentences per ``generate`` call.
-        num_beams: beam size.
-        show_progress: progress bar over sentences.
-        name: what the progress bar calls the input.
+        sources: raw source sentences (an empty string gives an empty translation).
+        batch_size, num_beams: sentences per ``generate`` call, beam size.
+        show_progress, name: a progress bar over sentences, and what it calls them.
         **generate_options: passed to ``generate`` (``max_new_tokens``, ``length_penalty`` ...); default
             ``max_new_tokens``: :func:`~syntaxformer.modeling.seq2seq.default_max_new_tokens` of the batch.
     """

@@ -1,28 +1,9 @@
 """CoNLL-U reader and writer (https://universaldependencies.org/format.html), written for syntaxformer.
 
-Reading turns every sentence block into a :class:`~syntaxformer.data.Sentence`:
-
-* ``heads`` are converted from CoNLL-U's 1-based ids (0 = root) to syntaxformer's 0-based indices (-1 = root).
-* ``# sent_id`` and ``# text`` fill :attr:`Sentence.sent_id` and :attr:`Sentence.text`; every other
-  ``# key = value`` comment goes to ``metadata[key]`` (a bare ``# newdoc`` / ``# newpar`` to ``metadata[key] =
-  None``), and comments that are not ``key = value`` pairs to ``metadata["comments"]`` (a list).
-* Columns without a field of their own in :class:`Sentence` are kept in ``metadata`` so that writing the sentence
-  back gives the same file: ``metadata["feats"]``, ``metadata["deps"]`` (enhanced graph) and ``metadata["misc"]``
-  (one string per word, present only when some word has a value other than ``_``).
-* Multiword tokens (``1-2  don't``): the syntactic words (``do``, ``n't``) are the sentence's words; the surface
-  token is remembered as ``metadata["multiword_tokens"]``, a list of ``{"first": i, "last": j, "form": ...,
-  "misc": ...}`` with 0-based inclusive word indices (``"columns"`` holds columns 3-9 if any is not ``_``).
-* Empty nodes (``8.1``, enhanced UD only) are not words of the basic tree; their lines are kept verbatim in
-  ``metadata["empty_nodes"]`` and written back after the word they follow.
-* ``offsets`` are computed against ``# text``: each token (a word, or a multiword token's surface form) must be
-  found at the current position after skipping whitespace. Words inside a multiword token get their exact
-  substrings when they spell the token (``did`` + ``n't``), otherwise an even split of the token's span, so word
-  spans never overlap. If a token cannot be found the sentence keeps its text but gets ``offsets=None``. Without a
-  ``# text`` comment the text is rebuilt from the tokens and ``SpaceAfter=No``.
-
-A column whose every value is ``_`` (e.g. no lemmas) becomes ``None``. Malformed input raises
-:class:`~syntaxformer.errors.FormatError` with the file and line: wrong column count, non-integer ids or heads,
-ids that do not run 1..n, heads out of range, self-loops and cycles.
+Every sentence block becomes a :class:`~syntaxformer.data.Sentence` with 0-based heads (-1 = root); comments,
+extra columns, multiword tokens and empty nodes are kept in ``metadata`` so that writing the sentence back gives
+the same file, and offsets are computed against ``# text`` (``docs/parsing.md`` lists the keys and rules).
+Malformed input raises :class:`~syntaxformer.errors.FormatError` with the file and line.
 """
 
 from __future__ import annotations
@@ -54,14 +35,8 @@ _HEAD = re.compile(r"-?[0-9]+\Z")
 # reading
 # ---------------------------------------------------------------------------------------------------------
 def read_conllu(path: str | os.PathLike | IO[str], source: str | None = None) -> Iterator[Sentence]:
-    """Read sentences from a CoNLL-U file, lazily.
-
-    Args:
-        path: file name, or an open text stream.
-        source: name used in error messages (default: the file name).
-
-    Yields:
-        One :class:`Sentence` per sentence block, with ``source="gold:conllu"``.
+    """Read sentences (one per block, ``source="gold:conllu"``) from a CoNLL-U file or open text stream, lazily;
+    ``source`` names it in error messages (default: the file name).
 
     Raises:
         FormatError: malformed input; the message names the file and line.
@@ -370,23 +345,9 @@ def sentence_to_conllu(sentence: Sentence) -> str:
             lines.append(
                 "\t".join([f"{i + 1}-{int(t['last']) + 1}", _field(t["form"]), *middle, _field(t.get("misc") or "_")])
             )
-        head = sentence.heads[i] + 1
-        lines.append(
-            "\t".join(
-                [
-                    str(i + 1),
-                    _field(sentence.words[i]),
-                    col(sentence.lemmas, i),
-                    col(sentence.upos, i),
-                    col(sentence.xpos, i),
-                    col(feats, i),
-                    str(head),
-                    col(sentence.deprels, i),
-                    col(deps, i),
-                    col(misc, i),
-                ]
-            )
-        )
+        left = [col(values, i) for values in (sentence.lemmas, sentence.upos, sentence.xpos, feats)]
+        right = [col(values, i) for values in (sentence.deprels, deps, misc)]
+        lines.append("\t".join([str(i + 1), _field(sentence.words[i]), *left, str(sentence.heads[i] + 1), *right]))
         lines.extend(empty.get(i + 1, []))
     return "\n".join(lines) + "\n\n"
 
@@ -397,14 +358,11 @@ def format_conllu(items: Iterable[Sentence | Document]) -> str:
 
 
 def write_conllu(items: Iterable[Sentence | Document], path: str | os.PathLike) -> int:
-    """Write sentences and/or documents as CoNLL-U, atomically (temp file + rename).
+    """Write sentences and/or documents as CoNLL-U, atomically; returns the number of sentences written.
 
     A :class:`Document` is written sentence by sentence; its first sentence carries ``# newdoc`` (with
     ``id = doc_id`` if set) and each sentence gets ``# text`` cut from the document text, with offsets made
     relative to it. A document without sentences writes nothing.
-
-    Returns:
-        The number of sentences written.
     """
     from syntaxformer.utils import atomic_write
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from syntaxformer.data.examples import TaskExample
+from syntaxformer.data.readers.table import split_lines
 from syntaxformer.errors import FormatError
 from syntaxformer.utils import open_text
 
@@ -24,13 +25,10 @@ class TsvLayout:
 
     Attributes:
         title: the task's usual name (for messages).
-        columns: role -> column name in files with a header; roles are ``"text_a"``, ``"text_b"`` (pairs only),
-            ``"label"`` and ``"id"`` (optional).
+        columns: role (``"text_a"``, ``"text_b"`` for pairs, ``"label"``, optional ``"id"``) -> column name.
         labels: the label strings, in class-id order; ``None`` for regression (labels are numbers).
-        headerless: role -> column position for files without a header (CoLA's train/dev); ``None`` if every
-            file has a header.
-        test_columns: like ``columns``, for unlabeled test files (which lack the label column and may name the id
-            column differently).
+        headerless: role -> column position for files without a header (CoLA's train/dev), else ``None``.
+        test_columns: like ``columns``, for unlabeled test files (no label column, maybe another id column).
     """
 
     title: str
@@ -62,22 +60,14 @@ def read_glue_tsv(layout: TsvLayout, path: str | os.PathLike, split: str = "dev"
     ``test_columns`` for unlabeled test files) it is a header; otherwise the file must be one of the layout's
     header-less files (CoLA train/dev: source, label, original judgement, sentence). A UTF-8 BOM is ignored.
 
-    Args:
-        layout: where the layout's texts, labels and ids are (:class:`TsvLayout`).
-        path: the file.
-        split: split name, used in the example ids.
-
-    Returns:
-        The examples; ``label`` is ``None`` for files without a label column.
+    ``split`` names the example ids; ``label`` is ``None`` for files without a label column.
 
     Raises:
         FormatError: the layout is not the layout's, a row has too few fields, or a label is unknown (file, line).
     """
     path = os.fspath(path)
-    with open_text(path, encoding="utf-8-sig", newline="") as f:
-        lines = f.read().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    with open_text(path, newline="") as f:
+        lines = split_lines(f.read())
     if not lines:
         return []
     first = lines[0].rstrip("\r").split("\t")

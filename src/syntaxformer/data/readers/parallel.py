@@ -1,15 +1,7 @@
-"""Readers for parallel text (translation): line-aligned plain text (Multi30k) and WMT ``.sgm`` files (newstest),
-and seeded subsets.
-
-* :func:`read_parallel` — two plain-text files, one sentence per line, parallel by line (the line counts must
-  match).
-* :func:`read_sgm` — a WMT SGML file (``<srcset>``/``<refset>``, ``<doc docid=...>``, ``<seg id="N">text</seg>``):
-  the segments in file order with their document and segment ids. Text is taken as sacreBLEU does: the characters
-  between ``<seg ...>`` and ``</seg>``, stripped, entities left as they are.
-* :func:`read_sgm_pair` — a source and a reference ``.sgm`` whose (doc id, seg id) sequences must agree.
-* :func:`corpus_fraction` — a seeded random fraction of a corpus, in corpus order (nested across fractions).
-* :func:`read_corpus` — either of the two, by file extension.
-* :func:`multi30k` / :func:`newstest2013` — the copies under ``../shared/data``.
+"""Parallel text (translation): line-aligned plain text (Multi30k, :func:`read_parallel`), WMT ``.sgm`` files
+(newstest, :func:`read_sgm` / :func:`read_sgm_pair`; text taken as sacreBLEU takes it: the characters between
+``<seg ...>`` and ``</seg>``, stripped, entities as they are), either by extension (:func:`read_corpus`), seeded
+subsets (:func:`corpus_fraction`) and the copies under ``../shared/data`` (:func:`multi30k`, :func:`newstest2013`).
 """
 
 from __future__ import annotations
@@ -22,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from syntaxformer.data.readers.table import split_lines
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.utils import open_text
 
@@ -42,14 +35,8 @@ __all__ = [
 
 @dataclass
 class ParallelCorpus:
-    """Source and target sentences, parallel by index.
-
-    Attributes:
-        sources: source sentences (raw text).
-        targets: target sentences (raw text), or ``None`` for source-only input.
-        ids: an identifier per pair (``file:line`` or ``docid:segid``).
-        name: a short description (where it came from).
-    """
+    """Source and target sentences (raw text; ``targets`` ``None`` for source-only input), parallel by index, with
+    an id per pair (``file:line`` or ``docid:segid``) and a short ``name`` (where it came from)."""
 
     sources: list[str]
     targets: list[str] | None
@@ -111,23 +98,14 @@ def read_lines(path: str | Path) -> list[str]:
     Raises:
         FormatError: the file is missing or not UTF-8.
     """
-    path = Path(path)
-    if not path.is_file():
+    if not Path(path).is_file():
         raise FormatError("file not found", str(path))
     with open_text(path, newline="") as f:
-        text = f.read()
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+        return split_lines(f.read())
 
 
 def read_parallel(source: str | Path, target: str | Path | None = None) -> ParallelCorpus:
-    """Read line-parallel plain text.
-
-    Args:
-        source: source-language file, one sentence per line.
-        target: target-language file with the same number of lines, or ``None``.
+    """Read line-parallel plain text: ``source`` and (unless ``None``) ``target``, one sentence per line.
 
     Raises:
         FormatError: a file is missing / not UTF-8, the line counts differ, or a line is empty (the message names
@@ -141,9 +119,7 @@ def read_parallel(source: str | Path, target: str | Path | None = None) -> Paral
             "parallel files must have one sentence per line, aligned line by line",
             str(source),
         )
-    for name, lines in ((source, src), (target, tgt)):
-        if lines is None:
-            continue
+    for name, lines in ((source, src), (target, tgt or [])):
         for i, line in enumerate(lines, 1):
             if not line.strip():
                 raise FormatError("empty line; every line must hold a sentence", str(name), i)

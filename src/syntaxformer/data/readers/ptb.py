@@ -25,12 +25,8 @@ __all__ = ["ptb_files", "read_ptb", "sentence_from_tree"]
 
 
 def ptb_files(path: str | Path | Iterable[str | Path], pattern: str = "*.mrg") -> list[Path]:
-    """The ``.mrg`` files named by ``path``, sorted.
-
-    Args:
-        path: a file, a folder (its ``pattern`` files, not recursive), a glob pattern such as
-            ``"treebank/combined/wsj_00*.mrg"``, or a list of any of these.
-        pattern: file pattern used inside folders.
+    """The ``.mrg`` files named by ``path``, sorted: a file, a folder (its ``pattern`` files, not recursive), a glob
+    pattern such as ``"treebank/combined/wsj_00*.mrg"``, or a list of any of these.
 
     Raises:
         DataError: nothing matches.
@@ -58,23 +54,23 @@ def sentence_from_tree(
     source: str | None = "gold:ptb",
     metadata: dict[str, Any] | None = None,
     labels: bool = True,
+    where: tuple[str, int] | None = None,
 ) -> Sentence:
-    """Clean a treebank tree and turn it into a :class:`Sentence` with converted dependencies.
-
-    Args:
-        tree: a tree as read (wrapper, function tags and empty elements allowed).
-        sent_id: the sentence id.
-        source: the ``source`` field of the sentence.
-        metadata: extra metadata.
-        labels: also set ``deprels`` (spaCy / ClearNLP names).
-
-    Returns:
-        The sentence: words = leaves of the cleaned tree, heads / deprels by head rules, xpos = PTB tags,
-        upos from :data:`~syntaxformer.data.headrules.PTB_TO_UPOS`, tree = the cleaned tree.
+    """A treebank tree as read (wrapper, function tags and empty elements allowed) as a :class:`Sentence`: words =
+    leaves of the cleaned tree, heads / deprels (with ``labels``; spaCy / ClearNLP names) by head rules, xpos = PTB
+    tags, upos from :data:`~syntaxformer.data.headrules.PTB_TO_UPOS`, tree = the cleaned tree.
 
     Raises:
-        DataError: nothing but empty elements in the tree.
+        DataError: nothing but empty elements in the tree; with ``where`` (file, line), a FormatError naming them
+            for this and any other fault of the tree.
     """
+    if where is not None:
+        try:
+            return sentence_from_tree(tree, sent_id=sent_id, source=source, metadata=metadata, labels=labels)
+        except ValueError as e:
+            if isinstance(e, FormatError):
+                raise
+            raise FormatError(f"{sent_id}: {e}", *where) from e
     pruned = remove_empty(tree)
     if pruned is None:
         raise DataError(
@@ -100,17 +96,9 @@ def sentence_from_tree(
 def read_ptb(
     path: str | Path | Iterable[str | Path], *, labels: bool = True, source: str = "gold:ptb", pattern: str = "*.mrg"
 ) -> Iterator[Sentence]:
-    """Read PTB bracketed trees lazily, one :class:`Sentence` per tree.
-
-    Args:
-        path: a ``.mrg`` file, a folder of them, a glob pattern, or a list of these (see :func:`ptb_files`).
-        labels: also set dependency labels.
-        source: the ``source`` field of every sentence.
-        pattern: file pattern inside folders.
-
-    Yields:
-        Sentences with ``sent_id`` ``"<file name>#<0-based tree index>"`` (e.g. ``wsj_0001.mrg#0``) and
-        ``metadata["line"]``, the line where the tree starts.
+    """Read PTB bracketed trees lazily from the files of :func:`ptb_files`, one :class:`Sentence` per tree (see
+    :func:`sentence_from_tree`), with ``sent_id`` ``"<file name>#<0-based tree index>"`` (``wsj_0001.mrg#0``) and
+    ``metadata["line"]``, the line where the tree starts.
 
     Raises:
         FormatError: malformed brackets, a word beside sub-trees, an empty tree, naming file and line.
@@ -118,10 +106,7 @@ def read_ptb(
     """
     for file in ptb_files(path, pattern):
         for k, (tree, line) in enumerate(read_bracketed(file)):
-            sent_id = f"{file.name}#{k}"
-            try:
-                yield sentence_from_tree(tree, sent_id=sent_id, source=source, metadata={"line": line}, labels=labels)
-            except ValueError as e:
-                if isinstance(e, FormatError):
-                    raise
-                raise FormatError(f"tree {k}: {e}", str(file), line) from e
+            meta = {"line": line}
+            yield sentence_from_tree(
+                tree, sent_id=f"{file.name}#{k}", source=source, metadata=meta, labels=labels, where=(str(file), line)
+            )

@@ -45,16 +45,11 @@ OPTION_LETTERS = "ABCDEFGHIJ"
 
 @dataclass
 class RaceExample:
-    """One multiple-choice question over one passage.
+    """One multiple-choice question over one passage (``article``).
 
-    Attributes:
-        qid: question id, ``"<passage id>#<k>"`` (``k`` = 0-based question index in the passage file).
-        passage_id: the file's ``id`` (e.g. ``"middle1011.txt"``).
-        level: ``"middle"`` or ``"high"``.
-        article: the passage text.
-        question: the question (RACE cloze questions contain ``_`` for the blank; kept as is).
-        options: the candidate answers (4 in RACE).
-        label: index of the right option (``None`` when unknown).
+    ``qid`` is ``"<passage id>#<k>"`` (``k``: the question's 0-based index in the passage file ``passage_id``, e.g.
+    ``"middle1011.txt"``); ``level`` ``"middle"`` or ``"high"``; cloze questions keep their ``_`` blank; ``label``
+    is the right option's index (``None`` when unknown).
     """
 
     qid: str
@@ -72,20 +67,13 @@ class RaceExample:
 
 
 def _level_of(name: str) -> str | None:
-    low = name.lower()
-    for level in LEVELS:
-        if level in low:
-            return level
-    return None
+    return next((level for level in LEVELS if level in name.lower()), None)
 
 
 def parse_race_record(record: Any, source: str, level: str | None = None) -> list[RaceExample]:
-    """Examples of one RACE passage record ``{"article", "questions", "options", "answers", "id"}``.
-
-    Args:
-        record: the parsed JSON object of one passage file.
-        source: where it came from (named in error messages; its path also gives the level if ``level`` is None).
-        level: ``"middle"`` / ``"high"``; default: from the record id or the source path.
+    """Examples of one RACE passage record ``{"article", "questions", "options", "answers", "id"}`` read from
+    ``source`` (named in errors); ``level`` (``"middle"`` / ``"high"``) defaults to the one the record id or the
+    source path names.
 
     Raises:
         FormatError: a missing field, an empty passage, unequal numbers of questions / options / answers, fewer
@@ -102,12 +90,7 @@ def parse_race_record(record: Any, source: str, level: str | None = None) -> lis
             "'article', 'questions', 'options', 'answers' (and 'id')",
             source,
         )
-    article, questions, options, answers = (
-        record["article"],
-        record["questions"],
-        record["options"],
-        record["answers"],
-    )
+    article, questions, options, answers = (record[k] for k in ("article", "questions", "options", "answers"))
     if not isinstance(article, str) or not article.strip():
         raise FormatError("RACE record has an empty 'article' (the passage)", source)
     if not (isinstance(questions, list) and isinstance(options, list) and isinstance(answers, list)):
@@ -124,50 +107,36 @@ def parse_race_record(record: Any, source: str, level: str | None = None) -> lis
         raise FormatError(f"cannot tell the RACE level (middle / high) of passage {passage_id!r}", source)
     out = []
     for k, (q, opts, ans) in enumerate(zip(questions, options, answers)):
-        if (
-            not isinstance(q, str)
-            or not isinstance(opts, list)
-            or len(opts) < 2
-            or not all(isinstance(o, str) for o in opts)
+        if not (
+            isinstance(q, str) and isinstance(opts, list) and len(opts) >= 2 and all(isinstance(o, str) for o in opts)
         ):
             raise FormatError(
                 f"question {k}: needs a question string and a list of at least two option strings", source
             )
-        if (
-            not isinstance(ans, str)
-            or len(ans.strip()) != 1
-            or OPTION_LETTERS.find(ans.strip().upper()) < 0
-            or OPTION_LETTERS.index(ans.strip().upper()) >= len(opts)
-        ):
+        letter = ans.strip().upper() if isinstance(ans, str) else ""
+        if len(letter) != 1 or not 0 <= OPTION_LETTERS.find(letter) < len(opts):
             raise FormatError(
                 f"question {k}: answer {ans!r} is not a letter A..{OPTION_LETTERS[len(opts) - 1]}", source
             )
-        out.append(
-            RaceExample(
-                qid=f"{passage_id}#{k}",
-                passage_id=passage_id,
-                level=level,
-                article=article,
-                question=q,
-                options=list(opts),
-                label=OPTION_LETTERS.index(ans.strip().upper()),
-            )
-        )
+        label = OPTION_LETTERS.index(letter)
+        out.append(RaceExample(f"{passage_id}#{k}", passage_id, level, article, q, list(opts), label))
     return out
 
 
 def read_race_file(path: str | Path, level: str | None = None) -> list[RaceExample]:
     """The questions of one original RACE passage file (one JSON object per ``.txt`` file)."""
-    path = Path(path)
+    with open_text(path) as f:
+        record = _json_record(f.read(), str(path))
+    return parse_race_record(record, str(path), level)
+
+
+def _json_record(text: str, source: str) -> Any:
     try:
-        with open_text(path) as f:
-            record = json.loads(f.read())
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise FormatError(
-            f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one JSON object",
-            str(path),
+            f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one JSON object", source
         ) from None
-    return parse_race_record(record, str(path), level)
 
 
 def read_race_dir(folder: str | Path, levels: Sequence[str] = LEVELS) -> list[RaceExample]:
@@ -227,9 +196,9 @@ def read_race_tarball(
     out: list[RaceExample] = []
     for name, level, raw in records:
         try:
-            record = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise FormatError(f"not a valid JSON RACE record: {e}", f"{path}:{name}") from None
+            record = _json_record(raw.decode("utf-8-sig"), f"{path}:{name}")
+        except UnicodeDecodeError as e:
+            raise FormatError(f"not UTF-8 text ({e.reason}); save the file as UTF-8", f"{path}:{name}") from None
         out.extend(parse_race_record(record, f"{path}:{name}", level))
         if max_questions is not None and len(out) >= max_questions:
             return out[:max_questions]
@@ -260,13 +229,8 @@ def examples_from_hub_rows(rows: Iterable[Mapping[str, Any]], level: str | None 
 def load_race_hub(
     name: str = "ehovy/race", config: str = "all", split: str = "validation", **kwargs: Any
 ) -> list[RaceExample]:
-    """Load RACE by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache).
-
-    Args:
-        name: the hub data set (``ehovy/race``).
-        config: ``all``, ``middle`` or ``high``.
-        split: ``train``, ``validation`` or ``test``.
-    """
+    """Load RACE (``config``: ``all``, ``middle`` or ``high``) by name through the ``datasets`` hub (needs
+    ``datasets`` and a network or its cache)."""
     rows = import_datasets("loading RACE from the hub").load_dataset(name, config, split=split, **kwargs)
     return examples_from_hub_rows(rows, level=config if config in LEVELS else None)
 

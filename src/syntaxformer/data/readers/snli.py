@@ -1,11 +1,6 @@
-"""SNLI: the original JSONL (with Stanford parser trees) and the tokenized ``s1`` / ``s2`` / ``labels`` triple.
-
-* :func:`read_snli_jsonl` reads ``snli_1.0_*.jsonl`` rows and turns ``sentence1_parse`` / ``sentence2_parse``
-  (``(ROOT (S ...))`` trees from the Stanford parser) into :class:`~syntaxformer.data.Sentence` objects with
-  dependencies by the head rules of :mod:`syntaxformer.data.headrules`.
-* :func:`read_snli_tokenized` reads the InferSent / SentEval layout (``s1.dev``, ``s2.dev``, ``labels.dev``: one
-  tokenized sentence or label per line) and returns text pairs and labels, without trees.
-* :func:`read_snli_examples` reads either as task examples (:class:`~syntaxformer.data.examples.TaskExample`).
+"""SNLI: the original JSONL (:func:`read_snli_jsonl`; its Stanford parser trees become dependencies by the head rules
+of :mod:`syntaxformer.data.headrules`) and the tokenized InferSent / SentEval ``s1`` / ``s2`` / ``labels`` triple
+(:func:`read_snli_tokenized`, no trees); :func:`read_snli_examples` reads either as task examples.
 """
 
 from __future__ import annotations
@@ -42,14 +37,7 @@ UNLABELED = "-"
 
 
 class NLIPair(NamedTuple):
-    """A premise / hypothesis pair with parses.
-
-    Attributes:
-        premise: ``sentence1`` as a parsed sentence.
-        hypothesis: ``sentence2`` as a parsed sentence.
-        label: ``gold_label`` (``"entailment"``, ``"neutral"``, ``"contradiction"`` or ``"-"``).
-        pair_id: SNLI's ``pairID``.
-    """
+    """A parsed premise / hypothesis pair (``sentence1`` / ``sentence2``), its ``gold_label`` and ``pairID``."""
 
     premise: Sentence
     hypothesis: Sentence
@@ -68,17 +56,10 @@ class TextPair(NamedTuple):
 def read_snli_jsonl(
     path: str | Path, *, skip_unlabeled: bool = False, labels: bool = True, source: str = "stanford-parser:snli"
 ) -> Iterator[NLIPair]:
-    """Read SNLI JSONL rows lazily, parsing both sentences' constituency trees.
-
-    Args:
-        path: an ``snli_1.0_*.jsonl`` file.
-        skip_unlabeled: skip rows whose ``gold_label`` is ``"-"`` (no annotator consensus).
-        labels: also set dependency labels.
-        source: the ``source`` field of the sentences (the trees are the Stanford parser's, not gold).
-
-    Yields:
-        :class:`NLIPair` objects. Sentences have ``sent_id`` ``"<pairID>:s1"`` / ``"<pairID>:s2"``, the
-        cleaned tree (``ROOT`` wrapper removed) and ``metadata`` ``{"pairID", "gold_label", "line"}``.
+    """Read the rows of an ``snli_1.0_*.jsonl`` file lazily as :class:`NLIPair` objects, parsing both sentences'
+    trees (the Stanford parser's, so ``source`` is not gold). ``skip_unlabeled`` skips rows whose ``gold_label`` is
+    ``"-"``; ``labels`` also sets dependency labels. Sentences have ``sent_id`` ``"<pairID>:s1"`` / ``":s2"``, the
+    cleaned tree (``ROOT`` wrapper removed) and ``metadata`` ``{"pairID", "gold_label", "line"}``.
 
     Raises:
         FormatError: invalid JSON, a row that is not an object, a missing or non-string field, a ``gold_label``
@@ -111,29 +92,16 @@ def read_snli_jsonl(
             for key in ("sentence1", "sentence2"):
                 tree = Tree.from_string(row[f"{key}_parse"], f"{path} ({key}_parse)", lineno)
                 meta = {"pairID": pair_id, "gold_label": gold, "line": lineno}
-                try:
-                    sentences.append(
-                        sentence_from_tree(
-                            tree, sent_id=f"{pair_id}:s{key[-1]}", source=source, metadata=meta, labels=labels
-                        )
-                    )
-                except ValueError as e:
-                    if isinstance(e, FormatError):
-                        raise
-                    raise FormatError(f"{key}_parse: {e}", str(path), lineno) from e
+                sent_id, where = f"{pair_id}:s{key[-1]}", (str(path), lineno)
+                sentences.append(
+                    sentence_from_tree(tree, sent_id=sent_id, source=source, metadata=meta, labels=labels, where=where)
+                )
             yield NLIPair(sentences[0], sentences[1], gold, pair_id)
 
 
 def read_snli_tokenized(folder: str | Path, split: str = "dev", *, check_labels: bool = True) -> Iterator[TextPair]:
-    """Read the ``s1.<split>`` / ``s2.<split>`` / ``labels.<split>`` triple lazily.
-
-    Args:
-        folder: the folder holding the three files.
-        split: ``"dev"``, ``"test"`` or ``"train"``.
-        check_labels: raise on a label that is not one of :data:`SNLI_LABELS`.
-
-    Yields:
-        :class:`TextPair` objects; the trailing space of each line is removed.
+    """Read the ``s1.<split>`` / ``s2.<split>`` / ``labels.<split>`` triple of ``folder`` lazily as
+    :class:`TextPair` objects (lines stripped); ``check_labels`` refuses a label not in :data:`SNLI_LABELS`.
 
     Raises:
         DataError: a file is missing.
@@ -169,16 +137,9 @@ def read_snli_tokenized(folder: str | Path, split: str = "dev", *, check_labels:
 
 
 def read_snli_examples(path: str | os.PathLike, split: str = "dev") -> tuple[list[TaskExample], list[str]]:
-    """Read SNLI from the original jsonl (with the Stanford parser's trees) or the s1/s2/labels triple.
-
-    Args:
-        path: a ``.jsonl`` file; a folder holding ``s1.<split>``, ``s2.<split>``, ``labels.<split>``; or the
-            path of the ``s1.<split>`` file itself.
-        split: split name (used in ids, and as the file suffix when ``path`` is a folder).
-
-    Returns:
-        ``(examples, files read)``. Jsonl examples carry the given parses (``syntax_a`` / ``syntax_b``); rows
-        without a gold label (``"-"``) are skipped.
+    """``(examples, files read)`` of SNLI: a ``.jsonl`` file (examples carry its parses as ``syntax_a`` /
+    ``syntax_b``; rows without a gold label are skipped), or the s1/s2/labels triple (``path``: their folder, with
+    ``split`` as the suffix, or the ``s1.<split>`` file). ``split`` also names the ids.
     """
     path = Path(path)
     labels = list(SNLI_LABELS)

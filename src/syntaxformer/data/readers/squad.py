@@ -36,16 +36,11 @@ __all__ = [
 
 @dataclass
 class SquadExample:
-    """One question over one passage.
+    """One question over one passage (``context``, exactly as in the json: ``answers`` index into it).
 
-    Attributes:
-        qid: the question id.
-        title: the article title (the unit of :func:`split_by_article`).
-        context: the passage text, exactly as in the json (answers index into it).
-        question: the question text.
-        answers: gold answers ``{"text", "answer_start"}`` (empty for an unanswerable question).
-        is_impossible: the question has no answer in the passage.
-        plausible_answers: SQuAD 2.0's ``plausible_answers`` of unanswerable questions (not used for labels).
+    ``title`` is the article's (the unit of :func:`split_by_article`); ``answers`` are ``{"text", "answer_start"}``
+    (none for an unanswerable question); ``plausible_answers`` are SQuAD 2.0's for unanswerable questions (not
+    used for labels).
     """
 
     qid: str
@@ -63,14 +58,9 @@ class SquadExample:
 
 
 def read_squad(source: str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> list[SquadExample]:
-    """Read SQuAD (1.1 or 2.0) json: articles -> paragraphs -> qas.
-
-    Args:
-        source: a path to the json, the parsed json (dict with ``data``) or its ``data`` list.
-
-    Returns:
-        one :class:`SquadExample` per question, in file order. A question without ``is_impossible`` (SQuAD 1.1)
-        is unanswerable iff it has no answers.
+    """One :class:`SquadExample` per question of SQuAD (1.1 or 2.0) json (articles -> paragraphs -> qas), in file
+    order, from a path, the parsed json (dict with ``data``) or its ``data`` list. A question without
+    ``is_impossible`` (SQuAD 1.1) is unanswerable iff it has no answers.
     """
     name = str(source) if isinstance(source, (str, Path)) else None
     if isinstance(source, (str, Path)):

