@@ -193,9 +193,7 @@ class SyntaxGuidedLayer(nn.Module):
             self.attn_norm.eps = self.output_norm.eps = eps
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Aggregations: (H [B, L, H], H' [B, L, H], key_valid [B, L] bool) -> H̄ [B, L, H]
-# ---------------------------------------------------------------------------------------------------------------
+# --- Aggregations: (H [B, L, H], H' [B, L, H], key_valid [B, L] bool) -> H̄ [B, L, H] ---
 
 
 class DualAggregation(nn.Module):
@@ -345,8 +343,4 @@ def build_aggregation(config: SGNetConfig) -> nn.Module:
 
 def _logit(p: float, bound: float = 10.0) -> float:
     """``log(p / (1 - p))`` clamped to ``[-bound, bound]``."""
-    if p <= 0.0:
-        return -bound
-    if p >= 1.0:
-        return bound
-    return max(-bound, min(bound, math.log(p / (1.0 - p))))
+    return max(-bound, min(bound, math.log(p / (1.0 - p)))) if 0.0 < p < 1.0 else math.copysign(bound, p - 0.5)
