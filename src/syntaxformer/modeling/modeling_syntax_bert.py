@@ -153,7 +153,8 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         self.encoder = encoder = self.wrap_encoder(config, encoder, pooler=_NoPooler())
         sites = attention_sites(encoder)
         for i, (module, _, _) in enumerate(sites):
-            module.syntax_layer_idx = i  # type: ignore[assignment]  # (torch types Module attributes as tensors or modules) the layer's topical query (architectures without layer_idx need it)
+            # the layer's topical query (architectures without layer_idx need it); torch types Module attributes
+            module.syntax_layer_idx = i  # type: ignore[assignment]
         dim, heads = sites[0][1].out_features, config.num_attention_heads
         self.topical = None
         if config.aggregation == "topical":

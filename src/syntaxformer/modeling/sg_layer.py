@@ -1,12 +1,7 @@
-"""SG-Net's syntax-guided self-attention layer (TPAMI §3.2, Eq. 6-8) and the ways to aggregate its output (§3.3).
-
-The layer is one post-LN Transformer layer (as BERT's) whose attention is restricted by a bool mask (True = may
-attend): ``H' = LN(A + FFN(A))`` with ``A = LN(H + MultiHead(H, mask) W_O)``. Attention runs through
-:func:`torch.nn.functional.scaled_dot_product_attention` (fused kernels on CPU and GPU) and never loops over
-examples or heads; the attention probabilities are computed explicitly only when asked for (analysis).
-
-Aggregations combine the encoder output H and the layer output H' into H̄ (see
-:class:`~syntaxformer.modeling.SGNetConfig`, ``aggregation``).
+"""SG-Net's syntax-guided self-attention layer (TPAMI §3.2, Eq. 6-8) and the ways to aggregate its output with the
+encoder's (§3.3; :class:`~syntaxformer.modeling.SGNetConfig` ``aggregation``). Attention runs through
+:func:`torch.nn.functional.scaled_dot_product_attention`, never looping over examples or heads; the probabilities
+are computed explicitly only when asked for (analysis).
 """
 
 from __future__ import annotations
@@ -241,11 +236,8 @@ class SyntaxOnlyAggregation(nn.Module):
 
 
 class ConcatAggregation(nn.Module):
-    """``H̄ = [H; H'] W^T + b`` (Table 6's "concatenation"), ``W``: ``[H, 2H]``, ``b``: ``[H]``.
-
-    ``W`` is initialised to ``[alpha I, (1 - alpha) I]`` and ``b`` to 0 (:meth:`reset_parameters`), so the model
-    starts as the dual aggregation. (Plain parameters rather than an ``nn.Linear``, so that the generic
-    normal init of linears does not apply.)
+    """``H̄ = [H; H'] W^T + b`` (Table 6's "concatenation"), ``W``: ``[H, 2H]`` (plain parameters, untouched by the
+    generic init of linears), initialised to ``[alpha I, (1 - alpha) I]`` and ``b = 0``: the dual aggregation.
 
     Args:
         hidden_size: H.

@@ -43,27 +43,18 @@ class AutoRule(NamedTuple):
     reason: str
 
 
-#: ``implementation="auto"``: the first row that applies to a call names its backend.
+#: ``implementation="auto"``: the first row that applies to a call names its backend (the reasons, measured:
+#: ``docs/syntax_bert.md``, "Implementations").
 AUTO: tuple[AutoRule, ...] = (
+    AutoRule("fast", lambda q, drop, gated: q.device.type != "cuda", "not CUDA: the kernels have no CPU backend"),
+    AutoRule("fast", lambda q, drop, gated: drop, "attention dropout in training: the kernels have none"),
     AutoRule(
         "fast",
-        lambda q, dropout, gated: q.device.type != "cuda",
-        "not CUDA: the kernels have no CPU backend; fast costs 1.1-1.5x plain attention per layer on the CPU",
+        lambda q, drop, gated: gated and q.dtype in (torch.bfloat16, torch.float16),
+        "a gate in 16 bits: the kernels mix two rounded outputs, so the gate's gradient loses its precision",
     ),
-    AutoRule("fast", lambda q, dropout, gated: dropout, "attention dropout in training: the kernels have none"),
-    AutoRule(
-        "fast",
-        lambda q, dropout, gated: gated and q.dtype in (torch.bfloat16, torch.float16),
-        "a gate in 16 bits: the kernels mix two rounded outputs, and the gate's gradient, a small difference of "
-        "them, lost 75% of its precision in a tiny model (fast, which mixes fp32 probabilities: 1.0%)",
-    ),
-    AutoRule("fast", lambda q, dropout, gated: not _triton_importable(), "triton is not installed"),
-    AutoRule(
-        "triton",
-        lambda q, dropout, gated: True,
-        "CUDA: fast measured 2.1-3.1x a plain SDPA layer on an H100 (13.3 ms per layer at 32x512 bf16); the "
-        "kernels are estimated at 7-12 ms there from their compiled code (not yet timed on a GPU)",
-    ),
+    AutoRule("fast", lambda q, drop, gated: not _triton_importable(), "triton is not installed"),
+    AutoRule("triton", lambda q, drop, gated: True, "CUDA: the fused kernels (estimated faster; not yet timed)"),
 )
 
 

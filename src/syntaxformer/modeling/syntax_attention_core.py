@@ -191,15 +191,10 @@ class TopicalAttention(nn.Module):
         hidden = int(hidden_size or dim)
         self.query = nn.Parameter(torch.zeros(num_layers, dim))
         self.scale = float(hidden) ** -0.5
-        self.key_weight: nn.Parameter | None
-        self.value_weight: nn.Parameter | None
-        if projections == "own":
-            # Plain parameters (not nn.Linear): Hugging Face's default init never touches them; see reset_projections.
-            self.key_weight = nn.Parameter(torch.zeros(num_layers, dim, hidden))  # W_Kt as nn.Linear weights
-            self.value_weight = nn.Parameter(torch.zeros(num_layers, dim, dim))  # W_Vt as nn.Linear weights
-        else:
-            self.key_weight = None
-            self.value_weight = None
+        own = projections == "own"
+        # Plain parameters (not nn.Linear): Hugging Face's default init never touches them; see reset_projections.
+        self.key_weight = nn.Parameter(torch.zeros(num_layers, dim, hidden)) if own else None  # W_Kt, nn.Linear-style
+        self.value_weight = nn.Parameter(torch.zeros(num_layers, dim, dim)) if own else None  # W_Vt, nn.Linear-style
         self._sites: list[tuple[nn.Linear, nn.Linear]] = []  # plain list: the host's modules, not registered twice
 
     @property
@@ -234,14 +229,11 @@ class TopicalAttention(nn.Module):
             raise RuntimeError("TopicalAttention.bind(...) must attach the layers' key and output projections first")
         return self._sites[layer]
 
-    def key_matrix(self, layer: int) -> torch.Tensor:
-        """The key projection's weight ``[dim, hidden]`` used by the scores of ``layer`` (own or the layer's)."""
-        return self.key_weight[layer] if self.key_weight is not None else self.site(layer)[0].weight
-
     def folded(self, layer: int) -> torch.Tensor:
         """``u_l`` ``[dim]`` such that the score of a sub-network output ``o`` is ``o · u_l``."""
-        _, out = self.site(layer)
-        return (self.query[layer] @ self.key_matrix(layer)) @ out.weight * self.scale  # (dim,)
+        key, out = self.site(layer)
+        w_k = self.key_weight[layer] if self.key_weight is not None else key.weight  # (dim, hidden), own or the layer's
+        return (self.query[layer] @ w_k) @ out.weight * self.scale  # (dim,)
 
     def scores(self, layer: int, outputs: torch.Tensor) -> torch.Tensor:
         """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``

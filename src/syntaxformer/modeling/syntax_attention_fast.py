@@ -231,10 +231,10 @@ class _FastSyntaxProbs(torch.autograd.Function):
             if has_full:
                 psi = dt[..., -1].unsqueeze(1) * live.view(1, H, 1)  # (B, H, L)
                 rho = rho + psi * ys[0].sum(-1)
-        sizes = [iz.shape[-1] for iz in izs]
-        for j, (iz, wp, a_p) in enumerate(zip(izs, ws, alpha.unsqueeze(1).split(sizes, -1))):
+        dts = _per_partition(dt, izs) if topical else ()
+        for j, (iz, wp, a_p) in enumerate(zip(izs, ws, _per_partition(alpha, izs))):
             if topical:
-                dt_p = dt.unsqueeze(1).split(sizes, -1)[j]
+                dt_p = dts[j]
                 t_dt = iz * dt_p  # (B, H, L, M+1)
                 t_r = torch.addcmul(a_p * wp, dt_p, ys[j]).mul_(iz).mul_(iz)  # iz_p * Σ_{k in g} P_p dP_p
                 if j == 0 and psi is not None:
@@ -262,9 +262,15 @@ class _FastSyntaxProbs(torch.autograd.Function):
 
 def _coef_tables(alpha: torch.Tensor, phi: torch.Tensor, izs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """Per partition, the coefficient of ``P`` per bucket ``α_g / Z_g`` (``[B, H, L, M+1]``), φ added to the first."""
-    tables = [a * iz for a, iz in zip(alpha.unsqueeze(1).split([iz.shape[-1] for iz in izs], -1), izs)]
+    tables = [a * iz for a, iz in zip(_per_partition(alpha, izs), izs)]
     tables[0] += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
     return tables
+
+
+def _per_partition(x: torch.Tensor, izs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """``x`` ``[B, L, C]`` as one ``[B, 1, L, M+1]`` slice per partition (without the full candidate's column)."""
+    sizes = [iz.shape[-1] for iz in izs]
+    return x.unsqueeze(1).split(sizes + [x.shape[-1] - sum(sizes)], -1)[: len(sizes)]
 
 
 def _joint_table(tables: list[torch.Tensor], maps: list[torch.Tensor]) -> torch.Tensor:
