@@ -175,7 +175,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
         """The batch keys the relation groups are built from: ``syntax_tree``, ``syntax_segment`` (not with
         ``pairwise="sentence"``) and per tree used its node keys, depths and ``[L, D]`` ancestor tables
         (D >= :attr:`max_distance`)."""
-        keys = ("syntax_tree",) if self.pairwise == "sentence" else ("syntax_tree", "syntax_segment")
+        keys: tuple[str, ...] = ("syntax_tree",) if self.pairwise == "sentence" else ("syntax_tree", "syntax_segment")
         if self.use_dependency:
             keys += ("dep_tin", "dep_tout", "dep_depth", "dep_anc_lo", "dep_anc_hi", "dep_anc_head")
         if self.use_constituency:

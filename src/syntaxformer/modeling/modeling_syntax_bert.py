@@ -216,18 +216,14 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         f = {k: v.to(device) for k, v in features.items() if isinstance(v, torch.Tensor)}
         tree = f["syntax_tree"]
         segment = tree if c.pairwise == "sentence" else f["syntax_segment"]  # pairwise joins sentences / texts
-        parts = [
-            relation_groups(
-                *(f[f"{kind}_{n}"] for n in (key, "depth", "anc_lo", "anc_hi", "anc_head")),
-                tree,
-                segment,
-                c.max_distance,
-                c.pairwise_masks,
-                key_hi=f.get("dep_tout") if kind == "dep" else None,
-            )
-            for kind, key, on in (("dep", "tin", c.use_dependency), ("con", "key", c.use_constituency))
-            if on
-        ]
+        parts = []
+        for kind, key, on in (("dep", "tin", c.use_dependency), ("con", "key", c.use_constituency)):
+            if on:
+                k, depth, lo, hi, head = (f[f"{kind}_{n}"] for n in (key, "depth", "anc_lo", "anc_hi", "anc_head"))
+                key_hi = f["dep_tout"] if kind == "dep" else None
+                parts.append(
+                    relation_groups(k, depth, lo, hi, head, tree, segment, c.max_distance, c.pairwise_masks, key_hi)
+                )
         keep = self._kept_groups(device)
         out = []
         for j, g in enumerate(parts):

@@ -138,8 +138,8 @@ def _triton_attention(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Te
 def register_syntax_attention() -> None:
     """Register ``"syntax"`` and its backends (``"syntax_fast"``, ...) and their mask builder (SDPA-style bool
     masks) with transformers. Idempotent; runs when this module is imported."""
-    backends = {"": syntax_attention_forward, "_exact": exact_attention, "_fast": fast_attention}
-    for suffix, function in {**backends, "_triton": _triton_attention}.items():
+    functions: list[Callable[..., Any]] = [syntax_attention_forward, exact_attention, fast_attention, _triton_attention]
+    for suffix, function in zip(("", "_exact", "_fast", "_triton"), functions):
         AttentionInterface.register(SYNTAX_ATTENTION + suffix, function)
         AttentionMaskInterface.register(SYNTAX_ATTENTION + suffix, sdpa_mask)
 
