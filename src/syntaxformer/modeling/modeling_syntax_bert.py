@@ -88,12 +88,8 @@ def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.L
 
 class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
     """Base of the Syntax-BERT models: config class, weight init, loading from a pretrained encoder
-    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`; the encoder always runs the ``"syntax"``
-    attention).
-
-    :class:`SyntaxBertModel` is the backbone; every task model (``SyntaxBertFor...``) holds one as
-    ``self.syntax_bert`` and puts a head of :mod:`syntaxformer.modeling.heads` on its last hidden states.
-    """
+    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`); task models hold the backbone
+    :class:`SyntaxBertModel` as ``self.syntax_bert``."""
 
     config_class = SyntaxBertConfig
     config: SyntaxBertConfig

@@ -120,20 +120,16 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
             (``forced_eos_token_id`` ...) are the wrapped model's ``generation_config``.
         features: source-side syntax features, names among ``upos``, ``xpos``, ``case``, ``subword``; empty = no
             feature embeddings (baseline). The paper's model: POS, case and subword position.
-        feature_dim: ``d``, the size of the feature vector concatenated to the ``D - d`` token embedding (paper:
-            20 of 512).
-        feature_combine: ``"sum"`` (each feature ``d`` dims, summed; the paper's best) or ``"concat"``
-            (concatenated to ``d`` in total).
+        feature_dim: ``d``, the feature vector's size beside the ``D - d`` token embedding (paper: 20 of 512).
+        feature_combine: ``"sum"`` (each feature ``d`` dims, summed; the paper's best) or ``"concat"``.
         use_sg_layer: add SG-Net's syntax-guided layer and dual aggregation on top of the encoder (§3.4.3).
         sg_mask: ``"sdoi"`` (SG-Net: each token attends to its dependency ancestors and itself) or ``"none"``
             (the same extra layer attending to all non-padding tokens: a control for the added capacity).
         alpha: weight of H in ``alpha H + (1 - alpha) H'`` (Eq. 9; 0.5, §5.2).
         sg_num_heads, sg_intermediate_size, sg_dropout: the layer's heads, feed-forward size and dropout; default
             the encoder's.
-        sg_hidden_act: feed-forward activation of the SG layer: ``"gelu"`` (default; SG-Net §3.2 / §3.4.3 uses
-            GeLU), or any activation name of ``transformers.activations`` (``"relu"`` = the wrapped Transformer's
-            own activation in the cpu/base presets). Configs saved before this option existed had the encoder's
-            activation (ReLU) in the SG layer; they load with ``sg_hidden_act="relu"`` (see :meth:`from_dict`).
+        sg_hidden_act: feed-forward activation of the SG layer (a ``transformers.activations`` name): ``"gelu"``
+            (SG-Net §3.2 / §3.4.3); configs saved before the option load with the encoder's (:meth:`from_dict`).
     """
 
     model_type = "syntax_infused_translation"
