@@ -652,9 +652,7 @@ def topical_key_values(
             )
     if call.opts.aggregation != "topical" or call.topical is None:
         return None
-    if call.layer is None:
-        raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
-    u = call.topical.folded(call.layer).view(H, d)  # (H, d)
+    u = call.topical.folded(_layer(module, call)).view(H, d)  # (H, d)
     if full_heads is not None:
         u = u * (~full_heads).to(u.dtype).unsqueeze(-1)
     return torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L)
@@ -662,11 +660,14 @@ def topical_key_values(
 
 def layer_gate(module: nn.Module, call: SyntaxCall) -> torch.Tensor | None:
     """The gate of a syntax layer ``[1, H | 1, 1, 1]``, or ``None`` without one."""
-    if call.gate is None:
-        return None
+    return None if call.gate is None else call.gate.value(_layer(module, call))
+
+
+def _layer(module: nn.Module, call: SyntaxCall) -> int:
+    """The layer index of a syntax layer that needs one (its topical query, its gate)."""
     if call.layer is None:
         raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
-    return call.gate.value(call.layer)
+    return call.layer
 
 
 def added_head_context(module: nn.Module, lisa: LisaRecorder, value: torch.Tensor, dropout: float) -> torch.Tensor:
