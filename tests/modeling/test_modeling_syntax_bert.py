@@ -713,8 +713,10 @@ def test_architectures_receive_groups_in_every_layer(model_type, monkeypatch):
     model = tiny_model(SyntaxBertModel, encoder=cfg)
     assert len(attention_sites(model.encoder)) == 2
     layers = []
-    probs = SA_fast.fast_syntax_probs
-    monkeypatch.setattr(SA_fast, "fast_syntax_probs", lambda *a, **kw: layers.append(a[0].shape) or probs(*a, **kw))
+    probs = SA_fast._FastSyntaxProbs.apply  # the fast path's autograd function, once per syntax layer
+    monkeypatch.setattr(
+        SA_fast._FastSyntaxProbs, "apply", lambda *a, **kw: layers.append(a[0].shape) or probs(*a, **kw)
+    )
     h = model(**batch).last_hidden_state
     assert len(layers) == 2
     with reference_attention():

@@ -1,19 +1,12 @@
-"""Models: the SG-Net, Syntax-BERT and plain-encoder backbones, each with every task head.
-
-* Configs: :class:`SGNetConfig`, :class:`SyntaxBertConfig`, :class:`PlainEncoderConfig` (shared head options in
-  :class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`); ``config.syntax_inputs`` names the batch
-  keys a model reads.
-* Backbones: :class:`SGNetModel`, :class:`SyntaxBertModel`, :class:`PlainEncoderModel`; heads
-  (:mod:`syntaxformer.modeling.heads`) composed over them as ``{System}For{Task}`` classes, looked up by
-  :func:`model_class` from the system registry (:mod:`syntaxformer.registry`), which also knows systems added
-  by other packages.
+"""Models: the SG-Net, Syntax-BERT and plain-encoder backbones (configs :class:`SGNetConfig`,
+:class:`SyntaxBertConfig`, :class:`PlainEncoderConfig`; ``config.syntax_inputs`` names the batch keys a model reads),
+each with every task head of :mod:`syntaxformer.modeling.heads` as ``{System}For{Task}``, looked up by
+:func:`model_class` from the system registry (:mod:`syntaxformer.registry`).
 
 Importing this package registers the ``"syntax"`` attention function and every built-in model with the
-``transformers`` Auto classes (config model types ``"sgnet"``, ``"syntax_bert"`` and ``"plain_encoder"``; configs
-saved under the older ``"syntaxformer"`` / ``"syntaxformer-syntax-bert"`` load as SG-Net / Syntax-BERT), so
-``AutoConfig`` / ``AutoModel`` / ``AutoModelFor{SequenceClassification, QuestionAnswering, MultipleChoice,
-TokenClassification}.from_pretrained`` load a saved model; saved configs carry ``auto_map``. ``import syntaxformer``
-alone is enough: it registers these lazily (:mod:`syntaxformer.registration`).
+``transformers`` Auto classes (older model types ``"syntaxformer"`` / ``"syntaxformer-syntax-bert"`` load as SG-Net /
+Syntax-BERT; saved configs carry ``auto_map``); ``import syntaxformer`` does it lazily
+(:mod:`syntaxformer.registration`).
 """
 
 from syntaxformer import registry as _registry

@@ -11,104 +11,57 @@ from huggingface_hub.dataclasses import strict
 from transformers import PretrainedConfig
 
 from syntaxformer.errors import ConfigError
-from syntaxformer.masks.relations import KINDS, num_groups
+from syntaxformer.masks.relations import num_groups
 from syntaxformer.modeling.configuration_common import SyntaxModelConfig, first_set, ordered_syntax_inputs
 from syntaxformer.modeling.syntax_attention_core import Implementation, SyntaxAttentionOptions, check_implementation
 
-RELATION_KINDS: tuple[str, ...] = KINDS
 TopicalAggregation = Literal["topical", "sum", "mean"]
 
 
 @strict
 class SyntaxBertConfig(SyntaxModelConfig):
-    r"""Configuration of a Syntax-BERT model (:class:`~syntaxformer.modeling.SyntaxBertModel` and its task heads).
-
-    Syntax-BERT (Bai et al., 2021, §3) keeps a pretrained encoder and changes only the flow of information inside
-    every self-attention layer: each head attends within *sub-networks* (parent / child / sibling relations at exact
-    tree distance 1..D in a dependency and a constituency tree, plus a pairwise mask across the two texts of a pair,
-    §3.2) that share the pretrained weights, and a *topical attention* with a learned query per layer mixes the
-    sub-network outputs per token (§3.3, Eq. 2-3). The only new parameters are those queries (one vector per layer).
+    r"""Configuration of a Syntax-BERT model (:class:`~syntaxformer.modeling.SyntaxBertModel` and its task heads):
+    a pretrained encoder whose every self-attention head attends within *sub-networks* (tree relations at distance
+    1..D, §3.2) that share its weights, mixed per token by *topical attention* (§3.3, Eq. 2-3). What each option
+    does and why, with the paper's Table 5 ablations: ``docs/syntax_bert.md``.
 
     Args:
-        encoder: config of the wrapped encoder: a ``PretrainedConfig``, or a dict with a ``model_type`` key
-            (``config.json`` stores it this way). It must be an architecture whose attention goes through
-            ``AttentionInterface`` and that forwards the model call's keyword arguments to it (BERT, RoBERTa,
-            XLM-RoBERTa, CamemBERT, ELECTRA, ERNIE, Data2VecText, DistilBERT, ...). Default: a ``BertConfig()``.
-        max_distance: D, the largest tree distance of a relation (§4: 15). Must not exceed the ``max_distance`` the
-            batch was collated with.
-        use_dependency: use the dependency-tree partition (Table 5 "w/o dependency trees" = False).
-        use_constituency: use the constituency-tree partition (Table 5 "w/o constituency trees" = False; needs the
-            ``con_*`` batch keys). Paper default: both trees (§4), M = 3D (+1) sub-networks each.
-        parent_masks, child_masks, sibling_masks, pairwise_masks: keep these relation kinds (Table 5, "w/o ...
-            masks" = False), named as in the paper (§3.2): *parent* = the query token i is the parent or an
-            ancestor of the key j; *child* = j is the parent or an ancestor of i
-            (:mod:`syntaxformer.masks.relations`). Configs saved before ``relation_names`` existed used the
-            opposite names; they load with their old meaning (the two flags are swapped, see :meth:`from_dict`).
-        relation_names: ``"paper"``: marks a config whose ``parent_masks`` / ``child_masks`` follow the paper's
-            names (every config written now); a saved config without it is read as the old naming. The pairwise mask links the two texts of a pair (§3.2); it is empty for single texts.
-        pairwise: what the pairwise sub-network joins: ``"text"`` (default; pairs of tokens in the two different
-            texts of a pair) or ``"sentence"`` (the paper, §3.2: pairs of tokens in different *sentences*, also
-            inside one passage; the sentence id is ``syntax_tree``, so ``syntax_segment`` is not read).
-        self_group: our extension: the token itself (its own pieces' diagonal entry) as one more sub-network
-            (group ``"self"``, id 3D+2, in the first partition only). Rows of special tokens and padding get none,
-            so they keep their ``empty_rows`` behaviour. The paper's sub-networks exclude the token itself.
-        special_keys: our extension: the special-token keys ([CLS], [SEP], ...: ``syntax_tree == -1``, not
-            padding) of every non-special row as one more sub-network (group ``"special"``, id 3D+3, in the first
-            partition only). In the paper they are unreachable from the sub-networks.
-        random_masks: Table 5 "w/o syntax trees": the group ids of each example are shuffled at random among its
-            pairs of words (:func:`~syntaxformer.masks.random.random_like_groups`), so every sub-network keeps its
-            size but loses the tree. The shuffle of an example is a fixed function of its token ids and
-            ``random_masks_seed``, so it is the same in every epoch and at evaluation.
+        encoder: config of the wrapped encoder (a ``PretrainedConfig``, or a dict with ``model_type``): an
+            architecture whose attention goes through ``AttentionInterface`` (BERT, RoBERTa, ELECTRA, DistilBERT,
+            ...). Default: a ``BertConfig()``.
+        max_distance: D, the largest tree distance of a relation (§4: 15); at most the collator's ``max_distance``.
+        use_dependency, use_constituency: use the dependency / constituency partition (Table 5 "w/o ... trees").
+        parent_masks, child_masks, sibling_masks, pairwise_masks: keep these relation kinds (Table 5 "w/o ...
+            masks"), named as in the paper (*parent*: the query token is the parent or an ancestor of the key).
+        relation_names: ``"paper"``; a saved config without it used the opposite names for parent and child and
+            loads with the two flags swapped (:meth:`from_dict`).
+        pairwise: ``"text"`` (the pairwise mask joins the two texts of a pair) or ``"sentence"`` (the paper, §3.2:
+            different sentences, read from ``syntax_tree``).
+        self_group: our extension: the token itself as one more sub-network (id 3D+2, first partition).
+        special_keys: our extension: the special-token keys of every word row as one more sub-network (id 3D+3).
+        random_masks: Table 5 "w/o syntax trees": each example's group ids shuffled among its pairs of words, a fixed
+            function of its token ids and ``random_masks_seed``.
         random_masks_seed: seed of those shuffles.
-        aggregation: ``"topical"`` (Eq. 2-3, the paper's model), ``"sum"`` (Table 5 "w/o topical attention": a
-            plain summation of the sub-network outputs) or ``"mean"`` (their average).
-        topical_projections: ``"shared"`` (default: the topical score reuses each layer's pretrained key
-            projection, ``q · (O_g W_O W_K)``, and the values are the sub-network outputs themselves: 9.2K new
-            parameters at BERT-base, the task queries) or ``"own"`` (the paper's Eq. 2: topical attention with its
-            own key projection ``W_Kt`` (hidden -> heads * d_head, initialised as a copy of the layer's key
-            projection) and value projection ``W_Vt`` (identity at initialisation, applied before the layer's
-            output projection) per layer; new parameters ``syntax_bert.topical.key_weight`` / ``value_weight``,
-            trained at ``new_params_lr``). Only with ``aggregation="topical"``. At initialisation both give the
-            same model.
-        full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network. Default
-            False: the paper counts M = 90 (92 for pairs) possible sub-networks, all syntactic (§4); per token
-            only the non-empty ones are candidates (16.1 on average, at most 44, on STS-B dev).
-        empty_rows: rows with no non-empty sub-network ([CLS], [SEP], padding, one-word sentences): ``"full"``
-            (default) attend to all non-padding tokens as in the pretrained layer, so a first-token classifier still
-            sees the sentence; ``"self"`` attend to themselves only.
-        gate: ``"none"`` (default: the paper read literally, each syntax layer attends only within sub-networks),
-            ``"layer"`` or ``"head"``: our extension, a zero-initialised scalar ``g`` per layer / per (layer, head)
-            with ``ctx = P_full V + g (Σ_g α_g O_g - P_full V)``. At ``g = 0`` the model *is* the pretrained
-            encoder (the literal form starts far from it: token cosine ~0.57 to the plain encoder on MiniLM, see
-            ``syntaxformer diagnose``); the gates are new parameters (``syntax_bert.gate.weight``, trained at
-            ``new_params_lr``). The paper claims to "retain the pre-trained knowledge" but gives no mechanism.
-        syntax_layers: indices of the layers that use sub-networks; ``None`` = every layer (the paper). Other
-            layers run their ordinary attention (e.g. ``[]`` for a LISA-only baseline).
-        implementation: ``"fast"`` (default), ``"exact"``, ``"triton"`` (fused Triton kernels; CUDA, no attention
-            dropout) or ``"auto"`` (the table :data:`syntaxformer.modeling.syntax_attention.AUTO`); see
-            ``docs/syntax_bert.md``. A saved config with the removed ``"flex"`` is refused, naming these.
-        lisa_layer: LISA (Strubell et al., 2018; Syntax-BERT §4 "+ LISA"): index of the layer whose head
-            ``lisa_head`` is trained to attend to each token's dependency parent (``None`` = no LISA). That head
-            attends to all non-padding tokens (it is not split into sub-networks); the model returns the
-            cross-entropy of its attention rows against ``dep_parent`` as ``lisa_loss`` and adds
-            ``lisa_loss_weight * lisa_loss`` to the task loss. The head keeps the pretrained dot-product attention
-            (the original LISA uses a bi-affine head trained from scratch).
+        aggregation: ``"topical"`` (Eq. 2-3), ``"sum"`` (Table 5 "w/o topical attention") or ``"mean"``.
+        topical_projections: ``"shared"`` (the layer's pretrained ``W_K``, no ``W^V``; only the task queries are
+            new) or ``"own"`` (the paper's own ``W_Kt`` / ``W_Vt`` per layer); the same model at initialisation.
+        full_attention_candidate: also aggregate the vanilla attention as one more sub-network (the paper: no).
+        empty_rows: rows with no non-empty sub-network: ``"full"`` (attend as the pretrained layer) or ``"self"``.
+        gate: ``"none"`` (the paper, literal), ``"layer"`` or ``"head"``: our zero-initialised gate
+            ``ctx = P_full V + g (Σ_g α_g O_g - P_full V)``, so the model starts as the pretrained encoder.
+        syntax_layers: indices of the layers with sub-networks (``None`` = all, the paper; ``[]`` = none).
+        implementation: ``"fast"`` (default), ``"exact"``, ``"triton"`` (CUDA, no attention dropout) or ``"auto"``
+            (:data:`syntaxformer.modeling.syntax_attention.AUTO`); a saved ``"flex"`` is refused, naming these.
+        lisa_layer: LISA (Strubell et al., 2018; the paper's "+ LISA"): the layer whose head ``lisa_head`` is
+            trained to attend to each token's dependency parent (``None`` = no LISA); ``lisa_loss_weight *
+            lisa_loss`` is added to the task loss.
         lisa_head: head index of the LISA head.
-        lisa_head_mode: ``"existing"`` (default): head ``lisa_head`` of the pretrained layer is the LISA head (taken
-            out of the sub-networks). ``"added"`` (LISA and the paper's "+ LISA" add a head): a new head with its
-            own query / key projections (initialised as copies of head ``lisa_head``'s) is supervised by the LISA
-            loss, every pretrained head stays as it is, and the new head's attention enters the layer as
-            ``ctx_h += m_h P_a V_h`` with zero-initialised mixing weights ``m`` (new parameters
-            ``syntax_bert.lisa.*``, trained at ``new_params_lr``); see
-            :class:`~syntaxformer.modeling.syntax_attention_core.AddedLisaHead`. Ignored without ``lisa_layer``.
+        lisa_head_mode: ``"existing"`` (that pretrained head, taken out of the sub-networks) or ``"added"`` (a new
+            head, :class:`~syntaxformer.modeling.syntax_attention_core.AddedLisaHead`).
         lisa_loss_weight: weight of the LISA loss in the total loss.
-        classifier_dropout: dropout before the heads' output layers; default the encoder's ``classifier_dropout``
-            if set, else its hidden dropout.
-        pooling, initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight, span_loss_weight,
-            verifier_beta1, verifier_beta2: the task-head options shared by every system, see
-            :class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`.
-
-    The batch keys the model reads are :attr:`syntax_inputs`; the LISA loss is added to the loss of every head.
+        classifier_dropout, pooling, initializer_range, num_labels, problem_type, qa_verifier,
+            verifier_loss_weight, span_loss_weight, verifier_beta1, verifier_beta2: the task-head options of every
+            system (:class:`~syntaxformer.modeling.configuration_common.SyntaxModelConfig`).
 
     Example::
 
@@ -218,23 +171,22 @@ class SyntaxBertConfig(SyntaxModelConfig):
         return self.syntax_layers is None or len(self.syntax_layers) > 0
 
     @property
-    def syntax_inputs(self) -> tuple[str, ...]:
-        """The syntax batch keys Syntax-BERT reads with these options.
+    def group_inputs(self) -> tuple[str, ...]:
+        """The batch keys the relation groups are built from: ``syntax_tree``, ``syntax_segment`` (not with
+        ``pairwise="sentence"``) and per tree used its node keys, depths and ``[L, D]`` ancestor tables
+        (D >= :attr:`max_distance`)."""
+        keys: tuple[str, ...] = ("syntax_tree",) if self.pairwise == "sentence" else ("syntax_tree", "syntax_segment")
+        if self.use_dependency:
+            keys += ("dep_tin", "dep_tout", "dep_depth", "dep_anc_lo", "dep_anc_hi", "dep_anc_head")
+        if self.use_constituency:
+            keys += ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
+        return keys
 
-        With sub-networks (:attr:`uses_groups`): ``syntax_tree``, ``syntax_segment`` (not with
-        ``pairwise="sentence"``) and, per tree used, what its
-        relation groups are built from (dependency: ``dep_tin``, ``dep_tout``, ``dep_depth``, ``dep_anc_lo``,
-        ``dep_anc_hi``, ``dep_anc_head``; constituency: ``con_key``, ``con_depth``, ``con_anc_*``; the ancestor
-        tables are ``[L, D]`` with D >= :attr:`max_distance`); ``dep_parent`` with LISA; ``syntax_tree`` for
-        ``pooling="mean"``. A model without sub-networks, LISA or mean pooling reads none: ``()``.
-        """
-        keys: set[str] = set(self.mean_pooling_inputs())
-        if self.uses_groups:
-            keys |= {"syntax_tree"} if self.pairwise == "sentence" else {"syntax_tree", "syntax_segment"}
-            if self.use_dependency:
-                keys |= {"dep_tin", "dep_tout", "dep_depth", "dep_anc_lo", "dep_anc_hi", "dep_anc_head"}
-            if self.use_constituency:
-                keys |= {"con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head"}
+    @property
+    def syntax_inputs(self) -> tuple[str, ...]:
+        """The syntax batch keys Syntax-BERT reads with these options: :attr:`group_inputs` with sub-networks
+        (:attr:`uses_groups`), ``dep_parent`` with LISA, ``syntax_tree`` for ``pooling="mean"``; else ``()``."""
+        keys = set(self.mean_pooling_inputs()) | set(self.group_inputs if self.uses_groups else ())
         if self.lisa_layer is not None:
             keys.add("dep_parent")
         return ordered_syntax_inputs(keys)

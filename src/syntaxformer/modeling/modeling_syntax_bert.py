@@ -1,22 +1,14 @@
 """Syntax-BERT (Bai et al., 2021): masked sub-network attention in every layer of a pretrained encoder, mixed per
 token by topical attention; LISA-style parent head as an option.
 
-``SyntaxBertModel`` wraps any ``AutoModel`` encoder whose attention goes through transformers' ``AttentionInterface``
-(BERT, RoBERTa, ELECTRA, ... — see ``docs/syntax_bert.md``) and runs it with ``attn_implementation="syntax"``
-(:mod:`syntaxformer.modeling.syntax_attention`): never a copy of its code. Per forward pass it builds the relation
-groups of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch once
-(:func:`~syntaxformer.masks.relations.relation_groups_from_features`), applies the ablations of the paper's Table 5,
-and hands them to every layer through the model call's keyword arguments. The task models
-(``SyntaxBertForSequenceClassification``, ``...ForQuestionAnswering``, ``...ForMultipleChoice``,
-``...ForTokenClassification``) put the heads of :mod:`syntaxformer.modeling.heads` on its last hidden states and add
-the LISA loss to every head's loss.
+:class:`SyntaxBertModel` wraps any ``AutoModel`` encoder whose attention goes through ``AttentionInterface`` and runs
+it with ``attn_implementation="syntax"`` (:mod:`syntaxformer.modeling.syntax_attention`), never a copy of its code;
+per forward it builds the relation groups of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch once, with
+the ablations of Table 5. The ``SyntaxBertFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads`
+on it (the LISA loss is added to every head's loss)::
 
-Typical use::
-
-    from syntaxformer.defaults import default_hf_model
     model = SyntaxBertForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
     out = model(**batch)            # a SyntaxCollator batch, plus "labels" for a loss
-    model.save_pretrained("run/")   # AutoModelForSequenceClassification.from_pretrained("run/") loads it back
 """
 
 import zlib
@@ -30,7 +22,7 @@ from transformers import initialization as init
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
 from syntaxformer.masks.relations import CHILD, PAIRWISE, PARENT, SELF, SIBLING, SPECIAL, group_id, relation_groups
-from syntaxformer.modeling.configuration_syntax_bert import RELATION_KINDS, SyntaxBertConfig
+from syntaxformer.modeling.configuration_syntax_bert import SyntaxBertConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,
@@ -52,9 +44,7 @@ from syntaxformer.modeling.syntax_attention_core import (
 )
 from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin, encoder_inputs
 
-# ---------------------------------------------------------------------------------------------------------------
-# Finding the attention layers of a host model
-# ---------------------------------------------------------------------------------------------------------------
+# --- Finding the attention layers of a host model ---
 
 
 def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.Linear]]:
@@ -93,19 +83,13 @@ def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.L
     return sites
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Models
-# ---------------------------------------------------------------------------------------------------------------
+# --- Models ---
 
 
 class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
     """Base of the Syntax-BERT models: config class, weight init, loading from a pretrained encoder
-    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`; the encoder always runs the ``"syntax"``
-    attention).
-
-    :class:`SyntaxBertModel` is the backbone; every task model (``SyntaxBertFor...``) holds one as
-    ``self.syntax_bert`` and puts a head of :mod:`syntaxformer.modeling.heads` on its last hidden states.
-    """
+    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`); task models hold the backbone
+    :class:`SyntaxBertModel` as ``self.syntax_bert``."""
 
     config_class = SyntaxBertConfig
     config: SyntaxBertConfig
@@ -117,10 +101,8 @@ class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Hugging Face's default init (normal linears, unit LayerNorms); topical queries at zero (start from the
-        average of the non-empty sub-networks); own topical projections as copies of the layers' key projections and
-        identities; gates at zero (start from the pretrained attention). Loaded weights
-        are never re-initialised."""
+        """Hugging Face's default init, then the new parts at their starting points (below); loaded weights are
+        never re-initialised."""
         super()._init_weights(module)
         if isinstance(module, TopicalAttention):
             init.zeros_(module.query)
@@ -167,25 +149,17 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         self.encoder = encoder = self.wrap_encoder(config, encoder, pooler=_NoPooler())
         sites = attention_sites(encoder)
         for i, (module, _, _) in enumerate(sites):
-            module.syntax_layer_idx = i  # type: ignore[assignment]  # (torch types Module attributes as tensors or modules) the layer's topical query (architectures without layer_idx need it)
+            # the layer's topical query (architectures without layer_idx need it); torch types Module attributes
+            module.syntax_layer_idx = i  # type: ignore[assignment]
+        dim, heads = sites[0][1].out_features, config.num_attention_heads
+        self.topical = None
         if config.aggregation == "topical":
-            self.topical = TopicalAttention(
-                len(sites), sites[0][1].out_features, config.hidden_size, projections=config.topical_projections
-            )
+            self.topical = TopicalAttention(len(sites), dim, config.hidden_size, config.topical_projections)
             self.topical.bind([(key, out) for _, key, out in sites])
-        else:
-            self.topical = None
+        self.lisa = None
         if config.lisa_layer is not None and config.lisa_head_mode == "added":
-            heads = config.num_attention_heads
-            self.lisa = AddedLisaHead(
-                config.lisa_layer, heads, sites[0][1].out_features // heads, init_head=config.lisa_head
-            )
-        else:
-            self.lisa = None
-        if config.gate == "none":
-            self.gate = None
-        else:
-            self.gate = SyntaxGate(len(sites), config.num_attention_heads, per_head=config.gate == "head")
+            self.lisa = AddedLisaHead(config.lisa_layer, heads, dim // heads, config.lisa_head)
+        self.gate = None if config.gate == "none" else SyntaxGate(len(sites), heads, per_head=config.gate == "head")
         self.post_init()
 
     def use_syntax_attention(self) -> None:
@@ -226,17 +200,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             :class:`SyntaxGroups` with one int64 ``[B, L, L]`` tensor per tree kind (0 = no sub-network).
         """
         c = self.config
-        D = c.max_distance
-        base = ("syntax_tree",) if c.pairwise == "sentence" else ("syntax_tree", "syntax_segment")
-        missing = [k for k in base if features.get(k) is None]
-        kinds = (["dep"] if c.use_dependency else []) + (["con"] if c.use_constituency else [])
-        for kind in kinds:
-            missing += [
-                f"{kind}_{n}"
-                for n in (("tin", "tout", "depth") if kind == "dep" else ("key", "depth"))
-                + ("anc_lo", "anc_hi", "anc_head")
-                if features.get(f"{kind}_{n}") is None
-            ]
+        missing = [k for k in c.group_inputs if features.get(k) is None]
         if missing:
             raise InputError(
                 f"Syntax-BERT needs the batch keys {missing} (built by "
@@ -249,35 +213,13 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         tree = f["syntax_tree"]
         segment = tree if c.pairwise == "sentence" else f["syntax_segment"]  # pairwise joins sentences / texts
         parts = []
-        if c.use_dependency:
-            parts.append(
-                relation_groups(
-                    f["dep_tin"],
-                    f["dep_depth"],
-                    f["dep_anc_lo"],
-                    f["dep_anc_hi"],
-                    f["dep_anc_head"],
-                    tree,
-                    segment,
-                    D,
-                    c.pairwise_masks,
-                    key_hi=f["dep_tout"],
+        for kind, key, on in (("dep", "tin", c.use_dependency), ("con", "key", c.use_constituency)):
+            if on:
+                k, depth, lo, hi, head = (f[f"{kind}_{n}"] for n in (key, "depth", "anc_lo", "anc_hi", "anc_head"))
+                key_hi = f["dep_tout"] if kind == "dep" else None
+                parts.append(
+                    relation_groups(k, depth, lo, hi, head, tree, segment, c.max_distance, c.pairwise_masks, key_hi)
                 )
-            )
-        if c.use_constituency:
-            parts.append(
-                relation_groups(
-                    f["con_key"],
-                    f["con_depth"],
-                    f["con_anc_lo"],
-                    f["con_anc_hi"],
-                    f["con_anc_head"],
-                    tree,
-                    segment,
-                    D,
-                    c.pairwise_masks,
-                )
-            )
         keep = self._kept_groups(device)
         out = []
         for j, g in enumerate(parts):
@@ -316,11 +258,9 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
             return None
         D = c.max_distance
         table = torch.arange(c.num_buckets, device=device)
-        for kind in RELATION_KINDS:
-            on = flags[kind]
-            if not on:
-                lo, hi = group_id(kind, 1, D), group_id(kind, D, D)  # the ids of all distances of this kind
-                table[lo : hi + 1] = 0
+        for kind, on in flags.items():
+            if not on:  # drop the ids of all distances of this kind
+                table[group_id(kind, 1, D) : group_id(kind, D, D) + 1] = 0
         return table
 
     @syntax_forward_signature
@@ -369,8 +309,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         return_dict = self.config.return_dict if return_dict is None else return_dict
         self.use_syntax_attention()
         device = cast(torch.Tensor, self.encoder.get_input_embeddings().weight).device
-        uses_syntax = self.config.syntax_layers is None or len(self.config.syntax_layers) > 0
-        if syntax_groups is None and uses_syntax:
+        if syntax_groups is None and self.config.uses_groups:
             syntax_groups = self.build_groups(features, device, input_ids)
         recorder = None
         if self.config.lisa_layer is not None:
@@ -425,23 +364,16 @@ def _random_groups(
 
 
 class SyntaxBertForSequenceClassification(SequenceClassificationHead, SyntaxBertPreTrainedModel):
-    """Syntax-BERT with a sequence classification / regression head (GLUE, SST, NLI; §4):
-    :class:`~syntaxformer.modeling.heads.SequenceClassificationHead` on the last hidden states (the LISA loss is
-    added to the loss)."""
+    """Syntax-BERT with a sequence classification / regression head (GLUE, SST, NLI; §4)."""
 
 
 class SyntaxBertForQuestionAnswering(QuestionAnsweringHead, SyntaxBertPreTrainedModel):
-    """Syntax-BERT for span question answering (SQuAD 2.0) with the optional answer verifier:
-    :class:`~syntaxformer.modeling.heads.QuestionAnsweringHead` on the last hidden states (the LISA loss is added
-    to the loss)."""
+    """Syntax-BERT for span question answering (SQuAD 2.0) with the optional answer verifier."""
 
 
 class SyntaxBertForMultipleChoice(MultipleChoiceHead, SyntaxBertPreTrainedModel):
-    """Syntax-BERT for multiple choice (RACE): :class:`~syntaxformer.modeling.heads.MultipleChoiceHead` (inputs and
-    syntax tensors ``[B, C, L, ...]``, flattened to ``B * C`` sequences; the LISA loss is added to the loss)."""
+    """Syntax-BERT for multiple choice (RACE; inputs ``[B, C, L, ...]``)."""
 
 
 class SyntaxBertForTokenClassification(TokenClassificationHead, SyntaxBertPreTrainedModel):
-    """Syntax-BERT with a per-token classifier (tagging):
-    :class:`~syntaxformer.modeling.heads.TokenClassificationHead` on the last hidden states (the LISA loss is added
-    to the loss)."""
+    """Syntax-BERT with a per-token classifier (tagging)."""

@@ -1,32 +1,13 @@
-"""The Syntax-Infused Transformer for translation: a regular Hugging Face seq2seq model trained from random init.
+"""The Syntax-Infused Transformer for translation: a regular Hugging Face seq2seq model trained from random init
+(``docs/translation.md``, "The model").
 
-:class:`SyntaxInfusedForConditionalGeneration` is a ``PreTrainedModel`` + ``GenerationMixin`` registered with
-``AutoModelForSeq2SeqLM`` (config :class:`SyntaxInfusedTranslationConfig`, ``model_type``
-``"syntax_infused_translation"``): ``AutoModelForSeq2SeqLM.from_pretrained(folder)`` loads a trained model and
-``model.generate(input_ids, attention_mask, upos_ids=..., ...)`` is transformers' own beam search. The syntax inputs
-(:attr:`SyntaxInfusedTranslationConfig.syntax_inputs`) are encoder inputs: ``generate`` hands them to
-:meth:`~SyntaxInfusedForConditionalGeneration.get_encoder` once, and the decoding steps read the encoder outputs.
-
-The Transformer is ``transformers``' own encoder-decoder (``MarianMTModel`` from a ``MarianConfig`` by default: the
-post-LN Transformer of Vaswani et al. with sinusoidal positions and scaled embeddings); nothing of it is copied.
-Two optional syntax parts sit around its encoder:
-
-1. **Syntax-infused embeddings** (Sundararaman et al.): the encoder input is ``[e_m ; f_m]`` with a source token
-   embedding ``e_m`` of size ``D - d`` and the feature vector ``f_m`` (POS, case, B/M/E/O; d = 20, summed) of
-   :class:`~syntaxformer.modeling.embeddings.SyntaxInfusedEmbedding`, passed to the encoder as ``inputs_embeds``.
-   The decoder keeps all ``D`` dimensions for words. The baseline uses the same module with no features (a plain
-   ``D``-dimensional source embedding), so the arms differ only in what they add.
-2. **SG-Net encoder** (Zhang et al., TPAMI §3.4.3): one syntax-guided self-attention layer
-   (:class:`~syntaxformer.modeling.sg_layer.SyntaxGuidedLayer`, SDOI mask: ancestors and self; GeLU feed-forward as
-   in the paper, ``sg_hidden_act``, where the wrapped Transformer uses ReLU) on the encoder
-   output H, and dual aggregation ``H̄ = alpha H + (1 - alpha) H'`` (Eq. 9, alpha = 0.5); the decoder's
-   encoder-decoder attention reads H̄ (Eq. 16) and the output distribution is the decoder's usual tied softmax
-   projection (Eq. 17's "linear, potentially multi-layered function"; no extra GELU layer, so every arm has the
-   same output layer).
-
-The loss with ``labels`` is the plain cross-entropy of every HF seq2seq model; label smoothing (0.1 in both papers)
-is the Trainer's ``label_smoothing_factor`` (see :meth:`syntaxformer.tasks.translation.TranslationTask.
-training_defaults`).
+:class:`SyntaxInfusedForConditionalGeneration` (``PreTrainedModel`` + ``GenerationMixin``, registered with
+``AutoModelForSeq2SeqLM``) wraps transformers' own encoder-decoder (``MarianMTModel`` by default; nothing copied)
+with two optional syntax parts around its encoder: syntax-infused source embeddings ``[e_m ; f_m]`` (Sundararaman
+et al.; :class:`~syntaxformer.modeling.embeddings.SyntaxInfusedEmbedding`, passed as ``inputs_embeds``) and SG-Net's
+syntax-guided layer with dual aggregation on the encoder output (Zhang et al., TPAMI §3.4.3, Eq. 9, 16). The syntax
+inputs are encoder inputs: ``generate`` hands them to :meth:`~SyntaxInfusedForConditionalGeneration.get_encoder`
+once. The loss is the plain cross-entropy; label smoothing is the Trainer's ``label_smoothing_factor``.
 """
 
 from __future__ import annotations
@@ -73,33 +54,16 @@ __all__ = [
 #: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
 #: ``base``: Vaswani et al.'s base model (the papers' setting); ``tiny``: tests.
 PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {
-        "d_model": 32,
-        "encoder_layers": 1,
-        "decoder_layers": 1,
-        "encoder_attention_heads": 2,
-        "decoder_attention_heads": 2,
-        "encoder_ffn_dim": 64,
-        "decoder_ffn_dim": 64,
-    },
-    "cpu": {
-        "d_model": 128,
-        "encoder_layers": 3,
-        "decoder_layers": 3,
-        "encoder_attention_heads": 4,
-        "decoder_attention_heads": 4,
-        "encoder_ffn_dim": 512,
-        "decoder_ffn_dim": 512,
-    },
-    "base": {
-        "d_model": 512,
-        "encoder_layers": 6,
-        "decoder_layers": 6,
-        "encoder_attention_heads": 8,
-        "decoder_attention_heads": 8,
-        "encoder_ffn_dim": 2048,
-        "decoder_ffn_dim": 2048,
-    },
+    name: dict(
+        d_model=d,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=ffn,
+        decoder_ffn_dim=ffn,
+    )
+    for name, d, layers, heads, ffn in (("tiny", 32, 1, 2, 64), ("cpu", 128, 3, 4, 512), ("base", 512, 6, 8, 2048))
 }
 
 #: Keyword arguments ``transformers`` passes to a model's ``forward`` besides its named parameters (``generate``,
@@ -156,20 +120,16 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
             (``forced_eos_token_id`` ...) are the wrapped model's ``generation_config``.
         features: source-side syntax features, names among ``upos``, ``xpos``, ``case``, ``subword``; empty = no
             feature embeddings (baseline). The paper's model: POS, case and subword position.
-        feature_dim: ``d``, the size of the feature vector concatenated to the ``D - d`` token embedding (paper:
-            20 of 512).
-        feature_combine: ``"sum"`` (each feature ``d`` dims, summed; the paper's best) or ``"concat"``
-            (concatenated to ``d`` in total).
+        feature_dim: ``d``, the feature vector's size beside the ``D - d`` token embedding (paper: 20 of 512).
+        feature_combine: ``"sum"`` (each feature ``d`` dims, summed; the paper's best) or ``"concat"``.
         use_sg_layer: add SG-Net's syntax-guided layer and dual aggregation on top of the encoder (§3.4.3).
         sg_mask: ``"sdoi"`` (SG-Net: each token attends to its dependency ancestors and itself) or ``"none"``
             (the same extra layer attending to all non-padding tokens: a control for the added capacity).
         alpha: weight of H in ``alpha H + (1 - alpha) H'`` (Eq. 9; 0.5, §5.2).
         sg_num_heads, sg_intermediate_size, sg_dropout: the layer's heads, feed-forward size and dropout; default
             the encoder's.
-        sg_hidden_act: feed-forward activation of the SG layer: ``"gelu"`` (default; SG-Net §3.2 / §3.4.3 uses
-            GeLU), or any activation name of ``transformers.activations`` (``"relu"`` = the wrapped Transformer's
-            own activation in the cpu/base presets). Configs saved before this option existed had the encoder's
-            activation (ReLU) in the SG layer; they load with ``sg_hidden_act="relu"`` (see :meth:`from_dict`).
+        sg_hidden_act: feed-forward activation of the SG layer (a ``transformers.activations`` name): ``"gelu"``
+            (SG-Net §3.2 / §3.4.3); configs saved before the option load with the encoder's (:meth:`from_dict`).
     """
 
     model_type = "syntax_infused_translation"
@@ -465,16 +425,8 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         if encoder_outputs is None:
             if input_ids is None:
                 raise InputError("forward needs input_ids or encoder_outputs")
-            features = {
-                k: v
-                for k, v in (
-                    ("upos_ids", upos_ids),
-                    ("xpos_ids", xpos_ids),
-                    ("case_ids", case_ids),
-                    ("subword_ids", subword_ids),
-                )
-                if v is not None
-            }
+            values = (upos_ids, xpos_ids, case_ids, subword_ids)
+            features = {f"{k}_ids": v for k, v in zip(("upos", "xpos", "case", "subword"), values) if v is not None}
             encoder_outputs = self.encode(input_ids, attention_mask, dep_tin, dep_tout, syntax_tree, **features)
         elif isinstance(encoder_outputs, tuple):
             encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])

@@ -1,12 +1,7 @@
-"""SG-Net's syntax-guided self-attention layer (TPAMI §3.2, Eq. 6-8) and the ways to aggregate its output (§3.3).
-
-The layer is one post-LN Transformer layer (as BERT's) whose attention is restricted by a bool mask (True = may
-attend): ``H' = LN(A + FFN(A))`` with ``A = LN(H + MultiHead(H, mask) W_O)``. Attention runs through
-:func:`torch.nn.functional.scaled_dot_product_attention` (fused kernels on CPU and GPU) and never loops over
-examples or heads; the attention probabilities are computed explicitly only when asked for (analysis).
-
-Aggregations combine the encoder output H and the layer output H' into H̄ (see
-:class:`~syntaxformer.modeling.SGNetConfig`, ``aggregation``).
+"""SG-Net's syntax-guided self-attention layer (TPAMI §3.2, Eq. 6-8) and the ways to aggregate its output with the
+encoder's (§3.3; :class:`~syntaxformer.modeling.SGNetConfig` ``aggregation``). Attention runs through
+:func:`torch.nn.functional.scaled_dot_product_attention`, never looping over examples or heads; the probabilities
+are computed explicitly only when asked for (analysis).
 """
 
 from __future__ import annotations
@@ -193,9 +188,7 @@ class SyntaxGuidedLayer(nn.Module):
             self.attn_norm.eps = self.output_norm.eps = eps
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Aggregations: (H [B, L, H], H' [B, L, H], key_valid [B, L] bool) -> H̄ [B, L, H]
-# ---------------------------------------------------------------------------------------------------------------
+# --- Aggregations: (H [B, L, H], H' [B, L, H], key_valid [B, L] bool) -> H̄ [B, L, H] ---
 
 
 class DualAggregation(nn.Module):
@@ -243,11 +236,8 @@ class SyntaxOnlyAggregation(nn.Module):
 
 
 class ConcatAggregation(nn.Module):
-    """``H̄ = [H; H'] W^T + b`` (Table 6's "concatenation"), ``W``: ``[H, 2H]``, ``b``: ``[H]``.
-
-    ``W`` is initialised to ``[alpha I, (1 - alpha) I]`` and ``b`` to 0 (:meth:`reset_parameters`), so the model
-    starts as the dual aggregation. (Plain parameters rather than an ``nn.Linear``, so that the generic
-    normal init of linears does not apply.)
+    """``H̄ = [H; H'] W^T + b`` (Table 6's "concatenation"), ``W``: ``[H, 2H]`` (plain parameters, untouched by the
+    generic init of linears), initialised to ``[alpha I, (1 - alpha) I]`` and ``b = 0``: the dual aggregation.
 
     Args:
         hidden_size: H.
@@ -345,8 +335,4 @@ def build_aggregation(config: SGNetConfig) -> nn.Module:
 
 def _logit(p: float, bound: float = 10.0) -> float:
     """``log(p / (1 - p))`` clamped to ``[-bound, bound]``."""
-    if p <= 0.0:
-        return -bound
-    if p >= 1.0:
-        return bound
-    return max(-bound, min(bound, math.log(p / (1.0 - p))))
+    return max(-bound, min(bound, math.log(p / (1.0 - p)))) if 0.0 < p < 1.0 else math.copysign(bound, p - 0.5)

@@ -1,16 +1,9 @@
-"""Syntax-BERT attention (Bai et al., 2021, §3.3) as Hugging Face attention functions: ``"syntax"`` picks a backend
-by ``syntax_options.implementation`` and calls it through ``AttentionInterface``, where each backend is one function
-with the interface's signature:
-
-* ``"syntax_exact"``, :func:`~syntaxformer.modeling.syntax_attention_exact.exact_attention`: the readable
-  reference, the effective attention ``A`` ``[B, H, L, L]`` through autograd;
-* ``"syntax_fast"``, :func:`~syntaxformer.modeling.syntax_attention_fast.fast_attention`: ``A`` from one softmax
-  and small per-group tables, with a hand-written backward (the default);
-* ``"syntax_triton"``, :func:`~syntaxformer.modeling.syntax_attention_triton.triton_attention`: fused Triton
-  kernels that never build ``A`` (CUDA).
-
-What they compute (the options, the group ids, the learned parts and recorders) is
-:mod:`syntaxformer.modeling.syntax_attention_core`; ``"auto"`` is the table :data:`AUTO`.
+"""Syntax-BERT attention (Bai et al., 2021, §3.3) as Hugging Face attention functions: ``"syntax"`` calls the
+backend ``"syntax_<implementation>"`` (``syntax_options.implementation``; ``"auto"``: the table :data:`AUTO`)
+through ``AttentionInterface``, each one function with the interface's signature: ``"syntax_exact"`` (the readable
+reference, autograd), ``"syntax_fast"`` (one softmax, small per-group tables, hand-written backward; the default) and
+``"syntax_triton"`` (fused kernels that never build ``A``; CUDA). What they compute:
+:mod:`syntaxformer.modeling.syntax_attention_core`.
 """
 
 from __future__ import annotations
@@ -29,11 +22,8 @@ from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 from syntaxformer.modeling.syntax_attention_core import (
     SYNTAX_ATTENTION,
     Implementation,
-    LisaRecorder,
     SyntaxAttentionOptions,
-    SyntaxAttentionRecorder,
     SyntaxGate,
-    TopicalAttention,
 )
 from syntaxformer.modeling.syntax_attention_exact import exact_attention
 from syntaxformer.modeling.syntax_attention_fast import fast_attention
@@ -53,27 +43,18 @@ class AutoRule(NamedTuple):
     reason: str
 
 
-#: ``implementation="auto"``: the first row that applies to a call names its backend.
+#: ``implementation="auto"``: the first row that applies to a call names its backend (the reasons, measured:
+#: ``docs/syntax_bert.md``, "Implementations").
 AUTO: tuple[AutoRule, ...] = (
+    AutoRule("fast", lambda q, drop, gated: q.device.type != "cuda", "not CUDA: the kernels have no CPU backend"),
+    AutoRule("fast", lambda q, drop, gated: drop, "attention dropout in training: the kernels have none"),
     AutoRule(
         "fast",
-        lambda q, dropout, gated: q.device.type != "cuda",
-        "not CUDA: the kernels have no CPU backend; fast costs 1.1-1.5x plain attention per layer on the CPU",
+        lambda q, drop, gated: gated and q.dtype in (torch.bfloat16, torch.float16),
+        "a gate in 16 bits: the kernels mix two rounded outputs, so the gate's gradient loses its precision",
     ),
-    AutoRule("fast", lambda q, dropout, gated: dropout, "attention dropout in training: the kernels have none"),
-    AutoRule(
-        "fast",
-        lambda q, dropout, gated: gated and q.dtype in (torch.bfloat16, torch.float16),
-        "a gate in 16 bits: the kernels mix two rounded outputs, and the gate's gradient, a small difference of "
-        "them, lost 75% of its precision in a tiny model (fast, which mixes fp32 probabilities: 1.0%)",
-    ),
-    AutoRule("fast", lambda q, dropout, gated: not _triton_importable(), "triton is not installed"),
-    AutoRule(
-        "triton",
-        lambda q, dropout, gated: True,
-        "CUDA: fast measured 2.1-3.1x a plain SDPA layer on an H100 (13.3 ms per layer at 32x512 bf16); the "
-        "kernels are estimated at 7-12 ms there from their compiled code (not yet timed on a GPU)",
-    ),
+    AutoRule("fast", lambda q, drop, gated: not _triton_importable(), "triton is not installed"),
+    AutoRule("triton", lambda q, drop, gated: True, "CUDA: the fused kernels (estimated faster; not yet timed)"),
 )
 
 
@@ -95,12 +76,8 @@ def syntax_attention_forward(
     attention_mask: torch.Tensor | None,
     scaling: float | None = None,
     dropout: float = 0.0,
-    syntax_groups: Any = None,
     syntax_options: SyntaxAttentionOptions | None = None,
-    syntax_topical: TopicalAttention | None = None,
-    syntax_lisa: LisaRecorder | None = None,
     syntax_gate: SyntaxGate | None = None,
-    syntax_record: SyntaxAttentionRecorder | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Attention function for ``AttentionInterface`` (registered as ``"syntax"``): runs the backend
@@ -114,17 +91,16 @@ def syntax_attention_forward(
             broadcastable to ``[B, 1, L, L]`` (0 = may attend); one mask for all heads.
         scaling: score scale (default ``d ** -0.5``).
         dropout: attention-probability dropout (used when ``module.training``).
-        syntax_groups: group ids of one or more partitions, ``[B, L, L]`` each (a tensor, a sequence, or
-            :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxGroups`); ``None`` = plain attention.
         syntax_options: :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionOptions` (default
             options if ``None``).
-        syntax_topical: ``TopicalAttention`` with the task queries (``None``: zero query).
-        syntax_lisa: ``LisaRecorder`` to fill in the LISA layer.
         syntax_gate: ``SyntaxGate`` (``None``: no gate, the paper's literal form): the effective attention of a
             syntax layer becomes ``P_full + g (Σ_g α_g A_g - P_full)``.
-        syntax_record: ``SyntaxAttentionRecorder`` to fill with this layer's attention and topical weights
-            (analysis; the outputs are unchanged).
-        **kwargs: other model kwargs, ignored.
+        **kwargs: ``syntax_groups`` (group ids of one or more partitions, ``[B, L, L]`` each: a tensor, a sequence
+            or :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxGroups`; ``None`` = plain attention),
+            ``syntax_topical`` (``TopicalAttention`` with the task queries; ``None``: zero query), ``syntax_lisa``
+            (``LisaRecorder`` to fill in the LISA layer), ``syntax_record`` (``SyntaxAttentionRecorder`` to fill
+            with this layer's attention and topical weights; the outputs are unchanged); other model kwargs are
+            ignored.
 
     Returns:
         ``([B, L, H, d] output, [B, H, L, L] effective attention or None)``. The effective attention of a row is
@@ -143,14 +119,10 @@ def syntax_attention_forward(
         key,
         value,
         attention_mask,
-        scaling=scaling,
-        dropout=dropout,
-        syntax_groups=syntax_groups,
+        scaling,
+        dropout,
         syntax_options=opts,
-        syntax_topical=syntax_topical,
-        syntax_lisa=syntax_lisa,
         syntax_gate=syntax_gate,
-        syntax_record=syntax_record,
         **kwargs,
     )
 
@@ -166,8 +138,8 @@ def _triton_attention(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Te
 def register_syntax_attention() -> None:
     """Register ``"syntax"`` and its backends (``"syntax_fast"``, ...) and their mask builder (SDPA-style bool
     masks) with transformers. Idempotent; runs when this module is imported."""
-    backends = {"": syntax_attention_forward, "_exact": exact_attention, "_fast": fast_attention}
-    for suffix, function in {**backends, "_triton": _triton_attention}.items():
+    functions: list[Callable[..., Any]] = [syntax_attention_forward, exact_attention, fast_attention, _triton_attention]
+    for suffix, function in zip(("", "_exact", "_fast", "_triton"), functions):
         AttentionInterface.register(SYNTAX_ATTENTION + suffix, function)
         AttentionMaskInterface.register(SYNTAX_ATTENTION + suffix, sdpa_mask)
 

@@ -1,48 +1,23 @@
-"""What the Syntax-BERT attention (Bai et al., 2021, §3.3) computes, whichever backend runs it: its options, its
-group ids, its learned parts, what it records, and the algebra that the backends (``syntax_attention_exact``,
-``syntax_attention_fast``, ``syntax_attention_triton``) share.
+"""What the Syntax-BERT attention (Bai et al., 2021, §3.3) computes, whichever backend runs it (``_exact``,
+``_fast``, ``_triton``): its options, group ids, learned parts, recorders and the algebra the backends share. The
+semantics and the choices where the paper is silent: ``docs/syntax_bert.md`` ("Semantics").
 
-Every self-attention layer of the host model is split into *sub-networks*: for each relation group ``g`` of a
-partition of the L x L pairs (see :mod:`syntaxformer.masks.relations`; dependency and constituency trees are two
-partitions, so a sub-network is a pair (partition, group)), the pretrained heads attend only to the keys ``j``
-with ``groups[i, j] == g``. The sub-networks share the pretrained Q / K / V / O weights. *Topical attention*
-(Eq. 2-3) mixes them per token with a learned task query ``q`` per layer.
+Notation, per layer, head ``h`` and query row ``i`` (``S = Q Kᵀ / sqrt(d_head)``, masked keys excluded everywhere):
+a sub-network is a (partition, group ``g``) of the L x L pairs (:mod:`syntaxformer.masks.relations`);
+``A_g[h, i, :] = softmax(S[h, i, k] over the keys k of group g)`` (a group with no key in row i is *empty*, never a
+candidate); ``O_g[i] = concat_h(Σ_k A_g[h, i, k] V_h[k])``; topical score ``t_{i,g} = Σ_h Σ_{k in g} A_g[h,i,k]
+w_{h,k}`` with ``w_{h,k} = V_h[k] · u_h`` and ``u = W_O W_K q / sqrt(hidden)`` folded once per layer (Eq. 2,
+:func:`topical_key_values`); ``α_i = softmax_g(t_{i,g})`` over the non-empty sub-networks; the effective attention
+``A = Σ_g α_g A_g + φ P`` (``P`` the full softmax, ``φ`` its weight: the full candidate's α, 1 on fallback rows
+for ``empty_rows="full"``, 1 for a LISA head) and the output ``A V``.
 
-Per layer, head ``h`` and query token ``i`` (``S = Q Kᵀ / sqrt(d_head)``, masked keys excluded everywhere):
-
-* ``A_g[h, i, :] = softmax(S[h, i, k] over keys k with group g)``; a group with no key in row ``i`` is *empty*:
-  it contributes nothing and is not a candidate of the topical softmax.
-* ``O_g[i] = concat_h(Σ_k A_g[h, i, k] V_h[k])`` (one vector of size ``heads * d_head``).
-* score ``t_{i,g} = q · (O_g[i] W_O W_K) / sqrt(hidden)`` with the layer's own output projection ``W_O`` and key
-  projection ``W_K`` (Eq. 2 with H_j = (A_1,j ⊕ ... ⊕ A_k,j) W^O, keys H W^K; biases cancel in the softmax). It is
-  linear in the sub-network outputs: ``t_{i,g} = Σ_h Σ_{k in g} A_g[h,i,k] w_{h,k}`` with ``w_{h,k} = V_h[k] · u_h``
-  and ``u = W_O W_K q / sqrt(hidden)`` folded once per layer (:func:`topical_key_values`).
-* ``α_i = softmax_g(t_{i,g})`` over the non-empty sub-networks; the output is ``Σ_g α_{i,g} O_g[i]`` = ``A V`` with
-  the *effective attention* ``A = Σ_g α_g A_g`` (plus ``φ P`` below); the host layer then applies its output
-  projection, dropout, residual and LayerNorm as usual. The topical *values* are the sub-network outputs
-  themselves: applying ``W^V`` of Eq. 2 on top of ``W^O`` would feed the layer a second value projection that no
-  pretrained layer expects.
-
-Options (:class:`SyntaxAttentionOptions`; documented in ``docs/syntax_bert.md``): ``empty_rows="full"`` (default:
-a row with no non-empty sub-network — ``[CLS]``, ``[SEP]``, padding, one-word sentences — attends as the pretrained
-layer; ``"self"``: to itself only, which would give a first-token pooler a constant input);
-``full_attention_candidate`` (vanilla attention as one more candidate; the paper has none: M = 90 / 92 possible
-sub-networks, §4); ``aggregation`` ``"topical"`` (Eq. 2-3), ``"sum"`` (Table 5 "w/o topical attention") or
-``"mean"``. ``φ`` below is the weight of the full softmax ``P`` in ``A``: the full candidate's α, 1 on fallback
-rows for ``"full"``, 1 for a LISA head. The learned parts: :class:`TopicalAttention` (``projections="own"``: the
-paper's own ``W_Kt`` in the score and an own value projection ``W_Vt``), :class:`SyntaxGate` (our extension:
-``ctx = P_full V + g (Σ_g α_g O_g - P_full V)``, zero at initialisation, so the model starts as the pretrained
-encoder) and LISA (Strubell et al., 2018: one head attends to all keys and its log-probabilities are recorded for a
-loss against the parse, :class:`LisaRecorder`; or an added head, :class:`AddedLisaHead`).
-
-*Joint buckets* (:func:`joint_buckets`): the partitions' groups of a pair combined into one id per row (its tuple
-of groups; a few dozen per row), built once per forward, so one ``[B, H, L, L]`` scatter or gather serves every
-partition and the per-partition tables are small ``[B, H, L, J]`` gathers of it.
+*Joint buckets* (:func:`joint_buckets`): the partitions' groups of a pair combined into one id per row, built once
+per forward, so one ``[B, H, L, L]`` scatter or gather serves every partition.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -186,34 +161,21 @@ def scatter_index_of(partitions: Sequence[torch.Tensor], sizes: Sequence[int]) -
     return tuple(out)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The learned parts: task queries, gate, added LISA head
-# ---------------------------------------------------------------------------------------------------------------
+# --- The learned parts: task queries, gate, added LISA head ---
 
 
 class TopicalAttention(nn.Module):
-    """The task queries of topical attention (Eq. 2), one vector per layer, their folded form and, with
-    ``own_projections``, the topical attention's own key and value projections.
-
-    The score of sub-network ``g`` for token ``i`` is ``q_l · (O_g[i] W_O W_K) / sqrt(hidden)``, with ``W_O`` the
-    pretrained output projection of layer ``l`` and ``W_K`` either the layer's pretrained key projection
-    (``projections="shared"``; bound with :meth:`bind`, not copied: they keep training with the model) or the
-    topical attention's own ``W_Kt`` (``"own"``, the paper's Eq. 2; initialised as a copy of the layer's key
-    projection, bias-free: biases cancel in the softmax). Since the score is linear in ``O_g``, it equals
-    ``O_g[i] · u_l`` with ``u_l = W_O W_K q_l / sqrt(hidden)`` (:meth:`folded`): one vector per layer either way.
-
-    With ``"own"`` the topical values are ``(Σ_g α_g O_g) W_Vt`` with the own value projection ``W_Vt``
-    (``dim x dim``, identity at initialisation) applied before the host layer's output projection (Eq. 2's
-    ``H W^V`` up to a reparameterisation: ``W_Vt = W_O W^V W_O^-1``), so the layer is unchanged at initialisation.
+    """The task queries of topical attention (Eq. 2), one per layer (zero at initialisation: training starts from
+    the average of the non-empty sub-networks), their folded form ``u_l = W_O W_K q_l / sqrt(hidden)``
+    (:meth:`folded`) and, with ``projections="own"``, the paper's own ``W_Kt`` (a bias-free copy of the layer's key
+    projection at initialisation) and own value projection ``W_Vt`` (identity at initialisation, applied before the
+    host's ``W_O``), so either way the model is unchanged at initialisation (``docs/syntax_bert.md``).
 
     Args:
         num_layers: number of layers (one query each).
         dim: size of the concatenated heads (``heads * d_head``; the key projection's output size).
         hidden_size: model width, for the ``1 / sqrt(hidden)`` of Eq. 2 (default ``dim``).
-        projections: ``"shared"`` (the layer's ``W_K``, identity values) or ``"own"`` (own ``W_Kt`` and ``W_Vt``
-            per layer: ``num_layers * (dim * hidden + dim * dim)`` parameters).
-
-    The queries start at zero, so that training starts from the average of the non-empty sub-networks.
+        projections: ``"shared"`` (the layer's ``W_K``, bound with :meth:`bind`, no ``W_Vt``) or ``"own"``.
     """
 
     def __init__(
@@ -229,15 +191,10 @@ class TopicalAttention(nn.Module):
         hidden = int(hidden_size or dim)
         self.query = nn.Parameter(torch.zeros(num_layers, dim))
         self.scale = float(hidden) ** -0.5
-        self.key_weight: nn.Parameter | None
-        self.value_weight: nn.Parameter | None
-        if projections == "own":
-            # Plain parameters (not nn.Linear): Hugging Face's default init never touches them; see reset_projections.
-            self.key_weight = nn.Parameter(torch.zeros(num_layers, dim, hidden))  # W_Kt as nn.Linear weights
-            self.value_weight = nn.Parameter(torch.zeros(num_layers, dim, dim))  # W_Vt as nn.Linear weights
-        else:
-            self.key_weight = None
-            self.value_weight = None
+        own = projections == "own"
+        # Plain parameters (not nn.Linear): Hugging Face's default init never touches them; see reset_projections.
+        self.key_weight = nn.Parameter(torch.zeros(num_layers, dim, hidden)) if own else None  # W_Kt, nn.Linear-style
+        self.value_weight = nn.Parameter(torch.zeros(num_layers, dim, dim)) if own else None  # W_Vt, nn.Linear-style
         self._sites: list[tuple[nn.Linear, nn.Linear]] = []  # plain list: the host's modules, not registered twice
 
     @property
@@ -262,11 +219,8 @@ class TopicalAttention(nn.Module):
             return
         for layer, (key, _) in enumerate(self._sites):
             key_weight[layer].copy_(key.weight)
-        value_weight.copy_(
-            torch.eye(value_weight.shape[-1], dtype=value_weight.dtype, device=value_weight.device).expand_as(
-                value_weight
-            )
-        )
+        eye = torch.eye(value_weight.shape[-1], dtype=value_weight.dtype, device=value_weight.device)
+        value_weight.copy_(eye.expand_as(value_weight))
 
     def site(self, layer: int) -> tuple[nn.Linear, nn.Linear]:
         """The ``(key projection, output projection)`` bound for ``layer``."""
@@ -275,14 +229,11 @@ class TopicalAttention(nn.Module):
             raise RuntimeError("TopicalAttention.bind(...) must attach the layers' key and output projections first")
         return self._sites[layer]
 
-    def key_matrix(self, layer: int) -> torch.Tensor:
-        """The key projection's weight ``[dim, hidden]`` used by the scores of ``layer`` (own or the layer's)."""
-        return self.key_weight[layer] if self.key_weight is not None else self.site(layer)[0].weight
-
     def folded(self, layer: int) -> torch.Tensor:
         """``u_l`` ``[dim]`` such that the score of a sub-network output ``o`` is ``o · u_l``."""
-        _, out = self.site(layer)
-        return (self.query[layer] @ self.key_matrix(layer)) @ out.weight * self.scale  # (dim,)
+        key, out = self.site(layer)
+        w_k = self.key_weight[layer] if self.key_weight is not None else key.weight  # (dim, hidden), own or the layer's
+        return (self.query[layer] @ w_k) @ out.weight * self.scale  # (dim,)
 
     def scores(self, layer: int, outputs: torch.Tensor) -> torch.Tensor:
         """Eq. 2 as written: ``q_l · key(out(outputs)) / sqrt(hidden)`` for ``outputs`` ``[..., dim]`` -> ``[...]``
@@ -297,12 +248,8 @@ class TopicalAttention(nn.Module):
 
 
 class SyntaxGate(nn.Module):
-    """Zero-initialised gate from the pretrained attention towards the sub-networks (our extension; not in the paper).
-
-    Per layer ``l`` (and head ``h`` for ``per_head=True``) the context becomes
-    ``ctx = P_full V + g_{l,h} (Σ_g α_g O_g - P_full V)``, i.e. the effective attention is
-    ``P_full + g (A_syntax - P_full)``. With ``g = 0`` (the initialisation) every layer is exactly the pretrained
-    layer, so the model starts from the checkpoint; training moves ``g`` (at the new-parameter learning rate).
+    """Zero-initialised gate towards the sub-networks (our extension): the effective attention of layer ``l`` is
+    ``P_full + g_{l(,h)} (A_syntax - P_full)``, so at ``g = 0`` every layer is the pretrained layer.
 
     Args:
         num_layers: number of layers (one row each).
@@ -325,15 +272,10 @@ def gate_probs(probs: torch.Tensor, full: torch.Tensor, gate: torch.Tensor) -> t
 
 
 class AddedLisaHead(nn.Module):
-    """LISA as an *added* head (``lisa_head_mode="added"``; LISA and the paper's "+ LISA" add one): its own query and
-    key projections in layer ``layer``, trained by the LISA loss, next to the pretrained heads (none is taken out).
-
-    Its scores are ``S_a = (Q W_Qa)(K W_Ka)ᵀ · scale`` with ``Q``, ``K`` the layer's concatenated queries and keys
-    ``[B, L, heads * d_head]`` and ``W_Qa``, ``W_Ka`` ``[d_head, heads * d_head]`` (so they are linear maps of the
-    layer input, as a new head's projections are); ``P_a = softmax(S_a)`` over the non-padding keys. Its output
-    enters the layer's context as ``ctx_h += m_h P_a V_h`` with one mixing weight ``m_h`` per pretrained head's
-    values: zero at initialisation, so the model is unchanged until the task loss moves ``m``; the LISA loss trains
-    ``W_Qa`` / ``W_Ka`` (and, through ``Q`` and ``K``, the encoder below, as in LISA).
+    """LISA as an *added* head (``lisa_head_mode="added"``): own projections ``W_Qa``, ``W_Ka`` ``[d_head, heads *
+    d_head]`` of the layer's concatenated queries / keys, scores ``S_a = (Q W_Qa)(K W_Ka)ᵀ · scale``, ``P_a =
+    softmax(S_a)`` over the non-padding keys, and ``ctx_h += m_h P_a V_h`` with mixing weights ``m`` (zero at
+    initialisation: the model is unchanged until the task loss moves them; ``docs/syntax_bert.md``).
 
     Args:
         layer: the LISA layer.
@@ -369,9 +311,7 @@ class AddedLisaHead(nn.Module):
         return torch.matmul(qa * scaling, ka.transpose(-1, -2)).float()
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# What a forward records: the LISA head's log-probabilities, every layer's attention (analysis)
-# ---------------------------------------------------------------------------------------------------------------
+# --- What a forward records: the LISA head's log-probabilities, every layer's attention (analysis) ---
 
 
 @dataclass
@@ -398,11 +338,9 @@ class LisaRecorder:
                 "layers?"
             )
         parent = parent.to(self.log_probs.device).long()
-        logp = self.log_probs.float()
         keep = parent >= 0  # (B, L)
-        picked = logp.gather(-1, parent.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # (B, L)
-        n = keep.sum()
-        return -(picked * keep).sum() / n.clamp(min=1)
+        picked = self.log_probs.float().gather(-1, parent.clamp(min=0).unsqueeze(-1)).squeeze(-1)  # (B, L)
+        return -(picked * keep).sum() / keep.sum().clamp(min=1)
 
     def record(
         self, query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None, scaling: float, scores=None
@@ -429,23 +367,14 @@ class LisaRecorder:
 
 @dataclass
 class SyntaxAttentionRecorder:
-    """Collects, for analysis, what every layer of a forward pass attended to (passed as ``syntax_record=``; the
-    Syntax-BERT models take it as ``model(..., syntax_record=recorder)``). Recording never changes the model's
-    outputs: the extra tensors are computed beside the layer's own computation, without gradients.
+    """Collects, for analysis, what every layer of a forward pass attended to (``syntax_record=``; the models take
+    ``model(..., syntax_record=recorder)``), computed beside the layer without gradients: the outputs never change.
 
-    After the pass, per layer index ``l`` (the keys are the layers that ran):
-
-    * ``attentions[l]``: ``[B, H, L, L]`` the effective attention (what the function returns for a syntax layer:
-      ``Σ_g α_g A_g``, gated; for a layer without sub-networks, which runs the host's fused attention and returns
-      no weights, the plain softmax of its scores), so no layer is ever missing whatever the implementation.
-    * ``topical[l]``: ``[B, L, C]`` syntax layers only: the weight α of each candidate sub-network per query token
-      (Eq. 3; the uniform average for ``"mean"``, 1 per non-empty group for ``"sum"``), computed by the exact path.
-    * ``candidates[l]``: bool ``[B, L, C]`` which sub-networks are non-empty (candidates) for each query token.
-
-    The ``C`` columns are, in order, the group ids ``0..num_buckets[p]-1`` of each partition ``p`` (dependency
-    first, then constituency; id 0 = no sub-network, never a candidate; see
-    :func:`syntaxformer.masks.relations.group_name`), then one column for the full attention when
-    ``full_attention_candidate`` is on. ``num_buckets`` and ``full_candidate`` record that layout.
+    Per layer index ``l`` that ran: ``attentions[l]`` ``[B, H, L, L]`` the effective attention (gated; the plain
+    softmax for a layer without sub-networks); syntax layers only, by the exact path: ``topical[l]`` ``[B, L, C]``
+    the weight α of each candidate sub-network per query token and ``candidates[l]`` bool ``[B, L, C]``. The ``C``
+    columns are the group ids ``0..num_buckets[p]-1`` of each partition ``p`` in order (id 0 never a candidate;
+    :func:`syntaxformer.masks.relations.group_name`), then the full attention when ``full_candidate``.
     """
 
     attentions: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
@@ -455,9 +384,7 @@ class SyntaxAttentionRecorder:
     full_candidate: bool = False
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# One call of a backend: its keyword arguments, and the layers that attend as usual
-# ---------------------------------------------------------------------------------------------------------------
+# --- One call of a backend: its keyword arguments, and the layers that attend as usual ---
 
 
 def layer_index(module: nn.Module) -> int | None:
@@ -543,9 +470,7 @@ def plain_attention(
     return out, weights
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Scores and masks
-# ---------------------------------------------------------------------------------------------------------------
+# --- Scores and masks ---
 
 
 def attention_scores(query: torch.Tensor, key: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -573,49 +498,44 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return (scores + mask.float()).clamp(min=torch.finfo(torch.float32).min)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Candidates and topical weights
-# ---------------------------------------------------------------------------------------------------------------
+# --- Candidates and topical weights ---
 
 
 def group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool = False) -> list[torch.Tensor]:
     """Per partition, ``[B, Lq, M+1]`` bool: group g has an allowed key in row i (bucket 0 is never a group).
     ``fast``: over the scatter index, ``[B, Lq, M+1+TRASH_BUCKETS]`` (the trash buckets are never groups either)."""
+    index = groups.scatter_index if fast else groups.partitions
+    assert index is not None  # for the type checker: the fast path builds it first
     out = []
-    if fast:
-        assert groups.scatter_index is not None  # for the type checker: the fast path builds it first
-        index = groups.scatter_index
-    else:
-        index = groups.partitions
-    sizes = [n + TRASH_BUCKETS for n in groups.num_buckets] if fast else groups.num_buckets
-    for g, n, real in zip(index, sizes, groups.num_buckets):
+    for g, real in zip(index, groups.num_buckets):
         B, Lq, Lk = g.shape
-        if allowed is not None:
-            src = allowed.float()
-        else:
-            src = torch.ones(1, 1, 1, dtype=torch.float32, device=g.device).expand(B, Lq, Lk)
-        cnt = torch.zeros(B, Lq, n, dtype=torch.float32, device=g.device).scatter_add_(2, g, src)
-        ne = cnt > 0
+        ones = torch.ones(1, 1, 1, dtype=torch.float32, device=g.device)
+        src = allowed.float() if allowed is not None else ones.expand(B, Lq, Lk)
+        n = real + TRASH_BUCKETS if fast else real
+        ne = torch.zeros(B, Lq, n, dtype=torch.float32, device=g.device).scatter_add_(2, g, src) > 0
         ne[..., 0] = False
         ne[..., real:] = False
         out.append(ne)
     return out
 
 
+def per_forward(groups: SyntaxGroups, name: Any, mask: torch.Tensor | None, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per forward: the layers of one forward share the groups and the host's mask object, so
+    the first layer's result is kept in ``groups.cache[name]`` with the mask itself (a cached entry can never be
+    taken for another mask); without a cache, computed every time."""
+    if groups.cache is None:
+        return compute()
+    hit = groups.cache.get(name)
+    if hit is None or hit[0] is not mask:
+        hit = groups.cache[name] = (mask, compute())
+    return hit[1]
+
+
 def cached_group_counts(
     groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None, fast: bool = False
 ) -> list[torch.Tensor]:
-    """:func:`group_counts` computed once per forward: the layers of one forward share the groups and the host's
-    mask object, so the first layer's result is kept in ``groups.cache`` (with the mask itself, so that a cached
-    entry can never be taken for another mask)."""
-    if groups.cache is None:
-        return group_counts(groups, allowed, fast)
-    hit = groups.cache.get(fast)
-    if hit is not None and hit[0] is mask:
-        return hit[1]
-    counts = group_counts(groups, allowed, fast)
-    groups.cache[fast] = (mask, counts)
-    return counts
+    """:func:`group_counts` once per forward (:func:`per_forward`)."""
+    return per_forward(groups, fast, mask, lambda: group_counts(groups, allowed, fast))
 
 
 def topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
@@ -673,9 +593,7 @@ def candidates(
     return torch.cat(cands + [full.unsqueeze(-1)], -1), full
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Joint buckets: the partitions' groups of a pair combined into one id per row
-# ---------------------------------------------------------------------------------------------------------------
+# --- Joint buckets: the partitions' groups of a pair combined into one id per row ---
 
 
 class JointIndex(NamedTuple):
@@ -715,9 +633,7 @@ def expand_heads(g: torch.Tensor, H: int) -> torch.Tensor:
     return g.unsqueeze(1).expand(g.shape[0], H, *g.shape[1:])
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Per-layer inputs and outputs shared by the backends
-# ---------------------------------------------------------------------------------------------------------------
+# --- Per-layer inputs and outputs shared by the backends ---
 
 
 def topical_key_values(
@@ -736,9 +652,7 @@ def topical_key_values(
             )
     if call.opts.aggregation != "topical" or call.topical is None:
         return None
-    if call.layer is None:
-        raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
-    u = call.topical.folded(call.layer).view(H, d)  # (H, d)
+    u = call.topical.folded(_layer(module, call)).view(H, d)  # (H, d)
     if full_heads is not None:
         u = u * (~full_heads).to(u.dtype).unsqueeze(-1)
     return torch.einsum("bhkd,hd->bhk", value.float(), u.float())  # (B, H, L)
@@ -746,11 +660,14 @@ def topical_key_values(
 
 def layer_gate(module: nn.Module, call: SyntaxCall) -> torch.Tensor | None:
     """The gate of a syntax layer ``[1, H | 1, 1, 1]``, or ``None`` without one."""
-    if call.gate is None:
-        return None
+    return None if call.gate is None else call.gate.value(_layer(module, call))
+
+
+def _layer(module: nn.Module, call: SyntaxCall) -> int:
+    """The layer index of a syntax layer that needs one (its topical query, its gate)."""
     if call.layer is None:
         raise InputError(f"{type(module).__name__} has no layer index; set module.syntax_layer_idx")
-    return call.gate.value(call.layer)
+    return call.layer
 
 
 def added_head_context(module: nn.Module, lisa: LisaRecorder, value: torch.Tensor, dropout: float) -> torch.Tensor:

@@ -1,11 +1,12 @@
 """The ``"exact"`` backend of the Syntax-BERT attention, the readable reference: the effective attention ``A``
-``[B, H, L, L]`` through autograd, each group normalised with its own maximum (``scatter_reduce`` amax), so no group
-ever underflows; and the layer around a dense ``A`` (LISA, gate, recorder, own value projection), which the
-``"fast"`` backend shares. The notation is that of :mod:`syntaxformer.modeling.syntax_attention_core`.
+``[B, H, L, L]`` through autograd, each group normalised with its own maximum (no group ever underflows); and the
+layer around a dense ``A`` (LISA, gate, recorder, own value projection), which ``"fast"`` shares. Notation:
+:mod:`syntaxformer.modeling.syntax_attention_core`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -37,21 +38,6 @@ from syntaxformer.modeling.syntax_attention_core import (
 
 #: ``(scores, mask, groups, w, opts, full_heads) -> A``: how a dense backend computes the effective attention.
 SyntaxProbs = Callable[..., torch.Tensor]
-
-
-def exact_attention(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
-    dropout: float = 0.0,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The ``"syntax_exact"`` attention function (``AttentionInterface`` signature; the syntax keyword arguments
-    are those of :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward`)."""
-    return dense_attention(exact_syntax_probs, module, query, key, value, attention_mask, scaling, dropout, **kwargs)
 
 
 def exact_syntax_probs(
@@ -220,3 +206,8 @@ def _own_value_output(
         base = context(full)  # (B, H, L, d)
         syn = base + gate.to(syn.dtype) * (syn - base)
     return syn.transpose(1, 2).contiguous()
+
+
+#: The ``"syntax_exact"`` attention function (``AttentionInterface`` signature; the syntax keyword arguments are those
+#: of :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward`).
+exact_attention = functools.partial(dense_attention, exact_syntax_probs)

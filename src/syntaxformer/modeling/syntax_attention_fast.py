@@ -1,25 +1,17 @@
-"""The ``"fast"`` backend of the Syntax-BERT attention: the effective attention ``A`` ``[B, H, L, L]`` from one full
-softmax per layer and small per-group tables, with a hand-written backward (:func:`fast_syntax_probs`); the layer
-around ``A`` is the exact backend's (:func:`~syntaxformer.modeling.syntax_attention_exact.dense_attention`).
-
-It never builds ``[B, H, M, L, L]`` or ``[B, L, M, d]``. Per partition the group sums ``Z`` of the full softmax
-``P`` are scatters into ``[B, H, L, M+1]`` tables (over the joint buckets of all partitions at once), so
-``P / Z[group]`` is the softmax within each group (the full normaliser cancels); the topical scores are linear in
-the sub-network outputs (a scatter of ``P w`` into the same tables); the output is one ``A V`` product with
-``A = P * (α / Z)[group]``. The backward reuses the tables; only ``P`` is kept (the coefficients are gathered
-again), so memory is ~1 extra ``[B, H, L, L]`` per layer, and each pass writes into one of two ``[B, H, L, L]``
-buffers (fresh memory costs as much as a pass). Query rows where a non-empty group's share of ``P`` underflows (a
-group whose best score is ~58 nats below the row's best; pretrained MiniLM has such rows in its first layer) are
-recomputed by :func:`~syntaxformer.modeling.syntax_attention_exact.exact_probs` and spliced in, so no group is lost.
+"""The ``"fast"`` backend of the Syntax-BERT attention (``docs/syntax_bert.md``, "Implementations"): the effective
+attention ``A = P * (α / Z)[group]`` from one full softmax ``P`` per layer and small ``[B, H, L, M+1]`` per-group
+tables (group sums ``Z`` and topical sums, scattered over the joint buckets of all partitions at once), with a
+hand-written backward that keeps only ``P`` and writes into two ``[B, H, L, L]`` buffers; the layer around ``A`` is
+:func:`~syntaxformer.modeling.syntax_attention_exact.dense_attention`. Query rows where a non-empty group's share of
+``P`` underflows are recomputed by :func:`~syntaxformer.modeling.syntax_attention_exact.exact_probs` and spliced in.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Any
 
 import torch
-from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from syntaxformer.modeling.syntax_attention_core import (
@@ -35,6 +27,7 @@ from syntaxformer.modeling.syntax_attention_core import (
     full_weight,
     group_counts,
     joint_buckets,
+    per_forward,
     scatter_index_of,
     self_fallback,
     topical_weights,
@@ -44,21 +37,6 @@ from syntaxformer.modeling.syntax_attention_exact import dense_attention, exact_
 #: A non-empty group whose share of the full softmax is below this is recomputed exactly (float32 keeps full
 #: relative precision down to ~1e-38; this leaves a margin of 1e-13 for the group's smaller entries).
 _UNDERFLOW = 1e-25
-
-
-def fast_attention(
-    module: nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    scaling: float | None = None,
-    dropout: float = 0.0,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The ``"syntax_fast"`` attention function (``AttentionInterface`` signature; the syntax keyword arguments
-    are those of :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward`)."""
-    return dense_attention(fast_syntax_probs, module, query, key, value, attention_mask, scaling, dropout, **kwargs)
 
 
 def fast_syntax_probs(
@@ -166,19 +144,13 @@ def _splice_exact_rows(
     return a.index_put((bi.unsqueeze(1), heads.unsqueeze(0), li.unsqueeze(1)), a_rows.view(R, H, L))
 
 
-def _joint_index(groups: SyntaxGroups) -> JointIndex:
-    """:class:`JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``)."""
-    assert groups.scatter_index is not None  # for the type checker: fast_syntax_probs builds it first
-    return joint_buckets(groups.scatter_index, [n + TRASH_BUCKETS for n in groups.num_buckets])
-
-
 def _cached_joint(groups: SyntaxGroups) -> JointIndex:
-    """:func:`_joint_index` once per forward (kept in ``groups.cache``; it depends on the groups only)."""
-    if groups.cache is None:
-        return _joint_index(groups)
-    if "joint" not in groups.cache:
-        groups.cache["joint"] = _joint_index(groups)
-    return groups.cache["joint"]
+    """:class:`JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``), once per
+    forward (it depends on the groups only)."""
+    index = groups.scatter_index
+    assert index is not None  # for the type checker: fast_syntax_probs builds it first
+    sizes = [n + TRASH_BUCKETS for n in groups.num_buckets]
+    return per_forward(groups, "joint", None, lambda: joint_buckets(index, sizes))
 
 
 class _FastSyntaxProbs(torch.autograd.Function):
@@ -248,6 +220,7 @@ class _FastSyntaxProbs(torch.autograd.Function):
         q_sum = ws[0].sum(-1)  # (B, H, L): Σ_k P dA
         rho = phi * q_sum  # full part of Σ_k P dP: φ Σ P dA (+ ψ Σ P w below)
         r_tables, dt_tables = [], []
+        psi = None
         if topical:
             live = torch.ones(H, dtype=p.dtype, device=p.device) if full_heads is None else (~full_heads).to(p.dtype)
             d_parts = [(wp * iz).sum(1) for wp, iz in zip(ws, izs)]  # (B, L, M+1) each
@@ -255,34 +228,23 @@ class _FastSyntaxProbs(torch.autograd.Function):
                 d_parts.append((q_sum * live.view(1, H, 1)).sum(1).unsqueeze(-1))  # (B, L, 1)
             d_alpha = torch.cat(d_parts, -1)
             dt = alpha * (d_alpha - (alpha * d_alpha).sum(-1, keepdim=True))  # (B, L, C) softmax backward
-            psi = None
             if has_full:
                 psi = dt[..., -1].unsqueeze(1) * live.view(1, H, 1)  # (B, H, L)
                 rho = rho + psi * ys[0].sum(-1)
-            start = 0
-            for j, (iz, wp, y) in enumerate(zip(izs, ws, ys)):
-                n = iz.shape[-1]
-                a_p, dt_p = alpha[..., start : start + n].unsqueeze(1), dt[..., start : start + n].unsqueeze(1)
+        dts = _per_partition(dt, izs) if topical else ()
+        for j, (iz, wp, a_p) in enumerate(zip(izs, ws, _per_partition(alpha, izs))):
+            if topical:
+                dt_p = dts[j]
                 t_dt = iz * dt_p  # (B, H, L, M+1)
-                t_r = torch.addcmul(a_p * wp, dt_p, y).mul_(iz).mul_(iz)  # iz_p * Σ_{k in g} P_p dP_p
-                if j == 0:
-                    t_r += rho.unsqueeze(-1)
-                    if psi is not None:
-                        t_dt += psi.unsqueeze(-1)
-                t_r.neg_()
+                t_r = torch.addcmul(a_p * wp, dt_p, ys[j]).mul_(iz).mul_(iz)  # iz_p * Σ_{k in g} P_p dP_p
+                if j == 0 and psi is not None:
+                    t_dt += psi.unsqueeze(-1)
                 dt_tables.append(t_dt)
-                r_tables.append(t_r)
-                start += n
-        else:
-            start = 0
-            for j, (iz, wp) in enumerate(zip(izs, ws)):
-                n = iz.shape[-1]
-                t_r = (alpha[..., start : start + n].unsqueeze(1) * wp).mul_(iz).mul_(iz)
-                if j == 0:
-                    t_r += rho.unsqueeze(-1)
-                t_r.neg_()
-                r_tables.append(t_r)
-                start += n
+            else:
+                t_r = (a_p * wp).mul_(iz).mul_(iz)
+            if j == 0:
+                t_r += rho.unsqueeze(-1)
+            r_tables.append(t_r.neg_())
         # dS = P * (dA coef - Σ_p r_p[group_p] + dt[group] w), built in g; scratch holds one gathered term at a time
         g = _joint_table(_coef_tables(alpha, phi, izs), maps).gather(3, jidx).mul_(da)  # (B, H, L, L) dA coef
         g.add_(torch.gather(_joint_table(r_tables, maps), 3, jidx, out=scratch))  # - Σ_p r_p[group_p]
@@ -300,15 +262,15 @@ class _FastSyntaxProbs(torch.autograd.Function):
 
 def _coef_tables(alpha: torch.Tensor, phi: torch.Tensor, izs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """Per partition, the coefficient of ``P`` per bucket ``α_g / Z_g`` (``[B, H, L, M+1]``), φ added to the first."""
-    tables, start = [], 0
-    for j, iz in enumerate(izs):
-        n = iz.shape[-1]
-        f = alpha[..., start : start + n].unsqueeze(1) * iz  # (B, H, L, M+1)
-        if j == 0:
-            f += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
-        tables.append(f)
-        start += n
+    tables = [a * iz for a, iz in zip(_per_partition(alpha, izs), izs)]
+    tables[0] += phi.unsqueeze(-1)  # a per-row constant rides along in every bucket of the first table
     return tables
+
+
+def _per_partition(x: torch.Tensor, izs: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """``x`` ``[B, L, C]`` as one ``[B, 1, L, M+1]`` slice per partition (without the full candidate's column)."""
+    sizes = [iz.shape[-1] for iz in izs]
+    return x.unsqueeze(1).split(sizes + [x.shape[-1] - sum(sizes)], -1)[: len(sizes)]
 
 
 def _joint_table(tables: list[torch.Tensor], maps: list[torch.Tensor]) -> torch.Tensor:
@@ -317,3 +279,8 @@ def _joint_table(tables: list[torch.Tensor], maps: list[torch.Tensor]) -> torch.
     for t, m in zip(tables[1:], maps[1:]):
         out.add_(t.gather(3, m))
     return out
+
+
+#: The ``"syntax_fast"`` attention function (``AttentionInterface`` signature; the syntax keyword arguments are those
+#: of :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward`).
+fast_attention = functools.partial(dense_attention, fast_syntax_probs)
