@@ -35,10 +35,12 @@ class _Outside(Task[TaskData]):
 
 
 def test_base_feature_facts_of_the_shared_pipeline_for_any_task():
-    labels = np.array([1, 0], dtype=np.int64)
-    ds = FeatureDataset({"input_ids": np.arange(4)}, np.array([0, 2, 4]), labels, ["a", "b"], {"cache": "hit"})
+    import datasets
+
+    rows = datasets.Dataset.from_dict({"guid": ["a", "b"], "labels": [1, 0], "input_ids": [[0, 1], [2, 3]]})
+    ds = FeatureDataset(rows, {"cache": "hit"})
     facts = _Outside().feature_facts(ds)
-    assert facts["cache"] == "hit" and facts["labels"] is labels
+    assert facts["cache"] == "hit" and facts["labels"].tolist() == [1, 0] and facts["labels"].dtype == np.int64
     assert _Outside().feature_facts([{"input_ids": np.arange(2)}]) == {}  # features the runner knows nothing of
 
 
