@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainingArguments, set_seed
 
-from syntaxformer.analysis.significance import paired_bleu_test
+from syntaxformer.tasks.significance import paired_bleu_test
 from syntaxformer.cli import main
 from syntaxformer.data.bpe import load_tokenizers
 from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration

@@ -380,7 +380,7 @@ class SquadTask(Task[TaskData]):
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
         :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
-        from syntaxformer.data.examples import content_fingerprint
+        from syntaxformer.data.examples import input_data
 
         examples = [
             SquadExample(
@@ -391,9 +391,7 @@ class SquadTask(Task[TaskData]):
             )
             for i, r in enumerate(inputs)
         ]
-        return TaskData(
-            examples, "raw inputs", content_fingerprint([e.qid, e.context, e.question] for e in examples), len(examples)
-        )
+        return input_data(examples, ("qid", "context", "question"))
 
     def raw_records(
         self,
