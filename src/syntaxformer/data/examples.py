@@ -20,15 +20,7 @@ from syntaxformer.data.constituency import Tree
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.utils import subsample
 
-__all__ = [
-    "TaskData",
-    "TaskExample",
-    "content_fingerprint",
-    "example_seed",
-    "file_fingerprint",
-    "input_data",
-    "question_words",
-]
+__all__ = ["TaskData", "TaskExample", "content_fingerprint", "example_seed", "file_fingerprint", "question_words"]
 
 
 @dataclass
@@ -83,6 +75,13 @@ class TaskData:
     def __len__(self) -> int:
         return len(self.examples)
 
+    @classmethod
+    def of_inputs(cls, examples: list[Any], fields: Sequence[str]) -> TaskData:
+        """Unlabeled examples made from raw inputs (``predict --input``, the pipelines), fingerprinted by the
+        content of their ``fields``."""
+        fingerprint = content_fingerprint([getattr(e, f) for f in fields] for e in examples)
+        return cls(examples, "raw inputs", fingerprint, len(examples))
+
     @property
     def has_labels(self) -> bool:
         """True if every example has a label (examples without a ``label`` field, SQuAD's, count as labeled)."""
@@ -120,14 +119,6 @@ def content_fingerprint(records: Iterable[Sequence[Any]]) -> str:
         h.update(json.dumps(list(record), ensure_ascii=False).encode("utf-8"))
         h.update(b"\0")
     return h.hexdigest()
-
-
-def input_data(examples: list[Any], fields: Sequence[str]) -> TaskData:
-    """Unlabeled examples made from raw inputs (``predict --input``, the pipelines), fingerprinted by the content of
-    their ``fields``."""
-    return TaskData(
-        examples, "raw inputs", content_fingerprint([getattr(e, f) for f in fields] for e in examples), len(examples)
-    )
 
 
 def example_seed(guid: str, seed: int) -> list[int]:

@@ -407,7 +407,7 @@ def sample_limit(data: Mapping[str, Any], split: str, unit: str = "examples") ->
 def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:
     """Unlabeled text (pair) examples (:class:`~syntaxformer.data.examples.TaskData`) of raw inputs with the keys
     ``text`` and optionally ``text_pair``; ids ``input-<position>``, fingerprinted by content."""
-    from syntaxformer.data.examples import TaskExample, input_data
+    from syntaxformer.data.examples import TaskData, TaskExample
 
     examples = [
         TaskExample(
@@ -415,7 +415,7 @@ def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         )
         for i, r in enumerate(inputs)
     ]
-    return input_data(examples, ("text_a", "text_b"))
+    return TaskData.of_inputs(examples, ("text_a", "text_b"))
 
 
 def _key(name: str) -> str:

@@ -432,7 +432,6 @@ class RaceTask(Task[TaskData]):
         optionally ``id``) as unlabeled :class:`RaceExample` s (ids ``input-<position>`` unless given; level
         ``"input"``). Without a context the question is the first text and is scored with each option
         (``custom-mc``'s rule)."""
-        from syntaxformer.data.examples import input_data
 
         def example(i: int, r: Mapping[str, Any]) -> RaceExample:
             context, question = str(r.get("context") or ""), str(r["question"])
@@ -447,7 +446,9 @@ class RaceTask(Task[TaskData]):
                 options=[str(o) for o in r["options"]],
             )
 
-        return input_data([example(i, r) for i, r in enumerate(inputs)], ("qid", "article", "question", "options"))
+        return TaskData.of_inputs(
+            [example(i, r) for i, r in enumerate(inputs)], ("qid", "article", "question", "options")
+        )
 
     def featurize(self, data: TaskData, context: TaskContext, split: str) -> RaceFeatures:
         """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""

@@ -380,8 +380,6 @@ class SquadTask(Task[TaskData]):
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
         :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
-        from syntaxformer.data.examples import input_data
-
         examples = [
             SquadExample(
                 qid=str(r.get("id", f"input-{i}")),
@@ -391,7 +389,7 @@ class SquadTask(Task[TaskData]):
             )
             for i, r in enumerate(inputs)
         ]
-        return input_data(examples, ("qid", "context", "question"))
+        return TaskData.of_inputs(examples, ("qid", "context", "question"))
 
     def raw_records(
         self,
