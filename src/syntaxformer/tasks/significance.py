@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from syntaxformer.errors import InputError, MissingDependencyError
-from syntaxformer.tasks.metrics import METRICS
+from syntaxformer.tasks.metrics import METRICS, bleu_metric
 
 __all__ = [
     "BLEU_TESTS",
@@ -284,21 +284,11 @@ def seed_comparison(scores_a: Sequence[float], scores_b: Sequence[float], confid
     }
 
 
-def _bleu(**options: Any) -> Any:
-    try:
-        from sacrebleu.metrics import BLEU
-    except ImportError as e:
-        raise MissingDependencyError(
-            "BLEU needs sacreBLEU: pip install sacrebleu (or pip install 'syntaxformer[translation]')"
-        ) from e
-    return BLEU(**options)
-
-
 def _sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
     """``[N, 10]`` BLEU counts per sentence: hyp length, ref length, matches 1..4, totals 1..4 (public
     ``BLEU.sentence_score``; the counts do not depend on smoothing, ``effective_order`` only silences its
     warning)."""
-    metric = _bleu(effective_order=True)
+    metric = bleu_metric(effective_order=True)
     rows = []
     for h, r in zip(hypotheses, references):
         s = metric.sentence_score(h, [r])
@@ -310,7 +300,7 @@ def _corpus_bleu_of(stats: np.ndarray) -> float:
     """sacreBLEU's default corpus BLEU (exponential smoothing, 4-grams) of summed sentence statistics."""
     total = stats.sum(axis=0)
     return float(
-        _bleu()
+        bleu_metric()
         .compute_bleu(
             correct=total[2:6].tolist(), total=total[6:10].tolist(), sys_len=int(total[0]), ref_len=int(total[1])
         )
@@ -360,7 +350,7 @@ def paired_bleu_test(
         raise InputError(f"unknown BLEU test {test!r}; use one of {sorted(BLEU_TESTS)}")
     if seed < 1:
         raise InputError(f"seed {seed} must be a positive integer (sacreBLEU treats 0 as no seed)")
-    _bleu()
+    bleu_metric()
     from sacrebleu.significance import PairedTest, Result
 
     old = os.environ.get("SACREBLEU_SEED")
@@ -369,7 +359,7 @@ def paired_bleu_test(
         # Only the bootstrap test needs a confidence run on the baseline; -1 keeps `ar` to its trials.
         paired = PairedTest(
             [("a", list(hyp_a)), ("b", list(hyp_b))],
-            {"BLEU": _bleu()},
+            {"BLEU": bleu_metric()},
             [list(references)],
             test_type=test,
             n_samples=n_resamples,
