@@ -80,18 +80,14 @@ def load_probed_model(
     from syntaxformer import registry as _registry
     from syntaxformer.defaults import default_hf_model
     from syntaxformer.modeling import SyntaxModelConfig
+    from syntaxformer.tasks.base import HEADS
     from syntaxformer.training.run import load_run, load_tokenizer, load_trained_model
 
     path = str(model) if model is not None else default_hf_model()
     options = dict(options or {})
     if (Path(path) / "run.json").is_file():
         config, task = load_run(path)
-        if task.head not in (
-            "sequence_classification",
-            "question_answering",
-            "multiple_choice",
-            "token_classification",
-        ):
+        if task.head not in HEADS[:4]:  # the encoder heads (model_class serves them for every system)
             raise ConfigError(
                 f"{path} is a {task.head} run; the probes read an encoder's word states (train a "
                 "classification, QA or multiple-choice run)"
