@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer import registry as _registry
-from syntaxformer.analysis.compare_runs import paired_tests
 from syntaxformer.errors import ConfigError
 from syntaxformer.training.config import RunConfig, model_option_names
 from syntaxformer.training.run import train
@@ -143,6 +142,8 @@ def compare(
         "systems": results,
         "runtime_s": round(time.time() - t0, 2),
     }
+    from syntaxformer.analysis.compare_runs import paired_tests  # analysis reads run folders: above training
+
     summary["tests"] = paired_tests(config.output_dir, list(results), task.main_metric)
     summary["table"] = format_comparison(summary)
     os.makedirs(config.output_dir, exist_ok=True)
