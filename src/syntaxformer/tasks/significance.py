@@ -67,6 +67,35 @@ def _stats() -> Any:
     return stats
 
 
+def _resampled(
+    stat: Callable[[np.ndarray], float], n: int, n_resamples: int, seed: int, confidence: float
+) -> tuple[np.ndarray, list[float]]:
+    """The bootstrap distribution of ``stat(example indices)`` over ``n`` examples (``scipy.stats.bootstrap``) and its
+    percentile interval (the distribution's range where every resample gives the same value: scipy's is NaN)."""
+
+    def vectorised(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        idx = np.asarray(idx)
+        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
+        return np.array([stat(i) for i in rows], dtype=float).reshape(idx.shape[:-1])
+
+    res = _stats().bootstrap(
+        (np.arange(n),),
+        vectorised,
+        n_resamples=n_resamples,
+        paired=True,
+        vectorized=True,
+        batch=min(n_resamples, 100),
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    ci = [float(res.confidence_interval.low), float(res.confidence_interval.high)]
+    if not all(np.isfinite(ci)):
+        ci = [float(dist.min()), float(dist.max())]
+    return dist, ci
+
+
 def paired_bootstrap(
     metric: Callable[[np.ndarray, np.ndarray], float],
     preds_a: npt.ArrayLike,
@@ -101,33 +130,14 @@ def paired_bootstrap(
     a, b, y = np.asarray(preds_a), np.asarray(preds_b), np.asarray(labels)
     if not (len(a) == len(b) == len(y)) or len(y) == 0:
         raise InputError(f"need equally many predictions and labels, got {len(a)}, {len(b)}, {len(y)}")
-    stats = _stats()
 
-    def delta(idx: np.ndarray, axis: int = -1) -> np.ndarray:
-        idx = np.asarray(idx)
-        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
-        out = np.array([metric(b[i], y[i]) - metric(a[i], y[i]) for i in rows], dtype=float)
-        return out.reshape(idx.shape[:-1])
+    def delta(i: np.ndarray) -> float:
+        return metric(b[i], y[i]) - metric(a[i], y[i])
 
     observed = float(delta(np.arange(len(y))))
-    deltas = np.full(n_resamples, observed)
-    ci = [observed, observed]
+    deltas, ci = np.full(n_resamples, observed), [observed, observed]
     if len(y) >= 2:  # scipy resamples at least two observations
-        res = stats.bootstrap(
-            (np.arange(len(y)),),
-            delta,
-            n_resamples=n_resamples,
-            paired=True,
-            vectorized=True,
-            batch=min(n_resamples, 100),
-            confidence_level=0.95,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-        deltas = np.asarray(res.bootstrap_distribution, dtype=float)
-        ci = [float(res.confidence_interval.low), float(res.confidence_interval.high)]
-        if not all(np.isfinite(ci)):  # every resample gave the same difference (scipy: degenerate)
-            ci = [float(deltas.min()), float(deltas.max())]
+        deltas, ci = _resampled(delta, len(y), n_resamples, seed, 0.95)
     if two_sided:
         p = float(np.mean(np.abs(deltas - deltas.mean()) >= abs(observed)))
     else:
@@ -158,26 +168,7 @@ def bootstrap_ci(
     if len(p) != len(y) or len(y) < 2:
         raise InputError(f"need equally many predictions and labels (two or more), got {len(p)} and {len(y)}")
 
-    def score(idx: np.ndarray, axis: int = -1) -> np.ndarray:
-        idx = np.asarray(idx)
-        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
-        return np.array([metric(p[i], y[i]) for i in rows], dtype=float).reshape(idx.shape[:-1])
-
-    res = _stats().bootstrap(
-        (np.arange(len(y)),),
-        score,
-        n_resamples=n_resamples,
-        paired=True,
-        vectorized=True,
-        batch=min(n_resamples, 100),
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (np.isfinite(low) and np.isfinite(high)):  # every resample scored the same
-        dist = np.asarray(res.bootstrap_distribution, dtype=float)
-        low, high = float(dist.min()), float(dist.max())
+    low, high = _resampled(lambda i: metric(p[i], y[i]), len(y), n_resamples, seed, confidence)[1]
     return low, high
 
 
