@@ -63,7 +63,7 @@ def merge_summaries(summaries: list[dict], replaced: list[str] | None = None) ->
     ``t_test_p`` the paired t-test over those seeds (2 or more), and ``bootstrap`` lists each summary's own
     bootstrap (``seeds``, ``difference``, ``p``).
     """
-    from syntaxformer.analysis.significance import paired_t_test
+    from syntaxformer.tasks.significance import paired_t_test
 
     tasks: dict = {}
     for summary in summaries:

@@ -230,7 +230,7 @@ def _mean_std(xs: list[float]) -> dict[str, float]:
 
 
 def _mcnemar_tests(correct: dict[str, dict[int, np.ndarray]], variant: str, ref: str) -> dict[str, Any]:
-    from syntaxformer.analysis.significance import mcnemar
+    from syntaxformer.tasks.significance import mcnemar
 
     seeds = sorted(set(correct[variant]) & set(correct[ref]))
     per_seed = {s: mcnemar(correct[ref][s], correct[variant][s]).to_dict() for s in seeds}
@@ -246,7 +246,7 @@ def _mcnemar_tests(correct: dict[str, dict[int, np.ndarray]], variant: str, ref:
 
 def _bootstrap(values: dict[str, dict[int, np.ndarray]], variant: str, ref: str, resamples: int) -> dict[str, Any]:
     """Paired bootstrap over questions of a per-question score (EM, F1 or correctness) averaged over seeds."""
-    from syntaxformer.analysis.significance import paired_bootstrap
+    from syntaxformer.tasks.significance import paired_bootstrap
 
     seeds = sorted(set(values[variant]) & set(values[ref]))
     a = np.mean([values[ref][s] for s in seeds], axis=0)

@@ -124,7 +124,7 @@ def seed_comparison(summary: dict, task: str, a: str, b: str) -> dict:
     """A − B over the seeds both have: mean difference, 95% t-interval and paired t-test (3 or more seeds)."""
     from scipy import stats
 
-    from syntaxformer.analysis.significance import paired_t_test
+    from syntaxformer.tasks.significance import paired_t_test
 
     t = summary["tasks"][task]
     va, vb = t["variants"][a], t["variants"][b]

@@ -425,7 +425,7 @@ def _archive_suites(args: argparse.Namespace) -> dict:
 
 
 def _summarize(args: argparse.Namespace) -> dict:
-    from syntaxformer.analysis.significance import paired_bootstrap, paired_t_test
+    from syntaxformer.tasks.significance import paired_bootstrap, paired_t_test
 
     root = Path(args.out)
     summary: dict = {"out": str(root), "date": time.strftime("%Y-%m-%d"), "tasks": {}}

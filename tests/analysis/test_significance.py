@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from syntaxformer.analysis.significance import mcnemar, paired_bleu_test, paired_bootstrap, paired_t_test
 from syntaxformer.errors import InputError
+from syntaxformer.tasks.significance import mcnemar, paired_bleu_test, paired_bootstrap, paired_t_test
 
 
 def _acc(p, y):

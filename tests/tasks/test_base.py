@@ -67,3 +67,20 @@ def test_base_raw_records_default_serves_sequence_classification_only():
     task.head = "token_classification"  # type: ignore[misc]
     with pytest.raises(ConfigError, match="makes no records of raw inputs"):
         task.raw_records([], task.load_split("dev", {}), None, {}, None, {})
+
+
+def test_base_task_option_types_come_from_the_constructor(monkeypatch):
+    from syntaxformer import registry
+    from syntaxformer.tasks.base import task_option_names, task_option_types
+
+    squad = task_option_types("squad2")
+    assert tuple(squad) == task_option_names("squad2") and squad["doc_stride"] is int
+    assert task_option_types("no-such-task") == {} and task_option_names("no-such-task") == ()
+
+    def unresolved(window: UndefinedType = None, plain=1) -> Any:  # type: ignore[name-defined]  # noqa: F821
+        raise AssertionError("not built")
+
+    monkeypatch.setitem(registry.TASKS._entries, "unresolved-task", unresolved)
+    # the names still come (for --set); the types say none resolves, so `train --help` offers no flags for them
+    assert task_option_names("unresolved-task") == ("window", "plain")
+    assert task_option_types("unresolved-task") == {"window": None, "plain": None}

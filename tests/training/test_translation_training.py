@@ -11,11 +11,11 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainingArguments, set_seed
 
-from syntaxformer.analysis.significance import paired_bleu_test
 from syntaxformer.cli import main
 from syntaxformer.data.bpe import load_tokenizers
 from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration
 from syntaxformer.tasks.base import TaskContext, get_task
+from syntaxformer.tasks.significance import paired_bleu_test
 from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
 from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
 

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -74,37 +74,28 @@ def load_probed_model(
         ConfigError: an unknown system, a translation run, an encoder that cannot be loaded.
         DataError: a run folder without a saved model.
     """
-    from transformers import AutoConfig, AutoModel, PreTrainedModel
+    from transformers import AutoConfig, AutoModel
 
     import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
     from syntaxformer import registry as _registry
     from syntaxformer.defaults import default_hf_model
-    from syntaxformer.modeling import SyntaxModelConfig, model_class
-    from syntaxformer.training.run import load_run, load_tokenizer
+    from syntaxformer.modeling import SyntaxModelConfig
+    from syntaxformer.tasks.base import HEADS
+    from syntaxformer.training.run import load_run, load_tokenizer, load_trained_model
 
     path = str(model) if model is not None else default_hf_model()
     options = dict(options or {})
     if (Path(path) / "run.json").is_file():
         config, task = load_run(path)
-        if task.head not in (
-            "sequence_classification",
-            "question_answering",
-            "multiple_choice",
-            "token_classification",
-        ):
+        if task.head not in HEADS[:4]:  # the encoder heads (model_class serves them for every system)
             raise ConfigError(
                 f"{path} is a {task.head} run; the probes read an encoder's word states (train a "
                 "classification, QA or multiple-choice run)"
             )
-        if not (Path(path) / "config.json").is_file():
-            raise DataError(f"{path} holds no trained model (no config.json); was it trained with save_model=false?")
-        with loading_model(path):
-            # model_class is annotated as returning a bare ``type``; every class it returns is a PreTrainedModel
-            task_class = cast("type[PreTrainedModel]", model_class(config.model_type, task.head))
-            net = task_class.from_pretrained(path).base_model
-        kind = config.model_type
+        kind, net = load_trained_model(path, task.head)
+        net = net.base_model
         if kind not in ("sgnet", "syntax_bert"):  # the plain encoder or another system: its wrapped encoder's layers
-            net, kind = cast("torch.nn.Module", net.encoder), "plain"
+            net, kind = net.encoder, "plain"
         return ProbedModel(
             net.eval(),
             load_tokenizer(path),
@@ -128,7 +119,7 @@ def load_probed_model(
         saved = AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as e:
         raise ConfigError(f"cannot load a model from {path!r}: {' '.join(str(e).split())}") from e
-    if isinstance(saved, SyntaxModelConfig):
+    if isinstance(saved, SyntaxModelConfig):  # a saved syntax model, in a folder or on the hub
         with loading_model(path):
             net = AutoModel.from_pretrained(path)
         spec = _registry.system_for_model_type(saved.model_type)

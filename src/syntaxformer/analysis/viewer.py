@@ -118,28 +118,22 @@ def load_view_models(specs: Sequence[str] | None = None, plain: str | None = Non
 
 def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
     """The syntax models one spec names, and the pretrained checkpoint they were built from (if known)."""
-    from syntaxformer.modeling import SGNetModel, SyntaxBertModel, model_class
-    from syntaxformer.training.run import RUN_FILE
+    from syntaxformer.modeling import SGNetModel, SyntaxBertModel
+    from syntaxformer.training.run import RUN_FILE, load_trained_model
 
     path = Path(spec)
     run_file = path / RUN_FILE
-    saved = saved_system(str(path))
-    if saved is not None:
-        origin = None
-        head = None
+    if saved_system(str(path)) is not None:
+        origin = head = None
         if run_file.is_file():
             record = json.loads(run_file.read_text(encoding="utf-8"))
             origin = record.get("config", {}).get("model_name_or_path")
             from syntaxformer.tasks import get_task
 
-            try:
+            with contextlib.suppress(Exception):  # a task registered outside the package: the backbone is enough
                 head = get_task(record["task"]["name"], **record["task"].get("options", {})).head
-            except Exception:  # noqa: BLE001  (a task registered outside the package: the backbone alone is enough)
-                head = None
-        spec_ = _registry.system(saved)
-        cls: Any = model_class(saved, head) if head else spec_.backbone_class()
-        with loading_model(path):
-            model = cls.from_pretrained(str(path)).eval()
+        saved, model = load_trained_model(path, head)
+        model.eval()
         name = f"{path.name} ({_system_title(saved, model)})"
         if saved not in ("sgnet", "syntax_bert"):  # the plain encoder, or a system the page has no view of: its encoder
             return [ViewModel(name, "plain", model.base_model.encoder.eval(), str(path))], origin
@@ -165,16 +159,14 @@ def _load_plain(spec: str) -> ViewModel:
     """The plain encoder: a pretrained checkpoint (``AutoModel``) or the encoder of a saved model / run."""
     from transformers import AutoModel
 
-    saved = saved_system(spec)
-    if saved is not None:
-        cls = _registry.system(saved).backbone_class()
-        with loading_model(spec):
-            encoder = cls.from_pretrained(spec).encoder
-        if saved == "syntax_bert":
-            raise ConfigError(
-                f"--plain {spec}: a Syntax-BERT model has no plain encoder; give a checkpoint or a "
-                "baseline / SG-Net run"
-            )
+    from syntaxformer.training.run import load_trained_model
+
+    if saved_system(spec) == "syntax_bert":
+        raise ConfigError(
+            f"--plain {spec}: a Syntax-BERT model has no plain encoder; give a checkpoint or a baseline / SG-Net run"
+        )
+    if saved_system(spec) is not None:
+        encoder = load_trained_model(spec)[1].encoder
         return ViewModel(f"plain encoder ({Path(spec).name})", "plain", encoder.eval(), spec)
     try:
         with loading_model(spec, "plain encoder"):

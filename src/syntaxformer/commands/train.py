@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import json
 import logging
 import os
@@ -36,10 +35,6 @@ if TYPE_CHECKING:
     from syntaxformer.training.config import RunConfig
 
 
-HELP = (
-    "fine-tune SG-Net, Syntax-BERT or a baseline on any registered task (GLUE, SNLI, SST, SQuAD 2.0, RACE, "
-    "translation; Trainer; config file + overrides)"
-)
 #: The option groups of ``--help``, in order: ours first, the Trainer's last.
 TASK_GROUP, MODEL_GROUP = "your own data and the tasks' options", "model options (any other: --set model.NAME=VALUE)"
 TRAINER_GROUP = "other Hugging Face TrainingArguments (passed to the Trainer as they are)"
@@ -274,27 +269,19 @@ def _options(training: bool) -> list[_Option]:
 
 def _task_options() -> dict[str, tuple[Any, str]]:
     """Option name -> (annotation, help) over the registered tasks' constructors."""
-    from syntaxformer.errors import SyntaxformerError
     from syntaxformer.registry import TASKS
     from syntaxformer.tasks import task_names
+    from syntaxformer.tasks.base import task_option_types
 
     found: dict[str, Any] = {}
     users: dict[str, list[str]] = {}
     for name in task_names():
-        try:
-            factory: Any = TASKS.get(name)
-        except SyntaxformerError:  # an entry point that cannot be loaded: its options are not offered as flags
+        options = task_option_types(name)
+        if None in options.values():  # an annotation that does not resolve: --set still gives it
             continue
-        target = factory.__init__ if isinstance(factory, type) else factory  # type: ignore[misc]
-        try:
-            params = inspect.signature(target).parameters
-            hints = typing.get_type_hints(target)
-        except (NameError, TypeError, ValueError):  # an annotation that does not resolve: --set still gives it
-            continue
-        for p in params.values():
-            if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-                users.setdefault(p.name, []).append(f"{name} ({getattr(factory, '__qualname__', name)})")
-                found.setdefault(p.name, hints.get(p.name, str))
+        for option, hint in options.items():  # an entry point that cannot be loaded has none: no flags
+            users.setdefault(option, []).append(f"{name} ({getattr(TASKS.get(name), '__qualname__', name)})")
+            found.setdefault(option, hint)
     return {k: (hint, f"task option of {', '.join(users[k])}") for k, hint in found.items()}
 
 

@@ -75,6 +75,13 @@ class TaskData:
     def __len__(self) -> int:
         return len(self.examples)
 
+    @classmethod
+    def of_inputs(cls, examples: list[Any], fields: Sequence[str]) -> TaskData:
+        """Unlabeled examples made from raw inputs (``predict --input``, the pipelines), fingerprinted by the
+        content of their ``fields``."""
+        fingerprint = content_fingerprint([getattr(e, f) for f in fields] for e in examples)
+        return cls(examples, "raw inputs", fingerprint, len(examples))
+
     @property
     def has_labels(self) -> bool:
         """True if every example has a label (examples without a ``label`` field, SQuAD's, count as labeled)."""

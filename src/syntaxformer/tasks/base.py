@@ -55,6 +55,7 @@ __all__ = [
     "sample_limit",
     "task_names",
     "task_option_names",
+    "task_option_types",
     "text_inputs_data",
 ]
 
@@ -406,7 +407,7 @@ def sample_limit(data: Mapping[str, Any], split: str, unit: str = "examples") ->
 def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:
     """Unlabeled text (pair) examples (:class:`~syntaxformer.data.examples.TaskData`) of raw inputs with the keys
     ``text`` and optionally ``text_pair``; ids ``input-<position>``, fingerprinted by content."""
-    from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
+    from syntaxformer.data.examples import TaskData, TaskExample
 
     examples = [
         TaskExample(
@@ -414,7 +415,7 @@ def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         )
         for i, r in enumerate(inputs)
     ]
-    return TaskData(examples, "raw inputs", content_fingerprint([e.text_a, e.text_b] for e in examples), len(examples))
+    return TaskData.of_inputs(examples, ("text_a", "text_b"))
 
 
 def _key(name: str) -> str:
@@ -444,22 +445,37 @@ def register_task(
 
 def task_option_names(name: str) -> tuple[str, ...]:
     """The keyword options a registered task takes (from its constructor's signature), or ``()``."""
+    return tuple(task_option_types(name))
+
+
+def task_option_types(name: str) -> dict[str, Any]:
+    """The keyword options a registered task takes (from its constructor's signature) -> their annotations (``str``
+    where there is none; ``None`` for all when one does not resolve), or ``{}``."""
     import inspect
+    import typing
 
     key = _ALIASES.get(_key(str(name)), _key(str(name)))
     if key not in TASKS:
-        return ()
+        return {}
     try:
         factory = TASKS.get(key)
     except SyntaxformerError:
-        return ()
+        return {}
     # a class: its own __init__ (mypy's unsoundness warning is about instances, not this)
     target = factory.__init__ if isinstance(factory, type) else factory  # type: ignore[misc]
     try:
         params = inspect.signature(target).parameters.values()
     except (TypeError, ValueError):
-        return ()
-    return tuple(p.name for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        return {}
+    try:
+        hints: dict[str, Any] | None = typing.get_type_hints(target)
+    except (NameError, TypeError, ValueError):
+        hints = None
+    return {
+        p.name: None if hints is None else hints.get(p.name, str)
+        for p in params
+        if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
 
 
 def task_names() -> list[str]:

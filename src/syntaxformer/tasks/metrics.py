@@ -126,15 +126,16 @@ def main_metric(metrics: Mapping[str, float], names: Sequence[str]) -> float:
     raise InputError(f"none of {list(names)} in {sorted(metrics)}")
 
 
-def bleu_metric() -> Any:
-    """sacreBLEU's ``BLEU`` metric with its defaults (13a tokenisation, mixed case, exponential smoothing)."""
+def bleu_metric(**options: Any) -> Any:
+    """sacreBLEU's ``BLEU`` metric with its defaults (13a tokenisation, mixed case, exponential smoothing) and
+    ``options``."""
     try:
         from sacrebleu.metrics import BLEU
     except ImportError as e:
         raise MissingDependencyError(
             "BLEU needs sacreBLEU: pip install sacrebleu (or pip install 'syntaxformer[translation]')"
         ) from e
-    return BLEU()
+    return BLEU(**options)
 
 
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:

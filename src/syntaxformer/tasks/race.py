@@ -432,7 +432,6 @@ class RaceTask(Task[TaskData]):
         optionally ``id``) as unlabeled :class:`RaceExample` s (ids ``input-<position>`` unless given; level
         ``"input"``). Without a context the question is the first text and is scored with each option
         (``custom-mc``'s rule)."""
-        from syntaxformer.data.examples import content_fingerprint
 
         def example(i: int, r: Mapping[str, Any]) -> RaceExample:
             context, question = str(r.get("context") or ""), str(r["question"])
@@ -447,12 +446,8 @@ class RaceTask(Task[TaskData]):
                 options=[str(o) for o in r["options"]],
             )
 
-        examples = [example(i, r) for i, r in enumerate(inputs)]
-        return TaskData(
-            examples,
-            "raw inputs",
-            content_fingerprint([e.qid, e.article, e.question, e.options] for e in examples),
-            len(examples),
+        return TaskData.of_inputs(
+            [example(i, r) for i, r in enumerate(inputs)], ("qid", "article", "question", "options")
         )
 
     def featurize(self, data: TaskData, context: TaskContext, split: str) -> RaceFeatures:

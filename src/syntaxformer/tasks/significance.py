@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from syntaxformer.errors import InputError, MissingDependencyError
-from syntaxformer.tasks.metrics import METRICS
+from syntaxformer.tasks.metrics import METRICS, bleu_metric
 
 __all__ = [
     "BLEU_TESTS",
@@ -67,6 +67,35 @@ def _stats() -> Any:
     return stats
 
 
+def _resampled(
+    stat: Callable[[np.ndarray], float], n: int, n_resamples: int, seed: int, confidence: float
+) -> tuple[np.ndarray, list[float]]:
+    """The bootstrap distribution of ``stat(example indices)`` over ``n`` examples (``scipy.stats.bootstrap``) and its
+    percentile interval (the distribution's range where every resample gives the same value: scipy's is NaN)."""
+
+    def vectorised(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        idx = np.asarray(idx)
+        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
+        return np.array([stat(i) for i in rows], dtype=float).reshape(idx.shape[:-1])
+
+    res = _stats().bootstrap(
+        (np.arange(n),),
+        vectorised,
+        n_resamples=n_resamples,
+        paired=True,
+        vectorized=True,
+        batch=min(n_resamples, 100),
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    ci = [float(res.confidence_interval.low), float(res.confidence_interval.high)]
+    if not all(np.isfinite(ci)):
+        ci = [float(dist.min()), float(dist.max())]
+    return dist, ci
+
+
 def paired_bootstrap(
     metric: Callable[[np.ndarray, np.ndarray], float],
     preds_a: npt.ArrayLike,
@@ -101,33 +130,14 @@ def paired_bootstrap(
     a, b, y = np.asarray(preds_a), np.asarray(preds_b), np.asarray(labels)
     if not (len(a) == len(b) == len(y)) or len(y) == 0:
         raise InputError(f"need equally many predictions and labels, got {len(a)}, {len(b)}, {len(y)}")
-    stats = _stats()
 
-    def delta(idx: np.ndarray, axis: int = -1) -> np.ndarray:
-        idx = np.asarray(idx)
-        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
-        out = np.array([metric(b[i], y[i]) - metric(a[i], y[i]) for i in rows], dtype=float)
-        return out.reshape(idx.shape[:-1])
+    def delta(i: np.ndarray) -> float:
+        return metric(b[i], y[i]) - metric(a[i], y[i])
 
     observed = float(delta(np.arange(len(y))))
-    deltas = np.full(n_resamples, observed)
-    ci = [observed, observed]
+    deltas, ci = np.full(n_resamples, observed), [observed, observed]
     if len(y) >= 2:  # scipy resamples at least two observations
-        res = stats.bootstrap(
-            (np.arange(len(y)),),
-            delta,
-            n_resamples=n_resamples,
-            paired=True,
-            vectorized=True,
-            batch=min(n_resamples, 100),
-            confidence_level=0.95,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-        deltas = np.asarray(res.bootstrap_distribution, dtype=float)
-        ci = [float(res.confidence_interval.low), float(res.confidence_interval.high)]
-        if not all(np.isfinite(ci)):  # every resample gave the same difference (scipy: degenerate)
-            ci = [float(deltas.min()), float(deltas.max())]
+        deltas, ci = _resampled(delta, len(y), n_resamples, seed, 0.95)
     if two_sided:
         p = float(np.mean(np.abs(deltas - deltas.mean()) >= abs(observed)))
     else:
@@ -158,26 +168,7 @@ def bootstrap_ci(
     if len(p) != len(y) or len(y) < 2:
         raise InputError(f"need equally many predictions and labels (two or more), got {len(p)} and {len(y)}")
 
-    def score(idx: np.ndarray, axis: int = -1) -> np.ndarray:
-        idx = np.asarray(idx)
-        rows = idx.reshape(-1, idx.shape[-1])  # (resamples in this batch, N)
-        return np.array([metric(p[i], y[i]) for i in rows], dtype=float).reshape(idx.shape[:-1])
-
-    res = _stats().bootstrap(
-        (np.arange(len(y)),),
-        score,
-        n_resamples=n_resamples,
-        paired=True,
-        vectorized=True,
-        batch=min(n_resamples, 100),
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (np.isfinite(low) and np.isfinite(high)):  # every resample scored the same
-        dist = np.asarray(res.bootstrap_distribution, dtype=float)
-        low, high = float(dist.min()), float(dist.max())
+    low, high = _resampled(lambda i: metric(p[i], y[i]), len(y), n_resamples, seed, confidence)[1]
     return low, high
 
 
@@ -284,21 +275,11 @@ def seed_comparison(scores_a: Sequence[float], scores_b: Sequence[float], confid
     }
 
 
-def _bleu(**options: Any) -> Any:
-    try:
-        from sacrebleu.metrics import BLEU
-    except ImportError as e:
-        raise MissingDependencyError(
-            "BLEU needs sacreBLEU: pip install sacrebleu (or pip install 'syntaxformer[translation]')"
-        ) from e
-    return BLEU(**options)
-
-
 def _sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
     """``[N, 10]`` BLEU counts per sentence: hyp length, ref length, matches 1..4, totals 1..4 (public
     ``BLEU.sentence_score``; the counts do not depend on smoothing, ``effective_order`` only silences its
     warning)."""
-    metric = _bleu(effective_order=True)
+    metric = bleu_metric(effective_order=True)
     rows = []
     for h, r in zip(hypotheses, references):
         s = metric.sentence_score(h, [r])
@@ -310,7 +291,7 @@ def _corpus_bleu_of(stats: np.ndarray) -> float:
     """sacreBLEU's default corpus BLEU (exponential smoothing, 4-grams) of summed sentence statistics."""
     total = stats.sum(axis=0)
     return float(
-        _bleu()
+        bleu_metric()
         .compute_bleu(
             correct=total[2:6].tolist(), total=total[6:10].tolist(), sys_len=int(total[0]), ref_len=int(total[1])
         )
@@ -360,7 +341,7 @@ def paired_bleu_test(
         raise InputError(f"unknown BLEU test {test!r}; use one of {sorted(BLEU_TESTS)}")
     if seed < 1:
         raise InputError(f"seed {seed} must be a positive integer (sacreBLEU treats 0 as no seed)")
-    _bleu()
+    bleu_metric()
     from sacrebleu.significance import PairedTest, Result
 
     old = os.environ.get("SACREBLEU_SEED")
@@ -369,7 +350,7 @@ def paired_bleu_test(
         # Only the bootstrap test needs a confidence run on the baseline; -1 keeps `ar` to its trials.
         paired = PairedTest(
             [("a", list(hyp_a)), ("b", list(hyp_b))],
-            {"BLEU": _bleu()},
+            {"BLEU": bleu_metric()},
             [list(references)],
             test_type=test,
             n_samples=n_resamples,

@@ -380,8 +380,6 @@ class SquadTask(Task[TaskData]):
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
         """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
         :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
-        from syntaxformer.data.examples import content_fingerprint
-
         examples = [
             SquadExample(
                 qid=str(r.get("id", f"input-{i}")),
@@ -391,9 +389,7 @@ class SquadTask(Task[TaskData]):
             )
             for i, r in enumerate(inputs)
         ]
-        return TaskData(
-            examples, "raw inputs", content_fingerprint([e.qid, e.context, e.question] for e in examples), len(examples)
-        )
+        return TaskData.of_inputs(examples, ("qid", "context", "question"))
 
     def raw_records(
         self,

@@ -69,6 +69,7 @@ __all__ = [
     "evaluate",
     "load_run",
     "load_tokenizer",
+    "load_trained_model",
     "model_label",
     "position_limit",
     "predict",
@@ -145,6 +146,24 @@ def load_run(
     return config.for_task(task, training=False), task
 
 
+def load_trained_model(folder: str | os.PathLike, head: str | None = None) -> tuple[str, Any]:
+    """The system and the model a run of :func:`train` (or ``save_pretrained``) saved in ``folder``: with the task
+    head ``head`` (a :attr:`~syntaxformer.tasks.Task.head`), or its backbone alone (``None``).
+
+    Raises:
+        DataError: the folder holds no syntaxformer model, or it does not load.
+    """
+    saved = saved_system(str(folder))
+    if saved is None:
+        raise DataError(
+            f"{folder} holds no trained syntaxformer model (no config.json with model_type "
+            f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
+        )
+    cls: Any = model_class(saved, head) if head else _registry.system(saved).backbone_class()
+    with loading_model(folder):
+        return saved, cls.from_pretrained(str(folder))
+
+
 def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> tuple[Any, Any]:
     """The model and tokenizer saved in a run folder (``prep`` receives what the task loads besides, e.g. the
     target tokenizer of a translation model)."""
@@ -153,17 +172,10 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
 
         import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
 
-        cls: Any = AutoModelForSeq2SeqLM  # loading_model names a folder without config.json
+        with loading_model(run_dir):  # loading_model names a folder without config.json
+            model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
     else:
-        saved = saved_system(run_dir)
-        if saved is None:
-            raise DataError(
-                f"{run_dir} holds no trained syntaxformer model (no config.json with model_type "
-                f"{' or '.join(map(repr, _registry.model_types()))}); was it trained with save_model=false?"
-            )
-        cls = model_class(saved, task.head)
-    with loading_model(run_dir):
-        model = cls.from_pretrained(run_dir)
+        _, model = load_trained_model(run_dir, task.head)
     return model, task.load_tokenizer(run_dir, prep) or load_tokenizer(run_dir)
 
 

@@ -116,6 +116,15 @@ class _Resumable(_TrainerBase):
     _epoch_start: tuple[int, Any] | None = None
     _resume_epoch_rng: tuple[int, Any] | None = None
 
+    def _set_callbacks(self) -> None:
+        """Loss / metric logs through logging (the CLI shows them on stderr), so that stdout carries only a
+        command's result (e.g. JSON); and the hook that keeps each epoch's random state."""
+        self.remove_callback(PrinterCallback)
+        if self.pop_callback(ProgressCallback) is not None:
+            self.add_callback(_BarsOnlyCallback)
+        self.add_callback(LoggingCallback)
+        self.add_callback(_EpochStartCallback(self))
+
     def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any) -> Any:
         from transformers.trainer_utils import get_last_checkpoint
 
@@ -235,13 +244,7 @@ class SyntaxTrainer(_Resumable, Trainer):
         self.gate_lr = gate_lr
         self.model_accepts_loss_kwargs = False
         self._lisa_sums = {"train": [0.0, 0], "eval": [0.0, 0]}
-        # Loss / metric logs go through logging (the CLI shows them on stderr), so that stdout carries only a
-        # command's result (e.g. JSON).
-        self.remove_callback(PrinterCallback)
-        if self.pop_callback(ProgressCallback) is not None:
-            self.add_callback(_BarsOnlyCallback)
-        self.add_callback(LoggingCallback)
-        self.add_callback(_EpochStartCallback(self))
+        self._set_callbacks()
 
     def create_optimizer(self, model: nn.Module | None = None) -> torch.optim.Optimizer:
         opt_model = self.model if model is None else model
@@ -402,11 +405,7 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         self.length_bucket = int(length_bucket)
         self.model_accepts_loss_kwargs = False  # per-batch mean losses, as SyntaxTrainer
         self._eval_orders: dict[int, np.ndarray] = {}
-        self.remove_callback(PrinterCallback)
-        if self.pop_callback(ProgressCallback) is not None:
-            self.add_callback(_BarsOnlyCallback)
-        self.add_callback(LoggingCallback)
-        self.add_callback(_EpochStartCallback(self))
+        self._set_callbacks()
 
     # -- batches -----------------------------------------------------------------------------------------------
     def get_train_dataloader(self) -> DataLoader:
