@@ -90,8 +90,7 @@ def test_paired_tests_from_the_dev_predictions_of_two_runs(tmp_path):
 
     from scipy.stats import binomtest
 
-    from syntaxformer.analysis.compare_runs import paired_tests
-    from syntaxformer.training.comparison import format_comparison
+    from syntaxformer.training.comparison import format_comparison, paired_tests
 
     labels = [0, 1] * 20
     base = list(labels)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,6 @@ __all__ = [
     "expand_run_dirs",
     "load_run_predictions",
     "pair_by_seed",
-    "paired_tests",
     "per_question_scores",
     "run_seed",
 ]
@@ -262,38 +260,6 @@ def pair_by_seed(
     by_seed = dict(zip(seeds_b, runs_b))
     pairs = [(ra, by_seed[s]) for ra, s in zip(runs_a, seeds_a)]
     return pairs, f"runs paired by seed ({', '.join(str(s) for s in seeds_a)})"
-
-
-def paired_tests(
-    output_dir: str | os.PathLike, names: Sequence[str], metric: str, n_resamples: int = 1000, seed: int = 0
-) -> dict[str, dict[str, Any]]:
-    """Each system of a ``compare`` folder (:mod:`syntaxformer.training.comparison`) against the first on the same dev examples, from their ``dev_predictions.json``: a two-sided
-    paired bootstrap of ``metric`` (its 95% interval of the difference) and, for classification, the exact
-    McNemar test on per-example correctness; for BLEU, sacreBLEU's paired bootstrap against the references.
-    Name -> ``{"bootstrap": ..., "mcnemar": ...}`` / ``{"bleu": ...}``; systems without per-example predictions
-    and labels (or a metric that is not a per-example one) are left out."""
-    if len(names) < 2:
-        return {}
-    runs = {}
-    for name in names:
-        path = Path(output_dir) / name / "dev_predictions.json"
-        if path.is_file():
-            runs[name] = _read_json(path)
-    base = runs.get(names[0])
-    if base is None:
-        return {}
-    references = None
-    if metric == "bleu":
-        references = run_references(Path(output_dir) / names[0], base.get("ids"), base.get("split", "dev"))
-    out: dict[str, dict[str, Any]] = {}
-    for name in names[1:]:
-        other = runs.get(name)
-        if other is None or other.get("ids") != base.get("ids"):
-            continue
-        tests = paired_prediction_tests(base, other, metric, n_resamples, seed, references)
-        if tests:
-            out[name] = tests
-    return out
 
 
 def compare_runs(

@@ -10,6 +10,7 @@ is an ordinary
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -18,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer import registry as _registry
-from syntaxformer.errors import ConfigError
+from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.tasks.significance import paired_prediction_tests
 from syntaxformer.training.config import RunConfig, model_option_names
 from syntaxformer.training.run import train
+from syntaxformer.training.run_data import run_references
 from syntaxformer.utils import write_json
 
-__all__ = ["SYSTEM_PRESETS", "compare", "format_comparison", "resolve_systems"]
+__all__ = ["SYSTEM_PRESETS", "compare", "format_comparison", "paired_tests", "resolve_systems"]
 
 
 def _default_lisa_layer(config: RunConfig) -> int:
@@ -142,8 +145,6 @@ def compare(
         "systems": results,
         "runtime_s": round(time.time() - t0, 2),
     }
-    from syntaxformer.analysis.compare_runs import paired_tests  # analysis reads run folders: above training
-
     summary["tests"] = paired_tests(config.output_dir, list(results), task.main_metric)
     summary["table"] = format_comparison(summary)
     os.makedirs(config.output_dir, exist_ok=True)
@@ -197,3 +198,38 @@ def format_comparison(summary: dict[str, Any]) -> str:
                     line += f"; exact McNemar p = {tests['mcnemar']['p_value']:.3f}"
             lines.append(line)
     return "\n".join(lines)
+
+
+def paired_tests(
+    output_dir: str | os.PathLike, names: Sequence[str], metric: str, n_resamples: int = 1000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """Each system of a ``compare`` folder (:func:`compare`) against the first on the same dev examples, from their ``dev_predictions.json``: a two-sided
+    paired bootstrap of ``metric`` (its 95% interval of the difference) and, for classification, the exact
+    McNemar test on per-example correctness; for BLEU, sacreBLEU's paired bootstrap against the references.
+    Name -> ``{"bootstrap": ..., "mcnemar": ...}`` / ``{"bleu": ...}``; systems without per-example predictions
+    and labels (or a metric that is not a per-example one) are left out."""
+    if len(names) < 2:
+        return {}
+    runs = {}
+    for name in names:
+        path = Path(output_dir) / name / "dev_predictions.json"
+        if path.is_file():
+            try:
+                runs[name] = json.loads(path.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                raise DataError(f"{path} is not the JSON `syntaxformer train` writes: {e}") from None
+    base = runs.get(names[0])
+    if base is None:
+        return {}
+    references = None
+    if metric == "bleu":
+        references = run_references(Path(output_dir) / names[0], base.get("ids"), base.get("split", "dev"))
+    out: dict[str, dict[str, Any]] = {}
+    for name in names[1:]:
+        other = runs.get(name)
+        if other is None or other.get("ids") != base.get("ids"):
+            continue
+        tests = paired_prediction_tests(base, other, metric, n_resamples, seed, references)
+        if tests:
+            out[name] = tests
+    return out
