@@ -78,7 +78,7 @@ os.environ.setdefault(
 )  # the library reads data only where told
 
 FRACTION_TAG = "f{:g}"
-ARCHIVE = "docs/results/runs/translation"
+ARCHIVE = "docs/results/runs/translation_steps600"
 
 
 def _run_dir(out: Path, fraction: float, arm: str, seed: int) -> Path:
@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", default="baseline,syntax,sgnet,both")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--max-steps", type=int, default=400, help="updates per run, the same for every run (400)")
+    parser.add_argument("--max-steps", type=int, default=600, help="updates per run, the same for every run (600)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1; see the docstring)")
     parser.add_argument(
         "--eval-steps", type=int, default=None, help="validation and checkpoint every N updates (the recipe's 50)"

@@ -374,8 +374,8 @@ def test_an_archived_translation_runs_bleu_is_recomputed_from_its_hypotheses(run
         assert len(hyps) == len(refs) == scores["n"]
         assert BLEU().corpus_score(hyps, [refs]).score == pytest.approx(scores["bleu"], abs=1e-9), (run, name)
     curve = json.loads((run / "dev_bleu.json").read_text())
-    steps = [c["step"] for c in curve]
-    assert steps == list(range(50, metrics["train"]["global_step"] + 1, 50)), run
+    steps = [c["step"] for c in curve]  # one point per validation (every 50 updates at 10%, every 200 on the GPU)
+    assert steps and steps == list(range(steps[0], metrics["train"]["global_step"] + 1, steps[0])), run
 
 
 def test_results_md_translation_tables_are_the_archive():
@@ -390,7 +390,7 @@ def test_results_md_translation_tables_are_the_archive():
     module = importlib.util.module_from_spec(spec)
     sys.modules["translation"] = module
     spec.loader.exec_module(module)
-    summary = module._summarize(argparse.Namespace(to=str(ARCHIVE / "translation"), resamples=1000))
+    summary = module._summarize(argparse.Namespace(to=str(ARCHIVE.parents[2] / module.ARCHIVE), resamples=1000))
     text = (ARCHIVE.parents[1] / "results.md").read_text(encoding="utf-8")
     start, end = "<!-- TRANSLATION-TABLES -->", "<!-- /TRANSLATION-TABLES -->"
     shown = text[text.index(start) + len(start) : text.index(end)].strip()
