@@ -250,30 +250,16 @@ def evaluate(
     output_dir: str | None = None,
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Score the model of a run folder on a labeled split; writes ``eval_<split>.json``.
-
-    Args:
-        run_dir: a folder written by :func:`train`.
-        split: the split to score.
-        changes: run-config changes (e.g. ``{"parser_noise": 0.4}``, ``{"dev_file": "my.tsv"}``).
-        output_dir: where ``eval_<split>.json`` goes (default ``run_dir``).
-        overwrite: replace an existing ``eval_<split>.json`` (default: refuse before anything is computed).
-
-    Returns:
-        ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", "runtime_s", ...}``.
-
-    Raises:
-        DataError: ``eval_<split>.json`` exists and ``overwrite`` is false; the output folder is being written by
-            another process (its lock is held).
-    """
+    """Score the model of a run folder (:func:`train`'s) on a labeled split, with run-config ``changes`` (e.g.
+    ``{"parser_noise": 0.4}``, ``{"dev_file": "my.tsv"}``); writes ``eval_<split>.json`` to ``output_dir`` (default
+    ``run_dir``) under its lock, replacing an earlier one only with ``overwrite`` (DataError before anything is
+    computed). Returns ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", ...}``."""
     split = _split_name(split)
     with _split_outputs(run_dir, output_dir, [f"eval_{split}.json"], overwrite):
         return _evaluate(run_dir, split, changes, output_dir)
 
 
-def _evaluate(
-    run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
-) -> dict[str, Any]:
+def _evaluate(run_dir: str | os.PathLike, split: str, changes: Any, output_dir: str | None) -> dict[str, Any]:
     t0 = time.time()
     config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, True)
     if not data.has_labels:
@@ -326,9 +312,7 @@ def predict(
         return _predict(run_dir, split, changes, output_dir)
 
 
-def _predict(
-    run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
-) -> dict[str, Any]:
+def _predict(run_dir: str | os.PathLike, split: str, changes: Any, output_dir: str | None) -> dict[str, Any]:
     t0 = time.time()
     _, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, False)
     predictions = task.postprocess(data, features, out.predictions, auxiliary)
