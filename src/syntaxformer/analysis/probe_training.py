@@ -92,12 +92,8 @@ def train_distance_probe(
     vectors: Sequence[np.ndarray], distances: Sequence[np.ndarray], settings: ProbeSettings | None = None
 ) -> torch.Tensor:
     """Train H&M's distance probe. Returns ``B`` ``[H, rank]``; predicted distances are ``||(h_i - h_j) B||²``.
-
-    Args:
-        vectors: per sentence, ``[n, H]`` word vectors.
-        distances: per sentence, ``[n, n]`` gold tree distances.
-        settings: budget and seed (default :class:`ProbeSettings`).
-    """
+    Arguments: vectors: per sentence, ``[n, H]`` word vectors; distances: per sentence, ``[n, n]`` gold tree distances;
+    settings: budget and seed (default :class:`ProbeSettings`)."""
     return _train_structural(vectors, distances, "distance", settings or ProbeSettings())
 
 

@@ -140,16 +140,10 @@ def summary(metrics: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
 
 def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
     """``train`` needs a task (``--task``, or ``task:`` in ``--config`` / ``--set``) or the user's own data
-    (``--train-file`` / ``--dataset`` without a task: :func:`syntaxformer.tasks.custom.task_for_data` picks
-    ``custom``, ``custom-qa`` or ``custom-mc``): no silent SST-2 default. Column flags with a task that reads its
-    own columns are an error.
-
-    Args:
-        data: the options the user gave (flags over the config file).
-
-    Returns:
-        the options to add to the config (``{"task": ...}`` when it was inferred), else ``{}``.
-    """
+    (``--train-file`` / ``--dataset`` without a task: :func:`syntaxformer.tasks.custom.task_for_data` picks ``custom``,
+    ``custom-qa`` or ``custom-mc``): no silent SST-2 default. Column flags with a task that reads its own columns are an
+    error. Arguments: data: the options the user gave (flags over the config file). Returns the options to add to the
+    config (``{"task": ...}`` when it was inferred), else ``{}``."""
     from syntaxformer.errors import ConfigError
     from syntaxformer.tasks import task_names, task_option_names
 

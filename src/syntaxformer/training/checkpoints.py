@@ -71,13 +71,11 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
 
 
 def checkpoint_problems(path: str | os.PathLike) -> list[str]:
-    """What keeps a checkpoint folder from being resumed exactly; ``[]`` = intact.
-
-    Checked: ``trainer_state.json`` (JSON with the folder's ``global_step`` and a ``log_history``); the model
-    weights (``model.safetensors`` or ``pytorch_model.bin``, or a sharded index and its shards: readable to the end);
-    ``optimizer.pt``, ``scheduler.pt`` and ``rng_state*.pth`` (present, complete torch archives); ``scaler.pt`` when
-    present. Sharded optimizer states of distributed engines (``optimizer*`` folders) count as present, unchecked.
-    """
+    """What keeps a checkpoint folder from being resumed exactly; ``[]`` = intact. Checked: ``trainer_state.json`` (JSON
+    with the folder's ``global_step`` and a ``log_history``); the model weights (``model.safetensors`` or
+    ``pytorch_model.bin``, or a sharded index and its shards: readable to the end); ``optimizer.pt``, ``scheduler.pt``
+    and ``rng_state*.pth`` (present, complete torch archives); ``scaler.pt`` when present. Sharded optimizer states of
+    distributed engines (``optimizer*`` folders) count as present, unchecked."""
     folder = Path(path)
     if not folder.is_dir():
         return [f"{folder} is not a folder"]
@@ -195,16 +193,10 @@ def write_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, A
 def check_fingerprint(
     output_dir: str | os.PathLike, fingerprint: Mapping[str, Any], *, check_data: bool = True
 ) -> None:
-    """Refuse to resume the run in ``output_dir`` with other options or other training data.
-
-    Args:
-        output_dir: the run folder (its ``run_fingerprint.json``, written when the run started).
-        fingerprint: :func:`run_fingerprint` of the resuming run.
-        check_data: also compare the training data's fingerprint (``False`` before the data is read).
-
-    Raises:
-        DataError: naming the options that changed (old -> new) or the training data, and what to do instead.
-    """
+    """Refuse to resume the run in ``output_dir`` with other options or other training data. Arguments: output_dir: the
+    run folder (its ``run_fingerprint.json``, written when the run started); fingerprint: :func:`run_fingerprint` of the
+    resuming run; check_data: also compare the training data's fingerprint (``False`` before the data is read). Raises
+    DataError: naming the options that changed (old -> new) or the training data, and what to do instead."""
     path = Path(output_dir) / FINGERPRINT_FILE
     if not path.is_file():
         logger.warning(

@@ -66,16 +66,11 @@ SYSTEM_PRESETS: dict[str, Callable[[RunConfig], tuple[str, dict[str, Any]]]] = {
 def resolve_systems(
     config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None
 ) -> list[tuple[str, dict[str, Any]]]:
-    """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, or a comma-separated string of
-    them) and / or explicit ``(name, changes)`` pairs; ``None`` = ``baseline,sgnet``.
-
-    A preset's changes set ``model_type`` and ``model``: the shared ``model`` options its config class knows, with
-    the preset's own options on top (Syntax-BERT presets keep shared options such as ``use_dependency``; SG-Net
-    ones drop them).
-
-    Raises:
-        ConfigError: an unknown or repeated name.
-    """
+    """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, or a comma-separated string of them)
+    and / or explicit ``(name, changes)`` pairs; ``None`` = ``baseline,sgnet``. A preset's changes set ``model_type``
+    and ``model``: the shared ``model`` options its config class knows, with the preset's own options on top
+    (Syntax-BERT presets keep shared options such as ``use_dependency``; SG-Net ones drop them). Raises ConfigError: an
+    unknown or repeated name."""
     if systems is None:
         systems = ["baseline", "sgnet"]
     if isinstance(systems, str):
@@ -112,22 +107,14 @@ def resolve_systems(
 def compare(
     config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None
 ) -> dict[str, Any]:
-    """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data;
-    report their dev scores side by side.
-
-    Each system runs :func:`train` in ``<output_dir>/<name>`` (features are built once per kind of features and
-    shared through the features cache). Writes ``<output_dir>/comparison.json``.
-
-    Args:
-        config: the shared run settings.
-        systems: names from :data:`SYSTEM_PRESETS` (``baseline``, ``sgnet``, ``syntax_bert``, ``syntax_bert_lisa``,
-            ``syntax_bert_baseline``, ``lisa``; a list or a comma-separated string) and / or ``(name, config
-            changes)`` pairs; default ``baseline,sgnet``.
-
-    Returns:
-        ``{"task", "seed", "main_metric", "sizes", "subsample", "systems": {name: metrics.json content},
-        "table": the side-by-side text (:func:`format_comparison`), "runtime_s"}``.
-    """
+    """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data; report
+    their dev scores side by side. Each system runs :func:`train` in ``<output_dir>/<name>`` (features are built once
+    per kind of features and shared through the features cache). Writes ``<output_dir>/comparison.json``. Arguments:
+    config: the shared run settings; systems: names from :data:`SYSTEM_PRESETS` (``baseline``, ``sgnet``,
+    ``syntax_bert``, ``syntax_bert_lisa``, ``syntax_bert_baseline``, ``lisa``; a list or a comma-separated string) and /
+    or ``(name, config changes)`` pairs; default ``baseline,sgnet``. Returns ``{"task", "seed", "main_metric", "sizes",
+    "subsample", "systems": {name: metrics.json content}, "table": the side-by-side text (:func:`format_comparison`),
+    "runtime_s"}``."""
     t0 = time.time()
     resolved = resolve_systems(config, systems)
     results: dict[str, dict[str, Any]] = {}

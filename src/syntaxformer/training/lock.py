@@ -76,14 +76,9 @@ def _describe(owner: dict[str, Any] | None) -> str:
 
 
 class RunLock:
-    """The advisory lock of one run folder (a context manager; see the module docstring).
-
-    Args:
-        folder: the run folder (created if missing; removed again on release if the lock file was all it held).
-
-    Raises:
-        DataError: (on entering) another live process holds the lock; the folder cannot be written.
-    """
+    """The advisory lock of one run folder (a context manager; see the module docstring). Arguments: folder: the run
+    folder (created if missing; removed again on release if the lock file was all it held). Raises DataError: (on
+    entering) another live process holds the lock; the folder cannot be written."""
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = Path(folder)

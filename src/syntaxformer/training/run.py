@@ -93,16 +93,12 @@ def load_run(
     run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None, *, trust_remote_code: bool | None = None
 ) -> tuple[RunConfig, Task]:
     """The run config (with ``changes``; the task's defaults for what it does not hold:
-    :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a run folder written by :func:`train`.
-
-    The task is rebuilt from its name and options; a part (task, system, annotator) registered outside the package
-    and not installed as an entry point is found by importing the module that defined it, only with
-    ``trust_remote_code`` (default: inside :func:`syntaxformer.registry.trust_run_code`, ``--trust-run-code``).
-
-    Raises:
-        DataError: the folder has no ``run.json``. FormatError: its ``run.json`` is not the JSON ``train`` wrote.
-        ConfigError: it names a module to import and ``trust_remote_code`` is not given.
-    """
+    :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a run folder written by :func:`train`. The
+    task is rebuilt from its name and options; a part (task, system, annotator) registered outside the package and not
+    installed as an entry point is found by importing the module that defined it, only with ``trust_remote_code``
+    (default: inside :func:`syntaxformer.registry.trust_run_code`, ``--trust-run-code``). Raises DataError: the folder
+    has no ``run.json``. FormatError: its ``run.json`` is not the JSON ``train`` wrote; ConfigError: it names a module
+    to import and ``trust_remote_code`` is not given."""
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise DataError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE})")
@@ -147,12 +143,9 @@ def load_run(
 
 
 def load_trained_model(folder: str | os.PathLike, head: str | None = None) -> tuple[str, Any]:
-    """The system and the model a run of :func:`train` (or ``save_pretrained``) saved in ``folder``: with the task
-    head ``head`` (a :attr:`~syntaxformer.tasks.Task.head`), or its backbone alone (``None``).
-
-    Raises:
-        DataError: the folder holds no syntaxformer model, or it does not load.
-    """
+    """The system and the model a run of :func:`train` (or ``save_pretrained``) saved in ``folder``: with the task head
+    ``head`` (a :attr:`~syntaxformer.tasks.Task.head`), or its backbone alone (``None``). Raises DataError: the folder
+    holds no syntaxformer model, or it does not load."""
     saved = saved_system(str(folder))
     if saved is None:
         raise DataError(

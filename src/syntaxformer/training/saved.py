@@ -36,12 +36,10 @@ WEIGHT_FILES = (
 
 
 def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> str | None:
-    """What keeps ``folder`` from loading as a saved ``transformers`` model, or ``None``.
-
-    Checked: ``config.json`` is there, is a JSON object and names a ``model_type``; with ``weights``, a weights file
-    (:data:`WEIGHT_FILES`) is there and readable: a safetensors header and length, a sharded index and its shards,
-    a ``pytorch_model.bin`` that is a complete zip archive.
-    """
+    """What keeps ``folder`` from loading as a saved ``transformers`` model, or ``None``. Checked: ``config.json`` is
+    there, is a JSON object and names a ``model_type``; with ``weights``, a weights file (:data:`WEIGHT_FILES`) is there
+    and readable: a safetensors header and length, a sharded index and its shards, a ``pytorch_model.bin`` that is a
+    complete zip archive."""
     folder = Path(folder)
     config = folder / "config.json"
     if not config.is_file():
@@ -72,17 +70,11 @@ def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> 
 
 @contextlib.contextmanager
 def loading_model(path: str | os.PathLike, what: str = "model", *, weights: bool = True) -> Iterator[None]:
-    """Check ``path`` (when it is a local folder) before a model is loaded from it, and turn any error of the load
-    into a :class:`~syntaxformer.errors.DataError` naming it.
-
-    Args:
-        path: the folder (or hub name) loaded inside the block.
-        what: what is loaded, for messages (``"model"``, ``"encoder"``).
-        weights: whether the folder must hold weights (``False``: a configuration alone is loaded).
-
-    Raises:
-        DataError: the folder is not a loadable model (:func:`model_folder_problem`), or the load failed.
-    """
+    """Check ``path`` (when it is a local folder) before a model is loaded from it, and turn any error of the load into
+    a :class:`~syntaxformer.errors.DataError` naming it. Arguments: path: the folder (or hub name) loaded inside the
+    block; what: what is loaded, for messages (``"model"``, ``"encoder"``); weights: whether the folder must hold
+    weights (``False``: a configuration alone is loaded). Raises DataError: the folder is not a loadable model
+    (:func:`model_folder_problem`), or the load failed."""
     name = os.fspath(path)
     if Path(name).is_dir():
         problem = model_folder_problem(name, weights=weights)
