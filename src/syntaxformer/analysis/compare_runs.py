@@ -163,6 +163,7 @@ def per_question_scores(run_dir: str | Path) -> dict[str, Any] | None:
     SQuAD: ``exact`` and ``f1`` at the headline threshold on the scored ("test") part of the dev set, ``correct`` =
     exact match; RACE: ``accuracy`` over all questions."""
     folder = Path(run_dir)
+    rows: Any
     if (folder / "per_question.json").is_file():
         per_q = _read_json(folder / "per_question.json")
         rows = {q: r for q, r in per_q.items() if r.get("part", "test") == "test"}

@@ -1,16 +1,8 @@
-"""Saved models a user points at (a run folder, a model folder): checked before they are loaded, and any failure to
-load them turned into one clear :class:`~syntaxformer.errors.DataError`.
-
-``from_pretrained`` on a folder that is not what it should be fails deep inside ``transformers`` or ``safetensors``
-(``SafetensorError: invalid header length`` for a truncated weights file, ``ValueError: Unrecognized model`` for a
-``config.json`` without ``model_type``). :func:`loading_model` wraps every load of a saved model in this package::
-
-    with loading_model(folder):
-        model = AutoModelForSequenceClassification.from_pretrained(folder)
-
-It first checks a local folder (:func:`model_folder_problem`: ``config.json`` present, JSON, with a ``model_type``;
-weights present and their headers readable) and names what is wrong; then any error of the load itself becomes a
-``DataError`` naming the folder.
+"""Saved models a user points at: ``with loading_model(folder): model = AutoModel....from_pretrained(folder)`` (every
+load of a saved model in this package) checks a local folder first (:func:`model_folder_problem`) and turns any
+error of the load, which would otherwise surface deep inside transformers or safetensors, into one
+:class:`~syntaxformer.errors.DataError` naming the folder (docs/reliability.md, "Runs and models that cannot be
+read").
 """
 
 from __future__ import annotations

@@ -81,18 +81,11 @@ else:
 
 
 class _Resumable(_TrainerBase):
-    """What a run needs to be resumed as if it had never stopped, on top of the Trainer's checkpoints.
-
-    * **Training loss over all steps.** ``Trainer.train`` reports the mean loss of the steps it ran itself, so a
-      resumed run's ``training_loss`` covers the resumed steps only. Each checkpoint also records the sum of the
-      per-step losses of steps 1..N (``loss_sum.json``); a resumed run adds it back: :attr:`loss_over_all_steps`.
-    * **The data order of a resumed epoch.** The Trainer's length-grouped sampler draws each epoch's order from
-      torch's global random state when the epoch's data loader starts. Resumed at an epoch boundary, that state
-      is the checkpoint's; resumed in the middle of an epoch it is not (the checkpoint's state is restored only
-      after the skipped batches), so the rest of the epoch came in another order and the weights differed from
-      the uninterrupted run's. Each checkpoint therefore also keeps the CPU random state at the start of its epoch
-      (``epoch_rng_state.pt``), and a resume in the middle of an epoch restores it before the epoch starts.
-    """
+    """What a run needs to be resumed as if it had never stopped, on top of the Trainer's checkpoints
+    (docs/reliability.md, "3. Resume"): each checkpoint also records the sum of the step losses 1..N (``loss_sum.json``;
+    ``Trainer.train`` averages over the resumed steps only), added back in :attr:`loss_over_all_steps`; and the CPU
+    random state at the start of its epoch (``epoch_rng_state.pt``), restored before a resumed mid-epoch's data loader
+    draws its length-grouped order (the Trainer restores its own state only after the skipped batches)."""
 
     loss_sum_before: float | None = 0.0
     loss_over_all_steps: float | None = None
