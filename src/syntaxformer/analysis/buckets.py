@@ -96,7 +96,6 @@ def run_lengths(run_dir: str | Path) -> dict[str, Any]:
     if per_q is not None:
         kept = {k: per_q[k] for k in ("ids", "lengths", "values")}
         return {"task": task, "unit": "question words", "kind": "per_example", **kept}
-
     ids = list(preds["ids"])
     if metrics.get("main_metric") == "bleu":
         split = preds.get("split", "dev")
@@ -178,7 +177,6 @@ def length_buckets(
         rows.append(
             {"low": lo, "high": hi, "label": f"{lo}-{hi}" if lo != hi else str(lo), "n": idx.size, "scores": scores}
         )
-
     return {
         "task": first["task"],
         "unit": first["unit"],

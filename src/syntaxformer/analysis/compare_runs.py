@@ -180,7 +180,6 @@ def per_question_scores(run_dir: str | Path) -> dict[str, Any] | None:
             or not all(isinstance(r, dict) and fields <= set(r) for r in rows.values())
         ):
             return None
-
         metric, correct = "accuracy", [bool(r["correct"]) for r in rows.values()]
         values = {"accuracy": [100.0 * c for c in correct]}
     lengths = [r["question_words"] for r in rows.values()]
@@ -248,7 +247,6 @@ def compare_runs(
     resamples (BLEU: resamples or randomisation trials; 0 = sacreBLEU's default); ``seed``: the bootstrap's (BLEU: 0
     = sacreBLEU's default 12345); ``bleu_test``: ``"bs"`` or ``"ar"``. Returns ``{"task", "metric", "pairing", "a",
     "b" (scores), "seeds", "per_seed": [{"run_a", "run_b", "bootstrap"?, "mcnemar"?, "bleu"?}], "t_test"?}``."""
-
     pairs, pairing = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
     result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": [], "pairing": pairing}
     references = None

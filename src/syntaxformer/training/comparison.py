@@ -106,7 +106,6 @@ def compare(
     their dev scores side by side. Each system runs :func:`train` in ``<output_dir>/<name>`` (features are built once
     per kind of features and shared through the features cache). Writes ``<output_dir>/comparison.json``. ``config``:
     the shared run settings; ``systems``: as :func:`resolve_systems`. Returns ``{"task", "seed", "main_metric", "sizes",
-
     "subsample", "systems": {name: metrics.json content}, "table": the side-by-side text (:func:`format_comparison`),
     "runtime_s"}``."""
     t0 = time.time()
