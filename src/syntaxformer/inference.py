@@ -41,12 +41,8 @@ INPUT_FORMATS: tuple[str, ...] = (".txt", ".csv", ".tsv", ".jsonl", ".json")
 
 
 def model_head(model: Any) -> str:
-    """The head of a model (``"sequence_classification"``, ``"question_answering"``, ``"seq2seq"`` ...), from its
-    class name.
-
-    Raises:
-        ConfigError: a model class of no known head.
-    """
+    """The head of a model (``"sequence_classification"``, ``"question_answering"``, ``"seq2seq"`` ...), from its class
+    name. Raises ConfigError: a model class of no known head."""
     name = type(model).__name__
     head = class_head(name)
     if head is not None:
@@ -366,27 +362,16 @@ def read_inputs(
     run_columns: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
-    ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects).
-
-    Read as ``train --train-file`` reads a file (:func:`~syntaxformer.data.readers.table.read_table`); each text
-    field must be a string.
-
-    Args:
-        path: the file.
-        text_column: the column with the text (default ``sentence1`` with ``sentence2`` as the pair, as ``train``
-            reads them, else ``text``, else ``sentence``, else the only column); span QA
-            reads ``question`` and ``context`` (``text_column`` / ``text_pair_column`` rename them); multiple
-            choice reads them and ``options``, a list (so ``.jsonl`` / ``.json`` only).
-        text_pair_column: the column with the second text of a pair (classification of pairs).
-        head: the model's head (what the inputs are for).
-        id_column: a column copied to the records as ``id`` (default ``id`` when the file has one).
-        run_columns: the run's own ``text_column`` / ``text_pair_column`` (a task's options), the default when
-            the file has them.
-
-    Raises:
-        DataError: no such file, a row without its text; FormatError: an unknown format, a missing column, a text
-            field that is not a string or a malformed line (named).
-    """
+    ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects). Read as ``train
+    --train-file`` reads a file (:func:`~syntaxformer.data.readers.table.read_table`); each text field must be a string.
+    Arguments: path: the file; text_column: the column with the text (default ``sentence1`` with ``sentence2`` as the
+    pair, as ``train`` reads them, else ``text``, else ``sentence``, else the only column); span QA reads ``question``
+    and ``context`` (``text_column`` / ``text_pair_column`` rename them); multiple choice reads them and ``options``, a
+    list (so ``.jsonl`` / ``.json`` only); text_pair_column: the column with the second text of a pair (classification
+    of pairs); head: the model's head (what the inputs are for); id_column: a column copied to the records as ``id``
+    (default ``id`` when the file has one); run_columns: the run's own ``text_column`` / ``text_pair_column`` (a task's
+    options), the default when the file has them. Raises DataError: no such file, a row without its text; FormatError:
+    an unknown format, a missing column, a text field that is not a string or a malformed line (named)."""
     from syntaxformer.data.readers.table import read_table, text_value
 
     path = str(path)

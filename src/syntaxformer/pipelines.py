@@ -130,14 +130,12 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
 
 
 class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
-    """``"syntax-question-answering"``: span QA with unanswerable questions (SQuAD 2.0 models).
-
-    Inputs: ``question=..., context=...``, a ``{"question", "context"}`` mapping or a list of them. Returns per
-    question ``{"answer", "start", "end", "score", "null_score", "best_answer"}``: ``answer`` is ``""`` (``start`` /
-    ``end`` ``None``) when the no-answer score exceeds the threshold tuned on the run's dev articles; ``score`` is
-    the best span's (start + end logits). ``top_k`` above 1 gives the ``top_k`` best spans per question instead;
-    ``max_answer_len`` bounds a span's length in tokens (default: the run's ``max_answer_length``).
-    """
+    """``"syntax-question-answering"``: span QA with unanswerable questions (SQuAD 2.0 models). Inputs: ``question=...,
+    context=...``, a ``{"question", "context"}`` mapping or a list of them. Returns per question ``{"answer", "start",
+    "end", "score", "null_score", "best_answer"}``: ``answer`` is ``""`` (``start`` / ``end`` ``None``) when the
+    no-answer score exceeds the threshold tuned on the run's dev articles; ``score`` is the best span's (start + end
+    logits). ``top_k`` above 1 gives the ``top_k`` best spans per question instead; ``max_answer_len`` bounds a span's
+    length in tokens (default: the run's ``max_answer_length``)."""
 
     _call_options = QA_OPTIONS
     _task = "syntax-question-answering"
@@ -192,12 +190,9 @@ _REMOVED_TASK_PIPELINES = {"question-answering": "syntax-question-answering", "t
 
 
 def register() -> None:
-    """Register the pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (once).
-
-    ``transformers`` 5 refuses the task names ``"question-answering"`` and ``"translation"`` before it looks at the
-    model (a ``KeyError`` that suggests a chat model); its message then also names the syntax pipeline for a
-    syntaxformer model.
-    """
+    """Register the pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (once). ``transformers`` 5 refuses the
+    task names ``"question-answering"`` and ``"translation"`` before it looks at the model (a ``KeyError`` that suggests
+    a chat model); its message then also names the syntax pipeline for a syntaxformer model."""
     import transformers
     from transformers import pipelines
     from transformers.pipelines import PIPELINE_REGISTRY

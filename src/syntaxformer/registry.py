@@ -1,38 +1,11 @@
-"""The one registry of syntaxformer's extension points: syntax systems, tasks and annotators (parsers).
-
-Every part the library can be extended with is found here by name, and every consumer (the Auto classes, the run
-options and the CLI, the runner's labels and ``run.json``, ``compare``'s presets, the model card, ``show``,
-``probe`` and ``diagnose``) asks this module, so a new part is known everywhere at once.
-
-Three kinds, each a :class:`Registry`:
-
-* :data:`SYSTEMS`: syntax systems (``sgnet``, ``syntax_bert``, ``plain``), each declared once by a
-  :class:`SystemSpec` (config class, model class per head, ``model_type`` and older spellings of it, the label in
-  result tables);
-* :data:`TASKS`: task families (:class:`syntaxformer.tasks.Task` subclasses or factories);
-* :data:`ANNOTATORS`: parser schemes, ``factory(arg, **options) -> Annotator`` for ``--parser SCHEME:ARG``.
-
-Entries are resolved lazily: the built-in ones are ``"module:attr"`` strings imported on first use, so
-``import syntaxformer`` imports neither torch nor the model code. Other packages add entries without any code in
-this library, through package entry points read (once, on first use) with :mod:`importlib.metadata`::
-
-    # pyproject.toml of a package that extends syntaxformer
-    [project.entry-points."syntaxformer.systems"]
-    distance = "my_package.spec:SYSTEM"          # a SystemSpec (keep that module light: no torch at import)
-    [project.entry-points."syntaxformer.tasks"]
-    film-review = "my_package.tasks:FilmReview"  # a Task subclass or a factory of one
-    [project.entry-points."syntaxformer.annotators"]
-    next = "my_package.parser:make_parser"       # factory(arg, **options) -> Annotator, for --parser next:ARG
-
-A part registered in code instead (:func:`syntaxformer.tasks.register_task`,
-:func:`syntaxformer.data.annotators.register_annotator`, :func:`register_system`) works in the process that
-registered it; the runner records in ``run.json`` where every part of a run came from (:meth:`Registry.origin`)
-and imports that module again (:func:`import_origin`) when ``evaluate`` / ``predict`` reload the run elsewhere, only
-when the user trusts the run's code (:func:`trust_run_code`, ``--trust-run-code``).
-
-A plugin is isolated: an entry point is loaded when its name is asked for (or when every system is listed, e.g. for
-the Auto classes' model types); one that cannot be loaded is named once in a warning (:meth:`Registry.report`) and
-blocks no other entry; a name claimed twice keeps its first owner, a built-in before any plugin.
+"""The one registry of syntaxformer's extension points: syntax systems (:data:`SYSTEMS`, each a
+:class:`SystemSpec`), tasks (:data:`TASKS`) and annotator schemes (:data:`ANNOTATORS`). Built-in entries are
+``"module:attr"`` strings and package entry points (:data:`ENTRY_POINT_GROUPS`) are read on first use, so
+``import syntaxformer`` imports neither torch nor the model code; a plugin that cannot be loaded is warned about once
+and blocks no other entry; a name claimed twice keeps its first owner, a built-in before any plugin. Every consumer
+asks this module, and ``run.json`` records where each part came from (:meth:`Registry.origin`, re-imported by
+:func:`import_origin` under :func:`trust_run_code`). docs/architecture.md ("The registry of extension points") has the
+tables.
 """
 
 from __future__ import annotations
@@ -80,22 +53,14 @@ ENTRY_POINT_GROUPS: dict[str, str] = {
 #: The heads every system serves (the ``XFor...`` classes a :class:`SystemSpec` names).
 HEADS: tuple[str, ...] = ("sequence_classification", "question_answering", "multiple_choice", "token_classification")
 #: Head -> the ``transformers`` Auto class that loads a model with that head.
-AUTO_MODEL_CLASSES: dict[str, str] = {
-    "sequence_classification": "AutoModelForSequenceClassification",
-    "question_answering": "AutoModelForQuestionAnswering",
-    "multiple_choice": "AutoModelForMultipleChoice",
-    "token_classification": "AutoModelForTokenClassification",
-}
+AUTO_MODEL_CLASSES: dict[str, str] = {h: "AutoModelFor" + "".join(w.title() for w in h.split("_")) for h in HEADS}
 
 _REF = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*\Z")
 
 
 def resolve(ref: Any) -> Any:
-    """The object a ``"module:attr"`` reference names (``attr`` may be dotted); anything else is returned as is.
-
-    Raises:
-        ConfigError: the module cannot be imported or has no such attribute.
-    """
+    """The object a ``"module:attr"`` reference names (``attr`` may be dotted; ConfigError if it cannot be
+    imported); anything else is returned as is."""
     if not isinstance(ref, str) or not _REF.match(ref):
         return ref
     module_name, attr = ref.split(":", 1)
@@ -225,20 +190,9 @@ class Registry:
 
     # -- lookups -------------------------------------------------------------------------------------------------
     def register(self, name: str, obj: Any, *, overwrite: bool = False, module: str | None = None) -> Any:
-        """Add ``obj`` (or a ``"module:attr"`` reference) under ``name``.
-
-        Args:
-            name: the registry name.
-            obj: the entry, or a ``"module:attr"`` string imported on first use.
-            overwrite: replace an entry of that name (default: refuse, naming it).
-            module: the module that defines the entry (default: ``obj.__module__``); recorded in ``run.json``.
-
-        Returns:
-            ``obj``.
-
-        Raises:
-            ConfigError: ``name`` is empty, or taken by another entry and ``overwrite`` is false.
-        """
+        """Add ``obj`` (or a ``"module:attr"`` string imported on first use) under ``name`` and return it; ``module``
+        (default ``obj.__module__``) is recorded in ``run.json``. :attr:`error` for an empty name, or one taken by
+        another entry unless ``overwrite``."""
         key = self.normalise(name or "")
         if not key:
             raise self.error(f"a {self.kind} needs a name to be registered ({obj!r})")
@@ -278,11 +232,7 @@ class Registry:
         return sorted(set(self._entries) | set(self.entry_points()))
 
     def get(self, name: str) -> Any:
-        """The entry called ``name``, imported on first use.
-
-        Raises:
-            ConfigError: no such entry (the message lists the known ones), or its module cannot be imported.
-        """
+        """The entry called ``name``, imported on first use; an error listing the known ones for an unknown name."""
         key = self.normalise(str(name))
         if key not in self._entries:
             self._load_modules()
@@ -383,12 +333,9 @@ def import_origin(
     """Import the module a ``run.json`` origin record names (:meth:`Registry.origin`), so that a part registered
     in code by that module is known again in this process. Nothing is imported for a part ``known`` already has
     from that module (built in, registered in this process, an installed entry point), nor for a module of this
-    package or one already imported; any other module only when ``trusted`` (default: inside :func:`trust_run_code`). A module
-    that cannot be imported is logged, not raised (the lookup that follows names what is missing).
-
-    Raises:
-        ConfigError: the module would be imported and the run's code is not trusted.
-    """
+    package or one already imported; any other module only when ``trusted`` (default: inside
+    :func:`trust_run_code`), else ConfigError. A module that cannot be imported is logged, not raised (the lookup
+    that follows names what is missing)."""
     if not isinstance(record, Mapping):
         return
     module, name = record.get("module"), record.get("name")
@@ -461,11 +408,7 @@ class SystemSpec:
         return cls
 
     def model_class(self, head: str) -> Any:
-        """The model class of ``head``.
-
-        Raises:
-            ConfigError: the system has no model for that head.
-        """
+        """The model class of ``head`` (ConfigError if the system has none)."""
         if head not in self.models:
             raise ConfigError(
                 f"system {self.name!r} has no model for head {head!r}; it serves {', '.join(self.models)}"
@@ -524,51 +467,28 @@ def _syntax_bert_label(config: Any) -> str:
     return "LISA" if lisa else "baseline (Syntax-BERT head)"
 
 
-def _heads(module: str, prefix: str) -> dict[str, str]:
-    names = {
-        "sequence_classification": "ForSequenceClassification",
-        "question_answering": "ForQuestionAnswering",
-        "multiple_choice": "ForMultipleChoice",
-        "token_classification": "ForTokenClassification",
-    }
-    return {head: f"{module}:{prefix}{suffix}" for head, suffix in names.items()}
+def _builtin(name: str, stem: str, prefix: str, model_type: str, label: Any, title: str, *aliases: str) -> SystemSpec:
+    """A built-in system: ``<prefix>Config`` in ``modeling/configuration_<stem>.py``, ``<prefix>Model`` and
+    ``<prefix>For<Head>`` in ``modeling/modeling_<stem>.py``."""
+    module = f"syntaxformer.modeling.modeling_{stem}"
+    models = {h: f"{module}:{prefix}{auto[len('AutoModel') :]}" for h, auto in AUTO_MODEL_CLASSES.items()}
+    config = f"syntaxformer.modeling.configuration_{stem}:{prefix}Config"
+    return SystemSpec(name, config, models, f"{module}:{prefix}Model", model_type, aliases, label, title, True)
 
 
-_M = "syntaxformer.modeling"
 #: The built-in systems.
 BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
-    "sgnet": SystemSpec(
-        name="sgnet",
-        config=f"{_M}.configuration_sgnet:SGNetConfig",
-        models=_heads(f"{_M}.modeling_sgnet", "SGNet"),
-        backbone=f"{_M}.modeling_sgnet:SGNetModel",
-        model_type="sgnet",
-        aliases=("syntaxformer",),
-        label=_sgnet_label,
-        title="SG-Net",
-        auto_map=True,
+    "sgnet": _builtin("sgnet", "sgnet", "SGNet", "sgnet", _sgnet_label, "SG-Net", "syntaxformer"),
+    "syntax_bert": _builtin(
+        "syntax_bert",
+        "syntax_bert",
+        "SyntaxBert",
+        "syntax_bert",
+        _syntax_bert_label,
+        "Syntax-BERT",
+        "syntaxformer-syntax-bert",
     ),
-    "syntax_bert": SystemSpec(
-        name="syntax_bert",
-        config=f"{_M}.configuration_syntax_bert:SyntaxBertConfig",
-        models=_heads(f"{_M}.modeling_syntax_bert", "SyntaxBert"),
-        backbone=f"{_M}.modeling_syntax_bert:SyntaxBertModel",
-        model_type="syntax_bert",
-        aliases=("syntaxformer-syntax-bert",),
-        label=_syntax_bert_label,
-        title="Syntax-BERT",
-        auto_map=True,
-    ),
-    "plain": SystemSpec(
-        name="plain",
-        config=f"{_M}.configuration_plain:PlainEncoderConfig",
-        models=_heads(f"{_M}.modeling_plain", "PlainEncoder"),
-        backbone=f"{_M}.modeling_plain:PlainEncoderModel",
-        model_type="plain_encoder",
-        label="baseline",
-        title="plain encoder (baseline)",
-        auto_map=True,
-    ),
+    "plain": _builtin("plain", "plain", "PlainEncoder", "plain_encoder", "baseline", "plain encoder (baseline)"),
 }
 
 #: ``model_type`` -> the module whose import registers it, for the models that are not systems of the runner.
@@ -629,11 +549,7 @@ ANNOTATORS = Registry(
 
 
 def system(name: str) -> SystemSpec:
-    """The :class:`SystemSpec` of a system name.
-
-    Raises:
-        ConfigError: an unknown system (the message lists the known ones), or an entry that is not a SystemSpec.
-    """
+    """The :class:`SystemSpec` of a system name (ConfigError for an unknown one or an entry that is not a spec)."""
     spec = SYSTEMS.get(name)
     if not isinstance(spec, SystemSpec):
         raise ConfigError(f"the system {name!r} is registered as {spec!r}, not a syntaxformer.registry.SystemSpec")
@@ -647,11 +563,7 @@ def system_names() -> list[str]:
 
 def register_system(spec: SystemSpec, *, overwrite: bool = False) -> SystemSpec:
     """Make a system known to the runner, the CLI and the Auto classes of this process (a package makes it known
-    to every process with an entry point of group ``syntaxformer.systems`` instead).
-
-    Returns:
-        ``spec``.
-    """
+    to every process with an entry point of group ``syntaxformer.systems`` instead); returns ``spec``."""
     if not isinstance(spec, SystemSpec):
         raise ConfigError(f"register_system needs a syntaxformer.registry.SystemSpec, got {spec!r}")
     SYSTEMS.register(spec.name, spec, overwrite=overwrite, module=_caller_module())

@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from syntaxformer.cli import main
-from syntaxformer.commands.train import add_arguments, config_from_args, require_task
+from syntaxformer.commands.train import add_arguments, config_from_args, given_options, task_or_data
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -45,7 +45,7 @@ def test_train_file_without_task_is_custom_data_with_absolute_paths(tmp_path, mo
         "5",
         "--overwrite_output_dir",
     )
-    assert require_task(args) == {"task": "custom"}
+    assert task_or_data(given_options(args)) == {"task": "custom"}
     args.task = "custom"
     config = config_from_args(args)
     assert config.task == "custom" and config.train_file == config.dev_file == str(tmp_path / "my.csv")

@@ -45,10 +45,7 @@ def make_buckets(
     """Inclusive ``(low, high)`` length ranges covering ``min(lengths)..max(lengths)``, none empty: at most
     ``n_buckets``, bounded at the quantiles (``"count"``; equal lengths stay together) or of equal widths
     (``"range"``), or at explicit upper ``edges`` (``[10, 20]`` -> ``min..10``, ``11..20``, ``21..max``).
-
-    Raises:
-        ConfigError: an unknown mode, fewer than one bucket or unsorted edges; InputError: no lengths.
-    """
+    ConfigError: an unknown mode, fewer than one bucket or unsorted edges; InputError: no lengths."""
     x = np.asarray(lengths, dtype=int)
     if x.size == 0:
         raise InputError("no lengths to bucket")
@@ -84,16 +81,11 @@ def assign_buckets(lengths: Sequence[int], buckets: Sequence[tuple[int, int]]) -
 
 
 def run_lengths(run_dir: str | Path) -> dict[str, Any]:
-    """Per-example lengths (words) and what is needed to score any subset of a run's dev examples.
-
-    Returns:
-        ``{"task", "unit", "ids", "lengths", "kind"}`` plus, by ``kind``: ``"per_example"`` -> ``"values"``
-        (``{metric: per-question score ×100}``, averaged per bucket; SQuAD / RACE); ``"bleu"`` ->
-        ``"predictions"``, ``"references"``; ``"metric"`` -> ``"metric"``, ``"predictions"``, ``"labels"``.
-
-    Raises:
-        DataError: not a finished run, or it keeps nothing to score examples with.
-    """
+    """Per-example lengths (words) and what is needed to score any subset of a run's dev examples (DataError: not
+    a finished run, or it keeps nothing to score examples with): ``{"task", "unit", "ids", "lengths", "kind"}``
+    plus, by ``kind``: ``"per_example"`` -> ``"values"`` (``{metric: per-question score ×100}``, averaged per
+    bucket; SQuAD / RACE); ``"bleu"`` -> ``"predictions"``, ``"references"``; ``"metric"`` -> ``"metric"``,
+    ``"predictions"``, ``"labels"``."""
     from syntaxformer.analysis.compare_runs import load_run_predictions, per_question_scores
     from syntaxformer.training.run_data import load_dev_data, run_references
 
@@ -102,27 +94,16 @@ def run_lengths(run_dir: str | Path) -> dict[str, Any]:
     task = metrics["task"]
     per_q = per_question_scores(folder)  # SQuAD 2.0 / RACE
     if per_q is not None:
-        return {
-            "task": task,
-            "unit": "question words",
-            "ids": per_q["ids"],
-            "kind": "per_example",
-            "lengths": per_q["lengths"],
-            "values": per_q["values"],
-        }
+        kept = {k: per_q[k] for k in ("ids", "lengths", "values")}
+        return {"task": task, "unit": "question words", "kind": "per_example", **kept}
     ids = list(preds["ids"])
     if metrics.get("main_metric") == "bleu":
         split = preds.get("split", "dev")
         _, data = load_dev_data(folder, split)
-        return {
-            "task": task,
-            "unit": "source words",
-            "ids": ids,
-            "kind": "bleu",
-            "lengths": [len(s.split()) for s in data.sources],
-            "predictions": list(preds["predictions"]),
-            "references": run_references(folder, ids, split),
-        }
+        lengths = [len(s.split()) for s in data.sources]
+        references = run_references(folder, ids, split)
+        return {"task": task, "unit": "source words", "ids": ids, "kind": "bleu", "lengths": lengths,
+                "predictions": list(preds["predictions"]), "references": references}  # fmt: skip
     from syntaxformer.tasks.metrics import METRICS
 
     metric = metrics.get("main_metric")
@@ -173,16 +154,9 @@ def _score(info: dict[str, Any], idx: np.ndarray) -> dict[str, float]:
 def length_buckets(
     run_dirs: Sequence[str | Path], n_buckets: int = 5, mode: str = "count", edges: Sequence[int] | None = None
 ) -> dict[str, Any]:
-    """Scores per length bucket of runs of one task on the same dev examples, side by side; the buckets
-    (:func:`make_buckets`) come from the first run's lengths.
-
-    Returns:
-        ``{"task", "unit", "mode", "runs", "buckets": [{"low", "high", "label", "n", "scores": [{metric: value} per
-        run]}]}``.
-
-    Raises:
-        InputError: runs of different tasks or dev examples.
-    """
+    """Scores per length bucket of runs of one task on the same dev examples (else InputError), side by side; the
+    buckets (:func:`make_buckets`) come from the first run's lengths. Returns ``{"task", "unit", "mode", "runs",
+    "buckets": [{"low", "high", "label", "n", "scores": [{metric: value} per run]}]}``."""
     from syntaxformer.analysis.compare_runs import check_comparable
 
     if not run_dirs:
@@ -199,14 +173,9 @@ def length_buckets(
     rows = []
     for b, (lo, hi) in enumerate(buckets):
         idx = np.flatnonzero(which == b)
+        scores = [_score(info, idx) for info in infos]
         rows.append(
-            {
-                "low": lo,
-                "high": hi,
-                "label": f"{lo}-{hi}" if lo != hi else str(lo),
-                "n": int(idx.size),
-                "scores": [_score(info, idx) for info in infos],
-            }
+            {"low": lo, "high": hi, "label": f"{lo}-{hi}" if lo != hi else str(lo), "n": idx.size, "scores": scores}
         )
     return {
         "task": first["task"],

@@ -31,11 +31,7 @@ __all__ = [
 
 
 def load_run_predictions(run_dir: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(metrics.json, dev_predictions.json)`` of a run folder.
-
-    Raises:
-        DataError: the folder is not a finished run (names the missing file).
-    """
+    """``(metrics.json, dev_predictions.json)`` of a run folder (DataError naming a missing file)."""
     folder = Path(run_dir)
     out = []
     for name in ("metrics.json", "dev_predictions.json"):
@@ -105,11 +101,8 @@ def _describe(metrics: dict[str, Any]) -> str:
 def check_comparable(run_a: str | Path, run_b: str | Path) -> None:
     """Refuse to compare two runs whose scores are not about the same thing: another task (or another label set,
     a regression against a classification), or other dev examples (other ids, other gold labels, other data: the
-    data fingerprint ``train`` records, or for runs without one the dev source and subsample).
-
-    Raises:
-        InputError: naming both runs and what differs.
-    """
+    data fingerprint ``train`` records, or for runs without one the dev source and subsample): InputError naming
+    both runs and what differs."""
     (ma, pa), (mb, pb) = load_run_predictions(run_a), load_run_predictions(run_b)
     if _task_identity(ma) != _task_identity(mb):
         raise InputError(
@@ -144,11 +137,7 @@ def check_comparable(run_a: str | Path, run_b: str | Path) -> None:
 
 def expand_run_dirs(patterns: Sequence[str | Path]) -> list[str]:
     """Run folders from paths and glob patterns (``runs/rte/sgnet/seed*``; a pattern's matches sorted, only
-    folders kept).
-
-    Raises:
-        InputError: a pattern that matches no folder.
-    """
+    folders kept; InputError for a pattern that matches none)."""
     out: list[str] = []
     for p in map(str, patterns):
         if glob.has_magic(p):
@@ -169,44 +158,32 @@ def _read_json(path: Path) -> Any:
 
 
 def per_question_scores(run_dir: str | Path) -> dict[str, Any] | None:
-    """Per-question scores of a SQuAD 2.0 or RACE run, from the files the task writes; ``None`` for other runs.
-
-    Returns:
-        ``{"ids", "metric", "values": {metric: [per question, ×100]}, "correct": [bool], "lengths": [question
-        words]}``: SQuAD: ``exact`` and ``f1`` at the headline threshold on the scored ("test") part of the dev set,
-        ``correct`` = exact match; RACE: ``accuracy`` over all questions.
-    """
+    """Per-question scores of a SQuAD 2.0 or RACE run, from the files the task writes (``None`` for other runs):
+    ``{"ids", "metric", "values": {metric: [per question, ×100]}, "correct": [bool], "lengths": [question words]}``;
+    SQuAD: ``exact`` and ``f1`` at the headline threshold on the scored ("test") part of the dev set, ``correct`` =
+    exact match; RACE: ``accuracy`` over all questions."""
     folder = Path(run_dir)
+    rows: Any
     if (folder / "per_question.json").is_file():
         per_q = _read_json(folder / "per_question.json")
-        ids = [q for q, r in per_q.items() if r.get("part", "test") == "test"]
-        return {
-            "ids": ids,
-            "metric": "f1",
-            "values": {
-                "exact": [100.0 * per_q[q]["em_best"] for q in ids],
-                "f1": [100.0 * per_q[q]["f1_best"] for q in ids],
-            },
-            "correct": [bool(per_q[q]["em_best"]) for q in ids],
-            "lengths": [per_q[q]["question_words"] for q in ids],
+        rows = {q: r for q, r in per_q.items() if r.get("part", "test") == "test"}
+        metric, correct = "f1", [bool(r["em_best"]) for r in rows.values()]
+        values = {
+            name: [100.0 * r[key] for r in rows.values()] for name, key in (("exact", "em_best"), ("f1", "f1_best"))
         }
-    path = folder / "predictions.json"
-    if path.is_file():
-        records = _read_json(path)
+    else:
+        rows = _read_json(folder / "predictions.json") if (folder / "predictions.json").is_file() else None
+        fields = {"correct", "question_words"}
         if (
-            isinstance(records, dict)
-            and records
-            and all(isinstance(r, dict) and {"correct", "question_words"} <= set(r) for r in records.values())
+            not isinstance(rows, dict)
+            or not rows
+            or not all(isinstance(r, dict) and fields <= set(r) for r in rows.values())
         ):
-            ids = list(records)
-            return {
-                "ids": ids,
-                "metric": "accuracy",
-                "values": {"accuracy": [100.0 * bool(records[q]["correct"]) for q in ids]},
-                "correct": [bool(records[q]["correct"]) for q in ids],
-                "lengths": [records[q]["question_words"] for q in ids],
-            }
-    return None
+            return None
+        metric, correct = "accuracy", [bool(r["correct"]) for r in rows.values()]
+        values = {"accuracy": [100.0 * c for c in correct]}
+    lengths = [r["question_words"] for r in rows.values()]
+    return {"ids": list(rows), "metric": metric, "values": values, "correct": correct, "lengths": lengths}
 
 
 def _per_question_tests(qa: dict[str, Any], qb: dict[str, Any], n_resamples: int, seed: int) -> dict[str, Any]:
@@ -236,13 +213,9 @@ def run_seed(run_dir: str | Path) -> Any:
 def pair_by_seed(
     runs_a: Sequence[str], runs_b: Sequence[str], seeds_a: Sequence[Any], seeds_b: Sequence[Any]
 ) -> tuple[list[tuple[str, str]], str]:
-    """The runs of systems A and B paired by their seeds (in A's order), and a sentence saying how; when a run
-    records no seed, in the order given.
-
-    Raises:
-        InputError: unequally many runs; a run given twice for one system (it would count as two seeds); seeds that
-            differ between the systems, or one seed twice.
-    """
+    """The runs of systems A and B paired by their seeds (in A's order; when a run records no seed, in the order
+    given), and a sentence saying how. InputError: unequally many runs; a run given twice for one system (it would
+    count as two seeds); seeds that differ between the systems, or one seed twice."""
     if not runs_a or len(runs_a) != len(runs_b):
         raise InputError(f"give equally many runs of both systems (one per seed), got {len(runs_a)} and {len(runs_b)}")
     for side, runs in (("A", runs_a), ("B", runs_b)):
@@ -270,19 +243,10 @@ def compare_runs(
     bleu_test: str = "bs",
 ) -> dict[str, Any]:
     """System B against system A on the same dev examples, the runs (folders or glob patterns, one per seed) paired by
-    seed (:func:`pair_by_seed`).
-
-    Args:
-        n_resamples: bootstrap resamples (BLEU: resamples or randomisation trials; 0 = sacreBLEU's default).
-        seed: bootstrap seed (BLEU: 0 = sacreBLEU's default 12345); bleu_test: ``"bs"`` or ``"ar"``.
-
-    Returns:
-        ``{"task", "metric", "pairing", "a", "b" (scores), "seeds", "per_seed": [{"run_a", "run_b", "bootstrap"?,
-        "mcnemar"?, "bleu"?}], "t_test"?}``.
-
-    Raises:
-        InputError: runs that cannot be paired, or runs of different tasks or dev examples.
-    """
+    seed (:func:`pair_by_seed`; InputError for runs that cannot be paired or compared). ``n_resamples``: bootstrap
+    resamples (BLEU: resamples or randomisation trials; 0 = sacreBLEU's default); ``seed``: the bootstrap's (BLEU: 0
+    = sacreBLEU's default 12345); ``bleu_test``: ``"bs"`` or ``"ar"``. Returns ``{"task", "metric", "pairing", "a",
+    "b" (scores), "seeds", "per_seed": [{"run_a", "run_b", "bootstrap"?, "mcnemar"?, "bleu"?}], "t_test"?}``."""
     pairs, pairing = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
     result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": [], "pairing": pairing}
     references = None

@@ -50,21 +50,12 @@ def diagnose(
     data_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Diagnose one configuration at initialisation (or a trained run) on a seeded dev subset (``docs/analysis.md``).
-
-    Args:
-        model: a pretrained encoder (default the offline MiniLM), a saved model, or a run folder (then its own system
-            and options are used).
-        system, options: a registered system and its model-config options (``{"gate": "layer"}`` ...).
-        task: a registered sentence-pair regression task with a dev split; n: dev pairs (seeded; ``0`` = all).
-        seed: seed of the subsample and of the gradient probe.
-
-    Returns:
-        JSON-ready: ``system``, ``options``, ``model``, ``n_pairs``, ``token_cosine_to_plain``, ``zero_shot_pearson``,
-        ``plain_zero_shot_pearson``, ``syntax_gradients`` (name -> norm).
-
-    Raises:
-        SyntaxformerError: unknown system or task, data not found, a model that cannot be loaded.
-    """
+    Arguments: model: a pretrained encoder (default the offline MiniLM), a saved model, or a run folder (then its own
+    system and options are used); system, options: a registered system and its model-config options (``{"gate":
+    "layer"}`` ...); task: a registered sentence-pair regression task with a dev split; n: dev pairs (seeded; ``0`` =
+    all); seed: seed of the subsample and of the gradient probe. Returns JSON-ready: ``system``, ``options``, ``model``,
+    ``n_pairs``, ``token_cosine_to_plain``, ``zero_shot_pearson``, ``plain_zero_shot_pearson``, ``syntax_gradients``
+    (name -> norm). Raises SyntaxformerError: unknown system or task, data not found, a model that cannot be loaded."""
     from syntaxformer.data.collate import SyntaxCollator
     from syntaxformer.defaults import shared_data_dir
     from syntaxformer.tasks import get_task

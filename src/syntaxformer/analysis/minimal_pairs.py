@@ -60,13 +60,10 @@ LEVELS: tuple[str, ...] = ("field", "phenomenon", "paradigm")
 
 @dataclass(frozen=True)
 class MinimalPair:
-    """One minimal pair: an acceptable and an unacceptable sentence that differ in one phenomenon.
-
-    Attributes:
-        paradigm: BLiMP's ``UID``, else the file's name; pair_id: ``pairID``, else the line number.
-        field: ``syntax`` / ``morphology`` / ``syntax_semantics`` / ``semantics`` (``"unspecified"`` if absent).
-        phenomenon: BLiMP's ``linguistics_term``, else the paradigm.
-    """
+    """One minimal pair: an acceptable and an unacceptable sentence that differ in one phenomenon. Attributes: paradigm:
+    BLiMP's ``UID``, else the file's name; pair_id: ``pairID``, else the line number; field: ``syntax`` / ``morphology``
+    / ``syntax_semantics`` / ``semantics`` (``"unspecified"`` if absent); phenomenon: BLiMP's ``linguistics_term``, else
+    the paradigm."""
 
     paradigm: str
     pair_id: str
@@ -79,13 +76,10 @@ class MinimalPair:
 def read_minimal_pairs(
     path: str | os.PathLike, paradigms: Sequence[str] | None = None, max_pairs: int | None = None
 ) -> list[MinimalPair]:
-    """Read a BLiMP-format folder (every ``*.jsonl`` in it, in name order) or one such file, keeping only
-    ``paradigms`` (each must exist) and the first ``max_pairs`` pairs of each paradigm.
-
-    Raises:
-        DataError: no such path or no ``.jsonl`` file; a bad line, sentence or label, or a pair seen twice (names the
-            file and line). ConfigError: a paradigm asked for that the files do not hold.
-    """
+    """Read a BLiMP-format folder (every ``*.jsonl`` in it, in name order) or one such file, keeping only ``paradigms``
+    (each must exist) and the first ``max_pairs`` pairs of each paradigm. Raises DataError: no such path or no
+    ``.jsonl`` file; a bad line, sentence or label, or a pair seen twice (names the file and line). ConfigError: a
+    paradigm asked for that the files do not hold."""
     from syntaxformer.utils import json_lines
 
     root = Path(path)
@@ -187,11 +181,8 @@ def score_minimal_pairs(
 ) -> list[dict[str, Any]]:
     """One record per pair: ``paradigm``, ``pair_id``, ``field``, ``phenomenon``, ``good``, ``bad``, ``p_good`` and
     ``p_bad`` (the probability of the acceptable class) and ``correct`` (``p_good > p_bad``: a tie is wrong). Each
-    distinct sentence is parsed and scored once, in chunks of ``chunk_size`` behind a progress bar.
-
-    Raises:
-        ConfigError: the run is not a sequence classifier, or its acceptable class is unknown.
-    """
+    distinct sentence is parsed and scored once, in chunks of ``chunk_size`` behind a progress bar. Raises ConfigError:
+    the run is not a sequence classifier, or its acceptable class is unknown."""
     from syntaxformer.utils import progress as progress_bar
 
     if predictor.head != "sequence_classification" or len(predictor.label_names) < 2:
@@ -331,19 +322,15 @@ def compare_minimal_pairs(
     seed: int = 0,
     names: tuple[str, str] = ("A", "B"),
 ) -> dict[str, Any]:
-    """Paired comparison of two systems on one suite: accuracy of B − A per group of ``level``.
-
-    ``runs_a[i]`` and ``runs_b[i]`` are the records of seed ``i`` of each system (same pairs, same order). Per group:
-    ``difference`` (mean over seeds and pairs); with two or more seeds ``seed_level``
+    """Paired comparison of two systems on one suite: accuracy of B − A per group of ``level``. ``runs_a[i]`` and
+    ``runs_b[i]`` are the records of seed ``i`` of each system (same pairs, same order). Per group: ``difference`` (mean
+    over seeds and pairs); with two or more seeds ``seed_level``
     (:func:`~syntaxformer.tasks.significance.seed_comparison`: t-interval, paired t-test p, exact sign-flip p) and
-    ``t_test``; with one seed, about these two trained models only, ``bootstrap`` over pairs (95% interval, two-sided
-    p floored at ``1 / resamples``) and exact ``mcnemar``; ``p_holm``: the t-test (one seed: bootstrap) p after Holm
-    over the level's groups. No bootstrap over seeds *and* pairs: with 3-5 seeds of one sign it rejects far more often
-    than its level (about 16% at 0.05 with 5 seeds).
-
-    Raises:
-        InputError: different numbers of runs, or runs scored on different pairs. ConfigError: an unknown level.
-    """
+    ``t_test``; with one seed, about these two trained models only, ``bootstrap`` over pairs (95% interval, two-sided p
+    floored at ``1 / resamples``) and exact ``mcnemar``; ``p_holm``: the t-test (one seed: bootstrap) p after Holm over
+    the level's groups. No bootstrap over seeds *and* pairs: with 3-5 seeds of one sign it rejects far more often than
+    its level (about 16% at 0.05 with 5 seeds). Raises InputError: different numbers of runs, or runs scored on
+    different pairs. ConfigError: an unknown level."""
     from syntaxformer.tasks.significance import mcnemar, seed_comparison
 
     if level not in ("overall", *LEVELS):
@@ -413,11 +400,8 @@ def write_suite_records(records: Iterable[Mapping[str, Any]], path: str | os.Pat
 
 
 def read_suite_records(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Read per-pair records written by :func:`write_suite_records`.
-
-    Raises:
-        DataError: no such file, or a line without the record keys (names the line).
-    """
+    """Read per-pair records written by :func:`write_suite_records`. Raises DataError: no such file, or a line without
+    the record keys (names the line)."""
     from syntaxformer.utils import json_lines
 
     p = Path(path)
@@ -498,16 +482,10 @@ def evaluate_suite(
 ) -> dict[str, Any]:
     """Score a trained acceptability run on a minimal-pair suite; write ``pairs.jsonl`` (one record per pair) and
     ``report.json`` (:func:`minimal_pair_report` plus what was scored) to ``<output_dir or run_dir>/suites/<name>/``.
-
-    Args:
-        suite, data: as :func:`suite_folder`; acceptable: as :func:`acceptable_label`; paradigms, max_pairs: as
-            :func:`read_minimal_pairs`.
-        overwrite: replace an earlier result of the same suite (else InputError).
-        predictor: a ready :class:`~syntaxformer.inference.Predictor` of ``run_dir`` (default: built from it).
-
-    Returns:
-        the report, with ``"suite"``, ``"run"``, ``"records"`` (the ``pairs.jsonl`` path) and ``"acceptable"``.
-    """
+    Arguments: suite, data: as :func:`suite_folder`; acceptable: as :func:`acceptable_label`; paradigms, max_pairs: as
+    :func:`read_minimal_pairs`; overwrite: replace an earlier result of the same suite (else InputError); predictor: a
+    ready :class:`~syntaxformer.inference.Predictor` of ``run_dir`` (default: built from it). Returns the report, with
+    ``"suite"``, ``"run"``, ``"records"`` (the ``pairs.jsonl`` path) and ``"acceptable"``."""
     from syntaxformer.inference import Predictor
     from syntaxformer.training.lock import RunLock
     from syntaxformer.utils import atomic_write
@@ -592,11 +570,8 @@ def compact_records(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def expand_compact_records(obj: Mapping[str, Any], source: str = "compact records") -> list[dict[str, Any]]:
-    """The records of :func:`compact_records` again (without ``p_good`` / ``p_bad``).
-
-    Raises:
-        DataError: not that format, or its counts do not add up.
-    """
+    """The records of :func:`compact_records` again (without ``p_good`` / ``p_bad``). Raises DataError: not that format,
+    or its counts do not add up."""
     if not isinstance(obj, Mapping) or obj.get("format") != "syntaxformer-minimal-pairs/1":
         raise DataError(f"{source}: not compact minimal-pair records (format syntaxformer-minimal-pairs/1)")
     records: list[dict[str, Any]] = []
@@ -623,11 +598,8 @@ def paired_suite_records(runs_a: Sequence[str], runs_b: Sequence[str], suite: st
     """The records two systems' runs hold for ``suite``, paired by the seed their ``run.json`` records (in the order
     given when a run records none) and checked to be scored on the same pairs (:func:`pairs_fingerprint`, where
     recorded): ``{"a": [records per run], "b", "runs_a", "runs_b", "seeds", "pairing": how they were paired and
-    checked}``.
-
-    Raises:
-        InputError: a run given twice, seeds that differ, or results scored on other pairs (names two runs).
-    """
+    checked}``. Raises InputError: a run given twice, seeds that differ, or results scored on other pairs (names two
+    runs)."""
     from syntaxformer.analysis.compare_runs import pair_by_seed, run_seed
 
     runs_a, runs_b = [str(r) for r in runs_a], [str(r) for r in runs_b]

@@ -17,11 +17,8 @@ __all__ = ["RunInfo", "find_runs", "new_figure", "run_info", "system_colors", "s
 
 
 def new_figure(width: float, height: float) -> Any:
-    """A matplotlib ``Figure`` (object API, constrained layout) of ``width`` x ``height`` inches.
-
-    Raises:
-        MissingDependencyError: matplotlib is not installed.
-    """
+    """A matplotlib ``Figure`` (object API, constrained layout) of ``width`` x ``height`` inches. Raises
+    MissingDependencyError: matplotlib is not installed."""
     try:
         from matplotlib.figure import Figure
     except ImportError as e:
@@ -60,11 +57,8 @@ class RunInfo:
 
 
 def run_info(folder: Path) -> RunInfo:
-    """What the run folder ``folder`` records (its ``metrics.json``).
-
-    Raises:
-        DataError: a ``metrics.json`` that is not the file ``syntaxformer train`` writes.
-    """
+    """What the run folder ``folder`` records (its ``metrics.json``). Raises DataError: a ``metrics.json`` that is not
+    the file ``syntaxformer train`` writes."""
     try:
         m = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
         metric = m["main_metric"]
@@ -90,11 +84,7 @@ def run_info(folder: Path) -> RunInfo:
 
 def find_runs(paths: Sequence[str | Path]) -> list[RunInfo]:
     """The finished runs under ``paths``: run folders (with ``metrics.json``), glob patterns, or folders searched
-    recursively for run folders; in path order, each once.
-
-    Raises:
-        InputError: a path that holds no finished run.
-    """
+    recursively for run folders; in path order, each once. Raises InputError: a path that holds no finished run."""
     out: dict[str, RunInfo] = {}
     for p in map(str, paths):
         matches = sorted(glob.glob(p)) if glob.has_magic(p) else [p]

@@ -61,13 +61,10 @@ def _read_report(path: Path, level: str) -> dict[str, Any]:
 def find_suite_reports(
     runs: Sequence[RunInfo], suite: str | None = None, level: str = "field"
 ) -> tuple[str, list[tuple[RunInfo, dict[str, Any]]]]:
-    """The suite to draw (``suite``, default the only one the runs hold) and the runs that hold its report, each
-    with the report checked for ``level``; runs without it are skipped (logged).
-
-    Raises:
-        ConfigError: an unknown level, or no ``suite`` while the runs hold several. InputError: no run holds the
-            suite. DataError: a report that is not the file ``syntaxformer evaluate`` writes.
-    """
+    """The suite to draw (``suite``, default the only one the runs hold) and the runs that hold its report, each with
+    the report checked for ``level``; runs without it are skipped (logged). Raises ConfigError: an unknown level, or no
+    ``suite`` while the runs hold several. InputError: no run holds the suite. DataError: a report that is not the file
+    ``syntaxformer evaluate`` writes."""
     if level not in SUITE_LEVELS:
         raise ConfigError(f"unknown suite level {level!r}; use {' or '.join(SUITE_LEVELS)}")
     held = {r.path: suite_names(r) for r in runs}
@@ -101,16 +98,10 @@ def suite_summary(
     reports: Mapping[str, Sequence[Mapping[str, Any]]], level: str = "field"
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """Mean accuracy and 95% interval of each system per group of ``level`` (plus ``"all"``: every pair), from
-    ``reports`` (system -> the ``report.json`` of each seed run).
-
-    Returns:
-        system -> group (``"all"`` first, then sorted) -> ``{"mean", "ci", "scores" (per seed run), "seeds",
-        "interval"}``: the Student-t interval over two or more seed runs, else the one report's Wilson interval. A group
-        a seed run lacks is averaged over the runs that have it.
-
-    Raises:
-        ConfigError: an unknown level; InputError: a system without reports.
-    """
+    ``reports`` (system -> the ``report.json`` of each seed run). Returns system -> group (``"all"`` first, then sorted)
+    -> ``{"mean", "ci", "scores" (per seed run), "seeds", "interval"}``: the Student-t interval over two or more seed
+    runs, else the one report's Wilson interval. A group a seed run lacks is averaged over the runs that have it. Raises
+    ConfigError: an unknown level; InputError: a system without reports."""
     from syntaxformer.tasks.significance import seed_ci
 
     if level not in SUITE_LEVELS:
@@ -157,11 +148,8 @@ def plot_suite(runs: Sequence[RunInfo], suite: str | None = None, level: str = "
 
 
 def plot_suite_reports(name: str, found: Sequence[tuple[RunInfo, dict[str, Any]]], level: str = "field") -> Any:
-    """:func:`plot_suite` of the runs and reports that :func:`find_suite_reports` returns (``name``: the suite).
-
-    Raises:
-        DataError: the seed runs of one system scored on different numbers of pairs.
-    """
+    """:func:`plot_suite` of the runs and reports that :func:`find_suite_reports` returns (``name``: the suite). Raises
+    DataError: the seed runs of one system scored on different numbers of pairs."""
     report_of = {id(r): rep for r, rep in found}
     groups = system_groups([r for r, _ in found])
     for task, by_label in groups.items():

@@ -146,11 +146,8 @@ _CURVE_SUFFIX = {"train_size": re.compile(r"_n(?:\d+|all)$"), "parser_noise": re
 def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
     """The headline dev score against ``x`` (``"train_size"`` or ``"parser_noise"``, SG-Net §7.6), one line per variant
     (a name suffix that only places it on the curve, ``_n2000`` / ``_noise0.2``, is dropped), one panel per task; mean
-    over seeds with the 95% t interval. ``ax.syntaxformer`` = ``{variant: {"x", "mean", "ci"}}``.
-
-    Raises:
-        ConfigError: an unknown ``x``; InputError: no task whose runs differ in ``x``.
-    """
+    over seeds with the 95% t interval. ``ax.syntaxformer`` = ``{variant: {"x", "mean", "ci"}}``. Raises ConfigError: an
+    unknown ``x``; InputError: no task whose runs differ in ``x``."""
     from syntaxformer.tasks.significance import seed_ci
 
     if x not in ("train_size", "parser_noise"):
@@ -232,18 +229,11 @@ def plot_attention(
 ) -> Any:
     """Attention heatmaps of one layer of an encoder on ``text`` (or a pair), one panel per head (eager attention, so
     the weights are the ones the layer used). An SG-Net folder shows its fine-tuned encoder's heads; a Syntax-BERT
-    folder is refused (its attention needs the parse: ``syntaxformer show``).
-
-    Args:
-        model: a model folder or hub name, or a loaded model (then give ``tokenizer``).
-        layer: layer index (negative from the end); heads: the heads to draw (default the first ``max_heads``).
-
-    Returns:
-        the figure; ``ax.syntaxformer`` = ``{"layer", "head", "tokens", "attention" ([L, L] list)}`` per panel.
-
-    Raises:
-        InputError: a layer or head the model does not have; DataError: the model returned no attentions.
-    """
+    folder is refused (its attention needs the parse: ``syntaxformer show``). Arguments: model: a model folder or hub
+    name, or a loaded model (then give ``tokenizer``); layer: layer index (negative from the end); heads: the heads to
+    draw (default the first ``max_heads``). Returns the figure; ``ax.syntaxformer`` = ``{"layer", "head", "tokens",
+    "attention" ([L, L] list)}`` per panel. Raises InputError: a layer or head the model does not have; DataError: the
+    model returned no attentions."""
     import torch
     from transformers import AutoTokenizer
 
@@ -329,20 +319,13 @@ def plot_runs(
     suite: str | None = None,
     suite_level: str = "field",
 ) -> dict[str, list[Path]]:
-    """Draw the figures that the runs under ``paths`` support into ``output_dir`` (PNG and SVG each).
-
-    Without ``kinds``: ``results``; ``learning-curve`` / ``noise`` where a task's runs differ in train size / parser
-    noise; ``suite`` where runs hold a report of one suite (or of ``suite``; by ``suite_level``); ``attention`` when
-    ``model`` and ``text`` are given. ``buckets`` reads the dev data again, so only when asked for. Existing figure
-    files are refused, before anything is drawn, unless ``overwrite``.
-
-    Returns:
-        figure name -> files written.
-
-    Raises:
-        ConfigError: an unknown kind; ``attention`` without ``model`` and ``text``; several suites and no ``suite``.
-        InputError: nothing to plot, or no run holds the suite. DataError: a figure file exists.
-    """
+    """Draw the figures that the runs under ``paths`` support into ``output_dir`` (PNG and SVG each). Without ``kinds``:
+    ``results``; ``learning-curve`` / ``noise`` where a task's runs differ in train size / parser noise; ``suite`` where
+    runs hold a report of one suite (or of ``suite``; by ``suite_level``); ``attention`` when ``model`` and ``text`` are
+    given. ``buckets`` reads the dev data again, so only when asked for. Existing figure files are refused, before
+    anything is drawn, unless ``overwrite``. Returns figure name -> files written. Raises ConfigError: an unknown kind;
+    ``attention`` without ``model`` and ``text``; several suites and no ``suite``; InputError: nothing to plot, or no
+    run holds the suite. DataError: a figure file exists."""
     from syntaxformer.analysis.plot_suites import find_suite_reports, suite_names
 
     unknown = [k for k in (kinds or []) if k not in PLOT_KINDS]

@@ -62,11 +62,8 @@ def load_probe_data(
     test_every: int = 4,
 ) -> ProbeData:
     """Read a CoNLL-U file with ``# newdoc id`` comments (default: UD English-EWT dev in the shared data folder), split
-    it by document (:func:`split_documents`) and take seeded subsamples (``None`` = all) of both parts.
-
-    Raises:
-        DataError: no file given and no EWT dev file in the shared data folder; sentences without UPOS or labels.
-    """
+    it by document (:func:`split_documents`) and take seeded subsamples (``None`` = all) of both parts. Raises
+    DataError: no file given and no EWT dev file in the shared data folder; sentences without UPOS or labels."""
     from syntaxformer.data.readers.conllu import read_conllu
     from syntaxformer.defaults import shared_data_dir
     from syntaxformer.utils import subsample

@@ -58,12 +58,10 @@ def tree_distance_matrix(heads: Sequence[int]) -> np.ndarray:
 
 
 def minimum_spanning_tree_edges(distances: np.ndarray) -> set[tuple[int, int]]:
-    """The edges ``(i, j)``, ``i < j``, of a minimum spanning tree of the complete graph whose edge weights are
-    the symmetric matrix ``distances`` ``[n, n]`` (the diagonal is ignored).
-
-    scipy treats a zero weight as a missing edge, so the off-diagonal weights are shifted to start at 1 first:
-    adding a constant to every edge changes no spanning tree's rank (all have ``n - 1`` edges).
-    """
+    """The edges ``(i, j)``, ``i < j``, of a minimum spanning tree of the complete graph whose edge weights are the
+    symmetric matrix ``distances`` ``[n, n]`` (the diagonal is ignored). scipy treats a zero weight as a missing edge,
+    so the off-diagonal weights are shifted to start at 1 first: adding a constant to every edge changes no spanning
+    tree's rank (all have ``n - 1`` edges)."""
     scipy = _scipy("the minimum spanning tree")
     d = np.asarray(distances, dtype=np.float64)
     n = d.shape[0]

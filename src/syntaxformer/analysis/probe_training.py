@@ -4,7 +4,7 @@ probes (:func:`linear_probe_accuracy`), under one budget (:class:`ProbeSettings`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,12 +92,8 @@ def train_distance_probe(
     vectors: Sequence[np.ndarray], distances: Sequence[np.ndarray], settings: ProbeSettings | None = None
 ) -> torch.Tensor:
     """Train H&M's distance probe. Returns ``B`` ``[H, rank]``; predicted distances are ``||(h_i - h_j) B||²``.
-
-    Args:
-        vectors: per sentence, ``[n, H]`` word vectors.
-        distances: per sentence, ``[n, n]`` gold tree distances.
-        settings: budget and seed (default :class:`ProbeSettings`).
-    """
+    Arguments: vectors: per sentence, ``[n, H]`` word vectors; distances: per sentence, ``[n, n]`` gold tree distances;
+    settings: budget and seed (default :class:`ProbeSettings`)."""
     return _train_structural(vectors, distances, "distance", settings or ProbeSettings())
 
 
@@ -110,24 +106,20 @@ def train_depth_probe(
 
 def predict_distances(proj: torch.Tensor, vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Per sentence, the ``[n, n]`` distances ``||(h_i - h_j) B||²`` of a distance probe ``B`` ``[H, rank]``."""
-    with torch.no_grad():
-        return [
-            _project_distances(proj, torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0))[0]
-            .numpy()
-            .astype(np.float64)
-            for v in vectors
-        ]
+    return _predict(_project_distances, proj, vectors)
 
 
 def predict_depths(proj: torch.Tensor, vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Per sentence, the ``[n]`` depths ``||h_i B||²`` of a depth probe ``B`` ``[H, rank]``."""
+    return _predict(_project_depths, proj, vectors)
+
+
+def _predict(
+    project: Callable[..., torch.Tensor], proj: torch.Tensor, vectors: Sequence[np.ndarray]
+) -> list[np.ndarray]:
     with torch.no_grad():
-        return [
-            _project_depths(proj, torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0))[0]
-            .numpy()
-            .astype(np.float64)
-            for v in vectors
-        ]
+        batches = (torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0) for v in vectors)
+        return [project(proj, x)[0].numpy().astype(np.float64) for x in batches]
 
 
 def linear_probe_accuracy(

@@ -26,13 +26,10 @@ __all__ = ["ProbedModel", "load_probed_model", "word_representations"]
 
 @dataclass
 class ProbedModel:
-    """An encoder to probe, in evaluation mode.
-
-    Attributes:
-        net: the backbone (plain ``AutoModel``, ``SGNetModel`` or ``SyntaxBertModel``); tokenizer: its fast tokenizer.
-        system: ``"plain"``, ``"sgnet"`` or ``"syntax_bert"``; description: what was loaded (JSON-ready).
-        criterion, constituency_from_dependency: how its syntax arrays are built (as the run's config says).
-        parser: the parser spec for ``syntax="parser"`` (``None``: the default spaCy pipeline).
+    """An encoder to probe, in evaluation mode. Attributes: net: the backbone (plain ``AutoModel``, ``SGNetModel`` or
+    ``SyntaxBertModel``); tokenizer: its fast tokenizer; system: ``"plain"``, ``"sgnet"`` or ``"syntax_bert"``;
+    description: what was loaded (JSON-ready); criterion, constituency_from_dependency: how its syntax arrays are built
+    (as the run's config says); parser: the parser spec for ``syntax="parser"`` (``None``: the default spaCy pipeline).
     """
 
     net: Any
@@ -67,13 +64,9 @@ def load_probed_model(
     seed: int = 0,
 ) -> ProbedModel:
     """Load what :func:`~syntaxformer.analysis.probes.probe_model` probes: a run folder's or a saved model's backbone,
-    or a pretrained encoder (default the offline MiniLM) as it is (``system=None``) or with an untrained
-    ``"sgnet"`` / ``"syntax_bert"`` with ``options`` built on it (new parts seeded with ``seed``).
-
-    Raises:
-        ConfigError: an unknown system, a translation run, an encoder that cannot be loaded.
-        DataError: a run folder without a saved model.
-    """
+    or a pretrained encoder (default the offline MiniLM) as it is (``system=None``) or with an untrained ``"sgnet"`` /
+    ``"syntax_bert"`` with ``options`` built on it (new parts seeded with ``seed``). Raises ConfigError: an unknown
+    system, a translation run, an encoder that cannot be loaded; DataError: a run folder without a saved model."""
     from transformers import AutoConfig, AutoModel
 
     import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
@@ -186,18 +179,11 @@ def word_representations(
     progress: bool = True,
 ) -> tuple[dict[str, list[np.ndarray]], list[int]]:
     """Word vectors of every sentence at every asked layer (default all), computed once under ``torch.no_grad``.
-
-    Args:
-        word_vector: ``"mean"`` of the word's subword vectors, or the ``"first"`` subword's.
-        syntax: a syntax model's input: the sentences' ``"gold"`` trees, or a ``"parser"``'s on their words.
-        batch_size: sentences per forward pass (sorted by length).
-        max_length: tokens per sentence (default the tokenizer's limit); a longer sentence, or one with a word that
-            overlaps no subword, is left out (logged).
-
-    Returns:
-        ``(vectors, kept)``: ``vectors[layer]`` holds one float32 ``[n_words, H]`` array per kept sentence; ``kept``
-        are the indices of the kept sentences.
-    """
+    Arguments: word_vector: ``"mean"`` of the word's subword vectors, or the ``"first"`` subword's; syntax: a syntax
+    model's input: the sentences' ``"gold"`` trees, or a ``"parser"``'s on their words; batch_size: sentences per
+    forward pass (sorted by length); max_length: tokens per sentence (default the tokenizer's limit); a longer sentence,
+    or one with a word that overlaps no subword, is left out (logged). Returns ``(vectors, kept)``: ``vectors[layer]``
+    holds one float32 ``[n_words, H]`` array per kept sentence; ``kept`` are the indices of the kept sentences."""
     from syntaxformer.data.align import SyntaxAligner
     from syntaxformer.data.collate import pad_arrays
     from syntaxformer.tasks.base import TaskContext

@@ -118,12 +118,9 @@ def probe_model(
     progress: bool = True,
 ) -> dict[str, Any]:
     """All probes at every asked layer (default all) of one model; ``word_vector``, ``syntax``, ``batch_size``,
-    ``max_length`` as :func:`~syntaxformer.analysis.probe_vectors.word_representations`.
-
-    Returns:
-        JSON-ready: ``model`` (what was loaded), ``sentences`` (train / test kept), ``layers`` (one dict per layer:
-        ``layer`` and the :data:`METRICS`), ``seconds``.
-    """
+    ``max_length`` as :func:`~syntaxformer.analysis.probe_vectors.word_representations`. Returns JSON-ready: ``model``
+    (what was loaded), ``sentences`` (train / test kept), ``layers`` (one dict per layer: ``layer`` and the
+    :data:`METRICS`), ``seconds``."""
     from syntaxformer.utils import progress as progress_bar
 
     settings = settings or ProbeSettings()
@@ -176,12 +173,9 @@ def probe_models(
 ) -> dict[str, Any]:
     """Probe several models (:func:`~syntaxformer.analysis.probe_vectors.load_probed_model`; ``None`` = the offline
     MiniLM) on one data split (:func:`~syntaxformer.analysis.probe_data.load_probe_data`, subsample seed
-    ``settings.seed``): what ``syntaxformer probe`` runs. Every asked layer must exist in every model.
-
-    Returns:
-        JSON-ready: ``data`` (file, split rule, sizes, document ids of both parts), ``settings``, ``models`` (one
-        :func:`probe_model` result each), ``date``.
-    """
+    ``settings.seed``): what ``syntaxformer probe`` runs. Every asked layer must exist in every model. Returns
+    JSON-ready: ``data`` (file, split rule, sizes, document ids of both parts), ``settings``, ``models`` (one
+    :func:`probe_model` result each), ``date``."""
     import datetime
 
     settings = settings or ProbeSettings()

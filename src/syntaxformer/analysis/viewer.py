@@ -50,11 +50,8 @@ class ViewModel:
 
 @dataclass
 class AttentionView:
-    """The viewer page of one text or pair: ``data`` (JSON-ready) drawn by the bundled template.
-
-    Attributes:
-        data: everything the page shows (tokens, words, trees, masks, per-model attention ...).
-    """
+    """The viewer page of one text or pair: ``data`` (JSON-ready) drawn by the bundled template. Attributes: data:
+    everything the page shows (tokens, words, trees, masks, per-model attention ...)."""
 
     data: dict[str, Any] = field(repr=False)
 
@@ -91,17 +88,10 @@ class AttentionView:
 
 
 def load_view_models(specs: Sequence[str] | None = None, plain: str | None = None, seed: int = 0) -> list[ViewModel]:
-    """The models of a page: the plain encoder first, then the syntax models.
-
-    Args:
-        specs: run folders, folders of saved models, or pretrained encoders (then SG-Net and Syntax-BERT are built on
-            it, untrained, new layers seeded with ``seed``); default the offline MiniLM.
-        plain: the plain encoder (a checkpoint, or a run folder's encoder); default the checkpoint the first syntax
-            model was built from.
-
-    Raises:
-        ConfigError: a spec that loads no model.
-    """
+    """The models of a page: the plain encoder first, then the syntax models. Arguments: specs: run folders, folders of
+    saved models, or pretrained encoders (then SG-Net and Syntax-BERT are built on it, untrained, new layers seeded with
+    ``seed``); default the offline MiniLM; plain: the plain encoder (a checkpoint, or a run folder's encoder); default
+    the checkpoint the first syntax model was built from. Raises ConfigError: a spec that loads no model."""
     from syntaxformer.defaults import default_hf_model
 
     specs = list(specs or [default_hf_model()])
@@ -211,18 +201,13 @@ def build_view(
     parse_cache: Any = True,
     seed: int = 0,
 ) -> AttentionView:
-    """Annotate a text (or pair), run the models and collect what the viewer page shows.
-
-    Args:
-        models: model specs (:func:`load_view_models`) or loaded :class:`ViewModel` s; ``None``: the offline MiniLM
-            with SG-Net and Syntax-BERT built on it. plain, seed: as :func:`load_view_models`.
-        parser, parse_cache: the annotator (:func:`~syntaxformer.data.annotators.make_annotator`; default spaCy).
-        max_length: tokens kept, special tokens included; a longer text is cut, and the page says so.
-        criterion: SG-Net's subword criterion (``"share"`` / ``"children"``) of the SDOI mask shown.
-
-    Raises:
-        InputError: an empty text. ConfigError: a model that loads from no spec or returns no attention.
-    """
+    """Annotate a text (or pair), run the models and collect what the viewer page shows. Arguments: models: model specs
+    (:func:`load_view_models`) or loaded :class:`ViewModel` s; ``None``: the offline MiniLM with SG-Net and Syntax-BERT
+    built on it. plain, seed: as :func:`load_view_models`; parser, parse_cache: the annotator
+    (:func:`~syntaxformer.data.annotators.make_annotator`; default spaCy); max_length: tokens kept, special tokens
+    included; a longer text is cut, and the page says so; criterion: SG-Net's subword criterion (``"share"`` /
+    ``"children"``) of the SDOI mask shown. Raises InputError: an empty text. ConfigError: a model that loads from no
+    spec or returns no attention."""
     from syntaxformer.data.align import SyntaxAligner
     from syntaxformer.data.annotators import make_annotator
     from syntaxformer.data.collate import SyntaxCollator

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from syntaxformer.commands.train import add_config_arguments, explicit_options
+from syntaxformer.commands.train import add_config_arguments, given_options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,9 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_changes(args: argparse.Namespace) -> dict:
     """The run-config changes given by ``--config`` / ``--set`` / flags / ``--file``."""
-    from syntaxformer.training.config import config_data
-
-    changes = config_data(args.config, args.overrides, **explicit_options(args))
+    changes = given_options(args)
     if args.split_file:
         changes[f"{'dev' if args.split == 'validation' else args.split}_file"] = args.split_file
     return changes

@@ -1,21 +1,11 @@
 """``syntaxformer train``: train SG-Net, Syntax-BERT (or a plain-encoder baseline) on any registered task, or the
 Syntax-Infused Transformer on translation.
 
-Every run option is a flag, with dashes or underscores, built here from one description (as
-``transformers.HfArgumentParser`` builds its flags from dataclass fields): the fields of
-:class:`syntaxformer.training.RunConfig`, their Hugging Face spellings (``--max_seq_length``, ``--bf16`` ...), the
-tasks' and the systems' options, and every other ``transformers.TrainingArguments`` field (listed last in
-``--help``). A flag the user does not give stays out of the parsed arguments, so :func:`explicit_options` is exactly
-what the command line set. The flags win over a config file (``--config``) with its ``--set key=value`` overrides,
-which win over a command's presets, the task's training defaults and the library's (:func:`config_from_args`).
-
-Examples::
-
-    syntaxformer train --task sst2 --max-train-samples 2000 --epochs 1 --output-dir runs/sst2-sg
-    syntaxformer train --config sst2.yaml --set alpha=0.3 --resume
-    syntaxformer train --task squad2 --set verifier=joint --max-train-samples 2000 --output-dir runs/squad-sg
-    syntaxformer train --train-file reviews.csv --validation-file dev.csv --text-column review \
-        --label-column sentiment --output-dir runs/reviews          # your own data (task `custom`)
+Every run option is a flag (dashes or underscores), built from one description, as ``transformers.HfArgumentParser``
+builds flags from dataclass fields: the :class:`syntaxformer.training.RunConfig` fields, their Hugging Face spellings,
+the tasks' and systems' options, then every other ``TrainingArguments`` field. A flag not given stays out of the
+parsed arguments (:func:`explicit_options`). Flags win over ``--config`` with its ``--set`` overrides, which win over
+a command's presets, the task's defaults and the library's (:func:`config_from_args`; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -105,6 +95,13 @@ def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What the user gave: the flags over ``--config`` with its ``--set`` overrides (not yet routed)."""
+    from syntaxformer.training.config import config_data
+
+    return config_data(args.config, args.overrides, **explicit_options(args))
+
+
 def config_from_args(
     args: argparse.Namespace,
     defaults: Mapping[str, Any] | None = None,
@@ -118,9 +115,9 @@ def config_from_args(
     absolute, so ``run.json`` finds them from any folder. Routed and checked once (``RunConfig.from_dict``); the
     task's and the encoder's defaults come when the run starts (``RunConfig.for_task``)."""
     from syntaxformer.tasks.base import task_option_names
-    from syntaxformer.training.config import RunConfig, config_data, merge_options
+    from syntaxformer.training.config import RunConfig, merge_options
 
-    user = config_data(args.config, args.overrides, **explicit_options(args))
+    user = given_options(args)
     if check is not None:
         user = merge_options(user, check(user))
     data = merge_options(defaults, user)
@@ -141,25 +138,12 @@ def summary(metrics: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
     return {"task": metrics["task"], "model_type": metrics["model_type"], "dev": flat, "output_dir": output_dir}
 
 
-def require_task(args: argparse.Namespace) -> dict[str, Any]:
-    """:func:`task_or_data` of the options given by ``args`` (flags over ``--config`` with ``--set``)."""
-    from syntaxformer.training.config import config_data
-
-    return task_or_data(config_data(args.config, args.overrides, **explicit_options(args)))
-
-
 def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
     """``train`` needs a task (``--task``, or ``task:`` in ``--config`` / ``--set``) or the user's own data
-    (``--train-file`` / ``--dataset`` without a task: :func:`syntaxformer.tasks.custom.task_for_data` picks
-    ``custom``, ``custom-qa`` or ``custom-mc``): no silent SST-2 default. Column flags with a task that reads its
-    own columns are an error.
-
-    Args:
-        data: the options the user gave (flags over the config file).
-
-    Returns:
-        the options to add to the config (``{"task": ...}`` when it was inferred), else ``{}``.
-    """
+    (``--train-file`` / ``--dataset`` without a task: :func:`syntaxformer.tasks.custom.task_for_data` picks ``custom``,
+    ``custom-qa`` or ``custom-mc``): no silent SST-2 default. Column flags with a task that reads its own columns are an
+    error. Arguments: data: the options the user gave (flags over the config file). Returns the options to add to the
+    config (``{"task": ...}`` when it was inferred), else ``{}``."""
     from syntaxformer.errors import ConfigError
     from syntaxformer.tasks import task_names, task_option_names
 

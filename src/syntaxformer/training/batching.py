@@ -22,12 +22,10 @@ __all__ = ["LengthGroupedBatchSampler", "length_batches"]
 def length_batches(
     lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0, bucket: int = 50
 ) -> list[list[int]]:
-    """Indices grouped into batches of similar length.
-
-    With ``shuffle``: a seeded permutation is cut into chunks of ``bucket * batch_size`` items, each chunk is
-    sorted by length and cut into batches, and the batches are shuffled. Without: batches of the items sorted by
-    length (longest first, so memory problems show at once); callers restore the original order themselves.
-    """
+    """Indices grouped into batches of similar length. With ``shuffle``: a seeded permutation is cut into chunks of
+    ``bucket * batch_size`` items, each chunk is sorted by length and cut into batches, and the batches are shuffled.
+    Without: batches of the items sorted by length (longest first, so memory problems show at once); callers restore the
+    original order themselves."""
     n = len(lengths)
     if batch_size < 1:
         raise ConfigError(f"batch_size must be positive, got {batch_size}")
@@ -48,14 +46,9 @@ def length_batches(
 
 
 class LengthGroupedBatchSampler(Sampler[list[int]]):
-    """Shuffled length-grouped training batches (see :func:`length_batches`), one seed per epoch.
-
-    Args:
-        lengths: a length per item (source + target pieces for translation).
-        batch_size: items per batch.
-        seed: the run seed; epoch ``e`` uses ``seed * 100_003 + e``.
-        bucket: batches per sorted chunk.
-    """
+    """Shuffled length-grouped training batches (see :func:`length_batches`), one seed per epoch. Arguments: lengths: a
+    length per item (source + target pieces for translation); batch_size: items per batch; seed: the run seed; epoch
+    ``e`` uses ``seed * 100_003 + e``; bucket: batches per sorted chunk."""
 
     def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, bucket: int = 50):
         super().__init__()

@@ -80,16 +80,13 @@ def load_tokenizer(path: str) -> Any:
 
 
 def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | None:
-    """The git commit of syntaxformer's own checkout that ``package_dir`` (default: syntaxformer's own folder) is
-    the ``src/syntaxformer`` of, and whether that folder has uncommitted changes to tracked files:
-    ``{"commit": "<40 hex>", "modified": bool}``.
-
-    ``None`` where the package is not the ``src/syntaxformer`` folder at the top of a git work tree whose
-    ``pyproject.toml`` names the project ``syntaxformer`` (an installed wheel, even in a virtual environment inside
-    someone else's repository: its version says what ran), or git is not available. A development version number is
-    the same for every commit, so a run made from a checkout records this too: two runs of one configuration that
-    differ can then be traced to the code each ran.
-    """
+    """The git commit of syntaxformer's own checkout that ``package_dir`` (default: syntaxformer's own folder) is the
+    ``src/syntaxformer`` of, and whether that folder has uncommitted changes to tracked files: ``{"commit": "<40 hex>",
+    "modified": bool}``. ``None`` where the package is not the ``src/syntaxformer`` folder at the top of a git work tree
+    whose ``pyproject.toml`` names the project ``syntaxformer`` (an installed wheel, even in a virtual environment
+    inside someone else's repository: its version says what ran), or git is not available. A development version number
+    is the same for every commit, so a run made from a checkout records this too: two runs of one configuration that
+    differ can then be traced to the code each ran."""
     import re
     import subprocess
 
@@ -144,12 +141,9 @@ def environment() -> dict[str, Any]:
 
 
 def check_encoder(config: RunConfig, task: Task) -> None:
-    """Before any data is prepared: the pretrained model (``model_name_or_path``) is a model whose configuration
-    loads, and ``max_length`` fits its position embeddings. Tasks that build their own model are not checked.
-
-    Raises:
-        ConfigError: naming the folder or the ``max_length`` and the limit.
-    """
+    """Before any data is prepared: the pretrained model (``model_name_or_path``) is a model whose configuration loads,
+    and ``max_length`` fits its position embeddings. Tasks that build their own model are not checked. Raises
+    ConfigError: naming the folder or the ``max_length`` and the limit."""
     if type(task).build_model is not Task.build_model:
         return
     path = config.resolved_model()
@@ -170,12 +164,9 @@ def check_encoder(config: RunConfig, task: Task) -> None:
 
 
 def check_max_length(max_length: Any, model_config: Any, path: Any) -> None:
-    """``max_length`` fits the model's positions (:func:`position_limit`); checked by ``train`` before any data is
-    read, and by ``evaluate`` / ``predict`` / :class:`~syntaxformer.inference.Predictor` before any input is read.
-
-    Raises:
-        ConfigError: naming the ``max_length``, the model and the limit.
-    """
+    """``max_length`` fits the model's positions (:func:`position_limit`); checked by ``train`` before any data is read,
+    and by ``evaluate`` / ``predict`` / :class:`~syntaxformer.inference.Predictor` before any input is read. Raises
+    ConfigError: naming the ``max_length``, the model and the limit."""
     limit = position_limit(model_config)
     if limit is not None and max_length is not None and int(max_length) > limit:
         raise ConfigError(

@@ -1,16 +1,10 @@
-"""Checkpoints a run can resume from: which are intact, which one to resume, and whether the run may be resumed.
-
-The Trainer writes ``checkpoint-<step>/`` file by file; a kill in the middle leaves a partial folder, and a disk
-fault can damage a finished one. :func:`checkpoint_problems` says what is wrong with one (weights, trainer state,
-optimizer, scheduler, RNG state: each present and readable); :func:`latest_intact_checkpoint` finds the newest one
-with no problem (the runner falls back to it with a warning, and sets the damaged newer ones aside as
-``damaged-checkpoint-<step>/`` with :func:`set_aside_damaged`). A checkpoint without its optimizer, scheduler or RNG
-state is *not* intact: resuming from it would not continue the interrupted run (a fresh optimizer, a restarted
-schedule, other dropout masks), so it is refused rather than resumed with results that differ silently.
-
-Resume also checks that it continues the same run: :func:`run_fingerprint` (the run-config options that change the
-training trajectory, and the content fingerprint of the training data) is written to ``run_fingerprint.json`` when
-a run starts, and :func:`check_fingerprint` refuses a resume whose fingerprint differs, naming the options.
+"""Checkpoints a run can resume from (docs/reliability.md, "3. Resume"). :func:`checkpoint_problems` says what is wrong
+with one (a kill leaves a partial folder; a disk fault damages a finished one): weights, trainer state, optimizer,
+scheduler, RNG state, each present and readable; without any of them a resume would not continue the run, so it is
+not intact. :func:`latest_intact_checkpoint` finds the newest intact one, :func:`set_aside_damaged` renames newer
+ones ``damaged-checkpoint-<step>/``. :func:`run_fingerprint` (the options that change the training trajectory and
+the training data's fingerprint), written to ``run_fingerprint.json`` at the start, lets :func:`check_fingerprint`
+refuse a resume of another run.
 """
 
 from __future__ import annotations
@@ -71,13 +65,11 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
 
 
 def checkpoint_problems(path: str | os.PathLike) -> list[str]:
-    """What keeps a checkpoint folder from being resumed exactly; ``[]`` = intact.
-
-    Checked: ``trainer_state.json`` (JSON with the folder's ``global_step`` and a ``log_history``); the model
-    weights (``model.safetensors`` or ``pytorch_model.bin``, or a sharded index and its shards: readable to the end);
-    ``optimizer.pt``, ``scheduler.pt`` and ``rng_state*.pth`` (present, complete torch archives); ``scaler.pt`` when
-    present. Sharded optimizer states of distributed engines (``optimizer*`` folders) count as present, unchecked.
-    """
+    """What keeps a checkpoint folder from being resumed exactly; ``[]`` = intact. Checked: ``trainer_state.json`` (JSON
+    with the folder's ``global_step`` and a ``log_history``); the model weights (``model.safetensors`` or
+    ``pytorch_model.bin``, or a sharded index and its shards: readable to the end); ``optimizer.pt``, ``scheduler.pt``
+    and ``rng_state*.pth`` (present, complete torch archives); ``scaler.pt`` when present. Sharded optimizer states of
+    distributed engines (``optimizer*`` folders) count as present, unchecked."""
     folder = Path(path)
     if not folder.is_dir():
         return [f"{folder} is not a folder"]
@@ -195,16 +187,10 @@ def write_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, A
 def check_fingerprint(
     output_dir: str | os.PathLike, fingerprint: Mapping[str, Any], *, check_data: bool = True
 ) -> None:
-    """Refuse to resume the run in ``output_dir`` with other options or other training data.
-
-    Args:
-        output_dir: the run folder (its ``run_fingerprint.json``, written when the run started).
-        fingerprint: :func:`run_fingerprint` of the resuming run.
-        check_data: also compare the training data's fingerprint (``False`` before the data is read).
-
-    Raises:
-        DataError: naming the options that changed (old -> new) or the training data, and what to do instead.
-    """
+    """Refuse to resume the run in ``output_dir`` with other options or other training data. Arguments: output_dir: the
+    run folder (its ``run_fingerprint.json``, written when the run started); fingerprint: :func:`run_fingerprint` of the
+    resuming run; check_data: also compare the training data's fingerprint (``False`` before the data is read). Raises
+    DataError: naming the options that changed (old -> new) or the training data, and what to do instead."""
     path = Path(output_dir) / FINGERPRINT_FILE
     if not path.is_file():
         logger.warning(

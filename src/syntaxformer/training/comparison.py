@@ -1,12 +1,6 @@
-"""``compare``: fine-tune several syntax systems with the same seed and data, and report their dev scores side by
-side.
-
-Systems are named by :data:`SYSTEM_PRESETS` (``baseline``, ``sgnet``, ``syntax_bert``, ``syntax_bert_lisa``,
-``syntax_bert_baseline``, ``lisa``), by the name of any registered system (:mod:`syntaxformer.registry`: ``plain``,
-or one a package adds, run with its default options), or given as ``(name, run config changes)`` pairs; each one
-is an ordinary
-:func:`syntaxformer.training.run.train` run in ``<output_dir>/<name>``.
-"""
+"""``compare``: fine-tune several syntax systems (:func:`resolve_systems`) with the same seed and data, each an
+ordinary :func:`syntaxformer.training.run.train` run in ``<output_dir>/<name>``, and report their dev scores side by
+side."""
 
 from __future__ import annotations
 
@@ -66,16 +60,12 @@ SYSTEM_PRESETS: dict[str, Callable[[RunConfig], tuple[str, dict[str, Any]]]] = {
 def resolve_systems(
     config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None
 ) -> list[tuple[str, dict[str, Any]]]:
-    """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, or a comma-separated string of
-    them) and / or explicit ``(name, changes)`` pairs; ``None`` = ``baseline,sgnet``.
-
-    A preset's changes set ``model_type`` and ``model``: the shared ``model`` options its config class knows, with
-    the preset's own options on top (Syntax-BERT presets keep shared options such as ``use_dependency``; SG-Net
-    ones drop them).
-
-    Raises:
-        ConfigError: an unknown or repeated name.
-    """
+    """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, any registered system run with its
+    default options; a list or a comma-separated string) and / or explicit ``(name, changes)`` pairs; ``None`` =
+    ``baseline,sgnet``. A preset's changes set ``model_type``
+    and ``model``: the shared ``model`` options its config class knows, with the preset's own options on top
+    (Syntax-BERT presets keep shared options such as ``use_dependency``; SG-Net ones drop them). Raises ConfigError: an
+    unknown or repeated name."""
     if systems is None:
         systems = ["baseline", "sgnet"]
     if isinstance(systems, str):
@@ -112,22 +102,12 @@ def resolve_systems(
 def compare(
     config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None
 ) -> dict[str, Any]:
-    """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data;
-    report their dev scores side by side.
-
-    Each system runs :func:`train` in ``<output_dir>/<name>`` (features are built once per kind of features and
-    shared through the features cache). Writes ``<output_dir>/comparison.json``.
-
-    Args:
-        config: the shared run settings.
-        systems: names from :data:`SYSTEM_PRESETS` (``baseline``, ``sgnet``, ``syntax_bert``, ``syntax_bert_lisa``,
-            ``syntax_bert_baseline``, ``lisa``; a list or a comma-separated string) and / or ``(name, config
-            changes)`` pairs; default ``baseline,sgnet``.
-
-    Returns:
-        ``{"task", "seed", "main_metric", "sizes", "subsample", "systems": {name: metrics.json content},
-        "table": the side-by-side text (:func:`format_comparison`), "runtime_s"}``.
-    """
+    """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data; report
+    their dev scores side by side. Each system runs :func:`train` in ``<output_dir>/<name>`` (features are built once
+    per kind of features and shared through the features cache). Writes ``<output_dir>/comparison.json``. ``config``:
+    the shared run settings; ``systems``: as :func:`resolve_systems`. Returns ``{"task", "seed", "main_metric", "sizes",
+    "subsample", "systems": {name: metrics.json content}, "table": the side-by-side text (:func:`format_comparison`),
+    "runtime_s"}``."""
     t0 = time.time()
     resolved = resolve_systems(config, systems)
     results: dict[str, dict[str, Any]] = {}

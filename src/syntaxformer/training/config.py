@@ -252,12 +252,9 @@ def normalise_model_options(system: str, options: Mapping[str, Any]) -> dict[str
 
 
 def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
-    """Check ``options`` by building the system's config class with them (on a default encoder config).
-
-    Raises:
-        ConfigError: an option the config class does not have (listing the known ones), an option set by the task
-            or the encoder, or a value the config class rejects.
-    """
+    """Check ``options`` by building the system's config class with them (on a default encoder config). Raises
+    ConfigError: an option the config class does not have (listing the known ones), an option set by the task or the
+    encoder, or a value the config class rejects."""
     known = model_option_names(system)
     for key in options:
         if key in _TASK_SET:
@@ -775,12 +772,7 @@ def config_data(
     return merge_options(defaults, file_layer, {k: v for k, v in explicit.items() if v is not None})
 
 
-def load_config(
-    path: str | os.PathLike | None = None,
-    overrides: Iterable[str] = (),
-    defaults: Mapping[str, Any] | None = None,
-    **explicit: Any,
-) -> RunConfig:
-    """The :class:`RunConfig` of :func:`config_data`: ``defaults`` (e.g. a command's presets) < a JSON / YAML file
-    with ``key=value`` overrides (``--set``) < ``explicit`` options."""
-    return RunConfig.from_dict(config_data(path, overrides, defaults, **explicit))
+def load_config(*args: Any, **kwargs: Any) -> RunConfig:
+    """The :class:`RunConfig` of :func:`config_data` (same arguments): ``defaults`` (e.g. a command's presets) < a
+    JSON / YAML file ``path`` with ``key=value`` ``overrides`` (``--set``) < ``explicit`` options."""
+    return RunConfig.from_dict(config_data(*args, **kwargs))

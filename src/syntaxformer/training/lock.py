@@ -1,16 +1,8 @@
-"""One writer per run folder: an advisory lock file, ``<run folder>/.syntaxformer.lock``, held while ``train``
-writes the folder.
-
-The file holds the owner's pid, host and start time (for the message a second writer gets). Where ``fcntl`` exists
-(POSIX) the lock is an ``flock`` on that file: the kernel releases it when its process ends, however it ends, so a
-lock file left by a killed run is *stale* and the next run takes it over (with a warning naming the dead process).
-Elsewhere the file is created exclusively, and a file whose pid no longer runs on this host counts as stale.
-
-A second writer is refused at once with a :class:`~syntaxformer.errors.DataError` naming the folder and the owner;
-it never waits, and it changes nothing in the folder::
-
-    with RunLock("runs/sst2-sg"):
-        ...  # write the run
+"""One writer per run folder: ``with RunLock(folder):`` holds the advisory lock file ``<folder>/.syntaxformer.lock``
+(owner pid, host, start time) while ``train`` writes the folder. POSIX: an ``flock``, released by the kernel however
+its process ends, so a killed run's file is stale and taken over with a warning; elsewhere the file is created
+exclusively and a pid that no longer runs on this host counts as stale. A second writer gets a DataError at once,
+naming the owner, and changes nothing (docs/reliability.md, "Run folders: one writer").
 """
 
 from __future__ import annotations
@@ -76,14 +68,9 @@ def _describe(owner: dict[str, Any] | None) -> str:
 
 
 class RunLock:
-    """The advisory lock of one run folder (a context manager; see the module docstring).
-
-    Args:
-        folder: the run folder (created if missing; removed again on release if the lock file was all it held).
-
-    Raises:
-        DataError: (on entering) another live process holds the lock; the folder cannot be written.
-    """
+    """The advisory lock of one run folder (a context manager; see the module docstring). Arguments: folder: the run
+    folder (created if missing; removed again on release if the lock file was all it held). Raises DataError: (on
+    entering) another live process holds the lock; the folder cannot be written."""
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = Path(folder)

@@ -403,21 +403,11 @@ def model_card(
     export: Mapping[str, Any] | None = None,
     license: str | None = None,
 ) -> Any:
-    """The model card (a ``huggingface_hub.ModelCard``) of a run folder, or of its export.
-
-    Args:
-        metrics: the run's ``metrics.json`` content.
-        run_config: the resolved run config (``RunConfig.to_dict()``).
-        model_config: the trained model's config.
-        head: the task's head.
-        annotator: the run's parser, when known: the card names it from its ``source``.
-        command: the command line that trained it (``None``: trained through the Python API).
-        folder: the folder the card goes into (its name is the usage examples' path; default ``MODEL_DIR``);
-            paths are written relative to the run folder's parent (``run_dir``).
-        export: the exported pipeline's options (``syntax_pipeline.json``): the card of a folder that loads with
-            transformers alone (install, ``pipeline_tag``, ``license``, ``datasets``); ``None``: a run folder's.
-        license: an export's hub license id (default: the encoder's when known, else ``other``).
-    """
+    """The model card (a ``huggingface_hub.ModelCard``) of a run folder (``metrics.json``, the resolved run config,
+    the model's config, the task's head), or with ``export`` (the pipeline options, ``syntax_pipeline.json``) of a
+    folder that loads with transformers alone. ``annotator`` names the run's parser; ``command`` the command line
+    (``None``: the Python API); ``folder`` the folder the card goes into (default ``MODEL_DIR``; paths are written
+    relative to the run folder's parent); ``license`` an export's (default: the encoder's when known, else other)."""
     from huggingface_hub import ModelCard
 
     from syntaxformer.secrets import redact_secrets
@@ -457,49 +447,29 @@ def model_card(
         *_command(run_config, command, export is not None),
     ]
     if export is not None:
-        lines += [
-            f"License: `{license}`"
-            + (
-                " (not stated when exported; give one with `syntaxformer export --license`)"
-                if license == "other"
-                else ""
-            )
-            + ".",
-            "",
-        ]
+        unstated = " (not stated when exported; give one with `syntaxformer export --license`)"
+        lines += [f"License: `{license}`{unstated if license == 'other' else ''}.", ""]
     data = _metadata(metrics, run_config, head, base, export, license)
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines))
 
 
 def write_model_card(
     output_dir: str | os.PathLike,
-    metrics: Mapping[str, Any],
-    run_config: Mapping[str, Any],
-    model_config: Any,
-    head: str,
-    *,
-    annotator: Any = None,
+    *card_args: Any,
     command: str | None = None,
     export: Mapping[str, Any] | None = None,
-    license: str | None = None,
     folder: str | os.PathLike | None = None,
+    **card_options: Any,
 ) -> Path:
-    """Write :func:`model_card` to ``<output_dir>/README.md`` (atomically); returns its path. ``folder``: the
-    folder the card describes when it is written elsewhere first (an export's temporary folder); default
-    ``output_dir``. ``command`` defaults to this process's command line (:func:`cli_command`) for a run folder."""
+    """Write :func:`model_card` (``card_args`` / ``card_options`` as it takes them) to ``<output_dir>/README.md``
+    (atomically); returns its path. ``folder``: the folder the card describes when it is written elsewhere first
+    (an export's temporary folder); default ``output_dir``. ``command`` defaults to this process's command line
+    (:func:`cli_command`) for a run folder."""
     from syntaxformer.utils import atomic_write
 
-    card = model_card(
-        metrics,
-        run_config,
-        model_config,
-        head,
-        annotator=annotator,
-        command=command if command is not None or export is not None else cli_command(),
-        folder=folder or output_dir,
-        export=export,
-        license=license,
-    )
+    if command is None and export is None:
+        command = cli_command()
+    card = model_card(*card_args, command=command, folder=folder or output_dir, export=export, **card_options)
     path = Path(output_dir) / MODEL_CARD_FILE
     with atomic_write(path) as f:
         f.write(card.content)

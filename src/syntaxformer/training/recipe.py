@@ -73,15 +73,10 @@ logger = logging.getLogger(__name__)
 
 
 class TrainRecipe:
-    """One training run of a :class:`~syntaxformer.training.config.RunConfig`, stage by stage (module docstring).
-
-    Each stage reads what the earlier ones left on the recipe (``task``, ``args``, ``train_data``, ``model``,
-    ``trainer`` ...) and adds its own; :attr:`metrics` is the content of ``metrics.json`` once :meth:`save` ran.
-
-    Args:
-        config: the run.
-        callbacks: extra ``transformers.TrainerCallback`` objects.
-    """
+    """One training run of a :class:`~syntaxformer.training.config.RunConfig`, stage by stage (module docstring). Each
+    stage reads what the earlier ones left on the recipe (``task``, ``args``, ``train_data``, ``model``, ``trainer``
+    ...) and adds its own; :attr:`metrics` is the content of ``metrics.json`` once :meth:`save` ran. Arguments: config:
+    the run; callbacks: extra ``transformers.TrainerCallback`` objects."""
 
     def __init__(self, config: RunConfig, callbacks: Sequence[Any] = ()) -> None:
         self.config = config
@@ -482,12 +477,10 @@ def _train_auxiliary(
 def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
     """Fine-tune on the task's train split, evaluate, save the model, ``run.json`` and ``metrics.json``
     (:class:`TrainRecipe`; ``callbacks``: extra ``transformers.TrainerCallback`` objects); returns the content of
-    ``metrics.json``.
-
-    The run folder is locked while the run writes it (:class:`~syntaxformer.training.lock.RunLock`): a second
-    ``train`` into the same folder is refused at once, a lock left by a killed run is taken over. A disk that fills
-    up ends in one :class:`~syntaxformer.errors.DataError` naming the folder (an earlier finished run there is kept).
-    """
+    ``metrics.json``. The run folder is locked while the run writes it (:class:`~syntaxformer.training.lock.RunLock`): a
+    second ``train`` into the same folder is refused at once, a lock left by a killed run is taken over. A disk that
+    fills up ends in one :class:`~syntaxformer.errors.DataError` naming the folder (an earlier finished run there is
+    kept)."""
     from syntaxformer.training.lock import RunLock
 
     output_dir = os.path.abspath(config.output_dir)
@@ -512,13 +505,10 @@ _REPORTING_PACKAGES = {"azure_ml": "azureml-core", "comet_ml": "comet-ml", "flyt
 
 def check_trainer_options(args: Any) -> None:
     """Refuse, before any data is read or model built, what the Trainer would refuse only once it starts (with a
-    traceback, after the run folder got its fingerprint): ``report_to`` an integration that is unknown or whose
-    package is not installed; ``push_to_hub`` offline (``HF_HUB_OFFLINE``) or without a token; ``fp16`` on the
-    CPU (as ``TrainingArguments`` refuses ``bf16`` there).
-
-    Raises:
-        ConfigError, MissingDependencyError: naming the option and what would be right.
-    """
+    traceback, after the run folder got its fingerprint): ``report_to`` an integration that is unknown or whose package
+    is not installed; ``push_to_hub`` offline (``HF_HUB_OFFLINE``) or without a token; ``fp16`` on the CPU (as
+    ``TrainingArguments`` refuses ``bf16`` there). Raises ConfigError, MissingDependencyError: naming the option and
+    what would be right."""
     from transformers.integrations import get_available_reporting_integrations
     from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
 

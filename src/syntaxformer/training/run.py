@@ -93,16 +93,12 @@ def load_run(
     run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None, *, trust_remote_code: bool | None = None
 ) -> tuple[RunConfig, Task]:
     """The run config (with ``changes``; the task's defaults for what it does not hold:
-    :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a run folder written by :func:`train`.
-
-    The task is rebuilt from its name and options; a part (task, system, annotator) registered outside the package
-    and not installed as an entry point is found by importing the module that defined it, only with
-    ``trust_remote_code`` (default: inside :func:`syntaxformer.registry.trust_run_code`, ``--trust-run-code``).
-
-    Raises:
-        DataError: the folder has no ``run.json``. FormatError: its ``run.json`` is not the JSON ``train`` wrote.
-        ConfigError: it names a module to import and ``trust_remote_code`` is not given.
-    """
+    :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a run folder written by :func:`train`. The
+    task is rebuilt from its name and options; a part (task, system, annotator) registered outside the package and not
+    installed as an entry point is found by importing the module that defined it, only with ``trust_remote_code``
+    (default: inside :func:`syntaxformer.registry.trust_run_code`, ``--trust-run-code``). Raises DataError: the folder
+    has no ``run.json``. FormatError: its ``run.json`` is not the JSON ``train`` wrote; ConfigError: it names a module
+    to import and ``trust_remote_code`` is not given."""
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise DataError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE})")
@@ -147,12 +143,9 @@ def load_run(
 
 
 def load_trained_model(folder: str | os.PathLike, head: str | None = None) -> tuple[str, Any]:
-    """The system and the model a run of :func:`train` (or ``save_pretrained``) saved in ``folder``: with the task
-    head ``head`` (a :attr:`~syntaxformer.tasks.Task.head`), or its backbone alone (``None``).
-
-    Raises:
-        DataError: the folder holds no syntaxformer model, or it does not load.
-    """
+    """The system and the model a run of :func:`train` (or ``save_pretrained``) saved in ``folder``: with the task head
+    ``head`` (a :attr:`~syntaxformer.tasks.Task.head`), or its backbone alone (``None``). Raises DataError: the folder
+    holds no syntaxformer model, or it does not load."""
     saved = saved_system(str(folder))
     if saved is None:
         raise DataError(
@@ -250,30 +243,16 @@ def evaluate(
     output_dir: str | None = None,
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Score the model of a run folder on a labeled split; writes ``eval_<split>.json``.
-
-    Args:
-        run_dir: a folder written by :func:`train`.
-        split: the split to score.
-        changes: run-config changes (e.g. ``{"parser_noise": 0.4}``, ``{"dev_file": "my.tsv"}``).
-        output_dir: where ``eval_<split>.json`` goes (default ``run_dir``).
-        overwrite: replace an existing ``eval_<split>.json`` (default: refuse before anything is computed).
-
-    Returns:
-        ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", "runtime_s", ...}``.
-
-    Raises:
-        DataError: ``eval_<split>.json`` exists and ``overwrite`` is false; the output folder is being written by
-            another process (its lock is held).
-    """
+    """Score the model of a run folder (:func:`train`'s) on a labeled split, with run-config ``changes`` (e.g.
+    ``{"parser_noise": 0.4}``, ``{"dev_file": "my.tsv"}``); writes ``eval_<split>.json`` to ``output_dir`` (default
+    ``run_dir``) under its lock, replacing an earlier one only with ``overwrite`` (DataError before anything is
+    computed). Returns ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", ...}``."""
     split = _split_name(split)
     with _split_outputs(run_dir, output_dir, [f"eval_{split}.json"], overwrite):
         return _evaluate(run_dir, split, changes, output_dir)
 
 
-def _evaluate(
-    run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
-) -> dict[str, Any]:
+def _evaluate(run_dir: str | os.PathLike, split: str, changes: Any, output_dir: str | None) -> dict[str, Any]:
     t0 = time.time()
     config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, True)
     if not data.has_labels:
@@ -326,9 +305,7 @@ def predict(
         return _predict(run_dir, split, changes, output_dir)
 
 
-def _predict(
-    run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None
-) -> dict[str, Any]:
+def _predict(run_dir: str | os.PathLike, split: str, changes: Any, output_dir: str | None) -> dict[str, Any]:
     t0 = time.time()
     _, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, False)
     predictions = task.postprocess(data, features, out.predictions, auxiliary)

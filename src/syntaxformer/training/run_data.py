@@ -19,12 +19,9 @@ __all__ = ["load_dev_data", "run_references"]
 
 
 def load_dev_data(run_dir: str | Path, split: str = "dev") -> tuple[Any, Any]:
-    """``(task, data)``: the task of a run folder and its ``split`` as the run read it (the same files and
-    subsample, from ``run.json``), e.g. for the texts and references that ``dev_predictions.json`` does not keep.
-
-    Raises:
-        DataError: the folder has no ``run.json``; FormatError: it is not the one ``train`` writes.
-    """
+    """``(task, data)``: the task of a run folder and its ``split`` as the run read it (the same files and subsample,
+    from ``run.json``), e.g. for the texts and references that ``dev_predictions.json`` does not keep. Raises DataError:
+    the folder has no ``run.json``; FormatError: it is not the one ``train`` writes."""
     from syntaxformer.training.run import load_run
 
     config, task = load_run(run_dir)
@@ -33,12 +30,9 @@ def load_dev_data(run_dir: str | Path, split: str = "dev") -> tuple[Any, Any]:
 
 
 def run_references(run_dir: str | Path, ids: Sequence[str] | None = None, split: str = "dev") -> list[str]:
-    """The references of a translation run's ``split`` (the one its ``dev_predictions.json`` names: the first
-    evaluation set), read again from the data named in its ``run.json``.
-
-    Raises:
-        InputError: the data has no references, or not the examples of ``ids``.
-    """
+    """The references of a translation run's ``split`` (the one its ``dev_predictions.json`` names: the first evaluation
+    set), read again from the data named in its ``run.json``. Raises InputError: the data has no references, or not the
+    examples of ``ids``."""
     _, data = load_dev_data(run_dir, split)
     if not isinstance(data, ParallelCorpus) or data.targets is None:
         raise InputError(f"the dev data of {run_dir} has no references")

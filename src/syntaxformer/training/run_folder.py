@@ -36,15 +36,10 @@ RUN_FILE = "run.json"
 def resume_checkpoint(config: RunConfig, output_dir: str) -> str | None:
     """The checkpoint to resume from (``config.resume``), or ``None``; refuses to mix runs in one folder unless
     ``config.overwrite_output_dir`` (the old checkpoints are removed when training starts: :func:`train`).
-
     ``resume=True`` takes the newest *intact* checkpoint (:func:`~syntaxformer.training.checkpoints.
-    checkpoint_problems`), falling back past damaged or partial ones with a warning; a checkpoint given by path must
-    be intact.
-
-    Raises:
-        DataError: the given checkpoint is missing or not intact; no checkpoint is intact; checkpoints of another
-            run are there and neither ``resume`` nor ``overwrite_output_dir`` is set.
-    """
+    checkpoint_problems`), falling back past damaged or partial ones with a warning; a checkpoint given by path must be
+    intact. Raises DataError: the given checkpoint is missing or not intact; no checkpoint is intact; checkpoints of
+    another run are there and neither ``resume`` nor ``overwrite_output_dir`` is set."""
     from syntaxformer.training.checkpoints import checkpoint_problems, latest_intact_checkpoint, list_checkpoints
 
     if isinstance(config.resume, str) and config.resume not in ("", "true", "True"):

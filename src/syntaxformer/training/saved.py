@@ -1,16 +1,8 @@
-"""Saved models a user points at (a run folder, a model folder): checked before they are loaded, and any failure to
-load them turned into one clear :class:`~syntaxformer.errors.DataError`.
-
-``from_pretrained`` on a folder that is not what it should be fails deep inside ``transformers`` or ``safetensors``
-(``SafetensorError: invalid header length`` for a truncated weights file, ``ValueError: Unrecognized model`` for a
-``config.json`` without ``model_type``). :func:`loading_model` wraps every load of a saved model in this package::
-
-    with loading_model(folder):
-        model = AutoModelForSequenceClassification.from_pretrained(folder)
-
-It first checks a local folder (:func:`model_folder_problem`: ``config.json`` present, JSON, with a ``model_type``;
-weights present and their headers readable) and names what is wrong; then any error of the load itself becomes a
-``DataError`` naming the folder.
+"""Saved models a user points at: ``with loading_model(folder): model = AutoModel....from_pretrained(folder)`` (every
+load of a saved model in this package) checks a local folder first (:func:`model_folder_problem`) and turns any
+error of the load, which would otherwise surface deep inside transformers or safetensors, into one
+:class:`~syntaxformer.errors.DataError` naming the folder (docs/reliability.md, "Runs and models that cannot be
+read").
 """
 
 from __future__ import annotations
@@ -36,12 +28,10 @@ WEIGHT_FILES = (
 
 
 def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> str | None:
-    """What keeps ``folder`` from loading as a saved ``transformers`` model, or ``None``.
-
-    Checked: ``config.json`` is there, is a JSON object and names a ``model_type``; with ``weights``, a weights file
-    (:data:`WEIGHT_FILES`) is there and readable: a safetensors header and length, a sharded index and its shards,
-    a ``pytorch_model.bin`` that is a complete zip archive.
-    """
+    """What keeps ``folder`` from loading as a saved ``transformers`` model, or ``None``. Checked: ``config.json`` is
+    there, is a JSON object and names a ``model_type``; with ``weights``, a weights file (:data:`WEIGHT_FILES`) is there
+    and readable: a safetensors header and length, a sharded index and its shards, a ``pytorch_model.bin`` that is a
+    complete zip archive."""
     folder = Path(folder)
     config = folder / "config.json"
     if not config.is_file():
@@ -72,17 +62,11 @@ def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> 
 
 @contextlib.contextmanager
 def loading_model(path: str | os.PathLike, what: str = "model", *, weights: bool = True) -> Iterator[None]:
-    """Check ``path`` (when it is a local folder) before a model is loaded from it, and turn any error of the load
-    into a :class:`~syntaxformer.errors.DataError` naming it.
-
-    Args:
-        path: the folder (or hub name) loaded inside the block.
-        what: what is loaded, for messages (``"model"``, ``"encoder"``).
-        weights: whether the folder must hold weights (``False``: a configuration alone is loaded).
-
-    Raises:
-        DataError: the folder is not a loadable model (:func:`model_folder_problem`), or the load failed.
-    """
+    """Check ``path`` (when it is a local folder) before a model is loaded from it, and turn any error of the load into
+    a :class:`~syntaxformer.errors.DataError` naming it. Arguments: path: the folder (or hub name) loaded inside the
+    block; what: what is loaded, for messages (``"model"``, ``"encoder"``); weights: whether the folder must hold
+    weights (``False``: a configuration alone is loaded). Raises DataError: the folder is not a loadable model
+    (:func:`model_folder_problem`), or the load failed."""
     name = os.fspath(path)
     if Path(name).is_dir():
         problem = model_folder_problem(name, weights=weights)

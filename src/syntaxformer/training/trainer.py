@@ -35,13 +35,8 @@ logger = logging.getLogger(__name__)
 
 
 def encoder_parameter_prefix(model: nn.Module) -> str | None:
-    """Name prefix (``"sgnet.encoder."``, ``"syntax_bert.encoder."``) of the wrapped pretrained encoder's
-    parameters, or ``None``.
-
-    The encoder is the outermost sub-module that is a ``PreTrainedModel`` of another model type than the
-    wrapper (for SG-Net, the ``AutoModel`` inside ``SGNetModel``; for Syntax-BERT the one inside
-    ``SyntaxBertModel``).
-    """
+    """Name prefix (``"sgnet.encoder."`` ...) of the wrapped pretrained encoder's parameters, or ``None``: the
+    outermost sub-module that is a ``PreTrainedModel`` of another model type than the wrapper."""
     own_type = getattr(getattr(model, "config", None), "model_type", None)
     for name, module in model.named_modules():
         if not name or not isinstance(module, PreTrainedModel):
@@ -52,28 +47,16 @@ def encoder_parameter_prefix(model: nn.Module) -> str | None:
 
 
 def new_parameter_names(model: nn.Module) -> set[str]:
-    """Names of the trainable parameters that are not part of the pretrained encoder.
-
-    SG-Net: the syntax-guided layer, aggregation, pooler and classifier. Syntax-BERT: the topical-attention task
-    queries (``syntax_bert.topical.query``; with ``topical_projections="own"`` also ``syntax_bert.topical.key_weight``
-    and ``value_weight``), the gates (``syntax_bert.gate.weight``, ``gate="layer"|"head"``), pooler
-    and classifier. Syntax-BERT's LISA head
-    (``lisa_head_mode="existing"``) has no parameters of its own: it is a pretrained head of the encoder, trained
-    through the LISA loss at the encoder's rate; with ``lisa_head_mode="added"`` the new head's projections and
-    mixing weights (``syntax_bert.lisa.*``) are new parameters.
-    """
+    """Names of the trainable parameters outside the pretrained encoder (SG-Net's syntax-guided layer,
+    aggregation, pooler and classifier; Syntax-BERT's: docs/syntax_bert.md)."""
     prefix = encoder_parameter_prefix(model)
     return {n for n, p in model.named_parameters() if p.requires_grad and (prefix is None or not n.startswith(prefix))}
 
 
 def gate_parameter_names(model: nn.Module) -> set[str]:
-    """Names of Syntax-BERT's zero-initialised gates (``syntax_bert.gate.weight``; ``gate="layer"|"head"``).
-
-    They get their own learning rate (``gate_lr``): a gate is one scalar per layer (or head) that starts at 0 and
-    moves about one learning rate per Adam step, so at an encoder rate (1e-4 x ~500 steps) it stays near 0 and the
-    model stays the plain encoder (measured in the GLUE sweep: CoLA predictions identical with real and random
-    masks). Never weight-decayed.
-    """
+    """Names of Syntax-BERT's zero-initialised gates (``syntax_bert.gate.weight``), trained at ``gate_lr`` without
+    weight decay: a gate moves about one learning rate per Adam step, so at the encoder's rate it stays near 0
+    (docs/results.md)."""
     return {
         n
         for n, p in model.named_parameters()
@@ -98,18 +81,11 @@ else:
 
 
 class _Resumable(_TrainerBase):
-    """What a run needs to be resumed as if it had never stopped, on top of the Trainer's checkpoints.
-
-    * **Training loss over all steps.** ``Trainer.train`` reports the mean loss of the steps it ran itself, so a
-      resumed run's ``training_loss`` covers the resumed steps only. Each checkpoint also records the sum of the
-      per-step losses of steps 1..N (``loss_sum.json``); a resumed run adds it back: :attr:`loss_over_all_steps`.
-    * **The data order of a resumed epoch.** The Trainer's length-grouped sampler draws each epoch's order from
-      torch's global random state when the epoch's data loader starts. Resumed at an epoch boundary, that state
-      is the checkpoint's; resumed in the middle of an epoch it is not (the checkpoint's state is restored only
-      after the skipped batches), so the rest of the epoch came in another order and the weights differed from
-      the uninterrupted run's. Each checkpoint therefore also keeps the CPU random state at the start of its epoch
-      (``epoch_rng_state.pt``), and a resume in the middle of an epoch restores it before the epoch starts.
-    """
+    """What a run needs to be resumed as if it had never stopped, on top of the Trainer's checkpoints
+    (docs/reliability.md, "3. Resume"): each checkpoint also records the sum of the step losses 1..N (``loss_sum.json``;
+    ``Trainer.train`` averages over the resumed steps only), added back in :attr:`loss_over_all_steps`; and the CPU
+    random state at the start of its epoch (``epoch_rng_state.pt``), restored before a resumed mid-epoch's data loader
+    draws its length-grouped order (the Trainer restores its own state only after the skipped batches)."""
 
     loss_sum_before: float | None = 0.0
     loss_over_all_steps: float | None = None
@@ -217,26 +193,11 @@ def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
 
 
 class SyntaxTrainer(_Resumable, Trainer):
-    """``Trainer`` whose optimizer gives the new (non-encoder) parameters their own learning rate.
-
-    Args:
-        new_params_lr: learning rate of the parameters outside the pretrained encoder (the syntax-guided layer,
-            aggregation, pooler and classifier); ``None`` = ``args.learning_rate`` for everything (plain Trainer).
-        gate_lr: learning rate of Syntax-BERT's gates (:func:`gate_parameter_names`, no weight decay); ``None`` =
-            as the other new parameters.
-        *args, **kwargs: as for ``transformers.Trainer``.
-
-    Four parameter groups are built (encoder / new x weight decay / none), with the Trainer's own rule for which
-    parameters get weight decay (not biases and norms). The scheduler scales every group's rate by the same
-    factor, so warm-up and decay apply to both rates.
-
-    Models whose output has a ``lisa_loss`` (Syntax-BERT with a LISA head): its mean over the batches since the
-    last log is logged as ``lisa_loss`` next to the Trainer's ``loss`` (which is the total: task loss +
-    ``lisa_loss_weight * lisa_loss``), and as ``eval_lisa_loss`` with the evaluation metrics.
-
-    The syntax models return per-batch mean losses, so the Trainer is told not to pass ``num_items_in_batch`` to
-    them (their ``**kwargs`` would otherwise make it skip the division by the gradient-accumulation steps).
-    """
+    """``Trainer`` whose optimizer puts ``new_params_lr`` on the parameters outside the encoder and ``gate_lr`` on
+    Syntax-BERT's gates (``None``: as ``args.learning_rate`` / the other new parameters), in parameter groups that
+    keep the Trainer's weight-decay rule; the scheduler scales every group alike. A model output's ``lisa_loss`` is
+    logged (mean since the last log) as ``lisa_loss`` / ``eval_lisa_loss`` beside the total ``loss``. The syntax
+    models return per-batch mean losses, so ``num_items_in_batch`` is not passed to them."""
 
     def __init__(self, *args: Any, new_params_lr: float | None = None, gate_lr: float | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -316,13 +277,8 @@ class SyntaxTrainer(_Resumable, Trainer):
         super().log(logs, *args, **kwargs)
 
     def _get_eval_sampler(self, eval_dataset: Any) -> Any:
-        """Evaluate and predict in dataset order.
-
-        transformers 5 also length-groups *evaluation* batches when ``train_sampling_strategy`` is
-        ``group_by_length`` (a seeded shuffle of megabatches), so ``predict(...).predictions`` would come back
-        permuted and could not be written next to the example ids. Metrics were unaffected (labels travel with
-        the batches); predictions files were not. One process: sequential order; distributed: the Trainer's own.
-        """
+        """Evaluate and predict in dataset order (one process; distributed: the Trainer's own): transformers 5
+        also length-groups evaluation batches under ``group_by_length``, which would permute the predictions."""
         if eval_dataset is not None and self.args.world_size <= 1:
             return torch.utils.data.SequentialSampler(eval_dataset)
         return super()._get_eval_sampler(eval_dataset)
@@ -359,22 +315,11 @@ class LoggingCallback(TrainerCallback):
 
 
 def precision_flags(mode: str) -> dict[str, bool]:
-    """``{"bf16": ..., "fp16": ...}`` for ``TrainingArguments``.
-
-    ``"auto"``: bf16 on a CUDA GPU that supports it, else fp16 on a CUDA GPU, else full precision (CPU training
-    stays in float32: CPU autocast is slower than float32 for these models and gains nothing).
-    ``"bf16"`` / ``"fp16"`` force it (fp16 needs a GPU); ``"no"`` disables it.
-    """
-    if mode == "no":
-        return {"bf16": False, "fp16": False}
-    if mode == "bf16":
-        return {"bf16": True, "fp16": False}
-    if mode == "fp16":
-        return {"bf16": False, "fp16": True}
-    if torch.cuda.is_available():
-        bf16 = bool(torch.cuda.is_bf16_supported())
-        return {"bf16": bf16, "fp16": not bf16}
-    return {"bf16": False, "fp16": False}
+    """``{"bf16": ..., "fp16": ...}`` for ``TrainingArguments``: ``"bf16"`` / ``"fp16"`` force one, ``"no"`` neither,
+    ``"auto"`` bf16 on a CUDA GPU that supports it, else fp16 on a GPU, else float32 (CPU autocast gains nothing)."""
+    if mode == "auto" and torch.cuda.is_available():
+        mode = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return {"bf16": mode == "bf16", "fp16": mode == "fp16"}
 
 
 class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
