@@ -498,6 +498,20 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return (scores + mask.float()).clamp(min=torch.finfo(torch.float32).min)
 
 
+def without_keyless_rows(p: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+    """``p`` ``[B, H, Lq, Lk]`` with the rows whose ``allowed`` ``[B, Lq, Lk]`` keys are none set to 0: a query row
+    that may attend to no key attends to nothing (the masked softmax of such a row would spread over the
+    disallowed keys)."""
+    return p if allowed is None else p * allowed.any(-1)[:, None, :, None].to(p.dtype)
+
+
+def full_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """``P`` ``[B, H, L, L]``: the softmax of the unmasked fp32 ``scores`` over the keys the host's ``mask`` allows
+    (:func:`without_keyless_rows`)."""
+    allowed = allowed_keys(mask, scores.shape[0], scores.shape[2])
+    return without_keyless_rows(torch.softmax(apply_mask(scores, mask), -1), allowed)
+
+
 # --- Candidates and topical weights ---
 
 

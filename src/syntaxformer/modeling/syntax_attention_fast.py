@@ -71,6 +71,9 @@ def fast_syntax_probs(
         else:  # the masked copy is a fresh tensor: normalise it in place (one [B, H, L, L] allocation, not two)
             p = apply_mask(scores, mask)
             torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
+            keyless = per_forward(groups, "keyless", mask, lambda: _keyless_rows(allowed))
+            if keyless is not None:  # a row that may attend to no key attends to nothing (and gets no gradient)
+                p.masked_fill_(keyless, 0.0)
         joint = _cached_joint(groups)
         zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
             3, expand_heads(joint.buckets, H), p
@@ -105,6 +108,15 @@ def fast_syntax_probs(
     if bad_rows is not None:
         a = _splice_exact_rows(a, scores, mask, groups, w, opts, full_heads, bad_rows)
     return a
+
+
+def _keyless_rows(allowed: torch.Tensor | None) -> torch.Tensor | None:
+    """``[B, 1, L, 1]`` bool, True at the query rows that may attend to no key; ``None`` when there are none (one
+    host sync, once per forward)."""
+    if allowed is None:
+        return None
+    keyless = ~allowed.any(-1)  # (B, L)
+    return keyless[:, None, :, None] if bool(keyless.any()) else None
 
 
 def _splice_exact_rows(
