@@ -50,8 +50,9 @@ def exact_syntax_probs(
     opts: SyntaxAttentionOptions,
     full_heads: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Effective attention ``A`` ``[B, H, L, L]`` from the unmasked fp32 ``scores``, the host's ``mask`` and the
-    keys' topical values ``w`` ``[B, H, L]`` (or None); ``full_heads`` bool ``[H]`` (LISA) or None."""
+    """Effective attention ``A`` ``[B, H, L, L]`` from the unmasked fp32 ``scores``, the host's ``mask`` (bool or
+    additive, ``[B, 1, L, L]``, or None), the keys' topical values ``w = V_h[k] · u_h`` ``[B, H, L]`` (None: zero
+    query / no topical attention) and ``full_heads`` bool ``[H]`` (heads that keep full attention: LISA) or None."""
     allowed = allowed_keys(mask, scores.shape[0], scores.shape[2])
     counts = cached_group_counts(groups, mask, allowed)
     return exact_probs(apply_mask(scores, mask), allowed, groups, counts, w, opts, full_heads)[0]

@@ -47,18 +47,9 @@ def fast_syntax_probs(
     opts: SyntaxAttentionOptions,
     full_heads: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``) of the sub-networks mixed by topical attention.
-
-    Args:
-        scores: fp32 ``[B, H, L, L]`` scaled scores, not masked.
-        mask: the host's mask (bool or additive, ``[B, 1, L, L]``) or None.
-        groups: the partitions.
-        w: ``[B, H, L]`` per key ``V_h[k] · u_h`` (topical scores), or None (zero query / no topical attention).
-        opts: the options.
-        full_heads: bool ``[H]``: heads that keep full attention (LISA), or None.
-
-    Query rows where a non-empty group's share of the full softmax underflows are recomputed exactly.
-    """
+    """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``); the arguments of
+    :func:`~syntaxformer.modeling.syntax_attention_exact.exact_syntax_probs`. Query rows where a non-empty group's
+    share of the full softmax underflows are recomputed exactly."""
     B, H, L, _ = scores.shape
     allowed = allowed_keys(mask, B, L)
     if groups.scatter_index is None:
