@@ -341,11 +341,12 @@ def _hand_built_tree_groups(L: int = 9, D: int = 15) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("empty_rows", ["full", "self"])
-@pytest.mark.parametrize("extra", ["none", "gate", "lisa", "full_candidate"])
+@pytest.mark.parametrize("extra", ["none", "gate", "lisa", "added_lisa", "full_candidate"])
 def test_attention_rows_without_any_allowed_key_match_reference(empty_rows, extra):
     """A query row whose mask allows no key at all (a hand-made mask: row 7 attends to nothing; row 1, the root,
     has no child group either) attends to nothing with ``empty_rows="full"`` (output 0, no gradient through its
-    scores) and to itself with ``"self"``: fast, exact and the reference agree, outputs and gradients, in float64."""
+    scores; nor does an added LISA head add to it) and to itself with ``"self"``: fast, exact and the reference
+    agree, outputs and gradients, in float64."""
     inputs, topical, _, _ = random_setup(seed=9)
     inputs = tuple(x[:1].double() for x in inputs)
     parts = [_hand_built_tree_groups()]
@@ -357,11 +358,13 @@ def test_attention_rows_without_any_allowed_key_match_reference(empty_rows, extr
         kw["gate"] = _gate(True)
     results = {}
     for impl in ("reference", "exact", "fast"):
-        lisa = LisaRecorder(layer=0, head=1) if extra == "lisa" else None
+        lisa = {"lisa": LisaRecorder(layer=0, head=1), "added_lisa": _added_lisa(2)}.get(extra)
+        if lisa is not None and lisa.added is not None:
+            lisa.added.double()  # the float64 layer's projections
         parent = torch.tensor([[-1, -1, 1, 1, 2, 2, -1, -1, -1]]) if lisa is not None else None
         results[impl] = run_attention(impl, inputs, topical, parts, mask, lisa=lisa, parent=parent, **kw)
     ref = results["reference"]
-    if empty_rows == "full" and extra != "gate":
+    if empty_rows == "full" and extra in ("none", "lisa", "full_candidate"):
         assert (ref[0][0, 7] == 0).all(), "the reference: a row without keys attends to nothing"
     for impl in ("exact", "fast"):
         _assert_close(results[impl], ref)
