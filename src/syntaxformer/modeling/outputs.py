@@ -3,7 +3,11 @@
 One output class per backbone (:class:`SGNetModelOutput`, :class:`SyntaxBertModelOutput`) and one per task head,
 shared by every system (:class:`SequenceClassifierOutput`, :class:`QuestionAnsweringOutput`,
 :class:`MultipleChoiceOutput`, :class:`TokenClassifierOutput`); a head output's system-specific fields
-(``sg_attentions`` for SG-Net, ``lisa_loss`` for Syntax-BERT) stay ``None`` for the other systems.
+(``sg_attentions`` for SG-Net, ``lisa_loss`` for Syntax-BERT) stay ``None`` for the other systems. Every head
+output ends with ``lisa_loss`` (0-d LISA cross-entropy, with ``lisa_layer`` and ``dep_parent``, also without
+targets), ``hidden_states`` / ``attentions`` (the encoder's per-layer outputs, when asked for) and
+``sg_attentions`` (``[B, sg_num_heads, L, L]`` syntax-guided attention probabilities, with
+``output_attentions=True``).
 :class:`ContextualStates` is what a backbone hands to the heads.
 
 Like every ``ModelOutput``, the outputs can be indexed by name or position (fields left at ``None`` are skipped) and
@@ -88,11 +92,8 @@ class SyntaxBertModelOutput(ModelOutput):
 
 
 def _head_output(name: str, doc: str, *fields: str) -> type[ModelOutput]:
-    """A task head's output class: ``loss``, the head's ``fields`` (tensors), then what every head output has:
-    ``lisa_loss`` (Syntax-BERT: 0-d LISA cross-entropy, with ``lisa_layer`` and ``dep_parent``, also without
-    targets), ``hidden_states`` / ``attentions`` (the encoder's per-layer outputs, when asked for) and
-    ``sg_attentions`` (SG-Net: ``[B, sg_num_heads, L, L]`` syntax-guided attention probabilities, when
-    ``output_attentions=True``); the fields of another system stay ``None``."""
+    """A task head's output class: ``loss``, the head's ``fields`` (tensors), then the fields every head output has
+    (module docstring)."""
     tensor, per_layer = torch.Tensor | None, tuple[torch.Tensor, ...] | None
     spec: list[tuple[str, Any, None]] = [(n, tensor, None) for n in ("loss", *fields, "lisa_loss")]
     spec += [("hidden_states", per_layer, None), ("attentions", per_layer, None), ("sg_attentions", tensor, None)]
@@ -103,8 +104,8 @@ SequenceClassifierOutput = _head_output(
     "SequenceClassifierOutput",
     """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, only with ``labels``: cross-entropy,
     MSE or BCE-with-logits by problem type, plus the backbone's auxiliary loss, e.g. Syntax-BERT's weighted LISA
-    loss), ``logits`` ``[B, num_labels]`` (before softmax / sigmoid; ``[B, 1]`` for regression) and the fields
-    every head output has (:func:`_head_output`).""",
+    loss), ``logits`` ``[B, num_labels]`` (before softmax / sigmoid; ``[B, 1]`` for regression), then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
     "logits",
 )
 QuestionAnsweringOutput = _head_output(
@@ -113,7 +114,8 @@ QuestionAnsweringOutput = _head_output(
     with start/end positions: ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the
     backbone's auxiliary loss), ``start_logits`` / ``end_logits`` ``[B, L]``, ``verifier_logits`` ``[B, 2]``
     (answerable, unanswerable; with ``config.qa_verifier``), ``span_loss`` / ``verifier_loss`` (the two task parts
-    of ``loss``, unweighted) and the fields every head output has (:func:`_head_output`).""",
+    of ``loss``, unweighted), then ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every
+    head output).""",
     "start_logits",
     "end_logits",
     "verifier_logits",
@@ -123,14 +125,15 @@ QuestionAnsweringOutput = _head_output(
 MultipleChoiceOutput = _head_output(
     "MultipleChoiceOutput",
     """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d cross-entropy over the options, with
-    ``labels``, plus the backbone's auxiliary loss), ``logits`` ``[B, C]`` (one score per option) and the fields
-    every head output has (:func:`_head_output`), for the ``B * C`` flattened sequences.""",
+    ``labels``, plus the backbone's auxiliary loss), ``logits`` ``[B, C]`` (one score per option), then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output, for the ``B * C``
+    flattened sequences).""",
     "logits",
 )
 TokenClassifierOutput = _head_output(
     "TokenClassifierOutput",
     """Output of the ``...ForTokenClassification`` models: ``loss`` (0-d cross-entropy over the labelled tokens,
-    labels ``-100`` ignored, plus the backbone's auxiliary loss), ``logits`` ``[B, L, num_labels]`` and the fields
-    every head output has (:func:`_head_output`).""",
+    labels ``-100`` ignored, plus the backbone's auxiliary loss), ``logits`` ``[B, L, num_labels]``, then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
     "logits",
 )
