@@ -3,14 +3,16 @@
 A *backbone* is a ``PreTrainedModel`` (``SGNetModel``, ``SyntaxBertModel``) with a method
 ``contextual_states(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
 output_hidden_states, **syntax_inputs) -> ContextualStates`` (the states ``[B, L, H]`` the heads read, the
-system's extra outputs and an auxiliary loss). A *system base class* (``SGNetPreTrainedModel``,
+system's extra outputs and an auxiliary loss; :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone`
+gives it to a backbone whose ``forward`` returns ``last_hidden_state``). A *system base class* (``SGNetPreTrainedModel``,
 ``SyntaxBertPreTrainedModel``) says which config class and backbone it uses (``build_backbone``) and under which
 attribute the backbone lives (``base_model_prefix``). A task model is then one line::
 
     class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel): ...
 
 The heads (mixins: they build their layers on the model itself, so parameter names are the Hugging Face ones,
-``classifier.*``, ``pooler.*``, ``qa_outputs.*``):
+``classifier.*``, ``pooler.*``, ``qa_outputs.*``; the heads with one target ``labels`` share
+:meth:`LabelledHead.forward`):
 
 * :class:`SequenceClassificationHead`: ``logits = W Dropout(pool(H)) + b``, ``[B, num_labels]``; the HF loss by
   problem type (:func:`sequence_classification_loss`).
