@@ -17,6 +17,7 @@ from transformers.models.bert.modeling_bert import BertLayer
 import syntaxformer.modeling.syntax_attention_fast as SA_fast
 from syntaxformer.data.collate import SyntaxCollator
 from syntaxformer.masks import relation_groups_from_features
+from syntaxformer.masks.relations import CHILD, PARENT, SIBLING, group_id
 from syntaxformer.modeling import (
     SequenceClassifierOutput,
     SyntaxBertConfig,
@@ -198,6 +199,7 @@ def _assert_close(a, b, tol=TOL):
     out_a, probs_a, grads_a = a
     out_b, probs_b, grads_b = b
     assert torch.allclose(out_a, out_b, atol=tol, rtol=0), (out_a - out_b).abs().max()
+    probs_a, probs_b = probs_a.double(), probs_b.double()  # the reference returns float32 weights
     assert torch.allclose(probs_a, probs_b, atol=tol, rtol=0), (probs_a - probs_b).abs().max()
     for i, (x, y) in enumerate(zip(grads_a, grads_b)):
         assert torch.allclose(x, y, atol=tol, rtol=0), (i, (x - y).abs().max())
@@ -312,6 +314,60 @@ def test_attention_rows_without_groups_fall_back(empty_rows):
     vanilla = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1) @ v  # (B, H, L, d)
     expected = vanilla[:, :, 0] if empty_rows == "full" else v[:, :, 0]
     assert torch.allclose(out[:, 0], expected, atol=1e-5)
+
+
+def _hand_built_tree_groups(L: int = 9, D: int = 15) -> torch.Tensor:
+    """Dependency relation groups ``[1, L, L]`` of one hand-built sentence, ``[CLS] w0 .. w4 [SEP] pad pad``, with
+    heads ``w0 <- root, w1 <- w0, w2 <- w0, w3 <- w1, w4 <- w1`` (child / parent / sibling at the tree distance)."""
+    heads = [-1, 0, 0, 1, 1]
+
+    def ancestors(i: int) -> list[int]:  # i, its head, ..., the root
+        chain = [i]
+        while heads[chain[-1]] >= 0:
+            chain.append(heads[chain[-1]])
+        return chain
+
+    ids = torch.zeros(1, L, L, dtype=torch.long)
+    for i in range(5):
+        for j in range(5):
+            up_i, up_j = ancestors(i), ancestors(j)
+            lca = next(a for a in up_i if a in up_j)
+            dist = up_i.index(lca) + up_j.index(lca)
+            if i == j:
+                continue
+            kind = CHILD if lca == j else PARENT if lca == i else SIBLING
+            ids[0, i + 1, j + 1] = group_id(kind, dist, D)
+    return ids
+
+
+@pytest.mark.parametrize("empty_rows", ["full", "self"])
+@pytest.mark.parametrize("extra", ["none", "gate", "lisa", "added_lisa", "full_candidate"])
+def test_attention_rows_without_any_allowed_key_match_reference(empty_rows, extra):
+    """A query row whose mask allows no key at all (a hand-made mask: row 7 attends to nothing; row 1, the root,
+    has no child group either) attends to nothing with ``empty_rows="full"`` (output 0, no gradient through its
+    scores; nor does an added LISA head add to it) and to itself with ``"self"``: fast, exact and the reference
+    agree, outputs and gradients, in float64."""
+    inputs, topical, _, _ = random_setup(seed=9)
+    inputs = tuple(x[:1].double() for x in inputs)
+    parts = [_hand_built_tree_groups()]
+    mask = torch.ones(1, 1, 9, 9, dtype=torch.bool)
+    mask[..., 7:] = False  # padding keys
+    mask[0, 0, 7, :] = False  # a row that may attend to nothing
+    kw: dict = dict(empty_rows=empty_rows, full_attention_candidate=extra == "full_candidate")
+    if extra == "gate":
+        kw["gate"] = _gate(True)
+    results = {}
+    for impl in ("reference", "exact", "fast"):
+        lisa = {"lisa": LisaRecorder(layer=0, head=1), "added_lisa": _added_lisa(2)}.get(extra)
+        if lisa is not None and lisa.added is not None:
+            lisa.added.double()  # the float64 layer's projections
+        parent = torch.tensor([[-1, -1, 1, 1, 2, 2, -1, -1, -1]]) if lisa is not None else None
+        results[impl] = run_attention(impl, inputs, topical, parts, mask, lisa=lisa, parent=parent, **kw)
+    ref = results["reference"]
+    if empty_rows == "full" and extra in ("none", "lisa", "full_candidate"):
+        assert (ref[0][0, 7] == 0).all(), "the reference: a row without keys attends to nothing"
+    for impl in ("exact", "fast"):
+        _assert_close(results[impl], ref)
 
 
 def test_attention_one_group_covering_all_pairs_is_vanilla_attention():

@@ -3,14 +3,16 @@
 A *backbone* is a ``PreTrainedModel`` (``SGNetModel``, ``SyntaxBertModel``) with a method
 ``contextual_states(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
 output_hidden_states, **syntax_inputs) -> ContextualStates`` (the states ``[B, L, H]`` the heads read, the
-system's extra outputs and an auxiliary loss). A *system base class* (``SGNetPreTrainedModel``,
+system's extra outputs and an auxiliary loss; :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone`
+gives it to a backbone whose ``forward`` returns ``last_hidden_state``). A *system base class* (``SGNetPreTrainedModel``,
 ``SyntaxBertPreTrainedModel``) says which config class and backbone it uses (``build_backbone``) and under which
 attribute the backbone lives (``base_model_prefix``). A task model is then one line::
 
     class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel): ...
 
 The heads (mixins: they build their layers on the model itself, so parameter names are the Hugging Face ones,
-``classifier.*``, ``pooler.*``, ``qa_outputs.*``):
+``classifier.*``, ``pooler.*``, ``qa_outputs.*``; the heads with one target ``labels`` share
+:meth:`LabelledHead.forward`):
 
 * :class:`SequenceClassificationHead`: ``logits = W Dropout(pool(H)) + b``, ``[B, num_labels]``; the HF loss by
   problem type (:func:`sequence_classification_loss`).
@@ -154,7 +156,7 @@ def flatten_choices(x: Any) -> Any:
 
 
 class TaskHead:
-    """Base of the head mixins: builds the backbone under ``base_model_prefix`` and runs it.
+    """Base of the head mixins: builds the backbone under ``base_model_prefix``, runs it, makes the output.
 
     The class it is mixed with (a system base class, a ``PreTrainedModel``) provides ``build_backbone(config,
     encoder)``; the backbone provides ``contextual_states(...)``.
@@ -162,6 +164,8 @@ class TaskHead:
 
     base_model_prefix: str
     config: Any
+    #: The head's output class (:mod:`syntaxformer.modeling.outputs`).
+    output_class: type
 
     if TYPE_CHECKING:  # what the class a head is mixed with (a system's PreTrainedModel subclass) provides
 
@@ -184,16 +188,13 @@ class TaskHead:
 
     def run_backbone(
         self,
-        input_ids: torch.Tensor | None,
-        attention_mask: torch.Tensor | None,
-        token_type_ids: torch.Tensor | None,
-        position_ids: torch.Tensor | None,
-        inputs_embeds: torch.Tensor | None,
+        encoder_inputs: dict[str, Any],
+        syntax_inputs: dict[str, Any],
         output_attentions: bool | None,
         output_hidden_states: bool | None,
-        syntax_inputs: dict[str, Any],
     ) -> ContextualStates:
-        """The backbone's :class:`~syntaxformer.modeling.outputs.ContextualStates` for a batch.
+        """The backbone's :class:`~syntaxformer.modeling.outputs.ContextualStates` for a batch (``encoder_inputs``:
+        ``input_ids``, ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``).
 
         Raises:
             InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone (a misspelt key, a
@@ -206,13 +207,9 @@ class TaskHead:
         syntax_inputs = {k: v for k, v in syntax_inputs.items() if k not in TOLERATED_KEYWORDS}
         try:
             return backbone.contextual_states(
-                input_ids,
-                attention_mask=attention_mask,
-                token_type_ids=token_type_ids,
-                position_ids=position_ids,
-                inputs_embeds=inputs_embeds,
                 output_attentions=output_attentions,
                 output_hidden_states=output_hidden_states,
+                **encoder_inputs,
                 **syntax_inputs,
             )
         except InputError as e:  # token ids alone (a pipeline that never parses): say which pipeline parses
@@ -220,21 +217,95 @@ class TaskHead:
                 raise
             raise InputError(f"{e}. {raw_text_hint(type(self).__name__)}") from e
 
-    def head_output(
-        self, output_class: type, return_dict: bool | None, states: ContextualStates, loss: Any, **fields: Any
-    ) -> Any:
+    def head_output(self, return_dict: bool | None, states: ContextualStates, loss: Any, **fields: Any) -> Any:
         """``output_class`` with ``loss`` plus the backbone's auxiliary loss (when a loss was computed), the head's
         ``fields`` and the backbone's per-layer outputs and extras; a tuple when ``return_dict`` (or the config's
         default) is false."""
         if loss is not None and states.auxiliary_loss is not None:  # e.g. Syntax-BERT's weighted LISA loss
             loss = loss + states.auxiliary_loss
-        result = output_class(
+        result = self.output_class(
             loss=loss, hidden_states=states.hidden_states, attentions=states.attentions, **fields, **states.extras
         )
         return result if (self.config.return_dict if return_dict is None else return_dict) else result.to_tuple()
 
 
-class PooledScorer(TaskHead):
+class LabelledHead(TaskHead):
+    """A head with one target, ``labels``: its ``forward`` is this one; the head gives :meth:`logits`, :meth:`loss`
+    and ``output_class``."""
+
+    #: Inputs ``[B, C, L, ...]``, one sequence per option: flattened to ``B * C`` sequences, logits ``[B, C]``.
+    one_sequence_per_choice = False
+
+    def logits(
+        self, hidden: torch.Tensor, syntax_tree: torch.Tensor | None, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The head's scores from the backbone's states ``hidden`` ``[B, L, H]``."""
+        raise NotImplementedError
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """The head's loss (0-d) for ``labels``."""
+        raise NotImplementedError
+
+    @syntax_forward_signature
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **syntax_inputs: Any,
+    ) -> Any:
+        """Run the model on a batch: the head's ``logits`` and, when ``labels`` are given, its ``loss``.
+
+        Args:
+            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``); multiple choice:
+                ``[B, C, L]`` (``[B, C, L, H]``), and every other tensor below ``[B, C, ...]``.
+            attention_mask: ``[B, L]`` 1 = real token, 0 = padding.
+            token_type_ids, position_ids: ``[B, L]``, passed to the encoder.
+            labels: the head's targets (see the head's class); the loss is computed only when they are given.
+            output_attentions, output_hidden_states: also return the encoder's (and the system's) attentions /
+                per-layer hidden states.
+            return_dict: return the head's ``output_class`` (default) or a tuple.
+            **syntax_inputs: the batch's syntax tensors (``config.syntax_inputs``; see the backbone's
+                ``forward``). Every syntax batch key is accepted (those the model does not read are ignored), so a
+                collated batch can be passed as ``model(**batch)``; any other key raises an ``InputError`` naming
+                it (:mod:`syntaxformer.modeling.inputs`). The signature names every syntax key, so a
+                ``transformers.Trainer`` keeps those columns with its default ``remove_unused_columns=True``.
+
+        Raises:
+            InputError: multiple choice inputs that are not ``[B, C, L]``; see :meth:`run_backbone`.
+        """
+        encoder_inputs = dict(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+        )
+        choices = None
+        if self.one_sequence_per_choice:
+            ref = input_ids if input_ids is not None else inputs_embeds
+            if ref is None or ref.dim() < 3:
+                raise InputError(
+                    f"{type(self).__name__} expects input_ids [B, C, L] (or inputs_embeds [B, C, L, H]): "
+                    "one sequence per option"
+                )
+            choices = ref.shape[1]
+            encoder_inputs = {k: flatten_choices(v) for k, v in encoder_inputs.items()}
+            syntax_inputs = {k: flatten_choices(v) for k, v in syntax_inputs.items()}
+        states = self.run_backbone(encoder_inputs, syntax_inputs, output_attentions, output_hidden_states)
+        logits = self.logits(states.hidden, syntax_inputs.get("syntax_tree"), encoder_inputs["attention_mask"])
+        logits = logits if choices is None else logits.view(-1, choices)  # (B, C) for multiple choice
+        loss = None if labels is None else self.loss(logits, labels)
+        return self.head_output(return_dict, states, loss, logits=logits)
+
+
+class PooledScorer(LabelledHead):
     """Shared layers of the sequence-level heads: pooler (``"cls"``) or mean, dropout, ``Linear(H, n)``."""
 
     pooler: FirstTokenPooler | None
@@ -251,77 +322,37 @@ class PooledScorer(TaskHead):
         if self.pooler is not None:
             self.pooler.copy_from(encoder_pooler)
 
+    def logits(
+        self, hidden: torch.Tensor, syntax_tree: torch.Tensor | None, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """``W Dropout(pool(hidden)) + b``, ``[B, num_outputs]``."""
+        return self.classifier(self.dropout(pool(self.pooler, hidden, syntax_tree, attention_mask)))
+
 
 class SequenceClassificationHead(PooledScorer):
     """Sequence classification / regression (GLUE, SST, NLI; SG-Net §3.4.2).
 
-    ``logits = W Dropout(pool(H)) + b`` where ``pool`` is the first-token dense+tanh pooler (``pooling="cls"``,
-    initialised from the encoder's pooler when it has one) or the mean over non-special tokens
-    (``pooling="mean"``).
+    ``logits = W Dropout(pool(H)) + b`` ``[B, num_labels]`` where ``pool`` is the first-token dense+tanh pooler
+    (``pooling="cls"``, initialised from the encoder's pooler when it has one) or the mean over non-special tokens
+    (``pooling="mean"``). ``labels``: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats
+    (regression, ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label); the loss by problem type
+    (:func:`sequence_classification_loss`). Output: :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput`.
 
     Args:
         config: the model's config (``num_labels``, ``problem_type``, ``pooling``, ``classifier_dropout`` ...).
         encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
     """
 
+    output_class = SequenceClassifierOutput
+
     def __init__(self, config: Any, encoder: nn.Module | None = None):
         super().__init__(config)
         self.num_labels = config.num_labels
         self.build_pooled_scorer(config, encoder, config.num_labels)
 
-    @syntax_forward_signature
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **syntax_inputs: Any,
-    ) -> SequenceClassifierOutput | tuple[torch.Tensor, ...]:
-        """Classify (or regress on) a batch.
-
-        Args:
-            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
-            attention_mask: ``[B, L]`` 1 = real token, 0 = padding.
-            token_type_ids, position_ids: ``[B, L]``, passed to the encoder.
-            labels: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats (regression,
-                ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label). The loss is computed only
-                when labels are given.
-            output_attentions, output_hidden_states: also return the encoder's (and the system's) attentions /
-                per-layer hidden states.
-            return_dict: return a :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput` (default) or a
-                tuple.
-            **syntax_inputs: the batch's syntax tensors (``config.syntax_inputs``; see the backbone's
-                ``forward``). Every syntax batch key is accepted (those the model does not read are ignored), so a
-                collated batch can be passed as ``model(**batch)``; any other key raises an ``InputError`` naming
-                it (:mod:`syntaxformer.modeling.inputs`). The signature names every syntax key, so a
-                ``transformers.Trainer`` keeps those columns with its default ``remove_unused_columns=True``.
-
-        Returns:
-            :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput` with ``logits`` ``[B, num_labels]``
-            and ``loss`` (0-d, or ``None``).
-        """
-        states = self.run_backbone(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            output_attentions,
-            output_hidden_states,
-            syntax_inputs,
-        )
-        pooled = pool(self.pooler, states.hidden, syntax_inputs.get("syntax_tree"), attention_mask)  # (B, H)
-        logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
-        loss = None
-        if labels is not None:
-            loss = sequence_classification_loss(logits, labels, self.num_labels, self.config.problem_type)
-        return self.head_output(SequenceClassifierOutput, return_dict, states, loss, logits=logits)
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """:func:`sequence_classification_loss` with the config's ``problem_type``."""
+        return sequence_classification_loss(logits, labels, self.num_labels, self.config.problem_type)
 
 
 class QuestionAnsweringHead(TaskHead):
@@ -332,9 +363,9 @@ class QuestionAnsweringHead(TaskHead):
       sequence are ignored). The null answer is position 0 ([CLS]).
     * Answer verifier (``config.qa_verifier=True``): the pooled sequence (``config.pooling``: ``"cls"`` = the first
       token through a dense+tanh pooler initialised from the encoder's pooler when it has one, as in the paper;
-      ``"mean"`` = the mean over non-special tokens, SG-Net's default), dropout and ``Linear(H, 2)`` gives ``verifier_logits`` =
-      (logit_ans, logit_na), trained with cross-entropy on ``is_impossible`` (Eq. 13, written there as the binary
-      cross-entropy of the softmax; identical for two classes):
+      ``"mean"`` = the mean over non-special tokens, SG-Net's default), dropout and ``Linear(H, 2)`` gives
+      ``verifier_logits`` = (logit_ans, logit_na), trained with cross-entropy on ``is_impossible`` (Eq. 13, written
+      there as the binary cross-entropy of the softmax; identical for two classes):
       ``loss = span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``. The paper's *parallel*
       verifier (a second model trained only for answerability) is this head with ``span_loss_weight=0``.
     * Eq. 14 is applied when decoding (:func:`syntaxformer.tasks.squad.postprocess_predictions`):
@@ -352,6 +383,8 @@ class QuestionAnsweringHead(TaskHead):
     Raises:
         ConfigError: ``span_loss_weight=0`` without the verifier (nothing to train).
     """
+
+    output_class = QuestionAnsweringOutput
 
     def __init__(self, config: Any, encoder: nn.Module | None = None):
         super().__init__(config)
@@ -391,32 +424,28 @@ class QuestionAnsweringHead(TaskHead):
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         **syntax_inputs: Any,
-    ) -> QuestionAnsweringOutput | tuple[torch.Tensor, ...]:
+    ) -> Any:
         """Span logits (and verifier logits) for a batch; a loss when ``start_positions``/``end_positions`` are given.
 
         Args:
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                output_hidden_states, **syntax_inputs: as in :meth:`SequenceClassificationHead.forward`.
+                output_hidden_states, return_dict, **syntax_inputs: as in :meth:`LabelledHead.forward`.
             start_positions, end_positions: ``[B]`` gold token positions (0 = [CLS] null answer).
             is_impossible: ``[B]`` 1 = no answer in this window (verifier target). If the verifier is on and this
                 is not given, it is taken as ``start_positions == 0``.
-            return_dict: return a :class:`~syntaxformer.modeling.outputs.QuestionAnsweringOutput` (default) or a
-                tuple.
 
         Returns:
             :class:`~syntaxformer.modeling.outputs.QuestionAnsweringOutput` with ``start_logits`` /
             ``end_logits`` ``[B, L]`` and ``verifier_logits`` ``[B, 2]`` (with the verifier).
         """
-        states = self.run_backbone(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            output_attentions,
-            output_hidden_states,
-            syntax_inputs,
+        encoder_inputs = dict(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
         )
+        states = self.run_backbone(encoder_inputs, syntax_inputs, output_attentions, output_hidden_states)
         hidden = states.hidden  # (B, L, H)
         logits = self.qa_outputs(hidden)  # (B, L, 2)
         start_logits, end_logits = logits[..., 0].contiguous(), logits[..., 1].contiguous()  # (B, L) each
@@ -435,7 +464,6 @@ class QuestionAnsweringHead(TaskHead):
                 v_loss = nn.functional.cross_entropy(verifier_logits.float(), target)
                 loss = loss + float(self.config.verifier_loss_weight) * v_loss
         return self.head_output(
-            QuestionAnsweringOutput,
             return_dict,
             states,
             loss,
@@ -450,86 +478,43 @@ class QuestionAnsweringHead(TaskHead):
 class MultipleChoiceHead(PooledScorer):
     """One score per option (RACE, SG-Net §3.4.1, Eq. 15).
 
-    Each (passage || question, option) pair is one sequence; its pooled representation (first-token dense+tanh
-    pooler, initialised from the encoder's pooler when it has one, or the mean over non-special tokens with
-    ``pooling="mean"``) goes through dropout and ``Linear(H, 1)`` to one score; the scores of a question's options
-    are its logits and the loss is the cross-entropy with the right option.
+    Each (passage || question, option) pair is one sequence (inputs ``[B, C, L]``; every tensor, syntax tensors
+    included, is flattened to ``B * C`` sequences and masks are built per sequence); its pooled representation
+    (first-token dense+tanh pooler, initialised from the encoder's pooler when it has one, or the mean over
+    non-special tokens with ``pooling="mean"``) goes through dropout and ``Linear(H, 1)`` to one score; the scores
+    of a question's options are its logits ``[B, C]`` and the loss is the cross-entropy with the right option
+    (``labels`` ``[B]``). Output: :class:`~syntaxformer.modeling.outputs.MultipleChoiceOutput`.
 
     Args:
         config: the model's config (``pooling``, ``classifier_dropout`` ...).
         encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
     """
 
+    output_class = MultipleChoiceOutput
+    one_sequence_per_choice = True
+
     def __init__(self, config: Any, encoder: nn.Module | None = None):
         super().__init__(config)
         self.build_pooled_scorer(config, encoder, 1)
 
-    @syntax_forward_signature
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **syntax_inputs: Any,
-    ) -> MultipleChoiceOutput | tuple[torch.Tensor, ...]:
-        """Score the options of a batch of questions.
-
-        Args:
-            input_ids: ``[B, C, L]`` token ids of the ``C`` option sequences of each question (or
-                ``inputs_embeds`` ``[B, C, L, H]``).
-            attention_mask, token_type_ids, position_ids: ``[B, C, L]``.
-            labels: ``[B]`` index of the right option; the loss is computed only when given.
-            output_attentions, output_hidden_states, return_dict: as in
-                :meth:`SequenceClassificationHead.forward`.
-            **syntax_inputs: the syntax tensors, ``[B, C, L]`` / ``[B, C, L, D]``: every tensor is flattened to
-                ``B * C`` sequences (masks are built per sequence); anything else is passed on as it is.
-
-        Returns:
-            :class:`~syntaxformer.modeling.outputs.MultipleChoiceOutput` with ``logits`` ``[B, C]``.
-        """
-        ref = input_ids if input_ids is not None else inputs_embeds
-        if ref is None or ref.dim() < 3:
-            raise InputError(
-                f"{type(self).__name__} expects input_ids [B, C, L] (or inputs_embeds [B, C, L, H]): "
-                "one sequence per option"
-            )
-        B, C = ref.shape[:2]
-        flat = {k: flatten_choices(v) for k, v in syntax_inputs.items()}
-        attention_mask = flatten_choices(attention_mask)  # (B*C, L)
-        states = self.run_backbone(
-            flatten_choices(input_ids),
-            attention_mask,
-            flatten_choices(token_type_ids),
-            flatten_choices(position_ids),
-            flatten_choices(inputs_embeds),
-            output_attentions,
-            output_hidden_states,
-            flat,
-        )
-        pooled = pool(self.pooler, states.hidden, flat.get("syntax_tree"), attention_mask)  # (B*C, H)
-        logits = self.classifier(self.dropout(pooled)).view(B, C)  # (B, C)
-        loss = None
-        if labels is not None:
-            loss = nn.functional.cross_entropy(logits.float(), labels.to(logits.device).view(-1).long())
-        return self.head_output(MultipleChoiceOutput, return_dict, states, loss, logits=logits)
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy of the option scores ``[B, C]`` with the right option ``[B]``."""
+        return nn.functional.cross_entropy(logits.float(), labels.to(logits.device).view(-1).long())
 
 
-class TokenClassificationHead(TaskHead):
+class TokenClassificationHead(LabelledHead):
     """Token classification (tagging): ``logits = W Dropout(H) + b`` at every position, ``[B, L, num_labels]``.
 
-    The loss is the cross-entropy over positions whose label is not ``-100`` (special tokens, padding and, by the
-    usual convention, non-first subwords carry ``-100``).
+    ``labels`` ``[B, L]``: the loss is the cross-entropy over positions whose label is not ``-100`` (special tokens,
+    padding and, by the usual convention, non-first subwords carry ``-100``). Output:
+    :class:`~syntaxformer.modeling.outputs.TokenClassifierOutput`.
 
     Args:
         config: the model's config (``num_labels``, ``classifier_dropout``).
         encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
     """
+
+    output_class = TokenClassifierOutput
 
     def __init__(self, config: Any, encoder: nn.Module | None = None):
         super().__init__(config)
@@ -539,46 +524,13 @@ class TokenClassificationHead(TaskHead):
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
-    @syntax_forward_signature
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        **syntax_inputs: Any,
-    ) -> TokenClassifierOutput | tuple[torch.Tensor, ...]:
-        """Tag every position of a batch.
+    def logits(
+        self, hidden: torch.Tensor, syntax_tree: torch.Tensor | None, attention_mask: torch.Tensor | None
+    ) -> torch.Tensor:
+        """``W Dropout(hidden) + b``, ``[B, L, num_labels]``."""
+        return self.classifier(self.dropout(hidden))
 
-        Args:
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                output_hidden_states, **syntax_inputs: as in :meth:`SequenceClassificationHead.forward`.
-            labels: ``[B, L]`` class indices, ``-100`` where no label applies; the loss is computed only when given.
-            return_dict: return a :class:`~syntaxformer.modeling.outputs.TokenClassifierOutput` (default) or a
-                tuple.
-
-        Returns:
-            :class:`~syntaxformer.modeling.outputs.TokenClassifierOutput` with ``logits`` ``[B, L, num_labels]``.
-        """
-        states = self.run_backbone(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            output_attentions,
-            output_hidden_states,
-            syntax_inputs,
-        )
-        logits = self.classifier(self.dropout(states.hidden))  # (B, L, num_labels)
-        loss = None
-        if labels is not None:
-            loss = nn.functional.cross_entropy(
-                logits.float().view(-1, self.num_labels), labels.to(logits.device).view(-1).long(), ignore_index=-100
-            )
-        return self.head_output(TokenClassifierOutput, return_dict, states, loss, logits=logits)
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Cross-entropy over the positions whose label is not ``-100``."""
+        labels = labels.to(logits.device).view(-1).long()
+        return nn.functional.cross_entropy(logits.float().view(-1, self.num_labels), labels, ignore_index=-100)

@@ -22,8 +22,7 @@ from syntaxformer.modeling.heads import (
     TokenClassificationHead,
 )
 from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
-from syntaxformer.modeling.outputs import ContextualStates
-from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin, encoder_inputs
+from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncoderMixin
 
 __all__ = [
     "PlainEncoderForMultipleChoice",
@@ -47,7 +46,7 @@ class PlainEncoderPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
         return PlainEncoderModel(config, encoder=encoder)
 
 
-class PlainEncoderModel(PlainEncoderPreTrainedModel):
+class PlainEncoderModel(EncoderBackbone, PlainEncoderPreTrainedModel):
     """The wrapped encoder, without a head; syntax batch keys are accepted and ignored.
 
     Args:
@@ -81,23 +80,21 @@ class PlainEncoderModel(PlainEncoderPreTrainedModel):
         attentions when asked). Syntax batch keys are ignored; any other keyword raises an ``InputError``."""
         check_forward_inputs(self, other_syntax, self.syntax_keywords)
         return_dict = self.config.return_dict if return_dict is None else return_dict
-        enc_inputs = encoder_inputs(
-            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
+        enc = self.encode(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
         )
-        enc = self.encoder(input_ids=input_ids, return_dict=True, **enc_inputs)
         out = BaseModelOutput(
             last_hidden_state=enc.last_hidden_state,
             hidden_states=getattr(enc, "hidden_states", None),
             attentions=getattr(enc, "attentions", None),
         )
         return out if return_dict else out.to_tuple()
-
-    def contextual_states(self, input_ids: torch.Tensor | None = None, **inputs: Any) -> ContextualStates:
-        """What the task heads read: the encoder's last hidden states ``[B, L, H]`` and per-layer outputs."""
-        out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
-        return ContextualStates(
-            hidden=out.last_hidden_state, hidden_states=out.hidden_states, attentions=out.attentions
-        )
 
 
 class PlainEncoderForSequenceClassification(SequenceClassificationHead, PlainEncoderPreTrainedModel):

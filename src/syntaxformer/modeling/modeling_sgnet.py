@@ -35,9 +35,9 @@ from syntaxformer.modeling.heads import (
     TokenClassificationHead,
 )
 from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
-from syntaxformer.modeling.outputs import ContextualStates, SGNetModelOutput
+from syntaxformer.modeling.outputs import SGNetModelOutput
 from syntaxformer.modeling.sg_layer import ConcatAggregation, DualAggregation, SyntaxGuidedLayer, build_aggregation
-from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin, encoder_inputs
+from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncoderMixin
 
 
 class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
@@ -77,7 +77,7 @@ class PosEmbedding(nn.Embedding):
     """BERT+POS's trainable POS embedding (``SGNetConfig.pos_embeddings``); initialised to zero."""
 
 
-class SGNetModel(SGNetPreTrainedModel):
+class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
     """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation.
 
     Args:
@@ -90,6 +90,7 @@ class SGNetModel(SGNetPreTrainedModel):
     #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those SG-Net does
     #: not read are ignored, so a whole collated batch can be passed).
     syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS
+    head_extras = ("sg_attentions",)
     encoder: PreTrainedModel
     pos_embeddings: PosEmbedding | None
     sg_layer: SyntaxGuidedLayer | None
@@ -194,10 +195,15 @@ class SGNetModel(SGNetPreTrainedModel):
                 inputs_embeds = self.encoder.get_input_embeddings()(input_ids)  # (B, L, H)
                 input_ids = None
             inputs_embeds = inputs_embeds + self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
-        enc_inputs = encoder_inputs(
-            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
+        enc = self.encode(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
         )
-        enc = self.encoder(input_ids=input_ids, return_dict=True, **enc_inputs)
         h = enc.last_hidden_state  # (B, L, H)
 
         h_sg = probs = None
@@ -225,20 +231,6 @@ class SGNetModel(SGNetPreTrainedModel):
             sg_attentions=probs,
         )
         return out if return_dict else out.to_tuple()
-
-    def contextual_states(self, input_ids: torch.Tensor | None = None, **inputs: Any) -> ContextualStates:
-        """What the task heads read: H̄ ``[B, L, H]``, the encoder's per-layer outputs and ``sg_attentions``.
-
-        Args:
-            input_ids, **inputs: as in :meth:`forward` (``return_dict`` is always True here).
-        """
-        out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
-        return ContextualStates(
-            hidden=out.last_hidden_state,
-            hidden_states=out.hidden_states,
-            attentions=out.attentions,
-            extras={"sg_attentions": out.sg_attentions},
-        )
 
     def attention_mask_for_sg_layer(
         self,

@@ -30,7 +30,7 @@ from syntaxformer.modeling.heads import (
     TokenClassificationHead,
 )
 from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
-from syntaxformer.modeling.outputs import ContextualStates, SyntaxBertModelOutput
+from syntaxformer.modeling.outputs import SyntaxBertModelOutput
 from syntaxformer.modeling.syntax_attention import syntax_attention_forward  # noqa: F401 (registers "syntax")
 from syntaxformer.modeling.syntax_attention_core import (
     SYNTAX_ATTENTION,
@@ -42,7 +42,7 @@ from syntaxformer.modeling.syntax_attention_core import (
     TopicalAttention,
     prepare_groups,
 )
-from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin, encoder_inputs
+from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncoderMixin
 
 # --- Finding the attention layers of a host model ---
 
@@ -125,7 +125,7 @@ class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
         return SyntaxBertModel(config, encoder=encoder)
 
 
-class SyntaxBertModel(SyntaxBertPreTrainedModel):
+class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
     """Syntax-BERT without a task head: a pretrained encoder whose every attention layer runs on sub-networks.
 
     Args:
@@ -138,6 +138,7 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
     #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those the model
     #: does not read are ignored, so a whole collated batch can be passed) and precomputed ``syntax_groups``.
     syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS + ("syntax_groups",)
+    head_extras = ("lisa_loss",)
     encoder: PreTrainedModel
     topical: TopicalAttention | None
     lisa: AddedLisaHead | None
@@ -168,22 +169,10 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         if self.encoder.config._attn_implementation != SYNTAX_ATTENTION:
             self.encoder.config._attn_implementation = SYNTAX_ATTENTION
 
-    def contextual_states(self, input_ids: torch.Tensor | None = None, **inputs: Any) -> ContextualStates:
-        """What the task heads read: the last hidden states ``[B, L, H]``, the per-layer outputs, ``lisa_loss`` and
-        the auxiliary loss ``lisa_loss_weight * lisa_loss`` (when LISA is on and ``dep_parent`` is given).
-
-        Args:
-            input_ids, **inputs: as in :meth:`forward` (``return_dict`` is always True here).
-        """
-        out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
-        auxiliary = None if out.lisa_loss is None else self.config.lisa_loss_weight * out.lisa_loss
-        return ContextualStates(
-            hidden=out.last_hidden_state,
-            hidden_states=out.hidden_states,
-            attentions=out.attentions,
-            extras={"lisa_loss": out.lisa_loss},
-            auxiliary_loss=auxiliary,
-        )
+    def auxiliary_loss(self, output: SyntaxBertModelOutput) -> torch.Tensor | None:
+        """``lisa_loss_weight * lisa_loss`` (when LISA is on and ``dep_parent`` is given), added to every head's
+        loss."""
+        return None if output.lisa_loss is None else self.config.lisa_loss_weight * output.lisa_loss
 
     def build_groups(
         self, features: dict[str, torch.Tensor], device: torch.device, input_ids: torch.Tensor | None = None
@@ -314,19 +303,20 @@ class SyntaxBertModel(SyntaxBertPreTrainedModel):
         recorder = None
         if self.config.lisa_layer is not None:
             recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head, added=self.lisa)
-        enc_inputs = encoder_inputs(
-            output_attentions, output_hidden_states, attention_mask, token_type_ids, position_ids, inputs_embeds
-        )
-        enc = self.encoder(
-            input_ids=input_ids,
-            return_dict=True,
+        enc = self.encode(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            position_ids,
+            inputs_embeds,
+            output_attentions,
+            output_hidden_states,
             syntax_groups=syntax_groups,
             syntax_options=self.config.attention_options(),
             syntax_topical=self.topical,
             syntax_lisa=recorder,
             syntax_gate=self.gate,
             syntax_record=syntax_record,
-            **enc_inputs,
         )
         lisa_loss = None
         if recorder is not None and dep_parent is not None:

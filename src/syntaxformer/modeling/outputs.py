@@ -3,7 +3,11 @@
 One output class per backbone (:class:`SGNetModelOutput`, :class:`SyntaxBertModelOutput`) and one per task head,
 shared by every system (:class:`SequenceClassifierOutput`, :class:`QuestionAnsweringOutput`,
 :class:`MultipleChoiceOutput`, :class:`TokenClassifierOutput`); a head output's system-specific fields
-(``sg_attentions`` for SG-Net, ``lisa_loss`` for Syntax-BERT) stay ``None`` for the other systems.
+(``sg_attentions`` for SG-Net, ``lisa_loss`` for Syntax-BERT) stay ``None`` for the other systems. Every head
+output ends with ``lisa_loss`` (0-d LISA cross-entropy, with ``lisa_layer`` and ``dep_parent``, also without
+targets), ``hidden_states`` / ``attentions`` (the encoder's per-layer outputs, when asked for) and
+``sg_attentions`` (``[B, sg_num_heads, L, L]`` syntax-guided attention probabilities, with
+``output_attentions=True``).
 :class:`ContextualStates` is what a backbone hands to the heads.
 
 Like every ``ModelOutput``, the outputs can be indexed by name or position (fields left at ``None`` are skipped) and
@@ -12,7 +16,8 @@ turned into a tuple with ``.to_tuple()``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any
 
 import torch
 from transformers.utils import ModelOutput
@@ -20,8 +25,8 @@ from transformers.utils import ModelOutput
 
 @dataclass
 class ContextualStates:
-    """What a backbone gives its task heads (:meth:`SGNetModel.contextual_states`,
-    :meth:`SyntaxBertModel.contextual_states`).
+    """What a backbone gives its task heads
+    (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.contextual_states`).
 
     Attributes:
         hidden: ``[B, L, H]`` the contextual states the heads read (SG-Net: H̄; Syntax-BERT: the last layer).
@@ -86,89 +91,49 @@ class SyntaxBertModelOutput(ModelOutput):
     lisa_log_probs: torch.Tensor | None = None
 
 
-@dataclass
-class SequenceClassifierOutput(ModelOutput):
-    """Output of the ``...ForSequenceClassification`` models.
-
-    Attributes:
-        loss: 0-d loss, only when ``labels`` were given (cross-entropy, MSE or BCE-with-logits by problem type,
-            plus the backbone's auxiliary loss, e.g. Syntax-BERT's weighted LISA loss).
-        logits: ``[B, num_labels]`` scores before softmax / sigmoid (``[B, 1]`` for regression).
-        lisa_loss: Syntax-BERT: 0-d LISA cross-entropy (with ``lisa_layer`` and ``dep_parent``), also without
-            labels; ``None`` otherwise.
-        hidden_states: the encoder's per-layer hidden states, when ``output_hidden_states=True``.
-        attentions: the encoder's per-layer attention probabilities, when ``output_attentions=True``.
-        sg_attentions: SG-Net: ``[B, sg_num_heads, L, L]`` syntax-guided attention probabilities, when
-            ``output_attentions=True``; ``None`` otherwise.
-    """
-
-    loss: torch.Tensor | None = None
-    logits: torch.Tensor | None = None
-    lisa_loss: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
-    sg_attentions: torch.Tensor | None = None
+def _head_output(name: str, doc: str, *fields: str) -> type[ModelOutput]:
+    """A task head's output class: ``loss``, the head's ``fields`` (tensors), then the fields every head output has
+    (module docstring)."""
+    tensor, per_layer = torch.Tensor | None, tuple[torch.Tensor, ...] | None
+    spec: list[tuple[str, Any, None]] = [(n, tensor, None) for n in ("loss", *fields, "lisa_loss")]
+    spec += [("hidden_states", per_layer, None), ("attentions", per_layer, None), ("sg_attentions", tensor, None)]
+    return make_dataclass(name, spec, bases=(ModelOutput,), namespace={"__doc__": doc, "__module__": __name__})
 
 
-@dataclass
-class QuestionAnsweringOutput(ModelOutput):
-    """Output of the ``...ForQuestionAnswering`` models (span head and optional answer verifier).
-
-    Attributes:
-        loss: 0-d total loss (when start/end positions are given):
-            ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the backbone's auxiliary
-            loss.
-        start_logits, end_logits: ``[B, L]``.
-        verifier_logits: ``[B, 2]`` (answerable, unanswerable) when ``config.qa_verifier``, else ``None``.
-        span_loss, verifier_loss: the two task parts of ``loss`` (unweighted; ``None`` when absent).
-        lisa_loss, hidden_states, attentions, sg_attentions: as in :class:`SequenceClassifierOutput`.
-    """
-
-    loss: torch.Tensor | None = None
-    start_logits: torch.Tensor | None = None
-    end_logits: torch.Tensor | None = None
-    verifier_logits: torch.Tensor | None = None
-    span_loss: torch.Tensor | None = None
-    verifier_loss: torch.Tensor | None = None
-    lisa_loss: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
-    sg_attentions: torch.Tensor | None = None
-
-
-@dataclass
-class MultipleChoiceOutput(ModelOutput):
-    """Output of the ``...ForMultipleChoice`` models.
-
-    Attributes:
-        loss: 0-d cross-entropy over the options (when ``labels`` are given), plus the backbone's auxiliary loss.
-        logits: ``[B, C]`` one score per option (softmax over ``C`` gives the option probabilities).
-        lisa_loss, hidden_states, attentions, sg_attentions: as in :class:`SequenceClassifierOutput`, for the
-            ``B * C`` flattened sequences.
-    """
-
-    loss: torch.Tensor | None = None
-    logits: torch.Tensor | None = None
-    lisa_loss: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
-    sg_attentions: torch.Tensor | None = None
-
-
-@dataclass
-class TokenClassifierOutput(ModelOutput):
-    """Output of the ``...ForTokenClassification`` models.
-
-    Attributes:
-        loss: 0-d cross-entropy over the labelled tokens (labels ``-100`` ignored), when ``labels`` are given,
-            plus the backbone's auxiliary loss.
-        logits: ``[B, L, num_labels]``.
-        lisa_loss, hidden_states, attentions, sg_attentions: as in :class:`SequenceClassifierOutput`.
-    """
-
-    loss: torch.Tensor | None = None
-    logits: torch.Tensor | None = None
-    lisa_loss: torch.Tensor | None = None
-    hidden_states: tuple[torch.Tensor, ...] | None = None
-    attentions: tuple[torch.Tensor, ...] | None = None
-    sg_attentions: torch.Tensor | None = None
+SequenceClassifierOutput = _head_output(
+    "SequenceClassifierOutput",
+    """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, only with ``labels``: cross-entropy,
+    MSE or BCE-with-logits by problem type, plus the backbone's auxiliary loss, e.g. Syntax-BERT's weighted LISA
+    loss), ``logits`` ``[B, num_labels]`` (before softmax / sigmoid; ``[B, 1]`` for regression), then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
+    "logits",
+)
+QuestionAnsweringOutput = _head_output(
+    "QuestionAnsweringOutput",
+    """Output of the ``...ForQuestionAnswering`` models (span head and optional answer verifier): ``loss`` (0-d,
+    with start/end positions: ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the
+    backbone's auxiliary loss), ``start_logits`` / ``end_logits`` ``[B, L]``, ``verifier_logits`` ``[B, 2]``
+    (answerable, unanswerable; with ``config.qa_verifier``), ``span_loss`` / ``verifier_loss`` (the two task parts
+    of ``loss``, unweighted), then ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every
+    head output).""",
+    "start_logits",
+    "end_logits",
+    "verifier_logits",
+    "span_loss",
+    "verifier_loss",
+)
+MultipleChoiceOutput = _head_output(
+    "MultipleChoiceOutput",
+    """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d cross-entropy over the options, with
+    ``labels``, plus the backbone's auxiliary loss), ``logits`` ``[B, C]`` (one score per option), then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output, for the ``B * C``
+    flattened sequences).""",
+    "logits",
+)
+TokenClassifierOutput = _head_output(
+    "TokenClassifierOutput",
+    """Output of the ``...ForTokenClassification`` models: ``loss`` (0-d cross-entropy over the labelled tokens,
+    labels ``-100`` ignored, plus the backbone's auxiliary loss), ``logits`` ``[B, L, num_labels]``, then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
+    "logits",
+)

@@ -59,7 +59,39 @@ def multi_head_attention(
     return ctx.transpose(1, 2).reshape(B, Lq, D), probs  # (B, Lq, nh * hd)
 
 
-class SyntaxGuidedLayer(nn.Module):
+class ProjectedAttention(nn.Module):
+    """Multi-head attention with its own projections ``query``, ``key``, ``value``, ``attn_output`` (``H -> H``
+    each) and ``dropout``: the attention block of :class:`SyntaxGuidedLayer` and :class:`BiAttentionAggregation`.
+
+    Raises:
+        ConfigError: ``num_heads`` does not divide ``hidden_size``.
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int, dropout: float, attention_dropout: float):
+        super().__init__()
+        if hidden_size % num_heads:
+            raise ConfigError(f"num_heads={num_heads} must divide hidden_size={hidden_size}")
+        self.num_heads = num_heads
+        self.attention_dropout = attention_dropout
+        self.query = nn.Linear(hidden_size, hidden_size)
+        self.key = nn.Linear(hidden_size, hidden_size)
+        self.value = nn.Linear(hidden_size, hidden_size)
+        self.attn_output = nn.Linear(hidden_size, hidden_size)
+        self.dropout = nn.Dropout(dropout)
+
+    def attend(
+        self, h: torch.Tensor, kv: torch.Tensor, mask: torch.Tensor, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(Dropout(MultiHead(Q=h, K=kv, V=kv; mask) W_O) [B, L, H], probabilities or None)``
+        (:func:`multi_head_attention`; attention dropout in training only)."""
+        p = self.attention_dropout if self.training else 0.0
+        ctx, probs = multi_head_attention(
+            self.query(h), self.key(kv), self.value(kv), mask, self.num_heads, p, need_weights
+        )
+        return self.dropout(self.attn_output(ctx)), probs
+
+
+class SyntaxGuidedLayer(ProjectedAttention):
     """One post-LN self-attention + feed-forward layer with a restricted (e.g. SDOI) attention mask.
 
     ``A = LayerNorm(H + Dropout(MultiHead(H; mask) W_O))`` (Eq. 7-8, heads concatenated), then
@@ -86,21 +118,12 @@ class SyntaxGuidedLayer(nn.Module):
         attention_dropout: float = 0.1,
         layer_norm_eps: float = 1e-12,
     ):
-        super().__init__()
-        if hidden_size % num_heads:
-            raise ConfigError(f"num_heads={num_heads} must divide hidden_size={hidden_size}")
-        self.num_heads = num_heads
-        self.attention_dropout = attention_dropout
-        self.query = nn.Linear(hidden_size, hidden_size)
-        self.key = nn.Linear(hidden_size, hidden_size)
-        self.value = nn.Linear(hidden_size, hidden_size)
-        self.attn_output = nn.Linear(hidden_size, hidden_size)
+        super().__init__(hidden_size, num_heads, dropout, attention_dropout)
         self.attn_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
         self.intermediate = nn.Linear(hidden_size, intermediate_size)
         self.act = ACT2FN[hidden_act]
         self.output = nn.Linear(intermediate_size, hidden_size)
         self.output_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
 
     @classmethod
     def from_config(cls, config: SGNetConfig) -> SyntaxGuidedLayer:
@@ -130,17 +153,8 @@ class SyntaxGuidedLayer(nn.Module):
         Returns:
             ``([B, L, H] H', [B, num_heads, L, L] attention probabilities or None)``.
         """
-        p = self.attention_dropout if self.training else 0.0
-        ctx, probs = multi_head_attention(
-            self.query(hidden_states),
-            self.key(hidden_states),
-            self.value(hidden_states),
-            mask,
-            self.num_heads,
-            p,
-            output_attentions,
-        )
-        a = self.attn_norm(hidden_states + self.dropout(self.attn_output(ctx)))  # (B, L, H)
+        attended, probs = self.attend(hidden_states, hidden_states, mask, output_attentions)
+        a = self.attn_norm(hidden_states + attended)  # (B, L, H)
         out = self.output_norm(a + self.dropout(self.output(self.act(self.intermediate(a)))))  # (B, L, H)
         return out, probs
 
@@ -269,7 +283,7 @@ class ConcatAggregation(nn.Module):
         return F.linear(torch.cat([h, h_sg], dim=-1), self.weight, self.bias)
 
 
-class BiAttentionAggregation(nn.Module):
+class BiAttentionAggregation(ProjectedAttention):
     """``H̄ = LayerNorm(H + Dropout(MultiHead(Q=H, K=H', V=H') W_O))`` (our reading of Table 6's "Bi-attention").
 
     Every token of H attends to every non-padding token of H' (see ``SGNetConfig.aggregation``).
@@ -290,25 +304,16 @@ class BiAttentionAggregation(nn.Module):
         attention_dropout: float = 0.1,
         layer_norm_eps: float = 1e-12,
     ):
-        super().__init__()
-        self.num_heads = num_heads
-        self.attention_dropout = attention_dropout
-        self.query = nn.Linear(hidden_size, hidden_size)
-        self.key = nn.Linear(hidden_size, hidden_size)
-        self.value = nn.Linear(hidden_size, hidden_size)
-        self.attn_output = nn.Linear(hidden_size, hidden_size)
+        super().__init__(hidden_size, num_heads, dropout, attention_dropout)
         self.norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
-        self.dropout = nn.Dropout(dropout)
 
     def forward(self, h: torch.Tensor, h_sg: torch.Tensor, key_valid: torch.Tensor | None = None) -> torch.Tensor:
         """``h``, ``h_sg``: ``[B, L, H]``; ``key_valid``: bool ``[B, L]`` (False = padding, never attended)."""
         B, L, _ = h.shape
         if key_valid is None:
             key_valid = torch.ones(B, L, dtype=torch.bool, device=h.device)
-        mask = key_valid.unsqueeze(1)  # (B, 1, L): every query row sees the same keys
-        p = self.attention_dropout if self.training else 0.0
-        ctx, _ = multi_head_attention(self.query(h), self.key(h_sg), self.value(h_sg), mask, self.num_heads, p)
-        return self.norm(h + self.dropout(self.attn_output(ctx)))
+        attended, _ = self.attend(h, h_sg, key_valid.unsqueeze(1))  # (B, 1, L) mask: every row sees the same keys
+        return self.norm(h + attended)
 
 
 def build_aggregation(config: SGNetConfig) -> nn.Module:

@@ -326,6 +326,9 @@ class LisaRecorder:
     head: int = 0
     log_probs: torch.Tensor | None = field(default=None, repr=False)
     added: AddedLisaHead | None = field(default=None, repr=False)
+    #: ``[B, L]`` bool, False at the query rows whose mask allows no key (the added head adds nothing there);
+    #: ``None``: every row has keys.
+    rows_with_keys: torch.Tensor | None = field(default=None, repr=False)
 
     def loss(self, parent: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy of the recorded rows against ``parent`` ``[B, L]`` (key position of each token's
@@ -348,8 +351,10 @@ class LisaRecorder:
         """Fill :attr:`log_probs` from a layer's ``query`` / ``key`` ``[B, H, L, d]`` (``scores``: the layer's
         fp32 ``[B, H, L, L]`` scores when already computed). Returns the bool ``[H]`` heads that keep full
         attention (the LISA head taken out of the sub-networks), or ``None`` with an added head."""
-        H = query.shape[1]
+        B, H, L, _ = query.shape
         head_mask = None if mask is None else mask[:, 0]
+        allowed = allowed_keys(mask, B, L)
+        self.rows_with_keys = None if allowed is None else allowed.any(-1)  # (B, L)
         if self.added is not None:
             self.log_probs = torch.log_softmax(apply_mask(self.added.scores(query, key, scaling), head_mask), -1)
             return None
@@ -496,6 +501,20 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     if mask.dtype == torch.bool:
         return scores.masked_fill(~mask, torch.finfo(torch.float32).min)
     return (scores + mask.float()).clamp(min=torch.finfo(torch.float32).min)
+
+
+def without_keyless_rows(p: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+    """``p`` ``[B, H, Lq, Lk]`` with the rows whose ``allowed`` ``[B, Lq, Lk]`` keys are none set to 0: a query row
+    that may attend to no key attends to nothing (the masked softmax of such a row would spread over the
+    disallowed keys)."""
+    return p if allowed is None else p * allowed.any(-1)[:, None, :, None].to(p.dtype)
+
+
+def full_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """``P`` ``[B, H, L, L]``: the softmax of the unmasked fp32 ``scores`` over the keys the host's ``mask`` allows
+    (:func:`without_keyless_rows`)."""
+    allowed = allowed_keys(mask, scores.shape[0], scores.shape[2])
+    return without_keyless_rows(torch.softmax(apply_mask(scores, mask), -1), allowed)
 
 
 # --- Candidates and topical weights ---
@@ -675,6 +694,8 @@ def added_head_context(module: nn.Module, lisa: LisaRecorder, value: torch.Tenso
     H = value.shape[1]
     assert lisa.log_probs is not None and lisa.added is not None  # for the type checker: recorded in this forward
     p_a = lisa.log_probs.exp()  # (B, L, L)
+    if lisa.rows_with_keys is not None:  # a row that may attend to no key attends to nothing
+        p_a = p_a * lisa.rows_with_keys.unsqueeze(-1).to(p_a.dtype)
     p_a = F.dropout(p_a, p=dropout, training=module.training) if dropout > 0 else p_a
     extra = torch.matmul(p_a.unsqueeze(1).to(value.dtype), value) * lisa.added.mix.to(value.dtype).view(1, H, 1, 1)
     return extra.transpose(1, 2)  # (B, L, H, d)

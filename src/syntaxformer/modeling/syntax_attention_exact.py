@@ -25,6 +25,7 @@ from syntaxformer.modeling.syntax_attention_core import (
     cached_group_counts,
     candidates,
     expand_heads,
+    full_softmax,
     full_weight,
     gate_probs,
     group_counts,
@@ -34,6 +35,7 @@ from syntaxformer.modeling.syntax_attention_core import (
     self_fallback,
     topical_key_values,
     topical_weights,
+    without_keyless_rows,
 )
 
 #: ``(scores, mask, groups, w, opts, full_heads) -> A``: how a dense backend computes the effective attention.
@@ -48,8 +50,9 @@ def exact_syntax_probs(
     opts: SyntaxAttentionOptions,
     full_heads: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Effective attention ``A`` ``[B, H, L, L]`` from the unmasked fp32 ``scores``, the host's ``mask`` and the
-    keys' topical values ``w`` ``[B, H, L]`` (or None); ``full_heads`` bool ``[H]`` (LISA) or None."""
+    """Effective attention ``A`` ``[B, H, L, L]`` from the unmasked fp32 ``scores``, the host's ``mask`` (bool or
+    additive, ``[B, 1, L, L]``, or None), the keys' topical values ``w = V_h[k] · u_h`` ``[B, H, L]`` (None: zero
+    query / no topical attention) and ``full_heads`` bool ``[H]`` (heads that keep full attention: LISA) or None."""
     allowed = allowed_keys(mask, scores.shape[0], scores.shape[2])
     counts = cached_group_counts(groups, mask, allowed)
     return exact_probs(apply_mask(scores, mask), allowed, groups, counts, w, opts, full_heads)[0]
@@ -70,7 +73,7 @@ def exact_probs(
     ``[B, L, C]``)."""
     B, H, L, _ = scores.shape
     live = None if full_heads is None else (~full_heads).float().view(1, H, 1, 1)
-    p = torch.softmax(scores, dim=-1)
+    p = without_keyless_rows(torch.softmax(scores, dim=-1), allowed)
     ok = allowed.unsqueeze(1) if allowed is not None else None
     cand, cand_full = candidates(cands, allowed, opts)
     probs_p, logits = [], []
@@ -122,7 +125,9 @@ def record_syntax_layer(
         allowed = allowed_keys(mask, s.shape[0], s.shape[2])
         exact, alpha, cand = exact_probs(s, allowed, groups, group_counts(groups, allowed), w, call.opts, full_heads)
         if probs is None:
-            probs = exact if gate is None else gate_probs(exact, torch.softmax(s, -1), gate)
+            probs = (
+                exact if gate is None else gate_probs(exact, without_keyless_rows(torch.softmax(s, -1), allowed), gate)
+            )
     record.attentions[call.layer] = probs.detach()
     record.topical[call.layer], record.candidates[call.layer] = alpha, cand
     record.num_buckets = tuple(groups.num_buckets)
@@ -151,7 +156,7 @@ def dense_attention(
     full: torch.Tensor | None = None
     gate: torch.Tensor | None = None
     if call.groups is None:  # the LISA layer outside the syntax layers
-        probs = torch.softmax(apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L)
+        probs = full_softmax(scores, attention_mask)  # (B, H, L, L)
         if call.record is not None and call.layer is not None:
             call.record.attentions[call.layer] = probs.detach()
     else:
@@ -159,7 +164,7 @@ def dense_attention(
         probs = probs_syntax = syntax_probs(scores, attention_mask, call.groups, w, call.opts, full_heads)
         gate = layer_gate(module, call)
         if gate is not None:
-            full = torch.softmax(apply_mask(scores, attention_mask), dim=-1)  # (B, H, L, L), with autograd
+            full = full_softmax(scores, attention_mask)  # (B, H, L, L), with autograd
             probs = gate_probs(probs, full, gate)
         if call.record is not None and call.layer is not None:
             record_syntax_layer(call, scores, attention_mask, w, full_heads, probs=probs)

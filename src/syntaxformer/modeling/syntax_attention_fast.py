@@ -47,18 +47,9 @@ def fast_syntax_probs(
     opts: SyntaxAttentionOptions,
     full_heads: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``) of the sub-networks mixed by topical attention.
-
-    Args:
-        scores: fp32 ``[B, H, L, L]`` scaled scores, not masked.
-        mask: the host's mask (bool or additive, ``[B, 1, L, L]``) or None.
-        groups: the partitions.
-        w: ``[B, H, L]`` per key ``V_h[k] · u_h`` (topical scores), or None (zero query / no topical attention).
-        opts: the options.
-        full_heads: bool ``[H]``: heads that keep full attention (LISA), or None.
-
-    Query rows where a non-empty group's share of the full softmax underflows are recomputed exactly.
-    """
+    """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``); the arguments of
+    :func:`~syntaxformer.modeling.syntax_attention_exact.exact_syntax_probs`. Query rows where a non-empty group's
+    share of the full softmax underflows are recomputed exactly."""
     B, H, L, _ = scores.shape
     allowed = allowed_keys(mask, B, L)
     if groups.scatter_index is None:
@@ -71,6 +62,9 @@ def fast_syntax_probs(
         else:  # the masked copy is a fresh tensor: normalise it in place (one [B, H, L, L] allocation, not two)
             p = apply_mask(scores, mask)
             torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
+            keyless = per_forward(groups, "keyless", mask, lambda: _keyless_rows(allowed))
+            if keyless is not None:  # a row that may attend to no key attends to nothing (and gets no gradient)
+                p.masked_fill_(keyless, 0.0)
         joint = _cached_joint(groups)
         zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
             3, expand_heads(joint.buckets, H), p
@@ -105,6 +99,15 @@ def fast_syntax_probs(
     if bad_rows is not None:
         a = _splice_exact_rows(a, scores, mask, groups, w, opts, full_heads, bad_rows)
     return a
+
+
+def _keyless_rows(allowed: torch.Tensor | None) -> torch.Tensor | None:
+    """``[B, 1, L, 1]`` bool, True at the query rows that may attend to no key; ``None`` when there are none (one
+    host sync, once per forward)."""
+    if allowed is None:
+        return None
+    keyless = ~allowed.any(-1)  # (B, L)
+    return keyless[:, None, :, None] if bool(keyless.any()) else None
 
 
 def _splice_exact_rows(

@@ -4,7 +4,8 @@ and the keyword arguments of its call.
 :class:`WrappedEncoderMixin` goes before ``PreTrainedModel`` in a system's base class (``SGNetPreTrainedModel``,
 ``SyntaxBertPreTrainedModel``, ``PlainEncoderPreTrainedModel``): it gives ``from_encoder_pretrained``, the token
 embedding accessors and :meth:`~WrappedEncoderMixin.wrap_encoder`, which the backbone's ``__init__`` calls.
-:func:`encoder_inputs` builds the keyword arguments a backbone's ``forward`` passes to the encoder.
+:class:`EncoderBackbone` goes before the base class of a system's backbone: it runs the encoder and hands the
+backbone's output to the task heads.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import torch
 from torch import nn
 from transformers import AutoModel, PreTrainedModel
 
-__all__ = ["WrappedEncoderMixin", "encoder_inputs"]
+from syntaxformer.modeling.outputs import ContextualStates
+
+__all__ = ["EncoderBackbone", "WrappedEncoderMixin"]
 
 _M = TypeVar("_M", bound="WrappedEncoderMixin")
 
@@ -113,26 +116,64 @@ class WrappedEncoderMixin:
         return cast(PreTrainedModel, self.base_model.encoder)
 
 
-def encoder_inputs(
-    output_attentions: bool | None,
-    output_hidden_states: bool | None,
-    attention_mask: torch.Tensor | None,
-    token_type_ids: torch.Tensor | None,
-    position_ids: torch.Tensor | None,
-    inputs_embeds: torch.Tensor | None,
-) -> dict[str, Any]:
-    """The keyword arguments of the encoder's call besides ``input_ids``: the tensors that are given (in the order
-    ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``), then ``output_attentions`` /
-    ``output_hidden_states`` when asked (never False, so the encoder's defaults hold)."""
-    inputs: dict[str, Any] = {
-        "attention_mask": attention_mask,
-        "token_type_ids": token_type_ids,
-        "position_ids": position_ids,
-        "inputs_embeds": inputs_embeds,
-    }
-    inputs = {k: v for k, v in inputs.items() if v is not None}
-    if output_attentions:
-        inputs["output_attentions"] = True
-    if output_hidden_states:
-        inputs["output_hidden_states"] = True
-    return inputs
+class EncoderBackbone:
+    """Mixin of a system's backbone (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``), before its base
+    class: runs the wrapped ``encoder`` (:meth:`encode`) and hands the backbone's output to the task heads
+    (:meth:`contextual_states`). The backbone's ``forward`` returns a ``ModelOutput`` with ``last_hidden_state``
+    (what the heads read), ``hidden_states`` and ``attentions``."""
+
+    #: Fields of the backbone's output copied into every head output (SG-Net: ``sg_attentions``; Syntax-BERT:
+    #: ``lisa_loss``).
+    head_extras: ClassVar[tuple[str, ...]] = ()
+    encoder: PreTrainedModel
+
+    if TYPE_CHECKING:  # nn.Module provides it
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def auxiliary_loss(self, output: Any) -> torch.Tensor | None:
+        """0-d loss added to every head's loss when the head computes one (default: none)."""
+        return None
+
+    def contextual_states(self, input_ids: torch.Tensor | None = None, **inputs: Any) -> ContextualStates:
+        """What the task heads read: ``last_hidden_state`` ``[B, L, H]``, the per-layer outputs, the
+        :attr:`head_extras` and the :meth:`auxiliary_loss`.
+
+        Args:
+            input_ids, **inputs: as in the backbone's ``forward`` (``return_dict`` is always True here).
+        """
+        out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
+        return ContextualStates(
+            hidden=out.last_hidden_state,
+            hidden_states=out.hidden_states,
+            attentions=out.attentions,
+            extras={k: getattr(out, k) for k in self.head_extras},
+            auxiliary_loss=self.auxiliary_loss(out),
+        )
+
+    def encode(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None,
+        token_type_ids: torch.Tensor | None,
+        position_ids: torch.Tensor | None,
+        inputs_embeds: torch.Tensor | None,
+        output_attentions: bool | None,
+        output_hidden_states: bool | None,
+        **extra: Any,
+    ) -> Any:
+        """The encoder's output (a ``ModelOutput``) for a batch: the tensors that are given are passed on,
+        ``output_attentions`` / ``output_hidden_states`` only when asked (never False, so the encoder's defaults
+        hold), and ``extra`` (Syntax-BERT's attention arguments)."""
+        inputs: dict[str, Any] = {
+            "attention_mask": attention_mask,
+            "token_type_ids": token_type_ids,
+            "position_ids": position_ids,
+            "inputs_embeds": inputs_embeds,
+        }
+        inputs = {k: v for k, v in inputs.items() if v is not None}
+        if output_attentions:
+            inputs["output_attentions"] = True
+        if output_hidden_states:
+            inputs["output_hidden_states"] = True
+        return self.encoder(input_ids=input_ids, return_dict=True, **inputs, **extra)
