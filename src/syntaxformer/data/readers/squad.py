@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import ConfigError, FormatError
 from syntaxformer.utils import open_text
 
@@ -158,7 +157,9 @@ def examples_from_rows(rows: Any) -> list[SquadExample]:
 
 def load_squad_hub(name: str = "rajpurkar/squad_v2", split: str = "train", **kwargs: Any) -> list[SquadExample]:
     """Load SQuAD by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache)."""
-    return examples_from_rows(import_datasets("loading SQuAD from the hub").load_dataset(name, split=split, **kwargs))
+    import datasets
+
+    return examples_from_rows(datasets.load_dataset(name, split=split, **kwargs))
 
 
 def squad_counts(examples: Sequence[SquadExample]) -> dict[str, int]:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from syntaxformer.data.examples import file_fingerprint
-from syntaxformer.errors import DataError, FormatError, MissingDependencyError
+from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import DuplicateKeyError, json_lines, open_text, unique_keys
 
 __all__ = [
@@ -56,7 +56,6 @@ __all__ = [
     "DatasetRows",
     "Table",
     "dataset_splits",
-    "import_datasets",
     "load_dataset_table",
     "read_table",
     "require_columns",
@@ -142,7 +141,6 @@ def read_table(
     Raises:
         DataError: the file does not exist, or holds no rows.
         FormatError: a malformed file (the message names the file and line).
-        MissingDependencyError: a ``datasets`` folder without the ``datasets`` package.
     """
     numbers: list[int] | None  # line numbers of the rows, where the format has lines
     if lines and str(path) == "-":
@@ -320,18 +318,6 @@ def _read_jsonl(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]],
     return _columns_of(rows), rows, lines
 
 
-def import_datasets(what: str) -> Any:
-    """The ``datasets`` package, or a :class:`MissingDependencyError` saying that ``what`` needs it."""
-    try:
-        import datasets
-    except ImportError as e:
-        raise MissingDependencyError(
-            f"{what} needs the 'datasets' package: pip install datasets (or pip install 'syntaxformer[hub]'); "
-            "CSV, TSV, JSON and JSONL files need no extra package"
-        ) from e
-    return datasets
-
-
 def load_dataset_table(name: str, config: str | None = None, split: str = "train") -> Table:
     """One split of a ``datasets`` folder (``save_to_disk``) or a hub data set as a :class:`Table`.
 
@@ -341,7 +327,6 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         split: ``train``, ``dev`` (the data set's ``validation``, ``dev`` or ``valid``) or ``test``.
 
     Raises:
-        MissingDependencyError: ``datasets`` is not installed.
         DataError: the data set cannot be loaded, lacks the split (the message lists its splits) or is empty.
     """
     folder = Path(name).is_dir()
@@ -359,7 +344,8 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         source = name
     if not len(ds):
         raise DataError(f"{source} holds no rows")
-    datasets = import_datasets(f"reading {source}")
+    import datasets
+
     classes = {c: list(f.names) for c, f in ds.features.items() if isinstance(f, datasets.ClassLabel)}
     fp = ds._fingerprint  # datasets fingerprints each data set by its content and history
     return Table(
@@ -417,7 +403,8 @@ def _load_dataset(name: str, config: str | None) -> Any:
     folder = Path(name).is_dir()
     if not folder and (name, config) in _HUB_LOADED:
         return _HUB_LOADED[(name, config)]
-    datasets = import_datasets(f"reading the datasets folder {name}" if folder else f"the hub data set {name!r}")
+    import datasets
+
     try:
         ds = datasets.load_from_disk(name) if folder else datasets.load_dataset(name, config)
     except Exception as e:  # offline, unknown name, not a saved data set ... : one clear line
@@ -441,7 +428,7 @@ def dataset_splits(name: str, config: str | None = None) -> tuple[str, ...]:
     ``Dataset`` is ``train`` alone (:func:`load_dataset_table` still reads it for any split it is named for).
 
     Raises:
-        MissingDependencyError, DataError: as :func:`load_dataset_table`.
+        DataError: as :func:`load_dataset_table`.
     """
     ds = _load_dataset(name, config)
     if not isinstance(ds, Mapping):
