@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,18 +37,23 @@ from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared
     postprocess_predictions,
 )
 
+if TYPE_CHECKING:
+    from syntaxformer.tasks.featurize import FeatureDataset
+
 __all__ = [
     "LABEL_KEYS",
     "VERIFIERS",
+    "SpanRows",
     "SquadFeature",
-    "SquadFeatures",
     "SquadFeaturizer",
     "SquadPredictions",
     "SquadTask",
+    "StoredWindow",
     "answer_token_span",
     "feature_arrays",
     "json_safe_scores",
     "postprocess_predictions",
+    "stored_windows",
     "threshold_note",
     "threshold_split",
 ]
@@ -69,19 +75,73 @@ def feature_arrays(feature: SquadFeature, context: TaskContext) -> dict[str, np.
     return out
 
 
-class SquadFeatures:
-    """The windows of one split: a ``torch.utils.data.Dataset`` of per-window dicts of arrays (``items``) that
-    also keeps the windows themselves (``windows``: :class:`SquadFeature`, what decoding needs)."""
+@dataclass(frozen=True)
+class StoredWindow:
+    """What decoding (:func:`postprocess_predictions`) reads of a window kept in Arrow: the question's position in
+    the split, the window's number and the passage offsets ``[L, 2]`` (a read-only view)."""
 
-    def __init__(self, items: list[dict[str, np.ndarray]], windows: list[SquadFeature]):
-        self.items = items
-        self.windows = windows
+    example_index: int
+    window: int
+    passage_offsets: np.ndarray
 
-    def __len__(self) -> int:
-        return len(self.items)
 
-    def __getitem__(self, i: int) -> dict[str, np.ndarray]:
-        return self.items[i]
+class SpanRows:
+    """Span QA examples -> one feature row per window (:class:`SquadFeaturizer`): the model's arrays and labels
+    (:func:`feature_arrays`), and, for decoding, the side columns ``example_index``, ``window`` and
+    ``passage_offsets`` (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of span QA)."""
+
+    side_keys = ("example_index", "window", "passage_offsets")
+    choices = False
+
+    def __init__(self, stride: int, question_first: bool):
+        self.stride, self.question_first = int(stride), bool(question_first)
+
+    def options(self) -> dict[str, Any]:
+        return {"doc_stride": self.stride, "question_first": self.question_first}
+
+    def record(self, example: Any) -> list[Any]:
+        e = example
+        return [e.qid, e.title, e.context, e.question, e.answers, e.is_impossible]
+
+    def prepare(self, data: Any, context: Any) -> str | None:
+        from syntaxformer.tasks.featurize import parser_rows_identity
+
+        return parser_rows_identity(context)
+
+    def encode(
+        self, block: Sequence[Any], indices: Sequence[int], context: Any
+    ) -> tuple[dict[str, list[Any]], int, int]:
+        from syntaxformer.tasks.featurize import annotator_for
+
+        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        featurizer = SquadFeaturizer(
+            context.tokenizer, annotator, context.max_length, self.stride, question_first=self.question_first
+        )
+        try:
+            windows = featurizer(block)
+        except ValueError as e:  # window room (max_length - question - specials) too small for the stride
+            raise ConfigError(
+                f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
+                f"{self.stride}); raise --max-length or lower the overlap with --set doc_stride=N "
+                "(task_options doc_stride)"
+            ) from e
+        columns: dict[str, list[Any]] = {"guid": [w.qid for w in windows]}
+        columns["example_index"] = [indices[w.example_index] for w in windows]
+        columns["window"] = [w.window for w in windows]
+        columns["passage_offsets"] = [np.asarray(w.passage_offsets, dtype=np.int64) for w in windows]
+        for w in windows:
+            for k, v in feature_arrays(w, context).items():
+                columns.setdefault(k, []).append(v)
+        n_parsed = len({e.context for e in block}) + len(block) if annotator is not None else 0
+        return columns, 0, n_parsed
+
+    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
+        return None
+
+
+def stored_windows(features: FeatureDataset) -> list[StoredWindow]:
+    """The windows of span QA features, in row order, as decoding reads them."""
+    return [StoredWindow(**features.side(j)) for j in range(len(features))]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -433,8 +493,9 @@ class SquadTask(Task[TaskData]):
             for r, qid in zip(inputs, predictions.ids)
         ]
 
-    def featurize(self, data: TaskData, context: TaskContext, split: str) -> SquadFeatures:
-        """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
+        """One row per window of every question (:class:`SpanRows`: the model's arrays, the labels and what
+        decoding reads), in Arrow (:func:`~syntaxformer.tasks.featurize.build_features`)."""
         if context.parser_noise:
             raise ConfigError(
                 f"parser_noise={context.parser_noise}: parser noise is supported by the "
@@ -446,25 +507,9 @@ class SquadTask(Task[TaskData]):
                 f"be below max_length={context.max_length}: lower it with --set doc_stride="
                 f"{max(1, context.max_length // 4)} (task_options doc_stride) or raise --max-length"
             )
-        from syntaxformer.tasks.featurize import annotator_for
+        from syntaxformer.tasks.featurize import build_features
 
-        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
-        featurizer = SquadFeaturizer(
-            context.tokenizer,
-            annotator,
-            max_length=context.max_length,
-            stride=self.doc_stride,
-            question_first=self.question_first,
-        )
-        try:
-            windows = featurizer(data.examples)
-        except ValueError as e:  # window room (max_length - question - specials) too small for the stride
-            raise ConfigError(
-                f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
-                f"{self.doc_stride}); raise --max-length or lower the overlap with --set doc_stride=N "
-                "(task_options doc_stride)"
-            ) from e
-        return SquadFeatures([feature_arrays(w, context) for w in windows], windows)
+        return build_features(self.name, data, context, split, rows=SpanRows(self.doc_stride, self.question_first))
 
     # -- predictions -------------------------------------------------------------------------------------
     def postprocess(
@@ -492,7 +537,9 @@ class SquadTask(Task[TaskData]):
                 f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
                 "logits (was the model built with qa_verifier=True?)"
             )
-        windows = features.windows if isinstance(features, SquadFeatures) else features
+        from syntaxformer.tasks.featurize import FeatureDataset
+
+        windows = stored_windows(features) if isinstance(features, FeatureDataset) else features
         result = postprocess_predictions(
             data.examples,
             windows,
