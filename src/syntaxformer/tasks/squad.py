@@ -16,6 +16,7 @@ test part (:func:`~syntaxformer.tasks.squad_metric.squad_scores`), docs/reading_
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from syntaxformer.data.examples import TaskData
-from syntaxformer.data.readers.squad import SquadExample, load_squad_hub, read_squad, split_by_article, squad_counts
+from syntaxformer.data.readers.squad import SquadExample, example_from_row, read_squad, split_by_article, squad_counts
+from syntaxformer.data.readers.table import TableExamples, load_dataset_table
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
@@ -243,6 +245,10 @@ def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
     return raw[0], raw[1], verifier
 
 
+def _row_example(rows: Sequence[Mapping[str, Any]], i: int) -> SquadExample:
+    return example_from_row(rows[i])
+
+
 @register_task
 class SquadTask(Task[TaskData]):
     """SQuAD 2.0 extractive QA with unanswerable questions (head ``question_answering``).
@@ -373,6 +379,9 @@ class SquadTask(Task[TaskData]):
         ``held_out_titles``, and for ``dev`` / ``test`` the threshold protocol: ``tuning_qids`` and
         ``threshold_protocol`` (:func:`threshold_split`).
 
+        With ``dataset`` (a hub name or a ``save_to_disk`` folder; ``dataset_config``) the examples are made from
+        its Arrow rows when read (:class:`~syntaxformer.data.readers.table.TableExamples`).
+
         Raises:
             ConfigError / DataError: an unknown split, a missing file, an empty part, or too few articles to split.
         """
@@ -381,11 +390,11 @@ class SquadTask(Task[TaskData]):
         if split not in self.splits:
             raise ConfigError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
         metadata: dict[str, Any] = {}
-        if data.get("dataset"):
-            name = str(data["dataset"])
-            hub_split = {"train": "train", "dev": "validation", "test": "test"}[split]
-            examples = load_squad_hub(name, hub_split)
-            source = f"hub:{name}/{hub_split}"
+        examples: Sequence[SquadExample]
+        if data.get("dataset"):  # a hub data set or a datasets folder: the examples are a view of its Arrow rows
+            table = load_dataset_table(str(data["dataset"]), data.get("dataset_config"), split)
+            examples = TableExamples(functools.partial(_row_example, table.rows), range(len(table)))
+            source = table.source
         else:
             train_file = (
                 Path(data["train_file"])

@@ -24,6 +24,7 @@ from syntaxformer.utils import open_text
 
 __all__ = [
     "SquadExample",
+    "example_from_row",
     "examples_from_rows",
     "gold_answers",
     "load_squad_hub",
@@ -138,21 +139,21 @@ def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
 def examples_from_rows(rows: Any) -> list[SquadExample]:
     """Examples from Hugging Face ``datasets`` rows of SQuAD (``id``, ``title``, ``context``, ``question``,
     ``answers = {"text": [...], "answer_start": [...]}``); no answer = unanswerable."""
-    out = []
-    for r in rows:
-        ans = r.get("answers") or {"text": [], "answer_start": []}
-        answers = [{"text": t, "answer_start": int(s)} for t, s in zip(ans["text"], ans["answer_start"])]
-        out.append(
-            SquadExample(
-                qid=r["id"],
-                title=r.get("title", ""),
-                context=r["context"],
-                question=r["question"],
-                answers=answers,
-                is_impossible=not answers,
-            )
-        )
-    return out
+    return [example_from_row(r) for r in rows]
+
+
+def example_from_row(r: Mapping[str, Any]) -> SquadExample:
+    """The example of one Hugging Face ``datasets`` row of SQuAD (see :func:`examples_from_rows`)."""
+    ans = r.get("answers") or {"text": [], "answer_start": []}
+    answers = [{"text": t, "answer_start": int(s)} for t, s in zip(ans["text"], ans["answer_start"])]
+    return SquadExample(
+        qid=r["id"],
+        title=r.get("title", ""),
+        context=r["context"],
+        question=r["question"],
+        answers=answers,
+        is_impossible=not answers,
+    )
 
 
 def load_squad_hub(name: str = "rajpurkar/squad_v2", split: str = "train", **kwargs: Any) -> list[SquadExample]:

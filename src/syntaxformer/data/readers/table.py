@@ -40,14 +40,18 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
+
+import numpy as np
 
 from syntaxformer.data.examples import file_fingerprint
 from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import DuplicateKeyError, json_lines, open_text, unique_keys
+
+ExampleT = TypeVar("ExampleT")
 
 __all__ = [
     "HUB_SPLITS",
@@ -55,6 +59,7 @@ __all__ = [
     "TEXT_FORMATS",
     "DatasetRows",
     "Table",
+    "TableExamples",
     "dataset_splits",
     "load_dataset_table",
     "read_table",
@@ -355,6 +360,35 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         hashlib.sha256(f"datasets|{source}|{config}|{fp}".encode()).hexdigest(),
         label_names=classes,
     )
+
+
+class TableExamples(Sequence[ExampleT]):
+    """The examples of a split as a view of its table's rows: each example is made when it is read,
+    so the rows stay where the reader keeps them (Arrow for a ``datasets`` folder) instead of becoming one Python
+    object per row for the life of the split.
+
+    Args:
+        make: the example of the table row at a position.
+        positions: the table rows of the split, in order.
+    """
+
+    def __init__(self, make: Callable[[int], ExampleT], positions: Sequence[int]):
+        self._make = make
+        self._positions = np.asarray(positions, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> ExampleT: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ExampleT]: ...
+
+    def __getitem__(self, index: int | slice) -> ExampleT | list[ExampleT]:
+        if isinstance(index, slice):
+            return [self._make(int(i)) for i in self._positions[index]]
+        return self._make(int(self._positions[index]))
 
 
 class DatasetRows(Sequence):
