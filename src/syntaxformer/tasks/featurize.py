@@ -73,7 +73,6 @@ __all__ = [
     "features_cache_dir",
     "headrule_sentence",
     "parser_label",
-    "parser_rows_identity",
     "syntax_source",
     "tokenizer_fingerprint",
     "with_dependency_trees",
@@ -121,12 +120,10 @@ class FeatureDataset(torch.utils.data.Dataset):
     def _index(self) -> None:
         """Per Arrow record batch: its first row and each list column's (offsets, values) as numpy views (no
         copy); each scalar column as one numpy array."""
-        import pyarrow as pa
-
         table = self.dataset.data.table
         names = table.column_names
         side = {*self.meta.get("side_keys", ()), "guid"}
-        lists = [k for k in names if pa.types.is_list(table.schema.field(k).type)]
+        lists = [k for k in names if hasattr(table.schema.field(k).type, "value_type")]  # Arrow list columns
         self.keys = [k for k in lists if k not in side]
         self.scalar_keys = [k for k in names if k not in lists and k not in side]
         shapes, dtypes = self.meta.get("shapes", {}), self.meta.get("dtypes", {})
@@ -460,14 +457,8 @@ class TextRows:
     def record(self, example: Any) -> list[Any]:
         """Ids, texts, labels, gold-tree leaves."""
         e = example
-        return [
-            e.guid,
-            e.text_a,
-            e.text_b,
-            e.label,
-            e.tree_a.leaves() if e.tree_a is not None else None,
-            e.tree_b.leaves() if e.tree_b is not None else None,
-        ]
+        trees = [None if t is None else t.leaves() for t in (e.tree_a, e.tree_b)]
+        return [e.guid, e.text_a, e.text_b, e.label, *trees]
 
     def prepare(self, data: Any, context: Any) -> str | None:
         """Given parses where ``syntax="given"``; the parser's identity, ``"given"`` or ``"none"``."""
@@ -490,12 +481,6 @@ class TextRows:
     def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
         """:func:`syntax_source`."""
         return syntax_source(data, context)
-
-
-def parser_rows_identity(context: Any) -> str | None:
-    """The parser identity of rows that parse every text when the model reads syntax (passages, questions,
-    options): the annotator's (:func:`annotator_identity`), or ``"none"`` for a model without syntax."""
-    return annotator_identity(context) if context.syntax_inputs else "none"
 
 
 def build_features(

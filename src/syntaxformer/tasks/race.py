@@ -229,8 +229,8 @@ class ChoiceRows:
     :func:`feature_arrays` items (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of multiple choice). The
     truncation count is the number of questions whose passage was cut for at least one option."""
 
-    side_keys = ("option_lengths",)
-    choices = True
+    side_keys: tuple[str, ...] = ("option_lengths",)
+    choices: bool = True
 
     def options(self) -> dict[str, Any]:
         return {}
@@ -240,9 +240,9 @@ class ChoiceRows:
         return [e.qid, e.level, e.article, e.question, e.options, e.label]
 
     def prepare(self, data: Any, context: Any) -> str | None:
-        from syntaxformer.tasks.featurize import parser_rows_identity
+        from syntaxformer.tasks.featurize import annotator_identity
 
-        return parser_rows_identity(context)
+        return annotator_identity(context) if context.syntax_inputs else "none"  # every text is parsed
 
     def encode(
         self, block: Sequence[Any], indices: Sequence[int], context: Any

@@ -92,8 +92,8 @@ class SpanRows:
     (:func:`feature_arrays`), and, for decoding, the side columns ``example_index``, ``window`` and
     ``passage_offsets`` (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of span QA)."""
 
-    side_keys = ("example_index", "window", "passage_offsets")
-    choices = False
+    side_keys: tuple[str, ...] = ("example_index", "window", "passage_offsets")
+    choices: bool = False
 
     def __init__(self, stride: int, question_first: bool):
         self.stride, self.question_first = int(stride), bool(question_first)
@@ -106,9 +106,9 @@ class SpanRows:
         return [e.qid, e.title, e.context, e.question, e.answers, e.is_impossible]
 
     def prepare(self, data: Any, context: Any) -> str | None:
-        from syntaxformer.tasks.featurize import parser_rows_identity
+        from syntaxformer.tasks.featurize import annotator_identity
 
-        return parser_rows_identity(context)
+        return annotator_identity(context) if context.syntax_inputs else "none"  # every text is parsed
 
     def encode(
         self, block: Sequence[Any], indices: Sequence[int], context: Any
