@@ -27,7 +27,6 @@ __all__ = [
     "example_from_row",
     "examples_from_rows",
     "gold_answers",
-    "load_squad_hub",
     "read_squad",
     "split_by_article",
     "squad_counts",
@@ -154,13 +153,6 @@ def example_from_row(r: Mapping[str, Any]) -> SquadExample:
         answers=answers,
         is_impossible=not answers,
     )
-
-
-def load_squad_hub(name: str = "rajpurkar/squad_v2", split: str = "train", **kwargs: Any) -> list[SquadExample]:
-    """Load SQuAD by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache)."""
-    import datasets
-
-    return examples_from_rows(datasets.load_dataset(name, split=split, **kwargs))
 
 
 def squad_counts(examples: Sequence[SquadExample]) -> dict[str, int]:
