@@ -213,10 +213,7 @@ def main() -> None:
             for mode in args.modes:
                 source = {"qa": qa_file, "mc": mc_folder}.get(mode, folder)
                 done = subprocess.run(
-                    [sys.executable, "-c", _MEASURE, str(source), mode],
-                    capture_output=True,
-                    text=True,
-                    env=env,
+                    [sys.executable, "-c", _MEASURE, str(source), mode], capture_output=True, text=True, env=env
                 )
                 if done.returncode:
                     sys.exit(f"{mode} on {n} rows failed:\n{done.stderr[-3000:]}")
