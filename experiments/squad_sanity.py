@@ -37,6 +37,7 @@ def main() -> None:
     from syntaxformer.defaults import default_hf_model
     from syntaxformer.modeling import SGNetConfig, SGNetForQuestionAnswering
     from syntaxformer.tasks import TaskContext, get_task
+    from syntaxformer.tasks.span_qa import SquadFeaturizer
 
     torch.manual_seed(0)
     np.random.seed(0)
@@ -48,7 +49,7 @@ def main() -> None:
     sg_inputs = SGNetConfig(use_sg_layer=True).syntax_inputs
     train = task.load_split("train", {"max_samples": 300, "data_seed": 0}).examples
     examples = train[:200]
-    feats = task.featurize(_data(examples), TaskContext(tok, annotator, sg_inputs, max_length=256), "train").windows
+    feats = SquadFeaturizer(tok, annotator, max_length=256, stride=task.doc_stride)(examples)  # the task's windows
     labelled = [f for f in feats if f.is_impossible == 0]
     norm = lambda t: t.replace(" ", "").lower()
     misses = [
@@ -64,7 +65,7 @@ def main() -> None:
     answerable = [e for e in train if not e.is_impossible][:24]
     small = get_task("squad2", doc_stride=64)
     ds = small.featurize(_data(answerable), TaskContext(tok, annotator, sg_inputs, max_length=192), "train")
-    items = [item for item, w in zip(ds.items, ds.windows) if w.is_impossible == 0]
+    items = [item for item in (ds[i] for i in range(len(ds))) if item["is_impossible"] == 0]
     model = SGNetForQuestionAnswering.from_encoder_pretrained(default_hf_model(), use_sg_layer=True)  # eval mode
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for _ in range(25):

@@ -264,7 +264,9 @@ def test_inference_span_qa_matches_the_runner(tiny_model, tmp_path, system, veri
     assert [len(x) for x in qa(inputs[:2], top_k=2)] == [2, 2]
     # max_answer_len (transformers' name; max_answer_length too): every span is one token of the passage's windows
     task_data = task.inference_data(inputs[:1])
-    windows = task.featurize(task_data, predictor.context, "tokens").windows
+    from syntaxformer.tasks.squad import stored_windows
+
+    windows = stored_windows(task.featurize(task_data, predictor.context, "tokens"))
     tokens = {(int(a), int(b)) for w in windows for a, b in w.passage_offsets if a >= 0}
     wide = qa(question=inputs[0]["question"], context=context, top_k=5)
     assert any((a["start"], a["end"]) not in tokens for a in wide)  # without it, spans of several tokens

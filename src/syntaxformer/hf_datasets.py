@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from syntaxformer.errors import ConfigError, InputError, MissingDependencyError
+from syntaxformer.errors import ConfigError, InputError
 
 __all__ = ["SyntaxFeaturizer", "add_syntax_features", "syntax_features"]
 
@@ -41,14 +41,6 @@ logger = logging.getLogger(__name__)
 #: Annotators of this process by identity (``cache_key()``), so a map function that was pickled (``datasets``
 #: hashes it and sends it to its worker processes) finds the user's annotator object again without pickling it.
 _ANNOTATORS: dict[str, Any] = {}
-
-
-def _import_datasets() -> Any:
-    try:
-        import datasets
-    except ImportError as e:
-        raise MissingDependencyError("add_syntax_features works on Hugging Face data sets: pip install datasets") from e
-    return datasets
 
 
 class SyntaxFeaturizer:
@@ -213,9 +205,9 @@ def add_syntax_features(
 
     Raises:
         ConfigError: neither ``model`` nor ``config``, or options that are not valid.
-        MissingDependencyError: ``datasets`` is not installed.
     """
-    datasets = _import_datasets()
+    import datasets
+
     featurizer = _featurizer(
         tokenizer,
         text_column,

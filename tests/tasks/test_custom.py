@@ -382,3 +382,58 @@ def test_custom_datasets_folder_examples_are_a_view_of_the_arrow_rows(tmp_path):
     assert sorted(texts + [e.text_a for e in dev.examples], key=lambda t: int(t[1:])) == [f"t{i}" for i in range(120)]
     assert train.examples[-1].text_a == texts[-1] and [e.text_a for e in train.examples[10:13]] == texts[10:13]
     assert train.examples[0].label == "ab".index(["a", "b"][int(texts[0][1:]) % 2])
+
+
+def test_custom_mc_and_qa_datasets_folders_stay_arrow(tmp_path, minilm_tokenizer):
+    """custom-mc and custom-qa on a DatasetDict saved with save_to_disk: the examples are made from its Arrow rows
+    when read (no list of one object per row), and they are the examples the same rows give from a file; the
+    span QA windows of that view are featurized."""
+    import dataclasses
+
+    import datasets
+    import numpy as np
+
+    from syntaxformer.data.readers.squad import read_squad
+    from syntaxformer.data.readers.table import TableExamples
+    from syntaxformer.tasks.base import TaskContext
+    from tests.conftest import data_path
+
+    quiz = [
+        {"question": f"Which is colour {i}?", "options": ["red", "run", f"x{i}"], "answer": i % 3} for i in range(40)
+    ]
+    quiz[3]["context"] = "Red is a colour."
+    for r in quiz:
+        r.setdefault("context", "")
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(quiz), "validation": datasets.Dataset.from_list(quiz[:10])}
+    ).save_to_disk(str(tmp_path / "quiz"))
+    path = _jsonl(tmp_path / "quiz.jsonl", quiz)
+    for split, n in (("train", 40), ("dev", 10)):
+        mc = get_task("custom-mc").load_split(split, {"dataset": str(tmp_path / "quiz")})
+        from_file = get_task("custom-mc").load_split(
+            split, {"train_file": path, "dev_file": _jsonl(tmp_path / "d.jsonl", quiz[:10])}
+        )
+        assert isinstance(mc.examples, TableExamples) and len(mc) == n
+        assert list(mc.examples) == list(from_file.examples) and mc.fingerprint == from_file.fingerprint
+
+    squad = read_squad(data_path("squad2", "dev-v2.0-half.json"))[:30]
+    rows = [
+        {
+            "id": e.qid,
+            "title": e.title,
+            "context": e.context,
+            "question": e.question,
+            "answers": {"text": [a["text"] for a in e.answers], "answer_start": [a["answer_start"] for a in e.answers]},
+        }
+        for e in squad
+    ]
+    datasets.DatasetDict(
+        {"train": datasets.Dataset.from_list(rows[:20]), "validation": datasets.Dataset.from_list(rows[20:])}
+    ).save_to_disk(str(tmp_path / "qa"))
+    task = get_task("custom-qa", threshold_tuning_fraction=0.0, doc_stride=32)
+    train, dev = (task.load_split(s, {"dataset": str(tmp_path / "qa")}) for s in ("train", "dev"))
+    assert isinstance(train.examples, TableExamples) and isinstance(dev.examples, TableExamples)
+    assert list(train.examples) + list(dev.examples) == [dataclasses.replace(e, plausible_answers=[]) for e in squad]
+    ds = task.featurize(dev, TaskContext(tokenizer=minilm_tokenizer, max_length=96, use_cache=False), "dev")
+    assert len(ds) >= len(dev) and set(ds.guids) == {e.qid for e in dev.examples}
+    assert all(np.asarray(ds[i]["input_ids"]).ndim == 1 for i in range(len(ds)))

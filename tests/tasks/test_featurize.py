@@ -306,3 +306,84 @@ def test_features_arrow_rows_equal_the_reference_sst2_and_custom_csv(
             _assert_same_rows(ds, reference)
             assert ds.guids == [e.guid for e in data.examples]
             assert ds.lengths().tolist() == [len(r["input_ids"]) for r in reference]
+
+
+def _reading_rows(task, data, ctx) -> tuple[list[dict], list]:
+    """Span QA and multiple choice before Arrow, kept here as the slow reference: the whole split parsed and
+    windowed at once, one dict of arrays per window / question (``feature_arrays``), and the windows or questions
+    themselves."""
+    from syntaxformer.tasks import race, squad
+    from syntaxformer.tasks.featurize import annotator_for
+
+    annotator = annotator_for(ctx) if ctx.syntax_inputs else None
+    if task.head == "question_answering":
+        featurizer = squad.SquadFeaturizer(ctx.tokenizer, annotator, ctx.max_length, task.doc_stride)
+        windows = featurizer(data.examples)
+        return [squad.feature_arrays(w, ctx) for w in windows], windows
+    questions = race.RaceFeaturizer(ctx.tokenizer, annotator, max_length=ctx.max_length)(data.examples)
+    return [race.feature_arrays(f, ctx) for f in questions], questions
+
+
+def _assert_same_items(ds, reference) -> None:
+    """Rows equal to ``reference``; multiple-choice rows option by option."""
+    assert len(ds) == len(reference)
+    for i, want in enumerate(reference):
+        got = ds[i]
+        assert set(got) == set(want), i
+        if "options" in want:
+            assert len(got["options"]) == len(want["options"]), i
+            _assert_same_rows(got["options"], want["options"])
+            got, want = {"labels": got["labels"]}, {"labels": want["labels"]}
+        for k, v in want.items():
+            g = np.asarray(got[k])
+            assert g.dtype == v.dtype and g.shape == v.shape and np.array_equal(g, v), (i, k)
+
+
+@pytest.mark.parametrize("keys", [SYNTAX_BERT_KEYS, ()], ids=["syntax-bert", "tokens-only"])
+def test_features_arrow_rows_equal_the_reference_span_qa_and_multiple_choice(
+    minilm_tokenizer, tmp_path, monkeypatch, keys
+):
+    """SQuAD 2.0 windows (several per long passage) and RACE questions (four options each, passages cut to fit)
+    written by Dataset.map in blocks and read back from Arrow (cache file, cache hit, in memory, pickled) are the
+    reference's arrays element by element; decoding the same logits over the stored windows gives the same
+    answers, no-answer scores and metrics as over the reference's windows; RACE batches are the same tensors."""
+    import syntaxformer.tasks.featurize as featurize
+    from syntaxformer.tasks.squad import stored_windows
+
+    monkeypatch.setattr(featurize, "BLOCK_SIZE", 16)  # several map batches and Arrow record batches
+    squad = get_task("squad2", doc_stride=32)
+    race = get_task("race")
+    qa_data = squad.load_split("dev", {"max_samples": 40, "data_seed": 0})
+    mc_data = race.load_split("dev", {"max_samples": 24, "data_seed": 0})
+    parses = str(tmp_path / "parses.sqlite3")
+    for task, data in ((squad, qa_data), (race, mc_data)):
+        kw = dict(max_length=96, syntax_inputs=keys, cache_dir=tmp_path / task.name, parse_cache=parses)
+        reference, made = _reading_rows(task, data, context(minilm_tokenizer, **kw))
+        built = features(task, data, minilm_tokenizer, **kw)
+        hit = features(task, data, minilm_tokenizer, **kw)
+        in_memory = features(task, data, minilm_tokenizer, **{**kw, "use_cache": False})
+        assert (built.meta["cache"], hit.meta["cache"], in_memory.meta["cache"]) == ("miss", "hit", "miss")
+        assert "cache_file" not in in_memory.meta and not in_memory.dataset.cache_files
+        sent = pickle.dumps(hit)
+        assert len(sent) < 20_000
+        for ds in (built, hit, in_memory, pickle.loads(sent)):
+            _assert_same_items(ds, reference)
+            assert ds.guids == [m.qid for m in made]
+        if task is squad:
+            assert len(built) > len(data) and built.meta["n_examples"] == len(data)  # long passages: several windows
+            assert any(r["start_positions"] > 0 for r in reference)  # answers inside windows are part of the check
+            for ds in (built, hit):
+                windows = stored_windows(ds)
+                assert [(w.example_index, w.window) for w in windows] == [(m.example_index, m.window) for m in made]
+                assert all(np.array_equal(w.passage_offsets, m.passage_offsets) for w, m in zip(windows, made))
+            rng = np.random.default_rng(0)
+            logits = (rng.normal(size=(len(made), 96)), rng.normal(size=(len(made), 96)))
+            want, got = squad.postprocess(data, made, logits), squad.postprocess(data, built, logits)
+            assert (got.ids, got.values, got.scores, got.extra) == (want.ids, want.values, want.scores, want.extra)
+            assert squad.compute_metrics(data, got) == squad.compute_metrics(data, want)
+        else:
+            assert built.meta["n_truncated"] == sum(q.truncated for q in made) > 0  # cut passages are checked too
+            collate = task.collator(context(minilm_tokenizer, **kw))
+            a, b = collate([built[i] for i in range(len(built))]), collate(reference)
+            assert set(a) == set(b) and all(torch.equal(a[k], b[k]) for k in a)
+            assert built.lengths().tolist() == [max(len(o["input_ids"]) for o in r["options"]) for r in reference]

@@ -173,13 +173,14 @@ def test_race_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, race_
         "dev",
     )
     plain = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
-    assert parsed.truncated == plain.truncated == len(dev)
-    for a, b, f in zip(parsed.items, plain.items, feats):
+    assert parsed.meta["n_truncated"] == plain.meta["n_truncated"] == len(dev)
+    items = [parsed[i] for i in range(len(parsed))]
+    for a, b, f in zip(items, (plain[i] for i in range(len(plain))), feats):
         assert list(a["options"][0]) == ["input_ids", "attention_mask", "token_type_ids", *SDOI_CONTEXT.syntax_inputs]
         assert list(b["options"][0]) == ["input_ids", "attention_mask", "token_type_ids"]
         for x, y, w in zip(a["options"], b["options"], f.options):  # unparsed: the same tokens and truncation
             assert np.array_equal(x["input_ids"], w.input_ids) and np.array_equal(y["input_ids"], w.input_ids)
-    batch = task.collator(TaskContext(tokenizer=minilm_tokenizer))(parsed.items)
+    batch = task.collator(TaskContext(tokenizer=minilm_tokenizer))(items)
     assert batch["input_ids"].shape[:2] == (len(dev), 4) and batch["labels"].tolist() == [e.label for e in dev]
 
 
@@ -200,7 +201,7 @@ def test_race_task_through_the_runner_contract(tiny_model, tmp_path):
     )
     m, preds = out["metrics"], out["files"]["predictions.json"]
     acc = m["accuracy"]
-    assert acc["n_all"] == 8 and acc["n_middle"] + acc["n_high"] == 8 and out["features"].truncated == 8
+    assert acc["n_all"] == 8 and acc["n_middle"] + acc["n_high"] == 8 and out["features"].meta["n_truncated"] == 8
     assert all(isinstance(m[k], float) for k in task.metric_names)
     assert len(preds) == 8 and 100 * sum(p["correct"] for p in preds.values()) / 8 == pytest.approx(acc["all"])
     assert np.asarray(out["raw"]).shape == (8, 4)

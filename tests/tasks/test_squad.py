@@ -22,6 +22,7 @@ from syntaxformer.tasks.squad import (
     answer_token_span,
     feature_arrays,
     postprocess_predictions,
+    stored_windows,
     threshold_split,
 )
 from syntaxformer.tasks.squad_metric import (
@@ -699,11 +700,11 @@ def test_squad_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, real
         data, TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=SDOI, max_length=96), "dev"
     )
     plain = task.featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
-    assert len(parsed) == len(plain) == len(parsed.windows) > 8
+    assert len(parsed) == len(plain) == len(stored_windows(parsed)) > 8
     labels = ["start_positions", "end_positions", "is_impossible"]
     assert list(parsed[0]) == ["input_ids", "attention_mask", "token_type_ids", *SDOI, *labels]
     assert list(plain[0]) == ["input_ids", "attention_mask", "token_type_ids", *labels]
-    for a, b in zip(parsed.items, plain.items):
+    for a, b in zip((parsed[i] for i in range(len(parsed))), (plain[i] for i in range(len(plain)))):
         for k in b:
             assert np.array_equal(a[k], b[k]), k
     with pytest.raises(SyntaxformerError, match=r"lower it with --set doc_stride=24 .* or raise --max-length"):

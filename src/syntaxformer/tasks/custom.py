@@ -33,15 +33,15 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar
 
 import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprint
 from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
-from syntaxformer.data.readers.table import TABLE_FORMATS, Table, read_table, require_columns, text_value
+from syntaxformer.data.readers.table import TABLE_FORMATS, Table, TableExamples, read_table, require_columns, text_value
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.tasks.base import Predictions, register_task
 from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, max_samples, rows_for, split_names
@@ -64,6 +64,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
 
 #: ``problem_type`` values: ``auto`` infers it from the training labels.
 PROBLEM_TYPES: tuple[str, ...] = ("auto", "single_label_classification", "regression")
@@ -264,35 +265,6 @@ def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"option(s) {sorted(unknown)} do not apply to {task}; its options are {list(task_option_names(task))}"
         )
-
-
-class TableExamples(Sequence[TaskExample]):
-    """The examples of a split as a view of its table's rows: each :class:`TaskExample` is made when it is read,
-    so the rows stay where the reader keeps them (Arrow for a ``datasets`` folder) instead of becoming one Python
-    object per row for the life of the split.
-
-    Args:
-        make: the example of the table row at a position.
-        positions: the table rows of the split, in order.
-    """
-
-    def __init__(self, make: Callable[[int], TaskExample], positions: Sequence[int]):
-        self._make = make
-        self._positions = np.asarray(positions, dtype=np.int64)
-
-    def __len__(self) -> int:
-        return len(self._positions)
-
-    @overload
-    def __getitem__(self, index: int) -> TaskExample: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[TaskExample]: ...
-
-    def __getitem__(self, index: int | slice) -> TaskExample | list[TaskExample]:
-        if isinstance(index, slice):
-            return [self._make(int(i)) for i in self._positions[index]]
-        return self._make(int(self._positions[index]))
 
 
 class CustomTextTask(SentenceTask):
@@ -656,9 +628,10 @@ class CustomChoiceTask(RaceTask):
                 "id": self.id_column,
             },
         )
-        examples = [self._example(table, i, split, labeled) for i in positions]
-        if not examples:
+        if not len(positions):
             raise DataError(f"{self.title} {split} data from {source} is empty")
+        examples = TableExamples(functools.partial(self._example, table, split=split, labeled=labeled), positions)
+        # every row is checked now (and fingerprinted); its example is made again when it is read
         fp = content_fingerprint([e.qid, e.article, e.question, e.options, e.label] for e in examples)
         out = TaskData(examples, source, fp, len(examples), None, {})
         seed = data.get("data_seed")

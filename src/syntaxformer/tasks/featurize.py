@@ -40,7 +40,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -59,6 +59,8 @@ __all__ = [
     "SYNTAX_MODES",
     "TOKEN_KEYS",
     "FeatureDataset",
+    "RowEncoder",
+    "TextRows",
     "annotate_texts",
     "annotate_token_lists",
     "annotator_for",
@@ -91,18 +93,22 @@ BLOCK_SIZE = 1024
 
 
 class FeatureDataset(torch.utils.data.Dataset):
-    """Features of one split in Arrow: one row per example, one list column per key, read a row at a time.
+    """Features of one split in Arrow: one row per feature (an example, a window of a passage, a question with
+    its options), one column per key, read a row at a time.
 
     The rows are those of a ``datasets.Dataset`` (memory-mapped from the features cache file, or held in memory
-    when there is no cache): columns ``guid``, ``labels`` (when the split is labeled) and one per feature key,
-    each flattened to a list of numbers (``meta["shapes"]`` restores the trailing dimensions of the ``[L, D]``
-    ancestor tables). ``dataset[i]`` is a dict ``{key: array [L_i, ...]}`` plus ``labels`` (0-d), each array a
-    read-only view of the Arrow buffers: reading a row copies nothing, and the process's memory does not grow with
-    the number of rows.
+    when there is no cache): ``guid`` (the example's id), one list column per array key, flattened to a list of
+    numbers (``meta["shapes"]`` restores the trailing dimensions of the ``[L, D]`` ancestor tables), and one
+    column per scalar key (``labels``; span QA's ``start_positions`` ...). ``dataset[i]`` is a dict ``{key: array
+    [L_i, ...]}`` plus the scalars, each array a read-only view of the Arrow buffers: reading a row copies
+    nothing, and the process's memory does not grow with the number of rows. Columns named in
+    ``meta["side_keys"]`` are not model inputs (span QA's window offsets, read with :meth:`side`); with
+    ``meta["choices"]`` a row holds one sequence per option (their lengths in the side column
+    ``option_lengths``) and ``dataset[i]`` is ``{"options": [{key: array [L_c, ...]} per option], scalars}``.
 
     Attributes:
         dataset: the ``datasets.Dataset`` of the rows.
-        labels: ``[N]`` int64 class ids or float32 values, or ``None``.
+        labels: ``[N]`` int64 class ids or float32 values (the ``labels`` column), or ``None``.
         meta: how the features were made (sizes, truncation counts, cache file, parser, ...).
     """
 
@@ -112,15 +118,19 @@ class FeatureDataset(torch.utils.data.Dataset):
         self._index()
 
     def _index(self) -> None:
-        """Per Arrow record batch: its first row and each key's (offsets, values) as numpy views (no copy)."""
+        """Per Arrow record batch: its first row and each list column's (offsets, values) as numpy views (no
+        copy); each scalar column as one numpy array."""
         table = self.dataset.data.table
         names = table.column_names
-        self.keys = [k for k in names if k not in ("guid", "labels")]
+        side = {*self.meta.get("side_keys", ()), "guid"}
+        lists = [k for k in names if hasattr(table.schema.field(k).type, "value_type")]  # Arrow list columns
+        self.keys = [k for k in lists if k not in side]
+        self.scalar_keys = [k for k in names if k not in lists and k not in side]
         shapes, dtypes = self.meta.get("shapes", {}), self.meta.get("dtypes", {})
-        self._trail = {k: tuple(shapes.get(k, ())) for k in self.keys}
+        self._trail = {k: tuple(shapes.get(k, ())) for k in lists}
         # datasets stores some token columns narrower (input_ids as int32, attention_mask as int8): rows are
         # given back in the dtype they were made with
-        self._dtype = {k: np.dtype(dtypes.get(k, "<i8")) for k in [*self.keys, "labels"]}
+        self._dtype = {k: np.dtype(dtypes.get(k, "<i8")) for k in names if k != "guid"}
         self._starts: list[int] = []
         self._blocks: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
         row = 0
@@ -129,13 +139,30 @@ class FeatureDataset(torch.utils.data.Dataset):
                 continue
             self._starts.append(row)
             block = {}
-            for k in self.keys:
+            for k in lists:
                 column = batch.column(names.index(k))
                 block[k] = (column.offsets.to_numpy(), column.values.to_numpy(zero_copy_only=False))
             self._blocks.append(block)
             row += batch.num_rows
-        labels = table.column("labels").to_numpy() if "labels" in names else None
-        self.labels = None if labels is None else labels.astype(self._dtype["labels"], copy=False)
+        self._scalars = {
+            k: table.column(k).to_numpy().astype(self._dtype[k], copy=False)
+            for k in names
+            if k not in lists and k != "guid"
+        }
+        self.labels = self._scalars.get("labels")
+
+    def _array(self, b: int, j: int, k: str) -> np.ndarray:
+        offsets, values = self._blocks[b][k]
+        v = values[offsets[j] : offsets[j + 1]].astype(self._dtype[k], copy=False)
+        trail = self._trail[k]
+        return v.reshape(-1, *trail) if trail else v
+
+    def _locate(self, i: int) -> tuple[int, int]:
+        i = int(i)
+        if not 0 <= i < len(self):
+            raise IndexError(f"row {i} of a split of {len(self)} rows")
+        b = bisect.bisect_right(self._starts, i) - 1
+        return b, i - self._starts[b]
 
     def __getstate__(self) -> dict[str, Any]:
         # The views are rebuilt from the data set (pickling them would copy every row).
@@ -148,28 +175,35 @@ class FeatureDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return int(self.dataset.num_rows)
 
-    def __getitem__(self, i: int) -> dict[str, np.ndarray]:
-        i = int(i)
-        if not 0 <= i < len(self):
-            raise IndexError(f"row {i} of a split of {len(self)} examples")
-        b = bisect.bisect_right(self._starts, i) - 1
-        j = i - self._starts[b]
-        out = {}
-        for k, (offsets, values) in self._blocks[b].items():
-            v = values[offsets[j] : offsets[j + 1]].astype(self._dtype[k], copy=False)
-            trail = self._trail[k]
-            out[k] = v.reshape(-1, *trail) if trail else v
-        if self.labels is not None:
-            out["labels"] = self.labels[i]
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        b, j = self._locate(i)
+        out: dict[str, Any] = {k: self._array(b, j, k) for k in self.keys}
+        if self.meta.get("choices"):
+            cuts = np.cumsum(self._array(b, j, "option_lengths"))[:-1]
+            parts = {k: np.split(v, cuts) for k, v in out.items()}
+            out = {"options": [{k: parts[k][c] for k in parts} for c in range(len(cuts) + 1)]}
+        for k in self.scalar_keys:
+            out[k] = self._scalars[k][int(i)]
+        return out
+
+    def side(self, i: int) -> dict[str, Any]:
+        """The columns of row ``i`` that are not model inputs (``meta["side_keys"]``): arrays as read-only views,
+        scalars as Python numbers."""
+        b, j = self._locate(i)
+        out: dict[str, Any] = {}
+        for k in self.meta.get("side_keys", ()):
+            out[k] = self._array(b, j, k) if k in self._blocks[b] else self._scalars[k][int(i)].item()
         return out
 
     @property
     def guids(self) -> list[str]:
-        """The example ids, in row order."""
+        """The example id of each row, in row order."""
         return [str(g) for g in self.dataset.data.table.column("guid").to_pylist()]
 
     def lengths(self) -> np.ndarray:
-        """``[N]`` number of positions of each example."""
+        """``[N]`` number of positions of each row (with options: of its longest option)."""
+        if self.meta.get("choices"):
+            return np.asarray([self.side(i)["option_lengths"].max() for i in range(len(self))], dtype=np.int64)
         if not self._blocks:
             return np.zeros(0, dtype=np.int64)
         return np.concatenate([np.diff(block["input_ids"][0]) for block in self._blocks]).astype(np.int64)
@@ -221,12 +255,14 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def annotator_identity(context: Any) -> str:
+def annotator_identity(context: Any) -> str | None:
     """What identifies the parser of ``context`` in cache keys: the annotator's content key
     (:meth:`~syntaxformer.data.annotators.Annotator.cache_key`: a retrained pipeline with the same name and
-    version gets a new key). Builds the annotator from ``context.parser`` if needed (cheap: the pipeline itself
-    is loaded only when something is parsed)."""
-    return str(annotator_for(context).cache_key())
+    version gets a new key); ``None`` for an object with ``annotate`` only (its features are not cached). Builds
+    the annotator from ``context.parser`` if needed (cheap: the pipeline itself is loaded only when something is
+    parsed)."""
+    key = getattr(annotator_for(context), "cache_key", None)
+    return None if key is None else str(key())
 
 
 def annotator_for(context: Any) -> Any:
@@ -325,8 +361,11 @@ def _needs_parser(examples: Sequence[TaskExample], context: Any) -> bool:
     )
 
 
-def _cache_key(task_name: str, split: str, data: TaskData, tokenizer: Any, context: Any, parser_id: str) -> str:
+def _cache_key(
+    task_name: str, split: str, data: TaskData, tokenizer: Any, context: Any, parser_id: str | None, rows: RowEncoder
+) -> str:
     options = {
+        **rows.options(),
         "max_length": context.max_length,
         "criterion": context.criterion,
         "syntax_inputs": list(context.syntax_inputs),
@@ -342,7 +381,7 @@ def _cache_key(task_name: str, split: str, data: TaskData, tokenizer: Any, conte
         "task": task_name,
         "split": split,
         "data": data.fingerprint,
-        "examples": _examples_fingerprint(data.examples),
+        "examples": _examples_fingerprint(data.examples, rows),
         "n": len(data),
         "tokenizer": tokenizer_fingerprint(tokenizer),
         "parser": parser_id,
@@ -351,23 +390,97 @@ def _cache_key(task_name: str, split: str, data: TaskData, tokenizer: Any, conte
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _examples_fingerprint(examples: Sequence[TaskExample]) -> str:
-    """SHA-256 of the exact examples (ids, texts, labels, gold-tree leaves): features are reused only for the very
+def _examples_fingerprint(examples: Sequence[Any], rows: RowEncoder) -> str:
+    """SHA-256 of the exact examples (:meth:`RowEncoder.record` of each): features are reused only for the very
     same examples, whatever the data's own fingerprint says (a task that subsamples or filters without changing
     it, two subsamples of the same size). Given analyses are covered by the data fingerprint (the files read)."""
     h = hashlib.sha256()
     for e in examples:
-        record = [
-            e.guid,
-            e.text_a,
-            e.text_b,
-            e.label,
-            e.tree_a.leaves() if e.tree_a is not None else None,
-            e.tree_b.leaves() if e.tree_b is not None else None,
-        ]
-        h.update(json.dumps(record, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+        h.update(json.dumps(rows.record(e), ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()
+
+
+class RowEncoder(Protocol):
+    """How the examples of a task family become feature rows: what :func:`build_features` leaves to the family.
+
+    :class:`TextRows` encodes text (pair) examples (the default); span QA (:class:`~syntaxformer.tasks.squad.SpanRows`:
+    a row per window) and multiple choice (:class:`~syntaxformer.tasks.race.ChoiceRows`: a row per question, one
+    sequence per option) bring their own.
+
+    Attributes:
+        side_keys: columns of a row that are not model inputs (:meth:`FeatureDataset.side`).
+        choices: rows hold one sequence per option, their lengths in the side column ``option_lengths``
+            (:class:`FeatureDataset`).
+    """
+
+    side_keys: tuple[str, ...]
+    choices: bool
+
+    def options(self) -> dict[str, Any]:
+        """What besides the context's options changes the rows (part of the cache key)."""
+
+    def record(self, example: Any) -> list[Any]:
+        """What identifies an example's rows (JSON-serialisable; part of the cache key)."""
+
+    def prepare(self, data: Any, context: Any) -> str | None:
+        """Check the examples against the context before anything is encoded; the parser's identity for the
+        cache key (``"none"`` when nothing is parsed; ``None``: a parser without identity, the rows are not
+        cached)."""
+
+    def encode(
+        self, block: Sequence[Any], indices: Sequence[int], context: Any
+    ) -> tuple[dict[str, list[Any]], int, int]:
+        """The rows of a block of examples (at positions ``indices`` of the split): ``({column: one value per
+        row}, number of examples truncated, number of texts parsed)``. Columns are ``guid`` (the example's id),
+        arrays (any shape, the first dimension the positions) and scalars."""
+
+    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
+        """Where the trees come from, in words, or ``None`` when the family does not say."""
+
+
+class TextRows:
+    """Text (pair) examples (:class:`~syntaxformer.data.examples.TaskExample`) -> one row each
+    (:func:`encode_examples`) with its ``labels`` when the split has them: the :class:`RowEncoder` of the sentence
+    tasks."""
+
+    side_keys: tuple[str, ...] = ()
+    choices: bool = False
+
+    def __init__(self, label_dtype: Any = np.int64):
+        self.label_dtype = label_dtype
+        self.needs_parser = self.labeled = False
+
+    def options(self) -> dict[str, Any]:
+        return {}
+
+    def record(self, example: Any) -> list[Any]:
+        """Ids, texts, labels, gold-tree leaves."""
+        e = example
+        trees = [None if t is None else t.leaves() for t in (e.tree_a, e.tree_b)]
+        return [e.guid, e.text_a, e.text_b, e.label, *trees]
+
+    def prepare(self, data: Any, context: Any) -> str | None:
+        """Given parses where ``syntax="given"``; the parser's identity, ``"given"`` or ``"none"``."""
+        _check_given(data.examples, context)
+        self.needs_parser = _needs_parser(data.examples, context)
+        self.labeled = data.has_labels
+        if self.needs_parser:
+            return annotator_identity(context)
+        return "given" if context.syntax_inputs else "none"
+
+    def encode(
+        self, block: Sequence[Any], indices: Sequence[int], context: Any
+    ) -> tuple[dict[str, list[Any]], int, int]:
+        columns, n_truncated, n_parsed = encode_examples(block, context, self.needs_parser)
+        out: dict[str, list[Any]] = {"guid": [e.guid for e in block], **columns}
+        if self.labeled:
+            out["labels"] = [np.asarray(e.label, dtype=self.label_dtype) for e in block]
+        return out, n_truncated, n_parsed
+
+    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
+        """:func:`syntax_source`."""
+        return syntax_source(data, context)
 
 
 def build_features(
@@ -378,11 +491,13 @@ def build_features(
     *,
     label_dtype: Any = np.int64,
     cache_dir: str | os.PathLike | None = None,
+    rows: RowEncoder | None = None,
 ) -> FeatureDataset:
-    """Features of one split of text (pair) examples, from the processed-features cache when possible.
+    """Features of one split, from the processed-features cache when possible.
 
-    One batched ``datasets.Dataset.map`` over the examples, :data:`BLOCK_SIZE` at a time (:func:`encode_examples`:
-    parse, align, encode), writes the rows as Arrow: to the features cache file
+    One batched ``datasets.Dataset.map`` over the examples, :data:`BLOCK_SIZE` at a time (``rows``, a
+    :class:`RowEncoder`: by default :class:`TextRows`, :func:`encode_examples` on text (pair) examples; span QA and
+    multiple choice give their own), writes the rows as Arrow: to the features cache file
     ``<cache_dir>/<task>-<split>-<key>.arrow`` (the key is our own fingerprint of the examples, the data, the
     tokenizer, the parser and every option, given to ``map`` as ``new_fingerprint``, so ``datasets`` never hashes
     or reuses anything by itself; ``map`` writes a temporary file and moves it into place, so a crash leaves no
@@ -394,8 +509,9 @@ def build_features(
         data: the split's examples.
         context: the :class:`~syntaxformer.tasks.base.TaskContext` (tokenizer, parser, syntax inputs, options).
         split: split name (part of the cache key and file name).
-        label_dtype: ``np.int64`` (class ids) or ``np.float32`` (regression).
+        label_dtype: ``np.int64`` (class ids) or ``np.float32`` (regression), for the default ``rows``.
         cache_dir: folder of the features cache (default ``context.cache_dir``, else :func:`features_cache_dir`).
+        rows: how the examples become rows (default: text (pair) examples, one row each).
 
     Returns:
         A :class:`FeatureDataset`; ``meta`` tells whether it came from the cache (``"cache": "hit"``).
@@ -403,24 +519,23 @@ def build_features(
     import datasets
 
     _check_context(context)
+    rows = rows or TextRows(label_dtype)
     examples = data.examples
-    _check_given(examples, context)
-    needs_parser = _needs_parser(examples, context)
-    parser_id = annotator_identity(context) if needs_parser else ("given" if context.syntax_inputs else "none")
-    key = _cache_key(task_name, split, data, context.tokenizer, context, parser_id)
+    parser_id = rows.prepare(data, context)
+    use_cache = context.use_cache and parser_id is not None
+    key = _cache_key(task_name, split, data, context.tokenizer, context, parser_id, rows)
     folder = Path(cache_dir or context.cache_dir or features_cache_dir())
     path = folder / f"{task_name}-{split}-{key[:20]}.arrow"
-    if context.use_cache and path.is_file() and _meta_path(path).is_file():
+    if use_cache and path.is_file() and _meta_path(path).is_file():
         try:
             ds = FeatureDataset.load(path)
-            if len(ds) == len(data):
+            if ds.meta.get("n_examples") == len(data):
                 ds.meta.update(cache="hit", cache_file=str(path))
-                logger.info("%s %s: %d examples loaded from the features cache %s", task_name, split, len(ds), path)
+                logger.info("%s %s: %d examples loaded from the features cache %s", task_name, split, len(data), path)
                 return ds
         except Exception as e:  # noqa: BLE001 - unreadable / truncated file: rebuild it
             logger.warning("features cache %s is unreadable (%s: %s); rebuilding it", path, type(e).__name__, e)
 
-    labeled = data.has_labels
     counts = {"n_truncated": 0, "n_parsed_texts": 0, "positions": 0}
     shapes: dict[str, list[int]] = {}
     dtypes: dict[str, str] = {}
@@ -429,36 +544,41 @@ def build_features(
         total=n, desc=f"encoding {task_name}", disable=None if context.progress and n >= 2000 else True, unit="ex"
     ) as bar:
 
-        def encode(batch: dict[str, list[Any]], indices: list[int]) -> dict[str, Any]:
+        def encode(batch: dict[str, list[Any]]) -> dict[str, Any]:
+            indices = [int(i) for i in batch["index"]]
             block = [examples[i] for i in indices]
-            columns, n_truncated, n_parsed = encode_examples(block, context, needs_parser)
+            columns, n_truncated, n_parsed = rows.encode(block, indices, context)
             counts["n_truncated"] += n_truncated
             counts["n_parsed_texts"] += n_parsed
             counts["positions"] += sum(len(v) for v in columns["input_ids"])
             out: dict[str, Any] = {}
-            for k, arrays in columns.items():  # [L, D] tables are stored flat; meta["shapes"] keeps D
-                shapes.setdefault(k, list(arrays[0].shape[1:]))
-                dtypes.setdefault(k, arrays[0].dtype.str)
-                out[k] = [a.reshape(-1) for a in arrays]
-            if labeled:
-                out["labels"] = np.asarray([e.label for e in block], dtype=label_dtype)
-                dtypes.setdefault("labels", out["labels"].dtype.str)
+            for k, values in columns.items():
+                if k == "guid" or not values:
+                    out[k] = values
+                    continue
+                first = np.asarray(values[0])
+                dtypes.setdefault(k, first.dtype.str)
+                if first.ndim == 0:  # a scalar per row
+                    out[k] = np.asarray(values, dtype=first.dtype)
+                else:  # [L, D] tables are stored flat; meta["shapes"] keeps D
+                    shapes.setdefault(k, list(first.shape[1:]))
+                    out[k] = [np.asarray(a).reshape(-1) for a in values]
             bar.update(len(block))
             return out
 
-        rows = datasets.Dataset.from_dict({"guid": [e.guid for e in examples]})
+        index = datasets.Dataset.from_dict({"index": np.arange(n, dtype=np.int64)})
         enabled = datasets.utils.logging.is_progress_bar_enabled()
         datasets.utils.logging.disable_progress_bar()  # ours counts the examples
         try:
-            mapped = rows.map(
+            mapped = index.map(
                 encode,
                 batched=True,
                 batch_size=BLOCK_SIZE,
-                with_indices=True,
+                remove_columns=["index"],  # a block of examples may make more rows (windows) than it has
                 new_fingerprint=key,
-                cache_file_name=str(path) if context.use_cache else None,
+                cache_file_name=str(path) if use_cache else None,
                 load_from_cache_file=False,  # a hit is read above, with its description
-                keep_in_memory=not context.use_cache,
+                keep_in_memory=not use_cache,
                 writer_batch_size=BLOCK_SIZE,
             )
         finally:
@@ -467,9 +587,11 @@ def build_features(
     meta = {
         "n_truncated": counts["n_truncated"],
         "max_length": context.max_length,
-        "mean_length": counts["positions"] / n if n else 0.0,
+        "mean_length": counts["positions"] / len(mapped) if len(mapped) else 0.0,
         "shapes": shapes,
         "dtypes": dtypes,
+        "side_keys": list(rows.side_keys),
+        "choices": rows.choices,
         "task": task_name,
         "split": split,
         "n_examples": n,
@@ -479,18 +601,19 @@ def build_features(
         "sample": data.sample_note,
         "total_examples": data.total,
         "parser_noise": context.parser_noise,
-        "syntax_source": syntax_source(data, context),
+        "syntax_source": rows.syntax_source(data, context),
         "cache": "miss",
     }
-    if context.use_cache:
+    if use_cache:
         meta["cache_file"] = str(path)
         with atomic_write(_meta_path(path), "w") as f:
             json.dump(meta, f)
     ds = FeatureDataset(mapped, meta)
     logger.info(
-        "%s %s: %d examples encoded (%d truncated to %s tokens)",
+        "%s %s: %d examples encoded into %d rows (%d truncated to %s tokens)",
         task_name,
         split,
+        n,
         len(ds),
         meta["n_truncated"],
         context.max_length,

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -41,9 +41,12 @@ from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
 
+if TYPE_CHECKING:
+    from syntaxformer.tasks.featurize import FeatureDataset
+
 __all__ = [
+    "ChoiceRows",
     "RaceFeature",
-    "RaceFeatures",
     "RaceFeaturizer",
     "RaceTask",
     "choice_records",
@@ -220,24 +223,49 @@ def feature_arrays(feature: RaceFeature, context: TaskContext) -> dict[str, Any]
     }
 
 
-class RaceFeatures:
-    """The questions of one split: a ``torch.utils.data.Dataset`` of per-question items (``items``,
-    :func:`feature_arrays`) that also keeps the :class:`RaceFeature` objects (``features``)."""
+class ChoiceRows:
+    """Multiple-choice questions -> one feature row per question (:class:`RaceFeaturizer`): the arrays of its
+    options one after the other (their lengths in the side column ``option_lengths``) and ``labels``; read back as
+    :func:`feature_arrays` items (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of multiple choice). The
+    truncation count is the number of questions whose passage was cut for at least one option."""
 
-    def __init__(self, items: list[dict[str, Any]], features: list[RaceFeature]):
-        self.items = items
-        self.features = features
+    side_keys: tuple[str, ...] = ("option_lengths",)
+    choices: bool = True
 
-    def __len__(self) -> int:
-        return len(self.items)
+    def options(self) -> dict[str, Any]:
+        return {}
 
-    def __getitem__(self, i: int) -> dict[str, Any]:
-        return self.items[i]
+    def record(self, example: Any) -> list[Any]:
+        e = example
+        return [e.qid, e.level, e.article, e.question, e.options, e.label]
 
-    @property
-    def truncated(self) -> int:
-        """Questions whose passage was cut to fit ``max_length`` (for at least one option)."""
-        return sum(f.truncated for f in self.features)
+    def prepare(self, data: Any, context: Any) -> str | None:
+        from syntaxformer.tasks.featurize import annotator_identity
+
+        return annotator_identity(context) if context.syntax_inputs else "none"  # every text is parsed
+
+    def encode(
+        self, block: Sequence[Any], indices: Sequence[int], context: Any
+    ) -> tuple[dict[str, list[Any]], int, int]:
+        from syntaxformer.tasks.featurize import annotator_for
+
+        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        featurizer = RaceFeaturizer(context.tokenizer, annotator, max_length=context.max_length)
+        parses = featurizer.parse(block)
+        features = featurizer(block, parses)
+        columns: dict[str, list[Any]] = {"guid": [f.qid for f in features], "option_lengths": []}
+        labels = []
+        for f in features:
+            item = feature_arrays(f, context)
+            columns["option_lengths"].append(np.asarray([len(o["input_ids"]) for o in item["options"]], np.int64))
+            for k in item["options"][0]:
+                columns.setdefault(k, []).append(np.concatenate([o[k] for o in item["options"]]))
+            labels.append(item["labels"])
+        columns["labels"] = labels
+        return columns, sum(f.truncated for f in features), len(parses) if annotator is not None else 0
+
+    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
+        return None
 
 
 def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labels: bool = True) -> dict[str, Any]:
@@ -450,18 +478,18 @@ class RaceTask(Task[TaskData]):
             [example(i, r) for i, r in enumerate(inputs)], ("qid", "article", "question", "options")
         )
 
-    def featurize(self, data: TaskData, context: TaskContext, split: str) -> RaceFeatures:
-        """One item per question (:class:`RaceFeaturizer`, ``context.max_length`` per option sequence)."""
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
+        """One row per question (:class:`ChoiceRows`, ``context.max_length`` per option sequence), in Arrow
+        (:func:`~syntaxformer.tasks.featurize.build_features`); ``meta["n_truncated"]`` counts the questions whose
+        passage was cut."""
         if context.parser_noise:
             raise ConfigError(
                 f"parser_noise={context.parser_noise}: parser noise is supported by the "
                 "sentence tasks only, not by RACE"
             )
-        from syntaxformer.tasks.featurize import annotator_for
+        from syntaxformer.tasks.featurize import build_features
 
-        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
-        features = RaceFeaturizer(context.tokenizer, annotator, max_length=context.max_length)(data.examples)
-        return RaceFeatures([feature_arrays(f, context) for f in features], features)
+        return build_features(self.name, data, context, split, rows=ChoiceRows())
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """``[B, C, L]`` batches (:func:`race_collate`)."""

@@ -19,7 +19,6 @@ import numpy as np
 
 from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
 from syntaxformer.data.readers.glue import TsvLayout
-from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import ConfigError, DataError, SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, sample_limit
 
@@ -345,7 +344,8 @@ def load_hub_split(
         config: hub config name (default ``spec.hub[1]``, e.g. ``"sst2"``).
         load_kwargs: passed to ``datasets.load_dataset``.
     """
-    datasets = import_datasets("reading a Hugging Face hub data set")
+    import datasets
+
     name = dataset or spec.hub[0]
     same = dataset is None or name.split("/")[-1] == spec.hub[0].split("/")[-1]  # "glue" or "nyu-mll/glue"
     config = config if config is not None else (spec.hub[1] if same else None)

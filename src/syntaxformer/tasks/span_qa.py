@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,7 +22,14 @@ from syntaxformer.data.align import AlignedExample, SyntaxAligner
 from syntaxformer.data.sentence import Document
 from syntaxformer.errors import InputError
 
-__all__ = ["SquadFeature", "SquadFeaturizer", "SquadPredictions", "answer_token_span", "postprocess_predictions"]
+__all__ = [
+    "SquadFeature",
+    "SquadFeaturizer",
+    "SquadPredictions",
+    "Window",
+    "answer_token_span",
+    "postprocess_predictions",
+]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -175,7 +182,21 @@ class SquadPredictions:
     nbest: dict[str, list[dict[str, Any]]]
 
 
-def _max_context_windows(feats: Sequence[tuple[int, SquadFeature]]) -> dict[int, int]:
+class Window(Protocol):
+    """What decoding reads of a window: a :class:`SquadFeature`, or a window kept elsewhere (the Arrow rows of
+    :class:`~syntaxformer.tasks.squad.SpanRows`)."""
+
+    @property
+    def example_index(self) -> int: ...
+
+    @property
+    def window(self) -> int: ...
+
+    @property
+    def passage_offsets(self) -> np.ndarray: ...
+
+
+def _max_context_windows(feats: Sequence[tuple[int, Window]]) -> dict[int, int]:
     """``passage char start of a token -> index j of its max-context window`` for ``(j, feature)`` pairs."""
     best: dict[int, tuple[float, int]] = {}
     for j, f in feats:
@@ -196,7 +217,7 @@ def _to_numpy(x: Any) -> np.ndarray:
 
 def postprocess_predictions(
     examples: Sequence[Any],
-    features: Sequence[SquadFeature],
+    features: Sequence[Window],
     start_logits: Any,
     end_logits: Any,
     verifier_logits: Any | None = None,
@@ -229,7 +250,7 @@ def postprocess_predictions(
 
     Args:
         examples: the questions, as given to the featurizer (``feature.example_index`` indexes this list).
-        features: the windows; ``start_logits`` / ``end_logits`` are ``[N_features, L]`` (padded positions are
+        features: the windows (:class:`SquadFeature` or any :class:`Window`); ``start_logits`` / ``end_logits`` are ``[N_features, L]`` (padded positions are
             never chosen: they are not passage tokens) or a list of 1-d arrays.
     """
     starts = [_to_numpy(x) for x in start_logits]

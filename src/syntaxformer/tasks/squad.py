@@ -16,15 +16,18 @@ test part (:func:`~syntaxformer.tasks.squad_metric.squad_scores`), docs/reading_
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from syntaxformer.data.examples import TaskData
-from syntaxformer.data.readers.squad import SquadExample, load_squad_hub, read_squad, split_by_article, squad_counts
+from syntaxformer.data.readers.squad import SquadExample, example_from_row, read_squad, split_by_article, squad_counts
+from syntaxformer.data.readers.table import TableExamples, load_dataset_table
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
@@ -36,18 +39,23 @@ from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared
     postprocess_predictions,
 )
 
+if TYPE_CHECKING:
+    from syntaxformer.tasks.featurize import FeatureDataset
+
 __all__ = [
     "LABEL_KEYS",
     "VERIFIERS",
+    "SpanRows",
     "SquadFeature",
-    "SquadFeatures",
     "SquadFeaturizer",
     "SquadPredictions",
     "SquadTask",
+    "StoredWindow",
     "answer_token_span",
     "feature_arrays",
     "json_safe_scores",
     "postprocess_predictions",
+    "stored_windows",
     "threshold_note",
     "threshold_split",
 ]
@@ -69,19 +77,73 @@ def feature_arrays(feature: SquadFeature, context: TaskContext) -> dict[str, np.
     return out
 
 
-class SquadFeatures:
-    """The windows of one split: a ``torch.utils.data.Dataset`` of per-window dicts of arrays (``items``) that
-    also keeps the windows themselves (``windows``: :class:`SquadFeature`, what decoding needs)."""
+@dataclass(frozen=True)
+class StoredWindow:
+    """What decoding (:func:`postprocess_predictions`) reads of a window kept in Arrow: the question's position in
+    the split, the window's number and the passage offsets ``[L, 2]`` (a read-only view)."""
 
-    def __init__(self, items: list[dict[str, np.ndarray]], windows: list[SquadFeature]):
-        self.items = items
-        self.windows = windows
+    example_index: int
+    window: int
+    passage_offsets: np.ndarray
 
-    def __len__(self) -> int:
-        return len(self.items)
 
-    def __getitem__(self, i: int) -> dict[str, np.ndarray]:
-        return self.items[i]
+class SpanRows:
+    """Span QA examples -> one feature row per window (:class:`SquadFeaturizer`): the model's arrays and labels
+    (:func:`feature_arrays`), and, for decoding, the side columns ``example_index``, ``window`` and
+    ``passage_offsets`` (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of span QA)."""
+
+    side_keys: tuple[str, ...] = ("example_index", "window", "passage_offsets")
+    choices: bool = False
+
+    def __init__(self, stride: int, question_first: bool):
+        self.stride, self.question_first = int(stride), bool(question_first)
+
+    def options(self) -> dict[str, Any]:
+        return {"doc_stride": self.stride, "question_first": self.question_first}
+
+    def record(self, example: Any) -> list[Any]:
+        e = example
+        return [e.qid, e.title, e.context, e.question, e.answers, e.is_impossible]
+
+    def prepare(self, data: Any, context: Any) -> str | None:
+        from syntaxformer.tasks.featurize import annotator_identity
+
+        return annotator_identity(context) if context.syntax_inputs else "none"  # every text is parsed
+
+    def encode(
+        self, block: Sequence[Any], indices: Sequence[int], context: Any
+    ) -> tuple[dict[str, list[Any]], int, int]:
+        from syntaxformer.tasks.featurize import annotator_for
+
+        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        featurizer = SquadFeaturizer(
+            context.tokenizer, annotator, context.max_length, self.stride, question_first=self.question_first
+        )
+        try:
+            windows = featurizer(block)
+        except ValueError as e:  # window room (max_length - question - specials) too small for the stride
+            raise ConfigError(
+                f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
+                f"{self.stride}); raise --max-length or lower the overlap with --set doc_stride=N "
+                "(task_options doc_stride)"
+            ) from e
+        columns: dict[str, list[Any]] = {"guid": [w.qid for w in windows]}
+        columns["example_index"] = [indices[w.example_index] for w in windows]
+        columns["window"] = [w.window for w in windows]
+        columns["passage_offsets"] = [np.asarray(w.passage_offsets, dtype=np.int64) for w in windows]
+        for w in windows:
+            for k, v in feature_arrays(w, context).items():
+                columns.setdefault(k, []).append(v)
+        n_parsed = len({e.context for e in block}) + len(block) if annotator is not None else 0
+        return columns, 0, n_parsed
+
+    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
+        return None
+
+
+def stored_windows(features: FeatureDataset) -> list[StoredWindow]:
+    """The windows of span QA features, in row order, as decoding reads them."""
+    return [StoredWindow(**features.side(j)) for j in range(len(features))]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -181,6 +243,10 @@ def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
         )
     verifier = next((x for x in raw[2:] if np.ndim(x) == 2 and np.shape(x)[-1] == 2), None)
     return raw[0], raw[1], verifier
+
+
+def _row_example(rows: Sequence[Mapping[str, Any]], i: int) -> SquadExample:
+    return example_from_row(rows[i])
 
 
 @register_task
@@ -313,6 +379,9 @@ class SquadTask(Task[TaskData]):
         ``held_out_titles``, and for ``dev`` / ``test`` the threshold protocol: ``tuning_qids`` and
         ``threshold_protocol`` (:func:`threshold_split`).
 
+        With ``dataset`` (a hub name or a ``save_to_disk`` folder; ``dataset_config``) the examples are made from
+        its Arrow rows when read (:class:`~syntaxformer.data.readers.table.TableExamples`).
+
         Raises:
             ConfigError / DataError: an unknown split, a missing file, an empty part, or too few articles to split.
         """
@@ -321,11 +390,11 @@ class SquadTask(Task[TaskData]):
         if split not in self.splits:
             raise ConfigError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
         metadata: dict[str, Any] = {}
-        if data.get("dataset"):
-            name = str(data["dataset"])
-            hub_split = {"train": "train", "dev": "validation", "test": "test"}[split]
-            examples = load_squad_hub(name, hub_split)
-            source = f"hub:{name}/{hub_split}"
+        examples: Sequence[SquadExample]
+        if data.get("dataset"):  # a hub data set or a datasets folder: the examples are a view of its Arrow rows
+            table = load_dataset_table(str(data["dataset"]), data.get("dataset_config"), split)
+            examples = TableExamples(functools.partial(_row_example, table.rows), range(len(table)))
+            source = table.source
         else:
             train_file = (
                 Path(data["train_file"])
@@ -433,8 +502,9 @@ class SquadTask(Task[TaskData]):
             for r, qid in zip(inputs, predictions.ids)
         ]
 
-    def featurize(self, data: TaskData, context: TaskContext, split: str) -> SquadFeatures:
-        """The windows of every question (:class:`SquadFeaturizer`) with the model's arrays and the labels."""
+    def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
+        """One row per window of every question (:class:`SpanRows`: the model's arrays, the labels and what
+        decoding reads), in Arrow (:func:`~syntaxformer.tasks.featurize.build_features`)."""
         if context.parser_noise:
             raise ConfigError(
                 f"parser_noise={context.parser_noise}: parser noise is supported by the "
@@ -446,25 +516,9 @@ class SquadTask(Task[TaskData]):
                 f"be below max_length={context.max_length}: lower it with --set doc_stride="
                 f"{max(1, context.max_length // 4)} (task_options doc_stride) or raise --max-length"
             )
-        from syntaxformer.tasks.featurize import annotator_for
+        from syntaxformer.tasks.featurize import build_features
 
-        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
-        featurizer = SquadFeaturizer(
-            context.tokenizer,
-            annotator,
-            max_length=context.max_length,
-            stride=self.doc_stride,
-            question_first=self.question_first,
-        )
-        try:
-            windows = featurizer(data.examples)
-        except ValueError as e:  # window room (max_length - question - specials) too small for the stride
-            raise ConfigError(
-                f"SQuAD windows: {e} (max_length={context.max_length}, doc_stride="
-                f"{self.doc_stride}); raise --max-length or lower the overlap with --set doc_stride=N "
-                "(task_options doc_stride)"
-            ) from e
-        return SquadFeatures([feature_arrays(w, context) for w in windows], windows)
+        return build_features(self.name, data, context, split, rows=SpanRows(self.doc_stride, self.question_first))
 
     # -- predictions -------------------------------------------------------------------------------------
     def postprocess(
@@ -492,7 +546,9 @@ class SquadTask(Task[TaskData]):
                 f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
                 "logits (was the model built with qa_verifier=True?)"
             )
-        windows = features.windows if isinstance(features, SquadFeatures) else features
+        from syntaxformer.tasks.featurize import FeatureDataset
+
+        windows = stored_windows(features) if isinstance(features, FeatureDataset) else features
         result = postprocess_predictions(
             data.examples,
             windows,

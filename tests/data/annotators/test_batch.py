@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pickle
 
+import datasets
 import pytest
 
 from syntaxformer.data import make_annotator
@@ -15,8 +16,6 @@ from syntaxformer.errors import AnnotatorError
 from tests.conftest import data_path
 
 pytestmark = pytest.mark.slow
-
-datasets = pytest.importorskip("datasets", reason="pip install datasets (the dev extra) to run the datasets.map tests")
 
 
 def sst2_sentences(n: int, start: int = 0) -> list[str]:

@@ -1,12 +1,11 @@
 """Tests of syntaxformer.data.readers.table: CSV / TSV / JSON / JSONL rows, and the errors a user's file causes."""
 
 import json
-import sys
 
 import pytest
 
-from syntaxformer.data.readers.table import load_dataset_table, read_table, require_columns
-from syntaxformer.errors import DataError, FormatError, MissingDependencyError
+from syntaxformer.data.readers.table import read_table, require_columns
+from syntaxformer.errors import DataError, FormatError
 
 ROWS = [{"review": 'a "fine", witty film', "stars": "5"}, {"review": "dull", "stars": "1"}]
 
@@ -83,24 +82,6 @@ def test_table_missing_column_lists_the_columns_and_suggests_one(tmp_path):
     ):
         require_columns(table, {"text": "reveiw"})
     require_columns(table, {"label": "gold"}, optional=("label",))
-
-
-def test_table_datasets_folder_needs_the_datasets_package(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "datasets", None)  # as if not installed
-    folder = tmp_path / "saved"
-    folder.mkdir()
-    with pytest.raises(MissingDependencyError, match="datasets folder .*pip install datasets"):
-        read_table(folder)
-    with pytest.raises(MissingDependencyError, match="hub data set 'imdb'.*pip install datasets"):
-        load_dataset_table("imdb")
-    # the SQuAD and RACE hub loaders say the same (SQuAD's raised a bare ImportError)
-    from syntaxformer.data.readers.race import load_race_hub
-    from syntaxformer.data.readers.squad import load_squad_hub
-
-    with pytest.raises(MissingDependencyError, match="loading SQuAD from the hub needs .*pip install datasets"):
-        load_squad_hub()
-    with pytest.raises(MissingDependencyError, match="loading RACE from the hub needs .*pip install datasets"):
-        load_race_hub()
 
 
 def test_table_datasets_folder_round_trip(tmp_path):

@@ -40,7 +40,7 @@ from typing import Any
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.constituency import Tree
 from syntaxformer.data.sentence import Document, Sentence
-from syntaxformer.errors import AnnotatorError, MissingDependencyError
+from syntaxformer.errors import AnnotatorError
 
 __all__ = ["MODES", "SENTENCE_FIELDS", "BatchAnnotator", "document_from_row", "sentence_from_row"]
 
@@ -163,20 +163,9 @@ class BatchAnnotator:
 
         Args:
             input_features: the input dataset's ``features`` (kept as they are), or ``None``.
-
-        Raises:
-            MissingDependencyError: ``datasets`` is not installed.
         """
-        try:
-            from datasets import Features, Value
-        except ImportError as e:
-            raise MissingDependencyError(
-                "BatchAnnotator.features needs the `datasets` package: pip install 'syntaxformer[hub]'"
-            ) from e
-        try:
-            from datasets import List
-        except ImportError:  # datasets < 4: the same list type under its old name
-            from datasets import Sequence as List
+        from datasets import Features, List, Value
+
         string, integer = Value("string"), Value("int64")
         per_sentence = {
             "words": List(string),

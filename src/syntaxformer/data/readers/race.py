@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import open_text
 
@@ -231,7 +230,9 @@ def load_race_hub(
 ) -> list[RaceExample]:
     """Load RACE (``config``: ``all``, ``middle`` or ``high``) by name through the ``datasets`` hub (needs
     ``datasets`` and a network or its cache)."""
-    rows = import_datasets("loading RACE from the hub").load_dataset(name, config, split=split, **kwargs)
+    import datasets
+
+    rows = datasets.load_dataset(name, config, split=split, **kwargs)
     return examples_from_hub_rows(rows, level=config if config in LEVELS else None)
 
 

@@ -19,15 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from syntaxformer.data.readers.table import import_datasets
 from syntaxformer.errors import ConfigError, FormatError
 from syntaxformer.utils import open_text
 
 __all__ = [
     "SquadExample",
+    "example_from_row",
     "examples_from_rows",
     "gold_answers",
-    "load_squad_hub",
     "read_squad",
     "split_by_article",
     "squad_counts",
@@ -139,26 +138,21 @@ def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
 def examples_from_rows(rows: Any) -> list[SquadExample]:
     """Examples from Hugging Face ``datasets`` rows of SQuAD (``id``, ``title``, ``context``, ``question``,
     ``answers = {"text": [...], "answer_start": [...]}``); no answer = unanswerable."""
-    out = []
-    for r in rows:
-        ans = r.get("answers") or {"text": [], "answer_start": []}
-        answers = [{"text": t, "answer_start": int(s)} for t, s in zip(ans["text"], ans["answer_start"])]
-        out.append(
-            SquadExample(
-                qid=r["id"],
-                title=r.get("title", ""),
-                context=r["context"],
-                question=r["question"],
-                answers=answers,
-                is_impossible=not answers,
-            )
-        )
-    return out
+    return [example_from_row(r) for r in rows]
 
 
-def load_squad_hub(name: str = "rajpurkar/squad_v2", split: str = "train", **kwargs: Any) -> list[SquadExample]:
-    """Load SQuAD by name through the ``datasets`` hub (needs ``datasets`` and a network or its cache)."""
-    return examples_from_rows(import_datasets("loading SQuAD from the hub").load_dataset(name, split=split, **kwargs))
+def example_from_row(r: Mapping[str, Any]) -> SquadExample:
+    """The example of one Hugging Face ``datasets`` row of SQuAD (see :func:`examples_from_rows`)."""
+    ans = r.get("answers") or {"text": [], "answer_start": []}
+    answers = [{"text": t, "answer_start": int(s)} for t, s in zip(ans["text"], ans["answer_start"])]
+    return SquadExample(
+        qid=r["id"],
+        title=r.get("title", ""),
+        context=r["context"],
+        question=r["question"],
+        answers=answers,
+        is_impossible=not answers,
+    )
 
 
 def squad_counts(examples: Sequence[SquadExample]) -> dict[str, int]:

@@ -40,14 +40,18 @@ import io
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
+
+import numpy as np
 
 from syntaxformer.data.examples import file_fingerprint
-from syntaxformer.errors import DataError, FormatError, MissingDependencyError
+from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import DuplicateKeyError, json_lines, open_text, unique_keys
+
+ExampleT = TypeVar("ExampleT")
 
 __all__ = [
     "HUB_SPLITS",
@@ -55,8 +59,8 @@ __all__ = [
     "TEXT_FORMATS",
     "DatasetRows",
     "Table",
+    "TableExamples",
     "dataset_splits",
-    "import_datasets",
     "load_dataset_table",
     "read_table",
     "require_columns",
@@ -142,7 +146,6 @@ def read_table(
     Raises:
         DataError: the file does not exist, or holds no rows.
         FormatError: a malformed file (the message names the file and line).
-        MissingDependencyError: a ``datasets`` folder without the ``datasets`` package.
     """
     numbers: list[int] | None  # line numbers of the rows, where the format has lines
     if lines and str(path) == "-":
@@ -320,18 +323,6 @@ def _read_jsonl(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]],
     return _columns_of(rows), rows, lines
 
 
-def import_datasets(what: str) -> Any:
-    """The ``datasets`` package, or a :class:`MissingDependencyError` saying that ``what`` needs it."""
-    try:
-        import datasets
-    except ImportError as e:
-        raise MissingDependencyError(
-            f"{what} needs the 'datasets' package: pip install datasets (or pip install 'syntaxformer[hub]'); "
-            "CSV, TSV, JSON and JSONL files need no extra package"
-        ) from e
-    return datasets
-
-
 def load_dataset_table(name: str, config: str | None = None, split: str = "train") -> Table:
     """One split of a ``datasets`` folder (``save_to_disk``) or a hub data set as a :class:`Table`.
 
@@ -341,7 +332,6 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         split: ``train``, ``dev`` (the data set's ``validation``, ``dev`` or ``valid``) or ``test``.
 
     Raises:
-        MissingDependencyError: ``datasets`` is not installed.
         DataError: the data set cannot be loaded, lacks the split (the message lists its splits) or is empty.
     """
     folder = Path(name).is_dir()
@@ -359,7 +349,8 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         source = name
     if not len(ds):
         raise DataError(f"{source} holds no rows")
-    datasets = import_datasets(f"reading {source}")
+    import datasets
+
     classes = {c: list(f.names) for c, f in ds.features.items() if isinstance(f, datasets.ClassLabel)}
     fp = ds._fingerprint  # datasets fingerprints each data set by its content and history
     return Table(
@@ -369,6 +360,35 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
         hashlib.sha256(f"datasets|{source}|{config}|{fp}".encode()).hexdigest(),
         label_names=classes,
     )
+
+
+class TableExamples(Sequence[ExampleT]):
+    """The examples of a split as a view of its table's rows: each example is made when it is read,
+    so the rows stay where the reader keeps them (Arrow for a ``datasets`` folder) instead of becoming one Python
+    object per row for the life of the split.
+
+    Args:
+        make: the example of the table row at a position.
+        positions: the table rows of the split, in order.
+    """
+
+    def __init__(self, make: Callable[[int], ExampleT], positions: Sequence[int]):
+        self._make = make
+        self._positions = np.asarray(positions, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> ExampleT: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ExampleT]: ...
+
+    def __getitem__(self, index: int | slice) -> ExampleT | list[ExampleT]:
+        if isinstance(index, slice):
+            return [self._make(int(i)) for i in self._positions[index]]
+        return self._make(int(self._positions[index]))
 
 
 class DatasetRows(Sequence):
@@ -417,7 +437,8 @@ def _load_dataset(name: str, config: str | None) -> Any:
     folder = Path(name).is_dir()
     if not folder and (name, config) in _HUB_LOADED:
         return _HUB_LOADED[(name, config)]
-    datasets = import_datasets(f"reading the datasets folder {name}" if folder else f"the hub data set {name!r}")
+    import datasets
+
     try:
         ds = datasets.load_from_disk(name) if folder else datasets.load_dataset(name, config)
     except Exception as e:  # offline, unknown name, not a saved data set ... : one clear line
@@ -441,7 +462,7 @@ def dataset_splits(name: str, config: str | None = None) -> tuple[str, ...]:
     ``Dataset`` is ``train`` alone (:func:`load_dataset_table` still reads it for any split it is named for).
 
     Raises:
-        MissingDependencyError, DataError: as :func:`load_dataset_table`.
+        DataError: as :func:`load_dataset_table`.
     """
     ds = _load_dataset(name, config)
     if not isinstance(ds, Mapping):
