@@ -25,7 +25,7 @@ from syntaxformer.data.translation_pairs import (  # shared with exported model 
 )
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
-from syntaxformer.tasks.featurize import annotator_for
+from syntaxformer.tasks.featurize import annotator_for, annotator_identity
 
 __all__ = ["ARMS", "PAD_VALUES", "TAG_CONTROLS", "TranslationTask", "collate_pairs", "control_tags", "encode_pairs"]
 
@@ -187,6 +187,8 @@ class TranslationTask(Task[ParallelCorpus]):
         #: the tokenizers of this run (set by build_tokenizer / load_tokenizers)
         self.source_tokenizer: Any = None
         self.target_tokenizer: Any = None
+        #: the parser of the last featurized sources (:meth:`feature_facts`)
+        self.parser: str | None = None
 
     def options(self) -> dict[str, Any]:
         return {
@@ -299,6 +301,7 @@ class TranslationTask(Task[ParallelCorpus]):
         max_source = self.max_source_length if split in ("train", "dev", "valid") else self.max_eval_source_length
         syntax = tuple(context.syntax_inputs)
         annotator = annotator_for(context) if syntax else None
+        self.parser = annotator_identity(context) if syntax else "none"
         items = encode_pairs(
             data,
             context.tokenizer,
@@ -314,6 +317,11 @@ class TranslationTask(Task[ParallelCorpus]):
                 rng = np.random.default_rng([self.tag_seed, zlib.crc32(split.encode()), i])
                 item["upos_ids"] = control_tags(item["upos_ids"], item["subword_ids"], self.tag_control, rng)
         return items
+
+    def feature_facts(self, features: Any) -> dict[str, Any]:
+        """``parser``: the identity of the annotator that parsed the sources (its ``cache_key``, as the other tasks
+        record it), ``"none"`` when the model reads no syntax."""
+        return {"parser": self.parser}
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """:func:`collate_pairs` with the source pad id and the decoder start id (``<s>``)."""

@@ -11,11 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from syntaxformer.errors import DataError
 from syntaxformer.tasks.metrics import corpus_bleu
-from syntaxformer.utils import progress
 
 __all__ = ["TranslationModel", "corpus_bleu", "load_translation_model", "translate", "translate_and_score"]
 
@@ -78,7 +75,6 @@ def load_translation_model(folder: str | Path, annotator: Any = None, max_source
     return TranslationModel(model, src_tok, tgt_tok, max_source_length, annotator)
 
 
-@torch.no_grad()
 def translate(
     tm: TranslationModel,
     sources: Sequence[str],
@@ -88,11 +84,9 @@ def translate(
     name: str = "sources",
     **generate_options: Any,
 ) -> list[str]:
-    """Translate raw sentences (batched beam search with ``model.generate``), detokenised, in input order.
-
-    The sources get the syntax inputs the model reads (``model.config.syntax_inputs``), as in training; batches
-    group sentences of similar length (longest first), as :class:`~syntaxformer.training.trainer.
-    SyntaxSeq2SeqTrainer` does in ``predict``, so both give the same translations.
+    """Translate raw sentences, detokenised, in input order: the library's one decoding path
+    (:func:`~syntaxformer.modeling.seq2seq.translate_texts`; batches of similar length, longest first, as a run's
+    evaluation and ``predict`` make them, so all give the same translations).
 
     Args:
         tm: the loaded model (:func:`load_translation_model`).
@@ -102,47 +96,21 @@ def translate(
         **generate_options: passed to ``generate`` (``max_new_tokens``, ``length_penalty`` ...); default
             ``max_new_tokens``: :func:`~syntaxformer.modeling.seq2seq.default_max_new_tokens` of the batch.
     """
-    from syntaxformer.data.bpe import BOS_ID
-    from syntaxformer.data.readers.parallel import ParallelCorpus
-    from syntaxformer.data.translation_pairs import collate_pairs, encode_pairs
-    from syntaxformer.modeling.seq2seq import default_max_new_tokens
-    from syntaxformer.training.batching import length_batches
+    from syntaxformer.modeling.seq2seq import translate_texts
 
-    sources = list(sources)
-    out = [""] * len(sources)
-    keep = [i for i, s in enumerate(sources) if s.strip()]
-    if not keep:
-        return out
-    corpus = ParallelCorpus([sources[i] for i in keep], None, [str(i) for i in keep], name)
-    syntax = tuple(tm.model.config.syntax_inputs)
-    items = encode_pairs(
-        corpus,
+    return translate_texts(
+        tm.model,
+        list(sources),
         tm.source_tokenizer,
-        None,
-        tm.annotator if syntax else None,
-        syntax,
+        tm.target_tokenizer,
+        tm.annotator if tm.model.config.syntax_inputs else None,
         tm.max_source_length,
-        show_progress=False,
+        batch_size,
+        num_beams=num_beams,
+        show_progress=show_progress,
+        desc=f"translating {name}",
+        **generate_options,
     )
-    model = tm.model
-    model.eval()
-    device = next(model.parameters()).device
-    pad = tm.source_tokenizer.pad_token_id or 0
-    batches = length_batches([len(it["input_ids"]) for it in items], batch_size, shuffle=False)
-    with progress(
-        total=len(items), desc=f"translating {name}", unit="sent", disable=None if show_progress else True
-    ) as bar:
-        for idx in batches:
-            batch = {k: v.to(device) for k, v in collate_pairs([items[i] for i in idx], pad, BOS_ID).items()}
-            options = dict(generate_options)
-            if "max_new_tokens" not in options and "max_length" not in options:
-                options["max_new_tokens"] = default_max_new_tokens(batch["input_ids"].shape[1])
-            ids = model.generate(**batch, num_beams=num_beams, **options)
-            texts = tm.target_tokenizer.batch_decode(ids, skip_special_tokens=True)
-            for i, t in zip(idx, texts):
-                out[keep[i]] = t.strip()
-            bar.update(len(idx))
-    return out
 
 
 def translate_and_score(
