@@ -328,7 +328,10 @@ class Predictor:
         if self.head == "seq2seq":  # the one decoding path of every translation
             from syntaxformer.modeling.seq2seq import generate_ids
 
-            outputs: Any = {"ids": list(generate_ids(self.model, features, int(batch_size), num_beams=self.num_beams))}
+            ids = generate_ids(
+                self.model, features, int(batch_size), show_progress=bool(context.progress), num_beams=self.num_beams
+            )
+            outputs: Any = {"ids": list(ids)}
         else:
             collate = self.task.collator(context) if self.task is not None else _default_collator(context)
             outputs = run_batches(

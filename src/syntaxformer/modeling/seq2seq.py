@@ -53,7 +53,6 @@ __all__ = [
     "default_max_new_tokens",
     "generate_ids",
     "seq2seq_config",
-    "translate_items",
     "translate_texts",
 ]
 
@@ -490,7 +489,7 @@ def generate_ids(
 ) -> np.ndarray:
     """Beam search over encoded sources: the one decoding path of every translation (the evaluation sets of a run,
     ``predict``, :class:`~syntaxformer.inference.Predictor` and the pipelines, an exported folder's pipeline,
-    :func:`syntaxformer.translation.translate`).
+    ``syntaxformer translate``).
 
     Batches hold sources of similar length, longest first (:func:`~syntaxformer.modeling.raw_text.batches`); each
     goes through ``model.generate`` once.
@@ -523,13 +522,6 @@ def generate_ids(
     return padded(rows, -100, np.int64) if rows else np.zeros((0, 0), dtype=np.int64)
 
 
-def translate_items(
-    model: Any, items: Sequence[Mapping[str, np.ndarray]], target_tokenizer: Any, batch_size: int = 64, **options: Any
-) -> list[str]:
-    """:func:`generate_ids`, detokenised (:func:`~syntaxformer.data.translation_pairs.decode_translations`)."""
-    return decode_translations(generate_ids(model, items, batch_size, **options), target_tokenizer)
-
-
 def translate_texts(
     model: Any,
     sources: Sequence[str],
@@ -542,15 +534,15 @@ def translate_texts(
 ) -> list[str]:
     """Raw source sentences -> translations in input order: parsed by ``annotator`` when the model reads syntax
     (``config.syntax_inputs``), encoded (:func:`~syntaxformer.data.translation_pairs.encode_pairs`, up to
-    ``max_source_length`` pieces), then :func:`translate_items` (``options``: its own). A blank source gives an
-    empty translation."""
+    ``max_source_length`` pieces), translated by :func:`generate_ids` (``options``: its own) and detokenised. A
+    blank source gives an empty translation."""
     keep = [i for i, s in enumerate(sources) if s.strip()]
     syntax = tuple(model.config.syntax_inputs)
     items = encode_pairs(
         [sources[i] for i in keep], source_tokenizer, None, annotator, syntax, max_source_length, show_progress=False
     )
     out = [""] * len(sources)
-    for i, text in zip(keep, translate_items(model, items, target_tokenizer, batch_size, **options)):
+    for i, text in zip(keep, decode_translations(generate_ids(model, items, batch_size, **options), target_tokenizer)):
         out[i] = text
     return out
 

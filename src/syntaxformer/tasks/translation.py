@@ -7,6 +7,8 @@ and the model (:meth:`TranslationTask.build_model`, one of the :data:`ARMS`). Sc
 
 from __future__ import annotations
 
+import copy
+import inspect
 import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -191,33 +193,9 @@ class TranslationTask(Task[ParallelCorpus]):
         self.parser: str | None = None
 
     def options(self) -> dict[str, Any]:
-        return {
-            "arm": self.arm,
-            "features": list(self.features),
-            "feature_dim": self.feature_dim,
-            "feature_combine": self.feature_combine,
-            "use_sg_layer": self.use_sg_layer,
-            "sg_mask": self.sg_mask,
-            "tag_control": self.tag_control,
-            "tag_seed": self.tag_seed,
-            "alpha": self.alpha,
-            "preset": self.preset,
-            "seq2seq_overrides": dict(self.seq2seq_overrides),
-            "fraction": self.fraction,
-            "data_seed": self.data_seed,
-            "train_source": self.train_source,
-            "train_target": self.train_target,
-            "valid_source": self.valid_source,
-            "valid_target": self.valid_target,
-            "eval_sets": dict(self.eval_sets),
-            "tokenizer_dir": self.tokenizer_dir,
-            "source_vocab_size": self.source_vocab_size,
-            "target_vocab_size": self.target_vocab_size,
-            "max_source_length": self.max_source_length,
-            "max_target_length": self.max_target_length,
-            "max_eval_source_length": self.max_eval_source_length,
-            "data_dir": self.data_dir,
-        }
+        """Every ``__init__`` option, as this task holds it (an attribute of the same name)."""
+        names = [n for n in inspect.signature(TranslationTask.__init__).parameters if n != "self"]
+        return copy.deepcopy({n: getattr(self, n) for n in names})
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
@@ -495,8 +473,9 @@ class TranslationTask(Task[ParallelCorpus]):
         }
 
     def run_files(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
-        """``hyp.<set>.txt``: the translations, one per line."""
-        return {f"hyp.{data.name}.txt": "".join(v + "\n" for v in predictions.values)}
+        """``hyp.<set>.txt``: the translations, one per line (``<set>``: the corpus name's last part, so a set read
+        from ``/data/valid.en`` writes ``hyp.valid.en.txt`` in the run folder)."""
+        return {f"hyp.{Path(data.name).name}.txt": "".join(v + "\n" for v in predictions.values)}
 
     def prediction_records(self, data: ParallelCorpus, predictions: Predictions) -> list[dict[str, Any]]:
         """Per sentence, named as ``predict --input`` names them: ``id``, ``text`` (the source), ``translation``

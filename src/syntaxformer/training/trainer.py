@@ -387,7 +387,7 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
     * **Validation batches sorted by source length** (longest first).
     * **Translations by the library's one decoding path** (:meth:`predict`:
       :func:`~syntaxformer.modeling.seq2seq.generate_ids`), so a run's evaluation sets, ``predict``, the pipelines
-      and :func:`syntaxformer.translation.translate` give the same translations.
+      and ``syntaxformer translate`` give the same translations.
     * **Inverse square root schedule read after the update** (``lr_scheduler_type="inverse_sqrt"``): update ``k``
       (0-based) runs at the schedule's value for step ``k + 1``, never at warm-up's 0 (the stock schedule spends
       the first update at learning rate 0).
