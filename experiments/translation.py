@@ -97,8 +97,8 @@ def _feature_dim(preset: str) -> int:
 class DevBleuCurve:
     """A ``TrainerCallback``: after each validation (every 50 updates) the model translates the validation set
     greedily and the corpus BLEU against the validation references as the model sees them (the target pieces,
-    at most 64, detokenised) is appended to :attr:`curve` as ``{"step", "dev_bleu"}``. It reads the evaluation
-    batches the trainer made and restores torch's random state, so the training itself is unchanged.
+    at most 64, detokenised) is appended to :attr:`curve` as ``{"step", "dev_bleu"}``. It translates the evaluation
+    set in the evaluation's batches and restores torch's random state, so the training itself is unchanged.
 
     Args:
         run_dir: the run folder (``target_tokenizer/`` is written there before training; ``dev_bleu.json`` goes
@@ -116,31 +116,23 @@ class DevBleuCurve:
         raise AttributeError(name)
 
     def on_evaluate(self, args, state, control, model=None, eval_dataloader=None, **kwargs) -> None:
+        import numpy as np
         import torch
 
         from syntaxformer.data.bpe import load_tokenizers
         from syntaxformer.data.translation_pairs import decode_translations
-        from syntaxformer.modeling.seq2seq import default_max_new_tokens
+        from syntaxformer.modeling.raw_text import padded
+        from syntaxformer.modeling.seq2seq import generate_ids
         from syntaxformer.tasks.metrics import corpus_bleu
         from syntaxformer.utils import write_json
 
         if model is None or eval_dataloader is None:
             return
         target = load_tokenizers(self.run_dir)[1]
+        items = eval_dataloader.dataset  # translated in the evaluation's batches (the library's one decoding path)
         rng, was_training = torch.get_rng_state(), model.training
-        model.eval()
-        hyps: list[str] = []
-        refs: list[str] = []
-        with torch.no_grad():
-            for batch in eval_dataloader:
-                batch = {k: v.to(model.device) for k, v in batch.items()}  # where the trainer has not moved it
-                labels = batch.pop("labels")
-                batch.pop("decoder_input_ids", None)
-                out = model.generate(
-                    **batch, num_beams=1, max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1])
-                )
-                hyps += decode_translations(out.cpu().numpy(), target)
-                refs += decode_translations(labels.cpu().numpy(), target)
+        hyps = decode_translations(generate_ids(model, items, args.eval_batch_size, num_beams=1), target)
+        refs = decode_translations(padded([item["labels"] for item in items], -100, np.int64), target)
         model.train(was_training)
         torch.set_rng_state(rng)
         self.curve = [c for c in self.curve if c["step"] < state.global_step]

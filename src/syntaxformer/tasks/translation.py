@@ -186,7 +186,7 @@ class TranslationTask(Task[ParallelCorpus]):
         self.max_source_length, self.max_target_length = int(max_source_length), int(max_target_length)
         self.max_eval_source_length = int(max_eval_source_length)
         self.data_dir = data_dir
-        #: the tokenizers of this run (set by build_tokenizer / load_tokenizers)
+        #: the tokenizers of this run (set by build_tokenizer / load_tokenizer)
         self.source_tokenizer: Any = None
         self.target_tokenizer: Any = None
         #: the parser of the last featurized sources (:meth:`feature_facts`)
@@ -367,14 +367,6 @@ class TranslationTask(Task[ParallelCorpus]):
         self._use_tokenizers(src, tgt, context)
         return src
 
-    def load_tokenizers(self, folder: str | Path, context: TaskContext | None = None) -> tuple[Any, Any]:
-        """``(source, target)`` tokenizers of a model folder (also set on the task and ``context``)."""
-        from syntaxformer.data.bpe import load_tokenizers
-
-        src, tgt = load_tokenizers(folder)
-        self._use_tokenizers(src, tgt, context)
-        return src, tgt
-
     def _use_tokenizers(self, src: Any, tgt: Any, context: TaskContext | None) -> None:
         self.source_tokenizer, self.target_tokenizer = src, tgt
         if context is not None:
@@ -412,7 +404,7 @@ class TranslationTask(Task[ParallelCorpus]):
         src = context.tokenizer or self.source_tokenizer
         tgt = context.extra.get("target_tokenizer", self.target_tokenizer)
         if src is None or tgt is None:
-            raise InputError("build the tokenizers (build_tokenizer / load_tokenizers) before the model")
+            raise InputError("build the tokenizers (build_tokenizer / load_tokenizer) before the model")
         preset = options.pop("preset")
         config = build_config(preset, len(src), len(tgt), **options)
         model = SyntaxInfusedForConditionalGeneration(config)
@@ -425,7 +417,7 @@ class TranslationTask(Task[ParallelCorpus]):
     ) -> Predictions:
         """Generated ids ``[N, T]`` (-100 / pad padded; or a ``PredictionOutput``) -> detokenised translations."""
         if self.target_tokenizer is None:
-            raise InputError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizers)")
+            raise InputError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizer)")
         ids = getattr(raw, "predictions", raw)
         ids = np.asarray(ids[0] if isinstance(ids, (tuple, list)) else ids)
         texts = decode_translations(ids, self.target_tokenizer)
@@ -450,8 +442,13 @@ class TranslationTask(Task[ParallelCorpus]):
         return tuple(self.eval_sets)
 
     def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
-        """Both BPE vocabularies of a trained run folder (the source one is returned)."""
-        return self.load_tokenizers(run_dir, context)[0]
+        """Both BPE vocabularies of a model folder, also set on the task and ``context`` (the source one is
+        returned)."""
+        from syntaxformer.data.bpe import load_tokenizers
+
+        src, tgt = load_tokenizers(run_dir)
+        self._use_tokenizers(src, tgt, context)
+        return src
 
     def describe_run(self, model: Any) -> dict[str, Any]:
         """The arm, its features and layer, the training fraction and the vocabulary sizes."""
