@@ -27,7 +27,7 @@ Model and budget (preset ``cpu``), the same for every run:
     Marian-style post-LN Transformer from random init (``transformers.MarianMTModel``), d_model 128, 3 + 3 layers,
     4 heads, FFN 512, ReLU, dropout 0.1; separate BPE vocabularies of up to 4,000 pieces learned on each
     fraction's training subset (shared by its arms). 2.41M parameters for the 100% baseline (2.36M at 10%, where
-    the source vocabulary stops at 3,569); syntax arms: token embedding 123 + features 5 (d/D = 20/512 as in the paper; see ``_feature_dim``); SG arms: one
+    the source vocabulary stops at 3,569); syntax arms: token embedding 123 + features 5 (d/D = 20/512 as in the paper: the task's default ``feature_dim``); SG arms: one
     extra 128-d layer (+0.2M). 400 updates of 128 sentence pairs (≈1.8 epochs of the 29k pairs, ≈18 epochs of the
     10% subset), Adam (0.9, 0.98), peak lr 1.5e-3 after 100 warm-up steps, then inverse square root, label
     smoothing 0.1, gradient clipping 1.0, validation loss every 50 updates.
@@ -83,15 +83,6 @@ ARCHIVE = "docs/results/runs/translation_steps600"
 
 def _run_dir(out: Path, fraction: float, arm: str, seed: int) -> Path:
     return out / FRACTION_TAG.format(fraction) / arm / f"seed{seed}"
-
-
-def _feature_dim(preset: str) -> int:
-    """The paper's share of the model width for the features (d = 20 of D = 512, 3.9%), at this preset's D:
-    5 of 128 for ``cpu``. A fixed d = 20 would take 15.6% of a 128-d model's word dimensions away from the
-    syntax arms, a handicap the paper (which found larger d to hurt) did not have."""
-    from syntaxformer.modeling.seq2seq import PRESETS
-
-    return max(1, round(20 * PRESETS[preset]["d_model"] / 512))
 
 
 class DevBleuCurve:
@@ -163,7 +154,6 @@ def _task_options(args: argparse.Namespace, fraction: float, arm: str) -> dict:
         "valid_target": str(m30k / "val.de"),
         "eval_sets": eval_sets,
         "preset": args.preset,
-        "feature_dim": _feature_dim(args.preset),
         # one vocabulary per (fraction, data seed), shared by the arms
         "tokenizer_dir": str(Path(args.out) / FRACTION_TAG.format(fraction) / "tokenizers"),
     }
