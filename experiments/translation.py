@@ -27,7 +27,7 @@ Model and budget (preset ``cpu``), the same for every run:
     Marian-style post-LN Transformer from random init (``transformers.MarianMTModel``), d_model 128, 3 + 3 layers,
     4 heads, FFN 512, ReLU, dropout 0.1; separate BPE vocabularies of up to 4,000 pieces learned on each
     fraction's training subset (shared by its arms). 2.41M parameters for the 100% baseline (2.36M at 10%, where
-    the source vocabulary stops at 3,569); syntax arms: token embedding 123 + features 5 (d/D = 20/512 as in the paper; see ``_feature_dim``); SG arms: one
+    the source vocabulary stops at 3,569); syntax arms: token embedding 123 + features 5 (d/D = 20/512 as in the paper: the task's default ``feature_dim``); SG arms: one
     extra 128-d layer (+0.2M). 400 updates of 128 sentence pairs (≈1.8 epochs of the 29k pairs, ≈18 epochs of the
     10% subset), Adam (0.9, 0.98), peak lr 1.5e-3 after 100 warm-up steps, then inverse square root, label
     smoothing 0.1, gradient clipping 1.0, validation loss every 50 updates.
@@ -85,20 +85,11 @@ def _run_dir(out: Path, fraction: float, arm: str, seed: int) -> Path:
     return out / FRACTION_TAG.format(fraction) / arm / f"seed{seed}"
 
 
-def _feature_dim(preset: str) -> int:
-    """The paper's share of the model width for the features (d = 20 of D = 512, 3.9%), at this preset's D:
-    5 of 128 for ``cpu``. A fixed d = 20 would take 15.6% of a 128-d model's word dimensions away from the
-    syntax arms, a handicap the paper (which found larger d to hurt) did not have."""
-    from syntaxformer.modeling.seq2seq import PRESETS
-
-    return max(1, round(20 * PRESETS[preset]["d_model"] / 512))
-
-
 class DevBleuCurve:
     """A ``TrainerCallback``: after each validation (every 50 updates) the model translates the validation set
     greedily and the corpus BLEU against the validation references as the model sees them (the target pieces,
-    at most 64, detokenised) is appended to :attr:`curve` as ``{"step", "dev_bleu"}``. It reads the evaluation
-    batches the trainer made and restores torch's random state, so the training itself is unchanged.
+    at most 64, detokenised) is appended to :attr:`curve` as ``{"step", "dev_bleu"}``. It translates the evaluation
+    set in the evaluation's batches and restores torch's random state, so the training itself is unchanged.
 
     Args:
         run_dir: the run folder (``target_tokenizer/`` is written there before training; ``dev_bleu.json`` goes
@@ -116,31 +107,23 @@ class DevBleuCurve:
         raise AttributeError(name)
 
     def on_evaluate(self, args, state, control, model=None, eval_dataloader=None, **kwargs) -> None:
+        import numpy as np
         import torch
 
         from syntaxformer.data.bpe import load_tokenizers
         from syntaxformer.data.translation_pairs import decode_translations
-        from syntaxformer.modeling.seq2seq import default_max_new_tokens
+        from syntaxformer.modeling.raw_text import padded
+        from syntaxformer.modeling.seq2seq import generate_ids
         from syntaxformer.tasks.metrics import corpus_bleu
         from syntaxformer.utils import write_json
 
         if model is None or eval_dataloader is None:
             return
         target = load_tokenizers(self.run_dir)[1]
+        items = eval_dataloader.dataset  # translated in the evaluation's batches (the library's one decoding path)
         rng, was_training = torch.get_rng_state(), model.training
-        model.eval()
-        hyps: list[str] = []
-        refs: list[str] = []
-        with torch.no_grad():
-            for batch in eval_dataloader:
-                batch = {k: v.to(model.device) for k, v in batch.items()}  # where the trainer has not moved it
-                labels = batch.pop("labels")
-                batch.pop("decoder_input_ids", None)
-                out = model.generate(
-                    **batch, num_beams=1, max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1])
-                )
-                hyps += decode_translations(out.cpu().numpy(), target)
-                refs += decode_translations(labels.cpu().numpy(), target)
+        hyps = decode_translations(generate_ids(model, items, args.eval_batch_size, num_beams=1), target)
+        refs = decode_translations(padded([item["labels"] for item in items], -100, np.int64), target)
         model.train(was_training)
         torch.set_rng_state(rng)
         self.curve = [c for c in self.curve if c["step"] < state.global_step]
@@ -171,7 +154,6 @@ def _task_options(args: argparse.Namespace, fraction: float, arm: str) -> dict:
         "valid_target": str(m30k / "val.de"),
         "eval_sets": eval_sets,
         "preset": args.preset,
-        "feature_dim": _feature_dim(args.preset),
         # one vocabulary per (fraction, data seed), shared by the arms
         "tokenizer_dir": str(Path(args.out) / FRACTION_TAG.format(fraction) / "tokenizers"),
     }

@@ -32,13 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("syntaxformer.modeling",),
     ("syntaxformer.tasks", "syntaxformer.hf_datasets"),
     ("syntaxformer.training",),
-    (
-        "syntaxformer.analysis",
-        "syntaxformer.inference",
-        "syntaxformer.sharing",
-        "syntaxformer.translation",
-        "syntaxformer.pipelines",
-    ),
+    ("syntaxformer.analysis", "syntaxformer.inference", "syntaxformer.sharing", "syntaxformer.pipelines"),
     ("syntaxformer.commands", "syntaxformer.cli"),
 )
 

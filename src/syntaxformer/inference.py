@@ -321,14 +321,22 @@ class Predictor:
             if context.syntax_inputs:
                 context.annotator = inner
         t1 = time.perf_counter()
-        collate = self.task.collator(context) if self.task is not None else _default_collator(context)
-        outputs = run_batches(
-            features,
-            collate,
-            lambda batch: model_outputs(self.model, batch, self.num_beams, **self.auxiliary),
-            int(batch_size),
-            self.device,
-        )
+        if self.head == "seq2seq":  # the one decoding path of every translation
+            from syntaxformer.modeling.seq2seq import generate_ids
+
+            ids = generate_ids(
+                self.model, features, int(batch_size), show_progress=bool(context.progress), num_beams=self.num_beams
+            )
+            outputs: Any = {"ids": list(ids)}
+        else:
+            collate = self.task.collator(context) if self.task is not None else _default_collator(context)
+            outputs = run_batches(
+                features,
+                collate,
+                lambda batch: model_outputs(self.model, batch, **self.auxiliary),
+                int(batch_size),
+                self.device,
+            )
         options: dict[str, Any] = {"logits": bool(logits), "top_k": top_k, "max_answer_length": max_answer_length}
         options["null_threshold"] = self.null_threshold
         if self.task is not None:

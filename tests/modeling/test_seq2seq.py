@@ -1,6 +1,6 @@
 """The translation model (modeling/seq2seq.py): equal to the plain Transformer where syntax is off, syntax reaches
 it where on, transformers' own beam search through ``generate`` with the syntax inputs as encoder inputs,
-``AutoModelForSeq2SeqLM`` save / load."""
+the one decoding path (``generate_ids``, ``translate_texts``), ``AutoModelForSeq2SeqLM`` save / load."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ import torch
 from huggingface_hub.errors import StrictDataclassClassValidationError
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, MarianMTModel
 
+from syntaxformer.data.translation_pairs import decode_translations
 from syntaxformer.errors import SyntaxformerError
-from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration, build_config
+from syntaxformer.modeling.seq2seq import (
+    SyntaxInfusedForConditionalGeneration,
+    build_config,
+    generate_ids,
+    translate_texts,
+)
 from syntaxformer.tasks.translation import collate_pairs, encode_pairs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -120,6 +126,26 @@ def test_seq2seq_generate_is_transformers_beam_search_over_the_syntax_aware_enco
                 one = model.generate(**alone, num_beams=beams, max_new_tokens=7)
             row = together[i][together[i] != model.config.pad_token_id]
             assert torch.equal(one[0][one[0] != model.config.pad_token_id], row), (beams, i)
+
+
+def test_seq2seq_generate_ids_translates_each_source_as_alone_in_input_order(annotator, tokenizers, m30k_small):
+    """``generate_ids`` (length-sorted batches, outputs in input order) gives for every source what ``generate``
+    gives for it alone; ``translate_texts`` decodes the same ids and gives a blank source an empty translation."""
+    src_tok, tgt_tok = tokenizers
+    model = _model(tokenizers, features=FEATS, use_sg_layer=True)
+    sources = list(m30k_small[0].sources[:7])
+    items = encode_pairs(sources, src_tok, None, annotator, model.config.syntax_inputs, show_progress=False)
+    assert len({len(it["input_ids"]) for it in items}) > 2  # the batches are sorted, not in input order
+    ids = generate_ids(model, items, 3, num_beams=3, max_new_tokens=7)
+    assert ids.shape[0] == 7
+    pad = model.config.pad_token_id
+    for item, row in zip(items, ids):
+        with torch.no_grad():
+            one = model.generate(**collate_pairs([item], pad), num_beams=3, max_new_tokens=7)[0]
+        assert one[one != pad].tolist() == row[(row != pad) & (row != -100)].tolist()
+    texts = translate_texts(model, [sources[5], " ", sources[0]], src_tok, tgt_tok, annotator, 3, 2, num_beams=3,
+                            max_new_tokens=7)  # fmt: skip
+    assert texts == [*decode_translations(ids[[5]], tgt_tok), "", *decode_translations(ids[[0]], tgt_tok)]
 
 
 def test_seq2seq_save_and_load_with_the_auto_classes(tokenizers, batch, tmp_path):

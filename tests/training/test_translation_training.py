@@ -13,11 +13,12 @@ from transformers import AutoModelForSeq2SeqLM, Seq2SeqTrainingArguments, set_se
 
 from syntaxformer.cli import main
 from syntaxformer.data.bpe import load_tokenizers
+from syntaxformer.inference import Predictor
 from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration
 from syntaxformer.tasks.base import TaskContext, get_task
+from syntaxformer.tasks.metrics import corpus_bleu
 from syntaxformer.tasks.significance import paired_bleu_test
 from syntaxformer.training.trainer import SyntaxSeq2SeqTrainer
-from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
@@ -101,15 +102,15 @@ def test_translation_training_checkpoint_resume_predict_bleu_and_reload(tmp_path
     assert len(predictions.values) == 20 and predictions.ids == data.ids
     assert corpus_bleu(predictions.values, data.targets)["bleu"] == pytest.approx(scores["bleu"])
 
-    # the saved folder: AutoModelForSeq2SeqLM + the tokenizers; translate() gives the Trainer's translations
+    # the saved folder: AutoModelForSeq2SeqLM + the tokenizers; the Predictor gives the Trainer's translations
     trainer.save_model(str(tmp_path / "full"))
     model = AutoModelForSeq2SeqLM.from_pretrained(str(tmp_path / "full")).eval()
     assert isinstance(model, SyntaxInfusedForConditionalGeneration)
     src, tgt = load_tokenizers(tmp_path / "full")
     assert len(src) == len(context.tokenizer) and len(tgt) == len(context.extra["target_tokenizer"])
-    tm = load_translation_model(tmp_path / "full", annotator=annotator)
-    assert translate(tm, data.sources, batch_size=8, show_progress=False) == predictions.values
-    assert translate(tm, ["", "A dog runs."], show_progress=False)[0] == ""
+    predictor = Predictor.from_pretrained(str(tmp_path / "full"))
+    predictor.context.annotator = annotator
+    assert [r["translation"] for r in predictor.predict(data.sources, batch_size=8)] == predictions.values
 
     # interrupted after 3 steps, then resumed to 6: the same weights as the straight run
     _train(tmp_path / "resumed", paths, annotator, 3)
@@ -216,7 +217,7 @@ def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small
                 "--reference",
                 paths["valid_de"],
                 "--batch-size",
-                "7",
+                "8",
                 "--no-progress",
             ]
         )
@@ -225,6 +226,17 @@ def test_translation_training_translate_cli_and_train_route(tmp_path, m30k_small
     result = json.loads(capsys.readouterr().out)
     assert result["sentences"] == 20 and "tok:13a" in result["signature"]
     assert len(out.read_text(encoding="utf-8").split("\n")) == 21
+    # the run's own evaluation of the same file (its batches of 8, beam 5) gave the same translations
+    (hyp,) = (tmp_path / "cli_model").glob("hyp.*.txt")
+    assert out.read_text(encoding="utf-8") == hyp.read_text(encoding="utf-8")
+    blank = tmp_path / "blank.en"
+    blank.write_text("A dog runs.\n\nTwo dogs play.\n", encoding="utf-8")
+    assert (
+        main(["translate", str(tmp_path / "cli_model"), "--input", str(blank), "--output", str(tmp_path / "b.de")]) == 0
+    )
+    capsys.readouterr()
+    lines = (tmp_path / "b.de").read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[1] == ""  # a blank line: an empty translation
     sgm = tmp_path / "in.sgm"
     sgm.write_text(
         '<srcset>\n<doc docid="d1">\n<seg id="1">A man rides a bike.</seg>\n'

@@ -1,5 +1,6 @@
 """``syntaxformer translate``: translate a plain-text (one sentence per line) or WMT ``.sgm`` file with a trained
-translation model (batched beam search); with ``--reference`` also BLEU and the sacreBLEU signature."""
+translation model (batched beam search, :class:`~syntaxformer.inference.Predictor`); with ``--reference`` also BLEU
+and the sacreBLEU signature."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from syntaxformer.data.readers.parallel import read_corpus, read_lines, read_sgm
-    from syntaxformer.translation.evaluate import corpus_bleu, load_translation_model, translate
+    from syntaxformer.inference import Predictor
+    from syntaxformer.tasks.metrics import corpus_bleu
     from syntaxformer.utils import atomic_write, check_output
 
     positive(
@@ -48,15 +50,16 @@ def run(args: argparse.Namespace) -> int:
             raise DataError(
                 f"{args.reference} has {len(references)} references for {len(sources)} sources in {args.input}"
             )
-    tm = load_translation_model(args.model, max_source_length=args.max_source_length)
-    hyps = translate(
-        tm,
-        sources,
-        batch_size=args.batch_size,
-        num_beams=args.beams,
-        show_progress=not args.no_progress,
-        name=args.input,
-    )
+    predictor = Predictor.from_pretrained(args.model)
+    if predictor.head != "seq2seq":
+        raise DataError(f"{args.model} holds a {predictor.head} model, not a translation model")
+    predictor.num_beams = args.beams
+    predictor.task.max_eval_source_length = args.max_source_length
+    predictor.context.progress = not args.no_progress
+    keep = [i for i, s in enumerate(sources) if s.strip()]  # a blank line gets an empty translation
+    hyps = [""] * len(sources)
+    for i, record in zip(keep, predictor.predict([sources[i] for i in keep], batch_size=args.batch_size)):
+        hyps[i] = record["translation"]
     with atomic_write(args.output) as f:
         f.write("".join(h + "\n" for h in hyps))
     summary = {"input": args.input, "output": args.output, "sentences": len(hyps)}

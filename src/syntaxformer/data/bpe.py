@@ -21,17 +21,7 @@ from transformers import PreTrainedTokenizerFast
 
 from syntaxformer.errors import DataError
 
-__all__ = [
-    "BOS_ID",
-    "EOS_ID",
-    "PAD_ID",
-    "SPECIAL_TOKENS",
-    "UNK_ID",
-    "load_tokenizers",
-    "save_tokenizers",
-    "train_bpe",
-    "wrap",
-]
+__all__ = ["BOS_ID", "EOS_ID", "PAD_ID", "SPECIAL_TOKENS", "UNK_ID", "load_tokenizers", "save_tokenizers", "train_bpe"]
 
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>")
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -71,13 +61,8 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 4000, min_frequency: int =
     tok.post_processor = processors.TemplateProcessing(
         single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", EOS_ID)]
     )
-    return wrap(tok)
-
-
-def wrap(tokenizer) -> PreTrainedTokenizerFast:
-    """A ``tokenizers.Tokenizer`` as a ``transformers`` fast tokenizer with our special tokens."""
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
+        tokenizer_object=tok,
         pad_token="<pad>",
         unk_token="<unk>",
         bos_token="<s>",

@@ -37,8 +37,8 @@ def encode_pairs(
     """Parse the sources (cached), align subwords, and build each pair's arrays.
 
     Args:
-        corpus: sources (and targets): a :class:`~syntaxformer.data.readers.parallel.ParallelCorpus`, or anything
-            with ``sources``, ``targets`` (or ``None``), ``name`` and a length.
+        corpus: sources (and targets): a :class:`~syntaxformer.data.readers.parallel.ParallelCorpus` (anything
+            with ``sources``, ``targets`` or ``None``, and ``name``), or a list of source sentences.
         source_tokenizer: the source fast tokenizer (``</s>`` appended, see :mod:`syntaxformer.data.bpe`).
         target_tokenizer: the target tokenizer; ``None`` (or a corpus without targets) gives no ``labels``.
         annotator: the parser of the sources (``annotate(texts)``); unused when ``syntax_inputs`` is empty.
@@ -69,28 +69,32 @@ def encode_pairs(
             f"translation featurization cannot emit {unknown}; it knows "
             f"{[f'{f}_ids' for f in FEATURES] + list(DEPENDENCY_KEYS)}"
         )
+    sources, targets, name = (
+        (list(corpus), None, "sources")
+        if isinstance(corpus, (list, tuple))
+        else (corpus.sources, corpus.targets, corpus.name)
+    )
     labels = None
-    if target_tokenizer is not None and corpus.targets is not None:
-        labels = target_tokenizer(corpus.targets, truncation=True, max_length=max_target_length)["input_ids"]
+    if target_tokenizer is not None and targets is not None:
+        labels = target_tokenizer(targets, truncation=True, max_length=max_target_length)["input_ids"]
     out: list[dict[str, np.ndarray]] = []
+    if not sources:
+        return out
     if not features and not dependency:  # no parse needed: the tokenizer alone
-        ids = source_tokenizer(corpus.sources, truncation=True, max_length=max_source_length)["input_ids"]
+        ids = source_tokenizer(sources, truncation=True, max_length=max_source_length)["input_ids"]
         for i, row in enumerate(ids):
             item: dict[str, np.ndarray] = {"input_ids": np.asarray(row, dtype=np.int64)}
             if labels is not None:
                 item["labels"] = np.asarray(labels[i], dtype=np.int64)
             out.append(item)
         return out
-    docs = annotator.annotate(corpus.sources)
+    docs = annotator.annotate(sources)
     aligner = SyntaxAligner(source_tokenizer, max_length=max_source_length)
     block = 1024
     with progress(
-        total=len(corpus),
-        desc=f"encoding {corpus.name or 'corpus'}",
-        unit="pair",
-        disable=None if show_progress else True,
+        total=len(sources), desc=f"encoding {name or 'corpus'}", unit="pair", disable=None if show_progress else True
     ) as bar:
-        for start in range(0, len(corpus), block):
+        for start in range(0, len(sources), block):
             chunk = docs[start : start + block]
             for k, windows in enumerate(aligner.align_batch(chunk)):
                 ex = windows[0]

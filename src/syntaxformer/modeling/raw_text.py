@@ -15,7 +15,7 @@ imports nothing but numpy, torch and :mod:`syntaxformer.errors`):
   every pipeline ``batch_size``. An option may be given when a pipeline is built (the default of every call) or
   per call; any other is refused, naming it and the ones the pipeline takes;
 * :func:`batches` and :func:`run_batches`: longest first, in batches of ``batch_size``, outputs back in input order;
-* :func:`model_outputs`: the forward pass (or beam search) of one batch as numpy arrays;
+* :func:`model_outputs`: the forward pass of one batch as numpy arrays;
 * :func:`classification_record` / :func:`answer_record` and their pipeline forms :func:`ranked_classes` /
   :func:`pipeline_answer`: the records and the ``top_k`` ranking;
 * :func:`position_limit` / :func:`capped_max_length`: the longest input a model's positions take;
@@ -343,19 +343,12 @@ def default_max_new_tokens(source_length: int) -> int:
     return min(int(1.5 * source_length) + 10, 200)
 
 
-def model_outputs(model: Any, batch: Mapping[str, Any], num_beams: int = 1, **auxiliary: Any) -> dict[str, Any]:
-    """One batch through the model, as numpy arrays (float32 for logits).
-
-    A model that generates (``config.is_encoder_decoder``) gives ``{"ids"}`` (beam search with ``num_beams``);
-    any other every logits field of its output (``logits``; span QA ``start_logits``, ``end_logits`` and
-    ``verifier_logits`` when it has one); each ``auxiliary`` model adds its ``verifier_logits`` as
-    ``aux:<name>``.
+def model_outputs(model: Any, batch: Mapping[str, Any], **auxiliary: Any) -> dict[str, Any]:
+    """One batch through the model, as numpy arrays (float32): every logits field of its output (``logits``; span
+    QA ``start_logits``, ``end_logits`` and ``verifier_logits`` when it has one); each ``auxiliary`` model adds its
+    ``verifier_logits`` as ``aux:<name>``. (A translation model generates instead:
+    :func:`syntaxformer.modeling.seq2seq.generate_ids`.)
     """
-    if getattr(model.config, "is_encoder_decoder", False):
-        ids = model.generate(
-            **batch, num_beams=num_beams, max_new_tokens=default_max_new_tokens(batch["input_ids"].shape[1])
-        )
-        return {"ids": ids.cpu().numpy()}
     out = {k: v.float().cpu().numpy() for k, v in model(**batch).items() if k.endswith("logits") and v is not None}
     for name, aux in auxiliary.items():
         v = getattr(aux(**batch), "verifier_logits", None)

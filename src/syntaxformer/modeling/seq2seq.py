@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from huggingface_hub.dataclasses import strict
@@ -32,23 +34,26 @@ from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput
 
 from syntaxformer.data.bpe import BOS_ID, EOS_ID, PAD_ID
 from syntaxformer.data.subword_features import FEATURES
+from syntaxformer.data.translation_pairs import DEPENDENCY_KEYS, collate_pairs, decode_translations, encode_pairs
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
 from syntaxformer.modeling.configuration_common import filled, sub_config
 from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.inputs import check_forward_inputs
-from syntaxformer.modeling.raw_text import default_max_new_tokens
+from syntaxformer.modeling.raw_text import batches, default_max_new_tokens, padded
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
+from syntaxformer.utils import progress
 
 __all__ = [
-    "DEPENDENCY_INPUTS",
     "PRESETS",
     "SyntaxInfusedEncoder",
     "SyntaxInfusedForConditionalGeneration",
     "SyntaxInfusedTranslationConfig",
     "build_config",
     "default_max_new_tokens",
+    "generate_ids",
     "seq2seq_config",
+    "translate_texts",
 ]
 
 #: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
@@ -71,8 +76,6 @@ PRESETS: dict[str, dict[str, Any]] = {
 _TRANSFORMERS_KEYWORDS = frozenset(
     {"output_attentions", "output_hidden_states", "return_dict", "cache_position", "num_items_in_batch"}
 )
-#: The compact dependency tensors the SG-Net layer's SDOI mask is built from.
-DEPENDENCY_INPUTS: tuple[str, ...] = ("dep_tin", "dep_tout", "syntax_tree")
 
 
 def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, **overrides: Any) -> MarianConfig:
@@ -196,7 +199,7 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         the SDOI-masked SG layer; featurization emits these and nothing else."""
         keys = tuple(f"{f}_ids" for f in self._features)
         if self.use_sg_layer and self.sg_mask == "sdoi":
-            keys += DEPENDENCY_INPUTS
+            keys += DEPENDENCY_KEYS
         return keys
 
     def validate_options(self) -> None:
@@ -371,7 +374,7 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
             mask = key_valid.unsqueeze(1) | eye  # (B, L, L): every token sees every non-padding token
         else:
             if dep_tin is None or dep_tout is None or syntax_tree is None:
-                missing = [n for n, t in zip(DEPENDENCY_INPUTS, (dep_tin, dep_tout, syntax_tree)) if t is None]
+                missing = [n for n, t in zip(DEPENDENCY_KEYS, (dep_tin, dep_tout, syntax_tree)) if t is None]
                 raise InputError(
                     f"the SG-Net encoder layer needs the batch keys {missing}; featurize the "
                     "sources with syntaxformer.tasks.translation.TranslationTask for this model"
@@ -471,6 +474,77 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
     def prepare_decoder_input_ids_from_labels(self, labels: torch.Tensor) -> torch.Tensor:
         """``<s>`` + ``labels`` shifted right (-100 read as padding)."""
         return self.seq2seq.prepare_decoder_input_ids_from_labels(labels)
+
+
+# -- translating: the one decoding path ---------------------------------------------------------------------------
+@torch.no_grad()
+def generate_ids(
+    model: Any,
+    items: Sequence[Mapping[str, np.ndarray]],
+    batch_size: int = 64,
+    *,
+    show_progress: bool = False,
+    desc: str = "translating",
+    **generate_options: Any,
+) -> np.ndarray:
+    """Beam search over encoded sources: the one decoding path of every translation (the evaluation sets of a run,
+    ``predict``, :class:`~syntaxformer.inference.Predictor` and the pipelines, an exported folder's pipeline,
+    ``syntaxformer translate``).
+
+    Batches hold sources of similar length, longest first (:func:`~syntaxformer.modeling.raw_text.batches`); each
+    goes through ``model.generate`` once.
+
+    Args:
+        model: a :class:`SyntaxInfusedForConditionalGeneration` (put in eval mode here).
+        items: one dict per source as :func:`~syntaxformer.data.translation_pairs.encode_pairs` makes them
+            (``labels`` are ignored).
+        batch_size: sources per ``generate`` call.
+        show_progress, desc: a progress bar over the sources, and its title.
+        **generate_options: passed to ``generate`` (``num_beams``, ``length_penalty`` ...); default
+            ``max_new_tokens``: :func:`default_max_new_tokens` of the batch's padded source length.
+
+    Returns:
+        ``[N, T]`` generated ids in item order (the pad id after a batch's end, -100 after the longest of a batch).
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    rows: list[Any] = [None] * len(items)
+    with progress(total=len(items), desc=desc, unit="sent", disable=None if show_progress else True) as bar:
+        for idx in batches(items, batch_size):
+            sources = [{k: v for k, v in items[i].items() if k != "labels"} for i in idx]
+            batch = {k: v.to(device) for k, v in collate_pairs(sources, model.config.pad_token_id).items()}
+            options = dict(generate_options)
+            if "max_new_tokens" not in options and "max_length" not in options:
+                options["max_new_tokens"] = default_max_new_tokens(batch["input_ids"].shape[1])
+            for i, row in zip(idx, model.generate(**batch, **options).cpu().numpy()):
+                rows[int(i)] = row
+            bar.update(len(idx))
+    return padded(rows, -100, np.int64) if rows else np.zeros((0, 0), dtype=np.int64)
+
+
+def translate_texts(
+    model: Any,
+    sources: Sequence[str],
+    source_tokenizer: Any,
+    target_tokenizer: Any,
+    annotator: Any = None,
+    max_source_length: int = 256,
+    batch_size: int = 64,
+    **options: Any,
+) -> list[str]:
+    """Raw source sentences -> translations in input order: parsed by ``annotator`` when the model reads syntax
+    (``config.syntax_inputs``), encoded (:func:`~syntaxformer.data.translation_pairs.encode_pairs`, up to
+    ``max_source_length`` pieces), translated by :func:`generate_ids` (``options``: its own) and detokenised. A
+    blank source gives an empty translation."""
+    keep = [i for i, s in enumerate(sources) if s.strip()]
+    syntax = tuple(model.config.syntax_inputs)
+    items = encode_pairs(
+        [sources[i] for i in keep], source_tokenizer, None, annotator, syntax, max_source_length, show_progress=False
+    )
+    out = [""] * len(sources)
+    for i, text in zip(keep, decode_translations(generate_ids(model, items, batch_size, **options), target_tokenizer)):
+        out[i] = text
+    return out
 
 
 AutoConfig.register(SyntaxInfusedTranslationConfig.model_type, SyntaxInfusedTranslationConfig, exist_ok=True)

@@ -184,10 +184,13 @@ class SyntaxPipeline(Pipeline):
     def _outputs(
         self, items: Sequence[Mapping[str, Any]], collate: Callable[[list[Any]], Any], batch_size: int | None
     ) -> dict[str, list[Any]]:
-        """The model's outputs per item, in batches of ``batch_size`` (else the pipeline's, else 32)."""
-        size = int(batch_size or self._batch_size or _DEFAULT_BATCH)
-        beams = int(self.options.translation.get("num_beams", 5))
-        return run_batches(items, collate, lambda b: model_outputs(self.model, b, beams), size, self.device)
+        """The model's outputs per item, in batches of :meth:`call_batch_size`."""
+        size = self.call_batch_size(batch_size)
+        return run_batches(items, collate, lambda b: model_outputs(self.model, b), size, self.device)
+
+    def call_batch_size(self, given: int | None) -> int:
+        """The batch size of a call: the one ``given``, else the pipeline's, else 32."""
+        return int(given or self._batch_size or _DEFAULT_BATCH)
 
     def _call(self, inputs: Any, kwargs: dict[str, Any]) -> tuple[list[Any], bool]:
         """``(the answers, whether one input was given)`` of a call."""

@@ -4,33 +4,20 @@
     mt = pipeline(model="nmt-both-export", trust_remote_code=True)
     mt("A man rides a horse.")                # [{"translation_text": "..."}]
 
-Sources are encoded, batched and decoded by :mod:`syntaxformer.data.translation_pairs` with the folder's BPE
-tokenizers (``source_tokenizer/``, ``target_tokenizer/``) and the run's beam size, as ``syntaxformer predict`` does.
+Sources are translated by :func:`syntaxformer.modeling.seq2seq.translate_texts` (the library's one decoding path)
+with the folder's BPE tokenizers (``source_tokenizer/``, ``target_tokenizer/``) and the run's beam size, as
+``syntaxformer predict`` does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from syntaxformer.data.bpe import BOS_ID, load_tokenizers
-from syntaxformer.data.translation_pairs import collate_pairs, decode_translations, encode_pairs
-from syntaxformer.modeling.raw_text import padded
+from syntaxformer.data.bpe import load_tokenizers
+from syntaxformer.modeling.seq2seq import translate_texts
 from syntaxformer.sharing.syntax_pipeline import SyntaxPipeline
 
 __all__ = ["SyntaxTranslationPipeline"]
-
-
-@dataclass
-class _Sources:
-    """Source sentences as :func:`~syntaxformer.data.translation_pairs.encode_pairs` reads a corpus."""
-
-    sources: list[str]
-    targets: None = None
-    name: str = "inputs"
-
-    def __len__(self) -> int:
-        return len(self.sources)
 
 
 class SyntaxTranslationPipeline(SyntaxPipeline):
@@ -50,18 +37,15 @@ class SyntaxTranslationPipeline(SyntaxPipeline):
         return out[0] if single else out
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
-        opts, mt = self.options, self.options.translation
-        items = encode_pairs(
-            _Sources([r["text"] for r in inputs]),
+        mt = self.options.translation
+        texts = translate_texts(
+            self.model,
+            [r["text"] for r in inputs],
             self.source_tokenizer,
-            None,
-            self.annotator if opts.syntax_inputs else None,
-            opts.syntax_inputs,
+            self.target_tokenizer,
+            self.annotator,
             int(mt.get("max_source_length", 64)),
-            int(mt.get("max_target_length", 64)),
-            show_progress=False,
+            self.call_batch_size(options.get("batch_size")),
+            num_beams=int(mt.get("num_beams", 5)),
         )
-        pad = self.source_tokenizer.pad_token_id if self.source_tokenizer.pad_token_id is not None else 0
-        outputs = self._outputs(items, lambda batch: collate_pairs(batch, pad, BOS_ID), options.get("batch_size"))
-        texts = decode_translations(padded(outputs["ids"], -100, "int64"), self.target_tokenizer)
         return [[{"translation_text": t}] for t in texts]

@@ -7,6 +7,8 @@ and the model (:meth:`TranslationTask.build_model`, one of the :data:`ARMS`). Sc
 
 from __future__ import annotations
 
+import copy
+import inspect
 import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +27,7 @@ from syntaxformer.data.translation_pairs import (  # shared with exported model 
 )
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
-from syntaxformer.tasks.featurize import annotator_for
+from syntaxformer.tasks.featurize import annotator_for, annotator_identity
 
 __all__ = ["ARMS", "PAD_VALUES", "TAG_CONTROLS", "TranslationTask", "collate_pairs", "control_tags", "encode_pairs"]
 
@@ -184,38 +186,16 @@ class TranslationTask(Task[ParallelCorpus]):
         self.max_source_length, self.max_target_length = int(max_source_length), int(max_target_length)
         self.max_eval_source_length = int(max_eval_source_length)
         self.data_dir = data_dir
-        #: the tokenizers of this run (set by build_tokenizer / load_tokenizers)
+        #: the tokenizers of this run (set by build_tokenizer / load_tokenizer)
         self.source_tokenizer: Any = None
         self.target_tokenizer: Any = None
+        #: the parser of the last featurized sources (:meth:`feature_facts`)
+        self.parser: str | None = None
 
     def options(self) -> dict[str, Any]:
-        return {
-            "arm": self.arm,
-            "features": list(self.features),
-            "feature_dim": self.feature_dim,
-            "feature_combine": self.feature_combine,
-            "use_sg_layer": self.use_sg_layer,
-            "sg_mask": self.sg_mask,
-            "tag_control": self.tag_control,
-            "tag_seed": self.tag_seed,
-            "alpha": self.alpha,
-            "preset": self.preset,
-            "seq2seq_overrides": dict(self.seq2seq_overrides),
-            "fraction": self.fraction,
-            "data_seed": self.data_seed,
-            "train_source": self.train_source,
-            "train_target": self.train_target,
-            "valid_source": self.valid_source,
-            "valid_target": self.valid_target,
-            "eval_sets": dict(self.eval_sets),
-            "tokenizer_dir": self.tokenizer_dir,
-            "source_vocab_size": self.source_vocab_size,
-            "target_vocab_size": self.target_vocab_size,
-            "max_source_length": self.max_source_length,
-            "max_target_length": self.max_target_length,
-            "max_eval_source_length": self.max_eval_source_length,
-            "data_dir": self.data_dir,
-        }
+        """Every ``__init__`` option, as this task holds it (an attribute of the same name)."""
+        names = [n for n in inspect.signature(TranslationTask.__init__).parameters if n != "self"]
+        return copy.deepcopy({n: getattr(self, n) for n in names})
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
@@ -299,6 +279,7 @@ class TranslationTask(Task[ParallelCorpus]):
         max_source = self.max_source_length if split in ("train", "dev", "valid") else self.max_eval_source_length
         syntax = tuple(context.syntax_inputs)
         annotator = annotator_for(context) if syntax else None
+        self.parser = annotator_identity(context) if syntax else "none"
         items = encode_pairs(
             data,
             context.tokenizer,
@@ -314,6 +295,11 @@ class TranslationTask(Task[ParallelCorpus]):
                 rng = np.random.default_rng([self.tag_seed, zlib.crc32(split.encode()), i])
                 item["upos_ids"] = control_tags(item["upos_ids"], item["subword_ids"], self.tag_control, rng)
         return items
+
+    def feature_facts(self, features: Any) -> dict[str, Any]:
+        """``parser``: the identity of the annotator that parsed the sources (its ``cache_key``, as the other tasks
+        record it), ``"none"`` when the model reads no syntax."""
+        return {"parser": self.parser}
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """:func:`collate_pairs` with the source pad id and the decoder start id (``<s>``)."""
@@ -381,14 +367,6 @@ class TranslationTask(Task[ParallelCorpus]):
         self._use_tokenizers(src, tgt, context)
         return src
 
-    def load_tokenizers(self, folder: str | Path, context: TaskContext | None = None) -> tuple[Any, Any]:
-        """``(source, target)`` tokenizers of a model folder (also set on the task and ``context``)."""
-        from syntaxformer.data.bpe import load_tokenizers
-
-        src, tgt = load_tokenizers(folder)
-        self._use_tokenizers(src, tgt, context)
-        return src, tgt
-
     def _use_tokenizers(self, src: Any, tgt: Any, context: TaskContext | None) -> None:
         self.source_tokenizer, self.target_tokenizer = src, tgt
         if context is not None:
@@ -426,7 +404,7 @@ class TranslationTask(Task[ParallelCorpus]):
         src = context.tokenizer or self.source_tokenizer
         tgt = context.extra.get("target_tokenizer", self.target_tokenizer)
         if src is None or tgt is None:
-            raise InputError("build the tokenizers (build_tokenizer / load_tokenizers) before the model")
+            raise InputError("build the tokenizers (build_tokenizer / load_tokenizer) before the model")
         preset = options.pop("preset")
         config = build_config(preset, len(src), len(tgt), **options)
         model = SyntaxInfusedForConditionalGeneration(config)
@@ -439,7 +417,7 @@ class TranslationTask(Task[ParallelCorpus]):
     ) -> Predictions:
         """Generated ids ``[N, T]`` (-100 / pad padded; or a ``PredictionOutput``) -> detokenised translations."""
         if self.target_tokenizer is None:
-            raise InputError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizers)")
+            raise InputError("postprocess needs the target tokenizer (build_tokenizer / load_tokenizer)")
         ids = getattr(raw, "predictions", raw)
         ids = np.asarray(ids[0] if isinstance(ids, (tuple, list)) else ids)
         texts = decode_translations(ids, self.target_tokenizer)
@@ -464,8 +442,13 @@ class TranslationTask(Task[ParallelCorpus]):
         return tuple(self.eval_sets)
 
     def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
-        """Both BPE vocabularies of a trained run folder (the source one is returned)."""
-        return self.load_tokenizers(run_dir, context)[0]
+        """Both BPE vocabularies of a model folder, also set on the task and ``context`` (the source one is
+        returned)."""
+        from syntaxformer.data.bpe import load_tokenizers
+
+        src, tgt = load_tokenizers(run_dir)
+        self._use_tokenizers(src, tgt, context)
+        return src
 
     def describe_run(self, model: Any) -> dict[str, Any]:
         """The arm, its features and layer, the training fraction and the vocabulary sizes."""
@@ -487,8 +470,9 @@ class TranslationTask(Task[ParallelCorpus]):
         }
 
     def run_files(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
-        """``hyp.<set>.txt``: the translations, one per line."""
-        return {f"hyp.{data.name}.txt": "".join(v + "\n" for v in predictions.values)}
+        """``hyp.<set>.txt``: the translations, one per line (``<set>``: the corpus name's last part, so a set read
+        from ``/data/valid.en`` writes ``hyp.valid.en.txt`` in the run folder)."""
+        return {f"hyp.{Path(data.name).name}.txt": "".join(v + "\n" for v in predictions.values)}
 
     def prediction_records(self, data: ParallelCorpus, predictions: Predictions) -> list[dict[str, Any]]:
         """Per sentence, named as ``predict --input`` names them: ``id``, ``text`` (the source), ``translation``

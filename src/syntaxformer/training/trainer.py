@@ -8,6 +8,7 @@ the new parameters' learning rate, and the LISA loss of Syntax-BERT logged besid
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -328,12 +329,10 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
     * **Length-grouped training batches** (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`):
       items of similar ``source + target`` length share a batch; epoch ``e`` is drawn with seed
       ``args.seed * 100_003 + e``, so a resumed run continues with the batches it would have seen.
-    * **Evaluation / prediction batches sorted by source length** (longest first), predictions returned in dataset
-      order: the same batches as :func:`syntaxformer.translation.evaluate.translate`, hence the same translations.
-    * **Output length per batch**: without ``max_length`` / ``max_new_tokens``, ``generate`` gets
-      :func:`~syntaxformer.modeling.seq2seq.default_max_new_tokens` of the batch's padded source length.
-      The syntax inputs of each batch reach ``generate`` as encoder inputs (the stock ``prediction_step`` passes
-      every batch key; the model's encoder reads the syntax ones).
+    * **Validation batches sorted by source length** (longest first).
+    * **Translations by the library's one decoding path** (:meth:`predict`:
+      :func:`~syntaxformer.modeling.seq2seq.generate_ids`), so a run's evaluation sets, ``predict``, the pipelines
+      and ``syntaxformer translate`` give the same translations.
     * **Inverse square root schedule read after the update** (``lr_scheduler_type="inverse_sqrt"``): update ``k``
       (0-based) runs at the schedule's value for step ``k + 1``, never at warm-up's 0 (the stock schedule spends
       the first update at learning rate 0).
@@ -349,7 +348,6 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         super().__init__(*args, **kwargs)
         self.length_bucket = int(length_bucket)
         self.model_accepts_loss_kwargs = False  # per-batch mean losses, as SyntaxTrainer
-        self._eval_orders: dict[int, np.ndarray] = {}
         self._set_callbacks()
 
     # -- batches -----------------------------------------------------------------------------------------------
@@ -372,13 +370,11 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         return self.accelerator.prepare(loader)
 
     def _get_eval_sampler(self, eval_dataset: Any) -> Any:
-        """Items sorted by source length, longest first (one process); :meth:`predict` restores dataset order."""
+        """Items sorted by source length, longest first (one process)."""
         if eval_dataset is None or self.args.world_size > 1:
             return super()._get_eval_sampler(eval_dataset)
         lengths = np.asarray([len(eval_dataset[i]["input_ids"]) for i in range(len(eval_dataset))])
-        order = np.argsort(-lengths, kind="stable")
-        self._eval_orders[id(eval_dataset)] = order
-        return order.tolist()
+        return np.argsort(-lengths, kind="stable").tolist()
 
     def predict(
         self,
@@ -387,38 +383,40 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         metric_key_prefix: str = "test",
         **gen_kwargs: Any,
     ) -> Any:
-        """``Seq2SeqTrainer.predict`` with predictions and label ids in dataset order."""
-        out = super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix, **gen_kwargs)
-        order = self._eval_orders.pop(id(test_dataset), None)
-        if order is None:
-            return out
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
+        """The translations of ``test_dataset`` by :func:`~syntaxformer.modeling.seq2seq.generate_ids` (beam size
+        ``generation_num_beams``, ``generation_max_length`` when set; ``gen_kwargs`` ``num_beams`` / ``max_length``
+        win) as ``predictions`` ``[N, T]`` in dataset order; with labels also ``label_ids`` and the loss
+        (``<prefix>_loss``, in the validation's batches). Every process translates the whole set."""
+        args: Any = self.args  # Seq2SeqTrainingArguments
+        if not args.predict_with_generate:
+            return super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        from transformers.trainer_utils import PredictionOutput, speed_metrics
 
-        def restore(x: Any) -> Any:
-            if isinstance(x, (tuple, list)):
-                return type(x)(restore(v) for v in x)
-            return None if x is None else np.asarray(x)[inverse]
+        from syntaxformer.modeling.raw_text import padded
+        from syntaxformer.modeling.seq2seq import generate_ids
 
-        return out._replace(predictions=restore(out.predictions), label_ids=restore(out.label_ids))
-
-    # -- decoding ----------------------------------------------------------------------------------------------
-    def prediction_step(
-        self,
-        model: nn.Module,
-        inputs: dict[str, Any],
-        prediction_loss_only: bool,
-        ignore_keys: list[str] | None = None,
-        **gen_kwargs: Any,
-    ) -> Any:
-        from syntaxformer.modeling.seq2seq import default_max_new_tokens
-
-        if not gen_kwargs and hasattr(self, "_gen_kwargs"):
-            gen_kwargs = self._gen_kwargs.copy()
-        if gen_kwargs.get("max_length") is None and gen_kwargs.get("max_new_tokens") is None:
-            gen_kwargs.pop("max_length", None)
-            gen_kwargs["max_new_tokens"] = default_max_new_tokens(inputs["input_ids"].shape[1])
-        return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys, **gen_kwargs)
+        start = time.time()
+        metrics: dict[str, Any] = {}
+        labels = None
+        if len(test_dataset) and "labels" in test_dataset[0]:
+            loader = self.get_test_dataloader(test_dataset)
+            loop = self.evaluation_loop(loader, "Prediction", True, ignore_keys, metric_key_prefix)
+            metrics.update(loop.metrics or {})
+            labels = padded([item["labels"] for item in test_dataset], -100, np.int64)
+        options = {
+            "num_beams": gen_kwargs.get("num_beams") or args.generation_num_beams,
+            "max_length": gen_kwargs.get("max_length") or args.generation_max_length,
+        }
+        with self.accelerator.autocast():  # the mixed precision of the run, as its evaluations
+            ids = generate_ids(
+                self.model,
+                test_dataset,
+                args.per_device_eval_batch_size,
+                **{k: v for k, v in options.items() if v is not None},
+            )
+        metrics.update(speed_metrics(metric_key_prefix, start, num_samples=len(test_dataset)))
+        self.control = self.callback_handler.on_predict(self.args, self.state, self.control, metrics)
+        return PredictionOutput(predictions=ids, label_ids=labels, metrics=metrics)
 
     # -- schedule ----------------------------------------------------------------------------------------------
     def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None) -> Any:
