@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from syntaxformer.data.constituency import Tree
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import AlignmentError, ConfigError, InputError
 from syntaxformer.utils import check_unicode
+
+if TYPE_CHECKING:
+    from syntaxformer.data.constituency import Tree
 
 
 @dataclass

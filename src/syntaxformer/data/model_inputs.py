@@ -15,7 +15,7 @@ from typing import Any, overload
 
 import numpy as np
 
-from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.data.sentence import Document, Sentence, on_demand
 from syntaxformer.errors import ConfigError
 
 __all__ = ["TOKEN_KEYS", "encode_window", "window_arrays", "with_dependency_trees"]
@@ -36,10 +36,8 @@ def encode_window(window: Any, context: Any) -> dict[str, np.ndarray]:
     arrays = example_arrays(window, context.criterion, context.max_distance, constituency=want_con)
     out = {k: v for k, v in arrays.items() if k in TOKEN_KEYS or k in wanted}
     if "pos_ids" in wanted:
-        from syntaxformer.data.subword_features import subword_feature_ids
-
         tags = context.pos_tags or "upos"
-        out["pos_ids"] = subword_feature_ids(window, None, [tags])[f"{tags}_ids"]
+        out["pos_ids"] = on_demand("subword_features").subword_feature_ids(window, None, [tags])[f"{tags}_ids"]
     missing = wanted - set(out)
     if missing:
         raise ConfigError(
@@ -85,7 +83,7 @@ def with_dependency_trees(doc: Sentence) -> Sentence: ...
 
 def with_dependency_trees(doc: Document | Sentence) -> Document | Sentence:
     """``doc`` with a constituency tree read off the dependency tree of every sentence that has none."""
-    from syntaxformer.data.constituency import dependency_to_constituency
+    dependency_to_constituency = on_demand("constituency").dependency_to_constituency
 
     def fill(s: Sentence) -> Sentence:
         if s.tree is not None:

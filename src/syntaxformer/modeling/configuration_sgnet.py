@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 from huggingface_hub.dataclasses import strict
 from transformers import PretrainedConfig
 
-from syntaxformer.data.subword_features import feature_vocab_size
+from syntaxformer.data.sentence import on_demand
 from syntaxformer.errors import ConfigError
 from syntaxformer.modeling.configuration_common import (
     Pooling,
@@ -166,7 +166,7 @@ class SGNetConfig(SyntaxModelConfig):
             self.sg_layer_norm_eps = float(first_set(enc, ("layer_norm_eps", "layer_norm_epsilon"), 1e-12))
         self.resolve_head_defaults(dropout_fallback=self.sg_dropout)
         if self.pos_embeddings is not None and self.pos_vocab_size is None:
-            self.pos_vocab_size = feature_vocab_size(self.pos_embeddings)
+            self.pos_vocab_size = on_demand("subword_features").feature_vocab_size(self.pos_embeddings)
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:

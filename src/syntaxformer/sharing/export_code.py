@@ -32,6 +32,26 @@ _TRANSLATION = (
     "SyntaxInfusedTranslationConfig",
     "SyntaxInfusedForConditionalGeneration",
 )
+#: Syntax input (prefix) -> the data module the library imports on demand for it (by its last name, which its flat
+#: copy keeps): each name the library takes from it, with the definition that takes it (a folder carries the name
+#: only where it carries that definition).
+_ON_DEMAND: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
+    "con_": (
+        "syntaxformer.data.constituency",
+        {
+            "Tree": ("syntaxformer.data.sentence", "Sentence"),
+            "encode_constituency": ("syntaxformer.data.encode", "encode_syntax"),
+            "dependency_to_constituency": ("syntaxformer.data.model_inputs", "with_dependency_trees"),
+        },
+    ),
+    "pos_ids": (
+        "syntaxformer.data.subword_features",
+        {
+            "feature_vocab_size": ("syntaxformer.modeling.configuration_sgnet", "SGNetConfig"),
+            "subword_feature_ids": ("syntaxformer.data.model_inputs", "encode_window"),
+        },
+    ),
+}
 #: Third-party top-level modules a flat file must not shadow by its name.
 _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
 
@@ -221,6 +241,11 @@ class _Shaker:
             elif not (isinstance(stmt, (ast.Assign, ast.AugAssign)) and name == "__all__"):
                 self.keep(module, i)
 
+    def has(self, module: str, name: str) -> bool:
+        """Whether the folder carries the definition ``name`` of ``module``."""
+        kept = self.kept.get(module, {})
+        return any(i in kept for i in self.binders.get(module, {}).get(name, []))
+
     def run(self, exports: Mapping[str, Sequence[str]]) -> None:
         self.todo = [(module, name) for module, names in exports.items() for name in names]
         while self.todo:
@@ -239,6 +264,9 @@ def _flat_names(modules: list[str]) -> dict[str, str]:
         out[module] = name
     if len(set(out.values())) != len(out):
         raise ConfigError(f"flat module names collide: {sorted(out.values())}")
+    for module, _users in _ON_DEMAND.values():  # imported by their last name (on_demand), which their copies must keep
+        if module in out and out[module] != module.rsplit(".", 1)[-1]:
+            raise ConfigError(f"{module} is imported on demand by its name but would be copied as {out[module]}")
     return out
 
 
@@ -294,9 +322,14 @@ def _kept_text(
     return "".join(out)
 
 
-def code_exports(model_type: str | None, architecture: str, head: str) -> dict[str, list[str]]:
+def code_exports(
+    model_type: str | None, architecture: str, head: str, syntax_inputs: Sequence[str] | None = None
+) -> dict[str, list[str]]:
     """What the exported code of one model exports: defining module -> the classes ``auto_map`` and
-    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``).
+    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``),
+    and the data modules the library imports on demand (:func:`syntaxformer.data.sentence.on_demand`) that the
+    model's ``syntax_inputs`` need (constituency inputs: :mod:`syntaxformer.data.constituency`; ``pos_ids``:
+    :mod:`syntaxformer.data.subword_features`). ``syntax_inputs`` ``None``: those of the system's default config.
 
     Raises:
         ConfigError: a model export does not carry (a system of another package, a class its system has not).
@@ -314,6 +347,14 @@ def code_exports(model_type: str | None, architecture: str, head: str) -> dict[s
     out: dict[str, list[str]] = {}
     for module, name in ((config_module, config_class), (model_module, model_class), (pipeline_module, pipeline_class)):
         out.setdefault(module, []).append(name)
+    if syntax_inputs is None:
+        from syntaxformer.registry import system_for_model_type
+
+        spec = system_for_model_type(model_type)
+        syntax_inputs = spec.config_class()().syntax_inputs if spec is not None else ()
+    for prefix, (module, users) in _ON_DEMAND.items():
+        if any(k.startswith(prefix) for k in syntax_inputs):
+            out.setdefault(module, []).extend(users)
     return out
 
 
@@ -331,7 +372,14 @@ def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
     carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does on import).
     """
     shaker = _Shaker()
-    shaker.run(exports)
+    on_demand = dict(_ON_DEMAND.values())
+    shaker.run({module: names for module, names in exports.items() if module not in on_demand})
+    exports = dict(exports)
+    for module, users in on_demand.items():  # the names the carried code takes from an on-demand module
+        wanted = [name for name in exports.pop(module, []) if shaker.has(*users[name])]
+        if wanted:
+            exports[module] = wanted
+            shaker.run({module: wanted})
     attention = "syntaxformer.modeling.syntax_attention"
     if attention in shaker.trees:
         shaker.run({attention: ["register_syntax_attention"]})

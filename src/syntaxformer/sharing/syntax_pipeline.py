@@ -256,7 +256,7 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
         docs_b: list[Any] | None = (
             [parsed[p] if p is not None else Document([], text="") for p in pairs] if is_pair else None
         )
-        if opts.constituency == "from_dependency":
+        if opts.constituency == "from_dependency" and any(k.startswith("con_") for k in opts.syntax_inputs):
             docs_a = [with_dependency_trees(d) for d in docs_a]
             docs_b = None if docs_b is None else [with_dependency_trees(d) for d in docs_b]
         aligner = SyntaxAligner(
