@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.data.sentence import Document, Sentence, check_unicode
 from syntaxformer.errors import AlignmentError, ConfigError, InputError
-from syntaxformer.utils import check_unicode
 
 if TYPE_CHECKING:
     from syntaxformer.data.constituency import Tree

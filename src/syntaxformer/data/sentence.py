@@ -345,3 +345,20 @@ def write_jsonl(items: Sequence[Sentence | Document] | Iterator[Sentence | Docum
             f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
             n += 1
     return n
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Reject a string that is not valid Unicode text: one holding a lone surrogate (``"x\\udcff"``, what
+    ``errors="surrogateescape"`` leaves for undecodable bytes), which cannot be written as UTF-8, stored in the
+    parse cache or given to a tokenizer.
+
+    Raises:
+        InputError: naming ``what``, the position and the character.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(
+            f"{what} holds the lone surrogate {text[e.start]!r} at character {e.start}, which is not "
+            "valid Unicode text; decode the input with errors='replace' (or fix its encoding)"
+        ) from None

@@ -298,8 +298,21 @@ def _kept_text(
     text: str, module: str, tree: ast.Module, kept: Mapping[int, set[str] | None], names: Mapping[str, str]
 ) -> str:
     """The copy of a module: its kept top-level statements (each with the comments above it), imports made
-    relative and cut to the names the kept code uses."""
+    relative and cut to the names the kept code uses. An import for the type checker of a module the folder does
+    not carry is left out (transformers copies every module a relative import names)."""
     lines = _rewrite(text, module, names).splitlines(keepends=True)
+    for stmt in tree.body:
+        if not _is_type_checking(stmt):
+            continue
+        assert isinstance(stmt, ast.If)  # for the type checker: _is_type_checking
+        absent = [
+            node
+            for node in stmt.body
+            if isinstance(node, ast.ImportFrom) and _is_library(node.module) and node.module not in names
+        ]
+        whole = len(absent) == len(stmt.body)
+        for node in [stmt] if whole else absent:
+            lines[node.lineno - 1 : node.end_lineno] = [""] * ((node.end_lineno or node.lineno) - node.lineno + 1)
     out: list[str] = []
     start = 0
     for i, stmt in enumerate(tree.body):
