@@ -14,6 +14,7 @@ import torch
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
+from syntaxformer.modeling.configuration_common import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.configuration_plain import PlainEncoderConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
@@ -21,7 +22,6 @@ from syntaxformer.modeling.heads import (
     SequenceClassificationHead,
     TokenClassificationHead,
 )
-from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import ContextualStates
 from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin, encoder_inputs
 

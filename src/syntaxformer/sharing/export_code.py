@@ -41,14 +41,14 @@ _ON_DEMAND: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
         {
             "Tree": ("syntaxformer.data.sentence", "Sentence"),
             "encode_constituency": ("syntaxformer.data.encode", "encode_syntax"),
-            "dependency_to_constituency": ("syntaxformer.data.model_inputs", "with_dependency_trees"),
+            "dependency_to_constituency": ("syntaxformer.data.collate", "with_dependency_trees"),
         },
     ),
     "pos_ids": (
         "syntaxformer.data.subword_features",
         {
             "feature_vocab_size": ("syntaxformer.modeling.configuration_sgnet", "SGNetConfig"),
-            "subword_feature_ids": ("syntaxformer.data.model_inputs", "encode_window"),
+            "subword_feature_ids": ("syntaxformer.data.collate", "encode_window"),
         },
     ),
 }

@@ -23,7 +23,7 @@ every module it needs (imports made relative) and registers the class for the mo
 The featurization options of the run (the spaCy pipeline, ``max_length``, the subword criterion, SQuAD's window
 stride and tuned no-answer threshold, the beam size ...) are read from :data:`OPTIONS_FILE` in the model folder.
 The steps are the library's own (:class:`~syntaxformer.data.annotators.spacy.SpacyParser`,
-:class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.model_inputs`,
+:class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.collate`,
 :mod:`syntaxformer.tasks.span_qa`, :mod:`syntaxformer.data.translation_pairs`), so the answers are those of
 ``syntaxformer predict`` on the run folder. A call parses all its texts at once and runs the model in batches of
 ``batch_size`` (default 32). The options of ``transformers``' own pipelines that apply (``top_k``,
@@ -50,8 +50,7 @@ from transformers.pipelines.base import Pipeline
 
 from syntaxformer.data.align import SyntaxAligner
 from syntaxformer.data.annotators.spacy import SpacyParser
-from syntaxformer.data.collate import pad_arrays
-from syntaxformer.data.model_inputs import TOKEN_KEYS, encode_window, with_dependency_trees
+from syntaxformer.data.collate import TOKEN_KEYS, encode_window, pad_arrays, with_dependency_trees
 from syntaxformer.data.sentence import Document
 from syntaxformer.errors import InputError
 from syntaxformer.modeling.raw_text import (
