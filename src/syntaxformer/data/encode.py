@@ -32,22 +32,8 @@ Dependency arrays (``L`` = window length, ``D`` = ``max_distance``):
   head key is its ``tin``). Missing ancestors (above the root, or special tokens) are the empty interval
   ``lo = 0, hi = -1`` with head -1.
 
-Constituency arrays (always under the "share" criterion: pieces inherit their word; forest word indices):
-
-* ``con_key`` ``[L]``: forest index of the position's word; -1 for special tokens.
-* ``con_depth`` ``[L]``: number of phrase nodes above the word's pre-terminal; -1 for special tokens and for
-  sentences without a constituency tree.
-* ``con_anc_lo``, ``con_anc_hi``, ``con_anc_head`` ``[L, D]``: the k-th phrase node above the pre-terminal
-  (k = 1..D) as its inclusive word span (forest indices) and its lexical head (forest index). Missing: ``0, -1``
-  and head -1.
-
-Lexical heads of phrases come from the dependency heads of the same sentence: the head of a span is the word of
-the span whose head lies outside the span. When the dependency tree was derived from the constituency tree by
-head rules there is exactly one such word and it is the head-rule head. Otherwise (a span that is not a
-dependency constituent, e.g. a non-projective or independently parsed tree) we take the *highest* such word
-(smallest dependency depth), leftmost on ties. Both cases are the same computation: the word of smallest depth
-in the span, leftmost on ties, always has its head outside the span, and if only one word does, every other word
-of the span descends from it.
+Constituency arrays (``con_*``, :data:`CONSTITUENCY_KEYS`; only for models that read them) are made by
+:func:`syntaxformer.data.constituency.encode_constituency`, which documents them.
 
 The relation definitions built from these arrays are in :mod:`syntaxformer.masks.relations`.
 """

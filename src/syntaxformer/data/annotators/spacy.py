@@ -241,6 +241,8 @@ class SpacyParser:
         MissingDependencyError: ``model`` names no installed pipeline and no pipeline folder.
     """
 
+    _accepts = "str"  # what a text may be
+
     def __init__(
         self,
         model: str | os.PathLike | Language,
@@ -308,10 +310,10 @@ class SpacyParser:
 
         Args:
             texts: raw texts; each may hold several sentences. Empty / whitespace-only texts give a Document with
-                no sentences. An item may also be a spaCy ``Doc`` the user has already parsed (with a dependency
-                parser): it is converted as it is (:func:`doc_to_document`), not parsed again and not cached; its
-                sentences' ``source`` is this annotator's when the Doc was made by this annotator's pipeline, else
-                ``"spacy:doc"``.
+                no sentences. For :class:`SpacyAnnotator`, an item may also be a spaCy ``Doc`` the user has already
+                parsed (with a dependency parser): it is converted as it is (:func:`doc_to_document`), not parsed
+                again and not cached; its sentences' ``source`` is this annotator's when the Doc was made by this
+                annotator's pipeline, else ``"spacy:doc"``.
 
         Returns:
             One :class:`Document` per text (same order), ``text`` set to the input, sentence offsets relative to
@@ -350,14 +352,9 @@ class SpacyParser:
         return _in_order(keys, todo_fn(list(dict.fromkeys(keys))), from_record)
 
     def _texts_block(self, texts: list[Any], start: int) -> list[Document]:
-        given = {i: t for i, t in enumerate(texts) if _is_doc(t)}
-        if given:  # the user's own parses: converted, never parsed again; the strings go through the cache
-            strings = [t for i, t in enumerate(texts) if i not in given]
-            parsed = iter(self._texts_block(strings, start) if strings else [])
-            return [self._given_doc(given[i], start + i) if i in given else next(parsed) for i in range(len(texts))]
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str or a parsed spaCy Doc")
+                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected {self._accepts}")
             check_unicode(t, f"texts[{start + i}]")
         keys = [
             self._parse_key(t, "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts
@@ -386,14 +383,6 @@ class SpacyParser:
         return self._cached_run(keys, parse, Document.from_dict)
 
     # -- Doc -> data model -----------------------------------------------------------------------------
-    def _given_doc(self, doc: Doc, index: int) -> Document:
-        """A Document of a Doc the user parsed (``texts[index]``), converted as it is."""
-        own = self._nlp is not None and doc.vocab is self._nlp.vocab
-        try:
-            return doc_to_document(doc, source=self.source if own else "spacy:doc", _annotator=self)
-        except AnnotatorError as e:
-            raise AnnotatorError(f"texts[{index}]: {e}") from None
-
     def _lookup(self, hashes: list[int], strings: Any = None) -> list[str]:
         """Strings of StringStore hashes, through a local dict (tags, labels and lemmas repeat a lot; a hash
         names the same string in every vocabulary)."""
@@ -580,6 +569,25 @@ class SpacyAnnotator(SpacyParser, Annotator):
             text=" ".join(words),
             source=self.source,
         )
+
+    _accepts = "str or a parsed spaCy Doc"
+
+    def _texts_block(self, texts: list[Any], start: int) -> list[Document]:
+        given = {i: t for i, t in enumerate(texts) if _is_doc(t)}
+        if not given:
+            return super()._texts_block(texts, start)
+        # the user's own parses: converted, never parsed again; the strings go through the cache
+        strings = [t for i, t in enumerate(texts) if i not in given]
+        parsed = iter(super()._texts_block(strings, start) if strings else [])
+        return [self._given_doc(given[i], start + i) if i in given else next(parsed) for i in range(len(texts))]
+
+    def _given_doc(self, doc: Doc, index: int) -> Document:
+        """A Document of a Doc the user parsed (``texts[index]``), converted as it is."""
+        own = self._nlp is not None and doc.vocab is self._nlp.vocab
+        try:
+            return doc_to_document(doc, source=self.source if own else "spacy:doc", _annotator=self)
+        except AnnotatorError as e:
+            raise AnnotatorError(f"texts[{index}]: {e}") from None
 
     def _stream(self, items: Iterable[Any], block_fn, what: str, bar: Any = None) -> Iterator[Any]:
         total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
