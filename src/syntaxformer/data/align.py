@@ -2,7 +2,7 @@
 
 The output of alignment is an :class:`AlignedExample`: one model input window (``input_ids`` ...) plus, for every
 position, the index of the word it belongs to in the example's :class:`WordForest` (all words of all sentences of
-all texts of the example, in order). Syntax tensors are derived from it by :mod:`syntaxformer.data.encode`.
+all texts of the example, in order). Syntax tensors are derived from it by :mod:`syntaxformer.data.collate`.
 """
 
 from __future__ import annotations

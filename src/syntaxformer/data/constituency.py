@@ -642,8 +642,8 @@ def encode_constituency(
     words: np.ndarray,
     D: int,
 ) -> None:
-    """Fill the ``con_*`` arrays (:data:`syntaxformer.data.encode.CONSTITUENCY_KEYS`) of the visible positions
-    ``pos`` (words ``words``) of one window in place (for :func:`syntaxformer.data.encode.encode_syntax`).
+    """Fill the ``con_*`` arrays (:data:`syntaxformer.data.collate.CONSTITUENCY_KEYS`) of the visible positions
+    ``pos`` (words ``words``) of one window in place (for :func:`syntaxformer.data.collate.encode_syntax`).
 
     Constituency arrays (always under the "share" criterion: pieces inherit their word; forest word indices):
 

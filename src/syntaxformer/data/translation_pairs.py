@@ -52,7 +52,7 @@ def encode_pairs(
         -1 at ``</s>``), ``labels`` ``[T]`` when there are targets.
     """
     from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.data.encode import encode_syntax
+    from syntaxformer.data.collate import encode_syntax
     from syntaxformer.data.subword_features import FEATURES, forest_words, subword_feature_ids
     from syntaxformer.utils import progress
 

@@ -29,7 +29,7 @@ import torch
 from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PretrainedConfig
 
-from syntaxformer.data.encode import CONSTITUENCY_KEYS, DEPENDENCY_KEYS
+from syntaxformer.data.collate import CONSTITUENCY_KEYS, DEPENDENCY_KEYS
 from syntaxformer.errors import ConfigError, InputError
 
 #: Ways to build the sentence representation of sequence-level heads (see :class:`SyntaxModelConfig`).
@@ -223,7 +223,7 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
-        """The syntax batch keys the model reads (names of :func:`syntaxformer.data.encode.encode_syntax`'s arrays,
+        """The syntax batch keys the model reads (names of :func:`syntaxformer.data.collate.encode_syntax`'s arrays,
         plus ``pos_ids``), as a function of its options; featurization needs to produce only these (besides
         ``input_ids``, ``attention_mask``, ``token_type_ids`` and the labels)."""
         # for authors of a new model config (a programming error, not user input): every subclass overrides it

@@ -40,7 +40,7 @@ _ON_DEMAND: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
         "syntaxformer.data.constituency",
         {
             "Tree": ("syntaxformer.data.sentence", "Sentence"),
-            "encode_constituency": ("syntaxformer.data.encode", "encode_syntax"),
+            "encode_constituency": ("syntaxformer.data.collate", "encode_syntax"),
             "dependency_to_constituency": ("syntaxformer.data.collate", "with_dependency_trees"),
         },
     ),
@@ -48,7 +48,7 @@ _ON_DEMAND: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
         "syntaxformer.data.subword_features",
         {
             "feature_vocab_size": ("syntaxformer.modeling.configuration_sgnet", "SGNetConfig"),
-            "subword_feature_ids": ("syntaxformer.data.collate", "encode_window"),
+            "subword_feature_ids": ("syntaxformer.data.collate", "window_arrays"),
         },
     ),
 }

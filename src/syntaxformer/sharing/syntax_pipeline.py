@@ -50,7 +50,7 @@ from transformers.pipelines.base import Pipeline
 
 from syntaxformer.data.align import SyntaxAligner
 from syntaxformer.data.annotators.spacy import SpacyParser
-from syntaxformer.data.collate import TOKEN_KEYS, encode_window, pad_arrays, with_dependency_trees
+from syntaxformer.data.collate import TOKEN_KEYS, pad_arrays, window_arrays, with_dependency_trees
 from syntaxformer.data.sentence import Document
 from syntaxformer.errors import InputError
 from syntaxformer.modeling.raw_text import (
@@ -261,7 +261,10 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
         aligner = SyntaxAligner(
             self.tokenizer, max_length=opts.max_length, window_segment=None if docs_b is not None else 0
         )
-        return [encode_window(windows[0], opts) for windows in aligner.align_batch(docs_a, docs_b)]
+        return [
+            window_arrays(w[0], opts.syntax_inputs, opts.criterion, opts.max_distance, opts.pos_tags)
+            for w in aligner.align_batch(docs_a, docs_b)
+        ]
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
