@@ -539,7 +539,7 @@ _M = "syntaxformer.modeling"
 BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
     "sgnet": SystemSpec(
         name="sgnet",
-        config=f"{_M}.configuration_sgnet:SGNetConfig",
+        config=f"{_M}.configuration:SGNetConfig",
         models=_heads(f"{_M}.modeling_sgnet", "SGNet"),
         backbone=f"{_M}.modeling_sgnet:SGNetModel",
         model_type="sgnet",
@@ -550,7 +550,7 @@ BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
     ),
     "syntax_bert": SystemSpec(
         name="syntax_bert",
-        config=f"{_M}.configuration_syntax_bert:SyntaxBertConfig",
+        config=f"{_M}.configuration:SyntaxBertConfig",
         models=_heads(f"{_M}.modeling_syntax_bert", "SyntaxBert"),
         backbone=f"{_M}.modeling_syntax_bert:SyntaxBertModel",
         model_type="syntax_bert",
@@ -561,7 +561,7 @@ BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
     ),
     "plain": SystemSpec(
         name="plain",
-        config=f"{_M}.configuration_plain:PlainEncoderConfig",
+        config=f"{_M}.configuration:PlainEncoderConfig",
         models=_heads(f"{_M}.modeling_plain", "PlainEncoder"),
         backbone=f"{_M}.modeling_plain:PlainEncoderModel",
         model_type="plain_encoder",

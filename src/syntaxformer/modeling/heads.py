@@ -32,11 +32,7 @@ import torch
 from torch import nn
 
 from syntaxformer.errors import ConfigError, InputError
-from syntaxformer.modeling.configuration_common import (
-    TOLERATED_KEYWORDS,
-    check_forward_inputs,
-    syntax_forward_signature,
-)
+from syntaxformer.modeling.configuration import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import (
     ContextualStates,
     MultipleChoiceOutput,
@@ -201,7 +197,7 @@ class TaskHead:
 
         Raises:
             InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone (a misspelt key, a
-                data set column): :func:`~syntaxformer.modeling.configuration_common.check_forward_inputs`; a syntax input the
+                data set column): :func:`~syntaxformer.modeling.configuration.check_forward_inputs`; a syntax input the
                 backbone needs is missing (with no syntax input at all, the message names the pipeline for raw
                 text: :func:`~syntaxformer.modeling.raw_text.raw_text_hint`).
         """
@@ -303,7 +299,7 @@ class SequenceClassificationHead(PooledScorer):
             **syntax_inputs: the batch's syntax tensors (``config.syntax_inputs``; see the backbone's
                 ``forward``). Every syntax batch key is accepted (those the model does not read are ignored), so a
                 collated batch can be passed as ``model(**batch)``; any other key raises an ``InputError`` naming
-                it (:mod:`syntaxformer.modeling.configuration_common`). The signature names every syntax key, so a
+                it (:mod:`syntaxformer.modeling.configuration`). The signature names every syntax key, so a
                 ``transformers.Trainer`` keeps those columns with its default ``remove_unused_columns=True``.
 
         Returns:

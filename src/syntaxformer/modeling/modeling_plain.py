@@ -14,8 +14,12 @@ import torch
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
-from syntaxformer.modeling.configuration_common import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
-from syntaxformer.modeling.configuration_plain import PlainEncoderConfig
+from syntaxformer.modeling.configuration import (
+    SYNTAX_INPUT_KEYS,
+    PlainEncoderConfig,
+    check_forward_inputs,
+    syntax_forward_signature,
+)
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,

@@ -26,13 +26,13 @@ from transformers import initialization as init
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.configuration_common import (
+from syntaxformer.modeling.configuration import (
     SYNTAX_INPUT_KEYS,
+    SGNetConfig,
     check_forward_inputs,
     filled,
     syntax_forward_signature,
 )
-from syntaxformer.modeling.configuration_sgnet import SGNetConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,

@@ -22,8 +22,12 @@ from transformers import initialization as init
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
 from syntaxformer.masks.relations import CHILD, PAIRWISE, PARENT, SELF, SIBLING, SPECIAL, group_id, relation_groups
-from syntaxformer.modeling.configuration_common import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
-from syntaxformer.modeling.configuration_syntax_bert import SyntaxBertConfig
+from syntaxformer.modeling.configuration import (
+    SYNTAX_INPUT_KEYS,
+    SyntaxBertConfig,
+    check_forward_inputs,
+    syntax_forward_signature,
+)
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,

@@ -34,7 +34,7 @@ from syntaxformer.data.bpe import BOS_ID, EOS_ID, PAD_ID
 from syntaxformer.data.subword_features import FEATURES
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.configuration_common import check_forward_inputs, filled, sub_config
+from syntaxformer.modeling.configuration import check_forward_inputs, filled, sub_config
 from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.raw_text import default_max_new_tokens
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer

@@ -47,7 +47,7 @@ _ON_DEMAND: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
     "pos_ids": (
         "syntaxformer.data.subword_features",
         {
-            "feature_vocab_size": ("syntaxformer.modeling.configuration_sgnet", "SGNetConfig"),
+            "feature_vocab_size": ("syntaxformer.modeling.configuration", "SGNetConfig"),
             "subword_feature_ids": ("syntaxformer.data.collate", "window_arrays"),
         },
     ),
