@@ -33,24 +33,10 @@ _TRANSLATION = (
     "SyntaxInfusedForConditionalGeneration",
 )
 #: Syntax input (prefix) -> the data module the library imports on demand for it (by its last name, which its flat
-#: copy keeps): each name the library takes from it, with the definition that takes it (a folder carries the name
-#: only where it carries that definition).
-_ON_DEMAND: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
-    "con_": (
-        "syntaxformer.data.constituency",
-        {
-            "Tree": ("syntaxformer.data.sentence", "Sentence"),
-            "encode_constituency": ("syntaxformer.data.collate", "encode_syntax"),
-            "dependency_to_constituency": ("syntaxformer.data.collate", "with_dependency_trees"),
-        },
-    ),
-    "pos_ids": (
-        "syntaxformer.data.subword_features",
-        {
-            "feature_vocab_size": ("syntaxformer.modeling.configuration", "SGNetConfig"),
-            "subword_feature_ids": ("syntaxformer.data.collate", "window_arrays"),
-        },
-    ),
+#: copy keeps) and the names the library takes from it.
+_ON_DEMAND: dict[str, tuple[str, list[str]]] = {
+    "con_": ("syntaxformer.data.constituency", ["Tree", "encode_constituency", "dependency_to_constituency"]),
+    "pos_ids": ("syntaxformer.data.subword_features", ["feature_vocab_size", "subword_feature_ids"]),
 }
 #: Third-party top-level modules a flat file must not shadow by its name.
 _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
@@ -241,11 +227,6 @@ class _Shaker:
             elif not (isinstance(stmt, (ast.Assign, ast.AugAssign)) and name == "__all__"):
                 self.keep(module, i)
 
-    def has(self, module: str, name: str) -> bool:
-        """Whether the folder carries the definition ``name`` of ``module``."""
-        kept = self.kept.get(module, {})
-        return any(i in kept for i in self.binders.get(module, {}).get(name, []))
-
     def run(self, exports: Mapping[str, Sequence[str]]) -> None:
         self.todo = [(module, name) for module, names in exports.items() for name in names]
         while self.todo:
@@ -264,7 +245,7 @@ def _flat_names(modules: list[str]) -> dict[str, str]:
         out[module] = name
     if len(set(out.values())) != len(out):
         raise ConfigError(f"flat module names collide: {sorted(out.values())}")
-    for module, _users in _ON_DEMAND.values():  # imported by their last name (on_demand), which their copies must keep
+    for module, _names in _ON_DEMAND.values():  # imported by their last name (on_demand), which their copies must keep
         if module in out and out[module] != module.rsplit(".", 1)[-1]:
             raise ConfigError(f"{module} is imported on demand by its name but would be copied as {out[module]}")
     return out
@@ -365,9 +346,9 @@ def code_exports(
 
         spec = system_for_model_type(model_type)
         syntax_inputs = spec.config_class()().syntax_inputs if spec is not None else ()
-    for prefix, (module, users) in _ON_DEMAND.items():
+    for prefix, (module, names) in _ON_DEMAND.items():
         if any(k.startswith(prefix) for k in syntax_inputs):
-            out.setdefault(module, []).extend(users)
+            out.setdefault(module, []).extend(names)
     return out
 
 
@@ -385,14 +366,7 @@ def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
     carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does on import).
     """
     shaker = _Shaker()
-    on_demand = dict(_ON_DEMAND.values())
-    shaker.run({module: names for module, names in exports.items() if module not in on_demand})
-    exports = dict(exports)
-    for module, users in on_demand.items():  # the names the carried code takes from an on-demand module
-        wanted = [name for name in exports.pop(module, []) if shaker.has(*users[name])]
-        if wanted:
-            exports[module] = wanted
-            shaker.run({module: wanted})
+    shaker.run(exports)
     attention = "syntaxformer.modeling.syntax_attention"
     if attention in shaker.trees:
         shaker.run({attention: ["register_syntax_attention"]})
