@@ -292,8 +292,8 @@ def _kept_text(
             if isinstance(node, ast.ImportFrom) and _is_library(node.module) and node.module not in names
         ]
         whole = len(absent) == len(stmt.body)
-        for node in [stmt] if whole else absent:
-            lines[node.lineno - 1 : node.end_lineno] = [""] * ((node.end_lineno or node.lineno) - node.lineno + 1)
+        for cut in [stmt] if whole else absent:
+            lines[cut.lineno - 1 : cut.end_lineno] = [""] * ((cut.end_lineno or cut.lineno) - cut.lineno + 1)
     out: list[str] = []
     start = 0
     for i, stmt in enumerate(tree.body):
