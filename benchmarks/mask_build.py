@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     sys.path.insert(0, str(ROOT))  # for tests.masks.reference (the brute-force reference)
-    from syntaxformer.data.encode import encode_syntax
+    from syntaxformer.data.collate import encode_syntax
     from syntaxformer.masks import relation_groups_from_features, sdoi_mask_from_features
     from tests.masks.reference import pad, ref_con_groups, ref_dep_groups, ref_sdoi
 

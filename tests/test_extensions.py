@@ -25,7 +25,7 @@ DISTANCE_CONFIG = '''
 from huggingface_hub.dataclasses import strict
 from transformers import PretrainedConfig
 
-from syntaxformer.modeling.configuration_common import Pooling, SyntaxModelConfig, ordered_syntax_inputs
+from syntaxformer.modeling.configuration import Pooling, SyntaxModelConfig, ordered_syntax_inputs
 
 
 @strict
@@ -52,7 +52,7 @@ from torch import nn
 from transformers import PreTrainedModel
 
 from syntaxformer.modeling.heads import SequenceClassificationHead
-from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS
+from syntaxformer.modeling.configuration import SYNTAX_INPUT_KEYS
 from syntaxformer.modeling.outputs import ContextualStates
 from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin
 from sfx_distance.configuration import DistanceConfig

@@ -25,7 +25,7 @@ FILES = {
     "plug_dep.py": "import no_such_package_xyz\n",
     "plug_kbd.py": "raise KeyboardInterrupt\n",
     "plug_cfg.py": """
-        from syntaxformer.modeling.configuration_plain import PlainEncoderConfig
+        from syntaxformer.modeling.configuration import PlainEncoderConfig
         from syntaxformer.modeling.modeling_plain import PlainEncoderForSequenceClassification, PlainEncoderModel
 
         class GoodConfig(PlainEncoderConfig):

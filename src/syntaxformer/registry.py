@@ -468,11 +468,11 @@ def _syntax_bert_label(config: Any) -> str:
 
 
 def _builtin(name: str, stem: str, prefix: str, model_type: str, label: Any, title: str, *aliases: str) -> SystemSpec:
-    """A built-in system: ``<prefix>Config`` in ``modeling/configuration_<stem>.py``, ``<prefix>Model`` and
+    """A built-in system: ``<prefix>Config`` in ``modeling/configuration.py``, ``<prefix>Model`` and
     ``<prefix>For<Head>`` in ``modeling/modeling_<stem>.py``."""
     module = f"syntaxformer.modeling.modeling_{stem}"
     models = {h: f"{module}:{prefix}{auto[len('AutoModel') :]}" for h, auto in AUTO_MODEL_CLASSES.items()}
-    config = f"syntaxformer.modeling.configuration_{stem}:{prefix}Config"
+    config = f"syntaxformer.modeling.configuration:{prefix}Config"
     return SystemSpec(name, config, models, f"{module}:{prefix}Model", model_type, aliases, label, title, True)
 
 

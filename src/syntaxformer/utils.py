@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
 
-from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
+from syntaxformer.errors import ConfigError, DataError, FormatError
 
 __all__ = [
     "DISK_FULL_ERRNOS",
@@ -19,7 +19,6 @@ __all__ = [
     "atomic_write",
     "check_not_inside",
     "check_output",
-    "check_unicode",
     "disk_full",
     "json_lines",
     "open_text",
@@ -283,23 +282,6 @@ def json_lines(
                 f"expected {what}, got a JSON {type(row).__name__} ({line.strip()[:40]!r})", source, lineno
             )
         yield lineno, row
-
-
-def check_unicode(text: str, what: str) -> None:
-    """Reject a string that is not valid Unicode text: one holding a lone surrogate (``"x\\udcff"``, what
-    ``errors="surrogateescape"`` leaves for undecodable bytes), which cannot be written as UTF-8, stored in the
-    parse cache or given to a tokenizer.
-
-    Raises:
-        InputError: naming ``what``, the position and the character.
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise InputError(
-            f"{what} holds the lone surrogate {text[e.start]!r} at character {e.start}, which is not "
-            "valid Unicode text; decode the input with errors='replace' (or fix its encoding)"
-        ) from None
 
 
 def progress(iterable=None, total: int | None = None, desc: str | None = None, disable: bool | None = None, **kw):

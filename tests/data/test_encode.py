@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from syntaxformer.data import tree as T
 from syntaxformer.data.align import AlignedExample
+from syntaxformer.data.collate import CONSTITUENCY_KEYS, DEPENDENCY_KEYS, encode_syntax
 from syntaxformer.data.constituency import Tree
-from syntaxformer.data.encode import CONSTITUENCY_KEYS, DEPENDENCY_KEYS, encode_syntax
 from syntaxformer.errors import AlignmentError
 from tests.masks.reference import Spec, constituency_nodes, dependency_nodes, make_example, random_example, rngs, window
 

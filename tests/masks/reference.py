@@ -1,7 +1,7 @@
 """Slow, obvious references for the mask builders, and generators of aligned test examples.
 
 The references work on explicit node-level trees with :mod:`syntaxformer.data.tree` (``ancestors``, ``depths``)
-and :func:`lca` below and loop over all pairs of positions; they share no code with :mod:`syntaxformer.data.encode` or
+and :func:`lca` below and loop over all pairs of positions; they share no code with :mod:`syntaxformer.data.collate` or
 :mod:`syntaxformer.masks`.
 """
 

@@ -6,7 +6,7 @@ import random
 
 import torch
 
-from syntaxformer.data.encode import encode_syntax
+from syntaxformer.data.collate import encode_syntax
 from syntaxformer.masks import relation_groups_from_features, sdoi_mask_from_features
 from syntaxformer.masks.random import random_like_groups, random_like_mask
 from tests.masks.reference import pad, random_example

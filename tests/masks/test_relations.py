@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from syntaxformer.data.collate import encode_syntax
 from syntaxformer.data.constituency import Tree
-from syntaxformer.data.encode import encode_syntax
 from syntaxformer.masks import group_id, group_name, num_groups, relation_groups, relation_groups_from_features
 from tests.masks.reference import Spec, make_example, pad, random_example, ref_con_groups, ref_dep_groups, rngs, window
 

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syntaxformer.data.encode import encode_syntax
+from syntaxformer.data.collate import encode_syntax
 from syntaxformer.masks import sdoi_mask, sdoi_mask_from_features
 from tests.masks.reference import Spec, make_example, pad, random_example, ref_sdoi, rngs, window
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from syntaxformer.data import tree as T
-from syntaxformer.data.encode import encode_syntax
+from syntaxformer.data.collate import encode_syntax
 from syntaxformer.data.readers.conllu import read_conllu
 from syntaxformer.masks import relation_groups_from_features, sdoi_mask_from_features
 from tests.conftest import data_path

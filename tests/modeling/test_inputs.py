@@ -23,7 +23,7 @@ from syntaxformer.modeling import (
     SyntaxBertForSequenceClassification,
     SyntaxBertModel,
 )
-from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs
+from syntaxformer.modeling.configuration import SYNTAX_INPUT_KEYS, check_forward_inputs
 from tests.masks.reference import random_example
 from tests.modeling.test_modeling_sgnet import tiny_bert
 

@@ -2,21 +2,22 @@
 
 The output of alignment is an :class:`AlignedExample`: one model input window (``input_ids`` ...) plus, for every
 position, the index of the word it belongs to in the example's :class:`WordForest` (all words of all sentences of
-all texts of the example, in order). Syntax tensors are derived from it by :mod:`syntaxformer.data.encode`.
+all texts of the example, in order). Syntax tensors are derived from it by :mod:`syntaxformer.data.collate`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from syntaxformer.data.constituency import Tree
-from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.data.sentence import Document, Sentence, check_unicode
 from syntaxformer.errors import AlignmentError, ConfigError, InputError
-from syntaxformer.utils import check_unicode
+
+if TYPE_CHECKING:
+    from syntaxformer.data.constituency import Tree
 
 
 @dataclass

@@ -1,21 +1,271 @@
-"""Batching: pad per-example arrays (token ids + compact syntax tensors) into a dict of batched tensors.
+"""Model inputs: one aligned window -> the arrays a model reads, and batches of them.
+
+* :func:`encode_syntax`: the compact syntax arrays of a window (below); :func:`example_arrays`: those and the token
+  arrays; :func:`encode_window` and :func:`window_arrays`: the token arrays and only the syntax inputs a model
+  declares (what :mod:`syntaxformer.tasks.featurize`, :meth:`syntaxformer.tasks.base.TaskContext.window_arrays`
+  and the pipeline of an exported model folder, :mod:`syntaxformer.sharing.syntax_pipeline`, build a model's
+  inputs with).
+* :func:`pad_arrays` and :class:`SyntaxCollator`: per-example arrays padded into a dict of batched tensors.
 
 Padding conventions (the mask builders rely on them): ``input_ids`` with the tokenizer's pad id,
 ``attention_mask`` with 0, ``token_type_ids`` with 0, and every syntax array with -1 — so a padded position has
 ``syntax_tree == -1`` and is treated like a special token: it attends to itself only and nobody attends to it.
+
+Compact O(L) syntax arrays: :func:`encode_syntax` turns an :class:`~syntaxformer.data.align.AlignedExample` into
+per-position integer arrays from which every mask of the library is rebuilt on the fly, on the model's device, by
+:mod:`syntaxformer.masks` (nothing L x L is ever stored). All values are computed on the *whole* example (all
+sentences of all texts, the full tokenization given by ``n_pieces``), so a window cut from a long passage gets
+exactly the values the same positions have in the full example: an ancestor outside the window is still known
+as an interval, and relations between two in-window positions do not depend on the window.
+
+Subword criteria (SG-Net, TPAMI section 5.1):
+
+* ``"share"`` (default; the paper's reported setting, "the subwords share the same tag as the original word"):
+  the dependency node of a position is its word; all pieces of a word are the same node.
+* ``"children"`` ("the [1:n] subwords are regarded as the children of the first subword"): a subword-level tree
+  over the full tokenization. Node ``(w, 0)`` takes word ``w``'s place (its parent is ``(head(w), 0)``), nodes
+  ``(w, k > 0)`` are children of ``(w, 0)``. A word with ``n_pieces == 0`` keeps one (invisible) node ``(w, 0)``
+  so the ancestry of its dependents stays correct.
+
+Dependency arrays (``L`` = window length, ``D`` = ``max_distance``):
+
+* ``syntax_tree`` ``[L]``: sentence (tree) id of the position in the example; -1 for special tokens.
+* ``syntax_segment`` ``[L]``: text id (0 / 1); -1 for special tokens.
+* ``dep_tin``, ``dep_tout`` ``[L]``: pre-order Euler interval of the position's node in the dependency forest
+  of the whole example (sentences in order, so intervals of different sentences are disjoint). ``j`` is an
+  ancestor-or-self of ``i`` iff ``dep_tin[j] <= dep_tin[i] <= dep_tout[j]``. ``dep_tin`` is the position's
+  *key*: positions with the same key are the same node. -1 for special tokens.
+* ``dep_depth`` ``[L]``: depth of the node (root = 0); -1 for special tokens.
+* ``dep_parent`` ``[L]``: window position of the first visible position of the parent node; -1 for roots,
+  parents outside the window or without a visible piece, and special tokens.
+* ``dep_anc_lo``, ``dep_anc_hi``, ``dep_anc_head`` ``[L, D]``: column ``k - 1`` describes the k-th proper
+  ancestor (k = 1..D): its Euler interval and its key (for a dependency tree the ancestor *is* a node, so its
+  head key is its ``tin``). Missing ancestors (above the root, or special tokens) are the empty interval
+  ``lo = 0, hi = -1`` with head -1.
+
+Constituency arrays (``con_*``, :data:`CONSTITUENCY_KEYS`; only for models that read them) are made by
+:func:`syntaxformer.data.constituency.encode_constituency`, which documents them.
+
+The relation definitions built from these arrays are in :mod:`syntaxformer.masks.relations`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
 
 from syntaxformer.data.align import AlignedExample
-from syntaxformer.errors import InputError
+from syntaxformer.data.sentence import Document, Sentence, on_demand
+from syntaxformer.data.tree import depths, euler_tour
+from syntaxformer.errors import AlignmentError, ConfigError, InputError
+
+CRITERIA = ("share", "children")
+
+#: Names of the arrays returned by :func:`encode_syntax` (all ``[L]`` or ``[L, D]``; padded with -1 by the
+#: collator).
+DEPENDENCY_KEYS = (
+    "syntax_tree",
+    "syntax_segment",
+    "dep_tin",
+    "dep_tout",
+    "dep_depth",
+    "dep_parent",
+    "dep_anc_lo",
+    "dep_anc_hi",
+    "dep_anc_head",
+)
+CONSTITUENCY_KEYS = ("con_key", "con_depth", "con_anc_lo", "con_anc_hi", "con_anc_head")
+
+_DTYPE = np.int32
+
+
+def encode_syntax(
+    example: AlignedExample, criterion: str = "share", max_distance: int = 15, constituency: bool = True
+) -> dict[str, np.ndarray]:
+    """Compact syntax arrays of one window (no L x L array anywhere).
+
+    Args:
+        example: one aligned window; ``word_index`` / ``piece_index`` refer to ``example.forest`` and to the
+            full tokenization described by ``n_pieces``.
+        criterion: subword criterion, ``"share"`` (SG-Net default) or ``"children"``; see the module docstring.
+            Constituency arrays always use ``"share"``.
+        max_distance: D, the number of ancestor columns (Syntax-BERT's largest tree distance, 15 in the paper).
+        constituency: also compute the ``con_*`` arrays.
+
+    Returns:
+        dict of int32 arrays: :data:`DEPENDENCY_KEYS` (``[L]`` or ``[L, D]``) and, if ``constituency``,
+        :data:`CONSTITUENCY_KEYS`. See the module docstring for their meaning.
+
+    Raises:
+        ConfigError: unknown criterion or ``max_distance < 1``.
+        AlignmentError: positions that refer to words or pieces that do not exist.
+    """
+    if criterion not in CRITERIA:
+        raise ConfigError(f"unknown subword criterion {criterion!r}; expected one of {CRITERIA}")
+    if int(max_distance) < 1:
+        raise ConfigError(f"max_distance must be >= 1, got {max_distance}")
+    D = int(max_distance)
+    forest = example.forest
+    heads = np.asarray(forest.heads, dtype=np.int64)
+    W = len(heads)
+    word_index = np.asarray(example.word_index, dtype=np.int64).reshape(-1)
+    piece_index = np.asarray(example.piece_index, dtype=np.int64).reshape(-1)
+    L = len(word_index)
+    if len(piece_index) != L:
+        raise AlignmentError(f"word_index has {L} positions but piece_index has {len(piece_index)}")
+    vis = word_index >= 0
+    if np.any(word_index >= W) or np.any(word_index < -1):
+        bad = int(np.flatnonzero((word_index >= W) | (word_index < -1))[0])
+        raise AlignmentError(f"position {bad} refers to word {int(word_index[bad])}, but the example has {W} words")
+    n_pieces = np.asarray(example.n_pieces, dtype=np.int64).reshape(-1)
+    if len(n_pieces) != W:
+        raise AlignmentError(f"n_pieces has {len(n_pieces)} entries for {W} words")
+
+    out = _empty(L, D, constituency)
+    if not vis.any():
+        return out
+    pos = np.flatnonzero(vis)
+    words = word_index[pos]
+    pieces = piece_index[pos]
+    if np.any(pieces < 0):
+        bad = int(pos[np.flatnonzero(pieces < 0)[0]])
+        raise AlignmentError(f"position {bad} belongs to word {int(word_index[bad])} but has piece_index -1")
+
+    tree_id = np.asarray(forest.tree_id, dtype=np.int64)
+    segment = np.asarray(forest.segment, dtype=np.int64)
+    a, b, bounds, run_ids = _word_range(tree_id, words)
+    _check_heads_in_range(heads, tree_id, a, b)
+
+    # -- node-level dependency forest over words a..b-1 (only the sentences the window touches) -------------
+    if criterion == "share":
+        node_heads = np.where(heads[a:b] >= 0, heads[a:b] - a, -1)
+        offset = a
+        word_node = np.arange(b - a)  # node (w, 0) of every word in the range
+        pos_node = words - a
+    else:
+        extra = np.maximum(n_pieces - 1, 0)
+        weight = 1 + extra  # nodes per word: (w, 0) and (w, 1..n-1)
+        prefix = np.concatenate([[0], np.cumsum(weight)])
+        offset = int(prefix[a])
+        word_node = prefix[a:b] - offset
+        n_nodes = int(prefix[b] - offset)
+        node_heads = np.empty(n_nodes, dtype=np.int64)
+        hw = heads[a:b]
+        node_heads[word_node] = np.where(hw >= 0, word_node[np.maximum(hw - a, 0)], -1)
+        piece_owner = np.repeat(word_node, extra[a:b])  # for (w, k>0): the node (w, 0)
+        is_piece = np.ones(n_nodes, dtype=bool)
+        is_piece[word_node] = False
+        piece_node = np.flatnonzero(is_piece)
+        node_heads[piece_node] = piece_owner
+        too_far = pieces >= np.maximum(n_pieces[words], 1)
+        if np.any(too_far):
+            bad = int(pos[np.flatnonzero(too_far)[0]])
+            raise AlignmentError(
+                f"position {bad} is piece {int(piece_index[bad])} of word {int(word_index[bad])}, which has only "
+                f"{int(n_pieces[word_index[bad]])} pieces in the full tokenization (n_pieces)"
+            )
+        pos_node = word_node[words - a] + pieces
+
+    tin, tout = euler_tour(node_heads)
+    depth = depths(node_heads)
+    anc = _ancestor_table(node_heads, D)  # [N, D] node ids, -1 missing
+
+    out["syntax_tree"][pos] = tree_id[words]
+    out["syntax_segment"][pos] = segment[words]
+    out["dep_tin"][pos] = tin[pos_node] + offset
+    out["dep_tout"][pos] = tout[pos_node] + offset
+    out["dep_depth"][pos] = depth[pos_node]
+    pa = anc[pos_node]  # [P, D]
+    has = pa >= 0
+    pa0 = np.maximum(pa, 0)
+    out["dep_anc_lo"][pos] = np.where(has, tin[pa0] + offset, 0)
+    out["dep_anc_hi"][pos] = np.where(has, tout[pa0] + offset, -1)
+    out["dep_anc_head"][pos] = np.where(has, tin[pa0] + offset, -1)
+
+    # first visible position of every node, to point at the parent
+    first = np.full(len(node_heads), L, dtype=np.int64)
+    np.minimum.at(first, pos_node, pos)
+    parent = node_heads[pos_node]
+    par_pos = np.where(parent >= 0, first[np.maximum(parent, 0)], L)
+    out["dep_parent"][pos] = np.where(par_pos < L, par_pos, -1)
+
+    if constituency:
+        word_depth = depth[word_node]  # word-level depth = depth of node (w, 0) under both criteria
+        encode = on_demand("constituency").encode_constituency  # constituency trees: only models that read them
+        encode(out, forest.trees, bounds, run_ids, a, b, word_depth, pos, words, D)
+    return out
+
+
+def _empty(L: int, D: int, constituency: bool) -> dict[str, np.ndarray]:
+    out = {
+        k: np.full(L, -1, dtype=_DTYPE)
+        for k in ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
+    }
+    out["dep_anc_lo"] = np.zeros((L, D), dtype=_DTYPE)
+    out["dep_anc_hi"] = np.full((L, D), -1, dtype=_DTYPE)
+    out["dep_anc_head"] = np.full((L, D), -1, dtype=_DTYPE)
+    if constituency:
+        out["con_key"] = np.full(L, -1, dtype=_DTYPE)
+        out["con_depth"] = np.full(L, -1, dtype=_DTYPE)
+        out["con_anc_lo"] = np.zeros((L, D), dtype=_DTYPE)
+        out["con_anc_hi"] = np.full((L, D), -1, dtype=_DTYPE)
+        out["con_anc_head"] = np.full((L, D), -1, dtype=_DTYPE)
+    return out
+
+
+def _runs(tree_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sentences as runs of equal ``tree_id``: ``bounds`` ``[R + 1]`` (word boundaries) and ``ids`` ``[R]``."""
+    W = len(tree_id)
+    if W == 0:
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(tree_id)) + 1])
+    return np.append(starts, W), tree_id[starts]
+
+
+def _word_range(tree_id: np.ndarray, words: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """Word range ``[a, b)`` of the sentences the window touches, with those sentences' bounds and ids."""
+    if np.any(np.diff(tree_id) < 0):
+        bad = int(np.flatnonzero(np.diff(tree_id) < 0)[0]) + 1
+        raise AlignmentError(
+            f"forest word {bad} has tree_id {int(tree_id[bad])} after {int(tree_id[bad - 1])}; the words of a "
+            f"sentence must be contiguous and sentences in increasing tree_id order"
+        )
+    bounds, ids = _runs(tree_id)
+    r_lo = int(np.searchsorted(bounds, words.min(), side="right")) - 1
+    r_hi = int(np.searchsorted(bounds, words.max(), side="right")) - 1
+    return int(bounds[r_lo]), int(bounds[r_hi + 1]), bounds[r_lo : r_hi + 2], ids[r_lo : r_hi + 1]
+
+
+def _check_heads_in_range(heads: np.ndarray, tree_id: np.ndarray, a: int, b: int) -> None:
+    h = heads[a:b]
+    bad = (h < -1) | (h >= len(heads))
+    ok = ~bad & (h >= 0)
+    bad[ok] = tree_id[h[ok]] != tree_id[a:b][ok]
+    if np.any(bad):
+        w = a + int(np.flatnonzero(bad)[0])
+        raise AlignmentError(
+            f"word {w} (sentence {int(tree_id[w])}) has head {int(heads[w])}, which is not a word of the same "
+            f"sentence; heads must be forest indices of words of the same sentence, or -1 for a root"
+        )
+
+
+def _ancestor_table(heads: np.ndarray, D: int) -> np.ndarray:
+    """``[N, D]``: column ``k - 1`` holds the k-th proper ancestor of every node, -1 if none."""
+    n = len(heads)
+    anc = np.full((n, D), -1, dtype=np.int64)
+    cur = heads.astype(np.int64)
+    for k in range(D):
+        anc[:, k] = cur
+        if not np.any(cur >= 0):
+            break
+        cur = np.where(cur >= 0, heads[np.maximum(cur, 0)], -1)
+    return anc
+
 
 # Arrays whose padding value is not -1.
 _PAD_VALUES = {"attention_mask": 0, "token_type_ids": 0}
@@ -24,9 +274,7 @@ _PAD_VALUES = {"attention_mask": 0, "token_type_ids": 0}
 def example_arrays(
     example: AlignedExample, criterion: str = "share", max_distance: int = 15, constituency: bool = True
 ) -> dict[str, np.ndarray]:
-    """Token arrays plus compact syntax tensors of one window (see :func:`syntaxformer.data.encode.encode_syntax`)."""
-    from syntaxformer.data.encode import encode_syntax
-
+    """Token arrays plus compact syntax tensors of one window (see :func:`encode_syntax`)."""
     out: dict[str, np.ndarray] = {
         "input_ids": np.asarray(example.input_ids, dtype=np.int64),
         "attention_mask": np.ones(len(example), dtype=np.int64),
@@ -117,3 +365,68 @@ class SyntaxCollator:
 
 #: Label field names of datasets / other collators and the batch key the models read.
 _LABEL_NAMES = {"label": "labels", "label_ids": "labels"}
+
+
+#: The token arrays every example has (``token_type_ids`` where the tokenizer makes them).
+TOKEN_KEYS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def encode_window(window: Any, context: Any) -> dict[str, np.ndarray]:
+    """:func:`window_arrays` of one aligned window with the options of ``context``: anything with
+    ``syntax_inputs``, ``criterion``, ``max_distance`` and ``pos_tags`` (a :class:`~syntaxformer.tasks.base.TaskContext`,
+    an exported folder's options)."""
+    return window_arrays(window, context.syntax_inputs, context.criterion, context.max_distance, context.pos_tags)
+
+
+def window_arrays(
+    window: Any,
+    syntax_inputs: Sequence[str],
+    criterion: str = "share",
+    max_distance: int = 15,
+    pos_tags: str | None = None,
+) -> dict[str, Any]:
+    """The model inputs of one aligned window (:class:`~syntaxformer.data.align.AlignedExample`): the
+    :data:`TOKEN_KEYS` and the ``syntax_inputs`` the model reads, nothing else.
+
+    Built with :func:`example_arrays` (``criterion``; ``max_distance`` only when an ``[L, D]`` ancestor table is
+    asked for; constituency arrays only when a ``con_*`` key is); ``pos_ids``: the ``pos_tags`` (default
+    ``"upos"``) id of each subword's word (:func:`syntaxformer.data.subword_features.subword_feature_ids`).
+
+    Raises:
+        ConfigError: the model asks for a syntax input that the encoder does not make.
+    """
+    wants_table = any("_anc_" in k for k in syntax_inputs)
+    constituency = any(k.startswith("con_") for k in syntax_inputs)
+    arrays = example_arrays(window, criterion, max_distance if wants_table else 1, constituency)
+    if "pos_ids" in syntax_inputs:
+        tags = pos_tags or "upos"
+        arrays["pos_ids"] = on_demand("subword_features").subword_feature_ids(window, None, [tags])[f"{tags}_ids"]
+    missing = [k for k in syntax_inputs if k not in arrays]
+    if missing:
+        raise ConfigError(
+            f"the model reads the syntax inputs {missing}, which syntax encoding does not "
+            f"make (it makes {sorted(k for k in arrays if k not in TOKEN_KEYS)})"
+        )
+    return {k: arrays[k] for k in (*TOKEN_KEYS, *syntax_inputs) if k in arrays}
+
+
+@overload
+def with_dependency_trees(doc: Document) -> Document: ...
+
+
+@overload
+def with_dependency_trees(doc: Sentence) -> Sentence: ...
+
+
+def with_dependency_trees(doc: Document | Sentence) -> Document | Sentence:
+    """``doc`` with a constituency tree read off the dependency tree of every sentence that has none."""
+    dependency_to_constituency = on_demand("constituency").dependency_to_constituency
+
+    def fill(s: Sentence) -> Sentence:
+        if s.tree is not None:
+            return s
+        return dataclasses.replace(s, tree=dependency_to_constituency(s.words, s.heads, s.upos))
+
+    if isinstance(doc, Sentence):
+        return fill(doc)
+    return Document([fill(s) for s in doc.sentences], text=doc.text, doc_id=doc.doc_id, metadata=dict(doc.metadata))

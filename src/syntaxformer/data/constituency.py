@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from syntaxformer.errors import FormatError, InputError
+from syntaxformer.errors import FormatError, InputError, TreeError
 from syntaxformer.utils import open_text
 
 #: Pre-terminal labels of empty elements (traces, null elements) in the Penn Treebank.
@@ -572,3 +572,134 @@ def dependency_to_constituency(
     if len(top) == 1:
         return node(top[0])
     return Tree(root_label, [node(r) for r in top])
+
+
+class _Phrases:
+    """Phrase nodes (pre-terminals excluded) of the constituency trees of several sentences, concatenated.
+
+    Attributes (lists, one entry per phrase): ``start`` / ``end`` inclusive word span (forest indices),
+    ``parent`` phrase id (-1 for a tree root) and ``depth`` (tree root = 0).
+    """
+
+    def __init__(self) -> None:
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.parent: list[int] = []
+        self.depth: list[int] = []
+
+    def add(self, tree: Tree, s0: int, n_words: int, leaf_parent: np.ndarray, what: str) -> None:
+        """Add the phrases of ``tree`` over forest words ``s0 .. s0 + n_words - 1``; set ``leaf_parent[w - s0]``
+        to the lowest phrase above word w's pre-terminal (-1 if the tree is a lone pre-terminal)."""
+        start, end, parent, depth = self.start, self.end, self.parent, self.depth
+        pos = s0
+        stop = s0 + n_words
+        # iterative pre-order of (node, parent phrase id); an int on the stack closes that phrase
+        stack: list[tuple[Tree | str | int, int]] = [(tree, -1)]
+        while stack:
+            node, par = stack.pop()
+            if isinstance(node, int):
+                end[node] = pos - 1
+            elif isinstance(node, str) or node.is_preterminal():  # a word (under its pre-terminal, if any)
+                if pos >= stop:
+                    raise TreeError(f"{what}: constituency tree has more leaves than the sentence's {n_words} words")
+                leaf_parent[pos - s0] = par
+                pos += 1
+            elif not node.children:
+                raise TreeError(f"{what}: constituency node {node.label!r} has no children")
+            else:
+                pid = len(start)
+                start.append(pos)
+                end.append(pos)
+                parent.append(par)
+                depth.append(depth[par] + 1 if par >= 0 else 0)
+                stack.append((pid, par))
+                stack.extend((c, pid) for c in reversed(node.children))
+        if pos != stop:
+            raise TreeError(f"{what}: constituency tree has {pos - s0} leaves for {n_words} words")
+
+
+def _lexical_heads(start: np.ndarray, end: np.ndarray, word_depth: np.ndarray) -> np.ndarray:
+    """Head word of every span (indices into ``word_depth``): smallest dependency depth, leftmost on ties."""
+    n = len(word_depth)
+    if len(start) == 0:
+        return np.zeros(0, dtype=np.int64)
+    score = np.append(word_depth.astype(np.int64) * n + np.arange(n), np.iinfo(np.int64).max)
+    idx = np.empty(2 * len(start), dtype=np.int64)
+    idx[0::2] = start
+    idx[1::2] = end + 1
+    return np.minimum.reduceat(score, idx)[0::2] % n
+
+
+def encode_constituency(
+    out: dict[str, np.ndarray],
+    trees: Sequence[Tree | None] | None,
+    bounds: np.ndarray,
+    run_ids: np.ndarray,
+    a: int,
+    b: int,
+    word_depth: np.ndarray,
+    pos: np.ndarray,
+    words: np.ndarray,
+    D: int,
+) -> None:
+    """Fill the ``con_*`` arrays (:data:`syntaxformer.data.collate.CONSTITUENCY_KEYS`) of the visible positions
+    ``pos`` (words ``words``) of one window in place (for :func:`syntaxformer.data.collate.encode_syntax`).
+
+    Constituency arrays (always under the "share" criterion: pieces inherit their word; forest word indices):
+
+    * ``con_key`` ``[L]``: forest index of the position's word; -1 for special tokens.
+    * ``con_depth`` ``[L]``: number of phrase nodes above the word's pre-terminal; -1 for special tokens and for
+      sentences without a constituency tree.
+    * ``con_anc_lo``, ``con_anc_hi``, ``con_anc_head`` ``[L, D]``: the k-th phrase node above the pre-terminal
+      (k = 1..D) as its inclusive word span (forest indices) and its lexical head (forest index). Missing: ``0, -1``
+      and head -1.
+
+    Lexical heads of phrases come from the dependency heads of the same sentence: the head of a span is the word of
+    the span whose head lies outside the span. When the dependency tree was derived from the constituency tree by
+    head rules there is exactly one such word and it is the head-rule head. Otherwise (a span that is not a
+    dependency constituent, e.g. a non-projective or independently parsed tree) we take the *highest* such word
+    (smallest dependency depth), leftmost on ties. Both cases are the same computation: the word of smallest depth
+    in the span, leftmost on ties, always has its head outside the span, and if only one word does, every other word
+    of the span descends from it.
+
+    ``bounds`` / ``run_ids``: word boundaries and tree ids of the sentences in the range ``[a, b)``;
+    ``word_depth``: dependency depth of the words of the range.
+    """
+    n = b - a
+    con_depth = np.full(n, -1, dtype=np.int64)
+    leaf_parent = np.full(n, -1, dtype=np.int64)
+    phrases = _Phrases()
+    trees = trees or []
+    for r, t in enumerate(run_ids.tolist()):
+        tree = trees[t] if 0 <= t < len(trees) else None
+        if tree is None:
+            continue
+        s0, s1 = int(bounds[r]), int(bounds[r + 1])
+        phrases.add(tree, s0 - a, s1 - s0, leaf_parent[s0 - a : s1 - a], f"sentence {t}")
+        con_depth[s0 - a : s1 - a] = 0
+    out["con_key"][pos] = words
+    rel = words - a  # positions of the words in the range
+    if not phrases.start:
+        out["con_depth"][pos] = con_depth[rel]
+        return
+    P = len(phrases.start)
+    # one sentinel phrase at index P: the empty interval, head -1, its own parent
+    start = np.asarray(phrases.start + [0], dtype=np.int64)
+    end = np.asarray(phrases.end + [-1], dtype=np.int64)
+    parent = np.asarray(phrases.parent + [P], dtype=np.int64)
+    parent[parent < 0] = P
+    depth = np.asarray(phrases.depth + [-1], dtype=np.int64)
+    lex = np.append(_lexical_heads(start[:P], end[:P], word_depth) + a, -1)
+    start[:P] += a
+    end[:P] += a
+    cur = leaf_parent[rel]
+    has = cur >= 0
+    cur[~has] = P
+    con_depth_pos = np.where(has, depth[cur] + 1, con_depth[rel])
+    out["con_depth"][pos] = con_depth_pos
+    lo, hi, hd = out["con_anc_lo"], out["con_anc_hi"], out["con_anc_head"]
+    for k in range(min(D, int(con_depth_pos.max()))):
+        lo[pos, k] = start[cur]
+        hi[pos, k] = end[cur]
+        hd[pos, k] = lex[cur]
+        cur = parent[cur]

@@ -73,7 +73,7 @@ def corrupt_sentence(sentence: Sentence, fraction: float, rng: np.random.Generat
     """A copy of ``sentence`` with :func:`corrupt_heads` applied to its dependency heads.
 
     Dependency labels, POS tags and the constituency tree are kept (the tree is independent of the dependency
-    heads, but the lexical heads of its phrases, which :mod:`syntaxformer.data.encode` takes from the dependency
+    heads, but the lexical heads of its phrases, which :mod:`syntaxformer.data.collate` takes from the dependency
     heads, change with them). ``metadata["corrupted_heads"]`` records the fraction.
     """
     heads = corrupt_heads(sentence.heads, fraction, rng)

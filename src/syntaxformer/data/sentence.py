@@ -13,16 +13,27 @@ them. Conventions, stated once:
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from syntaxformer.data.constituency import Tree
 from syntaxformer.data.tree import ancestors as _ancestors
 from syntaxformer.data.tree import check_heads as _check_heads
 from syntaxformer.data.tree import roots as _roots
 from syntaxformer.errors import FormatError, InputError, TreeError
+
+if TYPE_CHECKING:
+    from syntaxformer.data.constituency import Tree
+
+
+def on_demand(name: str) -> ModuleType:
+    """The data module ``name`` (``"constituency"``, ``"subword_features"``), imported when first needed: found
+    beside this module, in the library and in an exported model folder (which carries it only for a model that
+    reads its inputs: :func:`syntaxformer.sharing.export_code.code_exports`)."""
+    return importlib.import_module(f".{name}", __package__)
 
 
 @dataclass
@@ -146,7 +157,9 @@ class Sentence:
             raise FormatError(f"'text' must be a string; got {text!r:.60}")
         offsets = _offsets(data.get("offsets"), len(text) if text is not None else None)
         tree = data.get("tree")
-        if tree is not None and not isinstance(tree, (str, Tree)):
+        if isinstance(tree, str):
+            tree = on_demand("constituency").Tree.from_string(tree)
+        elif tree is not None and not isinstance(tree, on_demand("constituency").Tree):
             raise FormatError(f"'tree' must be a bracketed string; got {tree!r:.60}")
         for name in ("sent_id", "source"):
             if data.get(name) is not None and not isinstance(data[name], str):
@@ -163,7 +176,7 @@ class Sentence:
             lemmas=_str_list(data.get("lemmas"), "lemmas"),
             offsets=offsets,
             text=text,
-            tree=Tree.from_string(tree) if isinstance(tree, str) else tree,
+            tree=tree,
             sent_id=data.get("sent_id"),
             source=data.get("source"),
             metadata=dict(metadata or {}),
@@ -332,3 +345,20 @@ def write_jsonl(items: Sequence[Sentence | Document] | Iterator[Sentence | Docum
             f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
             n += 1
     return n
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Reject a string that is not valid Unicode text: one holding a lone surrogate (``"x\\udcff"``, what
+    ``errors="surrogateescape"`` leaves for undecodable bytes), which cannot be written as UTF-8, stored in the
+    parse cache or given to a tokenizer.
+
+    Raises:
+        InputError: naming ``what``, the position and the character.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(
+            f"{what} holds the lone surrogate {text[e.start]!r} at character {e.start}, which is not "
+            "valid Unicode text; decode the input with errors='replace' (or fix its encoding)"
+        ) from None

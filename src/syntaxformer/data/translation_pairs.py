@@ -1,6 +1,6 @@
 """Source/target pairs -> the arrays and batches of the Syntax-Infused Transformer, and generated ids -> text.
 
-:mod:`syntaxformer.tasks.translation` (the ``translation`` task), :mod:`syntaxformer.translation.evaluate` and the
+:mod:`syntaxformer.tasks.translation` (the ``translation`` task), :mod:`syntaxformer.modeling.seq2seq` and the
 pipeline of an exported model folder (:mod:`syntaxformer.sharing.syntax_pipeline`) all encode, batch and decode
 with these. This module imports only numpy, torch (in :func:`collate_pairs`) and the data layer, so it can travel in
 an exported model folder.
@@ -52,7 +52,7 @@ def encode_pairs(
         -1 at ``</s>``), ``labels`` ``[T]`` when there are targets.
     """
     from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.data.encode import encode_syntax
+    from syntaxformer.data.collate import encode_syntax
     from syntaxformer.data.subword_features import FEATURES, forest_words, subword_feature_ids
     from syntaxformer.utils import progress
 

@@ -5,7 +5,7 @@ paper) for a dependency and a constituency tree, plus a pairwise mask across the
 these masks are disjoint, so instead of M dense masks we build one ``uint8 [B, L, L]`` tensor of *group ids*
 (see ``ARCHITECTURE.md``, "The fast Syntax-BERT attention"): the attention layer normalises within each group.
 
-Definition (query row ``i``, key column ``j``; both from :func:`syntaxformer.data.encode.encode_syntax`):
+Definition (query row ``i``, key column ``j``; both from :func:`syntaxformer.data.collate.encode_syntax`):
 
 * Every position has a *key* (``dep_tin`` for dependency, ``con_key`` = word index for constituency), a depth,
   its own interval ``A_0`` (its Euler interval ``[dep_tin, dep_tout]``; ``[con_key, con_key]`` for a
@@ -112,7 +112,7 @@ def relation_groups(
         anc_hi: ``[B, L, D']`` interval end (inclusive).
         anc_head: ``[B, L, D']`` head key of each ancestor. Heads must percolate: a position that heads an
             ancestor heads every lower one too (true for dependency trees, head rules, and the lexical heads of
-            :func:`~syntaxformer.data.encode.encode_syntax`).
+            :func:`~syntaxformer.data.collate.encode_syntax`).
         tree: ``[B, L]`` sentence id; -1 for special tokens and padding.
         segment: ``[B, L]`` text id; -1 for special tokens and padding.
         max_distance: D, the largest tree distance; it fixes the group layout, so it must match the model.
@@ -194,7 +194,7 @@ def relation_groups_from_features(
     features: Mapping[str, torch.Tensor], max_distance: int = 15, pairwise: bool = True, constituency: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``(dependency_groups, constituency_groups)``, uint8 ``[B, L, L]`` each, of :func:`relation_groups` from a
-    collated batch of :func:`~syntaxformer.data.encode.encode_syntax` arrays (``syntax_tree``, ``syntax_segment``,
+    collated batch of :func:`~syntaxformer.data.collate.encode_syntax` arrays (``syntax_tree``, ``syntax_segment``,
     ``dep_*`` and, for ``constituency``, ``con_*``; else the second is ``None``)."""
 
     def partition(prefix: str, key: str, key_hi: torch.Tensor | None) -> torch.Tensor:

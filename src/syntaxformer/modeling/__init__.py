@@ -11,10 +11,13 @@ Syntax-BERT; saved configs carry ``auto_map``); ``import syntaxformer`` does it 
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError
-from syntaxformer.modeling.configuration_common import SyntaxModelConfig
-from syntaxformer.modeling.configuration_plain import PlainEncoderConfig
-from syntaxformer.modeling.configuration_sgnet import AGGREGATIONS, SGNetConfig
-from syntaxformer.modeling.configuration_syntax_bert import SyntaxBertConfig
+from syntaxformer.modeling.configuration import (
+    AGGREGATIONS,
+    PlainEncoderConfig,
+    SGNetConfig,
+    SyntaxBertConfig,
+    SyntaxModelConfig,
+)
 from syntaxformer.modeling.heads import (
     FirstTokenPooler,
     MultipleChoiceHead,

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from syntaxformer.errors import ConfigError, InputError
-from syntaxformer.modeling.inputs import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
+from syntaxformer.modeling.configuration import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import (
     ContextualStates,
     MultipleChoiceOutput,
@@ -198,7 +198,7 @@ class TaskHead:
 
         Raises:
             InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone (a misspelt key, a
-                data set column): :func:`~syntaxformer.modeling.inputs.check_forward_inputs`; a syntax input the
+                data set column): :func:`~syntaxformer.modeling.configuration.check_forward_inputs`; a syntax input the
                 backbone needs is missing (with no syntax input at all, the message names the pipeline for raw
                 text: :func:`~syntaxformer.modeling.raw_text.raw_text_hint`).
         """
@@ -274,7 +274,7 @@ class LabelledHead(TaskHead):
             **syntax_inputs: the batch's syntax tensors (``config.syntax_inputs``; see the backbone's
                 ``forward``). Every syntax batch key is accepted (those the model does not read are ignored), so a
                 collated batch can be passed as ``model(**batch)``; any other key raises an ``InputError`` naming
-                it (:mod:`syntaxformer.modeling.inputs`). The signature names every syntax key, so a
+                it (:mod:`syntaxformer.modeling.configuration`). The signature names every syntax key, so a
                 ``transformers.Trainer`` keeps those columns with its default ``remove_unused_columns=True``.
 
         Raises:

@@ -14,14 +14,18 @@ import torch
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
-from syntaxformer.modeling.configuration_plain import PlainEncoderConfig
+from syntaxformer.modeling.configuration import (
+    SYNTAX_INPUT_KEYS,
+    PlainEncoderConfig,
+    check_forward_inputs,
+    syntax_forward_signature,
+)
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,
     SequenceClassificationHead,
     TokenClassificationHead,
 )
-from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncoderMixin
 
 __all__ = [

@@ -26,15 +26,19 @@ from transformers import initialization as init
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.configuration_common import filled
-from syntaxformer.modeling.configuration_sgnet import SGNetConfig
+from syntaxformer.modeling.configuration import (
+    SYNTAX_INPUT_KEYS,
+    SGNetConfig,
+    check_forward_inputs,
+    filled,
+    syntax_forward_signature,
+)
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,
     SequenceClassificationHead,
     TokenClassificationHead,
 )
-from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import SGNetModelOutput
 from syntaxformer.modeling.sg_layer import ConcatAggregation, DualAggregation, SyntaxGuidedLayer, build_aggregation
 from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncoderMixin

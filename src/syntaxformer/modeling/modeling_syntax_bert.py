@@ -22,14 +22,18 @@ from transformers import initialization as init
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
 from syntaxformer.masks.relations import CHILD, PAIRWISE, PARENT, SELF, SIBLING, SPECIAL, group_id, relation_groups
-from syntaxformer.modeling.configuration_syntax_bert import SyntaxBertConfig
+from syntaxformer.modeling.configuration import (
+    SYNTAX_INPUT_KEYS,
+    SyntaxBertConfig,
+    check_forward_inputs,
+    syntax_forward_signature,
+)
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,
     SequenceClassificationHead,
     TokenClassificationHead,
 )
-from syntaxformer.modeling.inputs import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.outputs import SyntaxBertModelOutput
 from syntaxformer.modeling.syntax_attention import syntax_attention_forward  # noqa: F401 (registers "syntax")
 from syntaxformer.modeling.syntax_attention_core import (

@@ -37,9 +37,8 @@ from syntaxformer.data.subword_features import FEATURES
 from syntaxformer.data.translation_pairs import DEPENDENCY_KEYS, collate_pairs, decode_translations, encode_pairs
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.configuration_common import filled, sub_config
+from syntaxformer.modeling.configuration import check_forward_inputs, filled, sub_config
 from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
-from syntaxformer.modeling.inputs import check_forward_inputs
 from syntaxformer.modeling.raw_text import batches, default_max_new_tokens, padded
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 from syntaxformer.utils import progress

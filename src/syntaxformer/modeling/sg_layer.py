@@ -14,8 +14,7 @@ from torch import nn
 from transformers.activations import ACT2FN
 
 from syntaxformer.errors import ConfigError
-from syntaxformer.modeling.configuration_common import filled
-from syntaxformer.modeling.configuration_sgnet import SGNetConfig
+from syntaxformer.modeling.configuration import SGNetConfig, filled
 
 
 def multi_head_attention(

@@ -39,7 +39,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -224,9 +224,9 @@ def _scrub_paths(data: Any) -> Any:
     return data
 
 
-def _config_json(run_dir: Path, head: str) -> tuple[dict[str, Any], dict[str, list[str]]]:
+def _config_json(run_dir: Path, head: str, syntax_inputs: Sequence[str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """The exported ``config.json`` (``auto_map``, ``custom_pipelines``) and the code it names
-    (:func:`~syntaxformer.sharing.export_code.code_exports`)."""
+    (:func:`~syntaxformer.sharing.export_code.code_exports`; ``syntax_inputs``: those the model reads)."""
     from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
     from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
 
@@ -234,7 +234,7 @@ def _config_json(run_dir: Path, head: str) -> tuple[dict[str, Any], dict[str, li
     _, pipeline_class, task_name, auto = PIPELINE_CLASSES[head]
     arch = data["architectures"][0]
     try:
-        exports = code_exports(data.get("model_type"), arch, head)
+        exports = code_exports(data.get("model_type"), arch, head, syntax_inputs)
     except ConfigError as e:
         raise ConfigError(f"{run_dir}/config.json: {e}") from None
     spec = system_for_model_type(data.get("model_type"))
@@ -329,7 +329,7 @@ def export_model(
                     for name in TOKENIZER_FILES:
                         if (run_dir / sub / name).is_file():
                             shutil.copyfile(run_dir / sub / name, tmp / sub / name)
-            config_json, exports = _config_json(run_dir, head)
+            config_json, exports = _config_json(run_dir, head, options["syntax_inputs"])
             write_json(tmp / "config.json", config_json)
             write_json(tmp / OPTIONS_FILE, options)
             for name, text in code_files(exports).items():

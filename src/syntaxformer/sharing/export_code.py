@@ -32,6 +32,12 @@ _TRANSLATION = (
     "SyntaxInfusedTranslationConfig",
     "SyntaxInfusedForConditionalGeneration",
 )
+#: Syntax input (prefix) -> the data module the library imports on demand for it (by its last name, which its flat
+#: copy keeps) and the names the library takes from it.
+_ON_DEMAND: dict[str, tuple[str, list[str]]] = {
+    "con_": ("syntaxformer.data.constituency", ["Tree", "encode_constituency", "dependency_to_constituency"]),
+    "pos_ids": ("syntaxformer.data.subword_features", ["feature_vocab_size", "subword_feature_ids"]),
+}
 #: Third-party top-level modules a flat file must not shadow by its name.
 _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
 
@@ -239,6 +245,9 @@ def _flat_names(modules: list[str]) -> dict[str, str]:
         out[module] = name
     if len(set(out.values())) != len(out):
         raise ConfigError(f"flat module names collide: {sorted(out.values())}")
+    for module, _names in _ON_DEMAND.values():  # imported by their last name (on_demand), which their copies must keep
+        if module in out and out[module] != module.rsplit(".", 1)[-1]:
+            raise ConfigError(f"{module} is imported on demand by its name but would be copied as {out[module]}")
     return out
 
 
@@ -270,8 +279,21 @@ def _kept_text(
     text: str, module: str, tree: ast.Module, kept: Mapping[int, set[str] | None], names: Mapping[str, str]
 ) -> str:
     """The copy of a module: its kept top-level statements (each with the comments above it), imports made
-    relative and cut to the names the kept code uses."""
+    relative and cut to the names the kept code uses. An import for the type checker of a module the folder does
+    not carry is left out (transformers copies every module a relative import names)."""
     lines = _rewrite(text, module, names).splitlines(keepends=True)
+    for stmt in tree.body:
+        if not _is_type_checking(stmt):
+            continue
+        assert isinstance(stmt, ast.If)  # for the type checker: _is_type_checking
+        absent = [
+            node
+            for node in stmt.body
+            if isinstance(node, ast.ImportFrom) and _is_library(node.module) and node.module not in names
+        ]
+        whole = len(absent) == len(stmt.body)
+        for cut in [stmt] if whole else absent:
+            lines[cut.lineno - 1 : cut.end_lineno] = [""] * ((cut.end_lineno or cut.lineno) - cut.lineno + 1)
     out: list[str] = []
     start = 0
     for i, stmt in enumerate(tree.body):
@@ -294,9 +316,14 @@ def _kept_text(
     return "".join(out)
 
 
-def code_exports(model_type: str | None, architecture: str, head: str) -> dict[str, list[str]]:
+def code_exports(
+    model_type: str | None, architecture: str, head: str, syntax_inputs: Sequence[str] | None = None
+) -> dict[str, list[str]]:
     """What the exported code of one model exports: defining module -> the classes ``auto_map`` and
-    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``).
+    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``),
+    and the data modules the library imports on demand (:func:`syntaxformer.data.sentence.on_demand`) that the
+    model's ``syntax_inputs`` need (constituency inputs: :mod:`syntaxformer.data.constituency`; ``pos_ids``:
+    :mod:`syntaxformer.data.subword_features`). ``syntax_inputs`` ``None``: those of the system's default config.
 
     Raises:
         ConfigError: a model export does not carry (a system of another package, a class its system has not).
@@ -314,6 +341,14 @@ def code_exports(model_type: str | None, architecture: str, head: str) -> dict[s
     out: dict[str, list[str]] = {}
     for module, name in ((config_module, config_class), (model_module, model_class), (pipeline_module, pipeline_class)):
         out.setdefault(module, []).append(name)
+    if syntax_inputs is None:
+        from syntaxformer.registry import system_for_model_type
+
+        spec = system_for_model_type(model_type)
+        syntax_inputs = spec.config_class()().syntax_inputs if spec is not None else ()
+    for prefix, (module, names) in _ON_DEMAND.items():
+        if any(k.startswith(prefix) for k in syntax_inputs):
+            out.setdefault(module, []).extend(names)
     return out
 
 

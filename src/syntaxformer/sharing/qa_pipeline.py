@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from syntaxformer.data.collate import pad_arrays
-from syntaxformer.data.model_inputs import window_arrays
+from syntaxformer.data.collate import pad_arrays, window_arrays
 from syntaxformer.modeling.raw_text import QA_OPTIONS, answer_record, pipeline_answer
 from syntaxformer.sharing.syntax_pipeline import SyntaxPipeline
 from syntaxformer.tasks.span_qa import SquadFeaturizer, postprocess_predictions

