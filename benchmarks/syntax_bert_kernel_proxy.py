@@ -5,7 +5,7 @@ Run from the repository root (about a minute on 2 cores; no GPU, triton installe
     python benchmarks/syntax_bert_kernel_proxy.py [--shapes 8x128 32x512] [--out FILE]
 
 Per shape ``BxL`` (BERT-base heads: 12 x 64; the attention benchmark's batch of UD EWT dev passages with their real
-dependency and constituency trees, D = 15), one layer's attention forward + backward runs on the CPU with the seven
+dependency and constituency trees, D = 15), one layer's attention forward + backward runs on the CPU with the four
 Triton kernels replaced by no-ops, as a later layer of a forward (the groups' per-forward memo warm):
 
 * ``glue_ops`` / ``glue_gb``: the PyTorch ops around the kernels (views excluded), each a separate kernel launch on
@@ -47,14 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 HEADS, HEAD_SIZE, TILE = 12, 64, 64
-KERNELS = (
-    "prepass_sum_kernel",
-    "attn_fwd_kernel",
-    "prepass_bwd_rows_kernel",
-    "prepass_bwd_cols_kernel",
-    "attn_bwd_rows_kernel",
-    "attn_bwd_cols_kernel",
-)
+KERNELS = ("prepass_sum_kernel", "attn_fwd_kernel", "attn_bwd_rows_kernel", "bwd_cols_kernel")
 #: Ops that move no data (views, metadata, allocations without a fill).
 FREE = {
     "view", "_unsafe_view", "expand", "transpose", "t", "permute", "unsqueeze", "squeeze", "slice", "select",

@@ -244,6 +244,24 @@ def test_triton_kernels_read_the_skip_bit(device, monkeypatch):
     assert changed[:, 40:44].max() == 0 and changed[:, 44:].min() > 1e-3
 
 
+def test_triton_sweeps_two_forward_two_backward(device, monkeypatch):
+    """Four sweeps over the pairs in all: the statistics and the attention forward, then the row backward and one
+    column backward that also gives the statistics' gradients (``dQ`` added atomically across key blocks: 70 tokens
+    are three blocks of keys; the reference tests check the sum)."""
+    inputs, topical, parts, mask = _sentences_setup(device)
+    launched = []
+    real = T._launch
+
+    def spy(name, *args, **kwargs):
+        launched.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(T, "_launch", spy)
+    ref = _run("reference", inputs, topical, parts, mask, full_attention_candidate=True)
+    _assert_close(_run("triton", inputs, topical, parts, mask, full_attention_candidate=True), ref)
+    assert launched == ["prepass_sum", "attn_fwd", "attn_bwd_rows", "bwd_cols"], launched
+
+
 @pytest.mark.parametrize("mode,full_candidate", [("existing", False), ("added", True)])
 def test_triton_lisa_head_matches_reference(device, mode, full_candidate):
     inputs, topical, parts, mask = random_setup(device=device, seed=7, H=2)

@@ -9,26 +9,28 @@ its joint bucket ``j = (g_1, ..., g_P, disallowed)``, so ``A V = W · softmax_k(
 fp32 minimum for disallowed pairs) and the row's total weight ``W = Σ α + φ`` (1 for ``"topical"`` / ``"mean"``).
 Two passes over the ``L x L`` pairs compute it:
 
-* **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) one sweep over the key
-  blocks: the sums ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k``
-  (``w_k = V_h[k] · u_h``, the topical scores are linear in the group outputs), each bucket's sums rescaled when a
-  tile raises its running maximum ``max_j`` (flash attention's online softmax, per bucket). Out come
-  ``lz = log z + max - c`` and ``Y = Σ π w`` per joint bucket (``[B, H, L, J]``; each bucket with its own maximum,
-  so no group underflows) and the per-row shift ``c`` (the row's largest score). Backward: a row kernel (``dQ``)
-  and a column kernel (``dK`` and ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``,
-  ``π_ik = exp(S_ik - c_i - lz_j)``.
-* **attention pass** (:class:`_TritonBiasedAttention`): flash-attention forward of ``softmax(S - c + b[joint]) V``
-  (the bias gathered per pair from the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b``
-  at the size of the score gaps: ``S + b`` would round at the ulp of the scores themselves. Backward flash-style: a row
-  kernel for ``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of
-  flash attention, summed per bucket), a column kernel for ``dK`` and ``dV``.
+* **statistics pass**: per (batch, head, block of query rows) one sweep over the key blocks: the sums
+  ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k`` (``w_k = V_h[k] · u_h``, the
+  topical scores are linear in the group outputs), each bucket's sums rescaled when a tile raises its running
+  maximum ``max_j`` (flash attention's online softmax, per bucket). Out come ``lz = log z + max - c`` and
+  ``Y = Σ π w`` per joint bucket (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows) and
+  the per-row shift ``c`` (the row's largest score).
+* **attention pass**: flash-attention forward of ``softmax(S - c + b[joint]) V`` (the bias gathered per pair from
+  the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b`` at the size of the score gaps:
+  ``S + b`` would round at the ulp of the scores themselves.
 
 Between the two passes the ``[B, H, L, J]`` tables go through small PyTorch ops (log-sum-exp per group, topical
-weights, the bias; :func:`_syntax_context`), recomputed in the backward instead of kept.
+weights, the bias; :func:`_syntax_context`), recomputed in the backward instead of kept. The backward takes two
+sweeps (:class:`_TritonSyntaxContext`): a row kernel for the attention's ``dQ`` and the bias gradient
+``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of flash attention, summed per bucket); then, once
+the table algebra has turned ``db`` into the tables' gradients, one column kernel for ``dK`` (the attention's and
+the statistics' ``dS`` summed), ``dV``, ``dw`` and the statistics' ``dQ``
+(``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - c_i - lz_j)``), added atomically to the
+attention's.
 
 The kernels read the joint-bucket index of every pair (``[B, L, L]``, int8 up to 127 joint buckets per row, else
 int16), built once per forward and shared by every layer, rather than recomputing each pair's groups from the tree
-features in every sweep (why, and the expected cost of the six sweeps, two forward and four backward:
+features in every sweep (why, and the expected cost of the four sweeps, two forward and two backward:
 ``docs/syntax_bert.md`` and ``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90
 without a GPU and reading ptxas' register / spill report (:data:`_HALF_CONFIGS`).
 
@@ -58,7 +60,6 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from syntaxformer.errors import ConfigError
 from syntaxformer.modeling.syntax_attention_core import (
@@ -86,12 +87,7 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
     triton = None
 
 if triton is not None:  # the kernels are built here, at import (under the interpreter with TRITON_INTERPRET=1)
-    from syntaxformer.modeling.syntax_attention_triton_backward import (
-        attn_bwd_cols_kernel,
-        attn_bwd_rows_kernel,
-        prepass_bwd_cols_kernel,
-        prepass_bwd_rows_kernel,
-    )
+    from syntaxformer.modeling.syntax_attention_triton_backward import attn_bwd_rows_kernel, bwd_cols_kernel
     from syntaxformer.modeling.syntax_attention_triton_forward import attn_fwd_kernel, prepass_sum_kernel
 
 
@@ -349,11 +345,10 @@ def _syntax_context(
     skip = cand_full is None and full_heads is None
     plain = fallback if skip and opts.empty_rows == "full" else None  # (B, L)
     tiles = Tiles(groups, joint, allowed, skip)
-    # (B, H, L, J) each: per joint bucket, the log-sums shifted by a per-row constant
-    lzj, yj, shift = _prepass(query, key, w, scaling, joint, tiles, groups.cache)
 
     def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]``."""
+        """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]`` from the
+        statistics sweep's tables (per joint bucket the log-sums shifted by a per-row constant, and Y)."""
         ok = None if allowed is None else ~expand_heads(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
         # per partition (B, H, L, M+1): the joint buckets' tables combined by group (Y only when yj is given)
         logz: list[torch.Tensor] = []
@@ -399,14 +394,12 @@ def _syntax_context(
         weight = alpha[..., :start].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
         return bias, weight
 
-    if torch.is_grad_enabled() and (lzj.requires_grad or (yj is not None and yj.requires_grad)):
-        # Recomputed in the backward: the table algebra's two dozen [B, H, L, J]-sized intermediates are not kept
-        # (at 128 tokens with J = 32 they would be several [B, H, L, L] tensors' worth); it is cheap to redo.
-        bias, weight = checkpoint(bias_and_weight, lzj, yj, use_reentrant=False)
-    else:
-        bias, weight = bias_and_weight(lzj, yj)
-    ctx = _context(query, key, value, bias, joint, scaling, shift, tiles, groups.cache)  # (B, H, L, d)
-    ctx = ctx * weight.unsqueeze(-1).to(ctx.dtype)
+    index = compact_index(joint.buckets, joint.size, groups.cache)
+    # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
+    kv = key.to(query.dtype), value.to(query.dtype)
+    # the table algebra runs between the sweeps; it is recomputed in the backward (its two dozen [B, H, L, J]-sized
+    # intermediates are not kept: at 128 tokens with J = 32 they would be several [B, H, L, L] tensors' worth)
+    ctx = _TritonSyntaxContext.apply(query, *kv, w, index, joint.size, scaling, tiles, bias_and_weight)
     if plain is not None:
         ctx = _plain_rows(ctx, plain, query, key, value, allowed, scaling, groups.cache, source=cands)
     if opts.empty_rows == "self":
@@ -452,17 +445,15 @@ def _pow2(n: int, least: int = 16) -> int:
 #: Tiles and launch settings per kernel for 16-bit inputs with head size <= 64: ``(BM, BN, num_warps, num_stages)``
 #: (BM: query rows, BN: keys). Chosen without a GPU, by compiling every kernel for sm_90 here and reading ptxas'
 #: register / spill report (bf16, head size 32 and 64, 64 joint-bucket columns;
-#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register (since tile skipping, 44 bytes
-#: in the statistics column kernel at head size 64; ``docs/benchmarks.md``). Whether they are the fastest is for a
-#: GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
+#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register, or the least (the merged
+#: column backward: 60 bytes at head size 64 with 32 x 64, against 468 with 64 x 64; ``docs/benchmarks.md``).
+#: Whether they are the fastest is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
 #: tiles with 8 warps and 2 stages (no spill at head size <= 64).
 _HALF_CONFIGS = {
     "prepass_sum": (64, 64, 8, 2),
-    "prepass_bwd_rows": (32, 32, 8, 2),
-    "prepass_bwd_cols": (64, 64, 8, 2),
     "attn_fwd": (64, 32, 4, 2),
     "attn_bwd_rows": (32, 32, 8, 2),
-    "attn_bwd_cols": (64, 64, 8, 2),
+    "bwd_cols": (32, 64, 8, 2),
 }
 _SMALL_CONFIG = (32, 32, 8, 2)
 
@@ -521,147 +512,86 @@ def _unpad(x: torch.Tensor, d: int) -> torch.Tensor:
     return x if x.shape[-1] == d else x[..., :d]
 
 
-class _TritonPrepass(torch.autograd.Function):
-    """``(lz - c, Y, c)``: the tables ``[B, H, L, J]`` per joint bucket from the statistics kernels,
-    the log-sums shifted by a per-row constant ``c`` ``[B, H, L]`` (the row's largest score; no gradient).
+class _TritonSyntaxContext(torch.autograd.Function):
+    """``W · softmax_k(S - c + b[joint]) V`` ``[B, H, L, d]`` with ``(b, W) = algebra(lz - c, Y)``: the statistics
+    sweep (the tables ``lz - c`` and ``Y`` ``[B, H, L, J]`` per joint bucket, the per-row shift ``c``), the table
+    algebra (``algebra``, PyTorch ops on ``[B, H, L, J]`` tables), the attention sweep; gradients for q, k, v and
+    ``w`` in two backward sweeps.
 
     The shift keeps the attention pass exact at large scores: it computes ``(S - c) + b`` with ``b`` built from
     the shifted log-sums, all of the size of the score *gaps*, where ``S + b`` would add two numbers of the size of
-    the scores (and their rounding). The table algebra between the passes is shift-equivariant (log-sum-exps and
-    differences of them), and the attention pass subtracts the same ``c``, so the result is unchanged."""
+    the scores (and their rounding). The table algebra is shift-equivariant (log-sum-exps and differences of them),
+    and the attention pass subtracts the same ``c``, so the result is unchanged.
+
+    Backward: the row sweep (:func:`attn_bwd_rows_kernel`) gives the attention's ``dQ`` and the bias gradient
+    ``db``; the algebra, recomputed (its intermediates are not kept), turns ``db`` and ``dW`` into the tables'
+    gradients ``dlz``, ``dY``; the column sweep (:func:`bwd_cols_kernel`) then gives ``dK`` and ``dV``, ``dw``, and
+    adds the statistics' ``dQ`` to the attention's."""
 
     @staticmethod
-    def forward(ctx, query, key, w, index, size, scaling, tiles):  # noqa: D102
+    def forward(ctx, query, key, value, w, index, size, scaling, tiles, algebra):  # noqa: D102
         B, H, L, d = query.shape
-        J = int(size)
-        JP = _pow2(J, 1)
+        J, BD = int(size), _pow2(d)
         dev = query.device
         lz = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
         shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
         y = torch.zeros_like(lz) if w is not None else None
         wc = w.float().contiguous() if w is not None else None
-        args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
+        qk = (*_strides(query), *_strides(key))
         w_arg, y_arg = wc if wc is not None else lz, y if y is not None else lz
-        sums = (query, key, w_arg, index, lz, y_arg, shift, *args)
-        _launch("prepass_sum", prepass_sum_kernel, query, tiles, *sums, HAS_W=w is not None, JP=JP, ONE_HOT=ONE_HOT)
-        ctx.save_for_backward(query, key, wc, index, lz, y, shift)
-        ctx.scaling, ctx.tiles = float(scaling), tiles
-        ctx.mark_non_differentiable(shift)
-        return lz, (y if y is not None else torch.zeros(0, device=dev)), shift
+        sums = (query, key, w_arg, index, lz, y_arg, shift, *qk, H, L, J, d, float(scaling))
+        meta = dict(HAS_W=w is not None, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        _launch("prepass_sum", prepass_sum_kernel, query, tiles, *sums, **meta)
+        bias, weight = algebra(lz, y)  # (B, H, L, J), (B, H, L)
+        bias = bias.float().contiguous()
+        out = torch.empty(B, H, L, BD, device=dev, dtype=value.dtype)
+        lse = torch.empty(B, H, L, device=dev, dtype=torch.float32)
+        args = (*qk, *_strides(value), H, L, J, d, float(scaling))
+        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias, shift, out, lse, *args)
+        ctx.save_for_backward(query, key, value, wc, index, lz, y, shift, out, lse)
+        ctx.scaling, ctx.tiles, ctx.algebra = float(scaling), tiles, algebra
+        out = _unpad(out, d)
+        return out * weight.unsqueeze(-1).to(out.dtype)
 
     @staticmethod
-    def backward(ctx, d_lz, d_y, d_shift):  # noqa: D102
-        query, key, w, index, lz, y, shift = ctx.saved_tensors
+    def backward(ctx, d_ctx):  # noqa: D102
+        query, key, value, w, index, lz, y, shift, out, lse = ctx.saved_tensors
         B, H, L, d = query.shape
-        J = lz.shape[-1]
-        BD = _pow2(d)
-        has_w = w is not None
-        d_lz = torch.zeros_like(lz) if d_lz is None else d_lz.float()
-        has_w_grad = has_w and d_y is not None and d_y.numel() > 0
-        if has_w_grad:
-            d_y = d_y.float().contiguous()
-            a = d_lz - d_y * y  # dS = π (a_j + dY_j w_k)
-        else:
-            a = d_lz
-        a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0).contiguous()  # empty buckets: no pair reads them
-        dq = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
-        dk = torch.empty_like(dq)
-        dw = torch.empty(B, H, L, device=query.device, dtype=torch.float32) if has_w_grad else None
-        args = (*_strides(query), *_strides(key), H, L, J, d, ctx.scaling)
-        w_arg = w if has_w_grad else lz
-        dy_arg = d_y if has_w_grad else lz
-        common = (query, key, w_arg, index, lz, shift, a, dy_arg)
-        _launch("prepass_bwd_rows", prepass_bwd_rows_kernel, query, ctx.tiles, *common, dq, *args, HAS_W=has_w_grad)
-        dw_arg = dw if dw is not None else lz
-        _launch(
-            "prepass_bwd_cols", prepass_bwd_cols_kernel, query, ctx.tiles, *common, dk, dw_arg, *args, HAS_W=has_w_grad
-        )
-        grad_w = None
-        if has_w:
-            grad_w = dw if dw is not None else torch.zeros_like(w)
-        return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), grad_w, None, None, None, None)
-
-
-def _prepass(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    w: torch.Tensor | None,
-    scaling: float,
-    joint: JointIndex,
-    tiles: Tiles,
-    cache: dict | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """``(lz - c, Y, c)``: the log-sums and topical sums per joint bucket ``[B, H, L, J]`` (Y None without ``w``),
-    the log-sums shifted by the per-row ``c`` ``[B, H, L]`` that :func:`_context` takes back
-    (:class:`_TritonPrepass`; the int64 joint index is converted once per forward, kept in ``cache``, the groups'
-    per-forward memo)."""
-    index = compact_index(joint.buckets, joint.size, cache)
-    lz, y, shift = _TritonPrepass.apply(query, key.to(query.dtype), w, index, joint.size, scaling, tiles)
-    return lz, (y if w is not None else None), shift
-
-
-class _TritonBiasedAttention(torch.autograd.Function):
-    """``softmax(S + bias[b, h, i, index[b, i, k]]) V`` ``[B, H, L, d]`` with gradients for q, k, v and the bias."""
-
-    @staticmethod
-    def forward(ctx, query, key, value, bias, shift, index, scaling, tiles):  # noqa: D102
-        B, H, L, d = query.shape
-        J = bias.shape[-1]
-        bias_c = bias.float().contiguous()
-        out = torch.empty(B, H, L, _pow2(d), device=query.device, dtype=value.dtype)
-        lse = torch.empty(B, H, L, device=query.device, dtype=torch.float32)
-        args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, float(scaling))
-        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias_c, shift, out, lse, *args)
-        ctx.save_for_backward(query, key, value, index, bias_c, shift, out, lse)
-        ctx.scaling, ctx.tiles = float(scaling), tiles
-        return _unpad(out, d)
-
-    @staticmethod
-    def backward(ctx, d_out):  # noqa: D102
-        query, key, value, index, bias, shift, out, lse = ctx.saved_tensors
-        B, H, L, d = query.shape
-        J = bias.shape[-1]
-        BD = _pow2(d)
+        J, BD = lz.shape[-1], _pow2(d)
+        with torch.enable_grad():  # the table algebra again, to differentiate it (its intermediates were not kept)
+            lz_in = lz.detach().requires_grad_()
+            y_in = None if y is None else y.detach().requires_grad_()
+            bias_graph, weight_graph = ctx.algebra(lz_in, y_in)
+        bias = bias_graph.detach().float().contiguous()
+        d_ctx = d_ctx.float()
+        d_weight = (d_ctx * _unpad(out, d).float()).sum(-1)  # (B, H, L)
         do = torch.zeros(B, H, L, BD, device=query.device, dtype=torch.float32)
-        do[..., :d] = d_out
+        do[..., :d] = d_ctx * weight_graph.detach().float().unsqueeze(-1)
         delta = (do * out.float()).sum(-1).contiguous()  # (B, H, L) D_i = dO_i · O_i
         dq = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
         dk, dv = torch.empty_like(dq), torch.empty_like(dq)
         db = torch.empty_like(bias)
-        args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
-        common = (query, key, value, index, bias, shift, lse, do, delta)
-        _launch(
-            "attn_bwd_rows",
-            attn_bwd_rows_kernel,
-            query,
-            ctx.tiles,
-            *common,
-            dq,
-            db,
-            *args,
-            JP=_pow2(J, 1),
-            ONE_HOT=ONE_HOT,
-        )
-        _launch("attn_bwd_cols", attn_bwd_cols_kernel, query, ctx.tiles, *common, dk, dv, *args)
-        grads = _unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype)
-        return (*grads, db, None, None, None, None)
-
-
-def _context(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    bias: torch.Tensor,
-    joint: JointIndex,
-    scaling: float,
-    shift: torch.Tensor,
-    tiles: Tiles,
-    cache: dict | None = None,
-) -> torch.Tensor:
-    """``softmax_k(S[b,h,i,k] - c[b,h,i] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (``c`` = ``shift`` from
-    :func:`_prepass`, a per-row constant that cancels in the softmax; :class:`_TritonBiasedAttention`)."""
-    compact = compact_index(joint.buckets, joint.size, cache)
-    # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
-    return _TritonBiasedAttention.apply(
-        query, key.to(query.dtype), value.to(query.dtype), bias, shift, compact, scaling, tiles
-    )
+        qkv = (*_strides(query), *_strides(key), *_strides(value))
+        rows = (query, key, value, index, bias, shift, lse, do, delta, dq, db, *qkv, H, L, J, d, ctx.scaling)
+        _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, ctx.tiles, *rows, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        # the tables' gradients through the algebra
+        tables = [lz_in] if y_in is None else [lz_in, y_in]
+        pairs = [(t, g.to(t.dtype)) for t, g in ((bias_graph, db), (weight_graph, d_weight)) if t.requires_grad]
+        grads: tuple[torch.Tensor | None, ...] = (None, None)
+        if pairs:  # (with "sum" / "mean" and no full candidate the weight is constant)
+            grads = torch.autograd.grad([t for t, _ in pairs], tables, [g for _, g in pairs], allow_unused=True)
+        d_lz = torch.zeros_like(lz) if grads[0] is None else grads[0].float()
+        d_y = grads[1] if len(grads) > 1 and w is not None else None
+        a = d_lz if d_y is None or y is None else d_lz - d_y.float() * y  # dS_stat = π (a_j + dY_j w_k)
+        a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0).contiguous()  # empty buckets: no pair reads them
+        has_w_grad = d_y is not None
+        dw = torch.empty(B, H, L, device=query.device, dtype=torch.float32) if has_w_grad else None
+        cols_in = (query, key, value, w if has_w_grad else lz, index, bias, lz, shift, lse, do, delta, a)
+        cols_out = (d_y.float().contiguous() if d_y is not None else lz, dq, dk, dv, dw if dw is not None else lz)
+        cols = (*cols_in, *cols_out, *qkv, H, L, J, d, ctx.scaling)
+        _launch("bwd_cols", bwd_cols_kernel, query, ctx.tiles, *cols, HAS_W=has_w_grad)
+        grad_w = None
+        if w is not None:
+            grad_w = dw if dw is not None else torch.zeros_like(w)
+        grads_qkv = _unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype)
+        return (*grads_qkv, grad_w, None, None, None, None, None)

@@ -1,8 +1,8 @@
 """The backward Triton kernels of the ``"triton"`` Syntax-BERT attention
-(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): for the statistics pass a row kernel (``dQ``)
-and a column kernel (``dK``, ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``; for the biased attention a
-row kernel (``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)``) and a column kernel
-(``dK``, ``dV``), flash-style.
+(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them), two sweeps over the pairs: a row kernel for the
+attention's ``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)``, flash-style; then a column
+kernel for ``dK`` and ``dV`` with the statistics pass's gradients merged in (``dS = π (dlz_j + dY_j (w_k - Y_j))``
+added to the attention's for ``dK``, ``dw``, and the statistics' ``dQ`` added atomically).
 
 Defined only where triton is importable (the module imports without it). The per-bucket sums come from
 :mod:`syntaxformer.modeling.syntax_attention_triton_forward`.
@@ -28,164 +28,6 @@ if triton is not None:
 
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
-
-    @triton.jit
-    def prepass_bwd_rows_kernel(
-        DESC,
-        Q,
-        K,
-        W,
-        IDX,
-        LZ,
-        SHIFT,
-        A,
-        DY,
-        DQ,
-        sqb,
-        sqh,
-        sql,
-        sqd,
-        skb,
-        skh,
-        skl,
-        skd,
-        H,
-        L,
-        J,
-        D: tl.constexpr,
-        scale,
-        HAS_W: tl.constexpr,
-        BM: tl.constexpr,
-        BN: tl.constexpr,
-        BD: tl.constexpr,
-        PREC: tl.constexpr,
-    ):
-        """``dQ`` of the statistics pass: ``dS = π (a_j + dY_j w_k)`` with ``a = dlz - dY Y``."""
-        pid, bh = tl.program_id(0), tl.program_id(1)
-        b, h = bh // H, bh % H
-        rows = pid * BM + tl.arange(0, BM)
-        offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
-        row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )
-        k_base = K + b * skb + h * skh
-        idx_base = IDX + b * L * L
-        row_tab = (bh * L + rows[:, None]) * J
-        shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-        dq = tl.zeros([BM, BD], tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
-        for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
-                keys = start + offs_n
-                key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BN)
-                s = tl.dot(q, kt, input_precision=PREC) * scale
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
-                ok = jj >= 0
-                pi = tl.where(ok, tl.exp((s - shift[:, None]) - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
-                coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
-                if HAS_W:
-                    w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-                    coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
-                k = tl.load(
-                    k_base + keys[:, None] * skl + dcols[None, :] * skd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BN, BD)
-                dq += tl.dot((pi * coef).to(k.dtype), k, input_precision=PREC)
-        tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
-
-    @triton.jit
-    def prepass_bwd_cols_kernel(
-        DESC,
-        Q,
-        K,
-        W,
-        IDX,
-        LZ,
-        SHIFT,
-        A,
-        DY,
-        DK,
-        DW,
-        sqb,
-        sqh,
-        sql,
-        sqd,
-        skb,
-        skh,
-        skl,
-        skd,
-        H,
-        L,
-        J,
-        D: tl.constexpr,
-        scale,
-        HAS_W: tl.constexpr,
-        BM: tl.constexpr,
-        BN: tl.constexpr,
-        BD: tl.constexpr,
-        PREC: tl.constexpr,
-    ):
-        """``dK`` and ``dw`` of the statistics pass, per block of keys (tiles transposed: ``[BN, BM]``)."""
-        pid, bh = tl.program_id(0), tl.program_id(1)
-        b, h = bh // H, bh % H
-        keys = pid * BN + tl.arange(0, BN)
-        offs_m = tl.arange(0, BM)
-        dcols = tl.arange(0, BD)
-        key_ok = keys < L
-        k = tl.load(
-            K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
-            mask=key_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )  # (BN, BD)
-        if HAS_W:
-            w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-        q_base = Q + b * sqb + h * sqh
-        idx_base = IDX + b * L * L
-        dk = tl.zeros([BN, BD], tl.float32)
-        dw = tl.zeros([BN], tl.float32)
-        for start in range(0, L, BM):
-            desc = tl.load(DESC + (b * tl.cdiv(L, BM) + start // BM) * tl.cdiv(L, BN) + pid)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
-                rows = start + offs_m
-                row_ok = rows < L
-                qt = tl.load(
-                    q_base + rows[None, :] * sql + dcols[:, None] * sqd,
-                    mask=row_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BM)
-                st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, True)
-                ok = jj >= 0
-                tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
-                shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-                pi = tl.where(ok, tl.exp((st - shift[None, :]) - tl.load(LZ + tab, mask=ok, other=0.0)), 0.0)
-                dst = pi * tl.load(A + tab, mask=ok, other=0.0)
-                if HAS_W:
-                    pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
-                    dw += tl.sum(pdy, 1)
-                    dst += pdy * w[:, None]
-                q = tl.load(
-                    q_base + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BM, BD)
-                dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
-        tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
-        if HAS_W:
-            tl.store(DW + bh * L + keys, dw, mask=key_ok)
 
     @triton.jit
     def attn_bwd_rows_kernel(
@@ -283,19 +125,25 @@ if triton is not None:
         tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def attn_bwd_cols_kernel(
+    def bwd_cols_kernel(
         DESC,
         Q,
         K,
         V,
+        W,
         IDX,
         BIAS,
+        LZ,
         SHIFT,
         LSE,
         DO,
         DELTA,
+        A,
+        DY,
+        DQ,
         DK,
         DV,
+        DW,
         sqb,
         sqh,
         sql,
@@ -313,12 +161,17 @@ if triton is not None:
         J,
         D: tl.constexpr,
         scale,
+        HAS_W: tl.constexpr,
         BM: tl.constexpr,
         BN: tl.constexpr,
         BD: tl.constexpr,
         PREC: tl.constexpr,
     ):
-        """``dK`` and ``dV`` per block of keys (tiles transposed: ``[BN, BM]``)."""
+        """Per block of keys (tiles transposed: ``[BN, BM]``) the rest of the backward in one sweep: ``dV``,
+        ``dK = (dS_att + dS_stat)ᵀ Q`` with the attention's ``dS_att = P (dO · V - D)`` and the statistics'
+        ``dS_stat = π (a_j + dY_j w_k)``, ``dw``, and the statistics' ``dQ = dS_stat K`` added atomically to ``DQ``
+        (which holds the attention's ``dQ`` from :func:`attn_bwd_rows_kernel`): ``a`` and ``dY`` depend on the
+        bias gradient of whole rows, so the statistics' ``dQ`` cannot be summed in the row sweep."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         keys = pid * BN + tl.arange(0, BN)
@@ -336,11 +189,14 @@ if triton is not None:
             other=0.0,
         )  # (BN, BD)
         v = v.to(k.dtype)
+        if HAS_W:
+            w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
         q_base = Q + b * sqb + h * sqh
         idx_base = IDX + b * L * L
         do_base = DO + bh * L * BD
         dk = tl.zeros([BN, BD], tl.float32)
         dv = tl.zeros([BN, BD], tl.float32)
+        dw = tl.zeros([BN], tl.float32)
         for start in range(0, L, BM):
             desc = tl.load(DESC + (b * tl.cdiv(L, BM) + start // BM) * tl.cdiv(L, BN) + pid)
             if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
@@ -355,22 +211,34 @@ if triton is not None:
                 st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
                 jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, True)
                 ok = jj >= 0
+                tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
                 lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
                 shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-                bias = tl.load(BIAS + (bh * L + rows[None, :]) * J + jj, mask=ok, other=0.0)
-                pt = tl.where(ok, tl.exp((st - shift[None, :]) + bias - lse[None, :]), 0.0)  # (BN, BM)
+                centred = st - shift[None, :]
+                # the attention: P and dS_att, dV
+                pt = tl.where(ok, tl.exp(centred + tl.load(BIAS + tab, mask=ok, other=0.0) - lse[None, :]), 0.0)
                 do = tl.load(do_base + rows[:, None] * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
                 do = do.to(k.dtype)  # (BM, BD)
                 dv += tl.dot(pt.to(k.dtype), do, input_precision=PREC)
                 dot = tl.load(do_base + rows[None, :] * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
                 dpt = tl.dot(v, dot.to(k.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
                 delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
-                dst = pt * (dpt - delta[None, :])
+                # the statistics: π and dS_stat, dw
+                pi = tl.where(ok, tl.exp(centred - tl.load(LZ + tab, mask=ok, other=0.0)), 0.0)
+                dstat = pi * tl.load(A + tab, mask=ok, other=0.0)
+                if HAS_W:
+                    pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
+                    dw += tl.sum(pdy, 1)
+                    dstat += pdy * w[:, None]
                 q = tl.load(
                     q_base + rows[:, None] * sql + dcols[None, :] * sqd,
                     mask=row_ok[:, None] & (dcols[None, :] < D),
                     other=0.0,
                 )  # (BM, BD)
-                dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
+                dk += tl.dot((pt * (dpt - delta[None, :]) + dstat).to(q.dtype), q, input_precision=PREC)
+                dq = tl.dot(tl.trans(dstat).to(k.dtype), k, input_precision=PREC) * scale  # (BM, BD)
+                tl.atomic_add(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq, mask=row_ok[:, None])
         tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
         tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])
+        if HAS_W:
+            tl.store(DW + bh * L + keys, dw, mask=key_ok)
