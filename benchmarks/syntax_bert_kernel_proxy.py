@@ -105,7 +105,8 @@ class _NoKernel:
 
 
 def kernel_source_counts() -> dict[str, dict[str, int]]:
-    """Per kernel, ``tl.dot``, exponentials and ``tl.load`` calls in its source."""
+    """Per kernel, matrix products, exponentials and loads in its source (the shared helpers ``score_tile``: one
+    product and one load; ``load_tile``, ``tile_descriptor``: one load)."""
     from syntaxformer.modeling import syntax_attention_triton_backward as bwd
     from syntaxformer.modeling import syntax_attention_triton_forward as fwd
 
@@ -114,9 +115,9 @@ def kernel_source_counts() -> dict[str, dict[str, int]]:
         kernel = getattr(fwd, name, None) or getattr(bwd, name)
         src = inspect.getsource(getattr(kernel, "fn", kernel))
         out[name] = {
-            "matmuls": len(re.findall(r"tl\.dot\(", src)),
+            "matmuls": len(re.findall(r"\b(?:tl\.dot|score_tile)\(", src)),
             "exps": len(re.findall(r"tl\.exp2?\(", src)),
-            "loads": len(re.findall(r"tl\.load\(", src)),
+            "loads": len(re.findall(r"\b(?:tl\.load|load_tile|score_tile|tile_descriptor)\(", src)),
         }
     return out
 
@@ -136,7 +137,7 @@ def per_pair_counts() -> dict[str, dict[str, int]]:
         src = inspect.getsource(getattr(kernel, "fn", kernel))
         row = out[direction.get(name, "backward")]
         row["sweeps"] += 1
-        row["matmuls"] += len(re.findall(r"tl\.dot\(", src))
+        row["matmuls"] += len(re.findall(r"\b(?:tl\.dot|score_tile)\(", src))  # score_tile: QKᵀ
         # per-pair exponentials: those of [BM, BN] tiles (not the per-bucket rescaling of [BM, JP] tables)
         row["exps"] += len(re.findall(r"tl\.exp2?\((?!mx - |m - )", src))
         row["gathers"] += len(re.findall(r"tl\.load\([A-Z]+ \+ (?:[^,]*\bjj\b|tab\b)", src))

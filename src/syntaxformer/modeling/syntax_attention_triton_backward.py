@@ -24,7 +24,13 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 # ---------------------------------------------------------------------------------------------------------------
 
 if triton is not None:
-    from syntaxformer.modeling.syntax_attention_triton_forward import bucket_sums, tile_buckets
+    from syntaxformer.modeling.syntax_attention_triton_forward import (
+        bucket_sums,
+        load_tile,
+        score_tile,
+        store_tile,
+        tile_descriptor,
+    )
 
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
@@ -72,15 +78,10 @@ if triton is not None:
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
         offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )
-        do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+        q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
+        do = load_tile(DO + bh * L * BD, rows, row_ok, BD, 1, BD, BD, False)
         do = do.to(q.dtype)
         lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
         delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
@@ -91,37 +92,23 @@ if triton is not None:
         row_tab = (bh * L + rows[:, None]) * J
         dq = tl.zeros([BM, BD], tl.float32)
         db = tl.zeros([BM, JP], tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+            computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
+            if computed:
                 keys = start + offs_n
                 key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
+                s, jj = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
                 )
-                s = tl.dot(q, kt, input_precision=PREC) * scale
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
                 ok = jj >= 0
                 t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
                 p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
-                vt = tl.load(
-                    v_base + keys[None, :] * svl + dcols[:, None] * svd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BN)
+                vt = load_tile(v_base, keys, key_ok, svl, svd, D, BD, True)  # (BD, BN)
                 ds = p * (tl.dot(do, vt.to(q.dtype), input_precision=PREC) - delta[:, None])  # (BM, BN)
-                k = tl.load(
-                    k_base + keys[:, None] * skl + dcols[None, :] * skd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BN, BD)
+                k = load_tile(k_base, keys, key_ok, skl, skd, D, BD, False)  # (BN, BD)
                 dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
                 db += bucket_sums(ds, jj, J, uniform, BM, JP, ONE_HOT)
-        tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
+        store_tile(DQ + bh * L * BD, rows, row_ok, dq * scale, BD)
         tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
@@ -178,16 +165,8 @@ if triton is not None:
         offs_m = tl.arange(0, BM)
         dcols = tl.arange(0, BD)
         key_ok = keys < L
-        k = tl.load(
-            K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
-            mask=key_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )  # (BN, BD)
-        v = tl.load(
-            V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
-            mask=key_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )  # (BN, BD)
+        k = load_tile(K + b * skb + h * skh, keys, key_ok, skl, skd, D, BD, False)  # (BN, BD)
+        v = load_tile(V + b * svb + h * svh, keys, key_ok, svl, svd, D, BD, False)  # (BN, BD)
         v = v.to(k.dtype)
         if HAS_W:
             w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
@@ -198,18 +177,13 @@ if triton is not None:
         dv = tl.zeros([BN, BD], tl.float32)
         dw = tl.zeros([BN], tl.float32)
         for start in range(0, L, BM):
-            desc = tl.load(DESC + (b * tl.cdiv(L, BM) + start // BM) * tl.cdiv(L, BN) + pid)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+            computed, uniform = tile_descriptor(DESC, b, start // BM, pid, L, BM, BN)
+            if computed:
                 rows = start + offs_m
                 row_ok = rows < L
-                qt = tl.load(
-                    q_base + rows[None, :] * sql + dcols[:, None] * sqd,
-                    mask=row_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BM)
-                st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, True)
+                st, jj = score_tile(
+                    k, q_base, sql, sqd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, True
+                )
                 ok = jj >= 0
                 tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
                 lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
@@ -217,10 +191,10 @@ if triton is not None:
                 centred = st - shift[None, :]
                 # the attention: P and dS_att, dV
                 pt = tl.where(ok, tl.exp(centred + tl.load(BIAS + tab, mask=ok, other=0.0) - lse[None, :]), 0.0)
-                do = tl.load(do_base + rows[:, None] * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+                do = load_tile(do_base, rows, row_ok, BD, 1, BD, BD, False)
                 do = do.to(k.dtype)  # (BM, BD)
                 dv += tl.dot(pt.to(k.dtype), do, input_precision=PREC)
-                dot = tl.load(do_base + rows[None, :] * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
+                dot = load_tile(do_base, rows, row_ok, BD, 1, BD, BD, True)
                 dpt = tl.dot(v, dot.to(k.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
                 delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
                 # the statistics: π and dS_stat, dw
@@ -230,15 +204,11 @@ if triton is not None:
                     pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
                     dw += tl.sum(pdy, 1)
                     dstat += pdy * w[:, None]
-                q = tl.load(
-                    q_base + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BM, BD)
+                q = load_tile(q_base, rows, row_ok, sql, sqd, D, BD, False)  # (BM, BD)
                 dk += tl.dot((pt * (dpt - delta[None, :]) + dstat).to(q.dtype), q, input_precision=PREC)
                 dq = tl.dot(tl.trans(dstat).to(k.dtype), k, input_precision=PREC) * scale  # (BM, BD)
                 tl.atomic_add(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq, mask=row_ok[:, None])
-        tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
-        tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])
+        store_tile(DK + bh * L * BD, keys, key_ok, dk * scale, BD)
+        store_tile(DV + bh * L * BD, keys, key_ok, dv, BD)
         if HAS_W:
             tl.store(DW + bh * L + keys, dw, mask=key_ok)

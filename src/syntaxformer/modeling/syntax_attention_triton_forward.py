@@ -27,6 +27,36 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 if triton is not None:
 
     @triton.jit
+    def load_tile(base, idx, ok, s_l, s_d, D: tl.constexpr, BD: tl.constexpr, TRANS: tl.constexpr):
+        """The vectors ``idx`` (``ok``: inside the sequence) of a ``[L, D]`` matrix at ``base`` with strides
+        ``(s_l, s_d)``: a ``[n, BD]`` tile (``TRANS``: ``[BD, n]``), zero outside the sequence and beyond ``D``."""
+        dcols = tl.arange(0, BD)
+        if TRANS:
+            x = tl.load(
+                base + idx[None, :] * s_l + dcols[:, None] * s_d, mask=ok[None, :] & (dcols[:, None] < D), other=0.0
+            )
+        else:
+            x = tl.load(
+                base + idx[:, None] * s_l + dcols[None, :] * s_d, mask=ok[:, None] & (dcols[None, :] < D), other=0.0
+            )
+        return x
+
+    @triton.jit
+    def store_tile(base, idx, ok, x, BD: tl.constexpr):
+        """Store ``x`` ``[n, BD]`` as the vectors ``idx`` (``ok``: inside the sequence) of a contiguous ``[L, BD]``
+        output at ``base``."""
+        dcols = tl.arange(0, BD)
+        tl.store(base + idx[:, None] * BD + dcols[None, :], x, mask=ok[:, None])
+
+    @triton.jit
+    def tile_descriptor(DESC, b, i, j, L, BM: tl.constexpr, BN: tl.constexpr):
+        """``(computed, uniform)`` of the tile (block ``i`` of ``BM`` rows, block ``j`` of ``BN`` keys) of example
+        ``b`` from its descriptor (:func:`tile_descriptors`): computed unless ``SKIP`` (no related pair, nothing the
+        layer reads); ``UNIFORM``: one joint bucket per row."""
+        desc = tl.load(DESC + (b * tl.cdiv(L, BM) + i) * tl.cdiv(L, BN) + j)
+        return (desc & 1) == 0, (desc & 2) != 0
+
+    @triton.jit
     def tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, TRANS: tl.constexpr):
         """The joint bucket of every pair of a tile, -1 outside the sequence: ``[BM, BN]`` (``TRANS``: ``[BN, BM]``,
         the keys along the first axis). A ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) reads one
@@ -46,6 +76,21 @@ if triton is not None:
             else:
                 jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=ok, other=-1).to(tl.int32)
         return jj
+
+    @triton.jit
+    def score_tile(
+        x, base, s_l, s_d, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D: tl.constexpr, BD: tl.constexpr,
+        PREC: tl.constexpr, TRANS: tl.constexpr,
+    ):  # fmt: skip
+        """The scaled scores of a tile and the joint bucket of each pair (:func:`tile_buckets`): ``x`` ``[BM, BD]``
+        the block's queries, ``base`` (strides ``s_l``, ``s_d``) the keys, ``[BM, BN]`` tiles; ``TRANS``: ``x``
+        ``[BN, BD]`` the block's keys, ``base`` the queries, ``[BN, BM]`` tiles."""
+        if TRANS:
+            other = load_tile(base, rows, row_ok, s_l, s_d, D, BD, True)  # (BD, BM)
+        else:
+            other = load_tile(base, keys, key_ok, s_l, s_d, D, BD, True)  # (BD, BN)
+        s = tl.dot(x, other, input_precision=PREC) * scale
+        return s, tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, TRANS)
 
     # The bucket reductions: a ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) takes one reduction
     # per row; any other tile either one ``[BM, BN, JP]`` one-hot comparison (``ONE_HOT``, the interpreter: one numpy
@@ -163,34 +208,23 @@ if triton is not None:
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
         offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )
+        q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
         k_base = K + b * skb + h * skh
         idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
         mx = tl.full([BM, JP], float("-inf"), tl.float32)
         z = tl.zeros([BM, JP], tl.float32)
         y = tl.zeros([BM, JP], tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+            computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
+            if computed:
                 keys = start + offs_n
                 key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
+                s, jj = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
                 )
-                s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
                 ok = jj >= 0
                 new, top = _bucket_max_update(s, jj, mx, J, uniform, BM, JP, ONE_HOT)  # top: the pair's bucket's
                 rescale = tl.exp(mx - tl.where(new == float("-inf"), 0.0, new))  # (BM, JP); 0 for new buckets
@@ -255,13 +289,8 @@ if triton is not None:
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
         offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
         row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )
+        q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
         k_base = K + b * skb + h * skh
         v_base = V + b * svb + h * svh
         idx_base = IDX + b * L * L
@@ -270,20 +299,14 @@ if triton is not None:
         acc = tl.zeros([BM, BD], tl.float32)
         m = tl.full([BM], float("-inf"), tl.float32)
         total = tl.zeros([BM], tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+            computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
+            if computed:
                 keys = start + offs_n
                 key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
+                s, jj = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
                 )
-                s = tl.dot(q, kt, input_precision=PREC) * scale
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
                 ok = jj >= 0
                 t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
                 m_new = tl.maximum(m, tl.max(t, 1))
@@ -291,15 +314,11 @@ if triton is not None:
                 p = tl.exp(t - m_safe[:, None])
                 rescale = tl.exp(m - m_safe)
                 total = total * rescale + tl.sum(p, 1)
-                v = tl.load(
-                    v_base + keys[:, None] * svl + dcols[None, :] * svd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BN, BD)
+                v = load_tile(v_base, keys, key_ok, svl, svd, D, BD, False)  # (BN, BD)
                 acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
                 m = m_new
         live = total > 0
         total_safe = tl.where(live, total, 1.0)
-        tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], acc / total_safe[:, None], mask=row_ok[:, None])
+        store_tile(O + bh * L * BD, rows, row_ok, acc / total_safe[:, None], BD)
         lse = tl.where(live, tl.where(m == float("-inf"), 0.0, m) + tl.log(total_safe), float("inf"))
         tl.store(LSE + bh * L + rows, lse, mask=row_ok)
