@@ -286,6 +286,29 @@ def _plain_rows(
     return context.scatter_add(2, safe.view(B, 1, n, 1).expand(B, H, n, d), out)
 
 
+def _group_index(
+    groups: SyntaxGroups, joint: JointIndex, allowed: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per row, each joint bucket's group in every partition, numbered across the partitions (partition ``p``'s
+    groups after those of the partitions before it), then the full row (one group, the last): ``[B, L, (P+1) J]``
+    int64, the partitions' copies of the ``J`` buckets side by side; and where a mask is given, which of those
+    entries are allowed buckets (bool, the same shape); once per forward (kept in ``groups.cache`` with the joint
+    index)."""
+    hit = None if groups.cache is None else groups.cache.get("group_index")
+    if hit is not None and hit[0] is joint.buckets:
+        return hit[1]
+    parts, start = [], 0
+    for m, n in zip(joint.maps, groups.num_buckets):
+        parts.append(m + start)
+        start += n
+    parts.append(torch.full_like(joint.maps[0], start))
+    index = torch.cat(parts, -1)
+    ok = None if allowed is None else (joint.maps[-1] == 0).repeat(1, 1, len(parts))
+    if groups.cache is not None:
+        groups.cache["group_index"] = (joint.buckets, (index, ok))
+    return index, ok
+
+
 def _log_scatter(
     x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int, ok: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -293,14 +316,14 @@ def _log_scatter(
     own maximum, and the ``exp(x)``-weighted mean of ``y`` per bucket: ``([..., n] with -inf for empty buckets,
     [..., n] or None)``. Entries where ``ok`` is False (or ``x`` is -inf) count in no bucket."""
     fmin = torch.finfo(torch.float32).min
-    finite = x > float("-inf") if ok is None else ok & (x > float("-inf"))
-    xf = x.masked_fill(~finite, fmin)
+    dead = x == float("-inf") if ok is None else ~ok | (x == float("-inf"))
+    xf = x.masked_fill(dead, fmin)
     m = torch.full((*x.shape[:-1], n), fmin, device=x.device).scatter_reduce(-1, index, xf.detach(), "amax")
-    e = torch.exp(xf - m.gather(-1, index)) * finite
+    e = torch.exp(xf - m.gather(-1, index)).masked_fill(dead, 0.0)
     z = torch.zeros_like(m).scatter_add(-1, index, e)
-    live = z > 0
-    z_safe = torch.where(live, z, torch.ones_like(z))
-    lz = torch.where(live, z_safe.log() + m, torch.full_like(z, float("-inf")))
+    empty = z == 0
+    z_safe = z.masked_fill(empty, 1.0)
+    lz = (z_safe.log() + m).masked_fill(empty, float("-inf"))
     mean = None if y is None else torch.zeros_like(m).scatter_add(-1, index, e * y) / z_safe
     return lz, mean
 
@@ -346,27 +369,25 @@ def _syntax_context(
     plain = fallback if skip and opts.empty_rows == "full" else None  # (B, L)
     tiles = Tiles(groups, joint, allowed, skip)
 
+    group_of, ok = _group_index(groups, joint, allowed)  # (B, L, (P+1) J) each (ok None without a mask)
+    n_groups = sum(groups.num_buckets)  # the partitions' groups; the full row is group n_groups
+
     def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]`` from the
         statistics sweep's tables (per joint bucket the log-sums shifted by a per-row constant, and Y)."""
-        ok = None if allowed is None else ~expand_heads(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
-        # per partition (B, H, L, M+1): the joint buckets' tables combined by group (Y only when yj is given)
-        logz: list[torch.Tensor] = []
-        ys: list[torch.Tensor] = []
-        for m, n in zip(joint.maps, groups.num_buckets):
-            lz, y = _log_scatter(lzj, yj, expand_heads(m, H), n, ok)
-            logz.append(lz)
-            if y is not None:
-                ys.append(y)
-        zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
-        lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
-        lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
+        copies = len(groups.num_buckets) + 1  # one copy of the tables per partition, one for the full row
+        index = expand_heads(group_of, H)  # (B, H, L, (P+1) J)
+        # per group of every partition, and the full row last (B, H, L, n_groups + 1): the joint buckets' tables
+        # combined by group (Y only when yj is given)
+        y_in = None if yj is None else yj.repeat(1, 1, 1, copies)
+        ok_in = None if ok is None else expand_heads(ok, H)
+        logz, y = _log_scatter(lzj.repeat(1, 1, 1, copies), y_in, index, n_groups + 1, ok_in)
+        lse = logz[..., -1]  # (B, H, L) the full row
         has_full = cand_full is not None
         logits = None
         if w is not None:
-            assert y_full is not None  # for the type checker: the pre-pass returns yj (so Y) whenever w is given
-            parts = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
-            logits = torch.cat(parts, -1)  # (B, L, C)
+            assert y is not None  # for the type checker: the pre-pass returns yj (so Y) whenever w is given
+            logits = (y if has_full else y[..., :-1]).sum(1)  # (B, L, C)
         log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         alpha = log_alpha.exp()
         phi = full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
@@ -374,24 +395,19 @@ def _syntax_context(
             phi = phi.masked_fill(plain.unsqueeze(1), 0.0)
 
         neg_inf = torch.tensor(float("-inf"), device=query.device)
-        terms, start = [], 0
-        for lz, ne, m in zip(logz, cands, joint.maps):
-            n = lz.shape[-1]
-            valid = ne.unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, M+1)
-            la = log_alpha[..., start : start + n].unsqueeze(1).masked_fill(~valid, 0.0)
-            t = torch.where(valid, la - lz.masked_fill(~valid, 0.0), neg_inf)  # log(α / Z) (B, H, L, M+1)
-            terms.append(t.gather(3, expand_heads(m, H)))  # (B, H, L, J)
-            start += n
+        valid = cand[..., :n_groups].unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, n_groups)
+        # log(α / Z) of the valid groups (candidates: finite on both sides; the rest, -inf or NaN, masked)
+        t = (log_alpha[..., :n_groups].unsqueeze(1) - logz[..., :-1]).masked_fill(~valid, float("-inf"))
         phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
-        terms.append(phi_term.unsqueeze(-1).expand_as(terms[0]))
-        stacked = torch.stack(terms, -1)  # (B, H, L, J, P+1)
-        some = (stacked > float("-inf")).any(-1)  # (B, H, L, J)
-        bias = torch.where(some, torch.logsumexp(stacked.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
+        # per joint bucket, the term of its group in each partition and the full row's (B, H, L, P+1, J)
+        terms = torch.cat([t, phi_term.unsqueeze(-1)], -1).gather(3, index).unflatten(3, (copies, joint.size))
+        some = (terms > float("-inf")).any(3)  # (B, H, L, J)
+        bias = torch.where(some, torch.logsumexp(terms.masked_fill(~some.unsqueeze(3), 0.0), 3), neg_inf)
         empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
         bias = bias.masked_fill(empty, 0.0)
         if allowed is not None:
             bias = bias.masked_fill(expand_heads(joint.maps[-1], H).bool(), torch.finfo(torch.float32).min)
-        weight = alpha[..., :start].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
+        weight = alpha[..., :n_groups].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
         return bias, weight
 
     index = compact_index(joint.buckets, joint.size, groups.cache)
