@@ -5,8 +5,9 @@ Run from the repository root (about a minute on 2 cores; no GPU, triton installe
     python benchmarks/syntax_bert_kernel_proxy.py [--shapes 8x128 32x512] [--out FILE]
 
 Per shape ``BxL`` (BERT-base heads: 12 x 64; the attention benchmark's batch of UD EWT dev passages with their real
-dependency and constituency trees, D = 15), one layer's attention forward + backward runs on the CPU with the four
-Triton kernels replaced by no-ops, as a later layer of a forward (the groups' per-forward memo warm):
+dependency and constituency trees, D = 15), one layer's attention forward + backward runs on the CPU with the
+Triton kernels (the four sweeps, and the two small kernels of the table algebra, which count as glue) replaced by
+no-ops, as a later layer of a forward (the groups' per-forward memo warm):
 
 * ``glue_ops`` / ``glue_gb``: the PyTorch ops around the kernels (views excluded), each a separate kernel launch on
   a GPU, and the bytes they read and write (inputs: storage bytes, at most their elements; outputs: their
@@ -48,6 +49,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 HEADS, HEAD_SIZE, TILE = 12, 64, 64
 KERNELS = ("prepass_sum_kernel", "attn_fwd_kernel", "attn_bwd_rows_kernel", "bwd_cols_kernel")
+#: The small kernels of the table algebra between the sweeps (per row of the ``[B, H, L, J]`` tables): glue, one op
+#: each, their tensors' bytes read or written once.
+GLUE_KERNELS = ("group_lse_kernel", "group_lse_bwd_kernel")
 #: Ops that move no data (views, metadata, allocations without a fill).
 FREE = {
     "view", "_unsafe_view", "expand", "transpose", "t", "permute", "unsqueeze", "squeeze", "slice", "select",
@@ -92,14 +96,19 @@ class _OpLog(TorchDispatchMode):
 
 
 class _NoKernel:
-    """A kernel that does nothing, counting its launches per direction."""
+    """A kernel that does nothing, counting its launches per direction (``glue``: as one op of ``ops``, moving the
+    bytes of its tensor arguments once)."""
 
-    def __init__(self, log: collections.Counter, phase: list[str]) -> None:
-        self.log, self.phase = log, phase
+    def __init__(self, log: collections.Counter, phase: list[str], glue: _OpLog | None = None, name: str = "") -> None:
+        self.log, self.phase, self.glue, self.name = log, phase, glue, name
 
     def __getitem__(self, grid: Any):
         def launch(*args: Any, **kwargs: Any) -> None:
-            self.log[self.phase[0]] += 1
+            if self.glue is None:
+                self.log[self.phase[0]] += 1
+            else:
+                moved = sum(t.numel() * t.element_size() for t in {id(t): t for t in _tensors(args)}.values())
+                self.glue.ops.append((self.phase[0], self.name, moved))
 
         return launch
 
@@ -181,11 +190,13 @@ def measure(B: int, L: int) -> dict:
 
     launches: collections.Counter = collections.Counter()
     phase = ["forward"]
-    saved = {name: getattr(T, name) for name in KERNELS}
+    log = _OpLog()
+    saved = {name: getattr(T, name) for name in KERNELS + GLUE_KERNELS}
     for name in KERNELS:
         setattr(T, name, _NoKernel(launches, phase))
+    for name in GLUE_KERNELS:
+        setattr(T, name, _NoKernel(launches, phase, log, name))
     try:
-        log = _OpLog()
         for measured in (False, True):  # the second call is a later layer: the groups' memo is warm
             q, k, v = (torch.randn(B, H, L, d).requires_grad_() for _ in range(3))
             launches.clear()

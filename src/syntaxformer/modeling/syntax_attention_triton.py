@@ -19,8 +19,10 @@ Two passes over the ``L x L`` pairs compute it:
   the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b`` at the size of the score gaps:
   ``S + b`` would round at the ulp of the scores themselves.
 
-Between the two passes the ``[B, H, L, J]`` tables go through small PyTorch ops (log-sum-exp per group, topical
-weights, the bias; :func:`_syntax_context`), recomputed in the backward instead of kept. The backward takes two
+Between the two passes the ``[B, H, L, J]`` tables go through the table algebra (:func:`_syntax_context`): the
+log-sum-exp and topical mean per group of every partition and of the full row in one small Triton kernel per row of
+the tables (:class:`_GroupLogSumExp`; its backward a second one), the topical weights and the bias in PyTorch ops;
+recomputed in the backward instead of kept. The backward takes two
 sweeps (:class:`_TritonSyntaxContext`): a row kernel for the attention's ``dQ`` and the bias gradient
 ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of flash attention, summed per bucket); then, once
 the table algebra has turned ``db`` into the tables' gradients, one column kernel for ``dK`` (the attention's and
@@ -87,8 +89,16 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
     triton = None
 
 if triton is not None:  # the kernels are built here, at import (under the interpreter with TRITON_INTERPRET=1)
-    from syntaxformer.modeling.syntax_attention_triton_backward import attn_bwd_rows_kernel, bwd_cols_kernel
-    from syntaxformer.modeling.syntax_attention_triton_forward import attn_fwd_kernel, prepass_sum_kernel
+    from syntaxformer.modeling.syntax_attention_triton_backward import (
+        attn_bwd_rows_kernel,
+        bwd_cols_kernel,
+        group_lse_bwd_kernel,
+    )
+    from syntaxformer.modeling.syntax_attention_triton_forward import (
+        attn_fwd_kernel,
+        group_lse_kernel,
+        prepass_sum_kernel,
+    )
 
 
 #: The kernels were built for Triton's CPU interpreter (``TRITON_INTERPRET=1`` when this module was imported).
@@ -286,13 +296,19 @@ def _plain_rows(
     return context.scatter_add(2, safe.view(B, 1, n, 1).expand(B, H, n, d), out)
 
 
-def _group_index(
-    groups: SyntaxGroups, joint: JointIndex, allowed: torch.Tensor | None
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+class GroupIndex(NamedTuple):
     """Per row, each joint bucket's group in every partition, numbered across the partitions (partition ``p``'s
-    groups after those of the partitions before it), then the full row (one group, the last): ``[B, L, (P+1) J]``
-    int64, the partitions' copies of the ``J`` buckets side by side; and where a mask is given, which of those
-    entries are allowed buckets (bool, the same shape); once per forward (kept in ``groups.cache`` with the joint
+    groups after those of the partitions before it), then the full row (one group, the last), the partitions'
+    copies of the ``J`` buckets side by side (:func:`group_index`)."""
+
+    ids: torch.Tensor  # (B, L, (P+1) J) int64 (for torch's gather)
+    compact: torch.Tensor  # the same as int32, contiguous (for the kernels)
+    ok: torch.Tensor | None  # (B, L, J) int8: 1 = an allowed bucket; None without a mask
+    size: int  # the number of groups, the full row's included
+
+
+def group_index(groups: SyntaxGroups, joint: JointIndex, allowed: torch.Tensor | None) -> GroupIndex:
+    """:class:`GroupIndex` of a forward's joint buckets, once per forward (kept in ``groups.cache`` with the joint
     index)."""
     hit = None if groups.cache is None else groups.cache.get("group_index")
     if hit is not None and hit[0] is joint.buckets:
@@ -303,29 +319,52 @@ def _group_index(
         start += n
     parts.append(torch.full_like(joint.maps[0], start))
     index = torch.cat(parts, -1)
-    ok = None if allowed is None else (joint.maps[-1] == 0).repeat(1, 1, len(parts))
+    ok = None if allowed is None else (joint.maps[-1] == 0).to(torch.int8).contiguous()
+    out = GroupIndex(index, index.to(torch.int32).contiguous(), ok, start + 1)
     if groups.cache is not None:
-        groups.cache["group_index"] = (joint.buckets, (index, ok))
-    return index, ok
+        groups.cache["group_index"] = (joint.buckets, out)
+    return out
 
 
-def _log_scatter(
-    x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int, ok: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-sum-exp of ``x`` ``[..., K]`` per bucket ``index`` (``[..., K]``, ids below ``n``), each bucket with its
-    own maximum, and the ``exp(x)``-weighted mean of ``y`` per bucket: ``([..., n] with -inf for empty buckets,
-    [..., n] or None)``. Entries where ``ok`` is False (or ``x`` is -inf) count in no bucket."""
-    fmin = torch.finfo(torch.float32).min
-    dead = x == float("-inf") if ok is None else ~ok | (x == float("-inf"))
-    xf = x.masked_fill(dead, fmin)
-    m = torch.full((*x.shape[:-1], n), fmin, device=x.device).scatter_reduce(-1, index, xf.detach(), "amax")
-    e = torch.exp(xf - m.gather(-1, index)).masked_fill(dead, 0.0)
-    z = torch.zeros_like(m).scatter_add(-1, index, e)
-    empty = z == 0
-    z_safe = z.masked_fill(empty, 1.0)
-    lz = (z_safe.log() + m).masked_fill(empty, float("-inf"))
-    mean = None if y is None else torch.zeros_like(m).scatter_add(-1, index, e * y) / z_safe
-    return lz, mean
+class _GroupLogSumExp(torch.autograd.Function):
+    """``(log Z, mean)`` ``[B, H, L, G]`` per group of the joint buckets' log-sums ``x`` and means ``y``
+    ``[B, H, L, J]`` (:func:`group_lse_kernel`; ``mean`` empty without ``y``)."""
+
+    @staticmethod
+    def forward(ctx, x, y, groups):  # noqa: D102
+        B, H, L, J = x.shape
+        G = groups.size
+        x = x.float().contiguous()
+        y = None if y is None else y.float().contiguous()
+        lz = torch.empty(B, H, L, G, device=x.device, dtype=torch.float32)
+        mean = torch.empty_like(lz) if y is not None else torch.zeros(0, device=x.device)
+        copies = groups.compact.shape[-1] // J
+        ok = groups.ok if groups.ok is not None else groups.compact
+        meta = dict(HAS_Y=y is not None, HAS_OK=groups.ok is not None, COPIES=copies, JP=_pow2(J, 1))
+        args = (x, y if y is not None else x, groups.compact, ok)
+        group_lse_kernel[(B * H * L,)](*args, lz, mean if y is not None else lz, H, L, J, G, GP=_pow2(G, 1), **meta)
+        ctx.save_for_backward(x, y, lz, mean if y is not None else None)
+        ctx.groups, ctx.meta = groups, meta
+        return lz, mean
+
+    @staticmethod
+    def backward(ctx, d_lz, d_mean):  # noqa: D102
+        x, y, lz, mean = ctx.saved_tensors
+        groups = ctx.groups
+        B, H, L, J = x.shape
+        G = groups.size
+        d_lz = torch.zeros_like(lz) if d_lz is None else d_lz.float().contiguous()
+        has_y = y is not None and d_mean is not None and d_mean.numel() > 0
+        meta = {**ctx.meta, "HAS_Y": has_y}
+        dx = torch.empty_like(x)
+        dy = torch.empty_like(x) if has_y else None
+        ok = groups.ok if groups.ok is not None else groups.compact
+        ys = (y, mean, d_mean.float().contiguous(), dy) if has_y else (x, lz, d_lz, dx)
+        group_lse_bwd_kernel[(B * H * L,)](
+            x, ys[0], groups.compact, ok, lz, ys[1], d_lz, ys[2], dx, ys[3], H, L, J, G, **meta
+        )
+        grad_y = None if y is None else (dy if dy is not None else torch.zeros_like(y))
+        return dx, grad_y, None
 
 
 def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
@@ -369,19 +408,17 @@ def _syntax_context(
     plain = fallback if skip and opts.empty_rows == "full" else None  # (B, L)
     tiles = Tiles(groups, joint, allowed, skip)
 
-    group_of, ok = _group_index(groups, joint, allowed)  # (B, L, (P+1) J) each (ok None without a mask)
+    by_group = group_index(groups, joint, allowed)
     n_groups = sum(groups.num_buckets)  # the partitions' groups; the full row is group n_groups
 
     def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]`` from the
         statistics sweep's tables (per joint bucket the log-sums shifted by a per-row constant, and Y)."""
         copies = len(groups.num_buckets) + 1  # one copy of the tables per partition, one for the full row
-        index = expand_heads(group_of, H)  # (B, H, L, (P+1) J)
         # per group of every partition, and the full row last (B, H, L, n_groups + 1): the joint buckets' tables
         # combined by group (Y only when yj is given)
-        y_in = None if yj is None else yj.repeat(1, 1, 1, copies)
-        ok_in = None if ok is None else expand_heads(ok, H)
-        logz, y = _log_scatter(lzj.repeat(1, 1, 1, copies), y_in, index, n_groups + 1, ok_in)
+        logz, y = _GroupLogSumExp.apply(lzj, yj, by_group)
+        y = None if yj is None else y
         lse = logz[..., -1]  # (B, H, L) the full row
         has_full = cand_full is not None
         logits = None
@@ -400,6 +437,7 @@ def _syntax_context(
         t = (log_alpha[..., :n_groups].unsqueeze(1) - logz[..., :-1]).masked_fill(~valid, float("-inf"))
         phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
         # per joint bucket, the term of its group in each partition and the full row's (B, H, L, P+1, J)
+        index = expand_heads(by_group.ids, H)  # (B, H, L, (P+1) J)
         terms = torch.cat([t, phi_term.unsqueeze(-1)], -1).gather(3, index).unflatten(3, (copies, joint.size))
         some = (terms > float("-inf")).any(3)  # (B, H, L, J)
         bias = torch.where(some, torch.logsumexp(terms.masked_fill(~some.unsqueeze(3), 0.0), 3), neg_inf)

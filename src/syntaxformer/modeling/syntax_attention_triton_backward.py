@@ -212,3 +212,53 @@ if triton is not None:
         store_tile(DV + bh * L * BD, keys, key_ok, dv, BD)
         if HAS_W:
             tl.store(DW + bh * L + keys, dw, mask=key_ok)
+
+    @triton.jit
+    def group_lse_bwd_kernel(
+        X,
+        Y,
+        GIDX,
+        OK,
+        LZ,
+        MEAN,
+        DLZ,
+        DMEAN,
+        DX,
+        DY,
+        H,
+        L,
+        J,
+        NG,
+        HAS_Y: tl.constexpr,
+        HAS_OK: tl.constexpr,
+        COPIES: tl.constexpr,
+        JP: tl.constexpr,
+    ):
+        """The gradients of :func:`group_lse_kernel`'s inputs: per joint bucket ``k`` and copy, with
+        ``p_k = exp(x_k - LZ_g)`` its share of its group ``g``, ``dX_k = Σ p_k (dLZ_g + dMEAN_g (y_k - MEAN_g))``
+        and ``dY_k = Σ p_k dMEAN_g`` (gathers only)."""
+        r = tl.program_id(0)
+        pair_row = (r // (H * L)) * L + r % L
+        jcols = tl.arange(0, JP)
+        j_ok = jcols < J
+        x = tl.load(X + r * J + jcols, mask=j_ok, other=float("-inf"))
+        live = x > float("-inf")
+        if HAS_OK:
+            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=0) != 0)
+        if HAS_Y:
+            y = tl.load(Y + r * J + jcols, mask=j_ok, other=0.0)
+        dx = tl.zeros([JP], tl.float32)
+        dy = tl.zeros([JP], tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(GIDX + pair_row * (COPIES * J) + c * J + jcols, mask=j_ok, other=0)
+            at = r * NG + g
+            p = tl.where(live, tl.exp(x - tl.load(LZ + at, mask=live, other=0.0)), 0.0)
+            coef = tl.load(DLZ + at, mask=live, other=0.0)
+            if HAS_Y:
+                d_mean = tl.load(DMEAN + at, mask=live, other=0.0)
+                coef += d_mean * (y - tl.load(MEAN + at, mask=live, other=0.0))
+                dy += p * d_mean
+            dx += p * coef
+        tl.store(DX + r * J + jcols, dx, mask=j_ok)
+        if HAS_Y:
+            tl.store(DY + r * J + jcols, dy, mask=j_ok)

@@ -1,8 +1,8 @@
 """The forward Triton kernels of the ``"triton"`` Syntax-BERT attention
 (:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): the statistics pass (the per-(row, joint
 bucket) maximum, then the sums ``z_j`` and ``Σ exp(S - max) w`` per bucket) and the biased flash-attention forward
-``softmax(S - c + b[joint]) V`` with its per-row ``lse``; and the per-bucket tile reductions they (and the attention
-backward) share.
+``softmax(S - c + b[joint]) V`` with its per-row ``lse``; the per-bucket tile reductions, tile loads and score tiles
+they and the backward kernels share; and the table algebra's per-group log-sum-exp between the two sweeps.
 
 Defined only where triton is importable (the module imports without it, as every copied module of an exported
 model folder must). Which kernel computes what, and why, is in the docstring of
@@ -322,3 +322,62 @@ if triton is not None:
         store_tile(O + bh * L * BD, rows, row_ok, acc / total_safe[:, None], BD)
         lse = tl.where(live, tl.where(m == float("-inf"), 0.0, m) + tl.log(total_safe), float("inf"))
         tl.store(LSE + bh * L + rows, lse, mask=row_ok)
+
+    # The table algebra's per-group log-sum-exp (between the statistics and the attention sweeps): one program per
+    # (batch * head * row), on the [B, H, L, J] tables, nothing of the L x L pairs.
+
+    @triton.jit
+    def group_lse_kernel(
+        X,
+        Y,
+        GIDX,
+        OK,
+        LZ,
+        MEAN,
+        H,
+        L,
+        J,
+        NG,
+        HAS_Y: tl.constexpr,
+        HAS_OK: tl.constexpr,
+        COPIES: tl.constexpr,
+        JP: tl.constexpr,
+        GP: tl.constexpr,
+    ):
+        """Per row ``r`` of ``X`` ``[B * H * L, J]`` (log-sums per joint bucket, -inf for empty ones) and each of
+        the ``COPIES`` group ids of every joint bucket (``GIDX`` ``[B, L, COPIES * J]``, below ``NG``; ``OK``
+        ``[B, L, J]``: allowed buckets), the log-sum-exp per group ``LZ`` ``[B * H * L, NG]`` (-inf for an empty
+        group), each group with its own maximum, and the ``exp(X)``-weighted mean of ``Y`` per group ``MEAN``."""
+        r = tl.program_id(0)
+        pair_row = (r // (H * L)) * L + r % L  # (b, i): the row of the index tables
+        jcols = tl.arange(0, JP)
+        gcols = tl.arange(0, GP)
+        j_ok = jcols < J
+        x = tl.load(X + r * J + jcols, mask=j_ok, other=float("-inf"))
+        live = x > float("-inf")
+        if HAS_OK:
+            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=0) != 0)
+        g_base = GIDX + pair_row * (COPIES * J)
+        m = tl.full([GP], float("-inf"), tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(g_base + c * J + jcols, mask=j_ok, other=-1)
+            hit = (g[None, :] == gcols[:, None]) & live[None, :]  # (GP, JP)
+            m = tl.maximum(m, tl.max(tl.where(hit, x[None, :], float("-inf")), 1))
+        z = tl.zeros([GP], tl.float32)
+        s = tl.zeros([GP], tl.float32)
+        if HAS_Y:
+            y = tl.load(Y + r * J + jcols, mask=j_ok, other=0.0)
+        for c in tl.static_range(COPIES):
+            g = tl.load(g_base + c * J + jcols, mask=j_ok, other=-1)
+            hit = (g[None, :] == gcols[:, None]) & live[None, :]
+            top = tl.sum(tl.where(hit, m[:, None], 0.0), 0)  # (JP,) each live bucket's group maximum
+            e = tl.where(live, tl.exp(x - top), 0.0)
+            z += tl.sum(tl.where(hit, e[None, :], 0.0), 1)
+            if HAS_Y:
+                s += tl.sum(tl.where(hit, (e * y)[None, :], 0.0), 1)
+        empty = z == 0
+        z_safe = tl.where(empty, 1.0, z)
+        g_ok = gcols < NG
+        tl.store(LZ + r * NG + gcols, tl.where(empty, float("-inf"), tl.log(z_safe) + m), mask=g_ok)
+        if HAS_Y:
+            tl.store(MEAN + r * NG + gcols, s / z_safe, mask=g_ok)
