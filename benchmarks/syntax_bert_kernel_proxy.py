@@ -6,7 +6,7 @@ Run from the repository root (about a minute on 2 cores; no GPU, triton installe
 
 Per shape ``BxL`` (BERT-base heads: 12 x 64; the attention benchmark's batch of UD EWT dev passages with their real
 dependency and constituency trees, D = 15), one layer's attention forward + backward runs on the CPU with the
-Triton kernels (the four sweeps, and the two small kernels of the table algebra, which count as glue) replaced by
+Triton kernels (the four sweeps, and the four small kernels of the table algebra, which count as glue) replaced by
 no-ops, as a later layer of a forward (the groups' per-forward memo warm):
 
 * ``glue_ops`` / ``glue_gb``: the PyTorch ops around the kernels (views excluded), each a separate kernel launch on
@@ -51,7 +51,7 @@ HEADS, HEAD_SIZE, TILE = 12, 64, 64
 KERNELS = ("prepass_sum_kernel", "attn_fwd_kernel", "attn_bwd_rows_kernel", "bwd_cols_kernel")
 #: The small kernels of the table algebra between the sweeps (per row of the ``[B, H, L, J]`` tables): glue, one op
 #: each, their tensors' bytes read or written once.
-GLUE_KERNELS = ("group_lse_kernel", "group_lse_bwd_kernel")
+GLUE_KERNELS = ("group_lse_kernel", "group_lse_bwd_kernel", "group_bias_kernel", "group_bias_bwd_kernel")
 #: Ops that move no data (views, metadata, allocations without a fill).
 FREE = {
     "view", "_unsafe_view", "expand", "transpose", "t", "permute", "unsqueeze", "squeeze", "slice", "select",

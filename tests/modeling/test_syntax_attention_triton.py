@@ -419,7 +419,7 @@ def test_triton_group_log_sum_exp_matches_a_scatter_reference(device, masked, wi
     index = torch.cat([maps[0], maps[1] + sizes[0], torch.full_like(maps[0], sum(sizes))], -1)  # (B, L, 3 J)
     allowed = torch.rand(B, L, J, generator=g) > 0.2
     ok = allowed.to(torch.int8) if masked else None
-    groups = T.GroupIndex(index.to(device), index.to(torch.int32).contiguous().to(device), ok, sum(sizes) + 1)
+    groups = T.GroupIndex(index.to(torch.int32).contiguous().to(device), ok, sum(sizes) + 1)
     if masked:
         groups = groups._replace(ok=ok.to(device))
     x = torch.randn(B, H, L, J, generator=g, dtype=torch.float64) * 3
@@ -448,6 +448,54 @@ def test_triton_group_log_sum_exp_matches_a_scatter_reference(device, masked, wi
     if with_y:
         assert torch.allclose(got[1].double().cpu(), ref[1], atol=1e-5, rtol=0)
         assert torch.allclose(yk.grad.double().cpu(), yr.grad, atol=1e-5, rtol=0)
+
+
+def _reference_group_bias(terms, index, J: int, disallowed):
+    """The slow reference of the table algebra's bias kernel: per joint bucket the log-sum-exp of its groups' terms
+    (``index`` ``[B, L, C * J]``), -inf where none is finite, 0 in a row where none is, the fp32 minimum where
+    ``disallowed``."""
+    B, H, L, _ = terms.shape
+    t = terms.gather(3, index.unsqueeze(1).expand(B, H, L, index.shape[-1])).unflatten(3, (-1, J))
+    some = (t > float("-inf")).any(3)
+    bias = torch.where(some, torch.logsumexp(t.masked_fill(~some.unsqueeze(3), 0.0), 3), float("-inf"))
+    bias = bias.masked_fill(~some.any(-1, keepdim=True), 0.0)
+    if disallowed is not None:
+        bias = bias.masked_fill(disallowed.unsqueeze(1), torch.finfo(torch.float32).min)
+    return bias
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_triton_group_bias_matches_a_gather_reference(device, masked):
+    """The table algebra's bias kernel (per joint bucket, the log-sum-exp of its group's term in each partition and
+    the full row's; buckets and a whole row without any finite term, disallowed buckets) against float64 gathers:
+    values and the terms' gradients."""
+    g = torch.Generator().manual_seed(6)
+    B, H, L, J, sizes = 2, 2, 5, 20, (4, 3)
+    maps = [torch.randint(0, n, (B, L, J), generator=g) for n in sizes]
+    index = torch.cat([maps[0], maps[1] + sizes[0], torch.full_like(maps[0], sum(sizes))], -1)  # (B, L, 3 J)
+    allowed = torch.rand(B, L, J, generator=g) > 0.2
+    ok = allowed.to(torch.int8).to(device) if masked else None
+    groups = T.GroupIndex(index.to(torch.int32).contiguous().to(device), ok, sum(sizes) + 1)
+    terms = torch.randn(B, H, L, sum(sizes) + 1, generator=g, dtype=torch.float64) * 3
+    terms[torch.rand(terms.shape, generator=g) < 0.5] = float("-inf")  # groups that are not candidates
+    terms[0, 1, 2] = float("-inf")  # a row of weight 0
+    w = torch.randn(B, H, L, J, generator=g, dtype=torch.float64)
+
+    def loss(bias):
+        return (bias.masked_fill(bias == float("-inf"), 0.0) * w.to(bias)).sum()
+
+    tr = terms.clone().requires_grad_()
+    ref = _reference_group_bias(tr, index, J, ~allowed if masked else None)
+    loss(ref).backward()
+    tk = terms.float().to(device).requires_grad_()
+    got = T._GroupBias.apply(tk, groups, J)
+    loss(got).backward()
+    assert torch.equal(got.isneginf().cpu(), ref.isneginf()) and ref.isneginf().any()
+    assert (got[0, 1, 2] == 0).all() if not masked else (got[0, 1, 2][allowed[0, 2].to(device)] == 0).all()
+    finite = ref > float("-inf")
+    assert torch.allclose(got.double().cpu()[finite], ref[finite], atol=1e-5, rtol=0)
+    assert torch.allclose(tk.grad.double().cpu(), tr.grad, atol=1e-5, rtol=0)
+    assert tr.grad.abs().sum() > 0
 
 
 def test_triton_compact_index_dtype_and_cache():

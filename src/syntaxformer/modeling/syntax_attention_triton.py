@@ -20,8 +20,9 @@ Two passes over the ``L x L`` pairs compute it:
   ``S + b`` would round at the ulp of the scores themselves.
 
 Between the two passes the ``[B, H, L, J]`` tables go through the table algebra (:func:`_syntax_context`): the
-log-sum-exp and topical mean per group of every partition and of the full row in one small Triton kernel per row of
-the tables (:class:`_GroupLogSumExp`; its backward a second one), the topical weights and the bias in PyTorch ops;
+log-sum-exp and topical mean per group of every partition and of the full row, and the bias per joint bucket from
+its groups' terms, each in a small Triton kernel per row of the tables (:class:`_GroupLogSumExp`,
+:class:`_GroupBias`; their backwards two more), the topical weights and the terms ``log(α / Z)`` in PyTorch ops;
 recomputed in the backward instead of kept. The backward takes two
 sweeps (:class:`_TritonSyntaxContext`): a row kernel for the attention's ``dQ`` and the bias gradient
 ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of flash attention, summed per bucket); then, once
@@ -73,7 +74,6 @@ from syntaxformer.modeling.syntax_attention_core import (
     attention_scores,
     cached_group_counts,
     candidates,
-    expand_heads,
     full_weight,
     joint_buckets,
     layer_gate,
@@ -92,10 +92,12 @@ if triton is not None:  # the kernels are built here, at import (under the inter
     from syntaxformer.modeling.syntax_attention_triton_backward import (
         attn_bwd_rows_kernel,
         bwd_cols_kernel,
+        group_bias_bwd_kernel,
         group_lse_bwd_kernel,
     )
     from syntaxformer.modeling.syntax_attention_triton_forward import (
         attn_fwd_kernel,
+        group_bias_kernel,
         group_lse_kernel,
         prepass_sum_kernel,
     )
@@ -301,8 +303,7 @@ class GroupIndex(NamedTuple):
     groups after those of the partitions before it), then the full row (one group, the last), the partitions'
     copies of the ``J`` buckets side by side (:func:`group_index`)."""
 
-    ids: torch.Tensor  # (B, L, (P+1) J) int64 (for torch's gather)
-    compact: torch.Tensor  # the same as int32, contiguous (for the kernels)
+    compact: torch.Tensor  # (B, L, (P+1) J) int32, contiguous
     ok: torch.Tensor | None  # (B, L, J) int8: 1 = an allowed bucket; None without a mask
     size: int  # the number of groups, the full row's included
 
@@ -318,9 +319,8 @@ def group_index(groups: SyntaxGroups, joint: JointIndex, allowed: torch.Tensor |
         parts.append(m + start)
         start += n
     parts.append(torch.full_like(joint.maps[0], start))
-    index = torch.cat(parts, -1)
     ok = None if allowed is None else (joint.maps[-1] == 0).to(torch.int8).contiguous()
-    out = GroupIndex(index, index.to(torch.int32).contiguous(), ok, start + 1)
+    out = GroupIndex(torch.cat(parts, -1).to(torch.int32).contiguous(), ok, start + 1)
     if groups.cache is not None:
         groups.cache["group_index"] = (joint.buckets, out)
     return out
@@ -365,6 +365,36 @@ class _GroupLogSumExp(torch.autograd.Function):
         )
         grad_y = None if y is None else (dy if dy is not None else torch.zeros_like(y))
         return dx, grad_y, None
+
+
+class _GroupBias(torch.autograd.Function):
+    """The bias ``[B, H, L, J]`` per joint bucket from its groups' terms ``log(α / Z)`` ``[B, H, L, G]`` (the
+    log-sum-exp over the bucket's group in every partition and the full row; :func:`group_bias_kernel`)."""
+
+    @staticmethod
+    def forward(ctx, terms, groups, size):  # noqa: D102
+        B, H, L, G = terms.shape
+        J = int(size)
+        terms = terms.float().contiguous()
+        bias = torch.empty(B, H, L, J, device=terms.device, dtype=torch.float32)
+        meta = dict(HAS_OK=groups.ok is not None, COPIES=groups.compact.shape[-1] // J, JP=_pow2(J, 1))
+        ok = groups.ok if groups.ok is not None else groups.compact
+        group_bias_kernel[(B * H * L,)](terms, groups.compact, ok, bias, H, L, J, G, **meta)
+        ctx.save_for_backward(terms, bias)
+        ctx.groups, ctx.meta = groups, meta
+        return bias
+
+    @staticmethod
+    def backward(ctx, d_bias):  # noqa: D102
+        terms, bias = ctx.saved_tensors
+        groups = ctx.groups
+        B, H, L, G = terms.shape
+        J = bias.shape[-1]
+        d_terms = torch.empty_like(terms)
+        ok = groups.ok if groups.ok is not None else groups.compact
+        args = (terms, groups.compact, ok, bias, d_bias.float().contiguous(), d_terms, H, L, J, G)
+        group_bias_bwd_kernel[(B * H * L,)](*args, GP=_pow2(G, 1), **ctx.meta)
+        return d_terms, None, None
 
 
 def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
@@ -414,7 +444,6 @@ def _syntax_context(
     def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]`` from the
         statistics sweep's tables (per joint bucket the log-sums shifted by a per-row constant, and Y)."""
-        copies = len(groups.num_buckets) + 1  # one copy of the tables per partition, one for the full row
         # per group of every partition, and the full row last (B, H, L, n_groups + 1): the joint buckets' tables
         # combined by group (Y only when yj is given)
         logz, y = _GroupLogSumExp.apply(lzj, yj, by_group)
@@ -431,20 +460,12 @@ def _syntax_context(
         if plain is not None:  # those rows get plain attention below; weight 0 here
             phi = phi.masked_fill(plain.unsqueeze(1), 0.0)
 
-        neg_inf = torch.tensor(float("-inf"), device=query.device)
         valid = cand[..., :n_groups].unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, n_groups)
         # log(α / Z) of the valid groups (candidates: finite on both sides; the rest, -inf or NaN, masked)
         t = (log_alpha[..., :n_groups].unsqueeze(1) - logz[..., :-1]).masked_fill(~valid, float("-inf"))
-        phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
-        # per joint bucket, the term of its group in each partition and the full row's (B, H, L, P+1, J)
-        index = expand_heads(by_group.ids, H)  # (B, H, L, (P+1) J)
-        terms = torch.cat([t, phi_term.unsqueeze(-1)], -1).gather(3, index).unflatten(3, (copies, joint.size))
-        some = (terms > float("-inf")).any(3)  # (B, H, L, J)
-        bias = torch.where(some, torch.logsumexp(terms.masked_fill(~some.unsqueeze(3), 0.0), 3), neg_inf)
-        empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
-        bias = bias.masked_fill(empty, 0.0)
-        if allowed is not None:
-            bias = bias.masked_fill(expand_heads(joint.maps[-1], H).bool(), torch.finfo(torch.float32).min)
+        phi_term = (phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse).masked_fill(phi <= 0, float("-inf"))
+        # per joint bucket the log-sum-exp of its groups' terms, in each partition and the full row's
+        bias = _GroupBias.apply(torch.cat([t, phi_term.unsqueeze(-1)], -1), by_group, joint.size)  # (B, H, L, J)
         weight = alpha[..., :n_groups].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
         return bias, weight
 

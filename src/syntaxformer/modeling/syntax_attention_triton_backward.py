@@ -262,3 +262,31 @@ if triton is not None:
         tl.store(DX + r * J + jcols, dx, mask=j_ok)
         if HAS_Y:
             tl.store(DY + r * J + jcols, dy, mask=j_ok)
+
+    @triton.jit
+    def group_bias_bwd_kernel(
+        T, GIDX, OK, BIAS, DBIAS, DT, H, L, J, NG, HAS_OK: tl.constexpr, COPIES: tl.constexpr, JP: tl.constexpr,
+        GP: tl.constexpr,
+    ):  # fmt: skip
+        """The gradient of :func:`group_bias_kernel`'s terms: ``dT_g = Σ_{(bucket, copy) in g} exp(T_g - bias)
+        dBIAS`` over the buckets with a finite bias (none in a row of weight 0 or a disallowed bucket)."""
+        r = tl.program_id(0)
+        pair_row = (r // (H * L)) * L + r % L
+        jcols = tl.arange(0, JP)
+        gcols = tl.arange(0, GP)
+        j_ok = jcols < J
+        bias = tl.load(BIAS + r * J + jcols, mask=j_ok, other=float("-inf"))
+        # finite biases only (a row of weight 0 has bias 0 but no finite term: its shares are 0; an infinite term,
+        # as in a row whose tiles were all skipped, gives no gradient)
+        live = (bias > float("-inf")) & (bias < float("inf"))
+        if HAS_OK:
+            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=1) != 0)
+        d_bias = tl.where(live, tl.load(DBIAS + r * J + jcols, mask=j_ok, other=0.0), 0.0)
+        d_t = tl.zeros([GP], tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(GIDX + pair_row * (COPIES * J) + c * J + jcols, mask=j_ok, other=-1)
+            t = tl.load(T + r * NG + g, mask=live, other=float("-inf"))
+            share = tl.where(live, tl.exp(t - tl.where(live, bias, 0.0)), 0.0) * d_bias  # (JP,)
+            hit = g[None, :] == gcols[:, None]  # (GP, JP)
+            d_t += tl.sum(tl.where(hit, share[None, :], 0.0), 1)
+        tl.store(DT + r * NG + gcols, d_t, mask=gcols < NG)

@@ -2,7 +2,8 @@
 (:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): the statistics pass (the per-(row, joint
 bucket) maximum, then the sums ``z_j`` and ``Σ exp(S - max) w`` per bucket) and the biased flash-attention forward
 ``softmax(S - c + b[joint]) V`` with its per-row ``lse``; the per-bucket tile reductions, tile loads and score tiles
-they and the backward kernels share; and the table algebra's per-group log-sum-exp between the two sweeps.
+they and the backward kernels share; and the table algebra's per-group log-sum-exp and per-bucket bias between the
+two sweeps.
 
 Defined only where triton is importable (the module imports without it, as every copied module of an exported
 model folder must). Which kernel computes what, and why, is in the docstring of
@@ -381,3 +382,33 @@ if triton is not None:
         tl.store(LZ + r * NG + gcols, tl.where(empty, float("-inf"), tl.log(z_safe) + m), mask=g_ok)
         if HAS_Y:
             tl.store(MEAN + r * NG + gcols, s / z_safe, mask=g_ok)
+
+    @triton.jit
+    def group_bias_kernel(
+        T, GIDX, OK, BIAS, H, L, J, NG, HAS_OK: tl.constexpr, COPIES: tl.constexpr, JP: tl.constexpr
+    ):  # fmt: skip
+        """Per row ``r`` the bias of every joint bucket ``BIAS`` ``[B * H * L, J]``: the log-sum-exp over the
+        ``COPIES`` groups of the bucket (``GIDX`` ``[B, L, COPIES * J]``) of their terms ``T`` ``[B * H * L, NG]``
+        (-inf: none); -inf where no term is finite, 0 in a row where none is (a row of weight 0), the fp32 minimum
+        for a disallowed bucket (``OK`` ``[B, L, J]`` 0)."""
+        r = tl.program_id(0)
+        pair_row = (r // (H * L)) * L + r % L
+        jcols = tl.arange(0, JP)
+        j_ok = jcols < J
+        g_base = GIDX + pair_row * (COPIES * J)
+        top = tl.full([JP], float("-inf"), tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(g_base + c * J + jcols, mask=j_ok, other=0)
+            top = tl.maximum(top, tl.load(T + r * NG + g, mask=j_ok, other=float("-inf")))
+        some = top > float("-inf")
+        shift = tl.where(some & (top < float("inf")), top, 0.0)  # (+inf terms give +inf, as torch.logsumexp)
+        total = tl.zeros([JP], tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(g_base + c * J + jcols, mask=j_ok, other=0)
+            total += tl.exp(tl.load(T + r * NG + g, mask=j_ok, other=float("-inf")) - shift)
+        bias = tl.where(some, shift + tl.log(tl.where(some, total, 1.0)), float("-inf"))
+        bias = tl.where(tl.max(some.to(tl.int32), 0) > 0, bias, 0.0)
+        if HAS_OK:
+            allowed = tl.load(OK + pair_row * J + jcols, mask=j_ok, other=1) != 0
+            bias = tl.where(allowed, bias, -3.4028234663852886e38)
+        tl.store(BIAS + r * J + jcols, bias, mask=j_ok)
