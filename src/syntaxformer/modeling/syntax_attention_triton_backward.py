@@ -29,6 +29,7 @@ if triton is not None:
         load_tile,
         score_tile,
         store_tile,
+        table_row,
         tile_descriptor,
     )
 
@@ -238,13 +239,7 @@ if triton is not None:
         ``p_k = exp(x_k - LZ_g)`` its share of its group ``g``, ``dX_k = Σ p_k (dLZ_g + dMEAN_g (y_k - MEAN_g))``
         and ``dY_k = Σ p_k dMEAN_g`` (gathers only)."""
         r = tl.program_id(0)
-        pair_row = (r // (H * L)) * L + r % L
-        jcols = tl.arange(0, JP)
-        j_ok = jcols < J
-        x = tl.load(X + r * J + jcols, mask=j_ok, other=float("-inf"))
-        live = x > float("-inf")
-        if HAS_OK:
-            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=0) != 0)
+        pair_row, jcols, j_ok, x, live = table_row(X, OK, r, H, L, J, HAS_OK, JP)
         if HAS_Y:
             y = tl.load(Y + r * J + jcols, mask=j_ok, other=0.0)
         dx = tl.zeros([JP], tl.float32)

@@ -328,6 +328,20 @@ if triton is not None:
     # (batch * head * row), on the [B, H, L, J] tables, nothing of the L x L pairs.
 
     @triton.jit
+    def table_row(X, OK, r, H, L, J, HAS_OK: tl.constexpr, JP: tl.constexpr):
+        """Row ``r`` of the log-sums per joint bucket ``X`` ``[B * H * L, J]``: ``(pair_row, jcols, j_ok, x, live)``,
+        ``pair_row`` its row ``b * L + i`` of the ``[B, L, ·]`` index tables, ``live`` the buckets with a pair (and
+        allowed: ``OK`` ``[B, L, J]``)."""
+        pair_row = (r // (H * L)) * L + r % L
+        jcols = tl.arange(0, JP)
+        j_ok = jcols < J
+        x = tl.load(X + r * J + jcols, mask=j_ok, other=float("-inf"))
+        live = x > float("-inf")
+        if HAS_OK:
+            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=0) != 0)
+        return pair_row, jcols, j_ok, x, live
+
+    @triton.jit
     def group_lse_kernel(
         X,
         Y,
@@ -350,14 +364,8 @@ if triton is not None:
         ``[B, L, J]``: allowed buckets), the log-sum-exp per group ``LZ`` ``[B * H * L, NG]`` (-inf for an empty
         group), each group with its own maximum, and the ``exp(X)``-weighted mean of ``Y`` per group ``MEAN``."""
         r = tl.program_id(0)
-        pair_row = (r // (H * L)) * L + r % L  # (b, i): the row of the index tables
-        jcols = tl.arange(0, JP)
+        pair_row, jcols, j_ok, x, live = table_row(X, OK, r, H, L, J, HAS_OK, JP)
         gcols = tl.arange(0, GP)
-        j_ok = jcols < J
-        x = tl.load(X + r * J + jcols, mask=j_ok, other=float("-inf"))
-        live = x > float("-inf")
-        if HAS_OK:
-            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=0) != 0)
         g_base = GIDX + pair_row * (COPIES * J)
         m = tl.full([GP], float("-inf"), tl.float32)
         for c in tl.static_range(COPIES):
