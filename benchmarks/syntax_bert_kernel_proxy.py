@@ -5,8 +5,9 @@ Run from the repository root (about a minute on 2 cores; no GPU, triton installe
     python benchmarks/syntax_bert_kernel_proxy.py [--shapes 8x128 32x512] [--out FILE]
 
 Per shape ``BxL`` (BERT-base heads: 12 x 64; the attention benchmark's batch of UD EWT dev passages with their real
-dependency and constituency trees, D = 15), one layer's attention forward + backward runs on the CPU with the seven
-Triton kernels replaced by no-ops, as a later layer of a forward (the groups' per-forward memo warm):
+dependency and constituency trees, D = 15), one layer's attention forward + backward runs on the CPU with the
+Triton kernels (the four sweeps, and the four small kernels of the table algebra, which count as glue) replaced by
+no-ops, as a later layer of a forward (the groups' per-forward memo warm):
 
 * ``glue_ops`` / ``glue_gb``: the PyTorch ops around the kernels (views excluded), each a separate kernel launch on
   a GPU, and the bytes they read and write (inputs: storage bytes, at most their elements; outputs: their
@@ -47,14 +48,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 HEADS, HEAD_SIZE, TILE = 12, 64, 64
-KERNELS = (
-    "prepass_sum_kernel",
-    "attn_fwd_kernel",
-    "prepass_bwd_rows_kernel",
-    "prepass_bwd_cols_kernel",
-    "attn_bwd_rows_kernel",
-    "attn_bwd_cols_kernel",
-)
+KERNELS = ("prepass_sum_kernel", "attn_fwd_kernel", "attn_bwd_rows_kernel", "bwd_cols_kernel")
+#: The small kernels of the table algebra between the sweeps (per row of the ``[B, H, L, J]`` tables): glue, one op
+#: each, their tensors' bytes read or written once.
+GLUE_KERNELS = ("group_lse_kernel", "group_lse_bwd_kernel", "group_bias_kernel", "group_bias_bwd_kernel")
 #: Ops that move no data (views, metadata, allocations without a fill).
 FREE = {
     "view", "_unsafe_view", "expand", "transpose", "t", "permute", "unsqueeze", "squeeze", "slice", "select",
@@ -99,20 +96,26 @@ class _OpLog(TorchDispatchMode):
 
 
 class _NoKernel:
-    """A kernel that does nothing, counting its launches per direction."""
+    """A kernel that does nothing, counting its launches per direction (``glue``: as one op of ``ops``, moving the
+    bytes of its tensor arguments once)."""
 
-    def __init__(self, log: collections.Counter, phase: list[str]) -> None:
-        self.log, self.phase = log, phase
+    def __init__(self, log: collections.Counter, phase: list[str], glue: _OpLog | None = None, name: str = "") -> None:
+        self.log, self.phase, self.glue, self.name = log, phase, glue, name
 
     def __getitem__(self, grid: Any):
         def launch(*args: Any, **kwargs: Any) -> None:
-            self.log[self.phase[0]] += 1
+            if self.glue is None:
+                self.log[self.phase[0]] += 1
+            else:
+                moved = sum(t.numel() * t.element_size() for t in {id(t): t for t in _tensors(args)}.values())
+                self.glue.ops.append((self.phase[0], self.name, moved))
 
         return launch
 
 
 def kernel_source_counts() -> dict[str, dict[str, int]]:
-    """Per kernel, ``tl.dot``, exponentials and ``tl.load`` calls in its source."""
+    """Per kernel, matrix products, exponentials and loads in its source (the shared helpers ``score_tile``: one
+    product and one load; ``load_tile``, ``tile_descriptor``: one load)."""
     from syntaxformer.modeling import syntax_attention_triton_backward as bwd
     from syntaxformer.modeling import syntax_attention_triton_forward as fwd
 
@@ -121,9 +124,9 @@ def kernel_source_counts() -> dict[str, dict[str, int]]:
         kernel = getattr(fwd, name, None) or getattr(bwd, name)
         src = inspect.getsource(getattr(kernel, "fn", kernel))
         out[name] = {
-            "matmuls": len(re.findall(r"tl\.dot\(", src)),
+            "matmuls": len(re.findall(r"\b(?:tl\.dot|score_tile)\(", src)),
             "exps": len(re.findall(r"tl\.exp2?\(", src)),
-            "loads": len(re.findall(r"tl\.load\(", src)),
+            "loads": len(re.findall(r"\b(?:tl\.load|load_tile|score_tile|tile_descriptor)\(", src)),
         }
     return out
 
@@ -143,7 +146,7 @@ def per_pair_counts() -> dict[str, dict[str, int]]:
         src = inspect.getsource(getattr(kernel, "fn", kernel))
         row = out[direction.get(name, "backward")]
         row["sweeps"] += 1
-        row["matmuls"] += len(re.findall(r"tl\.dot\(", src))
+        row["matmuls"] += len(re.findall(r"\b(?:tl\.dot|score_tile)\(", src))  # score_tile: QKᵀ
         # per-pair exponentials: those of [BM, BN] tiles (not the per-bucket rescaling of [BM, JP] tables)
         row["exps"] += len(re.findall(r"tl\.exp2?\((?!mx - |m - )", src))
         row["gathers"] += len(re.findall(r"tl\.load\([A-Z]+ \+ (?:[^,]*\bjj\b|tab\b)", src))
@@ -187,11 +190,13 @@ def measure(B: int, L: int) -> dict:
 
     launches: collections.Counter = collections.Counter()
     phase = ["forward"]
-    saved = {name: getattr(T, name) for name in KERNELS}
+    log = _OpLog()
+    saved = {name: getattr(T, name) for name in KERNELS + GLUE_KERNELS}
     for name in KERNELS:
         setattr(T, name, _NoKernel(launches, phase))
+    for name in GLUE_KERNELS:
+        setattr(T, name, _NoKernel(launches, phase, log, name))
     try:
-        log = _OpLog()
         for measured in (False, True):  # the second call is a later layer: the groups' memo is warm
             q, k, v = (torch.randn(B, H, L, d).requires_grad_() for _ in range(3))
             launches.clear()

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--arch", type=int, default=90, help="compute capability x 10 (90 = H100 / H200)")
     parser.add_argument("--joint-buckets", type=int, default=64, help="JP: joint buckets per row, a power of two")
-    parser.add_argument("--only", nargs="+", default=None, help="compile only these kernels (e.g. attn_bwd_cols)")
+    parser.add_argument("--only", nargs="+", default=None, help="compile only these kernels (e.g. bwd_cols)")
     parser.add_argument(
         "--configs", nargs="+", default=None, help="only these of bfloat16_d32 bfloat16_d64 float32_d32 float32_d64"
     )
@@ -110,18 +110,6 @@ def main(argv: list[str] | None = None) -> dict:
             {"ONE_HOT": False, "HAS_W": True},
             True,
         ),
-        "prepass_bwd_rows": (
-            T.prepass_bwd_rows_kernel,
-            ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DQ"],
-            {"HAS_W": True},
-            False,
-        ),
-        "prepass_bwd_cols": (
-            T.prepass_bwd_cols_kernel,
-            ["Q", "K", "W", "IDX", "LZ", "SHIFT", "A", "DY", "DK", "DW"],
-            {"HAS_W": True},
-            False,
-        ),
         "attn_fwd": (T.attn_fwd_kernel, ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "O", "LSE"], {}, False),
         "attn_bwd_rows": (
             T.attn_bwd_rows_kernel,
@@ -129,10 +117,10 @@ def main(argv: list[str] | None = None) -> dict:
             {"ONE_HOT": False},
             True,
         ),
-        "attn_bwd_cols": (
-            T.attn_bwd_cols_kernel,
-            ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DK", "DV"],
-            {},
+        "bwd_cols": (
+            T.bwd_cols_kernel,
+            ["Q", "K", "V", "W", "IDX", "BIAS", "LZ", "SHIFT", "LSE", "DO", "DELTA", "A", "DY", "DQ", "DK", "DV", "DW"],
+            {"HAS_W": True},
             False,
         ),
     }

@@ -244,6 +244,24 @@ def test_triton_kernels_read_the_skip_bit(device, monkeypatch):
     assert changed[:, 40:44].max() == 0 and changed[:, 44:].min() > 1e-3
 
 
+def test_triton_sweeps_two_forward_two_backward(device, monkeypatch):
+    """Four sweeps over the pairs in all: the statistics and the attention forward, then the row backward and one
+    column backward that also gives the statistics' gradients (``dQ`` added atomically across key blocks: 70 tokens
+    are three blocks of keys; the reference tests check the sum)."""
+    inputs, topical, parts, mask = _sentences_setup(device)
+    launched = []
+    real = T._launch
+
+    def spy(name, *args, **kwargs):
+        launched.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(T, "_launch", spy)
+    ref = _run("reference", inputs, topical, parts, mask, full_attention_candidate=True)
+    _assert_close(_run("triton", inputs, topical, parts, mask, full_attention_candidate=True), ref)
+    assert launched == ["prepass_sum", "attn_fwd", "attn_bwd_rows", "bwd_cols"], launched
+
+
 @pytest.mark.parametrize("mode,full_candidate", [("existing", False), ("added", True)])
 def test_triton_lisa_head_matches_reference(device, mode, full_candidate):
     inputs, topical, parts, mask = random_setup(device=device, seed=7, H=2)
@@ -369,6 +387,115 @@ def test_triton_keeps_no_float_tensor_of_the_attention_size(device):
     assert (torch.int8, B * L * L) in saved, "the joint index is kept as int8"
     out.sum().backward()
     assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+def _reference_group_lse(
+    x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int, ok: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The slow reference of the table algebra's group log-sum-exp kernel: log-sum-exp of ``x`` ``[..., K]`` per
+    bucket ``index`` (``[..., K]``, ids below ``n``), each bucket with its own maximum, and the ``exp(x)``-weighted
+    mean of ``y`` per bucket: ``([..., n] with -inf for empty buckets, [..., n] or None)``. Entries where ``ok`` is
+    False (or ``x`` is -inf) count in no bucket."""
+    fmin = torch.finfo(x.dtype).min
+    dead = x == float("-inf") if ok is None else ~ok | (x == float("-inf"))
+    xf = x.masked_fill(dead, fmin)
+    m = torch.full((*x.shape[:-1], n), fmin, dtype=x.dtype).scatter_reduce(-1, index, xf.detach(), "amax")
+    e = torch.exp(xf - m.gather(-1, index)).masked_fill(dead, 0.0)
+    z = torch.zeros_like(m).scatter_add(-1, index, e)
+    empty = z == 0
+    z_safe = z.masked_fill(empty, 1.0)
+    lz = (z_safe.log() + m).masked_fill(empty, float("-inf"))
+    mean = None if y is None else torch.zeros_like(m).scatter_add(-1, index, e * y) / z_safe
+    return lz, mean
+
+
+@pytest.mark.parametrize("masked,with_y", [(True, True), (False, True), (True, False)])
+def test_triton_group_log_sum_exp_matches_a_scatter_reference(device, masked, with_y):
+    """The table algebra's per-group log-sum-exp kernel (each joint bucket in one group per partition and in the full
+    row; empty buckets, disallowed buckets, empty groups) against scatters in float64: values and gradients."""
+    g = torch.Generator().manual_seed(5)
+    B, H, L, J, sizes = 2, 2, 5, 20, (4, 3)
+    maps = [torch.randint(0, n, (B, L, J), generator=g) for n in sizes]
+    index = torch.cat([maps[0], maps[1] + sizes[0], torch.full_like(maps[0], sum(sizes))], -1)  # (B, L, 3 J)
+    allowed = torch.rand(B, L, J, generator=g) > 0.2
+    ok = allowed.to(torch.int8) if masked else None
+    groups = T.GroupIndex(index.to(torch.int32).contiguous().to(device), ok, sum(sizes) + 1)
+    if masked:
+        groups = groups._replace(ok=ok.to(device))
+    x = torch.randn(B, H, L, J, generator=g, dtype=torch.float64) * 3
+    x[torch.rand(B, H, L, J, generator=g) < 0.2] = float("-inf")  # empty joint buckets
+    y = torch.randn(B, H, L, J, generator=g, dtype=torch.float64)
+    w_lz, w_mean = (torch.randn(B, H, L, sum(sizes) + 1, generator=g, dtype=torch.float64) for _ in range(2))
+
+    def loss(lz, mean):
+        out = (lz.masked_fill(lz == float("-inf"), 0.0) * w_lz.to(lz)).sum()
+        return out + (mean * w_mean.to(mean)).sum() if with_y else out
+
+    xr, yr = x.clone().requires_grad_(), y.clone().requires_grad_()
+    rep = index.unsqueeze(1).expand(B, H, L, 3 * J)
+    ok_r = None if not masked else allowed.repeat(1, 1, 3).unsqueeze(1).expand(B, H, L, 3 * J)
+    ref = _reference_group_lse(xr.repeat(1, 1, 1, 3), yr.repeat(1, 1, 1, 3) if with_y else None, rep, 8, ok_r)
+    loss(*ref).backward()
+    xk = x.float().to(device).requires_grad_()
+    yk = y.float().to(device).requires_grad_() if with_y else None
+    got = T._GroupLogSumExp.apply(xk, yk, groups)
+    loss(*got).backward()
+    assert torch.equal(got[0].isinf().cpu(), ref[0].isinf()), "the same empty groups"
+    assert (ref[0] == float("-inf")).any() and (ref[0] > float("-inf")).any()
+    finite = ref[0] > float("-inf")
+    assert torch.allclose(got[0].double().cpu()[finite], ref[0][finite], atol=1e-5, rtol=0)
+    assert torch.allclose(xk.grad.double().cpu(), xr.grad, atol=1e-5, rtol=0)
+    if with_y:
+        assert torch.allclose(got[1].double().cpu(), ref[1], atol=1e-5, rtol=0)
+        assert torch.allclose(yk.grad.double().cpu(), yr.grad, atol=1e-5, rtol=0)
+
+
+def _reference_group_bias(terms, index, J: int, disallowed):
+    """The slow reference of the table algebra's bias kernel: per joint bucket the log-sum-exp of its groups' terms
+    (``index`` ``[B, L, C * J]``), -inf where none is finite, 0 in a row where none is, the fp32 minimum where
+    ``disallowed``."""
+    B, H, L, _ = terms.shape
+    t = terms.gather(3, index.unsqueeze(1).expand(B, H, L, index.shape[-1])).unflatten(3, (-1, J))
+    some = (t > float("-inf")).any(3)
+    bias = torch.where(some, torch.logsumexp(t.masked_fill(~some.unsqueeze(3), 0.0), 3), float("-inf"))
+    bias = bias.masked_fill(~some.any(-1, keepdim=True), 0.0)
+    if disallowed is not None:
+        bias = bias.masked_fill(disallowed.unsqueeze(1), torch.finfo(torch.float32).min)
+    return bias
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_triton_group_bias_matches_a_gather_reference(device, masked):
+    """The table algebra's bias kernel (per joint bucket, the log-sum-exp of its group's term in each partition and
+    the full row's; buckets and a whole row without any finite term, disallowed buckets) against float64 gathers:
+    values and the terms' gradients."""
+    g = torch.Generator().manual_seed(6)
+    B, H, L, J, sizes = 2, 2, 5, 20, (4, 3)
+    maps = [torch.randint(0, n, (B, L, J), generator=g) for n in sizes]
+    index = torch.cat([maps[0], maps[1] + sizes[0], torch.full_like(maps[0], sum(sizes))], -1)  # (B, L, 3 J)
+    allowed = torch.rand(B, L, J, generator=g) > 0.2
+    ok = allowed.to(torch.int8).to(device) if masked else None
+    groups = T.GroupIndex(index.to(torch.int32).contiguous().to(device), ok, sum(sizes) + 1)
+    terms = torch.randn(B, H, L, sum(sizes) + 1, generator=g, dtype=torch.float64) * 3
+    terms[torch.rand(terms.shape, generator=g) < 0.5] = float("-inf")  # groups that are not candidates
+    terms[0, 1, 2] = float("-inf")  # a row of weight 0
+    w = torch.randn(B, H, L, J, generator=g, dtype=torch.float64)
+
+    def loss(bias):
+        return (bias.masked_fill(bias == float("-inf"), 0.0) * w.to(bias)).sum()
+
+    tr = terms.clone().requires_grad_()
+    ref = _reference_group_bias(tr, index, J, ~allowed if masked else None)
+    loss(ref).backward()
+    tk = terms.float().to(device).requires_grad_()
+    got = T._GroupBias.apply(tk, groups, J)
+    loss(got).backward()
+    assert torch.equal(got.isneginf().cpu(), ref.isneginf()) and ref.isneginf().any()
+    assert (got[0, 1, 2] == 0).all() if not masked else (got[0, 1, 2][allowed[0, 2].to(device)] == 0).all()
+    finite = ref > float("-inf")
+    assert torch.allclose(got.double().cpu()[finite], ref[finite], atol=1e-5, rtol=0)
+    assert torch.allclose(tk.grad.double().cpu(), tr.grad, atol=1e-5, rtol=0)
+    assert tr.grad.abs().sum() > 0
 
 
 def test_triton_compact_index_dtype_and_cache():

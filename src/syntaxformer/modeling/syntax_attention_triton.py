@@ -9,26 +9,31 @@ its joint bucket ``j = (g_1, ..., g_P, disallowed)``, so ``A V = W · softmax_k(
 fp32 minimum for disallowed pairs) and the row's total weight ``W = Σ α + φ`` (1 for ``"topical"`` / ``"mean"``).
 Two passes over the ``L x L`` pairs compute it:
 
-* **statistics pass** (:class:`_TritonPrepass`): per (batch, head, block of query rows) one sweep over the key
-  blocks: the sums ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k``
-  (``w_k = V_h[k] · u_h``, the topical scores are linear in the group outputs), each bucket's sums rescaled when a
-  tile raises its running maximum ``max_j`` (flash attention's online softmax, per bucket). Out come
-  ``lz = log z + max - c`` and ``Y = Σ π w`` per joint bucket (``[B, H, L, J]``; each bucket with its own maximum,
-  so no group underflows) and the per-row shift ``c`` (the row's largest score). Backward: a row kernel (``dQ``)
-  and a column kernel (``dK`` and ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``,
-  ``π_ik = exp(S_ik - c_i - lz_j)``.
-* **attention pass** (:class:`_TritonBiasedAttention`): flash-attention forward of ``softmax(S - c + b[joint]) V``
-  (the bias gathered per pair from the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b``
-  at the size of the score gaps: ``S + b`` would round at the ulp of the scores themselves. Backward flash-style: a row
-  kernel for ``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of
-  flash attention, summed per bucket), a column kernel for ``dK`` and ``dV``.
+* **statistics pass**: per (batch, head, block of query rows) one sweep over the key blocks: the sums
+  ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k`` (``w_k = V_h[k] · u_h``, the
+  topical scores are linear in the group outputs), each bucket's sums rescaled when a tile raises its running
+  maximum ``max_j`` (flash attention's online softmax, per bucket). Out come ``lz = log z + max - c`` and
+  ``Y = Σ π w`` per joint bucket (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows) and
+  the per-row shift ``c`` (the row's largest score).
+* **attention pass**: flash-attention forward of ``softmax(S - c + b[joint]) V`` (the bias gathered per pair from
+  the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b`` at the size of the score gaps:
+  ``S + b`` would round at the ulp of the scores themselves.
 
-Between the two passes the ``[B, H, L, J]`` tables go through small PyTorch ops (log-sum-exp per group, topical
-weights, the bias; :func:`_syntax_context`), recomputed in the backward instead of kept.
+Between the two passes the ``[B, H, L, J]`` tables go through the table algebra (:func:`_syntax_context`): the
+log-sum-exp and topical mean per group of every partition and of the full row, and the bias per joint bucket from
+its groups' terms, each in a small Triton kernel per row of the tables (:class:`_GroupLogSumExp`,
+:class:`_GroupBias`; their backwards two more), the topical weights and the terms ``log(α / Z)`` in PyTorch ops;
+recomputed in the backward instead of kept. The backward takes two
+sweeps (:class:`_TritonSyntaxContext`): a row kernel for the attention's ``dQ`` and the bias gradient
+``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of flash attention, summed per bucket); then, once
+the table algebra has turned ``db`` into the tables' gradients, one column kernel for ``dK`` (the attention's and
+the statistics' ``dS`` summed), ``dV``, ``dw`` and the statistics' ``dQ``
+(``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - c_i - lz_j)``), added atomically to the
+attention's.
 
 The kernels read the joint-bucket index of every pair (``[B, L, L]``, int8 up to 127 joint buckets per row, else
 int16), built once per forward and shared by every layer, rather than recomputing each pair's groups from the tree
-features in every sweep (why, and the expected cost of the six sweeps, two forward and four backward:
+features in every sweep (why, and the expected cost of the four sweeps, two forward and two backward:
 ``docs/syntax_bert.md`` and ``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90
 without a GPU and reading ptxas' register / spill report (:data:`_HALF_CONFIGS`).
 
@@ -58,7 +63,6 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
 
 from syntaxformer.errors import ConfigError
 from syntaxformer.modeling.syntax_attention_core import (
@@ -70,7 +74,6 @@ from syntaxformer.modeling.syntax_attention_core import (
     attention_scores,
     cached_group_counts,
     candidates,
-    expand_heads,
     full_weight,
     joint_buckets,
     layer_gate,
@@ -87,12 +90,17 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 
 if triton is not None:  # the kernels are built here, at import (under the interpreter with TRITON_INTERPRET=1)
     from syntaxformer.modeling.syntax_attention_triton_backward import (
-        attn_bwd_cols_kernel,
         attn_bwd_rows_kernel,
-        prepass_bwd_cols_kernel,
-        prepass_bwd_rows_kernel,
+        bwd_cols_kernel,
+        group_bias_bwd_kernel,
+        group_lse_bwd_kernel,
     )
-    from syntaxformer.modeling.syntax_attention_triton_forward import attn_fwd_kernel, prepass_sum_kernel
+    from syntaxformer.modeling.syntax_attention_triton_forward import (
+        attn_fwd_kernel,
+        group_bias_kernel,
+        group_lse_kernel,
+        prepass_sum_kernel,
+    )
 
 
 #: The kernels were built for Triton's CPU interpreter (``TRITON_INTERPRET=1`` when this module was imported).
@@ -290,23 +298,103 @@ def _plain_rows(
     return context.scatter_add(2, safe.view(B, 1, n, 1).expand(B, H, n, d), out)
 
 
-def _log_scatter(
-    x: torch.Tensor, y: torch.Tensor | None, index: torch.Tensor, n: int, ok: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-sum-exp of ``x`` ``[..., K]`` per bucket ``index`` (``[..., K]``, ids below ``n``), each bucket with its
-    own maximum, and the ``exp(x)``-weighted mean of ``y`` per bucket: ``([..., n] with -inf for empty buckets,
-    [..., n] or None)``. Entries where ``ok`` is False (or ``x`` is -inf) count in no bucket."""
-    fmin = torch.finfo(torch.float32).min
-    finite = x > float("-inf") if ok is None else ok & (x > float("-inf"))
-    xf = x.masked_fill(~finite, fmin)
-    m = torch.full((*x.shape[:-1], n), fmin, device=x.device).scatter_reduce(-1, index, xf.detach(), "amax")
-    e = torch.exp(xf - m.gather(-1, index)) * finite
-    z = torch.zeros_like(m).scatter_add(-1, index, e)
-    live = z > 0
-    z_safe = torch.where(live, z, torch.ones_like(z))
-    lz = torch.where(live, z_safe.log() + m, torch.full_like(z, float("-inf")))
-    mean = None if y is None else torch.zeros_like(m).scatter_add(-1, index, e * y) / z_safe
-    return lz, mean
+class GroupIndex(NamedTuple):
+    """Per row, each joint bucket's group in every partition, numbered across the partitions (partition ``p``'s
+    groups after those of the partitions before it), then the full row (one group, the last), the partitions'
+    copies of the ``J`` buckets side by side (:func:`group_index`)."""
+
+    compact: torch.Tensor  # (B, L, (P+1) J) int32, contiguous
+    ok: torch.Tensor | None  # (B, L, J) int8: 1 = an allowed bucket; None without a mask
+    size: int  # the number of groups, the full row's included
+
+
+def group_index(groups: SyntaxGroups, joint: JointIndex, allowed: torch.Tensor | None) -> GroupIndex:
+    """:class:`GroupIndex` of a forward's joint buckets, once per forward (kept in ``groups.cache`` with the joint
+    index)."""
+    hit = None if groups.cache is None else groups.cache.get("group_index")
+    if hit is not None and hit[0] is joint.buckets:
+        return hit[1]
+    parts, start = [], 0
+    for m, n in zip(joint.maps, groups.num_buckets):
+        parts.append(m + start)
+        start += n
+    parts.append(torch.full_like(joint.maps[0], start))
+    ok = None if allowed is None else (joint.maps[-1] == 0).to(torch.int8).contiguous()
+    out = GroupIndex(torch.cat(parts, -1).to(torch.int32).contiguous(), ok, start + 1)
+    if groups.cache is not None:
+        groups.cache["group_index"] = (joint.buckets, out)
+    return out
+
+
+class _GroupLogSumExp(torch.autograd.Function):
+    """``(log Z, mean)`` ``[B, H, L, G]`` per group of the joint buckets' log-sums ``x`` and means ``y``
+    ``[B, H, L, J]`` (:func:`group_lse_kernel`; ``mean`` empty without ``y``)."""
+
+    @staticmethod
+    def forward(ctx, x, y, groups):  # noqa: D102
+        B, H, L, J = x.shape
+        G = groups.size
+        x = x.float().contiguous()
+        y = None if y is None else y.float().contiguous()
+        lz = torch.empty(B, H, L, G, device=x.device, dtype=torch.float32)
+        mean = torch.empty_like(lz) if y is not None else torch.zeros(0, device=x.device)
+        copies = groups.compact.shape[-1] // J
+        ok = groups.ok if groups.ok is not None else groups.compact
+        meta = dict(HAS_Y=y is not None, HAS_OK=groups.ok is not None, COPIES=copies, JP=_pow2(J, 1))
+        args = (x, y if y is not None else x, groups.compact, ok)
+        group_lse_kernel[(B * H * L,)](*args, lz, mean if y is not None else lz, H, L, J, G, GP=_pow2(G, 1), **meta)
+        ctx.save_for_backward(x, y, lz, mean if y is not None else None)
+        ctx.groups, ctx.meta = groups, meta
+        return lz, mean
+
+    @staticmethod
+    def backward(ctx, d_lz, d_mean):  # noqa: D102
+        x, y, lz, mean = ctx.saved_tensors
+        groups = ctx.groups
+        B, H, L, J = x.shape
+        G = groups.size
+        d_lz = torch.zeros_like(lz) if d_lz is None else d_lz.float().contiguous()
+        has_y = y is not None and d_mean is not None and d_mean.numel() > 0
+        meta = {**ctx.meta, "HAS_Y": has_y}
+        dx = torch.empty_like(x)
+        dy = torch.empty_like(x) if has_y else None
+        ok = groups.ok if groups.ok is not None else groups.compact
+        ys = (y, mean, d_mean.float().contiguous(), dy) if has_y else (x, lz, d_lz, dx)
+        group_lse_bwd_kernel[(B * H * L,)](
+            x, ys[0], groups.compact, ok, lz, ys[1], d_lz, ys[2], dx, ys[3], H, L, J, G, **meta
+        )
+        grad_y = None if y is None else (dy if dy is not None else torch.zeros_like(y))
+        return dx, grad_y, None
+
+
+class _GroupBias(torch.autograd.Function):
+    """The bias ``[B, H, L, J]`` per joint bucket from its groups' terms ``log(α / Z)`` ``[B, H, L, G]`` (the
+    log-sum-exp over the bucket's group in every partition and the full row; :func:`group_bias_kernel`)."""
+
+    @staticmethod
+    def forward(ctx, terms, groups, size):  # noqa: D102
+        B, H, L, G = terms.shape
+        J = int(size)
+        terms = terms.float().contiguous()
+        bias = torch.empty(B, H, L, J, device=terms.device, dtype=torch.float32)
+        meta = dict(HAS_OK=groups.ok is not None, COPIES=groups.compact.shape[-1] // J, JP=_pow2(J, 1))
+        ok = groups.ok if groups.ok is not None else groups.compact
+        group_bias_kernel[(B * H * L,)](terms, groups.compact, ok, bias, H, L, J, G, **meta)
+        ctx.save_for_backward(terms, bias)
+        ctx.groups, ctx.meta = groups, meta
+        return bias
+
+    @staticmethod
+    def backward(ctx, d_bias):  # noqa: D102
+        terms, bias = ctx.saved_tensors
+        groups = ctx.groups
+        B, H, L, G = terms.shape
+        J = bias.shape[-1]
+        d_terms = torch.empty_like(terms)
+        ok = groups.ok if groups.ok is not None else groups.compact
+        args = (terms, groups.compact, ok, bias, d_bias.float().contiguous(), d_terms, H, L, J, G)
+        group_bias_bwd_kernel[(B * H * L,)](*args, GP=_pow2(G, 1), **ctx.meta)
+        return d_terms, None, None
 
 
 def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
@@ -349,64 +437,44 @@ def _syntax_context(
     skip = cand_full is None and full_heads is None
     plain = fallback if skip and opts.empty_rows == "full" else None  # (B, L)
     tiles = Tiles(groups, joint, allowed, skip)
-    # (B, H, L, J) each: per joint bucket, the log-sums shifted by a per-row constant
-    lzj, yj, shift = _prepass(query, key, w, scaling, joint, tiles, groups.cache)
+
+    by_group = group_index(groups, joint, allowed)
+    n_groups = sum(groups.num_buckets)  # the partitions' groups; the full row is group n_groups
 
     def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]``."""
-        ok = None if allowed is None else ~expand_heads(joint.maps[-1], H).bool()  # (B, H, L, J) allowed buckets
-        # per partition (B, H, L, M+1): the joint buckets' tables combined by group (Y only when yj is given)
-        logz: list[torch.Tensor] = []
-        ys: list[torch.Tensor] = []
-        for m, n in zip(joint.maps, groups.num_buckets):
-            lz, y = _log_scatter(lzj, yj, expand_heads(m, H), n, ok)
-            logz.append(lz)
-            if y is not None:
-                ys.append(y)
-        zero = torch.zeros(1, dtype=torch.long, device=query.device).expand(B, H, L, joint.size)
-        lse, y_full = _log_scatter(lzj, yj, zero, 1, ok)  # (B, H, L, 1): the full row
-        lse, y_full = lse.squeeze(-1), None if y_full is None else y_full.squeeze(-1)  # (B, H, L)
+        """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]`` from the
+        statistics sweep's tables (per joint bucket the log-sums shifted by a per-row constant, and Y)."""
+        # per group of every partition, and the full row last (B, H, L, n_groups + 1): the joint buckets' tables
+        # combined by group (Y only when yj is given)
+        logz, y = _GroupLogSumExp.apply(lzj, yj, by_group)
+        y = None if yj is None else y
+        lse = logz[..., -1]  # (B, H, L) the full row
         has_full = cand_full is not None
         logits = None
         if w is not None:
-            assert y_full is not None  # for the type checker: the pre-pass returns yj (so Y) whenever w is given
-            parts = [y.sum(1) for y in ys] + ([y_full.sum(1).unsqueeze(-1)] if has_full else [])  # (B, L, ·)
-            logits = torch.cat(parts, -1)  # (B, L, C)
+            assert y is not None  # for the type checker: the pre-pass returns yj (so Y) whenever w is given
+            logits = (y if has_full else y[..., :-1]).sum(1)  # (B, L, C)
         log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         alpha = log_alpha.exp()
         phi = full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
         if plain is not None:  # those rows get plain attention below; weight 0 here
             phi = phi.masked_fill(plain.unsqueeze(1), 0.0)
 
-        neg_inf = torch.tensor(float("-inf"), device=query.device)
-        terms, start = [], 0
-        for lz, ne, m in zip(logz, cands, joint.maps):
-            n = lz.shape[-1]
-            valid = ne.unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, M+1)
-            la = log_alpha[..., start : start + n].unsqueeze(1).masked_fill(~valid, 0.0)
-            t = torch.where(valid, la - lz.masked_fill(~valid, 0.0), neg_inf)  # log(α / Z) (B, H, L, M+1)
-            terms.append(t.gather(3, expand_heads(m, H)))  # (B, H, L, J)
-            start += n
-        phi_term = torch.where(phi > 0, phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse, neg_inf)  # (B, H, L)
-        terms.append(phi_term.unsqueeze(-1).expand_as(terms[0]))
-        stacked = torch.stack(terms, -1)  # (B, H, L, J, P+1)
-        some = (stacked > float("-inf")).any(-1)  # (B, H, L, J)
-        bias = torch.where(some, torch.logsumexp(stacked.masked_fill(~some.unsqueeze(-1), 0.0), -1), neg_inf)
-        empty = ~some.any(-1, keepdim=True)  # (B, H, L, 1) rows of weight 0 ("self" fallback): any finite bias
-        bias = bias.masked_fill(empty, 0.0)
-        if allowed is not None:
-            bias = bias.masked_fill(expand_heads(joint.maps[-1], H).bool(), torch.finfo(torch.float32).min)
-        weight = alpha[..., :start].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
+        valid = cand[..., :n_groups].unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, n_groups)
+        # log(α / Z) of the valid groups (candidates: finite on both sides; the rest, -inf or NaN, masked)
+        t = (log_alpha[..., :n_groups].unsqueeze(1) - logz[..., :-1]).masked_fill(~valid, float("-inf"))
+        phi_term = (phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse).masked_fill(phi <= 0, float("-inf"))
+        # per joint bucket the log-sum-exp of its groups' terms, in each partition and the full row's
+        bias = _GroupBias.apply(torch.cat([t, phi_term.unsqueeze(-1)], -1), by_group, joint.size)  # (B, H, L, J)
+        weight = alpha[..., :n_groups].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
         return bias, weight
 
-    if torch.is_grad_enabled() and (lzj.requires_grad or (yj is not None and yj.requires_grad)):
-        # Recomputed in the backward: the table algebra's two dozen [B, H, L, J]-sized intermediates are not kept
-        # (at 128 tokens with J = 32 they would be several [B, H, L, L] tensors' worth); it is cheap to redo.
-        bias, weight = checkpoint(bias_and_weight, lzj, yj, use_reentrant=False)
-    else:
-        bias, weight = bias_and_weight(lzj, yj)
-    ctx = _context(query, key, value, bias, joint, scaling, shift, tiles, groups.cache)  # (B, H, L, d)
-    ctx = ctx * weight.unsqueeze(-1).to(ctx.dtype)
+    index = compact_index(joint.buckets, joint.size, groups.cache)
+    # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
+    kv = key.to(query.dtype), value.to(query.dtype)
+    # the table algebra runs between the sweeps; it is recomputed in the backward (its two dozen [B, H, L, J]-sized
+    # intermediates are not kept: at 128 tokens with J = 32 they would be several [B, H, L, L] tensors' worth)
+    ctx = _TritonSyntaxContext.apply(query, *kv, w, index, joint.size, scaling, tiles, bias_and_weight)
     if plain is not None:
         ctx = _plain_rows(ctx, plain, query, key, value, allowed, scaling, groups.cache, source=cands)
     if opts.empty_rows == "self":
@@ -452,17 +520,15 @@ def _pow2(n: int, least: int = 16) -> int:
 #: Tiles and launch settings per kernel for 16-bit inputs with head size <= 64: ``(BM, BN, num_warps, num_stages)``
 #: (BM: query rows, BN: keys). Chosen without a GPU, by compiling every kernel for sm_90 here and reading ptxas'
 #: register / spill report (bf16, head size 32 and 64, 64 joint-bucket columns;
-#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register (since tile skipping, 44 bytes
-#: in the statistics column kernel at head size 64; ``docs/benchmarks.md``). Whether they are the fastest is for a
-#: GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
+#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register, or the least (the merged
+#: column backward: 60 bytes at head size 64 with 32 x 64, against 468 with 64 x 64; ``docs/benchmarks.md``).
+#: Whether they are the fastest is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
 #: tiles with 8 warps and 2 stages (no spill at head size <= 64).
 _HALF_CONFIGS = {
     "prepass_sum": (64, 64, 8, 2),
-    "prepass_bwd_rows": (32, 32, 8, 2),
-    "prepass_bwd_cols": (64, 64, 8, 2),
     "attn_fwd": (64, 32, 4, 2),
     "attn_bwd_rows": (32, 32, 8, 2),
-    "attn_bwd_cols": (64, 64, 8, 2),
+    "bwd_cols": (32, 64, 8, 2),
 }
 _SMALL_CONFIG = (32, 32, 8, 2)
 
@@ -521,147 +587,86 @@ def _unpad(x: torch.Tensor, d: int) -> torch.Tensor:
     return x if x.shape[-1] == d else x[..., :d]
 
 
-class _TritonPrepass(torch.autograd.Function):
-    """``(lz - c, Y, c)``: the tables ``[B, H, L, J]`` per joint bucket from the statistics kernels,
-    the log-sums shifted by a per-row constant ``c`` ``[B, H, L]`` (the row's largest score; no gradient).
+class _TritonSyntaxContext(torch.autograd.Function):
+    """``W · softmax_k(S - c + b[joint]) V`` ``[B, H, L, d]`` with ``(b, W) = algebra(lz - c, Y)``: the statistics
+    sweep (the tables ``lz - c`` and ``Y`` ``[B, H, L, J]`` per joint bucket, the per-row shift ``c``), the table
+    algebra (``algebra``, PyTorch ops on ``[B, H, L, J]`` tables), the attention sweep; gradients for q, k, v and
+    ``w`` in two backward sweeps.
 
     The shift keeps the attention pass exact at large scores: it computes ``(S - c) + b`` with ``b`` built from
     the shifted log-sums, all of the size of the score *gaps*, where ``S + b`` would add two numbers of the size of
-    the scores (and their rounding). The table algebra between the passes is shift-equivariant (log-sum-exps and
-    differences of them), and the attention pass subtracts the same ``c``, so the result is unchanged."""
+    the scores (and their rounding). The table algebra is shift-equivariant (log-sum-exps and differences of them),
+    and the attention pass subtracts the same ``c``, so the result is unchanged.
+
+    Backward: the row sweep (:func:`attn_bwd_rows_kernel`) gives the attention's ``dQ`` and the bias gradient
+    ``db``; the algebra, recomputed (its intermediates are not kept), turns ``db`` and ``dW`` into the tables'
+    gradients ``dlz``, ``dY``; the column sweep (:func:`bwd_cols_kernel`) then gives ``dK`` and ``dV``, ``dw``, and
+    adds the statistics' ``dQ`` to the attention's."""
 
     @staticmethod
-    def forward(ctx, query, key, w, index, size, scaling, tiles):  # noqa: D102
+    def forward(ctx, query, key, value, w, index, size, scaling, tiles, algebra):  # noqa: D102
         B, H, L, d = query.shape
-        J = int(size)
-        JP = _pow2(J, 1)
+        J, BD = int(size), _pow2(d)
         dev = query.device
         lz = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
         shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
         y = torch.zeros_like(lz) if w is not None else None
         wc = w.float().contiguous() if w is not None else None
-        args = (*_strides(query), *_strides(key), H, L, J, d, float(scaling))
+        qk = (*_strides(query), *_strides(key))
         w_arg, y_arg = wc if wc is not None else lz, y if y is not None else lz
-        sums = (query, key, w_arg, index, lz, y_arg, shift, *args)
-        _launch("prepass_sum", prepass_sum_kernel, query, tiles, *sums, HAS_W=w is not None, JP=JP, ONE_HOT=ONE_HOT)
-        ctx.save_for_backward(query, key, wc, index, lz, y, shift)
-        ctx.scaling, ctx.tiles = float(scaling), tiles
-        ctx.mark_non_differentiable(shift)
-        return lz, (y if y is not None else torch.zeros(0, device=dev)), shift
+        sums = (query, key, w_arg, index, lz, y_arg, shift, *qk, H, L, J, d, float(scaling))
+        meta = dict(HAS_W=w is not None, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        _launch("prepass_sum", prepass_sum_kernel, query, tiles, *sums, **meta)
+        bias, weight = algebra(lz, y)  # (B, H, L, J), (B, H, L)
+        bias = bias.float().contiguous()
+        out = torch.empty(B, H, L, BD, device=dev, dtype=value.dtype)
+        lse = torch.empty(B, H, L, device=dev, dtype=torch.float32)
+        args = (*qk, *_strides(value), H, L, J, d, float(scaling))
+        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias, shift, out, lse, *args)
+        ctx.save_for_backward(query, key, value, wc, index, lz, y, shift, out, lse)
+        ctx.scaling, ctx.tiles, ctx.algebra = float(scaling), tiles, algebra
+        out = _unpad(out, d)
+        return out * weight.unsqueeze(-1).to(out.dtype)
 
     @staticmethod
-    def backward(ctx, d_lz, d_y, d_shift):  # noqa: D102
-        query, key, w, index, lz, y, shift = ctx.saved_tensors
+    def backward(ctx, d_ctx):  # noqa: D102
+        query, key, value, w, index, lz, y, shift, out, lse = ctx.saved_tensors
         B, H, L, d = query.shape
-        J = lz.shape[-1]
-        BD = _pow2(d)
-        has_w = w is not None
-        d_lz = torch.zeros_like(lz) if d_lz is None else d_lz.float()
-        has_w_grad = has_w and d_y is not None and d_y.numel() > 0
-        if has_w_grad:
-            d_y = d_y.float().contiguous()
-            a = d_lz - d_y * y  # dS = π (a_j + dY_j w_k)
-        else:
-            a = d_lz
-        a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0).contiguous()  # empty buckets: no pair reads them
-        dq = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
-        dk = torch.empty_like(dq)
-        dw = torch.empty(B, H, L, device=query.device, dtype=torch.float32) if has_w_grad else None
-        args = (*_strides(query), *_strides(key), H, L, J, d, ctx.scaling)
-        w_arg = w if has_w_grad else lz
-        dy_arg = d_y if has_w_grad else lz
-        common = (query, key, w_arg, index, lz, shift, a, dy_arg)
-        _launch("prepass_bwd_rows", prepass_bwd_rows_kernel, query, ctx.tiles, *common, dq, *args, HAS_W=has_w_grad)
-        dw_arg = dw if dw is not None else lz
-        _launch(
-            "prepass_bwd_cols", prepass_bwd_cols_kernel, query, ctx.tiles, *common, dk, dw_arg, *args, HAS_W=has_w_grad
-        )
-        grad_w = None
-        if has_w:
-            grad_w = dw if dw is not None else torch.zeros_like(w)
-        return (_unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), grad_w, None, None, None, None)
-
-
-def _prepass(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    w: torch.Tensor | None,
-    scaling: float,
-    joint: JointIndex,
-    tiles: Tiles,
-    cache: dict | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """``(lz - c, Y, c)``: the log-sums and topical sums per joint bucket ``[B, H, L, J]`` (Y None without ``w``),
-    the log-sums shifted by the per-row ``c`` ``[B, H, L]`` that :func:`_context` takes back
-    (:class:`_TritonPrepass`; the int64 joint index is converted once per forward, kept in ``cache``, the groups'
-    per-forward memo)."""
-    index = compact_index(joint.buckets, joint.size, cache)
-    lz, y, shift = _TritonPrepass.apply(query, key.to(query.dtype), w, index, joint.size, scaling, tiles)
-    return lz, (y if w is not None else None), shift
-
-
-class _TritonBiasedAttention(torch.autograd.Function):
-    """``softmax(S + bias[b, h, i, index[b, i, k]]) V`` ``[B, H, L, d]`` with gradients for q, k, v and the bias."""
-
-    @staticmethod
-    def forward(ctx, query, key, value, bias, shift, index, scaling, tiles):  # noqa: D102
-        B, H, L, d = query.shape
-        J = bias.shape[-1]
-        bias_c = bias.float().contiguous()
-        out = torch.empty(B, H, L, _pow2(d), device=query.device, dtype=value.dtype)
-        lse = torch.empty(B, H, L, device=query.device, dtype=torch.float32)
-        args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, float(scaling))
-        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias_c, shift, out, lse, *args)
-        ctx.save_for_backward(query, key, value, index, bias_c, shift, out, lse)
-        ctx.scaling, ctx.tiles = float(scaling), tiles
-        return _unpad(out, d)
-
-    @staticmethod
-    def backward(ctx, d_out):  # noqa: D102
-        query, key, value, index, bias, shift, out, lse = ctx.saved_tensors
-        B, H, L, d = query.shape
-        J = bias.shape[-1]
-        BD = _pow2(d)
+        J, BD = lz.shape[-1], _pow2(d)
+        with torch.enable_grad():  # the table algebra again, to differentiate it (its intermediates were not kept)
+            lz_in = lz.detach().requires_grad_()
+            y_in = None if y is None else y.detach().requires_grad_()
+            bias_graph, weight_graph = ctx.algebra(lz_in, y_in)
+        bias = bias_graph.detach().float().contiguous()
+        d_ctx = d_ctx.float()
+        d_weight = (d_ctx * _unpad(out, d).float()).sum(-1)  # (B, H, L)
         do = torch.zeros(B, H, L, BD, device=query.device, dtype=torch.float32)
-        do[..., :d] = d_out
+        do[..., :d] = d_ctx * weight_graph.detach().float().unsqueeze(-1)
         delta = (do * out.float()).sum(-1).contiguous()  # (B, H, L) D_i = dO_i · O_i
         dq = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
         dk, dv = torch.empty_like(dq), torch.empty_like(dq)
         db = torch.empty_like(bias)
-        args = (*_strides(query), *_strides(key), *_strides(value), H, L, J, d, ctx.scaling)
-        common = (query, key, value, index, bias, shift, lse, do, delta)
-        _launch(
-            "attn_bwd_rows",
-            attn_bwd_rows_kernel,
-            query,
-            ctx.tiles,
-            *common,
-            dq,
-            db,
-            *args,
-            JP=_pow2(J, 1),
-            ONE_HOT=ONE_HOT,
-        )
-        _launch("attn_bwd_cols", attn_bwd_cols_kernel, query, ctx.tiles, *common, dk, dv, *args)
-        grads = _unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype)
-        return (*grads, db, None, None, None, None)
-
-
-def _context(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    bias: torch.Tensor,
-    joint: JointIndex,
-    scaling: float,
-    shift: torch.Tensor,
-    tiles: Tiles,
-    cache: dict | None = None,
-) -> torch.Tensor:
-    """``softmax_k(S[b,h,i,k] - c[b,h,i] + bias[b,h,i,index[b,i,k]]) V`` ``[B, H, L, d]`` (``c`` = ``shift`` from
-    :func:`_prepass`, a per-row constant that cancels in the softmax; :class:`_TritonBiasedAttention`)."""
-    compact = compact_index(joint.buckets, joint.size, cache)
-    # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
-    return _TritonBiasedAttention.apply(
-        query, key.to(query.dtype), value.to(query.dtype), bias, shift, compact, scaling, tiles
-    )
+        qkv = (*_strides(query), *_strides(key), *_strides(value))
+        rows = (query, key, value, index, bias, shift, lse, do, delta, dq, db, *qkv, H, L, J, d, ctx.scaling)
+        _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, ctx.tiles, *rows, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        # the tables' gradients through the algebra
+        tables = [lz_in] if y_in is None else [lz_in, y_in]
+        pairs = [(t, g.to(t.dtype)) for t, g in ((bias_graph, db), (weight_graph, d_weight)) if t.requires_grad]
+        grads: tuple[torch.Tensor | None, ...] = (None, None)
+        if pairs:  # (with "sum" / "mean" and no full candidate the weight is constant)
+            grads = torch.autograd.grad([t for t, _ in pairs], tables, [g for _, g in pairs], allow_unused=True)
+        d_lz = torch.zeros_like(lz) if grads[0] is None else grads[0].float()
+        d_y = grads[1] if len(grads) > 1 and w is not None else None
+        a = d_lz if d_y is None or y is None else d_lz - d_y.float() * y  # dS_stat = π (a_j + dY_j w_k)
+        a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0).contiguous()  # empty buckets: no pair reads them
+        has_w_grad = d_y is not None
+        dw = torch.empty(B, H, L, device=query.device, dtype=torch.float32) if has_w_grad else None
+        cols_in = (query, key, value, w if has_w_grad else lz, index, bias, lz, shift, lse, do, delta, a)
+        cols_out = (d_y.float().contiguous() if d_y is not None else lz, dq, dk, dv, dw if dw is not None else lz)
+        cols = (*cols_in, *cols_out, *qkv, H, L, J, d, ctx.scaling)
+        _launch("bwd_cols", bwd_cols_kernel, query, ctx.tiles, *cols, HAS_W=has_w_grad)
+        grad_w = None
+        if w is not None:
+            grad_w = dw if dw is not None else torch.zeros_like(w)
+        grads_qkv = _unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype)
+        return (*grads_qkv, grad_w, None, None, None, None, None)

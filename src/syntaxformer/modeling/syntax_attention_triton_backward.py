@@ -1,8 +1,8 @@
 """The backward Triton kernels of the ``"triton"`` Syntax-BERT attention
-(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): for the statistics pass a row kernel (``dQ``)
-and a column kernel (``dK``, ``dw``) with ``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``; for the biased attention a
-row kernel (``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)``) and a column kernel
-(``dK``, ``dV``), flash-style.
+(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them), two sweeps over the pairs: a row kernel for the
+attention's ``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)``, flash-style; then a column
+kernel for ``dK`` and ``dV`` with the statistics pass's gradients merged in (``dS = π (dlz_j + dY_j (w_k - Y_j))``
+added to the attention's for ``dK``, ``dw``, and the statistics' ``dQ`` added atomically).
 
 Defined only where triton is importable (the module imports without it). The per-bucket sums come from
 :mod:`syntaxformer.modeling.syntax_attention_triton_forward`.
@@ -24,168 +24,17 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 # ---------------------------------------------------------------------------------------------------------------
 
 if triton is not None:
-    from syntaxformer.modeling.syntax_attention_triton_forward import bucket_sums, tile_buckets
+    from syntaxformer.modeling.syntax_attention_triton_forward import (
+        bucket_sums,
+        load_tile,
+        score_tile,
+        store_tile,
+        table_row,
+        tile_descriptor,
+    )
 
     # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
     # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
-
-    @triton.jit
-    def prepass_bwd_rows_kernel(
-        DESC,
-        Q,
-        K,
-        W,
-        IDX,
-        LZ,
-        SHIFT,
-        A,
-        DY,
-        DQ,
-        sqb,
-        sqh,
-        sql,
-        sqd,
-        skb,
-        skh,
-        skl,
-        skd,
-        H,
-        L,
-        J,
-        D: tl.constexpr,
-        scale,
-        HAS_W: tl.constexpr,
-        BM: tl.constexpr,
-        BN: tl.constexpr,
-        BD: tl.constexpr,
-        PREC: tl.constexpr,
-    ):
-        """``dQ`` of the statistics pass: ``dS = π (a_j + dY_j w_k)`` with ``a = dlz - dY Y``."""
-        pid, bh = tl.program_id(0), tl.program_id(1)
-        b, h = bh // H, bh % H
-        rows = pid * BM + tl.arange(0, BM)
-        offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
-        row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )
-        k_base = K + b * skb + h * skh
-        idx_base = IDX + b * L * L
-        row_tab = (bh * L + rows[:, None]) * J
-        shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-        dq = tl.zeros([BM, BD], tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
-        for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
-                keys = start + offs_n
-                key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BN)
-                s = tl.dot(q, kt, input_precision=PREC) * scale
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
-                ok = jj >= 0
-                pi = tl.where(ok, tl.exp((s - shift[:, None]) - tl.load(LZ + row_tab + jj, mask=ok, other=0.0)), 0.0)
-                coef = tl.load(A + row_tab + jj, mask=ok, other=0.0)
-                if HAS_W:
-                    w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-                    coef += tl.load(DY + row_tab + jj, mask=ok, other=0.0) * w[None, :]
-                k = tl.load(
-                    k_base + keys[:, None] * skl + dcols[None, :] * skd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BN, BD)
-                dq += tl.dot((pi * coef).to(k.dtype), k, input_precision=PREC)
-        tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
-
-    @triton.jit
-    def prepass_bwd_cols_kernel(
-        DESC,
-        Q,
-        K,
-        W,
-        IDX,
-        LZ,
-        SHIFT,
-        A,
-        DY,
-        DK,
-        DW,
-        sqb,
-        sqh,
-        sql,
-        sqd,
-        skb,
-        skh,
-        skl,
-        skd,
-        H,
-        L,
-        J,
-        D: tl.constexpr,
-        scale,
-        HAS_W: tl.constexpr,
-        BM: tl.constexpr,
-        BN: tl.constexpr,
-        BD: tl.constexpr,
-        PREC: tl.constexpr,
-    ):
-        """``dK`` and ``dw`` of the statistics pass, per block of keys (tiles transposed: ``[BN, BM]``)."""
-        pid, bh = tl.program_id(0), tl.program_id(1)
-        b, h = bh // H, bh % H
-        keys = pid * BN + tl.arange(0, BN)
-        offs_m = tl.arange(0, BM)
-        dcols = tl.arange(0, BD)
-        key_ok = keys < L
-        k = tl.load(
-            K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
-            mask=key_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )  # (BN, BD)
-        if HAS_W:
-            w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
-        q_base = Q + b * sqb + h * sqh
-        idx_base = IDX + b * L * L
-        dk = tl.zeros([BN, BD], tl.float32)
-        dw = tl.zeros([BN], tl.float32)
-        for start in range(0, L, BM):
-            desc = tl.load(DESC + (b * tl.cdiv(L, BM) + start // BM) * tl.cdiv(L, BN) + pid)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
-                rows = start + offs_m
-                row_ok = rows < L
-                qt = tl.load(
-                    q_base + rows[None, :] * sql + dcols[:, None] * sqd,
-                    mask=row_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BM)
-                st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, True)
-                ok = jj >= 0
-                tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
-                shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-                pi = tl.where(ok, tl.exp((st - shift[None, :]) - tl.load(LZ + tab, mask=ok, other=0.0)), 0.0)
-                dst = pi * tl.load(A + tab, mask=ok, other=0.0)
-                if HAS_W:
-                    pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
-                    dw += tl.sum(pdy, 1)
-                    dst += pdy * w[:, None]
-                q = tl.load(
-                    q_base + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BM, BD)
-                dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
-        tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
-        if HAS_W:
-            tl.store(DW + bh * L + keys, dw, mask=key_ok)
 
     @triton.jit
     def attn_bwd_rows_kernel(
@@ -230,15 +79,10 @@ if triton is not None:
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
         offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )
-        do = tl.load(DO + (bh * L + rows[:, None]) * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+        q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
+        do = load_tile(DO + bh * L * BD, rows, row_ok, BD, 1, BD, BD, False)
         do = do.to(q.dtype)
         lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
         delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
@@ -249,53 +93,45 @@ if triton is not None:
         row_tab = (bh * L + rows[:, None]) * J
         dq = tl.zeros([BM, BD], tl.float32)
         db = tl.zeros([BM, JP], tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+            computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
+            if computed:
                 keys = start + offs_n
                 key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
+                s, jj = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
                 )
-                s = tl.dot(q, kt, input_precision=PREC) * scale
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
                 ok = jj >= 0
                 t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
                 p = tl.where(ok, tl.exp(t - lse[:, None]), 0.0)
-                vt = tl.load(
-                    v_base + keys[None, :] * svl + dcols[:, None] * svd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BN)
+                vt = load_tile(v_base, keys, key_ok, svl, svd, D, BD, True)  # (BD, BN)
                 ds = p * (tl.dot(do, vt.to(q.dtype), input_precision=PREC) - delta[:, None])  # (BM, BN)
-                k = tl.load(
-                    k_base + keys[:, None] * skl + dcols[None, :] * skd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BN, BD)
+                k = load_tile(k_base, keys, key_ok, skl, skd, D, BD, False)  # (BN, BD)
                 dq += tl.dot(ds.to(k.dtype), k, input_precision=PREC)
                 db += bucket_sums(ds, jj, J, uniform, BM, JP, ONE_HOT)
-        tl.store(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq * scale, mask=row_ok[:, None])
+        store_tile(DQ + bh * L * BD, rows, row_ok, dq * scale, BD)
         tl.store(DB + row_tab + jcols[None, :], db, mask=row_ok[:, None] & (jcols[None, :] < J))
 
     @triton.jit
-    def attn_bwd_cols_kernel(
+    def bwd_cols_kernel(
         DESC,
         Q,
         K,
         V,
+        W,
         IDX,
         BIAS,
+        LZ,
         SHIFT,
         LSE,
         DO,
         DELTA,
+        A,
+        DY,
+        DQ,
         DK,
         DV,
+        DW,
         sqb,
         sqh,
         sql,
@@ -313,64 +149,139 @@ if triton is not None:
         J,
         D: tl.constexpr,
         scale,
+        HAS_W: tl.constexpr,
         BM: tl.constexpr,
         BN: tl.constexpr,
         BD: tl.constexpr,
         PREC: tl.constexpr,
     ):
-        """``dK`` and ``dV`` per block of keys (tiles transposed: ``[BN, BM]``)."""
+        """Per block of keys (tiles transposed: ``[BN, BM]``) the rest of the backward in one sweep: ``dV``,
+        ``dK = (dS_att + dS_stat)ᵀ Q`` with the attention's ``dS_att = P (dO · V - D)`` and the statistics'
+        ``dS_stat = π (a_j + dY_j w_k)``, ``dw``, and the statistics' ``dQ = dS_stat K`` added atomically to ``DQ``
+        (which holds the attention's ``dQ`` from :func:`attn_bwd_rows_kernel`): ``a`` and ``dY`` depend on the
+        bias gradient of whole rows, so the statistics' ``dQ`` cannot be summed in the row sweep."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         keys = pid * BN + tl.arange(0, BN)
         offs_m = tl.arange(0, BM)
         dcols = tl.arange(0, BD)
         key_ok = keys < L
-        k = tl.load(
-            K + b * skb + h * skh + keys[:, None] * skl + dcols[None, :] * skd,
-            mask=key_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )  # (BN, BD)
-        v = tl.load(
-            V + b * svb + h * svh + keys[:, None] * svl + dcols[None, :] * svd,
-            mask=key_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )  # (BN, BD)
+        k = load_tile(K + b * skb + h * skh, keys, key_ok, skl, skd, D, BD, False)  # (BN, BD)
+        v = load_tile(V + b * svb + h * svh, keys, key_ok, svl, svd, D, BD, False)  # (BN, BD)
         v = v.to(k.dtype)
+        if HAS_W:
+            w = tl.load(W + bh * L + keys, mask=key_ok, other=0.0)
         q_base = Q + b * sqb + h * sqh
         idx_base = IDX + b * L * L
         do_base = DO + bh * L * BD
         dk = tl.zeros([BN, BD], tl.float32)
         dv = tl.zeros([BN, BD], tl.float32)
+        dw = tl.zeros([BN], tl.float32)
         for start in range(0, L, BM):
-            desc = tl.load(DESC + (b * tl.cdiv(L, BM) + start // BM) * tl.cdiv(L, BN) + pid)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+            computed, uniform = tile_descriptor(DESC, b, start // BM, pid, L, BM, BN)
+            if computed:
                 rows = start + offs_m
                 row_ok = rows < L
-                qt = tl.load(
-                    q_base + rows[None, :] * sql + dcols[:, None] * sqd,
-                    mask=row_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
-                )  # (BD, BM)
-                st = tl.dot(k, qt, input_precision=PREC) * scale  # (BN, BM)
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, True)
+                st, jj = score_tile(
+                    k, q_base, sql, sqd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, True
+                )
                 ok = jj >= 0
+                tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
                 lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
                 shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
-                bias = tl.load(BIAS + (bh * L + rows[None, :]) * J + jj, mask=ok, other=0.0)
-                pt = tl.where(ok, tl.exp((st - shift[None, :]) + bias - lse[None, :]), 0.0)  # (BN, BM)
-                do = tl.load(do_base + rows[:, None] * BD + dcols[None, :], mask=row_ok[:, None], other=0.0)
+                centred = st - shift[None, :]
+                # the attention: P and dS_att, dV
+                pt = tl.where(ok, tl.exp(centred + tl.load(BIAS + tab, mask=ok, other=0.0) - lse[None, :]), 0.0)
+                do = load_tile(do_base, rows, row_ok, BD, 1, BD, BD, False)
                 do = do.to(k.dtype)  # (BM, BD)
                 dv += tl.dot(pt.to(k.dtype), do, input_precision=PREC)
-                dot = tl.load(do_base + rows[None, :] * BD + dcols[:, None], mask=row_ok[None, :], other=0.0)
+                dot = load_tile(do_base, rows, row_ok, BD, 1, BD, BD, True)
                 dpt = tl.dot(v, dot.to(k.dtype), input_precision=PREC)  # (BN, BM) dO · V, transposed
                 delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
-                dst = pt * (dpt - delta[None, :])
-                q = tl.load(
-                    q_base + rows[:, None] * sql + dcols[None, :] * sqd,
-                    mask=row_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BM, BD)
-                dk += tl.dot(dst.to(q.dtype), q, input_precision=PREC)
-        tl.store(DK + (bh * L + keys[:, None]) * BD + dcols[None, :], dk * scale, mask=key_ok[:, None])
-        tl.store(DV + (bh * L + keys[:, None]) * BD + dcols[None, :], dv, mask=key_ok[:, None])
+                # the statistics: π and dS_stat, dw
+                pi = tl.where(ok, tl.exp(centred - tl.load(LZ + tab, mask=ok, other=0.0)), 0.0)
+                dstat = pi * tl.load(A + tab, mask=ok, other=0.0)
+                if HAS_W:
+                    pdy = pi * tl.load(DY + tab, mask=ok, other=0.0)
+                    dw += tl.sum(pdy, 1)
+                    dstat += pdy * w[:, None]
+                q = load_tile(q_base, rows, row_ok, sql, sqd, D, BD, False)  # (BM, BD)
+                dk += tl.dot((pt * (dpt - delta[None, :]) + dstat).to(q.dtype), q, input_precision=PREC)
+                dq = tl.dot(tl.trans(dstat).to(k.dtype), k, input_precision=PREC) * scale  # (BM, BD)
+                tl.atomic_add(DQ + (bh * L + rows[:, None]) * BD + dcols[None, :], dq, mask=row_ok[:, None])
+        store_tile(DK + bh * L * BD, keys, key_ok, dk * scale, BD)
+        store_tile(DV + bh * L * BD, keys, key_ok, dv, BD)
+        if HAS_W:
+            tl.store(DW + bh * L + keys, dw, mask=key_ok)
+
+    @triton.jit
+    def group_lse_bwd_kernel(
+        X,
+        Y,
+        GIDX,
+        OK,
+        LZ,
+        MEAN,
+        DLZ,
+        DMEAN,
+        DX,
+        DY,
+        H,
+        L,
+        J,
+        NG,
+        HAS_Y: tl.constexpr,
+        HAS_OK: tl.constexpr,
+        COPIES: tl.constexpr,
+        JP: tl.constexpr,
+    ):
+        """The gradients of :func:`group_lse_kernel`'s inputs: per joint bucket ``k`` and copy, with
+        ``p_k = exp(x_k - LZ_g)`` its share of its group ``g``, ``dX_k = Σ p_k (dLZ_g + dMEAN_g (y_k - MEAN_g))``
+        and ``dY_k = Σ p_k dMEAN_g`` (gathers only)."""
+        r = tl.program_id(0)
+        pair_row, jcols, j_ok, x, live = table_row(X, OK, r, H, L, J, HAS_OK, JP)
+        if HAS_Y:
+            y = tl.load(Y + r * J + jcols, mask=j_ok, other=0.0)
+        dx = tl.zeros([JP], tl.float32)
+        dy = tl.zeros([JP], tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(GIDX + pair_row * (COPIES * J) + c * J + jcols, mask=j_ok, other=0)
+            at = r * NG + g
+            p = tl.where(live, tl.exp(x - tl.load(LZ + at, mask=live, other=0.0)), 0.0)
+            coef = tl.load(DLZ + at, mask=live, other=0.0)
+            if HAS_Y:
+                d_mean = tl.load(DMEAN + at, mask=live, other=0.0)
+                coef += d_mean * (y - tl.load(MEAN + at, mask=live, other=0.0))
+                dy += p * d_mean
+            dx += p * coef
+        tl.store(DX + r * J + jcols, dx, mask=j_ok)
+        if HAS_Y:
+            tl.store(DY + r * J + jcols, dy, mask=j_ok)
+
+    @triton.jit
+    def group_bias_bwd_kernel(
+        T, GIDX, OK, BIAS, DBIAS, DT, H, L, J, NG, HAS_OK: tl.constexpr, COPIES: tl.constexpr, JP: tl.constexpr,
+        GP: tl.constexpr,
+    ):  # fmt: skip
+        """The gradient of :func:`group_bias_kernel`'s terms: ``dT_g = Σ_{(bucket, copy) in g} exp(T_g - bias)
+        dBIAS`` over the buckets with a finite bias (none in a row of weight 0 or a disallowed bucket)."""
+        r = tl.program_id(0)
+        pair_row = (r // (H * L)) * L + r % L
+        jcols = tl.arange(0, JP)
+        gcols = tl.arange(0, GP)
+        j_ok = jcols < J
+        bias = tl.load(BIAS + r * J + jcols, mask=j_ok, other=float("-inf"))
+        # finite biases only (a row of weight 0 has bias 0 but no finite term: its shares are 0; an infinite term,
+        # as in a row whose tiles were all skipped, gives no gradient)
+        live = (bias > float("-inf")) & (bias < float("inf"))
+        if HAS_OK:
+            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=1) != 0)
+        d_bias = tl.where(live, tl.load(DBIAS + r * J + jcols, mask=j_ok, other=0.0), 0.0)
+        d_t = tl.zeros([GP], tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(GIDX + pair_row * (COPIES * J) + c * J + jcols, mask=j_ok, other=-1)
+            t = tl.load(T + r * NG + g, mask=live, other=float("-inf"))
+            share = tl.where(live, tl.exp(t - tl.where(live, bias, 0.0)), 0.0) * d_bias  # (JP,)
+            hit = g[None, :] == gcols[:, None]  # (GP, JP)
+            d_t += tl.sum(tl.where(hit, share[None, :], 0.0), 1)
+        tl.store(DT + r * NG + gcols, d_t, mask=gcols < NG)

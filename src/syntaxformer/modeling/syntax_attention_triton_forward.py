@@ -1,8 +1,9 @@
 """The forward Triton kernels of the ``"triton"`` Syntax-BERT attention
 (:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): the statistics pass (the per-(row, joint
 bucket) maximum, then the sums ``z_j`` and ``Σ exp(S - max) w`` per bucket) and the biased flash-attention forward
-``softmax(S - c + b[joint]) V`` with its per-row ``lse``; and the per-bucket tile reductions they (and the attention
-backward) share.
+``softmax(S - c + b[joint]) V`` with its per-row ``lse``; the per-bucket tile reductions, tile loads and score tiles
+they and the backward kernels share; and the table algebra's per-group log-sum-exp and per-bucket bias between the
+two sweeps.
 
 Defined only where triton is importable (the module imports without it, as every copied module of an exported
 model folder must). Which kernel computes what, and why, is in the docstring of
@@ -27,6 +28,36 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 if triton is not None:
 
     @triton.jit
+    def load_tile(base, idx, ok, s_l, s_d, D: tl.constexpr, BD: tl.constexpr, TRANS: tl.constexpr):
+        """The vectors ``idx`` (``ok``: inside the sequence) of a ``[L, D]`` matrix at ``base`` with strides
+        ``(s_l, s_d)``: a ``[n, BD]`` tile (``TRANS``: ``[BD, n]``), zero outside the sequence and beyond ``D``."""
+        dcols = tl.arange(0, BD)
+        if TRANS:
+            x = tl.load(
+                base + idx[None, :] * s_l + dcols[:, None] * s_d, mask=ok[None, :] & (dcols[:, None] < D), other=0.0
+            )
+        else:
+            x = tl.load(
+                base + idx[:, None] * s_l + dcols[None, :] * s_d, mask=ok[:, None] & (dcols[None, :] < D), other=0.0
+            )
+        return x
+
+    @triton.jit
+    def store_tile(base, idx, ok, x, BD: tl.constexpr):
+        """Store ``x`` ``[n, BD]`` as the vectors ``idx`` (``ok``: inside the sequence) of a contiguous ``[L, BD]``
+        output at ``base``."""
+        dcols = tl.arange(0, BD)
+        tl.store(base + idx[:, None] * BD + dcols[None, :], x, mask=ok[:, None])
+
+    @triton.jit
+    def tile_descriptor(DESC, b, i, j, L, BM: tl.constexpr, BN: tl.constexpr):
+        """``(computed, uniform)`` of the tile (block ``i`` of ``BM`` rows, block ``j`` of ``BN`` keys) of example
+        ``b`` from its descriptor (:func:`tile_descriptors`): computed unless ``SKIP`` (no related pair, nothing the
+        layer reads); ``UNIFORM``: one joint bucket per row."""
+        desc = tl.load(DESC + (b * tl.cdiv(L, BM) + i) * tl.cdiv(L, BN) + j)
+        return (desc & 1) == 0, (desc & 2) != 0
+
+    @triton.jit
     def tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, TRANS: tl.constexpr):
         """The joint bucket of every pair of a tile, -1 outside the sequence: ``[BM, BN]`` (``TRANS``: ``[BN, BM]``,
         the keys along the first axis). A ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) reads one
@@ -46,6 +77,21 @@ if triton is not None:
             else:
                 jj = tl.load(idx_base + rows[:, None] * L + keys[None, :], mask=ok, other=-1).to(tl.int32)
         return jj
+
+    @triton.jit
+    def score_tile(
+        x, base, s_l, s_d, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D: tl.constexpr, BD: tl.constexpr,
+        PREC: tl.constexpr, TRANS: tl.constexpr,
+    ):  # fmt: skip
+        """The scaled scores of a tile and the joint bucket of each pair (:func:`tile_buckets`): ``x`` ``[BM, BD]``
+        the block's queries, ``base`` (strides ``s_l``, ``s_d``) the keys, ``[BM, BN]`` tiles; ``TRANS``: ``x``
+        ``[BN, BD]`` the block's keys, ``base`` the queries, ``[BN, BM]`` tiles."""
+        if TRANS:
+            other = load_tile(base, rows, row_ok, s_l, s_d, D, BD, True)  # (BD, BM)
+        else:
+            other = load_tile(base, keys, key_ok, s_l, s_d, D, BD, True)  # (BD, BN)
+        s = tl.dot(x, other, input_precision=PREC) * scale
+        return s, tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, TRANS)
 
     # The bucket reductions: a ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) takes one reduction
     # per row; any other tile either one ``[BM, BN, JP]`` one-hot comparison (``ONE_HOT``, the interpreter: one numpy
@@ -163,34 +209,23 @@ if triton is not None:
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
         offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )
+        q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
         k_base = K + b * skb + h * skh
         idx_base = IDX + b * L * L
         row_tab = (bh * L + rows[:, None]) * J  # (BM, 1)
         mx = tl.full([BM, JP], float("-inf"), tl.float32)
         z = tl.zeros([BM, JP], tl.float32)
         y = tl.zeros([BM, JP], tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+            computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
+            if computed:
                 keys = start + offs_n
                 key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
+                s, jj = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
                 )
-                s = tl.dot(q, kt, input_precision=PREC) * scale  # (BM, BN)
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
                 ok = jj >= 0
                 new, top = _bucket_max_update(s, jj, mx, J, uniform, BM, JP, ONE_HOT)  # top: the pair's bucket's
                 rescale = tl.exp(mx - tl.where(new == float("-inf"), 0.0, new))  # (BM, JP); 0 for new buckets
@@ -255,13 +290,8 @@ if triton is not None:
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
         offs_n = tl.arange(0, BN)
-        dcols = tl.arange(0, BD)
         row_ok = rows < L
-        q = tl.load(
-            Q + b * sqb + h * sqh + rows[:, None] * sql + dcols[None, :] * sqd,
-            mask=row_ok[:, None] & (dcols[None, :] < D),
-            other=0.0,
-        )
+        q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
         k_base = K + b * skb + h * skh
         v_base = V + b * svb + h * svh
         idx_base = IDX + b * L * L
@@ -270,20 +300,14 @@ if triton is not None:
         acc = tl.zeros([BM, BD], tl.float32)
         m = tl.full([BM], float("-inf"), tl.float32)
         total = tl.zeros([BM], tl.float32)
-        desc_row = DESC + (b * tl.cdiv(L, BM) + pid) * tl.cdiv(L, BN)  # this block's tiles
         for start in range(0, L, BN):
-            desc = tl.load(desc_row + start // BN)
-            if (desc & 1) == 0:  # SKIP: no related pair, nothing the layer reads (tile_descriptors)
-                uniform = (desc & 2) != 0  # UNIFORM: one joint bucket per row
+            computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
+            if computed:
                 keys = start + offs_n
                 key_ok = keys < L
-                kt = tl.load(
-                    k_base + keys[None, :] * skl + dcols[:, None] * skd,
-                    mask=key_ok[None, :] & (dcols[:, None] < D),
-                    other=0.0,
+                s, jj = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
                 )
-                s = tl.dot(q, kt, input_precision=PREC) * scale
-                jj = tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, False)
                 ok = jj >= 0
                 t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
                 m_new = tl.maximum(m, tl.max(t, 1))
@@ -291,15 +315,108 @@ if triton is not None:
                 p = tl.exp(t - m_safe[:, None])
                 rescale = tl.exp(m - m_safe)
                 total = total * rescale + tl.sum(p, 1)
-                v = tl.load(
-                    v_base + keys[:, None] * svl + dcols[None, :] * svd,
-                    mask=key_ok[:, None] & (dcols[None, :] < D),
-                    other=0.0,
-                )  # (BN, BD)
+                v = load_tile(v_base, keys, key_ok, svl, svd, D, BD, False)  # (BN, BD)
                 acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC)
                 m = m_new
         live = total > 0
         total_safe = tl.where(live, total, 1.0)
-        tl.store(O + (bh * L + rows[:, None]) * BD + dcols[None, :], acc / total_safe[:, None], mask=row_ok[:, None])
+        store_tile(O + bh * L * BD, rows, row_ok, acc / total_safe[:, None], BD)
         lse = tl.where(live, tl.where(m == float("-inf"), 0.0, m) + tl.log(total_safe), float("inf"))
         tl.store(LSE + bh * L + rows, lse, mask=row_ok)
+
+    # The table algebra's per-group log-sum-exp (between the statistics and the attention sweeps): one program per
+    # (batch * head * row), on the [B, H, L, J] tables, nothing of the L x L pairs.
+
+    @triton.jit
+    def table_row(X, OK, r, H, L, J, HAS_OK: tl.constexpr, JP: tl.constexpr):
+        """Row ``r`` of the log-sums per joint bucket ``X`` ``[B * H * L, J]``: ``(pair_row, jcols, j_ok, x, live)``,
+        ``pair_row`` its row ``b * L + i`` of the ``[B, L, ·]`` index tables, ``live`` the buckets with a pair (and
+        allowed: ``OK`` ``[B, L, J]``)."""
+        pair_row = (r // (H * L)) * L + r % L
+        jcols = tl.arange(0, JP)
+        j_ok = jcols < J
+        x = tl.load(X + r * J + jcols, mask=j_ok, other=float("-inf"))
+        live = x > float("-inf")
+        if HAS_OK:
+            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=0) != 0)
+        return pair_row, jcols, j_ok, x, live
+
+    @triton.jit
+    def group_lse_kernel(
+        X,
+        Y,
+        GIDX,
+        OK,
+        LZ,
+        MEAN,
+        H,
+        L,
+        J,
+        NG,
+        HAS_Y: tl.constexpr,
+        HAS_OK: tl.constexpr,
+        COPIES: tl.constexpr,
+        JP: tl.constexpr,
+        GP: tl.constexpr,
+    ):
+        """Per row ``r`` of ``X`` ``[B * H * L, J]`` (log-sums per joint bucket, -inf for empty ones) and each of
+        the ``COPIES`` group ids of every joint bucket (``GIDX`` ``[B, L, COPIES * J]``, below ``NG``; ``OK``
+        ``[B, L, J]``: allowed buckets), the log-sum-exp per group ``LZ`` ``[B * H * L, NG]`` (-inf for an empty
+        group), each group with its own maximum, and the ``exp(X)``-weighted mean of ``Y`` per group ``MEAN``."""
+        r = tl.program_id(0)
+        pair_row, jcols, j_ok, x, live = table_row(X, OK, r, H, L, J, HAS_OK, JP)
+        gcols = tl.arange(0, GP)
+        g_base = GIDX + pair_row * (COPIES * J)
+        m = tl.full([GP], float("-inf"), tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(g_base + c * J + jcols, mask=j_ok, other=-1)
+            hit = (g[None, :] == gcols[:, None]) & live[None, :]  # (GP, JP)
+            m = tl.maximum(m, tl.max(tl.where(hit, x[None, :], float("-inf")), 1))
+        z = tl.zeros([GP], tl.float32)
+        s = tl.zeros([GP], tl.float32)
+        if HAS_Y:
+            y = tl.load(Y + r * J + jcols, mask=j_ok, other=0.0)
+        for c in tl.static_range(COPIES):
+            g = tl.load(g_base + c * J + jcols, mask=j_ok, other=-1)
+            hit = (g[None, :] == gcols[:, None]) & live[None, :]
+            top = tl.sum(tl.where(hit, m[:, None], 0.0), 0)  # (JP,) each live bucket's group maximum
+            e = tl.where(live, tl.exp(x - top), 0.0)
+            z += tl.sum(tl.where(hit, e[None, :], 0.0), 1)
+            if HAS_Y:
+                s += tl.sum(tl.where(hit, (e * y)[None, :], 0.0), 1)
+        empty = z == 0
+        z_safe = tl.where(empty, 1.0, z)
+        g_ok = gcols < NG
+        tl.store(LZ + r * NG + gcols, tl.where(empty, float("-inf"), tl.log(z_safe) + m), mask=g_ok)
+        if HAS_Y:
+            tl.store(MEAN + r * NG + gcols, s / z_safe, mask=g_ok)
+
+    @triton.jit
+    def group_bias_kernel(
+        T, GIDX, OK, BIAS, H, L, J, NG, HAS_OK: tl.constexpr, COPIES: tl.constexpr, JP: tl.constexpr
+    ):  # fmt: skip
+        """Per row ``r`` the bias of every joint bucket ``BIAS`` ``[B * H * L, J]``: the log-sum-exp over the
+        ``COPIES`` groups of the bucket (``GIDX`` ``[B, L, COPIES * J]``) of their terms ``T`` ``[B * H * L, NG]``
+        (-inf: none); -inf where no term is finite, 0 in a row where none is (a row of weight 0), the fp32 minimum
+        for a disallowed bucket (``OK`` ``[B, L, J]`` 0)."""
+        r = tl.program_id(0)
+        pair_row = (r // (H * L)) * L + r % L
+        jcols = tl.arange(0, JP)
+        j_ok = jcols < J
+        g_base = GIDX + pair_row * (COPIES * J)
+        top = tl.full([JP], float("-inf"), tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(g_base + c * J + jcols, mask=j_ok, other=0)
+            top = tl.maximum(top, tl.load(T + r * NG + g, mask=j_ok, other=float("-inf")))
+        some = top > float("-inf")
+        shift = tl.where(some & (top < float("inf")), top, 0.0)  # (+inf terms give +inf, as torch.logsumexp)
+        total = tl.zeros([JP], tl.float32)
+        for c in tl.static_range(COPIES):
+            g = tl.load(g_base + c * J + jcols, mask=j_ok, other=0)
+            total += tl.exp(tl.load(T + r * NG + g, mask=j_ok, other=float("-inf")) - shift)
+        bias = tl.where(some, shift + tl.log(tl.where(some, total, 1.0)), float("-inf"))
+        bias = tl.where(tl.max(some.to(tl.int32), 0) > 0, bias, 0.0)
+        if HAS_OK:
+            allowed = tl.load(OK + pair_row * J + jcols, mask=j_ok, other=1) != 0
+            bias = tl.where(allowed, bias, -3.4028234663852886e38)
+        tl.store(BIAS + r * J + jcols, bias, mask=j_ok)
