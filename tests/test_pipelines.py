@@ -170,7 +170,7 @@ print(json.dumps({{"first": first, "pred": pipeline("syntax-text-classification"
     assert out["first"] == "SGNetForSequenceClassification" and out["pred"][0]["label"] in ("negative", "positive")
     config = json.loads((Path(sb) / "config.json").read_text())
     assert config["auto_map"] == {
-        "AutoConfig": "configuration_syntax_bert.SyntaxBertConfig",
+        "AutoConfig": "configuration.SyntaxBertConfig",
         "AutoModelForSequenceClassification": "modeling_syntax_bert.SyntaxBertForSequenceClassification",
     }
     assert (Path(sb) / "modeling_syntax_bert.py").is_file()
