@@ -21,10 +21,10 @@ Two passes over the ``L x L`` pairs compute it:
 
 Between the two passes the ``[B, H, L, J]`` tables go through the table algebra (:func:`_syntax_context`): the
 log-sum-exp and topical mean per group of every partition and of the full row, and the bias per joint bucket from
-its groups' terms, each in a small Triton kernel per row of the tables (:class:`_GroupLogSumExp`,
-:class:`_GroupBias`; their backwards two more), the topical weights and the terms ``log(α / Z)`` in PyTorch ops;
-recomputed in the backward instead of kept. The backward takes two
-sweeps (:class:`_TritonSyntaxContext`): a row kernel for the attention's ``dQ`` and the bias gradient
+its groups' terms ``log(α / Z)`` with the row weight ``W``, each in a small Triton kernel per row of the tables
+(:class:`_GroupLogSumExp`, :class:`_GroupBias`; their backwards two more), the topical weights ``α`` and ``φ``
+(``[B, L, C]``) in PyTorch ops; recomputed in the backward instead of kept. The backward takes two
+sweeps (:class:`_TritonSyntaxContext`): a row kernel for ``dO = W dctx``, the attention's ``dQ`` and the bias gradient
 ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of flash attention, summed per bucket); then, once
 the table algebra has turned ``db`` into the tables' gradients, one column kernel for ``dK`` (the attention's and
 the statistics' ``dS`` summed), ``dV``, ``dw`` and the statistics' ``dQ``
@@ -614,7 +614,7 @@ class _TritonSyntaxContext(torch.autograd.Function):
         dev = query.device
         lz = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
         shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
-        y = torch.zeros_like(lz) if w is not None else None
+        y = torch.empty_like(lz) if w is not None else None  # the statistics sweep writes every row
         wc = w.float().contiguous() if w is not None else None
         qk = (*_strides(query), *_strides(key))
         w_arg, y_arg = wc if wc is not None else lz, y if y is not None else lz
@@ -622,15 +622,14 @@ class _TritonSyntaxContext(torch.autograd.Function):
         meta = dict(HAS_W=w is not None, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
         _launch("prepass_sum", prepass_sum_kernel, query, tiles, *sums, **meta)
         bias, weight = algebra(lz, y)  # (B, H, L, J), (B, H, L)
-        bias = bias.float().contiguous()
-        out = torch.empty(B, H, L, BD, device=dev, dtype=value.dtype)
+        bias, weight = bias.float().contiguous(), weight.float().contiguous()
+        out, result = (torch.empty(B, H, L, BD, device=dev, dtype=value.dtype) for _ in range(2))
         lse = torch.empty(B, H, L, device=dev, dtype=torch.float32)
-        args = (*qk, *_strides(value), H, L, J, d, float(scaling))
-        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias, shift, out, lse, *args)
+        args = (out, lse, weight, result, *qk, *_strides(value), H, L, J, d, float(scaling))
+        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias, shift, *args)
         ctx.save_for_backward(query, key, value, wc, index, lz, y, shift, out, lse)
         ctx.scaling, ctx.tiles, ctx.algebra = float(scaling), tiles, algebra
-        out = _unpad(out, d)
-        return out * weight.unsqueeze(-1).to(out.dtype)
+        return _unpad(result, d)  # W · O
 
     @staticmethod
     def backward(ctx, d_ctx):  # noqa: D102
@@ -652,8 +651,8 @@ class _TritonSyntaxContext(torch.autograd.Function):
         qkv = (*_strides(query), *_strides(key), *_strides(value))
         grad_in = (d_ctx, out, weight, do, delta, d_weight)
         rows = (query, key, value, index, bias, shift, lse, *grad_in, dq, db, *qkv, *_strides(d_ctx), H, L, J, d)
-        rows = (*rows, ctx.scaling)
-        _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, ctx.tiles, *rows, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        meta = dict(JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, ctx.tiles, *rows, ctx.scaling, **meta)
         # the tables' gradients through the algebra
         tables = [lz_in] if y_in is None else [lz_in, y_in]
         pairs = [(t, g.to(t.dtype)) for t, g in ((bias_graph, db), (weight_graph, d_weight)) if t.requires_grad]

@@ -262,6 +262,8 @@ if triton is not None:
         SHIFT,
         O,  # noqa: E741  (the output tile, named as in the kernel literature)
         LSE,
+        W,
+        CTX,
         sqb,
         sqh,
         sql,
@@ -284,8 +286,9 @@ if triton is not None:
         BD: tl.constexpr,
         PREC: tl.constexpr,
     ):
-        """``O = softmax(S - c + b[joint]) V`` (online softmax over key blocks) and its ``lse`` per row (+inf for
-        a row of weight 0)."""
+        """``O = softmax(S - c + b[joint]) V`` (online softmax over key blocks), its ``lse`` per row (+inf for a row
+        of weight 0) and the context ``CTX = W O`` (``W`` ``[B, H, L]`` the row weight; ``O`` is kept for the
+        backward)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
@@ -320,7 +323,9 @@ if triton is not None:
                 m = m_new
         live = total > 0
         total_safe = tl.where(live, total, 1.0)
-        store_tile(O + bh * L * BD, rows, row_ok, acc / total_safe[:, None], BD)
+        o = acc / total_safe[:, None]
+        store_tile(O + bh * L * BD, rows, row_ok, o, BD)
+        store_tile(CTX + bh * L * BD, rows, row_ok, o * tl.load(W + bh * L + rows, mask=row_ok, other=0.0)[:, None], BD)
         lse = tl.where(live, tl.where(m == float("-inf"), 0.0, m) + tl.log(total_safe), float("inf"))
         tl.store(LSE + bh * L + rows, lse, mask=row_ok)
 
