@@ -110,10 +110,10 @@ def main(argv: list[str] | None = None) -> dict:
             {"ONE_HOT": False, "HAS_W": True},
             True,
         ),
-        "attn_fwd": (T.attn_fwd_kernel, ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "O", "LSE"], {}, False),
+        "attn_fwd": (T.attn_fwd_kernel, ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "O", "LSE", "W", "CTX"], {}, False),
         "attn_bwd_rows": (
             T.attn_bwd_rows_kernel,
-            ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DO", "DELTA", "DQ", "DB"],
+            ["Q", "K", "V", "IDX", "BIAS", "SHIFT", "LSE", "DCTX", "OUT", "W", "DO", "DELTA", "DW", "DQ", "DB"],
             {"ONE_HOT": False},
             True,
         ),
@@ -131,13 +131,14 @@ def main(argv: list[str] | None = None) -> dict:
         if args.configs is not None and config not in args.configs:
             continue
         ptr = "*fp32" if dtype == torch.float32 else "*bf16"
-        types = {"Q": ptr, "K": ptr, "V": ptr, "O": ptr, "IDX": "*i8", "DESC": "*i8"}
+        types = {**dict.fromkeys(["Q", "K", "V", "O", "CTX", "DCTX", "OUT"], ptr), "IDX": "*i8", "DESC": "*i8"}
         row = {}
         for name, (fn, ptrs, extra, has_jp) in kernels.items():
             if args.only is not None and name not in args.only:
                 continue
             BM, BN, BD, launch = T._config(name, d, dtype)
-            consts = {**extra, "BM": BM, "BN": BN, "BD": BD, "D": BD, "PREC": "ieee", "sqd": 1, "skd": 1, "svd": 1}
+            consts = {**extra, "BM": BM, "BN": BN, "BD": BD, "D": BD, "PREC": "ieee"}
+            consts.update(dict.fromkeys(["sqd", "skd", "svd", "sgd"], 1))  # unit strides of the head dimension
             if has_jp:
                 consts["JP"] = args.joint_buckets
             consts = {k: v for k, v in consts.items() if k in fn.arg_names}

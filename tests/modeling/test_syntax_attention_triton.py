@@ -464,38 +464,60 @@ def _reference_group_bias(terms, index, J: int, disallowed):
     return bias
 
 
+def _reference_terms(log_alpha, logz, phi, live):
+    """The slow reference of the bias kernel's terms ``log(α / Z)`` per group (the partitions' on live heads where
+    ``log α`` is finite, the full row's ``log(φ / Z)`` where ``φ > 0``) and the row weight ``Σ α + φ``."""
+    H = logz.shape[1]
+    valid = (log_alpha > float("-inf")).unsqueeze(1) & live.view(1, H, 1, 1)
+    t = (log_alpha.unsqueeze(1) - logz[..., :-1]).masked_fill(~valid, float("-inf"))
+    full = (phi.clamp(min=1e-300).log() - logz[..., -1]).masked_fill(phi <= 0, float("-inf"))
+    weight = log_alpha.exp().sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi
+    return torch.cat([t, full.unsqueeze(-1)], -1), weight
+
+
 @pytest.mark.parametrize("masked", [True, False])
 def test_triton_group_bias_matches_a_gather_reference(device, masked):
-    """The table algebra's bias kernel (per joint bucket, the log-sum-exp of its group's term in each partition and
-    the full row's; buckets and a whole row without any finite term, disallowed buckets) against float64 gathers:
-    values and the terms' gradients."""
+    """The table algebra's bias kernel (the terms log(α / Z) of every group, on the live heads, and log(φ / Z) of the
+    full row; per joint bucket the log-sum-exp of its group's term in each partition and the full row's; buckets and
+    a whole row without any finite term, disallowed buckets; the row weight Σ α + φ) against float64 gathers:
+    values and the gradients of log α, log Z and φ."""
     g = torch.Generator().manual_seed(6)
-    B, H, L, J, sizes = 2, 2, 5, 20, (4, 3)
+    B, H, L, J, sizes = 2, 3, 5, 20, (4, 3)
+    G = sum(sizes) + 1
     maps = [torch.randint(0, n, (B, L, J), generator=g) for n in sizes]
     index = torch.cat([maps[0], maps[1] + sizes[0], torch.full_like(maps[0], sum(sizes))], -1)  # (B, L, 3 J)
     allowed = torch.rand(B, L, J, generator=g) > 0.2
     ok = allowed.to(torch.int8).to(device) if masked else None
-    groups = T.GroupIndex(index.to(torch.int32).contiguous().to(device), ok, sum(sizes) + 1)
-    terms = torch.randn(B, H, L, sum(sizes) + 1, generator=g, dtype=torch.float64) * 3
-    terms[torch.rand(terms.shape, generator=g) < 0.5] = float("-inf")  # groups that are not candidates
-    terms[0, 1, 2] = float("-inf")  # a row of weight 0
-    w = torch.randn(B, H, L, J, generator=g, dtype=torch.float64)
+    groups = T.GroupIndex(index.to(torch.int32).contiguous().to(device), ok, G)
+    log_alpha = torch.randn(B, L, G - 1, generator=g, dtype=torch.float64) - 1
+    log_alpha[torch.rand(log_alpha.shape, generator=g) < 0.5] = float("-inf")  # groups that are not candidates
+    log_alpha[0, 2] = float("-inf")  # a row without a candidate ...
+    logz = torch.randn(B, H, L, G, generator=g, dtype=torch.float64) * 3
+    phi = torch.rand(B, H, L, generator=g, dtype=torch.float64)
+    phi[torch.rand(phi.shape, generator=g) < 0.3] = 0.0
+    phi[0, 1, 2] = 0.0  # ... and of weight 0 on head 1
+    live = torch.tensor([True, True, False])  # head 2 reads only the full row (a LISA full head)
+    w, w_weight = torch.randn(B, H, L, J, generator=g, dtype=torch.float64), torch.randn(B, H, L, generator=g)
 
-    def loss(bias):
-        return (bias.masked_fill(bias == float("-inf"), 0.0) * w.to(bias)).sum()
+    def loss(bias, weight):
+        return (bias.masked_fill(bias == float("-inf"), 0.0) * w.to(bias)).sum() + (weight * w_weight.to(weight)).sum()
 
-    tr = terms.clone().requires_grad_()
-    ref = _reference_group_bias(tr, index, J, ~allowed if masked else None)
-    loss(ref).backward()
-    tk = terms.float().to(device).requires_grad_()
-    got = T._GroupBias.apply(tk, groups, J)
-    loss(got).backward()
+    ins = [log_alpha, logz, phi]
+    ref_in = [x.clone().requires_grad_() for x in ins]
+    terms, ref_w = _reference_terms(*ref_in, live)
+    ref = _reference_group_bias(terms, index, J, ~allowed if masked else None)
+    loss(ref, ref_w).backward()
+    got_in = [x.float().to(device).requires_grad_() for x in ins]
+    got, got_w = T._GroupBias.apply(*got_in, live.to(device), groups, J)
+    loss(got, got_w).backward()
     assert torch.equal(got.isneginf().cpu(), ref.isneginf()) and ref.isneginf().any()
     assert (got[0, 1, 2] == 0).all() if not masked else (got[0, 1, 2][allowed[0, 2].to(device)] == 0).all()
     finite = ref > float("-inf")
     assert torch.allclose(got.double().cpu()[finite], ref[finite], atol=1e-5, rtol=0)
-    assert torch.allclose(tk.grad.double().cpu(), tr.grad, atol=1e-5, rtol=0)
-    assert tr.grad.abs().sum() > 0
+    assert torch.allclose(got_w.double().cpu(), ref_w, atol=1e-5, rtol=0)
+    for x, r in zip(got_in, ref_in):
+        assert torch.allclose(x.grad.double().cpu(), r.grad, atol=1e-5, rtol=0)
+        assert r.grad.abs().sum() > 0
 
 
 def test_triton_compact_index_dtype_and_cache():

@@ -21,10 +21,10 @@ Two passes over the ``L x L`` pairs compute it:
 
 Between the two passes the ``[B, H, L, J]`` tables go through the table algebra (:func:`_syntax_context`): the
 log-sum-exp and topical mean per group of every partition and of the full row, and the bias per joint bucket from
-its groups' terms, each in a small Triton kernel per row of the tables (:class:`_GroupLogSumExp`,
-:class:`_GroupBias`; their backwards two more), the topical weights and the terms ``log(α / Z)`` in PyTorch ops;
-recomputed in the backward instead of kept. The backward takes two
-sweeps (:class:`_TritonSyntaxContext`): a row kernel for the attention's ``dQ`` and the bias gradient
+its groups' terms ``log(α / Z)`` with the row weight ``W``, each in a small Triton kernel per row of the tables
+(:class:`_GroupLogSumExp`, :class:`_GroupBias`; their backwards two more), the topical weights ``α`` and ``φ``
+(``[B, L, C]``) in PyTorch ops; recomputed in the backward instead of kept. The backward takes two
+sweeps (:class:`_TritonSyntaxContext`): a row kernel for ``dO = W dctx``, the attention's ``dQ`` and the bias gradient
 ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of flash attention, summed per bucket); then, once
 the table algebra has turned ``db`` into the tables' gradients, one column kernel for ``dK`` (the attention's and
 the statistics' ``dS`` summed), ``dV``, ``dw`` and the statistics' ``dQ``
@@ -368,33 +368,43 @@ class _GroupLogSumExp(torch.autograd.Function):
 
 
 class _GroupBias(torch.autograd.Function):
-    """The bias ``[B, H, L, J]`` per joint bucket from its groups' terms ``log(α / Z)`` ``[B, H, L, G]`` (the
-    log-sum-exp over the bucket's group in every partition and the full row; :func:`group_bias_kernel`)."""
+    """The bias ``[B, H, L, J]`` per joint bucket and the row weight ``W`` ``[B, H, L]`` from the groups' weights and
+    log-sums (:func:`group_bias_kernel`): per bucket the log-sum-exp of its groups' terms ``log(α / Z)`` in every
+    partition and the full row's ``log(φ / Z_full)``; ``W = Σ α + φ``. Inputs: ``log α`` ``[B, L, G - 1]`` of the
+    partitions' groups (-inf: not a candidate), ``log Z`` ``[B, H, L, G]`` (the full row last), ``φ`` ``[B, H, L]``
+    and the heads that read the groups, ``live`` ``[H]`` (bool)."""
 
     @staticmethod
-    def forward(ctx, terms, groups, size):  # noqa: D102
-        B, H, L, G = terms.shape
+    def forward(ctx, log_alpha, logz, phi, live, groups, size):  # noqa: D102
+        B, H, L, G = logz.shape
         J = int(size)
-        terms = terms.float().contiguous()
-        bias = torch.empty(B, H, L, J, device=terms.device, dtype=torch.float32)
-        meta = dict(HAS_OK=groups.ok is not None, COPIES=groups.compact.shape[-1] // J, JP=_pow2(J, 1))
+        args = (log_alpha.float().contiguous(), logz.float().contiguous(), phi.float().contiguous())
+        live8 = live.to(torch.int8)
+        bias = torch.empty(B, H, L, J, device=logz.device, dtype=torch.float32)
+        weight = torch.empty(B, H, L, device=logz.device, dtype=torch.float32)
+        copies = groups.compact.shape[-1] // J
+        meta = dict(HAS_OK=groups.ok is not None, COPIES=copies, JP=_pow2(J, 1), GP=_pow2(G, 1))
         ok = groups.ok if groups.ok is not None else groups.compact
-        group_bias_kernel[(B * H * L,)](terms, groups.compact, ok, bias, H, L, J, G, **meta)
-        ctx.save_for_backward(terms, bias)
+        group_bias_kernel[(B * H * L,)](*args, live8, groups.compact, ok, bias, weight, H, L, J, G, **meta)
+        ctx.save_for_backward(*args, live8, bias)
         ctx.groups, ctx.meta = groups, meta
-        return bias
+        return bias, weight
 
     @staticmethod
-    def backward(ctx, d_bias):  # noqa: D102
-        terms, bias = ctx.saved_tensors
+    def backward(ctx, d_bias, d_weight):  # noqa: D102
+        log_alpha, logz, phi, live8, bias = ctx.saved_tensors
         groups = ctx.groups
-        B, H, L, G = terms.shape
+        B, H, L, G = logz.shape
         J = bias.shape[-1]
-        d_terms = torch.empty_like(terms)
+        d_bias = torch.zeros_like(bias) if d_bias is None else d_bias.float().contiguous()
+        d_weight = torch.zeros_like(phi) if d_weight is None else d_weight.float().contiguous()
+        d_la, d_lz, d_phi = torch.zeros_like(log_alpha), torch.empty_like(logz), torch.empty_like(phi)
         ok = groups.ok if groups.ok is not None else groups.compact
-        args = (terms, groups.compact, ok, bias, d_bias.float().contiguous(), d_terms, H, L, J, G)
-        group_bias_bwd_kernel[(B * H * L,)](*args, GP=_pow2(G, 1), **ctx.meta)
-        return d_terms, None, None
+        grads = (d_la, d_lz, d_phi)
+        group_bias_bwd_kernel[(B * H * L,)](
+            log_alpha, logz, phi, live8, groups.compact, ok, bias, d_bias, d_weight, *grads, H, L, J, G, **ctx.meta
+        )
+        return d_la, d_lz, d_phi, None, None, None
 
 
 def _log_topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
@@ -448,25 +458,19 @@ def _syntax_context(
         # combined by group (Y only when yj is given)
         logz, y = _GroupLogSumExp.apply(lzj, yj, by_group)
         y = None if yj is None else y
-        lse = logz[..., -1]  # (B, H, L) the full row
         has_full = cand_full is not None
         logits = None
         if w is not None:
             assert y is not None  # for the type checker: the pre-pass returns yj (so Y) whenever w is given
             logits = (y if has_full else y[..., :-1]).sum(1)  # (B, L, C)
         log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
-        alpha = log_alpha.exp()
-        phi = full_weight(alpha[..., -1] if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
+        phi = full_weight(log_alpha[..., -1].exp() if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
         if plain is not None:  # those rows get plain attention below; weight 0 here
             phi = phi.masked_fill(plain.unsqueeze(1), 0.0)
 
-        valid = cand[..., :n_groups].unsqueeze(1) & live.view(1, H, 1, 1)  # (B, H, L, n_groups)
-        # log(α / Z) of the valid groups (candidates: finite on both sides; the rest, -inf or NaN, masked)
-        t = (log_alpha[..., :n_groups].unsqueeze(1) - logz[..., :-1]).masked_fill(~valid, float("-inf"))
-        phi_term = (phi.clamp(min=torch.finfo(phi.dtype).tiny).log() - lse).masked_fill(phi <= 0, float("-inf"))
-        # per joint bucket the log-sum-exp of its groups' terms, in each partition and the full row's
-        bias = _GroupBias.apply(torch.cat([t, phi_term.unsqueeze(-1)], -1), by_group, joint.size)  # (B, H, L, J)
-        weight = alpha[..., :n_groups].sum(-1).unsqueeze(1) * live.view(1, H, 1) + phi  # (B, H, L) W
+        # per joint bucket the log-sum-exp of its groups' terms log(α / Z), in each partition and the full row's, and
+        # the row weight W = Σ α + φ (the heads that read the groups: live)
+        bias, weight = _GroupBias.apply(log_alpha[..., :n_groups], logz, phi, live, by_group, joint.size)
         return bias, weight
 
     index = compact_index(joint.buckets, joint.size, groups.cache)
@@ -610,7 +614,7 @@ class _TritonSyntaxContext(torch.autograd.Function):
         dev = query.device
         lz = torch.empty(B, H, L, J, device=dev, dtype=torch.float32)
         shift = torch.empty(B, H, L, device=dev, dtype=torch.float32)
-        y = torch.zeros_like(lz) if w is not None else None
+        y = torch.empty_like(lz) if w is not None else None  # the statistics sweep writes every row
         wc = w.float().contiguous() if w is not None else None
         qk = (*_strides(query), *_strides(key))
         w_arg, y_arg = wc if wc is not None else lz, y if y is not None else lz
@@ -618,15 +622,14 @@ class _TritonSyntaxContext(torch.autograd.Function):
         meta = dict(HAS_W=w is not None, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
         _launch("prepass_sum", prepass_sum_kernel, query, tiles, *sums, **meta)
         bias, weight = algebra(lz, y)  # (B, H, L, J), (B, H, L)
-        bias = bias.float().contiguous()
-        out = torch.empty(B, H, L, BD, device=dev, dtype=value.dtype)
+        bias, weight = bias.float().contiguous(), weight.float().contiguous()
+        out, result = (torch.empty(B, H, L, BD, device=dev, dtype=value.dtype) for _ in range(2))
         lse = torch.empty(B, H, L, device=dev, dtype=torch.float32)
-        args = (*qk, *_strides(value), H, L, J, d, float(scaling))
-        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias, shift, out, lse, *args)
+        args = (out, lse, weight, result, *qk, *_strides(value), H, L, J, d, float(scaling))
+        _launch("attn_fwd", attn_fwd_kernel, query, tiles, query, key, value, index, bias, shift, *args)
         ctx.save_for_backward(query, key, value, wc, index, lz, y, shift, out, lse)
         ctx.scaling, ctx.tiles, ctx.algebra = float(scaling), tiles, algebra
-        out = _unpad(out, d)
-        return out * weight.unsqueeze(-1).to(out.dtype)
+        return _unpad(result, d)  # W · O
 
     @staticmethod
     def backward(ctx, d_ctx):  # noqa: D102
@@ -638,17 +641,18 @@ class _TritonSyntaxContext(torch.autograd.Function):
             y_in = None if y is None else y.detach().requires_grad_()
             bias_graph, weight_graph = ctx.algebra(lz_in, y_in)
         bias = bias_graph.detach().float().contiguous()
-        d_ctx = d_ctx.float()
-        d_weight = (d_ctx * _unpad(out, d).float()).sum(-1)  # (B, H, L)
-        do = torch.zeros(B, H, L, BD, device=query.device, dtype=torch.float32)
-        do[..., :d] = d_ctx * weight_graph.detach().float().unsqueeze(-1)
-        delta = (do * out.float()).sum(-1).contiguous()  # (B, H, L) D_i = dO_i · O_i
+        weight = weight_graph.detach().float().contiguous()
+        # the rows kernel writes dO = d_ctx W (fp32, for the column sweep), D_i = dO_i · O_i and dW_i = d_ctx_i · O_i
+        do = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
+        delta, d_weight = torch.empty_like(weight), torch.empty_like(weight)
         dq = torch.empty(B, H, L, BD, device=query.device, dtype=torch.float32)
         dk, dv = torch.empty_like(dq), torch.empty_like(dq)
         db = torch.empty_like(bias)
         qkv = (*_strides(query), *_strides(key), *_strides(value))
-        rows = (query, key, value, index, bias, shift, lse, do, delta, dq, db, *qkv, H, L, J, d, ctx.scaling)
-        _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, ctx.tiles, *rows, JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        grad_in = (d_ctx, out, weight, do, delta, d_weight)
+        rows = (query, key, value, index, bias, shift, lse, *grad_in, dq, db, *qkv, *_strides(d_ctx), H, L, J, d)
+        meta = dict(JP=_pow2(J, 1), ONE_HOT=ONE_HOT)
+        _launch("attn_bwd_rows", attn_bwd_rows_kernel, query, ctx.tiles, *rows, ctx.scaling, **meta)
         # the tables' gradients through the algebra
         tables = [lz_in] if y_in is None else [lz_in, y_in]
         pairs = [(t, g.to(t.dtype)) for t, g in ((bias_graph, db), (weight_graph, d_weight)) if t.requires_grad]

@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - exercised where triton is absent
 if triton is not None:
     from syntaxformer.modeling.syntax_attention_triton_forward import (
         bucket_sums,
+        group_term,
         load_tile,
         score_tile,
         store_tile,
@@ -46,8 +47,12 @@ if triton is not None:
         BIAS,
         SHIFT,
         LSE,
+        DCTX,
+        OUT,
+        W,
         DO,
         DELTA,
+        DW,
         DQ,
         DB,
         sqb,
@@ -62,6 +67,10 @@ if triton is not None:
         svh,
         svl,
         svd,
+        sgb,
+        sgh,
+        sgl,
+        sgd,
         H,
         L,
         J,
@@ -74,7 +83,11 @@ if triton is not None:
         PREC: tl.constexpr,
         ONE_HOT: tl.constexpr,
     ):
-        """``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` per block of rows."""
+        """``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` per block of rows; first, from
+        the gradient of the weighted context ``DCTX`` ``[B, H, L, D]`` (strides ``sg*``), the unweighted output
+        ``OUT`` ``[B, H, L, BD]`` and the row weight ``W`` ``[B, H, L]``: the attention's ``dO = DCTX W``, the
+        per-row ``D_i = dO_i · O_i`` and the weight's gradient ``dW_i = DCTX_i · O_i``, stored for the column sweep
+        (``DO``, ``DELTA``) and the table algebra (``DW``)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
@@ -82,10 +95,15 @@ if triton is not None:
         jcols = tl.arange(0, JP)
         row_ok = rows < L
         q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
-        do = load_tile(DO + bh * L * BD, rows, row_ok, BD, 1, BD, BD, False)
+        d_ctx = load_tile(DCTX + b * sgb + h * sgh, rows, row_ok, sgl, sgd, D, BD, False).to(tl.float32)
+        o = load_tile(OUT + bh * L * BD, rows, row_ok, BD, 1, BD, BD, False).to(tl.float32)
+        do = d_ctx * tl.load(W + bh * L + rows, mask=row_ok, other=0.0)[:, None]
+        delta = tl.sum(do * o, 1)  # (BM,)
+        store_tile(DO + bh * L * BD, rows, row_ok, do, BD)
+        tl.store(DELTA + bh * L + rows, delta, mask=row_ok)
+        tl.store(DW + bh * L + rows, tl.sum(d_ctx * o, 1), mask=row_ok)
         do = do.to(q.dtype)
         lse = tl.load(LSE + bh * L + rows, mask=row_ok, other=float("inf"))
-        delta = tl.load(DELTA + bh * L + rows, mask=row_ok, other=0.0)
         shift = tl.load(SHIFT + bh * L + rows, mask=row_ok, other=0.0)
         k_base = K + b * skb + h * skh
         v_base = V + b * svb + h * svh
@@ -260,11 +278,13 @@ if triton is not None:
 
     @triton.jit
     def group_bias_bwd_kernel(
-        T, GIDX, OK, BIAS, DBIAS, DT, H, L, J, NG, HAS_OK: tl.constexpr, COPIES: tl.constexpr, JP: tl.constexpr,
-        GP: tl.constexpr,
+        LA, LZ, PHI, LIVE, GIDX, OK, BIAS, DBIAS, DW, DLA, DLZ, DPHI, H, L, J, NG, HAS_OK: tl.constexpr,
+        COPIES: tl.constexpr, JP: tl.constexpr, GP: tl.constexpr,
     ):  # fmt: skip
-        """The gradient of :func:`group_bias_kernel`'s terms: ``dT_g = Σ_{(bucket, copy) in g} exp(T_g - bias)
-        dBIAS`` over the buckets with a finite bias (none in a row of weight 0 or a disallowed bucket)."""
+        """The gradients of :func:`group_bias_kernel`'s inputs. Per group its term's ``dT_g = Σ_{(bucket, copy) in g}
+        exp(T_g - bias) dBIAS`` over the buckets with a finite bias (none in a row of weight 0 or a disallowed
+        bucket); then ``dLZ_g = -dT_g``, ``dLA_g = dT_g + dW α_g`` (on a live head; added over the heads,
+        atomically: ``DLA`` starts at zero) and ``dPHI = dT_full / φ + dW``."""
         r = tl.program_id(0)
         pair_row = (r // (H * L)) * L + r % L
         jcols = tl.arange(0, JP)
@@ -280,8 +300,18 @@ if triton is not None:
         d_t = tl.zeros([GP], tl.float32)
         for c in tl.static_range(COPIES):
             g = tl.load(GIDX + pair_row * (COPIES * J) + c * J + jcols, mask=j_ok, other=-1)
-            t = tl.load(T + r * NG + g, mask=live, other=float("-inf"))
+            t = group_term(LA, LZ, PHI, LIVE, r, g, live, H, L, NG)
             share = tl.where(live, tl.exp(t - tl.where(live, bias, 0.0)), 0.0) * d_bias  # (JP,)
             hit = g[None, :] == gcols[:, None]  # (GP, JP)
             d_t += tl.sum(tl.where(hit, share[None, :], 0.0), 1)
-        tl.store(DT + r * NG + gcols, d_t, mask=gcols < NG)
+        g_ok = gcols < NG
+        tl.store(DLZ + r * NG + gcols, -d_t, mask=g_ok)
+        d_w = tl.load(DW + r)
+        head_live = tl.load(LIVE + (r // L) % H) != 0
+        parts = gcols < NG - 1
+        la = tl.load(LA + pair_row * (NG - 1) + gcols, mask=parts, other=float("-inf"))
+        d_la = tl.where(head_live & (la > float("-inf")), d_t + d_w * tl.exp(la), 0.0)
+        tl.atomic_add(DLA + pair_row * (NG - 1) + gcols, d_la, mask=parts)
+        phi = tl.load(PHI + r)
+        d_full = tl.sum(tl.where(gcols == NG - 1, d_t, 0.0), 0)
+        tl.store(DPHI + r, tl.where(phi > 0, d_full / tl.where(phi > 0, phi, 1.0), 0.0) + d_w)

@@ -262,6 +262,8 @@ if triton is not None:
         SHIFT,
         O,  # noqa: E741  (the output tile, named as in the kernel literature)
         LSE,
+        W,
+        CTX,
         sqb,
         sqh,
         sql,
@@ -284,8 +286,9 @@ if triton is not None:
         BD: tl.constexpr,
         PREC: tl.constexpr,
     ):
-        """``O = softmax(S - c + b[joint]) V`` (online softmax over key blocks) and its ``lse`` per row (+inf for
-        a row of weight 0)."""
+        """``O = softmax(S - c + b[joint]) V`` (online softmax over key blocks), its ``lse`` per row (+inf for a row
+        of weight 0) and the context ``CTX = W O`` (``W`` ``[B, H, L]`` the row weight; ``O`` is kept for the
+        backward)."""
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
@@ -320,7 +323,9 @@ if triton is not None:
                 m = m_new
         live = total > 0
         total_safe = tl.where(live, total, 1.0)
-        store_tile(O + bh * L * BD, rows, row_ok, acc / total_safe[:, None], BD)
+        o = acc / total_safe[:, None]
+        store_tile(O + bh * L * BD, rows, row_ok, o, BD)
+        store_tile(CTX + bh * L * BD, rows, row_ok, o * tl.load(W + bh * L + rows, mask=row_ok, other=0.0)[:, None], BD)
         lse = tl.where(live, tl.where(m == float("-inf"), 0.0, m) + tl.log(total_safe), float("inf"))
         tl.store(LSE + bh * L + rows, lse, mask=row_ok)
 
@@ -392,13 +397,31 @@ if triton is not None:
             tl.store(MEAN + r * NG + gcols, s / z_safe, mask=g_ok)
 
     @triton.jit
+    def group_term(LA, LZ, PHI, LIVE, r, g, ok, H, L, NG):
+        """The term ``log(α_g / Z_g)`` of row ``r`` (of ``[B * H * L, ·]``) for the group ids ``g`` (``ok``: to
+        read): ``LA`` ``[B, L, NG - 1]`` the partitions' groups' ``log α`` (-inf: not a candidate), valid on a head
+        with ``LIVE`` ``[H]`` set; the full row (``g = NG - 1``) ``log φ`` of ``PHI`` ``[B * H * L]`` (-inf where
+        ``φ <= 0``); ``log Z`` from ``LZ`` ``[B * H * L, NG]``; -inf where the weight is none."""
+        pair_row = (r // (H * L)) * L + r % L
+        live = tl.load(LIVE + (r // L) % H) != 0
+        full = g == NG - 1
+        la = tl.load(LA + pair_row * (NG - 1) + g, mask=ok & (g < NG - 1), other=float("-inf"))
+        phi = tl.load(PHI + r)
+        log_phi = tl.where(phi > 0, tl.log(tl.where(phi > 0, phi, 1.0)), float("-inf"))
+        lw = tl.where(full, log_phi, tl.where(live, la, float("-inf")))
+        lz = tl.load(LZ + r * NG + g, mask=ok & (lw > float("-inf")), other=0.0)
+        return tl.where(lw > float("-inf"), lw - lz, float("-inf"))
+
+    @triton.jit
     def group_bias_kernel(
-        T, GIDX, OK, BIAS, H, L, J, NG, HAS_OK: tl.constexpr, COPIES: tl.constexpr, JP: tl.constexpr
+        LA, LZ, PHI, LIVE, GIDX, OK, BIAS, W, H, L, J, NG, HAS_OK: tl.constexpr, COPIES: tl.constexpr,
+        JP: tl.constexpr, GP: tl.constexpr,
     ):  # fmt: skip
         """Per row ``r`` the bias of every joint bucket ``BIAS`` ``[B * H * L, J]``: the log-sum-exp over the
-        ``COPIES`` groups of the bucket (``GIDX`` ``[B, L, COPIES * J]``) of their terms ``T`` ``[B * H * L, NG]``
-        (-inf: none); -inf where no term is finite, 0 in a row where none is (a row of weight 0), the fp32 minimum
-        for a disallowed bucket (``OK`` ``[B, L, J]`` 0)."""
+        ``COPIES`` groups of the bucket (``GIDX`` ``[B, L, COPIES * J]``) of their terms ``log(α / Z)``
+        (:func:`group_term`; -inf: none); -inf where no term is finite, 0 in a row where none is (a row of weight 0),
+        the fp32 minimum for a disallowed bucket (``OK`` ``[B, L, J]`` 0); and the row's weight ``W`` ``[B * H * L]``
+        ``= Σ_g α_g (on a live head) + φ``."""
         r = tl.program_id(0)
         pair_row = (r // (H * L)) * L + r % L
         jcols = tl.arange(0, JP)
@@ -407,16 +430,20 @@ if triton is not None:
         top = tl.full([JP], float("-inf"), tl.float32)
         for c in tl.static_range(COPIES):
             g = tl.load(g_base + c * J + jcols, mask=j_ok, other=0)
-            top = tl.maximum(top, tl.load(T + r * NG + g, mask=j_ok, other=float("-inf")))
+            top = tl.maximum(top, group_term(LA, LZ, PHI, LIVE, r, g, j_ok, H, L, NG))
         some = top > float("-inf")
         shift = tl.where(some & (top < float("inf")), top, 0.0)  # (+inf terms give +inf, as torch.logsumexp)
         total = tl.zeros([JP], tl.float32)
         for c in tl.static_range(COPIES):
             g = tl.load(g_base + c * J + jcols, mask=j_ok, other=0)
-            total += tl.exp(tl.load(T + r * NG + g, mask=j_ok, other=float("-inf")) - shift)
+            total += tl.exp(group_term(LA, LZ, PHI, LIVE, r, g, j_ok, H, L, NG) - shift)
         bias = tl.where(some, shift + tl.log(tl.where(some, total, 1.0)), float("-inf"))
         bias = tl.where(tl.max(some.to(tl.int32), 0) > 0, bias, 0.0)
         if HAS_OK:
             allowed = tl.load(OK + pair_row * J + jcols, mask=j_ok, other=1) != 0
             bias = tl.where(allowed, bias, -3.4028234663852886e38)
         tl.store(BIAS + r * J + jcols, bias, mask=j_ok)
+        gcols = tl.arange(0, GP)
+        la = tl.load(LA + pair_row * (NG - 1) + gcols, mask=gcols < NG - 1, other=float("-inf"))
+        live = tl.load(LIVE + (r // L) % H) != 0
+        tl.store(W + r, tl.where(live, tl.sum(tl.exp(la), 0), 0.0) + tl.load(PHI + r))
