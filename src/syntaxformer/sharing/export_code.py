@@ -32,12 +32,10 @@ _TRANSLATION = (
     "SyntaxInfusedTranslationConfig",
     "SyntaxInfusedForConditionalGeneration",
 )
-#: Syntax input (prefix) -> the data module the library imports on demand for it (by its last name, which its flat
-#: copy keeps) and the names the library takes from it.
-_ON_DEMAND: dict[str, tuple[str, list[str]]] = {
-    "con_": ("syntaxformer.data.constituency", ["Tree", "encode_constituency", "dependency_to_constituency"]),
-    "pos_ids": ("syntaxformer.data.subword_features", ["feature_vocab_size", "subword_feature_ids"]),
-}
+#: Syntax input (prefix) -> the data module the library imports on demand for it
+#: (:func:`syntaxformer.data.sentence.on_demand`, by its last name, which its flat copy keeps). A folder that carries
+#: it carries the names its kept code takes from it (``on_demand("constituency").encode_constituency``).
+_ON_DEMAND: dict[str, str] = {"con_": "syntaxformer.data.constituency", "pos_ids": "syntaxformer.data.subword_features"}
 #: Third-party top-level modules a flat file must not shadow by its name.
 _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
 
@@ -151,6 +149,26 @@ def _uses(stmt: ast.stmt, module: str) -> tuple[set[str], list[tuple[str, str]]]
     return names, nested
 
 
+def _on_demand_names(stmt: ast.stmt) -> list[tuple[str, str]]:
+    """``(module, name)`` for every ``on_demand("<module>").<name>`` in a statement (a data module imported on
+    demand: :data:`_ON_DEMAND`)."""
+    modules = {module.rsplit(".", 1)[-1]: module for module in _ON_DEMAND.values()}
+    out = []
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Call):
+            continue
+        call = node.value
+        if (
+            isinstance(call.func, ast.Name)
+            and call.func.id == "on_demand"
+            and len(call.args) == 1
+            and isinstance(call.args[0], ast.Constant)
+            and call.args[0].value in modules
+        ):
+            out.append((modules[call.args[0].value], node.attr))
+    return out
+
+
 def _runs_for_effect(stmt: ast.stmt) -> bool:
     """A top-level statement that is not a definition, an import or a docstring (a call, a loop, a conditional)."""
     defines = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -180,6 +198,7 @@ class _Shaker:
         self.binders: dict[str, dict[str, list[int]]] = {}
         self.kept: dict[str, dict[int, set[str] | None]] = {}  # module -> statement -> kept import aliases
         self.todo: list[tuple[str, str]] = []
+        self.on_demand: set[tuple[str, str]] = set()  # names kept code takes from a module imported on demand
 
     def module(self, module: str) -> ast.Module:
         if module not in self.trees:
@@ -211,6 +230,7 @@ class _Shaker:
         self.kept[module][i] = None
         names, nested = _uses(self.trees[module].body[i], module)
         self.todo += [(module, n) for n in names] + nested
+        self.on_demand.update(_on_demand_names(self.trees[module].body[i]))
 
     def need(self, module: str, name: str) -> None:
         tree = self.module(module)
@@ -228,9 +248,18 @@ class _Shaker:
                 self.keep(module, i)
 
     def run(self, exports: Mapping[str, Sequence[str]]) -> None:
-        self.todo = [(module, name) for module, names in exports.items() for name in names]
+        """Keep what ``exports`` (module -> names; a module with no names is carried for what the rest takes from
+        it on demand) use."""
+        for module, names in exports.items():
+            self.module(module)
+            self.todo += [(module, name) for name in names]
+        done: set[tuple[str, str]] = set()
         while self.todo:
-            self.need(*self.todo.pop())
+            while self.todo:
+                self.need(*self.todo.pop())
+            # what kept code takes on demand from a module the folder carries (the others are never imported)
+            self.todo = [pair for pair in self.on_demand - done if pair[0] in self.trees]
+            done.update(self.todo)
 
 
 def _flat_names(modules: list[str]) -> dict[str, str]:
@@ -245,7 +274,7 @@ def _flat_names(modules: list[str]) -> dict[str, str]:
         out[module] = name
     if len(set(out.values())) != len(out):
         raise ConfigError(f"flat module names collide: {sorted(out.values())}")
-    for module, _names in _ON_DEMAND.values():  # imported by their last name (on_demand), which their copies must keep
+    for module in _ON_DEMAND.values():  # imported by their last name (on_demand), which their copies must keep
         if module in out and out[module] != module.rsplit(".", 1)[-1]:
             raise ConfigError(f"{module} is imported on demand by its name but would be copied as {out[module]}")
     return out
@@ -346,9 +375,9 @@ def code_exports(
 
         spec = system_for_model_type(model_type)
         syntax_inputs = spec.config_class()().syntax_inputs if spec is not None else ()
-    for prefix, (module, names) in _ON_DEMAND.items():
+    for prefix, module in _ON_DEMAND.items():
         if any(k.startswith(prefix) for k in syntax_inputs):
-            out.setdefault(module, []).extend(names)
+            out.setdefault(module, [])
     return out
 
 
