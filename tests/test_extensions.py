@@ -53,7 +53,7 @@ from transformers import PreTrainedModel
 
 from syntaxformer.modeling.heads import SequenceClassificationHead
 from syntaxformer.modeling.configuration import SYNTAX_INPUT_KEYS
-from syntaxformer.modeling.outputs import ContextualStates
+from syntaxformer.modeling.heads import ContextualStates
 from syntaxformer.modeling.wrapped_encoder import WrappedEncoderMixin
 from sfx_distance.configuration import DistanceConfig
 

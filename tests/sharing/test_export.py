@@ -310,6 +310,35 @@ def test_export_code_of_an_sgnet_classifier_leaves_out_other_heads_the_registry_
     assert "\nregister_syntax_attention()" in bert["syntax_attention.py"]
 
 
+def test_export_code_leaves_out_methods_nothing_names_and_takes_on_demand_names_only_where_used():
+    """A plain class (no base, the base of no class) loses the methods no kept code names, and with them what only
+    they used (``Sentence.pretty``, ``Sentence.ancestors`` and ``tree.ancestors``); a class mixed into a
+    third-party class keeps every method (transformers may call one by its name). A module imported on demand
+    carries the names kept code takes from it: the classifier's pipeline fills constituency trees from the
+    dependency trees, the span-QA pipeline does not."""
+    from syntaxformer.sharing.export_code import code_exports, code_files
+
+    def methods(text: str, cls: str) -> set[str]:
+        node = next(n for n in ast.parse(text).body if isinstance(n, ast.ClassDef) and n.name == cls)
+        return {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+
+    def defined(text: str) -> set[str]:
+        return {n.name for n in ast.parse(text).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+    keys = ("syntax_tree", "dep_tin", "dep_tout", "pos_ids")
+    files = code_files(code_exports("sgnet", "SGNetForSequenceClassification", "sequence_classification", keys))
+    sentence = methods(files["sentence.py"], "Sentence")
+    assert {"to_dict", "from_dict", "validate", "__post_init__"} <= sentence
+    assert not sentence & {"pretty", "ancestors"} and "ancestors" not in defined(files["tree.py"])
+    assert "from_encoder_pretrained" in methods(files["wrapped_encoder.py"], "WrappedEncoderMixin")
+    assert {"feature_vocab_size", "subword_feature_ids"} <= defined(files["subword_features.py"])
+    bert = code_files(code_exports("syntax_bert", "SyntaxBertForSequenceClassification", "sequence_classification"))
+    bert_qa = code_files(code_exports("syntax_bert", "SyntaxBertForQuestionAnswering", "question_answering"))
+    assert {"Tree", "encode_constituency", "with_dependency_trees"} <= defined(bert["constituency.py"])
+    assert "encode_constituency" in defined(bert_qa["constituency.py"])
+    assert "with_dependency_trees" not in defined(bert_qa["constituency.py"])
+
+
 def test_export_pipeline_refuses_inputs_as_the_library_and_caps_max_length(exported, sst2_runs, tmp_path, one_thread):
     """The exported pipeline checks its inputs with the library's own check (the same message for ``None``, ``5``
     ...), and a ``max_length`` above the model's positions in ``syntax_pipeline.json`` is capped: a 2,400-word text

@@ -51,16 +51,15 @@ The relation definitions built from these arrays are in :mod:`syntaxformer.masks
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import torch
 
 from syntaxformer.data.align import AlignedExample
-from syntaxformer.data.sentence import Document, Sentence, on_demand
+from syntaxformer.data.sentence import on_demand
 from syntaxformer.data.tree import depths, euler_tour
 from syntaxformer.errors import AlignmentError, ConfigError, InputError
 
@@ -408,25 +407,3 @@ def window_arrays(
             f"make (it makes {sorted(k for k in arrays if k not in TOKEN_KEYS)})"
         )
     return {k: arrays[k] for k in (*TOKEN_KEYS, *syntax_inputs) if k in arrays}
-
-
-@overload
-def with_dependency_trees(doc: Document) -> Document: ...
-
-
-@overload
-def with_dependency_trees(doc: Sentence) -> Sentence: ...
-
-
-def with_dependency_trees(doc: Document | Sentence) -> Document | Sentence:
-    """``doc`` with a constituency tree read off the dependency tree of every sentence that has none."""
-    dependency_to_constituency = on_demand("constituency").dependency_to_constituency
-
-    def fill(s: Sentence) -> Sentence:
-        if s.tree is not None:
-            return s
-        return dataclasses.replace(s, tree=dependency_to_constituency(s.words, s.heads, s.upos))
-
-    if isinstance(doc, Sentence):
-        return fill(doc)
-    return Document([fill(s) for s in doc.sentences], text=doc.text, doc_id=doc.doc_id, metadata=dict(doc.metadata))

@@ -27,13 +27,16 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
 from syntaxformer.errors import FormatError, InputError, TreeError
 from syntaxformer.utils import open_text
+
+_Analysis = TypeVar("_Analysis")
 
 #: Pre-terminal labels of empty elements (traces, null elements) in the Penn Treebank.
 EMPTY_TAGS: frozenset[str] = frozenset({"-NONE-"})
@@ -572,6 +575,19 @@ def dependency_to_constituency(
     if len(top) == 1:
         return node(top[0])
     return Tree(root_label, [node(r) for r in top])
+
+
+def with_dependency_trees(doc: _Analysis) -> _Analysis:
+    """``doc`` (a :class:`~syntaxformer.data.Sentence` or a :class:`~syntaxformer.data.Document`) with a constituency
+    tree read off the dependency tree (:func:`dependency_to_constituency`) of every sentence that has none."""
+
+    def fill(s: Any) -> Any:
+        return s if s.tree is not None else replace(s, tree=dependency_to_constituency(s.words, s.heads, s.upos))
+
+    item: Any = doc
+    if hasattr(item, "sentences"):  # a Document
+        return replace(item, sentences=[fill(s) for s in item.sentences], metadata=dict(item.metadata))
+    return fill(item)
 
 
 class _Phrases:

@@ -19,11 +19,16 @@ from syntaxformer.modeling.configuration import (
     SyntaxModelConfig,
 )
 from syntaxformer.modeling.heads import (
+    ContextualStates,
     FirstTokenPooler,
     MultipleChoiceHead,
+    MultipleChoiceOutput,
     QuestionAnsweringHead,
+    QuestionAnsweringOutput,
     SequenceClassificationHead,
+    SequenceClassifierOutput,
     TokenClassificationHead,
+    TokenClassifierOutput,
     mean_pool,
     sequence_classification_loss,
     span_loss,
@@ -42,6 +47,7 @@ from syntaxformer.modeling.modeling_sgnet import (
     SGNetForSequenceClassification,
     SGNetForTokenClassification,
     SGNetModel,
+    SGNetModelOutput,
     SGNetPreTrainedModel,
 )
 from syntaxformer.modeling.modeling_syntax_bert import (
@@ -50,16 +56,8 @@ from syntaxformer.modeling.modeling_syntax_bert import (
     SyntaxBertForSequenceClassification,
     SyntaxBertForTokenClassification,
     SyntaxBertModel,
-    SyntaxBertPreTrainedModel,
-)
-from syntaxformer.modeling.outputs import (
-    ContextualStates,
-    MultipleChoiceOutput,
-    QuestionAnsweringOutput,
-    SequenceClassifierOutput,
-    SGNetModelOutput,
     SyntaxBertModelOutput,
-    TokenClassifierOutput,
+    SyntaxBertPreTrainedModel,
 )
 from syntaxformer.modeling.sg_layer import (
     BiAttentionAggregation,

@@ -21,6 +21,12 @@ The heads (mixins: they build their layers on the model itself, so parameter nam
   sequences.
 * :class:`TokenClassificationHead`: a per-token linear layer; labels ``-100`` are ignored.
 
+Outputs: :class:`ContextualStates` (what a backbone hands the heads) and one ``ModelOutput`` per head, shared by
+every system. Each ends with the fields every head output has: ``lisa_loss`` (Syntax-BERT's 0-d LISA loss),
+``hidden_states`` / ``attentions`` (the encoder's, when asked for) and ``sg_attentions`` (SG-Net's
+``[B, sg_num_heads, L, L]`` syntax-guided attention, with ``output_attentions=True``); another system's fields stay
+``None``. A backbone's own output is defined beside it.
+
 Pooling for sequence-level heads (``config.pooling``): :class:`FirstTokenPooler` (``"cls"``) or :func:`mean_pool`
 over non-special tokens (``"mean"``). The backbone's auxiliary loss (Syntax-BERT's weighted LISA loss) is added to
 every head's loss.
@@ -28,21 +34,91 @@ every head's loss.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, make_dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from transformers.utils import ModelOutput
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.modeling.configuration import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
-from syntaxformer.modeling.outputs import (
-    ContextualStates,
-    MultipleChoiceOutput,
-    QuestionAnsweringOutput,
-    SequenceClassifierOutput,
-    TokenClassifierOutput,
-)
 from syntaxformer.modeling.raw_text import raw_text_hint
+
+# ---------------------------------------------------------------------------------------------------------------
+# Outputs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ContextualStates:
+    """What a backbone gives its task heads
+    (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.contextual_states`).
+
+    Attributes:
+        hidden: ``[B, L, H]`` the contextual states the heads read (SG-Net: H̄; Syntax-BERT: the last layer).
+        hidden_states: the encoder's per-layer hidden states, when asked for.
+        attentions: the encoder's per-layer attention probabilities, when asked for.
+        extras: system-specific output fields copied into every head output (``{"sg_attentions": ...}``,
+            ``{"lisa_loss": ...}``); each must be a field of the head outputs.
+        auxiliary_loss: 0-d loss added to every head's loss when the head computes one (Syntax-BERT:
+            ``lisa_loss_weight * lisa_loss``), or ``None``.
+    """
+
+    hidden: torch.Tensor
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    extras: dict[str, torch.Tensor | None] = field(default_factory=dict)
+    auxiliary_loss: torch.Tensor | None = None
+
+
+def _head_output(name: str, doc: str, *fields: str) -> type[ModelOutput]:
+    """A task head's output class: ``loss``, the head's ``fields`` (tensors), then the fields every head output has
+    (module docstring)."""
+    tensor, per_layer = torch.Tensor | None, tuple[torch.Tensor, ...] | None
+    spec: list[tuple[str, Any, None]] = [(n, tensor, None) for n in ("loss", *fields, "lisa_loss")]
+    spec += [("hidden_states", per_layer, None), ("attentions", per_layer, None), ("sg_attentions", tensor, None)]
+    return make_dataclass(name, spec, bases=(ModelOutput,), namespace={"__doc__": doc, "__module__": __name__})
+
+
+SequenceClassifierOutput = _head_output(
+    "SequenceClassifierOutput",
+    """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, only with ``labels``: cross-entropy,
+    MSE or BCE-with-logits by problem type, plus the backbone's auxiliary loss, e.g. Syntax-BERT's weighted LISA
+    loss), ``logits`` ``[B, num_labels]`` (before softmax / sigmoid; ``[B, 1]`` for regression), then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
+    "logits",
+)
+QuestionAnsweringOutput = _head_output(
+    "QuestionAnsweringOutput",
+    """Output of the ``...ForQuestionAnswering`` models (span head and optional answer verifier): ``loss`` (0-d,
+    with start/end positions: ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the
+    backbone's auxiliary loss), ``start_logits`` / ``end_logits`` ``[B, L]``, ``verifier_logits`` ``[B, 2]``
+    (answerable, unanswerable; with ``config.qa_verifier``), ``span_loss`` / ``verifier_loss`` (the two task parts
+    of ``loss``, unweighted), then ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every
+    head output).""",
+    "start_logits",
+    "end_logits",
+    "verifier_logits",
+    "span_loss",
+    "verifier_loss",
+)
+MultipleChoiceOutput = _head_output(
+    "MultipleChoiceOutput",
+    """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d cross-entropy over the options, with
+    ``labels``, plus the backbone's auxiliary loss), ``logits`` ``[B, C]`` (one score per option), then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output, for the ``B * C``
+    flattened sequences).""",
+    "logits",
+)
+TokenClassifierOutput = _head_output(
+    "TokenClassifierOutput",
+    """Output of the ``...ForTokenClassification`` models: ``loss`` (0-d cross-entropy over the labelled tokens,
+    labels ``-100`` ignored, plus the backbone's auxiliary loss), ``logits`` ``[B, L, num_labels]``, then
+    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
+    "logits",
+)
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Pooling and losses
@@ -164,7 +240,7 @@ class TaskHead:
 
     base_model_prefix: str
     config: Any
-    #: The head's output class (:mod:`syntaxformer.modeling.outputs`).
+    #: The head's output class (one of the outputs above).
     output_class: type
 
     if TYPE_CHECKING:  # what the class a head is mixed with (a system's PreTrainedModel subclass) provides
@@ -193,7 +269,7 @@ class TaskHead:
         output_attentions: bool | None,
         output_hidden_states: bool | None,
     ) -> ContextualStates:
-        """The backbone's :class:`~syntaxformer.modeling.outputs.ContextualStates` for a batch (``encoder_inputs``:
+        """The backbone's :class:`ContextualStates` for a batch (``encoder_inputs``:
         ``input_ids``, ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``).
 
         Raises:
@@ -336,7 +412,7 @@ class SequenceClassificationHead(PooledScorer):
     (``pooling="cls"``, initialised from the encoder's pooler when it has one) or the mean over non-special tokens
     (``pooling="mean"``). ``labels``: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats
     (regression, ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label); the loss by problem type
-    (:func:`sequence_classification_loss`). Output: :class:`~syntaxformer.modeling.outputs.SequenceClassifierOutput`.
+    (:func:`sequence_classification_loss`). Output: :class:`SequenceClassifierOutput`.
 
     Args:
         config: the model's config (``num_labels``, ``problem_type``, ``pooling``, ``classifier_dropout`` ...).
@@ -435,7 +511,7 @@ class QuestionAnsweringHead(TaskHead):
                 is not given, it is taken as ``start_positions == 0``.
 
         Returns:
-            :class:`~syntaxformer.modeling.outputs.QuestionAnsweringOutput` with ``start_logits`` /
+            :class:`QuestionAnsweringOutput` with ``start_logits`` /
             ``end_logits`` ``[B, L]`` and ``verifier_logits`` ``[B, 2]`` (with the verifier).
         """
         encoder_inputs = dict(
@@ -483,7 +559,7 @@ class MultipleChoiceHead(PooledScorer):
     (first-token dense+tanh pooler, initialised from the encoder's pooler when it has one, or the mean over
     non-special tokens with ``pooling="mean"``) goes through dropout and ``Linear(H, 1)`` to one score; the scores
     of a question's options are its logits ``[B, C]`` and the loss is the cross-entropy with the right option
-    (``labels`` ``[B]``). Output: :class:`~syntaxformer.modeling.outputs.MultipleChoiceOutput`.
+    (``labels`` ``[B]``). Output: :class:`MultipleChoiceOutput`.
 
     Args:
         config: the model's config (``pooling``, ``classifier_dropout`` ...).
@@ -507,7 +583,7 @@ class TokenClassificationHead(LabelledHead):
 
     ``labels`` ``[B, L]``: the loss is the cross-entropy over positions whose label is not ``-100`` (special tokens,
     padding and, by the usual convention, non-first subwords carry ``-100``). Output:
-    :class:`~syntaxformer.modeling.outputs.TokenClassifierOutput`.
+    :class:`TokenClassifierOutput`.
 
     Args:
         config: the model's config (``num_labels``, ``classifier_dropout``).

@@ -17,12 +17,14 @@ Typical use::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
 from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
+from transformers.utils import ModelOutput
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
@@ -39,7 +41,6 @@ from syntaxformer.modeling.heads import (
     SequenceClassificationHead,
     TokenClassificationHead,
 )
-from syntaxformer.modeling.outputs import SGNetModelOutput
 from syntaxformer.modeling.sg_layer import ConcatAggregation, DualAggregation, SyntaxGuidedLayer, build_aggregation
 from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncoderMixin
 
@@ -79,6 +80,32 @@ class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
 
 class PosEmbedding(nn.Embedding):
     """BERT+POS's trainable POS embedding (``SGNetConfig.pos_embeddings``); initialised to zero."""
+
+
+@dataclass
+class SGNetModelOutput(ModelOutput):
+    """Output of :class:`~syntaxformer.modeling.SGNetModel`.
+
+    Attributes:
+        last_hidden_state: ``[B, L, H]`` H̄, the aggregated representation task heads read (Eq. 9 by default; H
+            itself when ``use_sg_layer=False``).
+        encoder_hidden_state: ``[B, L, H]`` H, the encoder's last hidden states.
+        syntax_hidden_state: ``[B, L, H]`` H', the syntax-guided layer's output (``None`` when
+            ``use_sg_layer=False``).
+        hidden_states: the encoder's per-layer hidden states (each ``[B, L, H]``), when
+            ``output_hidden_states=True``.
+        attentions: the encoder's per-layer attention probabilities (each ``[B, heads, L, L]``), when
+            ``output_attentions=True`` (and the encoder's attention implementation can return them).
+        sg_attentions: ``[B, sg_num_heads, L, L]`` attention probabilities of the syntax-guided layer, when
+            ``output_attentions=True``; zero wherever the SDOI mask forbids attention.
+    """
+
+    last_hidden_state: torch.Tensor | None = None
+    encoder_hidden_state: torch.Tensor | None = None
+    syntax_hidden_state: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    sg_attentions: torch.Tensor | None = None
 
 
 class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):

@@ -12,12 +12,14 @@ on it (the LISA loss is added to every head's loss)::
 """
 
 import zlib
+from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
 from torch import nn
 from transformers import PreTrainedModel
 from transformers import initialization as init
+from transformers.utils import ModelOutput
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
@@ -34,7 +36,6 @@ from syntaxformer.modeling.heads import (
     SequenceClassificationHead,
     TokenClassificationHead,
 )
-from syntaxformer.modeling.outputs import SyntaxBertModelOutput
 from syntaxformer.modeling.syntax_attention import syntax_attention_forward  # noqa: F401 (registers "syntax")
 from syntaxformer.modeling.syntax_attention_core import (
     SYNTAX_ATTENTION,
@@ -127,6 +128,26 @@ class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
     def build_backbone(self, config: SyntaxBertConfig, encoder: PreTrainedModel | None) -> "SyntaxBertModel":
         """The backbone of the task models: a :class:`SyntaxBertModel` around ``encoder``."""
         return SyntaxBertModel(config, encoder=encoder)
+
+
+@dataclass
+class SyntaxBertModelOutput(ModelOutput):
+    """Output of :class:`~syntaxformer.modeling.SyntaxBertModel`.
+
+    Attributes:
+        last_hidden_state: ``[B, L, H]`` the encoder's last hidden states.
+        lisa_loss: 0-d LISA cross-entropy (only with ``lisa_layer`` set and ``dep_parent`` given).
+        hidden_states: per-layer hidden states (``[B, L, H]`` each), when ``output_hidden_states=True``.
+        attentions: per-layer effective attention (``[B, heads, L, L]`` each: ``Σ_g α_g A_g``, the full softmax
+            in non-syntax layers), when ``output_attentions=True``.
+        lisa_log_probs: ``[B, L, L]`` log attention of the LISA head (row = token, column = candidate parent).
+    """
+
+    last_hidden_state: torch.Tensor | None = None
+    lisa_loss: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
+    lisa_log_probs: torch.Tensor | None = None
 
 
 class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from transformers import AutoModel, PreTrainedModel
 
-from syntaxformer.modeling.outputs import ContextualStates
+from syntaxformer.modeling.heads import ContextualStates
 
 __all__ = ["EncoderBackbone", "WrappedEncoderMixin"]
 

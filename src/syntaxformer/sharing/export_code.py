@@ -4,15 +4,17 @@ carries and their flat, relative-import copies.
 :func:`code_exports` names the classes ``auto_map`` and ``custom_pipelines`` point at (the config class, the model
 class, the head's pipeline); :func:`code_files` copies every top-level definition they use, directly or not, across
 modules (through names, imports at any depth, identifiers written as strings), each module cut to its used
-definitions in their order with the comments above them, and keeps every statement a module runs for its effect
-(and the imports of modules that call something on import, e.g. register an attention function). Every
-``from syntaxformer.x.y import z`` becomes ``from .y import z``; one entry module (:data:`ENTRY_MODULE`) imports all
-the copies.
+definitions in their order with the comments above them (a plain class, with no base class and the base of none,
+also cut to the methods something in the folder names: :func:`_unused_methods`), and keeps every statement a module
+runs for its effect (and the imports of modules that call something on import, e.g. register an attention
+function). Every ``from syntaxformer.x.y import z`` becomes ``from .y import z``; one entry module
+(:data:`ENTRY_MODULE`) imports all the copies.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import importlib.util
 import re
@@ -32,12 +34,10 @@ _TRANSLATION = (
     "SyntaxInfusedTranslationConfig",
     "SyntaxInfusedForConditionalGeneration",
 )
-#: Syntax input (prefix) -> the data module the library imports on demand for it (by its last name, which its flat
-#: copy keeps) and the names the library takes from it.
-_ON_DEMAND: dict[str, tuple[str, list[str]]] = {
-    "con_": ("syntaxformer.data.constituency", ["Tree", "encode_constituency", "dependency_to_constituency"]),
-    "pos_ids": ("syntaxformer.data.subword_features", ["feature_vocab_size", "subword_feature_ids"]),
-}
+#: Syntax input (prefix) -> the data module the library imports on demand for it
+#: (:func:`syntaxformer.data.sentence.on_demand`, by its last name, which its flat copy keeps). A folder that carries
+#: it carries the names its kept code takes from it (``on_demand("constituency").encode_constituency``).
+_ON_DEMAND: dict[str, str] = {"con_": "syntaxformer.data.constituency", "pos_ids": "syntaxformer.data.subword_features"}
 #: Third-party top-level modules a flat file must not shadow by its name.
 _RESERVED = {"spacy", "torch", "transformers", "numpy", "tokenizers", "huggingface_hub", "safetensors", "tqdm"}
 
@@ -151,6 +151,26 @@ def _uses(stmt: ast.stmt, module: str) -> tuple[set[str], list[tuple[str, str]]]
     return names, nested
 
 
+def _on_demand_names(stmt: ast.stmt) -> list[tuple[str, str]]:
+    """``(module, name)`` for every ``on_demand("<module>").<name>`` in a statement (a data module imported on
+    demand: :data:`_ON_DEMAND`)."""
+    modules = {module.rsplit(".", 1)[-1]: module for module in _ON_DEMAND.values()}
+    out = []
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Call):
+            continue
+        call = node.value
+        if (
+            isinstance(call.func, ast.Name)
+            and call.func.id == "on_demand"
+            and len(call.args) == 1
+            and isinstance(call.args[0], ast.Constant)
+            and call.args[0].value in modules
+        ):
+            out.append((modules[call.args[0].value], node.attr))
+    return out
+
+
 def _runs_for_effect(stmt: ast.stmt) -> bool:
     """A top-level statement that is not a definition, an import or a docstring (a call, a loop, a conditional)."""
     defines = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -172,14 +192,17 @@ def _effects(module: str | None) -> bool:
 class _Shaker:
     """The definitions an exported model uses: from the classes the entry module exports, every top-level
     definition they reach, across modules, through names, imports at any depth and identifiers written as strings.
-    A module's statements that are not definitions (calls, loops, conditionals) are always kept."""
+    A module's statements that are not definitions (calls, loops, conditionals) are always kept; the methods in
+    ``unused`` ((module, class) -> method names, :func:`_unused_methods`) are left out of their classes."""
 
-    def __init__(self) -> None:
+    def __init__(self, unused: Mapping[tuple[str, str], set[str]] | None = None) -> None:
+        self.unused = dict(unused or {})
         self.trees: dict[str, ast.Module] = {}
         self.paths: dict[str, Path] = {}
         self.binders: dict[str, dict[str, list[int]]] = {}
         self.kept: dict[str, dict[int, set[str] | None]] = {}  # module -> statement -> kept import aliases
         self.todo: list[tuple[str, str]] = []
+        self.on_demand: set[tuple[str, str]] = set()  # names kept code takes from a module imported on demand
 
     def module(self, module: str) -> ast.Module:
         if module not in self.trees:
@@ -209,8 +232,20 @@ class _Shaker:
         if i in self.kept[module]:
             return
         self.kept[module][i] = None
-        names, nested = _uses(self.trees[module].body[i], module)
+        stmt = self.statement(module, i)
+        names, nested = _uses(stmt, module)
         self.todo += [(module, n) for n in names] + nested
+        self.on_demand.update(_on_demand_names(stmt))
+
+    def statement(self, module: str, i: int) -> ast.stmt:
+        """Top-level statement ``i`` of ``module``; a class without its :attr:`unused` methods."""
+        stmt = self.trees[module].body[i]
+        if not isinstance(stmt, ast.ClassDef) or not self.unused.get((module, stmt.name)):
+            return stmt
+        left_out = self.unused[(module, stmt.name)]
+        cut = copy.copy(stmt)
+        cut.body = [s for s in stmt.body if not (isinstance(s, ast.FunctionDef) and s.name in left_out)]
+        return cut
 
     def need(self, module: str, name: str) -> None:
         tree = self.module(module)
@@ -228,9 +263,52 @@ class _Shaker:
                 self.keep(module, i)
 
     def run(self, exports: Mapping[str, Sequence[str]]) -> None:
-        self.todo = [(module, name) for module, names in exports.items() for name in names]
+        """Keep what ``exports`` (module -> names; a module with no names is carried for what the rest takes from
+        it on demand) use."""
+        for module, names in exports.items():
+            self.module(module)
+            self.todo += [(module, name) for name in names]
+        done: set[tuple[str, str]] = set()
         while self.todo:
-            self.need(*self.todo.pop())
+            while self.todo:
+                self.need(*self.todo.pop())
+            # what kept code takes on demand from a module the folder carries (the others are never imported)
+            self.todo = [pair for pair in self.on_demand - done if pair[0] in self.trees]
+            done.update(self.todo)
+
+
+def _unused_methods(shaker: _Shaker) -> dict[tuple[str, str], set[str]]:
+    """The methods no kept code names, of the kept classes that are plain classes (no base class, and the base of
+    no kept class: never mixed into a third-party class, which may call a method by its name): (module, class) ->
+    method names. A method is named by an attribute, a name, a keyword or a string that is an identifier anywhere in
+    the kept code; dunder methods are always kept."""
+    kept = [(m, shaker.statement(m, i)) for m, statements in shaker.kept.items() for i in statements]
+    used: set[str] = set()
+    for _, stmt in kept:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Attribute):
+                used.add(node.attr)
+            elif isinstance(node, ast.Name):
+                used.add(node.id)
+            elif isinstance(node, ast.keyword) and node.arg:
+                used.add(node.arg)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                used.add(node.value)
+    bases = {ast.unparse(b).rsplit(".", 1)[-1] for _, s in kept if isinstance(s, ast.ClassDef) for b in s.bases}
+    out: dict[tuple[str, str], set[str]] = {}
+    for module, statements in shaker.kept.items():
+        for i in statements:
+            stmt = shaker.trees[module].body[i]
+            if not isinstance(stmt, ast.ClassDef) or stmt.bases or stmt.keywords or stmt.name in bases:
+                continue
+            unused = {
+                s.name
+                for s in stmt.body
+                if isinstance(s, ast.FunctionDef) and not s.name.startswith("__") and s.name not in used
+            }
+            if unused:
+                out[(module, stmt.name)] = unused
+    return out
 
 
 def _flat_names(modules: list[str]) -> dict[str, str]:
@@ -245,7 +323,7 @@ def _flat_names(modules: list[str]) -> dict[str, str]:
         out[module] = name
     if len(set(out.values())) != len(out):
         raise ConfigError(f"flat module names collide: {sorted(out.values())}")
-    for module, _names in _ON_DEMAND.values():  # imported by their last name (on_demand), which their copies must keep
+    for module in _ON_DEMAND.values():  # imported by their last name (on_demand), which their copies must keep
         if module in out and out[module] != module.rsplit(".", 1)[-1]:
             raise ConfigError(f"{module} is imported on demand by its name but would be copied as {out[module]}")
     return out
@@ -276,12 +354,25 @@ def _flat(module: str, names: Mapping[str, str]) -> str:
 
 
 def _kept_text(
-    text: str, module: str, tree: ast.Module, kept: Mapping[int, set[str] | None], names: Mapping[str, str]
+    text: str,
+    module: str,
+    tree: ast.Module,
+    kept: Mapping[int, set[str] | None],
+    names: Mapping[str, str],
+    unused: Mapping[tuple[str, str], set[str]],
 ) -> str:
     """The copy of a module: its kept top-level statements (each with the comments above it), imports made
-    relative and cut to the names the kept code uses. An import for the type checker of a module the folder does
-    not carry is left out (transformers copies every module a relative import names)."""
+    relative and cut to the names the kept code uses, classes without their ``unused`` methods. An import for the
+    type checker of a module the folder does not carry is left out (transformers copies every module a relative
+    import names)."""
     lines = _rewrite(text, module, names).splitlines(keepends=True)
+    for stmt in tree.body:
+        left_out = unused.get((module, stmt.name), set()) if isinstance(stmt, ast.ClassDef) else set()
+        for method in stmt.body if isinstance(stmt, ast.ClassDef) else []:
+            if isinstance(method, ast.FunctionDef) and method.name in left_out:
+                first = min([method.lineno, *(d.lineno for d in method.decorator_list)])
+                first -= 1 if not lines[first - 2].strip() else 0  # with the blank line above it
+                lines[first - 1 : method.end_lineno] = [""] * ((method.end_lineno or first) - first + 1)
     for stmt in tree.body:
         if not _is_type_checking(stmt):
             continue
@@ -346,9 +437,9 @@ def code_exports(
 
         spec = system_for_model_type(model_type)
         syntax_inputs = spec.config_class()().syntax_inputs if spec is not None else ()
-    for prefix, (module, names) in _ON_DEMAND.items():
+    for prefix, module in _ON_DEMAND.items():
         if any(k.startswith(prefix) for k in syntax_inputs):
-            out.setdefault(module, []).extend(names)
+            out.setdefault(module, [])
     return out
 
 
@@ -365,16 +456,23 @@ def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
     ``syntaxformer``. The entry module (:data:`ENTRY_MODULE`) imports every copied module and, when the folder
     carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does on import).
     """
-    shaker = _Shaker()
-    shaker.run(exports)
     attention = "syntaxformer.modeling.syntax_attention"
-    if attention in shaker.trees:
-        shaker.run({attention: ["register_syntax_attention"]})
+    unused: dict[tuple[str, str], set[str]] = {}
+    while True:  # leaving methods out can leave more unused (the definitions only they used): until none is left
+        shaker = _Shaker(unused)
+        shaker.run(exports)
+        if attention in shaker.trees:
+            shaker.run({attention: ["register_syntax_attention"]})
+        more = _unused_methods(shaker)
+        if more == unused:
+            break
+        unused = more
     modules = shaker.paths
     names = _flat_names(sorted(modules))
     files = {}
     for module, path in sorted(modules.items()):
-        text = _kept_text(path.read_text(encoding="utf-8"), module, shaker.trees[module], shaker.kept[module], names)
+        tree, kept = shaker.trees[module], shaker.kept[module]
+        text = _kept_text(path.read_text(encoding="utf-8"), module, tree, kept, names, unused)
         header = (
             f"# Copied from {module} (syntaxformer) by `syntaxformer export`: the definitions this model uses, "
             "imports made relative.\n"

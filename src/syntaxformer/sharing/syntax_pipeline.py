@@ -50,8 +50,8 @@ from transformers.pipelines.base import Pipeline
 
 from syntaxformer.data.align import SyntaxAligner
 from syntaxformer.data.annotators.spacy import SpacyParser
-from syntaxformer.data.collate import TOKEN_KEYS, pad_arrays, window_arrays, with_dependency_trees
-from syntaxformer.data.sentence import Document
+from syntaxformer.data.collate import TOKEN_KEYS, pad_arrays, window_arrays
+from syntaxformer.data.sentence import Document, on_demand
 from syntaxformer.errors import InputError
 from syntaxformer.modeling.raw_text import (
     CLASSIFICATION_OPTIONS,
@@ -259,8 +259,9 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
             [parsed[p] if p is not None else Document([], text="") for p in pairs] if is_pair else None
         )
         if opts.constituency == "from_dependency" and any(k.startswith("con_") for k in opts.syntax_inputs):
-            docs_a = [with_dependency_trees(d) for d in docs_a]
-            docs_b = None if docs_b is None else [with_dependency_trees(d) for d in docs_b]
+            with_trees = on_demand("constituency").with_dependency_trees  # only models that read constituency
+            docs_a = [with_trees(d) for d in docs_a]
+            docs_b = None if docs_b is None else [with_trees(d) for d in docs_b]
         aligner = SyntaxAligner(
             self.tokenizer, max_length=opts.max_length, window_segment=None if docs_b is not None else 0
         )

@@ -45,7 +45,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from syntaxformer.data.collate import TOKEN_KEYS, encode_window, with_dependency_trees
+from syntaxformer.data.collate import TOKEN_KEYS, encode_window
+from syntaxformer.data.constituency import with_dependency_trees
 from syntaxformer.data.examples import TaskData, TaskExample, example_seed
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import ConfigError, DataError
