@@ -339,6 +339,25 @@ def test_export_code_leaves_out_methods_nothing_names_and_takes_on_demand_names_
     assert "with_dependency_trees" not in defined(bert_qa["constituency.py"])
 
 
+def test_export_code_cut_modules_carry_the_first_paragraph_of_their_docstring():
+    """A copy cut to some of its module's definitions carries the first paragraph of the module's docstring (the
+    rest describes what the copy leaves out); a module copied whole keeps all of it. Every copy still parses."""
+    import syntaxformer.data.collate as collate
+    from syntaxformer.sharing.export_code import code_exports, code_files
+
+    files = code_files(code_exports("sgnet", "SGNetForSequenceClassification", "sequence_classification"))
+    for text in files.values():
+        ast.parse(text)
+    doc = ast.get_docstring(ast.parse(files["collate.py"]), clean=True)
+    full = collate.__doc__ or ""
+    assert "\n\n" in full.strip() and doc == full.strip().split("\n\n")[0].strip()
+    masks = code_files(code_exports("sgnet", "SGNetForSequenceClassification", "sequence_classification"))["sdoi.py"]
+    import syntaxformer.masks.sdoi as sdoi
+
+    kept_whole = ast.get_docstring(ast.parse(masks), clean=True)
+    assert kept_whole is not None and kept_whole.startswith((sdoi.__doc__ or "").strip().split("\n")[0])
+
+
 def test_export_pipeline_refuses_inputs_as_the_library_and_caps_max_length(exported, sst2_runs, tmp_path, one_thread):
     """The exported pipeline checks its inputs with the library's own check (the same message for ``None``, ``5``
     ...), and a ``max_length`` above the model's positions in ``syntax_pipeline.json`` is capped: a 2,400-word text

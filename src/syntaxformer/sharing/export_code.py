@@ -366,6 +366,8 @@ def _kept_text(
     type checker of a module the folder does not carry is left out (transformers copies every module a relative
     import names)."""
     lines = _rewrite(text, module, names).splitlines(keepends=True)
+    if len(kept) < len(tree.body) or any(m == module for m, _ in unused):
+        _first_paragraph(lines, tree)
     for stmt in tree.body:
         left_out = unused.get((module, stmt.name), set()) if isinstance(stmt, ast.ClassDef) else set()
         for method in stmt.body if isinstance(stmt, ast.ClassDef) else []:
@@ -405,6 +407,21 @@ def _kept_text(
                 continue
         out += lines[first:start]
     return "".join(out)
+
+
+def _first_paragraph(lines: list[str], tree: ast.Module) -> None:
+    """Cut the module docstring in ``lines`` to its first paragraph, in place (the lines after it become empty, so
+    the statements keep their line numbers): the copy of a module cut to some of its definitions carries its summary,
+    not the rest of its prose, which describes the definitions the copy leaves out."""
+    doc = tree.body[0] if tree.body else None
+    if not (isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str)):
+        return
+    first, last = doc.lineno - 1, (doc.end_lineno or doc.lineno) - 1
+    blank = next((i for i in range(first + 1, last) if not lines[i].strip()), None)
+    if blank is None:
+        return
+    quote = '"' * 3 if '"' * 3 in lines[first] else "'" * 3
+    lines[blank : last + 1] = [quote + "\n"] + [""] * (last - blank)
 
 
 def code_exports(
