@@ -709,12 +709,17 @@ def test_squad_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, real
             assert np.array_equal(a[k], b[k]), k
     with pytest.raises(SyntaxformerError, match=r"lower it with --set doc_stride=24 .* or raise --max-length"):
         get_task("squad2", doc_stride=96).featurize(data, TaskContext(tokenizer=minilm_tokenizer, max_length=96), "dev")
-    with pytest.raises(SyntaxformerError, match="pos_ids"):
-        task.featurize(
-            data,
-            TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=("pos_ids",), max_length=96),
-            "dev",
-        )
+    # POS ids (an SG-Net with pos_embeddings) are made for span-QA windows as for sentences: one id per subword
+    tagged = task.featurize(
+        data,
+        TaskContext(tokenizer=minilm_tokenizer, annotator=annotator, syntax_inputs=("pos_ids",), max_length=96),
+        "dev",
+    )
+    assert len(tagged) == len(plain)
+    for i in range(len(tagged)):
+        row = tagged[i]
+        assert len(row["pos_ids"]) == len(row["input_ids"]) and np.array_equal(row["input_ids"], plain[i]["input_ids"])
+    assert len({int(t) for i in range(len(tagged)) for t in tagged[i]["pos_ids"]}) > 3  # real tags, not a constant
 
 
 @pytest.mark.parametrize("verifier, question_first", [("none", False), ("joint", True), ("parallel", False)])
