@@ -9,8 +9,8 @@
 #     MAX_STEPS=400 ... bash experiments/translation_sweep.sh       (the first, too short budget: runs/translation,
 #                                                                    archived in docs/results/runs/translation)
 #     FRACTIONS=1.0 MAX_STEPS=3000 EVAL_STEPS=100 ...               (100%: validation, dev-BLEU point and checkpoint
-#                                                                    every 100 updates instead of 50; the training
-#                                                                    itself is the same, the curve restores the RNG)
+#                                                                    every 100 updates instead of 50, so that less of
+#                                                                    a long run goes to decoding the dev set)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
