@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from syntaxformer.errors import ConfigError, InputError
+from syntaxformer.errors import ConfigError
 
 __all__ = ["DEPENDENCY_KEYS", "PAD_VALUES", "collate_pairs", "decode_translations", "encode_pairs"]
 
@@ -126,16 +126,9 @@ def collate_pairs(
     which then needs its decoder input in the batch."""
     import torch
 
-    if not items:
-        raise InputError("cannot collate an empty batch")
-    batch: dict[str, Any] = {}
-    for key in items[0]:
-        L = max(len(it[key]) for it in items)
-        pad = pad_token_id if key == "input_ids" else PAD_VALUES.get(key, 0)
-        arr = np.full((len(items), L), pad, dtype=np.int64)
-        for b, it in enumerate(items):
-            arr[b, : len(it[key])] = it[key]
-        batch[key] = torch.from_numpy(arr)
+    from syntaxformer.data.collate import pad_arrays
+
+    batch: dict[str, Any] = pad_arrays(items, pad_token_id, pad_values=PAD_VALUES, default_pad=0)
     lengths = torch.tensor([len(it["input_ids"]) for it in items])
     batch["attention_mask"] = (torch.arange(batch["input_ids"].shape[1]).unsqueeze(0) < lengths.unsqueeze(1)).long()
     if "labels" in batch and decoder_start_token_id is not None:
