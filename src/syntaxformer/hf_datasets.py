@@ -1,28 +1,13 @@
-"""Syntax features for a Hugging Face ``datasets.Dataset``: the bridge to a user's own training loop.
+"""Syntax features for a Hugging Face ``datasets.Dataset``: the bridge to a user's own training loop
+(docs/own_loop.md shows it with a ``Trainer``).
 
-:func:`add_syntax_features` adds to every row the model inputs a syntax model reads: the token arrays
-(``input_ids``, ``attention_mask``, ``token_type_ids`` where the tokenizer makes them) and exactly the syntax keys
-the model declares (``config.syntax_inputs``), made by the same steps as the runner's featurization
-(:mod:`syntaxformer.tasks.featurize`: parse each text once through the parse cache, align subwords to words,
-encode the compact syntax tensors). Batches then come from :class:`~syntaxformer.data.collate.SyntaxCollator`::
-
-    from datasets import load_dataset
-    from syntaxformer.hf_datasets import add_syntax_features
-
-    ds = load_dataset("csv", data_files="train.csv")["train"]           # columns: sentence, label
-    ds = add_syntax_features(ds, tokenizer, "sentence", model=model)    # + input_ids, ..., dep_tin, ...
-    Trainer(model=model, args=args, train_dataset=ds, data_collator=SyntaxCollator(tokenizer.pad_token_id))
-
-It is one ``Dataset.map`` with a deterministic function: its fingerprint depends only on the data, the tokenizer,
-the parser's identity by content (:meth:`~syntaxformer.data.Annotator.cache_key`), the syntax keys and the options,
-so calling it again on a data set loaded from files reuses ``datasets``' cache instead of parsing again, and
-``num_proc`` spreads the parsing over processes (``datasets``' own engine).
-
-:func:`syntax_features` does the same for a plain list of texts (no ``datasets`` needed): one dict of arrays per
-text, ready for a ``Trainer`` or a ``DataLoader``.
-
-``datasets`` (a dependency: the runner's featurization is a ``Dataset.map`` too) is imported when
-:func:`add_syntax_features` is called.
+:func:`add_syntax_features` adds to every row the token arrays and exactly the syntax keys the model declares
+(``config.syntax_inputs``), made by the runner's featurization (:mod:`syntaxformer.tasks.featurize`), in one
+``Dataset.map`` whose function is deterministic: its fingerprint depends only on the data, the tokenizer, the
+parser's identity by content (:meth:`~syntaxformer.data.Annotator.cache_key`), the syntax keys and the options, so
+``datasets``' cache is reused instead of parsing again, and ``num_proc`` spreads the parsing over processes.
+:func:`syntax_features` does the same for a plain list of texts. Batches come from
+:class:`~syntaxformer.data.collate.SyntaxCollator`.
 """
 
 from __future__ import annotations
@@ -49,19 +34,9 @@ class SyntaxFeaturizer:
 
     Its pickled state (what ``datasets`` hashes into the fingerprint and sends to worker processes) holds the
     tokenizer, the columns, the options and the parser's identity and spec, never the parser object, which is found
-    again in this process or rebuilt from its spec.
-
-    Args:
-        tokenizer: a fast tokenizer.
-        text_column: the column of the (first) texts.
-        text_pair_column: the column of the second texts of pairs, or ``None``.
-        syntax_inputs: the syntax keys to emit (``config.syntax_inputs``); empty = token arrays only, no parser.
-        annotator: the parser (an :class:`~syntaxformer.data.Annotator`), or ``None`` when ``syntax_inputs`` is
-            empty.
-        annotator_spec: the spec the annotator was made from (a string, or ``None`` for the default pipeline), to
-            rebuild it in a process that does not have it; ``from_spec`` says whether there is one.
-        max_length: tokens per row, special tokens included (longer rows are truncated, pairs longest-first).
-        criterion, max_distance, constituency, pos_tags: as in :class:`~syntaxformer.tasks.base.TaskContext`.
+    again in this process or rebuilt from its spec (``annotator_spec``: a string, or ``None`` for the default
+    pipeline; ``from_spec`` says whether there is one). ``syntax_inputs`` empty = token arrays only, no parser
+    (``annotator`` ``None``); the other arguments are those of :func:`add_syntax_features`.
     """
 
     def __init__(
