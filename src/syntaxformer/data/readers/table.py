@@ -42,6 +42,7 @@ __all__ = [
     "Table",
     "TableExamples",
     "dataset_splits",
+    "decoded_text",
     "load_dataset_table",
     "read_table",
     "require_columns",
@@ -115,7 +116,7 @@ def read_table(
     numbers: list[int] | None  # line numbers of the rows, where the format has lines
     if lines and str(path) == "-":
         columns, rows, numbers = _text_rows(
-            _decoded(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
+            decoded_text(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
         )
         return _table(
             columns, rows, "<stdin>", hashlib.sha256(json.dumps(rows).encode()).hexdigest(), numbers, allow_empty
@@ -153,7 +154,7 @@ def _table(
     return Table(columns, rows, source, fingerprint, lines)
 
 
-def _decoded(data: bytes | str, source: str) -> str:
+def decoded_text(data: bytes | str, source: str) -> str:
     """Bytes read from a stream as UTF-8 text (a leading byte-order mark dropped), as :func:`open_text` reads files."""
     if isinstance(data, str):
         return data[1:] if data.startswith("\ufeff") else data
