@@ -274,7 +274,7 @@ def pad_arrays(
         dict of tensors ``[B, L, ...]`` (``[B]`` for scalars).
     """
     if not features:
-        raise InputError("cannot collate an empty batch (no examples)")
+        raise InputError("cannot collate an empty batch (an empty list of examples)")
     keys = list(features[0].keys())
     for f in features[1:]:
         if list(f.keys()) != keys and set(f.keys()) != set(keys):

@@ -297,22 +297,13 @@ def sentence_to_conllu(sentence: Sentence) -> str:
     """
     n = len(sentence)
     meta = sentence.metadata or {}
-    lines: list[str] = []
     comments = [(k, v) for k, v in meta.items() if k not in RESERVED_KEYS and _is_comment_value(v)]
-    for key, value in comments:
-        if key.startswith("newdoc"):
-            lines.append(_comment(key, value))
-    if sentence.sent_id is not None:
-        lines.append(_comment("sent_id", sentence.sent_id))
-    for key, value in comments:
-        if not key.startswith("newdoc"):
-            lines.append(_comment(key, value))
-    for free in meta.get("comments") or []:
-        lines.append("# " + _one_line(str(free)))
-    text = sentence.text
-    if text is None:
-        text, _ = sentence.detokenized()
-    lines.append(_comment("text", text))
+    newdoc = [(k, v) for k, v in comments if k.startswith("newdoc")]
+    sent_id = [("sent_id", sentence.sent_id)] if sentence.sent_id is not None else []
+    others = [(k, v) for k, v in comments if not k.startswith("newdoc")]
+    lines = [_comment(key, value) for key, value in newdoc + sent_id + others]
+    lines += ["# " + _one_line(str(free)) for free in meta.get("comments") or []]
+    lines.append(_comment("text", sentence.text if sentence.text is not None else sentence.detokenized()[0]))
 
     misc = meta.get("misc")
     if misc is None:
