@@ -216,12 +216,8 @@ def add_syntax_features(
         pos_tags=pos_tags,
         parse_cache=parse_cache,
     )
-    syntax_inputs, parser = featurizer.syntax_inputs, featurizer.annotator() if featurizer.syntax_inputs else None
-    logger.info(
-        "adding the syntax inputs %s to the data set (parser: %s)",
-        list(syntax_inputs),
-        getattr(parser, "source", "none"),
-    )
+    parser = getattr(featurizer.annotator() if featurizer.syntax_inputs else None, "source", "none")
+    logger.info("adding the syntax inputs %s to the data set (parser: %s)", list(featurizer.syntax_inputs), parser)
     kwargs = dict(
         batched=True,
         batch_size=batch_size,

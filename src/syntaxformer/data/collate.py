@@ -186,15 +186,6 @@ def _empty(L: int, D: int, constituency: bool) -> dict[str, np.ndarray]:
     return {k: np.full((L, D) if "_anc_" in k else L, 0 if k.endswith("_anc_lo") else -1, dtype=_DTYPE) for k in keys}
 
 
-def _runs(tree_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sentences as runs of equal ``tree_id``: ``bounds`` ``[R + 1]`` (word boundaries) and ``ids`` ``[R]``."""
-    W = len(tree_id)
-    if W == 0:
-        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(tree_id)) + 1])
-    return np.append(starts, W), tree_id[starts]
-
-
 def _word_range(tree_id: np.ndarray, words: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
     """Word range ``[a, b)`` of the sentences the window touches, with those sentences' bounds and ids."""
     if np.any(np.diff(tree_id) < 0):
@@ -203,7 +194,8 @@ def _word_range(tree_id: np.ndarray, words: np.ndarray) -> tuple[int, int, np.nd
             f"forest word {bad} has tree_id {int(tree_id[bad])} after {int(tree_id[bad - 1])}; the words of a "
             f"sentence must be contiguous and sentences in increasing tree_id order"
         )
-    bounds, ids = _runs(tree_id)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(tree_id)) + 1])  # sentences: runs of equal tree_id
+    bounds, ids = np.append(starts, len(tree_id)), tree_id[starts]
     r_lo = int(np.searchsorted(bounds, words.min(), side="right")) - 1
     r_hi = int(np.searchsorted(bounds, words.max(), side="right")) - 1
     return int(bounds[r_lo]), int(bounds[r_hi + 1]), bounds[r_lo : r_hi + 2], ids[r_lo : r_hi + 1]
@@ -312,8 +304,7 @@ class SyntaxCollator:
 
     Args:
         pad_token_id: the tokenizer's pad id.
-        criterion: subword criterion, ``"share"`` (pieces share their word's head; SG-Net default) or
-            ``"children"`` (pieces 2..n are children of piece 1).
+        criterion: subword criterion, ``"share"`` (default) or ``"children"`` (see the module docstring).
         max_distance: largest tree distance D of the relation tables (Syntax-BERT default 15).
         constituency: include constituency tensors.
         pad_to_multiple_of: round the padded length up.
