@@ -1,28 +1,13 @@
-"""Syntax features for a Hugging Face ``datasets.Dataset``: the bridge to a user's own training loop.
+"""Syntax features for a Hugging Face ``datasets.Dataset``: the bridge to a user's own training loop
+(docs/own_loop.md shows it with a ``Trainer``).
 
-:func:`add_syntax_features` adds to every row the model inputs a syntax model reads: the token arrays
-(``input_ids``, ``attention_mask``, ``token_type_ids`` where the tokenizer makes them) and exactly the syntax keys
-the model declares (``config.syntax_inputs``), made by the same steps as the runner's featurization
-(:mod:`syntaxformer.tasks.featurize`: parse each text once through the parse cache, align subwords to words,
-encode the compact syntax tensors). Batches then come from :class:`~syntaxformer.data.collate.SyntaxCollator`::
-
-    from datasets import load_dataset
-    from syntaxformer.hf_datasets import add_syntax_features
-
-    ds = load_dataset("csv", data_files="train.csv")["train"]           # columns: sentence, label
-    ds = add_syntax_features(ds, tokenizer, "sentence", model=model)    # + input_ids, ..., dep_tin, ...
-    Trainer(model=model, args=args, train_dataset=ds, data_collator=SyntaxCollator(tokenizer.pad_token_id))
-
-It is one ``Dataset.map`` with a deterministic function: its fingerprint depends only on the data, the tokenizer,
-the parser's identity by content (:meth:`~syntaxformer.data.Annotator.cache_key`), the syntax keys and the options,
-so calling it again on a data set loaded from files reuses ``datasets``' cache instead of parsing again, and
-``num_proc`` spreads the parsing over processes (``datasets``' own engine).
-
-:func:`syntax_features` does the same for a plain list of texts (no ``datasets`` needed): one dict of arrays per
-text, ready for a ``Trainer`` or a ``DataLoader``.
-
-``datasets`` (a dependency: the runner's featurization is a ``Dataset.map`` too) is imported when
-:func:`add_syntax_features` is called.
+:func:`add_syntax_features` adds to every row the token arrays and exactly the syntax keys the model declares
+(``config.syntax_inputs``), made by the runner's featurization (:mod:`syntaxformer.tasks.featurize`), in one
+``Dataset.map`` whose function is deterministic: its fingerprint depends only on the data, the tokenizer, the
+parser's identity by content (:meth:`~syntaxformer.data.Annotator.cache_key`), the syntax keys and the options, so
+``datasets``' cache is reused instead of parsing again, and ``num_proc`` spreads the parsing over processes.
+:func:`syntax_features` does the same for a plain list of texts. Batches come from
+:class:`~syntaxformer.data.collate.SyntaxCollator`.
 """
 
 from __future__ import annotations
@@ -44,56 +29,66 @@ _ANNOTATORS: dict[str, Any] = {}
 
 
 class SyntaxFeaturizer:
-    """The batched map function of :func:`add_syntax_features`: a batch of rows (dict of columns) -> the model
-    inputs of each row.
+    """The batched map function of :func:`add_syntax_features` (whose arguments it takes and checks): a batch of rows
+    (dict of columns) -> the model inputs of each row.
 
     Its pickled state (what ``datasets`` hashes into the fingerprint and sends to worker processes) holds the
     tokenizer, the columns, the options and the parser's identity and spec, never the parser object, which is found
-    again in this process or rebuilt from its spec.
+    again in this process or rebuilt from its spec (a string, or ``None`` for the default pipeline).
 
-    Args:
-        tokenizer: a fast tokenizer.
-        text_column: the column of the (first) texts.
-        text_pair_column: the column of the second texts of pairs, or ``None``.
-        syntax_inputs: the syntax keys to emit (``config.syntax_inputs``); empty = token arrays only, no parser.
-        annotator: the parser (an :class:`~syntaxformer.data.Annotator`), or ``None`` when ``syntax_inputs`` is
-            empty.
-        annotator_spec: the spec the annotator was made from (a string, or ``None`` for the default pipeline), to
-            rebuild it in a process that does not have it; ``from_spec`` says whether there is one.
-        max_length: tokens per row, special tokens included (longer rows are truncated, pairs longest-first).
-        criterion, max_distance, constituency, pos_tags: as in :class:`~syntaxformer.tasks.base.TaskContext`.
+    Raises:
+        ConfigError: neither ``model`` nor ``config``, or options that are not valid.
     """
 
     def __init__(
         self,
         tokenizer: Any,
         text_column: str,
-        text_pair_column: str | None,
-        syntax_inputs: tuple[str, ...],
-        annotator: Any,
-        annotator_spec: str | None,
-        max_length: int,
+        text_pair_column: str | None = None,
+        *,
+        model: Any = None,
+        config: Any = None,
+        annotator: Any = None,
+        max_length: int = 128,
         criterion: str = "share",
-        max_distance: int = 15,
         constituency: str = "from_dependency",
         pos_tags: str | None = None,
-        from_spec: bool = True,
+        parse_cache: Any = True,
     ):
+        if config is None:
+            config = getattr(model, "config", None)
+        if config is None or not hasattr(config, "syntax_inputs"):
+            raise ConfigError(
+                "syntax features: syntaxformer.hf_datasets needs the model (model=...) or its config "
+                "(config=...), whose syntax_inputs name the keys to add; got neither"
+            )
+        if constituency not in ("from_dependency", "given"):
+            raise ConfigError(f"constituency={constituency!r} must be 'from_dependency' or 'given'")
+        if criterion not in ("share", "children"):
+            raise ConfigError(f"criterion={criterion!r} must be 'share' or 'children'")
+        if max_length < 4:
+            raise ConfigError(f"max_length={max_length} must be at least 4")
         self.tokenizer = tokenizer
         self.text_column = text_column
         self.text_pair_column = text_pair_column
-        self.syntax_inputs = tuple(syntax_inputs)
-        self.annotator_key = annotator.cache_key() if self.syntax_inputs else "none"
-        self.annotator_spec = annotator_spec
-        self.from_spec = from_spec
+        self.syntax_inputs = tuple(config.syntax_inputs)
+        self.from_spec = annotator is None or isinstance(annotator, str)
+        self.annotator_spec = annotator if self.from_spec else None
+        self._annotator: Any = None
+        self.annotator_key = "none"
+        if self.syntax_inputs:
+            from syntaxformer.data.annotators import make_annotator
+
+            self._annotator = make_annotator(annotator, cache=parse_cache, progress=False)
+            self.annotator_key = self._annotator.cache_key()
+            _ANNOTATORS[self.annotator_key] = self._annotator
         self.max_length = int(max_length)
         self.criterion = criterion
-        self.max_distance = int(max_distance)
+        self.max_distance = int(getattr(config, "max_distance", 15) or 15)
         self.constituency = constituency
+        if "pos_ids" in self.syntax_inputs and pos_tags is None:
+            pos_tags = getattr(config, "pos_embeddings", None) or "upos"
         self.pos_tags = pos_tags
-        if self.syntax_inputs:
-            _ANNOTATORS[self.annotator_key] = annotator
-        self._annotator = annotator
 
     def __getstate__(self) -> dict[str, Any]:
         # Deterministic and light: no parser object (found again or rebuilt where needed).
@@ -208,25 +203,21 @@ def add_syntax_features(
     """
     import datasets
 
-    featurizer = _featurizer(
+    featurizer = SyntaxFeaturizer(
         tokenizer,
         text_column,
         text_pair_column,
-        model,
-        config,
-        annotator,
-        max_length,
-        criterion,
-        constituency,
-        pos_tags,
-        parse_cache,
+        model=model,
+        config=config,
+        annotator=annotator,
+        max_length=max_length,
+        criterion=criterion,
+        constituency=constituency,
+        pos_tags=pos_tags,
+        parse_cache=parse_cache,
     )
-    syntax_inputs, parser = featurizer.syntax_inputs, featurizer.annotator() if featurizer.syntax_inputs else None
-    logger.info(
-        "adding the syntax inputs %s to the data set (parser: %s)",
-        list(syntax_inputs),
-        getattr(parser, "source", "none"),
-    )
+    parser = getattr(featurizer.annotator() if featurizer.syntax_inputs else None, "source", "none")
+    logger.info("adding the syntax inputs %s to the data set (parser: %s)", list(featurizer.syntax_inputs), parser)
     kwargs = dict(
         batched=True,
         batch_size=batch_size,
@@ -240,58 +231,6 @@ def add_syntax_features(
     if not isinstance(ds, datasets.Dataset):
         raise InputError(f"add_syntax_features maps a datasets.Dataset or DatasetDict, got a {type(ds).__name__}")
     return ds.map(featurizer, **kwargs)
-
-
-def _featurizer(
-    tokenizer: Any,
-    text_column: str,
-    text_pair_column: str | None,
-    model: Any,
-    config: Any,
-    annotator: Any,
-    max_length: int,
-    criterion: str,
-    constituency: str,
-    pos_tags: str | None,
-    parse_cache: Any,
-) -> SyntaxFeaturizer:
-    """The map function for a model (or config) and options, after checking them."""
-    if config is None:
-        config = getattr(model, "config", None)
-    if config is None or not hasattr(config, "syntax_inputs"):
-        raise ConfigError(
-            "syntax features: syntaxformer.hf_datasets needs the model (model=...) or its config "
-            "(config=...), whose syntax_inputs name the keys to add; got neither"
-        )
-    if constituency not in ("from_dependency", "given"):
-        raise ConfigError(f"constituency={constituency!r} must be 'from_dependency' or 'given'")
-    if criterion not in ("share", "children"):
-        raise ConfigError(f"criterion={criterion!r} must be 'share' or 'children'")
-    if max_length < 4:
-        raise ConfigError(f"max_length={max_length} must be at least 4")
-    syntax_inputs = tuple(config.syntax_inputs)
-    spec = annotator if annotator is None or isinstance(annotator, str) else None
-    parser = None
-    if syntax_inputs:
-        from syntaxformer.data.annotators import make_annotator
-
-        parser = make_annotator(annotator, cache=parse_cache, progress=False)
-    if "pos_ids" in syntax_inputs and pos_tags is None:
-        pos_tags = getattr(config, "pos_embeddings", None) or "upos"
-    return SyntaxFeaturizer(
-        tokenizer,
-        text_column,
-        text_pair_column,
-        syntax_inputs,
-        parser,
-        spec,
-        max_length,
-        criterion=criterion,
-        max_distance=int(getattr(config, "max_distance", 15) or 15),
-        constituency=constituency,
-        pos_tags=pos_tags,
-        from_spec=annotator is None or isinstance(annotator, str),
-    )
 
 
 def syntax_features(
@@ -327,18 +266,18 @@ def syntax_features(
     """
     if text_pairs is not None and len(text_pairs) != len(texts):
         raise InputError(f"{len(texts)} texts but {len(text_pairs)} text_pairs; give one second text per text")
-    featurizer = _featurizer(
+    featurizer = SyntaxFeaturizer(
         tokenizer,
         "text",
         None if text_pairs is None else "text_pair",
-        model,
-        config,
-        annotator,
-        max_length,
-        criterion,
-        constituency,
-        pos_tags,
-        parse_cache,
+        model=model,
+        config=config,
+        annotator=annotator,
+        max_length=max_length,
+        criterion=criterion,
+        constituency=constituency,
+        pos_tags=pos_tags,
+        parse_cache=parse_cache,
     )
     batch = {"text": list(texts)} | ({} if text_pairs is None else {"text_pair": list(text_pairs)})
     columns = featurizer(batch) if texts else {}

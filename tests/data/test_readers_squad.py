@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from syntaxformer.data.readers.squad import examples_from_rows, read_squad, split_by_article, squad_counts
+from syntaxformer.data.readers.squad import example_from_row, read_squad, split_by_article, squad_counts
 from syntaxformer.errors import SyntaxformerError
 from tests.conftest import data_path
 
@@ -52,6 +52,6 @@ def test_examples_from_hub_rows():
             "answers": {"text": [], "answer_start": []},
         },
     ]
-    a, b = examples_from_rows(rows)
+    a, b = (example_from_row(r) for r in rows)
     assert a.answers == [{"text": "France", "answer_start": 12}] and not a.is_impossible
     assert b.is_impossible and b.answer_texts == [""]

@@ -160,7 +160,11 @@ def test_translation_tag_controls_keep_features_and_words_but_not_the_tags(annot
 
 
 def test_translation_postprocess_and_bleu(tokenizers, m30k_small):
+    from syntaxformer.data.bpe import SPECIAL_TOKENS
+
     _src_tok, tgt_tok = tokenizers
+    for tok in tokenizers:  # the ids of the special tokens are the constants of syntaxformer.data.bpe
+        assert tok.convert_tokens_to_ids(list(SPECIAL_TOKENS)) == [0, 1, 2, 3]
     _, valid = m30k_small
     task = TranslationTask()
     task.target_tokenizer = tgt_tok

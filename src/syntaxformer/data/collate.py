@@ -1,52 +1,32 @@
 """Model inputs: one aligned window -> the arrays a model reads, and batches of them.
 
-* :func:`encode_syntax`: the compact syntax arrays of a window (below); :func:`example_arrays`: those and the token
-  arrays; :func:`encode_window` and :func:`window_arrays`: the token arrays and only the syntax inputs a model
-  declares (what :mod:`syntaxformer.tasks.featurize`, :meth:`syntaxformer.tasks.base.TaskContext.window_arrays`
-  and the pipeline of an exported model folder, :mod:`syntaxformer.sharing.syntax_pipeline`, build a model's
-  inputs with).
-* :func:`pad_arrays` and :class:`SyntaxCollator`: per-example arrays padded into a dict of batched tensors.
+:func:`encode_syntax` makes the compact O(L) syntax arrays of a window, from which :mod:`syntaxformer.masks` rebuilds
+every mask on the model's device (nothing L x L is stored); :func:`example_arrays` adds the token arrays,
+:func:`window_arrays` keeps only the inputs a model declares; :func:`pad_arrays` and :class:`SyntaxCollator` pad them
+into batches (``input_ids`` with the pad id, ``attention_mask`` and ``token_type_ids`` with 0, syntax arrays with -1,
+so padding is treated like a special token: it attends to itself only and nobody attends to it). Values are computed
+on the *whole* example (all sentences, the full tokenization given by ``n_pieces``), so a window cut from a long
+passage gets exactly the values its positions have in the full example.
 
-Padding conventions (the mask builders rely on them): ``input_ids`` with the tokenizer's pad id,
-``attention_mask`` with 0, ``token_type_ids`` with 0, and every syntax array with -1 — so a padded position has
-``syntax_tree == -1`` and is treated like a special token: it attends to itself only and nobody attends to it.
+Subword criteria (SG-Net, TPAMI section 5.1): ``"share"`` (default): all pieces of a word are the word's node;
+``"children"``: node ``(w, 0)`` takes word ``w``'s place and pieces ``(w, k > 0)`` are its children (a word with
+``n_pieces == 0`` keeps an invisible node ``(w, 0)``, so the ancestry of its dependents stays correct).
 
-Compact O(L) syntax arrays: :func:`encode_syntax` turns an :class:`~syntaxformer.data.align.AlignedExample` into
-per-position integer arrays from which every mask of the library is rebuilt on the fly, on the model's device, by
-:mod:`syntaxformer.masks` (nothing L x L is ever stored). All values are computed on the *whole* example (all
-sentences of all texts, the full tokenization given by ``n_pieces``), so a window cut from a long passage gets
-exactly the values the same positions have in the full example: an ancestor outside the window is still known
-as an interval, and relations between two in-window positions do not depend on the window.
+Dependency arrays (``L`` = window length, ``D`` = ``max_distance``; -1 at special tokens):
 
-Subword criteria (SG-Net, TPAMI section 5.1):
+* ``syntax_tree``, ``syntax_segment`` ``[L]``: sentence (tree) id in the example, text id (0 / 1).
+* ``dep_tin``, ``dep_tout`` ``[L]``: pre-order Euler interval of the position's node in the dependency forest of the
+  whole example; ``j`` is an ancestor-or-self of ``i`` iff ``dep_tin[j] <= dep_tin[i] <= dep_tout[j]``, and
+  ``dep_tin`` is the node's key (same key = same node).
+* ``dep_depth`` ``[L]``: depth of the node (root = 0).
+* ``dep_parent`` ``[L]``: window position of the parent node's first visible piece; -1 for roots and parents
+  outside the window or without a visible piece.
+* ``dep_anc_lo``, ``dep_anc_hi``, ``dep_anc_head`` ``[L, D]``: column ``k - 1`` holds the k-th proper ancestor's
+  Euler interval and key; a missing ancestor is the empty interval ``lo = 0, hi = -1`` with head -1.
 
-* ``"share"`` (default; the paper's reported setting, "the subwords share the same tag as the original word"):
-  the dependency node of a position is its word; all pieces of a word are the same node.
-* ``"children"`` ("the [1:n] subwords are regarded as the children of the first subword"): a subword-level tree
-  over the full tokenization. Node ``(w, 0)`` takes word ``w``'s place (its parent is ``(head(w), 0)``), nodes
-  ``(w, k > 0)`` are children of ``(w, 0)``. A word with ``n_pieces == 0`` keeps one (invisible) node ``(w, 0)``
-  so the ancestry of its dependents stays correct.
-
-Dependency arrays (``L`` = window length, ``D`` = ``max_distance``):
-
-* ``syntax_tree`` ``[L]``: sentence (tree) id of the position in the example; -1 for special tokens.
-* ``syntax_segment`` ``[L]``: text id (0 / 1); -1 for special tokens.
-* ``dep_tin``, ``dep_tout`` ``[L]``: pre-order Euler interval of the position's node in the dependency forest
-  of the whole example (sentences in order, so intervals of different sentences are disjoint). ``j`` is an
-  ancestor-or-self of ``i`` iff ``dep_tin[j] <= dep_tin[i] <= dep_tout[j]``. ``dep_tin`` is the position's
-  *key*: positions with the same key are the same node. -1 for special tokens.
-* ``dep_depth`` ``[L]``: depth of the node (root = 0); -1 for special tokens.
-* ``dep_parent`` ``[L]``: window position of the first visible position of the parent node; -1 for roots,
-  parents outside the window or without a visible piece, and special tokens.
-* ``dep_anc_lo``, ``dep_anc_hi``, ``dep_anc_head`` ``[L, D]``: column ``k - 1`` describes the k-th proper
-  ancestor (k = 1..D): its Euler interval and its key (for a dependency tree the ancestor *is* a node, so its
-  head key is its ``tin``). Missing ancestors (above the root, or special tokens) are the empty interval
-  ``lo = 0, hi = -1`` with head -1.
-
-Constituency arrays (``con_*``, :data:`CONSTITUENCY_KEYS`; only for models that read them) are made by
-:func:`syntaxformer.data.constituency.encode_constituency`, which documents them.
-
-The relation definitions built from these arrays are in :mod:`syntaxformer.masks.relations`.
+The constituency arrays (:data:`CONSTITUENCY_KEYS`) are documented by
+:func:`syntaxformer.data.constituency.encode_constituency`, the relations read off both in
+:mod:`syntaxformer.masks.relations`.
 """
 
 from __future__ import annotations
@@ -201,29 +181,9 @@ def encode_syntax(
 
 
 def _empty(L: int, D: int, constituency: bool) -> dict[str, np.ndarray]:
-    out = {
-        k: np.full(L, -1, dtype=_DTYPE)
-        for k in ("syntax_tree", "syntax_segment", "dep_tin", "dep_tout", "dep_depth", "dep_parent")
-    }
-    out["dep_anc_lo"] = np.zeros((L, D), dtype=_DTYPE)
-    out["dep_anc_hi"] = np.full((L, D), -1, dtype=_DTYPE)
-    out["dep_anc_head"] = np.full((L, D), -1, dtype=_DTYPE)
-    if constituency:
-        out["con_key"] = np.full(L, -1, dtype=_DTYPE)
-        out["con_depth"] = np.full(L, -1, dtype=_DTYPE)
-        out["con_anc_lo"] = np.zeros((L, D), dtype=_DTYPE)
-        out["con_anc_hi"] = np.full((L, D), -1, dtype=_DTYPE)
-        out["con_anc_head"] = np.full((L, D), -1, dtype=_DTYPE)
-    return out
-
-
-def _runs(tree_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sentences as runs of equal ``tree_id``: ``bounds`` ``[R + 1]`` (word boundaries) and ``ids`` ``[R]``."""
-    W = len(tree_id)
-    if W == 0:
-        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(tree_id)) + 1])
-    return np.append(starts, W), tree_id[starts]
+    """Every array of a window with no visible word: ``[L]`` arrays -1, ancestor tables the empty interval."""
+    keys = DEPENDENCY_KEYS + (CONSTITUENCY_KEYS if constituency else ())
+    return {k: np.full((L, D) if "_anc_" in k else L, 0 if k.endswith("_anc_lo") else -1, dtype=_DTYPE) for k in keys}
 
 
 def _word_range(tree_id: np.ndarray, words: np.ndarray) -> tuple[int, int, np.ndarray, np.ndarray]:
@@ -234,7 +194,8 @@ def _word_range(tree_id: np.ndarray, words: np.ndarray) -> tuple[int, int, np.nd
             f"forest word {bad} has tree_id {int(tree_id[bad])} after {int(tree_id[bad - 1])}; the words of a "
             f"sentence must be contiguous and sentences in increasing tree_id order"
         )
-    bounds, ids = _runs(tree_id)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(tree_id)) + 1])  # sentences: runs of equal tree_id
+    bounds, ids = np.append(starts, len(tree_id)), tree_id[starts]
     r_lo = int(np.searchsorted(bounds, words.min(), side="right")) - 1
     r_hi = int(np.searchsorted(bounds, words.max(), side="right")) - 1
     return int(bounds[r_lo]), int(bounds[r_hi + 1]), bounds[r_lo : r_hi + 2], ids[r_lo : r_hi + 1]
@@ -285,45 +246,49 @@ def example_arrays(
 
 
 def pad_arrays(
-    features: Sequence[Mapping[str, np.ndarray]], pad_token_id: int = 0, pad_to_multiple_of: int | None = None
+    features: Sequence[Mapping[str, np.ndarray]],
+    pad_token_id: int = 0,
+    pad_to_multiple_of: int | None = None,
+    pad_values: Mapping[str, int] = _PAD_VALUES,
+    default_pad: int = -1,
 ) -> dict[str, torch.Tensor]:
     """Pad a list of per-example dicts of arrays (first dimension = sequence length) into batched tensors.
 
     Args:
         features: one dict per example; all dicts have the same keys. Scalars (0-d arrays, e.g. labels) are
-            stacked, arrays are right-padded along their first dimension.
+            stacked, arrays are right-padded along their first dimension to the longest of their key.
         pad_token_id: padding value for ``input_ids``.
         pad_to_multiple_of: round the padded length up (helps tensor cores / fused kernels).
+        pad_values: padding value of other keys (default: the module docstring's convention); keys not in it pad
+            with ``default_pad``.
 
     Returns:
         dict of tensors ``[B, L, ...]`` (``[B]`` for scalars).
     """
     if not features:
-        raise InputError("cannot collate an empty list of examples")
+        raise InputError("cannot collate an empty batch (an empty list of examples)")
     keys = list(features[0].keys())
     for f in features[1:]:
         if list(f.keys()) != keys and set(f.keys()) != set(keys):
             raise InputError(f"examples have different fields: {sorted(keys)} vs {sorted(f.keys())}")
-    lengths = [len(f["input_ids"]) for f in features]
-    L = max(lengths)
-    if pad_to_multiple_of:
-        L = -(-L // pad_to_multiple_of) * pad_to_multiple_of
     batch: dict[str, torch.Tensor] = {}
     for key in keys:
-        first = np.asarray(features[0][key])
-        if first.dtype.kind in "USO":
+        arrays = [np.asarray(f[key]) for f in features]
+        if arrays[0].dtype.kind in "USO":
             raise InputError(
-                f"field {key!r} holds {first.dtype.name} values ({features[0][key]!r:.40}), not numbers: "
+                f"field {key!r} holds {arrays[0].dtype.name} values ({features[0][key]!r:.40}), not numbers: "
                 "it is not a model input; drop it (e.g. ds.remove_columns([...]), or the Trainer's "
                 "remove_unused_columns=True) before collating"
             )
-        if first.ndim == 0:
-            batch[key] = torch.as_tensor(np.stack([np.asarray(f[key]) for f in features]))
+        if arrays[0].ndim == 0:
+            batch[key] = torch.as_tensor(np.stack(arrays))
             continue
-        pad = pad_token_id if key == "input_ids" else _PAD_VALUES.get(key, -1)
-        out = np.full((len(features), L) + first.shape[1:], pad, dtype=first.dtype)
-        for b, f in enumerate(features):
-            a = np.asarray(f[key])
+        L = max(len(a) for a in arrays)  # every key to its own longest (translation labels are not L long)
+        if pad_to_multiple_of:
+            L = -(-L // pad_to_multiple_of) * pad_to_multiple_of
+        pad = pad_token_id if key == "input_ids" else pad_values.get(key, default_pad)
+        out = np.full((len(features), L) + arrays[0].shape[1:], pad, dtype=arrays[0].dtype)
+        for b, a in enumerate(arrays):
             out[b, : len(a)] = a
         batch[key] = torch.from_numpy(out)
     return batch
@@ -339,8 +304,7 @@ class SyntaxCollator:
 
     Args:
         pad_token_id: the tokenizer's pad id.
-        criterion: subword criterion, ``"share"`` (pieces share their word's head; SG-Net default) or
-            ``"children"`` (pieces 2..n are children of piece 1).
+        criterion: subword criterion, ``"share"`` (default) or ``"children"`` (see the module docstring).
         max_distance: largest tree distance D of the relation tables (Syntax-BERT default 15).
         constituency: include constituency tensors.
         pad_to_multiple_of: round the padded length up.

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from syntaxformer.errors import ConfigError, InputError
+from syntaxformer.errors import ConfigError
 
 __all__ = ["DEPENDENCY_KEYS", "PAD_VALUES", "collate_pairs", "decode_translations", "encode_pairs"]
 
@@ -78,42 +78,32 @@ def encode_pairs(
     if target_tokenizer is not None and targets is not None:
         labels = target_tokenizer(targets, truncation=True, max_length=max_target_length)["input_ids"]
     out: list[dict[str, np.ndarray]] = []
-    if not sources:
-        return out
-    if not features and not dependency:  # no parse needed: the tokenizer alone
+    if sources and not features and not dependency:  # no parse needed: the tokenizer alone
         ids = source_tokenizer(sources, truncation=True, max_length=max_source_length)["input_ids"]
-        for i, row in enumerate(ids):
-            item: dict[str, np.ndarray] = {"input_ids": np.asarray(row, dtype=np.int64)}
-            if labels is not None:
-                item["labels"] = np.asarray(labels[i], dtype=np.int64)
-            out.append(item)
-        return out
-    docs = annotator.annotate(sources)
-    aligner = SyntaxAligner(source_tokenizer, max_length=max_source_length)
-    block = 1024
-    with progress(
-        total=len(sources), desc=f"encoding {name or 'corpus'}", unit="pair", disable=None if show_progress else True
-    ) as bar:
-        for start in range(0, len(sources), block):
-            chunk = docs[start : start + block]
-            for k, windows in enumerate(aligner.align_batch(chunk)):
-                ex = windows[0]
-                item = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
-                if len(ex.forest) == 0:  # nothing parsed (e.g. whitespace only): features and syntax stay empty
-                    L = len(ex)
-                    item.update({f"{f}_ids": np.zeros(L, dtype=np.int64) for f in features})
-                    item.update({key: np.full(L, -1, dtype=np.int64) for key in dependency})
-                else:
-                    if features:
-                        item.update(subword_feature_ids(ex, forest_words([chunk[k]]), features))
-                    if dependency:
-                        syn = encode_syntax(ex, criterion="share", max_distance=1, constituency=False)
-                        for key in dependency:
-                            item[key] = syn[key].astype(np.int64)
-                if labels is not None:
-                    item["labels"] = np.asarray(labels[start + k], dtype=np.int64)
-                out.append(item)
-            bar.update(len(chunk))
+        out = [{"input_ids": np.asarray(row, dtype=np.int64)} for row in ids]
+    elif sources:
+        docs = annotator.annotate(sources)
+        aligner = SyntaxAligner(source_tokenizer, max_length=max_source_length)
+        disable = None if show_progress else True
+        with progress(total=len(sources), desc=f"encoding {name or 'corpus'}", unit="pair", disable=disable) as bar:
+            for start in range(0, len(sources), 1024):
+                chunk = docs[start : start + 1024]
+                for k, windows in enumerate(aligner.align_batch(chunk)):
+                    ex = windows[0]
+                    item = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
+                    if len(ex.forest) == 0:  # nothing parsed (e.g. whitespace only): features and syntax stay empty
+                        item.update({f"{f}_ids": np.zeros(len(ex), dtype=np.int64) for f in features})
+                        item.update({key: np.full(len(ex), -1, dtype=np.int64) for key in dependency})
+                    else:
+                        if features:
+                            item.update(subword_feature_ids(ex, forest_words([chunk[k]]), features))
+                        if dependency:
+                            syn = encode_syntax(ex, criterion="share", max_distance=1, constituency=False)
+                            item.update({key: syn[key].astype(np.int64) for key in dependency})
+                    out.append(item)
+                bar.update(len(chunk))
+    for item, row in zip(out, labels or []):
+        item["labels"] = np.asarray(row, dtype=np.int64)
     return out
 
 
@@ -126,16 +116,9 @@ def collate_pairs(
     which then needs its decoder input in the batch."""
     import torch
 
-    if not items:
-        raise InputError("cannot collate an empty batch")
-    batch: dict[str, Any] = {}
-    for key in items[0]:
-        L = max(len(it[key]) for it in items)
-        pad = pad_token_id if key == "input_ids" else PAD_VALUES.get(key, 0)
-        arr = np.full((len(items), L), pad, dtype=np.int64)
-        for b, it in enumerate(items):
-            arr[b, : len(it[key])] = it[key]
-        batch[key] = torch.from_numpy(arr)
+    from syntaxformer.data.collate import pad_arrays
+
+    batch: dict[str, Any] = pad_arrays(items, pad_token_id, pad_values=PAD_VALUES, default_pad=0)
     lengths = torch.tensor([len(it["input_ids"]) for it in items])
     batch["attention_mask"] = (torch.arange(batch["input_ids"].shape[1]).unsqueeze(0) < lengths.unsqueeze(1)).long()
     if "labels" in batch and decoder_start_token_id is not None:

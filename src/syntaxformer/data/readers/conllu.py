@@ -31,9 +31,6 @@ _EMPTY_ID = re.compile(r"([0-9]+)\.([1-9][0-9]*)\Z")
 _HEAD = re.compile(r"-?[0-9]+\Z")
 
 
-# ---------------------------------------------------------------------------------------------------------
-# reading
-# ---------------------------------------------------------------------------------------------------------
 def read_conllu(path: str | os.PathLike | IO[str], source: str | None = None) -> Iterator[Sentence]:
     """Read sentences (one per block, ``source="gold:conllu"``) from a CoNLL-U file or open text stream, lazily;
     ``source`` names it in error messages (default: the file name).
@@ -64,19 +61,15 @@ class _Block:
         self.mwts: list[tuple[int, int, int, list[str]]] = []  # (line, first id, last id, columns)
         self.empty: list[tuple[int, str]] = []  # (line, raw line) of empty nodes
 
-    def empty_block(self) -> bool:
-        return not (self.comments or self.rows or self.mwts or self.empty)
-
 
 def _read_lines(lines: Iterable[str], source: str) -> Iterator[Sentence]:
     block: _Block | None = None
-    lineno = 0
     for lineno, raw in enumerate(lines, 1):
         line = raw.rstrip("\r\n")
         if lineno == 1 and line.startswith("\ufeff"):
             line = line[1:]
         if not line.strip():
-            if block is not None and not block.empty_block():
+            if block is not None:  # a block holds at least the line that opened it
                 yield _build(block, source)
             block = None
             continue
@@ -97,7 +90,7 @@ def _read_lines(lines: Iterable[str], source: str) -> Iterator[Sentence]:
             if value == "":
                 raise FormatError(f"column {k + 1} is empty; use '_' for an unspecified value", source, lineno)
         _add_row(block, cols, lineno, source)
-    if block is not None and not block.empty_block():
+    if block is not None:
         yield _build(block, source)
 
 
@@ -295,9 +288,6 @@ def _split_token(surface: str, parts: list[str]) -> list[tuple[int, int]] | None
     return [(cuts[j], cuts[j + 1]) for j in range(k)]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# writing
-# ---------------------------------------------------------------------------------------------------------
 def sentence_to_conllu(sentence: Sentence) -> str:
     """One sentence as a CoNLL-U block (comment lines, word lines, and a final empty line).
 
@@ -307,22 +297,13 @@ def sentence_to_conllu(sentence: Sentence) -> str:
     """
     n = len(sentence)
     meta = sentence.metadata or {}
-    lines: list[str] = []
     comments = [(k, v) for k, v in meta.items() if k not in RESERVED_KEYS and _is_comment_value(v)]
-    for key, value in comments:
-        if key.startswith("newdoc"):
-            lines.append(_comment(key, value))
-    if sentence.sent_id is not None:
-        lines.append(_comment("sent_id", sentence.sent_id))
-    for key, value in comments:
-        if not key.startswith("newdoc"):
-            lines.append(_comment(key, value))
-    for free in meta.get("comments") or []:
-        lines.append("# " + _one_line(str(free)))
-    text = sentence.text
-    if text is None:
-        text, _ = sentence.detokenized()
-    lines.append(_comment("text", text))
+    newdoc = [(k, v) for k, v in comments if k.startswith("newdoc")]
+    sent_id = [("sent_id", sentence.sent_id)] if sentence.sent_id is not None else []
+    others = [(k, v) for k, v in comments if not k.startswith("newdoc")]
+    lines = [_comment(key, value) for key, value in newdoc + sent_id + others]
+    lines += ["# " + _one_line(str(free)) for free in meta.get("comments") or []]
+    lines.append(_comment("text", sentence.text if sentence.text is not None else sentence.detokenized()[0]))
 
     misc = meta.get("misc")
     if misc is None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from syntaxformer.data.examples import content_fingerprint
 from syntaxformer.data.readers.table import split_lines
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.utils import open_text
@@ -60,8 +61,6 @@ class ParallelCorpus:
     @property
     def fingerprint(self) -> str:
         """A hash of the pairs (:func:`~syntaxformer.data.examples.content_fingerprint`)."""
-        from syntaxformer.data.examples import content_fingerprint
-
         targets: Sequence[str | None] = self.targets or [None] * len(self.sources)
         return content_fingerprint(zip(self.sources, targets))
 
@@ -138,6 +137,7 @@ class Segment:
 
 _DOC = re.compile(r"<doc\b([^>]*)>", re.IGNORECASE)
 _SEG = re.compile(r"<seg\b([^>]*)>(.*?)</seg>", re.IGNORECASE)
+_END_DOC = re.compile(r"</doc>", re.IGNORECASE)
 _ATTR = re.compile(r"""(\w+)\s*=\s*("([^"]*)"|'([^']*)'|([^\s>]+))""")
 
 
@@ -164,7 +164,7 @@ def read_sgm(path: str | Path) -> list[Segment]:
             if "docid" not in attrs:
                 raise FormatError("<doc> without a docid attribute", str(path), n)
             doc, seen = attrs["docid"], set()
-        if re.search(r"</doc>", line, re.IGNORECASE) and doc is None:
+        if _END_DOC.search(line) and doc is None:
             raise FormatError("</doc> without an open <doc>", str(path), n)
         opens = len(re.findall(r"<seg\b", line, re.IGNORECASE))
         segs = _SEG.findall(line)
@@ -180,7 +180,7 @@ def read_sgm(path: str | Path) -> list[Segment]:
                 raise FormatError(f"segment id {attrs['id']!r} repeated in document {doc!r}", str(path), n)
             seen.add(attrs["id"])
             out.append(Segment(doc, attrs["id"], text.strip(), n))
-        if re.search(r"</doc>", line, re.IGNORECASE):
+        if _END_DOC.search(line):
             doc = None
     if not out:
         raise FormatError("no <seg id=...>...</seg> segments found; is this a WMT .sgm file?", str(path))

@@ -1,11 +1,6 @@
-"""Penn Treebank bracketed trees (WSJ ``.mrg``) -> :class:`~syntaxformer.data.Sentence`.
-
-A ``.mrg`` file holds several trees, each spanning many lines and wrapped in an unlabelled ``( (S ...) )``. The
-reader removes empty elements (``-NONE-`` traces and null elements, pruning the nodes they leave empty), the
-wrapper and the function tags / indices (``NP-SBJ-1`` -> ``NP``), and converts the cleaned tree to
-dependencies with the semantic head rules of :mod:`syntaxformer.data.headrules` (function tags are used for
-the labels before they are stripped). Words keep their treebank spelling (``-LRB-``, ``1\\/2``) so that they
-equal the tree's leaves; :func:`syntaxformer.data.constituency.unescape_word` gives the plain form.
+"""Penn Treebank bracketed trees (WSJ ``.mrg``: several multi-line trees per file) -> Sentences, with dependencies by
+the head rules of :mod:`syntaxformer.data.headrules`. Words keep their treebank spelling (``-LRB-``, ``1\\/2``) so
+that they equal the tree's leaves; :func:`syntaxformer.data.constituency.unescape_word` gives the plain form.
 """
 
 from __future__ import annotations
@@ -57,7 +52,8 @@ def sentence_from_tree(
     where: tuple[str, int] | None = None,
 ) -> Sentence:
     """A treebank tree as read (wrapper, function tags and empty elements allowed) as a :class:`Sentence`: words =
-    leaves of the cleaned tree, heads / deprels (with ``labels``; spaCy / ClearNLP names) by head rules, xpos = PTB
+    leaves of the cleaned tree (``-NONE-`` elements pruned, the wrapper removed, function tags and indices stripped
+    after they chose the labels), heads / deprels (with ``labels``; spaCy / ClearNLP names) by head rules, xpos = PTB
     tags, upos from :data:`~syntaxformer.data.headrules.PTB_TO_UPOS`, tree = the cleaned tree.
 
     Raises:

@@ -1,12 +1,5 @@
 """RACE multiple-choice reading comprehension: readers for the original per-passage files, a tarball of them, and
-the hub rows; counts per level.
-
-Pipeline::
-
-    dev = read_race_dir("../shared/data/race/dev")                         # one RaceExample per question
-    train = read_race_tarball("../shared/data/race/RACE_train.tar.gz", max_questions=400, seed=0)
-
-Featurization, batching, accuracy and the task itself live in :mod:`syntaxformer.tasks.race`.
+the hub rows; counts per level. Featurization, batching, accuracy and the task live in :mod:`syntaxformer.tasks.race`.
 """
 
 from __future__ import annotations
@@ -20,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from syntaxformer.data.readers.table import decoded_text
 from syntaxformer.errors import DataError, FormatError
 from syntaxformer.utils import open_text
 
@@ -125,13 +119,13 @@ def parse_race_record(record: Any, source: str, level: str | None = None) -> lis
 def read_race_file(path: str | Path, level: str | None = None) -> list[RaceExample]:
     """The questions of one original RACE passage file (one JSON object per ``.txt`` file)."""
     with open_text(path) as f:
-        record = _json_record(f.read(), str(path))
-    return parse_race_record(record, str(path), level)
+        return _parse_race_text(f.read(), str(path), level)
 
 
-def _json_record(text: str, source: str) -> Any:
+def _parse_race_text(data: bytes | str, source: str, level: str | None) -> list[RaceExample]:
+    """:func:`parse_race_record` of the text (or UTF-8 bytes) of one passage file."""
     try:
-        return json.loads(text)
+        return parse_race_record(json.loads(decoded_text(data, source)), source, level)
     except json.JSONDecodeError as e:
         raise FormatError(
             f"not valid JSON ({e.msg} at line {e.lineno} column {e.colno}); each RACE file is one JSON object", source
@@ -172,7 +166,7 @@ def read_race_tarball(
     path = Path(path)
     if not path.is_file():
         raise DataError(f"RACE tarball {path} not found")
-    records: list[tuple[str, str, bytes]] = []
+    records: list[tuple[str, str, bytes]] = []  # (member name, level, bytes)
     try:
         with tarfile.open(path, "r:*") as tar:
             for member in tar:
@@ -194,11 +188,7 @@ def read_race_tarball(
         random.Random(seed).shuffle(records)
     out: list[RaceExample] = []
     for name, level, raw in records:
-        try:
-            record = _json_record(raw.decode("utf-8-sig"), f"{path}:{name}")
-        except UnicodeDecodeError as e:
-            raise FormatError(f"not UTF-8 text ({e.reason}); save the file as UTF-8", f"{path}:{name}") from None
-        out.extend(parse_race_record(record, f"{path}:{name}", level))
+        out.extend(_parse_race_text(raw, f"{path}:{name}", level))
         if max_questions is not None and len(out) >= max_questions:
             return out[:max_questions]
     return out

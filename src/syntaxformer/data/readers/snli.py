@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from itertools import zip_longest
 from pathlib import Path
 from typing import NamedTuple
 
@@ -113,15 +114,9 @@ def read_snli_tokenized(folder: str | Path, split: str = "dev", *, check_labels:
         if not p.is_file():
             raise DataError(f"SNLI file {p} not found (expected s1.{split}, s2.{split} and labels.{split} in {folder})")
     with open_text(paths[0]) as f1, open_text(paths[1]) as f2, open_text(paths[2]) as f3:
-        lineno = 0
-        while True:
-            lines = [f.readline() for f in (f1, f2, f3)]
-            lineno += 1
-            ended = [not line for line in lines]
-            if all(ended):
-                return
-            if any(ended):
-                short = paths[ended.index(True)]
+        for lineno, lines in enumerate(zip_longest(f1, f2, f3), 1):
+            if None in lines:
+                short = paths[lines.index(None)]
                 raise FormatError(
                     f"{short.name} ends before the other SNLI files (line {lineno} is missing "
                     "there); s1, s2 and labels must have one line per pair",

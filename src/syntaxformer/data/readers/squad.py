@@ -1,11 +1,5 @@
 """SQuAD (1.1 / 2.0): the json reader, the hub rows, counts, gold answers and the deterministic article split.
-
-Pipeline::
-
-    examples = read_squad("dev-v2.0.json")                       # one SquadExample per question
-    train, held = split_by_article(examples, held_out_fraction=0.1)
-
-Featurization, decoding and the task itself live in :mod:`syntaxformer.tasks.squad`; the metric in
+Featurization, decoding and the task live in :mod:`syntaxformer.tasks.squad`, the metric in
 :mod:`syntaxformer.tasks.squad_metric`.
 """
 
@@ -22,15 +16,7 @@ from typing import Any
 from syntaxformer.errors import ConfigError, FormatError
 from syntaxformer.utils import open_text
 
-__all__ = [
-    "SquadExample",
-    "example_from_row",
-    "examples_from_rows",
-    "gold_answers",
-    "read_squad",
-    "split_by_article",
-    "squad_counts",
-]
+__all__ = ["SquadExample", "example_from_row", "gold_answers", "read_squad", "split_by_article", "squad_counts"]
 
 
 @dataclass
@@ -135,14 +121,9 @@ def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
     return value
 
 
-def examples_from_rows(rows: Any) -> list[SquadExample]:
-    """Examples from Hugging Face ``datasets`` rows of SQuAD (``id``, ``title``, ``context``, ``question``,
-    ``answers = {"text": [...], "answer_start": [...]}``); no answer = unanswerable."""
-    return [example_from_row(r) for r in rows]
-
-
 def example_from_row(r: Mapping[str, Any]) -> SquadExample:
-    """The example of one Hugging Face ``datasets`` row of SQuAD (see :func:`examples_from_rows`)."""
+    """The example of one Hugging Face ``datasets`` row of SQuAD (``id``, ``title``, ``context``, ``question``,
+    ``answers = {"text": [...], "answer_start": [...]}``); no answer = unanswerable."""
     ans = r.get("answers") or {"text": [], "answer_start": []}
     answers = [{"text": t, "answer_start": int(s)} for t, s in zip(ans["text"], ans["answer_start"])]
     return SquadExample(

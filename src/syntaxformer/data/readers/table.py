@@ -2,33 +2,14 @@
 folder saved with ``save_to_disk``, or a Hugging Face hub data set; column checks whose errors list the columns
 present.
 
-This is the one reader of every file a user hands over: ``train --train-file`` / ``--validation-file``, ``evaluate
---file`` and ``predict --file`` of custom runs, ``predict --input``, :func:`syntaxformer.inference.read_inputs` (so
-:class:`~syntaxformer.inference.Predictor`) and, for the type of a text, the pipelines. Every format gets the same
-rules:
-
-* decoding: UTF-8 with an optional byte-order mark (stripped, on standard input too); any other encoding is a
-  :class:`~syntaxformer.errors.FormatError` naming the file;
-* lines end at ``\\n`` or ``\\r\\n`` only (U+2028, form feed, NEL ... are characters of a text, never record
-  breaks);
-* a header names each column once (a JSON object each key once); a row has one value per column;
-* CSV fields may be of any length (no 131,072-character limit);
-* a text field must be a string: a JSON list, object, number or ``null`` where a text belongs is an error naming
-  the row and the column (:func:`text_value`), never its Python ``repr``.
-
-Pipeline (what :mod:`syntaxformer.tasks.custom` does with it)::
-
-    table = read_table("reviews.csv")                        # Table(columns, rows, source, fingerprint)
-    require_columns(table, {"text": "review", "label": "stars"})   # DataError naming the columns present
-    texts = [row["review"] for row in table.rows]
-
-Formats, by file extension: ``.csv`` (comma-separated, standard quoting, a header line), ``.tsv`` / ``.tab``
-(tab-separated, a header line, *no* quoting: a ``"`` is an ordinary character, as in the GLUE files), ``.json``
-(a list of objects, or an object whose ``"data"`` member is one) and ``.jsonl`` / ``.ndjson`` (one object per
-line); with ``lines=True`` a ``.txt`` file (or ``-``, standard input) is one text per line, in a column ``text``
-(blank lines skipped). CSV / TSV values are strings; JSON values keep their types (a label ``1`` is an int, ``0.5``
-a float). A folder is read with ``datasets.load_from_disk`` and a name that is neither a file nor a folder with
-``datasets.load_dataset`` (both need the ``datasets`` package).
+This is the one reader of every file a user hands over (custom runs' ``--train-file`` / ``--validation-file`` /
+``--file``, ``predict --input``, :func:`syntaxformer.inference.read_inputs`), so every format gets the same rules
+(docs/reliability.md lists them: UTF-8 with an optional byte-order mark, lines end at ``\\n`` / ``\\r\\n`` only, one
+value per header column, CSV fields of any length, text fields must be strings). Formats go by extension
+(:data:`TABLE_FORMATS`): ``.csv`` (standard quoting), ``.tsv`` / ``.tab`` (*no* quoting, as in the GLUE files),
+``.json`` (a list of objects, or an object whose ``"data"`` member is one), ``.jsonl`` / ``.ndjson``; with
+``lines=True`` a ``.txt`` file (or ``-``, standard input) is one text per line in a column ``text``. CSV / TSV
+values are strings, JSON values keep their types. A folder is read with ``datasets.load_from_disk``.
 """
 
 from __future__ import annotations
@@ -61,11 +42,11 @@ __all__ = [
     "Table",
     "TableExamples",
     "dataset_splits",
+    "decoded_text",
     "load_dataset_table",
     "read_table",
     "require_columns",
     "split_lines",
-    "table_format",
     "text_value",
 ]
 
@@ -117,21 +98,6 @@ class Table:
         return f"{self.source} row {index + 1}"
 
 
-def table_format(path: str | os.PathLike) -> str:
-    """The format of a file by its extension (:data:`TABLE_FORMATS`).
-
-    Raises:
-        FormatError: an extension that is none of them (the message lists them).
-    """
-    suffix = Path(path).suffix.lower()
-    if suffix not in TABLE_FORMATS:
-        raise FormatError(
-            f"cannot tell the format of {path} from its extension {suffix or '(none)'!r}; name it "
-            f"with one of {', '.join(TABLE_FORMATS)}"
-        )
-    return TABLE_FORMATS[suffix]
-
-
 def read_table(
     path: str | os.PathLike, split: str = "train", *, lines: bool = False, allow_empty: bool = False
 ) -> Table:
@@ -145,12 +111,12 @@ def read_table(
 
     Raises:
         DataError: the file does not exist, or holds no rows.
-        FormatError: a malformed file (the message names the file and line).
+        FormatError: an extension none of :data:`TABLE_FORMATS`, or a malformed file (naming the file and line).
     """
     numbers: list[int] | None  # line numbers of the rows, where the format has lines
     if lines and str(path) == "-":
         columns, rows, numbers = _text_rows(
-            _decoded(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
+            decoded_text(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
         )
         return _table(
             columns, rows, "<stdin>", hashlib.sha256(json.dumps(rows).encode()).hexdigest(), numbers, allow_empty
@@ -164,7 +130,12 @@ def read_table(
         with open_text(p, newline="") as f:
             columns, rows, numbers = _text_rows(f.read())
     else:
-        kind = table_format(p)
+        kind = TABLE_FORMATS.get(p.suffix.lower())
+        if kind is None:
+            raise FormatError(
+                f"cannot tell the format of {path} from its extension {p.suffix or '(none)'!r}; name it "
+                f"with one of {', '.join(TABLE_FORMATS)}"
+            )
         reader = {"csv": _read_delimited, "tsv": _read_delimited, "json": _read_json, "jsonl": _read_jsonl}[kind]
         columns, rows, numbers = reader(p, kind)
     return _table(columns, rows, str(p), file_fingerprint([p]), numbers, allow_empty)
@@ -183,7 +154,7 @@ def _table(
     return Table(columns, rows, source, fingerprint, lines)
 
 
-def _decoded(data: bytes | str, source: str) -> str:
+def decoded_text(data: bytes | str, source: str) -> str:
     """Bytes read from a stream as UTF-8 text (a leading byte-order mark dropped), as :func:`open_text` reads files."""
     if isinstance(data, str):
         return data[1:] if data.startswith("\ufeff") else data
