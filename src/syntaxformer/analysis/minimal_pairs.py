@@ -611,12 +611,6 @@ def paired_suite_records(runs_a: Sequence[str], runs_b: Sequence[str], suite: st
         pairing += "; every result scored on the same pairs (fingerprint)"
     else:
         unchecked = len(prints) - len(known)
-        logger.info(
-            "%d of the %d results record no fingerprint of their pairs (scored before it was recorded): their pairs "
-            "are matched by paradigm and pair id only",
-            unchecked,
-            len(prints),
-        )
         pairing += f"; pairs matched by id ({unchecked} result(s) record no fingerprint of their pairs)"
     return {
         "a": [suite_records_of(ra, suite) for ra, _ in pairs],
