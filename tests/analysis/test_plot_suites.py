@@ -1,4 +1,4 @@
-"""The minimal-pair suite figure (analysis/plot_suites.py, `syntaxformer plot --kind suite`) on hand-made run
+"""The minimal-pair suite figure (analysis/plots.py, `syntaxformer plot --kind suite`) on hand-made run
 folders: ``metrics.json`` as ``syntaxformer train`` writes it and ``suites/<name>/report.json`` as
 ``syntaxformer evaluate --suite`` writes it (built here from made-up per-pair outcomes with the report's own
 function). The plotted values are read back from the figure's Axes and compared with values computed here."""
@@ -15,8 +15,7 @@ import pytest
 pytest.importorskip("matplotlib", reason="figures need matplotlib (the 'analysis' / 'dev' extras)")
 
 from syntaxformer.analysis.minimal_pairs import minimal_pair_report
-from syntaxformer.analysis.plot_suites import plot_suite, suite_summary
-from syntaxformer.analysis.plots import find_runs, plot_runs
+from syntaxformer.analysis.plots import find_runs, plot_runs, plot_suite, suite_summary
 from syntaxformer.cli import main
 from syntaxformer.errors import ConfigError, DataError, InputError
 from tests.analysis.test_plots import _error_bars, _run, _valid_png_and_svg
@@ -107,7 +106,7 @@ def test_plot_suite_draws_the_summary_and_skips_runs_without_a_report(tmp_path, 
     reports = [_scored(tmp_path / "cola" / "sgnet" / f"seed{s}", c, s) for s, c in enumerate(SEEDS, 1)]
     single = _scored(tmp_path / "cola" / "baseline" / "seed1", {"agreement": 120, "islands": 90, "binding": 170})
     _run(tmp_path / "cola" / "lisa" / "seed1", 0.4, task="cola")  # trained, never scored on the suite
-    with caplog.at_level(logging.WARNING, logger="syntaxformer.analysis.plot_suites"):
+    with caplog.at_level(logging.WARNING, logger="syntaxformer.analysis.plots"):
         fig = plot_suite(find_runs([tmp_path]))
     skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
     assert len(skipped) == 1 and "lisa" in skipped[0] and "sgnet" not in skipped[0]

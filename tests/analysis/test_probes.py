@@ -12,24 +12,22 @@ import pytest
 import torch
 
 from syntaxformer.analysis import probes
-from syntaxformer.analysis.probe_data import load_probe_data, split_documents
 from syntaxformer.analysis.probe_metrics import (
-    depth_spearman,
-    distance_spearman,
     minimum_spanning_tree_edges,
     root_accuracy,
+    spearman_by_length,
     tree_distance_matrix,
     uuas,
 )
-from syntaxformer.analysis.probe_training import (
+from syntaxformer.analysis.probe_vectors import load_probed_model, word_representations
+from syntaxformer.analysis.probes import (
     ProbeSettings,
     linear_probe_accuracy,
-    predict_depths,
-    predict_distances,
-    train_depth_probe,
-    train_distance_probe,
+    load_probe_data,
+    predict_structural,
+    split_documents,
+    train_structural_probe,
 )
-from syntaxformer.analysis.probe_vectors import load_probed_model, word_representations
 from syntaxformer.cli import main
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import ConfigError, DataError
@@ -91,7 +89,7 @@ def test_probes_gold_distances_give_uuas_one():
     sentences = [_sentence(ref.random_heads(n, rng)) for n in (2, 4, 7, 15)]
     gold = [tree_distance_matrix(s.heads) for s in sentences]
     assert uuas(gold, sentences) == 1.0
-    assert distance_spearman(gold, gold) == pytest.approx(1.0)
+    assert spearman_by_length(gold, gold) == pytest.approx(1.0)
 
 
 def test_probes_uuas_hand_case_and_punctuation():
@@ -128,11 +126,11 @@ def test_probes_spearman_matches_scipy_reference_and_lengths():
         depth = np.array([len(ref.path_to_root(heads, i)) - 1 for i in range(n)])
         gold_depth.append(depth)
         pred_depth.append(depth + rng.random(n) * 2)
-    assert distance_spearman(pred, gold) == pytest.approx(ref.distance_spearman(pred, gold), abs=1e-12)
-    assert depth_spearman(pred_depth, gold_depth) == pytest.approx(
+    assert spearman_by_length(pred, gold) == pytest.approx(ref.distance_spearman(pred, gold), abs=1e-12)
+    assert spearman_by_length(pred_depth, gold_depth) == pytest.approx(
         ref.depth_spearman(pred_depth, gold_depth), abs=1e-12
     )
-    assert np.isnan(distance_spearman(pred[:1], gold[:1]))  # only a 3-word sentence: no length in 5-50
+    assert np.isnan(spearman_by_length(pred[:1], gold[:1]))  # only a 3-word sentence: no length in 5-50
 
 
 # -- the probes learn what the vectors encode -----------------------------------------------------------------
@@ -154,16 +152,23 @@ def test_probes_recover_a_tree_encoded_in_the_vectors(one_thread):
     vecs = [_pythagorean(s.heads, dim, rotation) for s in sents]
     train_s, test_s, train_v, test_v = sents[:80], sents[80:], vecs[:80], vecs[80:]
     settings = ProbeSettings(rank=dim, epochs=60, lr=1e-2, seed=0)
-    b = train_distance_probe(train_v, [tree_distance_matrix(s.heads) for s in train_s], settings)
-    pred = predict_distances(b, test_v)
+    b = train_structural_probe("distance", train_v, [tree_distance_matrix(s.heads) for s in train_s], settings)
+    pred = predict_structural("distance", b, test_v)
     assert uuas(pred, test_s) > 0.95
-    assert distance_spearman(pred, [tree_distance_matrix(s.heads) for s in test_s]) > 0.9
-    d = train_depth_probe(
-        train_v, [np.array([len(ref.path_to_root(s.heads, i)) - 1 for i in range(len(s))]) for s in train_s], settings
+    assert spearman_by_length(pred, [tree_distance_matrix(s.heads) for s in test_s]) > 0.9
+    d = train_structural_probe(
+        "depth",
+        train_v,
+        [np.array([len(ref.path_to_root(s.heads, i)) - 1 for i in range(len(s))]) for s in train_s],
+        settings,
     )
-    assert root_accuracy(predict_depths(d, test_v), test_s) > 0.95
+    assert root_accuracy(predict_structural("depth", d, test_v), test_s) > 0.95
     # a seed gives one result
-    assert torch.equal(b, train_distance_probe(train_v, [tree_distance_matrix(s.heads) for s in train_s], settings))
+    assert torch.equal(
+        b, train_structural_probe("distance", train_v, [tree_distance_matrix(s.heads) for s in train_s], settings)
+    )
+    with pytest.raises(ConfigError, match="'distance' or 'depth'"):
+        train_structural_probe("width", train_v, [], settings)
 
 
 def test_probes_linear_probe_separable_and_unseen_labels(one_thread):

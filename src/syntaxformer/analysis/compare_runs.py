@@ -195,13 +195,6 @@ def _per_question_tests(qa: dict[str, Any], qb: dict[str, Any], n_resamples: int
     return {"bootstrap": boot.to_dict(), "mcnemar": mcnemar(qa["correct"], qb["correct"]).to_dict()}
 
 
-def _pairs(runs_a: Sequence[str], runs_b: Sequence[str]) -> tuple[list[tuple[str, str]], str]:
-    def seeds(runs: Sequence[str]) -> list[Any]:
-        return [load_run_predictions(r)[0].get("seed") for r in runs]
-
-    return pair_by_seed(runs_a, runs_b, seeds(runs_a), seeds(runs_b))
-
-
 def run_seed(run_dir: str | Path) -> Any:
     """The training seed a run folder's ``run.json`` records, or ``None``."""
     try:
@@ -247,7 +240,9 @@ def compare_runs(
     resamples (BLEU: resamples or randomisation trials; 0 = sacreBLEU's default); ``seed``: the bootstrap's (BLEU: 0
     = sacreBLEU's default 12345); ``bleu_test``: ``"bs"`` or ``"ar"``. Returns ``{"task", "metric", "pairing", "a",
     "b" (scores), "seeds", "per_seed": [{"run_a", "run_b", "bootstrap"?, "mcnemar"?, "bleu"?}], "t_test"?}``."""
-    pairs, pairing = _pairs(expand_run_dirs(runs_a), expand_run_dirs(runs_b))
+    dirs_a, dirs_b = expand_run_dirs(runs_a), expand_run_dirs(runs_b)
+    seeds_a, seeds_b = ([load_run_predictions(r)[0].get("seed") for r in dirs] for dirs in (dirs_a, dirs_b))
+    pairs, pairing = pair_by_seed(dirs_a, dirs_b, seeds_a, seeds_b)
     result: dict[str, Any] = {"per_seed": [], "a": [], "b": [], "seeds": [], "pairing": pairing}
     references = None
     for ra, rb in pairs:

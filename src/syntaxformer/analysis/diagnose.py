@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
 
+from syntaxformer.data.collate import TOKEN_KEYS
 from syntaxformer.errors import ConfigError, DataError, InputError
 
 if TYPE_CHECKING:
@@ -58,17 +59,16 @@ def diagnose(
     (name -> norm). Raises SyntaxformerError: unknown system or task, data not found, a model that cannot be loaded."""
     from syntaxformer.data.collate import SyntaxCollator
     from syntaxformer.defaults import shared_data_dir
+    from syntaxformer.modeling.raw_text import batches as length_batches
+    from syntaxformer.registry import SYSTEMS
     from syntaxformer.tasks import get_task
     from syntaxformer.training import RunConfig
     from syntaxformer.training.run import build_context, build_model, load_run, load_tokenizer
 
-    run_file = None if model is None else Path(model) / "run.json"
-    if model is not None and run_file is not None and run_file.is_file():
+    if model is not None and (Path(model) / "run.json").is_file():
         run_config, _ = load_run(model)
         system, options = run_config.model_type, dict(run_config.model)
     options = dict(options or {})
-    from syntaxformer.registry import SYSTEMS
-
     if system not in SYSTEMS:
         raise ConfigError(f"diagnose --system must be one of {', '.join(SYSTEMS)}, got {system!r}")
     config = RunConfig(
@@ -102,10 +102,8 @@ def diagnose(
     context = dataclasses.replace(context, syntax_inputs=needed)
     features = the_task.featurize(data, context, "dev")
     collate = SyntaxCollator(pad_token_id=tokenizer.pad_token_id or 0)
-    batches = [
-        collate([features[i] for i in range(s, min(s + batch_size, len(features)))])
-        for s in range(0, len(features), batch_size)
-    ]
+    rows = cast("Sequence[Mapping[str, Any]]", features)  # indexable rows (a list or an Arrow data set)
+    batches = [collate([features[int(i)] for i in idx]) for idx in length_batches(rows, batch_size)]
 
     gold, sims, plain_sims, cos_sum, n_tokens = [], [], [], 0.0, 0
     for batch in batches:
@@ -151,7 +149,7 @@ def _states(net: PreTrainedModel, system: str, batch: Mapping[str, Any]) -> tupl
         encoder = getattr(backbone, "encoder", None)
         if encoder is None:
             raise ConfigError(f"diagnose: the {system} backbone {type(backbone).__name__} has no wrapped `encoder`")
-        token_inputs = {k: inputs[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in inputs}
+        token_inputs = {k: inputs[k] for k in TOKEN_KEYS if k in inputs}
         return h, encoder(**token_inputs, return_dict=True).last_hidden_state
     h = backbone(**inputs).last_hidden_state
     saved = backbone.config.syntax_layers

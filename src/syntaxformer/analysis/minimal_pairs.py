@@ -194,17 +194,13 @@ def score_minimal_pairs(
     label = acceptable_label(predictor.label_names, task_name, acceptable)
     texts = sorted({t for p in pairs for t in (p.good, p.bad)})
     prob: dict[str, float] = {}
-    bar = progress_bar(
-        total=len(texts), desc="minimal pairs", disable=None if progress is None else not progress, unit="sentence"
-    )
-    try:
+    disable = None if progress is None else not progress
+    with progress_bar(total=len(texts), desc="minimal pairs", disable=disable, unit="sentence") as bar:
         for start in range(0, len(texts), chunk_size):
             chunk = texts[start : start + chunk_size]
             for text, record in zip(chunk, predictor.predict(chunk, batch_size=batch_size)):
                 prob[text] = float(record["scores"][label])
             bar.update(len(chunk))
-    finally:
-        bar.close()
     return [
         {
             "paradigm": p.paradigm,
@@ -325,12 +321,10 @@ def compare_minimal_pairs(
     """Paired comparison of two systems on one suite: accuracy of B − A per group of ``level``. ``runs_a[i]`` and
     ``runs_b[i]`` are the records of seed ``i`` of each system (same pairs, same order). Per group: ``difference`` (mean
     over seeds and pairs); with two or more seeds ``seed_level``
-    (:func:`~syntaxformer.tasks.significance.seed_comparison`: t-interval, paired t-test p, exact sign-flip p) and
-    ``t_test``; with one seed, about these two trained models only, ``bootstrap`` over pairs (95% interval, two-sided p
-    floored at ``1 / resamples``) and exact ``mcnemar``; ``p_holm``: the t-test (one seed: bootstrap) p after Holm over
-    the level's groups. No bootstrap over seeds *and* pairs: with 3-5 seeds of one sign it rejects far more often than
-    its level (about 16% at 0.05 with 5 seeds). Raises InputError: different numbers of runs, or runs scored on
-    different pairs. ConfigError: an unknown level."""
+    (:func:`~syntaxformer.tasks.significance.seed_comparison`) and ``t_test``; with one seed ``bootstrap`` over pairs
+    (95% interval, two-sided p floored at ``1 / resamples``) and exact ``mcnemar``; ``p_holm``: the t-test (one seed:
+    bootstrap) p after Holm over the level's groups (why no bootstrap over seeds and pairs: ``docs/minimal_pairs.md``).
+    Raises InputError: different numbers of runs, or runs scored on different pairs. ConfigError: an unknown level."""
     from syntaxformer.tasks.significance import mcnemar, seed_comparison
 
     if level not in ("overall", *LEVELS):
@@ -617,12 +611,6 @@ def paired_suite_records(runs_a: Sequence[str], runs_b: Sequence[str], suite: st
         pairing += "; every result scored on the same pairs (fingerprint)"
     else:
         unchecked = len(prints) - len(known)
-        logger.info(
-            "%d of the %d results record no fingerprint of their pairs (scored before it was recorded): their pairs "
-            "are matched by paradigm and pair id only",
-            unchecked,
-            len(prints),
-        )
         pairing += f"; pairs matched by id ({unchecked} result(s) record no fingerprint of their pairs)"
     return {
         "a": [suite_records_of(ra, suite) for ra, _ in pairs],

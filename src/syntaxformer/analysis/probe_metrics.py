@@ -5,21 +5,22 @@ spanning tree, UUAS, root accuracy and Hewitt & Manning's Spearman correlations 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import minimum_spanning_tree, shortest_path
+from scipy.stats import rankdata
 
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.data.tree import roots
-from syntaxformer.errors import DataError, MissingDependencyError
+from syntaxformer.errors import DataError
 
 __all__ = [
     "PUNCTUATION_UPOS",
     "SPEARMAN_LENGTHS",
-    "depth_spearman",
-    "distance_spearman",
     "minimum_spanning_tree_edges",
     "root_accuracy",
+    "spearman_by_length",
     "tree_distance_matrix",
     "uuas",
 ]
@@ -32,26 +33,14 @@ PUNCTUATION_UPOS: frozenset[str] = frozenset({"PUNCT"})
 SPEARMAN_LENGTHS: tuple[int, int] = (5, 50)
 
 
-def _scipy(what: str) -> Any:
-    try:
-        import scipy.sparse.csgraph
-        import scipy.stats
-    except ImportError as e:
-        raise MissingDependencyError(f"{what} needs scipy (a dependency of syntaxformer): pip install scipy") from e
-    import scipy
-
-    return scipy
-
-
 def tree_distance_matrix(heads: Sequence[int]) -> np.ndarray:
     """``[n, n]`` number of arcs on the path between every two words of a dependency tree (``heads`` 0-based,
     -1 = root)."""
-    scipy = _scipy("tree distances")
     n = len(heads)
     child = np.array([i for i, h in enumerate(heads) if h >= 0], dtype=np.int64)
     parent = np.array([h for h in heads if h >= 0], dtype=np.int64)
-    graph = scipy.sparse.csr_matrix((np.ones(len(child)), (child, parent)), shape=(n, n))
-    dist = scipy.sparse.csgraph.shortest_path(graph, directed=False, unweighted=True)
+    graph = csr_matrix((np.ones(len(child)), (child, parent)), shape=(n, n))
+    dist = shortest_path(graph, directed=False, unweighted=True)
     if np.isinf(dist).any():
         raise DataError(f"heads {list(heads)} do not form one tree (some words are not connected)")
     return dist.astype(np.int64)
@@ -62,7 +51,6 @@ def minimum_spanning_tree_edges(distances: np.ndarray) -> set[tuple[int, int]]:
     symmetric matrix ``distances`` ``[n, n]`` (the diagonal is ignored). scipy treats a zero weight as a missing edge,
     so the off-diagonal weights are shifted to start at 1 first: adding a constant to every edge changes no spanning
     tree's rank (all have ``n - 1`` edges)."""
-    scipy = _scipy("the minimum spanning tree")
     d = np.asarray(distances, dtype=np.float64)
     n = d.shape[0]
     if n < 2:
@@ -70,7 +58,7 @@ def minimum_spanning_tree_edges(distances: np.ndarray) -> set[tuple[int, int]]:
     d = (d + d.T) / 2
     off = ~np.eye(n, dtype=bool)
     shifted = np.where(off, d - d[off].min() + 1.0, 0.0)
-    tree = scipy.sparse.csgraph.minimum_spanning_tree(np.triu(shifted)).tocoo()
+    tree = minimum_spanning_tree(np.triu(shifted)).tocoo()
     return {(int(min(i, j)), int(max(i, j))) for i, j in zip(tree.row, tree.col)}
 
 
@@ -95,11 +83,6 @@ def uuas(predicted: Sequence[np.ndarray], sentences: Sequence[Sentence]) -> floa
     return correct / total if total else float("nan")
 
 
-def _rank_rows(x: np.ndarray) -> np.ndarray:
-    scipy = _scipy("Spearman correlations")
-    return scipy.stats.rankdata(x, axis=-1)
-
-
 def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pearson r of every row of ``a`` with the same row of ``b`` (0 where a row is constant)."""
     a = a - a.mean(-1, keepdims=True)
@@ -110,37 +93,23 @@ def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(den > 0, r, 0.0)
 
 
-def _spearman_by_length(predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], lengths: tuple[int, int]) -> float:
-    """Spearman's rho of every row of each predicted array (a ``[n, n]`` distance matrix: one row per word; ``[n]``
-    depths: one row per sentence) with the same gold row; averaged per sentence length ``n``, then over the lengths
-    in ``lengths`` (inclusive). ``nan`` if no sentence has such a length."""
+def spearman_by_length(
+    predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], lengths: tuple[int, int] = SPEARMAN_LENGTHS
+) -> float:
+    """H&M's Spearman correlations: Spearman's rho of every row of each predicted array with the same gold row,
+    averaged per sentence length ``n`` (punctuation counted), then over the lengths in ``lengths`` (inclusive);
+    ``nan`` if no sentence has such a length. For ``[n, n]`` distance matrices (one row per word, diagonal
+    included) this is DSpr.; for ``[n]`` depths (one row per sentence) NSpr."""
     lo, hi = lengths
     per: dict[int, list[float]] = {}
     for p, g in zip(predicted, gold):
         n = len(g)
         if lo <= n <= hi:
             p2, g2 = np.atleast_2d(np.asarray(p, dtype=np.float64)), np.atleast_2d(np.asarray(g, dtype=np.float64))
-            per.setdefault(n, []).extend(float(r) for r in _row_pearson(_rank_rows(p2), _rank_rows(g2)))
+            per.setdefault(n, []).extend(float(r) for r in _row_pearson(rankdata(p2, axis=-1), rankdata(g2, axis=-1)))
     if not per:
         return float("nan")
     return float(np.mean([np.mean(v) for v in per.values()]))
-
-
-def distance_spearman(
-    predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], lengths: tuple[int, int] = SPEARMAN_LENGTHS
-) -> float:
-    """H&M's DSpr.: for every word, Spearman's rho of its row of predicted distances with its gold row (diagonal
-    included); averaged over the words of all sentences of one length, then over the lengths in ``lengths``
-    (inclusive; punctuation counted in the length). ``nan`` if no sentence has such a length."""
-    return _spearman_by_length(predicted, gold, lengths)
-
-
-def depth_spearman(
-    predicted: Sequence[np.ndarray], gold: Sequence[np.ndarray], lengths: tuple[int, int] = SPEARMAN_LENGTHS
-) -> float:
-    """H&M's NSpr.: per sentence, Spearman's rho of predicted and gold depths; averaged per sentence length, then
-    over the lengths in ``lengths``."""
-    return _spearman_by_length(predicted, gold, lengths)
 
 
 def root_accuracy(predicted: Sequence[np.ndarray], sentences: Sequence[Sentence]) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from syntaxformer.data.collate import TOKEN_KEYS
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.training.saved import loading_model, model_folder_problem
@@ -112,18 +113,16 @@ def load_probed_model(
         saved = AutoConfig.from_pretrained(path)
     except (OSError, ValueError) as e:
         raise ConfigError(f"cannot load a model from {path!r}: {' '.join(str(e).split())}") from e
-    if isinstance(saved, SyntaxModelConfig):  # a saved syntax model, in a folder or on the hub
+    if isinstance(saved, SyntaxModelConfig) or system in (None, "plain"):
         with loading_model(path):
             net = AutoModel.from_pretrained(path)
-        spec = _registry.system_for_model_type(saved.model_type)
-        kind = spec.name if spec is not None else "plain"
-        if kind not in ("sgnet", "syntax_bert"):
-            net, kind = net.encoder, "plain"
+        kind = "plain"
+        if isinstance(saved, SyntaxModelConfig):  # a saved syntax model, in a folder or on the hub
+            spec = _registry.system_for_model_type(saved.model_type)
+            kind = spec.name if spec is not None else "plain"
+            if kind not in ("sgnet", "syntax_bert"):  # another system: its wrapped encoder's layers
+                net, kind = net.encoder, "plain"
         return ProbedModel(net.eval(), tokenizer, kind, {"model": path, "system": kind, "options": {}})
-    if system is None or system == "plain":
-        with loading_model(path):
-            net = AutoModel.from_pretrained(path)
-        return ProbedModel(net.eval(), tokenizer, "plain", {"model": path, "system": "plain", "options": {}})
     if system not in _registry.SYSTEMS:
         raise ConfigError(f"system={system!r} is not valid; choose one of {', '.join(_registry.SYSTEMS)}")
     torch.manual_seed(seed)
@@ -260,11 +259,8 @@ def _word_pooling(window: Any, sentence: Sentence, word_vector: str) -> np.ndarr
 
 def _layer_states(probed: ProbedModel, batch: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Hidden states ``[B, L, H]`` of every layer of :meth:`ProbedModel.layer_names`."""
-    if probed.system == "plain":
-        keep = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-        out = probed.net(**keep, output_hidden_states=True, return_dict=True)
-    else:
-        out = probed.net(**batch, output_hidden_states=True, return_dict=True)
+    inputs = {k: v for k, v in batch.items() if probed.system != "plain" or k in TOKEN_KEYS}
+    out = probed.net(**inputs, output_hidden_states=True, return_dict=True)
     names = probed.layer_names()
     states = dict(zip(names, out.hidden_states))
     if "sg" in names:

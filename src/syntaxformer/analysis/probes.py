@@ -1,9 +1,9 @@
 """Structural probes (Hewitt & Manning 2019) and linear POS / dependency-label probes per layer of an encoder, on
 UD English-EWT dev split by document (``syntaxformer probe``; the method: ``docs/probes.md``).
 
-This module runs the probes (:func:`probe_model`, :func:`probe_models`, :func:`format_probe_table`); its parts are
-the data (:mod:`.probe_data`), the word vectors (:mod:`.probe_vectors`), the metrics (:mod:`.probe_metrics`) and the
-probes (:mod:`.probe_training`).
+This module holds the data split (:func:`load_probe_data`), the probes (:func:`train_structural_probe`,
+:func:`linear_probe_accuracy`) and the runs (:func:`probe_model`, :func:`probe_models`); the word vectors are in
+:mod:`.probe_vectors`, the tree targets and scores in :mod:`.probe_metrics`.
 """
 
 from __future__ import annotations
@@ -14,35 +14,40 @@ import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from syntaxformer.analysis.probe_data import ProbeData, load_probe_data
 from syntaxformer.analysis.probe_metrics import (
     PUNCTUATION_UPOS,
     SPEARMAN_LENGTHS,
-    depth_spearman,
-    distance_spearman,
     root_accuracy,
+    spearman_by_length,
     tree_distance_matrix,
     uuas,
 )
-from syntaxformer.analysis.probe_training import (
-    ProbeSettings,
-    linear_probe_accuracy,
-    predict_depths,
-    predict_distances,
-    train_depth_probe,
-    train_distance_probe,
-)
 from syntaxformer.analysis.probe_vectors import ProbedModel, load_probed_model, word_representations
 from syntaxformer.data.sentence import Sentence
+from syntaxformer.errors import ConfigError, DataError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["METRICS", "format_probe_table", "probe_model", "probe_models"]
+__all__ = [
+    "METRICS",
+    "UD_EWT_DEV",
+    "ProbeData",
+    "ProbeSettings",
+    "format_probe_table",
+    "linear_probe_accuracy",
+    "load_probe_data",
+    "predict_structural",
+    "probe_model",
+    "probe_models",
+    "split_documents",
+    "train_structural_probe",
+]
 
 
 #: Metric names, in the order of the table.
@@ -55,15 +60,211 @@ METRICS: tuple[str, ...] = (
     "label_accuracy",
 )
 
+#: The EWT dev file under the shared data folder.
+UD_EWT_DEV = ("ud_ewt", "en_ewt-ud-dev.conllu")
 
-def _universal(label: str) -> str:
-    return label.split(":", 1)[0]
+
+# -- data -----------------------------------------------------------------------------------------------------
+@dataclass
+class ProbeData:
+    """The probe-train and probe-test sentences (after subsampling), the ``# newdoc id`` of every document of each part
+    (before), and ``info`` (file, split rule, sizes; JSON-ready)."""
+
+    train: list[Sentence]
+    test: list[Sentence]
+    train_documents: list[str]
+    test_documents: list[str]
+    info: dict[str, Any] = field(default_factory=dict)
 
 
-def _tags(values: list[str] | None) -> list[str]:
-    """A sentence's UPOS or DEPREL column, which every probe sentence has."""
-    assert values is not None  # for the type checker: load_probe_data refuses sentences without UPOS or DEPREL
-    return values
+def split_documents(
+    sentences: Sequence[Sentence], test_every: int = 4
+) -> tuple[list[list[Sentence]], list[list[Sentence]], list[str], list[str]]:
+    """Split sentences into documents (a ``newdoc id`` comment starts one) and those into probe-train and probe-test:
+    document ``k`` (0-based, file order) is a test document when ``k % test_every == test_every - 1`` (so every
+    genre of EWT, grouped in the file, is in both parts). Returns ``(train documents, test documents, train ids,
+    test ids)``; ConfigError: ``test_every`` below 2."""
+    if test_every < 2:
+        raise ConfigError(f"test_every={test_every} must be at least 2 (one test document in every test_every)")
+    docs: list[list[Sentence]] = []
+    ids: list[str] = []
+    for s in sentences:
+        doc_id = (s.metadata or {}).get("newdoc id")
+        if doc_id is not None or not docs:
+            docs.append([])
+            ids.append(str(doc_id) if doc_id is not None else f"<document {len(ids)}>")
+        docs[-1].append(s)
+    test = [k for k in range(len(docs)) if k % test_every == test_every - 1]
+    train = [k for k in range(len(docs)) if k % test_every != test_every - 1]
+    return [docs[k] for k in train], [docs[k] for k in test], [ids[k] for k in train], [ids[k] for k in test]
+
+
+def load_probe_data(
+    path: str | os.PathLike | None = None,
+    *,
+    max_train_sentences: int | None = 1000,
+    max_test_sentences: int | None = None,
+    seed: int = 0,
+    test_every: int = 4,
+) -> ProbeData:
+    """Read a CoNLL-U file with ``# newdoc id`` comments (default: UD English-EWT dev in the shared data folder), split
+    it by document (:func:`split_documents`) and take seeded subsamples (``None`` = all) of both parts. Raises
+    DataError: no file given and no EWT dev file in the shared data folder; sentences without UPOS or labels."""
+    from syntaxformer.data.readers.conllu import read_conllu
+    from syntaxformer.defaults import shared_data_dir
+    from syntaxformer.utils import subsample
+
+    if path is None:
+        root = shared_data_dir()
+        if root is None or not root.joinpath(*UD_EWT_DEV).is_file():
+            raise DataError(
+                "UD English-EWT dev not found: set SYNTAXFORMER_DATA to the shared data folder (it has "
+                f"{'/'.join(UD_EWT_DEV)}), or give a CoNLL-U file"
+            )
+        path = root.joinpath(*UD_EWT_DEV)
+    sentences = list(read_conllu(path))
+    for s in sentences:
+        if s.upos is None or s.deprels is None:
+            raise DataError(
+                f"{path}: sentence {s.sent_id or '?'} has no UPOS or DEPREL column; the probes need "
+                "both (a treebank in CoNLL-U with gold tags and labels)"
+            )
+    train_docs, test_docs, train_ids, test_ids = split_documents(sentences, test_every)
+    train_all = [s for d in train_docs for s in d]
+    test_all = [s for d in test_docs for s in d]
+    if not train_all or not test_all:
+        raise DataError(
+            f"{path}: {len(train_docs) + len(test_docs)} document(s) give no probe-test or no "
+            f"probe-train sentence with test_every={test_every}; the file needs # newdoc id comments"
+        )
+    train = subsample(train_all, max_train_sentences, seed)
+    test = subsample(test_all, max_test_sentences, seed)
+    info = {
+        "file": str(path),
+        "split": f"documents in file order; document k (0-based) is probe-test when "
+        f"k % {test_every} == {test_every - 1}, else probe-train",
+        "documents": {"train": len(train_ids), "test": len(test_ids)},
+        "sentences_available": {"train": len(train_all), "test": len(test_all)},
+        "sentences": {"train": len(train), "test": len(test)},
+        "words": {"train": sum(len(s) for s in train), "test": sum(len(s) for s in test)},
+        "subsample_seed": seed,
+    }
+    return ProbeData(train, test, train_ids, test_ids, info)
+
+
+# -- the probes -----------------------------------------------------------------------------------------------
+@dataclass
+class ProbeSettings:
+    """Budget and hyper-parameters of the probes (defaults: small enough for a shared CPU): ``rank`` of the structural
+    probes' ``B`` (H&M find 64 enough for BERT), ``epochs`` over the probe-train sentences / words, Adam ``lr`` of the
+    structural probes (H&M: 0.001) and ``linear_lr`` of the linear ones, ``batch_size`` in sentences and
+    ``linear_batch_size`` in words, and the ``seed`` of every initialisation and batch order."""
+
+    rank: int = 64
+    epochs: int = 10
+    lr: float = 1e-3
+    linear_lr: float = 1e-2
+    batch_size: int = 20
+    linear_batch_size: int = 256
+    seed: int = 0
+
+
+def _project(kind: str, proj: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``[B, n, n]`` squared distances ``||(h_i - h_j) B||²`` (``"distance"``) or ``[B, n]`` squared norms
+    ``||h_i B||²`` (``"depth"``) of the vectors ``x`` ``[B, n, H]``."""
+    if kind not in ("distance", "depth"):
+        raise ConfigError(f"structural probe kind {kind!r} is not valid; choose 'distance' or 'depth'")
+    t = x @ proj  # (B, n, k)
+    if kind == "distance":
+        t = t.unsqueeze(2) - t.unsqueeze(1)  # (B, n, n, k)
+    return (t * t).sum(-1)
+
+
+def train_structural_probe(
+    kind: str, vectors: Sequence[np.ndarray], targets: Sequence[np.ndarray], settings: ProbeSettings | None = None
+) -> torch.Tensor:
+    """Train H&M's distance (``kind="distance"``) or depth (``"depth"``) probe with Adam on the L1 loss per sentence
+    (divided by its words, squared for distances). Arguments: vectors: per sentence, ``[n, H]`` word vectors;
+    targets: per sentence, ``[n, n]`` gold tree distances or ``[n]`` depths; settings: budget and seed (default
+    :class:`ProbeSettings`). Returns ``B`` ``[H, rank]`` (predictions: :func:`predict_structural`)."""
+    settings = settings or ProbeSettings()
+    gen = torch.Generator().manual_seed(settings.seed)
+    proj = ((torch.rand(vectors[0].shape[1], settings.rank, generator=gen) * 2 - 1) * 0.05).requires_grad_(True)
+    opt = torch.optim.Adam([proj], lr=settings.lr)
+    rng = np.random.default_rng(settings.seed)
+    for _ in range(settings.epochs):
+        order = rng.permutation(len(vectors))
+        for start in range(0, len(order), settings.batch_size):
+            idx = order[start : start + settings.batch_size]
+            x = torch.nn.utils.rnn.pad_sequence(
+                [torch.from_numpy(np.asarray(vectors[i], dtype=np.float32)) for i in idx], batch_first=True
+            )  # (B, n, H), zero-padded
+            mask = torch.arange(x.shape[1]) < torch.tensor([len(vectors[i]) for i in idx])[:, None]  # (B, n)
+            pred = _project(kind, proj, x)
+            y = torch.zeros(pred.shape)
+            for b, i in enumerate(idx):
+                target = torch.from_numpy(np.asarray(targets[i], dtype=np.float32))
+                y[b][tuple(slice(m) for m in target.shape)] = target
+            if kind == "distance":
+                mask = mask.unsqueeze(1) & mask.unsqueeze(2)  # (B, n, n)
+            n = mask.flatten(1).sum(1).float()  # words (depth) or word pairs (distance) per sentence
+            loss = (((pred - y).abs() * mask).flatten(1).sum(1) / n).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return proj.detach()
+
+
+def predict_structural(kind: str, proj: torch.Tensor, vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Per sentence, the ``[n, n]`` distances (``kind="distance"``) or ``[n]`` depths (``"depth"``) of a structural
+    probe ``B`` ``[H, rank]``."""
+    with torch.no_grad():
+        batches = (torch.from_numpy(np.asarray(v, dtype=np.float32)).unsqueeze(0) for v in vectors)
+        return [_project(kind, proj, x)[0].numpy().astype(np.float64) for x in batches]
+
+
+def linear_probe_accuracy(
+    train_x: np.ndarray,
+    train_y: Sequence[str],
+    test_x: np.ndarray,
+    test_y: Sequence[str],
+    settings: ProbeSettings | None = None,
+) -> float:
+    """Accuracy on ``test_x`` of a softmax regression (one linear layer) trained on ``train_x`` ``[N, H]`` with
+    labels ``train_y`` (Adam, cross-entropy, ``settings.epochs`` passes; a test label never seen in training
+    counts as an error)."""
+    settings = settings or ProbeSettings()
+    labels = sorted(set(train_y))
+    index = {lab: k for k, lab in enumerate(labels)}
+    gen = torch.Generator().manual_seed(settings.seed)
+    layer = torch.nn.Linear(train_x.shape[1], len(labels))
+    with torch.no_grad():
+        bound = 1 / np.sqrt(train_x.shape[1])
+        layer.weight.copy_((torch.rand(layer.weight.shape, generator=gen) * 2 - 1) * bound)
+        layer.bias.zero_()
+    opt = torch.optim.Adam(layer.parameters(), lr=settings.linear_lr)
+    x = torch.from_numpy(np.asarray(train_x, dtype=np.float32))
+    y = torch.tensor([index[t] for t in train_y])
+    rng = np.random.default_rng(settings.seed)
+    for _ in range(settings.epochs):
+        order = torch.from_numpy(rng.permutation(len(y)))
+        for start in range(0, len(order), settings.linear_batch_size):
+            idx = order[start : start + settings.linear_batch_size]
+            loss = torch.nn.functional.cross_entropy(layer(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        pred = layer(torch.from_numpy(np.asarray(test_x, dtype=np.float32))).argmax(-1).numpy()
+    gold = np.array([index.get(t, -1) for t in test_y])
+    return float((pred == gold).mean()) if len(gold) else float("nan")
+
+
+# -- the runs -------------------------------------------------------------------------------------------------
+def _word_labels(sentences: Sequence[Sentence], column: str) -> list[str]:
+    """Every word's UPOS (``"upos"``) or universal relation (``"deprels"``: the part before ':'); every probe
+    sentence has both columns (:func:`load_probe_data` checks)."""
+    return [t.split(":", 1)[0] for s in sentences for t in getattr(s, column) or ()]
 
 
 def _layer_scores(
@@ -73,32 +274,22 @@ def _layer_scores(
     test: list[Sentence],
     settings: ProbeSettings,
 ) -> dict[str, float]:
-    from syntaxformer.data.tree import depths as tree_depths
+    from syntaxformer.data.tree import depths
 
-    train_dist = [tree_distance_matrix(s.heads) for s in train]
-    test_dist = [tree_distance_matrix(s.heads) for s in test]
-    train_depth = [tree_depths(s.heads) for s in train]
-    test_depth = [tree_depths(s.heads) for s in test]
-    dist_probe = train_distance_probe(train_v, train_dist, settings)
-    pred_dist = predict_distances(dist_probe, test_v)
-    depth_probe = train_depth_probe(train_v, train_depth, settings)
-    pred_depth = predict_depths(depth_probe, test_v)
+    pred = {}
+    for kind, target in (("distance", tree_distance_matrix), ("depth", depths)):
+        probe = train_structural_probe(kind, train_v, [target(s.heads) for s in train], settings)
+        pred[kind] = predict_structural(kind, probe, test_v)
     tx, vx = np.concatenate(train_v), np.concatenate(test_v)
-    pos = linear_probe_accuracy(
-        tx, [t for s in train for t in _tags(s.upos)], vx, [t for s in test for t in _tags(s.upos)], settings
-    )
-    lab = linear_probe_accuracy(
-        tx,
-        [_universal(t) for s in train for t in _tags(s.deprels)],
-        vx,
-        [_universal(t) for s in test for t in _tags(s.deprels)],
-        settings,
+    pos, lab = (
+        linear_probe_accuracy(tx, _word_labels(train, column), vx, _word_labels(test, column), settings)
+        for column in ("upos", "deprels")
     )
     scores = {
-        "uuas": uuas(pred_dist, test),
-        "distance_spearman": distance_spearman(pred_dist, test_dist),
-        "root_accuracy": root_accuracy(pred_depth, test),
-        "depth_spearman": depth_spearman(pred_depth, test_depth),
+        "uuas": uuas(pred["distance"], test),
+        "distance_spearman": spearman_by_length(pred["distance"], [tree_distance_matrix(s.heads) for s in test]),
+        "root_accuracy": root_accuracy(pred["depth"], test),
+        "depth_spearman": spearman_by_length(pred["depth"], [depths(s.heads) for s in test]),
         "pos_accuracy": pos,
         "label_accuracy": lab,
     }
@@ -125,9 +316,10 @@ def probe_model(
 
     settings = settings or ProbeSettings()
     t0 = time.time()
-    vectors, kept_train = word_representations(
+    everyone = data.train + data.test
+    vectors, kept = word_representations(
         probed,
-        data.train + data.test,
+        everyone,
         layers,
         word_vector=word_vector,
         syntax=syntax,
@@ -135,12 +327,9 @@ def probe_model(
         max_length=max_length,
         progress=progress,
     )
-    n_train = len(data.train)
-    everyone = data.train + data.test
-    train_pos = [k for k, i in enumerate(kept_train) if i < n_train]
-    test_pos = [k for k, i in enumerate(kept_train) if i >= n_train]
-    train = [everyone[kept_train[k]] for k in train_pos]
-    test = [everyone[kept_train[k]] for k in test_pos]
+    train_pos = [k for k, i in enumerate(kept) if i < len(data.train)]
+    test_pos = [k for k, i in enumerate(kept) if i >= len(data.train)]
+    train, test = [everyone[kept[k]] for k in train_pos], [everyone[kept[k]] for k in test_pos]
     t1 = time.time()
     rows = []
     for name in progress_bar(list(vectors), desc="probes", disable=None if progress else True):
@@ -172,7 +361,7 @@ def probe_models(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Probe several models (:func:`~syntaxformer.analysis.probe_vectors.load_probed_model`; ``None`` = the offline
-    MiniLM) on one data split (:func:`~syntaxformer.analysis.probe_data.load_probe_data`, subsample seed
+    MiniLM) on one data split (:func:`load_probe_data`, subsample seed
     ``settings.seed``): what ``syntaxformer probe`` runs. Every asked layer must exist in every model. Returns
     JSON-ready: ``data`` (file, split rule, sizes, document ids of both parts), ``settings``, ``models`` (one
     :func:`probe_model` result each), ``date``."""

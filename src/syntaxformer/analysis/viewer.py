@@ -8,7 +8,6 @@ trained run's prediction; :class:`AttentionView` is the page (template ``viewer.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import html
 import json
 import logging
@@ -22,6 +21,7 @@ import numpy as np
 import torch
 
 from syntaxformer import registry as _registry
+from syntaxformer.data.collate import TOKEN_KEYS
 from syntaxformer.errors import ConfigError, DataError, InputError, SyntaxformerError
 from syntaxformer.training.blocks import saved_system
 from syntaxformer.training.saved import loading_model
@@ -80,11 +80,6 @@ class AttentionView:
     def __repr__(self) -> str:
         names = ", ".join(m["name"] for m in self.data.get("models", []))
         return f"AttentionView({len(self.data.get('tokens', []))} tokens; models: {names})"
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Models
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def load_view_models(specs: Sequence[str] | None = None, plain: str | None = None, seed: int = 0) -> list[ViewModel]:
@@ -184,11 +179,6 @@ def _system_title(system: str, model: Any) -> str:
     return _registry.system(system).label_for(cfg)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The page data
-# ---------------------------------------------------------------------------------------------------------------
-
-
 def build_view(
     text_a: str,
     text_b: str | None = None,
@@ -211,7 +201,7 @@ def build_view(
     from syntaxformer.data.align import SyntaxAligner
     from syntaxformer.data.annotators import make_annotator
     from syntaxformer.data.collate import SyntaxCollator
-    from syntaxformer.data.constituency import dependency_to_constituency
+    from syntaxformer.data.constituency import with_dependency_trees
     from syntaxformer.masks.relations import relation_groups_from_features
     from syntaxformer.masks.sdoi import sdoi_mask
     from syntaxformer.training.run import load_tokenizer
@@ -231,12 +221,8 @@ def build_view(
 
     annotator = make_annotator(parser, cache=parse_cache, progress=False)
     docs = annotator.annotate(texts)
-    derived = []
-    for d in docs:
-        for i, s in enumerate(d.sentences):
-            derived.append(s.tree is None)
-            if s.tree is None:
-                d.sentences[i] = dataclasses.replace(s, tree=dependency_to_constituency(s.words, s.heads, s.upos))
+    derived = [s.tree is None for d in docs for s in d.sentences]
+    docs = [with_dependency_trees(d) for d in docs]
     window = SyntaxAligner(tokenizer, max_length=max_length)(docs[0], docs[1] if len(docs) > 1 else None)[0]
     D = max((int(getattr(m.model.config, "max_distance", 15) or 15) for m in syntax_models), default=15)
     batch = SyntaxCollator(pad_token_id=tokenizer.pad_token_id or 0, criterion=criterion, max_distance=D)([window])
@@ -259,14 +245,15 @@ def build_view(
         groups = {n: g[0] for n, g in zip(names, built.partitions)}
         groups_note = f"as {sb.name} builds them (its options and ablations)"
 
+    words, sentences = _forest(docs, derived)
     data: dict[str, Any] = {
         "texts": texts,
         "parser": annotator.source,
         "input_ids": batch["input_ids"][0].tolist(),
         "tokens": tokenizer.convert_ids_to_tokens(batch["input_ids"][0].tolist()),
         "token_word": window.word_index.tolist(),
-        "words": _words(docs),
-        "sentences": _sentences(docs, derived),
+        "words": words,
+        "sentences": sentences,
         "sdoi": sdoi.int().tolist(),
         "criterion": criterion,
         "groups": {n: g.int().tolist() for n, g in groups.items()},
@@ -355,52 +342,30 @@ def _prediction(m: ViewModel, texts: Sequence[str], parser: Any, parse_cache: An
     return out
 
 
-def _words(docs: Sequence[Any]) -> list[dict[str, Any]]:
-    """Every word of the example in forest order (the aligner's word index), with its head in that order."""
-    out: list[dict[str, Any]] = []
+def _forest(docs: Sequence[Any], derived: Sequence[bool]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every word of the example in forest order (the aligner's word index), with its head in that order; and per
+    sentence its first and last word and its constituency tree as nested dicts (leaves are forest word indices)."""
+    words: list[dict[str, Any]] = []
+    sentences: list[dict[str, Any]] = []
     for seg, doc in enumerate(docs):
         for s in doc.sentences:
-            start = len(out)
+            start = len(words)
             for i, w in enumerate(s.words):
                 h = s.heads[i]
-                out.append(
-                    {
-                        "text": w,
-                        "head": -1 if h < 0 else start + h,
-                        "deprel": (s.deprels or [""] * len(s))[i],
-                        "pos": (s.upos or [""] * len(s))[i],
-                        "segment": seg,
-                    }
+                deprel, pos = (s.deprels or [""] * len(s))[i], (s.upos or [""] * len(s))[i]
+                words.append(
+                    {"text": w, "head": -1 if h < 0 else start + h, "deprel": deprel, "pos": pos, "segment": seg}
                 )
-    return out
-
-
-def _sentences(docs: Sequence[Any], derived: Sequence[bool]) -> list[dict[str, Any]]:
-    """Per sentence: first and last word (forest order) and its constituency tree as nested dicts (leaves are
-    forest word indices)."""
-    out, start, k = [], 0, 0
-    for doc in docs:
-        for s in doc.sentences:
-            counter = iter(range(start, start + len(s)))
-            out.append(
-                {
-                    "start": start,
-                    "end": start + len(s),
-                    "tree": _tree_dict(s.tree, counter, bool(derived[k])),
-                    "derived": bool(derived[k]),
-                }
-            )
-            start += len(s)
-            k += 1
-    return out
+            from_dependency = bool(derived[len(sentences)])
+            tree = _tree_dict(s.tree, iter(range(start, len(words))), from_dependency)
+            sentences.append({"start": start, "end": len(words), "tree": tree, "derived": from_dependency})
+    return words, sentences
 
 
 def _tree_dict(tree: Any, leaves: Iterator[int], derived: bool = False) -> dict[str, Any]:
     """A tree as nested dicts; ``derived`` marks the phrases of a tree derived from the dependency tree (every node
     above the pre-terminals, whose labels are the words' tags)."""
-    children = []
-    for c in tree.children:
-        children.append({"leaf": next(leaves)} if isinstance(c, str) else _tree_dict(c, leaves, derived))
+    children = [{"leaf": next(leaves)} if isinstance(c, str) else _tree_dict(c, leaves, derived) for c in tree.children]
     phrase = any(not isinstance(c, str) for c in tree.children)
     return {"label": tree.label, "children": children, "derived": bool(derived and phrase)}
 
@@ -436,7 +401,7 @@ def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) ->
             encoder = net if m.system == "plain" else net.encoder
             with _eager(encoder):
                 if m.system == "plain":
-                    enc_in = {k: inputs[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in inputs}
+                    enc_in = {k: inputs[k] for k in TOKEN_KEYS if k in inputs}
                     res = net(**enc_in, output_attentions=True, return_dict=True)
                     sg = None
                 else:

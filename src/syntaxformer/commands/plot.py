@@ -8,8 +8,7 @@ import argparse
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer plot`` to ``parser``."""
-    from syntaxformer.analysis.plot_suites import SUITE_LEVELS
-    from syntaxformer.analysis.plots import PLOT_KINDS
+    from syntaxformer.analysis.plots import PLOT_KINDS, SUITE_LEVELS
 
     parser.add_argument(
         "runs", nargs="*", metavar="RUN_DIR", help="run folders, folders holding run folders, or quoted glob patterns"
