@@ -16,6 +16,7 @@ from typing import Any
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.modeling import model_class
 from syntaxformer.modeling.raw_text import position_limit
 from syntaxformer.tasks.base import SplitData, Task, TaskContext
 from syntaxformer.training.config import RunConfig
@@ -31,7 +32,6 @@ __all__ = [
     "environment",
     "load_data",
     "load_tokenizer",
-    "model_class",
     "model_label",
     "parts_record",
     "position_limit",
@@ -44,13 +44,6 @@ logger = logging.getLogger(__name__)
 
 
 # -- the model registry, as this runner uses it ---------------------------------------------------------------
-def model_class(system: str, head: str) -> Any:
-    """The ``XForY`` class of a syntax system under a head (:func:`syntaxformer.modeling.model_class`)."""
-    from syntaxformer import modeling
-
-    return modeling.model_class(system, head)
-
-
 def saved_system(path: str) -> str | None:
     """The system of a folder holding a model trained by this library (its ``config.json`` ``model_type``, or an
     older spelling of it: :func:`syntaxformer.registry.system_for_model_type`), else ``None``."""
