@@ -112,12 +112,10 @@ def config_from_args(
     *,
     check: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
 ) -> RunConfig:
-    """The :class:`~syntaxformer.training.RunConfig` of a command line: the flags over ``--config`` with its
-    ``--set`` overrides over ``defaults`` (a command's presets; they count as given, so the task's defaults do not
-    replace them). ``check`` is called with what the user gave (flags over the file) and returns options to add at
-    the flags' rank (the task inferred from ``--train-file``). Task option values naming existing files are made
-    absolute, so ``run.json`` finds them from any folder. Routed and checked once (``RunConfig.from_dict``); the
-    task's and the encoder's defaults come when the run starts (``RunConfig.for_task``)."""
+    """The :class:`~syntaxformer.training.RunConfig` of a command line (module docstring) over ``defaults`` (a
+    command's presets; they count as given, so the task's defaults do not replace them). ``check`` is called with
+    what the user gave and returns options to add at the flags' rank (the task inferred from ``--train-file``). Task
+    option values naming existing files are made absolute, so ``run.json`` finds them from any folder."""
     from syntaxformer.tasks.base import task_option_names
     from syntaxformer.training.config import RunConfig, merge_options
 

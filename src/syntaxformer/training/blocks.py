@@ -73,13 +73,9 @@ def load_tokenizer(path: str) -> Any:
 
 
 def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | None:
-    """The git commit of syntaxformer's own checkout that ``package_dir`` (default: syntaxformer's own folder) is the
-    ``src/syntaxformer`` of, and whether that folder has uncommitted changes to tracked files: ``{"commit": "<40 hex>",
-    "modified": bool}``. ``None`` where the package is not the ``src/syntaxformer`` folder at the top of a git work tree
-    whose ``pyproject.toml`` names the project ``syntaxformer`` (an installed wheel, even in a virtual environment
-    inside someone else's repository: its version says what ran), or git is not available. A development version number
-    is the same for every commit, so a run made from a checkout records this too: two runs of one configuration that
-    differ can then be traced to the code each ran."""
+    """``{"commit": "<40 hex>", "modified": bool}`` of the syntaxformer checkout whose ``src/syntaxformer`` is
+    ``package_dir`` (default: this package), so that two runs of one development version can be told apart; ``None``
+    for an installed package (its version says what ran), another project's work tree, or no git."""
     import re
     import subprocess
 
@@ -204,7 +200,7 @@ def build_model(
         return own
     path = config.resolved_model()
     saved = saved_system(path)
-    cls = model_class(config.model_type, task.head)
+    cls: Any = model_class(config.model_type, task.head)
     if saved is not None:
         if saved != config.model_type:
             raise ConfigError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")

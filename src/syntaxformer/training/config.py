@@ -498,12 +498,10 @@ class RunConfig:
 
     def for_task(self, task: Task, *, training: bool = True) -> RunConfig:
         """The config a run of ``task`` uses (``self`` when nothing changes): the one place where the task's and the
-        encoder's defaults are decided, before any ``TrainingArguments`` are built. With ``training``, an option
-        the task ignores (``Task.unused_options``) that was given (:meth:`is_given`) is a :class:`ConfigError`, even
-        at its default value. The task's training defaults fill the options not given (SQuAD's ``max_length``
-        384; other ``TrainingArguments`` under ``training_args``, below the user's). With ``training``, a learning
-        rate nobody chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size at most
-        :data:`SMALL_ENCODER_HIDDEN`."""
+        encoder's defaults are decided. The task's training defaults fill the options not given (:meth:`is_given`;
+        other ``TrainingArguments`` go under ``training_args``, below the user's). With ``training``, an option the
+        task ignores (``Task.unused_options``) that was given is a :class:`ConfigError`, and a learning rate nobody
+        chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size <= :data:`SMALL_ENCODER_HIDDEN`."""
         if training:
             for name, instead in task.unused_options.items():
                 if self.is_given(name):

@@ -574,10 +574,7 @@ def training_arguments(config: RunConfig, output_dir: str, *, seq2seq: bool = Fa
         kwargs["train_sampling_strategy"] = "group_by_length" if config.group_by_length else "random"
     else:  # transformers 4
         kwargs["group_by_length"] = bool(config.group_by_length)
-    if config.eval_steps is not None:
-        kwargs["eval_steps"] = config.eval_steps
-    if config.save_steps is not None:
-        kwargs["save_steps"] = config.save_steps
+    kwargs.update({k: getattr(config, k) for k in ("eval_steps", "save_steps") if getattr(config, k) is not None})
     if config.disable_tqdm is not None:
         kwargs["disable_tqdm"] = bool(config.disable_tqdm)
     elif os.environ.get("SYNTAXFORMER_NO_PROGRESS", "") not in ("", "0"):  # the library-wide switch (CI, logs)

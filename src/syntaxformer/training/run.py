@@ -32,7 +32,6 @@ from syntaxformer.training.blocks import (
     build_model,
     check_encoder,
     check_max_length,
-    count_parameters,
     environment,
     load_data,
     load_tokenizer,
@@ -44,27 +43,23 @@ from syntaxformer.training.blocks import (
 from syntaxformer.training.config import RunConfig
 from syntaxformer.training.recipe import (
     IGNORE_OUTPUTS,
-    TrainRecipe,
     build_trainer,
     is_main_process,
     train,
     training_arguments,
     uses_generation,
 )
-from syntaxformer.training.run_folder import DEV_PREDICTIONS_FILE, METRICS_FILE, RUN_FILE, resume_checkpoint
+from syntaxformer.training.run_folder import METRICS_FILE, RUN_FILE, resume_checkpoint
 from syntaxformer.training.saved import loading_model
 from syntaxformer.utils import atomic_write, write_json
 
 __all__ = [
-    "DEV_PREDICTIONS_FILE",
     "METRICS_FILE",
     "RUN_FILE",
-    "TrainRecipe",
     "build_context",
     "build_model",
     "check_encoder",
     "check_max_length",
-    "count_parameters",
     "environment",
     "evaluate",
     "load_run",
@@ -92,13 +87,11 @@ def _split_name(split: str) -> str:
 def load_run(
     run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None, *, trust_remote_code: bool | None = None
 ) -> tuple[RunConfig, Task]:
-    """The run config (with ``changes``; the task's defaults for what it does not hold:
-    :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a run folder written by :func:`train`. The
-    task is rebuilt from its name and options; a part (task, system, annotator) registered outside the package and not
+    """The run config (with ``changes``; :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a
+    run folder written by :func:`train`. A part (task, system, annotator) registered outside the package and not
     installed as an entry point is found by importing the module that defined it, only with ``trust_remote_code``
-    (default: inside :func:`syntaxformer.registry.trust_run_code`, ``--trust-run-code``). Raises DataError: the folder
-    has no ``run.json``. FormatError: its ``run.json`` is not the JSON ``train`` wrote; ConfigError: it names a module
-    to import and ``trust_remote_code`` is not given."""
+    (default: inside :func:`syntaxformer.registry.trust_run_code`). Raises DataError: no ``run.json``; FormatError:
+    not the JSON ``train`` wrote; ConfigError: a module to import without ``trust_remote_code``."""
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise DataError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE})")
