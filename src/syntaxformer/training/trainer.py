@@ -1,9 +1,6 @@
-"""Hugging Face ``Trainer`` integration: a separate learning rate for new parameters, the LISA loss log, precision.
-
-The engine is ``transformers.Trainer`` itself (progress bars, checkpoints, resume, DDP/FSDP/DeepSpeed, mixed
-precision and logging come from it); this module only adds what SG-Net and Syntax-BERT fine-tuning need on top:
-the new parameters' learning rate, and the LISA loss of Syntax-BERT logged beside the total loss.
-"""
+"""What the syntax models need on top of ``transformers.Trainer`` (which stays the engine: checkpoints, resume,
+distributed training, mixed precision, logging): a separate learning rate for new parameters, the LISA loss log,
+exact resumes, precision flags, and the translation model's batches, decoding and schedule."""
 
 from __future__ import annotations
 
