@@ -112,11 +112,6 @@ class ArgumentParser(argparse.ArgumentParser):
         return f" ({'; '.join(hints)})" if hints else ""
 
 
-def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) as one space."""
-    return " ".join(str(text).split())
-
-
 def os_error_message(error: OSError) -> str | None:
     """The one-line message of an ``OSError`` about a file the user named (missing, no permission, a folder where
     a file should be ...), or ``None`` when it names no file (then it is not the user's input: a bug)."""
@@ -159,14 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    try:
+        return _main(argv)
+    except UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
-        try:
-            args = parser.parse_args(argv)
-        except UsageError as e:
-            print(e, file=sys.stderr)
-            return 2
-        if args.version:
+        parser = build_parser()
+        if parser.parse_args(argv).version:
             from syntaxformer import __version__
 
             print(__version__)
@@ -186,11 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             help="let a run folder import the modules its run.json names (parts defined outside syntaxformer and "
             "its installed plugins): only for run folders from a source you trust",
         )
-    try:
-        args = sub.parse_args(argv[1:])
-    except UsageError as e:
-        print(e, file=sys.stderr)
-        return 2
+    args = sub.parse_args(argv[1:])
     from syntaxformer.errors import SyntaxformerError
     from syntaxformer.registry import trust_run_code
 
@@ -206,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             message = unicode_error_message(e, e.__traceback__)
         if message is None:  # an OSError not about a file: a bug, keep the traceback
             raise
-        print(f"syntaxformer {name}: error: {one_line(message)}", file=sys.stderr)
+        print(f"syntaxformer {name}: error: {' '.join(message.split())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"syntaxformer {name}: interrupted", file=sys.stderr)

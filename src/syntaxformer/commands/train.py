@@ -85,6 +85,10 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, training: bool = Tr
     parser.set_defaults(**{_NAMES: tuple(names)})
 
 
+#: The options of ``syntaxformer train``: every run option.
+add_arguments = add_config_arguments
+
+
 def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
     """The run options given on the command line (those not given are absent); the data files named there as
     absolute paths."""
@@ -108,12 +112,10 @@ def config_from_args(
     *,
     check: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
 ) -> RunConfig:
-    """The :class:`~syntaxformer.training.RunConfig` of a command line: the flags over ``--config`` with its
-    ``--set`` overrides over ``defaults`` (a command's presets; they count as given, so the task's defaults do not
-    replace them). ``check`` is called with what the user gave (flags over the file) and returns options to add at
-    the flags' rank (the task inferred from ``--train-file``). Task option values naming existing files are made
-    absolute, so ``run.json`` finds them from any folder. Routed and checked once (``RunConfig.from_dict``); the
-    task's and the encoder's defaults come when the run starts (``RunConfig.for_task``)."""
+    """The :class:`~syntaxformer.training.RunConfig` of a command line (module docstring) over ``defaults`` (a
+    command's presets; they count as given, so the task's defaults do not replace them). ``check`` is called with
+    what the user gave and returns options to add at the flags' rank (the task inferred from ``--train-file``). Task
+    option values naming existing files are made absolute, so ``run.json`` finds them from any folder."""
     from syntaxformer.tasks.base import task_option_names
     from syntaxformer.training.config import RunConfig, merge_options
 
@@ -125,11 +127,6 @@ def config_from_args(
         if key in data:
             data[key] = _absolute_files(data[key])
     return RunConfig.from_dict(data)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer train`` to ``parser``."""
-    add_config_arguments(parser)
 
 
 def summary(metrics: Mapping[str, Any], output_dir: str) -> dict[str, Any]:
@@ -274,14 +271,11 @@ def _model_options() -> dict[str, tuple[Any, str]]:
     from transformers import PretrainedConfig
 
     from syntaxformer.errors import ConfigError
-    from syntaxformer.registry import SYSTEMS
-    from syntaxformer.training.config import field_types, model_config_class, model_option_names, system_choices
+    from syntaxformer.training.config import SYSTEMS, field_types, model_config_class, model_option_names
 
-    base = (
-        {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
-    )
+    base = {f.name for f in dataclasses.fields(PretrainedConfig)}
     out: dict[str, tuple[Any, str]] = {}
-    for system in system_choices():
+    for system in tuple(SYSTEMS):
         try:
             cls = model_config_class(system)
         except ConfigError as e:  # a plugin that cannot be loaded blocks no other system (warned once)
@@ -303,17 +297,12 @@ def _bool(text: str) -> bool:
     return value
 
 
-def _value(text: str) -> Any:
-    """A flag value read as a YAML scalar (``null``, ``false``, ``[1, 2]``), as ``--set`` reads it."""
-    from syntaxformer.training.config import parse_scalar
-
-    return parse_scalar(text)
-
-
 def _argparse_kwargs(hint: Any) -> dict[str, Any]:
     """``add_argument`` keywords for an option of annotation ``hint``: booleans take an optional value
     (``--bf16`` = ``--bf16 true``), ``Literal`` its choices, numbers their type, lists one or more values; other
-    values are read as YAML scalars and checked when the config is built."""
+    values are read as YAML scalars, as ``--set`` reads them, and checked when the config is built."""
+    from syntaxformer.training.config import parse_scalar
+
     union = typing.get_origin(hint) in (typing.Union, types.UnionType)
     args = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
     if len(args) == 1 and typing.get_origin(args[0]) is typing.Literal:
@@ -329,10 +318,10 @@ def _argparse_kwargs(hint: Any) -> dict[str, Any]:
     if args == [str]:
         return {"metavar": "TEXT"}
     if bool in args and str in args:  # a switch or a path (resume, parse_cache)
-        return {"type": _value, "nargs": "?", "const": True}
+        return {"type": parse_scalar, "nargs": "?", "const": True}
     if any(typing.get_origin(a) is list for a in args) and all(typing.get_origin(a) is list or a is str for a in args):
         return {"nargs": "+", "metavar": "VALUE"}
-    return {"type": _value, "metavar": "VALUE"}
+    return {"type": parse_scalar, "metavar": "VALUE"}
 
 
 def _absolute_files(value: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.modeling import model_class
 from syntaxformer.modeling.raw_text import position_limit
 from syntaxformer.tasks.base import SplitData, Task, TaskContext
 from syntaxformer.training.config import RunConfig
@@ -31,7 +32,6 @@ __all__ = [
     "environment",
     "load_data",
     "load_tokenizer",
-    "model_class",
     "model_label",
     "parts_record",
     "position_limit",
@@ -44,13 +44,6 @@ logger = logging.getLogger(__name__)
 
 
 # -- the model registry, as this runner uses it ---------------------------------------------------------------
-def model_class(system: str, head: str) -> Any:
-    """The ``XForY`` class of a syntax system under a head (:func:`syntaxformer.modeling.model_class`)."""
-    from syntaxformer import modeling
-
-    return modeling.model_class(system, head)
-
-
 def saved_system(path: str) -> str | None:
     """The system of a folder holding a model trained by this library (its ``config.json`` ``model_type``, or an
     older spelling of it: :func:`syntaxformer.registry.system_for_model_type`), else ``None``."""
@@ -80,13 +73,9 @@ def load_tokenizer(path: str) -> Any:
 
 
 def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | None:
-    """The git commit of syntaxformer's own checkout that ``package_dir`` (default: syntaxformer's own folder) is the
-    ``src/syntaxformer`` of, and whether that folder has uncommitted changes to tracked files: ``{"commit": "<40 hex>",
-    "modified": bool}``. ``None`` where the package is not the ``src/syntaxformer`` folder at the top of a git work tree
-    whose ``pyproject.toml`` names the project ``syntaxformer`` (an installed wheel, even in a virtual environment
-    inside someone else's repository: its version says what ran), or git is not available. A development version number
-    is the same for every commit, so a run made from a checkout records this too: two runs of one configuration that
-    differ can then be traced to the code each ran."""
+    """``{"commit": "<40 hex>", "modified": bool}`` of the syntaxformer checkout whose ``src/syntaxformer`` is
+    ``package_dir`` (default: this package), so that two runs of one development version can be told apart; ``None``
+    for an installed package (its version says what ran), another project's work tree, or no git."""
     import re
     import subprocess
 
@@ -211,7 +200,7 @@ def build_model(
         return own
     path = config.resolved_model()
     saved = saved_system(path)
-    cls = model_class(config.model_type, task.head)
+    cls: Any = model_class(config.model_type, task.head)
     if saved is not None:
         if saved != config.model_type:
             raise ConfigError(f"model {path} is a saved {saved} model but model_type={config.model_type!r}")

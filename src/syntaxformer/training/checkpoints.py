@@ -1,11 +1,6 @@
-"""Checkpoints a run can resume from (docs/reliability.md, "3. Resume"). :func:`checkpoint_problems` says what is wrong
-with one (a kill leaves a partial folder; a disk fault damages a finished one): weights, trainer state, optimizer,
-scheduler, RNG state, each present and readable; without any of them a resume would not continue the run, so it is
-not intact. :func:`latest_intact_checkpoint` finds the newest intact one, :func:`set_aside_damaged` renames newer
-ones ``damaged-checkpoint-<step>/``. :func:`run_fingerprint` (the options that change the training trajectory and
-the training data's fingerprint), written to ``run_fingerprint.json`` at the start, lets :func:`check_fingerprint`
-refuse a resume of another run.
-"""
+"""Checkpoints a run can resume from (docs/reliability.md, "3. Resume"): :func:`checkpoint_problems` (what keeps
+one from being resumed exactly), the newest intact one, damaged newer ones set aside, and the run fingerprint
+(``run_fingerprint.json``) that refuses a resume of another run."""
 
 from __future__ import annotations
 

@@ -62,10 +62,8 @@ def resolve_systems(
 ) -> list[tuple[str, dict[str, Any]]]:
     """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, any registered system run with its
     default options; a list or a comma-separated string) and / or explicit ``(name, changes)`` pairs; ``None`` =
-    ``baseline,sgnet``. A preset's changes set ``model_type``
-    and ``model``: the shared ``model`` options its config class knows, with the preset's own options on top
-    (Syntax-BERT presets keep shared options such as ``use_dependency``; SG-Net ones drop them). Raises ConfigError: an
-    unknown or repeated name."""
+    ``baseline,sgnet``. A preset's changes set ``model_type`` and ``model``: the shared ``model`` options its config
+    class knows, with the preset's own options on top. Raises ConfigError: an unknown or repeated name."""
     if systems is None:
         systems = ["baseline", "sgnet"]
     if isinstance(systems, str):
@@ -102,11 +100,9 @@ def resolve_systems(
 def compare(
     config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None
 ) -> dict[str, Any]:
-    """Fine-tune several systems (default: the plain-encoder baseline and SG-Net) with the same seed and data; report
-    their dev scores side by side. Each system runs :func:`train` in ``<output_dir>/<name>`` (features are built once
-    per kind of features and shared through the features cache). Writes ``<output_dir>/comparison.json``. ``config``:
-    the shared run settings; ``systems``: as :func:`resolve_systems`. Returns ``{"task", "seed", "main_metric", "sizes",
-    "subsample", "systems": {name: metrics.json content}, "table": the side-by-side text (:func:`format_comparison`),
+    """Fine-tune ``systems`` (as :func:`resolve_systems`) with the shared settings of ``config``, each by :func:`train`
+    in ``<output_dir>/<name>``, and write ``<output_dir>/comparison.json``. Returns ``{"task", "seed", "main_metric",
+    "sizes", "subsample", "systems": {name: metrics.json content}, "tests", "table" (:func:`format_comparison`),
     "runtime_s"}``."""
     t0 = time.time()
     resolved = resolve_systems(config, systems)
@@ -183,11 +179,9 @@ def format_comparison(summary: dict[str, Any]) -> str:
 def paired_tests(
     output_dir: str | os.PathLike, names: Sequence[str], metric: str, n_resamples: int = 1000, seed: int = 0
 ) -> dict[str, dict[str, Any]]:
-    """Each system of a ``compare`` folder (:func:`compare`) against the first on the same dev examples, from their ``dev_predictions.json``: a two-sided
-    paired bootstrap of ``metric`` (its 95% interval of the difference) and, for classification, the exact
-    McNemar test on per-example correctness; for BLEU, sacreBLEU's paired bootstrap against the references.
-    Name -> ``{"bootstrap": ..., "mcnemar": ...}`` / ``{"bleu": ...}``; systems without per-example predictions
-    and labels (or a metric that is not a per-example one) are left out."""
+    """Each system of a :func:`compare` folder against the first on the same dev examples (their
+    ``dev_predictions.json``), by :func:`~syntaxformer.tasks.significance.paired_prediction_tests`: name ->
+    ``{"bootstrap": ..., "mcnemar": ...}`` / ``{"bleu": ...}``; systems without per-example predictions are left out."""
     if len(names) < 2:
         return {}
     runs = {}

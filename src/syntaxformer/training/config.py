@@ -51,13 +51,11 @@ __all__ = [
     "merge_options",
     "model_config_class",
     "model_option_names",
-    "normalise_model_options",
     "parse_override",
     "parse_scalar",
     "read_config_file",
     "route_options",
     "small_encoder_note",
-    "system_choices",
     "training_argument_fields",
     "training_argument_names",
     "typed_value",
@@ -216,11 +214,6 @@ def parse_scalar(raw: str) -> Any:
 
 
 # -- the systems' model options ---------------------------------------------------------------------------------
-def system_choices() -> tuple[str, ...]:
-    """The systems ``model_type`` may name, read from the registry when asked (installed packages included)."""
-    return tuple(SYSTEMS)
-
-
 def model_config_class(system: str) -> type:
     """The ``PretrainedConfig`` class of a syntax system (``sgnet``, ``syntax_bert``, ``plain``, or a registered
     one)."""
@@ -237,26 +230,18 @@ def model_option_names(system: str) -> tuple[str, ...]:
     return tuple(n for n in own if n not in _TASK_SET and not n.startswith("_"))
 
 
-def normalise_model_options(system: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` with the boolean options of the system's config class read as booleans (``"no"`` ->
-    ``False``); other values are left to the config class's own checks."""
-    if system not in SYSTEMS:
-        return dict(options)
+def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with its boolean options read as booleans (``"no"`` -> ``False``), checked by building the
+    system's config class with them (on a default encoder config). Raises ConfigError: an option the config class
+    does not have (listing the known ones), an option set by the task or the encoder, or a value the config class
+    rejects."""
+    known = model_option_names(system)
     hints = field_types(model_config_class(system))
-    out = dict(options)
+    options = dict(options)
     for key, value in options.items():
         hint = hints.get(key)
         if hint is bool or (hint is not None and set(typing.get_args(hint)) == {bool, type(None)}):
-            out[key] = typed_value(f"model.{key}", value, hint)
-    return out
-
-
-def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
-    """Check ``options`` by building the system's config class with them (on a default encoder config). Raises
-    ConfigError: an option the config class does not have (listing the known ones), an option set by the task or the
-    encoder, or a value the config class rejects."""
-    known = model_option_names(system)
-    for key in options:
+            options[key] = typed_value(f"model.{key}", value, hint)
         if key in _TASK_SET:
             raise ConfigError(f"model.{key} is set by {_TASK_SET[key]}; remove it from the model options")
         if key not in known:
@@ -269,6 +254,7 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> None:
     except Exception as e:  # strict dataclass type / value checks, the config's own __post_init__ checks
         message = " ".join(str(e).split())  # the strict-dataclass message spans lines; the CLI shows one
         raise ConfigError(f"invalid model options for model_type={system}: {message}") from e
+    return options
 
 
 @functools.lru_cache(maxsize=1)
@@ -359,7 +345,7 @@ class RunConfig:
         MODEL,
         "the syntax system: sgnet, syntax_bert, plain (the encoder alone under the same head: the baseline), or one "
         "a package registers",
-        choices=system_choices,
+        choices=lambda: tuple(SYSTEMS),
     )
     model_name_or_path: str | None = _f(
         None,
@@ -451,8 +437,7 @@ class RunConfig:
             )
         if self.model_type not in SYSTEMS:
             raise ConfigError(f"model_type={self.model_type!r} is not valid; choose one of {', '.join(SYSTEMS)}")
-        self.model = normalise_model_options(self.model_type, self.model)
-        validate_model_options(self.model_type, self.model)
+        self.model = validate_model_options(self.model_type, self.model)
         self._built_task = (self._task_key(), self.build_task())  # checks the task name and its options
 
     # -- derived -----------------------------------------------------------------------------------------
@@ -513,12 +498,10 @@ class RunConfig:
 
     def for_task(self, task: Task, *, training: bool = True) -> RunConfig:
         """The config a run of ``task`` uses (``self`` when nothing changes): the one place where the task's and the
-        encoder's defaults are decided, before any ``TrainingArguments`` are built. With ``training``, an option
-        the task ignores (``Task.unused_options``) that was given (:meth:`is_given`) is a :class:`ConfigError`, even
-        at its default value. The task's training defaults fill the options not given (SQuAD's ``max_length``
-        384; other ``TrainingArguments`` under ``training_args``, below the user's). With ``training``, a learning
-        rate nobody chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size at most
-        :data:`SMALL_ENCODER_HIDDEN`."""
+        encoder's defaults are decided. The task's training defaults fill the options not given (:meth:`is_given`;
+        other ``TrainingArguments`` go under ``training_args``, below the user's). With ``training``, an option the
+        task ignores (``Task.unused_options``) that was given is a :class:`ConfigError`, and a learning rate nobody
+        chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size <= :data:`SMALL_ENCODER_HIDDEN`."""
         if training:
             for name, instead in task.unused_options.items():
                 if self.is_given(name):

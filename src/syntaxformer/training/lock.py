@@ -23,7 +23,7 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LOCK_FILE", "RunLock", "lock_owner"]
+__all__ = ["LOCK_FILE", "RunLock", "lock_owner", "run_lock"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,10 +117,7 @@ class RunLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
-                raise DataError(
-                    f"{self.folder} is being written by {_describe(lock_owner(self.folder))} (lock file "
-                    f"{LOCK_FILE}); wait until that run ends, or choose another --output-dir"
-                ) from None
+                raise self._held(lock_owner(self.folder)) from None
             try:  # the file may have been released and removed between open and flock: lock the current one
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
@@ -136,13 +133,16 @@ class RunLock:
             except FileExistsError:
                 owner = lock_owner(self.folder)
                 if owner is not None and _alive(owner.get("pid"), owner.get("host")):
-                    raise DataError(
-                        f"{self.folder} is being written by {_describe(owner)} (lock file {LOCK_FILE}); "
-                        "wait until that run ends, or choose another --output-dir"
-                    ) from None
+                    raise self._held(owner) from None
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
         raise DataError(f"cannot take the lock file {self.path}")
+
+    def _held(self, owner: dict[str, Any] | None) -> DataError:
+        return DataError(
+            f"{self.folder} is being written by {_describe(owner)} (lock file {LOCK_FILE}); wait until that run "
+            "ends, or choose another --output-dir"
+        )
 
     def release(self) -> None:
         """Remove the lock file and let go (and remove the folder if it was created here and is empty)."""
@@ -156,3 +156,10 @@ class RunLock:
         if self._created:
             with contextlib.suppress(OSError):
                 self.folder.rmdir()  # only if empty: a run that was refused before writing anything
+
+
+def run_lock(folder: str | os.PathLike) -> contextlib.AbstractContextManager[Any]:
+    """The :class:`RunLock` of ``folder`` in world process zero, which takes it for every process of a launch
+    (``RANK``, set by torchrun / accelerate launch, is read: the distributed state may not be set up yet); a no-op
+    in the others."""
+    return RunLock(folder) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()

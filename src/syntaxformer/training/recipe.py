@@ -18,7 +18,6 @@ were launched); :func:`train` runs it inside the run folder's lock. Nothing in t
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
@@ -481,12 +480,10 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     second ``train`` into the same folder is refused at once, a lock left by a killed run is taken over. A disk that
     fills up ends in one :class:`~syntaxformer.errors.DataError` naming the folder (an earlier finished run there is
     kept)."""
-    from syntaxformer.training.lock import RunLock
+    from syntaxformer.training.lock import run_lock
 
     output_dir = os.path.abspath(config.output_dir)
-    # one lock per run: world process zero (RANK, set by torchrun / accelerate launch) takes it for all of them
-    lock = RunLock(output_dir) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()
-    with lock:
+    with run_lock(output_dir):
         try:
             return TrainRecipe(config, callbacks).run()
         except Exception as e:
@@ -577,12 +574,7 @@ def training_arguments(config: RunConfig, output_dir: str, *, seq2seq: bool = Fa
         kwargs["train_sampling_strategy"] = "group_by_length" if config.group_by_length else "random"
     else:  # transformers 4
         kwargs["group_by_length"] = bool(config.group_by_length)
-    if "warmup_ratio" in fields and 0 < kwargs["warmup_steps"] < 1:  # transformers 4 takes a ratio separately
-        kwargs["warmup_ratio"] = kwargs.pop("warmup_steps")
-    if config.eval_steps is not None:
-        kwargs["eval_steps"] = config.eval_steps
-    if config.save_steps is not None:
-        kwargs["save_steps"] = config.save_steps
+    kwargs.update({k: getattr(config, k) for k in ("eval_steps", "save_steps") if getattr(config, k) is not None})
     if config.disable_tqdm is not None:
         kwargs["disable_tqdm"] = bool(config.disable_tqdm)
     elif os.environ.get("SYNTAXFORMER_NO_PROGRESS", "") not in ("", "0"):  # the library-wide switch (CI, logs)

@@ -25,17 +25,16 @@ from typing import Any
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.modeling import model_class
 from syntaxformer.tasks.base import SplitData, Task, TaskContext
 from syntaxformer.training.blocks import (
     build_context,
     build_model,
     check_encoder,
     check_max_length,
-    count_parameters,
     environment,
     load_data,
     load_tokenizer,
-    model_class,
     model_label,
     position_limit,
     saved_system,
@@ -44,27 +43,23 @@ from syntaxformer.training.blocks import (
 from syntaxformer.training.config import RunConfig
 from syntaxformer.training.recipe import (
     IGNORE_OUTPUTS,
-    TrainRecipe,
     build_trainer,
     is_main_process,
     train,
     training_arguments,
     uses_generation,
 )
-from syntaxformer.training.run_folder import DEV_PREDICTIONS_FILE, METRICS_FILE, RUN_FILE, resume_checkpoint
+from syntaxformer.training.run_folder import METRICS_FILE, RUN_FILE, resume_checkpoint
 from syntaxformer.training.saved import loading_model
 from syntaxformer.utils import atomic_write, write_json
 
 __all__ = [
-    "DEV_PREDICTIONS_FILE",
     "METRICS_FILE",
     "RUN_FILE",
-    "TrainRecipe",
     "build_context",
     "build_model",
     "check_encoder",
     "check_max_length",
-    "count_parameters",
     "environment",
     "evaluate",
     "load_run",
@@ -92,13 +87,11 @@ def _split_name(split: str) -> str:
 def load_run(
     run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None, *, trust_remote_code: bool | None = None
 ) -> tuple[RunConfig, Task]:
-    """The run config (with ``changes``; the task's defaults for what it does not hold:
-    :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a run folder written by :func:`train`. The
-    task is rebuilt from its name and options; a part (task, system, annotator) registered outside the package and not
+    """The run config (with ``changes``; :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a
+    run folder written by :func:`train`. A part (task, system, annotator) registered outside the package and not
     installed as an entry point is found by importing the module that defined it, only with ``trust_remote_code``
-    (default: inside :func:`syntaxformer.registry.trust_run_code`, ``--trust-run-code``). Raises DataError: the folder
-    has no ``run.json``. FormatError: its ``run.json`` is not the JSON ``train`` wrote; ConfigError: it names a module
-    to import and ``trust_remote_code`` is not given."""
+    (default: inside :func:`syntaxformer.registry.trust_run_code`). Raises DataError: no ``run.json``; FormatError:
+    not the JSON ``train`` wrote; ConfigError: a module to import without ``trust_remote_code``."""
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise DataError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE})")
@@ -174,7 +167,9 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
 
 def _run_split(
     run_dir: str | os.PathLike, split: str, changes: Mapping[str, Any] | None, output_dir: str | None, scoring: bool
-) -> tuple[RunConfig, Task, SplitData, Any, Any, str]:
+) -> tuple[RunConfig, Task, SplitData, Any, Any, dict[str, Any], str]:
+    """The model of a run folder on ``split``: the run config, the task, the data, the task's predictions, the
+    features, the prediction metrics and the output folder (``scoring``: the split must have labels)."""
     config, task = load_run(run_dir, changes)
     prep = TaskContext(
         tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
@@ -183,6 +178,8 @@ def _run_split(
     if task.head != "seq2seq":
         check_max_length(config.max_length, model.config, run_dir)
     data = load_data(config, task, split, config.max_eval_samples if scoring else config.max_predict_samples)
+    if scoring and not data.has_labels:
+        raise DataError(f"{task.title} {split} data ({data.source}) has no labels; use `predict` instead")
     context = build_context(config, tokenizer, model.config)
     context.extra.update(prep.extra)
     out_dir = os.path.abspath(output_dir or str(run_dir))
@@ -211,16 +208,17 @@ def _run_split(
         sub = build_trainer(config, task, sub_model, tokenizer, args, context)
         auxiliary[name] = sub.predict(features, ignore_keys=IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
     os.makedirs(out_dir, exist_ok=True)
-    return config, task, data, features, (out, auxiliary or None), out_dir
+    predictions = task.postprocess(data, features, out.predictions, auxiliary or None)
+    return config, task, data, features, predictions, out.metrics or {}, out_dir
 
 
 def _split_outputs(
     run_dir: str | os.PathLike, output_dir: str | None, names: Sequence[str], overwrite: bool
 ) -> contextlib.AbstractContextManager[Any]:
     """Before any work is done for :func:`evaluate` / :func:`predict`: the files they would write are refused if
-    they exist (unless ``overwrite``), and the folder they go to is locked (:class:`RunLock`) while it is written, so
+    they exist (unless ``overwrite``), and the folder they go to is locked (:func:`~syntaxformer.training.lock.run_lock`) while it is written, so
     that a ``train`` or another ``evaluate`` writing the same folder is refused at once."""
-    from syntaxformer.training.lock import RunLock
+    from syntaxformer.training.lock import run_lock
 
     load_run(run_dir)  # first, what is wrong with the folder itself (not a run, a part that is not installed)
     out_dir = Path(os.path.abspath(output_dir or str(run_dir)))
@@ -230,9 +228,7 @@ def _split_outputs(
             f"{' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''} (an earlier result); pass "
             "--overwrite (overwrite=True) to replace it, or choose another --output-dir"
         )
-    # world process zero takes the lock for all (RANK is set by torchrun / accelerate launch; the distributed state
-    # is not set up yet here), as train does
-    return RunLock(out_dir) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()
+    return run_lock(out_dir)
 
 
 def evaluate(
@@ -249,41 +245,36 @@ def evaluate(
     computed). Returns ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", ...}``."""
     split = _split_name(split)
     with _split_outputs(run_dir, output_dir, [f"eval_{split}.json"], overwrite):
-        return _evaluate(run_dir, split, changes, output_dir)
-
-
-def _evaluate(run_dir: str | os.PathLike, split: str, changes: Any, output_dir: str | None) -> dict[str, Any]:
-    t0 = time.time()
-    config, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, True)
-    if not data.has_labels:
-        raise DataError(f"{task.title} {split} data ({data.source}) has no labels; use `predict` instead")
-    predictions = task.postprocess(data, features, out.predictions, auxiliary)
-    result: dict[str, Any] = {
-        "task": task.name,
-        "model": str(run_dir),
-        "split": split,
-        "size": len(features),
-        "total": data.total,
-        "subsample": data.sample_note,
-        "data": data.source,
-        "parser_noise": config.parser_noise,
-        "main_metric": task.main_metric,
-        "scores": task.compute_metrics(data, predictions),
-        "loss": (out.metrics or {}).get("eval_loss"),
-        "runtime_s": round(time.time() - t0, 2),
-        "environment": environment(),
-    }
-    if is_main_process():
-        write_json(Path(out_dir) / f"eval_{split}.json", result)
-    logger.info(
-        "%s %s %s = %.4f (%s)",
-        task.title,
-        split,
-        task.main_metric,
-        result["scores"].get(task.main_metric, float("nan")),
-        Path(out_dir) / f"eval_{split}.json",
-    )
-    return result
+        t0 = time.time()
+        config, task, data, features, predictions, metrics, out_dir = _run_split(
+            run_dir, split, changes, output_dir, True
+        )
+        result: dict[str, Any] = {
+            "task": task.name,
+            "model": str(run_dir),
+            "split": split,
+            "size": len(features),
+            "total": data.total,
+            "subsample": data.sample_note,
+            "data": data.source,
+            "parser_noise": config.parser_noise,
+            "main_metric": task.main_metric,
+            "scores": task.compute_metrics(data, predictions),
+            "loss": metrics.get("eval_loss"),
+            "runtime_s": round(time.time() - t0, 2),
+            "environment": environment(),
+        }
+        if is_main_process():
+            write_json(Path(out_dir) / f"eval_{split}.json", result)
+        logger.info(
+            "%s %s %s = %.4f (%s)",
+            task.title,
+            split,
+            task.main_metric,
+            result["scores"].get(task.main_metric, float("nan")),
+            Path(out_dir) / f"eval_{split}.json",
+        )
+        return result
 
 
 def predict(
@@ -302,35 +293,30 @@ def predict(
     split = _split_name(split)
     names = [f"predictions_{split}.tsv", f"predictions_{split}.jsonl"]
     with _split_outputs(run_dir, output_dir, names, overwrite):
-        return _predict(run_dir, split, changes, output_dir)
-
-
-def _predict(run_dir: str | os.PathLike, split: str, changes: Any, output_dir: str | None) -> dict[str, Any]:
-    t0 = time.time()
-    _, task, data, features, (out, auxiliary), out_dir = _run_split(run_dir, split, changes, output_dir, False)
-    predictions = task.postprocess(data, features, out.predictions, auxiliary)
-    records = task.prediction_records(data, predictions)
-    values = [task.submission_value(v, r) for v, r in zip(predictions.values, records)]
-    path = Path(out_dir) / f"predictions_{split}.tsv"
-    if is_main_process():
-        with atomic_write(path) as f:
-            f.write("index\tid\tprediction\n")
-            for i, (r, v) in enumerate(zip(records, values)):
-                f.write(f"{i}\t{r['id']}\t{v}\n")
-        with atomic_write(path.with_suffix(".jsonl")) as f:
-            for r in records:
-                f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
-    result: dict[str, Any] = {
-        "task": task.name,
-        "model": str(run_dir),
-        "split": split,
-        "size": len(records),
-        "subsample": data.sample_note,
-        "predictions_file": str(path),
-        "scores": task.compute_metrics(data, predictions) if data.has_labels else None,
-        "runtime_s": round(time.time() - t0, 2),
-    }
-    if values and all(isinstance(v, str) for v in values):
-        result["predicted_distribution"] = dict(sorted(Counter(values).items()))
-    logger.info("wrote %d predictions to %s", len(records), path)
-    return result
+        t0 = time.time()
+        _, task, data, _, predictions, _, out_dir = _run_split(run_dir, split, changes, output_dir, False)
+        records = task.prediction_records(data, predictions)
+        values = [task.submission_value(v, r) for v, r in zip(predictions.values, records)]
+        path = Path(out_dir) / f"predictions_{split}.tsv"
+        if is_main_process():
+            with atomic_write(path) as f:
+                f.write("index\tid\tprediction\n")
+                for i, (r, v) in enumerate(zip(records, values)):
+                    f.write(f"{i}\t{r['id']}\t{v}\n")
+            with atomic_write(path.with_suffix(".jsonl")) as f:
+                for r in records:
+                    f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
+        result: dict[str, Any] = {
+            "task": task.name,
+            "model": str(run_dir),
+            "split": split,
+            "size": len(records),
+            "subsample": data.sample_note,
+            "predictions_file": str(path),
+            "scores": task.compute_metrics(data, predictions) if data.has_labels else None,
+            "runtime_s": round(time.time() - t0, 2),
+        }
+        if values and all(isinstance(v, str) for v in values):
+            result["predicted_distribution"] = dict(sorted(Counter(values).items()))
+        logger.info("wrote %d predictions to %s", len(records), path)
+        return result

@@ -1,13 +1,12 @@
-"""Hugging Face ``Trainer`` integration: a separate learning rate for new parameters, the LISA loss log, precision.
-
-The engine is ``transformers.Trainer`` itself (progress bars, checkpoints, resume, DDP/FSDP/DeepSpeed, mixed
-precision and logging come from it); this module only adds what SG-Net and Syntax-BERT fine-tuning need on top:
-the new parameters' learning rate, and the LISA loss of Syntax-BERT logged beside the total loss.
-"""
+"""What the syntax models need on top of ``transformers.Trainer`` (which stays the engine: checkpoints, resume,
+distributed training, mixed precision, logging): a separate learning rate for new parameters, the LISA loss log,
+exact resumes, precision flags, and the translation model's batches, decoding and schedule."""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +92,11 @@ class _Resumable(_TrainerBase):
     _epoch_start: tuple[int, Any] | None = None
     _resume_epoch_rng: tuple[int, Any] | None = None
 
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.model_accepts_loss_kwargs = False  # the syntax models return per-batch mean losses
+        self._set_callbacks()
+
     def _set_callbacks(self) -> None:
         """Loss / metric logs through logging (the CLI shows them on stderr), so that stdout carries only a
         command's result (e.g. JSON); and the hook that keeps each epoch's random state."""
@@ -132,8 +136,6 @@ class _Resumable(_TrainerBase):
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         super()._save_checkpoint(model, trial)
-        import os
-
         from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
         from syntaxformer.utils import atomic_write, write_json
@@ -164,9 +166,6 @@ class _EpochStartCallback(TrainerCallback):
 
 def _read_loss_sum(checkpoint: str) -> float | None:
     """The loss sum recorded in a checkpoint, or ``None`` (written by an older version, or unreadable)."""
-    import json
-    import os
-
     try:
         with open(os.path.join(checkpoint, LOSS_FILE), encoding="utf-8") as f:
             return float(json.load(f)["loss_sum"])
@@ -179,8 +178,6 @@ def _read_loss_sum(checkpoint: str) -> float | None:
 
 def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
     """``(step at the start of the checkpoint's epoch, CPU random state then)``, or ``None``."""
-    import os
-
     try:
         saved = torch.load(os.path.join(checkpoint, EPOCH_RNG_FILE), weights_only=True)
         return int(saved["epoch_start_step"]), saved["cpu_rng_state"]
@@ -204,9 +201,7 @@ class SyntaxTrainer(_Resumable, Trainer):
         super().__init__(*args, **kwargs)
         self.new_params_lr = new_params_lr
         self.gate_lr = gate_lr
-        self.model_accepts_loss_kwargs = False
         self._lisa_sums = {"train": [0.0, 0], "eval": [0.0, 0]}
-        self._set_callbacks()
 
     def create_optimizer(self, model: nn.Module | None = None) -> torch.optim.Optimizer:
         opt_model = self.model if model is None else model
@@ -324,19 +319,11 @@ def precision_flags(mode: str) -> dict[str, bool]:
 
 
 class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
-    """``Seq2SeqTrainer`` for the syntax-infused translation model: what the stock trainer does not do.
-
-    * **Length-grouped training batches** (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`):
-      items of similar ``source + target`` length share a batch; epoch ``e`` is drawn with seed
-      ``args.seed * 100_003 + e``, so a resumed run continues with the batches it would have seen.
-    * **Validation batches sorted by source length** (longest first).
-    * **Translations by the library's one decoding path** (:meth:`predict`:
-      :func:`~syntaxformer.modeling.seq2seq.generate_ids`), so a run's evaluation sets, ``predict``, the pipelines
-      and ``syntaxformer translate`` give the same translations.
-    * **Inverse square root schedule read after the update** (``lr_scheduler_type="inverse_sqrt"``): update ``k``
-      (0-based) runs at the schedule's value for step ``k + 1``, never at warm-up's 0 (the stock schedule spends
-      the first update at learning rate 0).
-    * Loss and metric logs go to stderr (stdout carries only a command's result), as in :class:`SyntaxTrainer`.
+    """``Seq2SeqTrainer`` for the syntax-infused translation model: length-grouped training batches
+    (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`, reproducible across a resume), validation
+    batches sorted by source length, translations by the library's one decoding path (:meth:`predict`, as
+    ``predict``, the pipelines and ``syntaxformer translate``), and ``lr_scheduler_type="inverse_sqrt"`` read after
+    the update (update ``k`` runs at the schedule's value for step ``k + 1``, never at warm-up's 0).
 
     Args:
         length_bucket: batches per sorted chunk of the training sampler (50).
@@ -347,8 +334,6 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
     def __init__(self, *args: Any, length_bucket: int = 50, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.length_bucket = int(length_bucket)
-        self.model_accepts_loss_kwargs = False  # per-batch mean losses, as SyntaxTrainer
-        self._set_callbacks()
 
     # -- batches -----------------------------------------------------------------------------------------------
     def get_train_dataloader(self) -> DataLoader:
