@@ -49,8 +49,10 @@ __all__ = [
     "SplitData",
     "Task",
     "TaskContext",
+    "constructor_options",
     "get_task",
     "record_prediction",
+    "refuse_unknown_options",
     "register_task",
     "sample_limit",
     "task_names",
@@ -441,6 +443,23 @@ def register_task(
         raise InputError(f"register_task({task!r}): give the task a name (class attribute `name` or name=...)")
     TASKS.register(key, task, overwrite=overwrite)
     return task
+
+
+def refuse_unknown_options(task: str, unknown: Mapping[str, Any]) -> None:
+    """Options a task does not take (a constructor's ``**unknown``): an error naming the ones it does."""
+    if unknown:
+        raise ConfigError(
+            f"option(s) {sorted(unknown)} do not apply to {task}; its options are {list(task_option_names(task))}"
+        )
+
+
+def constructor_options(task: Task) -> dict[str, Any]:
+    """:meth:`Task.options` of a task that keeps each constructor option as the attribute of the same name."""
+    import copy
+    import inspect
+
+    params = inspect.signature(type(task).__init__).parameters.values()
+    return copy.deepcopy({p.name: getattr(task, p.name) for p in params if p.kind is p.POSITIONAL_OR_KEYWORD})
 
 
 def task_option_names(name: str) -> tuple[str, ...]:

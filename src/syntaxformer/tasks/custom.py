@@ -43,8 +43,14 @@ from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprin
 from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
 from syntaxformer.data.readers.table import TABLE_FORMATS, Table, TableExamples, read_table, require_columns, text_value
 from syntaxformer.errors import ConfigError, DataError, FormatError
-from syntaxformer.tasks.base import Predictions, register_task
-from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, max_samples, rows_for, split_names
+from syntaxformer.tasks.base import (
+    Predictions,
+    constructor_options,
+    refuse_unknown_options,
+    register_task,
+    sample_limit,
+)
+from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, rows_for, split_names
 from syntaxformer.tasks.race import RaceTask, choice_records
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
@@ -257,16 +263,6 @@ def _label_key(value: Any) -> str:
     return str(int(text)) if _is_int(text) else text
 
 
-def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
-    """Options a custom task does not take: an error naming the ones it does."""
-    if unknown:
-        from syntaxformer.tasks.base import task_option_names
-
-        raise ConfigError(
-            f"option(s) {sorted(unknown)} do not apply to {task}; its options are {list(task_option_names(task))}"
-        )
-
-
 class CustomTextTask(SentenceTask):
     """Text (pair) classification or regression on the user's own files (``run_glue`` conventions).
 
@@ -299,7 +295,7 @@ class CustomTextTask(SentenceTask):
         split_seed: int = 0,
         **unknown: Any,
     ):
-        _no_unknown(self.name, unknown)
+        refuse_unknown_options(self.name, unknown)
         if problem_type not in PROBLEM_TYPES:
             raise ConfigError(f"problem_type={problem_type!r} is not valid; choose one of {PROBLEM_TYPES}")
         if labels is not None and (isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence)):
@@ -469,8 +465,7 @@ class CustomTextTask(SentenceTask):
             ).encode()
         ).hexdigest()
         out = TaskData(examples, source, fp, len(examples), metadata={"problem_type": self.problem_type})
-        seed = data.get("data_seed")
-        return out.subsampled(max_samples(split, data), int(seed) if seed is not None else 0)
+        return out.subsampled(*sample_limit(data, split))
 
     def _example(self, table: Table, i: int, split: str, labeled: bool) -> TaskExample:
         row = table.rows[i]
@@ -585,7 +580,7 @@ class CustomChoiceTask(RaceTask):
         split_seed: int = 0,
         **unknown: Any,
     ):
-        _no_unknown(self.name, unknown)
+        refuse_unknown_options(self.name, unknown)
         if not 0.0 <= float(validation_fraction) < 1.0:
             raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
         self.question_column, self.options_column, self.answer_column = question_column, options_column, answer_column
@@ -593,15 +588,7 @@ class CustomChoiceTask(RaceTask):
         self.validation_fraction, self.split_seed = float(validation_fraction), int(split_seed)
 
     def options(self) -> dict[str, Any]:
-        return {
-            "question_column": self.question_column,
-            "options_column": self.options_column,
-            "answer_column": self.answer_column,
-            "context_column": self.context_column,
-            "id_column": self.id_column,
-            "validation_fraction": self.validation_fraction,
-            "split_seed": self.split_seed,
-        }
+        return constructor_options(self)
 
     def training_defaults(self) -> dict[str, Any]:
         return {**super().training_defaults(), "max_length": 128}
@@ -634,8 +621,7 @@ class CustomChoiceTask(RaceTask):
         # every row is checked now (and fingerprinted); its example is made again when it is read
         fp = content_fingerprint([e.qid, e.article, e.question, e.options, e.label] for e in examples)
         out = TaskData(examples, source, fp, len(examples), None, {})
-        seed = data.get("data_seed")
-        return out.subsampled(max_samples(split, data), int(seed) if seed is not None else 0)
+        return out.subsampled(*sample_limit(data, split))
 
     def _example(self, table: Table, i: int, split: str, labeled: bool) -> RaceExample:
         row = table.rows[i]

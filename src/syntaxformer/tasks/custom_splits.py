@@ -33,7 +33,6 @@ __all__ = [
     "datasets_source",
     "has_source",
     "held_out",
-    "max_samples",
     "rows_for",
     "split_file",
     "split_names",
@@ -165,10 +164,3 @@ def rows_for(
     keep = np.ones(len(train), dtype=bool)
     keep[held] = False
     return train, np.flatnonzero(keep).tolist(), f"{train.source} (without {len(held)} held-out rows, seed {seed})"
-
-
-def max_samples(split: str, data: Mapping[str, Any]) -> int | None:
-    """The data section's limit on the examples of ``split`` (``max_samples``, else ``max_<split>_samples``)."""
-    key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
-    value = data.get("max_samples", data.get(key))
-    return None if value is None else int(value)

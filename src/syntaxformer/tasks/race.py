@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -40,9 +40,7 @@ from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
-
-if TYPE_CHECKING:
-    from syntaxformer.tasks.featurize import FeatureDataset
+from syntaxformer.tasks.featurize import FeatureDataset, ParsedRows, build_features
 
 __all__ = [
     "ChoiceRows",
@@ -223,33 +221,23 @@ def feature_arrays(feature: RaceFeature, context: TaskContext) -> dict[str, Any]
     }
 
 
-class ChoiceRows:
+class ChoiceRows(ParsedRows):
     """Multiple-choice questions -> one feature row per question (:class:`RaceFeaturizer`): the arrays of its
     options one after the other (their lengths in the side column ``option_lengths``) and ``labels``; read back as
-    :func:`feature_arrays` items (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of multiple choice). The
-    truncation count is the number of questions whose passage was cut for at least one option."""
+    :func:`feature_arrays` items. The truncation count is the number of questions whose passage was cut for at
+    least one option."""
 
     side_keys: tuple[str, ...] = ("option_lengths",)
     choices: bool = True
-
-    def options(self) -> dict[str, Any]:
-        return {}
 
     def record(self, example: Any) -> list[Any]:
         e = example
         return [e.qid, e.level, e.article, e.question, e.options, e.label]
 
-    def prepare(self, data: Any, context: Any) -> str | None:
-        from syntaxformer.tasks.featurize import annotator_identity
-
-        return annotator_identity(context) if context.syntax_inputs else "none"  # every text is parsed
-
     def encode(
         self, block: Sequence[Any], indices: Sequence[int], context: Any
     ) -> tuple[dict[str, list[Any]], int, int]:
-        from syntaxformer.tasks.featurize import annotator_for
-
-        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        annotator = self.annotator(context)
         featurizer = RaceFeaturizer(context.tokenizer, annotator, max_length=context.max_length)
         parses = featurizer.parse(block)
         features = featurizer(block, parses)
@@ -263,9 +251,6 @@ class ChoiceRows:
             labels.append(item["labels"])
         columns["labels"] = labels
         return columns, sum(f.truncated for f in features), len(parses) if annotator is not None else 0
-
-    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
-        return None
 
 
 def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labels: bool = True) -> dict[str, Any]:
@@ -487,8 +472,6 @@ class RaceTask(Task[TaskData]):
                 f"parser_noise={context.parser_noise}: parser noise is supported by the "
                 "sentence tasks only, not by RACE"
             )
-        from syntaxformer.tasks.featurize import build_features
-
         return build_features(self.name, data, context, split, rows=ChoiceRows())
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:

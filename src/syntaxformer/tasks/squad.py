@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +30,17 @@ from syntaxformer.data.readers.squad import SquadExample, example_from_row, read
 from syntaxformer.data.readers.table import TableExamples, load_dataset_table
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
+from syntaxformer.tasks.base import (
+    READING_DEFAULTS,
+    Predictions,
+    Task,
+    TaskContext,
+    constructor_options,
+    refuse_unknown_options,
+    register_task,
+    sample_limit,
+)
+from syntaxformer.tasks.featurize import FeatureDataset, ParsedRows, build_features
 from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared with exported model folders
     SquadFeature,
     SquadFeaturizer,
@@ -38,9 +48,6 @@ from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared
     answer_token_span,
     postprocess_predictions,
 )
-
-if TYPE_CHECKING:
-    from syntaxformer.tasks.featurize import FeatureDataset
 
 __all__ = [
     "LABEL_KEYS",
@@ -87,13 +94,12 @@ class StoredWindow:
     passage_offsets: np.ndarray
 
 
-class SpanRows:
+class SpanRows(ParsedRows):
     """Span QA examples -> one feature row per window (:class:`SquadFeaturizer`): the model's arrays and labels
     (:func:`feature_arrays`), and, for decoding, the side columns ``example_index``, ``window`` and
-    ``passage_offsets`` (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of span QA)."""
+    ``passage_offsets``."""
 
     side_keys: tuple[str, ...] = ("example_index", "window", "passage_offsets")
-    choices: bool = False
 
     def __init__(self, stride: int, question_first: bool):
         self.stride, self.question_first = int(stride), bool(question_first)
@@ -105,17 +111,10 @@ class SpanRows:
         e = example
         return [e.qid, e.title, e.context, e.question, e.answers, e.is_impossible]
 
-    def prepare(self, data: Any, context: Any) -> str | None:
-        from syntaxformer.tasks.featurize import annotator_identity
-
-        return annotator_identity(context) if context.syntax_inputs else "none"  # every text is parsed
-
     def encode(
         self, block: Sequence[Any], indices: Sequence[int], context: Any
     ) -> tuple[dict[str, list[Any]], int, int]:
-        from syntaxformer.tasks.featurize import annotator_for
-
-        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        annotator = self.annotator(context)
         featurizer = SquadFeaturizer(
             context.tokenizer, annotator, context.max_length, self.stride, question_first=self.question_first
         )
@@ -136,9 +135,6 @@ class SpanRows:
                 columns.setdefault(k, []).append(v)
         n_parsed = len({e.context for e in block}) + len(block) if annotator is not None else 0
         return columns, 0, n_parsed
-
-    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
-        return None
 
 
 def stored_windows(features: FeatureDataset) -> list[StoredWindow]:
@@ -297,10 +293,7 @@ class SquadTask(Task[TaskData]):
         threshold_split_seed: int = 0,
         **unknown: Any,
     ):
-        if unknown:
-            raise ConfigError(
-                f"option(s) {sorted(unknown)} do not apply to squad2; its options are {sorted(self._option_names())}"
-            )
+        refuse_unknown_options(self.name, unknown)
         if verifier not in VERIFIERS:
             raise ConfigError(f"verifier={verifier!r} is not valid; choose one of {VERIFIERS}")
         if int(doc_stride) < 0:
@@ -330,19 +323,8 @@ class SquadTask(Task[TaskData]):
         self.threshold_split_seed = int(threshold_split_seed)
 
     # -- identity ----------------------------------------------------------------------------------------
-    @classmethod
-    def _option_names(cls) -> list[str]:
-        """The names of the task options."""
-        import inspect
-
-        return [
-            n
-            for n, p in inspect.signature(cls.__init__).parameters.items()
-            if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
-        ]
-
     def options(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._option_names()}  # each option is an attribute
+        return constructor_options(self)
 
     @property
     def label_names(self) -> list[str]:
@@ -516,8 +498,6 @@ class SquadTask(Task[TaskData]):
                 f"be below max_length={context.max_length}: lower it with --set doc_stride="
                 f"{max(1, context.max_length // 4)} (task_options doc_stride) or raise --max-length"
             )
-        from syntaxformer.tasks.featurize import build_features
-
         return build_features(self.name, data, context, split, rows=SpanRows(self.doc_stride, self.question_first))
 
     # -- predictions -------------------------------------------------------------------------------------
@@ -546,8 +526,6 @@ class SquadTask(Task[TaskData]):
                 f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
                 "logits (was the model built with qa_verifier=True?)"
             )
-        from syntaxformer.tasks.featurize import FeatureDataset
-
         windows = stored_windows(features) if isinstance(features, FeatureDataset) else features
         result = postprocess_predictions(
             data.examples,

@@ -7,8 +7,6 @@ and the model (:meth:`TranslationTask.build_model`, one of the :data:`ARMS`). Sc
 
 from __future__ import annotations
 
-import copy
-import inspect
 import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +24,7 @@ from syntaxformer.data.translation_pairs import (  # shared with exported model 
     encode_pairs,
 )
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.base import Predictions, Task, TaskContext, constructor_options, register_task
 from syntaxformer.tasks.featurize import annotator_for, annotator_identity
 
 __all__ = ["ARMS", "PAD_VALUES", "TAG_CONTROLS", "TranslationTask", "collate_pairs", "control_tags", "encode_pairs"]
@@ -193,9 +191,7 @@ class TranslationTask(Task[ParallelCorpus]):
         self.parser: str | None = None
 
     def options(self) -> dict[str, Any]:
-        """Every ``__init__`` option, as this task holds it (an attribute of the same name)."""
-        names = [n for n in inspect.signature(TranslationTask.__init__).parameters if n != "self"]
-        return copy.deepcopy({n: getattr(self, n) for n in names})
+        return constructor_options(self)
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
