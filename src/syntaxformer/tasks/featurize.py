@@ -45,8 +45,6 @@ __all__ = [
     "ParsedRows",
     "RowEncoder",
     "TextRows",
-    "annotate_texts",
-    "annotate_token_lists",
     "annotator_for",
     "annotator_identity",
     "build_features",
@@ -259,24 +257,16 @@ def parser_label(annotator: Any, spec: Any = None) -> str:
     return f"spaCy {name}"
 
 
-def annotate_texts(annotator: Any, texts: Sequence[str]) -> dict[str, Document]:
-    """Parse every unique text once (cached parses are reused); text -> analysis."""
-    unique = list(dict.fromkeys(texts))
+def _parse_once(annotator: Any, items: Sequence[Any], pretokenized: bool = False) -> dict[Any, Any]:
+    """Parse every unique text (or gold token tuple, as one sentence over exactly those tokens) once; item ->
+    analysis (cached parses are reused)."""
+    unique = list(dict.fromkeys(items))
     if not unique:
         return {}
-    logger.info("annotating %d texts with %s (cached parses are reused)", len(unique), annotator.source)
-    return dict(zip(unique, annotator.annotate(unique)))
-
-
-def annotate_token_lists(annotator: Any, token_lists: Sequence[Sequence[str]]) -> dict[tuple[str, ...], Sentence]:
-    """Parse every unique list of gold tokens once, as one sentence over exactly those tokens; tokens -> sentence."""
-    unique = list(dict.fromkeys(tuple(t) for t in token_lists))
-    if not unique:
-        return {}
-    logger.info(
-        "parsing the gold tokens of %d gold trees with %s (cached parses are reused)", len(unique), annotator.source
-    )
-    return dict(zip(unique, annotator.annotate_pretokenized([list(w) for w in unique])))
+    what = "gold token lists" if pretokenized else "texts"
+    logger.info("parsing %d %s with %s (cached parses are reused)", len(unique), what, annotator.source)
+    parses = annotator.annotate_pretokenized([list(w) for w in unique]) if pretokenized else annotator.annotate(unique)
+    return dict(zip(unique, parses))
 
 
 def headrule_sentence(tree: Any) -> Sentence:
@@ -671,8 +661,8 @@ def example_analyses(
     parsed_tokens: dict[tuple[str, ...], Sentence] = {}
     if texts or token_lists:
         annotator = annotator_for(context)
-        parsed = annotate_texts(annotator, texts)
-        parsed_tokens = annotate_token_lists(annotator, token_lists)
+        parsed = _parse_once(annotator, texts)
+        parsed_tokens = _parse_once(annotator, token_lists, pretokenized=True)
 
     def analysis(e: TaskExample, side: str, text: str) -> Any:
         sentence = getattr(e, f"syntax_{side}")
@@ -691,16 +681,13 @@ def example_analyses(
         docs_a.append(analysis(e, "a", e.text_a))
         if docs_b is not None:
             docs_b.append(Document([], text="") if e.text_b is None else analysis(e, "b", e.text_b))
-    if context.parser_noise > 0:
-        docs_a = [corrupt(d, context.parser_noise, context.noise_seed, e.guid + ":a") for d, e in zip(docs_a, examples)]
-        if docs_b is not None:
-            docs_b = [
-                corrupt(d, context.parser_noise, context.noise_seed, e.guid + ":b") for d, e in zip(docs_b, examples)
+    for side, docs in zip("ab", (docs_a, docs_b) if docs_b is not None else (docs_a,)):
+        if context.parser_noise > 0:
+            docs[:] = [
+                corrupt(d, context.parser_noise, context.noise_seed, f"{e.guid}:{side}") for d, e in zip(docs, examples)
             ]
-    if context.constituency == "from_dependency":
-        docs_a = [with_dependency_trees(d) for d in docs_a]
-        if docs_b is not None:
-            docs_b = [with_dependency_trees(d) for d in docs_b]
+        if context.constituency == "from_dependency":
+            docs[:] = [with_dependency_trees(d) for d in docs]
     return docs_a, docs_b, len(parsed) + len(parsed_tokens)
 
 

@@ -1,17 +1,10 @@
 """SQuAD 2.0 span QA as a :class:`~syntaxformer.tasks.base.Task`: windows with start/end labels, span decoding with
-the null answer (and an answer verifier), and the threshold protocol. The windows and the decoding live in
-:mod:`syntaxformer.tasks.span_qa`, reading in :mod:`syntaxformer.data.readers.squad`, the metric in
-:mod:`syntaxformer.tasks.squad_metric`.
+the null answer (and an answer verifier), and the threshold protocol. The windows and the decoding are
+:mod:`syntaxformer.tasks.span_qa`, the metric :mod:`syntaxformer.tasks.squad_metric`.
 
-Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's
-order). Long passages are cut into windows (the question is complete in every window); each passage sentence is its
-own dependency tree and the question is parsed on its own, so no syntax link crosses sentences or passage/question.
-
-Data (:meth:`SquadTask.load_split`): ``train_file`` (default ``squad2/dev-v2.0-half.json`` under the data root) split
-**by article** (``held_out_fraction``, ``split_seed``) into ``train`` and held-out ``dev``; with ``dev_file`` both
-files are read as they are; ``dataset`` loads the hub splits. The ``dev`` articles are split again by article
-(``threshold_tuning_fraction``, :func:`threshold_split`) into a *tuning* and a *test* part; every score is on the
-test part (:func:`~syntaxformer.tasks.squad_metric.squad_scores`), docs/reading_comprehension.md has the protocol.
+Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's). The
+``dev`` articles are split again by article into a *tuning* part (no-answer thresholds) and a scored *test* part
+(:func:`threshold_split`; docs/reading_comprehension.md has the protocol).
 """
 
 from __future__ import annotations
@@ -75,8 +68,7 @@ LABEL_KEYS: tuple[str, ...] = ("start_positions", "end_positions", "is_impossibl
 
 
 def feature_arrays(feature: SquadFeature, context: TaskContext) -> dict[str, np.ndarray]:
-    """Collator input of one window: the model's token and syntax arrays (:meth:`TaskContext.window_arrays`) and
-    the scalar labels ``start_positions``, ``end_positions``, ``is_impossible``."""
+    """Collator input of one window: :meth:`TaskContext.window_arrays` and the scalar :data:`LABEL_KEYS`."""
     out = context.window_arrays(feature.aligned)
     out["start_positions"] = np.asarray(feature.start_position, dtype=np.int64)
     out["end_positions"] = np.asarray(feature.end_position, dtype=np.int64)
@@ -86,8 +78,7 @@ def feature_arrays(feature: SquadFeature, context: TaskContext) -> dict[str, np.
 
 @dataclass(frozen=True)
 class StoredWindow:
-    """What decoding (:func:`postprocess_predictions`) reads of a window kept in Arrow: the question's position in
-    the split, the window's number and the passage offsets ``[L, 2]`` (a read-only view)."""
+    """What decoding (:func:`postprocess_predictions`) reads of a window kept in Arrow."""
 
     example_index: int
     window: int
@@ -148,12 +139,9 @@ def stored_windows(features: FeatureDataset) -> list[StoredWindow]:
 def threshold_split(
     examples: Sequence[SquadExample], fraction: float, seed: int = 0
 ) -> tuple[list[str], dict[str, Any]]:
-    """The evaluation questions whose articles tune the no-answer threshold, and a description of the split.
-
-    The articles of ``examples`` are split with :func:`~syntaxformer.data.readers.squad.split_by_article`
-    (``held_out_fraction = 1 - fraction``, ``seed``): the held-out share is the *test* part (at least one
-    article), the rest the *tuning* part (about ``fraction`` of the articles, at least one). ``fraction = 0``:
-    no split, the threshold is tuned on the scored questions themselves (``tuning_qids == []``).
+    """The evaluation questions whose articles tune the no-answer threshold (about ``fraction`` of the articles,
+    :func:`~syntaxformer.data.readers.squad.split_by_article`), and a description of the split. ``fraction = 0``:
+    tuned on the scored questions themselves (``tuning_qids == []``).
 
     Returns:
         ``(tuning_qids, protocol)``; ``protocol`` names the articles of each part and counts their questions.
@@ -226,9 +214,8 @@ def json_safe_scores(scores: Mapping[str, float]) -> dict[str, float]:
 # The task
 # ----------------------------------------------------------------------------------------------------------
 def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
-    """``(start_logits, end_logits, verifier_logits or None)`` of a model's raw predictions: the Trainer's
-    ``predictions`` tuple (start, end, then optionally ``[N, 2]`` verifier logits; per-batch losses, 1-d, are
-    skipped), a ``PredictionOutput``, or a mapping with those names."""
+    """``(start_logits, end_logits, verifier_logits or None)`` of a model's raw predictions (a tuple, a
+    ``PredictionOutput`` or a mapping; 1-d per-batch losses are skipped)."""
     raw = getattr(raw, "predictions", raw)
     if isinstance(raw, Mapping):
         return raw["start_logits"], raw["end_logits"], raw.get("verifier_logits")
@@ -250,22 +237,18 @@ class SquadTask(Task[TaskData]):
     """SQuAD 2.0 extractive QA with unanswerable questions (head ``question_answering``).
 
     Args:
-        doc_stride: passage tokens shared by consecutive windows, i.e. the **overlap** between windows (as
-            ``doc_stride`` in Hugging Face's ``run_qa``; BERT's original ``doc_stride`` is the step between window
-            starts instead). Must be below the run's ``max_length``.
+        doc_stride: the **overlap** between consecutive windows in tokens (as in Hugging Face's ``run_qa``), below
+            the run's ``max_length``.
         question_first: ``[CLS] question [SEP] passage [SEP]`` instead of SG-Net's passage-first order.
         n_best: span candidates per window (start and end) and kept per question.
         max_answer_length: longest answer span in tokens.
         null_threshold: the fixed no-answer threshold δ (``fixed_threshold`` scores).
-        verifier: one of :data:`VERIFIERS`. ``joint`` asks the model for the [CLS] verifier
-            (:meth:`model_options`); ``parallel`` asks the runner for a second, verifier-only model
-            (:meth:`auxiliary_models`) whose verifier logits are combined at decoding.
+        verifier: one of :data:`VERIFIERS`.
         verifier_loss_weight: weight of the verifier's cross-entropy in training.
         beta1, beta2: Eq. 14 weights of ``score_diff`` (span vs null) and ``score_ext`` (verifier).
-        held_out_fraction, split_seed: with one SQuAD file, the share of its articles held out as ``dev`` (the
-            rest is ``train``) and the seed of that split.
+        held_out_fraction, split_seed: with one SQuAD file, the share of its articles held out as ``dev``.
         threshold_tuning_fraction, threshold_split_seed: the share of the ``dev`` articles that tunes the
-            no-answer thresholds (the rest is scored) and the seed of that split; 0 = tune on the scored questions.
+            no-answer thresholds; 0 = tune on the scored questions.
     """
 
     name = "squad2"
@@ -343,26 +326,21 @@ class SquadTask(Task[TaskData]):
         return self._verifier_options() if self.verifier == "joint" else {}
 
     def auxiliary_models(self) -> dict[str, dict[str, Any]]:
-        """``parallel``: a second model, ``verifier``, trained only for answerability (``span_loss_weight=0``)."""
+        """``parallel``: a second model trained only for answerability."""
         if self.verifier != "parallel":
             return {}
         return {"verifier": {**self._verifier_options(), "span_loss_weight": 0.0}}
 
     def training_defaults(self) -> dict[str, Any]:
-        """:data:`~syntaxformer.tasks.base.READING_DEFAULTS` (the threshold protocol decodes over windows)."""
+        """:data:`~syntaxformer.tasks.base.READING_DEFAULTS`."""
         return dict(READING_DEFAULTS)
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
-        """The questions of ``split`` (``train`` / ``dev`` / ``test``) as :class:`~syntaxformer.data.examples.TaskData`
-        of :class:`SquadExample`.
-
-        ``metadata`` holds ``counts`` (:func:`squad_counts`), for an article split ``split`` (a description) and
-        ``held_out_titles``, and for ``dev`` / ``test`` the threshold protocol: ``tuning_qids`` and
-        ``threshold_protocol`` (:func:`threshold_split`).
-
-        With ``dataset`` (a hub name or a ``save_to_disk`` folder; ``dataset_config``) the examples are made from
-        its Arrow rows when read (:class:`~syntaxformer.data.readers.table.TableExamples`).
+        """The questions of ``split``: from ``train_file`` (default ``squad2/dev-v2.0-half.json``) split by
+        article into ``train`` and ``dev``, from ``dev_file`` / ``test_file``, or from ``dataset``.
+        ``metadata``: ``counts``, the article split, and for ``dev`` / ``test`` the threshold protocol
+        (:func:`threshold_split`).
 
         Raises:
             ConfigError / DataError: an unknown split, a missing file, an empty part, or too few articles to split.
@@ -429,8 +407,7 @@ class SquadTask(Task[TaskData]):
         return out
 
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
-        """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
-        :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
+        """Mappings with ``question``, ``context`` and optionally ``id`` as unlabeled :class:`SquadExample` s."""
         examples = [
             SquadExample(
                 qid=str(r.get("id", f"input-{i}")),
@@ -451,8 +428,8 @@ class SquadTask(Task[TaskData]):
         model_config: Any,
         options: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
-        """This task's decoding (with the call's ``top_k`` / ``max_answer_length`` on a copy of it) and the answer at
-        ``options["null_threshold"]`` (default: the task's)."""
+        """This task's decoding (with the call's ``top_k`` / ``max_answer_length``) and the answer at
+        ``options["null_threshold"]``."""
         import copy
 
         from syntaxformer.modeling.raw_text import answer_record
@@ -485,8 +462,7 @@ class SquadTask(Task[TaskData]):
         ]
 
     def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
-        """One row per window of every question (:class:`SpanRows`: the model's arrays, the labels and what
-        decoding reads), in Arrow (:func:`~syntaxformer.tasks.featurize.build_features`)."""
+        """One row per window of every question (:class:`SpanRows`)."""
         if context.parser_noise:
             raise ConfigError(
                 f"parser_noise={context.parser_noise}: parser noise is supported by the "
@@ -559,10 +535,8 @@ class SquadTask(Task[TaskData]):
         )
 
     def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
-        """The headline numbers (:attr:`metric_names`, on the test part at the ``best_f1_threshold``) and the
-        sections of ``metrics.json``: ``fixed_threshold``, ``best_f1_threshold``, ``best_exact_threshold``,
-        ``same_set_best_f1_threshold`` (:func:`~syntaxformer.tasks.squad_metric.squad_scores`),
-        ``threshold_protocol`` and ``threshold_note``."""
+        """The headline numbers (test part, ``best_f1_threshold``), the sections of
+        :func:`~syntaxformer.tasks.squad_metric.squad_scores`, ``threshold_protocol`` and ``threshold_note``."""
         scores = self._scores(data, predictions)
         scores.pop("per_question")
         best = scores["best_f1_threshold"]
@@ -580,11 +554,8 @@ class SquadTask(Task[TaskData]):
         }
 
     def run_files(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
-        """``predictions.json`` (``qid -> answer`` at the headline ``best_f1_threshold``), ``best_texts.json``
-        (best non-null span), ``na_probs.json`` (no-answer scores; with ``best_texts.json`` restricted to the test
-        part, the official ``evaluate-v2.0.py --na-prob-file`` gives the ``official_best_*`` numbers) and
-        ``per_question.json`` (per question: ``part``, ``question_words``, ``has_answer``, ``best_text``,
-        ``na_score`` and prediction / EM / F1 at the fixed and the headline threshold)."""
+        """``predictions.json`` (at ``best_f1_threshold``), ``best_texts.json``, ``na_probs.json`` (for the
+        official script's ``--na-prob-file``) and ``per_question.json``."""
         per_q = self._scores(data, predictions)["per_question"]
         return {
             "predictions.json": {q: r["prediction_best"] for q, r in per_q.items()},
@@ -596,9 +567,7 @@ class SquadTask(Task[TaskData]):
         }
 
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``answer`` (at
-        ``null_threshold``; ``""`` = no answer), ``best_answer`` (the best non-null span), ``null_score`` and
-        ``gold_answers`` (the gold texts, ``[]`` for an unanswerable question; left out when unknown)."""
+        """Per question, named as ``predict --input`` names them, and ``gold_answers`` when known."""
         best = predictions.extra["best_texts"]
         return [
             {
