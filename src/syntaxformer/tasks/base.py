@@ -419,7 +419,7 @@ def constructor_options(task: Task) -> dict[str, Any]:
     import copy
     import inspect
 
-    params = inspect.signature(type(task).__init__).parameters.values()
+    params = list(inspect.signature(type(task).__init__).parameters.values())[1:]  # after self
     return copy.deepcopy({p.name: getattr(task, p.name) for p in params if p.kind is p.POSITIONAL_OR_KEYWORD})
 
 

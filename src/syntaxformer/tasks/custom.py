@@ -35,14 +35,13 @@ from syntaxformer.tasks.base import (
     register_task,
     sample_limit,
 )
-from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, rows_for, split_names
+from syntaxformer.tasks.custom_splits import rows_for, split_names
 from syntaxformer.tasks.race import RaceTask, choice_records
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
 
 __all__ = [
     "PROBLEM_TYPES",
-    "SPLIT_ALIASES",
     "CustomChoiceTask",
     "CustomQATask",
     "CustomTextTask",
@@ -50,7 +49,6 @@ __all__ = [
     "check_labels",
     "infer_labels",
     "is_squad_json",
-    "split_names",
     "task_for_data",
 ]
 
@@ -299,16 +297,7 @@ class CustomTextTask(SentenceTask):
 
     # -- identity ----------------------------------------------------------------------------------------
     def options(self) -> dict[str, Any]:
-        return {
-            "text_column": self.text_column,
-            "text_pair_column": self.text_pair_column,
-            "label_column": self.label_column,
-            "id_column": self.id_column,
-            "labels": self.label_list,
-            "problem_type": self.problem_type,
-            "validation_fraction": self.validation_fraction,
-            "split_seed": self.split_seed,
-        }
+        return {**constructor_options(self), "labels": self.label_list}
 
     def _update_spec(self) -> None:
         """The instance's :class:`TaskSpec` (labels, metrics) from what is known so far."""

@@ -47,9 +47,7 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Features
-# ----------------------------------------------------------------------------------------------------------
+# -- Features ------------------------------------------------------------------------------------------------
 @dataclass
 class RaceFeature:
     """The model inputs of one question: one aligned sequence per option.
@@ -77,8 +75,8 @@ def _joined(parts: Sequence[Document]) -> Document:
     """One Document over ``parts`` joined by single spaces, every sentence kept as its own tree."""
     texts, sentences, pos = [], [], 0
     for doc in parts:
-        text = doc.text if doc.text is not None else Document.from_sentences(doc.sentences).text or ""
         base = doc if doc.text is not None else Document.from_sentences(doc.sentences)
+        text = base.text or ""
         for s in base.sentences:
             d = s.to_dict()
             d["offsets"] = [[a + pos, b + pos] for a, b in s.offsets]  # type: ignore[union-attr]
@@ -243,9 +241,7 @@ def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labe
     return batch
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Metric
-# ----------------------------------------------------------------------------------------------------------
+# -- Metric --------------------------------------------------------------------------------------------------
 def choice_records(
     examples: Sequence[Any], predictions: Predictions, question: Callable[[Any], str]
 ) -> list[dict[str, Any]]:
@@ -301,9 +297,7 @@ def snippet(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-# ----------------------------------------------------------------------------------------------------------
-# The task
-# ----------------------------------------------------------------------------------------------------------
+# -- The task ------------------------------------------------------------------------------------------------
 def _logits(raw: Any) -> np.ndarray:
     """``[N, C]`` option logits of a model's raw predictions (an array, a tuple, a ``PredictionOutput`` or a
     mapping)."""

@@ -27,9 +27,7 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Features
-# ----------------------------------------------------------------------------------------------------------
+# -- Features ------------------------------------------------------------------------------------------------
 @dataclass
 class SquadFeature:
     """One model window of one question.
@@ -66,10 +64,8 @@ def answer_token_span(passage_offsets: np.ndarray, char_start: int, char_end: in
     starts, ends = passage_offsets[idx, 0], passage_offsets[idx, 1]
     if starts[0] > char_start or ends[-1] < char_end:
         return None
-    s = np.flatnonzero(starts <= char_start)
-    e = np.flatnonzero(ends >= char_end)
-    if len(s) == 0 or len(e) == 0:
-        return None
+    s = np.flatnonzero(starts <= char_start)  # not empty: starts[0] <= char_start
+    e = np.flatnonzero(ends >= char_end)  # not empty: ends[-1] >= char_end
     start, end = int(idx[s[-1]]), int(idx[e[0]])
     if end < start:
         return None
@@ -143,9 +139,7 @@ class SquadFeaturizer:
         return feat
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Postprocessing
-# ----------------------------------------------------------------------------------------------------------
+# -- Postprocessing ------------------------------------------------------------------------------------------
 @dataclass
 class SquadPredictions:
     """Output of :func:`postprocess_predictions`.

@@ -133,9 +133,7 @@ def stored_windows(features: FeatureDataset) -> list[StoredWindow]:
     return [StoredWindow(**features.side(j)) for j in range(len(features))]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# The threshold protocol
-# ----------------------------------------------------------------------------------------------------------
+# -- The threshold protocol ----------------------------------------------------------------------------------
 def threshold_split(
     examples: Sequence[SquadExample], fraction: float, seed: int = 0
 ) -> tuple[list[str], dict[str, Any]]:
@@ -210,9 +208,7 @@ def json_safe_scores(scores: Mapping[str, float]) -> dict[str, float]:
     return {k: (float(v) if math.isfinite(v) else math.copysign(1e30, v)) for k, v in scores.items()}
 
 
-# ----------------------------------------------------------------------------------------------------------
-# The task
-# ----------------------------------------------------------------------------------------------------------
+# -- The task ------------------------------------------------------------------------------------------------
 def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
     """``(start_logits, end_logits, verifier_logits or None)`` of a model's raw predictions (a tuple, a
     ``PredictionOutput`` or a mapping; 1-d per-batch losses are skipped)."""

@@ -150,11 +150,8 @@ class TranslationTask(Task[ParallelCorpus]):
                 "files too: --set valid_source=FILE --set valid_target=FILE (Multi30k's validation set "
                 "stands in only when training on Multi30k)"
             )
-        sets: dict[str, Sequence[str] | None]
-        if eval_sets is None:
-            sets = {} if train_source else {"test2016": None}
-        else:
-            sets = dict(eval_sets)
+        default_sets: dict[str, Any] = {} if train_source else {"test2016": None}  # Multi30k's, when training on it
+        sets = default_sets if eval_sets is None else dict(eval_sets)
         for name, files in sets.items():
             if files is not None and len(files) != 2:
                 raise ConfigError(f"eval set {name!r}: expected [source, reference] files, got {files}")
@@ -367,16 +364,8 @@ class TranslationTask(Task[ParallelCorpus]):
         """
         from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration, build_config
 
-        options: dict[str, Any] = {
-            "features": list(self.features),
-            "use_sg_layer": self.use_sg_layer,
-            "sg_mask": self.sg_mask,
-            "feature_dim": self.feature_dim,
-            "feature_combine": self.feature_combine,
-            "alpha": self.alpha,
-            "preset": self.preset,
-            "seq2seq_overrides": dict(self.seq2seq_overrides),
-        }
+        names = ("features", "use_sg_layer", "sg_mask", "feature_dim", "feature_combine", "alpha", "preset")
+        options: dict[str, Any] = {k: v for k, v in self.options().items() if k in names or k == "seq2seq_overrides"}
         if self.arm is None and system in ARMS:
             options.update(ARMS[system])
         options.update(model_options)
