@@ -52,8 +52,7 @@ __all__ = [
     "text_inputs_data",
 ]
 
-#: Heads a task can ask for; the model registry (:func:`syntaxformer.modeling.model_class`) serves the first four
-#: for every syntax system, ``seq2seq`` is the syntax-infused translation model.
+#: Heads a task can ask for (:func:`syntaxformer.modeling.model_class`; ``seq2seq``: the translation model).
 HEADS: tuple[str, ...] = (
     "sequence_classification",
     "question_answering",
@@ -63,8 +62,7 @@ HEADS: tuple[str, ...] = (
 )
 
 
-#: Run-config defaults of the reading-comprehension tasks (SQuAD, RACE; BERT-style fine-tuning, one evaluation at
-#: the end, since their scores need decoding over windows / options).
+#: Run-config defaults of the reading-comprehension tasks (SQuAD, RACE): BERT-style, one evaluation at the end.
 READING_DEFAULTS: dict[str, Any] = {
     "max_length": 384,
     "learning_rate": 3e-5,

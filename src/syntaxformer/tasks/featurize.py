@@ -64,11 +64,9 @@ logger = logging.getLogger(__name__)
 
 #: Version of the stored feature format; part of the cache key (bump when the arrays change meaning).
 FEATURE_VERSION = 3
-#: ``TaskContext.syntax``: use given parses / gold trees where the data has them (``auto``), always parse the raw
-#: text (``parser``), or never parse (``given``).
+#: Values of ``TaskContext.syntax``.
 SYNTAX_MODES: tuple[str, ...] = ("auto", "parser", "given")
-#: ``TaskContext.constituency``: constituency trees only where the data gives them, or read off the dependency
-#: trees for the other texts.
+#: Values of ``TaskContext.constituency``.
 CONSTITUENCY_MODES: tuple[str, ...] = ("given", "from_dependency")
 #: Examples encoded together (one ``Dataset.map`` batch): parsed, aligned and written as one block of rows.
 BLOCK_SIZE = 1024
@@ -104,8 +102,7 @@ class FeatureDataset(torch.utils.data.Dataset):
         self.scalar_keys = [k for k in names if k not in lists and k not in side]
         shapes, dtypes = self.meta.get("shapes", {}), self.meta.get("dtypes", {})
         self._trail = {k: tuple(shapes.get(k, ())) for k in lists}
-        # datasets stores some token columns narrower (input_ids as int32, attention_mask as int8): rows are
-        # given back in the dtype they were made with
+        # datasets stores some token columns narrower: rows are given back in the dtype they were made with
         self._dtype = {k: np.dtype(dtypes.get(k, "<i8")) for k in names if k != "guid"}
         self._starts: list[int] = []
         self._blocks: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
@@ -174,14 +171,6 @@ class FeatureDataset(torch.utils.data.Dataset):
     def guids(self) -> list[str]:
         """The example id of each row, in row order."""
         return [str(g) for g in self.dataset.data.table.column("guid").to_pylist()]
-
-    def lengths(self) -> np.ndarray:
-        """``[N]`` number of positions of each row (with options: of its longest option)."""
-        if self.meta.get("choices"):
-            return np.asarray([self.side(i)["option_lengths"].max() for i in range(len(self))], dtype=np.int64)
-        if not self._blocks:
-            return np.zeros(0, dtype=np.int64)
-        return np.concatenate([np.diff(block["input_ids"][0]) for block in self._blocks]).astype(np.int64)
 
     # -- storage ---------------------------------------------------------------------------------------
     @classmethod

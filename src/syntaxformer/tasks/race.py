@@ -242,6 +242,17 @@ def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labe
 
 
 # -- Metric --------------------------------------------------------------------------------------------------
+def _choice(options: Sequence[str], k: int, scores: Any) -> dict[str, Any]:
+    """The prediction fields of a multiple-choice record: option ``k`` of ``options`` and the option scores."""
+    return {
+        "options": list(options),
+        "prediction": OPTION_LETTERS[k] if k < len(OPTION_LETTERS) else str(k),
+        "index": k,
+        "option": options[k],
+        "scores": None if scores is None else list(scores)[: len(options)],
+    }
+
+
 def choice_records(
     examples: Sequence[Any], predictions: Predictions, question: Callable[[Any], str]
 ) -> list[dict[str, Any]]:
@@ -249,16 +260,7 @@ def choice_records(
     scores = predictions.scores or [None] * len(predictions.values)
     records = []
     for e, p, s in zip(examples, predictions.values, scores):
-        k = int(p)
-        r = {
-            "id": e.qid,
-            "question": question(e),
-            "options": list(e.options),
-            "prediction": OPTION_LETTERS[k],
-            "index": k,
-            "option": e.options[k],
-            "scores": None if s is None else list(s)[: len(e.options)],
-        }
+        r = {"id": e.qid, "question": question(e), **_choice(e.options, int(p), s)}
         if e.label is not None:
             r["gold_label"] = OPTION_LETTERS[int(e.label)]
         records.append(r)
@@ -391,11 +393,7 @@ class RaceTask(Task[TaskData]):
                 **({"id": r["id"]} if "id" in r else {}),
                 "question": r["question"],
                 **({"context": r["context"]} if r.get("context") else {}),
-                "options": r["options"],
-                "prediction": OPTION_LETTERS[k] if k < len(OPTION_LETTERS) else str(k),
-                "index": k,
-                "option": r["options"][k],
-                "scores": s[: len(r["options"])],
+                **_choice(r["options"], k, s),
             }
             for r, k, s in zip(inputs, predictions.values, predictions.scores or [])
         ]

@@ -75,6 +75,11 @@ class TaskSpec:
             )
 
     @property
+    def is_pair(self) -> bool:
+        """True for sentence-pair tasks."""
+        return "text_b" in self.columns
+
+    @property
     def is_regression(self) -> bool:
         """True for regression (STS-B)."""
         return self.labels is None
@@ -265,7 +270,11 @@ class SentenceTask(Task[TaskData]):
         return records
 
     def submission_value(self, value: Any, record: Mapping[str, Any]) -> Any:
-        """The prediction as the data writes it (GLUE's submission format): the label string, or the value to 4
+        """The label string as the data writes it (:meth:`label_name`)."""
+        return self.label_name(value)
+
+    def label_name(self, value: Any) -> Any:
+        """A prediction as the data writes it (GLUE's submission format): the label string, or the value to 4
         decimals."""
         return round(float(value), 4) if self.spec.labels is None else self.spec.labels[int(value)]
 

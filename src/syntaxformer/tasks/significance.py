@@ -33,8 +33,7 @@ __all__ = [
     "sign_flip_test",
 ]
 
-#: sacreBLEU's paired tests: ``"bs"`` paired bootstrap (1,000 resamples), ``"ar"`` approximate randomisation
-#: (10,000 trials).
+#: sacreBLEU's paired tests: ``"bs"`` paired bootstrap, ``"ar"`` approximate randomisation.
 BLEU_TESTS: dict[str, str] = {"bs": "bleu_paired_bootstrap", "ar": "bleu_approximate_randomization"}
 
 

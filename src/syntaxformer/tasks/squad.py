@@ -60,8 +60,7 @@ __all__ = [
     "threshold_split",
 ]
 
-#: Answer-verifier modes: none, ``joint`` (a [CLS] answerability classifier trained with the span head on one
-#: encoder) or ``parallel`` (a second model trained only as verifier, paper §3.4.1).
+#: Answer-verifier modes: none, ``joint`` (on the span model's encoder) or ``parallel`` (a second model, §3.4.1).
 VERIFIERS: tuple[str, ...] = ("none", "joint", "parallel")
 #: Label arrays of a window.
 LABEL_KEYS: tuple[str, ...] = ("start_positions", "end_positions", "is_impossible")

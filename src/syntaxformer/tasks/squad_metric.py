@@ -32,11 +32,6 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
-def answer_tokens(text: str) -> list[str]:
-    """Tokens of the normalised text (empty list for an empty / all-punctuation string)."""
-    return normalize_answer(text).split() if text else []
-
-
 def exact_score(gold: str, pred: str) -> int:
     """1 if the normalised strings are equal, else 0."""
     return int(normalize_answer(gold) == normalize_answer(pred))
@@ -44,7 +39,7 @@ def exact_score(gold: str, pred: str) -> int:
 
 def f1_score(gold: str, pred: str) -> float:
     """Token-overlap F1 of the normalised strings (two empty strings: 1; empty vs non-empty: 0)."""
-    g, p = answer_tokens(gold), answer_tokens(pred)
+    g, p = normalize_answer(gold).split(), normalize_answer(pred).split()
     if not g or not p:
         return float(g == p)
     common = collections.Counter(g) & collections.Counter(p)
