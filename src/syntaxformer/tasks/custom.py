@@ -214,12 +214,8 @@ def check_labels(values: Sequence[Any], where: Sequence[str], column: str, regre
 
 
 def infer_labels(values: Sequence[Any]) -> tuple[str, list[str] | None]:
-    """The label kind and the class names of training labels (``run_glue``'s rule): whole numbers and text are
-    classes (ordered numerically / alphabetically), any other number makes a regression.
-
-    Returns:
-        ``("single_label_classification", names)`` or ``("regression", None)``.
-    """
+    """``("single_label_classification", class names)`` or ``("regression", None)`` for training labels
+    (``run_glue``'s rule): whole numbers and text are classes, any other number makes a regression."""
     present = [v for v in values if _present(v)]
     if any(isinstance(v, float) for v in present) and all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in present

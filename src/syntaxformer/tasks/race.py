@@ -268,12 +268,8 @@ def choice_records(
 
 
 def race_accuracy(examples: Sequence[RaceExample], predictions: Mapping[str, int] | Sequence[int]) -> dict[str, float]:
-    """Accuracy (percent) on RACE-M (``middle``), RACE-H (``high``) and all (``all``), plus counts ``n_*``.
-
-    Args:
-        examples: the questions with gold labels.
-        predictions: ``qid -> option index`` or one index per example (same order). A missing qid is wrong.
-    """
+    """Accuracy (percent) on RACE-M (``middle``), RACE-H (``high``) and all (``all``), plus counts ``n_*``, of
+    ``predictions`` (``qid -> option index``, a missing qid is wrong, or one index per example)."""
     if not isinstance(predictions, Mapping):
         if len(predictions) != len(examples):
             raise InputError(f"{len(examples)} examples but {len(predictions)} predictions")

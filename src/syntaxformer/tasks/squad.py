@@ -136,12 +136,8 @@ def stored_windows(features: FeatureDataset) -> list[StoredWindow]:
 def threshold_split(
     examples: Sequence[SquadExample], fraction: float, seed: int = 0
 ) -> tuple[list[str], dict[str, Any]]:
-    """The evaluation questions whose articles tune the no-answer threshold (about ``fraction`` of the articles,
-    :func:`~syntaxformer.data.readers.squad.split_by_article`), and a description of the split. ``fraction = 0``:
-    tuned on the scored questions themselves (``tuning_qids == []``).
-
-    Returns:
-        ``(tuning_qids, protocol)``; ``protocol`` names the articles of each part and counts their questions.
+    """``(tuning_qids, protocol)``: the evaluation questions whose articles (about ``fraction`` of them) tune the
+    no-answer threshold, and a description of the split (``fraction = 0``: ``tuning_qids == []``).
 
     Raises:
         DataError: ``fraction > 0`` but the questions come from fewer than two articles.
@@ -475,13 +471,9 @@ class SquadTask(Task[TaskData]):
     def postprocess(
         self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
     ) -> Predictions:
-        """Decode spans (:func:`postprocess_predictions`); the verifier logits come from the model (``joint``) or
-        from ``auxiliary["verifier"]`` (``parallel``).
-
-        Returns:
-            ``values``: answers at ``null_threshold`` (``""`` = no answer); ``scores``: no-answer scores;
-            ``extra``: ``best_texts``, ``na_scores`` (``qid ->``) and ``nbest``.
-        """
+        """Decode spans (:func:`postprocess_predictions`; ``parallel``: the verifier logits of
+        ``auxiliary["verifier"]``): ``values`` the answers at ``null_threshold``, ``scores`` the no-answer scores,
+        ``extra`` ``best_texts``, ``na_scores`` and ``nbest``."""
         start, end, verifier = _qa_outputs(raw)
         if self.verifier == "none":
             verifier = None

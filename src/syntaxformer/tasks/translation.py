@@ -322,12 +322,8 @@ class TranslationTask(Task[ParallelCorpus]):
         }
 
     def build_tokenizer(self, train_data: ParallelCorpus, output_dir: str, context: TaskContext) -> Any:
-        """BPE learned on the training split (or read from ``tokenizer_dir``), saved in ``output_dir``.
-
-        Returns:
-            the source tokenizer (also ``context.tokenizer``); the target one is ``context.extra
-            ["target_tokenizer"]`` and :attr:`target_tokenizer`.
-        """
+        """BPE learned on the training split (or read from ``tokenizer_dir``), saved in ``output_dir``; returns the
+        source tokenizer (the target one goes to ``context.extra["target_tokenizer"]``)."""
         from syntaxformer.data.bpe import load_tokenizers, save_tokenizers, train_bpe
 
         shared = Path(self.tokenizer_dir) if self.tokenizer_dir else None
