@@ -305,7 +305,6 @@ def test_features_arrow_rows_equal_the_reference_sst2_and_custom_csv(
         for ds in (built, hit, in_memory, pickle.loads(sent)):
             _assert_same_rows(ds, reference)
             assert ds.guids == [e.guid for e in data.examples]
-            assert ds.lengths().tolist() == [len(r["input_ids"]) for r in reference]
 
 
 def _reading_rows(task, data, ctx) -> tuple[list[dict], list]:
@@ -386,4 +385,3 @@ def test_features_arrow_rows_equal_the_reference_span_qa_and_multiple_choice(
             collate = task.collator(context(minilm_tokenizer, **kw))
             a, b = collate([built[i] for i in range(len(built))]), collate(reference)
             assert set(a) == set(b) and all(torch.equal(a[k], b[k]) for k in a)
-            assert built.lengths().tolist() == [max(len(o["input_ids"]) for o in r["options"]) for r in reference]

@@ -1,12 +1,5 @@
-"""Tasks: the :class:`Task` interface and its public registry, and the built-in task families.
-
-``from syntaxformer.tasks import Task, register_task, get_task`` is all a new task needs (see
-:mod:`syntaxformer.tasks.base`); the built-in ones are GLUE (:mod:`~syntaxformer.tasks.glue`), SNLI
-(:mod:`~syntaxformer.tasks.snli`) and the SST tree tasks (:mod:`~syntaxformer.tasks.sst`), all
-:class:`~syntaxformer.tasks.sentence.SentenceTask` subclasses featurized by :mod:`syntaxformer.tasks.featurize`;
-SQuAD 2.0 (:mod:`~syntaxformer.tasks.squad`), RACE (:mod:`~syntaxformer.tasks.race`) and translation
-(:mod:`~syntaxformer.tasks.translation`).
-"""
+"""Tasks: the :class:`Task` interface and its public registry (:mod:`syntaxformer.tasks.base`), and the built-in
+task families (GLUE, SNLI, SST, SQuAD 2.0, RACE, translation, your own data)."""
 
 from syntaxformer.tasks.base import (
     HEADS,

@@ -12,18 +12,9 @@ not. The runner's data flow for every task and every system::
     task.compute_metrics(data, preds)     -> {"accuracy": ...}; the first of ``task.metric_names`` is the headline
     task.run_files(data, preds)           -> {"predictions.json": ...}: extra files the runner writes into the run folder
 
-Adding a task from outside the package::
-
-    from syntaxformer.tasks import Task, register_task
-
-    @register_task                   # or register_task(MyTask, name="alias")
-    class MyTask(Task):
-        name = "my-task"
-        ...
-
-Tasks are built with options (``get_task("squad2", doc_stride=128)``); :meth:`Task.options` returns them so
-that the run folder can record the task definition and ``evaluate`` / ``predict`` rebuild the same task in a
-fresh process.
+A task from outside the package is a :class:`Task` subclass decorated with :func:`register_task`. Tasks are built
+with options (``get_task("squad2", doc_stride=128)``); :meth:`Task.options` returns them, so ``evaluate`` /
+``predict`` rebuild the same task from the run folder.
 """
 
 from __future__ import annotations
@@ -49,8 +40,10 @@ __all__ = [
     "SplitData",
     "Task",
     "TaskContext",
+    "constructor_options",
     "get_task",
     "record_prediction",
+    "refuse_unknown_options",
     "register_task",
     "sample_limit",
     "task_names",
@@ -59,8 +52,7 @@ __all__ = [
     "text_inputs_data",
 ]
 
-#: Heads a task can ask for; the model registry (:func:`syntaxformer.modeling.model_class`) serves the first four
-#: for every syntax system, ``seq2seq`` is the syntax-infused translation model.
+#: Heads a task can ask for (:func:`syntaxformer.modeling.model_class`; ``seq2seq``: the translation model).
 HEADS: tuple[str, ...] = (
     "sequence_classification",
     "question_answering",
@@ -70,8 +62,7 @@ HEADS: tuple[str, ...] = (
 )
 
 
-#: Run-config defaults of the reading-comprehension tasks (SQuAD, RACE; BERT-style fine-tuning, one evaluation at
-#: the end, since their scores need decoding over windows / options).
+#: Run-config defaults of the reading-comprehension tasks (SQuAD, RACE): BERT-style, one evaluation at the end.
 READING_DEFAULTS: dict[str, Any] = {
     "max_length": 384,
     "learning_rate": 3e-5,
@@ -89,8 +80,7 @@ TOKEN_INPUTS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids"
 
 
 class SplitData(Protocol):
-    """What the runner reads of a split that :meth:`Task.load_split` returns, besides what the task itself reads
-    (:class:`~syntaxformer.data.examples.TaskData`, :class:`~syntaxformer.data.readers.parallel.ParallelCorpus`)."""
+    """What the runner reads of a split that :meth:`Task.load_split` returns."""
 
     @property
     def source(self) -> str:
@@ -137,10 +127,8 @@ class TaskContext:
 
     Attributes:
         tokenizer: the model's Hugging Face fast tokenizer (for translation: the source tokenizer).
-        annotator: the parser (:class:`syntaxformer.data.Annotator`), or ``None``: built from ``parser`` when
-            first needed (:func:`syntaxformer.tasks.featurize.annotator_for`), so a features-cache hit loads none.
-        syntax_inputs: the syntax batch keys the model reads (``model.config.syntax_inputs``); featurization
-            emits these and the token arrays, nothing else; empty = no parser is used at all.
+        annotator: the parser, or ``None``: built from ``parser`` when first needed, so a cache hit loads none.
+        syntax_inputs: the syntax batch keys the model reads; empty = no parser is used at all.
         parser: the parser spec the annotator is built from (a spaCy pipeline name or path), or ``None``.
         parse_cache: the parse cache (``True`` = default location, a path, or ``False``).
         max_length: tokens per window, special tokens included.
@@ -177,8 +165,7 @@ class TaskContext:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def window_arrays(self, window: Any) -> dict[str, Any]:
-        """The model inputs of one aligned window: the :data:`TOKEN_INPUTS` and the :attr:`syntax_inputs` the model
-        reads, nothing else (:func:`syntaxformer.data.collate.window_arrays` with this context's options)."""
+        """The model inputs of one aligned window (:func:`syntaxformer.data.collate.window_arrays`)."""
         from syntaxformer.data.collate import window_arrays
 
         return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance)
@@ -190,10 +177,9 @@ class Predictions:
 
     Attributes:
         ids: example ids (``TaskExample.guid``, SQuAD ``qid``, ...).
-        values: one prediction per example, in the task's own terms (a label id, a float, an answer text, an
-            option index, a translation).
-        scores: per-example scores for the output files (class probabilities, no-answer score, ...) or ``None``.
-        extra: anything else the metrics or the output files need (n-best spans, no-answer scores ...).
+        values: one prediction per example, in the task's own terms (a label id, an answer text ...).
+        scores: per-example scores for the output files, or ``None``.
+        extra: anything else the metrics or the output files need.
     """
 
     ids: list[str]
@@ -203,8 +189,8 @@ class Predictions:
 
 
 class Task(abc.ABC, Generic[DataT]):
-    """One task (family), over split data of type ``DataT``. Subclasses set the class attributes and implement the
-    abstract methods; every other hook has a default that suits a task on a pretrained encoder.
+    """One task (family), over split data of type ``DataT``: the class attributes and abstract methods are the
+    subclass's; every other hook has a default for a task on a pretrained encoder.
 
     Class attributes:
         name: registry name (lower case, e.g. ``"sst2"``).
@@ -212,8 +198,7 @@ class Task(abc.ABC, Generic[DataT]):
         head: one of :data:`HEADS`.
         metric_names: metric names; the first is the headline number.
         splits: the split names the task knows (``train`` / ``dev`` / ``test`` by default).
-        unused_options: run-config options the task ignores -> what to use instead; ``train`` rejects a run that
-            sets one (a value other than the config's default) instead of dropping it silently.
+        unused_options: run-config options the task ignores -> what to use instead (``train`` refuses them).
     """
 
     name: ClassVar[str] = ""
@@ -249,9 +234,7 @@ class Task(abc.ABC, Generic[DataT]):
     # -- data ------------------------------------------------------------------------------------------
     @abc.abstractmethod
     def load_split(self, split: str, data: Mapping[str, Any]) -> DataT:
-        """Read one split (a name from :attr:`splits`); ``data`` is the run config's data section (``data_dir``,
-        ``{split}_file``, ``dataset``, ``max_{split}_samples``, ``data_seed`` ...), keys a task does not use are
-        ignored."""
+        """Read one split (a name from :attr:`splits`) as the run config's data section ``data`` says."""
 
     @abc.abstractmethod
     def featurize(self, data: DataT, context: TaskContext, split: str) -> Features:
@@ -267,17 +250,15 @@ class Task(abc.ABC, Generic[DataT]):
         return functools.partial(pad_arrays, pad_token_id=pad)  # picklable for data-loader workers
 
     def feature_facts(self, features: Features) -> dict[str, Any]:
-        """How features were made, for ``metrics.json`` (``cache``, ``parser``, ``n_truncated``, ``syntax_source``)
-        and the gold ``labels`` array for ``dev_predictions.json``. Default: those of the shared pipeline's
-        :class:`~syntaxformer.tasks.featurize.FeatureDataset` (``meta``, ``labels``), else none."""
+        """How features were made (``metrics.json``) and the gold ``labels`` array (``dev_predictions.json``):
+        a :class:`~syntaxformer.tasks.featurize.FeatureDataset`'s ``meta`` and ``labels``."""
         from syntaxformer.tasks.featurize import FeatureDataset
 
         return {**features.meta, "labels": features.labels} if isinstance(features, FeatureDataset) else {}
 
     # -- hooks the runner calls ------------------------------------------------------------------------
     def training_defaults(self) -> dict[str, Any]:
-        """Run-config defaults of this task (e.g. ``max_length``, ``learning_rate``, ``label_smoothing_factor``,
-        ``lr_scheduler_type``); explicit config values win over them."""
+        """Run-config defaults of this task; explicit config values win over them."""
         return {}
 
     def build_tokenizer(self, train_data: DataT, output_dir: str, context: TaskContext) -> Any:
@@ -285,13 +266,12 @@ class Task(abc.ABC, Generic[DataT]):
         return None
 
     def build_model(self, system: str, model_options: Mapping[str, Any], context: TaskContext) -> Any:
-        """A model built from scratch for this task, or ``None`` = ``model_class(system, head)`` around the
-        pretrained encoder (the default)."""
+        """A model built from scratch for this task, or ``None`` = ``model_class(system, head)``."""
         return None
 
     def auxiliary_models(self) -> dict[str, dict[str, Any]]:
-        """Extra models the runner trains on the same features, each in ``<output_dir>/<name>``: name -> model
-        option changes (SQuAD's parallel answer verifier). Their raw outputs reach :meth:`postprocess`."""
+        """Extra models trained on the same features (``<output_dir>/<name>``): name -> model option changes;
+        their raw outputs reach :meth:`postprocess`."""
         return {}
 
     # -- predictions -----------------------------------------------------------------------------------
@@ -299,41 +279,35 @@ class Task(abc.ABC, Generic[DataT]):
     def postprocess(
         self, data: DataT, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
     ) -> Predictions:
-        """Raw model outputs for ``features`` (the Trainer's ``predictions``; ``auxiliary``: name -> raw outputs of
-        the :meth:`auxiliary_models`) -> per-example predictions."""
+        """Raw model outputs for ``features`` (and of the :meth:`auxiliary_models`) -> per-example predictions."""
 
     @abc.abstractmethod
     def compute_metrics(self, data: DataT, predictions: Predictions) -> dict[str, Any]:
         """Scores of ``predictions`` against the labels of ``data`` (every name in :attr:`metric_names`)."""
 
     def run_files(self, data: DataT, predictions: Predictions) -> dict[str, Any]:
-        """Extra files for the run (or evaluation) folder: file name -> content (a ``str`` is written as text,
-        anything else as JSON), next to ``metrics.json``. Default: none."""
+        """Extra files for the run folder: name -> content (a ``str`` is written as text, anything else as JSON)."""
         return {}
 
     def evaluation_splits(self) -> tuple[str, ...]:
-        """The splits the runner predicts and scores after training (default: ``dev``); the first one's scores are
-        the run's headline (``metrics.json`` ``dev``), all of them are under ``eval``."""
+        """The splits scored after training; the first one's scores are the run's headline."""
         return ("dev",)
 
     def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
-        """The tokenizer of a trained run folder for :meth:`build_tokenizer` tasks, or ``None`` =
-        ``AutoTokenizer.from_pretrained(run_dir)``."""
+        """The tokenizer of a run folder for :meth:`build_tokenizer` tasks, or ``None`` = ``AutoTokenizer``'s."""
         return None
 
     def syntax_source(self, data: DataT, context: TaskContext) -> dict[str, str] | None:
-        """Where the dependency and constituency trees of ``data`` come from, in words (``metrics.json``), or
-        ``None`` when the task does not say."""
+        """Where the trees of ``data`` come from, in words (``metrics.json``), or ``None``."""
         return None
 
     def describe_run(self, model: Any) -> dict[str, Any]:
-        """Task-specific facts about a trained model for ``metrics.json``. Default: none."""
+        """Task-specific facts about a trained model for ``metrics.json``."""
         return {}
 
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> DataT:
-        """Raw inputs (one mapping per input, without labels) -> what :meth:`featurize` takes, in input order
-        (:mod:`syntaxformer.inference`). Default: text (pair) examples from the keys ``text`` and ``text_pair``
-        (:func:`text_inputs_data`)."""
+        """Raw inputs (mappings without labels) -> what :meth:`featurize` takes (default:
+        :func:`text_inputs_data`)."""
         return text_inputs_data(inputs)  # type: ignore[return-value]  # DataT is TaskData for text tasks
 
     def raw_records(
@@ -345,11 +319,9 @@ class Task(abc.ABC, Generic[DataT]):
         model_config: Any,
         options: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
-        """One record per raw input (``syntaxformer predict --input``, the pipelines; the fields are listed in
-        :mod:`syntaxformer.inference`) from the model's outputs: output key -> one row per feature
-        (:func:`~syntaxformer.modeling.raw_text.run_batches`). ``options``: ``logits`` (classification: keep them),
-        ``top_k`` / ``max_answer_length`` / ``null_threshold`` (span QA). Default: sequence classification records;
-        span QA, multiple choice and translation make their own."""
+        """One record per raw input (fields: :mod:`syntaxformer.inference`) from the model's ``outputs`` (key ->
+        one row per feature); ``options``: ``logits``, ``top_k``, ``max_answer_length``, ``null_threshold``.
+        Default: sequence classification records."""
         from syntaxformer.modeling import raw_text
 
         if self.head == "sequence_classification":
@@ -357,28 +329,22 @@ class Task(abc.ABC, Generic[DataT]):
         raise ConfigError(f"task {self.name!r} ({self.head}) makes no records of raw inputs")
 
     def prediction_records(self, data: DataT, predictions: Predictions) -> list[dict[str, Any]]:
-        """One JSON record per example of a split (``predict --split``: ``predictions_<split>.jsonl``), with the
-        fields of :meth:`raw_records` (the prediction under one of :data:`PREDICTION_FIELDS`) and the gold answer,
-        where known, as ``gold_label`` (span QA ``gold_answers``, translation ``reference``). Default: ``id``,
-        ``prediction`` and ``score``."""
+        """One record per example of a split (``predictions_<split>.jsonl``): the fields of :meth:`raw_records`
+        and the gold answer where known. Default: ``id``, ``prediction`` and ``score``."""
         scores = predictions.scores or [None] * len(predictions.ids)
         return [{"id": i, "prediction": v, "score": s} for i, v, s in zip(predictions.ids, predictions.values, scores)]
 
     def submission_value(self, value: Any, record: Mapping[str, Any]) -> Any:
-        """The ``prediction`` column of ``predictions_<split>.tsv`` for one example, from its value in
-        :class:`Predictions` and its :meth:`prediction_records` record. Default: :func:`record_prediction`."""
+        """The ``prediction`` column of ``predictions_<split>.tsv`` for one example (its value and record)."""
         return record_prediction(record)
 
 
-#: The field that holds the prediction in a record of :meth:`Task.raw_records` or :meth:`Task.prediction_records`,
-#: by head: the class name (``label``), a regression's ``value``, span QA's ``answer``, multiple choice's option
-#: letter (``prediction``, also the default records' field) and the ``translation``.
+#: The field that holds the prediction in a record of :meth:`Task.raw_records` / :meth:`Task.prediction_records`.
 PREDICTION_FIELDS: tuple[str, ...] = ("label", "value", "answer", "prediction", "translation")
 
 
 def record_prediction(record: Mapping[str, Any]) -> Any:
-    """The prediction of a record (the first of :data:`PREDICTION_FIELDS` it has; the ``prediction`` column of
-    ``predictions_<split>.tsv``).
+    """The prediction of a record (the first of :data:`PREDICTION_FIELDS` it has).
 
     Raises:
         InputError: a record with none of them.
@@ -390,8 +356,8 @@ def record_prediction(record: Mapping[str, Any]) -> Any:
 
 
 def sample_limit(data: Mapping[str, Any], split: str, unit: str = "examples") -> tuple[int | None, int]:
-    """``(max_samples, data_seed)`` of a split from the runner's data section: ``max_samples``, else the split's own
-    ``max_{train,eval,predict}_samples``; the seed 0 when none is given.
+    """``(max_samples, data_seed)`` of a split from the data section (``max_samples``, else the split's
+    ``max_{train,eval,predict}_samples``; seed 0 by default).
 
     Raises:
         ConfigError: a limit below 1, naming its key.
@@ -405,8 +371,7 @@ def sample_limit(data: Mapping[str, Any], split: str, unit: str = "examples") ->
 
 
 def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:
-    """Unlabeled text (pair) examples (:class:`~syntaxformer.data.examples.TaskData`) of raw inputs with the keys
-    ``text`` and optionally ``text_pair``; ids ``input-<position>``, fingerprinted by content."""
+    """Unlabeled text (pair) examples of raw inputs with the keys ``text`` and optionally ``text_pair``."""
     from syntaxformer.data.examples import TaskData, TaskExample
 
     examples = [
@@ -418,15 +383,11 @@ def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:
     return TaskData.of_inputs(examples, ("text_a", "text_b"))
 
 
-def _key(name: str) -> str:
-    return TASKS.key(name)
-
-
 def register_task(
     task: Callable[..., Task], name: str | None = None, *, overwrite: bool = False
 ) -> Callable[..., Task]:
-    """Make a task known to :func:`get_task`, the runner and the CLI (in this process; a package makes a task known
-    to every process with an entry point of group ``syntaxformer.tasks``, see :mod:`syntaxformer.registry`).
+    """Make a task known to :func:`get_task`, the runner and the CLI in this process (entry points of group
+    ``syntaxformer.tasks``: in every process).
 
     Args:
         task: a :class:`Task` subclass, or any callable returning a Task from keyword options.
@@ -436,11 +397,28 @@ def register_task(
     Returns:
         ``task`` (so this works as a class decorator).
     """
-    key = _key(name or (task.name if isinstance(task, type) and issubclass(task, Task) else ""))
+    key = TASKS.key(name or (task.name if isinstance(task, type) and issubclass(task, Task) else ""))
     if not key:
         raise InputError(f"register_task({task!r}): give the task a name (class attribute `name` or name=...)")
     TASKS.register(key, task, overwrite=overwrite)
     return task
+
+
+def refuse_unknown_options(task: str, unknown: Mapping[str, Any]) -> None:
+    """Options a task does not take (a constructor's ``**unknown``): an error naming the ones it does."""
+    if unknown:
+        raise ConfigError(
+            f"option(s) {sorted(unknown)} do not apply to {task}; its options are {list(task_option_names(task))}"
+        )
+
+
+def constructor_options(task: Task) -> dict[str, Any]:
+    """:meth:`Task.options` of a task that keeps each constructor option as the attribute of the same name."""
+    import copy
+    import inspect
+
+    params = list(inspect.signature(type(task).__init__).parameters.values())[1:]  # after self
+    return copy.deepcopy({p.name: getattr(task, p.name) for p in params if p.kind is p.POSITIONAL_OR_KEYWORD})
 
 
 def task_option_names(name: str) -> tuple[str, ...]:
@@ -449,12 +427,12 @@ def task_option_names(name: str) -> tuple[str, ...]:
 
 
 def task_option_types(name: str) -> dict[str, Any]:
-    """The keyword options a registered task takes (from its constructor's signature) -> their annotations (``str``
-    where there is none; ``None`` for all when one does not resolve), or ``{}``."""
+    """The keyword options of a registered task -> their annotations (``str`` where there is none; ``None`` for all
+    when one does not resolve), or ``{}``."""
     import inspect
     import typing
 
-    key = _ALIASES.get(_key(str(name)), _key(str(name)))
+    key = _ALIASES.get(TASKS.key(str(name)), TASKS.key(str(name)))
     if key not in TASKS:
         return {}
     try:
@@ -493,7 +471,7 @@ def get_task(name: str | Task, **options: Any) -> Task:
         if options:
             raise InputError(f"get_task: options {sorted(options)} given with an already built task")
         return name
-    key = _key(str(name))
+    key = TASKS.key(str(name))
     key = _ALIASES.get(key, key)
     if key not in TASKS:
         raise TASKS.unknown(name)

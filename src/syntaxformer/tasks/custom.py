@@ -1,29 +1,14 @@
 """Your own data, ``run_glue`` / ``run_qa`` / ``run_swag`` style: tasks defined by files and column names.
 
-* ``custom`` (:class:`CustomTextTask`): text (pair) classification or regression from CSV, TSV, JSON or JSONL
-  files (or a ``datasets`` folder / hub data set), read by :mod:`syntaxformer.data.readers.table`. The label kind
-  is inferred from the training labels: text labels are classes (kept by name as ``id2label`` / ``label2id`` in
-  the model config, so predictions carry the names), whole numbers are classes too, other numbers make a
-  regression (``problem_type="regression"``).
-* ``custom-qa`` (:class:`CustomQATask`): extractive QA on the user's own SQuAD-format JSON (1.1 or 2.0); the
-  :class:`~syntaxformer.tasks.squad.SquadTask` pipeline without the shared SQuAD default file.
-* ``custom-mc`` (:class:`CustomChoiceTask`): multiple choice from JSONL / JSON / CSV rows with a question, a
-  list of options and the answer (its index, letter or text), with an optional context passage; the
-  :class:`~syntaxformer.tasks.race.RaceTask` pipeline scored by plain accuracy.
-* translation on parallel text files is the ``translation`` task with its ``train_source`` / ``train_target`` /
-  ``valid_source`` / ``valid_target`` / ``eval_sets`` options
-  (:class:`~syntaxformer.tasks.translation.TranslationTask`).
+* ``custom`` (:class:`CustomTextTask`): text (pair) classification or regression from table files or a
+  ``datasets`` source; the label kind is inferred from the training labels (:func:`infer_labels`).
+* ``custom-qa`` (:class:`CustomQATask`): extractive QA on your own SQuAD-format JSON.
+* ``custom-mc`` (:class:`CustomChoiceTask`): multiple choice from rows with a question, its options and the
+  answer, with an optional context passage.
 
-Everything that defines the task (columns, the label list in class-id order, the label kind, the held-out
-fraction) is a task option, recorded in the run folder's ``run.json`` once the training labels are known, so
-``evaluate`` / ``predict`` rebuild the same task in a fresh process from the folder alone. Where each split comes
-from (its file, the split of a ``datasets`` folder or hub data set, rows held out of the training data) is
-:mod:`syntaxformer.tasks.custom_splits`. From the command
-line::
-
-    syntaxformer train --train-file reviews.csv --validation-file dev.csv --text-column review \\
-        --label-column sentiment --output-dir runs/reviews
-    syntaxformer evaluate runs/reviews --split validation
+Everything that defines the task (columns, labels, label kind) is a task option, recorded in ``run.json`` once
+the training labels are known, so ``evaluate`` / ``predict`` rebuild the same task from the run folder. Where each
+split comes from is :mod:`syntaxformer.tasks.custom_splits`.
 """
 
 from __future__ import annotations
@@ -43,15 +28,20 @@ from syntaxformer.data.examples import TaskData, TaskExample, content_fingerprin
 from syntaxformer.data.readers.race import OPTION_LETTERS, RaceExample
 from syntaxformer.data.readers.table import TABLE_FORMATS, Table, TableExamples, read_table, require_columns, text_value
 from syntaxformer.errors import ConfigError, DataError, FormatError
-from syntaxformer.tasks.base import Predictions, register_task
-from syntaxformer.tasks.custom_splits import SPLIT_ALIASES, max_samples, rows_for, split_names
+from syntaxformer.tasks.base import (
+    Predictions,
+    constructor_options,
+    refuse_unknown_options,
+    register_task,
+    sample_limit,
+)
+from syntaxformer.tasks.custom_splits import rows_for, split_names
 from syntaxformer.tasks.race import RaceTask, choice_records
 from syntaxformer.tasks.sentence import SentenceTask, TaskSpec
 from syntaxformer.tasks.squad import SquadTask
 
 __all__ = [
     "PROBLEM_TYPES",
-    "SPLIT_ALIASES",
     "CustomChoiceTask",
     "CustomQATask",
     "CustomTextTask",
@@ -59,7 +49,6 @@ __all__ = [
     "check_labels",
     "infer_labels",
     "is_squad_json",
-    "split_names",
     "task_for_data",
 ]
 
@@ -90,9 +79,8 @@ def is_squad_json(path: str | Path) -> bool:
 
 
 def task_for_data(train_file: str | None, dataset: str | None = None, columns_given: Sequence[str] = ()) -> str:
-    """The custom task for the user's own data when no task is named: ``custom-qa`` for a SQuAD-format JSON
-    file, ``custom-mc`` for rows with ``question`` and ``options`` columns (and no text column given), else
-    ``custom`` (text classification / regression)."""
+    """The custom task for data when no task is named: ``custom-qa`` for SQuAD-format JSON, ``custom-mc`` for rows
+    with ``question`` and ``options`` columns (and no text column given), else ``custom``."""
     if train_file and is_squad_json(train_file):
         return "custom-qa"
     if (
@@ -134,8 +122,7 @@ def _present(value: Any) -> bool:
 
 
 def _distinct_columns(task: Any) -> None:
-    """Each column of a :class:`CustomTextTask` has one role: the same column as text and label (or id) is
-    refused, naming both options."""
+    """Each column of a :class:`CustomTextTask` has one role (else an error naming both options)."""
     seen: dict[str, str] = {}
     for option, column in {
         "text_column (--text-column)": task.text_column,
@@ -153,14 +140,12 @@ def _distinct_columns(task: Any) -> None:
         seen[column] = option
 
 
-#: Label texts that are not values: what ``str()`` of a missing or failed float writes (a class may be called
-#: "none" or "NA", so those are kept as class names).
+#: Label texts that are not values (``str()`` of a NaN or infinite float; "none" / "NA" may be class names).
 _MISSING_LABELS = frozenset({"nan", "-nan", "+nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"})
 
 
 def _label_kind(value: Any) -> str | None:
-    """``"int"`` (a whole number), ``"number"`` (another finite number), ``"word"`` or ``None`` (not a label:
-    missing, blank, NaN, infinite)."""
+    """``"int"``, ``"number"`` (another finite number), ``"word"``, ``"other"`` or ``None`` (no label)."""
     if isinstance(value, bool):
         return "word"
     if isinstance(value, int):
@@ -185,15 +170,14 @@ def check_labels(values: Sequence[Any], where: Sequence[str], column: str, regre
     """Training labels that can be learned: each row has one, and they are all of one kind.
 
     Args:
-        values: the label of each row (as read: a string from CSV / TSV, a JSON value).
+        values: the label of each row, as read.
         where: each row's place, for messages (``"train.csv:7"``).
         column: the label column, for messages.
-        regression: the task is a regression (every label must be a number).
+        regression: the task is a regression (a label that is not a number is refused when it is read).
 
     Raises:
-        DataError: a missing, blank, ``nan`` or infinite label (naming the row); a list / object label; class names
-            mixed with numbers (naming the odd value and its row; in a regression, a label that is not a number is
-            refused when it is read).
+        DataError: a missing, blank, ``nan`` or infinite label; a list / object label; class names mixed with
+            numbers (naming the odd value and its row).
     """
     kinds = []
     for value, place in zip(values, where):
@@ -230,14 +214,8 @@ def check_labels(values: Sequence[Any], where: Sequence[str], column: str, regre
 
 
 def infer_labels(values: Sequence[Any]) -> tuple[str, list[str] | None]:
-    """The label kind and the class names of training labels (``run_glue``'s rule, for typed and text values).
-
-    Whole numbers (``1``, ``"3"``) and text (``"pos"``) are classes, named by their text and ordered
-    numerically / alphabetically; any other number (``0.5``, ``"4.2"``, a JSON float) makes a regression.
-
-    Returns:
-        ``("single_label_classification", names)`` or ``("regression", None)``.
-    """
+    """``("single_label_classification", class names)`` or ``("regression", None)`` for training labels
+    (``run_glue``'s rule): whole numbers and text are classes, any other number makes a regression."""
     present = [v for v in values if _present(v)]
     if any(isinstance(v, float) for v in present) and all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in present
@@ -257,16 +235,6 @@ def _label_key(value: Any) -> str:
     return str(int(text)) if _is_int(text) else text
 
 
-def _no_unknown(task: str, unknown: Mapping[str, Any]) -> None:
-    """Options a custom task does not take: an error naming the ones it does."""
-    if unknown:
-        from syntaxformer.tasks.base import task_option_names
-
-        raise ConfigError(
-            f"option(s) {sorted(unknown)} do not apply to {task}; its options are {list(task_option_names(task))}"
-        )
-
-
 class CustomTextTask(SentenceTask):
     """Text (pair) classification or regression on the user's own files (``run_glue`` conventions).
 
@@ -275,12 +243,11 @@ class CustomTextTask(SentenceTask):
             ``text`` or ``sentence``, or the only column that is not the label.
         text_pair_column: the column of the second text of a pair, or ``None``.
         label_column: the column of the label.
-        id_column: a column of example ids (kept in predictions), or ``None`` = the row number.
-        labels: the class names in class-id order; ``None`` = inferred from the training labels
-            (:func:`infer_labels`). Recorded once known.
-        problem_type: one of :data:`PROBLEM_TYPES`; ``auto`` infers it from the training labels.
-        validation_fraction, split_seed: without a validation file, that seeded share of the training rows is
-            held out as the ``dev`` split.
+        id_column: a column of example ids, or ``None`` = the row number.
+        labels: the class names in class-id order; ``None`` = inferred from the training labels.
+        problem_type: one of :data:`PROBLEM_TYPES`.
+        validation_fraction, split_seed: without validation data, the seeded share of the training rows held
+            out as ``dev``.
     """
 
     name = "custom"
@@ -299,7 +266,7 @@ class CustomTextTask(SentenceTask):
         split_seed: int = 0,
         **unknown: Any,
     ):
-        _no_unknown(self.name, unknown)
+        refuse_unknown_options(self.name, unknown)
         if problem_type not in PROBLEM_TYPES:
             raise ConfigError(f"problem_type={problem_type!r} is not valid; choose one of {PROBLEM_TYPES}")
         if labels is not None and (isinstance(labels, (str, bytes)) or not isinstance(labels, Sequence)):
@@ -326,16 +293,7 @@ class CustomTextTask(SentenceTask):
 
     # -- identity ----------------------------------------------------------------------------------------
     def options(self) -> dict[str, Any]:
-        return {
-            "text_column": self.text_column,
-            "text_pair_column": self.text_pair_column,
-            "label_column": self.label_column,
-            "id_column": self.id_column,
-            "labels": self.label_list,
-            "problem_type": self.problem_type,
-            "validation_fraction": self.validation_fraction,
-            "split_seed": self.split_seed,
-        }
+        return {**constructor_options(self), "labels": self.label_list}
 
     def _update_spec(self) -> None:
         """The instance's :class:`TaskSpec` (labels, metrics) from what is known so far."""
@@ -344,8 +302,7 @@ class CustomTextTask(SentenceTask):
         if self.text_pair_column:
             columns["text_b"] = self.text_pair_column
         metrics = ("pearson", "spearman") if regression else ("accuracy",)
-        # per instance, though declared as class variables: the label kind is known late
-        self.metric_names = metrics  # type: ignore[misc]  # ClassVar set on the instance, on purpose
+        self.metric_names = metrics  # type: ignore[misc]  # per instance: the label kind is known late
         self.spec = TaskSpec(  # type: ignore[misc]  # ClassVar set on the instance, on purpose
             self.name,
             self.title,
@@ -397,14 +354,12 @@ class CustomTextTask(SentenceTask):
         self._update_spec()
 
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
-        """Read ``train``, ``dev`` (``validation``) or ``test`` from its file, the ``dataset`` or ``data_dir``
-        (``train.csv``, ``validation.jsonl`` ...); without a ``dev`` source, ``dev`` is held out of ``train``
-        (:attr:`validation_fraction`, :attr:`split_seed`). Reading ``train`` first fixes the text columns and the
-        labels when they were not given.
+        """Read ``train``, ``dev`` (``validation``) or ``test`` (:func:`~syntaxformer.tasks.custom_splits.rows_for`);
+        reading ``train`` fixes the text columns and the labels when they were not given.
 
         Raises:
-            DataError: no data for the split, a missing column (listing the columns present), a row without text
-                or label, a label of ``dev`` / ``test`` that the training labels do not have.
+            DataError: no data for the split, a missing column, a row without text or label, a ``dev`` / ``test``
+                label that the training labels do not have.
             FormatError: a malformed file; a regression label that is not a number.
         """
         split = split_names(split)
@@ -424,39 +379,11 @@ class CustomTextTask(SentenceTask):
             },
         )
         if split == "train":
-            check_labels(
-                [table.rows[i].get(self.label_column) for i in positions],
-                [table.where(i) for i in positions],
-                self.label_column,
-                regression=self.problem_type == "regression",
-            )
-        declared = table.label_names.get(self.label_column or "")
-        if split == "train" and self.problem_type != "regression" and self.label_list is None and declared:
-            # the data set names its classes (a datasets ClassLabel): those names, in its class-id order
-            self.label_list = [_label_key(v) for v in declared]
-            self.problem_type = "single_label_classification" if self.problem_type == "auto" else self.problem_type
-            self._update_spec()
-        if split == "train" and self.problem_type != "regression" and self.label_list is None:
-            kind, names = infer_labels([table.rows[i].get(self.label_column) for i in positions])
-            if self.problem_type == "auto":
-                self.problem_type = kind
-            if self.problem_type != "regression":
-                self.label_list = (
-                    names
-                    if kind != "regression"
-                    else sorted(
-                        {
-                            _label_key(table.rows[i][self.label_column])
-                            for i in positions
-                            if _present(table.rows[i].get(self.label_column))
-                        }
-                    )
-                )
-            self._update_spec()
-            if self.label_list is not None and len(self.label_list) < 2:
-                raise DataError(
-                    f"{source}: every training label is {self.label_list}; classification needs at least two classes"
-                )
+            values = [table.rows[i].get(self.label_column) for i in positions]
+            regression = self.problem_type == "regression"
+            check_labels(values, [table.where(i) for i in positions], self.label_column, regression=regression)
+            if not regression and self.label_list is None:
+                self._learn_labels(values, table.label_names.get(self.label_column), source)
         self._check_known()
         if not len(positions):
             raise DataError(f"{self.title} {split} data from {source} is empty")
@@ -469,12 +396,29 @@ class CustomTextTask(SentenceTask):
             ).encode()
         ).hexdigest()
         out = TaskData(examples, source, fp, len(examples), metadata={"problem_type": self.problem_type})
-        seed = data.get("data_seed")
-        return out.subsampled(max_samples(split, data), int(seed) if seed is not None else 0)
+        return out.subsampled(*sample_limit(data, split))
+
+    def _learn_labels(self, values: Sequence[Any], declared: Sequence[Any] | None, source: str) -> None:
+        """The class names (with ``auto``: the label kind) from the training labels, or in the order of the
+        data set's own class names (a ``datasets`` ClassLabel)."""
+        if declared:
+            kind, self.label_list = "single_label_classification", [_label_key(v) for v in declared]
+        else:
+            kind, names = infer_labels(values)
+            self.label_list = names if names is not None else sorted({_label_key(v) for v in values if _present(v)})
+        if self.problem_type == "auto":
+            self.problem_type = kind
+        if self.problem_type == "regression":
+            self.label_list = None
+        self._update_spec()
+        if self.label_list is not None and len(self.label_list) < 2:
+            raise DataError(
+                f"{source}: every training label is {self.label_list}; classification needs at least two classes"
+            )
 
     def _example(self, table: Table, i: int, split: str, labeled: bool) -> TaskExample:
         row = table.rows[i]
-        assert self.text_column is not None  # for the type checker: load_split() refuses a task without a text column
+        assert self.text_column is not None  # load_split() refuses a task without one
         text = text_value(row.get(self.text_column), table.where(i), self.text_column)
         pair = None
         if self.text_pair_column:
@@ -502,8 +446,7 @@ class CustomTextTask(SentenceTask):
                 raise FormatError(f"label {value!r} is not a finite number", table.where(i))
             return number
         key = _label_key(value)
-        # for the type checker: _check_known() refuses a classification without labels
-        assert self.label_list is not None
+        assert self.label_list is not None  # _check_known() refuses a classification without labels
         try:
             return self.label_list.index(key)
         except ValueError:
@@ -531,9 +474,8 @@ class CustomTextTask(SentenceTask):
 
 
 class CustomQATask(SquadTask):
-    """Extractive QA on the user's own SQuAD-format JSON (1.1 or 2.0): :class:`~syntaxformer.tasks.squad.SquadTask`
-    with no default data (``train_file`` is required; without ``dev_file`` a share of its articles is held out,
-    ``held_out_fraction``). The options are SquadTask's."""
+    """Extractive QA on your own SQuAD-format JSON (1.1 or 2.0): :class:`~syntaxformer.tasks.squad.SquadTask`
+    (its options) with no default data."""
 
     name = "custom-qa"
     title = "span QA"
@@ -558,16 +500,14 @@ class CustomChoiceTask(RaceTask):
 
     Args:
         question_column: the column of the question.
-        options_column: the column of the options (a list; in CSV / TSV a JSON list such as ``["a", "b"]``).
-        answer_column: the column of the answer: the option's index (0-based), its letter (``"B"``) or its text.
-        context_column: the column of a passage the question is about, or ``None`` = ``context`` / ``article``
-            / ``passage`` when the file has one, else no passage.
+        options_column: the column of the options (a list; in CSV / TSV a JSON list).
+        answer_column: the column of the answer: the option's index (0-based), its letter or its text.
+        context_column: the column of a passage, or ``None`` = ``context`` / ``article`` / ``passage`` when the
+            file has one.
         id_column: a column of question ids, or ``None`` = the row number.
-        validation_fraction, split_seed: without a validation file, that seeded share of the training rows is
-            held out as ``dev``.
+        validation_fraction, split_seed: as :class:`CustomTextTask`'s.
 
-    Each option is scored as ``[CLS] context || question [SEP] option [SEP]`` (without a context, the question
-    alone is the first text); the metric is accuracy (percent).
+    Without a context the question alone is the first text; the metric is accuracy (percent).
     """
 
     name = "custom-mc"
@@ -585,7 +525,7 @@ class CustomChoiceTask(RaceTask):
         split_seed: int = 0,
         **unknown: Any,
     ):
-        _no_unknown(self.name, unknown)
+        refuse_unknown_options(self.name, unknown)
         if not 0.0 <= float(validation_fraction) < 1.0:
             raise ConfigError(f"validation_fraction={validation_fraction} must lie in [0, 1)")
         self.question_column, self.options_column, self.answer_column = question_column, options_column, answer_column
@@ -593,22 +533,14 @@ class CustomChoiceTask(RaceTask):
         self.validation_fraction, self.split_seed = float(validation_fraction), int(split_seed)
 
     def options(self) -> dict[str, Any]:
-        return {
-            "question_column": self.question_column,
-            "options_column": self.options_column,
-            "answer_column": self.answer_column,
-            "context_column": self.context_column,
-            "id_column": self.id_column,
-            "validation_fraction": self.validation_fraction,
-            "split_seed": self.split_seed,
-        }
+        return constructor_options(self)
 
     def training_defaults(self) -> dict[str, Any]:
         return {**super().training_defaults(), "max_length": 128}
 
     def load_split(self, split: str, data: Mapping[str, Any]) -> Any:
-        """The questions of ``split`` (files as :class:`CustomTextTask` finds them) as ``TaskData`` of
-        :class:`~syntaxformer.data.readers.race.RaceExample` (``level`` ``"all"``, ``article`` the context).
+        """The questions of ``split`` as :class:`~syntaxformer.data.readers.race.RaceExample` s (``level``
+        ``"all"``, ``article`` the context).
 
         Raises:
             DataError: no data, a missing column, fewer than two options, an answer that names no option.
@@ -634,8 +566,7 @@ class CustomChoiceTask(RaceTask):
         # every row is checked now (and fingerprinted); its example is made again when it is read
         fp = content_fingerprint([e.qid, e.article, e.question, e.options, e.label] for e in examples)
         out = TaskData(examples, source, fp, len(examples), None, {})
-        seed = data.get("data_seed")
-        return out.subsampled(max_samples(split, data), int(seed) if seed is not None else 0)
+        return out.subsampled(*sample_limit(data, split))
 
     def _example(self, table: Table, i: int, split: str, labeled: bool) -> RaceExample:
         row = table.rows[i]
@@ -697,25 +628,11 @@ class CustomChoiceTask(RaceTask):
         correct = sum(int(p == g) for p, g in zip(predictions.values, gold))
         return {"accuracy": 100.0 * correct / len(gold), "n": len(gold)}
 
-    def run_files(self, data: Any, predictions: Predictions) -> dict[str, Any]:
-        """``predictions.json``: ``id -> {prediction (letter), option, gold, correct, probs}``."""
-        scores = predictions.scores or [[] for _ in predictions.values]
-        return {
-            "predictions.json": {
-                e.qid: {
-                    "prediction": OPTION_LETTERS[int(p)],
-                    "option": e.options[int(p)],
-                    "gold": e.answer,
-                    "correct": None if e.label is None else bool(int(p) == e.label),
-                    "probs": [round(float(x), 5) for x in pr],
-                }
-                for e, p, pr in zip(data.examples, predictions.values, scores)
-            }
-        }
+    def _question_facts(self, e: RaceExample, prediction: int) -> dict[str, Any]:
+        return {"option": e.options[prediction]}
 
     def prediction_records(self, data: Any, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per question, as RACE's (:func:`~syntaxformer.tasks.race.choice_records`); the question is the
-        passage where the data has no question column."""
+        """Per question, as RACE's (:func:`~syntaxformer.tasks.race.choice_records`)."""
         return choice_records(data.examples, predictions, lambda e: e.question or e.article)
 
 

@@ -1,19 +1,9 @@
-"""Where each split of the user's own data comes from, for the custom tasks (:mod:`syntaxformer.tasks.custom`).
+"""Where each split of your own data comes from, for the custom tasks (:mod:`syntaxformer.tasks.custom`).
 
-A split is read from, in this order:
-
-1. its own file (``train_file`` / ``dev_file`` / ``test_file``: ``--train-file`` ...; a file, or a ``datasets``
-   folder whose split of that name is taken);
-2. the split of that name of a ``datasets`` source: the hub data set or ``datasets`` folder given as ``dataset``
-   (``--dataset``), else a ``datasets`` folder given as ``train_file`` (a ``DatasetDict`` saved with
-   ``save_to_disk``: ``train``, ``validation`` / ``dev`` / ``valid``, ``test``; one saved ``Dataset`` holds
-   ``train`` alone), so ``--train-file FOLDER`` and ``--dataset FOLDER`` read a folder's splits alike;
-3. a file in ``data_dir`` (``train.csv``, ``validation.jsonl`` ...), unless the data set of ``dataset`` is the
-   source.
-
-Without a ``dev`` source, ``dev`` is a seeded share of the training rows (``validation_fraction``,
-``split_seed``) and ``train`` the rest; that is said in one log line and in the split's ``source`` (which the run
-records in ``run.json``). A ``test`` split without a source is refused: no other data stands in for it.
+A split is read from its own file (``train_file`` / ``dev_file`` / ``test_file``), else the split of that name of
+a ``datasets`` source (``dataset``, or a ``datasets`` folder given as ``train_file``), else a file in ``data_dir``
+(``train.csv``, ``validation.jsonl`` ...). Without a ``dev`` source, ``dev`` is a seeded share of the training rows
+(``validation_fraction``, ``split_seed``), as its ``source`` says; a ``test`` split without a source is refused.
 """
 
 from __future__ import annotations
@@ -33,7 +23,6 @@ __all__ = [
     "datasets_source",
     "has_source",
     "held_out",
-    "max_samples",
     "rows_for",
     "split_file",
     "split_names",
@@ -72,8 +61,7 @@ def split_file(data_dir: Any, split: str) -> Path | None:
 
 
 def datasets_source(data: Mapping[str, Any]) -> tuple[str, str | None] | None:
-    """``(name, config)`` of the ``datasets`` source whose splits stand for the splits without a file of their own:
-    ``dataset``, else a ``train_file`` that is a folder (a ``datasets`` folder); ``None`` when there is none."""
+    """``(name, config)`` of the ``datasets`` source (``dataset``, else a ``train_file`` folder), or ``None``."""
     if data.get("dataset"):
         return str(data["dataset"]), data.get("dataset_config")
     train = data.get("train_file")
@@ -88,8 +76,7 @@ def _from_datasets(split: str, data: Mapping[str, Any]) -> tuple[str, str | None
 
 
 def has_source(split: str, data: Mapping[str, Any]) -> bool:
-    """Whether the data section names a source for ``split`` (module docstring: its file, the split of a
-    ``datasets`` source, a file in ``data_dir``)."""
+    """Whether the data section names a source for ``split``."""
     if data.get(f"{split}_file") or _from_datasets(split, data) is not None:
         return True
     return not data.get("dataset") and split_file(data.get("data_dir"), split) is not None
@@ -120,10 +107,8 @@ def held_out(n: int, fraction: float, seed: int) -> np.ndarray:
 def rows_for(
     split: str, data: Mapping[str, Any], fraction: float, seed: int, title: str
 ) -> tuple[Table, list[int], str]:
-    """The table a split is read from, the row positions that belong to the split, and its source in words.
-
-    Without a ``dev`` source, ``dev`` is a seeded ``fraction`` of the training rows and ``train`` the rest (logged
-    when ``dev`` is read, and said in the source)."""
+    """The table a split is read from, the row positions that belong to the split, and its source in words
+    (without a ``dev`` source, ``dev`` is a seeded ``fraction`` of the training rows)."""
     split = split_names(split)
     if split not in ("train", "dev", "test"):
         raise ConfigError(f"{title} has no split {split!r}; expected train, dev (validation) or test")
@@ -165,10 +150,3 @@ def rows_for(
     keep = np.ones(len(train), dtype=bool)
     keep[held] = False
     return train, np.flatnonzero(keep).tolist(), f"{train.source} (without {len(held)} held-out rows, seed {seed})"
-
-
-def max_samples(split: str, data: Mapping[str, Any]) -> int | None:
-    """The data section's limit on the examples of ``split`` (``max_samples``, else ``max_<split>_samples``)."""
-    key = {"train": "max_train_samples", "dev": "max_eval_samples", "test": "max_predict_samples"}[split]
-    value = data.get("max_samples", data.get(key))
-    return None if value is None else int(value)

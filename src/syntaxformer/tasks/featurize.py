@@ -1,33 +1,15 @@
 """Task examples -> model features, the one pipeline every task uses: annotate -> (noise) -> align -> encode.
 
-The pieces are public so that every task family calls the same code:
+:func:`build_features` runs it for a split, :data:`BLOCK_SIZE` examples at a time (one batched
+``datasets.Dataset.map``), and keeps the rows in Arrow (:class:`FeatureDataset`): in the processed-features cache
+(one ``.arrow`` file per split, keyed by the examples, the data, the tokenizer, the parser and every option that
+changes the arrays) or in memory. A :class:`RowEncoder` makes the rows of a task family (:class:`TextRows` for
+text (pair) examples). With no syntax inputs no parser is built: the texts are only tokenized.
 
-* :func:`annotator_for` builds the parser of a :class:`~syntaxformer.tasks.base.TaskContext` once (lazily: a
-  features-cache hit never loads it); :func:`annotate_texts` / :func:`annotate_token_lists` parse each unique
-  text (or gold token list) once, through the parse cache;
-* :func:`corrupt` (parser noise, SG-Net TPAMI §7.6, seeded per example id), :func:`with_dependency_trees`
-  (constituency trees read off dependency trees) and :func:`headrule_sentence` (dependencies from a gold tree);
-* :func:`encode_window` turns one aligned window into arrays, keeping only the token arrays and the syntax keys
-  the model declares (``context.syntax_inputs``; ``pos_ids`` when it is one of them);
-* :func:`encode_examples` runs the whole pipeline for a block of examples;
-* :func:`build_features` runs it for a split of text (pair) examples
-  (:class:`~syntaxformer.data.examples.TaskData`) as one batched ``datasets.Dataset.map``, :data:`BLOCK_SIZE`
-  examples at a time, and keeps the rows in Arrow (:class:`FeatureDataset`): in the *processed-features* cache,
-  one ``.arrow`` file per split (memory-mapped when read) keyed by the examples, the data's content fingerprint,
-  the tokenizer (its serialisation), the parser identity and every option that changes the arrays, written
-  atomically; or in memory when the cache is off. Memory grows with one block of parses, not with the split.
-
-With no syntax inputs (``context.syntax_inputs == ()``) no parser is built at all: the texts are only tokenized.
-
-Where the syntax comes from (:func:`syntax_source` describes it for ``metrics.json``):
-
-* plain texts (GLUE, SNLI's tokenized files): the parser's dependency trees; there is **no constituency
-  parser**, so with ``constituency="given"`` the constituency arrays mark every word as having no tree; with
-  ``constituency="from_dependency"`` a tree is read off each dependency tree;
-* given parses (SNLI jsonl: the Stanford parser's trees, dependencies by head rules) are used as they are;
-* gold trees (SST, ``TaskExample.tree_a``): the gold constituency tree is kept and the dependency tree comes from
-  parsing the gold tokens. ``syntax="given"`` never parses (head-rule dependencies from the gold tree);
-  ``syntax="parser"`` parses the raw text and ignores the gold tree.
+Where the syntax comes from (:func:`syntax_source`): the parser's dependency trees for plain texts (no
+constituency parser: ``constituency="from_dependency"`` reads a tree off each dependency tree); given parses as
+they are; for gold trees (SST) the gold tree with dependencies parsed on its tokens (``syntax="given"``: head
+rules, no parser; ``syntax="parser"``: the raw text is parsed and the tree ignored).
 """
 
 from __future__ import annotations
@@ -60,10 +42,9 @@ __all__ = [
     "SYNTAX_MODES",
     "TOKEN_KEYS",
     "FeatureDataset",
+    "ParsedRows",
     "RowEncoder",
     "TextRows",
-    "annotate_texts",
-    "annotate_token_lists",
     "annotator_for",
     "annotator_identity",
     "build_features",
@@ -83,29 +64,22 @@ logger = logging.getLogger(__name__)
 
 #: Version of the stored feature format; part of the cache key (bump when the arrays change meaning).
 FEATURE_VERSION = 3
-#: ``TaskContext.syntax``: use given parses / gold trees where the data has them (``auto``), always parse the raw
-#: text (``parser``), or never parse (``given``).
+#: Values of ``TaskContext.syntax``.
 SYNTAX_MODES: tuple[str, ...] = ("auto", "parser", "given")
-#: ``TaskContext.constituency``: constituency trees only where the data gives them, or read off the dependency
-#: trees for the other texts.
+#: Values of ``TaskContext.constituency``.
 CONSTITUENCY_MODES: tuple[str, ...] = ("given", "from_dependency")
 #: Examples encoded together (one ``Dataset.map`` batch): parsed, aligned and written as one block of rows.
 BLOCK_SIZE = 1024
 
 
 class FeatureDataset(torch.utils.data.Dataset):
-    """Features of one split in Arrow: one row per feature (an example, a window of a passage, a question with
-    its options), one column per key, read a row at a time.
+    """Features of one split in Arrow: one row per feature (an example, a window, a question with its options).
 
-    The rows are those of a ``datasets.Dataset`` (memory-mapped from the features cache file, or held in memory
-    when there is no cache): ``guid`` (the example's id), one list column per array key, flattened to a list of
-    numbers (``meta["shapes"]`` restores the trailing dimensions of the ``[L, D]`` ancestor tables), and one
-    column per scalar key (``labels``; span QA's ``start_positions`` ...). ``dataset[i]`` is a dict ``{key: array
-    [L_i, ...]}`` plus the scalars, each array a read-only view of the Arrow buffers: reading a row copies
-    nothing, and the process's memory does not grow with the number of rows. Columns named in
-    ``meta["side_keys"]`` are not model inputs (span QA's window offsets, read with :meth:`side`); with
-    ``meta["choices"]`` a row holds one sequence per option (their lengths in the side column
-    ``option_lengths``) and ``dataset[i]`` is ``{"options": [{key: array [L_c, ...]} per option], scalars}``.
+    Columns: ``guid``, one flattened list column per array key (``meta["shapes"]`` restores the trailing
+    dimensions) and one column per scalar key. ``dataset[i]`` is ``{key: array [L_i, ...]}`` plus the scalars,
+    each array a read-only view of the Arrow buffers (reading copies nothing). ``meta["side_keys"]`` are not model
+    inputs (:meth:`side`); with ``meta["choices"]`` ``dataset[i]`` is ``{"options": [{key: array} per option],
+    scalars}`` (the option lengths in the side column ``option_lengths``).
 
     Attributes:
         dataset: the ``datasets.Dataset`` of the rows.
@@ -119,8 +93,7 @@ class FeatureDataset(torch.utils.data.Dataset):
         self._index()
 
     def _index(self) -> None:
-        """Per Arrow record batch: its first row and each list column's (offsets, values) as numpy views (no
-        copy); each scalar column as one numpy array."""
+        """Per Arrow record batch: its first row and each list column's (offsets, values) as numpy views."""
         table = self.dataset.data.table
         names = table.column_names
         side = {*self.meta.get("side_keys", ()), "guid"}
@@ -129,8 +102,7 @@ class FeatureDataset(torch.utils.data.Dataset):
         self.scalar_keys = [k for k in names if k not in lists and k not in side]
         shapes, dtypes = self.meta.get("shapes", {}), self.meta.get("dtypes", {})
         self._trail = {k: tuple(shapes.get(k, ())) for k in lists}
-        # datasets stores some token columns narrower (input_ids as int32, attention_mask as int8): rows are
-        # given back in the dtype they were made with
+        # datasets stores some token columns narrower: rows are given back in the dtype they were made with
         self._dtype = {k: np.dtype(dtypes.get(k, "<i8")) for k in names if k != "guid"}
         self._starts: list[int] = []
         self._blocks: list[dict[str, tuple[np.ndarray, np.ndarray]]] = []
@@ -188,8 +160,7 @@ class FeatureDataset(torch.utils.data.Dataset):
         return out
 
     def side(self, i: int) -> dict[str, Any]:
-        """The columns of row ``i`` that are not model inputs (``meta["side_keys"]``): arrays as read-only views,
-        scalars as Python numbers."""
+        """The columns of row ``i`` that are not model inputs (``meta["side_keys"]``)."""
         b, j = self._locate(i)
         out: dict[str, Any] = {}
         for k in self.meta.get("side_keys", ()):
@@ -201,19 +172,10 @@ class FeatureDataset(torch.utils.data.Dataset):
         """The example id of each row, in row order."""
         return [str(g) for g in self.dataset.data.table.column("guid").to_pylist()]
 
-    def lengths(self) -> np.ndarray:
-        """``[N]`` number of positions of each row (with options: of its longest option)."""
-        if self.meta.get("choices"):
-            return np.asarray([self.side(i)["option_lengths"].max() for i in range(len(self))], dtype=np.int64)
-        if not self._blocks:
-            return np.zeros(0, dtype=np.int64)
-        return np.concatenate([np.diff(block["input_ids"][0]) for block in self._blocks]).astype(np.int64)
-
     # -- storage ---------------------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike) -> FeatureDataset:
-        """Read the features cache file ``path`` (Arrow, memory-mapped) and its ``.json`` description, as
-        :func:`build_features` writes them."""
+        """Read a features cache file (Arrow, memory-mapped) and its ``.json`` description."""
         import datasets
 
         with open(_meta_path(path), encoding="utf-8") as f:
@@ -233,9 +195,8 @@ def features_cache_dir() -> Path:
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
-    """SHA-256 of the tokenizer's full serialisation (vocabulary, normaliser, template ...), without its current
-    truncation and padding settings: each call sets those anew (featurization passes its own), so they say
-    nothing about the features, and a tokenizer that was just used keeps the same fingerprint."""
+    """SHA-256 of the tokenizer's serialisation without its truncation and padding settings (each call sets those
+    anew, so they say nothing about the features)."""
     backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
     try:
         truncation, padding = backend.truncation, backend.padding
@@ -248,7 +209,7 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     backend.no_padding()
     try:
         text = backend.to_str()
-    finally:  # as it was: the next call of the tokenizer sets both again anyway
+    finally:
         if truncation is not None:
             backend.enable_truncation(**truncation)
         if padding is not None:
@@ -257,19 +218,15 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
 
 
 def annotator_identity(context: Any) -> str | None:
-    """What identifies the parser of ``context`` in cache keys: the annotator's content key
-    (:meth:`~syntaxformer.data.annotators.Annotator.cache_key`: a retrained pipeline with the same name and
-    version gets a new key); ``None`` for an object with ``annotate`` only (its features are not cached). Builds
-    the annotator from ``context.parser`` if needed (cheap: the pipeline itself is loaded only when something is
-    parsed)."""
+    """The parser's content key (:meth:`~syntaxformer.data.annotators.Annotator.cache_key`) for cache keys;
+    ``None`` for an object with ``annotate`` only (its features are not cached)."""
     key = getattr(annotator_for(context), "cache_key", None)
     return None if key is None else str(key())
 
 
 def annotator_for(context: Any) -> Any:
-    """The annotator of ``context``: ``context.annotator``, else built from ``context.parser`` (any
-    :func:`~syntaxformer.data.make_annotator` spec; ``None`` = the default spaCy pipeline) on first use and kept
-    in ``context.annotator``, so the splits of a run share one parser."""
+    """``context.annotator``, else built from ``context.parser`` (:func:`~syntaxformer.data.make_annotator`) on
+    first use and kept there, so the splits of a run share one parser."""
     if context.annotator is None:
         from syntaxformer.data.annotators import make_annotator
 
@@ -278,10 +235,8 @@ def annotator_for(context: Any) -> Any:
 
 
 def parser_label(annotator: Any, spec: Any = None) -> str:
-    """How reports (``metrics.json``, the model card) name a parser, read from the annotator's own ``source``:
-    ``spaCy en_core_web_sm`` for a spaCy pipeline (source ``spacy:en_core_web_sm@3.8.0``; named as the run's
-    ``spec`` gave it when that is a package name), else the source as the annotator gives it (``next-word``,
-    ``conll:parses.conll``). Takes an annotator or a ``source`` string."""
+    """How reports name a parser (an annotator or its ``source``): ``spaCy en_core_web_sm`` for a spaCy pipeline
+    (as ``spec`` names it when that is a package name), else the source as it is (``conll:parses.conll``)."""
     source = str(getattr(annotator, "source", annotator) or "")
     if not source.startswith("spacy:"):
         return source
@@ -291,24 +246,16 @@ def parser_label(annotator: Any, spec: Any = None) -> str:
     return f"spaCy {name}"
 
 
-def annotate_texts(annotator: Any, texts: Sequence[str]) -> dict[str, Document]:
-    """Parse every unique text once (cached parses are reused); text -> analysis."""
-    unique = list(dict.fromkeys(texts))
+def _parse_once(annotator: Any, items: Sequence[Any], pretokenized: bool = False) -> dict[Any, Any]:
+    """Parse every unique text (or gold token tuple, as one sentence over exactly those tokens) once; item ->
+    analysis (cached parses are reused)."""
+    unique = list(dict.fromkeys(items))
     if not unique:
         return {}
-    logger.info("annotating %d texts with %s (cached parses are reused)", len(unique), annotator.source)
-    return dict(zip(unique, annotator.annotate(unique)))
-
-
-def annotate_token_lists(annotator: Any, token_lists: Sequence[Sequence[str]]) -> dict[tuple[str, ...], Sentence]:
-    """Parse every unique list of gold tokens once, as one sentence over exactly those tokens; tokens -> sentence."""
-    unique = list(dict.fromkeys(tuple(t) for t in token_lists))
-    if not unique:
-        return {}
-    logger.info(
-        "parsing the gold tokens of %d gold trees with %s (cached parses are reused)", len(unique), annotator.source
-    )
-    return dict(zip(unique, annotator.annotate_pretokenized([list(w) for w in unique])))
+    what = "gold token lists" if pretokenized else "texts"
+    logger.info("parsing %d %s with %s (cached parses are reused)", len(unique), what, annotator.source)
+    parses = annotator.annotate_pretokenized([list(w) for w in unique]) if pretokenized else annotator.annotate(unique)
+    return dict(zip(unique, parses))
 
 
 def headrule_sentence(tree: Any) -> Sentence:
@@ -322,9 +269,8 @@ def headrule_sentence(tree: Any) -> Sentence:
 
 
 def corrupt(doc: Document | Sentence, fraction: float, seed: int, key: str) -> Document | Sentence:
-    """``doc`` with ``fraction`` of the dependency heads of each sentence re-attached at random (SG-Net TPAMI
-    §7.6), seeded by ``seed`` and ``key`` (an example id + side), so the noise does not depend on batch order or
-    subsampling."""
+    """``doc`` with ``fraction`` of the dependency heads re-attached at random (SG-Net TPAMI §7.6), seeded by
+    ``seed`` and ``key`` (an example id + side), so the noise does not depend on batch order."""
     from syntaxformer.data.noise import corrupt_sentence
 
     rng = np.random.default_rng(example_seed(key, seed))
@@ -352,8 +298,7 @@ def _check_context(context: Any) -> None:
 
 
 def _needs_parser(examples: Sequence[TaskExample], context: Any) -> bool:
-    """Texts without a given Sentence need the parser (raw text, or the gold tokens of a gold tree), except with
-    ``syntax="given"``, which never parses."""
+    """Whether some text has no given Sentence (``syntax="given"`` never parses)."""
     if context.syntax == "given" or not context.syntax_inputs:
         return False
     reparse = context.syntax == "parser"
@@ -392,9 +337,8 @@ def _cache_key(
 
 
 def _examples_fingerprint(examples: Sequence[Any], rows: RowEncoder) -> str:
-    """SHA-256 of the exact examples (:meth:`RowEncoder.record` of each): features are reused only for the very
-    same examples, whatever the data's own fingerprint says (a task that subsamples or filters without changing
-    it, two subsamples of the same size). Given analyses are covered by the data fingerprint (the files read)."""
+    """SHA-256 of the exact examples (:meth:`RowEncoder.record` of each), whatever the data's fingerprint says
+    (two subsamples of the same size)."""
     h = hashlib.sha256()
     for e in examples:
         h.update(json.dumps(rows.record(e), ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
@@ -403,16 +347,12 @@ def _examples_fingerprint(examples: Sequence[Any], rows: RowEncoder) -> str:
 
 
 class RowEncoder(Protocol):
-    """How the examples of a task family become feature rows: what :func:`build_features` leaves to the family.
-
-    :class:`TextRows` encodes text (pair) examples (the default); span QA (:class:`~syntaxformer.tasks.squad.SpanRows`:
-    a row per window) and multiple choice (:class:`~syntaxformer.tasks.race.ChoiceRows`: a row per question, one
-    sequence per option) bring their own.
+    """How the examples of a task family become feature rows (:class:`TextRows`, span QA's
+    :class:`~syntaxformer.tasks.squad.SpanRows`, multiple choice's :class:`~syntaxformer.tasks.race.ChoiceRows`).
 
     Attributes:
         side_keys: columns of a row that are not model inputs (:meth:`FeatureDataset.side`).
-        choices: rows hold one sequence per option, their lengths in the side column ``option_lengths``
-            (:class:`FeatureDataset`).
+        choices: rows hold one sequence per option (lengths in the side column ``option_lengths``).
     """
 
     side_keys: tuple[str, ...]
@@ -425,25 +365,22 @@ class RowEncoder(Protocol):
         """What identifies an example's rows (JSON-serialisable; part of the cache key)."""
 
     def prepare(self, data: Any, context: Any) -> str | None:
-        """Check the examples against the context before anything is encoded; the parser's identity for the
-        cache key (``"none"`` when nothing is parsed; ``None``: a parser without identity, the rows are not
-        cached)."""
+        """Check the examples against the context; the parser's identity for the cache key (``"none"``: nothing
+        is parsed; ``None``: the rows are not cached)."""
 
     def encode(
         self, block: Sequence[Any], indices: Sequence[int], context: Any
     ) -> tuple[dict[str, list[Any]], int, int]:
         """The rows of a block of examples (at positions ``indices`` of the split): ``({column: one value per
-        row}, number of examples truncated, number of texts parsed)``. Columns are ``guid`` (the example's id),
-        arrays (any shape, the first dimension the positions) and scalars."""
+        row}, examples truncated, texts parsed)``; columns are ``guid``, arrays and scalars."""
 
     def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
         """Where the trees come from, in words, or ``None`` when the family does not say."""
 
 
 class TextRows:
-    """Text (pair) examples (:class:`~syntaxformer.data.examples.TaskExample`) -> one row each
-    (:func:`encode_examples`) with its ``labels`` when the split has them: the :class:`RowEncoder` of the sentence
-    tasks."""
+    """Text (pair) examples -> one row each (:func:`encode_examples`) with its ``labels`` when the split has
+    them."""
 
     side_keys: tuple[str, ...] = ()
     choices: bool = False
@@ -484,6 +421,28 @@ class TextRows:
         return syntax_source(data, context)
 
 
+class ParsedRows:
+    """Base of the :class:`RowEncoder` s whose examples are parsed whole (span QA, multiple choice): every text is
+    parsed unless the model reads no syntax, which gets no parser; no rows options and no syntax source."""
+
+    side_keys: tuple[str, ...] = ()
+    choices: bool = False
+
+    def options(self) -> dict[str, Any]:
+        return {}
+
+    def prepare(self, data: Any, context: Any) -> str | None:
+        return annotator_identity(context) if context.syntax_inputs else "none"
+
+    @staticmethod
+    def annotator(context: Any) -> Any:
+        """The parser of ``context``, or ``None`` for a model that reads no syntax."""
+        return annotator_for(context) if context.syntax_inputs else None
+
+    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
+        return None
+
+
 def build_features(
     task_name: str,
     data: TaskData,
@@ -496,14 +455,9 @@ def build_features(
 ) -> FeatureDataset:
     """Features of one split, from the processed-features cache when possible.
 
-    One batched ``datasets.Dataset.map`` over the examples, :data:`BLOCK_SIZE` at a time (``rows``, a
-    :class:`RowEncoder`: by default :class:`TextRows`, :func:`encode_examples` on text (pair) examples; span QA and
-    multiple choice give their own), writes the rows as Arrow: to the features cache file
-    ``<cache_dir>/<task>-<split>-<key>.arrow`` (the key is our own fingerprint of the examples, the data, the
-    tokenizer, the parser and every option, given to ``map`` as ``new_fingerprint``, so ``datasets`` never hashes
-    or reuses anything by itself; ``map`` writes a temporary file and moves it into place, so a crash leaves no
-    partial file), or, with ``context.use_cache`` off, into memory (``keep_in_memory``: no file to key or clean
-    up). Either way only one block of parses exists at a time, and the rows are read back from Arrow.
+    One batched ``datasets.Dataset.map`` (:data:`BLOCK_SIZE` examples at a time) writes the rows to
+    ``<cache_dir>/<task>-<split>-<key>.arrow`` (our own key, given as ``new_fingerprint``, so ``datasets`` reuses
+    nothing by itself; written atomically), or into memory with ``context.use_cache`` off.
 
     Args:
         task_name: the task's name (part of the cache key and file name).
@@ -641,8 +595,8 @@ def _check_given(examples: Sequence[TaskExample], context: Any) -> None:
 def encode_examples(
     examples: Sequence[TaskExample], context: Any, needs_parser: bool | None = None
 ) -> tuple[dict[str, list[np.ndarray]], int, int]:
-    """The features of a block of examples: analyses (:func:`example_analyses`), aligned and encoded
-    (:func:`encode_window`), or only tokenized when the model reads no syntax.
+    """The features of a block of examples (:func:`example_analyses`, aligned, :func:`encode_window`), or only
+    tokenized when the model reads no syntax.
 
     Returns:
         ``({key: [array [L_i, ...] per example]}, number of examples truncated, number of texts parsed)``.
@@ -669,10 +623,8 @@ def encode_examples(
 def example_analyses(
     examples: Sequence[TaskExample], context: Any, needs_parser: bool | None = None
 ) -> tuple[list[Any], list[Any] | None, int]:
-    """Per example, the analysis of each text, after parser noise and constituency filling.
-
-    An analysis is a given Sentence, a parsed Document (raw text), or a Sentence of the gold tokens of a gold tree
-    (parsed dependencies, or head rules with ``syntax="given"``) carrying that tree.
+    """Per example, the analysis of each text (a given Sentence, a parsed Document, or a Sentence over a gold
+    tree's tokens carrying that tree), after parser noise and constituency filling.
 
     Returns:
         ``(analyses of text_a, analyses of text_b or None for single texts, number of texts parsed)``.
@@ -698,8 +650,8 @@ def example_analyses(
     parsed_tokens: dict[tuple[str, ...], Sentence] = {}
     if texts or token_lists:
         annotator = annotator_for(context)
-        parsed = annotate_texts(annotator, texts)
-        parsed_tokens = annotate_token_lists(annotator, token_lists)
+        parsed = _parse_once(annotator, texts)
+        parsed_tokens = _parse_once(annotator, token_lists, pretokenized=True)
 
     def analysis(e: TaskExample, side: str, text: str) -> Any:
         sentence = getattr(e, f"syntax_{side}")
@@ -718,22 +670,18 @@ def example_analyses(
         docs_a.append(analysis(e, "a", e.text_a))
         if docs_b is not None:
             docs_b.append(Document([], text="") if e.text_b is None else analysis(e, "b", e.text_b))
-    if context.parser_noise > 0:
-        docs_a = [corrupt(d, context.parser_noise, context.noise_seed, e.guid + ":a") for d, e in zip(docs_a, examples)]
-        if docs_b is not None:
-            docs_b = [
-                corrupt(d, context.parser_noise, context.noise_seed, e.guid + ":b") for d, e in zip(docs_b, examples)
+    for side, docs in zip("ab", (docs_a, docs_b) if docs_b is not None else (docs_a,)):
+        if context.parser_noise > 0:
+            docs[:] = [
+                corrupt(d, context.parser_noise, context.noise_seed, f"{e.guid}:{side}") for d, e in zip(docs, examples)
             ]
-    if context.constituency == "from_dependency":
-        docs_a = [with_dependency_trees(d) for d in docs_a]
-        if docs_b is not None:
-            docs_b = [with_dependency_trees(d) for d in docs_b]
+        if context.constituency == "from_dependency":
+            docs[:] = [with_dependency_trees(d) for d in docs]
     return docs_a, docs_b, len(parsed) + len(parsed_tokens)
 
 
 def _encode_plain(examples: Sequence[TaskExample], context: Any) -> tuple[dict[str, list[np.ndarray]], int]:
-    """Token arrays only (a model that reads no syntax): the tokenizer on the raw texts, pairs truncated
-    longest-first; and the number of examples truncated."""
+    """Token arrays only (a model that reads no syntax), and the number of examples truncated."""
     pair = any(e.text_b is not None for e in examples)
     texts_a = [e.text_a for e in examples]
     texts_b = [e.text_b or "" for e in examples] if pair else None
@@ -751,9 +699,7 @@ def syntax_source(data: TaskData, context: Any) -> dict[str, str]:
 
     Returns:
         ``{"dependency": ..., "constituency": ...}``, e.g. ``"spaCy en_core_web_sm on gold tokens"`` and
-        ``"gold SST trees"`` for the SST tree tasks, ``"spaCy en_core_web_sm on raw text"`` and ``"none (no
-        constituency parser: constituency relations are empty)"`` for GLUE; ``"none (the model reads no
-        syntax)"`` for both when it reads none.
+        ``"gold SST trees"`` for the SST tree tasks.
     """
     if not context.syntax_inputs:
         none = "none (the model reads no syntax)"

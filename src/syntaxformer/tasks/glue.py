@@ -1,8 +1,5 @@
-"""The GLUE tasks (SST-2, CoLA, MRPC, STS-B, QNLI, RTE, WNLI): TSV files or the Hugging Face hub copy.
-
-Each task is a :class:`~syntaxformer.tasks.sentence.SentenceTask` over one :class:`TaskSpec` (the TSV layout differs
-per task); files are read by :func:`syntaxformer.data.readers.glue.read_glue_tsv`. Without local files the task
-falls back to its hub data set (``nyu-mll/glue``; needs ``datasets`` and network or a warm hub cache).
+"""The GLUE tasks (SST-2, CoLA, MRPC, STS-B, QNLI, RTE, WNLI): TSV files read by
+:func:`~syntaxformer.data.readers.glue.read_glue_tsv`, or the hub copy ``nyu-mll/glue`` without local files.
 """
 
 from __future__ import annotations

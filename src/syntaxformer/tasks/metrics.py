@@ -1,12 +1,7 @@
-"""Evaluation metrics of the GLUE tasks and SNLI, from scikit-learn and SciPy.
+"""Evaluation metrics of the GLUE tasks and SNLI (scikit-learn, SciPy) and sacreBLEU's BLEU.
 
-As GLUE defines them (Wang et al., 2019, Table 1): accuracy for SST-2, QNLI, RTE, WNLI (and SNLI); F1 of the
-positive class and accuracy for MRPC; Matthews correlation for CoLA; Pearson and Spearman correlation for STS-B.
-Every function takes predictions and gold labels as array-likes of the same length and returns a Python float.
-
-Degenerate inputs follow scikit-learn / SciPy: F1 with no true or predicted positive is 0.0, Matthews correlation
-with a constant prediction or gold column is 0.0, and a correlation with a constant input is ``nan`` (without
-SciPy's warning: the score really is undefined).
+Every function takes predictions and gold labels of the same length and returns a float; degenerate inputs follow
+scikit-learn / SciPy (F1 and Matthews 0.0; a correlation with a constant input ``nan``, without SciPy's warning).
 """
 
 from __future__ import annotations
@@ -98,7 +93,7 @@ METRICS: dict[str, Callable[[ArrayLike, ArrayLike], float]] = {
 
 
 def compute_metrics(names: Sequence[str], predictions: ArrayLike, labels: ArrayLike) -> dict[str, float]:
-    """Several metrics at once; with two correlation metrics, also their mean (``"combined_score"``).
+    """Several metrics at once.
 
     Args:
         names: metric names, keys of :data:`METRICS`.
@@ -106,8 +101,7 @@ def compute_metrics(names: Sequence[str], predictions: ArrayLike, labels: ArrayL
         labels: gold class ids or values.
 
     Returns:
-        ``{name: value}``; ``combined_score`` is the mean of all metrics when there are several (as in the
-        Hugging Face GLUE examples, e.g. MRPC's (acc + F1) / 2 and STS-B's (Pearson + Spearman) / 2).
+        ``{name: value}``; ``combined_score``, the mean, when there are several (as the Hugging Face examples).
     """
     unknown = [n for n in names if n not in METRICS]
     if unknown:
@@ -142,8 +136,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[st
     """sacreBLEU corpus BLEU.
 
     Returns:
-        ``{"bleu": float, "signature": str, "verbose": str}`` (``verbose`` holds the n-gram precisions, BP and
-        lengths).
+        ``{"bleu": float, "signature": str, "verbose": str}``.
     """
     if len(hypotheses) != len(references):
         raise InputError(f"{len(hypotheses)} hypotheses but {len(references)} references")

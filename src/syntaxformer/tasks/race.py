@@ -1,17 +1,9 @@
-"""RACE multiple-choice reading comprehension as a :class:`~syntaxformer.tasks.base.Task`: per-option
-syntax-aligned sequences, ``[B, C, L]`` batches, accuracy on RACE-M / RACE-H / all.
+"""RACE multiple-choice reading comprehension: per-option syntax-aligned sequences, ``[B, C, L]`` batches,
+accuracy on RACE-M / RACE-H / all.
 
-Input per option (SG-Net TPAMI §3.4.1): ``[CLS] passage || question [SEP] option [SEP]``. The passage is cut
-from its end when the sequence is too long; the question and the option are kept whole (only if they alone do
-not fit are they cut too, longest first). The passage is parsed sentence by sentence, the question and each
-option on their own: every sentence is its own tree and no syntax link crosses sentences, nor passage /
-question / option. The syntax arrays are computed on the *whole* example, so a passage word whose ancestor was
-cut off by the truncation keeps its remaining ancestors and simply loses the cut one (never attention to all).
-
-Data (:meth:`RaceTask.load_split`): ``train_file`` (default ``race/RACE_train.tar.gz`` under the data root; a
-tarball or a split folder), ``dev_file`` / ``test_file`` (default ``race/dev`` / ``race/test``); ``dataset``
-(``ehovy/race``) loads the hub splits. ``max_*_samples`` keep a seeded subset: whole passages in a seeded order for
-a tarball, questions otherwise.
+Input per option (SG-Net TPAMI §3.4.1): ``[CLS] passage || question [SEP] option [SEP]``, the passage cut from its
+end when too long. Every passage sentence, the question and each option is its own tree; the syntax arrays are
+computed on the whole example, so a word whose ancestor was cut off keeps its remaining ancestors.
 """
 
 from __future__ import annotations
@@ -21,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -40,9 +32,7 @@ from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
 from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
-
-if TYPE_CHECKING:
-    from syntaxformer.tasks.featurize import FeatureDataset
+from syntaxformer.tasks.featurize import FeatureDataset, ParsedRows, build_features
 
 __all__ = [
     "ChoiceRows",
@@ -57,17 +47,14 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Features
-# ----------------------------------------------------------------------------------------------------------
+# -- Features ------------------------------------------------------------------------------------------------
 @dataclass
 class RaceFeature:
     """The model inputs of one question: one aligned sequence per option.
 
     Attributes:
         example_index: index of the question in the list given to :class:`RaceFeaturizer`.
-        qid: the question id.
-        options: one :class:`AlignedExample` per option (``[CLS] passage || question [SEP] option [SEP]``).
+        options: one :class:`AlignedExample` per option.
         label: the right option (``-100`` when unknown).
         n_passage_tokens: passage tokens kept, per option; ``n_passage_total``: passage tokens in all.
     """
@@ -88,8 +75,8 @@ def _joined(parts: Sequence[Document]) -> Document:
     """One Document over ``parts`` joined by single spaces, every sentence kept as its own tree."""
     texts, sentences, pos = [], [], 0
     for doc in parts:
-        text = doc.text if doc.text is not None else Document.from_sentences(doc.sentences).text or ""
         base = doc if doc.text is not None else Document.from_sentences(doc.sentences)
+        text = base.text or ""
         for s in base.sentences:
             d = s.to_dict()
             d["offsets"] = [[a + pos, b + pos] for a, b in s.offsets]  # type: ignore[union-attr]
@@ -118,11 +105,9 @@ class RaceFeaturizer:
 
     Args:
         tokenizer: a Hugging Face fast tokenizer.
-        annotator: a parser with ``annotate(texts) -> list[Document]`` (e.g.
-            :class:`~syntaxformer.data.annotators.SpacyAnnotator`, whose SQLite cache keeps the parses); each
-            distinct passage, question and option text is parsed once. ``None``: no parsing (a model that reads
-            no syntax).
-        max_length: tokens per option sequence including special tokens (the passage is cut from its end).
+        annotator: a parser with ``annotate(texts) -> list[Document]`` (each distinct text parsed once), or
+            ``None``: no parsing (a model that reads no syntax).
+        max_length: tokens per option sequence including special tokens.
     """
 
     def __init__(self, tokenizer: Any, annotator: Any, max_length: int = 384):
@@ -132,11 +117,10 @@ class RaceFeaturizer:
         self.annotator = annotator
         self.max_length = int(max_length)
         self.aligner = SyntaxAligner(tokenizer, max_length=None)
-        self.aligner.max_length = None  # no truncation by the aligner: the passage is cut here
+        self.aligner.max_length = None  # not the tokenizer's limit either: the passage is cut here
 
     def parse(self, examples: Sequence[RaceExample]) -> dict[str, Document]:
-        """``text -> Document`` for every distinct passage, question and option of ``examples`` (without an
-        annotator: Documents that hold the texts only, no words)."""
+        """``text -> Document`` for every distinct text of ``examples`` (without an annotator: no words)."""
         texts = list(dict.fromkeys(t for e in examples for t in (e.article, e.question, *e.options)))
         if self.annotator is None:
             return {t: Document([], text=t) for t in texts}
@@ -159,41 +143,24 @@ class RaceFeaturizer:
                 # unparsed: the passage is told by its characters, the first len(article) of text A
                 n_passage_sents.append(len(passage.sentences) if self.annotator is not None else -len(e.article))
         aligned = self.aligner.align_batch(firsts, seconds)
+        cut = iter([self._truncate(windows[0], n) for windows, n in zip(aligned, n_passage_sents)])
         out: list[RaceFeature] = []
-        k = 0
         for i, e in enumerate(examples):
-            opts, kept = [], []
-            total = 0
-            for _ in e.options:
-                w, n_kept, total = self._truncate(aligned[k][0], n_passage_sents[k])
-                opts.append(w)
-                kept.append(n_kept)
-                k += 1
-            out.append(
-                RaceFeature(
-                    example_index=i,
-                    qid=e.qid,
-                    options=opts,
-                    label=-100 if e.label is None else int(e.label),
-                    n_passage_tokens=kept,
-                    n_passage_total=total,
-                )
-            )
+            options, kept, totals = zip(*[next(cut) for _ in e.options])
+            label = -100 if e.label is None else int(e.label)
+            out.append(RaceFeature(i, e.qid, list(options), label, list(kept), totals[-1]))
         return out
 
     def _truncate(self, w: AlignedExample, n_passage_sents: int) -> tuple[AlignedExample, int, int]:
         """Cut passage tokens from the end (then question / option, longest first) to ``max_length``.
-
-        ``n_passage_sents``: the passage's sentences (trees) at the start of text A; a negative value ``-n`` for
-        unparsed text: the passage is the first ``n`` characters of text A."""
+        ``n_passage_sents``: the passage's trees at the start of text A, or ``-n``: its first ``n`` characters."""
         seq = np.asarray(w.sequence_ids)
         if n_passage_sents < 0:
             is_passage = (seq == 0) & (np.asarray(w.offsets)[:, 0] < -n_passage_sents)
         else:
             tree = np.where(w.word_index >= 0, np.asarray(w.forest.tree_id)[np.maximum(w.word_index, 0)], -1)
             is_passage = (seq == 0) & (tree < n_passage_sents) & (tree >= 0)
-            # Pieces of text A with no word (cannot happen for parsed text, but be safe) count as passage.
-            is_passage |= (seq == 0) & (w.word_index < 0)
+            is_passage |= (seq == 0) & (w.word_index < 0)  # pieces of text A with no word
         passage_pos = np.flatnonzero(is_passage)
         total = len(passage_pos)
         excess = len(w) - self.max_length
@@ -215,41 +182,30 @@ class RaceFeaturizer:
 
 
 def feature_arrays(feature: RaceFeature, context: TaskContext) -> dict[str, Any]:
-    """Collator input of one question: per option the model's token and syntax arrays
-    (:meth:`TaskContext.window_arrays`), and ``labels``."""
+    """Collator input of one question: per option :meth:`TaskContext.window_arrays`, and ``labels``."""
     return {
         "options": [context.window_arrays(w) for w in feature.options],
         "labels": np.asarray(feature.label, dtype=np.int64),
     }
 
 
-class ChoiceRows:
+class ChoiceRows(ParsedRows):
     """Multiple-choice questions -> one feature row per question (:class:`RaceFeaturizer`): the arrays of its
     options one after the other (their lengths in the side column ``option_lengths``) and ``labels``; read back as
-    :func:`feature_arrays` items (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of multiple choice). The
-    truncation count is the number of questions whose passage was cut for at least one option."""
+    :func:`feature_arrays` items. The truncation count is the number of questions whose passage was cut for at
+    least one option."""
 
     side_keys: tuple[str, ...] = ("option_lengths",)
     choices: bool = True
-
-    def options(self) -> dict[str, Any]:
-        return {}
 
     def record(self, example: Any) -> list[Any]:
         e = example
         return [e.qid, e.level, e.article, e.question, e.options, e.label]
 
-    def prepare(self, data: Any, context: Any) -> str | None:
-        from syntaxformer.tasks.featurize import annotator_identity
-
-        return annotator_identity(context) if context.syntax_inputs else "none"  # every text is parsed
-
     def encode(
         self, block: Sequence[Any], indices: Sequence[int], context: Any
     ) -> tuple[dict[str, list[Any]], int, int]:
-        from syntaxformer.tasks.featurize import annotator_for
-
-        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        annotator = self.annotator(context)
         featurizer = RaceFeaturizer(context.tokenizer, annotator, max_length=context.max_length)
         parses = featurizer.parse(block)
         features = featurizer(block, parses)
@@ -264,17 +220,10 @@ class ChoiceRows:
         columns["labels"] = labels
         return columns, sum(f.truncated for f in features), len(parses) if annotator is not None else 0
 
-    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
-        return None
-
 
 def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labels: bool = True) -> dict[str, Any]:
-    """Pad questions into a batch: ``[B, C, L]`` tensors (``C`` options, ``L`` the longest sequence) + ``labels [B]``.
-
-    Takes the items of :func:`feature_arrays`. Padding follows :func:`syntaxformer.data.collate.pad_arrays`
-    (syntax arrays with -1: padded positions attend to themselves only). All questions of a batch must have the
-    same number of options.
-    """
+    """Pad :func:`feature_arrays` items into ``[B, C, L]`` tensors (:func:`syntaxformer.data.collate.pad_arrays`)
+    + ``labels [B]``; all questions of a batch must have the same number of options."""
     import torch
 
     from syntaxformer.data.collate import pad_arrays
@@ -292,27 +241,26 @@ def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labe
     return batch
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Metric
-# ----------------------------------------------------------------------------------------------------------
+# -- Metric --------------------------------------------------------------------------------------------------
+def _choice(options: Sequence[str], k: int, scores: Any) -> dict[str, Any]:
+    """The prediction fields of a multiple-choice record: option ``k`` of ``options`` and the option scores."""
+    return {
+        "options": list(options),
+        "prediction": OPTION_LETTERS[k] if k < len(OPTION_LETTERS) else str(k),
+        "index": k,
+        "option": options[k],
+        "scores": None if scores is None else list(scores)[: len(options)],
+    }
+
+
 def choice_records(
     examples: Sequence[Any], predictions: Predictions, question: Callable[[Any], str]
 ) -> list[dict[str, Any]]:
-    """:meth:`RaceTask.prediction_records` of multiple-choice examples (``qid``, ``options``, ``label``: the right
-    option's index or ``None``); ``question`` gives an example's question text."""
+    """:meth:`RaceTask.prediction_records` of multiple-choice examples; ``question`` gives an example's question."""
     scores = predictions.scores or [None] * len(predictions.values)
     records = []
     for e, p, s in zip(examples, predictions.values, scores):
-        k = int(p)
-        r = {
-            "id": e.qid,
-            "question": question(e),
-            "options": list(e.options),
-            "prediction": OPTION_LETTERS[k],
-            "index": k,
-            "option": e.options[k],
-            "scores": None if s is None else list(s)[: len(e.options)],
-        }
+        r = {"id": e.qid, "question": question(e), **_choice(e.options, int(p), s)}
         if e.label is not None:
             r["gold_label"] = OPTION_LETTERS[int(e.label)]
         records.append(r)
@@ -320,12 +268,8 @@ def choice_records(
 
 
 def race_accuracy(examples: Sequence[RaceExample], predictions: Mapping[str, int] | Sequence[int]) -> dict[str, float]:
-    """Accuracy (percent) on RACE-M (``middle``), RACE-H (``high``) and all (``all``), plus counts ``n_*``.
-
-    Args:
-        examples: the questions with gold labels.
-        predictions: ``qid -> option index`` or one index per example (same order). A missing qid is wrong.
-    """
+    """Accuracy (percent) on RACE-M (``middle``), RACE-H (``high``) and all (``all``), plus counts ``n_*``, of
+    ``predictions`` (``qid -> option index``, a missing qid is wrong, or one index per example)."""
     if not isinstance(predictions, Mapping):
         if len(predictions) != len(examples):
             raise InputError(f"{len(examples)} examples but {len(predictions)} predictions")
@@ -351,12 +295,10 @@ def snippet(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-# ----------------------------------------------------------------------------------------------------------
-# The task
-# ----------------------------------------------------------------------------------------------------------
+# -- The task ------------------------------------------------------------------------------------------------
 def _logits(raw: Any) -> np.ndarray:
-    """``[N, C]`` option logits of a model's raw predictions (the Trainer's ``predictions``, possibly a tuple
-    whose first element they are, a ``PredictionOutput``, or a mapping with ``logits``)."""
+    """``[N, C]`` option logits of a model's raw predictions (an array, a tuple, a ``PredictionOutput`` or a
+    mapping)."""
     raw = getattr(raw, "predictions", raw)
     if isinstance(raw, Mapping):
         raw = raw["logits"]
@@ -383,14 +325,15 @@ class RaceTask(Task[TaskData]):
     default_files: ClassVar[dict[str, str]] = {"train": "RACE_train.tar.gz", "dev": "dev", "test": "test"}
 
     def training_defaults(self) -> dict[str, Any]:
-        """:data:`~syntaxformer.tasks.base.READING_DEFAULTS`; the batches are ``[B, C, L]`` items without a
-        top-level ``input_ids``, so the training order is random (``group_by_length`` off), as it always was."""
+        """:data:`~syntaxformer.tasks.base.READING_DEFAULTS`, ``group_by_length`` off (no top-level
+        ``input_ids``)."""
         return {**READING_DEFAULTS, "group_by_length": False}
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
-        """The questions of ``split`` as :class:`~syntaxformer.data.examples.TaskData` of :class:`RaceExample`
-        (``metadata["counts"]``: :func:`race_counts`).
+        """The questions of ``split``: ``{split}_file`` (a split folder or a tarball; default ``race/`` under the
+        data root), or ``dataset`` (the hub). ``max_*_samples`` from a tarball take whole passages in a seeded
+        order.
 
         Raises:
             ConfigError / DataError: an unknown split or a missing / unreadable source.
@@ -446,20 +389,14 @@ class RaceTask(Task[TaskData]):
                 **({"id": r["id"]} if "id" in r else {}),
                 "question": r["question"],
                 **({"context": r["context"]} if r.get("context") else {}),
-                "options": r["options"],
-                "prediction": OPTION_LETTERS[k] if k < len(OPTION_LETTERS) else str(k),
-                "index": k,
-                "option": r["options"][k],
-                "scores": s[: len(r["options"])],
+                **_choice(r["options"], k, s),
             }
             for r, k, s in zip(inputs, predictions.values, predictions.scores or [])
         ]
 
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
-        """Questions with their options (mappings with ``question``, ``options``, the ``context`` passage and
-        optionally ``id``) as unlabeled :class:`RaceExample` s (ids ``input-<position>`` unless given; level
-        ``"input"``). Without a context the question is the first text and is scored with each option
-        (``custom-mc``'s rule)."""
+        """Mappings with ``question``, ``options``, ``context`` and optionally ``id`` as unlabeled
+        :class:`RaceExample` s (without a context the question is the first text)."""
 
         def example(i: int, r: Mapping[str, Any]) -> RaceExample:
             context, question = str(r.get("context") or ""), str(r["question"])
@@ -479,16 +416,12 @@ class RaceTask(Task[TaskData]):
         )
 
     def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
-        """One row per question (:class:`ChoiceRows`, ``context.max_length`` per option sequence), in Arrow
-        (:func:`~syntaxformer.tasks.featurize.build_features`); ``meta["n_truncated"]`` counts the questions whose
-        passage was cut."""
+        """One row per question (:class:`ChoiceRows`, ``context.max_length`` per option sequence)."""
         if context.parser_noise:
             raise ConfigError(
                 f"parser_noise={context.parser_noise}: parser noise is supported by the "
                 "sentence tasks only, not by RACE"
             )
-        from syntaxformer.tasks.featurize import build_features
-
         return build_features(self.name, data, context, split, rows=ChoiceRows())
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
@@ -513,30 +446,29 @@ class RaceTask(Task[TaskData]):
         )
 
     def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
-        """``accuracy_all`` / ``accuracy_middle`` / ``accuracy_high`` and the ``accuracy`` section of
-        ``metrics.json`` (:func:`race_accuracy`: the three and their counts ``n_*``)."""
+        """The three accuracies and the ``accuracy`` section (:func:`race_accuracy`)."""
         acc = race_accuracy(data.examples, predictions.values)
         return {**{f"accuracy_{k}": acc[k] for k in ("all", *LEVELS)}, "accuracy": acc}
 
     def run_files(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
-        """``predictions.json``: ``qid -> {prediction, gold, level, correct, question_words, probs}`` (letters)."""
+        """``predictions.json``: ``qid -> {prediction (letter), gold, correct, probs}`` and :meth:`_question_facts`."""
         scores = predictions.scores or [[] for _ in predictions.values]
         return {
             "predictions.json": {
                 e.qid: {
                     "prediction": OPTION_LETTERS[int(p)],
                     "gold": e.answer,
-                    "level": e.level,
-                    "correct": bool(int(p) == e.label),
-                    "question_words": question_words(e.question),
+                    "correct": None if e.label is None else bool(int(p) == e.label),
+                    **self._question_facts(e, int(p)),
                     "probs": [round(float(x), 5) for x in pr],
                 }
                 for e, p, pr in zip(data.examples, predictions.values, scores)
             }
         }
 
+    def _question_facts(self, e: RaceExample, prediction: int) -> dict[str, Any]:
+        return {"level": e.level, "question_words": question_words(e.question)}
+
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``options``,
-        ``prediction`` (the option's letter), ``index``, ``option`` (its text), ``scores`` (the softmax over the
-        options) and ``gold_label`` (the right option's letter, when known)."""
+        """Per question, named as ``predict --input`` names them, and ``gold_label`` when known."""
         return choice_records(data.examples, predictions, lambda e: e.question)

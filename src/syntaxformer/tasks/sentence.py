@@ -1,9 +1,6 @@
-"""Sentence(-pair) classification and regression tasks: one :class:`SentenceTask` class, parameterised by a
-:class:`TaskSpec` (where the texts and labels are, the labels, the metrics, the hub data set).
-
-The families subclass it: :mod:`syntaxformer.tasks.glue` (GLUE TSV files), :mod:`syntaxformer.tasks.snli` and
-:mod:`syntaxformer.tasks.sst` (SST trees). A new task in one of their formats is a new spec and one
-:func:`~syntaxformer.tasks.base.register_task` call (:func:`spec_task` makes the class).
+"""Sentence(-pair) classification and regression: one :class:`SentenceTask` class parameterised by a
+:class:`TaskSpec`, subclassed by the GLUE, SNLI and SST families; a new task in their formats is a new spec
+(:func:`spec_task` makes the class).
 """
 
 from __future__ import annotations
@@ -42,22 +39,17 @@ class TaskSpec:
         name: short name (``"sst2"``).
         title: the usual name (``"SST-2"``).
         folder: data folder relative to the shared data root (``"glue/SST-2"``).
-        columns: role -> column name in files with a header; roles are ``"text_a"``, ``"text_b"`` (pairs only),
-            ``"label"`` and ``"id"`` (optional).
-        labels: the label strings, in class-id order (the hub data sets use the same order); ``None`` for
-            regression.
+        columns: role (``"text_a"``, ``"text_b"``, ``"label"``, ``"id"``) -> column name in files with a header.
+        labels: the label strings, in class-id order; ``None`` for regression.
         metrics: metric names (:data:`syntaxformer.tasks.metrics.METRICS`); the first is the headline number.
         hub: ``(path, config name)`` of the task on the Hugging Face hub (``("", None)``: none).
         hub_columns: role -> column name in the hub data set.
-        headerless: role -> column position for files without a header (CoLA's train/dev); ``None`` if every
-            file of the task has a header.
+        headerless: role -> column position for files without a header (CoLA's train/dev).
         test_columns: like ``columns``, for the unlabeled test files.
         split_files: split -> file name in ``folder``.
-        tree_labels: SST tree tasks: root score (0-4) -> class id, ``None`` = drop the example; ``None`` = every
-            score is its own class.
-        class_names: what each class means, in class-id order (``"negative"``, ``"positive"``), for the model's
-            ``id2label`` / ``label2id`` and raw-text predictions; ``None`` = the label strings of the files
-            (``labels``). Prediction files of a split keep the file labels (GLUE submissions expect them).
+        tree_labels: SST tree tasks: root score (0-4) -> class id (``None`` = drop the example).
+        class_names: what each class means, in class-id order (the model's ``id2label``); ``None`` = ``labels``.
+            Prediction files of a split keep the file labels (GLUE submissions expect them).
     """
 
     name: str
@@ -114,12 +106,8 @@ def logits_to_predictions(logits: Any, regression: bool) -> np.ndarray:
 
 
 class SentenceTask(Task[TaskData]):
-    """A sentence(-pair) classification / regression task described by :attr:`spec`.
-
-    Subclasses set ``spec`` and implement :meth:`read_file` (one file of the task's format -> examples and the files
-    read). The examples are :class:`~syntaxformer.data.examples.TaskData`; the features come from
-    :func:`syntaxformer.tasks.featurize.build_features`; predictions are class ids (regression: values).
-    """
+    """A sentence(-pair) classification / regression task described by :attr:`spec`; subclasses implement
+    :meth:`read_file`. Predictions are class ids (regression: values)."""
 
     spec: ClassVar[TaskSpec]
     head: ClassVar[str] = "sequence_classification"
@@ -136,25 +124,19 @@ class SentenceTask(Task[TaskData]):
         return self.spec.is_regression
 
     @property
-    def num_labels(self) -> int:
-        """Number of model outputs."""
-        return self.spec.num_labels
-
-    @property
     def label_dtype(self) -> Any:
         """dtype of the label arrays (``int64`` class ids, ``float32`` values)."""
         return np.float32 if self.is_regression else np.int64
 
     @property
     def class_names(self) -> tuple[str, ...]:
-        """The model's class names in class-id order (``config.id2label``: what each class means where the task
-        says, else the label strings; regression: ``("score",)``)."""
+        """The model's class names in class-id order (regression: ``("score",)``)."""
         return self.spec.class_names or self.spec.labels or ("score",)
 
     def model_options(self) -> dict[str, Any]:
         labels = self.class_names
         return {
-            "num_labels": self.num_labels,
+            "num_labels": self.spec.num_labels,
             "problem_type": "regression" if self.is_regression else "single_label_classification",
             "id2label": dict(enumerate(labels)),
             "label2id": {label: i for i, label in enumerate(labels)},
@@ -163,7 +145,6 @@ class SentenceTask(Task[TaskData]):
     # -- data ------------------------------------------------------------------------------------------
     def read_file(self, path: Path, split: str) -> tuple[list[TaskExample], list[str]]:
         """Examples of one file of the task's format, and the files read (for the fingerprint)."""
-        # for authors of a file-reading task (a programming error, not user input): such tasks override it
         raise NotImplementedError(f"{type(self).__name__} reads no files")
 
     def data_metadata(self, split: str) -> dict[str, Any]:
@@ -189,16 +170,12 @@ class SentenceTask(Task[TaskData]):
         return folder / self.spec.split_files[split]
 
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
-        """Read one split from a local file, a local folder or the hub, subsampled if asked.
-
-        Precedence: ``data["<split>_file"]`` (a file of the task's format), then ``data["dataset"]`` (hub name,
-        ``data["dataset_config"]``), then ``data["data_dir"]`` (a folder with the task's split files), then the
-        task's folder under the shared data root, then the task's hub data set. ``data["max_samples"]`` keeps a
-        seeded random subset (seed ``data["data_seed"]``; :func:`~syntaxformer.tasks.base.sample_limit`).
+        """Read one split from ``data["<split>_file"]``, else ``data["dataset"]`` (the hub), else
+        ``data["data_dir"]``, else the task's folder under the shared data root, else its hub data set; subsampled
+        as :func:`~syntaxformer.tasks.base.sample_limit` says.
 
         Raises:
-            ConfigError / DataError: unknown split, the split's file cannot be found (the message says where it
-                looked), or it holds no examples.
+            ConfigError / DataError: unknown split, no file for the split, or no examples.
         """
         if split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; expected one of {SPLITS}")
@@ -223,7 +200,6 @@ class SentenceTask(Task[TaskData]):
                         f"no data for {spec.title}: give data_dir (a folder with {dict(spec.split_files)}) or "
                         f"{split}_file, or set SYNTAXFORMER_DATA to a folder holding {spec.folder}/"
                     )
-                # No local copy: fall back to the task's hub data set (needs `datasets` and network or a cache).
                 logger.warning(
                     "no local copy: SYNTAXFORMER_DATA names no folder holding %s (set it to the shared data "
                     "folder); loading %s %s from the hub data set %r",
@@ -277,19 +253,9 @@ class SentenceTask(Task[TaskData]):
         labels = np.asarray([e.label for e in data.examples], dtype=self.label_dtype)
         return compute_metrics(self.metric_names, predictions.values, labels)
 
-    def label_name(self, value: Any) -> Any:
-        """A prediction as the data writes it (``predictions_<split>.tsv``, GLUE's submission format): the label
-        string, or the value to 4 decimals."""
-        labels = self.spec.labels
-        if labels is None:  # regression
-            return round(float(value), 4)
-        return labels[int(value)]
-
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per example, named as ``predict --input`` names them: ``id``, ``text`` (and ``text_pair``), the
-        prediction as ``label`` (the model's class name, :attr:`class_names`; regression: ``value``), ``score`` /
-        ``scores`` (its and every class's probability, where the task keeps them) and ``gold_label`` (the gold
-        class name or value, when known)."""
+        """Per example, named as ``predict --input`` names them (``label`` a class name, regression ``value``),
+        with ``scores`` where the task keeps them and ``gold_label`` when known."""
         key = "value" if self.is_regression else "label"
         scores = predictions.scores or [None] * len(predictions.values)
         records = []
@@ -307,13 +273,17 @@ class SentenceTask(Task[TaskData]):
         """The label string as the data writes it (:meth:`label_name`)."""
         return self.label_name(value)
 
+    def label_name(self, value: Any) -> Any:
+        """A prediction as the data writes it (GLUE's submission format): the label string, or the value to 4
+        decimals."""
+        return round(float(value), 4) if self.spec.labels is None else self.spec.labels[int(value)]
+
     def _class_name(self, value: Any) -> Any:
         return float(value) if self.is_regression else self.class_names[int(value)]
 
 
 def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:
-    """A :class:`SentenceTask` subclass of ``base`` for ``spec`` (name, title and metrics from the spec), defined
-    in the caller's module for readable reprs."""
+    """A :class:`SentenceTask` subclass of ``base`` for ``spec``, defined in the caller's module."""
     import sys
 
     module = sys._getframe(1).f_globals.get("__name__", base.__module__)
@@ -335,15 +305,8 @@ def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:
 def load_hub_split(
     spec: TaskSpec, split: str, dataset: str | None = None, config: str | None = None, **load_kwargs: Any
 ) -> TaskData:
-    """Load one split of a Hugging Face hub data set (needs ``datasets`` and network, or a warm hub cache).
-
-    Args:
-        spec: the task's spec (gives the column names and label order).
-        split: ``"train"``, ``"dev"`` (hub ``"validation"``) or ``"test"``.
-        dataset: hub path (default ``spec.hub[0]``, e.g. ``"nyu-mll/glue"``); a local data set folder works too.
-        config: hub config name (default ``spec.hub[1]``, e.g. ``"sst2"``).
-        load_kwargs: passed to ``datasets.load_dataset``.
-    """
+    """Load one split (``"train"``, ``"dev"``, ``"test"``) of a Hugging Face hub data set (default ``spec.hub``;
+    a local data set folder works too); ``load_kwargs`` go to ``datasets.load_dataset``."""
     import datasets
 
     name = dataset or spec.hub[0]

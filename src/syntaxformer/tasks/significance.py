@@ -1,12 +1,9 @@
-"""Significance tests for comparing a syntax model with its baseline, through ``scipy.stats`` and sacreBLEU.
+"""Significance tests for comparing a syntax model with its baseline (``scipy.stats``, sacreBLEU).
 
-Over evaluation examples of two fixed models: :func:`paired_bootstrap` (any metric), :func:`bootstrap_ci`,
-:func:`mcnemar` (exact, on per-example correctness), :func:`paired_bleu_test` (sacreBLEU's paired tests).
-Over seeds, for claims about *systems*: :func:`seed_ci`, :func:`paired_t_test`, :func:`sign_flip_test` and
-:func:`seed_comparison`, which reports them together (a bootstrap over examples speaks about the trained models,
-not the systems; ``tests/tasks/test_significance_null.py`` shows a two-level bootstrap rejects far too often with
-3-5 seeds). :func:`paired_prediction_tests` runs those that fit two ``dev_predictions.json`` files (``compare``,
-``syntaxformer significance``).
+Over the examples of two fixed models: :func:`paired_bootstrap`, :func:`bootstrap_ci`, :func:`mcnemar`,
+:func:`paired_bleu_test`. Over seeds, for claims about systems: :func:`seed_ci`, :func:`paired_t_test`,
+:func:`sign_flip_test`, :func:`seed_comparison`. :func:`paired_prediction_tests` runs those that fit two
+``dev_predictions.json`` files.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from syntaxformer.errors import InputError, MissingDependencyError
+from syntaxformer.errors import InputError
 from syntaxformer.tasks.metrics import METRICS, bleu_metric
 
 __all__ = [
@@ -36,8 +33,7 @@ __all__ = [
     "sign_flip_test",
 ]
 
-#: sacreBLEU's paired tests: ``"bs"`` paired bootstrap (1,000 resamples), ``"ar"`` approximate randomisation
-#: (10,000 trials).
+#: sacreBLEU's paired tests: ``"bs"`` paired bootstrap, ``"ar"`` approximate randomisation.
 BLEU_TESTS: dict[str, str] = {"bs": "bleu_paired_bootstrap", "ar": "bleu_approximate_randomization"}
 
 
@@ -58,20 +54,16 @@ class TestResult:
 
 
 def _stats() -> Any:
-    try:
-        from scipy import stats
-    except ImportError as e:
-        raise MissingDependencyError(
-            "significance tests need scipy (a dependency of syntaxformer): pip install scipy"
-        ) from e
+    from scipy import stats  # imported when a test runs, not with the module
+
     return stats
 
 
 def _resampled(
     stat: Callable[[np.ndarray], float], n: int, n_resamples: int, seed: int, confidence: float
 ) -> tuple[np.ndarray, list[float]]:
-    """The bootstrap distribution of ``stat(example indices)`` over ``n`` examples (``scipy.stats.bootstrap``) and its
-    percentile interval (the distribution's range where every resample gives the same value: scipy's is NaN)."""
+    """The bootstrap distribution of ``stat(example indices)`` over ``n`` examples and its percentile interval
+    (the distribution's range where scipy's is NaN: every resample gives the same value)."""
 
     def vectorised(idx: np.ndarray, axis: int = -1) -> np.ndarray:
         idx = np.asarray(idx)
@@ -105,19 +97,16 @@ def paired_bootstrap(
     seed: int = 0,
     two_sided: bool = False,
 ) -> TestResult:
-    """Paired bootstrap over evaluation examples (``scipy.stats.bootstrap``, ``paired=True``).
-
-    Each resample draws examples with replacement (the same draw for both systems) and scores
+    """Paired bootstrap over evaluation examples (``scipy.stats.bootstrap``, ``paired=True``) of
     ``metric(b[idx], y[idx]) - metric(a[idx], y[idx])``.
 
     Args:
-        metric: ``metric(predictions, labels) -> float``, higher is better; called with the examples of one
-            resample (arrays indexed along their first axis, so predictions may be ``[N, ...]``).
+        metric: ``metric(predictions, labels) -> float``, higher is better (arrays indexed along the first axis).
         preds_a: predictions of the baseline, one per example.
         preds_b: predictions of the compared system on the same examples.
-        labels: gold labels (anything indexable along the first axis; zeros when the metric ignores them).
-        n_resamples: bootstrap resamples (1,000 is the usual choice; p-values below 1/n_resamples read as < that).
-        seed: resampling seed (``numpy.random.default_rng(seed)``).
+        labels: gold labels (zeros when the metric ignores them).
+        n_resamples: bootstrap resamples.
+        seed: resampling seed.
         two_sided: test ``|delta|`` against its centred bootstrap distribution instead of "B better than A".
 
     Returns:
@@ -190,10 +179,8 @@ def seed_ci(scores: Sequence[float], confidence: float = 0.95) -> tuple[float, f
 
 
 def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> TestResult:
-    """Exact (binomial) two-sided McNemar test on paired per-example correctness: ``scipy.stats.binomtest`` of the
-    ``only_b_correct`` discordant pairs out of all discordant pairs against p = 1/2.
-
-    ``difference`` is accuracy(b) - accuracy(a); ``details`` holds the discordant counts.
+    """Exact two-sided McNemar test on paired per-example correctness (``scipy.stats.binomtest`` of the discordant
+    pairs); ``difference`` is accuracy(b) - accuracy(a).
 
     Raises:
         InputError: unequal numbers of outcomes, or none.
@@ -210,10 +197,8 @@ def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> TestResult:
 
 
 def paired_t_test(scores_a: Sequence[float], scores_b: Sequence[float]) -> TestResult:
-    """Two-sided paired t-test over matched runs (e.g. the same seeds for baseline and syntax model):
-    ``scipy.stats.ttest_rel(scores_b, scores_a)``.
-
-    Differences that are all equal have no variance: p = 1 when they are all zero, else 0 (``t`` infinite).
+    """Two-sided paired t-test over matched runs (``scipy.stats.ttest_rel``); differences that are all equal
+    give p = 1 when they are zero, else 0.
 
     Raises:
         InputError: fewer than two matched pairs.
@@ -233,10 +218,8 @@ def paired_t_test(scores_a: Sequence[float], scores_b: Sequence[float]) -> TestR
 def sign_flip_test(differences: Sequence[float]) -> TestResult:
     """Exact two-sided sign-flip test of per-seed differences (``B - A`` of matched runs) against a zero mean.
 
-    Every one of the ``2**k`` sign patterns is applied to the differences; p is the share of patterns whose mean is
-    at least as far from 0 as the observed mean (the observed pattern included, so p >= ``2 / 2**k`` unless every
-    difference is 0, which gives 1). The same as ``scipy.stats.permutation_test`` with ``permutation_type=
-    "samples"`` on one sample, exact (checked in the tests), without its cost.
+    p is the share of the ``2**k`` sign patterns whose mean is at least as far from 0 as the observed one (so
+    p >= ``2 / 2**k`` unless every difference is 0); ``scipy.stats.permutation_test``'s exact answer, cheaper.
 
     Raises:
         InputError: no difference, or more than 20 (enumeration would be too large; use a t-test).
@@ -253,12 +236,11 @@ def sign_flip_test(differences: Sequence[float]) -> TestResult:
 
 
 def seed_comparison(scores_a: Sequence[float], scores_b: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
-    """B - A over matched seeds (the same seeds, in the same order): the seed-level inference of the tables.
+    """B - A over matched seeds (the same seeds, in the same order).
 
     Returns:
-        ``{"seeds": k, "difference": mean(B - A), "ci95": t-interval of the mean difference (:func:`seed_ci`),
-        "t_p": two-sided paired t-test p (:func:`paired_t_test`), "sign_flip_p": exact sign-flip p
-        (:func:`sign_flip_test`)}``.
+        ``{"seeds", "difference", "ci95"`` (:func:`seed_ci`), ``"t_p"`` (:func:`paired_t_test`), ``"sign_flip_p"``
+        (:func:`sign_flip_test`)``}``.
 
     Raises:
         InputError: fewer than two matched seeds.
@@ -276,9 +258,7 @@ def seed_comparison(scores_a: Sequence[float], scores_b: Sequence[float], confid
 
 
 def _sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
-    """``[N, 10]`` BLEU counts per sentence: hyp length, ref length, matches 1..4, totals 1..4 (public
-    ``BLEU.sentence_score``; the counts do not depend on smoothing, ``effective_order`` only silences its
-    warning)."""
+    """``[N, 10]`` BLEU counts per sentence: hyp length, ref length, matches 1..4, totals 1..4."""
     metric = bleu_metric(effective_order=True)
     rows = []
     for h, r in zip(hypotheses, references):
@@ -309,25 +289,20 @@ def paired_bleu_test(
 ) -> TestResult:
     """Corpus BLEU of system B against baseline A on the same sentences (one reference each).
 
-    The p-value is sacreBLEU's two-sided paired test (``sacrebleu.significance.PairedTest``, default BLEU: 13a,
-    mixed case, exponential smoothing): ``test="bs"`` the paired bootstrap of Koehn (2004) (as Moses'
-    ``bootstrap-hypothesis-difference-significance.pl``), ``test="ar"`` approximate randomisation (Riezler and
-    Maxwell 2005). The 95% interval of the difference comes from :func:`paired_bootstrap` over sentence statistics.
-    Identical outputs get p = 1 (sacreBLEU's tests count only strictly larger differences, so they would give the
-    smallest p they can, 1 / (n_resamples + 1)).
+    The p-value is sacreBLEU's two-sided paired test: ``test="bs"`` the paired bootstrap of Koehn (2004),
+    ``test="ar"`` approximate randomisation (Riezler and Maxwell 2005); identical outputs get p = 1. The 95%
+    interval of the difference comes from :func:`paired_bootstrap` over sentence statistics.
 
     Args:
         hyp_a, hyp_b: detokenised outputs of the two systems, one per reference.
         references: raw references.
         test: ``"bs"`` or ``"ar"``.
-        n_resamples: resamples / trials (0 = sacreBLEU's defaults: 1,000 for ``bs``, 10,000 for ``ar``); the
-            interval uses the bootstrap's resamples (1,000 with ``ar``).
-        seed: the seed of both (sacreBLEU reads it from ``SACREBLEU_SEED`` and treats 0 as "no seed", so it must
-            be positive).
+        n_resamples: resamples / trials (0 = sacreBLEU's defaults); the interval uses 1,000 with ``ar``.
+        seed: the seed of both (positive: sacreBLEU treats 0 as "no seed").
 
     Returns:
-        :class:`TestResult` (``test`` = :data:`BLEU_TESTS` value) with ``details``: ``bleu_a``, ``bleu_b``,
-        ``ci95`` (of B - A), ``n_resamples``, ``seed``, ``signature`` (sacreBLEU's, with the test and seed).
+        :class:`TestResult` with ``details``: ``bleu_a``, ``bleu_b``, ``ci95`` (of B - A), ``n_resamples``,
+        ``seed``, ``signature``.
 
     Raises:
         InputError: different numbers of hypotheses and references, an unknown test or a seed below 1.
@@ -363,8 +338,6 @@ def paired_bleu_test(
         else:
             os.environ["SACREBLEU_SEED"] = old
     ((name, (res_a, res_b)),) = ((k, v) for k, v in scores.items() if k != "System")
-    # for the type checker: "System" holds the names, the metric's entry the Results (a p-value for B, the
-    # system tested against the baseline)
     assert isinstance(res_a, Result) and isinstance(res_b, Result) and res_b.p_value is not None
     p_value = float(res_b.p_value)
     if list(hyp_a) == list(hyp_b):  # sacreBLEU counts only strictly larger shuffled differences: p = 1/(n+1)
@@ -400,13 +373,10 @@ def paired_prediction_tests(
     references: Sequence[str] | None = None,
     bleu_test: str = "bs",
 ) -> dict[str, Any]:
-    """B against A on one pair of ``dev_predictions.json`` contents (same examples).
-
-    With ``references`` (translation): ``{"bleu": ...}``, sacreBLEU's paired test ``bleu_test`` (``"bs"`` /
-    ``"ar"``) with the 95% interval of the BLEU difference. Else, when there are labels and ``metric`` is a
-    per-example metric of :data:`~syntaxformer.tasks.metrics.METRICS`: ``{"bootstrap": ...}``, the two-sided paired
-    bootstrap of ``metric``, and for integer labels ``"mcnemar"``, the exact McNemar test. ``{}`` otherwise.
-    """
+    """B against A on one pair of ``dev_predictions.json`` contents (same examples): with ``references``
+    ``{"bleu": ...}`` (:func:`paired_bleu_test`); else, with labels and a ``metric`` of
+    :data:`~syntaxformer.tasks.metrics.METRICS`, the two-sided ``"bootstrap"`` and for integer labels
+    ``"mcnemar"``; ``{}`` otherwise."""
     if references is not None:
         return {
             "bleu": paired_bleu_test(

@@ -1,12 +1,7 @@
 """Span QA over windows, without the SQuAD data layer: a question and its passage -> model windows
-(:class:`SquadFeaturizer`) and the windows' start / end (and verifier) logits -> answers with a no-answer score
-(:func:`postprocess_predictions`).
-
-:mod:`syntaxformer.tasks.squad` (the SQuAD 2.0 task: reading, the threshold protocol, metrics) and the pipeline of
-an exported model folder (:mod:`syntaxformer.sharing.syntax_pipeline`) both use these. An example is anything with
-``qid``, ``context``, ``question`` and (for labels) ``answers`` / ``is_impossible``, such as
-:class:`~syntaxformer.data.readers.squad.SquadExample`. This module imports only numpy and the data layer, so it
-can travel in an exported model folder.
+(:class:`SquadFeaturizer`), and the windows' logits -> answers with a no-answer score
+(:func:`postprocess_predictions`). Shared by :mod:`syntaxformer.tasks.squad` and exported model folders, so it
+imports only numpy and the data layer.
 """
 
 from __future__ import annotations
@@ -32,21 +27,17 @@ __all__ = [
 ]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Features
-# ----------------------------------------------------------------------------------------------------------
+# -- Features ------------------------------------------------------------------------------------------------
 @dataclass
 class SquadFeature:
     """One model window of one question.
 
     Attributes:
         example_index: index of the question in the list given to :class:`SquadFeaturizer`.
-        qid: the question id.
-        aligned: the window (tokens, syntax alignment, ``offsets``, ``sequence_ids``).
-        passage_offsets: ``[L, 2]`` character span of each position in the passage; ``-1`` for positions that are
-            not passage tokens (specials, question, padding).
-        start_position, end_position: token labels; ``0`` (the [CLS] null answer) when the question is
-            unanswerable or its answer is not completely inside this window.
+        aligned: the window.
+        passage_offsets: ``[L, 2]`` character span of each position in the passage; ``-1`` off the passage.
+        start_position, end_position: token labels; ``0`` (the [CLS] null answer) when the answer is not
+            completely inside this window.
         is_impossible: 1 if the label is the null answer (the verifier's target), else 0.
     """
 
@@ -64,11 +55,8 @@ class SquadFeature:
 
 
 def answer_token_span(passage_offsets: np.ndarray, char_start: int, char_end: int) -> tuple[int, int] | None:
-    """Token span ``(start, end)`` (inclusive) covering the characters ``[char_start, char_end)`` of the passage.
-
-    ``start`` is the last passage token starting at or before ``char_start``, ``end`` the first passage token
-    ending at or after ``char_end``. ``None`` if the window does not contain the whole answer.
-    """
+    """Token span ``(start, end)`` (inclusive) covering the characters ``[char_start, char_end)`` of the passage,
+    or ``None`` if the window does not contain the whole answer."""
     is_passage = passage_offsets[:, 0] >= 0
     idx = np.flatnonzero(is_passage)
     if len(idx) == 0:
@@ -76,10 +64,8 @@ def answer_token_span(passage_offsets: np.ndarray, char_start: int, char_end: in
     starts, ends = passage_offsets[idx, 0], passage_offsets[idx, 1]
     if starts[0] > char_start or ends[-1] < char_end:
         return None
-    s = np.flatnonzero(starts <= char_start)
-    e = np.flatnonzero(ends >= char_end)
-    if len(s) == 0 or len(e) == 0:
-        return None
+    s = np.flatnonzero(starts <= char_start)  # not empty: starts[0] <= char_start
+    e = np.flatnonzero(ends >= char_end)  # not empty: ends[-1] >= char_end
     start, end = int(idx[s[-1]]), int(idx[e[0]])
     if end < start:
         return None
@@ -91,15 +77,11 @@ class SquadFeaturizer:
 
     Args:
         tokenizer: a Hugging Face fast tokenizer.
-        annotator: a parser with ``annotate(texts) -> list[Document]`` (e.g.
-            :class:`~syntaxformer.data.annotators.SpacyAnnotator`); passages are parsed once per distinct text,
-            sentence by sentence, questions on their own. ``None``: no parsing (a model that reads no syntax).
-        max_length: window length including special tokens (384, as in SG-Net / BERT).
-        stride: tokens shared by consecutive windows of a long passage (default 128): the **overlap** between
-            windows, as ``doc_stride`` / ``stride`` in Hugging Face's ``run_qa``. (BERT's original ``doc_stride``
-            of 128 is the step between window starts instead, so the same number means a different overlap.)
-        question_first: ``[CLS] question [SEP] passage [SEP]`` instead of SG-Net's ``[CLS] passage [SEP] question
-            [SEP]``.
+        annotator: a parser with ``annotate(texts) -> list[Document]`` (each distinct passage parsed once), or
+            ``None``: no parsing (a model that reads no syntax).
+        max_length: window length including special tokens.
+        stride: the **overlap** between consecutive windows of a long passage, as in Hugging Face's ``run_qa``.
+        question_first: ``[CLS] question [SEP] passage [SEP]`` instead of SG-Net's passage-first order.
     """
 
     def __init__(
@@ -116,9 +98,7 @@ class SquadFeaturizer:
         )
 
     def parse(self, examples: Sequence[Any]) -> tuple[list[Document], list[Document]]:
-        """Passage and question Documents of the examples (each distinct passage parsed once). Without an
-        annotator the Documents hold the texts only (no words: the windows carry no syntax, the tokens are the
-        same)."""
+        """Passage and question Documents of the examples (without an annotator: the texts only, no words)."""
         if self.annotator is None:
             return [Document([], text=e.context) for e in examples], [Document([], text=e.question) for e in examples]
         contexts = list(dict.fromkeys(e.context for e in examples))
@@ -159,19 +139,14 @@ class SquadFeaturizer:
         return feat
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Postprocessing
-# ----------------------------------------------------------------------------------------------------------
+# -- Postprocessing ------------------------------------------------------------------------------------------
 @dataclass
 class SquadPredictions:
     """Output of :func:`postprocess_predictions`.
 
     Attributes:
-        best_texts: ``qid -> text`` of the best non-null span (``""`` only if no valid span exists). Give these
-            with ``na_scores`` to :func:`~syntaxformer.tasks.squad_metric.squad_evaluate` (thresholds are searched
-            from them).
-        na_scores: ``qid -> no-answer score`` (higher = more likely unanswerable; see
-            :func:`postprocess_predictions`).
+        best_texts: ``qid -> text`` of the best non-null span (``""`` only if no valid span exists).
+        na_scores: ``qid -> no-answer score`` (higher = more likely unanswerable).
         predictions: ``qid -> text`` after the threshold (``""`` where ``na_score > null_threshold``).
         nbest: ``qid -> list of {"text", "score", "start", "end", "window"}`` best first (char offsets).
     """
@@ -183,8 +158,7 @@ class SquadPredictions:
 
 
 class Window(Protocol):
-    """What decoding reads of a window: a :class:`SquadFeature`, or a window kept elsewhere (the Arrow rows of
-    :class:`~syntaxformer.tasks.squad.SpanRows`)."""
+    """What decoding reads of a window (a :class:`SquadFeature`, or a window kept in Arrow)."""
 
     @property
     def example_index(self) -> int: ...
@@ -233,25 +207,19 @@ def postprocess_predictions(
     Per window, ``score(k, l) = start[k] + end[l]`` over the ``n_best`` highest start and end logits among the
     passage tokens, ``k ≤ l`` and ``l - k + 1 ≤ max_answer_length`` (Eq. 12's ``score_has``), and
     ``score_null = start[0] + end[0]`` ([CLS]). As in BERT's SQuAD 2.0 code, a question's null score is the
-    **minimum** over its windows (the window most confident that an answer exists) and its span score the
-    maximum over all windows; ``score_diff = score_null - score_has``. The answer text is cut from the original
-    passage with the tokens' character offsets (``context[off[k][0]:off[l][1]]``). With ``max_context`` (BERT's
-    rule, default) a span may only start at a token in the window where that token has the most context
-    (largest ``min(passage tokens left, passage tokens right) + 0.01 * window passage length``; the first such
-    window on ties), so a token is not scored at the edge of one window when another window centres it.
+    **minimum** over its windows and its span score the maximum; ``score_diff = score_null - score_has``. With
+    ``max_context`` (BERT's rule) a span may only start at a token in the window where that token has the most
+    context (``min(passage tokens left, right) + 0.01 * window passage length``; the first window on ties).
 
     With an answer verifier (``verifier_logits`` ``[N_features, 2]``, columns (answerable, unanswerable)):
-    ``score_ext = logit_na - logit_ans`` (Eq. 14), taken from the window with the minimum null score, and the
-    no-answer score is ``beta1 * score_diff + beta2 * score_ext``; without it, ``beta1 * score_diff``.
-    A question is predicted unanswerable when its no-answer score exceeds ``null_threshold`` (δ; the best δ on
-    a development set is ``reachable_best_f1_thresh`` of
-    :func:`~syntaxformer.tasks.squad_metric.squad_evaluate`). Windows are processed independently, so the logits
-    may come from any batching order as long as they follow ``features``.
+    ``score_ext = logit_na - logit_ans`` (Eq. 14) of the window with the minimum null score, and the no-answer
+    score is ``beta1 * score_diff + beta2 * score_ext`` (else ``beta1 * score_diff``). A question is predicted
+    unanswerable when its no-answer score exceeds ``null_threshold`` (δ).
 
     Args:
-        examples: the questions, as given to the featurizer (``feature.example_index`` indexes this list).
-        features: the windows (:class:`SquadFeature` or any :class:`Window`); ``start_logits`` / ``end_logits`` are ``[N_features, L]`` (padded positions are
-            never chosen: they are not passage tokens) or a list of 1-d arrays.
+        examples: the questions (``feature.example_index`` indexes this list).
+        features: the windows (any :class:`Window`); ``start_logits`` / ``end_logits`` follow them,
+            ``[N_features, L]`` or a list of 1-d arrays.
     """
     starts = [_to_numpy(x) for x in start_logits]
     ends = [_to_numpy(x) for x in end_logits]

@@ -1,17 +1,10 @@
 """SQuAD 2.0 span QA as a :class:`~syntaxformer.tasks.base.Task`: windows with start/end labels, span decoding with
-the null answer (and an answer verifier), and the threshold protocol. The windows and the decoding live in
-:mod:`syntaxformer.tasks.span_qa`, reading in :mod:`syntaxformer.data.readers.squad`, the metric in
-:mod:`syntaxformer.tasks.squad_metric`.
+the null answer (and an answer verifier), and the threshold protocol. The windows and the decoding are
+:mod:`syntaxformer.tasks.span_qa`, the metric :mod:`syntaxformer.tasks.squad_metric`.
 
-Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's
-order). Long passages are cut into windows (the question is complete in every window); each passage sentence is its
-own dependency tree and the question is parsed on its own, so no syntax link crosses sentences or passage/question.
-
-Data (:meth:`SquadTask.load_split`): ``train_file`` (default ``squad2/dev-v2.0-half.json`` under the data root) split
-**by article** (``held_out_fraction``, ``split_seed``) into ``train`` and held-out ``dev``; with ``dev_file`` both
-files are read as they are; ``dataset`` loads the hub splits. The ``dev`` articles are split again by article
-(``threshold_tuning_fraction``, :func:`threshold_split`) into a *tuning* and a *test* part; every score is on the
-test part (:func:`~syntaxformer.tasks.squad_metric.squad_scores`), docs/reading_comprehension.md has the protocol.
+Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's). The
+``dev`` articles are split again by article into a *tuning* part (no-answer thresholds) and a scored *test* part
+(:func:`threshold_split`; docs/reading_comprehension.md has the protocol).
 """
 
 from __future__ import annotations
@@ -21,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +23,17 @@ from syntaxformer.data.readers.squad import SquadExample, example_from_row, read
 from syntaxformer.data.readers.table import TableExamples, load_dataset_table
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
+from syntaxformer.tasks.base import (
+    READING_DEFAULTS,
+    Predictions,
+    Task,
+    TaskContext,
+    constructor_options,
+    refuse_unknown_options,
+    register_task,
+    sample_limit,
+)
+from syntaxformer.tasks.featurize import FeatureDataset, ParsedRows, build_features
 from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared with exported model folders
     SquadFeature,
     SquadFeaturizer,
@@ -38,9 +41,6 @@ from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared
     answer_token_span,
     postprocess_predictions,
 )
-
-if TYPE_CHECKING:
-    from syntaxformer.tasks.featurize import FeatureDataset
 
 __all__ = [
     "LABEL_KEYS",
@@ -60,16 +60,14 @@ __all__ = [
     "threshold_split",
 ]
 
-#: Answer-verifier modes: none, ``joint`` (a [CLS] answerability classifier trained with the span head on one
-#: encoder) or ``parallel`` (a second model trained only as verifier, paper §3.4.1).
+#: Answer-verifier modes: none, ``joint`` (on the span model's encoder) or ``parallel`` (a second model, §3.4.1).
 VERIFIERS: tuple[str, ...] = ("none", "joint", "parallel")
 #: Label arrays of a window.
 LABEL_KEYS: tuple[str, ...] = ("start_positions", "end_positions", "is_impossible")
 
 
 def feature_arrays(feature: SquadFeature, context: TaskContext) -> dict[str, np.ndarray]:
-    """Collator input of one window: the model's token and syntax arrays (:meth:`TaskContext.window_arrays`) and
-    the scalar labels ``start_positions``, ``end_positions``, ``is_impossible``."""
+    """Collator input of one window: :meth:`TaskContext.window_arrays` and the scalar :data:`LABEL_KEYS`."""
     out = context.window_arrays(feature.aligned)
     out["start_positions"] = np.asarray(feature.start_position, dtype=np.int64)
     out["end_positions"] = np.asarray(feature.end_position, dtype=np.int64)
@@ -79,21 +77,19 @@ def feature_arrays(feature: SquadFeature, context: TaskContext) -> dict[str, np.
 
 @dataclass(frozen=True)
 class StoredWindow:
-    """What decoding (:func:`postprocess_predictions`) reads of a window kept in Arrow: the question's position in
-    the split, the window's number and the passage offsets ``[L, 2]`` (a read-only view)."""
+    """What decoding (:func:`postprocess_predictions`) reads of a window kept in Arrow."""
 
     example_index: int
     window: int
     passage_offsets: np.ndarray
 
 
-class SpanRows:
+class SpanRows(ParsedRows):
     """Span QA examples -> one feature row per window (:class:`SquadFeaturizer`): the model's arrays and labels
     (:func:`feature_arrays`), and, for decoding, the side columns ``example_index``, ``window`` and
-    ``passage_offsets`` (the :class:`~syntaxformer.tasks.featurize.RowEncoder` of span QA)."""
+    ``passage_offsets``."""
 
     side_keys: tuple[str, ...] = ("example_index", "window", "passage_offsets")
-    choices: bool = False
 
     def __init__(self, stride: int, question_first: bool):
         self.stride, self.question_first = int(stride), bool(question_first)
@@ -105,17 +101,10 @@ class SpanRows:
         e = example
         return [e.qid, e.title, e.context, e.question, e.answers, e.is_impossible]
 
-    def prepare(self, data: Any, context: Any) -> str | None:
-        from syntaxformer.tasks.featurize import annotator_identity
-
-        return annotator_identity(context) if context.syntax_inputs else "none"  # every text is parsed
-
     def encode(
         self, block: Sequence[Any], indices: Sequence[int], context: Any
     ) -> tuple[dict[str, list[Any]], int, int]:
-        from syntaxformer.tasks.featurize import annotator_for
-
-        annotator = annotator_for(context) if context.syntax_inputs else None  # no parser for a model without syntax
+        annotator = self.annotator(context)
         featurizer = SquadFeaturizer(
             context.tokenizer, annotator, context.max_length, self.stride, question_first=self.question_first
         )
@@ -137,30 +126,18 @@ class SpanRows:
         n_parsed = len({e.context for e in block}) + len(block) if annotator is not None else 0
         return columns, 0, n_parsed
 
-    def syntax_source(self, data: Any, context: Any) -> dict[str, str] | None:
-        return None
-
 
 def stored_windows(features: FeatureDataset) -> list[StoredWindow]:
     """The windows of span QA features, in row order, as decoding reads them."""
     return [StoredWindow(**features.side(j)) for j in range(len(features))]
 
 
-# ----------------------------------------------------------------------------------------------------------
-# The threshold protocol
-# ----------------------------------------------------------------------------------------------------------
+# -- The threshold protocol ----------------------------------------------------------------------------------
 def threshold_split(
     examples: Sequence[SquadExample], fraction: float, seed: int = 0
 ) -> tuple[list[str], dict[str, Any]]:
-    """The evaluation questions whose articles tune the no-answer threshold, and a description of the split.
-
-    The articles of ``examples`` are split with :func:`~syntaxformer.data.readers.squad.split_by_article`
-    (``held_out_fraction = 1 - fraction``, ``seed``): the held-out share is the *test* part (at least one
-    article), the rest the *tuning* part (about ``fraction`` of the articles, at least one). ``fraction = 0``:
-    no split, the threshold is tuned on the scored questions themselves (``tuning_qids == []``).
-
-    Returns:
-        ``(tuning_qids, protocol)``; ``protocol`` names the articles of each part and counts their questions.
+    """``(tuning_qids, protocol)``: the evaluation questions whose articles (about ``fraction`` of them) tune the
+    no-answer threshold, and a description of the split (``fraction = 0``: ``tuning_qids == []``).
 
     Raises:
         DataError: ``fraction > 0`` but the questions come from fewer than two articles.
@@ -226,13 +203,10 @@ def json_safe_scores(scores: Mapping[str, float]) -> dict[str, float]:
     return {k: (float(v) if math.isfinite(v) else math.copysign(1e30, v)) for k, v in scores.items()}
 
 
-# ----------------------------------------------------------------------------------------------------------
-# The task
-# ----------------------------------------------------------------------------------------------------------
+# -- The task ------------------------------------------------------------------------------------------------
 def _qa_outputs(raw: Any) -> tuple[Any, Any, Any]:
-    """``(start_logits, end_logits, verifier_logits or None)`` of a model's raw predictions: the Trainer's
-    ``predictions`` tuple (start, end, then optionally ``[N, 2]`` verifier logits; per-batch losses, 1-d, are
-    skipped), a ``PredictionOutput``, or a mapping with those names."""
+    """``(start_logits, end_logits, verifier_logits or None)`` of a model's raw predictions (a tuple, a
+    ``PredictionOutput`` or a mapping; 1-d per-batch losses are skipped)."""
     raw = getattr(raw, "predictions", raw)
     if isinstance(raw, Mapping):
         return raw["start_logits"], raw["end_logits"], raw.get("verifier_logits")
@@ -254,22 +228,18 @@ class SquadTask(Task[TaskData]):
     """SQuAD 2.0 extractive QA with unanswerable questions (head ``question_answering``).
 
     Args:
-        doc_stride: passage tokens shared by consecutive windows, i.e. the **overlap** between windows (as
-            ``doc_stride`` in Hugging Face's ``run_qa``; BERT's original ``doc_stride`` is the step between window
-            starts instead). Must be below the run's ``max_length``.
+        doc_stride: the **overlap** between consecutive windows in tokens (as in Hugging Face's ``run_qa``), below
+            the run's ``max_length``.
         question_first: ``[CLS] question [SEP] passage [SEP]`` instead of SG-Net's passage-first order.
         n_best: span candidates per window (start and end) and kept per question.
         max_answer_length: longest answer span in tokens.
         null_threshold: the fixed no-answer threshold δ (``fixed_threshold`` scores).
-        verifier: one of :data:`VERIFIERS`. ``joint`` asks the model for the [CLS] verifier
-            (:meth:`model_options`); ``parallel`` asks the runner for a second, verifier-only model
-            (:meth:`auxiliary_models`) whose verifier logits are combined at decoding.
+        verifier: one of :data:`VERIFIERS`.
         verifier_loss_weight: weight of the verifier's cross-entropy in training.
         beta1, beta2: Eq. 14 weights of ``score_diff`` (span vs null) and ``score_ext`` (verifier).
-        held_out_fraction, split_seed: with one SQuAD file, the share of its articles held out as ``dev`` (the
-            rest is ``train``) and the seed of that split.
+        held_out_fraction, split_seed: with one SQuAD file, the share of its articles held out as ``dev``.
         threshold_tuning_fraction, threshold_split_seed: the share of the ``dev`` articles that tunes the
-            no-answer thresholds (the rest is scored) and the seed of that split; 0 = tune on the scored questions.
+            no-answer thresholds; 0 = tune on the scored questions.
     """
 
     name = "squad2"
@@ -297,10 +267,7 @@ class SquadTask(Task[TaskData]):
         threshold_split_seed: int = 0,
         **unknown: Any,
     ):
-        if unknown:
-            raise ConfigError(
-                f"option(s) {sorted(unknown)} do not apply to squad2; its options are {sorted(self._option_names())}"
-            )
+        refuse_unknown_options(self.name, unknown)
         if verifier not in VERIFIERS:
             raise ConfigError(f"verifier={verifier!r} is not valid; choose one of {VERIFIERS}")
         if int(doc_stride) < 0:
@@ -330,19 +297,8 @@ class SquadTask(Task[TaskData]):
         self.threshold_split_seed = int(threshold_split_seed)
 
     # -- identity ----------------------------------------------------------------------------------------
-    @classmethod
-    def _option_names(cls) -> list[str]:
-        """The names of the task options."""
-        import inspect
-
-        return [
-            n
-            for n, p in inspect.signature(cls.__init__).parameters.items()
-            if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
-        ]
-
     def options(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._option_names()}  # each option is an attribute
+        return constructor_options(self)
 
     @property
     def label_names(self) -> list[str]:
@@ -361,26 +317,21 @@ class SquadTask(Task[TaskData]):
         return self._verifier_options() if self.verifier == "joint" else {}
 
     def auxiliary_models(self) -> dict[str, dict[str, Any]]:
-        """``parallel``: a second model, ``verifier``, trained only for answerability (``span_loss_weight=0``)."""
+        """``parallel``: a second model trained only for answerability."""
         if self.verifier != "parallel":
             return {}
         return {"verifier": {**self._verifier_options(), "span_loss_weight": 0.0}}
 
     def training_defaults(self) -> dict[str, Any]:
-        """:data:`~syntaxformer.tasks.base.READING_DEFAULTS` (the threshold protocol decodes over windows)."""
+        """:data:`~syntaxformer.tasks.base.READING_DEFAULTS`."""
         return dict(READING_DEFAULTS)
 
     # -- data --------------------------------------------------------------------------------------------
     def load_split(self, split: str, data: Mapping[str, Any]) -> TaskData:
-        """The questions of ``split`` (``train`` / ``dev`` / ``test``) as :class:`~syntaxformer.data.examples.TaskData`
-        of :class:`SquadExample`.
-
-        ``metadata`` holds ``counts`` (:func:`squad_counts`), for an article split ``split`` (a description) and
-        ``held_out_titles``, and for ``dev`` / ``test`` the threshold protocol: ``tuning_qids`` and
-        ``threshold_protocol`` (:func:`threshold_split`).
-
-        With ``dataset`` (a hub name or a ``save_to_disk`` folder; ``dataset_config``) the examples are made from
-        its Arrow rows when read (:class:`~syntaxformer.data.readers.table.TableExamples`).
+        """The questions of ``split``: from ``train_file`` (default ``squad2/dev-v2.0-half.json``) split by
+        article into ``train`` and ``dev``, from ``dev_file`` / ``test_file``, or from ``dataset``.
+        ``metadata``: ``counts``, the article split, and for ``dev`` / ``test`` the threshold protocol
+        (:func:`threshold_split`).
 
         Raises:
             ConfigError / DataError: an unknown split, a missing file, an empty part, or too few articles to split.
@@ -447,8 +398,7 @@ class SquadTask(Task[TaskData]):
         return out
 
     def inference_data(self, inputs: Sequence[Mapping[str, Any]]) -> TaskData:
-        """Questions over passages (mappings with ``question`` and ``context``, optionally ``id``) as unlabeled
-        :class:`SquadExample` s (ids ``input-<position>`` unless given)."""
+        """Mappings with ``question``, ``context`` and optionally ``id`` as unlabeled :class:`SquadExample` s."""
         examples = [
             SquadExample(
                 qid=str(r.get("id", f"input-{i}")),
@@ -469,8 +419,8 @@ class SquadTask(Task[TaskData]):
         model_config: Any,
         options: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
-        """This task's decoding (with the call's ``top_k`` / ``max_answer_length`` on a copy of it) and the answer at
-        ``options["null_threshold"]`` (default: the task's)."""
+        """This task's decoding (with the call's ``top_k`` / ``max_answer_length``) and the answer at
+        ``options["null_threshold"]``."""
         import copy
 
         from syntaxformer.modeling.raw_text import answer_record
@@ -503,8 +453,7 @@ class SquadTask(Task[TaskData]):
         ]
 
     def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
-        """One row per window of every question (:class:`SpanRows`: the model's arrays, the labels and what
-        decoding reads), in Arrow (:func:`~syntaxformer.tasks.featurize.build_features`)."""
+        """One row per window of every question (:class:`SpanRows`)."""
         if context.parser_noise:
             raise ConfigError(
                 f"parser_noise={context.parser_noise}: parser noise is supported by the "
@@ -516,21 +465,15 @@ class SquadTask(Task[TaskData]):
                 f"be below max_length={context.max_length}: lower it with --set doc_stride="
                 f"{max(1, context.max_length // 4)} (task_options doc_stride) or raise --max-length"
             )
-        from syntaxformer.tasks.featurize import build_features
-
         return build_features(self.name, data, context, split, rows=SpanRows(self.doc_stride, self.question_first))
 
     # -- predictions -------------------------------------------------------------------------------------
     def postprocess(
         self, data: TaskData, features: Any, raw: Any, auxiliary: Mapping[str, Any] | None = None
     ) -> Predictions:
-        """Decode spans (:func:`postprocess_predictions`); the verifier logits come from the model (``joint``) or
-        from ``auxiliary["verifier"]`` (``parallel``).
-
-        Returns:
-            ``values``: answers at ``null_threshold`` (``""`` = no answer); ``scores``: no-answer scores;
-            ``extra``: ``best_texts``, ``na_scores`` (``qid ->``) and ``nbest``.
-        """
+        """Decode spans (:func:`postprocess_predictions`; ``parallel``: the verifier logits of
+        ``auxiliary["verifier"]``): ``values`` the answers at ``null_threshold``, ``scores`` the no-answer scores,
+        ``extra`` ``best_texts``, ``na_scores`` and ``nbest``."""
         start, end, verifier = _qa_outputs(raw)
         if self.verifier == "none":
             verifier = None
@@ -546,8 +489,6 @@ class SquadTask(Task[TaskData]):
                 f"verifier={self.verifier!r} but the predictions hold no [N, 2] verifier "
                 "logits (was the model built with qa_verifier=True?)"
             )
-        from syntaxformer.tasks.featurize import FeatureDataset
-
         windows = stored_windows(features) if isinstance(features, FeatureDataset) else features
         result = postprocess_predictions(
             data.examples,
@@ -581,10 +522,8 @@ class SquadTask(Task[TaskData]):
         )
 
     def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
-        """The headline numbers (:attr:`metric_names`, on the test part at the ``best_f1_threshold``) and the
-        sections of ``metrics.json``: ``fixed_threshold``, ``best_f1_threshold``, ``best_exact_threshold``,
-        ``same_set_best_f1_threshold`` (:func:`~syntaxformer.tasks.squad_metric.squad_scores`),
-        ``threshold_protocol`` and ``threshold_note``."""
+        """The headline numbers (test part, ``best_f1_threshold``), the sections of
+        :func:`~syntaxformer.tasks.squad_metric.squad_scores`, ``threshold_protocol`` and ``threshold_note``."""
         scores = self._scores(data, predictions)
         scores.pop("per_question")
         best = scores["best_f1_threshold"]
@@ -602,11 +541,8 @@ class SquadTask(Task[TaskData]):
         }
 
     def run_files(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
-        """``predictions.json`` (``qid -> answer`` at the headline ``best_f1_threshold``), ``best_texts.json``
-        (best non-null span), ``na_probs.json`` (no-answer scores; with ``best_texts.json`` restricted to the test
-        part, the official ``evaluate-v2.0.py --na-prob-file`` gives the ``official_best_*`` numbers) and
-        ``per_question.json`` (per question: ``part``, ``question_words``, ``has_answer``, ``best_text``,
-        ``na_score`` and prediction / EM / F1 at the fixed and the headline threshold)."""
+        """``predictions.json`` (at ``best_f1_threshold``), ``best_texts.json``, ``na_probs.json`` (for the
+        official script's ``--na-prob-file``) and ``per_question.json``."""
         per_q = self._scores(data, predictions)["per_question"]
         return {
             "predictions.json": {q: r["prediction_best"] for q, r in per_q.items()},
@@ -618,9 +554,7 @@ class SquadTask(Task[TaskData]):
         }
 
     def prediction_records(self, data: TaskData, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per question, named as ``predict --input`` names them: ``id``, ``question``, ``answer`` (at
-        ``null_threshold``; ``""`` = no answer), ``best_answer`` (the best non-null span), ``null_score`` and
-        ``gold_answers`` (the gold texts, ``[]`` for an unanswerable question; left out when unknown)."""
+        """Per question, named as ``predict --input`` names them, and ``gold_answers`` when known."""
         best = predictions.extra["best_texts"]
         return [
             {

@@ -1,14 +1,9 @@
-"""SQuAD 2.0 evaluation (EM / F1, HasAns / NoAns, best no-answer thresholds), re-implemented from its definition,
-and the run protocol on top of it (:func:`squad_scores`: thresholds tuned on other articles than the scored ones).
+"""SQuAD 2.0 evaluation (EM / F1, HasAns / NoAns, best no-answer thresholds) re-implemented from the official
+script, and the run protocol on top of it (:func:`squad_scores`: thresholds tuned on other articles).
 
-As the official script: normalisation (lower case, ASCII punctuation and the articles a/an/the dropped, whitespace
-collapsed), EM, bag-of-tokens F1 (1 when both sides are empty), the max over gold answers (an unanswerable question
-has the single gold answer ``""``; gold answers that normalise to ``""`` are dropped), percentages, and ``best_*``
-by the official one-question-at-a-time sweep (:func:`find_best_threshold`). On tied no-answer scores that sweep's
-best point can lie inside a tie group that no threshold reaches (``na > t`` answers all of a group or none), so
-:func:`find_reachable_best_threshold` (``reachable_best_*``) moves whole tie groups, starts from "answer nobody",
-and returns a threshold at which :func:`apply_no_answer_threshold` gives exactly the reported score
-(docs/reading_comprehension.md, "Metric").
+On tied no-answer scores the official sweep's best point (:func:`find_best_threshold`) can be unreachable by any
+threshold, so :func:`find_reachable_best_threshold` moves whole tie groups and returns a threshold that gives
+exactly the reported score (docs/reading_comprehension.md, "Metric").
 """
 
 from __future__ import annotations
@@ -37,11 +32,6 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
-def answer_tokens(text: str) -> list[str]:
-    """Tokens of the normalised text (empty list for an empty / all-punctuation string)."""
-    return normalize_answer(text).split() if text else []
-
-
 def exact_score(gold: str, pred: str) -> int:
     """1 if the normalised strings are equal, else 0."""
     return int(normalize_answer(gold) == normalize_answer(pred))
@@ -49,7 +39,7 @@ def exact_score(gold: str, pred: str) -> int:
 
 def f1_score(gold: str, pred: str) -> float:
     """Token-overlap F1 of the normalised strings (two empty strings: 1; empty vs non-empty: 0)."""
-    g, p = answer_tokens(gold), answer_tokens(pred)
+    g, p = normalize_answer(gold).split(), normalize_answer(pred).split()
     if not g or not p:
         return float(g == p)
     common = collections.Counter(g) & collections.Counter(p)
@@ -106,11 +96,8 @@ def _totals(em: Mapping[str, float], f1: Mapping[str, float], qids: list[str]) -
 def find_best_threshold(
     preds: Mapping[str, str], scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool]
 ) -> tuple[float, float]:
-    """The official script's sweep: best total score (percent) and its threshold (see the module doc).
-
-    On tied no-answer scores the best point can be unreachable by any threshold, and "answer nobody" is reported
-    as threshold 0.0; use :func:`find_reachable_best_threshold` for a threshold that reproduces its score.
-    """
+    """The official script's sweep: best total score (percent) and its threshold (possibly unreachable; "answer
+    nobody" is threshold 0.0)."""
     n_noans = sum(1 for v in has_answer.values() if not v)
     current = best = float(n_noans)
     best_thresh = 0.0
@@ -139,14 +126,9 @@ def answer_nobody_threshold(na_probs: Any) -> float:
 def find_reachable_best_threshold(
     scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool]
 ) -> tuple[float, float]:
-    """Best total score (percent) that a real threshold reaches, and that threshold (see the module doc, *Ties*).
-
-    The questions are those of ``scores`` (missing no-answer scores count as 0.0). Starting from "answer nobody",
-    groups of equal no-answer score switch to their predicted text in increasing order of score; the best point is
-    only updated at the end of a group (strict improvement, so the smallest such threshold wins). The returned
-    ``t`` is the score of the last group answered, or :func:`answer_nobody_threshold` of these questions when
-    answering nobody is best; ``apply_no_answer_threshold(scores, na_probs, has_answer, t)`` totals exactly the
-    returned score.
+    """Best total score (percent) that a real threshold reaches, and that threshold: from "answer nobody", groups
+    of equal no-answer score are answered in increasing order (the smallest best threshold wins);
+    ``apply_no_answer_threshold(..., t)`` totals exactly the returned score.
     """
     qids = list(scores)
     if not qids:
@@ -190,11 +172,8 @@ def squad_evaluate(
         na_prob_thresh: questions with a no-answer score above it are predicted unanswerable.
 
     Returns:
-        ``exact``, ``f1``, ``total``, ``HasAns_exact/f1/total``, ``NoAns_exact/f1/total`` (when present) and, with
-        ``na_probs``, ``best_exact``, ``best_exact_thresh``, ``best_f1``, ``best_f1_thresh`` (the official
-        script's sweep: what it prints, possibly unreachable on tied scores) and ``reachable_best_exact``,
-        ``reachable_best_exact_thresh``, ``reachable_best_f1``, ``reachable_best_f1_thresh`` (the best a real
-        threshold reaches, with that threshold; see the module doc). Scores in percent.
+        ``exact``, ``f1``, ``total``, ``HasAns_*``, ``NoAns_*`` (when present) and, with ``na_probs``,
+        ``best_{exact,f1}[_thresh]`` (the official sweep) and ``reachable_best_{exact,f1}[_thresh]``. Percent.
     """
     if _is_dataset(gold):
         gold = gold_answers_from_dataset(gold)
@@ -244,28 +223,17 @@ def squad_scores(
 ) -> dict[str, Any]:
     """SQuAD 2.0 metrics at the fixed threshold and at no-answer thresholds tuned on the tuning questions.
 
-    The questions in ``tuning_qids`` only choose thresholds; all other questions (the *test* part) are scored.
-    With no ``tuning_qids`` the thresholds are tuned on the scored questions themselves (the official script's
-    optimistic ``best_f1`` protocol). Thresholds come from the reachable sweep
-    (:func:`find_reachable_best_threshold`): applying ``na > t`` → no answer
-    reproduces the scores reported for them exactly. "Answer nobody" is written as a threshold below every
-    evaluation question's score, so it answers nobody on the test part too.
+    The questions in ``tuning_qids`` only choose thresholds (reachable ones); the others (the *test* part) are
+    scored. Without ``tuning_qids`` the thresholds are tuned on the scored questions (optimistic).
 
     Returns:
         ``{"fixed_threshold", "best_f1_threshold", "best_exact_threshold", "same_set_best_f1_threshold",
-        "per_question"}``. Each metric dict holds EM / F1 overall, HasAns, NoAns of the test part (percent) at its
-        ``threshold``:
-
-        * ``fixed_threshold``: at ``null_threshold`` (untuned); also the sweeps on the test part itself:
-          ``best_exact`` / ``best_f1`` and ``_thresh`` (reachable) and ``official_best_*`` (the official script's
-          numbers, possibly unreachable on tied scores, ``_thresh`` 0.0 for "answer nobody").
-        * ``best_f1_threshold`` (headline) / ``best_exact_threshold``: at the threshold with the best F1 / EM on
-          the tuning part (``tuning_f1`` / ``tuning_exact`` there, ``tuning_questions``, ``tuned_on``).
-        * ``same_set_best_f1_threshold``: at the best-F1 threshold of the test part itself (optimistic), with the
-          official script's ``official_best_f1`` / ``official_best_exact`` (and ``_thresh``) on the test part.
-
-        ``per_question``: ``qid -> {part ("tuning" / "test"), question_words, has_answer, best_text, na_score,
-        prediction_/em_/f1_fixed, prediction_/em_/f1_best}`` (``_best``: at ``best_f1_threshold``'s threshold).
+        "per_question"}``; each metric dict holds EM / F1 overall, HasAns, NoAns of the test part at its
+        ``threshold``: ``fixed_threshold`` at ``null_threshold`` (with the sweeps on the test part itself and the
+        official script's ``official_best_*``); ``best_f1_threshold`` (headline) / ``best_exact_threshold`` at the
+        best threshold of the tuning part; ``same_set_best_f1_threshold`` at the best one of the test part.
+        ``per_question``: ``qid -> {part, question_words, has_answer, best_text, na_score, prediction_/em_/f1_fixed,
+        prediction_/em_/f1_best}``.
     """
     from syntaxformer.data.examples import question_words
     from syntaxformer.data.readers.squad import gold_answers
@@ -282,16 +250,6 @@ def squad_scores(
     scored = {q: [a for a in answers if normalize_answer(a)] or [""] for q, answers in gold.items()}
     em, f1 = raw_scores(scored, best_texts)
     nobody = answer_nobody_threshold(probs.values())  # below every evaluation question: nobody answered anywhere
-    sweep_keys = (
-        "best_exact",
-        "best_exact_thresh",
-        "best_f1",
-        "best_f1_thresh",
-        "reachable_best_exact",
-        "reachable_best_exact_thresh",
-        "reachable_best_f1",
-        "reachable_best_f1_thresh",
-    )
 
     def tuned(per_q: Mapping[str, float], qids: list[str]) -> tuple[float, float]:
         best, t = find_reachable_best_threshold({q: per_q[q] for q in qids}, probs, has)
@@ -301,7 +259,7 @@ def squad_scores(
 
     def at(qids: list[str], t: float) -> tuple[dict[str, Any], dict[str, Any]]:
         r = squad_evaluate({q: gold[q] for q in qids}, best_texts, {q: probs[q] for q in qids}, na_prob_thresh=t)
-        out = {k: v for k, v in r.items() if k not in sweep_keys}
+        out = {k: v for k, v in r.items() if not k.startswith(("best_", "reachable_"))}  # not the sweeps
         out["threshold"] = t
         return out, r
 

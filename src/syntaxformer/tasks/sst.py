@@ -1,14 +1,8 @@
-"""The SST tree tasks: ``sst5`` (SST-1, five classes) and ``sst2_trees`` (binary, neutral sentences dropped).
+"""The SST tree tasks: ``sst5`` (SST-1, five classes) and ``sst2_trees`` (binary, neutral sentences dropped), read
+from the PTB-bracketed trees (local files only: the hub copies have no trees). Each example keeps its gold tree;
+its gold tokens are parsed for the dependency tree when features are built.
 
-They read the Stanford Sentiment Treebank's PTB-bracketed trees (``../shared/data/sst_trees/{train,dev}.txt``) with
-:func:`syntaxformer.data.readers.sst.read_sst_examples`: the gold constituency tree of every sentence is kept, and
-its gold tokens are parsed for the dependency tree when features are built (one tree per sentence, cached), so
-reading a split stays fast and only the examples kept after subsampling are parsed. The hub copies of SST have no
-trees, so these tasks read local files only.
-
-Option ``phrases`` (``get_task("sst5", phrases=True)``): also train on every phrase of more than 3 words of the
-training trees (the paper's setting, Syntax-BERT §4.1; ~93,000 phrases for SST-5, each parsed once). Dev / test
-are always full sentences.
+Option ``phrases``: also train on every phrase of more than 3 words of the training trees (Syntax-BERT §4.1).
 """
 
 from __future__ import annotations

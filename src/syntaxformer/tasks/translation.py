@@ -1,14 +1,10 @@
-"""Translation (English→German Multi30k / WMT by default) with the Syntax-Infused Transformer: the ``translation``
-task. The model is trained from scratch (:mod:`syntaxformer.modeling.seq2seq`), so the task builds what a
-pretrained encoder would bring: BPE vocabularies learned on the (subsampled) training split
-(:meth:`TranslationTask.build_tokenizer`, saved as ``source_tokenizer/`` and ``target_tokenizer/`` in the run folder)
-and the model (:meth:`TranslationTask.build_model`, one of the :data:`ARMS`). Scores: sacreBLEU BLEU + signature.
+"""Translation (English→German Multi30k by default) with the Syntax-Infused Transformer, trained from scratch:
+the task builds the BPE vocabularies (:meth:`TranslationTask.build_tokenizer`) and the model of one of the
+:data:`ARMS` (:meth:`TranslationTask.build_model`). Scores: sacreBLEU BLEU + signature.
 """
 
 from __future__ import annotations
 
-import copy
-import inspect
 import logging
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +22,7 @@ from syntaxformer.data.translation_pairs import (  # shared with exported model 
     encode_pairs,
 )
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.tasks.base import Predictions, Task, TaskContext, register_task
+from syntaxformer.tasks.base import Predictions, Task, TaskContext, constructor_options, register_task
 from syntaxformer.tasks.featurize import annotator_for, annotator_identity
 
 __all__ = ["ARMS", "PAD_VALUES", "TAG_CONTROLS", "TranslationTask", "collate_pairs", "control_tags", "encode_pairs"]
@@ -42,8 +38,7 @@ ARMS: dict[str, dict[str, Any]] = {
     # controls: the extra layer without the SDOI mask (capacity without syntax); fine POS tags
     "vanilla_layer": {"features": [], "use_sg_layer": True, "sg_mask": "none"},
     "syntax_xpos": {"features": ["xpos", "case", "subword"], "use_sg_layer": False},
-    # controls of the syntax arm: the same features and width, the UPOS tags carrying no syntax -- the sentence's own
-    # tags permuted among its words, or tags drawn uniformly from the UPOS vocabulary (both seeded, see tag_control)
+    # controls of the syntax arm: the same features, the UPOS tags carrying no syntax (control_tags)
     "shuffled_tags": {"features": ["upos", "case", "subword"], "use_sg_layer": False, "tag_control": "shuffle"},
     "random_tags": {"features": ["upos", "case", "subword"], "use_sg_layer": False, "tag_control": "random"},
 }
@@ -55,26 +50,25 @@ TAG_CONTROLS = ("shuffle", "random")
 class TranslationTask(Task[ParallelCorpus]):
     """Sentence-level translation with the Syntax-Infused Transformer (any parallel text; Multi30k by default).
 
-    Options (all JSON-serialisable; :meth:`options` returns them):
+    Options:
         arm: a key of :data:`ARMS` setting ``features`` / ``use_sg_layer`` / ``sg_mask`` / ``tag_control``;
-            ``None`` = use those options as given.
-        tag_control, tag_seed: ``"shuffle"`` permutes each source sentence's UPOS tags among its words,
-            ``"random"`` draws each word's tag uniformly from the UPOS vocabulary (:func:`control_tags`), seeded by
-            ``tag_seed``, the split and the sentence's index (the same tags in every run); ``None`` = the parser's.
-        features, feature_dim, feature_combine, use_sg_layer, sg_mask, alpha: model options (see
-            :class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedTranslationConfig`); ``feature_dim`` ``None`` =
-            the paper's share of the width, 20 of 512, at the preset's ``d_model`` (5 for ``cpu``).
+            ``None`` = those options as given.
+        tag_control, tag_seed: ``"shuffle"`` / ``"random"`` UPOS tags (:func:`control_tags`), seeded by
+            ``tag_seed``, the split and the sentence's index; ``None`` = the parser's.
+        features, feature_dim, feature_combine, use_sg_layer, sg_mask, alpha: model options
+            (:class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedTranslationConfig`); ``feature_dim`` ``None`` =
+            the paper's share of the width (20 of 512) at the preset's ``d_model``.
         preset, seq2seq_overrides: Transformer size (:data:`~syntaxformer.modeling.seq2seq.PRESETS`) and any
             ``MarianConfig`` option on top.
         train_source, train_target, valid_source, valid_target: parallel plain-text (or ``.sgm``) files; ``None``
-            = Multi30k train / val (English→German) under ``data_dir`` or ``../shared/data/multi30k``.
-        eval_sets: name -> ``[source, reference]`` files translated after training (default: Multi30k test2016
-            as ``test2016``); split ``"test"`` is the first of them.
+            = Multi30k train / val under ``data_dir``.
+        eval_sets: name -> ``[source, reference]`` files translated after training (default: Multi30k
+            ``test2016``); split ``"test"`` is the first of them.
         fraction, data_seed: seeded, nested subsample of the training pairs.
         tokenizer_dir: a folder with ``source_tokenizer/`` and ``target_tokenizer/`` to reuse (or to write, when
-            empty), e.g. shared by the arms of one fraction; ``None`` = learn BPE for this run only.
+            empty); ``None`` = learn BPE for this run only.
         source_vocab_size, target_vocab_size: BPE vocabulary sizes.
-        max_source_length, max_target_length: pieces kept per training / validation sentence (``</s>`` included);
+        max_source_length, max_target_length: pieces kept per training / validation sentence;
             max_eval_source_length: source pieces kept when translating the evaluation sets.
         data_dir: the Multi30k folder (default ``../shared/data/multi30k``).
     """
@@ -149,19 +143,15 @@ class TranslationTask(Task[ParallelCorpus]):
         for side, src, tgt in (("train", train_source, train_target), ("valid", valid_source, valid_target)):
             if bool(src) != bool(tgt):
                 raise ConfigError(f"{side}_source and {side}_target go together; got only one of them")
-        # The user's own parallel files are never scored against Multi30k: they need their own validation files,
-        # and the Multi30k test set is an evaluation set only when training on Multi30k (or when named).
+        # your own parallel files are never scored against Multi30k
         if train_source and not valid_source:
             raise ConfigError(
                 f"training on your own files (train_source={train_source!r}) needs your validation "
                 "files too: --set valid_source=FILE --set valid_target=FILE (Multi30k's validation set "
                 "stands in only when training on Multi30k)"
             )
-        sets: dict[str, Sequence[str] | None]
-        if eval_sets is None:
-            sets = {} if train_source else {"test2016": None}
-        else:
-            sets = dict(eval_sets)
+        default_sets: dict[str, Any] = {} if train_source else {"test2016": None}  # Multi30k's, when training on it
+        sets = default_sets if eval_sets is None else dict(eval_sets)
         for name, files in sets.items():
             if files is not None and len(files) != 2:
                 raise ConfigError(f"eval set {name!r}: expected [source, reference] files, got {files}")
@@ -186,16 +176,12 @@ class TranslationTask(Task[ParallelCorpus]):
         self.max_source_length, self.max_target_length = int(max_source_length), int(max_target_length)
         self.max_eval_source_length = int(max_eval_source_length)
         self.data_dir = data_dir
-        #: the tokenizers of this run (set by build_tokenizer / load_tokenizer)
-        self.source_tokenizer: Any = None
+        self.source_tokenizer: Any = None  # set by build_tokenizer / load_tokenizer
         self.target_tokenizer: Any = None
-        #: the parser of the last featurized sources (:meth:`feature_facts`)
-        self.parser: str | None = None
+        self.parser: str | None = None  # of the last featurized sources (feature_facts)
 
     def options(self) -> dict[str, Any]:
-        """Every ``__init__`` option, as this task holds it (an attribute of the same name)."""
-        names = [n for n in inspect.signature(TranslationTask.__init__).parameters if n != "self"]
-        return copy.deepcopy({n: getattr(self, n) for n in names})
+        return constructor_options(self)
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
@@ -209,10 +195,8 @@ class TranslationTask(Task[ParallelCorpus]):
         return list(self.eval_sets)
 
     def load_split(self, split: str, data: Mapping[str, Any] | None = None) -> ParallelCorpus:
-        """``"train"`` (subsampled), ``"dev"`` (validation), ``"test"`` (the first eval set) or an eval set name.
-
-        ``data``: the run's data section; ``data_dir`` (the Multi30k folder) is read, other keys ignored.
-        """
+        """``"train"`` (subsampled), ``"dev"`` (validation), ``"test"`` (the first eval set) or an eval set name;
+        ``data["data_dir"]``: the Multi30k folder."""
         data_dir = (data or {}).get("data_dir") or self.data_dir
         if split == "train":
             if self.train_source:
@@ -272,9 +256,8 @@ class TranslationTask(Task[ParallelCorpus]):
         ]
 
     def featurize(self, data: ParallelCorpus, context: TaskContext, split: str) -> list[dict[str, np.ndarray]]:
-        """Per-pair arrays (:func:`encode_pairs`) with the syntax inputs of ``context.syntax_inputs``; evaluation
-        sets keep up to ``max_eval_source_length`` source pieces. Without ``context.annotator`` (and with syntax
-        inputs) the context gets its parser from :func:`~syntaxformer.tasks.featurize.annotator_for`."""
+        """Per-pair arrays (:func:`encode_pairs`) with ``context.syntax_inputs``; evaluation sets keep up to
+        ``max_eval_source_length`` source pieces."""
         target = context.extra.get("target_tokenizer", self.target_tokenizer)
         max_source = self.max_source_length if split in ("train", "dev", "valid") else self.max_eval_source_length
         syntax = tuple(context.syntax_inputs)
@@ -297,8 +280,7 @@ class TranslationTask(Task[ParallelCorpus]):
         return items
 
     def feature_facts(self, features: Any) -> dict[str, Any]:
-        """``parser``: the identity of the annotator that parsed the sources (its ``cache_key``, as the other tasks
-        record it), ``"none"`` when the model reads no syntax."""
+        """``parser``: the identity of the annotator that parsed the sources (``"none"`` without syntax)."""
         return {"parser": self.parser}
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
@@ -310,10 +292,7 @@ class TranslationTask(Task[ParallelCorpus]):
 
     # -- runner hooks ----------------------------------------------------------------------------------
     def training_defaults(self) -> dict[str, Any]:
-        """The papers' recipe at the ``cpu`` preset's budget (``Seq2SeqTrainingArguments`` names): 400 updates of
-        128 pairs, Adam (0.9, 0.98), peak lr 1.5e-3 after 100 warm-up updates then inverse square root, label
-        smoothing 0.1, clipping 1.0, validation loss and a checkpoint every 50 updates, the best checkpoint by
-        validation loss kept, beam 5."""
+        """The papers' recipe at the ``cpu`` preset's budget (``Seq2SeqTrainingArguments`` names)."""
         return {
             "max_steps": 400,
             "per_device_train_batch_size": 128,
@@ -343,12 +322,8 @@ class TranslationTask(Task[ParallelCorpus]):
         }
 
     def build_tokenizer(self, train_data: ParallelCorpus, output_dir: str, context: TaskContext) -> Any:
-        """BPE learned on the training split (or read from ``tokenizer_dir``), saved in ``output_dir``.
-
-        Returns:
-            the source tokenizer (also ``context.tokenizer``); the target one is ``context.extra
-            ["target_tokenizer"]`` and :attr:`target_tokenizer`.
-        """
+        """BPE learned on the training split (or read from ``tokenizer_dir``), saved in ``output_dir``; returns the
+        source tokenizer (the target one goes to ``context.extra["target_tokenizer"]``)."""
         from syntaxformer.data.bpe import load_tokenizers, save_tokenizers, train_bpe
 
         shared = Path(self.tokenizer_dir) if self.tokenizer_dir else None
@@ -377,25 +352,16 @@ class TranslationTask(Task[ParallelCorpus]):
         """A :class:`~syntaxformer.modeling.seq2seq.SyntaxInfusedForConditionalGeneration` from random init.
 
         Args:
-            system: an arm name (used when the task has no ``arm``), or ``None`` / anything else = the task's model
-                options.
-            model_options: config options on top (``alpha``, ``sg_num_heads``, ``seq2seq_overrides`` ...).
+            system: an arm name (used when the task has no ``arm``), or anything else = the task's options.
+            model_options: config options on top.
             context: brings the tokenizers (vocabulary sizes).
 
-        The random init uses torch's global generator: seed it first (``transformers.set_seed``).
+        The random init uses torch's global generator (``transformers.set_seed``).
         """
         from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration, build_config
 
-        options: dict[str, Any] = {
-            "features": list(self.features),
-            "use_sg_layer": self.use_sg_layer,
-            "sg_mask": self.sg_mask,
-            "feature_dim": self.feature_dim,
-            "feature_combine": self.feature_combine,
-            "alpha": self.alpha,
-            "preset": self.preset,
-            "seq2seq_overrides": dict(self.seq2seq_overrides),
-        }
+        names = ("features", "use_sg_layer", "sg_mask", "feature_dim", "feature_combine", "alpha", "preset")
+        options: dict[str, Any] = {k: v for k, v in self.options().items() if k in names or k == "seq2seq_overrides"}
         if self.arm is None and system in ARMS:
             options.update(ARMS[system])
         options.update(model_options)
@@ -434,9 +400,7 @@ class TranslationTask(Task[ParallelCorpus]):
         return corpus_bleu(predictions.values, data.targets)
 
     def evaluation_splits(self) -> tuple[str, ...]:
-        """The sets translated with beam search after training; the first is the run's headline (``metrics.json``
-        ``dev``): the named ``eval_sets``; without any, the user's validation files (``dev``) when training on the
-        user's files, Multi30k's ``test2016`` (the papers' setting) when training on Multi30k."""
+        """The ``eval_sets`` translated after training (without any: ``dev``, your validation files)."""
         if self.train_source and not self.eval_sets:
             return ("dev",)
         return tuple(self.eval_sets)
@@ -470,13 +434,11 @@ class TranslationTask(Task[ParallelCorpus]):
         }
 
     def run_files(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
-        """``hyp.<set>.txt``: the translations, one per line (``<set>``: the corpus name's last part, so a set read
-        from ``/data/valid.en`` writes ``hyp.valid.en.txt`` in the run folder)."""
+        """``hyp.<set>.txt``: the translations, one per line (``<set>``: the corpus name's last part)."""
         return {f"hyp.{Path(data.name).name}.txt": "".join(v + "\n" for v in predictions.values)}
 
     def prediction_records(self, data: ParallelCorpus, predictions: Predictions) -> list[dict[str, Any]]:
-        """Per sentence, named as ``predict --input`` names them: ``id``, ``text`` (the source), ``translation``
-        and ``reference`` (the target, when the corpus has one)."""
+        """Per sentence, named as ``predict --input`` names them, and ``reference`` when known."""
         targets: list[str | None] = [None] * len(predictions.values) if data.targets is None else list(data.targets)
         return [
             {"id": i, "text": s, "translation": v, **({"reference": t} if t is not None else {})}
@@ -502,13 +464,9 @@ def control_tags(upos_ids: np.ndarray, subword_ids: np.ndarray, control: str, rn
 
     Args:
         upos_ids: ``[L]`` tag ids per piece (0 at special tokens).
-        subword_ids: ``[L]`` B/M/E/O ids per piece (0 at special tokens): a word starts at ``B`` or ``O``.
-        control: ``"shuffle"``: the sentence's word tags in a random order (the same multiset of tags);
-            ``"random"``: each word's tag drawn uniformly from the UPOS tags.
+        subword_ids: ``[L]`` B/M/E/O ids per piece: a word starts at ``B`` or ``O``.
+        control: ``"shuffle"``: the sentence's word tags permuted; ``"random"``: drawn uniformly from the UPOS tags.
         rng: the generator of this sentence.
-
-    Returns:
-        the new ``[L]`` ids; special tokens stay 0.
     """
     from syntaxformer.data.subword_features import N_RESERVED, SUBWORD_VALUES, UPOS_TAGS
 
