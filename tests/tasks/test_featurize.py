@@ -233,7 +233,7 @@ def _reference_rows(data, ctx) -> list[dict[str, np.ndarray]]:
     aligner over the whole split, one dict of arrays per example (token arrays only from the tokenizer itself
     when the model reads no syntax)."""
     from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.tasks.featurize import encode_window, example_analyses
+    from syntaxformer.tasks.featurize import example_analyses
 
     if not ctx.syntax_inputs:
         rows = []
@@ -245,7 +245,7 @@ def _reference_rows(data, ctx) -> list[dict[str, np.ndarray]]:
     else:
         docs_a, docs_b, _ = example_analyses(data.examples, ctx)
         aligner = SyntaxAligner(ctx.tokenizer, max_length=ctx.max_length, window_segment=None if docs_b else 0)
-        rows = [encode_window(w[0], ctx) for w in aligner.align_batch(docs_a, docs_b)]
+        rows = [ctx.window_arrays(w[0]) for w in aligner.align_batch(docs_a, docs_b)]
     if data.has_labels:
         for row, e in zip(rows, data.examples):
             row["labels"] = np.asarray(e.label, dtype=np.float32 if isinstance(e.label, float) else np.int64)

@@ -720,6 +720,20 @@ def test_squad_task_featurize_emits_only_the_model_inputs(minilm_tokenizer, real
         row = tagged[i]
         assert len(row["pos_ids"]) == len(row["input_ids"]) and np.array_equal(row["input_ids"], plain[i]["input_ids"])
     assert len({int(t) for i in range(len(tagged)) for t in tagged[i]["pos_ids"]}) > 3  # real tags, not a constant
+    # the context's tag set reaches the windows: PTB tags (xpos) are not the UD tags (upos)
+    xpos = task.featurize(
+        data,
+        TaskContext(
+            tokenizer=minilm_tokenizer,
+            annotator=annotator,
+            syntax_inputs=("pos_ids",),
+            pos_tags="xpos",
+            max_length=96,
+            use_cache=False,
+        ),
+        "dev",
+    )
+    assert any(not np.array_equal(xpos[i]["pos_ids"], tagged[i]["pos_ids"]) for i in range(len(tagged)))
 
 
 @pytest.mark.parametrize("verifier, question_first", [("none", False), ("joint", True), ("parallel", False)])

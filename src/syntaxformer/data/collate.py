@@ -334,13 +334,6 @@ _LABEL_NAMES = {"label": "labels", "label_ids": "labels"}
 TOKEN_KEYS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
 
 
-def encode_window(window: Any, context: Any) -> dict[str, np.ndarray]:
-    """:func:`window_arrays` of one aligned window with the options of ``context``: anything with
-    ``syntax_inputs``, ``criterion``, ``max_distance`` and ``pos_tags`` (a :class:`~syntaxformer.tasks.base.TaskContext`,
-    an exported folder's options)."""
-    return window_arrays(window, context.syntax_inputs, context.criterion, context.max_distance, context.pos_tags)
-
-
 def window_arrays(
     window: Any,
     syntax_inputs: Sequence[str],

@@ -168,7 +168,7 @@ class TaskContext:
         """The model inputs of one aligned window (:func:`syntaxformer.data.collate.window_arrays`)."""
         from syntaxformer.data.collate import window_arrays
 
-        return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance)
+        return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance, self.pos_tags)
 
 
 @dataclass

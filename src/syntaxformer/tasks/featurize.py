@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from syntaxformer.data.collate import TOKEN_KEYS, encode_window
+from syntaxformer.data.collate import TOKEN_KEYS
 from syntaxformer.data.constituency import with_dependency_trees
 from syntaxformer.data.examples import TaskData, TaskExample, example_seed
 from syntaxformer.data.sentence import Document, Sentence
@@ -50,7 +50,6 @@ __all__ = [
     "build_features",
     "corrupt",
     "encode_examples",
-    "encode_window",
     "example_analyses",
     "features_cache_dir",
     "headrule_sentence",
@@ -595,7 +594,7 @@ def _check_given(examples: Sequence[TaskExample], context: Any) -> None:
 def encode_examples(
     examples: Sequence[TaskExample], context: Any, needs_parser: bool | None = None
 ) -> tuple[dict[str, list[np.ndarray]], int, int]:
-    """The features of a block of examples (:func:`example_analyses`, aligned, :func:`encode_window`), or only
+    """The features of a block of examples (:func:`example_analyses`, aligned, :meth:`~syntaxformer.tasks.base.TaskContext.window_arrays`), or only
     tokenized when the model reads no syntax.
 
     Returns:
@@ -615,7 +614,7 @@ def encode_examples(
         ex = windows[0]  # no stride: exactly one (possibly truncated) window
         if int(np.sum(ex.word_index >= 0)) < int(np.sum(ex.n_pieces)):
             n_truncated += 1
-        for k, v in encode_window(ex, context).items():
+        for k, v in context.window_arrays(ex).items():
             columns.setdefault(k, []).append(v)
     return columns, n_truncated, n_parsed
 
