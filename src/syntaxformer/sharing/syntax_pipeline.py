@@ -1,48 +1,21 @@
 """The pipelines of an exported model folder: raw text in, parsed with spaCy, label names / answers / translations
-out, where only torch, transformers, spaCy and a spaCy pipeline package are installed.
+out, where only torch, transformers, spaCy and a spaCy pipeline package are installed (``docs/inference.md``,
+"Sharing a model").
 
-``syntaxformer export`` (:func:`syntaxformer.sharing.export.export_model`) copies this module into the folder with
-every module it needs (imports made relative) and registers the class for the model's head in ``config.json``'s
-``custom_pipelines``, under the standard task name, so that::
-
-    from transformers import pipeline
-
-    clf = pipeline(model="sst2-sg-export", trust_remote_code=True)    # or pipeline("text-classification", ...)
-    clf("A fine film.")                       # [{"label": "positive", "score": 0.93}]
-    clf(["A fine film.", "Dull."], top_k=None)  # every label per text, best first
-    clf("A fine film.", function_to_apply="none")   # the logits as scores ("sigmoid", "softmax")
-    clf({"text": "A man sleeps.", "text_pair": "Nobody sleeps."})
-
-    qa = pipeline(model="squad-sg-export", trust_remote_code=True)
-    qa(question="Who wrote it?", context="It was written by Ann.")   # {"answer", "start", "end", "score", ...}
-    qa(question=..., context=..., top_k=3, max_answer_len=5)   # the 3 best spans of at most 5 tokens
-
-    mt = pipeline(model="nmt-both-export", trust_remote_code=True)
-    mt("A man rides a horse.")                # [{"translation_text": "..."}]
-
-The featurization options of the run (the spaCy pipeline, ``max_length``, the subword criterion, SQuAD's window
-stride and tuned no-answer threshold, the beam size ...) are read from :data:`OPTIONS_FILE` in the model folder.
-The steps are the library's own (:class:`~syntaxformer.data.annotators.spacy.SpacyParser`,
-:class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.collate`,
-:mod:`syntaxformer.tasks.span_qa`, :mod:`syntaxformer.data.translation_pairs`), so the answers are those of
-``syntaxformer predict`` on the run folder. A call parses all its texts at once and runs the model in batches of
-``batch_size`` (default 32). The options of ``transformers``' own pipelines that apply (``top_k``,
-``function_to_apply``, ``max_answer_len``) are taken as there, when the pipeline is built or per call; other
-keyword arguments are refused. Inputs and options are checked, batched and answered by the library's own
-:mod:`syntaxformer.modeling.raw_text` (the code ``syntaxformer predict`` and the library pipelines run), and
-``max_length`` is capped at the model's position embeddings. This module holds what the three share and the
+``syntaxformer export`` copies this module into the folder and names the pipeline of the model's head in
+``config.json``'s ``custom_pipelines`` (:data:`PIPELINE_CLASSES`). The run's featurization options are read from
+:data:`OPTIONS_FILE`; inputs, call options, batching and answers are :mod:`syntaxformer.modeling.raw_text`'s, so the
+answers are those of ``syntaxformer predict`` on the run folder. This module holds what the pipelines share and the
 classifier; span QA and translation are :mod:`syntaxformer.sharing.qa_pipeline` and
-:mod:`syntaxformer.sharing.translation_pipeline`, so a folder carries only the pipeline of its head
-(:data:`PIPELINE_CLASSES`). In an exported folder the imports of the library are relative
-(``from .align import SyntaxAligner``): the modules imported lie beside it.
+:mod:`syntaxformer.sharing.translation_pipeline`.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,18 +80,7 @@ class PipelineOptions:
     translation: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "head": self.head,
-            "parser": self.parser,
-            "syntax_inputs": list(self.syntax_inputs),
-            "max_length": self.max_length,
-            "criterion": self.criterion,
-            "max_distance": self.max_distance,
-            "pos_tags": self.pos_tags,
-            "constituency": self.constituency,
-            "qa": dict(self.qa),
-            "translation": dict(self.translation),
-        }
+        return {**asdict(self), "syntax_inputs": list(self.syntax_inputs)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineOptions:
@@ -180,10 +142,10 @@ class SyntaxPipeline(Pipeline):
         """The options of a call: those given when the pipeline was built, then the call's, checked."""
         return check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
 
-    def _outputs(
-        self, items: Sequence[Mapping[str, Any]], collate: Callable[[list[Any]], Any], batch_size: int | None
-    ) -> dict[str, list[Any]]:
-        """The model's outputs per item, in batches of :meth:`call_batch_size`."""
+    def _outputs(self, items: Sequence[Mapping[str, Any]], batch_size: int | None) -> dict[str, list[Any]]:
+        """The model's outputs per item, in padded batches of :meth:`call_batch_size`."""
+        pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
+        collate = functools.partial(pad_arrays, pad_token_id=pad)
         size = self.call_batch_size(batch_size)
         return run_batches(items, collate, lambda b: model_outputs(self.model, b), size, self.device)
 
@@ -271,9 +233,7 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
         ]
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
-        pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
-        collate = functools.partial(pad_arrays, pad_token_id=pad)
-        outputs = self._outputs(self.features(inputs), collate, options.get("batch_size"))
+        outputs = self._outputs(self.features(inputs), options.get("batch_size"))
         records = classification_records(inputs, outputs["logits"], self.model.config, keep_logits=True)
         return [ranked_classes(r, self.model.config, options) for r in records]
 

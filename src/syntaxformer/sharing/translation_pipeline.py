@@ -1,12 +1,6 @@
 """The translation pipeline of an exported model folder (the Syntax-Infused Transformer; see
-:mod:`syntaxformer.sharing.syntax_pipeline`)::
-
-    mt = pipeline(model="nmt-both-export", trust_remote_code=True)
-    mt("A man rides a horse.")                # [{"translation_text": "..."}]
-
-Sources are translated by :func:`syntaxformer.modeling.seq2seq.translate_texts` (the library's one decoding path)
-with the folder's BPE tokenizers (``source_tokenizer/``, ``target_tokenizer/``) and the run's beam size, as
-``syntaxformer predict`` does.
+:mod:`syntaxformer.sharing.syntax_pipeline`): :func:`syntaxformer.modeling.seq2seq.translate_texts`, the library's
+one decoding path, with the folder's BPE tokenizers and the run's beam size.
 """
 
 from __future__ import annotations
