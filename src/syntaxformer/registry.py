@@ -162,12 +162,6 @@ class Registry:
                     self._entry_points = found
         return self._entry_points
 
-    def refresh(self) -> None:
-        """Read the entry points again (after installing a package in a running process)."""
-        with self._lock:
-            self._entry_points = None
-            self._failed.clear()
-
     def report(self, message: str) -> None:
         """Log ``message`` as a warning, once per process (a broken or clashing plugin is named once)."""
         if message not in self._reported:

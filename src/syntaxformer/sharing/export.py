@@ -74,21 +74,17 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
 
     if not run_dir.is_dir():
         raise DataError(f"{run_dir} is not a folder; give the output folder of a finished `syntaxformer train` run")
-    if not (run_dir / RUN_FILE).is_file():
-        raise DataError(
-            f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE}); give the "
-            "--output-dir of a finished run"
-        )
-    if not (run_dir / METRICS_FILE).is_file():
-        raise DataError(
-            f"{run_dir} holds an unfinished run (no {METRICS_FILE}, which train writes last); let it finish, "
-            "or train it again"
-        )
-    if not (run_dir / "config.json").is_file():
-        raise DataError(
-            f"{run_dir} holds no saved model (no config.json): the run was stopped before the end or "
-            "trained with save_model=false; train it again with the model saved"
-        )
+    for name, problem in (
+        (RUN_FILE, "is not a run folder of `syntaxformer train` (no {}); give the --output-dir of a finished run"),
+        (METRICS_FILE, "holds an unfinished run (no {}, which train writes last); let it finish, or train it again"),
+        (
+            "config.json",
+            "holds no saved model (no {}): the run was stopped before the end or trained with "
+            "save_model=false; train it again with the model saved",
+        ),
+    ):
+        if not (run_dir / name).is_file():
+            raise DataError(f"{run_dir} {problem.format(name)}")
     try:
         config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
         if not isinstance(config, dict):
@@ -148,7 +144,7 @@ def _head(config: Any) -> str:
 def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str) -> dict[str, Any]:
     """The run's featurization options for the exported pipeline (as :meth:`Predictor.from_run` builds them)."""
     from syntaxformer.defaults import DEFAULT_SPACY_MODEL
-    from syntaxformer.inference import tuned_null_threshold
+    from syntaxformer.inference import num_beams, tuned_null_threshold
     from syntaxformer.sharing.syntax_pipeline import PipelineOptions
     from syntaxformer.training.run import build_context
 
@@ -187,13 +183,10 @@ def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str
             "the task's fixed null_threshold" if tuned is None else "the best-F1 threshold on the run's dev articles"
         )
     if head == "seq2seq":
-        beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
-            "generation_num_beams", 5
-        )
         options.translation = {
             "max_source_length": int(task.max_eval_source_length),
             "max_target_length": int(task.max_target_length),
-            "num_beams": int(beams),
+            "num_beams": num_beams(config, task),
         }
     return options.to_dict()
 
@@ -290,15 +283,12 @@ def export_model(
             raise DataError(f"{out_dir} exists and is not empty; choose a new folder or pass --overwrite to replace it")
         tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}{_BUILDING}", dir=out_dir.parent))
         try:
-            for name in (*_weight_files(run_dir), "generation_config.json", *TOKENIZER_FILES):
+            names = [*_weight_files(run_dir), "generation_config.json", *TOKENIZER_FILES]
+            names += [f"{sub}/{n}" for sub in ("source_tokenizer", "target_tokenizer") for n in TOKENIZER_FILES]
+            for name in names:
                 if (run_dir / name).is_file():
+                    (tmp / name).parent.mkdir(exist_ok=True)
                     shutil.copyfile(run_dir / name, tmp / name)
-            for sub in ("source_tokenizer", "target_tokenizer"):
-                if (run_dir / sub).is_dir():
-                    (tmp / sub).mkdir()
-                    for name in TOKENIZER_FILES:
-                        if (run_dir / sub / name).is_file():
-                            shutil.copyfile(run_dir / sub / name, tmp / sub / name)
             config_json, exports = _config_json(run_dir, head, options["syntax_inputs"])
             write_json(tmp / "config.json", config_json)
             write_json(tmp / OPTIONS_FILE, options)

@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypeGuard
 
 from syntaxformer.errors import ConfigError
 
@@ -119,7 +120,7 @@ def _is_library(module: str | None) -> bool:
     return (module or "").split(".")[0] == "syntaxformer"
 
 
-def _is_type_checking(stmt: ast.AST) -> bool:
+def _is_type_checking(stmt: ast.AST) -> TypeGuard[ast.If]:
     return isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id == "TYPE_CHECKING"
 
 
@@ -186,10 +187,9 @@ def _effects(module: str | None) -> bool:
 
 
 class _Shaker:
-    """The definitions an exported model uses: from the classes the entry module exports, every top-level
-    definition they reach, across modules, through names, imports at any depth and identifiers written as strings.
-    A module's statements that are not definitions (calls, loops, conditionals) are always kept; the methods in
-    ``unused`` ((module, class) -> method names, :func:`_unused_methods`) are left out of their classes."""
+    """The definitions an exported model uses: every top-level definition the exported classes reach, across
+    modules, through names, imports at any depth and identifiers written as strings; statements run for their
+    effect are always kept, the methods in ``unused`` (:func:`_unused_methods`) left out of their classes."""
 
     def __init__(self, unused: Mapping[tuple[str, str], set[str]] | None = None) -> None:
         self.unused = dict(unused or {})
@@ -374,7 +374,6 @@ def _kept_text(
     for stmt in tree.body:
         if not _is_type_checking(stmt):
             continue
-        assert isinstance(stmt, ast.If)  # for the type checker: _is_type_checking
         absent = [
             node
             for node in stmt.body
@@ -424,10 +423,9 @@ def code_exports(
     model_type: str | None, architecture: str, head: str, syntax_inputs: Sequence[str] | None = None
 ) -> dict[str, list[str]]:
     """What the exported code of one model exports: defining module -> the classes ``auto_map`` and
-    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``),
-    and the data modules the library imports on demand (:func:`syntaxformer.data.sentence.on_demand`) that the
-    model's ``syntax_inputs`` need (constituency inputs: :mod:`syntaxformer.data.constituency`; ``pos_ids``:
-    :mod:`syntaxformer.data.subword_features`). ``syntax_inputs`` ``None``: those of the system's default config.
+    ``custom_pipelines`` name (the config class, the model class ``architecture``, the pipeline of ``head``), plus
+    the data modules imported on demand (:data:`_ON_DEMAND`) that ``syntax_inputs`` need (``None``: those of the
+    system's default config).
 
     Raises:
         ConfigError: a model export does not carry (a system of another package, a class its system has not).

@@ -49,8 +49,7 @@ class SyntaxQuestionAnsweringPipeline(SyntaxPipeline):
     ) -> Any:
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
-        out, single = self._call(inputs, kwargs)
-        return out[0] if single else out
+        return super().__call__(inputs, **kwargs)
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         opts, qa = self.options, self.options.qa
