@@ -472,9 +472,7 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
     ``architectures``)."""
     import transformers
 
-    # imported for their side effect: they register the models with the Auto classes
-    import syntaxformer.modeling
-    import syntaxformer.modeling.seq2seq  # noqa: F401
+    # the Auto classes know every syntaxformer model type since `import syntaxformer` (syntaxformer.registration)
     from syntaxformer.registry import AUTO_MODEL_CLASSES
     from syntaxformer.training.saved import loading_model
 

@@ -258,8 +258,6 @@ def export_model(
     """
     import transformers
 
-    import syntaxformer.modeling
-    import syntaxformer.modeling.seq2seq  # noqa: F401
     from syntaxformer.sharing.hub import check_hub_push, push_export
     from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
     from syntaxformer.training.model_card import write_model_card
