@@ -321,11 +321,10 @@ def import_origin(
     record: Any, kind: str = "part", known: Registry | None = None, *, trusted: bool | None = None
 ) -> None:
     """Import the module a ``run.json`` origin record names (:meth:`Registry.origin`), so that a part registered
-    in code by that module is known again in this process. Nothing is imported for a part ``known`` already has
-    from that module (built in, registered in this process, an installed entry point), nor for a module of this
-    package or one already imported; any other module only when ``trusted`` (default: inside
-    :func:`trust_run_code`), else ConfigError. A module that cannot be imported is logged, not raised (the lookup
-    that follows names what is missing)."""
+    in code by that module is known again: nothing for a part ``known`` already has from that module, a module of
+    this package or one already imported; any other module only when ``trusted`` (default: inside
+    :func:`trust_run_code`), else ConfigError. A module that cannot be imported is logged (the lookup that follows
+    names what is missing)."""
     if not isinstance(record, Mapping):
         return
     module, name = record.get("module"), record.get("name")

@@ -197,10 +197,8 @@ def _umask() -> int:
 
 @contextlib.contextmanager
 def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: Any) -> Iterator[IO[str]]:
-    """``open(path)`` for reading text, with the errors a user causes turned into one clear line.
-
-    The default encoding is UTF-8 with an optional byte-order mark (``utf-8-sig``): every reader accepts a file
-    saved with a BOM (Windows editors write one) and reads it exactly as the same file without it.
+    """``open(path)`` for reading text, with the errors a user causes turned into one clear line; the default
+    encoding (``utf-8-sig``) reads a file saved with a byte-order mark exactly as the same file without it.
 
     Raises:
         DataError: ``path`` does not exist, is a folder or cannot be read (the message names it).

@@ -61,15 +61,9 @@ def _weight_files(run_dir: Path) -> list[str]:
 
 
 def _check_run(run_dir: Path) -> dict[str, Any]:
-    """Refuse, with one line naming what is missing, a run that is not finished or not complete; its
-    ``config.json`` content otherwise.
-
-    Raises:
-        DataError: not a run folder, unfinished (no ``metrics.json``), no saved model, an unreadable
-            ``config.json``, missing or damaged weights, missing tokenizer files. ConfigError: a ``model_type``
-            export does not carry (checked before transformers reads the folder, which would ask on stdin
-            whether to run code).
-    """
+    """The run's ``config.json`` content; DataError naming what is missing for a run that is not finished or not
+    complete, ConfigError for a ``model_type`` export does not carry (checked before transformers reads the
+    folder, which would ask on stdin whether to run code)."""
     from syntaxformer.training.run import METRICS_FILE, RUN_FILE
 
     if not run_dir.is_dir():
