@@ -27,8 +27,8 @@ def _run(code: str) -> dict:
 
 
 def test_builtin_systems_declare_their_parts_in_one_place():
-    assert registry.system_names() == ["plain", "sgnet", "syntax_bert"]
-    for name in registry.system_names():
+    assert registry.SYSTEMS.names() == ["plain", "sgnet", "syntax_bert"]
+    for name in registry.SYSTEMS.names():
         spec = registry.system(name)
         assert set(spec.models) == set(registry.HEADS)
         assert spec.config_class().model_type == spec.saved_model_type

@@ -18,25 +18,13 @@ from syntaxformer.data import Document, Sentence, Tree
 
 __version__ = "0.1.0.dev0"
 
+_HEADS = ("ForSequenceClassification", "ForQuestionAnswering", "ForMultipleChoice", "ForTokenClassification")
 _LAZY = {
-    "SGNetConfig": "syntaxformer.modeling",
-    "SGNetModel": "syntaxformer.modeling",
-    "SGNetForSequenceClassification": "syntaxformer.modeling",
-    "SGNetForQuestionAnswering": "syntaxformer.modeling",
-    "SGNetForMultipleChoice": "syntaxformer.modeling",
-    "SGNetForTokenClassification": "syntaxformer.modeling",
-    "SyntaxBertConfig": "syntaxformer.modeling",
-    "SyntaxBertModel": "syntaxformer.modeling",
-    "SyntaxBertForSequenceClassification": "syntaxformer.modeling",
-    "SyntaxBertForQuestionAnswering": "syntaxformer.modeling",
-    "SyntaxBertForMultipleChoice": "syntaxformer.modeling",
-    "SyntaxBertForTokenClassification": "syntaxformer.modeling",
-    "PlainEncoderConfig": "syntaxformer.modeling",
-    "PlainEncoderModel": "syntaxformer.modeling",
-    "PlainEncoderForSequenceClassification": "syntaxformer.modeling",
-    "PlainEncoderForQuestionAnswering": "syntaxformer.modeling",
-    "PlainEncoderForMultipleChoice": "syntaxformer.modeling",
-    "PlainEncoderForTokenClassification": "syntaxformer.modeling",
+    **{
+        f"{system}{part}": "syntaxformer.modeling"
+        for system in ("SGNet", "SyntaxBert", "PlainEncoder")
+        for part in ("Config", "Model", *_HEADS)
+    },
     "model_class": "syntaxformer.modeling",
     "SyntaxAligner": "syntaxformer.data.align",
     "SyntaxCollator": "syntaxformer.data.collate",

@@ -24,14 +24,10 @@ class FormatError(SyntaxformerError, ValueError):
     def __init__(self, message: str, source: str | None = None, line: int | None = None):
         self.source = source
         self.line = line
-        where = ""
         if source is not None:
-            where = f"{source}"
-            if line is not None:
-                where += f":{line}"
-            where += ": "
-        elif line is not None:
-            where = f"line {line}: "
+            where = f"{source}:{line}: " if line is not None else f"{source}: "
+        else:
+            where = f"line {line}: " if line is not None else ""
         super().__init__(where + message)
 
 

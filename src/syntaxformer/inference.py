@@ -2,11 +2,7 @@
 
 The one code path behind ``syntaxformer predict MODEL --input FILE`` and the ``transformers`` pipelines
 (:mod:`syntaxformer.pipelines`); the steps themselves are :mod:`syntaxformer.modeling.raw_text`'s, shared with an
-exported folder's pipelines. The fields of a record, per head, are listed in ``docs/inference.md``::
-
-    predictor = Predictor.from_run("runs/sst2-sg")            # the run's task, parser, max_length, tokenizer, model
-    predictor.predict(["A fine film.", "Dull."])              # [{"text", "label", "score", "scores"}, ...]
-    predictor.timings                                         # {"parse_s": ..., "featurize_s": ..., "forward_s": ...}
+exported folder's pipelines. ``docs/inference.md`` shows its use and lists the fields of a record, per head.
 """
 
 from __future__ import annotations
@@ -32,7 +28,15 @@ from syntaxformer.modeling.raw_text import (
     run_batches,
 )
 
-__all__ = ["INPUT_FORMATS", "Predictor", "model_head", "read_inputs", "tuned_null_threshold", "write_records"]
+__all__ = [
+    "INPUT_FORMATS",
+    "Predictor",
+    "model_head",
+    "num_beams",
+    "read_inputs",
+    "tuned_null_threshold",
+    "write_records",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -156,20 +160,12 @@ class Predictor:
             tokenizer = task.load_tokenizer(str(run_dir), prep) or tokenizer or load_tokenizer(str(run_dir))
         if task.head != "seq2seq":
             check_max_length(config.max_length, model.config, run_dir)
-        context = build_context(config, tokenizer, model.config)
-        context.extra.update(prep.extra)
-        context.use_cache, context.progress, context.parser_noise = False, False, 0.0
-        if parse_cache is not None:
-            context.parse_cache = parse_cache
+        context = _for_raw_text(build_context(config, tokenizer, model.config), prep, parse_cache)
         # SQuAD's parallel verifier, saved in <run_dir>/<name>
         auxiliary = {name: _load_model(Path(run_dir) / name, task.head) for name in task.auxiliary_models()}
         if null_threshold is None and task.head == "question_answering":
             null_threshold = tuned_null_threshold(run_dir)
-        beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
-            "generation_num_beams", 5
-        )
-        predictor = cls(model, context, task, auxiliary, null_threshold, int(beams))
-        return predictor.to(device if device is not None else _default_device(model))
+        return cls(model, context, task, auxiliary, null_threshold, num_beams(config, task)).to(device)
 
     @classmethod
     def from_pretrained(
@@ -241,15 +237,18 @@ class Predictor:
             context = build_context(config, tokenizer, model.config)
         else:  # a plain transformers model: tokenized only, nothing parsed
             context = TaskContext(tokenizer=tokenizer, max_length=int(config.max_length))
-        context.extra.update(prep.extra)
-        context.use_cache, context.progress = False, False
-        if parse_cache is not None:
-            context.parse_cache = parse_cache
-        predictor = cls(model, context, task, None, None, int(defaults.get("generation_num_beams", 5)))
-        return predictor.to(device if device is not None else _default_device(model))
+        context = _for_raw_text(context, prep, parse_cache)
+        return cls(model, context, task, None, None, int(defaults.get("generation_num_beams", 5))).to(device)
 
-    def to(self, device: Any) -> Predictor:
-        """Move the model (and auxiliary models) to ``device``."""
+    def to(self, device: Any = None) -> Predictor:
+        """Move the model (and auxiliary models) to ``device`` (``None``: CUDA when available for a model on the
+        CPU, else where it is)."""
+        if device is None:
+            import torch
+
+            device = self.device
+            if device.type == "cpu" and torch.cuda.is_available():
+                device = torch.device("cuda")
         self.model.to(device)
         for m in self.auxiliary.values():
             m.to(device)
@@ -404,14 +403,12 @@ def read_inputs(
         wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
     else:
         run = run_columns or {}
-        if text_column is None and run.get("text_column") in columns:
-            text_column = run["text_column"]
-            pair = run.get("text_pair_column")
-            text_pair_column = text_pair_column or (pair if pair in columns else None)
-        # as `train` reads a file of its own: sentence1 (with sentence2 as the pair), text, sentence, the only column
-        if text_column is None and "sentence1" in columns:
-            text_column = "sentence1"
-            text_pair_column = text_pair_column or ("sentence2" if "sentence2" in columns else None)
+        # the run's columns, else as `train` reads a file of its own: sentence1 (with sentence2 as the pair), text,
+        # sentence, the only column
+        for text, pair in ((run.get("text_column"), run.get("text_pair_column")), ("sentence1", "sentence2")):
+            if text_column is None and text in columns:
+                text_column = text
+                text_pair_column = text_pair_column or (pair if pair in columns else None)
         first = text_column or next(
             (c for c in ("text", "sentence") if c in columns), columns[0] if len(columns) == 1 else None
         )
@@ -475,9 +472,7 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
     ``architectures``)."""
     import transformers
 
-    # imported for their side effect: they register the models with the Auto classes
-    import syntaxformer.modeling
-    import syntaxformer.modeling.seq2seq  # noqa: F401
+    # the Auto classes know every syntaxformer model type since `import syntaxformer` (syntaxformer.registration)
     from syntaxformer.registry import AUTO_MODEL_CLASSES
     from syntaxformer.training.saved import loading_model
 
@@ -493,13 +488,20 @@ def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
         return getattr(transformers, auto).from_pretrained(str(folder))
 
 
-def _default_device(model: Any) -> Any:
-    import torch
+def _for_raw_text(context: Any, prep: Any, parse_cache: bool | str | None) -> Any:
+    """``context`` made ready for raw inputs: the task's extra options from ``prep``, no feature cache, no progress
+    bars, no parser noise, ``parse_cache`` where given."""
+    context.extra.update(prep.extra)
+    context.use_cache, context.progress, context.parser_noise = False, False, 0.0
+    if parse_cache is not None:
+        context.parse_cache = parse_cache
+    return context
 
-    device = next(model.parameters()).device
-    if device.type == "cpu" and torch.cuda.is_available():
-        return torch.device("cuda")
-    return device
+
+def num_beams(config: Any, task: Any) -> int:
+    """The beam size a run translates with: its ``generation_num_beams``, else the task's default, else 5."""
+    beams = config.training_args.get("generation_num_beams")
+    return int(beams or task.training_defaults().get("generation_num_beams", 5))
 
 
 def tuned_null_threshold(run_dir: str | os.PathLike) -> float | None:

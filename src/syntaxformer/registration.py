@@ -1,16 +1,9 @@
 """How ``import syntaxformer`` plugs the library into ``transformers`` without importing torch.
 
-After a plain ``import syntaxformer`` the Auto classes (``AutoConfig`` / ``AutoModelFor*.from_pretrained(folder)``)
-load a saved syntaxformer model of any registered system (:mod:`syntaxformer.registry`), and the pipelines of
-:mod:`syntaxformer.pipelines` exist. Registering them eagerly would import torch and every model module (about
-10 s), so an import hook (:data:`sys.meta_path`) registers them, through ``transformers``' public functions, when
-``transformers`` loads the registry they go into (at once if it is loaded already):
-
-* ``transformers.models.auto.configuration_auto``: every ``model_type`` of every system (and its
-  :attr:`~syntaxformer.registry.SystemSpec.aliases`) gets a stand-in config class, :class:`PendingConfig`, whose
-  ``from_dict`` (what every ``from_pretrained`` of a saved folder calls) imports the system's classes, registers
-  them with every Auto class (:meth:`~syntaxformer.registry.SystemSpec.register_auto`) and builds the real config;
-* ``transformers.pipelines``: the three pipelines go into its ``PIPELINE_REGISTRY``.
+An import hook (:data:`sys.meta_path`) acts when ``transformers`` loads a registry (at once if it is loaded
+already): ``transformers.models.auto.configuration_auto`` gets a stand-in config class (:class:`PendingConfig`) for
+every ``model_type`` of every system (:mod:`syntaxformer.registry`), which imports and registers the system's
+classes on first use; ``transformers.pipelines`` gets the pipelines of :mod:`syntaxformer.pipelines`.
 """
 
 from __future__ import annotations

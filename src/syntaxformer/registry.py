@@ -1,11 +1,8 @@
 """The one registry of syntaxformer's extension points: syntax systems (:data:`SYSTEMS`, each a
-:class:`SystemSpec`), tasks (:data:`TASKS`) and annotator schemes (:data:`ANNOTATORS`). Built-in entries are
-``"module:attr"`` strings and package entry points (:data:`ENTRY_POINT_GROUPS`) are read on first use, so
-``import syntaxformer`` imports neither torch nor the model code; a plugin that cannot be loaded is warned about once
-and blocks no other entry; a name claimed twice keeps its first owner, a built-in before any plugin. Every consumer
-asks this module, and ``run.json`` records where each part came from (:meth:`Registry.origin`, re-imported by
-:func:`import_origin` under :func:`trust_run_code`). docs/architecture.md ("The registry of extension points") has the
-tables.
+:class:`SystemSpec`), tasks (:data:`TASKS`) and annotator schemes (:data:`ANNOTATORS`), each a :class:`Registry` of
+built-in ``"module:attr"`` strings, entries registered in code and package entry points (:data:`ENTRY_POINT_GROUPS`),
+resolved on first use so that ``import syntaxformer`` imports neither torch nor the model code. docs/architecture.md
+("The registry of extension points") has the rules and tables.
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ __all__ = [
     "resolve",
     "system",
     "system_for_model_type",
-    "system_names",
     "trust_run_code",
 ]
 
@@ -165,12 +161,6 @@ class Registry:
                             found[key] = ep
                     self._entry_points = found
         return self._entry_points
-
-    def refresh(self) -> None:
-        """Read the entry points again (after installing a package in a running process)."""
-        with self._lock:
-            self._entry_points = None
-            self._failed.clear()
 
     def report(self, message: str) -> None:
         """Log ``message`` as a warning, once per process (a broken or clashing plugin is named once)."""
@@ -331,11 +321,10 @@ def import_origin(
     record: Any, kind: str = "part", known: Registry | None = None, *, trusted: bool | None = None
 ) -> None:
     """Import the module a ``run.json`` origin record names (:meth:`Registry.origin`), so that a part registered
-    in code by that module is known again in this process. Nothing is imported for a part ``known`` already has
-    from that module (built in, registered in this process, an installed entry point), nor for a module of this
-    package or one already imported; any other module only when ``trusted`` (default: inside
-    :func:`trust_run_code`), else ConfigError. A module that cannot be imported is logged, not raised (the lookup
-    that follows names what is missing)."""
+    in code by that module is known again: nothing for a part ``known`` already has from that module, a module of
+    this package or one already imported; any other module only when ``trusted`` (default: inside
+    :func:`trust_run_code`), else ConfigError. A module that cannot be imported is logged (the lookup that follows
+    names what is missing)."""
     if not isinstance(record, Mapping):
         return
     module, name = record.get("module"), record.get("name")
@@ -361,26 +350,20 @@ def import_origin(
 # -- systems -----------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SystemSpec:
-    """Everything the library needs to know about a syntax system, in one place.
-
-    The classes are ``"module:attr"`` references (or the classes themselves), imported on first use, so the
-    module that defines a spec can stay light (an entry point of group ``syntaxformer.systems`` is loaded when the
-    Auto classes first look up a model type).
+    """Everything the library needs to know about a syntax system. The classes are ``"module:attr"`` references
+    (or the classes themselves), imported on first use.
 
     Attributes:
         name: the system's name (``RunConfig.model_type``, ``--model-type``).
-        config: its ``PretrainedConfig`` class (a :class:`~syntaxformer.modeling.SyntaxModelConfig` subclass):
-            its options are the run's ``model`` options, and its ``syntax_inputs`` property declares the syntax
-            batch keys the model reads (featurization emits exactly those; none = nothing is parsed).
+        config: its config class (a :class:`~syntaxformer.modeling.SyntaxModelConfig` subclass, whose
+            ``syntax_inputs`` property declares the syntax batch keys the model reads).
         models: head -> ``XFor<Head>`` class (heads of :data:`HEADS`; a system may serve fewer).
         backbone: the model without a head (``AutoModel``), or ``None``.
         model_type: the config's ``model_type`` (saved in ``config.json``); defaults to ``name``.
-        aliases: older ``model_type`` strings that load as this system (saved before a rename).
-        label: the name in result tables and ``metrics.json``: a string, or a function (or ``"module:attr"``)
-            ``config -> str`` for a system whose options change what it is.
+        aliases: older ``model_type`` strings that load as this system.
+        label: the name in result tables: a string, or a function (or ``"module:attr"``) ``config -> str``.
         title: a readable name (model cards, ``show``).
-        auto_map: also make every saved config carry ``auto_map`` (the folder then loads with
-            ``trust_remote_code=True`` where syntaxformer is installed but not imported).
+        auto_map: also make every saved config carry ``auto_map`` (loadable with ``trust_remote_code=True``).
     """
 
     name: str
@@ -467,10 +450,10 @@ def _syntax_bert_label(config: Any) -> str:
     return "LISA" if lisa else "baseline (Syntax-BERT head)"
 
 
-def _builtin(name: str, stem: str, prefix: str, model_type: str, label: Any, title: str, *aliases: str) -> SystemSpec:
+def _builtin(name: str, prefix: str, model_type: str, label: Any, title: str, *aliases: str) -> SystemSpec:
     """A built-in system: ``<prefix>Config`` in ``modeling/configuration.py``, ``<prefix>Model`` and
-    ``<prefix>For<Head>`` in ``modeling/modeling_<stem>.py``."""
-    module = f"syntaxformer.modeling.modeling_{stem}"
+    ``<prefix>For<Head>`` in ``modeling/modeling_<name>.py``."""
+    module = f"syntaxformer.modeling.modeling_{name}"
     models = {h: f"{module}:{prefix}{auto[len('AutoModel') :]}" for h, auto in AUTO_MODEL_CLASSES.items()}
     config = f"syntaxformer.modeling.configuration:{prefix}Config"
     return SystemSpec(name, config, models, f"{module}:{prefix}Model", model_type, aliases, label, title, True)
@@ -478,25 +461,15 @@ def _builtin(name: str, stem: str, prefix: str, model_type: str, label: Any, tit
 
 #: The built-in systems.
 BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
-    "sgnet": _builtin("sgnet", "sgnet", "SGNet", "sgnet", _sgnet_label, "SG-Net", "syntaxformer"),
+    "sgnet": _builtin("sgnet", "SGNet", "sgnet", _sgnet_label, "SG-Net", "syntaxformer"),
     "syntax_bert": _builtin(
-        "syntax_bert",
-        "syntax_bert",
-        "SyntaxBert",
-        "syntax_bert",
-        _syntax_bert_label,
-        "Syntax-BERT",
-        "syntaxformer-syntax-bert",
+        "syntax_bert", "SyntaxBert", "syntax_bert", _syntax_bert_label, "Syntax-BERT", "syntaxformer-syntax-bert"
     ),
-    "plain": _builtin("plain", "plain", "PlainEncoder", "plain_encoder", "baseline", "plain encoder (baseline)"),
+    "plain": _builtin("plain", "PlainEncoder", "plain_encoder", "baseline", "plain encoder (baseline)"),
 }
 
 #: ``model_type`` -> the module whose import registers it, for the models that are not systems of the runner.
 OTHER_MODEL_TYPES: dict[str, str] = {"syntax_infused_translation": "syntaxformer.modeling.seq2seq"}
-
-
-def _system_key(name: str) -> str:
-    return name.strip()
 
 
 def _spec_problem(obj: Any) -> str | None:
@@ -507,7 +480,7 @@ SYSTEMS = Registry(
     "system",
     ENTRY_POINT_GROUPS["systems"],
     BUILTIN_SYSTEMS,
-    normalise=_system_key,
+    normalise=str.strip,
     check=_spec_problem,
     hint=f" (add one with syntaxformer.registry.register_system or an entry point of {ENTRY_POINT_GROUPS['systems']})",
 )
@@ -549,16 +522,9 @@ ANNOTATORS = Registry(
 
 
 def system(name: str) -> SystemSpec:
-    """The :class:`SystemSpec` of a system name (ConfigError for an unknown one or an entry that is not a spec)."""
-    spec = SYSTEMS.get(name)
-    if not isinstance(spec, SystemSpec):
-        raise ConfigError(f"the system {name!r} is registered as {spec!r}, not a syntaxformer.registry.SystemSpec")
-    return spec
-
-
-def system_names() -> list[str]:
-    """The known systems (built-in, registered, entry points), sorted."""
-    return SYSTEMS.names()
+    """The :class:`SystemSpec` of a system name (ConfigError for an unknown one; every entry is a spec:
+    :func:`register_system` and the plugins' ``check`` refuse anything else)."""
+    return SYSTEMS.get(name)
 
 
 def register_system(spec: SystemSpec, *, overwrite: bool = False) -> SystemSpec:
@@ -566,18 +532,13 @@ def register_system(spec: SystemSpec, *, overwrite: bool = False) -> SystemSpec:
     to every process with an entry point of group ``syntaxformer.systems`` instead); returns ``spec``."""
     if not isinstance(spec, SystemSpec):
         raise ConfigError(f"register_system needs a syntaxformer.registry.SystemSpec, got {spec!r}")
-    SYSTEMS.register(spec.name, spec, overwrite=overwrite, module=_caller_module())
+    SYSTEMS.register(spec.name, spec, overwrite=overwrite, module=sys._getframe(1).f_globals.get("__name__"))
     # Known to AutoConfig at once if transformers has loaded it (`import syntaxformer` has imported registration;
     # looked up, not imported, so that this module imports nothing of the library but its errors).
     registration = sys.modules.get("syntaxformer.registration")
     if registration is not None:
         registration.system_added(spec)
     return spec
-
-
-def _caller_module() -> str | None:
-    frame = sys._getframe(2)
-    return frame.f_globals.get("__name__")
 
 
 def system_for_model_type(model_type: Any) -> SystemSpec | None:
@@ -594,10 +555,7 @@ def model_types(*, specs: bool = False, plugins: bool = True) -> dict[str, Any]:
     plugin that claims a type already taken is reported (both sources) and ignored for it; a plugin that cannot be
     loaded is left out with a warning (:meth:`Registry.loaded`)."""
     out: dict[str, Any] = {}
-    for name, spec in SYSTEMS.loaded(plugins=plugins):
-        if not isinstance(spec, SystemSpec):
-            SYSTEMS.report(f"the system {name!r} is registered as {spec!r}, not a syntaxformer.registry.SystemSpec")
-            continue
+    for _, spec in SYSTEMS.loaded(plugins=plugins):
         for t in (spec.saved_model_type, *spec.aliases):
             first = out.setdefault(t, spec)
             if first is not spec:

@@ -1,10 +1,6 @@
-"""No secret at rest: what a run writes (``run.json``, ``run_fingerprint.json``, the model card,
-``training_args.bin``) never holds an access token, and a command that needs one to push finds out before any work.
-
-:func:`redact_secrets` blanks every field whose name ends in ``_token`` (``hub_token`` ...; ``transformers``
-redacts the same fields in ``TrainingArguments.to_dict()``) and every ``hf_...`` token found in a string.
-:func:`redacting_arguments` makes ``TrainingArguments`` pickle (``training_args.bin``, in the run folder and in
-every checkpoint) without them, while the running Trainer keeps the token it pushes with.
+"""No secret at rest: what a run writes (``run.json``, the model card, ``training_args.bin`` ...) never holds an
+access token (:func:`redact_secrets`, :func:`redacting_arguments`), and a command that needs one to push finds out
+before any work (:func:`check_hub_push`).
 """
 
 from __future__ import annotations

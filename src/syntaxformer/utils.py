@@ -129,12 +129,9 @@ T = TypeVar("T")
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Write to a temporary file in the same folder and rename it over ``path`` only on success.
-
-    An interrupted write never leaves a truncated ``path`` behind. The file gets the permissions an ordinary
-    ``open(path, "w")`` would give it: those of the file it replaces (a file its owner made private stays
-    private), else ``0o666`` less the umask (``0644`` under the usual umask ``022``), not the owner-only ``0600``
-    of a temporary file.
+    """Write to a temporary file in the same folder and rename it over ``path`` only on success, so an interrupted
+    write never leaves a truncated ``path``. The file gets the permissions ``open(path, "w")`` would give it
+    (:func:`_mode_of`), not the owner-only ``0600`` of a temporary file.
 
     Raises:
         DataError: ``path`` cannot be written (no permission, a file where its folder should be, disk full ...);
@@ -150,29 +147,20 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise DataError(f"cannot write {path}: {e.strerror or e}") from e
     with contextlib.suppress(OSError):  # mkstemp makes 0600 files; as open(path, "w") would: the old file's mode
         os.fchmod(fd, _mode_of(path))
+    syncing = False
     try:
         try:
             with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
                 yield f
-                try:
-                    f.flush()
-                    os.fsync(f.fileno())
-                except OSError as e:
-                    raise DataError(
-                        f"cannot write {path}: {e.strerror or e}"
-                        + (
-                            " (the disk is full); free some space or write elsewhere; nothing was replaced"
-                            if disk_full(e)
-                            else ""
-                        )
-                    ) from e
-        except OSError as e:  # a write inside the block (or the close's flush) that found the disk full
-            if not disk_full(e):
+                syncing = True
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:  # the flush, fsync or close; in the block only a write that found the disk full
+            full = disk_full(e)
+            if not (syncing or full):
                 raise
-            raise DataError(
-                f"cannot write {path}: {e.strerror or e} (the disk is full); free some space or "
-                "write elsewhere; nothing was replaced"
-            ) from e
+            why = " (the disk is full); free some space or write elsewhere; nothing was replaced" if full else ""
+            raise DataError(f"cannot write {path}: {e.strerror or e}{why}") from e
         try:
             os.replace(tmp, path)
         except OSError as e:
@@ -209,10 +197,8 @@ def _umask() -> int:
 
 @contextlib.contextmanager
 def open_text(path: str | os.PathLike, encoding: str = "utf-8-sig", **kwargs: Any) -> Iterator[IO[str]]:
-    """``open(path)`` for reading text, with the errors a user causes turned into one clear line.
-
-    The default encoding is UTF-8 with an optional byte-order mark (``utf-8-sig``): every reader accepts a file
-    saved with a BOM (Windows editors write one) and reads it exactly as the same file without it.
+    """``open(path)`` for reading text, with the errors a user causes turned into one clear line; the default
+    encoding (``utf-8-sig``) reads a file saved with a byte-order mark exactly as the same file without it.
 
     Raises:
         DataError: ``path`` does not exist, is a folder or cannot be read (the message names it).
@@ -256,17 +242,11 @@ def json_lines(
     lines: Iterable[str], source: str, what: str = "one JSON object per line", *, unique: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line of a JSON-lines file (the one loop every JSONL reader
-    uses, so they all report a bad line the same way).
-
-    Args:
-        lines: the file's lines (an open text file, ``sys.stdin``, a list).
-        source: what to name in errors (the file, ``"<stdin>"``).
-        what: what each line should be, for the error message.
-        unique: refuse an object that names a key twice (:func:`unique_keys`).
+    uses); ``source`` names the file in errors, ``what`` what each line should be, and ``unique`` refuses an object
+    that names a key twice (:func:`unique_keys`).
 
     Raises:
-        FormatError: a line is not JSON, or is JSON but not an object (or, with ``unique``, names a key twice);
-            naming ``source`` and the line number.
+        FormatError: a line that is not a JSON object (or names a key twice), naming ``source`` and the line.
     """
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
@@ -313,10 +293,8 @@ def _json_default(o: Any) -> Any:
 
 def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]:
     """A seeded random subset of ``max_samples`` items, in their original order (all items if ``max_samples`` is
-    ``None`` or not smaller than ``len(items)``).
-
-    The kept positions depend only on ``(len(items), max_samples, seed)``: numpy's ``default_rng(seed)`` draws
-    them without replacement and they are sorted.
+    ``None`` or not smaller than ``len(items)``); the kept positions depend only on ``(len(items), max_samples,
+    seed)``.
 
     Raises:
         ConfigError: ``max_samples`` is smaller than 1.

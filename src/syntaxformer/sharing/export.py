@@ -1,30 +1,11 @@
 """Export a finished run as a self-contained Hugging Face model folder: ``syntaxformer export RUN_DIR OUT_DIR``.
 
-The folder holds what a user of the model needs and nothing of the training: the final weights
-(``model.safetensors``), ``config.json``, the tokenizer files (translation: ``source_tokenizer/`` and
-``target_tokenizer/``), the model card ``README.md``, the run's featurization options
-(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code (:mod:`syntaxformer.sharing.export_code`):
-the definitions that the model's config, its model class and the pipeline of its head use, directly or not (an
-SG-Net classifier carries no Syntax-BERT, translation or span-QA code, no other head, no parse cache), each in a
-copy of its library module cut to them, flat beside ``config.json`` with every ``from syntaxformer.x.y import z``
-rewritten to ``from .y import z``, plus one entry module that imports all of them.
-No checkpoints, optimizer state, metrics files or absolute paths of this machine.
-
-``config.json`` names the code the transformers way: ``auto_map`` (``AutoConfig`` and the head's Auto class) and
-``custom_pipelines`` (the head's pipeline under its standard task name), both pointing at the entry module. So in
-an environment with only torch, transformers, spaCy and the run's spaCy pipeline package::
-
-    from transformers import pipeline
-    pipeline(model=OUT_DIR, trust_remote_code=True)("A fine film.")   # [{"label": "positive", "score": ...}]
-
-The entry module imports every copied module directly because transformers' loader copies a local folder's code
-into its module cache by following the *direct* relative imports of the module it loads (a hub repository's are
-followed recursively); importing all of them from the entry module gets every file copied either way.
-
-An export is a transaction (:func:`export_model`): the run and the output are checked first (a finished, complete
-run; an output that is not the run, inside it or above it), the folder is built beside ``OUT_DIR`` under its lock
-and put in place in one atomic step; an existing non-empty ``OUT_DIR`` is replaced only with ``overwrite=True``.
-``push_to_hub=REPO`` then pushes the folder to the Hugging Face hub (:mod:`syntaxformer.sharing.hub`).
+The folder holds the final weights, ``config.json`` (naming the code with ``auto_map`` and the head's pipeline with
+``custom_pipelines``), the tokenizer, the model card, the run's featurization options
+(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code (:mod:`syntaxformer.sharing.export_code`),
+so that ``pipeline(model=OUT_DIR, trust_remote_code=True)`` predicts on raw text where syntaxformer is not
+installed; nothing of the training. ``docs/inference.md`` ("Sharing a model") lists the files and describes the
+export as a transaction (:func:`export_model`).
 """
 
 from __future__ import annotations
@@ -71,35 +52,33 @@ _WEIGHTS_INDEX = "model.safetensors.index.json"
 
 
 # -- the run -------------------------------------------------------------------------------------------------
-def _check_run(run_dir: Path) -> dict[str, Any]:
-    """Refuse, with one line naming what is missing, a run that is not finished or not complete; its
-    ``config.json`` content otherwise.
+def _weight_files(run_dir: Path) -> list[str]:
+    """The files of the run's final weights: ``model.safetensors``, or the shard index and its shards."""
+    index = run_dir / _WEIGHTS_INDEX
+    if not index.is_file():
+        return [_WEIGHTS]
+    return [_WEIGHTS_INDEX, *sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()))]
 
-    Raises:
-        DataError: not a run folder, unfinished (no ``metrics.json``), no saved model, an unreadable
-            ``config.json``, missing or damaged weights, missing tokenizer files. ConfigError: a ``model_type``
-            export does not carry (checked before transformers reads the folder, which would ask on stdin
-            whether to run code).
-    """
+
+def _check_run(run_dir: Path) -> dict[str, Any]:
+    """The run's ``config.json`` content; DataError naming what is missing for a run that is not finished or not
+    complete, ConfigError for a ``model_type`` export does not carry (checked before transformers reads the
+    folder, which would ask on stdin whether to run code)."""
     from syntaxformer.training.run import METRICS_FILE, RUN_FILE
 
     if not run_dir.is_dir():
         raise DataError(f"{run_dir} is not a folder; give the output folder of a finished `syntaxformer train` run")
-    if not (run_dir / RUN_FILE).is_file():
-        raise DataError(
-            f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE}); give the "
-            "--output-dir of a finished run"
-        )
-    if not (run_dir / METRICS_FILE).is_file():
-        raise DataError(
-            f"{run_dir} holds an unfinished run (no {METRICS_FILE}, which train writes last); let it finish, "
-            "or train it again"
-        )
-    if not (run_dir / "config.json").is_file():
-        raise DataError(
-            f"{run_dir} holds no saved model (no config.json): the run was stopped before the end or "
-            "trained with save_model=false; train it again with the model saved"
-        )
+    for name, problem in (
+        (RUN_FILE, "is not a run folder of `syntaxformer train` (no {}); give the --output-dir of a finished run"),
+        (METRICS_FILE, "holds an unfinished run (no {}, which train writes last); let it finish, or train it again"),
+        (
+            "config.json",
+            "holds no saved model (no {}): the run was stopped before the end or trained with "
+            "save_model=false; train it again with the model saved",
+        ),
+    ):
+        if not (run_dir / name).is_file():
+            raise DataError(f"{run_dir} {problem.format(name)}")
     try:
         config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
         if not isinstance(config, dict):
@@ -110,13 +89,7 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
         model_classes(config.get("model_type"))
     except ConfigError as e:
         raise ConfigError(f"{run_dir}/config.json has {e}") from None
-    index = run_dir / _WEIGHTS_INDEX
-    shards = (
-        sorted(set(json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).values()))
-        if index.is_file()
-        else [_WEIGHTS]
-    )
-    for shard in shards:
+    for shard in [f for f in _weight_files(run_dir) if f != _WEIGHTS_INDEX]:
         path = run_dir / shard
         if not path.is_file():
             raise DataError(
@@ -165,7 +138,7 @@ def _head(config: Any) -> str:
 def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str) -> dict[str, Any]:
     """The run's featurization options for the exported pipeline (as :meth:`Predictor.from_run` builds them)."""
     from syntaxformer.defaults import DEFAULT_SPACY_MODEL
-    from syntaxformer.inference import tuned_null_threshold
+    from syntaxformer.inference import num_beams, tuned_null_threshold
     from syntaxformer.sharing.syntax_pipeline import PipelineOptions
     from syntaxformer.training.run import build_context
 
@@ -204,13 +177,10 @@ def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str
             "the task's fixed null_threshold" if tuned is None else "the best-F1 threshold on the run's dev articles"
         )
     if head == "seq2seq":
-        beams = config.training_args.get("generation_num_beams") or task.training_defaults().get(
-            "generation_num_beams", 5
-        )
         options.translation = {
             "max_source_length": int(task.max_eval_source_length),
             "max_target_length": int(task.max_target_length),
-            "num_beams": int(beams),
+            "num_beams": num_beams(config, task),
         }
     return options.to_dict()
 
@@ -258,39 +228,30 @@ def export_model(
     push_to_hub: str | None = None,
     token: str | None = None,
 ) -> Path:
-    """Write the final model of a finished run as a self-contained Hugging Face model folder (a transaction).
-
-    Everything is checked before anything is written; the folder is built in a temporary folder beside
-    ``out_dir`` while this process holds ``out_dir``'s lock (a second export into it is refused), and replaces an
-    old ``out_dir`` in one atomic exchange where the system has one (Linux), else by two renames whose
-    interruption the next export into ``out_dir`` repairs. An export's own temporaries left by a killed export
-    are removed by the next one.
+    """Write the final model of a finished run as a self-contained Hugging Face model folder, as one transaction:
+    everything is checked first, the folder is built beside ``out_dir`` under its lock and put in place in one
+    atomic step (:func:`_replace`); what a killed export left is cleaned by the next one.
 
     Args:
-        run_dir: the output folder of a finished ``syntaxformer train`` run (``run.json``, ``metrics.json``, the
-            saved model and tokenizer).
+        run_dir: the output folder of a finished ``syntaxformer train`` run.
         out_dir: the folder to write; never the run, a folder inside it or a folder that holds it, nor a link.
         overwrite: replace an existing non-empty ``out_dir``.
-        license: the card's license (an id of the Hugging Face hub, e.g. ``apache-2.0``); default: the encoder's
-            when it is the offline MiniLM (``apache-2.0``), else ``other``.
-        push_to_hub: a hub repository id (``NAME`` or ``OWNER/NAME``): push the written folder there
-            (:func:`~syntaxformer.sharing.hub.push_export`); checked (online, a token) before anything is done
-            (:func:`~syntaxformer.sharing.hub.check_hub_push`).
+        license: the card's license (a hub license id, e.g. ``apache-2.0``); default: the encoder's when it is the
+            offline MiniLM (``apache-2.0``), else ``other``.
+        push_to_hub: a hub repository id: push the written folder there (:func:`~syntaxformer.sharing.hub.push_export`),
+            checked before anything is done (:func:`~syntaxformer.sharing.hub.check_hub_push`).
         token: the hub access token (default: ``HF_TOKEN`` or the one ``hf auth login`` saved).
 
     Returns:
         the written folder.
 
     Raises:
-        DataError: ``run_dir`` is not a finished, complete run with readable final weights, ``out_dir`` is one
-            export must not write, exists and is not empty without ``overwrite``, or is being written by another
-            export. ConfigError: a run export does not support (a head without a pipeline, two models, a parser
-            that is a path, a system of another package); a push that cannot happen.
+        DataError: ``run_dir`` is not a finished, complete run, or ``out_dir`` is one export must not write, is not
+            empty without ``overwrite``, or is being written by another export. ConfigError: a run export does not
+            support (see :func:`_check_run`, :func:`_head`, :func:`_options`); a push that cannot happen.
     """
     import transformers
 
-    import syntaxformer.modeling
-    import syntaxformer.modeling.seq2seq  # noqa: F401
     from syntaxformer.sharing.hub import check_hub_push, push_export
     from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
     from syntaxformer.training.model_card import write_model_card
@@ -314,21 +275,12 @@ def export_model(
             raise DataError(f"{out_dir} exists and is not empty; choose a new folder or pass --overwrite to replace it")
         tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}{_BUILDING}", dir=out_dir.parent))
         try:
-            index = run_dir / _WEIGHTS_INDEX
-            weights = (
-                [_WEIGHTS_INDEX, *sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))]
-                if index.is_file()
-                else [_WEIGHTS]
-            )
-            for name in (*weights, "generation_config.json", *TOKENIZER_FILES):
+            names = [*_weight_files(run_dir), "generation_config.json", *TOKENIZER_FILES]
+            names += [f"{sub}/{n}" for sub in ("source_tokenizer", "target_tokenizer") for n in TOKENIZER_FILES]
+            for name in names:
                 if (run_dir / name).is_file():
+                    (tmp / name).parent.mkdir(exist_ok=True)
                     shutil.copyfile(run_dir / name, tmp / name)
-            for sub in ("source_tokenizer", "target_tokenizer"):
-                if (run_dir / sub).is_dir():
-                    (tmp / sub).mkdir()
-                    for name in TOKENIZER_FILES:
-                        if (run_dir / sub / name).is_file():
-                            shutil.copyfile(run_dir / sub / name, tmp / sub / name)
             config_json, exports = _config_json(run_dir, head, options["syntax_inputs"])
             write_json(tmp / "config.json", config_json)
             write_json(tmp / OPTIONS_FILE, options)

@@ -1,14 +1,10 @@
 """The code of an exported model folder (:mod:`syntaxformer.sharing.export`): which library definitions it
 carries and their flat, relative-import copies.
 
-:func:`code_exports` names the classes ``auto_map`` and ``custom_pipelines`` point at (the config class, the model
-class, the head's pipeline); :func:`code_files` copies every top-level definition they use, directly or not, across
-modules (through names, imports at any depth, identifiers written as strings), each module cut to its used
-definitions in their order with the comments above them (a plain class, with no base class and the base of none,
-also cut to the methods something in the folder names: :func:`_unused_methods`), and keeps every statement a module
-runs for its effect (and the imports of modules that call something on import, e.g. register an attention
-function). Every ``from syntaxformer.x.y import z`` becomes ``from .y import z``; one entry module
-(:data:`ENTRY_MODULE`) imports all the copies.
+:func:`code_exports` names the classes ``auto_map`` and ``custom_pipelines`` point at; :func:`code_files` copies
+every top-level definition they use, directly or not (:class:`_Shaker`), each module cut to them, with every
+``from syntaxformer.x.y import z`` made ``from .y import z``, and writes one entry module (:data:`ENTRY_MODULE`)
+that imports all the copies.
 """
 
 from __future__ import annotations
@@ -21,6 +17,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypeGuard
 
 from syntaxformer.errors import ConfigError
 
@@ -60,7 +57,7 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for the type checker, never run)."""
     out: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+        if _is_type_checking(node):
             out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     return out
 
@@ -123,7 +120,7 @@ def _is_library(module: str | None) -> bool:
     return (module or "").split(".")[0] == "syntaxformer"
 
 
-def _is_type_checking(stmt: ast.stmt) -> bool:
+def _is_type_checking(stmt: ast.AST) -> TypeGuard[ast.If]:
     return isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id == "TYPE_CHECKING"
 
 
@@ -190,10 +187,9 @@ def _effects(module: str | None) -> bool:
 
 
 class _Shaker:
-    """The definitions an exported model uses: from the classes the entry module exports, every top-level
-    definition they reach, across modules, through names, imports at any depth and identifiers written as strings.
-    A module's statements that are not definitions (calls, loops, conditionals) are always kept; the methods in
-    ``unused`` ((module, class) -> method names, :func:`_unused_methods`) are left out of their classes."""
+    """The definitions an exported model uses: every top-level definition the exported classes reach, across
+    modules, through names, imports at any depth and identifiers written as strings; statements run for their
+    effect are always kept, the methods in ``unused`` (:func:`_unused_methods`) left out of their classes."""
 
     def __init__(self, unused: Mapping[tuple[str, str], set[str]] | None = None) -> None:
         self.unused = dict(unused or {})
@@ -378,7 +374,6 @@ def _kept_text(
     for stmt in tree.body:
         if not _is_type_checking(stmt):
             continue
-        assert isinstance(stmt, ast.If)  # for the type checker: _is_type_checking
         absent = [
             node
             for node in stmt.body
@@ -428,10 +423,9 @@ def code_exports(
     model_type: str | None, architecture: str, head: str, syntax_inputs: Sequence[str] | None = None
 ) -> dict[str, list[str]]:
     """What the exported code of one model exports: defining module -> the classes ``auto_map`` and
-    ``custom_pipelines`` name (the config class, the model class ``architecture`` and the pipeline of ``head``),
-    and the data modules the library imports on demand (:func:`syntaxformer.data.sentence.on_demand`) that the
-    model's ``syntax_inputs`` need (constituency inputs: :mod:`syntaxformer.data.constituency`; ``pos_ids``:
-    :mod:`syntaxformer.data.subword_features`). ``syntax_inputs`` ``None``: those of the system's default config.
+    ``custom_pipelines`` name (the config class, the model class ``architecture``, the pipeline of ``head``), plus
+    the data modules imported on demand (:data:`_ON_DEMAND`) that ``syntax_inputs`` need (``None``: those of the
+    system's default config).
 
     Raises:
         ConfigError: a model export does not carry (a system of another package, a class its system has not).
@@ -461,18 +455,9 @@ def code_exports(
 
 
 def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
-    """The code of an exported folder: file name -> text (the rewritten library modules and the entry module).
-
-    Args:
-        exports: defining module -> the classes the entry module exports (:func:`code_exports`); the folder
-            carries every top-level definition they use, directly or not (:class:`_Shaker`), each module cut to
-            its used definitions in their order (with the comments above them) and its statements run for their
-            effect.
-
-    Every ``from syntaxformer.a.b import x`` becomes ``from .b import x``; the result imports nothing named
-    ``syntaxformer``. The entry module (:data:`ENTRY_MODULE`) imports every copied module and, when the folder
-    carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does on import).
-    """
+    """The code of an exported folder: file name -> text. ``exports``: defining module -> the classes the entry
+    module exports (:func:`code_exports`). The entry module (:data:`ENTRY_MODULE`) imports every copied module
+    and, when the folder carries Syntax-BERT's attention, registers it (as :mod:`syntaxformer.modeling` does)."""
     attention = "syntaxformer.modeling.syntax_attention"
     unused: dict[tuple[str, str], set[str]] = {}
     while True:  # leaving methods out can leave more unused (the definitions only they used): until none is left
@@ -509,7 +494,6 @@ def code_files(exports: Mapping[str, Sequence[str]]) -> dict[str, str]:
             lines.append(f"from .{names[module]} import {', '.join(wanted)}  # noqa: F401")
         else:
             lines.append(f"from .{names[module]} import __name__ as _{names[module]}  # noqa: F401")
-    attention = "syntaxformer.modeling.syntax_attention"
     if attention in modules:
         lines += [
             f"from .{names[attention]} import register_syntax_attention",

@@ -1,10 +1,6 @@
-"""Pushing an exported model folder to the Hugging Face hub (``syntaxformer export RUN OUT --push-to-hub REPO``).
-
-:func:`check_hub_push` says, before any work, whether a push can happen (a valid repository id, online, an access
-token): ``export`` calls it before it writes anything, and so should any other command that pushes after long work
-(``train --push_to_hub``). :func:`push_export` uploads the self-contained exported folder (never a run folder, which
-needs syntaxformer installed) in one commit, through ``huggingface_hub.HfApi``; :func:`hub_files` lists what it
-uploads.
+"""Pushing an exported model folder to the Hugging Face hub (``syntaxformer export RUN OUT --push-to-hub REPO``):
+:func:`push_export` uploads it in one commit; :func:`check_hub_push` (:mod:`syntaxformer.secrets`) says, before
+any work, whether a push can happen.
 """
 
 from __future__ import annotations
@@ -17,22 +13,16 @@ from typing import Any
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.secrets import check_hub_push
 
-__all__ = ["check_hub_push", "hub_files", "push_export"]
+__all__ = ["check_hub_push", "push_export"]
 
 logger = logging.getLogger(__name__)
-
-
-def hub_files(folder: str | os.PathLike) -> list[str]:
-    """The files :func:`push_export` uploads: every file of the exported folder, as sorted relative paths."""
-    root = Path(folder)
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
 def push_export(
     folder: str | os.PathLike, repo_id: str, *, token: str | None = None, private: bool | None = None, api: Any = None
 ) -> str:
     """Push an exported folder (never a run folder) to the hub model repository ``repo_id`` in one commit: every
-    file of the folder (:func:`hub_files`); files of an earlier push that the folder no longer has are deleted.
+    file of the folder; files of an earlier push that the folder no longer has are deleted.
 
     Args:
         folder: a folder written by :func:`export_model`.
@@ -60,7 +50,7 @@ def push_export(
         )
     token = check_hub_push(repo_id, token)
     api = api if api is not None else HfApi(token=token)
-    files = hub_files(root)
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     try:
         api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
         stale = sorted(set(api.list_repo_files(repo_id, repo_type="model")) - {*files, ".gitattributes"})

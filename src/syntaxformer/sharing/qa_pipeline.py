@@ -1,24 +1,16 @@
-"""The span-QA pipeline of an exported model folder (SQuAD 2.0 models): questions over passages in, answers out
-(see :mod:`syntaxformer.sharing.syntax_pipeline`)::
-
-    qa = pipeline(model="squad-sg-export", trust_remote_code=True)
-    qa(question="Who wrote it?", context="It was written by Ann.")   # {"answer", "start", "end", "score", ...}
-    qa(question=..., context=..., top_k=3, max_answer_len=5)   # the 3 best spans of at most 5 tokens
-
-The windows and the decoding are the task's own (:class:`~syntaxformer.tasks.span_qa.SquadFeaturizer`,
-:func:`~syntaxformer.tasks.span_qa.postprocess_predictions`) with the run's options, the answers those of
-:func:`~syntaxformer.modeling.raw_text.answer_record`, as ``syntaxformer predict`` gives them.
+"""The span-QA pipeline of an exported model folder (SQuAD 2.0 models; see :mod:`syntaxformer.sharing.syntax_pipeline`):
+the task's own windows and decoding (:mod:`syntaxformer.tasks.span_qa`) with the run's options, answers as
+``syntaxformer predict`` gives them (:func:`~syntaxformer.modeling.raw_text.answer_record`).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from syntaxformer.data.collate import pad_arrays, window_arrays
+from syntaxformer.data.collate import window_arrays
 from syntaxformer.modeling.raw_text import QA_OPTIONS, answer_record, pipeline_answer
 from syntaxformer.sharing.syntax_pipeline import SyntaxPipeline
 from syntaxformer.tasks.span_qa import SquadFeaturizer, postprocess_predictions
@@ -57,8 +49,7 @@ class SyntaxQuestionAnsweringPipeline(SyntaxPipeline):
     ) -> Any:
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
-        out, single = self._call(inputs, kwargs)
-        return out[0] if single else out
+        return super().__call__(inputs, **kwargs)
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         opts, qa = self.options, self.options.qa
@@ -74,8 +65,7 @@ class SyntaxQuestionAnsweringPipeline(SyntaxPipeline):
         )
         windows = featurizer(questions)
         items = [window_arrays(w.aligned, opts.syntax_inputs, opts.criterion, opts.max_distance) for w in windows]
-        pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
-        outputs = self._outputs(items, functools.partial(pad_arrays, pad_token_id=pad), options.get("batch_size"))
+        outputs = self._outputs(items, options.get("batch_size"))
         verifier = outputs.get("verifier_logits")
         use_verifier = qa.get("verifier", "none") != "none" and verifier is not None
         threshold = float(qa.get("null_threshold", 0.0))

@@ -1,48 +1,21 @@
 """The pipelines of an exported model folder: raw text in, parsed with spaCy, label names / answers / translations
-out, where only torch, transformers, spaCy and a spaCy pipeline package are installed.
+out, where only torch, transformers, spaCy and a spaCy pipeline package are installed (``docs/inference.md``,
+"Sharing a model").
 
-``syntaxformer export`` (:func:`syntaxformer.sharing.export.export_model`) copies this module into the folder with
-every module it needs (imports made relative) and registers the class for the model's head in ``config.json``'s
-``custom_pipelines``, under the standard task name, so that::
-
-    from transformers import pipeline
-
-    clf = pipeline(model="sst2-sg-export", trust_remote_code=True)    # or pipeline("text-classification", ...)
-    clf("A fine film.")                       # [{"label": "positive", "score": 0.93}]
-    clf(["A fine film.", "Dull."], top_k=None)  # every label per text, best first
-    clf("A fine film.", function_to_apply="none")   # the logits as scores ("sigmoid", "softmax")
-    clf({"text": "A man sleeps.", "text_pair": "Nobody sleeps."})
-
-    qa = pipeline(model="squad-sg-export", trust_remote_code=True)
-    qa(question="Who wrote it?", context="It was written by Ann.")   # {"answer", "start", "end", "score", ...}
-    qa(question=..., context=..., top_k=3, max_answer_len=5)   # the 3 best spans of at most 5 tokens
-
-    mt = pipeline(model="nmt-both-export", trust_remote_code=True)
-    mt("A man rides a horse.")                # [{"translation_text": "..."}]
-
-The featurization options of the run (the spaCy pipeline, ``max_length``, the subword criterion, SQuAD's window
-stride and tuned no-answer threshold, the beam size ...) are read from :data:`OPTIONS_FILE` in the model folder.
-The steps are the library's own (:class:`~syntaxformer.data.annotators.spacy.SpacyParser`,
-:class:`~syntaxformer.data.align.SyntaxAligner`, :mod:`syntaxformer.data.collate`,
-:mod:`syntaxformer.tasks.span_qa`, :mod:`syntaxformer.data.translation_pairs`), so the answers are those of
-``syntaxformer predict`` on the run folder. A call parses all its texts at once and runs the model in batches of
-``batch_size`` (default 32). The options of ``transformers``' own pipelines that apply (``top_k``,
-``function_to_apply``, ``max_answer_len``) are taken as there, when the pipeline is built or per call; other
-keyword arguments are refused. Inputs and options are checked, batched and answered by the library's own
-:mod:`syntaxformer.modeling.raw_text` (the code ``syntaxformer predict`` and the library pipelines run), and
-``max_length`` is capped at the model's position embeddings. This module holds what the three share and the
+``syntaxformer export`` copies this module into the folder and names the pipeline of the model's head in
+``config.json``'s ``custom_pipelines`` (:data:`PIPELINE_CLASSES`). The run's featurization options are read from
+:data:`OPTIONS_FILE`; inputs, call options, batching and answers are :mod:`syntaxformer.modeling.raw_text`'s, so the
+answers are those of ``syntaxformer predict`` on the run folder. This module holds what the pipelines share and the
 classifier; span QA and translation are :mod:`syntaxformer.sharing.qa_pipeline` and
-:mod:`syntaxformer.sharing.translation_pipeline`, so a folder carries only the pipeline of its head
-(:data:`PIPELINE_CLASSES`). In an exported folder the imports of the library are relative
-(``from .align import SyntaxAligner``): the modules imported lie beside it.
+:mod:`syntaxformer.sharing.translation_pipeline`.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -69,6 +42,7 @@ __all__ = [
     "OPTIONS_FILE",
     "PIPELINE_CLASSES",
     "PipelineOptions",
+    "RawTextPipeline",
     "SyntaxPipeline",
     "SyntaxTextClassificationPipeline",
     "load_options",
@@ -107,18 +81,7 @@ class PipelineOptions:
     translation: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "head": self.head,
-            "parser": self.parser,
-            "syntax_inputs": list(self.syntax_inputs),
-            "max_length": self.max_length,
-            "criterion": self.criterion,
-            "max_distance": self.max_distance,
-            "pos_tags": self.pos_tags,
-            "constituency": self.constituency,
-            "qa": dict(self.qa),
-            "translation": dict(self.translation),
-        }
+        return {**asdict(self), "syntax_inputs": list(self.syntax_inputs)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PipelineOptions:
@@ -149,52 +112,43 @@ def load_options(model: Any) -> PipelineOptions:
     return options
 
 
-class SyntaxPipeline(Pipeline):
-    """What the pipelines of an exported folder share: the run's options, the spaCy parser (built on first use),
-    the checked options of a call and the batched forward pass (:func:`~syntaxformer.modeling.raw_text.run_batches`).
-    ``__call__`` hands a whole list to :meth:`answers` (parse once, batch, restore the order)."""
+class RawTextPipeline(Pipeline):
+    """What every syntax pipeline shares, the library's (:mod:`syntaxformer.pipelines`) and an exported folder's:
+    call options checked by :func:`~syntaxformer.modeling.raw_text.check_options` (those given when the pipeline is
+    built are the defaults of every call), inputs by :func:`~syntaxformer.modeling.raw_text.check_inputs`, and
+    whole lists handed to :meth:`answers` (parse once, batch, restore the order)."""
 
     # transformers declares these as `= None` (so their inferred type is None); the values it reads are booleans
     _load_processor = False  # type: ignore[assignment]
     _load_image_processor = False  # type: ignore[assignment]
     _load_feature_extractor = False  # type: ignore[assignment]
     _load_tokenizer = True  # type: ignore[assignment]
+    #: The call options this pipeline takes (:mod:`syntaxformer.modeling.raw_text`).
     _call_options: tuple[str, ...] = TRANSLATION_OPTIONS
     #: What counts as one input (a list of them is several).
     _single: tuple[type, ...] = (str,)
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.options = load_options(self.model)
-        self.model.eval()
-        self._annotator: Any = None
+    def input_head(self) -> str:
+        """The head whose inputs this pipeline takes (:data:`~syntaxformer.modeling.raw_text.HEAD_INPUTS`)."""
+        raise NotImplementedError
 
-    @property
-    def annotator(self) -> Any:
-        """The spaCy parser of the run's parser (no parse cache), or ``None`` when the model reads no syntax."""
-        if self._annotator is None and self.options.syntax_inputs:
-            self._annotator = SpacyParser(self.options.parser or "en_core_web_sm")
-        return self._annotator
-
-    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The options of a call: those given when the pipeline was built, then the call's, checked."""
-        return check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
-
-    def _outputs(
-        self, items: Sequence[Mapping[str, Any]], collate: Callable[[list[Any]], Any], batch_size: int | None
-    ) -> dict[str, list[Any]]:
-        """The model's outputs per item, in batches of :meth:`call_batch_size`."""
-        size = self.call_batch_size(batch_size)
-        return run_batches(items, collate, lambda b: model_outputs(self.model, b), size, self.device)
+    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
+        """The answers of checked inputs (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
+        raise NotImplementedError
 
     def call_batch_size(self, given: int | None) -> int:
         """The batch size of a call: the one ``given``, else the pipeline's, else 32."""
         return int(given or self._batch_size or _DEFAULT_BATCH)
 
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as translation
+        out, single = self._call(inputs, kwargs)
+        return out[0] if single else out
+
     def _call(self, inputs: Any, kwargs: dict[str, Any]) -> tuple[list[Any], bool]:
-        """``(the answers, whether one input was given)`` of a call."""
-        options = self._options(kwargs)
-        items, single = check_inputs(inputs, self.options.head, self._single, type(self).__name__)
+        """``(the answers, whether one input was given)`` of a call; its options are those given when the pipeline
+        was built, then the call's, checked."""
+        options = check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
+        items, single = check_inputs(inputs, self.input_head(), self._single, type(self).__name__)
         return (self.answers(items, options) if items else []), single
 
     # the Pipeline interface, for one input (``__call__`` runs whole lists through ``answers``)
@@ -203,7 +157,7 @@ class SyntaxPipeline(Pipeline):
         return {}, {}, check_options(type(self).__name__, kwargs, self._call_options)
 
     def preprocess(self, input_: Any, **kwargs: Any) -> Any:
-        return {"inputs": check_inputs([input_], self.options.head, name=type(self).__name__)[0]}
+        return {"inputs": check_inputs([input_], self.input_head(), name=type(self).__name__)[0]}
 
     def _forward(self, input_tensors: Any, **kwargs: Any) -> Any:
         return {"answers": self.answers(input_tensors["inputs"], {})}
@@ -211,9 +165,33 @@ class SyntaxPipeline(Pipeline):
     def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
         return model_outputs["answers"][0]
 
-    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
-        """The answers of checked inputs (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
-        raise NotImplementedError
+
+class SyntaxPipeline(RawTextPipeline):
+    """What the pipelines of an exported folder share: the run's options, the spaCy parser (built on first use) and
+    the batched forward pass (:func:`~syntaxformer.modeling.raw_text.run_batches`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.options = load_options(self.model)
+        self.model.eval()
+        self._annotator: Any = None
+
+    def input_head(self) -> str:
+        return self.options.head
+
+    @property
+    def annotator(self) -> Any:
+        """The spaCy parser of the run's parser (no parse cache), or ``None`` when the model reads no syntax."""
+        if self._annotator is None and self.options.syntax_inputs:
+            self._annotator = SpacyParser(self.options.parser or "en_core_web_sm")
+        return self._annotator
+
+    def _outputs(self, items: Sequence[Mapping[str, Any]], batch_size: int | None) -> dict[str, list[Any]]:
+        """The model's outputs per item, in padded batches of :meth:`call_batch_size`."""
+        pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
+        collate = functools.partial(pad_arrays, pad_token_id=pad)
+        size = self.call_batch_size(batch_size)
+        return run_batches(items, collate, lambda b: model_outputs(self.model, b), size, self.device)
 
 
 class SyntaxTextClassificationPipeline(SyntaxPipeline):
@@ -271,9 +249,7 @@ class SyntaxTextClassificationPipeline(SyntaxPipeline):
         ]
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
-        pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
-        collate = functools.partial(pad_arrays, pad_token_id=pad)
-        outputs = self._outputs(self.features(inputs), collate, options.get("batch_size"))
+        outputs = self._outputs(self.features(inputs), options.get("batch_size"))
         records = classification_records(inputs, outputs["logits"], self.model.config, keep_logits=True)
         return [ranked_classes(r, self.model.config, options) for r in records]
 

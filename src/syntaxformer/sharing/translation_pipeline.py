@@ -1,12 +1,6 @@
 """The translation pipeline of an exported model folder (the Syntax-Infused Transformer; see
-:mod:`syntaxformer.sharing.syntax_pipeline`)::
-
-    mt = pipeline(model="nmt-both-export", trust_remote_code=True)
-    mt("A man rides a horse.")                # [{"translation_text": "..."}]
-
-Sources are translated by :func:`syntaxformer.modeling.seq2seq.translate_texts` (the library's one decoding path)
-with the folder's BPE tokenizers (``source_tokenizer/``, ``target_tokenizer/``) and the run's beam size, as
-``syntaxformer predict`` does.
+:mod:`syntaxformer.sharing.syntax_pipeline`): :func:`syntaxformer.modeling.seq2seq.translate_texts`, the library's
+one decoding path, with the folder's BPE tokenizers and the run's beam size.
 """
 
 from __future__ import annotations
@@ -24,17 +18,13 @@ class SyntaxTranslationPipeline(SyntaxPipeline):
     """Translation with the Syntax-Infused Transformer (its BPE tokenizers are the folder's ``source_tokenizer/``
     and ``target_tokenizer/``). Returns ``[{"translation_text"}]`` per input text, like ``translation``."""
 
-    _load_tokenizer = False
+    _load_tokenizer = False  # type: ignore[assignment]  # a bool, as in RawTextPipeline
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         # for the type checker: load_options() in super().__init__ refused a model without a folder
         assert self.model.name_or_path
         self.source_tokenizer, self.target_tokenizer = load_tokenizers(self.model.name_or_path)
-
-    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as translation
-        out, single = self._call(inputs, kwargs)
-        return out[0] if single else out
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         mt = self.options.translation
