@@ -395,27 +395,17 @@ class SpacyParser:
         idx, length, rel, space, starts, tags, upos, deps, lemmas = self._columns(doc, given)
         n = len(idx)
         bounds = [i for i in range(1, n) if starts[i] == 1] + [n]
+        head_of = [i + r for i, r in enumerate(rel)]  # a root is its own head
         text = doc.text
         out = []
-        a = 0
-        for b in bounds:
-            if b <= a:
-                continue
+        for a, b in zip([0, *bounds], bounds):
             keep = [i for i in range(a, b) if not space[i]]
-            if len(keep) == b - a:
-                heads = []
-                for i in range(a, b):
-                    h = i + rel[i]
-                    heads.append(-1 if h == i or not a <= h < b else h - a)
-            elif keep:
-                heads = _drop_tokens(keep, [i + r for i, r in enumerate(rel)], a, b)
-            else:
-                a = b
+            if not keep:
                 continue
             out.append(
                 Sentence(
                     words=[text[idx[i] : idx[i] + length[i]] for i in keep],
-                    heads=heads,
+                    heads=_drop_tokens(keep, head_of, a, b),
                     deprels=[deps[i] for i in keep],
                     upos=[upos[i] for i in keep] if upos is not None else None,
                     xpos=[tags[i] for i in keep] if tags is not None else None,
@@ -424,7 +414,6 @@ class SpacyParser:
                     source=source or self.source,
                 )
             )
-            a = b
         return out
 
 
