@@ -93,8 +93,6 @@ def _as_passage(text: TextLike) -> tuple[str, list[Sentence], list[tuple[int, in
     if isinstance(text, Document) and text.text is not None and all(s.offsets is not None for s in sentences):
         offsets = [o for s in sentences for o in s.offsets]  # type: ignore[union-attr]
         return text.text, sentences, offsets
-    if not sentences:
-        return "", [], []
     if len(sentences) == 1:
         s, offsets = sentences[0].detokenized()
         return s, sentences, offsets
