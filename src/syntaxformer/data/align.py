@@ -93,8 +93,6 @@ def _as_passage(text: TextLike) -> tuple[str, list[Sentence], list[tuple[int, in
     if isinstance(text, Document) and text.text is not None and all(s.offsets is not None for s in sentences):
         offsets = [o for s in sentences for o in s.offsets]  # type: ignore[union-attr]
         return text.text, sentences, offsets
-    if not sentences:
-        return "", [], []
     if len(sentences) == 1:
         s, offsets = sentences[0].detokenized()
         return s, sentences, offsets
@@ -115,41 +113,31 @@ def _check_offsets(text: str, sentences: list[Sentence], offsets: list[tuple[int
 
 
 def _build_forest(passages: list[tuple[str, list[Sentence], list[tuple[int, int]]]]) -> WordForest:
+    sentences = [(seg, s) for seg, (_, ss, _) in enumerate(passages) for s in ss]
     heads: list[int] = []
     tree_id: list[int] = []
     segment: list[int] = []
-    trees: list[Tree | None] = []
     starts: list[int] = []
-    upos: list[str] = []
-    xpos: list[str] = []
-    has_upos = has_xpos = True
     base = 0
-    t = 0
-    for seg, (_, sentences, _) in enumerate(passages):
-        for s in sentences:
-            starts.append(base)
-            heads.extend(h + base if h >= 0 else -1 for h in s.heads)
-            tree_id.extend([t] * len(s))
-            segment.extend([seg] * len(s))
-            trees.append(s.tree)
-            if s.upos is None:
-                has_upos = False
-            else:
-                upos.extend(s.upos)
-            if s.xpos is None:
-                has_xpos = False
-            else:
-                xpos.extend(s.xpos)
-            base += len(s)
-            t += 1
+    for t, (seg, s) in enumerate(sentences):
+        starts.append(base)
+        heads.extend(h + base if h >= 0 else -1 for h in s.heads)
+        tree_id.extend([t] * len(s))
+        segment.extend([seg] * len(s))
+        base += len(s)
+
+    def tags(name: str) -> list[str] | None:  # every sentence's tags, or None if one has none
+        per_sentence = [getattr(s, name) for _, s in sentences]
+        return None if any(t is None for t in per_sentence) else [t for ts in per_sentence for t in ts]
+
     return WordForest(
         heads=np.asarray(heads, dtype=np.int64),
         tree_id=np.asarray(tree_id, dtype=np.int64),
         segment=np.asarray(segment, dtype=np.int64),
-        trees=trees,
+        trees=[s.tree for _, s in sentences],
         sentence_start=np.asarray(starts, dtype=np.int64),
-        upos=upos if has_upos else None,
-        xpos=xpos if has_xpos else None,
+        upos=tags("upos"),
+        xpos=tags("xpos"),
     )
 
 

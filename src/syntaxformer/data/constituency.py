@@ -1,25 +1,11 @@
-"""Constituency trees (PTB brackets).
+"""Constituency trees (PTB brackets): the :class:`Tree`, treebank clean-up, and trees read off dependency trees.
 
 A :class:`Tree` is a labelled node whose children are sub-trees or, for a pre-terminal, a single word string
 (the NLTK convention): ``(NP (DT the) (NN cat))`` is ``Tree("NP", [Tree("DT", ["the"]), Tree("NN", ["cat"])])``.
-Leaves are numbered 0..n-1 left to right; they are the words of the :class:`~syntaxformer.data.Sentence` that
-carries the tree.
-
-Besides the tree itself this module holds the treebank clean-up shared by the bracketed-tree readers
-(:mod:`syntaxformer.data.readers.ptb`, ``sst``, ``snli``):
-
-* :func:`iter_bracketed` / :func:`read_bracketed` split a file of several (multi-line) trees, reporting the line
-  of every problem;
-* :func:`base_label` strips function tags and co-indices (``NP-SBJ-1`` -> ``NP``) but keeps ``-LRB-``,
-  ``-RRB-`` and ``-NONE-``;
-* :func:`remove_empty` drops empty elements (``-NONE-`` pre-terminals: traces, null complementizers, ``*U*``)
-  and prunes the nodes they leave empty;
-* :func:`unwrap` removes the unlabelled PTB wrapper ``( (S ...) )`` and the Stanford ``(ROOT ...)`` wrapper;
-* :func:`clean_ptb` does all of the above.
-
-Words keep their treebank spelling (``-LRB-``, ``1\\/2``), so that ``tree.leaves()`` and ``Sentence.words``
-agree and a tree always prints back to a parsable bracket string; :func:`unescape_word` gives the plain form
-(``(``, ``1/2``) for tools that want raw text.
+Its leaves are the words of the :class:`~syntaxformer.data.Sentence` that carries it. The clean-up functions
+(:func:`clean_ptb` and its parts, :func:`read_bracketed`) are shared by the bracketed-tree readers. Words keep their
+treebank spelling (``-LRB-``, ``1\\/2``), so that ``tree.leaves()`` and ``Sentence.words`` agree and a tree always
+prints back to a parsable bracket string; :func:`unescape_word` gives the plain form.
 """
 
 from __future__ import annotations
@@ -87,13 +73,9 @@ class Tree:
                 stack.extend(reversed(node.children))
         return out
 
-    def preterminals(self) -> list[Tree]:
-        """Pre-terminal nodes left to right (one per leaf)."""
-        return [n for n in self.subtrees() if n.is_preterminal()]
-
     def pos(self) -> list[tuple[str, str]]:
         """``(word, tag)`` pairs of the pre-terminals, left to right."""
-        return [(n.children[0], n.label) for n in self.preterminals()]  # type: ignore[misc]
+        return [(n.children[0], n.label) for n in self.subtrees() if n.is_preterminal()]  # type: ignore[misc]
 
     def subtrees(self) -> Iterator[Tree]:
         """All nodes in pre-order (this node first)."""
@@ -670,13 +652,9 @@ def encode_constituency(
       (k = 1..D) as its inclusive word span (forest indices) and its lexical head (forest index). Missing: ``0, -1``
       and head -1.
 
-    Lexical heads of phrases come from the dependency heads of the same sentence: the head of a span is the word of
-    the span whose head lies outside the span. When the dependency tree was derived from the constituency tree by
-    head rules there is exactly one such word and it is the head-rule head. Otherwise (a span that is not a
-    dependency constituent, e.g. a non-projective or independently parsed tree) we take the *highest* such word
-    (smallest dependency depth), leftmost on ties. Both cases are the same computation: the word of smallest depth
-    in the span, leftmost on ties, always has its head outside the span, and if only one word does, every other word
-    of the span descends from it.
+    The lexical head of a phrase is the word of its span of smallest dependency depth (same sentence), leftmost on
+    ties: its head lies outside the span, and where only one word's does (a span that is a dependency constituent,
+    e.g. a dependency tree made by head rules) it is that word, the head-rule head.
 
     ``bounds`` / ``run_ids``: word boundaries and tree ids of the sentences in the range ``[a, b)``;
     ``word_depth``: dependency depth of the words of the range.

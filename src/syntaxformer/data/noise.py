@@ -18,10 +18,6 @@ from syntaxformer.errors import ConfigError
 __all__ = ["corrupt_heads", "corrupt_sentence"]
 
 
-def _as_rng(rng: np.random.Generator | int | None) -> np.random.Generator:
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-
-
 def corrupt_heads(heads: Sequence[int], fraction: float, rng: np.random.Generator | int | None = None) -> list[int]:
     """Re-attach a fraction of the words of a sentence to random new heads, keeping a valid tree.
 
@@ -44,7 +40,7 @@ def corrupt_heads(heads: Sequence[int], fraction: float, rng: np.random.Generato
     if not 0.0 <= fraction <= 1.0:
         raise ConfigError(f"fraction must be in [0, 1], got {fraction}")
     _tree.check_heads(heads)
-    rng = _as_rng(rng)
+    rng = np.random.default_rng(rng)  # a Generator is returned as it is
     out = [int(h) for h in heads]
     attached = [i for i, h in enumerate(out) if h >= 0]
     target = int(np.floor(fraction * len(attached) + 0.5))

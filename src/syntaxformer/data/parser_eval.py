@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import DataError
@@ -112,10 +111,6 @@ class AttachmentScores:
     gold_scheme: str | None = None
     pred_scheme: str | None = None
     note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict of all fields."""
-        return asdict(self)
 
 
 def attachment_scores(

@@ -113,11 +113,7 @@ class Sentence:
         """The text and word offsets: ``(text, offsets)`` if known, else words joined by single spaces."""
         if self.text is not None and self.offsets is not None:
             return self.text, list(self.offsets)
-        offsets, pos = [], 0
-        for w in self.words:
-            offsets.append((pos, pos + len(w)))
-            pos += len(w) + 1
-        return " ".join(self.words), offsets
+        return join_words(self.words)
 
     # -- serialisation ---------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -152,9 +148,7 @@ class Sentence:
         heads = data["heads"]
         if not isinstance(heads, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in heads):
             raise FormatError(f"'heads' must be a list of whole numbers (0-based, -1 = root); got {heads!r:.80}")
-        text = data.get("text")
-        if text is not None and not isinstance(text, str):
-            raise FormatError(f"'text' must be a string; got {text!r:.60}")
+        text = _typed(data, "text", str, "a string")
         offsets = _offsets(data.get("offsets"), len(text) if text is not None else None)
         tree = data.get("tree")
         if isinstance(tree, str):
@@ -162,11 +156,8 @@ class Sentence:
         elif tree is not None and not isinstance(tree, on_demand("constituency").Tree):
             raise FormatError(f"'tree' must be a bracketed string; got {tree!r:.60}")
         for name in ("sent_id", "source"):
-            if data.get(name) is not None and not isinstance(data[name], str):
-                raise FormatError(f"{name!r} must be a string; got {data[name]!r:.60}")
-        metadata = data.get("metadata")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise FormatError(f"'metadata' must be an object; got {metadata!r:.60}")
+            _typed(data, name, str, "a string")
+        metadata = _typed(data, "metadata", dict, "an object")
         return cls(
             words=words,
             heads=list(heads),
@@ -214,11 +205,6 @@ class Document:
     def __len__(self) -> int:
         return len(self.sentences)
 
-    @property
-    def words(self) -> list[str]:
-        """All words of the document, sentence after sentence."""
-        return [w for s in self.sentences for w in s.words]
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sentences": [s.to_dict() for s in self.sentences]}
         if self.text is not None:
@@ -239,9 +225,7 @@ class Document:
         """
         if not isinstance(data, dict) or not isinstance(data.get("sentences"), list):
             raise FormatError("a document record must be a JSON object with a list 'sentences'")
-        text = data.get("text")
-        if text is not None and not isinstance(text, str):
-            raise FormatError(f"'text' must be a string; got {text!r:.60}")
+        text = _typed(data, "text", str, "a string")
         sentences = [Sentence.from_dict(s) for s in data["sentences"]]
         if text is not None:
             for k, s in enumerate(sentences):
@@ -250,12 +234,8 @@ class Document:
                         f"sentence {k}: word offsets {max(b for _, b in s.offsets)} past the end of "
                         f"the document text (length {len(text)})"
                     )
-        metadata = data.get("metadata")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise FormatError(f"'metadata' must be an object; got {metadata!r:.60}")
-        doc_id = data.get("doc_id")
-        if doc_id is not None and not isinstance(doc_id, str):
-            raise FormatError(f"'doc_id' must be a string; got {doc_id!r:.60}")
+        metadata = _typed(data, "metadata", dict, "an object")
+        doc_id = _typed(data, "doc_id", str, "a string")
         return cls(sentences=sentences, text=text, doc_id=doc_id, metadata=dict(metadata or {}))
 
     @classmethod
@@ -271,6 +251,14 @@ class Document:
             shifted.append(Sentence.from_dict(d))
             pos += len(text) + 1
         return cls(shifted, text=" ".join(parts), doc_id=doc_id)
+
+
+def _typed(data: dict[str, Any], name: str, kind: type, expected: str) -> Any:
+    """A record's optional field ``name``, checked to be ``None`` or a ``kind``."""
+    value = data.get(name)
+    if value is not None and not isinstance(value, kind):
+        raise FormatError(f"{name!r} must be {expected}; got {value!r:.60}")
+    return value
 
 
 @overload
@@ -345,6 +333,15 @@ def write_jsonl(items: Sequence[Sentence | Document] | Iterator[Sentence | Docum
             f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
             n += 1
     return n
+
+
+def join_words(words: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The words joined by single spaces, and each word's offsets in that text."""
+    offsets, pos = [], 0
+    for w in words:
+        offsets.append((pos, pos + len(w)))
+        pos += len(w) + 1
+    return " ".join(words), offsets
 
 
 def check_unicode(text: str, what: str) -> None:

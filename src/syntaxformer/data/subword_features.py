@@ -10,10 +10,8 @@ Every subword gets the features of the word it belongs to, plus its position ins
   subword is the whole word.
 
 Ids, the same for every feature: **0 = no word** (special tokens and padding), **1 = unknown value** (a tag that is
-not in the tag set), then the values in the order of the tag set. Word-to-subword alignment comes from
-:class:`~syntaxformer.data.align.SyntaxAligner` (character offsets, any HF fast tokenizer); ``n_pieces`` /
-``piece_index`` there count pieces in the full tokenization, so the B/M/E/O tag of a truncated word is still
-its tag in the whole word.
+not in the tag set), then the values in the order of the tag set. Subwords are aligned to words by
+:class:`~syntaxformer.data.align.SyntaxAligner`.
 """
 
 from __future__ import annotations
@@ -27,77 +25,15 @@ from syntaxformer.data.align import AlignedExample
 from syntaxformer.errors import ConfigError, DataError, InputError
 
 #: The 17 Universal Dependencies POS tags (coarse tag set; spaCy's ``Token.pos_``).
-UPOS_TAGS: tuple[str, ...] = (
-    "ADJ",
-    "ADP",
-    "ADV",
-    "AUX",
-    "CCONJ",
-    "DET",
-    "INTJ",
-    "NOUN",
-    "NUM",
-    "PART",
-    "PRON",
-    "PROPN",
-    "PUNCT",
-    "SCONJ",
-    "SYM",
-    "VERB",
-    "X",
+UPOS_TAGS: tuple[str, ...] = tuple(
+    "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()  # noqa: SIM905 (a word list)
 )
 #: Fine English tags (Penn Treebank + OntoNotes extras): the labels of spaCy's English taggers (``Token.tag_``).
-XPOS_TAGS: tuple[str, ...] = (
-    "$",
-    "''",
-    ",",
-    "-LRB-",
-    "-RRB-",
-    ".",
-    ":",
-    "ADD",
-    "AFX",
-    "CC",
-    "CD",
-    "DT",
-    "EX",
-    "FW",
-    "HYPH",
-    "IN",
-    "JJ",
-    "JJR",
-    "JJS",
-    "LS",
-    "MD",
-    "NFP",
-    "NN",
-    "NNP",
-    "NNPS",
-    "NNS",
-    "PDT",
-    "POS",
-    "PRP",
-    "PRP$",
-    "RB",
-    "RBR",
-    "RBS",
-    "RP",
-    "SYM",
-    "TO",
-    "UH",
-    "VB",
-    "VBD",
-    "VBG",
-    "VBN",
-    "VBP",
-    "VBZ",
-    "WDT",
-    "WP",
-    "WP$",
-    "WRB",
-    "XX",
-    "_SP",
-    "``",
+XPOS_TAGS: tuple[str, ...] = tuple(
+    (  # noqa: SIM905 (a word list)
+        "$ '' , -LRB- -RRB- . : ADD AFX CC CD DT EX FW HYPH IN JJ JJR JJS LS MD NFP NN NNP NNPS "
+        "NNS PDT POS PRP PRP$ RB RBR RBS RP SYM TO UH VB VBD VBG VBN VBP VBZ WDT WP WP$ WRB XX _SP ``"
+    ).split()
 )
 CASE_VALUES: tuple[str, ...] = ("lower", "capitalised")
 SUBWORD_VALUES: tuple[str, ...] = ("B", "M", "E", "O")

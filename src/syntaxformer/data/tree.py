@@ -12,8 +12,6 @@ import numpy as np
 
 from syntaxformer.errors import TreeError
 
-ROOT = -1
-
 
 def check_heads(heads: Sequence[int], what: str = "sentence") -> None:
     """Raise :class:`TreeError` unless ``heads`` is a valid forest (0-based, -1 = root, acyclic)."""

@@ -2,7 +2,7 @@
 :class:`BatchAnnotator` (annotation as a batch function for ``datasets.map`` / Ray Data).
 
 ``make_annotator(spec)`` is how the rest of syntaxformer gets a parser; ``register_annotator`` adds one from outside
-the package (see :mod:`syntaxformer.data.annotators.base` for a complete example).
+the package (a complete example: docs/architecture.md, *A parser*).
 """
 
 from syntaxformer.data.annotators.base import Annotator

@@ -3,34 +3,30 @@
 An :class:`Annotator` is the one way syntax enters syntaxformer from a parser. Implementations: spaCy
 (:class:`~syntaxformer.data.annotators.spacy.SpacyAnnotator`) and parses made by any external parser and stored in
 a file (:class:`~syntaxformer.data.annotators.preparsed.PreparsedAnnotator`). A new parser is one subclass plus,
-to make it available by name, :func:`~syntaxformer.data.annotators.factory.register_annotator`::
-
-    class ChainAnnotator(Annotator):                 # every word is the head of the next one
-        source = "chain"
-
-        def cache_key(self) -> str:
-            return "chain-v1"
-
-        def annotate(self, texts):
-            ...                                      # one Document per text, offsets into that text
-
-        def annotate_pretokenized(self, words):
-            return [Sentence(list(w), [-1] + list(range(len(w) - 1))) for w in words]
-
-    register_annotator("chain", lambda arg, **options: ChainAnnotator())
-    annotator = make_annotator("chain:")
+to make it available by name, :func:`~syntaxformer.data.annotators.factory.register_annotator` (a complete
+example: docs/architecture.md, *A parser*).
 """
 
 from __future__ import annotations
 
 import abc
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TypeVar
 
 from syntaxformer.data.sentence import Document, Sentence
 
-__all__ = ["Annotator"]
+__all__ = ["Annotator", "blocks"]
 
 _PIPE_BLOCK = 1024  # texts per annotate() call in the default pipe()
+_T = TypeVar("_T")
+
+
+def blocks(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    """``items`` in lists of ``size`` (the last one shorter), lazily."""
+    it = iter(items)
+    while block := list(itertools.islice(it, size)):
+        yield block
 
 
 class Annotator(abc.ABC):
@@ -77,13 +73,7 @@ class Annotator(abc.ABC):
 
     def pipe(self, texts: Iterable[str]) -> Iterator[Document]:
         """Like :meth:`annotate`, but lazily over any iterable (parsed in blocks; override to stream better)."""
-        block: list[str] = []
-        for text in texts:
-            block.append(text)
-            if len(block) == _PIPE_BLOCK:
-                yield from self.annotate(block)
-                block = []
-        if block:
+        for block in blocks(texts, _PIPE_BLOCK):
             yield from self.annotate(block)
 
     def __repr__(self) -> str:

@@ -5,17 +5,7 @@
 the parse as JSON-able columns. It carries only the annotator's *spec* (anything :func:`make_annotator` accepts)
 and builds the annotator lazily, once per worker process; a parse cache given as a path is opened by every worker
 on its own (:class:`~syntaxformer.data.annotators.cache.ParseCache` pickles as its path), so the workers share
-parses through the one SQLite file::
-
-    from datasets import Dataset
-    from syntaxformer.data.annotators.batch import BatchAnnotator, document_from_row
-
-    parse = BatchAnnotator(column="sentence", cache="/data/cache/parses.sqlite3")
-    parsed = ds.map(parse, batched=True, batch_size=256, num_proc=8, features=parse.features(ds.features))
-    doc = document_from_row(parsed[0], text_column="sentence")     # the Document annotate() would give
-
-    ray_ds.map_batches(BatchAnnotator, fn_constructor_kwargs={"column": "sentence"}, batch_size=256,
-                       compute=ray.data.ActorPoolStrategy(size=8))   # Ray Data: one annotator per actor
+parses through the one SQLite file (examples for ``datasets`` and Ray Data: docs/distributed.md).
 
 Columns (``prefix`` + name) per row:
 
@@ -45,17 +35,8 @@ from syntaxformer.errors import AnnotatorError
 __all__ = ["MODES", "SENTENCE_FIELDS", "BatchAnnotator", "document_from_row", "sentence_from_row"]
 
 #: The Sentence fields stored as columns (``text`` too in pretokenized mode), and the row-level ``source``.
-SENTENCE_FIELDS: tuple[str, ...] = (
-    "words",
-    "heads",
-    "deprels",
-    "upos",
-    "xpos",
-    "lemmas",
-    "offsets",
-    "sent_id",
-    "tree",
-    "metadata",
+SENTENCE_FIELDS: tuple[str, ...] = tuple(
+    "words heads deprels upos xpos lemmas offsets sent_id tree metadata".split()  # noqa: SIM905 (a word list)
 )
 #: ``"text"``: the column holds raw texts (one Document each); ``"pretokenized"``: word lists (one Sentence each).
 MODES: tuple[str, ...] = ("text", "pretokenized")
@@ -117,9 +98,6 @@ class BatchAnnotator:
         if not isinstance(self.spec, Annotator):  # rebuilt from the spec where it is used
             state["_annotator"] = None
         return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
 
     def __repr__(self) -> str:
         return f"BatchAnnotator({self.spec!r}, column={self.column!r}, mode={self.mode!r})"

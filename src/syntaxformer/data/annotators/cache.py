@@ -1,29 +1,12 @@
 """A persistent cache of parses, keyed by content + the annotator's :meth:`~.base.Annotator.cache_key` + mode.
 
-Storage: one SQLite file (standard library), one row per parse, each row with a SHA-256 checksum of its value.
-Why SQLite rather than one file per entry: a corpus has 10^5-10^7 texts, and as many small files waste inodes and
-make look-ups slow; SQLite gives one file, transactions that are atomic (a crash mid-write leaves the previous
-state), concurrent readers across processes, and batched look-ups (``WHERE key IN (...)``).
-
-Corruption is never used silently:
-
-* a row whose value does not match its checksum (or is not valid JSON) is reported as a miss and deleted, so the
-  caller parses again and overwrites it;
-* a file that is not a database, or is truncated / malformed (any :class:`sqlite3.DatabaseError` while using it),
-  is repaired once: under an exclusive lock on ``<name>.lock``, the rows that can still be read and pass their
-  checksum are copied into a fresh database, the damaged file is moved aside as ``<name>.corrupt-<time>-<pid>``
-  and the fresh one takes its place; the run goes on (with a warning) and re-parses what was lost.
-
-Concurrent processes (several trainings sharing one cache, ``n_process`` workers) are safe: the database runs in
-WAL mode with a 60 s busy timeout; every operation opens its own connection under a shared lock, so a repair
-(exclusive lock) never moves a file another process has open, and processes that meet the same damaged file
-repair it once (the others find it healthy when they get the lock). A cache still locked after the timeout is
-skipped with a warning (a look-up misses, a store is dropped): a cache never makes a run fail.
-
-The key is the SHA-256 of a JSON list ``[schema, mode, annotator key, content]``. The annotator key identifies the
-parser by content (e.g. a hash of a spaCy pipeline's files), so a retrained parser (or a new storage schema)
-simply misses. Values are JSON-serialisable dicts (``Document.to_dict()`` /
-``Sentence.to_dict()``).
+One SQLite file (many small files would waste inodes and slow look-ups; SQLite gives atomic transactions, readers
+across processes and batched look-ups), one row per parse with a SHA-256 checksum of its value. Corruption is never
+used silently: a row that fails its checksum is a miss and is deleted; a damaged file is repaired once, under an
+exclusive lock, keeping the rows that still pass their checksum and moving the damaged file aside; a cache locked
+past the timeout, or that cannot be written, is skipped with a warning: a cache never makes a run fail
+(docs/reliability.md, *Caches*). The key is the SHA-256 of ``[schema, mode, annotator key, content]``, so a
+retrained parser (or a new storage schema) simply misses.
 """
 
 from __future__ import annotations
@@ -167,10 +150,8 @@ class ParseCache:
         self._bypassed = False  # whether the cache could not be written (warned once)
 
     # -- connection ------------------------------------------------------------------------------------
-    # Every operation opens its own short-lived connection while holding a shared lock on ``<path>.lock``; a repair
-    # holds the exclusive lock. So no connection is ever open while a repair moves files (renaming a database that
-    # another connection has open is how SQLite files get corrupted), and a repair happens once, not once per
-    # process: the next process to take the lock finds the file healthy and keeps it.
+    # Every operation opens its own connection under a shared lock on ``<path>.lock``, a repair takes it exclusively:
+    # no connection is open while a repair moves files (renaming an open database is how SQLite files get corrupted).
     def _connect(self) -> sqlite3.Connection:
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)
@@ -257,13 +238,11 @@ class ParseCache:
 
     def _run(self, fn, *args, default: Any = _RAISE):
         """Run ``fn(conn, *args)`` on a fresh connection under the shared lock; a corrupt database is repaired
-        (once, under the exclusive lock) and the operation retried. A database still locked by another process
-        after the busy timeout gives ``default`` with a warning (the cache is an optimisation, never a reason for
-        a run to fail) when one is given.
+        (once) and the operation retried. A database still locked after the busy timeout, or one that cannot be
+        written, gives ``default`` with a warning when one is given.
 
-        SQLite waits out another process's lock by itself (the busy timeout) except where waiting could deadlock
-        (e.g. two readers that both want to write in rollback mode): there it answers "locked" at once. Such
-        answers are retried here, with a growing pause, until the same timeout has passed."""
+        SQLite answers "locked" at once, without its busy timeout, where waiting could deadlock (e.g. two readers
+        that both want to write in rollback mode): such answers are retried here until the same timeout."""
         deadline = time.monotonic() + _BUSY_TIMEOUT
         pause = 0.01
         repaired = False
@@ -416,8 +395,4 @@ class ParseCache:
 
     # pickling (e.g. for multiprocessing) carries only the path; the connection is reopened where it is used
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "recovered": self.recovered, "corrupt_rows": self.corrupt_rows}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        state.setdefault("_bypassed", False)
-        self.__dict__.update(state)
+        return {"path": self.path, "recovered": self.recovered, "corrupt_rows": self.corrupt_rows, "_bypassed": False}

@@ -1,25 +1,12 @@
 """One factory for annotators: :func:`make_annotator` turns a spec into an :class:`Annotator`.
 
-Specs (what ``--parser`` and every ``parser`` option accept):
-
-* ``None``: the default spaCy pipeline (:data:`syntaxformer.defaults.DEFAULT_SPACY_MODEL`);
-* an :class:`Annotator`: itself; a loaded ``spacy.Language``: a :class:`SpacyAnnotator` over it;
-* ``"spacy:NAME_OR_PATH"``, or a bare installed spaCy pipeline name or pipeline folder: a :class:`SpacyAnnotator`;
-* ``"conllu:FILE"``, ``"jsonl:FILE"``, or a path ending in ``.conllu`` / ``.conll`` / ``.jsonl``: a
-  :class:`PreparsedAnnotator` over the parses in that file;
-* ``"SCHEME:ARG"`` for a scheme added with :func:`register_annotator`, e.g. from a user's own module::
-
-      register_annotator("stanza", lambda arg, **options: StanzaAnnotator(arg or "en"))
-      make_annotator("stanza:de")
-
-  or by a package, through an entry point of group ``syntaxformer.annotators`` (found in every process, the CLI's
-  ``--parser stanza:de`` included; see :mod:`syntaxformer.registry`)::
-
-      [project.entry-points."syntaxformer.annotators"]
-      stanza = "my_package.parsers:make_stanza"     # make_stanza(arg, **options) -> Annotator
-
-The schemes live in :data:`syntaxformer.registry.ANNOTATORS`; :func:`annotator_origin` says where the scheme of a
-spec comes from (``run.json`` records it, so that ``evaluate`` / ``predict`` find it again in a fresh process).
+Specs (what ``--parser`` and every ``parser`` option accept; table in docs/parsing.md): ``None`` (the default spaCy
+pipeline), an :class:`Annotator` (itself), a loaded ``spacy.Language``, ``"spacy:NAME_OR_PATH"`` or a bare
+installed pipeline name or folder (a :class:`SpacyAnnotator`), ``"conllu:FILE"`` / ``"jsonl:FILE"`` or a path
+ending in ``.conllu`` / ``.conll`` / ``.jsonl`` (a :class:`PreparsedAnnotator`), or ``"SCHEME:ARG"`` for a scheme
+added with :func:`register_annotator` or by a package's entry point of group ``syntaxformer.annotators``
+(docs/architecture.md). The schemes live in :data:`syntaxformer.registry.ANNOTATORS`; :func:`annotator_origin` says
+where a spec's scheme comes from (``run.json`` records it, so ``evaluate`` / ``predict`` find it in a new process).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """Parses made by any external parser (Stanza, UDPipe, CoreNLP, ...), read from a file and matched to the texts.
 
-Run the parser of your choice over your texts, save its output as CoNLL-U (``# text = ...`` on every sentence, as
-Stanza, UDPipe and CoreNLP write it) or as syntaxformer JSONL (what ``syntaxformer annotate --output x.jsonl``
-writes: one :class:`Sentence` or :class:`Document` record per line), and give the file wherever an annotator is
-expected (``make_annotator("conllu:stanza.conllu")``). Nothing is parsed: each input is looked up in the file.
-
-Matching:
-
-* :meth:`PreparsedAnnotator.annotate` matches a passage on its text, whitespace-normalised (runs of whitespace
-  count as one space; leading / trailing whitespace is ignored). A passage matches a record with that text (a JSONL
-  Document, or a single sentence), or a run of consecutive sentences of the file whose texts, joined by spaces, give
-  the passage (a parser splits a passage into several sentences). Word offsets are re-computed against the input
-  text, so they are exact even where the file's whitespace differs.
-* :meth:`PreparsedAnnotator.annotate_pretokenized` matches a word list on the exact word sequence of one sentence.
-
-When several records match, the first in the file is used. An input with no match raises
-:class:`~syntaxformer.data.annotators.base.ParseNotFoundError` naming the text and the file.
-
-Every parse is checked when the file is read: its words (a multiword token as its surface form) must spell its text
-with whitespace ignored (``["og", "ar"]`` for ``"Dogs bark"``, or words for a part of the text only, are refused),
-and the word offsets a JSONL record gives must point at their words; either problem is a
-:class:`~syntaxformer.errors.FormatError` naming the text and the file.
+The file is CoNLL-U (``# text = ...`` on every sentence) or syntaxformer JSONL (what ``syntaxformer annotate
+--output x.jsonl`` writes); nothing is parsed (docs/parsing.md). ``annotate`` matches a passage on its
+whitespace-normalised text: a record with that text, or a run of consecutive sentences whose texts, joined by
+spaces, give it; word offsets are re-computed against the input text. ``annotate_pretokenized`` matches the exact
+word sequence of one sentence. The first match in the file wins; no match is a ``ParseNotFoundError``. Every parse
+is checked when the file is read: its words (a multiword token as its surface form) must spell its text, whitespace
+aside, and a JSONL record's word offsets must point at their words (else a ``FormatError`` naming text and file).
 """
 
 from __future__ import annotations
@@ -31,7 +17,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from syntaxformer.data.annotators.base import Annotator
-from syntaxformer.data.sentence import Document, Sentence
+from syntaxformer.data.sentence import Document, Sentence, join_words
 from syntaxformer.errors import AnnotatorError, FormatError, ParseNotFoundError
 
 __all__ = ["PREPARSED_FORMATS", "PreparsedAnnotator"]
@@ -267,16 +253,13 @@ class PreparsedAnnotator(Annotator):
                     f"no sentence with the words {_clip(' '.join(ws))} in {self.path} "
                     f"({len(self)} sentences; word lists are matched exactly)"
                 )
-            offsets, pos = [], 0
-            for w in ws:
-                offsets.append((pos, pos + len(w)))
-                pos += len(w) + 1
+            text, offsets = join_words(ws)
             out.append(
                 dataclasses.replace(
                     self._sentences[k],
                     words=ws,
                     offsets=offsets,
-                    text=" ".join(ws),
+                    text=text,
                     source=self.source,
                     metadata=dict(self._sentences[k].metadata),
                 )

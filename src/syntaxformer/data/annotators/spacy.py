@@ -1,23 +1,12 @@
 """The spaCy annotator: raw text (or gold tokens) -> :class:`Sentence` / :class:`Document`, with a parse cache.
 
-* :meth:`SpacyAnnotator.annotate` parses passages: spaCy splits each text into sentences, each sentence becomes its
-  own tree, and word offsets are relative to the passage text (a :class:`Document`). It also takes spaCy ``Doc``
-  objects the user has already parsed: they are converted as they are, never parsed again (:func:`doc_to_document`).
-* :meth:`SpacyAnnotator.annotate_pretokenized` parses given words as exactly one sentence each (gold tokens, e.g.
-  for parser evaluation): sentence starts are fixed before the parser runs (``is_sent_start=False`` on words
-  1..n-1), which spaCy's parser respects, so every input gives one tree over exactly its words.
-
-:class:`SpacyParser` parses; :class:`SpacyAnnotator`, the parser the library uses, adds a progress bar and caches
-the results (:mod:`syntaxformer.data.annotators.cache`) by content and :meth:`SpacyAnnotator.cache_key`, the
-pipeline's identity **by content**: a hash of the files of the installed package or folder (a pipeline given by
-name or path), or of its serialised weights and configuration (a ``Language`` object given as is), plus the spaCy
-version, the excluded components and the version of the conversion below. A retrained pipeline with the same name
-and version therefore never reuses old parses. Only texts not in the cache go to spaCy; a pipeline given by name is
-loaded (and spaCy imported) only when something has to be parsed.
-
-Whitespace tokens spaCy makes for runs of spaces / newlines / NBSP are not words (they carry no syntax and get no
-subword of their own); they are dropped and their dependents, if any, re-attached to the nearest kept ancestor.
-Texts longer than ``chunk_chars`` are parsed in pieces cut at paragraph, line or sentence boundaries.
+:class:`SpacyParser` parses; :class:`SpacyAnnotator`, the parser the library uses, adds a progress bar and the
+parse cache (:mod:`syntaxformer.data.annotators.cache`), keyed by :meth:`SpacyAnnotator.cache_key`: the pipeline's
+identity **by content** (a hash of its files or serialised weights, the spaCy version, the excluded components and
+the version of the conversion below), so a retrained pipeline with the same name and version never reuses old
+parses. Gold tokens are parsed with sentence starts fixed before the parser runs (``is_sent_start``), so every
+input gives one tree over exactly its words. Whitespace tokens (runs of spaces, newlines, NBSP) are not words:
+they are dropped and their dependents re-attached to the nearest kept ancestor.
 """
 
 from __future__ import annotations
@@ -34,9 +23,9 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from syntaxformer.data.annotators.base import Annotator
+from syntaxformer.data.annotators.base import Annotator, blocks
 from syntaxformer.data.annotators.cache import ParseCache, make_key
-from syntaxformer.data.sentence import Document, Sentence, check_unicode
+from syntaxformer.data.sentence import Document, Sentence, check_unicode, join_words
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
 from syntaxformer.errors import AnnotatorError, MissingDependencyError, SyntaxformerError
 from syntaxformer.utils import progress as _progress
@@ -196,16 +185,13 @@ def load_pipeline(name: str, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> Langua
 @functools.lru_cache(maxsize=4)
 def _load_pipeline(name: str, exclude: tuple[str, ...]) -> Language:
     spacy = _import_spacy()
-    tried, errors = [], []
     for candidate in _candidates(name):
-        tried.append(candidate)
         try:
             return spacy.load(candidate, exclude=list(exclude))
         except OSError as e:
             if "E050" not in str(e):  # installed but broken: say so rather than trying the next name
                 raise MissingDependencyError(f"spaCy pipeline {candidate!r} failed to load: {e}") from e
-            errors.append(e)
-    raise _not_installed(name, tried)
+    raise _not_installed(name, _candidates(name))
 
 
 def _not_installed(name: str, tried: list[str]) -> MissingDependencyError:
@@ -328,20 +314,12 @@ class SpacyParser:
     # -- shared machinery ------------------------------------------------------------------------------
     def _stream(self, items: Iterable[Any], block_fn, what: str, bar: Any = None) -> Iterator[Any]:
         """``block_fn``'s results of ``items``, ``2048`` at a time (``bar``: a progress bar to advance)."""
-        block: list[Any] = []
         start = 0
-        for item in items:
-            block.append(item)
-            if len(block) == _BLOCK:
-                yield from block_fn(block, start)
-                if bar is not None:
-                    bar.update(len(block))
-                start += len(block)
-                block = []
-        if block:
+        for block in blocks(items, _BLOCK):
             yield from block_fn(block, start)
             if bar is not None:
                 bar.update(len(block))
+            start += len(block)
 
     def _parse_key(self, content: str | list[str], mode: str) -> Any:
         """What identifies one parse in a block (the same content is parsed once)."""
@@ -417,27 +395,17 @@ class SpacyParser:
         idx, length, rel, space, starts, tags, upos, deps, lemmas = self._columns(doc, given)
         n = len(idx)
         bounds = [i for i in range(1, n) if starts[i] == 1] + [n]
+        head_of = [i + r for i, r in enumerate(rel)]  # a root is its own head
         text = doc.text
         out = []
-        a = 0
-        for b in bounds:
-            if b <= a:
-                continue
+        for a, b in zip([0, *bounds], bounds):
             keep = [i for i in range(a, b) if not space[i]]
-            if len(keep) == b - a:
-                heads = []
-                for i in range(a, b):
-                    h = i + rel[i]
-                    heads.append(-1 if h == i or not a <= h < b else h - a)
-            elif keep:
-                heads = _drop_tokens(keep, [i + r for i, r in enumerate(rel)], a, b)
-            else:
-                a = b
+            if not keep:
                 continue
             out.append(
                 Sentence(
                     words=[text[idx[i] : idx[i] + length[i]] for i in keep],
-                    heads=heads,
+                    heads=_drop_tokens(keep, head_of, a, b),
                     deprels=[deps[i] for i in keep],
                     upos=[upos[i] for i in keep] if upos is not None else None,
                     xpos=[tags[i] for i in keep] if tags is not None else None,
@@ -446,7 +414,6 @@ class SpacyParser:
                     source=source or self.source,
                 )
             )
-            a = b
         return out
 
 
@@ -553,20 +520,16 @@ class SpacyAnnotator(SpacyParser, Annotator):
 
     def _pretokenized_sentence(self, doc: Doc, words: list[str]) -> Sentence:
         _, _, rel, _, _, tags, upos, deps, lemmas = self._columns(doc)
-        heads = [-1 if r == 0 else i + r for i, r in enumerate(rel)]
-        offsets, pos = [], 0
-        for w in words:
-            offsets.append((pos, pos + len(w)))
-            pos += len(w) + 1
+        text, offsets = join_words(words)
         return Sentence(
             words=list(words),
-            heads=heads,
+            heads=[-1 if r == 0 else i + r for i, r in enumerate(rel)],
             deprels=deps,
             upos=upos,
             xpos=tags,
             lemmas=lemmas,
             offsets=offsets,
-            text=" ".join(words),
+            text=text,
             source=self.source,
         )
 
@@ -585,7 +548,7 @@ class SpacyAnnotator(SpacyParser, Annotator):
         """A Document of a Doc the user parsed (``texts[index]``), converted as it is."""
         own = self._nlp is not None and doc.vocab is self._nlp.vocab
         try:
-            return doc_to_document(doc, source=self.source if own else "spacy:doc", _annotator=self)
+            return doc_to_document(doc, source=self.source if own else "spacy:doc")
         except AnnotatorError as e:
             raise AnnotatorError(f"texts[{index}]: {e}") from None
 
@@ -629,7 +592,7 @@ def _in_order(keys: list[Any], results: dict[Any, Any], from_record) -> list[Any
     return out
 
 
-def doc_to_document(doc: Doc, source: str = "spacy:doc", _annotator: SpacyParser | None = None) -> Document:
+def doc_to_document(doc: Doc, source: str = "spacy:doc") -> Document:
     """A spaCy ``Doc`` that was already parsed, as a :class:`Document` (no parsing: the Doc's own heads, labels,
     tags, lemmas and sentence boundaries), exactly as :meth:`SpacyAnnotator.annotate` converts the Docs it makes.
 
@@ -650,8 +613,7 @@ def doc_to_document(doc: Doc, source: str = "spacy:doc", _annotator: SpacyParser
             "the spaCy Doc has no dependency parse (doc.has_annotation('DEP') is False): parse it "
             "with a pipeline that has a 'parser' component, or pass its text instead"
         )
-    converter = _annotator if _annotator is not None else _CONVERTER
-    return Document(converter._sentences(doc, 0, given=True, source=source) if len(doc) else [], text=doc.text)
+    return Document(_CONVERTER._sentences(doc, 0, given=True, source=source) if len(doc) else [], text=doc.text)
 
 
 def _is_doc(obj: Any) -> bool:
