@@ -31,8 +31,7 @@ Definition (query row ``i``, key column ``j``; both from :func:`syntaxformer.dat
 Group ids (``D`` = ``max_distance``): 0 = no sub-network; child at distance d = ``d`` (the row attends to its
 head side, like LISA's parent head); parent = ``D + d``; sibling = ``2D + d``; pairwise = ``3D + 1``. So there
 are M = 3D + 1 sub-networks per tree kind (Syntax-BERT: "(15 x 3 + 1) x 2 = 92" for pair tasks), and dependency
-and constituency give two partitions (docs/syntax_bert.md, "Naming of the relations", for the names before
-2026-11-23).
+and constituency give two partitions.
 """
 
 from __future__ import annotations

@@ -10,9 +10,6 @@ w_{h,k}`` with ``w_{h,k} = V_h[k] · u_h`` and ``u = W_O W_K q / sqrt(hidden)`` 
 :func:`topical_key_values`); ``α_i = softmax_g(t_{i,g})`` over the non-empty sub-networks; the effective attention
 ``A = Σ_g α_g A_g + φ P`` (``P`` the full softmax, ``φ`` its weight: the full candidate's α, 1 on fallback rows
 for ``empty_rows="full"``, 1 for a LISA head) and the output ``A V``.
-
-*Joint buckets* (:func:`joint_buckets`): the partitions' groups of a pair combined into one id per row, built once
-per forward, so one ``[B, H, L, L]`` scatter or gather serves every partition.
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ SYNTAX_ATTENTION = "syntax"
 Aggregation = Literal["topical", "sum", "mean"]
 EmptyRows = Literal["full", "self"]
 Implementation = Literal["fast", "exact", "triton", "auto"]
-#: The values of ``implementation`` (``"flex"`` was removed: slower than ``"fast"`` at every shape on an H100).
+#: The values of ``implementation`` (a removed ``"flex"`` is refused by name: :func:`check_implementation`).
 IMPLEMENTATIONS: tuple[str, ...] = ("fast", "exact", "triton", "auto")
 
 #: Extra "trash" buckets that receive the pairs of no group in the fast path, spread by key position: thousands of
@@ -538,15 +535,16 @@ def group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool 
     return out
 
 
-def per_forward(groups: SyntaxGroups, name: Any, mask: torch.Tensor | None, compute: Callable[[], Any]) -> Any:
-    """``compute()`` once per forward: the layers of one forward share the groups and the host's mask object, so
-    the first layer's result is kept in ``groups.cache[name]`` with the mask itself (a cached entry can never be
-    taken for another mask); without a cache, computed every time."""
-    if groups.cache is None:
+def per_forward(cache: dict | None, name: Any, key: object, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per forward: the layers of one forward share the groups' ``cache``
+    (:attr:`SyntaxGroups.cache`) and the host's mask object, so the first layer's result is kept in ``cache[name]``
+    with ``key`` (the mask, or what the result derives from: an entry is never taken for another key); without a
+    cache, computed every time."""
+    if cache is None:
         return compute()
-    hit = groups.cache.get(name)
-    if hit is None or hit[0] is not mask:
-        hit = groups.cache[name] = (mask, compute())
+    hit = cache.get(name)
+    if hit is None or hit[0] is not key:
+        hit = cache[name] = (key, compute())
     return hit[1]
 
 
@@ -554,7 +552,7 @@ def cached_group_counts(
     groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None, fast: bool = False
 ) -> list[torch.Tensor]:
     """:func:`group_counts` once per forward (:func:`per_forward`)."""
-    return per_forward(groups, fast, mask, lambda: group_counts(groups, allowed, fast))
+    return per_forward(groups.cache, fast, mask, lambda: group_counts(groups, allowed, fast))
 
 
 def topical_weights(logits: torch.Tensor | None, cand: torch.Tensor, aggregation: str) -> torch.Tensor:
@@ -612,7 +610,8 @@ def candidates(
     return torch.cat(cands + [full.unsqueeze(-1)], -1), full
 
 
-# --- Joint buckets: the partitions' groups of a pair combined into one id per row ---
+# --- Joint buckets: the partitions' groups of a pair combined into one id per row, built once per forward, so one
+# [B, H, L, L] scatter or gather serves every partition ---
 
 
 class JointIndex(NamedTuple):

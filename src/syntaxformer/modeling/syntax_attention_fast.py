@@ -16,7 +16,6 @@ from torch.utils.checkpoint import checkpoint
 
 from syntaxformer.modeling.syntax_attention_core import (
     TRASH_BUCKETS,
-    JointIndex,
     SyntaxAttentionOptions,
     SyntaxGroups,
     allowed_keys,
@@ -47,13 +46,14 @@ def fast_syntax_probs(
     opts: SyntaxAttentionOptions,
     full_heads: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``); the arguments of
-    :func:`~syntaxformer.modeling.syntax_attention_exact.exact_syntax_probs`. Query rows where a non-empty group's
-    share of the full softmax underflows are recomputed exactly."""
+    """Effective attention ``A`` ``[B, H, L, L]`` (``output = A V``; underflowing rows recomputed exactly); the
+    arguments of :func:`~syntaxformer.modeling.syntax_attention_exact.exact_syntax_probs`."""
     B, H, L, _ = scores.shape
     allowed = allowed_keys(mask, B, L)
-    if groups.scatter_index is None:
-        groups = groups._replace(scatter_index=scatter_index_of(groups.partitions, groups.num_buckets))
+    index = groups.scatter_index
+    if index is None:
+        index = scatter_index_of(groups.partitions, groups.num_buckets)
+        groups = groups._replace(scatter_index=index)
     cands = cached_group_counts(groups, mask, allowed, fast=True)
     bad_rows = None
     with torch.no_grad():
@@ -62,10 +62,11 @@ def fast_syntax_probs(
         else:  # the masked copy is a fresh tensor: normalise it in place (one [B, H, L, L] allocation, not two)
             p = apply_mask(scores, mask)
             torch.softmax(p, dim=-1, out=p)  # (B, H, L, L)
-            keyless = per_forward(groups, "keyless", mask, lambda: _keyless_rows(allowed))
+            keyless = per_forward(groups.cache, "keyless", mask, lambda: _keyless_rows(allowed))
             if keyless is not None:  # a row that may attend to no key attends to nothing (and gets no gradient)
                 p.masked_fill_(keyless, 0.0)
-        joint = _cached_joint(groups)
+        sizes = [n + TRASH_BUCKETS for n in groups.num_buckets]  # one sort of [B, L, L], one host sync for J:
+        joint = per_forward(groups.cache, "joint", None, lambda: joint_buckets(index, sizes))  # once per forward
         zj = torch.zeros(B, H, L, joint.size, dtype=p.dtype, device=p.device).scatter_add_(
             3, expand_heads(joint.buckets, H), p
         )  # (B, H, L, J) sums of P per joint bucket
@@ -145,15 +146,6 @@ def _splice_exact_rows(
     heads = torch.arange(H, device=a.device)
     # (bi, h, li) broadcast to (R, H): a contiguous copy of a with those rows replaced (no transposed copies)
     return a.index_put((bi.unsqueeze(1), heads.unsqueeze(0), li.unsqueeze(1)), a_rows.view(R, H, L))
-
-
-def _cached_joint(groups: SyntaxGroups) -> JointIndex:
-    """:class:`JointIndex` of the scatter indices (one sort of ``[B, L, L]``; one host sync for ``J``), once per
-    forward (it depends on the groups only)."""
-    index = groups.scatter_index
-    assert index is not None  # for the type checker: fast_syntax_probs builds it first
-    sizes = [n + TRASH_BUCKETS for n in groups.num_buckets]
-    return per_forward(groups, "joint", None, lambda: joint_buckets(index, sizes))
 
 
 class _FastSyntaxProbs(torch.autograd.Function):

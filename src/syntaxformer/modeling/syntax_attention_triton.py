@@ -1,58 +1,16 @@
 """The ``"triton"`` backend of the Syntax-BERT attention: fused Triton kernels that never write a ``[B, H, L, L]``
-tensor (CUDA; on the CPU only under Triton's interpreter, for tests).
+tensor (CUDA; on the CPU only under Triton's interpreter, ``TRITON_INTERPRET=1`` set before this module is
+imported, for tests). The algebra, the sweeps and their costs: ``docs/syntax_bert.md`` ("Implementations") and
+``docs/benchmarks.md``.
 
-**The algebra.** Per head h, row i and key k, ``A[h,i,k] = Σ_p α_{i,p,g_p} exp(S_ik - log Z_{p,h,i,g_p}) + φ_{h,i}
-exp(S_ik - lse_{h,i})`` (``g_p = g_p(i, k)`` the pair's group in partition p; notation of
-:mod:`syntaxformer.modeling.syntax_attention_core`). The factor of ``exp(S_ik)`` depends on the pair only through
-its joint bucket ``j = (g_1, ..., g_P, disallowed)``, so ``A V = W · softmax_k(S + b[j]) V`` with one bias
-``b = log(Σ_p α_p / Z_p + φ / Z_full)`` per (head, row, joint bucket) (-inf for pairs of no candidate group, the
-fp32 minimum for disallowed pairs) and the row's total weight ``W = Σ α + φ`` (1 for ``"topical"`` / ``"mean"``).
-Two passes over the ``L x L`` pairs compute it:
-
-* **statistics pass**: per (batch, head, block of query rows) one sweep over the key blocks: the sums
-  ``z_j = Σ_{k in j} exp(S_ik - max_j)`` and ``Σ_{k in j} exp(S_ik - max_j) w_k`` (``w_k = V_h[k] · u_h``, the
-  topical scores are linear in the group outputs), each bucket's sums rescaled when a tile raises its running
-  maximum ``max_j`` (flash attention's online softmax, per bucket). Out come ``lz = log z + max - c`` and
-  ``Y = Σ π w`` per joint bucket (``[B, H, L, J]``; each bucket with its own maximum, so no group underflows) and
-  the per-row shift ``c`` (the row's largest score).
-* **attention pass**: flash-attention forward of ``softmax(S - c + b[joint]) V`` (the bias gathered per pair from
-  the row's ``J`` entries), keeping ``lse`` per row. The shift keeps ``S - c + b`` at the size of the score gaps:
-  ``S + b`` would round at the ulp of the scores themselves.
-
-Between the two passes the ``[B, H, L, J]`` tables go through the table algebra (:func:`_syntax_context`): the
-log-sum-exp and topical mean per group of every partition and of the full row, and the bias per joint bucket from
-its groups' terms ``log(α / Z)`` with the row weight ``W``, each in a small Triton kernel per row of the tables
-(:class:`_GroupLogSumExp`, :class:`_GroupBias`; their backwards two more), the topical weights ``α`` and ``φ``
-(``[B, L, C]``) in PyTorch ops; recomputed in the backward instead of kept. The backward takes two
-sweeps (:class:`_TritonSyntaxContext`): a row kernel for ``dO = W dctx``, the attention's ``dQ`` and the bias gradient
-``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)`` (the per-row ``D`` of flash attention, summed per bucket); then, once
-the table algebra has turned ``db`` into the tables' gradients, one column kernel for ``dK`` (the attention's and
-the statistics' ``dS`` summed), ``dV``, ``dw`` and the statistics' ``dQ``
-(``dS_ik = π_ik (dlz_j + dY_j (w_k - Y_j))``, ``π_ik = exp(S_ik - c_i - lz_j)``), added atomically to the
-attention's.
-
-The kernels read the joint-bucket index of every pair (``[B, L, L]``, int8 up to 127 joint buckets per row, else
-int16), built once per forward and shared by every layer, rather than recomputing each pair's groups from the tree
-features in every sweep (why, and the expected cost of the four sweeps, two forward and two backward:
-``docs/syntax_bert.md`` and ``docs/benchmarks.md``). Tile sizes per kernel were chosen by compiling for sm_90
-without a GPU and reading ptxas' register / spill report (:data:`_HALF_CONFIGS`).
-
-**Tile skipping.** Per (example, block of query rows, block of keys) an int8 descriptor, computed once per forward
-and tile shape (:func:`tile_descriptors`), says whether the tile holds a related pair (an allowed pair with a
-group in some partition) and whether it is uniform (one joint bucket per row). Pairs without any group only feed
-the full softmax (bucket 0 is never a candidate group), so where no row reads it (no full candidate, no LISA full
-head) every kernel skips the tiles without a related pair, and the rows without any group, which attend to all
-keys with ``empty_rows="full"``, get plain attention (SDPA on those rows alone, :func:`_plain_rows`). A uniform
-tile reads one bucket id per row and takes its bucket maxima and bias-gradient sums per row instead of per bucket.
-On the benchmark's real UD EWT trees most tiles of a long passage hold no related pair
-(``benchmarks/syntax_bert_kernel_proxy.py``, ``tiles_skipped``).
-
-The kernels themselves are in :mod:`syntaxformer.modeling.syntax_attention_triton_forward` and
-:mod:`syntaxformer.modeling.syntax_attention_triton_backward`; this module is the layer around them
-(:func:`triton_attention`), checks the inputs, picks the tiles, launches the kernels and wraps them in autograd
-functions. Not supported (refused with :class:`~syntaxformer.errors.ConfigError`): attention-probability dropout
-in training. The kernels run on the CPU only under Triton's interpreter (``TRITON_INTERPRET=1`` set before this
-module is imported; the tests do), which is for correctness only.
+In short, ``A V = W · softmax_k(S - c + b[j]) V`` with one bias ``b`` per (head, row, joint bucket ``j``) and the
+row weight ``W``: a statistics sweep gives the log-sums and topical sums per joint bucket, the table algebra
+(:func:`_syntax_context`) turns them into ``b`` and ``W``, an attention sweep applies them; the backward takes a
+row sweep and a column sweep (:class:`_TritonSyntaxContext`). Tiles without a related pair are skipped where no
+row reads the full softmax (:func:`tile_descriptors`). The kernels are in
+:mod:`syntaxformer.modeling.syntax_attention_triton_forward` and
+:mod:`syntaxformer.modeling.syntax_attention_triton_backward`; this module checks the inputs, picks the tiles,
+launches the kernels and wraps them in autograd functions.
 """
 
 from __future__ import annotations
@@ -77,11 +35,12 @@ from syntaxformer.modeling.syntax_attention_core import (
     full_weight,
     joint_buckets,
     layer_gate,
+    per_forward,
     plain_attention,
     read_call,
     topical_key_values,
 )
-from syntaxformer.modeling.syntax_attention_exact import dense_attention, exact_syntax_probs, record_syntax_layer
+from syntaxformer.modeling.syntax_attention_exact import exact_attention, record_syntax_layer
 
 try:  # triton is optional (the ``dev`` extra installs it; CUDA builds of torch ship it)
     import triton
@@ -129,15 +88,13 @@ def triton_attention(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The ``"syntax_triton"`` attention function (``AttentionInterface`` signature; the syntax keyword arguments
     are those of :func:`syntaxformer.modeling.syntax_attention.syntax_attention_forward`): the same output
-    ``[B, L, H, d]`` as the dense backends (LISA heads, topical attention with shared or own projections, gate,
-    recorder) and no attention weights (as SDPA; the LISA layer outside the syntax layers runs densely); no ``[B, H, L, L]`` tensor except the recorder's (analysis)."""
+    ``[B, L, H, d]`` as the dense backends and no attention weights (as SDPA; the LISA layer outside the syntax
+    layers runs densely); no ``[B, H, L, L]`` tensor except the recorder's (analysis)."""
     call = read_call(module, query, key, scaling, **kwargs)
     if call.plain:
         return plain_attention(module, query, key, value, attention_mask, dropout, call)
     if call.groups is None:  # the LISA layer outside the syntax layers: every head attends as usual, densely
-        return dense_attention(
-            exact_syntax_probs, module, query, key, value, attention_mask, scaling, dropout, **kwargs
-        )
+        return exact_attention(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
     check(query, dropout, module)
     B, H, L, d = query.shape
     scaling = call.scaling
@@ -195,18 +152,16 @@ def check(query: torch.Tensor, dropout: float, module: nn.Module) -> None:
 
 def _joint_with_mask(groups: SyntaxGroups, mask: torch.Tensor | None, allowed: torch.Tensor | None) -> JointIndex:
     """Joint buckets of the partitions' raw group ids and the mask (a last component: 1 = disallowed pair), ``J``
-    padded to ``_PAD``; once per forward and mask (kept in ``groups.cache`` with the mask, as the counts)."""
-    hit = None if groups.cache is None else groups.cache.get("pairs")
-    if hit is not None and hit[0] is mask:
-        return hit[1]
-    index, sizes = list(groups.partitions), list(groups.num_buckets)
-    if allowed is not None:
-        index.append((~allowed).long())
-        sizes.append(2)
-    joint = joint_buckets(index, sizes, pad=_PAD)
-    if groups.cache is not None:
-        groups.cache["pairs"] = (mask, joint)
-    return joint
+    padded to ``_PAD``; once per forward and mask (:func:`~syntaxformer.modeling.syntax_attention_core.per_forward`)."""
+
+    def compute() -> JointIndex:
+        index, sizes = list(groups.partitions), list(groups.num_buckets)
+        if allowed is not None:
+            index.append((~allowed).long())
+            sizes.append(2)
+        return joint_buckets(index, sizes, pad=_PAD)
+
+    return per_forward(groups.cache, "pairs", mask, compute)
 
 
 #: Tile descriptor bits (:func:`tile_descriptors`): the kernels skip a tile with ``SKIP`` and read one bucket id per
@@ -224,41 +179,34 @@ def tile_descriptors(
     cache: dict | None = None,
 ) -> torch.Tensor:
     """Per (example, block of ``BM`` query rows, block of ``BN`` keys) an int8 of :data:`SKIP` / :data:`UNIFORM`
-    bits ``[B, ceil(L / BM), ceil(L / BN)]``, contiguous; once per forward, tile shape and ``skip`` when ``cache``
-    (the groups' per-forward memo, keyed with the joint index it was made from) is given.
+    bits ``[B, ceil(L / BM), ceil(L / BN)]``, contiguous; once per forward, tile shape and ``skip`` with a ``cache``
+    (the groups' per-forward memo). ``SKIP`` (only when ``skip``): no allowed pair of the tile has a group in any
+    partition (such pairs only feed the full softmax, which a layer run with ``skip`` never reads). ``UNIFORM``:
+    every row of the tile holds one joint bucket (over its keys below ``L``)."""
 
-    ``SKIP`` (only when ``skip``): no allowed pair of the tile has a group in any partition. Such pairs sit in the
-    joint buckets "no group" whose statistics only the full softmax reads (bucket 0 is never a candidate group),
-    so a layer whose rows never need the full softmax (no full candidate, no LISA full head, rows without any group
-    sent to plain attention) gets exactly the same result without them. ``UNIFORM``: every row of the tile holds
-    one joint bucket (over its keys below ``L``)."""
-    key = ("tiles", BM, BN, skip)
-    hit = None if cache is None else cache.get(key)
-    if hit is not None and hit[0] is joint.buckets:
-        return hit[1]
-    buckets = compact_index(joint.buckets, joint.size, cache)  # int8 / int16: the padded copies below stay small
-    B, L, _ = buckets.shape
-    nq, nk = -(-L // BM), -(-L // BN)
-    grid = (B, nq, BM, nk, BN)
-    hi = buckets.new_full((B, nq * BM, nk * BN), -1)
-    hi[:, :L, :L] = buckets
-    lo = buckets.new_full((B, nq * BM, nk * BN), torch.iinfo(buckets.dtype).max)
-    lo[:, :L, :L] = buckets
-    top, bottom = hi.view(grid).amax(4), lo.view(grid).amin(4)  # (B, nq, BM, nk) per row of each tile
-    uniform = ((top == bottom) | (top < 0)).all(2)  # (B, nq, nk); rows beyond L hold no pair
-    desc = uniform.to(torch.int8) * UNIFORM
-    if skip:
-        related = torch.zeros(B, nq * BM, nk * BN, dtype=torch.bool, device=buckets.device)
-        inner = related[:, :L, :L]
-        for g in groups.partitions:
-            inner |= g > 0
-        if allowed is not None:
-            inner &= allowed
-        desc = desc | (~related.view(grid).any(4).any(2)).to(torch.int8) * SKIP
-    desc = desc.contiguous()
-    if cache is not None:
-        cache[key] = (joint.buckets, desc)
-    return desc
+    def compute() -> torch.Tensor:
+        buckets = compact_index(joint.buckets, joint.size, cache)  # int8 / int16: the padded copies below stay small
+        B, L, _ = buckets.shape
+        nq, nk = -(-L // BM), -(-L // BN)
+        grid = (B, nq, BM, nk, BN)
+        hi = buckets.new_full((B, nq * BM, nk * BN), -1)
+        hi[:, :L, :L] = buckets
+        lo = buckets.new_full((B, nq * BM, nk * BN), torch.iinfo(buckets.dtype).max)
+        lo[:, :L, :L] = buckets
+        top, bottom = hi.view(grid).amax(4), lo.view(grid).amin(4)  # (B, nq, BM, nk) per row of each tile
+        uniform = ((top == bottom) | (top < 0)).all(2)  # (B, nq, nk); rows beyond L hold no pair
+        desc = uniform.to(torch.int8) * UNIFORM
+        if skip:
+            related = torch.zeros(B, nq * BM, nk * BN, dtype=torch.bool, device=buckets.device)
+            inner = related[:, :L, :L]
+            for g in groups.partitions:
+                inner |= g > 0
+            if allowed is not None:
+                inner &= allowed
+            desc = desc | (~related.view(grid).any(4).any(2)).to(torch.int8) * SKIP
+        return desc.contiguous()
+
+    return per_forward(cache, ("tiles", BM, BN, skip), joint.buckets, compute)
 
 
 def _plain_rows(
@@ -269,23 +217,13 @@ def _plain_rows(
     value: torch.Tensor,
     allowed: torch.Tensor | None,
     scaling: float,
-    cache: dict | None = None,
-    source: object = None,
+    cache: dict | None,
+    source: object,
 ) -> torch.Tensor:
     """``context`` ``[B, H, L, d]`` with the rows ``rows`` (``[B, L]`` bool; zero in ``context``) set to plain
     attention over their allowed keys: SDPA on those rows only, gathered and padded to the largest count of an
-    example (one host sync per forward when ``cache`` is given, keyed with ``source``, what ``rows`` derive from)."""
-    hit = None if cache is None or source is None else cache.get("plain_rows")
-    if hit is not None and hit[0] is source:
-        index = hit[1]
-    else:
-        B, L = rows.shape
-        n = int(rows.sum(-1).max()) if rows.numel() else 0
-        # each example's rows first, in order, then L (a dummy row beyond the sequence) as padding
-        order = torch.where(rows, torch.arange(L, device=rows.device), L).sort(-1).values
-        index = order[:, :n]  # (B, n)
-        if cache is not None and source is not None:
-            cache["plain_rows"] = (source, index)
+    example (one host sync per forward with a ``cache``, keyed with ``source``, what ``rows`` derive from)."""
+    index = per_forward(cache, "plain_rows", source, lambda: _row_index(rows))
     B, H, L, d = context.shape
     n = index.shape[1]
     if n == 0:
@@ -296,6 +234,14 @@ def _plain_rows(
     out = F.scaled_dot_product_attention(q, key.to(q.dtype), value.to(q.dtype), attn_mask=mask, scale=scaling)
     out = out.to(context.dtype) * (index < L).view(B, 1, n, 1)  # the padding adds 0 (to row L - 1)
     return context.scatter_add(2, safe.view(B, 1, n, 1).expand(B, H, n, d), out)
+
+
+def _row_index(rows: torch.Tensor) -> torch.Tensor:
+    """``[B, n]`` each example's rows of ``rows`` (``[B, L]`` bool) in order, padded with ``L`` (a dummy row beyond
+    the sequence) to the largest count ``n`` (one host sync)."""
+    L = rows.shape[1]
+    n = int(rows.sum(-1).max()) if rows.numel() else 0
+    return torch.where(rows, torch.arange(L, device=rows.device), L).sort(-1).values[:, :n]
 
 
 class GroupIndex(NamedTuple):
@@ -311,19 +257,17 @@ class GroupIndex(NamedTuple):
 def group_index(groups: SyntaxGroups, joint: JointIndex, allowed: torch.Tensor | None) -> GroupIndex:
     """:class:`GroupIndex` of a forward's joint buckets, once per forward (kept in ``groups.cache`` with the joint
     index)."""
-    hit = None if groups.cache is None else groups.cache.get("group_index")
-    if hit is not None and hit[0] is joint.buckets:
-        return hit[1]
+    return per_forward(groups.cache, "group_index", joint.buckets, lambda: _group_index(groups, joint, allowed))
+
+
+def _group_index(groups: SyntaxGroups, joint: JointIndex, allowed: torch.Tensor | None) -> GroupIndex:
     parts, start = [], 0
     for m, n in zip(joint.maps, groups.num_buckets):
         parts.append(m + start)
         start += n
     parts.append(torch.full_like(joint.maps[0], start))
     ok = None if allowed is None else (joint.maps[-1] == 0).to(torch.int8).contiguous()
-    out = GroupIndex(torch.cat(parts, -1).to(torch.int32).contiguous(), ok, start + 1)
-    if groups.cache is not None:
-        groups.cache["group_index"] = (joint.buckets, out)
-    return out
+    return GroupIndex(torch.cat(parts, -1).to(torch.int32).contiguous(), ok, start + 1)
 
 
 class _GroupLogSumExp(torch.autograd.Function):
@@ -454,24 +398,16 @@ def _syntax_context(
     def bias_and_weight(lzj: torch.Tensor, yj: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bias per (head, row, joint bucket) ``[B, H, L, J]`` and the row weight ``W`` ``[B, H, L]`` from the
         statistics sweep's tables (per joint bucket the log-sums shifted by a per-row constant, and Y)."""
-        # per group of every partition, and the full row last (B, H, L, n_groups + 1): the joint buckets' tables
-        # combined by group (Y only when yj is given)
+        # per group of every partition, the full row last (B, H, L, n_groups + 1); yj (so y) is given with w
         logz, y = _GroupLogSumExp.apply(lzj, yj, by_group)
-        y = None if yj is None else y
         has_full = cand_full is not None
-        logits = None
-        if w is not None:
-            assert y is not None  # for the type checker: the pre-pass returns yj (so Y) whenever w is given
-            logits = (y if has_full else y[..., :-1]).sum(1)  # (B, L, C)
+        logits = None if w is None else (y if has_full else y[..., :-1]).sum(1)  # (B, L, C)
         log_alpha = _log_topical_weights(logits, cand, opts.aggregation)  # (B, L, C)
         phi = full_weight(log_alpha[..., -1].exp() if has_full else None, fallback, opts, full_heads, H)  # (B, H, L)
         if plain is not None:  # those rows get plain attention below; weight 0 here
             phi = phi.masked_fill(plain.unsqueeze(1), 0.0)
 
-        # per joint bucket the log-sum-exp of its groups' terms log(α / Z), in each partition and the full row's, and
-        # the row weight W = Σ α + φ (the heads that read the groups: live)
-        bias, weight = _GroupBias.apply(log_alpha[..., :n_groups], logz, phi, live, by_group, joint.size)
-        return bias, weight
+        return _GroupBias.apply(log_alpha[..., :n_groups], logz, phi, live, by_group, joint.size)
 
     index = compact_index(joint.buckets, joint.size, groups.cache)
     # one dtype for the tiles (tl.dot takes equal operand types); under autocast q, k, v are all bf16 already
@@ -480,36 +416,23 @@ def _syntax_context(
     # intermediates are not kept: at 128 tokens with J = 32 they would be several [B, H, L, L] tensors' worth)
     ctx = _TritonSyntaxContext.apply(query, *kv, w, index, joint.size, scaling, tiles, bias_and_weight)
     if plain is not None:
-        ctx = _plain_rows(ctx, plain, query, key, value, allowed, scaling, groups.cache, source=cands)
+        ctx = _plain_rows(ctx, plain, query, key, value, allowed, scaling, groups.cache, cands)
     if opts.empty_rows == "self":
         rows = fallback.unsqueeze(1) & live.view(1, H, 1)  # (B, H, L)
         ctx = torch.where(rows.unsqueeze(-1), value.to(ctx.dtype), ctx)
     return ctx
 
 
-class _Compact(NamedTuple):
-    """The joint-bucket index of a forward in the kernels' dtype (kept in ``SyntaxGroups.cache``)."""
-
-    source: torch.Tensor  # the int64 index it was made from (identity = cache key)
-    compact: torch.Tensor  # (B, L, L) int8 / int16, contiguous
-
-
 def compact_index(index: torch.Tensor, size: int, cache: dict | None = None) -> torch.Tensor:
     """The ``[B, L, L]`` joint-bucket index as int8 (at most 127 buckets) or int16, contiguous; once per forward
     when ``cache`` (the groups' per-forward memo) is given."""
-    hit = None if cache is None else cache.get("triton")
-    if hit is not None and hit.source is index:
-        return hit.compact
     if size > torch.iinfo(torch.int16).max:
         raise ConfigError(
             f"implementation='triton' takes at most {torch.iinfo(torch.int16).max} joint buckets per "
             f"row, got {size}; use implementation='fast'"
         )
     dtype = torch.int8 if size <= torch.iinfo(torch.int8).max else torch.int16
-    out = index.to(dtype).contiguous()
-    if cache is not None:
-        cache["triton"] = _Compact(index, out)
-    return out
+    return per_forward(cache, "triton", index, lambda: index.to(dtype).contiguous())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -522,12 +445,9 @@ def _pow2(n: int, least: int = 16) -> int:
 
 
 #: Tiles and launch settings per kernel for 16-bit inputs with head size <= 64: ``(BM, BN, num_warps, num_stages)``
-#: (BM: query rows, BN: keys). Chosen without a GPU, by compiling every kernel for sm_90 here and reading ptxas'
-#: register / spill report (bf16, head size 32 and 64, 64 joint-bucket columns;
-#: ``experiments/triton_compile_report.py``): the largest tiles that spill no register, or the least (the merged
-#: column backward: 60 bytes at head size 64 with 32 x 64, against 468 with 64 x 64; ``docs/benchmarks.md``).
-#: Whether they are the fastest is for a GPU run to tell. fp32 tiles (FMA dot products, or TF32), larger heads and anything else use 32 x 32
-#: tiles with 8 warps and 2 stages (no spill at head size <= 64).
+#: (BM: query rows, BN: keys), the largest tiles without register spill in ptxas' sm_90 report
+#: (``experiments/triton_compile_report.py``, ``docs/benchmarks.md``); not yet timed on a GPU. Anything else:
+#: ``_SMALL_CONFIG``.
 _HALF_CONFIGS = {
     "prepass_sum": (64, 64, 8, 2),
     "attn_fwd": (64, 32, 4, 2),
@@ -597,15 +517,10 @@ class _TritonSyntaxContext(torch.autograd.Function):
     algebra (``algebra``, PyTorch ops on ``[B, H, L, J]`` tables), the attention sweep; gradients for q, k, v and
     ``w`` in two backward sweeps.
 
-    The shift keeps the attention pass exact at large scores: it computes ``(S - c) + b`` with ``b`` built from
-    the shifted log-sums, all of the size of the score *gaps*, where ``S + b`` would add two numbers of the size of
-    the scores (and their rounding). The table algebra is shift-equivariant (log-sum-exps and differences of them),
-    and the attention pass subtracts the same ``c``, so the result is unchanged.
-
-    Backward: the row sweep (:func:`attn_bwd_rows_kernel`) gives the attention's ``dQ`` and the bias gradient
-    ``db``; the algebra, recomputed (its intermediates are not kept), turns ``db`` and ``dW`` into the tables'
-    gradients ``dlz``, ``dY``; the column sweep (:func:`bwd_cols_kernel`) then gives ``dK`` and ``dV``, ``dw``, and
-    adds the statistics' ``dQ`` to the attention's."""
+    The shift keeps ``(S - c) + b`` at the size of the score gaps (the table algebra is shift-equivariant, so the
+    result is unchanged). Backward: the row sweep gives the attention's ``dQ`` and the bias gradient ``db``; the
+    algebra, recomputed, turns ``db`` and ``dW`` into the tables' gradients ``dlz``, ``dY``; the column sweep gives
+    ``dK``, ``dV``, ``dw`` and adds the statistics' ``dQ``."""
 
     @staticmethod
     def forward(ctx, query, key, value, w, index, size, scaling, tiles, algebra):  # noqa: D102
@@ -669,8 +584,6 @@ class _TritonSyntaxContext(torch.autograd.Function):
         cols_out = (d_y.float().contiguous() if d_y is not None else lz, dq, dk, dv, dw if dw is not None else lz)
         cols = (*cols_in, *cols_out, *qkv, H, L, J, d, ctx.scaling)
         _launch("bwd_cols", bwd_cols_kernel, query, ctx.tiles, *cols, HAS_W=has_w_grad)
-        grad_w = None
-        if w is not None:
-            grad_w = dw if dw is not None else torch.zeros_like(w)
+        grad_w = None if w is None else (dw if dw is not None else torch.zeros_like(w))
         grads_qkv = _unpad(dq, d).to(query.dtype), _unpad(dk, d).to(key.dtype), _unpad(dv, d).to(value.dtype)
         return (*grads_qkv, grad_w, None, None, None, None, None)

@@ -1,27 +1,13 @@
 """The backward Triton kernels of the ``"triton"`` Syntax-BERT attention
-(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them), two sweeps over the pairs: a row kernel for the
-attention's ``dQ`` and the bias gradient ``db_ij = Σ_{k in j} P_ik (dO_i · V_k - D_i)``, flash-style; then a column
-kernel for ``dK`` and ``dV`` with the statistics pass's gradients merged in (``dS = π (dlz_j + dY_j (w_k - Y_j))``
-added to the attention's for ``dK``, ``dw``, and the statistics' ``dQ`` added atomically).
-
-Defined only where triton is importable (the module imports without it). The per-bucket sums come from
-:mod:`syntaxformer.modeling.syntax_attention_triton_forward`.
+(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): a row sweep for the attention's ``dQ`` and the
+bias gradient, a column sweep for ``dK``, ``dV``, ``dw`` and the statistics' ``dQ``, and the table algebra's
+backward kernels. The shared tile helpers are in :mod:`syntaxformer.modeling.syntax_attention_triton_forward`.
 """
 
 from __future__ import annotations
 
-try:  # triton is optional (the ``dev`` extra installs it; CUDA builds of torch ship it)
-    import triton
-    import triton.language as tl
-except ImportError:  # pragma: no cover - exercised where triton is absent
-    triton = None
-    tl = None
-
-# ---------------------------------------------------------------------------------------------------------------
-# Kernels. Index conventions: q / k / v / dO ``[B, H, L, d]`` with any strides; the joint index ``[B, L, L]``
-# (contiguous); per-bucket tables ``[B, H, L, J]`` and per-row vectors ``[B, H, L]`` contiguous fp32. One program
-# per (block of rows or keys, batch * head). ``BD`` is the head size rounded up to a power of two >= 16 (tl.dot).
-# ---------------------------------------------------------------------------------------------------------------
+# triton is optional: the kernels are defined only where it imports (index conventions: the forward module)
+from syntaxformer.modeling.syntax_attention_triton_forward import triton
 
 if triton is not None:
     from syntaxformer.modeling.syntax_attention_triton_forward import (
@@ -32,10 +18,8 @@ if triton is not None:
         store_tile,
         table_row,
         tile_descriptor,
+        tl,
     )
-
-    # Addresses are computed from the block's start in every iteration (integer multiply-adds), never carried
-    # through the loops as [BM, BN] pointer tensors: 64-bit pointers per element would hold most registers.
 
     @triton.jit
     def attn_bwd_rows_kernel(
@@ -91,7 +75,6 @@ if triton is not None:
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
-        offs_n = tl.arange(0, BN)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
         q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
@@ -114,10 +97,8 @@ if triton is not None:
         for start in range(0, L, BN):
             computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
             if computed:
-                keys = start + offs_n
-                key_ok = keys < L
-                s, jj = score_tile(
-                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
+                s, jj, keys, key_ok = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, row_ok, start, L, uniform, D, BD, BN, PREC, False
                 )
                 ok = jj >= 0
                 t = (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0)
@@ -181,7 +162,6 @@ if triton is not None:
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         keys = pid * BN + tl.arange(0, BN)
-        offs_m = tl.arange(0, BM)
         dcols = tl.arange(0, BD)
         key_ok = keys < L
         k = load_tile(K + b * skb + h * skh, keys, key_ok, skl, skd, D, BD, False)  # (BN, BD)
@@ -198,10 +178,8 @@ if triton is not None:
         for start in range(0, L, BM):
             computed, uniform = tile_descriptor(DESC, b, start // BM, pid, L, BM, BN)
             if computed:
-                rows = start + offs_m
-                row_ok = rows < L
-                st, jj = score_tile(
-                    k, q_base, sql, sqd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, True
+                st, jj, rows, row_ok = score_tile(
+                    k, q_base, sql, sqd, scale, idx_base, keys, key_ok, start, L, uniform, D, BD, BM, PREC, True
                 )
                 ok = jj >= 0
                 tab = (bh * L + rows[None, :]) * J + jj  # (BN, BM) the pair's table entry
@@ -286,16 +264,11 @@ if triton is not None:
         bucket); then ``dLZ_g = -dT_g``, ``dLA_g = dT_g + dW α_g`` (on a live head; added over the heads,
         atomically: ``DLA`` starts at zero) and ``dPHI = dT_full / φ + dW``."""
         r = tl.program_id(0)
-        pair_row = (r // (H * L)) * L + r % L
-        jcols = tl.arange(0, JP)
-        gcols = tl.arange(0, GP)
-        j_ok = jcols < J
-        bias = tl.load(BIAS + r * J + jcols, mask=j_ok, other=float("-inf"))
+        pair_row, jcols, j_ok, bias, live = table_row(BIAS, OK, r, H, L, J, HAS_OK, JP)
         # finite biases only (a row of weight 0 has bias 0 but no finite term: its shares are 0; an infinite term,
         # as in a row whose tiles were all skipped, gives no gradient)
-        live = (bias > float("-inf")) & (bias < float("inf"))
-        if HAS_OK:
-            live = live & (tl.load(OK + pair_row * J + jcols, mask=j_ok, other=1) != 0)
+        live = live & (bias < float("inf"))
+        gcols = tl.arange(0, GP)
         d_bias = tl.where(live, tl.load(DBIAS + r * J + jcols, mask=j_ok, other=0.0), 0.0)
         d_t = tl.zeros([GP], tl.float32)
         for c in tl.static_range(COPIES):

@@ -1,13 +1,8 @@
 """The forward Triton kernels of the ``"triton"`` Syntax-BERT attention
-(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them): the statistics pass (the per-(row, joint
-bucket) maximum, then the sums ``z_j`` and ``Σ exp(S - max) w`` per bucket) and the biased flash-attention forward
-``softmax(S - c + b[joint]) V`` with its per-row ``lse``; the per-bucket tile reductions, tile loads and score tiles
-they and the backward kernels share; and the table algebra's per-group log-sum-exp and per-bucket bias between the
-two sweeps.
-
-Defined only where triton is importable (the module imports without it, as every copied module of an exported
-model folder must). Which kernel computes what, and why, is in the docstring of
-:mod:`syntaxformer.modeling.syntax_attention_triton`.
+(:mod:`syntaxformer.modeling.syntax_attention_triton` launches them and says what each computes): the statistics
+sweep, the biased flash-attention forward, the table algebra's per-group log-sum-exp and per-bucket bias, and the
+tile loads, score tiles and per-bucket reductions the backward kernels share. Defined only where triton is
+importable (the module imports without it, as every copied module of an exported model folder must).
 """
 
 from __future__ import annotations
@@ -80,18 +75,21 @@ if triton is not None:
 
     @triton.jit
     def score_tile(
-        x, base, s_l, s_d, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D: tl.constexpr, BD: tl.constexpr,
-        PREC: tl.constexpr, TRANS: tl.constexpr,
+        x, base, s_l, s_d, scale, idx_base, fixed, fixed_ok, start, L, uniform, D: tl.constexpr, BD: tl.constexpr,
+        N: tl.constexpr, PREC: tl.constexpr, TRANS: tl.constexpr,
     ):  # fmt: skip
-        """The scaled scores of a tile and the joint bucket of each pair (:func:`tile_buckets`): ``x`` ``[BM, BD]``
-        the block's queries, ``base`` (strides ``s_l``, ``s_d``) the keys, ``[BM, BN]`` tiles; ``TRANS``: ``x``
-        ``[BN, BD]`` the block's keys, ``base`` the queries, ``[BN, BM]`` tiles."""
+        """``(scores, joint buckets, other, other_ok)`` of a tile (:func:`tile_buckets`): ``x`` ``[BM, BD]`` the
+        block's queries ``fixed`` (``fixed_ok``: inside the sequence), ``base`` (strides ``s_l``, ``s_d``) the keys,
+        ``other`` the ``N`` keys from ``start``, ``[BM, N]`` tiles; ``TRANS``: ``x`` the block's keys, ``base`` the
+        queries, ``other`` the ``N`` rows from ``start``, ``[BN, N]`` tiles."""
+        other = start + tl.arange(0, N)
+        other_ok = other < L
+        s = tl.dot(x, load_tile(base, other, other_ok, s_l, s_d, D, BD, True), input_precision=PREC) * scale
         if TRANS:
-            other = load_tile(base, rows, row_ok, s_l, s_d, D, BD, True)  # (BD, BM)
+            jj = tile_buckets(idx_base, other, fixed, other_ok, fixed_ok, L, uniform, True)
         else:
-            other = load_tile(base, keys, key_ok, s_l, s_d, D, BD, True)  # (BD, BN)
-        s = tl.dot(x, other, input_precision=PREC) * scale
-        return s, tile_buckets(idx_base, rows, keys, row_ok, key_ok, L, uniform, TRANS)
+            jj = tile_buckets(idx_base, fixed, other, fixed_ok, other_ok, L, uniform, False)
+        return s, jj, other, other_ok
 
     # The bucket reductions: a ``uniform`` tile (one bucket per row, :func:`tile_descriptors`) takes one reduction
     # per row; any other tile either one ``[BM, BN, JP]`` one-hot comparison (``ONE_HOT``, the interpreter: one numpy
@@ -208,7 +206,6 @@ if triton is not None:
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
-        offs_n = tl.arange(0, BN)
         jcols = tl.arange(0, JP)
         row_ok = rows < L
         q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
@@ -221,10 +218,8 @@ if triton is not None:
         for start in range(0, L, BN):
             computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
             if computed:
-                keys = start + offs_n
-                key_ok = keys < L
-                s, jj = score_tile(
-                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
+                s, jj, keys, key_ok = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, row_ok, start, L, uniform, D, BD, BN, PREC, False
                 )
                 ok = jj >= 0
                 new, top = _bucket_max_update(s, jj, mx, J, uniform, BM, JP, ONE_HOT)  # top: the pair's bucket's
@@ -292,7 +287,6 @@ if triton is not None:
         pid, bh = tl.program_id(0), tl.program_id(1)
         b, h = bh // H, bh % H
         rows = pid * BM + tl.arange(0, BM)
-        offs_n = tl.arange(0, BN)
         row_ok = rows < L
         q = load_tile(Q + b * sqb + h * sqh, rows, row_ok, sql, sqd, D, BD, False)
         k_base = K + b * skb + h * skh
@@ -306,10 +300,8 @@ if triton is not None:
         for start in range(0, L, BN):
             computed, uniform = tile_descriptor(DESC, b, pid, start // BN, L, BM, BN)
             if computed:
-                keys = start + offs_n
-                key_ok = keys < L
-                s, jj = score_tile(
-                    q, k_base, skl, skd, scale, idx_base, rows, keys, row_ok, key_ok, L, uniform, D, BD, PREC, False
+                s, jj, keys, key_ok = score_tile(
+                    q, k_base, skl, skd, scale, idx_base, rows, row_ok, start, L, uniform, D, BD, BN, PREC, False
                 )
                 ok = jj >= 0
                 t = tl.where(ok, (s - shift[:, None]) + tl.load(BIAS + row_tab + jj, mask=ok, other=0.0), float("-inf"))
@@ -334,9 +326,9 @@ if triton is not None:
 
     @triton.jit
     def table_row(X, OK, r, H, L, J, HAS_OK: tl.constexpr, JP: tl.constexpr):
-        """Row ``r`` of the log-sums per joint bucket ``X`` ``[B * H * L, J]``: ``(pair_row, jcols, j_ok, x, live)``,
-        ``pair_row`` its row ``b * L + i`` of the ``[B, L, ·]`` index tables, ``live`` the buckets with a pair (and
-        allowed: ``OK`` ``[B, L, J]``)."""
+        """Row ``r`` of a per-joint-bucket table ``X`` ``[B * H * L, J]`` (-inf: none): ``(pair_row, jcols, j_ok, x,
+        live)``, ``pair_row`` its row ``b * L + i`` of the ``[B, L, ·]`` index tables, ``live`` the buckets above
+        -inf (and allowed: ``OK`` ``[B, L, J]``)."""
         pair_row = (r // (H * L)) * L + r % L
         jcols = tl.arange(0, JP)
         j_ok = jcols < J
