@@ -1,35 +1,17 @@
-"""Task heads, written once and composed over any syntax backbone.
+"""Task heads, written once and composed over any system's backbone.
 
-A *backbone* is a ``PreTrainedModel`` (``SGNetModel``, ``SyntaxBertModel``) with a method
-``contextual_states(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-output_hidden_states, **syntax_inputs) -> ContextualStates`` (the states ``[B, L, H]`` the heads read, the
-system's extra outputs and an auxiliary loss; :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone`
-gives it to a backbone whose ``forward`` returns ``last_hidden_state``). A *system base class* (``SGNetPreTrainedModel``,
-``SyntaxBertPreTrainedModel``) says which config class and backbone it uses (``build_backbone``) and under which
-attribute the backbone lives (``base_model_prefix``). A task model is then one line::
+A *backbone* (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``) gives the heads its
+:class:`ContextualStates` (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.contextual_states`); a
+*system base class* says which backbone it builds (``build_backbone``) and under which attribute
+(``base_model_prefix``). A task model is then one line::
 
     class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel): ...
 
-The heads (mixins: they build their layers on the model itself, so parameter names are the Hugging Face ones,
-``classifier.*``, ``pooler.*``, ``qa_outputs.*``; the heads with one target ``labels`` share
-:meth:`LabelledHead.forward`):
-
-* :class:`SequenceClassificationHead`: ``logits = W Dropout(pool(H)) + b``, ``[B, num_labels]``; the HF loss by
-  problem type (:func:`sequence_classification_loss`).
-* :class:`QuestionAnsweringHead`: SQuAD 2.0 span QA (SG-Net §3.4.1, Eq. 10-14) with the optional answer verifier.
-* :class:`MultipleChoiceHead`: one score per option (RACE, Eq. 15); inputs ``[B, C, L]`` flattened to ``B * C``
-  sequences.
-* :class:`TokenClassificationHead`: a per-token linear layer; labels ``-100`` are ignored.
-
-Outputs: :class:`ContextualStates` (what a backbone hands the heads) and one ``ModelOutput`` per head, shared by
-every system. Each ends with the fields every head output has: ``lisa_loss`` (Syntax-BERT's 0-d LISA loss),
-``hidden_states`` / ``attentions`` (the encoder's, when asked for) and ``sg_attentions`` (SG-Net's
-``[B, sg_num_heads, L, L]`` syntax-guided attention, with ``output_attentions=True``); another system's fields stay
-``None``. A backbone's own output is defined beside it.
-
-Pooling for sequence-level heads (``config.pooling``): :class:`FirstTokenPooler` (``"cls"``) or :func:`mean_pool`
-over non-special tokens (``"mean"``). The backbone's auxiliary loss (Syntax-BERT's weighted LISA loss) is added to
-every head's loss.
+The heads are mixins that build their layers on the model itself, so parameter names are the Hugging Face ones
+(``classifier.*``, ``pooler.*``, ``qa_outputs.*``). Every head output ends with ``lisa_loss`` (Syntax-BERT),
+``hidden_states`` / ``attentions`` (the encoder's, when asked for) and ``sg_attentions`` (SG-Net's syntax-guided
+attention); another system's fields stay ``None``. The backbone's auxiliary loss (Syntax-BERT's weighted LISA
+loss) is added to every head's loss.
 """
 
 from __future__ import annotations
@@ -83,20 +65,17 @@ def _head_output(name: str, doc: str, *fields: str) -> type[ModelOutput]:
 
 SequenceClassifierOutput = _head_output(
     "SequenceClassifierOutput",
-    """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, only with ``labels``: cross-entropy,
-    MSE or BCE-with-logits by problem type, plus the backbone's auxiliary loss, e.g. Syntax-BERT's weighted LISA
-    loss), ``logits`` ``[B, num_labels]`` (before softmax / sigmoid; ``[B, 1]`` for regression), then
-    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
+    """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, with ``labels``: by problem type, plus
+    the backbone's auxiliary loss), ``logits`` ``[B, num_labels]`` (``[B, 1]`` for regression), then the fields
+    every head output has.""",
     "logits",
 )
 QuestionAnsweringOutput = _head_output(
     "QuestionAnsweringOutput",
-    """Output of the ``...ForQuestionAnswering`` models (span head and optional answer verifier): ``loss`` (0-d,
-    with start/end positions: ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the
-    backbone's auxiliary loss), ``start_logits`` / ``end_logits`` ``[B, L]``, ``verifier_logits`` ``[B, 2]``
-    (answerable, unanswerable; with ``config.qa_verifier``), ``span_loss`` / ``verifier_loss`` (the two task parts
-    of ``loss``, unweighted), then ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every
-    head output).""",
+    """Output of the ``...ForQuestionAnswering`` models: ``loss`` (0-d, with start/end positions:
+    ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the backbone's auxiliary loss),
+    ``start_logits`` / ``end_logits`` ``[B, L]``, ``verifier_logits`` ``[B, 2]`` (answerable, unanswerable; with
+    ``config.qa_verifier``), ``span_loss`` / ``verifier_loss`` (unweighted), then the fields every head output has.""",
     "start_logits",
     "end_logits",
     "verifier_logits",
@@ -105,17 +84,14 @@ QuestionAnsweringOutput = _head_output(
 )
 MultipleChoiceOutput = _head_output(
     "MultipleChoiceOutput",
-    """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d cross-entropy over the options, with
-    ``labels``, plus the backbone's auxiliary loss), ``logits`` ``[B, C]`` (one score per option), then
-    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output, for the ``B * C``
-    flattened sequences).""",
+    """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d, with ``labels``), ``logits`` ``[B, C]`` (one
+    score per option), then the fields every head output has (for the ``B * C`` flattened sequences).""",
     "logits",
 )
 TokenClassifierOutput = _head_output(
     "TokenClassifierOutput",
-    """Output of the ``...ForTokenClassification`` models: ``loss`` (0-d cross-entropy over the labelled tokens,
-    labels ``-100`` ignored, plus the backbone's auxiliary loss), ``logits`` ``[B, L, num_labels]``, then
-    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
+    """Output of the ``...ForTokenClassification`` models: ``loss`` (0-d, with ``labels``), ``logits``
+    ``[B, L, num_labels]``, then the fields every head output has.""",
     "logits",
 )
 
@@ -406,13 +382,10 @@ class PooledScorer(LabelledHead):
 
 
 class SequenceClassificationHead(PooledScorer):
-    """Sequence classification / regression (GLUE, SST, NLI; SG-Net §3.4.2).
-
-    ``logits = W Dropout(pool(H)) + b`` ``[B, num_labels]`` where ``pool`` is the first-token dense+tanh pooler
-    (``pooling="cls"``, initialised from the encoder's pooler when it has one) or the mean over non-special tokens
-    (``pooling="mean"``). ``labels``: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats
-    (regression, ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label); the loss by problem type
-    (:func:`sequence_classification_loss`). Output: :class:`SequenceClassifierOutput`.
+    """Sequence classification / regression (GLUE, SST, NLI; SG-Net §3.4.2): ``logits = W Dropout(pool(H)) + b``
+    ``[B, num_labels]`` (``pool``: ``config.pooling``). ``labels``: ``[B]`` class indices, ``[B]`` / ``[B, 1]``
+    floats (regression, ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label); the loss by problem
+    type (:func:`sequence_classification_loss`).
 
     Args:
         config: the model's config (``num_labels``, ``problem_type``, ``pooling``, ``classifier_dropout`` ...).
@@ -432,24 +405,20 @@ class SequenceClassificationHead(PooledScorer):
 
 
 class QuestionAnsweringHead(TaskHead):
-    """Span question answering (SQuAD 2.0, SG-Net §3.4.1) with the optional answer verifier (Eq. 13-14).
+    """Span question answering (SQuAD 2.0, SG-Net §3.4.1) with the optional answer verifier (Eq. 13-14;
+    ``docs/sgnet.md``).
 
-    * Span head (Eq. 10-11): ``start_logits, end_logits = Linear(H)`` (one ``H -> 2`` layer over every position);
-      the span loss is the mean of the start and end cross-entropies (BERT's convention; positions outside the
-      sequence are ignored). The null answer is position 0 ([CLS]).
-    * Answer verifier (``config.qa_verifier=True``): the pooled sequence (``config.pooling``: ``"cls"`` = the first
-      token through a dense+tanh pooler initialised from the encoder's pooler when it has one, as in the paper;
-      ``"mean"`` = the mean over non-special tokens, SG-Net's default), dropout and ``Linear(H, 2)`` gives
-      ``verifier_logits`` = (logit_ans, logit_na), trained with cross-entropy on ``is_impossible`` (Eq. 13, written
-      there as the binary cross-entropy of the softmax; identical for two classes):
-      ``loss = span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``. The paper's *parallel*
-      verifier (a second model trained only for answerability) is this head with ``span_loss_weight=0``.
-    * Eq. 14 is applied when decoding (:func:`syntaxformer.tasks.squad.postprocess_predictions`):
-      ``score_diff = score_null - score_has`` (Eq. 12), ``score_ext = logit_na - logit_ans``, no-answer score
-      ``beta1 * score_diff + beta2 * score_ext`` (:meth:`no_answer_weights`); the question is answered ``""``
-      when it exceeds the threshold chosen on development data. The paper writes "predicts the span if
-      score_final > δ"; with its own sign of ``score_ext`` (larger = unanswerable) the consistent reading is the
-      one implemented: larger final score = no answer.
+    * Span head (Eq. 10-11): ``start_logits, end_logits = Linear(H, 2)`` at every position; the span loss is the
+      mean of the start and end cross-entropies (positions outside the sequence ignored). The null answer is
+      position 0 ([CLS]).
+    * Answer verifier (``config.qa_verifier=True``): ``Linear(H, 2)`` of the dropped-out pooled sequence
+      (``config.pooling``) gives ``verifier_logits`` (logit_ans, logit_na), trained with cross-entropy on
+      ``is_impossible``: ``loss = span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``
+      (``span_loss_weight=0``: the paper's *parallel* verifier).
+    * Eq. 14 is applied when decoding (:func:`syntaxformer.tasks.squad.postprocess_predictions`): the no-answer
+      score is ``beta1 * (score_null - score_has) + beta2 * (logit_na - logit_ans)`` (:meth:`no_answer_weights`);
+      the question is answered ``""`` when it exceeds the threshold chosen on development data (the paper's
+      "predicts the span if score_final > δ" read with its own sign of ``score_ext``: larger = no answer).
 
     Args:
         config: the model's config (``qa_verifier``, ``pooling``, ``verifier_loss_weight``, ``span_loss_weight``,
@@ -552,14 +521,10 @@ class QuestionAnsweringHead(TaskHead):
 
 
 class MultipleChoiceHead(PooledScorer):
-    """One score per option (RACE, SG-Net §3.4.1, Eq. 15).
-
-    Each (passage || question, option) pair is one sequence (inputs ``[B, C, L]``; every tensor, syntax tensors
-    included, is flattened to ``B * C`` sequences and masks are built per sequence); its pooled representation
-    (first-token dense+tanh pooler, initialised from the encoder's pooler when it has one, or the mean over
-    non-special tokens with ``pooling="mean"``) goes through dropout and ``Linear(H, 1)`` to one score; the scores
-    of a question's options are its logits ``[B, C]`` and the loss is the cross-entropy with the right option
-    (``labels`` ``[B]``). Output: :class:`MultipleChoiceOutput`.
+    """One score per option (RACE, SG-Net §3.4.1, Eq. 15): each (passage || question, option) pair is one sequence
+    (inputs ``[B, C, L]``, every tensor flattened to ``B * C`` sequences); ``Linear(H, 1)`` of its dropped-out pooled
+    representation (``config.pooling``) is its score. Logits ``[B, C]``; the loss is the cross-entropy with the
+    right option (``labels`` ``[B]``).
 
     Args:
         config: the model's config (``pooling``, ``classifier_dropout`` ...).
@@ -579,11 +544,9 @@ class MultipleChoiceHead(PooledScorer):
 
 
 class TokenClassificationHead(LabelledHead):
-    """Token classification (tagging): ``logits = W Dropout(H) + b`` at every position, ``[B, L, num_labels]``.
-
-    ``labels`` ``[B, L]``: the loss is the cross-entropy over positions whose label is not ``-100`` (special tokens,
-    padding and, by the usual convention, non-first subwords carry ``-100``). Output:
-    :class:`TokenClassifierOutput`.
+    """Token classification (tagging): ``logits = W Dropout(H) + b`` at every position, ``[B, L, num_labels]``;
+    ``labels`` ``[B, L]``, the cross-entropy over positions whose label is not ``-100`` (special tokens, padding,
+    non-first subwords by the usual convention).
 
     Args:
         config: the model's config (``num_labels``, ``classifier_dropout``).

@@ -1,15 +1,10 @@
 """SG-Net (Zhang et al., TPAMI): a pretrained encoder + one syntax-guided self-attention layer + aggregation.
 
-``SGNetModel`` wraps any ``AutoModel`` encoder (built from ``config.encoder``; never a copy of its code), builds
-the SDOI mask on the model's device from the compact syntax tensors of a
-:class:`~syntaxformer.data.collate.SyntaxCollator` batch, runs the syntax-guided layer on the encoder's last
-hidden states H and combines H and H' into H̄ (§3.2-3.3). The task models (``SGNetForSequenceClassification``,
-``SGNetForQuestionAnswering``, ``SGNetForMultipleChoice``, ``SGNetForTokenClassification``) put the heads of
-:mod:`syntaxformer.modeling.heads` on H̄; ``use_sg_layer=False`` gives the plain-encoder baseline with the same heads.
+``SGNetModel`` wraps any ``AutoModel`` encoder (never a copy of its code), builds the SDOI mask on the model's
+device from the compact syntax tensors of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch, runs the
+syntax-guided layer on the encoder's last hidden states H and combines H and H' into H̄ (§3.2-3.3); the
+``SGNetFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads` on H̄::
 
-Typical use::
-
-    from syntaxformer.defaults import default_hf_model
     model = SGNetForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
     out = model(**batch)            # a SyntaxCollator batch, plus "labels" for a loss
     model.save_pretrained("run/")   # AutoModelForSequenceClassification.from_pretrained("run/") loads it back
@@ -28,13 +23,7 @@ from transformers.utils import ModelOutput
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.configuration import (
-    SYNTAX_INPUT_KEYS,
-    SGNetConfig,
-    check_forward_inputs,
-    filled,
-    syntax_forward_signature,
-)
+from syntaxformer.modeling.configuration import SGNetConfig, filled
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,
@@ -113,14 +102,10 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
 
     Args:
         config: the model's :class:`SGNetConfig`.
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds
-            ``AutoModel.from_config(config.encoder)``. Its pooler, if any, is removed (heads own their poolers,
-            and an unused pooler would leave parameters without gradients, which breaks DDP).
+        encoder: an already built (e.g. pretrained) encoder to wrap (:meth:`~WrappedEncoderMixin.wrap_encoder`);
+            ``None`` builds ``AutoModel.from_config(config.encoder)``.
     """
 
-    #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those SG-Net does
-    #: not read are ignored, so a whole collated batch can be passed).
-    syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS
     head_extras = ("sg_attentions",)
     encoder: PreTrainedModel
     pos_embeddings: PosEmbedding | None
@@ -170,71 +155,40 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
             )
         self.sg_layer.copy_from_bert_layer(layers[-1])
 
-    @syntax_forward_signature
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        dep_tin: torch.Tensor | None = None,
-        dep_tout: torch.Tensor | None = None,
-        syntax_tree: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        pos_ids: torch.Tensor | None = None,
-        **other_syntax: Any,
-    ) -> SGNetModelOutput | tuple[torch.Tensor, ...]:
-        """Encode a batch.
+    def backbone_output(
+        self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
+    ) -> SGNetModelOutput:
+        """SG-Net's part of ``forward``: H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H'.
 
-        Args:
-            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
-            attention_mask: ``[B, L]`` 1 = real token, 0 = padding.
-            token_type_ids: ``[B, L]`` segment ids, for encoders that use them.
-            dep_tin: ``[B, L]`` pre-order entry time of each position's dependency node (collator key).
-            dep_tout: ``[B, L]`` subtree exit time.
-            syntax_tree: ``[B, L]`` sentence id per position; -1 for special tokens and padding.
-                The three syntax tensors are needed by the syntax-guided layer (not for ``use_sg_layer=False``
-                or ``aggregation="vanilla_layer"``); the SDOI mask ``[B, L, L]`` (True = may attend: ancestors and
-                self; special tokens and padding attend to themselves only) is built from them on the model's
-                device, and padding (``attention_mask == 0``) is never attended.
-            position_ids: ``[B, L]`` passed to the encoder.
-            inputs_embeds: ``[B, L, H]`` passed to the encoder instead of ``input_ids``.
-            output_attentions: also return the encoder's and the syntax-guided layer's attention probabilities.
-            output_hidden_states: also return the encoder's per-layer hidden states.
-            return_dict: return a :class:`SGNetModelOutput` (default) or a tuple.
-            pos_ids: ``[B, L]`` POS ids per subword (0 = special token / padding; negative read as 0), needed when
-                ``config.pos_embeddings`` is set (BERT+POS): the POS embedding is added to the token embeddings.
-            **other_syntax: the other syntax batch keys of a collated batch (``dep_depth``, ``con_*`` ...) are
-                accepted and ignored, so a collated batch can be passed as ``model(**batch)``; any other keyword
-                (``labels``: use a task model) raises an ``InputError`` naming it.
+        The syntax inputs it reads (``[B, L]`` each; the other syntax batch keys are ignored):
 
-        Returns:
-            :class:`SGNetModelOutput` with H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H'.
+        * ``dep_tin`` / ``dep_tout`` (pre-order entry / subtree exit time of each position's dependency node) and
+          ``syntax_tree`` (sentence id per position; -1 for special tokens and padding): the SDOI mask ``[B, L, L]``
+          of the syntax-guided layer (True = may attend: ancestors and self; special tokens and padding attend to
+          themselves only) is built from them on the model's device (not needed with ``use_sg_layer=False`` or
+          ``aggregation="vanilla_layer"``).
+        * ``pos_ids``: POS ids per subword (0 = special token / padding; negative read as 0), with
+          ``config.pos_embeddings`` (BERT+POS): the POS embedding is added to the token embeddings.
+
+        With ``output_attentions`` the output also holds the syntax-guided layer's probabilities (``sg_attentions``).
         """
-        check_forward_inputs(self, other_syntax, self.syntax_keywords)
-        return_dict = self.config.return_dict if return_dict is None else return_dict
+        dep_tin, dep_tout, syntax_tree, pos_ids = (
+            syntax.get(k) for k in ("dep_tin", "dep_tout", "syntax_tree", "pos_ids")
+        )
+        attention_mask = inputs["attention_mask"]
         if self.pos_embeddings is not None:
             if pos_ids is None:
                 raise InputError(
                     f"pos_embeddings={self.config.pos_embeddings!r} (BERT+POS) needs 'pos_ids' [B, L] "
                     "in the batch (syntaxformer.data.subword_features.subword_feature_ids)"
                 )
+            inputs_embeds = inputs["inputs_embeds"]
             if inputs_embeds is None:
-                inputs_embeds = self.encoder.get_input_embeddings()(input_ids)  # (B, L, H)
-                input_ids = None
-            inputs_embeds = inputs_embeds + self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
-        enc = self.encode(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            output_attentions,
-            output_hidden_states,
-        )
+                inputs_embeds = self.encoder.get_input_embeddings()(inputs["input_ids"])  # (B, L, H)
+                inputs["input_ids"] = None
+            pos = self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
+            inputs["inputs_embeds"] = inputs_embeds + pos
+        enc = self.encode(inputs, output_attentions, output_hidden_states)
         h = enc.last_hidden_state  # (B, L, H)
 
         h_sg = probs = None
@@ -242,7 +196,7 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
         if self.sg_layer is not None and self.aggregation is not None:  # both or neither (use_sg_layer)
             key_valid = None if attention_mask is None else attention_mask.to(h.device) > 0  # (B, L)
             mask = self.attention_mask_for_sg_layer(h, key_valid, dep_tin, dep_tout, syntax_tree)
-            h_sg, probs = self.sg_layer(h, mask, output_attentions=bool(output_attentions))  # (B, L, H)
+            h_sg, probs = self.sg_layer(h, mask, output_attentions=output_attentions)  # (B, L, H)
             h_bar = self.aggregation(h, h_sg, key_valid)  # (B, L, H)
             if self.config.mask_special_in_aggregation:
                 if syntax_tree is None:
@@ -253,7 +207,7 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
                 special = (syntax_tree.to(h.device) < 0).unsqueeze(-1)  # (B, L, 1)
                 h_bar = torch.where(special, h, h_bar)
 
-        out = SGNetModelOutput(
+        return SGNetModelOutput(
             last_hidden_state=h_bar,
             encoder_hidden_state=h,
             syntax_hidden_state=h_sg,
@@ -261,7 +215,6 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
             attentions=getattr(enc, "attentions", None),
             sg_attentions=probs,
         )
-        return out if return_dict else out.to_tuple()
 
     def attention_mask_for_sg_layer(
         self,
@@ -276,7 +229,7 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
         Args:
             hidden: ``[B, L, H]`` encoder output (gives the shape and device).
             key_valid: ``[B, L]`` bool, False at padding; ``None`` = no padding.
-            dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact syntax tensors (see :meth:`forward`).
+            dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact syntax tensors (see :meth:`backbone_output`).
 
         Returns:
             ``[B, L, L]`` SDOI mask restricted to non-padding keys (the diagonal always kept, so no row is empty);

@@ -43,18 +43,6 @@ from syntaxformer.modeling.raw_text import batches, default_max_new_tokens, padd
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 from syntaxformer.utils import progress
 
-__all__ = [
-    "PRESETS",
-    "SyntaxInfusedEncoder",
-    "SyntaxInfusedForConditionalGeneration",
-    "SyntaxInfusedTranslationConfig",
-    "build_config",
-    "default_max_new_tokens",
-    "generate_ids",
-    "seq2seq_config",
-    "translate_texts",
-]
-
 #: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
 #: ``base``: Vaswani et al.'s base model (the papers' setting); ``tiny``: tests.
 PRESETS: dict[str, dict[str, Any]] = {

@@ -283,17 +283,8 @@ class ConcatAggregation(nn.Module):
 
 
 class BiAttentionAggregation(ProjectedAttention):
-    """``H̄ = LayerNorm(H + Dropout(MultiHead(Q=H, K=H', V=H') W_O))`` (our reading of Table 6's "Bi-attention").
-
-    Every token of H attends to every non-padding token of H' (see ``SGNetConfig.aggregation``).
-
-    Args:
-        hidden_size: H.
-        num_heads: attention heads.
-        dropout: dropout on the output projection.
-        attention_dropout: dropout on the attention probabilities.
-        layer_norm_eps: LayerNorm epsilon.
-    """
+    """``H̄ = LayerNorm(H + Dropout(MultiHead(Q=H, K=H', V=H') W_O))`` (our reading of Table 6's "Bi-attention"):
+    every token of H attends to every non-padding token of H'. Arguments as :class:`SyntaxGuidedLayer`'s."""
 
     def __init__(
         self,
