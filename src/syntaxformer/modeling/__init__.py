@@ -70,10 +70,6 @@ from syntaxformer.modeling.sg_layer import (
 )
 from syntaxformer.modeling.syntax_attention import register_syntax_attention
 
-#: The built-in systems and their config classes (every system, outside ones included: :mod:`syntaxformer.registry`).
-SYSTEMS: dict[str, type[SyntaxModelConfig]] = {
-    name: spec.config_class() for name, spec in _registry.BUILTIN_SYSTEMS.items()
-}
 #: Task heads, in the order of the ``XFor...`` names.
 HEADS: tuple[str, ...] = _registry.HEADS
 
@@ -100,10 +96,8 @@ def model_class(system: str, head: str) -> type:
 
 
 register_syntax_attention()
-# `register` makes the Auto classes load our models in this process; `register_for_auto_class` (SystemSpec.auto_map)
-# makes every saved config carry `auto_map` (and the folder a copy of the defining module), so that a process that
-# has not imported syntaxformer can still load the folder with `trust_remote_code=True` (syntaxformer must be
-# installed there).
+# The Auto classes load our models in this process; every saved config carries `auto_map`, so that a process that
+# has not imported syntaxformer (but has it installed) loads the folder with `trust_remote_code=True`.
 for _spec in _registry.BUILTIN_SYSTEMS.values():
     _spec.register_auto()
 
@@ -111,7 +105,6 @@ __all__ = [
     "AGGREGATIONS",
     "HEADS",
     "MODEL_CLASSES",
-    "SYSTEMS",
     "BiAttentionAggregation",
     "ConcatAggregation",
     "ContextualStates",

@@ -27,6 +27,7 @@ from syntaxformer.data.collate import CONSTITUENCY_KEYS, DEPENDENCY_KEYS
 from syntaxformer.data.sentence import on_demand
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.relations import num_groups
+from syntaxformer.modeling.raw_text import LABEL_KEYS
 from syntaxformer.modeling.syntax_attention_core import Implementation, SyntaxAttentionOptions, check_implementation
 
 #: Ways to build the sentence representation of sequence-level heads (see :class:`SyntaxModelConfig`).
@@ -277,17 +278,13 @@ def check_forward_inputs(
     hint = ""
     if "label" in unknown or "label_ids" in unknown:
         hint = " (the label key is 'labels': SyntaxCollator renames 'label' and 'label_ids' to it)"
-    elif any(k in unknown for k in _LABEL_KEYS) and not any(k in params for k in _LABEL_KEYS):
+    elif any(k in unknown for k in LABEL_KEYS) and not any(k in params for k in LABEL_KEYS):
         hint = " (labels are read by the task models, SGNetFor... / SyntaxBertFor..., not by a backbone)"
     raise InputError(
         f"{name}.forward got unexpected keyword arguments {unknown}{hint}; it accepts {params} and "
         f"{accepted_description}. Remove the other columns from the batch (e.g. a data set's text columns: "
         "ds.remove_columns([...]))"
     )
-
-
-#: Target keys of the task heads (named in the hint when a backbone is given one).
-_LABEL_KEYS = ("labels", "start_positions", "end_positions", "is_impossible")
 
 
 @strict
@@ -466,9 +463,6 @@ class SGNetConfig(SyntaxModelConfig):
                 raise ConfigError(f"SGNetConfig.{name} must lie in [0, 1), got {p}")
 
 
-TopicalAggregation = Literal["topical", "sum", "mean"]
-
-
 @strict
 class SyntaxBertConfig(SyntaxModelConfig):
     r"""Configuration of a Syntax-BERT model (:class:`~syntaxformer.modeling.SyntaxBertModel` and its task heads):
@@ -534,7 +528,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     relation_names: Literal["paper"] = "paper"
     random_masks: bool = False
     random_masks_seed: int = 0
-    aggregation: TopicalAggregation = "topical"
+    aggregation: Literal["topical", "sum", "mean"] = "topical"
     topical_projections: Literal["shared", "own"] = "shared"
     full_attention_candidate: bool = False
     empty_rows: Literal["full", "self"] = "full"

@@ -92,17 +92,12 @@ class SyntaxFeatureEmbedding(nn.Module):
 
 
 class SyntaxInfusedEmbedding(nn.Module):
-    """Encoder input ``[scale * E x_m ; scale * f_m]`` of size ``D`` (token part ``D - d``, feature part ``d``).
-
-    With no features (``features=()``) this is a plain ``scale * E x_m`` of size ``D``, so a baseline and a
-    syntax-infused model differ only in this module.
+    """Encoder input ``[scale * E x_m ; scale * f_m]`` of size ``D`` (token part ``D - d``, feature part ``d``);
+    with no features (the baseline) a plain ``scale * E x_m`` of size ``D``.
 
     Args:
-        vocab_size: source vocabulary size.
-        hidden_size: ``D``.
-        features: feature names (empty for the baseline).
-        feature_dim: ``d``.
-        combine: ``"sum"`` or ``"concat"`` (see :class:`SyntaxFeatureEmbedding`).
+        vocab_size, hidden_size: source vocabulary size, ``D``.
+        features, feature_dim, combine: as :class:`SyntaxFeatureEmbedding`'s (no features for the baseline).
         padding_idx: the source pad id.
         scale: multiplier of the token embedding (``sqrt(D)`` for Transformers that scale their embeddings).
         init_std: normal init std of the token embedding.

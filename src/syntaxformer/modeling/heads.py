@@ -34,8 +34,7 @@ from syntaxformer.modeling.raw_text import raw_text_hint
 
 @dataclass
 class ContextualStates:
-    """What a backbone gives its task heads
-    (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.contextual_states`).
+    """What a backbone gives its task heads (``EncoderBackbone.contextual_states``).
 
     Attributes:
         hidden: ``[B, L, H]`` the contextual states the heads read (SG-Net: H̄; Syntax-BERT: the last layer).
@@ -208,11 +207,8 @@ def flatten_choices(x: Any) -> Any:
 
 
 class TaskHead:
-    """Base of the head mixins: builds the backbone under ``base_model_prefix``, runs it, makes the output.
-
-    The class it is mixed with (a system base class, a ``PreTrainedModel``) provides ``build_backbone(config,
-    encoder)``; the backbone provides ``contextual_states(...)``.
-    """
+    """Base of the head mixins: builds the backbone under ``base_model_prefix`` (the system base class it is mixed
+    with provides ``build_backbone(config, encoder)``), runs it, makes the output."""
 
     base_model_prefix: str
     config: Any
@@ -245,14 +241,14 @@ class TaskHead:
         output_attentions: bool | None,
         output_hidden_states: bool | None,
     ) -> ContextualStates:
-        """The backbone's :class:`ContextualStates` for a batch (``encoder_inputs``:
-        ``input_ids``, ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``).
+        """The backbone's :class:`ContextualStates` for a batch (``encoder_inputs``: ``input_ids``,
+        ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``).
 
         Raises:
-            InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone (a misspelt key, a
-                data set column): :func:`~syntaxformer.modeling.configuration.check_forward_inputs`; a syntax input the
-                backbone needs is missing (with no syntax input at all, the message names the pipeline for raw
-                text: :func:`~syntaxformer.modeling.raw_text.raw_text_hint`).
+            InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone
+                (:func:`~syntaxformer.modeling.configuration.check_forward_inputs`), or one the backbone needs is
+                missing (with none at all, the message names the pipeline for raw text:
+                :func:`~syntaxformer.modeling.raw_text.raw_text_hint`).
         """
         backbone = getattr(self, self.base_model_prefix)
         check_forward_inputs(self, syntax_inputs, backbone.syntax_keywords)
@@ -315,19 +311,12 @@ class LabelledHead(TaskHead):
         """Run the model on a batch: the head's ``logits`` and, when ``labels`` are given, its ``loss``.
 
         Args:
-            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``); multiple choice:
-                ``[B, C, L]`` (``[B, C, L, H]``), and every other tensor below ``[B, C, ...]``.
-            attention_mask: ``[B, L]`` 1 = real token, 0 = padding.
-            token_type_ids, position_ids: ``[B, L]``, passed to the encoder.
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+                output_hidden_states, **syntax_inputs: as in the backbone's ``forward``
+                (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.forward`); multiple choice: every
+                tensor ``[B, C, ...]``.
             labels: the head's targets (see the head's class); the loss is computed only when they are given.
-            output_attentions, output_hidden_states: also return the encoder's (and the system's) attentions /
-                per-layer hidden states.
             return_dict: return the head's ``output_class`` (default) or a tuple.
-            **syntax_inputs: the batch's syntax tensors (``config.syntax_inputs``; see the backbone's
-                ``forward``). Every syntax batch key is accepted (those the model does not read are ignored), so a
-                collated batch can be passed as ``model(**batch)``; any other key raises an ``InputError`` naming
-                it (:mod:`syntaxformer.modeling.configuration`). The signature names every syntax key, so a
-                ``transformers.Trainer`` keeps those columns with its default ``remove_unused_columns=True``.
 
         Raises:
             InputError: multiple choice inputs that are not ``[B, C, L]``; see :meth:`run_backbone`.
@@ -476,12 +465,7 @@ class QuestionAnsweringHead(TaskHead):
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                 output_hidden_states, return_dict, **syntax_inputs: as in :meth:`LabelledHead.forward`.
             start_positions, end_positions: ``[B]`` gold token positions (0 = [CLS] null answer).
-            is_impossible: ``[B]`` 1 = no answer in this window (verifier target). If the verifier is on and this
-                is not given, it is taken as ``start_positions == 0``.
-
-        Returns:
-            :class:`QuestionAnsweringOutput` with ``start_logits`` /
-            ``end_logits`` ``[B, L]`` and ``verifier_logits`` ``[B, 2]`` (with the verifier).
+            is_impossible: ``[B]`` 1 = no answer in this window (verifier target; default ``start_positions == 0``).
         """
         encoder_inputs = dict(
             input_ids=input_ids,

@@ -33,14 +33,8 @@ class PlainEncoderPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
 
 
 class PlainEncoderModel(EncoderBackbone, PlainEncoderPreTrainedModel):
-    """The wrapped encoder, without a head; its ``forward`` returns the encoder's output (``BaseModelOutput``),
-    syntax batch keys accepted and ignored.
-
-    Args:
-        config: the model's :class:`PlainEncoderConfig`.
-        encoder: an already built encoder to wrap (:meth:`~WrappedEncoderMixin.wrap_encoder`); ``None`` builds
-            ``AutoModel.from_config(config.encoder)``.
-    """
+    """The wrapped encoder, without a head (built as :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone`
+    says); its ``forward`` returns the encoder's output, syntax batch keys accepted and ignored."""
 
     def __init__(self, config: PlainEncoderConfig, encoder: PreTrainedModel | None = None):
         super().__init__(config)

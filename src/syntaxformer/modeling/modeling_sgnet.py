@@ -36,11 +36,8 @@ from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncode
 
 class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
     """Base of the SG-Net models: config class, weight init, loading from a pretrained encoder
-    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`).
-
-    :class:`SGNetModel` is the backbone; every task model (``SGNetFor...``) holds one as ``self.sgnet`` and puts a
-    head of :mod:`syntaxformer.modeling.heads` on its output H̄.
-    """
+    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`); task models hold the backbone
+    :class:`SGNetModel` as ``self.sgnet``."""
 
     config_class = SGNetConfig
     config: SGNetConfig
@@ -98,13 +95,8 @@ class SGNetModelOutput(ModelOutput):
 
 
 class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
-    """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation.
-
-    Args:
-        config: the model's :class:`SGNetConfig`.
-        encoder: an already built (e.g. pretrained) encoder to wrap (:meth:`~WrappedEncoderMixin.wrap_encoder`);
-            ``None`` builds ``AutoModel.from_config(config.encoder)``.
-    """
+    """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation (built as
+    :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone` says)."""
 
     head_extras = ("sg_attentions",)
     encoder: PreTrainedModel
@@ -144,10 +136,7 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
                 f"encoder.layer[i]); {type(self.encoder).__name__} has no 'encoder.layer'. Use sg_init='random'"
             ) from None
         heads = self.config.num_attention_heads
-        if self.sg_layer is None:
-            raise ConfigError(
-                "sg_init='copy_last' copies the encoder's last layer into the syntax-guided layer: use_sg_layer=True"
-            )
+        assert self.sg_layer is not None, "called only with use_sg_layer=True (SGNetModel.__init__)"
         if self.config.sg_num_heads != heads:
             raise ConfigError(
                 f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
@@ -158,19 +147,14 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
     def backbone_output(
         self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
     ) -> SGNetModelOutput:
-        """SG-Net's part of ``forward``: H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H'.
-
-        The syntax inputs it reads (``[B, L]`` each; the other syntax batch keys are ignored):
+        """SG-Net's part of ``forward``: H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H' (and the syntax-guided
+        layer's probabilities, ``sg_attentions``, with ``output_attentions``). It reads (``[B, L]`` each):
 
         * ``dep_tin`` / ``dep_tout`` (pre-order entry / subtree exit time of each position's dependency node) and
-          ``syntax_tree`` (sentence id per position; -1 for special tokens and padding): the SDOI mask ``[B, L, L]``
-          of the syntax-guided layer (True = may attend: ancestors and self; special tokens and padding attend to
-          themselves only) is built from them on the model's device (not needed with ``use_sg_layer=False`` or
-          ``aggregation="vanilla_layer"``).
-        * ``pos_ids``: POS ids per subword (0 = special token / padding; negative read as 0), with
-          ``config.pos_embeddings`` (BERT+POS): the POS embedding is added to the token embeddings.
-
-        With ``output_attentions`` the output also holds the syntax-guided layer's probabilities (``sg_attentions``).
+          ``syntax_tree`` (sentence id; -1 for special tokens and padding), from which the SDOI mask of the layer is
+          built on the model's device (not needed with ``use_sg_layer=False`` or ``aggregation="vanilla_layer"``);
+        * ``pos_ids`` (0 = special token / padding) with ``config.pos_embeddings``: the POS embedding is added to
+          the token embeddings.
         """
         dep_tin, dep_tout, syntax_tree, pos_ids = (
             syntax.get(k) for k in ("dep_tin", "dep_tout", "syntax_tree", "pos_ids")
@@ -265,23 +249,16 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
 
 
 class SGNetForSequenceClassification(SequenceClassificationHead, SGNetPreTrainedModel):
-    """SG-Net with a sequence classification / regression head (NLI, GLUE-style tasks; §3.4.2).
-
-    ``logits = W Dropout(pool(H̄)) + b`` (:class:`~syntaxformer.modeling.heads.SequenceClassificationHead`); see
-    :class:`SGNetConfig` ``pooling`` for why ``"mean"`` lets syntax reach the classifier.
-    """
+    """SG-Net with a sequence classification / regression head on H̄ (NLI, GLUE-style tasks; §3.4.2)."""
 
 
 class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel):
-    """SG-Net for span question answering (SQuAD 2.0, §3.4.1) with the optional answer verifier (Eq. 13-14):
-    :class:`~syntaxformer.modeling.heads.QuestionAnsweringHead` on H̄."""
+    """SG-Net for span question answering on H̄ (SQuAD 2.0, §3.4.1) with the optional answer verifier."""
 
 
 class SGNetForMultipleChoice(MultipleChoiceHead, SGNetPreTrainedModel):
-    """SG-Net for multiple-choice reading comprehension (RACE, §3.4.1, Eq. 15): one score per option,
-    :class:`~syntaxformer.modeling.heads.MultipleChoiceHead` on H̄ (inputs ``[B, C, L]``)."""
+    """SG-Net for multiple-choice reading comprehension on H̄ (RACE, §3.4.1, Eq. 15; inputs ``[B, C, L]``)."""
 
 
 class SGNetForTokenClassification(TokenClassificationHead, SGNetPreTrainedModel):
-    """SG-Net with a per-token classifier (tagging): :class:`~syntaxformer.modeling.heads.TokenClassificationHead`
-    on H̄."""
+    """SG-Net with a per-token classifier on H̄ (tagging)."""

@@ -1,14 +1,10 @@
 """Syntax-BERT (Bai et al., 2021): masked sub-network attention in every layer of a pretrained encoder, mixed per
 token by topical attention; LISA-style parent head as an option.
 
-:class:`SyntaxBertModel` wraps any ``AutoModel`` encoder whose attention goes through ``AttentionInterface`` and runs
-it with ``attn_implementation="syntax"`` (:mod:`syntaxformer.modeling.syntax_attention`), never a copy of its code;
-per forward it builds the relation groups of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch once, with
-the ablations of Table 5. The ``SyntaxBertFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads`
-on it (the LISA loss is added to every head's loss)::
-
-    model = SyntaxBertForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
-    out = model(**batch)            # a SyntaxCollator batch, plus "labels" for a loss
+:class:`SyntaxBertModel` runs any ``AutoModel`` encoder whose attention goes through ``AttentionInterface`` with
+``attn_implementation="syntax"`` (:mod:`syntaxformer.modeling.syntax_attention`); per forward it builds the relation
+groups of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch once, with the ablations of Table 5. The
+``SyntaxBertFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads` on it.
 """
 
 import zlib
@@ -145,14 +141,9 @@ class SyntaxBertModelOutput(ModelOutput):
 
 
 class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
-    """Syntax-BERT without a task head: a pretrained encoder whose every attention layer runs on sub-networks.
-
-    Args:
-        config: the model's :class:`SyntaxBertConfig`.
-        encoder: an already built (e.g. pretrained) encoder to wrap (:meth:`~WrappedEncoderMixin.wrap_encoder`);
-            ``None`` builds ``AutoModel.from_config(config.encoder)``. It is switched to
-            ``attn_implementation="syntax"``.
-    """
+    """Syntax-BERT without a task head: a pretrained encoder whose every attention layer runs on sub-networks
+    (built as :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone` says; the encoder is switched to
+    ``attn_implementation="syntax"``)."""
 
     #: Besides every syntax batch key, precomputed ``syntax_groups`` and an analysis ``syntax_record``
     #: (:meth:`backbone_output`).
@@ -274,20 +265,12 @@ class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
     def backbone_output(
         self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
     ) -> SyntaxBertModelOutput:
-        """Syntax-BERT's part of ``forward``: ``last_hidden_state`` ``[B, L, H]`` and ``lisa_loss``.
-
-        The syntax inputs it reads (the other syntax batch keys are ignored):
-
-        * the collator keys the relation groups are built from (:attr:`SyntaxBertConfig.group_inputs`:
-          ``syntax_tree``, ``syntax_segment`` ``[B, L]`` (-1 for special tokens and padding), ``dep_tin``,
-          ``dep_tout``, ``dep_depth`` ``[B, L]``, ``dep_anc_*`` ``[B, L, D']``, with constituency ``con_key``,
-          ``con_depth``, ``con_anc_*``), or ``syntax_groups``: precomputed groups (:meth:`build_groups`);
-        * ``dep_parent``: ``[B, L]`` key position of each token's dependency parent (-1: none), for the LISA loss;
-        * ``syntax_record``: a :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionRecorder` to
-          fill with every layer's effective attention and topical weights (analysis: ``syntaxformer show``); the
-          outputs are unchanged.
-
-        With ``output_attentions`` every layer's effective attention ``[B, heads, L, L]`` is returned.
+        """Syntax-BERT's part of ``forward``: ``last_hidden_state`` ``[B, L, H]`` and ``lisa_loss``. It reads the
+        collator keys of :attr:`SyntaxBertConfig.group_inputs` (:meth:`build_groups`) or precomputed
+        ``syntax_groups``; ``dep_parent`` ``[B, L]`` (each token's parent position, -1: none) for the LISA loss; a
+        ``syntax_record`` (``SyntaxAttentionRecorder``) to fill with every layer's effective attention and topical
+        weights (analysis; the outputs are unchanged). ``output_attentions``: every layer's effective attention
+        ``[B, heads, L, L]``.
         """
         self.use_syntax_attention()
         syntax_groups = syntax.get("syntax_groups")

@@ -44,7 +44,7 @@ HEAD_INPUTS: dict[str, tuple[str, ...]] = {
     "multiple_choice": ("question", "context", "options"),
     "seq2seq": ("text",),
 }
-#: Batch keys that hold labels: never given to the model at inference.
+#: Batch keys that hold labels: never given to the model at inference (a backbone given one hints at a task model).
 LABEL_KEYS: tuple[str, ...] = ("labels", "start_positions", "end_positions", "is_impossible")
 #: The options each pipeline takes.
 CLASSIFICATION_OPTIONS: tuple[str, ...] = ("top_k", "function_to_apply", "batch_size", "truncation")
@@ -133,12 +133,9 @@ def check_inputs(
     inputs: Any, head: str, single: tuple[type, ...] = (), name: str = "predict"
 ) -> tuple[list[dict[str, Any]], bool]:
     """The inputs as mappings with the keys the head reads (:data:`HEAD_INPUTS`), checked, and whether one input
-    was given.
-
-    A string is the first text (``text``; translation: the source); a ``(text, text_pair)`` tuple a pair
-    (classification); a mapping holds the head's keys and optionally ``id`` (copied to the record). Span QA needs
-    ``question`` and ``context``; multiple choice ``question`` and ``options`` (a list of at least two texts), and
-    ``context`` when the question is about a passage.
+    was given. A string is the first text (``text``); a ``(text, text_pair)`` tuple a pair; a mapping holds the
+    head's keys and optionally ``id`` (copied to the record). Span QA needs ``question`` and ``context``; multiple
+    choice ``question`` and ``options`` (at least two texts), and ``context`` about a passage.
 
     Args:
         inputs: a list (any iterable) of inputs, or one input of a type in ``single``.

@@ -1,11 +1,10 @@
 """What every system built around a pretrained encoder shares: loading that encoder, wrapping it, its embeddings
-and the keyword arguments of its call.
+and its backbone's ``forward``.
 
-:class:`WrappedEncoderMixin` goes before ``PreTrainedModel`` in a system's base class (``SGNetPreTrainedModel``,
-``SyntaxBertPreTrainedModel``, ``PlainEncoderPreTrainedModel``): it gives ``from_encoder_pretrained``, the token
-embedding accessors and :meth:`~WrappedEncoderMixin.wrap_encoder`, which the backbone's ``__init__`` calls.
-:class:`EncoderBackbone` goes before the base class of a system's backbone: it runs the encoder and hands the
-backbone's output to the task heads.
+:class:`WrappedEncoderMixin` goes before ``PreTrainedModel`` in a system's base class (``SGNetPreTrainedModel``
+...): it gives ``from_encoder_pretrained``, the token embedding accessors and
+:meth:`~WrappedEncoderMixin.wrap_encoder`. :class:`EncoderBackbone` goes before the base class of a system's
+backbone: it runs the encoder and hands the backbone's output to the task heads.
 """
 
 from __future__ import annotations
@@ -123,7 +122,12 @@ class EncoderBackbone:
     """Mixin of a system's backbone (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``), before its base
     class: its :meth:`forward` (the system's own part: :meth:`backbone_output`) and what it hands the task heads
     (:meth:`contextual_states`). The backbone's output has ``last_hidden_state`` (what the heads read),
-    ``hidden_states`` and ``attentions``."""
+    ``hidden_states`` and ``attentions``.
+
+    A backbone is built as ``Backbone(config, encoder=None)``: ``config`` the system's config, ``encoder`` an
+    already built (e.g. pretrained) encoder to wrap (:meth:`WrappedEncoderMixin.wrap_encoder`), ``None`` builds
+    ``AutoModel.from_config(config.encoder)``.
+    """
 
     #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those the system
     #: does not read are ignored, so a whole collated batch can be passed).
