@@ -1,12 +1,9 @@
-"""Models: the SG-Net, Syntax-BERT and plain-encoder backbones (configs :class:`SGNetConfig`,
-:class:`SyntaxBertConfig`, :class:`PlainEncoderConfig`; ``config.syntax_inputs`` names the batch keys a model reads),
-each with every task head of :mod:`syntaxformer.modeling.heads` as ``{System}For{Task}``, looked up by
-:func:`model_class` from the system registry (:mod:`syntaxformer.registry`).
+"""Models: the SG-Net, Syntax-BERT and plain-encoder backbones and their configs, each with every task head of
+:mod:`syntaxformer.modeling.heads` as ``{System}For{Task}`` (:func:`model_class`).
 
 Importing this package registers the ``"syntax"`` attention function and every built-in model with the
 ``transformers`` Auto classes (older model types ``"syntaxformer"`` / ``"syntaxformer-syntax-bert"`` load as SG-Net /
-Syntax-BERT; saved configs carry ``auto_map``); ``import syntaxformer`` does it lazily
-(:mod:`syntaxformer.registration`).
+Syntax-BERT); ``import syntaxformer`` does it lazily (:mod:`syntaxformer.registration`).
 """
 
 from syntaxformer import registry as _registry

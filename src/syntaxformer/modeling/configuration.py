@@ -140,9 +140,9 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
             it has none).
         qa_verifier: span QA only: add the answer verifier, an answerability classifier on the first token
             (SG-Net §3.4.1, Eq. 13-14; see :class:`~syntaxformer.modeling.heads.QuestionAnsweringHead`).
-        verifier_loss_weight: weight of the verifier's cross-entropy in the QA loss (default 1.0).
-        span_loss_weight: weight of the span loss in the QA loss (default 1.0); 0 trains the verifier alone (the
-            paper's *parallel* verifier; needs ``qa_verifier=True``).
+        verifier_loss_weight, span_loss_weight: weights of the verifier's cross-entropy and of the span loss in the
+            QA loss (default 1.0 each); ``span_loss_weight=0`` trains the verifier alone (the paper's *parallel*
+            verifier; needs ``qa_verifier=True``).
         verifier_beta1, verifier_beta2: the weights β1 (span score difference) and β2 (verifier score) of Eq. 14,
             used when decoding answers (default 1.0, 1.0).
         num_labels, problem_type: as in ``PretrainedConfig`` (sequence and token classification; regression when
@@ -258,11 +258,9 @@ def check_forward_inputs(
     """Raise if ``extra`` (the ``**kwargs`` a ``forward`` received) has a key that is not a syntax input.
 
     Args:
-        model: the model whose ``forward`` was called (named in the message).
-        extra: the keyword arguments ``forward`` did not name.
-        accepted: the extra keys it accepts (default: every syntax batch key); :data:`TOLERATED_KEYWORDS` are always
-            accepted.
-        accepted_description: how the message names ``accepted``.
+        model, extra: the model whose ``forward`` was called (named in the message) and the keywords it did not name.
+        accepted, accepted_description: the extra keys it accepts (default: every syntax batch key;
+            :data:`TOLERATED_KEYWORDS` always) and how the message names them.
 
     Raises:
         InputError: naming the unknown keys, the accepted ones, and what to do about the usual causes.
@@ -356,9 +354,8 @@ class SGNetConfig(SyntaxModelConfig):
             activation of the layer; default the encoder's (4 x hidden, GELU when it has none).
         sg_dropout, sg_attention_dropout, sg_layer_norm_eps: the layer's hidden and attention dropout and LayerNorm
             epsilon; default the encoder's.
-        pooling: as in :class:`SyntaxModelConfig`, but default ``"mean"`` (over non-special tokens, reads
-            ``syntax_tree``), our deviation from the paper's ``"cls"``: under the SDOI mask [CLS] attends only to
-            itself, so with ``"cls"`` no syntax reaches a sequence-level head and W_Q / W_K get no gradient.
+        pooling: default ``"mean"``, our deviation from the paper's ``"cls"``: under the SDOI mask [CLS] attends only
+            to itself, so with ``"cls"`` no syntax reaches a sequence-level head and W_Q / W_K get no gradient.
         mask_special_in_aggregation: footnote 11: special tokens (``syntax_tree < 0``) take H only (``H̄_i = H_i``),
             for every aggregation. Default ``False``.
         classifier_dropout: default the encoder's ``classifier_dropout``, else ``sg_dropout``.
@@ -477,10 +474,10 @@ class SyntaxBertConfig(SyntaxModelConfig):
         use_dependency, use_constituency: use the dependency / constituency partition (Table 5 "w/o ... trees").
         parent_masks, child_masks, sibling_masks, pairwise_masks: keep these relation kinds (Table 5 "w/o ...
             masks"), named as in the paper (*parent*: the query token is the parent or an ancestor of the key).
-        relation_names: ``"paper"``; a saved config without it used the opposite names for parent and child and
-            loads with the two flags swapped (:meth:`from_dict`).
-        pairwise: ``"text"`` (the pairwise mask joins the two texts of a pair) or ``"sentence"`` (the paper, §3.2:
-            different sentences, read from ``syntax_tree``).
+        relation_names: ``"paper"``; a saved config without it named parent and child the other way round and loads
+            with ``parent_masks`` / ``child_masks`` swapped (:meth:`from_dict`).
+        pairwise: the pairwise mask joins the two texts of a pair (``"text"``) or, as in the paper (§3.2), different
+            sentences (``"sentence"``, read from ``syntax_tree``).
         self_group: our extension: the token itself as one more sub-network (id 3D+2, first partition).
         special_keys: our extension: the special-token keys of every word row as one more sub-network (id 3D+3).
         random_masks, random_masks_seed: Table 5 "w/o syntax trees": each example's group ids shuffled among its

@@ -1,14 +1,10 @@
-"""Feature embeddings of the Syntax-Infused Transformer (POS, case, subword position; "Model" section, Fig. 1).
+"""Feature embeddings of the Syntax-Infused Transformer (POS, case, subword position; "Model" section, Fig. 1):
+the feature vector ``f_m = f^P ⊕ f^c ⊕ f^s ∈ R^d`` of each subword (:class:`SyntaxFeatureEmbedding`; ``⊕`` a
+sum, the paper's best with d = 20, or a concatenation) and the encoder input ``h'_m = [e_m; f_m] ∈ R^D``
+(:class:`SyntaxInfusedEmbedding`; paper: 492 + 20 = 512).
 
-* :class:`SyntaxFeatureEmbedding` — the feature vector ``f_m = f^P ⊕ f^c ⊕ f^s ∈ R^d`` of each subword, with
-  ``⊕`` either a **sum** of per-feature embeddings of size ``d`` each (the paper's best: d = 20, summed) or a
-  **concatenation** of per-feature embeddings whose sizes add up to ``d``.
-* :class:`SyntaxInfusedEmbedding` — the encoder input ``h'_m = [e_m; f_m] ∈ R^D`` with a word embedding
-  ``e_m ∈ R^(D-d)`` (paper: 492 + 20 = 512), scaled like the wrapped model's token embeddings.
-
-Feature ids follow :mod:`syntaxformer.data.subword_features`: 0 = no word (special tokens, padding; its
-embedding row is kept at zero), 1 = unknown value, 2.. = values. Negative ids (the generic collator pads with -1)
-are read as 0.
+Feature ids follow :mod:`syntaxformer.data.subword_features`: 0 = no word (special tokens, padding; a zero row),
+1 = unknown value, 2.. = values; negative ids (the generic collator pads with -1) are read as 0.
 """
 
 from __future__ import annotations

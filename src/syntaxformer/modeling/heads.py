@@ -1,17 +1,15 @@
 """Task heads, written once and composed over any system's backbone.
 
-A *backbone* (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``) gives the heads its
-:class:`ContextualStates` (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.contextual_states`); a
-*system base class* says which backbone it builds (``build_backbone``) and under which attribute
+A backbone (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``) gives the heads its :class:`ContextualStates`;
+a system base class says which backbone it builds (``build_backbone``) and under which attribute
 (``base_model_prefix``). A task model is then one line::
 
     class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel): ...
 
 The heads are mixins that build their layers on the model itself, so parameter names are the Hugging Face ones
 (``classifier.*``, ``pooler.*``, ``qa_outputs.*``). Every head output ends with ``lisa_loss`` (Syntax-BERT),
-``hidden_states`` / ``attentions`` (the encoder's, when asked for) and ``sg_attentions`` (SG-Net's syntax-guided
-attention); another system's fields stay ``None``. The backbone's auxiliary loss (Syntax-BERT's weighted LISA
-loss) is added to every head's loss.
+``hidden_states``, ``attentions`` and ``sg_attentions`` (SG-Net); another system's fields stay ``None``. The
+backbone's auxiliary loss (Syntax-BERT's weighted LISA loss) is added to every head's loss.
 """
 
 from __future__ import annotations
@@ -27,9 +25,7 @@ from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.modeling.configuration import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.raw_text import raw_text_hint
 
-# ---------------------------------------------------------------------------------------------------------------
-# Outputs
-# ---------------------------------------------------------------------------------------------------------------
+# --- Outputs ---
 
 
 @dataclass
@@ -38,8 +34,7 @@ class ContextualStates:
 
     Attributes:
         hidden: ``[B, L, H]`` the contextual states the heads read (SG-Net: H̄; Syntax-BERT: the last layer).
-        hidden_states: the encoder's per-layer hidden states, when asked for.
-        attentions: the encoder's per-layer attention probabilities, when asked for.
+        hidden_states, attentions: the encoder's per-layer hidden states / attention probabilities, when asked for.
         extras: system-specific output fields copied into every head output (``{"sg_attentions": ...}``,
             ``{"lisa_loss": ...}``); each must be a field of the head outputs.
         auxiliary_loss: 0-d loss added to every head's loss when the head computes one (Syntax-BERT:
@@ -95,9 +90,7 @@ TokenClassifierOutput = _head_output(
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Pooling and losses
-# ---------------------------------------------------------------------------------------------------------------
+# --- Pooling and losses ---
 
 
 class FirstTokenPooler(nn.Module):
@@ -201,14 +194,14 @@ def flatten_choices(x: Any) -> Any:
     return x.reshape(-1, *x.shape[2:]) if isinstance(x, torch.Tensor) else x
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Heads
-# ---------------------------------------------------------------------------------------------------------------
+# --- Heads ---
 
 
 class TaskHead:
     """Base of the head mixins: builds the backbone under ``base_model_prefix`` (the system base class it is mixed
-    with provides ``build_backbone(config, encoder)``), runs it, makes the output."""
+    with provides ``build_backbone(config, encoder)``), runs it, makes the output. A task model is built as
+    ``Model(config, encoder=None)``: ``config`` the system's config (its head options), ``encoder`` an already built
+    (e.g. pretrained) encoder to wrap, ``None`` builds one from ``config.encoder``."""
 
     base_model_prefix: str
     config: Any
@@ -375,10 +368,6 @@ class SequenceClassificationHead(PooledScorer):
     ``[B, num_labels]`` (``pool``: ``config.pooling``). ``labels``: ``[B]`` class indices, ``[B]`` / ``[B, 1]``
     floats (regression, ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label); the loss by problem
     type (:func:`sequence_classification_loss`).
-
-    Args:
-        config: the model's config (``num_labels``, ``problem_type``, ``pooling``, ``classifier_dropout`` ...).
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
     """
 
     output_class = SequenceClassifierOutput
@@ -408,11 +397,6 @@ class QuestionAnsweringHead(TaskHead):
       score is ``beta1 * (score_null - score_has) + beta2 * (logit_na - logit_ans)`` (:meth:`no_answer_weights`);
       the question is answered ``""`` when it exceeds the threshold chosen on development data (the paper's
       "predicts the span if score_final > δ" read with its own sign of ``score_ext``: larger = no answer).
-
-    Args:
-        config: the model's config (``qa_verifier``, ``pooling``, ``verifier_loss_weight``, ``span_loss_weight``,
-            ``verifier_beta1`` / ``verifier_beta2``, ``classifier_dropout``).
-        encoder: an already built (e.g. pretrained) encoder to wrap.
 
     Raises:
         ConfigError: ``span_loss_weight=0`` without the verifier (nothing to train).
@@ -509,10 +493,6 @@ class MultipleChoiceHead(PooledScorer):
     (inputs ``[B, C, L]``, every tensor flattened to ``B * C`` sequences); ``Linear(H, 1)`` of its dropped-out pooled
     representation (``config.pooling``) is its score. Logits ``[B, C]``; the loss is the cross-entropy with the
     right option (``labels`` ``[B]``).
-
-    Args:
-        config: the model's config (``pooling``, ``classifier_dropout`` ...).
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
     """
 
     output_class = MultipleChoiceOutput
@@ -531,10 +511,6 @@ class TokenClassificationHead(LabelledHead):
     """Token classification (tagging): ``logits = W Dropout(H) + b`` at every position, ``[B, L, num_labels]``;
     ``labels`` ``[B, L]``, the cross-entropy over positions whose label is not ``-100`` (special tokens, padding,
     non-first subwords by the usual convention).
-
-    Args:
-        config: the model's config (``num_labels``, ``classifier_dropout``).
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
     """
 
     output_class = TokenClassifierOutput

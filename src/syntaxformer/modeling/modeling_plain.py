@@ -1,9 +1,5 @@
-"""The plain encoder under syntaxformer's task heads: the baseline system (``plain``).
-
-``PlainEncoderModel`` runs any ``AutoModel`` encoder and hands its last hidden states to the heads of
-:mod:`syntaxformer.modeling.heads`, so ``PlainEncoderFor{SequenceClassification, QuestionAnswering,
-MultipleChoice, TokenClassification}`` are exactly the syntax systems' task models without the syntax: the
-reference every system is compared with (``compare``'s ``baseline``).
+"""The plain encoder under syntaxformer's task heads: the baseline system (``plain``), exactly the syntax systems'
+task models without the syntax (``compare``'s ``baseline``).
 """
 
 from __future__ import annotations

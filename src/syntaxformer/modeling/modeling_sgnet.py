@@ -45,10 +45,8 @@ class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Normal(0, ``initializer_range``) linears, unit LayerNorms; alpha at ``logit(alpha)``; concat as dual.
-
-        The wrapped encoder is a ``PreTrainedModel`` and initialises its own modules (Hugging Face dispatches
-        each sub-model's ``_init_weights``); weights loaded from a checkpoint are never re-initialised.
+        """Normal(0, ``initializer_range``) linears, unit LayerNorms; alpha at ``logit(alpha)``; concat as dual; the
+        POS table at zero (the wrapped encoder initialises its own modules; loaded weights are never re-initialised).
         """
         super()._init_weights(module)
         if isinstance(module, DualAggregation) and module.alpha_logit is not None:
@@ -73,15 +71,11 @@ class SGNetModelOutput(ModelOutput):
     """Output of :class:`~syntaxformer.modeling.SGNetModel`.
 
     Attributes:
-        last_hidden_state: ``[B, L, H]`` H̄, the aggregated representation task heads read (Eq. 9 by default; H
-            itself when ``use_sg_layer=False``).
+        last_hidden_state: ``[B, L, H]`` H̄, what the task heads read (H itself when ``use_sg_layer=False``).
         encoder_hidden_state: ``[B, L, H]`` H, the encoder's last hidden states.
-        syntax_hidden_state: ``[B, L, H]`` H', the syntax-guided layer's output (``None`` when
-            ``use_sg_layer=False``).
-        hidden_states: the encoder's per-layer hidden states (each ``[B, L, H]``), when
-            ``output_hidden_states=True``.
-        attentions: the encoder's per-layer attention probabilities (each ``[B, heads, L, L]``), when
-            ``output_attentions=True`` (and the encoder's attention implementation can return them).
+        syntax_hidden_state: ``[B, L, H]`` H', the syntax-guided layer's output (``None`` without the layer).
+        hidden_states, attentions: the encoder's per-layer hidden states / attention probabilities, when asked for
+            (and the encoder's attention implementation can return them).
         sg_attentions: ``[B, sg_num_heads, L, L]`` attention probabilities of the syntax-guided layer, when
             ``output_attentions=True``; zero wherever the SDOI mask forbids attention.
     """
@@ -208,16 +202,10 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
         dep_tout: torch.Tensor | None,
         syntax_tree: torch.Tensor | None,
     ) -> torch.Tensor:
-        """The bool mask of the extra layer (True = may attend), on ``hidden``'s device.
-
-        Args:
-            hidden: ``[B, L, H]`` encoder output (gives the shape and device).
-            key_valid: ``[B, L]`` bool, False at padding; ``None`` = no padding.
-            dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact syntax tensors (see :meth:`backbone_output`).
-
-        Returns:
-            ``[B, L, L]`` SDOI mask restricted to non-padding keys (the diagonal always kept, so no row is empty);
-            for ``aggregation="vanilla_layer"`` the key-padding mask ``[B, 1, L]`` instead.
+        """The bool mask of the extra layer (True = may attend) on ``hidden``'s (``[B, L, H]``) device: the SDOI mask
+        ``[B, L, L]`` of the syntax tensors (:meth:`backbone_output`) restricted to non-padding keys (``key_valid``
+        ``[B, L]``, ``None`` = no padding; the diagonal always kept, so no row is empty); for
+        ``aggregation="vanilla_layer"`` the key-padding mask ``[B, 1, L]`` instead.
         """
         B, L, _ = hidden.shape
         device = hidden.device

@@ -43,11 +43,9 @@ from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncode
 
 
 def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.Linear]]:
-    """The self-attention modules of ``encoder`` in layer order, each with its key and output projections.
-
-    Recognised layouts: BERT-style ``...attention.self`` with ``query/key/value`` and the sibling
-    ``...attention.output.dense`` (BERT, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA, ERNIE, Data2VecText, MiniLM,
-    ...), and DistilBERT-style modules with ``q_lin/k_lin/v_lin/out_lin``.
+    """The self-attention modules of ``encoder`` in layer order, each with its key and output projections: BERT-style
+    ``...attention.self`` (``query/key/value``) with the sibling ``...attention.output.dense`` (BERT, RoBERTa,
+    ELECTRA, ERNIE, MiniLM, ...) or DistilBERT-style modules (``q_lin/k_lin/v_lin/out_lin``).
 
     Raises:
         ConfigError: no such module per layer (e.g. ALBERT shares one module across layers; DeBERTa, MPNet and
@@ -127,9 +125,9 @@ class SyntaxBertModelOutput(ModelOutput):
     Attributes:
         last_hidden_state: ``[B, L, H]`` the encoder's last hidden states.
         lisa_loss: 0-d LISA cross-entropy (only with ``lisa_layer`` set and ``dep_parent`` given).
-        hidden_states: per-layer hidden states (``[B, L, H]`` each), when ``output_hidden_states=True``.
-        attentions: per-layer effective attention (``[B, heads, L, L]`` each: ``Σ_g α_g A_g``, the full softmax
-            in non-syntax layers), when ``output_attentions=True``.
+        hidden_states: per-layer hidden states, when asked for.
+        attentions: per-layer effective attention ``[B, heads, L, L]`` (``Σ_g α_g A_g``; the full softmax in
+            non-syntax layers), when asked for.
         lisa_log_probs: ``[B, L, L]`` log attention of the LISA head (row = token, column = candidate parent).
     """
 
@@ -187,16 +185,9 @@ class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
     def build_groups(
         self, features: dict[str, torch.Tensor], device: torch.device, input_ids: torch.Tensor | None = None
     ) -> SyntaxGroups:
-        """Relation groups of a collated batch, with the configured ablations, ready for every layer.
-
-        Args:
-            features: collator keys (``syntax_tree``, ``syntax_segment``, ``dep_*`` and, for the constituency
-                partition, ``con_*``), ``[B, L]`` / ``[B, L, D']``.
-            device: where to build them (the model's device).
-            input_ids: ``[B, L]`` token ids, to seed the random-mask ablation per example.
-
-        Returns:
-            :class:`SyntaxGroups` with one int64 ``[B, L, L]`` tensor per tree kind (0 = no sub-network).
+        """Relation groups of a collated batch, with the configured ablations, ready for every layer: one int64
+        ``[B, L, L]`` tensor per tree kind (0 = no sub-network), built on ``device`` from the collator ``features``
+        (:attr:`SyntaxBertConfig.group_inputs`); ``input_ids`` ``[B, L]`` seed the random-mask ablation per example.
         """
         c = self.config
         missing = [k for k in c.group_inputs if features.get(k) is None]

@@ -75,12 +75,8 @@ def _use(class_name: str, where: str) -> str:
 
 
 def check_pipeline_model(task: str, model: Any) -> None:
-    """Refuse to run ``model`` in the syntax pipeline ``task`` when that pipeline is not the one for it.
-
-    Args:
-        task: the pipeline's name (``"syntax-text-classification"`` ...).
-        model: the loaded model (its class and its saved ``config.architectures``; a folder's name is its
-            ``name_or_path``).
+    """Refuse to run ``model`` (its class and saved ``config.architectures``) in the syntax pipeline ``task``
+    (``"syntax-text-classification"`` ...) when that pipeline is not the one for it.
 
     Raises:
         ConfigError: a model of another head, or loaded for another head than the saved one; the message names the

@@ -101,13 +101,11 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
     r"""Configuration of :class:`SyntaxInfusedForConditionalGeneration`.
 
     Args:
-        seq2seq: config of the wrapped encoder-decoder (any ``AutoModelForSeq2SeqLM`` type; a dict with
-            ``model_type`` when read from JSON). Default: a ``MarianConfig``. Its encoder must accept
-            ``inputs_embeds``; separate source / target vocabularies (``share_encoder_decoder_embeddings=False``).
-            Its special-token ids (pad, bos, eos, decoder start) are this model's; the generation defaults
-            (``forced_eos_token_id`` ...) are the wrapped model's ``generation_config``.
-        features: source-side syntax features, names among ``upos``, ``xpos``, ``case``, ``subword``; empty = no
-            feature embeddings (baseline). The paper's model: POS, case and subword position.
+        seq2seq: config of the wrapped encoder-decoder (any ``AutoModelForSeq2SeqLM`` type whose encoder accepts
+            ``inputs_embeds``, with ``share_encoder_decoder_embeddings=False``; default a ``MarianConfig``). Its
+            special-token ids and ``generation_config`` are this model's.
+        features: source-side syntax features among ``upos``, ``xpos``, ``case``, ``subword`` (the paper: POS, case
+            and subword position); empty = the baseline.
         feature_dim: ``d``, the feature vector's size beside the ``D - d`` token embedding (paper: 20 of 512).
         feature_combine: ``"sum"`` (each feature ``d`` dims, summed; the paper's best) or ``"concat"``.
         use_sg_layer: add SG-Net's syntax-guided layer and dual aggregation on top of the encoder (§3.4.3).
@@ -116,8 +114,8 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         alpha: weight of H in ``alpha H + (1 - alpha) H'`` (Eq. 9; 0.5, §5.2).
         sg_num_heads, sg_intermediate_size, sg_dropout: the layer's heads, feed-forward size and dropout; default
             the encoder's.
-        sg_hidden_act: feed-forward activation of the SG layer (a ``transformers.activations`` name): ``"gelu"``
-            (SG-Net §3.2 / §3.4.3); configs saved before the option load with the encoder's (:meth:`from_dict`).
+        sg_hidden_act: feed-forward activation of the SG layer: ``"gelu"`` (SG-Net §3.2); a config saved without it
+            loads with the encoder's (:meth:`from_dict`).
     """
 
     model_type = "syntax_infused_translation"
@@ -474,8 +472,7 @@ def generate_ids(
     Args:
         model: a :class:`SyntaxInfusedForConditionalGeneration` (put in eval mode here).
         items: one dict per source as :func:`~syntaxformer.data.translation_pairs.encode_pairs` makes them
-            (``labels`` are ignored).
-        batch_size: sources per ``generate`` call.
+            (``labels`` ignored); ``batch_size`` sources per ``generate`` call.
         show_progress, desc: a progress bar over the sources, and its title.
         **generate_options: passed to ``generate`` (``num_beams``, ``length_penalty`` ...); default
             ``max_new_tokens``: :func:`default_max_new_tokens` of the batch's padded source length.

@@ -58,19 +58,15 @@ class WrappedEncoderMixin:
     def from_encoder_pretrained(
         cls: type[_M], name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
     ) -> _M:
-        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
+        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised; the
+        model is returned in evaluation mode (as ``from_pretrained`` returns models: ``.train()`` to fine-tune).
 
         Args:
-            name_or_path: a Hugging Face model name or folder that ``AutoModel.from_pretrained`` can load (e.g.
+            name_or_path: a model name or folder ``AutoModel.from_pretrained`` can load (e.g.
                 :func:`syntaxformer.defaults.default_hf_model`).
-            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``,
-                ``attn_implementation``, ``revision`` ...; a system with its own attention sets
-                ``attn_implementation`` itself: :attr:`encoder_attn_implementation`).
-            **config_overrides: options of the system's config (``config_class``: ``num_labels=2``,
-                ``pooling="cls"``, the system's own options ...).
-
-        Returns:
-            the model in evaluation mode (as ``from_pretrained`` returns models); call ``.train()`` to fine-tune.
+            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``, ``revision`` ...;
+                ``attn_implementation`` unless the system sets its own: :attr:`encoder_attn_implementation`).
+            **config_overrides: options of the system's config (``num_labels=2``, ``pooling="cls"`` ...).
         """
         kwargs = dict(encoder_kwargs or {})
         if cls.encoder_attn_implementation is not None:
@@ -89,11 +85,10 @@ class WrappedEncoderMixin:
 
         Args:
             config: the backbone's config.
-            encoder: an already built (e.g. pretrained) encoder; the config then holds its config object, so that
-                changes to either are seen by both. ``None`` builds ``AutoModel.from_config(config.encoder)`` (with
-                :attr:`encoder_attn_implementation` when set).
-            pooler: what replaces the encoder's pooler, if it has one (heads own their poolers, and an unused pooler
-                would leave parameters without gradients, which breaks DDP); default ``None``, none at all.
+            encoder: an already built (e.g. pretrained) encoder, whose config object the config then holds; ``None``
+                builds ``AutoModel.from_config(config.encoder)`` (with :attr:`encoder_attn_implementation`).
+            pooler: what replaces the encoder's pooler, if it has one (default none: heads own their poolers, and an
+                unused pooler would leave parameters without gradients, which breaks DDP).
         """
         if encoder is None:
             attn = self.encoder_attn_implementation
