@@ -1,12 +1,9 @@
-"""Models: the SG-Net, Syntax-BERT and plain-encoder backbones (configs :class:`SGNetConfig`,
-:class:`SyntaxBertConfig`, :class:`PlainEncoderConfig`; ``config.syntax_inputs`` names the batch keys a model reads),
-each with every task head of :mod:`syntaxformer.modeling.heads` as ``{System}For{Task}``, looked up by
-:func:`model_class` from the system registry (:mod:`syntaxformer.registry`).
+"""Models: the SG-Net, Syntax-BERT and plain-encoder backbones and their configs, each with every task head of
+:mod:`syntaxformer.modeling.heads` as ``{System}For{Task}`` (:func:`model_class`).
 
 Importing this package registers the ``"syntax"`` attention function and every built-in model with the
 ``transformers`` Auto classes (older model types ``"syntaxformer"`` / ``"syntaxformer-syntax-bert"`` load as SG-Net /
-Syntax-BERT; saved configs carry ``auto_map``); ``import syntaxformer`` does it lazily
-(:mod:`syntaxformer.registration`).
+Syntax-BERT); ``import syntaxformer`` does it lazily (:mod:`syntaxformer.registration`).
 """
 
 from syntaxformer import registry as _registry
@@ -70,10 +67,6 @@ from syntaxformer.modeling.sg_layer import (
 )
 from syntaxformer.modeling.syntax_attention import register_syntax_attention
 
-#: The built-in systems and their config classes (every system, outside ones included: :mod:`syntaxformer.registry`).
-SYSTEMS: dict[str, type[SyntaxModelConfig]] = {
-    name: spec.config_class() for name, spec in _registry.BUILTIN_SYSTEMS.items()
-}
 #: Task heads, in the order of the ``XFor...`` names.
 HEADS: tuple[str, ...] = _registry.HEADS
 
@@ -100,10 +93,8 @@ def model_class(system: str, head: str) -> type:
 
 
 register_syntax_attention()
-# `register` makes the Auto classes load our models in this process; `register_for_auto_class` (SystemSpec.auto_map)
-# makes every saved config carry `auto_map` (and the folder a copy of the defining module), so that a process that
-# has not imported syntaxformer can still load the folder with `trust_remote_code=True` (syntaxformer must be
-# installed there).
+# The Auto classes load our models in this process; every saved config carries `auto_map`, so that a process that
+# has not imported syntaxformer (but has it installed) loads the folder with `trust_remote_code=True`.
 for _spec in _registry.BUILTIN_SYSTEMS.values():
     _spec.register_auto()
 
@@ -111,7 +102,6 @@ __all__ = [
     "AGGREGATIONS",
     "HEADS",
     "MODEL_CLASSES",
-    "SYSTEMS",
     "BiAttentionAggregation",
     "ConcatAggregation",
     "ContextualStates",

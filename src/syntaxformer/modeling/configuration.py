@@ -1,34 +1,17 @@
 """The configurations of the built-in systems, one documented ``PretrainedConfig`` each, and what they share.
 
-* :class:`PlainEncoderConfig`: the plain encoder, the baseline every syntax system is compared with: a pretrained
-  encoder under the same task heads and pooling, with no syntax at all.
-* :class:`SGNetConfig`: SG-Net. The config holds the wrapped encoder's own config (any ``AutoConfig`` model type,
-  serialised as a nested dict and rebuilt from its ``model_type``, like ``EncoderDecoderConfig`` does) plus every
-  option of the syntax layer, each with its paper default and the section it comes from.
-* :class:`SyntaxBertConfig`: Syntax-BERT. The wrapped encoder's own config, the options of the sub-network
-  attention (Bai et al., 2021, §3-4; the ablations of Table 5) and LISA.
+:class:`PlainEncoderConfig` (the baseline: a pretrained encoder under the task heads, no syntax),
+:class:`SGNetConfig` and :class:`SyntaxBertConfig` derive from :class:`SyntaxModelConfig`: the wrapped encoder's
+config (any ``AutoConfig`` model type, saved as a nested dict), its flat views, the task-head options (declared once,
+with the same names, defaults and meaning for every system) and the batch keys a model reads
+(:attr:`SyntaxModelConfig.syntax_inputs`).
 
-What they share (:class:`SyntaxModelConfig`): the wrapped encoder's flat views, the task-head options and the
-declaration of the batch keys a model reads (:attr:`SyntaxModelConfig.syntax_inputs`).
-
-:class:`SyntaxModelConfig` is the base of :class:`~syntaxformer.modeling.SGNetConfig` and
-:class:`~syntaxformer.modeling.SyntaxBertConfig`: the options of the heads in :mod:`syntaxformer.modeling.heads`
-(pooling, classifier dropout, the SQuAD 2.0 answer verifier, the QA loss weights) are declared here once, with the
-same names, defaults and meaning for every system.
-
-The keyword arguments a syntax model's ``forward`` accepts (:func:`check_forward_inputs`,
-:func:`syntax_forward_signature`), and what happens to the others: the models take their syntax tensors as keyword arguments named like the batch keys of
-:class:`~syntaxformer.data.collate.SyntaxCollator` (:data:`SYNTAX_INPUT_KEYS`), so ``model(**batch)`` works. Two
-rules follow:
-
-* A keyword argument that is neither a parameter of ``forward`` nor a syntax batch key is a mistake (a misspelt key,
-  ``label`` for ``labels``, a column of the user's data set): :func:`check_forward_inputs` raises an
-  :class:`~syntaxformer.errors.InputError` that names it, instead of ignoring it. Syntax keys a model does not read
-  (a collated batch has them all) are accepted and ignored; so is ``num_items_in_batch``, which a ``Trainer`` may
-  pass (the models return per-batch mean losses and say so with ``accepts_loss_kwargs = False``).
-* ``transformers.Trainer`` keeps only the data set columns that ``inspect.signature(model.forward)`` names
-  (``remove_unused_columns=True``, its default). :func:`syntax_forward_signature` gives a ``forward`` that receives
-  its syntax tensors as ``**kwargs`` a signature naming every syntax batch key, so a plain ``Trainer`` keeps them.
+A model's ``forward`` takes its syntax tensors as keyword arguments named like the batch keys of
+:class:`~syntaxformer.data.collate.SyntaxCollator` (:data:`SYNTAX_INPUT_KEYS`), so ``model(**batch)`` works. Syntax
+keys a model does not read, and ``num_items_in_batch`` (a ``Trainer`` may pass it), are ignored; any other keyword (a
+misspelt key, ``label``, a text column) raises an :class:`~syntaxformer.errors.InputError` naming it
+(:func:`check_forward_inputs`). :func:`syntax_forward_signature` names every syntax key in the signature, so that
+``transformers.Trainer`` (``remove_unused_columns=True``) keeps those columns.
 """
 
 import inspect
@@ -44,6 +27,7 @@ from syntaxformer.data.collate import CONSTITUENCY_KEYS, DEPENDENCY_KEYS
 from syntaxformer.data.sentence import on_demand
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.relations import num_groups
+from syntaxformer.modeling.raw_text import LABEL_KEYS
 from syntaxformer.modeling.syntax_attention_core import Implementation, SyntaxAttentionOptions, check_implementation
 
 #: Ways to build the sentence representation of sequence-level heads (see :class:`SyntaxModelConfig`).
@@ -111,11 +95,9 @@ def ordered_syntax_inputs(keys: set[str]) -> tuple[str, ...]:
 def sub_config(
     value: PretrainedConfig | dict | None, default_model_type: str, name: str, defaults: dict[str, Any] | None = None
 ) -> PretrainedConfig:
-    """A wrapped model's config (a *sub-config*) from what a composite config was given.
-
-    Our composite configs build their sub-configs here rather than through transformers' ``SubConfigSpec``, which
-    exists only from transformers 5.20 on; every 5.x release since configs became dataclasses (5.4) saves, loads
-    and dispatches a sub-config listed in the class's ``sub_configs``.
+    """A wrapped model's config (a *sub-config*) from what a composite config was given (transformers'
+    ``SubConfigSpec`` would do it, but exists only from 5.20 on; every release from 5.4 on saves, loads and
+    dispatches a sub-config listed in the class's ``sub_configs``).
 
     Args:
         value: a ``PretrainedConfig`` (kept as it is), a dict as ``config.json`` stores it (rebuilt by its
@@ -143,44 +125,37 @@ def sub_config(
 
 @strict
 class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
-    r"""Base of the syntax models' configs: the task-head options every system accepts.
-
-    Subclasses add the wrapped ``encoder`` sub-config and their own options, call
-    :meth:`resolve_head_defaults` from ``__post_init__`` and implement :attr:`syntax_inputs`.
+    r"""Base of the systems' configs: the task-head options every system accepts. Subclasses add the wrapped
+    ``encoder`` sub-config and their own options, call :meth:`resolve_head_defaults` from ``__post_init__`` and
+    implement :attr:`syntax_inputs`.
 
     Args:
-        pooling: sentence representation for sequence-level heads (sequence classification, multiple choice) and
-            the QA answer verifier (default ``"cls"``; SG-Net overrides it to ``"mean"``, see
-            :class:`~syntaxformer.modeling.configuration.SGNetConfig`):
-            ``"cls"`` (the first token through a dense+tanh pooler, initialised from the encoder's pooler when it
-            has one; SG-Net §3.4.2, BERT) or ``"mean"`` (the mean of the contextual states over non-special tokens:
-            positions with ``syntax_tree >= 0``, over ``attention_mask`` when the batch has no ``syntax_tree``).
+        pooling: sentence representation for sequence-level heads and the QA answer verifier: ``"cls"`` (default;
+            the first token through a dense+tanh pooler, initialised from the encoder's pooler when it has one;
+            SG-Net §3.4.2, BERT) or ``"mean"`` (the mean over non-special tokens: ``syntax_tree >= 0``, else
+            ``attention_mask``).
         classifier_dropout: dropout before every head's output layer; default the encoder's ``classifier_dropout``
             if set, else the system's hidden dropout (BERT's convention).
         initializer_range: std of the normal init of new weights (heads, poolers); default the encoder's (0.02 if
             it has none).
         qa_verifier: span QA only: add the answer verifier, an answerability classifier on the first token
             (SG-Net §3.4.1, Eq. 13-14; see :class:`~syntaxformer.modeling.heads.QuestionAnsweringHead`).
-        verifier_loss_weight: weight of the verifier's cross-entropy in the QA loss (default 1.0).
-        span_loss_weight: weight of the span loss in the QA loss (default 1.0); 0 trains the verifier alone (the
-            paper's *parallel* verifier; needs ``qa_verifier=True``).
+        verifier_loss_weight, span_loss_weight: weights of the verifier's cross-entropy and of the span loss in the
+            QA loss (default 1.0 each); ``span_loss_weight=0`` trains the verifier alone (the paper's *parallel*
+            verifier; needs ``qa_verifier=True``).
         verifier_beta1, verifier_beta2: the weights β1 (span score difference) and β2 (verifier score) of Eq. 14,
             used when decoding answers (default 1.0, 1.0).
         num_labels, problem_type: as in ``PretrainedConfig`` (sequence and token classification; regression when
             ``num_labels == 1``).
     """
 
-    # The wrapped encoder (any ``AutoConfig`` model type, BERT by default), built in ``__post_init__`` by
-    # :func:`sub_config` (not ``SubConfigSpec``, which transformers < 5.20 lacks).
+    # The wrapped encoder (BERT by default), built in ``__post_init__`` by :func:`sub_config`.
     sub_configs: ClassVar[dict[str, Any]] = {"encoder": AutoConfig}
-    #: Keep the attention implementation a given encoder config carries (``PretrainedConfig.__post_init__`` sets
-    #: ``attn_implementation``, ``None`` unless given, on every sub-config, which would silently reset the
-    #: implementation a loaded encoder runs with, e.g. sdpa -> eager fallback). SG-Net and the plain encoder keep
-    #: it; Syntax-BERT does not (its model switches the encoder to the ``"syntax"`` attention itself).
+    #: Keep the attention implementation a given encoder config carries (``PretrainedConfig.__post_init__`` would
+    #: reset it on every sub-config, e.g. sdpa -> eager). Syntax-BERT does not: its model sets ``"syntax"`` itself.
     keeps_encoder_attn_implementation: ClassVar[bool] = False
-    #: Older ``model_type`` spellings -> the model type they now load as (the :class:`~syntaxformer.registry.SystemSpec`
-    #: ``aliases`` of the system, which the registry sets here when it loads the class): a config saved under one is
-    #: read as one of this class's own.
+    #: Older ``model_type`` spellings -> the model type they load as (the system's
+    #: :class:`~syntaxformer.registry.SystemSpec` ``aliases``, set here by the registry).
     older_model_types: ClassVar[dict[str, str]] = {}
 
     pooling: Pooling = "cls"
@@ -260,12 +235,8 @@ _SYNTAX_KEYS_DESCRIPTION = (
 
 def syntax_forward_signature(forward: F) -> F:
     """Decorator: the signature of ``forward`` with its ``**kwargs`` replaced by one keyword-only parameter (default
-    ``None``) per syntax batch key (:data:`SYNTAX_INPUT_KEYS`) it does not already name.
-
-    The function itself is unchanged (the syntax tensors still arrive in its ``**kwargs``); only what
-    ``inspect.signature`` reports changes, which is what ``transformers.Trainer`` reads to decide which data set
-    columns to keep.
-    """
+    ``None``) per syntax batch key (:data:`SYNTAX_INPUT_KEYS`) it does not already name. Only what
+    ``inspect.signature`` reports (what ``transformers.Trainer`` reads to keep columns) changes, not the function."""
     signature = inspect.signature(forward)
     params = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     named = {p.name for p in params}
@@ -287,11 +258,9 @@ def check_forward_inputs(
     """Raise if ``extra`` (the ``**kwargs`` a ``forward`` received) has a key that is not a syntax input.
 
     Args:
-        model: the model whose ``forward`` was called (named in the message).
-        extra: the keyword arguments ``forward`` did not name.
-        accepted: the extra keys it accepts (default: every syntax batch key); :data:`TOLERATED_KEYWORDS` are always
-            accepted.
-        accepted_description: how the message names ``accepted``.
+        model, extra: the model whose ``forward`` was called (named in the message) and the keywords it did not name.
+        accepted, accepted_description: the extra keys it accepts (default: every syntax batch key;
+            :data:`TOLERATED_KEYWORDS` always) and how the message names them.
 
     Raises:
         InputError: naming the unknown keys, the accepted ones, and what to do about the usual causes.
@@ -307,7 +276,7 @@ def check_forward_inputs(
     hint = ""
     if "label" in unknown or "label_ids" in unknown:
         hint = " (the label key is 'labels': SyntaxCollator renames 'label' and 'label_ids' to it)"
-    elif any(k in unknown for k in _LABEL_KEYS) and not any(k in params for k in _LABEL_KEYS):
+    elif any(k in unknown for k in LABEL_KEYS) and not any(k in params for k in LABEL_KEYS):
         hint = " (labels are read by the task models, SGNetFor... / SyntaxBertFor..., not by a backbone)"
     raise InputError(
         f"{name}.forward got unexpected keyword arguments {unknown}{hint}; it accepts {params} and "
@@ -316,28 +285,17 @@ def check_forward_inputs(
     )
 
 
-#: Target keys of the task heads (named in the hint when a backbone is given one).
-_LABEL_KEYS = ("labels", "start_positions", "end_positions", "is_impossible")
-
-
 @strict
 class PlainEncoderConfig(SyntaxModelConfig):
     r"""Configuration of the plain-encoder baseline (:class:`~syntaxformer.modeling.PlainEncoderModel` and its task
-    heads): the wrapped encoder and the task-head options shared by every system.
-
-    It is what SG-Net is without its syntax-guided layer (configs saved before this system existed made the baseline
-    as ``SGNetConfig(use_sg_layer=False)``, and still load as such): same heads, same pooling, no new parameters
-    besides the head's, so a comparison with a syntax system differs only by the syntax.
+    heads): what SG-Net is without its syntax-guided layer (same heads, same pooling, no new parameters besides the
+    head's), so a comparison with a syntax system differs only by the syntax.
 
     Args:
-        encoder: config of the wrapped encoder (a ``PretrainedConfig`` or a dict with a ``model_type`` key); default
-            a ``BertConfig()``.
-        pooling: sentence representation of the sequence-level heads; default ``"mean"`` (over non-special tokens,
-            as SG-Net's default, so that the baseline of an SG-Net comparison pools the same way; it reads
-            ``syntax_tree`` only to find the special tokens). ``"cls"``: the first token through a dense+tanh pooler.
-        classifier_dropout: default the encoder's ``classifier_dropout``, else its hidden dropout.
-        initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight, span_loss_weight,
-            verifier_beta1, verifier_beta2: see :class:`~syntaxformer.modeling.configuration.SyntaxModelConfig`.
+        encoder: config of the wrapped encoder (as :class:`SGNetConfig`'s).
+        pooling: default ``"mean"``, as SG-Net's (it reads ``syntax_tree`` only to find the special tokens).
+        classifier_dropout, initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight,
+            span_loss_weight, verifier_beta1, verifier_beta2: the task-head options of :class:`SyntaxModelConfig`.
 
     Example::
 
@@ -373,90 +331,41 @@ AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
 
 @strict
 class SGNetConfig(SyntaxModelConfig):
-    r"""Configuration of an SG-Net model (:class:`~syntaxformer.modeling.SGNetModel` and its task heads).
-
-    SG-Net (Zhang et al., TPAMI, section 3) runs a pretrained encoder, feeds its last hidden states H to one
-    extra *syntax-guided* self-attention layer whose attention is restricted by the SDOI mask (each token attends
-    to its dependency ancestors and itself, Eq. 6-8), and combines the two: ``H̄ = alpha * H + (1 - alpha) * H'``
-    (dual context aggregation, Eq. 9). Task heads read H̄.
-
-    Options left at ``None`` take the wrapped encoder's value when the config is built, so a saved config always
-    holds concrete numbers.
+    r"""Configuration of an SG-Net model (:class:`~syntaxformer.modeling.SGNetModel` and its task heads): a
+    pretrained encoder whose last hidden states H feed one extra *syntax-guided* self-attention layer under the SDOI
+    mask (Zhang et al., TPAMI §3.2, Eq. 6-8), its output H' combined with H into the H̄ the heads read (§3.3). What
+    each option does and why, with the paper's Table 6 ablations: ``docs/sgnet.md``. Options left at ``None`` take
+    the encoder's value when the config is built, so a saved config holds concrete numbers.
 
     Args:
-        encoder: config of the wrapped encoder: a ``PretrainedConfig``, or a dict with a ``model_type`` key
-            (``config.json`` stores it this way); any architecture ``AutoModel`` can build. Default: a
-            ``BertConfig()``.
-        use_sg_layer: add the syntax-guided layer (SG-Net). ``False`` gives the plain-encoder baseline with the
-            same task heads and pooling (no extra parameters; it reads no parse except ``syntax_tree`` for the default
-            mean pooling). Default ``True``.
-        alpha: weight of the encoder output H in the dual aggregation ``alpha * H + (1 - alpha) * H'``
-            (Eq. 9); the paper fixes it to 0.5 (section 5.2). Must lie in [0, 1].
-        alpha_mode: ``"fixed"`` (paper, §5.2: a constant, no parameter) or ``"learned"``: ``sigmoid(a)`` of a
-            learned scalar ``a`` initialised so that ``sigmoid(a) = alpha`` (the official code learns its
-            weights; REFERENCE-NOTES). Only used by ``aggregation="dual"``.
-        sg_init: initialisation of the syntax-guided layer. ``"random"`` (the official code; §3.2 does not say)
-            or ``"copy_last"``: copy the query/key/value/output, feed-forward and LayerNorm weights of the
-            encoder's last layer, so that without a mask the layer would repeat that layer. ``"copy_last"`` needs
-            a BERT-like encoder (modules ``encoder.layer[-1].attention.self.query`` ..., as in BERT, RoBERTa,
-            ELECTRA, MiniLM) and ``sg_num_heads`` / ``sg_intermediate_size`` equal to the encoder's.
-        aggregation: how H and H' are combined into H̄ (Table 6 of the paper, §7.3):
-
-            * ``"dual"``: ``alpha * H + (1 - alpha) * H'`` (Eq. 9, the paper's SG-Net; default).
-            * ``"syntax_only"``: ``H̄ = H'`` ("+ syntax-guided attention only").
-            * ``"vanilla_layer"``: the extra layer *without* the SDOI mask (it attends to every non-padding
-              token) and ``H̄ = H'`` ("+ vanilla attention only": extra parameters, no syntax).
-            * ``"concat"``: ``H̄ = [H; H'] W + b`` with ``W`` of shape ``[2 * hidden, hidden]``, initialised to
-              ``[alpha * I; (1 - alpha) * I]`` (so training starts from the dual aggregation) ("concatenation").
-            * ``"biattention"``: ``H̄ = LayerNorm(H + MultiHead(Q=H, K=H', V=H'))``: every token of H attends to
-              all non-padding tokens of H' through one extra multi-head attention (``sg_num_heads`` heads, output
-              projection, dropout, residual). This is our reading of the paper's "Bi-attention" row, which cites
-              BiDAF (Seo et al.) but gives no formula: BiDAF's two directions collapse to one here because H and
-              H' are aligned token by token over the same sequence.
-        sg_num_heads: attention heads of the syntax-guided layer (and of the bi-attention); default the
-            encoder's ``num_attention_heads`` ("the same as that for BERT", §5.2).
-        sg_intermediate_size: feed-forward size of the syntax-guided layer; default the encoder's
-            ``intermediate_size`` (4 x hidden if it has none).
-        sg_hidden_act: feed-forward activation of the layer; default the encoder's ``hidden_act`` (GELU in the
-            paper, §3.2; needed to match the encoder for ``sg_init="copy_last"``).
-        sg_dropout: dropout on the layer's attention-output and feed-forward projections; default the encoder's
-            ``hidden_dropout_prob``.
-        sg_attention_dropout: dropout on the layer's attention probabilities; default the encoder's
-            ``attention_probs_dropout_prob``.
-        sg_layer_norm_eps: LayerNorm epsilon of the layer; default the encoder's ``layer_norm_eps``.
-        pooling: sentence representation for the sequence-level heads (sequence classification, multiple choice)
-            and the QA answer verifier (a head option, see
-            :class:`~syntaxformer.modeling.configuration.SyntaxModelConfig`). Default ``"mean"`` (the mean of
-            H̄ over non-special tokens), our documented deviation; ``"cls"`` is the paper's h̄₀ (§3.4.2: the first
-            token of H̄ through a dense+tanh pooler). **Why the default is not the paper's:** under the SDOI mask
-            ``[CLS]`` attends only to itself in the syntax-guided layer, so ``h'_0`` is a function of ``h_0`` alone
-            (a per-token feed-forward transform): with ``"cls"`` no syntax reaches a sentence classifier, a RACE
-            scorer or the verifier through H', and the layer's W_Q / W_K get no gradient (MiniLM on STS-B,
-            ``syntaxformer diagnose --system sgnet --set pooling=cls``: ~1e-8, rounding, against W_V's 3.0; with
-            ``"mean"`` W_Q / W_K get 0.086). With
-            ``mask_special_in_aggregation=True`` the ``"cls"`` classifier input is exactly the baseline's. The
-            default applies to the plain-encoder baseline (``use_sg_layer=False``) too, so that the comparison
-            differs only by the syntax layer; mean pooling reads ``syntax_tree`` (it marks the special tokens).
-            Span QA heads are per token and unaffected. Configs saved before this default store ``pooling``
-            explicitly and load unchanged.
-        mask_special_in_aggregation: footnote 11 of the paper: special tokens ([CLS], [SEP], padding; positions
-            with ``syntax_tree < 0``) attend only to themselves in the SG layer "and we will mask these weights
-            in the following aggregation layer". If True, those positions take H only (``H̄_i = H_i``), for every
-            aggregation. Default ``False`` (plain Eq. 9 everywhere).
-        classifier_dropout: dropout before the heads' output layers; default the encoder's ``classifier_dropout``
-            if set, else ``sg_dropout`` (itself the encoder's ``hidden_dropout_prob`` by default).
-        pos_embeddings: BERT+POS (Sundararaman et al., "Syntax-infused BERT"): ``"upos"`` (coarse) or ``"xpos"``
-            (fine) adds a trainable POS embedding of size H to the token embeddings (``h'_m = e_m + f^P_m``, passed
-            to the encoder as ``inputs_embeds``); the batch then needs ``pos_ids`` ``[B, L]`` (ids of
-            :mod:`syntaxformer.data.subword_features`: 0 = no word, each subword its word's tag). The table starts
-            at zero, so training starts from the pretrained encoder. ``None`` (default): no POS embedding.
-        pos_vocab_size: rows of the POS table; default the size of the tag set's ids
-            (:func:`syntaxformer.data.subword_features.feature_vocab_size`), filled in when the config is built.
+        encoder: config of the wrapped encoder (a ``PretrainedConfig``, or a dict with ``model_type``; any
+            architecture ``AutoModel`` can build). Default: a ``BertConfig()``.
+        use_sg_layer: add the syntax-guided layer (default ``True``); ``False`` is the plain-encoder baseline.
+        alpha: weight of H in the dual aggregation ``alpha * H + (1 - alpha) * H'`` (Eq. 9; paper: 0.5), in [0, 1].
+        alpha_mode: ``"fixed"`` (the paper) or ``"learned"`` (``sigmoid(a)``, ``a`` initialised at ``logit(alpha)``);
+            ``aggregation="dual"`` only.
+        sg_init: ``"random"`` (the official code) or ``"copy_last"``: a copy of the encoder's last layer (a BERT-like
+            encoder, ``encoder.layer[i]``; ``sg_num_heads`` / ``sg_intermediate_size`` equal to the encoder's).
+        aggregation: H̄ from H and H' (Table 6): ``"dual"`` (Eq. 9, default), ``"syntax_only"`` (H'),
+            ``"vanilla_layer"`` (H' of the layer without the SDOI mask: the capacity control), ``"concat"``
+            (``[H; H'] W + b``, initialised as dual) or ``"biattention"`` (``LayerNorm(H + MultiHead(Q=H, K=H',
+            V=H'))``, our reading of the paper's row).
+        sg_num_heads, sg_intermediate_size, sg_hidden_act: heads (also of the bi-attention), feed-forward size and
+            activation of the layer; default the encoder's (4 x hidden, GELU when it has none).
+        sg_dropout, sg_attention_dropout, sg_layer_norm_eps: the layer's hidden and attention dropout and LayerNorm
+            epsilon; default the encoder's.
+        pooling: default ``"mean"``, our deviation from the paper's ``"cls"``: under the SDOI mask [CLS] attends only
+            to itself, so with ``"cls"`` no syntax reaches a sequence-level head and W_Q / W_K get no gradient.
+        mask_special_in_aggregation: footnote 11: special tokens (``syntax_tree < 0``) take H only (``H̄_i = H_i``),
+            for every aggregation. Default ``False``.
+        classifier_dropout: default the encoder's ``classifier_dropout``, else ``sg_dropout``.
+        pos_embeddings: BERT+POS (Sundararaman et al.): ``"upos"`` or ``"xpos"`` adds a trainable, zero-initialised
+            POS embedding to the token embeddings; the batch then needs ``pos_ids`` ``[B, L]``
+            (:mod:`syntaxformer.data.subword_features`). ``None`` (default): none.
+        pos_vocab_size: rows of the POS table; default the tag set's
+            (:func:`syntaxformer.data.subword_features.feature_vocab_size`).
         initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight, span_loss_weight,
-            verifier_beta1, verifier_beta2: the task-head options shared by every system, see
-            :class:`~syntaxformer.modeling.configuration.SyntaxModelConfig`.
-
-    The batch keys the model reads are :attr:`syntax_inputs`.
+            verifier_beta1, verifier_beta2: the task-head options of :class:`SyntaxModelConfig`.
 
     Example::
 
@@ -551,9 +460,6 @@ class SGNetConfig(SyntaxModelConfig):
                 raise ConfigError(f"SGNetConfig.{name} must lie in [0, 1), got {p}")
 
 
-TopicalAggregation = Literal["topical", "sum", "mean"]
-
-
 @strict
 class SyntaxBertConfig(SyntaxModelConfig):
     r"""Configuration of a Syntax-BERT model (:class:`~syntaxformer.modeling.SyntaxBertModel` and its task heads):
@@ -562,22 +468,20 @@ class SyntaxBertConfig(SyntaxModelConfig):
     does and why, with the paper's Table 5 ablations: ``docs/syntax_bert.md``.
 
     Args:
-        encoder: config of the wrapped encoder (a ``PretrainedConfig``, or a dict with ``model_type``): an
-            architecture whose attention goes through ``AttentionInterface`` (BERT, RoBERTa, ELECTRA, DistilBERT,
-            ...). Default: a ``BertConfig()``.
+        encoder: config of the wrapped encoder (as :class:`SGNetConfig`'s), whose attention goes through
+            ``AttentionInterface`` (BERT, RoBERTa, ELECTRA, DistilBERT, ...).
         max_distance: D, the largest tree distance of a relation (§4: 15); at most the collator's ``max_distance``.
         use_dependency, use_constituency: use the dependency / constituency partition (Table 5 "w/o ... trees").
         parent_masks, child_masks, sibling_masks, pairwise_masks: keep these relation kinds (Table 5 "w/o ...
             masks"), named as in the paper (*parent*: the query token is the parent or an ancestor of the key).
-        relation_names: ``"paper"``; a saved config without it used the opposite names for parent and child and
-            loads with the two flags swapped (:meth:`from_dict`).
-        pairwise: ``"text"`` (the pairwise mask joins the two texts of a pair) or ``"sentence"`` (the paper, §3.2:
-            different sentences, read from ``syntax_tree``).
+        relation_names: ``"paper"``; a saved config without it named parent and child the other way round and loads
+            with ``parent_masks`` / ``child_masks`` swapped (:meth:`from_dict`).
+        pairwise: the pairwise mask joins the two texts of a pair (``"text"``) or, as in the paper (§3.2), different
+            sentences (``"sentence"``, read from ``syntax_tree``).
         self_group: our extension: the token itself as one more sub-network (id 3D+2, first partition).
         special_keys: our extension: the special-token keys of every word row as one more sub-network (id 3D+3).
-        random_masks: Table 5 "w/o syntax trees": each example's group ids shuffled among its pairs of words, a fixed
-            function of its token ids and ``random_masks_seed``.
-        random_masks_seed: seed of those shuffles.
+        random_masks, random_masks_seed: Table 5 "w/o syntax trees": each example's group ids shuffled among its
+            pairs of words, a fixed function of its token ids and the seed.
         aggregation: ``"topical"`` (Eq. 2-3), ``"sum"`` (Table 5 "w/o topical attention") or ``"mean"``.
         topical_projections: ``"shared"`` (the layer's pretrained ``W_K``, no ``W^V``; only the task queries are
             new) or ``"own"`` (the paper's own ``W_Kt`` / ``W_Vt`` per layer); the same model at initialisation.
@@ -588,16 +492,13 @@ class SyntaxBertConfig(SyntaxModelConfig):
         syntax_layers: indices of the layers with sub-networks (``None`` = all, the paper; ``[]`` = none).
         implementation: ``"fast"`` (default), ``"exact"``, ``"triton"`` (CUDA, no attention dropout) or ``"auto"``
             (:data:`syntaxformer.modeling.syntax_attention.AUTO`); a saved ``"flex"`` is refused, naming these.
-        lisa_layer: LISA (Strubell et al., 2018; the paper's "+ LISA"): the layer whose head ``lisa_head`` is
-            trained to attend to each token's dependency parent (``None`` = no LISA); ``lisa_loss_weight *
-            lisa_loss`` is added to the task loss.
-        lisa_head: head index of the LISA head.
+        lisa_layer, lisa_head: LISA (Strubell et al., 2018; the paper's "+ LISA"): the layer and head trained to
+            attend to each token's dependency parent (``None`` = no LISA); ``lisa_loss_weight * lisa_loss`` is added
+            to the task loss.
         lisa_head_mode: ``"existing"`` (that pretrained head, taken out of the sub-networks) or ``"added"`` (a new
             head, :class:`~syntaxformer.modeling.syntax_attention_core.AddedLisaHead`).
-        lisa_loss_weight: weight of the LISA loss in the total loss.
-        classifier_dropout, pooling, initializer_range, num_labels, problem_type, qa_verifier,
-            verifier_loss_weight, span_loss_weight, verifier_beta1, verifier_beta2: the task-head options of every
-            system (:class:`~syntaxformer.modeling.configuration.SyntaxModelConfig`).
+        classifier_dropout, pooling, initializer_range, num_labels, problem_type, qa_verifier, verifier_loss_weight,
+            span_loss_weight, verifier_beta1, verifier_beta2: the task-head options of :class:`SyntaxModelConfig`.
 
     Example::
 
@@ -624,7 +525,7 @@ class SyntaxBertConfig(SyntaxModelConfig):
     relation_names: Literal["paper"] = "paper"
     random_masks: bool = False
     random_masks_seed: int = 0
-    aggregation: TopicalAggregation = "topical"
+    aggregation: Literal["topical", "sum", "mean"] = "topical"
     topical_projections: Literal["shared", "own"] = "shared"
     full_attention_candidate: bool = False
     empty_rows: Literal["full", "self"] = "full"

@@ -1,14 +1,10 @@
-"""Feature embeddings of the Syntax-Infused Transformer (POS, case, subword position; "Model" section, Fig. 1).
+"""Feature embeddings of the Syntax-Infused Transformer (POS, case, subword position; "Model" section, Fig. 1):
+the feature vector ``f_m = f^P ⊕ f^c ⊕ f^s ∈ R^d`` of each subword (:class:`SyntaxFeatureEmbedding`; ``⊕`` a
+sum, the paper's best with d = 20, or a concatenation) and the encoder input ``h'_m = [e_m; f_m] ∈ R^D``
+(:class:`SyntaxInfusedEmbedding`; paper: 492 + 20 = 512).
 
-* :class:`SyntaxFeatureEmbedding` — the feature vector ``f_m = f^P ⊕ f^c ⊕ f^s ∈ R^d`` of each subword, with
-  ``⊕`` either a **sum** of per-feature embeddings of size ``d`` each (the paper's best: d = 20, summed) or a
-  **concatenation** of per-feature embeddings whose sizes add up to ``d``.
-* :class:`SyntaxInfusedEmbedding` — the encoder input ``h'_m = [e_m; f_m] ∈ R^D`` with a word embedding
-  ``e_m ∈ R^(D-d)`` (paper: 492 + 20 = 512), scaled like the wrapped model's token embeddings.
-
-Feature ids follow :mod:`syntaxformer.data.subword_features`: 0 = no word (special tokens, padding; its
-embedding row is kept at zero), 1 = unknown value, 2.. = values. Negative ids (the generic collator pads with -1)
-are read as 0.
+Feature ids follow :mod:`syntaxformer.data.subword_features`: 0 = no word (special tokens, padding; a zero row),
+1 = unknown value, 2.. = values; negative ids (the generic collator pads with -1) are read as 0.
 """
 
 from __future__ import annotations
@@ -92,17 +88,12 @@ class SyntaxFeatureEmbedding(nn.Module):
 
 
 class SyntaxInfusedEmbedding(nn.Module):
-    """Encoder input ``[scale * E x_m ; scale * f_m]`` of size ``D`` (token part ``D - d``, feature part ``d``).
-
-    With no features (``features=()``) this is a plain ``scale * E x_m`` of size ``D``, so a baseline and a
-    syntax-infused model differ only in this module.
+    """Encoder input ``[scale * E x_m ; scale * f_m]`` of size ``D`` (token part ``D - d``, feature part ``d``);
+    with no features (the baseline) a plain ``scale * E x_m`` of size ``D``.
 
     Args:
-        vocab_size: source vocabulary size.
-        hidden_size: ``D``.
-        features: feature names (empty for the baseline).
-        feature_dim: ``d``.
-        combine: ``"sum"`` or ``"concat"`` (see :class:`SyntaxFeatureEmbedding`).
+        vocab_size, hidden_size: source vocabulary size, ``D``.
+        features, feature_dim, combine: as :class:`SyntaxFeatureEmbedding`'s (no features for the baseline).
         padding_idx: the source pad id.
         scale: multiplier of the token embedding (``sqrt(D)`` for Transformers that scale their embeddings).
         init_std: normal init std of the token embedding.

@@ -1,35 +1,15 @@
-"""Task heads, written once and composed over any syntax backbone.
+"""Task heads, written once and composed over any system's backbone.
 
-A *backbone* is a ``PreTrainedModel`` (``SGNetModel``, ``SyntaxBertModel``) with a method
-``contextual_states(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-output_hidden_states, **syntax_inputs) -> ContextualStates`` (the states ``[B, L, H]`` the heads read, the
-system's extra outputs and an auxiliary loss; :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone`
-gives it to a backbone whose ``forward`` returns ``last_hidden_state``). A *system base class* (``SGNetPreTrainedModel``,
-``SyntaxBertPreTrainedModel``) says which config class and backbone it uses (``build_backbone``) and under which
-attribute the backbone lives (``base_model_prefix``). A task model is then one line::
+A backbone (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``) gives the heads its :class:`ContextualStates`;
+a system base class says which backbone it builds (``build_backbone``) and under which attribute
+(``base_model_prefix``). A task model is then one line::
 
     class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel): ...
 
-The heads (mixins: they build their layers on the model itself, so parameter names are the Hugging Face ones,
-``classifier.*``, ``pooler.*``, ``qa_outputs.*``; the heads with one target ``labels`` share
-:meth:`LabelledHead.forward`):
-
-* :class:`SequenceClassificationHead`: ``logits = W Dropout(pool(H)) + b``, ``[B, num_labels]``; the HF loss by
-  problem type (:func:`sequence_classification_loss`).
-* :class:`QuestionAnsweringHead`: SQuAD 2.0 span QA (SG-Net §3.4.1, Eq. 10-14) with the optional answer verifier.
-* :class:`MultipleChoiceHead`: one score per option (RACE, Eq. 15); inputs ``[B, C, L]`` flattened to ``B * C``
-  sequences.
-* :class:`TokenClassificationHead`: a per-token linear layer; labels ``-100`` are ignored.
-
-Outputs: :class:`ContextualStates` (what a backbone hands the heads) and one ``ModelOutput`` per head, shared by
-every system. Each ends with the fields every head output has: ``lisa_loss`` (Syntax-BERT's 0-d LISA loss),
-``hidden_states`` / ``attentions`` (the encoder's, when asked for) and ``sg_attentions`` (SG-Net's
-``[B, sg_num_heads, L, L]`` syntax-guided attention, with ``output_attentions=True``); another system's fields stay
-``None``. A backbone's own output is defined beside it.
-
-Pooling for sequence-level heads (``config.pooling``): :class:`FirstTokenPooler` (``"cls"``) or :func:`mean_pool`
-over non-special tokens (``"mean"``). The backbone's auxiliary loss (Syntax-BERT's weighted LISA loss) is added to
-every head's loss.
+The heads are mixins that build their layers on the model itself, so parameter names are the Hugging Face ones
+(``classifier.*``, ``pooler.*``, ``qa_outputs.*``). Every head output ends with ``lisa_loss`` (Syntax-BERT),
+``hidden_states``, ``attentions`` and ``sg_attentions`` (SG-Net); another system's fields stay ``None``. The
+backbone's auxiliary loss (Syntax-BERT's weighted LISA loss) is added to every head's loss.
 """
 
 from __future__ import annotations
@@ -45,20 +25,16 @@ from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.modeling.configuration import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.raw_text import raw_text_hint
 
-# ---------------------------------------------------------------------------------------------------------------
-# Outputs
-# ---------------------------------------------------------------------------------------------------------------
+# --- Outputs ---
 
 
 @dataclass
 class ContextualStates:
-    """What a backbone gives its task heads
-    (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.contextual_states`).
+    """What a backbone gives its task heads (``EncoderBackbone.contextual_states``).
 
     Attributes:
         hidden: ``[B, L, H]`` the contextual states the heads read (SG-Net: H̄; Syntax-BERT: the last layer).
-        hidden_states: the encoder's per-layer hidden states, when asked for.
-        attentions: the encoder's per-layer attention probabilities, when asked for.
+        hidden_states, attentions: the encoder's per-layer hidden states / attention probabilities, when asked for.
         extras: system-specific output fields copied into every head output (``{"sg_attentions": ...}``,
             ``{"lisa_loss": ...}``); each must be a field of the head outputs.
         auxiliary_loss: 0-d loss added to every head's loss when the head computes one (Syntax-BERT:
@@ -83,20 +59,17 @@ def _head_output(name: str, doc: str, *fields: str) -> type[ModelOutput]:
 
 SequenceClassifierOutput = _head_output(
     "SequenceClassifierOutput",
-    """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, only with ``labels``: cross-entropy,
-    MSE or BCE-with-logits by problem type, plus the backbone's auxiliary loss, e.g. Syntax-BERT's weighted LISA
-    loss), ``logits`` ``[B, num_labels]`` (before softmax / sigmoid; ``[B, 1]`` for regression), then
-    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
+    """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, with ``labels``: by problem type, plus
+    the backbone's auxiliary loss), ``logits`` ``[B, num_labels]`` (``[B, 1]`` for regression), then the fields
+    every head output has.""",
     "logits",
 )
 QuestionAnsweringOutput = _head_output(
     "QuestionAnsweringOutput",
-    """Output of the ``...ForQuestionAnswering`` models (span head and optional answer verifier): ``loss`` (0-d,
-    with start/end positions: ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the
-    backbone's auxiliary loss), ``start_logits`` / ``end_logits`` ``[B, L]``, ``verifier_logits`` ``[B, 2]``
-    (answerable, unanswerable; with ``config.qa_verifier``), ``span_loss`` / ``verifier_loss`` (the two task parts
-    of ``loss``, unweighted), then ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every
-    head output).""",
+    """Output of the ``...ForQuestionAnswering`` models: ``loss`` (0-d, with start/end positions:
+    ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the backbone's auxiliary loss),
+    ``start_logits`` / ``end_logits`` ``[B, L]``, ``verifier_logits`` ``[B, 2]`` (answerable, unanswerable; with
+    ``config.qa_verifier``), ``span_loss`` / ``verifier_loss`` (unweighted), then the fields every head output has.""",
     "start_logits",
     "end_logits",
     "verifier_logits",
@@ -105,24 +78,19 @@ QuestionAnsweringOutput = _head_output(
 )
 MultipleChoiceOutput = _head_output(
     "MultipleChoiceOutput",
-    """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d cross-entropy over the options, with
-    ``labels``, plus the backbone's auxiliary loss), ``logits`` ``[B, C]`` (one score per option), then
-    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output, for the ``B * C``
-    flattened sequences).""",
+    """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d, with ``labels``), ``logits`` ``[B, C]`` (one
+    score per option), then the fields every head output has (for the ``B * C`` flattened sequences).""",
     "logits",
 )
 TokenClassifierOutput = _head_output(
     "TokenClassifierOutput",
-    """Output of the ``...ForTokenClassification`` models: ``loss`` (0-d cross-entropy over the labelled tokens,
-    labels ``-100`` ignored, plus the backbone's auxiliary loss), ``logits`` ``[B, L, num_labels]``, then
-    ``lisa_loss``, ``hidden_states``, ``attentions``, ``sg_attentions`` (as every head output).""",
+    """Output of the ``...ForTokenClassification`` models: ``loss`` (0-d, with ``labels``), ``logits``
+    ``[B, L, num_labels]``, then the fields every head output has.""",
     "logits",
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Pooling and losses
-# ---------------------------------------------------------------------------------------------------------------
+# --- Pooling and losses ---
 
 
 class FirstTokenPooler(nn.Module):
@@ -226,17 +194,14 @@ def flatten_choices(x: Any) -> Any:
     return x.reshape(-1, *x.shape[2:]) if isinstance(x, torch.Tensor) else x
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Heads
-# ---------------------------------------------------------------------------------------------------------------
+# --- Heads ---
 
 
 class TaskHead:
-    """Base of the head mixins: builds the backbone under ``base_model_prefix``, runs it, makes the output.
-
-    The class it is mixed with (a system base class, a ``PreTrainedModel``) provides ``build_backbone(config,
-    encoder)``; the backbone provides ``contextual_states(...)``.
-    """
+    """Base of the head mixins: builds the backbone under ``base_model_prefix`` (the system base class it is mixed
+    with provides ``build_backbone(config, encoder)``), runs it, makes the output. A task model is built as
+    ``Model(config, encoder=None)``: ``config`` the system's config (its head options), ``encoder`` an already built
+    (e.g. pretrained) encoder to wrap, ``None`` builds one from ``config.encoder``."""
 
     base_model_prefix: str
     config: Any
@@ -269,14 +234,14 @@ class TaskHead:
         output_attentions: bool | None,
         output_hidden_states: bool | None,
     ) -> ContextualStates:
-        """The backbone's :class:`ContextualStates` for a batch (``encoder_inputs``:
-        ``input_ids``, ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``).
+        """The backbone's :class:`ContextualStates` for a batch (``encoder_inputs``: ``input_ids``,
+        ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``).
 
         Raises:
-            InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone (a misspelt key, a
-                data set column): :func:`~syntaxformer.modeling.configuration.check_forward_inputs`; a syntax input the
-                backbone needs is missing (with no syntax input at all, the message names the pipeline for raw
-                text: :func:`~syntaxformer.modeling.raw_text.raw_text_hint`).
+            InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone
+                (:func:`~syntaxformer.modeling.configuration.check_forward_inputs`), or one the backbone needs is
+                missing (with none at all, the message names the pipeline for raw text:
+                :func:`~syntaxformer.modeling.raw_text.raw_text_hint`).
         """
         backbone = getattr(self, self.base_model_prefix)
         check_forward_inputs(self, syntax_inputs, backbone.syntax_keywords)
@@ -339,19 +304,12 @@ class LabelledHead(TaskHead):
         """Run the model on a batch: the head's ``logits`` and, when ``labels`` are given, its ``loss``.
 
         Args:
-            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``); multiple choice:
-                ``[B, C, L]`` (``[B, C, L, H]``), and every other tensor below ``[B, C, ...]``.
-            attention_mask: ``[B, L]`` 1 = real token, 0 = padding.
-            token_type_ids, position_ids: ``[B, L]``, passed to the encoder.
+            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+                output_hidden_states, **syntax_inputs: as in the backbone's ``forward``
+                (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.forward`); multiple choice: every
+                tensor ``[B, C, ...]``.
             labels: the head's targets (see the head's class); the loss is computed only when they are given.
-            output_attentions, output_hidden_states: also return the encoder's (and the system's) attentions /
-                per-layer hidden states.
             return_dict: return the head's ``output_class`` (default) or a tuple.
-            **syntax_inputs: the batch's syntax tensors (``config.syntax_inputs``; see the backbone's
-                ``forward``). Every syntax batch key is accepted (those the model does not read are ignored), so a
-                collated batch can be passed as ``model(**batch)``; any other key raises an ``InputError`` naming
-                it (:mod:`syntaxformer.modeling.configuration`). The signature names every syntax key, so a
-                ``transformers.Trainer`` keeps those columns with its default ``remove_unused_columns=True``.
 
         Raises:
             InputError: multiple choice inputs that are not ``[B, C, L]``; see :meth:`run_backbone`.
@@ -406,17 +364,10 @@ class PooledScorer(LabelledHead):
 
 
 class SequenceClassificationHead(PooledScorer):
-    """Sequence classification / regression (GLUE, SST, NLI; SG-Net §3.4.2).
-
-    ``logits = W Dropout(pool(H)) + b`` ``[B, num_labels]`` where ``pool`` is the first-token dense+tanh pooler
-    (``pooling="cls"``, initialised from the encoder's pooler when it has one) or the mean over non-special tokens
-    (``pooling="mean"``). ``labels``: ``[B]`` class indices (single-label), ``[B]`` or ``[B, 1]`` floats
-    (regression, ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label); the loss by problem type
-    (:func:`sequence_classification_loss`). Output: :class:`SequenceClassifierOutput`.
-
-    Args:
-        config: the model's config (``num_labels``, ``problem_type``, ``pooling``, ``classifier_dropout`` ...).
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
+    """Sequence classification / regression (GLUE, SST, NLI; SG-Net §3.4.2): ``logits = W Dropout(pool(H)) + b``
+    ``[B, num_labels]`` (``pool``: ``config.pooling``). ``labels``: ``[B]`` class indices, ``[B]`` / ``[B, 1]``
+    floats (regression, ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label); the loss by problem
+    type (:func:`sequence_classification_loss`).
     """
 
     output_class = SequenceClassifierOutput
@@ -432,29 +383,20 @@ class SequenceClassificationHead(PooledScorer):
 
 
 class QuestionAnsweringHead(TaskHead):
-    """Span question answering (SQuAD 2.0, SG-Net §3.4.1) with the optional answer verifier (Eq. 13-14).
+    """Span question answering (SQuAD 2.0, SG-Net §3.4.1) with the optional answer verifier (Eq. 13-14;
+    ``docs/sgnet.md``).
 
-    * Span head (Eq. 10-11): ``start_logits, end_logits = Linear(H)`` (one ``H -> 2`` layer over every position);
-      the span loss is the mean of the start and end cross-entropies (BERT's convention; positions outside the
-      sequence are ignored). The null answer is position 0 ([CLS]).
-    * Answer verifier (``config.qa_verifier=True``): the pooled sequence (``config.pooling``: ``"cls"`` = the first
-      token through a dense+tanh pooler initialised from the encoder's pooler when it has one, as in the paper;
-      ``"mean"`` = the mean over non-special tokens, SG-Net's default), dropout and ``Linear(H, 2)`` gives
-      ``verifier_logits`` = (logit_ans, logit_na), trained with cross-entropy on ``is_impossible`` (Eq. 13, written
-      there as the binary cross-entropy of the softmax; identical for two classes):
-      ``loss = span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``. The paper's *parallel*
-      verifier (a second model trained only for answerability) is this head with ``span_loss_weight=0``.
-    * Eq. 14 is applied when decoding (:func:`syntaxformer.tasks.squad.postprocess_predictions`):
-      ``score_diff = score_null - score_has`` (Eq. 12), ``score_ext = logit_na - logit_ans``, no-answer score
-      ``beta1 * score_diff + beta2 * score_ext`` (:meth:`no_answer_weights`); the question is answered ``""``
-      when it exceeds the threshold chosen on development data. The paper writes "predicts the span if
-      score_final > δ"; with its own sign of ``score_ext`` (larger = unanswerable) the consistent reading is the
-      one implemented: larger final score = no answer.
-
-    Args:
-        config: the model's config (``qa_verifier``, ``pooling``, ``verifier_loss_weight``, ``span_loss_weight``,
-            ``verifier_beta1`` / ``verifier_beta2``, ``classifier_dropout``).
-        encoder: an already built (e.g. pretrained) encoder to wrap.
+    * Span head (Eq. 10-11): ``start_logits, end_logits = Linear(H, 2)`` at every position; the span loss is the
+      mean of the start and end cross-entropies (positions outside the sequence ignored). The null answer is
+      position 0 ([CLS]).
+    * Answer verifier (``config.qa_verifier=True``): ``Linear(H, 2)`` of the dropped-out pooled sequence
+      (``config.pooling``) gives ``verifier_logits`` (logit_ans, logit_na), trained with cross-entropy on
+      ``is_impossible``: ``loss = span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``
+      (``span_loss_weight=0``: the paper's *parallel* verifier).
+    * Eq. 14 is applied when decoding (:func:`syntaxformer.tasks.squad.postprocess_predictions`): the no-answer
+      score is ``beta1 * (score_null - score_has) + beta2 * (logit_na - logit_ans)`` (:meth:`no_answer_weights`);
+      the question is answered ``""`` when it exceeds the threshold chosen on development data (the paper's
+      "predicts the span if score_final > δ" read with its own sign of ``score_ext``: larger = no answer).
 
     Raises:
         ConfigError: ``span_loss_weight=0`` without the verifier (nothing to train).
@@ -507,12 +449,7 @@ class QuestionAnsweringHead(TaskHead):
             input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                 output_hidden_states, return_dict, **syntax_inputs: as in :meth:`LabelledHead.forward`.
             start_positions, end_positions: ``[B]`` gold token positions (0 = [CLS] null answer).
-            is_impossible: ``[B]`` 1 = no answer in this window (verifier target). If the verifier is on and this
-                is not given, it is taken as ``start_positions == 0``.
-
-        Returns:
-            :class:`QuestionAnsweringOutput` with ``start_logits`` /
-            ``end_logits`` ``[B, L]`` and ``verifier_logits`` ``[B, 2]`` (with the verifier).
+            is_impossible: ``[B]`` 1 = no answer in this window (verifier target; default ``start_positions == 0``).
         """
         encoder_inputs = dict(
             input_ids=input_ids,
@@ -552,18 +489,10 @@ class QuestionAnsweringHead(TaskHead):
 
 
 class MultipleChoiceHead(PooledScorer):
-    """One score per option (RACE, SG-Net §3.4.1, Eq. 15).
-
-    Each (passage || question, option) pair is one sequence (inputs ``[B, C, L]``; every tensor, syntax tensors
-    included, is flattened to ``B * C`` sequences and masks are built per sequence); its pooled representation
-    (first-token dense+tanh pooler, initialised from the encoder's pooler when it has one, or the mean over
-    non-special tokens with ``pooling="mean"``) goes through dropout and ``Linear(H, 1)`` to one score; the scores
-    of a question's options are its logits ``[B, C]`` and the loss is the cross-entropy with the right option
-    (``labels`` ``[B]``). Output: :class:`MultipleChoiceOutput`.
-
-    Args:
-        config: the model's config (``pooling``, ``classifier_dropout`` ...).
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
+    """One score per option (RACE, SG-Net §3.4.1, Eq. 15): each (passage || question, option) pair is one sequence
+    (inputs ``[B, C, L]``, every tensor flattened to ``B * C`` sequences); ``Linear(H, 1)`` of its dropped-out pooled
+    representation (``config.pooling``) is its score. Logits ``[B, C]``; the loss is the cross-entropy with the
+    right option (``labels`` ``[B]``).
     """
 
     output_class = MultipleChoiceOutput
@@ -579,15 +508,9 @@ class MultipleChoiceHead(PooledScorer):
 
 
 class TokenClassificationHead(LabelledHead):
-    """Token classification (tagging): ``logits = W Dropout(H) + b`` at every position, ``[B, L, num_labels]``.
-
-    ``labels`` ``[B, L]``: the loss is the cross-entropy over positions whose label is not ``-100`` (special tokens,
-    padding and, by the usual convention, non-first subwords carry ``-100``). Output:
-    :class:`TokenClassifierOutput`.
-
-    Args:
-        config: the model's config (``num_labels``, ``classifier_dropout``).
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds one from ``config.encoder``.
+    """Token classification (tagging): ``logits = W Dropout(H) + b`` at every position, ``[B, L, num_labels]``;
+    ``labels`` ``[B, L]``, the cross-entropy over positions whose label is not ``-100`` (special tokens, padding,
+    non-first subwords by the usual convention).
     """
 
     output_class = TokenClassifierOutput

@@ -1,15 +1,10 @@
 """SG-Net (Zhang et al., TPAMI): a pretrained encoder + one syntax-guided self-attention layer + aggregation.
 
-``SGNetModel`` wraps any ``AutoModel`` encoder (built from ``config.encoder``; never a copy of its code), builds
-the SDOI mask on the model's device from the compact syntax tensors of a
-:class:`~syntaxformer.data.collate.SyntaxCollator` batch, runs the syntax-guided layer on the encoder's last
-hidden states H and combines H and H' into H̄ (§3.2-3.3). The task models (``SGNetForSequenceClassification``,
-``SGNetForQuestionAnswering``, ``SGNetForMultipleChoice``, ``SGNetForTokenClassification``) put the heads of
-:mod:`syntaxformer.modeling.heads` on H̄; ``use_sg_layer=False`` gives the plain-encoder baseline with the same heads.
+``SGNetModel`` wraps any ``AutoModel`` encoder (never a copy of its code), builds the SDOI mask on the model's
+device from the compact syntax tensors of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch, runs the
+syntax-guided layer on the encoder's last hidden states H and combines H and H' into H̄ (§3.2-3.3); the
+``SGNetFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads` on H̄::
 
-Typical use::
-
-    from syntaxformer.defaults import default_hf_model
     model = SGNetForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
     out = model(**batch)            # a SyntaxCollator batch, plus "labels" for a loss
     model.save_pretrained("run/")   # AutoModelForSequenceClassification.from_pretrained("run/") loads it back
@@ -28,13 +23,7 @@ from transformers.utils import ModelOutput
 
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.sdoi import sdoi_mask
-from syntaxformer.modeling.configuration import (
-    SYNTAX_INPUT_KEYS,
-    SGNetConfig,
-    check_forward_inputs,
-    filled,
-    syntax_forward_signature,
-)
+from syntaxformer.modeling.configuration import SGNetConfig, filled
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,
@@ -47,11 +36,8 @@ from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncode
 
 class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
     """Base of the SG-Net models: config class, weight init, loading from a pretrained encoder
-    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`).
-
-    :class:`SGNetModel` is the backbone; every task model (``SGNetFor...``) holds one as ``self.sgnet`` and puts a
-    head of :mod:`syntaxformer.modeling.heads` on its output H̄.
-    """
+    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`); task models hold the backbone
+    :class:`SGNetModel` as ``self.sgnet``."""
 
     config_class = SGNetConfig
     config: SGNetConfig
@@ -59,10 +45,8 @@ class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Normal(0, ``initializer_range``) linears, unit LayerNorms; alpha at ``logit(alpha)``; concat as dual.
-
-        The wrapped encoder is a ``PreTrainedModel`` and initialises its own modules (Hugging Face dispatches
-        each sub-model's ``_init_weights``); weights loaded from a checkpoint are never re-initialised.
+        """Normal(0, ``initializer_range``) linears, unit LayerNorms; alpha at ``logit(alpha)``; concat as dual; the
+        POS table at zero (the wrapped encoder initialises its own modules; loaded weights are never re-initialised).
         """
         super()._init_weights(module)
         if isinstance(module, DualAggregation) and module.alpha_logit is not None:
@@ -87,15 +71,11 @@ class SGNetModelOutput(ModelOutput):
     """Output of :class:`~syntaxformer.modeling.SGNetModel`.
 
     Attributes:
-        last_hidden_state: ``[B, L, H]`` H̄, the aggregated representation task heads read (Eq. 9 by default; H
-            itself when ``use_sg_layer=False``).
+        last_hidden_state: ``[B, L, H]`` H̄, what the task heads read (H itself when ``use_sg_layer=False``).
         encoder_hidden_state: ``[B, L, H]`` H, the encoder's last hidden states.
-        syntax_hidden_state: ``[B, L, H]`` H', the syntax-guided layer's output (``None`` when
-            ``use_sg_layer=False``).
-        hidden_states: the encoder's per-layer hidden states (each ``[B, L, H]``), when
-            ``output_hidden_states=True``.
-        attentions: the encoder's per-layer attention probabilities (each ``[B, heads, L, L]``), when
-            ``output_attentions=True`` (and the encoder's attention implementation can return them).
+        syntax_hidden_state: ``[B, L, H]`` H', the syntax-guided layer's output (``None`` without the layer).
+        hidden_states, attentions: the encoder's per-layer hidden states / attention probabilities, when asked for
+            (and the encoder's attention implementation can return them).
         sg_attentions: ``[B, sg_num_heads, L, L]`` attention probabilities of the syntax-guided layer, when
             ``output_attentions=True``; zero wherever the SDOI mask forbids attention.
     """
@@ -109,18 +89,9 @@ class SGNetModelOutput(ModelOutput):
 
 
 class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
-    """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation.
+    """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation (built as
+    :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone` says)."""
 
-    Args:
-        config: the model's :class:`SGNetConfig`.
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds
-            ``AutoModel.from_config(config.encoder)``. Its pooler, if any, is removed (heads own their poolers,
-            and an unused pooler would leave parameters without gradients, which breaks DDP).
-    """
-
-    #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those SG-Net does
-    #: not read are ignored, so a whole collated batch can be passed).
-    syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS
     head_extras = ("sg_attentions",)
     encoder: PreTrainedModel
     pos_embeddings: PosEmbedding | None
@@ -159,10 +130,7 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
                 f"encoder.layer[i]); {type(self.encoder).__name__} has no 'encoder.layer'. Use sg_init='random'"
             ) from None
         heads = self.config.num_attention_heads
-        if self.sg_layer is None:
-            raise ConfigError(
-                "sg_init='copy_last' copies the encoder's last layer into the syntax-guided layer: use_sg_layer=True"
-            )
+        assert self.sg_layer is not None, "called only with use_sg_layer=True (SGNetModel.__init__)"
         if self.config.sg_num_heads != heads:
             raise ConfigError(
                 f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
@@ -170,71 +138,35 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
             )
         self.sg_layer.copy_from_bert_layer(layers[-1])
 
-    @syntax_forward_signature
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        dep_tin: torch.Tensor | None = None,
-        dep_tout: torch.Tensor | None = None,
-        syntax_tree: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        pos_ids: torch.Tensor | None = None,
-        **other_syntax: Any,
-    ) -> SGNetModelOutput | tuple[torch.Tensor, ...]:
-        """Encode a batch.
+    def backbone_output(
+        self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
+    ) -> SGNetModelOutput:
+        """SG-Net's part of ``forward``: H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H' (and the syntax-guided
+        layer's probabilities, ``sg_attentions``, with ``output_attentions``). It reads (``[B, L]`` each):
 
-        Args:
-            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
-            attention_mask: ``[B, L]`` 1 = real token, 0 = padding.
-            token_type_ids: ``[B, L]`` segment ids, for encoders that use them.
-            dep_tin: ``[B, L]`` pre-order entry time of each position's dependency node (collator key).
-            dep_tout: ``[B, L]`` subtree exit time.
-            syntax_tree: ``[B, L]`` sentence id per position; -1 for special tokens and padding.
-                The three syntax tensors are needed by the syntax-guided layer (not for ``use_sg_layer=False``
-                or ``aggregation="vanilla_layer"``); the SDOI mask ``[B, L, L]`` (True = may attend: ancestors and
-                self; special tokens and padding attend to themselves only) is built from them on the model's
-                device, and padding (``attention_mask == 0``) is never attended.
-            position_ids: ``[B, L]`` passed to the encoder.
-            inputs_embeds: ``[B, L, H]`` passed to the encoder instead of ``input_ids``.
-            output_attentions: also return the encoder's and the syntax-guided layer's attention probabilities.
-            output_hidden_states: also return the encoder's per-layer hidden states.
-            return_dict: return a :class:`SGNetModelOutput` (default) or a tuple.
-            pos_ids: ``[B, L]`` POS ids per subword (0 = special token / padding; negative read as 0), needed when
-                ``config.pos_embeddings`` is set (BERT+POS): the POS embedding is added to the token embeddings.
-            **other_syntax: the other syntax batch keys of a collated batch (``dep_depth``, ``con_*`` ...) are
-                accepted and ignored, so a collated batch can be passed as ``model(**batch)``; any other keyword
-                (``labels``: use a task model) raises an ``InputError`` naming it.
-
-        Returns:
-            :class:`SGNetModelOutput` with H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H'.
+        * ``dep_tin`` / ``dep_tout`` (pre-order entry / subtree exit time of each position's dependency node) and
+          ``syntax_tree`` (sentence id; -1 for special tokens and padding), from which the SDOI mask of the layer is
+          built on the model's device (not needed with ``use_sg_layer=False`` or ``aggregation="vanilla_layer"``);
+        * ``pos_ids`` (0 = special token / padding) with ``config.pos_embeddings``: the POS embedding is added to
+          the token embeddings.
         """
-        check_forward_inputs(self, other_syntax, self.syntax_keywords)
-        return_dict = self.config.return_dict if return_dict is None else return_dict
+        dep_tin, dep_tout, syntax_tree, pos_ids = (
+            syntax.get(k) for k in ("dep_tin", "dep_tout", "syntax_tree", "pos_ids")
+        )
+        attention_mask = inputs["attention_mask"]
         if self.pos_embeddings is not None:
             if pos_ids is None:
                 raise InputError(
                     f"pos_embeddings={self.config.pos_embeddings!r} (BERT+POS) needs 'pos_ids' [B, L] "
                     "in the batch (syntaxformer.data.subword_features.subword_feature_ids)"
                 )
+            inputs_embeds = inputs["inputs_embeds"]
             if inputs_embeds is None:
-                inputs_embeds = self.encoder.get_input_embeddings()(input_ids)  # (B, L, H)
-                input_ids = None
-            inputs_embeds = inputs_embeds + self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
-        enc = self.encode(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
-            output_attentions,
-            output_hidden_states,
-        )
+                inputs_embeds = self.encoder.get_input_embeddings()(inputs["input_ids"])  # (B, L, H)
+                inputs["input_ids"] = None
+            pos = self.pos_embeddings(pos_ids.to(inputs_embeds.device).clamp(min=0))
+            inputs["inputs_embeds"] = inputs_embeds + pos
+        enc = self.encode(inputs, output_attentions, output_hidden_states)
         h = enc.last_hidden_state  # (B, L, H)
 
         h_sg = probs = None
@@ -242,7 +174,7 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
         if self.sg_layer is not None and self.aggregation is not None:  # both or neither (use_sg_layer)
             key_valid = None if attention_mask is None else attention_mask.to(h.device) > 0  # (B, L)
             mask = self.attention_mask_for_sg_layer(h, key_valid, dep_tin, dep_tout, syntax_tree)
-            h_sg, probs = self.sg_layer(h, mask, output_attentions=bool(output_attentions))  # (B, L, H)
+            h_sg, probs = self.sg_layer(h, mask, output_attentions=output_attentions)  # (B, L, H)
             h_bar = self.aggregation(h, h_sg, key_valid)  # (B, L, H)
             if self.config.mask_special_in_aggregation:
                 if syntax_tree is None:
@@ -253,7 +185,7 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
                 special = (syntax_tree.to(h.device) < 0).unsqueeze(-1)  # (B, L, 1)
                 h_bar = torch.where(special, h, h_bar)
 
-        out = SGNetModelOutput(
+        return SGNetModelOutput(
             last_hidden_state=h_bar,
             encoder_hidden_state=h,
             syntax_hidden_state=h_sg,
@@ -261,7 +193,6 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
             attentions=getattr(enc, "attentions", None),
             sg_attentions=probs,
         )
-        return out if return_dict else out.to_tuple()
 
     def attention_mask_for_sg_layer(
         self,
@@ -271,16 +202,10 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
         dep_tout: torch.Tensor | None,
         syntax_tree: torch.Tensor | None,
     ) -> torch.Tensor:
-        """The bool mask of the extra layer (True = may attend), on ``hidden``'s device.
-
-        Args:
-            hidden: ``[B, L, H]`` encoder output (gives the shape and device).
-            key_valid: ``[B, L]`` bool, False at padding; ``None`` = no padding.
-            dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact syntax tensors (see :meth:`forward`).
-
-        Returns:
-            ``[B, L, L]`` SDOI mask restricted to non-padding keys (the diagonal always kept, so no row is empty);
-            for ``aggregation="vanilla_layer"`` the key-padding mask ``[B, 1, L]`` instead.
+        """The bool mask of the extra layer (True = may attend) on ``hidden``'s (``[B, L, H]``) device: the SDOI mask
+        ``[B, L, L]`` of the syntax tensors (:meth:`backbone_output`) restricted to non-padding keys (``key_valid``
+        ``[B, L]``, ``None`` = no padding; the diagonal always kept, so no row is empty); for
+        ``aggregation="vanilla_layer"`` the key-padding mask ``[B, 1, L]`` instead.
         """
         B, L, _ = hidden.shape
         device = hidden.device
@@ -312,23 +237,16 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
 
 
 class SGNetForSequenceClassification(SequenceClassificationHead, SGNetPreTrainedModel):
-    """SG-Net with a sequence classification / regression head (NLI, GLUE-style tasks; §3.4.2).
-
-    ``logits = W Dropout(pool(H̄)) + b`` (:class:`~syntaxformer.modeling.heads.SequenceClassificationHead`); see
-    :class:`SGNetConfig` ``pooling`` for why ``"mean"`` lets syntax reach the classifier.
-    """
+    """SG-Net with a sequence classification / regression head on H̄ (NLI, GLUE-style tasks; §3.4.2)."""
 
 
 class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel):
-    """SG-Net for span question answering (SQuAD 2.0, §3.4.1) with the optional answer verifier (Eq. 13-14):
-    :class:`~syntaxformer.modeling.heads.QuestionAnsweringHead` on H̄."""
+    """SG-Net for span question answering on H̄ (SQuAD 2.0, §3.4.1) with the optional answer verifier."""
 
 
 class SGNetForMultipleChoice(MultipleChoiceHead, SGNetPreTrainedModel):
-    """SG-Net for multiple-choice reading comprehension (RACE, §3.4.1, Eq. 15): one score per option,
-    :class:`~syntaxformer.modeling.heads.MultipleChoiceHead` on H̄ (inputs ``[B, C, L]``)."""
+    """SG-Net for multiple-choice reading comprehension on H̄ (RACE, §3.4.1, Eq. 15; inputs ``[B, C, L]``)."""
 
 
 class SGNetForTokenClassification(TokenClassificationHead, SGNetPreTrainedModel):
-    """SG-Net with a per-token classifier (tagging): :class:`~syntaxformer.modeling.heads.TokenClassificationHead`
-    on H̄."""
+    """SG-Net with a per-token classifier on H̄ (tagging)."""

@@ -1,14 +1,10 @@
 """Syntax-BERT (Bai et al., 2021): masked sub-network attention in every layer of a pretrained encoder, mixed per
 token by topical attention; LISA-style parent head as an option.
 
-:class:`SyntaxBertModel` wraps any ``AutoModel`` encoder whose attention goes through ``AttentionInterface`` and runs
-it with ``attn_implementation="syntax"`` (:mod:`syntaxformer.modeling.syntax_attention`), never a copy of its code;
-per forward it builds the relation groups of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch once, with
-the ablations of Table 5. The ``SyntaxBertFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads`
-on it (the LISA loss is added to every head's loss)::
-
-    model = SyntaxBertForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
-    out = model(**batch)            # a SyntaxCollator batch, plus "labels" for a loss
+:class:`SyntaxBertModel` runs any ``AutoModel`` encoder whose attention goes through ``AttentionInterface`` with
+``attn_implementation="syntax"`` (:mod:`syntaxformer.modeling.syntax_attention`); per forward it builds the relation
+groups of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch once, with the ablations of Table 5. The
+``SyntaxBertFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads` on it.
 """
 
 import zlib
@@ -24,12 +20,7 @@ from transformers.utils import ModelOutput
 from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.masks.random import random_like_groups
 from syntaxformer.masks.relations import CHILD, PAIRWISE, PARENT, SELF, SIBLING, SPECIAL, group_id, relation_groups
-from syntaxformer.modeling.configuration import (
-    SYNTAX_INPUT_KEYS,
-    SyntaxBertConfig,
-    check_forward_inputs,
-    syntax_forward_signature,
-)
+from syntaxformer.modeling.configuration import SYNTAX_INPUT_KEYS, SyntaxBertConfig
 from syntaxformer.modeling.heads import (
     MultipleChoiceHead,
     QuestionAnsweringHead,
@@ -41,7 +32,6 @@ from syntaxformer.modeling.syntax_attention_core import (
     SYNTAX_ATTENTION,
     AddedLisaHead,
     LisaRecorder,
-    SyntaxAttentionRecorder,
     SyntaxGate,
     SyntaxGroups,
     TopicalAttention,
@@ -53,11 +43,9 @@ from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncode
 
 
 def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.Linear]]:
-    """The self-attention modules of ``encoder`` in layer order, each with its key and output projections.
-
-    Recognised layouts: BERT-style ``...attention.self`` with ``query/key/value`` and the sibling
-    ``...attention.output.dense`` (BERT, RoBERTa, XLM-RoBERTa, CamemBERT, ELECTRA, ERNIE, Data2VecText, MiniLM,
-    ...), and DistilBERT-style modules with ``q_lin/k_lin/v_lin/out_lin``.
+    """The self-attention modules of ``encoder`` in layer order, each with its key and output projections: BERT-style
+    ``...attention.self`` (``query/key/value``) with the sibling ``...attention.output.dense`` (BERT, RoBERTa,
+    ELECTRA, ERNIE, MiniLM, ...) or DistilBERT-style modules (``q_lin/k_lin/v_lin/out_lin``).
 
     Raises:
         ConfigError: no such module per layer (e.g. ALBERT shares one module across layers; DeBERTa, MPNet and
@@ -137,9 +125,9 @@ class SyntaxBertModelOutput(ModelOutput):
     Attributes:
         last_hidden_state: ``[B, L, H]`` the encoder's last hidden states.
         lisa_loss: 0-d LISA cross-entropy (only with ``lisa_layer`` set and ``dep_parent`` given).
-        hidden_states: per-layer hidden states (``[B, L, H]`` each), when ``output_hidden_states=True``.
-        attentions: per-layer effective attention (``[B, heads, L, L]`` each: ``Σ_g α_g A_g``, the full softmax
-            in non-syntax layers), when ``output_attentions=True``.
+        hidden_states: per-layer hidden states, when asked for.
+        attentions: per-layer effective attention ``[B, heads, L, L]`` (``Σ_g α_g A_g``; the full softmax in
+            non-syntax layers), when asked for.
         lisa_log_probs: ``[B, L, L]`` log attention of the LISA head (row = token, column = candidate parent).
     """
 
@@ -151,18 +139,13 @@ class SyntaxBertModelOutput(ModelOutput):
 
 
 class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
-    """Syntax-BERT without a task head: a pretrained encoder whose every attention layer runs on sub-networks.
+    """Syntax-BERT without a task head: a pretrained encoder whose every attention layer runs on sub-networks
+    (built as :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone` says; the encoder is switched to
+    ``attn_implementation="syntax"``)."""
 
-    Args:
-        config: the model's :class:`SyntaxBertConfig`.
-        encoder: an already built (e.g. pretrained) encoder to wrap; ``None`` builds
-            ``AutoModel.from_config(config.encoder)``. It is switched to ``attn_implementation="syntax"``. Its
-            pooler, if any, is removed (heads own their poolers; an unused pooler would break DDP).
-    """
-
-    #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those the model
-    #: does not read are ignored, so a whole collated batch can be passed) and precomputed ``syntax_groups``.
-    syntax_keywords: tuple[str, ...] = SYNTAX_INPUT_KEYS + ("syntax_groups",)
+    #: Besides every syntax batch key, precomputed ``syntax_groups`` and an analysis ``syntax_record``
+    #: (:meth:`backbone_output`).
+    syntax_keywords = SYNTAX_INPUT_KEYS + ("syntax_groups", "syntax_record")
     head_extras = ("lisa_loss",)
     encoder: PreTrainedModel
     topical: TopicalAttention | None
@@ -202,16 +185,9 @@ class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
     def build_groups(
         self, features: dict[str, torch.Tensor], device: torch.device, input_ids: torch.Tensor | None = None
     ) -> SyntaxGroups:
-        """Relation groups of a collated batch, with the configured ablations, ready for every layer.
-
-        Args:
-            features: collator keys (``syntax_tree``, ``syntax_segment``, ``dep_*`` and, for the constituency
-                partition, ``con_*``), ``[B, L]`` / ``[B, L, D']``.
-            device: where to build them (the model's device).
-            input_ids: ``[B, L]`` token ids, to seed the random-mask ablation per example.
-
-        Returns:
-            :class:`SyntaxGroups` with one int64 ``[B, L, L]`` tensor per tree kind (0 = no sub-network).
+        """Relation groups of a collated batch, with the configured ablations, ready for every layer: one int64
+        ``[B, L, L]`` tensor per tree kind (0 = no sub-network), built on ``device`` from the collator ``features``
+        (:attr:`SyntaxBertConfig.group_inputs`); ``input_ids`` ``[B, L]`` seed the random-mask ablation per example.
         """
         c = self.config
         missing = [k for k in c.group_inputs if features.get(k) is None]
@@ -277,63 +253,26 @@ class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
                 table[group_id(kind, 1, D) : group_id(kind, D, D) + 1] = 0
         return table
 
-    @syntax_forward_signature
-    def forward(
-        self,
-        input_ids: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        inputs_embeds: torch.Tensor | None = None,
-        dep_parent: torch.Tensor | None = None,
-        syntax_groups: SyntaxGroups | None = None,
-        output_attentions: bool | None = None,
-        output_hidden_states: bool | None = None,
-        return_dict: bool | None = None,
-        syntax_record: SyntaxAttentionRecorder | None = None,
-        **features: Any,
-    ) -> SyntaxBertModelOutput | tuple[torch.Tensor, ...]:
-        """Encode a batch.
-
-        Args:
-            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
-            attention_mask: ``[B, L]`` 1 = real token, 0 = padding (padding is never attended).
-            token_type_ids: ``[B, L]`` segment ids, for encoders that use them.
-            position_ids: ``[B, L]`` passed to the encoder.
-            inputs_embeds: ``[B, L, H]`` passed to the encoder instead of ``input_ids``.
-            dep_parent: ``[B, L]`` key position of each token's dependency parent (-1: none), for the LISA loss.
-            syntax_groups: precomputed groups (:class:`~syntaxformer.modeling.syntax_attention_core.SyntaxGroups`);
-                default: built from ``features``.
-            output_attentions: also return every layer's effective attention ``[B, heads, L, L]``.
-            output_hidden_states: also return every layer's hidden states.
-            return_dict: return a :class:`SyntaxBertModelOutput` (default) or a tuple.
-            syntax_record: a :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionRecorder` to fill with
-                every layer's effective attention and topical weights (analysis: ``syntaxformer show``); the
-                outputs are unchanged, whatever the attention implementation of layers without sub-networks.
-            **features: the other collator keys: ``syntax_tree``, ``syntax_segment`` ``[B, L]`` (-1 for special
-                tokens and padding), ``dep_tin``, ``dep_tout``, ``dep_depth`` ``[B, L]``, ``dep_anc_*``
-                ``[B, L, D']``, and with constituency ``con_key``, ``con_depth``, ``con_anc_*``. Syntax keys the
-                model does not read are ignored, so a collated batch can be passed as ``model(**batch)``; any other
-                keyword (``labels``: use a task model) raises an ``InputError`` naming it.
-
-        Returns:
-            :class:`SyntaxBertModelOutput` with ``last_hidden_state`` ``[B, L, H]`` and ``lisa_loss``.
+    def backbone_output(
+        self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
+    ) -> SyntaxBertModelOutput:
+        """Syntax-BERT's part of ``forward``: ``last_hidden_state`` ``[B, L, H]`` and ``lisa_loss``. It reads the
+        collator keys of :attr:`SyntaxBertConfig.group_inputs` (:meth:`build_groups`) or precomputed
+        ``syntax_groups``; ``dep_parent`` ``[B, L]`` (each token's parent position, -1: none) for the LISA loss; a
+        ``syntax_record`` (``SyntaxAttentionRecorder``) to fill with every layer's effective attention and topical
+        weights (analysis; the outputs are unchanged). ``output_attentions``: every layer's effective attention
+        ``[B, heads, L, L]``.
         """
-        check_forward_inputs(self, features, self.syntax_keywords)
-        return_dict = self.config.return_dict if return_dict is None else return_dict
         self.use_syntax_attention()
-        device = cast(torch.Tensor, self.encoder.get_input_embeddings().weight).device
+        syntax_groups = syntax.get("syntax_groups")
         if syntax_groups is None and self.config.uses_groups:
-            syntax_groups = self.build_groups(features, device, input_ids)
+            device = cast(torch.Tensor, self.encoder.get_input_embeddings().weight).device
+            syntax_groups = self.build_groups(syntax, device, inputs["input_ids"])
         recorder = None
         if self.config.lisa_layer is not None:
             recorder = LisaRecorder(self.config.lisa_layer, self.config.lisa_head, added=self.lisa)
         enc = self.encode(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            position_ids,
-            inputs_embeds,
+            inputs,
             output_attentions,
             output_hidden_states,
             syntax_groups=syntax_groups,
@@ -341,19 +280,16 @@ class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
             syntax_topical=self.topical,
             syntax_lisa=recorder,
             syntax_gate=self.gate,
-            syntax_record=syntax_record,
+            syntax_record=syntax.get("syntax_record"),
         )
-        lisa_loss = None
-        if recorder is not None and dep_parent is not None:
-            lisa_loss = recorder.loss(dep_parent)
-        out = SyntaxBertModelOutput(
+        dep_parent = syntax.get("dep_parent")
+        return SyntaxBertModelOutput(
             last_hidden_state=enc.last_hidden_state,
-            lisa_loss=lisa_loss,
+            lisa_loss=None if recorder is None or dep_parent is None else recorder.loss(dep_parent),
             hidden_states=getattr(enc, "hidden_states", None),
             attentions=getattr(enc, "attentions", None),
             lisa_log_probs=None if recorder is None else recorder.log_probs,
         )
-        return out if return_dict else out.to_tuple()
 
 
 class _NoPooler(nn.Module):

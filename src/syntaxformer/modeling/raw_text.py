@@ -1,29 +1,14 @@
 """Raw text in, records out: the steps every prediction on raw inputs takes, whoever runs it.
 
-One module for ``syntaxformer predict --input`` and the library pipelines (:class:`syntaxformer.inference.Predictor`,
+One module for ``syntaxformer predict --input``, the library pipelines (:class:`syntaxformer.inference.Predictor`,
 :mod:`syntaxformer.pipelines`) and the pipelines of an exported model folder
 (:mod:`syntaxformer.sharing.syntax_pipeline`; ``syntaxformer export`` copies this module into the folder, so it
-imports nothing but numpy, torch and :mod:`syntaxformer.errors`):
-
-* :func:`check_inputs`: what an input is, per head, and the one message for anything else (``None``, ``5``, a
-  blank text, a mapping without its text ...);
-* :func:`check_options`: the call options, taken as ``transformers``' own pipelines take them:
-  text classification ``top_k`` (the ``top_k`` best labels, best first; ``None``: every label) and
-  ``function_to_apply`` (``"softmax"``, ``"sigmoid"`` or ``"none"``: the logits as they are) and ``truncation``
-  (``True``: texts are always truncated at ``max_length``); span QA ``top_k``
-  (the best answer spans) and ``max_answer_len`` (``max_answer_length``, the task option's name, is taken too);
-  every pipeline ``batch_size``. An option may be given when a pipeline is built (the default of every call) or
-  per call; any other is refused, naming it and the ones the pipeline takes;
-* :func:`batches` and :func:`run_batches`: longest first, in batches of ``batch_size``, outputs back in input order;
-* :func:`model_outputs`: the forward pass of one batch as numpy arrays;
-* :func:`classification_record` / :func:`answer_record` and their pipeline forms :func:`ranked_classes` /
-  :func:`pipeline_answer`: the records and the ``top_k`` ranking;
-* :func:`position_limit` / :func:`capped_max_length`: the longest input a model's positions take;
-* :func:`check_pipeline_model`: a syntax pipeline refuses a model of another head, and a model loaded for another
-  head than the one it was trained with (``pipeline("syntax-text-classification", model=QA_RUN)`` would put a new,
-  untrained classifier on the span-QA encoder: the saved ``config.architectures`` say which head was trained),
-  naming the pipeline to use; :func:`raw_text_hint` ends the message of a task model that got token ids but no
-  syntax input (``transformers``' own ``text-classification`` tokenizes and never parses).
+imports nothing but numpy, torch and :mod:`syntaxformer.errors`): the inputs and call options checked
+(:func:`check_inputs`, :func:`check_options`: the options ``transformers``' own pipelines take), batched longest
+first (:func:`batches`, :func:`run_batches`), run (:func:`model_outputs`) and turned into records
+(:func:`classification_record`, :func:`answer_record` and their pipeline forms); :func:`check_pipeline_model`
+refuses a model of another head than the pipeline's, or loaded for another head than the one it was trained with
+(its saved ``config.architectures``), naming the pipeline to use.
 """
 
 from __future__ import annotations
@@ -35,38 +20,6 @@ from typing import Any
 import numpy as np
 
 from syntaxformer.errors import ConfigError, InputError
-
-__all__ = [
-    "CLASSIFICATION_OPTIONS",
-    "FUNCTIONS",
-    "HEAD_INPUTS",
-    "HEAD_PIPELINES",
-    "HEAD_SUFFIXES",
-    "LABEL_KEYS",
-    "QA_OPTIONS",
-    "TRANSLATION_OPTIONS",
-    "answer_record",
-    "batches",
-    "capped_max_length",
-    "check_inputs",
-    "check_options",
-    "check_pipeline_model",
-    "class_head",
-    "class_scores",
-    "classification_record",
-    "classification_records",
-    "default_max_new_tokens",
-    "label_names",
-    "model_outputs",
-    "padded",
-    "pipeline_answer",
-    "pipeline_for_class",
-    "position_limit",
-    "ranked_classes",
-    "ranked_labels",
-    "raw_text_hint",
-    "run_batches",
-]
 
 #: Model class name suffix -> its head.
 HEAD_SUFFIXES: dict[str, str] = {
@@ -91,7 +44,7 @@ HEAD_INPUTS: dict[str, tuple[str, ...]] = {
     "multiple_choice": ("question", "context", "options"),
     "seq2seq": ("text",),
 }
-#: Batch keys that hold labels: never given to the model at inference.
+#: Batch keys that hold labels: never given to the model at inference (a backbone given one hints at a task model).
 LABEL_KEYS: tuple[str, ...] = ("labels", "start_positions", "end_positions", "is_impossible")
 #: The options each pipeline takes.
 CLASSIFICATION_OPTIONS: tuple[str, ...] = ("top_k", "function_to_apply", "batch_size", "truncation")
@@ -122,12 +75,8 @@ def _use(class_name: str, where: str) -> str:
 
 
 def check_pipeline_model(task: str, model: Any) -> None:
-    """Refuse to run ``model`` in the syntax pipeline ``task`` when that pipeline is not the one for it.
-
-    Args:
-        task: the pipeline's name (``"syntax-text-classification"`` ...).
-        model: the loaded model (its class and its saved ``config.architectures``; a folder's name is its
-            ``name_or_path``).
+    """Refuse to run ``model`` (its class and saved ``config.architectures``) in the syntax pipeline ``task``
+    (``"syntax-text-classification"`` ...) when that pipeline is not the one for it.
 
     Raises:
         ConfigError: a model of another head, or loaded for another head than the saved one; the message names the
@@ -180,12 +129,9 @@ def check_inputs(
     inputs: Any, head: str, single: tuple[type, ...] = (), name: str = "predict"
 ) -> tuple[list[dict[str, Any]], bool]:
     """The inputs as mappings with the keys the head reads (:data:`HEAD_INPUTS`), checked, and whether one input
-    was given.
-
-    A string is the first text (``text``; translation: the source); a ``(text, text_pair)`` tuple a pair
-    (classification); a mapping holds the head's keys and optionally ``id`` (copied to the record). Span QA needs
-    ``question`` and ``context``; multiple choice ``question`` and ``options`` (a list of at least two texts), and
-    ``context`` when the question is about a passage.
+    was given. A string is the first text (``text``); a ``(text, text_pair)`` tuple a pair; a mapping holds the
+    head's keys and optionally ``id`` (copied to the record). Span QA needs ``question`` and ``context``; multiple
+    choice ``question`` and ``options`` (at least two texts), and ``context`` about a passage.
 
     Args:
         inputs: a list (any iterable) of inputs, or one input of a type in ``single``.

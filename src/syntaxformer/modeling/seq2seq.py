@@ -1,13 +1,11 @@
-"""The Syntax-Infused Transformer for translation: a regular Hugging Face seq2seq model trained from random init
-(``docs/translation.md``, "The model").
+"""The Syntax-Infused Transformer for translation, trained from random init (``docs/translation.md``).
 
-:class:`SyntaxInfusedForConditionalGeneration` (``PreTrainedModel`` + ``GenerationMixin``, registered with
-``AutoModelForSeq2SeqLM``) wraps transformers' own encoder-decoder (``MarianMTModel`` by default; nothing copied)
-with two optional syntax parts around its encoder: syntax-infused source embeddings ``[e_m ; f_m]`` (Sundararaman
-et al.; :class:`~syntaxformer.modeling.embeddings.SyntaxInfusedEmbedding`, passed as ``inputs_embeds``) and SG-Net's
-syntax-guided layer with dual aggregation on the encoder output (Zhang et al., TPAMI §3.4.3, Eq. 9, 16). The syntax
-inputs are encoder inputs: ``generate`` hands them to :meth:`~SyntaxInfusedForConditionalGeneration.get_encoder`
-once. The loss is the plain cross-entropy; label smoothing is the Trainer's ``label_smoothing_factor``.
+:class:`SyntaxInfusedForConditionalGeneration` (registered with ``AutoModelForSeq2SeqLM``) wraps transformers' own
+encoder-decoder (``MarianMTModel`` by default) with two optional syntax parts around its encoder: syntax-infused
+source embeddings ``[e_m ; f_m]`` (Sundararaman et al.; passed as ``inputs_embeds``) and SG-Net's syntax-guided
+layer with dual aggregation on the encoder output (Zhang et al., TPAMI §3.4.3). ``generate`` hands the syntax
+inputs to :meth:`~SyntaxInfusedForConditionalGeneration.get_encoder` once. The loss is the plain cross-entropy
+(label smoothing: the Trainer's ``label_smoothing_factor``).
 """
 
 from __future__ import annotations
@@ -42,18 +40,6 @@ from syntaxformer.modeling.embeddings import COMBINE, SyntaxInfusedEmbedding
 from syntaxformer.modeling.raw_text import batches, default_max_new_tokens, padded
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 from syntaxformer.utils import progress
-
-__all__ = [
-    "PRESETS",
-    "SyntaxInfusedEncoder",
-    "SyntaxInfusedForConditionalGeneration",
-    "SyntaxInfusedTranslationConfig",
-    "build_config",
-    "default_max_new_tokens",
-    "generate_ids",
-    "seq2seq_config",
-    "translate_texts",
-]
 
 #: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
 #: ``base``: Vaswani et al.'s base model (the papers' setting); ``tiny``: tests.
@@ -115,13 +101,11 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
     r"""Configuration of :class:`SyntaxInfusedForConditionalGeneration`.
 
     Args:
-        seq2seq: config of the wrapped encoder-decoder (any ``AutoModelForSeq2SeqLM`` type; a dict with
-            ``model_type`` when read from JSON). Default: a ``MarianConfig``. Its encoder must accept
-            ``inputs_embeds``; separate source / target vocabularies (``share_encoder_decoder_embeddings=False``).
-            Its special-token ids (pad, bos, eos, decoder start) are this model's; the generation defaults
-            (``forced_eos_token_id`` ...) are the wrapped model's ``generation_config``.
-        features: source-side syntax features, names among ``upos``, ``xpos``, ``case``, ``subword``; empty = no
-            feature embeddings (baseline). The paper's model: POS, case and subword position.
+        seq2seq: config of the wrapped encoder-decoder (any ``AutoModelForSeq2SeqLM`` type whose encoder accepts
+            ``inputs_embeds``, with ``share_encoder_decoder_embeddings=False``; default a ``MarianConfig``). Its
+            special-token ids and ``generation_config`` are this model's.
+        features: source-side syntax features among ``upos``, ``xpos``, ``case``, ``subword`` (the paper: POS, case
+            and subword position); empty = the baseline.
         feature_dim: ``d``, the feature vector's size beside the ``D - d`` token embedding (paper: 20 of 512).
         feature_combine: ``"sum"`` (each feature ``d`` dims, summed; the paper's best) or ``"concat"``.
         use_sg_layer: add SG-Net's syntax-guided layer and dual aggregation on top of the encoder (§3.4.3).
@@ -130,8 +114,8 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         alpha: weight of H in ``alpha H + (1 - alpha) H'`` (Eq. 9; 0.5, §5.2).
         sg_num_heads, sg_intermediate_size, sg_dropout: the layer's heads, feed-forward size and dropout; default
             the encoder's.
-        sg_hidden_act: feed-forward activation of the SG layer (a ``transformers.activations`` name): ``"gelu"``
-            (SG-Net §3.2 / §3.4.3); configs saved before the option load with the encoder's (:meth:`from_dict`).
+        sg_hidden_act: feed-forward activation of the SG layer: ``"gelu"`` (SG-Net §3.2); a config saved without it
+            loads with the encoder's (:meth:`from_dict`).
     """
 
     model_type = "syntax_infused_translation"
@@ -347,17 +331,14 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         syntax_tree: torch.Tensor | None = None,
         **features: Any,
     ) -> BaseModelOutput:
-        """Encode a source batch: syntax-infused embeddings -> Transformer encoder -> SG layer + aggregation.
+        """Encode a source batch: syntax-infused embeddings -> Transformer encoder -> SG layer + aggregation; returns
+        ``last_hidden_state`` ``[B, L, D]`` (H̄ with the SG layer, else H).
 
         Args:
-            input_ids: ``[B, L]`` source ids.
-            attention_mask: ``[B, L]`` 1 = token, 0 = padding.
+            input_ids, attention_mask: ``[B, L]`` source ids and mask (1 = token, 0 = padding).
             dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact dependency tensors (needed with the SG layer and
-                ``sg_mask="sdoi"``); the SDOI mask ``[B, L, L]`` (True = may attend) is built from them here.
+                ``sg_mask="sdoi"``), from which the SDOI mask is built here.
             **features: ``{feature}_ids`` ``[B, L]`` for the configured features; other keys are ignored.
-
-        Returns:
-            ``BaseModelOutput`` with ``last_hidden_state`` ``[B, L, D]`` (H̄ with the SG layer, else H).
         """
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
@@ -406,20 +387,18 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         """Teacher-forced decoding of ``labels`` / ``decoder_input_ids``, or one ``generate`` step.
 
         Args:
-            input_ids, attention_mask: ``[B, L]`` source batch (not needed when ``encoder_outputs`` are given;
-                ``attention_mask`` is still the source mask then).
+            input_ids, attention_mask: ``[B, L]`` source batch (``input_ids`` not needed with ``encoder_outputs``).
             decoder_input_ids: ``[B, T]`` decoder input; default ``<s>`` + ``labels`` shifted right.
             decoder_attention_mask, past_key_values, use_cache, **kwargs: passed to the wrapped model (``kwargs``:
-                keyword arguments of the wrapped model's ``forward``, e.g. ``output_attentions`` or
-                ``cache_position`` from ``generate``; any other key raises an ``InputError`` naming it).
+                keyword arguments of its ``forward``, e.g. ``cache_position``; any other raises an ``InputError``).
             encoder_outputs: precomputed :meth:`encode` output (``generate`` passes it).
             labels: ``[B, T]`` target ids, -100 at padding.
             upos_ids, xpos_ids, case_ids, subword_ids, dep_tin, dep_tout, syntax_tree: the syntax inputs
                 (``[B, L]``); only those in ``config.syntax_inputs`` are read.
 
         Returns:
-            ``Seq2SeqLMOutput`` with ``logits`` ``[B, T, V]`` and, with labels, ``loss``: the mean cross-entropy
-            over non-padding target tokens.
+            ``Seq2SeqLMOutput``: ``logits`` ``[B, T, V]`` and, with labels, the mean cross-entropy ``loss`` over
+            non-padding target tokens.
         """
         check_forward_inputs(
             self, kwargs, self.wrapped_keywords(), f"the keyword arguments of {type(self.seq2seq).__name__}.forward"
@@ -486,18 +465,14 @@ def generate_ids(
     desc: str = "translating",
     **generate_options: Any,
 ) -> np.ndarray:
-    """Beam search over encoded sources: the one decoding path of every translation (the evaluation sets of a run,
-    ``predict``, :class:`~syntaxformer.inference.Predictor` and the pipelines, an exported folder's pipeline,
-    ``syntaxformer translate``).
-
-    Batches hold sources of similar length, longest first (:func:`~syntaxformer.modeling.raw_text.batches`); each
-    goes through ``model.generate`` once.
+    """Beam search over encoded sources, in batches of similar length (:func:`~syntaxformer.modeling.raw_text.batches`,
+    one ``model.generate`` each): the one decoding path of every translation (evaluation, ``predict``, the pipelines,
+    an exported folder's pipeline, ``syntaxformer translate``).
 
     Args:
         model: a :class:`SyntaxInfusedForConditionalGeneration` (put in eval mode here).
         items: one dict per source as :func:`~syntaxformer.data.translation_pairs.encode_pairs` makes them
-            (``labels`` are ignored).
-        batch_size: sources per ``generate`` call.
+            (``labels`` ignored); ``batch_size`` sources per ``generate`` call.
         show_progress, desc: a progress bar over the sources, and its title.
         **generate_options: passed to ``generate`` (``num_beams``, ``length_penalty`` ...); default
             ``max_new_tokens``: :func:`default_max_new_tokens` of the batch's padded source length.

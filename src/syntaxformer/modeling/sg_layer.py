@@ -29,9 +29,8 @@ def multi_head_attention(
     """Scaled dot-product attention over ``num_heads`` heads with a bool mask.
 
     Args:
-        q: ``[B, Lq, D]`` projected queries (all heads concatenated, ``D = num_heads * head_dim``).
-        k: ``[B, Lk, D]`` projected keys.
-        v: ``[B, Lk, D]`` projected values.
+        q, k, v: ``[B, Lq, D]``, ``[B, Lk, D]``, ``[B, Lk, D]`` projected queries, keys and values (all heads
+            concatenated, ``D = num_heads * head_dim``).
         mask: bool, broadcastable to ``[B, Lq, Lk]`` (e.g. ``[B, 1, Lk]`` for key padding); True = may attend.
             No row may be entirely False (its output would be NaN).
         num_heads: number of heads.
@@ -98,12 +97,10 @@ class SyntaxGuidedLayer(ProjectedAttention):
     the same structure as a BERT layer, so it can be initialised from one: :meth:`copy_from_bert_layer`).
 
     Args:
-        hidden_size: model width H.
-        num_heads: attention heads (must divide ``hidden_size``).
-        intermediate_size: feed-forward width.
+        hidden_size, num_heads, intermediate_size: model width H, attention heads (dividing H), feed-forward width.
         hidden_act: feed-forward activation (a ``transformers.activations.ACT2FN`` name, e.g. ``"gelu"``).
-        dropout: dropout on the attention-output and feed-forward projections.
-        attention_dropout: dropout on the attention probabilities.
+        dropout, attention_dropout: dropout on the attention-output and feed-forward projections / on the attention
+            probabilities.
         layer_norm_eps: LayerNorm epsilon.
     """
 
@@ -140,18 +137,9 @@ class SyntaxGuidedLayer(ProjectedAttention):
     def forward(
         self, hidden_states: torch.Tensor, mask: torch.Tensor, output_attentions: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Run the layer.
-
-        Args:
-            hidden_states: ``[B, L, H]`` input (the encoder's last hidden states H).
-            mask: bool ``[B, L, L]`` (or broadcastable, e.g. ``[B, 1, L]`` for key padding only); ``mask[b, i, j]``
-                True = position ``i`` may attend to position ``j``. No row may be all False (SDOI masks have the
-                diagonal set).
-            output_attentions: also return the attention probabilities.
-
-        Returns:
-            ``([B, L, H] H', [B, num_heads, L, L] attention probabilities or None)``.
-        """
+        """``([B, L, H] H', [B, num_heads, L, L] attention probabilities when ``output_attentions``, else None)`` for
+        ``hidden_states`` H ``[B, L, H]`` and a bool ``mask`` ``[B, L, L]`` (or broadcastable, e.g. ``[B, 1, L]``):
+        True = position ``i`` may attend to ``j``; no row may be all False (SDOI masks have the diagonal set)."""
         attended, probs = self.attend(hidden_states, hidden_states, mask, output_attentions)
         a = self.attn_norm(hidden_states + attended)  # (B, L, H)
         out = self.output_norm(a + self.dropout(self.output(self.act(self.intermediate(a)))))  # (B, L, H)
@@ -283,17 +271,8 @@ class ConcatAggregation(nn.Module):
 
 
 class BiAttentionAggregation(ProjectedAttention):
-    """``H̄ = LayerNorm(H + Dropout(MultiHead(Q=H, K=H', V=H') W_O))`` (our reading of Table 6's "Bi-attention").
-
-    Every token of H attends to every non-padding token of H' (see ``SGNetConfig.aggregation``).
-
-    Args:
-        hidden_size: H.
-        num_heads: attention heads.
-        dropout: dropout on the output projection.
-        attention_dropout: dropout on the attention probabilities.
-        layer_norm_eps: LayerNorm epsilon.
-    """
+    """``H̄ = LayerNorm(H + Dropout(MultiHead(Q=H, K=H', V=H') W_O))`` (our reading of Table 6's "Bi-attention"):
+    every token of H attends to every non-padding token of H'. Arguments as :class:`SyntaxGuidedLayer`'s."""
 
     def __init__(
         self,

@@ -1,11 +1,10 @@
 """What every system built around a pretrained encoder shares: loading that encoder, wrapping it, its embeddings
-and the keyword arguments of its call.
+and its backbone's ``forward``.
 
-:class:`WrappedEncoderMixin` goes before ``PreTrainedModel`` in a system's base class (``SGNetPreTrainedModel``,
-``SyntaxBertPreTrainedModel``, ``PlainEncoderPreTrainedModel``): it gives ``from_encoder_pretrained``, the token
-embedding accessors and :meth:`~WrappedEncoderMixin.wrap_encoder`, which the backbone's ``__init__`` calls.
-:class:`EncoderBackbone` goes before the base class of a system's backbone: it runs the encoder and hands the
-backbone's output to the task heads.
+:class:`WrappedEncoderMixin` goes before ``PreTrainedModel`` in a system's base class (``SGNetPreTrainedModel``
+...): it gives ``from_encoder_pretrained``, the token embedding accessors and
+:meth:`~WrappedEncoderMixin.wrap_encoder`. :class:`EncoderBackbone` goes before the base class of a system's
+backbone: it runs the encoder and hands the backbone's output to the task heads.
 """
 
 from __future__ import annotations
@@ -15,7 +14,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 import torch
 from torch import nn
 from transformers import AutoModel, PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput
+from transformers.utils import ModelOutput
 
+from syntaxformer.modeling.configuration import SYNTAX_INPUT_KEYS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.heads import ContextualStates
 
 __all__ = ["EncoderBackbone", "WrappedEncoderMixin"]
@@ -56,19 +58,15 @@ class WrappedEncoderMixin:
     def from_encoder_pretrained(
         cls: type[_M], name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
     ) -> _M:
-        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised.
+        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised; the
+        model is returned in evaluation mode (as ``from_pretrained`` returns models: ``.train()`` to fine-tune).
 
         Args:
-            name_or_path: a Hugging Face model name or folder that ``AutoModel.from_pretrained`` can load (e.g.
+            name_or_path: a model name or folder ``AutoModel.from_pretrained`` can load (e.g.
                 :func:`syntaxformer.defaults.default_hf_model`).
-            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``,
-                ``attn_implementation``, ``revision`` ...; a system with its own attention sets
-                ``attn_implementation`` itself: :attr:`encoder_attn_implementation`).
-            **config_overrides: options of the system's config (``config_class``: ``num_labels=2``,
-                ``pooling="cls"``, the system's own options ...).
-
-        Returns:
-            the model in evaluation mode (as ``from_pretrained`` returns models); call ``.train()`` to fine-tune.
+            encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``, ``revision`` ...;
+                ``attn_implementation`` unless the system sets its own: :attr:`encoder_attn_implementation`).
+            **config_overrides: options of the system's config (``num_labels=2``, ``pooling="cls"`` ...).
         """
         kwargs = dict(encoder_kwargs or {})
         if cls.encoder_attn_implementation is not None:
@@ -87,11 +85,10 @@ class WrappedEncoderMixin:
 
         Args:
             config: the backbone's config.
-            encoder: an already built (e.g. pretrained) encoder; the config then holds its config object, so that
-                changes to either are seen by both. ``None`` builds ``AutoModel.from_config(config.encoder)`` (with
-                :attr:`encoder_attn_implementation` when set).
-            pooler: what replaces the encoder's pooler, if it has one (heads own their poolers, and an unused pooler
-                would leave parameters without gradients, which breaks DDP); default ``None``, none at all.
+            encoder: an already built (e.g. pretrained) encoder, whose config object the config then holds; ``None``
+                builds ``AutoModel.from_config(config.encoder)`` (with :attr:`encoder_attn_implementation`).
+            pooler: what replaces the encoder's pooler, if it has one (default none: heads own their poolers, and an
+                unused pooler would leave parameters without gradients, which breaks DDP).
         """
         if encoder is None:
             attn = self.encoder_attn_implementation
@@ -118,18 +115,82 @@ class WrappedEncoderMixin:
 
 class EncoderBackbone:
     """Mixin of a system's backbone (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``), before its base
-    class: runs the wrapped ``encoder`` (:meth:`encode`) and hands the backbone's output to the task heads
-    (:meth:`contextual_states`). The backbone's ``forward`` returns a ``ModelOutput`` with ``last_hidden_state``
-    (what the heads read), ``hidden_states`` and ``attentions``."""
+    class: its :meth:`forward` (the system's own part: :meth:`backbone_output`) and what it hands the task heads
+    (:meth:`contextual_states`). The backbone's output has ``last_hidden_state`` (what the heads read),
+    ``hidden_states`` and ``attentions``.
 
+    A backbone is built as ``Backbone(config, encoder=None)``: ``config`` the system's config, ``encoder`` an
+    already built (e.g. pretrained) encoder to wrap (:meth:`WrappedEncoderMixin.wrap_encoder`), ``None`` builds
+    ``AutoModel.from_config(config.encoder)``.
+    """
+
+    #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those the system
+    #: does not read are ignored, so a whole collated batch can be passed).
+    syntax_keywords: ClassVar[tuple[str, ...]] = SYNTAX_INPUT_KEYS
     #: Fields of the backbone's output copied into every head output (SG-Net: ``sg_attentions``; Syntax-BERT:
     #: ``lisa_loss``).
     head_extras: ClassVar[tuple[str, ...]] = ()
     encoder: PreTrainedModel
 
-    if TYPE_CHECKING:  # nn.Module provides it
+    if TYPE_CHECKING:  # nn.Module and PreTrainedModel provide them
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+        config: Any
+
+    @syntax_forward_signature
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **syntax_inputs: Any,
+    ) -> Any:
+        """Encode a batch.
+
+        Args:
+            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
+            attention_mask: ``[B, L]`` 1 = real token, 0 = padding (padding is never attended).
+            token_type_ids, position_ids: ``[B, L]``, passed to the encoder.
+            inputs_embeds: ``[B, L, H]`` passed to the encoder instead of ``input_ids``.
+            output_attentions, output_hidden_states: also return the encoder's (and the system's) attention
+                probabilities / per-layer hidden states.
+            return_dict: return the backbone's ``ModelOutput`` (default) or a tuple.
+            **syntax_inputs: the system's syntax inputs (:meth:`backbone_output`). Every key of
+                :attr:`syntax_keywords` is accepted, so a collated batch can be passed as ``model(**batch)``; any other
+                keyword (``labels``: use a task model) raises an ``InputError`` naming it.
+
+        Returns:
+            the system's output (:meth:`backbone_output`), with ``last_hidden_state`` ``[B, L, H]``.
+        """
+        check_forward_inputs(self, syntax_inputs, self.syntax_keywords)
+        inputs = dict(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+        )
+        out = self.backbone_output(inputs, bool(output_attentions), bool(output_hidden_states), syntax_inputs)
+        return out if (self.config.return_dict if return_dict is None else return_dict) else out.to_tuple()
+
+    def backbone_output(
+        self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
+    ) -> ModelOutput:
+        """The system's part of :meth:`forward`: its output for the encoder ``inputs`` (``input_ids``,
+        ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``) and the ``syntax`` keyword
+        arguments; by default the encoder's output, syntax ignored (the plain encoder)."""
+        enc = self.encode(inputs, output_attentions, output_hidden_states)
+        return BaseModelOutput(
+            last_hidden_state=enc.last_hidden_state,
+            hidden_states=getattr(enc, "hidden_states", None),
+            attentions=getattr(enc, "attentions", None),
+        )
 
     def auxiliary_loss(self, output: Any) -> torch.Tensor | None:
         """0-d loss added to every head's loss when the head computes one (default: none)."""
@@ -140,7 +201,7 @@ class EncoderBackbone:
         :attr:`head_extras` and the :meth:`auxiliary_loss`.
 
         Args:
-            input_ids, **inputs: as in the backbone's ``forward`` (``return_dict`` is always True here).
+            input_ids, **inputs: as in :meth:`forward` (``return_dict`` is always True here).
         """
         out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
         return ContextualStates(
@@ -151,29 +212,13 @@ class EncoderBackbone:
             auxiliary_loss=self.auxiliary_loss(out),
         )
 
-    def encode(
-        self,
-        input_ids: torch.Tensor | None,
-        attention_mask: torch.Tensor | None,
-        token_type_ids: torch.Tensor | None,
-        position_ids: torch.Tensor | None,
-        inputs_embeds: torch.Tensor | None,
-        output_attentions: bool | None,
-        output_hidden_states: bool | None,
-        **extra: Any,
-    ) -> Any:
-        """The encoder's output (a ``ModelOutput``) for a batch: the tensors that are given are passed on,
+    def encode(self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, **extra: Any) -> Any:
+        """The encoder's output (a ``ModelOutput``) for a batch: the ``inputs`` that are given are passed on,
         ``output_attentions`` / ``output_hidden_states`` only when asked (never False, so the encoder's defaults
         hold), and ``extra`` (Syntax-BERT's attention arguments)."""
-        inputs: dict[str, Any] = {
-            "attention_mask": attention_mask,
-            "token_type_ids": token_type_ids,
-            "position_ids": position_ids,
-            "inputs_embeds": inputs_embeds,
-        }
-        inputs = {k: v for k, v in inputs.items() if v is not None}
+        given = {k: v for k, v in inputs.items() if v is not None or k == "input_ids"}
         if output_attentions:
-            inputs["output_attentions"] = True
+            given["output_attentions"] = True
         if output_hidden_states:
-            inputs["output_hidden_states"] = True
-        return self.encoder(input_ids=input_ids, return_dict=True, **inputs, **extra)
+            given["output_hidden_states"] = True
+        return self.encoder(return_dict=True, **given, **extra)
