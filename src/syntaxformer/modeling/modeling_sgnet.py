@@ -130,7 +130,10 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
                 f"encoder.layer[i]); {type(self.encoder).__name__} has no 'encoder.layer'. Use sg_init='random'"
             ) from None
         heads = self.config.num_attention_heads
-        assert self.sg_layer is not None, "called only with use_sg_layer=True (SGNetModel.__init__)"
+        if self.sg_layer is None:
+            raise ConfigError(
+                "sg_init='copy_last' copies the encoder's last layer into the syntax-guided layer: use_sg_layer=True"
+            )
         if self.config.sg_num_heads != heads:
             raise ConfigError(
                 f"sg_init='copy_last' needs sg_num_heads equal to the encoder's num_attention_heads "
