@@ -1,17 +1,34 @@
 """``transformers`` pipelines for syntax models: raw text in, parsed on the fly, batched, label names out.
 
 Registered with ``transformers.pipelines.PIPELINE_REGISTRY`` when ``transformers.pipelines`` loads after
-``import syntaxformer`` (:mod:`syntaxformer.registration`): ``pipeline("syntax-text-classification", model=RUN)``,
-``"syntax-question-answering"``, ``"syntax-translation"``. All three run :class:`syntaxformer.inference.Predictor`,
-as ``syntaxformer predict`` does; their inputs, options and outputs are described in ``docs/inference.md``.
+``import syntaxformer`` (:mod:`syntaxformer.registration`)::
+
+    clf = pipeline("syntax-text-classification", model="runs/sst2-sg")
+    clf("A fine film.", top_k=None)          # every label, best first
+    qa = pipeline("syntax-question-answering", model="runs/squad-sg")
+    qa(question="Who wrote it?", context="...", top_k=3)   # the 3 best spans
+    mt = pipeline("syntax-translation", model="runs/nmt-both")
+
+All three share :class:`syntaxformer.inference.Predictor` with ``syntaxformer predict``; their inputs, options
+(as ``transformers``' own pipelines take them, checked by :mod:`syntaxformer.modeling.raw_text`) and outputs are
+described in ``docs/inference.md``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from syntaxformer.modeling.raw_text import CLASSIFICATION_OPTIONS, QA_OPTIONS, pipeline_answer, ranked_classes
-from syntaxformer.sharing.syntax_pipeline import RawTextPipeline
+from transformers.pipelines.base import Pipeline
+
+from syntaxformer.modeling.raw_text import (
+    CLASSIFICATION_OPTIONS,
+    QA_OPTIONS,
+    TRANSLATION_OPTIONS,
+    check_inputs,
+    check_options,
+    pipeline_answer,
+    ranked_classes,
+)
 
 __all__ = [
     "PIPELINES",
@@ -21,11 +38,20 @@ __all__ = [
     "register",
 ]
 
+_DEFAULT_BATCH = 32
 
-class _SyntaxPipeline(RawTextPipeline):
+
+class _SyntaxPipeline(Pipeline):
     """What the three pipelines share: a :class:`~syntaxformer.inference.Predictor` built from the loaded model,
-    which answers whole lists."""
+    and ``__call__`` that hands a whole list to it (parse once, batch, restore the order)."""
 
+    # transformers declares these as `= None` (so their inferred type is None); the values it reads are booleans
+    _load_processor = False  # type: ignore[assignment]
+    _load_image_processor = False  # type: ignore[assignment]
+    _load_feature_extractor = False  # type: ignore[assignment]
+    _load_tokenizer = True  # type: ignore[assignment]
+    #: The call options this pipeline takes (:mod:`syntaxformer.modeling.raw_text`).
+    _call_options: tuple[str, ...] = TRANSLATION_OPTIONS
     #: The name this pipeline is registered under.
     _task = ""
 
@@ -51,20 +77,35 @@ class _SyntaxPipeline(RawTextPipeline):
             device=self.device,
         )
 
-    def input_head(self) -> str:
-        return self.predictor.head
+    def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
+        # the options given when the pipeline is built: checked now, the defaults of every call
+        return {}, {}, check_options(type(self).__name__, kwargs, self._call_options)
 
-    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
-        size = self.call_batch_size(options.get("batch_size"))
-        records = self.predictor.predict(inputs, batch_size=size, **self._predict_options(options))
-        return [self._format(r, options) for r in records]
+    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The options of a call: those given when the pipeline was built, then the call's, checked."""
+        return check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
 
-    def _predict_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        """The head's options of :meth:`~syntaxformer.inference.Predictor.predict` for a call's ``options``."""
-        return {}
+    def preprocess(self, input_: Any, **kwargs: Any) -> Any:  # one input through the whole predictor
+        return {"inputs": [input_]}
+
+    def _forward(self, input_tensors: Any, **kwargs: Any) -> Any:
+        return {"records": self.predictor.predict(input_tensors["inputs"])}
+
+    def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
+        return self._format(model_outputs["records"][0], {})
 
     def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
         raise NotImplementedError
+
+    def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
+        """``(the inputs as a list, whether one input was given)``, checked
+        (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
+        return check_inputs(inputs, self.predictor.head, single, type(self).__name__)
+
+    def _run(self, inputs: list[Any], options: dict[str, Any], **predict_options: Any) -> list[Any]:
+        size = int(options.get("batch_size") or self._batch_size or _DEFAULT_BATCH)
+        records = self.predictor.predict(inputs, batch_size=size, **predict_options)
+        return [self._format(r, options) for r in records]
 
 
 class SyntaxTextClassificationPipeline(_SyntaxPipeline):
@@ -75,43 +116,45 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
     _call_options = CLASSIFICATION_OPTIONS
     _task = "syntax-text-classification"
 
-    _single = (str, dict)
-
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
-        out, single = self._call(inputs, kwargs)
-        if single:  # as text-classification: without top_k one text's best label comes in a list
+        options = self._options(kwargs)
+        # as text-classification: without top_k the best label as a dict (one text: in a list), else lists
+        items, single = self._inputs(inputs, (str, dict))
+        out = self._run(items, options, logits=options.get("function_to_apply") is not None)
+        if single:
             return [out[0]] if "top_k" not in kwargs else out[0]
         return out
-
-    def _predict_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        return {"logits": options.get("function_to_apply") is not None}
 
     def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
         return ranked_classes(record, self.model.config, options)
 
 
 class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
-    """``"syntax-question-answering"``: span QA with unanswerable questions (SQuAD 2.0 models); its inputs, options
-    (``top_k``, ``max_answer_len``) and answers are those of an exported folder's pipeline,
-    :class:`syntaxformer.sharing.qa_pipeline.SyntaxQuestionAnsweringPipeline`."""
+    """``"syntax-question-answering"``: span QA with unanswerable questions (SQuAD 2.0 models). Inputs: ``question=...,
+    context=...``, a ``{"question", "context"}`` mapping or a list of them. Returns per question ``{"answer", "start",
+    "end", "score", "null_score", "best_answer"}``: ``answer`` is ``""`` (``start`` / ``end`` ``None``) when the
+    no-answer score exceeds the threshold tuned on the run's dev articles; ``score`` is the best span's (start + end
+    logits). ``top_k`` above 1 gives the ``top_k`` best spans per question instead; ``max_answer_len`` bounds a span's
+    length in tokens (default: the run's ``max_answer_length``)."""
 
     _call_options = QA_OPTIONS
-    _single = (dict,)
     _task = "syntax-question-answering"
 
     def __call__(  # type: ignore[override]  # no *args, as text-classification
         self, inputs: Any = None, *, question: str | None = None, context: str | None = None, **kwargs: Any
     ) -> Any:
+        options = self._options(kwargs)
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
-        return super().__call__(inputs, **kwargs)
-
-    def _predict_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        items, single = self._inputs(inputs, (dict,))
         top_k = options.get("top_k")
-        return {
-            "top_k": top_k if top_k is not None and top_k > 1 else None,
-            "max_answer_length": options.get("max_answer_len"),
-        }
+        out = self._run(
+            items,
+            options,
+            top_k=top_k if top_k is not None and top_k > 1 else None,
+            max_answer_length=options.get("max_answer_len"),
+        )
+        return out[0] if single else out
 
     def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
         return pipeline_answer(record)
@@ -121,8 +164,14 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
     """``"syntax-translation"``: the Syntax-Infused Transformer (its tokenizers come from the model folder's
     ``source_tokenizer/`` and ``target_tokenizer/``). Returns ``[{"translation_text"}]`` per input text."""
 
-    _load_tokenizer = False  # type: ignore[assignment]  # a bool, as in RawTextPipeline
+    _load_tokenizer = False
     _task = "syntax-translation"
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
+        options = self._options(kwargs)
+        items, single = self._inputs(inputs, (str,))
+        out = self._run(items, options)
+        return out[0] if single else out
 
     def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
         return [{"translation_text": record["translation"]}]

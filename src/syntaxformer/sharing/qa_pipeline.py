@@ -49,7 +49,8 @@ class SyntaxQuestionAnsweringPipeline(SyntaxPipeline):
     ) -> Any:
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
-        return super().__call__(inputs, **kwargs)
+        out, single = self._call(inputs, kwargs)
+        return out[0] if single else out
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         opts, qa = self.options, self.options.qa

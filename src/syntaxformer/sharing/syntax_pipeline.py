@@ -42,7 +42,6 @@ __all__ = [
     "OPTIONS_FILE",
     "PIPELINE_CLASSES",
     "PipelineOptions",
-    "RawTextPipeline",
     "SyntaxPipeline",
     "SyntaxTextClassificationPipeline",
     "load_options",
@@ -112,72 +111,25 @@ def load_options(model: Any) -> PipelineOptions:
     return options
 
 
-class RawTextPipeline(Pipeline):
-    """What every syntax pipeline shares, the library's (:mod:`syntaxformer.pipelines`) and an exported folder's:
-    call options checked by :func:`~syntaxformer.modeling.raw_text.check_options` (those given when the pipeline is
-    built are the defaults of every call), inputs by :func:`~syntaxformer.modeling.raw_text.check_inputs`, and
-    whole lists handed to :meth:`answers` (parse once, batch, restore the order)."""
+class SyntaxPipeline(Pipeline):
+    """What the pipelines of an exported folder share: the run's options, the spaCy parser (built on first use),
+    the checked options of a call and the batched forward pass (:func:`~syntaxformer.modeling.raw_text.run_batches`).
+    ``__call__`` hands a whole list to :meth:`answers` (parse once, batch, restore the order)."""
 
     # transformers declares these as `= None` (so their inferred type is None); the values it reads are booleans
     _load_processor = False  # type: ignore[assignment]
     _load_image_processor = False  # type: ignore[assignment]
     _load_feature_extractor = False  # type: ignore[assignment]
     _load_tokenizer = True  # type: ignore[assignment]
-    #: The call options this pipeline takes (:mod:`syntaxformer.modeling.raw_text`).
     _call_options: tuple[str, ...] = TRANSLATION_OPTIONS
     #: What counts as one input (a list of them is several).
     _single: tuple[type, ...] = (str,)
-
-    def input_head(self) -> str:
-        """The head whose inputs this pipeline takes (:data:`~syntaxformer.modeling.raw_text.HEAD_INPUTS`)."""
-        raise NotImplementedError
-
-    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
-        """The answers of checked inputs (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
-        raise NotImplementedError
-
-    def call_batch_size(self, given: int | None) -> int:
-        """The batch size of a call: the one ``given``, else the pipeline's, else 32."""
-        return int(given or self._batch_size or _DEFAULT_BATCH)
-
-    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as translation
-        out, single = self._call(inputs, kwargs)
-        return out[0] if single else out
-
-    def _call(self, inputs: Any, kwargs: dict[str, Any]) -> tuple[list[Any], bool]:
-        """``(the answers, whether one input was given)`` of a call; its options are those given when the pipeline
-        was built, then the call's, checked."""
-        options = check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
-        items, single = check_inputs(inputs, self.input_head(), self._single, type(self).__name__)
-        return (self.answers(items, options) if items else []), single
-
-    # the Pipeline interface, for one input (``__call__`` runs whole lists through ``answers``)
-    def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
-        # the options given when the pipeline is built: checked now, the defaults of every call
-        return {}, {}, check_options(type(self).__name__, kwargs, self._call_options)
-
-    def preprocess(self, input_: Any, **kwargs: Any) -> Any:
-        return {"inputs": check_inputs([input_], self.input_head(), name=type(self).__name__)[0]}
-
-    def _forward(self, input_tensors: Any, **kwargs: Any) -> Any:
-        return {"answers": self.answers(input_tensors["inputs"], {})}
-
-    def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
-        return model_outputs["answers"][0]
-
-
-class SyntaxPipeline(RawTextPipeline):
-    """What the pipelines of an exported folder share: the run's options, the spaCy parser (built on first use) and
-    the batched forward pass (:func:`~syntaxformer.modeling.raw_text.run_batches`)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.options = load_options(self.model)
         self.model.eval()
         self._annotator: Any = None
-
-    def input_head(self) -> str:
-        return self.options.head
 
     @property
     def annotator(self) -> Any:
@@ -186,12 +138,44 @@ class SyntaxPipeline(RawTextPipeline):
             self._annotator = SpacyParser(self.options.parser or "en_core_web_sm")
         return self._annotator
 
+    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The options of a call: those given when the pipeline was built, then the call's, checked."""
+        return check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
+
     def _outputs(self, items: Sequence[Mapping[str, Any]], batch_size: int | None) -> dict[str, list[Any]]:
         """The model's outputs per item, in padded batches of :meth:`call_batch_size`."""
         pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
         collate = functools.partial(pad_arrays, pad_token_id=pad)
         size = self.call_batch_size(batch_size)
         return run_batches(items, collate, lambda b: model_outputs(self.model, b), size, self.device)
+
+    def call_batch_size(self, given: int | None) -> int:
+        """The batch size of a call: the one ``given``, else the pipeline's, else 32."""
+        return int(given or self._batch_size or _DEFAULT_BATCH)
+
+    def _call(self, inputs: Any, kwargs: dict[str, Any]) -> tuple[list[Any], bool]:
+        """``(the answers, whether one input was given)`` of a call."""
+        options = self._options(kwargs)
+        items, single = check_inputs(inputs, self.options.head, self._single, type(self).__name__)
+        return (self.answers(items, options) if items else []), single
+
+    # the Pipeline interface, for one input (``__call__`` runs whole lists through ``answers``)
+    def _sanitize_parameters(self, **kwargs: Any) -> tuple[dict, dict, dict]:
+        # the options given when the pipeline is built: checked now, the defaults of every call
+        return {}, {}, check_options(type(self).__name__, kwargs, self._call_options)
+
+    def preprocess(self, input_: Any, **kwargs: Any) -> Any:
+        return {"inputs": check_inputs([input_], self.options.head, name=type(self).__name__)[0]}
+
+    def _forward(self, input_tensors: Any, **kwargs: Any) -> Any:
+        return {"answers": self.answers(input_tensors["inputs"], {})}
+
+    def postprocess(self, model_outputs: Any, **kwargs: Any) -> Any:
+        return model_outputs["answers"][0]
+
+    def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
+        """The answers of checked inputs (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
+        raise NotImplementedError
 
 
 class SyntaxTextClassificationPipeline(SyntaxPipeline):

@@ -18,13 +18,17 @@ class SyntaxTranslationPipeline(SyntaxPipeline):
     """Translation with the Syntax-Infused Transformer (its BPE tokenizers are the folder's ``source_tokenizer/``
     and ``target_tokenizer/``). Returns ``[{"translation_text"}]`` per input text, like ``translation``."""
 
-    _load_tokenizer = False  # type: ignore[assignment]  # a bool, as in RawTextPipeline
+    _load_tokenizer = False
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         # for the type checker: load_options() in super().__init__ refused a model without a folder
         assert self.model.name_or_path
         self.source_tokenizer, self.target_tokenizer = load_tokenizers(self.model.name_or_path)
+
+    def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as translation
+        out, single = self._call(inputs, kwargs)
+        return out[0] if single else out
 
     def answers(self, inputs: list[dict[str, Any]], options: dict[str, Any]) -> list[Any]:
         mt = self.options.translation

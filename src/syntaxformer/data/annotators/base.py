@@ -12,21 +12,12 @@ from __future__ import annotations
 import abc
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TypeVar
 
 from syntaxformer.data.sentence import Document, Sentence
 
-__all__ = ["Annotator", "blocks"]
+__all__ = ["Annotator"]
 
 _PIPE_BLOCK = 1024  # texts per annotate() call in the default pipe()
-_T = TypeVar("_T")
-
-
-def blocks(items: Iterable[_T], size: int) -> Iterator[list[_T]]:
-    """``items`` in lists of ``size`` (the last one shorter), lazily."""
-    it = iter(items)
-    while block := list(itertools.islice(it, size)):
-        yield block
 
 
 class Annotator(abc.ABC):
@@ -73,7 +64,8 @@ class Annotator(abc.ABC):
 
     def pipe(self, texts: Iterable[str]) -> Iterator[Document]:
         """Like :meth:`annotate`, but lazily over any iterable (parsed in blocks; override to stream better)."""
-        for block in blocks(texts, _PIPE_BLOCK):
+        it = iter(texts)
+        while block := list(itertools.islice(it, _PIPE_BLOCK)):
             yield from self.annotate(block)
 
     def __repr__(self) -> str:

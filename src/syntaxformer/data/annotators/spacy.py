@@ -15,6 +15,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import itertools
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from syntaxformer.data.annotators.base import Annotator, blocks
+from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.annotators.cache import ParseCache, make_key
 from syntaxformer.data.sentence import Document, Sentence, check_unicode, join_words
 from syntaxformer.defaults import DEFAULT_SPACY_MODEL
@@ -314,8 +315,8 @@ class SpacyParser:
     # -- shared machinery ------------------------------------------------------------------------------
     def _stream(self, items: Iterable[Any], block_fn, what: str, bar: Any = None) -> Iterator[Any]:
         """``block_fn``'s results of ``items``, ``2048`` at a time (``bar``: a progress bar to advance)."""
-        start = 0
-        for block in blocks(items, _BLOCK):
+        it, start = iter(items), 0
+        while block := list(itertools.islice(it, _BLOCK)):
             yield from block_fn(block, start)
             if bar is not None:
                 bar.update(len(block))
