@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -366,10 +367,15 @@ def test_an_archived_translation_runs_bleu_is_recomputed_from_its_hypotheses(run
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["eval"], run
     for name, scores in metrics["eval"].items():
-        reference = DATA / "multi30k" / Path(metrics["task_options"]["eval_sets"][name][1]).name
+        recorded = Path(metrics["task_options"]["eval_sets"][name][1])  # where the run read it, under its data root
+        reference = DATA.joinpath(*recorded.parts[len(recorded.parts) - recorded.parts[::-1].index("data") :])
         if not reference.exists():
             pytest.skip(f"references not found at {reference}")
-        refs = reference.read_text(encoding="utf-8").split("\n")[:-1]
+        text = reference.read_text(encoding="utf-8")
+        if reference.suffix == ".sgm":  # WMT: the text of each <seg>, stripped, in file order (as sacreBLEU reads it)
+            refs = [m.group(1).strip() for m in re.finditer(r"<seg\b[^>]*>(.*?)</seg>", text, re.IGNORECASE)]
+        else:
+            refs = text.split("\n")[:-1]
         hyps = (run / f"hyp.{name}.txt").read_text(encoding="utf-8").split("\n")[:-1]
         assert len(hyps) == len(refs) == scores["n"]
         assert BLEU().corpus_score(hyps, [refs]).score == pytest.approx(scores["bleu"], abs=1e-9), (run, name)
