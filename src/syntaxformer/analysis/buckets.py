@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.tasks.metrics import METRICS, corpus_bleu
 
 __all__ = [
     "BUCKET_MODES",
@@ -104,8 +105,6 @@ def run_lengths(run_dir: str | Path) -> dict[str, Any]:
         references = run_references(folder, ids, split)
         return {"task": task, "unit": "source words", "ids": ids, "kind": "bleu", "lengths": lengths,
                 "predictions": list(preds["predictions"]), "references": references}  # fmt: skip
-    from syntaxformer.tasks.metrics import METRICS
-
     metric = metrics.get("main_metric")
     if preds.get("labels") is None or metric not in METRICS:
         raise DataError(
@@ -137,13 +136,9 @@ def _score(info: dict[str, Any], idx: np.ndarray) -> dict[str, float]:
     if info["kind"] == "per_example":
         return {k: float(np.mean(np.asarray(v)[idx])) for k, v in info["values"].items()}
     if info["kind"] == "bleu":
-        from syntaxformer.tasks.metrics import corpus_bleu
-
         return {
             "bleu": corpus_bleu([info["predictions"][i] for i in idx], [info["references"][i] for i in idx])["bleu"]
         }
-    from syntaxformer.tasks.metrics import METRICS
-
     return {
         info["metric"]: float(
             METRICS[info["metric"]](np.asarray(info["predictions"])[idx], np.asarray(info["labels"])[idx])

@@ -1,9 +1,5 @@
-"""Significance of the difference between two trained systems, from their run folders (``syntaxformer
-significance``; the tests per kind of task: ``docs/analysis.md``).
-
-:func:`compare_runs` pairs the runs of systems A and B by seed and tests every pair (paired bootstrap, McNemar,
-sacreBLEU's BLEU tests), with the paired t-test over seeds for two or more pairs.
-"""
+"""Significance of the difference between two trained systems, from their run folders: :func:`compare_runs`
+(``syntaxformer significance``; the tests per kind of task: ``docs/analysis.md``)."""
 
 from __future__ import annotations
 

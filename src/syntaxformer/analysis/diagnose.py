@@ -8,18 +8,21 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 import torch
+from transformers import PreTrainedModel
 
-from syntaxformer.data.collate import TOKEN_KEYS
+from syntaxformer.data.collate import TOKEN_KEYS, SyntaxCollator
+from syntaxformer.defaults import shared_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedModel
-
-    from syntaxformer.modeling.modeling_syntax_bert import SyntaxBertModel
+from syntaxformer.modeling import SyntaxBertModel
+from syntaxformer.modeling.raw_text import batches as length_batches
+from syntaxformer.registry import SYSTEMS
+from syntaxformer.tasks import get_task
+from syntaxformer.training import RunConfig
+from syntaxformer.training.run import build_context, build_model, load_run, load_tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -57,14 +60,6 @@ def diagnose(
     all); seed: seed of the subsample and of the gradient probe. Returns JSON-ready: ``system``, ``options``, ``model``,
     ``n_pairs``, ``token_cosine_to_plain``, ``zero_shot_pearson``, ``plain_zero_shot_pearson``, ``syntax_gradients``
     (name -> norm). Raises SyntaxformerError: unknown system or task, data not found, a model that cannot be loaded."""
-    from syntaxformer.data.collate import SyntaxCollator
-    from syntaxformer.defaults import shared_data_dir
-    from syntaxformer.modeling.raw_text import batches as length_batches
-    from syntaxformer.registry import SYSTEMS
-    from syntaxformer.tasks import get_task
-    from syntaxformer.training import RunConfig
-    from syntaxformer.training.run import build_context, build_model, load_run, load_tokenizer
-
     if model is not None and (Path(model) / "run.json").is_file():
         run_config, _ = load_run(model)
         system, options = run_config.model_type, dict(run_config.model)
@@ -166,7 +161,7 @@ def _candidate_counts(net: PreTrainedModel, system: str, batches: list[dict[str,
     partitions) per word token; ``None`` for other systems or without sub-networks."""
     if system != "syntax_bert":
         return None
-    backbone = cast("SyntaxBertModel", net.base_model)
+    backbone = cast(SyntaxBertModel, net.base_model)
     if not backbone.config.uses_groups:  # the task model's config object
         return None
     counts = []
@@ -212,9 +207,6 @@ def _syntax_gradients(net: torch.nn.Module, batches: list[dict[str, Any]], seed:
         probe = torch.randn(logits.shape, generator=gen).to(logits.device, logits.dtype)
         (logits * probe).sum().backward()
     params = dict(net.named_parameters())
-    grads = {}
-    for n in names:
-        grad = params[n].grad
-        grads[n] = 0.0 if grad is None else float(grad.norm())
+    grads = {n: 0.0 if (grad := params[n].grad) is None else float(grad.norm()) for n in names}
     net.zero_grad()
     return {n: float(f"{g:.3g}") for n, g in grads.items()}

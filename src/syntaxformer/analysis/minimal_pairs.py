@@ -1,15 +1,11 @@
-"""Minimal-pair suites (BLiMP, Warstadt et al. 2020, or any folder in its format): does an acceptability
-classifier give the acceptable sentence of each pair a strictly higher probability of the acceptable class (a tie
-counts as wrong)? ``docs/minimal_pairs.md``.
-
-:func:`read_minimal_pairs` -> :func:`score_minimal_pairs` -> :func:`minimal_pair_report` (``syntaxformer evaluate
-RUN --suite blimp``: :func:`evaluate_suite`); :func:`compare_minimal_pairs` compares two systems (``syntaxformer
-significance --suite blimp``).
-"""
+"""Minimal-pair suites (BLiMP or any folder in its format) scored with an acceptability classifier
+(``docs/minimal_pairs.md``): :func:`evaluate_suite` (``syntaxformer evaluate RUN --suite``) and
+:func:`compare_minimal_pairs` (``syntaxformer significance --suite``)."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import math
@@ -21,8 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.stats import binomtest
 
+from syntaxformer.defaults import shared_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.tasks.significance import mcnemar, seed_comparison
+from syntaxformer.utils import atomic_write, json_lines, write_json
+from syntaxformer.utils import progress as progress_bar
 
 __all__ = [
     "COMPACT_FILE",
@@ -80,8 +81,6 @@ def read_minimal_pairs(
     (each must exist) and the first ``max_pairs`` pairs of each paradigm. Raises DataError: no such path or no
     ``.jsonl`` file; a bad line, sentence or label, or a pair seen twice (names the file and line). ConfigError: a
     paradigm asked for that the files do not hold."""
-    from syntaxformer.utils import json_lines
-
     root = Path(path)
     if root.is_dir():
         files = sorted(p for p in root.iterdir() if p.suffix == ".jsonl" and p.is_file())
@@ -179,12 +178,9 @@ def score_minimal_pairs(
     chunk_size: int = 2048,
     progress: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per pair: ``paradigm``, ``pair_id``, ``field``, ``phenomenon``, ``good``, ``bad``, ``p_good`` and
-    ``p_bad`` (the probability of the acceptable class) and ``correct`` (``p_good > p_bad``: a tie is wrong). Each
-    distinct sentence is parsed and scored once, in chunks of ``chunk_size`` behind a progress bar. Raises ConfigError:
-    the run is not a sequence classifier, or its acceptable class is unknown."""
-    from syntaxformer.utils import progress as progress_bar
-
+    """One record per pair (its keys: ``docs/minimal_pairs.md``); each distinct sentence is parsed and scored once, in
+    chunks of ``chunk_size``. Raises ConfigError: the run is not a sequence classifier, or its acceptable class is
+    unknown."""
     if predictor.head != "sequence_classification" or len(predictor.label_names) < 2:
         raise ConfigError(
             f"a minimal-pair suite needs a sequence classifier of acceptability (e.g. a CoLA run); "
@@ -222,8 +218,6 @@ def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[flo
     SciPy's ``binomtest(correct, n).proportion_ci(method="wilson")``; ``(nan, nan)`` for no pairs."""
     if n == 0:
         return (math.nan, math.nan)
-    from scipy.stats import binomtest
-
     ci = binomtest(correct, n).proportion_ci(confidence_level=confidence, method="wilson")
     return (float(ci.low), float(ci.high))
 
@@ -231,8 +225,7 @@ def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[flo
 def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
     """Accuracy with its Wilson interval over all pairs and per field, phenomenon and paradigm: ``{"overall",
     "field": {name: {"accuracy", "ci95", "n", "correct"(, "field")}}, "phenomenon", "paradigm", "chance": 0.5}``, and
-    where the records keep the probabilities ``"ties"`` (counted wrong) and ``"median_abs_difference"`` of
-    ``|p_good - p_bad|``."""
+    ``"ties"`` and ``"median_abs_difference"`` where the records keep the probabilities."""
     if not records:
         raise InputError("no minimal-pair records to report on")
 
@@ -259,8 +252,7 @@ def minimal_pair_report(records: Sequence[Mapping[str, Any]], confidence: float 
 
 
 def paradigm_table(report: Mapping[str, Any]) -> str:
-    """A text table of a :func:`minimal_pair_report`: one line per paradigm (field, accuracy, interval, pairs),
-    then the overall line and what chance, ties and the median probability gap are."""
+    """A text table of a :func:`minimal_pair_report`: one line per paradigm, the overall line and a note."""
     rows = [("paradigm", "field", "accuracy", "95% interval", "pairs")]
     for name, e in report["paradigm"].items():
         rows.append((name, e["field"], f"{e['accuracy']:.3f}", f"{e['ci95'][0]:.3f}-{e['ci95'][1]:.3f}", str(e["n"])))
@@ -318,15 +310,12 @@ def compare_minimal_pairs(
     seed: int = 0,
     names: tuple[str, str] = ("A", "B"),
 ) -> dict[str, Any]:
-    """Paired comparison of two systems on one suite: accuracy of B − A per group of ``level``. ``runs_a[i]`` and
-    ``runs_b[i]`` are the records of seed ``i`` of each system (same pairs, same order). Per group: ``difference`` (mean
-    over seeds and pairs); with two or more seeds ``seed_level``
+    """Paired comparison of two systems on one suite: accuracy of B − A per group of ``level`` (the tests:
+    ``docs/minimal_pairs.md``). ``runs_a[i]`` and ``runs_b[i]`` are the records of seed ``i`` of each system (same
+    pairs, same order). Per group: ``difference``; with two or more seeds ``seed_level``
     (:func:`~syntaxformer.tasks.significance.seed_comparison`) and ``t_test``; with one seed ``bootstrap`` over pairs
-    (95% interval, two-sided p floored at ``1 / resamples``) and exact ``mcnemar``; ``p_holm``: the t-test (one seed:
-    bootstrap) p after Holm over the level's groups (why no bootstrap over seeds and pairs: ``docs/minimal_pairs.md``).
-    Raises InputError: different numbers of runs, or runs scored on different pairs. ConfigError: an unknown level."""
-    from syntaxformer.tasks.significance import mcnemar, seed_comparison
-
+    (p floored at ``1 / resamples``) and ``mcnemar``; ``p_holm``. Raises InputError: different numbers of runs, or
+    runs scored on different pairs. ConfigError: an unknown level."""
     if level not in ("overall", *LEVELS):
         raise ConfigError(f"level must be one of {('overall', *LEVELS)}, got {level!r}")
     if len(runs_a) != len(runs_b):
@@ -386,8 +375,6 @@ def _pair_bootstrap(d: np.ndarray, resamples: int, rng: np.random.Generator, blo
 
 def write_suite_records(records: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> None:
     """Write per-pair records as JSON lines, atomically."""
-    from syntaxformer.utils import atomic_write
-
     with atomic_write(path) as f:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
@@ -396,8 +383,6 @@ def write_suite_records(records: Iterable[Mapping[str, Any]], path: str | os.Pat
 def read_suite_records(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Read per-pair records written by :func:`write_suite_records`. Raises DataError: no such file, or a line without
     the record keys (names the line)."""
-    from syntaxformer.utils import json_lines
-
     p = Path(path)
     if not p.is_file():
         raise DataError(f"{p}: no minimal-pair records (run `syntaxformer evaluate RUN --suite ...` first)")
@@ -423,8 +408,6 @@ def suite_folder(suite: str, data: str | os.PathLike | None = None) -> tuple[str
     """``(name, folder)`` of a suite: ``data`` if given (named by ``suite``), a known suite's folder in the shared data
     folder, or a BLiMP-format folder or file (named by its stem). DataError: a known suite's folder is absent, or an
     unknown name that is not a path."""
-    from syntaxformer.defaults import shared_data_dir
-
     if data is not None:
         return _suite_name(suite), Path(data)
     if suite in SUITES:
@@ -454,8 +437,6 @@ def _suite_name(name: str) -> str:
 def pairs_fingerprint(pairs: Iterable[MinimalPair]) -> str:
     """A SHA-256 of the pairs a suite was scored on (ids, fields and both sentences, in order): two results are
     comparable pair by pair only when their fingerprints agree, whatever their suites' folders are called."""
-    import hashlib
-
     digest = hashlib.sha256()
     for p in pairs:
         digest.update(json.dumps([p.paradigm, p.pair_id, p.field, p.phenomenon, p.good, p.bad]).encode() + b"\n")
@@ -474,15 +455,14 @@ def evaluate_suite(
     overwrite: bool = False,
     predictor: Any = None,
 ) -> dict[str, Any]:
-    """Score a trained acceptability run on a minimal-pair suite; write ``pairs.jsonl`` (one record per pair) and
-    ``report.json`` (:func:`minimal_pair_report` plus what was scored) to ``<output_dir or run_dir>/suites/<name>/``.
-    Arguments: suite, data: as :func:`suite_folder`; acceptable: as :func:`acceptable_label`; paradigms, max_pairs: as
-    :func:`read_minimal_pairs`; overwrite: replace an earlier result of the same suite (else InputError); predictor: a
-    ready :class:`~syntaxformer.inference.Predictor` of ``run_dir`` (default: built from it). Returns the report, with
-    ``"suite"``, ``"run"``, ``"records"`` (the ``pairs.jsonl`` path) and ``"acceptable"``."""
+    """Score a trained acceptability run on a minimal-pair suite; write ``pairs.jsonl`` and ``report.json`` to
+    ``<output_dir or run_dir>/suites/<name>/``. Arguments: suite, data: as :func:`suite_folder`; acceptable: as
+    :func:`acceptable_label`; paradigms, max_pairs: as :func:`read_minimal_pairs`; overwrite: replace an earlier result
+    of the same suite (else InputError); predictor: a ready :class:`~syntaxformer.inference.Predictor` of ``run_dir``
+    (default: built from it). Returns what ``report.json`` holds (the report, ``"suite"``, ``"run"``,
+    ``"acceptable"`` ...) and ``"records"``: the ``pairs.jsonl`` path."""
     from syntaxformer.inference import Predictor
     from syntaxformer.training.lock import RunLock
-    from syntaxformer.utils import atomic_write
 
     name, folder = suite_folder(suite, data)
     out = Path(output_dir or run_dir) / "suites" / name
@@ -508,8 +488,7 @@ def evaluate_suite(
         }
         out.mkdir(parents=True, exist_ok=True)
         write_suite_records(records, out / "pairs.jsonl")
-        with atomic_write(out / "report.json") as f:
-            json.dump(report, f, indent=1)
+        write_json(out / "report.json", report, indent=1)
     report["records"] = str(out / "pairs.jsonl")
     return report
 

@@ -1,11 +1,5 @@
-"""Figures from run folders (matplotlib object API, PNG and SVG; ``syntaxformer plot``; ``docs/analysis.md``).
-
-Results with 95% intervals (:func:`plot_results`), length buckets (:func:`plot_length_buckets`), learning and
-parser-noise curves (:func:`plot_curve`), minimal-pair suite accuracy (:func:`plot_suite`, from the
-``suites/<name>/report.json`` of ``syntaxformer evaluate RUN --suite``), attention heatmaps (:func:`plot_attention`);
-:func:`plot_runs` infers which figures the runs support. Each function returns the figure; every Axes keeps its
-numbers in ``ax.syntaxformer``.
-"""
+"""Figures from run folders (``syntaxformer plot``; ``docs/analysis.md``): each function returns a matplotlib
+``Figure`` whose Axes keep their numbers in ``ax.syntaxformer``; :func:`plot_runs` draws what the runs support."""
 
 from __future__ import annotations
 
@@ -13,7 +7,6 @@ import functools
 import json
 import logging
 import math
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,9 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from syntaxformer.analysis.buckets import length_buckets
 from syntaxformer.analysis.plot_base import RunInfo, find_runs, new_figure, run_info, system_colors, system_groups
 from syntaxformer.errors import ConfigError, DataError, InputError
-from syntaxformer.utils import check_not_inside
+from syntaxformer.tasks.metrics import METRICS
+from syntaxformer.tasks.significance import bootstrap_ci, seed_ci
+from syntaxformer.utils import atomic_write, check_not_inside
 
 __all__ = [
     "PLOT_KINDS",
@@ -48,29 +44,19 @@ logger = logging.getLogger(__name__)
 PLOT_KINDS: tuple[str, ...] = ("results", "buckets", "learning-curve", "noise", "attention", "suite")
 
 
-def _single_run_ci(run: RunInfo, n_resamples: int, seed: int) -> tuple[float, float] | None:
-    """Bootstrap interval over dev examples of one run's headline metric, or ``None`` when it keeps no labels."""
-    from syntaxformer.tasks.metrics import METRICS
-    from syntaxformer.tasks.significance import bootstrap_ci
-
-    path = Path(run.path) / "dev_predictions.json"
-    if run.metric not in METRICS or not path.is_file():
-        return None
-    preds = json.loads(path.read_text(encoding="utf-8"))
-    if preds.get("labels") is None or len(preds["labels"]) < 2:
-        return None
-    return bootstrap_ci(METRICS[run.metric], preds["predictions"], preds["labels"], n_resamples, seed)
-
-
 def _interval(runs: Sequence[RunInfo], n_resamples: int, seed: int) -> tuple[float, tuple[float, float] | None, str]:
-    from syntaxformer.tasks.significance import seed_ci
-
+    """A variant's mean dev score and 95% interval: the t interval over two or more seed runs, else the bootstrap
+    over dev examples of its one run (none when it keeps no labels)."""
     scores = [r.score for r in runs if r.score is not None]
     mean = float(np.mean(scores))
     if len(scores) >= 2:
         return mean, seed_ci(scores), f"t interval over {len(scores)} seeds"
-    ci = _single_run_ci(runs[0], n_resamples, seed)
-    return mean, ci, "bootstrap over dev examples" if ci else "no interval"
+    run, path = runs[0], Path(runs[0].path) / "dev_predictions.json"
+    preds = json.loads(path.read_text(encoding="utf-8")) if run.metric in METRICS and path.is_file() else {}
+    if preds.get("labels") is None or len(preds["labels"]) < 2:
+        return mean, None, "no interval"
+    ci = bootstrap_ci(METRICS[run.metric], preds["predictions"], preds["labels"], n_resamples, seed)
+    return mean, ci, "bootstrap over dev examples"
 
 
 def plot_results(runs: Sequence[RunInfo], n_resamples: int = 1000, seed: int = 0) -> Any:
@@ -116,8 +102,6 @@ def plot_length_buckets(
     """Scores by length bucket (:func:`~syntaxformer.analysis.buckets.length_buckets`), one line per name (runs that
     share one, a variant's seeds, make one line: their mean), one panel per metric; ``fig.axes[0].syntaxformer`` is
     the :func:`length_buckets` result."""
-    from syntaxformer.analysis.buckets import length_buckets
-
     result = length_buckets(run_dirs, n_buckets=n_buckets, mode=mode, edges=edges)
     names = list(names or [run_info(Path(r)).variant for r in run_dirs])
     rows = result["buckets"]
@@ -154,8 +138,6 @@ def plot_curve(runs: Sequence[RunInfo], x: str = "train_size") -> Any:
     (a name suffix that only places it on the curve, ``_n2000`` / ``_noise0.2``, is dropped), one panel per task; mean
     over seeds with the 95% t interval. ``ax.syntaxformer`` = ``{variant: {"x", "mean", "ci"}}``. Raises ConfigError: an
     unknown ``x``; InputError: no task whose runs differ in ``x``."""
-    from syntaxformer.tasks.significance import seed_ci
-
     if x not in ("train_size", "parser_noise"):
         raise ConfigError(f"unknown curve axis {x!r}; use train_size or parser_noise")
     runs = [r for r in runs if r.score is not None and getattr(r, x) is not None]
@@ -284,8 +266,6 @@ def suite_summary(
     -> ``{"mean", "ci", "scores" (per seed run), "seeds", "interval"}``: the Student-t interval over two or more seed
     runs, else the one report's Wilson interval. A group a seed run lacks is averaged over the runs that have it. Raises
     ConfigError: an unknown level; InputError: a system without reports."""
-    from syntaxformer.tasks.significance import seed_ci
-
     if level not in SUITE_LEVELS:
         raise ConfigError(f"unknown suite level {level!r}; use {' or '.join(SUITE_LEVELS)}")
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -317,10 +297,8 @@ def suite_summary(
 
 
 def plot_suite(runs: Sequence[RunInfo], suite: str | None = None, level: str = "field") -> Any:
-    """Minimal-pair suite accuracy per ``level`` group (``"field"`` / ``"phenomenon"``, plus ``all``) and system, one
-    panel per task: one marker per system (mean and 95% interval of :func:`suite_summary`, seed runs as dots), chance
-    (0.5) dashed; ``ax.syntaxformer`` is the panel's :func:`suite_summary`. Runs and errors as
-    :func:`find_suite_reports`."""
+    """Minimal-pair suite accuracy per ``level`` group and system, one panel per task; ``ax.syntaxformer`` is the
+    panel's :func:`suite_summary`. Runs and errors as :func:`find_suite_reports`."""
     name, found = find_suite_reports(runs, suite, level)
     return _plot_suite_reports(name, found, level)
 
@@ -398,11 +376,7 @@ def _plot_suite_reports(name: str, found: Sequence[tuple[RunInfo, dict[str, Any]
         ax.set_xlim(-0.5, len(columns) - 0.5)
         ax.set_xlabel(level if level != "field" else "BLiMP field" if name == "blimp" else "field")
         ax.set_ylabel(f"accuracy on {title} pairs")
-        hows = [
-            h
-            for h in (_OVER_SEEDS, _OVER_PAIRS)
-            if any(v["interval"] == h for s in summary.values() for v in s.values())
-        ]
+        hows = [h for h in (_OVER_SEEDS, _OVER_PAIRS) if any(v["interval"] == h for v in entries)]
         ax.set_title(
             f"{first.task_title} runs on {title} minimal pairs, by {level}\nmean over seeds; 95% CI: {'; '.join(hows)}"
             + ("\n(intervals cut at the edge run beyond the axis)" if cut else ""),
@@ -419,30 +393,6 @@ def _plot_suite_reports(name: str, found: Sequence[tuple[RunInfo, dict[str, Any]
         )
         ax.syntaxformer = summary
     return fig
-
-
-def _attention_model(path: str) -> tuple[Any, str]:
-    """The model whose eager attention :func:`plot_attention` draws: a plain encoder as it is; for an SG-Net
-    folder its fine-tuned encoder (the SG layer's own attention needs the parse); a Syntax-BERT folder is refused,
-    since its attention in every layer depends on the parse."""
-    from transformers import AutoConfig, AutoModel
-
-    import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
-    from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
-    from syntaxformer.training.saved import loading_model
-
-    with loading_model(path):
-        config = AutoConfig.from_pretrained(path)
-    if isinstance(config, SyntaxBertConfig):
-        raise InputError(
-            f"{path} is a Syntax-BERT model: its attention in every layer depends on the parse, which "
-            "these heatmaps do not take; use `syntaxformer show` for it"
-        )
-    with loading_model(path):
-        if isinstance(config, SGNetConfig):
-            model = AutoModel.from_pretrained(path)
-            return model.encoder, " of the fine-tuned encoder under the SG layer"
-        return AutoModel.from_pretrained(path, attn_implementation="eager"), ""
 
 
 def plot_attention(
@@ -462,14 +412,26 @@ def plot_attention(
     "attention" ([L, L] list)}`` per panel. Raises InputError: a layer or head the model does not have; DataError: the
     model returned no attentions."""
     import torch
-    from transformers import AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from syntaxformer.modeling import SGNetConfig, SyntaxBertConfig
+    from syntaxformer.training.saved import loading_model
 
     what = ""
     if isinstance(model, (str, Path)):
-        from syntaxformer.training.saved import loading_model
-
         path = str(model)
-        model, what = _attention_model(path)  # the folder is checked first (a damaged one is named)
+        with loading_model(path):  # the folder is checked first (a damaged one is named)
+            config = AutoConfig.from_pretrained(path)
+        if isinstance(config, SyntaxBertConfig):
+            raise InputError(
+                f"{path} is a Syntax-BERT model: its attention in every layer depends on the parse, which "
+                "these heatmaps do not take; use `syntaxformer show` for it"
+            )
+        with loading_model(path):
+            if isinstance(config, SGNetConfig):  # the SG layer's own attention needs the parse: its encoder's heads
+                model, what = AutoModel.from_pretrained(path).encoder, " of the fine-tuned encoder under the SG layer"
+            else:
+                model = AutoModel.from_pretrained(path, attn_implementation="eager")
         if tokenizer is None:
             with loading_model(path, "tokenizer", weights=False):
                 tokenizer = AutoTokenizer.from_pretrained(path)
@@ -513,8 +475,6 @@ def plot_attention(
 
 def save_figure(fig: Any, output_dir: str | Path, name: str, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
     """Write ``fig`` as ``<output_dir>/<name>.png`` and ``.svg`` (atomically); returns the paths."""
-    from syntaxformer.utils import atomic_write
-
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -546,11 +506,9 @@ def plot_runs(
     suite: str | None = None,
     suite_level: str = "field",
 ) -> dict[str, list[Path]]:
-    """Draw the figures that the runs under ``paths`` support into ``output_dir`` (PNG and SVG each). Without ``kinds``:
-    ``results``; ``learning-curve`` / ``noise`` where a task's runs differ in train size / parser noise; ``suite`` where
-    runs hold a report of one suite (or of ``suite``; by ``suite_level``); ``attention`` when ``model`` and ``text`` are
-    given. ``buckets`` reads the dev data again, so only when asked for. Existing figure files are refused, before
-    anything is drawn, unless ``overwrite``. Returns figure name -> files written. Raises ConfigError: an unknown kind;
+    """Draw the figures that the runs under ``paths`` support (or ``kinds``: which ones are inferred is in
+    ``docs/analysis.md``) into ``output_dir`` (PNG and SVG each). Existing figure files are refused, before anything
+    is drawn, unless ``overwrite``. Returns figure name -> files written. Raises ConfigError: an unknown kind;
     ``attention`` without ``model`` and ``text``; several suites and no ``suite``; InputError: nothing to plot, or no
     run holds the suite. DataError: a figure file exists."""
     unknown = [k for k in (kinds or []) if k not in PLOT_KINDS]
@@ -558,7 +516,7 @@ def plot_runs(
         raise ConfigError(f"unknown figure kind(s) {unknown}; use {', '.join(PLOT_KINDS)}")
     wanted = list(kinds or [])
     runs = find_runs(paths) if paths else []
-    check_not_inside(output_dir, [*(r.path for r in runs), model if model and os.path.isdir(model) else None])
+    check_not_inside(output_dir, [*(r.path for r in runs), model])
     if not wanted:
         wanted = ["results"] if runs else []
         for kind, attr in (("learning-curve", "train_size"), ("noise", "parser_noise")):

@@ -14,11 +14,21 @@ from typing import Any
 
 import numpy as np
 import torch
+from transformers import AutoConfig, AutoModel
 
-from syntaxformer.data.collate import TOKEN_KEYS
+from syntaxformer import registry as _registry
+from syntaxformer.data.align import SyntaxAligner
+from syntaxformer.data.annotators import make_annotator
+from syntaxformer.data.collate import TOKEN_KEYS, pad_arrays
+from syntaxformer.data.constituency import with_dependency_trees
 from syntaxformer.data.sentence import Sentence
+from syntaxformer.defaults import default_hf_model
 from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.modeling import SyntaxModelConfig
+from syntaxformer.tasks.base import HEADS, TaskContext
+from syntaxformer.training.run import load_run, load_tokenizer, load_trained_model
 from syntaxformer.training.saved import loading_model, model_folder_problem
+from syntaxformer.utils import progress as progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -68,15 +78,6 @@ def load_probed_model(
     or a pretrained encoder (default the offline MiniLM) as it is (``system=None``) or with an untrained ``"sgnet"`` /
     ``"syntax_bert"`` with ``options`` built on it (new parts seeded with ``seed``). Raises ConfigError: an unknown
     system, a translation run, an encoder that cannot be loaded; DataError: a run folder without a saved model."""
-    from transformers import AutoConfig, AutoModel
-
-    import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
-    from syntaxformer import registry as _registry
-    from syntaxformer.defaults import default_hf_model
-    from syntaxformer.modeling import SyntaxModelConfig
-    from syntaxformer.tasks.base import HEADS
-    from syntaxformer.training.run import load_run, load_tokenizer, load_trained_model
-
     path = str(model) if model is not None else default_hf_model()
     options = dict(options or {})
     if (Path(path) / "run.json").is_file():
@@ -143,16 +144,12 @@ def load_probed_model(
 def _syntax_sentences(probed: ProbedModel, sentences: Sequence[Sentence], syntax: str) -> list[Sentence]:
     """The sentences the model reads: gold trees, or a parser's trees on the gold words; with a constituency tree
     read off the dependency tree when the model reads constituency inputs."""
-    from syntaxformer.tasks.featurize import with_dependency_trees
-
     if syntax not in ("gold", "parser"):
         raise ConfigError(f"syntax={syntax!r} is not valid; choose 'gold' (the treebank's trees) or 'parser'")
     out = list(sentences)
     if not probed.syntax_inputs:
         return out
     if syntax == "parser":
-        from syntaxformer.data import make_annotator
-
         annotator = make_annotator(probed.parser, progress=False)
         out = list(annotator.annotate_pretokenized([s.words for s in sentences]))
         for gold, parsed in zip(sentences, out):
@@ -183,11 +180,6 @@ def word_representations(
     forward pass (sorted by length); max_length: tokens per sentence (default the tokenizer's limit); a longer sentence,
     or one with a word that overlaps no subword, is left out (logged). Returns ``(vectors, kept)``: ``vectors[layer]``
     holds one float32 ``[n_words, H]`` array per kept sentence; ``kept`` are the indices of the kept sentences."""
-    from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.data.collate import pad_arrays
-    from syntaxformer.tasks.base import TaskContext
-    from syntaxformer.utils import progress as progress_bar
-
     if word_vector not in ("mean", "first"):
         raise ConfigError(f"word_vector={word_vector!r} is not valid; choose 'mean' or 'first'")
     names = probed.layer_names()

@@ -1,14 +1,11 @@
 """Structural probes (Hewitt & Manning 2019) and linear POS / dependency-label probes per layer of an encoder, on
-UD English-EWT dev split by document (``syntaxformer probe``; the method: ``docs/probes.md``).
-
-This module holds the data split (:func:`load_probe_data`), the probes (:func:`train_structural_probe`,
-:func:`linear_probe_accuracy`) and the runs (:func:`probe_model`, :func:`probe_models`); the word vectors are in
-:mod:`.probe_vectors`, the tree targets and scores in :mod:`.probe_metrics`.
-"""
+UD English-EWT dev split by document (``syntaxformer probe``; ``docs/probes.md``): the data split, the probes and the
+runs; the word vectors are in :mod:`.probe_vectors`, the tree targets and scores in :mod:`.probe_metrics`."""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import logging
 import os
@@ -29,8 +26,13 @@ from syntaxformer.analysis.probe_metrics import (
     uuas,
 )
 from syntaxformer.analysis.probe_vectors import ProbedModel, load_probed_model, word_representations
+from syntaxformer.data.readers.conllu import read_conllu
 from syntaxformer.data.sentence import Sentence
+from syntaxformer.data.tree import depths
+from syntaxformer.defaults import shared_data_dir
 from syntaxformer.errors import ConfigError, DataError
+from syntaxformer.utils import progress as progress_bar
+from syntaxformer.utils import subsample
 
 logger = logging.getLogger(__name__)
 
@@ -110,10 +112,6 @@ def load_probe_data(
     """Read a CoNLL-U file with ``# newdoc id`` comments (default: UD English-EWT dev in the shared data folder), split
     it by document (:func:`split_documents`) and take seeded subsamples (``None`` = all) of both parts. Raises
     DataError: no file given and no EWT dev file in the shared data folder; sentences without UPOS or labels."""
-    from syntaxformer.data.readers.conllu import read_conllu
-    from syntaxformer.defaults import shared_data_dir
-    from syntaxformer.utils import subsample
-
     if path is None:
         root = shared_data_dir()
         if root is None or not root.joinpath(*UD_EWT_DEV).is_file():
@@ -262,8 +260,7 @@ def linear_probe_accuracy(
 
 # -- the runs -------------------------------------------------------------------------------------------------
 def _word_labels(sentences: Sequence[Sentence], column: str) -> list[str]:
-    """Every word's UPOS (``"upos"``) or universal relation (``"deprels"``: the part before ':'); every probe
-    sentence has both columns (:func:`load_probe_data` checks)."""
+    """Every word's UPOS (``"upos"``) or universal relation (``"deprels"``: the part before ':')."""
     return [t.split(":", 1)[0] for s in sentences for t in getattr(s, column) or ()]
 
 
@@ -274,8 +271,6 @@ def _layer_scores(
     test: list[Sentence],
     settings: ProbeSettings,
 ) -> dict[str, float]:
-    from syntaxformer.data.tree import depths
-
     pred = {}
     for kind, target in (("distance", tree_distance_matrix), ("depth", depths)):
         probe = train_structural_probe(kind, train_v, [target(s.heads) for s in train], settings)
@@ -312,8 +307,6 @@ def probe_model(
     ``max_length`` as :func:`~syntaxformer.analysis.probe_vectors.word_representations`. Returns JSON-ready: ``model``
     (what was loaded), ``sentences`` (train / test kept), ``layers`` (one dict per layer: ``layer`` and the
     :data:`METRICS`), ``seconds``."""
-    from syntaxformer.utils import progress as progress_bar
-
     settings = settings or ProbeSettings()
     t0 = time.time()
     everyone = data.train + data.test
@@ -365,8 +358,6 @@ def probe_models(
     ``settings.seed``): what ``syntaxformer probe`` runs. Every asked layer must exist in every model. Returns
     JSON-ready: ``data`` (file, split rule, sizes, document ids of both parts), ``settings``, ``models`` (one
     :func:`probe_model` result each), ``date``."""
-    import datetime
-
     settings = settings or ProbeSettings()
     data = load_probe_data(
         data_file, max_train_sentences=max_train_sentences, max_test_sentences=max_test_sentences, seed=settings.seed

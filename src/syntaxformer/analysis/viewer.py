@@ -1,9 +1,5 @@
-"""See what the model sees: one self-contained HTML page per text or pair (``syntaxformer show``; ``docs/viewer.md``).
-
-:func:`build_view` annotates the text, aligns it to the models' tokenizer, runs every model once and collects the
-trees, SG-Net's SDOI mask, Syntax-BERT's relation groups, attention per layer and head, topical weights, gates and a
-trained run's prediction; :class:`AttentionView` is the page (template ``viewer.html``, no network).
-"""
+"""See what the model sees: :func:`build_view` collects one text's or pair's trees, masks, attention and prediction,
+:class:`AttentionView` is its self-contained HTML page (``syntaxformer show``; ``docs/viewer.md``)."""
 
 from __future__ import annotations
 
@@ -19,12 +15,25 @@ from typing import Any
 
 import numpy as np
 import torch
+from transformers import AutoModel
 
 from syntaxformer import registry as _registry
-from syntaxformer.data.collate import TOKEN_KEYS
+from syntaxformer.data.align import SyntaxAligner
+from syntaxformer.data.annotators import make_annotator
+from syntaxformer.data.collate import TOKEN_KEYS, SyntaxCollator
+from syntaxformer.data.constituency import with_dependency_trees
+from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
 from syntaxformer.errors import ConfigError, DataError, InputError, SyntaxformerError
+from syntaxformer.inference import Predictor, model_head
+from syntaxformer.masks.relations import group_name, relation_groups_from_features
+from syntaxformer.masks.sdoi import sdoi_mask
+from syntaxformer.modeling import SGNetModel, SyntaxBertModel
+from syntaxformer.modeling.syntax_attention_core import SyntaxAttentionRecorder
+from syntaxformer.tasks import get_task
 from syntaxformer.training.blocks import saved_system
+from syntaxformer.training.run import RUN_FILE, load_tokenizer, load_trained_model
 from syntaxformer.training.saved import loading_model
+from syntaxformer.utils import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +59,7 @@ class ViewModel:
 
 @dataclass
 class AttentionView:
-    """The viewer page of one text or pair: ``data`` (JSON-ready) drawn by the bundled template. Attributes: data:
-    everything the page shows (tokens, words, trees, masks, per-model attention ...)."""
+    """The viewer page of one text or pair: ``data``, everything it shows (JSON-ready), drawn by ``viewer.html``."""
 
     data: dict[str, Any] = field(repr=False)
 
@@ -63,8 +71,6 @@ class AttentionView:
 
     def save(self, path: str | Path) -> Path:
         """Write the page to ``path`` (atomically) and return the path."""
-        from syntaxformer.utils import atomic_write
-
         path = Path(path)
         with atomic_write(path) as f:
             f.write(self.html())
@@ -87,8 +93,6 @@ def load_view_models(specs: Sequence[str] | None = None, plain: str | None = Non
     saved models, or pretrained encoders (then SG-Net and Syntax-BERT are built on it, untrained, new layers seeded with
     ``seed``); default the offline MiniLM; plain: the plain encoder (a checkpoint, or a run folder's encoder); default
     the checkpoint the first syntax model was built from. Raises ConfigError: a spec that loads no model."""
-    from syntaxformer.defaults import default_hf_model
-
     specs = list(specs or [default_hf_model()])
     models: list[ViewModel] = []
     base = None
@@ -103,9 +107,6 @@ def load_view_models(specs: Sequence[str] | None = None, plain: str | None = Non
 
 def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
     """The syntax models one spec names, and the pretrained checkpoint they were built from (if known)."""
-    from syntaxformer.modeling import SGNetModel, SyntaxBertModel
-    from syntaxformer.training.run import RUN_FILE, load_trained_model
-
     path = Path(spec)
     run_file = path / RUN_FILE
     if saved_system(str(path)) is not None:
@@ -113,8 +114,6 @@ def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
         if run_file.is_file():
             record = json.loads(run_file.read_text(encoding="utf-8"))
             origin = record.get("config", {}).get("model_name_or_path")
-            from syntaxformer.tasks import get_task
-
             with contextlib.suppress(Exception):  # a task registered outside the package: the backbone is enough
                 head = get_task(record["task"]["name"], **record["task"].get("options", {})).head
         saved, model = load_trained_model(path, head)
@@ -142,10 +141,6 @@ def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
 
 def _load_plain(spec: str) -> ViewModel:
     """The plain encoder: a pretrained checkpoint (``AutoModel``) or the encoder of a saved model / run."""
-    from transformers import AutoModel
-
-    from syntaxformer.training.run import load_trained_model
-
     if saved_system(spec) == "syntax_bert":
         raise ConfigError(
             f"--plain {spec}: a Syntax-BERT model has no plain encoder; give a checkpoint or a baseline / SG-Net run"
@@ -162,10 +157,7 @@ def _load_plain(spec: str) -> ViewModel:
 
 
 def _short(spec: str) -> str:
-    """A model spec's short name: the offline MiniLM package's folder by its model's name (``all-MiniLM-L6-v2``, not
-    the package folder), another folder by its name, a hub name as it is."""
-    from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
-
+    """A spec's short name: the offline MiniLM by its model's name, another folder by its name, a hub name as is."""
     if spec in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
         return DEFAULT_HF_MODEL_HUB.split("/")[-1]
     return Path(spec).name or spec
@@ -191,21 +183,11 @@ def build_view(
     parse_cache: Any = True,
     seed: int = 0,
 ) -> AttentionView:
-    """Annotate a text (or pair), run the models and collect what the viewer page shows. Arguments: models: model specs
-    (:func:`load_view_models`) or loaded :class:`ViewModel` s; ``None``: the offline MiniLM with SG-Net and Syntax-BERT
-    built on it. plain, seed: as :func:`load_view_models`; parser, parse_cache: the annotator
-    (:func:`~syntaxformer.data.annotators.make_annotator`; default spaCy); max_length: tokens kept, special tokens
-    included; a longer text is cut, and the page says so; criterion: SG-Net's subword criterion (``"share"`` /
-    ``"children"``) of the SDOI mask shown. Raises InputError: an empty text. ConfigError: a model that loads from no
-    spec or returns no attention."""
-    from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.data.annotators import make_annotator
-    from syntaxformer.data.collate import SyntaxCollator
-    from syntaxformer.data.constituency import with_dependency_trees
-    from syntaxformer.masks.relations import relation_groups_from_features
-    from syntaxformer.masks.sdoi import sdoi_mask
-    from syntaxformer.training.run import load_tokenizer
-
+    """Annotate a text (or pair), run the models and collect what the page shows. Arguments: models: specs or
+    :class:`ViewModel` s; plain, seed, and ``None`` models: as :func:`load_view_models`; parser, parse_cache: the
+    annotator (:func:`~syntaxformer.data.annotators.make_annotator`); max_length: tokens kept, special tokens included
+    (a longer text is cut, and the page says so); criterion: the SDOI mask's subword criterion. Raises InputError: an
+    empty text. ConfigError: a model that loads from no spec or returns no attention."""
     texts = [t for t in (text_a, text_b) if t is not None]
     for k, t in enumerate(texts):
         if not str(t).strip():
@@ -282,27 +264,21 @@ def build_view(
 def _length(window: Any, shown: int, max_length: int) -> dict[str, Any]:
     """How much of the text the page's tokens cover: tokens shown and in the whole text (special tokens
     included), words with a token shown and all words, and whether the text was cut at ``max_length``."""
-    specials = int((window.word_index < 0).sum())
-    total = int(window.n_pieces.sum()) + specials  # n_pieces counts every word's pieces in the full tokenization
-    words = len(window.n_pieces)
-    words_shown = len({int(w) for w in window.word_index.tolist() if w >= 0})
+    # n_pieces counts every word's pieces in the full tokenization; word_index < 0: the special tokens
+    total = int(window.n_pieces.sum()) + int((window.word_index < 0).sum())
     return {
         "shown": shown,
         "total": max(total, shown),
-        "words_shown": words_shown,
-        "words_total": words,
+        "words_shown": len({int(w) for w in window.word_index.tolist() if w >= 0}),
+        "words_total": len(window.n_pieces),
         "max_length": int(max_length),
         "cut": total > shown,
     }
 
 
 def _prediction(m: ViewModel, texts: Sequence[str], parser: Any, parse_cache: Any) -> dict[str, Any] | None:
-    """A trained run's prediction for the page's text (``None`` for other models), as ``syntaxformer predict`` makes
-    it (the run's options and ``max_length``, the page's parser where named); a note instead where the model cannot
-    predict the text."""
-    from syntaxformer.inference import Predictor, model_head
-    from syntaxformer.training.run import RUN_FILE
-
+    """A trained run's prediction for the page's text as ``syntaxformer predict`` makes it (``None`` for other models;
+    a note where the model cannot predict the text)."""
     if m.system == "plain" or not (Path(m.source) / RUN_FILE).is_file():
         return None
     try:
@@ -363,8 +339,7 @@ def _forest(docs: Sequence[Any], derived: Sequence[bool]) -> tuple[list[dict[str
 
 
 def _tree_dict(tree: Any, leaves: Iterator[int], derived: bool = False) -> dict[str, Any]:
-    """A tree as nested dicts; ``derived`` marks the phrases of a tree derived from the dependency tree (every node
-    above the pre-terminals, whose labels are the words' tags)."""
+    """A tree as nested dicts; ``derived`` marks the phrases (not pre-terminals) of a tree derived from dependencies."""
     children = [{"leaf": next(leaves)} if isinstance(c, str) else _tree_dict(c, leaves, derived) for c in tree.children]
     phrase = any(not isinstance(c, str) for c in tree.children)
     return {"label": tree.label, "children": children, "derived": bool(derived and phrase)}
@@ -385,8 +360,6 @@ def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) ->
     }
     with torch.no_grad():
         if m.system == "syntax_bert":
-            from syntaxformer.modeling.syntax_attention_core import SyntaxAttentionRecorder
-
             rec = SyntaxAttentionRecorder()
             net(**inputs, syntax_record=rec)
             n_layers = net.config.encoder.num_hidden_layers
@@ -436,8 +409,6 @@ def _eager(model: Any) -> Iterator[None]:
 
 def _topical(rec: Any, D: int) -> dict[str, Any]:
     """Topical weights per layer ``[L, C']`` over the columns that are a candidate for some token."""
-    from syntaxformer.masks.relations import group_name
-
     names = (
         ["dependency", "constituency"][: len(rec.num_buckets)]
         if len(rec.num_buckets) <= 2
