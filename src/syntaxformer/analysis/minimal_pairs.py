@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import binomtest
 
 from syntaxformer.defaults import shared_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
@@ -218,6 +217,8 @@ def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[flo
     SciPy's ``binomtest(correct, n).proportion_ci(method="wilson")``; ``(nan, nan)`` for no pairs."""
     if n == 0:
         return (math.nan, math.nan)
+    from scipy.stats import binomtest  # imported when an interval is computed, as tasks.significance does
+
     ci = binomtest(correct, n).proportion_ci(confidence_level=confidence, method="wilson")
     return (float(ci.low), float(ci.high))
 

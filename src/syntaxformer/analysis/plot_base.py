@@ -33,11 +33,9 @@ class RunInfo:
     """What a finished run folder records, as the figures use it.
 
     Attributes:
-        path: the run folder.
         task: task name (``metrics.json`` ``task``); ``task_title`` its usual name.
         variant: the system's name (the seed folder's parent folder, else the folder's name).
         model_type: the model's kind as ``metrics.json`` names it (``SG-Net``, ``Syntax-BERT``, ``baseline`` ...).
-        seed: the training seed.
         metric: the headline metric; ``score`` its dev value.
         train_size: training examples used; ``parser_noise``: the fraction of heads re-attached at random.
         dev: every dev score.

@@ -261,11 +261,10 @@ def find_suite_reports(
 def suite_summary(
     reports: Mapping[str, Sequence[Mapping[str, Any]]], level: str = "field"
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """Mean accuracy and 95% interval of each system per group of ``level`` (plus ``"all"``: every pair), from
-    ``reports`` (system -> the ``report.json`` of each seed run). Returns system -> group (``"all"`` first, then sorted)
-    -> ``{"mean", "ci", "scores" (per seed run), "seeds", "interval"}``: the Student-t interval over two or more seed
-    runs, else the one report's Wilson interval. A group a seed run lacks is averaged over the runs that have it. Raises
-    ConfigError: an unknown level; InputError: a system without reports."""
+    """Mean accuracy and 95% interval (which: ``docs/analysis.md``) of each system per group of ``level`` (plus
+    ``"all"``) from ``reports`` (system -> the ``report.json`` of each seed run): system -> group (``"all"`` first) ->
+    ``{"mean", "ci", "scores" (per seed run), "seeds", "interval"}``; a group a seed run lacks is averaged over the
+    runs that have it. Raises ConfigError: an unknown level; InputError: a system without reports."""
     if level not in SUITE_LEVELS:
         raise ConfigError(f"unknown suite level {level!r}; use {' or '.join(SUITE_LEVELS)}")
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -404,13 +403,12 @@ def plot_attention(
     tokenizer: Any = None,
     max_heads: int = 12,
 ) -> Any:
-    """Attention heatmaps of one layer of an encoder on ``text`` (or a pair), one panel per head (eager attention, so
-    the weights are the ones the layer used). An SG-Net folder shows its fine-tuned encoder's heads; a Syntax-BERT
-    folder is refused (its attention needs the parse: ``syntaxformer show``). Arguments: model: a model folder or hub
-    name, or a loaded model (then give ``tokenizer``); layer: layer index (negative from the end); heads: the heads to
-    draw (default the first ``max_heads``). Returns the figure; ``ax.syntaxformer`` = ``{"layer", "head", "tokens",
-    "attention" ([L, L] list)}`` per panel. Raises InputError: a layer or head the model does not have; DataError: the
-    model returned no attentions."""
+    """Attention heatmaps of one layer of an encoder on ``text`` (or a pair), one panel per head, under eager attention
+    (an SG-Net folder: its encoder's heads; ``docs/analysis.md``). Arguments: model: a model folder or hub name, or a
+    loaded model (then give ``tokenizer``); layer: layer index (negative from the end); heads: the heads to draw
+    (default the first ``max_heads``). ``ax.syntaxformer`` = ``{"layer", "head", "tokens", "attention" ([L, L]
+    list)}`` per panel. Raises InputError: a Syntax-BERT folder, or a layer or head the model does not have;
+    DataError: the model returned no attentions."""
     import torch
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 

@@ -1,7 +1,5 @@
 """The model side of the probes (:mod:`syntaxformer.analysis.probes`): the encoder to probe (:class:`ProbedModel`,
-:func:`load_probed_model`: a plain encoder, an untrained syntax model built on one, a saved model or a run folder)
-and its word vectors at every layer (:func:`word_representations`: the mean, or the first, of a word's subword
-vectors, computed once under ``torch.no_grad``)."""
+:func:`load_probed_model`) and its word vectors at every layer (:func:`word_representations`)."""
 
 from __future__ import annotations
 

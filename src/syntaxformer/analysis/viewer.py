@@ -198,8 +198,7 @@ def build_view(
     else:
         loaded = load_view_models([str(m) for m in models or []], plain, seed)
     syntax_models = [m for m in loaded if m.system != "plain"]
-    tokenizer_source = syntax_models[0].source if syntax_models else loaded[0].source
-    tokenizer = load_tokenizer(tokenizer_source)
+    tokenizer = load_tokenizer((syntax_models or loaded)[0].source)
 
     annotator = make_annotator(parser, cache=parse_cache, progress=False)
     docs = annotator.annotate(texts)
@@ -373,13 +372,9 @@ def _model_data(m: ViewModel, batch: dict[str, torch.Tensor], L: int, D: int) ->
         else:
             encoder = net if m.system == "plain" else net.encoder
             with _eager(encoder):
-                if m.system == "plain":
-                    enc_in = {k: inputs[k] for k in TOKEN_KEYS if k in inputs}
-                    res = net(**enc_in, output_attentions=True, return_dict=True)
-                    sg = None
-                else:
-                    res = net(**inputs, output_attentions=True, return_dict=True)
-                    sg = res.sg_attentions
+                given = {k: v for k, v in inputs.items() if m.system != "plain" or k in TOKEN_KEYS}
+                res = net(**given, output_attentions=True, return_dict=True)
+            sg = None if m.system == "plain" else res.sg_attentions
             attentions = res.attentions
             n_layers = encoder.config.num_hidden_layers
             if not attentions or len(attentions) != n_layers or any(a is None for a in attentions):
