@@ -101,8 +101,7 @@ def load_view_models(specs: Sequence[str] | None = None, plain: str | None = Non
         loaded, origin = _load_spec(spec)
         models.extend(loaded)
         base = base or origin
-    plain_model = _load_plain(plain or base or default_hf_model())
-    return [plain_model] + models
+    return [_load_plain(plain or base or default_hf_model()), *models]
 
 
 def _load_spec(spec: str) -> tuple[list[ViewModel], str | None]:
