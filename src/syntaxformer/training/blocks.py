@@ -10,11 +10,20 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import re
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
+import transformers
+from transformers import AutoConfig, AutoTokenizer
+
+from syntaxformer import __version__
 from syntaxformer import registry as _registry
+from syntaxformer.data.annotators import annotator_origin
+from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.modeling import model_class
 from syntaxformer.modeling.raw_text import position_limit
@@ -61,8 +70,6 @@ def saved_system(path: str) -> str | None:
 # -- building blocks (public: experiments and tests rebuild a run's tokenizer, model, features with them) -----
 def load_tokenizer(path: str) -> Any:
     """The fast tokenizer of a pretrained model or run folder."""
-    from transformers import AutoTokenizer
-
     try:
         tok = AutoTokenizer.from_pretrained(path, use_fast=True)
     except (OSError, ValueError) as e:  # ValueError: a folder with no tokenizer files in it
@@ -76,9 +83,6 @@ def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | Non
     """``{"commit": "<40 hex>", "modified": bool}`` of the syntaxformer checkout whose ``src/syntaxformer`` is
     ``package_dir`` (default: this package), so that two runs of one development version can be told apart; ``None``
     for an installed package (its version says what ran), another project's work tree, or no git."""
-    import re
-    import subprocess
-
     folder = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent.parent
 
     def git(*args: str) -> str | None:
@@ -107,11 +111,6 @@ def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | Non
 def environment() -> dict[str, Any]:
     """Versions and device of this process (for the output files); ``code`` is :func:`code_revision` (present only
     where syntaxformer runs from a git checkout)."""
-    import torch
-    import transformers
-
-    from syntaxformer import __version__
-
     device = "cpu"
     if torch.cuda.is_available():
         device = f"cuda ({torch.cuda.get_device_name(0)})"
@@ -141,10 +140,6 @@ def check_encoder(config: RunConfig, task: Task) -> None:
             f"--model {path} is not a model folder (no config.json in it); give a pretrained model "
             "folder or hub name, or a folder written by `syntaxformer train`"
         )
-    from transformers import AutoConfig
-
-    import syntaxformer.modeling  # noqa: F401  (registers the syntax configs with the Auto classes)
-
     try:
         model_config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError, KeyError) as e:
@@ -248,8 +243,6 @@ def parts_record(config: RunConfig) -> dict[str, Any]:
     """What ``run.json`` records besides the task: the system and the annotator scheme, each with the module or
     entry point that defines it (:meth:`syntaxformer.registry.Registry.origin`), so that a fresh process finds
     parts added from outside the package again."""
-    from syntaxformer.data.annotators import annotator_origin
-
     system = _registry.SYSTEMS.origin(config.model_type)
     spec = _registry.system(config.model_type)
     return {"system": {**system, "model_type": spec.saved_model_type}, "annotator": annotator_origin(config.parser)}
@@ -276,8 +269,6 @@ def system_kind(system: str, model: Any) -> str:
 
 def model_label(path: str) -> str:
     """A short readable name of a model path (the offline MiniLM folder is shown as ``all-MiniLM-L6-v2``)."""
-    from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
-
     if path in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
         return DEFAULT_HF_MODEL_HUB.split("/")[-1]
     p = Path(path)

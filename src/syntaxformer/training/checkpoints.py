@@ -8,12 +8,15 @@ import json
 import logging
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import DataError
+from syntaxformer.secrets import redact_secrets
 from syntaxformer.training.saved import WEIGHT_FILES, archive_problem, weights_problem
+from syntaxformer.utils import write_json
 
 __all__ = [
     "FINGERPRINT_FILE",
@@ -137,8 +140,6 @@ def remove_orphan_temp_files(output_dir: str | os.PathLike) -> list[Path]:
     """Remove what interrupted atomic writes leave (``.tmp-*`` files of :func:`syntaxformer.utils.atomic_write`, the
     ``.tmp-model-*`` folder of a final model save) in a run folder and its checkpoints; returns them. Call only when
     no other process writes there."""
-    import shutil
-
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
@@ -164,8 +165,6 @@ def _plain(value: Any) -> Any:
 def run_fingerprint(config: Mapping[str, Any], data_fingerprint: str | None) -> dict[str, Any]:
     """What a resume must find unchanged: the run-config options (a ``RunConfig.to_dict()``) except
     :data:`RESUME_FREE_OPTIONS`, and the content fingerprint of the training data (``None``: unknown); no secrets."""
-    from syntaxformer.secrets import redact_secrets
-
     return {
         "config": _plain(redact_secrets({k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS})),
         "train_data": data_fingerprint,
@@ -174,8 +173,6 @@ def run_fingerprint(config: Mapping[str, Any], data_fingerprint: str | None) -> 
 
 def write_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, Any]) -> None:
     """Write ``run_fingerprint.json`` (atomically)."""
-    from syntaxformer.utils import write_json
-
     write_json(Path(output_dir) / FINGERPRINT_FILE, dict(fingerprint))
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from transformers import AutoConfig
+
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.tasks.significance import paired_prediction_tests
@@ -28,8 +30,6 @@ def _default_lisa_layer(config: RunConfig) -> int:
     which layer its LISA head is in)."""
     if config.model.get("lisa_layer") is not None:
         return int(config.model["lisa_layer"])
-    from transformers import AutoConfig
-
     enc = AutoConfig.from_pretrained(config.resolved_model())
     n: int | None = getattr(enc, "num_hidden_layers", None)
     if not n:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import functools
 import json
 import math
@@ -28,11 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from syntaxformer import registry as _registry
-from syntaxformer.errors import ConfigError, DataError, FormatError
+from transformers import AutoConfig, Seq2SeqTrainingArguments
 
-if typing.TYPE_CHECKING:
-    from syntaxformer.tasks.base import Task
+from syntaxformer import registry as _registry
+from syntaxformer.defaults import default_hf_model
+from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.tasks import get_task
+from syntaxformer.tasks.base import Task, task_option_names
+from syntaxformer.utils import write_json
 
 __all__ = [
     "BOOLEAN_WORDS",
@@ -260,8 +264,6 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str,
 @functools.lru_cache(maxsize=1)
 def training_argument_fields() -> tuple[dataclasses.Field, ...]:
     """The init fields of ``transformers.Seq2SeqTrainingArguments`` (a superset of ``TrainingArguments``)."""
-    from transformers import Seq2SeqTrainingArguments
-
     return tuple(f for f in dataclasses.fields(Seq2SeqTrainingArguments) if f.init and not f.name.startswith("_"))
 
 
@@ -444,8 +446,6 @@ class RunConfig:
     def build_task(self) -> Task:
         """``get_task(task, **task_options)``. The task built when the config was checked is handed out once (so
         a run builds its task once); later calls build a new one."""
-        from syntaxformer.tasks import get_task
-
         built = self.__dict__.pop("_built_task", None)
         if built is not None and built[0] == self._task_key():
             return built[1]
@@ -468,8 +468,6 @@ class RunConfig:
         """``model_name_or_path`` or the offline MiniLM default."""
         if self.model_name_or_path:
             return self.model_name_or_path
-        from syntaxformer.defaults import default_hf_model
-
         return default_hf_model()
 
     def data_options(self, split: str, max_samples: int | None) -> dict[str, Any]:
@@ -531,8 +529,6 @@ class RunConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            import difflib
-
             system = str(data.get("model_type", "sgnet"))
             candidates = sorted(known | set(model_option_names(system if system in SYSTEMS else "sgnet")))
             hints = [
@@ -558,8 +554,6 @@ class RunConfig:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write as JSON (atomically)."""
-        from syntaxformer.utils import write_json
-
         write_json(path, self.to_dict())
 
 
@@ -580,8 +574,6 @@ BOUNDS: dict[str, tuple[float, bool]] = {
 def _encoder_hidden_size(path: str) -> int | None:
     """The hidden size of the encoder a run starts from (a model name or folder), or ``None`` if unknown."""
     try:
-        from transformers import AutoConfig
-
         config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError, KeyError):  # the model stage reports an encoder that cannot be loaded
         return None
@@ -639,8 +631,6 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
     top-level task and model options, ``model_kwargs`` / ``syntax_bert_options``, the shorthands and other
     ``TrainingArguments`` fields moved into ``task_options`` / ``model`` / ``training_args``. Names it does not know
     stay at the top level (:meth:`RunConfig.from_dict` reports them)."""
-    from syntaxformer.tasks.base import task_option_names
-
     out = from_hf_spellings(data)
     model = {**_section(out, "model_kwargs"), **_section(out, "syntax_bert_options"), **_section(out, "model")}
     known = {f.name for f in dataclasses.fields(RunConfig)}

@@ -16,6 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
+from syntaxformer.secrets import redact_secrets
+from syntaxformer.utils import atomic_write
+
 __all__ = ["INSTALL", "MODEL_CARD_FILE", "PAPERS", "TASK_DATASETS", "cli_command", "model_card", "write_model_card"]
 
 MODEL_CARD_FILE = "README.md"
@@ -108,8 +114,6 @@ def _relative(value: Any, base: Path) -> Any:
 
 def _base_model(path: str) -> str | None:
     """A hub id for the metadata (the offline MiniLM folder is its hub name), or ``None`` for local folders."""
-    from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
-
     if path in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
         return DEFAULT_HF_MODEL_HUB
     return path if not Path(path).exists() and path.count("/") == 1 else None
@@ -154,8 +158,6 @@ def _scores(metrics: Mapping[str, Any]) -> list[tuple[str, str, float]]:
 
 def _metadata(metrics, run_config, head, base, export, license) -> Any:
     """The hub metadata (``huggingface_hub.ModelCardData``)."""
-    from huggingface_hub import EvalResult, ModelCardData
-
     datasets = _datasets(metrics, run_config)
     title = str(metrics.get("task_title") or metrics.get("task"))
     tag = _PIPELINES[head][1] if head in _PIPELINES else None
@@ -408,10 +410,6 @@ def model_card(
     folder that loads with transformers alone. ``annotator`` names the run's parser; ``command`` the command line
     (``None``: the Python API); ``folder`` the folder the card goes into (default ``MODEL_DIR``; paths are written
     relative to the run folder's parent); ``license`` an export's (default: the encoder's when known, else other)."""
-    from huggingface_hub import ModelCard
-
-    from syntaxformer.secrets import redact_secrets
-
     base = None if head == "seq2seq" else _base_model(str(metrics.get("model", "")))
     folder_path = Path(folder or "MODEL_DIR").absolute()
     parent = Path(run_config.get("output_dir") or folder_path).absolute().parent  # paths are relative to it
@@ -465,8 +463,6 @@ def write_model_card(
     (atomically); returns its path. ``folder``: the folder the card describes when it is written elsewhere first
     (an export's temporary folder); default ``output_dir``. ``command`` defaults to this process's command line
     (:func:`cli_command`) for a run folder."""
-    from syntaxformer.utils import atomic_write
-
     if command is None and export is None:
         command = cli_command()
     card = model_card(*card_args, command=command, folder=folder or output_dir, export=export, **card_options)

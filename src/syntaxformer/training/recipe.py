@@ -26,6 +26,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+import transformers
+from accelerate import PartialState
+from transformers import Seq2SeqTrainingArguments, TrainingArguments
+from transformers.integrations import get_available_reporting_integrations
+from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError, SyntaxformerError
 from syntaxformer.secrets import check_hub_push, redact_secrets, redacting_arguments
 from syntaxformer.tasks.base import Task, TaskContext
@@ -44,6 +52,8 @@ from syntaxformer.training.blocks import (
     task_record,
 )
 from syntaxformer.training.config import RunConfig, small_encoder_note
+from syntaxformer.training.lock import run_lock
+from syntaxformer.training.model_card import write_model_card
 from syntaxformer.training.run_folder import (
     DEV_PREDICTIONS_FILE,
     METRICS_FILE,
@@ -165,8 +175,6 @@ class TrainRecipe:
     def build_model(self) -> None:
         """The tokenizer (the task's own, learned from the training data, or the pretrained model's), the model
         (seeded) and the featurization context of what the model reads."""
-        import transformers
-
         config, task = self.config, self.task
         # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what
         # they prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
@@ -248,8 +256,6 @@ class TrainRecipe:
         are kept (paired significance tests): scores per split in :attr:`evaluations`; the first split (``dev``)
         is the headline (:attr:`dev_scores`, ``dev_predictions.json``). The task's auxiliary models (SQuAD's
         parallel verifier) are trained here, on the same features, and read with the dev predictions."""
-        import numpy as np
-
         config, task, trainer, output_dir = self.config, self.task, self.trainer, self.output_dir
         trainer.compute_metrics = None
         # Every process takes part in prediction (its outputs are gathered onto all of them); one writes the files.
@@ -322,8 +328,6 @@ class TrainRecipe:
             )
             write_json(Path(output_dir) / METRICS_FILE, self.metrics)
         if self.writer and config.save_model:  # the model card beside the saved model (README.md)
-            from syntaxformer.training.model_card import write_model_card
-
             write_model_card(
                 output_dir, self.metrics, record, self.model.config, task.head, annotator=self.context.annotator
             )
@@ -448,8 +452,6 @@ def _train_auxiliary(
 ) -> dict[str, Any]:
     """Train the task's auxiliary models (:meth:`Task.auxiliary_models`) on the same features, each in
     ``<output_dir>/<name>``; name -> raw dev outputs."""
-    import transformers
-
     out: dict[str, Any] = {}
     for name, changes in task.auxiliary_models().items():
         sub = config.replace(model={**config.model, **changes}, output_dir=str(Path(output_dir) / name))
@@ -480,8 +482,6 @@ def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]
     second ``train`` into the same folder is refused at once, a lock left by a killed run is taken over. A disk that
     fills up ends in one :class:`~syntaxformer.errors.DataError` naming the folder (an earlier finished run there is
     kept)."""
-    from syntaxformer.training.lock import run_lock
-
     output_dir = os.path.abspath(config.output_dir)
     with run_lock(output_dir):
         try:
@@ -506,9 +506,6 @@ def check_trainer_options(args: Any) -> None:
     is not installed; ``push_to_hub`` offline (``HF_HUB_OFFLINE``) or without a token; ``fp16`` on the CPU (as
     ``TrainingArguments`` refuses ``bf16`` there). Raises ConfigError, MissingDependencyError: naming the option and
     what would be right."""
-    from transformers.integrations import get_available_reporting_integrations
-    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-
     for name in args.report_to or ():
         if name not in INTEGRATION_TO_CALLBACK:
             raise ConfigError(
@@ -532,9 +529,6 @@ def check_trainer_options(args: Any) -> None:
 def training_arguments(config: RunConfig, output_dir: str, *, seq2seq: bool = False, **overrides: Any) -> Any:
     """``TrainingArguments`` (``Seq2SeqTrainingArguments`` with ``seq2seq``) from a run config; ``overrides`` and
     then ``config.training_args`` win over the config's own fields."""
-    import torch
-    from transformers import Seq2SeqTrainingArguments, TrainingArguments
-
     from syntaxformer.training.trainer import precision_flags
 
     args_class = Seq2SeqTrainingArguments if seq2seq else TrainingArguments
@@ -604,8 +598,6 @@ def is_main_process() -> bool:
     distributed state the Trainer set up, ``accelerate.PartialState``)."""
     if launched_processes() <= 1:
         return True
-    from accelerate import PartialState
-
     return PartialState().is_main_process
 
 

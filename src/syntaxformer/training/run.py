@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from transformers import AutoModelForSeq2SeqLM
+
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.modeling import model_class
@@ -41,6 +43,7 @@ from syntaxformer.training.blocks import (
     system_kind,
 )
 from syntaxformer.training.config import RunConfig
+from syntaxformer.training.lock import run_lock
 from syntaxformer.training.recipe import (
     IGNORE_OUTPUTS,
     build_trainer,
@@ -154,10 +157,6 @@ def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> 
     """The model and tokenizer saved in a run folder (``prep`` receives what the task loads besides, e.g. the
     target tokenizer of a translation model)."""
     if task.head == "seq2seq":
-        from transformers import AutoModelForSeq2SeqLM
-
-        import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
-
         with loading_model(run_dir):  # loading_model names a folder without config.json
             model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
     else:
@@ -218,8 +217,6 @@ def _split_outputs(
     """Before any work is done for :func:`evaluate` / :func:`predict`: the files they would write are refused if
     they exist (unless ``overwrite``), and the folder they go to is locked (:func:`~syntaxformer.training.lock.run_lock`) while it is written, so
     that a ``train`` or another ``evaluate`` writing the same folder is refused at once."""
-    from syntaxformer.training.lock import run_lock
-
     load_run(run_dir)  # first, what is wrong with the folder itself (not a run, a part that is not installed)
     out_dir = Path(os.path.abspath(output_dir or str(run_dir)))
     existing = [str(out_dir / name) for name in names if (out_dir / name).exists()]

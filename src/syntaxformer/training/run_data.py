@@ -14,6 +14,7 @@ from typing import Any
 
 from syntaxformer.data.readers.parallel import ParallelCorpus
 from syntaxformer.errors import InputError
+from syntaxformer.training.run import load_run
 
 __all__ = ["load_dev_data", "run_references"]
 
@@ -22,8 +23,6 @@ def load_dev_data(run_dir: str | Path, split: str = "dev") -> tuple[Any, Any]:
     """``(task, data)``: the task of a run folder and its ``split`` as the run read it (the same files and subsample,
     from ``run.json``), e.g. for the texts and references that ``dev_predictions.json`` does not keep. Raises DataError:
     the folder has no ``run.json``; FormatError: it is not the one ``train`` writes."""
-    from syntaxformer.training.run import load_run
-
     config, task = load_run(run_dir)
     max_samples = config.max_eval_samples
     return task, task.load_split(split, config.data_options(split, max_samples))

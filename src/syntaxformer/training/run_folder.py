@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import DataError
+from syntaxformer.training.checkpoints import checkpoint_problems, latest_intact_checkpoint, list_checkpoints
 from syntaxformer.training.config import RunConfig
 from syntaxformer.utils import atomic_write, write_json
 
@@ -40,8 +43,6 @@ def resume_checkpoint(config: RunConfig, output_dir: str) -> str | None:
     checkpoint_problems`), falling back past damaged or partial ones with a warning; a checkpoint given by path must be
     intact. Raises DataError: the given checkpoint is missing or not intact; no checkpoint is intact; checkpoints of
     another run are there and neither ``resume`` nor ``overwrite_output_dir`` is set."""
-    from syntaxformer.training.checkpoints import checkpoint_problems, latest_intact_checkpoint, list_checkpoints
-
     if isinstance(config.resume, str) and config.resume not in ("", "true", "True"):
         if not Path(config.resume).is_dir():
             raise DataError(f"resume checkpoint {config.resume} not found")
@@ -83,10 +84,6 @@ def resume_checkpoint(config: RunConfig, output_dir: str) -> str | None:
 def clear_previous_run(output_dir: str) -> None:
     """Starting again with ``overwrite_output_dir``: the old run's checkpoints and result files go (a later
     ``--resume`` would mistake the checkpoints for this run's; the folder must never show another run's scores)."""
-    import shutil
-
-    from syntaxformer.training.checkpoints import list_checkpoints
-
     old = list_checkpoints(output_dir)
     results = [Path(output_dir) / n for n in _RESULT_FILES if (Path(output_dir) / n).is_file()]
     if old or results:
@@ -149,9 +146,6 @@ def save_final_model(trainer: Any, output_dir: str) -> None:
     """``trainer.save_model`` into a temporary folder beside the run's files, then each file renamed into place: a
     kill while saving leaves the previous files or the new ones, never a truncated weights file (the temporary
     folder, ``.tmp-model-*``, is removed when a run starts there again)."""
-    import shutil
-    import tempfile
-
     tmp = tempfile.mkdtemp(dir=output_dir, prefix=".tmp-model-")
     try:
         trainer.save_model(tmp)

@@ -14,6 +14,8 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from safetensors import safe_open
+
 from syntaxformer.errors import DataError, SyntaxformerError
 
 __all__ = ["WEIGHT_FILES", "archive_problem", "loading_model", "model_folder_problem", "weights_problem"]
@@ -110,8 +112,6 @@ def weights_problem(path: Path) -> str | None:
         return None
     if path.suffix == ".safetensors":
         try:
-            from safetensors import safe_open
-
             with safe_open(str(path), framework="pt") as f:
                 list(f.keys())
         except Exception as e:  # noqa: BLE001 - safetensors raises its own error type for a truncated or garbled file

@@ -14,10 +14,15 @@ import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
-from transformers import PreTrainedModel, Seq2SeqTrainer, Trainer, TrainerCallback
+from transformers import PreTrainedModel, Seq2SeqTrainer, Trainer, TrainerCallback, get_inverse_sqrt_schedule
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, PredictionOutput, get_last_checkpoint, speed_metrics
 
 from syntaxformer.errors import InputError
+from syntaxformer.modeling.raw_text import padded
+from syntaxformer.modeling.seq2seq import generate_ids
+from syntaxformer.training.batching import LengthGroupedBatchSampler
+from syntaxformer.utils import atomic_write, write_json
 
 __all__ = [
     "EPOCH_RNG_FILE",
@@ -107,8 +112,6 @@ class _Resumable(_TrainerBase):
         self.add_callback(_EpochStartCallback(self))
 
     def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any) -> Any:
-        from transformers.trainer_utils import get_last_checkpoint
-
         path = resume_from_checkpoint
         if path is True:
             path = get_last_checkpoint(self.args.output_dir)
@@ -136,10 +139,6 @@ class _Resumable(_TrainerBase):
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         super()._save_checkpoint(model, trial)
-        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-
-        from syntaxformer.utils import atomic_write, write_json
-
         folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
         if not self.args.should_save or not os.path.isdir(folder):
             return
@@ -337,8 +336,6 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
 
     # -- batches -----------------------------------------------------------------------------------------------
     def get_train_dataloader(self) -> DataLoader:
-        from syntaxformer.training.batching import LengthGroupedBatchSampler
-
         if self.train_dataset is None:
             raise InputError("SyntaxSeq2SeqTrainer.train needs a train_dataset")
         dataset: Any = self.train_dataset  # map-style: indexable, with a length
@@ -375,11 +372,6 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         args: Any = self.args  # Seq2SeqTrainingArguments
         if not args.predict_with_generate:
             return super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
-        from transformers.trainer_utils import PredictionOutput, speed_metrics
-
-        from syntaxformer.modeling.raw_text import padded
-        from syntaxformer.modeling.seq2seq import generate_ids
-
         start = time.time()
         metrics: dict[str, Any] = {}
         labels = None
@@ -409,8 +401,6 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
             self.lr_scheduler is None
             and str(getattr(self.args.lr_scheduler_type, "value", self.args.lr_scheduler_type)) == "inverse_sqrt"
         ):
-            from transformers import get_inverse_sqrt_schedule
-
             optimizer = self.optimizer if optimizer is None else optimizer
             if optimizer is None:
                 raise InputError("create_scheduler needs the optimizer (create_optimizer runs first)")
