@@ -32,9 +32,9 @@ from typing import Any, Literal
 from transformers import AutoConfig, Seq2SeqTrainingArguments
 
 from syntaxformer import registry as _registry
+from syntaxformer import tasks as _tasks
 from syntaxformer.defaults import default_hf_model
 from syntaxformer.errors import ConfigError, DataError, FormatError
-from syntaxformer.tasks import get_task
 from syntaxformer.tasks.base import Task, task_option_names
 from syntaxformer.utils import write_json
 
@@ -449,7 +449,7 @@ class RunConfig:
         built = self.__dict__.pop("_built_task", None)
         if built is not None and built[0] == self._task_key():
             return built[1]
-        return get_task(self.task, **self.task_options)
+        return _tasks.get_task(self.task, **self.task_options)
 
     def _task_key(self) -> str:
         return json.dumps([self.task, self.task_options], sort_keys=True, default=str)
