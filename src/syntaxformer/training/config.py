@@ -1,15 +1,8 @@
 """The run configuration: every option of a run described once, as a field of :class:`RunConfig` whose metadata
-holds its help text, its group and its extra command-line spellings (as ``transformers.HfArgumentParser`` reads
-dataclass fields); read from JSON / YAML, overridable with ``key=value`` (parsed as YAML scalars:
-``--set model.alpha=0.3``, ``--set max_train_samples=null``).
-
-**Routing** (:func:`route_options`, once per dict by :meth:`RunConfig.from_dict`), first match wins: a
-:class:`RunConfig` field; a Hugging Face spelling (:data:`HF_SPELLINGS`); a shorthand (:data:`SHORTHANDS`); a task
-option (``task_options``); an option of a system's config class (``model``; also ``model_kwargs.*`` /
-``syntax_bert_options.*``); any other ``Seq2SeqTrainingArguments`` field (``training_args``). Values are checked
-against the field annotations (:func:`typed_value`) and :data:`BOUNDS`. The task's and the encoder's defaults are
-decided once, when a run starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command
-line to the optimizer.
+holds its help text, its group and its extra command-line spellings; read from JSON / YAML, overridable with
+``key=value`` (``--set model.alpha=0.3``). Names are routed once (:func:`route_options`), values checked against the
+field annotations (:func:`typed_value`) and :data:`BOUNDS`, the task's and the encoder's defaults decided when a run
+starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command line to the optimizer.
 """
 
 from __future__ import annotations
@@ -104,9 +97,8 @@ _TASK_SET = {
 #: The nested sections of a config, merged key by key across layers.
 _SECTIONS = ("model", "task_options", "training_args")
 #: The learning rate of a run on a small pretrained encoder (hidden size at most :data:`SMALL_ENCODER_HIDDEN`) when
-#: nobody chose one (command line, config file, presets, task defaults): the library default 2e-5 is the BERT-base
-#: setting, and on all-MiniLM-L6-v2 (hidden 384) it leaves CoLA nearly untrained (dev MCC 0.04 after 3 epochs);
-#: 1e-4 is measured in docs/results.md ("Do the defaults give a usable model?").
+#: nobody chose one: 2e-5 (BERT-base's) leaves CoLA on all-MiniLM-L6-v2 nearly untrained; 1e-4 is measured in
+#: docs/results.md ("Do the defaults give a usable model?").
 SMALL_ENCODER_LEARNING_RATE = 1e-4
 SMALL_ENCODER_HIDDEN = 512
 
@@ -128,10 +120,9 @@ def field_types(cls: type) -> dict[str, Any]:
 
 
 def typed_value(name: str, value: Any, hint: Any) -> Any:
-    """``value`` checked against the annotation ``hint`` and normalised, or a :class:`ConfigError` naming ``name``:
-    booleans take :data:`BOOLEAN_WORDS`, whole numbers integral floats (``1e3``), floats finite numbers, text
-    numbers, ``Literal`` one of its values (YAML 1.1's ``no`` / ``yes`` become words again), ``X | None`` ``None``
-    or an ``X`` (``bool | str``: a boolean word, else text), ``dict`` a mapping."""
+    """``value`` checked against the annotation ``hint`` and normalised (booleans take :data:`BOOLEAN_WORDS`, whole
+    numbers integral floats, ``Literal`` YAML 1.1's ``no`` / ``yes`` as words, ``bool | str`` a boolean word, else
+    text). Raises ConfigError: naming ``name`` and what is expected."""
     if hint is None or hint is Any:
         return value
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -198,8 +189,7 @@ def _describe(hint: Any) -> str:
 
 
 def parse_scalar(raw: str) -> Any:
-    """A ``--set`` or flag value read as a YAML scalar (``null``, ``[1, 2]``, ``1e-4``); YAML 1.1's ``no`` /
-    ``off`` stay words (``save_strategy=no``)."""
+    """A ``--set`` or flag value read as a YAML scalar (``null``, ``[1, 2]``, ``1e-4``); ``no`` / ``off`` stay words."""
     import yaml
 
     try:
@@ -219,26 +209,23 @@ def parse_scalar(raw: str) -> Any:
 
 # -- the systems' model options ---------------------------------------------------------------------------------
 def model_config_class(system: str) -> type:
-    """The ``PretrainedConfig`` class of a syntax system (``sgnet``, ``syntax_bert``, ``plain``, or a registered
-    one)."""
+    """The ``PretrainedConfig`` class of a syntax system."""
     if system not in SYSTEMS:
         raise ConfigError(f"model_type={system!r} is not a syntax system; choose one of {', '.join(SYSTEMS)}")
     return _registry.system(system).config_class()
 
 
 def model_option_names(system: str) -> tuple[str, ...]:
-    """The options of a system's config class a run config may set (its dataclass fields, minus the ones the task
-    and the encoder set)."""
+    """The options of a system's config class a run config may set (not those the task and the encoder set)."""
     cls = model_config_class(system)
     own = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
     return tuple(n for n in own if n not in _TASK_SET and not n.startswith("_"))
 
 
 def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` with its boolean options read as booleans (``"no"`` -> ``False``), checked by building the
-    system's config class with them (on a default encoder config). Raises ConfigError: an option the config class
-    does not have (listing the known ones), an option set by the task or the encoder, or a value the config class
-    rejects."""
+    """``options`` with its boolean options read as booleans, checked by building the system's config class with
+    them. Raises ConfigError: an unknown option (listing the known ones), one the task or the encoder sets, or a
+    value the config class rejects."""
     known = model_option_names(system)
     hints = field_types(model_config_class(system))
     options = dict(options)
@@ -263,7 +250,7 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str,
 
 @functools.lru_cache(maxsize=1)
 def training_argument_fields() -> tuple[dataclasses.Field, ...]:
-    """The init fields of ``transformers.Seq2SeqTrainingArguments`` (a superset of ``TrainingArguments``)."""
+    """The init fields of ``transformers.Seq2SeqTrainingArguments``."""
     return tuple(f for f in dataclasses.fields(Seq2SeqTrainingArguments) if f.init and not f.name.startswith("_"))
 
 
@@ -274,10 +261,9 @@ def training_argument_names() -> frozenset[str]:
 
 # -- the options ------------------------------------------------------------------------------------------------
 def _f(default: Any, group: str, help: str, *flags: str, evaluate: bool = False, **cli: Any) -> Any:
-    """A :class:`RunConfig` field (``default``: a value, or ``dict`` for an empty mapping) whose metadata is its
-    description: the ``help`` text and ``group`` of ``--help``, extra ``flags`` (short or older spellings), whether
-    ``evaluate`` / ``predict`` offer it too, ``switches`` (flags that set it to true) or a function giving its
-    ``choices`` (known only at run time)."""
+    """A :class:`RunConfig` field (``default``: a value, or ``dict`` for an empty mapping) whose metadata describes
+    it: ``help`` and ``group`` of ``--help``, extra ``flags``, whether ``evaluate`` / ``predict`` offer it too,
+    ``switches`` (flags that set it to true) or a function giving its ``choices``."""
     meta = {"help": help, "group": group, "flags": flags, "evaluate": evaluate, **cli}
     if default is dict:
         return field(default_factory=dict, metadata=meta)
@@ -289,9 +275,8 @@ DATA, SYNTAX, MODEL, TRAIN, OUTPUT = "task and data", "syntax and features", "mo
 
 @dataclass
 class RunConfig:
-    """Everything one train / evaluate / predict / compare run needs, for every task and every system. Each
-    field's metadata documents it (``syntaxformer train --help`` shows it); the module docstring says how a value
-    gets here and which one wins."""
+    """Everything one train / evaluate / predict / compare run needs, for every task and every system; each
+    field's metadata documents it (``syntaxformer train --help``)."""
 
     # data
     task: str = _f(
@@ -405,18 +390,16 @@ class RunConfig:
     )
     save_model: bool = _f(True, OUTPUT, "save the final model (and tokenizer)")
 
-    #: The options a config built by :meth:`from_dict` (a file, ``--set``, flags, a dict) was given explicitly;
-    #: ``None`` for a config constructed directly (then an option still at its library default counts as not given).
-    #: A task's training defaults fill only the options not given, so ``--max-length 128`` is kept.
+    #: The options a config built by :meth:`from_dict` was given explicitly (the task's defaults fill only the
+    #: others); ``None`` for a config constructed directly (an option at its library default counts as not given).
     given = typing.cast("frozenset[str] | None", None)  # not a dataclass field (no annotation)
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
-        """Check each field against its annotation (:func:`typed_value`, normalised in place) and :data:`BOUNDS`,
-        the model options by the system's config class, the task options by building the task (a
-        :class:`ConfigError` names the bad option and what is allowed)."""
+        """Check (and normalise) each field, the model options and the task options (by building the task). Raises
+        ConfigError: naming the bad option and what is allowed."""
         hints = field_types(type(self))
         for f in dataclasses.fields(self):
             setattr(self, f.name, typed_value(f.name, getattr(self, f.name), hints[f.name]))
@@ -444,8 +427,7 @@ class RunConfig:
 
     # -- derived -----------------------------------------------------------------------------------------
     def build_task(self) -> Task:
-        """``get_task(task, **task_options)``. The task built when the config was checked is handed out once (so
-        a run builds its task once); later calls build a new one."""
+        """``get_task(task, **task_options)``: the task built when the config was checked, handed out once."""
         built = self.__dict__.pop("_built_task", None)
         if built is not None and built[0] == self._task_key():
             return built[1]
@@ -471,9 +453,8 @@ class RunConfig:
         return default_hf_model()
 
     def data_options(self, split: str, max_samples: int | None) -> dict[str, Any]:
-        """The data section a task's ``load_split`` reads for ``split`` (``max_samples`` for this purpose). Every
-        split's file is in it: a task may read one split off another's file (a held-out part of ``train_file``
-        only when no ``dev_file`` is given)."""
+        """The data section a task's ``load_split`` reads for ``split``; every split's file is in it (a task may read
+        one split off another's file)."""
         return {
             "data_dir": self.data_dir,
             "train_file": self.train_file,
@@ -486,8 +467,7 @@ class RunConfig:
         }
 
     def is_given(self, name: str) -> bool:
-        """Whether option ``name`` was set above the library defaults (:attr:`given`; a config constructed
-        directly: whether it differs from its library default)."""
+        """Whether option ``name`` was set above the library defaults (:attr:`given`)."""
         if self.given is not None:
             return name in self.given
         f = next(f for f in dataclasses.fields(self) if f.name == name)
@@ -495,11 +475,10 @@ class RunConfig:
         return bool(getattr(self, name) != default)
 
     def for_task(self, task: Task, *, training: bool = True) -> RunConfig:
-        """The config a run of ``task`` uses (``self`` when nothing changes): the one place where the task's and the
-        encoder's defaults are decided. The task's training defaults fill the options not given (:meth:`is_given`;
-        other ``TrainingArguments`` go under ``training_args``, below the user's). With ``training``, an option the
-        task ignores (``Task.unused_options``) that was given is a :class:`ConfigError`, and a learning rate nobody
-        chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size <= :data:`SMALL_ENCODER_HIDDEN`."""
+        """The config a run of ``task`` uses (``self`` when nothing changes): the task's training defaults fill the
+        options not given (other ``TrainingArguments`` under ``training_args``, below the user's). With
+        ``training``, a given option the task ignores (``Task.unused_options``) is a :class:`ConfigError`, and a
+        learning rate nobody chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for a small encoder."""
         if training:
             for name, instead in task.unused_options.items():
                 if self.is_given(name):
@@ -523,8 +502,8 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
-        """Build from a dict, routing its names once (:func:`route_options`); unknown names are an error naming
-        them (with a close match)."""
+        """Build from a dict, routing its names (:func:`route_options`). Raises ConfigError: naming unknown names
+        (with a close match)."""
         data = route_options(data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
@@ -627,10 +606,10 @@ def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with every name where it belongs (module docstring, step 1): the Hugging Face spellings read,
-    top-level task and model options, ``model_kwargs`` / ``syntax_bert_options``, the shorthands and other
-    ``TrainingArguments`` fields moved into ``task_options`` / ``model`` / ``training_args``. Names it does not know
-    stay at the top level (:meth:`RunConfig.from_dict` reports them)."""
+    """``data`` with every name where it belongs, first match winning: a :class:`RunConfig` field; a Hugging Face
+    spelling (:data:`HF_SPELLINGS`); a shorthand (:data:`SHORTHANDS`); a task option (``task_options``); a system's
+    model option (``model``; also ``model_kwargs.*`` / ``syntax_bert_options.*``); any other ``TrainingArguments``
+    field (``training_args``). Unknown names stay at the top level (:meth:`RunConfig.from_dict` reports them)."""
     out = from_hf_spellings(data)
     model = {**_section(out, "model_kwargs"), **_section(out, "syntax_bert_options"), **_section(out, "model")}
     known = {f.name for f in dataclasses.fields(RunConfig)}
@@ -667,10 +646,8 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def merge_options(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The layers merged, later ones winning; the nested sections (``model``, ``task_options``, ``training_args``)
-    are merged key by key, and each layer's Hugging Face spellings are read first (:func:`from_hf_spellings`), so
-    a later layer's ``--bf16`` wins over an earlier ``mixed_precision``. The result is routed once, by
-    :meth:`RunConfig.from_dict`."""
+    """The layers merged, later ones winning; the nested sections are merged key by key, and each layer's Hugging
+    Face spellings are read first (a later ``--bf16`` wins over an earlier ``mixed_precision``)."""
     out: dict[str, Any] = {}
     for layer in layers:
         for key, value in from_hf_spellings(layer or {}).items():
@@ -739,13 +716,12 @@ def config_data(
     defaults: Mapping[str, Any] | None = None,
     **explicit: Any,
 ) -> dict[str, Any]:
-    """The merged options of the layers ``defaults`` < file with ``overrides`` < ``explicit`` (``None`` values
-    ignored), before routing (:func:`merge_options`)."""
+    """The merged options of the layers ``defaults`` (e.g. a command's presets) < a JSON / YAML file ``path`` with
+    ``key=value`` ``overrides`` (``--set``) < ``explicit`` options (``None`` values ignored), before routing."""
     file_layer = apply_overrides(read_config_file(path) if path is not None else {}, overrides)
     return merge_options(defaults, file_layer, {k: v for k, v in explicit.items() if v is not None})
 
 
 def load_config(*args: Any, **kwargs: Any) -> RunConfig:
-    """The :class:`RunConfig` of :func:`config_data` (same arguments): ``defaults`` (e.g. a command's presets) < a
-    JSON / YAML file ``path`` with ``key=value`` ``overrides`` (``--set``) < ``explicit`` options."""
+    """The :class:`RunConfig` of :func:`config_data` (same arguments)."""
     return RunConfig.from_dict(config_data(*args, **kwargs))

@@ -1,8 +1,6 @@
 """The model card (``README.md``): one writer, on ``huggingface_hub.ModelCard``, for a run folder (``train``) and
-an export (``syntaxformer export``). It says, from the run's own records: the system and its paper, how to use the
-folder, the model, the parser and where the trees come from, the data, the scores with the seed, the training
-settings and the command with the resolved run config; the hub metadata holds a ``model-index`` of the scores. No
-path of this machine (paths are made relative to the run folder's parent) and no secret goes into a card.
+an export (``syntaxformer export``), from the run's own records; the hub metadata holds a ``model-index`` of the
+scores. No path of this machine (paths are made relative to the run folder's parent) and no secret goes into a card.
 """
 
 from __future__ import annotations
@@ -121,7 +119,6 @@ def _base_model(path: str) -> str | None:
 
 def _parser(metrics: Mapping[str, Any], run_config: Mapping[str, Any], annotator: Any) -> str:
     """The parser in words, from the annotator's own ``source`` (``spacy:NAME@VERSION`` or an outside parser's)."""
-
     if not metrics.get("syntax_keys"):
         return "none (the model reads no syntax; nothing is parsed)"
     source = str(getattr(annotator, "source", annotator) or run_config.get("parser") or "spacy:the default pipeline")
@@ -405,11 +402,11 @@ def model_card(
     export: Mapping[str, Any] | None = None,
     license: str | None = None,
 ) -> Any:
-    """The model card (a ``huggingface_hub.ModelCard``) of a run folder (``metrics.json``, the resolved run config,
-    the model's config, the task's head), or with ``export`` (the pipeline options, ``syntax_pipeline.json``) of a
-    folder that loads with transformers alone. ``annotator`` names the run's parser; ``command`` the command line
-    (``None``: the Python API); ``folder`` the folder the card goes into (default ``MODEL_DIR``; paths are written
-    relative to the run folder's parent); ``license`` an export's (default: the encoder's when known, else other)."""
+    """The model card of a run folder (from ``metrics.json``, the resolved run config, the model's config, the task's
+    head), or with ``export`` (the pipeline options, ``syntax_pipeline.json``) of a folder that loads with
+    transformers alone. ``annotator`` names the run's parser; ``command`` the command line (``None``: the Python API);
+    ``folder`` the folder the card goes into (default ``MODEL_DIR``); ``license`` an export's (default: the
+    encoder's when known, else other)."""
     base = None if head == "seq2seq" else _base_model(str(metrics.get("model", "")))
     folder_path = Path(folder or "MODEL_DIR").absolute()
     parent = Path(run_config.get("output_dir") or folder_path).absolute().parent  # paths are relative to it
@@ -460,9 +457,8 @@ def write_model_card(
     **card_options: Any,
 ) -> Path:
     """Write :func:`model_card` (``card_args`` / ``card_options`` as it takes them) to ``<output_dir>/README.md``
-    (atomically); returns its path. ``folder``: the folder the card describes when it is written elsewhere first
-    (an export's temporary folder); default ``output_dir``. ``command`` defaults to this process's command line
-    (:func:`cli_command`) for a run folder."""
+    (atomically); returns its path. ``folder``: the folder the card describes (default ``output_dir``); ``command``
+    defaults to this process's command line (:func:`cli_command`) for a run folder."""
     if command is None and export is None:
         command = cli_command()
     card = model_card(*card_args, command=command, folder=folder or output_dir, export=export, **card_options)

@@ -40,8 +40,8 @@ logger = logging.getLogger(__name__)
 
 
 def encoder_parameter_prefix(model: nn.Module) -> str | None:
-    """Name prefix (``"sgnet.encoder."`` ...) of the wrapped pretrained encoder's parameters, or ``None``: the
-    outermost sub-module that is a ``PreTrainedModel`` of another model type than the wrapper."""
+    """Name prefix (``"sgnet.encoder."`` ...) of the wrapped pretrained encoder's parameters (the outermost
+    ``PreTrainedModel`` sub-module of another model type than the wrapper), or ``None``."""
     own_type = getattr(getattr(model, "config", None), "model_type", None)
     for name, module in model.named_modules():
         if not name or not isinstance(module, PreTrainedModel):
@@ -59,8 +59,7 @@ def new_parameter_names(model: nn.Module) -> set[str]:
 
 
 def gate_parameter_names(model: nn.Module) -> set[str]:
-    """Names of Syntax-BERT's zero-initialised gates (``syntax_bert.gate.weight``), trained at ``gate_lr`` without
-    weight decay: a gate moves about one learning rate per Adam step, so at the encoder's rate it stays near 0
+    """Names of Syntax-BERT's zero-initialised gates (``syntax_bert.gate.weight``), trained at ``gate_lr``
     (docs/results.md)."""
     return {
         n
@@ -87,10 +86,9 @@ else:
 
 class _Resumable(_TrainerBase):
     """What a run needs to be resumed as if it had never stopped, on top of the Trainer's checkpoints
-    (docs/reliability.md, "3. Resume"): each checkpoint also records the sum of the step losses 1..N (``loss_sum.json``;
-    ``Trainer.train`` averages over the resumed steps only), added back in :attr:`loss_over_all_steps`; and the CPU
-    random state at the start of its epoch (``epoch_rng_state.pt``), restored before a resumed mid-epoch's data loader
-    draws its length-grouped order (the Trainer restores its own state only after the skipped batches)."""
+    (docs/reliability.md, "3. Resume"): each checkpoint also records the sum of the step losses 1..N
+    (:data:`LOSS_FILE`, added back in :attr:`loss_over_all_steps`) and the CPU random state at the start of its epoch
+    (:data:`EPOCH_RNG_FILE`, restored before a resumed mid-epoch's data loader draws its length-grouped order)."""
 
     loss_sum_before: float | None = 0.0
     loss_over_all_steps: float | None = None
@@ -103,8 +101,7 @@ class _Resumable(_TrainerBase):
         self._set_callbacks()
 
     def _set_callbacks(self) -> None:
-        """Loss / metric logs through logging (the CLI shows them on stderr), so that stdout carries only a
-        command's result (e.g. JSON); and the hook that keeps each epoch's random state."""
+        """Loss / metric logs through logging (stdout carries only a command's result); the epoch-state hook."""
         self.remove_callback(PrinterCallback)
         if self.pop_callback(ProgressCallback) is not None:
             self.add_callback(_BarsOnlyCallback)
@@ -164,7 +161,7 @@ class _EpochStartCallback(TrainerCallback):
 
 
 def _read_loss_sum(checkpoint: str) -> float | None:
-    """The loss sum recorded in a checkpoint, or ``None`` (written by an older version, or unreadable)."""
+    """The loss sum recorded in a checkpoint, or ``None``."""
     try:
         with open(os.path.join(checkpoint, LOSS_FILE), encoding="utf-8") as f:
             return float(json.load(f)["loss_sum"])
@@ -191,10 +188,9 @@ def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
 
 class SyntaxTrainer(_Resumable, Trainer):
     """``Trainer`` whose optimizer puts ``new_params_lr`` on the parameters outside the encoder and ``gate_lr`` on
-    Syntax-BERT's gates (``None``: as ``args.learning_rate`` / the other new parameters), in parameter groups that
-    keep the Trainer's weight-decay rule; the scheduler scales every group alike. A model output's ``lisa_loss`` is
-    logged (mean since the last log) as ``lisa_loss`` / ``eval_lisa_loss`` beside the total ``loss``. The syntax
-    models return per-batch mean losses, so ``num_items_in_batch`` is not passed to them."""
+    Syntax-BERT's gates (``None``: as ``args.learning_rate`` / the other new parameters), keeping the Trainer's
+    weight-decay rule. A model output's ``lisa_loss`` is logged (mean since the last log) as ``lisa_loss`` /
+    ``eval_lisa_loss``."""
 
     def __init__(self, *args: Any, new_params_lr: float | None = None, gate_lr: float | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -272,8 +268,7 @@ class SyntaxTrainer(_Resumable, Trainer):
         super().log(logs, *args, **kwargs)
 
     def _get_eval_sampler(self, eval_dataset: Any) -> Any:
-        """Evaluate and predict in dataset order (one process; distributed: the Trainer's own): transformers 5
-        also length-groups evaluation batches under ``group_by_length``, which would permute the predictions."""
+        """Evaluate and predict in dataset order (one process): transformers 5 length-groups evaluation batches too."""
         if eval_dataset is not None and self.args.world_size <= 1:
             return torch.utils.data.SequentialSampler(eval_dataset)
         return super()._get_eval_sampler(eval_dataset)
@@ -299,8 +294,7 @@ class _BarsOnlyCallback(ProgressCallback):
 
 
 class LoggingCallback(TrainerCallback):
-    """Log the Trainer's logs (loss, learning rate, eval metrics) at INFO through this module's logger, numbers to 4
-    significant digits (the CLI shows them on stderr)."""
+    """Log the Trainer's logs at INFO through this module's logger, numbers to 4 significant digits."""
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102
         if not state.is_world_process_zero or not logs:
@@ -310,8 +304,8 @@ class LoggingCallback(TrainerCallback):
 
 
 def precision_flags(mode: str) -> dict[str, bool]:
-    """``{"bf16": ..., "fp16": ...}`` for ``TrainingArguments``: ``"bf16"`` / ``"fp16"`` force one, ``"no"`` neither,
-    ``"auto"`` bf16 on a CUDA GPU that supports it, else fp16 on a GPU, else float32 (CPU autocast gains nothing)."""
+    """``{"bf16": ..., "fp16": ...}`` for ``TrainingArguments``; ``"auto"``: bf16 on a CUDA GPU that supports it,
+    else fp16 on a GPU, else float32 (CPU autocast gains nothing)."""
     if mode == "auto" and torch.cuda.is_available():
         mode = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return {"bf16": mode == "bf16", "fp16": mode == "fp16"}
@@ -319,15 +313,14 @@ def precision_flags(mode: str) -> dict[str, bool]:
 
 class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
     """``Seq2SeqTrainer`` for the syntax-infused translation model: length-grouped training batches
-    (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`, reproducible across a resume), validation
-    batches sorted by source length, translations by the library's one decoding path (:meth:`predict`, as
-    ``predict``, the pipelines and ``syntaxformer translate``), and ``lr_scheduler_type="inverse_sqrt"`` read after
-    the update (update ``k`` runs at the schedule's value for step ``k + 1``, never at warm-up's 0).
+    (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`), validation batches sorted by source length,
+    translations by the library's one decoding path (:meth:`predict`), and ``lr_scheduler_type="inverse_sqrt"`` read
+    after the update (update ``k`` runs at the schedule's value for step ``k + 1``, never at warm-up's 0).
 
     Args:
-        length_bucket: batches per sorted chunk of the training sampler (50).
-        *args, **kwargs: as for ``transformers.Seq2SeqTrainer``; ``train_dataset`` / ``eval_dataset`` items are
-            dicts with ``input_ids`` (and ``labels``).
+        length_bucket: batches per sorted chunk of the training sampler.
+        *args, **kwargs: as for ``transformers.Seq2SeqTrainer``; dataset items are dicts with ``input_ids`` (and
+            ``labels``).
     """
 
     def __init__(self, *args: Any, length_bucket: int = 50, **kwargs: Any):
@@ -365,10 +358,9 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         metric_key_prefix: str = "test",
         **gen_kwargs: Any,
     ) -> Any:
-        """The translations of ``test_dataset`` by :func:`~syntaxformer.modeling.seq2seq.generate_ids` (beam size
-        ``generation_num_beams``, ``generation_max_length`` when set; ``gen_kwargs`` ``num_beams`` / ``max_length``
-        win) as ``predictions`` ``[N, T]`` in dataset order; with labels also ``label_ids`` and the loss
-        (``<prefix>_loss``, in the validation's batches). Every process translates the whole set."""
+        """The translations of ``test_dataset`` by :func:`~syntaxformer.modeling.seq2seq.generate_ids` (``gen_kwargs``
+        ``num_beams`` / ``max_length`` win over ``generation_*``) as ``predictions`` ``[N, T]`` in dataset order; with
+        labels also ``label_ids`` and ``<prefix>_loss``. Every process translates the whole set."""
         args: Any = self.args  # Seq2SeqTrainingArguments
         if not args.predict_with_generate:
             return super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
