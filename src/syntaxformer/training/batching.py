@@ -1,11 +1,6 @@
-"""Length-grouped batches: pairs of similar length share a batch, so little of each batch is padding.
-
-* :func:`length_batches` — the batches of one epoch (seeded shuffle within buckets) or of an evaluation pass
-  (sorted by length, longest first).
-* :class:`LengthGroupedBatchSampler` — a ``batch_sampler`` for ``DataLoader`` that draws epoch ``e``'s batches with
-  seed ``seed * 100_003 + e``; the Trainer sets the epoch (``set_epoch``), so a resumed run continues with the same
-  batches.
-"""
+"""Length-grouped batches: pairs of similar length share a batch, so little of each batch is padding
+(:func:`length_batches`; :class:`LengthGroupedBatchSampler`, a ``DataLoader`` ``batch_sampler`` whose batches a
+resumed run draws again)."""
 
 from __future__ import annotations
 
@@ -46,9 +41,8 @@ def length_batches(
 
 
 class LengthGroupedBatchSampler(Sampler[list[int]]):
-    """Shuffled length-grouped training batches (see :func:`length_batches`), one seed per epoch. Arguments: lengths: a
-    length per item (source + target pieces for translation); batch_size: items per batch; seed: the run seed; epoch
-    ``e`` uses ``seed * 100_003 + e``; bucket: batches per sorted chunk."""
+    """Shuffled length-grouped training batches (:func:`length_batches`); epoch ``e`` (``set_epoch``, set by the
+    Trainer) uses seed ``seed * 100_003 + e``. ``bucket``: batches per sorted chunk."""
 
     def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, bucket: int = 50):
         super().__init__()

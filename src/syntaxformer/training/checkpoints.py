@@ -63,11 +63,9 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
 
 
 def checkpoint_problems(path: str | os.PathLike) -> list[str]:
-    """What keeps a checkpoint folder from being resumed exactly; ``[]`` = intact. Checked: ``trainer_state.json`` (JSON
-    with the folder's ``global_step`` and a ``log_history``); the model weights (``model.safetensors`` or
-    ``pytorch_model.bin``, or a sharded index and its shards: readable to the end); ``optimizer.pt``, ``scheduler.pt``
-    and ``rng_state*.pth`` (present, complete torch archives); ``scaler.pt`` when present. Sharded optimizer states of
-    distributed engines (``optimizer*`` folders) count as present, unchecked."""
+    """What keeps a checkpoint folder from being resumed exactly; ``[]`` = intact. Checked: ``trainer_state.json``
+    (at the folder's step); the model weights (readable to the end); ``optimizer.pt``, ``scheduler.pt``,
+    ``rng_state*.pth`` and ``scaler.pt`` if present (complete torch archives; ``optimizer*`` folders unchecked)."""
     folder = Path(path)
     if not folder.is_dir():
         return [f"{folder} is not a folder"]
@@ -116,9 +114,8 @@ def latest_intact_checkpoint(output_dir: str | os.PathLike) -> tuple[Path | None
 
 
 def set_aside_damaged(output_dir: str | os.PathLike, resume_from: str | os.PathLike) -> list[Path]:
-    """Rename the checkpoints newer than ``resume_from`` that are not intact to ``damaged-checkpoint-<step>/`` (the
-    Trainer would write its new checkpoint of that step into the partial folder; the renamed one stays for
-    inspection and is never picked or rotated). Returns the new paths."""
+    """Rename the checkpoints newer than ``resume_from`` that are not intact to ``damaged-checkpoint-<step>/`` (kept
+    for inspection, never picked or rotated). Returns the new paths."""
     start = checkpoint_step(resume_from)
     moved = []
     for path in list_checkpoints(output_dir):
@@ -137,9 +134,8 @@ def set_aside_damaged(output_dir: str | os.PathLike, resume_from: str | os.PathL
 
 
 def remove_orphan_temp_files(output_dir: str | os.PathLike) -> list[Path]:
-    """Remove what interrupted atomic writes leave (``.tmp-*`` files of :func:`syntaxformer.utils.atomic_write`, the
-    ``.tmp-model-*`` folder of a final model save) in a run folder and its checkpoints; returns them. Call only when
-    no other process writes there."""
+    """Remove what interrupted atomic writes leave (``.tmp-*`` files, ``.tmp-model-*`` folders) in a run folder and
+    its checkpoints; returns them. Call only when no other process writes there."""
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
@@ -179,10 +175,9 @@ def write_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, A
 def check_fingerprint(
     output_dir: str | os.PathLike, fingerprint: Mapping[str, Any], *, check_data: bool = True
 ) -> None:
-    """Refuse to resume the run in ``output_dir`` with other options or other training data. Arguments: output_dir: the
-    run folder (its ``run_fingerprint.json``, written when the run started); fingerprint: :func:`run_fingerprint` of the
-    resuming run; check_data: also compare the training data's fingerprint (``False`` before the data is read). Raises
-    DataError: naming the options that changed (old -> new) or the training data, and what to do instead."""
+    """Refuse to resume the run in ``output_dir`` with other options or other training data (``fingerprint``:
+    :func:`run_fingerprint` of the resuming run; ``check_data``: also compare the data's). Raises DataError: naming the
+    options that changed (old -> new) or the training data, and what to do instead."""
     path = Path(output_dir) / FINGERPRINT_FILE
     if not path.is_file():
         logger.warning(

@@ -68,9 +68,9 @@ def _describe(owner: dict[str, Any] | None) -> str:
 
 
 class RunLock:
-    """The advisory lock of one run folder (a context manager; see the module docstring). Arguments: folder: the run
-    folder (created if missing; removed again on release if the lock file was all it held). Raises DataError: (on
-    entering) another live process holds the lock; the folder cannot be written."""
+    """The advisory lock of one run folder (a context manager; module docstring); ``folder`` is created if missing and
+    removed again on release if the lock file was all it held. Raises DataError: (on entering) another live process
+    holds the lock; the folder cannot be written."""
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = Path(folder)
@@ -159,7 +159,6 @@ class RunLock:
 
 
 def run_lock(folder: str | os.PathLike) -> contextlib.AbstractContextManager[Any]:
-    """The :class:`RunLock` of ``folder`` in world process zero, which takes it for every process of a launch
-    (``RANK``, set by torchrun / accelerate launch, is read: the distributed state may not be set up yet); a no-op
-    in the others."""
+    """The :class:`RunLock` of ``folder`` in world process zero (``RANK``, as the distributed state may not be set up
+    yet), which takes it for every process of a launch; a no-op in the others."""
     return RunLock(folder) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()

@@ -191,7 +191,7 @@ def _use(head: str, folder: str, export: Mapping[str, Any] | None) -> list[str]:
     name, call, answer = _EXAMPLES.get(head, ("model", "", ""))
     lines = ["## Use", "", "```python"]
     if head not in _PIPELINES:
-        lines += [f"# {head}: load the model with the Auto classes; no pipeline for this head", "```"]
+        lines += [f"# {head}: load the model with the Auto classes; no pipeline for this head"]
     elif export is None:
         lines += [
             "import syntaxformer  # registers the model and the pipelines with transformers",
@@ -199,7 +199,6 @@ def _use(head: str, folder: str, export: Mapping[str, Any] | None) -> list[str]:
             "",
             f'{name} = pipeline("{_PIPELINES[head][0]}", model="{folder}")',
             f"{name}({call})  {answer}",
-            "```",
         ]
     else:
         lines += [
@@ -207,13 +206,10 @@ def _use(head: str, folder: str, export: Mapping[str, Any] | None) -> list[str]:
             "",
             f'{name} = pipeline(model="{folder}", trust_remote_code=True)  # this folder, or its hub id',
             f"{name}({call})  {answer}",
-            *(
-                ['clf(["A fine film.", "Dull."], top_k=None)   # every label per text, best first']
-                if name == "clf"
-                else []
-            ),
-            "```",
         ]
+        if name == "clf":
+            lines.append('clf(["A fine film.", "Dull."], top_k=None)   # every label per text, best first')
+    lines.append("```")
     if export is None:
         return [
             *lines,

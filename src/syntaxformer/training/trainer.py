@@ -221,14 +221,9 @@ class SyntaxTrainer(_Resumable, Trainer):
                     if lr is not None:
                         group["lr"] = float(lr)
                     groups.append(group)
-            if self.optimizer_cls_and_kwargs is not None:
-                optimizer_cls, optimizer_kwargs = self.optimizer_cls_and_kwargs
-            else:
-                # transformers annotates the model as a PreTrainedModel; any module works (its own Trainer passes one)
-                optimizer_cls, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(
-                    self.args,
-                    opt_model,  # type: ignore[arg-type]
-                )
+            # transformers annotates the model as a PreTrainedModel; any module works (its own Trainer passes one)
+            chosen = self.optimizer_cls_and_kwargs or self.get_optimizer_cls_and_kwargs(self.args, opt_model)  # type: ignore[arg-type]
+            optimizer_cls, optimizer_kwargs = chosen
             optimizer_kwargs = {k: v for k, v in optimizer_kwargs.items() if k not in ("params", "model")}
             self.optimizer = optimizer_cls(groups, **optimizer_kwargs)
         return super().create_optimizer(model)
@@ -372,17 +367,10 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
             loop = self.evaluation_loop(loader, "Prediction", True, ignore_keys, metric_key_prefix)
             metrics.update(loop.metrics or {})
             labels = padded([item["labels"] for item in test_dataset], -100, np.int64)
-        options = {
-            "num_beams": gen_kwargs.get("num_beams") or args.generation_num_beams,
-            "max_length": gen_kwargs.get("max_length") or args.generation_max_length,
-        }
+        options = {k: gen_kwargs.get(k) or getattr(args, f"generation_{k}") for k in ("num_beams", "max_length")}
+        options = {k: v for k, v in options.items() if v is not None}
         with self.accelerator.autocast():  # the mixed precision of the run, as its evaluations
-            ids = generate_ids(
-                self.model,
-                test_dataset,
-                args.per_device_eval_batch_size,
-                **{k: v for k, v in options.items() if v is not None},
-            )
+            ids = generate_ids(self.model, test_dataset, args.per_device_eval_batch_size, **options)
         metrics.update(speed_metrics(metric_key_prefix, start, num_samples=len(test_dataset)))
         self.control = self.callback_handler.on_predict(self.args, self.state, self.control, metrics)
         return PredictionOutput(predictions=ids, label_ids=labels, metrics=metrics)
