@@ -1,6 +1,5 @@
-"""Checkpoints a run can resume from (docs/reliability.md, "3. Resume"): :func:`checkpoint_problems` (what keeps
-one from being resumed exactly), the newest intact one, damaged newer ones set aside, and the run fingerprint
-(``run_fingerprint.json``) that refuses a resume of another run."""
+"""Checkpoints a run can resume from (docs/reliability.md, "3. Resume"): the newest intact one, damaged newer ones
+set aside, and the run fingerprint that refuses a resume of another run."""
 
 from __future__ import annotations
 
@@ -154,15 +153,12 @@ def remove_orphan_temp_files(output_dir: str | os.PathLike) -> list[Path]:
     return found
 
 
-def _plain(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
 def run_fingerprint(config: Mapping[str, Any], data_fingerprint: str | None) -> dict[str, Any]:
     """What a resume must find unchanged: the run-config options (a ``RunConfig.to_dict()``) except
     :data:`RESUME_FREE_OPTIONS`, and the content fingerprint of the training data (``None``: unknown); no secrets."""
+    kept = {k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS}
     return {
-        "config": _plain(redact_secrets({k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS})),
+        "config": json.loads(json.dumps(redact_secrets(kept), sort_keys=True, default=str)),
         "train_data": data_fingerprint,
     }
 

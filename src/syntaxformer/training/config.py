@@ -211,7 +211,7 @@ def parse_scalar(raw: str) -> Any:
 def model_config_class(system: str) -> type:
     """The ``PretrainedConfig`` class of a syntax system."""
     if system not in SYSTEMS:
-        raise ConfigError(f"model_type={system!r} is not a syntax system; choose one of {', '.join(SYSTEMS)}")
+        raise ConfigError(f"model_type={system!r} is not valid; choose one of {', '.join(SYSTEMS)}")
     return _registry.system(system).config_class()
 
 
@@ -226,8 +226,8 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str,
     """``options`` with its boolean options read as booleans, checked by building the system's config class with
     them. Raises ConfigError: an unknown option (listing the known ones), one the task or the encoder sets, or a
     value the config class rejects."""
-    known = model_option_names(system)
-    hints = field_types(model_config_class(system))
+    known, cls = model_option_names(system), model_config_class(system)
+    hints = field_types(cls)
     options = dict(options)
     for key, value in options.items():
         hint = hints.get(key)
@@ -237,11 +237,10 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str,
             raise ConfigError(f"model.{key} is set by {_TASK_SET[key]}; remove it from the model options")
         if key not in known:
             raise ConfigError(
-                f"model.{key} is not an option of {model_config_class(system).__name__} "
-                f"(model_type={system}); known options: {sorted(known)}"
+                f"model.{key} is not an option of {cls.__name__} (model_type={system}); known options: {sorted(known)}"
             )
     try:
-        model_config_class(system)(**dict(options))
+        cls(**dict(options))
     except Exception as e:  # strict dataclass type / value checks, the config's own __post_init__ checks
         message = " ".join(str(e).split())  # the strict-dataclass message spans lines; the CLI shows one
         raise ConfigError(f"invalid model options for model_type={system}: {message}") from e
@@ -420,8 +419,6 @@ class RunConfig:
                 f"num_train_epochs={self.num_train_epochs} trains nothing; give a positive number of "
                 "epochs (or max_steps > 0)"
             )
-        if self.model_type not in SYSTEMS:
-            raise ConfigError(f"model_type={self.model_type!r} is not valid; choose one of {', '.join(SYSTEMS)}")
         self.model = validate_model_options(self.model_type, self.model)
         self._built_task = (self._task_key(), self.build_task())  # checks the task name and its options
 

@@ -1,8 +1,6 @@
 """One writer per run folder: ``with RunLock(folder):`` holds the advisory lock file ``<folder>/.syntaxformer.lock``
-(owner pid, host, start time) while ``train`` writes the folder. POSIX: an ``flock``, released by the kernel however
-its process ends, so a killed run's file is stale and taken over with a warning; elsewhere the file is created
-exclusively and a pid that no longer runs on this host counts as stale. A second writer gets a DataError at once,
-naming the owner, and changes nothing (docs/reliability.md, "Run folders: one writer").
+while ``train`` writes the folder; a second writer gets a DataError at once, naming the owner (docs/reliability.md,
+"Run folders: one writer": a killed run's lock is taken over; POSIX ``flock``, elsewhere an exclusive file).
 """
 
 from __future__ import annotations

@@ -194,8 +194,12 @@ class TrainRecipe:
     def fit(self) -> None:
         """Train (resuming if asked); the dev scores of the evaluations during training go to :attr:`history`."""
         config, task = self.config, self.task
+
+        def dev_metrics(p: Any) -> dict[str, float]:  # the dev features are in dataset order
+            return task.compute_metrics(self.dev_data, task.postprocess(self.dev_data, self.dev_ds, p.predictions))
+
         # generation tasks report only the validation loss during training (decoding each time costs too much)
-        metrics_fn = None if task.head == "seq2seq" else _metrics_fn(task, self.dev_data, self.dev_ds)
+        metrics_fn = None if task.head == "seq2seq" else dev_metrics
         self.trainer = build_trainer(
             config,
             task,
@@ -416,15 +420,6 @@ class TrainRecipe:
         }
 
 
-def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[str, float]]:
-    """``compute_metrics`` for the Trainer's evaluations on ``features`` (of ``data``, in dataset order)."""
-
-    def compute(eval_pred: Any) -> dict[str, float]:
-        return task.compute_metrics(data, task.postprocess(data, features, eval_pred.predictions))
-
-    return compute
-
-
 def _best_checkpoint(trainer: Any) -> dict[str, Any]:
     """The best checkpoint's step and metric, when the Trainer kept the best model (``load_best_model_at_end``)."""
     best = trainer.state.best_model_checkpoint
@@ -573,8 +568,7 @@ def launched_processes() -> int:
 
 
 def is_main_process() -> bool:
-    """Whether this process writes the output files: the only one, or world process zero of several (the
-    distributed state the Trainer set up, ``accelerate.PartialState``)."""
+    """Whether this process writes the output files: the only one, or world process zero of several."""
     if launched_processes() <= 1:
         return True
     return PartialState().is_main_process
@@ -582,8 +576,7 @@ def is_main_process() -> bool:
 
 def _align_special_tokens(model: Any, tokenizer: Any) -> None:
     """Write the tokenizer's PAD/BOS/EOS ids into the model config where they differ, as the Trainer would, but
-    quietly: our configs are built from the encoder's, which often leaves them unset, and the Trainer's warning
-    about it on every run says nothing a user can act on."""
+    without its warning on every run (our configs often leave them unset)."""
     if tokenizer is None or not hasattr(model, "config"):
         return
     config = model.config
@@ -606,8 +599,8 @@ def build_trainer(
     compute_metrics: Callable | None = None,
     callbacks: Sequence[Any] = (),
 ) -> Any:
-    """The Trainer of a run (``SyntaxSeq2SeqTrainer`` for a seq2seq task evaluated by generation, else
-    ``SyntaxTrainer`` with the config's learning rates of new parameters and gates) over ``args``."""
+    """The Trainer of a run over ``args``: ``SyntaxSeq2SeqTrainer`` for a seq2seq task evaluated by generation, else
+    ``SyntaxTrainer``."""
     _align_special_tokens(model, tokenizer)
     kwargs = {
         "model": model,

@@ -1,6 +1,6 @@
-"""What the syntax models need on top of ``transformers.Trainer`` (which stays the engine: checkpoints, resume,
-distributed training, mixed precision, logging): a separate learning rate for new parameters, the LISA loss log,
-exact resumes, precision flags, and the translation model's batches, decoding and schedule."""
+"""What the syntax models need on top of ``transformers.Trainer`` (which stays the engine): a separate learning rate
+for new parameters, the LISA loss log, exact resumes, precision flags, and the translation model's batches, decoding
+and schedule."""
 
 from __future__ import annotations
 
@@ -52,8 +52,7 @@ def encoder_parameter_prefix(model: nn.Module) -> str | None:
 
 
 def new_parameter_names(model: nn.Module) -> set[str]:
-    """Names of the trainable parameters outside the pretrained encoder (SG-Net's syntax-guided layer,
-    aggregation, pooler and classifier; Syntax-BERT's: docs/syntax_bert.md)."""
+    """Names of the trainable parameters outside the pretrained encoder (docs/syntax_bert.md for Syntax-BERT's)."""
     prefix = encoder_parameter_prefix(model)
     return {n for n, p in model.named_parameters() if p.requires_grad and (prefix is None or not n.startswith(prefix))}
 
@@ -66,10 +65,6 @@ def gate_parameter_names(model: nn.Module) -> set[str]:
         for n, p in model.named_parameters()
         if p.requires_grad and n.endswith("gate.weight") and n.split(".")[-2] == "gate"
     }
-
-
-def _kind(name: str, new: set[str], gates: set[str]) -> str:
-    return "gate" if name in gates else "new" if name in new else "encoder"
 
 
 #: Sum of the training losses of steps 1..N, written into each ``checkpoint-N/`` (see :class:`_Resumable`).
@@ -207,13 +202,16 @@ class SyntaxTrainer(_Resumable, Trainer):
             decay = set(self.get_decay_parameter_names(opt_model)) - gates
             new = new_parameter_names(opt_model) - gates
             rates = {"encoder": None, "new": self.new_params_lr, "gate": self.gate_lr}
+            kinds = {
+                n: "gate" if n in gates else "new" if n in new else "encoder" for n, _ in opt_model.named_parameters()
+            }
             groups: list[dict[str, Any]] = []
             for kind, lr in rates.items():
                 for wd in (True, False):
                     params = [
                         p
                         for n, p in opt_model.named_parameters()
-                        if p.requires_grad and _kind(n, new, gates) == kind and (n in decay) == wd
+                        if p.requires_grad and kinds[n] == kind and (n in decay) == wd
                     ]
                     if not params:
                         continue
@@ -244,10 +242,8 @@ class SyntaxTrainer(_Resumable, Trainer):
         self, model: nn.Module, inputs: dict[str, Any], prediction_loss_only: bool, ignore_keys: list[str] | None = None
     ) -> Any:
         if ignore_keys is None:  # the 0-d LISA loss is not a prediction
-            ignore_keys = list(
-                getattr(getattr(self.model, "config", None), "keys_to_ignore_at_inference", ["past_key_values"])
-            )
-            ignore_keys.append("lisa_loss")
+            config = getattr(self.model, "config", None)
+            ignore_keys = [*getattr(config, "keys_to_ignore_at_inference", ["past_key_values"]), "lisa_loss"]
         return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
 
     def _take_lisa(self, split: str) -> float | None:
@@ -308,15 +304,10 @@ def precision_flags(mode: str) -> dict[str, bool]:
 
 class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
     """``Seq2SeqTrainer`` for the syntax-infused translation model: length-grouped training batches
-    (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`), validation batches sorted by source length,
-    translations by the library's one decoding path (:meth:`predict`), and ``lr_scheduler_type="inverse_sqrt"`` read
-    after the update (update ``k`` runs at the schedule's value for step ``k + 1``, never at warm-up's 0).
-
-    Args:
-        length_bucket: batches per sorted chunk of the training sampler.
-        *args, **kwargs: as for ``transformers.Seq2SeqTrainer``; dataset items are dicts with ``input_ids`` (and
-            ``labels``).
-    """
+    (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`; ``length_bucket``: batches per sorted chunk),
+    validation batches sorted by source length, translations by the library's one decoding path (:meth:`predict`),
+    and ``lr_scheduler_type="inverse_sqrt"`` read after the update (update ``k`` runs at the schedule's value for step
+    ``k + 1``, never at warm-up's 0). Dataset items are dicts with ``input_ids`` (and ``labels``)."""
 
     def __init__(self, *args: Any, length_bucket: int = 50, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -377,16 +368,13 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
 
     # -- schedule ----------------------------------------------------------------------------------------------
     def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None) -> Any:
-        if (
-            self.lr_scheduler is None
-            and str(getattr(self.args.lr_scheduler_type, "value", self.args.lr_scheduler_type)) == "inverse_sqrt"
-        ):
+        kind = str(getattr(self.args.lr_scheduler_type, "value", self.args.lr_scheduler_type))
+        if self.lr_scheduler is None and kind == "inverse_sqrt":
             optimizer = self.optimizer if optimizer is None else optimizer
             if optimizer is None:
                 raise InputError("create_scheduler needs the optimizer (create_optimizer runs first)")
-            schedule = get_inverse_sqrt_schedule(
-                optimizer, num_warmup_steps=self.args.get_warmup_steps(num_training_steps)
-            ).lr_lambdas[0]
+            warmup = self.args.get_warmup_steps(num_training_steps)
+            schedule = get_inverse_sqrt_schedule(optimizer, num_warmup_steps=warmup).lr_lambdas[0]
             self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule(step + 1))
             self._created_lr_scheduler = True
             return self.lr_scheduler
