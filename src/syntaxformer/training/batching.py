@@ -18,9 +18,8 @@ def length_batches(
     lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0, bucket: int = 50
 ) -> list[list[int]]:
     """Indices grouped into batches of similar length. With ``shuffle``: a seeded permutation is cut into chunks of
-    ``bucket * batch_size`` items, each chunk is sorted by length and cut into batches, and the batches are shuffled.
-    Without: batches of the items sorted by length (longest first, so memory problems show at once); callers restore the
-    original order themselves."""
+    ``bucket * batch_size`` items, each sorted by length and cut into batches, and the batches are shuffled. Without:
+    batches of the items sorted by length, longest first (memory problems show at once)."""
     n = len(lengths)
     if batch_size < 1:
         raise ConfigError(f"batch_size must be positive, got {batch_size}")

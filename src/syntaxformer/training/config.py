@@ -567,10 +567,9 @@ def small_encoder_note(hidden: int) -> str:
 
 # -- routing ----------------------------------------------------------------------------------------------------
 def from_hf_spellings(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with the Hugging Face spellings of :data:`HF_SPELLINGS` replaced by the options they set
-    (``warmup_ratio`` below 1 -> ``warmup_steps``; ``bf16`` / ``fp16`` true -> ``mixed_precision``, false -> ``no``
-    unless the other is true). A spelling beside its option with another value, ``warmup_ratio`` of 1 or more, or
-    ``bf16`` and ``fp16`` both true are a :class:`ConfigError`."""
+    """``data`` with the Hugging Face spellings of :data:`HF_SPELLINGS` replaced by the options they set (``bf16`` /
+    ``fp16`` false -> ``mixed_precision`` ``no`` unless the other is true). Raises ConfigError: a spelling beside its
+    option with another value, ``warmup_ratio`` of 1 or more, or ``bf16`` and ``fp16`` both true."""
     out = {k: v for k, v in data.items() if k not in HF_SPELLINGS}
     half = {hf: typed_value(hf, data.get(hf, False), bool) for hf in ("bf16", "fp16")}
     if all(half.values()):

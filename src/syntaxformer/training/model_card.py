@@ -398,11 +398,10 @@ def model_card(
     export: Mapping[str, Any] | None = None,
     license: str | None = None,
 ) -> Any:
-    """The model card of a run folder (from ``metrics.json``, the resolved run config, the model's config, the task's
-    head), or with ``export`` (the pipeline options, ``syntax_pipeline.json``) of a folder that loads with
-    transformers alone. ``annotator`` names the run's parser; ``command`` the command line (``None``: the Python API);
-    ``folder`` the folder the card goes into (default ``MODEL_DIR``); ``license`` an export's (default: the
-    encoder's when known, else other)."""
+    """The model card of a run folder, or with ``export`` (the pipeline options, ``syntax_pipeline.json``) of a folder
+    that loads with transformers alone. ``annotator`` names the run's parser; ``command`` the command line (``None``:
+    the Python API); ``folder`` the folder the card goes into (default ``MODEL_DIR``); ``license`` an export's
+    (default: the encoder's when known, else other)."""
     base = None if head == "seq2seq" else _base_model(str(metrics.get("model", "")))
     folder_path = Path(folder or "MODEL_DIR").absolute()
     parent = Path(run_config.get("output_dir") or folder_path).absolute().parent  # paths are relative to it

@@ -1,17 +1,7 @@
-"""``train`` as a recipe: one method per stage, each callable (and testable) on its own, in this order::
-
-    recipe = TrainRecipe(config)
-    recipe.resolve()          # the task (built once), the final config (RunConfig.for_task), the TrainingArguments
-    recipe.check_folder()     # a finished run is not replaced; the checkpoint to resume; the encoder loads
-    recipe.prepare_data()     # train / dev splits read, the run folder prepared (fingerprint, old run cleared)
-    recipe.build_model()      # tokenizer, model, featurization context
-    recipe.featurize()        # train / dev features
-    recipe.fit()              # Trainer.train
-    recipe.evaluate()         # final predictions on the evaluation splits (+ the task's auxiliary models)
-    recipe.save()             # model, run.json, metrics.json, model card
-
-:func:`train` runs them all inside the run folder's lock; nothing in the folder changes before :meth:`prepare_data`
-has read the data. ``evaluate`` / ``predict`` use this module's :func:`training_arguments` and :func:`build_trainer`.
+"""``train`` as a recipe: :class:`TrainRecipe`, one method per stage, each callable (and testable) on its own, in this
+order: ``resolve``, ``check_folder``, ``prepare_data``, ``build_model``, ``featurize``, ``fit``, ``evaluate``, ``save``.
+:func:`train` runs them all inside the run folder's lock; nothing in the folder changes before ``prepare_data`` has
+read the data. ``evaluate`` / ``predict`` use this module's :func:`training_arguments` and :func:`build_trainer`.
 """
 
 from __future__ import annotations
@@ -213,14 +203,13 @@ class TrainRecipe:
             self.callbacks,
         )
         self.kind = system_kind(config.model_type, self.model)
-        self.sources = self.train_facts.get("syntax_source") or task.syntax_source(self.train_data, self.context)
-        if self.sources:
+        sources = self.train_facts.get("syntax_source") or task.syntax_source(self.train_data, self.context)
+        self.sources = sources
+        if sources:
             logger.info(
-                "syntax: dependency trees: %s; constituency trees: %s",
-                self.sources["dependency"],
-                self.sources["constituency"],
+                "syntax: dependency trees: %s; constituency trees: %s", sources["dependency"], sources["constituency"]
             )
-            no_trees = self.sources["constituency"].startswith("none")
+            no_trees = sources["constituency"].startswith("none")
             if no_trees and any(k.startswith("con_") for k in self.context.syntax_inputs):
                 logger.info(
                     "note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks are empty"
@@ -246,9 +235,8 @@ class TrainRecipe:
         ]
 
     def evaluate(self) -> None:
-        """A final pass over the task's evaluation splits through ``predict``, keeping per-example predictions: scores
-        per split in :attr:`evaluations`, the first split's (``dev``) in :attr:`dev_scores` and
-        ``dev_predictions.json``. The task's auxiliary models (SQuAD's verifier) are trained here, on the same features."""
+        """Predict the task's evaluation splits: scores in :attr:`evaluations`, the first split's (``dev``) in
+        :attr:`dev_scores` and ``dev_predictions.json``; the task's auxiliary models are trained here."""
         config, task, trainer, output_dir = self.config, self.task, self.trainer, self.output_dir
         trainer.compute_metrics = None
         # Every process takes part in prediction (its outputs are gathered onto all of them); one writes the files.

@@ -88,11 +88,10 @@ def _split_name(split: str) -> str:
 def load_run(
     run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None, *, trust_remote_code: bool | None = None
 ) -> tuple[RunConfig, Task]:
-    """The run config (with ``changes``) and the task of a run folder written by :func:`train`. A part registered
-    outside the package and not installed as an entry point is found by importing the module that defined it, only
-    with ``trust_remote_code`` (default: inside :func:`syntaxformer.registry.trust_run_code`). Raises DataError: no
-    ``run.json``; FormatError: not the JSON ``train`` wrote; ConfigError: a module to import without
-    ``trust_remote_code``."""
+    """The run config (with ``changes``) and the task of a run folder. A part registered outside the package and not
+    installed as an entry point is found by importing the module that defined it, only with ``trust_remote_code``
+    (default: inside :func:`syntaxformer.registry.trust_run_code`). Raises DataError: no ``run.json``; FormatError:
+    not the JSON ``train`` wrote; ConfigError: a module to import without ``trust_remote_code``."""
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise DataError(f"{run_dir} is not a run folder of `syntaxformer train` (no {RUN_FILE})")
@@ -253,16 +252,10 @@ def evaluate(
             "runtime_s": round(time.time() - t0, 2),
             "environment": environment(),
         }
+        path, score = Path(out_dir) / f"eval_{split}.json", result["scores"].get(task.main_metric, float("nan"))
         if is_main_process():
-            write_json(Path(out_dir) / f"eval_{split}.json", result)
-        logger.info(
-            "%s %s %s = %.4f (%s)",
-            task.title,
-            split,
-            task.main_metric,
-            result["scores"].get(task.main_metric, float("nan")),
-            Path(out_dir) / f"eval_{split}.json",
-        )
+            write_json(path, result)
+        logger.info("%s %s %s = %.4f (%s)", task.title, split, task.main_metric, score, path)
         return result
 
 
@@ -274,10 +267,9 @@ def predict(
     output_dir: str | None = None,
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Predict a split with the model of a run folder; writes ``predictions_<split>.tsv`` (``index``, ``id``,
-    ``prediction``) and ``predictions_<split>.jsonl`` (:meth:`~syntaxformer.tasks.base.Task.prediction_records`),
-    replacing earlier ones only with ``overwrite`` (else DataError, before anything is computed); scores too if the
-    split has labels."""
+    """Predict a split with the model of a run folder (scores too if it has labels); writes ``predictions_<split>.tsv``
+    (``index``, ``id``, ``prediction``) and ``.jsonl`` (:meth:`~syntaxformer.tasks.base.Task.prediction_records`),
+    replacing earlier ones only with ``overwrite`` (else DataError, before anything is computed)."""
     split = _split_name(split)
     names = [f"predictions_{split}.tsv", f"predictions_{split}.jsonl"]
     with _split_outputs(run_dir, output_dir, names, overwrite):

@@ -36,10 +36,9 @@ RUN_FILE = "run.json"
 
 
 def resume_checkpoint(config: RunConfig, output_dir: str) -> str | None:
-    """The checkpoint to resume from (``config.resume``), or ``None``. ``resume=True`` takes the newest intact
-    checkpoint, falling back past damaged ones with a warning. Raises DataError: the given checkpoint is missing or not
-    intact; no checkpoint is intact; checkpoints of another run are there and neither ``resume`` nor
-    ``overwrite_output_dir`` is set."""
+    """The checkpoint to resume from (``config.resume``; ``True``: the newest intact one), or ``None``. Raises
+    DataError: the given checkpoint is missing or not intact; no checkpoint is intact; checkpoints of another run are
+    there and neither ``resume`` nor ``overwrite_output_dir`` is set."""
     if isinstance(config.resume, str) and config.resume not in ("", "true", "True"):
         if not Path(config.resume).is_dir():
             raise DataError(f"resume checkpoint {config.resume} not found")

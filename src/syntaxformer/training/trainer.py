@@ -119,16 +119,6 @@ class _Resumable(_TrainerBase):
             self.loss_over_all_steps = total / self.state.global_step
         return out
 
-    def _on_epoch_begin(self, global_step: int, epoch: float | None) -> None:
-        """Called by :class:`_EpochStartCallback` before the epoch's data loader starts."""
-        resumed, self._resume_epoch_rng = self._resume_epoch_rng, None
-        mid_epoch = epoch is not None and not float(epoch).is_integer()  # at a boundary the Trainer restores it
-        if resumed is not None and resumed[0] < global_step and mid_epoch:  # resumed in the middle of that epoch
-            torch.set_rng_state(resumed[1])
-            self._epoch_start = resumed
-        else:
-            self._epoch_start = (global_step, torch.get_rng_state())
-
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         super()._save_checkpoint(model, trial)
         folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
@@ -146,13 +136,21 @@ class _Resumable(_TrainerBase):
 
 
 class _EpochStartCallback(TrainerCallback):
-    """Tells a :class:`_Resumable` trainer that an epoch begins (before its data loader starts)."""
+    """Before an epoch's data loader starts: keeps the CPU random state of a :class:`_Resumable` trainer, or restores
+    the one a mid-epoch resume read (at an epoch boundary the Trainer restores its own)."""
 
     def __init__(self, trainer: _Resumable):
         self.trainer = trainer
 
     def on_epoch_begin(self, args, state, control, **kwargs):  # noqa: D102
-        self.trainer._on_epoch_begin(state.global_step, state.epoch)
+        trainer, step = self.trainer, state.global_step
+        resumed, trainer._resume_epoch_rng = trainer._resume_epoch_rng, None
+        mid_epoch = state.epoch is not None and not float(state.epoch).is_integer()
+        if resumed is not None and resumed[0] < step and mid_epoch:  # resumed in the middle of that epoch
+            torch.set_rng_state(resumed[1])
+            trainer._epoch_start = resumed
+        else:
+            trainer._epoch_start = (step, torch.get_rng_state())
 
 
 def _read_loss_sum(checkpoint: str) -> float | None:
@@ -183,9 +181,8 @@ def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
 
 class SyntaxTrainer(_Resumable, Trainer):
     """``Trainer`` whose optimizer puts ``new_params_lr`` on the parameters outside the encoder and ``gate_lr`` on
-    Syntax-BERT's gates (``None``: as ``args.learning_rate`` / the other new parameters), keeping the Trainer's
-    weight-decay rule. A model output's ``lisa_loss`` is logged (mean since the last log) as ``lisa_loss`` /
-    ``eval_lisa_loss``."""
+    Syntax-BERT's gates (``None``: as the encoder / the other new parameters); a model output's ``lisa_loss`` is logged
+    (mean since the last log) as ``lisa_loss`` / ``eval_lisa_loss``."""
 
     def __init__(self, *args: Any, new_params_lr: float | None = None, gate_lr: float | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
