@@ -79,8 +79,7 @@ def load_tokenizer(path: str) -> Any:
 
 def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | None:
     """``{"commit": "<40 hex>", "modified": bool}`` of the syntaxformer checkout whose ``src/syntaxformer`` is
-    ``package_dir`` (default: this package); ``None`` for an installed package, another project's work tree, or no
-    git."""
+    ``package_dir`` (default: this package); ``None`` for an installed package, another project or no git."""
     folder = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent.parent
 
     def git(*args: str) -> str | None:
@@ -108,9 +107,7 @@ def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | Non
 
 def environment() -> dict[str, Any]:
     """Versions and device of this process (for the output files), with ``code`` (:func:`code_revision`) if known."""
-    device = "cpu"
-    if torch.cuda.is_available():
-        device = f"cuda ({torch.cuda.get_device_name(0)})"
+    device = f"cuda ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "cpu"
     env: dict[str, Any] = {
         "syntaxformer": __version__,
         "transformers": transformers.__version__,

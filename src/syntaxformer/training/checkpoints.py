@@ -89,8 +89,7 @@ def checkpoint_problems(path: str | os.PathLike) -> list[str]:
     for name in ("optimizer.pt", "scheduler.pt"):
         file = folder / name
         if file.is_file():
-            problem = archive_problem(file)
-            if problem:
+            if problem := archive_problem(file):
                 problems.append(problem)
         elif not (name == "optimizer.pt" and any(p.is_dir() for p in folder.glob("optimizer*"))):
             problems.append(f"no {name}")

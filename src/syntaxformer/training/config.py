@@ -200,10 +200,8 @@ def parse_scalar(raw: str) -> Any:
         return raw
     # YAML 1.1 reads "1e-4" as a string (it wants "1.0e-4"); accept the usual float spellings.
     if isinstance(value, str) and any(c in value for c in ".eE") and value.strip("+-.eE0123456789") == "":
-        try:
+        with contextlib.suppress(ValueError):
             return float(value)
-        except ValueError:
-            return value
     return value
 
 
@@ -277,7 +275,6 @@ class RunConfig:
     """Everything one train / evaluate / predict / compare run needs, for every task and every system; each
     field's metadata documents it (``syntaxformer train --help``)."""
 
-    # data
     task: str = _f(
         "sst2", DATA, "a registered task (sst2, cola, squad2 ...: syntaxformer.tasks.task_names())", evaluate=True
     )
@@ -300,7 +297,6 @@ class RunConfig:
         None, DATA, "keep a seeded subset of this many examples to predict", evaluate=True
     )
     data_seed: int | None = _f(None, DATA, "seed of the subsampling and of the data order (default: seed)")
-    # syntax / features
     parser: str = _f(
         "en_core_web_sm",
         SYNTAX,
@@ -325,7 +321,6 @@ class RunConfig:
     parse_cache: bool | str = _f(True, SYNTAX, "the parse cache: true ($SYNTAXFORMER_CACHE), a path, or false")
     features_cache: bool | str = _f(True, SYNTAX, "keep processed features: true (<cache>/features), a path, or false")
     max_length: int = _f(128, SYNTAX, "tokens per input incl. special ones (pairs cut longest-first)", evaluate=True)
-    # model
     model_type: str = _f(
         "sgnet",
         MODEL,
@@ -340,7 +335,6 @@ class RunConfig:
         "--model",
     )
     model: dict[str, Any] = _f(dict, MODEL, "options of the system's config class (SGNetConfig ...)")  # noqa: RUF009 (a field)
-    # training
     learning_rate: float = _f(
         2e-5,
         TRAIN,
@@ -378,7 +372,6 @@ class RunConfig:
     disable_tqdm: bool | None = _f(None, TRAIN, "hide the progress bars", evaluate=True, switches=("--no-progress",))
     predict_with_generate: bool = _f(True, TRAIN, "seq2seq tasks: evaluate generated outputs (Seq2SeqTrainer)")
     training_args: dict[str, Any] = _f(dict, TRAIN, "any other (Seq2Seq)TrainingArguments field")  # noqa: RUF009 (a field)
-    # output
     output_dir: str = _f("runs/experiment", OUTPUT, "where checkpoints, the model, metrics.json and run.json go")
     overwrite_output_dir: bool = _f(False, OUTPUT, "allow an output_dir with another run (its checkpoints go)")
     resume: bool | str = _f(

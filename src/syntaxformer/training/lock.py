@@ -46,11 +46,9 @@ def _alive(pid: Any, host: Any) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:  # another user's process
         return True
-    except OSError:
+    except OSError:  # ProcessLookupError: no such process
         return False
     return True
 

@@ -338,6 +338,7 @@ class TrainRecipe:
         meta, dev_meta = self.train_facts, self.dev_facts
         train_data, dev_data = self.train_data, self.dev_data
         lisa_log = [e["lisa_loss"] for e in self.trainer.state.log_history if "lisa_loss" in e]
+        loss = self.trainer.loss_over_all_steps
         return {
             "task": task.name,
             "task_title": task.title,
@@ -379,9 +380,7 @@ class TrainRecipe:
             "eval": self.evaluations,
             "history": self.history,
             "train": {
-                "loss": self.result.training_loss
-                if self.trainer.loss_over_all_steps is None
-                else self.trainer.loss_over_all_steps,
+                "loss": self.result.training_loss if loss is None else loss,
                 "global_step": self.trainer.state.global_step,
                 "epochs": self.trainer.state.epoch,
                 "runtime_s": round(self.train_s, 2),

@@ -95,12 +95,9 @@ def weights_problem(path: Path) -> str | None:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             return f"{path.name} is not a valid weight index ({type(e).__name__})"
         for shard in sorted(shards):
-            problem = (
-                weights_problem(path.parent / shard)
-                if (path.parent / shard).is_file()
-                else f"weight shard {shard} is missing"
-            )
-            if problem:
+            if not (path.parent / shard).is_file():
+                return f"weight shard {shard} is missing"
+            if problem := weights_problem(path.parent / shard):
                 return problem
         return None
     if path.suffix == ".safetensors":
