@@ -1,7 +1,6 @@
 """The building blocks of a run, shared by ``train`` (:class:`~syntaxformer.training.recipe.TrainRecipe`),
 ``evaluate`` and ``predict``: the tokenizer, the model, the featurization context, the data of a split, the parts
-``run.json`` records, and the names of what a run trained; re-exported by :mod:`syntaxformer.training.run`.
-"""
+``run.json`` records, and the names of what a run trained; re-exported by :mod:`syntaxformer.training.run`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``compare``: fine-tune several syntax systems (:func:`resolve_systems`) with the same seed and data, each an
-ordinary :func:`syntaxformer.training.run.train` run in ``<output_dir>/<name>``, and report their dev scores side by
-side."""
+"""``compare``: fine-tune several syntax systems with the same seed and data, each an ordinary ``train`` run in
+``<output_dir>/<name>``, and report their dev scores side by side."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 holds its help text, its group and its extra command-line spellings; read from JSON / YAML, overridable with
 ``key=value`` (``--set model.alpha=0.3``). Names are routed once (:func:`route_options`), values checked against the
 field annotations (:func:`typed_value`) and :data:`BOUNDS`, the task's and the encoder's defaults decided when a run
-starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command line to the optimizer.
-"""
+starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command line to the optimizer."""
 
 from __future__ import annotations
 
@@ -445,13 +444,9 @@ class RunConfig:
     def data_options(self, split: str, max_samples: int | None) -> dict[str, Any]:
         """The data section a task's ``load_split`` reads for ``split``; every split's file is in it (a task may read
         one split off another's file)."""
+        names = ("data_dir", "train_file", "dev_file", "test_file", "dataset", "dataset_config")
         return {
-            "data_dir": self.data_dir,
-            "train_file": self.train_file,
-            "dev_file": self.dev_file,
-            "test_file": self.test_file,
-            "dataset": self.dataset,
-            "dataset_config": self.dataset_config,
+            **{k: getattr(self, k) for k in names},
             "max_samples": max_samples,
             "data_seed": self.resolved_data_seed,
         }

@@ -1,7 +1,6 @@
 """One writer per run folder: ``with RunLock(folder):`` holds the advisory lock file ``<folder>/.syntaxformer.lock``
 while ``train`` writes the folder; a second writer gets a DataError at once, naming the owner (docs/reliability.md,
-"Run folders: one writer": a killed run's lock is taken over; POSIX ``flock``, elsewhere an exclusive file).
-"""
+"Run folders: one writer": a killed run's lock is taken over; POSIX ``flock``, elsewhere an exclusive file)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The model card (``README.md``): one writer, on ``huggingface_hub.ModelCard``, for a run folder (``train``) and
-an export (``syntaxformer export``), from the run's own records; the hub metadata holds a ``model-index`` of the
-scores. No path of this machine (paths are made relative to the run folder's parent) and no secret goes into a card.
-"""
+"""The model card (``README.md``): one writer, on ``huggingface_hub.ModelCard``, for a run folder and an export, from
+the run's own records. No path of this machine (paths are made relative to the run folder's parent) and no secret
+goes into a card."""
 
 from __future__ import annotations
 

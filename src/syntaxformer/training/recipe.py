@@ -1,8 +1,7 @@
 """``train`` as a recipe: :class:`TrainRecipe`, one method per stage, each callable (and testable) on its own, in this
 order: ``resolve``, ``check_folder``, ``prepare_data``, ``build_model``, ``featurize``, ``fit``, ``evaluate``, ``save``.
 :func:`train` runs them all inside the run folder's lock; nothing in the folder changes before ``prepare_data`` has
-read the data. ``evaluate`` / ``predict`` use this module's :func:`training_arguments` and :func:`build_trainer`.
-"""
+read the data. ``evaluate`` / ``predict`` use this module's :func:`training_arguments` and :func:`build_trainer`."""
 
 from __future__ import annotations
 
@@ -103,12 +102,9 @@ class TrainRecipe:
         ``TrainingArguments``."""
         task = self.config.build_task()
         config = self.config.for_task(task)
-        # the small-encoder learning rate is announced when training starts, after every check that could refuse
-        self.lr_note = (
-            config.learning_rate != self.config.learning_rate and "learning_rate" not in task.training_defaults()
-        )
-        self.config = config
-        self.task = task
+        chosen = config.learning_rate != self.config.learning_rate and "learning_rate" not in task.training_defaults()
+        self.lr_note = chosen  # announced when training starts, after every check that could refuse the run
+        self.config, self.task = config, task
         self.output_dir = os.path.abspath(config.output_dir)
         self.args = training_arguments(
             config, self.output_dir, seq2seq=uses_generation(config, task), label_names=task.label_names

@@ -6,8 +6,7 @@ Files in ``output_dir`` after :func:`train`: ``run.json`` (the task definition, 
 with the module or entry point defining each, and the resolved run config: :func:`evaluate` / :func:`predict`
 rebuild the same task, model and features from the folder alone); ``metrics.json``; ``dev_predictions.json`` (for
 paired significance tests); the final model, tokenizer and model card; ``checkpoint-<step>/`` folders and
-``run_fingerprint.json`` (what a ``resume`` must find unchanged).
-"""
+``run_fingerprint.json`` (what a ``resume`` must find unchanged)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The data a finished run was scored on, read again from the files its ``run.json`` names: the split itself
-(:func:`load_dev_data`) and a translation run's references (:func:`run_references`, for BLEU tests).
-"""
+(:func:`load_dev_data`) and a translation run's references (:func:`run_references`, for BLEU tests)."""
 
 from __future__ import annotations
 
@@ -16,9 +15,8 @@ __all__ = ["load_dev_data", "run_references"]
 
 
 def load_dev_data(run_dir: str | Path, split: str = "dev") -> tuple[Any, Any]:
-    """``(task, data)``: the task of a run folder and its ``split`` as the run read it (e.g. for the texts that
-    ``dev_predictions.json`` does not keep). Raises DataError: no ``run.json``; FormatError: not the one ``train``
-    writes."""
+    """``(task, data)``: the task of a run folder and its ``split`` as the run read it. Raises DataError: no
+    ``run.json``; FormatError: not the one ``train`` writes."""
     config, task = load_run(run_dir)
     return task, task.load_split(split, config.data_options(split, config.max_eval_samples))
 

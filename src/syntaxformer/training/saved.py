@@ -1,7 +1,6 @@
 """Saved models a user points at: ``with loading_model(folder): model = AutoModel....from_pretrained(folder)`` (every
-load of a saved model in this package) checks a local folder first and turns any error of the load into one
-:class:`~syntaxformer.errors.DataError` naming the folder (docs/reliability.md, "Runs and models that cannot be read").
-"""
+load of a saved model in this package) turns any error of the load into one DataError naming the folder
+(docs/reliability.md, "Runs and models that cannot be read")."""
 
 from __future__ import annotations
 
