@@ -29,9 +29,7 @@ def _default_lisa_layer(config: RunConfig) -> int:
     if config.model.get("lisa_layer") is not None:
         return int(config.model["lisa_layer"])
     enc = AutoConfig.from_pretrained(config.resolved_model())
-    n: int | None = getattr(enc, "num_hidden_layers", None)
-    if not n:
-        n = getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
+    n = getattr(enc, "num_hidden_layers", None) or getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
     return int(n) // 2
 
 
@@ -129,9 +127,7 @@ def format_comparison(summary: dict[str, Any]) -> str:
     """The side-by-side text table of a :func:`compare` result."""
     systems = summary["systems"]
     names = list(systems)
-    metric_names: list[str] = []
-    for m in systems.values():
-        metric_names += [k for k in m["dev"] if k not in metric_names]
+    metric_names = list(dict.fromkeys(k for m in systems.values() for k in m["dev"]))
     first = systems[names[0]]
     sizes = first["sizes"]
     lines = [
