@@ -29,7 +29,9 @@ def _default_lisa_layer(config: RunConfig) -> int:
     if config.model.get("lisa_layer") is not None:
         return int(config.model["lisa_layer"])
     enc = AutoConfig.from_pretrained(config.resolved_model())
-    n = getattr(enc, "num_hidden_layers", None) or getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
+    n: int | None = getattr(enc, "num_hidden_layers", None)
+    if not n:
+        n = getattr(getattr(enc, "encoder", None), "num_hidden_layers", 2)
     return int(n) // 2
 
 
