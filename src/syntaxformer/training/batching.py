@@ -1,11 +1,6 @@
-"""Length-grouped batches: pairs of similar length share a batch, so little of each batch is padding.
-
-* :func:`length_batches` — the batches of one epoch (seeded shuffle within buckets) or of an evaluation pass
-  (sorted by length, longest first).
-* :class:`LengthGroupedBatchSampler` — a ``batch_sampler`` for ``DataLoader`` that draws epoch ``e``'s batches with
-  seed ``seed * 100_003 + e``; the Trainer sets the epoch (``set_epoch``), so a resumed run continues with the same
-  batches.
-"""
+"""Length-grouped batches: pairs of similar length share a batch, so little of each batch is padding
+(:func:`length_batches`; :class:`LengthGroupedBatchSampler`, a ``DataLoader`` ``batch_sampler`` whose batches a
+resumed run draws again)."""
 
 from __future__ import annotations
 
@@ -23,9 +18,8 @@ def length_batches(
     lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int = 0, bucket: int = 50
 ) -> list[list[int]]:
     """Indices grouped into batches of similar length. With ``shuffle``: a seeded permutation is cut into chunks of
-    ``bucket * batch_size`` items, each chunk is sorted by length and cut into batches, and the batches are shuffled.
-    Without: batches of the items sorted by length (longest first, so memory problems show at once); callers restore the
-    original order themselves."""
+    ``bucket * batch_size`` items, each sorted by length and cut into batches, and the batches are shuffled. Without:
+    batches of the items sorted by length, longest first (memory problems show at once)."""
     n = len(lengths)
     if batch_size < 1:
         raise ConfigError(f"batch_size must be positive, got {batch_size}")
@@ -46,9 +40,8 @@ def length_batches(
 
 
 class LengthGroupedBatchSampler(Sampler[list[int]]):
-    """Shuffled length-grouped training batches (see :func:`length_batches`), one seed per epoch. Arguments: lengths: a
-    length per item (source + target pieces for translation); batch_size: items per batch; seed: the run seed; epoch
-    ``e`` uses ``seed * 100_003 + e``; bucket: batches per sorted chunk."""
+    """Shuffled length-grouped training batches (:func:`length_batches`); epoch ``e`` (``set_epoch``, set by the
+    Trainer) uses seed ``seed * 100_003 + e``. ``bucket``: batches per sorted chunk."""
 
     def __init__(self, lengths: Sequence[int], batch_size: int, seed: int = 0, bucket: int = 50):
         super().__init__()

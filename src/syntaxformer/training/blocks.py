@@ -1,20 +1,26 @@
-"""The building blocks of a run, shared by :func:`~syntaxformer.training.run.train` (through
-:class:`~syntaxformer.training.recipe.TrainRecipe`) and :func:`~syntaxformer.training.run.evaluate` /
-:func:`~syntaxformer.training.run.predict`: the tokenizer, the model, the featurization context, the Trainer, the
-data of a split, the parts ``run.json`` records, and the names of what a run trained. Public ones are re-exported by
-:mod:`syntaxformer.training.run` (experiments and tests rebuild a run's tokenizer, model and features with them).
-"""
+"""The building blocks of a run, shared by ``train`` (:class:`~syntaxformer.training.recipe.TrainRecipe`),
+``evaluate`` and ``predict``: the tokenizer, the model, the featurization context, the data of a split, the parts
+``run.json`` records, and the names of what a run trained; re-exported by :mod:`syntaxformer.training.run`."""
 
 from __future__ import annotations
 
 import json
 import logging
 import platform
+import re
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
+import transformers
+from transformers import AutoConfig, AutoTokenizer
+
+from syntaxformer import __version__
 from syntaxformer import registry as _registry
+from syntaxformer.data.annotators import annotator_origin
+from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.modeling import model_class
 from syntaxformer.modeling.raw_text import position_limit
@@ -45,8 +51,8 @@ logger = logging.getLogger(__name__)
 
 # -- the model registry, as this runner uses it ---------------------------------------------------------------
 def saved_system(path: str) -> str | None:
-    """The system of a folder holding a model trained by this library (its ``config.json`` ``model_type``, or an
-    older spelling of it: :func:`syntaxformer.registry.system_for_model_type`), else ``None``."""
+    """The system of a folder holding a model trained by this library (from its ``config.json`` ``model_type``),
+    else ``None``."""
     cfg = Path(path) / "config.json"
     if not cfg.is_file():
         return None
@@ -61,8 +67,6 @@ def saved_system(path: str) -> str | None:
 # -- building blocks (public: experiments and tests rebuild a run's tokenizer, model, features with them) -----
 def load_tokenizer(path: str) -> Any:
     """The fast tokenizer of a pretrained model or run folder."""
-    from transformers import AutoTokenizer
-
     try:
         tok = AutoTokenizer.from_pretrained(path, use_fast=True)
     except (OSError, ValueError) as e:  # ValueError: a folder with no tokenizer files in it
@@ -74,11 +78,7 @@ def load_tokenizer(path: str) -> Any:
 
 def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | None:
     """``{"commit": "<40 hex>", "modified": bool}`` of the syntaxformer checkout whose ``src/syntaxformer`` is
-    ``package_dir`` (default: this package), so that two runs of one development version can be told apart; ``None``
-    for an installed package (its version says what ran), another project's work tree, or no git."""
-    import re
-    import subprocess
-
+    ``package_dir`` (default: this package); ``None`` for an installed package, another project or no git."""
     folder = Path(package_dir) if package_dir is not None else Path(__file__).resolve().parent.parent
 
     def git(*args: str) -> str | None:
@@ -105,16 +105,8 @@ def code_revision(package_dir: str | Path | None = None) -> dict[str, Any] | Non
 
 
 def environment() -> dict[str, Any]:
-    """Versions and device of this process (for the output files); ``code`` is :func:`code_revision` (present only
-    where syntaxformer runs from a git checkout)."""
-    import torch
-    import transformers
-
-    from syntaxformer import __version__
-
-    device = "cpu"
-    if torch.cuda.is_available():
-        device = f"cuda ({torch.cuda.get_device_name(0)})"
+    """Versions and device of this process (for the output files), with ``code`` (:func:`code_revision`) if known."""
+    device = f"cuda ({torch.cuda.get_device_name(0)})" if torch.cuda.is_available() else "cpu"
     env: dict[str, Any] = {
         "syntaxformer": __version__,
         "transformers": transformers.__version__,
@@ -130,9 +122,8 @@ def environment() -> dict[str, Any]:
 
 
 def check_encoder(config: RunConfig, task: Task) -> None:
-    """Before any data is prepared: the pretrained model (``model_name_or_path``) is a model whose configuration loads,
-    and ``max_length`` fits its position embeddings. Tasks that build their own model are not checked. Raises
-    ConfigError: naming the folder or the ``max_length`` and the limit."""
+    """The pretrained model's configuration loads and ``max_length`` fits it (not checked for tasks that build their
+    own model). Raises ConfigError: naming the folder or the ``max_length`` and the limit."""
     if type(task).build_model is not Task.build_model:
         return
     path = config.resolved_model()
@@ -141,10 +132,6 @@ def check_encoder(config: RunConfig, task: Task) -> None:
             f"--model {path} is not a model folder (no config.json in it); give a pretrained model "
             "folder or hub name, or a folder written by `syntaxformer train`"
         )
-    from transformers import AutoConfig
-
-    import syntaxformer.modeling  # noqa: F401  (registers the syntax configs with the Auto classes)
-
     try:
         model_config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError, KeyError) as e:
@@ -153,9 +140,8 @@ def check_encoder(config: RunConfig, task: Task) -> None:
 
 
 def check_max_length(max_length: Any, model_config: Any, path: Any) -> None:
-    """``max_length`` fits the model's positions (:func:`position_limit`); checked by ``train`` before any data is read,
-    and by ``evaluate`` / ``predict`` / :class:`~syntaxformer.inference.Predictor` before any input is read. Raises
-    ConfigError: naming the ``max_length``, the model and the limit."""
+    """``max_length`` fits the model's positions (:func:`position_limit`). Raises ConfigError: naming the
+    ``max_length``, the model and the limit."""
     limit = position_limit(model_config)
     if limit is not None and max_length is not None and int(max_length) > limit:
         raise ConfigError(
@@ -192,8 +178,7 @@ def build_model(
     config: RunConfig, task: Task, model_options: Mapping[str, Any] | None = None, context: TaskContext | None = None
 ) -> Any:
     """The task's own model (:meth:`Task.build_model`), else ``model_class(system, task.head)`` around the pretrained
-    encoder with the task's and the config's model options; a folder holding a model trained by this library is
-    loaded as it is (it must be of the configured system)."""
+    encoder with the task's and the config's model options, or the saved model of a folder this library trained."""
     options = dict(config.model if model_options is None else model_options)
     own = task.build_model(config.model_type, options, context)  # type: ignore[arg-type]  # None: auxiliary models
     if own is not None:
@@ -246,10 +231,7 @@ def task_record(task: Task) -> dict[str, Any]:
 
 def parts_record(config: RunConfig) -> dict[str, Any]:
     """What ``run.json`` records besides the task: the system and the annotator scheme, each with the module or
-    entry point that defines it (:meth:`syntaxformer.registry.Registry.origin`), so that a fresh process finds
-    parts added from outside the package again."""
-    from syntaxformer.data.annotators import annotator_origin
-
+    entry point that defines it (:meth:`syntaxformer.registry.Registry.origin`)."""
     system = _registry.SYSTEMS.origin(config.model_type)
     spec = _registry.system(config.model_type)
     return {"system": {**system, "model_type": spec.saved_model_type}, "annotator": annotator_origin(config.parser)}
@@ -268,16 +250,12 @@ def count_parameters(model: Any) -> int:
 # -- names of what a run trained (metrics.json, the comparison table) -----------------------------------------
 def system_kind(system: str, model: Any) -> str:
     """A short name of what a model is, for tables and ``metrics.json``: the label its system declares
-    (:meth:`syntaxformer.registry.SystemSpec.label_for`): ``SG-Net``, ``baseline`` (the plain encoder, or an
-    SG-Net config saved without its layer), ``Syntax-BERT``, ``Syntax-BERT + LISA``, ``LISA`` (LISA head, no
-    sub-networks), ``baseline (Syntax-BERT head)``, or an outside system's own."""
+    (:meth:`syntaxformer.registry.SystemSpec.label_for`: ``SG-Net``, ``baseline``, ``Syntax-BERT + LISA`` ...)."""
     return _registry.system(system).label_for(model.config)
 
 
 def model_label(path: str) -> str:
     """A short readable name of a model path (the offline MiniLM folder is shown as ``all-MiniLM-L6-v2``)."""
-    from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
-
     if path in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
         return DEFAULT_HF_MODEL_HUB.split("/")[-1]
     p = Path(path)

@@ -1,6 +1,5 @@
-"""Checkpoints a run can resume from (docs/reliability.md, "3. Resume"): :func:`checkpoint_problems` (what keeps
-one from being resumed exactly), the newest intact one, damaged newer ones set aside, and the run fingerprint
-(``run_fingerprint.json``) that refuses a resume of another run."""
+"""Checkpoints a run can resume from (docs/reliability.md, "3. Resume"): the newest intact one, damaged newer ones
+set aside, and the run fingerprint that refuses a resume of another run."""
 
 from __future__ import annotations
 
@@ -8,12 +7,15 @@ import json
 import logging
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import DataError
+from syntaxformer.secrets import redact_secrets
 from syntaxformer.training.saved import WEIGHT_FILES, archive_problem, weights_problem
+from syntaxformer.utils import write_json
 
 __all__ = [
     "FINGERPRINT_FILE",
@@ -60,11 +62,9 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
 
 
 def checkpoint_problems(path: str | os.PathLike) -> list[str]:
-    """What keeps a checkpoint folder from being resumed exactly; ``[]`` = intact. Checked: ``trainer_state.json`` (JSON
-    with the folder's ``global_step`` and a ``log_history``); the model weights (``model.safetensors`` or
-    ``pytorch_model.bin``, or a sharded index and its shards: readable to the end); ``optimizer.pt``, ``scheduler.pt``
-    and ``rng_state*.pth`` (present, complete torch archives); ``scaler.pt`` when present. Sharded optimizer states of
-    distributed engines (``optimizer*`` folders) count as present, unchecked."""
+    """What keeps a checkpoint folder from being resumed exactly; ``[]`` = intact. Checked: ``trainer_state.json``
+    (at the folder's step); the model weights (readable to the end); ``optimizer.pt``, ``scheduler.pt``,
+    ``rng_state*.pth`` and ``scaler.pt`` if present (complete torch archives; ``optimizer*`` folders unchecked)."""
     folder = Path(path)
     if not folder.is_dir():
         return [f"{folder} is not a folder"]
@@ -89,8 +89,7 @@ def checkpoint_problems(path: str | os.PathLike) -> list[str]:
     for name in ("optimizer.pt", "scheduler.pt"):
         file = folder / name
         if file.is_file():
-            problem = archive_problem(file)
-            if problem:
+            if problem := archive_problem(file):
                 problems.append(problem)
         elif not (name == "optimizer.pt" and any(p.is_dir() for p in folder.glob("optimizer*"))):
             problems.append(f"no {name}")
@@ -113,9 +112,8 @@ def latest_intact_checkpoint(output_dir: str | os.PathLike) -> tuple[Path | None
 
 
 def set_aside_damaged(output_dir: str | os.PathLike, resume_from: str | os.PathLike) -> list[Path]:
-    """Rename the checkpoints newer than ``resume_from`` that are not intact to ``damaged-checkpoint-<step>/`` (the
-    Trainer would write its new checkpoint of that step into the partial folder; the renamed one stays for
-    inspection and is never picked or rotated). Returns the new paths."""
+    """Rename the checkpoints newer than ``resume_from`` that are not intact to ``damaged-checkpoint-<step>/`` (kept
+    for inspection, never picked or rotated). Returns the new paths."""
     start = checkpoint_step(resume_from)
     moved = []
     for path in list_checkpoints(output_dir):
@@ -134,11 +132,8 @@ def set_aside_damaged(output_dir: str | os.PathLike, resume_from: str | os.PathL
 
 
 def remove_orphan_temp_files(output_dir: str | os.PathLike) -> list[Path]:
-    """Remove what interrupted atomic writes leave (``.tmp-*`` files of :func:`syntaxformer.utils.atomic_write`, the
-    ``.tmp-model-*`` folder of a final model save) in a run folder and its checkpoints; returns them. Call only when
-    no other process writes there."""
-    import shutil
-
+    """Remove what interrupted atomic writes leave (``.tmp-*`` files, ``.tmp-model-*`` folders) in a run folder and
+    its checkpoints; returns them. Call only when no other process writes there."""
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
@@ -157,35 +152,27 @@ def remove_orphan_temp_files(output_dir: str | os.PathLike) -> list[Path]:
     return found
 
 
-def _plain(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
 def run_fingerprint(config: Mapping[str, Any], data_fingerprint: str | None) -> dict[str, Any]:
     """What a resume must find unchanged: the run-config options (a ``RunConfig.to_dict()``) except
     :data:`RESUME_FREE_OPTIONS`, and the content fingerprint of the training data (``None``: unknown); no secrets."""
-    from syntaxformer.secrets import redact_secrets
-
+    kept = {k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS}
     return {
-        "config": _plain(redact_secrets({k: v for k, v in config.items() if k not in RESUME_FREE_OPTIONS})),
+        "config": json.loads(json.dumps(redact_secrets(kept), sort_keys=True, default=str)),
         "train_data": data_fingerprint,
     }
 
 
 def write_fingerprint(output_dir: str | os.PathLike, fingerprint: Mapping[str, Any]) -> None:
     """Write ``run_fingerprint.json`` (atomically)."""
-    from syntaxformer.utils import write_json
-
     write_json(Path(output_dir) / FINGERPRINT_FILE, dict(fingerprint))
 
 
 def check_fingerprint(
     output_dir: str | os.PathLike, fingerprint: Mapping[str, Any], *, check_data: bool = True
 ) -> None:
-    """Refuse to resume the run in ``output_dir`` with other options or other training data. Arguments: output_dir: the
-    run folder (its ``run_fingerprint.json``, written when the run started); fingerprint: :func:`run_fingerprint` of the
-    resuming run; check_data: also compare the training data's fingerprint (``False`` before the data is read). Raises
-    DataError: naming the options that changed (old -> new) or the training data, and what to do instead."""
+    """Refuse to resume the run in ``output_dir`` with other options or other training data (``fingerprint``:
+    :func:`run_fingerprint` of the resuming run; ``check_data``: also compare the data's). Raises DataError: naming the
+    options that changed (old -> new) or the training data, and what to do instead."""
     path = Path(output_dir) / FINGERPRINT_FILE
     if not path.is_file():
         logger.warning(

@@ -1,6 +1,5 @@
-"""``compare``: fine-tune several syntax systems (:func:`resolve_systems`) with the same seed and data, each an
-ordinary :func:`syntaxformer.training.run.train` run in ``<output_dir>/<name>``, and report their dev scores side by
-side."""
+"""``compare``: fine-tune several syntax systems with the same seed and data, each an ordinary ``train`` run in
+``<output_dir>/<name>``, and report their dev scores side by side."""
 
 from __future__ import annotations
 
@@ -11,6 +10,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from transformers import AutoConfig
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError
@@ -24,12 +25,9 @@ __all__ = ["SYSTEM_PRESETS", "compare", "format_comparison", "paired_tests", "re
 
 
 def _default_lisa_layer(config: RunConfig) -> int:
-    """``model.lisa_layer``, else the encoder's middle layer (``num_hidden_layers // 2``; the paper does not say
-    which layer its LISA head is in)."""
+    """``model.lisa_layer``, else the encoder's middle layer (the paper does not say which)."""
     if config.model.get("lisa_layer") is not None:
         return int(config.model["lisa_layer"])
-    from transformers import AutoConfig
-
     enc = AutoConfig.from_pretrained(config.resolved_model())
     n: int | None = getattr(enc, "num_hidden_layers", None)
     if not n:
@@ -60,10 +58,10 @@ SYSTEM_PRESETS: dict[str, Callable[[RunConfig], tuple[str, dict[str, Any]]]] = {
 def resolve_systems(
     config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None
 ) -> list[tuple[str, dict[str, Any]]]:
-    """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS`, any registered system run with its
-    default options; a list or a comma-separated string) and / or explicit ``(name, changes)`` pairs; ``None`` =
-    ``baseline,sgnet``. A preset's changes set ``model_type`` and ``model``: the shared ``model`` options its config
-    class knows, with the preset's own options on top. Raises ConfigError: an unknown or repeated name."""
+    """``(name, config changes)`` pairs from system names (:data:`SYSTEM_PRESETS` or registered systems; a list or a
+    comma-separated string) and / or explicit ``(name, changes)`` pairs; ``None`` = ``baseline,sgnet``. A preset's
+    changes set ``model_type`` and ``model`` (the shared options its config class knows, under the preset's own).
+    Raises ConfigError: an unknown or repeated name."""
     if systems is None:
         systems = ["baseline", "sgnet"]
     if isinstance(systems, str):
@@ -100,10 +98,9 @@ def resolve_systems(
 def compare(
     config: RunConfig, systems: Sequence[str | tuple[str, dict[str, Any]]] | str | None = None
 ) -> dict[str, Any]:
-    """Fine-tune ``systems`` (as :func:`resolve_systems`) with the shared settings of ``config``, each by :func:`train`
-    in ``<output_dir>/<name>``, and write ``<output_dir>/comparison.json``. Returns ``{"task", "seed", "main_metric",
-    "sizes", "subsample", "systems": {name: metrics.json content}, "tests", "table" (:func:`format_comparison`),
-    "runtime_s"}``."""
+    """Fine-tune ``systems`` (:func:`resolve_systems`) with the shared settings of ``config``, each in
+    ``<output_dir>/<name>``, and write ``<output_dir>/comparison.json``. Returns ``{"task", "seed", "main_metric",
+    "sizes", "subsample", "systems": {name: metrics.json content}, "tests", "table", "runtime_s"}``."""
     t0 = time.time()
     resolved = resolve_systems(config, systems)
     results: dict[str, dict[str, Any]] = {}
@@ -132,9 +129,7 @@ def format_comparison(summary: dict[str, Any]) -> str:
     """The side-by-side text table of a :func:`compare` result."""
     systems = summary["systems"]
     names = list(systems)
-    metric_names: list[str] = []
-    for m in systems.values():
-        metric_names += [k for k in m["dev"] if k not in metric_names]
+    metric_names = list(dict.fromkeys(k for m in systems.values() for k in m["dev"]))
     first = systems[names[0]]
     sizes = first["sizes"]
     lines = [
@@ -179,9 +174,9 @@ def format_comparison(summary: dict[str, Any]) -> str:
 def paired_tests(
     output_dir: str | os.PathLike, names: Sequence[str], metric: str, n_resamples: int = 1000, seed: int = 0
 ) -> dict[str, dict[str, Any]]:
-    """Each system of a :func:`compare` folder against the first on the same dev examples (their
-    ``dev_predictions.json``), by :func:`~syntaxformer.tasks.significance.paired_prediction_tests`: name ->
-    ``{"bootstrap": ..., "mcnemar": ...}`` / ``{"bleu": ...}``; systems without per-example predictions are left out."""
+    """Each system of a :func:`compare` folder against the first on the same dev examples, by
+    :func:`~syntaxformer.tasks.significance.paired_prediction_tests`: name -> ``{"bootstrap": ..., "mcnemar": ...}`` /
+    ``{"bleu": ...}`` (systems without ``dev_predictions.json`` left out)."""
     if len(names) < 2:
         return {}
     runs = {}

@@ -1,21 +1,14 @@
 """The run configuration: every option of a run described once, as a field of :class:`RunConfig` whose metadata
-holds its help text, its group and its extra command-line spellings (as ``transformers.HfArgumentParser`` reads
-dataclass fields); read from JSON / YAML, overridable with ``key=value`` (parsed as YAML scalars:
-``--set model.alpha=0.3``, ``--set max_train_samples=null``).
-
-**Routing** (:func:`route_options`, once per dict by :meth:`RunConfig.from_dict`), first match wins: a
-:class:`RunConfig` field; a Hugging Face spelling (:data:`HF_SPELLINGS`); a shorthand (:data:`SHORTHANDS`); a task
-option (``task_options``); an option of a system's config class (``model``; also ``model_kwargs.*`` /
-``syntax_bert_options.*``); any other ``Seq2SeqTrainingArguments`` field (``training_args``). Values are checked
-against the field annotations (:func:`typed_value`) and :data:`BOUNDS`. The task's and the encoder's defaults are
-decided once, when a run starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command
-line to the optimizer.
-"""
+holds its help text, its group and its extra command-line spellings; read from JSON / YAML, overridable with
+``key=value`` (``--set model.alpha=0.3``). Names are routed once (:func:`route_options`), values checked against the
+field annotations (:func:`typed_value`) and :data:`BOUNDS`, the task's and the encoder's defaults decided when a run
+starts (:meth:`RunConfig.for_task`); docs/architecture.md follows a value from the command line to the optimizer."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import functools
 import json
 import math
@@ -28,11 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from syntaxformer import registry as _registry
-from syntaxformer.errors import ConfigError, DataError, FormatError
+from transformers import AutoConfig, Seq2SeqTrainingArguments
 
-if typing.TYPE_CHECKING:
-    from syntaxformer.tasks.base import Task
+from syntaxformer import registry as _registry
+from syntaxformer import tasks as _tasks
+from syntaxformer.defaults import default_hf_model
+from syntaxformer.errors import ConfigError, DataError, FormatError
+from syntaxformer.tasks.base import Task, task_option_names
+from syntaxformer.utils import write_json
 
 __all__ = [
     "BOOLEAN_WORDS",
@@ -100,9 +96,8 @@ _TASK_SET = {
 #: The nested sections of a config, merged key by key across layers.
 _SECTIONS = ("model", "task_options", "training_args")
 #: The learning rate of a run on a small pretrained encoder (hidden size at most :data:`SMALL_ENCODER_HIDDEN`) when
-#: nobody chose one (command line, config file, presets, task defaults): the library default 2e-5 is the BERT-base
-#: setting, and on all-MiniLM-L6-v2 (hidden 384) it leaves CoLA nearly untrained (dev MCC 0.04 after 3 epochs);
-#: 1e-4 is measured in docs/results.md ("Do the defaults give a usable model?").
+#: nobody chose one: 2e-5 (BERT-base's) leaves CoLA on all-MiniLM-L6-v2 nearly untrained; 1e-4 is measured in
+#: docs/results.md ("Do the defaults give a usable model?").
 SMALL_ENCODER_LEARNING_RATE = 1e-4
 SMALL_ENCODER_HIDDEN = 512
 
@@ -124,10 +119,9 @@ def field_types(cls: type) -> dict[str, Any]:
 
 
 def typed_value(name: str, value: Any, hint: Any) -> Any:
-    """``value`` checked against the annotation ``hint`` and normalised, or a :class:`ConfigError` naming ``name``:
-    booleans take :data:`BOOLEAN_WORDS`, whole numbers integral floats (``1e3``), floats finite numbers, text
-    numbers, ``Literal`` one of its values (YAML 1.1's ``no`` / ``yes`` become words again), ``X | None`` ``None``
-    or an ``X`` (``bool | str``: a boolean word, else text), ``dict`` a mapping."""
+    """``value`` checked against the annotation ``hint`` and normalised (booleans take :data:`BOOLEAN_WORDS`, whole
+    numbers integral floats, ``Literal`` YAML 1.1's ``no`` / ``yes`` as words, ``bool | str`` a boolean word, else
+    text). Raises ConfigError: naming ``name`` and what is expected."""
     if hint is None or hint is Any:
         return value
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -194,8 +188,7 @@ def _describe(hint: Any) -> str:
 
 
 def parse_scalar(raw: str) -> Any:
-    """A ``--set`` or flag value read as a YAML scalar (``null``, ``[1, 2]``, ``1e-4``); YAML 1.1's ``no`` /
-    ``off`` stay words (``save_strategy=no``)."""
+    """A ``--set`` or flag value read as a YAML scalar (``null``, ``[1, 2]``, ``1e-4``); ``no`` / ``off`` stay words."""
     import yaml
 
     try:
@@ -206,37 +199,32 @@ def parse_scalar(raw: str) -> Any:
         return raw
     # YAML 1.1 reads "1e-4" as a string (it wants "1.0e-4"); accept the usual float spellings.
     if isinstance(value, str) and any(c in value for c in ".eE") and value.strip("+-.eE0123456789") == "":
-        try:
+        with contextlib.suppress(ValueError):
             return float(value)
-        except ValueError:
-            return value
     return value
 
 
 # -- the systems' model options ---------------------------------------------------------------------------------
 def model_config_class(system: str) -> type:
-    """The ``PretrainedConfig`` class of a syntax system (``sgnet``, ``syntax_bert``, ``plain``, or a registered
-    one)."""
+    """The ``PretrainedConfig`` class of a syntax system."""
     if system not in SYSTEMS:
-        raise ConfigError(f"model_type={system!r} is not a syntax system; choose one of {', '.join(SYSTEMS)}")
+        raise ConfigError(f"model_type={system!r} is not valid; choose one of {', '.join(SYSTEMS)}")
     return _registry.system(system).config_class()
 
 
 def model_option_names(system: str) -> tuple[str, ...]:
-    """The options of a system's config class a run config may set (its dataclass fields, minus the ones the task
-    and the encoder set)."""
+    """The options of a system's config class a run config may set (not those the task and the encoder set)."""
     cls = model_config_class(system)
     own = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else []
     return tuple(n for n in own if n not in _TASK_SET and not n.startswith("_"))
 
 
 def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` with its boolean options read as booleans (``"no"`` -> ``False``), checked by building the
-    system's config class with them (on a default encoder config). Raises ConfigError: an option the config class
-    does not have (listing the known ones), an option set by the task or the encoder, or a value the config class
-    rejects."""
-    known = model_option_names(system)
-    hints = field_types(model_config_class(system))
+    """``options`` with its boolean options read as booleans, checked by building the system's config class with
+    them. Raises ConfigError: an unknown option (listing the known ones), one the task or the encoder sets, or a
+    value the config class rejects."""
+    known, cls = model_option_names(system), model_config_class(system)
+    hints = field_types(cls)
     options = dict(options)
     for key, value in options.items():
         hint = hints.get(key)
@@ -246,11 +234,10 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str,
             raise ConfigError(f"model.{key} is set by {_TASK_SET[key]}; remove it from the model options")
         if key not in known:
             raise ConfigError(
-                f"model.{key} is not an option of {model_config_class(system).__name__} "
-                f"(model_type={system}); known options: {sorted(known)}"
+                f"model.{key} is not an option of {cls.__name__} (model_type={system}); known options: {sorted(known)}"
             )
     try:
-        model_config_class(system)(**dict(options))
+        cls(**dict(options))
     except Exception as e:  # strict dataclass type / value checks, the config's own __post_init__ checks
         message = " ".join(str(e).split())  # the strict-dataclass message spans lines; the CLI shows one
         raise ConfigError(f"invalid model options for model_type={system}: {message}") from e
@@ -259,9 +246,7 @@ def validate_model_options(system: str, options: Mapping[str, Any]) -> dict[str,
 
 @functools.lru_cache(maxsize=1)
 def training_argument_fields() -> tuple[dataclasses.Field, ...]:
-    """The init fields of ``transformers.Seq2SeqTrainingArguments`` (a superset of ``TrainingArguments``)."""
-    from transformers import Seq2SeqTrainingArguments
-
+    """The init fields of ``transformers.Seq2SeqTrainingArguments``."""
     return tuple(f for f in dataclasses.fields(Seq2SeqTrainingArguments) if f.init and not f.name.startswith("_"))
 
 
@@ -272,10 +257,9 @@ def training_argument_names() -> frozenset[str]:
 
 # -- the options ------------------------------------------------------------------------------------------------
 def _f(default: Any, group: str, help: str, *flags: str, evaluate: bool = False, **cli: Any) -> Any:
-    """A :class:`RunConfig` field (``default``: a value, or ``dict`` for an empty mapping) whose metadata is its
-    description: the ``help`` text and ``group`` of ``--help``, extra ``flags`` (short or older spellings), whether
-    ``evaluate`` / ``predict`` offer it too, ``switches`` (flags that set it to true) or a function giving its
-    ``choices`` (known only at run time)."""
+    """A :class:`RunConfig` field (``default``: a value, or ``dict`` for an empty mapping) whose metadata describes
+    it: ``help`` and ``group`` of ``--help``, extra ``flags``, whether ``evaluate`` / ``predict`` offer it too,
+    ``switches`` (flags that set it to true) or a function giving its ``choices``."""
     meta = {"help": help, "group": group, "flags": flags, "evaluate": evaluate, **cli}
     if default is dict:
         return field(default_factory=dict, metadata=meta)
@@ -287,11 +271,9 @@ DATA, SYNTAX, MODEL, TRAIN, OUTPUT = "task and data", "syntax and features", "mo
 
 @dataclass
 class RunConfig:
-    """Everything one train / evaluate / predict / compare run needs, for every task and every system. Each
-    field's metadata documents it (``syntaxformer train --help`` shows it); the module docstring says how a value
-    gets here and which one wins."""
+    """Everything one train / evaluate / predict / compare run needs, for every task and every system; each
+    field's metadata documents it (``syntaxformer train --help``)."""
 
-    # data
     task: str = _f(
         "sst2", DATA, "a registered task (sst2, cola, squad2 ...: syntaxformer.tasks.task_names())", evaluate=True
     )
@@ -314,7 +296,6 @@ class RunConfig:
         None, DATA, "keep a seeded subset of this many examples to predict", evaluate=True
     )
     data_seed: int | None = _f(None, DATA, "seed of the subsampling and of the data order (default: seed)")
-    # syntax / features
     parser: str = _f(
         "en_core_web_sm",
         SYNTAX,
@@ -339,7 +320,6 @@ class RunConfig:
     parse_cache: bool | str = _f(True, SYNTAX, "the parse cache: true ($SYNTAXFORMER_CACHE), a path, or false")
     features_cache: bool | str = _f(True, SYNTAX, "keep processed features: true (<cache>/features), a path, or false")
     max_length: int = _f(128, SYNTAX, "tokens per input incl. special ones (pairs cut longest-first)", evaluate=True)
-    # model
     model_type: str = _f(
         "sgnet",
         MODEL,
@@ -354,7 +334,6 @@ class RunConfig:
         "--model",
     )
     model: dict[str, Any] = _f(dict, MODEL, "options of the system's config class (SGNetConfig ...)")  # noqa: RUF009 (a field)
-    # training
     learning_rate: float = _f(
         2e-5,
         TRAIN,
@@ -392,7 +371,6 @@ class RunConfig:
     disable_tqdm: bool | None = _f(None, TRAIN, "hide the progress bars", evaluate=True, switches=("--no-progress",))
     predict_with_generate: bool = _f(True, TRAIN, "seq2seq tasks: evaluate generated outputs (Seq2SeqTrainer)")
     training_args: dict[str, Any] = _f(dict, TRAIN, "any other (Seq2Seq)TrainingArguments field")  # noqa: RUF009 (a field)
-    # output
     output_dir: str = _f("runs/experiment", OUTPUT, "where checkpoints, the model, metrics.json and run.json go")
     overwrite_output_dir: bool = _f(False, OUTPUT, "allow an output_dir with another run (its checkpoints go)")
     resume: bool | str = _f(
@@ -403,18 +381,16 @@ class RunConfig:
     )
     save_model: bool = _f(True, OUTPUT, "save the final model (and tokenizer)")
 
-    #: The options a config built by :meth:`from_dict` (a file, ``--set``, flags, a dict) was given explicitly;
-    #: ``None`` for a config constructed directly (then an option still at its library default counts as not given).
-    #: A task's training defaults fill only the options not given, so ``--max-length 128`` is kept.
+    #: The options a config built by :meth:`from_dict` was given explicitly (the task's defaults fill only the
+    #: others); ``None`` for a config constructed directly (an option at its library default counts as not given).
     given = typing.cast("frozenset[str] | None", None)  # not a dataclass field (no annotation)
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
-        """Check each field against its annotation (:func:`typed_value`, normalised in place) and :data:`BOUNDS`,
-        the model options by the system's config class, the task options by building the task (a
-        :class:`ConfigError` names the bad option and what is allowed)."""
+        """Check (and normalise) each field, the model options and the task options (by building the task). Raises
+        ConfigError: naming the bad option and what is allowed."""
         hints = field_types(type(self))
         for f in dataclasses.fields(self):
             setattr(self, f.name, typed_value(f.name, getattr(self, f.name), hints[f.name]))
@@ -435,21 +411,16 @@ class RunConfig:
                 f"num_train_epochs={self.num_train_epochs} trains nothing; give a positive number of "
                 "epochs (or max_steps > 0)"
             )
-        if self.model_type not in SYSTEMS:
-            raise ConfigError(f"model_type={self.model_type!r} is not valid; choose one of {', '.join(SYSTEMS)}")
         self.model = validate_model_options(self.model_type, self.model)
         self._built_task = (self._task_key(), self.build_task())  # checks the task name and its options
 
     # -- derived -----------------------------------------------------------------------------------------
     def build_task(self) -> Task:
-        """``get_task(task, **task_options)``. The task built when the config was checked is handed out once (so
-        a run builds its task once); later calls build a new one."""
-        from syntaxformer.tasks import get_task
-
+        """``get_task(task, **task_options)``: the task built when the config was checked, handed out once."""
         built = self.__dict__.pop("_built_task", None)
         if built is not None and built[0] == self._task_key():
             return built[1]
-        return get_task(self.task, **self.task_options)
+        return _tasks.get_task(self.task, **self.task_options)
 
     def _task_key(self) -> str:
         return json.dumps([self.task, self.task_options], sort_keys=True, default=str)
@@ -468,28 +439,20 @@ class RunConfig:
         """``model_name_or_path`` or the offline MiniLM default."""
         if self.model_name_or_path:
             return self.model_name_or_path
-        from syntaxformer.defaults import default_hf_model
-
         return default_hf_model()
 
     def data_options(self, split: str, max_samples: int | None) -> dict[str, Any]:
-        """The data section a task's ``load_split`` reads for ``split`` (``max_samples`` for this purpose). Every
-        split's file is in it: a task may read one split off another's file (a held-out part of ``train_file``
-        only when no ``dev_file`` is given)."""
+        """The data section a task's ``load_split`` reads for ``split``; every split's file is in it (a task may read
+        one split off another's file)."""
+        names = ("data_dir", "train_file", "dev_file", "test_file", "dataset", "dataset_config")
         return {
-            "data_dir": self.data_dir,
-            "train_file": self.train_file,
-            "dev_file": self.dev_file,
-            "test_file": self.test_file,
-            "dataset": self.dataset,
-            "dataset_config": self.dataset_config,
+            **{k: getattr(self, k) for k in names},
             "max_samples": max_samples,
             "data_seed": self.resolved_data_seed,
         }
 
     def is_given(self, name: str) -> bool:
-        """Whether option ``name`` was set above the library defaults (:attr:`given`; a config constructed
-        directly: whether it differs from its library default)."""
+        """Whether option ``name`` was set above the library defaults (:attr:`given`)."""
         if self.given is not None:
             return name in self.given
         f = next(f for f in dataclasses.fields(self) if f.name == name)
@@ -497,11 +460,10 @@ class RunConfig:
         return bool(getattr(self, name) != default)
 
     def for_task(self, task: Task, *, training: bool = True) -> RunConfig:
-        """The config a run of ``task`` uses (``self`` when nothing changes): the one place where the task's and the
-        encoder's defaults are decided. The task's training defaults fill the options not given (:meth:`is_given`;
-        other ``TrainingArguments`` go under ``training_args``, below the user's). With ``training``, an option the
-        task ignores (``Task.unused_options``) that was given is a :class:`ConfigError`, and a learning rate nobody
-        chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for an encoder of hidden size <= :data:`SMALL_ENCODER_HIDDEN`."""
+        """The config a run of ``task`` uses (``self`` when nothing changes): the task's training defaults fill the
+        options not given (other ``TrainingArguments`` under ``training_args``, below the user's). With
+        ``training``, a given option the task ignores (``Task.unused_options``) is a :class:`ConfigError`, and a
+        learning rate nobody chose becomes :data:`SMALL_ENCODER_LEARNING_RATE` for a small encoder."""
         if training:
             for name, instead in task.unused_options.items():
                 if self.is_given(name):
@@ -525,14 +487,12 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
-        """Build from a dict, routing its names once (:func:`route_options`); unknown names are an error naming
-        them (with a close match)."""
+        """Build from a dict, routing its names (:func:`route_options`). Raises ConfigError: naming unknown names
+        (with a close match)."""
         data = route_options(data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            import difflib
-
             system = str(data.get("model_type", "sgnet"))
             candidates = sorted(known | set(model_option_names(system if system in SYSTEMS else "sgnet")))
             hints = [
@@ -558,8 +518,6 @@ class RunConfig:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write as JSON (atomically)."""
-        from syntaxformer.utils import write_json
-
         write_json(path, self.to_dict())
 
 
@@ -580,8 +538,6 @@ BOUNDS: dict[str, tuple[float, bool]] = {
 def _encoder_hidden_size(path: str) -> int | None:
     """The hidden size of the encoder a run starts from (a model name or folder), or ``None`` if unknown."""
     try:
-        from transformers import AutoConfig
-
         config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError, KeyError):  # the model stage reports an encoder that cannot be loaded
         return None
@@ -599,10 +555,9 @@ def small_encoder_note(hidden: int) -> str:
 
 # -- routing ----------------------------------------------------------------------------------------------------
 def from_hf_spellings(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with the Hugging Face spellings of :data:`HF_SPELLINGS` replaced by the options they set
-    (``warmup_ratio`` below 1 -> ``warmup_steps``; ``bf16`` / ``fp16`` true -> ``mixed_precision``, false -> ``no``
-    unless the other is true). A spelling beside its option with another value, ``warmup_ratio`` of 1 or more, or
-    ``bf16`` and ``fp16`` both true are a :class:`ConfigError`."""
+    """``data`` with the Hugging Face spellings of :data:`HF_SPELLINGS` replaced by the options they set (``bf16`` /
+    ``fp16`` false -> ``mixed_precision`` ``no`` unless the other is true). Raises ConfigError: a spelling beside its
+    option with another value, ``warmup_ratio`` of 1 or more, or ``bf16`` and ``fp16`` both true."""
     out = {k: v for k, v in data.items() if k not in HF_SPELLINGS}
     half = {hf: typed_value(hf, data.get(hf, False), bool) for hf in ("bf16", "fp16")}
     if all(half.values()):
@@ -635,12 +590,10 @@ def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with every name where it belongs (module docstring, step 1): the Hugging Face spellings read,
-    top-level task and model options, ``model_kwargs`` / ``syntax_bert_options``, the shorthands and other
-    ``TrainingArguments`` fields moved into ``task_options`` / ``model`` / ``training_args``. Names it does not know
-    stay at the top level (:meth:`RunConfig.from_dict` reports them)."""
-    from syntaxformer.tasks.base import task_option_names
-
+    """``data`` with every name where it belongs, first match winning: a :class:`RunConfig` field; a Hugging Face
+    spelling (:data:`HF_SPELLINGS`); a shorthand (:data:`SHORTHANDS`); a task option (``task_options``); a system's
+    model option (``model``; also ``model_kwargs.*`` / ``syntax_bert_options.*``); any other ``TrainingArguments``
+    field (``training_args``). Unknown names stay at the top level (:meth:`RunConfig.from_dict` reports them)."""
     out = from_hf_spellings(data)
     model = {**_section(out, "model_kwargs"), **_section(out, "syntax_bert_options"), **_section(out, "model")}
     known = {f.name for f in dataclasses.fields(RunConfig)}
@@ -677,10 +630,8 @@ def route_options(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def merge_options(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The layers merged, later ones winning; the nested sections (``model``, ``task_options``, ``training_args``)
-    are merged key by key, and each layer's Hugging Face spellings are read first (:func:`from_hf_spellings`), so
-    a later layer's ``--bf16`` wins over an earlier ``mixed_precision``. The result is routed once, by
-    :meth:`RunConfig.from_dict`."""
+    """The layers merged, later ones winning; the nested sections are merged key by key, and each layer's Hugging
+    Face spellings are read first (a later ``--bf16`` wins over an earlier ``mixed_precision``)."""
     out: dict[str, Any] = {}
     for layer in layers:
         for key, value in from_hf_spellings(layer or {}).items():
@@ -749,13 +700,12 @@ def config_data(
     defaults: Mapping[str, Any] | None = None,
     **explicit: Any,
 ) -> dict[str, Any]:
-    """The merged options of the layers ``defaults`` < file with ``overrides`` < ``explicit`` (``None`` values
-    ignored), before routing (:func:`merge_options`)."""
+    """The merged options of the layers ``defaults`` (e.g. a command's presets) < a JSON / YAML file ``path`` with
+    ``key=value`` ``overrides`` (``--set``) < ``explicit`` options (``None`` values ignored), before routing."""
     file_layer = apply_overrides(read_config_file(path) if path is not None else {}, overrides)
     return merge_options(defaults, file_layer, {k: v for k, v in explicit.items() if v is not None})
 
 
 def load_config(*args: Any, **kwargs: Any) -> RunConfig:
-    """The :class:`RunConfig` of :func:`config_data` (same arguments): ``defaults`` (e.g. a command's presets) < a
-    JSON / YAML file ``path`` with ``key=value`` ``overrides`` (``--set``) < ``explicit`` options."""
+    """The :class:`RunConfig` of :func:`config_data` (same arguments)."""
     return RunConfig.from_dict(config_data(*args, **kwargs))

@@ -1,9 +1,6 @@
 """One writer per run folder: ``with RunLock(folder):`` holds the advisory lock file ``<folder>/.syntaxformer.lock``
-(owner pid, host, start time) while ``train`` writes the folder. POSIX: an ``flock``, released by the kernel however
-its process ends, so a killed run's file is stale and taken over with a warning; elsewhere the file is created
-exclusively and a pid that no longer runs on this host counts as stale. A second writer gets a DataError at once,
-naming the owner, and changes nothing (docs/reliability.md, "Run folders: one writer").
-"""
+while ``train`` writes the folder; a second writer gets a DataError at once, naming the owner (docs/reliability.md,
+"Run folders: one writer": a killed run's lock is taken over; POSIX ``flock``, elsewhere an exclusive file)."""
 
 from __future__ import annotations
 
@@ -48,11 +45,9 @@ def _alive(pid: Any, host: Any) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:  # another user's process
         return True
-    except OSError:
+    except OSError:  # ProcessLookupError: no such process
         return False
     return True
 
@@ -68,9 +63,9 @@ def _describe(owner: dict[str, Any] | None) -> str:
 
 
 class RunLock:
-    """The advisory lock of one run folder (a context manager; see the module docstring). Arguments: folder: the run
-    folder (created if missing; removed again on release if the lock file was all it held). Raises DataError: (on
-    entering) another live process holds the lock; the folder cannot be written."""
+    """The advisory lock of one run folder (a context manager; module docstring); ``folder`` is created if missing and
+    removed again on release if the lock file was all it held. Raises DataError: (on entering) another live process
+    holds the lock; the folder cannot be written."""
 
     def __init__(self, folder: str | os.PathLike):
         self.folder = Path(folder)
@@ -159,7 +154,6 @@ class RunLock:
 
 
 def run_lock(folder: str | os.PathLike) -> contextlib.AbstractContextManager[Any]:
-    """The :class:`RunLock` of ``folder`` in world process zero, which takes it for every process of a launch
-    (``RANK``, set by torchrun / accelerate launch, is read: the distributed state may not be set up yet); a no-op
-    in the others."""
+    """The :class:`RunLock` of ``folder`` in world process zero (``RANK``, as the distributed state may not be set up
+    yet), which takes it for every process of a launch; a no-op in the others."""
     return RunLock(folder) if os.environ.get("RANK", "0") in ("", "0") else contextlib.nullcontext()

@@ -1,9 +1,6 @@
-"""The model card (``README.md``): one writer, on ``huggingface_hub.ModelCard``, for a run folder (``train``) and
-an export (``syntaxformer export``). It says, from the run's own records: the system and its paper, how to use the
-folder, the model, the parser and where the trees come from, the data, the scores with the seed, the training
-settings and the command with the resolved run config; the hub metadata holds a ``model-index`` of the scores. No
-path of this machine (paths are made relative to the run folder's parent) and no secret goes into a card.
-"""
+"""The model card (``README.md``): one writer, on ``huggingface_hub.ModelCard``, for a run folder and an export, from
+the run's own records. No path of this machine (paths are made relative to the run folder's parent) and no secret
+goes into a card."""
 
 from __future__ import annotations
 
@@ -15,6 +12,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
+from syntaxformer.secrets import redact_secrets
+from syntaxformer.utils import atomic_write
 
 __all__ = ["INSTALL", "MODEL_CARD_FILE", "PAPERS", "TASK_DATASETS", "cli_command", "model_card", "write_model_card"]
 
@@ -108,8 +111,6 @@ def _relative(value: Any, base: Path) -> Any:
 
 def _base_model(path: str) -> str | None:
     """A hub id for the metadata (the offline MiniLM folder is its hub name), or ``None`` for local folders."""
-    from syntaxformer.defaults import DEFAULT_HF_MODEL_HUB, default_hf_model
-
     if path in (default_hf_model(), DEFAULT_HF_MODEL_HUB):
         return DEFAULT_HF_MODEL_HUB
     return path if not Path(path).exists() and path.count("/") == 1 else None
@@ -117,7 +118,6 @@ def _base_model(path: str) -> str | None:
 
 def _parser(metrics: Mapping[str, Any], run_config: Mapping[str, Any], annotator: Any) -> str:
     """The parser in words, from the annotator's own ``source`` (``spacy:NAME@VERSION`` or an outside parser's)."""
-
     if not metrics.get("syntax_keys"):
         return "none (the model reads no syntax; nothing is parsed)"
     source = str(getattr(annotator, "source", annotator) or run_config.get("parser") or "spacy:the default pipeline")
@@ -154,8 +154,6 @@ def _scores(metrics: Mapping[str, Any]) -> list[tuple[str, str, float]]:
 
 def _metadata(metrics, run_config, head, base, export, license) -> Any:
     """The hub metadata (``huggingface_hub.ModelCardData``)."""
-    from huggingface_hub import EvalResult, ModelCardData
-
     datasets = _datasets(metrics, run_config)
     title = str(metrics.get("task_title") or metrics.get("task"))
     tag = _PIPELINES[head][1] if head in _PIPELINES else None
@@ -192,7 +190,7 @@ def _use(head: str, folder: str, export: Mapping[str, Any] | None) -> list[str]:
     name, call, answer = _EXAMPLES.get(head, ("model", "", ""))
     lines = ["## Use", "", "```python"]
     if head not in _PIPELINES:
-        lines += [f"# {head}: load the model with the Auto classes; no pipeline for this head", "```"]
+        lines += [f"# {head}: load the model with the Auto classes; no pipeline for this head"]
     elif export is None:
         lines += [
             "import syntaxformer  # registers the model and the pipelines with transformers",
@@ -200,7 +198,6 @@ def _use(head: str, folder: str, export: Mapping[str, Any] | None) -> list[str]:
             "",
             f'{name} = pipeline("{_PIPELINES[head][0]}", model="{folder}")',
             f"{name}({call})  {answer}",
-            "```",
         ]
     else:
         lines += [
@@ -208,13 +205,10 @@ def _use(head: str, folder: str, export: Mapping[str, Any] | None) -> list[str]:
             "",
             f'{name} = pipeline(model="{folder}", trust_remote_code=True)  # this folder, or its hub id',
             f"{name}({call})  {answer}",
-            *(
-                ['clf(["A fine film.", "Dull."], top_k=None)   # every label per text, best first']
-                if name == "clf"
-                else []
-            ),
-            "```",
         ]
+        if name == "clf":
+            lines.append('clf(["A fine film.", "Dull."], top_k=None)   # every label per text, best first')
+    lines.append("```")
     if export is None:
         return [
             *lines,
@@ -403,15 +397,10 @@ def model_card(
     export: Mapping[str, Any] | None = None,
     license: str | None = None,
 ) -> Any:
-    """The model card (a ``huggingface_hub.ModelCard``) of a run folder (``metrics.json``, the resolved run config,
-    the model's config, the task's head), or with ``export`` (the pipeline options, ``syntax_pipeline.json``) of a
-    folder that loads with transformers alone. ``annotator`` names the run's parser; ``command`` the command line
-    (``None``: the Python API); ``folder`` the folder the card goes into (default ``MODEL_DIR``; paths are written
-    relative to the run folder's parent); ``license`` an export's (default: the encoder's when known, else other)."""
-    from huggingface_hub import ModelCard
-
-    from syntaxformer.secrets import redact_secrets
-
+    """The model card of a run folder, or with ``export`` (the pipeline options, ``syntax_pipeline.json``) of a folder
+    that loads with transformers alone. ``annotator`` names the run's parser; ``command`` the command line (``None``:
+    the Python API); ``folder`` the folder the card goes into (default ``MODEL_DIR``); ``license`` an export's
+    (default: the encoder's when known, else other)."""
     base = None if head == "seq2seq" else _base_model(str(metrics.get("model", "")))
     folder_path = Path(folder or "MODEL_DIR").absolute()
     parent = Path(run_config.get("output_dir") or folder_path).absolute().parent  # paths are relative to it
@@ -462,11 +451,8 @@ def write_model_card(
     **card_options: Any,
 ) -> Path:
     """Write :func:`model_card` (``card_args`` / ``card_options`` as it takes them) to ``<output_dir>/README.md``
-    (atomically); returns its path. ``folder``: the folder the card describes when it is written elsewhere first
-    (an export's temporary folder); default ``output_dir``. ``command`` defaults to this process's command line
-    (:func:`cli_command`) for a run folder."""
-    from syntaxformer.utils import atomic_write
-
+    (atomically); returns its path. ``folder``: the folder the card describes (default ``output_dir``); ``command``
+    defaults to this process's command line (:func:`cli_command`) for a run folder."""
     if command is None and export is None:
         command = cli_command()
     card = model_card(*card_args, command=command, folder=folder or output_dir, export=export, **card_options)

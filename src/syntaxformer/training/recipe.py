@@ -1,20 +1,7 @@
-"""``train`` as a recipe: one method per stage, each callable (and testable) on its own, in this order::
-
-    recipe = TrainRecipe(config)
-    recipe.resolve()          # the task (built once), the final config (RunConfig.for_task), the TrainingArguments
-    recipe.check_folder()     # a finished run is not replaced; the checkpoint to resume; the encoder loads
-    recipe.prepare_data()     # train / dev splits read, the run folder prepared (fingerprint, old run cleared)
-    recipe.build_model()      # tokenizer, model, featurization context
-    recipe.featurize()        # train / dev features
-    recipe.fit()              # Trainer.train
-    recipe.evaluate()         # final predictions on the evaluation splits (+ the task's auxiliary models)
-    recipe.save()             # model, run.json, metrics.json, model card
-
-:meth:`TrainRecipe.run` runs them all (the four preparing ones with the main process first when several processes
-were launched); :func:`train` runs it inside the run folder's lock. Nothing in the run folder changes before
-:meth:`prepare_data` has read the data. The ``TrainingArguments`` (:func:`training_arguments`) and the Trainer
-(:func:`build_trainer`) of a run are made here too; ``evaluate`` / ``predict`` use the same ones.
-"""
+"""``train`` as a recipe: :class:`TrainRecipe`, one method per stage, each callable (and testable) on its own, in this
+order: ``resolve``, ``check_folder``, ``prepare_data``, ``build_model``, ``featurize``, ``fit``, ``evaluate``, ``save``.
+:func:`train` runs them all inside the run folder's lock; nothing in the folder changes before ``prepare_data`` has
+read the data. ``evaluate`` / ``predict`` use this module's :func:`training_arguments` and :func:`build_trainer`."""
 
 from __future__ import annotations
 
@@ -25,6 +12,14 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import torch
+import transformers
+from accelerate import PartialState
+from transformers import Seq2SeqTrainingArguments, TrainingArguments
+from transformers.integrations import get_available_reporting_integrations
+from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
 
 from syntaxformer.errors import ConfigError, DataError, MissingDependencyError, SyntaxformerError
 from syntaxformer.secrets import check_hub_push, redact_secrets, redacting_arguments
@@ -44,6 +39,8 @@ from syntaxformer.training.blocks import (
     task_record,
 )
 from syntaxformer.training.config import RunConfig, small_encoder_note
+from syntaxformer.training.lock import run_lock
+from syntaxformer.training.model_card import write_model_card
 from syntaxformer.training.run_folder import (
     DEV_PREDICTIONS_FILE,
     METRICS_FILE,
@@ -72,10 +69,8 @@ logger = logging.getLogger(__name__)
 
 
 class TrainRecipe:
-    """One training run of a :class:`~syntaxformer.training.config.RunConfig`, stage by stage (module docstring). Each
-    stage reads what the earlier ones left on the recipe (``task``, ``args``, ``train_data``, ``model``, ``trainer``
-    ...) and adds its own; :attr:`metrics` is the content of ``metrics.json`` once :meth:`save` ran. Arguments: config:
-    the run; callbacks: extra ``transformers.TrainerCallback`` objects."""
+    """One training run, stage by stage (module docstring); each stage adds its results to the recipe (``task``,
+    ``args``, ``train_data``, ``model``, ``trainer`` ...). ``callbacks``: extra ``transformers.TrainerCallback``s."""
 
     def __init__(self, config: RunConfig, callbacks: Sequence[Any] = ()) -> None:
         self.config = config
@@ -89,10 +84,8 @@ class TrainRecipe:
     def run(self) -> dict[str, Any]:
         """All stages; returns the content of ``metrics.json``."""
         self.resolve()
-        # Several processes (accelerate launch / torchrun): the main process of each machine checks the run folder,
-        # parses and featurizes first, filling the parse and features caches; the others wait, then find both
-        # filled. Everything that can be refused is checked before anything in output_dir changes, and only process
-        # zero changes it.
+        # Several processes: the main one checks the folder, parses and featurizes first (filling the caches); the
+        # others wait, then find the caches filled. Only process zero changes output_dir.
         with self.args.main_process_first(desc="run folder checks, parsing and featurization"):
             self.check_folder()
             self.prepare_data()
@@ -105,15 +98,13 @@ class TrainRecipe:
 
     # -- stages -------------------------------------------------------------------------------------------------
     def resolve(self) -> None:
-        """The task (the one the config built when it was checked) and the final config
-        (:meth:`~syntaxformer.training.config.RunConfig.for_task`: options the task ignores refused, its training
-        defaults and the encoder's learning rate for the options not given), then the ``TrainingArguments``."""
+        """The task, the final config (:meth:`~syntaxformer.training.config.RunConfig.for_task`) and the
+        ``TrainingArguments``."""
         task = self.config.build_task()
-        config = self.config.for_task(task)  # the one place the task's and the encoder's defaults are decided
+        config = self.config.for_task(task)
         chosen = config.learning_rate != self.config.learning_rate and "learning_rate" not in task.training_defaults()
         self.lr_note = chosen  # announced when training starts, after every check that could refuse the run
-        self.config = config
-        self.task = task
+        self.config, self.task = config, task
         self.output_dir = os.path.abspath(config.output_dir)
         self.args = training_arguments(
             config, self.output_dir, seq2seq=uses_generation(config, task), label_names=task.label_names
@@ -129,7 +120,7 @@ class TrainRecipe:
 
     def check_folder(self) -> None:
         """Refuse to replace a finished run; find the checkpoint to resume (its options must be this run's); check
-        that the encoder's configuration loads and ``max_length`` fits it. Changes nothing on disk."""
+        the encoder. Changes nothing on disk."""
         config, output_dir = self.config, self.output_dir
         guard_finished_run(config, output_dir)
         self.resume_from = resume_checkpoint(config, output_dir)
@@ -140,9 +131,8 @@ class TrainRecipe:
         check_encoder(config, self.task)
 
     def prepare_data(self) -> None:
-        """Read the train and dev splits (subsampled as the config says), then prepare the run folder: the
-        fingerprint of options and training data written (or, resuming, checked), an old run cleared with
-        ``overwrite_output_dir``."""
+        """Read the train and dev splits, then prepare the run folder: the run fingerprint written (or, resuming,
+        checked), an old run cleared with ``overwrite_output_dir``."""
         config, task, output_dir = self.config, self.task, self.output_dir
         self.t_data = time.time()
         self.train_data = load_data(config, task, "train", config.max_train_samples)
@@ -164,12 +154,9 @@ class TrainRecipe:
 
     def build_model(self) -> None:
         """The tokenizer (the task's own, learned from the training data, or the pretrained model's), the model
-        (seeded) and the featurization context of what the model reads."""
-        import transformers
-
+        (seeded) and the featurization context."""
         config, task = self.config, self.task
-        # Tasks that learn their vocabulary (translation) build the tokenizer and the model from scratch; what
-        # they prepare (e.g. the target tokenizer) travels in `prep` to the featurization context.
+        # what a task that learns its vocabulary prepares (translation: the target tokenizer) travels in `prep`
         prep = TaskContext(
             tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=not config.disable_tqdm
         )
@@ -183,7 +170,7 @@ class TrainRecipe:
         self.context.extra.update(prep.extra)
 
     def featurize(self) -> None:
-        """The train and dev features (parsed and aligned; cached as the config says)."""
+        """The train and dev features."""
         self.train_ds = self.task.featurize(self.train_data, self.context, "train")
         self.dev_ds = self.task.featurize(self.dev_data, self.context, "dev")
         self.train_facts = self.task.feature_facts(self.train_ds)
@@ -191,12 +178,14 @@ class TrainRecipe:
         self.data_s = time.time() - self.t_data
 
     def fit(self) -> None:
-        """Train (from the checkpoint to resume, if any); the dev scores of the evaluations during training go to
-        :attr:`history`."""
+        """Train (resuming if asked); the dev scores of the evaluations during training go to :attr:`history`."""
         config, task = self.config, self.task
-        # Evaluations during training report the task's metrics; generation tasks only the validation loss
-        # (decoding every evaluation would multiply the cost), their metrics come after training.
-        metrics_fn = None if task.head == "seq2seq" else _metrics_fn(task, self.dev_data, self.dev_ds)
+
+        def dev_metrics(p: Any) -> dict[str, float]:  # the dev features are in dataset order
+            return task.compute_metrics(self.dev_data, task.postprocess(self.dev_data, self.dev_ds, p.predictions))
+
+        # generation tasks report only the validation loss during training (decoding each time costs too much)
+        metrics_fn = None if task.head == "seq2seq" else dev_metrics
         self.trainer = build_trainer(
             config,
             task,
@@ -210,16 +199,14 @@ class TrainRecipe:
             self.callbacks,
         )
         self.kind = system_kind(config.model_type, self.model)
-        self.sources = self.train_facts.get("syntax_source") or task.syntax_source(self.train_data, self.context)
-        if self.sources:
+        sources = self.train_facts.get("syntax_source") or task.syntax_source(self.train_data, self.context)
+        self.sources = sources
+        if sources:
             logger.info(
-                "syntax: dependency trees: %s; constituency trees: %s",
-                self.sources["dependency"],
-                self.sources["constituency"],
+                "syntax: dependency trees: %s; constituency trees: %s", sources["dependency"], sources["constituency"]
             )
-            if any(k.startswith("con_") for k in self.context.syntax_inputs) and self.sources[
-                "constituency"
-            ].startswith("none"):
+            no_trees = sources["constituency"].startswith("none")
+            if no_trees and any(k.startswith("con_") for k in self.context.syntax_inputs):
                 logger.info(
                     "note: these texts have no constituency trees, so Syntax-BERT's constituency sub-networks are empty"
                 )
@@ -244,12 +231,8 @@ class TrainRecipe:
         ]
 
     def evaluate(self) -> None:
-        """A final pass over the task's evaluation splits through ``predict``, so that the per-example predictions
-        are kept (paired significance tests): scores per split in :attr:`evaluations`; the first split (``dev``)
-        is the headline (:attr:`dev_scores`, ``dev_predictions.json``). The task's auxiliary models (SQuAD's
-        parallel verifier) are trained here, on the same features, and read with the dev predictions."""
-        import numpy as np
-
+        """Predict the task's evaluation splits: scores in :attr:`evaluations`, the first split's (``dev``) in
+        :attr:`dev_scores` and ``dev_predictions.json``; the task's auxiliary models are trained here."""
         config, task, trainer, output_dir = self.config, self.task, self.trainer, self.output_dir
         trainer.compute_metrics = None
         # Every process takes part in prediction (its outputs are gathered onto all of them); one writes the files.
@@ -305,11 +288,10 @@ class TrainRecipe:
             save_final_model(self.trainer, output_dir)
             readable_outputs(output_dir)  # model weights are written owner-only (0600) through a temporary file
         self.metrics = self._metrics()
+        record = redact_secrets(config.to_dict())  # no access token in the files a run writes
         if self.writer:
             self._write_trainer_files()
-        record = redact_secrets(config.to_dict())  # no access token in the files a run writes
-        # The run record last: a folder with run.json + metrics.json holds a finished run (evaluate / predict read it).
-        if self.writer:
+            # the run record last: a folder with run.json + metrics.json holds a finished run
             write_json(
                 Path(output_dir) / RUN_FILE,
                 {
@@ -321,12 +303,10 @@ class TrainRecipe:
                 },
             )
             write_json(Path(output_dir) / METRICS_FILE, self.metrics)
-        if self.writer and config.save_model:  # the model card beside the saved model (README.md)
-            from syntaxformer.training.model_card import write_model_card
-
-            write_model_card(
-                output_dir, self.metrics, record, self.model.config, task.head, annotator=self.context.annotator
-            )
+            if config.save_model:
+                write_model_card(
+                    output_dir, self.metrics, record, self.model.config, task.head, annotator=self.context.annotator
+                )
         logger.info(
             "%s %s dev %s = %.4f  (metrics in %s)",
             self.kind,
@@ -337,10 +317,8 @@ class TrainRecipe:
         )
 
     def _write_trainer_files(self) -> None:
-        """The files transformers' run_glue example leaves in its output folder: ``trainer_state.json`` (the log
-        history, also under ``save_strategy no``), ``train_results.json`` (the ``train()`` metrics and
-        ``train_samples``), ``eval_results.json`` (the dev evaluation as ``eval_*`` and ``eval_samples``) and
-        ``all_results.json`` (both)."""
+        """The files transformers' run_glue example leaves: ``trainer_state.json`` (also under ``save_strategy
+        no``), ``train_results.json``, ``eval_results.json`` (the dev scores as ``eval_*``) and ``all_results.json``."""
         folder = Path(self.output_dir)
         write_json(folder / "trainer_state.json", dataclasses.asdict(self.trainer.state))
         train = {**(self.result.metrics or {}), "train_samples": len(self.train_ds)}
@@ -351,11 +329,12 @@ class TrainRecipe:
 
     # -- metrics.json ---------------------------------------------------------------------------------------------
     def _metrics(self) -> dict[str, Any]:
-        """The content of ``metrics.json`` (:func:`syntaxformer.training.run.train`)."""
+        """The content of ``metrics.json``."""
         config, task = self.config, self.task
         meta, dev_meta = self.train_facts, self.dev_facts
         train_data, dev_data = self.train_data, self.dev_data
         lisa_log = [e["lisa_loss"] for e in self.trainer.state.log_history if "lisa_loss" in e]
+        loss = self.trainer.loss_over_all_steps
         return {
             "task": task.name,
             "task_title": task.title,
@@ -397,9 +376,7 @@ class TrainRecipe:
             "eval": self.evaluations,
             "history": self.history,
             "train": {
-                "loss": self.result.training_loss
-                if self.trainer.loss_over_all_steps is None
-                else self.trainer.loss_over_all_steps,
+                "loss": self.result.training_loss if loss is None else loss,
                 "global_step": self.trainer.state.global_step,
                 "epochs": self.trainer.state.epoch,
                 "runtime_s": round(self.train_s, 2),
@@ -426,15 +403,6 @@ class TrainRecipe:
         }
 
 
-def _metrics_fn(task: Task, data: Any, features: Any) -> Callable[[Any], dict[str, float]]:
-    """``compute_metrics`` for the Trainer's evaluations on ``features`` (of ``data``, in dataset order)."""
-
-    def compute(eval_pred: Any) -> dict[str, float]:
-        return task.compute_metrics(data, task.postprocess(data, features, eval_pred.predictions))
-
-    return compute
-
-
 def _best_checkpoint(trainer: Any) -> dict[str, Any]:
     """The best checkpoint's step and metric, when the Trainer kept the best model (``load_best_model_at_end``)."""
     best = trainer.state.best_model_checkpoint
@@ -448,40 +416,31 @@ def _train_auxiliary(
 ) -> dict[str, Any]:
     """Train the task's auxiliary models (:meth:`Task.auxiliary_models`) on the same features, each in
     ``<output_dir>/<name>``; name -> raw dev outputs."""
-    import transformers
-
     out: dict[str, Any] = {}
     for name, changes in task.auxiliary_models().items():
         sub = config.replace(model={**config.model, **changes}, output_dir=str(Path(output_dir) / name))
         transformers.set_seed(int(sub.seed))
         model = build_model(sub, task)
         model.train()
+        seq2seq = uses_generation(sub, task)
         args = training_arguments(
-            sub,
-            str(Path(output_dir) / name),
-            seq2seq=uses_generation(sub, task),
-            label_names=task.label_names,
-            eval_strategy="no",
+            sub, sub.output_dir, seq2seq=seq2seq, label_names=task.label_names, eval_strategy="no"
         )
         trainer = build_trainer(sub, task, model, tokenizer, args, context, train_ds, None)
         logger.info("training the auxiliary model %r of %s", name, task.title)
         trainer.train()
         out[name] = trainer.predict(dev_ds, ignore_keys=IGNORE_OUTPUTS, metric_key_prefix="eval").predictions
         if sub.save_model:
-            trainer.save_model(str(Path(output_dir) / name))
+            trainer.save_model(sub.output_dir)
     return out
 
 
 # -- train ----------------------------------------------------------------------------------------------------
 def train(config: RunConfig, *, callbacks: Sequence[Any] = ()) -> dict[str, Any]:
-    """Fine-tune on the task's train split, evaluate, save the model, ``run.json`` and ``metrics.json``
-    (:class:`TrainRecipe`; ``callbacks``: extra ``transformers.TrainerCallback`` objects); returns the content of
-    ``metrics.json``. The run folder is locked while the run writes it (:class:`~syntaxformer.training.lock.RunLock`): a
-    second ``train`` into the same folder is refused at once, a lock left by a killed run is taken over. A disk that
-    fills up ends in one :class:`~syntaxformer.errors.DataError` naming the folder (an earlier finished run there is
-    kept)."""
-    from syntaxformer.training.lock import run_lock
-
+    """Fine-tune, evaluate, save the model, ``run.json`` and ``metrics.json`` (:class:`TrainRecipe`; ``callbacks``:
+    extra ``transformers.TrainerCallback`` objects); returns the content of ``metrics.json``. The run folder is locked
+    while the run writes it (:func:`~syntaxformer.training.lock.run_lock`). Raises DataError: the disk fills up
+    (naming the folder; an earlier finished run there is kept)."""
     output_dir = os.path.abspath(config.output_dir)
     with run_lock(output_dir):
         try:
@@ -501,14 +460,9 @@ _REPORTING_PACKAGES = {"azure_ml": "azureml-core", "comet_ml": "comet-ml", "flyt
 
 
 def check_trainer_options(args: Any) -> None:
-    """Refuse, before any data is read or model built, what the Trainer would refuse only once it starts (with a
-    traceback, after the run folder got its fingerprint): ``report_to`` an integration that is unknown or whose package
-    is not installed; ``push_to_hub`` offline (``HF_HUB_OFFLINE``) or without a token; ``fp16`` on the CPU (as
-    ``TrainingArguments`` refuses ``bf16`` there). Raises ConfigError, MissingDependencyError: naming the option and
-    what would be right."""
-    from transformers.integrations import get_available_reporting_integrations
-    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
-
+    """Refuse before any data is read what the Trainer would refuse only once it starts: ``report_to`` an unknown or
+    uninstalled integration; ``push_to_hub`` offline or without a token; ``fp16`` on the CPU. Raises ConfigError,
+    MissingDependencyError: naming the option and what would be right."""
     for name in args.report_to or ():
         if name not in INTEGRATION_TO_CALLBACK:
             raise ConfigError(
@@ -532,9 +486,6 @@ def check_trainer_options(args: Any) -> None:
 def training_arguments(config: RunConfig, output_dir: str, *, seq2seq: bool = False, **overrides: Any) -> Any:
     """``TrainingArguments`` (``Seq2SeqTrainingArguments`` with ``seq2seq``) from a run config; ``overrides`` and
     then ``config.training_args`` win over the config's own fields."""
-    import torch
-    from transformers import Seq2SeqTrainingArguments, TrainingArguments
-
     from syntaxformer.training.trainer import precision_flags
 
     args_class = Seq2SeqTrainingArguments if seq2seq else TrainingArguments
@@ -600,19 +551,15 @@ def launched_processes() -> int:
 
 
 def is_main_process() -> bool:
-    """Whether this process writes the output files: the only one, or world process zero of several (the
-    distributed state the Trainer set up, ``accelerate.PartialState``)."""
+    """Whether this process writes the output files: the only one, or world process zero of several."""
     if launched_processes() <= 1:
         return True
-    from accelerate import PartialState
-
     return PartialState().is_main_process
 
 
 def _align_special_tokens(model: Any, tokenizer: Any) -> None:
     """Write the tokenizer's PAD/BOS/EOS ids into the model config where they differ, as the Trainer would, but
-    quietly: our configs are built from the encoder's, which often leaves them unset, and the Trainer's warning
-    about it on every run says nothing a user can act on."""
+    without its warning on every run (our configs often leave them unset)."""
     if tokenizer is None or not hasattr(model, "config"):
         return
     config = model.config
@@ -635,8 +582,8 @@ def build_trainer(
     compute_metrics: Callable | None = None,
     callbacks: Sequence[Any] = (),
 ) -> Any:
-    """The Trainer of a run (``SyntaxSeq2SeqTrainer`` for a seq2seq task evaluated by generation, else
-    ``SyntaxTrainer`` with the config's learning rates of new parameters and gates) over ``args``."""
+    """The Trainer of a run over ``args``: ``SyntaxSeq2SeqTrainer`` for a seq2seq task evaluated by generation, else
+    ``SyntaxTrainer``."""
     _align_special_tokens(model, tokenizer)
     kwargs = {
         "model": model,

@@ -1,15 +1,12 @@
-"""The runner: ``train`` / ``evaluate`` / ``predict`` for every task and every syntax system (``compare`` is
-:mod:`syntaxformer.training.comparison`). Everything task-specific goes through the typed
-:class:`~syntaxformer.tasks.Task` contract; :func:`train` runs :class:`~syntaxformer.training.recipe.TrainRecipe`
-stage by stage, on the building blocks of :mod:`syntaxformer.training.blocks` (re-exported here).
+"""The runner: ``train`` (:class:`~syntaxformer.training.recipe.TrainRecipe`) / ``evaluate`` / ``predict`` for every
+task (through the typed :class:`~syntaxformer.tasks.Task` contract) and every syntax system, on the building blocks
+of :mod:`syntaxformer.training.blocks` (re-exported here).
 
 Files in ``output_dir`` after :func:`train`: ``run.json`` (the task definition, the system and the annotator scheme
 with the module or entry point defining each, and the resolved run config: :func:`evaluate` / :func:`predict`
-rebuild the same task, model and features from the folder alone); ``metrics.json``; ``dev_predictions.json`` (the
-final model's dev predictions in dataset order, for paired significance tests); the final model, tokenizer and
-model card; ``checkpoint-<step>/`` folders and ``run_fingerprint.json`` (what a ``resume`` must find unchanged).
-Nothing in ``output_dir`` changes before the run's options, model and data have been checked and read.
-"""
+rebuild the same task, model and features from the folder alone); ``metrics.json``; ``dev_predictions.json`` (for
+paired significance tests); the final model, tokenizer and model card; ``checkpoint-<step>/`` folders and
+``run_fingerprint.json`` (what a ``resume`` must find unchanged)."""
 
 from __future__ import annotations
 
@@ -22,6 +19,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from transformers import AutoModelForSeq2SeqLM
 
 from syntaxformer import registry as _registry
 from syntaxformer.errors import ConfigError, DataError, FormatError
@@ -41,6 +40,7 @@ from syntaxformer.training.blocks import (
     system_kind,
 )
 from syntaxformer.training.config import RunConfig
+from syntaxformer.training.lock import run_lock
 from syntaxformer.training.recipe import (
     IGNORE_OUTPUTS,
     build_trainer,
@@ -87,8 +87,7 @@ def _split_name(split: str) -> str:
 def load_run(
     run_dir: str | os.PathLike, changes: Mapping[str, Any] | None = None, *, trust_remote_code: bool | None = None
 ) -> tuple[RunConfig, Task]:
-    """The run config (with ``changes``; :meth:`~syntaxformer.training.config.RunConfig.for_task`) and the task of a
-    run folder written by :func:`train`. A part (task, system, annotator) registered outside the package and not
+    """The run config (with ``changes``) and the task of a run folder. A part registered outside the package and not
     installed as an entry point is found by importing the module that defined it, only with ``trust_remote_code``
     (default: inside :func:`syntaxformer.registry.trust_run_code`). Raises DataError: no ``run.json``; FormatError:
     not the JSON ``train`` wrote; ConfigError: a module to import without ``trust_remote_code``."""
@@ -104,8 +103,6 @@ def load_run(
             f"not the run record `syntaxformer train` writes ({type(e).__name__}: {e}); train again into a new folder",
             source=str(path),
         ) from None
-    # Parts registered in code outside the package (task, system, annotator scheme) are found by importing the
-    # module that defined them; entry points are found without it.
     parts: list[tuple[str, Any, _registry.Registry]] = [
         ("task", record, _registry.TASKS),
         ("system", saved.get("system"), _registry.SYSTEMS),
@@ -136,9 +133,8 @@ def load_run(
 
 
 def load_trained_model(folder: str | os.PathLike, head: str | None = None) -> tuple[str, Any]:
-    """The system and the model a run of :func:`train` (or ``save_pretrained``) saved in ``folder``: with the task head
-    ``head`` (a :attr:`~syntaxformer.tasks.Task.head`), or its backbone alone (``None``). Raises DataError: the folder
-    holds no syntaxformer model, or it does not load."""
+    """The system and the model saved in ``folder``: with the task head ``head``, or its backbone alone (``None``).
+    Raises DataError: the folder holds no syntaxformer model, or it does not load."""
     saved = saved_system(str(folder))
     if saved is None:
         raise DataError(
@@ -151,13 +147,8 @@ def load_trained_model(folder: str | os.PathLike, head: str | None = None) -> tu
 
 
 def _trained(run_dir: str, config: RunConfig, task: Task, prep: TaskContext) -> tuple[Any, Any]:
-    """The model and tokenizer saved in a run folder (``prep`` receives what the task loads besides, e.g. the
-    target tokenizer of a translation model)."""
+    """The model and tokenizer saved in a run folder (``prep`` receives what the task loads besides)."""
     if task.head == "seq2seq":
-        from transformers import AutoModelForSeq2SeqLM
-
-        import syntaxformer.modeling  # noqa: F401  (registers the syntax models with the Auto classes)
-
         with loading_model(run_dir):  # loading_model names a folder without config.json
             model = AutoModelForSeq2SeqLM.from_pretrained(run_dir)
     else:
@@ -215,11 +206,8 @@ def _run_split(
 def _split_outputs(
     run_dir: str | os.PathLike, output_dir: str | None, names: Sequence[str], overwrite: bool
 ) -> contextlib.AbstractContextManager[Any]:
-    """Before any work is done for :func:`evaluate` / :func:`predict`: the files they would write are refused if
-    they exist (unless ``overwrite``), and the folder they go to is locked (:func:`~syntaxformer.training.lock.run_lock`) while it is written, so
-    that a ``train`` or another ``evaluate`` writing the same folder is refused at once."""
-    from syntaxformer.training.lock import run_lock
-
+    """Before :func:`evaluate` / :func:`predict` work: the files they would write are refused if they exist (unless
+    ``overwrite``); returns the lock of the folder they go to (:func:`~syntaxformer.training.lock.run_lock`)."""
     load_run(run_dir)  # first, what is wrong with the folder itself (not a run, a part that is not installed)
     out_dir = Path(os.path.abspath(output_dir or str(run_dir)))
     existing = [str(out_dir / name) for name in names if (out_dir / name).exists()]
@@ -239,10 +227,9 @@ def evaluate(
     output_dir: str | None = None,
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Score the model of a run folder (:func:`train`'s) on a labeled split, with run-config ``changes`` (e.g.
-    ``{"parser_noise": 0.4}``, ``{"dev_file": "my.tsv"}``); writes ``eval_<split>.json`` to ``output_dir`` (default
-    ``run_dir``) under its lock, replacing an earlier one only with ``overwrite`` (DataError before anything is
-    computed). Returns ``{"task", "model", "split", "size", "total", "subsample", "data", "scores", "loss", ...}``."""
+    """Score the model of a run folder on a labeled split, with run-config ``changes`` (e.g. ``{"parser_noise":
+    0.4}``); writes ``eval_<split>.json`` to ``output_dir`` (default ``run_dir``), replacing an earlier one only with
+    ``overwrite`` (else DataError, before anything is computed). Returns ``{"task", "split", "scores", "loss", ...}``."""
     split = _split_name(split)
     with _split_outputs(run_dir, output_dir, [f"eval_{split}.json"], overwrite):
         t0 = time.time()
@@ -264,16 +251,10 @@ def evaluate(
             "runtime_s": round(time.time() - t0, 2),
             "environment": environment(),
         }
+        path, score = Path(out_dir) / f"eval_{split}.json", result["scores"].get(task.main_metric, float("nan"))
         if is_main_process():
-            write_json(Path(out_dir) / f"eval_{split}.json", result)
-        logger.info(
-            "%s %s %s = %.4f (%s)",
-            task.title,
-            split,
-            task.main_metric,
-            result["scores"].get(task.main_metric, float("nan")),
-            Path(out_dir) / f"eval_{split}.json",
-        )
+            write_json(path, result)
+        logger.info("%s %s %s = %.4f (%s)", task.title, split, task.main_metric, score, path)
         return result
 
 
@@ -285,11 +266,9 @@ def predict(
     output_dir: str | None = None,
     overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Predict a split with the model of a run folder; writes ``predictions_<split>.tsv`` (``index``, ``id``,
-    ``prediction``: label strings, or values for regression) and ``predictions_<split>.jsonl`` (the task's full
-    records, :meth:`~syntaxformer.tasks.base.Task.prediction_records`: the fields of ``predict --input`` and the
-    gold answer). If the split has labels, scores are reported too. Existing prediction files are replaced only with
-    ``overwrite`` (refused before anything is computed), and the output folder is locked while it is written."""
+    """Predict a split with the model of a run folder (scores too if it has labels); writes ``predictions_<split>.tsv``
+    (``index``, ``id``, ``prediction``) and ``.jsonl`` (:meth:`~syntaxformer.tasks.base.Task.prediction_records`),
+    replacing earlier ones only with ``overwrite`` (else DataError, before anything is computed)."""
     split = _split_name(split)
     names = [f"predictions_{split}.tsv", f"predictions_{split}.jsonl"]
     with _split_outputs(run_dir, output_dir, names, overwrite):

@@ -1,10 +1,5 @@
 """The data a finished run was scored on, read again from the files its ``run.json`` names: the split itself
-(:func:`load_dev_data`, e.g. for the texts that ``dev_predictions.json`` does not keep) and a translation run's
-references (:func:`run_references`, for BLEU tests).
-
-Used by ``compare`` (:mod:`syntaxformer.training.comparison`) and by the run-folder analyses
-(:mod:`syntaxformer.analysis.compare_runs`, :mod:`syntaxformer.analysis.buckets`).
-"""
+(:func:`load_dev_data`) and a translation run's references (:func:`run_references`, for BLEU tests)."""
 
 from __future__ import annotations
 
@@ -14,25 +9,21 @@ from typing import Any
 
 from syntaxformer.data.readers.parallel import ParallelCorpus
 from syntaxformer.errors import InputError
+from syntaxformer.training.run import load_run
 
 __all__ = ["load_dev_data", "run_references"]
 
 
 def load_dev_data(run_dir: str | Path, split: str = "dev") -> tuple[Any, Any]:
-    """``(task, data)``: the task of a run folder and its ``split`` as the run read it (the same files and subsample,
-    from ``run.json``), e.g. for the texts and references that ``dev_predictions.json`` does not keep. Raises DataError:
-    the folder has no ``run.json``; FormatError: it is not the one ``train`` writes."""
-    from syntaxformer.training.run import load_run
-
+    """``(task, data)``: the task of a run folder and its ``split`` as the run read it. Raises DataError: no
+    ``run.json``; FormatError: not the one ``train`` writes."""
     config, task = load_run(run_dir)
-    max_samples = config.max_eval_samples
-    return task, task.load_split(split, config.data_options(split, max_samples))
+    return task, task.load_split(split, config.data_options(split, config.max_eval_samples))
 
 
 def run_references(run_dir: str | Path, ids: Sequence[str] | None = None, split: str = "dev") -> list[str]:
-    """The references of a translation run's ``split`` (the one its ``dev_predictions.json`` names: the first evaluation
-    set), read again from the data named in its ``run.json``. Raises InputError: the data has no references, or not the
-    examples of ``ids``."""
+    """The references of a translation run's ``split``, read again from the data named in its ``run.json``. Raises
+    InputError: the data has no references, or not the examples of ``ids``."""
     _, data = load_dev_data(run_dir, split)
     if not isinstance(data, ParallelCorpus) or data.targets is None:
         raise InputError(f"the dev data of {run_dir} has no references")

@@ -1,15 +1,17 @@
-"""The run folder of :func:`syntaxformer.training.run.train`: its file names, the checks before a run writes there
-(a finished run is never replaced silently; ``resume`` finds an intact checkpoint), and the writes that leave it
-whole (a model saved through a temporary folder, result files written atomically)."""
+"""The run folder of :func:`syntaxformer.training.run.train`: its file names, the checks before a run writes there,
+and the writes that leave it whole."""
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from syntaxformer.errors import DataError
+from syntaxformer.training.checkpoints import checkpoint_problems, latest_intact_checkpoint, list_checkpoints
 from syntaxformer.training.config import RunConfig
 from syntaxformer.utils import atomic_write, write_json
 
@@ -34,14 +36,9 @@ RUN_FILE = "run.json"
 
 
 def resume_checkpoint(config: RunConfig, output_dir: str) -> str | None:
-    """The checkpoint to resume from (``config.resume``), or ``None``; refuses to mix runs in one folder unless
-    ``config.overwrite_output_dir`` (the old checkpoints are removed when training starts: :func:`train`).
-    ``resume=True`` takes the newest *intact* checkpoint (:func:`~syntaxformer.training.checkpoints.
-    checkpoint_problems`), falling back past damaged or partial ones with a warning; a checkpoint given by path must be
-    intact. Raises DataError: the given checkpoint is missing or not intact; no checkpoint is intact; checkpoints of
-    another run are there and neither ``resume`` nor ``overwrite_output_dir`` is set."""
-    from syntaxformer.training.checkpoints import checkpoint_problems, latest_intact_checkpoint, list_checkpoints
-
+    """The checkpoint to resume from (``config.resume``; ``True``: the newest intact one), or ``None``. Raises
+    DataError: the given checkpoint is missing or not intact; no checkpoint is intact; checkpoints of another run are
+    there and neither ``resume`` nor ``overwrite_output_dir`` is set."""
     if isinstance(config.resume, str) and config.resume not in ("", "true", "True"):
         if not Path(config.resume).is_dir():
             raise DataError(f"resume checkpoint {config.resume} not found")
@@ -81,12 +78,7 @@ def resume_checkpoint(config: RunConfig, output_dir: str) -> str | None:
 
 
 def clear_previous_run(output_dir: str) -> None:
-    """Starting again with ``overwrite_output_dir``: the old run's checkpoints and result files go (a later
-    ``--resume`` would mistake the checkpoints for this run's; the folder must never show another run's scores)."""
-    import shutil
-
-    from syntaxformer.training.checkpoints import list_checkpoints
-
+    """Starting again with ``overwrite_output_dir``: the old run's checkpoints and result files go."""
     old = list_checkpoints(output_dir)
     results = [Path(output_dir) / n for n in _RESULT_FILES if (Path(output_dir) / n).is_file()]
     if old or results:
@@ -117,10 +109,9 @@ _RESULT_FILES = (
 
 
 def guard_finished_run(config: RunConfig, output_dir: str) -> None:
-    """A finished run (``metrics.json`` in ``output_dir``) is never replaced silently: ``resume`` has nothing to
-    continue and is refused; a new run there needs ``overwrite_output_dir``. Nothing is removed here: the old run's
-    files go only once the new run has read its data (:func:`clear_previous_run`), so a run that fails on its
-    options or files leaves the folder as it was."""
+    """A finished run (``metrics.json`` in ``output_dir``) is never replaced silently: ``resume`` is refused, a new
+    run needs ``overwrite_output_dir``. Nothing is removed here (:func:`clear_previous_run` does, once the data is
+    read). Raises DataError: naming the folder and what to do."""
     folder = Path(output_dir)
     if not (folder / METRICS_FILE).is_file():
         return
@@ -146,12 +137,8 @@ def write_run_file(path: Path, content: Any) -> None:
 
 
 def save_final_model(trainer: Any, output_dir: str) -> None:
-    """``trainer.save_model`` into a temporary folder beside the run's files, then each file renamed into place: a
-    kill while saving leaves the previous files or the new ones, never a truncated weights file (the temporary
-    folder, ``.tmp-model-*``, is removed when a run starts there again)."""
-    import shutil
-    import tempfile
-
+    """``trainer.save_model`` into a temporary folder (``.tmp-model-*``), then each file renamed into place: a kill
+    while saving never leaves a truncated weights file."""
     tmp = tempfile.mkdtemp(dir=output_dir, prefix=".tmp-model-")
     try:
         trainer.save_model(tmp)

@@ -1,9 +1,6 @@
 """Saved models a user points at: ``with loading_model(folder): model = AutoModel....from_pretrained(folder)`` (every
-load of a saved model in this package) checks a local folder first (:func:`model_folder_problem`) and turns any
-error of the load, which would otherwise surface deep inside transformers or safetensors, into one
-:class:`~syntaxformer.errors.DataError` naming the folder (docs/reliability.md, "Runs and models that cannot be
-read").
-"""
+load of a saved model in this package) turns any error of the load into one DataError naming the folder
+(docs/reliability.md, "Runs and models that cannot be read")."""
 
 from __future__ import annotations
 
@@ -13,6 +10,8 @@ import os
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from safetensors import safe_open
 
 from syntaxformer.errors import DataError, SyntaxformerError
 
@@ -28,10 +27,8 @@ WEIGHT_FILES = (
 
 
 def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> str | None:
-    """What keeps ``folder`` from loading as a saved ``transformers`` model, or ``None``. Checked: ``config.json`` is
-    there, is a JSON object and names a ``model_type``; with ``weights``, a weights file (:data:`WEIGHT_FILES`) is there
-    and readable: a safetensors header and length, a sharded index and its shards, a ``pytorch_model.bin`` that is a
-    complete zip archive."""
+    """What keeps ``folder`` from loading as a saved ``transformers`` model, or ``None``: ``config.json`` names a
+    ``model_type``; with ``weights``, a weights file (:data:`WEIGHT_FILES`) is there and readable."""
     folder = Path(folder)
     config = folder / "config.json"
     if not config.is_file():
@@ -62,11 +59,9 @@ def model_folder_problem(folder: str | os.PathLike, *, weights: bool = True) -> 
 
 @contextlib.contextmanager
 def loading_model(path: str | os.PathLike, what: str = "model", *, weights: bool = True) -> Iterator[None]:
-    """Check ``path`` (when it is a local folder) before a model is loaded from it, and turn any error of the load into
-    a :class:`~syntaxformer.errors.DataError` naming it. Arguments: path: the folder (or hub name) loaded inside the
-    block; what: what is loaded, for messages (``"model"``, ``"encoder"``); weights: whether the folder must hold
-    weights (``False``: a configuration alone is loaded). Raises DataError: the folder is not a loadable model
-    (:func:`model_folder_problem`), or the load failed."""
+    """Check ``path`` (a local folder or hub name) before a model is loaded from it inside the block. ``what``: what is
+    loaded, for messages; ``weights``: whether the folder must hold weights. Raises DataError: the folder is not a
+    loadable model (:func:`model_folder_problem`), or the load failed."""
     name = os.fspath(path)
     if Path(name).is_dir():
         problem = model_folder_problem(name, weights=weights)
@@ -92,26 +87,20 @@ def archive_problem(path: Path) -> str | None:
 
 
 def weights_problem(path: Path) -> str | None:
-    """What is wrong with a weights file (safetensors, torch archive, or a sharded index and its shards), or
-    ``None``."""
+    """What is wrong with a weights file (safetensors, torch archive, or a sharded index and its shards), or ``None``."""
     if path.name.endswith(".index.json"):
         try:
             shards = set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values())
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             return f"{path.name} is not a valid weight index ({type(e).__name__})"
         for shard in sorted(shards):
-            problem = (
-                weights_problem(path.parent / shard)
-                if (path.parent / shard).is_file()
-                else f"weight shard {shard} is missing"
-            )
-            if problem:
+            if not (path.parent / shard).is_file():
+                return f"weight shard {shard} is missing"
+            if problem := weights_problem(path.parent / shard):
                 return problem
         return None
     if path.suffix == ".safetensors":
         try:
-            from safetensors import safe_open
-
             with safe_open(str(path), framework="pt") as f:
                 list(f.keys())
         except Exception as e:  # noqa: BLE001 - safetensors raises its own error type for a truncated or garbled file

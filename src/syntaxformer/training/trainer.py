@@ -1,6 +1,6 @@
-"""What the syntax models need on top of ``transformers.Trainer`` (which stays the engine: checkpoints, resume,
-distributed training, mixed precision, logging): a separate learning rate for new parameters, the LISA loss log,
-exact resumes, precision flags, and the translation model's batches, decoding and schedule."""
+"""What the syntax models need on top of ``transformers.Trainer`` (which stays the engine): a separate learning rate
+for new parameters, the LISA loss log, exact resumes, precision flags, and the translation model's batches, decoding
+and schedule."""
 
 from __future__ import annotations
 
@@ -14,10 +14,15 @@ import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
-from transformers import PreTrainedModel, Seq2SeqTrainer, Trainer, TrainerCallback
+from transformers import PreTrainedModel, Seq2SeqTrainer, Trainer, TrainerCallback, get_inverse_sqrt_schedule
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, PredictionOutput, get_last_checkpoint, speed_metrics
 
 from syntaxformer.errors import InputError
+from syntaxformer.modeling.raw_text import padded
+from syntaxformer.modeling.seq2seq import generate_ids
+from syntaxformer.training.batching import LengthGroupedBatchSampler
+from syntaxformer.utils import atomic_write, write_json
 
 __all__ = [
     "EPOCH_RNG_FILE",
@@ -35,8 +40,8 @@ logger = logging.getLogger(__name__)
 
 
 def encoder_parameter_prefix(model: nn.Module) -> str | None:
-    """Name prefix (``"sgnet.encoder."`` ...) of the wrapped pretrained encoder's parameters, or ``None``: the
-    outermost sub-module that is a ``PreTrainedModel`` of another model type than the wrapper."""
+    """Name prefix (``"sgnet.encoder."`` ...) of the wrapped pretrained encoder's parameters (the outermost
+    ``PreTrainedModel`` sub-module of another model type than the wrapper), or ``None``."""
     own_type = getattr(getattr(model, "config", None), "model_type", None)
     for name, module in model.named_modules():
         if not name or not isinstance(module, PreTrainedModel):
@@ -47,25 +52,19 @@ def encoder_parameter_prefix(model: nn.Module) -> str | None:
 
 
 def new_parameter_names(model: nn.Module) -> set[str]:
-    """Names of the trainable parameters outside the pretrained encoder (SG-Net's syntax-guided layer,
-    aggregation, pooler and classifier; Syntax-BERT's: docs/syntax_bert.md)."""
+    """Names of the trainable parameters outside the pretrained encoder (docs/syntax_bert.md for Syntax-BERT's)."""
     prefix = encoder_parameter_prefix(model)
     return {n for n, p in model.named_parameters() if p.requires_grad and (prefix is None or not n.startswith(prefix))}
 
 
 def gate_parameter_names(model: nn.Module) -> set[str]:
-    """Names of Syntax-BERT's zero-initialised gates (``syntax_bert.gate.weight``), trained at ``gate_lr`` without
-    weight decay: a gate moves about one learning rate per Adam step, so at the encoder's rate it stays near 0
+    """Names of Syntax-BERT's zero-initialised gates (``syntax_bert.gate.weight``), trained at ``gate_lr``
     (docs/results.md)."""
     return {
         n
         for n, p in model.named_parameters()
         if p.requires_grad and n.endswith("gate.weight") and n.split(".")[-2] == "gate"
     }
-
-
-def _kind(name: str, new: set[str], gates: set[str]) -> str:
-    return "gate" if name in gates else "new" if name in new else "encoder"
 
 
 #: Sum of the training losses of steps 1..N, written into each ``checkpoint-N/`` (see :class:`_Resumable`).
@@ -82,10 +81,9 @@ else:
 
 class _Resumable(_TrainerBase):
     """What a run needs to be resumed as if it had never stopped, on top of the Trainer's checkpoints
-    (docs/reliability.md, "3. Resume"): each checkpoint also records the sum of the step losses 1..N (``loss_sum.json``;
-    ``Trainer.train`` averages over the resumed steps only), added back in :attr:`loss_over_all_steps`; and the CPU
-    random state at the start of its epoch (``epoch_rng_state.pt``), restored before a resumed mid-epoch's data loader
-    draws its length-grouped order (the Trainer restores its own state only after the skipped batches)."""
+    (docs/reliability.md, "3. Resume"): each checkpoint also records the sum of the step losses 1..N
+    (:data:`LOSS_FILE`, added back in :attr:`loss_over_all_steps`) and the CPU random state at the start of its epoch
+    (:data:`EPOCH_RNG_FILE`, restored before a resumed mid-epoch's data loader draws its length-grouped order)."""
 
     loss_sum_before: float | None = 0.0
     loss_over_all_steps: float | None = None
@@ -98,8 +96,7 @@ class _Resumable(_TrainerBase):
         self._set_callbacks()
 
     def _set_callbacks(self) -> None:
-        """Loss / metric logs through logging (the CLI shows them on stderr), so that stdout carries only a
-        command's result (e.g. JSON); and the hook that keeps each epoch's random state."""
+        """Loss / metric logs through logging (stdout carries only a command's result); the epoch-state hook."""
         self.remove_callback(PrinterCallback)
         if self.pop_callback(ProgressCallback) is not None:
             self.add_callback(_BarsOnlyCallback)
@@ -107,8 +104,6 @@ class _Resumable(_TrainerBase):
         self.add_callback(_EpochStartCallback(self))
 
     def train(self, resume_from_checkpoint: Any = None, *args: Any, **kwargs: Any) -> Any:
-        from transformers.trainer_utils import get_last_checkpoint
-
         path = resume_from_checkpoint
         if path is True:
             path = get_last_checkpoint(self.args.output_dir)
@@ -124,22 +119,8 @@ class _Resumable(_TrainerBase):
             self.loss_over_all_steps = total / self.state.global_step
         return out
 
-    def _on_epoch_begin(self, global_step: int, epoch: float | None) -> None:
-        """Called by :class:`_EpochStartCallback` before the epoch's data loader starts."""
-        resumed, self._resume_epoch_rng = self._resume_epoch_rng, None
-        mid_epoch = epoch is not None and not float(epoch).is_integer()  # at a boundary the Trainer restores it
-        if resumed is not None and resumed[0] < global_step and mid_epoch:  # resumed in the middle of that epoch
-            torch.set_rng_state(resumed[1])
-            self._epoch_start = resumed
-        else:
-            self._epoch_start = (global_step, torch.get_rng_state())
-
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         super()._save_checkpoint(model, trial)
-        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-
-        from syntaxformer.utils import atomic_write, write_json
-
         folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
         if not self.args.should_save or not os.path.isdir(folder):
             return
@@ -155,17 +136,25 @@ class _Resumable(_TrainerBase):
 
 
 class _EpochStartCallback(TrainerCallback):
-    """Tells a :class:`_Resumable` trainer that an epoch begins (before its data loader starts)."""
+    """Before an epoch's data loader starts: keeps the CPU random state of a :class:`_Resumable` trainer, or restores
+    the one a mid-epoch resume read (at an epoch boundary the Trainer restores its own)."""
 
     def __init__(self, trainer: _Resumable):
         self.trainer = trainer
 
     def on_epoch_begin(self, args, state, control, **kwargs):  # noqa: D102
-        self.trainer._on_epoch_begin(state.global_step, state.epoch)
+        trainer, step = self.trainer, state.global_step
+        resumed, trainer._resume_epoch_rng = trainer._resume_epoch_rng, None
+        mid_epoch = state.epoch is not None and not float(state.epoch).is_integer()
+        if resumed is not None and resumed[0] < step and mid_epoch:  # resumed in the middle of that epoch
+            torch.set_rng_state(resumed[1])
+            trainer._epoch_start = resumed
+        else:
+            trainer._epoch_start = (step, torch.get_rng_state())
 
 
 def _read_loss_sum(checkpoint: str) -> float | None:
-    """The loss sum recorded in a checkpoint, or ``None`` (written by an older version, or unreadable)."""
+    """The loss sum recorded in a checkpoint, or ``None``."""
     try:
         with open(os.path.join(checkpoint, LOSS_FILE), encoding="utf-8") as f:
             return float(json.load(f)["loss_sum"])
@@ -192,10 +181,8 @@ def _read_epoch_rng(checkpoint: str) -> tuple[int, Any] | None:
 
 class SyntaxTrainer(_Resumable, Trainer):
     """``Trainer`` whose optimizer puts ``new_params_lr`` on the parameters outside the encoder and ``gate_lr`` on
-    Syntax-BERT's gates (``None``: as ``args.learning_rate`` / the other new parameters), in parameter groups that
-    keep the Trainer's weight-decay rule; the scheduler scales every group alike. A model output's ``lisa_loss`` is
-    logged (mean since the last log) as ``lisa_loss`` / ``eval_lisa_loss`` beside the total ``loss``. The syntax
-    models return per-batch mean losses, so ``num_items_in_batch`` is not passed to them."""
+    Syntax-BERT's gates (``None``: as the encoder / the other new parameters); a model output's ``lisa_loss`` is logged
+    (mean since the last log) as ``lisa_loss`` / ``eval_lisa_loss``."""
 
     def __init__(self, *args: Any, new_params_lr: float | None = None, gate_lr: float | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -212,13 +199,16 @@ class SyntaxTrainer(_Resumable, Trainer):
             decay = set(self.get_decay_parameter_names(opt_model)) - gates
             new = new_parameter_names(opt_model) - gates
             rates = {"encoder": None, "new": self.new_params_lr, "gate": self.gate_lr}
+            kinds = {
+                n: "gate" if n in gates else "new" if n in new else "encoder" for n, _ in opt_model.named_parameters()
+            }
             groups: list[dict[str, Any]] = []
             for kind, lr in rates.items():
                 for wd in (True, False):
                     params = [
                         p
                         for n, p in opt_model.named_parameters()
-                        if p.requires_grad and _kind(n, new, gates) == kind and (n in decay) == wd
+                        if p.requires_grad and kinds[n] == kind and (n in decay) == wd
                     ]
                     if not params:
                         continue
@@ -226,14 +216,9 @@ class SyntaxTrainer(_Resumable, Trainer):
                     if lr is not None:
                         group["lr"] = float(lr)
                     groups.append(group)
-            if self.optimizer_cls_and_kwargs is not None:
-                optimizer_cls, optimizer_kwargs = self.optimizer_cls_and_kwargs
-            else:
-                # transformers annotates the model as a PreTrainedModel; any module works (its own Trainer passes one)
-                optimizer_cls, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(
-                    self.args,
-                    opt_model,  # type: ignore[arg-type]
-                )
+            # transformers annotates the model as a PreTrainedModel; any module works (its own Trainer passes one)
+            chosen = self.optimizer_cls_and_kwargs or self.get_optimizer_cls_and_kwargs(self.args, opt_model)  # type: ignore[arg-type]
+            optimizer_cls, optimizer_kwargs = chosen
             optimizer_kwargs = {k: v for k, v in optimizer_kwargs.items() if k not in ("params", "model")}
             self.optimizer = optimizer_cls(groups, **optimizer_kwargs)
         return super().create_optimizer(model)
@@ -254,10 +239,8 @@ class SyntaxTrainer(_Resumable, Trainer):
         self, model: nn.Module, inputs: dict[str, Any], prediction_loss_only: bool, ignore_keys: list[str] | None = None
     ) -> Any:
         if ignore_keys is None:  # the 0-d LISA loss is not a prediction
-            ignore_keys = list(
-                getattr(getattr(self.model, "config", None), "keys_to_ignore_at_inference", ["past_key_values"])
-            )
-            ignore_keys.append("lisa_loss")
+            config = getattr(self.model, "config", None)
+            ignore_keys = [*getattr(config, "keys_to_ignore_at_inference", ["past_key_values"]), "lisa_loss"]
         return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
 
     def _take_lisa(self, split: str) -> float | None:
@@ -273,8 +256,7 @@ class SyntaxTrainer(_Resumable, Trainer):
         super().log(logs, *args, **kwargs)
 
     def _get_eval_sampler(self, eval_dataset: Any) -> Any:
-        """Evaluate and predict in dataset order (one process; distributed: the Trainer's own): transformers 5
-        also length-groups evaluation batches under ``group_by_length``, which would permute the predictions."""
+        """Evaluate and predict in dataset order (one process): transformers 5 length-groups evaluation batches too."""
         if eval_dataset is not None and self.args.world_size <= 1:
             return torch.utils.data.SequentialSampler(eval_dataset)
         return super()._get_eval_sampler(eval_dataset)
@@ -300,8 +282,7 @@ class _BarsOnlyCallback(ProgressCallback):
 
 
 class LoggingCallback(TrainerCallback):
-    """Log the Trainer's logs (loss, learning rate, eval metrics) at INFO through this module's logger, numbers to 4
-    significant digits (the CLI shows them on stderr)."""
+    """Log the Trainer's logs at INFO through this module's logger, numbers to 4 significant digits."""
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: D102
         if not state.is_world_process_zero or not logs:
@@ -311,8 +292,8 @@ class LoggingCallback(TrainerCallback):
 
 
 def precision_flags(mode: str) -> dict[str, bool]:
-    """``{"bf16": ..., "fp16": ...}`` for ``TrainingArguments``: ``"bf16"`` / ``"fp16"`` force one, ``"no"`` neither,
-    ``"auto"`` bf16 on a CUDA GPU that supports it, else fp16 on a GPU, else float32 (CPU autocast gains nothing)."""
+    """``{"bf16": ..., "fp16": ...}`` for ``TrainingArguments``; ``"auto"``: bf16 on a CUDA GPU that supports it,
+    else fp16 on a GPU, else float32 (CPU autocast gains nothing)."""
     if mode == "auto" and torch.cuda.is_available():
         mode = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return {"bf16": mode == "bf16", "fp16": mode == "fp16"}
@@ -320,16 +301,10 @@ def precision_flags(mode: str) -> dict[str, bool]:
 
 class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
     """``Seq2SeqTrainer`` for the syntax-infused translation model: length-grouped training batches
-    (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`, reproducible across a resume), validation
-    batches sorted by source length, translations by the library's one decoding path (:meth:`predict`, as
-    ``predict``, the pipelines and ``syntaxformer translate``), and ``lr_scheduler_type="inverse_sqrt"`` read after
-    the update (update ``k`` runs at the schedule's value for step ``k + 1``, never at warm-up's 0).
-
-    Args:
-        length_bucket: batches per sorted chunk of the training sampler (50).
-        *args, **kwargs: as for ``transformers.Seq2SeqTrainer``; ``train_dataset`` / ``eval_dataset`` items are
-            dicts with ``input_ids`` (and ``labels``).
-    """
+    (:class:`~syntaxformer.training.batching.LengthGroupedBatchSampler`; ``length_bucket``: batches per sorted chunk),
+    validation batches sorted by source length, translations by the library's one decoding path (:meth:`predict`),
+    and ``lr_scheduler_type="inverse_sqrt"`` read after the update (update ``k`` runs at the schedule's value for step
+    ``k + 1``, never at warm-up's 0). Dataset items are dicts with ``input_ids`` (and ``labels``)."""
 
     def __init__(self, *args: Any, length_bucket: int = 50, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -337,8 +312,6 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
 
     # -- batches -----------------------------------------------------------------------------------------------
     def get_train_dataloader(self) -> DataLoader:
-        from syntaxformer.training.batching import LengthGroupedBatchSampler
-
         if self.train_dataset is None:
             raise InputError("SyntaxSeq2SeqTrainer.train needs a train_dataset")
         dataset: Any = self.train_dataset  # map-style: indexable, with a length
@@ -368,18 +341,12 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
         metric_key_prefix: str = "test",
         **gen_kwargs: Any,
     ) -> Any:
-        """The translations of ``test_dataset`` by :func:`~syntaxformer.modeling.seq2seq.generate_ids` (beam size
-        ``generation_num_beams``, ``generation_max_length`` when set; ``gen_kwargs`` ``num_beams`` / ``max_length``
-        win) as ``predictions`` ``[N, T]`` in dataset order; with labels also ``label_ids`` and the loss
-        (``<prefix>_loss``, in the validation's batches). Every process translates the whole set."""
+        """The translations of ``test_dataset`` by :func:`~syntaxformer.modeling.seq2seq.generate_ids` (``gen_kwargs``
+        ``num_beams`` / ``max_length`` win over ``generation_*``) as ``predictions`` ``[N, T]`` in dataset order; with
+        labels also ``label_ids`` and ``<prefix>_loss``. Every process translates the whole set."""
         args: Any = self.args  # Seq2SeqTrainingArguments
         if not args.predict_with_generate:
             return super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
-        from transformers.trainer_utils import PredictionOutput, speed_metrics
-
-        from syntaxformer.modeling.raw_text import padded
-        from syntaxformer.modeling.seq2seq import generate_ids
-
         start = time.time()
         metrics: dict[str, Any] = {}
         labels = None
@@ -388,35 +355,23 @@ class SyntaxSeq2SeqTrainer(_Resumable, Seq2SeqTrainer):
             loop = self.evaluation_loop(loader, "Prediction", True, ignore_keys, metric_key_prefix)
             metrics.update(loop.metrics or {})
             labels = padded([item["labels"] for item in test_dataset], -100, np.int64)
-        options = {
-            "num_beams": gen_kwargs.get("num_beams") or args.generation_num_beams,
-            "max_length": gen_kwargs.get("max_length") or args.generation_max_length,
-        }
+        options = {k: gen_kwargs.get(k) or getattr(args, f"generation_{k}") for k in ("num_beams", "max_length")}
+        options = {k: v for k, v in options.items() if v is not None}
         with self.accelerator.autocast():  # the mixed precision of the run, as its evaluations
-            ids = generate_ids(
-                self.model,
-                test_dataset,
-                args.per_device_eval_batch_size,
-                **{k: v for k, v in options.items() if v is not None},
-            )
+            ids = generate_ids(self.model, test_dataset, args.per_device_eval_batch_size, **options)
         metrics.update(speed_metrics(metric_key_prefix, start, num_samples=len(test_dataset)))
         self.control = self.callback_handler.on_predict(self.args, self.state, self.control, metrics)
         return PredictionOutput(predictions=ids, label_ids=labels, metrics=metrics)
 
     # -- schedule ----------------------------------------------------------------------------------------------
     def create_scheduler(self, num_training_steps: int, optimizer: torch.optim.Optimizer | None = None) -> Any:
-        if (
-            self.lr_scheduler is None
-            and str(getattr(self.args.lr_scheduler_type, "value", self.args.lr_scheduler_type)) == "inverse_sqrt"
-        ):
-            from transformers import get_inverse_sqrt_schedule
-
+        kind = str(getattr(self.args.lr_scheduler_type, "value", self.args.lr_scheduler_type))
+        if self.lr_scheduler is None and kind == "inverse_sqrt":
             optimizer = self.optimizer if optimizer is None else optimizer
             if optimizer is None:
                 raise InputError("create_scheduler needs the optimizer (create_optimizer runs first)")
-            schedule = get_inverse_sqrt_schedule(
-                optimizer, num_warmup_steps=self.args.get_warmup_steps(num_training_steps)
-            ).lr_lambdas[0]
+            warmup = self.args.get_warmup_steps(num_training_steps)
+            schedule = get_inverse_sqrt_schedule(optimizer, num_warmup_steps=warmup).lr_lambdas[0]
             self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule(step + 1))
             self._created_lr_scheduler = True
             return self.lr_scheduler
