@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from syntaxformer.data.tree import ancestors, check_heads, children, depths, roots
 from syntaxformer.errors import FormatError, InputError, TreeError
 from syntaxformer.utils import open_text
 
@@ -135,9 +136,9 @@ class Tree:
                 return None
             return line + token_lines[min(k, len(token_lines) - 1)]
 
-        def close(label: str, children: list, opened: int, first_word: int) -> Tree:
-            words = [c for c in children if isinstance(c, str)]
-            if words and len(words) < len(children):
+        def close(label: str, kids: list, opened: int, first_word: int) -> Tree:
+            words = [c for c in kids if isinstance(c, str)]
+            if words and len(words) < len(kids):
                 raise FormatError(
                     f"node {label!r} mixes words {words[:3]} with sub-trees; a word must be the only child of a "
                     f"pre-terminal such as (NN word), in {_clip(text)}",
@@ -151,17 +152,17 @@ class Tree:
                     source,
                     where(first_word),
                 )
-            if not children:
+            if not kids:
                 raise FormatError(
                     f"node {label!r} has no children (empty tree) in {_clip(text)}", source, where(opened)
                 )
-            return cls(label, children)
+            return cls(label, kids)
 
         # Iterative (an explicit stack of open nodes), so no input can exhaust Python's recursion limit here;
         # trees deeper than MAX_TREE_DEPTH are refused because the tree algorithms that follow recurse.
         if tokens[0] != "(":
             raise FormatError(f"expected '(' at token 0 ({tokens[0]!r}) in {_clip(text)}", source, where(0))
-        stack: list[tuple[str, list, int, list[int]]] = []  # (label, children, opened at, [first word])
+        stack: list[tuple[str, list, int, list[int]]] = []  # (label, kids, opened at, [first word])
         tree: Tree | None = None
         pos = 0
         while pos < len(tokens):
@@ -186,8 +187,8 @@ class Tree:
             elif tok == ")":
                 if not stack:
                     break  # a ')' after the tree: reported as text after it
-                label, children, opened, first = stack.pop()
-                node = close(label, children, opened, first[0])
+                label, kids, opened, first = stack.pop()
+                node = close(label, kids, opened, first[0])
                 pos += 1
                 if stack:
                     stack[-1][1].append(node)
@@ -283,12 +284,6 @@ def base_label(label: str) -> str:
     ``NP-SBJ-1`` -> ``NP``, ``PP-LOC=2`` -> ``PP``, ``ADVP|PRT`` -> ``ADVP``, ``S-TPC-1`` -> ``S``; labels that
     start with a dash are kept whole (``-LRB-``, ``-RRB-``, ``-NONE-``), as are ``-``, ``--`` and the empty
     label of the PTB wrapper. SST sentiment labels (``"0"`` .. ``"4"``) are unchanged.
-
-    Args:
-        label: a node label as read from the treebank.
-
-    Returns:
-        The bare category.
     """
     m = _DASHED_LABEL.match(label)
     if m:
@@ -326,15 +321,8 @@ def unescape_word(word: str) -> str:
 
 # -- clean-up -----------------------------------------------------------------------------------------
 def remove_empty(tree: Tree, empty_tags: frozenset[str] | set[str] = EMPTY_TAGS) -> Tree | None:
-    """A copy of ``tree`` without empty elements, pruning the nodes that are left without children.
-
-    Args:
-        tree: a tree that may contain ``(-NONE- *T*-1)`` style pre-terminals.
-        empty_tags: pre-terminal labels that mark empty elements (compared after :func:`base_label`).
-
-    Returns:
-        The pruned copy, or ``None`` when nothing but empty elements was under ``tree``.
-    """
+    """A copy of ``tree`` without empty elements (``(-NONE- *T*-1)``: pre-terminals whose :func:`base_label` is in
+    ``empty_tags``), pruning the nodes left without children; ``None`` when nothing else was under ``tree``."""
     if tree.is_preterminal():
         return None if base_label(tree.label) in empty_tags else Tree(tree.label, list(tree.children))
     kept: list[Tree | str] = []
@@ -366,23 +354,16 @@ def unwrap(tree: Tree, labels: frozenset[str] | set[str] = WRAPPER_LABELS) -> Tr
 def clean_ptb(
     tree: Tree, *, strip_tags: bool = True, remove_empties: bool = True, unwrap_root: bool = True
 ) -> Tree | None:
-    """Clean a treebank tree: drop empty elements, strip function tags, remove the root wrapper.
-
-    Args:
-        tree: a tree as read from a ``.mrg`` file or a Stanford parse.
-        strip_tags: reduce labels to their category (:func:`base_label`).
-        remove_empties: drop ``-NONE-`` elements and prune the nodes they leave empty (:func:`remove_empty`).
-        unwrap_root: remove the ``( ... )`` / ``(ROOT ...)`` wrapper (:func:`unwrap`).
+    """Clean a treebank tree (``.mrg``, a Stanford parse): drop empty elements (``remove_empties``,
+    :func:`remove_empty`), remove the ``( ... )`` / ``(ROOT ...)`` wrapper (``unwrap_root``, :func:`unwrap`) and
+    reduce labels to their category (``strip_tags``, :func:`base_label`).
 
     Returns:
         A new tree, or ``None`` when the tree holds no words once empty elements are gone.
     """
-    out = tree
-    if remove_empties:
-        pruned = remove_empty(tree)
-        if pruned is None:
-            return None
-        out = pruned
+    out = remove_empty(tree) if remove_empties else tree
+    if out is None:
+        return None
     if unwrap_root:
         out = unwrap(out)
     if strip_tags:
@@ -397,12 +378,8 @@ def iter_bracketed(text: str, source: str | None = None, first_line: int = 1) ->
     """Split text holding several bracketed trees into one string per top-level tree.
 
     Trees may span lines and several may share a line (the WSJ ``.mrg`` layout). Nothing but white space may
-    stand between trees.
-
-    Args:
-        text: the whole file (or part of it).
-        source: file name for error messages.
-        first_line: line number of ``text``'s first line.
+    stand between trees. ``source`` (a file name) and ``first_line`` (the number of ``text``'s first line) place
+    errors and trees.
 
     Yields:
         ``(tree_text, line)`` with the 1-based line on which the tree starts.
@@ -445,10 +422,7 @@ def iter_bracketed(text: str, source: str | None = None, first_line: int = 1) ->
 
 
 def read_bracketed(path: str | Path) -> Iterator[tuple[Tree, int]]:
-    """Read every top-level bracketed tree of a file, lazily.
-
-    Args:
-        path: a file of bracketed trees (``.mrg``, one-tree-per-line files, ...), UTF-8.
+    """Read every top-level bracketed tree of a file (``.mrg``, one tree per line, ...; UTF-8), lazily.
 
     Yields:
         ``(tree, line)``: the tree exactly as written (wrapper and function tags kept) and the 1-based line on
@@ -490,8 +464,6 @@ def projectivize(heads: list[int] | tuple[int, ...]) -> list[int]:
     re-attached to its grandparent, or becomes a root), as in pseudo-projective parsing (Nivre & Nilsson, 2005);
     every lift shortens a path to the root, so the loop ends. Projective input is returned unchanged (as a copy).
     """
-    from syntaxformer.data.tree import ancestors, check_heads
-
     out = [int(h) for h in heads]
     check_heads(out, "dependency tree")
     n = len(out)
@@ -520,10 +492,6 @@ def dependency_to_constituency(
     right dependents, in word order; a word without dependents is just its pre-terminal (no unary phrase). Phrase
     labels are the head's tag + ``"P"`` (``NOUNP``, ``VERBP``; ``XP`` without tags); pre-terminals carry the tag
     (``X`` without tags). Several roots are joined under one ``root_label`` node. The leaves are ``words``.
-
-    This is the classic correspondence between projective dependency trees and (flat, head-marked) phrase
-    structure; it adds no information the dependency tree lacks, but it gives models that read constituency
-    relations (Syntax-BERT's constituency sub-networks) a tree where no constituency parser is available.
     """
     n = len(words)
     if n == 0:
@@ -532,8 +500,6 @@ def dependency_to_constituency(
         raise InputError(
             f"dependency_to_constituency: {len(heads)} heads / {'-' if pos is None else len(pos)} tags for {n} words"
         )
-    from syntaxformer.data.tree import children, depths, roots
-
     proj = projectivize(heads)
     kids = children(proj)
     tag = [p or "X" for p in pos] if pos is not None else ["X"] * n
