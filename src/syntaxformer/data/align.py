@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from syntaxformer.data.sentence import Document, Sentence, check_unicode
 from syntaxformer.errors import AlignmentError, ConfigError, InputError
@@ -222,8 +223,6 @@ class SyntaxAligner:
         window_segment: int | None = 0,
         add_special_tokens: bool = True,
     ):
-        from tokenizers import Tokenizer
-
         backend = tokenizer if isinstance(tokenizer, Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
             raise AlignmentError(
