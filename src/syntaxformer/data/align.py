@@ -305,16 +305,12 @@ class SyntaxAligner:
                 words = np.full(len(ids), -1, dtype=np.int64)
                 piece = np.full(len(ids), -1, dtype=np.int64)
             else:
-                words = local + base
-                counts = np.bincount(local, minlength=n_w)
-                n_pieces[base : base + n_w] = counts
-                # k-th piece of its word: position minus the position of the word's first piece
-                first = np.zeros(n_w, dtype=np.int64)
-                order_first = np.unique(local, return_index=True)
-                first[order_first[0]] = order_first[1]
-                piece = np.arange(len(local)) - first[local]
                 if np.any(np.diff(local) < 0):
                     raise AlignmentError(f"subword pieces of {text[:60]!r} map to words out of order")
+                words = local + base
+                n_pieces[base : base + n_w] = np.bincount(local, minlength=n_w)
+                # k-th piece of its word: position minus the position of the word's first piece
+                piece = np.arange(len(local)) - np.searchsorted(local, local)
             seg_ids.append(ids)
             seg_word.append(words)
             seg_piece.append(piece)

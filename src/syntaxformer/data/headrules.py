@@ -538,10 +538,7 @@ class _Converter:
             self.deprels[dep.head] = "punct" if dep.punct else label
 
     def _attach(self, cat: str, kids: list[_Node], h: int, i: int) -> None:
-        dep, head = kids[i], kids[h]
-        self.heads[dep.head] = head.head
-        if self.labels:
-            self.deprels[dep.head] = self._label(cat, kids, h, i)
+        self._link(kids[i], kids[h], self._label(cat, kids, h, i) if self.labels else "dep")
 
     def _label(self, cat: str, kids: list[_Node], h: int, i: int) -> str:
         d, head = kids[i], kids[h]
