@@ -90,15 +90,12 @@ def encode_pairs(
                 for k, windows in enumerate(aligner.align_batch(chunk)):
                     ex = windows[0]
                     item = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
-                    if len(ex.forest) == 0:  # nothing parsed (e.g. whitespace only): features and syntax stay empty
-                        item.update({f"{f}_ids": np.zeros(len(ex), dtype=np.int64) for f in features})
-                        item.update({key: np.full(len(ex), -1, dtype=np.int64) for key in dependency})
-                    else:
-                        if features:
-                            item.update(subword_feature_ids(ex, forest_words([chunk[k]]), features))
-                        if dependency:
-                            syn = encode_syntax(ex, criterion="share", max_distance=1, constituency=False)
-                            item.update({key: syn[key].astype(np.int64) for key in dependency})
+                    # a source with no words (e.g. whitespace only) gets feature ids 0 and dependency tensors -1
+                    if features:
+                        item.update(subword_feature_ids(ex, forest_words([chunk[k]]), features))
+                    if dependency:
+                        syn = encode_syntax(ex, criterion="share", max_distance=1, constituency=False)
+                        item.update({key: syn[key].astype(np.int64) for key in dependency})
                     out.append(item)
                 bar.update(len(chunk))
     for item, row in zip(out, labels or []):
