@@ -324,15 +324,14 @@ class _Converter:
             if kids[-1].pending:
                 pending = kids[-1].pending + pending
                 kids[-1].pending = None
-        if (
-            depth > 0
-            and cat in _RAISE_LEADING_PUNCT
-            and len(kids) > 1
-            and kids[0].punct
-            and kids[0].cat in _RAISED_PUNCT
-            and not kids[1].punct
-        ):
-            pending.insert(0, kids.pop(0))
+            if (
+                cat in _RAISE_LEADING_PUNCT
+                and len(kids) > 1
+                and kids[0].punct
+                and kids[0].cat in _RAISED_PUNCT
+                and not kids[1].punct
+            ):
+                pending.insert(0, kids.pop(0))
         h = self._phrase_head(cat, kids, attach=True)
         head = kids[h]
         for k in kids:
