@@ -291,9 +291,8 @@ class SyntaxAligner:
         for text, sentences, offsets in parts:
             _check_offsets(text, sentences, offsets)
         forest = _build_forest(parts)
-        n_words_total = len(forest)
-        seg_ids, seg_word, seg_piece, seg_offsets = [], [], [], []
-        n_pieces = np.zeros(n_words_total, dtype=np.int64)
+        segs = []  # per text: (ids, word index, piece index, offsets) of its pieces
+        n_pieces = np.zeros(len(forest), dtype=np.int64)
         base = 0
         for (text, _sentences, offsets), enc in zip(parts, encs):
             n_w = len(offsets)
@@ -311,17 +310,14 @@ class SyntaxAligner:
                 n_pieces[base : base + n_w] = np.bincount(local, minlength=n_w)
                 # k-th piece of its word: position minus the position of the word's first piece
                 piece = np.arange(len(local)) - np.searchsorted(local, local)
-            seg_ids.append(ids)
-            seg_word.append(words)
-            seg_piece.append(piece)
-            seg_offsets.append(poff)
+            segs.append((ids, words, piece, poff))
             base += n_w
-        return self._windows(forest, n_pieces, seg_ids, seg_word, seg_piece, seg_offsets)
+        return self._windows(forest, n_pieces, segs)
 
-    def _windows(self, forest, n_pieces, ids, words, pieces, offsets) -> list[AlignedExample]:
-        pair = len(ids) == 2
+    def _windows(self, forest, n_pieces, segs) -> list[AlignedExample]:
+        pair = len(segs) == 2
         n_special = self._template.n_special(pair) if self.add_special_tokens else 0
-        lengths = [len(x) for x in ids]
+        lengths = [len(seg[0]) for seg in segs]
         spans_list: list[list[tuple[int, int]]]  # per window: (start, end) per segment
         if self.max_length is None or sum(lengths) + n_special <= self.max_length:
             spans_list = [[(0, n) for n in lengths]]
@@ -361,42 +357,22 @@ class SyntaxAligner:
         template = (
             (self._template.pair if pair else self._template.single)
             if self.add_special_tokens
-            else [("seq", k, 0) for k in range(len(ids))]
+            else [("seq", k, 0) for k in range(len(segs))]
         )
         out = []
         for w, spans in enumerate(spans_list):
-            cols: dict[str, list[np.ndarray]] = {k: [] for k in ("ids", "tt", "word", "piece", "off", "seq")}
+            parts = []  # per template item: (ids, token types, word index, piece index, offsets, sequence ids)
             for kind, value, type_id in template:
                 if kind == "special":
-                    one = np.ones(1, dtype=np.int64)
-                    cols["ids"].append(one * value)
-                    cols["tt"].append(one * type_id)
-                    cols["word"].append(-one)
-                    cols["piece"].append(-one)
-                    cols["off"].append(np.zeros((1, 2), dtype=np.int64))
-                    cols["seq"].append(-one)
+                    parts.append(([value], [type_id], [-1], [-1], [(0, 0)], [-1]))
                 else:
                     a, b = spans[value]
-                    cols["ids"].append(ids[value][a:b])
-                    cols["tt"].append(np.full(b - a, type_id, dtype=np.int64))
-                    cols["word"].append(words[value][a:b])
-                    cols["piece"].append(pieces[value][a:b])
-                    cols["off"].append(offsets[value][a:b])
-                    cols["seq"].append(np.full(b - a, value, dtype=np.int64))
-            cat = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
-            out.append(
-                AlignedExample(
-                    input_ids=cat["ids"],
-                    word_index=cat["word"],
-                    piece_index=cat["piece"],
-                    n_pieces=n_pieces,
-                    forest=forest,
-                    token_type_ids=cat["tt"],
-                    window=w,
-                    offsets=cat["off"].reshape(-1, 2),
-                    sequence_ids=cat["seq"],
-                )
+                    ids, words, pieces, offsets = (x[a:b] for x in segs[value])
+                    parts.append((ids, [type_id] * (b - a), words, pieces, offsets, [value] * (b - a)))
+            ids, tt, words, pieces, offsets, seq = (
+                np.concatenate([np.asarray(part[c], dtype=np.int64) for part in parts]) for c in range(6)
             )
+            out.append(AlignedExample(ids, words, pieces, n_pieces, forest, tt, w, offsets.reshape(-1, 2), seq))
         return out
 
 
