@@ -167,33 +167,18 @@ def pieces_to_words(piece_offsets: np.ndarray, word_offsets: np.ndarray) -> np.n
     return np.where(ov_next > ov, nxt, idx).astype(np.int64)
 
 
-@dataclass
-class _Template:
-    """Where a tokenizer puts special tokens: a list of ('special', id, type_id) / ('seq', k, type_id)."""
-
-    single: list[tuple[str, int, int]]
-    pair: list[tuple[str, int, int]]
-
-    @staticmethod
-    def learn(backend: Any) -> _Template:
-        def layout(e: Any) -> list[tuple[str, int, int]]:
-            out: list[tuple[str, int, int]] = []
-            for tok_id, type_id, seq, special in zip(e.ids, e.type_ids, e.sequence_ids, e.special_tokens_mask):
-                if special:
-                    out.append(("special", tok_id, type_id))
-                elif not out or out[-1][:2] != ("seq", seq):
-                    out.append(("seq", seq, type_id))
-            return out
-
-        # Encode tiny texts with special tokens and read off where the specials went. (``post_process`` on
-        # pre-made encodings loses the first sequence id in tokenizers 0.23, so use ``encode`` itself.)
-        return _Template(
-            layout(backend.encode("a", add_special_tokens=True)),
-            layout(backend.encode("a", "b", add_special_tokens=True)),
-        )
-
-    def n_special(self, pair: bool) -> int:
-        return sum(1 for item in (self.pair if pair else self.single) if item[0] == "special")
+def _template(backend: Any, *texts: str) -> list[tuple[str, int, int]]:
+    """Where a tokenizer puts special tokens around one text or a pair: ``('special', id, type_id)`` and
+    ``('seq', k, type_id)`` items in order, read off an encoding of tiny ``texts`` with special tokens.
+    (``post_process`` on pre-made encodings loses the first sequence id in tokenizers 0.23, so ``encode`` itself.)"""
+    e = backend.encode(*texts, add_special_tokens=True)
+    out: list[tuple[str, int, int]] = []
+    for tok_id, type_id, seq, special in zip(e.ids, e.type_ids, e.sequence_ids, e.special_tokens_mask):
+        if special:
+            out.append(("special", tok_id, type_id))
+        elif not out or out[-1][:2] != ("seq", seq):
+            out.append(("seq", seq, type_id))
+    return out
 
 
 class SyntaxAligner:
@@ -259,7 +244,7 @@ class SyntaxAligner:
         self.stride = stride
         self.window_segment = window_segment
         self.add_special_tokens = add_special_tokens
-        self._template = _Template.learn(self._backend)
+        self._templates = {False: _template(self._backend, "a"), True: _template(self._backend, "a", "b")}
 
     # -- public ------------------------------------------------------------------------------------------
     def __call__(self, text_a: TextLike, text_b: TextLike | None = None) -> list[AlignedExample]:
@@ -316,7 +301,8 @@ class SyntaxAligner:
 
     def _windows(self, forest, n_pieces, segs) -> list[AlignedExample]:
         pair = len(segs) == 2
-        n_special = self._template.n_special(pair) if self.add_special_tokens else 0
+        template = self._templates[pair] if self.add_special_tokens else [("seq", k, 0) for k in range(len(segs))]
+        n_special = sum(kind == "special" for kind, _, _ in template)
         lengths = [len(seg[0]) for seg in segs]
         spans_list: list[list[tuple[int, int]]]  # per window: (start, end) per segment
         if self.max_length is None or sum(lengths) + n_special <= self.max_length:
@@ -354,11 +340,6 @@ class SyntaxAligner:
                         spans = [(0, n) for n in lengths]
                         spans[seg] = (s, min(s + room, lengths[seg]))
                         spans_list.append(spans)
-        template = (
-            (self._template.pair if pair else self._template.single)
-            if self.add_special_tokens
-            else [("seq", k, 0) for k in range(len(segs))]
-        )
         out = []
         for w, spans in enumerate(spans_list):
             parts = []  # per template item: (ids, token types, word index, piece index, offsets, sequence ids)
