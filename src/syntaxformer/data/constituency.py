@@ -538,48 +538,40 @@ def with_dependency_trees(doc: _Analysis) -> _Analysis:
     return fill(item)
 
 
-class _Phrases:
-    """Phrase nodes (pre-terminals excluded) of the constituency trees of several sentences, concatenated.
+_PhraseLists = tuple[list[int], list[int], list[int], list[int]]
 
-    Attributes (lists, one entry per phrase): ``start`` / ``end`` inclusive word span (forest indices),
-    ``parent`` phrase id (-1 for a tree root) and ``depth`` (tree root = 0).
-    """
 
-    def __init__(self) -> None:
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.parent: list[int] = []
-        self.depth: list[int] = []
-
-    def add(self, tree: Tree, s0: int, n_words: int, leaf_parent: np.ndarray, what: str) -> None:
-        """Add the phrases of ``tree`` over forest words ``s0 .. s0 + n_words - 1``; set ``leaf_parent[w - s0]``
-        to the lowest phrase above word w's pre-terminal (-1 if the tree is a lone pre-terminal)."""
-        start, end, parent, depth = self.start, self.end, self.parent, self.depth
-        pos = s0
-        stop = s0 + n_words
-        # iterative pre-order of (node, parent phrase id); an int on the stack closes that phrase
-        stack: list[tuple[Tree | str | int, int]] = [(tree, -1)]
-        while stack:
-            node, par = stack.pop()
-            if isinstance(node, int):
-                end[node] = pos - 1
-            elif isinstance(node, str) or node.is_preterminal():  # a word (under its pre-terminal, if any)
-                if pos >= stop:
-                    raise TreeError(f"{what}: constituency tree has more leaves than the sentence's {n_words} words")
-                leaf_parent[pos - s0] = par
-                pos += 1
-            elif not node.children:
-                raise TreeError(f"{what}: constituency node {node.label!r} has no children")
-            else:
-                pid = len(start)
-                start.append(pos)
-                end.append(pos)
-                parent.append(par)
-                depth.append(depth[par] + 1 if par >= 0 else 0)
-                stack.append((pid, par))
-                stack.extend((c, pid) for c in reversed(node.children))
-        if pos != stop:
-            raise TreeError(f"{what}: constituency tree has {pos - s0} leaves for {n_words} words")
+def _add_phrases(phrases: _PhraseLists, tree: Tree, s0: int, n_words: int, leaf_parent: np.ndarray, what: str) -> None:
+    """Append the phrase nodes (pre-terminals excluded) of ``tree`` over forest words ``s0 .. s0 + n_words - 1`` to
+    ``phrases`` = ``(start, end, parent, depth)``, one entry per phrase: inclusive word span (forest indices), parent
+    phrase id (-1 for a tree root) and depth (tree root = 0). Set ``leaf_parent[w - s0]`` to the lowest phrase above
+    word w's pre-terminal (-1 if the tree is a lone pre-terminal)."""
+    start, end, parent, depth = phrases
+    pos = s0
+    stop = s0 + n_words
+    # iterative pre-order of (node, parent phrase id); an int on the stack closes that phrase
+    stack: list[tuple[Tree | str | int, int]] = [(tree, -1)]
+    while stack:
+        node, par = stack.pop()
+        if isinstance(node, int):
+            end[node] = pos - 1
+        elif isinstance(node, str) or node.is_preterminal():  # a word (under its pre-terminal, if any)
+            if pos >= stop:
+                raise TreeError(f"{what}: constituency tree has more leaves than the sentence's {n_words} words")
+            leaf_parent[pos - s0] = par
+            pos += 1
+        elif not node.children:
+            raise TreeError(f"{what}: constituency node {node.label!r} has no children")
+        else:
+            pid = len(start)
+            start.append(pos)
+            end.append(pos)
+            parent.append(par)
+            depth.append(depth[par] + 1 if par >= 0 else 0)
+            stack.append((pid, par))
+            stack.extend((c, pid) for c in reversed(node.children))
+    if pos != stop:
+        raise TreeError(f"{what}: constituency tree has {pos - s0} leaves for {n_words} words")
 
 
 def _lexical_heads(start: np.ndarray, end: np.ndarray, word_depth: np.ndarray) -> np.ndarray:
@@ -628,27 +620,24 @@ def encode_constituency(
     n = b - a
     con_depth = np.full(n, -1, dtype=np.int64)
     leaf_parent = np.full(n, -1, dtype=np.int64)
-    phrases = _Phrases()
+    phrases: _PhraseLists = ([], [], [], [])
     trees = trees or []
     for r, t in enumerate(run_ids.tolist()):
         tree = trees[t] if 0 <= t < len(trees) else None
         if tree is None:
             continue
         s0, s1 = int(bounds[r]), int(bounds[r + 1])
-        phrases.add(tree, s0 - a, s1 - s0, leaf_parent[s0 - a : s1 - a], f"sentence {t}")
+        _add_phrases(phrases, tree, s0 - a, s1 - s0, leaf_parent[s0 - a : s1 - a], f"sentence {t}")
         con_depth[s0 - a : s1 - a] = 0
     out["con_key"][pos] = words
     rel = words - a  # positions of the words in the range
-    if not phrases.start:
+    if not phrases[0]:
         out["con_depth"][pos] = con_depth[rel]
         return
-    P = len(phrases.start)
-    # one sentinel phrase at index P: the empty interval, head -1, its own parent
-    start = np.asarray(phrases.start + [0], dtype=np.int64)
-    end = np.asarray(phrases.end + [-1], dtype=np.int64)
-    parent = np.asarray(phrases.parent + [P], dtype=np.int64)
+    P = len(phrases[0])
+    # one sentinel phrase at index P: the empty interval (start 0, end -1), depth -1, head -1, its own parent
+    start, end, parent, depth = (np.asarray(p + [x], dtype=np.int64) for p, x in zip(phrases, (0, -1, P, -1)))
     parent[parent < 0] = P
-    depth = np.asarray(phrases.depth + [-1], dtype=np.int64)
     lex = np.append(_lexical_heads(start[:P], end[:P], word_depth) + a, -1)
     start[:P] += a
     end[:P] += a

@@ -504,22 +504,16 @@ class _Converter:
 
     @staticmethod
     def _is_aux(verb: _Node, vp: _Node) -> bool:
-        if verb.cat in ("MD", "TO"):
-            return True
-        if verb.word in _AUX_WORDS:
-            return True
-        return verb.word in _GET and vp.tag == "VBN"
+        return verb.cat in ("MD", "TO") or verb.word in _AUX_WORDS or (verb.word in _GET and vp.tag == "VBN")
 
     def _is_subject(self, i: int, kids: list[_Node]) -> bool:
         k = kids[i]
         if "SBJ" in k.ftags:
             return True
-        if k.cat not in ("NP", "S", "SBAR", "WHNP"):
+        if k.cat != "NP":
             return False
-        facts = self._facts(kids)
-        if facts.any_ftags:  # function tags present: trust them
-            return False
-        return k.cat == "NP" and facts.first_vp is not None and i < facts.first_vp
+        facts = self._facts(kids)  # with function tags present, trust them
+        return not facts.any_ftags and facts.first_vp is not None and i < facts.first_vp
 
     def _facts(self, kids: list[_Node]) -> _PhraseFacts:
         """Facts about one phrase's children, computed once per phrase (so that labelling a phrase of n children
