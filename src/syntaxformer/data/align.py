@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from syntaxformer.data.sentence import Document, Sentence, check_unicode
 from syntaxformer.errors import AlignmentError, ConfigError, InputError
@@ -166,33 +167,18 @@ def pieces_to_words(piece_offsets: np.ndarray, word_offsets: np.ndarray) -> np.n
     return np.where(ov_next > ov, nxt, idx).astype(np.int64)
 
 
-@dataclass
-class _Template:
-    """Where a tokenizer puts special tokens: a list of ('special', id, type_id) / ('seq', k, type_id)."""
-
-    single: list[tuple[str, int, int]]
-    pair: list[tuple[str, int, int]]
-
-    @staticmethod
-    def learn(backend: Any) -> _Template:
-        def layout(e: Any) -> list[tuple[str, int, int]]:
-            out: list[tuple[str, int, int]] = []
-            for tok_id, type_id, seq, special in zip(e.ids, e.type_ids, e.sequence_ids, e.special_tokens_mask):
-                if special:
-                    out.append(("special", tok_id, type_id))
-                elif not out or out[-1][:2] != ("seq", seq):
-                    out.append(("seq", seq, type_id))
-            return out
-
-        # Encode tiny texts with special tokens and read off where the specials went. (``post_process`` on
-        # pre-made encodings loses the first sequence id in tokenizers 0.23, so use ``encode`` itself.)
-        return _Template(
-            layout(backend.encode("a", add_special_tokens=True)),
-            layout(backend.encode("a", "b", add_special_tokens=True)),
-        )
-
-    def n_special(self, pair: bool) -> int:
-        return sum(1 for item in (self.pair if pair else self.single) if item[0] == "special")
+def _template(backend: Any, *texts: str) -> list[tuple[str, int, int]]:
+    """Where a tokenizer puts special tokens around one text or a pair: ``('special', id, type_id)`` and
+    ``('seq', k, type_id)`` items in order, read off an encoding of tiny ``texts`` with special tokens.
+    (``post_process`` on pre-made encodings loses the first sequence id in tokenizers 0.23, so ``encode`` itself.)"""
+    e = backend.encode(*texts, add_special_tokens=True)
+    out: list[tuple[str, int, int]] = []
+    for tok_id, type_id, seq, special in zip(e.ids, e.type_ids, e.sequence_ids, e.special_tokens_mask):
+        if special:
+            out.append(("special", tok_id, type_id))
+        elif not out or out[-1][:2] != ("seq", seq):
+            out.append(("seq", seq, type_id))
+    return out
 
 
 class SyntaxAligner:
@@ -222,8 +208,6 @@ class SyntaxAligner:
         window_segment: int | None = 0,
         add_special_tokens: bool = True,
     ):
-        from tokenizers import Tokenizer
-
         backend = tokenizer if isinstance(tokenizer, Tokenizer) else getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
             raise AlignmentError(
@@ -260,7 +244,7 @@ class SyntaxAligner:
         self.stride = stride
         self.window_segment = window_segment
         self.add_special_tokens = add_special_tokens
-        self._template = _Template.learn(self._backend)
+        self._templates = {False: _template(self._backend, "a"), True: _template(self._backend, "a", "b")}
 
     # -- public ------------------------------------------------------------------------------------------
     def __call__(self, text_a: TextLike, text_b: TextLike | None = None) -> list[AlignedExample]:
@@ -292,9 +276,8 @@ class SyntaxAligner:
         for text, sentences, offsets in parts:
             _check_offsets(text, sentences, offsets)
         forest = _build_forest(parts)
-        n_words_total = len(forest)
-        seg_ids, seg_word, seg_piece, seg_offsets = [], [], [], []
-        n_pieces = np.zeros(n_words_total, dtype=np.int64)
+        segs = []  # per text: (ids, word index, piece index, offsets) of its pieces
+        n_pieces = np.zeros(len(forest), dtype=np.int64)
         base = 0
         for (text, _sentences, offsets), enc in zip(parts, encs):
             n_w = len(offsets)
@@ -306,27 +289,21 @@ class SyntaxAligner:
                 words = np.full(len(ids), -1, dtype=np.int64)
                 piece = np.full(len(ids), -1, dtype=np.int64)
             else:
-                words = local + base
-                counts = np.bincount(local, minlength=n_w)
-                n_pieces[base : base + n_w] = counts
-                # k-th piece of its word: position minus the position of the word's first piece
-                first = np.zeros(n_w, dtype=np.int64)
-                order_first = np.unique(local, return_index=True)
-                first[order_first[0]] = order_first[1]
-                piece = np.arange(len(local)) - first[local]
                 if np.any(np.diff(local) < 0):
                     raise AlignmentError(f"subword pieces of {text[:60]!r} map to words out of order")
-            seg_ids.append(ids)
-            seg_word.append(words)
-            seg_piece.append(piece)
-            seg_offsets.append(poff)
+                words = local + base
+                n_pieces[base : base + n_w] = np.bincount(local, minlength=n_w)
+                # k-th piece of its word: position minus the position of the word's first piece
+                piece = np.arange(len(local)) - np.searchsorted(local, local)
+            segs.append((ids, words, piece, poff))
             base += n_w
-        return self._windows(forest, n_pieces, seg_ids, seg_word, seg_piece, seg_offsets)
+        return self._windows(forest, n_pieces, segs)
 
-    def _windows(self, forest, n_pieces, ids, words, pieces, offsets) -> list[AlignedExample]:
-        pair = len(ids) == 2
-        n_special = self._template.n_special(pair) if self.add_special_tokens else 0
-        lengths = [len(x) for x in ids]
+    def _windows(self, forest, n_pieces, segs) -> list[AlignedExample]:
+        pair = len(segs) == 2
+        template = self._templates[pair] if self.add_special_tokens else [("seq", k, 0) for k in range(len(segs))]
+        n_special = sum(kind == "special" for kind, _, _ in template)
+        lengths = [len(seg[0]) for seg in segs]
         spans_list: list[list[tuple[int, int]]]  # per window: (start, end) per segment
         if self.max_length is None or sum(lengths) + n_special <= self.max_length:
             spans_list = [[(0, n) for n in lengths]]
@@ -363,45 +340,20 @@ class SyntaxAligner:
                         spans = [(0, n) for n in lengths]
                         spans[seg] = (s, min(s + room, lengths[seg]))
                         spans_list.append(spans)
-        template = (
-            (self._template.pair if pair else self._template.single)
-            if self.add_special_tokens
-            else [("seq", k, 0) for k in range(len(ids))]
-        )
         out = []
         for w, spans in enumerate(spans_list):
-            cols: dict[str, list[np.ndarray]] = {k: [] for k in ("ids", "tt", "word", "piece", "off", "seq")}
+            parts = []  # per template item: (ids, token types, word index, piece index, offsets, sequence ids)
             for kind, value, type_id in template:
                 if kind == "special":
-                    one = np.ones(1, dtype=np.int64)
-                    cols["ids"].append(one * value)
-                    cols["tt"].append(one * type_id)
-                    cols["word"].append(-one)
-                    cols["piece"].append(-one)
-                    cols["off"].append(np.zeros((1, 2), dtype=np.int64))
-                    cols["seq"].append(-one)
+                    parts.append(([value], [type_id], [-1], [-1], [(0, 0)], [-1]))
                 else:
                     a, b = spans[value]
-                    cols["ids"].append(ids[value][a:b])
-                    cols["tt"].append(np.full(b - a, type_id, dtype=np.int64))
-                    cols["word"].append(words[value][a:b])
-                    cols["piece"].append(pieces[value][a:b])
-                    cols["off"].append(offsets[value][a:b])
-                    cols["seq"].append(np.full(b - a, value, dtype=np.int64))
-            cat = {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in cols.items()}
-            out.append(
-                AlignedExample(
-                    input_ids=cat["ids"],
-                    word_index=cat["word"],
-                    piece_index=cat["piece"],
-                    n_pieces=n_pieces,
-                    forest=forest,
-                    token_type_ids=cat["tt"],
-                    window=w,
-                    offsets=cat["off"].reshape(-1, 2),
-                    sequence_ids=cat["seq"],
-                )
+                    ids, words, pieces, offsets = (x[a:b] for x in segs[value])
+                    parts.append((ids, [type_id] * (b - a), words, pieces, offsets, [value] * (b - a)))
+            ids, tt, words, pieces, offsets, seq = (
+                np.concatenate([np.asarray(part[c], dtype=np.int64) for part in parts]) for c in range(6)
             )
+            out.append(AlignedExample(ids, words, pieces, n_pieces, forest, tt, w, offsets.reshape(-1, 2), seq))
         return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
 from syntaxformer.errors import DataError
@@ -31,8 +32,6 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 4000, min_frequency: int =
     Returns:
         a fast tokenizer (``pad``/``unk``/``bos``/``eos`` set, ``</s>`` appended to every encoded sentence).
     """
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence(

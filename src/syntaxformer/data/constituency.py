@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from syntaxformer.data.tree import ancestors, check_heads, children, depths, roots
 from syntaxformer.errors import FormatError, InputError, TreeError
 from syntaxformer.utils import open_text
 
@@ -135,9 +136,9 @@ class Tree:
                 return None
             return line + token_lines[min(k, len(token_lines) - 1)]
 
-        def close(label: str, children: list, opened: int, first_word: int) -> Tree:
-            words = [c for c in children if isinstance(c, str)]
-            if words and len(words) < len(children):
+        def close(label: str, kids: list, opened: int, first_word: int) -> Tree:
+            words = [c for c in kids if isinstance(c, str)]
+            if words and len(words) < len(kids):
                 raise FormatError(
                     f"node {label!r} mixes words {words[:3]} with sub-trees; a word must be the only child of a "
                     f"pre-terminal such as (NN word), in {_clip(text)}",
@@ -151,17 +152,17 @@ class Tree:
                     source,
                     where(first_word),
                 )
-            if not children:
+            if not kids:
                 raise FormatError(
                     f"node {label!r} has no children (empty tree) in {_clip(text)}", source, where(opened)
                 )
-            return cls(label, children)
+            return cls(label, kids)
 
         # Iterative (an explicit stack of open nodes), so no input can exhaust Python's recursion limit here;
         # trees deeper than MAX_TREE_DEPTH are refused because the tree algorithms that follow recurse.
         if tokens[0] != "(":
             raise FormatError(f"expected '(' at token 0 ({tokens[0]!r}) in {_clip(text)}", source, where(0))
-        stack: list[tuple[str, list, int, list[int]]] = []  # (label, children, opened at, [first word])
+        stack: list[tuple[str, list, int, list[int]]] = []  # (label, kids, opened at, [first word])
         tree: Tree | None = None
         pos = 0
         while pos < len(tokens):
@@ -186,8 +187,8 @@ class Tree:
             elif tok == ")":
                 if not stack:
                     break  # a ')' after the tree: reported as text after it
-                label, children, opened, first = stack.pop()
-                node = close(label, children, opened, first[0])
+                label, kids, opened, first = stack.pop()
+                node = close(label, kids, opened, first[0])
                 pos += 1
                 if stack:
                     stack[-1][1].append(node)
@@ -283,12 +284,6 @@ def base_label(label: str) -> str:
     ``NP-SBJ-1`` -> ``NP``, ``PP-LOC=2`` -> ``PP``, ``ADVP|PRT`` -> ``ADVP``, ``S-TPC-1`` -> ``S``; labels that
     start with a dash are kept whole (``-LRB-``, ``-RRB-``, ``-NONE-``), as are ``-``, ``--`` and the empty
     label of the PTB wrapper. SST sentiment labels (``"0"`` .. ``"4"``) are unchanged.
-
-    Args:
-        label: a node label as read from the treebank.
-
-    Returns:
-        The bare category.
     """
     m = _DASHED_LABEL.match(label)
     if m:
@@ -326,15 +321,8 @@ def unescape_word(word: str) -> str:
 
 # -- clean-up -----------------------------------------------------------------------------------------
 def remove_empty(tree: Tree, empty_tags: frozenset[str] | set[str] = EMPTY_TAGS) -> Tree | None:
-    """A copy of ``tree`` without empty elements, pruning the nodes that are left without children.
-
-    Args:
-        tree: a tree that may contain ``(-NONE- *T*-1)`` style pre-terminals.
-        empty_tags: pre-terminal labels that mark empty elements (compared after :func:`base_label`).
-
-    Returns:
-        The pruned copy, or ``None`` when nothing but empty elements was under ``tree``.
-    """
+    """A copy of ``tree`` without empty elements (``(-NONE- *T*-1)``: pre-terminals whose :func:`base_label` is in
+    ``empty_tags``), pruning the nodes left without children; ``None`` when nothing else was under ``tree``."""
     if tree.is_preterminal():
         return None if base_label(tree.label) in empty_tags else Tree(tree.label, list(tree.children))
     kept: list[Tree | str] = []
@@ -366,23 +354,16 @@ def unwrap(tree: Tree, labels: frozenset[str] | set[str] = WRAPPER_LABELS) -> Tr
 def clean_ptb(
     tree: Tree, *, strip_tags: bool = True, remove_empties: bool = True, unwrap_root: bool = True
 ) -> Tree | None:
-    """Clean a treebank tree: drop empty elements, strip function tags, remove the root wrapper.
-
-    Args:
-        tree: a tree as read from a ``.mrg`` file or a Stanford parse.
-        strip_tags: reduce labels to their category (:func:`base_label`).
-        remove_empties: drop ``-NONE-`` elements and prune the nodes they leave empty (:func:`remove_empty`).
-        unwrap_root: remove the ``( ... )`` / ``(ROOT ...)`` wrapper (:func:`unwrap`).
+    """Clean a treebank tree (``.mrg``, a Stanford parse): drop empty elements (``remove_empties``,
+    :func:`remove_empty`), remove the ``( ... )`` / ``(ROOT ...)`` wrapper (``unwrap_root``, :func:`unwrap`) and
+    reduce labels to their category (``strip_tags``, :func:`base_label`).
 
     Returns:
         A new tree, or ``None`` when the tree holds no words once empty elements are gone.
     """
-    out = tree
-    if remove_empties:
-        pruned = remove_empty(tree)
-        if pruned is None:
-            return None
-        out = pruned
+    out = remove_empty(tree) if remove_empties else tree
+    if out is None:
+        return None
     if unwrap_root:
         out = unwrap(out)
     if strip_tags:
@@ -397,12 +378,8 @@ def iter_bracketed(text: str, source: str | None = None, first_line: int = 1) ->
     """Split text holding several bracketed trees into one string per top-level tree.
 
     Trees may span lines and several may share a line (the WSJ ``.mrg`` layout). Nothing but white space may
-    stand between trees.
-
-    Args:
-        text: the whole file (or part of it).
-        source: file name for error messages.
-        first_line: line number of ``text``'s first line.
+    stand between trees. ``source`` (a file name) and ``first_line`` (the number of ``text``'s first line) place
+    errors and trees.
 
     Yields:
         ``(tree_text, line)`` with the 1-based line on which the tree starts.
@@ -445,10 +422,7 @@ def iter_bracketed(text: str, source: str | None = None, first_line: int = 1) ->
 
 
 def read_bracketed(path: str | Path) -> Iterator[tuple[Tree, int]]:
-    """Read every top-level bracketed tree of a file, lazily.
-
-    Args:
-        path: a file of bracketed trees (``.mrg``, one-tree-per-line files, ...), UTF-8.
+    """Read every top-level bracketed tree of a file (``.mrg``, one tree per line, ...; UTF-8), lazily.
 
     Yields:
         ``(tree, line)``: the tree exactly as written (wrapper and function tags kept) and the 1-based line on
@@ -490,8 +464,6 @@ def projectivize(heads: list[int] | tuple[int, ...]) -> list[int]:
     re-attached to its grandparent, or becomes a root), as in pseudo-projective parsing (Nivre & Nilsson, 2005);
     every lift shortens a path to the root, so the loop ends. Projective input is returned unchanged (as a copy).
     """
-    from syntaxformer.data.tree import ancestors, check_heads
-
     out = [int(h) for h in heads]
     check_heads(out, "dependency tree")
     n = len(out)
@@ -520,10 +492,6 @@ def dependency_to_constituency(
     right dependents, in word order; a word without dependents is just its pre-terminal (no unary phrase). Phrase
     labels are the head's tag + ``"P"`` (``NOUNP``, ``VERBP``; ``XP`` without tags); pre-terminals carry the tag
     (``X`` without tags). Several roots are joined under one ``root_label`` node. The leaves are ``words``.
-
-    This is the classic correspondence between projective dependency trees and (flat, head-marked) phrase
-    structure; it adds no information the dependency tree lacks, but it gives models that read constituency
-    relations (Syntax-BERT's constituency sub-networks) a tree where no constituency parser is available.
     """
     n = len(words)
     if n == 0:
@@ -532,8 +500,6 @@ def dependency_to_constituency(
         raise InputError(
             f"dependency_to_constituency: {len(heads)} heads / {'-' if pos is None else len(pos)} tags for {n} words"
         )
-    from syntaxformer.data.tree import children, depths, roots
-
     proj = projectivize(heads)
     kids = children(proj)
     tag = [p or "X" for p in pos] if pos is not None else ["X"] * n
@@ -572,48 +538,40 @@ def with_dependency_trees(doc: _Analysis) -> _Analysis:
     return fill(item)
 
 
-class _Phrases:
-    """Phrase nodes (pre-terminals excluded) of the constituency trees of several sentences, concatenated.
+_PhraseLists = tuple[list[int], list[int], list[int], list[int]]
 
-    Attributes (lists, one entry per phrase): ``start`` / ``end`` inclusive word span (forest indices),
-    ``parent`` phrase id (-1 for a tree root) and ``depth`` (tree root = 0).
-    """
 
-    def __init__(self) -> None:
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.parent: list[int] = []
-        self.depth: list[int] = []
-
-    def add(self, tree: Tree, s0: int, n_words: int, leaf_parent: np.ndarray, what: str) -> None:
-        """Add the phrases of ``tree`` over forest words ``s0 .. s0 + n_words - 1``; set ``leaf_parent[w - s0]``
-        to the lowest phrase above word w's pre-terminal (-1 if the tree is a lone pre-terminal)."""
-        start, end, parent, depth = self.start, self.end, self.parent, self.depth
-        pos = s0
-        stop = s0 + n_words
-        # iterative pre-order of (node, parent phrase id); an int on the stack closes that phrase
-        stack: list[tuple[Tree | str | int, int]] = [(tree, -1)]
-        while stack:
-            node, par = stack.pop()
-            if isinstance(node, int):
-                end[node] = pos - 1
-            elif isinstance(node, str) or node.is_preterminal():  # a word (under its pre-terminal, if any)
-                if pos >= stop:
-                    raise TreeError(f"{what}: constituency tree has more leaves than the sentence's {n_words} words")
-                leaf_parent[pos - s0] = par
-                pos += 1
-            elif not node.children:
-                raise TreeError(f"{what}: constituency node {node.label!r} has no children")
-            else:
-                pid = len(start)
-                start.append(pos)
-                end.append(pos)
-                parent.append(par)
-                depth.append(depth[par] + 1 if par >= 0 else 0)
-                stack.append((pid, par))
-                stack.extend((c, pid) for c in reversed(node.children))
-        if pos != stop:
-            raise TreeError(f"{what}: constituency tree has {pos - s0} leaves for {n_words} words")
+def _add_phrases(phrases: _PhraseLists, tree: Tree, s0: int, n_words: int, leaf_parent: np.ndarray, what: str) -> None:
+    """Append the phrase nodes (pre-terminals excluded) of ``tree`` over forest words ``s0 .. s0 + n_words - 1`` to
+    ``phrases`` = ``(start, end, parent, depth)``, one entry per phrase: inclusive word span (forest indices), parent
+    phrase id (-1 for a tree root) and depth (tree root = 0). Set ``leaf_parent[w - s0]`` to the lowest phrase above
+    word w's pre-terminal (-1 if the tree is a lone pre-terminal)."""
+    start, end, parent, depth = phrases
+    pos = s0
+    stop = s0 + n_words
+    # iterative pre-order of (node, parent phrase id); an int on the stack closes that phrase
+    stack: list[tuple[Tree | str | int, int]] = [(tree, -1)]
+    while stack:
+        node, par = stack.pop()
+        if isinstance(node, int):
+            end[node] = pos - 1
+        elif isinstance(node, str) or node.is_preterminal():  # a word (under its pre-terminal, if any)
+            if pos >= stop:
+                raise TreeError(f"{what}: constituency tree has more leaves than the sentence's {n_words} words")
+            leaf_parent[pos - s0] = par
+            pos += 1
+        elif not node.children:
+            raise TreeError(f"{what}: constituency node {node.label!r} has no children")
+        else:
+            pid = len(start)
+            start.append(pos)
+            end.append(pos)
+            parent.append(par)
+            depth.append(depth[par] + 1 if par >= 0 else 0)
+            stack.append((pid, par))
+            stack.extend((c, pid) for c in reversed(node.children))
+    if pos != stop:
+        raise TreeError(f"{what}: constituency tree has {pos - s0} leaves for {n_words} words")
 
 
 def _lexical_heads(start: np.ndarray, end: np.ndarray, word_depth: np.ndarray) -> np.ndarray:
@@ -662,27 +620,24 @@ def encode_constituency(
     n = b - a
     con_depth = np.full(n, -1, dtype=np.int64)
     leaf_parent = np.full(n, -1, dtype=np.int64)
-    phrases = _Phrases()
+    phrases: _PhraseLists = ([], [], [], [])
     trees = trees or []
     for r, t in enumerate(run_ids.tolist()):
         tree = trees[t] if 0 <= t < len(trees) else None
         if tree is None:
             continue
         s0, s1 = int(bounds[r]), int(bounds[r + 1])
-        phrases.add(tree, s0 - a, s1 - s0, leaf_parent[s0 - a : s1 - a], f"sentence {t}")
+        _add_phrases(phrases, tree, s0 - a, s1 - s0, leaf_parent[s0 - a : s1 - a], f"sentence {t}")
         con_depth[s0 - a : s1 - a] = 0
     out["con_key"][pos] = words
     rel = words - a  # positions of the words in the range
-    if not phrases.start:
+    if not phrases[0]:
         out["con_depth"][pos] = con_depth[rel]
         return
-    P = len(phrases.start)
-    # one sentinel phrase at index P: the empty interval, head -1, its own parent
-    start = np.asarray(phrases.start + [0], dtype=np.int64)
-    end = np.asarray(phrases.end + [-1], dtype=np.int64)
-    parent = np.asarray(phrases.parent + [P], dtype=np.int64)
+    P = len(phrases[0])
+    # one sentinel phrase at index P: the empty interval (start 0, end -1), depth -1, head -1, its own parent
+    start, end, parent, depth = (np.asarray(p + [x], dtype=np.int64) for p, x in zip(phrases, (0, -1, P, -1)))
     parent[parent < 0] = P
-    depth = np.asarray(phrases.depth + [-1], dtype=np.int64)
     lex = np.append(_lexical_heads(start[:P], end[:P], word_depth) + a, -1)
     start[:P] += a
     end[:P] += a

@@ -324,15 +324,14 @@ class _Converter:
             if kids[-1].pending:
                 pending = kids[-1].pending + pending
                 kids[-1].pending = None
-        if (
-            depth > 0
-            and cat in _RAISE_LEADING_PUNCT
-            and len(kids) > 1
-            and kids[0].punct
-            and kids[0].cat in _RAISED_PUNCT
-            and not kids[1].punct
-        ):
-            pending.insert(0, kids.pop(0))
+            if (
+                cat in _RAISE_LEADING_PUNCT
+                and len(kids) > 1
+                and kids[0].punct
+                and kids[0].cat in _RAISED_PUNCT
+                and not kids[1].punct
+            ):
+                pending.insert(0, kids.pop(0))
         h = self._phrase_head(cat, kids, attach=True)
         head = kids[h]
         for k in kids:
@@ -505,22 +504,16 @@ class _Converter:
 
     @staticmethod
     def _is_aux(verb: _Node, vp: _Node) -> bool:
-        if verb.cat in ("MD", "TO"):
-            return True
-        if verb.word in _AUX_WORDS:
-            return True
-        return verb.word in _GET and vp.tag == "VBN"
+        return verb.cat in ("MD", "TO") or verb.word in _AUX_WORDS or (verb.word in _GET and vp.tag == "VBN")
 
     def _is_subject(self, i: int, kids: list[_Node]) -> bool:
         k = kids[i]
         if "SBJ" in k.ftags:
             return True
-        if k.cat not in ("NP", "S", "SBAR", "WHNP"):
+        if k.cat != "NP":
             return False
-        facts = self._facts(kids)
-        if facts.any_ftags:  # function tags present: trust them
-            return False
-        return k.cat == "NP" and facts.first_vp is not None and i < facts.first_vp
+        facts = self._facts(kids)  # with function tags present, trust them
+        return not facts.any_ftags and facts.first_vp is not None and i < facts.first_vp
 
     def _facts(self, kids: list[_Node]) -> _PhraseFacts:
         """Facts about one phrase's children, computed once per phrase (so that labelling a phrase of n children
@@ -538,10 +531,7 @@ class _Converter:
             self.deprels[dep.head] = "punct" if dep.punct else label
 
     def _attach(self, cat: str, kids: list[_Node], h: int, i: int) -> None:
-        dep, head = kids[i], kids[h]
-        self.heads[dep.head] = head.head
-        if self.labels:
-            self.deprels[dep.head] = self._label(cat, kids, h, i)
+        self._link(kids[i], kids[h], self._label(cat, kids, h, i) if self.labels else "dep")
 
     def _label(self, cat: str, kids: list[_Node], h: int, i: int) -> str:
         d, head = kids[i], kids[h]

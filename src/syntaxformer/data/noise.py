@@ -73,6 +73,4 @@ def corrupt_sentence(sentence: Sentence, fraction: float, rng: np.random.Generat
     heads, change with them). ``metadata["corrupted_heads"]`` records the fraction.
     """
     heads = corrupt_heads(sentence.heads, fraction, rng)
-    metadata = dict(sentence.metadata)
-    metadata["corrupted_heads"] = fraction
-    return dataclasses.replace(sentence, heads=heads, metadata=metadata)
+    return dataclasses.replace(sentence, heads=heads, metadata={**sentence.metadata, "corrupted_heads": fraction})

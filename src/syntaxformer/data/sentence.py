@@ -24,6 +24,7 @@ from syntaxformer.data.tree import ancestors as _ancestors
 from syntaxformer.data.tree import check_heads as _check_heads
 from syntaxformer.data.tree import roots as _roots
 from syntaxformer.errors import FormatError, InputError, TreeError
+from syntaxformer.utils import atomic_write, json_lines, open_text
 
 if TYPE_CHECKING:
     from syntaxformer.data.constituency import Tree
@@ -305,8 +306,6 @@ def _offsets(value: Any, text_length: int | None) -> list[tuple[int, int]] | Non
 
 def read_jsonl(path: str) -> Iterator[Sentence | Document]:
     """Read sentences / documents written by :func:`write_jsonl` (a record with ``sentences`` is a Document)."""
-    from syntaxformer.utils import open_text
-
     with open_text(path) as f:
         yield from records_from_lines(f, path)
 
@@ -314,8 +313,6 @@ def read_jsonl(path: str) -> Iterator[Sentence | Document]:
 def records_from_lines(lines: Iterable[str], source: str) -> Iterator[Sentence | Document]:
     """The records of JSON lines written by :func:`write_jsonl` (a file's lines, standard input); errors name
     ``source`` and the line."""
-    from syntaxformer.utils import json_lines
-
     for lineno, data in json_lines(lines, source, "one sentence or document record (a JSON object) per line"):
         try:
             yield Document.from_dict(data) if "sentences" in data else Sentence.from_dict(data)
@@ -325,8 +322,6 @@ def records_from_lines(lines: Iterable[str], source: str) -> Iterator[Sentence |
 
 def write_jsonl(items: Sequence[Sentence | Document] | Iterator[Sentence | Document], path: str) -> int:
     """Write one JSON record per sentence / document, atomically (temp file + rename). Returns the count."""
-    from syntaxformer.utils import atomic_write
-
     n = 0
     with atomic_write(path) as f:
         for item in items:

@@ -22,6 +22,7 @@ from typing import cast
 import numpy as np
 
 from syntaxformer.data.align import AlignedExample
+from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import ConfigError, DataError, InputError
 
 #: The 17 Universal Dependencies POS tags (coarse tag set; spaCy's ``Token.pos_``).
@@ -62,90 +63,59 @@ def _values(name: str) -> tuple[str, ...]:
         raise ConfigError(f"unknown syntax feature {name!r}; expected one of {', '.join(FEATURES)}") from None
 
 
-def _tag_ids(tags: Sequence[str], values: tuple[str, ...]) -> np.ndarray:
-    index = {t: i + N_RESERVED for i, t in enumerate(values)}
-    return np.asarray([index.get(t, UNKNOWN_ID) for t in tags], dtype=np.int64)
-
-
-def word_feature_ids(example: AlignedExample, words: Sequence[str], name: str) -> np.ndarray:
-    """Word-level ids ``[W]`` of one feature (``subword`` has no word-level value: use :func:`subword_feature_ids`).
-
-    Args:
-        example: the aligned example (its ``forest`` holds ``upos`` / ``xpos`` for all its words).
-        words: the surface forms of the forest's words, in forest order (for ``case``).
-        name: ``upos``, ``xpos`` or ``case``.
-
-    Raises:
-        DataError / InputError: the sentences carry no tags of the requested tag set, or ``words`` has the wrong length.
-    """
-    forest = example.forest
-    W = len(forest)
-    if name in ("upos", "xpos"):
-        tags = getattr(forest, name)
-        if tags is None:
-            raise DataError(
-                f"feature {name!r} needs {name} tags on every sentence, but the parse has none; annotate with a "
-                f"spaCy pipeline that has a tagger (e.g. en_core_web_sm) or read a CoNLL-U file with {name}"
-            )
-        return _tag_ids(tags, FEATURE_VALUES[name])
-    if name == "case":
-        if len(words) != W:
-            raise InputError(f"case features need the {W} words of the example, got {len(words)}")
-        return np.asarray([N_RESERVED + int(w[:1].isupper()) for w in words], dtype=np.int64)
-    _values(name)
-    raise InputError(f"feature {name!r} is per subword; use subword_feature_ids")
-
-
-def subword_positions(example: AlignedExample) -> np.ndarray:
-    """``[L]`` B/M/E/O ids of every position (0 for special tokens).
-
-    A word of ``n`` pieces gives ``O`` for ``n == 1``, else ``B`` for piece 0, ``E`` for piece ``n - 1`` and ``M``
-    between (piece numbers of the full, untruncated tokenization).
-    """
-    word = np.asarray(example.word_index, dtype=np.int64)
-    piece = np.asarray(example.piece_index, dtype=np.int64)
-    out = np.zeros(len(word), dtype=np.int64)
-    vis = word >= 0
-    n = np.asarray(example.n_pieces, dtype=np.int64)[word[vis]]
-    k = piece[vis]
-    b, m, e, o = (N_RESERVED + SUBWORD_VALUES.index(v) for v in SUBWORD_VALUES)
-    out[vis] = np.where(n <= 1, o, np.where(k == 0, b, np.where(k >= n - 1, e, m)))
-    return out
-
-
 def subword_feature_ids(
     example: AlignedExample, words: Sequence[str] | None, features: Sequence[str]
 ) -> dict[str, np.ndarray]:
     """Per-position ids of the requested features for one aligned window.
 
     Args:
-        example: one window from :class:`~syntaxformer.data.align.SyntaxAligner`.
+        example: one window from :class:`~syntaxformer.data.align.SyntaxAligner` (its ``forest`` holds ``upos`` /
+            ``xpos`` for all its words).
         words: the forest's words in order (needed for ``case`` only; ``None`` otherwise).
         features: names among :data:`FEATURES`.
 
     Returns:
-        ``{f"{name}_ids": [L] int64}``; special tokens get 0 and every subword inherits its word's value.
+        ``{f"{name}_ids": [L] int64}``; special tokens get 0 and every subword inherits its word's value, but for
+        ``subword``: a word of ``n`` pieces gives ``O`` for ``n == 1``, else ``B`` for piece 0, ``E`` for piece
+        ``n - 1`` and ``M`` between (piece numbers of the full, untruncated tokenization).
+
+    Raises:
+        ConfigError: an unknown feature.
+        DataError / InputError: the sentences carry no tags of the requested tag set, or ``words`` is missing or
+            has the wrong length.
     """
     word = np.asarray(example.word_index, dtype=np.int64)
     vis = word >= 0
     out: dict[str, np.ndarray] = {}
     for name in features:
-        if name == "subword":
-            out["subword_ids"] = subword_positions(example)
-            continue
-        if name == "case" and words is None:
-            raise InputError("the case feature needs the words of the example (words=None given)")
-        per_word = word_feature_ids(example, words or (), name)
+        values = _values(name)
         ids = np.zeros(len(word), dtype=np.int64)
-        ids[vis] = per_word[word[vis]]
+        if name == "subword":
+            n = np.asarray(example.n_pieces, dtype=np.int64)[word[vis]]
+            k = np.asarray(example.piece_index, dtype=np.int64)[vis]
+            b, m, e, o = (N_RESERVED + values.index(v) for v in values)
+            ids[vis] = np.where(n <= 1, o, np.where(k == 0, b, np.where(k >= n - 1, e, m)))
+        elif name == "case":
+            if words is None:
+                raise InputError("the case feature needs the words of the example (words=None given)")
+            if len(words) != len(example.forest):
+                raise InputError(f"case features need the {len(example.forest)} words of the example, got {len(words)}")
+            ids[vis] = np.asarray([N_RESERVED + int(w[:1].isupper()) for w in words], dtype=np.int64)[word[vis]]
+        else:  # upos, xpos
+            tags = getattr(example.forest, name)
+            if tags is None:
+                raise DataError(
+                    f"feature {name!r} needs {name} tags on every sentence, but the parse has none; annotate with a "
+                    f"spaCy pipeline that has a tagger (e.g. en_core_web_sm) or read a CoNLL-U file with {name}"
+                )
+            index = {t: i + N_RESERVED for i, t in enumerate(values)}
+            ids[vis] = np.asarray([index.get(t, UNKNOWN_ID) for t in tags], dtype=np.int64)[word[vis]]
         out[f"{name}_ids"] = ids
     return out
 
 
 def forest_words(texts: Sequence[object]) -> list[str]:
     """The words of an example's texts (Sentence / Document / list of Sentences), in forest order."""
-    from syntaxformer.data.sentence import Document, Sentence
-
     words: list[str] = []
     for t in texts:
         if isinstance(t, Sentence):

@@ -2,8 +2,7 @@
 
 :mod:`syntaxformer.tasks.translation` (the ``translation`` task), :mod:`syntaxformer.modeling.seq2seq` and the
 pipeline of an exported model folder (:mod:`syntaxformer.sharing.syntax_pipeline`) all encode, batch and decode
-with these. This module imports only numpy, torch (in :func:`collate_pairs`) and the data layer, so it can travel in
-an exported model folder.
+with these. This module imports only numpy, torch and the data layer, so it can travel in an exported model folder.
 """
 
 from __future__ import annotations
@@ -12,8 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
+from syntaxformer.data.align import SyntaxAligner
+from syntaxformer.data.collate import encode_syntax, pad_arrays
+from syntaxformer.data.subword_features import FEATURES, forest_words, subword_feature_ids
 from syntaxformer.errors import ConfigError
+from syntaxformer.utils import progress
 
 __all__ = ["DEPENDENCY_KEYS", "PAD_VALUES", "collate_pairs", "decode_translations", "encode_pairs"]
 
@@ -51,11 +55,6 @@ def encode_pairs(
         one dict per pair: ``input_ids`` ``[L]``, each syntax input ``[L]`` (feature ids 0 and dependency tensors
         -1 at ``</s>``), ``labels`` ``[T]`` when there are targets.
     """
-    from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.data.collate import encode_syntax
-    from syntaxformer.data.subword_features import FEATURES, forest_words, subword_feature_ids
-    from syntaxformer.utils import progress
-
     if max_source_length < 2 or max_target_length < 2:
         raise ConfigError(
             "max_source_length and max_target_length must be at least 2, got "
@@ -91,15 +90,12 @@ def encode_pairs(
                 for k, windows in enumerate(aligner.align_batch(chunk)):
                     ex = windows[0]
                     item = {"input_ids": np.asarray(ex.input_ids, dtype=np.int64)}
-                    if len(ex.forest) == 0:  # nothing parsed (e.g. whitespace only): features and syntax stay empty
-                        item.update({f"{f}_ids": np.zeros(len(ex), dtype=np.int64) for f in features})
-                        item.update({key: np.full(len(ex), -1, dtype=np.int64) for key in dependency})
-                    else:
-                        if features:
-                            item.update(subword_feature_ids(ex, forest_words([chunk[k]]), features))
-                        if dependency:
-                            syn = encode_syntax(ex, criterion="share", max_distance=1, constituency=False)
-                            item.update({key: syn[key].astype(np.int64) for key in dependency})
+                    # a source with no words (e.g. whitespace only) gets feature ids 0 and dependency tensors -1
+                    if features:
+                        item.update(subword_feature_ids(ex, forest_words([chunk[k]]), features))
+                    if dependency:
+                        syn = encode_syntax(ex, criterion="share", max_distance=1, constituency=False)
+                        item.update({key: syn[key].astype(np.int64) for key in dependency})
                     out.append(item)
                 bar.update(len(chunk))
     for item, row in zip(out, labels or []):
@@ -114,10 +110,6 @@ def collate_pairs(
     (1 = real token) and, with labels and ``decoder_start_token_id``, ``decoder_input_ids`` (``<s>`` + labels
     shifted right, padding as ``pad_token_id``): the Trainer's label smoother takes the labels away from the model,
     which then needs its decoder input in the batch."""
-    import torch
-
-    from syntaxformer.data.collate import pad_arrays
-
     batch: dict[str, Any] = pad_arrays(items, pad_token_id, pad_values=PAD_VALUES, default_pad=0)
     lengths = torch.tensor([len(it["input_ids"]) for it in items])
     batch["attention_mask"] = (torch.arange(batch["input_ids"].shape[1]).unsqueeze(0) < lengths.unsqueeze(1)).long()

@@ -2,8 +2,6 @@
 
 All builders take the compact per-position tensors of :func:`syntaxformer.data.collate.encode_syntax` (batched by
 the collator, padded with -1) and build masks on the inputs' device. Masks are bool with True = may attend.
-This package depends on torch only (no data model): parse corruption (parser noise) is in
-:mod:`syntaxformer.data.noise`.
 """
 
 from syntaxformer.masks.random import random_like_groups, random_like_mask

@@ -52,6 +52,7 @@ SELF = "self"
 SPECIAL = "special"
 #: In group-id order: child (ids 1..D), parent (D+1..2D), sibling (2D+1..3D), pairwise (3D+1).
 KINDS = (CHILD, PARENT, SIBLING, PAIRWISE)
+_UNDISTANCED = (PAIRWISE, SELF, SPECIAL)  # ids 3D+1, 3D+2, 3D+3
 
 
 def num_groups(max_distance: int = 15, pairwise: bool = True) -> int:
@@ -62,12 +63,8 @@ def num_groups(max_distance: int = 15, pairwise: bool = True) -> int:
 def group_id(kind: str, distance: int = 1, max_distance: int = 15) -> int:
     """Group id of a relation ``kind`` (``"child"``, ``"parent"``, ``"sibling"``, ``"pairwise"``) at ``distance``;
     also the optional groups ``"self"`` (3D+2) and ``"special"`` (3D+3)."""
-    if kind == PAIRWISE:
-        return 3 * max_distance + 1
-    if kind == SELF:
-        return 3 * max_distance + 2
-    if kind == SPECIAL:
-        return 3 * max_distance + 3
+    if kind in _UNDISTANCED:
+        return 3 * max_distance + 1 + _UNDISTANCED.index(kind)
     if kind not in KINDS:
         raise InputError(f"unknown relation kind {kind!r}; expected one of {KINDS}")
     if not 1 <= distance <= max_distance:
@@ -81,9 +78,8 @@ def group_name(group: int, max_distance: int = 15) -> tuple[str, int]:
     D = max_distance
     if group == 0:
         return "none", 0
-    extra = {3 * D + 1: PAIRWISE, 3 * D + 2: SELF, 3 * D + 3: SPECIAL}
-    if group in extra:
-        return extra[group], 0
+    if 3 * D < group <= 3 * D + 3:
+        return _UNDISTANCED[group - 3 * D - 1], 0
     if not 1 <= group <= 3 * D:
         raise InputError(f"group id {group} is out of range 0..{3 * D + 3} for max_distance={D}")
     return KINDS[(group - 1) // D], (group - 1) % D + 1
