@@ -1,12 +1,8 @@
 """A persistent cache of parses, keyed by content + the annotator's :meth:`~.base.Annotator.cache_key` + mode.
 
-One SQLite file (many small files would waste inodes and slow look-ups; SQLite gives atomic transactions, readers
-across processes and batched look-ups), one row per parse with a SHA-256 checksum of its value. Corruption is never
-used silently: a row that fails its checksum is a miss and is deleted; a damaged file is repaired once, under an
-exclusive lock, keeping the rows that still pass their checksum and moving the damaged file aside; a cache locked
-past the timeout, or that cannot be written, is skipped with a warning: a cache never makes a run fail
-(docs/reliability.md, *Caches*). The key is the SHA-256 of ``[schema, mode, annotator key, content]``, so a
-retrained parser (or a new storage schema) simply misses.
+One SQLite file (atomic transactions, readers across processes, batched look-ups), one row per parse with a SHA-256
+checksum of its value; corruption is never used silently and a cache never makes a run fail (docs/reliability.md,
+*Caches*).
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from syntaxformer.errors import DataError
+from syntaxformer.utils import disk_full
 
 try:
     import fcntl
@@ -45,15 +42,9 @@ _SALVAGE_WINDOW = 256  # rowids read at once when copying the intact rows out of
 _RAISE = object()
 
 
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    return "locked" in str(error) or "busy" in str(error)
-
-
 def _unwritable(error: Exception) -> bool:
     """Whether ``error`` says the cache cannot be written at all (the disk or quota is full, the folder is read-only,
     missing or a file): a state a repair cannot mend and that must not fail the run."""
-    from syntaxformer.utils import disk_full
-
     if disk_full(error):
         return True
     if isinstance(error, OSError):
@@ -104,16 +95,12 @@ def default_cache_dir() -> str:
 
 
 def make_key(content: str | Sequence[str], annotator: str, mode: str) -> str:
-    """Cache key of one parse.
+    """Cache key of one parse: the SHA-256 hex digest of ``[schema, mode, annotator, content]``.
 
     Args:
         content: the text, or the list of pre-tokenized words.
-        annotator: the annotator's :meth:`~syntaxformer.data.annotators.base.Annotator.cache_key` (its identity by
-            content: anything that changes the output is in it).
+        annotator: the annotator's :meth:`~syntaxformer.data.annotators.base.Annotator.cache_key`.
         mode: what was asked of the parser, e.g. ``"text"`` or ``"pretokenized"``.
-
-    Returns:
-        A 64-character hex digest.
     """
     payload = [SCHEMA, mode, annotator, content if isinstance(content, str) else list(content)]
     # surrogatepass: a lone surrogate (text decoded with errors="surrogateescape") still gets a key of its own
@@ -131,13 +118,6 @@ class ParseCache:
     Args:
         path: the database file, or a folder (then ``parses.sqlite3`` inside it); default
             :func:`default_cache_dir`.
-
-    Example::
-
-        cache = ParseCache("/tmp/sf-cache")
-        key = make_key("A text.", annotator.cache_key(), "text")
-        cache.put_many({key: {"sentences": []}})
-        cache.get_many([key])  # {key: {"sentences": []}}
     """
 
     def __init__(self, path: str | os.PathLike | None = None):
@@ -271,7 +251,7 @@ class ParseCache:
                     return default
                 if isinstance(e, OSError):
                     raise
-                if _is_busy(e):
+                if "locked" in str(e) or "busy" in str(e):
                     if time.monotonic() < deadline:
                         time.sleep(pause)
                         pause = min(2 * pause, 1.0)

@@ -2,14 +2,10 @@
 folder saved with ``save_to_disk``, or a Hugging Face hub data set; column checks whose errors list the columns
 present.
 
-This is the one reader of every file a user hands over (custom runs' ``--train-file`` / ``--validation-file`` /
-``--file``, ``predict --input``, :func:`syntaxformer.inference.read_inputs`), so every format gets the same rules
-(docs/reliability.md lists them: UTF-8 with an optional byte-order mark, lines end at ``\\n`` / ``\\r\\n`` only, one
-value per header column, CSV fields of any length, text fields must be strings). Formats go by extension
-(:data:`TABLE_FORMATS`): ``.csv`` (standard quoting), ``.tsv`` / ``.tab`` (*no* quoting, as in the GLUE files),
-``.json`` (a list of objects, or an object whose ``"data"`` member is one), ``.jsonl`` / ``.ndjson``; with
-``lines=True`` a ``.txt`` file (or ``-``, standard input) is one text per line in a column ``text``. CSV / TSV
-values are strings, JSON values keep their types. A folder is read with ``datasets.load_from_disk``.
+The one reader of every file a user hands over, with the same rules for every format (docs/reliability.md, *Users'
+own files: one reader*). Formats go by extension (:data:`TABLE_FORMATS`): ``.csv`` (standard quoting), ``.tsv`` /
+``.tab`` (*no* quoting, as in the GLUE files), ``.json`` (a list of objects, or an object whose ``"data"`` member is
+one), ``.jsonl`` / ``.ndjson``. CSV / TSV values are strings, JSON values keep their types.
 """
 
 from __future__ import annotations
@@ -334,9 +330,8 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
 
 
 class TableExamples(Sequence[ExampleT]):
-    """The examples of a split as a view of its table's rows: each example is made when it is read,
-    so the rows stay where the reader keeps them (Arrow for a ``datasets`` folder) instead of becoming one Python
-    object per row for the life of the split.
+    """The examples of a split as a view of its table's rows, each made when it is read (the rows stay where the
+    reader keeps them: Arrow for a ``datasets`` folder).
 
     Args:
         make: the example of the table row at a position.
@@ -446,7 +441,6 @@ def require_columns(table: Table, columns: Mapping[str, str | None], *, optional
     """Check that ``table`` has every column named in ``columns`` (role -> column name; ``None`` = not used).
 
     Args:
-        table: the table.
         columns: e.g. ``{"text": "review", "label": "stars"}``; roles name the command-line option in messages
             (``--text-column``).
         optional: roles whose column may be missing (a test file without labels).
