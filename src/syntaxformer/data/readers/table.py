@@ -110,19 +110,15 @@ def read_table(
         FormatError: an extension none of :data:`TABLE_FORMATS`, or a malformed file (naming the file and line).
     """
     numbers: list[int] | None  # line numbers of the rows, where the format has lines
-    if lines and str(path) == "-":
-        columns, rows, numbers = _text_rows(
-            decoded_text(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
-        )
-        return _table(
-            columns, rows, "<stdin>", hashlib.sha256(json.dumps(rows).encode()).hexdigest(), numbers, allow_empty
-        )
-    p = Path(path)
-    if p.is_dir():
+    p, stdin = Path(path), lines and str(path) == "-"
+    if stdin:
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        columns, rows, numbers = _text_rows(decoded_text(data, "<stdin>"))
+    elif p.is_dir():
         return load_dataset_table(str(p), split=split)
-    if not p.is_file():
+    elif not p.is_file():
         raise DataError(f"data file {path} not found")
-    if lines and p.suffix.lower() in TEXT_FORMATS:
+    elif lines and p.suffix.lower() in TEXT_FORMATS:
         with open_text(p, newline="") as f:
             columns, rows, numbers = _text_rows(f.read())
     else:
@@ -134,20 +130,11 @@ def read_table(
             )
         reader = {"csv": _read_delimited, "tsv": _read_delimited, "json": _read_json, "jsonl": _read_jsonl}[kind]
         columns, rows, numbers = reader(p, kind)
-    return _table(columns, rows, str(p), file_fingerprint([p]), numbers, allow_empty)
-
-
-def _table(
-    columns: list[str],
-    rows: list[dict[str, Any]],
-    source: str,
-    fingerprint: str,
-    lines: list[int] | None,
-    allow_empty: bool,
-) -> Table:
+    source = "<stdin>" if stdin else str(p)
     if not rows and not allow_empty:
         raise DataError(f"{source} holds no rows" + (f" (only the header {columns})" if columns else " (empty file)"))
-    return Table(columns, rows, source, fingerprint, lines)
+    fingerprint = hashlib.sha256(json.dumps(rows).encode()).hexdigest() if stdin else file_fingerprint([p])
+    return Table(columns, rows, source, fingerprint, numbers)
 
 
 def decoded_text(data: bytes | str, source: str) -> str:
