@@ -133,7 +133,6 @@ class ParseCache:
     # Every operation opens its own connection under a shared lock on ``<path>.lock``, a repair takes it exclusively:
     # no connection is open while a repair moves files (renaming an open database is how SQLite files get corrupted).
     def _connect(self) -> sqlite3.Connection:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)
         try:
             conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT * 1000)}")
@@ -148,11 +147,11 @@ class ParseCache:
 
     @contextlib.contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
-        """Hold the cache's lock file (shared for an operation, exclusive for a repair)."""
+        """Hold the cache's lock file (shared for an operation, exclusive for a repair), its folder made first."""
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         if fcntl is None:  # no advisory locks (Windows): operations still work, repairs are not serialised
             yield
             return
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
