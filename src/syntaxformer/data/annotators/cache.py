@@ -64,7 +64,7 @@ def _salvage(path: str) -> list[tuple]:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT)
     except sqlite3.Error:
         return []
-    try:
+    with contextlib.closing(conn), contextlib.suppress(sqlite3.Error):
         try:
             top = conn.execute("SELECT max(rowid) FROM parses").fetchone()[0] or 0
         except sqlite3.Error:  # the b-tree's right edge is damaged: bound the rowids by the file size
@@ -82,10 +82,6 @@ def _salvage(path: str) -> list[tuple]:
                 key, value, checksum = row[0], row[2], row[3]
                 if isinstance(key, str) and isinstance(value, str) and _checksum(key, value) == checksum:
                     rows[key] = row
-    except sqlite3.Error:
-        pass
-    finally:
-        conn.close()
     return list(rows.values())
 
 
@@ -170,8 +166,7 @@ class ParseCache:
             for suffix in ("", "-journal", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(fresh + suffix)
-            conn = sqlite3.connect(fresh)
-            try:
+            with contextlib.closing(sqlite3.connect(fresh)) as conn:
                 # WAL from the start: a database that other processes open while it is still in rollback mode
                 # must be switched by one of them, and SQLite answers "locked" at once, without waiting, to a
                 # reader that wants to switch while another one holds the file.
@@ -179,8 +174,6 @@ class ParseCache:
                 conn.execute(_CREATE_TABLE)
                 conn.executemany("INSERT OR REPLACE INTO parses VALUES (?, ?, ?, ?, ?)", rows)
                 conn.commit()
-            finally:
-                conn.close()
             moved = f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
             try:
                 os.replace(self.path, moved)
@@ -205,12 +198,9 @@ class ParseCache:
         if not os.path.exists(self.path):
             return True
         try:
-            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)
-            try:
+            with contextlib.closing(sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)) as conn:
                 ok = conn.execute("PRAGMA quick_check").fetchone()
                 conn.execute("SELECT COUNT(*) FROM parses").fetchone()
-            finally:
-                conn.close()
         except sqlite3.DatabaseError:
             return False
         return ok is not None and ok[0] == "ok"
@@ -227,12 +217,8 @@ class ParseCache:
         repaired = False
         while True:
             try:
-                with self._locked(exclusive=False):
-                    conn = self._connect()
-                    try:
-                        return fn(conn, *args)
-                    finally:
-                        conn.close()
+                with self._locked(exclusive=False), contextlib.closing(self._connect()) as conn:
+                    return fn(conn, *args)
             except (OSError, sqlite3.OperationalError) as e:
                 if _unwritable(e):  # a full disk, a read-only or missing folder: never repaired, never fatal
                     if default is _RAISE:

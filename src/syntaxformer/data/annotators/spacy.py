@@ -233,8 +233,7 @@ class SpacyParser:
                 raise _not_installed(model, _candidates(model))
             self._load_name: str | None = location[0]
             self._folder: str | None = location[1]
-            with open(os.path.join(self._folder, "meta.json"), encoding="utf-8") as f:
-                meta = json.load(f)
+            meta = json.loads(Path(self._folder, "meta.json").read_text(encoding="utf-8"))
         else:
             self._load_name = self._folder = None
             self._use(model)
