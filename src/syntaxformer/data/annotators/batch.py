@@ -1,11 +1,7 @@
-"""Annotation as a batch function, for corpus-scale parsing on an existing engine.
-
-:class:`BatchAnnotator` is a picklable callable that turns a batch of rows (a dict of columns, as
-``datasets.Dataset.map(batched=True)`` and Ray Data's ``map_batches`` hand them over) into the same columns plus
-the parse as JSON-able columns. It carries only the annotator's *spec* (anything :func:`make_annotator` accepts)
-and builds the annotator lazily, once per worker process; a parse cache given as a path is opened by every worker
-on its own (:class:`~syntaxformer.data.annotators.cache.ParseCache` pickles as its path), so the workers share
-parses through the one SQLite file (examples for ``datasets`` and Ray Data: docs/distributed.md).
+"""Annotation as a batch function, for corpus-scale parsing on an existing engine: :class:`BatchAnnotator` turns a
+batch of rows (a dict of columns, as ``datasets.Dataset.map(batched=True)`` and Ray Data's ``map_batches`` hand
+them over) into the same columns plus the parse as JSON-able columns (how workers build their annotator and share
+the parse cache, with examples: docs/distributed.md, *Parsing a corpus*).
 
 Columns (``prefix`` + name) per row:
 
