@@ -1,11 +1,7 @@
-"""Annotation as a batch function, for corpus-scale parsing on an existing engine.
-
-:class:`BatchAnnotator` is a picklable callable that turns a batch of rows (a dict of columns, as
-``datasets.Dataset.map(batched=True)`` and Ray Data's ``map_batches`` hand them over) into the same columns plus
-the parse as JSON-able columns. It carries only the annotator's *spec* (anything :func:`make_annotator` accepts)
-and builds the annotator lazily, once per worker process; a parse cache given as a path is opened by every worker
-on its own (:class:`~syntaxformer.data.annotators.cache.ParseCache` pickles as its path), so the workers share
-parses through the one SQLite file (examples for ``datasets`` and Ray Data: docs/distributed.md).
+"""Annotation as a batch function, for corpus-scale parsing on an existing engine: :class:`BatchAnnotator` turns a
+batch of rows (a dict of columns, as ``datasets.Dataset.map(batched=True)`` and Ray Data's ``map_batches`` hand
+them over) into the same columns plus the parse as JSON-able columns (how workers build their annotator and share
+the parse cache, with examples: docs/distributed.md, *Parsing a corpus*).
 
 Columns (``prefix`` + name) per row:
 
@@ -28,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from syntaxformer.data.annotators.base import Annotator
-from syntaxformer.data.constituency import Tree
+from syntaxformer.data.annotators.factory import make_annotator
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import AnnotatorError
 
@@ -88,8 +84,6 @@ class BatchAnnotator:
     def annotator(self) -> Annotator:
         """The annotator, built from the spec on first use in this process (no progress bars)."""
         if self._annotator is None:
-            from syntaxformer.data.annotators.factory import make_annotator
-
             self._annotator = make_annotator(self.spec, cache=self.cache, progress=False, **self.options)
         return self._annotator
 
@@ -127,7 +121,8 @@ class BatchAnnotator:
             docs = self.annotator.annotate([_text(v, i, self.column) for i, v in enumerate(values)])
             for name in SENTENCE_FIELDS:
                 out[p + name] = [[_field(s, name) for s in doc.sentences] for doc in docs]
-            out[p + "source"] = [_document_source(doc, self.annotator) for doc in docs]
+            default = str(getattr(self.annotator, "source", "") or "")
+            out[p + "source"] = [next((s.source for s in doc.sentences if s.source), default) for doc in docs]
         else:
             sentences = self.annotator.annotate_pretokenized([_words(v, i, self.column) for i, v in enumerate(values)])
             for name in (*SENTENCE_FIELDS, "text"):
@@ -145,18 +140,9 @@ class BatchAnnotator:
         from datasets import Features, List, Value
 
         string, integer = Value("string"), Value("int64")
-        per_sentence = {
-            "words": List(string),
-            "heads": List(integer),
-            "deprels": List(string),
-            "upos": List(string),
-            "xpos": List(string),
-            "lemmas": List(string),
-            "offsets": List(List(integer, length=2)),
-            "sent_id": string,
-            "tree": string,
-            "metadata": string,
-        }
+        kinds = {"heads": List(integer), "offsets": List(List(integer, length=2))}
+        kinds.update(dict.fromkeys(("sent_id", "tree", "metadata"), string))
+        per_sentence = {name: kinds.get(name, List(string)) for name in SENTENCE_FIELDS}
         out = dict(input_features or {})
         p = self.prefix
         if self.mode == "text":
@@ -213,33 +199,11 @@ def _field(s: Sentence, name: str) -> Any:
 
 
 def _sentence(record: Mapping[str, Any], source: str | None) -> Sentence:
-    offsets = record.get("offsets")
-    tree = record.get("tree")
-    return Sentence(
-        words=list(record["words"]),
-        heads=[int(h) for h in record["heads"]],
-        deprels=_list(record.get("deprels")),
-        upos=_list(record.get("upos")),
-        xpos=_list(record.get("xpos")),
-        lemmas=_list(record.get("lemmas")),
-        offsets=None if offsets is None else [(int(a), int(b)) for a, b in offsets],
-        text=record.get("text"),
-        tree=Tree.from_string(tree) if tree else None,
-        sent_id=record.get("sent_id"),
-        source=source,
-        metadata=json.loads(record["metadata"]) if record.get("metadata") else {},
-    )
-
-
-def _document_source(doc: Document, annotator: Annotator) -> str:
-    for s in doc.sentences:
-        if s.source:
-            return s.source
-    return str(getattr(annotator, "source", "") or "")
-
-
-def _list(value: Any) -> list | None:
-    return None if value is None else list(value)
+    """The Sentence of a row's fields, read as :meth:`Sentence.from_dict` reads a record (``metadata`` is JSON)."""
+    data = {k: v for k, v in record.items() if v is not None and k not in ("tree", "metadata")}
+    if record.get("tree"):
+        data["tree"] = record["tree"]
+    return Sentence.from_dict({**data, "source": source, "metadata": json.loads(record.get("metadata") or "{}")})
 
 
 def _plain(value: Any) -> Any:

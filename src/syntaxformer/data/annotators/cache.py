@@ -1,12 +1,8 @@
 """A persistent cache of parses, keyed by content + the annotator's :meth:`~.base.Annotator.cache_key` + mode.
 
-One SQLite file (many small files would waste inodes and slow look-ups; SQLite gives atomic transactions, readers
-across processes and batched look-ups), one row per parse with a SHA-256 checksum of its value. Corruption is never
-used silently: a row that fails its checksum is a miss and is deleted; a damaged file is repaired once, under an
-exclusive lock, keeping the rows that still pass their checksum and moving the damaged file aside; a cache locked
-past the timeout, or that cannot be written, is skipped with a warning: a cache never makes a run fail
-(docs/reliability.md, *Caches*). The key is the SHA-256 of ``[schema, mode, annotator key, content]``, so a
-retrained parser (or a new storage schema) simply misses.
+One SQLite file (atomic transactions, readers across processes, batched look-ups), one row per parse with a SHA-256
+checksum of its value; corruption is never used silently and a cache never makes a run fail (docs/reliability.md,
+*Caches*).
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from syntaxformer.errors import DataError
+from syntaxformer.utils import disk_full
 
 try:
     import fcntl
@@ -45,15 +42,9 @@ _SALVAGE_WINDOW = 256  # rowids read at once when copying the intact rows out of
 _RAISE = object()
 
 
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    return "locked" in str(error) or "busy" in str(error)
-
-
 def _unwritable(error: Exception) -> bool:
     """Whether ``error`` says the cache cannot be written at all (the disk or quota is full, the folder is read-only,
     missing or a file): a state a repair cannot mend and that must not fail the run."""
-    from syntaxformer.utils import disk_full
-
     if disk_full(error):
         return True
     if isinstance(error, OSError):
@@ -73,7 +64,7 @@ def _salvage(path: str) -> list[tuple]:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT)
     except sqlite3.Error:
         return []
-    try:
+    with contextlib.closing(conn), contextlib.suppress(sqlite3.Error):
         try:
             top = conn.execute("SELECT max(rowid) FROM parses").fetchone()[0] or 0
         except sqlite3.Error:  # the b-tree's right edge is damaged: bound the rowids by the file size
@@ -91,10 +82,6 @@ def _salvage(path: str) -> list[tuple]:
                 key, value, checksum = row[0], row[2], row[3]
                 if isinstance(key, str) and isinstance(value, str) and _checksum(key, value) == checksum:
                     rows[key] = row
-    except sqlite3.Error:
-        pass
-    finally:
-        conn.close()
     return list(rows.values())
 
 
@@ -104,16 +91,12 @@ def default_cache_dir() -> str:
 
 
 def make_key(content: str | Sequence[str], annotator: str, mode: str) -> str:
-    """Cache key of one parse.
+    """Cache key of one parse: the SHA-256 hex digest of ``[schema, mode, annotator, content]``.
 
     Args:
         content: the text, or the list of pre-tokenized words.
-        annotator: the annotator's :meth:`~syntaxformer.data.annotators.base.Annotator.cache_key` (its identity by
-            content: anything that changes the output is in it).
+        annotator: the annotator's :meth:`~syntaxformer.data.annotators.base.Annotator.cache_key`.
         mode: what was asked of the parser, e.g. ``"text"`` or ``"pretokenized"``.
-
-    Returns:
-        A 64-character hex digest.
     """
     payload = [SCHEMA, mode, annotator, content if isinstance(content, str) else list(content)]
     # surrogatepass: a lone surrogate (text decoded with errors="surrogateescape") still gets a key of its own
@@ -131,13 +114,6 @@ class ParseCache:
     Args:
         path: the database file, or a folder (then ``parses.sqlite3`` inside it); default
             :func:`default_cache_dir`.
-
-    Example::
-
-        cache = ParseCache("/tmp/sf-cache")
-        key = make_key("A text.", annotator.cache_key(), "text")
-        cache.put_many({key: {"sentences": []}})
-        cache.get_many([key])  # {key: {"sentences": []}}
     """
 
     def __init__(self, path: str | os.PathLike | None = None):
@@ -153,7 +129,6 @@ class ParseCache:
     # Every operation opens its own connection under a shared lock on ``<path>.lock``, a repair takes it exclusively:
     # no connection is open while a repair moves files (renaming an open database is how SQLite files get corrupted).
     def _connect(self) -> sqlite3.Connection:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)
         try:
             conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT * 1000)}")
@@ -168,11 +143,11 @@ class ParseCache:
 
     @contextlib.contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
-        """Hold the cache's lock file (shared for an operation, exclusive for a repair)."""
+        """Hold the cache's lock file (shared for an operation, exclusive for a repair), its folder made first."""
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         if fcntl is None:  # no advisory locks (Windows): operations still work, repairs are not serialised
             yield
             return
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         fd = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
@@ -191,8 +166,7 @@ class ParseCache:
             for suffix in ("", "-journal", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(fresh + suffix)
-            conn = sqlite3.connect(fresh)
-            try:
+            with contextlib.closing(sqlite3.connect(fresh)) as conn:
                 # WAL from the start: a database that other processes open while it is still in rollback mode
                 # must be switched by one of them, and SQLite answers "locked" at once, without waiting, to a
                 # reader that wants to switch while another one holds the file.
@@ -200,8 +174,6 @@ class ParseCache:
                 conn.execute(_CREATE_TABLE)
                 conn.executemany("INSERT OR REPLACE INTO parses VALUES (?, ?, ?, ?, ?)", rows)
                 conn.commit()
-            finally:
-                conn.close()
             moved = f"{self.path}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
             try:
                 os.replace(self.path, moved)
@@ -226,12 +198,9 @@ class ParseCache:
         if not os.path.exists(self.path):
             return True
         try:
-            conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)
-            try:
+            with contextlib.closing(sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT)) as conn:
                 ok = conn.execute("PRAGMA quick_check").fetchone()
                 conn.execute("SELECT COUNT(*) FROM parses").fetchone()
-            finally:
-                conn.close()
         except sqlite3.DatabaseError:
             return False
         return ok is not None and ok[0] == "ok"
@@ -248,12 +217,8 @@ class ParseCache:
         repaired = False
         while True:
             try:
-                with self._locked(exclusive=False):
-                    conn = self._connect()
-                    try:
-                        return fn(conn, *args)
-                    finally:
-                        conn.close()
+                with self._locked(exclusive=False), contextlib.closing(self._connect()) as conn:
+                    return fn(conn, *args)
             except (OSError, sqlite3.OperationalError) as e:
                 if _unwritable(e):  # a full disk, a read-only or missing folder: never repaired, never fatal
                     if default is _RAISE:
@@ -271,7 +236,7 @@ class ParseCache:
                     return default
                 if isinstance(e, OSError):
                     raise
-                if _is_busy(e):
+                if "locked" in str(e) or "busy" in str(e):
                     if time.monotonic() < deadline:
                         time.sleep(pause)
                         pause = min(2 * pause, 1.0)

@@ -1,12 +1,7 @@
-"""One factory for annotators: :func:`make_annotator` turns a spec into an :class:`Annotator`.
-
-Specs (what ``--parser`` and every ``parser`` option accept; table in docs/parsing.md): ``None`` (the default spaCy
-pipeline), an :class:`Annotator` (itself), a loaded ``spacy.Language``, ``"spacy:NAME_OR_PATH"`` or a bare
-installed pipeline name or folder (a :class:`SpacyAnnotator`), ``"conllu:FILE"`` / ``"jsonl:FILE"`` or a path
-ending in ``.conllu`` / ``.conll`` / ``.jsonl`` (a :class:`PreparsedAnnotator`), or ``"SCHEME:ARG"`` for a scheme
-added with :func:`register_annotator` or by a package's entry point of group ``syntaxformer.annotators``
-(docs/architecture.md). The schemes live in :data:`syntaxformer.registry.ANNOTATORS`; :func:`annotator_origin` says
-where a spec's scheme comes from (``run.json`` records it, so ``evaluate`` / ``predict`` find it in a new process).
+"""One factory for annotators: :func:`make_annotator` turns a spec (what ``--parser`` and every ``parser`` option
+accept: the table in docs/parsing.md) into an :class:`Annotator`. The schemes live in
+:data:`syntaxformer.registry.ANNOTATORS`; :func:`annotator_origin` says where a spec's scheme comes from
+(``run.json`` records it, so ``evaluate`` / ``predict`` find it in a new process).
 """
 
 from __future__ import annotations
@@ -89,17 +84,15 @@ def annotator_origin(spec: Any) -> dict[str, Any] | None:
 
 
 def make_annotator(spec: Any = None, *, cache: Any = True, progress: bool = True, **options: Any) -> Annotator:
-    """The annotator a spec names (see the module docstring for the forms).
+    """The annotator a spec names (the forms: docs/parsing.md).
 
     Args:
-        spec: ``None``, an :class:`Annotator`, a ``spacy.Language``, or a string / path.
+        spec: ``None`` (the default spaCy pipeline), an :class:`Annotator` (itself), a ``spacy.Language``, or a
+            string / path: ``"SCHEME:ARG"``, a ``.conllu`` / ``.conll`` / ``.jsonl`` file, a spaCy pipeline.
         cache: the parse cache of a spaCy annotator (``True`` = default location, a path, a ``ParseCache``, or
             ``None`` / ``False``); ignored for an :class:`Annotator` given as is and for pre-parsed files.
         progress: show progress bars on long runs (same).
         **options: more keyword arguments for the annotator (e.g. ``batch_size``, ``n_process`` for spaCy).
-
-    Returns:
-        An :class:`Annotator`.
 
     Raises:
         AnnotatorError: the spec names no annotator; the message lists what is accepted.

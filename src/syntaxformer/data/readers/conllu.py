@@ -17,9 +17,9 @@ from typing import IO, Any
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.data.tree import find_cycle
 from syntaxformer.errors import FormatError, TreeError
-from syntaxformer.utils import open_text
+from syntaxformer.utils import atomic_write, open_text
 
-__all__ = ["format_conllu", "parse_conllu", "read_conllu", "sentence_to_conllu", "write_conllu"]
+__all__ = ["format_conllu", "parse_conllu", "read_conllu", "sentence_to_conllu", "surface_tokens", "write_conllu"]
 
 SOURCE = "gold:conllu"
 # metadata keys that hold columns / structure rather than comments (never written as "# key = value")
@@ -196,9 +196,9 @@ def _build(block: _Block, source: str) -> Sentence:
         metadata["comments"] = free
 
     misc = [cols[9] for _, cols in block.rows]
-    tokens = _tokens(words, block.mwts, misc)
+    tokens = surface_tokens(words, metadata.get("multiword_tokens"), misc)
     if text is None:
-        text = "".join(form + ("" if no_space else " ") for form, _, _, no_space in tokens).rstrip(" ")
+        text = "".join(form + ("" if no_space else " ") for form, _, _, no_space, _ in tokens).rstrip(" ")
     offsets = _offsets(text, words, tokens)
     if "misc" not in metadata and _derived_misc(n, offsets, metadata.get("multiword_tokens")) != misc:
         metadata["misc"] = misc  # all "_", but the writer would otherwise derive SpaceAfter=No from the offsets
@@ -231,28 +231,34 @@ def _space_after_no(misc: str) -> bool:
     return "SpaceAfter=No" in misc.split("|")
 
 
-def _tokens(
-    words: list[str], mwts: list[tuple[int, int, int, list[str]]], misc: list[str]
-) -> list[tuple[str, int, int, bool]]:
-    """Surface tokens as ``(form, first word, last word, SpaceAfter=No)``, 0-based inclusive word indices."""
-    by_first = {first - 1: (last - 1, cols) for _, first, last, cols in mwts}
-    out = []
-    i = 0
+def surface_tokens(
+    words: list[str], mwts: Any, misc: list[str] | None = None
+) -> list[tuple[str, int, int, bool, bool]]:
+    """Surface tokens as ``(form, first word, last word, SpaceAfter=No, multiword)``, 0-based inclusive word indices:
+    a multiword token (a record of ``metadata["multiword_tokens"]``; malformed ones are ignored) as its form, every
+    other word as itself (``misc``: the words' MISC column, for their SpaceAfter)."""
+    starts: dict[int, dict[str, Any]] = {}
+    for m in mwts or ():
+        if isinstance(m, dict) and isinstance(m.get("first"), int) and isinstance(m.get("last"), int):
+            starts[m["first"]] = m
+    out, i = [], 0
     while i < len(words):
-        if i in by_first:
-            last, cols = by_first[i]
-            out.append((cols[1], i, last, _space_after_no(cols[9])))
-            i = last + 1
+        m = starts.get(i)
+        if m is not None and m["last"] >= i:
+            out.append((str(m.get("form", "")), i, m["last"], _space_after_no(str(m.get("misc", "_"))), True))
+            i = m["last"] + 1
         else:
-            out.append((words[i], i, i, _space_after_no(misc[i])))
+            out.append((words[i], i, i, misc is not None and _space_after_no(misc[i]), False))
             i += 1
     return out
 
 
-def _offsets(text: str, words: list[str], tokens: list[tuple[str, int, int, bool]]) -> list[tuple[int, int]] | None:
+def _offsets(
+    text: str, words: list[str], tokens: list[tuple[str, int, int, bool, bool]]
+) -> list[tuple[int, int]] | None:
     offsets: list[tuple[int, int]] = []
     pos = 0
-    for form, first, last, _ in tokens:
+    for form, first, last, *_ in tokens:
         while pos < len(text) and text[pos].isspace():
             pos += 1
         if not text.startswith(form, pos):
@@ -297,7 +303,8 @@ def sentence_to_conllu(sentence: Sentence) -> str:
     """
     n = len(sentence)
     meta = sentence.metadata or {}
-    comments = [(k, v) for k, v in meta.items() if k not in RESERVED_KEYS and _is_comment_value(v)]
+    scalar = (str, int, float, bool, type(None))
+    comments = [(k, v) for k, v in meta.items() if k not in RESERVED_KEYS and isinstance(v, scalar)]
     newdoc = [(k, v) for k, v in comments if k.startswith("newdoc")]
     sent_id = [("sent_id", sentence.sent_id)] if sentence.sent_id is not None else []
     others = [(k, v) for k, v in comments if not k.startswith("newdoc")]
@@ -345,8 +352,6 @@ def write_conllu(items: Iterable[Sentence | Document], path: str | os.PathLike) 
     ``id = doc_id`` if set) and each sentence gets ``# text`` cut from the document text, with offsets made
     relative to it. A document without sentences writes nothing.
     """
-    from syntaxformer.utils import atomic_write
-
     n = 0
     with atomic_write(path) as f:
         for block in _blocks(items):
@@ -397,10 +402,6 @@ def _derived_misc(n: int, offsets: list[tuple[int, int]] | None, mwts: list[dict
         if i not in inside and offsets[i][1] == offsets[i + 1][0]:
             misc[i] = "SpaceAfter=No"
     return misc
-
-
-def _is_comment_value(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def _one_line(value: str) -> str:

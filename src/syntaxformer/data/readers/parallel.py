@@ -16,6 +16,7 @@ import numpy as np
 
 from syntaxformer.data.examples import content_fingerprint
 from syntaxformer.data.readers.table import split_lines
+from syntaxformer.defaults import shared_data_dir
 from syntaxformer.errors import ConfigError, DataError, FormatError
 from syntaxformer.utils import open_text
 
@@ -242,8 +243,6 @@ MULTI30K_SPLITS = {"train": "train", "val": "val", "test2016": "test_2016_flickr
 
 
 def _shared(*parts: str) -> Path:
-    from syntaxformer.defaults import shared_data_dir
-
     root = shared_data_dir()
     if root is None:
         raise DataError(f"no shared data folder: set SYNTAXFORMER_DATA to the folder that holds {'/'.join(parts)}")

@@ -157,12 +157,9 @@ def read_race_dir(folder: str | Path, levels: Sequence[str] = LEVELS) -> list[Ra
 def read_race_tarball(
     path: str | Path, levels: Sequence[str] = LEVELS, max_questions: int | None = None, seed: int = 0
 ) -> list[RaceExample]:
-    """Questions read straight from a tarball of the original files (``RACE/<split>/{middle,high}/*.txt``).
-
-    Nothing is extracted to disk. With ``max_questions`` a seeded subset is taken: passages in a random order
-    (``random.Random(seed)``), all questions of each, until ``max_questions`` are reached (the last passage cut);
-    passages in the tarball's order otherwise.
-    """
+    """Questions read straight from a tarball of the original files (``RACE/<split>/{middle,high}/*.txt``), nothing
+    extracted; with ``max_questions``, whole passages in a seeded order until that many questions (the last passage
+    cut), else the tarball's order."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"RACE tarball {path} not found")

@@ -155,12 +155,9 @@ def gold_answers(examples: Sequence[SquadExample]) -> dict[str, list[str]]:
 def split_by_article(
     examples: Sequence[SquadExample], held_out_fraction: float = 0.1, seed: int = 0
 ) -> tuple[list[SquadExample], list[SquadExample]]:
-    """Deterministic train / held-out split by article, so no passage is in both parts.
-
-    Articles are ordered by ``sha1(f"{seed}:{title}")`` (independent of file order and of Python's hash seed); the
-    first ``ceil(held_out_fraction * n_articles)`` articles (at least 1 and at most n-1 when there are ≥ 2
-    articles and the fraction is > 0) are held out. Question order within each part is the input order.
-    """
+    """Deterministic train / held-out split by article, so no passage is in both parts: the first
+    ``ceil(held_out_fraction * n_articles)`` articles in ``sha1(f"{seed}:{title}")`` order (at least 1 and at most
+    n-1 when there are ≥ 2 articles and the fraction is > 0) are held out; questions keep their input order."""
     if not 0.0 <= held_out_fraction < 1.0:
         raise ConfigError(
             f"held_out_fraction must lie in [0, 1) (the share of articles held out), got {held_out_fraction}"

