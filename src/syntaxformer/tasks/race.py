@@ -345,10 +345,7 @@ class RaceTask(Task[TaskData]):
             source = f"hub:{name}/{config}/{hub_split}"
         else:
             given = data.get(f"{split}_file")
-            if given:
-                path = Path(given)
-            else:
-                path = task_data_dir(data.get("data_dir"), "race", "race") / self.default_files[split]
+            path = Path(given or task_data_dir(data.get("data_dir"), "race", "race") / self.default_files[split])
             source = str(path)
             if path.is_dir():
                 examples = read_race_dir(path)

@@ -345,10 +345,8 @@ class SquadTask(Task[TaskData]):
             examples = TableExamples(functools.partial(_row_example, table.rows), range(len(table)))
             source = table.source
         else:
-            train_file = (
-                Path(data["train_file"])
-                if data.get("train_file")
-                else task_data_dir(data.get("data_dir"), "squad2", "squad2") / self.default_file
+            train_file = Path(
+                data.get("train_file") or task_data_dir(data.get("data_dir"), "squad2", "squad2") / self.default_file
             )
             dev_file = Path(data["dev_file"]) if data.get("dev_file") else None
             if split == "test":
