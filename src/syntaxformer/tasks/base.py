@@ -1,17 +1,7 @@
 """The task interface: what a task is, and the public registry that makes a new task one file.
 
 A :class:`Task` knows everything about one task family that the runner (:mod:`syntaxformer.training.run`) must
-not. The runner's data flow for every task and every system::
-
-    task.load_split(split, data)          -> SplitData (examples + where they came from + content fingerprint)
-    task.featurize(data, context)         -> Features: a map-style dataset of per-example dicts of arrays
-    task.collator(context)                -> batches for the model (input_ids, attention_mask, syntax_inputs, labels)
-    model_class(system, task.head)        -> the XForY model (any syntax system under any head)
-    Trainer.predict(features)             -> raw outputs (logits / start-end logits / generated ids)
-    task.postprocess(data, features, raw) -> Predictions (one per example, plus anything the metrics need)
-    task.compute_metrics(data, preds)     -> {"accuracy": ...}; the first of ``task.metric_names`` is the headline
-    task.run_files(data, preds)           -> {"predictions.json": ...}: extra files the runner writes into the run folder
-
+not; docs/architecture.md ("The runner's contract with a task") lists the hooks in the order the runner calls them.
 A task from outside the package is a :class:`Task` subclass decorated with :func:`register_task`. Tasks are built
 with options (``get_task("squad2", doc_stride=128)``); :meth:`Task.options` returns them, so ``evaluate`` /
 ``predict`` rebuild the same task from the run folder.
@@ -20,21 +10,24 @@ with options (``get_task("squad2", doc_stride=128)``); :meth:`Task.options` retu
 from __future__ import annotations
 
 import abc
+import copy
+import functools
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_type_hints
 
+from syntaxformer.data.collate import pad_arrays, window_arrays
+from syntaxformer.data.examples import TaskData, TaskExample
 from syntaxformer.errors import ConfigError, InputError, SyntaxformerError
+from syntaxformer.modeling import raw_text
 from syntaxformer.registry import TASKS
-
-if TYPE_CHECKING:
-    from syntaxformer.data.examples import TaskData
+from syntaxformer.tasks.featurize import FeatureDataset
 
 __all__ = [
     "HEADS",
     "PREDICTION_FIELDS",
     "READING_DEFAULTS",
-    "TOKEN_INPUTS",
     "Features",
     "Predictions",
     "SplitData",
@@ -74,9 +67,6 @@ READING_DEFAULTS: dict[str, Any] = {
     "save_strategy": "no",
     "save_total_limit": 1,
 }
-
-#: The token arrays every model reads (``token_type_ids`` only where the tokenizer makes them).
-TOKEN_INPUTS: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class SplitData(Protocol):
@@ -166,8 +156,6 @@ class TaskContext:
 
     def window_arrays(self, window: Any) -> dict[str, Any]:
         """The model inputs of one aligned window (:func:`syntaxformer.data.collate.window_arrays`)."""
-        from syntaxformer.data.collate import window_arrays
-
         return window_arrays(window, self.syntax_inputs, self.criterion, self.max_distance, self.pos_tags)
 
 
@@ -242,18 +230,12 @@ class Task(abc.ABC, Generic[DataT]):
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """Batches features (pads token ids with the tokenizer's pad id, syntax arrays with -1)."""
-        import functools
-
-        from syntaxformer.data.collate import pad_arrays
-
         pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
         return functools.partial(pad_arrays, pad_token_id=pad)  # picklable for data-loader workers
 
     def feature_facts(self, features: Features) -> dict[str, Any]:
         """How features were made (``metrics.json``) and the gold ``labels`` array (``dev_predictions.json``):
         a :class:`~syntaxformer.tasks.featurize.FeatureDataset`'s ``meta`` and ``labels``."""
-        from syntaxformer.tasks.featurize import FeatureDataset
-
         return {**features.meta, "labels": features.labels} if isinstance(features, FeatureDataset) else {}
 
     # -- hooks the runner calls ------------------------------------------------------------------------
@@ -322,8 +304,6 @@ class Task(abc.ABC, Generic[DataT]):
         """One record per raw input (fields: :mod:`syntaxformer.inference`) from the model's ``outputs`` (key ->
         one row per feature); ``options``: ``logits``, ``top_k``, ``max_answer_length``, ``null_threshold``.
         Default: sequence classification records."""
-        from syntaxformer.modeling import raw_text
-
         if self.head == "sequence_classification":
             return raw_text.classification_records(inputs, outputs["logits"], model_config, bool(options.get("logits")))
         raise ConfigError(f"task {self.name!r} ({self.head}) makes no records of raw inputs")
@@ -372,8 +352,6 @@ def sample_limit(data: Mapping[str, Any], split: str, unit: str = "examples") ->
 
 def text_inputs_data(inputs: Sequence[Mapping[str, Any]]) -> TaskData:
     """Unlabeled text (pair) examples of raw inputs with the keys ``text`` and optionally ``text_pair``."""
-    from syntaxformer.data.examples import TaskData, TaskExample
-
     examples = [
         TaskExample(
             guid=f"input-{i}", text_a=str(r["text"]), text_b=None if r.get("text_pair") is None else str(r["text_pair"])
@@ -414,9 +392,6 @@ def refuse_unknown_options(task: str, unknown: Mapping[str, Any]) -> None:
 
 def constructor_options(task: Task) -> dict[str, Any]:
     """:meth:`Task.options` of a task that keeps each constructor option as the attribute of the same name."""
-    import copy
-    import inspect
-
     params = list(inspect.signature(type(task).__init__).parameters.values())[1:]  # after self
     return copy.deepcopy({p.name: getattr(task, p.name) for p in params if p.kind is p.POSITIONAL_OR_KEYWORD})
 
@@ -429,9 +404,6 @@ def task_option_names(name: str) -> tuple[str, ...]:
 def task_option_types(name: str) -> dict[str, Any]:
     """The keyword options of a registered task -> their annotations (``str`` where there is none; ``None`` for all
     when one does not resolve), or ``{}``."""
-    import inspect
-    import typing
-
     key = _ALIASES.get(TASKS.key(str(name)), TASKS.key(str(name)))
     if key not in TASKS:
         return {}
@@ -446,7 +418,7 @@ def task_option_types(name: str) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {}
     try:
-        hints: dict[str, Any] | None = typing.get_type_hints(target)
+        hints: dict[str, Any] | None = get_type_hints(target)
     except (NameError, TypeError, ValueError):
         hints = None
     return {

@@ -7,8 +7,7 @@
   answer, with an optional context passage.
 
 Everything that defines the task (columns, labels, label kind) is a task option, recorded in ``run.json`` once
-the training labels are known, so ``evaluate`` / ``predict`` rebuild the same task from the run folder. Where each
-split comes from is :mod:`syntaxformer.tasks.custom_splits`.
+the training labels are known. Where each split comes from: :mod:`syntaxformer.tasks.custom_splits`.
 """
 
 from __future__ import annotations

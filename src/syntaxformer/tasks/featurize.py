@@ -2,14 +2,9 @@
 
 :func:`build_features` runs it for a split, :data:`BLOCK_SIZE` examples at a time (one batched
 ``datasets.Dataset.map``), and keeps the rows in Arrow (:class:`FeatureDataset`): in the processed-features cache
-(one ``.arrow`` file per split, keyed by the examples, the data, the tokenizer, the parser and every option that
-changes the arrays) or in memory. A :class:`RowEncoder` makes the rows of a task family (:class:`TextRows` for
-text (pair) examples). With no syntax inputs no parser is built: the texts are only tokenized.
-
-Where the syntax comes from (:func:`syntax_source`): the parser's dependency trees for plain texts (no
-constituency parser: ``constituency="from_dependency"`` reads a tree off each dependency tree); given parses as
-they are; for gold trees (SST) the gold tree with dependencies parsed on its tokens (``syntax="given"``: head
-rules, no parser; ``syntax="parser"``: the raw text is parsed and the tree ignored).
+(docs/architecture.md) or in memory. A :class:`RowEncoder` makes the rows of a task family (:class:`TextRows` for
+text (pair) examples). With no syntax inputs no parser is built: the texts are only tokenized. Where the syntax
+comes from: :func:`syntax_source`.
 """
 
 from __future__ import annotations
@@ -27,9 +22,14 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from syntaxformer.data.align import SyntaxAligner
+from syntaxformer.data.annotators import make_annotator
+from syntaxformer.data.annotators.cache import default_cache_dir
 from syntaxformer.data.collate import TOKEN_KEYS
 from syntaxformer.data.constituency import with_dependency_trees
 from syntaxformer.data.examples import TaskData, TaskExample, example_seed
+from syntaxformer.data.headrules import unlabeled_to_dependencies
+from syntaxformer.data.noise import corrupt_sentence
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.utils import atomic_write
@@ -188,8 +188,6 @@ def _meta_path(path: str | os.PathLike) -> Path:
 
 def features_cache_dir() -> Path:
     """``<parse cache dir>/features`` (``$SYNTAXFORMER_CACHE`` or ``~/.cache/syntaxformer``)."""
-    from syntaxformer.data.annotators.cache import default_cache_dir
-
     return Path(default_cache_dir()) / "features"
 
 
@@ -227,8 +225,6 @@ def annotator_for(context: Any) -> Any:
     """``context.annotator``, else built from ``context.parser`` (:func:`~syntaxformer.data.make_annotator`) on
     first use and kept there, so the splits of a run share one parser."""
     if context.annotator is None:
-        from syntaxformer.data.annotators import make_annotator
-
         context.annotator = make_annotator(context.parser, cache=context.parse_cache, progress=context.progress)
     return context.annotator
 
@@ -259,8 +255,6 @@ def _parse_once(annotator: Any, items: Sequence[Any], pretokenized: bool = False
 
 def headrule_sentence(tree: Any) -> Sentence:
     """A Sentence over the leaves of ``tree`` with dependencies from the head rules (no parser, tags guessed)."""
-    from syntaxformer.data.headrules import unlabeled_to_dependencies
-
     deps = unlabeled_to_dependencies(tree, None, labels=True)
     return Sentence(
         words=tree.leaves(), heads=deps.heads, deprels=deps.deprels, tree=tree, source="gold-tree+headrules"
@@ -270,8 +264,6 @@ def headrule_sentence(tree: Any) -> Sentence:
 def corrupt(doc: Document | Sentence, fraction: float, seed: int, key: str) -> Document | Sentence:
     """``doc`` with ``fraction`` of the dependency heads re-attached at random (SG-Net TPAMI §7.6), seeded by
     ``seed`` and ``key`` (an example id + side), so the noise does not depend on batch order."""
-    from syntaxformer.data.noise import corrupt_sentence
-
     rng = np.random.default_rng(example_seed(key, seed))
     if isinstance(doc, Sentence):
         return corrupt_sentence(doc, fraction, rng)
@@ -452,11 +444,8 @@ def build_features(
     cache_dir: str | os.PathLike | None = None,
     rows: RowEncoder | None = None,
 ) -> FeatureDataset:
-    """Features of one split, from the processed-features cache when possible.
-
-    One batched ``datasets.Dataset.map`` (:data:`BLOCK_SIZE` examples at a time) writes the rows to
-    ``<cache_dir>/<task>-<split>-<key>.arrow`` (our own key, given as ``new_fingerprint``, so ``datasets`` reuses
-    nothing by itself; written atomically), or into memory with ``context.use_cache`` off.
+    """Features of one split, from the processed-features cache (``<cache_dir>/<task>-<split>-<key>.arrow``; our
+    own key, given as ``new_fingerprint``, so ``datasets`` reuses nothing by itself) when possible.
 
     Args:
         task_name: the task's name (part of the cache key and file name).
@@ -602,8 +591,6 @@ def encode_examples(
     """
     if not context.syntax_inputs:
         return (*_encode_plain(examples, context), 0)
-    from syntaxformer.data.align import SyntaxAligner
-
     docs_a, docs_b, n_parsed = example_analyses(examples, context, needs_parser)
     aligner = SyntaxAligner(
         context.tokenizer, max_length=context.max_length, window_segment=None if docs_b is not None else 0

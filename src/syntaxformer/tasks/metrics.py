@@ -6,7 +6,7 @@ scikit-learn / SciPy (F1 and Matthews 0.0; a correlation with a constant input `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,14 +110,6 @@ def compute_metrics(names: Sequence[str], predictions: ArrayLike, labels: ArrayL
     if len(out) > 1:
         out["combined_score"] = float(np.mean(list(out.values())))
     return out
-
-
-def main_metric(metrics: Mapping[str, float], names: Sequence[str]) -> float:
-    """The first of ``names`` found in ``metrics`` (the task's headline number)."""
-    for n in names:
-        if n in metrics:
-            return metrics[n]
-    raise InputError(f"none of {list(names)} in {sorted(metrics)}")
 
 
 def bleu_metric(**options: Any) -> Any:

@@ -1,8 +1,5 @@
-"""RACE multiple-choice reading comprehension: per-option syntax-aligned sequences, ``[B, C, L]`` batches,
-accuracy on RACE-M / RACE-H / all.
-
-Input per option (SG-Net TPAMI §3.4.1): ``[CLS] passage || question [SEP] option [SEP]``, the passage cut from its
-end when too long. Every passage sentence, the question and each option is its own tree; the syntax arrays are
+"""RACE multiple-choice reading comprehension: per-option syntax-aligned sequences (SG-Net TPAMI §3.4.1;
+docs/reading_comprehension.md), ``[B, C, L]`` batches, accuracy on RACE-M / RACE-H / all. The syntax arrays are
 computed on the whole example, so a word whose ancestor was cut off keeps its remaining ancestors.
 """
 
@@ -16,9 +13,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import torch
 
 from syntaxformer.data.align import AlignedExample, SyntaxAligner
-from syntaxformer.data.examples import TaskData, question_words
+from syntaxformer.data.collate import pad_arrays
+from syntaxformer.data.examples import TaskData, content_fingerprint, question_words
 from syntaxformer.data.readers.race import (
     LEVELS,
     OPTION_LETTERS,
@@ -31,6 +30,7 @@ from syntaxformer.data.readers.race import (
 from syntaxformer.data.sentence import Document, Sentence
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.modeling.raw_text import padded
 from syntaxformer.tasks.base import READING_DEFAULTS, Predictions, Task, TaskContext, register_task, sample_limit
 from syntaxformer.tasks.featurize import FeatureDataset, ParsedRows, build_features
 
@@ -224,10 +224,6 @@ class ChoiceRows(ParsedRows):
 def race_collate(items: Sequence[Mapping[str, Any]], pad_token_id: int = 0, labels: bool = True) -> dict[str, Any]:
     """Pad :func:`feature_arrays` items into ``[B, C, L]`` tensors (:func:`syntaxformer.data.collate.pad_arrays`)
     + ``labels [B]``; all questions of a batch must have the same number of options."""
-    import torch
-
-    from syntaxformer.data.collate import pad_arrays
-
     if not items:
         raise InputError("cannot collate an empty list of questions")
     n_opts = {len(it["options"]) for it in items}
@@ -338,8 +334,6 @@ class RaceTask(Task[TaskData]):
         Raises:
             ConfigError / DataError: an unknown split or a missing / unreadable source.
         """
-        from syntaxformer.data.examples import content_fingerprint
-
         if split not in self.splits:
             raise ConfigError(f"RACE has no split {split!r}; expected one of {self.splits}")
         n, seed = sample_limit(data, split, "questions")
@@ -351,10 +345,7 @@ class RaceTask(Task[TaskData]):
             source = f"hub:{name}/{config}/{hub_split}"
         else:
             given = data.get(f"{split}_file")
-            if given:
-                path = Path(given)
-            else:
-                path = task_data_dir(data.get("data_dir"), "race", "race") / self.default_files[split]
+            path = Path(given or task_data_dir(data.get("data_dir"), "race", "race") / self.default_files[split])
             source = str(path)
             if path.is_dir():
                 examples = read_race_dir(path)
@@ -381,8 +372,6 @@ class RaceTask(Task[TaskData]):
         options: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """Per question: the chosen option's letter (``prediction``), ``index`` and text, and the option scores."""
-        from syntaxformer.modeling.raw_text import padded
-
         predictions = self.postprocess(data, features, padded(outputs["logits"], -np.inf))
         return [
             {

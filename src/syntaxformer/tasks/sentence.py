@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
+from syntaxformer import defaults
 from syntaxformer.data.examples import TaskData, TaskExample, file_fingerprint
 from syntaxformer.data.readers.glue import TsvLayout
 from syntaxformer.errors import ConfigError, DataError, SyntaxformerError
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, sample_limit
-
-if TYPE_CHECKING:
-    from syntaxformer.tasks.featurize import FeatureDataset
+from syntaxformer.tasks.featurize import FeatureDataset, build_features, syntax_source
+from syntaxformer.tasks.metrics import compute_metrics
 
 __all__ = ["SPLITS", "SentenceTask", "TaskSpec", "load_hub_split", "logits_to_predictions", "spec_task"]
 
@@ -157,9 +158,7 @@ class SentenceTask(Task[TaskData]):
 
     def default_data_dir(self) -> Path | None:
         """``<shared data>/<task folder>`` (e.g. ``../shared/data/glue/SST-2``) if it exists."""
-        from syntaxformer.defaults import shared_data_dir
-
-        root = shared_data_dir()
+        root = defaults.shared_data_dir()  # looked up when called (tests replace it)
         if root is None:
             return None
         folder = root / self.spec.folder
@@ -229,13 +228,9 @@ class SentenceTask(Task[TaskData]):
 
     def syntax_source(self, data: TaskData, context: TaskContext) -> dict[str, str] | None:
         """:func:`~syntaxformer.tasks.featurize.syntax_source` (gold trees, given parses or the parser)."""
-        from syntaxformer.tasks.featurize import syntax_source
-
         return syntax_source(data, context) if context.syntax_inputs else None
 
     def featurize(self, data: TaskData, context: TaskContext, split: str) -> FeatureDataset:
-        from syntaxformer.tasks.featurize import build_features
-
         return build_features(self.name, data, context, split, label_dtype=self.label_dtype)
 
     # -- predictions -----------------------------------------------------------------------------------
@@ -246,8 +241,6 @@ class SentenceTask(Task[TaskData]):
         return Predictions(ids=list(features.guids), values=np.asarray(values).tolist())
 
     def compute_metrics(self, data: TaskData, predictions: Predictions) -> dict[str, float]:
-        from syntaxformer.tasks.metrics import compute_metrics
-
         if not data.has_labels:
             raise DataError(f"{self.title} data ({data.source}) has no labels to score predictions against")
         labels = np.asarray([e.label for e in data.examples], dtype=self.label_dtype)
@@ -284,8 +277,6 @@ class SentenceTask(Task[TaskData]):
 
 def spec_task(base: type[SentenceTask], spec: TaskSpec) -> type[SentenceTask]:
     """A :class:`SentenceTask` subclass of ``base`` for ``spec``, defined in the caller's module."""
-    import sys
-
     module = sys._getframe(1).f_globals.get("__name__", base.__module__)
     cls_name = "".join(part.capitalize() for part in spec.name.replace("-", "_").split("_")) + "Task"
     return type(

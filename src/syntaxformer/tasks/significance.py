@@ -260,11 +260,8 @@ def seed_comparison(scores_a: Sequence[float], scores_b: Sequence[float], confid
 def _sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
     """``[N, 10]`` BLEU counts per sentence: hyp length, ref length, matches 1..4, totals 1..4."""
     metric = bleu_metric(effective_order=True)
-    rows = []
-    for h, r in zip(hypotheses, references):
-        s = metric.sentence_score(h, [r])
-        rows.append([s.sys_len, s.ref_len, *s.counts, *s.totals])
-    return np.asarray(rows, dtype=np.int64)
+    scores = [metric.sentence_score(h, [r]) for h, r in zip(hypotheses, references)]
+    return np.asarray([[s.sys_len, s.ref_len, *s.counts, *s.totals] for s in scores], dtype=np.int64)
 
 
 def _corpus_bleu_of(stats: np.ndarray) -> float:

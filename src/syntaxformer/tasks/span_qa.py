@@ -115,15 +115,9 @@ class SquadFeaturizer:
         """Features of all windows of all examples (pre-parsed ``passages`` / ``questions`` may be given)."""
         if passages is None or questions is None:
             passages, questions = self.parse(examples)
-        if self.question_first:
-            windows = self.aligner.align_batch(list(questions), list(passages))
-        else:
-            windows = self.aligner.align_batch(list(passages), list(questions))
-        out: list[SquadFeature] = []
-        for i, (ex, wins) in enumerate(zip(examples, windows)):
-            for w in wins:
-                out.append(self._feature(i, ex, w))
-        return out
+        first, second = (questions, passages) if self.question_first else (passages, questions)
+        windows = self.aligner.align_batch(list(first), list(second))
+        return [self._feature(i, ex, w) for i, (ex, wins) in enumerate(zip(examples, windows)) for w in wins]
 
     def _feature(self, i: int, ex: Any, w: AlignedExample) -> SquadFeature:
         seq = np.asarray(w.sequence_ids)
@@ -202,24 +196,16 @@ def postprocess_predictions(
     null_threshold: float = 0.0,
     max_context: bool = True,
 ) -> SquadPredictions:
-    """Decode spans over all windows of each question and score the null answer.
-
-    Per window, ``score(k, l) = start[k] + end[l]`` over the ``n_best`` highest start and end logits among the
-    passage tokens, ``k ≤ l`` and ``l - k + 1 ≤ max_answer_length`` (Eq. 12's ``score_has``), and
-    ``score_null = start[0] + end[0]`` ([CLS]). As in BERT's SQuAD 2.0 code, a question's null score is the
-    **minimum** over its windows and its span score the maximum; ``score_diff = score_null - score_has``. With
-    ``max_context`` (BERT's rule) a span may only start at a token in the window where that token has the most
-    context (``min(passage tokens left, right) + 0.01 * window passage length``; the first window on ties).
-
-    With an answer verifier (``verifier_logits`` ``[N_features, 2]``, columns (answerable, unanswerable)):
-    ``score_ext = logit_na - logit_ans`` (Eq. 14) of the window with the minimum null score, and the no-answer
-    score is ``beta1 * score_diff + beta2 * score_ext`` (else ``beta1 * score_diff``). A question is predicted
-    unanswerable when its no-answer score exceeds ``null_threshold`` (δ).
+    """Decode spans over all windows of each question and score the null answer (Eq. 12-14; the rules, signs and
+    BERT's ``max_context`` rule: docs/reading_comprehension.md, "Decoding").
 
     Args:
         examples: the questions (``feature.example_index`` indexes this list).
         features: the windows (any :class:`Window`); ``start_logits`` / ``end_logits`` follow them,
             ``[N_features, L]`` or a list of 1-d arrays.
+        verifier_logits: ``[N_features, 2]``, columns (answerable, unanswerable), or ``None``.
+        max_context: a span may only start in the window where its first token has the most context
+            (``min(passage tokens left, right) + 0.01 * window passage length``; the first window on ties).
     """
     starts = [_to_numpy(x) for x in start_logits]
     ends = [_to_numpy(x) for x in end_logits]

@@ -1,14 +1,12 @@
 """SQuAD 2.0 span QA as a :class:`~syntaxformer.tasks.base.Task`: windows with start/end labels, span decoding with
-the null answer (and an answer verifier), and the threshold protocol. The windows and the decoding are
-:mod:`syntaxformer.tasks.span_qa`, the metric :mod:`syntaxformer.tasks.squad_metric`.
-
-Input order is ``[CLS] passage [SEP] question [SEP]`` (SG-Net §3.4.1; ``question_first=True`` gives BERT's). The
-``dev`` articles are split again by article into a *tuning* part (no-answer thresholds) and a scored *test* part
-(:func:`threshold_split`; docs/reading_comprehension.md has the protocol).
+the null answer (and an answer verifier), and the threshold protocol (:func:`threshold_split`;
+docs/reading_comprehension.md). The windows and the decoding are :mod:`syntaxformer.tasks.span_qa`, the metric
+:mod:`syntaxformer.tasks.squad_metric`.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from collections.abc import Mapping, Sequence
@@ -18,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from syntaxformer.data.examples import TaskData
+from syntaxformer.data.examples import TaskData, content_fingerprint
 from syntaxformer.data.readers.squad import SquadExample, example_from_row, read_squad, split_by_article, squad_counts
 from syntaxformer.data.readers.table import TableExamples, load_dataset_table
 from syntaxformer.defaults import task_data_dir
 from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.modeling.raw_text import answer_record
 from syntaxformer.tasks.base import (
     READING_DEFAULTS,
     Predictions,
@@ -41,6 +40,7 @@ from syntaxformer.tasks.span_qa import (  # the windows and the decoding, shared
     answer_token_span,
     postprocess_predictions,
 )
+from syntaxformer.tasks.squad_metric import squad_scores
 
 __all__ = [
     "LABEL_KEYS",
@@ -336,8 +336,6 @@ class SquadTask(Task[TaskData]):
         Raises:
             ConfigError / DataError: an unknown split, a missing file, an empty part, or too few articles to split.
         """
-        from syntaxformer.data.examples import content_fingerprint
-
         if split not in self.splits:
             raise ConfigError(f"SQuAD 2.0 has no split {split!r}; expected one of {self.splits}")
         metadata: dict[str, Any] = {}
@@ -347,10 +345,8 @@ class SquadTask(Task[TaskData]):
             examples = TableExamples(functools.partial(_row_example, table.rows), range(len(table)))
             source = table.source
         else:
-            train_file = (
-                Path(data["train_file"])
-                if data.get("train_file")
-                else task_data_dir(data.get("data_dir"), "squad2", "squad2") / self.default_file
+            train_file = Path(
+                data.get("train_file") or task_data_dir(data.get("data_dir"), "squad2", "squad2") / self.default_file
             )
             dev_file = Path(data["dev_file"]) if data.get("dev_file") else None
             if split == "test":
@@ -421,9 +417,6 @@ class SquadTask(Task[TaskData]):
     ) -> list[dict[str, Any]]:
         """This task's decoding (with the call's ``top_k`` / ``max_answer_length``) and the answer at
         ``options["null_threshold"]``."""
-        import copy
-
-        from syntaxformer.modeling.raw_text import answer_record
 
         def rows(key: str) -> Any:
             values = outputs.get(key)
@@ -511,8 +504,6 @@ class SquadTask(Task[TaskData]):
         )
 
     def _scores(self, data: TaskData, predictions: Predictions) -> dict[str, Any]:
-        from syntaxformer.tasks.squad_metric import squad_scores
-
         return squad_scores(
             data.examples,
             predictions.extra["best_texts"],

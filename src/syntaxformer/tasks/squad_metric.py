@@ -1,9 +1,6 @@
 """SQuAD 2.0 evaluation (EM / F1, HasAns / NoAns, best no-answer thresholds) re-implemented from the official
-script, and the run protocol on top of it (:func:`squad_scores`: thresholds tuned on other articles).
-
-On tied no-answer scores the official sweep's best point (:func:`find_best_threshold`) can be unreachable by any
-threshold, so :func:`find_reachable_best_threshold` moves whole tie groups and returns a threshold that gives
-exactly the reported score (docs/reading_comprehension.md, "Metric").
+script, and the run protocol on top of it (:func:`squad_scores`: thresholds tuned on other articles). Why
+:func:`find_reachable_best_threshold` exists beside the official sweep: docs/reading_comprehension.md, "Metric".
 """
 
 from __future__ import annotations
@@ -17,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from syntaxformer.data.examples import question_words
+from syntaxformer.data.readers.squad import gold_answers
 from syntaxformer.errors import DataError
 from syntaxformer.utils import open_text
 
@@ -77,13 +76,7 @@ def apply_no_answer_threshold(
     scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool], threshold: float
 ) -> dict[str, float]:
     """Questions with ``na_prob > threshold`` are predicted unanswerable: score 1 if they are, else 0."""
-    out = {}
-    for qid, s in scores.items():
-        if na_probs.get(qid, 0.0) > threshold:
-            out[qid] = float(not has_answer[qid])
-        else:
-            out[qid] = s
-    return out
+    return {q: float(not has_answer[q]) if na_probs.get(q, 0.0) > threshold else s for q, s in scores.items()}
 
 
 def _totals(em: Mapping[str, float], f1: Mapping[str, float], qids: list[str]) -> dict[str, float]:
@@ -104,13 +97,7 @@ def find_best_threshold(
     for qid in sorted(na_probs, key=lambda q: na_probs[q]):
         if qid not in scores:
             continue
-        if has_answer[qid]:
-            diff = scores[qid]
-        elif preds.get(qid, ""):
-            diff = -1.0
-        else:
-            diff = 0.0
-        current += diff
+        current += scores[qid] if has_answer[qid] else (-1.0 if preds.get(qid, "") else 0.0)
         if current > best:
             best = current
             best_thresh = na_probs[qid]
@@ -235,9 +222,6 @@ def squad_scores(
         ``per_question``: ``qid -> {part, question_words, has_answer, best_text, na_score, prediction_/em_/f1_fixed,
         prediction_/em_/f1_best}``.
     """
-    from syntaxformer.data.examples import question_words
-    from syntaxformer.data.readers.squad import gold_answers
-
     gold = gold_answers(examples)
     probs = {q: float(na_scores.get(q, 0.0)) for q in gold}
     tune_set = set(tuning_qids or ()) & set(gold)

@@ -1,8 +1,6 @@
 """The SST tree tasks: ``sst5`` (SST-1, five classes) and ``sst2_trees`` (binary, neutral sentences dropped), read
 from the PTB-bracketed trees (local files only: the hub copies have no trees). Each example keeps its gold tree;
 its gold tokens are parsed for the dependency tree when features are built.
-
-Option ``phrases``: also train on every phrase of more than 3 words of the training trees (Syntax-BERT §4.1).
 """
 
 from __future__ import annotations
@@ -59,7 +57,8 @@ class SstTreeTask(SentenceTask):
     """An SST tree task; examples carry their gold tree (``TaskExample.tree_a``).
 
     Args:
-        phrases: also train on every phrase of more than 3 words of the training trees (train split only).
+        phrases: also train on every phrase of more than 3 words of the training trees (train split only;
+            Syntax-BERT §4.1).
     """
 
     def __init__(self, phrases: bool = False, **options: Any):

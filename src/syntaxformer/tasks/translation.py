@@ -13,7 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from syntaxformer.data.bpe import BOS_ID, load_tokenizers, save_tokenizers, train_bpe
 from syntaxformer.data.readers.parallel import ParallelCorpus, corpus_fraction, multi30k, read_corpus
+from syntaxformer.data.subword_features import N_RESERVED, SUBWORD_VALUES, UPOS_TAGS
 from syntaxformer.data.translation_pairs import (  # shared with exported model folders
     DEPENDENCY_KEYS,
     PAD_VALUES,
@@ -22,8 +24,11 @@ from syntaxformer.data.translation_pairs import (  # shared with exported model 
     encode_pairs,
 )
 from syntaxformer.errors import ConfigError, DataError, InputError
+from syntaxformer.modeling.raw_text import padded
+from syntaxformer.modeling.seq2seq import PRESETS, SyntaxInfusedForConditionalGeneration, build_config
 from syntaxformer.tasks.base import Predictions, Task, TaskContext, constructor_options, register_task
 from syntaxformer.tasks.featurize import annotator_for, annotator_identity
+from syntaxformer.tasks.metrics import corpus_bleu
 
 __all__ = ["ARMS", "PAD_VALUES", "TAG_CONTROLS", "TranslationTask", "collate_pairs", "control_tags", "encode_pairs"]
 
@@ -119,8 +124,6 @@ class TranslationTask(Task[ParallelCorpus]):
         max_eval_source_length: int = 256,
         data_dir: str | None = None,
     ):
-        from syntaxformer.modeling.seq2seq import PRESETS
-
         if isinstance(features, str):
             features = [f for f in features.split(",") if f]
         model: dict[str, Any] = {
@@ -220,11 +223,7 @@ class TranslationTask(Task[ParallelCorpus]):
                 f"({', '.join(self.eval_sets) or 'none configured'})"
             )
         files = self.eval_sets[split]
-        if files is None:  # the default test2016
-            corpus = multi30k("test2016", data_dir)
-            corpus.name = split
-            return corpus
-        corpus = read_corpus(files[0], files[1])
+        corpus = multi30k("test2016", data_dir) if files is None else read_corpus(files[0], files[1])  # None: test2016
         corpus.name = split
         return corpus
 
@@ -247,8 +246,6 @@ class TranslationTask(Task[ParallelCorpus]):
         options: Mapping[str, Any],
     ) -> list[dict[str, Any]]:
         """Per source sentence: its ``translation``."""
-        from syntaxformer.modeling.raw_text import padded
-
         texts = self.postprocess(data, features, padded(outputs["ids"], -100, np.int64)).values
         return [
             {**({"id": r["id"]} if "id" in r else {}), "text": r["text"], "translation": t}
@@ -285,8 +282,6 @@ class TranslationTask(Task[ParallelCorpus]):
 
     def collator(self, context: TaskContext) -> Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]]:
         """:func:`collate_pairs` with the source pad id and the decoder start id (``<s>``)."""
-        from syntaxformer.data.bpe import BOS_ID
-
         pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
         return lambda items: collate_pairs(items, pad, BOS_ID)
 
@@ -324,8 +319,6 @@ class TranslationTask(Task[ParallelCorpus]):
     def build_tokenizer(self, train_data: ParallelCorpus, output_dir: str, context: TaskContext) -> Any:
         """BPE learned on the training split (or read from ``tokenizer_dir``), saved in ``output_dir``; returns the
         source tokenizer (the target one goes to ``context.extra["target_tokenizer"]``)."""
-        from syntaxformer.data.bpe import load_tokenizers, save_tokenizers, train_bpe
-
         shared = Path(self.tokenizer_dir) if self.tokenizer_dir else None
         if shared is not None and (shared / "source_tokenizer" / "tokenizer.json").is_file():
             src, tgt = load_tokenizers(shared)
@@ -358,8 +351,6 @@ class TranslationTask(Task[ParallelCorpus]):
 
         The random init uses torch's global generator (``transformers.set_seed``).
         """
-        from syntaxformer.modeling.seq2seq import SyntaxInfusedForConditionalGeneration, build_config
-
         names = ("features", "use_sg_layer", "sg_mask", "feature_dim", "feature_combine", "alpha", "preset")
         options: dict[str, Any] = {k: v for k, v in self.options().items() if k in names or k == "seq2seq_overrides"}
         if self.arm is None and system in ARMS:
@@ -393,8 +384,6 @@ class TranslationTask(Task[ParallelCorpus]):
 
     def compute_metrics(self, data: ParallelCorpus, predictions: Predictions) -> dict[str, Any]:
         """sacreBLEU corpus BLEU against the references: ``{"bleu", "signature", "verbose"}``."""
-        from syntaxformer.tasks.metrics import corpus_bleu
-
         if data.targets is None:
             raise DataError(f"{data.name or 'the corpus'} has no references to score BLEU against")
         return corpus_bleu(predictions.values, data.targets)
@@ -408,8 +397,6 @@ class TranslationTask(Task[ParallelCorpus]):
     def load_tokenizer(self, run_dir: str, context: TaskContext) -> Any:
         """Both BPE vocabularies of a model folder, also set on the task and ``context`` (the source one is
         returned)."""
-        from syntaxformer.data.bpe import load_tokenizers
-
         src, tgt = load_tokenizers(run_dir)
         self._use_tokenizers(src, tgt, context)
         return src
@@ -468,8 +455,6 @@ def control_tags(upos_ids: np.ndarray, subword_ids: np.ndarray, control: str, rn
         control: ``"shuffle"``: the sentence's word tags permuted; ``"random"``: drawn uniformly from the UPOS tags.
         rng: the generator of this sentence.
     """
-    from syntaxformer.data.subword_features import N_RESERVED, SUBWORD_VALUES, UPOS_TAGS
-
     starts = np.isin(subword_ids, [N_RESERVED + SUBWORD_VALUES.index(v) for v in ("B", "O")])
     visible = subword_ids > 0
     word = np.cumsum(starts) - 1  # [L] word number of each piece (-1 before the first word)
