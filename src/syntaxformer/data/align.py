@@ -353,7 +353,19 @@ class SyntaxAligner:
             ids, tt, words, pieces, offsets, seq = (
                 np.concatenate([np.asarray(part[c], dtype=np.int64) for part in parts]) for c in range(6)
             )
-            out.append(AlignedExample(ids, words, pieces, n_pieces, forest, tt, w, offsets.reshape(-1, 2), seq))
+            out.append(
+                AlignedExample(
+                    input_ids=ids,
+                    word_index=words,
+                    piece_index=pieces,
+                    n_pieces=n_pieces,
+                    forest=forest,
+                    token_type_ids=tt,
+                    window=w,
+                    offsets=offsets.reshape(-1, 2),
+                    sequence_ids=seq,
+                )
+            )
         return out
 
 
