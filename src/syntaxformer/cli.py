@@ -13,6 +13,7 @@ naming a file, a file that is not UTF-8). Any other exception is a bug and keeps
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import io
 import logging
@@ -97,8 +98,6 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def _did_you_mean(self, message: str) -> str:
         """``; did you mean --x?`` for the unknown options named in an argparse message."""
-        import difflib
-
         if "unrecognized arguments:" not in message:
             return ""
         known = [o for o in self._option_string_actions if o.startswith("--")]

@@ -15,9 +15,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import datasets
 import numpy as np
 
+from syntaxformer.data.annotators import make_annotator
+from syntaxformer.data.examples import TaskExample
 from syntaxformer.errors import ConfigError, InputError
+from syntaxformer.tasks.base import TaskContext
+from syntaxformer.tasks.featurize import encode_examples
 
 __all__ = ["SyntaxFeaturizer", "add_syntax_features", "syntax_features"]
 
@@ -77,8 +82,6 @@ class SyntaxFeaturizer:
         self._annotator: Any = None
         self.annotator_key = "none"
         if self.syntax_inputs:
-            from syntaxformer.data.annotators import make_annotator
-
             self._annotator = make_annotator(annotator, cache=parse_cache, progress=False)
             self.annotator_key = self._annotator.cache_key()
             _ANNOTATORS[self.annotator_key] = self._annotator
@@ -109,18 +112,12 @@ class SyntaxFeaturizer:
                     "the annotator object given to add_syntax_features is not available in this worker "
                     "process; pass the annotator as a spec string (e.g. 'conllu:FILE') or num_proc=None"
                 )
-            from syntaxformer.data.annotators import make_annotator
-
             self._annotator = make_annotator(self.annotator_spec, progress=False)
         return self._annotator
 
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[np.ndarray]]:
         """Model inputs of a batch of rows: ``{key: [array per row]}``, made by the runner's encoder
         (:func:`~syntaxformer.tasks.featurize.encode_examples`)."""
-        from syntaxformer.data.examples import TaskExample
-        from syntaxformer.tasks.base import TaskContext
-        from syntaxformer.tasks.featurize import encode_examples
-
         texts_a = _column(batch, self.text_column)
         texts_b = _column(batch, self.text_pair_column) if self.text_pair_column else [None] * len(texts_a)
         context = TaskContext(
@@ -201,8 +198,6 @@ def add_syntax_features(
     Raises:
         ConfigError: neither ``model`` nor ``config``, or options that are not valid.
     """
-    import datasets
-
     featurizer = SyntaxFeaturizer(
         tokenizer,
         text_column,

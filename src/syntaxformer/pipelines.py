@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import transformers
+from transformers import pipelines
+from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.pipelines.base import Pipeline
 
 from syntaxformer.modeling.raw_text import (
@@ -26,6 +29,7 @@ from syntaxformer.modeling.raw_text import (
     TRANSLATION_OPTIONS,
     check_inputs,
     check_options,
+    check_pipeline_model,
     pipeline_answer,
     ranked_classes,
 )
@@ -65,7 +69,6 @@ class _SyntaxPipeline(Pipeline):
     ):
         super().__init__(*args, **kwargs)
         from syntaxformer.inference import Predictor
-        from syntaxformer.modeling.raw_text import check_pipeline_model
 
         check_pipeline_model(self._task, self.model)
         self.predictor = Predictor.from_pretrained(
@@ -193,10 +196,6 @@ def register() -> None:
     """Register the pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (once). ``transformers`` 5 refuses the
     task names ``"question-answering"`` and ``"translation"`` before it looks at the model (a ``KeyError`` that suggests
     a chat model); its message then also names the syntax pipeline for a syntaxformer model."""
-    import transformers
-    from transformers import pipelines
-    from transformers.pipelines import PIPELINE_REGISTRY
-
     for name, (cls, auto) in PIPELINES.items():
         if PIPELINE_REGISTRY.supported_tasks.get(name, {}).get("impl") is cls:
             continue

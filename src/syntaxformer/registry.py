@@ -16,6 +16,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any
 
 from syntaxformer.errors import AnnotatorError, ConfigError, InputError, UnknownTaskError
@@ -135,8 +136,6 @@ class Registry:
         if self._entry_points is None:
             with self._lock:
                 if self._entry_points is None:
-                    from importlib.metadata import entry_points
-
                     found: dict[str, Any] = {}
                     eps: Iterable[Any]
                     try:
@@ -414,19 +413,17 @@ class SystemSpec:
         classes and transformers' model auto module; idempotent)."""
         if self._registered[0]:
             return
-        from transformers import AutoConfig, AutoModel
+        import transformers
 
         config_class = self.config_class()
-        AutoConfig.register(self.saved_model_type, config_class, exist_ok=True)
+        transformers.AutoConfig.register(self.saved_model_type, config_class, exist_ok=True)
         if self.auto_map:
             config_class.register_for_auto_class("AutoConfig")
         backbone = self.backbone_class()
         if backbone is not None:
-            AutoModel.register(config_class, backbone, exist_ok=True)
+            transformers.AutoModel.register(config_class, backbone, exist_ok=True)
             if self.auto_map:
                 backbone.register_for_auto_class("AutoModel")
-        import transformers
-
         for head, auto_name in AUTO_MODEL_CLASSES.items():
             if head in self.models:
                 auto = getattr(transformers, auto_name)

@@ -11,6 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from huggingface_hub import constants, get_token
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id
+
 from syntaxformer.errors import ConfigError
 
 __all__ = ["REDACTED", "check_hub_push", "redact_secrets", "redacting_arguments"]
@@ -88,10 +92,6 @@ def check_hub_push(repo_id: str, token: str | None = None) -> str:
     Raises:
         ConfigError: one line saying which of the three is missing and what to do.
     """
-    from huggingface_hub import constants, get_token
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
     try:
         validate_repo_id(repo_id)
     except HFValidationError as e:
