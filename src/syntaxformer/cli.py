@@ -21,8 +21,7 @@ import os
 import sys
 import types
 
-# command name -> one-line help; the command lives in syntaxformer.commands.<name with "_" for "-">. Keep the
-# help here so `--help` imports nothing heavy.
+#: Command name -> its one-line help; the command lives in syntaxformer.commands.<name with "_" for "-">.
 COMMANDS: dict[str, str] = {
     "annotate": "parse raw text or read gold trees; write JSONL / CoNLL-U",
     "evaluate-parser": "UAS/LAS of a parser against gold trees",

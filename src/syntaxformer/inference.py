@@ -367,17 +367,14 @@ def read_inputs(
     id_column: str | None = None,
     run_columns: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
-    ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects). Read as ``train
-    --train-file`` reads a file (:func:`~syntaxformer.data.readers.table.read_table`); each text field must be a string.
-    Arguments: path: the file; text_column: the column with the text (default ``sentence1`` with ``sentence2`` as the
-    pair, as ``train`` reads them, else ``text``, else ``sentence``, else the only column); span QA reads ``question``
-    and ``context`` (``text_column`` / ``text_pair_column`` rename them); multiple choice reads them and ``options``, a
-    list (so ``.jsonl`` / ``.json`` only); text_pair_column: the column with the second text of a pair (classification
-    of pairs); head: the model's head (what the inputs are for); id_column: a column copied to the records as ``id``
-    (default ``id`` when the file has one); run_columns: the run's own ``text_column`` / ``text_pair_column`` (a task's
-    options), the default when the file has them. Raises DataError: no such file, a row without its text; FormatError:
-    an unknown format, a missing column, a text field that is not a string or a malformed line (named)."""
+    """Inputs from a file (``-`` = standard input, one text per line), read as ``predict --input`` reads one: the
+    formats, and the column read when ``text_column`` is not given, are in docs/inference.md ("From the command line").
+    Arguments: text_column / text_pair_column: the columns of the text and of a pair's second text (span QA and
+    multiple choice: of ``question`` and ``context``; multiple choice also reads ``options``, a list); head: the
+    model's head; id_column: a column copied to the records as ``id`` (default ``id`` when the file has one);
+    run_columns: the run's own ``text_column`` / ``text_pair_column``, the default when the file has them. Raises
+    DataError: no such file, a row without its text; FormatError: an unknown format, a missing column, a text field
+    that is not a string or a malformed line (named)."""
     path = str(path)
     suffix = Path(path).suffix.lower()
     if path != "-" and not Path(path).is_file():
@@ -400,8 +397,6 @@ def read_inputs(
         wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
     else:
         run = run_columns or {}
-        # the run's columns, else as `train` reads a file of its own: sentence1 (with sentence2 as the pair), text,
-        # sentence, the only column
         for text, pair in ((run.get("text_column"), run.get("text_pair_column")), ("sentence1", "sentence2")):
             if text_column is None and text in columns:
                 text_column = text
@@ -457,8 +452,7 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-#: Characters that ``str.splitlines`` (and so many JSONL readers) take for line ends, escaped (as JSON lets them be;
-#: they only ever stand inside a record's strings).
+#: Line ends to ``str.splitlines`` (and so to many JSONL readers), escaped as JSON lets them be inside strings.
 _LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 

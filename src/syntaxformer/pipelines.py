@@ -1,17 +1,9 @@
 """``transformers`` pipelines for syntax models: raw text in, parsed on the fly, batched, label names out.
 
 Registered with ``transformers.pipelines.PIPELINE_REGISTRY`` when ``transformers.pipelines`` loads after
-``import syntaxformer`` (:mod:`syntaxformer.registration`)::
-
-    clf = pipeline("syntax-text-classification", model="runs/sst2-sg")
-    clf("A fine film.", top_k=None)          # every label, best first
-    qa = pipeline("syntax-question-answering", model="runs/squad-sg")
-    qa(question="Who wrote it?", context="...", top_k=3)   # the 3 best spans
-    mt = pipeline("syntax-translation", model="runs/nmt-both")
-
-All three share :class:`syntaxformer.inference.Predictor` with ``syntaxformer predict``; their inputs, options
-(as ``transformers``' own pipelines take them, checked by :mod:`syntaxformer.modeling.raw_text`) and outputs are
-described in ``docs/inference.md``.
+``import syntaxformer`` (:mod:`syntaxformer.registration`). All three share :class:`syntaxformer.inference.Predictor`
+with ``syntaxformer predict``; their inputs, options (checked by :mod:`syntaxformer.modeling.raw_text`) and outputs
+are described, with examples, in ``docs/inference.md``.
 """
 
 from __future__ import annotations
@@ -100,11 +92,6 @@ class _SyntaxPipeline(Pipeline):
     def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
-        """``(the inputs as a list, whether one input was given)``, checked
-        (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
-        return check_inputs(inputs, self.predictor.head, single, type(self).__name__)
-
     def _run(self, inputs: list[Any], options: dict[str, Any], **predict_options: Any) -> list[Any]:
         size = int(options.get("batch_size") or self._batch_size or _DEFAULT_BATCH)
         records = self.predictor.predict(inputs, batch_size=size, **predict_options)
@@ -122,7 +109,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
         # as text-classification: without top_k the best label as a dict (one text: in a list), else lists
-        items, single = self._inputs(inputs, (str, dict))
+        items, single = check_inputs(inputs, self.predictor.head, (str, dict), type(self).__name__)
         out = self._run(items, options, logits=options.get("function_to_apply") is not None)
         if single:
             return [out[0]] if "top_k" not in kwargs else out[0]
@@ -149,7 +136,7 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
         options = self._options(kwargs)
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
-        items, single = self._inputs(inputs, (dict,))
+        items, single = check_inputs(inputs, self.predictor.head, (dict,), type(self).__name__)
         top_k = options.get("top_k")
         out = self._run(
             items,
@@ -172,7 +159,7 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
 
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
-        items, single = self._inputs(inputs, (str,))
+        items, single = check_inputs(inputs, self.predictor.head, (str,), type(self).__name__)
         out = self._run(items, options)
         return out[0] if single else out
 

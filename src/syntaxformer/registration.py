@@ -18,7 +18,7 @@ from typing import Any
 
 from syntaxformer.registry import OTHER_MODEL_TYPES, model_types, resolve, system
 
-__all__ = ["PendingConfig", "install", "register_pipelines", "system_added"]
+__all__ = ["PendingConfig", "install", "system_added"]
 
 logger = logging.getLogger(__name__)
 
@@ -112,14 +112,12 @@ def system_added(spec: Any) -> None:
             _register_pending(module, model_type, functools.partial(_load_system, spec.name))
 
 
-def register_pipelines(module: Any = None) -> None:
-    """Register the syntax pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (idempotent). The pipelines
-    module is named, not imported at the top (as the registry names its entries): this module sits at the bottom
-    of the package's layers, so that the package root may install it."""
-    resolve("syntaxformer.pipelines:register")()
-
-
-_ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _register_configs, _PIPELINES: register_pipelines}
+#: What to do when ``transformers`` loads each module. The pipelines module is named, not imported (as the registry
+#: names its entries): this module sits at the bottom of the package's layers, so that the package root may install it.
+_ACTIONS: dict[str, Callable[[Any], None]] = {
+    _CONFIG_AUTO: _register_configs,
+    _PIPELINES: lambda module: resolve("syntaxformer.pipelines:register")(),
+}
 
 
 def _act(action: Callable[[Any], None], module: Any) -> None:

@@ -27,10 +27,6 @@ _HF_TOKEN = re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])")
 _TOKEN_OPTION = re.compile(r"(--[\w-]*?[_-]?token)(=|\s+)('[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE)
 
 
-def _secret_key(key: Any) -> bool:
-    return isinstance(key, str) and key.endswith("_token")
-
-
 def redact_secrets(value: Any, replacement: Any = REDACTED) -> Any:
     """``value`` with its secrets replaced: in mappings (at any depth) the non-empty string of every key ending
     in ``_token`` becomes ``replacement``, and in every string an ``hf_...`` token and the value after a
@@ -40,7 +36,9 @@ def redact_secrets(value: Any, replacement: Any = REDACTED) -> Any:
         return _HF_TOKEN.sub(REDACTED, _TOKEN_OPTION.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", value))
     if isinstance(value, Mapping):
         return {
-            k: replacement if _secret_key(k) and isinstance(v, str) and v else redact_secrets(v, replacement)
+            k: replacement
+            if isinstance(k, str) and k.endswith("_token") and isinstance(v, str) and v
+            else redact_secrets(v, replacement)
             for k, v in value.items()
         }
     if type(value) in (list, tuple):

@@ -96,7 +96,6 @@ def check_output(
     Args:
         path: the output file (``-`` = standard output: nothing to check).
         inputs: the files read (``-`` and ``None`` are skipped).
-        overwrite: whether an existing ``path`` may be replaced.
         option: the option that named ``path``, for messages.
         folders: the folders read (a run folder): ``path`` may not be one of them or inside one.
 
