@@ -468,29 +468,19 @@ BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
 #: ``model_type`` -> the module whose import registers it, for the models that are not systems of the runner.
 OTHER_MODEL_TYPES: dict[str, str] = {"syntax_infused_translation": "syntaxformer.modeling.seq2seq"}
 
-
-def _spec_problem(obj: Any) -> str | None:
-    return None if isinstance(obj, SystemSpec) else f"{obj!r} is not a syntaxformer.registry.SystemSpec"
-
-
 SYSTEMS = Registry(
     "system",
     ENTRY_POINT_GROUPS["systems"],
     BUILTIN_SYSTEMS,
     normalise=str.strip,
-    check=_spec_problem,
+    check=lambda obj: None if isinstance(obj, SystemSpec) else f"{obj!r} is not a syntaxformer.registry.SystemSpec",
     hint=f" (add one with syntaxformer.registry.register_system or an entry point of {ENTRY_POINT_GROUPS['systems']})",
 )
-
-
-def _task_key(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
-
 
 TASKS = Registry(
     "task",
     ENTRY_POINT_GROUPS["tasks"],
-    normalise=_task_key,
+    normalise=lambda name: name.strip().lower().replace("_", "-"),
     builtin_modules=(
         "syntaxformer.tasks.glue",
         "syntaxformer.tasks.snli",
