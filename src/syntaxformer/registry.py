@@ -1,8 +1,7 @@
-"""The one registry of syntaxformer's extension points: syntax systems (:data:`SYSTEMS`, each a
-:class:`SystemSpec`), tasks (:data:`TASKS`) and annotator schemes (:data:`ANNOTATORS`), each a :class:`Registry` of
-built-in ``"module:attr"`` strings, entries registered in code and package entry points (:data:`ENTRY_POINT_GROUPS`),
-resolved on first use so that ``import syntaxformer`` imports neither torch nor the model code. docs/architecture.md
-("The registry of extension points") has the rules and tables.
+"""The one registry of syntaxformer's extension points: syntax systems (:data:`SYSTEMS`, each a :class:`SystemSpec`),
+tasks (:data:`TASKS`) and annotator schemes (:data:`ANNOTATORS`), each a :class:`Registry` resolved on first use, so
+that ``import syntaxformer`` imports neither torch nor the model code (rules and tables: docs/architecture.md, "The
+registry of extension points").
 """
 
 from __future__ import annotations
