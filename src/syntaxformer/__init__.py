@@ -11,6 +11,7 @@ registries (:mod:`syntaxformer.registration`). Systems, tasks and parsers are fo
 other packages extend through entry points (:mod:`syntaxformer.registry`).
 """
 
+import importlib
 from typing import Any
 
 from syntaxformer import registration as _registration
@@ -39,7 +40,5 @@ __all__ = ["Document", "Sentence", "Tree", "__version__", *_LAZY]
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'syntaxformer' has no attribute {name!r}")

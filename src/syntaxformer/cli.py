@@ -13,6 +13,7 @@ naming a file, a file that is not UTF-8). Any other exception is a bug and keeps
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import io
 import logging
@@ -20,8 +21,7 @@ import os
 import sys
 import types
 
-# command name -> one-line help; the command lives in syntaxformer.commands.<name with "_" for "-">. Keep the
-# help here so `--help` imports nothing heavy.
+#: Command name -> its one-line help; the command lives in syntaxformer.commands.<name with "_" for "-">.
 COMMANDS: dict[str, str] = {
     "annotate": "parse raw text or read gold trees; write JSONL / CoNLL-U",
     "evaluate-parser": "UAS/LAS of a parser against gold trees",
@@ -97,8 +97,6 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def _did_you_mean(self, message: str) -> str:
         """``; did you mean --x?`` for the unknown options named in an argparse message."""
-        import difflib
-
         if "unrecognized arguments:" not in message:
             return ""
         known = [o for o in self._option_string_actions if o.startswith("--")]

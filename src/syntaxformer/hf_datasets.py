@@ -1,12 +1,9 @@
 """Syntax features for a Hugging Face ``datasets.Dataset``: the bridge to a user's own training loop
-(docs/own_loop.md shows it with a ``Trainer``).
+(docs/own_loop.md shows it with a ``Trainer``, and how ``datasets``' cache is reused).
 
 :func:`add_syntax_features` adds to every row the token arrays and exactly the syntax keys the model declares
 (``config.syntax_inputs``), made by the runner's featurization (:mod:`syntaxformer.tasks.featurize`), in one
-``Dataset.map`` whose function is deterministic: its fingerprint depends only on the data, the tokenizer, the
-parser's identity by content (:meth:`~syntaxformer.data.Annotator.cache_key`), the syntax keys and the options, so
-``datasets``' cache is reused instead of parsing again, and ``num_proc`` spreads the parsing over processes.
-:func:`syntax_features` does the same for a plain list of texts. Batches come from
+deterministic ``Dataset.map``; :func:`syntax_features` does the same for a plain list of texts. Batches come from
 :class:`~syntaxformer.data.collate.SyntaxCollator`.
 """
 
@@ -15,26 +12,28 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import datasets
 import numpy as np
 
+from syntaxformer.data.annotators import make_annotator
+from syntaxformer.data.examples import TaskExample
 from syntaxformer.errors import ConfigError, InputError
+from syntaxformer.tasks.base import TaskContext
+from syntaxformer.tasks.featurize import encode_examples
 
 __all__ = ["SyntaxFeaturizer", "add_syntax_features", "syntax_features"]
 
 logger = logging.getLogger(__name__)
 
-#: Annotators of this process by identity (``cache_key()``), so a map function that was pickled (``datasets``
-#: hashes it and sends it to its worker processes) finds the user's annotator object again without pickling it.
+#: This process's annotators by identity (``cache_key()``): where an unpickled :class:`SyntaxFeaturizer` finds them.
 _ANNOTATORS: dict[str, Any] = {}
 
 
 class SyntaxFeaturizer:
     """The batched map function of :func:`add_syntax_features` (whose arguments it takes and checks): a batch of rows
-    (dict of columns) -> the model inputs of each row.
-
-    Its pickled state (what ``datasets`` hashes into the fingerprint and sends to worker processes) holds the
-    tokenizer, the columns, the options and the parser's identity and spec, never the parser object, which is found
-    again in this process or rebuilt from its spec (a string, or ``None`` for the default pipeline).
+    (dict of columns) -> the model inputs of each row. Its pickled state (hashed into ``datasets``' fingerprint, sent
+    to worker processes) holds the parser's identity and spec, never the parser object: that is found again in this
+    process or rebuilt from its spec (a string, or ``None`` for the default pipeline).
 
     Raises:
         ConfigError: neither ``model`` nor ``config``, or options that are not valid.
@@ -77,8 +76,6 @@ class SyntaxFeaturizer:
         self._annotator: Any = None
         self.annotator_key = "none"
         if self.syntax_inputs:
-            from syntaxformer.data.annotators import make_annotator
-
             self._annotator = make_annotator(annotator, cache=parse_cache, progress=False)
             self.annotator_key = self._annotator.cache_key()
             _ANNOTATORS[self.annotator_key] = self._annotator
@@ -91,7 +88,6 @@ class SyntaxFeaturizer:
         self.pos_tags = pos_tags
 
     def __getstate__(self) -> dict[str, Any]:
-        # Deterministic and light: no parser object (found again or rebuilt where needed).
         return {k: v for k, v in self.__dict__.items() if k != "_annotator"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -109,18 +105,12 @@ class SyntaxFeaturizer:
                     "the annotator object given to add_syntax_features is not available in this worker "
                     "process; pass the annotator as a spec string (e.g. 'conllu:FILE') or num_proc=None"
                 )
-            from syntaxformer.data.annotators import make_annotator
-
             self._annotator = make_annotator(self.annotator_spec, progress=False)
         return self._annotator
 
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[np.ndarray]]:
         """Model inputs of a batch of rows: ``{key: [array per row]}``, made by the runner's encoder
         (:func:`~syntaxformer.tasks.featurize.encode_examples`)."""
-        from syntaxformer.data.examples import TaskExample
-        from syntaxformer.tasks.base import TaskContext
-        from syntaxformer.tasks.featurize import encode_examples
-
         texts_a = _column(batch, self.text_column)
         texts_b = _column(batch, self.text_pair_column) if self.text_pair_column else [None] * len(texts_a)
         context = TaskContext(
@@ -201,8 +191,6 @@ def add_syntax_features(
     Raises:
         ConfigError: neither ``model`` nor ``config``, or options that are not valid.
     """
-    import datasets
-
     featurizer = SyntaxFeaturizer(
         tokenizer,
         text_column,

@@ -7,6 +7,7 @@ exported folder's pipelines. ``docs/inference.md`` shows its use and lists the f
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -17,6 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+import transformers
+
+from syntaxformer.data.collate import pad_arrays
+from syntaxformer.data.readers.table import read_table, text_value
 from syntaxformer.errors import ConfigError, DataError, FormatError, InputError
 from syntaxformer.modeling.raw_text import (
     HEAD_INPUTS,
@@ -27,6 +33,15 @@ from syntaxformer.modeling.raw_text import (
     model_outputs,
     run_batches,
 )
+from syntaxformer.modeling.seq2seq import generate_ids
+from syntaxformer.registry import AUTO_MODEL_CLASSES
+from syntaxformer.tasks.base import TaskContext, get_task, text_inputs_data
+from syntaxformer.tasks.featurize import annotator_for, build_features
+from syntaxformer.training.config import RunConfig
+from syntaxformer.training.run import build_context, check_max_length, load_run, load_tokenizer, position_limit
+from syntaxformer.training.run_folder import RUN_FILE
+from syntaxformer.training.saved import loading_model
+from syntaxformer.utils import atomic_write
 
 __all__ = [
     "INPUT_FORMATS",
@@ -149,9 +164,6 @@ class Predictor:
         Raises:
             DataError: ``run_dir`` is not a finished run with a saved model.
         """
-        from syntaxformer.tasks.base import TaskContext
-        from syntaxformer.training.run import build_context, check_max_length, load_run, load_tokenizer
-
         config, task = load_run(run_dir, changes, trust_remote_code=trust_remote_code)
         prep = TaskContext(tokenizer=None, parser=config.parser, parse_cache=config.parse_cache, progress=False)
         if model is None:
@@ -193,10 +205,6 @@ class Predictor:
             device: where the model runs.
             options: more :class:`~syntaxformer.training.RunConfig` options (``criterion``, ``syntax`` ...).
         """
-        from syntaxformer.tasks.base import TaskContext, get_task
-        from syntaxformer.training.config import RunConfig
-        from syntaxformer.training.run import RUN_FILE, build_context, check_max_length, load_tokenizer, position_limit
-
         folder = model if isinstance(model, (str, os.PathLike)) else getattr(model, "name_or_path", None)
         changes = {k: v for k, v in {"parser": parser, "max_length": max_length, **options}.items() if v is not None}
         if task is None and folder and (Path(folder) / RUN_FILE).is_file():
@@ -244,8 +252,6 @@ class Predictor:
         """Move the model (and auxiliary models) to ``device`` (``None``: CUDA when available for a model on the
         CPU, else where it is)."""
         if device is None:
-            import torch
-
             device = self.device
             if device.type == "cpu" and torch.cuda.is_available():
                 device = torch.device("cuda")
@@ -310,8 +316,6 @@ class Predictor:
             return []
         context = self.context
         if context.syntax_inputs:
-            from syntaxformer.tasks.featurize import annotator_for
-
             inner = annotator_for(context)  # built once, kept in context.annotator
             context.annotator = _TimedAnnotator(inner, clock)
         try:
@@ -321,8 +325,6 @@ class Predictor:
                 context.annotator = inner
         t1 = time.perf_counter()
         if self.head == "seq2seq":  # the one decoding path of every translation
-            from syntaxformer.modeling.seq2seq import generate_ids
-
             ids = generate_ids(
                 self.model, features, int(batch_size), show_progress=bool(context.progress), num_beams=self.num_beams
             )
@@ -351,9 +353,6 @@ class Predictor:
         if self.task is not None:
             data = self.task.inference_data(records)
             return data, self.task.featurize(data, self.context, "predict")
-        from syntaxformer.tasks.base import text_inputs_data
-        from syntaxformer.tasks.featurize import build_features
-
         data = text_inputs_data(records)
         return data, build_features("inputs", data, self.context, "predict")
 
@@ -368,19 +367,14 @@ def read_inputs(
     id_column: str | None = None,
     run_columns: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Inputs from a file: ``.txt`` (one text per line, blank lines skipped; ``-`` = standard input), ``.csv`` /
-    ``.tsv`` (a header row) or ``.jsonl`` (one object per line; ``.json``: a list of objects). Read as ``train
-    --train-file`` reads a file (:func:`~syntaxformer.data.readers.table.read_table`); each text field must be a string.
-    Arguments: path: the file; text_column: the column with the text (default ``sentence1`` with ``sentence2`` as the
-    pair, as ``train`` reads them, else ``text``, else ``sentence``, else the only column); span QA reads ``question``
-    and ``context`` (``text_column`` / ``text_pair_column`` rename them); multiple choice reads them and ``options``, a
-    list (so ``.jsonl`` / ``.json`` only); text_pair_column: the column with the second text of a pair (classification
-    of pairs); head: the model's head (what the inputs are for); id_column: a column copied to the records as ``id``
-    (default ``id`` when the file has one); run_columns: the run's own ``text_column`` / ``text_pair_column`` (a task's
-    options), the default when the file has them. Raises DataError: no such file, a row without its text; FormatError:
-    an unknown format, a missing column, a text field that is not a string or a malformed line (named)."""
-    from syntaxformer.data.readers.table import read_table, text_value
-
+    """Inputs from a file (``-`` = standard input, one text per line), read as ``predict --input`` reads one: the
+    formats, and the column read when ``text_column`` is not given, are in docs/inference.md ("From the command line").
+    Arguments: text_column / text_pair_column: the columns of the text and of a pair's second text (span QA and
+    multiple choice: of ``question`` and ``context``; multiple choice also reads ``options``, a list); head: the
+    model's head; id_column: a column copied to the records as ``id`` (default ``id`` when the file has one);
+    run_columns: the run's own ``text_column`` / ``text_pair_column``, the default when the file has them. Raises
+    DataError: no such file, a row without its text; FormatError: an unknown format, a missing column, a text field
+    that is not a string or a malformed line (named)."""
     path = str(path)
     suffix = Path(path).suffix.lower()
     if path != "-" and not Path(path).is_file():
@@ -403,8 +397,6 @@ def read_inputs(
         wanted = {"question": text_column or "question", "context": text_pair_column or "context"}
     else:
         run = run_columns or {}
-        # the run's columns, else as `train` reads a file of its own: sentence1 (with sentence2 as the pair), text,
-        # sentence, the only column
         for text, pair in ((run.get("text_column"), run.get("text_pair_column")), ("sentence1", "sentence2")):
             if text_column is None and text in columns:
                 text_column = text
@@ -450,8 +442,6 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
     """One JSON object per line, to ``path`` (atomically) or standard output (``None`` or ``-``); the characters
     that ``str.splitlines`` takes for line ends (U+2028, U+2029, NEL) are written escaped, so every reader sees one
     record per line."""
-    from syntaxformer.utils import atomic_write
-
     lines = "".join(json.dumps(r, ensure_ascii=False).translate(_LINE_BREAKS) + "\n" for r in records)
     if path is None or str(path) == "-":
         sys.stdout.write(lines)
@@ -462,20 +452,14 @@ def write_records(records: Sequence[Mapping[str, Any]], path: str | os.PathLike 
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
-#: Characters that ``str.splitlines`` (and so many JSONL readers) take for line ends, escaped (as JSON lets them be;
-#: they only ever stand inside a record's strings).
+#: Line ends to ``str.splitlines`` (and so to many JSONL readers), escaped as JSON lets them be inside strings.
 _LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
 def _load_model(folder: str | os.PathLike, head: str | None) -> Any:
     """A saved task model through the ``transformers`` Auto classes (``head``: ``None`` = from the config's
     ``architectures``)."""
-    import transformers
-
     # the Auto classes know every syntaxformer model type since `import syntaxformer` (syntaxformer.registration)
-    from syntaxformer.registry import AUTO_MODEL_CLASSES
-    from syntaxformer.training.saved import loading_model
-
     folder = Path(folder)
     if not (folder / "config.json").is_file():
         raise DataError(f"{folder} holds no saved model (no config.json); was it trained with save_model=false?")
@@ -516,9 +500,5 @@ def tuned_null_threshold(run_dir: str | os.PathLike) -> float | None:
 
 
 def _default_collator(context: Any) -> Any:
-    import functools
-
-    from syntaxformer.data.collate import pad_arrays
-
     pad = context.tokenizer.pad_token_id if context.tokenizer.pad_token_id is not None else 0
     return functools.partial(pad_arrays, pad_token_id=pad)

@@ -1,23 +1,18 @@
 """``transformers`` pipelines for syntax models: raw text in, parsed on the fly, batched, label names out.
 
 Registered with ``transformers.pipelines.PIPELINE_REGISTRY`` when ``transformers.pipelines`` loads after
-``import syntaxformer`` (:mod:`syntaxformer.registration`)::
-
-    clf = pipeline("syntax-text-classification", model="runs/sst2-sg")
-    clf("A fine film.", top_k=None)          # every label, best first
-    qa = pipeline("syntax-question-answering", model="runs/squad-sg")
-    qa(question="Who wrote it?", context="...", top_k=3)   # the 3 best spans
-    mt = pipeline("syntax-translation", model="runs/nmt-both")
-
-All three share :class:`syntaxformer.inference.Predictor` with ``syntaxformer predict``; their inputs, options
-(as ``transformers``' own pipelines take them, checked by :mod:`syntaxformer.modeling.raw_text`) and outputs are
-described in ``docs/inference.md``.
+``import syntaxformer`` (:mod:`syntaxformer.registration`). All three share :class:`syntaxformer.inference.Predictor`
+with ``syntaxformer predict``; their inputs, options (checked by :mod:`syntaxformer.modeling.raw_text`) and outputs
+are described, with examples, in ``docs/inference.md``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import transformers
+from transformers import pipelines
+from transformers.pipelines import PIPELINE_REGISTRY
 from transformers.pipelines.base import Pipeline
 
 from syntaxformer.modeling.raw_text import (
@@ -26,6 +21,7 @@ from syntaxformer.modeling.raw_text import (
     TRANSLATION_OPTIONS,
     check_inputs,
     check_options,
+    check_pipeline_model,
     pipeline_answer,
     ranked_classes,
 )
@@ -65,7 +61,6 @@ class _SyntaxPipeline(Pipeline):
     ):
         super().__init__(*args, **kwargs)
         from syntaxformer.inference import Predictor
-        from syntaxformer.modeling.raw_text import check_pipeline_model
 
         check_pipeline_model(self._task, self.model)
         self.predictor = Predictor.from_pretrained(
@@ -97,11 +92,6 @@ class _SyntaxPipeline(Pipeline):
     def _format(self, record: dict[str, Any], options: dict[str, Any]) -> Any:
         raise NotImplementedError
 
-    def _inputs(self, inputs: Any, single: tuple[type, ...]) -> tuple[list[Any], bool]:
-        """``(the inputs as a list, whether one input was given)``, checked
-        (:func:`~syntaxformer.modeling.raw_text.check_inputs`)."""
-        return check_inputs(inputs, self.predictor.head, single, type(self).__name__)
-
     def _run(self, inputs: list[Any], options: dict[str, Any], **predict_options: Any) -> list[Any]:
         size = int(options.get("batch_size") or self._batch_size or _DEFAULT_BATCH)
         records = self.predictor.predict(inputs, batch_size=size, **predict_options)
@@ -119,7 +109,7 @@ class SyntaxTextClassificationPipeline(_SyntaxPipeline):
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
         # as text-classification: without top_k the best label as a dict (one text: in a list), else lists
-        items, single = self._inputs(inputs, (str, dict))
+        items, single = check_inputs(inputs, self.predictor.head, (str, dict), type(self).__name__)
         out = self._run(items, options, logits=options.get("function_to_apply") is not None)
         if single:
             return [out[0]] if "top_k" not in kwargs else out[0]
@@ -146,7 +136,7 @@ class SyntaxQuestionAnsweringPipeline(_SyntaxPipeline):
         options = self._options(kwargs)
         if inputs is None and (question is not None or context is not None):
             inputs = {"question": question, "context": context}
-        items, single = self._inputs(inputs, (dict,))
+        items, single = check_inputs(inputs, self.predictor.head, (dict,), type(self).__name__)
         top_k = options.get("top_k")
         out = self._run(
             items,
@@ -169,7 +159,7 @@ class SyntaxTranslationPipeline(_SyntaxPipeline):
 
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # no *args, as text-classification
         options = self._options(kwargs)
-        items, single = self._inputs(inputs, (str,))
+        items, single = check_inputs(inputs, self.predictor.head, (str,), type(self).__name__)
         out = self._run(items, options)
         return out[0] if single else out
 
@@ -193,10 +183,6 @@ def register() -> None:
     """Register the pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (once). ``transformers`` 5 refuses the
     task names ``"question-answering"`` and ``"translation"`` before it looks at the model (a ``KeyError`` that suggests
     a chat model); its message then also names the syntax pipeline for a syntaxformer model."""
-    import transformers
-    from transformers import pipelines
-    from transformers.pipelines import PIPELINE_REGISTRY
-
     for name, (cls, auto) in PIPELINES.items():
         if PIPELINE_REGISTRY.supported_tasks.get(name, {}).get("impl") is cls:
             continue

@@ -16,7 +16,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PendingConfig", "install", "register_pipelines", "system_added"]
+from syntaxformer.registry import OTHER_MODEL_TYPES, model_types, resolve, system
+
+__all__ = ["PendingConfig", "install", "system_added"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,8 +67,6 @@ def _pending(model_type: str, load: Callable[[], type]) -> type:
 
 
 def _load_system(name: str) -> type:
-    from syntaxformer.registry import system
-
     spec = system(name)
     spec.register_auto()
     return spec.config_class()
@@ -95,8 +95,6 @@ def _register_pending(module: Any, model_type: str, load: Callable[[], type]) ->
 
 def _register_configs(module: Any) -> None:
     """Register a stand-in config for every system's model types (cheap: reads the registry, imports no model)."""
-    from syntaxformer.registry import OTHER_MODEL_TYPES, model_types
-
     for model_type, name in model_types().items():  # a broken plugin is left out, with a warning naming it
         _register_pending(module, model_type, functools.partial(_load_system, name))
     for model_type, defining in OTHER_MODEL_TYPES.items():
@@ -114,16 +112,12 @@ def system_added(spec: Any) -> None:
             _register_pending(module, model_type, functools.partial(_load_system, spec.name))
 
 
-def register_pipelines(module: Any = None) -> None:
-    """Register the syntax pipelines with ``transformers.pipelines.PIPELINE_REGISTRY`` (idempotent). The pipelines
-    module is named, not imported at the top (as the registry names its entries): this module sits at the bottom
-    of the package's layers, so that the package root may install it."""
-    from syntaxformer.registry import resolve
-
-    resolve("syntaxformer.pipelines:register")()
-
-
-_ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _register_configs, _PIPELINES: register_pipelines}
+#: What to do when ``transformers`` loads each module. The pipelines module is named, not imported (as the registry
+#: names its entries): this module sits at the bottom of the package's layers, so that the package root may install it.
+_ACTIONS: dict[str, Callable[[Any], None]] = {
+    _CONFIG_AUTO: _register_configs,
+    _PIPELINES: lambda module: resolve("syntaxformer.pipelines:register")(),
+}
 
 
 def _act(action: Callable[[Any], None], module: Any) -> None:

@@ -1,8 +1,7 @@
-"""The one registry of syntaxformer's extension points: syntax systems (:data:`SYSTEMS`, each a
-:class:`SystemSpec`), tasks (:data:`TASKS`) and annotator schemes (:data:`ANNOTATORS`), each a :class:`Registry` of
-built-in ``"module:attr"`` strings, entries registered in code and package entry points (:data:`ENTRY_POINT_GROUPS`),
-resolved on first use so that ``import syntaxformer`` imports neither torch nor the model code. docs/architecture.md
-("The registry of extension points") has the rules and tables.
+"""The one registry of syntaxformer's extension points: syntax systems (:data:`SYSTEMS`, each a :class:`SystemSpec`),
+tasks (:data:`TASKS`) and annotator schemes (:data:`ANNOTATORS`), each a :class:`Registry` resolved on first use, so
+that ``import syntaxformer`` imports neither torch nor the model code (rules and tables: docs/architecture.md, "The
+registry of extension points").
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any
 
 from syntaxformer.errors import AnnotatorError, ConfigError, InputError, UnknownTaskError
@@ -135,8 +135,6 @@ class Registry:
         if self._entry_points is None:
             with self._lock:
                 if self._entry_points is None:
-                    from importlib.metadata import entry_points
-
                     found: dict[str, Any] = {}
                     eps: Iterable[Any]
                     try:
@@ -414,19 +412,17 @@ class SystemSpec:
         classes and transformers' model auto module; idempotent)."""
         if self._registered[0]:
             return
-        from transformers import AutoConfig, AutoModel
+        import transformers
 
         config_class = self.config_class()
-        AutoConfig.register(self.saved_model_type, config_class, exist_ok=True)
+        transformers.AutoConfig.register(self.saved_model_type, config_class, exist_ok=True)
         if self.auto_map:
             config_class.register_for_auto_class("AutoConfig")
         backbone = self.backbone_class()
         if backbone is not None:
-            AutoModel.register(config_class, backbone, exist_ok=True)
+            transformers.AutoModel.register(config_class, backbone, exist_ok=True)
             if self.auto_map:
                 backbone.register_for_auto_class("AutoModel")
-        import transformers
-
         for head, auto_name in AUTO_MODEL_CLASSES.items():
             if head in self.models:
                 auto = getattr(transformers, auto_name)
@@ -471,29 +467,19 @@ BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
 #: ``model_type`` -> the module whose import registers it, for the models that are not systems of the runner.
 OTHER_MODEL_TYPES: dict[str, str] = {"syntax_infused_translation": "syntaxformer.modeling.seq2seq"}
 
-
-def _spec_problem(obj: Any) -> str | None:
-    return None if isinstance(obj, SystemSpec) else f"{obj!r} is not a syntaxformer.registry.SystemSpec"
-
-
 SYSTEMS = Registry(
     "system",
     ENTRY_POINT_GROUPS["systems"],
     BUILTIN_SYSTEMS,
     normalise=str.strip,
-    check=_spec_problem,
+    check=lambda obj: None if isinstance(obj, SystemSpec) else f"{obj!r} is not a syntaxformer.registry.SystemSpec",
     hint=f" (add one with syntaxformer.registry.register_system or an entry point of {ENTRY_POINT_GROUPS['systems']})",
 )
-
-
-def _task_key(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
-
 
 TASKS = Registry(
     "task",
     ENTRY_POINT_GROUPS["tasks"],
-    normalise=_task_key,
+    normalise=lambda name: name.strip().lower().replace("_", "-"),
     builtin_modules=(
         "syntaxformer.tasks.glue",
         "syntaxformer.tasks.snli",

@@ -11,6 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from huggingface_hub import constants, get_token
+from huggingface_hub.errors import HFValidationError
+from huggingface_hub.utils import validate_repo_id
+
 from syntaxformer.errors import ConfigError
 
 __all__ = ["REDACTED", "check_hub_push", "redact_secrets", "redacting_arguments"]
@@ -23,10 +27,6 @@ _HF_TOKEN = re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])")
 _TOKEN_OPTION = re.compile(r"(--[\w-]*?[_-]?token)(=|\s+)('[^']*'|\"[^\"]*\"|\S+)", re.IGNORECASE)
 
 
-def _secret_key(key: Any) -> bool:
-    return isinstance(key, str) and key.endswith("_token")
-
-
 def redact_secrets(value: Any, replacement: Any = REDACTED) -> Any:
     """``value`` with its secrets replaced: in mappings (at any depth) the non-empty string of every key ending
     in ``_token`` becomes ``replacement``, and in every string an ``hf_...`` token and the value after a
@@ -36,7 +36,9 @@ def redact_secrets(value: Any, replacement: Any = REDACTED) -> Any:
         return _HF_TOKEN.sub(REDACTED, _TOKEN_OPTION.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", value))
     if isinstance(value, Mapping):
         return {
-            k: replacement if _secret_key(k) and isinstance(v, str) and v else redact_secrets(v, replacement)
+            k: replacement
+            if isinstance(k, str) and k.endswith("_token") and isinstance(v, str) and v
+            else redact_secrets(v, replacement)
             for k, v in value.items()
         }
     if type(value) in (list, tuple):
@@ -88,10 +90,6 @@ def check_hub_push(repo_id: str, token: str | None = None) -> str:
     Raises:
         ConfigError: one line saying which of the three is missing and what to do.
     """
-    from huggingface_hub import constants, get_token
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
     try:
         validate_repo_id(repo_id)
     except HFValidationError as e:

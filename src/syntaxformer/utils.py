@@ -7,9 +7,13 @@ import errno
 import json
 import logging
 import os
+import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
+
+import numpy as np
 
 from syntaxformer.errors import ConfigError, DataError, FormatError
 
@@ -69,8 +73,6 @@ def little_room(folder: str | os.PathLike, minimum: int = 1 << 20) -> bool:
     """Whether the file system of ``folder`` (or of its nearest existing parent) has less than ``minimum`` bytes
     free: how a write error whose message does not say why (torch's stream writer: ``unexpected pos``) is
     recognised as a full disk."""
-    import shutil
-
     path = os.path.abspath(os.fspath(folder))
     while not os.path.exists(path) and os.path.dirname(path) != path:
         path = os.path.dirname(path)
@@ -94,7 +96,6 @@ def check_output(
     Args:
         path: the output file (``-`` = standard output: nothing to check).
         inputs: the files read (``-`` and ``None`` are skipped).
-        overwrite: whether an existing ``path`` may be replaced.
         option: the option that named ``path``, for messages.
         folders: the folders read (a run folder): ``path`` may not be one of them or inside one.
 
@@ -282,8 +283,6 @@ def write_json(path: str | os.PathLike, data: Any, *, indent: int = 2) -> None:
 
 
 def _json_default(o: Any) -> Any:
-    import numpy as np
-
     if isinstance(o, np.generic):
         return o.item()
     if isinstance(o, np.ndarray):
@@ -299,8 +298,6 @@ def subsample(items: Sequence[T], max_samples: int | None, seed: int) -> list[T]
     Raises:
         ConfigError: ``max_samples`` is smaller than 1.
     """
-    import numpy as np
-
     n = len(items)
     if max_samples is None or max_samples >= n:
         return list(items)
@@ -338,8 +335,6 @@ def check_not_inside(
 def _mode_of(path: str) -> int:
     """The permissions ``open(path, "w")`` leaves ``path`` with: those of the existing file, else ``0o666`` less
     the umask."""
-    import stat
-
     try:
         return stat.S_IMODE(os.stat(path).st_mode)
     except OSError:
