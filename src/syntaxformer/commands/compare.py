@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from syntaxformer.commands.train import add_config_arguments, config_from_args, task_or_data
+from syntaxformer.training.comparison import compare, resolve_systems
 
 #: Presets of the quick comparison (the README's main job: real SST-2, offline MiniLM, 2 CPU cores).
 PRESETS = {
@@ -56,8 +57,6 @@ def _own_data(given: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.comparison import compare, resolve_systems
-
     config = config_from_args(args, defaults=PRESETS, check=_own_data)
     systems = resolve_systems(config, getattr(args, "systems", None) or DEFAULT_SYSTEMS)  # errors before training
     print(compare(config, systems)["table"])

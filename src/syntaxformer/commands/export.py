@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from syntaxformer.sharing import export_model
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``syntaxformer export`` to ``parser``."""
@@ -23,8 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.sharing import export_model
-
     out = export_model(
         args.run_dir, args.out_dir, overwrite=args.overwrite, license=args.license, push_to_hub=args.push_to_hub
     )

@@ -15,15 +15,35 @@ import dataclasses
 import json
 import logging
 import os
+import tempfile
 import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from syntaxformer.training.config import RunConfig
+from transformers import PretrainedConfig
 
+from syntaxformer.errors import ConfigError
+from syntaxformer.registry import TASKS
+from syntaxformer.sharing import check_hub_push, export_model
+from syntaxformer.tasks.base import task_names, task_option_names, task_option_types
+from syntaxformer.tasks.custom import task_for_data
+from syntaxformer.training.config import (
+    BOOLEAN_WORDS,
+    HF_SPELLINGS,
+    SHORTHANDS,
+    SYSTEMS,
+    RunConfig,
+    config_data,
+    field_types,
+    merge_options,
+    model_config_class,
+    model_option_names,
+    parse_scalar,
+    training_argument_fields,
+)
+from syntaxformer.training.run import train
 
 #: The option groups of ``--help``, in order: ours first, the Trainer's last.
 TASK_GROUP, MODEL_GROUP = "your own data and the tasks' options", "model options (any other: --set model.NAME=VALUE)"
@@ -101,8 +121,6 @@ def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def given_options(args: argparse.Namespace) -> dict[str, Any]:
     """What the user gave: the flags over ``--config`` with its ``--set`` overrides (not yet routed)."""
-    from syntaxformer.training.config import config_data
-
     return config_data(args.config, args.overrides, **explicit_options(args))
 
 
@@ -116,9 +134,6 @@ def config_from_args(
     command's presets; they count as given, so the task's defaults do not replace them). ``check`` is called with
     what the user gave and returns options to add at the flags' rank (the task inferred from ``--train-file``). Task
     option values naming existing files are made absolute, so ``run.json`` finds them from any folder."""
-    from syntaxformer.tasks.base import task_option_names
-    from syntaxformer.training.config import RunConfig, merge_options
-
     user = given_options(args)
     if check is not None:
         user = merge_options(user, check(user))
@@ -141,9 +156,6 @@ def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
     ``custom-qa`` or ``custom-mc``): no silent SST-2 default. Column flags with a task that reads its own columns are an
     error. Arguments: data: the options the user gave (flags over the config file). Returns the options to add to the
     config (``{"task": ...}`` when it was inferred), else ``{}``."""
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.tasks import task_names, task_option_names
-
     task = data.get("task")
     extra: dict[str, Any] = {}
     if not task:
@@ -153,8 +165,6 @@ def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
                 "registered with syntaxformer.tasks.register_task), `task:` in --config, or your own "
                 "data: --train-file FILE (CSV / TSV / JSON / JSONL) --text-column C --label-column C"
             )
-        from syntaxformer.tasks.custom import task_for_data
-
         task = extra["task"] = task_for_data(
             data.get("train_file"), data.get("dataset"), [k for k in _COLUMN_FLAGS if data.get(k) is not None]
         )
@@ -170,9 +180,6 @@ def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.config import RunConfig
-    from syntaxformer.training.run import train
-
     config = config_from_args(args, check=task_or_data)
     if config.output_dir == RunConfig.output_dir and "output_dir" not in (config.given or ()):
         # the library default, given by no flag and no config file: say where the run goes
@@ -183,10 +190,6 @@ def run(args: argparse.Namespace) -> int:
     metrics = train(config)
     print(json.dumps(summary(metrics, config.output_dir), indent=2))
     if hub is not None and os.environ.get("RANK", "0") == "0":  # one push, from the main process
-        import tempfile
-
-        from syntaxformer.sharing import export_model
-
         with tempfile.TemporaryDirectory() as tmp:
             export_model(config.output_dir, Path(tmp) / Path(config.output_dir).name, push_to_hub=hub[0], token=hub[1])
     return 0
@@ -199,9 +202,6 @@ def _hub_push(config: RunConfig) -> tuple[str, str] | None:
     args = config.training_args
     if not args.get("push_to_hub"):
         return None
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.sharing import check_hub_push
-
     if not config.save_model:
         raise ConfigError("--push_to_hub pushes the exported model: it needs the model saved (drop save_model=false)")
     repo = str(args.get("hub_model_id") or Path(config.output_dir).name)
@@ -217,8 +217,6 @@ _Option = tuple[str, Any, str, str, tuple[str, ...], tuple[str, ...]]  # name, h
 def _options(training: bool) -> list[_Option]:
     """Every run option once (the first source of a name wins): the :class:`RunConfig` fields, their Hugging Face
     spellings, the shorthands, the tasks' options, the systems' model options, the other ``TrainingArguments``."""
-    from syntaxformer.training.config import HF_SPELLINGS, SHORTHANDS, RunConfig, field_types, training_argument_fields
-
     hints = field_types(RunConfig)
     out: dict[str, _Option] = {}
     fields = {f.name: f for f in dataclasses.fields(RunConfig)}
@@ -250,10 +248,6 @@ def _options(training: bool) -> list[_Option]:
 
 def _task_options() -> dict[str, tuple[Any, str]]:
     """Option name -> (annotation, help) over the registered tasks' constructors."""
-    from syntaxformer.registry import TASKS
-    from syntaxformer.tasks import task_names
-    from syntaxformer.tasks.base import task_option_types
-
     found: dict[str, Any] = {}
     users: dict[str, list[str]] = {}
     for name in task_names():
@@ -268,11 +262,6 @@ def _task_options() -> dict[str, tuple[Any, str]]:
 
 def _model_options() -> dict[str, tuple[Any, str]]:
     """Option name -> (annotation, help) of the systems' own config fields (not the ``PretrainedConfig`` ones)."""
-    from transformers import PretrainedConfig
-
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.training.config import SYSTEMS, field_types, model_config_class, model_option_names
-
     base = {f.name for f in dataclasses.fields(PretrainedConfig)}
     out: dict[str, tuple[Any, str]] = {}
     for system in tuple(SYSTEMS):
@@ -289,8 +278,6 @@ def _model_options() -> dict[str, tuple[Any, str]]:
 
 
 def _bool(text: str) -> bool:
-    from syntaxformer.training.config import BOOLEAN_WORDS
-
     value = BOOLEAN_WORDS.get(text.strip().lower())
     if value is None:
         raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
@@ -301,8 +288,6 @@ def _argparse_kwargs(hint: Any) -> dict[str, Any]:
     """``add_argument`` keywords for an option of annotation ``hint``: booleans take an optional value
     (``--bf16`` = ``--bf16 true``), ``Literal`` its choices, numbers their type, lists one or more values; other
     values are read as YAML scalars, as ``--set`` reads them, and checked when the config is built."""
-    from syntaxformer.training.config import parse_scalar
-
     union = typing.get_origin(hint) in (typing.Union, types.UnionType)
     args = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
     if len(args) == 1 and typing.get_origin(args[0]) is typing.Literal:

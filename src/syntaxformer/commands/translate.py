@@ -7,8 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 
+import torch
+
 from syntaxformer.commands.arguments import positive
+from syntaxformer.data.readers.parallel import read_corpus, read_lines, read_sgm
 from syntaxformer.errors import DataError
+from syntaxformer.inference import Predictor
+from syntaxformer.tasks.metrics import corpus_bleu
+from syntaxformer.utils import atomic_write, check_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,17 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.data.readers.parallel import read_corpus, read_lines, read_sgm
-    from syntaxformer.inference import Predictor
-    from syntaxformer.tasks.metrics import corpus_bleu
-    from syntaxformer.utils import atomic_write, check_output
-
     positive(
         batch_size=args.batch_size, beams=args.beams, max_source_length=args.max_source_length, threads=args.threads
     )
     if args.threads is not None:
-        import torch
-
         torch.set_num_threads(args.threads)
     check_output(args.output, [args.input, args.reference], overwrite=args.overwrite)
     if args.input.lower().endswith(".sgm"):

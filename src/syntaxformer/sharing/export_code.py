@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TypeGuard
 
 from syntaxformer.errors import ConfigError
+from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
+from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
 
 __all__ = ["ENTRY_MODULE", "code_exports", "code_files", "model_classes"]
 
@@ -430,8 +432,6 @@ def code_exports(
     Raises:
         ConfigError: a model export does not carry (a system of another package, a class its system has not).
     """
-    from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
-
     config_module, config_class, models = model_classes(model_type)
     model_module, model_class = models.get(head, ":").split(":")
     if model_class != architecture:
@@ -444,8 +444,6 @@ def code_exports(
     for module, name in ((config_module, config_class), (model_module, model_class), (pipeline_module, pipeline_class)):
         out.setdefault(module, []).append(name)
     if syntax_inputs is None:
-        from syntaxformer.registry import system_for_model_type
-
         spec = system_for_model_type(model_type)
         syntax_inputs = spec.config_class()().syntax_inputs if spec is not None else ()
     for prefix, module in _ON_DEMAND.items():
@@ -511,8 +509,6 @@ def model_classes(model_type: str | None) -> tuple[str, str, dict[str, str]]:
     Raises:
         ConfigError: a model type export does not carry.
     """
-    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
-
     spec = system_for_model_type(model_type)
     if spec is not None and spec.name in BUILTIN_SYSTEMS:
         config_module, config_class = str(spec.config).split(":")

@@ -10,8 +10,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.secrets import check_hub_push
+from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
 
 __all__ = ["check_hub_push", "push_export"]
 
@@ -38,10 +41,6 @@ def push_export(
         ConfigError: the push cannot happen (:func:`check_hub_push`), or ``folder`` is not an exported folder.
         DataError: the hub refused or could not be reached (the folder stays as it is).
     """
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
-
-    from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
-
     root = Path(folder)
     if not (root / OPTIONS_FILE).is_file() or (root / "run.json").exists():
         raise ConfigError(

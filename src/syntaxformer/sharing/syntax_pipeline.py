@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from transformers.pipelines.base import Pipeline
+from transformers.utils import cached_file
 
 from syntaxformer.data.align import SyntaxAligner
 from syntaxformer.data.annotators.spacy import SpacyParser
@@ -96,8 +97,6 @@ class PipelineOptions:
 def load_options(model: Any) -> PipelineOptions:
     """The :class:`PipelineOptions` of a loaded model, from :data:`OPTIONS_FILE` in its folder (or hub repo), with
     ``max_length`` capped at the model's position embeddings."""
-    from transformers.utils import cached_file
-
     where = str(getattr(model, "name_or_path", "") or "")
     path = cached_file(where, OPTIONS_FILE, _raise_exceptions_for_missing_entries=False) if where else None
     if path is None:
