@@ -13,12 +13,17 @@ naming a file, a file that is not UTF-8). Any other exception is a bug and keeps
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import io
 import logging
 import os
 import sys
 import types
+
+from syntaxformer import __version__
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.registry import trust_run_code
 
 # command name -> one-line help; the command lives in syntaxformer.commands.<name with "_" for "-">. Keep the
 # help here so `--help` imports nothing heavy.
@@ -97,8 +102,6 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def _did_you_mean(self, message: str) -> str:
         """``; did you mean --x?`` for the unknown options named in an argparse message."""
-        import difflib
-
         if "unrecognized arguments:" not in message:
             return ""
         known = [o for o in self._option_string_actions if o.startswith("--")]
@@ -165,8 +168,6 @@ def _main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         parser = build_parser()
         if parser.parse_args(argv).version:
-            from syntaxformer import __version__
-
             print(__version__)
             return 0
         parser.print_help()
@@ -185,9 +186,6 @@ def _main(argv: list[str]) -> int:
             "its installed plugins): only for run folders from a source you trust",
         )
     args = sub.parse_args(argv[1:])
-    from syntaxformer.errors import SyntaxformerError
-    from syntaxformer.registry import trust_run_code
-
     try:
         with trust_run_code(bool(getattr(args, "trust_run_code", False))):
             return int(module.run(args) or 0)

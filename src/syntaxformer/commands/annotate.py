@@ -33,7 +33,6 @@ STDIO = "-"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer annotate`` to ``parser``."""
     parser.add_argument(
         "input", metavar="INPUT", help="input file (a folder of .mrg files for --format ptb); - reads standard input"
     )
@@ -127,7 +126,6 @@ def _counting(items: Iterable, counts: dict[str, int]) -> Iterator:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read or parse ``args.input`` and write ``args.output``; returns the exit status."""
     fmt = input_format(args.input, args.format)
     out_fmt = output_format(args.output, getattr(args, "output_format", None))
     stdin = args.input == STDIO

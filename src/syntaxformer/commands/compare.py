@@ -39,7 +39,6 @@ DEFAULT_SYSTEMS = "baseline,sgnet"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer compare`` to ``parser``."""
     add_config_arguments(parser)
     parser.add_argument(
         "--systems",

@@ -16,7 +16,6 @@ from syntaxformer.training.run import evaluate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer evaluate`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
     parser.add_argument(
         "--split", default="dev", choices=("train", "dev", "validation", "test"), help="split to score (dev)"

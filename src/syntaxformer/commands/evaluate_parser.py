@@ -27,7 +27,6 @@ auxiliaries), spaCy's scheme does not.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer evaluate-parser`` to ``parser``."""
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--gold", required=True, help="gold trees: a CoNLL-U file, or PTB trees (file or folder)")
@@ -45,7 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse the gold words, score against the gold trees, print the scores; returns the exit status."""
     fmt = args.format or ("conllu" if input_format(args.gold, None) == "conllu" else "ptb")
     positive(limit=args.limit)
     gold = list(itertools.islice(read_gold(args.gold, fmt), args.limit))

@@ -9,7 +9,6 @@ from syntaxformer.sharing import export_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer export`` to ``parser``."""
     parser.add_argument("run_dir", metavar="RUN_DIR", help="output folder of a finished `syntaxformer train` run")
     parser.add_argument("out_dir", metavar="OUT_DIR", help="the model folder to write (must not exist or be empty)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists and is not empty")

@@ -11,7 +11,6 @@ from syntaxformer.defaults import default_hf_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer plot`` to ``parser``."""
     parser.add_argument(
         "runs", nargs="*", metavar="RUN_DIR", help="run folders, folders holding run folders, or quoted glob patterns"
     )

@@ -17,7 +17,6 @@ from syntaxformer.utils import check_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer predict`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
     raw = parser.add_argument_group("raw texts")
     raw.add_argument(

@@ -24,7 +24,6 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer probe`` to ``parser``."""
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
@@ -80,7 +79,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the probes; print a table per model; returns the exit status."""
     if args.output:
         check_output(args.output, overwrite=args.overwrite)  # before the probes are trained
     options = model_options(args.set)

@@ -17,7 +17,6 @@ from syntaxformer.utils import check_output, write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer significance`` to ``parser``."""
     parser.add_argument(
         "runs",
         nargs="*",

@@ -29,6 +29,7 @@ from syntaxformer.registry import TASKS
 from syntaxformer.sharing import check_hub_push, export_model
 from syntaxformer.tasks.base import task_names, task_option_names, task_option_types
 from syntaxformer.tasks.custom import task_for_data
+from syntaxformer.training import run as training_run  # called through the module: tests replace its train
 from syntaxformer.training.config import (
     BOOLEAN_WORDS,
     HF_SPELLINGS,
@@ -43,7 +44,6 @@ from syntaxformer.training.config import (
     parse_scalar,
     training_argument_fields,
 )
-from syntaxformer.training.run import train
 
 #: The option groups of ``--help``, in order: ours first, the Trainer's last.
 TASK_GROUP, MODEL_GROUP = "your own data and the tasks' options", "model options (any other: --set model.NAME=VALUE)"
@@ -56,8 +56,6 @@ _COLUMN_FLAGS = {
     "label_column": "--label-column",
     "id_column": "--id-column",
 }
-#: The data files a flag names: recorded as absolute paths, so `evaluate` / `predict` find them from any folder.
-_FILES = ("train_file", "dev_file", "test_file")
 #: The namespace attribute that lists the run options a parser has (set by :func:`add_config_arguments`).
 _NAMES = "_run_option_names"
 
@@ -111,9 +109,9 @@ add_arguments = add_config_arguments
 
 def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
     """The run options given on the command line (those not given are absent); the data files named there as
-    absolute paths."""
+    absolute paths, so that `evaluate` / `predict` find them from any folder."""
     out = {name: getattr(args, name) for name in getattr(args, _NAMES, ()) if hasattr(args, name)}
-    for key in (*_FILES, "validation_file"):
+    for key in ("train_file", "dev_file", "test_file", "validation_file"):
         if isinstance(out.get(key), str) and os.path.exists(out[key]):
             out[key] = os.path.abspath(out[key])
     return out
@@ -187,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             "no --output-dir given: the run goes to %s (the default)", config.output_dir
         )
     hub = _hub_push(config)
-    metrics = train(config)
+    metrics = training_run.train(config)
     print(json.dumps(summary(metrics, config.output_dir), indent=2))
     if hub is not None and os.environ.get("RANK", "0") == "0":  # one push, from the main process
         with tempfile.TemporaryDirectory() as tmp:

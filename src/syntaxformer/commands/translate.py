@@ -18,7 +18,6 @@ from syntaxformer.utils import atomic_write, check_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer translate`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder written by `syntaxformer train --task translation`")
     parser.add_argument("--input", required=True, help="source file: plain text (one sentence per line) or .sgm")
     parser.add_argument("--output", required=True, help="where the translations go (one per line)")

@@ -1,11 +1,7 @@
-"""Export a finished run as a self-contained Hugging Face model folder: ``syntaxformer export RUN_DIR OUT_DIR``.
-
-The folder holds the final weights, ``config.json`` (naming the code with ``auto_map`` and the head's pipeline with
-``custom_pipelines``), the tokenizer, the model card, the run's featurization options
-(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code (:mod:`syntaxformer.sharing.export_code`),
-so that ``pipeline(model=OUT_DIR, trust_remote_code=True)`` predicts on raw text where syntaxformer is not
-installed; nothing of the training. ``docs/inference.md`` ("Sharing a model") lists the files and describes the
-export as a transaction (:func:`export_model`).
+"""Export a finished run as a self-contained Hugging Face model folder: ``syntaxformer export RUN_DIR OUT_DIR``;
+``pipeline(model=OUT_DIR, trust_remote_code=True)`` predicts on raw text where syntaxformer is not installed.
+``docs/inference.md`` ("Sharing a model") lists the files and describes the export as a transaction
+(:func:`export_model`).
 """
 
 from __future__ import annotations
@@ -37,8 +33,8 @@ from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
 from syntaxformer.sharing.export_code import ENTRY_MODULE, code_exports, code_files, model_classes
 from syntaxformer.sharing.hub import check_hub_push, push_export
 from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE, PIPELINE_CLASSES, PipelineOptions
+from syntaxformer.training import model_card  # called through the module: tests replace write_model_card
 from syntaxformer.training.lock import RunLock, lock_owner
-from syntaxformer.training.model_card import write_model_card
 from syntaxformer.training.run import METRICS_FILE, RUN_FILE, build_context, load_run
 from syntaxformer.utils import write_json
 
@@ -281,7 +277,7 @@ def export_model(
                 (tmp / name).write_text(text, encoding="utf-8")
             annotator = _annotator(options.get("parser"))
             run_config = config.to_dict()
-            write_model_card(
+            model_card.write_model_card(
                 tmp, metrics, run_config, model_config, head, annotator=annotator, export=options, license=license,
                 folder=out_dir,
             )  # fmt: skip

@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+import huggingface_hub
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.secrets import check_hub_push
@@ -48,7 +49,7 @@ def push_export(
             "first: only self-contained folders are pushed"
         )
     token = check_hub_push(repo_id, token)
-    api = api if api is not None else HfApi(token=token)
+    api = api if api is not None else huggingface_hub.HfApi(token=token)  # looked up at call time: tests replace it
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     try:
         api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)
