@@ -156,6 +156,7 @@ def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
     config (``{"task": ...}`` when it was inferred), else ``{}``."""
     task = data.get("task")
     extra: dict[str, Any] = {}
+    given = [k for k in _COLUMN_FLAGS if data.get(k) is not None]
     if not task:
         if not (data.get("train_file") or data.get("dataset")):
             raise ConfigError(
@@ -163,10 +164,7 @@ def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
                 "registered with syntaxformer.tasks.register_task), `task:` in --config, or your own "
                 "data: --train-file FILE (CSV / TSV / JSON / JSONL) --text-column C --label-column C"
             )
-        task = extra["task"] = task_for_data(
-            data.get("train_file"), data.get("dataset"), [k for k in _COLUMN_FLAGS if data.get(k) is not None]
-        )
-    given = [k for k in _COLUMN_FLAGS if data.get(k) is not None]
+        task = extra["task"] = task_for_data(data.get("train_file"), data.get("dataset"), given)
     takes = set(task_option_names(str(task)))
     wrong = [_COLUMN_FLAGS[k] for k in given if k not in takes]
     if wrong:

@@ -1,10 +1,6 @@
-"""The code of an exported model folder (:mod:`syntaxformer.sharing.export`): which library definitions it
-carries and their flat, relative-import copies.
-
-:func:`code_exports` names the classes ``auto_map`` and ``custom_pipelines`` point at; :func:`code_files` copies
-every top-level definition they use, directly or not (:class:`_Shaker`), each module cut to them, with every
-``from syntaxformer.x.y import z`` made ``from .y import z``, and writes one entry module (:data:`ENTRY_MODULE`)
-that imports all the copies.
+"""The code of an exported model folder (:mod:`syntaxformer.sharing.export`): the library definitions the classes
+of :func:`code_exports` use, directly or not (:class:`_Shaker`), each module cut to them and copied flat with relative
+imports, and the entry module (:data:`ENTRY_MODULE`) that imports every copy (``docs/inference.md``).
 """
 
 from __future__ import annotations
