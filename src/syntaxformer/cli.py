@@ -21,6 +21,10 @@ import os
 import sys
 import types
 
+from syntaxformer import __version__
+from syntaxformer.errors import SyntaxformerError
+from syntaxformer.registry import trust_run_code
+
 #: Command name -> its one-line help; the command lives in syntaxformer.commands.<name with "_" for "-">.
 COMMANDS: dict[str, str] = {
     "annotate": "parse raw text or read gold trees; write JSONL / CoNLL-U",
@@ -163,8 +167,6 @@ def _main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         parser = build_parser()
         if parser.parse_args(argv).version:
-            from syntaxformer import __version__
-
             print(__version__)
             return 0
         parser.print_help()
@@ -183,9 +185,6 @@ def _main(argv: list[str]) -> int:
             "its installed plugins): only for run folders from a source you trust",
         )
     args = sub.parse_args(argv[1:])
-    from syntaxformer.errors import SyntaxformerError
-    from syntaxformer.registry import trust_run_code
-
     try:
         with trust_run_code(bool(getattr(args, "trust_run_code", False))):
             return int(module.run(args) or 0)

@@ -6,9 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from syntaxformer.analysis.buckets import format_length_buckets, length_buckets
+from syntaxformer.commands.arguments import int_list
+from syntaxformer.errors import ConfigError
+from syntaxformer.utils import check_output, write_json
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer analyze`` to ``parser``."""
     parser.add_argument(
         "runs",
         nargs="+",
@@ -34,11 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.analysis.buckets import format_length_buckets, length_buckets
-    from syntaxformer.commands.arguments import int_list
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.utils import check_output, write_json
-
     output = Path(args.output) if args.output else Path(args.runs[0]) / "length_buckets.json"
     check_output(output, overwrite=args.overwrite)  # before anything is computed
     edges = int_list(args.edges, "--edges")

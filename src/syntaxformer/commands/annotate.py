@@ -5,11 +5,15 @@ gold trees (CoNLL-U, PTB) or syntaxformer JSONL; write JSONL or CoNLL-U atomical
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
 
 from syntaxformer.commands.arguments import add_parser_options, annotator_from_args
+from syntaxformer.data.readers.conllu import format_conllu, read_conllu, write_conllu
+from syntaxformer.data.readers.ptb import read_ptb
+from syntaxformer.data.sentence import Document, read_jsonl, records_from_lines, write_jsonl
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.utils import check_output, open_text
 
@@ -29,7 +33,6 @@ STDIO = "-"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer annotate`` to ``parser``."""
     parser.add_argument(
         "input", metavar="INPUT", help="input file (a folder of .mrg files for --format ptb); - reads standard input"
     )
@@ -84,14 +87,10 @@ def output_format(path: str, given: str | None = None) -> str:
 def read_gold(path: str, fmt: str) -> Iterator:
     """Gold sentences from a CoNLL-U file or PTB bracketed trees (a file, a folder of ``.mrg`` files or a glob)."""
     if fmt == "conllu":
-        from syntaxformer.data.readers.conllu import read_conllu
-
         if not os.path.isfile(path):
             raise DataError(f"input file not found: {path}")
         return read_conllu(path)
     if fmt == "ptb":
-        from syntaxformer.data.readers.ptb import read_ptb
-
         return read_ptb(path)
     raise ConfigError(f"--format {fmt!r} is not a gold-tree format; expected conllu or ptb")
 
@@ -105,10 +104,6 @@ def _line_passages(path: str) -> list[str]:
 
 def _write_stdout(items: Iterable, fmt: str) -> None:
     """Stream records to standard output, one at a time (a pipe sees them as they are parsed)."""
-    import json
-
-    from syntaxformer.data.readers.conllu import format_conllu
-
     out = sys.stdout
     for item in items:
         out.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n" if fmt == "jsonl" else format_conllu([item]))
@@ -124,8 +119,6 @@ def _documents(texts: list[str], annotator, name: str) -> Iterator:
 
 
 def _counting(items: Iterable, counts: dict[str, int]) -> Iterator:
-    from syntaxformer.data.sentence import Document
-
     for item in items:
         counts["records"] += 1
         counts["sentences"] += len(item) if isinstance(item, Document) else 1
@@ -133,7 +126,6 @@ def _counting(items: Iterable, counts: dict[str, int]) -> Iterator:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Read or parse ``args.input`` and write ``args.output``; returns the exit status."""
     fmt = input_format(args.input, args.format)
     out_fmt = output_format(args.output, getattr(args, "output_format", None))
     stdin = args.input == STDIO
@@ -149,13 +141,9 @@ def run(args: argparse.Namespace) -> int:
         source = annotator.source
         items: Iterable = _documents(_line_passages(args.input), annotator, name)
     elif fmt == "jsonl":
-        from syntaxformer.data.sentence import read_jsonl, records_from_lines
-
         items = records_from_lines(sys.stdin, "<stdin>") if stdin else read_jsonl(args.input)
         source = "jsonl"
     elif stdin:  # CoNLL-U
-        from syntaxformer.data.readers.conllu import read_conllu
-
         items = read_conllu(sys.stdin, source="<stdin>")
         source = "conllu"
     else:
@@ -165,12 +153,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output == STDIO:
         _write_stdout(items, out_fmt)
     elif out_fmt == "jsonl":  # an unwritable output is a DataError from atomic_write
-        from syntaxformer.data.sentence import write_jsonl
-
         write_jsonl(items, args.output)
     else:
-        from syntaxformer.data.readers.conllu import write_conllu
-
         write_conllu(items, args.output)
     what = "documents" if fmt == "text" else "records"
     where = "standard output" if args.output == STDIO else args.output

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from syntaxformer import registry as _registry
+from syntaxformer.data.annotators import make_annotator
 from syntaxformer.errors import ConfigError
 
 __all__ = ["add_parser_options", "add_system_options", "annotator_from_args", "int_list", "model_options", "positive"]
@@ -35,8 +36,6 @@ def add_parser_options(parser: argparse.ArgumentParser, batches: bool = True) ->
 def annotator_from_args(args: argparse.Namespace):
     """The :class:`~syntaxformer.data.annotators.Annotator` of :func:`add_parser_options` (``--parser`` is any spec
     of :func:`~syntaxformer.data.annotators.make_annotator`)."""
-    from syntaxformer.data.annotators import make_annotator
-
     cache = None if args.no_cache else (args.cache or True)
     return make_annotator(args.parser, cache=cache, batch_size=args.batch_size, n_process=args.n_process)
 

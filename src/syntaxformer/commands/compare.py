@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from syntaxformer.commands.train import add_config_arguments, config_from_args, task_or_data
+from syntaxformer.training.comparison import compare, resolve_systems
 
 #: Presets of the quick comparison (the README's main job: real SST-2, offline MiniLM, 2 CPU cores).
 PRESETS = {
@@ -38,7 +39,6 @@ DEFAULT_SYSTEMS = "baseline,sgnet"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer compare`` to ``parser``."""
     add_config_arguments(parser)
     parser.add_argument(
         "--systems",
@@ -56,8 +56,6 @@ def _own_data(given: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.comparison import compare, resolve_systems
-
     config = config_from_args(args, defaults=PRESETS, check=_own_data)
     systems = resolve_systems(config, getattr(args, "systems", None) or DEFAULT_SYSTEMS)  # errors before training
     print(compare(config, systems)["table"])

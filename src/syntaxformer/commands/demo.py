@@ -10,7 +10,15 @@ from __future__ import annotations
 import argparse
 import time
 
+from transformers import AutoTokenizer
+
 from syntaxformer.commands.arguments import add_parser_options
+from syntaxformer.data.align import SyntaxAligner
+from syntaxformer.data.annotators import make_annotator
+from syntaxformer.data.collate import SyntaxCollator
+from syntaxformer.defaults import default_hf_model, shared_data_dir
+from syntaxformer.masks import relation_groups_from_features, sdoi_mask
+from syntaxformer.masks.relations import KINDS, group_id
 
 BUILTIN = [
     "The movie's sharp script makes up for its slow start.",
@@ -43,8 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _load_texts(args: argparse.Namespace) -> tuple[list[str], str]:
     if args.text:
         return list(args.text), "command line"
-    from syntaxformer.defaults import shared_data_dir
-
     data = shared_data_dir()
     path = data / "glue" / "SST-2" / "dev.tsv" if data else None
     if path is not None and path.exists():
@@ -72,15 +78,6 @@ def _draw_tree(sentence) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from transformers import AutoTokenizer
-
-    from syntaxformer.data.align import SyntaxAligner
-    from syntaxformer.data.annotators import make_annotator
-    from syntaxformer.data.collate import SyntaxCollator
-    from syntaxformer.defaults import default_hf_model
-    from syntaxformer.masks import relation_groups_from_features, sdoi_mask
-    from syntaxformer.masks.relations import KINDS, group_id
-
     texts, where = _load_texts(args)
     t0 = time.perf_counter()
     annotator = make_annotator(args.parser, cache=None if args.no_cache else "default")

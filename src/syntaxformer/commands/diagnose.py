@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from syntaxformer.analysis.diagnose import diagnose
 from syntaxformer.commands.arguments import add_system_options, model_options
 
 _EPILOG = """\
@@ -22,7 +23,6 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer diagnose`` to ``parser``."""
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
@@ -47,9 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the diagnostic and print it; returns the exit status."""
-    from syntaxformer.analysis.diagnose import diagnose
-
     options = model_options(args.set)
     result = diagnose(
         args.model, args.system, options, task=args.task, n=args.n, seed=args.seed, data_dir=args.data_dir

@@ -9,11 +9,13 @@ import json
 import sys
 from typing import Any
 
+from syntaxformer.analysis.minimal_pairs import evaluate_suite, paradigm_table
 from syntaxformer.commands.train import add_config_arguments, given_options
+from syntaxformer.errors import ConfigError
+from syntaxformer.training.run import evaluate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer evaluate`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
     parser.add_argument(
         "--split", default="dev", choices=("train", "dev", "validation", "test"), help="split to score (dev)"
@@ -53,9 +55,6 @@ def config_changes(args: argparse.Namespace) -> dict:
 
 def run_suite(args: argparse.Namespace) -> int:
     """``evaluate --suite``: score the run on a minimal-pair suite and print the report's summary as JSON."""
-    from syntaxformer.analysis.minimal_pairs import evaluate_suite, paradigm_table
-    from syntaxformer.errors import ConfigError
-
     if args.split_file or args.split != "dev":
         raise ConfigError("--suite scores minimal pairs, not a split: leave out --split / --file")
     report = evaluate_suite(
@@ -84,8 +83,6 @@ def run_suite(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.run import evaluate
-
     if args.suite:
         return run_suite(args)
 

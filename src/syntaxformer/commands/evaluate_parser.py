@@ -11,7 +11,10 @@ import json
 import os
 import time
 
-from syntaxformer.commands.arguments import add_parser_options, positive
+from syntaxformer.commands.annotate import input_format, read_gold
+from syntaxformer.commands.arguments import add_parser_options, annotator_from_args, positive
+from syntaxformer.data.constituency import unescape_word
+from syntaxformer.data.parser_eval import attachment_scores
 
 _EPILOG = """\
 Labels are compared only where gold and parser use the same label scheme. UD gold (e.g. English EWT) and spaCy's
@@ -24,7 +27,6 @@ auxiliaries), spaCy's scheme does not.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer evaluate-parser`` to ``parser``."""
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--gold", required=True, help="gold trees: a CoNLL-U file, or PTB trees (file or folder)")
@@ -42,11 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Parse the gold words, score against the gold trees, print the scores; returns the exit status."""
-    from syntaxformer.commands.annotate import input_format, read_gold
-    from syntaxformer.commands.arguments import annotator_from_args
-    from syntaxformer.data.parser_eval import attachment_scores
-
     fmt = args.format or ("conllu" if input_format(args.gold, None) == "conllu" else "ptb")
     positive(limit=args.limit)
     gold = list(itertools.islice(read_gold(args.gold, fmt), args.limit))
@@ -92,8 +89,6 @@ def _parser_words(words: list[str], fmt: str) -> list[str]:
     """Words as the parser should see them: PTB escapes undone (``-LRB-`` -> ``(``, ``1\\/2`` -> ``1/2``)."""
     if fmt != "ptb":
         return words
-    from syntaxformer.data.constituency import unescape_word
-
     return [unescape_word(w) or w for w in words]
 
 

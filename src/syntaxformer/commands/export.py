@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 
+from syntaxformer.sharing import export_model
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer export`` to ``parser``."""
     parser.add_argument("run_dir", metavar="RUN_DIR", help="output folder of a finished `syntaxformer train` run")
     parser.add_argument("out_dir", metavar="OUT_DIR", help="the model folder to write (must not exist or be empty)")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists and is not empty")
@@ -23,8 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.sharing import export_model
-
     out = export_model(
         args.run_dir, args.out_dir, overwrite=args.overwrite, license=args.license, push_to_hub=args.push_to_hub
     )

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from syntaxformer.analysis.plots import PLOT_KINDS, SUITE_LEVELS, plot_runs
+from syntaxformer.commands.arguments import int_list, positive
+from syntaxformer.defaults import default_hf_model
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer plot`` to ``parser``."""
-    from syntaxformer.analysis.plots import PLOT_KINDS, SUITE_LEVELS
-
     parser.add_argument(
         "runs", nargs="*", metavar="RUN_DIR", help="run folders, folders holding run folders, or quoted glob patterns"
     )
@@ -44,15 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.analysis.plots import plot_runs
-    from syntaxformer.commands.arguments import int_list, positive
-
     edges = int_list(args.edges, "--edges")
     positive(resamples=args.resamples)
     model = args.model
     if model == "minilm":
-        from syntaxformer.defaults import default_hf_model
-
         model = default_hf_model()
     written = plot_runs(
         args.runs,

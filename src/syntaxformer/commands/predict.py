@@ -7,12 +7,16 @@ import argparse
 import json
 import sys
 
+from syntaxformer.commands.arguments import positive
 from syntaxformer.commands.evaluate import config_changes
 from syntaxformer.commands.train import add_config_arguments
+from syntaxformer.errors import ConfigError
+from syntaxformer.inference import Predictor, read_inputs, write_records
+from syntaxformer.training.run import predict
+from syntaxformer.utils import check_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer predict`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder of a model trained with `syntaxformer train`")
     raw = parser.add_argument_group("raw texts")
     raw.add_argument(
@@ -57,14 +61,10 @@ def run(args: argparse.Namespace) -> int:
     if args.input is not None:
         return _run_inputs(args)
     if args.output or args.text_column or args.text_pair_column:
-        from syntaxformer.errors import ConfigError
-
         raise ConfigError(
             "--output, --text-column and --text-pair-column go with --input FILE (raw texts); a split's "
             "predictions go to --output-dir"
         )
-    from syntaxformer.training.run import predict
-
     result = predict(
         args.model, args.split, changes=config_changes(args), output_dir=args.output_dir, overwrite=args.overwrite
     )
@@ -77,11 +77,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_inputs(args: argparse.Namespace) -> int:
-    from syntaxformer.commands.arguments import positive
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.inference import Predictor, read_inputs, write_records
-    from syntaxformer.utils import check_output
-
     if args.split_file or args.output_dir:
         raise ConfigError("--file and --output-dir predict a split; with --input use --output")
     positive(batch_size=args.batch_size)

@@ -8,7 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from syntaxformer.analysis.probes import ProbeSettings, format_probe_table, probe_models
 from syntaxformer.commands.arguments import add_system_options, model_options, positive
+from syntaxformer.errors import ConfigError
+from syntaxformer.training.run import model_label
+from syntaxformer.utils import check_output, write_json
 
 _EPILOG = """\
 examples:
@@ -20,7 +24,6 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer probe`` to ``parser``."""
     parser.epilog = _EPILOG
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument(
@@ -76,12 +79,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the probes; print a table per model; returns the exit status."""
-    from syntaxformer.analysis.probes import ProbeSettings, format_probe_table, probe_models
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.training.run import model_label
-    from syntaxformer.utils import check_output, write_json
-
     if args.output:
         check_output(args.output, overwrite=args.overwrite)  # before the probes are trained
     options = model_options(args.set)

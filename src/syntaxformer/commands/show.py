@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from syntaxformer.analysis.viewer import build_view
 from syntaxformer.commands.arguments import add_parser_options
+from syntaxformer.utils import check_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,9 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.analysis.viewer import build_view
-    from syntaxformer.utils import check_output
-
     check_output(args.output, overwrite=args.overwrite)  # before any model is loaded
     view = build_view(
         args.text,

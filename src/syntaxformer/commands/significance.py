@@ -9,9 +9,14 @@ import argparse
 import json
 from typing import Any
 
+from syntaxformer.analysis.compare_runs import compare_runs, expand_run_dirs, run_seed
+from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, paired_suite_records
+from syntaxformer.commands.arguments import positive
+from syntaxformer.errors import ConfigError
+from syntaxformer.utils import check_output, write_json
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer significance`` to ``parser``."""
     parser.add_argument(
         "runs",
         nargs="*",
@@ -66,8 +71,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _systems(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    from syntaxformer.errors import ConfigError
-
     if args.runs_a or args.runs_b:
         a = list(args.runs_a or []) or list(args.runs)
         if args.runs_a and args.runs:
@@ -116,14 +119,9 @@ def format_significance(r: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.analysis.compare_runs import compare_runs
-    from syntaxformer.commands.arguments import positive
-
     positive(resamples=args.resamples)
     runs_a, runs_b = _systems(args)
     if args.json not in (None, "-"):
-        from syntaxformer.utils import check_output
-
         check_output(args.json, overwrite=args.overwrite, option="--json")  # before anything is computed
     if args.suite:
         return _run_suite(args, runs_a, runs_b)
@@ -133,8 +131,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, result: dict, table: Any) -> int:
     """Print ``result`` as JSON (``--json`` alone) or as ``table(result)``, and write it to ``--json FILE``."""
-    from syntaxformer.utils import write_json
-
     if args.json == "-":
         print(json.dumps(result, indent=2))
         return 0
@@ -146,7 +142,6 @@ def _report(args: argparse.Namespace, result: dict, table: Any) -> int:
 
 def _by_seed(runs: list[str]) -> list[str]:
     """Run folders (globs expanded) ordered by the seed their ``run.json`` records (else as given)."""
-    from syntaxformer.analysis.compare_runs import expand_run_dirs, run_seed
 
     def seed(d: str) -> float:
         try:
@@ -183,8 +178,6 @@ def format_suite_comparison(r: dict) -> str:
 
 
 def _run_suite(args: argparse.Namespace, runs_a: list[str], runs_b: list[str]) -> int:
-    from syntaxformer.analysis.minimal_pairs import compare_minimal_pairs, paired_suite_records
-
     paired = paired_suite_records(_by_seed(runs_a), _by_seed(runs_b), args.suite)
     r = compare_minimal_pairs(paired["a"], paired["b"], level=args.level, resamples=args.resamples or 10000)
     result = {"suite": args.suite, "a": paired["runs_a"], "b": paired["runs_b"], "pairing": paired["pairing"], **r}

@@ -15,15 +15,35 @@ import dataclasses
 import json
 import logging
 import os
+import tempfile
 import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from syntaxformer.training.config import RunConfig
+from transformers import PretrainedConfig
 
+from syntaxformer.errors import ConfigError
+from syntaxformer.registry import TASKS
+from syntaxformer.sharing import check_hub_push, export_model
+from syntaxformer.tasks.base import task_names, task_option_names, task_option_types
+from syntaxformer.tasks.custom import task_for_data
+from syntaxformer.training import run as training_run  # called through the module: tests replace its train
+from syntaxformer.training.config import (
+    BOOLEAN_WORDS,
+    HF_SPELLINGS,
+    SHORTHANDS,
+    SYSTEMS,
+    RunConfig,
+    config_data,
+    field_types,
+    merge_options,
+    model_config_class,
+    model_option_names,
+    parse_scalar,
+    training_argument_fields,
+)
 
 #: The option groups of ``--help``, in order: ours first, the Trainer's last.
 TASK_GROUP, MODEL_GROUP = "your own data and the tasks' options", "model options (any other: --set model.NAME=VALUE)"
@@ -36,8 +56,6 @@ _COLUMN_FLAGS = {
     "label_column": "--label-column",
     "id_column": "--id-column",
 }
-#: The data files a flag names: recorded as absolute paths, so `evaluate` / `predict` find them from any folder.
-_FILES = ("train_file", "dev_file", "test_file")
 #: The namespace attribute that lists the run options a parser has (set by :func:`add_config_arguments`).
 _NAMES = "_run_option_names"
 
@@ -91,9 +109,9 @@ add_arguments = add_config_arguments
 
 def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
     """The run options given on the command line (those not given are absent); the data files named there as
-    absolute paths."""
+    absolute paths, so that `evaluate` / `predict` find them from any folder."""
     out = {name: getattr(args, name) for name in getattr(args, _NAMES, ()) if hasattr(args, name)}
-    for key in (*_FILES, "validation_file"):
+    for key in ("train_file", "dev_file", "test_file", "validation_file"):
         if isinstance(out.get(key), str) and os.path.exists(out[key]):
             out[key] = os.path.abspath(out[key])
     return out
@@ -101,8 +119,6 @@ def explicit_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def given_options(args: argparse.Namespace) -> dict[str, Any]:
     """What the user gave: the flags over ``--config`` with its ``--set`` overrides (not yet routed)."""
-    from syntaxformer.training.config import config_data
-
     return config_data(args.config, args.overrides, **explicit_options(args))
 
 
@@ -116,9 +132,6 @@ def config_from_args(
     command's presets; they count as given, so the task's defaults do not replace them). ``check`` is called with
     what the user gave and returns options to add at the flags' rank (the task inferred from ``--train-file``). Task
     option values naming existing files are made absolute, so ``run.json`` finds them from any folder."""
-    from syntaxformer.tasks.base import task_option_names
-    from syntaxformer.training.config import RunConfig, merge_options
-
     user = given_options(args)
     if check is not None:
         user = merge_options(user, check(user))
@@ -141,11 +154,9 @@ def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
     ``custom-qa`` or ``custom-mc``): no silent SST-2 default. Column flags with a task that reads its own columns are an
     error. Arguments: data: the options the user gave (flags over the config file). Returns the options to add to the
     config (``{"task": ...}`` when it was inferred), else ``{}``."""
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.tasks import task_names, task_option_names
-
     task = data.get("task")
     extra: dict[str, Any] = {}
+    given = [k for k in _COLUMN_FLAGS if data.get(k) is not None]
     if not task:
         if not (data.get("train_file") or data.get("dataset")):
             raise ConfigError(
@@ -153,12 +164,7 @@ def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
                 "registered with syntaxformer.tasks.register_task), `task:` in --config, or your own "
                 "data: --train-file FILE (CSV / TSV / JSON / JSONL) --text-column C --label-column C"
             )
-        from syntaxformer.tasks.custom import task_for_data
-
-        task = extra["task"] = task_for_data(
-            data.get("train_file"), data.get("dataset"), [k for k in _COLUMN_FLAGS if data.get(k) is not None]
-        )
-    given = [k for k in _COLUMN_FLAGS if data.get(k) is not None]
+        task = extra["task"] = task_for_data(data.get("train_file"), data.get("dataset"), given)
     takes = set(task_option_names(str(task)))
     wrong = [_COLUMN_FLAGS[k] for k in given if k not in takes]
     if wrong:
@@ -170,9 +176,6 @@ def task_or_data(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.training.config import RunConfig
-    from syntaxformer.training.run import train
-
     config = config_from_args(args, check=task_or_data)
     if config.output_dir == RunConfig.output_dir and "output_dir" not in (config.given or ()):
         # the library default, given by no flag and no config file: say where the run goes
@@ -180,13 +183,9 @@ def run(args: argparse.Namespace) -> int:
             "no --output-dir given: the run goes to %s (the default)", config.output_dir
         )
     hub = _hub_push(config)
-    metrics = train(config)
+    metrics = training_run.train(config)
     print(json.dumps(summary(metrics, config.output_dir), indent=2))
     if hub is not None and os.environ.get("RANK", "0") == "0":  # one push, from the main process
-        import tempfile
-
-        from syntaxformer.sharing import export_model
-
         with tempfile.TemporaryDirectory() as tmp:
             export_model(config.output_dir, Path(tmp) / Path(config.output_dir).name, push_to_hub=hub[0], token=hub[1])
     return 0
@@ -199,9 +198,6 @@ def _hub_push(config: RunConfig) -> tuple[str, str] | None:
     args = config.training_args
     if not args.get("push_to_hub"):
         return None
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.sharing import check_hub_push
-
     if not config.save_model:
         raise ConfigError("--push_to_hub pushes the exported model: it needs the model saved (drop save_model=false)")
     repo = str(args.get("hub_model_id") or Path(config.output_dir).name)
@@ -217,8 +213,6 @@ _Option = tuple[str, Any, str, str, tuple[str, ...], tuple[str, ...]]  # name, h
 def _options(training: bool) -> list[_Option]:
     """Every run option once (the first source of a name wins): the :class:`RunConfig` fields, their Hugging Face
     spellings, the shorthands, the tasks' options, the systems' model options, the other ``TrainingArguments``."""
-    from syntaxformer.training.config import HF_SPELLINGS, SHORTHANDS, RunConfig, field_types, training_argument_fields
-
     hints = field_types(RunConfig)
     out: dict[str, _Option] = {}
     fields = {f.name: f for f in dataclasses.fields(RunConfig)}
@@ -250,10 +244,6 @@ def _options(training: bool) -> list[_Option]:
 
 def _task_options() -> dict[str, tuple[Any, str]]:
     """Option name -> (annotation, help) over the registered tasks' constructors."""
-    from syntaxformer.registry import TASKS
-    from syntaxformer.tasks import task_names
-    from syntaxformer.tasks.base import task_option_types
-
     found: dict[str, Any] = {}
     users: dict[str, list[str]] = {}
     for name in task_names():
@@ -268,11 +258,6 @@ def _task_options() -> dict[str, tuple[Any, str]]:
 
 def _model_options() -> dict[str, tuple[Any, str]]:
     """Option name -> (annotation, help) of the systems' own config fields (not the ``PretrainedConfig`` ones)."""
-    from transformers import PretrainedConfig
-
-    from syntaxformer.errors import ConfigError
-    from syntaxformer.training.config import SYSTEMS, field_types, model_config_class, model_option_names
-
     base = {f.name for f in dataclasses.fields(PretrainedConfig)}
     out: dict[str, tuple[Any, str]] = {}
     for system in tuple(SYSTEMS):
@@ -289,8 +274,6 @@ def _model_options() -> dict[str, tuple[Any, str]]:
 
 
 def _bool(text: str) -> bool:
-    from syntaxformer.training.config import BOOLEAN_WORDS
-
     value = BOOLEAN_WORDS.get(text.strip().lower())
     if value is None:
         raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
@@ -301,8 +284,6 @@ def _argparse_kwargs(hint: Any) -> dict[str, Any]:
     """``add_argument`` keywords for an option of annotation ``hint``: booleans take an optional value
     (``--bf16`` = ``--bf16 true``), ``Literal`` its choices, numbers their type, lists one or more values; other
     values are read as YAML scalars, as ``--set`` reads them, and checked when the config is built."""
-    from syntaxformer.training.config import parse_scalar
-
     union = typing.get_origin(hint) in (typing.Union, types.UnionType)
     args = [a for a in typing.get_args(hint) if a is not type(None)] if union else [hint]
     if len(args) == 1 and typing.get_origin(args[0]) is typing.Literal:

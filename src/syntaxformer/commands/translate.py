@@ -7,12 +7,17 @@ from __future__ import annotations
 import argparse
 import json
 
+import torch
+
 from syntaxformer.commands.arguments import positive
+from syntaxformer.data.readers.parallel import read_corpus, read_lines, read_sgm
 from syntaxformer.errors import DataError
+from syntaxformer.inference import Predictor
+from syntaxformer.tasks.metrics import corpus_bleu
+from syntaxformer.utils import atomic_write, check_output
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of ``syntaxformer translate`` to ``parser``."""
     parser.add_argument("model", metavar="MODEL_DIR", help="folder written by `syntaxformer train --task translation`")
     parser.add_argument("--input", required=True, help="source file: plain text (one sentence per line) or .sgm")
     parser.add_argument("--output", required=True, help="where the translations go (one per line)")
@@ -26,17 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from syntaxformer.data.readers.parallel import read_corpus, read_lines, read_sgm
-    from syntaxformer.inference import Predictor
-    from syntaxformer.tasks.metrics import corpus_bleu
-    from syntaxformer.utils import atomic_write, check_output
-
     positive(
         batch_size=args.batch_size, beams=args.beams, max_source_length=args.max_source_length, threads=args.threads
     )
     if args.threads is not None:
-        import torch
-
         torch.set_num_threads(args.threads)
     check_output(args.output, [args.input, args.reference], overwrite=args.overwrite)
     if args.input.lower().endswith(".sgm"):

@@ -1,16 +1,13 @@
-"""Export a finished run as a self-contained Hugging Face model folder: ``syntaxformer export RUN_DIR OUT_DIR``.
-
-The folder holds the final weights, ``config.json`` (naming the code with ``auto_map`` and the head's pipeline with
-``custom_pipelines``), the tokenizer, the model card, the run's featurization options
-(:data:`~syntaxformer.sharing.syntax_pipeline.OPTIONS_FILE`) and the code (:mod:`syntaxformer.sharing.export_code`),
-so that ``pipeline(model=OUT_DIR, trust_remote_code=True)`` predicts on raw text where syntaxformer is not
-installed; nothing of the training. ``docs/inference.md`` ("Sharing a model") lists the files and describes the
-export as a transaction (:func:`export_model`).
+"""Export a finished run as a self-contained Hugging Face model folder: ``syntaxformer export RUN_DIR OUT_DIR``;
+``pipeline(model=OUT_DIR, trust_remote_code=True)`` predicts on raw text where syntaxformer is not installed.
+``docs/inference.md`` ("Sharing a model") lists the files and describes the export as a transaction
+(:func:`export_model`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import glob
 import json
@@ -24,8 +21,22 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from syntaxformer.errors import ConfigError, DataError
+import transformers
+from safetensors import safe_open
+
+from syntaxformer.data.annotators import make_annotator
+from syntaxformer.defaults import DEFAULT_SPACY_MODEL
+from syntaxformer.errors import ConfigError, DataError, SyntaxformerError
+from syntaxformer.inference import num_beams, tuned_null_threshold
+from syntaxformer.modeling.raw_text import class_head
+from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
 from syntaxformer.sharing.export_code import ENTRY_MODULE, code_exports, code_files, model_classes
+from syntaxformer.sharing.hub import check_hub_push, push_export
+from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE, PIPELINE_CLASSES, PipelineOptions
+from syntaxformer.training import model_card  # called through the module: tests replace write_model_card
+from syntaxformer.training.lock import RunLock, lock_owner
+from syntaxformer.training.run import METRICS_FILE, RUN_FILE, build_context, load_run
+from syntaxformer.utils import write_json
 
 __all__ = ["CARD_FILE", "TOKENIZER_FILES", "export_model"]
 
@@ -64,8 +75,6 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
     """The run's ``config.json`` content; DataError naming what is missing for a run that is not finished or not
     complete, ConfigError for a ``model_type`` export does not carry (checked before transformers reads the
     folder, which would ask on stdin whether to run code)."""
-    from syntaxformer.training.run import METRICS_FILE, RUN_FILE
-
     if not run_dir.is_dir():
         raise DataError(f"{run_dir} is not a folder; give the output folder of a finished `syntaxformer train` run")
     for name, problem in (
@@ -97,8 +106,6 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
                 "model.safetensors the run saves at the end"
             )
         try:
-            from safetensors import safe_open
-
             with safe_open(str(path), framework="pt") as f:
                 if not list(f.keys()):
                     raise DataError(f"{path} holds no tensors; the run's weights are damaged, train it again")
@@ -122,8 +129,6 @@ def _check_run(run_dir: Path) -> dict[str, Any]:
 
 
 def _head(config: Any) -> str:
-    from syntaxformer.modeling.raw_text import class_head
-
     arch = (getattr(config, "architectures", None) or [""])[0]
     head = class_head(arch)
     if head in ("sequence_classification", "question_answering", "seq2seq"):
@@ -137,11 +142,6 @@ def _head(config: Any) -> str:
 
 def _options(run_dir: Path, config: Any, task: Any, model_config: Any, head: str) -> dict[str, Any]:
     """The run's featurization options for the exported pipeline (as :meth:`Predictor.from_run` builds them)."""
-    from syntaxformer.defaults import DEFAULT_SPACY_MODEL
-    from syntaxformer.inference import num_beams, tuned_null_threshold
-    from syntaxformer.sharing.syntax_pipeline import PipelineOptions
-    from syntaxformer.training.run import build_context
-
     context = build_context(config, None, model_config)
     parser = context.parser or (DEFAULT_SPACY_MODEL if context.syntax_inputs else None)
     if parser is not None and (not isinstance(parser, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", parser)):
@@ -197,9 +197,6 @@ def _scrub_paths(data: Any) -> Any:
 def _config_json(run_dir: Path, head: str, syntax_inputs: Sequence[str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """The exported ``config.json`` (``auto_map``, ``custom_pipelines``) and the code it names
     (:func:`~syntaxformer.sharing.export_code.code_exports`; ``syntax_inputs``: those the model reads)."""
-    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
-    from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
-
     data = _scrub_paths(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))
     _, pipeline_class, task_name, auto = PIPELINE_CLASSES[head]
     arch = data["architectures"][0]
@@ -250,14 +247,6 @@ def export_model(
             empty without ``overwrite``, or is being written by another export. ConfigError: a run export does not
             support (see :func:`_check_run`, :func:`_head`, :func:`_options`); a push that cannot happen.
     """
-    import transformers
-
-    from syntaxformer.sharing.hub import check_hub_push, push_export
-    from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
-    from syntaxformer.training.model_card import write_model_card
-    from syntaxformer.training.run import load_run
-    from syntaxformer.utils import write_json
-
     run_dir, out_dir = Path(run_dir), Path(out_dir)
     token = check_hub_push(push_to_hub, token) if push_to_hub else None
     _check_run(run_dir)
@@ -288,7 +277,7 @@ def export_model(
                 (tmp / name).write_text(text, encoding="utf-8")
             annotator = _annotator(options.get("parser"))
             run_config = config.to_dict()
-            write_model_card(
+            model_card.write_model_card(
                 tmp, metrics, run_config, model_config, head, annotator=annotator, export=options, license=license,
                 folder=out_dir,
             )  # fmt: skip
@@ -308,9 +297,6 @@ def _annotator(parser: str | None) -> Any:
     alone where the pipeline is not installed here."""
     if not parser:
         return None
-    from syntaxformer.data.annotators import make_annotator
-    from syntaxformer.errors import SyntaxformerError
-
     try:
         return make_annotator(parser, cache=False, progress=False)
     except (SyntaxformerError, OSError, ValueError):
@@ -345,8 +331,6 @@ def _check_output(run_dir: Path, out_dir: Path) -> None:
 def _output_lock(out_dir: Path) -> Iterator[None]:
     """Hold the lock of ``out_dir`` (the run lock of :mod:`syntaxformer.training.lock` on ``.OUT.lock`` beside it),
     or refuse at once when another export writes ``out_dir``."""
-    from syntaxformer.training.lock import RunLock, lock_owner
-
     folder = out_dir.parent / f".{out_dir.name}{_LOCK}"
     lock = RunLock(folder)
     try:
@@ -394,8 +378,6 @@ def _exchange(a: Path, b: Path) -> bool:
     or file system cannot."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
-
     try:
         renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):  # a C library without it

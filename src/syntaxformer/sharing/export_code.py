@@ -1,10 +1,6 @@
-"""The code of an exported model folder (:mod:`syntaxformer.sharing.export`): which library definitions it
-carries and their flat, relative-import copies.
-
-:func:`code_exports` names the classes ``auto_map`` and ``custom_pipelines`` point at; :func:`code_files` copies
-every top-level definition they use, directly or not (:class:`_Shaker`), each module cut to them, with every
-``from syntaxformer.x.y import z`` made ``from .y import z``, and writes one entry module (:data:`ENTRY_MODULE`)
-that imports all the copies.
+"""The code of an exported model folder (:mod:`syntaxformer.sharing.export`): the library definitions the classes
+of :func:`code_exports` use, directly or not (:class:`_Shaker`), each module cut to them and copied flat with relative
+imports, and the entry module (:data:`ENTRY_MODULE`) that imports every copy (``docs/inference.md``).
 """
 
 from __future__ import annotations
@@ -20,6 +16,8 @@ from pathlib import Path
 from typing import TypeGuard
 
 from syntaxformer.errors import ConfigError
+from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
+from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
 
 __all__ = ["ENTRY_MODULE", "code_exports", "code_files", "model_classes"]
 
@@ -430,8 +428,6 @@ def code_exports(
     Raises:
         ConfigError: a model export does not carry (a system of another package, a class its system has not).
     """
-    from syntaxformer.sharing.syntax_pipeline import PIPELINE_CLASSES
-
     config_module, config_class, models = model_classes(model_type)
     model_module, model_class = models.get(head, ":").split(":")
     if model_class != architecture:
@@ -444,8 +440,6 @@ def code_exports(
     for module, name in ((config_module, config_class), (model_module, model_class), (pipeline_module, pipeline_class)):
         out.setdefault(module, []).append(name)
     if syntax_inputs is None:
-        from syntaxformer.registry import system_for_model_type
-
         spec = system_for_model_type(model_type)
         syntax_inputs = spec.config_class()().syntax_inputs if spec is not None else ()
     for prefix, module in _ON_DEMAND.items():
@@ -511,8 +505,6 @@ def model_classes(model_type: str | None) -> tuple[str, str, dict[str, str]]:
     Raises:
         ConfigError: a model type export does not carry.
     """
-    from syntaxformer.registry import BUILTIN_SYSTEMS, system_for_model_type
-
     spec = system_for_model_type(model_type)
     if spec is not None and spec.name in BUILTIN_SYSTEMS:
         config_module, config_class = str(spec.config).split(":")

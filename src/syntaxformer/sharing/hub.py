@@ -10,8 +10,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import huggingface_hub
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
 from syntaxformer.errors import ConfigError, DataError
 from syntaxformer.secrets import check_hub_push
+from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
 
 __all__ = ["check_hub_push", "push_export"]
 
@@ -38,10 +42,6 @@ def push_export(
         ConfigError: the push cannot happen (:func:`check_hub_push`), or ``folder`` is not an exported folder.
         DataError: the hub refused or could not be reached (the folder stays as it is).
     """
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
-
-    from syntaxformer.sharing.syntax_pipeline import OPTIONS_FILE
-
     root = Path(folder)
     if not (root / OPTIONS_FILE).is_file() or (root / "run.json").exists():
         raise ConfigError(
@@ -49,7 +49,7 @@ def push_export(
             "first: only self-contained folders are pushed"
         )
     token = check_hub_push(repo_id, token)
-    api = api if api is not None else HfApi(token=token)
+    api = api if api is not None else huggingface_hub.HfApi(token=token)  # looked up at call time: tests replace it
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     try:
         api.create_repo(repo_id, repo_type="model", private=private, exist_ok=True)

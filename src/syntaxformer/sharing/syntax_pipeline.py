@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from transformers.pipelines.base import Pipeline
+from transformers.utils import cached_file
 
 from syntaxformer.data.align import SyntaxAligner
 from syntaxformer.data.annotators.spacy import SpacyParser
@@ -96,8 +97,6 @@ class PipelineOptions:
 def load_options(model: Any) -> PipelineOptions:
     """The :class:`PipelineOptions` of a loaded model, from :data:`OPTIONS_FILE` in its folder (or hub repo), with
     ``max_length`` capped at the model's position embeddings."""
-    from transformers.utils import cached_file
-
     where = str(getattr(model, "name_or_path", "") or "")
     path = cached_file(where, OPTIONS_FILE, _raise_exceptions_for_missing_entries=False) if where else None
     if path is None:
@@ -138,10 +137,6 @@ class SyntaxPipeline(Pipeline):
             self._annotator = SpacyParser(self.options.parser or "en_core_web_sm")
         return self._annotator
 
-    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The options of a call: those given when the pipeline was built, then the call's, checked."""
-        return check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
-
     def _outputs(self, items: Sequence[Mapping[str, Any]], batch_size: int | None) -> dict[str, list[Any]]:
         """The model's outputs per item, in padded batches of :meth:`call_batch_size`."""
         pad = self.tokenizer.pad_token_id if self.tokenizer and self.tokenizer.pad_token_id is not None else 0
@@ -154,8 +149,9 @@ class SyntaxPipeline(Pipeline):
         return int(given or self._batch_size or _DEFAULT_BATCH)
 
     def _call(self, inputs: Any, kwargs: dict[str, Any]) -> tuple[list[Any], bool]:
-        """``(the answers, whether one input was given)`` of a call."""
-        options = self._options(kwargs)
+        """``(the answers, whether one input was given)`` of a call, with its options: those given when the
+        pipeline was built, then the call's, checked."""
+        options = check_options(type(self).__name__, {**self._postprocess_params, **kwargs}, self._call_options)
         items, single = check_inputs(inputs, self.options.head, self._single, type(self).__name__)
         return (self.answers(items, options) if items else []), single
 
