@@ -410,3 +410,37 @@ print(json.dumps({{**out, "loaded": sorted(m for m in sys.modules if m.startswit
     assert limit is not None and limit < 2000 and result["max_length"] == limit
     ref = Predictor.from_run(sst2_runs["sgnet"], changes={"max_length": limit}).predict([long_text])[0]
     assert {d["label"]: d["score"] for d in result["long"]} == pytest.approx(ref["scores"], abs=1e-5)
+
+
+def test_exported_qa_pipeline_reads_the_runs_tag_set_as_predict_does(tiny_model, tmp_path, one_thread):
+    """A span-QA run whose model reads PTB tags (``pos_embeddings="xpos"``): the exported folder's pipeline builds
+    the tag inputs from the same tag set as the library's Predictor, so its answers and scores are the same (with the
+    UD tags instead, the tag embeddings trained for two steps move the scores)."""
+    from transformers import pipeline
+
+    from syntaxformer.inference import Predictor
+    from syntaxformer.sharing import export_model
+    from syntaxformer.training import RunConfig
+    from syntaxformer.training.run import train
+    from tests.conftest import data_path
+
+    data_path("squad2", "dev-v2.0-half.json")
+    run = tmp_path / "squad"
+    options = {"max_steps": 2, "per_device_train_batch_size": 4, "learning_rate": 1e-2, "max_train_samples": 8}
+    options |= {"max_eval_samples": 4, "max_length": 96, "doc_stride": 32, "parse_cache": False, "disable_tqdm": True}
+    config = {"model_name_or_path": tiny_model, "output_dir": str(run), "task": "squad2", "pos_embeddings": "xpos"}
+    train(RunConfig.from_dict({**config, **options}))
+    folder = export_model(run, tmp_path / "exported")
+    assert json.loads((folder / "syntax_pipeline.json").read_text(encoding="utf-8"))["pos_tags"] == "xpos"
+    inputs = [
+        {"question": "Who wrote the letter?", "context": "The letter was written by Anna in Paris. She sent it home."},
+        {"question": "Where did she go?", "context": "After lunch she went to the old market near the river."},
+    ]
+    want = Predictor.from_run(run).predict(inputs)
+    got = pipeline(model=str(folder), trust_remote_code=True)(inputs)
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        assert [g[k] for k in ("answer", "start", "end", "best_answer")] == [
+            w[k] for k in ("answer", "start", "end", "best_answer")
+        ]
+        assert (g["score"], g["null_score"]) == pytest.approx((w["span_score"], w["null_score"]), abs=1e-6)

@@ -65,7 +65,10 @@ class SyntaxQuestionAnsweringPipeline(SyntaxPipeline):
             question_first=bool(qa.get("question_first", False)),
         )
         windows = featurizer(questions)
-        items = [window_arrays(w.aligned, opts.syntax_inputs, opts.criterion, opts.max_distance) for w in windows]
+        items = [
+            window_arrays(w.aligned, opts.syntax_inputs, opts.criterion, opts.max_distance, opts.pos_tags)
+            for w in windows
+        ]
         outputs = self._outputs(items, options.get("batch_size"))
         verifier = outputs.get("verifier_logits")
         use_verifier = qa.get("verifier", "none") != "none" and verifier is not None
