@@ -306,7 +306,6 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         """The wrapped Transformer's decoder."""
         return self.seq2seq.get_decoder()
 
-    # -- encoder side -------------------------------------------------------------------------------------------
     def encode(
         self,
         input_ids: torch.Tensor,
@@ -343,7 +342,6 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         h_sg, _ = self.sg_layer(h, mask)  # (B, L, D)
         return BaseModelOutput(last_hidden_state=self.aggregation(h, h_sg))
 
-    # -- training / decoding steps ------------------------------------------------------------------------------
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -426,7 +424,6 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         return self.seq2seq.prepare_decoder_input_ids_from_labels(labels)
 
 
-# -- translating: the one decoding path ---------------------------------------------------------------------------
 @torch.no_grad()
 def generate_ids(
     model: Any,
@@ -444,7 +441,6 @@ def generate_ids(
         model: a :class:`SyntaxInfusedForConditionalGeneration` (put in eval mode here).
         items: one dict per source as :func:`~syntaxformer.data.translation_pairs.encode_pairs` makes them
             (``labels`` ignored).
-        show_progress, desc: a progress bar over the sources, and its title.
         **generate_options: passed to ``generate``; default ``max_new_tokens``: :func:`default_max_new_tokens` of
             the batch's padded source length.
 

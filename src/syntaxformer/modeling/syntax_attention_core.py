@@ -146,7 +146,6 @@ class TopicalAttention(nn.Module):
     and ``W_Vt`` (``docs/syntax_bert.md``).
 
     Args:
-        num_layers: number of layers (one query each).
         dim: size of the concatenated heads (``heads * d_head``; the key projection's output size).
         hidden_size: model width, for the ``1 / sqrt(hidden)`` of Eq. 2 (default ``dim``).
         projections: ``"shared"`` (the layer's ``W_K``, bound with :meth:`bind`, no ``W_Vt``) or ``"own"``.
