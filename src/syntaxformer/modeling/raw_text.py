@@ -2,8 +2,7 @@
 
 One module for ``syntaxformer predict --input``, the library pipelines and the pipelines of an exported model
 folder (``syntaxformer export`` copies this module into the folder, so it imports nothing but numpy, torch and
-:mod:`syntaxformer.errors`; torch only where a model runs): the inputs and call options checked, batched longest
-first, run and turned into records.
+:mod:`syntaxformer.errors`): the inputs and call options checked, batched longest first, run and turned into records.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from syntaxformer.errors import ConfigError, InputError
 
@@ -290,8 +290,6 @@ def run_batches(
 ) -> dict[str, list[Any]]:
     """Every feature through ``forward`` in :func:`batches`: output key -> one row per feature, in input order
     (label keys are never given to the model)."""
-    import torch
-
     rows: dict[str, list[Any]] = {}
     with torch.no_grad():
         for idx in batches(features, batch_size):
