@@ -137,9 +137,6 @@ def scatter_index_of(partitions: Sequence[torch.Tensor], sizes: Sequence[int]) -
     return tuple(out)
 
 
-# --- The learned parts: task queries, gate, added LISA head ---
-
-
 class TopicalAttention(nn.Module):
     """The task queries of topical attention (Eq. 2), one per layer (zero at initialisation), their folded form
     ``u_l = W_O W_K q_l / sqrt(hidden)`` (:meth:`folded`) and, with ``projections="own"``, the paper's own ``W_Kt``
@@ -272,9 +269,6 @@ class AddedLisaHead(nn.Module):
         return torch.matmul(qa * scaling, ka.transpose(-1, -2)).float()
 
 
-# --- What a forward records: the LISA head's log-probabilities, every layer's attention (analysis) ---
-
-
 @dataclass
 class LisaRecorder:
     """Collects the log attention probabilities of the LISA head (passed as ``syntax_lisa=``): after the forward
@@ -342,9 +336,6 @@ class SyntaxAttentionRecorder:
     candidates: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
     num_buckets: tuple[int, ...] = ()
     full_candidate: bool = False
-
-
-# --- One call of a backend: its keyword arguments, and the layers that attend as usual ---
 
 
 def layer_index(module: nn.Module) -> int | None:
@@ -597,9 +588,6 @@ def joint_buckets(index: Sequence[torch.Tensor], sizes: Sequence[int], pad: int 
 def expand_heads(g: torch.Tensor, H: int) -> torch.Tensor:
     """Group ids ``[B, Lq, Lk]`` as a (stride-0) ``[B, H, Lq, Lk]`` index."""
     return g.unsqueeze(1).expand(g.shape[0], H, *g.shape[1:])
-
-
-# --- Per-layer inputs and outputs shared by the backends ---
 
 
 def topical_key_values(
