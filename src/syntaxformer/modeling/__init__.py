@@ -65,7 +65,6 @@ from syntaxformer.modeling.sg_layer import (
     build_aggregation,
     multi_head_attention,
 )
-from syntaxformer.modeling.syntax_attention import register_syntax_attention
 
 #: Task heads, in the order of the ``XFor...`` names.
 HEADS: tuple[str, ...] = _registry.HEADS
@@ -78,8 +77,7 @@ MODEL_CLASSES: dict[tuple[str, str], type] = {
 
 def model_class(system: str, head: str) -> type:
     """The task model class of a system (``"sgnet"``, ``"syntax_bert"``, ``"plain"``, or one from the registry)
-    and a head (``"sequence_classification"``, ``"question_answering"``, ``"multiple_choice"``,
-    ``"token_classification"``).
+    and a head (one of :data:`HEADS`).
 
     Raises:
         ConfigError: an unknown system or head (the message lists the known ones).
@@ -92,7 +90,6 @@ def model_class(system: str, head: str) -> type:
     return spec.model_class(head)
 
 
-register_syntax_attention()
 # The Auto classes load our models in this process; every saved config carries `auto_map`, so that a process that
 # has not imported syntaxformer (but has it installed) loads the folder with `trust_remote_code=True`.
 for _spec in _registry.BUILTIN_SYSTEMS.values():

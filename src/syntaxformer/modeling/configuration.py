@@ -1,17 +1,12 @@
 """The configurations of the built-in systems, one documented ``PretrainedConfig`` each, and what they share.
 
-:class:`PlainEncoderConfig` (the baseline: a pretrained encoder under the task heads, no syntax),
-:class:`SGNetConfig` and :class:`SyntaxBertConfig` derive from :class:`SyntaxModelConfig`: the wrapped encoder's
-config (any ``AutoConfig`` model type, saved as a nested dict), its flat views, the task-head options (declared once,
-with the same names, defaults and meaning for every system) and the batch keys a model reads
-(:attr:`SyntaxModelConfig.syntax_inputs`).
+:class:`PlainEncoderConfig`, :class:`SGNetConfig` and :class:`SyntaxBertConfig` derive from
+:class:`SyntaxModelConfig`: the wrapped encoder's config, its flat views, the task-head options (declared once for
+every system) and the batch keys a model reads (:attr:`SyntaxModelConfig.syntax_inputs`).
 
-A model's ``forward`` takes its syntax tensors as keyword arguments named like the batch keys of
-:class:`~syntaxformer.data.collate.SyntaxCollator` (:data:`SYNTAX_INPUT_KEYS`), so ``model(**batch)`` works. Syntax
-keys a model does not read, and ``num_items_in_batch`` (a ``Trainer`` may pass it), are ignored; any other keyword (a
-misspelt key, ``label``, a text column) raises an :class:`~syntaxformer.errors.InputError` naming it
-(:func:`check_forward_inputs`). :func:`syntax_forward_signature` names every syntax key in the signature, so that
-``transformers.Trainer`` (``remove_unused_columns=True``) keeps those columns.
+A model's ``forward`` takes its syntax tensors as keyword arguments named like the batch keys
+(:data:`SYNTAX_INPUT_KEYS`), so ``model(**batch)`` works (:func:`check_forward_inputs`,
+:func:`syntax_forward_signature`).
 """
 
 import inspect
@@ -96,16 +91,13 @@ def sub_config(
     value: PretrainedConfig | dict | None, default_model_type: str, name: str, defaults: dict[str, Any] | None = None
 ) -> PretrainedConfig:
     """A wrapped model's config (a *sub-config*) from what a composite config was given (transformers'
-    ``SubConfigSpec`` would do it, but exists only from 5.20 on; every release from 5.4 on saves, loads and
-    dispatches a sub-config listed in the class's ``sub_configs``).
+    ``SubConfigSpec`` exists only from 5.20 on).
 
     Args:
         value: a ``PretrainedConfig`` (kept as it is), a dict as ``config.json`` stores it (rebuilt by its
-            ``model_type`` through ``AutoConfig``; ``default_model_type`` when it names none) or ``None`` (the
-            default config of ``default_model_type``).
-        default_model_type: the model type used when ``value`` names none (``"bert"``, ``"marian"``).
+            ``model_type``, else ``default_model_type``) or ``None`` (the default config of ``default_model_type``,
+            with ``defaults``).
         name: the option's name, for the error message.
-        defaults: options of the default config built for ``value=None``.
 
     Raises:
         ConfigError: the dict names a ``model_type`` transformers does not know.
@@ -125,9 +117,8 @@ def sub_config(
 
 @strict
 class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
-    r"""Base of the systems' configs: the task-head options every system accepts. Subclasses add the wrapped
-    ``encoder`` sub-config and their own options, call :meth:`resolve_head_defaults` from ``__post_init__`` and
-    implement :attr:`syntax_inputs`.
+    r"""Base of the systems' configs: the task-head options every system accepts. Subclasses add their own options,
+    call :meth:`resolve_head_defaults` from ``__post_init__`` and implement :attr:`syntax_inputs`.
 
     Args:
         pooling: sentence representation for sequence-level heads and the QA answer verifier: ``"cls"`` (default;
@@ -185,11 +176,8 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
         return super().from_dict(config_dict, **kwargs)
 
     def resolve_head_defaults(self, dropout_fallback: float) -> None:
-        """Fill the head options left at ``None`` from the encoder and turn the weights into floats.
-
-        Args:
-            dropout_fallback: ``classifier_dropout`` when the encoder sets none (the system's hidden dropout).
-        """
+        """Fill the head options left at ``None`` from the encoder (``dropout_fallback``: ``classifier_dropout`` when
+        the encoder sets none) and turn the weights into floats."""
         enc = self._encoder
         if self.classifier_dropout is None:
             self.classifier_dropout = float(first_set(enc, ("classifier_dropout",), dropout_fallback))
@@ -212,9 +200,8 @@ class SyntaxModelConfig(EncoderViewsMixin, PretrainedConfig):
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
-        """The syntax batch keys the model reads (names of :func:`syntaxformer.data.collate.encode_syntax`'s arrays,
-        plus ``pos_ids``), as a function of its options; featurization needs to produce only these (besides
-        ``input_ids``, ``attention_mask``, ``token_type_ids`` and the labels)."""
+        """The syntax batch keys the model reads with its options (:data:`SYNTAX_INPUT_KEYS`); featurization needs to
+        produce only these (besides ``input_ids``, ``attention_mask``, ``token_type_ids`` and the labels)."""
         # for authors of a new model config (a programming error, not user input): every subclass overrides it
         raise NotImplementedError(f"{type(self).__name__} does not declare its syntax_inputs")
 
@@ -255,10 +242,9 @@ def check_forward_inputs(
     accepted: Iterable[str] = SYNTAX_INPUT_KEYS,
     accepted_description: str = _SYNTAX_KEYS_DESCRIPTION,
 ) -> None:
-    """Raise if ``extra`` (the ``**kwargs`` a ``forward`` received) has a key that is not a syntax input.
+    """Raise if ``extra`` (the ``**kwargs`` ``model.forward`` received) has a key that is not a syntax input.
 
     Args:
-        model, extra: the model whose ``forward`` was called (named in the message) and the keywords it did not name.
         accepted, accepted_description: the extra keys it accepts (default: every syntax batch key;
             :data:`TOLERATED_KEYWORDS` always) and how the message names them.
 
@@ -423,13 +409,8 @@ class SGNetConfig(SyntaxModelConfig):
 
     @property
     def syntax_inputs(self) -> tuple[str, ...]:
-        """The syntax batch keys SG-Net reads with these options.
-
-        ``syntax_tree``, ``dep_tin``, ``dep_tout`` for the SDOI mask of the syntax-guided layer (``use_sg_layer``,
-        except ``aggregation="vanilla_layer"``, whose extra layer is unmasked); ``syntax_tree`` also for
-        ``mask_special_in_aggregation`` and ``pooling="mean"`` (it marks the special tokens); ``pos_ids`` for
-        ``pos_embeddings``. The plain-encoder baseline with first-token pooling reads none: ``()``.
-        """
+        """The syntax batch keys SG-Net reads with these options (``aggregation="vanilla_layer"``: its extra layer
+        is unmasked, no tree keys but for ``mask_special_in_aggregation`` and ``pooling="mean"``)."""
         keys: set[str] = set(self.mean_pooling_inputs())
         if self.use_sg_layer and self.aggregation != "vanilla_layer":
             keys |= {"syntax_tree", "dep_tin", "dep_tout"}

@@ -29,13 +29,12 @@ def split_dim(total: int, parts: int) -> list[int]:
 
 
 class SyntaxFeatureEmbedding(nn.Module):
-    """``f_m`` from per-subword feature ids.
+    """``f_m`` ``[B, L, dim]`` from per-subword feature ids.
 
     Args:
         features: feature names among ``upos``, ``xpos``, ``case``, ``subword`` (order matters for ``concat``).
-        dim: ``d``, the size of ``f_m`` (paper: 20).
-        combine: ``"sum"`` (each feature embedded in ``d`` dims and summed; paper's best) or ``"concat"`` (sizes
-            from :func:`split_dim` concatenated to ``d``).
+        combine: ``"sum"`` (each feature embedded in ``dim`` dims and summed) or ``"concat"`` (sizes from
+            :func:`split_dim`).
         init_std: std of the normal initialisation (row 0, "no word", is zero).
     """
 
@@ -92,10 +91,8 @@ class SyntaxInfusedEmbedding(nn.Module):
     with no features (the baseline) a plain ``scale * E x_m`` of size ``D``.
 
     Args:
-        vocab_size, hidden_size: source vocabulary size, ``D``.
         features, feature_dim, combine: as :class:`SyntaxFeatureEmbedding`'s (no features for the baseline).
-        padding_idx: the source pad id.
-        scale: multiplier of the token embedding (``sqrt(D)`` for Transformers that scale their embeddings).
+        scale: multiplier of both parts (``sqrt(D)`` for Transformers that scale their embeddings).
         init_std: normal init std of the token embedding.
     """
 

@@ -1,15 +1,13 @@
 """Task heads, written once and composed over any system's backbone.
 
-A backbone (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``) gives the heads its :class:`ContextualStates`;
-a system base class says which backbone it builds (``build_backbone``) and under which attribute
-(``base_model_prefix``). A task model is then one line::
+A backbone gives the heads its :class:`ContextualStates`; a system base class says which backbone it builds
+(``build_backbone``) and under which attribute (``base_model_prefix``), so a task model is one line::
 
     class SGNetForQuestionAnswering(QuestionAnsweringHead, SGNetPreTrainedModel): ...
 
-The heads are mixins that build their layers on the model itself, so parameter names are the Hugging Face ones
-(``classifier.*``, ``pooler.*``, ``qa_outputs.*``). Every head output ends with ``lisa_loss`` (Syntax-BERT),
-``hidden_states``, ``attentions`` and ``sg_attentions`` (SG-Net); another system's fields stay ``None``. The
-backbone's auxiliary loss (Syntax-BERT's weighted LISA loss) is added to every head's loss.
+The heads are mixins that build their layers on the model itself (Hugging Face parameter names: ``classifier.*``,
+``pooler.*``, ``qa_outputs.*``). Every head output ends with ``lisa_loss`` (Syntax-BERT), ``hidden_states``,
+``attentions`` and ``sg_attentions`` (SG-Net); another system's fields stay ``None``.
 """
 
 from __future__ import annotations
@@ -25,8 +23,6 @@ from syntaxformer.errors import ConfigError, InputError
 from syntaxformer.modeling.configuration import TOLERATED_KEYWORDS, check_forward_inputs, syntax_forward_signature
 from syntaxformer.modeling.raw_text import raw_text_hint
 
-# --- Outputs ---
-
 
 @dataclass
 class ContextualStates:
@@ -35,10 +31,8 @@ class ContextualStates:
     Attributes:
         hidden: ``[B, L, H]`` the contextual states the heads read (SG-Net: H̄; Syntax-BERT: the last layer).
         hidden_states, attentions: the encoder's per-layer hidden states / attention probabilities, when asked for.
-        extras: system-specific output fields copied into every head output (``{"sg_attentions": ...}``,
-            ``{"lisa_loss": ...}``); each must be a field of the head outputs.
-        auxiliary_loss: 0-d loss added to every head's loss when the head computes one (Syntax-BERT:
-            ``lisa_loss_weight * lisa_loss``), or ``None``.
+        extras: system-specific output fields copied into every head output (each a field of the head outputs).
+        auxiliary_loss: 0-d loss added to every head's loss when the head computes one, or ``None``.
     """
 
     hidden: torch.Tensor
@@ -49,8 +43,7 @@ class ContextualStates:
 
 
 def _head_output(name: str, doc: str, *fields: str) -> type[ModelOutput]:
-    """A task head's output class: ``loss``, the head's ``fields`` (tensors), then the fields every head output has
-    (module docstring)."""
+    """A task head's output class: ``loss``, the head's ``fields``, then the fields every head output has."""
     tensor, per_layer = torch.Tensor | None, tuple[torch.Tensor, ...] | None
     spec: list[tuple[str, Any, None]] = [(n, tensor, None) for n in ("loss", *fields, "lisa_loss")]
     spec += [("hidden_states", per_layer, None), ("attentions", per_layer, None), ("sg_attentions", tensor, None)]
@@ -59,17 +52,16 @@ def _head_output(name: str, doc: str, *fields: str) -> type[ModelOutput]:
 
 SequenceClassifierOutput = _head_output(
     "SequenceClassifierOutput",
-    """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, with ``labels``: by problem type, plus
-    the backbone's auxiliary loss), ``logits`` ``[B, num_labels]`` (``[B, 1]`` for regression), then the fields
-    every head output has.""",
+    """Output of the ``...ForSequenceClassification`` models: ``loss`` (0-d, with ``labels``), ``logits``
+    ``[B, num_labels]``, then the fields every head output has.""",
     "logits",
 )
 QuestionAnsweringOutput = _head_output(
     "QuestionAnsweringOutput",
     """Output of the ``...ForQuestionAnswering`` models: ``loss`` (0-d, with start/end positions:
-    ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss`` plus the backbone's auxiliary loss),
-    ``start_logits`` / ``end_logits`` ``[B, L]``, ``verifier_logits`` ``[B, 2]`` (answerable, unanswerable; with
-    ``config.qa_verifier``), ``span_loss`` / ``verifier_loss`` (unweighted), then the fields every head output has.""",
+    ``span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``), ``start_logits`` / ``end_logits``
+    ``[B, L]``, ``verifier_logits`` ``[B, 2]`` (answerable, unanswerable; with ``config.qa_verifier``), ``span_loss``
+    / ``verifier_loss`` (unweighted), then the fields every head output has.""",
     "start_logits",
     "end_logits",
     "verifier_logits",
@@ -78,8 +70,8 @@ QuestionAnsweringOutput = _head_output(
 )
 MultipleChoiceOutput = _head_output(
     "MultipleChoiceOutput",
-    """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d, with ``labels``), ``logits`` ``[B, C]`` (one
-    score per option), then the fields every head output has (for the ``B * C`` flattened sequences).""",
+    """Output of the ``...ForMultipleChoice`` models: ``loss`` (0-d, with ``labels``), ``logits`` ``[B, C]``, then
+    the fields every head output has (for the ``B * C`` flattened sequences).""",
     "logits",
 )
 TokenClassifierOutput = _head_output(
@@ -90,15 +82,8 @@ TokenClassifierOutput = _head_output(
 )
 
 
-# --- Pooling and losses ---
-
-
 class FirstTokenPooler(nn.Module):
-    """First-token pooler: ``tanh(W h_0 + b)`` (BERT's pooler; SG-Net §3.4.2 feeds h̄_0 to the classifier).
-
-    Args:
-        hidden_size: H.
-    """
+    """First-token pooler: ``tanh(W h_0 + b)`` (BERT's pooler; SG-Net §3.4.2 feeds h̄_0 to the classifier)."""
 
     def __init__(self, hidden_size: int):
         super().__init__()
@@ -119,26 +104,10 @@ class FirstTokenPooler(nn.Module):
 
 
 def mean_pool(hidden_states: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """Mean of ``hidden_states`` ``[B, L, H]`` over the positions where ``keep`` ``[B, L]`` is True -> ``[B, H]``.
-
-    A row with nothing to keep gives a zero vector.
-    """
+    """Mean of ``hidden_states`` ``[B, L, H]`` over the positions where ``keep`` ``[B, L]`` is True -> ``[B, H]``
+    (a zero vector for a row with nothing to keep)."""
     w = keep.to(hidden_states.dtype).unsqueeze(-1)  # (B, L, 1)
     return (hidden_states * w).sum(1) / w.sum(1).clamp(min=1.0)
-
-
-def non_special_tokens(
-    hidden_states: torch.Tensor, syntax_tree: torch.Tensor | None, attention_mask: torch.Tensor | None
-) -> torch.Tensor:
-    """``[B, L]`` bool, True at the positions mean pooling averages: ``syntax_tree >= 0`` (words, not special
-    tokens or padding) when given (and never a padding position of ``attention_mask``), else
-    ``attention_mask > 0``, else every position."""
-    if syntax_tree is not None:
-        keep = syntax_tree.to(hidden_states.device) >= 0
-        return keep if attention_mask is None else keep & (attention_mask.to(hidden_states.device) > 0)
-    if attention_mask is not None:
-        return attention_mask.to(hidden_states.device) > 0
-    return torch.ones(hidden_states.shape[:2], dtype=torch.bool, device=hidden_states.device)
 
 
 def sequence_classification_loss(
@@ -183,10 +152,16 @@ def pool(
     syntax_tree: torch.Tensor | None,
     attention_mask: torch.Tensor | None,
 ) -> torch.Tensor:
-    """``[B, L, H]`` -> ``[B, H]``: ``pooler`` (``pooling="cls"``), or without one the mean over non-special tokens."""
+    """``[B, L, H]`` -> ``[B, H]``: ``pooler`` (``pooling="cls"``), or without one the mean over the words
+    (``syntax_tree >= 0``, never a padding position of ``attention_mask``), else over ``attention_mask``."""
     if pooler is not None:
         return pooler(hidden)  # (B, H)
-    return mean_pool(hidden, non_special_tokens(hidden, syntax_tree, attention_mask))  # (B, H)
+    keep = torch.ones(hidden.shape[:2], dtype=torch.bool, device=hidden.device)  # (B, L)
+    if syntax_tree is not None:
+        keep = syntax_tree.to(hidden.device) >= 0
+    if attention_mask is not None:
+        keep = keep & (attention_mask.to(hidden.device) > 0)
+    return mean_pool(hidden, keep)  # (B, H)
 
 
 def flatten_choices(x: Any) -> Any:
@@ -194,14 +169,10 @@ def flatten_choices(x: Any) -> Any:
     return x.reshape(-1, *x.shape[2:]) if isinstance(x, torch.Tensor) else x
 
 
-# --- Heads ---
-
-
 class TaskHead:
-    """Base of the head mixins: builds the backbone under ``base_model_prefix`` (the system base class it is mixed
-    with provides ``build_backbone(config, encoder)``), runs it, makes the output. A task model is built as
-    ``Model(config, encoder=None)``: ``config`` the system's config (its head options), ``encoder`` an already built
-    (e.g. pretrained) encoder to wrap, ``None`` builds one from ``config.encoder``."""
+    """Base of the head mixins: builds the backbone under ``base_model_prefix``, runs it, makes the output. A task
+    model is built as ``Model(config, encoder=None)``: ``encoder`` an already built (e.g. pretrained) encoder to
+    wrap, ``None`` builds one from ``config.encoder``."""
 
     base_model_prefix: str
     config: Any
@@ -238,10 +209,8 @@ class TaskHead:
         ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``).
 
         Raises:
-            InputError: ``syntax_inputs`` has a key that is not a syntax input of the backbone
-                (:func:`~syntaxformer.modeling.configuration.check_forward_inputs`), or one the backbone needs is
-                missing (with none at all, the message names the pipeline for raw text:
-                :func:`~syntaxformer.modeling.raw_text.raw_text_hint`).
+            InputError: a key that is not a syntax input of the backbone, or one it needs is missing (with none at
+                all, the message names the pipeline for raw text).
         """
         backbone = getattr(self, self.base_model_prefix)
         check_forward_inputs(self, syntax_inputs, backbone.syntax_keywords)
@@ -259,9 +228,8 @@ class TaskHead:
             raise InputError(f"{e}. {raw_text_hint(type(self).__name__)}") from e
 
     def head_output(self, return_dict: bool | None, states: ContextualStates, loss: Any, **fields: Any) -> Any:
-        """``output_class`` with ``loss`` plus the backbone's auxiliary loss (when a loss was computed), the head's
-        ``fields`` and the backbone's per-layer outputs and extras; a tuple when ``return_dict`` (or the config's
-        default) is false."""
+        """``output_class`` with ``loss`` plus the backbone's auxiliary loss, the head's ``fields`` and the
+        backbone's per-layer outputs and extras (a tuple when ``return_dict``, or the config's default, is false)."""
         if loss is not None and states.auxiliary_loss is not None:  # e.g. Syntax-BERT's weighted LISA loss
             loss = loss + states.auxiliary_loss
         result = self.output_class(
@@ -301,15 +269,10 @@ class LabelledHead(TaskHead):
         return_dict: bool | None = None,
         **syntax_inputs: Any,
     ) -> Any:
-        """Run the model on a batch: the head's ``logits`` and, when ``labels`` are given, its ``loss``.
+        """The head's ``logits`` for a batch and, when ``labels`` (the head's targets) are given, its ``loss``.
 
-        Args:
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                output_hidden_states, **syntax_inputs: as in the backbone's ``forward``
-                (:meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.forward`); multiple choice: every
-                tensor ``[B, C, ...]``.
-            labels: the head's targets (see the head's class); the loss is computed only when they are given.
-            return_dict: return the head's ``output_class`` (default) or a tuple.
+        Args: as in :meth:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone.forward` (multiple choice: every
+        tensor ``[B, C, ...]``), plus ``labels``.
 
         Raises:
             InputError: multiple choice inputs that are not ``[B, C, L]``; see :meth:`run_backbone`.
@@ -345,9 +308,8 @@ class PooledScorer(LabelledHead):
     pooler: FirstTokenPooler | None
 
     def build_pooled_scorer(self, config: Any, encoder: nn.Module | None, num_outputs: int) -> None:
-        """The rest of the head's ``__init__``: the backbone around ``encoder`` (:meth:`TaskHead.attach_backbone`),
-        ``pooler`` (``pooling="cls"``; else ``None``), ``dropout`` and ``classifier`` (``H -> num_outputs``), then
-        ``post_init`` and the pooler initialised from the encoder's pooler when it has one."""
+        """The rest of the head's ``__init__``: the backbone, ``pooler`` (``pooling="cls"``; else ``None``),
+        ``dropout`` and ``classifier`` (``H -> num_outputs``), ``post_init``, the pooler copied from the encoder's."""
         encoder_pooler = self.attach_backbone(config, encoder)
         self.pooler = FirstTokenPooler(config.hidden_size) if config.pooling == "cls" else None
         self.dropout = nn.Dropout(config.classifier_dropout)
@@ -365,10 +327,7 @@ class PooledScorer(LabelledHead):
 
 class SequenceClassificationHead(PooledScorer):
     """Sequence classification / regression (GLUE, SST, NLI; SG-Net §3.4.2): ``logits = W Dropout(pool(H)) + b``
-    ``[B, num_labels]`` (``pool``: ``config.pooling``). ``labels``: ``[B]`` class indices, ``[B]`` / ``[B, 1]``
-    floats (regression, ``num_labels == 1``) or ``[B, num_labels]`` 0/1 floats (multi-label); the loss by problem
-    type (:func:`sequence_classification_loss`).
-    """
+    ``[B, num_labels]``; the loss by problem type (:func:`sequence_classification_loss`)."""
 
     output_class = SequenceClassifierOutput
 
@@ -384,19 +343,14 @@ class SequenceClassificationHead(PooledScorer):
 
 class QuestionAnsweringHead(TaskHead):
     """Span question answering (SQuAD 2.0, SG-Net §3.4.1) with the optional answer verifier (Eq. 13-14;
-    ``docs/sgnet.md``).
+    ``docs/sgnet.md``, ``docs/reading_comprehension.md``).
 
-    * Span head (Eq. 10-11): ``start_logits, end_logits = Linear(H, 2)`` at every position; the span loss is the
-      mean of the start and end cross-entropies (positions outside the sequence ignored). The null answer is
+    * Span head (Eq. 10-11): ``start_logits, end_logits = Linear(H, 2)`` at every position; the null answer is
       position 0 ([CLS]).
-    * Answer verifier (``config.qa_verifier=True``): ``Linear(H, 2)`` of the dropped-out pooled sequence
-      (``config.pooling``) gives ``verifier_logits`` (logit_ans, logit_na), trained with cross-entropy on
-      ``is_impossible``: ``loss = span_loss_weight * span_loss + verifier_loss_weight * verifier_loss``
-      (``span_loss_weight=0``: the paper's *parallel* verifier).
-    * Eq. 14 is applied when decoding (:func:`syntaxformer.tasks.squad.postprocess_predictions`): the no-answer
-      score is ``beta1 * (score_null - score_has) + beta2 * (logit_na - logit_ans)`` (:meth:`no_answer_weights`);
-      the question is answered ``""`` when it exceeds the threshold chosen on development data (the paper's
-      "predicts the span if score_final > δ" read with its own sign of ``score_ext``: larger = no answer).
+    * Answer verifier (``config.qa_verifier=True``): ``Linear(H, 2)`` of the dropped-out pooled sequence gives
+      ``verifier_logits`` (logit_ans, logit_na), trained with cross-entropy on ``is_impossible``.
+    * Eq. 14 is applied when decoding (:func:`syntaxformer.tasks.squad.postprocess_predictions`), with the weights
+      of :meth:`no_answer_weights`.
 
     Raises:
         ConfigError: ``span_loss_weight=0`` without the verifier (nothing to train).
@@ -445,9 +399,7 @@ class QuestionAnsweringHead(TaskHead):
     ) -> Any:
         """Span logits (and verifier logits) for a batch; a loss when ``start_positions``/``end_positions`` are given.
 
-        Args:
-            input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                output_hidden_states, return_dict, **syntax_inputs: as in :meth:`LabelledHead.forward`.
+        Args (the others as in :meth:`LabelledHead.forward`):
             start_positions, end_positions: ``[B]`` gold token positions (0 = [CLS] null answer).
             is_impossible: ``[B]`` 1 = no answer in this window (verifier target; default ``start_positions == 0``).
         """
@@ -490,10 +442,8 @@ class QuestionAnsweringHead(TaskHead):
 
 class MultipleChoiceHead(PooledScorer):
     """One score per option (RACE, SG-Net §3.4.1, Eq. 15): each (passage || question, option) pair is one sequence
-    (inputs ``[B, C, L]``, every tensor flattened to ``B * C`` sequences); ``Linear(H, 1)`` of its dropped-out pooled
-    representation (``config.pooling``) is its score. Logits ``[B, C]``; the loss is the cross-entropy with the
-    right option (``labels`` ``[B]``).
-    """
+    (inputs ``[B, C, L]``), scored by ``Linear(H, 1)`` of its dropped-out pooled representation; logits ``[B, C]``,
+    ``labels`` ``[B]`` the right option."""
 
     output_class = MultipleChoiceOutput
     one_sequence_per_choice = True
@@ -509,9 +459,7 @@ class MultipleChoiceHead(PooledScorer):
 
 class TokenClassificationHead(LabelledHead):
     """Token classification (tagging): ``logits = W Dropout(H) + b`` at every position, ``[B, L, num_labels]``;
-    ``labels`` ``[B, L]``, the cross-entropy over positions whose label is not ``-100`` (special tokens, padding,
-    non-first subwords by the usual convention).
-    """
+    ``labels`` ``[B, L]``, ``-100`` where no loss is wanted (special tokens, padding, non-first subwords)."""
 
     output_class = TokenClassifierOutput
 

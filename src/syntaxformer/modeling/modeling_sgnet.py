@@ -1,9 +1,8 @@
 """SG-Net (Zhang et al., TPAMI): a pretrained encoder + one syntax-guided self-attention layer + aggregation.
 
-``SGNetModel`` wraps any ``AutoModel`` encoder (never a copy of its code), builds the SDOI mask on the model's
-device from the compact syntax tensors of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch, runs the
-syntax-guided layer on the encoder's last hidden states H and combines H and H' into H̄ (§3.2-3.3); the
-``SGNetFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads` on H̄::
+``SGNetModel`` wraps any ``AutoModel`` encoder, builds the SDOI mask from a
+:class:`~syntaxformer.data.collate.SyntaxCollator` batch, runs the syntax-guided layer on the encoder's last hidden
+states H and combines H and H' into H̄ (§3.2-3.3); the ``SGNetFor...`` task models put their heads on H̄::
 
     model = SGNetForSequenceClassification.from_encoder_pretrained(default_hf_model(), num_labels=2)
     out = model(**batch)            # a SyntaxCollator batch, plus "labels" for a loss
@@ -35,9 +34,8 @@ from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncode
 
 
 class SGNetPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
-    """Base of the SG-Net models: config class, weight init, loading from a pretrained encoder
-    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`); task models hold the backbone
-    :class:`SGNetModel` as ``self.sgnet``."""
+    """Base of the SG-Net models: config class, weight init, loading from a pretrained encoder; task models hold the
+    backbone :class:`SGNetModel` as ``self.sgnet``."""
 
     config_class = SGNetConfig
     config: SGNetConfig
@@ -72,12 +70,10 @@ class SGNetModelOutput(ModelOutput):
 
     Attributes:
         last_hidden_state: ``[B, L, H]`` H̄, what the task heads read (H itself when ``use_sg_layer=False``).
-        encoder_hidden_state: ``[B, L, H]`` H, the encoder's last hidden states.
-        syntax_hidden_state: ``[B, L, H]`` H', the syntax-guided layer's output (``None`` without the layer).
-        hidden_states, attentions: the encoder's per-layer hidden states / attention probabilities, when asked for
-            (and the encoder's attention implementation can return them).
-        sg_attentions: ``[B, sg_num_heads, L, L]`` attention probabilities of the syntax-guided layer, when
-            ``output_attentions=True``; zero wherever the SDOI mask forbids attention.
+        encoder_hidden_state, syntax_hidden_state: ``[B, L, H]`` H and H' (``None`` without the layer).
+        hidden_states, attentions: the encoder's per-layer hidden states / attention probabilities, when asked for.
+        sg_attentions: ``[B, sg_num_heads, L, L]`` the syntax-guided layer's attention probabilities, when
+            ``output_attentions=True``.
     """
 
     last_hidden_state: torch.Tensor | None = None
@@ -89,8 +85,7 @@ class SGNetModelOutput(ModelOutput):
 
 
 class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
-    """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation (built as
-    :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone` says)."""
+    """SG-Net without a task head: encoder -> syntax-guided layer -> aggregation."""
 
     head_extras = ("sg_attentions",)
     encoder: PreTrainedModel
@@ -119,8 +114,7 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
         """Copy the encoder's last layer into the syntax-guided layer (``sg_init="copy_last"``).
 
         Raises:
-            ConfigError: the encoder is not BERT-like (no ``encoder.layer`` list of ``BertLayer``-style modules),
-                or the layer's number of heads or sizes differ from the encoder's.
+            ConfigError: the encoder is not BERT-like, or the layer's heads or sizes differ from the encoder's.
         """
         try:
             layers = cast(nn.ModuleList, self.encoder.get_submodule("encoder.layer"))
@@ -144,14 +138,12 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
     def backbone_output(
         self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
     ) -> SGNetModelOutput:
-        """SG-Net's part of ``forward``: H̄ ``[B, L, H]`` as ``last_hidden_state``, H and H' (and the syntax-guided
-        layer's probabilities, ``sg_attentions``, with ``output_attentions``). It reads (``[B, L]`` each):
+        """SG-Net's part of ``forward`` (:class:`SGNetModelOutput`). It reads (``[B, L]`` each):
 
         * ``dep_tin`` / ``dep_tout`` (pre-order entry / subtree exit time of each position's dependency node) and
-          ``syntax_tree`` (sentence id; -1 for special tokens and padding), from which the SDOI mask of the layer is
-          built on the model's device (not needed with ``use_sg_layer=False`` or ``aggregation="vanilla_layer"``);
-        * ``pos_ids`` (0 = special token / padding) with ``config.pos_embeddings``: the POS embedding is added to
-          the token embeddings.
+          ``syntax_tree`` (sentence id; -1 for special tokens and padding), for the SDOI mask of the layer (not
+          needed with ``use_sg_layer=False`` or ``aggregation="vanilla_layer"``);
+        * ``pos_ids`` (0 = special token / padding) with ``config.pos_embeddings``.
         """
         dep_tin, dep_tout, syntax_tree, pos_ids = (
             syntax.get(k) for k in ("dep_tin", "dep_tout", "syntax_tree", "pos_ids")
@@ -205,11 +197,9 @@ class SGNetModel(EncoderBackbone, SGNetPreTrainedModel):
         dep_tout: torch.Tensor | None,
         syntax_tree: torch.Tensor | None,
     ) -> torch.Tensor:
-        """The bool mask of the extra layer (True = may attend) on ``hidden``'s (``[B, L, H]``) device: the SDOI mask
-        ``[B, L, L]`` of the syntax tensors (:meth:`backbone_output`) restricted to non-padding keys (``key_valid``
-        ``[B, L]``, ``None`` = no padding; the diagonal always kept, so no row is empty); for
-        ``aggregation="vanilla_layer"`` the key-padding mask ``[B, 1, L]`` instead.
-        """
+        """The bool mask of the extra layer (True = may attend) on ``hidden``'s device: the SDOI mask ``[B, L, L]``
+        restricted to non-padding keys (``key_valid`` ``[B, L]``, ``None`` = no padding; the diagonal always kept);
+        for ``aggregation="vanilla_layer"`` the key-padding mask ``[B, 1, L]``."""
         B, L, _ = hidden.shape
         device = hidden.device
         if self.config.aggregation == "vanilla_layer":

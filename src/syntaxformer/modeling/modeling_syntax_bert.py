@@ -1,10 +1,6 @@
 """Syntax-BERT (Bai et al., 2021): masked sub-network attention in every layer of a pretrained encoder, mixed per
-token by topical attention; LISA-style parent head as an option.
-
-:class:`SyntaxBertModel` runs any ``AutoModel`` encoder whose attention goes through ``AttentionInterface`` with
-``attn_implementation="syntax"`` (:mod:`syntaxformer.modeling.syntax_attention`); per forward it builds the relation
-groups of a :class:`~syntaxformer.data.collate.SyntaxCollator` batch once, with the ablations of Table 5. The
-``SyntaxBertFor...`` task models put the heads of :mod:`syntaxformer.modeling.heads` on it.
+token by topical attention; LISA-style parent head as an option. :class:`SyntaxBertModel` runs any ``AutoModel``
+encoder whose attention goes through ``AttentionInterface`` with ``attn_implementation="syntax"``.
 """
 
 import zlib
@@ -38,8 +34,6 @@ from syntaxformer.modeling.syntax_attention_core import (
     prepare_groups,
 )
 from syntaxformer.modeling.wrapped_encoder import EncoderBackbone, WrappedEncoderMixin
-
-# --- Finding the attention layers of a host model ---
 
 
 def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.Linear]]:
@@ -76,13 +70,9 @@ def attention_sites(encoder: nn.Module) -> list[tuple[nn.Module, nn.Linear, nn.L
     return sites
 
 
-# --- Models ---
-
-
 class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
-    """Base of the Syntax-BERT models: config class, weight init, loading from a pretrained encoder
-    (:class:`~syntaxformer.modeling.wrapped_encoder.WrappedEncoderMixin`); task models hold the backbone
-    :class:`SyntaxBertModel` as ``self.syntax_bert``."""
+    """Base of the Syntax-BERT models: config class, weight init, loading from a pretrained encoder; task models
+    hold the backbone :class:`SyntaxBertModel` as ``self.syntax_bert``."""
 
     config_class = SyntaxBertConfig
     config: SyntaxBertConfig
@@ -94,8 +84,7 @@ class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        """Hugging Face's default init, then the new parts at their starting points (below); loaded weights are
-        never re-initialised."""
+        """Hugging Face's default init, then the new parts at their starting points."""
         super()._init_weights(module)
         if isinstance(module, TopicalAttention):
             init.zeros_(module.query)
@@ -106,8 +95,7 @@ class SyntaxBertPreTrainedModel(WrappedEncoderMixin, PreTrainedModel):
             init.zeros_(module.weight)  # g = 0: the pretrained layer at initialisation
 
     def post_init(self) -> None:
-        """Hugging Face's post-init, then make sure the encoder runs the ``"syntax"`` attention (the base class
-        dispatches the outer model's attention implementation to the encoder's config)."""
+        """Hugging Face's post-init, then make sure the encoder runs the ``"syntax"`` attention."""
         super().post_init()
         backbone = self.base_model
         if isinstance(backbone, SyntaxBertModel) and hasattr(backbone, "encoder"):
@@ -125,9 +113,7 @@ class SyntaxBertModelOutput(ModelOutput):
     Attributes:
         last_hidden_state: ``[B, L, H]`` the encoder's last hidden states.
         lisa_loss: 0-d LISA cross-entropy (only with ``lisa_layer`` set and ``dep_parent`` given).
-        hidden_states: per-layer hidden states, when asked for.
-        attentions: per-layer effective attention ``[B, heads, L, L]`` (``Σ_g α_g A_g``; the full softmax in
-            non-syntax layers), when asked for.
+        hidden_states, attentions: per-layer hidden states / effective attention ``[B, heads, L, L]``, when asked for.
         lisa_log_probs: ``[B, L, L]`` log attention of the LISA head (row = token, column = candidate parent).
     """
 
@@ -139,9 +125,7 @@ class SyntaxBertModelOutput(ModelOutput):
 
 
 class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
-    """Syntax-BERT without a task head: a pretrained encoder whose every attention layer runs on sub-networks
-    (built as :class:`~syntaxformer.modeling.wrapped_encoder.EncoderBackbone` says; the encoder is switched to
-    ``attn_implementation="syntax"``)."""
+    """Syntax-BERT without a task head: a pretrained encoder whose every attention layer runs on sub-networks."""
 
     #: Besides every syntax batch key, precomputed ``syntax_groups`` and an analysis ``syntax_record``
     #: (:meth:`backbone_output`).
@@ -172,14 +156,13 @@ class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
         self.post_init()
 
     def use_syntax_attention(self) -> None:
-        """Switch the encoder (back) to ``attn_implementation="syntax"``; the base class dispatches the outer
-        model's implementation to the encoder's config (a sub-config), e.g. when a head is built around it."""
+        """Switch the encoder (back) to ``attn_implementation="syntax"`` (the base class dispatches the outer model's
+        implementation to the encoder's config, e.g. when a head is built around it)."""
         if self.encoder.config._attn_implementation != SYNTAX_ATTENTION:
             self.encoder.config._attn_implementation = SYNTAX_ATTENTION
 
     def auxiliary_loss(self, output: SyntaxBertModelOutput) -> torch.Tensor | None:
-        """``lisa_loss_weight * lisa_loss`` (when LISA is on and ``dep_parent`` is given), added to every head's
-        loss."""
+        """``lisa_loss_weight * lisa_loss`` (when LISA is on and ``dep_parent`` is given)."""
         return None if output.lisa_loss is None else self.config.lisa_loss_weight * output.lisa_loss
 
     def build_groups(
@@ -256,12 +239,10 @@ class SyntaxBertModel(EncoderBackbone, SyntaxBertPreTrainedModel):
     def backbone_output(
         self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
     ) -> SyntaxBertModelOutput:
-        """Syntax-BERT's part of ``forward``: ``last_hidden_state`` ``[B, L, H]`` and ``lisa_loss``. It reads the
-        collator keys of :attr:`SyntaxBertConfig.group_inputs` (:meth:`build_groups`) or precomputed
-        ``syntax_groups``; ``dep_parent`` ``[B, L]`` (each token's parent position, -1: none) for the LISA loss; a
-        ``syntax_record`` (``SyntaxAttentionRecorder``) to fill with every layer's effective attention and topical
-        weights (analysis; the outputs are unchanged). ``output_attentions``: every layer's effective attention
-        ``[B, heads, L, L]``.
+        """Syntax-BERT's part of ``forward`` (:class:`SyntaxBertModelOutput`). It reads the collator keys of
+        :attr:`SyntaxBertConfig.group_inputs` (:meth:`build_groups`) or precomputed ``syntax_groups``; ``dep_parent``
+        ``[B, L]`` (each token's parent position, -1: none) for the LISA loss; a ``syntax_record``
+        (``SyntaxAttentionRecorder``, analysis) to fill with every layer's effective attention and topical weights.
         """
         self.use_syntax_attention()
         syntax_groups = syntax.get("syntax_groups")

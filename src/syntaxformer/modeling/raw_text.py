@@ -1,14 +1,8 @@
 """Raw text in, records out: the steps every prediction on raw inputs takes, whoever runs it.
 
-One module for ``syntaxformer predict --input``, the library pipelines (:class:`syntaxformer.inference.Predictor`,
-:mod:`syntaxformer.pipelines`) and the pipelines of an exported model folder
-(:mod:`syntaxformer.sharing.syntax_pipeline`; ``syntaxformer export`` copies this module into the folder, so it
-imports nothing but numpy, torch and :mod:`syntaxformer.errors`): the inputs and call options checked
-(:func:`check_inputs`, :func:`check_options`: the options ``transformers``' own pipelines take), batched longest
-first (:func:`batches`, :func:`run_batches`), run (:func:`model_outputs`) and turned into records
-(:func:`classification_record`, :func:`answer_record` and their pipeline forms); :func:`check_pipeline_model`
-refuses a model of another head than the pipeline's, or loaded for another head than the one it was trained with
-(its saved ``config.architectures``), naming the pipeline to use.
+One module for ``syntaxformer predict --input``, the library pipelines and the pipelines of an exported model
+folder (``syntaxformer export`` copies this module into the folder, so it imports nothing but numpy, torch and
+:mod:`syntaxformer.errors`): the inputs and call options checked, batched longest first, run and turned into records.
 """
 
 from __future__ import annotations
@@ -18,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from syntaxformer.errors import ConfigError, InputError
 
@@ -75,12 +70,12 @@ def _use(class_name: str, where: str) -> str:
 
 
 def check_pipeline_model(task: str, model: Any) -> None:
-    """Refuse to run ``model`` (its class and saved ``config.architectures``) in the syntax pipeline ``task``
-    (``"syntax-text-classification"`` ...) when that pipeline is not the one for it.
+    """Refuse to run ``model`` in the syntax pipeline ``task`` (``"syntax-text-classification"`` ...) when that
+    pipeline is not the one for it.
 
     Raises:
-        ConfigError: a model of another head, or loaded for another head than the saved one; the message names the
-            pipeline to use.
+        ConfigError: a model of another head, or loaded for another head than the saved one (its
+            ``config.architectures``); the message names the pipeline to use.
     """
     loaded = type(model).__name__
     name = str(getattr(model, "name_or_path", "") or "")
@@ -100,15 +95,12 @@ def check_pipeline_model(task: str, model: Any) -> None:
 def raw_text_hint(class_name: str) -> str:
     """What to do when a batch holds token ids but none of the model's syntax inputs (a pipeline that tokenizes
     and never parses made it)."""
-    pipeline = pipeline_for_class(class_name)
-    use = f'pipeline("{pipeline}", model=...) after `import syntaxformer`' if pipeline else "`syntaxformer predict`"
     return (
-        f"The batch holds no syntax input at all, as transformers' own pipelines (text-classification ...) make "
-        f"batches: they tokenize raw text but never parse it. For raw text use {use}"
+        "The batch holds no syntax input at all, as transformers' own pipelines (text-classification ...) make "
+        f"batches: they tokenize raw text but never parse it. For raw text, {_use(class_name, '...')}"
     )
 
 
-# -- inputs --------------------------------------------------------------------------------------------------
 def _shown(value: Any, n: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= n else text[: n - 3] + "..."
@@ -130,13 +122,10 @@ def check_inputs(
 ) -> tuple[list[dict[str, Any]], bool]:
     """The inputs as mappings with the keys the head reads (:data:`HEAD_INPUTS`), checked, and whether one input
     was given. A string is the first text (``text``); a ``(text, text_pair)`` tuple a pair; a mapping holds the
-    head's keys and optionally ``id`` (copied to the record). Span QA needs ``question`` and ``context``; multiple
-    choice ``question`` and ``options`` (at least two texts), and ``context`` about a passage.
+    head's keys and optionally ``id`` (copied to the record). Multiple choice needs at least two ``options``.
 
     Args:
-        inputs: a list (any iterable) of inputs, or one input of a type in ``single``.
-        head: the model's head.
-        single: the types that count as one input (a pipeline's ``"A text."``); ``()``: only lists.
+        inputs: a list (any iterable) of inputs, or one input of a type in ``single`` (``()``: only lists).
         name: who takes the inputs, for messages (a pipeline's class name).
 
     Raises:
@@ -195,13 +184,9 @@ def _positive(name: str, value: Any, none_ok: bool) -> None:
 
 
 def check_options(pipeline: str, options: Mapping[str, Any], accepted: Sequence[str]) -> dict[str, Any]:
-    """The options of a call, checked, with ``function_to_apply`` in lower case and ``max_answer_length`` read as
-    ``max_answer_len``.
-
-    Args:
-        pipeline: the pipeline's name, for messages.
-        options: the options given (when the pipeline was built and in the call, the call's last).
-        accepted: the options this pipeline takes.
+    """The ``options`` of a call to ``pipeline`` (those given when it was built and in the call, the call's last),
+    checked against the ``accepted`` ones, with ``function_to_apply`` in lower case and ``max_answer_length`` read
+    as ``max_answer_len``.
 
     Raises:
         ConfigError: an option the pipeline does not take (named, with the ones it takes), or a value out of range.
@@ -239,7 +224,6 @@ def check_options(pipeline: str, options: Mapping[str, Any], accepted: Sequence[
     return out
 
 
-# -- lengths -------------------------------------------------------------------------------------------------
 def position_limit(model_config: Any) -> int | None:
     """The longest input (tokens) a model's encoder can read: its ``max_position_embeddings`` (RoBERTa-style
     encoders: less the two positions before the padding index), or ``None`` when the config has no such limit."""
@@ -254,8 +238,7 @@ def position_limit(model_config: Any) -> int | None:
 
 
 def capped_max_length(max_length: Any, model_config: Any, where: str) -> int:
-    """``max_length`` as a positive whole number no longer than the model's positions (:func:`position_limit`):
-    a longer one is lowered to the limit, so a long text is truncated instead of overrunning the positions.
+    """``max_length`` lowered to the model's positions (:func:`position_limit`).
 
     Raises:
         ConfigError: ``max_length`` is not a positive whole number (naming ``where`` it comes from).
@@ -265,7 +248,6 @@ def capped_max_length(max_length: Any, model_config: Any, where: str) -> int:
     return int(max_length) if limit is None else min(int(max_length), limit)
 
 
-# -- batches -------------------------------------------------------------------------------------------------
 def batches(features: Sequence[Mapping[str, Any]], batch_size: int) -> list[np.ndarray]:
     """Feature indices in batches of at most ``batch_size``, longest first; multiple-choice items (``options``)
     are batched with items of the same number of options only (a batch is ``[B, C, L]``)."""
@@ -290,11 +272,8 @@ def default_max_new_tokens(source_length: int) -> int:
 
 
 def model_outputs(model: Any, batch: Mapping[str, Any], **auxiliary: Any) -> dict[str, Any]:
-    """One batch through the model, as numpy arrays (float32): every logits field of its output (``logits``; span
-    QA ``start_logits``, ``end_logits`` and ``verifier_logits`` when it has one); each ``auxiliary`` model adds its
-    ``verifier_logits`` as ``aux:<name>``. (A translation model generates instead:
-    :func:`syntaxformer.modeling.seq2seq.generate_ids`.)
-    """
+    """One batch through the model: every logits field of its output as a float32 array; each ``auxiliary`` model
+    adds its ``verifier_logits`` as ``aux:<name>``."""
     out = {k: v.float().cpu().numpy() for k, v in model(**batch).items() if k.endswith("logits") and v is not None}
     for name, aux in auxiliary.items():
         v = getattr(aux(**batch), "verifier_logits", None)
@@ -311,8 +290,6 @@ def run_batches(
 ) -> dict[str, list[Any]]:
     """Every feature through ``forward`` in :func:`batches`: output key -> one row per feature, in input order
     (label keys are never given to the model)."""
-    import torch
-
     rows: dict[str, list[Any]] = {}
     with torch.no_grad():
         for idx in batches(features, batch_size):
@@ -333,7 +310,6 @@ def padded(rows: Sequence[Any], fill: float, dtype: Any = np.float64) -> np.ndar
     return out
 
 
-# -- records -------------------------------------------------------------------------------------------------
 def label_names(model_config: Any, n: int | None = None) -> list[str]:
     """Class names in class-id order (``config.id2label``; ``n``: that many, ``LABEL_<i>`` where it names none)."""
     id2label = getattr(model_config, "id2label", None) or {}

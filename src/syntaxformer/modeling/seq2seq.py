@@ -1,11 +1,7 @@
-"""The Syntax-Infused Transformer for translation, trained from random init (``docs/translation.md``).
-
-:class:`SyntaxInfusedForConditionalGeneration` (registered with ``AutoModelForSeq2SeqLM``) wraps transformers' own
-encoder-decoder (``MarianMTModel`` by default) with two optional syntax parts around its encoder: syntax-infused
-source embeddings ``[e_m ; f_m]`` (Sundararaman et al.; passed as ``inputs_embeds``) and SG-Net's syntax-guided
-layer with dual aggregation on the encoder output (Zhang et al., TPAMI §3.4.3). ``generate`` hands the syntax
-inputs to :meth:`~SyntaxInfusedForConditionalGeneration.get_encoder` once. The loss is the plain cross-entropy
-(label smoothing: the Trainer's ``label_smoothing_factor``).
+"""The Syntax-Infused Transformer for translation, trained from random init (``docs/translation.md``):
+transformers' own encoder-decoder (``MarianMTModel`` by default) with two optional syntax parts around its encoder,
+syntax-infused source embeddings ``[e_m ; f_m]`` (Sundararaman et al.) and SG-Net's syntax-guided layer with dual
+aggregation on the encoder output (Zhang et al., TPAMI §3.4.3).
 """
 
 from __future__ import annotations
@@ -41,8 +37,8 @@ from syntaxformer.modeling.raw_text import batches, default_max_new_tokens, padd
 from syntaxformer.modeling.sg_layer import DualAggregation, SyntaxGuidedLayer
 from syntaxformer.utils import progress
 
-#: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores (see experiments/translation.py for timings);
-#: ``base``: Vaswani et al.'s base model (the papers' setting); ``tiny``: tests.
+#: Transformer sizes. ``cpu``: small enough to train on 2 CPU cores; ``base``: Vaswani et al.'s base model (the
+#: papers' setting); ``tiny``: tests.
 PRESETS: dict[str, dict[str, Any]] = {
     name: dict(
         d_model=d,
@@ -63,39 +59,6 @@ _TRANSFORMERS_KEYWORDS = frozenset(
 )
 
 
-def seq2seq_config(preset: str, source_vocab_size: int, target_vocab_size: int, **overrides: Any) -> MarianConfig:
-    """A ``MarianConfig`` of a preset size with our special-token ids and separate vocabularies.
-
-    Args:
-        preset: a key of :data:`PRESETS`.
-        source_vocab_size: encoder vocabulary size.
-        target_vocab_size: decoder vocabulary size.
-        **overrides: any ``MarianConfig`` option (``dropout``, ``d_model`` ...).
-    """
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
-    options: dict[str, Any] = dict(
-        vocab_size=source_vocab_size,
-        decoder_vocab_size=target_vocab_size,
-        share_encoder_decoder_embeddings=False,
-        tie_word_embeddings=True,
-        scale_embedding=True,
-        activation_function="relu",
-        dropout=0.1,
-        attention_dropout=0.1,
-        activation_dropout=0.0,
-        max_position_embeddings=512,
-        pad_token_id=PAD_ID,
-        bos_token_id=BOS_ID,
-        eos_token_id=EOS_ID,
-        decoder_start_token_id=BOS_ID,
-        forced_eos_token_id=EOS_ID,
-    )
-    options.update(PRESETS[preset])
-    options.update(overrides)
-    return MarianConfig(**options)
-
-
 @strict
 class SyntaxInfusedTranslationConfig(PretrainedConfig):
     r"""Configuration of :class:`SyntaxInfusedForConditionalGeneration`.
@@ -114,8 +77,7 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
         alpha: weight of H in ``alpha H + (1 - alpha) H'`` (Eq. 9; 0.5, §5.2).
         sg_num_heads, sg_intermediate_size, sg_dropout: the layer's heads, feed-forward size and dropout; default
             the encoder's.
-        sg_hidden_act: feed-forward activation of the SG layer: ``"gelu"`` (SG-Net §3.2); a config saved without it
-            loads with the encoder's (:meth:`from_dict`).
+        sg_hidden_act: feed-forward activation of the SG layer: ``"gelu"`` (SG-Net §3.2).
     """
 
     model_type = "syntax_infused_translation"
@@ -136,8 +98,8 @@ class SyntaxInfusedTranslationConfig(PretrainedConfig):
 
     @classmethod
     def from_dict(cls, config_dict: dict[str, Any], **kwargs: Any) -> Any:
-        """As ``PretrainedConfig.from_dict``; a saved config without ``sg_hidden_act`` (written before the option
-        existed) keeps the activation it was trained with: the wrapped model's ``activation_function``."""
+        """As ``PretrainedConfig.from_dict``; a saved config without ``sg_hidden_act`` keeps the activation it was
+        trained with: the wrapped model's ``activation_function``."""
         if config_dict.get("use_sg_layer") and "sg_hidden_act" not in config_dict and "sg_hidden_act" not in kwargs:
             seq2seq = config_dict.get("seq2seq") or {}
             config_dict = {**config_dict, "sg_hidden_act": seq2seq.get("activation_function", "relu")}
@@ -215,14 +177,37 @@ def build_config(
     seq2seq_overrides: dict[str, Any] | None = None,
     **options: Any,
 ) -> SyntaxInfusedTranslationConfig:
-    """A :class:`SyntaxInfusedTranslationConfig` for a preset size (see :data:`PRESETS`) and the syntax options."""
-    s2s = seq2seq_config(preset, source_vocab_size, target_vocab_size, **(seq2seq_overrides or {}))
+    """A :class:`SyntaxInfusedTranslationConfig` for the syntax options around a ``MarianConfig`` of a preset size
+    (:data:`PRESETS`) with our special-token ids, separate source and target vocabularies and ``seq2seq_overrides``
+    (any ``MarianConfig`` option)."""
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown model preset {preset!r}; expected one of {', '.join(PRESETS)}")
+    marian: dict[str, Any] = dict(
+        vocab_size=source_vocab_size,
+        decoder_vocab_size=target_vocab_size,
+        share_encoder_decoder_embeddings=False,
+        tie_word_embeddings=True,
+        scale_embedding=True,
+        activation_function="relu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        activation_dropout=0.0,
+        max_position_embeddings=512,
+        pad_token_id=PAD_ID,
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        decoder_start_token_id=BOS_ID,
+        forced_eos_token_id=EOS_ID,
+    )
+    marian.update(PRESETS[preset])
+    marian.update(seq2seq_overrides or {})
+    s2s = MarianConfig(**marian)
     return SyntaxInfusedTranslationConfig(seq2seq=s2s, features=list(features), use_sg_layer=use_sg_layer, **options)
 
 
 class SyntaxInfusedEncoder:
-    """The model's encoder as ``generate`` calls it (``get_encoder()``): syntax-infused embeddings -> the
-    Transformer encoder -> SG layer + aggregation. A view on the model's own modules (no parameters of its own)."""
+    """The model's encoder as ``generate`` calls it (``get_encoder()``, once per batch): a view on the model's
+    :meth:`~SyntaxInfusedForConditionalGeneration.encode`."""
 
     def __init__(self, model: SyntaxInfusedForConditionalGeneration):
         self.model = model
@@ -230,7 +215,7 @@ class SyntaxInfusedEncoder:
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any
     ) -> BaseModelOutput:
-        """``input_ids`` ``[B, L]`` + the syntax inputs (other keyword arguments are ignored)."""
+        """:meth:`SyntaxInfusedForConditionalGeneration.encode`."""
         return self.model.encode(input_ids, attention_mask, **kwargs)
 
     __call__ = forward
@@ -314,14 +299,13 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         return self.seq2seq.get_output_embeddings()
 
     def get_encoder(self, modality: str | None = None) -> SyntaxInfusedEncoder:
-        """The syntax-aware encoder that ``generate`` runs once per batch (see :class:`SyntaxInfusedEncoder`)."""
+        """The syntax-aware encoder that ``generate`` runs once per batch."""
         return SyntaxInfusedEncoder(self)
 
     def get_decoder(self) -> nn.Module:
         """The wrapped Transformer's decoder."""
         return self.seq2seq.get_decoder()
 
-    # -- encoder side -------------------------------------------------------------------------------------------
     def encode(
         self,
         input_ids: torch.Tensor,
@@ -331,15 +315,9 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         syntax_tree: torch.Tensor | None = None,
         **features: Any,
     ) -> BaseModelOutput:
-        """Encode a source batch: syntax-infused embeddings -> Transformer encoder -> SG layer + aggregation; returns
-        ``last_hidden_state`` ``[B, L, D]`` (H̄ with the SG layer, else H).
-
-        Args:
-            input_ids, attention_mask: ``[B, L]`` source ids and mask (1 = token, 0 = padding).
-            dep_tin, dep_tout, syntax_tree: ``[B, L]`` compact dependency tensors (needed with the SG layer and
-                ``sg_mask="sdoi"``), from which the SDOI mask is built here.
-            **features: ``{feature}_ids`` ``[B, L]`` for the configured features; other keys are ignored.
-        """
+        """Syntax-infused embeddings -> Transformer encoder -> SG layer + aggregation: ``last_hidden_state``
+        ``[B, L, D]`` (H̄ with the SG layer, else H) for the inputs of the class docstring (``dep_*`` and
+        ``syntax_tree`` needed with the SG layer and ``sg_mask="sdoi"``; other ``features`` keys are ignored)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         embeds = self.source_embeddings(input_ids, features)  # (B, L, D)
@@ -364,7 +342,6 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         h_sg, _ = self.sg_layer(h, mask)  # (B, L, D)
         return BaseModelOutput(last_hidden_state=self.aggregation(h, h_sg))
 
-    # -- training / decoding steps ------------------------------------------------------------------------------
     def forward(
         self,
         input_ids: torch.Tensor | None = None,
@@ -384,21 +361,14 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         syntax_tree: torch.Tensor | None = None,
         **kwargs: Any,
     ) -> Seq2SeqLMOutput:
-        """Teacher-forced decoding of ``labels`` / ``decoder_input_ids``, or one ``generate`` step.
+        """Teacher-forced decoding of ``labels`` / ``decoder_input_ids``, or one ``generate`` step: ``logits``
+        ``[B, T, V]`` and, with labels, the mean cross-entropy ``loss`` over non-padding target tokens.
 
-        Args:
-            input_ids, attention_mask: ``[B, L]`` source batch (``input_ids`` not needed with ``encoder_outputs``).
+        Args (the inputs of the class docstring, and):
             decoder_input_ids: ``[B, T]`` decoder input; default ``<s>`` + ``labels`` shifted right.
             decoder_attention_mask, past_key_values, use_cache, **kwargs: passed to the wrapped model (``kwargs``:
                 keyword arguments of its ``forward``, e.g. ``cache_position``; any other raises an ``InputError``).
-            encoder_outputs: precomputed :meth:`encode` output (``generate`` passes it).
-            labels: ``[B, T]`` target ids, -100 at padding.
-            upos_ids, xpos_ids, case_ids, subword_ids, dep_tin, dep_tout, syntax_tree: the syntax inputs
-                (``[B, L]``); only those in ``config.syntax_inputs`` are read.
-
-        Returns:
-            ``Seq2SeqLMOutput``: ``logits`` ``[B, T, V]`` and, with labels, the mean cross-entropy ``loss`` over
-            non-padding target tokens.
+            encoder_outputs: precomputed :meth:`encode` output (``generate`` passes it; ``input_ids`` not needed).
         """
         check_forward_inputs(
             self, kwargs, self.wrapped_keywords(), f"the keyword arguments of {type(self.seq2seq).__name__}.forward"
@@ -454,7 +424,6 @@ class SyntaxInfusedForConditionalGeneration(PreTrainedModel, GenerationMixin):
         return self.seq2seq.prepare_decoder_input_ids_from_labels(labels)
 
 
-# -- translating: the one decoding path ---------------------------------------------------------------------------
 @torch.no_grad()
 def generate_ids(
     model: Any,
@@ -466,16 +435,14 @@ def generate_ids(
     **generate_options: Any,
 ) -> np.ndarray:
     """Beam search over encoded sources, in batches of similar length (:func:`~syntaxformer.modeling.raw_text.batches`,
-    one ``model.generate`` each): the one decoding path of every translation (evaluation, ``predict``, the pipelines,
-    an exported folder's pipeline, ``syntaxformer translate``).
+    one ``model.generate`` each): the one decoding path of every translation.
 
     Args:
         model: a :class:`SyntaxInfusedForConditionalGeneration` (put in eval mode here).
         items: one dict per source as :func:`~syntaxformer.data.translation_pairs.encode_pairs` makes them
-            (``labels`` ignored); ``batch_size`` sources per ``generate`` call.
-        show_progress, desc: a progress bar over the sources, and its title.
-        **generate_options: passed to ``generate`` (``num_beams``, ``length_penalty`` ...); default
-            ``max_new_tokens``: :func:`default_max_new_tokens` of the batch's padded source length.
+            (``labels`` ignored).
+        **generate_options: passed to ``generate``; default ``max_new_tokens``: :func:`default_max_new_tokens` of
+            the batch's padded source length.
 
     Returns:
         ``[N, T]`` generated ids in item order (the pad id after a batch's end, -100 after the longest of a batch).
@@ -506,10 +473,9 @@ def translate_texts(
     batch_size: int = 64,
     **options: Any,
 ) -> list[str]:
-    """Raw source sentences -> translations in input order: parsed by ``annotator`` when the model reads syntax
-    (``config.syntax_inputs``), encoded (:func:`~syntaxformer.data.translation_pairs.encode_pairs`, up to
-    ``max_source_length`` pieces), translated by :func:`generate_ids` (``options``: its own) and detokenised. A
-    blank source gives an empty translation."""
+    """Raw source sentences -> translations in input order: parsed by ``annotator`` when the model reads syntax,
+    encoded (up to ``max_source_length`` pieces), translated by :func:`generate_ids` (``options``: its own) and
+    detokenised. A blank source gives an empty translation."""
     keep = [i for i, s in enumerate(sources) if s.strip()]
     syntax = tuple(model.config.syntax_inputs)
     items = encode_pairs(

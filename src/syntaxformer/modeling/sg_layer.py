@@ -31,9 +31,7 @@ def multi_head_attention(
     Args:
         q, k, v: ``[B, Lq, D]``, ``[B, Lk, D]``, ``[B, Lk, D]`` projected queries, keys and values (all heads
             concatenated, ``D = num_heads * head_dim``).
-        mask: bool, broadcastable to ``[B, Lq, Lk]`` (e.g. ``[B, 1, Lk]`` for key padding); True = may attend.
-            No row may be entirely False (its output would be NaN).
-        num_heads: number of heads.
+        mask: bool, broadcastable to ``[B, Lq, Lk]``; True = may attend. No row may be entirely False (NaN).
         dropout_p: dropout on the attention probabilities (pass 0 at evaluation).
         need_weights: also return the probabilities (computed explicitly; slower, for analysis).
 
@@ -58,8 +56,8 @@ def multi_head_attention(
 
 
 class ProjectedAttention(nn.Module):
-    """Multi-head attention with its own projections ``query``, ``key``, ``value``, ``attn_output`` (``H -> H``
-    each) and ``dropout``: the attention block of :class:`SyntaxGuidedLayer` and :class:`BiAttentionAggregation`.
+    """Multi-head attention with its own ``H -> H`` projections and output dropout: the attention block of
+    :class:`SyntaxGuidedLayer` and :class:`BiAttentionAggregation`.
 
     Raises:
         ConfigError: ``num_heads`` does not divide ``hidden_size``.
@@ -93,15 +91,13 @@ class SyntaxGuidedLayer(ProjectedAttention):
     """One post-LN self-attention + feed-forward layer with a restricted (e.g. SDOI) attention mask.
 
     ``A = LayerNorm(H + Dropout(MultiHead(H; mask) W_O))`` (Eq. 7-8, heads concatenated), then
-    ``H' = LayerNorm(A + Dropout(W_2 act(W_1 A + b_1) + b_2))`` (§3.2: feed-forward with GELU, residual, LayerNorm;
-    the same structure as a BERT layer, so it can be initialised from one: :meth:`copy_from_bert_layer`).
+    ``H' = LayerNorm(A + Dropout(W_2 act(W_1 A + b_1) + b_2))`` (§3.2; a BERT layer's structure:
+    :meth:`copy_from_bert_layer`).
 
     Args:
-        hidden_size, num_heads, intermediate_size: model width H, attention heads (dividing H), feed-forward width.
-        hidden_act: feed-forward activation (a ``transformers.activations.ACT2FN`` name, e.g. ``"gelu"``).
+        hidden_act: feed-forward activation (a ``transformers.activations.ACT2FN`` name).
         dropout, attention_dropout: dropout on the attention-output and feed-forward projections / on the attention
             probabilities.
-        layer_norm_eps: LayerNorm epsilon.
     """
 
     def __init__(
@@ -137,9 +133,8 @@ class SyntaxGuidedLayer(ProjectedAttention):
     def forward(
         self, hidden_states: torch.Tensor, mask: torch.Tensor, output_attentions: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``([B, L, H] H', [B, num_heads, L, L] attention probabilities when ``output_attentions``, else None)`` for
-        ``hidden_states`` H ``[B, L, H]`` and a bool ``mask`` ``[B, L, L]`` (or broadcastable, e.g. ``[B, 1, L]``):
-        True = position ``i`` may attend to ``j``; no row may be all False (SDOI masks have the diagonal set)."""
+        """``([B, L, H] H', [B, num_heads, L, L] attention probabilities or None)`` for ``hidden_states`` H
+        ``[B, L, H]`` and a bool ``mask`` broadcastable to ``[B, L, L]`` (True = may attend; no row all False)."""
         attended, probs = self.attend(hidden_states, hidden_states, mask, output_attentions)
         a = self.attn_norm(hidden_states + attended)  # (B, L, H)
         out = self.output_norm(a + self.dropout(self.output(self.act(self.intermediate(a)))))  # (B, L, H)
@@ -147,11 +142,7 @@ class SyntaxGuidedLayer(ProjectedAttention):
 
     @torch.no_grad()
     def copy_from_bert_layer(self, layer: nn.Module) -> None:
-        """Copy the weights of a BERT-style layer (BERT, RoBERTa, ELECTRA, MiniLM ...) into this layer.
-
-        Args:
-            layer: a module with ``attention.self.{query,key,value}``, ``attention.output.{dense,LayerNorm}``,
-                ``intermediate.dense`` and ``output.{dense,LayerNorm}`` (``transformers``' ``BertLayer`` layout).
+        """Copy the weights of a layer with ``transformers``' ``BertLayer`` layout (BERT, RoBERTa, ELECTRA ...).
 
         Raises:
             ConfigError: the layer does not have that layout, or its shapes differ from this layer's.
@@ -193,13 +184,8 @@ class SyntaxGuidedLayer(ProjectedAttention):
 
 
 class DualAggregation(nn.Module):
-    """Dual context aggregation (Eq. 9): ``H̄ = alpha * H + (1 - alpha) * H'``.
-
-    Args:
-        alpha: the weight of H (paper: 0.5, fixed, §5.2).
-        learned: learn ``alpha = sigmoid(alpha_logit)``, the parameter initialised at ``logit(alpha)`` (clamped to
-            +-10 for alpha of exactly 0 or 1). Otherwise alpha is a constant and there is no parameter.
-    """
+    """Dual context aggregation (Eq. 9): ``H̄ = alpha * H + (1 - alpha) * H'`` (paper: alpha 0.5, fixed, §5.2);
+    ``learned``: ``alpha = sigmoid(alpha_logit)``, initialised at ``logit(alpha)`` (clamped to +-10)."""
 
     def __init__(self, alpha: float = 0.5, learned: bool = False):
         super().__init__()
@@ -238,12 +224,8 @@ class SyntaxOnlyAggregation(nn.Module):
 
 class ConcatAggregation(nn.Module):
     """``H̄ = [H; H'] W^T + b`` (Table 6's "concatenation"), ``W``: ``[H, 2H]`` (plain parameters, untouched by the
-    generic init of linears), initialised to ``[alpha I, (1 - alpha) I]`` and ``b = 0``: the dual aggregation.
-
-    Args:
-        hidden_size: H.
-        alpha: the dual-aggregation weight the initialisation reproduces.
-    """
+    generic init of linears), initialised as the dual aggregation of weight ``alpha``: ``[alpha I, (1 - alpha) I]``,
+    ``b = 0``."""
 
     def __init__(self, hidden_size: int, alpha: float = 0.5):
         super().__init__()

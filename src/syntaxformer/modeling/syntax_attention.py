@@ -1,9 +1,7 @@
 """Syntax-BERT attention (Bai et al., 2021, §3.3) as Hugging Face attention functions: ``"syntax"`` calls the
-backend ``"syntax_<implementation>"`` (``syntax_options.implementation``; ``"auto"``: the table :data:`AUTO`)
-through ``AttentionInterface``, each one function with the interface's signature: ``"syntax_exact"`` (the readable
-reference, autograd), ``"syntax_fast"`` (one softmax, small per-group tables, hand-written backward; the default) and
-``"syntax_triton"`` (fused kernels that never build ``A``; CUDA). What they compute:
-:mod:`syntaxformer.modeling.syntax_attention_core`.
+backend ``"syntax_<implementation>"`` (``"auto"``: the table :data:`AUTO`) through ``AttentionInterface``:
+``"syntax_exact"`` (the readable reference), ``"syntax_fast"`` (the default) and ``"syntax_triton"`` (fused kernels;
+CUDA). What they compute: :mod:`syntaxformer.modeling.syntax_attention_core`.
 """
 
 from __future__ import annotations
@@ -84,17 +82,14 @@ def syntax_attention_forward(
     ``"syntax_<implementation>"``; every backend takes these arguments.
 
     Args:
-        module: the calling attention module (its ``layer_idx`` selects the topical query; ``training`` gates
-            dropout).
+        module: the calling attention module (its ``layer_idx`` selects the topical query).
         query, key, value: ``[B, H, L, d]``.
         attention_mask: ``None`` (no padding), bool ``[B, 1, L, L]`` (True = may attend) or an additive float mask
             broadcastable to ``[B, 1, L, L]`` (0 = may attend); one mask for all heads.
-        scaling: score scale (default ``d ** -0.5``).
-        dropout: attention-probability dropout (used when ``module.training``).
-        syntax_options: :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionOptions` (default
-            options if ``None``).
-        syntax_gate: ``SyntaxGate`` (``None``: no gate, the paper's literal form): the effective attention of a
-            syntax layer becomes ``P_full + g (Σ_g α_g A_g - P_full)``.
+        scaling, dropout: score scale (default ``d ** -0.5``), attention dropout (when ``module.training``).
+        syntax_options: :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxAttentionOptions` (``None``:
+            the defaults).
+        syntax_gate: ``SyntaxGate`` (``None``: no gate, the paper's literal form).
         **kwargs: ``syntax_groups`` (group ids of one or more partitions, ``[B, L, L]`` each: a tensor, a sequence
             or :class:`~syntaxformer.modeling.syntax_attention_core.SyntaxGroups`; ``None`` = plain attention),
             ``syntax_topical`` (``TopicalAttention`` with the task queries; ``None``: zero query), ``syntax_lisa``
@@ -103,11 +98,8 @@ def syntax_attention_forward(
             ignored.
 
     Returns:
-        ``([B, L, H, d] output, [B, H, L, L] effective attention or None)``. The effective attention of a row is
-        ``Σ_g α_g A_g`` (it sums to 1 for ``"topical"`` / ``"mean"``); layers without sub-networks run the host's
-        SDPA attention and return none, and so does ``"triton"``. With the topical attention's own value
-        projection a syntax layer's output is ``(A V) W_Vt`` (gated: ``P_full V + g ((A V) W_Vt - P_full V)``);
-        the returned attention is still the effective ``A`` (gated as above), before ``W_Vt``.
+        ``([B, L, H, d] output, [B, H, L, L] effective attention or None)``: the (gated) effective attention ``A``
+        (before an own ``W_Vt``); none from layers without sub-networks (the host's SDPA attention) or ``"triton"``.
     """
     opts = resolve_implementation(
         syntax_options or SyntaxAttentionOptions(), query, dropout, module, gated=syntax_gate is not None

@@ -1,6 +1,5 @@
-"""What the Syntax-BERT attention (Bai et al., 2021, §3.3) computes, whichever backend runs it (``_exact``,
-``_fast``, ``_triton``): its options, group ids, learned parts, recorders and the algebra the backends share. The
-semantics and the choices where the paper is silent: ``docs/syntax_bert.md`` ("Semantics").
+"""What the Syntax-BERT attention (Bai et al., 2021, §3.3) computes, whichever backend runs it: its options, group
+ids, learned parts, recorders and the algebra the backends share (``docs/syntax_bert.md``, "Semantics").
 
 Notation, per layer, head ``h`` and query row ``i`` (``S = Q Kᵀ / sqrt(d_head)``, masked keys excluded everywhere):
 a sub-network is a (partition, group ``g``) of the L x L pairs (:mod:`syntaxformer.masks.relations`);
@@ -56,17 +55,9 @@ class SyntaxAttentionOptions:
     """How the ``"syntax"`` attention function combines the sub-networks (passed as ``syntax_options=``).
 
     Args:
-        aggregation: ``"topical"`` (Eq. 2-3; needs ``syntax_topical``, else the query counts as zero, i.e.
-            ``"mean"``), ``"sum"`` (Table 5, "w/o topical attention") or ``"mean"``.
-        empty_rows: what a row with no non-empty sub-network attends to: ``"full"`` (all non-padding keys, as the
-            pretrained layer) or ``"self"`` (itself only).
-        full_attention_candidate: also aggregate the vanilla (unmasked) attention as one more sub-network.
-        layers: indices of the layers that use sub-networks (``None`` = all, as in the paper); the others run
-            plain attention.
-        implementation: ``"fast"``, ``"exact"``, ``"triton"`` (fused kernels) or ``"auto"`` (the table
-            :data:`syntaxformer.modeling.syntax_attention.AUTO`).
-        lisa_layer: layer of the LISA head (``None`` = no LISA head).
-        lisa_head: head index of the LISA head in ``lisa_layer``.
+        aggregation, empty_rows, full_attention_candidate, implementation, lisa_layer, lisa_head, layers: as the
+            :class:`~syntaxformer.modeling.SyntaxBertConfig` options of those names (``layers``: ``syntax_layers``);
+            ``"topical"`` without ``syntax_topical`` counts the query as zero, i.e. ``"mean"``.
         check_underflow: let ``"fast"`` detect underflowing groups and switch to ``"exact"`` (one host sync per
             layer; switch off only when scores are known to be moderate, e.g. under CUDA graphs).
     """
@@ -100,13 +91,10 @@ class SyntaxGroups(NamedTuple):
 
     Attributes:
         partitions: one int64 ``[B, L, L]`` tensor per partition (0 = no sub-network).
-        num_buckets: per partition, ``1 + the largest group id`` that may occur (the size of the per-group
-            tables); ids above it are an error.
-        scatter_index: the fast path's index per partition (:func:`scatter_index_of`; built on the fly when
-            ``None``): id 0 is replaced by one of the trash buckets ``num_buckets + (key % TRASH_BUCKETS)``.
-        cache: per-forward memo of what depends only on the groups and the host's mask (the candidate groups of
-            every row, the joint buckets), filled by the first layer and reused by the others (``None``:
-            recomputed per layer).
+        num_buckets: per partition, ``1 + the largest group id`` that may occur (the size of the per-group tables).
+        scatter_index: the fast path's index per partition (:func:`scatter_index_of`; built on the fly when ``None``).
+        cache: per-forward memo of what depends only on the groups and the host's mask (:func:`per_forward`;
+            ``None``: recomputed per layer).
     """
 
     partitions: tuple[torch.Tensor, ...]
@@ -119,18 +107,9 @@ def prepare_groups(
     groups: torch.Tensor | Sequence[torch.Tensor | None] | SyntaxGroups | None,
     num_buckets: int | Sequence[int] | None = None,
 ) -> SyntaxGroups | None:
-    """Turn ``[B, L, L]`` group ids (one tensor, or one per partition; ``None`` entries are skipped) into
-    :class:`SyntaxGroups`.
-
-    Args:
-        groups: integer group ids (e.g. the uint8 output of
-            :func:`~syntaxformer.masks.relations.relation_groups_from_features`).
-        num_buckets: table size per partition (``3 * D + 2`` for relation groups with max distance D); ``None``
-            reads ``max + 1`` from the tensors (one host sync each).
-
-    Returns:
-        :class:`SyntaxGroups`, or ``None`` when there is no partition at all.
-    """
+    """Integer ``[B, L, L]`` group ids (one tensor, or one per partition; ``None`` entries are skipped) as
+    :class:`SyntaxGroups` (``None`` when there is no partition at all). ``num_buckets``: table size per partition
+    (``3 * D + 2`` for relation groups with max distance D); ``None`` reads ``max + 1`` from the tensors."""
     if groups is None or isinstance(groups, SyntaxGroups):
         return groups
     parts = [groups] if isinstance(groups, torch.Tensor) else [g for g in groups if g is not None]
@@ -158,18 +137,12 @@ def scatter_index_of(partitions: Sequence[torch.Tensor], sizes: Sequence[int]) -
     return tuple(out)
 
 
-# --- The learned parts: task queries, gate, added LISA head ---
-
-
 class TopicalAttention(nn.Module):
-    """The task queries of topical attention (Eq. 2), one per layer (zero at initialisation: training starts from
-    the average of the non-empty sub-networks), their folded form ``u_l = W_O W_K q_l / sqrt(hidden)``
-    (:meth:`folded`) and, with ``projections="own"``, the paper's own ``W_Kt`` (a bias-free copy of the layer's key
-    projection at initialisation) and own value projection ``W_Vt`` (identity at initialisation, applied before the
-    host's ``W_O``), so either way the model is unchanged at initialisation (``docs/syntax_bert.md``).
+    """The task queries of topical attention (Eq. 2), one per layer (zero at initialisation), their folded form
+    ``u_l = W_O W_K q_l / sqrt(hidden)`` (:meth:`folded`) and, with ``projections="own"``, the paper's own ``W_Kt``
+    and ``W_Vt`` (``docs/syntax_bert.md``).
 
     Args:
-        num_layers: number of layers (one query each).
         dim: size of the concatenated heads (``heads * d_head``; the key projection's output size).
         hidden_size: model width, for the ``1 / sqrt(hidden)`` of Eq. 2 (default ``dim``).
         projections: ``"shared"`` (the layer's ``W_K``, bound with :meth:`bind`, no ``W_Vt``) or ``"own"``.
@@ -246,13 +219,7 @@ class TopicalAttention(nn.Module):
 
 class SyntaxGate(nn.Module):
     """Zero-initialised gate towards the sub-networks (our extension): the effective attention of layer ``l`` is
-    ``P_full + g_{l(,h)} (A_syntax - P_full)``, so at ``g = 0`` every layer is the pretrained layer.
-
-    Args:
-        num_layers: number of layers (one row each).
-        num_heads: number of heads (columns when ``per_head``).
-        per_head: one scalar per head (``gate="head"``) instead of one per layer (``gate="layer"``).
-    """
+    ``P_full + g_{l(,h)} (A_syntax - P_full)``; ``per_head``: one scalar per head instead of one per layer."""
 
     def __init__(self, num_layers: int, num_heads: int, per_head: bool = False):
         super().__init__()
@@ -272,14 +239,8 @@ class AddedLisaHead(nn.Module):
     """LISA as an *added* head (``lisa_head_mode="added"``): own projections ``W_Qa``, ``W_Ka`` ``[d_head, heads *
     d_head]`` of the layer's concatenated queries / keys, scores ``S_a = (Q W_Qa)(K W_Ka)ᵀ · scale``, ``P_a =
     softmax(S_a)`` over the non-padding keys, and ``ctx_h += m_h P_a V_h`` with mixing weights ``m`` (zero at
-    initialisation: the model is unchanged until the task loss moves them; ``docs/syntax_bert.md``).
-
-    Args:
-        layer: the LISA layer.
-        num_heads: heads of the layer.
-        head_dim: size of one head (the added head's too).
-        init_head: the added head starts as a copy of this pretrained head's query / key projections.
-    """
+    initialisation; ``docs/syntax_bert.md``). ``init_head``: the added head starts as a copy of this pretrained
+    head's query / key projections."""
 
     def __init__(self, layer: int, num_heads: int, head_dim: int, init_head: int = 0):
         super().__init__()
@@ -308,16 +269,10 @@ class AddedLisaHead(nn.Module):
         return torch.matmul(qa * scaling, ka.transpose(-1, -2)).float()
 
 
-# --- What a forward records: the LISA head's log-probabilities, every layer's attention (analysis) ---
-
-
 @dataclass
 class LisaRecorder:
-    """Collects the log attention probabilities of the LISA head (passed as ``syntax_lisa=``).
-
-    After the forward pass, ``log_probs`` is ``[B, L, L]``: row ``i`` is the log-softmax of head ``head`` of layer
-    ``layer`` over the non-padding keys (masked keys get a very negative finite value).
-    """
+    """Collects the log attention probabilities of the LISA head (passed as ``syntax_lisa=``): after the forward
+    pass, ``log_probs`` ``[B, L, L]``, row ``i`` the log-softmax of head ``head`` of layer ``layer``."""
 
     layer: int
     head: int = 0
@@ -329,8 +284,7 @@ class LisaRecorder:
 
     def loss(self, parent: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy of the recorded rows against ``parent`` ``[B, L]`` (key position of each token's
-        syntactic parent; rows with ``parent < 0`` — roots, special tokens, padding — are ignored). 0 if no row
-        counts."""
+        syntactic parent; rows with ``parent < 0`` are ignored; 0 if no row counts)."""
         if self.log_probs is None:
             raise ConfigError(
                 f"no attention was recorded for the LISA head (layer {self.layer}); is the model "
@@ -369,15 +323,13 @@ class LisaRecorder:
 
 @dataclass
 class SyntaxAttentionRecorder:
-    """Collects, for analysis, what every layer of a forward pass attended to (``syntax_record=``; the models take
-    ``model(..., syntax_record=recorder)``), computed beside the layer without gradients: the outputs never change.
-
-    Per layer index ``l`` that ran: ``attentions[l]`` ``[B, H, L, L]`` the effective attention (gated; the plain
-    softmax for a layer without sub-networks); syntax layers only, by the exact path: ``topical[l]`` ``[B, L, C]``
-    the weight α of each candidate sub-network per query token and ``candidates[l]`` bool ``[B, L, C]``. The ``C``
-    columns are the group ids ``0..num_buckets[p]-1`` of each partition ``p`` in order (id 0 never a candidate;
-    :func:`syntaxformer.masks.relations.group_name`), then the full attention when ``full_candidate``.
-    """
+    """Collects, for analysis, what every layer of a forward pass attended to (``model(..., syntax_record=recorder)``),
+    computed beside the layer without gradients. Per layer index ``l`` that ran: ``attentions[l]`` ``[B, H, L, L]``
+    the effective attention (gated; the plain softmax for a layer without sub-networks); syntax layers only, by the
+    exact path: ``topical[l]`` ``[B, L, C]`` the weight α of each candidate sub-network per query token and
+    ``candidates[l]`` bool ``[B, L, C]``. The ``C`` columns are the group ids ``0..num_buckets[p]-1`` of each
+    partition ``p`` in order (:func:`syntaxformer.masks.relations.group_name`), then the full attention when
+    ``full_candidate``."""
 
     attentions: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
     topical: dict[int, torch.Tensor] = field(default_factory=dict, repr=False)
@@ -386,12 +338,8 @@ class SyntaxAttentionRecorder:
     full_candidate: bool = False
 
 
-# --- One call of a backend: its keyword arguments, and the layers that attend as usual ---
-
-
 def layer_index(module: nn.Module) -> int | None:
-    """The layer index the syntax attention uses for ``module``: ``syntax_layer_idx`` (set by the syntax models
-    for architectures without one), else the module's own ``layer_idx``."""
+    """``module``'s ``syntax_layer_idx`` (set by the syntax models), else its own ``layer_idx``."""
     idx = getattr(module, "syntax_layer_idx", None)
     return getattr(module, "layer_idx", None) if idx is None else idx
 
@@ -461,7 +409,7 @@ def plain_attention(
     call: SyntaxCall,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """A layer without sub-networks or LISA head: the host's usual (fused) attention; the recorder gets the plain
-    softmax beside it (the fused kernel returns no weights)."""
+    softmax beside it."""
     out, weights = sdpa_attention_forward(
         module, query, key, value, mask, dropout=dropout, scaling=call.scaling, is_causal=False
     )
@@ -470,9 +418,6 @@ def plain_attention(
             s = attention_scores(query, key, call.scaling)
             call.record.attentions[call.layer] = torch.softmax(apply_mask(s, mask), dim=-1)
     return out, weights
-
-
-# --- Scores and masks ---
 
 
 def attention_scores(query: torch.Tensor, key: torch.Tensor, scaling: float) -> torch.Tensor:
@@ -501,9 +446,8 @@ def apply_mask(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 
 
 def without_keyless_rows(p: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
-    """``p`` ``[B, H, Lq, Lk]`` with the rows whose ``allowed`` ``[B, Lq, Lk]`` keys are none set to 0: a query row
-    that may attend to no key attends to nothing (the masked softmax of such a row would spread over the
-    disallowed keys)."""
+    """``p`` ``[B, H, Lq, Lk]`` with the rows whose ``allowed`` ``[B, Lq, Lk]`` keys are none set to 0 (the masked
+    softmax of such a row would spread over the disallowed keys)."""
     return p if allowed is None else p * allowed.any(-1)[:, None, :, None].to(p.dtype)
 
 
@@ -512,9 +456,6 @@ def full_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tenso
     (:func:`without_keyless_rows`)."""
     allowed = allowed_keys(mask, scores.shape[0], scores.shape[2])
     return without_keyless_rows(torch.softmax(apply_mask(scores, mask), -1), allowed)
-
-
-# --- Candidates and topical weights ---
 
 
 def group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool = False) -> list[torch.Tensor]:
@@ -536,10 +477,8 @@ def group_counts(groups: SyntaxGroups, allowed: torch.Tensor | None, fast: bool 
 
 
 def per_forward(cache: dict | None, name: Any, key: object, compute: Callable[[], Any]) -> Any:
-    """``compute()`` once per forward: the layers of one forward share the groups' ``cache``
-    (:attr:`SyntaxGroups.cache`) and the host's mask object, so the first layer's result is kept in ``cache[name]``
-    with ``key`` (the mask, or what the result derives from: an entry is never taken for another key); without a
-    cache, computed every time."""
+    """``compute()`` once per forward: the first layer's result is kept in the groups' ``cache[name]`` with ``key``
+    (the host's mask, or what the result derives from: an entry is never taken for another key)."""
     if cache is None:
         return compute()
     hit = cache.get(name)
@@ -651,15 +590,11 @@ def expand_heads(g: torch.Tensor, H: int) -> torch.Tensor:
     return g.unsqueeze(1).expand(g.shape[0], H, *g.shape[1:])
 
 
-# --- Per-layer inputs and outputs shared by the backends ---
-
-
 def topical_key_values(
     module: nn.Module, value: torch.Tensor, call: SyntaxCall, full_heads: torch.Tensor | None
 ) -> torch.Tensor | None:
-    """Checks the groups against the layer's ``[B, L]`` and returns ``w = V_h[k] · u_h`` ``[B, H, L]`` (each key's
-    value along the folded task query ``u``; the LISA head, if any, takes no part), or ``None`` without topical
-    attention."""
+    """Checks the groups against the layer's ``[B, L]`` and returns ``w = V_h[k] · u_h`` ``[B, H, L]`` (the LISA
+    head takes no part), or ``None`` without topical attention."""
     B, H, L, d = value.shape
     assert call.groups is not None  # for the type checker: a syntax layer
     for g in call.groups.partitions:

@@ -1,9 +1,6 @@
 """The ``"fast"`` backend of the Syntax-BERT attention (``docs/syntax_bert.md``, "Implementations"): the effective
-attention ``A = P * (α / Z)[group]`` from one full softmax ``P`` per layer and small ``[B, H, L, M+1]`` per-group
-tables (group sums ``Z`` and topical sums, scattered over the joint buckets of all partitions at once), with a
-hand-written backward that keeps only ``P`` and writes into two ``[B, H, L, L]`` buffers; the layer around ``A`` is
-:func:`~syntaxformer.modeling.syntax_attention_exact.dense_attention`. Query rows where a non-empty group's share of
-``P`` underflows are recomputed by :func:`~syntaxformer.modeling.syntax_attention_exact.exact_probs` and spliced in.
+attention ``A = P * (α / Z)[group]`` from one full softmax ``P`` per layer and small per-group tables, with a
+hand-written backward; the layer around ``A`` is :func:`~syntaxformer.modeling.syntax_attention_exact.dense_attention`.
 """
 
 from __future__ import annotations
@@ -121,8 +118,7 @@ def _splice_exact_rows(
     full_heads: torch.Tensor | None,
     rows: torch.Tensor,
 ) -> torch.Tensor:
-    """Replace the query rows ``rows`` (bool ``[B, L]``) of ``a`` by the exact computation (rows are independent:
-    topical attention mixes heads and groups within a row only)."""
+    """Replace the query rows ``rows`` (bool ``[B, L]``) of ``a`` by the exact computation (rows are independent)."""
     B, H, L, _ = a.shape
     bi, li = rows.nonzero(as_tuple=True)
     R = bi.shape[0]

@@ -1,10 +1,6 @@
-"""What every system built around a pretrained encoder shares: loading that encoder, wrapping it, its embeddings
-and its backbone's ``forward``.
-
-:class:`WrappedEncoderMixin` goes before ``PreTrainedModel`` in a system's base class (``SGNetPreTrainedModel``
-...): it gives ``from_encoder_pretrained``, the token embedding accessors and
-:meth:`~WrappedEncoderMixin.wrap_encoder`. :class:`EncoderBackbone` goes before the base class of a system's
-backbone: it runs the encoder and hands the backbone's output to the task heads.
+"""What every system built around a pretrained encoder shares: loading that encoder, wrapping it
+(:class:`WrappedEncoderMixin`, before ``PreTrainedModel`` in a system's base class), and its backbone's ``forward``
+(:class:`EncoderBackbone`, before the base class of a system's backbone).
 """
 
 from __future__ import annotations
@@ -26,11 +22,8 @@ _M = TypeVar("_M", bound="WrappedEncoderMixin")
 
 
 class WrappedEncoderMixin:
-    """Mixin of a system's ``PreTrainedModel`` base class whose backbone holds a pretrained encoder as ``encoder``.
-
-    The class it is mixed with provides ``config_class`` (built by :meth:`from_encoder_pretrained`) and
-    ``base_model_prefix`` (where a task model keeps its backbone, Hugging Face's ``base_model``).
-    """
+    """Mixin of a system's ``PreTrainedModel`` base class whose backbone holds a pretrained encoder as ``encoder``
+    (the class it is mixed with provides ``config_class`` and ``base_model_prefix``)."""
 
     #: The attention implementation the encoder is always loaded and built with, whatever the caller asks
     #: (Syntax-BERT: ``"syntax"``); ``None``: the caller's choice, else the encoder's default.
@@ -58,12 +51,11 @@ class WrappedEncoderMixin:
     def from_encoder_pretrained(
         cls: type[_M], name_or_path: str, encoder_kwargs: dict[str, Any] | None = None, **config_overrides: Any
     ) -> _M:
-        """Build the model around a pretrained encoder: its weights are loaded, the new parts are initialised; the
-        model is returned in evaluation mode (as ``from_pretrained`` returns models: ``.train()`` to fine-tune).
+        """Build the model around a pretrained encoder (its weights loaded, the new parts initialised), in evaluation
+        mode as ``from_pretrained`` returns models.
 
         Args:
-            name_or_path: a model name or folder ``AutoModel.from_pretrained`` can load (e.g.
-                :func:`syntaxformer.defaults.default_hf_model`).
+            name_or_path: a model name or folder ``AutoModel.from_pretrained`` can load.
             encoder_kwargs: extra keyword arguments for ``AutoModel.from_pretrained`` (``dtype``, ``revision`` ...;
                 ``attn_implementation`` unless the system sets its own: :attr:`encoder_attn_implementation`).
             **config_overrides: options of the system's config (``num_labels=2``, ``pooling="cls"`` ...).
@@ -84,7 +76,6 @@ class WrappedEncoderMixin:
         """The encoder a backbone wraps, for its ``__init__`` to store as ``self.encoder``.
 
         Args:
-            config: the backbone's config.
             encoder: an already built (e.g. pretrained) encoder, whose config object the config then holds; ``None``
                 builds ``AutoModel.from_config(config.encoder)`` (with :attr:`encoder_attn_implementation`).
             pooler: what replaces the encoder's pooler, if it has one (default none: heads own their poolers, and an
@@ -114,14 +105,9 @@ class WrappedEncoderMixin:
 
 
 class EncoderBackbone:
-    """Mixin of a system's backbone (``SGNetModel``, ``SyntaxBertModel``, ``PlainEncoderModel``), before its base
-    class: its :meth:`forward` (the system's own part: :meth:`backbone_output`) and what it hands the task heads
-    (:meth:`contextual_states`). The backbone's output has ``last_hidden_state`` (what the heads read),
-    ``hidden_states`` and ``attentions``.
-
-    A backbone is built as ``Backbone(config, encoder=None)``: ``config`` the system's config, ``encoder`` an
-    already built (e.g. pretrained) encoder to wrap (:meth:`WrappedEncoderMixin.wrap_encoder`), ``None`` builds
-    ``AutoModel.from_config(config.encoder)``.
+    """Mixin of a system's backbone (``SGNetModel`` ...), before its base class: its :meth:`forward` (the system's
+    own part: :meth:`backbone_output`) and what it hands the task heads (:meth:`contextual_states`). A backbone is
+    built as ``Backbone(config, encoder=None)`` (:meth:`WrappedEncoderMixin.wrap_encoder`).
     """
 
     #: The keyword arguments :meth:`forward` takes besides its parameters: every syntax batch key (those the system
@@ -151,22 +137,15 @@ class EncoderBackbone:
         return_dict: bool | None = None,
         **syntax_inputs: Any,
     ) -> Any:
-        """Encode a batch.
+        """Encode a batch: the system's output (:meth:`backbone_output`), with ``last_hidden_state`` ``[B, L, H]``.
 
         Args:
-            input_ids: ``[B, L]`` token ids (or give ``inputs_embeds`` ``[B, L, H]``).
+            input_ids, token_type_ids, position_ids: ``[B, L]`` (or ``inputs_embeds`` ``[B, L, H]``), to the encoder.
             attention_mask: ``[B, L]`` 1 = real token, 0 = padding (padding is never attended).
-            token_type_ids, position_ids: ``[B, L]``, passed to the encoder.
-            inputs_embeds: ``[B, L, H]`` passed to the encoder instead of ``input_ids``.
-            output_attentions, output_hidden_states: also return the encoder's (and the system's) attention
-                probabilities / per-layer hidden states.
+            output_attentions, output_hidden_states: also return the attention probabilities / per-layer states.
             return_dict: return the backbone's ``ModelOutput`` (default) or a tuple.
-            **syntax_inputs: the system's syntax inputs (:meth:`backbone_output`). Every key of
-                :attr:`syntax_keywords` is accepted, so a collated batch can be passed as ``model(**batch)``; any other
-                keyword (``labels``: use a task model) raises an ``InputError`` naming it.
-
-        Returns:
-            the system's output (:meth:`backbone_output`), with ``last_hidden_state`` ``[B, L, H]``.
+            **syntax_inputs: the system's syntax inputs (:meth:`backbone_output`); every key of
+                :attr:`syntax_keywords` is accepted, any other keyword raises an ``InputError`` naming it.
         """
         check_forward_inputs(self, syntax_inputs, self.syntax_keywords)
         inputs = dict(
@@ -182,8 +161,7 @@ class EncoderBackbone:
     def backbone_output(
         self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, syntax: dict[str, Any]
     ) -> ModelOutput:
-        """The system's part of :meth:`forward`: its output for the encoder ``inputs`` (``input_ids``,
-        ``attention_mask``, ``token_type_ids``, ``position_ids``, ``inputs_embeds``) and the ``syntax`` keyword
+        """The system's part of :meth:`forward`: its output for the encoder ``inputs`` and the ``syntax`` keyword
         arguments; by default the encoder's output, syntax ignored (the plain encoder)."""
         enc = self.encode(inputs, output_attentions, output_hidden_states)
         return BaseModelOutput(
@@ -197,12 +175,8 @@ class EncoderBackbone:
         return None
 
     def contextual_states(self, input_ids: torch.Tensor | None = None, **inputs: Any) -> ContextualStates:
-        """What the task heads read: ``last_hidden_state`` ``[B, L, H]``, the per-layer outputs, the
-        :attr:`head_extras` and the :meth:`auxiliary_loss`.
-
-        Args:
-            input_ids, **inputs: as in :meth:`forward` (``return_dict`` is always True here).
-        """
+        """What the task heads read for the :meth:`forward` inputs: ``last_hidden_state`` ``[B, L, H]``, the
+        per-layer outputs, the :attr:`head_extras` and the :meth:`auxiliary_loss`."""
         out = self(input_ids, return_dict=True, **{k: v for k, v in inputs.items() if k != "return_dict"})
         return ContextualStates(
             hidden=out.last_hidden_state,
@@ -213,9 +187,8 @@ class EncoderBackbone:
         )
 
     def encode(self, inputs: dict[str, Any], output_attentions: bool, output_hidden_states: bool, **extra: Any) -> Any:
-        """The encoder's output (a ``ModelOutput``) for a batch: the ``inputs`` that are given are passed on,
-        ``output_attentions`` / ``output_hidden_states`` only when asked (never False, so the encoder's defaults
-        hold), and ``extra`` (Syntax-BERT's attention arguments)."""
+        """The encoder's output for the given ``inputs``, ``output_attentions`` / ``output_hidden_states`` only when
+        asked (never False, so the encoder's defaults hold), and ``extra`` (Syntax-BERT's attention arguments)."""
         given = {k: v for k, v in inputs.items() if v is not None or k == "input_ids"}
         if output_attentions:
             given["output_attentions"] = True
