@@ -520,11 +520,7 @@ def training_arguments(config: RunConfig, output_dir: str, *, seq2seq: bool = Fa
         # Several processes (accelerate launch / torchrun) without CUDA: DDP on the CPU over gloo. Without use_cpu,
         # accelerate would see no device to distribute over and run each process as a separate one-process job.
         kwargs["use_cpu"] = True
-    fields = {f.name for f in dataclasses.fields(args_class)}
-    if "train_sampling_strategy" in fields:  # transformers 5
-        kwargs["train_sampling_strategy"] = "group_by_length" if config.group_by_length else "random"
-    else:  # transformers 4
-        kwargs["group_by_length"] = bool(config.group_by_length)
+    kwargs["train_sampling_strategy"] = "group_by_length" if config.group_by_length else "random"
     kwargs.update({k: getattr(config, k) for k in ("eval_steps", "save_steps") if getattr(config, k) is not None})
     if config.disable_tqdm is not None:
         kwargs["disable_tqdm"] = bool(config.disable_tqdm)
