@@ -136,6 +136,30 @@ def _run_fresh(code: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def test_pipelines_are_registered_in_every_import_order():
+    """Whichever is imported first (the pipelines module, the package, or transformers' pipelines), the three syntax
+    pipelines end up registered and no registration warning is logged."""
+    orders = {
+        "pipelines module first": "import syntaxformer.pipelines",
+        "package first": "import syntaxformer; import transformers.pipelines",
+        "transformers first": "import transformers.pipelines; import syntaxformer",
+    }
+    expected = ["syntax-question-answering", "syntax-text-classification", "syntax-translation"]
+    for name, imports in orders.items():
+        code = f"""
+import io, json, logging
+log = io.StringIO()
+logging.getLogger("syntaxformer").addHandler(logging.StreamHandler(log))
+{imports}
+from transformers.pipelines import PIPELINE_REGISTRY
+tasks = sorted(t for t in PIPELINE_REGISTRY.get_supported_tasks() if t.startswith("syntax-"))
+print(json.dumps({{"tasks": tasks, "log": log.getvalue()}}))
+"""
+        result = _run_fresh(code)
+        assert result["tasks"] == expected, name
+        assert "could not register" not in result["log"], (name, result["log"])
+
+
 def test_pipelines_and_auto_classes_in_a_fresh_process_after_import_syntaxformer_only(sst2_runs):
     """``import syntaxformer`` (light: no torch) is all a new process needs for the Auto classes and the pipeline;
     a process that never imports it loads the folder with ``trust_remote_code=True`` through ``auto_map``."""

@@ -193,3 +193,8 @@ def register() -> None:
             hint = f'For a syntaxformer model: pipeline("{ours}", model=...) after `import syntaxformer`.'
             if isinstance(removed.get(task), str) and hint not in removed[task]:
                 removed[task] = f"{removed[task]} {hint}"
+
+
+# Imported before transformers.pipelines (``import syntaxformer.pipelines`` first), the import hook of
+# syntaxformer.registration finds this module half-loaded and leaves the registration to it.
+register()

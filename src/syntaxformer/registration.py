@@ -112,12 +112,17 @@ def system_added(spec: Any) -> None:
             _register_pending(module, model_type, functools.partial(_load_system, spec.name))
 
 
+def _register_pipelines(module: Any) -> None:
+    """The pipelines of :mod:`syntaxformer.pipelines` into ``transformers.pipelines``; nothing while that module is
+    itself being imported (it imports ``transformers.pipelines`` first and registers them when it has loaded)."""
+    ours = sys.modules.get("syntaxformer.pipelines")
+    if ours is None or hasattr(ours, "register"):
+        resolve("syntaxformer.pipelines:register")()
+
+
 #: What to do when ``transformers`` loads each module. The pipelines module is named, not imported (as the registry
 #: names its entries): this module sits at the bottom of the package's layers, so that the package root may install it.
-_ACTIONS: dict[str, Callable[[Any], None]] = {
-    _CONFIG_AUTO: _register_configs,
-    _PIPELINES: lambda module: resolve("syntaxformer.pipelines:register")(),
-}
+_ACTIONS: dict[str, Callable[[Any], None]] = {_CONFIG_AUTO: _register_configs, _PIPELINES: _register_pipelines}
 
 
 def _act(action: Callable[[Any], None], module: Any) -> None:
