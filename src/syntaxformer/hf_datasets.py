@@ -34,9 +34,6 @@ class SyntaxFeaturizer:
     (dict of columns) -> the model inputs of each row. Its pickled state (hashed into ``datasets``' fingerprint, sent
     to worker processes) holds the parser's identity and spec, never the parser object: that is found again in this
     process or rebuilt from its spec (a string, or ``None`` for the default pipeline).
-
-    Raises:
-        ConfigError: neither ``model`` nor ``config``, or options that are not valid.
     """
 
     def __init__(

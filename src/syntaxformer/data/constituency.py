@@ -21,7 +21,7 @@ import numpy as np
 
 from syntaxformer.data.tree import ancestors, check_heads, children, depths, roots
 from syntaxformer.errors import FormatError, InputError, TreeError
-from syntaxformer.utils import open_text
+from syntaxformer.utils import clip_text, open_text
 
 _Analysis = TypeVar("_Analysis")
 
@@ -141,27 +141,27 @@ class Tree:
             if words and len(words) < len(kids):
                 raise FormatError(
                     f"node {label!r} mixes words {words[:3]} with sub-trees; a word must be the only child of a "
-                    f"pre-terminal such as (NN word), in {_clip(text)}",
+                    f"pre-terminal such as (NN word), in {clip_text(text)}",
                     source,
                     where(first_word),
                 )
             if len(words) > 1:
                 raise FormatError(
                     f"node {label!r} has several words {words[:3]}; a pre-terminal holds exactly one word, "
-                    f"as in (NN word), in {_clip(text)}",
+                    f"as in (NN word), in {clip_text(text)}",
                     source,
                     where(first_word),
                 )
             if not kids:
                 raise FormatError(
-                    f"node {label!r} has no children (empty tree) in {_clip(text)}", source, where(opened)
+                    f"node {label!r} has no children (empty tree) in {clip_text(text)}", source, where(opened)
                 )
             return cls(label, kids)
 
         # Iterative (an explicit stack of open nodes), so no input can exhaust Python's recursion limit here;
         # trees deeper than MAX_TREE_DEPTH are refused because the tree algorithms that follow recurse.
         if tokens[0] != "(":
-            raise FormatError(f"expected '(' at token 0 ({tokens[0]!r}) in {_clip(text)}", source, where(0))
+            raise FormatError(f"expected '(' at token 0 ({tokens[0]!r}) in {clip_text(text)}", source, where(0))
         stack: list[tuple[str, list, int, list[int]]] = []  # (label, kids, opened at, [first word])
         tree: Tree | None = None
         pos = 0
@@ -172,7 +172,7 @@ class Tree:
                     break  # text after the tree
                 if len(stack) >= MAX_TREE_DEPTH:
                     raise FormatError(
-                        f"tree nested more than {MAX_TREE_DEPTH} levels deep in {_clip(text)}; "
+                        f"tree nested more than {MAX_TREE_DEPTH} levels deep in {clip_text(text)}; "
                         f"treebank trees are far shallower (split or flatten the tree)",
                         source,
                         where(pos),
@@ -205,9 +205,9 @@ class Tree:
             label, _, opened, _ = stack[-1]
             raise FormatError(
                 f"unbalanced brackets: missing ')' for the {label or 'unlabelled'!r} node "
-                f"opened on line {where(opened)} in {_clip(text)}"
+                f"opened on line {where(opened)} in {clip_text(text)}"
                 if line is not None
-                else f"unbalanced brackets: missing ')' in {_clip(text)}",
+                else f"unbalanced brackets: missing ')' in {clip_text(text)}",
                 source,
                 where(len(tokens)),
             )
@@ -408,7 +408,7 @@ def iter_bracketed(text: str, source: str | None = None, first_line: int = 1) ->
             end = text.find("\n", k)
             stray = text[k : end if end >= 0 else len(text)].strip()
             raise FormatError(
-                f"text outside a bracketed tree: {_clip(stray, 40)}; each tree must be enclosed in '(' ... ')'",
+                f"text outside a bracketed tree: {clip_text(stray, 40)}; each tree must be enclosed in '(' ... ')'",
                 source,
                 line,
             )
@@ -448,11 +448,6 @@ def _tokenize_with_lines(text: str) -> tuple[list[str], list[int]]:
         tokens.append(m.group())
         lines.append(nl)
     return tokens, lines
-
-
-def _clip(text: str, n: int = 80) -> str:
-    text = " ".join(text.split())
-    return repr(text if len(text) <= n else text[: n - 3] + "...")
 
 
 # -- dependency -> constituency (the fallback for texts without a constituency parse) -------------------------

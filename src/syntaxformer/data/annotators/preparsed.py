@@ -15,11 +15,13 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from syntaxformer.data.annotators.base import Annotator
 from syntaxformer.data.readers.conllu import read_conllu, surface_tokens
 from syntaxformer.data.sentence import Document, Sentence, join_words, read_jsonl
 from syntaxformer.errors import AnnotatorError, FormatError, ParseNotFoundError
+from syntaxformer.utils import clip_text
 
 __all__ = ["PREPARSED_FORMATS", "PreparsedAnnotator"]
 
@@ -29,11 +31,6 @@ PREPARSED_FORMATS: dict[str, tuple[str, ...]] = {"conllu": (".conllu", ".conll")
 
 def _normalise(text: str) -> str:
     return " ".join(text.split())
-
-
-def _clip(text: str, n: int = 60) -> str:
-    text = _normalise(text)
-    return repr(text if len(text) <= n else text[: n - 3] + "...")
 
 
 class PreparsedAnnotator(Annotator):
@@ -121,8 +118,8 @@ class PreparsedAnnotator(Annotator):
         if spelled != target:
             at = next((i for i, (x, y) in enumerate(zip(spelled, target)) if x != y), min(len(spelled), len(target)))
             raise FormatError(
-                f"the words {_clip(' '.join(sentence.words))} do not spell the text {_clip(text)} "
-                f"(they differ from character {at} of the text without spaces: "
+                f"the words {clip_text(' '.join(sentence.words), 60)} do not spell the text "
+                f"{clip_text(text, 60)} (they differ from character {at} of the text without spaces: "
                 f"{spelled[at : at + 12]!r} vs {target[at : at + 12]!r}); a parse must cover exactly its "
                 "text",
                 self.path,
@@ -131,7 +128,7 @@ class PreparsedAnnotator(Annotator):
             if k not in inside and text[a:b] != word:
                 raise FormatError(
                     f"the offsets [{a}, {b}] of word {k} {word!r} point at {text[a:b]!r} in the text "
-                    f"{_clip(text)}; offsets must point at their words",
+                    f"{clip_text(text, 60)}; offsets must point at their words",
                     self.path,
                 )
 
@@ -168,7 +165,7 @@ class PreparsedAnnotator(Annotator):
         matched = found[:1] if found is not None else self._find_run(key)
         if matched is None:
             raise ParseNotFoundError(
-                f"no parse of the text {_clip(text)} in {self.path} ({len(self)} sentences; "
+                f"no parse of the text {clip_text(text, 60)} in {self.path} ({len(self)} sentences; "
                 "texts are matched on their whitespace-normalised text)"
             )
         return Document(self._place(matched, text), text=text)
@@ -204,7 +201,8 @@ class PreparsedAnnotator(Annotator):
             at = squeezed.find(target, cursor)
             if at < 0:
                 raise ParseNotFoundError(
-                    f"the parsed sentence {_clip(self._texts[k])} of {self.path} is not in the text {_clip(text)}"
+                    f"the parsed sentence {clip_text(self._texts[k], 60)} of {self.path} is not in the text "
+                    f"{clip_text(text, 60)}"
                 )
             if own is not None and spans is not None:
                 rank = [0] * (len(own) + 1)  # rank[i]: non-whitespace characters of ``own`` before position i
@@ -214,12 +212,12 @@ class PreparsedAnnotator(Annotator):
             else:
                 offsets = _search(sentence.words, text, dense[at] if at < len(dense) else len(text), self.path)
             cursor = at + len(target)
-            out.append(
-                dataclasses.replace(
-                    sentence, text=None, offsets=offsets, source=self.source, metadata=dict(sentence.metadata)
-                )
-            )
+            out.append(self._copy(sentence, text=None, offsets=offsets))
         return out
+
+    def _copy(self, sentence: Sentence, **changes: Any) -> Sentence:
+        """A copy of a sentence of the file with ``changes``, this annotator's ``source`` and its own metadata."""
+        return dataclasses.replace(sentence, source=self.source, metadata=dict(sentence.metadata), **changes)
 
     # -- gold tokens -----------------------------------------------------------------------------------
     def annotate_pretokenized(self, words: Sequence[Sequence[str]]) -> list[Sentence]:
@@ -237,20 +235,11 @@ class PreparsedAnnotator(Annotator):
             k = self._by_words.get(tuple(ws))
             if k is None:
                 raise ParseNotFoundError(
-                    f"no sentence with the words {_clip(' '.join(ws))} in {self.path} "
+                    f"no sentence with the words {clip_text(' '.join(ws), 60)} in {self.path} "
                     f"({len(self)} sentences; word lists are matched exactly)"
                 )
             text, offsets = join_words(ws)
-            out.append(
-                dataclasses.replace(
-                    self._sentences[k],
-                    words=ws,
-                    offsets=offsets,
-                    text=text,
-                    source=self.source,
-                    metadata=dict(self._sentences[k].metadata),
-                )
-            )
+            out.append(self._copy(self._sentences[k], words=ws, offsets=offsets, text=text))
         return out
 
     def __repr__(self) -> str:
@@ -265,7 +254,7 @@ def _search(words: list[str], text: str, pos: int, path: str) -> list[tuple[int,
         if start < 0:
             raise ParseNotFoundError(
                 f"the word {w!r} of a parsed sentence of {path} is not in the text "
-                f"{_clip(text)}: the file's words must spell its texts"
+                f"{clip_text(text, 60)}: the file's words must spell its texts"
             )
         out.append((start, start + len(w)))
         pos = start + len(w)
